@@ -1,0 +1,181 @@
+/* core.h -- the scheduling core: the one public interface of src/core/.
+ *
+ * The core is pure: it owns no clock, does no I/O, starts no threads and
+ * keeps no global state. A driver (the simulator, later the daemon) feeds it
+ * events -- a job was submitted, a GPU read a telemetry sample, a job became
+ * active on its GPUs, a job exited -- each stamped with the driver's notion
+ * of "now" in seconds, and asks it for decisions with core_schedule().
+ * Because both drivers call the very same functions, a policy measured in
+ * simulation is the policy that runs in production (DESIGN.md section 2).
+ *
+ * Ownership: core_create() allocates a core_state that the caller owns and
+ * frees with core_destroy(). The core copies everything it is given; no
+ * pointer passed in is kept after the call returns.
+ */
+#ifndef AEGIS_CORE_H
+#define AEGIS_CORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* A job may span at most this many GPUs of one server. Eight is the largest
+ * single server we target (DGX-class boxes have 8 GPUs). */
+#define CORE_MAX_JOB_GPUS 8
+
+/* The most GPUs one core (one server) manages. */
+#define CORE_MAX_GPUS 64
+
+/* A metric the driver cannot measure is passed as this value. */
+#define CORE_UNKNOWN (-1.0)
+
+/* ---- configuration ------------------------------------------------------
+ * Every tunable of the loop. core_config_default() fills DESIGN.md's values;
+ * the table in config.c names the source of each number. */
+typedef struct core_config {
+    int window_samples;        /* telemetry samples per risk window (30) */
+    double sample_period_s;    /* seconds between telemetry samples (1) */
+    double observe_s;          /* GPU stays closed this long after the new
+                                  job is seen active on it (30) */
+    double guard_min_mib;      /* memory guard: max(guard_min_mib, */
+    double guard_frac;         /*   guard_frac * total) (512, 0.01) */
+    double est_margin_mib;     /* added to an estimate to form the demand (2048) */
+    double no_est_demand_mib;  /* demand when there is no estimate (5120) */
+    double smact_max;          /* pressure filter: a GPU is skipped when */
+    double smocc_max;          /*   smact >= smact_max and (smocc >= smocc_max */
+    double drama_max;          /*   or drama >= drama_max) (0.65, 0.35, 0.50) */
+    double util_max;           /* utilization-only filter, 0..1 (0.70) */
+    double ladder_max_step_mib; /* OOM ladder: most MiB between buckets (8192) */
+    double lucid_reserve_mib;  /* lucid: profiled memory <= total - this (2048) */
+    int lucid_max_jobs;        /* lucid: jobs per GPU (2) */
+    int lucid_max_score;       /* lucid: sum of sharing scores per GPU (2) */
+    double horus_max_util_pct; /* horus: sum of profiled utilization (100) */
+    const char *policy;        /* a name from core_policy_names() ("aegis") */
+    const char *placement;     /* magm, lug, bf, ff or rr ("magm") */
+} core_config;
+
+void core_config_default(core_config *cfg);
+
+/* Sets one field by its name in the table ("smact_max", "observe_s", ...)
+ * from text. Returns 0, or -1 with a message naming the field in err. The
+ * CLI and the daemon's YAML config both go through this. */
+int core_config_set(core_config *cfg, const char *name, const char *value,
+                    char *err, size_t errlen);
+
+/* NULL-terminated list of the policy names, for --help and validation. */
+const char *const *core_policy_names(void);
+const char *const *core_placement_names(void);
+
+/* ---- jobs ---------------------------------------------------------------- */
+
+/* What the core knows about a job when it is submitted. Unknown values are
+ * CORE_UNKNOWN; each policy uses only the fields it needs. */
+typedef struct core_job_spec {
+    int64_t id;          /* caller-chosen, unique within this core */
+    int num_gpus;        /* 1..CORE_MAX_JOB_GPUS */
+    double est_mib;      /* memory estimate (aegis-est), MiB */
+    double peak_mib;     /* profiled peak memory (aegis-oracle, lucid), MiB */
+    double util_pct;     /* profiled GPU utilization 0..100 (horus) */
+    int sharing_score;   /* lucid: 0 tiny, 1 medium, 2 jumbo; -1 unknown */
+} core_job_spec;
+
+/* ---- telemetry ------------------------------------------------------------ */
+
+/* One reading of one GPU. DCGM fields are CORE_UNKNOWN when DCGM is absent,
+ * util is CORE_UNKNOWN when NVML cannot tell. The type is `struct
+ * core_sample` (or its alias core_reading): a typedef named core_sample
+ * would clash with the function core_sample() below, which C forbids. */
+typedef struct core_sample {
+    double used_mib;
+    double total_mib;
+    double smact, smocc, drama; /* 0..1 */
+    double util;                /* 0..1 */
+} core_reading;
+
+/* ---- decisions ------------------------------------------------------------ */
+
+typedef struct core_launch {
+    int64_t job_id;
+    int attempt;                /* 1 for the first run, 2 after one OOM, ... */
+    int num_gpus;
+    int gpus[CORE_MAX_JOB_GPUS];
+    double floor_mib;           /* memory the attempt was admitted with */
+    bool exclusive;             /* placed on GPUs that were idle */
+} core_launch;
+
+typedef enum core_exit {
+    CORE_EXIT_OK,       /* finished successfully */
+    CORE_EXIT_OOM,      /* classified as out of GPU memory */
+    CORE_EXIT_FAILED,   /* any other failure: never retried */
+    CORE_EXIT_LOST      /* the process vanished (daemon restart): requeued */
+} core_exit;
+
+typedef enum core_outcome {
+    CORE_DONE,          /* the job is finished and forgotten */
+    CORE_REQUEUED,      /* back in the recovery queue with a higher floor */
+    CORE_STOPPED        /* gave up: failed, or OOM when it ran alone */
+} core_outcome;
+
+/* ---- the state ------------------------------------------------------------ */
+
+typedef struct core_state core_state;
+
+/* Creates a core for a server of num_gpus GPUs with the given memory each.
+ * Returns NULL with a message in err when cfg is invalid (unknown policy,
+ * window_samples < 1, ...). */
+core_state *core_create(const core_config *cfg, int num_gpus,
+                        const double *gpu_total_mib, char *err, size_t errlen);
+void core_destroy(core_state *core);
+
+/* Queues a job. Returns 0, or -1 (duplicate id, num_gpus out of range or
+ * larger than the server) with a message. */
+int core_submit(core_state *core, const core_job_spec *job, double now,
+                char *err, size_t errlen);
+
+/* Removes a queued job, or forgets a running one (the driver kills it).
+ * Returns 0, or -1 when the id is unknown. */
+int core_cancel(core_state *core, int64_t job_id, double now);
+
+/* From `now` on, GPU `gpu` reads `s` until the next call for that GPU: the
+ * core treats telemetry as a step function sampled every sample_period_s,
+ * so a driver may call this every period (the daemon) or only when the
+ * reading changes (the simulator). */
+void core_sample(core_state *core, int gpu, const struct core_sample *s,
+                 double now);
+
+/* The launched job is now seen active on its GPUs (its PID in the GPU's
+ * process list, or its memory up by 64 MiB). Starts the observation time. */
+void core_job_active(core_state *core, int64_t job_id, double now);
+
+/* The job's attempt ended. Returns what the core did with it; for
+ * CORE_REQUEUED, *next_floor_mib (if not NULL) gets the new floor, which is
+ * 0 when the next attempt must run alone. */
+core_outcome core_job_exit(core_state *core, int64_t job_id, core_exit how,
+                           double now, double *next_floor_mib);
+
+/* Keeps GPU `gpu` out of (drained) or back in placement. */
+void core_gpu_drain(core_state *core, int gpu, bool drained);
+
+/* Places as many queued jobs as the policy allows at `now`, in queue order
+ * (recovery queue first, then FIFO, no backfill). Writes at most `max`
+ * launches to out and returns how many. The caller must start them. */
+int core_schedule(core_state *core, double now, core_launch *out, int max);
+
+/* The earliest time after `now` at which core_schedule() could decide
+ * differently without any new event (an observation ending, a telemetry
+ * window filling or sliding past a change), or a negative value when
+ * nothing is pending. The simulator sleeps until then. */
+double core_next_wakeup(const core_state *core, double now);
+
+/* Jobs waiting (both queues) and jobs placed, for dispatchers and listings. */
+int core_queued_count(const core_state *core);
+int core_running_count(const core_state *core);
+int core_idle_gpu_count(const core_state *core);
+
+/* The recovery ladder for a GPU of total_mib: fills buckets (ascending) and
+ * returns how many, at most max. 40960 MiB gives 10240, 18432, 20480, 28672,
+ * 30720 with the default step. Exposed for tests and for `aegis show`. */
+int core_ladder(double total_mib, double max_step_mib, double *buckets,
+                int max);
+
+#endif
