@@ -1,33 +1,550 @@
-/* core.c -- skeleton of the scheduling loop. */
+/* core.c -- the scheduling core's state and its loop.
+ *
+ * State: jobs in a hash table by id; queued jobs on two lists (recovery,
+ * then FIFO); per GPU the aggregates a policy needs, an observation gate
+ * and a telemetry window. core_schedule() takes the head job and tries, in
+ * order: exclusive placement on idle GPUs, then collocation through the
+ * gates (observation, window full, memory, pressure, the policy's own
+ * constraint) and the ranking. When the head cannot be placed the call
+ * stops: no backfill (AEGIS).
+ */
 #include "core.h"
-#include <stdlib.h>
+#include "window.h"
+#include "../policy/policy.h"
 
-struct core_state { int num_gpus; };
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Rungs of the recovery ladder; 25/50/75% refined by 8192 MiB steps on an
+ * 80 GB GPU give 8, and 32 leaves room for a smaller step. */
+#define CORE_MAX_BUCKETS 32
+
+typedef enum job_state { JOB_QUEUED, JOB_RUNNING } job_state;
+
+typedef struct core_job {
+    core_job_spec spec;
+    job_state state;
+    int attempt;            /* 1 for the first run */
+    double floor_mib;       /* recovery floor; 0 before the first OOM */
+    bool alone;             /* must run alone (ladder exhausted) */
+    /* while running: */
+    int gpus[CORE_MAX_JOB_GPUS];
+    double admitted_mib;    /* the demand or floor it was admitted with */
+    bool exclusive;         /* placed on idle GPUs */
+    bool active;            /* seen active on its GPUs */
+    uint64_t placed_seen[CORE_MAX_JOB_GPUS]; /* GPU placement counts at launch */
+    struct core_job *prev, *next; /* queue links */
+    struct core_job *hnext;       /* hash chain */
+} core_job;
+
+typedef struct core_queue {
+    core_job *head, *tail;
+    int len;
+} core_queue;
+
+typedef struct core_gpu {
+    policy_gpu view;        /* what policies see */
+    win win;                /* telemetry window */
+    bool drained;           /* kept out of placement */
+    bool alone;             /* runs a job that must not share */
+    int unseen;             /* jobs placed here, not yet seen active */
+    double open_at;         /* observation ends: no new job before */
+    uint64_t placements;    /* jobs ever placed here: tells a job it shared */
+} core_gpu;
+
+struct core_state {
+    core_config cfg;
+    const policy *pol;
+    policy_placement placement;
+    int num_gpus;
+    core_gpu gpus[CORE_MAX_GPUS];
+    core_queue recovery;    /* requeued after an OOM or loss: served first */
+    core_queue fifo;
+    int running;
+    int rr_next;            /* round robin: next GPU to start from */
+    core_job **table;       /* hash table of every job by id */
+    size_t table_size;      /* a power of two */
+    size_t njobs;
+};
+
+/* ---- jobs by id ----------------------------------------------------------- */
+
+static size_t core_hash(const core_state *core, int64_t id) {
+    uint64_t h = (uint64_t)id * 0x9E3779B97F4A7C15ull; /* Fibonacci hashing */
+    return (size_t)(h >> 32) & (core->table_size - 1);
+}
+
+static core_job *core_find(const core_state *core, int64_t id) {
+    for (core_job *j = core->table[core_hash(core, id)]; j; j = j->hnext)
+        if (j->spec.id == id) return j;
+    return NULL;
+}
+
+static int core_table_grow(core_state *core) {
+    size_t size = core->table_size * 2;
+    core_job **table = calloc(size, sizeof(*table));
+    if (!table) return -1;
+    core_job **old = core->table;
+    size_t old_size = core->table_size;
+    core->table = table;
+    core->table_size = size;
+    for (size_t i = 0; i < old_size; i++)
+        for (core_job *j = old[i], *next; j; j = next) {
+            next = j->hnext;
+            size_t h = core_hash(core, j->spec.id);
+            j->hnext = table[h];
+            table[h] = j;
+        }
+    free(old);
+    return 0;
+}
+
+static void core_forget(core_state *core, core_job *job) {
+    core_job **at = &core->table[core_hash(core, job->spec.id)];
+    while (*at != job) at = &(*at)->hnext;
+    *at = job->hnext;
+    core->njobs--;
+    free(job);
+}
+
+/* ---- queues ----------------------------------------------------------------- */
+
+static void queue_push(core_queue *q, core_job *job) {
+    job->next = NULL;
+    job->prev = q->tail;
+    if (q->tail) q->tail->next = job;
+    else q->head = job;
+    q->tail = job;
+    q->len++;
+}
+
+static void queue_unlink(core_queue *q, core_job *job) {
+    if (job->prev) job->prev->next = job->next;
+    else q->head = job->next;
+    if (job->next) job->next->prev = job->prev;
+    else q->tail = job->prev;
+    q->len--;
+}
+
+/* Which queue holds a queued job: only retried jobs are in recovery. */
+static core_queue *queue_of(core_state *core, const core_job *job) {
+    return job->attempt > 1 ? &core->recovery : &core->fifo;
+}
+
+/* ---- create / destroy ------------------------------------------------------- */
+
+static int core_check_config(const core_config *cfg, int num_gpus,
+                             const double *gpu_total_mib, char *err,
+                             size_t errlen) {
+    if (!policy_find(cfg->policy)) {
+        snprintf(err, errlen, "config policy: unknown policy '%s'",
+                 cfg->policy ? cfg->policy : "(null)");
+        return -1;
+    }
+    if (policy_placement_find(cfg->placement) < 0) {
+        snprintf(err, errlen, "config placement: unknown rule '%s'",
+                 cfg->placement ? cfg->placement : "(null)");
+        return -1;
+    }
+    if (cfg->window_samples < 1 || !(cfg->sample_period_s > 0)) {
+        snprintf(err, errlen, "config: window_samples must be >= 1 and "
+                 "sample_period_s > 0 (got %d, %g)", cfg->window_samples,
+                 cfg->sample_period_s);
+        return -1;
+    }
+    if (num_gpus < 1 || num_gpus > CORE_MAX_GPUS) {
+        snprintf(err, errlen, "core: %d GPUs, must be 1..%d", num_gpus,
+                 CORE_MAX_GPUS);
+        return -1;
+    }
+    for (int g = 0; g < num_gpus; g++)
+        if (!(gpu_total_mib[g] > 0)) {
+            snprintf(err, errlen, "core: GPU %d has %g MiB", g, gpu_total_mib[g]);
+            return -1;
+        }
+    return 0;
+}
 
 core_state *core_create(const core_config *cfg, int num_gpus,
                         const double *gpu_total_mib, char *err, size_t errlen) {
-    core_state *c = calloc(1, sizeof(*c));
-    if (c) c->num_gpus = num_gpus;
-    return c;
+    if (core_check_config(cfg, num_gpus, gpu_total_mib, err, errlen) != 0)
+        return NULL;
+    core_state *core = calloc(1, sizeof(*core));
+    if (!core) goto oom;
+    core->cfg = *cfg;
+    core->pol = policy_find(cfg->policy);
+    core->cfg.policy = core->pol->name; /* keep no pointer of the caller's */
+    core->placement = (policy_placement)policy_placement_find(cfg->placement);
+    core->cfg.placement = core_placement_names()[core->placement];
+    core->num_gpus = num_gpus;
+    core->table_size = 64;
+    core->table = calloc(core->table_size, sizeof(*core->table));
+    if (!core->table) goto oom;
+    for (int g = 0; g < num_gpus; g++) {
+        core_gpu *gpu = &core->gpus[g];
+        gpu->view.index = g;
+        gpu->view.total_mib = gpu_total_mib[g];
+        if (win_init(&gpu->win, cfg->window_samples, cfg->sample_period_s) != 0)
+            goto oom;
+    }
+    return core;
+oom:
+    snprintf(err, errlen, "core: out of memory");
+    core_destroy(core);
+    return NULL;
 }
-void core_destroy(core_state *core) { free(core); }
+
+void core_destroy(core_state *core) {
+    if (!core) return;
+    for (size_t i = 0; core->table && i < core->table_size; i++)
+        for (core_job *j = core->table[i], *next; j; j = next) {
+            next = j->hnext;
+            free(j);
+        }
+    free(core->table);
+    for (int g = 0; g < core->num_gpus; g++) win_free(&core->gpus[g].win);
+    free(core);
+}
+
+/* ---- events ----------------------------------------------------------------- */
+
 int core_submit(core_state *core, const core_job_spec *job, double now,
-                char *err, size_t errlen) { return 0; }
-int core_cancel(core_state *core, int64_t job_id, double now) { return -1; }
-void core_sample(core_state *core, int gpu, const struct core_sample *s,
-                 double now) {}
-void core_job_active(core_state *core, int64_t job_id, double now) {}
-core_outcome core_job_exit(core_state *core, int64_t job_id, core_exit how,
-                           double now, double *next_floor_mib) {
-    return CORE_DONE;
-}
-void core_gpu_drain(core_state *core, int gpu, bool drained) {}
-int core_schedule(core_state *core, double now, core_launch *out, int max) {
+                char *err, size_t errlen) {
+    if (job->num_gpus < 1 || job->num_gpus > CORE_MAX_JOB_GPUS ||
+        job->num_gpus > core->num_gpus) {
+        snprintf(err, errlen, "job %lld: asks for %d GPUs, server has %d",
+                 (long long)job->id, job->num_gpus, core->num_gpus);
+        return -1;
+    }
+    if (core_find(core, job->id)) {
+        snprintf(err, errlen, "job %lld: id already known", (long long)job->id);
+        return -1;
+    }
+    if (core->njobs >= core->table_size && core_table_grow(core) != 0) {
+        snprintf(err, errlen, "job %lld: out of memory", (long long)job->id);
+        return -1;
+    }
+    core_job *j = calloc(1, sizeof(*j));
+    if (!j) {
+        snprintf(err, errlen, "job %lld: out of memory", (long long)job->id);
+        return -1;
+    }
+    j->spec = *job;
+    j->state = JOB_QUEUED;
+    j->attempt = 1;
+    size_t h = core_hash(core, job->id);
+    j->hnext = core->table[h];
+    core->table[h] = j;
+    core->njobs++;
+    queue_push(&core->fifo, j);
     return 0;
 }
-double core_next_wakeup(const core_state *core, double now) { return -1; }
-int core_queued_count(const core_state *core) { return 0; }
-int core_running_count(const core_state *core) { return 0; }
-int core_idle_gpu_count(const core_state *core) { return core->num_gpus; }
-int core_ladder(double total_mib, double max_step_mib, double *buckets,
-                int max) { return 0; }
+
+/* Takes a running job off its GPUs. A GPU left empty has nothing to
+ * observe, so its observation gate opens at once. */
+static void core_release(core_state *core, core_job *job) {
+    for (int k = 0; k < job->spec.num_gpus; k++) {
+        core_gpu *gpu = &core->gpus[job->gpus[k]];
+        gpu->view.njobs--;
+        gpu->view.util_pct_sum -= job->spec.util_pct >= 0 ? job->spec.util_pct : 0;
+        gpu->view.score_sum -= job->spec.sharing_score >= 0 ? job->spec.sharing_score : 0;
+        gpu->view.peak_sum_mib -= job->spec.peak_mib >= 0 ? job->spec.peak_mib : 0;
+        if (!job->active) gpu->unseen--;
+        if (job->alone) gpu->alone = false;
+        if (gpu->view.njobs == 0) {
+            gpu->unseen = 0;
+            gpu->open_at = 0;
+            gpu->alone = false;
+        }
+    }
+    core->running--;
+}
+
+int core_cancel(core_state *core, int64_t job_id, double now) {
+    core_job *job = core_find(core, job_id);
+    if (!job) return -1;
+    if (job->state == JOB_QUEUED) queue_unlink(queue_of(core, job), job);
+    else core_release(core, job);
+    core_forget(core, job);
+    return 0;
+}
+
+void core_sample(core_state *core, int gpu, const struct core_sample *s,
+                 double now) {
+    if (gpu < 0 || gpu >= core->num_gpus) return;
+    /* Out of memory only loses this step; the window keeps its older ones. */
+    (void)win_push(&core->gpus[gpu].win, s, now);
+}
+
+void core_job_active(core_state *core, int64_t job_id, double now) {
+    core_job *job = core_find(core, job_id);
+    if (!job || job->state != JOB_RUNNING || job->active) return;
+    job->active = true;
+    for (int k = 0; k < job->spec.num_gpus; k++) {
+        core_gpu *gpu = &core->gpus[job->gpus[k]];
+        gpu->unseen--;
+        gpu->open_at = fmax(gpu->open_at, now + core->cfg.observe_s);
+    }
+}
+
+/* True when the job ran on its GPUs with no other job placed beside it. */
+static bool core_ran_alone(const core_state *core, const core_job *job) {
+    if (!job->exclusive) return false;
+    for (int k = 0; k < job->spec.num_gpus; k++)
+        if (core->gpus[job->gpus[k]].placements != job->placed_seen[k])
+            return false;
+    return true;
+}
+
+/* The floor after an OOM: the smallest bucket strictly above the failed
+ * attempt's, on the smallest of the job's GPUs; 0 when none is left. */
+static double core_next_floor(const core_state *core, const core_job *job) {
+    double total = INFINITY;
+    for (int k = 0; k < job->spec.num_gpus; k++)
+        total = fmin(total, core->gpus[job->gpus[k]].view.total_mib);
+    double buckets[CORE_MAX_BUCKETS];
+    int n = core_ladder(total, core->cfg.ladder_max_step_mib, buckets,
+                        CORE_MAX_BUCKETS);
+    for (int i = 0; i < n; i++)
+        if (buckets[i] > job->admitted_mib) return buckets[i];
+    return 0;
+}
+
+static void core_requeue(core_state *core, core_job *job) {
+    job->attempt++;
+    job->state = JOB_QUEUED;
+    job->active = false;
+    queue_push(&core->recovery, job);
+}
+
+core_outcome core_job_exit(core_state *core, int64_t job_id, core_exit how,
+                           double now, double *next_floor_mib) {
+    core_job *job = core_find(core, job_id);
+    if (!job || job->state != JOB_RUNNING) return CORE_DONE;
+    core_release(core, job);
+    core_outcome out;
+    switch (how) {
+    case CORE_EXIT_OOM:
+        if (job->alone || core_ran_alone(core, job)) {
+            out = CORE_STOPPED; /* no neighbour to blame: it cannot fit */
+            break;
+        }
+        job->floor_mib = core_next_floor(core, job);
+        job->alone = job->floor_mib == 0;
+        core_requeue(core, job);
+        out = CORE_REQUEUED;
+        break;
+    case CORE_EXIT_LOST: /* same floor, same rung: only the process was lost */
+        core_requeue(core, job);
+        out = CORE_REQUEUED;
+        break;
+    case CORE_EXIT_OK: out = CORE_DONE; break;
+    default: out = CORE_STOPPED; break; /* other failures are never retried */
+    }
+    if (out == CORE_REQUEUED) {
+        if (next_floor_mib) *next_floor_mib = job->alone ? 0 : job->floor_mib;
+    } else {
+        core_forget(core, job);
+    }
+    return out;
+}
+
+void core_gpu_drain(core_state *core, int gpu, bool drained) {
+    if (gpu >= 0 && gpu < core->num_gpus) core->gpus[gpu].drained = drained;
+}
+
+/* ---- placement ---------------------------------------------------------- */
+
+static bool gpu_idle(const core_gpu *gpu) {
+    return gpu->view.njobs == 0 && !gpu->drained;
+}
+
+/* Closed to a new job: drained, held by a job that must run alone, or
+ * still observing its last newcomer. */
+static bool gpu_open(const core_gpu *gpu, double now) {
+    return !gpu->drained && !gpu->alone && gpu->unseen == 0 &&
+           now >= gpu->open_at;
+}
+
+static double core_guard(const core_state *core, const core_gpu *gpu) {
+    return fmax(core->cfg.guard_min_mib, core->cfg.guard_frac * gpu->view.total_mib);
+}
+
+/* The runtime-pressure filter on risk scores: SMACT with SMOCC or DRAMA
+ * when DCGM reads them, utilization alone when only NVML does (AEGIS
+ * candidate_selection.py and config/settings.py runtime_pressure_backend). */
+static bool core_under_pressure(const core_config *cfg, const policy_gpu *g) {
+    if (g->smact >= 0 && (g->smocc >= 0 || g->drama >= 0))
+        return g->smact >= cfg->smact_max &&
+               (g->smocc >= cfg->smocc_max || g->drama >= cfg->drama_max);
+    if (g->util >= 0) return g->util >= cfg->util_max;
+    return false;
+}
+
+/* Refreshes gpu->view from the window and applies the telemetry gates.
+ * Free memory is total minus the most used at any instant of the window:
+ * a training job's memory swings within an iteration and a job can free
+ * memory only to take it again, so the window's peak is the safe reading. */
+static bool core_telemetry_admits(core_state *core, core_gpu *gpu, double demand,
+                                  bool pressure, double now) {
+    if (!win_full(&gpu->win, now)) return false;
+    const win_scores *s = win_scores_at(&gpu->win, now);
+    gpu->view.free_mib = gpu->view.total_mib - s->used_max_mib;
+    gpu->view.smact = s->smact;
+    gpu->view.smocc = s->smocc;
+    gpu->view.drama = s->drama;
+    gpu->view.util = s->util;
+    if (gpu->view.free_mib - core_guard(core, gpu) < demand) return false;
+    return !(pressure && core_under_pressure(&core->cfg, &gpu->view));
+}
+
+typedef struct core_candidate {
+    double key;
+    int gpu;
+} core_candidate;
+
+/* Sorts by key, GPU index breaking ties: the stable order AEGIS's sorts
+ * keep. At most CORE_MAX_GPUS entries, so insertion sort. */
+static void core_sort_candidates(core_candidate *c, int n) {
+    for (int i = 1; i < n; i++) {
+        core_candidate x = c[i];
+        int j = i - 1;
+        while (j >= 0 && (c[j].key > x.key || (c[j].key == x.key && c[j].gpu > x.gpu))) {
+            c[j + 1] = c[j];
+            j--;
+        }
+        c[j + 1] = x;
+    }
+}
+
+/* The memory the job is admitted with on this attempt. */
+static double core_demand(const core_state *core, const core_job *job) {
+    if (job->alone) return 0;
+    return job->floor_mib > 0 ? job->floor_mib
+                              : core->pol->demand(&core->cfg, &job->spec);
+}
+
+/* Exclusive first: the lowest-numbered idle GPUs, if there are enough.
+ * Idle GPUs read no telemetry (AEGIS's idle path checks only that no job
+ * is on them), so no full window is needed. */
+static bool core_place_exclusive(core_state *core, const core_job *job,
+                                 core_launch *l) {
+    int n = 0;
+    for (int g = 0; g < core->num_gpus && n < job->spec.num_gpus; g++)
+        if (gpu_idle(&core->gpus[g])) l->gpus[n++] = g;
+    l->exclusive = true;
+    return n == job->spec.num_gpus;
+}
+
+/* Collocation: every open GPU through the gates, then the best ranked. */
+static bool core_place_shared(core_state *core, const core_job *job,
+                              double now, core_launch *l) {
+    const policy *pol = core->pol;
+    /* After an OOM the policy's own memory model proved wrong, so even
+     * a telemetry-free baseline must now see the floor free. */
+    bool telemetry = pol->uses_telemetry || job->floor_mib > 0;
+    double demand = core_demand(core, job);
+    core_candidate cand[CORE_MAX_GPUS];
+    int n = 0;
+    for (int g = 0; g < core->num_gpus; g++) {
+        core_gpu *gpu = &core->gpus[g];
+        if (!gpu_open(gpu, now)) continue;
+        if (telemetry && !core_telemetry_admits(core, gpu, demand,
+                                                pol->uses_telemetry, now))
+            continue;
+        if (pol->admits && !pol->admits(&core->cfg, &gpu->view, &job->spec))
+            continue;
+        cand[n].gpu = g;
+        cand[n].key = pol->rank ? pol->rank(&gpu->view, &job->spec)
+                                : policy_placement_key(core->placement, &gpu->view,
+                                                       core->rr_next, core->num_gpus);
+        n++;
+    }
+    if (n < job->spec.num_gpus) return false;
+    core_sort_candidates(cand, n);
+    for (int k = 0; k < job->spec.num_gpus; k++) l->gpus[k] = cand[k].gpu;
+    l->exclusive = false;
+    return true;
+}
+
+static void core_start(core_state *core, core_job *job, const core_launch *l) {
+    job->state = JOB_RUNNING;
+    job->active = false;
+    job->exclusive = l->exclusive;
+    job->admitted_mib = l->floor_mib;
+    bool hold = job->alone || !core->pol->collocates;
+    for (int k = 0; k < l->num_gpus; k++) {
+        core_gpu *gpu = &core->gpus[l->gpus[k]];
+        job->gpus[k] = l->gpus[k];
+        gpu->view.njobs++;
+        gpu->view.util_pct_sum += job->spec.util_pct >= 0 ? job->spec.util_pct : 0;
+        gpu->view.score_sum += job->spec.sharing_score >= 0 ? job->spec.sharing_score : 0;
+        gpu->view.peak_sum_mib += job->spec.peak_mib >= 0 ? job->spec.peak_mib : 0;
+        gpu->unseen++;
+        gpu->placements++;
+        job->placed_seen[k] = gpu->placements;
+        if (hold) gpu->alone = true;
+    }
+    core->rr_next = (l->gpus[l->num_gpus - 1] + 1) % core->num_gpus;
+    core->running++;
+}
+
+static core_job *core_head(core_state *core) {
+    return core->recovery.head ? core->recovery.head : core->fifo.head;
+}
+
+int core_schedule(core_state *core, double now, core_launch *out, int max) {
+    int n = 0;
+    core_job *job;
+    while (n < max && (job = core_head(core))) {
+        core_launch *l = &out[n];
+        memset(l, 0, sizeof(*l));
+        l->job_id = job->spec.id;
+        l->attempt = job->attempt;
+        l->num_gpus = job->spec.num_gpus;
+        l->floor_mib = core_demand(core, job);
+        bool placed = core_place_exclusive(core, job, l) ||
+                      (!job->alone && core->pol->collocates &&
+                       core_place_shared(core, job, now, l));
+        if (!placed) break; /* no backfill: the head waits, so do all */
+        queue_unlink(queue_of(core, job), job);
+        core_start(core, job, l);
+        n++;
+    }
+    return n;
+}
+
+/* ---- time and counts ------------------------------------------------------ */
+
+static void wakeup_min(double *best, double t, double now) {
+    if (t > now && (*best < 0 || t < *best)) *best = t;
+}
+
+double core_next_wakeup(const core_state *core, double now) {
+    if (core->recovery.len + core->fifo.len == 0) return -1;
+    /* Windows matter only to gates that read telemetry. */
+    bool windows = core->pol->uses_telemetry || core->recovery.len > 0;
+    double best = -1;
+    for (int g = 0; g < core->num_gpus; g++) {
+        const core_gpu *gpu = &core->gpus[g];
+        if (gpu->view.njobs > 0) wakeup_min(&best, gpu->open_at, now);
+        if (!windows) continue;
+        wakeup_min(&best, win_full_at(&gpu->win), now);
+        wakeup_min(&best, win_next_change(&gpu->win, now), now);
+    }
+    return best;
+}
+
+int core_queued_count(const core_state *core) {
+    return core->recovery.len + core->fifo.len;
+}
+
+int core_running_count(const core_state *core) { return core->running; }
+
+int core_idle_gpu_count(const core_state *core) {
+    int n = 0;
+    for (int g = 0; g < core->num_gpus; g++) n += gpu_idle(&core->gpus[g]);
+    return n;
+}

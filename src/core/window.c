@@ -1,0 +1,244 @@
+/* window.c -- telemetry windows as step functions, and risk scores.
+ *
+ * A training job's counters change rarely compared with the sample period
+ * (the simulator only reports changes), so a window is held as a few steps,
+ * not W samples. Two facts keep scoring cheap:
+ *  - when the last change is at least (W-1) periods old every instant reads
+ *    the current value, and every score equals that value (the fast path);
+ *  - otherwise the W instants form at most one run per step, and each
+ *    statistic has a closed form over runs (EWMA over n equal values v
+ *    moves y to v + (1-alpha)^n (y - v)).
+ * Scores are cached until the next instant at which the window can change.
+ */
+#include "window.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The metrics that get a risk score, by their place in core_reading. */
+static const size_t win_metric_offset[] = {
+    offsetof(core_reading, smact), offsetof(core_reading, smocc),
+    offsetof(core_reading, drama), offsetof(core_reading, util),
+};
+#define WIN_METRICS (sizeof(win_metric_offset) / sizeof(win_metric_offset[0]))
+
+static double win_metric(const core_reading *r, size_t m) {
+    return *(const double *)((const char *)r + win_metric_offset[m]);
+}
+
+int win_init(win *w, int samples, double period) {
+    memset(w, 0, sizeof(*w));
+    w->samples = samples;
+    w->period = period;
+    w->capsteps = 4;
+    w->steps = malloc(sizeof(*w->steps) * (size_t)w->capsteps);
+    w->run_step = malloc(sizeof(*w->run_step) * (size_t)samples);
+    w->run_count = malloc(sizeof(*w->run_count) * (size_t)samples);
+    w->runs = malloc(sizeof(*w->runs) * (size_t)samples);
+    w->sorted = malloc(sizeof(*w->sorted) * (size_t)samples);
+    if (!w->steps || !w->run_step || !w->run_count || !w->runs || !w->sorted) {
+        win_free(w);
+        return -1;
+    }
+    return 0;
+}
+
+void win_free(win *w) {
+    free(w->steps);
+    free(w->run_step);
+    free(w->run_count);
+    free(w->runs);
+    free(w->sorted);
+    memset(w, 0, sizeof(*w));
+}
+
+/* Time of the oldest instant of the window at `now`. */
+static double win_oldest(const win *w, double now) {
+    return now - (w->samples - 1) * w->period;
+}
+
+static bool win_same_reading(const core_reading *a, const core_reading *b) {
+    return a->used_mib == b->used_mib && a->total_mib == b->total_mib &&
+           a->smact == b->smact && a->smocc == b->smocc &&
+           a->drama == b->drama && a->util == b->util;
+}
+
+int win_push(win *w, const core_reading *r, double now) {
+    if (!w->any) {
+        w->any = true;
+        w->first_t = now;
+    }
+    if (w->nsteps > 0) {
+        win_step *last = &w->steps[w->nsteps - 1];
+        /* An unchanged reading is no step: the last change keeps its time,
+         * which is what the fast path and the cache rely on. */
+        if (win_same_reading(&last->r, r)) return 0;
+        /* Two readings at one instant (or a late one): the newer wins. */
+        if (now <= last->t) {
+            last->r = *r;
+            w->cache_ok = false;
+            return 0;
+        }
+    }
+    if (w->nsteps == w->capsteps) {
+        int cap = w->capsteps * 2;
+        win_step *grown = realloc(w->steps, sizeof(*grown) * (size_t)cap);
+        if (!grown) return -1;
+        w->steps = grown;
+        w->capsteps = cap;
+    }
+    w->steps[w->nsteps].t = now;
+    w->steps[w->nsteps].r = *r;
+    w->nsteps++;
+    /* steps[0] is useless once steps[1] covers the oldest instant; windows
+     * only move forward, so it will never be read again. */
+    int drop = 0;
+    while (drop + 1 < w->nsteps && w->steps[drop + 1].t <= win_oldest(w, now))
+        drop++;
+    if (drop > 0) {
+        memmove(w->steps, w->steps + drop,
+                sizeof(*w->steps) * (size_t)(w->nsteps - drop));
+        w->nsteps -= drop;
+    }
+    w->cache_ok = false;
+    return 0;
+}
+
+bool win_full(const win *w, double now) {
+    return w->any && now - w->first_t >= (w->samples - 1) * w->period;
+}
+
+double win_full_at(const win *w) {
+    return w->any ? w->first_t + (w->samples - 1) * w->period : -1;
+}
+
+/* The value at sorted position k (0-based) of runs sorted by value. */
+static double win_value_at(const win_run *sorted, int n, long k) {
+    for (int i = 0; i < n; i++) {
+        if (k < sorted[i].count) return sorted[i].v;
+        k -= sorted[i].count;
+    }
+    return sorted[n - 1].v;
+}
+
+/* Quantile with linear interpolation between closest ranks, the rule of
+ * numpy.percentile and pandas.quantile that AEGIS's monitor computes with. */
+static double win_quantile(const win_run *sorted, int n, long total, double q) {
+    double pos = q * (double)(total - 1);
+    long lo = (long)floor(pos);
+    double frac = pos - (double)lo;
+    double v = win_value_at(sorted, n, lo);
+    if (frac == 0) return v;
+    return v + frac * (win_value_at(sorted, n, lo + 1) - v);
+}
+
+double win_risk(const win_run *runs, int n, win_run *scratch) {
+    int m = 0;
+    long total = 0;
+    double sum = 0;
+    for (int i = 0; i < n; i++) {
+        if (runs[i].v < 0 || runs[i].count <= 0) continue;
+        scratch[m++] = runs[i];
+        total += runs[i].count;
+        sum += runs[i].v * runs[i].count;
+    }
+    if (m == 0) return CORE_UNKNOWN;
+
+    /* EWMA seeded with the oldest value, alpha = 2/(W+1) (DESIGN.md 3). */
+    double keep = 1.0 - 2.0 / (double)(total + 1);
+    double ewma = scratch[0].v;
+    for (int i = 1; i < m; i++)
+        ewma = scratch[i].v + pow(keep, scratch[i].count) * (ewma - scratch[i].v);
+
+    for (int i = 1; i < m; i++) { /* insertion sort: m <= W runs */
+        win_run r = scratch[i];
+        int j = i - 1;
+        while (j >= 0 && scratch[j].v > r.v) {
+            scratch[j + 1] = scratch[j];
+            j--;
+        }
+        scratch[j + 1] = r;
+    }
+    double mean = sum / (double)total;
+    double median = win_quantile(scratch, m, total, 0.5);
+    double p95 = win_quantile(scratch, m, total, 0.95);
+    return (mean + median + p95 + ewma) / 4.0;
+}
+
+static void win_scores_uniform(win_scores *s, const core_reading *r) {
+    s->smact = r->smact < 0 ? CORE_UNKNOWN : r->smact;
+    s->smocc = r->smocc < 0 ? CORE_UNKNOWN : r->smocc;
+    s->drama = r->drama < 0 ? CORE_UNKNOWN : r->drama;
+    s->util = r->util < 0 ? CORE_UNKNOWN : r->util;
+    s->used_max_mib = r->used_mib;
+}
+
+/* Groups the W instants of the window at `now` into runs of equal steps,
+ * oldest first; returns how many runs. */
+static int win_step_runs(win *w, double now) {
+    int nruns = 0, k = 0;
+    for (int i = w->samples - 1; i >= 0; i--) {
+        double x = now - i * w->period;
+        while (k + 1 < w->nsteps && w->steps[k + 1].t <= x) k++;
+        if (nruns > 0 && w->run_step[nruns - 1] == k) {
+            w->run_count[nruns - 1]++;
+        } else {
+            w->run_step[nruns] = k;
+            w->run_count[nruns] = 1;
+            nruns++;
+        }
+    }
+    return nruns;
+}
+
+static void win_scores_slow(win *w, double now, win_scores *s) {
+    int nruns = win_step_runs(w, now);
+    double *score[WIN_METRICS] = {&s->smact, &s->smocc, &s->drama, &s->util};
+    for (size_t m = 0; m < WIN_METRICS; m++) {
+        for (int i = 0; i < nruns; i++) {
+            w->runs[i].v = win_metric(&w->steps[w->run_step[i]].r, m);
+            w->runs[i].count = w->run_count[i];
+        }
+        *score[m] = win_risk(w->runs, nruns, w->sorted);
+    }
+    s->used_max_mib = 0;
+    for (int i = 0; i < nruns; i++)
+        s->used_max_mib = fmax(s->used_max_mib, w->steps[w->run_step[i]].r.used_mib);
+}
+
+const win_scores *win_scores_at(win *w, double now) {
+    if (w->cache_ok && now >= w->cache_from && now < w->cache_until)
+        return &w->cache;
+    const win_step *last = &w->steps[w->nsteps - 1];
+    if (last->t <= win_oldest(w, now)) {
+        win_scores_uniform(&w->cache, &last->r);
+        w->cache_until = INFINITY;
+    } else {
+        win_scores_slow(w, now, &w->cache);
+        double next = win_next_change(w, now);
+        w->cache_until = next < 0 ? INFINITY : next;
+    }
+    w->cache_from = now;
+    w->cache_ok = true;
+    return &w->cache;
+}
+
+double win_next_change(const win *w, double now) {
+    double next = -1;
+    /* Instant now-i*p crosses the boundary at step time t when
+     * now = t + i*p, for i in 0..W-1. */
+    for (int k = 0; k < w->nsteps; k++) {
+        double t = w->steps[k].t;
+        double i = t > now ? 0 : floor((now - t) / w->period) + 1;
+        double at = t + i * w->period;
+        if (at <= now) {
+            i++;
+            at = t + i * w->period;
+        }
+        if (i > w->samples - 1) continue;
+        if (next < 0 || at < next) next = at;
+    }
+    return next;
+}

@@ -1,0 +1,76 @@
+/* policy.h -- the policy interface of the scheduling core, and the one
+ * table of policies.
+ *
+ * The core owns the loop: queue order, exclusive-first, the observation
+ * gate, telemetry windows and the recovery ladder. A policy only answers
+ * three questions about a job it may collocate: how much memory it demands,
+ * whether a GPU admits it beyond the core's gates, and how to rank the GPUs
+ * that do. Adding a policy is one file and one line in POLICY_LIST.
+ */
+#ifndef AEGIS_POLICY_H
+#define AEGIS_POLICY_H
+
+#include <stdbool.h>
+#include "core.h"
+
+/* What a policy sees of one GPU when it decides. */
+typedef struct policy_gpu {
+    int index;              /* the GPU's number in the server */
+    double total_mib;       /* memory of the GPU */
+    double free_mib;        /* total minus the window's most used memory;
+                               set only when the telemetry gates run */
+    double smact, smocc, drama, util; /* risk scores, CORE_UNKNOWN if unknown */
+    int njobs;              /* jobs placed on it and not yet exited */
+    double util_pct_sum;    /* horus: profiled utilization of those jobs */
+    int score_sum;          /* lucid: sum of their sharing scores */
+    double peak_sum_mib;    /* lucid: sum of their profiled peak memory */
+} policy_gpu;
+
+typedef struct policy {
+    const char *name;
+    bool collocates;        /* false: every job runs alone (exclusive) */
+    bool uses_telemetry;    /* window-full, memory and pressure gates */
+    /* Memory a first attempt demands and is admitted with (MiB). */
+    double (*demand)(const core_config *cfg, const core_job_spec *job);
+    /* The policy's own constraint on a GPU; NULL for none. */
+    bool (*admits)(const core_config *cfg, const policy_gpu *g,
+                   const core_job_spec *job);
+    /* Rank key of a GPU, lower first; NULL to use cfg->placement. */
+    double (*rank)(const policy_gpu *g, const core_job_spec *job);
+} policy;
+
+/* Every policy, once: X(name string, struct defined in its own file). */
+#define POLICY_LIST(X)                          \
+    X("exclusive", policy_exclusive)            \
+    X("aegis", policy_aegis)                    \
+    X("aegis-est", policy_aegis_est)            \
+    X("aegis-oracle", policy_aegis_oracle)      \
+    X("horus", policy_horus)                    \
+    X("lucid", policy_lucid)
+
+#define POLICY_DECLARE(str, sym) extern const policy sym;
+POLICY_LIST(POLICY_DECLARE)
+#undef POLICY_DECLARE
+
+/* The policy named `name`, or NULL. */
+const policy *policy_find(const char *name);
+
+/* ---- placement rules (placement.c) ---------------------------------------- */
+
+typedef enum policy_placement {
+    POLICY_PLACE_MAGM,      /* most available GPU memory */
+    POLICY_PLACE_LUG,       /* least utilized GPU (SMACT score) */
+    POLICY_PLACE_BF,        /* best fit: least free memory that fits */
+    POLICY_PLACE_FF,        /* first fit: lowest index */
+    POLICY_PLACE_RR         /* round robin from the last GPU placed on */
+} policy_placement;
+
+/* The rule named `name`, or -1. */
+int policy_placement_find(const char *name);
+
+/* Rank key of GPU g under rule `rule`, lower first. rr_next is the GPU the
+ * round robin starts from, num_gpus the server's GPU count. */
+double policy_placement_key(policy_placement rule, const policy_gpu *g,
+                            int rr_next, int num_gpus);
+
+#endif
