@@ -289,6 +289,13 @@ void core_job_active(core_state *core, int64_t job_id, double now) {
     }
 }
 
+/* The memory the job is admitted with on this attempt. */
+static double core_demand(const core_state *core, const core_job *job) {
+    if (job->alone) return 0;
+    return job->floor_mib > 0 ? job->floor_mib
+                              : core->pol->demand(&core->cfg, &job->spec);
+}
+
 /* True when the job ran on its GPUs with no other job placed beside it. */
 static bool core_ran_alone(const core_state *core, const core_job *job) {
     if (!job->exclusive) return false;
@@ -344,7 +351,7 @@ core_outcome core_job_exit(core_state *core, int64_t job_id, core_exit how,
     default: out = CORE_STOPPED; break; /* other failures are never retried */
     }
     if (out == CORE_REQUEUED) {
-        if (next_floor_mib) *next_floor_mib = job->alone ? 0 : job->floor_mib;
+        if (next_floor_mib) *next_floor_mib = core_demand(core, job);
     } else {
         core_forget(core, job);
     }
@@ -417,13 +424,6 @@ static void core_sort_candidates(core_candidate *c, int n) {
         }
         c[j + 1] = x;
     }
-}
-
-/* The memory the job is admitted with on this attempt. */
-static double core_demand(const core_state *core, const core_job *job) {
-    if (job->alone) return 0;
-    return job->floor_mib > 0 ? job->floor_mib
-                              : core->pol->demand(&core->cfg, &job->spec);
 }
 
 /* Exclusive first: the lowest-numbered idle GPUs, if there are enough.

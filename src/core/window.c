@@ -229,8 +229,12 @@ double win_next_change(const win *w, double now) {
     double next = -1;
     /* Instant now-i*p crosses the boundary at step time t when
      * now = t + i*p, for i in 0..W-1. */
+    double full_at = win_full_at(w);
     for (int k = 0; k < w->nsteps; k++) {
         double t = w->steps[k].t;
+        /* The first sample has nothing before it to slide past: its only
+         * event is the window filling, which win_full_at() reports. */
+        if (t == w->first_t) continue;
         double i = t > now ? 0 : floor((now - t) / w->period) + 1;
         double at = t + i * w->period;
         if (at <= now) {
@@ -238,6 +242,7 @@ double win_next_change(const win *w, double now) {
             at = t + i * w->period;
         }
         if (i > w->samples - 1) continue;
+        at = fmax(at, full_at); /* before that nothing is decided anyway */
         if (next < 0 || at < next) next = at;
     }
     return next;

@@ -1,0 +1,95 @@
+/* helpers.h -- small builders shared by the core's unit tests: a core of
+ * N equal GPUs, job specs with every hint unknown, and readings. */
+#ifndef AEGIS_TEST_HELPERS_H
+#define AEGIS_TEST_HELPERS_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <math.h>
+#include <cmocka.h>
+
+#include "core.h"
+
+#define GPU_MIB 40960.0
+
+/* cmocka before 1.1.6 has no assert_double_equal; this one prints both. */
+#ifndef assert_double_equal
+static inline void near_or_fail(double a, double b, double eps,
+                                const char *file, int line) {
+    if (fabs(a - b) <= eps) return;
+    print_error("%.17g != %.17g (within %g)\n", a, b, eps);
+    _fail(file, line);
+}
+#define assert_double_equal(a, b, eps) \
+    near_or_fail((a), (b), (eps), __FILE__, __LINE__)
+#endif
+
+static inline core_state *make_core_cfg(const core_config *cfg, int ngpus) {
+    double totals[CORE_MAX_GPUS];
+    char err[256];
+    for (int g = 0; g < ngpus; g++) totals[g] = GPU_MIB;
+    core_state *core = core_create(cfg, ngpus, totals, err, sizeof(err));
+    assert_non_null(core);
+    return core;
+}
+
+static inline core_state *make_core(const char *policy, const char *placement,
+                                    int ngpus) {
+    core_config cfg;
+    core_config_default(&cfg);
+    cfg.policy = policy;
+    cfg.placement = placement;
+    return make_core_cfg(&cfg, ngpus);
+}
+
+static inline core_job_spec job_spec(int64_t id, int ngpus) {
+    core_job_spec s = {.id = id, .num_gpus = ngpus, .est_mib = CORE_UNKNOWN,
+                       .peak_mib = CORE_UNKNOWN, .util_pct = CORE_UNKNOWN,
+                       .sharing_score = -1};
+    return s;
+}
+
+static inline void submit(core_state *core, int64_t id, int ngpus, double now) {
+    core_job_spec s = job_spec(id, ngpus);
+    char err[256];
+    assert_int_equal(core_submit(core, &s, now, err, sizeof(err)), 0);
+}
+
+static inline core_reading reading(double used, double smact, double smocc,
+                                   double drama, double util) {
+    core_reading r = {.used_mib = used, .total_mib = GPU_MIB, .smact = smact,
+                      .smocc = smocc, .drama = drama, .util = util};
+    return r;
+}
+
+/* A quiet GPU reading `used` MiB, with DCGM. */
+static inline void feed(core_state *core, int gpu, double used, double now) {
+    core_reading r = reading(used, 0.1, 0.1, 0.1, 0.1);
+    core_sample(core, gpu, &r, now);
+}
+
+/* Fills every GPU with one job (ids 100+g) placed exclusive at t=0 and
+ * active at once, each GPU reading `used` MiB from t=0: from t=30 on the
+ * windows are full and the observation is over. */
+static inline void occupy_all(core_state *core, int ngpus, double used) {
+    core_launch out[CORE_MAX_GPUS];
+    for (int g = 0; g < ngpus; g++) submit(core, 100 + g, 1, 0);
+    assert_int_equal(core_schedule(core, 0, out, CORE_MAX_GPUS), ngpus);
+    for (int g = 0; g < ngpus; g++) {
+        assert_int_equal(out[g].gpus[0], g);
+        assert_true(out[g].exclusive);
+        core_job_active(core, 100 + g, 0);
+        feed(core, g, used, 0);
+    }
+}
+
+/* Schedules one launch at `now`; returns its first GPU or -1. */
+static inline int place_one(core_state *core, double now, core_launch *l) {
+    core_launch tmp;
+    core_launch *out = l ? l : &tmp;
+    return core_schedule(core, now, out, 1) == 1 ? out->gpus[0] : -1;
+}
+
+#endif

@@ -1,0 +1,91 @@
+/* test_window.c -- risk-score math on known windows, the fast path against
+ * the slow path, and the times at which a window changes. */
+#include "helpers.h"
+#include "window.h"
+
+#include <math.h>
+
+/* 0.1 x3, 0.5, 0.9, 0.3 x25 (oldest first): mean 0.30667, median 0.3,
+ * p95 interpolates 0.3..0.5 at 27.55 -> 0.41, EWMA(alpha 2/31) 0.27655;
+ * values worked out independently in Python. */
+static void test_risk_known_window(void **state) {
+    win_run runs[] = {{0.1, 3}, {0.5, 1}, {0.9, 1}, {0.3, 25}};
+    win_run scratch[4];
+    assert_double_equal(win_risk(runs, 4, scratch), 0.32330354981942094, 1e-12);
+}
+
+static void test_risk_unknown_skipped(void **state) {
+    win_run unknown[] = {{CORE_UNKNOWN, 30}};
+    win_run mixed[] = {{CORE_UNKNOWN, 10}, {0.4, 20}};
+    win_run scratch[2];
+    assert_true(win_risk(unknown, 1, scratch) < 0);
+    assert_double_equal(win_risk(mixed, 2, scratch), 0.4, 1e-12);
+}
+
+/* The same W values given one per second (the daemon) or as two steps
+ * (the simulator) score the same, and a window whose last change is old
+ * (fast path) scores exactly its current value. */
+static void test_fast_path_matches_slow_path(void **state) {
+    win each, steps;
+    assert_int_equal(win_init(&each, 30, 1), 0);
+    assert_int_equal(win_init(&steps, 30, 1), 0);
+    core_reading lo = reading(1000, 0.2, 0.1, 0.3, 0.5);
+    core_reading hi = reading(9000, 0.8, 0.6, 0.7, 0.9);
+    for (int t = 0; t < 40; t++) win_push(&each, t < 25 ? &lo : &hi, t);
+    win_push(&steps, &lo, 0);
+    win_push(&steps, &hi, 25);
+    assert_true(steps.nsteps <= 2);
+    for (double now = 39; now < 60; now += 0.5) {
+        win_scores a = *win_scores_at(&each, now);
+        const win_scores *b = win_scores_at(&steps, now);
+        assert_double_equal(a.smact, b->smact, 1e-12);
+        assert_double_equal(a.drama, b->drama, 1e-12);
+        assert_double_equal(a.used_max_mib, b->used_max_mib, 0);
+    }
+    /* Slow path at 39: 15 instants of each value. */
+    win_run runs[] = {{0.2, 15}, {0.8, 15}};
+    win_run scratch[2];
+    assert_double_equal(win_scores_at(&steps, 39)->smact,
+                        win_risk(runs, 2, scratch), 1e-12);
+    assert_double_equal(win_scores_at(&steps, 39)->used_max_mib, 9000, 0);
+    /* Fast path from 25 + 29 = 54 on: every score is the current value. */
+    const win_scores *s = win_scores_at(&steps, 54);
+    assert_double_equal(s->smact, 0.8, 0);
+    assert_double_equal(s->smocc, 0.6, 0);
+    assert_double_equal(s->util, 0.9, 0);
+    win_run uniform[] = {{0.8, 30}};
+    assert_double_equal(win_risk(uniform, 1, scratch), 0.8, 1e-12);
+    win_free(&each);
+    win_free(&steps);
+}
+
+static void test_full_and_next_change(void **state) {
+    win w;
+    assert_int_equal(win_init(&w, 30, 1), 0);
+    core_reading a = reading(1000, 0.2, 0.1, 0.3, 0.5);
+    core_reading b = reading(2000, 0.2, 0.1, 0.3, 0.5);
+    win_push(&w, &a, 10);
+    assert_false(win_full(&w, 38));
+    assert_true(win_full(&w, 39));
+    assert_double_equal(win_full_at(&w), 39, 0);
+    win_push(&w, &b, 50);
+    /* The change at 50 slides through the instants until 50 + 29. */
+    assert_double_equal(win_next_change(&w, 50), 51, 0);
+    assert_double_equal(win_next_change(&w, 60.5), 61, 0);
+    assert_double_equal(win_next_change(&w, 78), 79, 0);
+    assert_true(win_next_change(&w, 79) < 0);
+    /* An unchanged reading is no change. */
+    win_push(&w, &b, 90);
+    assert_true(win_next_change(&w, 90) < 0);
+    win_free(&w);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_risk_known_window),
+        cmocka_unit_test(test_risk_unknown_skipped),
+        cmocka_unit_test(test_fast_path_matches_slow_path),
+        cmocka_unit_test(test_full_and_next_change),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
