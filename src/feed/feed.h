@@ -1,0 +1,137 @@
+/* feed.h -- the shared data feed: one producer, many zero-copy consumers.
+ *
+ * A producer publishes batches (one or more tensors: dtype, shape, bytes)
+ * into a ring of slots in one POSIX shared-memory segment named
+ * /dev/shm/aegis-feed-NAME. Consumer processes attach by NAME and read the
+ * batches in place. The one idea to hold: every batch has a global sequence
+ * number; a consumer's position and the oldest batch it still holds are
+ * published in the segment, and the producer never writes a slot whose
+ * sequence some live consumer may still read (backpressure), nor runs more
+ * than `ahead` batches past the slowest live consumer.
+ *
+ * Ownership: feed_create()/feed_attach() return handles the caller owns and
+ * frees with feed_close()/feed_detach(). Tensor data pointers in a
+ * feed_batch point into the shared segment and stay valid until the batch is
+ * released with feed_release() (or the consumer detaches). Errors fill a
+ * caller-owned feed_err with a code and a message naming the feed. */
+#ifndef AEGIS_FEED_H
+#define AEGIS_FEED_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define FEED_MAX_TENSORS 16 /* tuple/dict entries per batch: (x, y, ids...) */
+#define FEED_MAX_DIMS 8     /* enough for NCHW video batches and more */
+#define FEED_KEY_MAX 32     /* dict key length, NUL included */
+#define FEED_NAME_MAX 48    /* feed name length, NUL excluded */
+#define FEED_MAX_CONSUMERS 64 /* far above the jobs one server collocates */
+
+/* Return codes. Non-negative codes are outcomes, negative ones errors. */
+enum {
+    FEED_OK = 0,
+    FEED_EPOCH_END = 1, /* feed_next: the epoch is over for this consumer */
+    FEED_END = 2,       /* feed_next: the producer closed the feed */
+    FEED_TIMEOUT = 3,   /* a bounded wait ran out; call again */
+    FEED_ESYS = -1,     /* a system call failed (errno in the message) */
+    FEED_EINVAL = -2,   /* bad argument */
+    FEED_ENOENT = -3,   /* no such feed */
+    FEED_EEXIST = -4,   /* a live producer already owns this name */
+    FEED_EPRODUCER = -5, /* the producer died */
+    FEED_ETOOBIG = -6,  /* a batch does not fit in a slot */
+    FEED_EFULL = -7,    /* all consumer records are taken */
+};
+
+typedef struct {
+    int code;
+    char msg[256];
+} feed_err;
+
+/* Element types; the numbering is ours, the Python module maps it to numpy
+ * format characters and DLPack codes. */
+typedef enum {
+    FEED_U8, FEED_I8, FEED_I16, FEED_I32, FEED_I64,
+    FEED_F16, FEED_BF16, FEED_F32, FEED_F64, FEED_BOOL,
+    FEED_NDTYPES
+} feed_dtype;
+
+size_t feed_dtype_size(int dtype);
+
+/* Where a tensor's bytes live. Host tensors travel inside the slot; CUDA
+ * tensors travel as an IPC handle to a device buffer the producer keeps per
+ * slot (see feed_cuda.h). */
+enum { FEED_HOST = 0, FEED_CUDA = 1 };
+
+typedef struct {
+    char key[FEED_KEY_MAX];   /* dict key; "" for tuple members */
+    int dtype;                /* feed_dtype */
+    int device;               /* FEED_HOST or FEED_CUDA */
+    int ndim;                 /* 0..FEED_MAX_DIMS; dim 0 is the batch dim */
+    int64_t shape[FEED_MAX_DIMS];
+    void *data;               /* host or device address; borrowed */
+    size_t nbytes;            /* bytes of this (view of the) tensor */
+} feed_tensor;
+
+/* A consumer batch: a view of rows [first_row, first_row + rows) of one
+ * producer batch. */
+typedef struct {
+    uint64_t seq;       /* the producer batch's sequence number */
+    uint64_t epoch;     /* epoch it belongs to, from 0 */
+    uint64_t index;     /* producer batch index within the epoch */
+    uint64_t first_row; /* first row of the view within the producer batch */
+    uint64_t rows;      /* rows in the view (the consumer batch size, or
+                           fewer at the end of a producer batch) */
+    uint64_t publish_ns; /* CLOCK_MONOTONIC time the producer published it */
+    int ntensors;
+    feed_tensor t[FEED_MAX_TENSORS];
+} feed_batch;
+
+typedef struct {
+    const char *name;     /* feed name: [A-Za-z0-9._-], 1..FEED_NAME_MAX */
+    uint32_t slots;       /* ring slots; raised to max(ahead, replay + 1) */
+    uint64_t slot_bytes;  /* host bytes per slot, for all tensors + padding */
+    uint32_t ahead;       /* K: most batches published past the slowest
+                             live consumer's oldest hold */
+    uint32_t replay;      /* rubber band: batches of an epoch a late joiner
+                             may still replay */
+    uint32_t min_consumers; /* publish only while this many (at least 1)
+                             are attached */
+    uint32_t user_flags;  /* opaque to the library; the Python module keeps
+                             the batch kind (tuple/dict, numpy/torch) here */
+} feed_config;
+
+typedef struct feed_producer feed_producer;
+typedef struct feed_consumer feed_consumer;
+
+/* Producer. feed_create makes the segment (replacing one whose producer is
+ * dead) and forks a small janitor process that unlinks it if this process
+ * dies without feed_close. */
+feed_producer *feed_create(const feed_config *cfg, feed_err *err);
+/* Copy one batch into the next slot. Blocks (at most timeout_ms, < 0 for no
+ * limit) for backpressure. Tensors must share dim 0 (the rows). */
+int feed_publish(feed_producer *p, const feed_tensor *t, int n,
+                 int timeout_ms, feed_err *err);
+/* Mark the end of the current epoch; the next publish starts a new one. */
+int feed_end_epoch(feed_producer *p, int timeout_ms, feed_err *err);
+/* Tell consumers the stream is over, unlink the segment, free p. */
+void feed_close(feed_producer *p);
+/* Live consumers right now (after reaping dead ones). */
+int feed_consumers(feed_producer *p);
+
+/* Consumer. batch_size 0 means whole producer batches; otherwise it must
+ * divide the producer batch size. Waits up to timeout_ms (< 0: forever) for
+ * the feed to appear. */
+feed_consumer *feed_attach(const char *name, uint32_t batch_size,
+                           int timeout_ms, feed_err *err);
+/* Next batch. FEED_OK fills *out and takes a hold on out->seq that lasts
+ * until feed_release(c, out->seq); FEED_EPOCH_END, FEED_END, FEED_TIMEOUT or
+ * an error code otherwise. */
+int feed_next(feed_consumer *c, feed_batch *out, int timeout_ms,
+              feed_err *err);
+void feed_release(feed_consumer *c, uint64_t seq);
+uint32_t feed_user_flags(const feed_consumer *c);
+/* The epoch this consumer is in or will start with. */
+uint64_t feed_consumer_epoch(const feed_consumer *c);
+/* Release every hold, free the consumer record, free c. */
+void feed_detach(feed_consumer *c);
+
+#endif

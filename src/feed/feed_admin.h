@@ -1,0 +1,47 @@
+/* feed_admin.h -- list and garbage-collect feeds: what `aegis feed ls` and
+ * `aegis feed gc` (and the standalone aegis-feed tool) call.
+ *
+ * Ownership: feed_list and feed_gc allocate *out with malloc; the caller
+ * frees it with free(). */
+#ifndef AEGIS_FEED_ADMIN_H
+#define AEGIS_FEED_ADMIN_H
+
+#include <stdio.h>
+
+#include "feed.h"
+
+typedef struct {
+    int32_t pid;
+    int alive;
+    uint32_t batch_size; /* 0: whole producer batches */
+    uint64_t epoch;      /* epoch it reads or waits for */
+    uint64_t pos;        /* producer batch it reads next */
+    uint64_t lag;        /* batches published that it has not read */
+    uint64_t batches;    /* producer batches read so far */
+    double idle_s;       /* since it last read or released a batch */
+} feed_consumer_info;
+
+typedef struct {
+    char name[FEED_NAME_MAX + 1];
+    int ready;            /* 0: a half-made segment (creator died early) */
+    int32_t producer_pid;
+    int producer_alive;
+    int closed;
+    uint64_t head;        /* batches published, epoch markers included */
+    uint64_t epoch;
+    uint64_t epoch_index; /* batches published in the current epoch */
+    uint32_t slots;
+    uint64_t bytes;       /* segment size */
+    int nconsumers;
+    feed_consumer_info consumers[FEED_MAX_CONSUMERS];
+} feed_info;
+
+/* Every segment named /dev/shm/aegis-feed-*. */
+int feed_list(feed_info **out, size_t *n, feed_err *err);
+/* Unlink the segments whose producer is dead, and half-made ones older than
+ * a few seconds; *out lists what was removed. */
+int feed_gc(feed_info **out, size_t *n, feed_err *err);
+/* Print a listing, as a table or as JSON lines. */
+void feed_print(FILE *f, const feed_info *feeds, size_t n, int json);
+
+#endif

@@ -1,0 +1,299 @@
+/* feed_consumer.c -- the consumer side of a feed: attach (with late join),
+ * hand out views of producer batches, keep track of what is still held.
+ *
+ * A consumer batch is a view of some rows of one producer batch. The
+ * consumer holds a producer batch while it is slicing it and while any view
+ * of it is unreleased; the oldest such sequence is published as `low`, the
+ * number the producer's backpressure reads. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "feed_shm.h"
+
+typedef struct {
+    uint64_t seq;
+    uint32_t refs;
+} hold;
+
+struct feed_consumer {
+    feed_map m;
+    char name[FEED_NAME_MAX + 1];
+    feed_shm_consumer *rec; /* our record in the segment */
+    uint32_t batch_size;
+    uint64_t start_epoch; /* earlier epochs are skipped (joined too late) */
+    uint64_t pos;         /* batch being sliced, or the next to read */
+    int slicing;          /* pos is a batch we are cutting views from */
+    uint64_t row_off;     /* next row of it to hand out */
+    uint64_t checked_ns;  /* last producer liveness check */
+    hold *holds;          /* unreleased views, by producer sequence */
+    uint32_t nholds, cap;
+};
+
+/* Pick where a newcomer starts; locked. Inside the replay window it
+ * replays the current epoch from its first batch, otherwise it waits for
+ * the next epoch, so either way it sees each sample of an epoch once. */
+static void join_position(const feed_shm *h, feed_shm_consumer *r) {
+    uint64_t published = h->head - h->epoch_start;
+    if (published <= h->replay) {
+        r->pos = h->epoch_start;
+        r->start_epoch = h->epoch;
+    } else {
+        r->pos = h->head;
+        r->start_epoch = h->epoch + 1;
+    }
+    r->low = r->pos;
+}
+
+static int take_record(feed_consumer *c, feed_err *err) {
+    feed_shm *h = c->m.hdr;
+    int rc = FEED_OK;
+    feed_lock(h);
+    if (h->closed) {
+        feed_seterr(err, FEED_ENOENT, "feed %s: producer has closed it",
+                    c->name);
+        rc = FEED_ENOENT;
+    }
+    for (int i = 0; rc == FEED_OK && i < FEED_MAX_CONSUMERS; i++) {
+        feed_shm_consumer *r = &h->consumers[i];
+        if (r->in_use) continue;
+        memset(r, 0, sizeof *r);
+        r->proc = feed_proc_self();
+        r->batch_size = c->batch_size;
+        r->seen_ns = feed_now_ns();
+        join_position(h, r);
+        r->in_use = 1;
+        c->rec = r;
+        c->pos = r->pos;
+        c->start_epoch = r->start_epoch;
+        pthread_cond_broadcast(&h->space_cv); /* may meet min_consumers */
+        break;
+    }
+    if (rc == FEED_OK && !c->rec) {
+        feed_seterr(err, FEED_EFULL, "feed %s: all %d consumer records taken",
+                    c->name, FEED_MAX_CONSUMERS);
+        rc = FEED_EFULL;
+    }
+    feed_unlock(h);
+    return rc;
+}
+
+static void sleep_ms(int ms) {
+    struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)ms * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* Map the segment, waiting for the producer to create it. */
+static int open_when_ready(feed_consumer *c, int timeout_ms, feed_err *err) {
+    uint64_t deadline = feed_now_ns() + (uint64_t)timeout_ms * 1000000ULL;
+    for (;;) {
+        int rc = feed_shm_open(&c->m, c->name, err);
+        if (rc != FEED_ENOENT) return rc;
+        if (timeout_ms >= 0 && feed_now_ns() >= deadline) return rc;
+        sleep_ms(10); /* no event exists for "a file appeared in /dev/shm" */
+    }
+}
+
+static int producer_gone(feed_consumer *c, feed_err *err) {
+    if (feed_proc_alive(&c->m.hdr->producer)) return 0;
+    feed_seterr(err, FEED_EPRODUCER, "feed %s: producer pid %d died",
+                c->name, (int)c->m.hdr->producer.pid);
+    feed_shm_unlink_if_ours(&c->m, c->name);
+    return 1;
+}
+
+feed_consumer *feed_attach(const char *name, uint32_t batch_size,
+                           int timeout_ms, feed_err *err) {
+    if (!feed_name_valid(name)) {
+        feed_seterr(err, FEED_EINVAL, "feed %s: bad name",
+                    name ? name : "(null)");
+        return NULL;
+    }
+    feed_consumer *c = calloc(1, sizeof *c);
+    if (!c) {
+        feed_seterr(err, FEED_ESYS, "feed %s: out of memory", name);
+        return NULL;
+    }
+    snprintf(c->name, sizeof c->name, "%s", name);
+    c->batch_size = batch_size;
+    int rc = open_when_ready(c, timeout_ms, err);
+    if (rc == FEED_OK && producer_gone(c, err)) rc = FEED_EPRODUCER;
+    if (rc == FEED_OK) {
+        c->cap = c->m.hdr->nslots + 1; /* held seqs span at most ahead+1 */
+        c->holds = calloc(c->cap, sizeof *c->holds);
+        rc = c->holds ? take_record(c, err) : FEED_ESYS;
+        if (!c->holds) feed_seterr(err, rc, "feed %s: out of memory", name);
+    }
+    if (rc != FEED_OK) {
+        feed_shm_unmap(&c->m);
+        free(c->holds);
+        free(c);
+        return NULL;
+    }
+    return c;
+}
+
+static uint64_t oldest_hold(const feed_consumer *c) {
+    uint64_t low = c->pos;
+    for (uint32_t i = 0; i < c->nholds; i++)
+        if (c->holds[i].seq < low) low = c->holds[i].seq;
+    return low;
+}
+
+/* Publish pos and low, and wake the producer if it waits for space. */
+static void publish_progress(feed_consumer *c) {
+    feed_shm *h = c->m.hdr;
+    feed_lock(h);
+    c->rec->pos = c->pos;
+    c->rec->low = oldest_hold(c);
+    c->rec->seen_ns = feed_now_ns();
+    if (h->producer_waiting) pthread_cond_broadcast(&h->space_cv);
+    feed_unlock(h);
+}
+
+static void take_hold(feed_consumer *c, uint64_t seq) {
+    for (uint32_t i = 0; i < c->nholds; i++)
+        if (c->holds[i].seq == seq) {
+            c->holds[i].refs++;
+            return;
+        }
+    /* cap > any span of live holds (see feed_attach), so this fits */
+    c->holds[c->nholds++] = (hold){.seq = seq, .refs = 1};
+}
+
+void feed_release(feed_consumer *c, uint64_t seq) {
+    for (uint32_t i = 0; i < c->nholds; i++) {
+        if (c->holds[i].seq != seq) continue;
+        if (--c->holds[i].refs == 0) {
+            c->holds[i] = c->holds[--c->nholds];
+            publish_progress(c);
+        }
+        return;
+    }
+}
+
+/* Wait until batch pos is published; drains what was published before the
+ * producer closed or died. */
+static int wait_published(feed_consumer *c, int timeout_ms, feed_err *err) {
+    feed_shm *h = c->m.hdr;
+    uint64_t start = feed_now_ns();
+    int rc = FEED_OK;
+    feed_lock(h);
+    while (h->head <= c->pos) {
+        uint64_t now = feed_now_ns();
+        if (h->closed) {
+            rc = FEED_END;
+            break;
+        }
+        if (now - c->checked_ns >= FEED_POLL_MS * 1000000ULL) {
+            c->checked_ns = now;
+            if (producer_gone(c, err)) {
+                rc = FEED_EPRODUCER;
+                break;
+            }
+        }
+        if (timeout_ms >= 0 && now - start >= (uint64_t)timeout_ms * 1000000ULL) {
+            rc = FEED_TIMEOUT;
+            break;
+        }
+        feed_wait(h, &h->data_cv, FEED_POLL_MS);
+    }
+    feed_unlock(h);
+    return rc;
+}
+
+/* Fill out with the next view of batch pos, rows [row_off, row_off+n). */
+static void make_view(feed_consumer *c, const feed_shm_slot *s,
+                      feed_batch *out) {
+    uint64_t total = s->rows ? s->rows : 1;
+    uint64_t step = c->batch_size ? c->batch_size : total;
+    uint64_t n = total - c->row_off < step ? total - c->row_off : step;
+    unsigned char *data = feed_slot_data(&c->m, c->pos);
+    out->seq = c->pos;
+    out->epoch = s->epoch;
+    out->index = s->index;
+    out->first_row = c->row_off;
+    out->rows = s->rows ? n : 0;
+    out->publish_ns = s->publish_ns;
+    out->ntensors = (int)s->ntensors;
+    for (uint32_t i = 0; i < s->ntensors; i++) {
+        const feed_shm_tensor *st = &s->t[i];
+        feed_tensor *t = &out->t[i];
+        memcpy(t->key, st->key, sizeof t->key);
+        t->dtype = st->dtype;
+        t->device = st->device;
+        t->ndim = st->ndim;
+        memcpy(t->shape, st->shape, sizeof t->shape);
+        t->data = data + st->offset;
+        t->nbytes = st->nbytes;
+        if (st->ndim == 0 || s->rows == 0) continue; /* scalars: as is */
+        size_t row_bytes = st->nbytes / (size_t)s->rows;
+        t->shape[0] = (int64_t)n;
+        t->data = data + st->offset + c->row_off * row_bytes;
+        t->nbytes = n * row_bytes;
+    }
+    c->row_off += n;
+    take_hold(c, c->pos);
+}
+
+int feed_next(feed_consumer *c, feed_batch *out, int timeout_ms,
+              feed_err *err) {
+    for (;;) {
+        if (c->slicing) {
+            const feed_shm_slot *s = feed_slot_meta(&c->m, c->pos);
+            if (c->row_off < (s->rows ? s->rows : 1)) {
+                make_view(c, s, out);
+                return FEED_OK;
+            }
+            c->slicing = 0;
+            c->pos++;
+            publish_progress(c);
+        }
+        int rc = wait_published(c, timeout_ms, err);
+        if (rc != FEED_OK) return rc;
+        const feed_shm_slot *s = feed_slot_meta(&c->m, c->pos);
+        if (s->seq != c->pos) {
+            feed_seterr(err, FEED_EINVAL,
+                        "feed %s: batch %llu was overwritten (slot has %llu)",
+                        c->name, (unsigned long long)c->pos,
+                        (unsigned long long)s->seq);
+            return FEED_EINVAL;
+        }
+        if (s->epoch < c->start_epoch) { /* joined after its window */
+            c->pos++;
+            publish_progress(c);
+            continue;
+        }
+        if (s->end_of_epoch) {
+            c->pos++;
+            c->start_epoch = s->epoch + 1;
+            publish_progress(c);
+            return FEED_EPOCH_END;
+        }
+        c->slicing = 1;
+        c->row_off = 0;
+        c->rec->batches++;
+    }
+}
+
+uint32_t feed_user_flags(const feed_consumer *c) {
+    return c->m.hdr->user_flags;
+}
+
+uint64_t feed_consumer_epoch(const feed_consumer *c) {
+    return c->start_epoch;
+}
+
+void feed_detach(feed_consumer *c) {
+    if (!c) return;
+    feed_shm *h = c->m.hdr;
+    feed_lock(h);
+    c->rec->in_use = 0;
+    pthread_cond_broadcast(&h->space_cv);
+    feed_unlock(h);
+    feed_shm_unmap(&c->m);
+    free(c->holds);
+    free(c);
+}

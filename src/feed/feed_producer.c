@@ -1,0 +1,303 @@
+/* feed_producer.c -- the producer side of a feed: publish batches into the
+ * ring under backpressure, reap dead consumers, mark epochs.
+ *
+ * Invariant relied on by the consumers' late join: a publish of sequence n
+ * overwrites sequence n - nslots, and nslots > replay, so while the current
+ * epoch has published at most `replay` batches its first batch is intact. */
+#define _GNU_SOURCE /* close_range */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "feed_shm.h"
+
+struct feed_producer {
+    feed_map m;
+    char name[FEED_NAME_MAX + 1];
+    pid_t janitor;      /* child that unlinks the segment if we die */
+    int janitor_fd;     /* its pipe: EOF tells it we are gone */
+    uint64_t reaped_ns; /* last liveness sweep over the consumers */
+};
+
+/* The janitor only waits for EOF on its pipe, then unlinks the segment if
+ * it is still ours. Between fork and _exit it calls only async-signal-safe
+ * functions, since the parent may be a threaded Python process. */
+static void janitor_main(int rfd, const char *path, const feed_map *m) {
+    struct sigaction ign = {.sa_handler = SIG_IGN};
+    sigaction(SIGINT, &ign, NULL);
+    sigaction(SIGTERM, &ign, NULL);
+    sigaction(SIGHUP, &ign, NULL);
+    /* Hold no inherited descriptor: a test's pipe or ctest's output must
+     * not stay open because of us. */
+    dup2(rfd, 0);
+    close_range(1, ~0U, 0);
+    char c;
+    while (read(0, &c, 1) < 0 && errno == EINTR) {
+    }
+    struct stat st;
+    if (stat(path, &st) == 0 && st.st_dev == m->dev && st.st_ino == m->ino)
+        unlink(path);
+    _exit(0);
+}
+
+static int start_janitor(feed_producer *p, feed_err *err) {
+    char path[FEED_NAME_MAX + 64];
+    int fds[2];
+    feed_shm_path(path, sizeof path, p->name);
+    if (pipe(fds) < 0) {
+        feed_seterr(err, FEED_ESYS, "feed %s: janitor pipe: %s", p->name,
+                    strerror(errno));
+        return FEED_ESYS;
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+        feed_seterr(err, FEED_ESYS, "feed %s: janitor fork: %s", p->name,
+                    strerror(errno));
+        close(fds[0]);
+        close(fds[1]);
+        return FEED_ESYS;
+    }
+    if (pid == 0) janitor_main(fds[0], path, &p->m);
+    close(fds[0]);
+    p->janitor = pid;
+    p->janitor_fd = fds[1];
+    return FEED_OK;
+}
+
+/* Take the name over from a producer that died, or refuse if it lives. */
+static int replace_stale(const char *name, feed_err *err) {
+    feed_map old = {0};
+    int rc = feed_shm_open(&old, name, err);
+    if (rc != FEED_OK) {
+        feed_seterr(err, FEED_EEXIST,
+                    "feed %s: a half-made segment exists; run aegis-feed gc",
+                    name);
+        return FEED_EEXIST;
+    }
+    int alive = feed_proc_alive(&old.hdr->producer);
+    int32_t pid = old.hdr->producer.pid;
+    if (!alive) feed_shm_unlink_if_ours(&old, name);
+    feed_shm_unmap(&old);
+    if (alive) {
+        feed_seterr(err, FEED_EEXIST, "feed %s: producer pid %d is alive",
+                    name, (int)pid);
+        return FEED_EEXIST;
+    }
+    return FEED_OK;
+}
+
+feed_producer *feed_create(const feed_config *cfg_in, feed_err *err) {
+    feed_config cfg = *cfg_in;
+    if (!feed_name_valid(cfg.name) || cfg.slot_bytes == 0 ||
+        cfg.ahead == 0) {
+        feed_seterr(err, FEED_EINVAL,
+                    "feed %s: need a name of [A-Za-z0-9._-]{1,%d}, "
+                    "slot_bytes > 0 and ahead > 0",
+                    cfg.name ? cfg.name : "(null)", FEED_NAME_MAX);
+        return NULL;
+    }
+    if (cfg.slots < cfg.ahead) cfg.slots = cfg.ahead;
+    if (cfg.slots < cfg.replay + 1) cfg.slots = cfg.replay + 1;
+
+    feed_producer *p = calloc(1, sizeof *p);
+    if (!p) {
+        feed_seterr(err, FEED_ESYS, "feed %s: out of memory", cfg.name);
+        return NULL;
+    }
+    snprintf(p->name, sizeof p->name, "%s", cfg.name);
+    int rc = feed_shm_create(&p->m, &cfg, err);
+    if (rc == FEED_EEXIST && replace_stale(cfg.name, err) == FEED_OK)
+        rc = feed_shm_create(&p->m, &cfg, err);
+    if (rc == FEED_OK) rc = start_janitor(p, err);
+    if (rc != FEED_OK) {
+        if (p->m.hdr) {
+            feed_shm_unlink_if_ours(&p->m, p->name);
+            feed_shm_unmap(&p->m);
+        }
+        free(p);
+        return NULL;
+    }
+    feed_shm_publish_ready(&p->m);
+    return p;
+}
+
+/* Free the records of consumers that died; locked. Their holds go with
+ * them. Rate-limited because each check reads /proc. */
+static void reap_dead(feed_producer *p, int force) {
+    uint64_t now = feed_now_ns();
+    if (!force && now - p->reaped_ns < FEED_POLL_MS * 1000000ULL) return;
+    p->reaped_ns = now;
+    feed_shm *h = p->m.hdr;
+    for (int i = 0; i < FEED_MAX_CONSUMERS; i++)
+        if (h->consumers[i].in_use && !feed_proc_alive(&h->consumers[i].proc))
+            h->consumers[i].in_use = 0;
+}
+
+static int live_consumers(const feed_shm *h, uint64_t *min_low) {
+    int n = 0;
+    *min_low = h->head;
+    for (int i = 0; i < FEED_MAX_CONSUMERS; i++) {
+        const feed_shm_consumer *c = &h->consumers[i];
+        if (!c->in_use) continue;
+        n++;
+        if (c->low < *min_low) *min_low = c->low;
+    }
+    return n;
+}
+
+int feed_consumers(feed_producer *p) {
+    uint64_t low;
+    feed_lock(p->m.hdr);
+    reap_dead(p, 1);
+    int n = live_consumers(p->m.hdr, &low);
+    feed_unlock(p->m.hdr);
+    return n;
+}
+
+/* Wait until slot `head` may be written: enough consumers, and the slowest
+ * one's oldest hold at most ahead - 1 batches back. Because ahead <= nslots
+ * that also means nobody holds the slot's previous batch. */
+static int wait_for_space(feed_producer *p, int timeout_ms, feed_err *err) {
+    feed_shm *h = p->m.hdr;
+    uint64_t deadline = feed_now_ns() + (uint64_t)timeout_ms * 1000000ULL;
+    int rc = FEED_OK;
+    feed_lock(h);
+    for (;;) {
+        reap_dead(p, 0);
+        uint64_t low;
+        int n = live_consumers(h, &low);
+        if (n >= (int)h->min_consumers && n > 0 && h->head - low < h->ahead)
+            break;
+        uint64_t now = feed_now_ns();
+        if (timeout_ms >= 0 && now >= deadline) {
+            feed_seterr(err, FEED_TIMEOUT, "feed %s: no space after %d ms",
+                        p->name, timeout_ms);
+            rc = FEED_TIMEOUT;
+            break;
+        }
+        int ms = FEED_POLL_MS;
+        if (timeout_ms >= 0 && (deadline - now) / 1000000ULL < (uint64_t)ms)
+            ms = (int)((deadline - now) / 1000000ULL) + 1;
+        h->producer_waiting = 1;
+        feed_wait(h, &h->space_cv, ms);
+        h->producer_waiting = 0;
+    }
+    feed_unlock(h);
+    return rc;
+}
+
+/* Lay the tensors out in the slot; FEED_ETOOBIG if they do not fit. */
+static int fill_slot(feed_producer *p, feed_shm_slot *s, unsigned char *data,
+                     const feed_tensor *t, int n, feed_err *err) {
+    uint64_t off = 0, rows = 0;
+    for (int i = 0; i < n; i++) {
+        size_t esize = feed_dtype_size(t[i].dtype);
+        int64_t count = 1;
+        for (int d = 0; d < t[i].ndim; d++) count *= t[i].shape[d];
+        if (!esize || t[i].ndim < 0 || t[i].ndim > FEED_MAX_DIMS ||
+            t[i].device != FEED_HOST || (size_t)count * esize != t[i].nbytes) {
+            feed_seterr(err, FEED_EINVAL,
+                        "feed %s: tensor %d: bad dtype, shape, device or "
+                        "byte count",
+                        p->name, i);
+            return FEED_EINVAL;
+        }
+        uint64_t r = t[i].ndim ? (uint64_t)t[i].shape[0] : 0;
+        if (i > 0 && t[i].ndim && r != rows) {
+            feed_seterr(err, FEED_EINVAL,
+                        "feed %s: tensor %d has %llu rows, tensor 0 has %llu",
+                        p->name, i, (unsigned long long)r,
+                        (unsigned long long)rows);
+            return FEED_EINVAL;
+        }
+        if (i == 0 || !rows) rows = r;
+        off = (off + FEED_DATA_ALIGN - 1) / FEED_DATA_ALIGN * FEED_DATA_ALIGN;
+        if (off + t[i].nbytes > p->m.hdr->slot_bytes) {
+            feed_seterr(err, FEED_ETOOBIG,
+                        "feed %s: batch needs more than the %llu bytes of a "
+                        "slot",
+                        p->name, (unsigned long long)p->m.hdr->slot_bytes);
+            return FEED_ETOOBIG;
+        }
+        feed_shm_tensor *st = &s->t[i];
+        memcpy(st->key, t[i].key, sizeof st->key);
+        st->key[FEED_KEY_MAX - 1] = '\0';
+        st->dtype = t[i].dtype;
+        st->device = t[i].device;
+        st->ndim = t[i].ndim;
+        memcpy(st->shape, t[i].shape, sizeof st->shape);
+        st->offset = off;
+        st->nbytes = t[i].nbytes;
+        memcpy(data + off, t[i].data, t[i].nbytes);
+        off += t[i].nbytes;
+    }
+    s->ntensors = (uint32_t)n;
+    s->rows = rows;
+    return FEED_OK;
+}
+
+/* Make slot `head` visible and wake the consumers. */
+static void commit(feed_producer *p, feed_shm_slot *s, int end_of_epoch) {
+    feed_shm *h = p->m.hdr;
+    feed_lock(h);
+    s->seq = h->head;
+    s->epoch = h->epoch;
+    s->index = h->head - h->epoch_start;
+    s->end_of_epoch = (uint32_t)end_of_epoch;
+    s->publish_ns = feed_now_ns();
+    h->head++;
+    if (end_of_epoch) {
+        h->epoch++;
+        h->epoch_start = h->head;
+    }
+    pthread_cond_broadcast(&h->data_cv);
+    feed_unlock(h);
+}
+
+int feed_publish(feed_producer *p, const feed_tensor *t, int n,
+                 int timeout_ms, feed_err *err) {
+    if (n < 1 || n > FEED_MAX_TENSORS) {
+        feed_seterr(err, FEED_EINVAL, "feed %s: %d tensors (1..%d allowed)",
+                    p->name, n, FEED_MAX_TENSORS);
+        return FEED_EINVAL;
+    }
+    int rc = wait_for_space(p, timeout_ms, err);
+    if (rc != FEED_OK) return rc;
+    uint64_t seq = p->m.hdr->head; /* only we move head */
+    feed_shm_slot *s = feed_slot_meta(&p->m, seq);
+    rc = fill_slot(p, s, feed_slot_data(&p->m, seq), t, n, err);
+    if (rc != FEED_OK) return rc;
+    commit(p, s, 0);
+    return FEED_OK;
+}
+
+int feed_end_epoch(feed_producer *p, int timeout_ms, feed_err *err) {
+    int rc = wait_for_space(p, timeout_ms, err);
+    if (rc != FEED_OK) return rc;
+    feed_shm_slot *s = feed_slot_meta(&p->m, p->m.hdr->head);
+    s->ntensors = 0;
+    s->rows = 0;
+    commit(p, s, 1);
+    return FEED_OK;
+}
+
+void feed_close(feed_producer *p) {
+    if (!p) return;
+    feed_shm *h = p->m.hdr;
+    feed_lock(h);
+    h->closed = 1;
+    pthread_cond_broadcast(&h->data_cv);
+    feed_unlock(h);
+    /* Attached consumers keep their mapping and drain what is left. */
+    feed_shm_unlink_if_ours(&p->m, p->name);
+    feed_shm_unmap(&p->m);
+    close(p->janitor_fd);
+    while (waitpid(p->janitor, NULL, 0) < 0 && errno == EINTR) {
+    }
+    free(p);
+}

@@ -1,0 +1,273 @@
+/* feed_shm.c -- create, map and lock a feed's shared-memory segment, and
+ * tell whether a process that touches it is still alive.
+ *
+ * Liveness is checked by pid and start time rather than by heartbeat: a
+ * training step may legitimately keep a consumer away from the feed for
+ * seconds, while a killed process is gone (or a zombie) at once. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "feed_shm.h"
+
+void feed_seterr(feed_err *err, int code, const char *fmt, ...) {
+    if (!err) return;
+    va_list ap;
+    va_start(ap, fmt);
+    err->code = code;
+    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    va_end(ap);
+}
+
+size_t feed_dtype_size(int dtype) {
+    static const size_t size[FEED_NDTYPES] = {
+        [FEED_U8] = 1, [FEED_I8] = 1, [FEED_I16] = 2, [FEED_I32] = 4,
+        [FEED_I64] = 8, [FEED_F16] = 2, [FEED_BF16] = 2, [FEED_F32] = 4,
+        [FEED_F64] = 8, [FEED_BOOL] = 1,
+    };
+    return dtype >= 0 && dtype < FEED_NDTYPES ? size[dtype] : 0;
+}
+
+int feed_name_valid(const char *name) {
+    size_t n = name ? strlen(name) : 0;
+    if (n == 0 || n > FEED_NAME_MAX) return 0;
+    for (size_t i = 0; i < n; i++) {
+        char ch = name[i];
+        int ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                 (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' ||
+                 ch == '-';
+        if (!ok) return 0;
+    }
+    return name[0] != '.';
+}
+
+void feed_shm_path(char *buf, size_t len, const char *name) {
+    snprintf(buf, len, FEED_SHM_DIR FEED_SHM_PREFIX "%s", name);
+}
+
+static void shm_name(char *buf, size_t len, const char *name) {
+    snprintf(buf, len, "/" FEED_SHM_PREFIX "%s", name);
+}
+
+uint64_t feed_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
+
+static int init_sync(feed_shm *h, feed_err *err) {
+    pthread_mutexattr_t ma;
+    pthread_condattr_t ca;
+    int rc = pthread_mutexattr_init(&ma);
+    rc = rc ? rc : pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
+    rc = rc ? rc : pthread_mutexattr_setrobust(&ma, PTHREAD_MUTEX_ROBUST);
+    rc = rc ? rc : pthread_mutex_init(&h->lock, &ma);
+    pthread_mutexattr_destroy(&ma);
+    rc = rc ? rc : pthread_condattr_init(&ca);
+    rc = rc ? rc : pthread_condattr_setpshared(&ca, PTHREAD_PROCESS_SHARED);
+    rc = rc ? rc : pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    rc = rc ? rc : pthread_cond_init(&h->data_cv, &ca);
+    rc = rc ? rc : pthread_cond_init(&h->space_cv, &ca);
+    pthread_condattr_destroy(&ca);
+    if (rc) {
+        feed_seterr(err, FEED_ESYS, "feed %s: process-shared lock: %s",
+                    h->name, strerror(rc));
+        return FEED_ESYS;
+    }
+    return FEED_OK;
+}
+
+static int map_fd(feed_map *m, int fd, size_t size, const char *name,
+                  feed_err *err) {
+    struct stat st;
+    if (fstat(fd, &st) < 0) {
+        feed_seterr(err, FEED_ESYS, "feed %s: fstat: %s", name,
+                    strerror(errno));
+        return FEED_ESYS;
+    }
+    if (size == 0) size = (size_t)st.st_size;
+    if (size < sizeof(feed_shm) || (size_t)st.st_size < size) {
+        feed_seterr(err, FEED_ENOENT, "feed %s: segment not ready", name);
+        return FEED_ENOENT;
+    }
+    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) {
+        feed_seterr(err, FEED_ESYS, "feed %s: mmap %zu bytes: %s", name,
+                    size, strerror(errno));
+        return FEED_ESYS;
+    }
+    m->hdr = p;
+    m->size = size;
+    m->dev = st.st_dev;
+    m->ino = st.st_ino;
+    return FEED_OK;
+}
+
+int feed_shm_create(feed_map *m, const feed_config *cfg, feed_err *err) {
+    char nm[FEED_NAME_MAX + 32];
+    size_t meta = sizeof(feed_shm) + cfg->slots * sizeof(feed_shm_slot);
+    size_t data_off = align_up(meta, 4096);
+    size_t slot_bytes = align_up(cfg->slot_bytes, FEED_DATA_ALIGN);
+    size_t total = data_off + (size_t)cfg->slots * slot_bytes;
+
+    shm_name(nm, sizeof nm, cfg->name);
+    int fd = shm_open(nm, O_RDWR | O_CREAT | O_EXCL, 0600);
+    if (fd < 0) {
+        int code = errno == EEXIST ? FEED_EEXIST : FEED_ESYS;
+        feed_seterr(err, code, "feed %s: shm_open: %s", cfg->name,
+                    strerror(errno));
+        return code;
+    }
+    if (ftruncate(fd, (off_t)total) < 0) {
+        feed_seterr(err, FEED_ESYS, "feed %s: ftruncate %zu bytes: %s",
+                    cfg->name, total, strerror(errno));
+        close(fd);
+        shm_unlink(nm);
+        return FEED_ESYS;
+    }
+    int rc = map_fd(m, fd, total, cfg->name, err);
+    close(fd);
+    if (rc != FEED_OK) {
+        shm_unlink(nm);
+        return rc;
+    }
+    feed_shm *h = m->hdr; /* ftruncate zero-filled it */
+    h->nslots = cfg->slots;
+    h->ahead = cfg->ahead;
+    h->replay = cfg->replay;
+    h->min_consumers = cfg->min_consumers;
+    h->user_flags = cfg->user_flags;
+    h->slot_bytes = slot_bytes;
+    h->data_offset = data_off;
+    h->total_bytes = total;
+    h->producer = feed_proc_self();
+    snprintf(h->name, sizeof h->name, "%s", cfg->name);
+    rc = init_sync(h, err);
+    if (rc != FEED_OK) {
+        feed_shm_unmap(m);
+        shm_unlink(nm);
+    }
+    return rc;
+}
+
+void feed_shm_publish_ready(feed_map *m) {
+    atomic_store_explicit(&m->hdr->magic, FEED_MAGIC, memory_order_release);
+}
+
+int feed_shm_open(feed_map *m, const char *name, feed_err *err) {
+    char nm[FEED_NAME_MAX + 32];
+    shm_name(nm, sizeof nm, name);
+    int fd = shm_open(nm, O_RDWR, 0);
+    if (fd < 0) {
+        int code = errno == ENOENT ? FEED_ENOENT : FEED_ESYS;
+        feed_seterr(err, code, "feed %s: shm_open: %s", name,
+                    strerror(errno));
+        return code;
+    }
+    int rc = map_fd(m, fd, 0, name, err);
+    close(fd);
+    if (rc != FEED_OK) return rc;
+    feed_shm *h = m->hdr;
+    if (atomic_load_explicit(&h->magic, memory_order_acquire) != FEED_MAGIC ||
+        h->total_bytes != m->size) {
+        feed_shm_unmap(m);
+        feed_seterr(err, FEED_ENOENT, "feed %s: segment not ready", name);
+        return FEED_ENOENT;
+    }
+    return FEED_OK;
+}
+
+void feed_shm_unmap(feed_map *m) {
+    if (m->hdr) munmap(m->hdr, m->size);
+    m->hdr = NULL;
+}
+
+void feed_shm_unlink_if_ours(const feed_map *m, const char *name) {
+    char path[FEED_NAME_MAX + 64], nm[FEED_NAME_MAX + 32];
+    struct stat st;
+    feed_shm_path(path, sizeof path, name);
+    shm_name(nm, sizeof nm, name);
+    /* A new producer may have taken the name since; leave its segment. */
+    if (stat(path, &st) == 0 && st.st_dev == m->dev && st.st_ino == m->ino)
+        shm_unlink(nm);
+}
+
+void feed_lock(feed_shm *h) {
+    if (pthread_mutex_lock(&h->lock) == EOWNERDEAD)
+        pthread_mutex_consistent(&h->lock);
+}
+
+void feed_unlock(feed_shm *h) { pthread_mutex_unlock(&h->lock); }
+
+void feed_wait(feed_shm *h, pthread_cond_t *cv, int ms) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_sec += ms / 1000;
+    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    if (pthread_cond_timedwait(cv, &h->lock, &ts) == EOWNERDEAD)
+        pthread_mutex_consistent(&h->lock);
+}
+
+/* Reads state and start time from /proc/PID/stat; 0 if unreadable. */
+static int read_proc_stat(int32_t pid, char *state, uint64_t *start) {
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    /* The command name may hold spaces and parens: parse after the last ')'. */
+    char *p = strrchr(buf, ')');
+    if (!p || p[1] != ' ') return 0;
+    p += 2;
+    *state = *p;
+    for (int field = 3; field < 22; field++) {
+        p = strchr(p, ' ');
+        if (!p) return 0;
+        p++;
+    }
+    *start = strtoull(p, NULL, 10);
+    return 1;
+}
+
+feed_proc feed_proc_self(void) {
+    feed_proc me = {.pid = (int32_t)getpid(), .start_ticks = 0};
+    char state;
+    read_proc_stat(me.pid, &state, &me.start_ticks);
+    return me;
+}
+
+int feed_proc_alive(const feed_proc *p) {
+    if (p->pid <= 0) return 0;
+    if (kill(p->pid, 0) < 0 && errno == ESRCH) return 0;
+    char state;
+    uint64_t start;
+    if (!read_proc_stat(p->pid, &state, &start)) return 1; /* no /proc */
+    if (state == 'Z' || state == 'X') return 0; /* killed, not yet reaped */
+    return start == p->start_ticks;              /* else the pid was reused */
+}
+
+unsigned char *feed_slot_data(const feed_map *m, uint64_t seq) {
+    const feed_shm *h = m->hdr;
+    return (unsigned char *)h + h->data_offset +
+           (seq % h->nslots) * h->slot_bytes;
+}
+
+feed_shm_slot *feed_slot_meta(const feed_map *m, uint64_t seq) {
+    return &m->hdr->slots[seq % m->hdr->nslots];
+}

@@ -1,0 +1,124 @@
+/* feed_shm.h -- the layout of a feed's shared-memory segment, shared by the
+ * producer, the consumers and the admin tools (ls, gc).
+ *
+ *   [feed_shm header | consumer records | slot metadata ... | pad | slot data]
+ *
+ * Everything after `lock` marked "locked" is read and written only with
+ * `lock` held; `lock` is a robust process-shared mutex, so a process killed
+ * inside a critical section cannot wedge the others. The header is ready to
+ * use once `magic` reads FEED_MAGIC (written last by the creator). */
+#ifndef AEGIS_FEED_SHM_H
+#define AEGIS_FEED_SHM_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "feed.h"
+
+#define FEED_SHM_PREFIX "aegis-feed-"
+#define FEED_SHM_DIR "/dev/shm/"
+#define FEED_MAGIC 0x3164656566676561ULL /* "aegfeed1" */
+/* Waits are cut into slices this long so a dead peer is noticed within one
+ * slice: the issue asks for under a second. */
+#define FEED_POLL_MS 100
+#define FEED_DATA_ALIGN 64 /* tensor start alignment: a cache line, and
+                              enough for any SIMD load of any dtype */
+
+/* A process identity that survives pid reuse: pid plus its start time. */
+typedef struct {
+    int32_t pid;
+    uint64_t start_ticks; /* field 22 of /proc/PID/stat */
+} feed_proc;
+
+typedef struct {
+    char key[FEED_KEY_MAX];
+    int32_t dtype, device, ndim;
+    int64_t shape[FEED_MAX_DIMS];
+    uint64_t offset; /* from the slot's data start (host) */
+    uint64_t nbytes;
+} feed_shm_tensor;
+
+typedef struct {
+    uint64_t seq;        /* which batch the slot holds now */
+    uint64_t epoch;
+    uint64_t index;      /* batch index within the epoch */
+    uint64_t publish_ns;
+    uint64_t rows;       /* dim 0 shared by all tensors; 0 when ndim 0 */
+    uint32_t end_of_epoch; /* 1: a marker, not a batch */
+    uint32_t ntensors;
+    feed_shm_tensor t[FEED_MAX_TENSORS];
+} feed_shm_slot;
+
+typedef struct {
+    uint32_t in_use;      /* 0: free record (a dead consumer's is freed) */
+    uint32_t batch_size;  /* rows per consumer batch; 0 = whole batches */
+    feed_proc proc;
+    uint64_t start_epoch; /* batches of earlier epochs are skipped */
+    uint64_t pos;         /* sequence of the batch being read or next */
+    uint64_t low;         /* oldest sequence still held (<= pos) */
+    uint64_t batches;     /* producer batches read, for ls */
+    uint64_t seen_ns;     /* last feed_next/feed_release, for ls */
+} feed_shm_consumer;
+
+typedef struct {
+    _Atomic uint64_t magic;
+    uint32_t nslots;
+    uint32_t ahead, replay, min_consumers, user_flags;
+    uint64_t slot_bytes;
+    uint64_t data_offset;  /* from the segment start, page aligned */
+    uint64_t total_bytes;
+    feed_proc producer;
+    char name[FEED_NAME_MAX + 1];
+
+    pthread_mutex_t lock;
+    pthread_cond_t data_cv;  /* producer -> consumers: published, closed */
+    pthread_cond_t space_cv; /* consumers -> producer: released, left */
+    /* locked: */
+    uint64_t head;        /* sequence the next publish gets */
+    uint64_t epoch;       /* epoch of the next publish */
+    uint64_t epoch_start; /* sequence of that epoch's first batch */
+    uint32_t closed;      /* producer closed normally */
+    uint32_t producer_waiting; /* producer sleeps on space_cv */
+    feed_shm_consumer consumers[FEED_MAX_CONSUMERS];
+    feed_shm_slot slots[]; /* nslots of them */
+} feed_shm;
+
+/* A mapped segment. */
+typedef struct {
+    feed_shm *hdr;
+    size_t size;
+    dev_t dev; /* identity of the file, so we unlink only our own */
+    ino_t ino;
+} feed_map;
+
+int feed_name_valid(const char *name);
+void feed_shm_path(char *buf, size_t len, const char *name);
+uint64_t feed_now_ns(void);
+
+/* Create a fresh segment (O_EXCL) sized for cfg and map it; the header is
+ * initialised except for magic, which feed_shm_publish_ready sets. */
+int feed_shm_create(feed_map *m, const feed_config *cfg, feed_err *err);
+void feed_shm_publish_ready(feed_map *m);
+/* Map an existing ready segment. FEED_ENOENT if absent or not ready yet. */
+int feed_shm_open(feed_map *m, const char *name, feed_err *err);
+void feed_shm_unmap(feed_map *m);
+/* Unlink NAME only if it is still the segment m maps. */
+void feed_shm_unlink_if_ours(const feed_map *m, const char *name);
+
+void feed_lock(feed_shm *h);
+void feed_unlock(feed_shm *h);
+/* Wait on cv at most ms milliseconds; returns with the lock held. */
+void feed_wait(feed_shm *h, pthread_cond_t *cv, int ms);
+
+feed_proc feed_proc_self(void);
+int feed_proc_alive(const feed_proc *p);
+
+unsigned char *feed_slot_data(const feed_map *m, uint64_t seq);
+feed_shm_slot *feed_slot_meta(const feed_map *m, uint64_t seq);
+
+void feed_seterr(feed_err *err, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#endif
