@@ -242,15 +242,21 @@ int core_submit(core_state *core, const core_job_spec *job, double now,
     return 0;
 }
 
+/* Adds (sign +1) or removes (-1) a job's profile from a GPU's sums;
+ * unknown hints count as nothing. */
+static void gpu_account(core_gpu *gpu, const core_job_spec *spec, int sign) {
+    gpu->view.njobs += sign;
+    gpu->view.util_pct_sum += sign * (spec->util_pct >= 0 ? spec->util_pct : 0);
+    gpu->view.score_sum += sign * (spec->sharing_score >= 0 ? spec->sharing_score : 0);
+    gpu->view.peak_sum_mib += sign * (spec->peak_mib >= 0 ? spec->peak_mib : 0);
+}
+
 /* Takes a running job off its GPUs. A GPU left empty has nothing to
  * observe, so its observation gate opens at once. */
 static void core_release(core_state *core, core_job *job) {
     for (int k = 0; k < job->spec.num_gpus; k++) {
         core_gpu *gpu = &core->gpus[job->gpus[k]];
-        gpu->view.njobs--;
-        gpu->view.util_pct_sum -= job->spec.util_pct >= 0 ? job->spec.util_pct : 0;
-        gpu->view.score_sum -= job->spec.sharing_score >= 0 ? job->spec.sharing_score : 0;
-        gpu->view.peak_sum_mib -= job->spec.peak_mib >= 0 ? job->spec.peak_mib : 0;
+        gpu_account(gpu, &job->spec, -1);
         if (!job->active) gpu->unseen--;
         if (job->alone) gpu->alone = false;
         if (gpu->view.njobs == 0) {
@@ -478,10 +484,7 @@ static void core_start(core_state *core, core_job *job, const core_launch *l) {
     for (int k = 0; k < l->num_gpus; k++) {
         core_gpu *gpu = &core->gpus[l->gpus[k]];
         job->gpus[k] = l->gpus[k];
-        gpu->view.njobs++;
-        gpu->view.util_pct_sum += job->spec.util_pct >= 0 ? job->spec.util_pct : 0;
-        gpu->view.score_sum += job->spec.sharing_score >= 0 ? job->spec.sharing_score : 0;
-        gpu->view.peak_sum_mib += job->spec.peak_mib >= 0 ? job->spec.peak_mib : 0;
+        gpu_account(gpu, &job->spec, +1);
         gpu->unseen++;
         gpu->placements++;
         job->placed_seen[k] = gpu->placements;

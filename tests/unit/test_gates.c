@@ -101,12 +101,15 @@ static void test_pressure_dcgm(void **state) {
     assert_int_equal(place_under(0.70, 0.10, 0.55, 0.99), -1); /* smact+drama */
     assert_int_equal(place_under(0.70, 0.10, 0.10, 0.99), 0);  /* smact alone */
     assert_int_equal(place_under(0.60, 0.90, 0.90, 0.99), 0);  /* no smact */
+    assert_int_equal(place_under(0.65, 0.35, 0.10, 0.99), -1); /* >= bounds */
+    assert_int_equal(place_under(0.65, 0.10, 0.50, 0.99), -1);
 }
 
 static void test_pressure_util_only(void **state) {
     double u = CORE_UNKNOWN;
     assert_int_equal(place_under(u, u, u, 0.75), -1);
     assert_int_equal(place_under(u, u, u, 0.65), 0);
+    assert_int_equal(place_under(u, u, u, 0.70), -1);
     assert_int_equal(place_under(u, u, u, u), 0); /* nothing to filter on */
 }
 
