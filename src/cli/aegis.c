@@ -1,0 +1,93 @@
+/* aegis.c -- the `aegis` command: finds the subcommand and runs it.
+ *
+ * Subcommands live in one table; adding one (the daemon's submit, ls, ...)
+ * is one line here and one file beside this one.
+ */
+#include "cli.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct cli_command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+} cli_command;
+
+static const cli_command commands[] = {
+    {"sim", cli_sim, "replay a job trace under scheduling policies"},
+    {"gen-trace", cli_gen_trace, "write a synthetic job trace (CSV)"},
+};
+
+#define NCOMMANDS (sizeof(commands) / sizeof(*commands))
+
+static void usage(FILE *out) {
+    fputs("usage: aegis COMMAND [OPTIONS]\n"
+          "       aegis --help | --version\n\n"
+          "aegis lets deep-learning training jobs share the GPUs of a server\n"
+          "safely. Commands:\n\n", out);
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fputs("\nRun 'aegis COMMAND --help' for a command's options.\n"
+          "Exit status: 0 success, 1 failure, 2 bad usage or bad input.\n",
+          out);
+}
+
+const char *cli_default_catalog(void) {
+    return access(AEGIS_CATALOG_SRC, R_OK) == 0 ? AEGIS_CATALOG_SRC
+                                                : AEGIS_CATALOG_INSTALLED;
+}
+
+int cli_parse_long(const char *cmd, const char *opt, const char *text,
+                   long lo, long hi, long *out) {
+    char *stop;
+    errno = 0;
+    long v = strtol(text, &stop, 10);
+    if (text[0] == '\0' || *stop != '\0' || errno || v < lo || v > hi) {
+        fprintf(stderr, "aegis %s: --%s: '%s' is not a whole number in "
+                "[%ld, %ld]\n", cmd, opt, text, lo, hi);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+int cli_parse_double(const char *cmd, const char *opt, const char *text,
+                     double lo, double hi, double *out) {
+    char *stop;
+    errno = 0;
+    double v = strtod(text, &stop);
+    if (text[0] == '\0' || *stop != '\0' || errno || !isfinite(v) || v < lo ||
+        v > hi) {
+        fprintf(stderr, "aegis %s: --%s: '%s' is not a number in [%g, %g]\n",
+                cmd, opt, text, lo, hi);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return CLI_USAGE;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        usage(stdout);
+        return CLI_OK;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        printf("aegis %s\n", AEGIS_VERSION);
+        return CLI_OK;
+    }
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        if (strcmp(argv[1], commands[i].name) == 0)
+            return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "aegis: unknown command '%s' (try 'aegis --help')\n",
+            argv[1]);
+    return CLI_USAGE;
+}

@@ -1,0 +1,26 @@
+/* cli.h -- the subcommands of the `aegis` command and what they share.
+ *
+ * Each subcommand is a function taking its own argc/argv (argv[0] is the
+ * subcommand's name) and returning the process exit status.
+ */
+#ifndef AEGIS_CLI_H
+#define AEGIS_CLI_H
+
+/* Exit statuses of every aegis command (STYLE.md). */
+enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
+
+int cli_sim(int argc, char **argv);
+int cli_gen_trace(int argc, char **argv);
+
+/* The catalog used when --catalog is not given: the source tree's
+ * data/catalog.csv when it is there, else the installed copy. */
+const char *cli_default_catalog(void);
+
+/* Parses text as a whole number in [lo, hi] or a finite number in
+ * [lo, hi]; on failure prints "aegis CMD: --OPT: ..." and returns -1. */
+int cli_parse_long(const char *cmd, const char *opt, const char *text,
+                   long lo, long hi, long *out);
+int cli_parse_double(const char *cmd, const char *opt, const char *text,
+                     double lo, double hi, double *out);
+
+#endif

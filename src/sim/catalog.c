@@ -1,0 +1,202 @@
+/* catalog.c -- loading the workload catalog and looking names up. */
+#include "catalog.h"
+
+#include "core.h"
+#include "csv.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const est_columns[CAT_NEST] = {
+    "horus_mib", "faketensor_mib", "gpumemnet_mib"};
+
+int cat_estimator(const char *column) {
+    for (int i = 0; i < CAT_NEST; i++)
+        if (strcmp(est_columns[i], column) == 0) return i;
+    return -1;
+}
+
+const char *cat_estimator_column(int est) { return est_columns[est]; }
+
+/* FNV-1a: short names, few of them; good enough and branch-free. */
+static unsigned hash_name(const char *s, size_t len) {
+    unsigned h = 2166136261u;
+    for (size_t i = 0; i < len; i++) h = (h ^ (unsigned char)s[i]) * 16777619u;
+    return h;
+}
+
+const cat_workload *cat_find(const cat_catalog *cat, const char *name,
+                             size_t len) {
+    for (unsigned i = hash_name(name, len) & cat->mask;; i = (i + 1) & cat->mask) {
+        int idx = cat->slots[i];
+        if (idx < 0) return NULL;
+        const char *have = cat->items[idx].name;
+        if (strncmp(have, name, len) == 0 && have[len] == '\0')
+            return &cat->items[idx];
+    }
+}
+
+/* Column indexes of the fields read; -1 for an optional column absent. */
+typedef struct cat_columns {
+    int name, num_gpus, solo, peak, peak_b, smact, smocc, drama, util, ss;
+    int est[CAT_NEST];
+} cat_columns;
+
+static int find_columns(const csv_file *f, cat_columns *c, char *err,
+                        size_t errlen) {
+    const char *required[] = {"name", "num_gpus", "solo_duration_s",
+                              "peak_memory_mib"};
+    for (size_t i = 0; i < sizeof(required) / sizeof(*required); i++) {
+        if (csv_col(f, required[i]) < 0) {
+            snprintf(err, errlen, "%s: missing column '%s'", f->path,
+                     required[i]);
+            return -1;
+        }
+    }
+    c->name = csv_col(f, "name");
+    c->num_gpus = csv_col(f, "num_gpus");
+    c->solo = csv_col(f, "solo_duration_s");
+    c->peak = csv_col(f, "peak_memory_mib");
+    c->peak_b = csv_col(f, "peak_memory_full_run_gpu_b_mib");
+    c->smact = csv_col(f, "avg_smact");
+    c->smocc = csv_col(f, "avg_smocc");
+    c->drama = csv_col(f, "avg_drama");
+    c->util = csv_col(f, "horus_gpu_util_mean_pct");
+    c->ss = csv_col(f, "lucid_ss");
+    for (int i = 0; i < CAT_NEST; i++) c->est[i] = csv_col(f, est_columns[i]);
+    return 0;
+}
+
+/* Reads optional column col into *out (unchanged when absent or empty) and
+ * checks it lies in [lo, hi]. */
+static int read_number(const csv_file *f, int col, double lo, double hi,
+                       double *out, char *err, size_t errlen) {
+    if (col < 0) return 0;
+    double v = *out;
+    int rc = csv_double(f, col, &v, err, errlen);
+    if (rc < 0) return -1;
+    if (rc == 0 && (v < lo || v > hi)) {
+        snprintf(err, errlen, "%s:%d: field '%s': %g is outside [%g, %g]",
+                 f->path, f->line, f->cols[col], v, lo, hi);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static int read_row(const csv_file *f, const cat_columns *c, cat_workload *w,
+                    char *err, size_t errlen) {
+    const double big = 1e12;
+    double gpus = CORE_UNKNOWN, ss = CORE_UNKNOWN;
+    w->solo_s = w->peak_mib = w->peak_b_mib = CORE_UNKNOWN;
+    w->smact = w->smocc = w->drama = 0;
+    w->util_pct = CORE_UNKNOWN;
+    for (int i = 0; i < CAT_NEST; i++) w->est_mib[i] = CORE_UNKNOWN;
+    if (read_number(f, c->num_gpus, 1, CORE_MAX_JOB_GPUS, &gpus, err, errlen) ||
+        read_number(f, c->solo, 1e-3, big, &w->solo_s, err, errlen) ||
+        read_number(f, c->peak, 0, big, &w->peak_mib, err, errlen) ||
+        read_number(f, c->peak_b, 0, big, &w->peak_b_mib, err, errlen) ||
+        read_number(f, c->smact, 0, 1, &w->smact, err, errlen) ||
+        read_number(f, c->smocc, 0, 1, &w->smocc, err, errlen) ||
+        read_number(f, c->drama, 0, 1, &w->drama, err, errlen) ||
+        read_number(f, c->util, 0, 100, &w->util_pct, err, errlen) ||
+        read_number(f, c->ss, 0, 2, &ss, err, errlen))
+        return -1;
+    for (int i = 0; i < CAT_NEST; i++)
+        if (read_number(f, c->est[i], 0, big, &w->est_mib[i], err, errlen))
+            return -1;
+    const char *missing = f->row[c->name][0] == '\0' ? "name"
+                        : gpus == CORE_UNKNOWN       ? "num_gpus"
+                        : w->solo_s == CORE_UNKNOWN  ? "solo_duration_s"
+                        : w->peak_mib == CORE_UNKNOWN ? "peak_memory_mib"
+                                                      : NULL;
+    if (missing) {
+        snprintf(err, errlen, "%s:%d: field '%s': empty, but required",
+                 f->path, f->line, missing);
+        return -1;
+    }
+    if (gpus != (int)gpus) {
+        snprintf(err, errlen, "%s:%d: field 'num_gpus': %g is not whole",
+                 f->path, f->line, gpus);
+        return -1;
+    }
+    w->num_gpus = (int)gpus;
+    w->sharing_score = ss == CORE_UNKNOWN ? -1 : (int)ss;
+    if (w->peak_b_mib == CORE_UNKNOWN) w->peak_b_mib = w->peak_mib;
+    w->name = strdup(f->row[c->name]);
+    if (!w->name) {
+        snprintf(err, errlen, "%s:%d: out of memory", f->path, f->line);
+        return -1;
+    }
+    return 0;
+}
+
+/* Fills the hash; fails on a duplicate name. */
+static int index_names(cat_catalog *cat, const char *path, char *err,
+                       size_t errlen) {
+    unsigned size = 16;
+    while (size < 2u * (unsigned)cat->count) size *= 2;
+    cat->mask = size - 1;
+    cat->slots = malloc(size * sizeof(*cat->slots));
+    if (!cat->slots) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        return -1;
+    }
+    memset(cat->slots, -1, size * sizeof(*cat->slots));
+    for (int n = 0; n < cat->count; n++) {
+        const char *name = cat->items[n].name;
+        size_t len = strlen(name);
+        if (cat_find(cat, name, len)) {
+            snprintf(err, errlen, "%s: workload '%s' is listed twice", path,
+                     name);
+            return -1;
+        }
+        unsigned i = hash_name(name, len) & cat->mask;
+        while (cat->slots[i] >= 0) i = (i + 1) & cat->mask;
+        cat->slots[i] = n;
+    }
+    return 0;
+}
+
+cat_catalog *cat_load(const char *path, char *err, size_t errlen) {
+    csv_file *f = csv_open(path, err, errlen);
+    if (!f) return NULL;
+    cat_catalog *cat = calloc(1, sizeof(*cat));
+    cat_columns cols;
+    int cap = 0, rc = cat ? find_columns(f, &cols, err, errlen) : -1;
+    if (!cat) snprintf(err, errlen, "%s: out of memory", path);
+    while (rc == 0 && (rc = csv_next(f, err, errlen)) == 1) {
+        if (cat->count == cap) {
+            cap = cap ? cap * 2 : 64;
+            cat_workload *more = realloc(cat->items, cap * sizeof(*more));
+            if (!more) {
+                snprintf(err, errlen, "%s: out of memory", path);
+                rc = -1;
+                break;
+            }
+            cat->items = more;
+        }
+        rc = read_row(f, &cols, &cat->items[cat->count], err, errlen);
+        if (rc == 0) cat->count++;
+    }
+    if (rc == 0 && cat->count == 0) {
+        snprintf(err, errlen, "%s: no workloads after the header", path);
+        rc = -1;
+    }
+    if (rc == 0) rc = index_names(cat, path, err, errlen);
+    csv_close(f);
+    if (rc < 0) {
+        cat_free(cat);
+        return NULL;
+    }
+    return cat;
+}
+
+void cat_free(cat_catalog *cat) {
+    if (!cat) return;
+    for (int i = 0; i < cat->count; i++) free(cat->items[i].name);
+    free(cat->items);
+    free(cat->slots);
+    free(cat);
+}

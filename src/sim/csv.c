@@ -1,0 +1,151 @@
+/* csv.c -- whole-file, in-place CSV splitting (see csv.h). */
+#include "csv.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char *read_whole_file(const char *path, size_t *size, char *err,
+                             size_t errlen) {
+    FILE *fp = fopen(path, "rb");
+    if (!fp) {
+        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        return NULL;
+    }
+    size_t cap = 1 << 16, len = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        len += fread(buf + len, 1, cap - len - 1, fp);
+        if (len < cap - 1) break;
+        char *bigger = realloc(buf, cap * 2);
+        if (!bigger) { free(buf); buf = NULL; break; }
+        buf = bigger;
+        cap *= 2;
+    }
+    int failed = ferror(fp);
+    fclose(fp);
+    if (!buf || failed) {
+        snprintf(err, errlen, "%s: cannot read%s", path,
+                 buf ? "" : " (out of memory)");
+        free(buf);
+        return NULL;
+    }
+    buf[len] = '\0';
+    *size = len;
+    return buf;
+}
+
+/* Returns the line number holding byte p of buf, for messages. */
+static int line_of(const char *buf, const char *p) {
+    int line = 1;
+    for (const char *q = buf; q < p; q++) line += *q == '\n';
+    return line;
+}
+
+/* Advances over comment and blank lines; returns the next content line
+ * terminated in place (its '\n' and any '\r' replaced by NUL), or NULL. */
+static char *next_line(csv_file *f) {
+    while (f->pos < f->end) {
+        char *start = f->pos;
+        char *nl = memchr(start, '\n', (size_t)(f->end - start));
+        char *stop = nl ? nl : f->end;
+        f->pos = nl ? nl + 1 : f->end;
+        f->line++;
+        if (stop > start && stop[-1] == '\r') stop--;
+        *stop = '\0';
+        if (stop > start && start[0] != '#') return start;
+    }
+    return NULL;
+}
+
+/* Splits line at commas into fields; returns the count, or -1 when there
+ * are more than max. */
+static int split(char *line, char **fields, int max) {
+    int n = 0;
+    for (;;) {
+        if (n == max) return -1;
+        fields[n++] = line;
+        char *comma = strchr(line, ',');
+        if (!comma) return n;
+        *comma = '\0';
+        line = comma + 1;
+    }
+}
+
+csv_file *csv_open(const char *path, char *err, size_t errlen) {
+    size_t size;
+    char *buf = read_whole_file(path, &size, err, errlen);
+    if (!buf) return NULL;
+    const char *nul = memchr(buf, '\0', size);
+    if (nul) {
+        snprintf(err, errlen, "%s:%d: binary file (NUL byte), not CSV", path,
+                 line_of(buf, nul));
+        free(buf);
+        return NULL;
+    }
+    csv_file *f = calloc(1, sizeof(*f));
+    if (!f) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        free(buf);
+        return NULL;
+    }
+    f->path = path;
+    f->buf = f->pos = buf;
+    f->end = buf + size;
+    char *header = next_line(f);
+    if (!header) {
+        snprintf(err, errlen, "%s: empty file (no header line)", path);
+        csv_close(f);
+        return NULL;
+    }
+    f->ncols = split(header, f->cols, CSV_MAX_FIELDS);
+    if (f->ncols < 0) {
+        snprintf(err, errlen, "%s:%d: more than %d columns", path, f->line,
+                 CSV_MAX_FIELDS);
+        csv_close(f);
+        return NULL;
+    }
+    return f;
+}
+
+void csv_close(csv_file *f) {
+    if (!f) return;
+    free(f->buf);
+    free(f);
+}
+
+int csv_col(const csv_file *f, const char *name) {
+    for (int i = 0; i < f->ncols; i++)
+        if (strcmp(f->cols[i], name) == 0) return i;
+    return -1;
+}
+
+int csv_next(csv_file *f, char *err, size_t errlen) {
+    char *line = next_line(f);
+    if (!line) return 0;
+    int n = split(line, f->row, f->ncols);
+    if (n != f->ncols) {
+        snprintf(err, errlen, "%s:%d: %s fields, the header has %d", f->path,
+                 f->line, n < 0 ? "too many" : "too few", f->ncols);
+        return -1;
+    }
+    return 1;
+}
+
+int csv_double(const csv_file *f, int col, double *out, char *err,
+               size_t errlen) {
+    const char *text = f->row[col];
+    if (text[0] == '\0') return 1;
+    char *stop;
+    errno = 0;
+    double v = strtod(text, &stop);
+    if (*stop != '\0' || errno == ERANGE || !isfinite(v)) {
+        snprintf(err, errlen, "%s:%d: field '%s': '%.40s' is not a number",
+                 f->path, f->line, f->cols[col], text);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}

@@ -1,0 +1,50 @@
+/* csv.h -- a small, fast reader of comma-separated files by column name.
+ *
+ * The whole file is read into one buffer and split in place: fields are
+ * pointers into that buffer, so a row costs no allocation. Quoting is not
+ * supported (no aegis input needs commas inside a field). Lines starting
+ * with '#' and blank lines are skipped; the first other line is the header.
+ *
+ * Ownership: csv_open() allocates a csv_file the caller frees with
+ * csv_close(); field pointers stay valid until then.
+ */
+#ifndef AEGIS_CSV_H
+#define AEGIS_CSV_H
+
+#include <stddef.h>
+
+/* The most columns a file may have. The widest aegis input (the shared
+ * workloads.csv) has 33. */
+#define CSV_MAX_FIELDS 128
+
+typedef struct csv_file {
+    const char *path;           /* as given to csv_open(), for messages */
+    char *buf;                  /* the file's bytes plus a final NUL */
+    char *pos;                  /* start of the next unread line */
+    char *end;                  /* buf + size */
+    int line;                   /* line number of the row last returned */
+    int ncols;                  /* header columns */
+    char *cols[CSV_MAX_FIELDS]; /* header names */
+    char *row[CSV_MAX_FIELDS];  /* fields of the row last returned */
+} csv_file;
+
+/* Reads and checks the file (readable, not empty, no NUL byte, has a
+ * header). Returns NULL with "PATH: why" in err. */
+csv_file *csv_open(const char *path, char *err, size_t errlen);
+void csv_close(csv_file *f);
+
+/* Index of the named header column, or -1. */
+int csv_col(const csv_file *f, const char *name);
+
+/* Splits the next data row into f->row. Returns 1 for a row, 0 at the end
+ * of the file, -1 (with "PATH:LINE: why" in err) when its field count
+ * differs from the header's. */
+int csv_next(csv_file *f, char *err, size_t errlen);
+
+/* Parses the field of column col of the current row as a finite number.
+ * An empty field gives 1 and leaves *out alone (unknown); a number gives 0;
+ * anything else gives -1 with "PATH:LINE: field 'NAME': ..." in err. */
+int csv_double(const csv_file *f, int col, double *out, char *err,
+               size_t errlen);
+
+#endif

@@ -1,0 +1,89 @@
+/* engine.h -- the discrete-event simulator that drives the scheduling core.
+ *
+ * sim_run() replays a trace on modelled servers under one policy: each
+ * server has its own core_state, fed the same events the daemon would feed
+ * it (submit, telemetry, first activity, exit) in virtual time. Time jumps
+ * from event to event; between events every job drains its remaining work
+ * (in solo-seconds) at a constant rate, 1 / slowdown (model.h).
+ *
+ * Ownership: sim_run() allocates a sim_result the caller frees with
+ * sim_result_free(); it points into the trace, which must outlive it.
+ */
+#ifndef AEGIS_ENGINE_H
+#define AEGIS_ENGINE_H
+
+#include "core.h"
+#include "model.h"
+#include "trace.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct sim_options {
+    int servers;                /* identical servers behind the dispatcher */
+    int gpus;                   /* GPUs per server */
+    double gpu_mem_mib;         /* memory of each GPU */
+    int estimator;              /* CAT_EST_* fed to the core as est_mib */
+    core_config config;         /* the core's settings; policy set per run */
+    sim_model model;
+} sim_options;
+
+/* One run of a job on its GPUs; an OOM ends it at its first activity. */
+typedef struct sim_attempt {
+    double start_s;             /* launched by the core */
+    double active_s;            /* first GPU activity */
+    double end_s;               /* finished or crashed; < 0 while running */
+    int32_t gpu_off;            /* its GPUs: sim_result.gpus[gpu_off...] */
+    int32_t next;               /* the job's next attempt, or -1 */
+    int32_t job;                /* index in sim_result.jobs */
+    uint8_t ngpus;
+    bool oom;
+} sim_attempt;
+
+typedef enum sim_job_state {
+    SIM_PENDING,                /* not yet arrived */
+    SIM_QUEUED,                 /* in its server's core queue */
+    SIM_LAUNCHED,               /* placed, not yet active */
+    SIM_ACTIVE,                 /* running on its GPUs */
+    SIM_DONE,                   /* finished */
+    SIM_STOPPED                 /* the core gave up on it */
+} sim_job_state;
+
+typedef struct sim_job {
+    const trace_job *src;       /* its trace row */
+    double remaining;           /* solo-seconds of work left at `since` */
+    double since;               /* when remaining was last brought up to date */
+    double rate;                /* solo-seconds done per second now */
+    double end_s;               /* when it finished or was stopped */
+    double exec_s;              /* sum of its attempts' durations */
+    int32_t first_attempt;      /* -1 before the first launch */
+    int32_t last_attempt;
+    int32_t server;
+    uint32_t epoch;             /* bumped when its completion time moves */
+    uint8_t state;              /* sim_job_state */
+} sim_job;
+
+typedef struct sim_result {
+    const char *policy;
+    int servers, gpus_per_server;
+    sim_job *jobs;              /* in trace order (sorted by submit) */
+    int njobs;
+    sim_attempt *attempts;
+    int nattempts, attempts_cap;
+    int32_t *gpus;              /* GPU numbers of all attempts, global */
+    int ngpus_used, gpus_cap;
+    double start_s;             /* first submit */
+    double makespan_s;          /* last end - first submit */
+    double energy_j;            /* all GPUs, start_s to the last end */
+    double busy_gpu_s;          /* GPU-seconds with at least one job active */
+    int ooms, stopped, unfinished;
+} sim_result;
+
+/* Simulates the whole trace under `policy`. Returns NULL with a message in
+ * err when the core refuses the configuration or misbehaves. */
+sim_result *sim_run(const trace *t, const sim_options *opt, const char *policy,
+                    char *err, size_t errlen);
+void sim_result_free(sim_result *r);
+
+#endif

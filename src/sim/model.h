@@ -1,0 +1,42 @@
+/* model.h -- the modelled server: interference, power and job timing.
+ *
+ * Everything the simulator assumes about how jobs behave on a GPU lives in
+ * one struct with one table of defaults (model.c), so calibrating it means
+ * changing this module only, and `aegis sim --model NAME=VALUE` can try a
+ * value without rebuilding.
+ */
+#ifndef AEGIS_MODEL_H
+#define AEGIS_MODEL_H
+
+#include <stddef.h>
+
+typedef struct sim_model {
+    double alpha;               /* slowdown exponent on the SMACT sum */
+    double beta;                /* slowdown per unit of co-runners' DRAMA */
+    double gamma;               /* slowdown per co-runner */
+    double idle_w;              /* GPU power with nothing running, W */
+    double max_w;               /* GPU power at SMACT 1, W */
+    double exec_factor;         /* end-to-end run / catalog solo time */
+    double activation_delay_s;  /* launch to first GPU activity, s */
+} sim_model;
+
+void sim_model_default(sim_model *m);
+
+/* Sets one parameter by name from text ("alpha", "1.2"). Returns 0, or -1
+ * with a message naming the parameter in err. */
+int sim_model_set(sim_model *m, const char *name, const char *value,
+                  char *err, size_t errlen);
+
+/* Writes the parameter table (name, default, meaning) for --help. */
+void sim_model_describe(void (*line)(const char *text, void *ctx), void *ctx);
+
+/* How many times slower than alone a job runs on a GPU whose active jobs
+ * (itself included) sum to smact_sum SMACT, when its co-runners sum to
+ * others_drama DRAMA and number n_others. A job alone gets 1. */
+double sim_model_slowdown(const sim_model *m, double smact_sum,
+                          double others_drama, int n_others);
+
+/* Power draw of a GPU whose active jobs sum to smact_sum SMACT, W. */
+double sim_model_power_w(const sim_model *m, double smact_sum);
+
+#endif

@@ -1,0 +1,165 @@
+/* report.c -- summary figures, the text table and the JSON document. */
+#include "report.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int by_value(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Percentile q (0..1) of sorted v, interpolated between ranks as numpy's
+ * default does, which is how the AEGIS analysis computed its p95s. */
+static double percentile(const double *v, int n, double q) {
+    double pos = q * (n - 1);
+    int lo = (int)pos;
+    if (lo + 1 >= n) return v[n - 1];
+    return v[lo] + (v[lo + 1] - v[lo]) * (pos - lo);
+}
+
+static double jct_of(const sim_job *job) {
+    return job->end_s - job->src->submit_s;
+}
+
+int report_summarize(const sim_result *r, report_summary *out) {
+    memset(out, 0, sizeof(*out));
+    out->policy = r->policy;
+    out->jobs = r->njobs;
+    out->stopped = r->stopped;
+    out->unfinished = r->unfinished;
+    out->ooms = r->ooms;
+    out->makespan_s = r->makespan_s;
+    out->energy_j = r->energy_j;
+    double gpu_s = (double)r->servers * r->gpus_per_server * r->makespan_s;
+    out->gpu_busy = gpu_s > 0 ? r->busy_gpu_s / gpu_s : 0;
+    double *jcts = malloc((size_t)r->njobs * sizeof(*jcts) + 1);
+    if (!jcts) return -1;
+    double jct_sum = 0, wait_sum = 0, slow_sum = 0;
+    for (int i = 0; i < r->njobs; i++) {
+        const sim_job *job = &r->jobs[i];
+        if (job->state != SIM_DONE) continue;
+        double jct = jct_of(job);
+        jcts[out->done++] = jct;
+        jct_sum += jct;
+        wait_sum += jct - job->exec_s;
+        slow_sum += jct / job->src->work->solo_s;
+    }
+    if (out->done > 0) {
+        qsort(jcts, (size_t)out->done, sizeof(*jcts), by_value);
+        out->mean_jct_s = jct_sum / out->done;
+        out->p50_jct_s = percentile(jcts, out->done, 0.50);
+        out->p95_jct_s = percentile(jcts, out->done, 0.95);
+        out->mean_wait_s = wait_sum / out->done;
+        out->mean_slowdown = slow_sum / out->done;
+    }
+    free(jcts);
+    return 0;
+}
+
+static const report_summary *find_exclusive(const report_summary *rows,
+                                            int n) {
+    for (int i = 0; i < n; i++)
+        if (strcmp(rows[i].policy, "exclusive") == 0) return &rows[i];
+    return NULL;
+}
+
+/* "  0.712" relative to the exclusive figure, or blanks when unknown. */
+static void relative(FILE *out, double value, double base) {
+    if (base > 0) fprintf(out, " %7.3f", value / base);
+    else fprintf(out, " %7s", "-");
+}
+
+void report_table(FILE *out, const report_summary *rows, int n) {
+    const report_summary *ex = find_exclusive(rows, n);
+    fprintf(out, "%-13s %7s %11s", "policy", "jobs", "makespan_s");
+    if (ex) fprintf(out, " %7s", "/excl");
+    fprintf(out, " %11s", "mean_jct_s");
+    if (ex) fprintf(out, " %7s", "/excl");
+    fprintf(out, " %11s %11s %11s %8s %5s %5s %5s %6s %10s\n", "p50_jct_s",
+            "p95_jct_s", "mean_wait_s", "slowdown", "ooms", "stop", "left",
+            "busy", "energy_kWh");
+    for (int i = 0; i < n; i++) {
+        const report_summary *s = &rows[i];
+        fprintf(out, "%-13s %7d %11.1f", s->policy, s->jobs, s->makespan_s);
+        if (ex) relative(out, s->makespan_s, ex->makespan_s);
+        fprintf(out, " %11.1f", s->mean_jct_s);
+        if (ex) relative(out, s->mean_jct_s, ex->mean_jct_s);
+        fprintf(out, " %11.1f %11.1f %11.1f %8.3f %5d %5d %5d %6.3f %10.2f\n",
+                s->p50_jct_s, s->p95_jct_s, s->mean_wait_s, s->mean_slowdown,
+                s->ooms, s->stopped, s->unfinished, s->gpu_busy,
+                s->energy_j / 3.6e6);
+    }
+}
+
+/* Names come from CSV files, so escape what JSON requires. */
+static void json_string(FILE *out, const char *s) {
+    putc('"', out);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') fprintf(out, "\\%c", c);
+        else if (c < 0x20) fprintf(out, "\\u%04x", c);
+        else putc(c, out);
+    }
+    putc('"', out);
+}
+
+void report_json_begin(FILE *out) { fputs("{\"policies\": [", out); }
+
+void report_json_end(FILE *out) { fputs("]}\n", out); }
+
+static void json_attempts(FILE *out, const sim_result *r, const sim_job *job) {
+    fputs("\"attempts\": [", out);
+    for (int a = job->first_attempt; a >= 0; a = r->attempts[a].next) {
+        const sim_attempt *at = &r->attempts[a];
+        fprintf(out, "%s{\"start_s\": %.3f, \"active_s\": %.3f, "
+                "\"end_s\": %.3f, \"gpus\": [", a == job->first_attempt ? ""
+                : ", ", at->start_s, at->active_s, at->end_s);
+        for (int k = 0; k < at->ngpus; k++)
+            fprintf(out, "%s%d", k ? ", " : "", r->gpus[at->gpu_off + k]);
+        fprintf(out, "], \"oom\": %s}", at->oom ? "true" : "false");
+    }
+    putc(']', out);
+}
+
+static const char *status_of(const sim_job *job) {
+    return job->state == SIM_DONE      ? "done"
+         : job->state == SIM_STOPPED ? "stopped"
+                                       : "unfinished";
+}
+
+static void json_job(FILE *out, const sim_result *r, const sim_job *job) {
+    fprintf(out, "{\"index\": %lld, \"workload\": ",
+            (long long)job->src->index);
+    json_string(out, job->src->work->name);
+    fprintf(out, ", \"submit_s\": %.3f, \"status\": \"%s\"",
+            job->src->submit_s, status_of(job));
+    if (job->state == SIM_DONE) {
+        double jct = jct_of(job);
+        fprintf(out, ", \"jct_s\": %.3f, \"wait_s\": %.3f, \"slowdown\": %.4f",
+                jct, jct - job->exec_s, jct / job->src->work->solo_s);
+    }
+    fputs(", ", out);
+    json_attempts(out, r, job);
+    putc('}', out);
+}
+
+void report_json_policy(FILE *out, const sim_result *r,
+                        const report_summary *s, bool first) {
+    fprintf(out, "%s{\"policy\": ", first ? "" : ", ");
+    json_string(out, s->policy);
+    fprintf(out, ", \"servers\": %d, \"gpus_per_server\": %d, "
+            "\"makespan_s\": %.3f, \"mean_jct_s\": %.3f, \"p50_jct_s\": %.3f, "
+            "\"p95_jct_s\": %.3f, \"mean_wait_s\": %.3f, "
+            "\"mean_slowdown\": %.4f, \"ooms\": %d, \"stopped\": %d, "
+            "\"unfinished\": %d, \"gpu_util\": %.4f, \"energy_j\": %.1f, "
+            "\"jobs\": [", r->servers, r->gpus_per_server, s->makespan_s,
+            s->mean_jct_s, s->p50_jct_s, s->p95_jct_s, s->mean_wait_s,
+            s->mean_slowdown, s->ooms, s->stopped, s->unfinished, s->gpu_busy,
+            s->energy_j);
+    for (int i = 0; i < r->njobs; i++) {
+        if (i) fputs(", ", out);
+        json_job(out, r, &r->jobs[i]);
+    }
+    fputs("]}", out);
+}

@@ -1,0 +1,39 @@
+/* report.h -- what a simulation run measured, as a table or as JSON.
+ *
+ * report_summarize() reduces a sim_result to the figures compared across
+ * policies; the writers print them. JSON goes out as one object,
+ * {"policies": [...]}, written policy by policy so a million-job run never
+ * holds its whole text in memory.
+ */
+#ifndef AEGIS_REPORT_H
+#define AEGIS_REPORT_H
+
+#include "engine.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+
+typedef struct report_summary {
+    const char *policy;
+    int jobs, done, stopped, unfinished, ooms;
+    double makespan_s;
+    double mean_jct_s, p50_jct_s, p95_jct_s;    /* finished jobs only */
+    double mean_wait_s;         /* JCT - time spent running attempts */
+    double mean_slowdown;       /* JCT / catalog solo time */
+    double gpu_busy;            /* mean fraction of GPU time with a job */
+    double energy_j;
+} report_summary;
+
+/* Returns 0, or -1 when out of memory. */
+int report_summarize(const sim_result *r, report_summary *out);
+
+/* An aligned table, one row per policy; columns relative to exclusive are
+ * added when a row is named "exclusive". */
+void report_table(FILE *out, const report_summary *rows, int n);
+
+void report_json_begin(FILE *out);
+void report_json_policy(FILE *out, const sim_result *r,
+                        const report_summary *sum, bool first);
+void report_json_end(FILE *out);
+
+#endif

@@ -1,0 +1,37 @@
+/* trace.h -- a job trace: who arrives when, running which workload.
+ *
+ * A trace CSV needs submit_time_s and either workload or task_path (the
+ * spec file whose stem is the workload); job_index, when present, numbers
+ * the jobs, otherwise a job is numbered by its 1-based row. Other columns
+ * are ignored. Jobs come back sorted by submit time, stable, so equal
+ * times keep file order.
+ *
+ * Ownership: trace_load() allocates; trace_free() frees.
+ */
+#ifndef AEGIS_TRACE_H
+#define AEGIS_TRACE_H
+
+#include "catalog.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct trace_job {
+    double submit_s;            /* arrival, seconds from trace start */
+    int64_t index;              /* job_index, or 1-based row in the file */
+    const cat_workload *work;   /* points into the catalog */
+} trace_job;
+
+typedef struct trace {
+    trace_job *jobs;            /* sorted by submit_s, then file order */
+    int count;
+    int max_gpus;               /* largest num_gpus of any job */
+} trace;
+
+/* Reads path resolving workloads in cat. Returns NULL with
+ * "PATH:LINE: field 'NAME': ..." in err. */
+trace *trace_load(const char *path, const cat_catalog *cat, char *err,
+                  size_t errlen);
+void trace_free(trace *t);
+
+#endif
