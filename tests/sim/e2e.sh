@@ -1,0 +1,117 @@
+#!/bin/sh
+# e2e.sh AEGIS SOURCE_DIR SHARED_DATA CASE -- one end-to-end check of the
+# real `aegis` binary. Bad input must exit 2 with a message naming the file
+# and the line or field; good input must give output that holds together.
+set -u
+AEGIS=$1 SRC=$2 SHARED=$3 CASE=$4
+DEMO=$SRC/data/traces/demo.csv
+TMP=$(mktemp -d) || exit 1
+trap 'rm -rf "$TMP"' EXIT
+fail() { echo "FAIL ($CASE): $*" >&2; exit 1; }
+
+# expect_bad FILE PATTERN: `aegis sim` on FILE exits 2 and says PATTERN.
+expect_bad() {
+    "$AEGIS" sim --trace "$1" >"$TMP/out" 2>"$TMP/err"
+    rc=$?
+    cat "$TMP/err"
+    [ $rc -eq 2 ] || fail "exit $rc, expected 2"
+    grep -q -- "$2" "$TMP/err" || fail "message lacks '$2'"
+    [ ! -s "$TMP/out" ] || fail "printed results for bad input"
+}
+
+HEAD=submit_time_s,workload
+W=bert_base_wiki_bs32_1gpu
+case $CASE in
+bad_time)
+    printf '%s\n0,%s\nsoon,%s\n' $HEAD $W $W >"$TMP/t.csv"
+    expect_bad "$TMP/t.csv" "t.csv:3: field 'submit_time_s': 'soon' is not a number" ;;
+negative_time)
+    printf '# a comment\n%s\n-5,%s\n' $HEAD $W >"$TMP/t.csv"
+    expect_bad "$TMP/t.csv" "t.csv:3: field 'submit_time_s': '-5' is negative" ;;
+unknown_workload)
+    printf '%s\n0,%s\n1,no_such_model\n' $HEAD $W >"$TMP/t.csv"
+    expect_bad "$TMP/t.csv" "t.csv:3: field 'workload': unknown workload 'no_such_model'" ;;
+missing_column)
+    printf 'time,workload\n0,%s\n' $W >"$TMP/t.csv"
+    expect_bad "$TMP/t.csv" "t.csv:1: missing column 'submit_time_s'" ;;
+binary)
+    printf '%s\n0,%s\n1\000\001,x\n' $HEAD $W >"$TMP/t.csv"
+    expect_bad "$TMP/t.csv" "t.csv:3: binary file" ;;
+missing_file)
+    expect_bad "$TMP/nothing.csv" "nothing.csv: cannot open" ;;
+empty_file)
+    : >"$TMP/t.csv"
+    expect_bad "$TMP/t.csv" "t.csv: empty file" ;;
+field_count)
+    printf '%s\n0,%s\n1,%s,extra\n' $HEAD $W $W >"$TMP/t.csv"
+    expect_bad "$TMP/t.csv" "t.csv:3: too many fields" ;;
+bad_usage)
+    "$AEGIS" sim --trace "$DEMO" --policy nonesuch 2>"$TMP/err"
+    [ $? -eq 2 ] || fail "unknown policy accepted"
+    grep -q "unknown policy 'nonesuch'" "$TMP/err" || fail "no policy message"
+    "$AEGIS" sim --trace "$DEMO" --gpus 0 2>/dev/null
+    [ $? -eq 2 ] || fail "--gpus 0 accepted"
+    "$AEGIS" sim --trace "$DEMO" --model alpha=x 2>/dev/null
+    [ $? -eq 2 ] || fail "--model alpha=x accepted"
+    "$AEGIS" frobnicate 2>/dev/null
+    [ $? -eq 2 ] || fail "unknown command accepted" ;;
+help)
+    "$AEGIS" --help | grep -q "gen-trace" || fail "aegis --help lacks gen-trace"
+    "$AEGIS" sim --help >"$TMP/h" || fail "sim --help failed"
+    for word in SYNOPSIS "EXIT STATUS" alpha exclusive --timeline; do
+        grep -q -- "$word" "$TMP/h" || fail "sim --help lacks $word"
+    done
+    "$AEGIS" --version | grep -Eq '^aegis [0-9]+\.[0-9]+' || fail "bad --version" ;;
+gen_trace)
+    "$AEGIS" gen-trace --jobs 50 --seed 3 >"$TMP/a" || fail "gen-trace failed"
+    "$AEGIS" gen-trace --jobs 50 --seed 3 >"$TMP/b"
+    "$AEGIS" gen-trace --jobs 50 --seed 4 >"$TMP/c"
+    cmp -s "$TMP/a" "$TMP/b" || fail "same seed, different traces"
+    cmp -s "$TMP/a" "$TMP/c" && fail "different seeds, same trace"
+    [ "$(wc -l <"$TMP/a")" -eq 51 ] || fail "not 50 jobs plus a header"
+    "$AEGIS" sim --trace "$TMP/a" --policy exclusive --quiet ||
+        fail "generated trace does not simulate" ;;
+demo_all_json)
+    "$AEGIS" sim --trace "$DEMO" --policy all --json >"$TMP/out.json" ||
+        fail "exit $?"
+    python3 "$SRC/tests/sim/check_json.py" "$TMP/out.json" 60 3 ||
+        fail "JSON checks" ;;
+two_servers)
+    "$AEGIS" sim --trace "$DEMO" --servers 2 --policy exclusive,aegis --json \
+        >"$TMP/out.json" || fail "exit $?"
+    python3 "$SRC/tests/sim/check_json.py" "$TMP/out.json" 60 6 3 ||
+        fail "JSON checks" ;;
+timeline)
+    "$AEGIS" sim --trace "$DEMO" --policy exclusive,aegis --quiet \
+        --timeline "$TMP/t.svg" || fail "exit $?"
+    python3 - "$TMP/t.svg" <<'PY' || fail "bad SVG"
+import sys, xml.etree.ElementTree as ET
+root = ET.parse(sys.argv[1]).getroot()
+ns = "{http://www.w3.org/2000/svg}"
+rects = root.findall(ns + "rect")
+texts = " ".join(t.text or "" for t in root.iter(ns + "text"))
+assert len(rects) > 120, len(rects)  # 2 policies x 60 jobs + chart
+assert "exclusive" in texts and "aegis" in texts, texts[:200]
+PY
+    ;;
+task_path_stem)
+    printf 'submit_time_s,task_path\n0,specs/yaml/%s.yaml\n' $W >"$TMP/t.csv"
+    "$AEGIS" sim --trace "$TMP/t.csv" --policy exclusive --json >"$TMP/o" ||
+        fail "exit $?"
+    grep -q "\"workload\": \"$W\"" "$TMP/o" || fail "stem not resolved" ;;
+philly_fidelity)
+    [ -f "$SHARED/traces/philly.csv" ] || exit 77
+    "$AEGIS" sim --trace "$SHARED/traces/philly.csv" --catalog \
+        "$SHARED/workloads.csv" --policy exclusive --json >"$TMP/o" ||
+        fail "exit $?"
+    # Measured Exclusive makespan on the real server: 42633.5 s.
+    python3 - "$TMP/o" <<'PY' || fail "exclusive makespan off by over 2%"
+import json, sys
+m = json.load(open(sys.argv[1]))["policies"][0]["makespan_s"]
+print("exclusive makespan", m, "measured 42633.5")
+assert abs(m / 42633.5 - 1) < 0.02
+PY
+    ;;
+*) fail "unknown case" ;;
+esac
+exit 0

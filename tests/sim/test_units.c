@@ -1,0 +1,207 @@
+/* test_units.c -- unit tests of the simulator's parts that need no core:
+ * CSV, catalog and trace reading, the model, the event heap and the
+ * dispatcher. Inputs are written to temporary files. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "catalog.h"
+#include "csv.h"
+#include "dispatch.h"
+#include "heap.h"
+#include "model.h"
+#include "trace.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char err[512];
+
+/* Writes text to a fresh temporary file; returns its path (static). */
+static const char *write_temp(const char *text, size_t len) {
+    static char paths[4][64];
+    static int next;
+    char *path = paths[next++ % 4];
+    strcpy(path, "/tmp/aegis_sim_test_XXXXXX");
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, text, len), (ssize_t)len);
+    close(fd);
+    return path;
+}
+
+#define TEMP(text) write_temp(text, sizeof(text) - 1)
+
+static const char catalog_text[] =
+    "# comment\n"
+    "name,num_gpus,solo_duration_s,peak_memory_mib,"
+    "peak_memory_full_run_gpu_b_mib,avg_smact,horus_mib,lucid_ss\n"
+    "small,1,100,1000,,0.5,900,0\n"
+    "big,2,200,30000,428,0.9,,2\r\n";
+
+static void test_csv_rows(void **state) {
+    const char *path = TEMP("# c\na,b\n1,x\n\n# mid\n,y\r\n");
+    csv_file *f = csv_open(path, err, sizeof(err));
+    assert_non_null(f);
+    assert_int_equal(csv_col(f, "b"), 1);
+    assert_int_equal(csv_col(f, "z"), -1);
+    double v = -1;
+    assert_int_equal(csv_next(f, err, sizeof(err)), 1);
+    assert_int_equal(f->line, 3);
+    assert_int_equal(csv_double(f, 0, &v, err, sizeof(err)), 0);
+    assert_true(v == 1);
+    assert_string_equal(f->row[1], "x");
+    assert_int_equal(csv_next(f, err, sizeof(err)), 1);
+    assert_int_equal(f->line, 6);
+    assert_int_equal(csv_double(f, 0, &v, err, sizeof(err)), 1);
+    assert_string_equal(f->row[1], "y");
+    assert_int_equal(csv_next(f, err, sizeof(err)), 0);
+    csv_close(f);
+    unlink(path);
+}
+
+static void test_csv_errors(void **state) {
+    const char *path = TEMP("a,b\n1\n");
+    csv_file *f = csv_open(path, err, sizeof(err));
+    assert_int_equal(csv_next(f, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, ":2: too few fields"));
+    csv_close(f);
+    path = write_temp("a\n\0\n", 4);
+    assert_null(csv_open(path, err, sizeof(err)));
+    assert_non_null(strstr(err, ":2: binary file"));
+    path = TEMP("# only a comment\n");
+    assert_null(csv_open(path, err, sizeof(err)));
+    assert_non_null(strstr(err, "empty file"));
+    path = TEMP("a\n1e999\n");
+    f = csv_open(path, err, sizeof(err));
+    double v;
+    assert_int_equal(csv_next(f, err, sizeof(err)), 1);
+    assert_int_equal(csv_double(f, 0, &v, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, ":2: field 'a': '1e999' is not a number"));
+    csv_close(f);
+}
+
+static void test_catalog(void **state) {
+    cat_catalog *cat = cat_load(TEMP(catalog_text), err, sizeof(err));
+    assert_non_null(cat);
+    assert_int_equal(cat->count, 2);
+    const cat_workload *big = cat_find(cat, "bigger", 3);
+    assert_non_null(big);
+    assert_string_equal(big->name, "big");
+    assert_int_equal(big->num_gpus, 2);
+    assert_true(big->peak_b_mib == 428);
+    assert_true(big->est_mib[CAT_EST_HORUS] == -1);
+    assert_int_equal(big->sharing_score, 2);
+    const cat_workload *small = cat_find(cat, "small", 5);
+    assert_true(small->peak_b_mib == 1000);
+    assert_true(small->est_mib[CAT_EST_HORUS] == 900);
+    assert_null(cat_find(cat, "smal", 4));
+    cat_free(cat);
+}
+
+static void test_catalog_errors(void **state) {
+    assert_null(cat_load(TEMP("name,num_gpus,solo_duration_s,peak_memory_mib\n"
+                              "a,1,10,5\na,1,10,5\n"), err, sizeof(err)));
+    assert_non_null(strstr(err, "'a' is listed twice"));
+    assert_null(cat_load(TEMP("name,num_gpus,solo_duration_s,peak_memory_mib\n"
+                              "a,9,10,5\n"), err, sizeof(err)));
+    assert_non_null(strstr(err, ":2: field 'num_gpus': 9 is outside"));
+    assert_null(cat_load(TEMP("name,num_gpus,solo_duration_s\na,1,10\n"), err,
+                         sizeof(err)));
+    assert_non_null(strstr(err, "missing column 'peak_memory_mib'"));
+}
+
+static void test_trace_sorted_stably(void **state) {
+    cat_catalog *cat = cat_load(TEMP(catalog_text), err, sizeof(err));
+    trace *t = trace_load(TEMP("workload,submit_time_s,task_path\n"
+                               "big,5,\n"
+                               "small,1,\n"
+                               ",5,a/b/small.yaml\n"
+                               "small,0.5,\n"), cat, err, sizeof(err));
+    assert_non_null(t);
+    assert_int_equal(t->count, 4);
+    assert_int_equal(t->max_gpus, 2);
+    const int64_t order[] = {4, 2, 1, 3};
+    for (int i = 0; i < 4; i++) assert_int_equal(t->jobs[i].index, order[i]);
+    assert_string_equal(t->jobs[3].work->name, "small");
+    trace_free(t);
+    cat_free(cat);
+}
+
+static void test_trace_job_index(void **state) {
+    cat_catalog *cat = cat_load(TEMP(catalog_text), err, sizeof(err));
+    trace *t = trace_load(TEMP("job_index,submit_time_s,workload\n"
+                               "7,0,small\n"), cat, err, sizeof(err));
+    assert_int_equal(t->jobs[0].index, 7);
+    trace_free(t);
+    assert_null(trace_load(TEMP("job_index,submit_time_s,workload\n"
+                                "x,0,small\n"), cat, err, sizeof(err)));
+    assert_non_null(strstr(err, ":2: field 'job_index'"));
+    cat_free(cat);
+}
+
+static void test_model(void **state) {
+    sim_model m;
+    sim_model_default(&m);
+    assert_true(sim_model_slowdown(&m, 0.9, 0, 0) == 1);
+    assert_true(sim_model_slowdown(&m, 1.6, 0.3, 1) == 1.6);
+    assert_int_equal(sim_model_set(&m, "alpha", "2", err, sizeof(err)), 0);
+    assert_int_equal(sim_model_set(&m, "beta", "1", err, sizeof(err)), 0);
+    assert_int_equal(sim_model_set(&m, "gamma", "0.5", err, sizeof(err)), 0);
+    assert_float_equal(sim_model_slowdown(&m, 1.5, 0.2, 2), 2.25 * 1.2 * 2,
+                       1e-12);
+    assert_int_equal(sim_model_set(&m, "delta", "1", err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "'delta'"));
+    assert_int_equal(sim_model_set(&m, "alpha", "-1", err, sizeof(err)), -1);
+    assert_float_equal(sim_model_power_w(&m, 0), 55, 1e-12);
+    assert_float_equal(sim_model_power_w(&m, 0.5), 227.5, 1e-12);
+    assert_float_equal(sim_model_power_w(&m, 3), 400, 1e-12);
+}
+
+static void test_heap_order(void **state) {
+    sim_heap h = {0};
+    const double times[] = {5, 1, 3, 1, 2, 5, 0.5};
+    for (int i = 0; i < 7; i++)
+        assert_int_equal(sim_heap_push(&h, times[i], SIM_EV_WAKEUP, i, 0), 0);
+    const int expect[] = {6, 1, 3, 4, 2, 0, 5};
+    for (int i = 0; i < 7; i++) {
+        sim_event ev;
+        sim_heap_pop(&h, &ev);
+        assert_int_equal(ev.id, expect[i]);
+    }
+    assert_int_equal(h.count, 0);
+    sim_heap_free(&h);
+}
+
+static void test_dispatch(void **state) {
+    sim_dispatch d;
+    assert_int_equal(sim_dispatch_init(&d, 3), 0);
+    assert_int_equal(sim_dispatch_pick(&d), 0);
+    sim_dispatch_add(&d, 0, 1);
+    assert_int_equal(sim_dispatch_pick(&d), 1);
+    sim_dispatch_add(&d, 1, 1);
+    sim_dispatch_add(&d, 2, 1);
+    assert_int_equal(sim_dispatch_pick(&d), 0);
+    sim_dispatch_add(&d, 1, -1);
+    assert_int_equal(sim_dispatch_pick(&d), 1);
+    sim_dispatch_free(&d);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_csv_rows),
+        cmocka_unit_test(test_csv_errors),
+        cmocka_unit_test(test_catalog),
+        cmocka_unit_test(test_catalog_errors),
+        cmocka_unit_test(test_trace_sorted_stably),
+        cmocka_unit_test(test_trace_job_index),
+        cmocka_unit_test(test_model),
+        cmocka_unit_test(test_heap_order),
+        cmocka_unit_test(test_dispatch),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
