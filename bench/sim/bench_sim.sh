@@ -1,0 +1,35 @@
+#!/bin/sh
+# bench_sim.sh AEGIS [JOBS] -- times `aegis sim` on a big synthetic trace
+# against awk summing one column of the same file, in the same run, and
+# prints both times and their ratio (goal: at most 3).
+#
+# The cluster is 128 servers of 8 GPUs (1024 GPUs). The catalog's mean job
+# needs about 2164 GPU-seconds, so arrivals every 2.2 s ask for
+# 2164 / 2.2 = 984 GPUs: 96% of the cluster under exclusive allocation,
+# which collocation brings down, so the queue stays bounded.
+set -eu
+AEGIS=$1
+JOBS=${2:-1000000}
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+TRACE=$TMP/trace.csv
+
+"$AEGIS" gen-trace --jobs "$JOBS" --seed 1 --mean-gap-s 2.2 >"$TRACE"
+
+# seconds FILE CMD...: runs CMD, its stdout to FILE, and prints wall time.
+seconds() {
+    out=$1
+    shift
+    start=$(date +%s.%N)
+    "$@" >"$out"
+    end=$(date +%s.%N)
+    echo "$end - $start" | bc -l
+}
+
+awk_s=$(seconds "$TMP/awk.out" awk -F, '{s+=$1} END {print s}' "$TRACE")
+sim_s=$(seconds "$TMP/sim.out" "$AEGIS" sim --servers 128 --gpus 8 \
+    --policy aegis --trace "$TRACE" --quiet)
+printf 'jobs            %d\n' "$JOBS"
+printf 'awk             %.3f s\n' "$awk_s"
+printf 'aegis sim       %.3f s\n' "$sim_s"
+printf 'ratio           %.2f (goal <= 3)\n' "$(echo "$sim_s / $awk_s" | bc -l)"
