@@ -268,54 +268,51 @@ static int check_fits(const sim_cmd *cmd, const trace *t) {
     return -1;
 }
 
-/* Runs every policy; keeps the results only when a timeline needs them. */
+/* Runs the policies in turn, stopping at one the simulator cannot run;
+ * returns how many ran. *status becomes CLI_FAIL when a run failed or left
+ * jobs unfinished. Results are kept only when a timeline needs them. */
 static int run_policies(const sim_cmd *cmd, const trace *t,
-                        report_summary *sums, sim_result **kept) {
+                        report_summary *sums, sim_result **kept, int *status) {
     char err[512];
-    int status = CLI_OK;
+    int ran = 0;
     if (cmd->json) report_json_begin(stdout);
-    for (int i = 0; i < cmd->npolicies; i++) {
-        sim_result *r = sim_run(t, &cmd->opt, cmd->policies[i], err,
-                                sizeof(err));
-        if (!r) {
-            fprintf(stderr, "aegis sim: policy %s: %s\n", cmd->policies[i],
-                    err);
-            return CLI_FAIL;
-        }
-        if (report_summarize(r, &sums[i]) < 0) {
-            fprintf(stderr, "aegis sim: out of memory\n");
+    for (; ran < cmd->npolicies; ran++) {
+        const char *policy = cmd->policies[ran];
+        sim_result *r = sim_run(t, &cmd->opt, policy, err, sizeof(err));
+        if (!r || report_summarize(r, &sums[ran]) < 0) {
+            fprintf(stderr, "aegis sim: policy %s: %s\n", policy,
+                    r ? "out of memory" : err);
             sim_result_free(r);
-            return CLI_FAIL;
+            *status = CLI_FAIL;
+            break;
         }
         if (r->unfinished > 0) {
             fprintf(stderr, "aegis sim: policy %s: %d of %d jobs never "
-                    "finished (the core stopped placing them)\n",
-                    cmd->policies[i], r->unfinished, r->njobs);
-            status = CLI_FAIL;
+                    "finished (the core stopped placing them)\n", policy,
+                    r->unfinished, r->njobs);
+            *status = CLI_FAIL;
         }
-        if (cmd->json) report_json_policy(stdout, r, &sums[i], i == 0);
-        if (cmd->timeline) kept[i] = r;
+        if (cmd->json) report_json_policy(stdout, r, &sums[ran], ran == 0);
+        if (cmd->timeline) kept[ran] = r;
         else sim_result_free(r);
     }
     if (cmd->json) report_json_end(stdout);
-    return status;
+    return ran;
 }
 
 static int simulate(const sim_cmd *cmd, const trace *t) {
     report_summary sums[MAX_POLICIES];
     sim_result *kept[MAX_POLICIES] = {NULL};
-    int status = run_policies(cmd, t, sums, kept);
-    if (status != CLI_FAIL || kept[cmd->npolicies - 1]) {
-        char err[512];
-        if (!cmd->json && !cmd->quiet) report_table(stdout, sums, cmd->npolicies);
-        if (cmd->timeline &&
-            svg_timeline(cmd->timeline, kept, sums, cmd->npolicies, err,
-                         sizeof(err)) < 0) {
-            fprintf(stderr, "aegis sim: --timeline: %s\n", err);
-            status = CLI_FAIL;
-        }
+    int status = CLI_OK;
+    int ran = run_policies(cmd, t, sums, kept, &status);
+    if (ran > 0 && !cmd->json && !cmd->quiet) report_table(stdout, sums, ran);
+    char err[512];
+    if (ran > 0 && cmd->timeline &&
+        svg_timeline(cmd->timeline, kept, sums, ran, err, sizeof(err)) < 0) {
+        fprintf(stderr, "aegis sim: --timeline: %s\n", err);
+        status = CLI_FAIL;
     }
-    for (int i = 0; i < cmd->npolicies; i++) sim_result_free(kept[i]);
+    for (int i = 0; i < ran; i++) sim_result_free(kept[i]);
     if (fflush(stdout) != 0) {
         fprintf(stderr, "aegis sim: cannot write the output\n");
         status = CLI_FAIL;

@@ -38,8 +38,13 @@ void sim_dispatch_free(sim_dispatch *d) {
 
 int sim_dispatch_pick(const sim_dispatch *d) { return d->tree[1]; }
 
+/* Only s's load changed, so a node whose winner stays another server
+ * keeps its value, and so do all nodes above it: the climb stops there. */
 void sim_dispatch_add(sim_dispatch *d, int s, int delta) {
     d->load[s] += delta;
-    for (int i = (d->leaves + s) / 2; i >= 1; i /= 2)
+    for (int i = (d->leaves + s) / 2; i >= 1; i /= 2) {
+        int was = d->tree[i];
         d->tree[i] = winner(d, d->tree[2 * i], d->tree[2 * i + 1]);
+        if (d->tree[i] == was && was != s) break;
+    }
 }
