@@ -77,9 +77,10 @@ static const char help_tail[] =
 "\n"
 "MODEL\n"
 "    A job alone runs at speed 1. On a GPU whose active jobs sum to SMACT L,\n"
-"    whose other jobs sum to DRAMA D and number n, it is slowed by\n"
-"        max(1, L)^alpha * (1 + beta * D) * (1 + gamma * n)\n"
-"    and a job on several GPUs goes at the pace of its slowest. Power per\n"
+"    a job of SMACT u whose co-runners sum to DRAMA D is slowed by\n"
+"        1 + beta * max(0, L - threshold) * (L - u) / L + delta * D\n"
+"    (fitted to the real AEGIS runs, see README), and a job on several\n"
+"    GPUs goes at the pace of its slowest. Power per\n"
 "    GPU is idle_w + (max_w - idle_w) * min(1, L). Parameters:\n";
 
 static const char help_end[] =

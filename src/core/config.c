@@ -50,6 +50,9 @@ static const config_field config_table[] = {
     NUM(util_max, CONFIG_DOUBLE, 0.70),
     /* AEGIS config/settings.py recovery.max_step_mib 8192. */
     NUM(ladder_max_step_mib, CONFIG_DOUBLE, 8192),
+    /* AEGIS recovery/manager.py: the failed floor is raised to the free
+     * memory of the GPU at dispatch before the next bucket is chosen. */
+    NUM(ladder_from_free, CONFIG_INT, 1),
     /* Lucid as AEGIS runs it: placement/policies.py select_lucid
      * (memory_guard_mib 2048, max_jobs_per_gpu 2, gss_capacity 2). */
     NUM(lucid_reserve_mib, CONFIG_DOUBLE, 2048),

@@ -32,6 +32,8 @@ typedef struct core_job {
     /* while running: */
     int gpus[CORE_MAX_JOB_GPUS];
     double admitted_mib;    /* the demand or floor it was admitted with */
+    double dispatch_free_mib; /* least free memory among its GPUs when
+                                 placed; CORE_UNKNOWN without telemetry */
     bool exclusive;         /* placed on idle GPUs */
     bool active;            /* seen active on its GPUs */
     uint64_t placed_seen[CORE_MAX_JOB_GPUS]; /* GPU placement counts at launch */
@@ -311,8 +313,13 @@ static bool core_ran_alone(const core_state *core, const core_job *job) {
     return true;
 }
 
-/* The floor after an OOM: the smallest bucket strictly above the failed
- * attempt's, on the smallest of the job's GPUs; 0 when none is left. */
+/* The floor after an OOM: the smallest bucket strictly above what the
+ * failed attempt had, on the smallest of the job's GPUs; 0 when none is
+ * left. What it had is its admitted floor or, when larger, the free memory
+ * its GPUs showed when it was placed: the job failed with that much room,
+ * so it needs more (AEGIS recovery/manager.py raises the failed floor to
+ * the host's free memory at dispatch). Without that, a job placed beside a
+ * light neighbour would climb one rung per crash, each one a lost start. */
 static double core_next_floor(const core_state *core, const core_job *job) {
     double total = INFINITY;
     for (int k = 0; k < job->spec.num_gpus; k++)
@@ -320,8 +327,11 @@ static double core_next_floor(const core_state *core, const core_job *job) {
     double buckets[CORE_MAX_BUCKETS];
     int n = core_ladder(total, core->cfg.ladder_max_step_mib, buckets,
                         CORE_MAX_BUCKETS);
+    double had = job->admitted_mib;
+    if (core->cfg.ladder_from_free && job->dispatch_free_mib > had)
+        had = job->dispatch_free_mib;
     for (int i = 0; i < n; i++)
-        if (buckets[i] > job->admitted_mib) return buckets[i];
+        if (buckets[i] > had) return buckets[i];
     return 0;
 }
 
@@ -475,8 +485,20 @@ static bool core_place_shared(core_state *core, const core_job *job,
     return true;
 }
 
-static void core_start(core_state *core, core_job *job, const core_launch *l) {
+/* Free memory of a GPU as the telemetry shows it at `now`: the window's
+ * peak once the window is full, else the latest reading. */
+static double gpu_free_now(core_gpu *gpu, double now) {
+    if (gpu->win.nsteps == 0) return gpu->view.total_mib;
+    double used = win_full(&gpu->win, now)
+                      ? win_scores_at(&gpu->win, now)->used_max_mib
+                      : gpu->win.steps[gpu->win.nsteps - 1].r.used_mib;
+    return gpu->view.total_mib - used;
+}
+
+static void core_start(core_state *core, core_job *job, const core_launch *l,
+                       double now) {
     job->state = JOB_RUNNING;
+    job->dispatch_free_mib = CORE_UNKNOWN;
     job->active = false;
     job->exclusive = l->exclusive;
     job->admitted_mib = l->floor_mib;
@@ -484,6 +506,11 @@ static void core_start(core_state *core, core_job *job, const core_launch *l) {
     for (int k = 0; k < l->num_gpus; k++) {
         core_gpu *gpu = &core->gpus[l->gpus[k]];
         job->gpus[k] = l->gpus[k];
+        if (core->pol->uses_telemetry) {
+            double free_mib = gpu_free_now(gpu, now);
+            if (job->dispatch_free_mib < 0 || free_mib < job->dispatch_free_mib)
+                job->dispatch_free_mib = free_mib;
+        }
         gpu_account(gpu, &job->spec, +1);
         gpu->unseen++;
         gpu->placements++;
@@ -513,7 +540,7 @@ int core_schedule(core_state *core, double now, core_launch *out, int max) {
                        core_place_shared(core, job, now, l));
         if (!placed) break; /* no backfill: the head waits, so do all */
         queue_unlink(queue_of(core, job), job);
-        core_start(core, job, l);
+        core_start(core, job, l, now);
         n++;
     }
     return n;

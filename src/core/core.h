@@ -46,6 +46,9 @@ typedef struct core_config {
     double drama_max;          /*   or drama >= drama_max) (0.65, 0.35, 0.50) */
     double util_max;           /* utilization-only filter, 0..1 (0.70) */
     double ladder_max_step_mib; /* OOM ladder: most MiB between buckets (8192) */
+    int ladder_from_free;      /* 1: after an OOM, climb above the free memory
+                                  the job was placed with, not just above its
+                                  floor (1) */
     double lucid_reserve_mib;  /* lucid: profiled memory <= total - this (2048) */
     int lucid_max_jobs;        /* lucid: jobs per GPU (2) */
     int lucid_max_score;       /* lucid: sum of sharing scores per GPU (2) */

@@ -156,7 +156,7 @@ static double job_slowdown(const sim *s, int32_t j) {
     for (int k = 0; k < a->ngpus; k++) {
         const sim_gpu *gpu = &s->gpus[gpus_of(s, a)[k]];
         double sd = sim_model_slowdown(&s->opt->model, gpu->smact,
-                                       gpu->drama - w->drama, gpu->njobs - 1);
+                                       w->smact, gpu->drama - w->drama);
         if (sd > worst) worst = sd;
     }
     return worst;

@@ -11,9 +11,9 @@
 #include <stddef.h>
 
 typedef struct sim_model {
-    double alpha;               /* slowdown exponent on the SMACT sum */
-    double beta;                /* slowdown per unit of co-runners' DRAMA */
-    double gamma;               /* slowdown per co-runner */
+    double beta;                /* slowdown per unit of SMACT above threshold */
+    double threshold;           /* SMACT sum a GPU absorbs without slowdown */
+    double delta;               /* slowdown per unit of co-runners' DRAMA */
     double idle_w;              /* GPU power with nothing running, W */
     double max_w;               /* GPU power at SMACT 1, W */
     double exec_factor;         /* end-to-end run / catalog solo time */
@@ -31,10 +31,10 @@ int sim_model_set(sim_model *m, const char *name, const char *value,
 void sim_model_describe(void (*line)(const char *text, void *ctx), void *ctx);
 
 /* How many times slower than alone a job runs on a GPU whose active jobs
- * (itself included) sum to smact_sum SMACT, when its co-runners sum to
- * others_drama DRAMA and number n_others. A job alone gets 1. */
+ * (itself included) sum to smact_sum SMACT, when its own SMACT is own_smact
+ * and its co-runners sum to others_drama DRAMA. A job alone gets 1. */
 double sim_model_slowdown(const sim_model *m, double smact_sum,
-                          double others_drama, int n_others);
+                          double own_smact, double others_drama);
 
 /* Power draw of a GPU whose active jobs sum to smact_sum SMACT, W. */
 double sim_model_power_w(const sim_model *m, double smact_sum);

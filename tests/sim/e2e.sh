@@ -51,14 +51,14 @@ bad_usage)
     grep -q "unknown policy 'nonesuch'" "$TMP/err" || fail "no policy message"
     "$AEGIS" sim --trace "$DEMO" --gpus 0 2>/dev/null
     [ $? -eq 2 ] || fail "--gpus 0 accepted"
-    "$AEGIS" sim --trace "$DEMO" --model alpha=x 2>/dev/null
-    [ $? -eq 2 ] || fail "--model alpha=x accepted"
+    "$AEGIS" sim --trace "$DEMO" --model beta=x 2>/dev/null
+    [ $? -eq 2 ] || fail "--model beta=x accepted"
     "$AEGIS" frobnicate 2>/dev/null
     [ $? -eq 2 ] || fail "unknown command accepted" ;;
 help)
     "$AEGIS" --help | grep -q "gen-trace" || fail "aegis --help lacks gen-trace"
     "$AEGIS" sim --help >"$TMP/h" || fail "sim --help failed"
-    for word in SYNOPSIS "EXIT STATUS" alpha exclusive --timeline; do
+    for word in SYNOPSIS "EXIT STATUS" threshold exclusive --timeline; do
         grep -q -- "$word" "$TMP/h" || fail "sim --help lacks $word"
     done
     "$AEGIS" --version | grep -Eq '^aegis [0-9]+\.[0-9]+' || fail "bad --version" ;;

@@ -51,8 +51,12 @@ static core_launch run_shared(core_state *core, double now) {
     return l;
 }
 
+/* The pure ladder: each OOM climbs one bucket above the failed floor. */
 static void test_ladder_through_exit(void **state) {
-    core_state *core = make_core("aegis", "magm", 1);
+    core_config cfg;
+    core_config_default(&cfg);
+    cfg.ladder_from_free = 0;
+    core_state *core = make_core_cfg(&cfg, 1);
     occupy_all(core, 1, 0);
     submit(core, 1, 1, 0);
     double floors[] = {5120, 10240, 18432, 20480, 28672, 30720};
@@ -84,6 +88,21 @@ static void test_ladder_through_exit(void **state) {
     core_destroy(core);
 }
 
+/* By default the failed floor is raised to the free memory the job was
+ * placed with: it crashed with that much room, so it needs more. */
+static void test_ladder_climbs_above_free_at_dispatch(void **state) {
+    core_state *core = make_core("aegis", "magm", 1);
+    occupy_all(core, 1, 25000); /* 15960 MiB free */
+    submit(core, 1, 1, 0);
+    core_launch l = run_shared(core, 100);
+    assert_double_equal(l.floor_mib, 5120, 0);
+    double next;
+    assert_int_equal(core_job_exit(core, 1, CORE_EXIT_OOM, 101, &next),
+                     CORE_REQUEUED);
+    assert_double_equal(next, 18432, 0); /* first bucket above 15960 */
+    core_destroy(core);
+}
+
 static void test_oom_alone_stops_oom_shared_retries(void **state) {
     core_state *core = make_core("aegis", "magm", 1);
     submit(core, 1, 1, 0);
@@ -91,14 +110,15 @@ static void test_oom_alone_stops_oom_shared_retries(void **state) {
     assert_int_equal(core_job_exit(core, 1, CORE_EXIT_OOM, 10, NULL), CORE_STOPPED);
 
     /* Placed alone, but a job joined it later: the OOM may be the
-     * neighbour's doing, so it climbs the ladder. */
+     * neighbour's doing, so it is retried. It crashed with the whole GPU
+     * free when placed, so no bucket is above that: it must run alone. */
     occupy_all(core, 1, 0);
     submit(core, 2, 1, 0);
     run_shared(core, 100);
     double next;
     assert_int_equal(core_job_exit(core, 100, CORE_EXIT_OOM, 101, &next),
                      CORE_REQUEUED);
-    assert_double_equal(next, 10240, 0);
+    assert_double_equal(next, 0, 0);
     core_destroy(core);
 }
 
@@ -125,7 +145,10 @@ static void test_failure_never_retried_and_lost_requeued(void **state) {
 }
 
 static void test_recovery_queue_first(void **state) {
-    core_state *core = make_core("aegis", "magm", 1);
+    core_config cfg;
+    core_config_default(&cfg);
+    cfg.ladder_from_free = 0; /* keep job 1 on the shared GPU after its OOM */
+    core_state *core = make_core_cfg(&cfg, 1);
     occupy_all(core, 1, 0);
     submit(core, 1, 1, 0);
     submit(core, 2, 1, 0);
@@ -181,6 +204,7 @@ int main(void) {
         cmocka_unit_test(test_fifo_no_backfill_and_two_gpu_job),
         cmocka_unit_test(test_two_gpu_job_exclusive),
         cmocka_unit_test(test_ladder_through_exit),
+        cmocka_unit_test(test_ladder_climbs_above_free_at_dispatch),
         cmocka_unit_test(test_oom_alone_stops_oom_shared_retries),
         cmocka_unit_test(test_failure_never_retried_and_lost_requeued),
         cmocka_unit_test(test_recovery_queue_first),
