@@ -79,6 +79,7 @@ static const char help_tail[] =
 "    A job alone runs at speed 1. On a GPU whose active jobs sum to SMACT L,\n"
 "    a job of SMACT u whose co-runners sum to DRAMA D is slowed by\n"
 "        1 + beta * max(0, L - threshold) * (L - u) / L + delta * D\n"
+"          + gamma * max(0, n - 1)    (n: its co-runners)\n"
 "    (fitted to the real AEGIS runs, see README), and a job on several\n"
 "    GPUs goes at the pace of its slowest. Power per\n"
 "    GPU is idle_w + (max_w - idle_w) * min(1, L). Parameters:\n";

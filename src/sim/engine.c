@@ -156,7 +156,8 @@ static double job_slowdown(const sim *s, int32_t j) {
     for (int k = 0; k < a->ngpus; k++) {
         const sim_gpu *gpu = &s->gpus[gpus_of(s, a)[k]];
         double sd = sim_model_slowdown(&s->opt->model, gpu->smact,
-                                       w->smact, gpu->drama - w->drama);
+                                       w->smact, gpu->drama - w->drama,
+                                       gpu->njobs - 1);
         if (sd > worst) worst = sd;
     }
     return worst;

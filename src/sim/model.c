@@ -7,18 +7,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The fitted interference parameters (tools/fidelity.py --fit). */
-#define FIT_BETA 1.0
-#define FIT_THRESHOLD 0.6
-#define FIT_DELTA 0.0
-
 /* The parameter table: the one place defaults and their sources live.
  *
  * | name               | default | source                                    |
  * |--------------------|---------|-------------------------------------------|
- * | beta               | FIT     | fitted by tools/fidelity.py --fit on the   |
- * | threshold          | FIT     |   philly and saturn runs; README "The     |
- * | delta              | FIT     |   interference model" gives the error     |
+ * | beta               | 0.3     | fitted by tools/fidelity.py --fit to the   |
+ * | threshold          | 0.7     |   philly and saturn runs and the pairwise  |
+ * | delta              | 0.6     |   A100 runs; venus is held out. README,    |
+ * | gamma              | 0       |   "The interference model", has the error |
  * | idle_w             | 55      | ASSUMPTION: typical idle draw of an A100   |
  * |                    |         |   SXM; not measured in the AEGIS data      |
  * | max_w              | 400     | NVIDIA A100-40GB SXM TDP (datasheet)       |
@@ -34,13 +30,15 @@ typedef struct model_param {
 } model_param;
 
 static const model_param params[] = {
-    {"beta", offsetof(sim_model, beta), FIT_BETA, 0, 100,
+    {"beta", offsetof(sim_model, beta), 0.3, 0, 100,
      "slowdown per unit of SMACT above the threshold, times the"
      " co-runners' share of it"},
-    {"threshold", offsetof(sim_model, threshold), FIT_THRESHOLD, 0, 10,
+    {"threshold", offsetof(sim_model, threshold), 0.7, 0, 10,
      "SMACT sum a GPU absorbs before its jobs slow down"},
-    {"delta", offsetof(sim_model, delta), FIT_DELTA, 0, 100,
+    {"delta", offsetof(sim_model, delta), 0.6, 0, 100,
      "slowdown per unit of the co-runners' DRAMA sum"},
+    {"gamma", offsetof(sim_model, gamma), 0, 0, 100,
+     "slowdown per co-runner beyond the first (host CPU, PCIe, caches)"},
     {"idle_w", offsetof(sim_model, idle_w), 55, 0, 10000,
      "GPU power when idle, W (an assumption, not measured)"},
     {"max_w", offsetof(sim_model, max_w), 400, 0, 10000,
@@ -101,11 +99,12 @@ void sim_model_describe(void (*line)(const char *text, void *ctx), void *ctx) {
  * in the pairwise A100 runs VGG16 slowed its partners by 1.6-2.3x while
  * running at 1.0-1.2x itself. A job alone has D_o = 0 and (L - u_i) = 0. */
 double sim_model_slowdown(const sim_model *m, double smact_sum,
-                          double own_smact, double others_drama) {
-    if (smact_sum <= 0) return 1;
+                          double own_smact, double others_drama, int n_others) {
+    double crowd = n_others > 1 ? m->gamma * (n_others - 1) : 0;
+    if (smact_sum <= 0) return 1 + crowd;
     double excess = smact_sum > m->threshold ? smact_sum - m->threshold : 0;
     double others_share = (smact_sum - own_smact) / smact_sum;
-    return 1 + m->beta * excess * others_share + m->delta * others_drama;
+    return 1 + m->beta * excess * others_share + m->delta * others_drama + crowd;
 }
 
 double sim_model_power_w(const sim_model *m, double smact_sum) {

@@ -14,6 +14,7 @@ typedef struct sim_model {
     double beta;                /* slowdown per unit of SMACT above threshold */
     double threshold;           /* SMACT sum a GPU absorbs without slowdown */
     double delta;               /* slowdown per unit of co-runners' DRAMA */
+    double gamma;               /* slowdown per co-runner beyond the first */
     double idle_w;              /* GPU power with nothing running, W */
     double max_w;               /* GPU power at SMACT 1, W */
     double exec_factor;         /* end-to-end run / catalog solo time */
@@ -34,7 +35,7 @@ void sim_model_describe(void (*line)(const char *text, void *ctx), void *ctx);
  * (itself included) sum to smact_sum SMACT, when its own SMACT is own_smact
  * and its co-runners sum to others_drama DRAMA. A job alone gets 1. */
 double sim_model_slowdown(const sim_model *m, double smact_sum,
-                          double own_smact, double others_drama);
+                          double own_smact, double others_drama, int n_others);
 
 /* Power draw of a GPU whose active jobs sum to smact_sum SMACT, W. */
 double sim_model_power_w(const sim_model *m, double smact_sum);

@@ -148,18 +148,22 @@ static void test_model(void **state) {
     sim_model m;
     sim_model_default(&m);
     /* Alone: no co-runner load and no co-runner DRAMA, whatever the SMACT. */
-    assert_true(sim_model_slowdown(&m, 0.9, 0.9, 0) == 1);
+    assert_true(sim_model_slowdown(&m, 0.9, 0.9, 0, 0) == 1);
     assert_int_equal(sim_model_set(&m, "beta", "1", err, sizeof(err)), 0);
     assert_int_equal(sim_model_set(&m, "threshold", "0.5", err, sizeof(err)), 0);
     assert_int_equal(sim_model_set(&m, "delta", "0.5", err, sizeof(err)), 0);
+    assert_int_equal(sim_model_set(&m, "gamma", "0", err, sizeof(err)), 0);
     /* L = 1.5: excess 1.0; the light job (0.5) bears the heavy one's share
      * (2/3) of it, the heavy one (1.0) only the light one's (1/3). */
-    assert_float_equal(sim_model_slowdown(&m, 1.5, 0.5, 0.2), 1 + 2.0 / 3 + 0.1,
+    assert_float_equal(sim_model_slowdown(&m, 1.5, 0.5, 0.2, 1), 1 + 2.0 / 3 + 0.1,
                        1e-12);
-    assert_float_equal(sim_model_slowdown(&m, 1.5, 1.0, 0.2), 1 + 1.0 / 3 + 0.1,
+    assert_float_equal(sim_model_slowdown(&m, 1.5, 1.0, 0.2, 1), 1 + 1.0 / 3 + 0.1,
                        1e-12);
     /* Below the threshold only DRAMA contention slows it. */
-    assert_float_equal(sim_model_slowdown(&m, 0.4, 0.2, 0.2), 1.1, 1e-12);
+    assert_float_equal(sim_model_slowdown(&m, 0.4, 0.2, 0.2, 1), 1.1, 1e-12);
+    /* Crowding counts co-runners beyond the first. */
+    assert_int_equal(sim_model_set(&m, "gamma", "0.1", err, sizeof(err)), 0);
+    assert_float_equal(sim_model_slowdown(&m, 0.4, 0.2, 0.2, 3), 1.3, 1e-12);
     assert_int_equal(sim_model_set(&m, "alpha", "1", err, sizeof(err)), -1);
     assert_non_null(strstr(err, "'alpha'"));
     assert_int_equal(sim_model_set(&m, "beta", "-1", err, sizeof(err)), -1);
