@@ -5,7 +5,7 @@ The simulator needs only a dozen columns of the 33 in the shared measurement
 file, so the project carries this narrow copy and can run on a machine
 without ../shared. Usage:
 
-    tools/derive_catalog.py /work/shared/data/workloads.csv > data/catalog.csv
+    tools/derive_catalog.py ../shared/data/workloads.csv > data/catalog.csv
 """
 import csv
 import sys
@@ -20,7 +20,7 @@ COLUMNS = [
 HEADER = """\
 # aegis default workload catalog: 53 training workloads measured on A100-40GB.
 # Source: AEGIS repository github.com/ehsanyousefzadehasl/AEGIS (profiles,
-# estimator-error and Lucid tables), as collected in /work/shared/data/workloads.csv;
+# estimator-error and Lucid tables), as collected in ../shared/data/workloads.csv;
 # see that folder's README.md for the meaning and origin of every column.
 # Derived by tools/derive_catalog.py; do not edit by hand. Empty cell = unknown.
 """
