@@ -3,6 +3,7 @@
 
     tools/fidelity.py [--aegis BIN] [--data DIR] [--model NAME=VALUE ...]
     tools/fidelity.py --fit [--aegis BIN] [--data DIR]
+    tools/fidelity.py --check [--aegis BIN] [--data DIR]
 
 Without --fit: replays the three 60-job traces (philly, saturn, venus) under
 all six policies on 3 GPUs of 40960 MiB and prints, per (trace, policy), the
@@ -18,6 +19,11 @@ decision that flips can move a makespan by several percent, so each point
 is scored by the mean loss of itself and its grid neighbours: the fit picks
 a region that is good, not a lucky point. Prints the best point, then the
 full comparison with it.
+
+With --check (a CTest case): exits 1 unless the geomean makespans relative
+to exclusive keep the real order aegis < lucid < horus < exclusive with
+aegis at most 0.75, every run of the fit traces is within 10% of its real
+makespan, and every validation run within 15%.
 
 Standard library only; needs the built `aegis` binary and ../shared/data.
 """
@@ -182,16 +188,42 @@ def main():
     ap.add_argument("--data", default=os.path.join(here, "..", "..", "shared", "data"))
     ap.add_argument("--model", action="append", default=[], metavar="NAME=VALUE")
     ap.add_argument("--fit", action="store_true")
+    ap.add_argument("--check", action="store_true")
     args = ap.parse_args()
+    if not os.path.isfile(os.path.join(args.data, "results_per_policy.csv")):
+        print(f"{args.data}: no results_per_policy.csv; skipping", file=sys.stderr)
+        sys.exit(77)  # CTest's "skipped"
     real = Real(args.data)
     model = dict(item.split("=", 1) for item in args.model)
     if args.fit:
         model = fit(args.aegis, args.data, real)
-    shown = {k: float(v) for k, v in model.items()}
-    defaults = {"beta": None, "threshold": None, "delta": None, "gamma": None}
-    report(compare(args.aegis, args.data, model, TRACES, real),
-           {**defaults, **shown} if all(k in shown for k in defaults) else read_defaults(args.aegis, shown),
-           real)
+    rows = compare(args.aegis, args.data, model, TRACES, real)
+    report(rows, read_defaults(args.aegis, {k: float(v) for k, v in model.items()}), real)
+    if args.check:
+        problems = check(rows)
+        for p in problems:
+            print("FAIL: " + p)
+        sys.exit(1 if problems else 0)
+
+
+def check(rows):
+    """What the issue asks of the simulator, as a list of broken promises."""
+    excl = {t: s for t, p, s, _, _ in rows if p == "exclusive"}
+    ratio = {pol: geomean([s["makespan_s"] / excl[t]["makespan_s"]
+                           for t, p, s, _, _ in rows if p == pol])
+             for pol in POLICIES}
+    problems = []
+    order = ["aegis", "lucid", "horus", "exclusive"]
+    if sorted(order, key=ratio.get) != order:
+        problems.append(f"geomean makespan order is not {' < '.join(order)}: {ratio}")
+    if ratio["aegis"] > 0.75:
+        problems.append(f"aegis geomean makespan {ratio['aegis']:.3f} > 0.75")
+    for t, pol, s, r, _ in rows:
+        bound = 0.10 if t in FIT_TRACES else 0.15
+        if abs(makespan_error(s, r)) > bound:
+            problems.append(f"{t} {pol}: makespan error {100*makespan_error(s, r):+.1f}%"
+                            f" beyond {100*bound:.0f}%")
+    return problems
 
 
 def read_defaults(aegis, overrides):
