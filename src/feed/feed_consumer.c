@@ -243,13 +243,14 @@ int feed_next(feed_consumer *c, feed_batch *out, int timeout_ms,
     for (;;) {
         if (c->slicing) {
             const feed_shm_slot *s = feed_slot_meta(&c->m, c->pos);
-            if (c->row_off < (s->rows ? s->rows : 1)) {
-                make_view(c, s, out);
-                return FEED_OK;
+            make_view(c, s, out);
+            if (c->row_off >= (s->rows ? s->rows : 1)) {
+                /* its last view is out: move on, the view's hold stays */
+                c->slicing = 0;
+                c->pos++;
+                publish_progress(c);
             }
-            c->slicing = 0;
-            c->pos++;
-            publish_progress(c);
+            return FEED_OK;
         }
         int rc = wait_published(c, timeout_ms, err);
         if (rc != FEED_OK) return rc;

@@ -1,0 +1,401 @@
+/* test_feed.c -- unit tests of the feed library with real processes.
+ *
+ * Consumers and producers run in fork()ed children; the parent and children
+ * synchronise through pipes and waitpid, never through sleeps. Every batch
+ * carries sample ids, and rows of `x` hold a function of their id, so a
+ * consumer can check that it saw each sample of an epoch exactly once and
+ * that no slot was overwritten under it. */
+#include <dirent.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "feed.h"
+#include "feed_admin.h"
+
+#define ROWS 128 /* producer batch size */
+#define COLS 4
+#define BATCHES 8 /* per epoch */
+#define SAMPLES (ROWS * BATCHES)
+
+static char name_buf[64];
+
+static const char *feed_name(const char *what) {
+    snprintf(name_buf, sizeof name_buf, "t%d-%s", (int)getpid(), what);
+    return name_buf;
+}
+
+static int leaked_segments(void) {
+    char prefix[64];
+    int n = 0;
+    snprintf(prefix, sizeof prefix, "aegis-feed-t%d-", (int)getpid());
+    DIR *d = opendir("/dev/shm");
+    struct dirent *e;
+    while (d && (e = readdir(d)))
+        if (!strncmp(e->d_name, prefix, strlen(prefix))) n++;
+    if (d) closedir(d);
+    return n;
+}
+
+static feed_config config(const char *name, uint32_t ahead, uint32_t replay,
+                          uint32_t min_consumers) {
+    return (feed_config){
+        .name = name,
+        .slots = 0,
+        .slot_bytes = ROWS * (COLS * sizeof(float) + sizeof(int64_t)) + 256,
+        .ahead = ahead,
+        .replay = replay,
+        .min_consumers = min_consumers,
+    };
+}
+
+/* Publish batch `index` of an epoch: ids are global sample ids. */
+static int publish(feed_producer *p, int index, int timeout_ms) {
+    static float x[ROWS][COLS];
+    static int64_t ids[ROWS];
+    for (int r = 0; r < ROWS; r++) {
+        ids[r] = (int64_t)index * ROWS + r;
+        for (int c = 0; c < COLS; c++) x[r][c] = (float)(ids[r] * 10 + c);
+    }
+    feed_tensor t[2] = {
+        {.key = "x", .dtype = FEED_F32, .ndim = 2, .shape = {ROWS, COLS},
+         .data = x, .nbytes = sizeof x},
+        {.key = "ids", .dtype = FEED_I64, .ndim = 1, .shape = {ROWS},
+         .data = ids, .nbytes = sizeof ids},
+    };
+    feed_err err;
+    return feed_publish(p, t, 2, timeout_ms, &err);
+}
+
+static void publish_epoch(feed_producer *p, int from) {
+    feed_err err;
+    for (int b = from; b < BATCHES; b++) assert_int_equal(publish(p, b, -1), 0);
+    assert_int_equal(feed_end_epoch(p, -1, &err), 0);
+}
+
+/* Checks one consumer batch against its ids; returns 0 if it is intact. */
+static int check_batch(const feed_batch *b, uint32_t batch_size,
+                       unsigned char *seen) {
+    const float *x = b->t[0].data;
+    const int64_t *ids = b->t[1].data;
+    if (b->ntensors != 2 || strcmp(b->t[1].key, "ids")) return 1;
+    if (batch_size && b->rows != batch_size) return 2;
+    if (b->t[0].shape[0] != (int64_t)b->rows) return 3;
+    for (uint64_t r = 0; r < b->rows; r++) {
+        if (ids[r] < 0 || ids[r] >= SAMPLES) return 4;
+        if (seen[ids[r]]++) return 5; /* delivered twice */
+        if (x[r * COLS + 1] != (float)(ids[r] * 10 + 1)) return 6;
+    }
+    return 0;
+}
+
+/* Child body: read `epochs` full epochs; exit status 0 only if every
+ * sample of each was seen exactly once. `first_epoch` is what the child
+ * must see first (late join). */
+static int consume(const char *name, uint32_t batch_size, int epochs,
+                   int first_epoch, int ready_fd) {
+    feed_err err;
+    feed_consumer *c = feed_attach(name, batch_size, 5000, &err);
+    if (!c) return 10;
+    if (ready_fd >= 0 && write(ready_fd, "r", 1) != 1) return 11;
+    feed_batch b;
+    for (int e = 0; e < epochs; e++) {
+        unsigned char seen[SAMPLES] = {0};
+        int rc, n = 0;
+        while ((rc = feed_next(c, &b, -1, &err)) == FEED_OK) {
+            if ((int)b.epoch != first_epoch + e) return 12;
+            int bad = check_batch(&b, batch_size, seen);
+            if (bad) return 20 + bad;
+            n += (int)b.rows;
+            feed_release(c, b.seq);
+        }
+        if (rc != FEED_EPOCH_END || n != SAMPLES) return 13;
+    }
+    feed_detach(c);
+    return 0;
+}
+
+static pid_t spawn_consumer(const char *name, uint32_t batch_size,
+                            int epochs, int first_epoch, int ready_fd) {
+    pid_t pid = fork();
+    if (pid == 0) _exit(consume(name, batch_size, epochs, first_epoch,
+                                ready_fd));
+    return pid;
+}
+
+static int exit_status(pid_t pid) {
+    int st;
+    waitpid(pid, &st, 0);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 100 + WTERMSIG(st);
+}
+
+static void await_byte(int fd) {
+    char ch;
+    assert_int_equal(read(fd, &ch, 1), 1);
+}
+
+static void test_mixed_batch_sizes_exactly_once(void **state) {
+    const char *name = feed_name("mixed");
+    feed_config cfg = config(name, 4, 0, 3);
+    feed_err err;
+    feed_producer *p = feed_create(&cfg, &err);
+    assert_non_null(p);
+    pid_t kids[3] = {spawn_consumer(name, 32, 2, 0, -1),
+                     spawn_consumer(name, 64, 2, 0, -1),
+                     spawn_consumer(name, 128, 2, 0, -1)};
+    publish_epoch(p, 0);
+    publish_epoch(p, 0);
+    for (int i = 0; i < 3; i++) assert_int_equal(exit_status(kids[i]), 0);
+    feed_close(p);
+    assert_int_equal(leaked_segments(), 0);
+}
+
+/* One consumer is there from the start; a second joins after `before`
+ * batches of epoch 0 and must start with epoch `expect_first`. */
+static void late_join(const char *what, int before, uint32_t replay,
+                      int expect_first) {
+    const char *name = feed_name(what);
+    feed_config cfg = config(name, 8, replay, 1);
+    feed_err err;
+    int ready[2];
+    assert_int_equal(pipe(ready), 0);
+    feed_producer *p = feed_create(&cfg, &err);
+    assert_non_null(p);
+    pid_t early = spawn_consumer(name, 64, 2, 0, -1);
+    for (int b = 0; b < before; b++) assert_int_equal(publish(p, b, -1), 0);
+    pid_t late = spawn_consumer(name, 32, 2 - expect_first, expect_first,
+                                ready[1]);
+    await_byte(ready[0]);
+    publish_epoch(p, before);
+    publish_epoch(p, 0);
+    assert_int_equal(exit_status(early), 0);
+    assert_int_equal(exit_status(late), 0);
+    feed_close(p);
+    close(ready[0]);
+    close(ready[1]);
+    assert_int_equal(leaked_segments(), 0);
+}
+
+static void test_late_join_inside_window_replays(void **state) {
+    late_join("inside", 3, 4, 0);
+}
+
+static void test_late_join_outside_window_waits(void **state) {
+    late_join("outside", 5, 2, 1);
+}
+
+static void test_backpressure_never_overwrites_a_hold(void **state) {
+    const char *name = feed_name("hold");
+    feed_config cfg = config(name, 3, 0, 1);
+    feed_err err;
+    feed_producer *p = feed_create(&cfg, &err);
+    feed_consumer *c = feed_attach(name, 0, 0, &err);
+    assert_non_null(p);
+    assert_non_null(c);
+    feed_batch held, b;
+    assert_int_equal(publish(p, 0, -1), 0);
+    assert_int_equal(feed_next(c, &held, 0, &err), FEED_OK);
+    assert_int_equal(publish(p, 1, -1), 0);
+    assert_int_equal(publish(p, 2, -1), 0);
+    /* batch 0 is held: a fourth batch would run 3 past it */
+    assert_int_equal(publish(p, 3, 50), FEED_TIMEOUT);
+    /* reading on does not free batch 0 while its view is held */
+    assert_int_equal(feed_next(c, &b, 0, &err), FEED_OK);
+    feed_release(c, b.seq);
+    assert_int_equal(publish(p, 3, 50), FEED_TIMEOUT);
+
+    feed_info *feeds;
+    size_t n;
+    assert_int_equal(feed_list(&feeds, &n, &err), 0);
+    int found = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(feeds[i].name, name)) continue;
+        found = 1;
+        assert_int_equal(feeds[i].nconsumers, 1);
+        assert_int_equal(feeds[i].consumers[0].pos, 2);
+        assert_int_equal(feeds[i].consumers[0].lag, 1);
+    }
+    free(feeds);
+    assert_true(found);
+
+    const int64_t *ids = held.t[1].data;
+    assert_int_equal(ids[5], 5); /* still batch 0 */
+    feed_release(c, held.seq);
+    assert_int_equal(publish(p, 3, 1000), 0);
+    feed_detach(c);
+    feed_close(p);
+    assert_int_equal(leaked_segments(), 0);
+}
+
+/* Child: attach, take one batch and keep it, report, then wait forever. */
+static void hold_and_hang(const char *name, int ready_fd) {
+    feed_err err;
+    feed_batch b;
+    feed_consumer *c = feed_attach(name, 0, 5000, &err);
+    if (!c || feed_next(c, &b, -1, &err) != FEED_OK) _exit(1);
+    if (write(ready_fd, "h", 1) != 1) _exit(2);
+    pause();
+    _exit(3);
+}
+
+static void test_killed_consumer_releases_within_a_second(void **state) {
+    const char *name = feed_name("killc");
+    feed_config cfg = config(name, 2, 0, 1);
+    feed_err err;
+    int ready[2];
+    assert_int_equal(pipe(ready), 0);
+    feed_producer *p = feed_create(&cfg, &err);
+    assert_non_null(p);
+    pid_t kid = fork();
+    if (kid == 0) hold_and_hang(name, ready[1]);
+    assert_int_equal(publish(p, 0, -1), 0);
+    await_byte(ready[0]);
+    assert_int_equal(publish(p, 1, -1), 0);
+    assert_int_equal(publish(p, 2, 50), FEED_TIMEOUT);
+    assert_int_equal(feed_consumers(p), 1);
+    kill(kid, SIGKILL); /* not reaped yet: a zombie must count as dead */
+    pid_t late = spawn_consumer(name, 0, 1, 1, -1);
+    struct timespec a, z;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    assert_int_equal(publish(p, 2, 1000), 0);
+    clock_gettime(CLOCK_MONOTONIC, &z);
+    double waited = (double)(z.tv_sec - a.tv_sec) +
+                    (double)(z.tv_nsec - a.tv_nsec) / 1e9;
+    assert_true(waited < 1.0);
+    assert_int_equal(exit_status(kid), 100 + SIGKILL);
+    publish_epoch(p, 3);
+    publish_epoch(p, 0);
+    assert_int_equal(exit_status(late), 0);
+    feed_close(p);
+    close(ready[0]);
+    close(ready[1]);
+    assert_int_equal(leaked_segments(), 0);
+}
+
+/* Child: create the feed, publish one batch, report, then wait forever.
+ * With own_group it leads a process group, so its janitor can be killed
+ * with it. */
+static void produce_and_hang(const char *name, int ready_fd, int own_group) {
+    feed_err err;
+    if (own_group) setpgid(0, 0);
+    feed_config cfg = config(name, 4, 0, 1);
+    feed_producer *p = feed_create(&cfg, &err);
+    if (!p) _exit(1);
+    if (write(ready_fd, "p", 1) != 1) _exit(2);
+    if (publish(p, 0, -1) != 0) _exit(3);
+    pause();
+    _exit(4);
+}
+
+static void test_killed_producer_is_an_error_not_a_hang(void **state) {
+    const char *name = feed_name("killp");
+    int ready[2];
+    assert_int_equal(pipe(ready), 0);
+    pid_t kid = fork();
+    if (kid == 0) produce_and_hang(name, ready[1], 0);
+    await_byte(ready[0]);
+    feed_err err;
+    feed_batch b;
+    feed_consumer *c = feed_attach(name, 64, 5000, &err);
+    assert_non_null(c);
+    assert_int_equal(feed_next(c, &b, -1, &err), FEED_OK);
+    feed_release(c, b.seq);
+    assert_int_equal(feed_next(c, &b, -1, &err), FEED_OK);
+    feed_release(c, b.seq);
+    kill(kid, SIGKILL);
+    assert_int_equal(exit_status(kid), 100 + SIGKILL);
+    assert_int_equal(feed_next(c, &b, -1, &err), FEED_EPRODUCER);
+    assert_non_null(strstr(err.msg, "died"));
+    feed_detach(c);
+    assert_int_equal(leaked_segments(), 0);
+    close(ready[0]);
+    close(ready[1]);
+}
+
+/* Waits for a segment to vanish: the janitor is not our child, so there is
+ * no event to await; bounded at 2 s. */
+static int vanishes(void) {
+    for (int i = 0; i < 200 && leaked_segments(); i++) {
+        struct timespec ts = {0, 10 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    return leaked_segments() == 0;
+}
+
+static void test_janitor_cleans_after_producer_crash(void **state) {
+    int ready[2];
+    assert_int_equal(pipe(ready), 0);
+    const char *name = feed_name("janitor");
+    pid_t kid = fork();
+    if (kid == 0) produce_and_hang(name, ready[1], 0);
+    await_byte(ready[0]);
+    assert_int_equal(leaked_segments(), 1);
+    kill(kid, SIGKILL);
+    assert_int_equal(exit_status(kid), 100 + SIGKILL);
+    assert_true(vanishes());
+    close(ready[0]);
+    close(ready[1]);
+}
+
+static void test_gc_removes_feed_of_dead_producer(void **state) {
+    int ready[2];
+    assert_int_equal(pipe(ready), 0);
+    const char *name = feed_name("gc");
+    pid_t kid = fork();
+    if (kid == 0) produce_and_hang(name, ready[1], 1);
+    await_byte(ready[0]);
+    kill(-kid, SIGKILL); /* producer and janitor die together */
+    assert_int_equal(exit_status(kid), 100 + SIGKILL);
+    feed_info *feeds;
+    size_t n;
+    feed_err err;
+    assert_int_equal(leaked_segments(), 1);
+    assert_int_equal(feed_gc(&feeds, &n, &err), 0);
+    int removed = 0;
+    for (size_t i = 0; i < n; i++) removed |= !strcmp(feeds[i].name, name);
+    free(feeds);
+    assert_true(removed);
+    assert_int_equal(leaked_segments(), 0);
+    close(ready[0]);
+    close(ready[1]);
+}
+
+static void test_second_live_producer_is_refused(void **state) {
+    const char *name = feed_name("dup");
+    feed_config cfg = config(name, 4, 0, 1);
+    feed_err err;
+    feed_producer *p = feed_create(&cfg, &err);
+    assert_non_null(p);
+    assert_null(feed_create(&cfg, &err));
+    assert_int_equal(err.code, FEED_EEXIST);
+    cfg.name = "bad/name";
+    assert_null(feed_create(&cfg, &err));
+    assert_int_equal(err.code, FEED_EINVAL);
+    feed_close(p);
+    assert_int_equal(leaked_segments(), 0);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_mixed_batch_sizes_exactly_once),
+        cmocka_unit_test(test_late_join_inside_window_replays),
+        cmocka_unit_test(test_late_join_outside_window_waits),
+        cmocka_unit_test(test_backpressure_never_overwrites_a_hold),
+        cmocka_unit_test(test_killed_consumer_releases_within_a_second),
+        cmocka_unit_test(test_killed_producer_is_an_error_not_a_hang),
+        cmocka_unit_test(test_janitor_cleans_after_producer_crash),
+        cmocka_unit_test(test_gc_removes_feed_of_dead_producer),
+        cmocka_unit_test(test_second_live_producer_is_refused),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
