@@ -490,7 +490,7 @@ static bool core_place_shared(core_state *core, const core_job *job,
 static double gpu_free_now(core_gpu *gpu, double now) {
     if (gpu->win.nsteps == 0) return gpu->view.total_mib;
     double used = win_full(&gpu->win, now)
-                      ? win_scores_at(&gpu->win, now)->used_max_mib
+                      ? win_used_max_at(&gpu->win, now)
                       : gpu->win.steps[gpu->win.nsteps - 1].r.used_mib;
     return gpu->view.total_mib - used;
 }

@@ -9,6 +9,9 @@
  *    statistic has a closed form over runs (EWMA over n equal values v
  *    moves y to v + (1-alpha)^n (y - v)).
  * Scores are cached until the next instant at which the window can change.
+ * The cache is filled in two steps: the runs and the peak memory first,
+ * the four risk scores only when asked for, since every launch reads the
+ * peak (core_start) but only collocation attempts read the scores.
  */
 #include "window.h"
 
@@ -38,10 +41,16 @@ int win_init(win *w, int samples, double period) {
     w->run_count = malloc(sizeof(*w->run_count) * (size_t)samples);
     w->runs = malloc(sizeof(*w->runs) * (size_t)samples);
     w->sorted = malloc(sizeof(*w->sorted) * (size_t)samples);
-    if (!w->steps || !w->run_step || !w->run_count || !w->runs || !w->sorted) {
+    w->keep_pow = malloc(sizeof(*w->keep_pow) * (size_t)(samples + 1));
+    if (!w->steps || !w->run_step || !w->run_count || !w->runs || !w->sorted ||
+        !w->keep_pow) {
         win_free(w);
         return -1;
     }
+    /* pow() was the costliest call of a simulation; the same arguments
+     * give the same bits, so a table changes no score. */
+    double keep = 1.0 - 2.0 / (double)(samples + 1);
+    for (int c = 0; c <= samples; c++) w->keep_pow[c] = pow(keep, c);
     return 0;
 }
 
@@ -51,6 +60,7 @@ void win_free(win *w) {
     free(w->run_count);
     free(w->runs);
     free(w->sorted);
+    free(w->keep_pow);
     memset(w, 0, sizeof(*w));
 }
 
@@ -134,7 +144,10 @@ static double win_quantile(const win_run *sorted, int n, long total, double q) {
     return v + frac * (win_value_at(sorted, n, lo + 1) - v);
 }
 
-double win_risk(const win_run *runs, int n, win_run *scratch) {
+/* win_risk(), with keep_pow (or NULL) holding the EWMA factors for a
+ * total of `samples` known instants, the usual case. */
+static double win_risk_pow(const win_run *runs, int n, win_run *scratch,
+                           const double *keep_pow, int samples) {
     int m = 0;
     long total = 0;
     double sum = 0;
@@ -148,9 +161,12 @@ double win_risk(const win_run *runs, int n, win_run *scratch) {
 
     /* EWMA seeded with the oldest value, alpha = 2/(W+1) (DESIGN.md 3). */
     double keep = 1.0 - 2.0 / (double)(total + 1);
+    bool table = keep_pow && total == samples;
     double ewma = scratch[0].v;
-    for (int i = 1; i < m; i++)
-        ewma = scratch[i].v + pow(keep, scratch[i].count) * (ewma - scratch[i].v);
+    for (int i = 1; i < m; i++) {
+        double f = table ? keep_pow[scratch[i].count] : pow(keep, scratch[i].count);
+        ewma = scratch[i].v + f * (ewma - scratch[i].v);
+    }
 
     for (int i = 1; i < m; i++) { /* insertion sort: m <= W runs */
         win_run r = scratch[i];
@@ -167,6 +183,10 @@ double win_risk(const win_run *runs, int n, win_run *scratch) {
     return (mean + median + p95 + ewma) / 4.0;
 }
 
+double win_risk(const win_run *runs, int n, win_run *scratch) {
+    return win_risk_pow(runs, n, scratch, NULL, 0);
+}
+
 static void win_scores_uniform(win_scores *s, const core_reading *r) {
     s->smact = r->smact < 0 ? CORE_UNKNOWN : r->smact;
     s->smocc = r->smocc < 0 ? CORE_UNKNOWN : r->smocc;
@@ -176,7 +196,7 @@ static void win_scores_uniform(win_scores *s, const core_reading *r) {
 }
 
 /* Groups the W instants of the window at `now` into runs of equal steps,
- * oldest first; returns how many runs. */
+ * oldest first, in w->run_step and w->run_count; returns how many runs. */
 static int win_step_runs(win *w, double now) {
     int nruns = 0, k = 0;
     for (int i = w->samples - 1; i >= 0; i--) {
@@ -193,36 +213,54 @@ static int win_step_runs(win *w, double now) {
     return nruns;
 }
 
-static void win_scores_slow(win *w, double now, win_scores *s) {
-    int nruns = win_step_runs(w, now);
+/* The risk scores of the cached runs (win_cache_at()'s slow path). */
+static void win_scores_slow(win *w, win_scores *s) {
     double *score[WIN_METRICS] = {&s->smact, &s->smocc, &s->drama, &s->util};
     for (size_t m = 0; m < WIN_METRICS; m++) {
-        for (int i = 0; i < nruns; i++) {
+        for (int i = 0; i < w->nruns; i++) {
             w->runs[i].v = win_metric(&w->steps[w->run_step[i]].r, m);
             w->runs[i].count = w->run_count[i];
         }
-        *score[m] = win_risk(w->runs, nruns, w->sorted);
+        *score[m] = win_risk_pow(w->runs, w->nruns, w->sorted, w->keep_pow,
+                                 w->samples);
     }
-    s->used_max_mib = 0;
-    for (int i = 0; i < nruns; i++)
-        s->used_max_mib = fmax(s->used_max_mib, w->steps[w->run_step[i]].r.used_mib);
 }
 
-const win_scores *win_scores_at(win *w, double now) {
-    if (w->cache_ok && now >= w->cache_from && now < w->cache_until)
-        return &w->cache;
+/* Makes the cache hold the window at `now`: its runs and peak memory, and
+ * on the fast path its scores as well. */
+static void win_cache_at(win *w, double now) {
+    if (w->cache_ok && now >= w->cache_from && now < w->cache_until) return;
     const win_step *last = &w->steps[w->nsteps - 1];
     if (last->t <= win_oldest(w, now)) {
         win_scores_uniform(&w->cache, &last->r);
+        w->scores_ok = true;
         w->cache_until = INFINITY;
     } else {
-        win_scores_slow(w, now, &w->cache);
+        w->nruns = win_step_runs(w, now);
+        w->cache.used_max_mib = 0;
+        for (int i = 0; i < w->nruns; i++)
+            w->cache.used_max_mib = fmax(w->cache.used_max_mib,
+                                         w->steps[w->run_step[i]].r.used_mib);
+        w->scores_ok = false;
         double next = win_next_change(w, now);
         w->cache_until = next < 0 ? INFINITY : next;
     }
     w->cache_from = now;
     w->cache_ok = true;
+}
+
+const win_scores *win_scores_at(win *w, double now) {
+    win_cache_at(w, now);
+    if (!w->scores_ok) {
+        win_scores_slow(w, &w->cache);
+        w->scores_ok = true;
+    }
     return &w->cache;
+}
+
+double win_used_max_at(win *w, double now) {
+    win_cache_at(w, now);
+    return w->cache.used_max_mib;
 }
 
 double win_next_change(const win *w, double now) {

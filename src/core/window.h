@@ -38,11 +38,15 @@ typedef struct win {
     int nsteps, capsteps;
     bool any;             /* at least one sample seen */
     double first_t;       /* time of the GPU's first sample ever */
-    int *run_step;        /* slow path scratch: the step each run of */
-    int *run_count;       /*   instants reads, and how many instants */
+    int *run_step;        /* the runs of the cached window: the step each */
+    int *run_count;       /*   run of instants reads, and how many instants */
+    int nruns;
     win_run *runs;        /* scratch for the slow path: W runs per metric */
     win_run *sorted;      /* scratch for medians and percentiles */
-    bool cache_ok;        /* cache holds the scores for [cache_from, cache_until) */
+    double *keep_pow;     /* keep_pow[c] = (1 - 2/(W+1))^c, c = 0..W: the
+                             EWMA factor of a run when every instant is known */
+    bool cache_ok;        /* cache holds the window at [cache_from, cache_until) */
+    bool scores_ok;       /*   and its risk scores too, not just used_max_mib */
     double cache_from, cache_until;
     win_scores cache;
 } win;
@@ -62,6 +66,10 @@ double win_full_at(const win *w);
 
 /* Scores of the window at `now`; the window must hold a sample. */
 const win_scores *win_scores_at(win *w, double now);
+
+/* win_scores_at(w, now)->used_max_mib without computing the risk scores,
+ * which a caller that only wants free memory would throw away. */
+double win_used_max_at(win *w, double now);
 
 /* The earliest time after `now` at which the window's content changes,
  * or a negative value when it will not change without a new sample. */
