@@ -9,11 +9,15 @@
 #ifndef AEGIS_DISPATCH_H
 #define AEGIS_DISPATCH_H
 
+#include <stdint.h>
+
 typedef struct sim_dispatch {
     int servers;
     int leaves;         /* power of two >= servers */
-    int *load;          /* jobs per server */
-    int *tree;          /* tree[1] is the winner; leaves at [leaves, 2*leaves) */
+    /* Node keys are load << 32 | server, so the smaller key is the winner,
+     * ties going to the lower index, with one compare and no lookup; the
+     * root tree[1] is the pick, leaves are at [leaves, 2*leaves). */
+    uint64_t *tree;
 } sim_dispatch;
 
 /* Returns 0, or -1 when out of memory. */
