@@ -59,4 +59,9 @@ const char *tel_gpu_name(const tel_state *tel, int gpu);
 int tel_read(tel_state *tel, int gpu, tel_gpu_reading *out, char *err,
              size_t errlen);
 
+/* Processes left out of readings because a GPU had more than TEL_MAX_PROCS,
+ * summed over all tel_read() calls: nonzero means the process lists the
+ * daemon saw were cut short. */
+long tel_dropped_procs(const tel_state *tel);
+
 #endif
