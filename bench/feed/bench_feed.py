@@ -1,0 +1,241 @@
+"""bench_feed.py -- what sharing one data pipeline buys collocated jobs.
+
+N consumer processes each train a small CNN on CPU (torch, one thread) on
+an ImageNet-like pipeline: JPEG decode of ~500x375 images (generated here),
+RandomResizedCrop(224), flip, normalize, with PIL. Two setups run in the
+same run, one after the other:
+  independent  each job has its own torch DataLoader
+  feed         one aegis_feed Producer runs the DataLoader once; the jobs
+               are aegis_feed Consumers
+For each: aggregate samples/s in steady state (from the moment every job
+has finished its first batch to the moment the first job ends, so process
+start-up is excluded) and CPU-seconds per epoch (all processes, producer
+included). The same run measures the CPU cost per sample of loading alone
+(L) and training alone (T); sharing can at best reach N(L+T)/(L+NT) times
+the independent throughput, the ceiling printed last.
+
+  /usr/bin/python3 bench/feed/bench_feed.py [--images 256] [--epochs 2]
+  (PYTHONPATH must name build/python; cmake target bench-feed does this)
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+BATCH = 32
+CLASSES = 10
+
+
+def make_images(folder, count):
+    """JPEGs of about 500x375 with photo-like content: smooth gradients,
+    shapes and noise, so decode cost is close to a real photo's."""
+    import numpy as np
+    from PIL import Image, ImageDraw
+    os.makedirs(folder, exist_ok=True)
+    rng = np.random.default_rng(0)
+    paths = []
+    for i in range(count):
+        path = os.path.join(folder, "img%05d.jpg" % i)
+        paths.append(path)
+        if os.path.exists(path):
+            continue
+        w, h = int(rng.integers(440, 560)), int(rng.integers(330, 420))
+        yy, xx = np.mgrid[0:h, 0:w]
+        base = np.stack([(xx * rng.uniform(0.2, 0.6) + yy * rng.uniform(0, .4)
+                          + rng.uniform(0, 255)) % 256 for _ in range(3)], -1)
+        noise = rng.normal(0, 18, size=(h, w, 3))
+        img = Image.fromarray(np.clip(base + noise, 0, 255).astype(np.uint8))
+        draw = ImageDraw.Draw(img)
+        for _ in range(12):
+            x0, y0 = int(rng.integers(0, w)), int(rng.integers(0, h))
+            draw.ellipse([x0, y0, x0 + int(rng.integers(20, 150)),
+                          y0 + int(rng.integers(20, 150))],
+                         fill=tuple(int(c) for c in rng.integers(0, 255, 3)))
+        img.save(path, quality=90)
+    return paths
+
+
+def make_loader(paths, seed):
+    import torch
+    from PIL import Image
+    from torchvision import transforms
+    tf = transforms.Compose([
+        transforms.RandomResizedCrop(224),
+        transforms.RandomHorizontalFlip(),
+        transforms.ToTensor(),
+        transforms.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225]),
+    ])
+
+    class Jpegs(torch.utils.data.Dataset):
+        def __len__(self):
+            return len(paths)
+
+        def __getitem__(self, i):
+            with Image.open(paths[i]) as im:
+                return tf(im.convert("RGB")), i % CLASSES, i
+
+    g = torch.Generator()
+    g.manual_seed(seed)
+    return torch.utils.data.DataLoader(Jpegs(), batch_size=BATCH,
+                                       shuffle=True, num_workers=0,
+                                       generator=g)
+
+
+def make_model():
+    import torch.nn as nn
+    return nn.Sequential(
+        nn.Conv2d(3, 16, 5, stride=4, padding=2), nn.ReLU(),
+        nn.Conv2d(16, 32, 3, stride=2, padding=1), nn.ReLU(),
+        nn.Conv2d(32, 32, 3, stride=2, padding=1), nn.ReLU(),
+        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(32, CLASSES))
+
+
+class Trainer:
+    def __init__(self):
+        import torch
+        self.torch = torch
+        self.model = make_model()
+        self.opt = torch.optim.SGD(self.model.parameters(), lr=0.01)
+        self.loss = torch.nn.CrossEntropyLoss()
+
+    def step(self, x, y):
+        self.opt.zero_grad()
+        self.loss(self.model(x), y).backward()
+        self.opt.step()
+
+
+def worker(args):
+    """One process of a setup; talks to the parent over stdin/stdout."""
+    import torch
+    torch.set_num_threads(1)
+    paths = make_images(args.folder, args.images)
+    mode = args.mode
+    loader = make_loader(paths, seed=os.getpid()) if mode != "feed" else None
+    trainer = Trainer() if mode != "producer" else None
+    print("ready", flush=True)
+    sys.stdin.readline()  # go
+    cpu0 = time.process_time()
+    stamps = []  # (monotonic time, samples so far) after each batch
+    samples = 0
+    if mode == "producer":
+        import aegis_feed
+        producer = aegis_feed.Producer(loader, name=args.feed,
+                                       min_consumers=args.consumers, ahead=4)
+        producer.run(args.epochs)
+        producer.close()
+    else:
+        if mode == "feed":
+            import aegis_feed
+            loader = aegis_feed.Consumer(name=args.feed, timeout=120,
+                                         as_torch=True)
+        for _ in range(args.epochs):
+            for x, y, _ in loader:
+                trainer.step(x, y)
+                samples += len(y)
+                stamps.append((time.monotonic(), samples))
+    print(json.dumps({"cpu": time.process_time() - cpu0, "stamps": stamps}),
+          flush=True)
+
+
+def spawn(args, mode):
+    cmd = [sys.executable, os.path.abspath(__file__), "--worker", mode,
+           "--images", str(args.images), "--epochs", str(args.epochs),
+           "--folder", args.folder, "--feed", args.feed,
+           "--consumers", str(args.consumers)]
+    p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         text=True)
+    return p
+
+
+def run_setup(args, modes):
+    procs = [spawn(args, m) for m in modes]
+    for p in procs:  # everyone built its model and loader: start-up is over
+        assert p.stdout.readline().strip() == "ready"
+    for p in procs:
+        p.stdin.write("go\n")
+        p.stdin.flush()
+    reports = []
+    for p in procs:
+        out, _ = p.communicate()
+        assert p.returncode == 0, "worker failed"
+        reports.append(json.loads(out))
+    trainers = [r["stamps"] for r in reports if r["stamps"]]
+    t_start = max(s[0][0] for s in trainers)
+    t_end = min(s[-1][0] for s in trainers)
+    done = 0
+    for s in trainers:
+        at_start = max((n for t, n in s if t <= t_start), default=0)
+        at_end = max(n for t, n in s if t <= t_end)
+        done += at_end - at_start
+    rate = done / (t_end - t_start)
+    cpu_per_epoch = sum(r["cpu"] for r in reports) / args.epochs
+    return rate, cpu_per_epoch
+
+
+def cost_per_sample(args):
+    """L and T: CPU seconds per sample of loading alone, training alone."""
+    import torch
+    torch.set_num_threads(1)
+    paths = make_images(args.folder, args.images)
+    loader = make_loader(paths, seed=1)
+    batches, n = [], 0
+    cpu0 = time.process_time()
+    for x, y, _ in loader:
+        batches.append((x, y))
+        n += len(y)
+        if n >= args.probe:
+            break
+    load = (time.process_time() - cpu0) / n
+    trainer = Trainer()
+    trainer.step(*batches[0])  # first step allocates
+    cpu0 = time.process_time()
+    for x, y in batches:
+        trainer.step(x, y)
+    train = (time.process_time() - cpu0) / n
+    return load, train
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--images", type=int, default=256)
+    ap.add_argument("--epochs", type=int, default=2)
+    ap.add_argument("--consumers", type=int, default=4)
+    ap.add_argument("--probe", type=int, default=96,
+                    help="samples used to measure L and T")
+    ap.add_argument("--folder", default="/tmp/aegis-feed-bench-images")
+    ap.add_argument("--feed", default="bench-%d" % os.getpid())
+    ap.add_argument("--latency-bin", help="path of feed-latency")
+    ap.add_argument("--worker", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker:
+        args.mode = args.worker
+        return worker(args)
+
+    make_images(args.folder, args.images)
+    n = args.consumers
+    print("bench_feed: %d jobs, %d images, batch %d, %d epochs, %d CPUs"
+          % (n, args.images, BATCH, args.epochs, os.cpu_count()))
+    load, train = cost_per_sample(args)
+    print("L (load alone)  %.2f ms CPU/sample" % (load * 1e3))
+    print("T (train alone) %.2f ms CPU/sample" % (train * 1e3))
+    indep, indep_cpu = run_setup(args, ["loader"] * n)
+    print("independent: %7.1f samples/s  %6.1f CPU-s/epoch" % (indep,
+                                                                indep_cpu))
+    shared, shared_cpu = run_setup(args, ["producer"] + ["feed"] * n)
+    print("aegis feed:  %7.1f samples/s  %6.1f CPU-s/epoch" % (shared,
+                                                                shared_cpu))
+    ratio = shared / indep
+    ceiling = n * (load + train) / (load + n * train)
+    print("ratio feed/independent %.2f; ceiling N(L+T)/(L+NT) = %.2f; "
+          "ratio/ceiling %.2f (goal >= 0.80)" % (ratio, ceiling,
+                                                 ratio / ceiling))
+    if args.latency_bin:
+        out = subprocess.run([args.latency_bin, "2000"], check=True,
+                             capture_output=True, text=True).stdout
+        print(out.strip() + " (goal < 50 us)")
+
+
+if __name__ == "__main__":
+    main()
