@@ -130,9 +130,11 @@ static int fake_parse_devices(fake_job *job) {
     return 0;
 }
 
-/* Writes n bytes as PyTorch's memory summaries do ("1.50 GiB"). */
+/* Writes a size as PyTorch's memory summaries do ("1.50 GiB"). */
 static void fake_size(char *buf, size_t len, double mib) {
-    if (mib >= 1024.0)
+    if (mib <= 0)
+        snprintf(buf, len, "0 bytes");
+    else if (mib >= 1024.0)
         snprintf(buf, len, "%.2f GiB", mib / 1024.0);
     else
         snprintf(buf, len, "%.2f MiB", mib);

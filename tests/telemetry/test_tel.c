@@ -1,0 +1,400 @@
+/* test_tel.c -- the NVML loader (tel.h) against libaegis-testnvml.so, with
+ * aegis-fakegpu processes as the jobs on its GPUs.
+ *
+ * Every test gets a fresh state folder and two 1000 MiB GPUs. Waiting for a
+ * job to show up polls tel_read() against a deadline: the job's start is an
+ * event the test awaits, not a delay it guesses.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "tel.h"
+
+/* How long a started job may take to appear in the process list. It is
+ * milliseconds unloaded; the margin is for sanitizer builds on busy CI. */
+#define AWAIT_SECONDS 10.0
+
+typedef struct fixture {
+    char dir[64];           /* AEGIS_TEST_GPU_DIR */
+    char errfile[96];       /* the last job's stderr */
+    tel_state *tel;
+    pid_t jobs[8];          /* started and not yet waited for */
+} fixture;
+
+static int setup(void **state) {
+    fixture *f = calloc(1, sizeof *f);
+    if (!f)
+        return -1;
+    snprintf(f->dir, sizeof f->dir, "/tmp/aegis-tel-XXXXXX");
+    if (!mkdtemp(f->dir))
+        return -1;
+    snprintf(f->errfile, sizeof f->errfile, "%s.stderr", f->dir);
+    setenv("AEGIS_TEST_GPU_DIR", f->dir, 1);
+    setenv("AEGIS_TEST_GPUS", "2x1000", 1);
+    unsetenv("AEGIS_NVML_LIBRARY");
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state) {
+    fixture *f = *state;
+    tel_close(f->tel);
+    /* A test that failed half-way leaves its jobs running: stop them. */
+    for (int i = 0; i < 8; i++)
+        if (f->jobs[i] > 0) {
+            kill(f->jobs[i], SIGKILL);
+            waitpid(f->jobs[i], NULL, 0);
+        }
+    DIR *d = opendir(f->dir);
+    for (struct dirent *e; d && (e = readdir(d)) != NULL;) {
+        char path[sizeof f->dir + 300];
+        snprintf(path, sizeof path, "%s/%s", f->dir, e->d_name);
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+            unlink(path);
+    }
+    if (d)
+        closedir(d);
+    rmdir(f->dir);
+    unlink(f->errfile);
+    free(f);
+    return 0;
+}
+
+static tel_state *open_test_nvml(fixture *f) {
+    char err[512] = "";
+    f->tel = tel_open(TEL_TEST_NVML, err, sizeof err);
+    if (!f->tel)
+        fail_msg("tel_open: %s", err);
+    return f->tel;
+}
+
+static void read_gpu(tel_state *tel, int gpu, tel_gpu_reading *r) {
+    char err[512] = "";
+    if (tel_read(tel, gpu, r, err, sizeof err) != 0)
+        fail_msg("tel_read(%d): %s", gpu, err);
+}
+
+/* Starts aegis-fakegpu with CUDA_VISIBLE_DEVICES=cvd (NULL: unset) and the
+ * given arguments, its stderr to f->errfile. */
+static pid_t start_job(fixture *f, const char *cvd, ...) {
+    char *argv[16] = {"aegis-fakegpu"};
+    va_list ap;
+    va_start(ap, cvd);
+    for (int i = 1; i < 15 && (argv[i] = va_arg(ap, char *)) != NULL; i++)
+        ;
+    va_end(ap);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int fd = open(f->errfile, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd < 0 || dup2(fd, 2) < 0)
+            _exit(126);
+        if (cvd)
+            setenv("CUDA_VISIBLE_DEVICES", cvd, 1);
+        else
+            unsetenv("CUDA_VISIBLE_DEVICES");
+        execv(TEL_TEST_FAKEGPU, argv);
+        _exit(127);
+    }
+    for (int i = 0; i < 8; i++)
+        if (f->jobs[i] == 0) {
+            f->jobs[i] = pid;
+            break;
+        }
+    return pid;
+}
+
+/* Waits for the job and returns its exit status (-1: killed by a signal). */
+static int job_status(fixture *f, pid_t pid) {
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0)
+        assert_int_equal(errno, EINTR);
+    for (int i = 0; i < 8; i++)
+        if (f->jobs[i] == pid)
+            f->jobs[i] = 0;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int errfile_has(const fixture *f, const char *text) {
+    char buf[4096] = "";
+    FILE *fp = fopen(f->errfile, "r");
+    if (!fp)
+        return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, fp);
+    buf[n] = '\0';
+    fclose(fp);
+    return strstr(buf, text) != NULL;
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void nap_ms(long ms) {
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* The index of pid in r's process list, or -1. */
+static int find_proc(const tel_gpu_reading *r, pid_t pid) {
+    for (int i = 0; i < r->nprocs; i++)
+        if (r->procs[i].pid == pid)
+            return i;
+    return -1;
+}
+
+/* Reads GPU gpu until pid is in its process list; fails the test at the
+ * deadline. Returns pid's index in r->procs. */
+static int await_job(tel_state *tel, int gpu, pid_t pid, tel_gpu_reading *r) {
+    double deadline = now_s() + AWAIT_SECONDS;
+    for (;;) {
+        read_gpu(tel, gpu, r);
+        int i = find_proc(r, pid);
+        if (i >= 0)
+            return i;
+        if (now_s() > deadline)
+            fail_msg("job %ld not on GPU %d after %.0f s", (long)pid, gpu,
+                     AWAIT_SECONDS);
+        nap_ms(10);
+    }
+}
+
+static void test_open_missing_library(void **state) {
+    char err[512] = "";
+    assert_null(tel_open("/nonexistent/libnvidia-ml.so.1", err, sizeof err));
+    assert_non_null(strstr(err, "/nonexistent/libnvidia-ml.so.1"));
+    assert_non_null(strstr(err, "dlopen"));
+}
+
+/* A library that loads but is not NVML: the error names the missing call. */
+static void test_open_not_nvml(void **state) {
+    char err[512] = "";
+    assert_null(tel_open("libm.so.6", err, sizeof err));
+    assert_non_null(strstr(err, "libm.so.6"));
+    assert_non_null(strstr(err, "nvmlInit_v2"));
+}
+
+static void test_open_from_environment(void **state) {
+    fixture *f = *state;
+    char err[512] = "";
+    setenv("AEGIS_NVML_LIBRARY", TEL_TEST_NVML, 1);
+    f->tel = tel_open(NULL, err, sizeof err);
+    assert_non_null(f->tel);
+    assert_int_equal(tel_gpu_count(f->tel), 2);
+}
+
+static void test_gpus_listed_idle(void **state) {
+    fixture *f = *state;
+    tel_state *tel = open_test_nvml(f);
+    assert_int_equal(tel_gpu_count(tel), 2);
+    assert_string_equal(tel_gpu_uuid(tel, 0), "GPU-aegis-test-0000-0");
+    assert_string_equal(tel_gpu_uuid(tel, 1), "GPU-aegis-test-0000-1");
+    assert_string_equal(tel_gpu_name(tel, 1), "aegis test GPU");
+    assert_null(tel_gpu_uuid(tel, 2));
+
+    tel_gpu_reading r;
+    read_gpu(tel, 1, &r);
+    assert_true(r.r.used_mib == 0.0);
+    assert_true(r.r.total_mib == 1000.0);
+    assert_true(r.r.util == 0.0);
+    assert_true(r.r.smact == CORE_UNKNOWN && r.r.smocc == CORE_UNKNOWN &&
+                r.r.drama == CORE_UNKNOWN);
+    assert_true(r.power_w == 55.0);
+    assert_true(r.energy_j >= 0.0);
+    assert_int_equal(r.nprocs, 0);
+
+    char err[512] = "";
+    assert_int_equal(tel_read(tel, 2, &r, err, sizeof err), -1);
+    assert_non_null(strstr(err, "GPU 2"));
+}
+
+/* A job's memory, SMACT and pid show on its GPU only, and go when it is
+ * stopped; the energy counter grows while it runs. */
+static void test_job_seen_then_freed(void **state) {
+    fixture *f = *state;
+    tel_state *tel = open_test_nvml(f);
+    pid_t pid = start_job(f, "GPU-aegis-test-0000-1", "--mib", "600",
+                          "--seconds", "60", "--smact", "0.5", NULL);
+    tel_gpu_reading r, other;
+    int i = await_job(tel, 1, pid, &r);
+    assert_true(r.r.used_mib == 600.0);
+    assert_true(r.procs[i].used_mib == 600.0);
+    assert_true(r.r.util == 0.5);
+    assert_true(r.power_w == 55.0 + 345.0 * 0.5);
+    read_gpu(tel, 0, &other);
+    assert_true(other.r.used_mib == 0.0);
+    assert_int_equal(find_proc(&other, pid), -1);
+
+    double e0 = r.energy_j;
+    nap_ms(50);
+    read_gpu(tel, 1, &r);
+    assert_true(r.energy_j > e0);
+
+    kill(pid, SIGTERM);
+    assert_int_equal(job_status(f, pid), 143);
+    read_gpu(tel, 1, &r);
+    assert_true(r.r.used_mib == 0.0);
+    assert_int_equal(r.nprocs, 0);
+    assert_true(r.power_w == 55.0);
+}
+
+/* A job killed with SIGKILL leaves its file; the next reader drops it. */
+static void test_dead_job_ignored(void **state) {
+    fixture *f = *state;
+    tel_state *tel = open_test_nvml(f);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0)
+        _exit(0);
+    assert_int_equal(job_status(f, pid), 0);
+    char path[128];
+    snprintf(path, sizeof path, "%s/gpu0.%ld", f->dir, (long)pid);
+    FILE *fp = fopen(path, "w");
+    assert_non_null(fp);
+    fputs("500 0.5000\n", fp);
+    fclose(fp);
+
+    tel_gpu_reading r;
+    read_gpu(tel, 0, &r);
+    assert_true(r.r.used_mib == 0.0);
+    assert_int_equal(r.nprocs, 0);
+    assert_int_equal(access(path, F_OK), -1);
+}
+
+/* A second job that does not fit beside the first fails as PyTorch does;
+ * so does one bigger than the GPU. GPUs given by index work too. */
+static void test_job_out_of_memory(void **state) {
+    fixture *f = *state;
+    tel_state *tel = open_test_nvml(f);
+    pid_t first = start_job(f, "0", "--mib", "600", "--seconds", "60", NULL);
+    tel_gpu_reading r;
+    await_job(tel, 0, first, &r);
+
+    pid_t second = start_job(f, "GPU-aegis-test-0000-0", "--mib", "600",
+                             "--seconds", "60", NULL);
+    assert_int_equal(job_status(f, second), 1);
+    assert_true(errfile_has(f, "torch.OutOfMemoryError: CUDA out of memory. "
+                               "Tried to allocate 600.00 MiB (GPU 0;"));
+    read_gpu(tel, 0, &r);
+    assert_true(r.r.used_mib == 600.0);
+    assert_int_equal(find_proc(&r, second), -1);
+
+    pid_t huge = start_job(f, "1", "--mib", "1001", "--seconds", "60", NULL);
+    assert_int_equal(job_status(f, huge), 1);
+    assert_true(errfile_has(f, "CUDA out of memory"));
+
+    kill(first, SIGTERM);
+    assert_int_equal(job_status(f, first), 143);
+}
+
+/* --oom-over: the job is seen on the GPU first, then fails at its peak,
+ * freeing what it held. */
+static void test_job_oom_after_start(void **state) {
+    fixture *f = *state;
+    tel_state *tel = open_test_nvml(f);
+    pid_t pid = start_job(f, "1", "--mib", "600", "--seconds", "4",
+                          "--oom-over", NULL);
+    tel_gpu_reading r;
+    int i = await_job(tel, 1, pid, &r);
+    assert_true(r.procs[i].used_mib == 600.0);
+    assert_int_equal(job_status(f, pid), 1);
+    assert_true(errfile_has(f, "CUDA out of memory. Tried to allocate "
+                               "600.00 MiB (GPU 0;"));
+    read_gpu(tel, 1, &r);
+    assert_true(r.r.used_mib == 0.0);
+}
+
+static void test_job_bad_usage(void **state) {
+    fixture *f = *state;
+    pid_t pid = start_job(f, NULL, "--mib", "1", "--seconds", "0", NULL);
+    assert_int_equal(job_status(f, pid), 2);
+    assert_true(errfile_has(f, "CUDA_VISIBLE_DEVICES"));
+    pid = start_job(f, "GPU-aegis-test-0000-2", "--mib", "1", "--seconds",
+                    "0", NULL);
+    assert_int_equal(job_status(f, pid), 2);
+    assert_true(errfile_has(f, "GPU-aegis-test-0000-2"));
+    pid = start_job(f, "0", "--mib", "1", NULL);
+    assert_int_equal(job_status(f, pid), 2);
+    pid = start_job(f, "0", "--mib", "1", "--seconds", "0", NULL);
+    assert_int_equal(job_status(f, pid), 0);
+}
+
+static void test_default_shape(void **state) {
+    fixture *f = *state;
+    unsetenv("AEGIS_TEST_GPUS");
+    tel_state *tel = open_test_nvml(f);
+    assert_int_equal(tel_gpu_count(tel), 3);
+    tel_gpu_reading r;
+    read_gpu(tel, 2, &r);
+    assert_true(r.r.total_mib == 40960.0);
+}
+
+static void test_bad_shapes(void **state) {
+    static const char *bad[] = {"0x1000", "65x1000", "3x",       "x1000",
+                                "abc",    "3x40960x", "3x0",     "-1x5",
+                                "3 x 5",  "2x99999999", "2x1.5", "1x-3"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char err[512] = "";
+        setenv("AEGIS_TEST_GPUS", bad[i], 1);
+        tel_state *tel = tel_open(TEL_TEST_NVML, err, sizeof err);
+        if (tel) {
+            tel_close(tel);
+            fail_msg("AEGIS_TEST_GPUS=%s accepted", bad[i]);
+        }
+        assert_non_null(strstr(err, "nvmlInit_v2"));
+        assert_non_null(strstr(err, bad[i]));
+    }
+}
+
+static void test_missing_state_dir(void **state) {
+    char err[512] = "";
+    unsetenv("AEGIS_TEST_GPU_DIR");
+    assert_null(tel_open(TEL_TEST_NVML, err, sizeof err));
+    assert_non_null(strstr(err, TEL_TEST_NVML));
+    assert_non_null(strstr(err, "AEGIS_TEST_GPU_DIR is not set"));
+
+    setenv("AEGIS_TEST_GPU_DIR", "/nonexistent/aegis", 1);
+    assert_null(tel_open(TEL_TEST_NVML, err, sizeof err));
+    assert_non_null(strstr(err, "/nonexistent/aegis"));
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_open_missing_library, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_open_not_nvml, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_open_from_environment, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_gpus_listed_idle, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_job_seen_then_freed, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_dead_job_ignored, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_job_out_of_memory, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_job_oom_after_start, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_job_bad_usage, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_default_shape, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bad_shapes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_missing_state_dir, setup,
+                                        teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
