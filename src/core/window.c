@@ -199,16 +199,21 @@ static void win_scores_uniform(win_scores *s, const core_reading *r) {
  * oldest first, in w->run_step and w->run_count; returns how many runs. */
 static int win_step_runs(win *w, double now) {
     int nruns = 0, k = 0;
-    for (int i = w->samples - 1; i >= 0; i--) {
+    for (int i = w->samples - 1; i >= 0; nruns++) {
         double x = now - i * w->period;
         while (k + 1 < w->nsteps && w->steps[k + 1].t <= x) k++;
-        if (nruns > 0 && w->run_step[nruns - 1] == k) {
-            w->run_count[nruns - 1]++;
+        /* Instants i, i-1, ... read step k until one reaches the next
+         * step's time: one compare per instant in this inner loop, which
+         * runs for every launch (core_start reads the peak). */
+        int from = i;
+        if (k + 1 == w->nsteps) {
+            i = -1;
         } else {
-            w->run_step[nruns] = k;
-            w->run_count[nruns] = 1;
-            nruns++;
+            double next = w->steps[k + 1].t;
+            do i--; while (i >= 0 && now - i * w->period < next);
         }
+        w->run_step[nruns] = k;
+        w->run_count[nruns] = from - i;
     }
     return nruns;
 }
