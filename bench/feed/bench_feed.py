@@ -202,7 +202,7 @@ def main():
     ap.add_argument("--images", type=int, default=256)
     ap.add_argument("--epochs", type=int, default=2)
     ap.add_argument("--consumers", type=int, default=4)
-    ap.add_argument("--probe", type=int, default=96,
+    ap.add_argument("--probe", type=int, default=160,
                     help="samples used to measure L and T")
     ap.add_argument("--folder", default="/tmp/aegis-feed-bench-images")
     ap.add_argument("--feed", default="bench-%d" % os.getpid())
