@@ -7,6 +7,10 @@
  * symbol. Readings come from the allocation files fake jobs write
  * (tgpu.h): memory is their sum, utilization min(100%, sum of SMACT), power
  * the simulator's linear model, energy that power integrated over time.
+ *
+ * Built with TNV_OLD_DRIVER (libaegis-testnvml-old.so, for tests) it is an
+ * old GPU and driver instead: only the unversioned process list with its
+ * two-field entries, and no power or energy readings (NOT_SUPPORTED).
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -20,6 +24,12 @@
 #include "tgpu.h"
 
 #define TNV_EXPORT __attribute__((visibility("default")))
+
+#ifdef TNV_OLD_DRIVER
+#define TNV_OLD 1
+#else
+#define TNV_OLD 0
+#endif
 
 /* Power model, W: an idle A100-40GB draws about 55 W and its board limit is
  * 400 W; the simulator uses the same line, idle + (max - idle) x SMACT. */
@@ -35,7 +45,11 @@ TNV_EXPORT tel_nvml_string_fn nvmlDeviceGetUUID;
 TNV_EXPORT tel_nvml_string_fn nvmlDeviceGetName;
 TNV_EXPORT tel_nvml_memory_fn nvmlDeviceGetMemoryInfo;
 TNV_EXPORT tel_nvml_util_fn nvmlDeviceGetUtilizationRates;
+#ifdef TNV_OLD_DRIVER
+TNV_EXPORT tel_nvml_procs_v1_fn nvmlDeviceGetComputeRunningProcesses;
+#else
 TNV_EXPORT tel_nvml_procs_fn nvmlDeviceGetComputeRunningProcesses_v3;
+#endif
 TNV_EXPORT tel_nvml_power_fn nvmlDeviceGetPowerUsage;
 TNV_EXPORT tel_nvml_energy_fn nvmlDeviceGetTotalEnergyConsumption;
 
@@ -94,6 +108,23 @@ static nvmlReturn_t tnv_scan(int gpu, tgpu_alloc *out, int max,
         return tnv_fail(NVML_ERROR_GPU_IS_LOST, "AEGIS_TEST_GPU_DIR=%s: %s",
                         tnv_cfg.dir, strerror(errno));
     return NVML_SUCCESS;
+}
+
+/* What most queries do: check the handle, then sum the GPU's jobs. */
+static nvmlReturn_t tnv_usage(const char *call, nvmlDevice_t d,
+                              const void *out, int *gpu, tgpu_usage *u) {
+    nvmlReturn_t rc = tnv_device(call, d, out, gpu);
+    return rc == NVML_SUCCESS ? tnv_scan(*gpu, NULL, 0, u) : rc;
+}
+
+/* Power and energy: as tnv_usage, but an old test GPU has no meter. */
+static nvmlReturn_t tnv_metered(const char *call, nvmlDevice_t d,
+                                const void *out, int *gpu, tgpu_usage *u) {
+    nvmlReturn_t rc = tnv_usage(call, d, out, gpu, u);
+    if (rc == NVML_SUCCESS && TNV_OLD)
+        rc = tnv_fail(NVML_ERROR_NOT_SUPPORTED, "%s: not on this (old) test "
+                      "GPU", call);
+    return rc;
 }
 
 static double tnv_power_w(const tgpu_usage *u) {
@@ -172,7 +203,7 @@ static nvmlReturn_t tnv_string(const char *call, const char *text, char *buf,
 
 nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid,
                                unsigned int length) {
-    int gpu;
+    int gpu = -1;
     nvmlReturn_t rc = tnv_device("nvmlDeviceGetUUID", device, uuid, &gpu);
     if (rc != NVML_SUCCESS)
         return rc;
@@ -183,7 +214,7 @@ nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid,
 
 nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char *name,
                                unsigned int length) {
-    int gpu;
+    int gpu = -1;
     nvmlReturn_t rc = tnv_device("nvmlDeviceGetName", device, name, &gpu);
     if (rc != NVML_SUCCESS)
         return rc;
@@ -192,12 +223,10 @@ nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char *name,
 
 nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device,
                                      nvmlMemory_t *memory) {
-    int gpu;
+    int gpu = -1;
     tgpu_usage u;
-    nvmlReturn_t rc = tnv_device("nvmlDeviceGetMemoryInfo", device, memory,
-                                 &gpu);
-    if (rc == NVML_SUCCESS)
-        rc = tnv_scan(gpu, NULL, 0, &u);
+    nvmlReturn_t rc = tnv_usage("nvmlDeviceGetMemoryInfo", device, memory,
+                                &gpu, &u);
     if (rc != NVML_SUCCESS)
         return rc;
     unsigned long long mib = 1024ULL * 1024ULL;
@@ -211,12 +240,10 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device,
 
 nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device,
                                            nvmlUtilization_t *utilization) {
-    int gpu;
+    int gpu = -1;
     tgpu_usage u;
-    nvmlReturn_t rc = tnv_device("nvmlDeviceGetUtilizationRates", device,
-                                 utilization, &gpu);
-    if (rc == NVML_SUCCESS)
-        rc = tnv_scan(gpu, NULL, 0, &u);
+    nvmlReturn_t rc = tnv_usage("nvmlDeviceGetUtilizationRates", device,
+                                utilization, &gpu, &u);
     if (rc != NVML_SUCCESS)
         return rc;
     double pct = u.smact * 100.0 + 0.5;
@@ -225,41 +252,64 @@ nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device,
     return NVML_SUCCESS;
 }
 
-nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device,
-                                                     unsigned int *count,
-                                                     nvmlProcessInfo_t *infos) {
-    int gpu;
+/* The process list, whatever the layout: lists GPU gpu's jobs into a and
+ * their number into *n, checking them against the caller's *count and
+ * buffer as NVML does (a short or NULL buffer gets the count it needs). */
+static nvmlReturn_t tnv_procs(const char *call, nvmlDevice_t device,
+                              unsigned int *count, const void *infos,
+                              tgpu_alloc *a, int *n) {
+    int gpu = -1;
     tgpu_usage u;
-    tgpu_alloc a[TGPU_MAX_ALLOCS];
-    nvmlReturn_t rc = tnv_device("nvmlDeviceGetComputeRunningProcesses_v3",
-                                 device, count, &gpu);
+    nvmlReturn_t rc = tnv_device(call, device, count, &gpu);
     if (rc == NVML_SUCCESS)
         rc = tnv_scan(gpu, a, TGPU_MAX_ALLOCS, &u);
     if (rc != NVML_SUCCESS)
         return rc;
-    int n = u.nallocs < TGPU_MAX_ALLOCS ? u.nallocs : TGPU_MAX_ALLOCS;
-    /* As NVML: a short (or NULL) buffer gets the count it needs. */
-    if ((unsigned int)n > *count || (n > 0 && !infos)) {
-        *count = (unsigned int)n;
-        return tnv_fail(NVML_ERROR_INSUFFICIENT_SIZE, "nvmlDeviceGetCompute"
-                        "RunningProcesses_v3: %d processes", n);
+    *n = u.nallocs < TGPU_MAX_ALLOCS ? u.nallocs : TGPU_MAX_ALLOCS;
+    if ((unsigned int)*n > *count || (*n > 0 && !infos)) {
+        *count = (unsigned int)*n;
+        return tnv_fail(NVML_ERROR_INSUFFICIENT_SIZE, "%s: %d processes",
+                        call, *n);
     }
-    for (int i = 0; i < n; i++)
-        infos[i] = (nvmlProcessInfo_t){(unsigned int)a[i].pid,
-                                       (unsigned long long)a[i].mib << 20,
-                                       0xFFFFFFFFu, 0xFFFFFFFFu};
-    *count = (unsigned int)n;
+    *count = (unsigned int)*n;
     return NVML_SUCCESS;
 }
 
+#ifdef TNV_OLD_DRIVER
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t device,
+                                                  unsigned int *count,
+                                                  nvmlProcessInfo_v1_t *infos) {
+    tgpu_alloc a[TGPU_MAX_ALLOCS];
+    int n = 0;
+    nvmlReturn_t rc = tnv_procs("nvmlDeviceGetComputeRunningProcesses",
+                                device, count, infos, a, &n);
+    for (int i = 0; rc == NVML_SUCCESS && i < n; i++)
+        infos[i] = (nvmlProcessInfo_v1_t){(unsigned int)a[i].pid,
+                                          (unsigned long long)a[i].mib << 20};
+    return rc;
+}
+#else
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device,
+                                                     unsigned int *count,
+                                                     nvmlProcessInfo_t *infos) {
+    tgpu_alloc a[TGPU_MAX_ALLOCS];
+    int n = 0;
+    nvmlReturn_t rc = tnv_procs("nvmlDeviceGetComputeRunningProcesses_v3",
+                                device, count, infos, a, &n);
+    for (int i = 0; rc == NVML_SUCCESS && i < n; i++)
+        infos[i] = (nvmlProcessInfo_t){(unsigned int)a[i].pid,
+                                       (unsigned long long)a[i].mib << 20,
+                                       0xFFFFFFFFu, 0xFFFFFFFFu};
+    return rc;
+}
+#endif
+
 nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device,
                                      unsigned int *milliwatts) {
-    int gpu;
+    int gpu = -1;
     tgpu_usage u;
-    nvmlReturn_t rc = tnv_device("nvmlDeviceGetPowerUsage", device,
-                                 milliwatts, &gpu);
-    if (rc == NVML_SUCCESS)
-        rc = tnv_scan(gpu, NULL, 0, &u);
+    nvmlReturn_t rc = tnv_metered("nvmlDeviceGetPowerUsage", device,
+                                  milliwatts, &gpu, &u);
     if (rc != NVML_SUCCESS)
         return rc;
     *milliwatts = (unsigned int)(tnv_power_w(&u) * 1000.0 + 0.5);
@@ -311,12 +361,10 @@ static nvmlReturn_t tnv_energy(int gpu, double power_w,
 
 nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t device,
                                                  unsigned long long *mj) {
-    int gpu;
+    int gpu = -1;
     tgpu_usage u;
-    nvmlReturn_t rc = tnv_device("nvmlDeviceGetTotalEnergyConsumption",
-                                 device, mj, &gpu);
-    if (rc == NVML_SUCCESS)
-        rc = tnv_scan(gpu, NULL, 0, &u);
+    nvmlReturn_t rc = tnv_metered("nvmlDeviceGetTotalEnergyConsumption",
+                                  device, mj, &gpu, &u);
     if (rc != NVML_SUCCESS)
         return rc;
     return tnv_energy(gpu, tnv_power_w(&u), mj);

@@ -73,9 +73,9 @@ static int teardown(void **state) {
     return 0;
 }
 
-static tel_state *open_test_nvml(fixture *f) {
+static tel_state *open_nvml(fixture *f, const char *lib) {
     char err[512] = "";
-    f->tel = tel_open(TEL_TEST_NVML, err, sizeof err);
+    f->tel = tel_open(lib, err, sizeof err);
     if (!f->tel)
         fail_msg("tel_open: %s", err);
     return f->tel;
@@ -200,7 +200,7 @@ static void test_open_from_environment(void **state) {
 
 static void test_gpus_listed_idle(void **state) {
     fixture *f = *state;
-    tel_state *tel = open_test_nvml(f);
+    tel_state *tel = open_nvml(f, TEL_TEST_NVML);
     assert_int_equal(tel_gpu_count(tel), 2);
     assert_string_equal(tel_gpu_uuid(tel, 0), "GPU-aegis-test-0000-0");
     assert_string_equal(tel_gpu_uuid(tel, 1), "GPU-aegis-test-0000-1");
@@ -227,7 +227,7 @@ static void test_gpus_listed_idle(void **state) {
  * stopped; the energy counter grows while it runs. */
 static void test_job_seen_then_freed(void **state) {
     fixture *f = *state;
-    tel_state *tel = open_test_nvml(f);
+    tel_state *tel = open_nvml(f, TEL_TEST_NVML);
     pid_t pid = start_job(f, "GPU-aegis-test-0000-1", "--mib", "600",
                           "--seconds", "60", "--smact", "0.5", NULL);
     tel_gpu_reading r, other;
@@ -256,7 +256,7 @@ static void test_job_seen_then_freed(void **state) {
 /* A job killed with SIGKILL leaves its file; the next reader drops it. */
 static void test_dead_job_ignored(void **state) {
     fixture *f = *state;
-    tel_state *tel = open_test_nvml(f);
+    tel_state *tel = open_nvml(f, TEL_TEST_NVML);
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0)
@@ -280,7 +280,7 @@ static void test_dead_job_ignored(void **state) {
  * so does one bigger than the GPU. GPUs given by index work too. */
 static void test_job_out_of_memory(void **state) {
     fixture *f = *state;
-    tel_state *tel = open_test_nvml(f);
+    tel_state *tel = open_nvml(f, TEL_TEST_NVML);
     pid_t first = start_job(f, "0", "--mib", "600", "--seconds", "60", NULL);
     tel_gpu_reading r;
     await_job(tel, 0, first, &r);
@@ -306,7 +306,7 @@ static void test_job_out_of_memory(void **state) {
  * freeing what it held. */
 static void test_job_oom_after_start(void **state) {
     fixture *f = *state;
-    tel_state *tel = open_test_nvml(f);
+    tel_state *tel = open_nvml(f, TEL_TEST_NVML);
     pid_t pid = start_job(f, "1", "--mib", "600", "--seconds", "4",
                           "--oom-over", NULL);
     tel_gpu_reading r;
@@ -317,6 +317,72 @@ static void test_job_oom_after_start(void **state) {
                                "600.00 MiB (GPU 0;"));
     read_gpu(tel, 1, &r);
     assert_true(r.r.used_mib == 0.0);
+}
+
+/* The unversioned process list (two-field entries) and a GPU without power
+ * or energy readings: the job is still seen, the readings are unknown. */
+static void test_old_driver(void **state) {
+    fixture *f = *state;
+    tel_state *tel = open_nvml(f, TEL_TEST_NVML_OLD);
+    pid_t pid = start_job(f, "1", "--mib", "600", "--seconds", "60", NULL);
+    tel_gpu_reading r;
+    int i = await_job(tel, 1, pid, &r);
+    assert_true(r.procs[i].used_mib == 600.0);
+    assert_true(r.r.used_mib == 600.0);
+    assert_true(r.power_w == CORE_UNKNOWN);
+    assert_true(r.energy_j == CORE_UNKNOWN);
+    kill(pid, SIGTERM);
+    assert_int_equal(job_status(f, pid), 143);
+}
+
+/* Fills GPU 0 with n live allocations of 10 MiB, each held by a child that
+ * dies within 30 s even if the test does not stop it. */
+static void start_holders(const fixture *f, pid_t *pids, int n) {
+    for (int i = 0; i < n; i++) {
+        pids[i] = fork();
+        assert_true(pids[i] >= 0);
+        if (pids[i] == 0) {
+            alarm(30);
+            pause();
+            _exit(0);
+        }
+        char path[128];
+        snprintf(path, sizeof path, "%s/gpu0.%ld", f->dir, (long)pids[i]);
+        FILE *fp = fopen(path, "w");
+        assert_non_null(fp);
+        fputs("10 0.0100\n", fp);
+        fclose(fp);
+    }
+}
+
+/* More processes than TEL_MAX_PROCS: the loader asks again with room for
+ * all, keeps TEL_MAX_PROCS and counts the rest; memory covers them all. */
+static void check_many_procs(fixture *f, const char *lib) {
+    enum { N = TEL_MAX_PROCS + 6 };
+    pid_t pids[N];
+    start_holders(f, pids, N);
+    tel_state *tel = open_nvml(f, lib);
+    tel_gpu_reading r;
+    read_gpu(tel, 0, &r);
+    for (int i = 0; i < N; i++) {
+        kill(pids[i], SIGKILL);
+        waitpid(pids[i], NULL, 0);
+    }
+    assert_int_equal(r.nprocs, TEL_MAX_PROCS);
+    assert_int_equal(tel_dropped_procs(tel), 6);
+    assert_true(r.r.used_mib == 10.0 * N);
+    for (int i = 0; i < r.nprocs; i++)
+        assert_true(r.procs[i].used_mib == 10.0);
+    read_gpu(tel, 0, &r);
+    assert_int_equal(r.nprocs, 0);
+}
+
+static void test_many_procs(void **state) {
+    check_many_procs(*state, TEL_TEST_NVML);
+}
+
+static void test_many_procs_old_driver(void **state) {
+    check_many_procs(*state, TEL_TEST_NVML_OLD);
 }
 
 static void test_job_bad_usage(void **state) {
@@ -337,7 +403,7 @@ static void test_job_bad_usage(void **state) {
 static void test_default_shape(void **state) {
     fixture *f = *state;
     unsetenv("AEGIS_TEST_GPUS");
-    tel_state *tel = open_test_nvml(f);
+    tel_state *tel = open_nvml(f, TEL_TEST_NVML);
     assert_int_equal(tel_gpu_count(tel), 3);
     tel_gpu_reading r;
     read_gpu(tel, 2, &r);
@@ -389,6 +455,10 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_job_out_of_memory, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_job_oom_after_start, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_old_driver, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_many_procs, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_many_procs_old_driver, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_job_bad_usage, setup, teardown),
         cmocka_unit_test_setup_teardown(test_default_shape, setup, teardown),
