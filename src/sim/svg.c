@@ -79,8 +79,10 @@ static void draw_axis(svg_canvas *c) {
     const char *name = unit > 1 ? "h" : "s";
     for (int i = 0; i <= 5; i++) {
         double t = c->t_max * i / 5;
-        fprintf(c->out, "<text x='%.1f' y='%.1f' class='tick'>%.4g %s</text>\n",
-                x_of(c, t), c->y + 10, t / unit, name);
+        /* The last label ends at the axis end, so it stays on the page. */
+        fprintf(c->out, "<text x='%.1f' y='%.1f' class='tick'%s>%.4g %s</text>\n",
+                x_of(c, t), c->y + 10, i == 5 ? " text-anchor='end'" : "",
+                t / unit, name);
     }
     c->y += 16;
 }
