@@ -56,9 +56,9 @@ typedef enum {
 
 size_t feed_dtype_size(int dtype);
 
-/* Where a tensor's bytes live. Host tensors travel inside the slot; CUDA
- * tensors travel as an IPC handle to a device buffer the producer keeps per
- * slot (see feed_cuda.h). */
+/* Where a tensor's bytes live. Host tensors travel inside the slot. CUDA
+ * tensors (an IPC handle to a device buffer kept per slot) are not built
+ * yet: feed_publish refuses them with FEED_EINVAL. */
 enum { FEED_HOST = 0, FEED_CUDA = 1 };
 
 typedef struct {
