@@ -13,7 +13,15 @@
  * frees with feed_close()/feed_detach(). Tensor data pointers in a
  * feed_batch point into the shared segment and stay valid until the batch is
  * released with feed_release() (or the consumer detaches). Errors fill a
- * caller-owned feed_err with a code and a message naming the feed. */
+ * caller-owned feed_err with a code and a message naming the feed.
+ *
+ * GPU batches (CUDA IPC): each ring slot also owns one device buffer of
+ * slot_bytes, allocated by the producer the first time a CUDA tensor goes
+ * into that slot and freed by feed_close; the producer copies CUDA tensors
+ * into it. Consumers map each slot's buffer once (cached until
+ * feed_detach, which unmaps them all), and read it in place: a CUDA
+ * tensor's data in a feed_batch is a device address in the consumer's
+ * process, valid under the same hold as host data. */
 #ifndef AEGIS_FEED_H
 #define AEGIS_FEED_H
 
@@ -39,6 +47,8 @@ enum {
     FEED_EPRODUCER = -5, /* the producer died */
     FEED_ETOOBIG = -6,  /* a batch does not fit in a slot */
     FEED_EFULL = -7,    /* all consumer records are taken */
+    FEED_ECUDA = -8,    /* CUDA is absent or a driver call failed (the
+                           message names the call and CUDA's error) */
 };
 
 typedef struct {
@@ -56,15 +66,17 @@ typedef enum {
 
 size_t feed_dtype_size(int dtype);
 
-/* Where a tensor's bytes live. Host tensors travel inside the slot. CUDA
- * tensors (an IPC handle to a device buffer kept per slot) are not built
- * yet: feed_publish refuses them with FEED_EINVAL. */
+/* Where a tensor's bytes live. Host tensors travel inside the slot's shared
+ * memory, CUDA tensors inside the slot's device buffer. A build without the
+ * CUDA headers, or a process without a driver, refuses CUDA tensors with
+ * FEED_ECUDA and the reason. */
 enum { FEED_HOST = 0, FEED_CUDA = 1 };
 
 typedef struct {
     char key[FEED_KEY_MAX];   /* dict key; "" for tuple members */
     int dtype;                /* feed_dtype */
     int device;               /* FEED_HOST or FEED_CUDA */
+    int device_id;            /* CUDA device ordinal (this process's) */
     int ndim;                 /* 0..FEED_MAX_DIMS; dim 0 is the batch dim */
     int64_t shape[FEED_MAX_DIMS];
     void *data;               /* host or device address; borrowed */
@@ -107,12 +119,19 @@ typedef struct feed_consumer feed_consumer;
  * dies without feed_close. */
 feed_producer *feed_create(const feed_config *cfg, feed_err *err);
 /* Copy one batch into the next slot. Blocks (at most timeout_ms, < 0 for no
- * limit) for backpressure. Tensors must share dim 0 (the rows). */
+ * limit) for backpressure. Tensors must share dim 0 (the rows). CUDA
+ * tensors must be C-contiguous, all on one device for the feed's life, and
+ * complete (the caller has synchronised the stream that wrote them); the
+ * copy is complete when feed_publish returns, so the caller may reuse its
+ * memory at once. */
 int feed_publish(feed_producer *p, const feed_tensor *t, int n,
                  int timeout_ms, feed_err *err);
 /* Mark the end of the current epoch; the next publish starts a new one. */
 int feed_end_epoch(feed_producer *p, int timeout_ms, feed_err *err);
-/* Tell consumers the stream is over, unlink the segment, free p. */
+/* Tell consumers the stream is over, unlink the segment, free p. With
+ * device buffers, first wait until every consumer that mapped them has
+ * detached or died: freeing memory another process still maps is
+ * undefined in CUDA. */
 void feed_close(feed_producer *p);
 /* Live consumers right now (after reaping dead ones). */
 int feed_consumers(feed_producer *p);
@@ -131,7 +150,8 @@ void feed_release(feed_consumer *c, uint64_t seq);
 uint32_t feed_user_flags(const feed_consumer *c);
 /* The epoch this consumer is in or will start with. */
 uint64_t feed_consumer_epoch(const feed_consumer *c);
-/* Release every hold, free the consumer record, free c. */
+/* Release every hold, unmap the device buffers, free the consumer record,
+ * free c. */
 void feed_detach(feed_consumer *c);
 
 #endif

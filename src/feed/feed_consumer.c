@@ -4,8 +4,14 @@
  * A consumer batch is a view of some rows of one producer batch. The
  * consumer holds a producer batch while it is slicing it and while any view
  * of it is unreleased; the oldest such sequence is published as `low`, the
- * number the producer's backpressure reads. */
+ * number the producer's backpressure reads.
+ *
+ * A slot's device buffer is mapped (cuIpcOpenMemHandle, which is costly)
+ * the first time a batch in that slot carries a CUDA tensor, and the
+ * mapping is kept for every later batch in the slot: the producer never
+ * replaces a slot's buffer. feed_detach closes each mapping exactly once. */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +36,8 @@ struct feed_consumer {
     uint64_t checked_ns;  /* last producer liveness check */
     hold *holds;          /* unreleased views, by producer sequence */
     uint32_t nholds, cap;
+    int cuda_device;      /* local ordinal of the feed's GPU; -1: unmapped */
+    uint64_t *cuda_map;   /* mapped device buffer per slot; 0: not yet */
 };
 
 /* Pick where a newcomer starts; locked. Inside the replay window it
@@ -118,17 +126,21 @@ feed_consumer *feed_attach(const char *name, uint32_t batch_size,
     }
     snprintf(c->name, sizeof c->name, "%s", name);
     c->batch_size = batch_size;
+    c->cuda_device = -1;
     int rc = open_when_ready(c, timeout_ms, err);
     if (rc == FEED_OK && producer_gone(c, err)) rc = FEED_EPRODUCER;
     if (rc == FEED_OK) {
         c->cap = c->m.hdr->nslots + 1; /* held seqs span at most ahead+1 */
         c->holds = calloc(c->cap, sizeof *c->holds);
-        rc = c->holds ? take_record(c, err) : FEED_ESYS;
-        if (!c->holds) feed_seterr(err, rc, "feed %s: out of memory", name);
+        c->cuda_map = calloc(c->m.hdr->nslots, sizeof *c->cuda_map);
+        rc = c->holds && c->cuda_map ? take_record(c, err) : FEED_ESYS;
+        if (rc == FEED_ESYS)
+            feed_seterr(err, rc, "feed %s: out of memory", name);
     }
     if (rc != FEED_OK) {
         feed_shm_unmap(&c->m);
         free(c->holds);
+        free(c->cuda_map);
         free(c);
         return NULL;
     }
@@ -210,7 +222,9 @@ static void make_view(feed_consumer *c, const feed_shm_slot *s,
     uint64_t total = s->rows ? s->rows : 1;
     uint64_t step = c->batch_size ? c->batch_size : total;
     uint64_t n = total - c->row_off < step ? total - c->row_off : step;
-    unsigned char *data = feed_slot_data(&c->m, c->pos);
+    unsigned char *host = feed_slot_data(&c->m, c->pos);
+    unsigned char *dev =
+        (unsigned char *)(uintptr_t)c->cuda_map[c->pos % c->m.hdr->nslots];
     out->seq = c->pos;
     out->epoch = s->epoch;
     out->index = s->index;
@@ -224,18 +238,41 @@ static void make_view(feed_consumer *c, const feed_shm_slot *s,
         memcpy(t->key, st->key, sizeof t->key);
         t->dtype = st->dtype;
         t->device = st->device;
+        t->device_id = st->device == FEED_CUDA ? c->cuda_device : 0;
         t->ndim = st->ndim;
         memcpy(t->shape, st->shape, sizeof t->shape);
-        t->data = data + st->offset;
+        unsigned char *base = (st->device == FEED_CUDA ? dev : host) +
+                              st->offset;
+        t->data = base;
         t->nbytes = st->nbytes;
         if (st->ndim == 0 || s->rows == 0) continue; /* scalars: as is */
         size_t row_bytes = st->nbytes / (size_t)s->rows;
         t->shape[0] = (int64_t)n;
-        t->data = data + st->offset + c->row_off * row_bytes;
+        t->data = base + c->row_off * row_bytes;
         t->nbytes = n * row_bytes;
     }
     c->row_off += n;
     take_hold(c, c->pos);
+}
+
+/* Map the device buffer of slot s if a tensor of its batch needs it and
+ * this consumer has not mapped it yet. */
+static int map_slot(feed_consumer *c, const feed_shm_slot *s,
+                    feed_err *err) {
+    int cuda = 0;
+    for (uint32_t i = 0; i < s->ntensors; i++)
+        cuda |= s->t[i].device == FEED_CUDA;
+    uint64_t *map = &c->cuda_map[c->pos % c->m.hdr->nslots];
+    if (!cuda || *map) return FEED_OK;
+    int device;
+    int rc = feed_cuda_open(c->name, c->m.hdr->cuda_bus, s->ipc, &device,
+                            map, err);
+    if (rc != FEED_OK) return rc;
+    c->cuda_device = device;
+    feed_lock(c->m.hdr);
+    c->rec->cuda_maps++;
+    feed_unlock(c->m.hdr);
+    return FEED_OK;
 }
 
 int feed_next(feed_consumer *c, feed_batch *out, int timeout_ms,
@@ -273,6 +310,8 @@ int feed_next(feed_consumer *c, feed_batch *out, int timeout_ms,
             publish_progress(c);
             return FEED_EPOCH_END;
         }
+        rc = map_slot(c, s, err);
+        if (rc != FEED_OK) return rc;
         c->slicing = 1;
         c->row_off = 0;
         c->rec->batches++;
@@ -290,11 +329,14 @@ uint64_t feed_consumer_epoch(const feed_consumer *c) {
 void feed_detach(feed_consumer *c) {
     if (!c) return;
     feed_shm *h = c->m.hdr;
+    for (uint32_t i = 0; i < h->nslots; i++)
+        if (c->cuda_map[i]) feed_cuda_close(c->cuda_device, c->cuda_map[i]);
     feed_lock(h);
     c->rec->in_use = 0;
     pthread_cond_broadcast(&h->space_cv);
     feed_unlock(h);
     feed_shm_unmap(&c->m);
     free(c->holds);
+    free(c->cuda_map);
     free(c);
 }

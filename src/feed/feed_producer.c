@@ -1,6 +1,13 @@
 /* feed_producer.c -- the producer side of a feed: publish batches into the
  * ring under backpressure, reap dead consumers, mark epochs.
  *
+ * CUDA tensors are copied into the slot's own device buffer, never shared
+ * from the caller's memory: the buffer, like the host slot, is rewritten
+ * only when backpressure says nobody holds it, and it lives (so consumers'
+ * cached mappings stay good) until feed_close. That fixes TensorSocket's
+ * reuse of a GPU pool block a consumer still read, and its leak of IPC
+ * mappings opened per batch.
+ *
  * Invariant relied on by the consumers' late join: a publish of sequence n
  * overwrites sequence n - nslots, and nslots > replay, so while the current
  * epoch has published at most `replay` batches its first batch is intact. */
@@ -22,6 +29,8 @@ struct feed_producer {
     pid_t janitor;      /* child that unlinks the segment if we die */
     int janitor_fd;     /* its pipe: EOF tells it we are gone */
     uint64_t reaped_ns; /* last liveness sweep over the consumers */
+    int cuda_device;    /* GPU of the device buffers; -1 before the first */
+    uint64_t *cuda_buf; /* device buffer per slot; 0 until first needed */
 };
 
 /* The janitor only waits for EOF on its pipe, then unlinks the segment if
@@ -110,7 +119,10 @@ feed_producer *feed_create(const feed_config *cfg_in, feed_err *err) {
         return NULL;
     }
     snprintf(p->name, sizeof p->name, "%s", cfg.name);
-    int rc = feed_shm_create(&p->m, &cfg, err);
+    p->cuda_device = -1;
+    p->cuda_buf = calloc(cfg.slots, sizeof *p->cuda_buf);
+    int rc = p->cuda_buf ? feed_shm_create(&p->m, &cfg, err) : FEED_ESYS;
+    if (!p->cuda_buf) feed_seterr(err, rc, "feed %s: out of memory", p->name);
     if (rc == FEED_EEXIST && replace_stale(cfg.name, err) == FEED_OK)
         rc = feed_shm_create(&p->m, &cfg, err);
     if (rc == FEED_OK) rc = start_janitor(p, err);
@@ -119,6 +131,7 @@ feed_producer *feed_create(const feed_config *cfg_in, feed_err *err) {
             feed_shm_unlink_if_ours(&p->m, p->name);
             feed_shm_unmap(&p->m);
         }
+        free(p->cuda_buf);
         free(p);
         return NULL;
     }
@@ -191,16 +204,59 @@ static int wait_for_space(feed_producer *p, int timeout_ms, feed_err *err) {
     return rc;
 }
 
-/* Lay the tensors out in the slot; FEED_ETOOBIG if they do not fit. */
-static int fill_slot(feed_producer *p, feed_shm_slot *s, unsigned char *data,
-                     const feed_tensor *t, int n, feed_err *err) {
-    uint64_t off = 0, rows = 0;
+/* The device buffer of slot `seq` on `device`, made on first use. All of
+ * a feed's buffers live on one GPU, named in the header by PCI bus id. */
+static int cuda_slot(feed_producer *p, uint64_t seq, feed_shm_slot *s,
+                     int device, uint64_t *buf, feed_err *err) {
+    feed_shm *h = p->m.hdr;
+    if (p->cuda_device < 0) {
+        int rc = feed_cuda_bus_id(p->name, device, h->cuda_bus, err);
+        if (rc != FEED_OK) return rc;
+        p->cuda_device = device;
+    } else if (device != p->cuda_device) {
+        feed_seterr(err, FEED_EINVAL,
+                    "feed %s: tensor on cuda:%d, but the feed's device "
+                    "buffers are on cuda:%d",
+                    p->name, device, p->cuda_device);
+        return FEED_EINVAL;
+    }
+    uint64_t *b = &p->cuda_buf[seq % h->nslots];
+    int rc = *b ? FEED_OK
+                : feed_cuda_alloc(p->name, device, h->slot_bytes, b, s->ipc,
+                                  err);
+    *buf = *b;
+    return rc;
+}
+
+/* Copy tensor t to `off` in the slot: host bytes into the shared segment,
+ * CUDA bytes into the slot's device buffer. */
+static int copy_tensor(feed_producer *p, uint64_t seq, feed_shm_slot *s,
+                       const feed_tensor *t, uint64_t off, feed_err *err) {
+    if (t->device == FEED_HOST) {
+        memcpy(feed_slot_data(&p->m, seq) + off, t->data, t->nbytes);
+        return FEED_OK;
+    }
+    uint64_t buf;
+    int rc = cuda_slot(p, seq, s, t->device_id, &buf, err);
+    if (rc != FEED_OK) return rc;
+    return feed_cuda_copy(p->name, t->device_id, buf + off,
+                          (uint64_t)(uintptr_t)t->data, t->nbytes, err);
+}
+
+/* Lay the tensors out in slot `seq`; FEED_ETOOBIG if they do not fit.
+ * Host and CUDA tensors are packed separately, each from offset 0 of the
+ * host slot or the device buffer, which are both slot_bytes long. */
+static int fill_slot(feed_producer *p, uint64_t seq, const feed_tensor *t,
+                     int n, feed_err *err) {
+    feed_shm_slot *s = feed_slot_meta(&p->m, seq);
+    uint64_t end[2] = {0, 0}, rows = 0; /* by device: FEED_HOST, FEED_CUDA */
     for (int i = 0; i < n; i++) {
         size_t esize = feed_dtype_size(t[i].dtype);
         int64_t count = 1;
         for (int d = 0; d < t[i].ndim; d++) count *= t[i].shape[d];
         if (!esize || t[i].ndim < 0 || t[i].ndim > FEED_MAX_DIMS ||
-            t[i].device != FEED_HOST || (size_t)count * esize != t[i].nbytes) {
+            (t[i].device != FEED_HOST && t[i].device != FEED_CUDA) ||
+            (size_t)count * esize != t[i].nbytes) {
             feed_seterr(err, FEED_EINVAL,
                         "feed %s: tensor %d: bad dtype, shape, device or "
                         "byte count",
@@ -216,12 +272,14 @@ static int fill_slot(feed_producer *p, feed_shm_slot *s, unsigned char *data,
             return FEED_EINVAL;
         }
         if (i == 0 || !rows) rows = r;
-        off = (off + FEED_DATA_ALIGN - 1) / FEED_DATA_ALIGN * FEED_DATA_ALIGN;
+        uint64_t off = (end[t[i].device] + FEED_DATA_ALIGN - 1) /
+                       FEED_DATA_ALIGN * FEED_DATA_ALIGN;
         if (off + t[i].nbytes > p->m.hdr->slot_bytes) {
             feed_seterr(err, FEED_ETOOBIG,
-                        "feed %s: batch needs more than the %llu bytes of a "
-                        "slot",
-                        p->name, (unsigned long long)p->m.hdr->slot_bytes);
+                        "feed %s: batch needs more than the %llu %s bytes of "
+                        "a slot",
+                        p->name, (unsigned long long)p->m.hdr->slot_bytes,
+                        t[i].device == FEED_CUDA ? "device" : "host");
             return FEED_ETOOBIG;
         }
         feed_shm_tensor *st = &s->t[i];
@@ -233,8 +291,9 @@ static int fill_slot(feed_producer *p, feed_shm_slot *s, unsigned char *data,
         memcpy(st->shape, t[i].shape, sizeof st->shape);
         st->offset = off;
         st->nbytes = t[i].nbytes;
-        memcpy(data + off, t[i].data, t[i].nbytes);
-        off += t[i].nbytes;
+        int rc = copy_tensor(p, seq, s, &t[i], off, err);
+        if (rc != FEED_OK) return rc;
+        end[t[i].device] = off + t[i].nbytes;
     }
     s->ntensors = (uint32_t)n;
     s->rows = rows;
@@ -269,10 +328,9 @@ int feed_publish(feed_producer *p, const feed_tensor *t, int n,
     int rc = wait_for_space(p, timeout_ms, err);
     if (rc != FEED_OK) return rc;
     uint64_t seq = p->m.hdr->head; /* only we move head */
-    feed_shm_slot *s = feed_slot_meta(&p->m, seq);
-    rc = fill_slot(p, s, feed_slot_data(&p->m, seq), t, n, err);
+    rc = fill_slot(p, seq, t, n, err);
     if (rc != FEED_OK) return rc;
-    commit(p, s, 0);
+    commit(p, feed_slot_meta(&p->m, seq), 0);
     return FEED_OK;
 }
 
@@ -286,6 +344,24 @@ int feed_end_epoch(feed_producer *p, int timeout_ms, feed_err *err) {
     return FEED_OK;
 }
 
+/* Wait until no live consumer maps a device buffer (feed_detach unmaps,
+ * death unmaps); see feed_close. */
+static void wait_unmapped(feed_producer *p) {
+    feed_shm *h = p->m.hdr;
+    feed_lock(h);
+    for (;;) {
+        reap_dead(p, 1);
+        int mapped = 0;
+        for (int i = 0; i < FEED_MAX_CONSUMERS; i++)
+            mapped |= h->consumers[i].in_use && h->consumers[i].cuda_maps;
+        if (!mapped) break;
+        h->producer_waiting = 1;
+        feed_wait(h, &h->space_cv, FEED_POLL_MS);
+        h->producer_waiting = 0;
+    }
+    feed_unlock(h);
+}
+
 void feed_close(feed_producer *p) {
     if (!p) return;
     feed_shm *h = p->m.hdr;
@@ -295,7 +371,13 @@ void feed_close(feed_producer *p) {
     feed_unlock(h);
     /* Attached consumers keep their mapping and drain what is left. */
     feed_shm_unlink_if_ours(&p->m, p->name);
+    if (p->cuda_device >= 0) {
+        wait_unmapped(p);
+        for (uint32_t i = 0; i < h->nslots; i++)
+            if (p->cuda_buf[i]) feed_cuda_free(p->cuda_device, p->cuda_buf[i]);
+    }
     feed_shm_unmap(&p->m);
+    free(p->cuda_buf);
     close(p->janitor_fd);
     while (waitpid(p->janitor, NULL, 0) < 0 && errno == EINTR) {
     }

@@ -16,6 +16,7 @@
 #include <sys/types.h>
 
 #include "feed.h"
+#include "feed_cuda.h"
 
 #define FEED_SHM_PREFIX "aegis-feed-"
 #define FEED_SHM_DIR "/dev/shm/"
@@ -36,7 +37,8 @@ typedef struct {
     char key[FEED_KEY_MAX];
     int32_t dtype, device, ndim;
     int64_t shape[FEED_MAX_DIMS];
-    uint64_t offset; /* from the slot's data start (host) */
+    uint64_t offset; /* from the start of the slot's host data or,
+                        for FEED_CUDA, of its device buffer */
     uint64_t nbytes;
 } feed_shm_tensor;
 
@@ -48,6 +50,11 @@ typedef struct {
     uint64_t rows;       /* dim 0 shared by all tensors; 0 when ndim 0 */
     uint32_t end_of_epoch; /* 1: a marker, not a batch */
     uint32_t ntensors;
+    /* The slot's device buffer (slot_bytes on the feed's GPU), exported;
+     * valid once a batch with a CUDA tensor used the slot. Written once,
+     * before that batch is committed, and never changed: consumers cache
+     * their mapping of it. */
+    unsigned char ipc[FEED_CUDA_IPC_BYTES];
     feed_shm_tensor t[FEED_MAX_TENSORS];
 } feed_shm_slot;
 
@@ -60,6 +67,8 @@ typedef struct {
     uint64_t low;         /* oldest sequence still held (<= pos) */
     uint64_t batches;     /* producer batches read, for ls */
     uint64_t seen_ns;     /* last feed_next/feed_release, for ls */
+    uint32_t cuda_maps;   /* device buffers it has mapped: feed_close
+                             waits for it to unmap them */
 } feed_shm_consumer;
 
 typedef struct {
@@ -71,6 +80,9 @@ typedef struct {
     uint64_t total_bytes;
     feed_proc producer;
     char name[FEED_NAME_MAX + 1];
+    /* PCI bus id of the GPU holding the device buffers, "" until the
+     * first CUDA tensor; set before that batch is committed. */
+    char cuda_bus[FEED_CUDA_BUS_MAX];
 
     pthread_mutex_t lock;
     pthread_cond_t data_cv;  /* producer -> consumers: published, closed */
