@@ -6,6 +6,10 @@ shared-memory feed; any number of Consumer processes attach by name and
 iterate over the same batches with no copy: numpy arrays (buffer protocol)
 or torch tensors (DLPack) that point into the shared segment.
 
+torch CUDA tensors travel by CUDA IPC: the producer copies each into a
+device buffer owned by the ring slot, and consumers get torch CUDA tensors
+over their mapping of it (same GPU, no copy). numpy cannot read them.
+
     for epoch in range(epochs):          # producer process
         for _ in producer: pass
     producer.close()
@@ -31,7 +35,7 @@ _DTYPES = {"uint8": 0, "int8": 1, "int16": 2, "int32": 3, "int64": 4,
            "bool": 9}
 
 # Batch kind, kept by the producer in the feed's user flags.
-_DICT, _TORCH, _SINGLE = 1, 2, 4
+_DICT, _TORCH, _SINGLE, _CUDA = 1, 2, 4, 8
 
 _SLOT_SLACK = 1.25  # later batches may be a little larger (ragged data)
 
@@ -49,21 +53,40 @@ def _host_array(t):
     return a, _DTYPES[a.dtype.name]
 
 
+def _cuda_tensor(t):
+    """(contiguous tensor, (data_ptr, shape, device), dtype code) for a
+    torch CUDA tensor. The stream that wrote it is synchronised first: the
+    feed copies it on the device's default stream."""
+    import torch
+    t = t.detach().contiguous()
+    torch.cuda.current_stream(t.device).synchronize()
+    code = _DTYPES[str(t.dtype)[len("torch."):]]
+    return t, (t.data_ptr(), tuple(t.shape), t.device.index), code
+
+
 def _flatten(batch):
-    """[(key, array, dtype)], kind flags."""
+    """[(key, array or CUDA tuple, dtype)], kind flags, bytes, and the
+    tensors that must stay alive until the publish is done."""
     if isinstance(batch, dict):
         items, kind = list(batch.items()), _DICT
     elif isinstance(batch, (tuple, list)):
         items, kind = [("", t) for t in batch], 0
     else:
         items, kind = [("", batch)], _SINGLE
-    out = []
+    out, nbytes, keep = [], 0, []
     for key, t in items:
         if hasattr(t, "detach"):
             kind |= _TORCH
-        a, code = _host_array(t)
-        out.append((str(key), a, code))
-    return out, kind
+        if getattr(t, "is_cuda", False):
+            kind |= _CUDA
+            t, payload, code = _cuda_tensor(t)
+            keep.append(t)
+            nbytes += t.numel() * t.element_size() + 64
+        else:
+            payload, code = _host_array(t)
+            nbytes += payload.nbytes + 64
+        out.append((str(key), payload, code))
+    return out, kind, nbytes, keep
 
 
 class Producer:
@@ -94,8 +117,9 @@ class Producer:
         self._it = None
         self.epoch = 0
 
-    def _open(self, items, kind):
-        need = sum(a.nbytes + 64 for _, a, _ in items)
+    def _open(self, need, kind):
+        # Host and CUDA tensors each get slot_bytes per slot (host in
+        # shared memory, CUDA in the slot's device buffer).
         size = self.slot_bytes or int(need * _SLOT_SLACK) + 4096
         self._feed = _aegis_feed._Producer(
             self.name, size, slots=self.slots, ahead=self.ahead,
@@ -103,9 +127,10 @@ class Producer:
             user_flags=kind)
 
     def publish(self, batch):
-        items, kind = _flatten(batch)
+        # keep: the CUDA sources, alive until publish has copied them
+        items, kind, need, keep = _flatten(batch)
         if self._feed is None:
-            self._open(items, kind)
+            self._open(need, kind)
         self._feed.publish(items)
 
     def __iter__(self):
@@ -157,7 +182,7 @@ class Consumer:
     """Iterates over the batches of the feed `name`; one `for` loop is one
     epoch. batch_size 0 takes whole producer batches; otherwise each batch
     is a view of batch_size rows of a producer batch. as_torch None follows
-    the producer's batch type."""
+    the producer's batch type; a feed of CUDA tensors needs torch."""
 
     def __init__(self, name="aegis", batch_size=0, timeout=30.0,
                  as_torch=None):
@@ -167,6 +192,10 @@ class Consumer:
         flags = self._feed.user_flags
         self._kind = flags
         self._torch = bool(flags & _TORCH) if as_torch is None else as_torch
+        if flags & _CUDA and not self._torch:
+            self._feed.close()
+            raise FeedError("feed %s carries CUDA tensors: numpy cannot read "
+                            "GPU memory; use as_torch=True" % name)
         self._ended = False
         self.epoch = self._feed.epoch
 
@@ -189,6 +218,9 @@ class Consumer:
             raise StopIteration
         if got == _aegis_feed.END:
             self._ended = True
+            # Detach once the last batch is released: a producer with
+            # device buffers waits for that before it frees them.
+            self._feed.close()
             raise StopIteration
         if self._kind & _DICT:
             return {k: self._convert(v) for k, v in got}

@@ -6,10 +6,13 @@
  * (which calls feed_release when the last reference to it goes) and one
  * _View per tensor. A _View exports the shared bytes through the buffer
  * protocol (numpy) and __dlpack__ (torch), and keeps its _Hold alive, so the
- * slot cannot be reused while any array or tensor still points into it. */
+ * slot cannot be reused while any array or tensor still points into it.
+ * Views of CUDA tensors export a kDLCUDA DLPack tensor over the consumer's
+ * mapping of the slot's device buffer, again with no copy. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <stdint.h>
 #include <string.h>
 
 #include "feed.h"
@@ -131,7 +134,10 @@ static int view_getbuffer(ViewObject *self, Py_buffer *view, int flags) {
         return -1;
     }
     if (self->t.device != FEED_HOST) {
-        PyErr_SetString(PyExc_BufferError, "a CUDA tensor has no host buffer");
+        PyErr_Format(PyExc_BufferError,
+                     "feed tensor '%s' is on cuda:%d: numpy cannot read GPU "
+                     "memory; read this feed as torch tensors",
+                     self->t.key, self->t.device_id);
         return -1;
     }
     view->obj = (PyObject *)self;
@@ -179,6 +185,7 @@ static PyObject *view_dlpack(ViewObject *self, PyObject *args,
     m->dl_tensor.data = self->t.data;
     m->dl_tensor.device.device_type =
         self->t.device == FEED_CUDA ? DL_CUDA : DL_CPU;
+    m->dl_tensor.device.device_id = self->t.device_id;
     m->dl_tensor.ndim = self->t.ndim;
     m->dl_tensor.dtype = dl_dtype(self->t.dtype);
     m->dl_tensor.shape = shape;
@@ -192,7 +199,7 @@ static PyObject *view_dlpack(ViewObject *self, PyObject *args,
 
 static PyObject *view_dlpack_device(ViewObject *self, PyObject *unused) {
     return Py_BuildValue("(ii)", self->t.device == FEED_CUDA ? DL_CUDA : DL_CPU,
-                         0);
+                         self->t.device_id);
 }
 
 static PyMethodDef view_methods[] = {
@@ -362,7 +369,62 @@ static void release_buffers(Py_buffer *bufs, int n) {
     for (int i = 0; i < n; i++) PyBuffer_Release(&bufs[i]);
 }
 
-/* Fill t from (key, buffer, dtype) tuples, holding their buffers. */
+/* A CUDA tensor comes as (data_ptr, shape, device ordinal) of contiguous
+ * memory the caller keeps alive and has synchronised: the buffer protocol
+ * cannot describe device memory. */
+static int parse_cuda(PyObject *obj, feed_tensor *ti, Py_ssize_t i) {
+    unsigned long long ptr;
+    PyObject *shape;
+    if (!PyArg_ParseTuple(obj, "KO!i", &ptr, &PyTuple_Type, &shape,
+                          &ti->device_id))
+        return -1;
+    ti->ndim = (int)PyTuple_GET_SIZE(shape);
+    if (ti->ndim > FEED_MAX_DIMS) {
+        PyErr_Format(PyExc_ValueError, "tensor %zd: %d dims (max %d)", i,
+                     ti->ndim, FEED_MAX_DIMS);
+        return -1;
+    }
+    size_t nbytes = feed_dtype_size(ti->dtype);
+    for (int d = 0; d < ti->ndim; d++) {
+        ti->shape[d] = PyLong_AsLongLong(PyTuple_GET_ITEM(shape, d));
+        if (ti->shape[d] < 0) {
+            if (!PyErr_Occurred())
+                PyErr_Format(PyExc_ValueError, "tensor %zd: negative dim",
+                             i);
+            return -1;
+        }
+        nbytes *= (size_t)ti->shape[d];
+    }
+    ti->device = FEED_CUDA;
+    ti->data = (void *)(uintptr_t)ptr;
+    ti->nbytes = nbytes;
+    return 0;
+}
+
+/* A host tensor comes as any C-contiguous buffer; its view is held in buf
+ * until the publish is done. */
+static int parse_host(PyObject *obj, feed_tensor *ti, Py_buffer *buf,
+                      Py_ssize_t i) {
+    if (PyObject_GetBuffer(obj, buf, PyBUF_C_CONTIGUOUS) < 0) return -1;
+    ti->device = FEED_HOST;
+    ti->ndim = buf->ndim;
+    if (ti->ndim > FEED_MAX_DIMS ||
+        buf->itemsize != (Py_ssize_t)feed_dtype_size(ti->dtype)) {
+        PyErr_Format(PyExc_ValueError,
+                     "tensor %zd: %d dims (max %d) or item size %zd "
+                     "does not match dtype %d",
+                     i, ti->ndim, FEED_MAX_DIMS, buf->itemsize, ti->dtype);
+        PyBuffer_Release(buf);
+        return -1;
+    }
+    for (int d = 0; d < ti->ndim; d++) ti->shape[d] = buf->shape[d];
+    ti->data = buf->buf;
+    ti->nbytes = (size_t)buf->len;
+    return 0;
+}
+
+/* Fill t from (key, buffer or CUDA tuple, dtype) tuples, holding the
+ * buffers (bufs[i].obj stays NULL for CUDA tensors). */
 static int parse_tensors(PyObject *items, feed_tensor *t, Py_buffer *bufs,
                          int *n) {
     Py_ssize_t count = PySequence_Size(items);
@@ -378,36 +440,26 @@ static int parse_tensors(PyObject *items, feed_tensor *t, Py_buffer *bufs,
         PyObject *obj;
         int dtype;
         int ok = item && PyArg_ParseTuple(item, "sOi", &key, &obj, &dtype);
-        Py_XDECREF(item);
         if (ok && !feed_dtype_size(dtype)) {
             PyErr_Format(PyExc_ValueError, "tensor %zd: bad dtype %d", i,
                          dtype);
             ok = 0;
         }
-        if (!ok ||
-            PyObject_GetBuffer(obj, &bufs[i], PyBUF_C_CONTIGUOUS) < 0) {
+        feed_tensor *ti = &t[i];
+        memset(ti, 0, sizeof *ti);
+        memset(&bufs[i], 0, sizeof bufs[i]);
+        if (ok) {
+            snprintf(ti->key, sizeof ti->key, "%s", key);
+            ti->dtype = dtype;
+            ok = (PyTuple_Check(obj) ? parse_cuda(obj, ti, i)
+                                     : parse_host(obj, ti, &bufs[i], i)) == 0;
+        }
+        Py_XDECREF(item);
+        if (!ok) {
             release_buffers(bufs, *n);
             return -1;
         }
         (*n)++;
-        feed_tensor *ti = &t[i];
-        memset(ti, 0, sizeof *ti);
-        snprintf(ti->key, sizeof ti->key, "%s", key);
-        ti->dtype = dtype;
-        ti->device = FEED_HOST;
-        ti->ndim = bufs[i].ndim;
-        if (ti->ndim > FEED_MAX_DIMS || bufs[i].itemsize !=
-                                            (Py_ssize_t)feed_dtype_size(dtype)) {
-            PyErr_Format(PyExc_ValueError,
-                         "tensor %zd: %d dims (max %d) or item size %zd "
-                         "does not match dtype %d",
-                         i, ti->ndim, FEED_MAX_DIMS, bufs[i].itemsize, dtype);
-            release_buffers(bufs, *n);
-            return -1;
-        }
-        for (int d = 0; d < ti->ndim; d++) ti->shape[d] = bufs[i].shape[d];
-        ti->data = bufs[i].buf;
-        ti->nbytes = (size_t)bufs[i].len;
     }
     return 0;
 }
@@ -462,7 +514,8 @@ static void producer_dealloc(ProducerObject *self) {
 
 static PyMethodDef producer_methods[] = {
     {"publish", (PyCFunction)producer_publish, METH_O,
-     "publish([(key, buffer, dtype)...]): copy one batch into the ring"},
+     "publish([(key, buffer | (cuda_ptr, shape, device), dtype)...]): "
+     "copy one batch into the ring"},
     {"end_epoch", (PyCFunction)producer_end_epoch, METH_NOARGS,
      "mark the end of the epoch"},
     {"consumers", (PyCFunction)producer_consumers, METH_NOARGS,
