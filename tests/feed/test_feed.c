@@ -385,8 +385,48 @@ static void test_second_live_producer_is_refused(void **state) {
     assert_int_equal(leaked_segments(), 0);
 }
 
+/* Child body: with the driver library pointed at a missing file, a CUDA
+ * tensor is refused with a message naming the file and dlopen (or, built
+ * without CUDA, saying so), and the failed publish leaves the ring as it
+ * was: the next host batch is sequence 0. */
+static int cuda_refused(const char *name) {
+    setenv("AEGIS_CUDA_LIBRARY", "/nonexistent/libcuda.so.1", 1);
+    feed_config cfg = config(name, 4, 0, 1);
+    feed_err err;
+    feed_producer *p = feed_create(&cfg, &err);
+    feed_consumer *c = p ? feed_attach(name, 0, 1000, &err) : NULL;
+    if (!c) return 10;
+    float x[ROWS];
+    feed_tensor t = {.key = "x", .dtype = FEED_F32, .device = FEED_CUDA,
+                     .ndim = 1, .shape = {ROWS}, .data = x,
+                     .nbytes = sizeof x};
+    if (feed_publish(p, &t, 1, 1000, &err) != FEED_ECUDA) return 11;
+#ifdef FEED_TEST_WITH_CUDA
+    if (!strstr(err.msg, "/nonexistent/libcuda.so.1: dlopen")) return 12;
+#else
+    if (!strstr(err.msg, "built without CUDA")) return 12;
+#endif
+    if (!strstr(err.msg, name)) return 13;
+    feed_batch b;
+    if (publish(p, 0, 1000) != FEED_OK) return 14;
+    if (feed_next(c, &b, 1000, &err) != FEED_OK || b.seq != 0) return 15;
+    feed_release(c, b.seq);
+    feed_detach(c);
+    feed_close(p);
+    return 0;
+}
+
+static void test_cuda_without_driver_is_a_clear_error(void **state) {
+    const char *name = feed_name("nocuda");
+    pid_t pid = fork(); /* the driver is loaded once per process */
+    if (pid == 0) _exit(cuda_refused(name));
+    assert_int_equal(exit_status(pid), 0);
+    assert_int_equal(leaked_segments(), 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_cuda_without_driver_is_a_clear_error),
         cmocka_unit_test(test_mixed_batch_sizes_exactly_once),
         cmocka_unit_test(test_late_join_inside_window_replays),
         cmocka_unit_test(test_late_join_outside_window_waits),
