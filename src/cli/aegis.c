@@ -4,6 +4,7 @@
  * is one line here and one file beside this one.
  */
 #include "cli.h"
+#include "client.h"
 
 #include <errno.h>
 #include <math.h>
@@ -21,6 +22,16 @@ typedef struct cli_command {
 static const cli_command commands[] = {
     {"sim", cli_sim, "replay a job trace under scheduling policies"},
     {"gen-trace", cli_gen_trace, "write a synthetic job trace (CSV)"},
+    {"submit", cli_submit, "queue jobs on aegisd"},
+    {"ls", cli_ls, "list aegisd's jobs"},
+    {"show", cli_show, "everything about one job"},
+    {"cancel", cli_cancel, "cancel jobs"},
+    {"log", cli_log, "print a job's output"},
+    {"wait", cli_wait, "wait for jobs to finish"},
+    {"gpus", cli_gpus, "the GPUs aegisd manages"},
+    {"top", cli_top, "watch the GPUs and running jobs"},
+    {"drain", cli_drain, "take a GPU out of placement"},
+    {"resume", cli_resume, "put a drained GPU back"},
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(*commands))

@@ -1,0 +1,161 @@
+/* client.c -- one request to aegisd over its Unix socket: connect, write a
+ * JSON line, read the JSON line that answers it.
+ */
+#include "client.h"
+
+#include "cli.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+const char *client_socket(const char *opt) {
+    if (opt) return opt;
+    const char *env = getenv("AEGIS_SOCKET");
+    return env && env[0] ? env : CLIENT_DEFAULT_SOCKET;
+}
+
+static int client_connect(const char *cmd, const char *path) {
+    struct sockaddr_un addr = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof(addr.sun_path)) {
+        fprintf(stderr, "aegis %s: %s: socket path too long\n", cmd, path);
+        return -1;
+    }
+    strcpy(addr.sun_path, path);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&addr, sizeof(addr)) != 0) {
+        fprintf(stderr, "aegis %s: cannot reach aegisd at %s: %s\n", cmd, path,
+                strerror(errno));
+        if (fd >= 0) close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static int client_write_all(int fd, const char *buf, size_t n) {
+    while (n > 0) {
+        ssize_t w = write(fd, buf, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return -1;
+        buf += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* Reads up to the first newline; the answer may be megabytes (ls --all). */
+static char *client_read_line(int fd, size_t *len) {
+    size_t cap = 65536, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        if (n == cap) {
+            char *grown = realloc(buf, cap *= 2);
+            if (!grown) break;
+            buf = grown;
+        }
+        ssize_t r = read(fd, buf + n, cap - n);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        char *nl = memchr(buf + n, '\n', (size_t)r);
+        n += (size_t)r;
+        if (nl) {
+            *len = (size_t)(nl - buf);
+            return buf;
+        }
+    }
+    free(buf);
+    return NULL;
+}
+
+json_t *client_call(const char *cmd, const char *socket, json_t *req) {
+    char *text = json_dumps(req, JSON_COMPACT);
+    json_decref(req);
+    if (!text) {
+        fprintf(stderr, "aegis %s: out of memory\n", cmd);
+        return NULL;
+    }
+    int fd = client_connect(cmd, socket);
+    json_t *answer = NULL;
+    size_t len = 0;
+    char *line = NULL;
+    if (fd >= 0 && client_write_all(fd, text, strlen(text)) == 0 &&
+        client_write_all(fd, "\n", 1) == 0)
+        line = client_read_line(fd, &len);
+    if (fd >= 0 && !line)
+        fprintf(stderr, "aegis %s: aegisd at %s closed the connection\n", cmd,
+                socket);
+    if (line) answer = json_loadb(line, len, 0, NULL);
+    if (line && !answer)
+        fprintf(stderr, "aegis %s: aegisd's answer is not JSON\n", cmd);
+    if (answer && !json_is_true(json_object_get(answer, "ok"))) {
+        const char *err = json_string_value(json_object_get(answer, "error"));
+        fprintf(stderr, "aegis %s: %s\n", cmd, err ? err : "request failed");
+        json_decref(answer);
+        answer = NULL;
+    }
+    free(line);
+    free(text);
+    if (fd >= 0) close(fd);
+    return answer;
+}
+
+int client_parse_id(const char *cmd, const char *text, json_int_t *id) {
+    long v;
+    if (cli_parse_long(cmd, "ID", text, 1, 0x7fffffffL, &v) != 0) return -1;
+    *id = v;
+    return 0;
+}
+
+int client_options(const char *cmd, int argc, char **argv, const char *help,
+                   const char *allowed, int min_args, int max_args,
+                   client_flags *f) {
+    static const struct option opts[] = {
+        {"socket", required_argument, NULL, 's'},
+        {"json", no_argument, NULL, 'j'},
+        {"all", no_argument, NULL, 'a'},
+        {"follow", no_argument, NULL, 'f'},
+        {"stderr", no_argument, NULL, 'e'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    memset(f, 0, sizeof(*f));
+    int ch;
+    while ((ch = getopt_long(argc, argv, "hfn:", opts, NULL)) != -1) {
+        if (ch == 'h') {
+            fputs(help, stdout);
+            return -1;
+        }
+        if (ch == 's') {
+            f->socket = optarg;
+            continue;
+        }
+        if (ch == '?' || !strchr(allowed, ch)) goto usage;
+        switch (ch) {
+        case 'j': f->json = 1; break;
+        case 'a': f->all = 1; break;
+        case 'f': f->follow = 1; break;
+        case 'e': f->err_stream = 1; break;
+        case 'n':
+            if (cli_parse_long(cmd, "n", optarg, 0, 1000000, &f->count))
+                return CLI_USAGE;
+            break;
+        }
+    }
+    f->first_arg = optind;
+    int nargs = argc - optind;
+    if (nargs >= min_args && (max_args < 0 || nargs <= max_args)) return 0;
+usage:
+    fprintf(stderr, "aegis %s: bad usage\nRun 'aegis %s --help' for usage.\n",
+            cmd, cmd);
+    return CLI_USAGE;
+}
+
+void client_print_json(json_t *v) {
+    json_dumpf(v, stdout, JSON_COMPACT);
+    putchar('\n');
+}

@@ -1,0 +1,55 @@
+/* client.h -- the `aegis` subcommands that talk to aegisd, and the one
+ * call they share: send a request line, read the answer line.
+ */
+#ifndef AEGIS_CLIENT_H
+#define AEGIS_CLIENT_H
+
+#include <jansson.h>
+
+int cli_submit(int argc, char **argv);
+int cli_ls(int argc, char **argv);
+int cli_show(int argc, char **argv);
+int cli_cancel(int argc, char **argv);
+int cli_log(int argc, char **argv);
+int cli_wait(int argc, char **argv);
+int cli_gpus(int argc, char **argv);
+int cli_top(int argc, char **argv);
+int cli_drain(int argc, char **argv);
+int cli_resume(int argc, char **argv);
+
+/* The socket: --socket if given (NULL otherwise), else $AEGIS_SOCKET, else
+ * CLIENT_DEFAULT_SOCKET. */
+#define CLIENT_DEFAULT_SOCKET "/run/aegis/aegis.sock"
+const char *client_socket(const char *opt);
+
+/* Sends req (taken) to aegisd and returns its answer. On a failure to
+ * connect, or an answer with "ok": false, prints "aegis CMD: ..." and
+ * returns NULL. The caller owns the answer. */
+json_t *client_call(const char *cmd, const char *socket, json_t *req);
+
+/* The options the client subcommands share; each allows a subset. */
+typedef struct client_flags {
+    const char *socket;
+    int json;               /* --json */
+    int all;                /* --all */
+    int follow;             /* -f, --follow */
+    int err_stream;         /* --stderr */
+    long count;             /* -n N (top): refreshes, 0 for endless */
+    int first_arg;          /* argv index of the first operand */
+} client_flags;
+
+/* Parses the options in `allowed` (letters: j all, a --all, f --follow,
+ * e --stderr, n -n; --socket and --help always) and checks the operand
+ * count is in [min_args, max_args] (-1: any). Returns -1 after --help
+ * (printed), CLI_USAGE on bad usage (explained), 0 otherwise. */
+int client_options(const char *cmd, int argc, char **argv, const char *help,
+                   const char *allowed, int min_args, int max_args,
+                   client_flags *f);
+
+/* Prints a JSON value on one line (--json output). */
+void client_print_json(json_t *v);
+
+/* A job id argument: prints "aegis CMD: ..." and returns -1 when bad. */
+int client_parse_id(const char *cmd, const char *text, json_int_t *id);
+
+#endif

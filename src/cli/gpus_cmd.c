@@ -1,0 +1,146 @@
+/* gpus_cmd.c -- `aegis gpus`, `top`, `drain` and `resume`: the server's
+ * GPUs as aegisd sees them, and taking one out of placement.
+ */
+#include "cli.h"
+#include "client.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#define SOCKET_OPT \
+"    --socket PATH   aegisd's socket (default $AEGIS_SOCKET, else\n" \
+"                    " CLIENT_DEFAULT_SOCKET ")\n"
+
+static const char gpus_help[] =
+"NAME\n    aegis gpus - the GPUs aegisd manages\n\n"
+"SYNOPSIS\n    aegis gpus [--json] [--socket PATH]\n\n"
+"DESCRIPTION\n"
+"    One line per GPU from its latest telemetry sample (taken every\n"
+"    second): memory used of total, utilization, power, whether it is\n"
+"    drained, and the jobs running on it.\n\n"
+"OPTIONS\n    --json          {gpus: [...], queued, running}\n" SOCKET_OPT
+"\nEXIT STATUS\n    0 success, 1 aegisd unreachable, 2 bad usage.\n";
+
+static const char top_help[] =
+"NAME\n    aegis top - watch the GPUs and the running jobs\n\n"
+"SYNOPSIS\n    aegis top [-n COUNT] [--socket PATH]\n\n"
+"DESCRIPTION\n"
+"    Clears the screen and shows `aegis gpus` and the running jobs of\n"
+"    `aegis ls` every second, until interrupted.\n\n"
+"OPTIONS\n    -n COUNT        stop after COUNT screens\n" SOCKET_OPT
+"\nEXIT STATUS\n    0 success, 1 aegisd unreachable, 2 bad usage.\n";
+
+static const char drain_help[] =
+"NAME\n    aegis drain, aegis resume - take a GPU out of placement, or back\n\n"
+"SYNOPSIS\n    aegis drain GPU [--socket PATH]\n"
+"    aegis resume GPU [--socket PATH]\n\n"
+"DESCRIPTION\n"
+"    A drained GPU takes no new job; jobs on it keep running. GPU is its\n"
+"    index as `aegis gpus` shows it. Only root or aegisd's user may drain.\n"
+"    Drains are not kept across restarts of aegisd.\n\n"
+"OPTIONS\n" SOCKET_OPT
+"\nEXIT STATUS\n    0 success, 1 refused or unreachable, 2 bad usage.\n";
+
+static void gpus_print(json_t *ans) {
+    printf("%-3s %-22s %17s %5s %7s %-7s %s\n", "GPU", "NAME", "MEMORY_MIB",
+           "UTIL", "POWER_W", "STATE", "JOBS");
+    size_t i, k;
+    json_t *g, *id;
+    json_array_foreach(json_object_get(ans, "gpus"), i, g) {
+        double util = json_number_value(json_object_get(g, "util"));
+        double power = json_number_value(json_object_get(g, "power_w"));
+        printf("%-3lld %-22.22s %8.0f/%-8.0f ",
+               (long long)json_integer_value(json_object_get(g, "index")),
+               json_string_value(json_object_get(g, "name")),
+               json_number_value(json_object_get(g, "used_mib")),
+               json_number_value(json_object_get(g, "total_mib")));
+        if (util >= 0) printf("%4.0f%% ", util * 100);
+        else printf("%5s ", "-");
+        if (power >= 0) printf("%7.0f ", power);
+        else printf("%7s ", "-");
+        printf("%-7s", json_is_true(json_object_get(g, "drained")) ? "drained"
+                       : json_is_true(json_object_get(g, "ok")) ? "ok" : "error");
+        json_array_foreach(json_object_get(g, "jobs"), k, id)
+            printf(" %lld", (long long)json_integer_value(id));
+        putchar('\n');
+    }
+    printf("queued %lld, running %lld\n",
+           (long long)json_integer_value(json_object_get(ans, "queued")),
+           (long long)json_integer_value(json_object_get(ans, "running")));
+}
+
+int cli_gpus(int argc, char **argv) {
+    client_flags f;
+    int rc = client_options("gpus", argc, argv, gpus_help, "j", 0, 0, &f);
+    if (rc) return rc < 0 ? CLI_OK : rc;
+    json_t *ans = client_call("gpus", client_socket(f.socket),
+                              json_pack("{s:s}", "op", "gpus"));
+    if (!ans) return CLI_FAIL;
+    if (f.json) {
+        json_object_del(ans, "ok");
+        client_print_json(ans);
+    } else {
+        gpus_print(ans);
+    }
+    json_decref(ans);
+    return CLI_OK;
+}
+
+int cli_top(int argc, char **argv) {
+    client_flags f;
+    int rc = client_options("top", argc, argv, top_help, "n", 0, 0, &f);
+    if (rc) return rc < 0 ? CLI_OK : rc;
+    const char *socket = client_socket(f.socket);
+    for (long n = 0; f.count == 0 || n < f.count; n++) {
+        if (n) sleep(1);
+        json_t *gpus = client_call("top", socket, json_pack("{s:s}", "op", "gpus"));
+        json_t *ls = gpus ? client_call("top", socket,
+                                        json_pack("{s:s}", "op", "ls")) : NULL;
+        if (!ls) {
+            json_decref(gpus);
+            return CLI_FAIL;
+        }
+        if (isatty(1)) fputs("\033[H\033[2J", stdout);
+        gpus_print(gpus);
+        printf("\n%-7s %-10s %-8s %-7s %10s\n", "ID", "USER", "GPUS", "ACTIVE",
+               "ENERGY_KJ");
+        size_t i, k;
+        json_t *j, *g;
+        json_array_foreach(json_object_get(ls, "jobs"), i, j) {
+            if (strcmp(json_string_value(json_object_get(j, "state")), "running"))
+                continue;
+            char ids[64] = "";
+            json_array_foreach(json_object_get(j, "gpu_ids"), k, g)
+                snprintf(ids + strlen(ids), sizeof(ids) - strlen(ids), "%s%lld",
+                         k ? "," : "", (long long)json_integer_value(g));
+            printf("%-7lld %-10.10s %-8s %-7s %10.1f\n",
+                   (long long)json_integer_value(json_object_get(j, "id")),
+                   json_string_value(json_object_get(j, "user")), ids,
+                   json_is_true(json_object_get(j, "active")) ? "yes" : "no",
+                   json_number_value(json_object_get(j, "energy_j")) / 1000);
+        }
+        fflush(stdout);
+        json_decref(gpus);
+        json_decref(ls);
+    }
+    return CLI_OK;
+}
+
+static int drain_or_resume(const char *op, int argc, char **argv) {
+    client_flags f;
+    int rc = client_options(op, argc, argv, drain_help, "", 1, 1, &f);
+    if (rc) return rc < 0 ? CLI_OK : rc;
+    long gpu;
+    if (cli_parse_long(op, "GPU", argv[f.first_arg], 0, 63, &gpu))
+        return CLI_USAGE;
+    json_t *ans = client_call(op, client_socket(f.socket),
+                              json_pack("{s:s, s:i}", "op", op, "gpu", (int)gpu));
+    if (!ans) return CLI_FAIL;
+    printf("GPU %ld %s\n", gpu, strcmp(op, "drain") ? "resumed" : "drained");
+    json_decref(ans);
+    return CLI_OK;
+}
+
+int cli_drain(int argc, char **argv) { return drain_or_resume("drain", argc, argv); }
+int cli_resume(int argc, char **argv) { return drain_or_resume("resume", argc, argv); }

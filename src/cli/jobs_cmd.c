@@ -1,0 +1,264 @@
+/* jobs_cmd.c -- `aegis ls`, `show`, `cancel`, `log` and `wait`: the
+ * subcommands about jobs already submitted. Each is one request to aegisd
+ * (log -f repeats its request while the job runs).
+ */
+#include "cli.h"
+#include "client.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SOCKET_OPT \
+"    --socket PATH   aegisd's socket (default $AEGIS_SOCKET, else\n" \
+"                    " CLIENT_DEFAULT_SOCKET ")\n"
+#define EXIT_STATUS \
+"\nEXIT STATUS\n    0 success, 1 failure (aegisd unreachable, refused, or a job\n" \
+"    not found), 2 bad usage.\n"
+
+static const char ls_help[] =
+"NAME\n    aegis ls - list aegisd's jobs\n\n"
+"SYNOPSIS\n    aegis ls [--all] [--json] [--socket PATH]\n\n"
+"DESCRIPTION\n"
+"    Lists queued and running jobs (with --all, finished ones too), in\n"
+"    submission order: id, owner, state (queued, running, done, failed,\n"
+"    cancelled), GPUs asked for, attempts made, energy so far, and the\n"
+"    command -- shown only for your own jobs (root sees all).\n\n"
+"OPTIONS\n"
+"    --all           finished jobs too\n"
+"    --json          a JSON array of jobs, each with at least id, state,\n"
+"                    user, gpus, attempts and energy_j\n" SOCKET_OPT EXIT_STATUS;
+
+static const char show_help[] =
+"NAME\n    aegis show - everything aegisd knows about one job\n\n"
+"SYNOPSIS\n    aegis show ID [--json] [--socket PATH]\n\n"
+"DESCRIPTION\n"
+"    Prints a job's state and why it is in it, its attempts (GPUs, the\n"
+"    memory each was admitted with, how each ended: ok, oom, failed, lost\n"
+"    or cancelled), its energy, and its history of events. The command,\n"
+"    directory and environment are shown to its owner and root only.\n\n"
+"OPTIONS\n    --json          the job as one JSON object\n" SOCKET_OPT EXIT_STATUS;
+
+static const char cancel_help[] =
+"NAME\n    aegis cancel - cancel jobs\n\n"
+"SYNOPSIS\n    aegis cancel ID... [--socket PATH]\n\n"
+"DESCRIPTION\n"
+"    Removes queued jobs from the queue and stops running ones: their\n"
+"    session gets SIGTERM, then SIGKILL 10 s later. Only a job's owner or\n"
+"    root may cancel it. Nothing is cancelled unless all IDs may be.\n\n"
+"OPTIONS\n" SOCKET_OPT EXIT_STATUS;
+
+static const char log_help[] =
+"NAME\n    aegis log - print a job's output\n\n"
+"SYNOPSIS\n    aegis log ID [-f] [--stderr] [--socket PATH]\n\n"
+"DESCRIPTION\n"
+"    Prints what the job wrote to stdout (with --stderr, to stderr) over\n"
+"    all its attempts. Only the job's owner or root may read it.\n\n"
+"OPTIONS\n"
+"    -f, --follow    keep printing new output until the job finishes\n"
+"    --stderr        the job's stderr instead of its stdout\n" SOCKET_OPT EXIT_STATUS;
+
+static const char wait_help[] =
+"NAME\n    aegis wait - wait for jobs to finish\n\n"
+"SYNOPSIS\n    aegis wait ID... [--json] [--socket PATH]\n\n"
+"DESCRIPTION\n"
+"    Returns when every job named has finished, printing each one's final\n"
+"    state and reason. Exit status 0 when all of them are done (succeeded),\n"
+"    1 when any failed or was cancelled.\n\n"
+"OPTIONS\n    --json          a JSON array of {id, state, reason}\n" SOCKET_OPT
+"\nEXIT STATUS\n    0 all done, 1 otherwise, 2 bad usage.\n";
+
+static json_int_t num(json_t *obj, const char *key) {
+    return json_integer_value(json_object_get(obj, key));
+}
+
+static const char *str(json_t *obj, const char *key) {
+    const char *s = json_string_value(json_object_get(obj, key));
+    return s ? s : "";
+}
+
+/* A job's command as one line: its words joined by spaces. */
+static void print_cmd(json_t *cmd, int width) {
+    char line[4096];
+    size_t at = 0;
+    size_t i;
+    json_t *w;
+    line[0] = '\0';
+    json_array_foreach(cmd, i, w) {
+        int n = snprintf(line + at, sizeof(line) - at, "%s%s", i ? " " : "",
+                         json_string_value(w));
+        if (n < 0 || (size_t)n >= sizeof(line) - at) break;
+        at += (size_t)n;
+    }
+    printf("%.*s", width, cmd ? line : "-");
+}
+
+static json_t *ids_from(const char *cmd, int argc, char **argv, int first) {
+    json_t *ids = json_array();
+    for (int i = first; i < argc; i++) {
+        json_int_t id;
+        if (client_parse_id(cmd, argv[i], &id) != 0) {
+            json_decref(ids);
+            return NULL;
+        }
+        json_array_append_new(ids, json_integer(id));
+    }
+    return ids;
+}
+
+int cli_ls(int argc, char **argv) {
+    client_flags f;
+    int rc = client_options("ls", argc, argv, ls_help, "ja", 0, 0, &f);
+    if (rc) return rc < 0 ? CLI_OK : rc;
+    json_t *ans = client_call("ls", client_socket(f.socket),
+                              json_pack("{s:s, s:b}", "op", "ls", "all", f.all));
+    if (!ans) return CLI_FAIL;
+    json_t *jobs = json_object_get(ans, "jobs");
+    if (f.json) {
+        client_print_json(jobs);
+    } else {
+        printf("%-7s %-10s %-9s %4s %4s %9s  %s\n", "ID", "USER", "STATE",
+               "GPUS", "ATT", "ENERGY_KJ", "NAME/COMMAND");
+        size_t i;
+        json_t *j;
+        json_array_foreach(jobs, i, j) {
+            printf("%-7lld %-10.10s %-9s %4lld %4lld %9.1f  ",
+                   (long long)num(j, "id"), str(j, "user"), str(j, "state"),
+                   (long long)num(j, "gpus"), (long long)num(j, "attempts"),
+                   json_number_value(json_object_get(j, "energy_j")) / 1000);
+            if (str(j, "name")[0]) printf("%s", str(j, "name"));
+            else print_cmd(json_object_get(j, "cmd"), 60);
+            putchar('\n');
+        }
+    }
+    json_decref(ans);
+    return CLI_OK;
+}
+
+static void show_time(const char *label, json_t *t) {
+    if (!json_is_number(t)) return;
+    time_t s = (time_t)json_number_value(t);
+    char buf[64];
+    strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%S", localtime(&s));
+    printf("%-10s %s\n", label, buf);
+}
+
+static void show_text(json_t *job) {
+    printf("%-10s %lld\n%-10s %s\n%-10s %s\n", "id", (long long)num(job, "id"),
+           "user", str(job, "user"), "state", str(job, "state"));
+    if (str(job, "reason")[0]) printf("%-10s %s\n", "reason", str(job, "reason"));
+    if (str(job, "name")[0]) printf("%-10s %s\n", "name", str(job, "name"));
+    if (json_object_get(job, "cmd")) {
+        printf("%-10s ", "command");
+        print_cmd(json_object_get(job, "cmd"), 4096);
+        printf("\n%-10s %s\n%-10s %zu variables\n", "directory", str(job, "cwd"),
+               "env", json_array_size(json_object_get(job, "env")));
+    }
+    printf("%-10s %lld\n", "gpus", (long long)num(job, "gpus"));
+    json_t *mem = json_object_get(job, "mem_mib");
+    if (json_is_number(mem))
+        printf("%-10s %.0f MiB\n", "memory", json_number_value(mem));
+    if (num(job, "after")) printf("%-10s job %lld\n", "after",
+                                  (long long)num(job, "after"));
+    show_time("submitted", json_object_get(job, "submitted"));
+    show_time("finished", json_object_get(job, "finished"));
+    printf("%-10s %.1f kJ\n", "energy",
+           json_number_value(json_object_get(job, "energy_j")) / 1000);
+    size_t i;
+    json_t *a;
+    json_array_foreach(json_object_get(job, "attempt_list"), i, a)
+        printf("attempt %lld: GPU %s, %s, %.0f MiB floor, %s\n",
+               (long long)num(a, "n"), str(a, "gpus"),
+               num(a, "exclusive") ? "alone" : "shared",
+               json_number_value(json_object_get(a, "floor_mib")),
+               str(a, "how")[0] ? str(a, "how") : "running");
+    json_array_foreach(json_object_get(job, "events"), i, a) {
+        time_t s = (time_t)json_number_value(json_object_get(a, "t"));
+        char buf[32];
+        strftime(buf, sizeof(buf), "%H:%M:%S", localtime(&s));
+        printf("  %s  %s\n", buf, str(a, "text"));
+    }
+}
+
+int cli_show(int argc, char **argv) {
+    client_flags f;
+    int rc = client_options("show", argc, argv, show_help, "j", 1, 1, &f);
+    if (rc) return rc < 0 ? CLI_OK : rc;
+    json_int_t id;
+    if (client_parse_id("show", argv[f.first_arg], &id)) return CLI_USAGE;
+    json_t *ans = client_call("show", client_socket(f.socket),
+                              json_pack("{s:s, s:I}", "op", "show", "id", id));
+    if (!ans) return CLI_FAIL;
+    if (f.json) client_print_json(json_object_get(ans, "job"));
+    else show_text(json_object_get(ans, "job"));
+    json_decref(ans);
+    return CLI_OK;
+}
+
+int cli_cancel(int argc, char **argv) {
+    client_flags f;
+    int rc = client_options("cancel", argc, argv, cancel_help, "", 1, -1, &f);
+    if (rc) return rc < 0 ? CLI_OK : rc;
+    json_t *ids = ids_from("cancel", argc, argv, f.first_arg);
+    if (!ids) return CLI_USAGE;
+    json_t *ans = client_call("cancel", client_socket(f.socket),
+                              json_pack("{s:s, s:o}", "op", "cancel", "ids", ids));
+    if (!ans) return CLI_FAIL;
+    size_t i;
+    json_t *id;
+    json_array_foreach(json_object_get(ans, "cancelled"), i, id)
+        printf("cancelled %lld\n", (long long)json_integer_value(id));
+    json_decref(ans);
+    return CLI_OK;
+}
+
+int cli_log(int argc, char **argv) {
+    client_flags f;
+    int rc = client_options("log", argc, argv, log_help, "fe", 1, 1, &f);
+    if (rc) return rc < 0 ? CLI_OK : rc;
+    json_int_t id, offset = 0;
+    if (client_parse_id("log", argv[f.first_arg], &id)) return CLI_USAGE;
+    for (;;) {
+        json_t *ans = client_call("log", client_socket(f.socket),
+            json_pack("{s:s, s:I, s:I, s:b}", "op", "log", "id", id,
+                      "offset", offset, "stderr", f.err_stream));
+        if (!ans) return CLI_FAIL;
+        json_t *data = json_object_get(ans, "data");
+        fwrite(json_string_value(data), 1, json_string_length(data), stdout);
+        json_int_t next = num(ans, "offset");
+        int finished = json_is_true(json_object_get(ans, "finished"));
+        json_decref(ans);
+        if (next == offset) {
+            if (!f.follow || finished) return CLI_OK;
+            fflush(stdout);
+            usleep(250000); /* the job writes at its pace: poll 4 times/s */
+        }
+        offset = next;
+    }
+}
+
+int cli_wait(int argc, char **argv) {
+    client_flags f;
+    int rc = client_options("wait", argc, argv, wait_help, "j", 1, -1, &f);
+    if (rc) return rc < 0 ? CLI_OK : rc;
+    json_t *ids = ids_from("wait", argc, argv, f.first_arg);
+    if (!ids) return CLI_USAGE;
+    json_t *ans = client_call("wait", client_socket(f.socket),
+                              json_pack("{s:s, s:o}", "op", "wait", "ids", ids));
+    if (!ans) return CLI_FAIL;
+    json_t *jobs = json_object_get(ans, "jobs");
+    int all_done = 1;
+    size_t i;
+    json_t *j;
+    json_array_foreach(jobs, i, j) {
+        all_done &= !strcmp(str(j, "state"), "done");
+        if (!f.json)
+            printf("%lld %s %s\n", (long long)num(j, "id"), str(j, "state"),
+                   str(j, "reason"));
+    }
+    if (f.json) client_print_json(jobs);
+    json_decref(ans);
+    return all_done ? CLI_OK : CLI_FAIL;
+}

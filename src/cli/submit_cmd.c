@@ -1,0 +1,367 @@
+/* submit_cmd.c -- `aegis submit`: one command, a YAML job spec, or an
+ * array file of commands, sent to aegisd as one request (so one
+ * transaction: all the jobs are accepted or none).
+ */
+#include "cli.h"
+#include "client.h"
+
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <yaml.h>
+
+extern char **environ;
+
+static const char help[] =
+"NAME\n"
+"    aegis submit - queue training jobs on aegisd\n"
+"\n"
+"SYNOPSIS\n"
+"    aegis submit [OPTIONS] [--] COMMAND [ARG...]\n"
+"    aegis submit [OPTIONS] SPEC.yaml\n"
+"    aegis submit [OPTIONS] --array FILE\n"
+"\n"
+"DESCRIPTION\n"
+"    Queues jobs and prints their ids, one per line, once aegisd has\n"
+"    committed them to its database (a job whose id was printed survives\n"
+"    a crash of aegisd). Each job runs as you, in the current directory,\n"
+"    with the current environment, on GPUs aegisd chooses (given to it in\n"
+"    CUDA_VISIBLE_DEVICES).\n"
+"\n"
+"    With --array, each non-empty line of FILE not starting with '#' is a\n"
+"    shell command (run with /bin/sh -c); all of them are queued in one\n"
+"    transaction.\n"
+"\n"
+"    A SPEC.yaml (a file ending in .yaml or .yml) holds one job as a\n"
+"    mapping, or several under the key jobs:\n"
+"\n"
+"        jobs:\n"
+"          - name: bert\n"
+"            command: python train.py --bs 32   # string: run by /bin/sh -c\n"
+"            gpus: 1\n"
+"            mem_mib: 20000\n"
+"          - command: [python, eval.py]         # list: run as is\n"
+"            after: 41\n"
+"\n"
+"    The options below apply to every job that does not say otherwise.\n"
+"\n"
+"OPTIONS\n"
+"    --gpus N        GPUs per job (default 1)\n"
+"    --mem MIB       the job's expected peak GPU memory; aegis admits it\n"
+"                    where MIB + 2048 fit. Without it, 5120 MiB are\n"
+"                    assumed and an out-of-memory exit climbs the\n"
+"                    recovery ladder\n"
+"    --name S        a name shown by `aegis ls`\n"
+"    --after ID      run once job ID has succeeded; cancelled if it fails\n"
+"    --array FILE    one command per line, as above\n"
+"    --json          print {\"ids\": [...]} instead\n"
+"    --socket PATH   aegisd's socket (default $AEGIS_SOCKET, else\n"
+"                    " CLIENT_DEFAULT_SOCKET ")\n"
+"\n"
+"EXIT STATUS\n"
+"    0 queued, 1 aegisd failed or refused, 2 bad usage or bad input.\n";
+
+/* The options every job starts from. */
+typedef struct submit_defaults {
+    long gpus;
+    double mem;             /* < 0: none */
+    const char *name;
+    long after;             /* 0: none */
+} submit_defaults;
+
+static json_t *submit_job(json_t *cmd, const submit_defaults *def) {
+    json_t *job = json_pack("{s:o, s:i}", "cmd", cmd, "gpus", (int)def->gpus);
+    if (def->mem >= 0) json_object_set_new(job, "mem_mib", json_real(def->mem));
+    if (def->name) json_object_set_new(job, "name", json_string(def->name));
+    if (def->after > 0) json_object_set_new(job, "after", json_integer(def->after));
+    return job;
+}
+
+static json_t *submit_shell(const char *line) {
+    return json_pack("[s, s, s]", "/bin/sh", "-c", line);
+}
+
+/* Reads an array file: one job per command line. */
+static int submit_array(const char *path, const submit_defaults *def,
+                        json_t *jobs) {
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        perror(path);
+        return -1;
+    }
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    int lineno = 0, rc = 0;
+    while ((n = getline(&line, &cap, f)) > 0) {
+        lineno++;
+        while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+            line[--n] = '\0';
+        const char *p = line + strspn(line, " \t");
+        if (*p == '\0' || *p == '#') continue;
+        json_t *cmd = submit_shell(p);
+        if (!cmd) {
+            fprintf(stderr, "aegis submit: %s:%d: not UTF-8 text\n", path,
+                    lineno);
+            rc = -1;
+            break;
+        }
+        json_array_append_new(jobs, submit_job(cmd, def));
+    }
+    free(line);
+    fclose(f);
+    if (rc == 0 && json_array_size(jobs) == 0) {
+        fprintf(stderr, "aegis submit: %s: no commands\n", path);
+        rc = -1;
+    }
+    return rc;
+}
+
+/* ---- YAML job specs -------------------------------------------------------- */
+
+static const char *spec_scalar(yaml_document_t *doc, yaml_node_t *n) {
+    (void)doc;
+    return n && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value
+                                            : NULL;
+}
+
+static int spec_error(const char *path, yaml_node_t *n, const char *msg,
+                      const char *key) {
+    fprintf(stderr, "aegis submit: %s:%d: %s%s%s\n", path,
+            (int)n->start_mark.line + 1, key ? key : "", key ? ": " : "", msg);
+    return -1;
+}
+
+static int spec_number(const char *path, yaml_node_t *v, const char *key,
+                       double lo, double hi, double *out) {
+    const char *text = spec_scalar(NULL, v);
+    char *end;
+    double d = text ? strtod(text, &end) : 0;
+    if (!text || end == text || *end || d < lo || d > hi)
+        return spec_error(path, v, "not a number in range", key);
+    *out = d;
+    return 0;
+}
+
+/* The command of a spec: a string for /bin/sh -c, or a list of words. */
+static json_t *spec_command(yaml_document_t *doc, yaml_node_t *v) {
+    if (v->type == YAML_SCALAR_NODE) return submit_shell(spec_scalar(doc, v));
+    if (v->type != YAML_SEQUENCE_NODE) return NULL;
+    json_t *cmd = json_array();
+    for (yaml_node_item_t *it = v->data.sequence.items.start;
+         it < v->data.sequence.items.top; it++) {
+        const char *w = spec_scalar(doc, yaml_document_get_node(doc, *it));
+        if (!w) {
+            json_decref(cmd);
+            return NULL;
+        }
+        json_array_append_new(cmd, json_string(w));
+    }
+    return json_array_size(cmd) ? cmd : (json_decref(cmd), NULL);
+}
+
+static int spec_job(const char *path, yaml_document_t *doc, yaml_node_t *map,
+                    const submit_defaults *def, json_t *jobs) {
+    if (map->type != YAML_MAPPING_NODE)
+        return spec_error(path, map, "expected a job (a mapping)", NULL);
+    submit_defaults d = *def;
+    json_t *cmd = NULL;
+    double num;
+    for (yaml_node_pair_t *p = map->data.mapping.pairs.start;
+         p < map->data.mapping.pairs.top; p++) {
+        yaml_node_t *kn = yaml_document_get_node(doc, p->key);
+        yaml_node_t *v = yaml_document_get_node(doc, p->value);
+        const char *k = spec_scalar(doc, kn);
+        int rc = 0;
+        if (!k) rc = spec_error(path, kn, "expected a key", NULL);
+        else if (!strcmp(k, "command")) {
+            json_decref(cmd);
+            if (!(cmd = spec_command(doc, v)))
+                rc = spec_error(path, v, "expected a string or a list of "
+                                "words", k);
+        } else if (!strcmp(k, "name")) {
+            if (!(d.name = spec_scalar(doc, v)))
+                rc = spec_error(path, v, "expected a string", k);
+        } else if (!strcmp(k, "gpus")) {
+            rc = spec_number(path, v, k, 1, 64, &num);
+            d.gpus = (long)num;
+        } else if (!strcmp(k, "mem_mib")) {
+            rc = spec_number(path, v, k, 0, 1 << 20, &d.mem);
+        } else if (!strcmp(k, "after")) {
+            rc = spec_number(path, v, k, 1, 1e15, &num);
+            d.after = (long)num;
+        } else {
+            rc = spec_error(path, kn, "unknown key (command, name, gpus, "
+                            "mem_mib, after)", k);
+        }
+        if (rc) {
+            json_decref(cmd);
+            return -1;
+        }
+    }
+    if (!cmd) return spec_error(path, map, "command: missing", NULL);
+    json_array_append_new(jobs, submit_job(cmd, &d));
+    return 0;
+}
+
+static int submit_spec(const char *path, const submit_defaults *def,
+                       json_t *jobs) {
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        perror(path);
+        return -1;
+    }
+    yaml_parser_t parser;
+    yaml_document_t doc;
+    yaml_parser_initialize(&parser);
+    yaml_parser_set_input_file(&parser, f);
+    int rc = -1;
+    if (!yaml_parser_load(&parser, &doc)) {
+        fprintf(stderr, "aegis submit: %s:%d: %s\n", path,
+                (int)parser.problem_mark.line + 1, parser.problem);
+    } else {
+        yaml_node_t *root = yaml_document_get_root_node(&doc);
+        yaml_node_t *list = NULL;
+        if (root && root->type == YAML_MAPPING_NODE)
+            for (yaml_node_pair_t *p = root->data.mapping.pairs.start;
+                 p < root->data.mapping.pairs.top; p++) {
+                const char *k = spec_scalar(&doc,
+                    yaml_document_get_node(&doc, p->key));
+                if (k && !strcmp(k, "jobs"))
+                    list = yaml_document_get_node(&doc, p->value);
+            }
+        if (!root) {
+            fprintf(stderr, "aegis submit: %s: empty spec\n", path);
+        } else if (!list) {
+            rc = spec_job(path, &doc, root, def, jobs);
+        } else if (list->type != YAML_SEQUENCE_NODE) {
+            rc = spec_error(path, list, "expected a list of jobs", "jobs");
+        } else {
+            rc = 0;
+            for (yaml_node_item_t *it = list->data.sequence.items.start;
+                 rc == 0 && it < list->data.sequence.items.top; it++)
+                rc = spec_job(path, &doc, yaml_document_get_node(&doc, *it),
+                              def, jobs);
+        }
+        yaml_document_delete(&doc);
+    }
+    yaml_parser_delete(&parser);
+    fclose(f);
+    return rc;
+}
+
+static bool submit_is_spec(const char *arg) {
+    size_t n = strlen(arg);
+    return (n > 5 && !strcmp(arg + n - 5, ".yaml")) ||
+           (n > 4 && !strcmp(arg + n - 4, ".yml"));
+}
+
+/* The submit request: this directory, this environment, the jobs. */
+static json_t *submit_request(json_t *jobs) {
+    char cwd[4096];
+    if (!getcwd(cwd, sizeof(cwd))) {
+        perror("aegis submit: getcwd");
+        json_decref(jobs);
+        return NULL;
+    }
+    json_t *env = json_array();
+    for (char **e = environ; *e; e++) {
+        json_t *s = json_string(*e);
+        if (s && strchr(*e, '=') && **e != '=') json_array_append_new(env, s);
+        else json_decref(s); /* not UTF-8: aegisd could not carry it */
+    }
+    return json_pack("{s:s, s:s, s:o, s:o}", "op", "submit", "cwd", cwd,
+                     "env", env, "jobs", jobs);
+}
+
+int cli_submit(int argc, char **argv) {
+    static const struct option opts[] = {
+        {"gpus", required_argument, NULL, 'g'},
+        {"mem", required_argument, NULL, 'm'},
+        {"name", required_argument, NULL, 'n'},
+        {"after", required_argument, NULL, 'a'},
+        {"array", required_argument, NULL, 'A'},
+        {"json", no_argument, NULL, 'j'},
+        {"socket", required_argument, NULL, 's'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    submit_defaults def = {.gpus = 1, .mem = -1};
+    const char *array = NULL, *socket = NULL;
+    bool json = false;
+    int ch;
+    /* "+": options end at the command, whose own options are its own. */
+    while ((ch = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'g':
+            if (cli_parse_long("submit", "gpus", optarg, 1, 64, &def.gpus))
+                return CLI_USAGE;
+            break;
+        case 'm':
+            if (cli_parse_double("submit", "mem", optarg, 0, 1 << 20, &def.mem))
+                return CLI_USAGE;
+            break;
+        case 'n': def.name = optarg; break;
+        case 'a':
+            if (cli_parse_long("submit", "after", optarg, 1, 0x7fffffffL,
+                               &def.after))
+                return CLI_USAGE;
+            break;
+        case 'A': array = optarg; break;
+        case 'j': json = true; break;
+        case 's': socket = optarg; break;
+        case 'h': fputs(help, stdout); return CLI_OK;
+        default: fputs("Run 'aegis submit --help' for usage.\n", stderr);
+                 return CLI_USAGE;
+        }
+    }
+    bool dashes = optind > 1 && !strcmp(argv[optind - 1], "--");
+    if ((array != NULL) == (optind < argc)) {
+        fprintf(stderr, "aegis submit: give a command, a SPEC.yaml or "
+                "--array FILE\nRun 'aegis submit --help' for usage.\n");
+        return CLI_USAGE;
+    }
+    json_t *jobs = json_array();
+    int rc = 0;
+    if (array) {
+        rc = submit_array(array, &def, jobs);
+    } else if (!dashes && optind == argc - 1 && submit_is_spec(argv[optind])) {
+        rc = submit_spec(argv[optind], &def, jobs);
+    } else {
+        json_t *cmd = json_array();
+        for (int i = optind; i < argc; i++) {
+            json_t *w = json_string(argv[i]);
+            if (!w) {
+                fprintf(stderr, "aegis submit: argument %d is not UTF-8\n",
+                        i - optind + 1);
+                rc = -1;
+            }
+            json_array_append_new(cmd, w);
+        }
+        json_array_append_new(jobs, submit_job(cmd, &def));
+    }
+    if (rc != 0) {
+        json_decref(jobs);
+        return CLI_USAGE;
+    }
+    json_t *req = submit_request(jobs);
+    json_t *ans = req ? client_call("submit", client_socket(socket), req) : NULL;
+    if (!ans) return CLI_FAIL;
+    json_t *ids = json_object_get(ans, "ids");
+    if (json) {
+        json_t *out = json_pack("{s:O}", "ids", ids);
+        json_dumpf(out, stdout, JSON_COMPACT);
+        putchar('\n');
+        json_decref(out);
+    } else {
+        size_t i;
+        json_t *id;
+        json_array_foreach(ids, i, id)
+            printf("%lld\n", (long long)json_integer_value(id));
+    }
+    json_decref(ans);
+    return CLI_OK;
+}

@@ -1,0 +1,123 @@
+/* config.c -- reading aegisd's YAML configuration into a core_config.
+ *
+ * The file is a flat mapping of scalars (comments and blank lines are
+ * fine). libyaml's event parser gives each scalar its line, so every error
+ * names FILE:LINE.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <yaml.h>
+
+/* The line of an event, 1-based. */
+static int config_line(const yaml_event_t *ev) {
+    return (int)ev->start_mark.line + 1;
+}
+
+/* Reads key/value scalar pairs until the mapping ends. */
+static int config_pairs(yaml_parser_t *p, const char *path, core_config *cfg,
+                        char *err, size_t errlen) {
+    char key[128];
+    for (;;) {
+        yaml_event_t ev;
+        if (!yaml_parser_parse(p, &ev)) {
+            snprintf(err, errlen, "%s:%d: %s", path,
+                     (int)p->problem_mark.line + 1, p->problem);
+            return -1;
+        }
+        int line = config_line(&ev);
+        yaml_event_type_t type = ev.type;
+        if (type == YAML_MAPPING_END_EVENT) {
+            yaml_event_delete(&ev);
+            return 0;
+        }
+        if (type != YAML_SCALAR_EVENT) {
+            yaml_event_delete(&ev);
+            snprintf(err, errlen, "%s:%d: expected 'name: value'", path, line);
+            return -1;
+        }
+        snprintf(key, sizeof(key), "%s", (const char *)ev.data.scalar.value);
+        yaml_event_delete(&ev);
+        if (!yaml_parser_parse(p, &ev)) {
+            snprintf(err, errlen, "%s:%d: %s", path,
+                     (int)p->problem_mark.line + 1, p->problem);
+            return -1;
+        }
+        line = config_line(&ev);
+        if (ev.type != YAML_SCALAR_EVENT) {
+            yaml_event_delete(&ev);
+            snprintf(err, errlen, "%s:%d: %s: expected a single value", path,
+                     line, key);
+            return -1;
+        }
+        char msg[256];
+        int rc = core_config_set(cfg, key, (const char *)ev.data.scalar.value,
+                                 msg, sizeof(msg));
+        yaml_event_delete(&ev);
+        if (rc != 0) {
+            snprintf(err, errlen, "%s:%d: %s", path, line, msg);
+            return -1;
+        }
+    }
+}
+
+/* Walks stream/document starts to the top mapping; an empty document is
+ * an empty configuration. */
+static int config_parse(yaml_parser_t *p, const char *path, core_config *cfg,
+                        char *err, size_t errlen) {
+    for (;;) {
+        yaml_event_t ev;
+        if (!yaml_parser_parse(p, &ev)) {
+            snprintf(err, errlen, "%s:%d: %s", path,
+                     (int)p->problem_mark.line + 1, p->problem);
+            return -1;
+        }
+        yaml_event_type_t type = ev.type;
+        int line = config_line(&ev);
+        /* a document of only "~" or "" is empty, any other scalar is not */
+        bool empty = type == YAML_SCALAR_EVENT &&
+                     (ev.data.scalar.length == 0 ||
+                      strcmp((const char *)ev.data.scalar.value, "~") == 0);
+        yaml_event_delete(&ev);
+        if (empty) return 0;
+        switch (type) {
+        case YAML_STREAM_START_EVENT:
+        case YAML_DOCUMENT_START_EVENT:
+            continue;
+        case YAML_STREAM_END_EVENT:
+        case YAML_DOCUMENT_END_EVENT:
+            return 0;
+        case YAML_MAPPING_START_EVENT:
+            return config_pairs(p, path, cfg, err, errlen);
+        default:
+            snprintf(err, errlen, "%s:%d: expected a mapping of name: value",
+                     path, line);
+            return -1;
+        }
+    }
+}
+
+int config_load(const char *path, bool missing_ok, core_config *cfg,
+                char *err, size_t errlen) {
+    core_config_default(cfg);
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        if (missing_ok && errno == ENOENT) return 0;
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    yaml_parser_t p;
+    if (!yaml_parser_initialize(&p)) {
+        fclose(f);
+        snprintf(err, errlen, "%s: out of memory", path);
+        return -1;
+    }
+    yaml_parser_set_input_file(&p, f);
+    int rc = config_parse(&p, path, cfg, err, errlen);
+    yaml_parser_delete(&p);
+    fclose(f);
+    return rc;
+}

@@ -1,0 +1,27 @@
+/* config.h -- aegisd's configuration file: YAML, one key per core
+ * parameter (core.h core_config), e.g.
+ *
+ *     policy: aegis
+ *     smact_max: 0.50
+ *
+ * Every key goes through core_config_set(), so the file accepts exactly
+ * the names `aegis sim --set` accepts and nothing else.
+ */
+#ifndef AEGIS_CONFIG_H
+#define AEGIS_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "core.h"
+
+/* Where aegisd looks when --config is not given. */
+#define CONFIG_DEFAULT_PATH "/etc/aegis/aegis.yaml"
+
+/* Fills cfg with the defaults, then the keys of the file at path. A missing
+ * file is an error unless missing_ok. Returns 0, or -1 with "FILE:LINE:
+ * message" in err; cfg is then unusable. */
+int config_load(const char *path, bool missing_ok, core_config *cfg,
+                char *err, size_t errlen);
+
+#endif

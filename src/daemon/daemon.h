@@ -1,0 +1,144 @@
+/* daemon.h -- the parts of aegisd shared by its files: the daemon state,
+ * the in-memory job table, and the entry points each file offers the
+ * others. Not a public API: only src/daemon includes it.
+ *
+ *   daemon.c    the libuv loop: socket server, timer, signals, start/stop
+ *   jobs.c      a job's life: queue, launch, observe, exit, recovery
+ *   handlers.c  one function per request op
+ *
+ * Ownership: the d_daemon owns every d_job, d_conn and the core, store and
+ * telemetry handles; d_run() creates and frees them all.
+ */
+#ifndef AEGIS_DAEMON_H
+#define AEGIS_DAEMON_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+
+#include <jansson.h>
+#include <uv.h>
+
+#include "core.h"
+#include "proto.h"
+#include "store.h"
+#include "tel.h"
+
+typedef struct d_options {
+    const char *socket_path;
+    const char *state_dir;
+    const char *config_path;    /* NULL: CONFIG_DEFAULT_PATH if present */
+    const char *nvml_path;      /* NULL: $AEGIS_NVML_LIBRARY or the driver */
+    bool foreground;
+    bool drain_on_stop;         /* SIGTERM waits for running jobs */
+} d_options;
+
+typedef enum d_state {
+    D_HELD,         /* waiting for its --after job to succeed */
+    D_QUEUED,       /* in the core's queue */
+    D_RUNNING       /* an attempt is running */
+} d_state;
+
+typedef struct d_job {
+    int64_t id;
+    uid_t uid;
+    gid_t gid;
+    char user[64];
+    int num_gpus;
+    double mem_mib;             /* estimate, < 0 when none */
+    int64_t after;              /* 0 or the job this one waits for */
+    d_state state;
+    bool in_core;               /* false for a job adopted after a restart:
+                                   the core never placed it (see jobs.c) */
+    int attempts;               /* attempts started so far */
+    int lost;                   /* attempts lost in a row */
+    /* the running attempt */
+    int ngpus;
+    int gpus[CORE_MAX_JOB_GPUS];
+    bool exclusive;
+    double floor_mib;
+    pid_t shim_pid;
+    unsigned long long shim_start;
+    pid_t job_pid;
+    long long err_offset;
+    bool active;                /* seen on its GPUs */
+    bool cancelling;
+    double kill_at;             /* SIGKILL the session then (monotonic s) */
+    double energy_j;            /* its share of its GPUs' energy so far */
+} d_job;
+
+/* One client connection: a line buffer and, for `wait`, what it awaits. */
+typedef struct d_conn {
+    uv_pipe_t pipe;
+    struct d_daemon *d;
+    uid_t uid;                  /* peer credentials (SO_PEERCRED) */
+    gid_t gid;
+    pid_t pid;
+    char *buf;
+    size_t len, cap;
+    int64_t *wait_ids;          /* ids still awaited, or NULL */
+    size_t nwait;
+    json_t *wait_result;        /* the awaited jobs' final states so far */
+    struct d_conn *prev, *next;
+} d_conn;
+
+typedef struct d_gpu {
+    tel_gpu_reading last;       /* the latest reading */
+    bool ok;                    /* last read succeeded */
+    double energy_seen_j;       /* energy counter at the previous tick */
+    bool drained;               /* by `aegis drain` */
+    int adopted;                /* adopted jobs on it: kept closed */
+} d_gpu;
+
+typedef struct d_daemon {
+    d_options opt;
+    uv_loop_t *loop;
+    uv_pipe_t server;
+    uv_timer_t tick;
+    uv_signal_t sig_chld, sig_term, sig_int, sig_hup;
+    bool stopping;
+    core_config cfg;
+    core_state *core;
+    store *st;
+    tel_state *tel;
+    int ngpus;
+    d_gpu gpus[CORE_MAX_GPUS];
+    char log_dir[4096], run_dir[4096];
+    bool as_root;               /* run jobs as their submitters */
+    d_job **jobs;               /* unfinished jobs, sorted by id */
+    size_t njobs, capjobs;
+    d_conn *conns;
+    int nconns;
+    double t0;                  /* uv_hrtime at start, for d_now */
+} d_daemon;
+
+int d_run(const d_options *opt);
+
+/* daemon.c */
+double d_now(const d_daemon *d);            /* monotonic seconds */
+double d_wall(void);                        /* Unix time */
+void d_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void d_reply(d_conn *c, json_t *msg);       /* takes msg */
+void d_reply_error(d_conn *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void d_conn_resume(d_conn *c);              /* read requests again */
+
+/* jobs.c */
+d_job *d_job_find(d_daemon *d, int64_t id);
+int d_jobs_submitted(d_daemon *d, const store_owner *owner,
+                     const proto_request *req, int64_t first_id);
+void d_jobs_recover(d_daemon *d);
+void d_jobs_schedule(d_daemon *d);
+void d_jobs_check_exits(d_daemon *d);
+void d_jobs_tick(d_daemon *d);              /* telemetry, observation */
+int d_job_cancel(d_daemon *d, d_job *job);
+int d_core_rebuild(d_daemon *d, const core_config *cfg, char *err,
+                   size_t errlen);
+
+/* handlers.c */
+void d_handle(d_conn *c, const proto_request *req);
+void d_waiters_job_done(d_daemon *d, int64_t id, const char *state,
+                        const char *reason);
+
+#endif

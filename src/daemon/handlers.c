@@ -1,0 +1,322 @@
+/* handlers.c -- one function per request op. Each checks what the peer
+ * may do (its uid comes from SO_PEERCRED, never from the request) and
+ * answers exactly one line, except `wait`, which answers when its jobs
+ * have finished.
+ *
+ * Privacy rule: anyone may list the queue, but only the job's owner or
+ * root sees its command, directory and environment, reads its log or
+ * cancels it.
+ */
+#include "daemon.h"
+
+#include "exec.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Bytes of log per `log` answer: big enough that following a log is cheap,
+ * small enough that one answer never approaches a client's line limit. */
+#define D_LOG_CHUNK 65536
+
+static bool d_may_see(const d_conn *c, uid_t owner) {
+    return c->uid == 0 || c->uid == owner;
+}
+
+/* Adds what only the daemon's memory knows to a job's row. */
+static void d_live_fields(d_daemon *d, json_t *row) {
+    d_job *job = d_job_find(d, json_integer_value(json_object_get(row, "id")));
+    if (!job) return;
+    json_object_set_new(row, "energy_j", json_real(job->energy_j));
+    if (job->state == D_HELD)
+        json_object_set_new(row, "waiting_for", json_integer(job->after));
+    if (job->state != D_RUNNING) return;
+    json_t *gpus = json_array();
+    for (int i = 0; i < job->ngpus; i++)
+        json_array_append_new(gpus, json_integer(job->gpus[i]));
+    json_object_set_new(row, "gpu_ids", gpus);
+    json_object_set_new(row, "active", json_boolean(job->active));
+    json_object_set_new(row, "pid", json_integer(job->job_pid));
+}
+
+/* Removes the private fields of a row the peer does not own. */
+static void d_redact(const d_conn *c, json_t *row) {
+    if (d_may_see(c, (uid_t)json_integer_value(json_object_get(row, "uid"))))
+        return;
+    json_object_del(row, "cmd");
+    json_object_del(row, "cwd");
+    json_object_del(row, "env");
+}
+
+static void d_on_submit(d_conn *c, const proto_request *req) {
+    d_daemon *d = c->d;
+    if (!d->as_root && c->uid != geteuid()) {
+        d_reply_error(c, "this aegisd runs as uid %d and runs jobs as that "
+                      "user only; uid %d may not submit", (int)geteuid(),
+                      (int)c->uid);
+        return;
+    }
+    for (size_t i = 0; i < req->njobs; i++) {
+        const proto_job *j = &req->jobs[i];
+        if (j->gpus > d->ngpus) {
+            d_reply_error(c, "jobs[%zu].gpus: %d GPUs asked, the server has "
+                          "%d", i, j->gpus, d->ngpus);
+            return;
+        }
+        if (j->after > 0 && !d_job_find(d, j->after)) {
+            json_t *dep = store_job(d->st, j->after, false);
+            json_decref(dep);
+            if (!dep) {
+                d_reply_error(c, "jobs[%zu].after: no job %lld", i,
+                              (long long)j->after);
+                return;
+            }
+        }
+    }
+    char user[64], err[512];
+    struct passwd pw, *found = NULL;
+    char pwbuf[4096];
+    getpwuid_r(c->uid, &pw, pwbuf, sizeof(pwbuf), &found);
+    snprintf(user, sizeof(user), "%s", found ? found->pw_name : "");
+    if (!found) snprintf(user, sizeof(user), "%d", (int)c->uid);
+    store_owner owner = {.uid = c->uid, .gid = found ? found->pw_gid : c->gid,
+                         .user = user};
+    int64_t first;
+    if (store_submit(d->st, &owner, req, d_wall(), &first, err,
+                     sizeof(err)) != 0) {
+        d_log("%s", err);
+        d_reply_error(c, "%s", err);
+        return;
+    }
+    /* Committed: from here on the jobs exist even if aegisd dies. */
+    json_t *ids = json_array();
+    for (size_t i = 0; i < req->njobs; i++)
+        json_array_append_new(ids, json_integer(first + (int64_t)i));
+    d_reply(c, json_pack("{s:b, s:o}", "ok", 1, "ids", ids));
+    d_jobs_submitted(d, &owner, req, first);
+    d_jobs_schedule(d);
+}
+
+static void d_on_ls(d_conn *c, const proto_request *req) {
+    json_t *jobs = store_list(c->d->st, req->all);
+    size_t i;
+    json_t *row;
+    json_array_foreach(jobs, i, row) {
+        d_redact(c, row);
+        d_live_fields(c->d, row);
+    }
+    d_reply(c, json_pack("{s:b, s:o}", "ok", 1, "jobs", jobs));
+}
+
+static void d_on_show(d_conn *c, const proto_request *req) {
+    json_t *row = store_job(c->d->st, req->ids[0], true);
+    if (!row) {
+        d_reply_error(c, "job %lld: no such job", (long long)req->ids[0]);
+        return;
+    }
+    d_redact(c, row);
+    d_live_fields(c->d, row);
+    d_reply(c, json_pack("{s:b, s:o}", "ok", 1, "job", row));
+}
+
+/* Looks a job up for an owner-only op; answers the error itself. */
+static json_t *d_owned_job(d_conn *c, int64_t id, const char *op) {
+    json_t *row = store_job(c->d->st, id, false);
+    if (!row) {
+        d_reply_error(c, "job %lld: no such job", (long long)id);
+        return NULL;
+    }
+    if (!d_may_see(c, (uid_t)json_integer_value(json_object_get(row, "uid")))) {
+        d_reply_error(c, "job %lld: permission denied: only its owner or "
+                      "root may %s it", (long long)id, op);
+        json_decref(row);
+        return NULL;
+    }
+    return row;
+}
+
+static void d_on_cancel(d_conn *c, const proto_request *req) {
+    d_daemon *d = c->d;
+    /* All or nothing: check every id before cancelling any. */
+    for (size_t i = 0; i < req->nids; i++) {
+        json_t *row = d_owned_job(c, req->ids[i], "cancel");
+        if (!row) return;
+        json_decref(row);
+        if (!d_job_find(d, req->ids[i])) {
+            d_reply_error(c, "job %lld: already finished",
+                          (long long)req->ids[i]);
+            return;
+        }
+    }
+    json_t *done = json_array();
+    for (size_t i = 0; i < req->nids; i++) {
+        d_job *job = d_job_find(d, req->ids[i]);
+        if (job && !job->cancelling) d_job_cancel(d, job);
+        json_array_append_new(done, json_integer(req->ids[i]));
+    }
+    d_reply(c, json_pack("{s:b, s:o}", "ok", 1, "cancelled", done));
+    d_jobs_schedule(d);
+}
+
+static json_t *d_final(int64_t id, const char *state, const char *reason) {
+    return json_pack("{s:I, s:s, s:s}", "id", (json_int_t)id, "state", state,
+                     "reason", reason ? reason : "");
+}
+
+static void d_on_wait(d_conn *c, const proto_request *req) {
+    d_daemon *d = c->d;
+    json_t *result = json_array();
+    int64_t *pending = calloc(req->nids, sizeof(*pending));
+    size_t npending = 0;
+    for (size_t i = 0; pending && i < req->nids; i++) {
+        if (d_job_find(d, req->ids[i])) {
+            pending[npending++] = req->ids[i];
+            continue;
+        }
+        json_t *row = store_job(d->st, req->ids[i], false);
+        if (!row) {
+            d_reply_error(c, "job %lld: no such job", (long long)req->ids[i]);
+            json_decref(result);
+            free(pending);
+            return;
+        }
+        json_array_append_new(result, d_final(req->ids[i],
+            json_string_value(json_object_get(row, "state")),
+            json_string_value(json_object_get(row, "reason"))));
+        json_decref(row);
+    }
+    if (npending == 0) {
+        free(pending);
+        d_reply(c, json_pack("{s:b, s:o}", "ok", 1, "jobs", result));
+        return;
+    }
+    c->wait_ids = pending;
+    c->nwait = npending;
+    c->wait_result = result;
+    uv_read_stop((uv_stream_t *)&c->pipe);
+}
+
+void d_waiters_job_done(d_daemon *d, int64_t id, const char *state,
+                        const char *reason) {
+    for (d_conn *c = d->conns, *next; c; c = next) {
+        next = c->next;
+        size_t i = 0;
+        while (i < c->nwait && c->wait_ids[i] != id) i++;
+        if (i == c->nwait) continue;
+        c->wait_ids[i] = c->wait_ids[--c->nwait];
+        json_array_append_new(c->wait_result, d_final(id, state, reason));
+        if (c->nwait > 0) continue;
+        json_t *result = c->wait_result;
+        free(c->wait_ids);
+        c->wait_ids = NULL;
+        c->wait_result = NULL;
+        d_reply(c, json_pack("{s:b, s:o}", "ok", 1, "jobs", result));
+        d_conn_resume(c);
+    }
+}
+
+/* At most D_LOG_CHUNK bytes, cut back to a UTF-8 character boundary so a
+ * character split across answers is sent whole in the next one; bytes
+ * that are not UTF-8 at all become '?' (JSON strings must be UTF-8). */
+static json_t *d_log_text(char *buf, size_t *n) {
+    size_t cut = *n;
+    for (int back = 0; back < 3 && cut > 0 &&
+                       ((unsigned char)buf[cut - 1] & 0xC0) == 0x80; back++)
+        cut--;
+    if (cut > 0 && ((unsigned char)buf[cut - 1] & 0xC0) == 0xC0) cut--;
+    if (cut == 0) cut = *n;
+    json_t *s = json_stringn(buf, cut);
+    for (size_t i = 0; !s && i < cut; i++) {
+        if ((unsigned char)buf[i] >= 0x80) buf[i] = '?';
+        if (i == cut - 1) s = json_stringn(buf, cut);
+    }
+    *n = cut;
+    return s ? s : json_string("");
+}
+
+static void d_on_log(d_conn *c, const proto_request *req) {
+    d_daemon *d = c->d;
+    json_t *row = d_owned_job(c, req->ids[0], "read the log of");
+    if (!row) return;
+    json_decref(row);
+    char path[4200];
+    exec_log_path(path, sizeof(path), d->log_dir, req->ids[0], req->err_stream);
+    char *buf = malloc(D_LOG_CHUNK);
+    size_t n = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (buf && fd >= 0) {
+        ssize_t got = pread(fd, buf, D_LOG_CHUNK, (off_t)req->offset);
+        if (got > 0) n = (size_t)got;
+    }
+    if (fd >= 0) close(fd);
+    json_t *text = d_log_text(buf ? buf : "", &n);
+    free(buf);
+    d_reply(c, json_pack("{s:b, s:o, s:I, s:b}", "ok", 1, "data", text,
+                         "offset", (json_int_t)(req->offset + (int64_t)n),
+                         "finished", d_job_find(d, req->ids[0]) == NULL));
+}
+
+static void d_on_gpus(d_conn *c, const proto_request *req) {
+    d_daemon *d = c->d;
+    json_t *gpus = json_array();
+    for (int g = 0; g < d->ngpus; g++) {
+        const tel_gpu_reading *r = &d->gpus[g].last;
+        json_t *jobs = json_array();
+        for (size_t i = 0; i < d->njobs; i++)
+            for (int k = 0; d->jobs[i]->state == D_RUNNING &&
+                            k < d->jobs[i]->ngpus; k++)
+                if (d->jobs[i]->gpus[k] == g)
+                    json_array_append_new(jobs, json_integer(d->jobs[i]->id));
+        json_array_append_new(gpus, json_pack(
+            "{s:i, s:s, s:s, s:f, s:f, s:f, s:f, s:f, s:b, s:b, s:o}",
+            "index", g, "uuid", tel_gpu_uuid(d->tel, g),
+            "name", tel_gpu_name(d->tel, g), "total_mib", r->r.total_mib,
+            "used_mib", r->r.used_mib, "util", r->r.util,
+            "power_w", r->power_w, "energy_j", r->energy_j,
+            "drained", d->gpus[g].drained, "ok", d->gpus[g].ok, "jobs", jobs));
+    }
+    d_reply(c, json_pack("{s:b, s:o, s:i, s:i}", "ok", 1, "gpus", gpus,
+                         "queued", core_queued_count(d->core),
+                         "running", core_running_count(d->core)));
+}
+
+static void d_on_drain(d_conn *c, const proto_request *req) {
+    d_daemon *d = c->d;
+    if (c->uid != 0 && c->uid != geteuid()) {
+        d_reply_error(c, "permission denied: only root or aegisd's user may "
+                      "%s a GPU", proto_op_name(req->op));
+        return;
+    }
+    if (req->gpu >= d->ngpus) {
+        d_reply_error(c, "gpu: no GPU %d (the server has %d)", req->gpu,
+                      d->ngpus);
+        return;
+    }
+    d_gpu *g = &d->gpus[req->gpu];
+    g->drained = req->op == PROTO_DRAIN;
+    core_gpu_drain(d->core, req->gpu, g->drained || g->adopted > 0);
+    d_log("GPU %d %s by uid %d", req->gpu, g->drained ? "drained" : "resumed",
+          (int)c->uid);
+    d_reply(c, json_pack("{s:b, s:i, s:b}", "ok", 1, "gpu", req->gpu,
+                         "drained", g->drained));
+    d_jobs_schedule(d);
+}
+
+void d_handle(d_conn *c, const proto_request *req) {
+    switch (req->op) {
+    case PROTO_SUBMIT: d_on_submit(c, req); break;
+    case PROTO_LS: d_on_ls(c, req); break;
+    case PROTO_SHOW: d_on_show(c, req); break;
+    case PROTO_CANCEL: d_on_cancel(c, req); break;
+    case PROTO_WAIT: d_on_wait(c, req); break;
+    case PROTO_LOG: d_on_log(c, req); break;
+    case PROTO_GPUS: d_on_gpus(c, req); break;
+    case PROTO_DRAIN:
+    case PROTO_RESUME: d_on_drain(c, req); break;
+    }
+}

@@ -1,0 +1,561 @@
+/* jobs.c -- a job's life inside aegisd: held for its --after job, queued
+ * in the core, launched by the executor, observed on its GPUs, ended and
+ * classified, requeued by the OOM ladder or finished.
+ *
+ * The core places jobs; this file only carries out its decisions and
+ * feeds it events. One gap: the core has no call to take in a job that is
+ * already running (after a restart or a configuration reload builds a new
+ * core). Such a job is "adopted": aegisd watches it and collects its exit,
+ * but the core does not know it, so its GPUs are drained in the core until
+ * it ends -- safe (nothing is placed beside a job the core cannot see),
+ * at the price of no collocation on those GPUs meanwhile.
+ */
+#include "daemon.h"
+
+#include "exec.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Seconds between SIGTERM and SIGKILL when a running job is cancelled:
+ * time for a training loop to write a checkpoint. */
+#define D_KILL_GRACE_S 10.0
+
+/* Attempts lost in a row (their watcher died, or aegisd found them gone
+ * after a restart) before the job is failed instead of requeued: a job
+ * that keeps vanishing must not loop forever. */
+#define D_MAX_LOST 5
+
+/* ---- the table of unfinished jobs ----------------------------------------- */
+
+static size_t d_job_index(const d_daemon *d, int64_t id) {
+    size_t lo = 0, hi = d->njobs;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (d->jobs[mid]->id < id) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+d_job *d_job_find(d_daemon *d, int64_t id) {
+    size_t i = d_job_index(d, id);
+    return i < d->njobs && d->jobs[i]->id == id ? d->jobs[i] : NULL;
+}
+
+static int d_job_add(d_daemon *d, d_job *job) {
+    if (d->njobs == d->capjobs) {
+        size_t cap = d->capjobs ? d->capjobs * 2 : 256;
+        d_job **grown = realloc(d->jobs, cap * sizeof(*grown));
+        if (!grown) return -1;
+        d->jobs = grown;
+        d->capjobs = cap;
+    }
+    size_t i = d_job_index(d, job->id); /* new ids come last: i == njobs */
+    memmove(d->jobs + i + 1, d->jobs + i, (d->njobs - i) * sizeof(*d->jobs));
+    d->jobs[i] = job;
+    d->njobs++;
+    return 0;
+}
+
+static void d_job_remove(d_daemon *d, d_job *job) {
+    size_t i = d_job_index(d, job->id);
+    memmove(d->jobs + i, d->jobs + i + 1, (d->njobs - i - 1) * sizeof(*d->jobs));
+    d->njobs--;
+    free(job);
+}
+
+/* ---- queueing ------------------------------------------------------------- */
+
+static void d_job_enqueue(d_daemon *d, d_job *job);
+
+/* A finished job leaves the table; its waiters and dependents hear of it. */
+static void d_job_finish(d_daemon *d, d_job *job, const char *state,
+                         const char *reason) {
+    int64_t id = job->id;
+    store_begin(d->st);
+    store_job_energy(d->st, id, job->energy_j);
+    store_job_state(d->st, id, state, reason, d_wall());
+    store_event(d->st, id, d_wall(), "%s: %s", state, reason);
+    store_commit(d->st);
+    d_job_remove(d, job);
+    d_waiters_job_done(d, id, state, reason);
+    /* Dependents come later in id order (--after names an existing job);
+     * enqueueing one may finish it and so change the table: go by id. */
+    for (size_t i = d_job_index(d, id); i < d->njobs; i++) {
+        d_job *dep = d->jobs[i];
+        if (dep->state != D_HELD || dep->after != id) continue;
+        int64_t dep_id = dep->id;
+        d_job_enqueue(d, dep);
+        i = d_job_index(d, dep_id);
+        if (i < d->njobs && d->jobs[i]->id != dep_id) i--;
+    }
+}
+
+/* Hands the job to the core's queue; -1 with the core's reason in err. */
+static int d_job_to_core(d_daemon *d, d_job *job, char *err, size_t errlen) {
+    core_job_spec spec = {
+        .id = job->id, .num_gpus = job->num_gpus,
+        .est_mib = job->mem_mib >= 0 ? job->mem_mib : CORE_UNKNOWN,
+        .peak_mib = CORE_UNKNOWN, .util_pct = CORE_UNKNOWN,
+        .sharing_score = -1,
+    };
+    if (core_submit(d->core, &spec, d_now(d), err, errlen) != 0) return -1;
+    job->in_core = true;
+    job->state = D_QUEUED;
+    return 0;
+}
+
+/* Queues a job in the core, or holds it while its --after job is
+ * unfinished, or fails it when that job did not succeed. */
+static void d_job_enqueue(d_daemon *d, d_job *job) {
+    if (job->after > 0) {
+        if (d_job_find(d, job->after)) {
+            job->state = D_HELD;
+            return;
+        }
+        json_t *dep = store_job(d->st, job->after, false);
+        const char *state = json_string_value(json_object_get(dep, "state"));
+        bool ok = state && strcmp(state, "done") == 0;
+        char reason[128];
+        snprintf(reason, sizeof(reason), "job %lld, which it runs after, %s",
+                 (long long)job->after, state ? state : "does not exist");
+        json_decref(dep);
+        if (!ok) {
+            d_job_finish(d, job, "cancelled", reason);
+            return;
+        }
+    }
+    char err[256];
+    if (d_job_to_core(d, job, err, sizeof(err)) != 0)
+        d_job_finish(d, job, "failed", err);
+}
+
+static d_job *d_job_new(int64_t id, uid_t uid, gid_t gid, const char *user,
+                        int num_gpus, double mem_mib, int64_t after) {
+    d_job *job = calloc(1, sizeof(*job));
+    if (!job) return NULL;
+    job->id = id;
+    job->uid = uid;
+    job->gid = gid;
+    snprintf(job->user, sizeof(job->user), "%s", user);
+    job->num_gpus = num_gpus;
+    job->mem_mib = mem_mib;
+    job->after = after;
+    return job;
+}
+
+int d_jobs_submitted(d_daemon *d, const store_owner *owner,
+                     const proto_request *req, int64_t first_id) {
+    for (size_t i = 0; i < req->njobs; i++) {
+        const proto_job *pj = &req->jobs[i];
+        d_job *job = d_job_new(first_id + (int64_t)i, owner->uid, owner->gid,
+                               owner->user, pj->gpus, pj->mem_mib, pj->after);
+        if (!job || d_job_add(d, job) != 0) {
+            free(job);
+            d_log("job %lld: out of memory; it runs after a restart",
+                  (long long)first_id + (long long)i);
+            return -1;
+        }
+        d_job_enqueue(d, job);
+    }
+    return 0;
+}
+
+/* ---- launching ------------------------------------------------------------ */
+
+/* A JSON array of strings as a NULL-terminated vector pointing into it. */
+static const char **d_strings(json_t *arr) {
+    size_t n = json_array_size(arr);
+    const char **v = calloc(n + 1, sizeof(*v));
+    for (size_t i = 0; v && i < n; i++)
+        v[i] = json_string_value(json_array_get(arr, i));
+    return v;
+}
+
+static void d_gpu_list(char *out, size_t outlen, const int *gpus, int n,
+                       const tel_state *tel) {
+    size_t at = 0;
+    out[0] = '\0';
+    for (int i = 0; i < n && at < outlen; i++) {
+        int w = tel ? snprintf(out + at, outlen - at, "%s%s", i ? "," : "",
+                               tel_gpu_uuid(tel, gpus[i]))
+                    : snprintf(out + at, outlen - at, "%s%d", i ? "," : "",
+                               gpus[i]);
+        if (w < 0) break;
+        at += (size_t)w;
+    }
+}
+
+static int d_job_exec(d_daemon *d, d_job *job, const core_launch *l,
+                      exec_run *run, char *err, size_t errlen) {
+    json_t *row = store_job(d->st, job->id, true);
+    const char **argv = d_strings(json_object_get(row, "cmd"));
+    const char **env = d_strings(json_object_get(row, "env"));
+    char visible[CORE_MAX_JOB_GPUS * 48];
+    d_gpu_list(visible, sizeof(visible), l->gpus, l->num_gpus, d->tel);
+    exec_spec spec = {
+        .id = job->id, .attempt = job->attempts + 1,
+        .argv = argv, .cwd = json_string_value(json_object_get(row, "cwd")),
+        .env = env, .visible = visible, .as_user = d->as_root,
+        .uid = job->uid, .gid = job->gid, .user = job->user,
+        .log_dir = d->log_dir, .run_dir = d->run_dir,
+    };
+    int rc = -1;
+    if (!row || !argv || !env || !argv[0] || !spec.cwd)
+        snprintf(err, errlen, "job %lld: its row is unreadable: %s",
+                 (long long)job->id, store_errmsg(d->st));
+    else
+        rc = exec_start(&spec, run, err, errlen);
+    free(argv);
+    free(env);
+    json_decref(row);
+    return rc;
+}
+
+static void d_job_launch(d_daemon *d, d_job *job, const core_launch *l) {
+    exec_run run;
+    char err[512];
+    if (d_job_exec(d, job, l, &run, err, sizeof(err)) != 0) {
+        d_log("%s", err);
+        core_job_exit(d->core, job->id, CORE_EXIT_FAILED, d_now(d), NULL);
+        d_job_finish(d, job, "failed", err);
+        return;
+    }
+    job->state = D_RUNNING;
+    job->attempts++;
+    job->ngpus = l->num_gpus;
+    memcpy(job->gpus, l->gpus, sizeof(job->gpus));
+    job->exclusive = l->exclusive;
+    job->floor_mib = l->floor_mib;
+    job->shim_pid = run.shim_pid;
+    job->shim_start = run.shim_start;
+    job->job_pid = run.job_pid;
+    job->err_offset = run.err_offset;
+    job->active = false;
+    char gpus[CORE_MAX_JOB_GPUS * 4];
+    d_gpu_list(gpus, sizeof(gpus), l->gpus, l->num_gpus, NULL);
+    store_attempt a = {
+        .n = job->attempts, .gpus = gpus, .floor_mib = l->floor_mib,
+        .exclusive = l->exclusive, .shim_pid = run.shim_pid,
+        .shim_start = run.shim_start, .job_pid = run.job_pid,
+        .err_offset = run.err_offset,
+    };
+    double now = d_wall();
+    store_begin(d->st);
+    store_attempt_start(d->st, job->id, &a, now);
+    store_job_state(d->st, job->id, "running", NULL, now);
+    store_event(d->st, job->id, now,
+                "attempt %d started on GPU %s, %s, admitted with %.0f MiB",
+                a.n, gpus, l->exclusive ? "alone" : "shared", l->floor_mib);
+    store_commit(d->st);
+}
+
+void d_jobs_schedule(d_daemon *d) {
+    core_launch out[16];
+    int n;
+    do {
+        n = core_schedule(d->core, d_now(d), out, 16);
+        for (int i = 0; i < n; i++) {
+            d_job *job = d_job_find(d, out[i].job_id);
+            if (job) d_job_launch(d, job, &out[i]);
+            else core_cancel(d->core, out[i].job_id, d_now(d));
+        }
+    } while (n == 16);
+}
+
+/* ---- exits ---------------------------------------------------------------- */
+
+static void d_adopted_gpus(d_daemon *d, d_job *job, int delta) {
+    for (int i = 0; i < job->ngpus; i++) {
+        d_gpu *g = &d->gpus[job->gpus[i]];
+        g->adopted += delta;
+        core_gpu_drain(d->core, job->gpus[i], g->drained || g->adopted > 0);
+    }
+}
+
+/* What becomes of an attempt that ended with `how`: the core decides for
+ * its own jobs; an adopted job gets the same rules by hand. */
+static core_outcome d_job_outcome(d_daemon *d, d_job *job, core_exit how,
+                                  double *floor) {
+    *floor = 0;
+    if (job->in_core)
+        return core_job_exit(d->core, job->id, how, d_now(d), floor);
+    d_adopted_gpus(d, job, -1);
+    switch (how) {
+    case CORE_EXIT_OK: return CORE_DONE;
+    case CORE_EXIT_OOM: if (job->exclusive) return CORE_STOPPED; break;
+    case CORE_EXIT_LOST: break;
+    default: return CORE_STOPPED;
+    }
+    /* requeued: a fresh start up the ladder */
+    char err[256];
+    return d_job_to_core(d, job, err, sizeof(err)) == 0 ? CORE_REQUEUED
+                                                        : CORE_STOPPED;
+}
+
+/* The attempt's shim is gone: collect the status, classify, decide. */
+static void d_job_ended(d_daemon *d, d_job *job) {
+    int status;
+    char why[256], err_path[4200];
+    core_exit how;
+    if (exec_status(d->run_dir, job->id, job->attempts, &status) == 0) {
+        exec_log_path(err_path, sizeof(err_path), d->log_dir, job->id, true);
+        how = exec_classify(status, err_path, job->err_offset, why,
+                            sizeof(why));
+    } else {
+        /* The shim died without a word: make sure the job died with it. */
+        if (exec_in_job(job->job_pid, job->job_pid))
+            exec_kill(job->job_pid, SIGKILL);
+        status = -1;
+        how = CORE_EXIT_LOST;
+        snprintf(why, sizeof(why), "its watcher process vanished");
+    }
+    static const char *const how_names[] = {"ok", "oom", "failed", "lost"};
+    double now = d_wall();
+    if (job->cancelling) {
+        store_attempt_end(d->st, job->id, "cancelled", status, now);
+        d_job_finish(d, job, "cancelled", "cancelled while running");
+        return;
+    }
+    store_attempt_end(d->st, job->id, how_names[how], status, now);
+    double floor;
+    bool was_alone = job->exclusive;
+    job->lost = how == CORE_EXIT_LOST ? job->lost + 1 : 0;
+    if (job->lost >= D_MAX_LOST) {
+        if (job->in_core) core_cancel(d->core, job->id, d_now(d));
+        else d_adopted_gpus(d, job, -1);
+        d_job_finish(d, job, "failed", "lost 5 attempts in a row");
+        return;
+    }
+    switch (d_job_outcome(d, job, how, &floor)) {
+    case CORE_DONE:
+        d_job_finish(d, job, "done", why);
+        break;
+    case CORE_REQUEUED:
+        job->state = D_QUEUED;
+        store_begin(d->st);
+        store_job_energy(d->st, job->id, job->energy_j);
+        store_job_state(d->st, job->id, "queued", why, now);
+        if (floor > 0)
+            store_event(d->st, job->id, now, "attempt %d: %s; requeued with "
+                        "%.0f MiB", job->attempts, why, floor);
+        else
+            store_event(d->st, job->id, now, "attempt %d: %s; requeued to run "
+                        "alone", job->attempts, why);
+        store_commit(d->st);
+        break;
+    case CORE_STOPPED: {
+        char reason[400];
+        if (how == CORE_EXIT_OOM)
+            snprintf(reason, sizeof(reason), "%s; stopped: it ran out of "
+                     "memory %s", why, was_alone ? "on its exclusive attempt"
+                                                 : "with nowhere left to climb");
+        else
+            snprintf(reason, sizeof(reason), "%s", why);
+        d_job_finish(d, job, "failed", reason);
+        break;
+    }
+    }
+}
+
+void d_jobs_check_exits(d_daemon *d) {
+    double now = d_now(d);
+    for (size_t i = 0; i < d->njobs;) {
+        d_job *job = d->jobs[i];
+        if (job->state != D_RUNNING) {
+            i++;
+            continue;
+        }
+        if (job->cancelling && now >= job->kill_at) {
+            exec_kill(job->job_pid, SIGKILL);
+            job->kill_at = now + D_KILL_GRACE_S;
+        }
+        if (exec_alive(job->shim_pid, job->shim_start)) {
+            i++;
+            continue;
+        }
+        int64_t id = job->id;
+        d_job_ended(d, job);
+        i = d_job_index(d, id); /* the table may have changed */
+        if (i < d->njobs && d->jobs[i]->id == id) i++;
+    }
+}
+
+int d_job_cancel(d_daemon *d, d_job *job) {
+    if (job->in_core) core_cancel(d->core, job->id, d_now(d));
+    if (job->state != D_RUNNING) {
+        d_job_finish(d, job, "cancelled", "cancelled while queued");
+        return 0;
+    }
+    if (!job->in_core) d_adopted_gpus(d, job, -1);
+    job->in_core = false;
+    job->ngpus = 0; /* its GPUs are the core's again */
+    job->cancelling = true;
+    job->kill_at = d_now(d) + D_KILL_GRACE_S;
+    exec_kill(job->job_pid, SIGTERM);
+    store_event(d->st, job->id, d_wall(), "cancel: SIGTERM sent to session %d",
+                (int)job->job_pid);
+    return 0;
+}
+
+/* ---- telemetry ------------------------------------------------------------ */
+
+/* Memory of job's processes in a GPU's process list: its weight for the
+ * GPU's energy, and proof that it is active there. */
+static double d_job_mib_on(const tel_gpu_reading *r, const d_job *job,
+                           bool *seen) {
+    double mib = 0;
+    for (int p = 0; p < r->nprocs; p++)
+        if (exec_in_job(r->procs[p].pid, job->job_pid)) {
+            mib += r->procs[p].used_mib > 0 ? r->procs[p].used_mib : 0;
+            *seen = true;
+        }
+    return mib;
+}
+
+static bool d_job_on(const d_job *job, int g) {
+    for (int i = 0; i < job->ngpus; i++)
+        if (job->gpus[i] == g) return true;
+    return false;
+}
+
+/* Splits the GPU's energy since the last tick among its running jobs, in
+ * proportion to their memory there (NVML has no per-process utilization
+ * without accounting mode), evenly when none shows memory. */
+static void d_gpu_energy(d_daemon *d, int g, double joules, double now) {
+    d_job *on[TEL_MAX_PROCS];
+    double mib[TEL_MAX_PROCS], total = 0;
+    int n = 0;
+    for (size_t i = 0; i < d->njobs && n < TEL_MAX_PROCS; i++) {
+        d_job *job = d->jobs[i];
+        if (job->state != D_RUNNING || !d_job_on(job, g)) continue;
+        bool seen = false;
+        mib[n] = d_job_mib_on(&d->gpus[g].last, job, &seen);
+        total += mib[n];
+        if (seen && !job->active && job->in_core) {
+            job->active = true;
+            core_job_active(d->core, job->id, now);
+            store_event(d->st, job->id, d_wall(), "seen on GPU %d", g);
+        }
+        on[n++] = job;
+    }
+    for (int i = 0; i < n && joules > 0; i++)
+        on[i]->energy_j += total > 0 ? joules * mib[i] / total : joules / n;
+}
+
+void d_jobs_tick(d_daemon *d) {
+    double now = d_now(d);
+    for (int g = 0; g < d->ngpus; g++) {
+        d_gpu *gpu = &d->gpus[g];
+        char err[256];
+        double before = gpu->energy_seen_j;
+        gpu->ok = tel_read(d->tel, g, &gpu->last, err, sizeof(err)) == 0;
+        if (!gpu->ok) {
+            d_log("GPU %d: %s", g, err);
+            continue;
+        }
+        core_sample(d->core, g, &gpu->last.r, now);
+        double joules = 0;
+        if (gpu->last.energy_j >= 0 && before >= 0)
+            joules = gpu->last.energy_j - before;
+        else if (gpu->last.power_w >= 0)
+            joules = gpu->last.power_w * d->cfg.sample_period_s;
+        gpu->energy_seen_j = gpu->last.energy_j;
+        d_gpu_energy(d, g, joules, now);
+    }
+}
+
+/* ---- restart and reload --------------------------------------------------- */
+
+static void d_parse_gpus(d_job *job, const char *text) {
+    job->ngpus = 0;
+    for (const char *p = text; p && *p && job->ngpus < CORE_MAX_JOB_GPUS;) {
+        char *end;
+        long g = strtol(p, &end, 10);
+        if (end == p) break;
+        if (g >= 0 && g < CORE_MAX_GPUS) job->gpus[job->ngpus++] = (int)g;
+        p = *end == ',' ? end + 1 : end;
+    }
+}
+
+static int64_t d_int(json_t *obj, const char *key) {
+    return json_integer_value(json_object_get(obj, key));
+}
+
+/* A job found running in the store: re-adopt it if its shim lives. */
+static void d_job_recover_running(d_daemon *d, d_job *job, json_t *att) {
+    job->state = D_RUNNING;
+    job->in_core = false;
+    job->attempts = (int)d_int(att, "n");
+    d_parse_gpus(job, json_string_value(json_object_get(att, "gpus")));
+    job->exclusive = d_int(att, "exclusive") != 0;
+    job->floor_mib = json_number_value(json_object_get(att, "floor_mib"));
+    job->shim_pid = (pid_t)d_int(att, "shim_pid");
+    job->shim_start = (unsigned long long)d_int(att, "shim_start");
+    job->job_pid = (pid_t)d_int(att, "job_pid");
+    job->err_offset = d_int(att, "err_offset");
+    d_adopted_gpus(d, job, +1);
+    if (exec_alive(job->shim_pid, job->shim_start)) {
+        store_event(d->st, job->id, d_wall(), "attempt %d re-adopted after "
+                    "a restart (pid %d)", job->attempts, (int)job->job_pid);
+        return;
+    }
+    d_job_ended(d, job);
+}
+
+static void d_job_recover(void *ctx, json_t *row) {
+    d_daemon *d = ctx;
+    json_t *mem = json_object_get(row, "mem_mib");
+    d_job *job = d_job_new(d_int(row, "id"), (uid_t)d_int(row, "uid"),
+                           (gid_t)d_int(row, "gid"),
+                           json_string_value(json_object_get(row, "user")),
+                           (int)d_int(row, "gpus"),
+                           json_is_number(mem) ? json_number_value(mem) : -1,
+                           d_int(row, "after"));
+    if (!job || d_job_add(d, job) != 0) {
+        free(job);
+        d_log("job %lld: out of memory while recovering",
+              (long long)d_int(row, "id"));
+        return;
+    }
+    json_t *att = json_object_get(row, "attempt");
+    const char *state = json_string_value(json_object_get(row, "state"));
+    job->attempts = (int)d_int(row, "attempts");
+    if (strcmp(state, "running") == 0 && att)
+        d_job_recover_running(d, job, att);
+    else
+        d_job_enqueue(d, job);
+}
+
+void d_jobs_recover(d_daemon *d) {
+    store_each_active(d->st, d_job_recover, d);
+    if (d->njobs > 0) d_log("recovered %zu unfinished jobs", d->njobs);
+}
+
+int d_core_rebuild(d_daemon *d, const core_config *cfg, char *err,
+                   size_t errlen) {
+    double total[CORE_MAX_GPUS];
+    for (int g = 0; g < d->ngpus; g++) total[g] = d->gpus[g].last.r.total_mib;
+    core_state *core = core_create(cfg, d->ngpus, total, err, errlen);
+    if (!core) return -1;
+    core_destroy(d->core);
+    d->core = core;
+    for (int g = 0; g < d->ngpus; g++)
+        core_gpu_drain(core, g, d->gpus[g].drained || d->gpus[g].adopted > 0);
+    for (size_t i = 0; i < d->njobs; i++) {
+        d_job *job = d->jobs[i];
+        if (job->state == D_QUEUED &&
+            d_job_to_core(d, job, err, errlen) != 0) {
+            d_log("job %lld: not requeued after reload: %s",
+                  (long long)job->id, err);
+        } else if (job->state == D_RUNNING && job->in_core) {
+            job->in_core = false;
+            d_adopted_gpus(d, job, +1);
+        }
+    }
+    return 0;
+}

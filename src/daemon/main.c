@@ -1,0 +1,102 @@
+/* main.c -- the aegisd command: flags, then d_run(). */
+#include "daemon.h"
+
+#include "config.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char help[] =
+"NAME\n"
+"    aegisd - the aegis GPU job daemon\n"
+"\n"
+"SYNOPSIS\n"
+"    aegisd --socket PATH --state-dir DIR [--config FILE]\n"
+"           [--nvml-library PATH] [--foreground] [--drain-on-stop]\n"
+"\n"
+"DESCRIPTION\n"
+"    Runs the deep-learning training jobs submitted with `aegis submit` on\n"
+"    the GPUs of this server, several jobs per GPU where memory and load\n"
+"    allow, by the same scheduling core `aegis sim` replays traces with.\n"
+"    A job whose attempt runs out of GPU memory is requeued with a larger\n"
+"    memory floor (the recovery ladder), and run alone as the last rung.\n"
+"\n"
+"    Clients speak JSON lines on the Unix socket PATH. Every job runs as\n"
+"    the user who submitted it (known from the socket's peer credentials)\n"
+"    when aegisd runs as root; a non-root aegisd runs jobs as itself and\n"
+"    accepts them from its own user only. A job runs in its own session,\n"
+"    in the submitter's directory and environment, with\n"
+"    CUDA_VISIBLE_DEVICES set to the UUIDs of its GPUs, AEGIS_JOB_ID and\n"
+"    AEGIS_ATTEMPT. Its stdout and stderr go to DIR/logs/ID.out and\n"
+"    ID.err (mode 0600, owned by its user); read them with `aegis log`.\n"
+"\n"
+"    State lives in DIR/aegis.db (SQLite, WAL, synchronous=FULL): a submit\n"
+"    is acknowledged only once committed. After a crash or restart, queued\n"
+"    jobs resume; running jobs are re-adopted (their exit status is still\n"
+"    collected) or, when they are gone, recorded as a lost attempt and\n"
+"    requeued. A re-adopted job's GPUs take no new job until it ends.\n"
+"\n"
+"    GPU telemetry (memory, utilization, power, energy and the process\n"
+"    list) is read once a second through NVML, loaded at run time; aegisd\n"
+"    refuses to start without it.\n"
+"\n"
+"OPTIONS\n"
+"    --socket PATH        the socket to listen on (created mode 0666;\n"
+"                         requests are checked against the peer's uid)\n"
+"    --state-dir DIR      database, logs and status files (created 0700)\n"
+"    --config FILE        YAML configuration; default " CONFIG_DEFAULT_PATH "\n"
+"                         when it exists, else built-in defaults. Keys are\n"
+"                         the core's parameters, as for `aegis sim --set`\n"
+"    --nvml-library PATH  the NVML library (default $AEGIS_NVML_LIBRARY,\n"
+"                         else libnvidia-ml.so.1)\n"
+"    --foreground         stay in the foreground, log to stderr; without\n"
+"                         it aegisd returns once it listens and logs to\n"
+"                         DIR/aegisd.log\n"
+"    --drain-on-stop      on SIGTERM, wait for running jobs to end\n"
+"    --help               this text\n"
+"\n"
+"SIGNALS\n"
+"    SIGTERM, SIGINT  stop accepting requests and exit; running jobs keep\n"
+"                     running and are re-adopted at the next start\n"
+"                     (with --drain-on-stop: exit once they have ended)\n"
+"    SIGHUP           reload the configuration file; an invalid file is\n"
+"                     reported and the old configuration kept\n"
+"\n"
+"EXIT STATUS\n"
+"    0 stopped by a signal, 1 failed to start, 2 bad usage.\n";
+
+int main(int argc, char **argv) {
+    static const struct option opts[] = {
+        {"socket", required_argument, NULL, 's'},
+        {"state-dir", required_argument, NULL, 'd'},
+        {"config", required_argument, NULL, 'c'},
+        {"nvml-library", required_argument, NULL, 'n'},
+        {"foreground", no_argument, NULL, 'f'},
+        {"drain-on-stop", no_argument, NULL, 'D'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    d_options opt = {0};
+    int ch;
+    while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (ch) {
+        case 's': opt.socket_path = optarg; break;
+        case 'd': opt.state_dir = optarg; break;
+        case 'c': opt.config_path = optarg; break;
+        case 'n': opt.nvml_path = optarg; break;
+        case 'f': opt.foreground = true; break;
+        case 'D': opt.drain_on_stop = true; break;
+        case 'h': fputs(help, stdout); return 0;
+        default: fputs("Run 'aegisd --help' for usage.\n", stderr); return 2;
+        }
+    }
+    if (optind < argc || !opt.socket_path || !opt.state_dir) {
+        fprintf(stderr, "aegisd: %s\nRun 'aegisd --help' for usage.\n",
+                optind < argc ? "unexpected argument"
+                              : "--socket and --state-dir are required");
+        return 2;
+    }
+    return d_run(&opt);
+}

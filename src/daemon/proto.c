@@ -1,0 +1,348 @@
+/* proto.c -- parsing and validating one request line of the aegisd
+ * protocol (see proto.h for the messages).
+ *
+ * Validation is strict: unknown ops and unknown fields are errors, every
+ * number is range-checked and every string is checked for what the daemon
+ * will do with it (an environment entry must be K=V, a cwd absolute). The
+ * first fault found is reported, naming its field, e.g. "jobs[3].gpus".
+ */
+#include "proto.h"
+
+#include "core.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const op_names[] = {
+    [PROTO_SUBMIT] = "submit", [PROTO_LS] = "ls", [PROTO_SHOW] = "show",
+    [PROTO_CANCEL] = "cancel", [PROTO_WAIT] = "wait", [PROTO_LOG] = "log",
+    [PROTO_GPUS] = "gpus", [PROTO_DRAIN] = "drain", [PROTO_RESUME] = "resume",
+};
+#define NOPS (sizeof(op_names) / sizeof(*op_names))
+
+/* The fields each op accepts besides "op". */
+static const char *const op_fields[NOPS][5] = {
+    [PROTO_SUBMIT] = {"cwd", "env", "jobs"},
+    [PROTO_LS] = {"all"},
+    [PROTO_SHOW] = {"id"},
+    [PROTO_CANCEL] = {"ids"},
+    [PROTO_WAIT] = {"ids"},
+    [PROTO_LOG] = {"id", "offset", "stderr"},
+    [PROTO_GPUS] = {NULL},
+    [PROTO_DRAIN] = {"gpu"},
+    [PROTO_RESUME] = {"gpu"},
+};
+
+static const char *const job_fields[] = {"cmd", "gpus", "mem_mib", "name",
+                                         "after", NULL};
+
+const char *proto_op_name(proto_op op) {
+    return (size_t)op < NOPS ? op_names[op] : "?";
+}
+
+/* Fails when obj has a key outside `allowed` (besides "op" when top). */
+static int proto_known_keys(json_t *obj, const char *const *allowed,
+                            size_t nallowed, bool top, const char *where,
+                            char *err, size_t errlen) {
+    const char *key;
+    json_t *val;
+    json_object_foreach(obj, key, val) {
+        bool ok = top && strcmp(key, "op") == 0;
+        for (size_t i = 0; !ok && i < nallowed && allowed[i]; i++)
+            ok = strcmp(key, allowed[i]) == 0;
+        if (!ok) {
+            snprintf(err, errlen, "%s%sunknown field '%.64s'", where,
+                     where[0] ? ": " : "", key);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* A whole number in [lo, hi] (JSON integers, or reals with no fraction). */
+static int proto_int(json_t *v, const char *field, int64_t lo, int64_t hi,
+                     int64_t *out, char *err, size_t errlen) {
+    double d;
+    if (json_is_integer(v)) d = (double)json_integer_value(v);
+    else if (json_is_real(v)) d = json_real_value(v);
+    else {
+        snprintf(err, errlen, "%s: expected a whole number", field);
+        return -1;
+    }
+    if (d != floor(d) || d < (double)lo || d > (double)hi) {
+        snprintf(err, errlen, "%s: must be a whole number in [%lld, %lld]",
+                 field, (long long)lo, (long long)hi);
+        return -1;
+    }
+    *out = json_is_integer(v) ? json_integer_value(v) : (int64_t)d;
+    return 0;
+}
+
+static int proto_bool(json_t *v, const char *field, bool *out, char *err,
+                      size_t errlen) {
+    if (!v) return 0;
+    if (!json_is_boolean(v)) {
+        snprintf(err, errlen, "%s: expected true or false", field);
+        return -1;
+    }
+    *out = json_is_true(v);
+    return 0;
+}
+
+/* An array of 1..max non-empty strings into a NULL-terminated vector; each
+ * must contain '=' when is_env. */
+static int proto_strings(json_t *arr, const char *field, size_t min,
+                         size_t max, bool is_env, const char ***out,
+                         size_t *n, char *err, size_t errlen) {
+    if (!json_is_array(arr)) {
+        snprintf(err, errlen, "%s: expected an array of strings", field);
+        return -1;
+    }
+    size_t len = json_array_size(arr);
+    if (len < min || len > max) {
+        snprintf(err, errlen, "%s: needs %zu to %zu entries, not %zu", field,
+                 min, max, len);
+        return -1;
+    }
+    const char **v = calloc(len + 1, sizeof(*v));
+    if (!v) {
+        snprintf(err, errlen, "%s: out of memory", field);
+        return -1;
+    }
+    *out = v;
+    *n = len;
+    for (size_t i = 0; i < len; i++) {
+        json_t *s = json_array_get(arr, i);
+        if (!json_is_string(s)) {
+            snprintf(err, errlen, "%s[%zu]: expected a string", field, i);
+            return -1;
+        }
+        v[i] = json_string_value(s);
+        if (is_env && (v[i][0] == '=' || !strchr(v[i], '='))) {
+            snprintf(err, errlen, "%s[%zu]: expected NAME=VALUE", field, i);
+            return -1;
+        }
+        if (!is_env && i == 0 && v[i][0] == '\0') {
+            snprintf(err, errlen, "%s[0]: the program name is empty", field);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int proto_parse_job(json_t *obj, size_t i, proto_job *job, char *err,
+                           size_t errlen) {
+    char where[48], field[64];
+    snprintf(where, sizeof(where), "jobs[%zu]", i);
+    if (!json_is_object(obj)) {
+        snprintf(err, errlen, "%s: expected an object", where);
+        return -1;
+    }
+    if (proto_known_keys(obj, job_fields, 5, false, where, err, errlen))
+        return -1;
+    snprintf(field, sizeof(field), "%s.cmd", where);
+    json_t *cmd = json_object_get(obj, "cmd");
+    if (!cmd) {
+        snprintf(err, errlen, "%s: missing", field);
+        return -1;
+    }
+    if (proto_strings(cmd, field, 1, PROTO_MAX_ARGS, false, &job->argv,
+                      &job->argc, err, errlen))
+        return -1;
+    int64_t v;
+    job->gpus = 1;
+    json_t *g = json_object_get(obj, "gpus");
+    snprintf(field, sizeof(field), "%s.gpus", where);
+    if (g && proto_int(g, field, 1, CORE_MAX_JOB_GPUS, &v, err, errlen))
+        return -1;
+    if (g) job->gpus = (int)v;
+    job->mem_mib = -1;
+    json_t *m = json_object_get(obj, "mem_mib");
+    if (m) {
+        if (!json_is_number(m) || json_number_value(m) < 0 ||
+            json_number_value(m) > PROTO_MAX_MEM_MIB) {
+            snprintf(err, errlen, "%s.mem_mib: must be a number in [0, %.0f]",
+                     where, PROTO_MAX_MEM_MIB);
+            return -1;
+        }
+        job->mem_mib = json_number_value(m);
+    }
+    job->name = "";
+    json_t *name = json_object_get(obj, "name");
+    if (name) {
+        if (!json_is_string(name) || json_string_length(name) > PROTO_MAX_NAME) {
+            snprintf(err, errlen, "%s.name: expected a string of at most %d "
+                     "bytes", where, PROTO_MAX_NAME);
+            return -1;
+        }
+        job->name = json_string_value(name);
+        for (const char *c = job->name; *c; c++)
+            if ((unsigned char)*c < 0x20 || *c == 0x7f) {
+                snprintf(err, errlen, "%s.name: control characters are not "
+                         "allowed", where);
+                return -1;
+            }
+    }
+    json_t *after = json_object_get(obj, "after");
+    snprintf(field, sizeof(field), "%s.after", where);
+    if (after && proto_int(after, field, 1, INT64_MAX / 2, &job->after, err,
+                           errlen))
+        return -1;
+    return 0;
+}
+
+static int proto_parse_submit(json_t *root, proto_request *req, char *err,
+                              size_t errlen) {
+    json_t *cwd = json_object_get(root, "cwd");
+    if (!json_is_string(cwd) || json_string_value(cwd)[0] != '/') {
+        snprintf(err, errlen, "cwd: expected an absolute path");
+        return -1;
+    }
+    req->cwd = json_string_value(cwd);
+    json_t *env = json_object_get(root, "env");
+    if (!env) {
+        req->env = calloc(1, sizeof(*req->env));
+        if (!req->env) {
+            snprintf(err, errlen, "env: out of memory");
+            return -1;
+        }
+    } else if (proto_strings(env, "env", 0, PROTO_MAX_ENV, true, &req->env,
+                             &req->nenv, err, errlen)) {
+        return -1;
+    }
+    json_t *jobs = json_object_get(root, "jobs");
+    if (!json_is_array(jobs) || json_array_size(jobs) < 1 ||
+        json_array_size(jobs) > PROTO_MAX_JOBS) {
+        snprintf(err, errlen, "jobs: expected an array of 1 to %d jobs",
+                 PROTO_MAX_JOBS);
+        return -1;
+    }
+    req->njobs = json_array_size(jobs);
+    req->jobs = calloc(req->njobs, sizeof(*req->jobs));
+    if (!req->jobs) {
+        snprintf(err, errlen, "jobs: out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < req->njobs; i++)
+        if (proto_parse_job(json_array_get(jobs, i), i, &req->jobs[i], err,
+                            errlen))
+            return -1;
+    return 0;
+}
+
+/* "id" (one) or "ids" (many) into req->ids. */
+static int proto_parse_ids(json_t *root, bool many, proto_request *req,
+                           char *err, size_t errlen) {
+    const char *field = many ? "ids" : "id";
+    json_t *v = json_object_get(root, field);
+    if (!v) {
+        snprintf(err, errlen, "%s: missing", field);
+        return -1;
+    }
+    if (many && (!json_is_array(v) || json_array_size(v) < 1 ||
+                 json_array_size(v) > PROTO_MAX_IDS)) {
+        snprintf(err, errlen, "ids: expected an array of 1 to %d job ids",
+                 PROTO_MAX_IDS);
+        return -1;
+    }
+    req->nids = many ? json_array_size(v) : 1;
+    req->ids = calloc(req->nids, sizeof(*req->ids));
+    if (!req->ids) {
+        snprintf(err, errlen, "%s: out of memory", field);
+        return -1;
+    }
+    for (size_t i = 0; i < req->nids; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), many ? "ids[%zu]" : "id", i);
+        if (proto_int(many ? json_array_get(v, i) : v, name, 1, INT64_MAX / 2,
+                      &req->ids[i], err, errlen))
+            return -1;
+    }
+    return 0;
+}
+
+static int proto_parse_op(json_t *root, proto_request *req, char *err,
+                          size_t errlen) {
+    int64_t v;
+    switch (req->op) {
+    case PROTO_SUBMIT: return proto_parse_submit(root, req, err, errlen);
+    case PROTO_LS:
+        return proto_bool(json_object_get(root, "all"), "all", &req->all, err,
+                          errlen);
+    case PROTO_SHOW: return proto_parse_ids(root, false, req, err, errlen);
+    case PROTO_CANCEL:
+    case PROTO_WAIT: return proto_parse_ids(root, true, req, err, errlen);
+    case PROTO_LOG:
+        if (proto_parse_ids(root, false, req, err, errlen)) return -1;
+        if (json_object_get(root, "offset")) {
+            if (proto_int(json_object_get(root, "offset"), "offset", 0,
+                          INT64_MAX / 2, &req->offset, err, errlen))
+                return -1;
+        }
+        return proto_bool(json_object_get(root, "stderr"), "stderr",
+                          &req->err_stream, err, errlen);
+    case PROTO_GPUS: return 0;
+    case PROTO_DRAIN:
+    case PROTO_RESUME:
+        if (!json_object_get(root, "gpu")) {
+            snprintf(err, errlen, "gpu: missing");
+            return -1;
+        }
+        if (proto_int(json_object_get(root, "gpu"), "gpu", 0, CORE_MAX_GPUS - 1,
+                      &v, err, errlen))
+            return -1;
+        req->gpu = (int)v;
+        return 0;
+    }
+    return 0;
+}
+
+int proto_parse(const char *line, size_t len, proto_request *req, char *err,
+                size_t errlen) {
+    memset(req, 0, sizeof(*req));
+    if (len > PROTO_MAX_REQUEST) {
+        snprintf(err, errlen, "request: longer than %u bytes",
+                 PROTO_MAX_REQUEST);
+        return -1;
+    }
+    json_error_t jerr;
+    /* No JSON_ALLOW_NUL: a NUL inside a string is rejected, so every string
+     * handed on is a plain C string (argv, env, paths). */
+    req->root = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!req->root) {
+        snprintf(err, errlen, "request: not JSON at column %d: %s",
+                 jerr.column, jerr.text);
+        return -1;
+    }
+    if (!json_is_object(req->root)) {
+        snprintf(err, errlen, "request: expected a JSON object");
+        return -1;
+    }
+    json_t *op = json_object_get(req->root, "op");
+    if (!json_is_string(op)) {
+        snprintf(err, errlen, "op: missing or not a string");
+        return -1;
+    }
+    size_t i = 0;
+    while (i < NOPS && strcmp(op_names[i], json_string_value(op)) != 0) i++;
+    if (i == NOPS) {
+        snprintf(err, errlen, "op: unknown operation '%.32s'",
+                 json_string_value(op));
+        return -1;
+    }
+    req->op = (proto_op)i;
+    if (proto_known_keys(req->root, op_fields[i], 5, true, "", err, errlen))
+        return -1;
+    return proto_parse_op(req->root, req, err, errlen);
+}
+
+void proto_request_free(proto_request *req) {
+    for (size_t i = 0; req->jobs && i < req->njobs; i++) free(req->jobs[i].argv);
+    free(req->jobs);
+    free(req->env);
+    free(req->ids);
+    json_decref(req->root);
+    memset(req, 0, sizeof(*req));
+}

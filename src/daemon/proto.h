@@ -1,0 +1,88 @@
+/* proto.h -- the aegisd wire protocol: one JSON object per line.
+ *
+ * A client writes one request line and reads one response line (a `wait`
+ * answers when its jobs have finished). proto_parse() turns a line into a
+ * typed, fully validated proto_request, so the daemon never looks at raw
+ * JSON and a fuzzer can drive the parser alone: it is pure (no I/O, no
+ * global state).
+ *
+ * Requests ("op" and its fields):
+ *   submit  cwd, env [..."K=V"], jobs [{cmd [...], gpus, mem_mib, name, after}]
+ *   ls      all (bool)          show   id
+ *   cancel  ids [...]           wait   ids [...]
+ *   log     id, offset, stderr (bool)
+ *   gpus                        drain / resume   gpu
+ * Responses: {"ok":true, ...} or {"ok":false, "error":"..."}.
+ *
+ * Ownership: proto_parse() fills a caller-owned proto_request whose strings
+ * point into a JSON tree it owns; proto_request_free() releases both.
+ */
+#ifndef AEGIS_PROTO_H
+#define AEGIS_PROTO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+/* The longest request line, newline excluded. A 10,000-job array of
+ * commands of ~300 bytes plus a large environment fits; a client cannot
+ * make the daemon buffer more than this per connection. */
+#define PROTO_MAX_REQUEST (4u << 20)
+
+/* Jobs in one submit (an array of 10,000 is the benchmark's size). */
+#define PROTO_MAX_JOBS 100000
+/* Words of one command and entries of one environment (ARG_MAX-like). */
+#define PROTO_MAX_ARGS 4096
+#define PROTO_MAX_ENV 4096
+/* Job ids in one cancel or wait. */
+#define PROTO_MAX_IDS 100000
+/* A job name: short enough for one column of `aegis ls`. */
+#define PROTO_MAX_NAME 128
+/* Memory a job may ask for, MiB (1 TiB: above any GPU made). */
+#define PROTO_MAX_MEM_MIB (1024.0 * 1024.0)
+
+typedef enum proto_op {
+    PROTO_SUBMIT, PROTO_LS, PROTO_SHOW, PROTO_CANCEL, PROTO_WAIT, PROTO_LOG,
+    PROTO_GPUS, PROTO_DRAIN, PROTO_RESUME
+} proto_op;
+
+typedef struct proto_job {
+    const char **argv;      /* argc words, NULL-terminated */
+    size_t argc;
+    const char *name;       /* "" when not given */
+    int gpus;               /* 1..CORE_MAX_JOB_GPUS (1) */
+    double mem_mib;         /* memory estimate, MiB; < 0 when not given */
+    int64_t after;          /* run after this job succeeded; 0 for none */
+} proto_job;
+
+typedef struct proto_request {
+    proto_op op;
+    /* submit */
+    const char *cwd;        /* absolute path */
+    const char **env;       /* nenv "K=V" strings, NULL-terminated */
+    size_t nenv;
+    proto_job *jobs;
+    size_t njobs;
+    /* show, log (one id); cancel, wait (many) */
+    int64_t *ids;
+    size_t nids;
+    bool all;               /* ls: finished jobs too */
+    int64_t offset;         /* log: first byte wanted */
+    bool err_stream;        /* log: stderr instead of stdout */
+    int gpu;                /* drain, resume */
+    json_t *root;           /* owns every string above */
+} proto_request;
+
+/* Parses and validates one request of len bytes (no newline). Returns 0, or
+ * -1 with a message naming the offending field in err; req needs
+ * proto_request_free() either way. */
+int proto_parse(const char *line, size_t len, proto_request *req, char *err,
+                size_t errlen);
+void proto_request_free(proto_request *req);
+
+/* The name of an op as it appears on the wire. */
+const char *proto_op_name(proto_op op);
+
+#endif

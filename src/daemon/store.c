@@ -1,0 +1,343 @@
+/* store.c -- aegisd's SQLite state (see store.h for the durability
+ * argument).
+ *
+ * Three tables: jobs (one row per job, its current state), attempts (one
+ * row per run of a job, with the pids needed to re-adopt it after a
+ * restart) and events (a human-readable history for `aegis show`). The
+ * environment of a submit is stored once in envs and shared by all the
+ * jobs of that submit, so an array of 10,000 jobs writes one environment.
+ * Statements are prepared once at open.
+ */
+#include "store.h"
+
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char schema[] =
+    "PRAGMA journal_mode=WAL;"
+    "PRAGMA synchronous=FULL;"
+    "PRAGMA foreign_keys=ON;"
+    "CREATE TABLE IF NOT EXISTS envs("
+    "  id INTEGER PRIMARY KEY, cwd TEXT NOT NULL, env TEXT NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS jobs("
+    "  id INTEGER PRIMARY KEY, uid INTEGER NOT NULL, gid INTEGER NOT NULL,"
+    "  user TEXT NOT NULL, name TEXT NOT NULL, cmd TEXT NOT NULL,"
+    "  env_id INTEGER NOT NULL REFERENCES envs(id),"
+    "  gpus INTEGER NOT NULL, mem_mib REAL, after INTEGER,"
+    "  state TEXT NOT NULL, reason TEXT, submitted REAL NOT NULL,"
+    "  finished REAL, attempts INTEGER NOT NULL DEFAULT 0,"
+    "  energy_j REAL NOT NULL DEFAULT 0);"
+    "CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state)"
+    "  WHERE state IN ('queued','running');"
+    "CREATE TABLE IF NOT EXISTS attempts("
+    "  job_id INTEGER NOT NULL REFERENCES jobs(id), n INTEGER NOT NULL,"
+    "  gpus TEXT NOT NULL, floor_mib REAL, exclusive INTEGER NOT NULL,"
+    "  shim_pid INTEGER, shim_start INTEGER, job_pid INTEGER, err_offset INTEGER,"
+    "  started REAL NOT NULL, ended REAL, how TEXT, status INTEGER,"
+    "  PRIMARY KEY(job_id, n));"
+    "CREATE TABLE IF NOT EXISTS events("
+    "  id INTEGER PRIMARY KEY, job_id INTEGER NOT NULL, t REAL NOT NULL,"
+    "  text TEXT NOT NULL);"
+    "CREATE INDEX IF NOT EXISTS events_job ON events(job_id);";
+
+enum {
+    S_BEGIN, S_COMMIT, S_ROLLBACK, S_ENV, S_JOB, S_ATT_START, S_ATT_END,
+    S_STATE, S_ENERGY, S_EVENT, S_GET, S_GET_FULL, S_ATTEMPTS, S_EVENTS,
+    S_LIST_ALL, S_LIST_ACTIVE, S_LAST_ATTEMPT, S_COUNT
+};
+
+static const char *const sql[S_COUNT] = {
+    [S_BEGIN] = "BEGIN IMMEDIATE",
+    [S_COMMIT] = "COMMIT",
+    [S_ROLLBACK] = "ROLLBACK",
+    [S_ENV] = "INSERT INTO envs(cwd, env) VALUES(?1, ?2)",
+    [S_JOB] = "INSERT INTO jobs(uid, gid, user, name, cmd, env_id, gpus,"
+              " mem_mib, after, state, submitted)"
+              " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 'queued', ?10)",
+    [S_ATT_START] = "INSERT OR REPLACE INTO attempts(job_id, n, gpus,"
+                    " floor_mib, exclusive, shim_pid, shim_start, job_pid,"
+                    " started, err_offset)"
+                    " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+    [S_ATT_END] = "UPDATE attempts SET ended = ?3, how = ?4, status = ?5"
+                  " WHERE job_id = ?1 AND n = ?2",
+    [S_STATE] = "UPDATE jobs SET state = ?2, reason = coalesce(?3, reason),"
+                " finished = CASE WHEN ?2 IN ('queued','running') THEN NULL"
+                " ELSE ?4 END,"
+                " attempts = (SELECT count(*) FROM attempts WHERE job_id = ?1)"
+                " WHERE id = ?1",
+    [S_ENERGY] = "UPDATE jobs SET energy_j = ?2 WHERE id = ?1",
+    [S_EVENT] = "INSERT INTO events(job_id, t, text) VALUES(?1, ?2, ?3)",
+    [S_GET] = "SELECT id, user, uid, name, cmd, gpus, mem_mib, after, state,"
+              " reason, submitted, finished, attempts, energy_j"
+              " FROM jobs WHERE id = ?1",
+    [S_GET_FULL] = "SELECT j.id, j.user, j.uid, j.gid, j.name, j.cmd, j.gpus,"
+                   " j.mem_mib, j.after, j.state, j.reason, j.submitted,"
+                   " j.finished, j.attempts, j.energy_j, e.cwd, e.env"
+                   " FROM jobs j JOIN envs e ON e.id = j.env_id"
+                   " WHERE j.id = ?1",
+    [S_ATTEMPTS] = "SELECT n, gpus, floor_mib, exclusive, shim_pid,"
+                   " shim_start, job_pid, err_offset, started, ended, how, status"
+                   " FROM attempts WHERE job_id = ?1 ORDER BY n",
+    [S_EVENTS] = "SELECT t, text FROM events WHERE job_id = ?1 ORDER BY id",
+    [S_LIST_ALL] = "SELECT id, user, uid, name, cmd, gpus, mem_mib, after,"
+                   " state, reason, submitted, finished, attempts, energy_j"
+                   " FROM jobs ORDER BY id",
+    [S_LIST_ACTIVE] = "SELECT id, user, uid, name, cmd, gpus, mem_mib, after,"
+                      " state, reason, submitted, finished, attempts,"
+                      " energy_j FROM jobs"
+                      " WHERE state IN ('queued','running') ORDER BY id",
+    [S_LAST_ATTEMPT] = "SELECT max(n) FROM attempts WHERE job_id = ?1",
+};
+
+struct store {
+    sqlite3 *db;
+    sqlite3_stmt *st[S_COUNT];
+    int depth;              /* store_begin() nesting: only the outer commits */
+};
+
+const char *store_errmsg(store *st) { return sqlite3_errmsg(st->db); }
+
+/* Runs a prepared statement that returns no rows; logs a failure with the
+ * job it concerned (the daemon carries on: the row is rewritten at the
+ * job's next change). */
+static int store_exec(store *st, int which, int64_t id) {
+    sqlite3_stmt *s = st->st[which];
+    int rc = sqlite3_step(s);
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+    if (rc != SQLITE_DONE) {
+        fprintf(stderr, "aegisd: store: job %lld: %s: %s\n", (long long)id,
+                sql[which], sqlite3_errmsg(st->db));
+        return -1;
+    }
+    return 0;
+}
+
+store *store_open(const char *path, char *err, size_t errlen) {
+    store *st = calloc(1, sizeof(*st));
+    if (!st) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        return NULL;
+    }
+    char *msg = NULL;
+    if (sqlite3_open(path, &st->db) != SQLITE_OK ||
+        sqlite3_busy_timeout(st->db, 5000) != SQLITE_OK ||
+        sqlite3_exec(st->db, schema, NULL, NULL, &msg) != SQLITE_OK) {
+        snprintf(err, errlen, "%s: %s", path,
+                 msg ? msg : sqlite3_errmsg(st->db));
+        sqlite3_free(msg);
+        store_close(st);
+        return NULL;
+    }
+    for (int i = 0; i < S_COUNT; i++)
+        if (sqlite3_prepare_v2(st->db, sql[i], -1, &st->st[i], NULL) !=
+            SQLITE_OK) {
+            snprintf(err, errlen, "%s: preparing '%s': %s", path, sql[i],
+                     sqlite3_errmsg(st->db));
+            store_close(st);
+            return NULL;
+        }
+    return st;
+}
+
+void store_close(store *st) {
+    if (!st) return;
+    for (int i = 0; i < S_COUNT; i++) sqlite3_finalize(st->st[i]);
+    sqlite3_close(st->db);
+    free(st);
+}
+
+void store_begin(store *st) {
+    if (st->depth++ == 0) store_exec(st, S_BEGIN, 0);
+}
+
+void store_commit(store *st) {
+    if (--st->depth == 0) store_exec(st, S_COMMIT, 0);
+}
+
+/* A vector of strings as JSON array text (malloc'd). */
+static char *store_strings_json(const char *const *v, size_t n) {
+    json_t *arr = json_array();
+    for (size_t i = 0; i < n; i++) json_array_append_new(arr, json_string(v[i]));
+    char *text = json_dumps(arr, JSON_COMPACT);
+    json_decref(arr);
+    return text;
+}
+
+static int store_insert_jobs(store *st, const store_owner *owner,
+                             const proto_request *req, double now,
+                             int64_t env_id, int64_t *first_id) {
+    sqlite3_stmt *s = st->st[S_JOB];
+    for (size_t i = 0; i < req->njobs; i++) {
+        const proto_job *j = &req->jobs[i];
+        char *cmd = store_strings_json(j->argv, j->argc);
+        if (!cmd) return -1;
+        sqlite3_bind_int64(s, 1, owner->uid);
+        sqlite3_bind_int64(s, 2, owner->gid);
+        sqlite3_bind_text(s, 3, owner->user, -1, SQLITE_STATIC);
+        sqlite3_bind_text(s, 4, j->name, -1, SQLITE_STATIC);
+        sqlite3_bind_text(s, 5, cmd, -1, free);
+        sqlite3_bind_int64(s, 6, env_id);
+        sqlite3_bind_int(s, 7, j->gpus);
+        if (j->mem_mib >= 0) sqlite3_bind_double(s, 8, j->mem_mib);
+        if (j->after > 0) sqlite3_bind_int64(s, 9, j->after);
+        sqlite3_bind_double(s, 10, now);
+        if (store_exec(st, S_JOB, 0) != 0) return -1;
+        if (i == 0) *first_id = sqlite3_last_insert_rowid(st->db);
+    }
+    return 0;
+}
+
+int store_submit(store *st, const store_owner *owner,
+                 const proto_request *req, double now, int64_t *first_id,
+                 char *err, size_t errlen) {
+    if (store_exec(st, S_BEGIN, 0) != 0) {
+        snprintf(err, errlen, "store: cannot begin: %s", store_errmsg(st));
+        return -1;
+    }
+    char *env = store_strings_json(req->env, req->nenv);
+    sqlite3_stmt *s = st->st[S_ENV];
+    sqlite3_bind_text(s, 1, req->cwd, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 2, env, -1, free);
+    if (!env || store_exec(st, S_ENV, 0) != 0 ||
+        store_insert_jobs(st, owner, req, now, sqlite3_last_insert_rowid(st->db),
+                          first_id) != 0 ||
+        store_exec(st, S_COMMIT, 0) != 0) {
+        snprintf(err, errlen, "store: submit not saved: %s", store_errmsg(st));
+        store_exec(st, S_ROLLBACK, 0);
+        return -1;
+    }
+    return 0;
+}
+
+void store_attempt_start(store *st, int64_t id, const store_attempt *a,
+                         double now) {
+    sqlite3_stmt *s = st->st[S_ATT_START];
+    sqlite3_bind_int64(s, 1, id);
+    sqlite3_bind_int(s, 2, a->n);
+    sqlite3_bind_text(s, 3, a->gpus, -1, SQLITE_STATIC);
+    sqlite3_bind_double(s, 4, a->floor_mib);
+    sqlite3_bind_int(s, 5, a->exclusive);
+    sqlite3_bind_int64(s, 6, a->shim_pid);
+    sqlite3_bind_int64(s, 7, (sqlite3_int64)a->shim_start);
+    sqlite3_bind_int64(s, 8, a->job_pid);
+    sqlite3_bind_double(s, 9, now);
+    sqlite3_bind_int64(s, 10, a->err_offset);
+    store_exec(st, S_ATT_START, id);
+}
+
+void store_attempt_end(store *st, int64_t id, const char *how, int status,
+                       double now) {
+    sqlite3_stmt *q = st->st[S_LAST_ATTEMPT];
+    sqlite3_bind_int64(q, 1, id);
+    int n = sqlite3_step(q) == SQLITE_ROW ? sqlite3_column_int(q, 0) : 0;
+    sqlite3_reset(q);
+    if (n == 0) return;
+    sqlite3_stmt *s = st->st[S_ATT_END];
+    sqlite3_bind_int64(s, 1, id);
+    sqlite3_bind_int(s, 2, n);
+    sqlite3_bind_double(s, 3, now);
+    sqlite3_bind_text(s, 4, how, -1, SQLITE_STATIC);
+    if (status >= 0) sqlite3_bind_int(s, 5, status);
+    store_exec(st, S_ATT_END, id);
+}
+
+void store_job_state(store *st, int64_t id, const char *state,
+                     const char *reason, double now) {
+    sqlite3_stmt *s = st->st[S_STATE];
+    sqlite3_bind_int64(s, 1, id);
+    sqlite3_bind_text(s, 2, state, -1, SQLITE_STATIC);
+    if (reason) sqlite3_bind_text(s, 3, reason, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_double(s, 4, now);
+    store_exec(st, S_STATE, id);
+}
+
+void store_job_energy(store *st, int64_t id, double energy_j) {
+    sqlite3_stmt *s = st->st[S_ENERGY];
+    sqlite3_bind_int64(s, 1, id);
+    sqlite3_bind_double(s, 2, energy_j);
+    store_exec(st, S_ENERGY, id);
+}
+
+void store_event(store *st, int64_t id, double now, const char *fmt, ...) {
+    char text[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof(text), fmt, ap);
+    va_end(ap);
+    sqlite3_stmt *s = st->st[S_EVENT];
+    sqlite3_bind_int64(s, 1, id);
+    sqlite3_bind_double(s, 2, now);
+    sqlite3_bind_text(s, 3, text, -1, SQLITE_TRANSIENT);
+    store_exec(st, S_EVENT, id);
+}
+
+/* The current row of s as an object keyed by column name; the columns
+ * holding JSON text (cmd, env) become JSON values. */
+static json_t *store_row(sqlite3_stmt *s) {
+    json_t *obj = json_object();
+    for (int c = 0; c < sqlite3_column_count(s); c++) {
+        const char *name = sqlite3_column_name(s, c);
+        json_t *v;
+        switch (sqlite3_column_type(s, c)) {
+        case SQLITE_INTEGER: v = json_integer(sqlite3_column_int64(s, c)); break;
+        case SQLITE_FLOAT: v = json_real(sqlite3_column_double(s, c)); break;
+        case SQLITE_NULL: v = json_null(); break;
+        default: {
+            const char *text = (const char *)sqlite3_column_text(s, c);
+            v = strcmp(name, "cmd") == 0 || strcmp(name, "env") == 0
+                    ? json_loads(text, 0, NULL)
+                    : json_string(text);
+            if (!v) v = json_null();
+        }
+        }
+        json_object_set_new(obj, name, v);
+    }
+    return obj;
+}
+
+/* Every row of s (bound to id when id > 0) as an array. */
+static json_t *store_rows(store *st, int which, int64_t id) {
+    sqlite3_stmt *s = st->st[which];
+    if (id > 0) sqlite3_bind_int64(s, 1, id);
+    json_t *arr = json_array();
+    while (sqlite3_step(s) == SQLITE_ROW) json_array_append_new(arr, store_row(s));
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+    return arr;
+}
+
+json_t *store_job(store *st, int64_t id, bool full) {
+    json_t *rows = store_rows(st, full ? S_GET_FULL : S_GET, id);
+    json_t *job = json_incref(json_array_get(rows, 0));
+    json_decref(rows);
+    if (!job) return NULL;
+    json_object_set_new(job, "attempt_list", store_rows(st, S_ATTEMPTS, id));
+    json_object_set_new(job, "events", store_rows(st, S_EVENTS, id));
+    return job;
+}
+
+json_t *store_list(store *st, bool all) {
+    return store_rows(st, all ? S_LIST_ALL : S_LIST_ACTIVE, 0);
+}
+
+void store_each_active(store *st, void (*fn)(void *ctx, json_t *job),
+                       void *ctx) {
+    json_t *jobs = store_list(st, false);
+    size_t i;
+    json_t *job;
+    json_array_foreach(jobs, i, job) {
+        json_t *full = store_job(st, json_integer_value(json_object_get(job, "id")),
+                                 true);
+        json_t *atts = json_object_get(full, "attempt_list");
+        size_t n = json_array_size(atts);
+        if (n > 0)
+            json_object_set(full, "attempt", json_array_get(atts, n - 1));
+        fn(ctx, full);
+        json_decref(full);
+    }
+    json_decref(jobs);
+}

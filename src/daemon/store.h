@@ -1,0 +1,94 @@
+/* store.h -- aegisd's durable state: jobs, their attempts and events in
+ * one SQLite database in WAL mode.
+ *
+ * The daemon acknowledges a submit only after store_submit() returned, and
+ * store_submit() returns only after its transaction committed with
+ * synchronous=FULL: in WAL mode that fsyncs the log on every commit, so an
+ * acknowledged job survives a kill -9 of the daemon and a power loss
+ * (synchronous=NORMAL would survive only the former).
+ *
+ * Rows come back as jansson objects with one key per column, so the daemon
+ * answers `ls` and `show` without a second record type.
+ *
+ * Ownership: store_open() returns a store the caller closes with
+ * store_close(); every json_t returned is the caller's (json_decref).
+ */
+#ifndef AEGIS_STORE_H
+#define AEGIS_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <jansson.h>
+
+#include "proto.h"
+
+typedef struct store store;
+
+/* Who submitted: from the socket's peer credentials, never from the
+ * request. */
+typedef struct store_owner {
+    uid_t uid;
+    gid_t gid;
+    const char *user;       /* login name, or the uid in decimal */
+} store_owner;
+
+/* One attempt as it starts (the executor's answer). */
+typedef struct store_attempt {
+    int n;                  /* 1, 2, ... */
+    const char *gpus;       /* GPU indices, "0,2" */
+    double floor_mib;       /* memory the core admitted it with */
+    bool exclusive;
+    pid_t shim_pid;         /* the aegisd-side watcher of the job */
+    unsigned long long shim_start; /* its start time (/proc, clock ticks) */
+    pid_t job_pid;          /* the job itself, leader of its session */
+    long long err_offset;   /* its stderr log's size before it started */
+} store_attempt;
+
+store *store_open(const char *path, char *err, size_t errlen);
+void store_close(store *st);
+
+/* Inserts every job of a submit request in one committed transaction; ids
+ * are consecutive from *first_id. Returns 0 or -1 with a message. */
+int store_submit(store *st, const store_owner *owner,
+                 const proto_request *req, double now, int64_t *first_id,
+                 char *err, size_t errlen);
+
+/* Several updates that belong together (an exit: the attempt, the job and
+ * an event) go between store_begin() and store_commit(). */
+void store_begin(store *st);
+void store_commit(store *st);
+
+void store_attempt_start(store *st, int64_t id, const store_attempt *a,
+                         double now);
+/* Closes the job's latest attempt: how is "ok", "oom", "failed", "lost"
+ * or "cancelled"; status the wait status (or -1 when unknown). */
+void store_attempt_end(store *st, int64_t id, const char *how, int status,
+                       double now);
+/* The job's state ("queued", "running", "done", "failed", "cancelled"),
+ * with a one-line reason kept for `aegis show` (NULL keeps the old one). */
+void store_job_state(store *st, int64_t id, const char *state,
+                     const char *reason, double now);
+void store_job_energy(store *st, int64_t id, double energy_j);
+void store_event(store *st, int64_t id, double now, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* A job's row, with its cmd, cwd and env when `full`, and its attempts and
+ * events; NULL when the id is unknown. */
+json_t *store_job(store *st, int64_t id, bool full);
+/* Jobs (without env, attempts or events) in id order: all of them, or the
+ * queued and running ones only. */
+json_t *store_list(store *st, bool all);
+
+/* Calls fn for each queued or running job in id order with its row and,
+ * for a running one, its latest attempt ("attempt" key): the daemon's
+ * restart recovery. */
+void store_each_active(store *st, void (*fn)(void *ctx, json_t *job),
+                       void *ctx);
+
+/* The last error of the database, for a log line. */
+const char *store_errmsg(store *st);
+
+#endif
