@@ -1,0 +1,259 @@
+#!/bin/bash
+# e2e.sh -- end-to-end tests of aegisd and the aegis job commands on the
+# test GPUs (libaegis-testnvml.so, 3 x 40960 MiB, and aegis-fakegpu jobs).
+#
+# usage: e2e.sh AEGISD AEGIS TESTNVML FAKEGPU CATALOG CASE
+# Each case starts its own daemon in a fresh folder and waits on events
+# (aegis wait), never on fixed sleeps, except to space the kills of the
+# crash test. Exit 0 pass, 1 fail, 77 skipped.
+set -u
+AEGISD=$1 AEGIS=$2 NVML=$3 FAKE=$4 CATALOG=$5 CASE=$6
+DIR=$(mktemp -d /tmp/aegis-e2e-XXXXXX)
+chmod 755 "$DIR"
+export AEGIS_SOCKET=$DIR/aegis.sock AEGIS_TEST_GPUS=3x40960
+export AEGIS_TEST_GPU_DIR=$DIR/gpu AEGIS_NVML_LIBRARY=$NVML
+mkdir -m 777 "$DIR/gpu" "$DIR/work"
+# Short windows so a test sees collocation in seconds, not minutes.
+cat > "$DIR/aegis.yaml" <<YAML
+window_samples: 2
+observe_s: 1
+YAML
+
+fail() { echo "FAIL ($CASE): $*" >&2; cat "$DIR/state/aegisd.log" >&2 2>/dev/null; exit 1; }
+start() { "$AEGISD" --socket "$AEGIS_SOCKET" --state-dir "$DIR/state" \
+            --config "$DIR/aegis.yaml" "$@" || fail "aegisd did not start"; }
+daemon_pid() { pgrep -f "aegisd --socket $AEGIS_SOCKET" | head -1; }
+cleanup() {
+    local p; p=$(daemon_pid); [ -n "$p" ] && kill "$p" 2>/dev/null
+    sleep 0.2; rm -rf "$DIR"
+}
+trap cleanup EXIT
+# jq-free JSON checks: python reads the document on stdin.
+pyjson() { python3 -c "import json,sys; d=json.load(sys.stdin); $1"; }
+
+case_basic() {
+    start
+    cd "$DIR/work"
+    id1=$("$AEGIS" submit --name hello -- sh -c 'echo out; echo err >&2') || fail submit
+    id2=$("$AEGIS" submit --mem 1000 -- "$FAKE" --mib 1000 --seconds 1) || fail submit2
+    id3=$("$AEGIS" submit --after "$id2" -- sh -c 'echo after') || fail after
+    "$AEGIS" wait "$id1" "$id2" "$id3" >/dev/null || fail "wait: not all done"
+    [ "$("$AEGIS" log "$id1")" = out ] || fail "log stdout"
+    [ "$("$AEGIS" log --stderr "$id1")" = err ] || fail "log stderr"
+    [ "$("$AEGIS" log "$id3")" = after ] || fail "log after"
+    "$AEGIS" ls --all --json | pyjson "
+ids=[j['id'] for j in d]; assert ids==[$id1,$id2,$id3], ids
+for j in d:
+    assert j['state']=='done' and j['attempts']==1 and j['gpus']==1 and j['user'], j
+assert d[1]['energy_j']>0, d[1]" || fail "ls --json"
+    "$AEGIS" show "$id2" | grep -q "seen on GPU" || fail "show: never seen on GPU"
+    # a failing job, a cancelled queued one, a dependent of a failure
+    id4=$("$AEGIS" submit -- sh -c 'exit 3')
+    id5=$("$AEGIS" submit --after "$id4" -- true)
+    "$AEGIS" wait "$id4" "$id5" && fail "wait: should report failure"
+    "$AEGIS" show "$id4" | grep -q "exit 3" || fail "show: exit 3"
+    "$AEGIS" show --json "$id5" | pyjson "assert d['state']=='cancelled', d" || fail dep
+    # YAML spec and array
+    printf 'jobs:\n  - name: a\n    command: echo spec-a\n  - command: [echo, spec-b]\n' > spec.yaml
+    ids=$("$AEGIS" submit spec.yaml) || fail "submit spec"
+    printf 'echo one\n# comment\n\necho two\n' > array.txt
+    ids="$ids $("$AEGIS" submit --array array.txt)" || fail "submit array"
+    [ "$(echo $ids | wc -w)" = 4 ] || fail "spec+array ids: $ids"
+    "$AEGIS" wait $ids >/dev/null || fail "spec/array jobs"
+    "$AEGIS" submit -- nosuchprogram-xyz >/dev/null
+    "$AEGIS" gpus | grep -q "aegis test GPU" || fail gpus
+    "$AEGIS" gpus --json | pyjson "assert len(d['gpus'])==3" || fail "gpus --json"
+    "$AEGIS" submit --gpus 4 -- true 2>/dev/null && fail "4 GPUs accepted"
+    # cancel a running job
+    id6=$("$AEGIS" submit -- "$FAKE" --mib 100 --seconds 30)
+    until "$AEGIS" show --json "$id6" | pyjson "assert d['state']=='running'" 2>/dev/null; do sleep 0.1; done
+    "$AEGIS" cancel "$id6" >/dev/null || fail cancel
+    "$AEGIS" wait "$id6" | grep -q cancelled || fail "cancelled running job"
+    "$AEGIS" drain 1 >/dev/null && "$AEGIS" gpus --json | pyjson "assert d['gpus'][1]['drained']" || fail drain
+    "$AEGIS" resume 1 >/dev/null || fail resume
+    for c in submit ls show cancel log wait gpus top drain resume; do
+        "$AEGIS" $c --help | grep -q SYNOPSIS || fail "$c --help"
+    done
+    "$AEGISD" --help | grep -q SYNOPSIS || fail "aegisd --help"
+    "$AEGIS" ls --bogus 2>/dev/null; [ $? = 2 ] || fail "bad usage exit 2"
+}
+
+# 30 catalog workloads on 3 GPUs, durations scaled to 1-3 s; 4 of them
+# deliberately sized to run out of memory when shared (no --mem given, so
+# 5120 MiB are assumed) and one that cannot fit even alone.
+case_thirty() {
+    start
+    cd "$DIR/work"
+    awk -F, '!/^#/ && $1!="name" && $2==1 && $4!="" {print $1, $3, $4, $6}' "$CATALOG" |
+        head -25 > workloads
+    [ "$(wc -l < workloads)" = 25 ] || fail "catalog: $(wc -l < workloads) workloads"
+    ids=""
+    while read -r name solo mib smact; do
+        secs=$(awk -v s="$solo" 'BEGIN { d = 1 + (s % 3); print d }')
+        ids="$ids $("$AEGIS" submit --name "$name" --mem "$mib" -- \
+                    "$FAKE" --mib "$mib" --seconds "$secs" --smact "$smact")"
+    done < workloads
+    oom=""
+    for mib in 24000 26000 30000 32000; do
+        oom="$oom $("$AEGIS" submit --name "oom-$mib" -- "$FAKE" --mib "$mib" --seconds 2 --oom-over)"
+    done
+    huge=$("$AEGIS" submit --name too-big -- "$FAKE" --mib 45000 --seconds 1)
+    ( while sleep 0.3; do "$AEGIS" gpus --json 2>/dev/null; done ) > gpus.log &
+    sampler=$!
+    "$AEGIS" wait $ids $oom > wait.out
+    "$AEGIS" wait "$huge" > huge.out
+    kill $sampler
+    grep -v ' done ' wait.out && fail "a sized job did not finish"
+    grep -q "failed.*exclusive attempt" huge.out || fail "too-big: $(cat huge.out)"
+    "$AEGIS" show "$huge" | grep -q "exclusive attempt" || fail "show too-big"
+    "$AEGIS" ls --all --json | pyjson "
+oom=[j for j in d if j['name'].startswith('oom-')]
+assert all(j['state']=='done' for j in oom), oom
+climbed=sum(j['attempts']>1 for j in oom)
+print('oom jobs that climbed the ladder:', climbed, [j['attempts'] for j in oom])
+assert climbed>=1
+" || fail "ladder"
+    python3 - "$DIR/work/gpus.log" <<'PY' || fail "memory/collocation"
+import json, sys
+most = 0
+for line in open(sys.argv[1]):
+    try: d = json.loads(line)
+    except ValueError: continue
+    for g in d['gpus']:
+        assert g['used_mib'] <= g['total_mib'], g
+        most = max(most, len(g['jobs']))
+print('most jobs on one GPU at once:', most)
+assert most >= 2, 'no collocation seen'
+PY
+}
+
+# kill -9 aegisd again and again while 4 clients submit 1,000 jobs.
+case_crash() {
+    start
+    cd "$DIR/work"
+    client() {
+        for i in $(seq 250); do
+            until id=$("$AEGIS" submit -- true 2>/dev/null); do sleep 0.05; done
+            echo "$id"
+        done > "acked.$1"
+    }
+    for c in 1 2 3 4; do client $c & done
+    clients=$(jobs -p)
+    kills=0
+    while kill -0 $clients 2>/dev/null; do
+        sleep 0.7
+        p=$(daemon_pid); [ -n "$p" ] && kill -9 "$p" && kills=$((kills + 1))
+        until "$AEGISD" --socket "$AEGIS_SOCKET" --state-dir "$DIR/state" \
+                --config "$DIR/aegis.yaml" 2>/dev/null; do sleep 0.1; done
+    done
+    wait
+    cat acked.* > acked
+    echo "kills: $kills, acknowledged: $(wc -l < acked)"
+    [ "$(wc -l < acked)" = 1000 ] || fail "acknowledged $(wc -l < acked)"
+    [ "$(sort acked | uniq -d | wc -l)" = 0 ] || fail "an id acknowledged twice"
+    "$AEGIS" wait $(cat acked) > /dev/null || fail "not every job completed"
+    "$AEGIS" ls --all --json | pyjson "
+import collections
+ids=[j['id'] for j in d]; assert len(ids)==len(set(ids))
+acked=[int(x) for x in open('acked')]
+assert set(acked) <= set(ids)
+assert all(j['state']=='done' for j in d), [j for j in d if j['state']!='done'][:3]
+print('jobs in store:', len(ids))" || fail "store after crashes"
+}
+
+# SIGTERM leaves a job running; the next aegisd re-adopts it and still
+# collects its exit status; a job whose shim died is lost and requeued.
+case_restart() {
+    start
+    cd "$DIR/work"
+    id=$("$AEGIS" submit -- "$FAKE" --mib 500 --seconds 3)
+    until "$AEGIS" show --json "$id" | pyjson "assert d['state']=='running'" 2>/dev/null; do sleep 0.1; done
+    kill -TERM "$(daemon_pid)"
+    while [ -n "$(daemon_pid)" ]; do sleep 0.1; done
+    start
+    "$AEGIS" wait "$id" > /dev/null || fail "re-adopted job not done"
+    "$AEGIS" show "$id" | grep -q "re-adopted" || fail "no re-adoption event"
+    id2=$("$AEGIS" submit -- sh -c 'sleep 2; echo second-try')
+    until "$AEGIS" show --json "$id2" | pyjson "assert d['state']=='running'" 2>/dev/null; do sleep 0.1; done
+    shim=$("$AEGIS" show --json "$id2" | pyjson "print(d['attempt_list'][-1]['shim_pid'])")
+    kill -9 "$(daemon_pid)"
+    kill -9 "$shim"
+    start
+    "$AEGIS" wait "$id2" > /dev/null || fail "lost job not rerun"
+    "$AEGIS" show "$id2" | grep -q "lost" || fail "no lost attempt: $("$AEGIS" show "$id2")"
+}
+
+# A second user can list the first user's job but not see its command,
+# read its log or cancel it.
+case_security() {
+    [ "$(id -u)" = 0 ] || { echo "needs root to run jobs as two users"; exit 77; }
+    start
+    cd "$DIR/work"
+    as() { local u=$1; shift; runuser -u "$u" -- env AEGIS_SOCKET="$AEGIS_SOCKET" \
+           AEGIS_TEST_GPU_DIR="$AEGIS_TEST_GPU_DIR" "$@"; }
+    id=$(as nobody "$AEGIS" submit -- sh -c 'echo secret-output; sleep 30') || fail "submit as nobody"
+    until as nobody "$AEGIS" show --json "$id" | pyjson "assert d['state']=='running'" 2>/dev/null; do sleep 0.1; done
+    [ "$(stat -c %U:%a "$DIR/state/logs/$id.out")" = nobody:600 ] || fail "log owner/mode"
+    [ "$(as nobody "$AEGIS" log "$id")" = secret-output ] || fail "owner cannot read log"
+    as nobody "$AEGIS" show "$id" | grep -q secret-output || fail "owner cannot see command"
+    as daemon "$AEGIS" cancel "$id" 2>&1 | grep -q "permission denied" || fail "cancel by other"
+    as daemon "$AEGIS" log "$id" 2>&1 | grep -q "permission denied" || fail "log by other"
+    as daemon "$AEGIS" show "$id" | grep -q secret || fail "show leaks command"
+    as daemon "$AEGIS" ls --json | grep -q secret && fail "ls leaks command"
+    as daemon "$AEGIS" ls --json | pyjson "assert d[0]['user']=='nobody'" || fail "ls by other"
+    as daemon cat "$DIR/state/logs/$id.out" 2>/dev/null && fail "log file readable"
+    as daemon "$AEGIS" drain 0 2>/dev/null && fail "drain by other"
+    as nobody "$AEGIS" cancel "$id" > /dev/null || fail "owner cannot cancel"
+    "$AEGIS" wait "$id" | grep -q cancelled || fail "not cancelled"
+}
+
+# Malformed, oversized and mutated requests each get an error; the daemon
+# stays up and answers afterwards.
+case_malformed() {
+    start
+    python3 - "$AEGIS_SOCKET" <<'PY' || fail "malformed requests"
+import json, random, socket, sys
+path = sys.argv[1]
+def ask(data):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(path)
+    try:
+        s.sendall(data)
+    except OSError:
+        pass
+    s.shutdown(socket.SHUT_WR)
+    buf = b''
+    while not buf.endswith(b'\n'):
+        chunk = s.recv(65536)
+        if not chunk: break
+        buf += chunk
+    s.close()
+    return json.loads(buf)
+bad = [b'\n', b'garbage\n', b'{"op":"ls"\n', b'{"op":"nope"}\n', b'[]\n',
+       b'{"op":"show","id":"1"}\n', b'{"op":"submit"}\n', b'\xff\xfe\n',
+       b'{"op":"submit","cwd":"/","jobs":[{"cmd":["a\\u0000"]}]}\n',
+       b'{"op":"cancel","ids":[99999]}\n']
+for b in bad:
+    r = ask(b)
+    assert r['ok'] is False and r['error'], (b, r)
+r = ask(b'x' * (5 << 20))
+assert r['ok'] is False and 'longer than' in r['error'], r
+random.seed(7)
+seed = b'{"op":"submit","cwd":"/tmp","env":["A=1"],"jobs":[{"cmd":["true"],"gpus":1}]}'
+errors = 0
+for i in range(300):
+    m = bytearray(seed)
+    for _ in range(random.randint(1, 4)):
+        m[random.randrange(len(m))] = random.choice(b'{}[]":,0123456789x\\')
+    if b'\n' in m: continue
+    r = ask(bytes(m) + b'\n')
+    errors += not r['ok']
+print('mutated requests answered, errors:', errors)
+assert ask(b'{"op":"ls"}\n')['ok']
+PY
+    [ -n "$(daemon_pid)" ] || fail "aegisd died"
+    "$AEGIS" ls > /dev/null || fail "aegisd does not answer"
+}
+
+"case_$CASE"
+echo "ok: $CASE"

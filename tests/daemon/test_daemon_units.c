@@ -1,0 +1,283 @@
+/* test_daemon_units.c -- cmocka tests of aegisd's parts that need no event
+ * loop: the protocol parser, the SQLite store, the YAML config and the
+ * classification of exits.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "config.h"
+#include "exec.h"
+#include "proto.h"
+#include "store.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char tmpdir[256];
+
+static int setup_dir(void **state) {
+    snprintf(tmpdir, sizeof(tmpdir), "/tmp/aegis-unit-XXXXXX");
+    return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown_dir(void **state) {
+    char cmd[300];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static int parse(const char *line, proto_request *req, char *err) {
+    return proto_parse(line, strlen(line), req, err, 256);
+}
+
+/* ---- proto ---------------------------------------------------------------- */
+
+static void test_proto_submit(void **state) {
+    proto_request req;
+    char err[256];
+    assert_int_equal(parse("{\"op\":\"submit\",\"cwd\":\"/tmp\",\"env\":[\"A=1\"],"
+                           "\"jobs\":[{\"cmd\":[\"sleep\",\"1\"],\"gpus\":2,"
+                           "\"mem_mib\":1000,\"name\":\"x\",\"after\":7},"
+                           "{\"cmd\":[\"true\"]}]}", &req, err), 0);
+    assert_int_equal(req.op, PROTO_SUBMIT);
+    assert_int_equal(req.njobs, 2);
+    assert_string_equal(req.jobs[0].argv[1], "1");
+    assert_null(req.jobs[0].argv[2]);
+    assert_int_equal(req.jobs[0].gpus, 2);
+    assert_int_equal(req.jobs[0].after, 7);
+    assert_int_equal(req.jobs[1].gpus, 1);
+    assert_true(req.jobs[1].mem_mib < 0);
+    assert_string_equal(req.env[0], "A=1");
+    proto_request_free(&req);
+}
+
+static void test_proto_other_ops(void **state) {
+    proto_request req;
+    char err[256];
+    assert_int_equal(parse("{\"op\":\"ls\",\"all\":true}", &req, err), 0);
+    assert_true(req.all);
+    proto_request_free(&req);
+    assert_int_equal(parse("{\"op\":\"cancel\",\"ids\":[3,4]}", &req, err), 0);
+    assert_int_equal(req.nids, 2);
+    assert_int_equal(req.ids[1], 4);
+    proto_request_free(&req);
+    assert_int_equal(parse("{\"op\":\"log\",\"id\":3,\"offset\":10,"
+                           "\"stderr\":true}", &req, err), 0);
+    assert_int_equal(req.offset, 10);
+    assert_true(req.err_stream);
+    proto_request_free(&req);
+    assert_int_equal(parse("{\"op\":\"drain\",\"gpu\":2}", &req, err), 0);
+    assert_int_equal(req.gpu, 2);
+    proto_request_free(&req);
+}
+
+/* Each bad request fails with a message naming its field. */
+static void test_proto_bad(void **state) {
+    static const struct { const char *line, *field; } cases[] = {
+        {"", "request"},
+        {"[1]", "request"},
+        {"{\"op\":1}", "op"},
+        {"{\"op\":\"fly\"}", "op"},
+        {"{\"op\":\"ls\",\"x\":1}", "unknown field 'x'"},
+        {"{\"op\":\"ls\",\"all\":1}", "all"},
+        {"{\"op\":\"show\"}", "id"},
+        {"{\"op\":\"show\",\"id\":-1}", "id"},
+        {"{\"op\":\"show\",\"id\":1.5}", "id"},
+        {"{\"op\":\"cancel\",\"ids\":[]}", "ids"},
+        {"{\"op\":\"cancel\",\"ids\":[1,\"2\"]}", "ids[1]"},
+        {"{\"op\":\"submit\",\"cwd\":\"rel\",\"jobs\":[{\"cmd\":[\"a\"]}]}", "cwd"},
+        {"{\"op\":\"submit\",\"cwd\":\"/\",\"jobs\":[]}", "jobs"},
+        {"{\"op\":\"submit\",\"cwd\":\"/\",\"jobs\":[{}]}", "jobs[0].cmd"},
+        {"{\"op\":\"submit\",\"cwd\":\"/\",\"jobs\":[{\"cmd\":[\"\"]}]}",
+         "jobs[0].cmd[0]"},
+        {"{\"op\":\"submit\",\"cwd\":\"/\",\"jobs\":[{\"cmd\":[\"a\"],"
+         "\"gpus\":9}]}", "jobs[0].gpus"},
+        {"{\"op\":\"submit\",\"cwd\":\"/\",\"jobs\":[{\"cmd\":[\"a\"],"
+         "\"mem_mib\":-5}]}", "jobs[0].mem_mib"},
+        {"{\"op\":\"submit\",\"cwd\":\"/\",\"env\":[\"NOEQ\"],"
+         "\"jobs\":[{\"cmd\":[\"a\"]}]}", "env[0]"},
+        {"{\"op\":\"submit\",\"cwd\":\"/\",\"jobs\":[{\"cmd\":[\"a\\u0000b\"]}]}",
+         "request"},
+        {"{\"op\":\"submit\",\"cwd\":\"/\",\"jobs\":[{\"cmd\":[\"a\"],"
+         "\"name\":\"a\\nb\"}]}", "jobs[0].name"},
+        {"{\"op\":\"ls\",\"op\":\"ls\"}", "request"},
+        {"{\"op\":\"drain\",\"gpu\":64}", "gpu"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+        proto_request req;
+        char err[256] = "";
+        int rc = parse(cases[i].line, &req, err);
+        if (rc != -1 || !strstr(err, cases[i].field))
+            fail_msg("case %zu '%s': rc %d, err '%s'", i, cases[i].line, rc,
+                     err);
+        proto_request_free(&req);
+    }
+}
+
+static void test_proto_oversized(void **state) {
+    size_t n = PROTO_MAX_REQUEST + 1;
+    char *line = malloc(n);
+    memset(line, ' ', n);
+    proto_request req;
+    char err[256];
+    assert_int_equal(proto_parse(line, n, &req, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "longer than"));
+    proto_request_free(&req);
+    free(line);
+}
+
+/* ---- store ---------------------------------------------------------------- */
+
+static void count_active(void *ctx, json_t *job) {
+    json_array_append(ctx, job);
+}
+
+static void test_store_submit_and_reopen(void **state) {
+    char path[300], err[256];
+    snprintf(path, sizeof(path), "%s/s.db", tmpdir);
+    store *st = store_open(path, err, sizeof(err));
+    assert_non_null(st);
+    proto_request req;
+    assert_int_equal(parse("{\"op\":\"submit\",\"cwd\":\"/tmp\",\"env\":[\"A=1\"],"
+                           "\"jobs\":[{\"cmd\":[\"a\"]},{\"cmd\":[\"b\"]},"
+                           "{\"cmd\":[\"c\"]}]}", &req, err), 0);
+    store_owner owner = {.uid = 1000, .gid = 1000, .user = "alice"};
+    int64_t first = 0;
+    assert_int_equal(store_submit(st, &owner, &req, 1.0, &first, err,
+                                  sizeof(err)), 0);
+    assert_int_equal(first, 1);
+    proto_request_free(&req);
+    store_attempt a = {.n = 1, .gpus = "0", .floor_mib = 5120, .shim_pid = 42,
+                       .shim_start = 99, .job_pid = 43, .err_offset = 7};
+    store_begin(st);
+    store_attempt_start(st, 2, &a, 2.0);
+    store_job_state(st, 2, "running", NULL, 2.0);
+    store_commit(st);
+    store_job_state(st, 3, "done", "exit 0", 3.0);
+    store_close(st); /* as if aegisd died here */
+
+    st = store_open(path, err, sizeof(err));
+    assert_non_null(st);
+    json_t *active = json_array();
+    store_each_active(st, count_active, active);
+    assert_int_equal(json_array_size(active), 2);
+    json_t *j2 = json_array_get(active, 1);
+    assert_string_equal(json_string_value(json_object_get(j2, "state")),
+                        "running");
+    json_t *att = json_object_get(j2, "attempt");
+    assert_int_equal(json_integer_value(json_object_get(att, "shim_pid")), 42);
+    assert_int_equal(json_integer_value(json_object_get(att, "err_offset")), 7);
+    assert_string_equal(json_string_value(json_array_get(
+                            json_object_get(j2, "env"), 0)), "A=1");
+    json_decref(active);
+    json_t *all = store_list(st, true);
+    assert_int_equal(json_array_size(all), 3);
+    json_decref(all);
+    assert_null(store_job(st, 99, false));
+    store_close(st);
+}
+
+/* ---- config --------------------------------------------------------------- */
+
+static const char *write_file(const char *name, const char *text) {
+    static char path[300];
+    snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
+    FILE *f = fopen(path, "w");
+    fputs(text, f);
+    fclose(f);
+    return path;
+}
+
+static void test_config_good(void **state) {
+    core_config cfg;
+    char err[256];
+    const char *path = write_file("good.yaml", "# comment\npolicy: lucid\n"
+                                  "smact_max: 0.5\nwindow_samples: 10\n");
+    assert_int_equal(config_load(path, false, &cfg, err, sizeof(err)), 0);
+    assert_string_equal(cfg.policy, "lucid");
+    assert_true(cfg.smact_max == 0.5);
+    assert_int_equal(cfg.window_samples, 10);
+    path = write_file("empty.yaml", "");
+    assert_int_equal(config_load(path, false, &cfg, err, sizeof(err)), 0);
+    assert_int_equal(config_load("/nonexistent/x.yaml", true, &cfg, err,
+                                 sizeof(err)), 0);
+}
+
+/* The shipped configuration sets every key to its default. */
+static void test_config_shipped(void **state) {
+    core_config cfg, def;
+    char err[256];
+    assert_int_equal(config_load(AEGIS_SHIPPED_CONFIG, false, &cfg, err,
+                                 sizeof(err)), 0);
+    core_config_default(&def);
+    assert_true(cfg.smact_max == def.smact_max);
+    assert_string_equal(cfg.placement, def.placement);
+}
+
+static void test_config_bad(void **state) {
+    core_config cfg;
+    char err[256];
+    const char *path = write_file("bad.yaml", "policy: aegis\n\nsmact_mux: 1\n");
+    assert_int_equal(config_load(path, false, &cfg, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "bad.yaml:3:"));
+    assert_non_null(strstr(err, "smact_mux"));
+    path = write_file("bad2.yaml", "observe_s: [1, 2]\n");
+    assert_int_equal(config_load(path, false, &cfg, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "bad2.yaml:1:"));
+    path = write_file("bad3.yaml", "policy: nope\n");
+    assert_int_equal(config_load(path, false, &cfg, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "nope"));
+    assert_int_equal(config_load("/nonexistent/x.yaml", false, &cfg, err,
+                                 sizeof(err)), -1);
+}
+
+/* ---- exit classification --------------------------------------------------- */
+
+static void test_classify(void **state) {
+    char why[256];
+    const char *path = write_file("j.err", "old attempt: CUDA out of memory\n");
+    long long offset = (long long)strlen("old attempt: CUDA out of memory\n");
+    assert_int_equal(exec_classify(0, path, 0, why, sizeof(why)), CORE_EXIT_OK);
+    /* the earlier attempt's OOM is before the offset: not this one's */
+    assert_int_equal(exec_classify(1 << 8, path, offset, why, sizeof(why)),
+                     CORE_EXIT_FAILED);
+    assert_int_equal(exec_classify(1 << 8, path, 0, why, sizeof(why)),
+                     CORE_EXIT_OOM);
+    static const char *const lines[] = {
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate",
+        "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: x",
+        "RuntimeError: out of memory",
+    };
+    for (int i = 0; i < 3; i++) {
+        path = write_file("k.err", lines[i]);
+        assert_int_equal(exec_classify(1 << 8, path, 0, why, sizeof(why)),
+                         CORE_EXIT_OOM);
+    }
+    path = write_file("k.err", "Segmentation fault\n");
+    assert_int_equal(exec_classify(9, path, 0, why, sizeof(why)),
+                     CORE_EXIT_FAILED);
+    assert_non_null(strstr(why, "signal 9"));
+    assert_int_equal(exec_classify(1 << 8, "/nonexistent", 0, why, sizeof(why)),
+                     CORE_EXIT_FAILED);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_proto_submit),
+        cmocka_unit_test(test_proto_other_ops),
+        cmocka_unit_test(test_proto_bad),
+        cmocka_unit_test(test_proto_oversized),
+        cmocka_unit_test(test_store_submit_and_reopen),
+        cmocka_unit_test(test_config_good),
+        cmocka_unit_test(test_config_shipped),
+        cmocka_unit_test(test_config_bad),
+        cmocka_unit_test(test_classify),
+    };
+    return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
+}
