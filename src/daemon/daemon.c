@@ -283,7 +283,8 @@ static int d_mkdir(const char *path, mode_t mode) {
 }
 
 /* One daemon per state directory: a lock held for the daemon's life (the
- * kernel drops it when the process dies, even by kill -9). */
+ * kernel drops it when the process dies, even by kill -9). The file holds
+ * the daemon's pid, for scripts and tests (its shims share its name). */
 static int d_lock(const char *state_dir) {
     char path[4200];
     snprintf(path, sizeof(path), "%s/aegisd.lock", state_dir);
@@ -295,6 +296,10 @@ static int d_lock(const char *state_dir) {
         if (fd >= 0) close(fd);
         return -1;
     }
+    char pid[32];
+    int n = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
+    if (ftruncate(fd, 0) != 0 || write(fd, pid, (size_t)n) != n)
+        d_log("%s: cannot record the pid: %s", path, strerror(errno));
     return fd;
 }
 

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -134,6 +135,7 @@ static void exec_close_others(int a, int b, int c) {
 static void exec_shim(const exec_spec *spec, char **envp, int out_fd,
                       int err_fd, int report_fd, const char *status_path) {
     setsid(); /* outlive aegisd and its terminal */
+    prctl(PR_SET_NAME, "aegis-shim");
     exec_close_others(out_fd, err_fd, report_fd);
     sigset_t none;
     sigemptyset(&none);
