@@ -149,7 +149,7 @@ case_crash() {
     clients=$(jobs -p)
     kills=0
     while kill -0 $clients 2>/dev/null; do
-        sleep 0.7
+        sleep 0.4
         p=$(daemon_pid); [ -n "$p" ] && kill -9 "$p" && kills=$((kills + 1))
         until "$AEGISD" --socket "$AEGIS_SOCKET" --state-dir "$DIR/state" \
                 --config "$DIR/aegis.yaml" 2>/dev/null; do sleep 0.1; done
@@ -158,6 +158,7 @@ case_crash() {
     cat acked.* > acked
     echo "kills: $kills, acknowledged: $(wc -l < acked)"
     [ "$(wc -l < acked)" = 1000 ] || fail "acknowledged $(wc -l < acked)"
+    [ "$kills" -ge 3 ] || fail "only $kills kills"
     [ "$(sort acked | uniq -d | wc -l)" = 0 ] || fail "an id acknowledged twice"
     "$AEGIS" wait $(cat acked) > /dev/null || fail "not every job completed"
     "$AEGIS" ls --all --json | pyjson "
