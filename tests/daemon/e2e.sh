@@ -190,6 +190,15 @@ case_restart() {
     start
     "$AEGIS" wait "$id2" > /dev/null || fail "lost job not rerun"
     "$AEGIS" show "$id2" | grep -q "lost" || fail "no lost attempt: $("$AEGIS" show "$id2")"
+    # SIGHUP: a bad file is refused and the old configuration kept
+    echo "smact_mux: 1" >> "$DIR/aegis.yaml"
+    kill -HUP "$(daemon_pid)"
+    until grep -q "not reloaded.*aegis.yaml:3: .*smact_mux" "$DIR/state/aegisd.log"; do sleep 0.1; done
+    sed -i '$d' "$DIR/aegis.yaml"
+    echo "policy: lucid" >> "$DIR/aegis.yaml"
+    kill -HUP "$(daemon_pid)"
+    until grep -q "reloaded $DIR/aegis.yaml" "$DIR/state/aegisd.log"; do sleep 0.1; done
+    "$AEGIS" wait "$("$AEGIS" submit -- true)" > /dev/null || fail "job after reload"
 }
 
 # A second user can list the first user's job but not see its command,
