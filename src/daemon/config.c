@@ -17,17 +17,22 @@ static int config_line(const yaml_event_t *ev) {
     return (int)ev->start_mark.line + 1;
 }
 
+/* The next event, or -1 with libyaml's complaint at FILE:LINE. */
+static int config_next(yaml_parser_t *p, const char *path, yaml_event_t *ev,
+                       char *err, size_t errlen) {
+    if (yaml_parser_parse(p, ev)) return 0;
+    snprintf(err, errlen, "%s:%d: %s", path, (int)p->problem_mark.line + 1,
+             p->problem);
+    return -1;
+}
+
 /* Reads key/value scalar pairs until the mapping ends. */
 static int config_pairs(yaml_parser_t *p, const char *path, core_config *cfg,
                         char *err, size_t errlen) {
     char key[128];
     for (;;) {
         yaml_event_t ev;
-        if (!yaml_parser_parse(p, &ev)) {
-            snprintf(err, errlen, "%s:%d: %s", path,
-                     (int)p->problem_mark.line + 1, p->problem);
-            return -1;
-        }
+        if (config_next(p, path, &ev, err, errlen) != 0) return -1;
         int line = config_line(&ev);
         yaml_event_type_t type = ev.type;
         if (type == YAML_MAPPING_END_EVENT) {
@@ -41,11 +46,7 @@ static int config_pairs(yaml_parser_t *p, const char *path, core_config *cfg,
         }
         snprintf(key, sizeof(key), "%s", (const char *)ev.data.scalar.value);
         yaml_event_delete(&ev);
-        if (!yaml_parser_parse(p, &ev)) {
-            snprintf(err, errlen, "%s:%d: %s", path,
-                     (int)p->problem_mark.line + 1, p->problem);
-            return -1;
-        }
+        if (config_next(p, path, &ev, err, errlen) != 0) return -1;
         line = config_line(&ev);
         if (ev.type != YAML_SCALAR_EVENT) {
             yaml_event_delete(&ev);
@@ -70,11 +71,7 @@ static int config_parse(yaml_parser_t *p, const char *path, core_config *cfg,
                         char *err, size_t errlen) {
     for (;;) {
         yaml_event_t ev;
-        if (!yaml_parser_parse(p, &ev)) {
-            snprintf(err, errlen, "%s:%d: %s", path,
-                     (int)p->problem_mark.line + 1, p->problem);
-            return -1;
-        }
+        if (config_next(p, path, &ev, err, errlen) != 0) return -1;
         yaml_event_type_t type = ev.type;
         int line = config_line(&ev);
         /* a document of only "~" or "" is empty, any other scalar is not */
