@@ -100,6 +100,11 @@ static int config_parse(yaml_parser_t *p, const char *path, core_config *cfg,
 int config_load(const char *path, bool missing_ok, core_config *cfg,
                 char *err, size_t errlen) {
     core_config_default(cfg);
+    /* On a live server users may declare a job's memory (submit --mem).
+     * aegis-est admits such a job with that figure + est_margin_mib and any
+     * other job with the estimator-free no_est_demand_mib, so it is the
+     * estimator-free policy that also takes the user's word. */
+    cfg->policy = "aegis-est";
     FILE *f = fopen(path, "r");
     if (!f) {
         if (missing_ok && errno == ENOENT) return 0;

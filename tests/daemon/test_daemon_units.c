@@ -207,6 +207,8 @@ static void test_config_good(void **state) {
     assert_int_equal(config_load(path, false, &cfg, err, sizeof(err)), 0);
     assert_int_equal(config_load("/nonexistent/x.yaml", true, &cfg, err,
                                  sizeof(err)), 0);
+    /* Without a config the daemon takes users' --mem into account. */
+    assert_string_equal(cfg.policy, "aegis-est");
 }
 
 /* The shipped configuration sets every key to its default. */
@@ -215,9 +217,11 @@ static void test_config_shipped(void **state) {
     char err[256];
     assert_int_equal(config_load(AEGIS_SHIPPED_CONFIG, false, &cfg, err,
                                  sizeof(err)), 0);
-    core_config_default(&def);
+    assert_int_equal(config_load("/nonexistent/x.yaml", true, &def, err,
+                                 sizeof(err)), 0);
     assert_true(cfg.smact_max == def.smact_max);
     assert_string_equal(cfg.placement, def.placement);
+    assert_string_equal(cfg.policy, def.policy);
 }
 
 static void test_config_bad(void **state) {
