@@ -32,18 +32,21 @@ static const cli_command commands[] = {
     {"top", cli_top, "watch the GPUs and running jobs"},
     {"drain", cli_drain, "take a GPU out of placement"},
     {"resume", cli_resume, "put a drained GPU back"},
+    {"feed", cli_feed, "list or clean up the shared data feeds"},
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(*commands))
 
 static void usage(FILE *out) {
-    fputs("usage: aegis COMMAND [OPTIONS]\n"
+    fputs("usage: aegis [--socket PATH] COMMAND [OPTIONS]\n"
           "       aegis --help | --version\n\n"
           "aegis lets deep-learning training jobs share the GPUs of a server\n"
           "safely. Commands:\n\n", out);
     for (size_t i = 0; i < NCOMMANDS; i++)
         fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
-    fputs("\nRun 'aegis COMMAND --help' for a command's options.\n"
+    fputs("\n--socket PATH names aegisd's socket for the commands that talk to\n"
+          "it (as $AEGIS_SOCKET does; default " CLIENT_DEFAULT_SOCKET ").\n"
+          "Run 'aegis COMMAND --help' for a command's options.\n"
           "Exit status: 0 success, 1 failure, 2 bad usage or bad input.\n",
           out);
 }
@@ -83,6 +86,16 @@ int cli_parse_double(const char *cmd, const char *opt, const char *text,
 }
 
 int main(int argc, char **argv) {
+    /* The global --socket goes where every client subcommand looks when it
+     * has no --socket of its own. */
+    if (argc >= 3 && strcmp(argv[1], "--socket") == 0) {
+        if (setenv("AEGIS_SOCKET", argv[2], 1) != 0) {
+            perror("aegis: --socket");
+            return CLI_FAIL;
+        }
+        argc -= 2;
+        argv += 2;
+    }
     if (argc < 2) {
         usage(stderr);
         return CLI_USAGE;

@@ -150,6 +150,7 @@ static void show_text(json_t *job) {
            "user", str(job, "user"), "state", str(job, "state"));
     if (str(job, "reason")[0]) printf("%-10s %s\n", "reason", str(job, "reason"));
     if (str(job, "name")[0]) printf("%-10s %s\n", "name", str(job, "name"));
+    if (str(job, "feed")[0]) printf("%-10s %s\n", "feed", str(job, "feed"));
     if (json_object_get(job, "cmd")) {
         printf("%-10s ", "command");
         print_cmd(json_object_get(job, "cmd"), 4096);

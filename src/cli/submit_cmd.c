@@ -55,6 +55,10 @@ static const char help[] =
 "                    assumed and an out-of-memory exit climbs the\n"
 "                    recovery ladder\n"
 "    --name S        a name shown by `aegis ls`\n"
+"    --feed NAME     the job reads the shared data feed NAME (see the\n"
+"                    aegis_feed Python module): recorded with the job, so\n"
+"                    that jobs sharing a feed can be told apart and placed\n"
+"                    together\n"
 "    --after ID      run once job ID has succeeded; cancelled if it fails\n"
 "    --array FILE    one command per line, as above\n"
 "    --json          print {\"ids\": [...]} instead\n"
@@ -69,6 +73,7 @@ typedef struct submit_defaults {
     long gpus;
     double mem;             /* < 0: none */
     const char *name;
+    const char *feed;       /* shared data feed; NULL: none */
     long after;             /* 0: none */
 } submit_defaults;
 
@@ -76,6 +81,7 @@ static json_t *submit_job(json_t *cmd, const submit_defaults *def) {
     json_t *job = json_pack("{s:o, s:i}", "cmd", cmd, "gpus", (int)def->gpus);
     if (def->mem >= 0) json_object_set_new(job, "mem_mib", json_real(def->mem));
     if (def->name) json_object_set_new(job, "name", json_string(def->name));
+    if (def->feed) json_object_set_new(job, "feed", json_string(def->feed));
     if (def->after > 0) json_object_set_new(job, "after", json_integer(def->after));
     return job;
 }
@@ -185,6 +191,9 @@ static int spec_job(const char *path, yaml_document_t *doc, yaml_node_t *map,
         } else if (!strcmp(k, "name")) {
             if (!(d.name = spec_scalar(doc, v)))
                 rc = spec_error(path, v, "expected a string", k);
+        } else if (!strcmp(k, "feed")) {
+            if (!(d.feed = spec_scalar(doc, v)))
+                rc = spec_error(path, v, "expected a string", k);
         } else if (!strcmp(k, "gpus")) {
             rc = spec_number(path, v, k, 1, 64, &num);
             d.gpus = (long)num;
@@ -194,8 +203,8 @@ static int spec_job(const char *path, yaml_document_t *doc, yaml_node_t *map,
             rc = spec_number(path, v, k, 1, 1e15, &num);
             d.after = (long)num;
         } else {
-            rc = spec_error(path, kn, "unknown key (command, name, gpus, "
-                            "mem_mib, after)", k);
+            rc = spec_error(path, kn, "unknown key (command, name, feed, "
+                            "gpus, mem_mib, after)", k);
         }
         if (rc) {
             json_decref(cmd);
@@ -282,6 +291,7 @@ int cli_submit(int argc, char **argv) {
         {"gpus", required_argument, NULL, 'g'},
         {"mem", required_argument, NULL, 'm'},
         {"name", required_argument, NULL, 'n'},
+        {"feed", required_argument, NULL, 'F'},
         {"after", required_argument, NULL, 'a'},
         {"array", required_argument, NULL, 'A'},
         {"json", no_argument, NULL, 'j'},
@@ -305,6 +315,7 @@ int cli_submit(int argc, char **argv) {
                 return CLI_USAGE;
             break;
         case 'n': def.name = optarg; break;
+        case 'F': def.feed = optarg; break;
         case 'a':
             if (cli_parse_long("submit", "after", optarg, 1, 0x7fffffffL,
                                &def.after))

@@ -10,6 +10,8 @@
 
 #include "core.h"
 
+#include <ctype.h>
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,8 +24,10 @@ static const char *const op_names[] = {
 };
 #define NOPS (sizeof(op_names) / sizeof(*op_names))
 
-/* The fields each op accepts besides "op". */
-static const char *const op_fields[NOPS][5] = {
+/* The fields each op accepts besides "op"; a row ends at NULL or at its
+ * width. */
+#define OP_FIELDS_MAX 5
+static const char *const op_fields[NOPS][OP_FIELDS_MAX] = {
     [PROTO_SUBMIT] = {"cwd", "env", "jobs"},
     [PROTO_LS] = {"all"},
     [PROTO_SHOW] = {"id"},
@@ -36,7 +40,7 @@ static const char *const op_fields[NOPS][5] = {
 };
 
 static const char *const job_fields[] = {"cmd", "gpus", "mem_mib", "name",
-                                         "after", NULL};
+                                         "feed", "after", NULL};
 
 const char *proto_op_name(proto_op op) {
     return (size_t)op < NOPS ? op_names[op] : "?";
@@ -132,6 +136,37 @@ static int proto_strings(json_t *arr, const char *field, size_t min,
     return 0;
 }
 
+
+/* An optional short text field of a job (key in obj): "" when absent. Names
+ * may hold any printable text; a feed name also becomes a file name under
+ * /dev/shm, so it is limited to letters, digits, '.', '_' and '-'. */
+static int proto_label(json_t *obj, const char *key, const char *where,
+                       size_t max, bool file_name, const char **out,
+                       char *err, size_t errlen) {
+    *out = "";
+    json_t *v = json_object_get(obj, key);
+    if (!v) return 0;
+    if (!json_is_string(v) || json_string_length(v) > max) {
+        snprintf(err, errlen, "%s.%s: expected a string of at most %zu bytes",
+                 where, key, max);
+        return -1;
+    }
+    for (const char *c = json_string_value(v); *c; c++) {
+        bool bad = file_name ? !(isalnum((unsigned char)*c) || *c == '.' ||
+                                 *c == '_' || *c == '-')
+                             : (unsigned char)*c < 0x20 || *c == 0x7f;
+        if (bad) {
+            snprintf(err, errlen, "%s.%s: %s", where, key,
+                     file_name ? "only letters, digits, '.', '_' and '-' are "
+                                 "allowed"
+                               : "control characters are not allowed");
+            return -1;
+        }
+    }
+    *out = json_string_value(v);
+    return 0;
+}
+
 static int proto_parse_job(json_t *obj, size_t i, proto_job *job, char *err,
                            size_t errlen) {
     char where[48], field[64];
@@ -140,7 +175,9 @@ static int proto_parse_job(json_t *obj, size_t i, proto_job *job, char *err,
         snprintf(err, errlen, "%s: expected an object", where);
         return -1;
     }
-    if (proto_known_keys(obj, job_fields, 5, false, where, err, errlen))
+    if (proto_known_keys(obj, job_fields,
+                         sizeof(job_fields) / sizeof(*job_fields), false,
+                         where, err, errlen))
         return -1;
     snprintf(field, sizeof(field), "%s.cmd", where);
     json_t *cmd = json_object_get(obj, "cmd");
@@ -169,22 +206,11 @@ static int proto_parse_job(json_t *obj, size_t i, proto_job *job, char *err,
         }
         job->mem_mib = json_number_value(m);
     }
-    job->name = "";
-    json_t *name = json_object_get(obj, "name");
-    if (name) {
-        if (!json_is_string(name) || json_string_length(name) > PROTO_MAX_NAME) {
-            snprintf(err, errlen, "%s.name: expected a string of at most %d "
-                     "bytes", where, PROTO_MAX_NAME);
-            return -1;
-        }
-        job->name = json_string_value(name);
-        for (const char *c = job->name; *c; c++)
-            if ((unsigned char)*c < 0x20 || *c == 0x7f) {
-                snprintf(err, errlen, "%s.name: control characters are not "
-                         "allowed", where);
-                return -1;
-            }
-    }
+    if (proto_label(obj, "name", where, PROTO_MAX_NAME, false, &job->name,
+                    err, errlen) ||
+        proto_label(obj, "feed", where, PROTO_MAX_FEED, true, &job->feed,
+                    err, errlen))
+        return -1;
     json_t *after = json_object_get(obj, "after");
     snprintf(field, sizeof(field), "%s.after", where);
     if (after && proto_int(after, field, 1, INT64_MAX / 2, &job->after, err,
@@ -333,7 +359,8 @@ int proto_parse(const char *line, size_t len, proto_request *req, char *err,
         return -1;
     }
     req->op = (proto_op)i;
-    if (proto_known_keys(req->root, op_fields[i], 5, true, "", err, errlen))
+    if (proto_known_keys(req->root, op_fields[i], OP_FIELDS_MAX, true, "",
+                         err, errlen))
         return -1;
     return proto_parse_op(req->root, req, err, errlen);
 }

@@ -7,7 +7,7 @@
  * global state).
  *
  * Requests ("op" and its fields):
- *   submit  cwd, env [..."K=V"], jobs [{cmd [...], gpus, mem_mib, name, after}]
+ *   submit  cwd, env [..."K=V"], jobs [{cmd [...], gpus, mem_mib, name, feed, after}]
  *   ls      all (bool)          show   id
  *   cancel  ids [...]           wait   ids [...]
  *   log     id, offset, stderr (bool)
@@ -40,6 +40,8 @@
 #define PROTO_MAX_IDS 100000
 /* A job name: short enough for one column of `aegis ls`. */
 #define PROTO_MAX_NAME 128
+/* A feed name: the feed library's own limit (FEED_NAME_MAX). */
+#define PROTO_MAX_FEED 48
 /* Memory a job may ask for, MiB (1 TiB: above any GPU made). */
 #define PROTO_MAX_MEM_MIB (1024.0 * 1024.0)
 
@@ -52,6 +54,7 @@ typedef struct proto_job {
     const char **argv;      /* argc words, NULL-terminated */
     size_t argc;
     const char *name;       /* "" when not given */
+    const char *feed;       /* shared data feed it reads; "" for none */
     int gpus;               /* 1..CORE_MAX_JOB_GPUS (1) */
     double mem_mib;         /* memory estimate, MiB; < 0 when not given */
     int64_t after;          /* run after this job succeeded; 0 for none */

@@ -25,6 +25,7 @@ static const char schema[] =
     "CREATE TABLE IF NOT EXISTS jobs("
     "  id INTEGER PRIMARY KEY, uid INTEGER NOT NULL, gid INTEGER NOT NULL,"
     "  user TEXT NOT NULL, name TEXT NOT NULL, cmd TEXT NOT NULL,"
+    "  feed TEXT NOT NULL DEFAULT '',"
     "  env_id INTEGER NOT NULL REFERENCES envs(id),"
     "  gpus INTEGER NOT NULL, mem_mib REAL, after INTEGER,"
     "  state TEXT NOT NULL, reason TEXT, submitted REAL NOT NULL,"
@@ -55,8 +56,8 @@ static const char *const sql[S_COUNT] = {
     [S_ROLLBACK] = "ROLLBACK",
     [S_ENV] = "INSERT INTO envs(cwd, env) VALUES(?1, ?2)",
     [S_JOB] = "INSERT INTO jobs(uid, gid, user, name, cmd, env_id, gpus,"
-              " mem_mib, after, state, submitted)"
-              " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 'queued', ?10)",
+              " mem_mib, after, state, submitted, feed)"
+              " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 'queued', ?10, ?11)",
     [S_ATT_START] = "INSERT OR REPLACE INTO attempts(job_id, n, gpus,"
                     " floor_mib, exclusive, shim_pid, shim_start, job_pid,"
                     " started, err_offset)"
@@ -71,11 +72,11 @@ static const char *const sql[S_COUNT] = {
     [S_ENERGY] = "UPDATE jobs SET energy_j = ?2 WHERE id = ?1",
     [S_EVENT] = "INSERT INTO events(job_id, t, text) VALUES(?1, ?2, ?3)",
     [S_GET] = "SELECT id, user, uid, name, cmd, gpus, mem_mib, after, state,"
-              " reason, submitted, finished, attempts, energy_j"
+              " reason, submitted, finished, attempts, energy_j, feed"
               " FROM jobs WHERE id = ?1",
     [S_GET_FULL] = "SELECT j.id, j.user, j.uid, j.gid, j.name, j.cmd, j.gpus,"
                    " j.mem_mib, j.after, j.state, j.reason, j.submitted,"
-                   " j.finished, j.attempts, j.energy_j, e.cwd, e.env"
+                   " j.finished, j.attempts, j.energy_j, j.feed, e.cwd, e.env"
                    " FROM jobs j JOIN envs e ON e.id = j.env_id"
                    " WHERE j.id = ?1",
     [S_ATTEMPTS] = "SELECT n, gpus, floor_mib, exclusive, shim_pid,"
@@ -83,11 +84,11 @@ static const char *const sql[S_COUNT] = {
                    " FROM attempts WHERE job_id = ?1 ORDER BY n",
     [S_EVENTS] = "SELECT t, text FROM events WHERE job_id = ?1 ORDER BY id",
     [S_LIST_ALL] = "SELECT id, user, uid, name, cmd, gpus, mem_mib, after,"
-                   " state, reason, submitted, finished, attempts, energy_j"
-                   " FROM jobs ORDER BY id",
+                   " state, reason, submitted, finished, attempts, energy_j,"
+                   " feed FROM jobs ORDER BY id",
     [S_LIST_ACTIVE] = "SELECT id, user, uid, name, cmd, gpus, mem_mib, after,"
                       " state, reason, submitted, finished, attempts,"
-                      " energy_j FROM jobs"
+                      " energy_j, feed FROM jobs"
                       " WHERE state IN ('queued','running') ORDER BY id",
     [S_LAST_ATTEMPT] = "SELECT max(n) FROM attempts WHERE job_id = ?1",
 };
@@ -185,6 +186,7 @@ static int store_insert_jobs(store *st, const store_owner *owner,
         if (j->mem_mib >= 0) sqlite3_bind_double(s, 8, j->mem_mib);
         if (j->after > 0) sqlite3_bind_int64(s, 9, j->after);
         sqlite3_bind_double(s, 10, now);
+        sqlite3_bind_text(s, 11, j->feed, -1, SQLITE_STATIC);
         if (store_exec(st, S_JOB, 0) != 0) return -1;
         if (i == 0) *first_id = sqlite3_last_insert_rowid(st->db);
     }

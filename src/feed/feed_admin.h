@@ -1,5 +1,5 @@
 /* feed_admin.h -- list and garbage-collect feeds: what `aegis feed ls` and
- * `aegis feed gc` (and the standalone aegis-feed tool) call.
+ * `aegis feed gc` (src/cli/feed_cmd.c) call.
  *
  * Ownership: feed_list and feed_gc allocate *out with malloc; the caller
  * frees it with free(). */

@@ -40,7 +40,7 @@ case_basic() {
     start
     cd "$DIR/work"
     id1=$("$AEGIS" submit --name hello -- sh -c 'echo out; echo err >&2') || fail submit
-    id2=$("$AEGIS" submit --mem 1000 -- "$FAKE" --mib 1000 --seconds 1) || fail submit2
+    id2=$("$AEGIS" submit --mem 1000 --feed imagenet -- "$FAKE" --mib 1000 --seconds 1) || fail submit2
     id3=$("$AEGIS" submit --after "$id2" -- sh -c 'echo after') || fail after
     "$AEGIS" wait "$id1" "$id2" "$id3" >/dev/null || fail "wait: not all done"
     [ "$("$AEGIS" log "$id1")" = out ] || fail "log stdout"
@@ -50,7 +50,8 @@ case_basic() {
 ids=[j['id'] for j in d]; assert ids==[$id1,$id2,$id3], ids
 for j in d:
     assert j['state']=='done' and j['attempts']==1 and j['gpus']==1 and j['user'], j
-assert d[1]['energy_j']>0, d[1]" || fail "ls --json"
+assert d[1]['energy_j']>0, d[1]
+assert d[1]['feed']=='imagenet' and d[0]['feed']=='', d" || fail "ls --json"
     "$AEGIS" show "$id2" | grep -q "seen on GPU" || fail "show: never seen on GPU"
     # a failing job, a cancelled queued one, a dependent of a failure
     id4=$("$AEGIS" submit -- sh -c 'exit 3')

@@ -43,7 +43,8 @@ static void test_proto_submit(void **state) {
     char err[256];
     assert_int_equal(parse("{\"op\":\"submit\",\"cwd\":\"/tmp\",\"env\":[\"A=1\"],"
                            "\"jobs\":[{\"cmd\":[\"sleep\",\"1\"],\"gpus\":2,"
-                           "\"mem_mib\":1000,\"name\":\"x\",\"after\":7},"
+                           "\"mem_mib\":1000,\"name\":\"x\",\"after\":7,"
+                           "\"feed\":\"imagenet-1\"},"
                            "{\"cmd\":[\"true\"]}]}", &req, err), 0);
     assert_int_equal(req.op, PROTO_SUBMIT);
     assert_int_equal(req.njobs, 2);
@@ -51,6 +52,8 @@ static void test_proto_submit(void **state) {
     assert_null(req.jobs[0].argv[2]);
     assert_int_equal(req.jobs[0].gpus, 2);
     assert_int_equal(req.jobs[0].after, 7);
+    assert_string_equal(req.jobs[0].feed, "imagenet-1");
+    assert_string_equal(req.jobs[1].feed, "");
     assert_int_equal(req.jobs[1].gpus, 1);
     assert_true(req.jobs[1].mem_mib < 0);
     assert_string_equal(req.env[0], "A=1");

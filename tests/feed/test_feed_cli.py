@@ -1,0 +1,68 @@
+"""`aegis feed ls|gc` against a live feed: run by ctest with /usr/bin/python3,
+PYTHONPATH naming the built extension and the aegis binary as argv[1].
+Exit 77 (skip) without numpy."""
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+
+try:
+    import numpy as np
+except ImportError:
+    sys.exit(77)
+
+import aegis_feed
+
+AEGIS = sys.argv[1]
+NAME = "t-cli-%d" % os.getpid()
+
+
+def aegis(*args, rc=0):
+    res = subprocess.run([AEGIS, "feed", *args], capture_output=True, text=True)
+    assert res.returncode == rc, (args, res.returncode, res.stderr)
+    return res.stdout
+
+
+def listed():
+    feeds = [json.loads(line) for line in aegis("ls", "--json").splitlines()]
+    return [f for f in feeds if f["name"] == NAME]
+
+
+def await_listed(what, check):
+    """Polls `aegis feed ls` until check(feed) holds: the feed is made and
+    read by other threads, with no event this process could wait on."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        mine = listed()
+        if mine and check(mine[0]):
+            return mine[0]
+        time.sleep(0.01)
+    raise AssertionError("never listed: " + what)
+
+
+batch = np.zeros((4, 2), np.float32)
+producer = aegis_feed.Producer([batch], name=NAME)
+# The feed is made at the first batch, whose publish then waits for a
+# consumer: publish from a thread (the extension releases the GIL).
+publisher = threading.Thread(target=producer.publish, args=(batch,),
+                             daemon=True)  # a failed check must not hang
+publisher.start()
+feed = await_listed("the new feed", lambda f: True)
+assert feed["producer_pid"] == os.getpid(), feed
+assert feed["producer"] == "alive", feed
+assert NAME in aegis("ls"), "the table names the feed"
+assert NAME not in aegis("gc"), "gc must keep a feed whose producer lives"
+
+consumer = aegis_feed.Consumer(name=NAME)
+publisher.join(10)
+assert not publisher.is_alive(), "publish did not return once a consumer came"
+next(iter(consumer))
+feed = await_listed("the consumer", lambda f: f["consumers"])
+assert feed["consumers"][0]["pid"] == os.getpid(), feed
+consumer.close()
+producer.close()
+assert listed() == [], "a closed feed is gone from ls"
+aegis("bogus", rc=2)
+print("aegis feed ls/gc: ok")
