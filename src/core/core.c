@@ -137,8 +137,7 @@ static core_queue *queue_of(core_state *core, const core_job *job) {
 
 /* ---- create / destroy ------------------------------------------------------- */
 
-static int core_check_config(const core_config *cfg, int num_gpus,
-                             const double *gpu_total_mib, char *err,
+static int core_check_config(const core_config *cfg, char *err,
                              size_t errlen) {
     if (!policy_find(cfg->policy)) {
         snprintf(err, errlen, "config policy: unknown policy '%s'",
@@ -156,6 +155,11 @@ static int core_check_config(const core_config *cfg, int num_gpus,
                  cfg->sample_period_s);
         return -1;
     }
+    return 0;
+}
+
+static int core_check_gpus(int num_gpus, const double *gpu_total_mib,
+                           char *err, size_t errlen) {
     if (num_gpus < 1 || num_gpus > CORE_MAX_GPUS) {
         snprintf(err, errlen, "core: %d GPUs, must be 1..%d", num_gpus,
                  CORE_MAX_GPUS);
@@ -169,17 +173,24 @@ static int core_check_config(const core_config *cfg, int num_gpus,
     return 0;
 }
 
+/* Takes a checked cfg: the names then point at the policy table's strings,
+ * never at the caller's. */
+static void core_set_config(core_state *core, const core_config *cfg) {
+    core->cfg = *cfg;
+    core->pol = policy_find(cfg->policy);
+    core->cfg.policy = core->pol->name;
+    core->placement = (policy_placement)policy_placement_find(cfg->placement);
+    core->cfg.placement = core_placement_names()[core->placement];
+}
+
 core_state *core_create(const core_config *cfg, int num_gpus,
                         const double *gpu_total_mib, char *err, size_t errlen) {
-    if (core_check_config(cfg, num_gpus, gpu_total_mib, err, errlen) != 0)
+    if (core_check_config(cfg, err, errlen) != 0 ||
+        core_check_gpus(num_gpus, gpu_total_mib, err, errlen) != 0)
         return NULL;
     core_state *core = calloc(1, sizeof(*core));
     if (!core) goto oom;
-    core->cfg = *cfg;
-    core->pol = policy_find(cfg->policy);
-    core->cfg.policy = core->pol->name; /* keep no pointer of the caller's */
-    core->placement = (policy_placement)policy_placement_find(cfg->placement);
-    core->cfg.placement = core_placement_names()[core->placement];
+    core_set_config(core, cfg);
     core->num_gpus = num_gpus;
     core->table_size = 64;
     core->table = calloc(core->table_size, sizeof(*core->table));
@@ -210,28 +221,70 @@ void core_destroy(core_state *core) {
     free(core);
 }
 
+/* A GPU is held (closed to newcomers) while it runs a job that must run
+ * alone, or any job under a policy that never collocates. */
+static void core_rehold(core_state *core) {
+    for (int g = 0; g < core->num_gpus; g++) core->gpus[g].alone = false;
+    for (size_t i = 0; i < core->table_size; i++)
+        for (core_job *j = core->table[i]; j; j = j->hnext) {
+            if (j->state != JOB_RUNNING) continue;
+            if (!j->alone && core->pol->collocates) continue;
+            for (int k = 0; k < j->spec.num_gpus; k++)
+                core->gpus[j->gpus[k]].alone = true;
+        }
+}
+
+int core_reconfigure(core_state *core, const core_config *cfg, char *err,
+                     size_t errlen) {
+    if (core_check_config(cfg, err, errlen) != 0) return -1;
+    bool new_windows = cfg->window_samples != core->cfg.window_samples ||
+                       cfg->sample_period_s != core->cfg.sample_period_s;
+    if (new_windows) {
+        /* All or nothing: build every window before dropping the old. */
+        win wins[CORE_MAX_GPUS];
+        int n = 0;
+        while (n < core->num_gpus &&
+               win_init(&wins[n], cfg->window_samples, cfg->sample_period_s) == 0)
+            n++;
+        if (n < core->num_gpus) {
+            while (n > 0) win_free(&wins[--n]);
+            snprintf(err, errlen, "core: out of memory for new windows");
+            return -1;
+        }
+        for (int g = 0; g < core->num_gpus; g++) {
+            win_free(&core->gpus[g].win);
+            core->gpus[g].win = wins[g];
+        }
+    }
+    core_set_config(core, cfg);
+    core_rehold(core);
+    return 0;
+}
+
 /* ---- events ----------------------------------------------------------------- */
 
-int core_submit(core_state *core, const core_job_spec *job, double now,
-                char *err, size_t errlen) {
+/* A new job in the table, in no queue yet; NULL with a message when the
+ * spec does not fit this core or the id is taken. */
+static core_job *core_job_new(core_state *core, const core_job_spec *job,
+                              char *err, size_t errlen) {
     if (job->num_gpus < 1 || job->num_gpus > CORE_MAX_JOB_GPUS ||
         job->num_gpus > core->num_gpus) {
         snprintf(err, errlen, "job %lld: asks for %d GPUs, server has %d",
                  (long long)job->id, job->num_gpus, core->num_gpus);
-        return -1;
+        return NULL;
     }
     if (core_find(core, job->id)) {
         snprintf(err, errlen, "job %lld: id already known", (long long)job->id);
-        return -1;
+        return NULL;
     }
     if (core->njobs >= core->table_size && core_table_grow(core) != 0) {
         snprintf(err, errlen, "job %lld: out of memory", (long long)job->id);
-        return -1;
+        return NULL;
     }
     core_job *j = calloc(1, sizeof(*j));
     if (!j) {
         snprintf(err, errlen, "job %lld: out of memory", (long long)job->id);
-        return -1;
+        return NULL;
     }
     j->spec = *job;
     j->state = JOB_QUEUED;
@@ -240,7 +293,51 @@ int core_submit(core_state *core, const core_job_spec *job, double now,
     j->hnext = core->table[h];
     core->table[h] = j;
     core->njobs++;
+    return j;
+}
+
+int core_submit(core_state *core, const core_job_spec *job, double now,
+                char *err, size_t errlen) {
+    core_job *j = core_job_new(core, job, err, errlen);
+    if (!j) return -1;
     queue_push(&core->fifo, j);
+    return 0;
+}
+
+static int core_check_retry(const core_job_spec *job, const core_retry *r,
+                            char *err, size_t errlen) {
+    if (r->attempt < 1 || !(r->floor_mib >= 0)) {
+        snprintf(err, errlen, "job %lld: attempt %d with floor %g MiB: the "
+                 "attempt must be >= 1 and the floor >= 0", (long long)job->id,
+                 r->attempt, r->floor_mib);
+        return -1;
+    }
+    return 0;
+}
+
+static void core_set_retry(core_job *j, const core_retry *r) {
+    j->attempt = r->attempt;
+    j->floor_mib = r->alone ? 0 : r->floor_mib;
+    j->alone = r->alone;
+}
+
+int core_submit_retry(core_state *core, const core_job_spec *job,
+                      const core_retry *r, double now, char *err,
+                      size_t errlen) {
+    if (core_check_retry(job, r, err, errlen) != 0) return -1;
+    core_job *j = core_job_new(core, job, err, errlen);
+    if (!j) return -1;
+    core_set_retry(j, r);
+    queue_push(queue_of(core, j), j);
+    return 0;
+}
+
+int core_job_retry(const core_state *core, int64_t job_id, core_retry *r) {
+    const core_job *job = core_find(core, job_id);
+    if (!job) return -1;
+    r->attempt = job->attempt;
+    r->floor_mib = job->floor_mib;
+    r->alone = job->alone;
     return 0;
 }
 
@@ -495,14 +592,29 @@ static double gpu_free_now(core_gpu *gpu, double now) {
     return gpu->view.total_mib - used;
 }
 
+/* Puts a job, not yet seen active, on its GPUs (job->gpus): the policies'
+ * sums, the placement counts that later tell whether it shared, and the
+ * hold of a job that must run alone. */
+static void core_occupy(core_state *core, core_job *job) {
+    job->state = JOB_RUNNING;
+    job->active = false;
+    bool hold = job->alone || !core->pol->collocates;
+    for (int k = 0; k < job->spec.num_gpus; k++) {
+        core_gpu *gpu = &core->gpus[job->gpus[k]];
+        gpu_account(gpu, &job->spec, +1);
+        gpu->unseen++;
+        gpu->placements++;
+        job->placed_seen[k] = gpu->placements;
+        if (hold) gpu->alone = true;
+    }
+    core->running++;
+}
+
 static void core_start(core_state *core, core_job *job, const core_launch *l,
                        double now) {
-    job->state = JOB_RUNNING;
     job->dispatch_free_mib = CORE_UNKNOWN;
-    job->active = false;
     job->exclusive = l->exclusive;
     job->admitted_mib = l->floor_mib;
-    bool hold = job->alone || !core->pol->collocates;
     for (int k = 0; k < l->num_gpus; k++) {
         core_gpu *gpu = &core->gpus[l->gpus[k]];
         job->gpus[k] = l->gpus[k];
@@ -511,14 +623,44 @@ static void core_start(core_state *core, core_job *job, const core_launch *l,
             if (job->dispatch_free_mib < 0 || free_mib < job->dispatch_free_mib)
                 job->dispatch_free_mib = free_mib;
         }
-        gpu_account(gpu, &job->spec, +1);
-        gpu->unseen++;
-        gpu->placements++;
-        job->placed_seen[k] = gpu->placements;
-        if (hold) gpu->alone = true;
     }
+    core_occupy(core, job);
     core->rr_next = (l->gpus[l->num_gpus - 1] + 1) % core->num_gpus;
-    core->running++;
+}
+
+static int core_check_adopted(const core_state *core, const core_job_spec *job,
+                              const core_adopted *a, char *err, size_t errlen) {
+    for (int k = 0; k < job->num_gpus && k < CORE_MAX_JOB_GPUS; k++) {
+        int g = a->gpus[k];
+        bool twice = false;
+        for (int i = 0; i < k; i++) twice |= a->gpus[i] == g;
+        if (g < 0 || g >= core->num_gpus || twice) {
+            snprintf(err, errlen, "job %lld: GPU %d %s", (long long)job->id, g,
+                     twice ? "given twice" : "is not on this server");
+            return -1;
+        }
+    }
+    return core_check_retry(job, &a->retry, err, errlen);
+}
+
+int core_adopt(core_state *core, const core_job_spec *job,
+               const core_adopted *a, double now, char *err, size_t errlen) {
+    if (core_check_adopted(core, job, a, err, errlen) != 0) return -1;
+    core_job *j = core_job_new(core, job, err, errlen);
+    if (!j) return -1;
+    core_set_retry(j, &a->retry);
+    j->admitted_mib = a->admitted_mib;
+    j->dispatch_free_mib = CORE_UNKNOWN;
+    /* Jobs adopted before it on its GPUs shared them with it, whichever
+     * of the two was placed first. */
+    j->exclusive = a->exclusive;
+    for (int k = 0; k < job->num_gpus; k++) {
+        j->gpus[k] = a->gpus[k];
+        if (core->gpus[a->gpus[k]].view.njobs > 0) j->exclusive = false;
+    }
+    core_occupy(core, j);
+    if (a->active) core_job_active(core, job->id, a->active_at);
+    return 0;
 }
 
 static core_job *core_head(core_state *core) {

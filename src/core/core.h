@@ -135,6 +135,75 @@ void core_destroy(core_state *core);
 int core_submit(core_state *core, const core_job_spec *job, double now,
                 char *err, size_t errlen);
 
+/* ---- taking jobs back (a driver that restarts or rebuilds its state) ------
+ *
+ * A driver that outlives neither its process nor its core (the daemon
+ * after a restart) keeps what the core knew of each job and hands it back
+ * with the calls below, so a job keeps its rung of the recovery ladder, its
+ * place in the recovery queue and its GPUs. */
+
+/* A job's place on the recovery ladder: what core_job_retry() reports and
+ * core_submit_retry() and core_adopt() take back. */
+typedef struct core_retry {
+    int attempt;            /* the attempt queued or running: 1, 2, ... */
+    double floor_mib;       /* recovery floor; 0 before the first OOM, when
+                               the policy's demand applies */
+    bool alone;             /* the ladder is exhausted: must run alone */
+} core_retry;
+
+/* A job found already running, as the driver recorded its launch. */
+typedef struct core_adopted {
+    core_retry retry;       /* its attempt and place on the ladder */
+    int gpus[CORE_MAX_JOB_GPUS]; /* spec.num_gpus distinct GPUs */
+    double admitted_mib;    /* core_launch.floor_mib of the attempt: the
+                               ladder climbs above it after an OOM */
+    bool exclusive;         /* core_launch.exclusive of the attempt */
+    bool active;            /* already seen active on its GPUs; when false,
+                               call core_job_active() once it is */
+    double active_at;       /* when it was first seen active (`now` units):
+                               its GPUs stay closed until active_at +
+                               observe_s; long ago means open at once */
+} core_adopted;
+
+/* Reports the place on the ladder of a job the core holds (queued or
+ * running). Returns 0, or -1 when the id is unknown. A driver saves this
+ * whenever core_job_exit() answers CORE_REQUEUED. */
+int core_job_retry(const core_state *core, int64_t job_id, core_retry *r);
+
+/* Queues a job at attempt r->attempt. A retry (attempt > 1) joins the
+ * recovery queue behind the jobs already there, so calling this in the
+ * order the jobs were requeued rebuilds that queue; attempt 1 is
+ * core_submit(). Returns 0, or -1 as core_submit() does, or when attempt
+ * < 1 or floor_mib < 0, with a message. */
+int core_submit_retry(core_state *core, const core_job_spec *job,
+                      const core_retry *r, double now, char *err,
+                      size_t errlen);
+
+/* Takes in a job that is already running on a->gpus. It is accounted on
+ * them like a job core_schedule() launched (the policies' sums, placement
+ * counts, the observation gate, a GPU held by a job that must run alone),
+ * and core_job_active(), core_job_exit() and core_cancel() then treat it as
+ * usual. Whether it shared its GPUs before adoption is unknown: a job
+ * adopted as exclusive counts as having run alone unless a job is placed
+ * (or adopted) beside it afterwards, or was adopted there before it.
+ * Free memory at its launch is unknown too, so an OOM climbs from
+ * admitted_mib alone (as with ladder_from_free off). Returns 0, or -1 with
+ * a message (what core_submit() refuses, a GPU out of range or twice,
+ * attempt < 1). */
+int core_adopt(core_state *core, const core_job_spec *job,
+               const core_adopted *a, double now, char *err, size_t errlen);
+
+/* Applies cfg to a live core: thresholds, margins, the observation time,
+ * the ladder, policy and placement all take effect at the next decision;
+ * jobs already placed keep the floor and the observation time they got.
+ * A change of window_samples or sample_period_s restarts every GPU's
+ * telemetry window empty, so no GPU admits a collocated job until its
+ * window has filled again (exclusive placement is unaffected). Returns 0,
+ * or -1 with a message, the core unchanged, when cfg is invalid (as
+ * core_create() checks it) or out of memory. */
+int core_reconfigure(core_state *core, const core_config *cfg, char *err,
+                     size_t errlen);
+
 /* Removes a queued job, or forgets a running one (the driver kills it).
  * Returns 0, or -1 when the id is unknown. */
 int core_cancel(core_state *core, int64_t job_id, double now);
