@@ -4,8 +4,10 @@
  * table of typed pointers (tel_nvml.h). Versioned names come first because
  * the unversioned ones are kept by the driver only for old binaries and can
  * fill older struct layouts: nvmlInit_v2 and friends are what nvml.h has
- * mapped the plain names to since CUDA 5. Power and energy are optional: a
- * driver or GPU without them gives CORE_UNKNOWN, not an error.
+ * mapped the plain names to since CUDA 5. Power, energy and per-process
+ * utilization are optional: a driver or GPU without them gives
+ * CORE_UNKNOWN, not an error. DCGM (dcgm.c) is attached here only to fill
+ * the profiling fields of each reading.
  */
 #include <dlfcn.h>
 #include <stddef.h>
@@ -15,6 +17,7 @@
 
 #include "tel.h"
 #include "tel_nvml.h"
+#include "tel_priv.h"
 
 /* The library tried when neither the caller nor the environment name one:
  * the soname the driver package installs. */
@@ -38,14 +41,8 @@ typedef struct tel_fns {
     tel_nvml_procs_v1_fn *procs_v1; /* the unversioned one, else NULL */
     tel_nvml_power_fn *power;       /* NULL: not in this library */
     tel_nvml_energy_fn *energy;     /* NULL: not in this library */
+    tel_nvml_proc_util_fn *proc_util; /* NULL: not in this library */
 } tel_fns;
-
-/* One symbol to look up: the first of its names the library has wins. */
-typedef struct tel_sym {
-    const char *names[3];
-    size_t slot;                    /* offsetof(tel_fns, ...) */
-    int optional;
-} tel_sym;
 
 static const tel_sym tel_syms[] = {
     {{"nvmlInit_v2"}, offsetof(tel_fns, init), 0},
@@ -63,12 +60,16 @@ static const tel_sym tel_syms[] = {
     {{"nvmlDeviceGetComputeRunningProcesses"}, offsetof(tel_fns, procs_v1), 1},
     {{"nvmlDeviceGetPowerUsage"}, offsetof(tel_fns, power), 1},
     {{"nvmlDeviceGetTotalEnergyConsumption"}, offsetof(tel_fns, energy), 1},
+    {{"nvmlDeviceGetProcessUtilization"}, offsetof(tel_fns, proc_util), 1},
 };
 
 typedef struct tel_dev {
     nvmlDevice_t handle;
     char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
     char name[NVML_DEVICE_NAME_V2_BUFFER_SIZE];
+    unsigned long long util_seen;   /* newest process-utilization sample
+                                       read, us: the next read asks for
+                                       newer ones only */
 } tel_dev;
 
 struct tel_state {
@@ -80,7 +81,11 @@ struct tel_state {
     tel_dev gpus[CORE_MAX_GPUS];
     nvmlProcessInfo_t *procs;       /* process-list buffer, grown on demand */
     unsigned int procs_cap;
+    nvmlProcessUtilizationSample_t *samples; /* grown on demand too */
+    unsigned int samples_cap;
     long dropped;                   /* processes past TEL_MAX_PROCS, total */
+    tel_dcgm *dcgm;                 /* NULL: no DCGM, profiling fields
+                                       unknown */
 };
 
 /* Formats "<library>: <call>: <NVML's message>" into err. */
@@ -95,23 +100,33 @@ static void tel_fail(const tel_state *tel, const char *call, int gpu,
                  why ? why : "?", rc);
 }
 
-/* Fills tel->fn from the library. Returns 0, or -1 naming the first
- * required function that is missing. */
-static int tel_load_syms(tel_state *tel, char *err, size_t errlen) {
-    for (size_t i = 0; i < sizeof tel_syms / sizeof tel_syms[0]; i++) {
-        const tel_sym *s = &tel_syms[i];
+int tel_syms_load(void *lib, const char *path, const tel_sym *syms,
+                  size_t nsyms, void *fns, const char *hint, char *err,
+                  size_t errlen) {
+    for (size_t i = 0; i < nsyms; i++) {
+        const tel_sym *s = &syms[i];
         void *addr = NULL;
-        for (int n = 0; n < 3 && s->names[n] && !addr; n++)
-            addr = dlsym(tel->lib, s->names[n]);
+        for (int n = 0; n < TEL_SYM_NAMES && s->names[n] && !addr; n++)
+            addr = dlsym(lib, s->names[n]);
         if (!addr && !s->optional) {
-            snprintf(err, errlen, "%s: dlsym %s: not found (not an NVML "
-                     "library, or a driver older than CUDA 5)", tel->path,
-                     s->names[0]);
+            snprintf(err, errlen, "%s: dlsym %s: not found (%s)", path,
+                     s->names[0], hint);
             return -1;
         }
         /* POSIX guarantees data and function pointers convert via dlsym. */
-        memcpy((char *)&tel->fn + s->slot, &addr, sizeof addr);
+        memcpy((char *)fns + s->slot, &addr, sizeof addr);
     }
+    return 0;
+}
+
+/* Fills tel->fn from the library. Returns 0, or -1 naming the first
+ * required function that is missing. */
+static int tel_load_syms(tel_state *tel, char *err, size_t errlen) {
+    if (tel_syms_load(tel->lib, tel->path, tel_syms,
+                      sizeof tel_syms / sizeof tel_syms[0], &tel->fn,
+                      "not an NVML library, or a driver older than CUDA 5",
+                      err, errlen) < 0)
+        return -1;
     if (!tel->fn.procs && !tel->fn.procs_v1) {
         snprintf(err, errlen, "%s: dlsym nvmlDeviceGetComputeRunningProcesses"
                  "_v3: not found, nor _v2 or the unversioned one", tel->path);
@@ -200,8 +215,23 @@ void tel_close(tel_state *tel) {
         tel->fn.shutdown();
     if (tel->lib)
         dlclose(tel->lib);
+    tel_dcgm_close(tel->dcgm);
     free(tel->procs);
+    free(tel->samples);
     free(tel);
+}
+
+int tel_open_dcgm(tel_state *tel, const char *path, char *err, size_t errlen) {
+    tel_dcgm *dc = tel_dcgm_open(path, tel->ngpus, err, errlen);
+    if (!dc)
+        return -1;
+    tel_dcgm_close(tel->dcgm);
+    tel->dcgm = dc;
+    return 0;
+}
+
+const char *tel_dcgm_error(const tel_state *tel) {
+    return tel->dcgm ? tel_dcgm_last_error(tel->dcgm) : NULL;
 }
 
 int tel_gpu_count(const tel_state *tel) {
@@ -220,15 +250,17 @@ long tel_dropped_procs(const tel_state *tel) {
     return tel->dropped;
 }
 
-/* Makes room for at least `want` process entries. */
-static int tel_grow_procs(tel_state *tel, unsigned int want) {
-    if (want <= tel->procs_cap)
+/* Makes room for at least `want` entries of `size` bytes in the buffer
+ * *buf of *cap entries. Returns 0, or -1 when out of memory. */
+static int tel_grow(void **buf, unsigned int *cap, unsigned int want,
+                    size_t size) {
+    if (want <= *cap)
         return 0;
-    nvmlProcessInfo_t *p = realloc(tel->procs, want * sizeof *p);
+    void *p = realloc(*buf, want * size);
     if (!p)
         return -1;
-    tel->procs = p;
-    tel->procs_cap = want;
+    *buf = p;
+    *cap = want;
     return 0;
 }
 
@@ -260,7 +292,8 @@ static int tel_read_procs(tel_state *tel, int gpu, tel_gpu_reading *out,
     nvmlReturn_t rc = NVML_ERROR_INSUFFICIENT_SIZE;
     for (int t = 0; t < TEL_PROCS_TRIES && rc == NVML_ERROR_INSUFFICIENT_SIZE;
          t++) {
-        if (tel_grow_procs(tel, want) < 0) {
+        if (tel_grow((void **)&tel->procs, &tel->procs_cap, want,
+                     sizeof *tel->procs) < 0) {
             snprintf(err, errlen, "%s: GPU %d: out of memory for %u "
                      "processes", tel->path, gpu, want);
             return -1;
@@ -274,6 +307,7 @@ static int tel_read_procs(tel_state *tel, int gpu, tel_gpu_reading *out,
                 out->procs[i].pid = (pid_t)tel->procs[i].pid;
                 out->procs[i].used_mib = b == NVML_VALUE_NOT_AVAILABLE
                     ? CORE_UNKNOWN : (double)b / (1024.0 * 1024.0);
+                out->procs[i].sm_util = CORE_UNKNOWN;
             }
             out->nprocs = (int)keep;
             tel->dropped += (long)(n - keep);
@@ -287,6 +321,68 @@ static int tel_read_procs(tel_state *tel, int gpu, tel_gpu_reading *out,
              : "nvmlDeviceGetComputeRunningProcesses (v1)", gpu, rc, err,
              errlen);
     return -1;
+}
+
+/* Asks for the process-utilization samples newer than the last read, into
+ * tel->samples, growing it as NVML asks. Returns NVML's answer (or -1 when
+ * out of memory, with err filled); *n is the samples got. */
+static nvmlReturn_t tel_call_proc_util(tel_state *tel, int gpu,
+                                       unsigned int *n, char *err,
+                                       size_t errlen) {
+    tel_dev *d = &tel->gpus[gpu];
+    nvmlReturn_t rc = NVML_ERROR_INSUFFICIENT_SIZE;
+    unsigned int want = TEL_MAX_PROCS;
+    for (int t = 0; t < TEL_PROCS_TRIES && rc == NVML_ERROR_INSUFFICIENT_SIZE;
+         t++) {
+        if (tel_grow((void **)&tel->samples, &tel->samples_cap, want,
+                     sizeof *tel->samples) < 0) {
+            snprintf(err, errlen, "%s: GPU %d: out of memory for %u "
+                     "utilization samples", tel->path, gpu, want);
+            return -1;
+        }
+        *n = tel->samples_cap;
+        rc = tel->fn.proc_util(d->handle, tel->samples, n, d->util_seen);
+        want = *n + 8;
+    }
+    if (rc != NVML_SUCCESS && rc != NVML_ERROR_NOT_FOUND &&
+        rc != NVML_ERROR_NOT_SUPPORTED)
+        tel_fail(tel, "nvmlDeviceGetProcessUtilization", gpu, rc, err,
+                 errlen);
+    return rc;
+}
+
+/* Per-process SM utilization: each listed process takes its newest sample.
+ * NVML samples only processes that ran kernels, so one without a sample (or
+ * NOT_FOUND: none has one) was idle, 0; NOT_SUPPORTED or a library without
+ * the call leaves CORE_UNKNOWN; any other failure is the GPU's. */
+static int tel_read_proc_util(tel_state *tel, int gpu, tel_gpu_reading *out,
+                              char *err, size_t errlen) {
+    if (!tel->fn.proc_util)
+        return 0;
+    unsigned int n = 0;
+    nvmlReturn_t rc = tel_call_proc_util(tel, gpu, &n, err, errlen);
+    if (rc == NVML_ERROR_NOT_SUPPORTED)
+        return 0;
+    if (rc == NVML_ERROR_NOT_FOUND)
+        n = 0;
+    else if (rc != NVML_SUCCESS)
+        return -1;
+    for (int i = 0; i < out->nprocs; i++) {
+        tel_proc *p = &out->procs[i];
+        unsigned long long newest = 0;
+        p->sm_util = 0;
+        for (unsigned int s = 0; s < n; s++) {
+            const nvmlProcessUtilizationSample_t *u = &tel->samples[s];
+            if ((pid_t)u->pid != p->pid || u->timeStamp < newest)
+                continue;
+            newest = u->timeStamp;
+            p->sm_util = u->smUtil > 100 ? 100.0 : (double)u->smUtil;
+        }
+    }
+    for (unsigned int s = 0; s < n; s++)
+        if (tel->samples[s].timeStamp > tel->gpus[gpu].util_seen)
+            tel->gpus[gpu].util_seen = tel->samples[s].timeStamp;
+    return 0;
 }
 
 /* Power and energy: NOT_SUPPORTED (or a library without the call) is an
@@ -329,8 +425,10 @@ int tel_read(tel_state *tel, int gpu, tel_gpu_reading *out, char *err,
     }
     nvmlDevice_t h = tel->gpus[gpu].handle;
     memset(out, 0, sizeof *out);
-    /* DCGM is not read yet: the core then filters on utilization alone. */
+    /* Without DCGM the core filters on utilization alone. */
     out->r.smact = out->r.smocc = out->r.drama = CORE_UNKNOWN;
+    if (tel->dcgm)
+        tel_dcgm_read(tel->dcgm, gpu, &out->r);
 
     nvmlMemory_t mem;
     nvmlReturn_t rc = tel->fn.memory(h, &mem);
@@ -351,7 +449,8 @@ int tel_read(tel_state *tel, int gpu, tel_gpu_reading *out, char *err,
         tel_fail(tel, "nvmlDeviceGetUtilizationRates", gpu, rc, err, errlen);
         return -1;
     }
-    if (tel_read_power(tel, gpu, out, err, errlen) < 0)
+    if (tel_read_power(tel, gpu, out, err, errlen) < 0 ||
+        tel_read_procs(tel, gpu, out, err, errlen) < 0)
         return -1;
-    return tel_read_procs(tel, gpu, out, err, errlen);
+    return tel_read_proc_util(tel, gpu, out, err, errlen);
 }

@@ -1,5 +1,5 @@
-/* tel.h -- GPU telemetry for the daemon: NVML (and later DCGM) loaded at
- * run time with dlopen, so aegis builds and runs where no GPU driver is
+/* tel.h -- GPU telemetry for the daemon: NVML, and optionally DCGM, loaded
+ * at run time with dlopen, so aegis builds and runs where no GPU driver is
  * installed.
  *
  * The daemon opens one tel_state at start, reads every GPU once a second
@@ -7,6 +7,10 @@
  * process list to its observation logic. Any library that exports the NVML
  * functions below works: the real libnvidia-ml.so.1, or the project's test
  * library libaegis-testnvml.so, which models GPUs without hardware.
+ * DCGM (libdcgm.so.4, or libaegis-testdcgm.so in tests) adds the profiling
+ * fields SMACT, SMOCC and DRAMA when the caller asks for it with
+ * tel_open_dcgm(); without it they stay CORE_UNKNOWN and the core's
+ * pressure filter uses utilization alone.
  *
  * Ownership: tel_open() allocates a tel_state the caller frees with
  * tel_close(); tel_read() fills caller-owned structs.
@@ -26,11 +30,14 @@
 typedef struct tel_proc {
     pid_t pid;
     double used_mib;        /* its device memory, MiB */
+    double sm_util;         /* 0..100: % of the last NVML sample period its
+                               kernels ran (0 when NVML listed no sample for
+                               it); CORE_UNKNOWN when NVML cannot tell */
 } tel_proc;
 
 typedef struct tel_gpu_reading {
     core_reading r;         /* memory, utilization; DCGM fields CORE_UNKNOWN
-                               when DCGM is absent */
+                               without DCGM or when it has no fresh value */
     double power_w;         /* CORE_UNKNOWN when not supported */
     double energy_j;        /* total energy counter since driver load, J;
                                CORE_UNKNOWN when not supported */
@@ -45,6 +52,23 @@ typedef struct tel_state tel_state;
  * NULL with a message naming the library and the failing call in err. */
 tel_state *tel_open(const char *path, char *err, size_t errlen);
 void tel_close(tel_state *tel);
+
+/* Adds DCGM to an open tel_state: loads `path` (NULL: $AEGIS_DCGM_LIBRARY,
+ * else the first of libdcgm.so.4, libdcgm.so.3, libdcgm.so that loads),
+ * starts an embedded host engine, or connects to the nv-hostengine at
+ * $AEGIS_DCGM_HOSTENGINE ("host[:port]", or a Unix socket path starting
+ * with '/') when that is set, and watches SMACT, SMOCC and DRAMA on every
+ * GPU once a second. DCGM GPU id i is NVML GPU i: both enumerate in the
+ * driver's (PCI bus) order, and DCGM must see as many GPUs as NVML.
+ * Returns 0, or -1 with a message naming the library and the failing call;
+ * tel is then unchanged and tel_read() leaves the DCGM fields unknown. */
+int tel_open_dcgm(tel_state *tel, const char *path, char *err, size_t errlen);
+
+/* Why the latest tel_read() had no DCGM fields although DCGM is open (a
+ * failed call, a lost host engine), or NULL when it had them or DCGM is not
+ * open. DCGM failures never fail tel_read(): they only take the reading
+ * back to utilization, so the caller decides whether to log them. */
+const char *tel_dcgm_error(const tel_state *tel);
 
 int tel_gpu_count(const tel_state *tel);
 
@@ -63,5 +87,14 @@ int tel_read(tel_state *tel, int gpu, tel_gpu_reading *out, char *err,
  * summed over all tel_read() calls: nonzero means the process lists the
  * daemon saw were cut short. */
 long tel_dropped_procs(const tel_state *tel);
+
+/* Splits `joules` among n jobs on one GPU into share[0..n): by activity,
+ * util[i] being the summed sm_util of job i's processes (CORE_UNKNOWN when
+ * none of them had one), when any job's is known and their sum is above
+ * zero; else by memory, mib[i] (negative counts as 0), when that sum is
+ * above zero; else evenly. Pure: the daemon's energy accounting and its
+ * tests call the same rule. */
+void tel_energy_split(int n, const double *util, const double *mib,
+                      double joules, double *share);
 
 #endif

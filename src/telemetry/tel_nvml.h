@@ -59,6 +59,17 @@ typedef struct {
     unsigned int computeInstanceId;
 } nvmlProcessInfo_t;
 
+/* One sample of nvmlDeviceGetProcessUtilization: NVML lists a process only
+ * when it kept an engine busy during the driver's last sample period. */
+typedef struct {
+    unsigned int pid;
+    unsigned long long timeStamp;     /* CPU time of the sample, us */
+    unsigned int smUtil;              /* % of the period its kernels ran */
+    unsigned int memUtil;             /* % of it its memory was accessed */
+    unsigned int encUtil;
+    unsigned int decUtil;
+} nvmlProcessUtilizationSample_t;
+
 typedef nvmlReturn_t tel_nvml_init_fn(void);
 typedef nvmlReturn_t tel_nvml_shutdown_fn(void);
 typedef const char *tel_nvml_error_string_fn(nvmlReturn_t result);
@@ -77,6 +88,11 @@ typedef nvmlReturn_t tel_nvml_procs_fn(nvmlDevice_t device,
 typedef nvmlReturn_t tel_nvml_procs_v1_fn(nvmlDevice_t device,
                                           unsigned int *count,
                                           nvmlProcessInfo_v1_t *infos);
+/* samples NULL or *count too small: INSUFFICIENT_SIZE and the count
+ * needed; no sample newer than lastSeen (us): NOT_FOUND. */
+typedef nvmlReturn_t tel_nvml_proc_util_fn(
+    nvmlDevice_t device, nvmlProcessUtilizationSample_t *samples,
+    unsigned int *count, unsigned long long lastSeen);
 typedef nvmlReturn_t tel_nvml_power_fn(nvmlDevice_t device,
                                        unsigned int *milliwatts);
 typedef nvmlReturn_t tel_nvml_energy_fn(nvmlDevice_t device,

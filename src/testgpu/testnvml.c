@@ -6,11 +6,13 @@
  * calls) and return codes, and nothing else: the build hides every other
  * symbol. Readings come from the allocation files fake jobs write
  * (tgpu.h): memory is their sum, utilization min(100%, sum of SMACT), power
- * the simulator's linear model, energy that power integrated over time.
+ * the simulator's linear model, energy that power integrated over time, and
+ * a process's SM utilization its job's SMACT x 100.
  *
  * Built with TNV_OLD_DRIVER (libaegis-testnvml-old.so, for tests) it is an
  * old GPU and driver instead: only the unversioned process list with its
- * two-field entries, and no power or energy readings (NOT_SUPPORTED).
+ * two-field entries, and no power, energy or per-process utilization
+ * readings (NOT_SUPPORTED).
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -52,6 +54,7 @@ TNV_EXPORT tel_nvml_procs_fn nvmlDeviceGetComputeRunningProcesses_v3;
 #endif
 TNV_EXPORT tel_nvml_power_fn nvmlDeviceGetPowerUsage;
 TNV_EXPORT tel_nvml_energy_fn nvmlDeviceGetTotalEnergyConsumption;
+TNV_EXPORT tel_nvml_proc_util_fn nvmlDeviceGetProcessUtilization;
 
 /* The handle NVML gives out points at one of these. */
 struct nvmlDevice_st {
@@ -159,6 +162,7 @@ const char *nvmlErrorString(nvmlReturn_t rc) {
     case NVML_ERROR_UNINITIALIZED: return "Uninitialized";
     case NVML_ERROR_INVALID_ARGUMENT: return "Invalid Argument";
     case NVML_ERROR_NOT_SUPPORTED: return "Not Supported";
+    case NVML_ERROR_NOT_FOUND: return "Not Found";
     case NVML_ERROR_INSUFFICIENT_SIZE: return "Insufficient Size";
     case NVML_ERROR_DRIVER_NOT_LOADED: return "Driver Not Loaded";
     case NVML_ERROR_GPU_IS_LOST: return "GPU is lost";
@@ -320,6 +324,48 @@ static long long tnv_now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* One sample per job that keeps SMs busy, taken now, as NVML lists only
+ * processes active in its last sample period; none: NOT_FOUND. Every test
+ * sample is newer than any lastSeen the caller can hold, as it is "now". */
+nvmlReturn_t nvmlDeviceGetProcessUtilization(
+    nvmlDevice_t device, nvmlProcessUtilizationSample_t *samples,
+    unsigned int *count, unsigned long long lastSeen) {
+    static const char call[] = "nvmlDeviceGetProcessUtilization";
+    int gpu = -1;
+    tgpu_usage u;
+    tgpu_alloc a[TGPU_MAX_ALLOCS];
+    int n = 0;
+    nvmlReturn_t rc = tnv_device(call, device, count, &gpu);
+    if (rc == NVML_SUCCESS && TNV_OLD)
+        rc = tnv_fail(NVML_ERROR_NOT_SUPPORTED, "%s: not on this (old) test "
+                      "GPU", call);
+    if (rc == NVML_SUCCESS)
+        rc = tnv_scan(gpu, a, TGPU_MAX_ALLOCS, &u);
+    if (rc != NVML_SUCCESS)
+        return rc;
+    unsigned long long now = (unsigned long long)tnv_now_ns() / 1000ULL;
+    for (int i = 0; i < u.nallocs && i < TGPU_MAX_ALLOCS; i++)
+        if (a[i].smact > 0 && now > lastSeen)
+            a[n++] = a[i];
+    if (n == 0) {
+        *count = 0;
+        return tnv_fail(NVML_ERROR_NOT_FOUND, "%s: no samples", call);
+    }
+    if ((unsigned int)n > *count || !samples) {
+        *count = (unsigned int)n;
+        return tnv_fail(NVML_ERROR_INSUFFICIENT_SIZE, "%s: %d samples", call,
+                        n);
+    }
+    for (int i = 0; i < n; i++) {
+        double pct = a[i].smact * 100.0 + 0.5;
+        samples[i] = (nvmlProcessUtilizationSample_t){
+            (unsigned int)a[i].pid, now,
+            pct >= 100.0 ? 100u : (unsigned int)pct, 0, 0, 0};
+    }
+    *count = (unsigned int)n;
+    return NVML_SUCCESS;
 }
 
 /* Advances GPU gpu's energy counter to now and returns it in *mj. The power

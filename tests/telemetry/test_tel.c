@@ -1,5 +1,6 @@
-/* test_tel.c -- the NVML loader (tel.h) against libaegis-testnvml.so, with
- * aegis-fakegpu processes as the jobs on its GPUs.
+/* test_tel.c -- the NVML and DCGM loaders (tel.h) against
+ * libaegis-testnvml.so and libaegis-testdcgm.so, with aegis-fakegpu
+ * processes as the jobs on their GPUs.
  *
  * Every test gets a fresh state folder and two 1000 MiB GPUs. Waiting for a
  * job to show up polls tel_read() against a deadline: the job's start is an
@@ -45,6 +46,9 @@ static int setup(void **state) {
     setenv("AEGIS_TEST_GPU_DIR", f->dir, 1);
     setenv("AEGIS_TEST_GPUS", "2x1000", 1);
     unsetenv("AEGIS_NVML_LIBRARY");
+    unsetenv("AEGIS_DCGM_LIBRARY");
+    unsetenv("AEGIS_DCGM_HOSTENGINE");
+    unsetenv("AEGIS_TEST_DCGM_FAIL");
     *state = f;
     return 0;
 }
@@ -234,6 +238,7 @@ static void test_job_seen_then_freed(void **state) {
     int i = await_job(tel, 1, pid, &r);
     assert_true(r.r.used_mib == 600.0);
     assert_true(r.procs[i].used_mib == 600.0);
+    assert_true(r.procs[i].sm_util == 50.0);
     assert_true(r.r.util == 0.5);
     assert_true(r.power_w == 55.0 + 345.0 * 0.5);
     read_gpu(tel, 0, &other);
@@ -329,6 +334,7 @@ static void test_old_driver(void **state) {
     int i = await_job(tel, 1, pid, &r);
     assert_true(r.procs[i].used_mib == 600.0);
     assert_true(r.r.used_mib == 600.0);
+    assert_true(r.procs[i].sm_util == CORE_UNKNOWN);
     assert_true(r.power_w == CORE_UNKNOWN);
     assert_true(r.energy_j == CORE_UNKNOWN);
     kill(pid, SIGTERM);
@@ -383,6 +389,160 @@ static void test_many_procs(void **state) {
 
 static void test_many_procs_old_driver(void **state) {
     check_many_procs(*state, TEL_TEST_NVML_OLD);
+}
+
+/* A job that runs no kernels has no NVML sample (NOT_FOUND when it is the
+ * only one): its utilization is a known 0, beside a busy job's 30. */
+static void test_proc_util_idle_job(void **state) {
+    fixture *f = *state;
+    tel_state *tel = open_nvml(f, TEL_TEST_NVML);
+    pid_t idle = start_job(f, "0", "--mib", "100", "--seconds", "60",
+                           "--smact", "0", NULL);
+    tel_gpu_reading r;
+    int i = await_job(tel, 0, idle, &r);
+    assert_true(r.procs[i].sm_util == 0.0);
+    pid_t busy = start_job(f, "0", "--mib", "100", "--seconds", "60",
+                           "--smact", "0.3", NULL);
+    int b = await_job(tel, 0, busy, &r);
+    i = find_proc(&r, idle);
+    assert_true(r.procs[b].sm_util == 30.0);
+    assert_true(r.procs[i].sm_util == 0.0);
+    kill(idle, SIGTERM);
+    kill(busy, SIGTERM);
+    assert_int_equal(job_status(f, idle), 143);
+    assert_int_equal(job_status(f, busy), 143);
+}
+
+/* Opens DCGM on an open NVML state, failing the test if it does not. */
+static void open_dcgm(tel_state *tel, const char *lib) {
+    char err[512] = "";
+    if (tel_open_dcgm(tel, lib, err, sizeof err) != 0)
+        fail_msg("tel_open_dcgm: %s", err);
+}
+
+static void assert_no_dcgm_fields(const tel_gpu_reading *r) {
+    assert_true(r->r.smact == CORE_UNKNOWN && r->r.smocc == CORE_UNKNOWN &&
+                r->r.drama == CORE_UNKNOWN);
+}
+
+/* No DCGM: a clear error naming the library, and readings go on with the
+ * profiling fields unknown (the core's utilization-only filter). */
+static void test_dcgm_missing(void **state) {
+    fixture *f = *state;
+    tel_state *tel = open_nvml(f, TEL_TEST_NVML);
+    char err[512] = "";
+    assert_int_equal(tel_open_dcgm(tel, "/nonexistent/libdcgm.so.4", err,
+                                   sizeof err), -1);
+    assert_non_null(strstr(err, "/nonexistent/libdcgm.so.4"));
+    assert_non_null(strstr(err, "dlopen"));
+
+    setenv("AEGIS_DCGM_LIBRARY", "/nonexistent/libdcgm-env.so", 1);
+    assert_int_equal(tel_open_dcgm(tel, NULL, err, sizeof err), -1);
+    assert_non_null(strstr(err, "/nonexistent/libdcgm-env.so"));
+
+    assert_int_equal(tel_open_dcgm(tel, "libm.so.6", err, sizeof err), -1);
+    assert_non_null(strstr(err, "libm.so.6"));
+    assert_non_null(strstr(err, "dcgmInit"));
+
+    tel_gpu_reading r;
+    read_gpu(tel, 0, &r);
+    assert_no_dcgm_fields(&r);
+    assert_true(r.r.util == 0.0);
+    assert_null(tel_dcgm_error(tel));
+}
+
+/* A fake job's SMACT shows in SMACT, SMOCC and DRAMA on its GPU only, by
+ * the stand-in's models (x1, x0.5, x0.4); the library may come from the
+ * environment. */
+static void test_dcgm_fields(void **state) {
+    fixture *f = *state;
+    tel_state *tel = open_nvml(f, TEL_TEST_NVML);
+    setenv("AEGIS_DCGM_LIBRARY", TEL_TEST_DCGM, 1);
+    open_dcgm(tel, NULL);
+    tel_gpu_reading r;
+    read_gpu(tel, 1, &r);
+    assert_true(r.r.smact == 0.0 && r.r.smocc == 0.0 && r.r.drama == 0.0);
+
+    pid_t pid = start_job(f, "1", "--mib", "100", "--seconds", "60",
+                          "--smact", "0.5", NULL);
+    await_job(tel, 1, pid, &r);
+    assert_true(r.r.smact == 0.5);
+    assert_true(r.r.smocc == 0.25);
+    assert_true(r.r.drama == 0.2);
+    assert_null(tel_dcgm_error(tel));
+    read_gpu(tel, 0, &r);
+    assert_true(r.r.smact == 0.0);
+    kill(pid, SIGTERM);
+    assert_int_equal(job_status(f, pid), 143);
+}
+
+/* Through a host engine ($AEGIS_DCGM_HOSTENGINE) instead of an embedded
+ * one; a failed connection names the address. */
+static void test_dcgm_hostengine(void **state) {
+    fixture *f = *state;
+    tel_state *tel = open_nvml(f, TEL_TEST_NVML);
+    setenv("AEGIS_DCGM_HOSTENGINE", "127.0.0.1:5555", 1);
+    setenv("AEGIS_TEST_DCGM_FAIL", "dcgmConnect_v2", 1);
+    char err[512] = "";
+    assert_int_equal(tel_open_dcgm(tel, TEL_TEST_DCGM, err, sizeof err), -1);
+    assert_non_null(strstr(err, "dcgmConnect_v2 to 127.0.0.1:5555"));
+    unsetenv("AEGIS_TEST_DCGM_FAIL");
+    open_dcgm(tel, TEL_TEST_DCGM);
+    tel_gpu_reading r;
+    read_gpu(tel, 0, &r);
+    assert_true(r.r.smact == 0.0);
+}
+
+/* Each call of the open sequence failing: the error names the library and
+ * the call, and NVML readings go on without DCGM. */
+static void test_dcgm_open_fails(void **state) {
+    static const char *calls[] = {"dcgmInit", "dcgmStartEmbedded",
+                                  "dcgmGetAllDevices", "dcgmFieldGroupCreate",
+                                  "dcgmWatchFields"};
+    fixture *f = *state;
+    tel_state *tel = open_nvml(f, TEL_TEST_NVML);
+    for (size_t i = 0; i < sizeof calls / sizeof calls[0]; i++) {
+        char err[512] = "";
+        setenv("AEGIS_TEST_DCGM_FAIL", calls[i], 1);
+        assert_int_equal(tel_open_dcgm(tel, TEL_TEST_DCGM, err, sizeof err),
+                         -1);
+        assert_non_null(strstr(err, TEL_TEST_DCGM));
+        assert_non_null(strstr(err, calls[i]));
+        assert_non_null(strstr(err, "AEGIS_TEST_DCGM_FAIL"));
+    }
+    tel_gpu_reading r;
+    read_gpu(tel, 0, &r);
+    assert_no_dcgm_fields(&r);
+}
+
+/* DCGM sees fewer GPUs than NVML (it manages 32 at most): no pairing. */
+static void test_dcgm_gpu_count_differs(void **state) {
+    fixture *f = *state;
+    setenv("AEGIS_TEST_GPUS", "33x1000", 1);
+    tel_state *tel = open_nvml(f, TEL_TEST_NVML);
+    char err[512] = "";
+    assert_int_equal(tel_open_dcgm(tel, TEL_TEST_DCGM, err, sizeof err), -1);
+    assert_non_null(strstr(err, "32 GPUs where NVML has 33"));
+}
+
+/* A failing read takes the reading back to utilization, not down; the
+ * failure is kept for the caller until a read works again. */
+static void test_dcgm_read_fails(void **state) {
+    fixture *f = *state;
+    tel_state *tel = open_nvml(f, TEL_TEST_NVML);
+    open_dcgm(tel, TEL_TEST_DCGM);
+    setenv("AEGIS_TEST_DCGM_FAIL", "dcgmGetLatestValuesForFields", 1);
+    tel_gpu_reading r;
+    read_gpu(tel, 1, &r);
+    assert_no_dcgm_fields(&r);
+    assert_true(r.r.util == 0.0);
+    const char *why = tel_dcgm_error(tel);
+    assert_non_null(why);
+    assert_non_null(strstr(why, "dcgmGetLatestValuesForFields (GPU 1)"));
+    unsetenv("AEGIS_TEST_DCGM_FAIL");
+    read_gpu(tel, 1, &r);
+    assert_true(r.r.smact == 0.0);
+    assert_null(tel_dcgm_error(tel));
 }
 
 static void test_job_bad_usage(void **state) {
@@ -459,6 +619,18 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_old_driver, setup, teardown),
         cmocka_unit_test_setup_teardown(test_many_procs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_many_procs_old_driver, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_proc_util_idle_job, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_dcgm_missing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_dcgm_fields, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_dcgm_hostengine, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_dcgm_open_fails, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_dcgm_gpu_count_differs, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_dcgm_read_fails, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_job_bad_usage, setup, teardown),
         cmocka_unit_test_setup_teardown(test_default_shape, setup, teardown),

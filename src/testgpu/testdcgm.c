@@ -1,0 +1,237 @@
+/* testdcgm.c -- libaegis-testdcgm.so, a stand-in for libdcgm.so.4 over the
+ * same test GPUs as libaegis-testnvml.so (AEGIS_TEST_GPUS,
+ * AEGIS_TEST_GPU_DIR), so the DCGM loader is tested without hardware.
+ *
+ * It exports exactly the DCGM functions aegis calls, typed by tel_dcgm.h.
+ * The fields are arbitrary test models, not measurements: SMACT = min(1,
+ * sum of the GPU's fake jobs' smact), SMOCC = 0.5 x SMACT, DRAMA = 0.4 x
+ * SMACT. Values exist only once dcgmWatchFields has been called, as in
+ * DCGM. AEGIS_TEST_DCGM_FAIL=<function name> makes that function fail, so
+ * tests can reach the loader's error paths.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "tel_dcgm.h"
+#include "tgpu.h"
+
+#define TDC_EXPORT __attribute__((visibility("default")))
+
+TDC_EXPORT tel_dcgm_init_fn dcgmInit;
+TDC_EXPORT tel_dcgm_shutdown_fn dcgmShutdown;
+TDC_EXPORT tel_dcgm_error_string_fn errorString;
+TDC_EXPORT tel_dcgm_start_embedded_fn dcgmStartEmbedded;
+TDC_EXPORT tel_dcgm_connect_fn dcgmConnect_v2;
+TDC_EXPORT tel_dcgm_devices_fn dcgmGetAllDevices;
+TDC_EXPORT tel_dcgm_field_group_fn dcgmFieldGroupCreate;
+TDC_EXPORT tel_dcgm_watch_fn dcgmWatchFields;
+TDC_EXPORT tel_dcgm_latest_fn dcgmGetLatestValuesForFields;
+
+/* The one handle and field group the test engine gives out. */
+#define TDC_HANDLE ((dcgmHandle_t)0x5eed)
+#define TDC_FIELD_GROUP ((dcgmFieldGrp_t)1)
+
+static int tdc_inits;                   /* dcgmInit calls not shut down */
+static int tdc_started;                 /* an engine was started/joined */
+static int tdc_grouped;                 /* the field group exists */
+static int tdc_watched;                 /* dcgmWatchFields was called */
+static tgpu_config tdc_cfg;
+
+/* The last failure, said in full: errorString(code) returns it, as in
+ * testnvml.c, so a test sees why rather than a bare code. */
+static dcgmReturn_t tdc_why_rc = DCGM_ST_OK;
+static char tdc_why[512];
+
+__attribute__((format(printf, 2, 3)))
+static dcgmReturn_t tdc_fail(dcgmReturn_t rc, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(tdc_why, sizeof tdc_why, fmt, ap);
+    va_end(ap);
+    tdc_why_rc = rc;
+    return rc;
+}
+
+/* Fails with rc when AEGIS_TEST_DCGM_FAIL names call, else DCGM_ST_OK. */
+static dcgmReturn_t tdc_injected(const char *call, dcgmReturn_t rc) {
+    const char *fail = getenv("AEGIS_TEST_DCGM_FAIL");
+    if (fail && strcmp(fail, call) == 0)
+        return tdc_fail(rc, "%s: failed as AEGIS_TEST_DCGM_FAIL asks", call);
+    return DCGM_ST_OK;
+}
+
+/* The checks a call needing dcgmInit (and, with h, an engine) starts with. */
+static dcgmReturn_t tdc_check(const char *call, const dcgmHandle_t *h) {
+    dcgmReturn_t rc = tdc_injected(call, DCGM_ST_GENERIC_ERROR);
+    if (rc != DCGM_ST_OK)
+        return rc;
+    if (tdc_inits == 0)
+        return tdc_fail(DCGM_ST_UNINITIALIZED, "%s: dcgmInit was not called",
+                        call);
+    if (h && (*h != TDC_HANDLE || !tdc_started))
+        return tdc_fail(DCGM_ST_BADPARAM, "%s: not a handle from "
+                        "dcgmStartEmbedded or dcgmConnect_v2", call);
+    return DCGM_ST_OK;
+}
+
+dcgmReturn_t dcgmInit(void) {
+    dcgmReturn_t rc = tdc_injected("dcgmInit", DCGM_ST_INIT_ERROR);
+    if (rc != DCGM_ST_OK)
+        return rc;
+    if (tdc_inits == 0) {
+        char err[sizeof tdc_why];
+        if (tgpu_config_load(&tdc_cfg, err, sizeof err) < 0)
+            return tdc_fail(DCGM_ST_INIT_ERROR, "%s", err);
+    }
+    tdc_inits++;
+    return DCGM_ST_OK;
+}
+
+dcgmReturn_t dcgmShutdown(void) {
+    if (tdc_inits == 0)
+        return tdc_fail(DCGM_ST_UNINITIALIZED, "dcgmShutdown: dcgmInit was "
+                        "not called");
+    if (--tdc_inits == 0)
+        tdc_started = tdc_grouped = tdc_watched = 0;
+    return DCGM_ST_OK;
+}
+
+const char *errorString(dcgmReturn_t rc) {
+    if (rc == tdc_why_rc && tdc_why[0])
+        return tdc_why;
+    switch (rc) {
+    case DCGM_ST_OK: return "Success";
+    case DCGM_ST_BADPARAM: return "Bad parameter passed to function";
+    case DCGM_ST_UNINITIALIZED: return "Uninitialized";
+    default: return "Unknown error";
+    }
+}
+
+/* Starting an engine and joining one are the same to the test GPUs. */
+static dcgmReturn_t tdc_start(const char *call, dcgmHandle_t *handle) {
+    dcgmReturn_t rc = tdc_check(call, NULL);
+    if (rc != DCGM_ST_OK)
+        return rc;
+    if (!handle)
+        return tdc_fail(DCGM_ST_BADPARAM, "%s: NULL handle", call);
+    tdc_started = 1;
+    *handle = TDC_HANDLE;
+    return DCGM_ST_OK;
+}
+
+dcgmReturn_t dcgmStartEmbedded(int opMode, dcgmHandle_t *handle) {
+    if (opMode != DCGM_OPERATION_MODE_AUTO &&
+        opMode != DCGM_OPERATION_MODE_MANUAL)
+        return tdc_fail(DCGM_ST_BADPARAM, "dcgmStartEmbedded: opMode %d",
+                        opMode);
+    return tdc_start("dcgmStartEmbedded", handle);
+}
+
+dcgmReturn_t dcgmConnect_v2(const char *address,
+                            dcgmConnectV2Params_v2 *params,
+                            dcgmHandle_t *handle) {
+    if (!params || params->version != dcgmConnectV2Params_version2)
+        return tdc_fail(DCGM_ST_VER_MISMATCH, "dcgmConnect_v2: params "
+                        "version %#x, want %#x", params ? params->version : 0,
+                        dcgmConnectV2Params_version2);
+    if (!address || !*address)
+        return tdc_fail(DCGM_ST_BADPARAM, "dcgmConnect_v2: no address");
+    return tdc_start("dcgmConnect_v2", handle);
+}
+
+dcgmReturn_t dcgmGetAllDevices(dcgmHandle_t h,
+                               unsigned int gpuIds[DCGM_MAX_NUM_DEVICES],
+                               int *count) {
+    dcgmReturn_t rc = tdc_check("dcgmGetAllDevices", &h);
+    if (rc != DCGM_ST_OK)
+        return rc;
+    if (!gpuIds || !count)
+        return tdc_fail(DCGM_ST_BADPARAM, "dcgmGetAllDevices: NULL output");
+    /* DCGM manages at most DCGM_MAX_NUM_DEVICES: a bigger test box shows
+     * that many, as the real engine would. */
+    int n = tdc_cfg.ngpus < DCGM_MAX_NUM_DEVICES ? tdc_cfg.ngpus
+                                                 : DCGM_MAX_NUM_DEVICES;
+    for (int i = 0; i < n; i++)
+        gpuIds[i] = (unsigned int)i;
+    *count = n;
+    return DCGM_ST_OK;
+}
+
+dcgmReturn_t dcgmFieldGroupCreate(dcgmHandle_t h, int numFieldIds,
+                                  unsigned short *fieldIds, const char *name,
+                                  dcgmFieldGrp_t *fieldGroup) {
+    dcgmReturn_t rc = tdc_check("dcgmFieldGroupCreate", &h);
+    if (rc != DCGM_ST_OK)
+        return rc;
+    if (numFieldIds < 1 || !fieldIds || !name || !*name || !fieldGroup)
+        return tdc_fail(DCGM_ST_BADPARAM, "dcgmFieldGroupCreate: bad "
+                        "arguments");
+    tdc_grouped = 1;
+    *fieldGroup = TDC_FIELD_GROUP;
+    return DCGM_ST_OK;
+}
+
+dcgmReturn_t dcgmWatchFields(dcgmHandle_t h, dcgmGpuGrp_t group,
+                             dcgmFieldGrp_t fieldGroup, long long updateFreq,
+                             double maxKeepAge, int maxKeepSamples) {
+    dcgmReturn_t rc = tdc_check("dcgmWatchFields", &h);
+    if (rc != DCGM_ST_OK)
+        return rc;
+    if (group != DCGM_GROUP_ALL_GPUS || fieldGroup != TDC_FIELD_GROUP ||
+        !tdc_grouped || updateFreq <= 0 || maxKeepAge < 0 ||
+        maxKeepSamples < 0)
+        return tdc_fail(DCGM_ST_BADPARAM, "dcgmWatchFields: bad arguments");
+    tdc_watched = 1;
+    return DCGM_ST_OK;
+}
+
+/* The modelled value of one field on a GPU whose jobs sum to smact. */
+static int tdc_model(unsigned short field, double smact, double *v) {
+    double sm = smact < 1.0 ? smact : 1.0;
+    switch (field) {
+    case DCGM_FI_PROF_SM_ACTIVE: *v = sm; return 1;
+    case DCGM_FI_PROF_SM_OCCUPANCY: *v = 0.5 * sm; return 1;
+    case DCGM_FI_PROF_DRAM_ACTIVE: *v = 0.4 * sm; return 1;
+    default: return 0;
+    }
+}
+
+dcgmReturn_t dcgmGetLatestValuesForFields(dcgmHandle_t h, int gpuId,
+                                          unsigned short fieldIds[],
+                                          unsigned int count,
+                                          dcgmFieldValue_v1 values[]) {
+    static const char call[] = "dcgmGetLatestValuesForFields";
+    dcgmReturn_t rc = tdc_check(call, &h);
+    if (rc != DCGM_ST_OK)
+        return rc;
+    if (gpuId < 0 || gpuId >= tdc_cfg.ngpus || gpuId >= DCGM_MAX_NUM_DEVICES ||
+        (count > 0 && (!fieldIds || !values)))
+        return tdc_fail(DCGM_ST_BADPARAM, "%s: GPU %d, %u fields", call,
+                        gpuId, count);
+    tgpu_usage u;
+    if (tgpu_scan(&tdc_cfg, gpuId, NULL, 0, &u) < 0)
+        return tdc_fail(DCGM_ST_GENERIC_ERROR, "AEGIS_TEST_GPU_DIR=%s: %s",
+                        tdc_cfg.dir, strerror(errno));
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    for (unsigned int i = 0; i < count; i++) {
+        dcgmFieldValue_v1 *v = &values[i];
+        v->version = dcgmFieldValue_version1;
+        v->fieldId = fieldIds[i];
+        v->fieldType = DCGM_FT_DOUBLE;
+        v->ts = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+        /* DCGM's "not found" blank, BLANK + 1, where there is no value. */
+        v->value.dbl = DCGM_FP64_BLANK + 1.0;
+        if (!tdc_watched)
+            v->status = DCGM_ST_NOT_WATCHED;
+        else if (!tdc_model(fieldIds[i], u.smact, &v->value.dbl))
+            v->status = DCGM_ST_UNKNOWN_FIELD;
+        else
+            v->status = DCGM_ST_OK;
+    }
+    return DCGM_ST_OK;
+}
