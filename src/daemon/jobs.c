@@ -404,14 +404,17 @@ int d_job_cancel(d_daemon *d, d_job *job) {
 
 /* ---- telemetry ------------------------------------------------------------ */
 
-/* Memory of job's processes in a GPU's process list: its weight for the
- * GPU's energy, and proof that it is active there. */
+/* Memory of job's processes in a GPU's process list, and into *util the
+ * sum of their SM utilization (left CORE_UNKNOWN when none is known): its
+ * weights for the GPU's energy, and proof that it is active there. */
 static double d_job_mib_on(const tel_gpu_reading *r, const d_job *job,
-                           bool *seen) {
+                           double *util, bool *seen) {
     double mib = 0;
     for (int p = 0; p < r->nprocs; p++)
         if (exec_in_job(r->procs[p].pid, job->job_pid)) {
             mib += r->procs[p].used_mib > 0 ? r->procs[p].used_mib : 0;
+            if (r->procs[p].sm_util >= 0)
+                *util = (*util > 0 ? *util : 0) + r->procs[p].sm_util;
             *seen = true;
         }
     return mib;
@@ -423,19 +426,19 @@ static bool d_job_on(const d_job *job, int g) {
     return false;
 }
 
-/* Splits the GPU's energy since the last tick among its running jobs, in
- * proportion to their memory there (NVML has no per-process utilization
- * without accounting mode), evenly when none shows memory. */
+/* Splits the GPU's energy since the last tick among its running jobs by
+ * their activity there (the SM utilization NVML samples per process), else
+ * their memory, else evenly: tel_energy_split's rule. */
 static void d_gpu_energy(d_daemon *d, int g, double joules, double now) {
     d_job *on[TEL_MAX_PROCS];
-    double mib[TEL_MAX_PROCS], total = 0;
+    double mib[TEL_MAX_PROCS], util[TEL_MAX_PROCS], share[TEL_MAX_PROCS];
     int n = 0;
     for (size_t i = 0; i < d->njobs && n < TEL_MAX_PROCS; i++) {
         d_job *job = d->jobs[i];
         if (job->state != D_RUNNING || !d_job_on(job, g)) continue;
         bool seen = false;
-        mib[n] = d_job_mib_on(&d->gpus[g].last, job, &seen);
-        total += mib[n];
+        util[n] = CORE_UNKNOWN;
+        mib[n] = d_job_mib_on(&d->gpus[g].last, job, &util[n], &seen);
         if (seen && !job->active && job->in_core) {
             job->active = true;
             core_job_active(d->core, job->id, now);
@@ -443,8 +446,9 @@ static void d_gpu_energy(d_daemon *d, int g, double joules, double now) {
         }
         on[n++] = job;
     }
-    for (int i = 0; i < n && joules > 0; i++)
-        on[i]->energy_j += total > 0 ? joules * mib[i] / total : joules / n;
+    if (n == 0 || joules <= 0) return;
+    tel_energy_split(n, util, mib, joules, share);
+    for (int i = 0; i < n; i++) on[i]->energy_j += share[i];
 }
 
 void d_jobs_tick(d_daemon *d) {
