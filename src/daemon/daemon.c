@@ -332,6 +332,10 @@ static int d_open(d_daemon *d) {
               "--nvml-library)", err);
         return -1;
     }
+    if (tel_open_dcgm(d->tel, d->opt.dcgm_path, err, sizeof(err)) == 0)
+        d_log("DCGM: SMACT/SMOCC/DRAMA pressure filter");
+    else
+        d_log("no DCGM: utilization-only pressure filter (%s)", err);
     d->ngpus = tel_gpu_count(d->tel);
     if (d->ngpus < 1 || d->ngpus > CORE_MAX_GPUS) {
         d_log("NVML reports %d GPUs; aegisd manages 1 to %d", d->ngpus,

@@ -30,6 +30,7 @@ typedef struct d_options {
     const char *state_dir;
     const char *config_path;    /* NULL: CONFIG_DEFAULT_PATH if present */
     const char *nvml_path;      /* NULL: $AEGIS_NVML_LIBRARY or the driver */
+    const char *dcgm_path;      /* NULL: $AEGIS_DCGM_LIBRARY or libdcgm.so.4 */
     bool foreground;
     bool drain_on_stop;         /* SIGTERM waits for running jobs */
 } d_options;

@@ -14,7 +14,8 @@ static const char help[] =
 "\n"
 "SYNOPSIS\n"
 "    aegisd --socket PATH --state-dir DIR [--config FILE]\n"
-"           [--nvml-library PATH] [--foreground] [--drain-on-stop]\n"
+"           [--nvml-library PATH] [--dcgm-library PATH] [--foreground]\n"
+"           [--drain-on-stop]\n"
 "\n"
 "DESCRIPTION\n"
 "    Runs the deep-learning training jobs submitted with `aegis submit` on\n"
@@ -40,7 +41,10 @@ static const char help[] =
 "\n"
 "    GPU telemetry (memory, utilization, power, energy and the process\n"
 "    list) is read once a second through NVML, loaded at run time; aegisd\n"
-"    refuses to start without it.\n"
+"    refuses to start without it. DCGM, when it loads, adds SMACT, SMOCC\n"
+"    and DRAMA for the pressure filter (an embedded engine, or the\n"
+"    nv-hostengine at $AEGIS_DCGM_HOSTENGINE); without it the filter uses\n"
+"    utilization alone. The log says which.\n"
 "\n"
 "OPTIONS\n"
 "    --socket PATH        the socket to listen on (created mode 0666;\n"
@@ -51,6 +55,8 @@ static const char help[] =
 "                         the core's parameters, as for `aegis sim --set`\n"
 "    --nvml-library PATH  the NVML library (default $AEGIS_NVML_LIBRARY,\n"
 "                         else libnvidia-ml.so.1)\n"
+"    --dcgm-library PATH  the DCGM library (default $AEGIS_DCGM_LIBRARY,\n"
+"                         else libdcgm.so.4, libdcgm.so.3, libdcgm.so)\n"
 "    --foreground         stay in the foreground, log to stderr; without\n"
 "                         it aegisd returns once it listens and logs to\n"
 "                         DIR/aegisd.log\n"
@@ -73,6 +79,7 @@ int main(int argc, char **argv) {
         {"state-dir", required_argument, NULL, 'd'},
         {"config", required_argument, NULL, 'c'},
         {"nvml-library", required_argument, NULL, 'n'},
+        {"dcgm-library", required_argument, NULL, 'g'},
         {"foreground", no_argument, NULL, 'f'},
         {"drain-on-stop", no_argument, NULL, 'D'},
         {"help", no_argument, NULL, 'h'},
@@ -86,6 +93,7 @@ int main(int argc, char **argv) {
         case 'd': opt.state_dir = optarg; break;
         case 'c': opt.config_path = optarg; break;
         case 'n': opt.nvml_path = optarg; break;
+        case 'g': opt.dcgm_path = optarg; break;
         case 'f': opt.foreground = true; break;
         case 'D': opt.drain_on_stop = true; break;
         case 'h': fputs(help, stdout); return 0;
