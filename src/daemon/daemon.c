@@ -263,7 +263,7 @@ static void on_sighup(uv_signal_t *s, int signum) {
     const char *path = d->opt.config_path ? d->opt.config_path
                                           : CONFIG_DEFAULT_PATH;
     if (config_load(path, !d->opt.config_path, &cfg, err, sizeof(err)) != 0 ||
-        d_core_rebuild(d, &cfg, err, sizeof(err)) != 0) {
+        core_reconfigure(d->core, &cfg, err, sizeof(err)) != 0) {
         d_log("SIGHUP: configuration not reloaded: %s", err);
         return;
     }

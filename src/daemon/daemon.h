@@ -50,9 +50,11 @@ typedef struct d_job {
     double mem_mib;             /* estimate, < 0 when none */
     int64_t after;              /* 0 or the job this one waits for */
     d_state state;
-    bool in_core;               /* false for a job adopted after a restart:
-                                   the core never placed it (see jobs.c) */
+    bool in_core;               /* the core holds it (queued or placed):
+                                   false while held, or once cancelled */
     int attempts;               /* attempts started so far */
+    double retry_floor;         /* its place on the recovery ladder, as */
+    bool retry_alone;           /*   core_job_retry() gave it at a requeue */
     int lost;                   /* attempts lost in a row */
     /* the running attempt */
     int ngpus;
@@ -64,6 +66,7 @@ typedef struct d_job {
     pid_t job_pid;
     long long err_offset;
     bool active;                /* seen on its GPUs */
+    double seen;                /* Unix time it was first seen; 0 before */
     bool cancelling;
     double kill_at;             /* SIGKILL the session then (monotonic s) */
     double energy_j;            /* its share of its GPUs' energy so far */
@@ -89,7 +92,6 @@ typedef struct d_gpu {
     bool ok;                    /* last read succeeded */
     double energy_seen_j;       /* energy counter at the previous tick */
     bool drained;               /* by `aegis drain` */
-    int adopted;                /* adopted jobs on it: kept closed */
 } d_gpu;
 
 typedef struct d_daemon {
@@ -134,8 +136,6 @@ void d_jobs_schedule(d_daemon *d);
 void d_jobs_check_exits(d_daemon *d);
 void d_jobs_tick(d_daemon *d);              /* telemetry, observation */
 int d_job_cancel(d_daemon *d, d_job *job);
-int d_core_rebuild(d_daemon *d, const core_config *cfg, char *err,
-                   size_t errlen);
 
 /* handlers.c */
 void d_handle(d_conn *c, const proto_request *req);

@@ -299,7 +299,7 @@ static void d_on_drain(d_conn *c, const proto_request *req) {
     }
     d_gpu *g = &d->gpus[req->gpu];
     g->drained = req->op == PROTO_DRAIN;
-    core_gpu_drain(d->core, req->gpu, g->drained || g->adopted > 0);
+    core_gpu_drain(d->core, req->gpu, g->drained);
     d_log("GPU %d %s by uid %d", req->gpu, g->drained ? "drained" : "resumed",
           (int)c->uid);
     d_reply(c, json_pack("{s:b, s:i, s:b}", "ok", 1, "gpu", req->gpu,

@@ -3,12 +3,12 @@
  * classified, requeued by the OOM ladder or finished.
  *
  * The core places jobs; this file only carries out its decisions and
- * feeds it events. One gap: the core has no call to take in a job that is
- * already running (after a restart or a configuration reload builds a new
- * core). Such a job is "adopted": aegisd watches it and collects its exit,
- * but the core does not know it, so its GPUs are drained in the core until
- * it ends -- safe (nothing is placed beside a job the core cannot see),
- * at the price of no collocation on those GPUs meanwhile.
+ * feeds it events. What the core knows of a job that must outlive aegisd
+ * is in the store: each attempt's GPUs, floor and the time it was first
+ * seen, and the job's place on the recovery ladder (saved at each
+ * requeue). After a restart, d_jobs_recover() hands it all back: running
+ * attempts are adopted (core_adopt), retries rejoin the recovery queue in
+ * the order they were requeued (core_submit_retry).
  */
 #include "daemon.h"
 
@@ -95,15 +95,32 @@ static void d_job_finish(d_daemon *d, d_job *job, const char *state,
     }
 }
 
-/* Hands the job to the core's queue; -1 with the core's reason in err. */
-static int d_job_to_core(d_daemon *d, d_job *job, char *err, size_t errlen) {
+static core_job_spec d_job_spec(const d_job *job) {
     core_job_spec spec = {
         .id = job->id, .num_gpus = job->num_gpus,
         .est_mib = job->mem_mib >= 0 ? job->mem_mib : CORE_UNKNOWN,
         .peak_mib = CORE_UNKNOWN, .util_pct = CORE_UNKNOWN,
         .sharing_score = -1,
     };
-    if (core_submit(d->core, &spec, d_now(d), err, errlen) != 0) return -1;
+    return spec;
+}
+
+/* The next attempt's place on the ladder. */
+static core_retry d_job_retry(const d_job *job) {
+    core_retry r = {.attempt = job->attempts + 1,
+                    .floor_mib = job->retry_floor, .alone = job->retry_alone};
+    return r;
+}
+
+/* Hands the job to the core's queue, a job that ran before to its
+ * recovery queue; -1 with the core's reason in err. */
+static int d_job_to_core(d_daemon *d, d_job *job, char *err, size_t errlen) {
+    core_job_spec spec = d_job_spec(job);
+    core_retry r = d_job_retry(job);
+    int rc = job->attempts > 0
+                 ? core_submit_retry(d->core, &spec, &r, d_now(d), err, errlen)
+                 : core_submit(d->core, &spec, d_now(d), err, errlen);
+    if (rc != 0) return -1;
     job->in_core = true;
     job->state = D_QUEUED;
     return 0;
@@ -236,6 +253,7 @@ static void d_job_launch(d_daemon *d, d_job *job, const core_launch *l) {
     job->job_pid = run.job_pid;
     job->err_offset = run.err_offset;
     job->active = false;
+    job->seen = 0;
     char gpus[CORE_MAX_JOB_GPUS * 4];
     d_gpu_list(gpus, sizeof(gpus), l->gpus, l->num_gpus, NULL);
     store_attempt a = {
@@ -269,34 +287,6 @@ void d_jobs_schedule(d_daemon *d) {
 
 /* ---- exits ---------------------------------------------------------------- */
 
-static void d_adopted_gpus(d_daemon *d, d_job *job, int delta) {
-    for (int i = 0; i < job->ngpus; i++) {
-        d_gpu *g = &d->gpus[job->gpus[i]];
-        g->adopted += delta;
-        core_gpu_drain(d->core, job->gpus[i], g->drained || g->adopted > 0);
-    }
-}
-
-/* What becomes of an attempt that ended with `how`: the core decides for
- * its own jobs; an adopted job gets the same rules by hand. */
-static core_outcome d_job_outcome(d_daemon *d, d_job *job, core_exit how,
-                                  double *floor) {
-    *floor = 0;
-    if (job->in_core)
-        return core_job_exit(d->core, job->id, how, d_now(d), floor);
-    d_adopted_gpus(d, job, -1);
-    switch (how) {
-    case CORE_EXIT_OK: return CORE_DONE;
-    case CORE_EXIT_OOM: if (job->exclusive) return CORE_STOPPED; break;
-    case CORE_EXIT_LOST: break;
-    default: return CORE_STOPPED;
-    }
-    /* requeued: a fresh start up the ladder */
-    char err[256];
-    return d_job_to_core(d, job, err, sizeof(err)) == 0 ? CORE_REQUEUED
-                                                        : CORE_STOPPED;
-}
-
 /* The attempt's shim is gone: collect the status, classify, decide. */
 static void d_job_ended(d_daemon *d, d_job *job) {
     int status;
@@ -322,22 +312,26 @@ static void d_job_ended(d_daemon *d, d_job *job) {
         return;
     }
     store_attempt_end(d->st, job->id, how_names[how], status, now);
-    double floor;
+    double floor = 0;
     bool was_alone = job->exclusive;
     job->lost = how == CORE_EXIT_LOST ? job->lost + 1 : 0;
     if (job->lost >= D_MAX_LOST) {
-        if (job->in_core) core_cancel(d->core, job->id, d_now(d));
-        else d_adopted_gpus(d, job, -1);
+        core_cancel(d->core, job->id, d_now(d));
         d_job_finish(d, job, "failed", "lost 5 attempts in a row");
         return;
     }
-    switch (d_job_outcome(d, job, how, &floor)) {
+    core_retry r;
+    switch (core_job_exit(d->core, job->id, how, d_now(d), &floor)) {
     case CORE_DONE:
         d_job_finish(d, job, "done", why);
         break;
     case CORE_REQUEUED:
         job->state = D_QUEUED;
+        core_job_retry(d->core, job->id, &r);
+        job->retry_floor = r.floor_mib;
+        job->retry_alone = r.alone;
         store_begin(d->st);
+        store_job_retry(d->st, job->id, r.floor_mib, r.alone);
         store_job_energy(d->st, job->id, job->energy_j);
         store_job_state(d->st, job->id, "queued", why, now);
         if (floor > 0)
@@ -391,7 +385,6 @@ int d_job_cancel(d_daemon *d, d_job *job) {
         d_job_finish(d, job, "cancelled", "cancelled while queued");
         return 0;
     }
-    if (!job->in_core) d_adopted_gpus(d, job, -1);
     job->in_core = false;
     job->ngpus = 0; /* its GPUs are the core's again */
     job->cancelling = true;
@@ -451,6 +444,17 @@ static void d_gpu_energy(d_daemon *d, int g, double joules, double now) {
     for (int i = 0; i < n; i++) on[i]->energy_j += share[i];
 }
 
+/* Records when each running attempt was first seen on its GPUs, so that
+ * after a restart its observation time is not started over. */
+static void d_jobs_note_seen(d_daemon *d) {
+    for (size_t i = 0; i < d->njobs; i++) {
+        d_job *job = d->jobs[i];
+        if (job->state != D_RUNNING || !job->active || job->seen > 0) continue;
+        job->seen = d_wall();
+        store_attempt_seen(d->st, job->id, job->attempts, job->seen);
+    }
+}
+
 void d_jobs_tick(d_daemon *d) {
     double now = d_now(d);
     for (int g = 0; g < d->ngpus; g++) {
@@ -471,6 +475,7 @@ void d_jobs_tick(d_daemon *d) {
         gpu->energy_seen_j = gpu->last.energy_j;
         d_gpu_energy(d, g, joules, now);
     }
+    d_jobs_note_seen(d);
 }
 
 /* ---- restart and reload --------------------------------------------------- */
@@ -490,29 +495,94 @@ static int64_t d_int(json_t *obj, const char *key) {
     return json_integer_value(json_object_get(obj, key));
 }
 
-/* A job found running in the store: re-adopt it if its shim lives. */
-static void d_job_recover_running(d_daemon *d, d_job *job, json_t *att) {
+
+static double d_number(json_t *obj, const char *key) {
+    return json_number_value(json_object_get(obj, key));
+}
+
+/* A running attempt as the store recorded it at launch. */
+static void d_job_load_attempt(d_job *job, json_t *att) {
     job->state = D_RUNNING;
-    job->in_core = false;
     job->attempts = (int)d_int(att, "n");
     d_parse_gpus(job, json_string_value(json_object_get(att, "gpus")));
     job->exclusive = d_int(att, "exclusive") != 0;
-    job->floor_mib = json_number_value(json_object_get(att, "floor_mib"));
+    job->floor_mib = d_number(att, "floor_mib");
     job->shim_pid = (pid_t)d_int(att, "shim_pid");
     job->shim_start = (unsigned long long)d_int(att, "shim_start");
     job->job_pid = (pid_t)d_int(att, "job_pid");
     job->err_offset = d_int(att, "err_offset");
-    d_adopted_gpus(d, job, +1);
-    if (exec_alive(job->shim_pid, job->shim_start)) {
-        store_event(d->st, job->id, d_wall(), "attempt %d re-adopted after "
-                    "a restart (pid %d)", job->attempts, (int)job->job_pid);
-        return;
-    }
-    d_job_ended(d, job);
+    job->seen = d_number(att, "seen");
+    job->active = job->seen > 0;
 }
 
+/* Hands a running attempt back to the core. One it cannot take (its GPUs
+ * are no longer on this server) is killed and failed: 0, or -1 when the
+ * job is finished. */
+static int d_job_adopt(d_daemon *d, d_job *job) {
+    core_job_spec spec = d_job_spec(job);
+    core_adopted a = {
+        .retry = {.attempt = job->attempts, .floor_mib = job->retry_floor,
+                  .alone = job->retry_alone},
+        .admitted_mib = job->floor_mib, .exclusive = job->exclusive,
+        .active = job->active,
+        /* the store keeps Unix time, the core aegisd's monotonic clock */
+        .active_at = d_now(d) - (d_wall() - job->seen),
+    };
+    memcpy(a.gpus, job->gpus, sizeof(a.gpus));
+    char err[256], reason[400];
+    if (job->ngpus != job->num_gpus)
+        snprintf(err, sizeof(err), "job %lld: attempt %d lists %d GPUs, the "
+                 "job asks for %d", (long long)job->id, job->attempts,
+                 job->ngpus, job->num_gpus);
+    else if (core_adopt(d->core, &spec, &a, d_now(d), err, sizeof(err)) == 0) {
+        job->in_core = true;
+        return 0;
+    }
+    d_log("%s", err);
+    if (exec_alive(job->shim_pid, job->shim_start))
+        exec_kill(job->job_pid, SIGKILL);
+    store_attempt_end(d->st, job->id, "failed", -1, d_wall());
+    snprintf(reason, sizeof(reason), "cannot re-adopt after a restart: %s", err);
+    d_job_finish(d, job, "failed", reason);
+    return -1;
+}
+
+/* A retry found queued in the store, with the time it was requeued. */
+typedef struct d_requeued {
+    int64_t id;
+    double at;
+} d_requeued;
+
+typedef struct d_recovery {
+    d_daemon *d;
+    d_requeued *retries;
+    size_t nretries, cap;
+} d_recovery;
+
+static int d_requeued_cmp(const void *a, const void *b) {
+    const d_requeued *x = a, *y = b;
+    if (x->at != y->at) return x->at < y->at ? -1 : 1;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static int d_recovery_push(d_recovery *rec, int64_t id, double at) {
+    if (rec->nretries == rec->cap) {
+        size_t cap = rec->cap ? rec->cap * 2 : 64;
+        d_requeued *grown = realloc(rec->retries, cap * sizeof(*grown));
+        if (!grown) return -1;
+        rec->retries = grown;
+        rec->cap = cap;
+    }
+    rec->retries[rec->nretries++] = (d_requeued){id, at};
+    return 0;
+}
+
+/* One unfinished job of the store: a running attempt waits for
+ * d_jobs_adopt(), a retry for its turn in the recovery queue, any other
+ * job is queued (or held) now. */
 static void d_job_recover(void *ctx, json_t *row) {
-    d_daemon *d = ctx;
+    d_recovery *rec = ctx;
+    d_daemon *d = rec->d;
     json_t *mem = json_object_get(row, "mem_mib");
     d_job *job = d_job_new(d_int(row, "id"), (uid_t)d_int(row, "uid"),
                            (gid_t)d_int(row, "gid"),
@@ -529,37 +599,58 @@ static void d_job_recover(void *ctx, json_t *row) {
     json_t *att = json_object_get(row, "attempt");
     const char *state = json_string_value(json_object_get(row, "state"));
     job->attempts = (int)d_int(row, "attempts");
-    if (strcmp(state, "running") == 0 && att)
-        d_job_recover_running(d, job, att);
-    else
-        d_job_enqueue(d, job);
+    job->retry_floor = d_number(row, "retry_floor");
+    job->retry_alone = d_int(row, "retry_alone") != 0;
+    if (strcmp(state, "running") == 0 && att) {
+        d_job_load_attempt(job, att);
+    } else if (job->attempts > 0 &&
+               d_recovery_push(rec, job->id, d_number(att, "ended")) == 0) {
+        job->state = D_QUEUED;
+    } else {
+        d_job_enqueue(d, job); /* or a retry the list had no room for */
+    }
+}
+
+/* Adopts the running attempts still outside the core, the dead ones only
+ * (which then end as lost, requeued at their floor) or all that are left.
+ * Dead ones go first: adopting one counts as a placement on its GPUs,
+ * which must not make a live exclusive job there look shared. */
+static void d_jobs_adopt(d_daemon *d, bool dead_only) {
+    for (size_t i = 0; i < d->njobs;) {
+        d_job *job = d->jobs[i];
+        int64_t id = job->id;
+        bool alive = exec_alive(job->shim_pid, job->shim_start);
+        if (job->state != D_RUNNING || job->in_core || (dead_only && alive)) {
+            i++;
+            continue;
+        }
+        if (d_job_adopt(d, job) == 0) {
+            if (dead_only)
+                d_job_ended(d, job);
+            else
+                store_event(d->st, id, d_wall(), "attempt %d re-adopted after "
+                            "a restart (pid %d)", job->attempts,
+                            (int)job->job_pid);
+        }
+        i = d_job_index(d, id); /* the table may have changed */
+        if (i < d->njobs && d->jobs[i]->id == id) i++;
+    }
 }
 
 void d_jobs_recover(d_daemon *d) {
-    store_each_active(d->st, d_job_recover, d);
-    if (d->njobs > 0) d_log("recovered %zu unfinished jobs", d->njobs);
-}
-
-int d_core_rebuild(d_daemon *d, const core_config *cfg, char *err,
-                   size_t errlen) {
-    double total[CORE_MAX_GPUS];
-    for (int g = 0; g < d->ngpus; g++) total[g] = d->gpus[g].last.r.total_mib;
-    core_state *core = core_create(cfg, d->ngpus, total, err, errlen);
-    if (!core) return -1;
-    core_destroy(d->core);
-    d->core = core;
-    for (int g = 0; g < d->ngpus; g++)
-        core_gpu_drain(core, g, d->gpus[g].drained || d->gpus[g].adopted > 0);
-    for (size_t i = 0; i < d->njobs; i++) {
-        d_job *job = d->jobs[i];
-        if (job->state == D_QUEUED &&
-            d_job_to_core(d, job, err, errlen) != 0) {
-            d_log("job %lld: not requeued after reload: %s",
-                  (long long)job->id, err);
-        } else if (job->state == D_RUNNING && job->in_core) {
-            job->in_core = false;
-            d_adopted_gpus(d, job, +1);
-        }
+    d_recovery rec = {.d = d};
+    store_each_active(d->st, d_job_recover, &rec);
+    /* The recovery queue in the order its jobs were requeued; attempts
+     * found dead below are requeued now, so after them. */
+    qsort(rec.retries, rec.nretries, sizeof(*rec.retries), d_requeued_cmp);
+    for (size_t i = 0; i < rec.nretries; i++) {
+        d_job *job = d_job_find(d, rec.retries[i].id);
+        char err[256];
+        if (job && !job->in_core && d_job_to_core(d, job, err, sizeof(err)) != 0)
+            d_job_finish(d, job, "failed", err);
     }
-    return 0;
+    free(rec.retries);
+    d_jobs_adopt(d, true);
+    d_jobs_adopt(d, false);
+    if (d->njobs > 0) d_log("recovered %zu unfinished jobs", d->njobs);
 }

@@ -44,10 +44,23 @@ static const char schema[] =
     "  text TEXT NOT NULL);"
     "CREATE INDEX IF NOT EXISTS events_job ON events(job_id);";
 
+/* Columns added since the first schema, so a database an older aegisd
+ * wrote gets them on open; one list serves new and old databases. */
+static const char *const store_added[][3] = {
+    /* the job's place on the recovery ladder (core_retry), kept from a
+     * requeue to the next one so a restart resumes it */
+    {"jobs", "retry_floor", "REAL NOT NULL DEFAULT 0"},
+    {"jobs", "retry_alone", "INTEGER NOT NULL DEFAULT 0"},
+    /* when the attempt was first seen on its GPUs (Unix time): a re-adopted
+     * attempt's observation time runs from then */
+    {"attempts", "seen", "REAL"},
+};
+#define STORE_ADDED (sizeof(store_added) / sizeof(store_added[0]))
+
 enum {
     S_BEGIN, S_COMMIT, S_ROLLBACK, S_ENV, S_JOB, S_ATT_START, S_ATT_END,
     S_STATE, S_ENERGY, S_EVENT, S_GET, S_GET_FULL, S_ATTEMPTS, S_EVENTS,
-    S_LIST_ALL, S_LIST_ACTIVE, S_LAST_ATTEMPT, S_COUNT
+    S_LIST_ALL, S_LIST_ACTIVE, S_LAST_ATTEMPT, S_RETRY, S_SEEN, S_COUNT
 };
 
 static const char *const sql[S_COUNT] = {
@@ -72,15 +85,17 @@ static const char *const sql[S_COUNT] = {
     [S_ENERGY] = "UPDATE jobs SET energy_j = ?2 WHERE id = ?1",
     [S_EVENT] = "INSERT INTO events(job_id, t, text) VALUES(?1, ?2, ?3)",
     [S_GET] = "SELECT id, user, uid, name, cmd, gpus, mem_mib, after, state,"
-              " reason, submitted, finished, attempts, energy_j, feed"
-              " FROM jobs WHERE id = ?1",
+              " reason, submitted, finished, attempts, energy_j, feed,"
+              " retry_floor, retry_alone FROM jobs WHERE id = ?1",
     [S_GET_FULL] = "SELECT j.id, j.user, j.uid, j.gid, j.name, j.cmd, j.gpus,"
                    " j.mem_mib, j.after, j.state, j.reason, j.submitted,"
-                   " j.finished, j.attempts, j.energy_j, j.feed, e.cwd, e.env"
+                   " j.finished, j.attempts, j.energy_j, j.feed, j.retry_floor,"
+                   " j.retry_alone, e.cwd, e.env"
                    " FROM jobs j JOIN envs e ON e.id = j.env_id"
                    " WHERE j.id = ?1",
     [S_ATTEMPTS] = "SELECT n, gpus, floor_mib, exclusive, shim_pid,"
-                   " shim_start, job_pid, err_offset, started, ended, how, status"
+                   " shim_start, job_pid, err_offset, started, seen, ended,"
+                   " how, status"
                    " FROM attempts WHERE job_id = ?1 ORDER BY n",
     [S_EVENTS] = "SELECT t, text FROM events WHERE job_id = ?1 ORDER BY id",
     [S_LIST_ALL] = "SELECT id, user, uid, name, cmd, gpus, mem_mib, after,"
@@ -91,6 +106,9 @@ static const char *const sql[S_COUNT] = {
                       " energy_j, feed FROM jobs"
                       " WHERE state IN ('queued','running') ORDER BY id",
     [S_LAST_ATTEMPT] = "SELECT max(n) FROM attempts WHERE job_id = ?1",
+    [S_RETRY] = "UPDATE jobs SET retry_floor = ?2, retry_alone = ?3"
+                " WHERE id = ?1",
+    [S_SEEN] = "UPDATE attempts SET seen = ?3 WHERE job_id = ?1 AND n = ?2",
 };
 
 struct store {
@@ -117,6 +135,28 @@ static int store_exec(store *st, int which, int64_t id) {
     return 0;
 }
 
+/* Adds each column of store_added the database lacks. */
+static int store_migrate(store *st) {
+    sqlite3_stmt *q;
+    if (sqlite3_prepare_v2(st->db, "SELECT count(*) FROM pragma_table_info(?1)"
+                           " WHERE name = ?2", -1, &q, NULL) != SQLITE_OK)
+        return -1;
+    int rc = 0;
+    for (size_t i = 0; i < STORE_ADDED && rc == 0; i++) {
+        sqlite3_bind_text(q, 1, store_added[i][0], -1, SQLITE_STATIC);
+        sqlite3_bind_text(q, 2, store_added[i][1], -1, SQLITE_STATIC);
+        bool has = sqlite3_step(q) == SQLITE_ROW && sqlite3_column_int(q, 0) > 0;
+        sqlite3_reset(q);
+        if (has) continue;
+        char alter[256];
+        snprintf(alter, sizeof(alter), "ALTER TABLE %s ADD COLUMN %s %s",
+                 store_added[i][0], store_added[i][1], store_added[i][2]);
+        rc = sqlite3_exec(st->db, alter, NULL, NULL, NULL) == SQLITE_OK ? 0 : -1;
+    }
+    sqlite3_finalize(q);
+    return rc;
+}
+
 store *store_open(const char *path, char *err, size_t errlen) {
     store *st = calloc(1, sizeof(*st));
     if (!st) {
@@ -126,7 +166,8 @@ store *store_open(const char *path, char *err, size_t errlen) {
     char *msg = NULL;
     if (sqlite3_open(path, &st->db) != SQLITE_OK ||
         sqlite3_busy_timeout(st->db, 5000) != SQLITE_OK ||
-        sqlite3_exec(st->db, schema, NULL, NULL, &msg) != SQLITE_OK) {
+        sqlite3_exec(st->db, schema, NULL, NULL, &msg) != SQLITE_OK ||
+        store_migrate(st) != 0) {
         snprintf(err, errlen, "%s: %s", path,
                  msg ? msg : sqlite3_errmsg(st->db));
         sqlite3_free(msg);
@@ -245,6 +286,22 @@ void store_attempt_end(store *st, int64_t id, const char *how, int status,
     sqlite3_bind_text(s, 4, how, -1, SQLITE_STATIC);
     if (status >= 0) sqlite3_bind_int(s, 5, status);
     store_exec(st, S_ATT_END, id);
+}
+
+void store_job_retry(store *st, int64_t id, double floor_mib, bool alone) {
+    sqlite3_stmt *s = st->st[S_RETRY];
+    sqlite3_bind_int64(s, 1, id);
+    sqlite3_bind_double(s, 2, floor_mib);
+    sqlite3_bind_int(s, 3, alone);
+    store_exec(st, S_RETRY, id);
+}
+
+void store_attempt_seen(store *st, int64_t id, int n, double now) {
+    sqlite3_stmt *s = st->st[S_SEEN];
+    sqlite3_bind_int64(s, 1, id);
+    sqlite3_bind_int(s, 2, n);
+    sqlite3_bind_double(s, 3, now);
+    store_exec(st, S_SEEN, id);
 }
 
 void store_job_state(store *st, int64_t id, const char *state,

@@ -63,6 +63,8 @@ void store_commit(store *st);
 
 void store_attempt_start(store *st, int64_t id, const store_attempt *a,
                          double now);
+/* Attempt n of the job was first seen on its GPUs at `now`. */
+void store_attempt_seen(store *st, int64_t id, int n, double now);
 /* Closes the job's latest attempt: how is "ok", "oom", "failed", "lost"
  * or "cancelled"; status the wait status (or -1 when unknown). */
 void store_attempt_end(store *st, int64_t id, const char *how, int status,
@@ -72,6 +74,9 @@ void store_attempt_end(store *st, int64_t id, const char *how, int status,
 void store_job_state(store *st, int64_t id, const char *state,
                      const char *reason, double now);
 void store_job_energy(store *st, int64_t id, double energy_j);
+/* The job's place on the recovery ladder after a requeue (core_retry's
+ * floor_mib and alone; its attempt is the attempt count + 1). */
+void store_job_retry(store *st, int64_t id, double floor_mib, bool alone);
 void store_event(store *st, int64_t id, double now, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 

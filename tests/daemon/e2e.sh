@@ -171,18 +171,32 @@ assert all(j['state']=='done' for j in d), [j for j in d if j['state']!='done'][
 print('jobs in store:', len(ids))" || fail "store after crashes"
 }
 
-# SIGTERM leaves a job running; the next aegisd re-adopts it and still
-# collects its exit status; a job whose shim died is lost and requeued.
+# SIGTERM leaves jobs running; the next aegisd re-adopts them into its
+# core, so their GPUs still take a collocated job, and still collects their
+# exit status; a job whose shim died is lost and requeued.
 case_restart() {
     start
     cd "$DIR/work"
-    id=$("$AEGIS" submit -- "$FAKE" --mib 500 --seconds 3)
-    until "$AEGIS" show --json "$id" | pyjson "assert d['state']=='running'" 2>/dev/null; do sleep 0.1; done
+    ids=""
+    for g in 0 1 2; do ids="$ids $("$AEGIS" submit -- "$FAKE" --mib 500 --seconds 15)"; done
+    for id in $ids; do
+        until "$AEGIS" show "$id" 2>/dev/null | grep -q "seen on GPU"; do sleep 0.1; done
+    done
     kill -TERM "$(daemon_pid)"
     while [ -n "$(daemon_pid)" ]; do sleep 0.1; done
     start
-    "$AEGIS" wait "$id" > /dev/null || fail "re-adopted job not done"
-    "$AEGIS" show "$id" | grep -q "re-adopted" || fail "no re-adoption event"
+    small=$("$AEGIS" submit --mem 200 -- "$FAKE" --mib 200 --seconds 1)
+    "$AEGIS" wait "$small" > /dev/null || fail "small job beside re-adopted ones"
+    # every GPU holds a re-adopted job: a shared placement proves they are
+    # open (aegisd used to drain them until those jobs ended)
+    "$AEGIS" show --json "$small" | pyjson "
+a=d['attempt_list'][0]
+assert not a['exclusive'], ('placed alone: re-adopted GPUs closed', a)" ||
+        fail "no collocation beside re-adopted jobs"
+    "$AEGIS" wait $ids > /dev/null || fail "re-adopted jobs not done"
+    for id in $ids; do
+        "$AEGIS" show "$id" | grep -q "re-adopted" || fail "no re-adoption event"
+    done
     id2=$("$AEGIS" submit -- sh -c 'sleep 2; echo second-try')
     until "$AEGIS" show --json "$id2" | pyjson "assert d['state']=='running'" 2>/dev/null; do sleep 0.1; done
     shim=$("$AEGIS" show --json "$id2" | pyjson "print(d['attempt_list'][-1]['shim_pid'])")
@@ -200,6 +214,31 @@ case_restart() {
     kill -HUP "$(daemon_pid)"
     until grep -q "reloaded $DIR/aegis.yaml" "$DIR/state/aegisd.log"; do sleep 0.1; done
     "$AEGIS" wait "$("$AEGIS" submit -- true)" > /dev/null || fail "job after reload"
+}
+
+# A job requeued by an OOM keeps its rung of the ladder across a restart:
+# it fails beside three big jobs, waits in the recovery queue for 10240
+# MiB they leave no room for, and its next attempt, after aegisd restarted,
+# is admitted with 10240 MiB, not a fresh 5120.
+case_retry() {
+    echo "ladder_from_free: 0" >> "$DIR/aegis.yaml"
+    start
+    cd "$DIR/work"
+    big=""
+    for g in 0 1 2; do big="$big $("$AEGIS" submit -- "$FAKE" --mib 31000 --seconds 20)"; done
+    oom=$("$AEGIS" submit -- sh -c 'if [ -e tried ]; then exit 0; fi; touch tried
+                                      echo "CUDA out of memory" >&2; exit 1')
+    requeued="assert (d['state']=='queued' and len(d['attempt_list'])==1 and
+        d['attempt_list'][0]['how']=='oom' and d['retry_floor']==10240), d"
+    until "$AEGIS" show --json "$oom" | pyjson "$requeued" 2>/dev/null; do sleep 0.2; done
+    kill -TERM "$(daemon_pid)"
+    while [ -n "$(daemon_pid)" ]; do sleep 0.1; done
+    start
+    "$AEGIS" show --json "$oom" | pyjson "$requeued" || fail "retry lost its place"
+    "$AEGIS" wait "$oom" $big > /dev/null || fail "jobs not done after restart"
+    "$AEGIS" show --json "$oom" | pyjson "
+a=d['attempt_list']
+assert [x['floor_mib'] for x in a]==[5120, 10240], a" || fail "floor not kept"
 }
 
 # A second user can list the first user's job but not see its command,
