@@ -251,14 +251,19 @@ long tel_dropped_procs(const tel_state *tel) {
 }
 
 /* Makes room for at least `want` entries of `size` bytes in the buffer
- * *buf of *cap entries. Returns 0, or -1 when out of memory. */
-static int tel_grow(void **buf, unsigned int *cap, unsigned int want,
-                    size_t size) {
+ * *buf of *cap entries. Returns 0, or -1 with "out of memory for <want>
+ * <what>" in err. */
+static int tel_grow(const tel_state *tel, int gpu, void **buf,
+                    unsigned int *cap, unsigned int want, size_t size,
+                    const char *what, char *err, size_t errlen) {
     if (want <= *cap)
         return 0;
     void *p = realloc(*buf, want * size);
-    if (!p)
+    if (!p) {
+        snprintf(err, errlen, "%s: GPU %d: out of memory for %u %s",
+                 tel->path, gpu, want, what);
         return -1;
+    }
     *buf = p;
     *cap = want;
     return 0;
@@ -292,12 +297,9 @@ static int tel_read_procs(tel_state *tel, int gpu, tel_gpu_reading *out,
     nvmlReturn_t rc = NVML_ERROR_INSUFFICIENT_SIZE;
     for (int t = 0; t < TEL_PROCS_TRIES && rc == NVML_ERROR_INSUFFICIENT_SIZE;
          t++) {
-        if (tel_grow((void **)&tel->procs, &tel->procs_cap, want,
-                     sizeof *tel->procs) < 0) {
-            snprintf(err, errlen, "%s: GPU %d: out of memory for %u "
-                     "processes", tel->path, gpu, want);
+        if (tel_grow(tel, gpu, (void **)&tel->procs, &tel->procs_cap, want,
+                     sizeof *tel->procs, "processes", err, errlen) < 0)
             return -1;
-        }
         unsigned int n = tel->procs_cap;
         rc = tel_call_procs(tel, tel->gpus[gpu].handle, &n);
         if (rc == NVML_SUCCESS) {
@@ -324,8 +326,9 @@ static int tel_read_procs(tel_state *tel, int gpu, tel_gpu_reading *out,
 }
 
 /* Asks for the process-utilization samples newer than the last read, into
- * tel->samples, growing it as NVML asks. Returns NVML's answer (or -1 when
- * out of memory, with err filled); *n is the samples got. */
+ * tel->samples, growing it as NVML asks. Returns NVML's answer, with err
+ * filled unless it is an answer (SUCCESS, NOT_FOUND, NOT_SUPPORTED), or -1
+ * when out of memory; *n is the samples got. */
 static nvmlReturn_t tel_call_proc_util(tel_state *tel, int gpu,
                                        unsigned int *n, char *err,
                                        size_t errlen) {
@@ -334,12 +337,10 @@ static nvmlReturn_t tel_call_proc_util(tel_state *tel, int gpu,
     unsigned int want = TEL_MAX_PROCS;
     for (int t = 0; t < TEL_PROCS_TRIES && rc == NVML_ERROR_INSUFFICIENT_SIZE;
          t++) {
-        if (tel_grow((void **)&tel->samples, &tel->samples_cap, want,
-                     sizeof *tel->samples) < 0) {
-            snprintf(err, errlen, "%s: GPU %d: out of memory for %u "
-                     "utilization samples", tel->path, gpu, want);
+        if (tel_grow(tel, gpu, (void **)&tel->samples, &tel->samples_cap,
+                     want, sizeof *tel->samples, "utilization samples", err,
+                     errlen) < 0)
             return -1;
-        }
         *n = tel->samples_cap;
         rc = tel->fn.proc_util(d->handle, tel->samples, n, d->util_seen);
         want = *n + 8;

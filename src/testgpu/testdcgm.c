@@ -10,7 +10,6 @@
  * tests can reach the loader's error paths.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,26 +40,11 @@ static int tdc_grouped;                 /* the field group exists */
 static int tdc_watched;                 /* dcgmWatchFields was called */
 static tgpu_config tdc_cfg;
 
-/* The last failure, said in full: errorString(code) returns it, as in
- * testnvml.c, so a test sees why rather than a bare code. */
-static dcgmReturn_t tdc_why_rc = DCGM_ST_OK;
-static char tdc_why[512];
-
-__attribute__((format(printf, 2, 3)))
-static dcgmReturn_t tdc_fail(dcgmReturn_t rc, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(tdc_why, sizeof tdc_why, fmt, ap);
-    va_end(ap);
-    tdc_why_rc = rc;
-    return rc;
-}
-
 /* Fails with rc when AEGIS_TEST_DCGM_FAIL names call, else DCGM_ST_OK. */
 static dcgmReturn_t tdc_injected(const char *call, dcgmReturn_t rc) {
     const char *fail = getenv("AEGIS_TEST_DCGM_FAIL");
     if (fail && strcmp(fail, call) == 0)
-        return tdc_fail(rc, "%s: failed as AEGIS_TEST_DCGM_FAIL asks", call);
+        return tgpu_fail(rc, "%s: failed as AEGIS_TEST_DCGM_FAIL asks", call);
     return DCGM_ST_OK;
 }
 
@@ -70,10 +54,10 @@ static dcgmReturn_t tdc_check(const char *call, const dcgmHandle_t *h) {
     if (rc != DCGM_ST_OK)
         return rc;
     if (tdc_inits == 0)
-        return tdc_fail(DCGM_ST_UNINITIALIZED, "%s: dcgmInit was not called",
+        return tgpu_fail(DCGM_ST_UNINITIALIZED, "%s: dcgmInit was not called",
                         call);
     if (h && (*h != TDC_HANDLE || !tdc_started))
-        return tdc_fail(DCGM_ST_BADPARAM, "%s: not a handle from "
+        return tgpu_fail(DCGM_ST_BADPARAM, "%s: not a handle from "
                         "dcgmStartEmbedded or dcgmConnect_v2", call);
     return DCGM_ST_OK;
 }
@@ -83,9 +67,9 @@ dcgmReturn_t dcgmInit(void) {
     if (rc != DCGM_ST_OK)
         return rc;
     if (tdc_inits == 0) {
-        char err[sizeof tdc_why];
+        char err[512];
         if (tgpu_config_load(&tdc_cfg, err, sizeof err) < 0)
-            return tdc_fail(DCGM_ST_INIT_ERROR, "%s", err);
+            return tgpu_fail(DCGM_ST_INIT_ERROR, "%s", err);
     }
     tdc_inits++;
     return DCGM_ST_OK;
@@ -93,7 +77,7 @@ dcgmReturn_t dcgmInit(void) {
 
 dcgmReturn_t dcgmShutdown(void) {
     if (tdc_inits == 0)
-        return tdc_fail(DCGM_ST_UNINITIALIZED, "dcgmShutdown: dcgmInit was "
+        return tgpu_fail(DCGM_ST_UNINITIALIZED, "dcgmShutdown: dcgmInit was "
                         "not called");
     if (--tdc_inits == 0)
         tdc_started = tdc_grouped = tdc_watched = 0;
@@ -101,8 +85,9 @@ dcgmReturn_t dcgmShutdown(void) {
 }
 
 const char *errorString(dcgmReturn_t rc) {
-    if (rc == tdc_why_rc && tdc_why[0])
-        return tdc_why;
+    const char *why = tgpu_why(rc);
+    if (why)
+        return why;
     switch (rc) {
     case DCGM_ST_OK: return "Success";
     case DCGM_ST_BADPARAM: return "Bad parameter passed to function";
@@ -117,7 +102,7 @@ static dcgmReturn_t tdc_start(const char *call, dcgmHandle_t *handle) {
     if (rc != DCGM_ST_OK)
         return rc;
     if (!handle)
-        return tdc_fail(DCGM_ST_BADPARAM, "%s: NULL handle", call);
+        return tgpu_fail(DCGM_ST_BADPARAM, "%s: NULL handle", call);
     tdc_started = 1;
     *handle = TDC_HANDLE;
     return DCGM_ST_OK;
@@ -126,7 +111,7 @@ static dcgmReturn_t tdc_start(const char *call, dcgmHandle_t *handle) {
 dcgmReturn_t dcgmStartEmbedded(int opMode, dcgmHandle_t *handle) {
     if (opMode != DCGM_OPERATION_MODE_AUTO &&
         opMode != DCGM_OPERATION_MODE_MANUAL)
-        return tdc_fail(DCGM_ST_BADPARAM, "dcgmStartEmbedded: opMode %d",
+        return tgpu_fail(DCGM_ST_BADPARAM, "dcgmStartEmbedded: opMode %d",
                         opMode);
     return tdc_start("dcgmStartEmbedded", handle);
 }
@@ -135,11 +120,11 @@ dcgmReturn_t dcgmConnect_v2(const char *address,
                             dcgmConnectV2Params_v2 *params,
                             dcgmHandle_t *handle) {
     if (!params || params->version != dcgmConnectV2Params_version2)
-        return tdc_fail(DCGM_ST_VER_MISMATCH, "dcgmConnect_v2: params "
+        return tgpu_fail(DCGM_ST_VER_MISMATCH, "dcgmConnect_v2: params "
                         "version %#x, want %#x", params ? params->version : 0,
                         dcgmConnectV2Params_version2);
     if (!address || !*address)
-        return tdc_fail(DCGM_ST_BADPARAM, "dcgmConnect_v2: no address");
+        return tgpu_fail(DCGM_ST_BADPARAM, "dcgmConnect_v2: no address");
     return tdc_start("dcgmConnect_v2", handle);
 }
 
@@ -150,7 +135,7 @@ dcgmReturn_t dcgmGetAllDevices(dcgmHandle_t h,
     if (rc != DCGM_ST_OK)
         return rc;
     if (!gpuIds || !count)
-        return tdc_fail(DCGM_ST_BADPARAM, "dcgmGetAllDevices: NULL output");
+        return tgpu_fail(DCGM_ST_BADPARAM, "dcgmGetAllDevices: NULL output");
     /* DCGM manages at most DCGM_MAX_NUM_DEVICES: a bigger test box shows
      * that many, as the real engine would. */
     int n = tdc_cfg.ngpus < DCGM_MAX_NUM_DEVICES ? tdc_cfg.ngpus
@@ -168,7 +153,7 @@ dcgmReturn_t dcgmFieldGroupCreate(dcgmHandle_t h, int numFieldIds,
     if (rc != DCGM_ST_OK)
         return rc;
     if (numFieldIds < 1 || !fieldIds || !name || !*name || !fieldGroup)
-        return tdc_fail(DCGM_ST_BADPARAM, "dcgmFieldGroupCreate: bad "
+        return tgpu_fail(DCGM_ST_BADPARAM, "dcgmFieldGroupCreate: bad "
                         "arguments");
     tdc_grouped = 1;
     *fieldGroup = TDC_FIELD_GROUP;
@@ -184,7 +169,7 @@ dcgmReturn_t dcgmWatchFields(dcgmHandle_t h, dcgmGpuGrp_t group,
     if (group != DCGM_GROUP_ALL_GPUS || fieldGroup != TDC_FIELD_GROUP ||
         !tdc_grouped || updateFreq <= 0 || maxKeepAge < 0 ||
         maxKeepSamples < 0)
-        return tdc_fail(DCGM_ST_BADPARAM, "dcgmWatchFields: bad arguments");
+        return tgpu_fail(DCGM_ST_BADPARAM, "dcgmWatchFields: bad arguments");
     tdc_watched = 1;
     return DCGM_ST_OK;
 }
@@ -210,11 +195,11 @@ dcgmReturn_t dcgmGetLatestValuesForFields(dcgmHandle_t h, int gpuId,
         return rc;
     if (gpuId < 0 || gpuId >= tdc_cfg.ngpus || gpuId >= DCGM_MAX_NUM_DEVICES ||
         (count > 0 && (!fieldIds || !values)))
-        return tdc_fail(DCGM_ST_BADPARAM, "%s: GPU %d, %u fields", call,
+        return tgpu_fail(DCGM_ST_BADPARAM, "%s: GPU %d, %u fields", call,
                         gpuId, count);
     tgpu_usage u;
     if (tgpu_scan(&tdc_cfg, gpuId, NULL, 0, &u) < 0)
-        return tdc_fail(DCGM_ST_GENERIC_ERROR, "AEGIS_TEST_GPU_DIR=%s: %s",
+        return tgpu_fail(DCGM_ST_GENERIC_ERROR, "AEGIS_TEST_GPU_DIR=%s: %s",
                         tdc_cfg.dir, strerror(errno));
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);

@@ -15,7 +15,6 @@
  * readings (NOT_SUPPORTED).
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -65,22 +64,6 @@ static int tnv_refs;                    /* nvmlInit_v2 calls not shut down */
 static tgpu_config tnv_cfg;
 static struct nvmlDevice_st tnv_devs[TGPU_MAX_GPUS];
 
-/* The last failure, said in full: nvmlErrorString(code) returns it, so the
- * loader's message tells why (a missing AEGIS_TEST_GPU_DIR, say) where the
- * real library would only say "Driver Not Loaded". */
-static nvmlReturn_t tnv_why_rc = NVML_SUCCESS;
-static char tnv_why[512];
-
-__attribute__((format(printf, 2, 3)))
-static nvmlReturn_t tnv_fail(nvmlReturn_t rc, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(tnv_why, sizeof tnv_why, fmt, ap);
-    va_end(ap);
-    tnv_why_rc = rc;
-    return rc;
-}
-
 /* The GPU index behind a handle, or -1 when it is not one of ours. */
 static int tnv_index(nvmlDevice_t d) {
     uintptr_t p = (uintptr_t)d, base = (uintptr_t)tnv_devs;
@@ -95,11 +78,11 @@ static int tnv_index(nvmlDevice_t d) {
 static nvmlReturn_t tnv_device(const char *call, nvmlDevice_t d,
                                const void *out, int *gpu) {
     if (tnv_refs == 0)
-        return tnv_fail(NVML_ERROR_UNINITIALIZED, "%s: nvmlInit_v2 was not "
+        return tgpu_fail(NVML_ERROR_UNINITIALIZED, "%s: nvmlInit_v2 was not "
                         "called", call);
     *gpu = tnv_index(d);
     if (*gpu < 0 || !out)
-        return tnv_fail(NVML_ERROR_INVALID_ARGUMENT, "%s: %s", call,
+        return tgpu_fail(NVML_ERROR_INVALID_ARGUMENT, "%s: %s", call,
                         *gpu < 0 ? "not a test GPU handle" : "NULL output");
     return NVML_SUCCESS;
 }
@@ -108,7 +91,7 @@ static nvmlReturn_t tnv_device(const char *call, nvmlDevice_t d,
 static nvmlReturn_t tnv_scan(int gpu, tgpu_alloc *out, int max,
                              tgpu_usage *sum) {
     if (tgpu_scan(&tnv_cfg, gpu, out, max, sum) < 0)
-        return tnv_fail(NVML_ERROR_GPU_IS_LOST, "AEGIS_TEST_GPU_DIR=%s: %s",
+        return tgpu_fail(NVML_ERROR_GPU_IS_LOST, "AEGIS_TEST_GPU_DIR=%s: %s",
                         tnv_cfg.dir, strerror(errno));
     return NVML_SUCCESS;
 }
@@ -125,7 +108,7 @@ static nvmlReturn_t tnv_metered(const char *call, nvmlDevice_t d,
                                 const void *out, int *gpu, tgpu_usage *u) {
     nvmlReturn_t rc = tnv_usage(call, d, out, gpu, u);
     if (rc == NVML_SUCCESS && TNV_OLD)
-        rc = tnv_fail(NVML_ERROR_NOT_SUPPORTED, "%s: not on this (old) test "
+        rc = tgpu_fail(NVML_ERROR_NOT_SUPPORTED, "%s: not on this (old) test "
                       "GPU", call);
     return rc;
 }
@@ -136,9 +119,9 @@ static double tnv_power_w(const tgpu_usage *u) {
 
 nvmlReturn_t nvmlInit_v2(void) {
     if (tnv_refs == 0) {
-        char err[sizeof tnv_why];
+        char err[512];
         if (tgpu_config_load(&tnv_cfg, err, sizeof err) < 0)
-            return tnv_fail(NVML_ERROR_DRIVER_NOT_LOADED, "%s", err);
+            return tgpu_fail(NVML_ERROR_DRIVER_NOT_LOADED, "%s", err);
         for (int i = 0; i < tnv_cfg.ngpus; i++)
             tnv_devs[i].index = i;
     }
@@ -148,15 +131,16 @@ nvmlReturn_t nvmlInit_v2(void) {
 
 nvmlReturn_t nvmlShutdown(void) {
     if (tnv_refs == 0)
-        return tnv_fail(NVML_ERROR_UNINITIALIZED, "nvmlShutdown: nvmlInit_v2 "
+        return tgpu_fail(NVML_ERROR_UNINITIALIZED, "nvmlShutdown: nvmlInit_v2 "
                         "was not called");
     tnv_refs--;
     return NVML_SUCCESS;
 }
 
 const char *nvmlErrorString(nvmlReturn_t rc) {
-    if (rc == tnv_why_rc && tnv_why[0])
-        return tnv_why;
+    const char *why = tgpu_why(rc);
+    if (why)
+        return why;
     switch (rc) {
     case NVML_SUCCESS: return "Success";
     case NVML_ERROR_UNINITIALIZED: return "Uninitialized";
@@ -172,10 +156,10 @@ const char *nvmlErrorString(nvmlReturn_t rc) {
 
 nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *count) {
     if (tnv_refs == 0)
-        return tnv_fail(NVML_ERROR_UNINITIALIZED, "nvmlDeviceGetCount_v2: "
+        return tgpu_fail(NVML_ERROR_UNINITIALIZED, "nvmlDeviceGetCount_v2: "
                         "nvmlInit_v2 was not called");
     if (!count)
-        return tnv_fail(NVML_ERROR_INVALID_ARGUMENT, "nvmlDeviceGetCount_v2: "
+        return tgpu_fail(NVML_ERROR_INVALID_ARGUMENT, "nvmlDeviceGetCount_v2: "
                         "NULL output");
     *count = (unsigned int)tnv_cfg.ngpus;
     return NVML_SUCCESS;
@@ -184,10 +168,10 @@ nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *count) {
 nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index,
                                            nvmlDevice_t *device) {
     if (tnv_refs == 0)
-        return tnv_fail(NVML_ERROR_UNINITIALIZED, "nvmlDeviceGetHandleByIndex"
+        return tgpu_fail(NVML_ERROR_UNINITIALIZED, "nvmlDeviceGetHandleByIndex"
                         "_v2: nvmlInit_v2 was not called");
     if (!device || index >= (unsigned int)tnv_cfg.ngpus)
-        return tnv_fail(NVML_ERROR_INVALID_ARGUMENT, "nvmlDeviceGetHandleBy"
+        return tgpu_fail(NVML_ERROR_INVALID_ARGUMENT, "nvmlDeviceGetHandleBy"
                         "Index_v2: no GPU %u (%d GPUs)", index,
                         tnv_cfg.ngpus);
     *device = &tnv_devs[index];
@@ -199,7 +183,7 @@ nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index,
 static nvmlReturn_t tnv_string(const char *call, const char *text, char *buf,
                                unsigned int length) {
     if (strlen(text) + 1 > length)
-        return tnv_fail(NVML_ERROR_INSUFFICIENT_SIZE, "%s: buffer of %u "
+        return tgpu_fail(NVML_ERROR_INSUFFICIENT_SIZE, "%s: buffer of %u "
                         "bytes, %zu needed", call, length, strlen(text) + 1);
     memcpy(buf, text, strlen(text) + 1);
     return NVML_SUCCESS;
@@ -272,7 +256,7 @@ static nvmlReturn_t tnv_procs(const char *call, nvmlDevice_t device,
     *n = u.nallocs < TGPU_MAX_ALLOCS ? u.nallocs : TGPU_MAX_ALLOCS;
     if ((unsigned int)*n > *count || (*n > 0 && !infos)) {
         *count = (unsigned int)*n;
-        return tnv_fail(NVML_ERROR_INSUFFICIENT_SIZE, "%s: %d processes",
+        return tgpu_fail(NVML_ERROR_INSUFFICIENT_SIZE, "%s: %d processes",
                         call, *n);
     }
     *count = (unsigned int)*n;
@@ -339,7 +323,7 @@ nvmlReturn_t nvmlDeviceGetProcessUtilization(
     int n = 0;
     nvmlReturn_t rc = tnv_device(call, device, count, &gpu);
     if (rc == NVML_SUCCESS && TNV_OLD)
-        rc = tnv_fail(NVML_ERROR_NOT_SUPPORTED, "%s: not on this (old) test "
+        rc = tgpu_fail(NVML_ERROR_NOT_SUPPORTED, "%s: not on this (old) test "
                       "GPU", call);
     if (rc == NVML_SUCCESS)
         rc = tnv_scan(gpu, a, TGPU_MAX_ALLOCS, &u);
@@ -351,11 +335,11 @@ nvmlReturn_t nvmlDeviceGetProcessUtilization(
             a[n++] = a[i];
     if (n == 0) {
         *count = 0;
-        return tnv_fail(NVML_ERROR_NOT_FOUND, "%s: no samples", call);
+        return tgpu_fail(NVML_ERROR_NOT_FOUND, "%s: no samples", call);
     }
     if ((unsigned int)n > *count || !samples) {
         *count = (unsigned int)n;
-        return tnv_fail(NVML_ERROR_INSUFFICIENT_SIZE, "%s: %d samples", call,
+        return tgpu_fail(NVML_ERROR_INSUFFICIENT_SIZE, "%s: %d samples", call,
                         n);
     }
     for (int i = 0; i < n; i++) {
@@ -380,7 +364,7 @@ static nvmlReturn_t tnv_energy(int gpu, double power_w,
     snprintf(path, sizeof path, "%s/%s", tnv_cfg.dir, name);
     int lock = tgpu_lock(&tnv_cfg);
     if (lock < 0)
-        return tnv_fail(NVML_ERROR_GPU_IS_LOST, "AEGIS_TEST_GPU_DIR=%s: lock: "
+        return tgpu_fail(NVML_ERROR_GPU_IS_LOST, "AEGIS_TEST_GPU_DIR=%s: lock: "
                         "%s", tnv_cfg.dir, strerror(errno));
     long long now = tnv_now_ns(), then = now;
     unsigned long long e = 0;
@@ -399,7 +383,7 @@ static nvmlReturn_t tnv_energy(int gpu, double power_w,
     int wrote = tgpu_write_file(&tnv_cfg, name, text);
     close(lock);
     if (wrote < 0)
-        return tnv_fail(NVML_ERROR_GPU_IS_LOST, "%s: %s", path,
+        return tgpu_fail(NVML_ERROR_GPU_IS_LOST, "%s: %s", path,
                         strerror(errno));
     *mj = e;
     return NVML_SUCCESS;

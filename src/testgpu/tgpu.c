@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -184,6 +185,23 @@ int tgpu_lock(const tgpu_config *c) {
         }
     }
     return fd;
+}
+
+/* One per library: each stand-in links its own copy of this file. */
+static int tgpu_why_rc;
+static char tgpu_why_text[512];
+
+int tgpu_fail(int rc, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(tgpu_why_text, sizeof tgpu_why_text, fmt, ap);
+    va_end(ap);
+    tgpu_why_rc = rc;
+    return rc;
+}
+
+const char *tgpu_why(int rc) {
+    return rc == tgpu_why_rc && tgpu_why_text[0] ? tgpu_why_text : NULL;
 }
 
 void tgpu_uuid(int gpu, char *buf, size_t len) {

@@ -86,6 +86,13 @@ void tgpu_alloc_remove(const tgpu_config *c, int gpu, pid_t pid);
  * to release it, or -1 with errno set. */
 int tgpu_lock(const tgpu_config *c);
 
+/* A stand-in library's last failure, said in full: tgpu_fail() records it
+ * and returns rc; tgpu_why(rc) gives it back while rc is the last failure's
+ * code (else NULL), so the library's error-string call can name the cause
+ * (a missing AEGIS_TEST_GPU_DIR, say) where the real one names the code. */
+int tgpu_fail(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+const char *tgpu_why(int rc);
+
 /* GPU i's UUID, TGPU_UUID_PREFIX followed by i. */
 void tgpu_uuid(int gpu, char *buf, size_t len);
 
