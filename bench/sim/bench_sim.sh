@@ -23,7 +23,7 @@ seconds() {
     start=$(date +%s.%N)
     "$@" >"$out"
     end=$(date +%s.%N)
-    echo "$end - $start" | bc -l
+    awk -v a="$start" -v b="$end" 'BEGIN { print b - a }'
 }
 
 awk_s=$(seconds "$TMP/awk.out" awk -F, '{s+=$1} END {print s}' "$TRACE")
@@ -32,4 +32,5 @@ sim_s=$(seconds "$TMP/sim.out" "$AEGIS" sim --servers 128 --gpus 8 \
 printf 'jobs            %d\n' "$JOBS"
 printf 'awk             %.3f s\n' "$awk_s"
 printf 'aegis sim       %.3f s\n' "$sim_s"
-printf 'ratio           %.2f (goal <= 3)\n' "$(echo "$sim_s / $awk_s" | bc -l)"
+printf 'ratio           %.2f (goal <= 3)\n' \
+    "$(awk -v a="$awk_s" -v s="$sim_s" 'BEGIN { print s / a }')"
