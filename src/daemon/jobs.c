@@ -642,7 +642,8 @@ void d_jobs_recover(d_daemon *d) {
     store_each_active(d->st, d_job_recover, &rec);
     /* The recovery queue in the order its jobs were requeued; attempts
      * found dead below are requeued now, so after them. */
-    qsort(rec.retries, rec.nretries, sizeof(*rec.retries), d_requeued_cmp);
+    if (rec.retries) /* qsort may not take NULL, even for no rows */
+        qsort(rec.retries, rec.nretries, sizeof(*rec.retries), d_requeued_cmp);
     for (size_t i = 0; i < rec.nretries; i++) {
         d_job *job = d_job_find(d, rec.retries[i].id);
         char err[256];
