@@ -105,6 +105,7 @@ typedef struct d_daemon {
     core_state *core;
     store *st;
     tel_state *tel;
+    bool dcgm_failing;          /* DCGM open but its last read failed */
     int ngpus;
     d_gpu gpus[CORE_MAX_GPUS];
     char log_dir[4096], run_dir[4096];

@@ -455,6 +455,18 @@ static void d_jobs_note_seen(d_daemon *d) {
     }
 }
 
+/* DCGM failures only take readings back to utilization: log when they
+ * start and end, not once a second. */
+static void d_note_dcgm(d_daemon *d) {
+    const char *why = tel_dcgm_error(d->tel);
+    if (why && !d->dcgm_failing)
+        d_log("DCGM read failed, utilization-only pressure filter until it "
+              "recovers: %s", why);
+    else if (!why && d->dcgm_failing)
+        d_log("DCGM readings are back");
+    d->dcgm_failing = why != NULL;
+}
+
 void d_jobs_tick(d_daemon *d) {
     double now = d_now(d);
     for (int g = 0; g < d->ngpus; g++) {
@@ -475,6 +487,7 @@ void d_jobs_tick(d_daemon *d) {
         gpu->energy_seen_j = gpu->last.energy_j;
         d_gpu_energy(d, g, joules, now);
     }
+    d_note_dcgm(d);
     d_jobs_note_seen(d);
 }
 
