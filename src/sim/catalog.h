@@ -18,6 +18,7 @@ enum { CAT_EST_HORUS, CAT_EST_FAKETENSOR, CAT_EST_GPUMEMNET, CAT_NEST };
 
 typedef struct cat_workload {
     char *name;             /* e.g. "bert_base_wiki_bs32_1gpu" */
+    size_t name_len;        /* strlen(name), for cat_find */
     int num_gpus;           /* GPUs the job requests */
     double solo_s;          /* exclusive end-to-end runtime */
     double peak_mib;        /* profiled peak memory, GPU a (the truth) */
