@@ -8,8 +8,8 @@
  * what is in flight.
  *
  * A job's completion event is computed from its rate when the rate is set;
- * when a co-runner comes or goes the rate changes, the job's epoch is
- * bumped and a new event pushed: the old one is skipped when it surfaces.
+ * when a co-runner comes or goes the rate changes and the event moves in
+ * the heap (sim_heap_update), so every completion that surfaces is real.
  */
 #include "engine.h"
 
@@ -27,7 +27,9 @@
 
 /* A core that keeps asking to be woken while nothing runs and nothing can
  * arrive is stuck; after this many such wakeups the run ends with the
- * remaining jobs reported as unfinished instead of looping forever. */
+ * remaining jobs reported as unfinished instead of looping forever. (Stale
+ * completion events used to interrupt the count; there are none now, so
+ * it counts exactly the moments that hold wakeups only.) */
 #define MAX_IDLE_WAKEUPS 100000
 
 typedef struct sim_gpu {
@@ -173,9 +175,7 @@ static int update_rate(sim *s, int32_t j, double t) {
     if (job->remaining < 0) job->remaining = 0;
     job->since = t;
     job->rate = rate;
-    job->epoch++;
-    if (sim_heap_push(&s->heap, t + job->remaining / rate, SIM_EV_COMPLETE, j,
-                      job->epoch) < 0)
+    if (sim_heap_update(&s->heap, t + job->remaining / rate, j, 0) < 0)
         return out_of_memory(s);
     return 0;
 }
@@ -273,7 +273,7 @@ static int on_activate(sim *s, int32_t j, double t) {
 
 static int on_complete(sim *s, const sim_event *ev) {
     sim_job *job = &s->res->jobs[ev->id];
-    if (job->state != SIM_ACTIVE || ev->epoch != job->epoch) return 0;
+    if (job->state != SIM_ACTIVE) return 0;
     const sim_attempt *a = attempt_of(s, ev->id);
     for (int k = 0; k < a->ngpus; k++) {
         int32_t g = gpus_of(s, a)[k];
@@ -460,7 +460,8 @@ static int sim_init(sim *s, const trace *t, const sim_options *opt,
     s->dirty = malloc((size_t)opt->servers * sizeof(*s->dirty));
     double *totals = malloc((size_t)opt->gpus * sizeof(*totals));
     if (!s->res || !s->gpus || !s->servers || !s->dirty || !totals ||
-        sim_dispatch_init(&s->dispatch, opt->servers) < 0) {
+        sim_dispatch_init(&s->dispatch, opt->servers) < 0 ||
+        sim_heap_keys(&s->heap, t->count) < 0) {
         free(totals);
         return out_of_memory(s);
     }

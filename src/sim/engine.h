@@ -60,7 +60,6 @@ typedef struct sim_job {
     int32_t first_attempt;      /* -1 before the first launch */
     int32_t last_attempt;
     int32_t server;
-    uint32_t epoch;             /* bumped when its completion time moves */
     uint8_t state;              /* sim_job_state */
 } sim_job;
 

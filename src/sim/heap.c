@@ -13,14 +13,50 @@ static int earlier(const sim_node *a, const sim_node *b) {
     return a->t < b->t || (a->t == b->t && a->order < b->order);
 }
 
+static int keyed(const sim_node *n) {
+    return (n->order & ((1u << KIND_BITS) - 1)) == SIM_EV_COMPLETE;
+}
+
+/* Stores node n at items[i], keeping a keyed node's position known. */
+static void place(sim_heap *h, int i, sim_node n) {
+    h->items[i] = n;
+    if (keyed(&n)) h->pos[n.id] = i;
+}
+
+/* Moves n up from hole i to where it belongs. */
+static void sift_up(sim_heap *h, int i, sim_node n) {
+    while (i > 0) {
+        int parent = (i - 1) / ARITY;
+        if (!earlier(&n, &h->items[parent])) break;
+        place(h, i, h->items[parent]);
+        i = parent;
+    }
+    place(h, i, n);
+}
+
+/* Moves `last` down from hole i to where it belongs. */
+static void sift_down(sim_heap *h, int i, sim_node last) {
+    int n = h->nheap;
+    for (;;) {
+        int first = ARITY * i + 1;
+        if (first >= n) break;
+        int end = first + ARITY < n ? first + ARITY : n, best = first;
+        for (int c = first + 1; c < end; c++)
+            if (earlier(&h->items[c], &h->items[best])) best = c;
+        if (!earlier(&h->items[best], &last)) break;
+        place(h, i, h->items[best]);
+        i = best;
+    }
+    place(h, i, last);
+}
+
 static sim_node node_new(sim_heap *h, double t, sim_event_kind kind,
                          int32_t id, uint32_t epoch) {
     return (sim_node){t, h->next_seq++ << KIND_BITS | (uint64_t)kind, id,
                       epoch};
 }
 
-int sim_heap_push(sim_heap *h, double t, sim_event_kind kind, int32_t id,
-                  uint32_t epoch) {
+static int heap_grow(sim_heap *h) {
     if (h->nheap == h->cap) {
         int cap = h->cap ? h->cap * 2 : 1024;
         sim_node *more = realloc(h->items, (size_t)cap * sizeof(*more));
@@ -28,16 +64,32 @@ int sim_heap_push(sim_heap *h, double t, sim_event_kind kind, int32_t id,
         h->items = more;
         h->cap = cap;
     }
-    sim_node ev = node_new(h, t, kind, id, epoch);
-    int i = h->nheap++;
-    while (i > 0) {
-        int parent = (i - 1) / ARITY;
-        if (!earlier(&ev, &h->items[parent])) break;
-        h->items[i] = h->items[parent];
-        i = parent;
-    }
-    h->items[i] = ev;
+    return 0;
+}
+
+int sim_heap_push(sim_heap *h, double t, sim_event_kind kind, int32_t id,
+                  uint32_t epoch) {
+    if (heap_grow(h) < 0) return -1;
+    sift_up(h, h->nheap++, node_new(h, t, kind, id, epoch));
     h->count++;
+    return 0;
+}
+
+int sim_heap_keys(sim_heap *h, int njobs) {
+    h->pos = malloc((size_t)njobs * sizeof(*h->pos));
+    if (!h->pos) return -1;
+    for (int i = 0; i < njobs; i++) h->pos[i] = -1;
+    return 0;
+}
+
+int sim_heap_update(sim_heap *h, double t, int32_t id, uint32_t epoch) {
+    int i = h->pos[id];
+    if (i < 0) return sim_heap_push(h, t, SIM_EV_COMPLETE, id, epoch);
+    sim_node n = node_new(h, t, SIM_EV_COMPLETE, id, epoch);
+    /* The new sequence number is the largest yet, so a node that is not
+     * earlier than its parent can only need to go down. */
+    if (i > 0 && earlier(&n, &h->items[(i - 1) / ARITY])) sift_up(h, i, n);
+    else sift_down(h, i, n);
     return 0;
 }
 
@@ -69,19 +121,9 @@ double sim_heap_next_t(const sim_heap *h) {
 }
 
 static void heap_pop_top(sim_heap *h) {
+    if (keyed(&h->items[0])) h->pos[h->items[0].id] = -1;
     sim_node last = h->items[--h->nheap];
-    int i = 0, n = h->nheap;
-    for (;;) {
-        int first = ARITY * i + 1;
-        if (first >= n) break;
-        int end = first + ARITY < n ? first + ARITY : n, best = first;
-        for (int c = first + 1; c < end; c++)
-            if (earlier(&h->items[c], &h->items[best])) best = c;
-        if (!earlier(&h->items[best], &last)) break;
-        h->items[i] = h->items[best];
-        i = best;
-    }
-    if (n > 0) h->items[i] = last;
+    if (h->nheap > 0) sift_down(h, 0, last);
 }
 
 void sim_heap_pop(sim_heap *h, sim_event *out) {
@@ -103,5 +145,6 @@ void sim_heap_pop(sim_heap *h, sim_event *out) {
 void sim_heap_free(sim_heap *h) {
     free(h->items);
     free(h->lane);
+    free(h->pos);
     *h = (sim_heap){0};
 }

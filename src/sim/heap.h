@@ -9,6 +9,13 @@
  * exactly the order one heap would. Events are stored by value in growing
  * arrays: pushing costs no allocation once they have reached their working
  * size.
+ *
+ * Completion events are keyed by job: a job has at most one, and when its
+ * rate changes sim_heap_update() moves it in place (new time, new sequence
+ * number) instead of leaving a stale event behind to be skipped. That took
+ * a sixth of a big run's completion events off the heap. Moving an event
+ * gives the same order as removing it and pushing a new one, since the
+ * order is total on (time, sequence number).
  */
 #ifndef AEGIS_HEAP_H
 #define AEGIS_HEAP_H
@@ -17,7 +24,7 @@
 
 typedef enum sim_event_kind {
     SIM_EV_ACTIVATE,    /* a launched job shows its first GPU activity */
-    SIM_EV_COMPLETE,    /* a job's work is done (if epoch still matches) */
+    SIM_EV_COMPLETE,    /* a job's work is done; keyed by job */
     SIM_EV_WAKEUP       /* a server's core asked to be asked again */
 } sim_event_kind;
 
@@ -25,7 +32,7 @@ typedef struct sim_event {
     double t;           /* when, seconds */
     uint64_t seq;       /* push order, breaks ties */
     int32_t id;         /* job index, or server index for SIM_EV_WAKEUP */
-    uint32_t epoch;     /* SIM_EV_COMPLETE: the job's epoch when pushed */
+    uint32_t epoch;     /* the caller's, carried through */
     sim_event_kind kind;
 } sim_event;
 
@@ -45,6 +52,8 @@ typedef struct sim_heap {
     sim_node *lane;     /* ring of in-order events, oldest at lane_head */
     int lane_head, nlane, lane_cap; /* lane_cap is a power of two */
     int count;          /* events queued, heap and lane together */
+    int32_t *pos;       /* per job: index of its SIM_EV_COMPLETE in items,
+                           or -1; NULL until sim_heap_keys() */
     uint64_t next_seq;
 } sim_heap;
 
@@ -55,6 +64,12 @@ int sim_heap_push(sim_heap *h, double t, sim_event_kind kind, int32_t id,
  * function before it. */
 int sim_heap_push_ordered(sim_heap *h, double t, sim_event_kind kind,
                           int32_t id, uint32_t epoch);
+/* Makes room for keyed completion events of jobs 0..njobs-1. Returns 0,
+ * or -1 when out of memory. */
+int sim_heap_keys(sim_heap *h, int njobs);
+/* Sets job id's completion event to time t, pushing it if it has none.
+ * SIM_EV_COMPLETE events go through here only, after sim_heap_keys(). */
+int sim_heap_update(sim_heap *h, double t, int32_t id, uint32_t epoch);
 /* Time of the earliest event; the heap must not be empty. */
 double sim_heap_next_t(const sim_heap *h);
 /* Removes the earliest event into *out; the heap must not be empty. */
