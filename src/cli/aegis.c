@@ -33,6 +33,7 @@ static const cli_command commands[] = {
     {"drain", cli_drain, "take a GPU out of placement"},
     {"resume", cli_resume, "put a drained GPU back"},
     {"feed", cli_feed, "list or clean up the shared data feeds"},
+    {"report", cli_report, "energy, CO2 and GPU-hours of aegisd's jobs"},
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(*commands))

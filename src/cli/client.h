@@ -16,6 +16,7 @@ int cli_gpus(int argc, char **argv);
 int cli_top(int argc, char **argv);
 int cli_drain(int argc, char **argv);
 int cli_resume(int argc, char **argv);
+int cli_report(int argc, char **argv);
 
 /* The socket: --socket if given (NULL otherwise), else $AEGIS_SOCKET, else
  * CLIENT_DEFAULT_SOCKET. */

@@ -1,4 +1,5 @@
-/* config.c -- reading aegisd's YAML configuration into a core_config.
+/* config.c -- reading aegisd's YAML configuration into a core_config and
+ * the report settings (acct_params).
  *
  * The file is a flat mapping of scalars (comments and blank lines are
  * fine). libyaml's event parser gives each scalar its line, so every error
@@ -7,8 +8,11 @@
 #include "config.h"
 
 #include <errno.h>
+#include <math.h>
+#include <stddef.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <yaml.h>
 
@@ -26,9 +30,39 @@ static int config_next(yaml_parser_t *p, const char *path, yaml_event_t *ev,
     return -1;
 }
 
+/* Sets one of the daemon's own keys (not the core's): 1 when key is one,
+ * 0 when it is not, -1 with a message when its value is bad. */
+static int config_acct_set(acct_params *acct, const char *key,
+                           const char *value, char *msg, size_t msglen) {
+    static const struct {
+        const char *name;
+        size_t off;
+        double lo, hi;
+    } keys[] = {
+        {"grid_intensity_g_per_kwh", offsetof(acct_params, grid_g_per_kwh), 0,
+         ACCT_GRID_MAX},
+        {"pue", offsetof(acct_params, pue), 1, ACCT_PUE_MAX},
+    };
+    for (size_t i = 0; i < sizeof(keys) / sizeof(*keys); i++) {
+        if (strcmp(key, keys[i].name) != 0) continue;
+        char *stop;
+        errno = 0;
+        double v = strtod(value, &stop);
+        if (value[0] == '\0' || *stop != '\0' || errno || !isfinite(v) ||
+            v < keys[i].lo || v > keys[i].hi) {
+            snprintf(msg, msglen, "%s: '%s' is not a number in [%g, %g]", key,
+                     value, keys[i].lo, keys[i].hi);
+            return -1;
+        }
+        *(double *)((char *)acct + keys[i].off) = v;
+        return 1;
+    }
+    return 0;
+}
+
 /* Reads key/value scalar pairs until the mapping ends. */
 static int config_pairs(yaml_parser_t *p, const char *path, core_config *cfg,
-                        char *err, size_t errlen) {
+                        acct_params *acct, char *err, size_t errlen) {
     char key[128];
     for (;;) {
         yaml_event_t ev;
@@ -55,8 +89,10 @@ static int config_pairs(yaml_parser_t *p, const char *path, core_config *cfg,
             return -1;
         }
         char msg[256];
-        int rc = core_config_set(cfg, key, (const char *)ev.data.scalar.value,
-                                 msg, sizeof(msg));
+        const char *value = (const char *)ev.data.scalar.value;
+        int rc = config_acct_set(acct, key, value, msg, sizeof(msg));
+        if (rc == 0) rc = core_config_set(cfg, key, value, msg, sizeof(msg));
+        else if (rc > 0) rc = 0;
         yaml_event_delete(&ev);
         if (rc != 0) {
             snprintf(err, errlen, "%s:%d: %s", path, line, msg);
@@ -68,7 +104,7 @@ static int config_pairs(yaml_parser_t *p, const char *path, core_config *cfg,
 /* Walks stream/document starts to the top mapping; an empty document is
  * an empty configuration. */
 static int config_parse(yaml_parser_t *p, const char *path, core_config *cfg,
-                        char *err, size_t errlen) {
+                        acct_params *acct, char *err, size_t errlen) {
     for (;;) {
         yaml_event_t ev;
         if (config_next(p, path, &ev, err, errlen) != 0) return -1;
@@ -88,7 +124,7 @@ static int config_parse(yaml_parser_t *p, const char *path, core_config *cfg,
         case YAML_DOCUMENT_END_EVENT:
             return 0;
         case YAML_MAPPING_START_EVENT:
-            return config_pairs(p, path, cfg, err, errlen);
+            return config_pairs(p, path, cfg, acct, err, errlen);
         default:
             snprintf(err, errlen, "%s:%d: expected a mapping of name: value",
                      path, line);
@@ -99,7 +135,14 @@ static int config_parse(yaml_parser_t *p, const char *path, core_config *cfg,
 
 int config_load(const char *path, bool missing_ok, core_config *cfg,
                 char *err, size_t errlen) {
+    acct_params ignored;
+    return config_load_acct(path, missing_ok, cfg, &ignored, err, errlen);
+}
+
+int config_load_acct(const char *path, bool missing_ok, core_config *cfg,
+                     acct_params *acct, char *err, size_t errlen) {
     core_config_default(cfg);
+    acct_params_default(acct);
     /* On a live server users may declare a job's memory (submit --mem).
      * aegis-est admits such a job with that figure + est_margin_mib and any
      * other job with the estimator-free no_est_demand_mib, so it is the
@@ -118,7 +161,7 @@ int config_load(const char *path, bool missing_ok, core_config *cfg,
         return -1;
     }
     yaml_parser_set_input_file(&p, f);
-    int rc = config_parse(&p, path, cfg, err, errlen);
+    int rc = config_parse(&p, path, cfg, acct, err, errlen);
     yaml_parser_delete(&p);
     fclose(f);
     return rc;

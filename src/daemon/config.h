@@ -5,7 +5,8 @@
  *     smact_max: 0.50
  *
  * Every key goes through core_config_set(), so the file accepts exactly
- * the names `aegis sim --set` accepts and nothing else.
+ * the names `aegis sim --set` accepts, plus the daemon's own keys for
+ * energy reports (grid_intensity_g_per_kwh, pue: acct.h), and nothing else.
  */
 #ifndef AEGIS_CONFIG_H
 #define AEGIS_CONFIG_H
@@ -13,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "acct.h"
 #include "core.h"
 
 /* Where aegisd looks when --config is not given. */
@@ -23,5 +25,9 @@
  * message" in err; cfg is then unusable. */
 int config_load(const char *path, bool missing_ok, core_config *cfg,
                 char *err, size_t errlen);
+/* The same, also filling acct with the report keys (defaults when absent);
+ * config_load() checks those keys but keeps their values nowhere. */
+int config_load_acct(const char *path, bool missing_ok, core_config *cfg,
+                     acct_params *acct, char *err, size_t errlen);
 
 #endif

@@ -259,15 +259,18 @@ static void on_sigterm(uv_signal_t *s, int signum) {
 static void on_sighup(uv_signal_t *s, int signum) {
     d_daemon *d = s->data;
     core_config cfg;
+    acct_params acct;
     char err[512];
     const char *path = d->opt.config_path ? d->opt.config_path
                                           : CONFIG_DEFAULT_PATH;
-    if (config_load(path, !d->opt.config_path, &cfg, err, sizeof(err)) != 0 ||
+    if (config_load_acct(path, !d->opt.config_path, &cfg, &acct, err,
+                         sizeof(err)) != 0 ||
         core_reconfigure(d->core, &cfg, err, sizeof(err)) != 0) {
         d_log("SIGHUP: configuration not reloaded: %s", err);
         return;
     }
     d->cfg = cfg;
+    d->acct = acct;
     d_log("SIGHUP: reloaded %s", path);
     d_jobs_schedule(d);
 }
@@ -320,8 +323,8 @@ static int d_open(d_daemon *d) {
     char err[512], path[4200];
     const char *cfg_path = d->opt.config_path ? d->opt.config_path
                                               : CONFIG_DEFAULT_PATH;
-    if (config_load(cfg_path, !d->opt.config_path, &d->cfg, err,
-                    sizeof(err)) != 0) {
+    if (config_load_acct(cfg_path, !d->opt.config_path, &d->cfg, &d->acct,
+                         err, sizeof(err)) != 0) {
         d_log("%s", err);
         return -1;
     }

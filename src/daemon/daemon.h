@@ -20,6 +20,7 @@
 #include <jansson.h>
 #include <uv.h>
 
+#include "acct.h"
 #include "core.h"
 #include "proto.h"
 #include "store.h"
@@ -102,6 +103,7 @@ typedef struct d_daemon {
     uv_signal_t sig_chld, sig_term, sig_int, sig_hup;
     bool stopping;
     core_config cfg;
+    acct_params acct;           /* the config's grid intensity and PUE */
     core_state *core;
     store *st;
     tel_state *tel;

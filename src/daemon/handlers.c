@@ -5,7 +5,9 @@
  *
  * Privacy rule: anyone may list the queue, but only the job's owner or
  * root sees its command, directory and environment, reads its log or
- * cancels it.
+ * cancels it. A report shows every user's jobs and totals: its rows hold
+ * what `ls --all` already shows everyone (id, user, name, state, energy)
+ * and what follows from it, never a command.
  */
 #include "daemon.h"
 
@@ -307,6 +309,21 @@ static void d_on_drain(d_conn *c, const proto_request *req) {
     d_jobs_schedule(d);
 }
 
+static void d_on_report(d_conn *c, const proto_request *req) {
+    json_t *jobs = store_report(c->d->st, req->since);
+    size_t i;
+    json_t *row;
+    json_array_foreach(jobs, i, row) d_live_fields(c->d, row);
+    json_t *ans = acct_report(jobs, &c->d->acct, d_wall());
+    json_decref(jobs);
+    if (!ans) {
+        d_reply_error(c, "report: out of memory");
+        return;
+    }
+    json_object_set_new(ans, "ok", json_true());
+    d_reply(c, ans);
+}
+
 void d_handle(d_conn *c, const proto_request *req) {
     switch (req->op) {
     case PROTO_SUBMIT: d_on_submit(c, req); break;
@@ -318,5 +335,6 @@ void d_handle(d_conn *c, const proto_request *req) {
     case PROTO_GPUS: d_on_gpus(c, req); break;
     case PROTO_DRAIN:
     case PROTO_RESUME: d_on_drain(c, req); break;
+    case PROTO_REPORT: d_on_report(c, req); break;
     }
 }

@@ -21,6 +21,7 @@ static const char *const op_names[] = {
     [PROTO_SUBMIT] = "submit", [PROTO_LS] = "ls", [PROTO_SHOW] = "show",
     [PROTO_CANCEL] = "cancel", [PROTO_WAIT] = "wait", [PROTO_LOG] = "log",
     [PROTO_GPUS] = "gpus", [PROTO_DRAIN] = "drain", [PROTO_RESUME] = "resume",
+    [PROTO_REPORT] = "report",
 };
 #define NOPS (sizeof(op_names) / sizeof(*op_names))
 
@@ -37,6 +38,7 @@ static const char *const op_fields[NOPS][OP_FIELDS_MAX] = {
     [PROTO_GPUS] = {NULL},
     [PROTO_DRAIN] = {"gpu"},
     [PROTO_RESUME] = {"gpu"},
+    [PROTO_REPORT] = {"since"},
 };
 
 static const char *const job_fields[] = {"cmd", "gpus", "mem_mib", "name",
@@ -289,6 +291,18 @@ static int proto_parse_ids(json_t *root, bool many, proto_request *req,
     return 0;
 }
 
+/* An optional Unix time, seconds (fractions allowed), not negative. */
+static int proto_since(json_t *v, double *out, char *err, size_t errlen) {
+    if (!v) return 0;
+    if (!json_is_number(v) || !isfinite(json_number_value(v)) ||
+        json_number_value(v) < 0) {
+        snprintf(err, errlen, "since: expected a Unix time in seconds, >= 0");
+        return -1;
+    }
+    *out = json_number_value(v);
+    return 0;
+}
+
 static int proto_parse_op(json_t *root, proto_request *req, char *err,
                           size_t errlen) {
     int64_t v;
@@ -321,6 +335,9 @@ static int proto_parse_op(json_t *root, proto_request *req, char *err,
             return -1;
         req->gpu = (int)v;
         return 0;
+    case PROTO_REPORT:
+        return proto_since(json_object_get(root, "since"), &req->since, err,
+                           errlen);
     }
     return 0;
 }

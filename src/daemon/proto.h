@@ -12,6 +12,7 @@
  *   cancel  ids [...]           wait   ids [...]
  *   log     id, offset, stderr (bool)
  *   gpus                        drain / resume   gpu
+ *   report  since (Unix time; optional: every job)
  * Responses: {"ok":true, ...} or {"ok":false, "error":"..."}.
  *
  * Ownership: proto_parse() fills a caller-owned proto_request whose strings
@@ -47,7 +48,7 @@
 
 typedef enum proto_op {
     PROTO_SUBMIT, PROTO_LS, PROTO_SHOW, PROTO_CANCEL, PROTO_WAIT, PROTO_LOG,
-    PROTO_GPUS, PROTO_DRAIN, PROTO_RESUME
+    PROTO_GPUS, PROTO_DRAIN, PROTO_RESUME, PROTO_REPORT
 } proto_op;
 
 typedef struct proto_job {
@@ -75,6 +76,7 @@ typedef struct proto_request {
     int64_t offset;         /* log: first byte wanted */
     bool err_stream;        /* log: stderr instead of stdout */
     int gpu;                /* drain, resume */
+    double since;           /* report: jobs submitted at or after; 0 all */
     json_t *root;           /* owns every string above */
 } proto_request;
 

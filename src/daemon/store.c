@@ -60,7 +60,8 @@ static const char *const store_added[][3] = {
 enum {
     S_BEGIN, S_COMMIT, S_ROLLBACK, S_ENV, S_JOB, S_ATT_START, S_ATT_END,
     S_STATE, S_ENERGY, S_EVENT, S_GET, S_GET_FULL, S_ATTEMPTS, S_EVENTS,
-    S_LIST_ALL, S_LIST_ACTIVE, S_LAST_ATTEMPT, S_RETRY, S_SEEN, S_COUNT
+    S_LIST_ALL, S_LIST_ACTIVE, S_LAST_ATTEMPT, S_RETRY, S_SEEN,
+    S_REPORT_JOBS, S_REPORT_ATTEMPTS, S_COUNT
 };
 
 static const char *const sql[S_COUNT] = {
@@ -109,6 +110,12 @@ static const char *const sql[S_COUNT] = {
     [S_RETRY] = "UPDATE jobs SET retry_floor = ?2, retry_alone = ?3"
                 " WHERE id = ?1",
     [S_SEEN] = "UPDATE attempts SET seen = ?3 WHERE job_id = ?1 AND n = ?2",
+    [S_REPORT_JOBS] = "SELECT id, user, uid, name, gpus, state, submitted,"
+                      " finished, energy_j FROM jobs WHERE submitted >= ?1"
+                      " ORDER BY id",
+    [S_REPORT_ATTEMPTS] = "SELECT a.job_id, a.gpus, a.started, a.ended"
+                          " FROM attempts a JOIN jobs j ON j.id = a.job_id"
+                          " WHERE j.submitted >= ?1 ORDER BY a.job_id, a.n",
 };
 
 struct store {
@@ -358,15 +365,19 @@ static json_t *store_row(sqlite3_stmt *s) {
     return obj;
 }
 
-/* Every row of s (bound to id when id > 0) as an array. */
-static json_t *store_rows(store *st, int which, int64_t id) {
-    sqlite3_stmt *s = st->st[which];
-    if (id > 0) sqlite3_bind_int64(s, 1, id);
+/* Every row of s, already bound, as an array; resets s. */
+static json_t *store_collect(sqlite3_stmt *s) {
     json_t *arr = json_array();
     while (sqlite3_step(s) == SQLITE_ROW) json_array_append_new(arr, store_row(s));
     sqlite3_reset(s);
     sqlite3_clear_bindings(s);
     return arr;
+}
+
+/* Every row of statement `which` (bound to id when id > 0) as an array. */
+static json_t *store_rows(store *st, int which, int64_t id) {
+    if (id > 0) sqlite3_bind_int64(st->st[which], 1, id);
+    return store_collect(st->st[which]);
 }
 
 json_t *store_job(store *st, int64_t id, bool full) {
@@ -381,6 +392,28 @@ json_t *store_job(store *st, int64_t id, bool full) {
 
 json_t *store_list(store *st, bool all) {
     return store_rows(st, all ? S_LIST_ALL : S_LIST_ACTIVE, 0);
+}
+
+json_t *store_report(store *st, double since) {
+    sqlite3_bind_double(st->st[S_REPORT_JOBS], 1, since);
+    json_t *jobs = store_collect(st->st[S_REPORT_JOBS]);
+    sqlite3_bind_double(st->st[S_REPORT_ATTEMPTS], 1, since);
+    json_t *atts = store_collect(st->st[S_REPORT_ATTEMPTS]);
+    /* both in job id order: one merge pass */
+    size_t a = 0, i;
+    json_t *job;
+    json_array_foreach(jobs, i, job) {
+        json_int_t id = json_integer_value(json_object_get(job, "id"));
+        json_t *list = json_array();
+        for (; a < json_array_size(atts); a++) {
+            json_t *att = json_array_get(atts, a);
+            if (json_integer_value(json_object_get(att, "job_id")) != id) break;
+            json_array_append(list, att);
+        }
+        json_object_set_new(job, "attempt_list", list);
+    }
+    json_decref(atts);
+    return jobs;
 }
 
 void store_each_active(store *st, void (*fn)(void *ctx, json_t *job),

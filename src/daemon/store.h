@@ -87,6 +87,11 @@ json_t *store_job(store *st, int64_t id, bool full);
  * queued and running ones only. */
 json_t *store_list(store *st, bool all);
 
+/* Jobs submitted at or after `since` (Unix time) in id order, each with
+ * its attempts' start, end and GPUs in "attempt_list": what a report
+ * needs, and no command. */
+json_t *store_report(store *st, double since);
+
 /* Calls fn for each queued or running job in id order with its row and,
  * for a running one, its latest attempt ("attempt" key): the daemon's
  * restart recovery. */

@@ -313,5 +313,41 @@ PY
     "$AEGIS" ls > /dev/null || fail "aegisd does not answer"
 }
 
+# aegis report on a few jobs: a CO2 setting from the config, a 2-GPU job,
+# a failure and a cancelled queued job; the CSV against its schema and
+# its rows against the totals (check_report.py).
+case_report() {
+    printf 'grid_intensity_g_per_kwh: 400\npue: 1.2\n' >> "$DIR/aegis.yaml"
+    start
+    cd "$DIR/work"
+    a=$("$AEGIS" submit --name small --mem 2000 -- "$FAKE" --mib 2000 --seconds 2 --smact 0.4)
+    b=$("$AEGIS" submit --name "two, gpus" --gpus 2 -- "$FAKE" --mib 3000 --seconds 2)
+    c=$("$AEGIS" submit -- sh -c 'exit 3')
+    d=$("$AEGIS" submit --after "$c" -- true)
+    "$AEGIS" wait "$a" "$b" "$c" "$d" >/dev/null
+    "$AEGIS" report --csv > r.csv || fail "report --csv"
+    "$AEGIS" report --json > r.json || fail "report --json"
+    python3 "$(dirname "$0")/check_report.py" r.csv r.json daemon || fail "report schema"
+    pyjson "
+r={j['job_id']: j for j in d['jobs']}
+assert d['grid_intensity_g_per_kwh']==400 and d['pue']==1.2, d
+assert r[$a]['state']=='done' and r[$a]['energy_j']>0 and r[$a]['slowdown']>=1, r[$a]
+assert abs(r[$b]['gpu_hours'] - 2*r[$b]['duration']/3600) < 1e-9, r[$b]
+assert r[$c]['state']=='failed' and r[$c]['slowdown'] is None, r[$c]
+assert r[$d]['state']=='cancelled' and r[$d]['attempts']==0, r[$d]
+assert r[$d]['start_s'] is None and r[$d]['queue_wait_s']>=0, r[$d]
+assert 'cmd' not in r[$a]" < r.json || fail "report rows"
+    "$AEGIS" report | grep -q "all users" || fail "report text"
+    "$AEGIS" report --since 1d --json | pyjson "assert len(d['jobs'])==4" || fail "--since 1d"
+    "$AEGIS" report --since 2999-01-01 --json | pyjson "assert d['jobs']==[] and d['total']['jobs']==0" || fail "--since future"
+    "$AEGIS" report --since soon 2>/dev/null; [ $? = 2 ] || fail "bad --since: exit 2"
+    "$AEGIS" report --csv --json 2>/dev/null; [ $? = 2 ] || fail "--csv --json: exit 2"
+    "$AEGIS" report --help | grep -q SYNOPSIS || fail "report --help"
+    # a bad value is refused with file:line, and so is an unknown key
+    printf 'pue: 0.5\n' > bad.yaml
+    "$AEGISD" --socket "$DIR/x.sock" --state-dir "$DIR/x" --config bad.yaml 2>&1 |
+        grep -q "bad.yaml:1: pue" || fail "pue 0.5 accepted"
+}
+
 "case_$CASE"
 echo "ok: $CASE"

@@ -1,0 +1,185 @@
+/* report_cmd.c -- `aegis report`: per-job energy, CO2, GPU-hours, queue
+ * wait and slowdown from aegisd, with totals per user, as a table, CSV
+ * (CodeCarbon's emissions.csv names where they agree: acct.h) or JSON.
+ * aegisd does the arithmetic (acct_report); this file only prints.
+ */
+#include "cli.h"
+#include "client.h"
+
+#include "acct.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static const char report_help[] =
+"NAME\n    aegis report - energy, CO2 and GPU time of aegisd's jobs\n\n"
+"SYNOPSIS\n    aegis report [--since T] [--csv | --json] [--socket PATH]\n\n"
+"DESCRIPTION\n"
+"    One row per job submitted since T (every job without --since), then\n"
+"    totals per user and overall:\n\n"
+"    WAIT_S    queued: from submission to the first attempt, between\n"
+"              attempts (after an OOM), and since the last one for a job\n"
+"              queued again or cancelled while queued\n"
+"    RUN_S     the time its attempts ran (a running one: so far)\n"
+"    GPU_H     GPU-hours: the sum over attempts of GPUs x duration\n"
+"    KWH       its share of its GPUs' energy (NVML's energy counter, split\n"
+"              among the jobs on a GPU by SM utilization)\n"
+"    CO2_G     grams CO2eq = kWh x pue x grid_intensity_g_per_kwh, both\n"
+"              from aegisd's configuration (defaults: 475 g/kWh, the world\n"
+"              average CodeCarbon falls back to, and a PUE of 1.0)\n"
+"    SLOWDOWN  job completion time (submission to end) over the duration\n"
+"              of its last, successful attempt; '-' unless done\n\n"
+"    Everyone sees every user's rows and totals, as `aegis ls --all` shows\n"
+"    everyone's jobs; no row shows a command.\n\n"
+"OPTIONS\n"
+"    --since T       jobs submitted at or after T: Unix seconds, a date\n"
+"                    YYYY-MM-DD or YYYY-MM-DDTHH:MM:SS (UTC), or an age\n"
+"                    such as 90m, 12h, 7d\n"
+"    --csv           a header and one line per job; the columns are\n"
+"                    CodeCarbon's emissions.csv names in its units where\n"
+"                    the meanings agree (timestamp, project_name,\n"
+"                    duration s, emissions kg, emissions_rate kg/s,\n"
+"                    gpu_power W, gpu_energy kWh, energy_consumed kWh,\n"
+"                    gpu_count, pue), then aegis's own (job_id, user,\n"
+"                    state, submit_s, start_s, end_s, attempts,\n"
+"                    queue_wait_s, gpu_hours, energy_j, co2_g, slowdown,\n"
+"                    grid_intensity_g_per_kwh). Empty cells: no name, not\n"
+"                    started, not finished, no slowdown.\n"
+"    --json          one object: jobs (rows keyed as the CSV columns),\n"
+"                    users and total (jobs, duration, queue_wait_s,\n"
+"                    gpu_hours, energy_j, energy_consumed, co2_g,\n"
+"                    emissions, mean_slowdown), grid_intensity_g_per_kwh,\n"
+"                    pue\n"
+"    --socket PATH   aegisd's socket (default $AEGIS_SOCKET, else\n"
+"                    " CLIENT_DEFAULT_SOCKET ")\n"
+"\nEXIT STATUS\n    0 success, 1 failure (aegisd unreachable or refused), 2 bad\n"
+"    usage.\n";
+
+/* T as Unix seconds: a number, an age (N followed by s, m, h or d), or a
+ * UTC date. Returns -1 when it is none of these. */
+static int report_parse_since(const char *text, double *out) {
+    char *stop;
+    double v = strtod(text, &stop);
+    if (stop != text && v >= 0) {
+        static const struct { char unit; double s; } ages[] = {
+            {'s', 1}, {'m', 60}, {'h', 3600}, {'d', 86400}};
+        if (*stop == '\0') {
+            *out = v;
+            return 0;
+        }
+        for (size_t i = 0; i < sizeof(ages) / sizeof(*ages); i++)
+            if (stop[0] == ages[i].unit && stop[1] == '\0') {
+                *out = (double)time(NULL) - v * ages[i].s;
+                return 0;
+            }
+    }
+    struct tm tm;
+    memset(&tm, 0, sizeof(tm));
+    const char *end = strptime(text, "%Y-%m-%dT%H:%M:%S", &tm);
+    if (!end || *end) {
+        memset(&tm, 0, sizeof(tm));
+        end = strptime(text, "%Y-%m-%d", &tm);
+    }
+    if (!end || *end) return -1;
+    *out = (double)timegm(&tm);
+    return 0;
+}
+
+static double report_num(json_t *o, const char *key) {
+    return json_number_value(json_object_get(o, key));
+}
+
+static void report_total_line(const char *who, json_t *t) {
+    json_t *slow = json_object_get(t, "mean_slowdown");
+    printf("%-18.18s %5lld %10.0f %10.0f %9.3f %10.4f %10.1f ", who,
+           (long long)json_integer_value(json_object_get(t, "jobs")),
+           report_num(t, "queue_wait_s"), report_num(t, "duration"),
+           report_num(t, "gpu_hours"), report_num(t, "energy_consumed"),
+           report_num(t, "co2_g"));
+    if (json_is_number(slow)) printf("%8.3f\n", json_number_value(slow));
+    else printf("%8s\n", "-");
+}
+
+static void report_text(json_t *ans) {
+    printf("%-7s %-10s %-9s %4s %10s %10s %9s %10s %10s %8s  %s\n", "ID", "USER",
+           "STATE", "GPUS", "WAIT_S", "RUN_S", "GPU_H", "KWH", "CO2_G",
+           "SLOWDOWN", "NAME");
+    size_t i;
+    json_t *r;
+    json_array_foreach(json_object_get(ans, "jobs"), i, r) {
+        json_t *slow = json_object_get(r, "slowdown");
+        printf("%-7lld %-10.10s %-9s %4lld %10.0f %10.0f %9.3f %10.4f %10.1f ",
+               (long long)json_integer_value(json_object_get(r, "job_id")),
+               json_string_value(json_object_get(r, "user")),
+               json_string_value(json_object_get(r, "state")),
+               (long long)json_integer_value(json_object_get(r, "gpu_count")),
+               report_num(r, "queue_wait_s"), report_num(r, "duration"),
+               report_num(r, "gpu_hours"), report_num(r, "energy_consumed"),
+               report_num(r, "co2_g"));
+        if (json_is_number(slow)) printf("%8.3f", json_number_value(slow));
+        else printf("%8s", "-");
+        printf("  %s\n", json_string_value(json_object_get(r, "project_name")));
+    }
+    printf("\n%-18s %5s %10s %10s %9s %10s %10s %8s\n", "TOTALS", "JOBS",
+           "WAIT_S", "RUN_S", "GPU_H", "KWH", "CO2_G", "SLOWDOWN");
+    json_array_foreach(json_object_get(ans, "users"), i, r)
+        report_total_line(json_string_value(json_object_get(r, "user")), r);
+    report_total_line("all users", json_object_get(ans, "total"));
+    printf("\nCO2 at %g gCO2eq/kWh, PUE %g (aegisd's configuration)\n",
+           report_num(ans, "grid_intensity_g_per_kwh"), report_num(ans, "pue"));
+}
+
+int cli_report(int argc, char **argv) {
+    static const struct option opts[] = {
+        {"since", required_argument, NULL, 't'},
+        {"csv", no_argument, NULL, 'c'},
+        {"json", no_argument, NULL, 'j'},
+        {"socket", required_argument, NULL, 's'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *socket = NULL;
+    int csv = 0, json = 0, ch;
+    double since = 0;
+    while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'h': fputs(report_help, stdout); return CLI_OK;
+        case 's': socket = optarg; break;
+        case 'c': csv = 1; break;
+        case 'j': json = 1; break;
+        case 't':
+            if (report_parse_since(optarg, &since) == 0) break;
+            fprintf(stderr, "aegis report: --since: '%s' is not a Unix time, "
+                    "a date (YYYY-MM-DD[THH:MM:SS]) or an age (7d, 12h)\n",
+                    optarg);
+            return CLI_USAGE;
+        default: goto usage;
+        }
+    }
+    if (optind != argc || (csv && json)) goto usage;
+    json_t *ans = client_call("report", client_socket(socket),
+                              json_pack("{s:s, s:f}", "op", "report", "since",
+                                        since));
+    if (!ans) return CLI_FAIL;
+    if (json) {
+        json_object_del(ans, "ok");
+        client_print_json(ans);
+    } else if (csv) {
+        acct_csv_header(stdout, false);
+        size_t i;
+        json_t *r;
+        json_array_foreach(json_object_get(ans, "jobs"), i, r)
+            acct_csv_row(stdout, r, NULL);
+    } else {
+        report_text(ans);
+    }
+    json_decref(ans);
+    return CLI_OK;
+usage:
+    fprintf(stderr, "aegis report: bad usage\nRun 'aegis report --help' for "
+            "usage.\n");
+    return CLI_USAGE;
+}
