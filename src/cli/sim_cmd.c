@@ -12,6 +12,7 @@
 #include "svg.h"
 #include "trace.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -29,7 +30,8 @@ static const char help_head[] =
 "    aegis sim --trace FILE [--catalog FILE] [--gpus N] [--gpu-mem-mib M]\n"
 "              [--servers S] [--policy NAME[,NAME...]|all] [--json]\n"
 "              [--timeline FILE.svg] [--estimator COLUMN] [--set NAME=VALUE]...\n"
-"              [--model NAME=VALUE]... [--quiet]\n"
+"              [--model NAME=VALUE]... [--grid-intensity G] [--pue P]\n"
+"              [--report-csv FILE] [--quiet]\n"
 "\n"
 "DESCRIPTION\n"
 "    Replays the jobs of a trace on modelled GPU servers, driving the very\n"
@@ -72,6 +74,13 @@ static const char help_tail[] =
 "                         [{\"start_s\", \"end_s\", \"gpus\", \"oom\"}]}]}]}\n"
 "    --timeline FILE.svg  draw each GPU's jobs over time for every policy,\n"
 "                         and a chart comparing the policies\n"
+"    --grid-intensity G   grid carbon intensity, gCO2eq/kWh (default 475,\n"
+"                         the world average CodeCarbon falls back to)\n"
+"    --pue P              power usage effectiveness (default 1.0)\n"
+"    --report-csv FILE    one row per job and policy in the schema of\n"
+"                         `aegis report --csv`, plus a policy column: a\n"
+"                         job's energy is its SMACT share of its GPUs'\n"
+"                         modelled power while it is active on them\n"
 "    --quiet              print nothing but errors\n"
 "    --help               this text\n"
 "\n"
@@ -91,7 +100,11 @@ static const char help_end[] =
 "    completion time (JCT, submit to end), mean wait (JCT minus the time\n"
 "    its attempts ran), mean slowdown (JCT / solo time), OOM crashes, jobs\n"
 "    stopped by the core and jobs left unfinished, mean fraction of GPU\n"
-"    time busy, and energy. With exclusive among the policies the table\n"
+"    time busy, energy, CO2 (of all GPUs' energy, idle included: kWh x\n"
+"    pue x grid intensity) and GPU-hours (jobs' GPUs x attempt time). With\n"
+"    --json each policy also has energy_kwh, co2_g, gpu_hours, pue,\n"
+"    grid_intensity_g_per_kwh and jobs_total, the per-job rows summed as\n"
+"    in `aegis report --json`. With exclusive among the policies the table\n"
 "    also shows makespan and mean JCT relative to it.\n"
 "\n"
 "EXIT STATUS\n"
@@ -107,6 +120,8 @@ static const char help_end[] =
 typedef struct sim_cmd {
     sim_options opt;
     const char *catalog, *trace, *timeline;
+    const char *report_csv;     /* --report-csv FILE, or NULL */
+    acct_params acct;
     const char *policies[MAX_POLICIES];
     int npolicies;
     bool json, quiet;
@@ -213,6 +228,9 @@ static int parse_args(sim_cmd *cmd, int argc, char **argv) {
         {"set", required_argument, NULL, 'S'},
         {"model", required_argument, NULL, 'M'},
         {"quiet", no_argument, NULL, 'q'},
+        {"grid-intensity", required_argument, NULL, 'G'},
+        {"pue", required_argument, NULL, 'P'},
+        {"report-csv", required_argument, NULL, 'R'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     long n;
@@ -240,6 +258,15 @@ static int parse_args(sim_cmd *cmd, int argc, char **argv) {
         case 'S': rc = set_core(cmd, optarg); break;
         case 'M': rc = set_model(cmd, optarg); break;
         case 'q': cmd->quiet = true; break;
+        case 'G':
+            rc = cli_parse_double("sim", "grid-intensity", optarg, 0,
+                                  ACCT_GRID_MAX, &cmd->acct.grid_g_per_kwh);
+            break;
+        case 'P':
+            rc = cli_parse_double("sim", "pue", optarg, 1, ACCT_PUE_MAX,
+                                  &cmd->acct.pue);
+            break;
+        case 'R': cmd->report_csv = optarg; break;
         case 'h': print_help(); return 1;
         default: rc = -1;
         }
@@ -273,15 +300,18 @@ static int check_fits(const sim_cmd *cmd, const trace *t) {
 /* Runs the policies in turn, stopping at one the simulator cannot run;
  * returns how many ran. *status becomes CLI_FAIL when a run failed or left
  * jobs unfinished. Results are kept only when a timeline needs them. */
-static int run_policies(const sim_cmd *cmd, const trace *t,
+static int run_policies(const sim_cmd *cmd, const trace *t, FILE *csv,
                         report_summary *sums, sim_result **kept, int *status) {
     char err[512];
     int ran = 0;
     if (cmd->json) report_json_begin(stdout);
+    if (csv) acct_csv_header(csv, true);
     for (; ran < cmd->npolicies; ran++) {
         const char *policy = cmd->policies[ran];
         sim_result *r = sim_run(t, &cmd->opt, policy, err, sizeof(err));
-        if (!r || report_summarize(r, &sums[ran]) < 0) {
+        if (!r || report_summarize(r, &sums[ran]) < 0 ||
+            report_account(r, &cmd->opt.model, &cmd->acct, csv,
+                           &sums[ran]) < 0) {
             fprintf(stderr, "aegis sim: policy %s: %s\n", policy,
                     r ? "out of memory" : err);
             sim_result_free(r);
@@ -306,7 +336,18 @@ static int simulate(const sim_cmd *cmd, const trace *t) {
     report_summary sums[MAX_POLICIES];
     sim_result *kept[MAX_POLICIES] = {NULL};
     int status = CLI_OK;
-    int ran = run_policies(cmd, t, sums, kept, &status);
+    FILE *csv = cmd->report_csv ? fopen(cmd->report_csv, "w") : NULL;
+    if (cmd->report_csv && !csv) {
+        fprintf(stderr, "aegis sim: --report-csv: %s: %s\n", cmd->report_csv,
+                strerror(errno));
+        return CLI_FAIL;
+    }
+    int ran = run_policies(cmd, t, csv, sums, kept, &status);
+    if (csv && fclose(csv) != 0) {
+        fprintf(stderr, "aegis sim: --report-csv: %s: cannot write\n",
+                cmd->report_csv);
+        status = CLI_FAIL;
+    }
     if (ran > 0 && !cmd->json && !cmd->quiet) report_table(stdout, sums, ran);
     char err[512];
     if (ran > 0 && cmd->timeline &&
@@ -330,6 +371,7 @@ int cli_sim(int argc, char **argv) {
     cmd.opt.estimator = CAT_EST_HORUS;
     core_config_default(&cmd.opt.config);
     sim_model_default(&cmd.opt.model);
+    acct_params_default(&cmd.acct);
     char all[] = "all";
     parse_policies(&cmd, all);
     int rc = parse_args(&cmd, argc, argv);

@@ -20,7 +20,7 @@ typedef struct acct_column {
 static const acct_column ACCT_COLUMNS[] = {
     /* CodeCarbon's emissions.csv names, same meanings and units */
     {"timestamp", "when the job finished (now if unfinished), ISO 8601 UTC"},
-    {"project_name", "the job's --name; empty when none"},
+    {"project_name", "the job's --name (the workload in sim); may be empty"},
     {"duration", "s, time its attempts ran"},
     {"emissions", "kg CO2eq, energy_consumed x pue x intensity"},
     {"emissions_rate", "kg CO2eq per s of duration"},
@@ -31,7 +31,7 @@ static const acct_column ACCT_COLUMNS[] = {
     {"pue", "power usage effectiveness applied"},
     /* aegis's own */
     {"job_id", "the job's id (the trace's job index in sim)"},
-    {"user", "who submitted it (the workload in sim)"},
+    {"user", "who submitted it (\"sim\" in the simulator)"},
     {"state", "done, failed, cancelled, queued, running (sim: done, "
               "stopped, unfinished)"},
     {"submit_s", "s, submitted at (Unix time; trace time in sim)"},
@@ -189,7 +189,7 @@ void acct_csv_row(FILE *out, json_t *row, const char *policy) {
         if (json_is_string(v)) acct_csv_text(out, json_string_value(v));
         else if (json_is_integer(v))
             fprintf(out, "%lld", (long long)json_integer_value(v));
-        else if (json_is_real(v)) fprintf(out, "%.17g", json_real_value(v));
+        else if (json_is_real(v)) fprintf(out, "%.12g", json_real_value(v));
     }
     if (policy) {
         putc(',', out);

@@ -1,4 +1,5 @@
-/* report.c -- summary figures, the text table and the JSON document. */
+/* report.c -- summary figures, per-job energy and CO2 rows, the text
+ * table and the JSON document. */
 #include "report.h"
 
 #include <stdlib.h>
@@ -80,6 +81,138 @@ int report_summarize(const sim_result *r, report_summary *out) {
     return 0;
 }
 
+/* One change of a GPU's set of active jobs, for the energy sweep. */
+typedef struct report_ev {
+    double t;
+    int32_t gpu;
+    int32_t pair;           /* the (attempt, GPU) it opens or closes */
+    int32_t job;
+    int8_t add;             /* 1 joins, 0 leaves */
+    double smact;
+} report_ev;
+
+/* By GPU, then time, leaving before joining at the same instant. */
+static int report_ev_cmp(const void *pa, const void *pb) {
+    const report_ev *a = pa, *b = pb;
+    if (a->gpu != b->gpu) return a->gpu < b->gpu ? -1 : 1;
+    if (a->t != b->t) return a->t < b->t ? -1 : 1;
+    return a->add - b->add;
+}
+
+/* Each GPU keeps two running integrals: of power / SMACT sum while some
+ * active job has SMACT > 0, and of power / jobs while none has. A job's
+ * energy is then its SMACT times the first's growth while it ran (or the
+ * second's growth when its SMACT is 0): O(events log events), however
+ * many jobs share. */
+int report_job_energy(const sim_result *r, const sim_model *m, double *job_j) {
+    size_t n = 0;
+    for (int a = 0; a < r->nattempts; a++) n += 2 * r->attempts[a].ngpus;
+    report_ev *ev = malloc(n * sizeof(*ev) + 1);
+    double *mark = malloc(n / 2 * sizeof(*mark) + 1);
+    if (!ev || !mark) {
+        free(ev);
+        free(mark);
+        return -1;
+    }
+    n = 0;
+    int32_t pairs = 0;
+    for (int a = 0; a < r->nattempts; a++) {
+        const sim_attempt *at = &r->attempts[a];
+        if (at->active_s < 0 || at->end_s <= at->active_s) continue;
+        double smact = r->jobs[at->job].src->work->smact;
+        for (int k = 0; k < at->ngpus; k++, pairs++) {
+            int32_t g = r->gpus[at->gpu_off + k];
+            ev[n++] = (report_ev){at->active_s, g, pairs, at->job, 1, smact};
+            ev[n++] = (report_ev){at->end_s, g, pairs, at->job, 0, smact};
+        }
+    }
+    qsort(ev, n, sizeof(*ev), report_ev_cmp);
+    for (int i = 0; i < r->njobs; i++) job_j[i] = 0;
+    double per_smact = 0, per_job = 0, smact = 0, last = 0;
+    int active = 0, busy = 0;
+    for (size_t i = 0; i < n; i++) {
+        const report_ev *e = &ev[i];
+        if (i == 0 || e->gpu != ev[i - 1].gpu) {
+            per_smact = per_job = smact = 0;
+            active = busy = 0;
+            last = e->t;
+        }
+        double dt = e->t - last, w = sim_model_power_w(m, smact);
+        if (busy > 0) per_smact += w / smact * dt;
+        else if (active > 0) per_job += w / active * dt;
+        last = e->t;
+        double integral = e->smact > 0 ? per_smact : per_job;
+        if (e->add) mark[e->pair] = integral;
+        else job_j[e->job] += (e->smact > 0 ? e->smact : 1) *
+                              (integral - mark[e->pair]);
+        int step = e->add ? 1 : -1;
+        active += step;
+        if (e->smact > 0) busy += step;
+        /* recount from zero rather than trust a sum that adds and takes
+         * away: a stray 1e-17 would divide the next interval's power */
+        smact = busy > 0 ? smact + step * e->smact : 0;
+    }
+    free(ev);
+    free(mark);
+    return 0;
+}
+
+static const char *status_of(const sim_job *job);
+
+/* The acct row of job i: its attempts as spans, ended at the run's end
+ * for one left unfinished. */
+static int report_row(const sim_result *r, int i, double energy_j,
+                      acct_row *row, acct_span **spans, size_t *cap) {
+    const sim_job *job = &r->jobs[i];
+    double run_end = r->start_s + r->makespan_s;
+    size_t n = 0;
+    for (int a = job->first_attempt; a >= 0; a = r->attempts[a].next) {
+        if (n == *cap) {
+            size_t more = *cap ? *cap * 2 : 8;
+            acct_span *grown = realloc(*spans, more * sizeof(**spans));
+            if (!grown) return -1;
+            *spans = grown;
+            *cap = more;
+        }
+        const sim_attempt *at = &r->attempts[a];
+        (*spans)[n++] = (acct_span){at->start_s, at->end_s, at->ngpus};
+    }
+    bool ended = job->state == SIM_DONE || job->state == SIM_STOPPED;
+    *row = (acct_row){.job_id = job->src->index, .user = "sim",
+                      .name = job->src->work->name, .state = status_of(job),
+                      .submit_s = job->src->submit_s,
+                      .end_s = ended ? job->end_s : -1,
+                      .gpus = job->src->work->num_gpus, .energy_j = energy_j};
+    acct_row_measure(row, *spans, n, run_end);
+    return 0;
+}
+
+int report_account(const sim_result *r, const sim_model *m,
+                   const acct_params *p, FILE *csv, report_summary *out) {
+    double *job_j = malloc((size_t)r->njobs * sizeof(*job_j) + 1);
+    acct_span *spans = NULL;
+    size_t cap = 0;
+    int rc = job_j ? report_job_energy(r, m, job_j) : -1;
+    out->acct = *p;
+    memset(&out->jobs_total, 0, sizeof(out->jobs_total));
+    out->co2_g = acct_co2_g(acct_kwh(r->energy_j), p);
+    double run_end = r->start_s + r->makespan_s;
+    for (int i = 0; rc == 0 && i < r->njobs; i++) {
+        acct_row row;
+        rc = report_row(r, i, job_j[i], &row, &spans, &cap);
+        if (rc != 0) break;
+        acct_total_add(&out->jobs_total, &row);
+        if (!csv) continue;
+        json_t *o = acct_row_json(&row, p, run_end);
+        if (!o) rc = -1;
+        else acct_csv_row(csv, o, r->policy);
+        json_decref(o);
+    }
+    free(spans);
+    free(job_j);
+    return rc;
+}
+
 static const report_summary *find_exclusive(const report_summary *rows,
                                             int n) {
     for (int i = 0; i < n; i++)
@@ -99,24 +232,29 @@ void report_table(FILE *out, const report_summary *rows, int n) {
     if (ex) fprintf(out, " %7s", "/excl");
     fprintf(out, " %11s", "mean_jct_s");
     if (ex) fprintf(out, " %7s", "/excl");
-    fprintf(out, " %11s %11s %11s %8s %5s %5s %5s %6s %10s\n", "p50_jct_s",
-            "p95_jct_s", "mean_wait_s", "slowdown", "ooms", "stop", "left",
-            "busy", "energy_kWh");
+    fprintf(out, " %11s %11s %11s %8s %5s %5s %5s %6s %10s %9s %9s\n",
+            "p50_jct_s", "p95_jct_s", "mean_wait_s", "slowdown", "ooms", "stop",
+            "left", "busy", "energy_kWh", "co2_kg", "gpu_h");
     for (int i = 0; i < n; i++) {
         const report_summary *s = &rows[i];
         fprintf(out, "%-13s %7d %11.1f", s->policy, s->jobs, s->makespan_s);
         if (ex) relative(out, s->makespan_s, ex->makespan_s);
         fprintf(out, " %11.1f", s->mean_jct_s);
         if (ex) relative(out, s->mean_jct_s, ex->mean_jct_s);
-        fprintf(out, " %11.1f %11.1f %11.1f %8.3f %5d %5d %5d %6.3f %10.2f\n",
-                s->p50_jct_s, s->p95_jct_s, s->mean_wait_s, s->mean_slowdown,
-                s->ooms, s->stopped, s->unfinished, s->gpu_busy,
-                s->energy_j / 3.6e6);
+        fprintf(out, " %11.1f %11.1f %11.1f %8.3f %5d %5d %5d %6.3f %10.2f"
+                " %9.3f %9.2f\n", s->p50_jct_s, s->p95_jct_s, s->mean_wait_s,
+                s->mean_slowdown, s->ooms, s->stopped, s->unfinished,
+                s->gpu_busy, acct_kwh(s->energy_j), s->co2_g / 1000,
+                s->jobs_total.gpu_hours);
+    }
+    if (n > 0) {
+        fprintf(out, "CO2 of all GPUs' energy, idle included, at %g gCO2eq/kWh"
+                " and PUE %g\n", rows[0].acct.grid_g_per_kwh, rows[0].acct.pue);
     }
 }
 
 /* Names come from CSV files, so escape what JSON requires. */
-static void json_string(FILE *out, const char *s) {
+static void json_text(FILE *out, const char *s) {
     putc('"', out);
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
@@ -154,7 +292,7 @@ static const char *status_of(const sim_job *job) {
 static void json_job(FILE *out, const sim_result *r, const sim_job *job) {
     fprintf(out, "{\"index\": %lld, \"workload\": ",
             (long long)job->src->index);
-    json_string(out, job->src->work->name);
+    json_text(out, job->src->work->name);
     fprintf(out, ", \"submit_s\": %.3f, \"status\": \"%s\"",
             job->src->submit_s, status_of(job));
     if (job->state == SIM_DONE) {
@@ -170,16 +308,25 @@ static void json_job(FILE *out, const sim_result *r, const sim_job *job) {
 void report_json_policy(FILE *out, const sim_result *r,
                         const report_summary *s, bool first) {
     fprintf(out, "%s{\"policy\": ", first ? "" : ", ");
-    json_string(out, s->policy);
+    json_text(out, s->policy);
     fprintf(out, ", \"servers\": %d, \"gpus_per_server\": %d, "
             "\"makespan_s\": %.3f, \"mean_jct_s\": %.3f, \"p50_jct_s\": %.3f, "
             "\"p95_jct_s\": %.3f, \"mean_wait_s\": %.3f, "
             "\"mean_slowdown\": %.4f, \"ooms\": %d, \"stopped\": %d, "
-            "\"unfinished\": %d, \"gpu_util\": %.4f, \"energy_j\": %.1f, "
-            "\"jobs\": [", r->servers, r->gpus_per_server, s->makespan_s,
+            "\"unfinished\": %d, \"gpu_util\": %.4f, \"energy_j\": %.1f, ",
+            r->servers, r->gpus_per_server, s->makespan_s,
             s->mean_jct_s, s->p50_jct_s, s->p95_jct_s, s->mean_wait_s,
             s->mean_slowdown, s->ooms, s->stopped, s->unfinished, s->gpu_busy,
             s->energy_j);
+    double kwh = acct_kwh(s->energy_j);
+    json_t *jobs_total = acct_total_json(&s->jobs_total, &s->acct);
+    char *text = jobs_total ? json_dumps(jobs_total, JSON_COMPACT) : NULL;
+    fprintf(out, "\"energy_kwh\": %.6f, \"co2_g\": %.3f, \"gpu_hours\": %.6f, "
+            "\"grid_intensity_g_per_kwh\": %g, \"pue\": %g, "
+            "\"jobs_total\": %s, \"jobs\": [", kwh, s->co2_g, s->jobs_total.gpu_hours,
+            s->acct.grid_g_per_kwh, s->acct.pue, text ? text : "null");
+    free(text);
+    json_decref(jobs_total);
     for (int i = 0; i < r->njobs; i++) {
         if (i) fputs(", ", out);
         json_job(out, r, &r->jobs[i]);

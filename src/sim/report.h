@@ -8,6 +8,7 @@
 #ifndef AEGIS_REPORT_H
 #define AEGIS_REPORT_H
 
+#include "acct.h"
 #include "engine.h"
 
 #include <stdbool.h>
@@ -21,11 +22,28 @@ typedef struct report_summary {
     double mean_wait_s;         /* JCT - time spent running attempts */
     double mean_slowdown;       /* JCT / catalog solo time */
     double gpu_busy;            /* mean fraction of GPU time with a job */
-    double energy_j;
+    double energy_j;            /* all GPUs, idle ones included */
+    /* set by report_account(): */
+    acct_params acct;
+    acct_total jobs_total;      /* the per-job rows summed (their energy
+                                   excludes idle GPUs) */
+    double co2_g;               /* of energy_j: idle power counts too */
 } report_summary;
 
 /* Returns 0, or -1 when out of memory. */
 int report_summarize(const sim_result *r, report_summary *out);
+
+/* Splits each GPU's modelled power among the jobs active on it by their
+ * SMACT (evenly among jobs of SMACT 0), as aegisd splits measured energy;
+ * fills job_j[i] for r->jobs[i]. Time a GPU has no active job is charged
+ * to nobody. Returns 0, or -1 when out of memory. */
+int report_job_energy(const sim_result *r, const sim_model *m, double *job_j);
+
+/* Measures every job as aegisd's report does (acct.h), totals them into
+ * out, and writes one CSV row per job to csv unless it is NULL. Returns 0,
+ * or -1 when out of memory. */
+int report_account(const sim_result *r, const sim_model *m,
+                   const acct_params *p, FILE *csv, report_summary *out);
 
 /* An aligned table, one row per policy; columns relative to exclusive are
  * added when a row is named "exclusive". */

@@ -102,7 +102,8 @@ def main():
             mine = [r for r in rows if r["policy"] == p["policy"]]
             check_total(mine, p["jobs_total"], p["policy"])
             close(p["gpu_hours"], sum(r["gpu_hours"] for r in mine), "gpu_hours")
-            assert p["energy_j"] >= p["jobs_total"]["energy_j"] - 1e-3, p["policy"]
+            # the jobs' shares never exceed what all GPUs drew (energy_j: 0.1 J)
+            assert p["energy_j"] >= p["jobs_total"]["energy_j"] - 0.1, p["policy"]
     print("ok:", len(rows), "rows,", len(header), "columns")
 
 

@@ -112,6 +112,25 @@ print("exclusive makespan", m, "measured 42633.5")
 assert abs(m / 42633.5 - 1) < 0.02
 PY
     ;;
+report_csv)
+    # the per-job CSV in `aegis report`'s schema (+ policy), its rows
+    # summing to each policy's jobs_total, and CO2 scaling with the flags
+    "$AEGIS" sim --trace "$DEMO" --policy all --json --grid-intensity 300 \
+        --pue 1.2 --report-csv "$TMP/r.csv" >"$TMP/r.json" || fail "exit $?"
+    python3 "$SRC/tests/daemon/check_report.py" "$TMP/r.csv" "$TMP/r.json" sim ||
+        fail "report CSV checks"
+    python3 - "$TMP/r.json" <<'PY' || fail "CO2 per policy"
+import json, sys
+for p in json.load(open(sys.argv[1]))["policies"]:
+    assert abs(p["co2_g"] - p["energy_j"] / 3.6e6 * 1.2 * 300) < 0.01, p["policy"]
+    assert p["pue"] == 1.2 and p["grid_intensity_g_per_kwh"] == 300
+    assert p["gpu_hours"] > 0 and p["jobs_total"]["jobs"] == 60
+PY
+    "$AEGIS" sim --trace "$DEMO" --policy aegis | grep -q "co2_kg" || fail "table"
+    "$AEGIS" sim --trace "$DEMO" --pue 0.5 2>/dev/null
+    [ $? -eq 2 ] || fail "--pue 0.5 accepted"
+    "$AEGIS" sim --trace "$DEMO" --report-csv /nonexistent/x.csv 2>/dev/null
+    [ $? -eq 1 ] || fail "unwritable --report-csv" ;;
 *) fail "unknown case" ;;
 esac
 exit 0

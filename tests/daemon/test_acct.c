@@ -1,0 +1,177 @@
+/* test_acct.c -- the report's arithmetic (acct.c): CO2 from kWh, PUE and
+ * intensity, GPU-hours, queue wait across OOM retries, slowdown, totals
+ * per user, and the config keys that set intensity and PUE. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "acct.h"
+#include "config.h"
+
+static void test_co2(void **state) {
+    (void)state;
+    acct_params p;
+    acct_params_default(&p);
+    assert_float_equal(p.grid_g_per_kwh, 475, 0);
+    assert_float_equal(p.pue, 1.0, 0);
+    assert_float_equal(acct_kwh(3.6e6), 1, 1e-12);
+    p = (acct_params){.grid_g_per_kwh = 400, .pue = 1.5};
+    assert_float_equal(acct_co2_g(2, &p), 1200, 1e-9);
+    p.grid_g_per_kwh = 0;
+    assert_float_equal(acct_co2_g(2, &p), 0, 0);
+}
+
+static void test_gpu_hours(void **state) {
+    (void)state;
+    acct_span a[] = {{0, 1800, 2}, {2000, 5600, 1}, {6000, -1, 4}};
+    /* 2 x 0.5 h + 1 x 1 h + 4 x (7800 - 6000) s running */
+    assert_float_equal(acct_gpu_hours(a, 3, 7800), 1 + 1 + 2, 1e-9);
+    assert_float_equal(acct_gpu_hours(a, 0, 7800), 0, 0);
+}
+
+/* Submitted at 100, OOM after its first attempt, requeued, done. */
+static void test_wait_with_retries(void **state) {
+    (void)state;
+    acct_span a[] = {{130, 200, 1}, {260, 500, 1}};
+    acct_row r = {.state = "done", .submit_s = 100, .end_s = 500, .gpus = 1};
+    acct_row_measure(&r, a, 2, 9999);
+    assert_int_equal(r.attempts, 2);
+    assert_float_equal(r.start_s, 130, 0);
+    assert_float_equal(r.queue_wait_s, 30 + 60, 1e-9);
+    assert_float_equal(r.run_s, 70 + 240, 1e-9);
+    assert_float_equal(r.slowdown, 400.0 / 240, 1e-9);
+    /* the same job queued again after its OOM, now at 400 */
+    acct_row q = {.state = "queued", .submit_s = 100, .end_s = -1, .gpus = 1};
+    acct_row_measure(&q, a, 1, 400);
+    assert_float_equal(q.queue_wait_s, 30 + 200, 1e-9);
+    assert_float_equal(q.slowdown, -1, 0);
+    /* running its second attempt: the wait stops at its start */
+    acct_span live[] = {{130, 200, 1}, {260, -1, 1}};
+    acct_row run = {.state = "running", .submit_s = 100, .end_s = -1};
+    acct_row_measure(&run, live, 2, 400);
+    assert_float_equal(run.queue_wait_s, 90, 1e-9);
+    assert_float_equal(run.run_s, 70 + 140, 1e-9);
+    /* never started, cancelled at 150 */
+    acct_row c = {.state = "cancelled", .submit_s = 100, .end_s = 150};
+    acct_row_measure(&c, NULL, 0, 400);
+    assert_float_equal(c.queue_wait_s, 50, 1e-9);
+    assert_float_equal(c.start_s, -1, 0);
+}
+
+/* acct_report: per-user and overall totals are the sums of the rows. */
+static void test_report_totals(void **state) {
+    (void)state;
+    json_t *jobs = json_loads(
+        "[{\"id\":1,\"user\":\"ann\",\"name\":\"a\",\"gpus\":2,\"state\":\"done\","
+        "\"submitted\":0,\"finished\":100,\"energy_j\":3.6e6,\"attempt_list\":"
+        "[{\"gpus\":\"0,1\",\"started\":10,\"ended\":100}]},"
+        "{\"id\":2,\"user\":\"bob\",\"name\":\"\",\"gpus\":1,\"state\":\"failed\","
+        "\"submitted\":5,\"finished\":50,\"energy_j\":7.2e6,\"attempt_list\":"
+        "[{\"gpus\":\"2\",\"started\":5,\"ended\":50}]},"
+        "{\"id\":3,\"user\":\"ann\",\"name\":\"c\",\"gpus\":1,\"state\":\"queued\","
+        "\"submitted\":20,\"finished\":null,\"energy_j\":0,\"attempt_list\":[]}]",
+        0, NULL);
+    acct_params p = {.grid_g_per_kwh = 100, .pue = 2};
+    json_t *ans = acct_report(jobs, &p, 200);
+    assert_non_null(ans);
+    json_t *total = json_object_get(ans, "total");
+    assert_int_equal(json_integer_value(json_object_get(total, "jobs")), 3);
+    assert_float_equal(json_number_value(json_object_get(total, "co2_g")),
+                       3 * 2 * 100, 1e-9);
+    assert_float_equal(json_number_value(json_object_get(total, "gpu_hours")),
+                       (2 * 90 + 45) / 3600.0, 1e-12);
+    assert_float_equal(json_number_value(json_object_get(total, "queue_wait_s")),
+                       10 + 0 + 180, 1e-9);
+    json_t *ann = json_array_get(json_object_get(ans, "users"), 0);
+    assert_string_equal(json_string_value(json_object_get(ann, "user")), "ann");
+    assert_int_equal(json_integer_value(json_object_get(ann, "jobs")), 2);
+    assert_float_equal(json_number_value(json_object_get(ann, "energy_consumed")),
+                       1, 1e-12);
+    json_t *row = json_array_get(json_object_get(ans, "jobs"), 0);
+    assert_float_equal(json_number_value(json_object_get(row, "emissions")),
+                       0.2, 1e-12);
+    assert_null(json_object_get(row, "cmd"));
+    assert_true(json_is_null(json_object_get(
+        json_array_get(json_object_get(ans, "jobs"), 2), "start_s")));
+    json_decref(ans);
+    json_decref(jobs);
+}
+
+/* A CSV cell with a comma or quote is quoted; an unknown cell is empty. */
+static void test_csv_quoting(void **state) {
+    (void)state;
+    acct_params p;
+    acct_params_default(&p);
+    acct_row r = {.job_id = 7, .user = "u", .name = "a, \"b\"",
+                  .state = "queued", .submit_s = 0, .end_s = -1};
+    acct_row_measure(&r, NULL, 0, 10);
+    json_t *o = acct_row_json(&r, &p, 10);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    acct_csv_row(f, o, NULL);
+    fclose(f);
+    assert_non_null(strstr(buf, ",\"a, \"\"b\"\"\","));
+    assert_non_null(strstr(buf, ",queued,0,,,0,"));
+    free(buf);
+    json_decref(o);
+}
+
+static char *write_config(const char *text) {
+    static char path[] = "/tmp/aegis-acct-XXXXXX";
+    strcpy(path, "/tmp/aegis-acct-XXXXXX");
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+    return path;
+}
+
+static void test_config_keys(void **state) {
+    (void)state;
+    core_config cfg;
+    acct_params p;
+    char err[512];
+    char *path = write_config("policy: aegis\ngrid_intensity_g_per_kwh: 56\n"
+                              "pue: 1.25\n");
+    assert_int_equal(config_load_acct(path, false, &cfg, &p, err, sizeof(err)), 0);
+    assert_float_equal(p.grid_g_per_kwh, 56, 0);
+    assert_float_equal(p.pue, 1.25, 0);
+    assert_string_equal(cfg.policy, "aegis");
+    /* config_load still accepts the file */
+    assert_int_equal(config_load(path, false, &cfg, err, sizeof(err)), 0);
+    unlink(path);
+    path = write_config("observe_s: 5\npue: 0.9\n");
+    assert_int_equal(config_load_acct(path, false, &cfg, &p, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, ":2: pue: '0.9'"));
+    unlink(path);
+    path = write_config("grid_intensity_g_per_kwh: lots\n");
+    assert_int_equal(config_load_acct(path, false, &cfg, &p, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, ":1: grid_intensity_g_per_kwh"));
+    unlink(path);
+    path = write_config("pue: 1.1\nno_such_key: 1\n");
+    assert_int_equal(config_load_acct(path, false, &cfg, &p, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, ":2:"));
+    unlink(path);
+    assert_int_equal(config_load_acct("/nonexistent/x.yaml", true, &cfg, &p, err,
+                                      sizeof(err)), 0);
+    assert_float_equal(p.grid_g_per_kwh, ACCT_GRID_DEFAULT, 0);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_co2),
+        cmocka_unit_test(test_gpu_hours),
+        cmocka_unit_test(test_wait_with_retries),
+        cmocka_unit_test(test_report_totals),
+        cmocka_unit_test(test_csv_quoting),
+        cmocka_unit_test(test_config_keys),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
