@@ -178,7 +178,9 @@ case_restart() {
     start
     cd "$DIR/work"
     ids=""
-    for g in 0 1 2; do ids="$ids $("$AEGIS" submit -- "$FAKE" --mib 500 --seconds 15)"; done
+    # 30 s: long enough to outlast the restart below on a slow (sanitized,
+    # loaded) machine, or the small job would find idle GPUs
+    for g in 0 1 2; do ids="$ids $("$AEGIS" submit -- "$FAKE" --mib 500 --seconds 30)"; done
     for id in $ids; do
         until "$AEGIS" show "$id" 2>/dev/null | grep -q "seen on GPU"; do sleep 0.1; done
     done
@@ -225,7 +227,8 @@ case_retry() {
     start
     cd "$DIR/work"
     big=""
-    for g in 0 1 2; do big="$big $("$AEGIS" submit -- "$FAKE" --mib 31000 --seconds 20)"; done
+    # 35 s: the big jobs must still run after the restart (slow machines too)
+    for g in 0 1 2; do big="$big $("$AEGIS" submit -- "$FAKE" --mib 31000 --seconds 35)"; done
     oom=$("$AEGIS" submit -- sh -c 'if [ -e tried ]; then exit 0; fi; touch tried
                                       echo "CUDA out of memory" >&2; exit 1')
     requeued="assert (d['state']=='queued' and len(d['attempt_list'])==1 and
