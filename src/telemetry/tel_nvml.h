@@ -21,6 +21,9 @@
 #define NVML_ERROR_DRIVER_NOT_LOADED 9
 #define NVML_ERROR_FUNCTION_NOT_FOUND 13
 #define NVML_ERROR_GPU_IS_LOST 15
+#define NVML_ERROR_IN_USE 19                /* MIG: GPU busy, instance has
+                                               compute instances */
+#define NVML_ERROR_INSUFFICIENT_RESOURCES 23 /* MIG: the slices are taken */
 #define NVML_ERROR_UNKNOWN 999
 
 /* Buffer sizes nvml.h recommends for UUIDs and names (the _V2 ones). */
@@ -97,5 +100,111 @@ typedef nvmlReturn_t tel_nvml_power_fn(nvmlDevice_t device,
                                        unsigned int *milliwatts);
 typedef nvmlReturn_t tel_nvml_energy_fn(nvmlDevice_t device,
                                         unsigned long long *millijoules);
+
+/* MIG (driver 470+). A GPU instance (GI) owns memory slices at a placement
+ * and compute slices; a compute instance (CI) runs inside a GI; the CUDA
+ * device a job sees is a MIG device, one per CI, with its own handle and a
+ * "MIG-..." UUID. Profiles have two numbers: the enum the *ProfileInfo
+ * calls take (NVML_GPU_INSTANCE_PROFILE_*, MIG_NVML_* in mig_profiles.h)
+ * and the id those calls return, which every other call takes. */
+#define NVML_DEVICE_MIG_DISABLE 0
+#define NVML_DEVICE_MIG_ENABLE 1
+#define NVML_COMPUTE_INSTANCE_PROFILE_1_SLICE 0     /* 2_SLICE 1, 3_SLICE 2,
+                                                       4_SLICE 3, 7_SLICE 4 */
+#define NVML_COMPUTE_INSTANCE_PROFILE_7_SLICE 4
+#define NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED 0
+
+typedef struct nvmlGpuInstance_st *nvmlGpuInstance_t;
+typedef struct nvmlComputeInstance_st *nvmlComputeInstance_t;
+
+typedef struct {
+    unsigned int start;               /* first memory slice */
+    unsigned int size;                /* memory slices */
+} nvmlGpuInstancePlacement_t;
+
+typedef struct {
+    unsigned int id;                  /* the profile id other calls take */
+    unsigned int isP2pSupported;
+    unsigned int sliceCount;          /* compute slices */
+    unsigned int instanceCount;       /* on an empty GPU */
+    unsigned int multiprocessorCount;
+    unsigned int copyEngineCount;
+    unsigned int decoderCount;
+    unsigned int encoderCount;
+    unsigned int jpegCount;
+    unsigned int ofaCount;
+    unsigned long long memorySizeMB;  /* MiB, despite the name */
+} nvmlGpuInstanceProfileInfo_t;
+
+typedef struct {
+    nvmlDevice_t device;              /* the parent GPU */
+    unsigned int id;
+    unsigned int profileId;
+    nvmlGpuInstancePlacement_t placement;
+} nvmlGpuInstanceInfo_t;
+
+typedef struct {
+    unsigned int id;
+    unsigned int sliceCount;
+    unsigned int instanceCount;
+    unsigned int multiprocessorCount;
+    unsigned int sharedCopyEngineCount;
+    unsigned int sharedDecoderCount;
+    unsigned int sharedEncoderCount;
+    unsigned int sharedJpegCount;
+    unsigned int sharedOfaCount;
+} nvmlComputeInstanceProfileInfo_t;
+
+typedef nvmlReturn_t tel_nvml_mig_mode_fn(nvmlDevice_t device,
+                                          unsigned int *currentMode,
+                                          unsigned int *pendingMode);
+/* GPU not idle (processes on it): IN_USE. */
+typedef nvmlReturn_t tel_nvml_set_mig_mode_fn(nvmlDevice_t device,
+                                              unsigned int mode,
+                                              nvmlReturn_t *activationStatus);
+/* profile: NVML_GPU_INSTANCE_PROFILE_*; a GPU without it: NOT_SUPPORTED. */
+typedef nvmlReturn_t tel_nvml_gi_profile_fn(nvmlDevice_t device,
+                                            unsigned int profile,
+                                            nvmlGpuInstanceProfileInfo_t *info);
+/* placements NULL: the count only. */
+typedef nvmlReturn_t tel_nvml_gi_placements_fn(
+    nvmlDevice_t device, unsigned int profileId,
+    nvmlGpuInstancePlacement_t *placements, unsigned int *count);
+/* Slots taken: INSUFFICIENT_RESOURCES; a start the profile does not
+ * allow: INVALID_ARGUMENT; MIG mode off: NOT_SUPPORTED. */
+typedef nvmlReturn_t tel_nvml_gi_create_fn(
+    nvmlDevice_t device, unsigned int profileId,
+    const nvmlGpuInstancePlacement_t *placement, nvmlGpuInstance_t *gi);
+typedef nvmlReturn_t tel_nvml_gi_list_fn(nvmlDevice_t device,
+                                         unsigned int profileId,
+                                         nvmlGpuInstance_t *gis,
+                                         unsigned int *count);
+typedef nvmlReturn_t tel_nvml_gi_by_id_fn(nvmlDevice_t device,
+                                          unsigned int id,
+                                          nvmlGpuInstance_t *gi);
+typedef nvmlReturn_t tel_nvml_gi_info_fn(nvmlGpuInstance_t gi,
+                                         nvmlGpuInstanceInfo_t *info);
+/* Compute instances left in it: IN_USE. */
+typedef nvmlReturn_t tel_nvml_gi_destroy_fn(nvmlGpuInstance_t gi);
+typedef nvmlReturn_t tel_nvml_ci_profile_fn(
+    nvmlGpuInstance_t gi, unsigned int profile, unsigned int engProfile,
+    nvmlComputeInstanceProfileInfo_t *info);
+typedef nvmlReturn_t tel_nvml_ci_create_fn(nvmlGpuInstance_t gi,
+                                           unsigned int profileId,
+                                           nvmlComputeInstance_t *ci);
+typedef nvmlReturn_t tel_nvml_ci_by_id_fn(nvmlGpuInstance_t gi,
+                                          unsigned int id,
+                                          nvmlComputeInstance_t *ci);
+typedef nvmlReturn_t tel_nvml_ci_destroy_fn(nvmlComputeInstance_t ci);
+/* MIG devices a GPU may have; index them 0..count-1 (NOT_FOUND: none at
+ * that index). */
+typedef nvmlReturn_t tel_nvml_mig_max_fn(nvmlDevice_t device,
+                                         unsigned int *count);
+typedef nvmlReturn_t tel_nvml_mig_handle_fn(nvmlDevice_t device,
+                                            unsigned int index,
+                                            nvmlDevice_t *migDevice);
+/* A MIG device's GPU instance or compute instance id. */
+typedef nvmlReturn_t tel_nvml_mig_id_fn(nvmlDevice_t migDevice,
+                                        unsigned int *id);
 
 #endif

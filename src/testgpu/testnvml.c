@@ -7,7 +7,9 @@
  * symbol. Readings come from the allocation files fake jobs write
  * (tgpu.h): memory is their sum, utilization min(100%, sum of SMACT), power
  * the simulator's linear model, energy that power integrated over time, and
- * a process's SM utilization its job's SMACT x 100.
+ * a process's SM utilization its job's SMACT x 100. The GPUs' name is
+ * "aegis test GPU: <model>", the model from AEGIS_TEST_GPU_MODEL (default
+ * TNV_DEFAULT_MODEL); MIG on that model lives in testmig.c.
  *
  * Built with TNV_OLD_DRIVER (libaegis-testnvml-old.so, for tests) it is an
  * old GPU and driver instead: only the unversioned process list with its
@@ -21,8 +23,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "tel_nvml.h"
-#include "tgpu.h"
+#include <stdlib.h>
+
+#include "tnv.h"
 
 #define TNV_EXPORT __attribute__((visibility("default")))
 
@@ -55,14 +58,10 @@ TNV_EXPORT tel_nvml_power_fn nvmlDeviceGetPowerUsage;
 TNV_EXPORT tel_nvml_energy_fn nvmlDeviceGetTotalEnergyConsumption;
 TNV_EXPORT tel_nvml_proc_util_fn nvmlDeviceGetProcessUtilization;
 
-/* The handle NVML gives out points at one of these. */
-struct nvmlDevice_st {
-    int index;
-};
-
-static int tnv_refs;                    /* nvmlInit_v2 calls not shut down */
-static tgpu_config tnv_cfg;
-static struct nvmlDevice_st tnv_devs[TGPU_MAX_GPUS];
+int tnv_refs;
+tgpu_config tnv_cfg;
+struct nvmlDevice_st tnv_devs[TGPU_MAX_GPUS];
+char tnv_model[NVML_DEVICE_NAME_V2_BUFFER_SIZE];
 
 /* The GPU index behind a handle, or -1 when it is not one of ours. */
 static int tnv_index(nvmlDevice_t d) {
@@ -73,9 +72,7 @@ static int tnv_index(nvmlDevice_t d) {
     return i < (size_t)tnv_cfg.ngpus ? (int)i : -1;
 }
 
-/* The checks every device query starts with. Returns NVML_SUCCESS and the
- * GPU's index in *gpu, or the error to return. */
-static nvmlReturn_t tnv_device(const char *call, nvmlDevice_t d,
+nvmlReturn_t tnv_device(const char *call, nvmlDevice_t d,
                                const void *out, int *gpu) {
     if (tnv_refs == 0)
         return tgpu_fail(NVML_ERROR_UNINITIALIZED, "%s: nvmlInit_v2 was not "
@@ -124,6 +121,13 @@ nvmlReturn_t nvmlInit_v2(void) {
             return tgpu_fail(NVML_ERROR_DRIVER_NOT_LOADED, "%s", err);
         for (int i = 0; i < tnv_cfg.ngpus; i++)
             tnv_devs[i].index = i;
+        const char *model = getenv("AEGIS_TEST_GPU_MODEL");
+        if (!model || !*model)
+            model = TNV_DEFAULT_MODEL;
+        /* The marker, first so `aegis gpus` keeps it when it cuts names
+         * short, stops a test GPU passing for real hardware; the model's
+         * words stay for mig_model_find(). */
+        snprintf(tnv_model, sizeof tnv_model, TGPU_NAME ": %.60s", model);
     }
     tnv_refs++;
     return NVML_SUCCESS;
@@ -150,6 +154,8 @@ const char *nvmlErrorString(nvmlReturn_t rc) {
     case NVML_ERROR_INSUFFICIENT_SIZE: return "Insufficient Size";
     case NVML_ERROR_DRIVER_NOT_LOADED: return "Driver Not Loaded";
     case NVML_ERROR_GPU_IS_LOST: return "GPU is lost";
+    case NVML_ERROR_IN_USE: return "In use by another client";
+    case NVML_ERROR_INSUFFICIENT_RESOURCES: return "Insufficient resources";
     default: return "Unknown Error";
     }
 }
@@ -178,9 +184,7 @@ nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index,
     return NVML_SUCCESS;
 }
 
-/* Copies text into an NVML string buffer, failing as NVML does when the
- * buffer is too short. */
-static nvmlReturn_t tnv_string(const char *call, const char *text, char *buf,
+nvmlReturn_t tnv_string(const char *call, const char *text, char *buf,
                                unsigned int length) {
     if (strlen(text) + 1 > length)
         return tgpu_fail(NVML_ERROR_INSUFFICIENT_SIZE, "%s: buffer of %u "
@@ -191,6 +195,8 @@ static nvmlReturn_t tnv_string(const char *call, const char *text, char *buf,
 
 nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid,
                                unsigned int length) {
+    if (tmig_owns(device))
+        return tmig_uuid(device, uuid, length);
     int gpu = -1;
     nvmlReturn_t rc = tnv_device("nvmlDeviceGetUUID", device, uuid, &gpu);
     if (rc != NVML_SUCCESS)
@@ -202,15 +208,19 @@ nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid,
 
 nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char *name,
                                unsigned int length) {
+    if (tmig_owns(device))
+        return tmig_name(device, name, length);
     int gpu = -1;
     nvmlReturn_t rc = tnv_device("nvmlDeviceGetName", device, name, &gpu);
     if (rc != NVML_SUCCESS)
         return rc;
-    return tnv_string("nvmlDeviceGetName", TGPU_NAME, name, length);
+    return tnv_string("nvmlDeviceGetName", tnv_model, name, length);
 }
 
 nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device,
                                      nvmlMemory_t *memory) {
+    if (tmig_owns(device))
+        return tmig_memory(device, memory);
     int gpu = -1;
     tgpu_usage u;
     nvmlReturn_t rc = tnv_usage("nvmlDeviceGetMemoryInfo", device, memory,

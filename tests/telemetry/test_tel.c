@@ -169,8 +169,12 @@ static int await_job(tel_state *tel, int gpu, pid_t pid, tel_gpu_reading *r) {
     for (;;) {
         read_gpu(tel, gpu, r);
         int i = find_proc(r, pid);
-        if (i >= 0)
-            return i;
+        if (i >= 0) {
+            /* The job may have appeared between this reading's memory
+             * query and its process list: read once more, all after it. */
+            read_gpu(tel, gpu, r);
+            return find_proc(r, pid);
+        }
         if (now_s() > deadline)
             fail_msg("job %ld not on GPU %d after %.0f s", (long)pid, gpu,
                      AWAIT_SECONDS);
@@ -208,7 +212,8 @@ static void test_gpus_listed_idle(void **state) {
     assert_int_equal(tel_gpu_count(tel), 2);
     assert_string_equal(tel_gpu_uuid(tel, 0), "GPU-aegis-test-0000-0");
     assert_string_equal(tel_gpu_uuid(tel, 1), "GPU-aegis-test-0000-1");
-    assert_string_equal(tel_gpu_name(tel, 1), "aegis test GPU");
+    assert_string_equal(tel_gpu_name(tel, 1),
+                        "aegis test GPU: NVIDIA A100-SXM4-40GB");
     assert_null(tel_gpu_uuid(tel, 2));
 
     tel_gpu_reading r;

@@ -1,0 +1,349 @@
+/* test_testmig.c -- the MIG model of libaegis-testnvml.so, called through
+ * dlopen as a loader would: the limits the real driver enforces (mode,
+ * placements, in use), the state shared through files, and the call log.
+ *
+ * Every test gets a fresh state folder, two GPUs and the default model
+ * (A100-SXM4-40GB: 1g.5gb id 19, 2g.10gb id 14, 3g.20gb id 9, 7g id 0).
+ */
+#include <dirent.h>
+#include <dlfcn.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "tel_nvml.h"
+
+typedef struct fixture {
+    char dir[64];
+    void *lib;
+} fixture;
+
+/* The library's function `name`, typed by the caller. */
+#define FN(f, type, name) ((type *)sym((f), (name)))
+
+static void *sym(fixture *f, const char *name) {
+    void *p = dlsym(f->lib, name);
+    if (!p)
+        fail_msg("dlsym %s: %s", name, dlerror());
+    return p;
+}
+
+static int setup(void **state) {
+    fixture *f = calloc(1, sizeof *f);
+    if (!f)
+        return -1;
+    snprintf(f->dir, sizeof f->dir, "/tmp/aegis-tmig-XXXXXX");
+    if (!mkdtemp(f->dir))
+        return -1;
+    setenv("AEGIS_TEST_GPU_DIR", f->dir, 1);
+    setenv("AEGIS_TEST_GPUS", "2x40960", 1);
+    unsetenv("AEGIS_TEST_GPU_MODEL");
+    f->lib = dlopen(TEL_TEST_NVML, RTLD_NOW | RTLD_LOCAL);
+    if (!f->lib)
+        return -1;
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state) {
+    fixture *f = *state;
+    /* Undo the test's nvmlInit_v2, so the next test's reads its
+     * environment even if dlclose leaves the library loaded. */
+    while (FN(f, tel_nvml_shutdown_fn, "nvmlShutdown")() == NVML_SUCCESS)
+        ;
+    dlclose(f->lib);
+    DIR *d = opendir(f->dir);
+    for (struct dirent *e; d && (e = readdir(d)) != NULL;) {
+        char path[sizeof f->dir + 300];
+        snprintf(path, sizeof path, "%s/%s", f->dir, e->d_name);
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+            unlink(path);
+    }
+    if (d)
+        closedir(d);
+    rmdir(f->dir);
+    free(f);
+    return 0;
+}
+
+/* nvmlInit_v2 and GPU gpu's handle. */
+static nvmlDevice_t gpu_handle(fixture *f, unsigned int gpu) {
+    assert_int_equal(FN(f, tel_nvml_init_fn, "nvmlInit_v2")(), NVML_SUCCESS);
+    nvmlDevice_t d = NULL;
+    assert_int_equal(FN(f, tel_nvml_handle_fn,
+                        "nvmlDeviceGetHandleByIndex_v2")(gpu, &d),
+                     NVML_SUCCESS);
+    return d;
+}
+
+static nvmlReturn_t set_mode(fixture *f, nvmlDevice_t d, unsigned int mode) {
+    nvmlReturn_t act = -1;
+    nvmlReturn_t rc = FN(f, tel_nvml_set_mig_mode_fn,
+                         "nvmlDeviceSetMigMode")(d, mode, &act);
+    assert_int_equal(act, rc);
+    return rc;
+}
+
+static nvmlReturn_t create_gi(fixture *f, nvmlDevice_t d, unsigned int id,
+                              unsigned int start, unsigned int size,
+                              nvmlGpuInstance_t *gi) {
+    nvmlGpuInstancePlacement_t pl = {start, size};
+    return FN(f, tel_nvml_gi_create_fn,
+              "nvmlDeviceCreateGpuInstanceWithPlacement")(d, id, &pl, gi);
+}
+
+/* The whole call log. */
+static char *read_log(fixture *f) {
+    static char buf[8192];
+    char path[sizeof f->dir + 32];
+    snprintf(path, sizeof path, "%s/mig-calls.log", f->dir);
+    FILE *fp = fopen(path, "r");
+    size_t n = fp ? fread(buf, 1, sizeof buf - 1, fp) : 0;
+    if (fp)
+        fclose(fp);
+    buf[n] = '\0';
+    return buf;
+}
+
+static void truncate_log(fixture *f) {
+    char path[sizeof f->dir + 32];
+    snprintf(path, sizeof path, "%s/mig-calls.log", f->dir);
+    unlink(path);
+}
+
+static void test_name_is_the_model(void **state) {
+    fixture *f = *state;
+    nvmlDevice_t d = gpu_handle(f, 0);
+    char name[NVML_DEVICE_NAME_V2_BUFFER_SIZE];
+    assert_int_equal(FN(f, tel_nvml_string_fn, "nvmlDeviceGetName")(
+                         d, name, sizeof name), NVML_SUCCESS);
+    assert_string_equal(name, "aegis test GPU: NVIDIA A100-SXM4-40GB");
+}
+
+static void test_mode_off_refuses_instances(void **state) {
+    fixture *f = *state;
+    nvmlDevice_t d = gpu_handle(f, 0);
+    unsigned int cur = 9, pend = 9;
+    assert_int_equal(FN(f, tel_nvml_mig_mode_fn, "nvmlDeviceGetMigMode")(
+                         d, &cur, &pend), NVML_SUCCESS);
+    assert_int_equal(cur, 0);
+    assert_int_equal(pend, 0);
+    nvmlGpuInstance_t gi = NULL;
+    assert_int_equal(create_gi(f, d, 9, 0, 4, &gi), NVML_ERROR_NOT_SUPPORTED);
+    nvmlGpuInstanceProfileInfo_t info;
+    assert_int_equal(FN(f, tel_nvml_gi_profile_fn,
+                        "nvmlDeviceGetGpuInstanceProfileInfo")(d, 2, &info),
+                     NVML_ERROR_NOT_SUPPORTED);
+    const char *why = FN(f, tel_nvml_error_string_fn, "nvmlErrorString")(
+        NVML_ERROR_NOT_SUPPORTED);
+    assert_non_null(strstr(why, "MIG mode is off"));
+    assert_string_equal(read_log(f),
+        "nvmlDeviceGetMigMode gpu0 -> 0\n"
+        "nvmlDeviceCreateGpuInstanceWithPlacement gpu0 profileId=9 start=0 "
+        "size=4 -> 3\n"
+        "nvmlDeviceGetGpuInstanceProfileInfo gpu0 profile=2 -> 3\n");
+}
+
+static void test_profiles_and_placements(void **state) {
+    fixture *f = *state;
+    nvmlDevice_t d = gpu_handle(f, 0);
+    assert_int_equal(set_mode(f, d, NVML_DEVICE_MIG_ENABLE), NVML_SUCCESS);
+    tel_nvml_gi_profile_fn *info_fn = FN(f, tel_nvml_gi_profile_fn,
+                                         "nvmlDeviceGetGpuInstanceProfileInfo");
+    nvmlGpuInstanceProfileInfo_t info;
+    static const unsigned int ids[] = {19, 14, 9, 5, 0};
+    static const unsigned int mem[] = {4864, 9856, 19968, 19968, 40192};
+    for (unsigned int p = 0; p < 5; p++) {
+        assert_int_equal(info_fn(d, p, &info), NVML_SUCCESS);
+        assert_int_equal(info.id, ids[p]);
+        assert_int_equal(info.memorySizeMB, mem[p]);
+    }
+    assert_int_equal(info_fn(d, 9, &info), NVML_SUCCESS); /* 1g.10gb */
+    assert_int_equal(info.id, 15);
+    assert_int_equal(info_fn(d, 5, &info), NVML_ERROR_NOT_SUPPORTED); /* 8 */
+
+    tel_nvml_gi_placements_fn *pl_fn = FN(
+        f, tel_nvml_gi_placements_fn,
+        "nvmlDeviceGetGpuInstancePossiblePlacements_v2");
+    unsigned int n = 0;
+    assert_int_equal(pl_fn(d, 14, NULL, &n), NVML_SUCCESS);
+    assert_int_equal(n, 3);
+    nvmlGpuInstancePlacement_t pl[8];
+    n = 8;
+    assert_int_equal(pl_fn(d, 9, pl, &n), NVML_SUCCESS);
+    assert_int_equal(n, 2);
+    assert_int_equal(pl[0].start, 0);
+    assert_int_equal(pl[1].start, 4);
+    assert_int_equal(pl[1].size, 4);
+    n = 1;
+    assert_int_equal(pl_fn(d, 19, pl, &n), NVML_ERROR_INSUFFICIENT_SIZE);
+    assert_int_equal(n, 7);
+}
+
+static void test_placement_rules(void **state) {
+    fixture *f = *state;
+    nvmlDevice_t d = gpu_handle(f, 0);
+    assert_int_equal(set_mode(f, d, NVML_DEVICE_MIG_ENABLE), NVML_SUCCESS);
+    nvmlGpuInstance_t a = NULL, b = NULL;
+    assert_int_equal(create_gi(f, d, 9, 2, 4, &a),
+                     NVML_ERROR_INVALID_ARGUMENT); /* 3g starts at 0 or 4 */
+    assert_int_equal(create_gi(f, d, 9, 4, 2, &a),
+                     NVML_ERROR_INVALID_ARGUMENT); /* wrong size */
+    assert_int_equal(create_gi(f, d, 77, 0, 1, &a),
+                     NVML_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(create_gi(f, d, 9, 4, 4, &a), NVML_SUCCESS);
+    assert_int_equal(create_gi(f, d, 14, 4, 2, &b),
+                     NVML_ERROR_INSUFFICIENT_RESOURCES); /* overlaps */
+    assert_int_equal(create_gi(f, d, 5, 0, 4, &b), NVML_SUCCESS); /* 4g */
+    assert_int_equal(create_gi(f, d, 19, 0, 1, &b),
+                     NVML_ERROR_INSUFFICIENT_RESOURCES);
+
+    nvmlGpuInstanceInfo_t gi;
+    assert_int_equal(FN(f, tel_nvml_gi_info_fn, "nvmlGpuInstanceGetInfo")(
+                         a, &gi), NVML_SUCCESS);
+    assert_int_equal(gi.id, 1);
+    assert_int_equal(gi.profileId, 9);
+    assert_int_equal(gi.placement.start, 4);
+    assert_true(gi.device == d);
+
+    nvmlGpuInstance_t list[4];
+    unsigned int n = 0;
+    assert_int_equal(FN(f, tel_nvml_gi_list_fn, "nvmlDeviceGetGpuInstances")(
+                         d, 9, list, &n), NVML_SUCCESS);
+    assert_int_equal(n, 1);
+    assert_true(list[0] == a);
+    /* Turning MIG off with instances on the GPU is refused. */
+    assert_int_equal(set_mode(f, d, NVML_DEVICE_MIG_DISABLE),
+                     NVML_ERROR_IN_USE);
+}
+
+static void test_enable_refused_with_processes(void **state) {
+    fixture *f = *state;
+    nvmlDevice_t d = gpu_handle(f, 1);
+    /* A live process (this one) holds memory on GPU 1. */
+    char path[sizeof f->dir + 32];
+    snprintf(path, sizeof path, "%s/gpu1.%ld", f->dir, (long)getpid());
+    FILE *fp = fopen(path, "w");
+    assert_non_null(fp);
+    fputs("100 0.5\n", fp);
+    fclose(fp);
+    assert_int_equal(set_mode(f, d, NVML_DEVICE_MIG_ENABLE),
+                     NVML_ERROR_IN_USE);
+    unlink(path);
+    assert_int_equal(set_mode(f, d, NVML_DEVICE_MIG_ENABLE), NVML_SUCCESS);
+}
+
+/* A compute instance blocks its GPU instance's destruction; the MIG device
+ * it makes has a MIG UUID and the instance's memory; a second process (a
+ * fresh load of the library) sees the same state. */
+static void test_compute_instances_and_devices(void **state) {
+    fixture *f = *state;
+    nvmlDevice_t d = gpu_handle(f, 0);
+    assert_int_equal(set_mode(f, d, NVML_DEVICE_MIG_ENABLE), NVML_SUCCESS);
+    nvmlGpuInstance_t gi = NULL;
+    assert_int_equal(create_gi(f, d, 14, 2, 2, &gi), NVML_SUCCESS);
+    nvmlComputeInstanceProfileInfo_t cp;
+    tel_nvml_ci_profile_fn *cp_fn = FN(
+        f, tel_nvml_ci_profile_fn,
+        "nvmlGpuInstanceGetComputeInstanceProfileInfo");
+    assert_int_equal(cp_fn(gi, 1, 0, &cp), NVML_SUCCESS);
+    assert_int_equal(cp.sliceCount, 2);
+    assert_int_equal(cp_fn(gi, 2, 0, &cp), NVML_ERROR_NOT_SUPPORTED);
+    nvmlComputeInstance_t ci = NULL, ci2 = NULL;
+    tel_nvml_ci_create_fn *ci_fn = FN(f, tel_nvml_ci_create_fn,
+                                      "nvmlGpuInstanceCreateComputeInstance");
+    assert_int_equal(ci_fn(gi, cp.id, &ci), NVML_SUCCESS);
+    assert_int_equal(ci_fn(gi, 0, &ci2), NVML_ERROR_INSUFFICIENT_RESOURCES);
+
+    nvmlDevice_t mig = NULL;
+    tel_nvml_mig_handle_fn *mh = FN(f, tel_nvml_mig_handle_fn,
+                                    "nvmlDeviceGetMigDeviceHandleByIndex");
+    assert_int_equal(mh(d, 0, &mig), NVML_SUCCESS);
+    assert_int_equal(mh(d, 1, &mig), NVML_ERROR_NOT_FOUND);
+    assert_int_equal(mh(d, 0, &mig), NVML_SUCCESS);
+    char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
+    assert_int_equal(FN(f, tel_nvml_string_fn, "nvmlDeviceGetUUID")(
+                         mig, uuid, sizeof uuid), NVML_SUCCESS);
+    assert_string_equal(uuid, "MIG-aegis-test-0-1-0");
+    nvmlMemory_t m;
+    assert_int_equal(FN(f, tel_nvml_memory_fn, "nvmlDeviceGetMemoryInfo")(
+                         mig, &m), NVML_SUCCESS);
+    assert_true(m.total == 9856ULL << 20);
+    unsigned int id = 9;
+    assert_int_equal(FN(f, tel_nvml_mig_id_fn, "nvmlDeviceGetGpuInstanceId")(
+                         mig, &id), NVML_SUCCESS);
+    assert_int_equal(id, 1);
+    assert_int_equal(FN(f, tel_nvml_mig_id_fn, "nvmlDeviceGetGpuInstanceId")(
+                         d, &id), NVML_ERROR_NOT_SUPPORTED);
+
+    tel_nvml_gi_destroy_fn *gd = FN(f, tel_nvml_gi_destroy_fn,
+                                    "nvmlGpuInstanceDestroy");
+    assert_int_equal(gd(gi), NVML_ERROR_IN_USE);
+
+    /* Another load of the library: state comes from the folder. */
+    void *other = dlopen(TEL_TEST_NVML_COPY, RTLD_NOW | RTLD_LOCAL);
+    assert_non_null(other);
+    tel_nvml_init_fn *init2 = (tel_nvml_init_fn *)dlsym(other, "nvmlInit_v2");
+    tel_nvml_handle_fn *h2 = (tel_nvml_handle_fn *)dlsym(
+        other, "nvmlDeviceGetHandleByIndex_v2");
+    tel_nvml_gi_by_id_fn *by2 = (tel_nvml_gi_by_id_fn *)dlsym(
+        other, "nvmlDeviceGetGpuInstanceById");
+    tel_nvml_ci_by_id_fn *cby2 = (tel_nvml_ci_by_id_fn *)dlsym(
+        other, "nvmlGpuInstanceGetComputeInstanceById");
+    tel_nvml_ci_destroy_fn *cd2 = (tel_nvml_ci_destroy_fn *)dlsym(
+        other, "nvmlComputeInstanceDestroy");
+    assert_true(init2 && h2 && by2 && cby2 && cd2);
+    nvmlDevice_t d2 = NULL;
+    nvmlGpuInstance_t gi2 = NULL;
+    nvmlComputeInstance_t c2 = NULL;
+    assert_int_equal(init2(), NVML_SUCCESS);
+    assert_int_equal(h2(0, &d2), NVML_SUCCESS);
+    assert_int_equal(by2(d2, 1, &gi2), NVML_SUCCESS);
+    assert_int_equal(by2(d2, 2, &gi2), NVML_ERROR_NOT_FOUND);
+    assert_int_equal(by2(d2, 1, &gi2), NVML_SUCCESS);
+    assert_int_equal(cby2(gi2, 0, &c2), NVML_SUCCESS);
+    assert_int_equal(cd2(c2), NVML_SUCCESS);
+    dlclose(other);
+
+    assert_int_equal(gd(gi), NVML_SUCCESS);
+    assert_int_equal(gd(gi), NVML_ERROR_INVALID_ARGUMENT); /* gone */
+    assert_int_equal(set_mode(f, d, NVML_DEVICE_MIG_DISABLE), NVML_SUCCESS);
+}
+
+static void test_model_without_mig(void **state) {
+    fixture *f = *state;
+    setenv("AEGIS_TEST_GPU_MODEL", "Tesla V100-SXM2-32GB", 1);
+    nvmlDevice_t d = gpu_handle(f, 0);
+    unsigned int cur, pend;
+    assert_int_equal(FN(f, tel_nvml_mig_mode_fn, "nvmlDeviceGetMigMode")(
+                         d, &cur, &pend), NVML_ERROR_NOT_SUPPORTED);
+    truncate_log(f);
+    assert_int_equal(set_mode(f, d, 1), NVML_ERROR_NOT_SUPPORTED);
+    assert_string_equal(read_log(f), "nvmlDeviceSetMigMode gpu0 mode=1 -> 3\n");
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_name_is_the_model, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_mode_off_refuses_instances,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_profiles_and_placements, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_placement_rules, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_enable_refused_with_processes,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_compute_instances_and_devices,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_model_without_mig, setup,
+                                        teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
