@@ -6,7 +6,6 @@
  * job to show up polls tel_read() against a deadline: the job's start is an
  * event the test awaits, not a delay it guesses.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -23,6 +22,7 @@
 #include <cmocka.h>
 
 #include "tel.h"
+#include "tmpdir.h"
 
 /* How long a started job may take to appear in the process list. It is
  * milliseconds unloaded; the margin is for sanitizer builds on busy CI. */
@@ -62,16 +62,7 @@ static int teardown(void **state) {
             kill(f->jobs[i], SIGKILL);
             waitpid(f->jobs[i], NULL, 0);
         }
-    DIR *d = opendir(f->dir);
-    for (struct dirent *e; d && (e = readdir(d)) != NULL;) {
-        char path[sizeof f->dir + 300];
-        snprintf(path, sizeof path, "%s/%s", f->dir, e->d_name);
-        if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
-            unlink(path);
-    }
-    if (d)
-        closedir(d);
-    rmdir(f->dir);
+    tmpdir_remove(f->dir);
     unlink(f->errfile);
     free(f);
     return 0;

@@ -5,7 +5,6 @@
  * Every test gets a fresh state folder, two GPUs and the default model
  * (A100-SXM4-40GB: 1g.5gb id 19, 2g.10gb id 14, 3g.20gb id 9, 7g id 0).
  */
-#include <dirent.h>
 #include <dlfcn.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,6 +17,7 @@
 #include <cmocka.h>
 
 #include "tel_nvml.h"
+#include "tmpdir.h"
 
 typedef struct fixture {
     char dir[64];
@@ -58,16 +58,7 @@ static int teardown(void **state) {
     while (FN(f, tel_nvml_shutdown_fn, "nvmlShutdown")() == NVML_SUCCESS)
         ;
     dlclose(f->lib);
-    DIR *d = opendir(f->dir);
-    for (struct dirent *e; d && (e = readdir(d)) != NULL;) {
-        char path[sizeof f->dir + 300];
-        snprintf(path, sizeof path, "%s/%s", f->dir, e->d_name);
-        if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
-            unlink(path);
-    }
-    if (d)
-        closedir(d);
-    rmdir(f->dir);
+    tmpdir_remove(f->dir);
     free(f);
     return 0;
 }
