@@ -8,6 +8,7 @@
 #include <cmocka.h>
 
 #include "mig_plan.h"
+#include "share_mode.h"
 
 static const mig_model *model(const char *nvml_name) {
     const mig_model *m = mig_model_find(nvml_name);
@@ -182,6 +183,17 @@ static void test_auto(void **state) {
     assert_int_equal(mig_auto(h200, 10000, w), MIG_MODE_MPS); /* 1.64x */
 }
 
+/* Every mode's name parses back to it; unknown names are refused. */
+static void test_share_mode_names(void **state) {
+    (void)state;
+    for (int m = 0; m < SHARE_NMODES; m++)
+        assert_int_equal(share_mode_parse(share_mode_name((share_mode)m)), m);
+    assert_int_equal(share_mode_parse("mps"), SHARE_MPS);
+    assert_int_equal(share_mode_parse("MPS"), -1);
+    assert_int_equal(share_mode_parse(""), -1);
+    assert_string_equal(share_mode_name(SHARE_NMODES), "?");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lookup_by_nvml_name),
@@ -192,6 +204,7 @@ int main(void) {
         cmocka_unit_test(test_fragmented),
         cmocka_unit_test(test_full_is_not_fragmented),
         cmocka_unit_test(test_auto),
+        cmocka_unit_test(test_share_mode_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
