@@ -15,6 +15,7 @@
 
 #include "dispatch.h"
 #include "heap.h"
+#include "share_model.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -112,11 +113,13 @@ static void gpu_refresh(sim *s, int32_t g, double t) {
     gpu->used_mib = gpu->smact = gpu->smocc = gpu->drama = gpu->util_pct = 0;
     for (int i = 0; i < gpu->njobs; i++) {
         const cat_workload *w = work_of(s, gpu->jobs[i]);
+        const sim_attempt *a = attempt_of(s, gpu->jobs[i]);
+        double k = share_model_scale(&s->opt->model, a->share, a->mig, w);
         gpu->used_mib += mem_on(s, gpu->jobs[i], g);
-        gpu->smact += w->smact;
-        gpu->smocc += w->smocc;
-        gpu->drama += w->drama;
-        gpu->util_pct += w->util_pct > 0 ? w->util_pct : 0;
+        gpu->smact += k * w->smact;
+        gpu->smocc += k * w->smocc;
+        gpu->drama += k * w->drama;
+        gpu->util_pct += w->util_pct > 0 ? k * w->util_pct : 0;
     }
     struct core_sample reading = {
         .used_mib = gpu->used_mib, .total_mib = s->opt->gpu_mem_mib,
@@ -160,6 +163,7 @@ static double job_slowdown(const sim *s, int32_t j) {
         double sd = sim_model_slowdown(&s->opt->model, gpu->smact,
                                        w->smact, gpu->drama - w->drama,
                                        gpu->njobs - 1);
+        sd = share_model_slowdown(&s->opt->model, a->share, a->mig, w, sd);
         if (sd > worst) worst = sd;
     }
     return worst;
@@ -247,7 +251,8 @@ static int on_activate(sim *s, int32_t j, double t) {
     const int32_t *g = gpus_of(s, a);
     a->active_s = t;
     for (int k = 0; k < a->ngpus; k++) {
-        if (s->gpus[g[k]].used_mib + mem_on(s, j, g[k]) > s->opt->gpu_mem_mib) {
+        if (!share_model_fits(a->mig, mem_on(s, j, g[k]), s->gpus[g[k]].used_mib,
+                              s->opt->gpu_mem_mib)) {
             end_attempt(s, j, CORE_EXIT_OOM, t);
             return 0;
         }
@@ -324,7 +329,8 @@ static int new_attempt(sim *s, int server, const core_launch *l, double t) {
     int idx = r->nattempts++;
     r->attempts[idx] = (sim_attempt){.start_s = t, .active_s = -1,
         .end_s = -1, .gpu_off = r->ngpus_used, .next = -1,
-        .job = (int32_t)l->job_id, .ngpus = (uint8_t)l->num_gpus};
+        .job = (int32_t)l->job_id, .ngpus = (uint8_t)l->num_gpus,
+        .share = (uint8_t)l->share[0], .mig = l->mig};
     for (int k = 0; k < l->num_gpus; k++)
         r->gpus[r->ngpus_used++] = server * s->opt->gpus + l->gpus[k];
     if (job->first_attempt < 0) job->first_attempt = idx;
@@ -431,6 +437,7 @@ static sim_result *result_new(const trace *t, const sim_options *opt,
     sim_result *r = calloc(1, sizeof(*r));
     if (!r) return NULL;
     r->policy = policy;
+    r->sharing = share_mode_name(opt->sharing);
     r->servers = opt->servers;
     r->gpus_per_server = opt->gpus;
     r->njobs = t->count;
@@ -468,14 +475,18 @@ static int sim_init(sim *s, const trace *t, const sim_options *opt,
     for (int g = 0; g < opt->gpus; g++) totals[g] = opt->gpu_mem_mib;
     core_config cfg = opt->config;
     cfg.policy = policy;
-    for (int i = 0; i < opt->servers; i++) {
+    int ready = 0;
+    for (int i = 0; i < opt->servers; i++, ready++) {
         s->servers[i].wake_t = -1;
         s->servers[i].core = core_create(&cfg, opt->gpus, totals, s->err,
                                          s->errlen);
-        if (!s->servers[i].core) break;
+        if (!s->servers[i].core ||
+            share_model_setup(s->servers[i].core, opt->gpus, opt->sharing,
+                              opt->mig, s->err, s->errlen) != 0)
+            break;
     }
     free(totals);
-    if (!s->servers[opt->servers - 1].core) return -1;
+    if (ready < opt->servers) return -1;
     for (int g = 0; g < ngpus; g++) {
         s->gpus[g].since = s->res->start_s;
         gpu_refresh(s, g, s->res->start_s);

@@ -50,6 +50,8 @@ static double jct_of(const sim_job *job) {
 int report_summarize(const sim_result *r, report_summary *out) {
     memset(out, 0, sizeof(*out));
     out->policy = r->policy;
+    out->sharing = r->sharing;
+    snprintf(out->label, sizeof(out->label), "%s", r->policy);
     out->jobs = r->njobs;
     out->stopped = r->stopped;
     out->unfinished = r->unfinished;
@@ -213,10 +215,11 @@ int report_account(const sim_result *r, const sim_model *m,
     return rc;
 }
 
-static const report_summary *find_exclusive(const report_summary *rows,
-                                            int n) {
+const report_summary *report_exclusive(const report_summary *rows, int n) {
     for (int i = 0; i < n; i++)
-        if (strcmp(rows[i].policy, "exclusive") == 0) return &rows[i];
+        if (strcmp(rows[i].policy, "exclusive") == 0 ||
+            strcmp(rows[i].sharing, "exclusive") == 0)
+            return &rows[i];
     return NULL;
 }
 
@@ -227,8 +230,11 @@ static void relative(FILE *out, double value, double base) {
 }
 
 void report_table(FILE *out, const report_summary *rows, int n) {
-    const report_summary *ex = find_exclusive(rows, n);
-    fprintf(out, "%-13s %7s %11s", "policy", "jobs", "makespan_s");
+    const report_summary *ex = report_exclusive(rows, n);
+    int width = 13;
+    for (int i = 0; i < n; i++)
+        if ((int)strlen(rows[i].label) > width) width = (int)strlen(rows[i].label);
+    fprintf(out, "%-*s %7s %11s", width, "policy", "jobs", "makespan_s");
     if (ex) fprintf(out, " %7s", "/excl");
     fprintf(out, " %11s", "mean_jct_s");
     if (ex) fprintf(out, " %7s", "/excl");
@@ -237,7 +243,7 @@ void report_table(FILE *out, const report_summary *rows, int n) {
             "left", "busy", "energy_kWh", "co2_kg", "gpu_h");
     for (int i = 0; i < n; i++) {
         const report_summary *s = &rows[i];
-        fprintf(out, "%-13s %7d %11.1f", s->policy, s->jobs, s->makespan_s);
+        fprintf(out, "%-*s %7d %11.1f", width, s->label, s->jobs, s->makespan_s);
         if (ex) relative(out, s->makespan_s, ex->makespan_s);
         fprintf(out, " %11.1f", s->mean_jct_s);
         if (ex) relative(out, s->mean_jct_s, ex->mean_jct_s);
@@ -309,6 +315,8 @@ void report_json_policy(FILE *out, const sim_result *r,
                         const report_summary *s, bool first) {
     fprintf(out, "%s{\"policy\": ", first ? "" : ", ");
     json_text(out, s->policy);
+    fputs(", \"sharing\": ", out);
+    json_text(out, s->sharing);
     fprintf(out, ", \"servers\": %d, \"gpus_per_server\": %d, "
             "\"makespan_s\": %.3f, \"mean_jct_s\": %.3f, \"p50_jct_s\": %.3f, "
             "\"p95_jct_s\": %.3f, \"mean_wait_s\": %.3f, "
