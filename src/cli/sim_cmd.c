@@ -238,8 +238,11 @@ static int parse_sharing(sim_cmd *cmd, char *list) {
 }
 
 static int set_gpu_model(sim_cmd *cmd, const char *name) {
-    cmd->opt.mig = share_model_gpu(name);
-    if (cmd->opt.mig) return 0;
+    const mig_model *m = share_model_gpu(name);
+    if (m) {
+        cmd->opt.mig = m;
+        return 0;
+    }
     fprintf(stderr, "aegis sim: --gpu-model: no MIG table for '%s' (one of "
             "%s)\n", name, SHARE_MODEL_GPU_LIST);
     return -1;
@@ -357,7 +360,8 @@ static int parse_args(sim_cmd *cmd, int argc, char **argv) {
         fprintf(stderr, "aegis sim: --trace FILE is required\n");
         rc = -1;
     }
-    if (!cmd->mem_given) cmd->opt.gpu_mem_mib = (double)cmd->opt.mig->total_mib;
+    if (rc == 0 && !cmd->mem_given)
+        cmd->opt.gpu_mem_mib = (double)cmd->opt.mig->total_mib;
     if (rc < 0) fputs("(see 'aegis sim --help')\n", stderr);
     return rc;
 }
