@@ -581,7 +581,7 @@ static void core_sort_candidates(core_candidate *c, int n) {
 static bool core_wants_mig(const core_state *core, const core_job *job,
                            const core_gpu *gpu) {
     return share_gpu_wants_mig(&gpu->share, job->spec.num_gpus,
-                               core_demand(core, job),
+                               core_demand(core, job), job->spec.util_pct,
                                !job->alone && core->pol->collocates);
 }
 

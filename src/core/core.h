@@ -275,8 +275,10 @@ core_outcome core_job_exit(core_state *core, int64_t job_id, core_exit how,
  *              An OOM in an instance requeues the job with the memory of
  *              the next larger profile as its floor; above the largest it
  *              must run alone, and an OOM alone stops it.
- *   auto       Per job: mig_auto() picks MIG when the smallest profile that
- *              holds the demand wastes at most MIG_AUTO_MAX_WASTE, else MPS.
+ *   auto       Per job: MIG when the smallest profile that holds the demand
+ *              wastes at most MIG_AUTO_MAX_WASTE of memory (mig_auto()) and,
+ *              when the job's profiled utilization is known (util_pct), the
+ *              profile's share of the 7 compute slices covers it; else MPS.
  *              A GPU never mixes the two, so its first job fixes how it is
  *              used until it is idle again: while it holds MIG instances
  *              only MIG jobs join it (as on a mig GPU); while it runs

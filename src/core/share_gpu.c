@@ -4,12 +4,18 @@
 
 #include "share_gpu.h"
 
+bool share_gpu_auto_mig(const mig_model *m, long demand_mib, double util_pct) {
+    if (mig_auto(m, demand_mib, MIG_AUTO_MAX_WASTE) != MIG_MODE_MIG) return false;
+    const mig_profile *p = mig_plan(m, NULL, 0, demand_mib).profile;
+    return util_pct < 0 ||
+           util_pct <= 100.0 * p->compute_slices / MIG_COMPUTE_SLICES;
+}
+
 bool share_gpu_wants_mig(const share_gpu *g, int num_gpus, double demand_mib,
-                         bool collocating) {
+                         double util_pct, bool collocating) {
     if (num_gpus != 1 || !collocating || !g->model) return false;
     long demand = (long)ceil(demand_mib);
-    if (g->mode == SHARE_AUTO)
-        return mig_auto(g->model, demand, MIG_AUTO_MAX_WASTE) == MIG_MODE_MIG;
+    if (g->mode == SHARE_AUTO) return share_gpu_auto_mig(g->model, demand, util_pct);
     return g->mode == SHARE_MIG &&
            mig_plan(g->model, NULL, 0, demand).verdict != MIG_TOO_BIG;
 }

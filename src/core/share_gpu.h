@@ -25,12 +25,18 @@ typedef struct share_gpu {
 } share_gpu;
 
 /* True when a job of num_gpus GPUs demanding demand_mib runs in a MIG
- * instance on this GPU: the GPU is mig, or auto and mig_auto() picks MIG;
- * the job uses one GPU; some profile holds the demand; and `collocating`
- * (the policy collocates and the job need not run alone). Otherwise the job
- * takes the whole GPU. */
+ * instance on this GPU: the GPU is mig, or auto and share_gpu_auto_mig()
+ * says so; the job uses one GPU; some profile holds the demand; and
+ * `collocating` (the policy collocates and the job need not run alone).
+ * Otherwise the job takes the whole GPU. */
 bool share_gpu_wants_mig(const share_gpu *g, int num_gpus, double demand_mib,
-                         bool collocating);
+                         double util_pct, bool collocating);
+
+/* auto's choice: MIG when mig_auto() finds a profile whose memory fits the
+ * demand well and, when the job's profiled utilization is known
+ * (util_pct >= 0), that profile's share of the compute slices covers it;
+ * a job that keeps the whole GPU busy would crawl in a small instance. */
+bool share_gpu_auto_mig(const mig_model *m, long demand_mib, double util_pct);
 
 /* True when whole-GPU jobs may share this GPU (naive, mps, or auto while it
  * holds no instance). */

@@ -234,6 +234,25 @@ static void test_auto_per_job(void **state) {
     core_destroy(core);
 }
 
+/* auto weighs compute too: a job whose profiled utilization exceeds its
+ * profile's share of the compute slices (1g: 1/7, 14%) runs under MPS,
+ * whatever its memory. */
+static void test_auto_compute(void **state) {
+    core_state *core = share_core(1, SHARE_AUTO);
+    char err[256];
+    core_job_spec busy = job_spec(1, 1), light = job_spec(2, 1);
+    busy.est_mib = light.est_mib = 2000;
+    busy.util_pct = 90;
+    light.util_pct = 10;
+    assert_int_equal(core_submit(core, &busy, 0, err, sizeof(err)), 0);
+    assert_int_equal(core_submit(core, &light, 0, err, sizeof(err)), 0);
+    expect_whole(core, 0, 1, 0, SHARE_MPS, true);
+    expect_wait(core, 0); /* the GPU runs a whole-GPU job */
+    assert_int_equal(core_job_exit(core, 1, CORE_EXIT_OK, 10, NULL), CORE_DONE);
+    expect_mig(core, 10, 2, 0, "1g.5gb", 0);
+    core_destroy(core);
+}
+
 /* An adopted job keeps its instance's slices; bad modes and adoptions are
  * refused with the GPU named. */
 static void test_share_adopt_and_errors(void **state) {
@@ -272,6 +291,7 @@ int main(void) {
         cmocka_unit_test(test_mig_oom_climbs),
         cmocka_unit_test(test_mig_whole_gpu_fallbacks),
         cmocka_unit_test(test_auto_per_job),
+        cmocka_unit_test(test_auto_compute),
         cmocka_unit_test(test_share_adopt_and_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
