@@ -66,9 +66,10 @@ static const char help_head[] =
 "                        ";
 
 static const char help_tail[] =
-"    --sharing LIST       comma-separated GPU sharing modes, or all (" SHARE_MODE_LIST "),\n"
-"                         each run under every policy; every GPU of a run\n"
-"                         has the mode. Default naive: the interference\n"
+"    --sharing LIST       comma-separated GPU sharing modes, or all:\n"
+"                         " SHARE_MODE_LIST ". Every policy runs\n"
+"                         under each; every GPU of a run has the mode.\n"
+"                         Default naive: the interference\n"
 "                         model is fitted to AEGIS runs that collocated\n"
 "                         plain processes (CUDA time-slicing). exclusive:\n"
 "                         one job per GPU. mps: the naive slowdown above 1\n"
@@ -79,7 +80,8 @@ static const char help_tail[] =
 "                         climbs to the next profile. auto: MIG or MPS per\n"
 "                         job (README, \"Sharing modes\"). Given this\n"
 "                         option, rows are named POLICY/MODE\n"
-"    --gpu-model NAME     the GPUs' MIG profile table: " SHARE_MODEL_GPU_LIST "\n"
+"    --gpu-model NAME     the GPUs' MIG profile table, one of\n"
+"                         " SHARE_MODEL_GPU_LIST "\n"
 "                         (default A100-40GB, the traces' GPU); also sets\n"
 "                         --gpu-mem-mib to its memory unless that is given\n"
 "    --chart FILE.svg     draw makespan, mean JCT and energy of every run as\n"
@@ -92,7 +94,8 @@ static const char help_tail[] =
 "                         placement=lug, ...); repeatable\n"
 "    --model NAME=VALUE   set a model parameter; repeatable (see MODEL)\n"
 "    --json               print one JSON object instead of the table:\n"
-"                         {\"policies\": [{\"policy\", \"makespan_s\",\n"
+"                         {\"policies\": [{\"policy\", \"sharing\",\n"
+"                         \"makespan_s\",\n"
 "                         \"mean_jct_s\", \"p50_jct_s\", \"p95_jct_s\",\n"
 "                         \"mean_wait_s\", \"ooms\", \"energy_j\", \"jobs\": [{\n"
 "                         \"index\", \"workload\", \"submit_s\", \"attempts\":\n"
