@@ -184,6 +184,35 @@ static bool known_policy(const char *name) {
     return false;
 }
 
+/* Calls take() on each name of a comma-separated list (modified in
+ * place); take() prints why it refuses one. Returns 0, or -1 after a
+ * message, also when the list names nothing. */
+static int split_names(sim_cmd *cmd, const char *opt, const char *what,
+                       char *list, int (*take)(sim_cmd *, const char *)) {
+    int n = 0;
+    for (char *name = strtok(list, ","); name; name = strtok(NULL, ",")) {
+        if (take(cmd, name) < 0) return -1;
+        n++;
+    }
+    if (n > 0) return 0;
+    fprintf(stderr, "aegis sim: --%s: no %s named\n", opt, what);
+    return -1;
+}
+
+static int take_policy(sim_cmd *cmd, const char *name) {
+    if (!known_policy(name)) {
+        fprintf(stderr, "aegis sim: --policy: unknown policy '%s'\n", name);
+        return -1;
+    }
+    if (cmd->npolicies == MAX_POLICIES) {
+        fprintf(stderr, "aegis sim: --policy: more than %d policies\n",
+                MAX_POLICIES);
+        return -1;
+    }
+    cmd->policies[cmd->npolicies++] = name;
+    return 0;
+}
+
 /* Splits "a,b" (modified in place) into cmd->policies. */
 static int parse_policies(sim_cmd *cmd, char *list) {
     cmd->npolicies = 0;
@@ -192,22 +221,22 @@ static int parse_policies(sim_cmd *cmd, char *list) {
             if (cmd->npolicies < MAX_POLICIES) cmd->policies[cmd->npolicies++] = *p;
         return 0;
     }
-    for (char *name = strtok(list, ","); name; name = strtok(NULL, ",")) {
-        if (!known_policy(name)) {
-            fprintf(stderr, "aegis sim: --policy: unknown policy '%s'\n", name);
-            return -1;
-        }
-        if (cmd->npolicies == MAX_POLICIES) {
-            fprintf(stderr, "aegis sim: --policy: more than %d policies\n",
-                    MAX_POLICIES);
-            return -1;
-        }
-        cmd->policies[cmd->npolicies++] = name;
-    }
-    if (cmd->npolicies == 0) {
-        fprintf(stderr, "aegis sim: --policy: no policy named\n");
+    return split_names(cmd, "policy", "policy", list, take_policy);
+}
+
+static int take_mode(sim_cmd *cmd, const char *name) {
+    int m = share_mode_parse(name);
+    if (m < 0) {
+        fprintf(stderr, "aegis sim: --sharing: unknown mode '%s' (one of "
+                "%s, or all)\n", name, SHARE_MODE_LIST);
         return -1;
     }
+    if (cmd->nmodes == SHARE_NMODES) {
+        fprintf(stderr, "aegis sim: --sharing: more than %d modes\n",
+                SHARE_NMODES);
+        return -1;
+    }
+    cmd->modes[cmd->nmodes++] = m;
     return 0;
 }
 
@@ -219,25 +248,7 @@ static int parse_sharing(sim_cmd *cmd, char *list) {
         for (int m = 0; m < SHARE_NMODES; m++) cmd->modes[cmd->nmodes++] = m;
         return 0;
     }
-    for (char *name = strtok(list, ","); name; name = strtok(NULL, ",")) {
-        int m = share_mode_parse(name);
-        if (m < 0) {
-            fprintf(stderr, "aegis sim: --sharing: unknown mode '%s' (one of "
-                    "%s, or all)\n", name, SHARE_MODE_LIST);
-            return -1;
-        }
-        if (cmd->nmodes == SHARE_NMODES) {
-            fprintf(stderr, "aegis sim: --sharing: more than %d modes\n",
-                    SHARE_NMODES);
-            return -1;
-        }
-        cmd->modes[cmd->nmodes++] = m;
-    }
-    if (cmd->nmodes == 0) {
-        fprintf(stderr, "aegis sim: --sharing: no mode named\n");
-        return -1;
-    }
-    return 0;
+    return split_names(cmd, "sharing", "mode", list, take_mode);
 }
 
 static int set_gpu_model(sim_cmd *cmd, const char *name) {
