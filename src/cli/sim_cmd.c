@@ -310,8 +310,7 @@ static int run_policies(const sim_cmd *cmd, const trace *t, FILE *csv,
         const char *policy = cmd->policies[ran];
         sim_result *r = sim_run(t, &cmd->opt, policy, err, sizeof(err));
         if (!r || report_summarize(r, &sums[ran]) < 0 ||
-            report_account(r, &cmd->opt.model, &cmd->acct, csv,
-                           &sums[ran]) < 0) {
+            report_account(r, &cmd->acct, csv, &sums[ran]) < 0) {
             fprintf(stderr, "aegis sim: policy %s: %s\n", policy,
                     r ? "out of memory" : err);
             sim_result_free(r);

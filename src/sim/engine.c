@@ -15,6 +15,7 @@
 
 #include "dispatch.h"
 #include "heap.h"
+#include "meter.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -34,7 +35,9 @@
 
 typedef struct sim_gpu {
     int32_t *jobs;              /* active jobs, oldest first */
+    double *marks;              /* meter_mark() of each when it joined */
     int njobs, cap;
+    energy_meter meter;         /* splits the GPU's energy among them */
     double used_mib;            /* sums over the active jobs */
     double smact, smocc, drama, util_pct;
     double since;               /* energy and busy time counted up to here */
@@ -98,7 +101,9 @@ static void gpu_account(sim *s, int32_t g, double t) {
     sim_gpu *gpu = &s->gpus[g];
     double dt = t - gpu->since;
     if (dt <= 0) return;
-    s->res->energy_j += sim_model_power_w(&s->opt->model, gpu->smact) * dt;
+    double power_w = sim_model_power_w(&s->opt->model, gpu->smact);
+    s->res->energy_j += power_w * dt;
+    meter_run(&gpu->meter, power_w, gpu->smact, gpu->njobs, dt);
     if (gpu->njobs > 0) s->res->busy_gpu_s += dt;
     gpu->since = t;
 }
@@ -131,10 +136,13 @@ static int gpu_add(sim *s, int32_t g, int32_t j) {
     if (gpu->njobs == gpu->cap) {
         int cap = gpu->cap ? gpu->cap * 2 : 4;
         int32_t *more = realloc(gpu->jobs, (size_t)cap * sizeof(*more));
-        if (!more) return out_of_memory(s);
-        gpu->jobs = more;
+        if (more) gpu->jobs = more;
+        double *marks = realloc(gpu->marks, (size_t)cap * sizeof(*marks));
+        if (marks) gpu->marks = marks;
+        if (!more || !marks) return out_of_memory(s);
         gpu->cap = cap;
     }
+    gpu->marks[gpu->njobs] = meter_mark(&gpu->meter, work_of(s, j)->smact);
     gpu->jobs[gpu->njobs++] = j;
     return 0;
 }
@@ -143,8 +151,12 @@ static void gpu_remove(sim *s, int32_t g, int32_t j) {
     sim_gpu *gpu = &s->gpus[g];
     int i = 0;
     while (gpu->jobs[i] != j) i++;
-    memmove(&gpu->jobs[i], &gpu->jobs[i + 1],
-            (size_t)(gpu->njobs - i - 1) * sizeof(*gpu->jobs));
+    s->res->jobs[j].energy_j += meter_energy_since(
+        &gpu->meter, work_of(s, j)->smact, gpu->marks[i]);
+    int after = gpu->njobs - i - 1;
+    memmove(&gpu->jobs[i], &gpu->jobs[i + 1], (size_t)after * sizeof(*gpu->jobs));
+    memmove(&gpu->marks[i], &gpu->marks[i + 1],
+            (size_t)after * sizeof(*gpu->marks));
     gpu->njobs--;
 }
 
@@ -485,7 +497,10 @@ static int sim_init(sim *s, const trace *t, const sim_options *opt,
 
 static void sim_release(sim *s) {
     int ngpus = s->opt->servers * s->opt->gpus;
-    for (int g = 0; s->gpus && g < ngpus; g++) free(s->gpus[g].jobs);
+    for (int g = 0; s->gpus && g < ngpus; g++) {
+        free(s->gpus[g].jobs);
+        free(s->gpus[g].marks);
+    }
     for (int i = 0; s->servers && i < s->opt->servers; i++)
         core_destroy(s->servers[i].core);
     free(s->gpus);
