@@ -414,8 +414,7 @@ static int run_policies(const sim_cmd *cmd, const trace *t, FILE *csv,
                  cmd->sharing_given ? share_mode_name(opt.sharing) : "");
         sim_result *r = sim_run(t, &opt, policy, err, sizeof(err));
         if (!r || report_summarize(r, &sums[ran]) < 0 ||
-            report_account(r, &cmd->opt.model, &cmd->acct, csv,
-                           &sums[ran]) < 0) {
+            report_account(r, &cmd->acct, csv, &sums[ran]) < 0) {
             fprintf(stderr, "aegis sim: policy %s: %s\n", name,
                     r ? "out of memory" : err);
             sim_result_free(r);

@@ -15,6 +15,7 @@
 
 #include "dispatch.h"
 #include "heap.h"
+#include "meter.h"
 #include "share_model.h"
 
 #include <math.h>
@@ -35,7 +36,9 @@
 
 typedef struct sim_gpu {
     int32_t *jobs;              /* active jobs, oldest first */
+    double *marks;              /* meter_mark() of each when it joined */
     int njobs, cap;
+    energy_meter meter;         /* splits the GPU's energy among them */
     double used_mib;            /* sums over the active jobs */
     double smact, smocc, drama, util_pct;
     double since;               /* energy and busy time counted up to here */
@@ -99,12 +102,20 @@ static void gpu_account(sim *s, int32_t g, double t) {
     sim_gpu *gpu = &s->gpus[g];
     double dt = t - gpu->since;
     if (dt <= 0) return;
-    s->res->energy_j += sim_model_power_w(&s->opt->model, gpu->smact) * dt;
+    double power_w = sim_model_power_w(&s->opt->model, gpu->smact);
+    s->res->energy_j += power_w * dt;
+    meter_run(&gpu->meter, power_w, gpu->smact, gpu->njobs, dt);
     if (gpu->njobs > 0) s->res->busy_gpu_s += dt;
     gpu->since = t;
 }
 
 static double cap1(double x) { return x < 1 ? x : 1; }
+
+/* The share of job j's profiled activity its GPU reads (share_model.h). */
+static double activity_of(const sim *s, int32_t j) {
+    const sim_attempt *a = attempt_of(s, j);
+    return share_model_scale(&s->opt->model, a->share, a->mig, work_of(s, j));
+}
 
 /* Recomputes GPU g's sums from its jobs (no drift from adding and taking
  * away) and tells its core the new reading. */
@@ -113,8 +124,7 @@ static void gpu_refresh(sim *s, int32_t g, double t) {
     gpu->used_mib = gpu->smact = gpu->smocc = gpu->drama = gpu->util_pct = 0;
     for (int i = 0; i < gpu->njobs; i++) {
         const cat_workload *w = work_of(s, gpu->jobs[i]);
-        const sim_attempt *a = attempt_of(s, gpu->jobs[i]);
-        double k = share_model_scale(&s->opt->model, a->share, a->mig, w);
+        double k = activity_of(s, gpu->jobs[i]);
         gpu->used_mib += mem_on(s, gpu->jobs[i], g);
         gpu->smact += k * w->smact;
         gpu->smocc += k * w->smocc;
@@ -134,10 +144,14 @@ static int gpu_add(sim *s, int32_t g, int32_t j) {
     if (gpu->njobs == gpu->cap) {
         int cap = gpu->cap ? gpu->cap * 2 : 4;
         int32_t *more = realloc(gpu->jobs, (size_t)cap * sizeof(*more));
-        if (!more) return out_of_memory(s);
-        gpu->jobs = more;
+        if (more) gpu->jobs = more;
+        double *marks = realloc(gpu->marks, (size_t)cap * sizeof(*marks));
+        if (marks) gpu->marks = marks;
+        if (!more || !marks) return out_of_memory(s);
         gpu->cap = cap;
     }
+    gpu->marks[gpu->njobs] =
+        meter_mark(&gpu->meter, activity_of(s, j) * work_of(s, j)->smact);
     gpu->jobs[gpu->njobs++] = j;
     return 0;
 }
@@ -146,8 +160,12 @@ static void gpu_remove(sim *s, int32_t g, int32_t j) {
     sim_gpu *gpu = &s->gpus[g];
     int i = 0;
     while (gpu->jobs[i] != j) i++;
-    memmove(&gpu->jobs[i], &gpu->jobs[i + 1],
-            (size_t)(gpu->njobs - i - 1) * sizeof(*gpu->jobs));
+    s->res->jobs[j].energy_j += meter_energy_since(
+        &gpu->meter, activity_of(s, j) * work_of(s, j)->smact, gpu->marks[i]);
+    int after = gpu->njobs - i - 1;
+    memmove(&gpu->jobs[i], &gpu->jobs[i + 1], (size_t)after * sizeof(*gpu->jobs));
+    memmove(&gpu->marks[i], &gpu->marks[i + 1],
+            (size_t)after * sizeof(*gpu->marks));
     gpu->njobs--;
 }
 
@@ -496,7 +514,10 @@ static int sim_init(sim *s, const trace *t, const sim_options *opt,
 
 static void sim_release(sim *s) {
     int ngpus = s->opt->servers * s->opt->gpus;
-    for (int g = 0; s->gpus && g < ngpus; g++) free(s->gpus[g].jobs);
+    for (int g = 0; s->gpus && g < ngpus; g++) {
+        free(s->gpus[g].jobs);
+        free(s->gpus[g].marks);
+    }
     for (int i = 0; s->servers && i < s->opt->servers; i++)
         core_destroy(s->servers[i].core);
     free(s->gpus);

@@ -61,6 +61,7 @@ typedef struct sim_job {
     double rate;                /* solo-seconds done per second now */
     double end_s;               /* when it finished or was stopped */
     double exec_s;              /* sum of its attempts' durations */
+    double energy_j;            /* its share of its GPUs' energy (meter.h) */
     int32_t first_attempt;      /* -1 before the first launch */
     int32_t last_attempt;
     int32_t server;

@@ -40,17 +40,11 @@ typedef struct report_summary {
 /* Returns 0, or -1 when out of memory. */
 int report_summarize(const sim_result *r, report_summary *out);
 
-/* Splits each GPU's modelled power among the jobs active on it by their
- * SMACT (evenly among jobs of SMACT 0), as aegisd splits measured energy;
- * fills job_j[i] for r->jobs[i]. Time a GPU has no active job is charged
- * to nobody. Returns 0, or -1 when out of memory. */
-int report_job_energy(const sim_result *r, const sim_model *m, double *job_j);
-
 /* Measures every job as aegisd's report does (acct.h), totals them into
  * out, and writes one CSV row per job to csv unless it is NULL. Returns 0,
  * or -1 when out of memory. */
-int report_account(const sim_result *r, const sim_model *m,
-                   const acct_params *p, FILE *csv, report_summary *out);
+int report_account(const sim_result *r, const acct_params *p, FILE *csv,
+                   report_summary *out);
 
 /* The first row whose policy or sharing mode is "exclusive", the
  * reference other runs are compared with; NULL when there is none. */
