@@ -267,6 +267,20 @@ static void test_share_adopt_and_errors(void **state) {
     expect_mig(core, 0, 1, 0, "1g.5gb", 4);
     assert_int_equal(core_gpu_share(core, 0, SHARE_NAIVE, NULL, err, sizeof(err)), -1);
     assert_non_null(strstr(err, "GPU 0 runs 2 jobs"));
+    /* Overlapping slices (3g.20gb at 0 holds 0-3), or a start the profile
+     * does not allow (3g starts at 0 or 4), are refused. */
+    core_adopted b = a;
+    b.mig = mig_profile_find(a100(), "1g.5gb");
+    b.mig_start = 2;
+    s.id = 9;
+    assert_int_equal(core_adopt(core, &s, &b, 0, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "job 9: MIG instance 1g.5gb at slice 2"));
+    b.mig = mig_profile_find(a100(), "3g.20gb");
+    b.mig_start = 5;
+    assert_int_equal(core_adopt(core, &s, &b, 0, err, sizeof(err)), -1);
+    b.mig_start = 4; /* taken by job 1's 1g.5gb */
+    assert_int_equal(core_adopt(core, &s, &b, 0, err, sizeof(err)), -1);
+    assert_int_equal(core_running_count(core), 2);
     core_destroy(core);
 
     core = make_core("aegis", "magm", 1);
