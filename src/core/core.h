@@ -258,7 +258,9 @@ core_outcome core_job_exit(core_state *core, int64_t job_id, core_exit how,
  *              (mig_plan()); share = SHARE_MIG, core_launch.mig and
  *              mig_start name the instance to create. Instances do not
  *              interfere, so the telemetry, pressure and observation gates
- *              do not apply; only the free slices do. When the instance
+ *              do not apply, nor a policy's own admission rule (horus's
+ *              utilization budget, lucid's pair limits, which guard
+ *              against interference); only the free slices do. When the instance
  *              cannot be made now, the job waits, whether the GPU is FULL
  *              or FRAGMENTED (the free slices would hold it, but not at a
  *              valid start). Since there is no backfill, no job behind it
