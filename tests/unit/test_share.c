@@ -234,6 +234,22 @@ static void test_auto_per_job(void **state) {
     core_destroy(core);
 }
 
+/* Lucid's limit of two jobs per GPU guards against interference, which
+ * instances do not have: on a MIG GPU it does not apply. */
+static void test_mig_skips_policy_rule(void **state) {
+    core_state *core = make_core("lucid", "magm", 1);
+    char err[256];
+    assert_int_equal(core_gpu_share(core, 0, SHARE_MIG, a100(), err, sizeof(err)), 0);
+    for (int id = 1; id <= 3; id++) {
+        core_job_spec s = job_spec(id, 1);
+        s.peak_mib = 2000;
+        s.sharing_score = 1;
+        assert_int_equal(core_submit(core, &s, 0, err, sizeof(err)), 0);
+    }
+    for (int id = 1; id <= 3; id++) expect_mig(core, 0, id, 0, "1g.5gb", id - 1);
+    core_destroy(core);
+}
+
 /* auto weighs compute too: a job whose profiled utilization exceeds its
  * profile's share of the compute slices (1g: 1/7, 14%) runs under MPS,
  * whatever its memory. */
@@ -306,6 +322,7 @@ int main(void) {
         cmocka_unit_test(test_mig_whole_gpu_fallbacks),
         cmocka_unit_test(test_auto_per_job),
         cmocka_unit_test(test_auto_compute),
+        cmocka_unit_test(test_mig_skips_policy_rule),
         cmocka_unit_test(test_share_adopt_and_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
