@@ -5,7 +5,7 @@ The physical model is written once, in C (src/estimate/physical.c): this
 script sends every model description through `aegis estimate --json -` and
 fits, on the groups of components it returns, a linear model
 
-    predicted_mib = intercept + sum_g coef_g * group_g
+    predicted_mib = intercept[stack] + sum_g coef_g * group_g
 
 that minimises the squared relative error, with every coefficient kept
 non-negative (a negative weight on memory would be unphysical). The data:
@@ -19,7 +19,10 @@ non-negative (a negative weight on memory would be unphysical). The data:
     workload's 20- and 50-epoch variants kept on the same side), from their
     descriptions data/models/<workload>.json.
 
-The two sets carry equal total weight, so the few catalog workloads count
+The two sets were measured on different software stacks (GPUMemNet's
+smallest run takes 1,443 MiB, AEGIS's smallest whole job 592 MiB: CUDA
+context and fixed costs differ), so each gets its own intercept while the
+multipliers are shared. The two sets carry equal total weight, so the few catalog workloads count
 as much as the many MLPs. The safety margin is the MARGIN_QUANTILE quantile
 of log(actual / predicted) over held-out predictions (5-fold CV on the MLP
 runs, leave-one-out on the fitted catalog workloads), the larger of the two.
@@ -72,6 +75,8 @@ FIT_WORKLOADS = [
 assert len(FIT_WORKLOADS) <= 26
 
 GROUPS = ["state", "act_matmul", "act_elementwise", "workspace"]
+STACKS = ["aegis", "gpumemnet"]      # the order of est_stack
+AEGIS, GPUMEMNET = 0, 1
 MARGIN_QUANTILE = 0.95
 FOLDS = 5
 SEED = 20261129
@@ -171,25 +176,33 @@ def real_rows(data, models):
 
 # ---- the C physical model -------------------------------------------------
 
-def physical_groups(aegis, descs):
-    """The correction's groups (MiB) of each description, from the C code."""
+def run_estimate(aegis, descs, stack="aegis"):
+    """aegis's JSON result for each description (JSON lines on stdin)."""
     text = "".join(json.dumps(d) + "\n" for d in descs)
-    run = subprocess.run([aegis, "estimate", "--json", "-"], input=text,
-                         capture_output=True, text=True)
+    run = subprocess.run([aegis, "estimate", "--json", "--stack", stack, "-"],
+                         input=text, capture_output=True, text=True)
     if run.returncode != 0:
         die("aegis estimate failed: %s" % run.stderr.strip(), 1)
-    rows = [json.loads(line) for line in run.stdout.splitlines()]
-    return np.array([[r["estimates"]["aegis"]["components"]["groups_mib"][g]
-                      for g in GROUPS] for r in rows])
+    return [json.loads(line)["estimates"]["aegis"]
+            for line in run.stdout.splitlines()]
+
+
+def physical_groups(aegis, descs, stack):
+    """Design rows: the stack's indicator, then the correction's groups
+    (MiB) of each description, from the C code."""
+    rows = [[float(stack == s) for s in range(len(STACKS))] +
+            [r["components"]["groups_mib"][g] for g in GROUPS]
+            for r in run_estimate(aegis, descs)]
+    return np.array(rows).reshape(len(descs), len(STACKS) + len(GROUPS))
 
 
 # ---- the fit --------------------------------------------------------------
 
-def fit(x, y, w):
+def fit(design, y, w):
     """Non-negative weighted least squares of relative error: minimises
-    sum w * ((b0 + x.b - y) / y)^2. Columns whose coefficient comes out
-    negative are dropped and the rest refitted."""
-    design = np.hstack([np.ones((len(y), 1)), x])
+    sum w * ((design.b - y) / y)^2. Columns whose coefficient comes out
+    negative are dropped and the rest refitted; a stack absent from the
+    data keeps intercept 0."""
     active = list(range(design.shape[1]))
     scale = np.sqrt(w) / y
     while True:
@@ -203,8 +216,8 @@ def fit(x, y, w):
     return coef
 
 
-def predict(coef, x):
-    return coef[0] + x @ coef[1:]
+def predict(coef, design):
+    return design @ coef
 
 
 def weights(n_mlp, n_cat):
@@ -249,14 +262,15 @@ def table_source(coef, margin, n_mlp, cat_names):
         " * Fitted on %d GPUMemNet MLP runs and %d catalog workloads:" % (
             n_mlp, len(cat_names))]
     lines += [" *   %s" % n for n in cat_names]
+    ni = len(STACKS)
     lines += [
         " * Margin: the %.2f quantile of held-out log(actual/predicted). */"
         % MARGIN_QUANTILE,
         '#include "estimate.h"',
         "",
         "const est_learned est_learned_shipped = {",
-        "    .intercept_mib = %.6g," % coef[0],
-        "    .coef = {%s}," % ", ".join("%.6g" % c for c in coef[1:]),
+        "    .intercept_mib = {%s}," % ", ".join("%.6g" % c for c in coef[:ni]),
+        "    .coef = {%s}," % ", ".join("%.6g" % c for c in coef[ni:]),
         "    .margin_log = %.6g," % margin,
         "    .margin_quantile = %.2f," % MARGIN_QUANTILE,
         "};",
@@ -284,10 +298,9 @@ def fit_all(args):
     catalog = read_catalog(args.catalog)
     mlp = mlp_descriptions(args.data)
     cat = catalog_descriptions(args.models, catalog, FIT_WORKLOADS)
-    x_mlp = physical_groups(args.aegis, [d for d, _ in mlp])
+    x_mlp = physical_groups(args.aegis, [d for d, _ in mlp], GPUMEMNET)
     y_mlp = np.array([a for _, a in mlp])
-    x_cat = (physical_groups(args.aegis, [d for _, d, _ in cat]) if cat
-             else np.zeros((0, len(GROUPS))))
+    x_cat = physical_groups(args.aegis, [d for _, d, _ in cat], AEGIS)
     y_cat = np.array([a for _, _, a in cat])
     coef = fit(np.vstack([x_mlp, x_cat]), np.concatenate([y_mlp, y_cat]),
                weights(len(y_mlp), len(y_cat)))
@@ -301,9 +314,10 @@ def fit_all(args):
 
 
 def print_fit(res):
-    c = res["coef"]
-    print("fit: intercept %.1f MiB, %s; margin x%.3f (q%.2f)" % (
-        c[0], ", ".join("%s x%.3f" % (g, v) for g, v in zip(GROUPS, c[1:])),
+    c, ni = res["coef"], len(STACKS)
+    print("fit: intercepts %s; %s; margin x%.3f (q%.2f)" % (
+        ", ".join("%s %.1f MiB" % (s, v) for s, v in zip(STACKS, c[:ni])),
+        ", ".join("%s x%.3f" % (g, v) for g, v in zip(GROUPS, c[ni:])),
         math.exp(res["margin"]), MARGIN_QUANTILE))
     m = res["mlp"]
     print("MLP %d-fold CV (%d runs): 1 GB-bin accuracy %.1f%% (GPUMemNet "
@@ -318,34 +332,24 @@ def print_fit(res):
 
 # ---- the held-out evaluation ----------------------------------------------
 
-def aegis_estimates(aegis, descs):
-    text = "".join(json.dumps(d) + "\n" for d in descs)
-    run = subprocess.run([aegis, "estimate", "--json", "-"], input=text,
-                         capture_output=True, text=True)
-    if run.returncode != 0:
-        die("aegis estimate failed: %s" % run.stderr.strip(), 1)
-    return [json.loads(line)["estimates"]["aegis"]["estimate_mib"]
-            for line in run.stdout.splitlines()]
-
-
 def evaluation_rows(args):
     """(workload, actual, aegis, gpumemnet, faketensor, horus) for every
     held-out catalog workload with a description and every buildable
-    real_models.csv row."""
+    real_models.csv row. The real models were measured by GPUMemNet, so
+    they are estimated for its stack."""
     catalog = read_catalog(args.catalog)
     held = [n for n in catalog if n not in FIT_WORKLOADS]
-    rows = []
+    out = []
     for name, desc, actual in catalog_descriptions(args.models, catalog, held):
         r = catalog[name]
-        rows.append([name, desc, actual, number(r["gpumemnet_mib"]),
-                     number(r["faketensor_mib"]), number(r["horus_mib"])])
+        est = run_estimate(args.aegis, [desc])[0]["estimate_mib"]
+        out.append((name, actual, est, number(r["gpumemnet_mib"]),
+                    number(r["faketensor_mib"]), number(r["horus_mib"])))
     for label, desc, actual, gmn, ft, horus in real_rows(args.data,
                                                          args.models):
-        rows.append(["real:" + label, desc, actual, gmn, ft, horus])
-    if not rows:
-        return []
-    est = aegis_estimates(args.aegis, [r[1] for r in rows])
-    return [(r[0], r[2], e, r[3], r[4], r[5]) for r, e in zip(rows, est)]
+        est = run_estimate(args.aegis, [desc], "gpumemnet")[0]["estimate_mib"]
+        out.append(("real:" + label, actual, est, gmn, ft, horus))
+    return out
 
 
 def ratio_summary(rows, col):

@@ -36,7 +36,7 @@ static int estimate_only(const est_desc *d) {
     est_components c;
     est_result r;
     est_physical(d, &c);
-    est_correct(&c, &est_learned_shipped, &r);
+    est_correct(&c, &est_learned_shipped, EST_STACK_AEGIS, &r);
     sink = r.estimate_mib;
     return 0;
 }

@@ -19,8 +19,8 @@ static const char help[] =
 "    aegis estimate - GPU memory a training job will need, from its model\n"
 "\n"
 "SYNOPSIS\n"
-"    aegis estimate [--estimator aegis|horus|all] [--cuda-context MIB]\n"
-"                   [--json] DESC.json... | -\n"
+"    aegis estimate [--estimator aegis|horus|all] [--stack aegis|gpumemnet]\n"
+"                   [--cuda-context MIB] [--json] DESC.json... | -\n"
 "\n"
 "DESCRIPTION\n"
 "    Prints, for each model description, the estimated peak GPU memory\n"
@@ -47,11 +47,16 @@ static const char help[] =
 "\n"
 "OPTIONS\n"
 "    --estimator NAME    aegis, horus or all (default aegis)\n"
+"    --stack NAME        the software stack whose fixed costs (CUDA context,\n"
+"                        kernels, allocator pools) aegis adds: aegis\n"
+"                        (default; AEGIS's A100 server, CUDA lazy loading,\n"
+"                        about 0.5 GiB) or gpumemnet (GPUMemNet's A100\n"
+"                        measurements, about 1.4 GiB)\n"
 "    --cuda-context MIB  added to Horus's estimate (default 0, the formula\n"
 "                        as published)\n"
 "    --json              one JSON object per description (one per line):\n"
 "                        file, model, batch_size, and per estimator its\n"
-"                        estimate_mib; aegis's also predicted_mib,\n"
+"                        estimate_mib; aegis's also stack, predicted_mib,\n"
 "                        margin_mib, margin_quantile and components (each\n"
 "                        physical component in MiB, activations by layer\n"
 "                        category, the correction's groups)\n"
@@ -69,6 +74,7 @@ enum { WANT_AEGIS = 1, WANT_HORUS = 2 };
 
 typedef struct estimate_cmd {
     int want;               /* WANT_* bits */
+    est_stack stack;        /* whose fixed costs aegis adds */
     double cuda_context;    /* added to Horus */
     int json;
 } estimate_cmd;
@@ -105,8 +111,9 @@ static void print_text(const char *name, const est_desc *d,
            est_optimizer_name(d->optimizer), est_precision_name(d->precision),
            d->nlayers);
     if (cmd->want & WANT_AEGIS) {
-        printf("  aegis  %10.0f MiB  (predicted %.0f + margin %.0f)\n",
-               r->estimate_mib, r->predicted_mib, r->margin_mib);
+        printf("  aegis  %10.0f MiB  (predicted %.0f + margin %.0f; stack %s)\n",
+               r->estimate_mib, r->predicted_mib, r->margin_mib,
+               est_stack_name(cmd->stack));
         printf("         physical %.0f MiB: weights %.1f, gradients %.1f, "
                "optimizer %.1f, activations %.1f, workspace %.1f, "
                "context %.0f, rounding %.1f\n",
@@ -123,7 +130,7 @@ static int estimate_one(const char *name, const est_desc *d,
     est_components c;
     est_result r;
     est_physical(d, &c);
-    est_correct(&c, &est_learned_shipped, &r);
+    est_correct(&c, &est_learned_shipped, cmd->stack, &r);
     double horus = est_horus(d, cmd->cuda_context);
     if (!cmd->json) {
         print_text(name, d, &c, &r, cmd, horus);
@@ -132,7 +139,8 @@ static int estimate_one(const char *name, const est_desc *d,
     json_t *est = json_object();
     if (cmd->want & WANT_AEGIS)
         json_object_set_new(est, "aegis", json_pack(
-            "{s:f, s:f, s:f, s:f, s:o}", "estimate_mib", r.estimate_mib,
+            "{s:f, s:s, s:f, s:f, s:f, s:o}", "estimate_mib", r.estimate_mib,
+            "stack", est_stack_name(cmd->stack),
             "predicted_mib", r.predicted_mib, "margin_mib", r.margin_mib,
             "margin_quantile", est_learned_shipped.margin_quantile,
             "components", components_json(&c)));
@@ -202,19 +210,32 @@ static int parse_estimator(const char *text, int *want) {
     return -1;
 }
 
+static int parse_stack(const char *text, est_stack *stack) {
+    int s = est_stack_of(text);
+    if (s >= 0) {
+        *stack = (est_stack)s;
+        return 0;
+    }
+    fprintf(stderr, "aegis estimate: --stack: unknown stack '%s' (aegis or "
+            "gpumemnet)\n", text);
+    return -1;
+}
+
 int cli_estimate(int argc, char **argv) {
     static const struct option options[] = {
         {"estimator", required_argument, NULL, 'e'},
+        {"stack", required_argument, NULL, 's'},
         {"cuda-context", required_argument, NULL, 'c'},
         {"json", no_argument, NULL, 'j'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
-    estimate_cmd cmd = {.want = WANT_AEGIS};
+    estimate_cmd cmd = {.want = WANT_AEGIS, .stack = EST_STACK_AEGIS};
     int opt;
     while ((opt = getopt_long(argc, argv, "", options, NULL)) != -1) {
         int rc = 0;
         switch (opt) {
         case 'e': rc = parse_estimator(optarg, &cmd.want); break;
+        case 's': rc = parse_stack(optarg, &cmd.stack); break;
         case 'c': rc = cli_parse_double("estimate", "cuda-context", optarg, 0,
                                         1 << 20, &cmd.cuda_context); break;
         case 'j': cmd.json = 1; break;

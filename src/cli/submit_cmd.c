@@ -108,7 +108,7 @@ static int submit_model_mem(const char *path, double *mem) {
     est_components c;
     est_result r;
     est_physical(d, &c);
-    est_correct(&c, &est_learned_shipped, &r);
+    est_correct(&c, &est_learned_shipped, EST_STACK_AEGIS, &r);
     est_desc_free(d);
     /* The daemon takes at most 1 TiB (2^20 MiB), as --mem does. */
     *mem = r.estimate_mib < (1 << 20) ? r.estimate_mib : (1 << 20);

@@ -9,6 +9,17 @@
 #include "estimate.h"
 
 #include <math.h>
+#include <string.h>
+
+static const char *const stack_names[EST_NSTACK] = {"aegis", "gpumemnet"};
+
+const char *est_stack_name(est_stack stack) { return stack_names[stack]; }
+
+int est_stack_of(const char *name) {
+    for (int i = 0; i < EST_NSTACK; i++)
+        if (strcmp(name, stack_names[i]) == 0) return i;
+    return -1;
+}
 
 void est_groups(const est_components *c, double g[EST_NGROUP]) {
     g[EST_G_STATE] = c->weights + c->gradients + c->optimizer;
@@ -27,10 +38,10 @@ void est_groups(const est_components *c, double g[EST_NGROUP]) {
 }
 
 void est_correct(const est_components *c, const est_learned *t,
-                 est_result *out) {
+                 est_stack stack, est_result *out) {
     double g[EST_NGROUP];
     est_groups(c, g);
-    double predicted = t->intercept_mib;
+    double predicted = t->intercept_mib[stack];
     for (int i = 0; i < EST_NGROUP; i++) predicted += t->coef[i] * g[i];
     out->predicted_mib = predicted;
     out->estimate_mib = predicted * exp(t->margin_log);

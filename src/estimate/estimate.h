@@ -106,8 +106,22 @@ typedef enum est_group {
     EST_NGROUP
 } est_group;
 
+/* The software stack a job runs on: its CUDA context and fixed costs
+ * differ (GPUMemNet's measurements start at 1,443 MiB for an empty model,
+ * AEGIS's catalog has whole jobs in 592 MiB: CUDA's lazy module loading),
+ * so the correction has one fitted intercept per measured stack. */
+typedef enum est_stack {
+    EST_STACK_AEGIS,        /* AEGIS's A100 server (the catalog); default */
+    EST_STACK_GPUMEMNET,    /* GPUMemNet's A100 measurements */
+    EST_NSTACK
+} est_stack;
+
+const char *est_stack_name(est_stack stack);
+/* The stack of that name, or -1. */
+int est_stack_of(const char *name);
+
 typedef struct est_learned {
-    double intercept_mib;   /* fitted stand-in for context + fixed costs */
+    double intercept_mib[EST_NSTACK]; /* context + fixed costs, by stack */
     double coef[EST_NGROUP];/* multiplier of each group */
     double margin_log;      /* a high quantile of log(actual / predicted)
                                over held-out runs: estimate = predicted *
@@ -127,7 +141,7 @@ typedef struct est_result {
 } est_result;
 
 void est_correct(const est_components *c, const est_learned *table,
-                 est_result *out);
+                 est_stack stack, est_result *out);
 
 /* Horus: 4 * [(A*B + P) + B*P] bytes with A the summed per-sample layer
  * activations, B the batch size and P the parameters; plus context_mib

@@ -42,7 +42,7 @@ text)
     cat "$TMP/out"
     grep -q "small cnn, batch 64, sgd_momentum, fp32, 7 layers" "$TMP/out" ||
         fail "no header line"
-    grep -Eq "^  aegis +[0-9]+ MiB +\(predicted [0-9]+ \+ margin [0-9]+\)" \
+    grep -Eq "^  aegis +[0-9]+ MiB +\(predicted [0-9]+ \+ margin [0-9]+; stack aegis\)" \
         "$TMP/out" || fail "no aegis line"
     grep -Eq "^  horus +[0-9]+ MiB" "$TMP/out" || fail "no horus line" ;;
 json)
@@ -97,6 +97,7 @@ missing_file)
 bad_usage)
     expect_bad "unknown estimator 'lucid'" --estimator lucid "$TMP/d.json"
     expect_bad "cuda-context" --cuda-context -5 "$TMP/d.json"
+    expect_bad "unknown stack 'cuda12'" --stack cuda12 "$TMP/d.json"
     expect_bad "give DESC.json files" ;;
 help)
     "$AEGIS" estimate --help >"$TMP/h" || fail "--help failed"

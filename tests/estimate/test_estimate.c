@@ -232,21 +232,26 @@ static void test_correction_and_margin(void **state) {
     assert_float_equal(g[EST_G_ACT_MATMUL], 20, 1e-12);
     assert_float_equal(g[EST_G_ACT_ELEMENTWISE], 30, 1e-12);
     assert_float_equal(g[EST_G_WORKSPACE], 10, 1e-12);
-    const est_learned table = {.intercept_mib = 100,
+    const est_learned table = {.intercept_mib = {100, 1000},
                                .coef = {2, 1, 0.5, 0},
                                .margin_log = log(1.1),
                                .margin_quantile = 0.95};
     est_result r;
-    est_correct(&c, &table, &r);
+    est_correct(&c, &table, EST_STACK_AEGIS, &r);
     assert_float_equal(r.predicted_mib, 100 + 80 + 20 + 15, 1e-9);
     assert_float_equal(r.estimate_mib, 215 * 1.1, 1e-9);
     assert_float_equal(r.margin_mib, 21.5, 1e-9);
+    est_correct(&c, &table, EST_STACK_GPUMEMNET, &r);
+    assert_float_equal(r.predicted_mib, 1000 + 80 + 20 + 15, 1e-9);
+    assert_int_equal(est_stack_of("gpumemnet"), EST_STACK_GPUMEMNET);
+    assert_int_equal(est_stack_of("cuda12"), -1);
 }
 
 /* The shipped table must give a margin that only adds memory. */
 static void test_shipped_table_sane(void **state) {
     assert_true(est_learned_shipped.margin_log >= 0);
-    assert_true(est_learned_shipped.intercept_mib >= 0);
+    for (int s = 0; s < EST_NSTACK; s++)
+        assert_true(est_learned_shipped.intercept_mib[s] >= 0);
     for (int i = 0; i < EST_NGROUP; i++)
         assert_true(est_learned_shipped.coef[i] >= 0);
 }
