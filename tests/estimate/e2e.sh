@@ -68,6 +68,17 @@ assert a["margin_mib"] >= 0 and 0 < a["margin_quantile"] < 1
 h = 4 * ((229576 * 64 + 1640420) + 64 * 1640420) / 2**20 + 300
 assert abs(doc["estimates"]["horus"]["estimate_mib"] - h) < 1e-3
 assert doc["file"].endswith("d.json") and doc["batch_size"] == 64
+assert a["stack"] == "aegis"
+PY
+    # GPUMemNet's stack has the larger fixed costs; the rest is the same.
+    "$AEGIS" estimate --json --stack gpumemnet "$TMP/d.json" >"$TMP/g" ||
+        fail "--stack gpumemnet: exit $?"
+    /usr/bin/python3 - "$TMP/out" "$TMP/g" <<'PY' || fail "--stack output"
+import json, sys
+a = json.load(open(sys.argv[1]))["estimates"]["aegis"]
+g = json.load(open(sys.argv[2]))["estimates"]["aegis"]
+assert g["stack"] == "gpumemnet" and g["predicted_mib"] > a["predicted_mib"]
+assert g["components"] == a["components"]
 PY
     ;;
 stdin)
