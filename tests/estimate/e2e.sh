@@ -116,6 +116,25 @@ help)
         grep -q -- "$word" "$TMP/h" || fail "--help lacks $word"
     done
     "$AEGIS" --help | grep -q "estimate" || fail "aegis --help lacks it" ;;
+sim_column)
+    # The simulator takes aegis_mib as an estimator column: a catalog whose
+    # aegis_mib says every job needs 39 GiB must serialise them.
+    printf 'name,num_gpus,solo_duration_s,peak_memory_mib,aegis_mib\n' >"$TMP/c.csv"
+    printf 'a,1,100,1000,39000\nb,1,100,1000,500\n' >>"$TMP/c.csv"
+    printf 'submit_time_s,workload\n0,a\n0,a\n' >"$TMP/big.csv"
+    printf 'submit_time_s,workload\n0,b\n0,b\n' >"$TMP/small.csv"
+    for t in big small; do
+        "$AEGIS" sim --catalog "$TMP/c.csv" --trace "$TMP/$t.csv" --gpus 1 \
+            --policy aegis-est --estimator aegis_mib --json >"$TMP/$t.json" ||
+            fail "sim --estimator aegis_mib: exit $?"
+    done
+    /usr/bin/python3 - "$TMP/big.json" "$TMP/small.json" <<'PY' || fail "aegis_mib not used"
+import json, sys
+big, small = (json.load(open(f))["policies"][0]["makespan_s"] for f in sys.argv[1:])
+assert big > small * 1.3, (big, small)  # serial 200 s, collocated ~140 s
+PY
+    "$AEGIS" sim --estimator nonesuch_mib 2>"$TMP/err"
+    grep -q "aegis_mib" "$TMP/err" || fail "--estimator message lacks aegis_mib" ;;
 *)
     fail "unknown case" ;;
 esac
