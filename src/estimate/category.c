@@ -12,24 +12,29 @@
 #include <string.h>
 
 static const char *const category_names[EST_NCAT] = {
-    "conv", "linear", "norm", "activation", "pool", "dropout", "embedding",
+    "conv", "linear", "norm", "activation", "activation_in", "pool", "dropout", "embedding",
     "attention", "softmax", "view", "other"};
 
 /* Substrings that decide a category, tried in this order: "softmax" before
  * the activations (Softmax is not kept like ReLU), "attention" before
- * "linear" (NonDynamicallyQuantizableLinear is attention's projection but
- * is listed separately by the extractor). */
+ * "linear", and the activations whose backward reads their input (PyTorch's
+ * derivatives of GELU, SiLU, ELU, LeakyReLU, hardtanh = ReLU6, ...) before
+ * "relu", which would match LeakyReLU, PReLU and ReLU6, and "relu" before
+ * "elu", which would match ReLU. */
 static const struct { const char *word; est_category cat; } words[] = {
     {"softmax", EST_CAT_SOFTMAX}, {"softmin", EST_CAT_SOFTMAX},
     {"attention", EST_CAT_ATTENTION}, {"embedding", EST_CAT_EMBEDDING},
     {"conv", EST_CAT_CONV}, {"linear", EST_CAT_LINEAR},
     {"norm", EST_CAT_NORM}, {"pool", EST_CAT_POOL},
     {"dropout", EST_CAT_DROPOUT},
-    {"relu", EST_CAT_ACTIVATION}, {"elu", EST_CAT_ACTIVATION},
-    {"gelu", EST_CAT_ACTIVATION}, {"silu", EST_CAT_ACTIVATION},
+    {"gelu", EST_CAT_ACTIVATION_IN}, {"silu", EST_CAT_ACTIVATION_IN},
+    {"swish", EST_CAT_ACTIVATION_IN}, {"mish", EST_CAT_ACTIVATION_IN},
+    {"softplus", EST_CAT_ACTIVATION_IN}, {"leakyrelu", EST_CAT_ACTIVATION_IN},
+    {"prelu", EST_CAT_ACTIVATION_IN}, {"relu6", EST_CAT_ACTIVATION_IN},
+    {"hardtanh", EST_CAT_ACTIVATION_IN},
+    {"hardsigmoid", EST_CAT_ACTIVATION_IN},
+    {"relu", EST_CAT_ACTIVATION}, {"elu", EST_CAT_ACTIVATION_IN},
     {"sigmoid", EST_CAT_ACTIVATION}, {"tanh", EST_CAT_ACTIVATION},
-    {"softplus", EST_CAT_ACTIVATION}, {"mish", EST_CAT_ACTIVATION},
-    {"hardswish", EST_CAT_ACTIVATION}, {"swish", EST_CAT_ACTIVATION},
     {"activation", EST_CAT_ACTIVATION},
     {"identity", EST_CAT_VIEW}, {"flatten", EST_CAT_VIEW},
     {"unflatten", EST_CAT_VIEW}};

@@ -37,7 +37,10 @@ typedef enum est_precision {
 /* What a layer's output costs to keep for backward depends on what kind of
  * layer made it; the extractor's torch.nn class names map onto these. */
 typedef enum est_category {
-    EST_CAT_CONV, EST_CAT_LINEAR, EST_CAT_NORM, EST_CAT_ACTIVATION,
+    EST_CAT_CONV, EST_CAT_LINEAR, EST_CAT_NORM,
+    EST_CAT_ACTIVATION,     /* backward reads the output: ReLU, Sigmoid, Tanh */
+    EST_CAT_ACTIVATION_IN,  /* backward reads the input: GELU, SiLU, ELU,
+                               LeakyReLU, ReLU6, Mish, Softplus, ... */
     EST_CAT_POOL, EST_CAT_DROPOUT, EST_CAT_EMBEDDING, EST_CAT_ATTENTION,
     EST_CAT_SOFTMAX, EST_CAT_VIEW, EST_CAT_OTHER, EST_NCAT
 } est_category;
@@ -100,8 +103,10 @@ typedef enum est_group {
     EST_G_STATE,            /* weights + gradients + optimizer state */
     EST_G_ACT_MATMUL,       /* activations of conv/linear/embedding/attention
                                /other layers and the input */
-    EST_G_ACT_ELEMENTWISE,  /* activations of norm/activation/pool/dropout/
-                               softmax layers */
+    EST_G_ACT_ELEMENTWISE,  /* activations of norm/activation/pool layers */
+    EST_G_ACT_SCORES,       /* softmax and dropout outputs: in transformers
+                               the attention scores, which fused attention
+                               kernels may never store */
     EST_G_WORKSPACE,        /* workspace + allocator rounding */
     EST_NGROUP
 } est_group;

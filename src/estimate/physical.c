@@ -6,8 +6,9 @@
  * differentiated, the CUDA context, and what the caching allocator lost to
  * rounding. Which layer outputs autograd saves follows from what each
  * layer's backward needs: a conv, linear, norm or pool layer needs its
- * input (so the previous layer's output stays), ReLU-like activations and
- * softmax need their own output, dropout keeps a one-byte mask.
+ * input (so the previous layer's output stays), as do GELU-like
+ * activations; ReLU-like activations and softmax need their own output;
+ * dropout keeps a one-byte mask.
  */
 #include "estimate.h"
 
@@ -48,6 +49,7 @@ static const struct {
 } role[EST_NCAT] = {
     [EST_CAT_CONV] = {1, 0, 0},       [EST_CAT_LINEAR] = {1, 0, 0},
     [EST_CAT_NORM] = {1, 0, 0},       [EST_CAT_ACTIVATION] = {0, 1, 0},
+    [EST_CAT_ACTIVATION_IN] = {1, 0, 0},
     [EST_CAT_POOL] = {1, 0, 0},       [EST_CAT_DROPOUT] = {0, 0, 0},
     [EST_CAT_EMBEDDING] = {0, 0, 0},  [EST_CAT_ATTENTION] = {1, 0, 4},
     [EST_CAT_SOFTMAX] = {0, 1, 0},    [EST_CAT_VIEW] = {0, 0, 0},

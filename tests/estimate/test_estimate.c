@@ -115,8 +115,12 @@ static void test_categories(void **state) {
         {"Linear", EST_CAT_LINEAR}, {"linear", EST_CAT_LINEAR},
         {"BatchNorm2d", EST_CAT_NORM}, {"batch_normalization", EST_CAT_NORM},
         {"LayerNorm", EST_CAT_NORM}, {"ReLU", EST_CAT_ACTIVATION},
-        {"GELU", EST_CAT_ACTIVATION}, {"NewGELUActivation", EST_CAT_ACTIVATION},
-        {"SiLU", EST_CAT_ACTIVATION}, {"MaxPool2d", EST_CAT_POOL},
+        {"GELU", EST_CAT_ACTIVATION_IN},
+        {"NewGELUActivation", EST_CAT_ACTIVATION_IN},
+        {"SiLU", EST_CAT_ACTIVATION_IN}, {"ReLU6", EST_CAT_ACTIVATION_IN},
+        {"LeakyReLU", EST_CAT_ACTIVATION_IN}, {"ELU", EST_CAT_ACTIVATION_IN},
+        {"Sigmoid", EST_CAT_ACTIVATION}, {"Tanh", EST_CAT_ACTIVATION},
+        {"MaxPool2d", EST_CAT_POOL},
         {"AdaptiveAvgPool2d", EST_CAT_POOL}, {"Dropout", EST_CAT_DROPOUT},
         {"Embedding", EST_CAT_EMBEDDING},
         {"MultiheadAttention", EST_CAT_ATTENTION},
@@ -202,6 +206,25 @@ static void test_physical_optimizer_precision(void **state) {
     est_desc_free(d);
 }
 
+/* A GELU-like activation reads its input, so the layer before it is kept
+ * (a ReLU in its place would keep only its own output). */
+static void test_physical_input_activation(void **state) {
+    est_layer layers[] = {
+        {EST_CAT_LINEAR, 100, 0, 0}, {EST_CAT_ACTIVATION_IN, 100, 0, 0},
+        {EST_CAT_LINEAR, 10, 1010, 0}};
+    est_desc d = {.model = "", .batch_size = 1, .optimizer = EST_OPT_SGD,
+                  .precision = EST_PREC_FP32, .input_elements = 0,
+                  .layers = layers, .nlayers = 3};
+    est_components c;
+    est_physical(&d, &c);
+    assert_float_equal(c.activations[EST_CAT_LINEAR] * MIB, 400 + 40, 1e-6);
+    assert_float_equal(c.activations[EST_CAT_ACTIVATION_IN] * MIB, 400, 1e-6);
+    layers[1].category = EST_CAT_ACTIVATION;
+    est_physical(&d, &c);
+    assert_float_equal(c.activations[EST_CAT_LINEAR] * MIB, 40, 1e-6);
+    assert_float_equal(c.activations[EST_CAT_ACTIVATION] * MIB, 400, 1e-6);
+}
+
 /* A view layer shares its input's memory: nothing of its own is kept, and
  * the layer before it is kept when the layer after it needs its input. */
 static void test_physical_view(void **state) {
@@ -224,6 +247,8 @@ static void test_correction_and_margin(void **state) {
     c.weights = 10, c.gradients = 10, c.optimizer = 20;   /* state 40 */
     c.input = 5, c.activations[EST_CAT_CONV] = 15;        /* matmul 20 */
     c.activations[EST_CAT_NORM] = 30;                     /* elementwise 30 */
+    c.activations[EST_CAT_SOFTMAX] = 6;                   /* scores 8 */
+    c.activations[EST_CAT_DROPOUT] = 2;
     c.workspace = 7, c.rounding = 3;                      /* workspace 10 */
     c.cuda_context = 512; /* not a group: the intercept stands for it */
     double g[EST_NGROUP];
@@ -231,18 +256,19 @@ static void test_correction_and_margin(void **state) {
     assert_float_equal(g[EST_G_STATE], 40, 1e-12);
     assert_float_equal(g[EST_G_ACT_MATMUL], 20, 1e-12);
     assert_float_equal(g[EST_G_ACT_ELEMENTWISE], 30, 1e-12);
+    assert_float_equal(g[EST_G_ACT_SCORES], 8, 1e-12);
     assert_float_equal(g[EST_G_WORKSPACE], 10, 1e-12);
     const est_learned table = {.intercept_mib = {100, 1000},
-                               .coef = {2, 1, 0.5, 0},
+                               .coef = {2, 1, 0.5, 0.25, 0},
                                .margin_log = log(1.1),
                                .margin_quantile = 0.95};
     est_result r;
     est_correct(&c, &table, EST_STACK_AEGIS, &r);
-    assert_float_equal(r.predicted_mib, 100 + 80 + 20 + 15, 1e-9);
-    assert_float_equal(r.estimate_mib, 215 * 1.1, 1e-9);
-    assert_float_equal(r.margin_mib, 21.5, 1e-9);
+    assert_float_equal(r.predicted_mib, 100 + 80 + 20 + 15 + 2, 1e-9);
+    assert_float_equal(r.estimate_mib, 217 * 1.1, 1e-9);
+    assert_float_equal(r.margin_mib, 21.7, 1e-9);
     est_correct(&c, &table, EST_STACK_GPUMEMNET, &r);
-    assert_float_equal(r.predicted_mib, 1000 + 80 + 20 + 15, 1e-9);
+    assert_float_equal(r.predicted_mib, 1000 + 80 + 20 + 15 + 2, 1e-9);
     assert_int_equal(est_stack_of("gpumemnet"), EST_STACK_GPUMEMNET);
     assert_int_equal(est_stack_of("cuda12"), -1);
 }
@@ -265,6 +291,7 @@ int main(void) {
         cmocka_unit_test(test_horus),
         cmocka_unit_test(test_physical_components),
         cmocka_unit_test(test_physical_optimizer_precision),
+        cmocka_unit_test(test_physical_input_activation),
         cmocka_unit_test(test_physical_view),
         cmocka_unit_test(test_correction_and_margin),
         cmocka_unit_test(test_shipped_table_sane),
