@@ -22,9 +22,11 @@
  * bounds it from above; the learned intercept refines it. */
 #define CUDA_CONTEXT_MIB 512.0
 
-/* The caching allocator serves blocks above 1 MiB from 2 MiB granules and
- * smaller ones in 512-byte steps (c10/cuda/CUDACachingAllocator). */
-#define LARGE_BLOCK (1.0 * MIB)
+/* PyTorch's caching allocator rounds requests to 512 bytes and carves
+ * those under 10 MiB out of shared segments; larger ones get a segment of
+ * their own, rounded up to 2 MiB (kMinLargeAlloc, kRoundLarge in
+ * c10/cuda/CUDACachingAllocator.cpp). */
+#define LARGE_BLOCK (10.0 * MIB)
 #define LARGE_GRANULE (2.0 * MIB)
 #define SMALL_GRANULE 512.0
 
