@@ -16,7 +16,7 @@
 
 /* Element counts above 2^53 would lose precision as doubles; no model
  * layer comes near (GPT-3's embedding is ~6e8 elements). */
-#define MAX_ELEMENTS 9007199254740992.0
+#define MAX_ELEMENTS ((json_int_t)1 << 53)
 
 static void fail(char *err, size_t errlen, const char *fmt, ...) {
     va_list ap;
@@ -37,8 +37,14 @@ static int read_count(const json_t *obj, const char *key, double lo,
         fail(err, errlen, "%s: %s%s: missing", name, where, key);
         return -1;
     }
-    double x = json_is_integer(v) ? (double)json_integer_value(v) : -1;
-    if (!json_is_integer(v) || x < lo || x > MAX_ELEMENTS) {
+    json_int_t n = json_is_integer(v) ? json_integer_value(v) : -1;
+    if (n > MAX_ELEMENTS) {
+        fail(err, errlen, "%s: %s%s: %lld is above 2^53", name, where, key,
+             (long long)n);
+        return -1;
+    }
+    double x = (double)n;
+    if (!json_is_integer(v) || x < lo) {
         fail(err, errlen, "%s: %s%s: not a%s integer", name, where, key,
              lo > 0 ? " positive" : " non-negative");
         return -1;

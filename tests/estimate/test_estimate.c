@@ -78,6 +78,8 @@ static void test_parse_errors(void **state) {
                  "[]", "layers[1]: not an object");
     expect_error("\"batch_size\": 2", "\"batch_size\": 0",
                  "d.json: batch_size: not a positive integer");
+    expect_error("\"params\": 36", "\"params\": 9007199254740993",
+                 "layers[3].params: 9007199254740993 is above 2^53");
     expect_error("\"batch_size\": 2", "\"batch_size\": 20000000",
                  "batch_size: 20000000 is above 1000000");
     expect_error("\"adam\"", "\"lion\"",
