@@ -30,6 +30,10 @@ DEVICES = ("auto", "meta", "cpu")
 # Exit status for bad usage or bad input, as the other aegis commands use.
 EXIT_BAD_INPUT = 2
 
+# Largest model (parameter elements) rebuilt on CPU when its meta pass fails:
+# 500M fp32 elements are 2 GB, about what a shared build machine can spare.
+CPU_FALLBACK_MAX_ELEMENTS = 500 * 1000 * 1000
+
 
 class DescribeError(Exception):
     """Bad input to the extractor: an unknown model, a bad option, a model
@@ -139,8 +143,12 @@ class _Recorder:
             entry["buffers"] = buffers
         self.layers.append(entry)
 
-    def on_layer(self, mod, _inputs, output):
-        activations = sum(t.numel() for t in _tensors_in(output))
+    def on_layer(self, mod, inputs, output):
+        # An output that is one of the inputs (nn.Identity, an in-place
+        # ReLU) is no new tensor: it adds no memory, so it counts 0.
+        given = {id(t) for t in _tensors_in(inputs)}
+        activations = sum(t.numel() for t in _tensors_in(output)
+                          if id(t) not in given)
         self._add(mod, activations, recurse=True)
 
     def on_container(self, mod, _inputs):
@@ -271,7 +279,7 @@ def _check_one_sample(example_input):
     if tensors[0].dim() == 0 or tensors[0].shape[0] != 1:
         raise DescribeError(
             "example_input must hold ONE sample (leading batch dimension 1), "
-            "got shape %s" % tuple(tensors[0].shape))
+            "got shape %s" % (tuple(tensors[0].shape),))
     return sum(t.numel() for t in tensors)
 
 
@@ -309,7 +317,7 @@ def describe(module, example_input, batch_size, optimizer="adam",
                                   lambda t: t.to("meta"))
         try:
             layers = _record(runner, meta_input)
-        except (NotImplementedError, RuntimeError) as err:
+        except (NotImplementedError, RuntimeError, ValueError) as err:
             if device == "meta" or _is_meta(module):
                 raise DescribeError("the forward pass does not run on the "
                                     "meta device: %s" % err) from err
@@ -353,8 +361,17 @@ def describe_builder(name, batch_size, optimizer=None, precision=None,
     import aegis_models
     try:
         spec = aegis_models.lookup(name)
-    except aegis_models.UnknownModel as err:
+        return _describe_spec(spec, batch_size, optimizer, precision,
+                              input_shape, seq_len, num_classes, device,
+                              label)
+    except aegis_models.ModelError as err:
         raise DescribeError(str(err)) from err
+
+
+def _describe_spec(spec, batch_size, optimizer, precision, input_shape,
+                   seq_len, num_classes, device, label):
+    """describe_builder for a looked-up spec: build on meta and describe
+    there; rebuild on CPU only if that fails and the model is small enough."""
     optimizer = optimizer or spec.optimizer
     precision = precision or spec.precision
     _check_choice("device", device, DEVICES)
@@ -370,9 +387,12 @@ def describe_builder(name, batch_size, optimizer=None, precision=None,
             desc = describe(module, example, batch_size, optimizer,
                             precision, label or spec.name, source=source,
                             device="meta")
-        except DescribeError:
-            if device == "meta":
-                raise
+        except DescribeError as err:
+            size = sum(p.numel() for p in module.parameters())
+            if device == "meta" or size > CPU_FALLBACK_MAX_ELEMENTS:
+                raise DescribeError("%s (%d parameter elements; the CPU "
+                                    "fallback takes at most %d)"
+                                    % (err, size, CPU_FALLBACK_MAX_ELEMENTS))
     if desc is None:
         module = spec.build(num_classes=num_classes)
         example = example_input_for(spec, input_shape, seq_len, "cpu")

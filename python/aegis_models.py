@@ -26,7 +26,12 @@ Spec = namedtuple("Spec", "name build input_kind input_shape seq_len "
                           "optimizer precision description torchvision")
 
 
-class UnknownModel(LookupError):
+class ModelError(Exception):
+    """A model name or option the registry cannot honour; the message says
+    which."""
+
+
+class UnknownModel(ModelError):
     """No builder and no torchvision model has this name."""
 
 
@@ -577,7 +582,7 @@ def _fixed(cls, **sizes):
 def _lm(cls, **sizes):
     def build(num_classes=None):
         if num_classes is not None:
-            raise UnknownModel("%s is a language model: --num-classes does "
+            raise ModelError("%s is a language model: --num-classes does "
                                "not apply" % cls.__name__)
         return cls(**sizes)
     return build
