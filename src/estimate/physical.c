@@ -66,15 +66,28 @@ static double rounding_loss(double bytes) {
     return ceil(bytes / granule) * granule - bytes;
 }
 
+/* A layer whose output is its input (a view such as Flatten, or an
+ * in-place op, which the extractor lists with 0 activations) adds no
+ * tensor: its input's memory is counted where that input was made. */
+static int aliases_input(const est_layer *l) {
+    return l->category == EST_CAT_VIEW || l->activations == 0;
+}
+
 /* Whether autograd keeps layer i's output: its own backward reads it, or
- * the next layer that is not a view reads its input; the last output is
- * kept by the loss. A view shares its input's memory, counted there. */
+ * the next layer that makes a tensor reads its input, or an aliasing layer
+ * in between keeps its output (an in-place ReLU saves its result, which is
+ * this very tensor); the last output is kept by the loss. */
 static int output_kept(const est_desc *d, size_t i) {
-    if (d->layers[i].category == EST_CAT_VIEW) return 0;
+    if (aliases_input(&d->layers[i])) return 0;
     if (role[d->layers[i].category].keeps_output) return 1;
-    for (size_t j = i + 1; j < d->nlayers; j++)
-        if (d->layers[j].category != EST_CAT_VIEW)
-            return role[d->layers[j].category].needs_input;
+    for (size_t j = i + 1; j < d->nlayers; j++) {
+        const est_layer *next = &d->layers[j];
+        if (!aliases_input(next)) return role[next->category].needs_input;
+        if (next->category != EST_CAT_VIEW &&
+            (role[next->category].keeps_output ||
+             role[next->category].needs_input))
+            return 1;
+    }
     return 1;
 }
 

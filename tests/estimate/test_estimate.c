@@ -244,6 +244,23 @@ static void test_physical_view(void **state) {
     assert_float_equal(c.activations[EST_CAT_LINEAR] * MIB, 40, 1e-6);
 }
 
+/* An in-place ReLU (listed with 0 activations) keeps the tensor it
+ * overwrote: the norm layer's output before it, not a copy of its own. */
+static void test_physical_in_place(void **state) {
+    est_layer layers[] = {
+        {EST_CAT_CONV, 100, 0, 0}, {EST_CAT_NORM, 100, 0, 0},
+        {EST_CAT_ACTIVATION, 0, 0, 0}, {EST_CAT_CONV, 10, 1010, 0}};
+    est_desc d = {.model = "", .batch_size = 1, .optimizer = EST_OPT_SGD,
+                  .precision = EST_PREC_FP32, .input_elements = 0,
+                  .layers = layers, .nlayers = 4};
+    est_components c;
+    est_physical(&d, &c);
+    /* conv 1's output for the norm's backward, conv 2's for the loss */
+    assert_float_equal(c.activations[EST_CAT_CONV] * MIB, 400 + 40, 1e-6);
+    assert_float_equal(c.activations[EST_CAT_NORM] * MIB, 400, 1e-6);
+    assert_float_equal(c.activations[EST_CAT_ACTIVATION], 0, 1e-12);
+}
+
 static void test_correction_and_margin(void **state) {
     est_components c = {0};
     c.weights = 10, c.gradients = 10, c.optimizer = 20;   /* state 40 */
@@ -295,6 +312,7 @@ int main(void) {
         cmocka_unit_test(test_physical_optimizer_precision),
         cmocka_unit_test(test_physical_input_activation),
         cmocka_unit_test(test_physical_view),
+        cmocka_unit_test(test_physical_in_place),
         cmocka_unit_test(test_correction_and_margin),
         cmocka_unit_test(test_shipped_table_sane),
     };
