@@ -208,21 +208,27 @@ static void test_physical_optimizer_precision(void **state) {
     est_desc_free(d);
 }
 
+/* The physical components of n hand-made layers (batch 1, SGD, fp32, no
+ * input). */
+static void physical_of(est_layer *layers, size_t n, est_components *c) {
+    est_desc d = {.model = "", .batch_size = 1, .optimizer = EST_OPT_SGD,
+                  .precision = EST_PREC_FP32, .input_elements = 0,
+                  .layers = layers, .nlayers = n};
+    est_physical(&d, c);
+}
+
 /* A GELU-like activation reads its input, so the layer before it is kept
  * (a ReLU in its place would keep only its own output). */
 static void test_physical_input_activation(void **state) {
     est_layer layers[] = {
         {EST_CAT_LINEAR, 100, 0, 0}, {EST_CAT_ACTIVATION_IN, 100, 0, 0},
         {EST_CAT_LINEAR, 10, 1010, 0}};
-    est_desc d = {.model = "", .batch_size = 1, .optimizer = EST_OPT_SGD,
-                  .precision = EST_PREC_FP32, .input_elements = 0,
-                  .layers = layers, .nlayers = 3};
     est_components c;
-    est_physical(&d, &c);
+    physical_of(layers, 3, &c);
     assert_float_equal(c.activations[EST_CAT_LINEAR] * MIB, 400 + 40, 1e-6);
     assert_float_equal(c.activations[EST_CAT_ACTIVATION_IN] * MIB, 400, 1e-6);
     layers[1].category = EST_CAT_ACTIVATION;
-    est_physical(&d, &c);
+    physical_of(layers, 3, &c);
     assert_float_equal(c.activations[EST_CAT_LINEAR] * MIB, 40, 1e-6);
     assert_float_equal(c.activations[EST_CAT_ACTIVATION] * MIB, 400, 1e-6);
 }
@@ -233,11 +239,8 @@ static void test_physical_view(void **state) {
     est_layer layers[] = {
         {EST_CAT_ACTIVATION, 100, 0, 0}, {EST_CAT_VIEW, 100, 0, 0},
         {EST_CAT_LINEAR, 10, 1010, 0}};
-    est_desc d = {.model = "", .batch_size = 1, .optimizer = EST_OPT_SGD,
-                  .precision = EST_PREC_FP32, .input_elements = 0,
-                  .layers = layers, .nlayers = 3};
     est_components c;
-    est_physical(&d, &c);
+    physical_of(layers, 3, &c);
     assert_float_equal(c.activations[EST_CAT_VIEW], 0, 1e-12);
     assert_float_equal(c.activations[EST_CAT_ACTIVATION] * MIB, 400, 1e-6);
     /* The last layer's output is kept for the loss. */
@@ -250,11 +253,8 @@ static void test_physical_in_place(void **state) {
     est_layer layers[] = {
         {EST_CAT_CONV, 100, 0, 0}, {EST_CAT_NORM, 100, 0, 0},
         {EST_CAT_ACTIVATION, 0, 0, 0}, {EST_CAT_CONV, 10, 1010, 0}};
-    est_desc d = {.model = "", .batch_size = 1, .optimizer = EST_OPT_SGD,
-                  .precision = EST_PREC_FP32, .input_elements = 0,
-                  .layers = layers, .nlayers = 4};
     est_components c;
-    est_physical(&d, &c);
+    physical_of(layers, 4, &c);
     /* conv 1's output for the norm's backward, conv 2's for the loss */
     assert_float_equal(c.activations[EST_CAT_CONV] * MIB, 400 + 40, 1e-6);
     assert_float_equal(c.activations[EST_CAT_NORM] * MIB, 400, 1e-6);
