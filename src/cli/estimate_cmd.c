@@ -25,7 +25,7 @@ static const char help[] =
 "DESCRIPTION\n"
 "    Prints, for each model description, the estimated peak GPU memory\n"
 "    of one training process in MiB. A description (format aegis-model/1,\n"
-"    written by tools/aegis_describe or by hand) lists the model's leaf\n"
+"    written by python/aegis_describe.py or by hand) lists the model's leaf\n"
 "    layers in forward order with each one's output elements per sample\n"
 "    and trainable parameters, plus the batch size, the optimizer (sgd,\n"
 "    sgd_momentum, adam, adamw, rmsprop, adagrad) and the precision (fp32,\n"
