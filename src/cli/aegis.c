@@ -35,6 +35,7 @@ static const cli_command commands[] = {
     {"resume", cli_resume, "put a drained GPU back"},
     {"feed", cli_feed, "list or clean up the shared data feeds"},
     {"report", cli_report, "energy, CO2 and GPU-hours of aegisd's jobs"},
+    {"estimate", cli_estimate, "GPU memory a training job will need"},
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(*commands))

@@ -89,7 +89,8 @@ static const char help_tail[] =
 "                         mode exclusive), else to the first\n"
 "    --estimator COLUMN   catalog column given to the core as the memory\n"
 "                         estimate (used by aegis-est): horus_mib (default),\n"
-"                         faketensor_mib or gpumemnet_mib\n"
+"                         faketensor_mib, gpumemnet_mib or aegis_mib (aegis\n"
+"                         estimate of data/models/<workload>.json)\n"
 "    --set NAME=VALUE     set a core parameter (smact_max=0.5, observe_s=30,\n"
 "                         placement=lug, ...); repeatable\n"
 "    --model NAME=VALUE   set a model parameter; repeatable (see MODEL)\n"
@@ -297,7 +298,7 @@ static int set_estimator(sim_cmd *cmd, const char *column) {
     cmd->opt.estimator = cat_estimator(column);
     if (cmd->opt.estimator >= 0) return 0;
     fprintf(stderr, "aegis sim: --estimator: unknown column '%s' (horus_mib, "
-            "faketensor_mib or gpumemnet_mib)\n", column);
+            "faketensor_mib, gpumemnet_mib or aegis_mib)\n", column);
     return -1;
 }
 

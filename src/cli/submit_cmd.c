@@ -4,6 +4,7 @@
  */
 #include "cli.h"
 #include "client.h"
+#include "estimate.h"
 
 #include <getopt.h>
 #include <stdbool.h>
@@ -45,6 +46,12 @@ static const char help[] =
 "            mem_mib: 20000\n"
 "          - command: [python, eval.py]         # list: run as is\n"
 "            after: 41\n"
+"          - command: python train_resnet.py\n"
+"            model: resnet50_bs32.json          # mem_mib from the model\n"
+"\n"
+"    model: names a model description (see aegis estimate; a relative\n"
+"    path is taken from the spec's folder); aegis's memory estimate of it\n"
+"    becomes the job's mem_mib unless the job also gives mem_mib.\n"
 "\n"
 "    The options below apply to every job that does not say otherwise.\n"
 "\n"
@@ -54,6 +61,9 @@ static const char help[] =
 "                    where MIB + 2048 fit. Without it, 5120 MiB are\n"
 "                    assumed and an out-of-memory exit climbs the\n"
 "                    recovery ladder\n"
+"    --model FILE    a model description (aegis-model/1 JSON): the job's\n"
+"                    memory is aegis's estimate of it (as printed by\n"
+"                    `aegis estimate FILE`); --mem, if also given, wins\n"
 "    --name S        a name shown by `aegis ls`\n"
 "    --feed NAME     the job reads the shared data feed NAME (see the\n"
 "                    aegis_feed Python module): recorded with the job, so\n"
@@ -84,6 +94,25 @@ static json_t *submit_job(json_t *cmd, const submit_defaults *def) {
     if (def->feed) json_object_set_new(job, "feed", json_string(def->feed));
     if (def->after > 0) json_object_set_new(job, "after", json_integer(def->after));
     return job;
+}
+
+/* aegis's estimate (with its safety margin) of the model described in
+ * path: the job's expected peak memory. */
+static int submit_model_mem(const char *path, double *mem) {
+    char err[512];
+    est_desc *d = est_desc_load(path, err, sizeof(err));
+    if (!d) {
+        fprintf(stderr, "aegis submit: %s\n", err);
+        return -1;
+    }
+    est_components c;
+    est_result r;
+    est_physical(d, &c);
+    est_correct(&c, &est_learned_shipped, EST_STACK_AEGIS, &r);
+    est_desc_free(d);
+    /* The daemon takes at most 1 TiB (2^20 MiB), as --mem does. */
+    *mem = r.estimate_mib < (1 << 20) ? r.estimate_mib : (1 << 20);
+    return 0;
 }
 
 static json_t *submit_shell(const char *line) {
@@ -152,6 +181,23 @@ static int spec_number(const char *path, yaml_node_t *v, const char *key,
     return 0;
 }
 
+/* A spec's model: file, relative to the spec's folder unless absolute. */
+static int spec_model(const char *spec, const char *file, double *mem) {
+    const char *slash = strrchr(spec, '/');
+    if (file[0] == '/' || !slash) return submit_model_mem(file, mem);
+    int dir = (int)(slash - spec);
+    size_t len = (size_t)dir + strlen(file) + 2;
+    char *joined = malloc(len);
+    if (!joined) {
+        perror("aegis submit");
+        return -1;
+    }
+    snprintf(joined, len, "%.*s/%s", dir, spec, file);
+    int rc = submit_model_mem(joined, mem);
+    free(joined);
+    return rc;
+}
+
 /* The command of a spec: a string for /bin/sh -c, or a list of words. */
 static json_t *spec_command(yaml_document_t *doc, yaml_node_t *v) {
     if (v->type == YAML_SCALAR_NODE) return submit_shell(spec_scalar(doc, v));
@@ -175,7 +221,8 @@ static int spec_job(const char *path, yaml_document_t *doc, yaml_node_t *map,
         return spec_error(path, map, "expected a job (a mapping)", NULL);
     submit_defaults d = *def;
     json_t *cmd = NULL;
-    double num;
+    double num, model_mem = -1;
+    bool has_mem = false;
     for (yaml_node_pair_t *p = map->data.mapping.pairs.start;
          p < map->data.mapping.pairs.top; p++) {
         yaml_node_t *kn = yaml_document_get_node(doc, p->key);
@@ -199,12 +246,17 @@ static int spec_job(const char *path, yaml_document_t *doc, yaml_node_t *map,
             d.gpus = (long)num;
         } else if (!strcmp(k, "mem_mib")) {
             rc = spec_number(path, v, k, 0, 1 << 20, &d.mem);
+            has_mem = true;
+        } else if (!strcmp(k, "model")) {
+            const char *file = spec_scalar(doc, v);
+            rc = file ? spec_model(path, file, &model_mem)
+                      : spec_error(path, v, "expected a file name", k);
         } else if (!strcmp(k, "after")) {
             rc = spec_number(path, v, k, 1, 1e15, &num);
             d.after = (long)num;
         } else {
             rc = spec_error(path, kn, "unknown key (command, name, feed, "
-                            "gpus, mem_mib, after)", k);
+                            "gpus, mem_mib, model, after)", k);
         }
         if (rc) {
             json_decref(cmd);
@@ -212,6 +264,7 @@ static int spec_job(const char *path, yaml_document_t *doc, yaml_node_t *map,
         }
     }
     if (!cmd) return spec_error(path, map, "command: missing", NULL);
+    if (model_mem >= 0 && !has_mem) d.mem = model_mem;
     json_array_append_new(jobs, submit_job(cmd, &d));
     return 0;
 }
@@ -290,6 +343,7 @@ int cli_submit(int argc, char **argv) {
     static const struct option opts[] = {
         {"gpus", required_argument, NULL, 'g'},
         {"mem", required_argument, NULL, 'm'},
+        {"model", required_argument, NULL, 'M'},
         {"name", required_argument, NULL, 'n'},
         {"feed", required_argument, NULL, 'F'},
         {"after", required_argument, NULL, 'a'},
@@ -300,6 +354,8 @@ int cli_submit(int argc, char **argv) {
         {NULL, 0, NULL, 0},
     };
     submit_defaults def = {.gpus = 1, .mem = -1};
+    double model_mem = -1;
+    bool has_mem = false;
     const char *array = NULL, *socket = NULL;
     bool json = false;
     int ch;
@@ -313,6 +369,10 @@ int cli_submit(int argc, char **argv) {
         case 'm':
             if (cli_parse_double("submit", "mem", optarg, 0, 1 << 20, &def.mem))
                 return CLI_USAGE;
+            has_mem = true;
+            break;
+        case 'M':
+            if (submit_model_mem(optarg, &model_mem) < 0) return CLI_USAGE;
             break;
         case 'n': def.name = optarg; break;
         case 'F': def.feed = optarg; break;
@@ -329,6 +389,7 @@ int cli_submit(int argc, char **argv) {
                  return CLI_USAGE;
         }
     }
+    if (model_mem >= 0 && !has_mem) def.mem = model_mem;
     bool dashes = optind > 1 && !strcmp(argv[optind - 1], "--");
     if ((array != NULL) == (optind < argc)) {
         fprintf(stderr, "aegis submit: give a command, a SPEC.yaml or "

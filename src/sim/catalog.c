@@ -10,7 +10,7 @@
 #include <string.h>
 
 static const char *const est_columns[CAT_NEST] = {
-    "horus_mib", "faketensor_mib", "gpumemnet_mib"};
+    "horus_mib", "faketensor_mib", "gpumemnet_mib", "aegis_mib"};
 
 int cat_estimator(const char *column) {
     for (int i = 0; i < CAT_NEST; i++)

@@ -14,7 +14,8 @@
 #include <stddef.h>
 
 /* Memory estimators a catalog can carry, in the order of cat_workload.est. */
-enum { CAT_EST_HORUS, CAT_EST_FAKETENSOR, CAT_EST_GPUMEMNET, CAT_NEST };
+enum { CAT_EST_HORUS, CAT_EST_FAKETENSOR, CAT_EST_GPUMEMNET, CAT_EST_AEGIS,
+       CAT_NEST };
 
 typedef struct cat_workload {
     char *name;             /* e.g. "bert_base_wiki_bs32_1gpu" */

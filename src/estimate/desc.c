@@ -1,0 +1,198 @@
+/* desc.c -- reading a model description (aegis-model/1 JSON).
+ *
+ * Every check names where the bad value is, in the form the user can find
+ * it: "desc.json: layers[12].params: not a non-negative integer". Bad input
+ * is an error, never a guess: a description that silently lost a layer
+ * would give a low estimate, and low estimates cause OOMs.
+ */
+#include "estimate.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FORMAT_TAG "aegis-model/1"
+
+/* Element counts above 2^53 would lose precision as doubles; no model
+ * layer comes near (GPT-3's embedding is ~6e8 elements). */
+#define MAX_ELEMENTS ((json_int_t)1 << 53)
+
+static void fail(char *err, size_t errlen, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+/* Reads obj[key] as a whole number in [lo, MAX_ELEMENTS]; where names the
+ * field in messages ("layers[3]." or ""). Absent: *out untouched, returns
+ * 0 if optional, else an error. */
+static int read_count(const json_t *obj, const char *key, double lo,
+                      int optional, const char *name, const char *where,
+                      double *out, char *err, size_t errlen) {
+    const json_t *v = json_object_get(obj, key);
+    if (!v) {
+        if (optional) return 0;
+        fail(err, errlen, "%s: %s%s: missing", name, where, key);
+        return -1;
+    }
+    json_int_t n = json_is_integer(v) ? json_integer_value(v) : -1;
+    if (n > MAX_ELEMENTS) {
+        fail(err, errlen, "%s: %s%s: %lld is above 2^53", name, where, key,
+             (long long)n);
+        return -1;
+    }
+    double x = (double)n;
+    if (!json_is_integer(v) || x < lo) {
+        fail(err, errlen, "%s: %s%s: not a%s integer", name, where, key,
+             lo > 0 ? " positive" : " non-negative");
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+/* Reads obj[key] as one of names[0..n); returns its index or -1. */
+static int read_choice(const json_t *obj, const char *key,
+                       const char *(*name_of)(int), int n, const char *name,
+                       char *err, size_t errlen) {
+    const char *text = json_string_value(json_object_get(obj, key));
+    if (!text) {
+        fail(err, errlen, "%s: %s: missing or not a string", name, key);
+        return -1;
+    }
+    for (int i = 0; i < n; i++)
+        if (strcmp(text, name_of(i)) == 0) return i;
+    char known[256] = "";
+    for (int i = 0; i < n; i++) {
+        strncat(known, name_of(i), sizeof(known) - strlen(known) - 1);
+        if (i + 1 < n) strncat(known, ", ", sizeof(known) - strlen(known) - 1);
+    }
+    fail(err, errlen, "%s: %s: unknown value '%s' (one of: %s)", name, key,
+         text, known);
+    return -1;
+}
+
+static const char *optimizer_of(int i) {
+    return est_optimizer_name((est_optimizer)i);
+}
+static const char *precision_of(int i) {
+    return est_precision_name((est_precision)i);
+}
+
+static int read_layer(const json_t *item, size_t index, const char *name,
+                      est_layer *layer, char *err, size_t errlen) {
+    char where[48];
+    snprintf(where, sizeof(where), "layers[%zu].", index);
+    if (!json_is_object(item)) {
+        fail(err, errlen, "%s: layers[%zu]: not an object", name, index);
+        return -1;
+    }
+    const char *type = json_string_value(json_object_get(item, "type"));
+    if (!type || !type[0]) {
+        fail(err, errlen, "%s: %stype: missing or not a non-empty string",
+             name, where);
+        return -1;
+    }
+    layer->category = est_category_of(type);
+    layer->buffers = 0;
+    return read_count(item, "activations", 0, 0, name, where,
+                      &layer->activations, err, errlen) ||
+                   read_count(item, "params", 0, 0, name, where,
+                              &layer->params, err, errlen) ||
+                   read_count(item, "buffers", 0, 1, name, where,
+                              &layer->buffers, err, errlen)
+               ? -1
+               : 0;
+}
+
+static int read_header(const json_t *root, const char *name, est_desc *d,
+                       char *err, size_t errlen) {
+    const char *format = json_string_value(json_object_get(root, "format"));
+    if (!format || strcmp(format, FORMAT_TAG) != 0) {
+        fail(err, errlen, "%s: format: expected \"" FORMAT_TAG "\"", name);
+        return -1;
+    }
+    const char *model = json_string_value(json_object_get(root, "model"));
+    if (!(d->model = strdup(model ? model : ""))) {
+        fail(err, errlen, "%s: out of memory", name);
+        return -1;
+    }
+    double batch;
+    int opt, prec;
+    if (read_count(root, "batch_size", 1, 0, name, "", &batch, err, errlen) ||
+        read_count(root, "input_elements", 0, 0, name, "", &d->input_elements,
+                   err, errlen) ||
+        (opt = read_choice(root, "optimizer", optimizer_of, EST_NOPT, name,
+                           err, errlen)) < 0 ||
+        (prec = read_choice(root, "precision", precision_of, EST_NPREC, name,
+                            err, errlen)) < 0)
+        return -1;
+    /* A batch beyond a million samples is a typo, not a training job. */
+    if (batch > 1e6) {
+        fail(err, errlen, "%s: batch_size: %.0f is above 1000000", name, batch);
+        return -1;
+    }
+    d->batch_size = (long)batch;
+    d->optimizer = (est_optimizer)opt;
+    d->precision = (est_precision)prec;
+    return 0;
+}
+
+est_desc *est_desc_from_json(const json_t *root, const char *name, char *err,
+                             size_t errlen) {
+    if (!json_is_object(root)) {
+        fail(err, errlen, "%s: not a JSON object", name);
+        return NULL;
+    }
+    est_desc *d = calloc(1, sizeof(*d));
+    if (!d) {
+        fail(err, errlen, "%s: out of memory", name);
+        return NULL;
+    }
+    if (read_header(root, name, d, err, errlen) < 0) goto bad;
+    const json_t *layers = json_object_get(root, "layers");
+    if (!json_is_array(layers) || json_array_size(layers) == 0) {
+        fail(err, errlen, "%s: layers: missing or not a non-empty array", name);
+        goto bad;
+    }
+    d->nlayers = json_array_size(layers);
+    if (!(d->layers = calloc(d->nlayers, sizeof(*d->layers)))) {
+        fail(err, errlen, "%s: out of memory", name);
+        goto bad;
+    }
+    for (size_t i = 0; i < d->nlayers; i++)
+        if (read_layer(json_array_get(layers, i), i, name, &d->layers[i], err,
+                       errlen) < 0)
+            goto bad;
+    return d;
+bad:
+    est_desc_free(d);
+    return NULL;
+}
+
+est_desc *est_desc_load(const char *path, char *err, size_t errlen) {
+    json_error_t jerr;
+    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root) {
+        /* jansson says "unable to open" for a missing file and gives the
+         * line and column of a syntax error. */
+        if (jerr.line < 0)
+            fail(err, errlen, "%s: cannot read: %s", path, jerr.text);
+        else
+            fail(err, errlen, "%s:%d:%d: bad JSON: %s", path, jerr.line,
+                 jerr.column, jerr.text);
+        return NULL;
+    }
+    est_desc *d = est_desc_from_json(root, path, err, errlen);
+    json_decref(root);
+    return d;
+}
+
+void est_desc_free(est_desc *desc) {
+    if (!desc) return;
+    free(desc->model);
+    free(desc->layers);
+    free(desc);
+}

@@ -1,0 +1,140 @@
+#!/bin/sh
+# e2e.sh AEGIS CASE -- one end-to-end check of `aegis estimate`: a good
+# description gives estimates that hold together, --json carries every
+# component, bad input exits 2 naming the file and the field.
+set -u
+AEGIS=$1 CASE=$2
+TMP=$(mktemp -d) || exit 1
+trap 'rm -rf "$TMP"' EXIT
+fail() { echo "FAIL ($CASE): $*" >&2; exit 1; }
+
+# A small CNN: conv, norm, activation, pool, view, linear, softmax.
+cat >"$TMP/d.json" <<'JSON'
+{"format": "aegis-model/1", "model": "small cnn", "batch_size": 64,
+ "optimizer": "sgd_momentum", "precision": "fp32", "input_elements": 3072,
+ "layers": [
+  {"type": "Conv2d", "activations": 65536, "params": 1792},
+  {"type": "BatchNorm2d", "activations": 65536, "params": 128, "buffers": 129},
+  {"type": "ReLU", "activations": 65536, "params": 0},
+  {"type": "MaxPool2d", "activations": 16384, "params": 0},
+  {"type": "Flatten", "activations": 16384, "params": 0},
+  {"type": "Linear", "activations": 100, "params": 1638500},
+  {"type": "Softmax", "activations": 100, "params": 0}]}
+JSON
+
+# expect_bad PATTERN ARGS...: aegis estimate ARGS exits 2, says PATTERN on
+# stderr and prints nothing on stdout.
+expect_bad() {
+    pattern=$1
+    shift
+    "$AEGIS" estimate "$@" >"$TMP/out" 2>"$TMP/err" </dev/null
+    rc=$?
+    cat "$TMP/err"
+    [ $rc -eq 2 ] || fail "exit $rc, expected 2"
+    grep -q -- "$pattern" "$TMP/err" || fail "message lacks '$pattern'"
+    [ ! -s "$TMP/out" ] || fail "printed estimates for bad input"
+}
+
+case $CASE in
+text)
+    "$AEGIS" estimate --estimator all "$TMP/d.json" >"$TMP/out" ||
+        fail "exit $?"
+    cat "$TMP/out"
+    grep -q "small cnn, batch 64, sgd_momentum, fp32, 7 layers" "$TMP/out" ||
+        fail "no header line"
+    grep -Eq "^  aegis +[0-9]+ MiB +\(predicted [0-9]+ \+ margin [0-9]+; stack aegis\)" \
+        "$TMP/out" || fail "no aegis line"
+    grep -Eq "^  horus +[0-9]+ MiB" "$TMP/out" || fail "no horus line" ;;
+json)
+    "$AEGIS" estimate --estimator all --cuda-context 300 --json \
+        "$TMP/d.json" >"$TMP/out" || fail "exit $?"
+    /usr/bin/python3 - "$TMP/out" <<'PY' || fail "bad JSON output"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+a = doc["estimates"]["aegis"]
+c = a["components"]
+parts = ["weights_mib", "gradients_mib", "optimizer_mib", "input_mib",
+         "workspace_mib", "cuda_context_mib", "rounding_mib"]
+total = sum(c[p] for p in parts) + sum(c["activations_mib"].values())
+assert abs(total - c["physical_total_mib"]) < 1e-3, (total, c)
+assert set(c["activations_mib"]) >= {"conv", "norm", "activation", "pool",
+                                     "linear", "softmax", "view"}
+assert c["activations_mib"]["view"] == 0
+# sgd_momentum: one state element per parameter, as many as the gradients
+assert abs(c["optimizer_mib"] - c["gradients_mib"]) < 1e-6
+assert abs(a["estimate_mib"] - a["predicted_mib"] - a["margin_mib"]) < 1e-3
+assert a["margin_mib"] >= 0 and 0 < a["margin_quantile"] < 1
+# Horus by hand: A = 229,576, P = 1,640,420, B = 64, plus 300 MiB.
+h = 4 * ((229576 * 64 + 1640420) + 64 * 1640420) / 2**20 + 300
+assert abs(doc["estimates"]["horus"]["estimate_mib"] - h) < 1e-3
+assert doc["file"].endswith("d.json") and doc["batch_size"] == 64
+assert a["stack"] == "aegis"
+PY
+    # GPUMemNet's stack has the larger fixed costs; the rest is the same.
+    "$AEGIS" estimate --json --stack gpumemnet "$TMP/d.json" >"$TMP/g" ||
+        fail "--stack gpumemnet: exit $?"
+    /usr/bin/python3 - "$TMP/out" "$TMP/g" <<'PY' || fail "--stack output"
+import json, sys
+a = json.load(open(sys.argv[1]))["estimates"]["aegis"]
+g = json.load(open(sys.argv[2]))["estimates"]["aegis"]
+assert g["stack"] == "gpumemnet" and g["predicted_mib"] > a["predicted_mib"]
+assert g["components"] == a["components"]
+PY
+    ;;
+stdin)
+    # Two descriptions as JSON lines give two results, in order.
+    { tr -d '\n' <"$TMP/d.json"; echo; echo;
+      tr -d '\n' <"$TMP/d.json" | sed 's/"batch_size": 64/"batch_size": 8/'
+      echo; } | "$AEGIS" estimate --json - >"$TMP/out" || fail "exit $?"
+    [ "$(wc -l <"$TMP/out")" -eq 2 ] || fail "expected 2 lines"
+    grep -q '"file":"<stdin>:1"' "$TMP/out" || fail "first not <stdin>:1"
+    grep -q '"file":"<stdin>:3"' "$TMP/out" || fail "second not <stdin>:3"
+    printf '{"format": "aegis-model/1"}\n' |
+        "$AEGIS" estimate - >/dev/null 2>"$TMP/err"
+    [ $? -eq 2 ] || fail "bad stdin line accepted"
+    grep -q "<stdin>:1: batch_size: missing" "$TMP/err" || fail "no message" ;;
+bad_field)
+    sed 's/"params": 1638500/"params": "many"/' "$TMP/d.json" >"$TMP/b.json"
+    expect_bad "b.json: layers\[5\].params: not a non-negative integer" \
+        "$TMP/b.json" ;;
+bad_choice)
+    sed 's/sgd_momentum/lamb/' "$TMP/d.json" >"$TMP/b.json"
+    expect_bad "b.json: optimizer: unknown value 'lamb'" "$TMP/b.json" ;;
+bad_json)
+    printf '{"format": "aegis-model/1",\n "batch_size": }\n' >"$TMP/b.json"
+    expect_bad "b.json:2:.*bad JSON" "$TMP/b.json" ;;
+missing_file)
+    expect_bad "nothing.json: cannot read" "$TMP/nothing.json" ;;
+bad_usage)
+    expect_bad "unknown estimator 'lucid'" --estimator lucid "$TMP/d.json"
+    expect_bad "cuda-context" --cuda-context -5 "$TMP/d.json"
+    expect_bad "unknown stack 'cuda12'" --stack cuda12 "$TMP/d.json"
+    expect_bad "give DESC.json files" ;;
+help)
+    "$AEGIS" estimate --help >"$TMP/h" || fail "--help failed"
+    for word in SYNOPSIS ESTIMATORS horus --json "EXIT STATUS"; do
+        grep -q -- "$word" "$TMP/h" || fail "--help lacks $word"
+    done
+    "$AEGIS" --help | grep -q "estimate" || fail "aegis --help lacks it" ;;
+sim_column)
+    # The simulator takes aegis_mib as an estimator column: a catalog whose
+    # aegis_mib says every job needs 39 GiB must serialise them.
+    printf 'name,num_gpus,solo_duration_s,peak_memory_mib,aegis_mib\n' >"$TMP/c.csv"
+    printf 'a,1,100,1000,39000\nb,1,100,1000,500\n' >>"$TMP/c.csv"
+    printf 'submit_time_s,workload\n0,a\n0,a\n' >"$TMP/big.csv"
+    printf 'submit_time_s,workload\n0,b\n0,b\n' >"$TMP/small.csv"
+    for t in big small; do
+        "$AEGIS" sim --catalog "$TMP/c.csv" --trace "$TMP/$t.csv" --gpus 1 \
+            --policy aegis-est --estimator aegis_mib --json >"$TMP/$t.json" ||
+            fail "sim --estimator aegis_mib: exit $?"
+    done
+    /usr/bin/python3 - "$TMP/big.json" "$TMP/small.json" <<'PY' || fail "aegis_mib not used"
+import json, sys
+big, small = (json.load(open(f))["policies"][0]["makespan_s"] for f in sys.argv[1:])
+assert big > small * 1.3, (big, small)  # serial 200 s, collocated ~140 s
+PY
+    "$AEGIS" sim --estimator nonesuch_mib 2>"$TMP/err"
+    grep -q "aegis_mib" "$TMP/err" || fail "--estimator message lacks aegis_mib" ;;
+*)
+    fail "unknown case" ;;
+esac

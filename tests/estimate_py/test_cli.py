@@ -1,0 +1,88 @@
+"""The aegis_describe.py command line: a description written to a file, the
+manual, the model list, and exit status 2 with a message naming the problem
+for every kind of bad input."""
+import common
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+TOOL = os.path.join(common.ROOT, "python", "aegis_describe.py")
+
+
+def run(*args):
+    return subprocess.run([sys.executable, TOOL, *args], capture_output=True,
+                          text=True, timeout=120)
+
+
+class Cli(unittest.TestCase):
+    def test_writes_a_description(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "r.json")
+            res = run("resnet18", "--batch-size", "64", "--num-classes",
+                      "100", "--input-shape", "3,32,32", "--optimizer",
+                      "adamw", "-o", path)
+            self.assertEqual(res.returncode, 0, res.stderr)
+            with open(path, encoding="utf-8") as src:
+                desc = json.load(src)
+        self.assertEqual((desc["format"], desc["model"], desc["batch_size"],
+                          desc["optimizer"], desc["precision"],
+                          desc["input_elements"]),
+                         ("aegis-model/1", "resnet18", 64, "adamw", "fp32",
+                          3 * 32 * 32))
+        self.assertEqual(desc["layers"][-1],
+                         {"type": "Linear", "activations": 100,
+                          "params": 512 * 100 + 100})
+
+    def test_text_model_to_stdout(self):
+        res = run("bert_base", "--batch-size", "2", "--seq-len", "128")
+        self.assertEqual(res.returncode, 0, res.stderr)
+        desc = json.loads(res.stdout)
+        self.assertEqual(desc["input_elements"], 128)
+        self.assertEqual(desc["layers"][0]["activations"], 128 * 768)
+
+    def test_help_and_list(self):
+        res = run("--help")
+        self.assertEqual(res.returncode, 0)
+        for section in ("NAME", "SYNOPSIS", "OPTIONS", "EXIT STATUS"):
+            self.assertIn(section, res.stdout)
+        res = run("--list")
+        self.assertEqual(res.returncode, 0)
+        names = [line.split()[0] for line in res.stdout.splitlines()]
+        for name in ("gpt2_xl", "xception", "resnet50", "vgg16"):
+            self.assertIn(name, names)
+
+    def test_bad_input_exits_2_with_a_message(self):
+        cases = [
+            (["no_such_net", "--batch-size", "1"], "no_such_net"),
+            (["resnet18"], "--batch-size"),
+            (["--batch-size", "1"], "MODEL"),
+            (["resnet18", "--batch-size", "0"], "batch-size"),
+            (["resnet18", "--batch-size", "x"], "batch-size"),
+            (["resnet18", "--batch-size", "1", "--optimizer", "lamb"],
+             "lamb"),
+            (["resnet18", "--batch-size", "1", "--input-shape", "3,32"],
+             "3,32"),
+            (["bert_base", "--batch-size", "1", "--input-shape", "3,32,32"],
+             "--seq-len"),
+            (["resnet18", "--batch-size", "1", "--seq-len", "10"],
+             "--input-shape"),
+            (["gpt2_large", "--batch-size", "1", "--num-classes", "3"],
+             "--num-classes"),
+            # A forward pass that rejects the input: too small for VGG.
+            (["vgg16", "--batch-size", "1", "--input-shape", "3,8,8"],
+             "vgg16"),
+        ]
+        for args, named in cases:
+            res = run(*args)
+            self.assertEqual(res.returncode, 2, (args, res.stderr))
+            self.assertIn(named, res.stderr, args)
+            self.assertTrue(res.stderr.startswith("aegis_describe: "), args)
+            self.assertEqual(res.stdout, "", args)
+
+
+if __name__ == "__main__":
+    common.run_tests()

@@ -1,0 +1,200 @@
+"""The extractor's module API: exact per-layer figures on a hand-made module,
+parameter totals on resnet18 and the catalog builders, and agreement of the
+meta-device and CPU passes."""
+import common
+
+import copy
+import unittest
+
+import torch
+import torchvision
+from torch import nn
+
+import aegis_describe
+import aegis_models
+
+
+class Tiny(nn.Module):
+    """Every case the recorder distinguishes, on a 3-token input: a weight
+    tied to a later layer, a layer called twice, a frozen parameter, an
+    identity, and a parameter and a buffer owned by the container itself."""
+
+    def __init__(self):
+        super().__init__()
+        self.scale = nn.Parameter(torch.ones(1))
+        self.register_buffer("offset", torch.zeros(3))
+        self.embed = nn.Embedding(10, 4)
+        self.up = nn.Linear(4, 6)
+        self.act = nn.ReLU()
+        self.down = nn.Linear(6, 4)
+        self.norm = nn.LayerNorm(4)
+        self.frozen = nn.Linear(4, 4)
+        self.frozen.weight.requires_grad_(False)
+        self.skip = nn.Identity()
+        self.head = nn.Linear(4, 10, bias=False)
+        self.head.weight = self.embed.weight
+
+    def forward(self, ids):
+        x = self.embed(ids) * self.scale
+        x = self.act(self.up(x))
+        x = self.act(self.down(x))
+        x = self.skip(self.frozen(self.norm(x)))
+        return self.head(x)
+
+
+TINY_LAYERS = [
+    {"type": "Tiny", "activations": 0, "params": 1, "buffers": 3},
+    {"type": "Embedding", "activations": 12, "params": 40},
+    {"type": "Linear", "activations": 18, "params": 30},
+    {"type": "ReLU", "activations": 18, "params": 0},
+    {"type": "Linear", "activations": 12, "params": 28},
+    {"type": "ReLU", "activations": 12, "params": 0},
+    {"type": "LayerNorm", "activations": 12, "params": 8},
+    {"type": "Linear", "activations": 12, "params": 4, "buffers": 16},
+    {"type": "Identity", "activations": 0, "params": 0},
+    {"type": "Linear", "activations": 30, "params": 0},
+]
+
+TOKENS = torch.zeros((1, 3), dtype=torch.long)
+
+
+def totals(desc):
+    params = sum(layer["params"] for layer in desc["layers"])
+    buffers = sum(layer.get("buffers", 0) for layer in desc["layers"])
+    return params, buffers
+
+
+class TinyModule(unittest.TestCase):
+    def test_layers_are_exact_on_both_devices(self):
+        for device in ("meta", "cpu"):
+            desc = aegis_describe.describe(Tiny(), TOKENS, batch_size=4,
+                                           optimizer="sgd", device=device)
+            self.assertEqual(desc["layers"], TINY_LAYERS, device)
+
+    def test_header(self):
+        desc = aegis_describe.describe(Tiny(), TOKENS, batch_size=4,
+                                       optimizer="sgd_momentum",
+                                       precision="amp_bf16", model="tiny",
+                                       source="unit test")
+        self.assertEqual(list(desc), ["format", "model", "batch_size",
+                                      "optimizer", "precision",
+                                      "input_elements", "source", "layers"])
+        self.assertEqual(desc["format"], "aegis-model/1")
+        self.assertEqual(desc["model"], "tiny")
+        self.assertEqual(desc["batch_size"], 4)
+        self.assertEqual(desc["optimizer"], "sgd_momentum")
+        self.assertEqual(desc["precision"], "amp_bf16")
+        self.assertEqual(desc["input_elements"], 3)
+
+    def test_module_is_left_on_cpu_and_unchanged(self):
+        model = Tiny()
+        before = copy.deepcopy(model.state_dict())
+        aegis_describe.describe(model, TOKENS, batch_size=1, device="meta")
+        self.assertTrue(all(not t.is_meta for t in model.state_dict().values()))
+        for name, tensor in model.state_dict().items():
+            self.assertTrue(torch.equal(tensor, before[name]), name)
+        self.assertIs(model.head.weight, model.embed.weight)
+
+    def test_bad_arguments(self):
+        bad = [dict(batch_size=0), dict(batch_size=2.5),
+               dict(batch_size=1, optimizer="lamb"),
+               dict(batch_size=1, precision="int8"),
+               dict(batch_size=1, device="gpu")]
+        for kwargs in bad:
+            with self.assertRaises(aegis_describe.DescribeError, msg=kwargs):
+                aegis_describe.describe(Tiny(), TOKENS, **kwargs)
+
+    def test_example_must_be_one_sample(self):
+        with self.assertRaisesRegex(aegis_describe.DescribeError, "ONE"):
+            aegis_describe.describe(Tiny(), torch.zeros((2, 3),
+                                                        dtype=torch.long), 1)
+
+    def test_multihead_attention_is_one_layer(self):
+        attention = nn.MultiheadAttention(8, 2, batch_first=True)
+        x = torch.zeros(1, 3, 8)
+        desc = aegis_describe.describe(attention, (x, x, x), batch_size=1)
+        # Output (1,3,8) plus head-averaged weights (1,3,3); 4 projections.
+        self.assertEqual(desc["layers"], [
+            {"type": "MultiheadAttention", "activations": 24 + 9,
+             "params": 4 * 8 * 8 + 4 * 8}])
+
+
+class TorchvisionModels(unittest.TestCase):
+    def test_resnet18_counts_every_parameter_once(self):
+        model = torchvision.models.resnet18()
+        desc = aegis_describe.describe(model, torch.zeros(1, 3, 224, 224), 32)
+        self.assertEqual(totals(desc),
+                         (sum(p.numel() for p in model.parameters()),
+                          sum(b.numel() for b in model.buffers())))
+        first = desc["layers"][0]
+        self.assertEqual(first, {"type": "Conv2d", "activations": 64 * 112 * 112,
+                                 "params": 64 * 3 * 7 * 7})
+        # torchvision's ReLUs are in place: they add no new tensor.
+        relus = [l for l in desc["layers"] if l["type"] == "ReLU"]
+        self.assertTrue(relus and all(l["activations"] == 0 for l in relus))
+        self.assertEqual(desc["layers"][-1]["activations"], 1000)
+
+    def test_meta_and_cpu_agree(self):
+        for name in ("resnet18", "mobilenet_v3_small", "efficientnet_b0"):
+            model = torchvision.models.get_model(name, num_classes=100)
+            example = torch.zeros(1, 3, 32, 32)
+            meta = aegis_describe.describe(model, example, 8, device="meta")
+            cpu = aegis_describe.describe(model, example, 8, device="cpu")
+            self.assertEqual(meta, cpu, name)
+
+
+SMALL_BUILDERS = {
+    "bert": lambda: aegis_models.BertMaskedLM(vocab=50, dim=16, layers=2,
+                                              heads=2, hidden=32,
+                                              max_positions=8),
+    "gpt2": lambda: aegis_models.GPT2LM(vocab=50, dim=16, layers=2, heads=2,
+                                        max_positions=8),
+    "xlnet": lambda: aegis_models.XLNetClassifier(vocab=50, dim=16, layers=2,
+                                                  heads=2, hidden=32),
+    "llama": lambda: aegis_models.LlamaLM(vocab=50, dim=16, layers=2,
+                                          heads=4, kv_heads=2, hidden=24),
+}
+
+
+class Builders(unittest.TestCase):
+    def test_small_transformers_meta_and_cpu_agree(self):
+        ids = torch.zeros((1, 8), dtype=torch.long)
+        for name, build in SMALL_BUILDERS.items():
+            model = build()
+            meta = aegis_describe.describe(model, ids, 1, device="meta")
+            cpu = aegis_describe.describe(model, ids, 1, device="cpu")
+            self.assertEqual(meta, cpu, name)
+            self.assertEqual(totals(meta)[0],
+                             sum(p.numel() for p in model.parameters()), name)
+
+    def test_attention_probabilities_are_layers(self):
+        model = SMALL_BUILDERS["gpt2"]()
+        desc = aegis_describe.describe(model, torch.zeros((1, 8),
+                                                          dtype=torch.long), 1)
+        softmax = [l for l in desc["layers"] if l["type"] == "Softmax"]
+        # One per layer: heads x tokens x tokens.
+        self.assertEqual([l["activations"] for l in softmax], [2 * 8 * 8] * 2)
+
+    def test_catalog_sizes(self):
+        # Parameter totals of the public checkpoints these builders mirror
+        # (XLNet: less its mask_emb, unused by sequence classification).
+        expected = {"bert_base": 108340804, "gpt2_large": 774030080,
+                    "gpt2_xl": 1557611200, "xlnet_base": 117309698,
+                    "xception": 22855952, "mnist_cnn": 1199882}
+        for name, params in expected.items():
+            desc = aegis_describe.describe_builder(name, 1, device="meta")
+            self.assertEqual(totals(desc)[0], params, name)
+
+    def test_builder_defaults_are_the_catalog_settings(self):
+        desc = aegis_describe.describe_builder("llama3_width_8layer", 1,
+                                               device="meta")
+        self.assertEqual((desc["optimizer"], desc["precision"],
+                          desc["input_elements"]), ("adamw", "bf16", 512))
+        desc = aegis_describe.describe_builder("inception_v3", 1,
+                                               device="meta")
+        self.assertEqual(desc["input_elements"], 3 * 299 * 299)
+        self.assertEqual(desc["optimizer"], "adam")
+
+
+if __name__ == "__main__":
+    common.run_tests()
