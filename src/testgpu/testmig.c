@@ -14,8 +14,10 @@
  * compute instance or its MIG device), "?" for one that is not ours. Tests
  * check exact call sequences against it.
  *
- * mig<i> holds "mode <0|1>", then "gi <id> <profileId> <start>" and
- * "ci <gi id> <ci id> <ci profileId>" lines. No file: MIG off, nothing.
+ * mig<i> holds "mode <0|1>", then "gi <id> <profileId> <start> <MiB>" and
+ * "ci <gi id> <ci id> <ci profileId>" lines (<MiB>, the instance's memory,
+ * is for aegis-fakegpu, which has no profile table). No file: MIG off,
+ * nothing.
  *
  * The model is the GPUs' name (AEGIS_TEST_GPU_MODEL) looked up in the MIG
  * table (mig_profiles.h): a name with no table has no MIG (NOT_SUPPORTED),
@@ -261,8 +263,9 @@ static int tmig_write(int gpu, const tmig_gpu *s) {
     size_t n = (size_t)snprintf(text, sizeof text, "mode %d\n", s->mode);
     for (int i = 0; i < s->ngi; i++) {
         const tmig_gi *g = &s->gi[i];
-        n += (size_t)snprintf(text + n, sizeof text - n, "gi %d %u %d\n",
-                              g->id, tmig_profile_id(g->profile), g->start);
+        n += (size_t)snprintf(text + n, sizeof text - n, "gi %d %u %d %ld\n",
+                              g->id, tmig_profile_id(g->profile), g->start,
+                              g->profile->mem_mib);
         for (int c = 0; c < g->nci; c++)
             n += (size_t)snprintf(text + n, sizeof text - n, "ci %d %d %d\n",
                                   g->id, g->ci[c].id, g->ci[c].profile);
@@ -799,8 +802,8 @@ nvmlReturn_t tmig_uuid(nvmlDevice_t d, char *buf, unsigned int length) {
     tmig_ci *c = NULL;
     nvmlReturn_t rc = tmig_begin_mig(call, d, buf, &t, &g, &c);
     if (rc == NVML_SUCCESS) {
-        snprintf(text, sizeof text, "MIG-aegis-test-%d-%d-%d", t.gpu, g->id,
-                 c->id);
+        snprintf(text, sizeof text, TGPU_MIG_UUID_PREFIX "%d-%d-%d", t.gpu,
+                 g->id, c->id);
         rc = tmig_end(&t, tnv_string(call, text, buf, length), 0);
     }
     return tmig_log(rc, "%s %s", call, t.who);

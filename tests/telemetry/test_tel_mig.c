@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -217,6 +218,76 @@ static void test_destroy_without_ci(void **state) {
         "nvmlGpuInstanceDestroy gpu0/gi3 -> 0\n");
 }
 
+/* Runs aegis-fakegpu with `mib` on device cvd (and, when not NULL, the
+ * MPS pipe directory and pinned limit) for no time; its exit status, its
+ * stderr in err. */
+static int run_fake(fixture *f, const char *cvd, const char *mib,
+                    const char *mps_pipe, const char *pinned, char *err,
+                    size_t errlen) {
+    char errpath[sizeof f->dir + 16];
+    snprintf(errpath, sizeof errpath, "%s.err", f->dir);
+    pid_t pid = fork();
+    if (pid == 0) {
+        setenv("CUDA_VISIBLE_DEVICES", cvd, 1);
+        if (mps_pipe)
+            setenv("CUDA_MPS_PIPE_DIRECTORY", mps_pipe, 1);
+        if (pinned)
+            setenv("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", pinned, 1);
+        if (!freopen("/dev/null", "w", stdout) ||
+            !freopen(errpath, "w", stderr))
+            _exit(126);
+        execl(TEL_TEST_FAKEGPU, TEL_TEST_FAKEGPU, "--mib", mib, "--seconds",
+              "0", (char *)NULL);
+        _exit(127);
+    }
+    int status = -1;
+    waitpid(pid, &status, 0);
+    FILE *fp = fopen(errpath, "r");
+    size_t n = fp ? fread(err, 1, errlen - 1, fp) : 0;
+    err[n] = '\0';
+    if (fp)
+        fclose(fp);
+    unlink(errpath);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* A fake job on a MIG device has that instance's memory, not the GPU's;
+ * a device that was never made is an invalid ordinal. */
+static void test_fakegpu_on_mig(void **state) {
+    fixture *f = *state;
+    open_gpus(f, NULL);
+    char err[1024] = "";
+    tel_mig_dev d;
+    assert_int_equal(tel_mig_create(f->tel, 0, 0, 0, 1, &d, err, sizeof err),
+                     0); /* 1g.5gb: 4864 MiB */
+    assert_int_equal(run_fake(f, d.uuid, "4000", NULL, NULL, err, sizeof err),
+                     0);
+    assert_int_equal(run_fake(f, d.uuid, "6000", NULL, NULL, err, sizeof err),
+                     1);
+    assert_non_null(strstr(err, "CUDA out of memory. Tried to allocate 5.86 "
+                                "GiB (GPU 0; 4.75 GiB total capacity"));
+    assert_int_equal(run_fake(f, "MIG-aegis-test-0-5-0", "10", NULL, NULL, err,
+                              sizeof err), 2);
+    assert_non_null(strstr(err, "invalid device ordinal"));
+}
+
+/* Under MPS: no control socket is a failed client, and the pinned limit
+ * is an OOM. */
+static void test_fakegpu_under_mps(void **state) {
+    fixture *f = *state;
+    char err[1024] = "";
+    assert_int_equal(run_fake(f, "0", "10", f->dir, NULL, err, sizeof err), 1);
+    assert_non_null(strstr(err, "MPS client failed to connect"));
+    assert_int_equal(run_fake(f, "0", "2000", NULL, "0=1000M", err,
+                              sizeof err), 1);
+    assert_non_null(strstr(err, "CUDA out of memory"));
+    assert_int_equal(run_fake(f, "0", "900", NULL, "0=1G", err, sizeof err),
+                     0);
+    assert_int_equal(run_fake(f, "0", "900", NULL, "0=1X", err, sizeof err),
+                     1);
+    assert_non_null(strstr(err, "bad entry"));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_mode, setup, teardown),
@@ -229,6 +300,9 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_create_mode_off, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_destroy_without_ci, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_fakegpu_on_mig, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fakegpu_under_mps, setup,
                                         teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
