@@ -5,6 +5,8 @@
  *   daemon.c    the libuv loop: socket server, timer, signals, start/stop
  *   jobs.c      a job's life: queue, launch, observe, exit, recovery
  *   handlers.c  one function per request op
+ *   gpushare.c  each GPU's sharing mode: its MPS control daemon, the
+ *               environment and MIG instance a job gets from it
  *
  * Ownership: the d_daemon owns every d_job, d_conn and the core, store and
  * telemetry handles; d_run() creates and frees them all.
@@ -23,6 +25,7 @@
 #include "acct.h"
 #include "core.h"
 #include "proto.h"
+#include "sharing.h"
 #include "store.h"
 #include "tel.h"
 
@@ -93,6 +96,9 @@ typedef struct d_gpu {
     bool ok;                    /* last read succeeded */
     double energy_seen_j;       /* energy counter at the previous tick */
     bool drained;               /* by `aegis drain` */
+    share_mode mode;            /* its sharing mode (aegis.yaml) */
+    bool mps_up;                /* its MPS control daemon runs: this aegisd
+                                   started it, or found it running */
 } d_gpu;
 
 typedef struct d_daemon {
@@ -104,6 +110,8 @@ typedef struct d_daemon {
     bool stopping;
     core_config cfg;
     acct_params acct;           /* the config's grid intensity and PUE */
+    sharing_config share;       /* the config's sharing modes */
+    char mps_dir[4096];         /* MPS pipe and log folders, per GPU */
     core_state *core;
     store *st;
     tel_state *tel;
@@ -139,6 +147,21 @@ void d_jobs_schedule(d_daemon *d);
 void d_jobs_check_exits(d_daemon *d);
 void d_jobs_tick(d_daemon *d);              /* telemetry, observation */
 int d_job_cancel(d_daemon *d, d_job *job);
+
+/* gpushare.c */
+int d_share_open(d_daemon *d);              /* check modes, start MPS */
+void d_share_close(d_daemon *d);            /* stop MPS where idle */
+/* Whether a reloaded sharing config can be applied: 0, or -1 with why. */
+int d_share_check_reload(d_daemon *d, const sharing_config *share,
+                         char *err, size_t errlen);
+/* Applies it: MPS stopped and started where a GPU's mode changed. */
+void d_share_reload(d_daemon *d, const sharing_config *share);
+/* The "K=V" variables a launch adds to the job's environment, into vars
+ * (NULL-terminated; strings in buf), and what they mean, for its events,
+ * into note ("" for none). */
+void d_share_job_env(const d_daemon *d, const core_launch *l,
+                     const char **vars, size_t nvars, char *buf,
+                     size_t buflen, char *note, size_t notelen);
 
 /* handlers.c */
 void d_handle(d_conn *c, const proto_request *req);

@@ -207,17 +207,26 @@ static void d_gpu_list(char *out, size_t outlen, const int *gpus, int n,
     }
 }
 
+/* Sharing-mode variables a job gets at most (MPS: pipe, log, pinned). */
+#define D_SHARE_VARS 8
+
 static int d_job_exec(d_daemon *d, d_job *job, const core_launch *l,
-                      exec_run *run, char *err, size_t errlen) {
+                      exec_run *run, char *note, size_t notelen, char *err,
+                      size_t errlen) {
     json_t *row = store_job(d->st, job->id, true);
     const char **argv = d_strings(json_object_get(row, "cmd"));
     const char **env = d_strings(json_object_get(row, "env"));
     char visible[CORE_MAX_JOB_GPUS * 48];
     d_gpu_list(visible, sizeof(visible), l->gpus, l->num_gpus, d->tel);
+    const char *share_env[D_SHARE_VARS];
+    char share_buf[D_SHARE_VARS * 4400];
+    d_share_job_env(d, l, share_env, D_SHARE_VARS, share_buf,
+                    sizeof(share_buf), note, notelen);
     exec_spec spec = {
         .id = job->id, .attempt = job->attempts + 1,
         .argv = argv, .cwd = json_string_value(json_object_get(row, "cwd")),
-        .env = env, .visible = visible, .as_user = d->as_root,
+        .env = env, .visible = visible, .extra_env = share_env,
+        .as_user = d->as_root,
         .uid = job->uid, .gid = job->gid, .user = job->user,
         .log_dir = d->log_dir, .run_dir = d->run_dir,
     };
@@ -235,8 +244,8 @@ static int d_job_exec(d_daemon *d, d_job *job, const core_launch *l,
 
 static void d_job_launch(d_daemon *d, d_job *job, const core_launch *l) {
     exec_run run;
-    char err[512];
-    if (d_job_exec(d, job, l, &run, err, sizeof(err)) != 0) {
+    char err[512], note[256];
+    if (d_job_exec(d, job, l, &run, note, sizeof(note), err, sizeof(err)) != 0) {
         d_log("%s", err);
         core_job_exit(d->core, job->id, CORE_EXIT_FAILED, d_now(d), NULL);
         d_job_finish(d, job, "failed", err);
@@ -269,6 +278,7 @@ static void d_job_launch(d_daemon *d, d_job *job, const core_launch *l) {
     store_event(d->st, job->id, now,
                 "attempt %d started on GPU %s, %s, admitted with %.0f MiB",
                 a.n, gpus, l->exclusive ? "alone" : "shared", l->floor_mib);
+    if (note[0]) store_event(d->st, job->id, now, "attempt %d: %s", a.n, note);
     store_commit(d->st);
 }
 

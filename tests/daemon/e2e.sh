@@ -352,5 +352,67 @@ assert 'cmd' not in r[$a]" < r.json || fail "report rows"
         grep -q "bad.yaml:1: pue" || fail "pue 0.5 accepted"
 }
 
+# MPS on GPUs 0 and 2 (GPU 1 naive): each one's control daemon is started
+# once when aegisd starts and stopped once when it stops; one left running
+# for a job across a restart is kept, not started again, and stopped once
+# by the aegisd that kept it. A job on an MPS
+# GPU gets its pipe and log folders, its floor as pinned memory when
+# shared, and the thread share its submitter asked for; a job on the naive
+# GPU gets none of it.
+case_mps() {
+    local mps st=$DIR/state
+    mps=$(dirname "$FAKE")/aegis-fake-mps-control
+    printf 'sharing:\n  default: mps\n  1: naive\nmps_control: %s\n' "$mps" \
+        >> "$DIR/aegis.yaml"
+    start
+    cd "$DIR/work"
+    "$AEGIS" drain 1 >/dev/null && "$AEGIS" drain 2 >/dev/null || fail drain
+    alone=$(CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50 "$AEGIS" submit --mem 1000 -- \
+            "$FAKE" --mib 1000 --seconds 4) || fail submit
+    until "$AEGIS" show "$alone" 2>/dev/null | grep -q "seen on GPU"; do sleep 0.1; done
+    shared=$("$AEGIS" submit --mem 1000 -- "$FAKE" --mib 1000 --seconds 1)
+    "$AEGIS" wait "$shared" >/dev/null || fail "shared MPS job"
+    # stop with the first job still running: GPU 0's daemon stays for it
+    kill -TERM "$(daemon_pid)"
+    while [ -n "$(daemon_pid)" ]; do sleep 0.1; done
+    start 2> restart.err
+    "$AEGIS" wait "$alone" >/dev/null || fail "MPS job across a restart"
+    grep -q "GPU 0: MPS control daemon already running on $st/mps/0/pipe: kept" \
+        restart.err || fail "GPU 0's daemon not kept: $(cat restart.err)"
+    "$AEGIS" resume 1 >/dev/null && "$AEGIS" drain 0 >/dev/null || fail resume
+    naive=$("$AEGIS" submit -- "$FAKE" --mib 100 --seconds 0)
+    "$AEGIS" wait "$naive" >/dev/null || fail "naive job"
+    [ "$("$AEGIS" log "$alone" | head -1)" = "aegis-fakegpu: devices=GPU-aegis-test-0000-0 mps_pipe=$st/mps/0/pipe threads=50 pinned=-" ] ||
+        fail "alone job's MPS env: $("$AEGIS" log "$alone")"
+    [ "$("$AEGIS" log "$shared" | head -1)" = "aegis-fakegpu: devices=GPU-aegis-test-0000-0 mps_pipe=$st/mps/0/pipe threads=- pinned=0=3048M" ] ||
+        fail "shared job's MPS env: $("$AEGIS" log "$shared")"
+    [ "$("$AEGIS" log "$naive" | head -1)" = "aegis-fakegpu: devices=GPU-aegis-test-0000-1 mps_pipe=- threads=- pinned=-" ] ||
+        fail "naive job's env: $("$AEGIS" log "$naive")"
+    "$AEGIS" show "$shared" | grep -q "MPS client of GPU 0's control daemon, memory pinned" ||
+        fail "no MPS event: $("$AEGIS" show "$shared")"
+    kill -TERM "$(daemon_pid)"
+    while [ -n "$(daemon_pid)" ]; do sleep 0.1; done
+    local g0="gpus=GPU-aegis-test-0000-0 pipe=$st/mps/0/pipe log=$st/mps/0/log"
+    local g2="gpus=GPU-aegis-test-0000-2 pipe=$st/mps/2/pipe log=$st/mps/2/log"
+    # first run: both start, GPU 2's stops (GPU 0 keeps a job); second
+    # run: GPU 2's starts again, both stop
+    printf '%s\n' "start $g0" "start $g2" "command quit $g2" "stop $g2" \
+        "start $g2" "command quit $g0" "stop $g0" "command quit $g2" \
+        "stop $g2" > want.log
+    diff want.log "$AEGIS_TEST_GPU_DIR/mps-calls.log" >&2 ||
+        fail "mps-calls.log is not the expected sequence"
+    # a bad mode is refused, naming the file, line and key
+    printf 'sharing:\n  7: mps\n' > bad.yaml
+    "$AEGISD" --socket "$DIR/b.sock" --state-dir "$DIR/b" --config bad.yaml \
+        --foreground 2> bad.err && fail "GPU 7 accepted"
+    grep -q "bad.yaml:2: sharing: 7: no such GPU (3 found)" bad.err ||
+        fail "bad GPU: $(cat bad.err)"
+    printf 'sharing: shared\n' > bad.yaml
+    "$AEGISD" --socket "$DIR/b.sock" --state-dir "$DIR/b" --config bad.yaml \
+        --foreground 2> bad.err && fail "mode 'shared' accepted"
+    grep -q "bad.yaml:1: sharing: 'shared' is not a sharing mode" bad.err ||
+        fail "bad mode: $(cat bad.err)"
+}
+
 "case_$CASE"
 echo "ok: $CASE"
