@@ -9,6 +9,7 @@
  * stops: no backfill (AEGIS).
  */
 #include "core.h"
+#include "share_gpu.h"
 #include "window.h"
 #include "../policy/policy.h"
 
@@ -36,6 +37,8 @@ typedef struct core_job {
                                  placed; CORE_UNKNOWN without telemetry */
     bool exclusive;         /* placed on idle GPUs */
     bool active;            /* seen active on its GPUs */
+    mig_instance mig;       /* its MIG instance; profile NULL when it runs
+                               on whole GPUs */
     uint64_t placed_seen[CORE_MAX_JOB_GPUS]; /* GPU placement counts at launch */
     struct core_job *prev, *next; /* queue links */
     struct core_job *hnext;       /* hash chain */
@@ -54,6 +57,7 @@ typedef struct core_gpu {
     int unseen;             /* jobs placed here, not yet seen active */
     double open_at;         /* observation ends: no new job before */
     uint64_t placements;    /* jobs ever placed here: tells a job it shared */
+    share_gpu share;        /* sharing mode and MIG instances */
 } core_gpu;
 
 struct core_state {
@@ -199,6 +203,7 @@ core_state *core_create(const core_config *cfg, int num_gpus,
         core_gpu *gpu = &core->gpus[g];
         gpu->view.index = g;
         gpu->view.total_mib = gpu_total_mib[g];
+        gpu->share.mode = SHARE_NAIVE;
         if (win_init(&gpu->win, cfg->window_samples, cfg->sample_period_s) != 0)
             goto oom;
     }
@@ -358,6 +363,7 @@ static void core_release(core_state *core, core_job *job) {
         gpu_account(gpu, &job->spec, -1);
         if (!job->active) gpu->unseen--;
         if (job->alone) gpu->alone = false;
+        if (job->mig.profile) share_gpu_remove(&gpu->share, job->mig.start);
         if (gpu->view.njobs == 0) {
             gpu->unseen = 0;
             gpu->open_at = 0;
@@ -418,6 +424,10 @@ static bool core_ran_alone(const core_state *core, const core_job *job) {
  * the host's free memory at dispatch). Without that, a job placed beside a
  * light neighbour would climb one rung per crash, each one a lost start. */
 static double core_next_floor(const core_state *core, const core_job *job) {
+    if (job->mig.profile) /* it failed with the whole instance to itself */
+        return share_gpu_next_floor(core->gpus[job->gpus[0]].share.model,
+                                    fmax(job->admitted_mib,
+                                         (double)job->mig.profile->mem_mib));
     double total = INFINITY;
     for (int k = 0; k < job->spec.num_gpus; k++)
         total = fmin(total, core->gpus[job->gpus[k]].view.total_mib);
@@ -469,6 +479,33 @@ core_outcome core_job_exit(core_state *core, int64_t job_id, core_exit how,
         core_forget(core, job);
     }
     return out;
+}
+
+int core_gpu_share(core_state *core, int gpu, share_mode mode,
+                   const mig_model *mig, char *err, size_t errlen) {
+    if (gpu < 0 || gpu >= core->num_gpus) {
+        snprintf(err, errlen, "sharing: GPU %d is not on this server", gpu);
+        return -1;
+    }
+    if ((unsigned)mode >= SHARE_NMODES) {
+        snprintf(err, errlen, "sharing: GPU %d: unknown mode %d (one of %s)",
+                 gpu, (int)mode, SHARE_MODE_LIST);
+        return -1;
+    }
+    bool needs_table = mode == SHARE_MIG || mode == SHARE_AUTO;
+    if (needs_table && !mig) {
+        snprintf(err, errlen, "sharing: GPU %d: mode %s needs a MIG profile "
+                 "table, and this GPU has none", gpu, share_mode_name(mode));
+        return -1;
+    }
+    core_gpu *g = &core->gpus[gpu];
+    if (g->view.njobs > 0) {
+        snprintf(err, errlen, "sharing: GPU %d runs %d jobs; its mode changes "
+                 "only while it is idle", gpu, g->view.njobs);
+        return -1;
+    }
+    g->share = (share_gpu){.mode = mode, .model = needs_table ? mig : NULL};
+    return 0;
 }
 
 void core_gpu_drain(core_state *core, int gpu, bool drained) {
@@ -539,14 +576,25 @@ static void core_sort_candidates(core_candidate *c, int n) {
     }
 }
 
-/* Exclusive first: the lowest-numbered idle GPUs, if there are enough.
- * Idle GPUs read no telemetry (AEGIS's idle path checks only that no job
- * is on them), so no full window is needed. */
+/* True when the job would run in a MIG instance on this GPU (core.h,
+ * "sharing modes"), not on the whole GPU. */
+static bool core_wants_mig(const core_state *core, const core_job *job,
+                           const core_gpu *gpu) {
+    return share_gpu_wants_mig(&gpu->share, job->spec.num_gpus,
+                               core_demand(core, job),
+                               !job->alone && core->pol->collocates);
+}
+
+/* Exclusive first: the lowest-numbered idle GPUs, if there are enough,
+ * among those the job would take whole. Idle GPUs read no telemetry
+ * (AEGIS's idle path checks only that no job is on them), so no full
+ * window is needed. */
 static bool core_place_exclusive(core_state *core, const core_job *job,
                                  core_launch *l) {
     int n = 0;
     for (int g = 0; g < core->num_gpus && n < job->spec.num_gpus; g++)
-        if (gpu_idle(&core->gpus[g])) l->gpus[n++] = g;
+        if (gpu_idle(&core->gpus[g]) && !core_wants_mig(core, job, &core->gpus[g]))
+            l->gpus[n++] = g;
     l->exclusive = true;
     return n == job->spec.num_gpus;
 }
@@ -563,7 +611,9 @@ static bool core_place_shared(core_state *core, const core_job *job,
     int n = 0;
     for (int g = 0; g < core->num_gpus; g++) {
         core_gpu *gpu = &core->gpus[g];
-        if (!gpu_open(gpu, now)) continue;
+        if (!gpu_open(gpu, now) || !share_gpu_collocates(&gpu->share) ||
+            core_wants_mig(core, job, gpu))
+            continue;
         if (telemetry && !core_telemetry_admits(core, gpu, demand,
                                                 pol->uses_telemetry, now))
             continue;
@@ -578,6 +628,39 @@ static bool core_place_shared(core_state *core, const core_job *job,
     if (n < job->spec.num_gpus) return false;
     core_sort_candidates(cand, n);
     for (int k = 0; k < job->spec.num_gpus; k++) l->gpus[k] = cand[k].gpu;
+    l->exclusive = false;
+    return true;
+}
+
+/* A MIG instance for a one-GPU job: the planner on every GPU where the job
+ * would run in one, the fewest free memory slices first (best fit), the
+ * lowest index breaking ties. FULL and FRAGMENTED both wait (core.h). */
+static bool core_place_mig(core_state *core, const core_job *job,
+                           core_launch *l) {
+    if (job->spec.num_gpus != 1) return false;
+    long demand = (long)ceil(core_demand(core, job));
+    int best = -1, best_used = -1;
+    mig_pick best_pick = {MIG_FULL, NULL, -1};
+    for (int g = 0; g < core->num_gpus; g++) {
+        core_gpu *gpu = &core->gpus[g];
+        if (gpu->drained || gpu->alone || !core_wants_mig(core, job, gpu) ||
+            !share_gpu_mig_open(&gpu->share, gpu->view.njobs))
+            continue;
+        const share_gpu *sh = &gpu->share;
+        mig_pick pick = mig_plan(sh->model, sh->inst, sh->ninst, demand);
+        if (pick.verdict != MIG_PLACED) continue;
+        int used = 0;
+        for (int i = 0; i < sh->ninst; i++) used += sh->inst[i].profile->mem_slices;
+        if (used > best_used) {
+            best = g;
+            best_used = used;
+            best_pick = pick;
+        }
+    }
+    if (best < 0) return false;
+    l->gpus[0] = best;
+    l->mig = best_pick.profile;
+    l->mig_start = best_pick.start;
     l->exclusive = false;
     return true;
 }
@@ -606,6 +689,7 @@ static void core_occupy(core_state *core, core_job *job) {
         gpu->placements++;
         job->placed_seen[k] = gpu->placements;
         if (hold) gpu->alone = true;
+        if (job->mig.profile) share_gpu_add(&gpu->share, job->mig);
     }
     core->running++;
 }
@@ -615,10 +699,13 @@ static void core_start(core_state *core, core_job *job, const core_launch *l,
     job->dispatch_free_mib = CORE_UNKNOWN;
     job->exclusive = l->exclusive;
     job->admitted_mib = l->floor_mib;
+    job->mig = (mig_instance){l->mig, l->mig_start};
     for (int k = 0; k < l->num_gpus; k++) {
         core_gpu *gpu = &core->gpus[l->gpus[k]];
         job->gpus[k] = l->gpus[k];
-        if (core->pol->uses_telemetry) {
+        /* An instance's memory is its own: the GPU's free memory says
+         * nothing about what the job had (core_next_floor). */
+        if (core->pol->uses_telemetry && !l->mig) {
             double free_mib = gpu_free_now(gpu, now);
             if (job->dispatch_free_mib < 0 || free_mib < job->dispatch_free_mib)
                 job->dispatch_free_mib = free_mib;
@@ -643,12 +730,38 @@ static int core_check_adopted(const core_state *core, const core_job_spec *job,
     return core_check_retry(job, &a->retry, err, errlen);
 }
 
+/* The adopted job's MIG instance, with the profile taken from the core's
+ * table of its GPU; 0, or -1 with a message when it cannot be there. */
+static int core_adopted_mig(const core_state *core, const core_job_spec *job,
+                            const core_adopted *a, mig_instance *inst,
+                            char *err, size_t errlen) {
+    *inst = (mig_instance){NULL, 0};
+    if (!a->mig) return 0;
+    const share_gpu *sh = &core->gpus[a->gpus[0]].share;
+    const mig_profile *p = sh->model && job->num_gpus == 1
+                               ? mig_profile_find(sh->model, a->mig->name)
+                               : NULL;
+    if (!p || (sh->mode != SHARE_MIG && sh->mode != SHARE_AUTO) ||
+        a->mig_start < 0 || a->mig_start + p->mem_slices > MIG_MEM_SLICES) {
+        snprintf(err, errlen, "job %lld: MIG instance %s at slice %d does not "
+                 "fit GPU %d (mode %s)", (long long)job->id, a->mig->name,
+                 a->mig_start, a->gpus[0], share_mode_name(sh->mode));
+        return -1;
+    }
+    *inst = (mig_instance){p, a->mig_start};
+    return 0;
+}
+
 int core_adopt(core_state *core, const core_job_spec *job,
                const core_adopted *a, double now, char *err, size_t errlen) {
-    if (core_check_adopted(core, job, a, err, errlen) != 0) return -1;
+    mig_instance inst;
+    if (core_check_adopted(core, job, a, err, errlen) != 0 ||
+        core_adopted_mig(core, job, a, &inst, err, errlen) != 0)
+        return -1;
     core_job *j = core_job_new(core, job, err, errlen);
     if (!j) return -1;
     core_set_retry(j, &a->retry);
+    j->mig = inst;
     j->admitted_mib = a->admitted_mib;
     j->dispatch_free_mib = CORE_UNKNOWN;
     /* Jobs adopted before it on its GPUs shared them with it, whichever
@@ -678,9 +791,13 @@ int core_schedule(core_state *core, double now, core_launch *out, int max) {
         l->num_gpus = job->spec.num_gpus;
         l->floor_mib = core_demand(core, job);
         bool placed = core_place_exclusive(core, job, l) ||
+                      core_place_mig(core, job, l) ||
                       (!job->alone && core->pol->collocates &&
                        core_place_shared(core, job, now, l));
         if (!placed) break; /* no backfill: the head waits, so do all */
+        for (int k = 0; k < l->num_gpus; k++)
+            l->share[k] = share_gpu_launch_mode(&core->gpus[l->gpus[k]].share,
+                                                l->mig != NULL);
         queue_unlink(queue_of(core, job), job);
         core_start(core, job, l, now);
         n++;

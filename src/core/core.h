@@ -10,7 +10,8 @@
  *
  * Ownership: core_create() allocates a core_state that the caller owns and
  * frees with core_destroy(). The core copies everything it is given; no
- * pointer passed in is kept after the call returns.
+ * pointer passed in is kept after the call returns, except MIG tables
+ * (core_gpu_share()), which are static data.
  */
 #ifndef AEGIS_CORE_H
 #define AEGIS_CORE_H
@@ -18,6 +19,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "../share/mig_profiles.h"
+#include "../share/share_mode.h"
 
 /* A job may span at most this many GPUs of one server. Eight is the largest
  * single server we target (DGX-class boxes have 8 GPUs). */
@@ -104,6 +108,12 @@ typedef struct core_launch {
     int gpus[CORE_MAX_JOB_GPUS];
     double floor_mib;           /* memory the attempt was admitted with */
     bool exclusive;             /* placed on GPUs that were idle */
+    share_mode share[CORE_MAX_JOB_GPUS]; /* how it runs on gpus[k]: see
+                                   "sharing modes" below */
+    const mig_profile *mig;     /* share[0] == SHARE_MIG: the GPU instance
+                                   to create on gpus[0]; else NULL */
+    int mig_start;              /* with mig: its first memory slice (NVML's
+                                   placement start) */
 } core_launch;
 
 typedef enum core_exit {
@@ -163,6 +173,10 @@ typedef struct core_adopted {
     double active_at;       /* when it was first seen active (`now` units):
                                its GPUs stay closed until active_at +
                                observe_s; long ago means open at once */
+    const mig_profile *mig; /* core_launch.mig of the attempt (NULL: not in
+                               a MIG instance); a profile of the model given
+                               to core_gpu_share(), matched by name */
+    int mig_start;          /* core_launch.mig_start of the attempt */
 } core_adopted;
 
 /* Reports the place on the ladder of a job the core holds (queued or
@@ -224,6 +238,66 @@ void core_job_active(core_state *core, int64_t job_id, double now);
  * 0 when the next attempt must run alone. */
 core_outcome core_job_exit(core_state *core, int64_t job_id, core_exit how,
                            double now, double *next_floor_mib);
+
+/* ---- sharing modes (issue 5) ----------------------------------------------
+ *
+ * Each GPU has a mode (share_mode.h); core_create() makes every GPU naive,
+ * which is how the core always placed: whole-GPU jobs share a GPU through
+ * the gates above, time-sliced by CUDA. How a job runs on a GPU is
+ * core_launch.share[k]:
+ *
+ *   exclusive  Nothing is collocated: a job takes an idle GPU and holds it
+ *              alone (share = SHARE_EXCLUSIVE).
+ *   naive      The core's usual placement; share = SHARE_NAIVE.
+ *   mps        The same placement; share = SHARE_MPS: the driver starts the
+ *              job as a client of the GPU's MPS server, even when it is
+ *              alone at first, since others may join it later.
+ *   mig        A job gets a MIG instance of its own: the smallest profile
+ *              whose memory holds its demand (the policy's demand, or its
+ *              recovery floor after an OOM), at the lowest free start
+ *              (mig_plan()); share = SHARE_MIG, core_launch.mig and
+ *              mig_start name the instance to create. Instances do not
+ *              interfere, so the telemetry, pressure and observation gates
+ *              do not apply; only the free slices do. When the instance
+ *              cannot be made now, the job waits, whether the GPU is FULL
+ *              or FRAGMENTED (the free slices would hold it, but not at a
+ *              valid start). Since there is no backfill, no job behind it
+ *              takes the slices that free meanwhile: the GPU drains until
+ *              an instance at a valid start is free, at the latest when it
+ *              is empty, which is its repartitioning (instances are made
+ *              per job, so an empty GPU holds no partition to undo).
+ *              A job MIG cannot hold takes the whole GPU with MIG off,
+ *              alone, once the GPU is idle (share = SHARE_EXCLUSIVE): a
+ *              demand above the largest profile (TOO_BIG), a job that must
+ *              run alone (ladder exhausted), a multi-GPU job (MIG instances
+ *              are never combined across GPUs: NCCL does not run across
+ *              them), and every job under a policy that never collocates.
+ *              An OOM in an instance requeues the job with the memory of
+ *              the next larger profile as its floor; above the largest it
+ *              must run alone, and an OOM alone stops it.
+ *   auto       Per job: mig_auto() picks MIG when the smallest profile that
+ *              holds the demand wastes at most MIG_AUTO_MAX_WASTE, else MPS.
+ *              A GPU never mixes the two, so its first job fixes how it is
+ *              used until it is idle again: while it holds MIG instances
+ *              only MIG jobs join it (as on a mig GPU); while it runs
+ *              whole-GPU jobs only MPS jobs join (as on an mps GPU). A job
+ *              waiting for the other kind waits, like any head of queue.
+ *              Multi-GPU jobs always run under MPS.
+ *
+ * Exclusive-first applies only to jobs that take a whole GPU: a MIG job
+ * goes to an instance even on an idle GPU, since a whole idle GPU given to
+ * it would keep every later small job off that GPU until it ends. Among
+ * GPUs where the instance can be made, the one with the fewest free memory
+ * slices is taken (best fit), keeping emptier GPUs for bigger profiles. */
+
+/* Sets GPU `gpu` to `mode`. mig and auto need the GPU's MIG table (from
+ * mig_model_find(); static data, so the core keeps the pointer); other
+ * modes ignore `mig`. Only while no job is placed on the GPU: a driver
+ * sets the modes after core_create(), before core_adopt(). Returns 0, or
+ * -1 with a message (GPU out of range, unknown mode, mig or auto without a
+ * table, jobs on the GPU). */
+int core_gpu_share(core_state *core, int gpu, share_mode mode,
+                   const mig_model *mig, char *err, size_t errlen);
 
 /* Keeps GPU `gpu` out of (drained) or back in placement. */
 void core_gpu_drain(core_state *core, int gpu, bool drained);

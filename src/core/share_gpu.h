@@ -1,0 +1,58 @@
+/* share_gpu.h -- one GPU's sharing mode and the MIG instances on it, as the
+ * scheduling core sees them (src/core internal; core.h documents the rules).
+ *
+ * The one idea: a job runs on a GPU either in a MIG instance of its own or
+ * on the whole GPU (alone, or beside others under time-slicing or MPS).
+ * Which of the two follows from the GPU's mode and the job's demand alone,
+ * so the core asks share_gpu_wants_mig() first and then uses either the
+ * MIG planner or its usual gates. A GPU never mixes the two: while it holds
+ * an instance no whole-GPU job joins it, and the reverse.
+ */
+#ifndef AEGIS_SHARE_GPU_H
+#define AEGIS_SHARE_GPU_H
+
+#include <stdbool.h>
+
+#include "../share/mig_plan.h"
+#include "../share/share_mode.h"
+
+typedef struct share_gpu {
+    share_mode mode;            /* as configured; SHARE_NAIVE by default */
+    const mig_model *model;     /* mig and auto: the profile table, else NULL */
+    mig_instance inst[MIG_COMPUTE_SLICES]; /* instances of running jobs: at
+                                   most one per compute slice */
+    int ninst;
+} share_gpu;
+
+/* True when a job of num_gpus GPUs demanding demand_mib runs in a MIG
+ * instance on this GPU: the GPU is mig, or auto and mig_auto() picks MIG;
+ * the job uses one GPU; some profile holds the demand; and `collocating`
+ * (the policy collocates and the job need not run alone). Otherwise the job
+ * takes the whole GPU. */
+bool share_gpu_wants_mig(const share_gpu *g, int num_gpus, double demand_mib,
+                         bool collocating);
+
+/* True when whole-GPU jobs may share this GPU (naive, mps, or auto while it
+ * holds no instance). */
+bool share_gpu_collocates(const share_gpu *g);
+
+/* True when a new instance may be created now on a GPU running njobs jobs:
+ * every one of them is in an instance. This is also what keeps a whole-GPU
+ * job on a mig GPU (MIG off) alone, as share_gpu_collocates() keeps one on
+ * an exclusive GPU. */
+bool share_gpu_mig_open(const share_gpu *g, int njobs);
+
+/* How a job placed here runs, for core_launch.share: SHARE_MIG in an
+ * instance; else the mode, with mig read as exclusive (MIG off, alone) and
+ * auto as mps. */
+share_mode share_gpu_launch_mode(const share_gpu *g, bool in_mig);
+
+/* The memory floor after a job OOMed in an instance of `had_mib` MiB: the
+ * smallest profile of the model with more memory, or 0 when none is left
+ * (the job then needs the whole GPU). */
+double share_gpu_next_floor(const mig_model *m, double had_mib);
+
+void share_gpu_add(share_gpu *g, mig_instance inst);
+void share_gpu_remove(share_gpu *g, int start);
+
+#endif
