@@ -13,6 +13,7 @@
 
 static const tel_sym tel_mig_syms[] = {
     {{"nvmlDeviceGetMigMode"}, offsetof(tel_mig_fns, mode), 1},
+    {{"nvmlDeviceSetMigMode"}, offsetof(tel_mig_fns, set_mode), 1},
     {{"nvmlDeviceGetGpuInstanceProfileInfo"},
      offsetof(tel_mig_fns, gi_profile), 1},
     {{"nvmlDeviceCreateGpuInstanceWithPlacement"},
@@ -89,6 +90,32 @@ int tel_mig_enabled(tel_state *tel, int gpu, char *err, size_t errlen) {
         return -1;
     }
     return current == NVML_DEVICE_MIG_ENABLE;
+}
+
+int tel_mig_set_mode(tel_state *tel, int gpu, int on, char *err,
+                     size_t errlen) {
+    if (tel_mig_usable(tel, gpu, err, errlen) < 0)
+        return -1;
+    nvmlReturn_t activation = NVML_SUCCESS;
+    nvmlReturn_t rc = tel->mig.set_mode(tel->gpus[gpu].handle,
+                                        on ? NVML_DEVICE_MIG_ENABLE
+                                           : NVML_DEVICE_MIG_DISABLE,
+                                        &activation);
+    if (rc != NVML_SUCCESS) {
+        tel_fail(tel, "nvmlDeviceSetMigMode", gpu, rc, err, errlen);
+        return -1;
+    }
+    int now = tel_mig_enabled(tel, gpu, err, errlen);
+    if (now < 0)
+        return -1;
+    if (now != (on != 0)) {
+        /* accepted, but pending: the board applies it at its next reset */
+        tel_fail(tel, "nvmlDeviceSetMigMode (pending a GPU reset)", gpu,
+                 activation != NVML_SUCCESS ? activation : NVML_ERROR_IN_USE,
+                 err, errlen);
+        return -1;
+    }
+    return 0;
 }
 
 /* The MIG device of GPU instance gi_id on gpu: its compute instance id

@@ -10,8 +10,9 @@
  * GI that still has CIs). Ids are what identify an instance across
  * restarts: GI ids are unique on a GPU, CI ids within their GI.
  *
- * Turning MIG mode on is left to the administrator (`nvidia-smi -i N -mig
- * 1`): it needs an idle GPU and, on most boards, a GPU reset.
+ * MIG mode changes only on an idle GPU (no processes, no instances); on
+ * some boards it stays pending until a GPU reset, which tel_mig_set_mode()
+ * reports as a failure rather than wait for.
  *
  * A library without the MIG calls (an old driver) has no MIG: every GPU
  * reports MIG off, and the other calls fail saying so.
@@ -43,6 +44,12 @@ typedef struct tel_mig_dev {
 /* 1 when GPU gpu has MIG mode on, 0 when it is off or the GPU or library
  * has no MIG, -1 with a message in err when NVML failed. */
 int tel_mig_enabled(tel_state *tel, int gpu, char *err, size_t errlen);
+
+/* Turns MIG mode on (on != 0) or off on GPU gpu, and checks that it took
+ * effect. Returns 0, or -1 with a message (GPU busy: IN_USE; pending a
+ * reset; no permission). */
+int tel_mig_set_mode(tel_state *tel, int gpu, int on, char *err,
+                     size_t errlen);
 
 /* Creates a GPU instance of NVML profile number nvml_profile
  * (NVML_GPU_INSTANCE_PROFILE_*: mig_profile.nvml_profile) at memory

@@ -39,6 +39,7 @@ typedef struct tel_fns {
 typedef struct tel_mig_fns {
     int complete;
     tel_nvml_mig_mode_fn *mode;
+    tel_nvml_set_mig_mode_fn *set_mode;
     tel_nvml_gi_profile_fn *gi_profile;
     tel_nvml_gi_create_fn *gi_create;
     tel_nvml_gi_by_id_fn *gi_by_id;

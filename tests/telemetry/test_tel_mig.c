@@ -101,6 +101,27 @@ static void test_mode(void **state) {
         "nvmlDeviceGetMigMode gpu1 -> 0\n");
 }
 
+/* MIG mode changes on an idle GPU only: a GPU instance keeps it on. */
+static void test_set_mode(void **state) {
+    fixture *f = *state;
+    open_gpus(f, NULL);
+    char err[512] = "";
+    assert_int_equal(tel_mig_set_mode(f->tel, 1, 1, err, sizeof err), 0);
+    assert_int_equal(tel_mig_enabled(f->tel, 1, err, sizeof err), 1);
+    tel_mig_dev d;
+    assert_int_equal(tel_mig_create(f->tel, 1, 0, 0, 1, &d, err, sizeof err),
+                     0);
+    take_log(f);
+    assert_int_equal(tel_mig_set_mode(f->tel, 1, 0, err, sizeof err), -1);
+    assert_non_null(strstr(err, "nvmlDeviceSetMigMode (GPU 1)"));
+    assert_non_null(strstr(err, "still has 1 GPU instances"));
+    assert_string_equal(take_log(f), "nvmlDeviceSetMigMode gpu1 mode=0 -> 19\n");
+    assert_int_equal(tel_mig_destroy(f->tel, 1, d.gi_id, d.ci_id, err,
+                                     sizeof err), 0);
+    assert_int_equal(tel_mig_set_mode(f->tel, 1, 0, err, sizeof err), 0);
+    assert_int_equal(tel_mig_enabled(f->tel, 1, err, sizeof err), 0);
+}
+
 /* A GPU model without MIG (a V100) answers NOT_SUPPORTED: MIG off. */
 static void test_model_without_mig(void **state) {
     fixture *f = *state;
@@ -291,6 +312,7 @@ static void test_fakegpu_under_mps(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_mode, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_set_mode, setup, teardown),
         cmocka_unit_test_setup_teardown(test_model_without_mig, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_create_list_destroy, setup,
