@@ -358,12 +358,12 @@ static int d_open(d_daemon *d) {
         d->gpus[g].energy_seen_j = d->gpus[g].last.energy_j;
         total[g] = d->gpus[g].last.r.total_mib;
     }
-    if (d_share_open(d) != 0) return -1;
     d->core = core_create(&d->cfg, d->ngpus, total, err, sizeof(err));
     if (!d->core) {
         d_log("%s: %s", cfg_path, err);
         return -1;
     }
+    if (d_share_open(d) != 0) return -1;
     snprintf(path, sizeof(path), "%s/aegis.db", d->opt.state_dir);
     d->st = store_open(path, err, sizeof(err));
     if (!d->st) {

@@ -74,6 +74,10 @@ typedef struct d_job {
     bool cancelling;
     double kill_at;             /* SIGKILL the session then (monotonic s) */
     double energy_j;            /* its share of its GPUs' energy so far */
+    /* the running attempt's MIG instance on gpus[0] (gpushare.c) */
+    const mig_profile *mig;     /* NULL: the attempt has none */
+    int mig_start;              /* its first memory slice */
+    unsigned int mig_gi, mig_ci; /* its GPU and compute instance ids */
 } d_job;
 
 /* One client connection: a line buffer and, for `wait`, what it awaits. */
@@ -97,6 +101,7 @@ typedef struct d_gpu {
     double energy_seen_j;       /* energy counter at the previous tick */
     bool drained;               /* by `aegis drain` */
     share_mode mode;            /* its sharing mode (aegis.yaml) */
+    const mig_model *mig_model; /* its MIG table, NULL: none (no MIG) */
     bool mps_up;                /* its MPS control daemon runs: this aegisd
                                    started it, or found it running */
 } d_gpu;
@@ -156,12 +161,29 @@ int d_share_check_reload(d_daemon *d, const sharing_config *share,
                          char *err, size_t errlen);
 /* Applies it: MPS stopped and started where a GPU's mode changed. */
 void d_share_reload(d_daemon *d, const sharing_config *share);
-/* The "K=V" variables a launch adds to the job's environment, into vars
- * (NULL-terminated; strings in buf), and what they mean, for its events,
- * into note ("" for none). */
-void d_share_job_env(const d_daemon *d, const core_launch *l,
-                     const char **vars, size_t nvars, char *buf,
-                     size_t buflen, char *note, size_t notelen);
+/* Sharing-mode variables a job gets at most (MPS: pipe, log, pinned). */
+#define D_SHARE_VARS 4
+
+/* What a launch's sharing modes add to the job's start. */
+typedef struct d_share_start {
+    char visible[256];          /* CUDA_VISIBLE_DEVICES when a MIG device;
+                                   "" for the GPUs' UUIDs */
+    const char *env[D_SHARE_VARS]; /* "K=V" to set, NULL-terminated */
+    char env_buf[D_SHARE_VARS][4400];
+    char note[512];             /* for the job's events; "" for none */
+} d_share_start;
+
+/* Readies the GPUs for a launch: the MIG instance the core chose is made
+ * (MIG mode turned on first where needed), a whole-GPU job on a mig or
+ * auto GPU gets MIG mode off, an MPS job its variables. Returns 0, or -1
+ * with a message naming the GPU and the NVML call (nothing is left). */
+int d_share_prepare(d_daemon *d, d_job *job, const core_launch *l,
+                    d_share_start *out, char *err, size_t errlen);
+/* Destroys the attempt's MIG instance, if any, noting it in its events. */
+void d_share_release(d_daemon *d, d_job *job);
+/* After a restart: gives the running attempts (loaded, not yet adopted)
+ * their MIG instances back from the store, and destroys the others. */
+void d_share_recover(d_daemon *d);
 
 /* handlers.c */
 void d_handle(d_conn *c, const proto_request *req);

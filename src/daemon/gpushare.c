@@ -1,7 +1,9 @@
 /* gpushare.c -- what each GPU's sharing mode asks of aegisd (sharing.h
- * holds the settings): an MPS control daemon per mps GPU, started at
- * aegisd's start and stopped at its stop, and the environment that makes
- * a job an MPS client.
+ * holds the settings): an MPS control daemon per mps or auto GPU, started
+ * at aegisd's start and stopped at its stop, the environment that makes a
+ * job an MPS client, and the MIG instance of a job the core placed in one
+ * (created at launch, destroyed when the attempt ends, recorded in the
+ * store in between so a restart neither loses nor leaks it).
  *
  * The one idea: a control daemon belongs to its GPU, not to aegisd's
  * life. aegisd stops it at shutdown only when no job of that GPU still
@@ -17,6 +19,9 @@
 
 #include <stdio.h>
 #include <string.h>
+
+/* MIG instances recorded at once at most: 7 per GPU. */
+#define D_SHARE_MAX_MIG (CORE_MAX_GPUS * 7)
 
 /* GPU g's control-daemon invocation; pipe and log hold its folders. */
 static mps_target d_share_mps_target(const d_daemon *d, int g, char *pipe_dir,
@@ -66,20 +71,22 @@ static void d_share_mps_down(d_daemon *d, int g) {
     d->gpus[g].mps_up = false;
 }
 
-/* Whether mode `m` can run on GPU g: mig and auto need MIG mode on. */
+/* Whether mode `m` can run on GPU g: mig and auto need a GPU with MIG
+ * (a table for its model, the NVML calls); aegisd turns MIG mode on and
+ * off itself, as jobs need. */
 static int d_share_check_mode(d_daemon *d, int g, share_mode m, char *err,
                               size_t errlen) {
     if (m != SHARE_MIG && m != SHARE_AUTO) return 0;
     char why[512] = "";
-    int on = tel_mig_enabled(d->tel, g, why, sizeof(why));
-    if (on == 1) return 0;
-    if (on < 0)
+    const char *name = tel_gpu_name(d->tel, g);
+    if (!mig_model_find(name))
+        snprintf(err, errlen, "sharing: GPU %d is %s, but aegis has no MIG "
+                 "table for its model (%s)", g, share_mode_name(m), name);
+    else if (tel_mig_enabled(d->tel, g, why, sizeof(why)) < 0)
         snprintf(err, errlen, "sharing: GPU %d is %s: %s", g,
                  share_mode_name(m), why);
     else
-        snprintf(err, errlen, "sharing: GPU %d is %s, but its MIG mode is off "
-                 "or it has no MIG (turn it on with nvidia-smi -i %d -mig 1 "
-                 "on an idle GPU)", g, share_mode_name(m), g);
+        return 0;
     return -1;
 }
 
@@ -92,6 +99,12 @@ static int d_share_check(d_daemon *d, const sharing_config *share,
         if (d_share_check_mode(d, g, sharing_mode(share, g), err, errlen) != 0)
             return -1;
     return 0;
+}
+
+/* Modes whose jobs may run as MPS clients: auto sends whole-GPU jobs to
+ * MPS. */
+static bool d_share_uses_mps(share_mode m) {
+    return m == SHARE_MPS || m == SHARE_AUTO;
 }
 
 static const char *d_share_config_path(const d_daemon *d) {
@@ -110,10 +123,15 @@ int d_share_open(d_daemon *d) {
         return -1;
     }
     for (int g = 0; g < d->ngpus; g++) {
-        d->gpus[g].mode = sharing_mode(&d->share, g);
-        if (d->gpus[g].mode == SHARE_MPS &&
-            d_share_mps_up(d, g, err, sizeof(err)) != 0) {
-            d_log("GPU %d: sharing mps: %s", g, err);
+        d_gpu *gpu = &d->gpus[g];
+        gpu->mode = sharing_mode(&d->share, g);
+        gpu->mig_model = mig_model_find(tel_gpu_name(d->tel, g));
+        if (core_gpu_share(d->core, g, gpu->mode, gpu->mig_model, err,
+                           sizeof(err)) != 0 ||
+            (d_share_uses_mps(gpu->mode) &&
+             d_share_mps_up(d, g, err, sizeof(err)) != 0)) {
+            d_log("GPU %d: sharing %s: %s", g, share_mode_name(gpu->mode),
+                  err);
             return -1;
         }
     }
@@ -147,51 +165,163 @@ int d_share_check_reload(d_daemon *d, const sharing_config *share,
 void d_share_reload(d_daemon *d, const sharing_config *share) {
     char err[1024];
     for (int g = 0; g < d->ngpus; g++) {
+        d_gpu *gpu = &d->gpus[g];
         share_mode m = sharing_mode(share, g);
-        if (m == d->gpus[g].mode) continue;
-        d_log("GPU %d: sharing %s -> %s", g, share_mode_name(d->gpus[g].mode),
+        if (m == gpu->mode) continue;
+        /* the core changes a mode only on a GPU without jobs */
+        if (core_gpu_share(d->core, g, m, gpu->mig_model, err,
+                           sizeof(err)) != 0) {
+            d_log("GPU %d: sharing stays %s (reload again once it is idle): "
+                  "%s", g, share_mode_name(gpu->mode), err);
+            continue;
+        }
+        d_log("GPU %d: sharing %s -> %s", g, share_mode_name(gpu->mode),
               share_mode_name(m));
-        if (d->gpus[g].mps_up) d_share_mps_down(d, g);
-        d->gpus[g].mode = m;
-        if (m == SHARE_MPS && d_share_mps_up(d, g, err, sizeof(err)) != 0)
-            d_log("GPU %d: sharing mps: %s", g, err);
+        if (gpu->mps_up && !d_share_uses_mps(m)) d_share_mps_down(d, g);
+        gpu->mode = m;
+        if (d_share_uses_mps(m) && !gpu->mps_up &&
+            d_share_mps_up(d, g, err, sizeof(err)) != 0)
+            d_log("GPU %d: sharing %s: %s", g, share_mode_name(m), err);
     }
     d->share = *share;
 }
 
-void d_share_job_env(const d_daemon *d, const core_launch *l,
-                     const char **vars, size_t nvars, char *buf,
-                     size_t buflen, char *note, size_t notelen) {
-    size_t nv = 0, at = 0;
-    vars[0] = NULL;
-    note[0] = '\0';
-    /* MPS is per GPU here, and a process has one pipe folder: a job of
-     * several GPUs runs as a plain CUDA process, time-sliced beside them. */
-    if (l->num_gpus != 1 || !d->gpus[l->gpus[0]].mps_up || nvars < 4)
+/* The MPS variables of a job launched as a client of GPU g's daemon. MPS
+ * is per GPU here, and a process has one pipe folder: a job of several
+ * GPUs runs as a plain CUDA process, time-sliced beside the clients. */
+static void d_share_mps_env(const d_daemon *d, const core_launch *l,
+                            d_share_start *out) {
+    int g = l->gpus[0], n = 0;
+    if (l->num_gpus != 1 || l->share[0] != SHARE_MPS || !d->gpus[g].mps_up)
         return;
-    char pipe_dir[4200], log_dir[4200], text[3][4300];
-    sharing_mps_dirs(d->mps_dir, l->gpus[0], pipe_dir, log_dir,
-                     sizeof(pipe_dir));
-    int n = 0;
-    snprintf(text[n++], sizeof(text[0]), "CUDA_MPS_PIPE_DIRECTORY=%s",
-             pipe_dir);
-    snprintf(text[n++], sizeof(text[0]), "CUDA_MPS_LOG_DIRECTORY=%s", log_dir);
+    char pipe_dir[4200], log_dir[4200];
+    size_t len = sizeof(out->env_buf[0]);
+    sharing_mps_dirs(d->mps_dir, g, pipe_dir, log_dir, sizeof(pipe_dir));
+    snprintf(out->env_buf[n++], len, "CUDA_MPS_PIPE_DIRECTORY=%s", pipe_dir);
+    snprintf(out->env_buf[n++], len, "CUDA_MPS_LOG_DIRECTORY=%s", log_dir);
     /* The floor is what the core admitted the job with: MPS makes a job
      * that outgrows it fail alone, as an OOM that climbs the ladder,
      * instead of crowding its neighbours out. Alone it may use it all. */
     bool pinned = d->share.mps_pin_memory && !l->exclusive &&
                   l->floor_mib > 0;
     if (pinned)
-        snprintf(text[n++], sizeof(text[0]),
+        snprintf(out->env_buf[n++], len,
                  "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=%.0fM", l->floor_mib);
-    snprintf(note, notelen, "MPS client of GPU %d's control daemon%s",
-             l->gpus[0], pinned ? ", memory pinned at its floor" : "");
-    for (int i = 0; i < n; i++) {
-        size_t len = strlen(text[i]) + 1;
-        if (at + len > buflen) break;
-        memcpy(buf + at, text[i], len);
-        vars[nv++] = buf + at;
-        at += len;
+    for (int i = 0; i < n; i++) out->env[i] = out->env_buf[i];
+    out->env[n] = NULL;
+    snprintf(out->note, sizeof(out->note), "MPS client of GPU %d's control "
+             "daemon%s", g, pinned ? ", memory pinned at its floor" : "");
+}
+
+/* Turns GPU g's MIG mode on or off when it is not so already, noting it
+ * in the daemon's log. */
+static int d_share_mig_mode(d_daemon *d, int g, bool on, char *err,
+                            size_t errlen) {
+    int now = tel_mig_enabled(d->tel, g, err, errlen);
+    if (now < 0) return -1;
+    if (now == on) return 0;
+    if (tel_mig_set_mode(d->tel, g, on, err, errlen) != 0) return -1;
+    d_log("GPU %d: MIG mode turned %s", g, on ? "on" : "off");
+    return 0;
+}
+
+/* Makes the job's MIG instance on l->gpus[0]. */
+static int d_share_mig_create(d_daemon *d, d_job *job, const core_launch *l,
+                              d_share_start *out, char *err, size_t errlen) {
+    int g = l->gpus[0];
+    tel_mig_dev dev;
+    if (d_share_mig_mode(d, g, true, err, errlen) != 0 ||
+        tel_mig_create(d->tel, g, l->mig->nvml_profile,
+                       (unsigned int)l->mig_start,
+                       (unsigned int)l->mig->mem_slices, &dev, err,
+                       errlen) != 0)
+        return -1;
+    job->mig = l->mig;
+    job->mig_start = l->mig_start;
+    job->mig_gi = dev.gi_id;
+    job->mig_ci = dev.ci_id;
+    store_mig m = {.gpu = g, .gi = dev.gi_id, .ci = dev.ci_id,
+                   .job_id = job->id, .n = job->attempts + 1,
+                   .start = l->mig_start};
+    snprintf(m.profile, sizeof(m.profile), "%s", l->mig->name);
+    snprintf(m.uuid, sizeof(m.uuid), "%s", dev.uuid);
+    store_mig_add(d->st, &m);
+    snprintf(out->visible, sizeof(out->visible), "%s", dev.uuid);
+    snprintf(out->note, sizeof(out->note), "MIG instance %s created at "
+             "memory slice %d of GPU %d (GPU instance %u, compute instance "
+             "%u): %s", l->mig->name, l->mig_start, g, dev.gi_id, dev.ci_id,
+             dev.uuid);
+    return 0;
+}
+
+int d_share_prepare(d_daemon *d, d_job *job, const core_launch *l,
+                    d_share_start *out, char *err, size_t errlen) {
+    memset(out, 0, sizeof(*out));
+    if (l->share[0] == SHARE_MIG && l->mig)
+        return d_share_mig_create(d, job, l, out, err, errlen);
+    /* A whole-GPU job on a GPU that runs MIG instances at other times:
+     * CUDA sees no whole GPU while MIG mode is on. The core sends one only
+     * to a GPU without instances. */
+    for (int k = 0; k < l->num_gpus; k++) {
+        share_mode m = d->gpus[l->gpus[k]].mode;
+        if ((m == SHARE_MIG || m == SHARE_AUTO) &&
+            d_share_mig_mode(d, l->gpus[k], false, err, errlen) != 0)
+            return -1;
     }
-    vars[nv] = NULL;
+    d_share_mps_env(d, l, out);
+    return 0;
+}
+
+void d_share_release(d_daemon *d, d_job *job) {
+    if (!job->mig) return;
+    char err[1024];
+    int g = job->gpus[0];
+    if (tel_mig_destroy(d->tel, g, job->mig_gi, job->mig_ci, err,
+                        sizeof(err)) != 0) {
+        /* kept in the store: the next start tries again */
+        d_log("job %lld: %s", (long long)job->id, err);
+        store_event(d->st, job->id, d_wall(), "attempt %d: MIG instance %s "
+                    "not destroyed: %s", job->attempts, job->mig->name, err);
+    } else {
+        store_mig_remove(d->st, g, job->mig_gi);
+        store_event(d->st, job->id, d_wall(), "attempt %d: MIG instance %s "
+                    "destroyed (GPU %d, GPU instance %u)", job->attempts,
+                    job->mig->name, g, job->mig_gi);
+    }
+    job->mig = NULL;
+}
+
+void d_share_recover(d_daemon *d) {
+    static store_mig rows[D_SHARE_MAX_MIG];
+    int n = store_mig_list(d->st, rows, D_SHARE_MAX_MIG);
+    for (int i = 0; i < n; i++) {
+        const store_mig *m = &rows[i];
+        d_job *job = d_job_find(d, m->job_id);
+        const mig_model *model = m->gpu >= 0 && m->gpu < d->ngpus
+                                     ? d->gpus[m->gpu].mig_model : NULL;
+        const mig_profile *p = model ? mig_profile_find(model, m->profile)
+                                     : NULL;
+        if (job && job->state == D_RUNNING && job->attempts == m->n && p &&
+            job->ngpus > 0 && job->gpus[0] == m->gpu) {
+            job->mig = p;
+            job->mig_start = m->start;
+            job->mig_gi = m->gi;
+            job->mig_ci = m->ci;
+            continue;
+        }
+        char err[1024];
+        if (m->gpu < 0 || m->gpu >= d->ngpus ||
+            tel_mig_destroy(d->tel, m->gpu, m->gi, m->ci, err,
+                            sizeof(err)) != 0) {
+            d_log("GPU %d: MIG instance %u of job %lld left from before the "
+                  "restart not destroyed: %s", m->gpu, m->gi,
+                  (long long)m->job_id,
+                  m->gpu < d->ngpus ? err : "no such GPU");
+            continue;
+        }
+        store_mig_remove(d->st, m->gpu, m->gi);
+        d_log("GPU %d: MIG instance %u (%s) of job %lld, attempt %d, left "
+              "from before the restart: destroyed", m->gpu, m->gi,
+              m->profile, (long long)m->job_id, m->n);
+    }
 }

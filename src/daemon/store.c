@@ -42,7 +42,14 @@ static const char schema[] =
     "CREATE TABLE IF NOT EXISTS events("
     "  id INTEGER PRIMARY KEY, job_id INTEGER NOT NULL, t REAL NOT NULL,"
     "  text TEXT NOT NULL);"
-    "CREATE INDEX IF NOT EXISTS events_job ON events(job_id);";
+    "CREATE INDEX IF NOT EXISTS events_job ON events(job_id);"
+    /* MIG instances aegisd made, one row while each exists: after a crash
+     * the next aegisd gives them back to their re-adopted attempts or
+     * destroys them */
+    "CREATE TABLE IF NOT EXISTS mig_instances("
+    "  gpu INTEGER NOT NULL, gi INTEGER NOT NULL, ci INTEGER NOT NULL,"
+    "  job_id INTEGER NOT NULL, n INTEGER NOT NULL, profile TEXT NOT NULL,"
+    "  start INTEGER NOT NULL, uuid TEXT NOT NULL, PRIMARY KEY(gpu, gi));";
 
 /* Columns added since the first schema, so a database an older aegisd
  * wrote gets them on open; one list serves new and old databases. */
@@ -61,7 +68,8 @@ enum {
     S_BEGIN, S_COMMIT, S_ROLLBACK, S_ENV, S_JOB, S_ATT_START, S_ATT_END,
     S_STATE, S_ENERGY, S_EVENT, S_GET, S_GET_FULL, S_ATTEMPTS, S_EVENTS,
     S_LIST_ALL, S_LIST_ACTIVE, S_LAST_ATTEMPT, S_RETRY, S_SEEN,
-    S_REPORT_JOBS, S_REPORT_ATTEMPTS, S_COUNT
+    S_REPORT_JOBS, S_REPORT_ATTEMPTS, S_MIG_ADD, S_MIG_DEL, S_MIG_ALL,
+    S_COUNT
 };
 
 static const char *const sql[S_COUNT] = {
@@ -116,6 +124,12 @@ static const char *const sql[S_COUNT] = {
     [S_REPORT_ATTEMPTS] = "SELECT a.job_id, a.gpus, a.started, a.ended"
                           " FROM attempts a JOIN jobs j ON j.id = a.job_id"
                           " WHERE j.submitted >= ?1 ORDER BY a.job_id, a.n",
+    [S_MIG_ADD] = "INSERT OR REPLACE INTO mig_instances(gpu, gi, ci, job_id, n,"
+                  " profile, start, uuid) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7,"
+                  " ?8)",
+    [S_MIG_DEL] = "DELETE FROM mig_instances WHERE gpu = ?1 AND gi = ?2",
+    [S_MIG_ALL] = "SELECT gpu, gi, ci, job_id, n, profile, start, uuid"
+                  " FROM mig_instances ORDER BY gpu, gi",
 };
 
 struct store {
@@ -432,4 +446,44 @@ void store_each_active(store *st, void (*fn)(void *ctx, json_t *job),
         json_decref(full);
     }
     json_decref(jobs);
+}
+
+void store_mig_add(store *st, const store_mig *m) {
+    sqlite3_stmt *s = st->st[S_MIG_ADD];
+    sqlite3_bind_int(s, 1, m->gpu);
+    sqlite3_bind_int64(s, 2, m->gi);
+    sqlite3_bind_int64(s, 3, m->ci);
+    sqlite3_bind_int64(s, 4, m->job_id);
+    sqlite3_bind_int(s, 5, m->n);
+    sqlite3_bind_text(s, 6, m->profile, -1, SQLITE_STATIC);
+    sqlite3_bind_int(s, 7, m->start);
+    sqlite3_bind_text(s, 8, m->uuid, -1, SQLITE_STATIC);
+    store_exec(st, S_MIG_ADD, m->job_id);
+}
+
+void store_mig_remove(store *st, int gpu, unsigned int gi) {
+    sqlite3_stmt *s = st->st[S_MIG_DEL];
+    sqlite3_bind_int(s, 1, gpu);
+    sqlite3_bind_int64(s, 2, gi);
+    store_exec(st, S_MIG_DEL, 0);
+}
+
+int store_mig_list(store *st, store_mig *out, int max) {
+    sqlite3_stmt *s = st->st[S_MIG_ALL];
+    int n = 0;
+    while (n < max && sqlite3_step(s) == SQLITE_ROW) {
+        store_mig *m = &out[n++];
+        m->gpu = sqlite3_column_int(s, 0);
+        m->gi = (unsigned int)sqlite3_column_int64(s, 1);
+        m->ci = (unsigned int)sqlite3_column_int64(s, 2);
+        m->job_id = sqlite3_column_int64(s, 3);
+        m->n = sqlite3_column_int(s, 4);
+        snprintf(m->profile, sizeof(m->profile), "%s",
+                 (const char *)sqlite3_column_text(s, 5));
+        m->start = sqlite3_column_int(s, 6);
+        snprintf(m->uuid, sizeof(m->uuid), "%s",
+                 (const char *)sqlite3_column_text(s, 7));
+    }
+    sqlite3_reset(s);
+    return n;
 }

@@ -414,5 +414,146 @@ case_mps() {
         fail "bad mode: $(cat bad.err)"
 }
 
+# The NVML calls aegisd makes on test GPU $1 to create the MIG instance
+# with GPU instance id $2 of NVML profile $3 (id $4) at start $5, size $6,
+# its compute instance of profile $7, while GPU instances 1..$2-1 exist.
+mig_create_calls() {
+    local g=gpu$1 gi=$2 k
+    echo "nvmlDeviceGetMigMode $g -> 0"
+    echo "nvmlDeviceGetGpuInstanceProfileInfo $g profile=$3 -> 0"
+    echo "nvmlDeviceCreateGpuInstanceWithPlacement $g profileId=$4 start=$5 size=$6 -> 0"
+    echo "nvmlGpuInstanceGetInfo $g/gi$gi -> 0"
+    echo "nvmlGpuInstanceGetComputeInstanceProfileInfo $g/gi$gi profile=$7 engProfile=0 -> 0"
+    echo "nvmlGpuInstanceCreateComputeInstance $g/gi$gi profileId=$7 -> 0"
+    echo "nvmlDeviceGetMaxMigDeviceCount $g -> 0"
+    for ((k = 1; k <= gi; k++)); do # MIG devices in GPU instance order
+        echo "nvmlDeviceGetMigDeviceHandleByIndex $g index=$((k - 1)) -> 0"
+        echo "nvmlDeviceGetGpuInstanceId $g/gi$k/ci0 -> 0"
+    done
+    echo "nvmlDeviceGetComputeInstanceId $g/gi$gi/ci0 -> 0"
+    echo "nvmlDeviceGetUUID $g/gi$gi/ci0 -> 0"
+}
+
+# ... and to destroy GPU instance $2 (compute instance 0) of GPU $1.
+mig_destroy_calls() {
+    echo "nvmlDeviceGetGpuInstanceById gpu$1 id=$2 -> 0"
+    echo "nvmlGpuInstanceGetComputeInstanceById gpu$1/gi$2 id=0 -> 0"
+    echo "nvmlComputeInstanceDestroy gpu$1/gi$2/ci0 -> 0"
+    echo "nvmlGpuInstanceDestroy gpu$1/gi$2 -> 0"
+}
+
+# The first line aegis-fakegpu printed for job $1: the devices it was given.
+devices_of() { "$AEGIS" log "$1" | head -1 | sed 's/^aegis-fakegpu: devices=\([^ ]*\).*/\1/'; }
+
+# MIG on one A100-40GB: three jobs get the smallest profile holding their
+# demand (--mem + 2048 MiB) at the lowest free start, each on its own MIG
+# device; a job that outgrows its instance runs out of memory there and
+# climbs to the next profile; a job no profile holds gets the whole GPU
+# with MIG mode off. Every instance is destroyed when its attempt ends, and
+# the NVML calls are exactly the expected ones. Then a job survives a
+# crash of aegisd with its instance, which the next aegisd destroys when
+# the job ends.
+case_mig() {
+    export AEGIS_TEST_GPUS=1x40960
+    echo "sharing: mig" >> "$DIR/aegis.yaml"
+    start
+    cd "$DIR/work"
+    # distinct lengths, so the instances go in a known order
+    a=$("$AEGIS" submit --mem 2000 -- "$FAKE" --mib 2000 --seconds 2)  # 1g.5gb
+    b=$("$AEGIS" submit --mem 7000 -- "$FAKE" --mib 7000 --seconds 3)  # 1g.10gb
+    c=$("$AEGIS" submit --mem 15000 -- "$FAKE" --mib 15000 --seconds 4) # 3g.20gb
+    "$AEGIS" wait "$a" "$b" "$c" >/dev/null || fail "MIG jobs"
+    oom=$("$AEGIS" submit --mem 2000 -- "$FAKE" --mib 6000 --seconds 0)
+    "$AEGIS" wait "$oom" >/dev/null || fail "OOM in a slice not recovered"
+    big=$("$AEGIS" submit --mem 39000 -- "$FAKE" --mib 30000 --seconds 0)
+    "$AEGIS" wait "$big" >/dev/null || fail "whole-GPU job on a MIG GPU"
+    [ "$(devices_of "$a") $(devices_of "$b") $(devices_of "$c")" = \
+      "MIG-aegis-test-0-1-0 MIG-aegis-test-0-2-0 MIG-aegis-test-0-3-0" ] ||
+        fail "MIG devices: $(devices_of "$a") $(devices_of "$b") $(devices_of "$c")"
+    [ "$(devices_of "$oom") $(devices_of "$big")" = \
+      "MIG-aegis-test-0-1-0 GPU-aegis-test-0000-0" ] || fail "oom/big devices"
+    "$AEGIS" show "$b" | grep -q "MIG instance 1g.10gb created at memory slice 2 of GPU 0 (GPU instance 2, compute instance 0): MIG-aegis-test-0-2-0" ||
+        fail "no creation event: $("$AEGIS" show "$b")"
+    "$AEGIS" show "$b" | grep -q "MIG instance 1g.10gb destroyed" || fail "no destruction event"
+    "$AEGIS" show --json "$oom" | pyjson "
+a=d['attempt_list']; assert [x['how'] for x in a]==['oom','ok'], a
+assert a[1]['floor_mib']==9856, a" || fail "OOM in 1g.5gb did not climb to 1g.10gb"
+    {
+        echo "nvmlDeviceGetMigMode gpu0 -> 0"          # startup check
+        echo "nvmlDeviceGetMigMode gpu0 -> 0"          # first job: MIG on
+        echo "nvmlDeviceSetMigMode gpu0 mode=1 -> 0"   # (its check that
+        mig_create_calls 0 1 0 19 0 1 0                # it took opens this)
+        mig_create_calls 0 2 9 15 2 2 0
+        mig_create_calls 0 3 2 9 4 4 2
+        mig_destroy_calls 0 1
+        mig_destroy_calls 0 2
+        mig_destroy_calls 0 3
+        mig_create_calls 0 1 0 19 0 1 0                # the OOM job: 1g.5gb
+        mig_destroy_calls 0 1
+        mig_create_calls 0 1 9 15 0 2 0                # then 1g.10gb
+        mig_destroy_calls 0 1
+        echo "nvmlDeviceGetMigMode gpu0 -> 0"          # whole GPU: MIG off
+        echo "nvmlDeviceSetMigMode gpu0 mode=0 -> 0"
+        echo "nvmlDeviceGetMigMode gpu0 -> 0"
+    } > want.log
+    diff want.log "$AEGIS_TEST_GPU_DIR/mig-calls.log" >&2 ||
+        fail "mig-calls.log is not the expected sequence"
+    # a crash with a MIG job running: its instance outlives aegisd, goes
+    # back to the job at the restart, and is destroyed when the job ends
+    long=$("$AEGIS" submit --mem 2000 -- "$FAKE" --mib 2000 --seconds 4)
+    until "$AEGIS" show "$long" 2>/dev/null | grep -q "seen on GPU"; do sleep 0.1; done
+    kill -9 "$(daemon_pid)"
+    while [ -n "$(daemon_pid)" ]; do sleep 0.1; done
+    grep -q "^gi " "$AEGIS_TEST_GPU_DIR/mig0" || fail "instance gone with aegisd"
+    start
+    "$AEGIS" wait "$long" >/dev/null || fail "MIG job across a crash"
+    "$AEGIS" show "$long" | grep -q "re-adopted" || fail "not re-adopted"
+    "$AEGIS" show "$long" | grep -q "MIG instance 1g.5gb destroyed" ||
+        fail "instance not destroyed after the restart: $("$AEGIS" show "$long")"
+    grep -q "^gi " "$AEGIS_TEST_GPU_DIR/mig0" && fail "instances left: $(cat "$AEGIS_TEST_GPU_DIR/mig0")"
+    [ "$(grep -c CreateGpuInstance "$AEGIS_TEST_GPU_DIR/mig-calls.log")" = \
+      "$(grep -c 'nvmlGpuInstanceDestroy.* -> 0' "$AEGIS_TEST_GPU_DIR/mig-calls.log")" ] ||
+        fail "instances created and destroyed differ"
+}
+
+# auto on two A100-40GB: a job whose demand fits a profile well (4048 MiB
+# in 1g.5gb's 4864) goes to a MIG instance; one that would waste most of
+# its profile (6048 MiB in 1g.10gb's 9856) runs as an MPS client of the
+# other GPU. Exact NVML and MPS call sequences.
+case_auto() {
+    local mps st=$DIR/state
+    mps=$(dirname "$FAKE")/aegis-fake-mps-control
+    export AEGIS_TEST_GPUS=2x40960
+    printf 'sharing: auto\nmps_control: %s\n' "$mps" >> "$DIR/aegis.yaml"
+    start
+    cd "$DIR/work"
+    small=$("$AEGIS" submit --mem 2000 -- "$FAKE" --mib 2000 --seconds 2)
+    odd=$("$AEGIS" submit --mem 4000 -- "$FAKE" --mib 4000 --seconds 1)
+    "$AEGIS" wait "$small" "$odd" >/dev/null || fail "auto jobs"
+    [ "$("$AEGIS" log "$small" | head -1)" = "aegis-fakegpu: devices=MIG-aegis-test-0-1-0 mps_pipe=- threads=- pinned=-" ] ||
+        fail "MIG job: $("$AEGIS" log "$small")"
+    [ "$("$AEGIS" log "$odd" | head -1)" = "aegis-fakegpu: devices=GPU-aegis-test-0000-1 mps_pipe=$st/mps/1/pipe threads=- pinned=-" ] ||
+        fail "MPS job: $("$AEGIS" log "$odd")"
+    kill -TERM "$(daemon_pid)"
+    while [ -n "$(daemon_pid)" ]; do sleep 0.1; done
+    {
+        echo "nvmlDeviceGetMigMode gpu0 -> 0"          # startup checks
+        echo "nvmlDeviceGetMigMode gpu1 -> 0"
+        echo "nvmlDeviceGetMigMode gpu0 -> 0"          # small: MIG on GPU 0
+        echo "nvmlDeviceSetMigMode gpu0 mode=1 -> 0"
+        mig_create_calls 0 1 0 19 0 1 0
+        echo "nvmlDeviceGetMigMode gpu1 -> 0"          # odd: GPU 1, MIG off
+        mig_destroy_calls 0 1
+    } > want.log
+    diff want.log "$AEGIS_TEST_GPU_DIR/mig-calls.log" >&2 ||
+        fail "mig-calls.log is not the expected sequence"
+    local g0="gpus=GPU-aegis-test-0000-0 pipe=$st/mps/0/pipe log=$st/mps/0/log"
+    local g1="gpus=GPU-aegis-test-0000-1 pipe=$st/mps/1/pipe log=$st/mps/1/log"
+    printf '%s\n' "start $g0" "start $g1" "command quit $g0" "stop $g0" \
+        "command quit $g1" "stop $g1" > want-mps.log
+    diff want-mps.log "$AEGIS_TEST_GPU_DIR/mps-calls.log" >&2 ||
+        fail "mps-calls.log is not the expected sequence"
+}
+
 "case_$CASE"
 echo "ok: $CASE"
