@@ -618,7 +618,8 @@ nvmlReturn_t nvmlGpuInstanceDestroy(nvmlGpuInstance_t gi) {
     static const char call[] = "nvmlGpuInstanceDestroy";
     tmig_txn t;
     tmig_gi *g = NULL;
-    nvmlReturn_t rc = tmig_begin_gi(call, gi, &t, &t, &g);
+    /* no output: `call` stands for the non-NULL pointer begin checks */
+    nvmlReturn_t rc = tmig_begin_gi(call, gi, call, &t, &g);
     if (rc == NVML_SUCCESS) {
         if (g->nci > 0)
             rc = tgpu_fail(NVML_ERROR_IN_USE, "%s: GPU instance %d still has "
@@ -719,7 +720,7 @@ nvmlReturn_t nvmlComputeInstanceDestroy(nvmlComputeInstance_t ci) {
     tmig_gi *g = NULL;
     tmig_ci *c = NULL;
     nvmlReturn_t rc = tmig_begin_ci(call, ci, tmig_cis,
-                                    sizeof tmig_cis[0][0][0], &t, &t, &g,
+                                    sizeof tmig_cis[0][0][0], call, &t, &g,
                                     &c);
     if (rc == NVML_SUCCESS) {
         *c = g->ci[--g->nci];
