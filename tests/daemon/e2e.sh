@@ -390,15 +390,23 @@ case_mps() {
         fail "naive job's env: $("$AEGIS" log "$naive")"
     "$AEGIS" show "$shared" | grep -q "MPS client of GPU 0's control daemon, memory pinned" ||
         fail "no MPS event: $("$AEGIS" show "$shared")"
+    # SIGHUP turning GPU 2 naive stops its daemon
+    sed -i 's/^  1: naive$/  1: naive\n  2: naive/' "$DIR/aegis.yaml"
+    kill -HUP "$(daemon_pid)"
+    until grep -q "reloaded $DIR/aegis.yaml" "$st/aegisd.log"; do
+        grep -q "not reloaded" "$st/aegisd.log" && fail "reload refused"
+        sleep 0.1
+    done
+    grep -q "GPU 2: sharing mps -> naive" "$st/aegisd.log" || fail "GPU 2 still mps"
     kill -TERM "$(daemon_pid)"
     while [ -n "$(daemon_pid)" ]; do sleep 0.1; done
     local g0="gpus=GPU-aegis-test-0000-0 pipe=$st/mps/0/pipe log=$st/mps/0/log"
     local g2="gpus=GPU-aegis-test-0000-2 pipe=$st/mps/2/pipe log=$st/mps/2/log"
     # first run: both start, GPU 2's stops (GPU 0 keeps a job); second
-    # run: GPU 2's starts again, both stop
+    # run: GPU 2's starts again and stops at the reload, GPU 0's at the end
     printf '%s\n' "start $g0" "start $g2" "command quit $g2" "stop $g2" \
-        "start $g2" "command quit $g0" "stop $g0" "command quit $g2" \
-        "stop $g2" > want.log
+        "start $g2" "command quit $g2" "stop $g2" "command quit $g0" \
+        "stop $g0" > want.log
     diff want.log "$AEGIS_TEST_GPU_DIR/mps-calls.log" >&2 ||
         fail "mps-calls.log is not the expected sequence"
     # a bad mode is refused, naming the file, line and key
