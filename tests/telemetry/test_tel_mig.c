@@ -56,11 +56,8 @@ static int setup(void **state) {
     fixture *f = calloc(1, sizeof *f);
     if (!f)
         return -1;
-    snprintf(f->dir, sizeof f->dir, "/tmp/aegis-telmig-XXXXXX");
-    if (!mkdtemp(f->dir))
+    if (tmpdir_make_gpus(f->dir, sizeof f->dir, "aegis-telmig", "2x40960") < 0)
         return -1;
-    setenv("AEGIS_TEST_GPU_DIR", f->dir, 1);
-    setenv("AEGIS_TEST_GPUS", "2x40960", 1);
     write_file(f, "mig0", "mode 1\n");
     *state = f;
     return 0;
@@ -76,16 +73,11 @@ static int teardown(void **state) {
 
 /* The call log, then empties it. */
 static const char *take_log(fixture *f) {
-    static char buf[8192];
+    const char *text = tmpdir_read(f->dir, "mig-calls.log");
     char path[sizeof f->dir + 32];
     snprintf(path, sizeof path, "%s/mig-calls.log", f->dir);
-    FILE *fp = fopen(path, "r");
-    size_t n = fp ? fread(buf, 1, sizeof buf - 1, fp) : 0;
-    if (fp)
-        fclose(fp);
-    buf[n] = '\0';
     unlink(path);
-    return buf;
+    return text;
 }
 
 static void test_mode(void **state) {
