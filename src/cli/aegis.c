@@ -6,6 +6,7 @@
 #include "cli.h"
 #include "client.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -57,14 +58,19 @@ const char *cli_default_catalog(void) {
                                                 : AEGIS_CATALOG_INSTALLED;
 }
 
+/* "--mem" for an option, "ID" for an operand (see cli.h). */
+static const char *dashes(const char *opt) {
+    return isupper((unsigned char)opt[0]) ? "" : "--";
+}
+
 int cli_parse_long(const char *cmd, const char *opt, const char *text,
                    long lo, long hi, long *out) {
     char *stop;
     errno = 0;
     long v = strtol(text, &stop, 10);
     if (text[0] == '\0' || *stop != '\0' || errno || v < lo || v > hi) {
-        fprintf(stderr, "aegis %s: --%s: '%s' is not a whole number in "
-                "[%ld, %ld]\n", cmd, opt, text, lo, hi);
+        fprintf(stderr, "aegis %s: %s%s: '%s' is not a whole number in "
+                "[%ld, %ld]\n", cmd, dashes(opt), opt, text, lo, hi);
         return -1;
     }
     *out = v;
@@ -78,8 +84,8 @@ int cli_parse_double(const char *cmd, const char *opt, const char *text,
     double v = strtod(text, &stop);
     if (text[0] == '\0' || *stop != '\0' || errno || !isfinite(v) || v < lo ||
         v > hi) {
-        fprintf(stderr, "aegis %s: --%s: '%s' is not a number in [%g, %g]\n",
-                cmd, opt, text, lo, hi);
+        fprintf(stderr, "aegis %s: %s%s: '%s' is not a number in [%g, %g]\n",
+                cmd, dashes(opt), opt, text, lo, hi);
         return -1;
     }
     *out = v;

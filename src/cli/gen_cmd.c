@@ -6,19 +6,26 @@
 
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 static const char help[] =
 "usage: aegis gen-trace --jobs N [--seed S] [--catalog FILE] [--mean-gap-s X]\n"
+"                       [--workloads NAME[,NAME...]]\n"
 "\n"
 "Writes a job trace in CSV (job_index,submit_time_s,workload) to stdout:\n"
 "N jobs whose arrivals form a Poisson process (exponential gaps of mean X\n"
 "seconds, first job at 0) and whose workloads are drawn uniformly from the\n"
-"catalog. The same seed gives the same trace on every machine.\n"
+"catalog, or from the named ones. The same seed gives the same trace on\n"
+"every machine.\n"
 "\n"
 "  --jobs N          number of jobs (required)\n"
 "  --seed S          random seed (default 1)\n"
 "  --catalog FILE    workload catalog (default: the bundled data/catalog.csv)\n"
-"  --mean-gap-s X    mean seconds between arrivals (default 60)\n"
+"  --mean-gap-s X    mean seconds between arrivals (default 60; 0 submits\n"
+"                    every job at time 0)\n"
+"  --workloads LIST  draw only from these catalog workloads (comma-separated;\n"
+"                    a name given twice is drawn twice as often)\n"
 "  --help            this text\n"
 "\n"
 "To load a cluster of G GPUs to about a fraction u of its exclusive\n"
@@ -27,17 +34,52 @@ static const char help[] =
 "\n"
 "Exit status: 0 success, 1 write error, 2 bad usage or bad catalog.\n";
 
+/* The workloads to draw from: the whole catalog, or the names in `list`
+ * (modified in place). NULL after a message when a name is unknown or
+ * memory runs out. The caller frees the array. */
+static const cat_workload **gen_pool(const cat_catalog *cat, char *list,
+                                     int *npool) {
+    size_t cap = list ? strlen(list) / 2 + 1 : (size_t)cat->count;
+    const cat_workload **pool = malloc(cap * sizeof(*pool));
+    if (!pool) {
+        fprintf(stderr, "aegis gen-trace: out of memory\n");
+        return NULL;
+    }
+    int n = 0;
+    if (!list)
+        for (int i = 0; i < cat->count; i++) pool[n++] = &cat->items[i];
+    for (char *name = list ? strtok(list, ",") : NULL; name;
+         name = strtok(NULL, ",")) {
+        pool[n] = cat_find(cat, name, strlen(name));
+        if (!pool[n++]) {
+            fprintf(stderr, "aegis gen-trace: --workloads: '%s' is not in "
+                    "the catalog\n", name);
+            free(pool);
+            return NULL;
+        }
+    }
+    if (n == 0) {
+        fprintf(stderr, "aegis gen-trace: --workloads: no workload named\n");
+        free(pool);
+        return NULL;
+    }
+    *npool = n;
+    return pool;
+}
+
 int cli_gen_trace(int argc, char **argv) {
     static const struct option options[] = {
         {"jobs", required_argument, NULL, 'n'},
         {"seed", required_argument, NULL, 's'},
         {"catalog", required_argument, NULL, 'c'},
         {"mean-gap-s", required_argument, NULL, 'g'},
+        {"workloads", required_argument, NULL, 'w'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     long jobs = -1, seed = 1;
     double gap = 60;
     const char *catalog = cli_default_catalog();
+    char *workloads = NULL;
     int opt;
     while ((opt = getopt_long(argc, argv, "", options, NULL)) != -1) {
         int rc = 0;
@@ -49,6 +91,7 @@ int cli_gen_trace(int argc, char **argv) {
         case 'c': catalog = optarg; break;
         case 'g': rc = cli_parse_double("gen-trace", "mean-gap-s", optarg, 0,
                                         1e9, &gap); break;
+        case 'w': workloads = optarg; break;
         case 'h': fputs(help, stdout); return CLI_OK;
         default: rc = -1;
         }
@@ -68,8 +111,12 @@ int cli_gen_trace(int argc, char **argv) {
         fprintf(stderr, "aegis gen-trace: %s\n", err);
         return CLI_USAGE;
     }
-    int rc = gen_trace(stdout, cat, jobs, (uint64_t)seed, gap);
+    int npool;
+    const cat_workload **pool = gen_pool(cat, workloads, &npool);
+    int rc = pool ? gen_trace(stdout, pool, npool, jobs, (uint64_t)seed, gap) : 0;
+    free(pool);
     cat_free(cat);
+    if (!pool) return CLI_USAGE;
     if (rc < 0 || fflush(stdout) != 0) {
         fprintf(stderr, "aegis gen-trace: cannot write the trace\n");
         return CLI_FAIL;

@@ -108,6 +108,18 @@ static json_t *ids_from(const char *cmd, int argc, char **argv, int first) {
     return ids;
 }
 
+/* Sends {"op": op, "ids": [the job ids on the command line]}; returns the
+ * answer, or NULL after saying why (*rc: CLI_USAGE for a bad id, else
+ * CLI_FAIL). */
+static json_t *call_with_ids(const char *op, int argc, char **argv,
+                             const client_flags *f, int *rc) {
+    json_t *ids = ids_from(op, argc, argv, f->first_arg);
+    *rc = ids ? CLI_FAIL : CLI_USAGE;
+    if (!ids) return NULL;
+    return client_call(op, client_socket(f->socket),
+                       json_pack("{s:s, s:o}", "op", op, "ids", ids));
+}
+
 int cli_ls(int argc, char **argv) {
     client_flags f;
     int rc = client_options("ls", argc, argv, ls_help, "ja", 0, 0, &f);
@@ -202,11 +214,8 @@ int cli_cancel(int argc, char **argv) {
     client_flags f;
     int rc = client_options("cancel", argc, argv, cancel_help, "", 1, -1, &f);
     if (rc) return rc < 0 ? CLI_OK : rc;
-    json_t *ids = ids_from("cancel", argc, argv, f.first_arg);
-    if (!ids) return CLI_USAGE;
-    json_t *ans = client_call("cancel", client_socket(f.socket),
-                              json_pack("{s:s, s:o}", "op", "cancel", "ids", ids));
-    if (!ans) return CLI_FAIL;
+    json_t *ans = call_with_ids("cancel", argc, argv, &f, &rc);
+    if (!ans) return rc;
     size_t i;
     json_t *id;
     json_array_foreach(json_object_get(ans, "cancelled"), i, id)
@@ -244,11 +253,8 @@ int cli_wait(int argc, char **argv) {
     client_flags f;
     int rc = client_options("wait", argc, argv, wait_help, "j", 1, -1, &f);
     if (rc) return rc < 0 ? CLI_OK : rc;
-    json_t *ids = ids_from("wait", argc, argv, f.first_arg);
-    if (!ids) return CLI_USAGE;
-    json_t *ans = client_call("wait", client_socket(f.socket),
-                              json_pack("{s:s, s:o}", "op", "wait", "ids", ids));
-    if (!ans) return CLI_FAIL;
+    json_t *ans = call_with_ids("wait", argc, argv, &f, &rc);
+    if (!ans) return rc;
     json_t *jobs = json_object_get(ans, "jobs");
     int all_done = 1;
     size_t i;

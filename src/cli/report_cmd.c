@@ -92,15 +92,22 @@ static double report_num(json_t *o, const char *key) {
     return json_number_value(json_object_get(o, key));
 }
 
+/* The columns a job row and a total line share: wait, run, GPU-hours,
+ * kWh, CO2 and slowdown (the field `slow_key`; "-" when unknown). */
+static void report_figures(json_t *o, const char *slow_key) {
+    json_t *slow = json_object_get(o, slow_key);
+    printf("%10.0f %10.0f %9.3f %10.4f %10.1f ", report_num(o, "queue_wait_s"),
+           report_num(o, "duration"), report_num(o, "gpu_hours"),
+           report_num(o, "energy_consumed"), report_num(o, "co2_g"));
+    if (json_is_number(slow)) printf("%8.3f", json_number_value(slow));
+    else printf("%8s", "-");
+}
+
 static void report_total_line(const char *who, json_t *t) {
-    json_t *slow = json_object_get(t, "mean_slowdown");
-    printf("%-18.18s %5lld %10.0f %10.0f %9.3f %10.4f %10.1f ", who,
-           (long long)json_integer_value(json_object_get(t, "jobs")),
-           report_num(t, "queue_wait_s"), report_num(t, "duration"),
-           report_num(t, "gpu_hours"), report_num(t, "energy_consumed"),
-           report_num(t, "co2_g"));
-    if (json_is_number(slow)) printf("%8.3f\n", json_number_value(slow));
-    else printf("%8s\n", "-");
+    printf("%-18.18s %5lld ", who,
+           (long long)json_integer_value(json_object_get(t, "jobs")));
+    report_figures(t, "mean_slowdown");
+    putchar('\n');
 }
 
 static void report_text(json_t *ans) {
@@ -110,17 +117,12 @@ static void report_text(json_t *ans) {
     size_t i;
     json_t *r;
     json_array_foreach(json_object_get(ans, "jobs"), i, r) {
-        json_t *slow = json_object_get(r, "slowdown");
-        printf("%-7lld %-10.10s %-9s %4lld %10.0f %10.0f %9.3f %10.4f %10.1f ",
+        printf("%-7lld %-10.10s %-9s %4lld ",
                (long long)json_integer_value(json_object_get(r, "job_id")),
                json_string_value(json_object_get(r, "user")),
                json_string_value(json_object_get(r, "state")),
-               (long long)json_integer_value(json_object_get(r, "gpu_count")),
-               report_num(r, "queue_wait_s"), report_num(r, "duration"),
-               report_num(r, "gpu_hours"), report_num(r, "energy_consumed"),
-               report_num(r, "co2_g"));
-        if (json_is_number(slow)) printf("%8.3f", json_number_value(slow));
-        else printf("%8s", "-");
+               (long long)json_integer_value(json_object_get(r, "gpu_count")));
+        report_figures(r, "slowdown");
         printf("  %s\n", json_string_value(json_object_get(r, "project_name")));
     }
     printf("\n%-18s %5s %10s %10s %9s %10s %10s %8s\n", "TOTALS", "JOBS",

@@ -7,8 +7,10 @@
 #include "cli.h"
 
 #include "catalog.h"
+#include "chart.h"
 #include "engine.h"
 #include "report.h"
+#include "share_model.h"
 #include "svg.h"
 #include "trace.h"
 
@@ -21,6 +23,8 @@
 
 /* More policies than the core has would only repeat some. */
 #define MAX_POLICIES 16
+/* One run per policy and sharing mode. */
+#define MAX_RUNS (MAX_POLICIES * SHARE_NMODES)
 
 static const char help_head[] =
 "NAME\n"
@@ -32,6 +36,8 @@ static const char help_head[] =
 "              [--timeline FILE.svg] [--estimator COLUMN] [--set NAME=VALUE]...\n"
 "              [--model NAME=VALUE]... [--grid-intensity G] [--pue P]\n"
 "              [--report-csv FILE] [--quiet]\n"
+"              [--sharing MODE[,MODE...]|all] [--gpu-model NAME]\n"
+"              [--chart FILE.svg]\n"
 "\n"
 "DESCRIPTION\n"
 "    Replays the jobs of a trace on modelled GPU servers, driving the very\n"
@@ -60,6 +66,27 @@ static const char help_head[] =
 "                        ";
 
 static const char help_tail[] =
+"    --sharing LIST       comma-separated GPU sharing modes, or all:\n"
+"                         " SHARE_MODE_LIST ". Every policy runs\n"
+"                         under each; every GPU of a run has the mode.\n"
+"                         Default naive: the interference\n"
+"                         model is fitted to AEGIS runs that collocated\n"
+"                         plain processes (CUDA time-slicing). exclusive:\n"
+"                         one job per GPU. mps: the naive slowdown above 1\n"
+"                         times mps_excess. mig: each job in the smallest\n"
+"                         MIG instance holding its demand, no interference,\n"
+"                         speed and memory of its slices (see MODEL); a job\n"
+"                         whose true peak exceeds its instance OOMs and\n"
+"                         climbs to the next profile. auto: MIG or MPS per\n"
+"                         job (README, \"Sharing modes\"). Given this\n"
+"                         option, rows are named POLICY/MODE\n"
+"    --gpu-model NAME     the GPUs' MIG profile table, one of\n"
+"                         " SHARE_MODEL_GPU_LIST "\n"
+"                         (default A100-40GB, the traces' GPU); also sets\n"
+"                         --gpu-mem-mib to its memory unless that is given\n"
+"    --chart FILE.svg     draw makespan, mean JCT and energy of every run as\n"
+"                         bars relative to the exclusive run (policy or\n"
+"                         mode exclusive), else to the first\n"
 "    --estimator COLUMN   catalog column given to the core as the memory\n"
 "                         estimate (used by aegis-est): horus_mib (default),\n"
 "                         faketensor_mib or gpumemnet_mib\n"
@@ -67,7 +94,8 @@ static const char help_tail[] =
 "                         placement=lug, ...); repeatable\n"
 "    --model NAME=VALUE   set a model parameter; repeatable (see MODEL)\n"
 "    --json               print one JSON object instead of the table:\n"
-"                         {\"policies\": [{\"policy\", \"makespan_s\",\n"
+"                         {\"policies\": [{\"policy\", \"sharing\",\n"
+"                         \"makespan_s\",\n"
 "                         \"mean_jct_s\", \"p50_jct_s\", \"p95_jct_s\",\n"
 "                         \"mean_wait_s\", \"ooms\", \"energy_j\", \"jobs\": [{\n"
 "                         \"index\", \"workload\", \"submit_s\", \"attempts\":\n"
@@ -90,7 +118,11 @@ static const char help_tail[] =
 "        1 + beta * max(0, L - threshold) * (L - u) / L + delta * D\n"
 "          + gamma * max(0, n - 1)    (n: its co-runners)\n"
 "    (fitted to the real AEGIS runs, see README), and a job on several\n"
-"    GPUs goes at the pace of its slowest. Power per\n"
+"    GPUs goes at the pace of its slowest. That is naive sharing; under\n"
+"    MPS the part above 1 is multiplied by mps_excess. In a MIG instance\n"
+"    of c compute and k memory slices a job is slowed only by its slice:\n"
+"        max(1, u / (c/7 * mig_sm_frac), d / (k/8))   (d: its DRAMA)\n"
+"    and its GPU reads its activity divided by that. Power per\n"
 "    GPU is idle_w + (max_w - idle_w) * min(1, L). Parameters:\n";
 
 static const char help_end[] =
@@ -124,6 +156,11 @@ typedef struct sim_cmd {
     acct_params acct;
     const char *policies[MAX_POLICIES];
     int npolicies;
+    share_mode modes[SHARE_NMODES]; /* --sharing, in the order given */
+    int nmodes;
+    bool sharing_given;         /* name rows POLICY/MODE */
+    bool mem_given;             /* --gpu-mem-mib given */
+    const char *chart;          /* --chart FILE.svg, or NULL */
     bool json, quiet;
 } sim_cmd;
 
@@ -147,6 +184,35 @@ static bool known_policy(const char *name) {
     return false;
 }
 
+/* Calls take() on each name of a comma-separated list (modified in
+ * place); take() prints why it refuses one. Returns 0, or -1 after a
+ * message, also when the list names nothing. */
+static int split_names(sim_cmd *cmd, const char *opt, const char *what,
+                       char *list, int (*take)(sim_cmd *, const char *)) {
+    int n = 0;
+    for (char *name = strtok(list, ","); name; name = strtok(NULL, ",")) {
+        if (take(cmd, name) < 0) return -1;
+        n++;
+    }
+    if (n > 0) return 0;
+    fprintf(stderr, "aegis sim: --%s: no %s named\n", opt, what);
+    return -1;
+}
+
+static int take_policy(sim_cmd *cmd, const char *name) {
+    if (!known_policy(name)) {
+        fprintf(stderr, "aegis sim: --policy: unknown policy '%s'\n", name);
+        return -1;
+    }
+    if (cmd->npolicies == MAX_POLICIES) {
+        fprintf(stderr, "aegis sim: --policy: more than %d policies\n",
+                MAX_POLICIES);
+        return -1;
+    }
+    cmd->policies[cmd->npolicies++] = name;
+    return 0;
+}
+
 /* Splits "a,b" (modified in place) into cmd->policies. */
 static int parse_policies(sim_cmd *cmd, char *list) {
     cmd->npolicies = 0;
@@ -155,23 +221,45 @@ static int parse_policies(sim_cmd *cmd, char *list) {
             if (cmd->npolicies < MAX_POLICIES) cmd->policies[cmd->npolicies++] = *p;
         return 0;
     }
-    for (char *name = strtok(list, ","); name; name = strtok(NULL, ",")) {
-        if (!known_policy(name)) {
-            fprintf(stderr, "aegis sim: --policy: unknown policy '%s'\n", name);
-            return -1;
-        }
-        if (cmd->npolicies == MAX_POLICIES) {
-            fprintf(stderr, "aegis sim: --policy: more than %d policies\n",
-                    MAX_POLICIES);
-            return -1;
-        }
-        cmd->policies[cmd->npolicies++] = name;
-    }
-    if (cmd->npolicies == 0) {
-        fprintf(stderr, "aegis sim: --policy: no policy named\n");
+    return split_names(cmd, "policy", "policy", list, take_policy);
+}
+
+static int take_mode(sim_cmd *cmd, const char *name) {
+    int m = share_mode_parse(name);
+    if (m < 0) {
+        fprintf(stderr, "aegis sim: --sharing: unknown mode '%s' (one of "
+                "%s, or all)\n", name, SHARE_MODE_LIST);
         return -1;
     }
+    if (cmd->nmodes == SHARE_NMODES) {
+        fprintf(stderr, "aegis sim: --sharing: more than %d modes\n",
+                SHARE_NMODES);
+        return -1;
+    }
+    cmd->modes[cmd->nmodes++] = m;
     return 0;
+}
+
+/* Splits "mps,mig" (modified in place) into cmd->modes. */
+static int parse_sharing(sim_cmd *cmd, char *list) {
+    cmd->nmodes = 0;
+    cmd->sharing_given = true;
+    if (strcmp(list, "all") == 0) {
+        for (int m = 0; m < SHARE_NMODES; m++) cmd->modes[cmd->nmodes++] = m;
+        return 0;
+    }
+    return split_names(cmd, "sharing", "mode", list, take_mode);
+}
+
+static int set_gpu_model(sim_cmd *cmd, const char *name) {
+    const mig_model *m = share_model_gpu(name);
+    if (m) {
+        cmd->opt.mig = m;
+        return 0;
+    }
+    fprintf(stderr, "aegis sim: --gpu-model: no MIG table for '%s' (one of "
+            "%s)\n", name, SHARE_MODEL_GPU_LIST);
+    return -1;
 }
 
 /* Splits NAME=VALUE in place; returns the value, or NULL after a message. */
@@ -231,6 +319,9 @@ static int parse_args(sim_cmd *cmd, int argc, char **argv) {
         {"grid-intensity", required_argument, NULL, 'G'},
         {"pue", required_argument, NULL, 'P'},
         {"report-csv", required_argument, NULL, 'R'},
+        {"sharing", required_argument, NULL, 'H'},
+        {"gpu-model", required_argument, NULL, 'U'},
+        {"chart", required_argument, NULL, 'C'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     long n;
@@ -246,6 +337,7 @@ static int parse_args(sim_cmd *cmd, int argc, char **argv) {
         case 'm':
             rc = cli_parse_double("sim", "gpu-mem-mib", optarg, 1, 1e9,
                                   &cmd->opt.gpu_mem_mib);
+            cmd->mem_given = true;
             break;
         case 's':
             rc = cli_parse_long("sim", "servers", optarg, 1, 100000, &n);
@@ -267,6 +359,9 @@ static int parse_args(sim_cmd *cmd, int argc, char **argv) {
                                   &cmd->acct.pue);
             break;
         case 'R': cmd->report_csv = optarg; break;
+        case 'H': rc = parse_sharing(cmd, optarg); break;
+        case 'U': rc = set_gpu_model(cmd, optarg); break;
+        case 'C': cmd->chart = optarg; break;
         case 'h': print_help(); return 1;
         default: rc = -1;
         }
@@ -279,6 +374,8 @@ static int parse_args(sim_cmd *cmd, int argc, char **argv) {
         fprintf(stderr, "aegis sim: --trace FILE is required\n");
         rc = -1;
     }
+    if (rc == 0 && !cmd->mem_given)
+        cmd->opt.gpu_mem_mib = (double)cmd->opt.mig->total_mib;
     if (rc < 0) fputs("(see 'aegis sim --help')\n", stderr);
     return rc;
 }
@@ -297,30 +394,37 @@ static int check_fits(const sim_cmd *cmd, const trace *t) {
     return -1;
 }
 
-/* Runs the policies in turn, stopping at one the simulator cannot run;
- * returns how many ran. *status becomes CLI_FAIL when a run failed or left
- * jobs unfinished. Results are kept only when a timeline needs them. */
+/* Runs every policy under every sharing mode in turn, stopping at one the
+ * simulator cannot run; returns how many ran. *status becomes CLI_FAIL
+ * when a run failed or left jobs unfinished. Results are kept only when a
+ * timeline needs them. */
 static int run_policies(const sim_cmd *cmd, const trace *t, FILE *csv,
                         report_summary *sums, sim_result **kept, int *status) {
     char err[512];
-    int ran = 0;
+    int ran = 0, runs = cmd->npolicies * cmd->nmodes;
+    sim_options opt = cmd->opt;
     if (cmd->json) report_json_begin(stdout);
     if (csv) acct_csv_header(csv, true);
-    for (; ran < cmd->npolicies; ran++) {
-        const char *policy = cmd->policies[ran];
-        sim_result *r = sim_run(t, &cmd->opt, policy, err, sizeof(err));
+    for (; ran < runs; ran++) {
+        const char *policy = cmd->policies[ran / cmd->nmodes];
+        opt.sharing = cmd->modes[ran % cmd->nmodes];
+        char name[REPORT_LABEL_MAX];
+        snprintf(name, sizeof(name), "%s%s%s", policy,
+                 cmd->sharing_given ? "/" : "",
+                 cmd->sharing_given ? share_mode_name(opt.sharing) : "");
+        sim_result *r = sim_run(t, &opt, policy, err, sizeof(err));
         if (!r || report_summarize(r, &sums[ran]) < 0 ||
-            report_account(r, &cmd->opt.model, &cmd->acct, csv,
-                           &sums[ran]) < 0) {
-            fprintf(stderr, "aegis sim: policy %s: %s\n", policy,
+            report_account(r, &cmd->acct, csv, &sums[ran]) < 0) {
+            fprintf(stderr, "aegis sim: policy %s: %s\n", name,
                     r ? "out of memory" : err);
             sim_result_free(r);
             *status = CLI_FAIL;
             break;
         }
+        memcpy(sums[ran].label, name, sizeof(name));
         if (r->unfinished > 0) {
             fprintf(stderr, "aegis sim: policy %s: %d of %d jobs never "
-                    "finished (the core stopped placing them)\n", policy,
+                    "finished (the core stopped placing them)\n", name,
                     r->unfinished, r->njobs);
             *status = CLI_FAIL;
         }
@@ -333,8 +437,8 @@ static int run_policies(const sim_cmd *cmd, const trace *t, FILE *csv,
 }
 
 static int simulate(const sim_cmd *cmd, const trace *t) {
-    report_summary sums[MAX_POLICIES];
-    sim_result *kept[MAX_POLICIES] = {NULL};
+    report_summary sums[MAX_RUNS];
+    sim_result *kept[MAX_RUNS] = {NULL};
     int status = CLI_OK;
     FILE *csv = cmd->report_csv ? fopen(cmd->report_csv, "w") : NULL;
     if (cmd->report_csv && !csv) {
@@ -355,6 +459,11 @@ static int simulate(const sim_cmd *cmd, const trace *t) {
         fprintf(stderr, "aegis sim: --timeline: %s\n", err);
         status = CLI_FAIL;
     }
+    if (ran > 0 && cmd->chart &&
+        chart_compare(cmd->chart, cmd->trace, sums, ran, err, sizeof(err)) < 0) {
+        fprintf(stderr, "aegis sim: --chart: %s\n", err);
+        status = CLI_FAIL;
+    }
     for (int i = 0; i < ran; i++) sim_result_free(kept[i]);
     if (fflush(stdout) != 0) {
         fprintf(stderr, "aegis sim: cannot write the output\n");
@@ -369,6 +478,8 @@ int cli_sim(int argc, char **argv) {
     cmd.opt.gpus = 3;
     cmd.opt.gpu_mem_mib = 40960;
     cmd.opt.estimator = CAT_EST_HORUS;
+    cmd.opt.mig = share_model_gpu("A100-40GB");
+    cmd.modes[cmd.nmodes++] = SHARE_NAIVE;
     core_config_default(&cmd.opt.config);
     sim_model_default(&cmd.opt.model);
     acct_params_default(&cmd.acct);

@@ -581,7 +581,7 @@ static void core_sort_candidates(core_candidate *c, int n) {
 static bool core_wants_mig(const core_state *core, const core_job *job,
                            const core_gpu *gpu) {
     return share_gpu_wants_mig(&gpu->share, job->spec.num_gpus,
-                               core_demand(core, job),
+                               core_demand(core, job), job->spec.util_pct,
                                !job->alone && core->pol->collocates);
 }
 
@@ -741,11 +741,14 @@ static int core_adopted_mig(const core_state *core, const core_job_spec *job,
     const mig_profile *p = sh->model && job->num_gpus == 1
                                ? mig_profile_find(sh->model, a->mig->name)
                                : NULL;
+    const core_gpu *gpu = &core->gpus[a->gpus[0]];
     if (!p || (sh->mode != SHARE_MIG && sh->mode != SHARE_AUTO) ||
-        a->mig_start < 0 || a->mig_start + p->mem_slices > MIG_MEM_SLICES) {
+        gpu->view.njobs != sh->ninst ||
+        !share_gpu_fits(sh, (mig_instance){p, a->mig_start})) {
         snprintf(err, errlen, "job %lld: MIG instance %s at slice %d does not "
-                 "fit GPU %d (mode %s)", (long long)job->id, a->mig->name,
-                 a->mig_start, a->gpus[0], share_mode_name(sh->mode));
+                 "fit GPU %d (mode %s, %d instances, %d jobs)",
+                 (long long)job->id, a->mig->name, a->mig_start, a->gpus[0],
+                 share_mode_name(sh->mode), sh->ninst, gpu->view.njobs);
         return -1;
     }
     *inst = (mig_instance){p, a->mig_start};

@@ -258,7 +258,9 @@ core_outcome core_job_exit(core_state *core, int64_t job_id, core_exit how,
  *              (mig_plan()); share = SHARE_MIG, core_launch.mig and
  *              mig_start name the instance to create. Instances do not
  *              interfere, so the telemetry, pressure and observation gates
- *              do not apply; only the free slices do. When the instance
+ *              do not apply, nor a policy's own admission rule (horus's
+ *              utilization budget, lucid's pair limits, which guard
+ *              against interference); only the free slices do. When the instance
  *              cannot be made now, the job waits, whether the GPU is FULL
  *              or FRAGMENTED (the free slices would hold it, but not at a
  *              valid start). Since there is no backfill, no job behind it
@@ -275,8 +277,10 @@ core_outcome core_job_exit(core_state *core, int64_t job_id, core_exit how,
  *              An OOM in an instance requeues the job with the memory of
  *              the next larger profile as its floor; above the largest it
  *              must run alone, and an OOM alone stops it.
- *   auto       Per job: mig_auto() picks MIG when the smallest profile that
- *              holds the demand wastes at most MIG_AUTO_MAX_WASTE, else MPS.
+ *   auto       Per job: MIG when the smallest profile that holds the demand
+ *              wastes at most MIG_AUTO_MAX_WASTE of memory (mig_auto()) and,
+ *              when the job's profiled utilization is known (util_pct), the
+ *              profile's share of the 7 compute slices covers it; else MPS.
  *              A GPU never mixes the two, so its first job fixes how it is
  *              used until it is idle again: while it holds MIG instances
  *              only MIG jobs join it (as on a mig GPU); while it runs

@@ -4,12 +4,18 @@
 
 #include "share_gpu.h"
 
+bool share_gpu_auto_mig(const mig_model *m, long demand_mib, double util_pct) {
+    if (mig_auto(m, demand_mib, MIG_AUTO_MAX_WASTE) != MIG_MODE_MIG) return false;
+    const mig_profile *p = mig_plan(m, NULL, 0, demand_mib).profile;
+    return util_pct < 0 ||
+           util_pct <= 100.0 * p->compute_slices / MIG_COMPUTE_SLICES;
+}
+
 bool share_gpu_wants_mig(const share_gpu *g, int num_gpus, double demand_mib,
-                         bool collocating) {
+                         double util_pct, bool collocating) {
     if (num_gpus != 1 || !collocating || !g->model) return false;
     long demand = (long)ceil(demand_mib);
-    if (g->mode == SHARE_AUTO)
-        return mig_auto(g->model, demand, MIG_AUTO_MAX_WASTE) == MIG_MODE_MIG;
+    if (g->mode == SHARE_AUTO) return share_gpu_auto_mig(g->model, demand, util_pct);
     return g->mode == SHARE_MIG &&
            mig_plan(g->model, NULL, 0, demand).verdict != MIG_TOO_BIG;
 }
@@ -37,6 +43,24 @@ double share_gpu_next_floor(const mig_model *m, double had_mib) {
         if ((double)m->profiles[i].mem_mib > had_mib)
             return (double)m->profiles[i].mem_mib;
     return 0;
+}
+
+static unsigned slices_of(mig_instance inst) {
+    return ((1u << inst.profile->mem_slices) - 1u) << inst.start;
+}
+
+bool share_gpu_fits(const share_gpu *g, mig_instance inst) {
+    const mig_profile *p = inst.profile;
+    if (inst.start < 0 || inst.start + p->mem_slices > MIG_MEM_SLICES ||
+        !(p->starts >> inst.start & 1u) || g->ninst == MIG_COMPUTE_SLICES)
+        return false;
+    int compute = p->compute_slices, same = 1;
+    for (int i = 0; i < g->ninst; i++) {
+        if (slices_of(g->inst[i]) & slices_of(inst)) return false;
+        compute += g->inst[i].profile->compute_slices;
+        same += g->inst[i].profile == p;
+    }
+    return compute <= MIG_COMPUTE_SLICES && same <= p->max_instances;
 }
 
 void share_gpu_add(share_gpu *g, mig_instance inst) {

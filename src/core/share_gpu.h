@@ -25,12 +25,18 @@ typedef struct share_gpu {
 } share_gpu;
 
 /* True when a job of num_gpus GPUs demanding demand_mib runs in a MIG
- * instance on this GPU: the GPU is mig, or auto and mig_auto() picks MIG;
- * the job uses one GPU; some profile holds the demand; and `collocating`
- * (the policy collocates and the job need not run alone). Otherwise the job
- * takes the whole GPU. */
+ * instance on this GPU: the GPU is mig, or auto and share_gpu_auto_mig()
+ * says so; the job uses one GPU; some profile holds the demand; and
+ * `collocating` (the policy collocates and the job need not run alone).
+ * Otherwise the job takes the whole GPU. */
 bool share_gpu_wants_mig(const share_gpu *g, int num_gpus, double demand_mib,
-                         bool collocating);
+                         double util_pct, bool collocating);
+
+/* auto's choice: MIG when mig_auto() finds a profile whose memory fits the
+ * demand well and, when the job's profiled utilization is known
+ * (util_pct >= 0), that profile's share of the compute slices covers it;
+ * a job that keeps the whole GPU busy would crawl in a small instance. */
+bool share_gpu_auto_mig(const mig_model *m, long demand_mib, double util_pct);
 
 /* True when whole-GPU jobs may share this GPU (naive, mps, or auto while it
  * holds no instance). */
@@ -51,6 +57,12 @@ share_mode share_gpu_launch_mode(const share_gpu *g, bool in_mig);
  * smallest profile of the model with more memory, or 0 when none is left
  * (the job then needs the whole GPU). */
 double share_gpu_next_floor(const mig_model *m, double had_mib);
+
+/* True when `inst` (a profile of g's table) may be made next to g's
+ * instances: a valid start, no memory slice shared, compute slices and
+ * the profile's instance count within bounds. For instances found
+ * running (core_adopt()); the planner chooses new ones. */
+bool share_gpu_fits(const share_gpu *g, mig_instance inst);
 
 void share_gpu_add(share_gpu *g, mig_instance inst);
 void share_gpu_remove(share_gpu *g, int start);

@@ -15,6 +15,8 @@
 
 #include "dispatch.h"
 #include "heap.h"
+#include "meter.h"
+#include "share_model.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -34,7 +36,9 @@
 
 typedef struct sim_gpu {
     int32_t *jobs;              /* active jobs, oldest first */
+    double *marks;              /* meter_mark() of each when it joined */
     int njobs, cap;
+    energy_meter meter;         /* splits the GPU's energy among them */
     double used_mib;            /* sums over the active jobs */
     double smact, smocc, drama, util_pct;
     double since;               /* energy and busy time counted up to here */
@@ -98,12 +102,20 @@ static void gpu_account(sim *s, int32_t g, double t) {
     sim_gpu *gpu = &s->gpus[g];
     double dt = t - gpu->since;
     if (dt <= 0) return;
-    s->res->energy_j += sim_model_power_w(&s->opt->model, gpu->smact) * dt;
+    double power_w = sim_model_power_w(&s->opt->model, gpu->smact);
+    s->res->energy_j += power_w * dt;
+    meter_run(&gpu->meter, power_w, gpu->smact, gpu->njobs, dt);
     if (gpu->njobs > 0) s->res->busy_gpu_s += dt;
     gpu->since = t;
 }
 
 static double cap1(double x) { return x < 1 ? x : 1; }
+
+/* The share of job j's profiled activity its GPU reads (share_model.h). */
+static double activity_of(const sim *s, int32_t j) {
+    const sim_attempt *a = attempt_of(s, j);
+    return share_model_scale(&s->opt->model, a->share, a->mig, work_of(s, j));
+}
 
 /* Recomputes GPU g's sums from its jobs (no drift from adding and taking
  * away) and tells its core the new reading. */
@@ -112,11 +124,12 @@ static void gpu_refresh(sim *s, int32_t g, double t) {
     gpu->used_mib = gpu->smact = gpu->smocc = gpu->drama = gpu->util_pct = 0;
     for (int i = 0; i < gpu->njobs; i++) {
         const cat_workload *w = work_of(s, gpu->jobs[i]);
+        double k = activity_of(s, gpu->jobs[i]);
         gpu->used_mib += mem_on(s, gpu->jobs[i], g);
-        gpu->smact += w->smact;
-        gpu->smocc += w->smocc;
-        gpu->drama += w->drama;
-        gpu->util_pct += w->util_pct > 0 ? w->util_pct : 0;
+        gpu->smact += k * w->smact;
+        gpu->smocc += k * w->smocc;
+        gpu->drama += k * w->drama;
+        gpu->util_pct += w->util_pct > 0 ? k * w->util_pct : 0;
     }
     struct core_sample reading = {
         .used_mib = gpu->used_mib, .total_mib = s->opt->gpu_mem_mib,
@@ -131,10 +144,14 @@ static int gpu_add(sim *s, int32_t g, int32_t j) {
     if (gpu->njobs == gpu->cap) {
         int cap = gpu->cap ? gpu->cap * 2 : 4;
         int32_t *more = realloc(gpu->jobs, (size_t)cap * sizeof(*more));
-        if (!more) return out_of_memory(s);
-        gpu->jobs = more;
+        if (more) gpu->jobs = more;
+        double *marks = realloc(gpu->marks, (size_t)cap * sizeof(*marks));
+        if (marks) gpu->marks = marks;
+        if (!more || !marks) return out_of_memory(s);
         gpu->cap = cap;
     }
+    gpu->marks[gpu->njobs] =
+        meter_mark(&gpu->meter, activity_of(s, j) * work_of(s, j)->smact);
     gpu->jobs[gpu->njobs++] = j;
     return 0;
 }
@@ -143,8 +160,12 @@ static void gpu_remove(sim *s, int32_t g, int32_t j) {
     sim_gpu *gpu = &s->gpus[g];
     int i = 0;
     while (gpu->jobs[i] != j) i++;
-    memmove(&gpu->jobs[i], &gpu->jobs[i + 1],
-            (size_t)(gpu->njobs - i - 1) * sizeof(*gpu->jobs));
+    s->res->jobs[j].energy_j += meter_energy_since(
+        &gpu->meter, activity_of(s, j) * work_of(s, j)->smact, gpu->marks[i]);
+    int after = gpu->njobs - i - 1;
+    memmove(&gpu->jobs[i], &gpu->jobs[i + 1], (size_t)after * sizeof(*gpu->jobs));
+    memmove(&gpu->marks[i], &gpu->marks[i + 1],
+            (size_t)after * sizeof(*gpu->marks));
     gpu->njobs--;
 }
 
@@ -160,6 +181,7 @@ static double job_slowdown(const sim *s, int32_t j) {
         double sd = sim_model_slowdown(&s->opt->model, gpu->smact,
                                        w->smact, gpu->drama - w->drama,
                                        gpu->njobs - 1);
+        sd = share_model_slowdown(&s->opt->model, a->share, a->mig, w, sd);
         if (sd > worst) worst = sd;
     }
     return worst;
@@ -247,7 +269,8 @@ static int on_activate(sim *s, int32_t j, double t) {
     const int32_t *g = gpus_of(s, a);
     a->active_s = t;
     for (int k = 0; k < a->ngpus; k++) {
-        if (s->gpus[g[k]].used_mib + mem_on(s, j, g[k]) > s->opt->gpu_mem_mib) {
+        if (!share_model_fits(a->mig, mem_on(s, j, g[k]), s->gpus[g[k]].used_mib,
+                              s->opt->gpu_mem_mib)) {
             end_attempt(s, j, CORE_EXIT_OOM, t);
             return 0;
         }
@@ -324,7 +347,8 @@ static int new_attempt(sim *s, int server, const core_launch *l, double t) {
     int idx = r->nattempts++;
     r->attempts[idx] = (sim_attempt){.start_s = t, .active_s = -1,
         .end_s = -1, .gpu_off = r->ngpus_used, .next = -1,
-        .job = (int32_t)l->job_id, .ngpus = (uint8_t)l->num_gpus};
+        .job = (int32_t)l->job_id, .ngpus = (uint8_t)l->num_gpus,
+        .share = (uint8_t)l->share[0], .mig = l->mig};
     for (int k = 0; k < l->num_gpus; k++)
         r->gpus[r->ngpus_used++] = server * s->opt->gpus + l->gpus[k];
     if (job->first_attempt < 0) job->first_attempt = idx;
@@ -431,6 +455,7 @@ static sim_result *result_new(const trace *t, const sim_options *opt,
     sim_result *r = calloc(1, sizeof(*r));
     if (!r) return NULL;
     r->policy = policy;
+    r->sharing = share_mode_name(opt->sharing);
     r->servers = opt->servers;
     r->gpus_per_server = opt->gpus;
     r->njobs = t->count;
@@ -468,14 +493,18 @@ static int sim_init(sim *s, const trace *t, const sim_options *opt,
     for (int g = 0; g < opt->gpus; g++) totals[g] = opt->gpu_mem_mib;
     core_config cfg = opt->config;
     cfg.policy = policy;
-    for (int i = 0; i < opt->servers; i++) {
+    int ready = 0;
+    for (int i = 0; i < opt->servers; i++, ready++) {
         s->servers[i].wake_t = -1;
         s->servers[i].core = core_create(&cfg, opt->gpus, totals, s->err,
                                          s->errlen);
-        if (!s->servers[i].core) break;
+        if (!s->servers[i].core ||
+            share_model_setup(s->servers[i].core, opt->gpus, opt->sharing,
+                              opt->mig, s->err, s->errlen) != 0)
+            break;
     }
     free(totals);
-    if (!s->servers[opt->servers - 1].core) return -1;
+    if (ready < opt->servers) return -1;
     for (int g = 0; g < ngpus; g++) {
         s->gpus[g].since = s->res->start_s;
         gpu_refresh(s, g, s->res->start_s);
@@ -485,7 +514,10 @@ static int sim_init(sim *s, const trace *t, const sim_options *opt,
 
 static void sim_release(sim *s) {
     int ngpus = s->opt->servers * s->opt->gpus;
-    for (int g = 0; s->gpus && g < ngpus; g++) free(s->gpus[g].jobs);
+    for (int g = 0; s->gpus && g < ngpus; g++) {
+        free(s->gpus[g].jobs);
+        free(s->gpus[g].marks);
+    }
     for (int i = 0; s->servers && i < s->opt->servers; i++)
         core_destroy(s->servers[i].core);
     free(s->gpus);

@@ -27,6 +27,8 @@ typedef struct sim_options {
     int estimator;              /* CAT_EST_* fed to the core as est_mib */
     core_config config;         /* the core's settings; policy set per run */
     sim_model model;
+    share_mode sharing;         /* every GPU's sharing mode */
+    const mig_model *mig;       /* the GPUs' MIG table (mig and auto) */
 } sim_options;
 
 /* One run of a job on its GPUs; an OOM ends it at its first activity. */
@@ -38,7 +40,9 @@ typedef struct sim_attempt {
     int32_t next;               /* the job's next attempt, or -1 */
     int32_t job;                /* index in sim_result.jobs */
     uint8_t ngpus;
+    uint8_t share;              /* share_mode it ran as (core_launch.share) */
     bool oom;
+    const mig_profile *mig;     /* its MIG instance, or NULL */
 } sim_attempt;
 
 typedef enum sim_job_state {
@@ -57,6 +61,7 @@ typedef struct sim_job {
     double rate;                /* solo-seconds done per second now */
     double end_s;               /* when it finished or was stopped */
     double exec_s;              /* sum of its attempts' durations */
+    double energy_j;            /* its share of its GPUs' energy (meter.h) */
     int32_t first_attempt;      /* -1 before the first launch */
     int32_t last_attempt;
     int32_t server;
@@ -65,6 +70,7 @@ typedef struct sim_job {
 
 typedef struct sim_result {
     const char *policy;
+    const char *sharing;        /* the GPUs' sharing mode, by name */
     int servers, gpus_per_server;
     sim_job *jobs;              /* in trace order (sorted by submit) */
     int njobs;

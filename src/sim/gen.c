@@ -17,14 +17,13 @@ static double uniform(uint64_t *state) {
     return (double)(next_random(state) >> 11) * 0x1.0p-53;
 }
 
-int gen_trace(FILE *out, const cat_catalog *cat, long jobs, uint64_t seed,
-              double mean_gap_s) {
+int gen_trace(FILE *out, const cat_workload *const *pool, int npool, long jobs,
+              uint64_t seed, double mean_gap_s) {
     uint64_t state = seed;
     double t = 0;
     fputs("job_index,submit_time_s,workload\n", out);
     for (long i = 1; i <= jobs; i++) {
-        const cat_workload *w =
-            &cat->items[next_random(&state) % (uint64_t)cat->count];
+        const cat_workload *w = pool[next_random(&state) % (uint64_t)npool];
         fprintf(out, "%ld,%.1f,%s\n", i, t, w->name);
         t += -log1p(-uniform(&state)) * mean_gap_s;
     }

@@ -21,6 +21,11 @@
  * | exec_factor        | 1.01    | AEGIS exclusive runs: mean execution span  |
  * |                    |         |   / mean solo = 1.0096-1.0112 (data README)|
  * | activation_delay_s | 8.2     | AEGIS: median launch-to-first-activity     |
+ * | mps_excess         | 0.75    | ASSUMPTION: arXiv 2209.06018 ranks MPS     |
+ * |                    |         |   above naive; the ratio is ours.          |
+ * |                    |         |   README "Sharing modes" shows 0.5 and 1   |
+ * | mig_sm_frac        | 0.907   | A100: MIG exposes 7 x 14 = 98 of 108 SMs   |
+ * |                    |         |   (NVIDIA MIG user guide, 1g = 14 SMs)     |
  */
 typedef struct model_param {
     const char *name;
@@ -47,6 +52,10 @@ static const model_param params[] = {
      "end-to-end runtime alone / catalog solo_duration_s"},
     {"activation_delay_s", offsetof(sim_model, activation_delay_s), 8.2, 0,
      1e6, "launch to first GPU activity, s (measured median)"},
+    {"mps_excess", offsetof(sim_model, mps_excess), 0.75, 0, 1,
+     "MPS keeps this share of the naive slowdown above 1 (an assumption)"},
+    {"mig_sm_frac", offsetof(sim_model, mig_sm_frac), 0.907, 0.01, 1,
+     "share of the GPU's SMs in a 7-slice MIG instance (A100: 98/108)"},
 };
 
 #define NPARAMS (sizeof(params) / sizeof(*params))

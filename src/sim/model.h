@@ -19,6 +19,9 @@ typedef struct sim_model {
     double max_w;               /* GPU power at SMACT 1, W */
     double exec_factor;         /* end-to-end run / catalog solo time */
     double activation_delay_s;  /* launch to first GPU activity, s */
+    double mps_excess;          /* MPS: share of the fitted (naive)
+                                   slowdown above 1 that remains */
+    double mig_sm_frac;         /* SMs a 7g MIG instance has, of the GPU's */
 } sim_model;
 
 void sim_model_default(sim_model *m);

@@ -1,5 +1,6 @@
-/* report.c -- summary figures, per-job energy and CO2 rows, the text
- * table and the JSON document. */
+/* report.c -- summary figures, per-job energy and CO2 rows (the energy
+ * split itself happens as the run goes, in meter.h), the text table and
+ * the JSON document. */
 #include "report.h"
 
 #include <stdlib.h>
@@ -50,6 +51,8 @@ static double jct_of(const sim_job *job) {
 int report_summarize(const sim_result *r, report_summary *out) {
     memset(out, 0, sizeof(*out));
     out->policy = r->policy;
+    out->sharing = r->sharing;
+    snprintf(out->label, sizeof(out->label), "%s", r->policy);
     out->jobs = r->njobs;
     out->stopped = r->stopped;
     out->unfinished = r->unfinished;
@@ -78,82 +81,6 @@ int report_summarize(const sim_result *r, report_summary *out) {
         out->mean_slowdown = slow_sum / out->done;
     }
     free(jcts);
-    return 0;
-}
-
-/* One change of a GPU's set of active jobs, for the energy sweep. */
-typedef struct report_ev {
-    double t;
-    int32_t gpu;
-    int32_t pair;           /* the (attempt, GPU) it opens or closes */
-    int32_t job;
-    int8_t add;             /* 1 joins, 0 leaves */
-    double smact;
-} report_ev;
-
-/* By GPU, then time, leaving before joining at the same instant. */
-static int report_ev_cmp(const void *pa, const void *pb) {
-    const report_ev *a = pa, *b = pb;
-    if (a->gpu != b->gpu) return a->gpu < b->gpu ? -1 : 1;
-    if (a->t != b->t) return a->t < b->t ? -1 : 1;
-    return a->add - b->add;
-}
-
-/* Each GPU keeps two running integrals: of power / SMACT sum while some
- * active job has SMACT > 0, and of power / jobs while none has. A job's
- * energy is then its SMACT times the first's growth while it ran (or the
- * second's growth when its SMACT is 0): O(events log events), however
- * many jobs share. */
-int report_job_energy(const sim_result *r, const sim_model *m, double *job_j) {
-    size_t n = 0;
-    for (int a = 0; a < r->nattempts; a++) n += 2 * r->attempts[a].ngpus;
-    report_ev *ev = malloc(n * sizeof(*ev) + 1);
-    double *mark = malloc(n / 2 * sizeof(*mark) + 1);
-    if (!ev || !mark) {
-        free(ev);
-        free(mark);
-        return -1;
-    }
-    n = 0;
-    int32_t pairs = 0;
-    for (int a = 0; a < r->nattempts; a++) {
-        const sim_attempt *at = &r->attempts[a];
-        if (at->active_s < 0 || at->end_s <= at->active_s) continue;
-        double smact = r->jobs[at->job].src->work->smact;
-        for (int k = 0; k < at->ngpus; k++, pairs++) {
-            int32_t g = r->gpus[at->gpu_off + k];
-            ev[n++] = (report_ev){at->active_s, g, pairs, at->job, 1, smact};
-            ev[n++] = (report_ev){at->end_s, g, pairs, at->job, 0, smact};
-        }
-    }
-    qsort(ev, n, sizeof(*ev), report_ev_cmp);
-    for (int i = 0; i < r->njobs; i++) job_j[i] = 0;
-    double per_smact = 0, per_job = 0, smact = 0, last = 0;
-    int active = 0, busy = 0;
-    for (size_t i = 0; i < n; i++) {
-        const report_ev *e = &ev[i];
-        if (i == 0 || e->gpu != ev[i - 1].gpu) {
-            per_smact = per_job = smact = 0;
-            active = busy = 0;
-            last = e->t;
-        }
-        double dt = e->t - last, w = sim_model_power_w(m, smact);
-        if (busy > 0) per_smact += w / smact * dt;
-        else if (active > 0) per_job += w / active * dt;
-        last = e->t;
-        double integral = e->smact > 0 ? per_smact : per_job;
-        if (e->add) mark[e->pair] = integral;
-        else job_j[e->job] += (e->smact > 0 ? e->smact : 1) *
-                              (integral - mark[e->pair]);
-        int step = e->add ? 1 : -1;
-        active += step;
-        if (e->smact > 0) busy += step;
-        /* recount from zero rather than trust a sum that adds and takes
-         * away: a stray 1e-17 would divide the next interval's power */
-        smact = busy > 0 ? smact + step * e->smact : 0;
-    }
-    free(ev);
-    free(mark);
     return 0;
 }
 
@@ -187,19 +114,18 @@ static int report_row(const sim_result *r, int i, double energy_j,
     return 0;
 }
 
-int report_account(const sim_result *r, const sim_model *m,
-                   const acct_params *p, FILE *csv, report_summary *out) {
-    double *job_j = malloc((size_t)r->njobs * sizeof(*job_j) + 1);
+int report_account(const sim_result *r, const acct_params *p, FILE *csv,
+                   report_summary *out) {
     acct_span *spans = NULL;
     size_t cap = 0;
-    int rc = job_j ? report_job_energy(r, m, job_j) : -1;
+    int rc = 0;
     out->acct = *p;
     memset(&out->jobs_total, 0, sizeof(out->jobs_total));
     out->co2_g = acct_co2_g(acct_kwh(r->energy_j), p);
     double run_end = r->start_s + r->makespan_s;
     for (int i = 0; rc == 0 && i < r->njobs; i++) {
         acct_row row;
-        rc = report_row(r, i, job_j[i], &row, &spans, &cap);
+        rc = report_row(r, i, r->jobs[i].energy_j, &row, &spans, &cap);
         if (rc != 0) break;
         acct_total_add(&out->jobs_total, &row);
         if (!csv) continue;
@@ -209,14 +135,14 @@ int report_account(const sim_result *r, const sim_model *m,
         json_decref(o);
     }
     free(spans);
-    free(job_j);
     return rc;
 }
 
-static const report_summary *find_exclusive(const report_summary *rows,
-                                            int n) {
+const report_summary *report_exclusive(const report_summary *rows, int n) {
     for (int i = 0; i < n; i++)
-        if (strcmp(rows[i].policy, "exclusive") == 0) return &rows[i];
+        if (strcmp(rows[i].policy, "exclusive") == 0 ||
+            strcmp(rows[i].sharing, "exclusive") == 0)
+            return &rows[i];
     return NULL;
 }
 
@@ -227,8 +153,11 @@ static void relative(FILE *out, double value, double base) {
 }
 
 void report_table(FILE *out, const report_summary *rows, int n) {
-    const report_summary *ex = find_exclusive(rows, n);
-    fprintf(out, "%-13s %7s %11s", "policy", "jobs", "makespan_s");
+    const report_summary *ex = report_exclusive(rows, n);
+    int width = 13;
+    for (int i = 0; i < n; i++)
+        if ((int)strlen(rows[i].label) > width) width = (int)strlen(rows[i].label);
+    fprintf(out, "%-*s %7s %11s", width, "policy", "jobs", "makespan_s");
     if (ex) fprintf(out, " %7s", "/excl");
     fprintf(out, " %11s", "mean_jct_s");
     if (ex) fprintf(out, " %7s", "/excl");
@@ -237,7 +166,7 @@ void report_table(FILE *out, const report_summary *rows, int n) {
             "left", "busy", "energy_kWh", "co2_kg", "gpu_h");
     for (int i = 0; i < n; i++) {
         const report_summary *s = &rows[i];
-        fprintf(out, "%-13s %7d %11.1f", s->policy, s->jobs, s->makespan_s);
+        fprintf(out, "%-*s %7d %11.1f", width, s->label, s->jobs, s->makespan_s);
         if (ex) relative(out, s->makespan_s, ex->makespan_s);
         fprintf(out, " %11.1f", s->mean_jct_s);
         if (ex) relative(out, s->mean_jct_s, ex->mean_jct_s);
@@ -309,6 +238,8 @@ void report_json_policy(FILE *out, const sim_result *r,
                         const report_summary *s, bool first) {
     fprintf(out, "%s{\"policy\": ", first ? "" : ", ");
     json_text(out, s->policy);
+    fputs(", \"sharing\": ", out);
+    json_text(out, s->sharing);
     fprintf(out, ", \"servers\": %d, \"gpus_per_server\": %d, "
             "\"makespan_s\": %.3f, \"mean_jct_s\": %.3f, \"p50_jct_s\": %.3f, "
             "\"p95_jct_s\": %.3f, \"mean_wait_s\": %.3f, "

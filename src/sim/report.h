@@ -14,8 +14,15 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+/* A row's name: "aegis-oracle/exclusive" is 22 characters. */
+#define REPORT_LABEL_MAX 48
+
 typedef struct report_summary {
     const char *policy;
+    const char *sharing;        /* the GPUs' sharing mode */
+    char label[REPORT_LABEL_MAX];             /* the row's name: the policy, or
+                                   "policy/sharing" when the caller compares
+                                   sharing modes */
     int jobs, done, stopped, unfinished, ooms;
     double makespan_s;
     double mean_jct_s, p50_jct_s, p95_jct_s;    /* finished jobs only */
@@ -33,20 +40,18 @@ typedef struct report_summary {
 /* Returns 0, or -1 when out of memory. */
 int report_summarize(const sim_result *r, report_summary *out);
 
-/* Splits each GPU's modelled power among the jobs active on it by their
- * SMACT (evenly among jobs of SMACT 0), as aegisd splits measured energy;
- * fills job_j[i] for r->jobs[i]. Time a GPU has no active job is charged
- * to nobody. Returns 0, or -1 when out of memory. */
-int report_job_energy(const sim_result *r, const sim_model *m, double *job_j);
-
 /* Measures every job as aegisd's report does (acct.h), totals them into
  * out, and writes one CSV row per job to csv unless it is NULL. Returns 0,
  * or -1 when out of memory. */
-int report_account(const sim_result *r, const sim_model *m,
-                   const acct_params *p, FILE *csv, report_summary *out);
+int report_account(const sim_result *r, const acct_params *p, FILE *csv,
+                   report_summary *out);
 
-/* An aligned table, one row per policy; columns relative to exclusive are
- * added when a row is named "exclusive". */
+/* The first row whose policy or sharing mode is "exclusive", the
+ * reference other runs are compared with; NULL when there is none. */
+const report_summary *report_exclusive(const report_summary *rows, int n);
+
+/* An aligned table, one row per run, named by its label; columns relative
+ * to report_exclusive() are added when there is one. */
 void report_table(FILE *out, const report_summary *rows, int n);
 
 void report_json_begin(FILE *out);

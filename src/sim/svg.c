@@ -122,7 +122,7 @@ static void draw_panel(svg_canvas *c, const sim_result *r,
     int ngpus = total < SVG_MAX_GPUS ? total : SVG_MAX_GPUS;
     double lane_h = MAX_SUBLANES * SUB_H;
     fprintf(c->out, "<text x='4' y='%.1f' class='head'>%s: makespan %.0f s, "
-            "mean JCT %.0f s, %d OOM%s</text>\n", c->y + 14, s->policy,
+            "mean JCT %.0f s, %d OOM%s</text>\n", c->y + 14, s->label,
             s->makespan_s, s->mean_jct_s, s->ooms, s->ooms == 1 ? "" : "s");
     c->y += 22;
     if (ngpus < total)
@@ -158,7 +158,7 @@ static void draw_comparison(svg_canvas *c, const report_summary *sums, int n) {
         const double v[2] = {sums[i].makespan_s, sums[i].mean_jct_s};
         const char *fill[2] = {"#4a7bd0", "#e8903a"};
         fprintf(c->out, "<text x='4' y='%.1f' class='lab'>%s</text>\n",
-                c->y + BAR_H + 2, sums[i].policy);
+                c->y + BAR_H + 2, sums[i].label);
         for (int k = 0; k < 2; k++) {
             double w = (PLOT_W - 80) * v[k] / most;
             fprintf(c->out, "<rect x='%.1f' y='%.1f' width='%.1f' "

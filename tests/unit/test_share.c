@@ -234,6 +234,41 @@ static void test_auto_per_job(void **state) {
     core_destroy(core);
 }
 
+/* Lucid's limit of two jobs per GPU guards against interference, which
+ * instances do not have: on a MIG GPU it does not apply. */
+static void test_mig_skips_policy_rule(void **state) {
+    core_state *core = make_core("lucid", "magm", 1);
+    char err[256];
+    assert_int_equal(core_gpu_share(core, 0, SHARE_MIG, a100(), err, sizeof(err)), 0);
+    for (int id = 1; id <= 3; id++) {
+        core_job_spec s = job_spec(id, 1);
+        s.peak_mib = 2000;
+        s.sharing_score = 1;
+        assert_int_equal(core_submit(core, &s, 0, err, sizeof(err)), 0);
+    }
+    for (int id = 1; id <= 3; id++) expect_mig(core, 0, id, 0, "1g.5gb", id - 1);
+    core_destroy(core);
+}
+
+/* auto weighs compute too: a job whose profiled utilization exceeds its
+ * profile's share of the compute slices (1g: 1/7, 14%) runs under MPS,
+ * whatever its memory. */
+static void test_auto_compute(void **state) {
+    core_state *core = share_core(1, SHARE_AUTO);
+    char err[256];
+    core_job_spec busy = job_spec(1, 1), light = job_spec(2, 1);
+    busy.est_mib = light.est_mib = 2000;
+    busy.util_pct = 90;
+    light.util_pct = 10;
+    assert_int_equal(core_submit(core, &busy, 0, err, sizeof(err)), 0);
+    assert_int_equal(core_submit(core, &light, 0, err, sizeof(err)), 0);
+    expect_whole(core, 0, 1, 0, SHARE_MPS, true);
+    expect_wait(core, 0); /* the GPU runs a whole-GPU job */
+    assert_int_equal(core_job_exit(core, 1, CORE_EXIT_OK, 10, NULL), CORE_DONE);
+    expect_mig(core, 10, 2, 0, "1g.5gb", 0);
+    core_destroy(core);
+}
+
 /* An adopted job keeps its instance's slices; bad modes and adoptions are
  * refused with the GPU named. */
 static void test_share_adopt_and_errors(void **state) {
@@ -248,6 +283,20 @@ static void test_share_adopt_and_errors(void **state) {
     expect_mig(core, 0, 1, 0, "1g.5gb", 4);
     assert_int_equal(core_gpu_share(core, 0, SHARE_NAIVE, NULL, err, sizeof(err)), -1);
     assert_non_null(strstr(err, "GPU 0 runs 2 jobs"));
+    /* Overlapping slices (3g.20gb at 0 holds 0-3), or a start the profile
+     * does not allow (3g starts at 0 or 4), are refused. */
+    core_adopted b = a;
+    b.mig = mig_profile_find(a100(), "1g.5gb");
+    b.mig_start = 2;
+    s.id = 9;
+    assert_int_equal(core_adopt(core, &s, &b, 0, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "job 9: MIG instance 1g.5gb at slice 2"));
+    b.mig = mig_profile_find(a100(), "3g.20gb");
+    b.mig_start = 5;
+    assert_int_equal(core_adopt(core, &s, &b, 0, err, sizeof(err)), -1);
+    b.mig_start = 4; /* taken by job 1's 1g.5gb */
+    assert_int_equal(core_adopt(core, &s, &b, 0, err, sizeof(err)), -1);
+    assert_int_equal(core_running_count(core), 2);
     core_destroy(core);
 
     core = make_core("aegis", "magm", 1);
@@ -272,6 +321,8 @@ int main(void) {
         cmocka_unit_test(test_mig_oom_climbs),
         cmocka_unit_test(test_mig_whole_gpu_fallbacks),
         cmocka_unit_test(test_auto_per_job),
+        cmocka_unit_test(test_auto_compute),
+        cmocka_unit_test(test_mig_skips_policy_rule),
         cmocka_unit_test(test_share_adopt_and_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
