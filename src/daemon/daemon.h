@@ -161,8 +161,9 @@ int d_share_check_reload(d_daemon *d, const sharing_config *share,
                          char *err, size_t errlen);
 /* Applies it: MPS stopped and started where a GPU's mode changed. */
 void d_share_reload(d_daemon *d, const sharing_config *share);
-/* Sharing-mode variables a job gets at most (MPS: pipe, log, pinned). */
-#define D_SHARE_VARS 4
+/* Sharing-mode variables a job gets at most (MPS: pipe, log, pinned,
+ * threads), and the NULL after them. */
+#define D_SHARE_VARS 5
 
 /* What a launch's sharing modes add to the job's start. */
 typedef struct d_share_start {
@@ -175,10 +176,12 @@ typedef struct d_share_start {
 
 /* Readies the GPUs for a launch: the MIG instance the core chose is made
  * (MIG mode turned on first where needed), a whole-GPU job on a mig or
- * auto GPU gets MIG mode off, an MPS job its variables. Returns 0, or -1
+ * auto GPU gets MIG mode off, an MPS job its variables (with
+ * mps_threads_pct, 1..100, its thread share; 0: none). Returns 0, or -1
  * with a message naming the GPU and the NVML call (nothing is left). */
 int d_share_prepare(d_daemon *d, d_job *job, const core_launch *l,
-                    d_share_start *out, char *err, size_t errlen);
+                    int mps_threads_pct, d_share_start *out, char *err,
+                    size_t errlen);
 /* Destroys the attempt's MIG instance, if any, noting it in its events. */
 void d_share_release(d_daemon *d, d_job *job);
 /* After a restart: gives the running attempts (loaded, not yet adopted)

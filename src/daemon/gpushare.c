@@ -190,7 +190,7 @@ void d_share_reload(d_daemon *d, const sharing_config *share) {
  * is per GPU here, and a process has one pipe folder: a job of several
  * GPUs runs as a plain CUDA process, time-sliced beside the clients. */
 static void d_share_mps_env(const d_daemon *d, const core_launch *l,
-                            d_share_start *out) {
+                            int threads_pct, d_share_start *out) {
     int g = l->gpus[0], n = 0;
     if (l->num_gpus != 1 || l->share[0] != SHARE_MPS || !d->gpus[g].mps_up)
         return;
@@ -207,10 +207,17 @@ static void d_share_mps_env(const d_daemon *d, const core_launch *l,
     if (pinned)
         snprintf(out->env_buf[n++], len,
                  "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=%.0fM", l->floor_mib);
+    if (threads_pct > 0)
+        snprintf(out->env_buf[n++], len,
+                 "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=%d", threads_pct);
     for (int i = 0; i < n; i++) out->env[i] = out->env_buf[i];
     out->env[n] = NULL;
     snprintf(out->note, sizeof(out->note), "MPS client of GPU %d's control "
              "daemon%s", g, pinned ? ", memory pinned at its floor" : "");
+    if (threads_pct > 0)
+        snprintf(out->note + strlen(out->note),
+                 sizeof(out->note) - strlen(out->note),
+                 ", %d%% of its threads", threads_pct);
 }
 
 /* Turns GPU g's MIG mode on or off when it is not so already, noting it
@@ -255,7 +262,8 @@ static int d_share_mig_create(d_daemon *d, d_job *job, const core_launch *l,
 }
 
 int d_share_prepare(d_daemon *d, d_job *job, const core_launch *l,
-                    d_share_start *out, char *err, size_t errlen) {
+                    int mps_threads_pct, d_share_start *out, char *err,
+                    size_t errlen) {
     memset(out, 0, sizeof(*out));
     if (l->share[0] == SHARE_MIG && l->mig)
         return d_share_mig_create(d, job, l, out, err, errlen);
@@ -268,7 +276,7 @@ int d_share_prepare(d_daemon *d, d_job *job, const core_launch *l,
             d_share_mig_mode(d, l->gpus[k], false, err, errlen) != 0)
             return -1;
     }
-    d_share_mps_env(d, l, out);
+    d_share_mps_env(d, l, mps_threads_pct, out);
     return 0;
 }
 

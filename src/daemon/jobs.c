@@ -207,6 +207,14 @@ static void d_gpu_list(char *out, size_t outlen, const int *gpus, int n,
     }
 }
 
+/* The MPS thread percentage the job was submitted with; 0: none. */
+static int d_job_mps_threads(d_daemon *d, const d_job *job) {
+    json_t *row = store_job(d->st, job->id, true);
+    int pct = (int)json_integer_value(json_object_get(row, "mps_threads_pct"));
+    json_decref(row);
+    return pct;
+}
+
 /* Starts the attempt with what its sharing modes add (ss). */
 static int d_job_exec(d_daemon *d, d_job *job, const core_launch *l,
                       const d_share_start *ss, exec_run *run, char *err,
@@ -243,7 +251,8 @@ static void d_job_launch(d_daemon *d, d_job *job, const core_launch *l) {
     exec_run run;
     char err[1024];
     static d_share_start ss; /* big; the loop runs one launch at a time */
-    if (d_share_prepare(d, job, l, &ss, err, sizeof(err)) != 0 ||
+    if (d_share_prepare(d, job, l, d_job_mps_threads(d, job), &ss, err,
+                        sizeof(err)) != 0 ||
         d_job_exec(d, job, l, &ss, &run, err, sizeof(err)) != 0) {
         d_log("job %lld: %s", (long long)job->id, err);
         d_share_release(d, job);

@@ -61,6 +61,8 @@ static const char *const store_added[][3] = {
     /* when the attempt was first seen on its GPUs (Unix time): a re-adopted
      * attempt's observation time runs from then */
     {"attempts", "seen", "REAL"},
+    /* CUDA_MPS_ACTIVE_THREAD_PERCENTAGE when it runs under MPS; 0: none */
+    {"jobs", "mps_threads_pct", "INTEGER NOT NULL DEFAULT 0"},
 };
 #define STORE_ADDED (sizeof(store_added) / sizeof(store_added[0]))
 
@@ -78,8 +80,9 @@ static const char *const sql[S_COUNT] = {
     [S_ROLLBACK] = "ROLLBACK",
     [S_ENV] = "INSERT INTO envs(cwd, env) VALUES(?1, ?2)",
     [S_JOB] = "INSERT INTO jobs(uid, gid, user, name, cmd, env_id, gpus,"
-              " mem_mib, after, state, submitted, feed)"
-              " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 'queued', ?10, ?11)",
+              " mem_mib, after, state, submitted, feed, mps_threads_pct)"
+              " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 'queued', ?10, ?11,"
+              " ?12)",
     [S_ATT_START] = "INSERT OR REPLACE INTO attempts(job_id, n, gpus,"
                     " floor_mib, exclusive, shim_pid, shim_start, job_pid,"
                     " started, err_offset)"
@@ -99,7 +102,7 @@ static const char *const sql[S_COUNT] = {
     [S_GET_FULL] = "SELECT j.id, j.user, j.uid, j.gid, j.name, j.cmd, j.gpus,"
                    " j.mem_mib, j.after, j.state, j.reason, j.submitted,"
                    " j.finished, j.attempts, j.energy_j, j.feed, j.retry_floor,"
-                   " j.retry_alone, e.cwd, e.env"
+                   " j.retry_alone, j.mps_threads_pct, e.cwd, e.env"
                    " FROM jobs j JOIN envs e ON e.id = j.env_id"
                    " WHERE j.id = ?1",
     [S_ATTEMPTS] = "SELECT n, gpus, floor_mib, exclusive, shim_pid,"
@@ -249,6 +252,7 @@ static int store_insert_jobs(store *st, const store_owner *owner,
         if (j->after > 0) sqlite3_bind_int64(s, 9, j->after);
         sqlite3_bind_double(s, 10, now);
         sqlite3_bind_text(s, 11, j->feed, -1, SQLITE_STATIC);
+        sqlite3_bind_int(s, 12, j->mps_threads_pct);
         if (store_exec(st, S_JOB, 0) != 0) return -1;
         if (i == 0) *first_id = sqlite3_last_insert_rowid(st->db);
     }

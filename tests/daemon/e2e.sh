@@ -357,8 +357,9 @@ assert 'cmd' not in r[$a]" < r.json || fail "report rows"
 # for a job across a restart is kept, not started again, and stopped once
 # by the aegisd that kept it. A job on an MPS
 # GPU gets its pipe and log folders, its floor as pinned memory when
-# shared, and the thread share its submitter asked for; a job on the naive
-# GPU gets none of it.
+# shared, and the thread share its submitter asked for (--mps-threads, or
+# the variable in the submitter's environment); a job on the naive GPU gets
+# none of it.
 case_mps() {
     local mps st=$DIR/state
     mps=$(dirname "$FAKE")/aegis-fake-mps-control
@@ -370,7 +371,7 @@ case_mps() {
     alone=$(CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50 "$AEGIS" submit --mem 1000 -- \
             "$FAKE" --mib 1000 --seconds 4) || fail submit
     until "$AEGIS" show "$alone" 2>/dev/null | grep -q "seen on GPU"; do sleep 0.1; done
-    shared=$("$AEGIS" submit --mem 1000 -- "$FAKE" --mib 1000 --seconds 1)
+    shared=$("$AEGIS" submit --mem 1000 --mps-threads 25 -- "$FAKE" --mib 1000 --seconds 1)
     "$AEGIS" wait "$shared" >/dev/null || fail "shared MPS job"
     # stop with the first job still running: GPU 0's daemon stays for it
     kill -TERM "$(daemon_pid)"
@@ -384,12 +385,16 @@ case_mps() {
     "$AEGIS" wait "$naive" >/dev/null || fail "naive job"
     [ "$("$AEGIS" log "$alone" | head -1)" = "aegis-fakegpu: devices=GPU-aegis-test-0000-0 mps_pipe=$st/mps/0/pipe threads=50 pinned=-" ] ||
         fail "alone job's MPS env: $("$AEGIS" log "$alone")"
-    [ "$("$AEGIS" log "$shared" | head -1)" = "aegis-fakegpu: devices=GPU-aegis-test-0000-0 mps_pipe=$st/mps/0/pipe threads=- pinned=0=3048M" ] ||
+    [ "$("$AEGIS" log "$shared" | head -1)" = "aegis-fakegpu: devices=GPU-aegis-test-0000-0 mps_pipe=$st/mps/0/pipe threads=25 pinned=0=3048M" ] ||
         fail "shared job's MPS env: $("$AEGIS" log "$shared")"
     [ "$("$AEGIS" log "$naive" | head -1)" = "aegis-fakegpu: devices=GPU-aegis-test-0000-1 mps_pipe=- threads=- pinned=-" ] ||
         fail "naive job's env: $("$AEGIS" log "$naive")"
-    "$AEGIS" show "$shared" | grep -q "MPS client of GPU 0's control daemon, memory pinned" ||
+    "$AEGIS" show "$shared" | grep -q "MPS client of GPU 0's control daemon, memory pinned at its floor, 25% of its threads" ||
         fail "no MPS event: $("$AEGIS" show "$shared")"
+    "$AEGIS" submit --mps-threads 101 -- true 2>/dev/null; [ $? = 2 ] ||
+        fail "--mps-threads 101 accepted"
+    printf 'command: "true"\nmps_threads_pct: 0\n' > zero.yaml
+    "$AEGIS" submit zero.yaml 2>/dev/null; [ $? = 2 ] || fail "mps_threads_pct 0 accepted"
     # SIGHUP turning GPU 2 naive stops its daemon
     sed -i 's/^  1: naive$/  1: naive\n  2: naive/' "$DIR/aegis.yaml"
     kill -HUP "$(daemon_pid)"
