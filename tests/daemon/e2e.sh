@@ -465,7 +465,8 @@ devices_of() { "$AEGIS" log "$1" | head -1 | sed 's/^aegis-fakegpu: devices=\([^
 # with MIG mode off. Every instance is destroyed when its attempt ends, and
 # the NVML calls are exactly the expected ones. Then a job survives a
 # crash of aegisd with its instance, which the next aegisd destroys when
-# the job ends.
+# the job ends; and a job that fragmentation keeps out waits until a valid
+# start is free (at the latest, the GPU empty) and takes it.
 case_mig() {
     export AEGIS_TEST_GPUS=1x40960
     echo "sharing: mig" >> "$DIR/aegis.yaml"
@@ -524,9 +525,33 @@ assert a[1]['floor_mib']==9856, a" || fail "OOM in 1g.5gb did not climb to 1g.10
     "$AEGIS" show "$long" | grep -q "MIG instance 1g.5gb destroyed" ||
         fail "instance not destroyed after the restart: $("$AEGIS" show "$long")"
     grep -q "^gi " "$AEGIS_TEST_GPU_DIR/mig0" && fail "instances left: $(cat "$AEGIS_TEST_GPU_DIR/mig0")"
+    # fragmentation: 1g.5gb jobs on slices 0..5, of which those on 1 and 5
+    # stay; a 3g.20gb job (starts 0 or 4) then finds 6 free slices but no
+    # valid start, and waits until the job on slice 1 ends to take slice 0
+    ids=""
+    for secs in 1 4 1 1 1 7; do
+        ids="$ids $("$AEGIS" submit --mem 2000 -- "$FAKE" --mib 2000 --seconds $secs)"
+    done
+    set -- $ids
+    "$AEGIS" wait "$1" "$3" "$4" "$5" >/dev/null || fail "short 1g.5gb jobs"
+    for k in 1 2 3 4 5 6; do
+        "$AEGIS" show "${!k}" | grep -q "1g.5gb created at memory slice $((k - 1)) " ||
+            fail "job on slice $((k - 1)): $("$AEGIS" show "${!k}")"
+    done
+    frag=$("$AEGIS" submit --mem 15000 -- "$FAKE" --mib 15000 --seconds 0)
+    "$AEGIS" wait "$frag" "$2" "$6" >/dev/null || fail "3g.20gb after fragmentation"
+    "$AEGIS" show "$frag" | grep -q "3g.20gb created at memory slice 0 " ||
+        fail "fragmented job: $("$AEGIS" show "$frag")"
+    # it waited for the job on slice 1, whose end frees the start 0
+    freed=$("$AEGIS" show --json "$2" | pyjson "print(d['attempt_list'][-1]['ended'])")
+    "$AEGIS" show --json "$frag" | pyjson "
+assert d['submitted'] < $freed <= d['attempt_list'][0]['started'], (d, $freed)" ||
+        fail "3g.20gb did not wait for a valid start"
     [ "$(grep -c CreateGpuInstance "$AEGIS_TEST_GPU_DIR/mig-calls.log")" = \
       "$(grep -c 'nvmlGpuInstanceDestroy.* -> 0' "$AEGIS_TEST_GPU_DIR/mig-calls.log")" ] ||
         fail "instances created and destroyed differ"
+    grep -q "^gi " "$AEGIS_TEST_GPU_DIR/mig0" && fail "instances left: $(cat "$AEGIS_TEST_GPU_DIR/mig0")"
+    return 0
 }
 
 # auto on two A100-40GB: a job whose demand fits a profile well (4048 MiB
@@ -543,6 +568,8 @@ case_auto() {
     small=$("$AEGIS" submit --mem 2000 -- "$FAKE" --mib 2000 --seconds 2)
     odd=$("$AEGIS" submit --mem 4000 -- "$FAKE" --mib 4000 --seconds 1)
     "$AEGIS" wait "$small" "$odd" >/dev/null || fail "auto jobs"
+    "$AEGIS" gpus --json | pyjson "
+assert [g['sharing'] for g in d['gpus']]==['auto','auto'], d" || fail "gpus --json: sharing"
     [ "$("$AEGIS" log "$small" | head -1)" = "aegis-fakegpu: devices=MIG-aegis-test-0-1-0 mps_pipe=- threads=- pinned=-" ] ||
         fail "MIG job: $("$AEGIS" log "$small")"
     [ "$("$AEGIS" log "$odd" | head -1)" = "aegis-fakegpu: devices=GPU-aegis-test-0000-1 mps_pipe=$st/mps/1/pipe threads=- pinned=-" ] ||
