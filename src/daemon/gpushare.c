@@ -23,6 +23,17 @@
 /* MIG instances recorded at once at most: 7 per GPU. */
 #define D_SHARE_MAX_MIG (CORE_MAX_GPUS * 7)
 
+/* Modes whose jobs may run as MPS clients: auto sends whole-GPU jobs to
+ * MPS. */
+static bool d_share_uses_mps(share_mode m) {
+    return m == SHARE_MPS || m == SHARE_AUTO;
+}
+
+/* Modes whose jobs may run in MIG instances. */
+static bool d_share_uses_mig(share_mode m) {
+    return m == SHARE_MIG || m == SHARE_AUTO;
+}
+
 /* GPU g's control-daemon invocation; pipe and log hold its folders. */
 static mps_target d_share_mps_target(const d_daemon *d, int g, char *pipe_dir,
                                      char *log_dir, size_t len) {
@@ -76,7 +87,7 @@ static void d_share_mps_down(d_daemon *d, int g) {
  * off itself, as jobs need. */
 static int d_share_check_mode(d_daemon *d, int g, share_mode m, char *err,
                               size_t errlen) {
-    if (m != SHARE_MIG && m != SHARE_AUTO) return 0;
+    if (!d_share_uses_mig(m)) return 0;
     char why[512] = "";
     const char *name = tel_gpu_name(d->tel, g);
     if (!mig_model_find(name))
@@ -101,10 +112,16 @@ static int d_share_check(d_daemon *d, const sharing_config *share,
     return 0;
 }
 
-/* Modes whose jobs may run as MPS clients: auto sends whole-GPU jobs to
- * MPS. */
-static bool d_share_uses_mps(share_mode m) {
-    return m == SHARE_MPS || m == SHARE_AUTO;
+/* Turns GPU g's MIG mode on or off when it is not so already, noting it
+ * in the daemon's log. */
+static int d_share_mig_mode(d_daemon *d, int g, bool on, char *err,
+                            size_t errlen) {
+    int now = tel_mig_enabled(d->tel, g, err, errlen);
+    if (now < 0) return -1;
+    if (now == on) return 0;
+    if (tel_mig_set_mode(d->tel, g, on, err, errlen) != 0) return -1;
+    d_log("GPU %d: MIG mode turned %s", g, on ? "on" : "off");
+    return 0;
 }
 
 static const char *d_share_config_path(const d_daemon *d) {
@@ -126,6 +143,11 @@ int d_share_open(d_daemon *d) {
         d_gpu *gpu = &d->gpus[g];
         gpu->mode = sharing_mode(&d->share, g);
         gpu->mig_model = mig_model_find(tel_gpu_name(d->tel, g));
+        if (!d_share_uses_mig(gpu->mode) && gpu->mig_model &&
+            tel_mig_enabled(d->tel, g, err, sizeof(err)) == 1)
+            d_log("GPU %d: MIG mode is on but sharing is %s: CUDA sees no "
+                  "whole GPU there; use mig or auto, or turn MIG mode off",
+                  g, share_mode_name(gpu->mode));
         if (core_gpu_share(d->core, g, gpu->mode, gpu->mig_model, err,
                            sizeof(err)) != 0 ||
             (d_share_uses_mps(gpu->mode) &&
@@ -177,6 +199,10 @@ void d_share_reload(d_daemon *d, const sharing_config *share) {
         }
         d_log("GPU %d: sharing %s -> %s", g, share_mode_name(gpu->mode),
               share_mode_name(m));
+        /* idle (the core took the change): whole-GPU jobs need MIG off */
+        if (d_share_uses_mig(gpu->mode) && !d_share_uses_mig(m) &&
+            d_share_mig_mode(d, g, false, err, sizeof(err)) != 0)
+            d_log("GPU %d: %s", g, err);
         if (gpu->mps_up && !d_share_uses_mps(m)) d_share_mps_down(d, g);
         gpu->mode = m;
         if (d_share_uses_mps(m) && !gpu->mps_up &&
@@ -220,18 +246,6 @@ static void d_share_mps_env(const d_daemon *d, const core_launch *l,
                  ", %d%% of its threads", threads_pct);
 }
 
-/* Turns GPU g's MIG mode on or off when it is not so already, noting it
- * in the daemon's log. */
-static int d_share_mig_mode(d_daemon *d, int g, bool on, char *err,
-                            size_t errlen) {
-    int now = tel_mig_enabled(d->tel, g, err, errlen);
-    if (now < 0) return -1;
-    if (now == on) return 0;
-    if (tel_mig_set_mode(d->tel, g, on, err, errlen) != 0) return -1;
-    d_log("GPU %d: MIG mode turned %s", g, on ? "on" : "off");
-    return 0;
-}
-
 /* Makes the job's MIG instance on l->gpus[0]. */
 static int d_share_mig_create(d_daemon *d, d_job *job, const core_launch *l,
                               d_share_start *out, char *err, size_t errlen) {
@@ -272,7 +286,7 @@ int d_share_prepare(d_daemon *d, d_job *job, const core_launch *l,
      * to a GPU without instances. */
     for (int k = 0; k < l->num_gpus; k++) {
         share_mode m = d->gpus[l->gpus[k]].mode;
-        if ((m == SHARE_MIG || m == SHARE_AUTO) &&
+        if (d_share_uses_mig(m) &&
             d_share_mig_mode(d, l->gpus[k], false, err, errlen) != 0)
             return -1;
     }

@@ -268,36 +268,44 @@ static nvmlReturn_t tel_mig_gi_fields(tel_state *tel, int gpu, tel_mig_dev *d,
     return rc;
 }
 
+/* Fills d from the MIG device at index i of gpu, if there is one there:
+ * rc NOT_FOUND means none. *call names the NVML call that answered. */
+static nvmlReturn_t tel_mig_read_dev(tel_state *tel, int gpu, unsigned int i,
+                                     tel_mig_dev *d, const char **call) {
+    nvmlDevice_t m = NULL;
+    memset(d, 0, sizeof *d);
+    d->gpu = gpu;
+    *call = "nvmlDeviceGetMigDeviceHandleByIndex";
+    nvmlReturn_t rc = tel->mig.mig_handle(tel->gpus[gpu].handle, i, &m);
+    if (rc != NVML_SUCCESS)
+        return rc;
+    *call = "nvmlDeviceGetGpuInstanceId";
+    if ((rc = tel->mig.gi_id(m, &d->gi_id)) != NVML_SUCCESS)
+        return rc;
+    *call = "nvmlDeviceGetComputeInstanceId";
+    if ((rc = tel->mig.ci_id(m, &d->ci_id)) != NVML_SUCCESS)
+        return rc;
+    *call = "nvmlDeviceGetUUID";
+    if ((rc = tel->fn.uuid(m, d->uuid, sizeof d->uuid)) != NVML_SUCCESS)
+        return rc;
+    return tel_mig_gi_fields(tel, gpu, d, call);
+}
+
 int tel_mig_list(tel_state *tel, int gpu, tel_mig_dev *out, int max,
                  char *err, size_t errlen) {
     int on = tel_mig_enabled(tel, gpu, err, errlen);
     if (on <= 0)
         return on;
-    nvmlDevice_t h = tel->gpus[gpu].handle;
     unsigned int n = 0;
     const char *call = "nvmlDeviceGetMaxMigDeviceCount";
-    nvmlReturn_t rc = tel->mig.mig_max(h, &n);
+    nvmlReturn_t rc = tel->mig.mig_max(tel->gpus[gpu].handle, &n);
     int got = 0;
     for (unsigned int i = 0; rc == NVML_SUCCESS && i < n && got < max; i++) {
-        nvmlDevice_t m = NULL;
-        tel_mig_dev *d = &out[got];
-        memset(d, 0, sizeof *d);
-        d->gpu = gpu;
-        call = "nvmlDeviceGetMigDeviceHandleByIndex";
-        rc = tel->mig.mig_handle(h, i, &m);
-        if (rc == NVML_ERROR_NOT_FOUND) {
-            rc = NVML_SUCCESS; /* no device at this index */
-            continue;
-        }
-        if (rc == NVML_SUCCESS && (call = "nvmlDeviceGetGpuInstanceId"))
-            rc = tel->mig.gi_id(m, &d->gi_id);
-        if (rc == NVML_SUCCESS && (call = "nvmlDeviceGetComputeInstanceId"))
-            rc = tel->mig.ci_id(m, &d->ci_id);
-        if (rc == NVML_SUCCESS && (call = "nvmlDeviceGetUUID"))
-            rc = tel->fn.uuid(m, d->uuid, sizeof d->uuid);
+        rc = tel_mig_read_dev(tel, gpu, i, &out[got], &call);
         if (rc == NVML_SUCCESS)
-            rc = tel_mig_gi_fields(tel, gpu, d, &call);
-        got += rc == NVML_SUCCESS;
+            got++;
+        else if (rc == NVML_ERROR_NOT_FOUND)
+            rc = NVML_SUCCESS; /* no device at this index */
     }
     if (rc != NVML_SUCCESS) {
         tel_fail(tel, call, gpu, rc, err, errlen);
