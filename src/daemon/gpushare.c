@@ -14,6 +14,7 @@
  */
 #include "daemon.h"
 
+#include "config.h"
 #include "mps.h"
 #include "tel_mig.h"
 
@@ -93,6 +94,10 @@ static int d_share_check_mode(d_daemon *d, int g, share_mode m, char *err,
     if (!mig_model_find(name))
         snprintf(err, errlen, "sharing: GPU %d is %s, but aegis has no MIG "
                  "table for its model (%s)", g, share_mode_name(m), name);
+    else if (!tel_mig_supported(d->tel))
+        snprintf(err, errlen, "sharing: GPU %d is %s, but the NVML library "
+                 "has no MIG calls (a driver older than 470?)", g,
+                 share_mode_name(m));
     else if (tel_mig_enabled(d->tel, g, why, sizeof(why)) < 0)
         snprintf(err, errlen, "sharing: GPU %d is %s: %s", g,
                  share_mode_name(m), why);
@@ -125,7 +130,7 @@ static int d_share_mig_mode(d_daemon *d, int g, bool on, char *err,
 }
 
 static const char *d_share_config_path(const d_daemon *d) {
-    return d->opt.config_path ? d->opt.config_path : "aegis.yaml";
+    return d->opt.config_path ? d->opt.config_path : CONFIG_DEFAULT_PATH;
 }
 
 int d_share_open(d_daemon *d) {

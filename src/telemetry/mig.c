@@ -59,6 +59,10 @@ void tel_mig_load(tel_state *tel) {
     }
 }
 
+int tel_mig_supported(const tel_state *tel) {
+    return tel->mig.complete;
+}
+
 /* The checks every call but tel_mig_enabled starts with. */
 static int tel_mig_usable(const tel_state *tel, int gpu, char *err,
                           size_t errlen) {

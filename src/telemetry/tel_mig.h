@@ -41,6 +41,9 @@ typedef struct tel_mig_dev {
     char uuid[TEL_MIG_UUID_LEN];    /* "MIG-...", for CUDA_VISIBLE_DEVICES */
 } tel_mig_dev;
 
+/* Whether the library has every MIG call tel_mig needs. */
+int tel_mig_supported(const tel_state *tel);
+
 /* 1 when GPU gpu has MIG mode on, 0 when it is off or the GPU or library
  * has no MIG, -1 with a message in err when NVML failed. */
 int tel_mig_enabled(tel_state *tel, int gpu, char *err, size_t errlen);
