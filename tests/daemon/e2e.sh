@@ -524,6 +524,20 @@ assert a[1]['floor_mib']==9856, a" || fail "OOM in 1g.5gb did not climb to 1g.10
     "$AEGIS" show "$long" | grep -q "re-adopted" || fail "not re-adopted"
     "$AEGIS" show "$long" | grep -q "MIG instance 1g.5gb destroyed" ||
         fail "instance not destroyed after the restart: $("$AEGIS" show "$long")"
+    # a crash that takes the job's watcher too: the attempt is lost, its
+    # instance destroyed at the restart, and the rerun gets a new one
+    lost=$("$AEGIS" submit --mem 2000 -- "$FAKE" --mib 2000 --seconds 30)
+    until "$AEGIS" show "$lost" 2>/dev/null | grep -q "seen on GPU"; do sleep 0.1; done
+    shim=$("$AEGIS" show --json "$lost" | pyjson "print(d['attempt_list'][-1]['shim_pid'])")
+    job=$("$AEGIS" show --json "$lost" | pyjson "print(d['attempt_list'][-1]['job_pid'])")
+    kill -9 "$(daemon_pid)" "$shim" "$job"
+    while [ -n "$(daemon_pid)" ]; do sleep 0.1; done
+    start
+    until "$AEGIS" show "$lost" | grep -q "attempt 2: MIG instance 1g.5gb created"; do sleep 0.1; done
+    "$AEGIS" show "$lost" | grep -q "attempt 1: MIG instance 1g.5gb destroyed" ||
+        fail "lost attempt's instance: $("$AEGIS" show "$lost")"
+    "$AEGIS" cancel "$lost" >/dev/null
+    "$AEGIS" wait "$lost" >/dev/null
     grep -q "^gi " "$AEGIS_TEST_GPU_DIR/mig0" && fail "instances left: $(cat "$AEGIS_TEST_GPU_DIR/mig0")"
     # fragmentation: 1g.5gb jobs on slices 0..5, of which those on 1 and 5
     # stay; a 3g.20gb job (starts 0 or 4) then finds 6 free slices but no
@@ -557,7 +571,8 @@ assert d['submitted'] < $freed <= d['attempt_list'][0]['started'], (d, $freed)" 
 # auto on two A100-40GB: a job whose demand fits a profile well (4048 MiB
 # in 1g.5gb's 4864) goes to a MIG instance; one that would waste most of
 # its profile (6048 MiB in 1g.10gb's 9856) runs as an MPS client of the
-# other GPU. Exact NVML and MPS call sequences.
+# other GPU. A reload to naive then stops both MPS daemons and turns MIG
+# mode off where it was on. Exact NVML and MPS call sequences.
 case_auto() {
     local mps st=$DIR/state
     mps=$(dirname "$FAKE")/aegis-fake-mps-control
@@ -574,6 +589,13 @@ assert [g['sharing'] for g in d['gpus']]==['auto','auto'], d" || fail "gpus --js
         fail "MIG job: $("$AEGIS" log "$small")"
     [ "$("$AEGIS" log "$odd" | head -1)" = "aegis-fakegpu: devices=GPU-aegis-test-0000-1 mps_pipe=$st/mps/1/pipe threads=- pinned=-" ] ||
         fail "MPS job: $("$AEGIS" log "$odd")"
+    # SIGHUP to naive: both MPS daemons stop, MIG mode goes off on GPU 0
+    sed -i 's/^sharing: auto$/sharing: naive/' "$DIR/aegis.yaml"
+    kill -HUP "$(daemon_pid)"
+    until grep -q "reloaded $DIR/aegis.yaml" "$st/aegisd.log"; do
+        grep -q "not reloaded" "$st/aegisd.log" && fail "reload refused"
+        sleep 0.1
+    done
     kill -TERM "$(daemon_pid)"
     while [ -n "$(daemon_pid)" ]; do sleep 0.1; done
     {
@@ -584,6 +606,10 @@ assert [g['sharing'] for g in d['gpus']]==['auto','auto'], d" || fail "gpus --js
         mig_create_calls 0 1 0 19 0 1 0
         echo "nvmlDeviceGetMigMode gpu1 -> 0"          # odd: GPU 1, MIG off
         mig_destroy_calls 0 1
+        echo "nvmlDeviceGetMigMode gpu0 -> 0"          # reload: MIG off
+        echo "nvmlDeviceSetMigMode gpu0 mode=0 -> 0"
+        echo "nvmlDeviceGetMigMode gpu0 -> 0"
+        echo "nvmlDeviceGetMigMode gpu1 -> 0"
     } > want.log
     diff want.log "$AEGIS_TEST_GPU_DIR/mig-calls.log" >&2 ||
         fail "mig-calls.log is not the expected sequence"
