@@ -363,14 +363,14 @@ static int d_open(d_daemon *d) {
         d_log("%s: %s", cfg_path, err);
         return -1;
     }
-    if (d_share_open(d) != 0) return -1;
     snprintf(path, sizeof(path), "%s/aegis.db", d->opt.state_dir);
     d->st = store_open(path, err, sizeof(err));
     if (!d->st) {
         d_log("%s", err);
         return -1;
     }
-    return 0;
+    return d_share_open(d); /* after the store: it knows aegisd's MIG
+                               instances */
 }
 
 /* Without --foreground: fork, and let the parent exit only once the child

@@ -133,6 +133,33 @@ static const char *d_share_config_path(const d_daemon *d) {
     return d->opt.config_path ? d->opt.config_path : CONFIG_DEFAULT_PATH;
 }
 
+/* Whether every MIG instance on GPU g is one the store says aegisd made:
+ * the core plans a mig or auto GPU's slices as if it held nothing else,
+ * so an instance made by hand would make its placements fail. 0, or -1
+ * naming the first stranger. */
+static int d_share_check_instances(d_daemon *d, int g, char *err,
+                                   size_t errlen) {
+    static store_mig rows[D_SHARE_MAX_MIG];
+    tel_mig_dev devs[TEL_MIG_MAX_DEVS];
+    int ndev = tel_mig_list(d->tel, g, devs, TEL_MIG_MAX_DEVS, err, errlen);
+    if (ndev < 0) return -1;
+    int nrow = store_mig_list(d->st, rows, D_SHARE_MAX_MIG);
+    for (int i = 0; i < ndev; i++) {
+        bool ours = false;
+        for (int r = 0; r < nrow && !ours; r++)
+            ours = rows[r].gpu == g && rows[r].gi == devs[i].gi_id;
+        if (ours) continue;
+        snprintf(err, errlen, "GPU %d holds a MIG instance aegisd did not "
+                 "make (GPU instance %u at memory slice %u, %s): destroy it "
+                 "(nvidia-smi mig -i %d -dci -gi %u; nvidia-smi mig -i %d "
+                 "-dgi -gi %u), or give the GPU a mode without MIG", g,
+                 devs[i].gi_id, devs[i].start, devs[i].uuid, g, devs[i].gi_id,
+                 g, devs[i].gi_id);
+        return -1;
+    }
+    return 0;
+}
+
 int d_share_open(d_daemon *d) {
     char err[1024];
     if (d->share.mps_dir[0])
@@ -153,7 +180,9 @@ int d_share_open(d_daemon *d) {
             d_log("GPU %d: MIG mode is on but sharing is %s: CUDA sees no "
                   "whole GPU there; use mig or auto, or turn MIG mode off",
                   g, share_mode_name(gpu->mode));
-        if (core_gpu_share(d->core, g, gpu->mode, gpu->mig_model, err,
+        if ((d_share_uses_mig(gpu->mode) &&
+             d_share_check_instances(d, g, err, sizeof(err)) != 0) ||
+            core_gpu_share(d->core, g, gpu->mode, gpu->mig_model, err,
                            sizeof(err)) != 0 ||
             (d_share_uses_mps(gpu->mode) &&
              d_share_mps_up(d, g, err, sizeof(err)) != 0)) {

@@ -420,6 +420,13 @@ case_mps() {
         --foreground 2> bad.err && fail "GPU 7 accepted"
     grep -q "bad.yaml:2: sharing: 7: no such GPU (3 found)" bad.err ||
         fail "bad GPU: $(cat bad.err)"
+    # MIG instances someone else made on a mig GPU: refused at start
+    mkdir "$DIR/gpu2" && printf 'mode 1\ngi 5 19 6 4864\nci 5 0 0\n' > "$DIR/gpu2/mig0"
+    printf 'sharing: mig\n' > bad.yaml
+    AEGIS_TEST_GPU_DIR=$DIR/gpu2 "$AEGISD" --socket "$DIR/b.sock" --state-dir "$DIR/b" \
+        --config bad.yaml --foreground 2> bad.err && fail "a stranger's MIG instance accepted"
+    grep -q "GPU 0 holds a MIG instance aegisd did not make (GPU instance 5 at memory slice 6, MIG-aegis-test-0-5-0)" bad.err ||
+        fail "stranger's instance: $(cat bad.err)"
     printf 'sharing: shared\n' > bad.yaml
     "$AEGISD" --socket "$DIR/b.sock" --state-dir "$DIR/b" --config bad.yaml \
         --foreground 2> bad.err && fail "mode 'shared' accepted"
@@ -493,7 +500,8 @@ case_mig() {
 a=d['attempt_list']; assert [x['how'] for x in a]==['oom','ok'], a
 assert a[1]['floor_mib']==9856, a" || fail "OOM in 1g.5gb did not climb to 1g.10gb"
     {
-        echo "nvmlDeviceGetMigMode gpu0 -> 0"          # startup check
+        echo "nvmlDeviceGetMigMode gpu0 -> 0"          # startup: check,
+        echo "nvmlDeviceGetMigMode gpu0 -> 0"          # no instances (off)
         echo "nvmlDeviceGetMigMode gpu0 -> 0"          # first job: MIG on
         echo "nvmlDeviceSetMigMode gpu0 mode=1 -> 0"   # (its check that
         mig_create_calls 0 1 0 19 0 1 0                # it took opens this)
@@ -599,7 +607,9 @@ assert [g['sharing'] for g in d['gpus']]==['auto','auto'], d" || fail "gpus --js
     kill -TERM "$(daemon_pid)"
     while [ -n "$(daemon_pid)" ]; do sleep 0.1; done
     {
-        echo "nvmlDeviceGetMigMode gpu0 -> 0"          # startup checks
+        echo "nvmlDeviceGetMigMode gpu0 -> 0"          # startup: checks,
+        echo "nvmlDeviceGetMigMode gpu1 -> 0"
+        echo "nvmlDeviceGetMigMode gpu0 -> 0"          # no instances (off)
         echo "nvmlDeviceGetMigMode gpu1 -> 0"
         echo "nvmlDeviceGetMigMode gpu0 -> 0"          # small: MIG on GPU 0
         echo "nvmlDeviceSetMigMode gpu0 mode=1 -> 0"
