@@ -397,11 +397,7 @@ case_mps() {
     "$AEGIS" submit zero.yaml 2>/dev/null; [ $? = 2 ] || fail "mps_threads_pct 0 accepted"
     # SIGHUP turning GPU 2 naive stops its daemon
     sed -i 's/^  1: naive$/  1: naive\n  2: naive/' "$DIR/aegis.yaml"
-    kill -HUP "$(daemon_pid)"
-    until grep -q "reloaded $DIR/aegis.yaml" "$st/aegisd.log"; do
-        grep -q "not reloaded" "$st/aegisd.log" && fail "reload refused"
-        sleep 0.1
-    done
+    reload
     grep -q "GPU 2: sharing mps -> naive" "$st/aegisd.log" || fail "GPU 2 still mps"
     kill -TERM "$(daemon_pid)"
     while [ -n "$(daemon_pid)" ]; do sleep 0.1; done
@@ -414,24 +410,30 @@ case_mps() {
         "stop $g0" > want.log
     diff want.log "$AEGIS_TEST_GPU_DIR/mps-calls.log" >&2 ||
         fail "mps-calls.log is not the expected sequence"
-    # a bad mode is refused, naming the file, line and key
-    printf 'sharing:\n  7: mps\n' > bad.yaml
-    "$AEGISD" --socket "$DIR/b.sock" --state-dir "$DIR/b" --config bad.yaml \
-        --foreground 2> bad.err && fail "GPU 7 accepted"
-    grep -q "bad.yaml:2: sharing: 7: no such GPU (3 found)" bad.err ||
-        fail "bad GPU: $(cat bad.err)"
+    # bad modes are refused, naming the file, line and key
+    refused 'sharing:\n  7: mps\n' "bad.yaml:2: sharing: 7: no such GPU (3 found)"
+    refused 'sharing: shared\n' "bad.yaml:1: sharing: 'shared' is not a sharing mode"
     # MIG instances someone else made on a mig GPU: refused at start
     mkdir "$DIR/gpu2" && printf 'mode 1\ngi 5 19 6 4864\nci 5 0 0\n' > "$DIR/gpu2/mig0"
-    printf 'sharing: mig\n' > bad.yaml
-    AEGIS_TEST_GPU_DIR=$DIR/gpu2 "$AEGISD" --socket "$DIR/b.sock" --state-dir "$DIR/b" \
-        --config bad.yaml --foreground 2> bad.err && fail "a stranger's MIG instance accepted"
-    grep -q "GPU 0 holds a MIG instance aegisd did not make (GPU instance 5 at memory slice 6, MIG-aegis-test-0-5-0)" bad.err ||
-        fail "stranger's instance: $(cat bad.err)"
-    printf 'sharing: shared\n' > bad.yaml
+    AEGIS_TEST_GPU_DIR=$DIR/gpu2 refused 'sharing: mig\n' \
+        "GPU 0 holds a MIG instance aegisd did not make (GPU instance 5 at memory slice 6, MIG-aegis-test-0-5-0)"
+}
+
+# SIGHUPs aegisd and waits until it has reloaded its configuration.
+reload() {
+    kill -HUP "$(daemon_pid)"
+    until grep -q "reloaded $DIR/aegis.yaml" "$DIR/state/aegisd.log"; do
+        grep -q "not reloaded" "$DIR/state/aegisd.log" && fail "reload refused"
+        sleep 0.1
+    done
+}
+
+# aegisd, given the config printf format $1, refuses to start, saying $2.
+refused() {
+    printf "$1" > bad.yaml
     "$AEGISD" --socket "$DIR/b.sock" --state-dir "$DIR/b" --config bad.yaml \
-        --foreground 2> bad.err && fail "mode 'shared' accepted"
-    grep -q "bad.yaml:1: sharing: 'shared' is not a sharing mode" bad.err ||
-        fail "bad mode: $(cat bad.err)"
+        --foreground 2> bad.err && fail "config accepted: $1"
+    grep -qF "$2" bad.err || fail "config $1: $(cat bad.err)"
 }
 
 # The NVML calls aegisd makes on test GPU $1 to create the MIG instance
@@ -599,11 +601,7 @@ assert [g['sharing'] for g in d['gpus']]==['auto','auto'], d" || fail "gpus --js
         fail "MPS job: $("$AEGIS" log "$odd")"
     # SIGHUP to naive: both MPS daemons stop, MIG mode goes off on GPU 0
     sed -i 's/^sharing: auto$/sharing: naive/' "$DIR/aegis.yaml"
-    kill -HUP "$(daemon_pid)"
-    until grep -q "reloaded $DIR/aegis.yaml" "$st/aegisd.log"; do
-        grep -q "not reloaded" "$st/aegisd.log" && fail "reload refused"
-        sleep 0.1
-    done
+    reload
     kill -TERM "$(daemon_pid)"
     while [ -n "$(daemon_pid)" ]; do sleep 0.1; done
     {
