@@ -524,7 +524,7 @@ assert a[1]['floor_mib']==9856, a" || fail "OOM in 1g.5gb did not climb to 1g.10
         fail "mig-calls.log is not the expected sequence"
     # a crash with a MIG job running: its instance outlives aegisd, goes
     # back to the job at the restart, and is destroyed when the job ends
-    long=$("$AEGIS" submit --mem 2000 -- "$FAKE" --mib 2000 --seconds 4)
+    long=$("$AEGIS" submit --mem 2000 -- "$FAKE" --mib 2000 --seconds 8)
     until "$AEGIS" show "$long" 2>/dev/null | grep -q "seen on GPU"; do sleep 0.1; done
     kill -9 "$(daemon_pid)"
     while [ -n "$(daemon_pid)" ]; do sleep 0.1; done
@@ -553,7 +553,7 @@ assert a[1]['floor_mib']==9856, a" || fail "OOM in 1g.5gb did not climb to 1g.10
     # stay; a 3g.20gb job (starts 0 or 4) then finds 6 free slices but no
     # valid start, and waits until the job on slice 1 ends to take slice 0
     ids=""
-    for secs in 1 4 1 1 1 7; do
+    for secs in 2 5 2 2 2 8; do
         ids="$ids $("$AEGIS" submit --mem 2000 -- "$FAKE" --mib 2000 --seconds $secs)"
     done
     set -- $ids
