@@ -29,7 +29,8 @@
  * instances within their GPU instance's slices; a GPU instance destroyed
  * only without compute instances (else IN_USE).
  * Simplified: mode changes take effect at once (no reset pending); no +me
- * profiles (the table leaves them out); MIG devices report no memory used.
+ * profiles (the table leaves them out). A MIG device's memory in use is
+ * what aegis-fakegpu jobs charged to its GPU instance.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -831,9 +832,21 @@ nvmlReturn_t tmig_memory(nvmlDevice_t d, nvmlMemory_t *memory) {
     tmig_ci *c = NULL;
     nvmlReturn_t rc = tmig_begin_mig(call, d, memory, &t, &g, &c);
     if (rc == NVML_SUCCESS) {
+        static tgpu_alloc allocs[TGPU_MAX_ALLOCS];
+        tgpu_usage u;
+        int n = tgpu_scan(&tnv_cfg, t.gpu, allocs, TGPU_MAX_ALLOCS, &u);
+        if (n < 0)
+            rc = tgpu_fail(NVML_ERROR_GPU_IS_LOST, "AEGIS_TEST_GPU_DIR=%s: "
+                           "%s", tnv_cfg.dir, strerror(errno));
+        unsigned long long used = 0;
+        for (int i = 0; i < n; i++)
+            if (allocs[i].mig_gi == g->id)
+                used += (unsigned long long)allocs[i].mib << 20;
         unsigned long long total = (unsigned long long)g->profile->mem_mib
                                    << 20;
-        *memory = (nvmlMemory_t){total, total, 0};
+        if (used > total)
+            used = total;
+        *memory = (nvmlMemory_t){total, total - used, used};
         rc = tmig_end(&t, rc, 0);
     }
     return tmig_log(rc, "%s %s", call, t.who);

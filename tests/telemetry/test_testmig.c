@@ -254,7 +254,19 @@ static void test_compute_instances_and_devices(void **state) {
     nvmlMemory_t m;
     assert_int_equal(FN(f, tel_nvml_memory_fn, "nvmlDeviceGetMemoryInfo")(
                          mig, &m), NVML_SUCCESS);
-    assert_true(m.total == 9856ULL << 20);
+    assert_true(m.total == 9856ULL << 20 && m.used == 0);
+    /* memory charged to its GPU instance (as aegis-fakegpu does, here in
+     * this live process's name) is its memory in use */
+    char alloc[sizeof f->dir + 32];
+    snprintf(alloc, sizeof alloc, "%s/gpu0.%d", f->dir, (int)getpid());
+    FILE *fa = fopen(alloc, "w");
+    assert_non_null(fa);
+    fputs("1000 0.5000 1\n", fa);
+    fclose(fa);
+    assert_int_equal(FN(f, tel_nvml_memory_fn, "nvmlDeviceGetMemoryInfo")(
+                         mig, &m), NVML_SUCCESS);
+    assert_true(m.used == 1000ULL << 20 && m.free == 8856ULL << 20);
+    unlink(alloc);
     unsigned int id = 9;
     assert_int_equal(FN(f, tel_nvml_mig_id_fn, "nvmlDeviceGetGpuInstanceId")(
                          mig, &id), NVML_SUCCESS);
