@@ -207,19 +207,17 @@ static void d_gpu_list(char *out, size_t outlen, const int *gpus, int n,
     }
 }
 
-/* The MPS thread percentage the job was submitted with; 0: none. */
-static int d_job_mps_threads(d_daemon *d, const d_job *job) {
-    json_t *row = store_job(d->st, job->id, true);
-    int pct = (int)json_integer_value(json_object_get(row, "mps_threads_pct"));
-    json_decref(row);
-    return pct;
-}
-
-/* Starts the attempt with what its sharing modes add (ss). */
+/* Readies the GPUs for the attempt as its sharing modes ask (ss: what
+ * they add to its start), then starts it. */
 static int d_job_exec(d_daemon *d, d_job *job, const core_launch *l,
-                      const d_share_start *ss, exec_run *run, char *err,
+                      d_share_start *ss, exec_run *run, char *err,
                       size_t errlen) {
     json_t *row = store_job(d->st, job->id, true);
+    int pct = (int)json_integer_value(json_object_get(row, "mps_threads_pct"));
+    if (d_share_prepare(d, job, l, pct, ss, err, errlen) != 0) {
+        json_decref(row);
+        return -1;
+    }
     const char **argv = d_strings(json_object_get(row, "cmd"));
     const char **env = d_strings(json_object_get(row, "env"));
     char visible[CORE_MAX_JOB_GPUS * 48];
@@ -251,9 +249,7 @@ static void d_job_launch(d_daemon *d, d_job *job, const core_launch *l) {
     exec_run run;
     char err[1024];
     static d_share_start ss; /* big; the loop runs one launch at a time */
-    if (d_share_prepare(d, job, l, d_job_mps_threads(d, job), &ss, err,
-                        sizeof(err)) != 0 ||
-        d_job_exec(d, job, l, &ss, &run, err, sizeof(err)) != 0) {
+    if (d_job_exec(d, job, l, &ss, &run, err, sizeof(err)) != 0) {
         d_log("job %lld: %s", (long long)job->id, err);
         d_share_release(d, job);
         core_job_exit(d->core, job->id, CORE_EXIT_FAILED, d_now(d), NULL);
@@ -329,6 +325,7 @@ static void d_job_ended(d_daemon *d, d_job *job) {
     d_share_release(d, job);
     double now = d_wall();
     if (job->cancelling) {
+        if (job->in_core) core_cancel(d->core, job->id, d_now(d));
         store_attempt_end(d->st, job->id, "cancelled", status, now);
         d_job_finish(d, job, "cancelled", "cancelled while running");
         return;
@@ -402,13 +399,19 @@ void d_jobs_check_exits(d_daemon *d) {
 }
 
 int d_job_cancel(d_daemon *d, d_job *job) {
-    if (job->in_core) core_cancel(d->core, job->id, d_now(d));
+    /* A job in a MIG instance keeps its slices in the core until the
+     * instance is destroyed at its end: given away sooner, they would fail
+     * the next job's instance. */
+    bool hold = job->state == D_RUNNING && job->mig;
+    if (job->in_core && !hold) core_cancel(d->core, job->id, d_now(d));
     if (job->state != D_RUNNING) {
         d_job_finish(d, job, "cancelled", "cancelled while queued");
         return 0;
     }
-    job->in_core = false;
-    job->ngpus = 0; /* its GPUs are the core's again */
+    if (!hold) {
+        job->in_core = false;
+        job->ngpus = 0; /* its GPUs are the core's again */
+    }
     job->cancelling = true;
     job->kill_at = d_now(d) + D_KILL_GRACE_S;
     exec_kill(job->job_pid, SIGTERM);
