@@ -46,6 +46,7 @@ static const char help[] =
 "            mem_mib: 20000\n"
 "          - command: [python, eval.py]         # list: run as is\n"
 "            after: 41\n"
+"            mps_threads_pct: 50                # see --mps-threads\n"
 "          - command: python train_resnet.py\n"
 "            model: resnet50_bs32.json          # mem_mib from the model\n"
 "\n"
@@ -70,6 +71,9 @@ static const char help[] =
 "                    that jobs sharing a feed can be told apart and placed\n"
 "                    together\n"
 "    --after ID      run once job ID has succeeded; cancelled if it fails\n"
+"    --mps-threads PCT  on a GPU aegisd shares through MPS, the job may use\n"
+"                    at most PCT% (1..100) of the GPU's SMs\n"
+"                    (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE); elsewhere ignored\n"
 "    --array FILE    one command per line, as above\n"
 "    --json          print {\"ids\": [...]} instead\n"
 "    --socket PATH   aegisd's socket (default $AEGIS_SOCKET, else\n"
@@ -85,6 +89,7 @@ typedef struct submit_defaults {
     const char *name;
     const char *feed;       /* shared data feed; NULL: none */
     long after;             /* 0: none */
+    long mps_threads;       /* MPS thread percentage; 0: none */
 } submit_defaults;
 
 static json_t *submit_job(json_t *cmd, const submit_defaults *def) {
@@ -93,6 +98,9 @@ static json_t *submit_job(json_t *cmd, const submit_defaults *def) {
     if (def->name) json_object_set_new(job, "name", json_string(def->name));
     if (def->feed) json_object_set_new(job, "feed", json_string(def->feed));
     if (def->after > 0) json_object_set_new(job, "after", json_integer(def->after));
+    if (def->mps_threads > 0)
+        json_object_set_new(job, "mps_threads_pct",
+                            json_integer(def->mps_threads));
     return job;
 }
 
@@ -254,9 +262,12 @@ static int spec_job(const char *path, yaml_document_t *doc, yaml_node_t *map,
         } else if (!strcmp(k, "after")) {
             rc = spec_number(path, v, k, 1, 1e15, &num);
             d.after = (long)num;
+        } else if (!strcmp(k, "mps_threads_pct")) {
+            rc = spec_number(path, v, k, 1, 100, &num);
+            d.mps_threads = (long)num;
         } else {
             rc = spec_error(path, kn, "unknown key (command, name, feed, "
-                            "gpus, mem_mib, model, after)", k);
+                            "gpus, mem_mib, model, after, mps_threads_pct)", k);
         }
         if (rc) {
             json_decref(cmd);
@@ -347,6 +358,7 @@ int cli_submit(int argc, char **argv) {
         {"name", required_argument, NULL, 'n'},
         {"feed", required_argument, NULL, 'F'},
         {"after", required_argument, NULL, 'a'},
+        {"mps-threads", required_argument, NULL, 'T'},
         {"array", required_argument, NULL, 'A'},
         {"json", no_argument, NULL, 'j'},
         {"socket", required_argument, NULL, 's'},
@@ -379,6 +391,11 @@ int cli_submit(int argc, char **argv) {
         case 'a':
             if (cli_parse_long("submit", "after", optarg, 1, 0x7fffffffL,
                                &def.after))
+                return CLI_USAGE;
+            break;
+        case 'T':
+            if (cli_parse_long("submit", "mps-threads", optarg, 1, 100,
+                               &def.mps_threads))
                 return CLI_USAGE;
             break;
         case 'A': array = optarg; break;

@@ -1,9 +1,9 @@
-/* config.c -- reading aegisd's YAML configuration into a core_config and
- * the report settings (acct_params).
+/* config.c -- reading aegisd's YAML configuration into a core_config, the
+ * report settings (acct_params) and the sharing modes (sharing_config).
  *
  * The file is a flat mapping of scalars (comments and blank lines are
- * fine). libyaml's event parser gives each scalar its line, so every error
- * names FILE:LINE.
+ * fine), but for `sharing:`, which may be a mapping of its own. libyaml's
+ * event parser gives each scalar its line, so every error names FILE:LINE.
  */
 #include "config.h"
 
@@ -60,9 +60,48 @@ static int config_acct_set(acct_params *acct, const char *key,
     return 0;
 }
 
+/* The mapping form of `sharing:` (its start already read): `default` and
+ * GPU indexes, each to a mode. */
+static int config_sharing_map(yaml_parser_t *p, const char *path,
+                              sharing_config *share, char *err,
+                              size_t errlen) {
+    char key[128], msg[256];
+    for (;;) {
+        yaml_event_t ev;
+        if (config_next(p, path, &ev, err, errlen) != 0) return -1;
+        int line = config_line(&ev);
+        if (ev.type == YAML_MAPPING_END_EVENT) {
+            yaml_event_delete(&ev);
+            return 0;
+        }
+        bool scalar = ev.type == YAML_SCALAR_EVENT;
+        if (scalar)
+            snprintf(key, sizeof(key), "%s", (const char *)ev.data.scalar.value);
+        yaml_event_delete(&ev);
+        if (!scalar || config_next(p, path, &ev, err, errlen) != 0) {
+            if (!scalar)
+                snprintf(err, errlen, "%s:%d: sharing: expected 'GPU: mode'",
+                         path, line);
+            return -1;
+        }
+        int rc = ev.type == YAML_SCALAR_EVENT
+                     ? sharing_config_set_gpu(share, key,
+                                              (const char *)ev.data.scalar.value,
+                                              line, msg, sizeof(msg))
+                     : (snprintf(msg, sizeof(msg), "sharing: %s: expected a "
+                                 "single mode", key), -1);
+        yaml_event_delete(&ev);
+        if (rc != 0) {
+            snprintf(err, errlen, "%s:%d: %s", path, line, msg);
+            return -1;
+        }
+    }
+}
+
 /* Reads key/value scalar pairs until the mapping ends. */
 static int config_pairs(yaml_parser_t *p, const char *path, core_config *cfg,
-                        acct_params *acct, char *err, size_t errlen) {
+                        acct_params *acct, sharing_config *share, char *err,
+                        size_t errlen) {
     char key[128];
     for (;;) {
         yaml_event_t ev;
@@ -82,6 +121,13 @@ static int config_pairs(yaml_parser_t *p, const char *path, core_config *cfg,
         yaml_event_delete(&ev);
         if (config_next(p, path, &ev, err, errlen) != 0) return -1;
         line = config_line(&ev);
+        if (ev.type == YAML_MAPPING_START_EVENT &&
+            strcmp(key, "sharing") == 0) {
+            yaml_event_delete(&ev);
+            if (config_sharing_map(p, path, share, err, errlen) != 0)
+                return -1;
+            continue;
+        }
         if (ev.type != YAML_SCALAR_EVENT) {
             yaml_event_delete(&ev);
             snprintf(err, errlen, "%s:%d: %s: expected a single value", path,
@@ -91,6 +137,7 @@ static int config_pairs(yaml_parser_t *p, const char *path, core_config *cfg,
         char msg[256];
         const char *value = (const char *)ev.data.scalar.value;
         int rc = config_acct_set(acct, key, value, msg, sizeof(msg));
+        if (rc == 0) rc = sharing_config_set(share, key, value, msg, sizeof(msg));
         if (rc == 0) rc = core_config_set(cfg, key, value, msg, sizeof(msg));
         else if (rc > 0) rc = 0;
         yaml_event_delete(&ev);
@@ -104,7 +151,8 @@ static int config_pairs(yaml_parser_t *p, const char *path, core_config *cfg,
 /* Walks stream/document starts to the top mapping; an empty document is
  * an empty configuration. */
 static int config_parse(yaml_parser_t *p, const char *path, core_config *cfg,
-                        acct_params *acct, char *err, size_t errlen) {
+                        acct_params *acct, sharing_config *share, char *err,
+                        size_t errlen) {
     for (;;) {
         yaml_event_t ev;
         if (config_next(p, path, &ev, err, errlen) != 0) return -1;
@@ -124,7 +172,7 @@ static int config_parse(yaml_parser_t *p, const char *path, core_config *cfg,
         case YAML_DOCUMENT_END_EVENT:
             return 0;
         case YAML_MAPPING_START_EVENT:
-            return config_pairs(p, path, cfg, acct, err, errlen);
+            return config_pairs(p, path, cfg, acct, share, err, errlen);
         default:
             snprintf(err, errlen, "%s:%d: expected a mapping of name: value",
                      path, line);
@@ -141,8 +189,17 @@ int config_load(const char *path, bool missing_ok, core_config *cfg,
 
 int config_load_acct(const char *path, bool missing_ok, core_config *cfg,
                      acct_params *acct, char *err, size_t errlen) {
+    sharing_config ignored;
+    return config_load_daemon(path, missing_ok, cfg, acct, &ignored, err,
+                              errlen);
+}
+
+int config_load_daemon(const char *path, bool missing_ok, core_config *cfg,
+                       acct_params *acct, sharing_config *share, char *err,
+                       size_t errlen) {
     core_config_default(cfg);
     acct_params_default(acct);
+    sharing_config_default(share);
     /* On a live server users may declare a job's memory (submit --mem).
      * aegis-est admits such a job with that figure + est_margin_mib and any
      * other job with the estimator-free no_est_demand_mib, so it is the
@@ -161,7 +218,7 @@ int config_load_acct(const char *path, bool missing_ok, core_config *cfg,
         return -1;
     }
     yaml_parser_set_input_file(&p, f);
-    int rc = config_parse(&p, path, cfg, acct, err, errlen);
+    int rc = config_parse(&p, path, cfg, acct, share, err, errlen);
     yaml_parser_delete(&p);
     fclose(f);
     return rc;

@@ -6,7 +6,9 @@
  *
  * Every key goes through core_config_set(), so the file accepts exactly
  * the names `aegis sim --set` accepts, plus the daemon's own keys for
- * energy reports (grid_intensity_g_per_kwh, pue: acct.h), and nothing else.
+ * energy reports (grid_intensity_g_per_kwh, pue: acct.h) and the sharing
+ * modes (sharing, mps_control, mps_dir, mps_pin_memory: sharing.h), and
+ * nothing else.
  */
 #ifndef AEGIS_CONFIG_H
 #define AEGIS_CONFIG_H
@@ -16,6 +18,7 @@
 
 #include "acct.h"
 #include "core.h"
+#include "sharing.h"
 
 /* Where aegisd looks when --config is not given. */
 #define CONFIG_DEFAULT_PATH "/etc/aegis/aegis.yaml"
@@ -29,5 +32,9 @@ int config_load(const char *path, bool missing_ok, core_config *cfg,
  * config_load() checks those keys but keeps their values nowhere. */
 int config_load_acct(const char *path, bool missing_ok, core_config *cfg,
                      acct_params *acct, char *err, size_t errlen);
+/* The same, also filling share with the sharing keys: all aegisd reads. */
+int config_load_daemon(const char *path, bool missing_ok, core_config *cfg,
+                       acct_params *acct, sharing_config *share, char *err,
+                       size_t errlen);
 
 #endif

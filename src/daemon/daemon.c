@@ -260,15 +260,18 @@ static void on_sighup(uv_signal_t *s, int signum) {
     d_daemon *d = s->data;
     core_config cfg;
     acct_params acct;
-    char err[512];
+    sharing_config share;
+    char err[1024];
     const char *path = d->opt.config_path ? d->opt.config_path
                                           : CONFIG_DEFAULT_PATH;
-    if (config_load_acct(path, !d->opt.config_path, &cfg, &acct, err,
-                         sizeof(err)) != 0 ||
+    if (config_load_daemon(path, !d->opt.config_path, &cfg, &acct, &share,
+                           err, sizeof(err)) != 0 ||
+        d_share_check_reload(d, &share, err, sizeof(err)) != 0 ||
         core_reconfigure(d->core, &cfg, err, sizeof(err)) != 0) {
         d_log("SIGHUP: configuration not reloaded: %s", err);
         return;
     }
+    d_share_reload(d, &share);
     d->cfg = cfg;
     d->acct = acct;
     d_log("SIGHUP: reloaded %s", path);
@@ -323,8 +326,8 @@ static int d_open(d_daemon *d) {
     char err[512], path[4200];
     const char *cfg_path = d->opt.config_path ? d->opt.config_path
                                               : CONFIG_DEFAULT_PATH;
-    if (config_load_acct(cfg_path, !d->opt.config_path, &d->cfg, &d->acct,
-                         err, sizeof(err)) != 0) {
+    if (config_load_daemon(cfg_path, !d->opt.config_path, &d->cfg, &d->acct,
+                           &d->share, err, sizeof(err)) != 0) {
         d_log("%s", err);
         return -1;
     }
@@ -366,7 +369,8 @@ static int d_open(d_daemon *d) {
         d_log("%s", err);
         return -1;
     }
-    return 0;
+    return d_share_open(d); /* after the store: it knows aegisd's MIG
+                               instances */
 }
 
 /* Without --foreground: fork, and let the parent exit only once the child
@@ -420,6 +424,7 @@ static void on_walk_close(uv_handle_t *h, void *arg) {
 }
 
 static void d_free(d_daemon *d) {
+    if (d->tel) d_share_close(d);
     for (size_t i = 0; i < d->njobs; i++) free(d->jobs[i]);
     free(d->jobs);
     if (d->core) core_destroy(d->core);

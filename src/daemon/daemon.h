@@ -5,6 +5,8 @@
  *   daemon.c    the libuv loop: socket server, timer, signals, start/stop
  *   jobs.c      a job's life: queue, launch, observe, exit, recovery
  *   handlers.c  one function per request op
+ *   gpushare.c  each GPU's sharing mode: its MPS control daemon, the
+ *               environment and MIG instance a job gets from it
  *
  * Ownership: the d_daemon owns every d_job, d_conn and the core, store and
  * telemetry handles; d_run() creates and frees them all.
@@ -23,6 +25,7 @@
 #include "acct.h"
 #include "core.h"
 #include "proto.h"
+#include "sharing.h"
 #include "store.h"
 #include "tel.h"
 
@@ -71,6 +74,10 @@ typedef struct d_job {
     bool cancelling;
     double kill_at;             /* SIGKILL the session then (monotonic s) */
     double energy_j;            /* its share of its GPUs' energy so far */
+    /* the running attempt's MIG instance on gpus[0] (gpushare.c) */
+    const mig_profile *mig;     /* NULL: the attempt has none */
+    int mig_start;              /* its first memory slice */
+    unsigned int mig_gi, mig_ci; /* its GPU and compute instance ids */
 } d_job;
 
 /* One client connection: a line buffer and, for `wait`, what it awaits. */
@@ -93,6 +100,10 @@ typedef struct d_gpu {
     bool ok;                    /* last read succeeded */
     double energy_seen_j;       /* energy counter at the previous tick */
     bool drained;               /* by `aegis drain` */
+    share_mode mode;            /* its sharing mode (aegis.yaml) */
+    const mig_model *mig_model; /* its MIG table, NULL: none (no MIG) */
+    bool mps_up;                /* its MPS control daemon runs: this aegisd
+                                   started it, or found it running */
 } d_gpu;
 
 typedef struct d_daemon {
@@ -104,6 +115,8 @@ typedef struct d_daemon {
     bool stopping;
     core_config cfg;
     acct_params acct;           /* the config's grid intensity and PUE */
+    sharing_config share;       /* the config's sharing modes */
+    char mps_dir[4096];         /* MPS pipe and log folders, per GPU */
     core_state *core;
     store *st;
     tel_state *tel;
@@ -139,6 +152,41 @@ void d_jobs_schedule(d_daemon *d);
 void d_jobs_check_exits(d_daemon *d);
 void d_jobs_tick(d_daemon *d);              /* telemetry, observation */
 int d_job_cancel(d_daemon *d, d_job *job);
+
+/* gpushare.c */
+int d_share_open(d_daemon *d);              /* check modes, start MPS */
+void d_share_close(d_daemon *d);            /* stop MPS where idle */
+/* Whether a reloaded sharing config can be applied: 0, or -1 with why. */
+int d_share_check_reload(d_daemon *d, const sharing_config *share,
+                         char *err, size_t errlen);
+/* Applies it: MPS stopped and started where a GPU's mode changed. */
+void d_share_reload(d_daemon *d, const sharing_config *share);
+/* Sharing-mode variables a job gets at most (MPS: pipe, log, pinned,
+ * threads), and the NULL after them. */
+#define D_SHARE_VARS 5
+
+/* What a launch's sharing modes add to the job's start. */
+typedef struct d_share_start {
+    char visible[256];          /* CUDA_VISIBLE_DEVICES when a MIG device;
+                                   "" for the GPUs' UUIDs */
+    const char *env[D_SHARE_VARS]; /* "K=V" to set, NULL-terminated */
+    char env_buf[D_SHARE_VARS][4400];
+    char note[512];             /* for the job's events; "" for none */
+} d_share_start;
+
+/* Readies the GPUs for a launch: the MIG instance the core chose is made
+ * (MIG mode turned on first where needed), a whole-GPU job on a mig or
+ * auto GPU gets MIG mode off, an MPS job its variables (with
+ * mps_threads_pct, 1..100, its thread share; 0: none). Returns 0, or -1
+ * with a message naming the GPU and the NVML call (nothing is left). */
+int d_share_prepare(d_daemon *d, d_job *job, const core_launch *l,
+                    int mps_threads_pct, d_share_start *out, char *err,
+                    size_t errlen);
+/* Destroys the attempt's MIG instance, if any, noting it in its events. */
+void d_share_release(d_daemon *d, d_job *job);
+/* After a restart: gives the running attempts (loaded, not yet adopted)
+ * their MIG instances back from the store, and destroys the others. */
+void d_share_recover(d_daemon *d);
 
 /* handlers.c */
 void d_handle(d_conn *c, const proto_request *req);

@@ -53,35 +53,54 @@ static int exec_open_log(const exec_spec *spec, bool err_stream, char *err,
     return fd;
 }
 
-/* The submitter's environment with aegis's own variables set over it. */
-static char **exec_envp(const exec_spec *spec) {
-    size_t n = 0;
+/* Whether "K=V" entry sets one of the variables in sets ("K=V" too). */
+static bool exec_env_overridden(const char *entry, char *const *sets,
+                                size_t nsets) {
+    for (size_t i = 0; i < nsets; i++) {
+        size_t klen = strcspn(sets[i], "=") + 1;
+        if (strncmp(entry, sets[i], klen) == 0) return true;
+    }
+    return false;
+}
+
+/* The submitter's environment with aegis's own variables set over it:
+ * CUDA_VISIBLE_DEVICES, AEGIS_JOB_ID, AEGIS_ATTEMPT, then the spec's
+ * extra ones. The set ones are the last entries, freed by
+ * exec_free_envp. */
+static char **exec_envp(const exec_spec *spec, size_t *nset) {
+    size_t n = 0, nextra = 0;
     while (spec->env[n]) n++;
-    char **envp = calloc(n + 4, sizeof(*envp));
-    if (!envp) return NULL;
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++)
-        if (strncmp(spec->env[i], "CUDA_VISIBLE_DEVICES=", 21) != 0 &&
-            strncmp(spec->env[i], "AEGIS_JOB_ID=", 13) != 0 &&
-            strncmp(spec->env[i], "AEGIS_ATTEMPT=", 14) != 0)
-            envp[k++] = (char *)spec->env[i];
+    while (spec->extra_env && spec->extra_env[nextra]) nextra++;
+    char **sets = calloc(3 + nextra, sizeof(*sets));
+    char **envp = calloc(n + 3 + nextra + 1, sizeof(*envp));
+    if (!sets || !envp) goto fail;
     char buf[3][4200];
     snprintf(buf[0], sizeof(buf[0]), "CUDA_VISIBLE_DEVICES=%s", spec->visible);
     snprintf(buf[1], sizeof(buf[1]), "AEGIS_JOB_ID=%lld", (long long)spec->id);
     snprintf(buf[2], sizeof(buf[2]), "AEGIS_ATTEMPT=%d", spec->attempt);
-    for (int i = 0; i < 3; i++)
-        if (!(envp[k++] = strdup(buf[i]))) {
-            free(envp);
-            return NULL;
-        }
+    for (size_t i = 0; i < 3 + nextra; i++)
+        if (!(sets[i] = strdup(i < 3 ? buf[i] : spec->extra_env[i - 3])))
+            goto fail;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!exec_env_overridden(spec->env[i], sets, 3 + nextra))
+            envp[k++] = (char *)spec->env[i];
+    memcpy(envp + k, sets, (3 + nextra) * sizeof(*sets));
+    free(sets);
+    *nset = 3 + nextra;
     return envp;
+fail:
+    for (size_t i = 0; sets && i < 3 + nextra; i++) free(sets[i]);
+    free(sets);
+    free(envp);
+    return NULL;
 }
 
-static void exec_free_envp(char **envp) {
+static void exec_free_envp(char **envp, size_t nset) {
     if (!envp) return;
     size_t n = 0;
     while (envp[n]) n++;
-    for (size_t i = n - 3; i < n; i++) free(envp[i]);
+    for (size_t i = n - nset; i < n; i++) free(envp[i]);
     free(envp);
 }
 
@@ -178,7 +197,8 @@ int exec_start(const exec_spec *spec, exec_run *run, char *err,
     int out_fd = exec_open_log(spec, false, err, errlen);
     if (out_fd < 0) return -1;
     int err_fd = exec_open_log(spec, true, err, errlen);
-    char **envp = exec_envp(spec);
+    size_t nset = 0;
+    char **envp = exec_envp(spec, &nset);
     int report[2] = {-1, -1};
     struct stat st;
     if (err_fd < 0 || !envp || fstat(err_fd, &st) != 0 ||
@@ -214,14 +234,14 @@ int exec_start(const exec_spec *spec, exec_run *run, char *err,
     close(report[0]);
     close(out_fd);
     close(err_fd);
-    exec_free_envp(envp);
+    exec_free_envp(envp, nset);
     return 0;
 fail:
     for (int i = 0; i < 2; i++)
         if (report[i] >= 0) close(report[i]);
     close(out_fd);
     if (err_fd >= 0) close(err_fd);
-    exec_free_envp(envp);
+    exec_free_envp(envp, nset);
     return -1;
 }
 

@@ -33,6 +33,9 @@ typedef struct exec_spec {
     const char *cwd;
     const char *const *env;     /* the submitter's, NULL-terminated */
     const char *visible;        /* CUDA_VISIBLE_DEVICES: GPU UUIDs */
+    const char *const *extra_env; /* more "K=V" set over the submitter's
+                                   (the sharing mode's); NULL-terminated,
+                                   or NULL */
     bool as_user;               /* switch to uid/gid (aegisd runs as root) */
     uid_t uid;
     gid_t gid;

@@ -207,17 +207,29 @@ static void d_gpu_list(char *out, size_t outlen, const int *gpus, int n,
     }
 }
 
+/* Readies the GPUs for the attempt as its sharing modes ask (ss: what
+ * they add to its start), then starts it. */
 static int d_job_exec(d_daemon *d, d_job *job, const core_launch *l,
-                      exec_run *run, char *err, size_t errlen) {
+                      d_share_start *ss, exec_run *run, char *err,
+                      size_t errlen) {
     json_t *row = store_job(d->st, job->id, true);
+    int pct = (int)json_integer_value(json_object_get(row, "mps_threads_pct"));
+    if (d_share_prepare(d, job, l, pct, ss, err, errlen) != 0) {
+        json_decref(row);
+        return -1;
+    }
     const char **argv = d_strings(json_object_get(row, "cmd"));
     const char **env = d_strings(json_object_get(row, "env"));
     char visible[CORE_MAX_JOB_GPUS * 48];
-    d_gpu_list(visible, sizeof(visible), l->gpus, l->num_gpus, d->tel);
+    if (ss->visible[0])
+        snprintf(visible, sizeof(visible), "%s", ss->visible);
+    else
+        d_gpu_list(visible, sizeof(visible), l->gpus, l->num_gpus, d->tel);
     exec_spec spec = {
         .id = job->id, .attempt = job->attempts + 1,
         .argv = argv, .cwd = json_string_value(json_object_get(row, "cwd")),
-        .env = env, .visible = visible, .as_user = d->as_root,
+        .env = env, .visible = visible, .extra_env = ss->env,
+        .as_user = d->as_root,
         .uid = job->uid, .gid = job->gid, .user = job->user,
         .log_dir = d->log_dir, .run_dir = d->run_dir,
     };
@@ -235,9 +247,11 @@ static int d_job_exec(d_daemon *d, d_job *job, const core_launch *l,
 
 static void d_job_launch(d_daemon *d, d_job *job, const core_launch *l) {
     exec_run run;
-    char err[512];
-    if (d_job_exec(d, job, l, &run, err, sizeof(err)) != 0) {
-        d_log("%s", err);
+    char err[1024];
+    static d_share_start ss; /* big; the loop runs one launch at a time */
+    if (d_job_exec(d, job, l, &ss, &run, err, sizeof(err)) != 0) {
+        d_log("job %lld: %s", (long long)job->id, err);
+        d_share_release(d, job);
         core_job_exit(d->core, job->id, CORE_EXIT_FAILED, d_now(d), NULL);
         d_job_finish(d, job, "failed", err);
         return;
@@ -269,6 +283,8 @@ static void d_job_launch(d_daemon *d, d_job *job, const core_launch *l) {
     store_event(d->st, job->id, now,
                 "attempt %d started on GPU %s, %s, admitted with %.0f MiB",
                 a.n, gpus, l->exclusive ? "alone" : "shared", l->floor_mib);
+    if (ss.note[0])
+        store_event(d->st, job->id, now, "attempt %d: %s", a.n, ss.note);
     store_commit(d->st);
 }
 
@@ -305,8 +321,11 @@ static void d_job_ended(d_daemon *d, d_job *job) {
         snprintf(why, sizeof(why), "its watcher process vanished");
     }
     static const char *const how_names[] = {"ok", "oom", "failed", "lost"};
+    /* before the core hears of it: it may give the slices away at once */
+    d_share_release(d, job);
     double now = d_wall();
     if (job->cancelling) {
+        if (job->in_core) core_cancel(d->core, job->id, d_now(d));
         store_attempt_end(d->st, job->id, "cancelled", status, now);
         d_job_finish(d, job, "cancelled", "cancelled while running");
         return;
@@ -380,13 +399,19 @@ void d_jobs_check_exits(d_daemon *d) {
 }
 
 int d_job_cancel(d_daemon *d, d_job *job) {
-    if (job->in_core) core_cancel(d->core, job->id, d_now(d));
+    /* A job in a MIG instance keeps its slices in the core until the
+     * instance is destroyed at its end: given away sooner, they would fail
+     * the next job's instance. */
+    bool hold = job->state == D_RUNNING && job->mig;
+    if (job->in_core && !hold) core_cancel(d->core, job->id, d_now(d));
     if (job->state != D_RUNNING) {
         d_job_finish(d, job, "cancelled", "cancelled while queued");
         return 0;
     }
-    job->in_core = false;
-    job->ngpus = 0; /* its GPUs are the core's again */
+    if (!hold) {
+        job->in_core = false;
+        job->ngpus = 0; /* its GPUs are the core's again */
+    }
     job->cancelling = true;
     job->kill_at = d_now(d) + D_KILL_GRACE_S;
     exec_kill(job->job_pid, SIGTERM);
@@ -540,6 +565,7 @@ static int d_job_adopt(d_daemon *d, d_job *job) {
         .active = job->active,
         /* the store keeps Unix time, the core aegisd's monotonic clock */
         .active_at = d_now(d) - (d_wall() - job->seen),
+        .mig = job->mig, .mig_start = job->mig_start,
     };
     memcpy(a.gpus, job->gpus, sizeof(a.gpus));
     char err[256], reason[400];
@@ -554,6 +580,7 @@ static int d_job_adopt(d_daemon *d, d_job *job) {
     d_log("%s", err);
     if (exec_alive(job->shim_pid, job->shim_start))
         exec_kill(job->job_pid, SIGKILL);
+    d_share_release(d, job);
     store_attempt_end(d->st, job->id, "failed", -1, d_wall());
     snprintf(reason, sizeof(reason), "cannot re-adopt after a restart: %s", err);
     d_job_finish(d, job, "failed", reason);
@@ -653,6 +680,7 @@ static void d_jobs_adopt(d_daemon *d, bool dead_only) {
 void d_jobs_recover(d_daemon *d) {
     d_recovery rec = {.d = d};
     store_each_active(d->st, d_job_recover, &rec);
+    d_share_recover(d); /* before adoption: the core takes the instances */
     /* The recovery queue in the order its jobs were requeued; attempts
      * found dead below are requeued now, so after them. */
     if (rec.retries) /* qsort may not take NULL, even for no rows */

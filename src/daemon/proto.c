@@ -42,7 +42,8 @@ static const char *const op_fields[NOPS][OP_FIELDS_MAX] = {
 };
 
 static const char *const job_fields[] = {"cmd", "gpus", "mem_mib", "name",
-                                         "feed", "after", NULL};
+                                         "feed", "after", "mps_threads_pct",
+                                         NULL};
 
 const char *proto_op_name(proto_op op) {
     return (size_t)op < NOPS ? op_names[op] : "?";
@@ -218,6 +219,11 @@ static int proto_parse_job(json_t *obj, size_t i, proto_job *job, char *err,
     if (after && proto_int(after, field, 1, INT64_MAX / 2, &job->after, err,
                            errlen))
         return -1;
+    json_t *pct = json_object_get(obj, "mps_threads_pct");
+    snprintf(field, sizeof(field), "%s.mps_threads_pct", where);
+    if (pct && proto_int(pct, field, 1, 100, &v, err, errlen))
+        return -1;
+    job->mps_threads_pct = pct ? (int)v : 0;
     return 0;
 }
 

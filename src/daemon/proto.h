@@ -58,6 +58,8 @@ typedef struct proto_job {
     const char *feed;       /* shared data feed it reads; "" for none */
     int gpus;               /* 1..CORE_MAX_JOB_GPUS (1) */
     double mem_mib;         /* memory estimate, MiB; < 0 when not given */
+    int mps_threads_pct;    /* CUDA_MPS_ACTIVE_THREAD_PERCENTAGE under MPS,
+                               1..100; 0 when not given */
     int64_t after;          /* run after this job succeeded; 0 for none */
 } proto_job;
 

@@ -42,7 +42,14 @@ static const char schema[] =
     "CREATE TABLE IF NOT EXISTS events("
     "  id INTEGER PRIMARY KEY, job_id INTEGER NOT NULL, t REAL NOT NULL,"
     "  text TEXT NOT NULL);"
-    "CREATE INDEX IF NOT EXISTS events_job ON events(job_id);";
+    "CREATE INDEX IF NOT EXISTS events_job ON events(job_id);"
+    /* MIG instances aegisd made, one row while each exists: after a crash
+     * the next aegisd gives them back to their re-adopted attempts or
+     * destroys them */
+    "CREATE TABLE IF NOT EXISTS mig_instances("
+    "  gpu INTEGER NOT NULL, gi INTEGER NOT NULL, ci INTEGER NOT NULL,"
+    "  job_id INTEGER NOT NULL, n INTEGER NOT NULL, profile TEXT NOT NULL,"
+    "  start INTEGER NOT NULL, uuid TEXT NOT NULL, PRIMARY KEY(gpu, gi));";
 
 /* Columns added since the first schema, so a database an older aegisd
  * wrote gets them on open; one list serves new and old databases. */
@@ -54,6 +61,8 @@ static const char *const store_added[][3] = {
     /* when the attempt was first seen on its GPUs (Unix time): a re-adopted
      * attempt's observation time runs from then */
     {"attempts", "seen", "REAL"},
+    /* CUDA_MPS_ACTIVE_THREAD_PERCENTAGE when it runs under MPS; 0: none */
+    {"jobs", "mps_threads_pct", "INTEGER NOT NULL DEFAULT 0"},
 };
 #define STORE_ADDED (sizeof(store_added) / sizeof(store_added[0]))
 
@@ -61,7 +70,8 @@ enum {
     S_BEGIN, S_COMMIT, S_ROLLBACK, S_ENV, S_JOB, S_ATT_START, S_ATT_END,
     S_STATE, S_ENERGY, S_EVENT, S_GET, S_GET_FULL, S_ATTEMPTS, S_EVENTS,
     S_LIST_ALL, S_LIST_ACTIVE, S_LAST_ATTEMPT, S_RETRY, S_SEEN,
-    S_REPORT_JOBS, S_REPORT_ATTEMPTS, S_COUNT
+    S_REPORT_JOBS, S_REPORT_ATTEMPTS, S_MIG_ADD, S_MIG_DEL, S_MIG_ALL,
+    S_COUNT
 };
 
 static const char *const sql[S_COUNT] = {
@@ -70,8 +80,9 @@ static const char *const sql[S_COUNT] = {
     [S_ROLLBACK] = "ROLLBACK",
     [S_ENV] = "INSERT INTO envs(cwd, env) VALUES(?1, ?2)",
     [S_JOB] = "INSERT INTO jobs(uid, gid, user, name, cmd, env_id, gpus,"
-              " mem_mib, after, state, submitted, feed)"
-              " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 'queued', ?10, ?11)",
+              " mem_mib, after, state, submitted, feed, mps_threads_pct)"
+              " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 'queued', ?10, ?11,"
+              " ?12)",
     [S_ATT_START] = "INSERT OR REPLACE INTO attempts(job_id, n, gpus,"
                     " floor_mib, exclusive, shim_pid, shim_start, job_pid,"
                     " started, err_offset)"
@@ -91,7 +102,7 @@ static const char *const sql[S_COUNT] = {
     [S_GET_FULL] = "SELECT j.id, j.user, j.uid, j.gid, j.name, j.cmd, j.gpus,"
                    " j.mem_mib, j.after, j.state, j.reason, j.submitted,"
                    " j.finished, j.attempts, j.energy_j, j.feed, j.retry_floor,"
-                   " j.retry_alone, e.cwd, e.env"
+                   " j.retry_alone, j.mps_threads_pct, e.cwd, e.env"
                    " FROM jobs j JOIN envs e ON e.id = j.env_id"
                    " WHERE j.id = ?1",
     [S_ATTEMPTS] = "SELECT n, gpus, floor_mib, exclusive, shim_pid,"
@@ -116,6 +127,12 @@ static const char *const sql[S_COUNT] = {
     [S_REPORT_ATTEMPTS] = "SELECT a.job_id, a.gpus, a.started, a.ended"
                           " FROM attempts a JOIN jobs j ON j.id = a.job_id"
                           " WHERE j.submitted >= ?1 ORDER BY a.job_id, a.n",
+    [S_MIG_ADD] = "INSERT OR REPLACE INTO mig_instances(gpu, gi, ci, job_id, n,"
+                  " profile, start, uuid) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7,"
+                  " ?8)",
+    [S_MIG_DEL] = "DELETE FROM mig_instances WHERE gpu = ?1 AND gi = ?2",
+    [S_MIG_ALL] = "SELECT gpu, gi, ci, job_id, n, profile, start, uuid"
+                  " FROM mig_instances ORDER BY gpu, gi",
 };
 
 struct store {
@@ -235,6 +252,7 @@ static int store_insert_jobs(store *st, const store_owner *owner,
         if (j->after > 0) sqlite3_bind_int64(s, 9, j->after);
         sqlite3_bind_double(s, 10, now);
         sqlite3_bind_text(s, 11, j->feed, -1, SQLITE_STATIC);
+        sqlite3_bind_int(s, 12, j->mps_threads_pct);
         if (store_exec(st, S_JOB, 0) != 0) return -1;
         if (i == 0) *first_id = sqlite3_last_insert_rowid(st->db);
     }
@@ -432,4 +450,44 @@ void store_each_active(store *st, void (*fn)(void *ctx, json_t *job),
         json_decref(full);
     }
     json_decref(jobs);
+}
+
+void store_mig_add(store *st, const store_mig *m) {
+    sqlite3_stmt *s = st->st[S_MIG_ADD];
+    sqlite3_bind_int(s, 1, m->gpu);
+    sqlite3_bind_int64(s, 2, m->gi);
+    sqlite3_bind_int64(s, 3, m->ci);
+    sqlite3_bind_int64(s, 4, m->job_id);
+    sqlite3_bind_int(s, 5, m->n);
+    sqlite3_bind_text(s, 6, m->profile, -1, SQLITE_STATIC);
+    sqlite3_bind_int(s, 7, m->start);
+    sqlite3_bind_text(s, 8, m->uuid, -1, SQLITE_STATIC);
+    store_exec(st, S_MIG_ADD, m->job_id);
+}
+
+void store_mig_remove(store *st, int gpu, unsigned int gi) {
+    sqlite3_stmt *s = st->st[S_MIG_DEL];
+    sqlite3_bind_int(s, 1, gpu);
+    sqlite3_bind_int64(s, 2, gi);
+    store_exec(st, S_MIG_DEL, 0);
+}
+
+int store_mig_list(store *st, store_mig *out, int max) {
+    sqlite3_stmt *s = st->st[S_MIG_ALL];
+    int n = 0;
+    while (n < max && sqlite3_step(s) == SQLITE_ROW) {
+        store_mig *m = &out[n++];
+        m->gpu = sqlite3_column_int(s, 0);
+        m->gi = (unsigned int)sqlite3_column_int64(s, 1);
+        m->ci = (unsigned int)sqlite3_column_int64(s, 2);
+        m->job_id = sqlite3_column_int64(s, 3);
+        m->n = sqlite3_column_int(s, 4);
+        snprintf(m->profile, sizeof(m->profile), "%s",
+                 (const char *)sqlite3_column_text(s, 5));
+        m->start = sqlite3_column_int(s, 6);
+        snprintf(m->uuid, sizeof(m->uuid), "%s",
+                 (const char *)sqlite3_column_text(s, 7));
+    }
+    sqlite3_reset(s);
+    return n;
 }

@@ -101,4 +101,22 @@ void store_each_active(store *st, void (*fn)(void *ctx, json_t *job),
 /* The last error of the database, for a log line. */
 const char *store_errmsg(store *st);
 
+/* A MIG instance aegisd made for an attempt (gpushare.c): a row while it
+ * exists, so that a restarted aegisd knows which are its own. */
+typedef struct store_mig {
+    int gpu;
+    unsigned int gi, ci;        /* GPU and compute instance ids */
+    int64_t job_id;
+    int n;                      /* the attempt */
+    char profile[32];           /* "3g.20gb" */
+    int start;                  /* its first memory slice */
+    char uuid[96];              /* the MIG device the job was given */
+} store_mig;
+
+void store_mig_add(store *st, const store_mig *m);
+void store_mig_remove(store *st, int gpu, unsigned int gi);
+/* Every instance recorded, by GPU and GI id, into out (at most max):
+ * returns how many. */
+int store_mig_list(store *st, store_mig *out, int max);
+
 #endif

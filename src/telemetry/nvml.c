@@ -15,9 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tel.h"
-#include "tel_nvml.h"
-#include "tel_priv.h"
+#include "tel_state.h"
 
 /* The library tried when neither the caller nor the environment name one:
  * the soname the driver package installs. */
@@ -26,23 +24,6 @@
 /* Times tel_read asks again for the process list when it grew between the
  * count and the copy; jobs start rarely, so more tries mean a broken driver. */
 #define TEL_PROCS_TRIES 3
-
-typedef struct tel_fns {
-    tel_nvml_init_fn *init;
-    tel_nvml_shutdown_fn *shutdown;
-    tel_nvml_error_string_fn *error_string;
-    tel_nvml_count_fn *count;
-    tel_nvml_handle_fn *handle;
-    tel_nvml_string_fn *uuid;
-    tel_nvml_string_fn *name;
-    tel_nvml_memory_fn *memory;
-    tel_nvml_util_fn *util;
-    tel_nvml_procs_fn *procs;       /* _v3 or _v2; NULL if only _v1 */
-    tel_nvml_procs_v1_fn *procs_v1; /* the unversioned one, else NULL */
-    tel_nvml_power_fn *power;       /* NULL: not in this library */
-    tel_nvml_energy_fn *energy;     /* NULL: not in this library */
-    tel_nvml_proc_util_fn *proc_util; /* NULL: not in this library */
-} tel_fns;
 
 static const tel_sym tel_syms[] = {
     {{"nvmlInit_v2"}, offsetof(tel_fns, init), 0},
@@ -63,34 +44,8 @@ static const tel_sym tel_syms[] = {
     {{"nvmlDeviceGetProcessUtilization"}, offsetof(tel_fns, proc_util), 1},
 };
 
-typedef struct tel_dev {
-    nvmlDevice_t handle;
-    char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
-    char name[NVML_DEVICE_NAME_V2_BUFFER_SIZE];
-    unsigned long long util_seen;   /* newest process-utilization sample
-                                       read, us: the next read asks for
-                                       newer ones only */
-} tel_dev;
-
-struct tel_state {
-    void *lib;                      /* dlopen handle */
-    int initialised;                /* nvmlInit_v2 succeeded: shut down */
-    char path[256];                 /* the library, for error messages */
-    tel_fns fn;
-    int ngpus;
-    tel_dev gpus[CORE_MAX_GPUS];
-    nvmlProcessInfo_t *procs;       /* process-list buffer, grown on demand */
-    unsigned int procs_cap;
-    nvmlProcessUtilizationSample_t *samples; /* grown on demand too */
-    unsigned int samples_cap;
-    long dropped;                   /* processes past TEL_MAX_PROCS, total */
-    tel_dcgm *dcgm;                 /* NULL: no DCGM, profiling fields
-                                       unknown */
-};
-
-/* Formats "<library>: <call>: <NVML's message>" into err. */
-static void tel_fail(const tel_state *tel, const char *call, int gpu,
-                     nvmlReturn_t rc, char *err, size_t errlen) {
+void tel_fail(const tel_state *tel, const char *call, int gpu,
+              nvmlReturn_t rc, char *err, size_t errlen) {
     const char *why = tel->fn.error_string ? tel->fn.error_string(rc) : NULL;
     if (gpu >= 0)
         snprintf(err, errlen, "%s: %s (GPU %d): %s (NVML error %d)",
@@ -194,6 +149,7 @@ tel_state *tel_open(const char *path, char *err, size_t errlen) {
     }
     if (tel_load_syms(tel, err, errlen) < 0)
         goto fail;
+    tel_mig_load(tel);
     nvmlReturn_t rc = tel->fn.init();
     if (rc != NVML_SUCCESS) {
         tel_fail(tel, "nvmlInit_v2", -1, rc, err, errlen);

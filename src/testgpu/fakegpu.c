@@ -5,12 +5,21 @@
  * them busy at a given SMACT for a while, and fails the way PyTorch does when
  * the memory is not there. "Does it fit?" and "take it" happen under the
  * state folder's lock, so two jobs started at once cannot both fit.
+ *
+ * A MIG device in CUDA_VISIBLE_DEVICES (MIG-aegis-test-<gpu>-<gi>-<ci>,
+ * made through the test NVML library) gives the job that instance's
+ * memory and no more: its allocation is charged to its GPU instance on the
+ * parent GPU, so the parent's process list shows it. Under MPS (the
+ * CUDA_MPS_* variables) it checks that the control daemon's pipe is there,
+ * honours the pinned memory limit as CUDA does (an OOM past it), and says
+ * what it was given on its first line of stdout, for tests to read.
  */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -28,6 +37,14 @@ static const char usage[] =
     "seen running on the GPU before it runs out of memory).\n"
     "SIGTERM frees the memory and exits 143 (SIGINT: 130).\n"
     "\n"
+    "CUDA_VISIBLE_DEVICES may name MIG devices (MIG-aegis-test-G-I-C) the\n"
+    "test NVML library made: the job then has that instance's memory.\n"
+    "Under MPS, CUDA_MPS_PIPE_DIRECTORY must hold a running control\n"
+    "daemon's socket (else it exits 1), CUDA_MPS_ACTIVE_THREAD_PERCENTAGE\n"
+    "must be 1..100, and CUDA_MPS_PINNED_DEVICE_MEM_LIMIT (\"0=4000M,1=2G\")\n"
+    "caps its memory per device. Its first stdout line says what it got:\n"
+    "  aegis-fakegpu: devices=... mps_pipe=DIR|- threads=PCT|- pinned=...|-\n"
+    "\n"
     "environment: AEGIS_TEST_GPU_DIR (required), AEGIS_TEST_GPUS (default "
     TGPU_DEFAULT_SHAPE ")\n";
 
@@ -38,6 +55,9 @@ typedef struct fake_job {
     int oom_over;
     int ngpus;                      /* GPUs in CUDA_VISIBLE_DEVICES */
     int gpus[TGPU_MAX_GPUS];        /* their indexes, in CUDA order */
+    int mig_gi[TGPU_MAX_GPUS];      /* the MIG instance given; 0: none */
+    long cap[TGPU_MAX_GPUS];        /* memory each device has, MiB */
+    long pinned[TGPU_MAX_GPUS];     /* MPS pinned limit, MiB; 0: none */
     long held;                      /* MiB held now on each of them */
     tgpu_config cfg;
 } fake_job;
@@ -114,20 +134,81 @@ static int fake_parse_devices(fake_job *job) {
     char *save = NULL;
     for (char *t = strtok_r(list, ",", &save); t;
          t = strtok_r(NULL, ",", &save)) {
-        int gpu = tgpu_find(&job->cfg, t);
+        int gpu = -1, gi = 0;
+        long cap = job->cfg.mib;
+        if (strncmp(t, "MIG-", 4) == 0) {
+            if (tgpu_mig_find(&job->cfg, t, &gpu, &gi, &cap) < 0)
+                gpu = -1;
+        } else {
+            gpu = tgpu_find(&job->cfg, t);
+        }
         for (int k = 0; k < job->ngpus && gpu >= 0; k++)
-            if (job->gpus[k] == gpu)
-                gpu = -1; /* CUDA rejects a GPU listed twice */
+            if (job->gpus[k] == gpu && job->mig_gi[k] == gi)
+                gpu = -1; /* CUDA rejects a device listed twice */
         if (gpu < 0 || job->ngpus == TGPU_MAX_GPUS) {
             fprintf(stderr, "RuntimeError: CUDA error: invalid device ordinal "
                     "(aegis-fakegpu: CUDA_VISIBLE_DEVICES=%s: \"%s\" is not "
-                    "one of %d test GPUs, or is listed twice)\n", cvd, t,
-                    job->cfg.ngpus);
+                    "one of %d test GPUs or their MIG devices, or is listed "
+                    "twice)\n", cvd, t, job->cfg.ngpus);
             return -1;
         }
+        job->mig_gi[job->ngpus] = gi;
+        job->cap[job->ngpus] = cap;
         job->gpus[job->ngpus++] = gpu;
     }
     return 0;
+}
+
+/* Reads CUDA_MPS_PINNED_DEVICE_MEM_LIMIT ("<ordinal>=<n>[M|G],...") into
+ * job->pinned. Returns 0, or -1 after saying which entry is bad. */
+static int fake_parse_pinned(fake_job *job, const char *spec) {
+    char list[1024], *save = NULL;
+    snprintf(list, sizeof list, "%s", spec);
+    for (char *t = strtok_r(list, ",", &save); t;
+         t = strtok_r(NULL, ",", &save)) {
+        int ordinal = -1, used = 0;
+        long n = 0;
+        char unit = 'M';
+        int got = sscanf(t, "%d=%ld%n%c", &ordinal, &n, &used, &unit);
+        if (got < 2 || ordinal < 0 || ordinal >= job->ngpus || n <= 0 ||
+            (unit != 'M' && unit != 'G') ||
+            (got == 3 && t[used + 1] != '\0')) {
+            fprintf(stderr, "aegis-fakegpu: CUDA_MPS_PINNED_DEVICE_MEM_LIMIT="
+                    "%s: bad entry \"%s\" (want <ordinal>=<n>M or G for one "
+                    "of %d devices)\n", spec, t, job->ngpus);
+            return -1;
+        }
+        job->pinned[ordinal] = unit == 'G' ? n * 1024 : n;
+    }
+    return 0;
+}
+
+/* Checks and reports the MPS environment. Returns 0, or -1 after saying
+ * what is wrong (exit 1: CUDA would fail to start the client). */
+static int fake_check_mps(fake_job *job) {
+    const char *pipe_dir = getenv("CUDA_MPS_PIPE_DIRECTORY");
+    const char *pct = getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
+    const char *pinned = getenv("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT");
+    printf("aegis-fakegpu: devices=%s mps_pipe=%s threads=%s pinned=%s\n",
+           getenv("CUDA_VISIBLE_DEVICES"), pipe_dir ? pipe_dir : "-",
+           pct ? pct : "-", pinned ? pinned : "-");
+    fflush(stdout);
+    if (pipe_dir) {
+        char path[4096 + 16];
+        struct stat st;
+        snprintf(path, sizeof path, "%s/control", pipe_dir);
+        if (stat(path, &st) != 0 || !S_ISSOCK(st.st_mode)) {
+            fprintf(stderr, "RuntimeError: CUDA error: MPS client failed to "
+                    "connect to the MPS control daemon or the MPS server "
+                    "(aegis-fakegpu: no control socket %s)\n", path);
+            return -1;
+        }
+    }
+    double v = 0;
+    if (pct && fake_number("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", pct, 1, 100,
+                           &v) < 0)
+        return -1;
+    return pinned ? fake_parse_pinned(job, pinned) : 0;
 }
 
 /* Writes a size as PyTorch's memory summaries do ("1.50 GiB"). */
@@ -143,11 +224,11 @@ static void fake_size(char *buf, size_t len, double mib) {
 /* Prints the error PyTorch prints when an allocation of `want` MiB fails on
  * CUDA device `ordinal` (its place in CUDA_VISIBLE_DEVICES). */
 static void fake_print_oom(const fake_job *job, int ordinal, long want,
-                           long used) {
+                           long used, long cap) {
     char req[32], total[32], alloc[32], freem[32], mine[32];
-    long avail = job->cfg.mib - used;
+    long avail = cap - used;
     fake_size(req, sizeof req, (double)want);
-    fake_size(total, sizeof total, (double)job->cfg.mib);
+    fake_size(total, sizeof total, (double)cap);
     fake_size(alloc, sizeof alloc, (double)used);
     fake_size(freem, sizeof freem, (double)(avail > 0 ? avail : 0));
     fake_size(mine, sizeof mine, (double)job->held);
@@ -159,6 +240,24 @@ static void fake_print_oom(const fake_job *job, int ordinal, long want,
             "(GPU %d; %s total capacity; %s already allocated; %s free; %s "
             "reserved in total by PyTorch)\n", req, ordinal, total, alloc,
             freem, mine);
+}
+
+/* Memory other jobs use on device k of the job: its whole GPU's, or only
+ * its MIG instance's. Returns 0, or -1 with errno set. */
+static int fake_used(const fake_job *job, int k, long *used) {
+    static tgpu_alloc allocs[TGPU_MAX_ALLOCS];
+    tgpu_usage u;
+    int n = tgpu_scan(&job->cfg, job->gpus[k], allocs, TGPU_MAX_ALLOCS, &u);
+    if (n < 0)
+        return -1;
+    *used = u.used_mib;
+    if (job->mig_gi[k] == 0)
+        return 0;
+    *used = 0;
+    for (int i = 0; i < n; i++)
+        if (allocs[i].mig_gi == job->mig_gi[k])
+            *used += allocs[i].mib;
+    return 0;
 }
 
 /* Takes `more` MiB on every GPU of the job, or none of them. Returns 0, or
@@ -173,23 +272,29 @@ static int fake_allocate(fake_job *job, long more) {
     }
     int rc = 0;
     for (int k = 0; k < job->ngpus && rc == 0; k++) {
-        tgpu_usage u;
-        if (tgpu_scan(&job->cfg, job->gpus[k], NULL, 0, &u) < 0) {
+        long used = 0;
+        if (fake_used(job, k, &used) < 0) {
             fprintf(stderr, "aegis-fakegpu: %s: %s\n", job->cfg.dir,
                     strerror(errno));
             rc = -1;
-        } else if (u.used_mib + more > job->cfg.mib) {
-            fake_print_oom(job, k, more, u.used_mib);
+        } else if (used + more > job->cap[k]) {
+            fake_print_oom(job, k, more, used, job->cap[k]);
+            rc = -1;
+        } else if (job->pinned[k] > 0 && job->held + more > job->pinned[k]) {
+            /* MPS refuses past the pinned limit as if the device were full */
+            fake_print_oom(job, k, more, job->held, job->pinned[k]);
             rc = -1;
         }
     }
-    tgpu_alloc a = {getpid(), job->held + more, job->smact};
-    for (int k = 0; k < job->ngpus && rc == 0; k++)
+    for (int k = 0; k < job->ngpus && rc == 0; k++) {
+        tgpu_alloc a = {getpid(), job->held + more, job->smact,
+                        job->mig_gi[k]};
         if (tgpu_alloc_write(&job->cfg, job->gpus[k], &a) < 0) {
             fprintf(stderr, "aegis-fakegpu: %s: %s\n", job->cfg.dir,
                     strerror(errno));
             rc = -1;
         }
+    }
     if (rc == 0)
         job->held += more;
     close(lock);
@@ -250,6 +355,8 @@ int main(int argc, char **argv) {
     }
     if (fake_parse_devices(&job) < 0)
         return 2;
+    if (fake_check_mps(&job) < 0)
+        return 1;
     /* Handlers only set a flag; installed before the memory is taken so a
      * SIGTERM at any point still frees it. */
     struct sigaction sa;

@@ -14,8 +14,10 @@
  * compute instance or its MIG device), "?" for one that is not ours. Tests
  * check exact call sequences against it.
  *
- * mig<i> holds "mode <0|1>", then "gi <id> <profileId> <start>" and
- * "ci <gi id> <ci id> <ci profileId>" lines. No file: MIG off, nothing.
+ * mig<i> holds "mode <0|1>", then "gi <id> <profileId> <start> <MiB>" and
+ * "ci <gi id> <ci id> <ci profileId>" lines (<MiB>, the instance's memory,
+ * is for aegis-fakegpu, which has no profile table). No file: MIG off,
+ * nothing.
  *
  * The model is the GPUs' name (AEGIS_TEST_GPU_MODEL) looked up in the MIG
  * table (mig_profiles.h): a name with no table has no MIG (NOT_SUPPORTED),
@@ -27,7 +29,8 @@
  * instances within their GPU instance's slices; a GPU instance destroyed
  * only without compute instances (else IN_USE).
  * Simplified: mode changes take effect at once (no reset pending); no +me
- * profiles (the table leaves them out); MIG devices report no memory used.
+ * profiles (the table leaves them out). A MIG device's memory in use is
+ * what aegis-fakegpu jobs charged to its GPU instance.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -115,6 +118,7 @@ typedef struct tmig_gpu {
 
 /* One call's hold on a GPU's state: the lock and what was read under it. */
 typedef struct tmig_txn {
+    char who[32];           /* the handle called, as the log writes it */
     int lock;
     int gpu;
     const mig_model *model;
@@ -176,15 +180,6 @@ static void tmig_who_gi(nvmlGpuInstance_t h, char *buf, size_t len) {
     int gpu, gi;
     if (tmig_gi_pos(h, &gpu, &gi) == 0)
         snprintf(buf, len, "gpu%d/gi%d", gpu, gi);
-    else
-        snprintf(buf, len, "?");
-}
-
-static void tmig_who_ci(nvmlComputeInstance_t h, char *buf, size_t len) {
-    int gpu, gi, ci;
-    if (tmig_ci_pos(h, tmig_cis, sizeof tmig_cis[0][0][0], &gpu, &gi,
-                    &ci) == 0)
-        snprintf(buf, len, "gpu%d/gi%d/ci%d", gpu, gi, ci);
     else
         snprintf(buf, len, "?");
 }
@@ -269,8 +264,9 @@ static int tmig_write(int gpu, const tmig_gpu *s) {
     size_t n = (size_t)snprintf(text, sizeof text, "mode %d\n", s->mode);
     for (int i = 0; i < s->ngi; i++) {
         const tmig_gi *g = &s->gi[i];
-        n += (size_t)snprintf(text + n, sizeof text - n, "gi %d %u %d\n",
-                              g->id, tmig_profile_id(g->profile), g->start);
+        n += (size_t)snprintf(text + n, sizeof text - n, "gi %d %u %d %ld\n",
+                              g->id, tmig_profile_id(g->profile), g->start,
+                              g->profile->mem_mib);
         for (int c = 0; c < g->nci; c++)
             n += (size_t)snprintf(text + n, sizeof text - n, "ci %d %d %d\n",
                                   g->id, g->ci[c].id, g->ci[c].profile);
@@ -314,6 +310,7 @@ static nvmlReturn_t tmig_begin_dev(const char *call, nvmlDevice_t d,
                                    const void *out, int need_mig,
                                    tmig_txn *t) {
     int gpu = -1;
+    tmig_who_dev(d, t->who, sizeof t->who);
     nvmlReturn_t rc = tnv_device(call, d, out, &gpu);
     if (rc == NVML_SUCCESS)
         rc = tmig_begin(call, gpu, t);
@@ -342,6 +339,7 @@ static tmig_ci *tmig_find_ci(tmig_gi *g, int id) {
 static nvmlReturn_t tmig_begin_gi(const char *call, nvmlGpuInstance_t h,
                                   const void *out, tmig_txn *t, tmig_gi **g) {
     int gpu = -1, id = -1;
+    tmig_who_gi(h, t->who, sizeof t->who);
     if (tnv_refs == 0)
         return tgpu_fail(NVML_ERROR_UNINITIALIZED, "%s: nvmlInit_v2 was not "
                          "called", call);
@@ -362,10 +360,13 @@ static nvmlReturn_t tmig_begin_ci(const char *call, const void *h,
                                   const void *out, tmig_txn *t, tmig_gi **g,
                                   tmig_ci **c) {
     int gpu = -1, gi = -1, ci = -1;
+    int ours = tmig_ci_pos(h, base, size, &gpu, &gi, &ci) == 0;
+    snprintf(t->who, sizeof t->who, ours ? "gpu%d/gi%d/ci%d" : "?", gpu, gi,
+             ci);
     if (tnv_refs == 0)
         return tgpu_fail(NVML_ERROR_UNINITIALIZED, "%s: nvmlInit_v2 was not "
                          "called", call);
-    if (tmig_ci_pos(h, base, size, &gpu, &gi, &ci) < 0 || !out)
+    if (!ours || !out)
         return tgpu_fail(NVML_ERROR_INVALID_ARGUMENT, "%s: %s", call,
                          !out ? "NULL output" : "not a MIG handle");
     nvmlReturn_t rc = tmig_begin(call, gpu, t);
@@ -388,8 +389,6 @@ nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device,
                                   unsigned int *currentMode,
                                   unsigned int *pendingMode) {
     static const char call[] = "nvmlDeviceGetMigMode";
-    char who[32];
-    tmig_who_dev(device, who, sizeof who);
     tmig_txn t;
     nvmlReturn_t rc = tmig_begin_dev(call, device, currentMode, 0, &t);
     if (rc == NVML_SUCCESS) {
@@ -400,20 +399,18 @@ nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device,
             *currentMode = *pendingMode = (unsigned int)t.s.mode;
         rc = tmig_end(&t, rc, 0);
     }
-    return tmig_log(rc, "%s %s", call, who);
+    return tmig_log(rc, "%s %s", call, t.who);
 }
 
 nvmlReturn_t nvmlDeviceSetMigMode(nvmlDevice_t device, unsigned int mode,
                                   nvmlReturn_t *activationStatus) {
     static const char call[] = "nvmlDeviceSetMigMode";
-    char who[32];
-    tmig_who_dev(device, who, sizeof who);
     tmig_txn t;
     nvmlReturn_t rc = tmig_begin_dev(call, device, activationStatus, 0, &t);
     if (rc != NVML_SUCCESS) {
         if (activationStatus)
             *activationStatus = rc;
-        return tmig_log(rc, "%s %s mode=%u", call, who, mode);
+        return tmig_log(rc, "%s %s mode=%u", call, t.who, mode);
     }
     tgpu_usage u = {0, 0.0, 0};
     if (mode != NVML_DEVICE_MIG_ENABLE && mode != NVML_DEVICE_MIG_DISABLE)
@@ -433,19 +430,17 @@ nvmlReturn_t nvmlDeviceSetMigMode(nvmlDevice_t device, unsigned int mode,
         t.s.mode = (int)mode;
     *activationStatus = rc;
     rc = tmig_end(&t, rc, 1);
-    return tmig_log(rc, "%s %s mode=%u", call, who, mode);
+    return tmig_log(rc, "%s %s mode=%u", call, t.who, mode);
 }
 
 nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfo(
     nvmlDevice_t device, unsigned int profile,
     nvmlGpuInstanceProfileInfo_t *info) {
     static const char call[] = "nvmlDeviceGetGpuInstanceProfileInfo";
-    char who[32];
-    tmig_who_dev(device, who, sizeof who);
     tmig_txn t;
     nvmlReturn_t rc = tmig_begin_dev(call, device, info, 1, &t);
     if (rc != NVML_SUCCESS)
-        return tmig_log(rc, "%s %s profile=%u", call, who, profile);
+        return tmig_log(rc, "%s %s profile=%u", call, t.who, profile);
     const mig_profile *p = mig_profile_by_nvml(t.model, (int)profile);
     if (!p)
         rc = tgpu_fail(NVML_ERROR_NOT_SUPPORTED, "%s: %s has no GPU instance "
@@ -460,7 +455,7 @@ nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfo(
             .copyEngineCount = (unsigned int)p->compute_slices,
             .memorySizeMB = (unsigned long long)p->mem_mib};
     rc = tmig_end(&t, rc, 0);
-    return tmig_log(rc, "%s %s profile=%u", call, who, profile);
+    return tmig_log(rc, "%s %s profile=%u", call, t.who, profile);
 }
 
 /* The profile of id profileId in t's model, or NULL with rc failed. */
@@ -479,12 +474,10 @@ nvmlReturn_t nvmlDeviceGetGpuInstancePossiblePlacements_v2(
     nvmlDevice_t device, unsigned int profileId,
     nvmlGpuInstancePlacement_t *placements, unsigned int *count) {
     static const char call[] = "nvmlDeviceGetGpuInstancePossiblePlacements_v2";
-    char who[32];
-    tmig_who_dev(device, who, sizeof who);
     tmig_txn t;
     nvmlReturn_t rc = tmig_begin_dev(call, device, count, 1, &t);
     if (rc != NVML_SUCCESS)
-        return tmig_log(rc, "%s %s profileId=%u", call, who, profileId);
+        return tmig_log(rc, "%s %s profileId=%u", call, t.who, profileId);
     const mig_profile *p = tmig_profile_arg(call, &t, profileId, &rc);
     unsigned int n = 0;
     for (int s = 0; p && s < MIG_MEM_SLICES; s++) {
@@ -501,7 +494,7 @@ nvmlReturn_t nvmlDeviceGetGpuInstancePossiblePlacements_v2(
     if (p)
         *count = n;
     rc = tmig_end(&t, rc, 0);
-    return tmig_log(rc, "%s %s profileId=%u", call, who, profileId);
+    return tmig_log(rc, "%s %s profileId=%u", call, t.who, profileId);
 }
 
 /* Why a new instance of p at start cannot go on s, or 0 when it can. */
@@ -538,8 +531,6 @@ nvmlReturn_t nvmlDeviceCreateGpuInstanceWithPlacement(
     nvmlDevice_t device, unsigned int profileId,
     const nvmlGpuInstancePlacement_t *placement, nvmlGpuInstance_t *gi) {
     static const char call[] = "nvmlDeviceCreateGpuInstanceWithPlacement";
-    char who[32];
-    tmig_who_dev(device, who, sizeof who);
     unsigned int start = placement ? placement->start : 0;
     unsigned int size = placement ? placement->size : 0;
     tmig_txn t;
@@ -560,7 +551,7 @@ nvmlReturn_t nvmlDeviceCreateGpuInstanceWithPlacement(
         }
         rc = tmig_end(&t, rc, 1);
     }
-    return tmig_log(rc, "%s %s profileId=%u start=%u size=%u", call, who,
+    return tmig_log(rc, "%s %s profileId=%u start=%u size=%u", call, t.who,
                     profileId, start, size);
 }
 
@@ -569,12 +560,10 @@ nvmlReturn_t nvmlDeviceGetGpuInstances(nvmlDevice_t device,
                                        nvmlGpuInstance_t *gis,
                                        unsigned int *count) {
     static const char call[] = "nvmlDeviceGetGpuInstances";
-    char who[32];
-    tmig_who_dev(device, who, sizeof who);
     tmig_txn t;
     nvmlReturn_t rc = tmig_begin_dev(call, device, count, 1, &t);
     if (rc != NVML_SUCCESS)
-        return tmig_log(rc, "%s %s profileId=%u", call, who, profileId);
+        return tmig_log(rc, "%s %s profileId=%u", call, t.who, profileId);
     const mig_profile *p = tmig_profile_arg(call, &t, profileId, &rc);
     if (p && !gis)
         rc = tgpu_fail(NVML_ERROR_INVALID_ARGUMENT, "%s: NULL output", call);
@@ -590,33 +579,29 @@ nvmlReturn_t nvmlDeviceGetGpuInstances(nvmlDevice_t device,
         *count = n;
     }
     rc = tmig_end(&t, rc, 0);
-    return tmig_log(rc, "%s %s profileId=%u", call, who, profileId);
+    return tmig_log(rc, "%s %s profileId=%u", call, t.who, profileId);
 }
 
 nvmlReturn_t nvmlDeviceGetGpuInstanceById(nvmlDevice_t device,
                                           unsigned int id,
                                           nvmlGpuInstance_t *gi) {
     static const char call[] = "nvmlDeviceGetGpuInstanceById";
-    char who[32];
-    tmig_who_dev(device, who, sizeof who);
     tmig_txn t;
     nvmlReturn_t rc = tmig_begin_dev(call, device, gi, 1, &t);
     if (rc != NVML_SUCCESS)
-        return tmig_log(rc, "%s %s id=%u", call, who, id);
+        return tmig_log(rc, "%s %s id=%u", call, t.who, id);
     if (id >= TMIG_IDS || !tmig_find_gi(&t.s, (int)id))
         rc = tgpu_fail(NVML_ERROR_NOT_FOUND, "%s: GPU %d has no GPU instance "
                        "%u", call, t.gpu, id);
     else
         *gi = &tmig_gis[t.gpu][id];
     rc = tmig_end(&t, rc, 0);
-    return tmig_log(rc, "%s %s id=%u", call, who, id);
+    return tmig_log(rc, "%s %s id=%u", call, t.who, id);
 }
 
 nvmlReturn_t nvmlGpuInstanceGetInfo(nvmlGpuInstance_t gi,
                                     nvmlGpuInstanceInfo_t *info) {
     static const char call[] = "nvmlGpuInstanceGetInfo";
-    char who[32];
-    tmig_who_gi(gi, who, sizeof who);
     tmig_txn t;
     tmig_gi *g = NULL;
     nvmlReturn_t rc = tmig_begin_gi(call, gi, info, &t, &g);
@@ -627,16 +612,15 @@ nvmlReturn_t nvmlGpuInstanceGetInfo(nvmlGpuInstance_t gi,
             {(unsigned int)g->start, (unsigned int)g->profile->mem_slices}};
         rc = tmig_end(&t, rc, 0);
     }
-    return tmig_log(rc, "%s %s", call, who);
+    return tmig_log(rc, "%s %s", call, t.who);
 }
 
 nvmlReturn_t nvmlGpuInstanceDestroy(nvmlGpuInstance_t gi) {
     static const char call[] = "nvmlGpuInstanceDestroy";
-    char who[32];
-    tmig_who_gi(gi, who, sizeof who);
     tmig_txn t;
     tmig_gi *g = NULL;
-    nvmlReturn_t rc = tmig_begin_gi(call, gi, who, &t, &g);
+    /* no output: `call` stands for the non-NULL pointer begin checks */
+    nvmlReturn_t rc = tmig_begin_gi(call, gi, call, &t, &g);
     if (rc == NVML_SUCCESS) {
         if (g->nci > 0)
             rc = tgpu_fail(NVML_ERROR_IN_USE, "%s: GPU instance %d still has "
@@ -645,7 +629,7 @@ nvmlReturn_t nvmlGpuInstanceDestroy(nvmlGpuInstance_t gi) {
             *g = t.s.gi[--t.s.ngi];
         rc = tmig_end(&t, rc, 1);
     }
-    return tmig_log(rc, "%s %s", call, who);
+    return tmig_log(rc, "%s %s", call, t.who);
 }
 
 /* Compute slices of compute-instance profile `profile`, or 0. */
@@ -658,13 +642,11 @@ nvmlReturn_t nvmlGpuInstanceGetComputeInstanceProfileInfo(
     nvmlGpuInstance_t gi, unsigned int profile, unsigned int engProfile,
     nvmlComputeInstanceProfileInfo_t *info) {
     static const char call[] = "nvmlGpuInstanceGetComputeInstanceProfileInfo";
-    char who[32];
-    tmig_who_gi(gi, who, sizeof who);
     tmig_txn t;
     tmig_gi *g = NULL;
     nvmlReturn_t rc = tmig_begin_gi(call, gi, info, &t, &g);
     if (rc != NVML_SUCCESS)
-        return tmig_log(rc, "%s %s profile=%u engProfile=%u", call, who,
+        return tmig_log(rc, "%s %s profile=%u engProfile=%u", call, t.who,
                         profile, engProfile);
     unsigned int slices = tmig_ci_profile_slices(profile);
     unsigned int have = (unsigned int)g->profile->compute_slices;
@@ -680,7 +662,7 @@ nvmlReturn_t nvmlGpuInstanceGetComputeInstanceProfileInfo(
             .multiprocessorCount = slices * TMIG_SMS_PER_SLICE,
             .sharedCopyEngineCount = have};
     rc = tmig_end(&t, rc, 0);
-    return tmig_log(rc, "%s %s profile=%u engProfile=%u", call, who, profile,
+    return tmig_log(rc, "%s %s profile=%u engProfile=%u", call, t.who, profile,
                     engProfile);
 }
 
@@ -688,13 +670,11 @@ nvmlReturn_t nvmlGpuInstanceCreateComputeInstance(nvmlGpuInstance_t gi,
                                                   unsigned int profileId,
                                                   nvmlComputeInstance_t *ci) {
     static const char call[] = "nvmlGpuInstanceCreateComputeInstance";
-    char who[32];
-    tmig_who_gi(gi, who, sizeof who);
     tmig_txn t;
     tmig_gi *g = NULL;
     nvmlReturn_t rc = tmig_begin_gi(call, gi, ci, &t, &g);
     if (rc != NVML_SUCCESS)
-        return tmig_log(rc, "%s %s profileId=%u", call, who, profileId);
+        return tmig_log(rc, "%s %s profileId=%u", call, t.who, profileId);
     unsigned int slices = tmig_ci_profile_slices(profileId), used = 0;
     for (int i = 0; i < g->nci; i++)
         used += tmig_ci_profile_slices((unsigned int)g->ci[i].profile);
@@ -714,70 +694,62 @@ nvmlReturn_t nvmlGpuInstanceCreateComputeInstance(nvmlGpuInstance_t gi,
         *ci = &tmig_cis[t.gpu][g->id][id];
     }
     rc = tmig_end(&t, rc, 1);
-    return tmig_log(rc, "%s %s profileId=%u", call, who, profileId);
+    return tmig_log(rc, "%s %s profileId=%u", call, t.who, profileId);
 }
 
 nvmlReturn_t nvmlGpuInstanceGetComputeInstanceById(nvmlGpuInstance_t gi,
                                                    unsigned int id,
                                                    nvmlComputeInstance_t *ci) {
     static const char call[] = "nvmlGpuInstanceGetComputeInstanceById";
-    char who[32];
-    tmig_who_gi(gi, who, sizeof who);
     tmig_txn t;
     tmig_gi *g = NULL;
     nvmlReturn_t rc = tmig_begin_gi(call, gi, ci, &t, &g);
     if (rc != NVML_SUCCESS)
-        return tmig_log(rc, "%s %s id=%u", call, who, id);
+        return tmig_log(rc, "%s %s id=%u", call, t.who, id);
     if (id >= TMIG_IDS || !tmig_find_ci(g, (int)id))
         rc = tgpu_fail(NVML_ERROR_NOT_FOUND, "%s: GPU instance %d has no "
                        "compute instance %u", call, g->id, id);
     else
         *ci = &tmig_cis[t.gpu][g->id][id];
     rc = tmig_end(&t, rc, 0);
-    return tmig_log(rc, "%s %s id=%u", call, who, id);
+    return tmig_log(rc, "%s %s id=%u", call, t.who, id);
 }
 
 nvmlReturn_t nvmlComputeInstanceDestroy(nvmlComputeInstance_t ci) {
     static const char call[] = "nvmlComputeInstanceDestroy";
-    char who[32];
-    tmig_who_ci(ci, who, sizeof who);
     tmig_txn t;
     tmig_gi *g = NULL;
     tmig_ci *c = NULL;
     nvmlReturn_t rc = tmig_begin_ci(call, ci, tmig_cis,
-                                    sizeof tmig_cis[0][0][0], who, &t, &g,
+                                    sizeof tmig_cis[0][0][0], call, &t, &g,
                                     &c);
     if (rc == NVML_SUCCESS) {
         *c = g->ci[--g->nci];
         rc = tmig_end(&t, rc, 1);
     }
-    return tmig_log(rc, "%s %s", call, who);
+    return tmig_log(rc, "%s %s", call, t.who);
 }
 
 nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t device,
                                             unsigned int *count) {
     static const char call[] = "nvmlDeviceGetMaxMigDeviceCount";
-    char who[32];
-    tmig_who_dev(device, who, sizeof who);
     tmig_txn t;
     nvmlReturn_t rc = tmig_begin_dev(call, device, count, 0, &t);
     if (rc == NVML_SUCCESS) {
         *count = MIG_COMPUTE_SLICES; /* one MIG device per compute slice */
         rc = tmig_end(&t, rc, 0);
     }
-    return tmig_log(rc, "%s %s", call, who);
+    return tmig_log(rc, "%s %s", call, t.who);
 }
 
 nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t device,
                                                  unsigned int index,
                                                  nvmlDevice_t *migDevice) {
     static const char call[] = "nvmlDeviceGetMigDeviceHandleByIndex";
-    char who[32];
-    tmig_who_dev(device, who, sizeof who);
     tmig_txn t;
     nvmlReturn_t rc = tmig_begin_dev(call, device, migDevice, 1, &t);
     if (rc != NVML_SUCCESS)
-        return tmig_log(rc, "%s %s index=%u", call, who, index);
+        return tmig_log(rc, "%s %s index=%u", call, t.who, index);
     /* MIG devices in GPU-instance id order, then compute-instance id. */
     unsigned int k = 0;
     *migDevice = NULL;
@@ -791,18 +763,17 @@ nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t device,
         rc = tgpu_fail(NVML_ERROR_NOT_FOUND, "%s: GPU %d has no MIG device "
                        "%u", call, t.gpu, index);
     rc = tmig_end(&t, rc, 0);
-    return tmig_log(rc, "%s %s index=%u", call, who, index);
+    return tmig_log(rc, "%s %s index=%u", call, t.who, index);
 }
 
 /* The GPU- or compute-instance id behind a MIG device handle. */
 static nvmlReturn_t tmig_mig_id(const char *call, nvmlDevice_t d,
                                 unsigned int *id, int want_ci) {
-    char who[32];
-    tmig_who_dev(d, who, sizeof who);
     tmig_txn t;
     tmig_gi *g = NULL;
     tmig_ci *c = NULL;
     nvmlReturn_t rc;
+    tmig_who_dev(d, t.who, sizeof t.who); /* begin_mig may not be called */
     if (tnv_refs > 0 && !tmig_owns(d))
         rc = tgpu_fail(NVML_ERROR_NOT_SUPPORTED, "%s: not a MIG device",
                        call);
@@ -810,7 +781,7 @@ static nvmlReturn_t tmig_mig_id(const char *call, nvmlDevice_t d,
         *id = (unsigned int)(want_ci ? c->id : g->id);
         rc = tmig_end(&t, rc, 0);
     }
-    return tmig_log(rc, "%s %s", call, who);
+    return tmig_log(rc, "%s %s", call, t.who);
 }
 
 nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t device,
@@ -827,24 +798,22 @@ nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t device,
  * device still exists, answers from its GPU instance, and logs. */
 nvmlReturn_t tmig_uuid(nvmlDevice_t d, char *buf, unsigned int length) {
     static const char call[] = "nvmlDeviceGetUUID";
-    char who[32], text[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
-    tmig_who_dev(d, who, sizeof who);
+    char text[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
     tmig_txn t;
     tmig_gi *g = NULL;
     tmig_ci *c = NULL;
     nvmlReturn_t rc = tmig_begin_mig(call, d, buf, &t, &g, &c);
     if (rc == NVML_SUCCESS) {
-        snprintf(text, sizeof text, "MIG-aegis-test-%d-%d-%d", t.gpu, g->id,
-                 c->id);
+        snprintf(text, sizeof text, TGPU_MIG_UUID_PREFIX "%d-%d-%d", t.gpu,
+                 g->id, c->id);
         rc = tmig_end(&t, tnv_string(call, text, buf, length), 0);
     }
-    return tmig_log(rc, "%s %s", call, who);
+    return tmig_log(rc, "%s %s", call, t.who);
 }
 
 nvmlReturn_t tmig_name(nvmlDevice_t d, char *buf, unsigned int length) {
     static const char call[] = "nvmlDeviceGetName";
-    char who[32], text[NVML_DEVICE_NAME_V2_BUFFER_SIZE + 32];
-    tmig_who_dev(d, who, sizeof who);
+    char text[NVML_DEVICE_NAME_V2_BUFFER_SIZE + 32];
     tmig_txn t;
     tmig_gi *g = NULL;
     tmig_ci *c = NULL;
@@ -853,22 +822,32 @@ nvmlReturn_t tmig_name(nvmlDevice_t d, char *buf, unsigned int length) {
         snprintf(text, sizeof text, "%s MIG %s", tnv_model, g->profile->name);
         rc = tmig_end(&t, tnv_string(call, text, buf, length), 0);
     }
-    return tmig_log(rc, "%s %s", call, who);
+    return tmig_log(rc, "%s %s", call, t.who);
 }
 
 nvmlReturn_t tmig_memory(nvmlDevice_t d, nvmlMemory_t *memory) {
     static const char call[] = "nvmlDeviceGetMemoryInfo";
-    char who[32];
-    tmig_who_dev(d, who, sizeof who);
     tmig_txn t;
     tmig_gi *g = NULL;
     tmig_ci *c = NULL;
     nvmlReturn_t rc = tmig_begin_mig(call, d, memory, &t, &g, &c);
     if (rc == NVML_SUCCESS) {
+        static tgpu_alloc allocs[TGPU_MAX_ALLOCS];
+        tgpu_usage u;
+        int n = tgpu_scan(&tnv_cfg, t.gpu, allocs, TGPU_MAX_ALLOCS, &u);
+        if (n < 0)
+            rc = tgpu_fail(NVML_ERROR_GPU_IS_LOST, "AEGIS_TEST_GPU_DIR=%s: "
+                           "%s", tnv_cfg.dir, strerror(errno));
+        unsigned long long used = 0;
+        for (int i = 0; i < n; i++)
+            if (allocs[i].mig_gi == g->id)
+                used += (unsigned long long)allocs[i].mib << 20;
         unsigned long long total = (unsigned long long)g->profile->mem_mib
                                    << 20;
-        *memory = (nvmlMemory_t){total, total, 0};
+        if (used > total)
+            used = total;
+        *memory = (nvmlMemory_t){total, total - used, used};
         rc = tmig_end(&t, rc, 0);
     }
-    return tmig_log(rc, "%s %s", call, who);
+    return tmig_log(rc, "%s %s", call, t.who);
 }

@@ -90,6 +90,8 @@ static int tgpu_alloc_read(const char *path, tgpu_alloc *a) {
         return -1;
     int ok = fscanf(f, "%ld %lf", &a->mib, &a->smact) == 2 && a->mib >= 0 &&
              a->smact >= 0;
+    if (ok && fscanf(f, "%d", &a->mig_gi) != 1)
+        a->mig_gi = 0; /* charged to the whole GPU */
     fclose(f);
     return ok ? 0 : -1;
 }
@@ -126,7 +128,7 @@ int tgpu_scan(const tgpu_config *c, int gpu, tgpu_alloc *out, int max,
             unlink(path);
             continue;
         }
-        tgpu_alloc a = {(pid_t)pid, 0, 0.0};
+        tgpu_alloc a = {(pid_t)pid, 0, 0.0, 0};
         if (tgpu_alloc_read(path, &a) < 0)
             continue; /* removed since readdir: the job just ended */
         sum->used_mib += a.mib;
@@ -160,7 +162,11 @@ int tgpu_write_file(const tgpu_config *c, const char *name, const char *text) {
 int tgpu_alloc_write(const tgpu_config *c, int gpu, const tgpu_alloc *a) {
     char name[64], text[64];
     snprintf(name, sizeof name, "gpu%d.%ld", gpu, (long)a->pid);
-    snprintf(text, sizeof text, "%ld %.4f\n", a->mib, a->smact);
+    if (a->mig_gi > 0)
+        snprintf(text, sizeof text, "%ld %.4f %d\n", a->mib, a->smact,
+                 a->mig_gi);
+    else
+        snprintf(text, sizeof text, "%ld %.4f\n", a->mib, a->smact);
     return tgpu_write_file(c, name, text);
 }
 
@@ -216,4 +222,37 @@ int tgpu_find(const tgpu_config *c, const char *entry) {
     if (tgpu_parse_long(entry, entry + strlen(entry), 0, c->ngpus - 1, &i) < 0)
         return -1;
     return (int)i;
+}
+
+int tgpu_mig_find(const tgpu_config *c, const char *entry, int *gpu,
+                  int *gi, long *mib) {
+    int g = -1, i = -1, k = -1, used = 0;
+    size_t plen = strlen(TGPU_MIG_UUID_PREFIX);
+    if (strncmp(entry, TGPU_MIG_UUID_PREFIX, plen) != 0 ||
+        sscanf(entry + plen, "%d-%d-%d%n", &g, &i, &k, &used) != 3 ||
+        entry[plen + (size_t)used] != '\0' || g < 0 || g >= c->ngpus)
+        return -1;
+    char path[sizeof c->dir + 32], line[128];
+    snprintf(path, sizeof path, "%s/mig%d", c->dir, g);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    int have_gi = 0, have_ci = 0;
+    while (fgets(line, sizeof line, f)) {
+        int a = -1, b = -1, unused = 0;
+        long m = 0;
+        if (sscanf(line, "gi %d %d %d %ld", &a, &unused, &b, &m) == 4 &&
+            a == i && m > 0) {
+            have_gi = 1;
+            *mib = m;
+        } else if (sscanf(line, "ci %d %d", &a, &b) == 2 && a == i && b == k) {
+            have_ci = 1;
+        }
+    }
+    fclose(f);
+    if (!have_gi || !have_ci)
+        return -1;
+    *gpu = g;
+    *gi = i;
+    return 0;
 }

@@ -5,11 +5,16 @@
  * training job (fakegpu.c) writes it; they never talk otherwise, so a test
  * can run any number of both. State files, all in $AEGIS_TEST_GPU_DIR:
  *
- *   gpu<i>.<pid>   one allocation: "<MiB> <smact>\n", e.g. "1000 0.5000";
+ *   gpu<i>.<pid>   one allocation: "<MiB> <smact>[ <gi>]\n", e.g. "1000
+ *                  0.5000", with <gi> the MIG GPU instance it is charged
+ *                  to when the job was given a MIG device;
  *                  written to a dot-named temp file and renamed into place,
  *                  so a reader sees a whole file or none
  *   energy<i>      GPU i's energy counter: "<unix ns> <mJ> <mW>\n" (time of
  *                  the last update, energy so far, power since then)
+ *   mig<i>         GPU i's MIG state (testmig.c): "mode <0|1>", then
+ *                  "gi <id> <profileId> <start> <MiB>" and "ci <gi id>
+ *                  <ci id> <ci profileId>" lines
  *   lock           flock()ed while a job checks and writes its allocation,
  *                  and while a reader updates an energy counter
  *
@@ -38,6 +43,8 @@
 #define TGPU_DEFAULT_SHAPE "3x40960"
 
 #define TGPU_UUID_PREFIX "GPU-aegis-test-0000-"
+/* A MIG device's UUID: this, then "<gpu>-<gi id>-<ci id>". */
+#define TGPU_MIG_UUID_PREFIX "MIG-aegis-test-"
 #define TGPU_NAME "aegis test GPU"
 
 typedef struct tgpu_config {
@@ -50,6 +57,8 @@ typedef struct tgpu_alloc {
     pid_t pid;
     long mib;
     double smact;           /* 0..1: the share of SMs this job keeps busy */
+    int mig_gi;             /* the MIG GPU instance it is charged to; 0:
+                               the whole GPU (GI ids start at 1) */
 } tgpu_alloc;
 
 typedef struct tgpu_usage {
@@ -99,5 +108,11 @@ void tgpu_uuid(int gpu, char *buf, size_t len);
 /* The GPU a CUDA_VISIBLE_DEVICES entry names (a UUID from tgpu_uuid or an
  * index), or -1 when it names none of c's GPUs. */
 int tgpu_find(const tgpu_config *c, const char *entry);
+
+/* The MIG device a CUDA_VISIBLE_DEVICES entry names (TGPU_MIG_UUID_PREFIX
+ * form): 0 with its GPU, GPU instance id and memory (MiB) when mig<gpu>
+ * holds that compute instance, else -1. */
+int tgpu_mig_find(const tgpu_config *c, const char *entry, int *gpu,
+                  int *gi, long *mib);
 
 #endif

@@ -352,5 +352,282 @@ assert 'cmd' not in r[$a]" < r.json || fail "report rows"
         grep -q "bad.yaml:1: pue" || fail "pue 0.5 accepted"
 }
 
+# MPS on GPUs 0 and 2 (GPU 1 naive): each one's control daemon is started
+# once when aegisd starts and stopped once when it stops; one left running
+# for a job across a restart is kept, not started again, and stopped once
+# by the aegisd that kept it. A job on an MPS
+# GPU gets its pipe and log folders, its floor as pinned memory when
+# shared, and the thread share its submitter asked for (--mps-threads, or
+# the variable in the submitter's environment); a job on the naive GPU gets
+# none of it.
+case_mps() {
+    local mps st=$DIR/state
+    mps=$(dirname "$FAKE")/aegis-fake-mps-control
+    printf 'sharing:\n  default: mps\n  1: naive\nmps_control: %s\n' "$mps" \
+        >> "$DIR/aegis.yaml"
+    start
+    cd "$DIR/work"
+    "$AEGIS" drain 1 >/dev/null && "$AEGIS" drain 2 >/dev/null || fail drain
+    alone=$(CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50 "$AEGIS" submit --mem 1000 -- \
+            "$FAKE" --mib 1000 --seconds 4) || fail submit
+    until "$AEGIS" show "$alone" 2>/dev/null | grep -q "seen on GPU"; do sleep 0.1; done
+    shared=$("$AEGIS" submit --mem 1000 --mps-threads 25 -- "$FAKE" --mib 1000 --seconds 1)
+    "$AEGIS" wait "$shared" >/dev/null || fail "shared MPS job"
+    # stop with the first job still running: GPU 0's daemon stays for it
+    kill -TERM "$(daemon_pid)"
+    while [ -n "$(daemon_pid)" ]; do sleep 0.1; done
+    start 2> restart.err
+    "$AEGIS" wait "$alone" >/dev/null || fail "MPS job across a restart"
+    grep -q "GPU 0: MPS control daemon already running on $st/mps/0/pipe: kept" \
+        restart.err || fail "GPU 0's daemon not kept: $(cat restart.err)"
+    "$AEGIS" resume 1 >/dev/null && "$AEGIS" drain 0 >/dev/null || fail resume
+    naive=$("$AEGIS" submit -- "$FAKE" --mib 100 --seconds 0)
+    "$AEGIS" wait "$naive" >/dev/null || fail "naive job"
+    [ "$("$AEGIS" log "$alone" | head -1)" = "aegis-fakegpu: devices=GPU-aegis-test-0000-0 mps_pipe=$st/mps/0/pipe threads=50 pinned=-" ] ||
+        fail "alone job's MPS env: $("$AEGIS" log "$alone")"
+    [ "$("$AEGIS" log "$shared" | head -1)" = "aegis-fakegpu: devices=GPU-aegis-test-0000-0 mps_pipe=$st/mps/0/pipe threads=25 pinned=0=3048M" ] ||
+        fail "shared job's MPS env: $("$AEGIS" log "$shared")"
+    [ "$("$AEGIS" log "$naive" | head -1)" = "aegis-fakegpu: devices=GPU-aegis-test-0000-1 mps_pipe=- threads=- pinned=-" ] ||
+        fail "naive job's env: $("$AEGIS" log "$naive")"
+    "$AEGIS" show "$shared" | grep -q "MPS client of GPU 0's control daemon, memory pinned at its floor, 25% of its threads" ||
+        fail "no MPS event: $("$AEGIS" show "$shared")"
+    "$AEGIS" submit --mps-threads 101 -- true 2>/dev/null; [ $? = 2 ] ||
+        fail "--mps-threads 101 accepted"
+    printf 'command: "true"\nmps_threads_pct: 0\n' > zero.yaml
+    "$AEGIS" submit zero.yaml 2>/dev/null; [ $? = 2 ] || fail "mps_threads_pct 0 accepted"
+    # SIGHUP turning GPU 2 naive stops its daemon
+    sed -i 's/^  1: naive$/  1: naive\n  2: naive/' "$DIR/aegis.yaml"
+    reload
+    grep -q "GPU 2: sharing mps -> naive" "$st/aegisd.log" || fail "GPU 2 still mps"
+    kill -TERM "$(daemon_pid)"
+    while [ -n "$(daemon_pid)" ]; do sleep 0.1; done
+    local g0="gpus=GPU-aegis-test-0000-0 pipe=$st/mps/0/pipe log=$st/mps/0/log"
+    local g2="gpus=GPU-aegis-test-0000-2 pipe=$st/mps/2/pipe log=$st/mps/2/log"
+    # first run: both start, GPU 2's stops (GPU 0 keeps a job); second
+    # run: GPU 2's starts again and stops at the reload, GPU 0's at the end
+    printf '%s\n' "start $g0" "start $g2" "command quit $g2" "stop $g2" \
+        "start $g2" "command quit $g2" "stop $g2" "command quit $g0" \
+        "stop $g0" > want.log
+    diff want.log "$AEGIS_TEST_GPU_DIR/mps-calls.log" >&2 ||
+        fail "mps-calls.log is not the expected sequence"
+    # bad modes are refused, naming the file, line and key
+    refused 'sharing:\n  7: mps\n' "bad.yaml:2: sharing: 7: no such GPU (3 found)"
+    refused 'sharing: shared\n' "bad.yaml:1: sharing: 'shared' is not a sharing mode"
+    # MIG instances someone else made on a mig GPU: refused at start
+    mkdir "$DIR/gpu2" && printf 'mode 1\ngi 5 19 6 4864\nci 5 0 0\n' > "$DIR/gpu2/mig0"
+    AEGIS_TEST_GPU_DIR=$DIR/gpu2 refused 'sharing: mig\n' \
+        "GPU 0 holds a MIG instance aegisd did not make (GPU instance 5 at memory slice 6, MIG-aegis-test-0-5-0)"
+}
+
+# SIGHUPs aegisd and waits until it has reloaded its configuration.
+reload() {
+    kill -HUP "$(daemon_pid)"
+    until grep -q "reloaded $DIR/aegis.yaml" "$DIR/state/aegisd.log"; do
+        grep -q "not reloaded" "$DIR/state/aegisd.log" && fail "reload refused"
+        sleep 0.1
+    done
+}
+
+# aegisd, given the config printf format $1, refuses to start, saying $2.
+refused() {
+    printf "$1" > bad.yaml
+    "$AEGISD" --socket "$DIR/b.sock" --state-dir "$DIR/b" --config bad.yaml \
+        --foreground 2> bad.err && fail "config accepted: $1"
+    grep -qF "$2" bad.err || fail "config $1: $(cat bad.err)"
+}
+
+# The NVML calls aegisd makes on test GPU $1 to create the MIG instance
+# with GPU instance id $2 of NVML profile $3 (id $4) at start $5, size $6,
+# its compute instance of profile $7, while GPU instances 1..$2-1 exist.
+mig_create_calls() {
+    local g=gpu$1 gi=$2 k
+    echo "nvmlDeviceGetMigMode $g -> 0"
+    echo "nvmlDeviceGetGpuInstanceProfileInfo $g profile=$3 -> 0"
+    echo "nvmlDeviceCreateGpuInstanceWithPlacement $g profileId=$4 start=$5 size=$6 -> 0"
+    echo "nvmlGpuInstanceGetInfo $g/gi$gi -> 0"
+    echo "nvmlGpuInstanceGetComputeInstanceProfileInfo $g/gi$gi profile=$7 engProfile=0 -> 0"
+    echo "nvmlGpuInstanceCreateComputeInstance $g/gi$gi profileId=$7 -> 0"
+    echo "nvmlDeviceGetMaxMigDeviceCount $g -> 0"
+    for ((k = 1; k <= gi; k++)); do # MIG devices in GPU instance order
+        echo "nvmlDeviceGetMigDeviceHandleByIndex $g index=$((k - 1)) -> 0"
+        echo "nvmlDeviceGetGpuInstanceId $g/gi$k/ci0 -> 0"
+    done
+    echo "nvmlDeviceGetComputeInstanceId $g/gi$gi/ci0 -> 0"
+    echo "nvmlDeviceGetUUID $g/gi$gi/ci0 -> 0"
+}
+
+# ... and to destroy GPU instance $2 (compute instance 0) of GPU $1.
+mig_destroy_calls() {
+    echo "nvmlDeviceGetGpuInstanceById gpu$1 id=$2 -> 0"
+    echo "nvmlGpuInstanceGetComputeInstanceById gpu$1/gi$2 id=0 -> 0"
+    echo "nvmlComputeInstanceDestroy gpu$1/gi$2/ci0 -> 0"
+    echo "nvmlGpuInstanceDestroy gpu$1/gi$2 -> 0"
+}
+
+# The first line aegis-fakegpu printed for job $1: the devices it was given.
+devices_of() { "$AEGIS" log "$1" | head -1 | sed 's/^aegis-fakegpu: devices=\([^ ]*\).*/\1/'; }
+
+# MIG on one A100-40GB: three jobs get the smallest profile holding their
+# demand (--mem + 2048 MiB) at the lowest free start, each on its own MIG
+# device; a job that outgrows its instance runs out of memory there and
+# climbs to the next profile; a job no profile holds gets the whole GPU
+# with MIG mode off. Every instance is destroyed when its attempt ends, and
+# the NVML calls are exactly the expected ones. Then a job survives a
+# crash of aegisd with its instance, which the next aegisd destroys when
+# the job ends; and a job that fragmentation keeps out waits until a valid
+# start is free (at the latest, the GPU empty) and takes it.
+case_mig() {
+    export AEGIS_TEST_GPUS=1x40960
+    echo "sharing: mig" >> "$DIR/aegis.yaml"
+    start
+    cd "$DIR/work"
+    # distinct lengths, so the instances go in a known order
+    a=$("$AEGIS" submit --mem 2000 -- "$FAKE" --mib 2000 --seconds 2)  # 1g.5gb
+    b=$("$AEGIS" submit --mem 7000 -- "$FAKE" --mib 7000 --seconds 3)  # 1g.10gb
+    c=$("$AEGIS" submit --mem 15000 -- "$FAKE" --mib 15000 --seconds 4) # 3g.20gb
+    "$AEGIS" wait "$a" "$b" "$c" >/dev/null || fail "MIG jobs"
+    oom=$("$AEGIS" submit --mem 2000 -- "$FAKE" --mib 6000 --seconds 0)
+    "$AEGIS" wait "$oom" >/dev/null || fail "OOM in a slice not recovered"
+    big=$("$AEGIS" submit --mem 39000 -- "$FAKE" --mib 30000 --seconds 0)
+    "$AEGIS" wait "$big" >/dev/null || fail "whole-GPU job on a MIG GPU"
+    [ "$(devices_of "$a") $(devices_of "$b") $(devices_of "$c")" = \
+      "MIG-aegis-test-0-1-0 MIG-aegis-test-0-2-0 MIG-aegis-test-0-3-0" ] ||
+        fail "MIG devices: $(devices_of "$a") $(devices_of "$b") $(devices_of "$c")"
+    [ "$(devices_of "$oom") $(devices_of "$big")" = \
+      "MIG-aegis-test-0-1-0 GPU-aegis-test-0000-0" ] || fail "oom/big devices"
+    "$AEGIS" show "$b" | grep -q "MIG instance 1g.10gb created at memory slice 2 of GPU 0 (GPU instance 2, compute instance 0): MIG-aegis-test-0-2-0" ||
+        fail "no creation event: $("$AEGIS" show "$b")"
+    "$AEGIS" show "$b" | grep -q "MIG instance 1g.10gb destroyed" || fail "no destruction event"
+    "$AEGIS" show --json "$oom" | pyjson "
+a=d['attempt_list']; assert [x['how'] for x in a]==['oom','ok'], a
+assert a[1]['floor_mib']==9856, a" || fail "OOM in 1g.5gb did not climb to 1g.10gb"
+    {
+        echo "nvmlDeviceGetMigMode gpu0 -> 0"          # startup: check,
+        echo "nvmlDeviceGetMigMode gpu0 -> 0"          # no instances (off)
+        echo "nvmlDeviceGetMigMode gpu0 -> 0"          # first job: MIG on
+        echo "nvmlDeviceSetMigMode gpu0 mode=1 -> 0"   # (its check that
+        mig_create_calls 0 1 0 19 0 1 0                # it took opens this)
+        mig_create_calls 0 2 9 15 2 2 0
+        mig_create_calls 0 3 2 9 4 4 2
+        mig_destroy_calls 0 1
+        mig_destroy_calls 0 2
+        mig_destroy_calls 0 3
+        mig_create_calls 0 1 0 19 0 1 0                # the OOM job: 1g.5gb
+        mig_destroy_calls 0 1
+        mig_create_calls 0 1 9 15 0 2 0                # then 1g.10gb
+        mig_destroy_calls 0 1
+        echo "nvmlDeviceGetMigMode gpu0 -> 0"          # whole GPU: MIG off
+        echo "nvmlDeviceSetMigMode gpu0 mode=0 -> 0"
+        echo "nvmlDeviceGetMigMode gpu0 -> 0"
+    } > want.log
+    diff want.log "$AEGIS_TEST_GPU_DIR/mig-calls.log" >&2 ||
+        fail "mig-calls.log is not the expected sequence"
+    # a crash with a MIG job running: its instance outlives aegisd, goes
+    # back to the job at the restart, and is destroyed when the job ends
+    long=$("$AEGIS" submit --mem 2000 -- "$FAKE" --mib 2000 --seconds 8)
+    until "$AEGIS" show "$long" 2>/dev/null | grep -q "seen on GPU"; do sleep 0.1; done
+    kill -9 "$(daemon_pid)"
+    while [ -n "$(daemon_pid)" ]; do sleep 0.1; done
+    grep -q "^gi " "$AEGIS_TEST_GPU_DIR/mig0" || fail "instance gone with aegisd"
+    start
+    "$AEGIS" wait "$long" >/dev/null || fail "MIG job across a crash"
+    "$AEGIS" show "$long" | grep -q "re-adopted" || fail "not re-adopted"
+    "$AEGIS" show "$long" | grep -q "MIG instance 1g.5gb destroyed" ||
+        fail "instance not destroyed after the restart: $("$AEGIS" show "$long")"
+    # a crash that takes the job's watcher too: the attempt is lost, its
+    # instance destroyed at the restart, and the rerun gets a new one
+    lost=$("$AEGIS" submit --mem 2000 -- "$FAKE" --mib 2000 --seconds 30)
+    until "$AEGIS" show "$lost" 2>/dev/null | grep -q "seen on GPU"; do sleep 0.1; done
+    shim=$("$AEGIS" show --json "$lost" | pyjson "print(d['attempt_list'][-1]['shim_pid'])")
+    job=$("$AEGIS" show --json "$lost" | pyjson "print(d['attempt_list'][-1]['job_pid'])")
+    kill -9 "$(daemon_pid)" "$shim" "$job"
+    while [ -n "$(daemon_pid)" ]; do sleep 0.1; done
+    start
+    until "$AEGIS" show "$lost" | grep -q "attempt 2: MIG instance 1g.5gb created"; do sleep 0.1; done
+    "$AEGIS" show "$lost" | grep -q "attempt 1: MIG instance 1g.5gb destroyed" ||
+        fail "lost attempt's instance: $("$AEGIS" show "$lost")"
+    "$AEGIS" cancel "$lost" >/dev/null
+    "$AEGIS" wait "$lost" >/dev/null
+    grep -q "^gi " "$AEGIS_TEST_GPU_DIR/mig0" && fail "instances left: $(cat "$AEGIS_TEST_GPU_DIR/mig0")"
+    # fragmentation: 1g.5gb jobs on slices 0..5, of which those on 1 and 5
+    # stay; a 3g.20gb job (starts 0 or 4) then finds 6 free slices but no
+    # valid start, and waits until the job on slice 1 ends to take slice 0
+    ids=""
+    for secs in 2 5 2 2 2 8; do
+        ids="$ids $("$AEGIS" submit --mem 2000 -- "$FAKE" --mib 2000 --seconds $secs)"
+    done
+    set -- $ids
+    "$AEGIS" wait "$1" "$3" "$4" "$5" >/dev/null || fail "short 1g.5gb jobs"
+    for k in 1 2 3 4 5 6; do
+        "$AEGIS" show "${!k}" | grep -q "1g.5gb created at memory slice $((k - 1)) " ||
+            fail "job on slice $((k - 1)): $("$AEGIS" show "${!k}")"
+    done
+    frag=$("$AEGIS" submit --mem 15000 -- "$FAKE" --mib 15000 --seconds 0)
+    "$AEGIS" wait "$frag" "$2" "$6" >/dev/null || fail "3g.20gb after fragmentation"
+    "$AEGIS" show "$frag" | grep -q "3g.20gb created at memory slice 0 " ||
+        fail "fragmented job: $("$AEGIS" show "$frag")"
+    # it waited for the job on slice 1, whose end frees the start 0
+    freed=$("$AEGIS" show --json "$2" | pyjson "print(d['attempt_list'][-1]['ended'])")
+    "$AEGIS" show --json "$frag" | pyjson "
+assert d['submitted'] < $freed <= d['attempt_list'][0]['started'], (d, $freed)" ||
+        fail "3g.20gb did not wait for a valid start"
+    [ "$(grep -c CreateGpuInstance "$AEGIS_TEST_GPU_DIR/mig-calls.log")" = \
+      "$(grep -c 'nvmlGpuInstanceDestroy.* -> 0' "$AEGIS_TEST_GPU_DIR/mig-calls.log")" ] ||
+        fail "instances created and destroyed differ"
+    grep -q "^gi " "$AEGIS_TEST_GPU_DIR/mig0" && fail "instances left: $(cat "$AEGIS_TEST_GPU_DIR/mig0")"
+    return 0
+}
+
+# auto on two A100-40GB: a job whose demand fits a profile well (4048 MiB
+# in 1g.5gb's 4864) goes to a MIG instance; one that would waste most of
+# its profile (6048 MiB in 1g.10gb's 9856) runs as an MPS client of the
+# other GPU. A reload to naive then stops both MPS daemons and turns MIG
+# mode off where it was on. Exact NVML and MPS call sequences.
+case_auto() {
+    local mps st=$DIR/state
+    mps=$(dirname "$FAKE")/aegis-fake-mps-control
+    export AEGIS_TEST_GPUS=2x40960
+    printf 'sharing: auto\nmps_control: %s\n' "$mps" >> "$DIR/aegis.yaml"
+    start
+    cd "$DIR/work"
+    small=$("$AEGIS" submit --mem 2000 -- "$FAKE" --mib 2000 --seconds 2)
+    odd=$("$AEGIS" submit --mem 4000 -- "$FAKE" --mib 4000 --seconds 1)
+    "$AEGIS" wait "$small" "$odd" >/dev/null || fail "auto jobs"
+    "$AEGIS" gpus --json | pyjson "
+assert [g['sharing'] for g in d['gpus']]==['auto','auto'], d" || fail "gpus --json: sharing"
+    [ "$("$AEGIS" log "$small" | head -1)" = "aegis-fakegpu: devices=MIG-aegis-test-0-1-0 mps_pipe=- threads=- pinned=-" ] ||
+        fail "MIG job: $("$AEGIS" log "$small")"
+    [ "$("$AEGIS" log "$odd" | head -1)" = "aegis-fakegpu: devices=GPU-aegis-test-0000-1 mps_pipe=$st/mps/1/pipe threads=- pinned=-" ] ||
+        fail "MPS job: $("$AEGIS" log "$odd")"
+    # SIGHUP to naive: both MPS daemons stop, MIG mode goes off on GPU 0
+    sed -i 's/^sharing: auto$/sharing: naive/' "$DIR/aegis.yaml"
+    reload
+    kill -TERM "$(daemon_pid)"
+    while [ -n "$(daemon_pid)" ]; do sleep 0.1; done
+    {
+        echo "nvmlDeviceGetMigMode gpu0 -> 0"          # startup: checks,
+        echo "nvmlDeviceGetMigMode gpu1 -> 0"
+        echo "nvmlDeviceGetMigMode gpu0 -> 0"          # no instances (off)
+        echo "nvmlDeviceGetMigMode gpu1 -> 0"
+        echo "nvmlDeviceGetMigMode gpu0 -> 0"          # small: MIG on GPU 0
+        echo "nvmlDeviceSetMigMode gpu0 mode=1 -> 0"
+        mig_create_calls 0 1 0 19 0 1 0
+        echo "nvmlDeviceGetMigMode gpu1 -> 0"          # odd: GPU 1, MIG off
+        mig_destroy_calls 0 1
+        echo "nvmlDeviceGetMigMode gpu0 -> 0"          # reload: MIG off
+        echo "nvmlDeviceSetMigMode gpu0 mode=0 -> 0"
+        echo "nvmlDeviceGetMigMode gpu0 -> 0"
+        echo "nvmlDeviceGetMigMode gpu1 -> 0"
+    } > want.log
+    diff want.log "$AEGIS_TEST_GPU_DIR/mig-calls.log" >&2 ||
+        fail "mig-calls.log is not the expected sequence"
+    local g0="gpus=GPU-aegis-test-0000-0 pipe=$st/mps/0/pipe log=$st/mps/0/log"
+    local g1="gpus=GPU-aegis-test-0000-1 pipe=$st/mps/1/pipe log=$st/mps/1/log"
+    printf '%s\n' "start $g0" "start $g1" "command quit $g0" "stop $g0" \
+        "command quit $g1" "stop $g1" > want-mps.log
+    diff want-mps.log "$AEGIS_TEST_GPU_DIR/mps-calls.log" >&2 ||
+        fail "mps-calls.log is not the expected sequence"
+}
+
 "case_$CASE"
 echo "ok: $CASE"

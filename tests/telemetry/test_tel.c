@@ -39,12 +39,9 @@ static int setup(void **state) {
     fixture *f = calloc(1, sizeof *f);
     if (!f)
         return -1;
-    snprintf(f->dir, sizeof f->dir, "/tmp/aegis-tel-XXXXXX");
-    if (!mkdtemp(f->dir))
+    if (tmpdir_make_gpus(f->dir, sizeof f->dir, "aegis-tel", "2x1000") < 0)
         return -1;
     snprintf(f->errfile, sizeof f->errfile, "%s.stderr", f->dir);
-    setenv("AEGIS_TEST_GPU_DIR", f->dir, 1);
-    setenv("AEGIS_TEST_GPUS", "2x1000", 1);
     unsetenv("AEGIS_NVML_LIBRARY");
     unsetenv("AEGIS_DCGM_LIBRARY");
     unsetenv("AEGIS_DCGM_HOSTENGINE");

@@ -38,11 +38,8 @@ static int setup(void **state) {
     fixture *f = calloc(1, sizeof *f);
     if (!f)
         return -1;
-    snprintf(f->dir, sizeof f->dir, "/tmp/aegis-tmig-XXXXXX");
-    if (!mkdtemp(f->dir))
+    if (tmpdir_make_gpus(f->dir, sizeof f->dir, "aegis-tmig", "2x40960") < 0)
         return -1;
-    setenv("AEGIS_TEST_GPU_DIR", f->dir, 1);
-    setenv("AEGIS_TEST_GPUS", "2x40960", 1);
     unsetenv("AEGIS_TEST_GPU_MODEL");
     f->lib = dlopen(TEL_TEST_NVML, RTLD_NOW | RTLD_LOCAL);
     if (!f->lib)
@@ -90,16 +87,8 @@ static nvmlReturn_t create_gi(fixture *f, nvmlDevice_t d, unsigned int id,
 }
 
 /* The whole call log. */
-static char *read_log(fixture *f) {
-    static char buf[8192];
-    char path[sizeof f->dir + 32];
-    snprintf(path, sizeof path, "%s/mig-calls.log", f->dir);
-    FILE *fp = fopen(path, "r");
-    size_t n = fp ? fread(buf, 1, sizeof buf - 1, fp) : 0;
-    if (fp)
-        fclose(fp);
-    buf[n] = '\0';
-    return buf;
+static const char *read_log(fixture *f) {
+    return tmpdir_read(f->dir, "mig-calls.log");
 }
 
 static void truncate_log(fixture *f) {
@@ -265,7 +254,19 @@ static void test_compute_instances_and_devices(void **state) {
     nvmlMemory_t m;
     assert_int_equal(FN(f, tel_nvml_memory_fn, "nvmlDeviceGetMemoryInfo")(
                          mig, &m), NVML_SUCCESS);
-    assert_true(m.total == 9856ULL << 20);
+    assert_true(m.total == 9856ULL << 20 && m.used == 0);
+    /* memory charged to its GPU instance (as aegis-fakegpu does, here in
+     * this live process's name) is its memory in use */
+    char alloc[sizeof f->dir + 32];
+    snprintf(alloc, sizeof alloc, "%s/gpu0.%d", f->dir, (int)getpid());
+    FILE *fa = fopen(alloc, "w");
+    assert_non_null(fa);
+    fputs("1000 0.5000 1\n", fa);
+    fclose(fa);
+    assert_int_equal(FN(f, tel_nvml_memory_fn, "nvmlDeviceGetMemoryInfo")(
+                         mig, &m), NVML_SUCCESS);
+    assert_true(m.used == 1000ULL << 20 && m.free == 8856ULL << 20);
+    unlink(alloc);
     unsigned int id = 9;
     assert_int_equal(FN(f, tel_nvml_mig_id_fn, "nvmlDeviceGetGpuInstanceId")(
                          mig, &id), NVML_SUCCESS);

@@ -1,0 +1,112 @@
+/* mps.c -- running the MPS control program (see mps.h).
+ *
+ * The program runs as a child that aegisd waits for at once, inside the
+ * loop's callback: the loop's SIGCHLD handler reaps only after the
+ * callback returns, and by then this child is gone. Its stdout and stderr
+ * go to an unnamed file in the log folder, read after it exits to explain
+ * a failure: not a pipe, which a daemon that keeps its descriptors would
+ * hold open and aegisd would wait on forever.
+ */
+#include "mps.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* What a failing control program printed, kept for the message. */
+#define MPS_OUTPUT_BYTES 512
+
+bool mps_running(const char *pipe_dir) {
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    if ((size_t)snprintf(a.sun_path, sizeof(a.sun_path), "%s/control",
+                         pipe_dir) >= sizeof(a.sun_path))
+        return false;
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    bool up = fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
+    if (fd >= 0) close(fd);
+    return up;
+}
+
+/* mkdir -p for the two levels aegisd makes (DIR/N/pipe). */
+static int mps_mkdirs(const char *path, char *err, size_t errlen) {
+    char buf[4096];
+    snprintf(buf, sizeof(buf), "%s", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = '\0';
+        if (mkdir(buf, 0755) != 0 && errno != EEXIST) break;
+        *p = '/';
+    }
+    if (mkdir(buf, 0755) != 0 && errno != EEXIST) {
+        snprintf(err, errlen, "MPS folder %s: %s", path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* In the child: the target's environment over aegisd's, input from
+ * in_fd, output to out_fd, then the program with `arg` (or none). */
+static void mps_child(const mps_target *t, const char *arg, int in_fd,
+                      int out_fd) {
+    if (dup2(in_fd, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(out_fd, 2) < 0)
+        _exit(126);
+    setenv("CUDA_VISIBLE_DEVICES", t->gpu_uuid, 1);
+    setenv("CUDA_MPS_PIPE_DIRECTORY", t->pipe_dir, 1);
+    setenv("CUDA_MPS_LOG_DIRECTORY", t->log_dir, 1);
+    execlp(t->program, t->program, arg, (char *)NULL);
+    fprintf(stderr, "cannot run: %s\n", strerror(errno));
+    _exit(127);
+}
+
+/* Runs the program with arg, `input` on its stdin. Returns 0 when it
+ * exits 0, else -1 with what it printed. */
+static int mps_run(const mps_target *t, const char *arg, const char *input,
+                   char *err, size_t errlen) {
+    int in[2] = {-1, -1};
+    int out = open(t->log_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (out < 0 || pipe2(in, O_CLOEXEC) != 0) {
+        snprintf(err, errlen, "%s: output file in %s: %s", t->program,
+                 t->log_dir, strerror(errno));
+        if (out >= 0) close(out);
+        return -1;
+    }
+    pid_t pid = fork();
+    if (pid == 0) mps_child(t, arg, in[0], out);
+    close(in[0]);
+    if (pid > 0 && input) {
+        ssize_t w = write(in[1], input, strlen(input));
+        (void)w; /* a program that exits without reading fails below */
+    }
+    close(in[1]);
+    int status = -1;
+    while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    char text[MPS_OUTPUT_BYTES] = "";
+    ssize_t n = pread(out, text, sizeof(text) - 1, 0);
+    text[n > 0 ? n : 0] = '\0';
+    close(out);
+    if (pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0) return 0;
+    text[strcspn(text, "\n")] = '\0';
+    snprintf(err, errlen, "%s%s%s (GPU %s, pipe %s): %s", t->program,
+             arg ? " " : "", arg ? arg : "", t->gpu_uuid, t->pipe_dir,
+             pid < 0 ? strerror(errno) : text[0] ? text : "failed");
+    return -1;
+}
+
+int mps_start(const mps_target *t, char *err, size_t errlen) {
+    if (mps_mkdirs(t->pipe_dir, err, errlen) != 0 ||
+        mps_mkdirs(t->log_dir, err, errlen) != 0)
+        return -1;
+    return mps_run(t, "-d", NULL, err, errlen);
+}
+
+int mps_stop(const mps_target *t, char *err, size_t errlen) {
+    return mps_run(t, NULL, "quit\n", err, errlen);
+}
