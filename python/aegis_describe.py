@@ -353,52 +353,68 @@ def example_input_for(spec, input_shape=None, seq_len=None, device="meta"):
     return torch.zeros((1,) + tuple(shape), device=device)
 
 
+def command_line(name, optimizer=None, precision=None, input_shape=None,
+                 seq_len=None, num_classes=None):
+    """The aegis_describe.py command (less --batch-size) that makes a
+    description: written to its "source" so that any file can be remade."""
+    parts = ["aegis_describe.py", name]
+    if num_classes is not None:
+        parts.append("--num-classes %d" % num_classes)
+    if input_shape is not None:
+        parts.append("--input-shape %s" % ",".join(str(d)
+                                                    for d in input_shape))
+    if seq_len is not None:
+        parts.append("--seq-len %d" % seq_len)
+    if optimizer is not None:
+        parts.append("--optimizer %s" % optimizer)
+    if precision is not None:
+        parts.append("--precision %s" % precision)
+    return " ".join(parts)
+
+
 def describe_builder(name, batch_size, optimizer=None, precision=None,
                      input_shape=None, seq_len=None, num_classes=None,
-                     device="auto", label=None):
+                     device="auto"):
     """Describe a model by name (a builder of aegis_models or a torchvision
     model). Unset options take the model's catalog defaults."""
     import aegis_models
+    _check_choice("device", device, DEVICES)
+    source = command_line(name, optimizer, precision, input_shape, seq_len,
+                          num_classes)
     try:
         spec = aegis_models.lookup(name)
-        return _describe_spec(spec, batch_size, optimizer, precision,
-                              input_shape, seq_len, num_classes, device,
-                              label)
+        args = (batch_size, optimizer or spec.optimizer,
+                precision or spec.precision)
+        desc = None
+        if device in ("auto", "meta"):
+            with meta_init():
+                module = spec.build(num_classes=num_classes)
+            desc = _describe_on_meta(
+                module, example_input_for(spec, input_shape, seq_len, "meta"),
+                args, source, fallback=device == "auto")
+        if desc is None:
+            module = spec.build(num_classes=num_classes)
+            desc = describe(module, example_input_for(spec, input_shape,
+                                                      seq_len, "cpu"),
+                            *args, model=name, source=source, device="cpu")
     except aegis_models.ModelError as err:
         raise DescribeError(str(err)) from err
-
-
-def _describe_spec(spec, batch_size, optimizer, precision, input_shape,
-                   seq_len, num_classes, device, label):
-    """describe_builder for a looked-up spec: build on meta and describe
-    there; rebuild on CPU only if that fails and the model is small enough."""
-    optimizer = optimizer or spec.optimizer
-    precision = precision or spec.precision
-    _check_choice("device", device, DEVICES)
-    source = "aegis_describe %s" % spec.name
-    if spec.torchvision:
-        source = "aegis_describe torchvision %s" % spec.name
-    desc = None
-    if device in ("auto", "meta"):
-        with meta_init():
-            module = spec.build(num_classes=num_classes)
-        example = example_input_for(spec, input_shape, seq_len, "meta")
-        try:
-            desc = describe(module, example, batch_size, optimizer,
-                            precision, label or spec.name, source=source,
-                            device="meta")
-        except DescribeError as err:
-            size = sum(p.numel() for p in module.parameters())
-            if device == "meta" or size > CPU_FALLBACK_MAX_ELEMENTS:
-                raise DescribeError("%s (%d parameter elements; the CPU "
-                                    "fallback takes at most %d)"
-                                    % (err, size, CPU_FALLBACK_MAX_ELEMENTS))
-    if desc is None:
-        module = spec.build(num_classes=num_classes)
-        example = example_input_for(spec, input_shape, seq_len, "cpu")
-        desc = describe(module, example, batch_size, optimizer, precision,
-                        label or spec.name, source=source, device="cpu")
+    desc["model"] = name
     return desc
+
+
+def _describe_on_meta(module, example, args, source, fallback):
+    """The description from a meta pass; None where the pass fails and the
+    model is small enough for the CPU fallback the caller then takes."""
+    try:
+        return describe(module, example, *args, source=source, device="meta")
+    except DescribeError as err:
+        size = sum(p.numel() for p in module.parameters())
+        if fallback and size <= CPU_FALLBACK_MAX_ELEMENTS:
+            return None
+        raise DescribeError("%s (%d parameter elements; the CPU fallback "
+                            "takes at most %d)"
+                            % (err, size, CPU_FALLBACK_MAX_ELEMENTS)) from err
 
 
 def to_json(desc):
