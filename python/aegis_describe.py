@@ -354,7 +354,7 @@ def example_input_for(spec, input_shape=None, seq_len=None, device="meta"):
 
 
 def command_line(name, optimizer=None, precision=None, input_shape=None,
-                 seq_len=None, num_classes=None):
+                 seq_len=None, num_classes=None, attention=None):
     """The aegis_describe.py command (less --batch-size) that makes a
     description: written to its "source" so that any file can be remade."""
     parts = ["aegis_describe.py", name]
@@ -369,18 +369,21 @@ def command_line(name, optimizer=None, precision=None, input_shape=None,
         parts.append("--optimizer %s" % optimizer)
     if precision is not None:
         parts.append("--precision %s" % precision)
+    if attention is not None:
+        parts.append("--attention %s" % attention)
     return " ".join(parts)
 
 
 def describe_builder(name, batch_size, optimizer=None, precision=None,
                      input_shape=None, seq_len=None, num_classes=None,
-                     device="auto"):
+                     device="auto", attention=None):
     """Describe a model by name (a builder of aegis_models or a torchvision
-    model). Unset options take the model's catalog defaults."""
+    model). Unset options take the model's catalog defaults; attention
+    ("eager" or "fused") applies to the transformer builders only."""
     import aegis_models
     _check_choice("device", device, DEVICES)
     source = command_line(name, optimizer, precision, input_shape, seq_len,
-                          num_classes)
+                          num_classes, attention)
     try:
         spec = aegis_models.lookup(name)
         args = (batch_size, optimizer or spec.optimizer,
@@ -388,12 +391,12 @@ def describe_builder(name, batch_size, optimizer=None, precision=None,
         desc = None
         if device in ("auto", "meta"):
             with meta_init():
-                module = spec.build(num_classes=num_classes)
+                module = spec.build(num_classes, attention)
             desc = _describe_on_meta(
                 module, example_input_for(spec, input_shape, seq_len, "meta"),
                 args, source, fallback=device == "auto")
         if desc is None:
-            module = spec.build(num_classes=num_classes)
+            module = spec.build(num_classes, attention)
             desc = describe(module, example_input_for(spec, input_shape,
                                                       seq_len, "cpu"),
                             *args, model=name, source=source, device="cpu")
@@ -441,7 +444,7 @@ SYNOPSIS
     /usr/bin/python3 python/aegis_describe.py MODEL --batch-size B
         [--optimizer NAME] [--precision NAME]
         [--input-shape C,H,W | --seq-len N] [--num-classes N]
-        [--device auto|meta|cpu] [-o FILE]
+        [--attention eager|fused] [--device auto|meta|cpu] [-o FILE]
     /usr/bin/python3 python/aegis_describe.py --list
 
 DESCRIPTION
@@ -456,7 +459,8 @@ DESCRIPTION
     gpt2_large, gpt2_xl, xlnet_base, xlnet_large, llama3_width_8layer,
     xception, unet_resnet34, mnist_cnn) or a torchvision classification or
     segmentation model name (resnet50, vgg16, efficientnet_b0, ...).
-    --list prints them all with their default input and settings.
+    --list prints them all with their default input, optimizer, precision
+    and attention kind.
 
     The pass runs on the meta device (shapes only: no memory, milliseconds)
     and falls back to a CPU pass with batch 1 when the model needs real
@@ -476,6 +480,13 @@ OPTIONS
                         3,224,224; inception_v3 3,299,299; mnist_cnn 1,28,28).
     --seq-len N         Tokens per sample for text models (default 512).
     --num-classes N     Classifier outputs (default: the model's own).
+    --attention KIND    Transformer builders only. eager: the attention
+                        scores, their softmax and its dropout are layers
+                        (transformers' "eager" attention keeps them for
+                        backward); fused: one ScaledDotProductAttention
+                        layer whose only activation is the context (PyTorch's
+                        fused kernels). Default: what the catalog job ran:
+                        fused for BERT, GPT-2 and Llama, eager for XLNet.
     --device WHERE      auto (default): meta, else CPU; meta: meta only, fail
                         if the model cannot run there; cpu: CPU only.
     -o, --output FILE   Write the JSON to FILE instead of standard output.
@@ -543,6 +554,7 @@ def _parse(argv):
     group.add_argument("--input-shape", type=_shape)
     group.add_argument("--seq-len", type=_positive_int)
     parser.add_argument("--num-classes", type=_positive_int)
+    parser.add_argument("--attention", choices=("eager", "fused"))
     parser.add_argument("--device", choices=DEVICES, default="auto")
     parser.add_argument("-o", "--output")
     parser.add_argument("--list", action="store_true")
@@ -562,9 +574,9 @@ def _list_models(out):
             given = "seq-len %d" % spec.seq_len
         else:
             given = "input %s" % ",".join(str(d) for d in spec.input_shape)
-        out.write("%-22s %-18s %-6s %-5s %s\n" % (
+        out.write("%-22s %-16s %-6s %-5s %-6s %s\n" % (
             spec.name, given, spec.optimizer, spec.precision,
-            spec.description))
+            spec.attention or "-", spec.description))
 
 
 def main(argv=None):
@@ -576,7 +588,8 @@ def main(argv=None):
             return 0
         desc = describe_builder(args.model, args.batch_size, args.optimizer,
                                 args.precision, args.input_shape,
-                                args.seq_len, args.num_classes, args.device)
+                                args.seq_len, args.num_classes, args.device,
+                                args.attention)
     except DescribeError as err:
         sys.stderr.write("aegis_describe: %s\n" % err)
         return EXIT_BAD_INPUT

@@ -22,8 +22,11 @@ from collections import namedtuple
 import torch
 from torch import nn
 
+# build(num_classes=None, attention=None) makes the module; attention is
+# the default attention kind of a transformer (None for other models).
 Spec = namedtuple("Spec", "name build input_kind input_shape seq_len "
-                          "optimizer precision description torchvision")
+                          "optimizer precision attention description "
+                          "torchvision")
 
 
 class ModelError(Exception):
@@ -103,27 +106,77 @@ def _dropout(p):
     return nn.Dropout(p) if p > 0 else nn.Identity()
 
 
+ATTENTION_KINDS = ("eager", "fused")
+
+
+def _mask_future(scores):
+    """Causal mask: a token attends to itself and the tokens before it."""
+    length = scores.shape[-1]
+    future = torch.ones(length, length, dtype=torch.bool,
+                        device=scores.device).triu(1)
+    return scores.masked_fill(future, float("-inf"))
+
+
+class EagerAttention(nn.Module):
+    """softmax(q k^T / sqrt(d)) v step by step, as transformers' "eager"
+    attention runs it: scores, probabilities and their dropout are tensors a
+    training step keeps, so each is a layer."""
+
+    def __init__(self, head_dim, causal, dropout):
+        super().__init__()
+        self.causal = causal
+        self.scores = MatMul(transpose_b=True, scale=1.0 / math.sqrt(head_dim))
+        self.softmax = nn.Softmax(dim=-1)
+        self.dropout = _dropout(dropout)
+        self.context = MatMul()
+
+    def forward(self, q, k, v):
+        scores = self.scores(q, k)
+        if self.causal:
+            scores = _mask_future(scores)
+        return self.context(self.dropout(self.softmax(scores)), v)
+
+
+class ScaledDotProductAttention(nn.Module):
+    """The same attention as one fused kernel computes it (PyTorch's
+    scaled_dot_product_attention, transformers' default "sdpa" attention for
+    BERT, GPT-2 and Llama): scores and probabilities never leave the kernel,
+    so the context is the layer's only activation."""
+
+    def __init__(self, head_dim, causal, dropout):
+        super().__init__()
+        self.scale = 1.0 / math.sqrt(head_dim)
+        self.causal = causal
+        self.dropout = dropout
+
+    def forward(self, q, k, v):
+        scores = torch.matmul(q, k.transpose(-2, -1)) * self.scale
+        if self.causal:
+            scores = _mask_future(scores)
+        probs = nn.functional.dropout(torch.softmax(scores, dim=-1),
+                                      self.dropout, self.training)
+        return torch.matmul(probs, v)
+
+
 class SelfAttention(nn.Module):
     """Multi-head self-attention with separate q/k/v projections, optional
-    grouped key/value heads, causal mask and rotary positions."""
+    grouped key/value heads, causal mask and rotary positions; the attention
+    proper is eager or fused (ATTENTION_KINDS)."""
 
     def __init__(self, dim, heads, kv_heads=None, bias=True, dropout=0.0,
-                 causal=False, rotary=False):
+                 causal=False, rotary=False, attention="eager"):
         super().__init__()
         self.heads = heads
         self.kv_heads = kv_heads or heads
         self.head_dim = dim // heads
         kv_dim = self.kv_heads * self.head_dim
-        self.causal = causal
         self.query = nn.Linear(dim, dim, bias=bias)
         self.key = nn.Linear(dim, kv_dim, bias=bias)
         self.value = nn.Linear(dim, kv_dim, bias=bias)
         self.rotary = Rotary(self.head_dim) if rotary else None
-        self.scores = MatMul(transpose_b=True,
-                             scale=1.0 / math.sqrt(self.head_dim))
-        self.softmax = nn.Softmax(dim=-1)
-        self.attn_dropout = _dropout(dropout)
-        self.context = MatMul()
+        kind = {"eager": EagerAttention,
+                "fused": ScaledDotProductAttention}[attention]
+        self.attend = kind(self.head_dim, causal, dropout)
         self.out = nn.Linear(dim, dim, bias=bias)
         self.out_dropout = _dropout(dropout)
 
@@ -148,13 +201,7 @@ class SelfAttention(nn.Module):
         if self.kv_heads != self.heads:
             k = self._share_kv(k)
             v = self._share_kv(v)
-        scores = self.scores(q, k)
-        if self.causal:
-            future = torch.ones(length, length, dtype=torch.bool,
-                                device=x.device).triu(1)
-            scores = scores.masked_fill(future, float("-inf"))
-        probs = self.attn_dropout(self.softmax(scores))
-        context = self.context(probs, v).transpose(1, 2)
+        context = self.attend(q, k, v).transpose(1, 2)
         return self.out_dropout(self.out(context.reshape(batch, length,
                                                          dim)))
 
@@ -217,7 +264,7 @@ class BertMaskedLM(nn.Module):
     decoder shares the word-embedding matrix and has its own bias."""
 
     def __init__(self, vocab, dim, layers, heads, hidden, max_positions,
-                 dropout=0.1):
+                 dropout=0.1, attention="eager"):
         super().__init__()
         self.word = nn.Embedding(vocab, dim)
         self.position = nn.Embedding(max_positions, dim)
@@ -225,7 +272,8 @@ class BertMaskedLM(nn.Module):
         self.embed_norm = nn.LayerNorm(dim, eps=1e-12)
         self.embed_dropout = _dropout(dropout)
         self.blocks = nn.Sequential(*[
-            Block(SelfAttention(dim, heads, dropout=dropout),
+            Block(SelfAttention(dim, heads, dropout=dropout,
+                                attention=attention),
                   FeedForward(dim, hidden, nn.GELU(), dropout),
                   nn.LayerNorm(dim, eps=1e-12), nn.LayerNorm(dim, eps=1e-12),
                   pre_norm=False)
@@ -248,13 +296,14 @@ class GPT2LM(nn.Module):
     tanh-approximated GELU, head tied to the token embedding, no bias."""
 
     def __init__(self, vocab, dim, layers, heads, max_positions=1024,
-                 dropout=0.1):
+                 dropout=0.1, attention="eager"):
         super().__init__()
         self.token = nn.Embedding(vocab, dim)
         self.position = nn.Embedding(max_positions, dim)
         self.embed_dropout = _dropout(dropout)
         self.blocks = nn.Sequential(*[
-            Block(SelfAttention(dim, heads, dropout=dropout, causal=True),
+            Block(SelfAttention(dim, heads, dropout=dropout, causal=True,
+                                attention=attention),
                   FeedForward(dim, 4 * dim, nn.GELU(approximate="tanh"),
                               dropout),
                   nn.LayerNorm(dim), nn.LayerNorm(dim), pre_norm=True)
@@ -274,12 +323,14 @@ class LlamaLM(nn.Module):
     grouped-query attention with rotary positions, SiLU-gated feed-forward,
     untied LM head, no biases and no dropout."""
 
-    def __init__(self, vocab, dim, layers, heads, kv_heads, hidden):
+    def __init__(self, vocab, dim, layers, heads, kv_heads, hidden,
+                 attention="eager"):
         super().__init__()
         self.token = nn.Embedding(vocab, dim)
         self.blocks = nn.Sequential(*[
             Block(SelfAttention(dim, heads, kv_heads=kv_heads, bias=False,
-                                causal=True, rotary=True),
+                                causal=True, rotary=True,
+                                attention=attention),
                   GatedFeedForward(dim, hidden), RMSNorm(dim), RMSNorm(dim),
                   pre_norm=True)
             for _ in range(layers)])
@@ -565,68 +616,90 @@ class MnistCNN(nn.Module):
 
 # --- the registry -----------------------------------------------------------
 
-def _with_classes(cls, default_classes, **fixed):
-    def build(num_classes=None):
-        return cls(num_classes=num_classes or default_classes, **fixed)
+def _refuse(option, value, what):
+    if value is not None:
+        raise ModelError("%s does not apply to %s" % (option, what))
+
+
+def _classifier(cls, default_classes):
+    """build() of an image model: any number of classes, no attention."""
+    def build(num_classes=None, attention=None):
+        _refuse("--attention", attention, cls.__name__)
+        return cls(num_classes=num_classes or default_classes)
     return build
 
 
-def _fixed(cls, **sizes):
-    def build(num_classes=None):
+def _xlnet(**sizes):
+    """build() of XLNet: any number of labels; its relative attention has no
+    fused form in transformers, so it is always eager."""
+    def build(num_classes=None, attention=None):
+        if attention not in (None, "eager"):
+            raise ModelError("XLNet's relative attention has only the eager "
+                             "form: --attention %s does not apply" % attention)
         if num_classes is None:
-            return cls(**sizes)
-        return cls(labels=num_classes, **sizes)
+            return XLNetClassifier(**sizes)
+        return XLNetClassifier(labels=num_classes, **sizes)
     return build
 
 
-def _lm(cls, **sizes):
-    def build(num_classes=None):
-        if num_classes is not None:
-            raise ModelError("%s is a language model: --num-classes does "
-                               "not apply" % cls.__name__)
-        return cls(**sizes)
+def _lm(cls, default_attention, **sizes):
+    """build() of a language model: no classes, eager or fused attention."""
+    def build(num_classes=None, attention=None):
+        _refuse("--num-classes", num_classes,
+                "%s, a language model" % cls.__name__)
+        attention = attention or default_attention
+        if attention not in ATTENTION_KINDS:
+            raise ModelError("--attention %r is not one of: %s"
+                             % (attention, ", ".join(ATTENTION_KINDS)))
+        return cls(attention=attention, **sizes)
     return build
 
 
 IMAGE = (3, 224, 224)
 SEQ = 512  # every text job of the catalog pads or truncates to 512 tokens
 
-# name, build, input kind, image shape, tokens, optimizer, precision, what.
-# Sizes and settings are those of the catalog's AEGIS training scripts.
+# The catalog's transformers library (recent enough for Trainer's
+# processing_class argument) runs BERT, GPT-2 and Llama with PyTorch's fused
+# scaled_dot_product_attention by default; XLNet has only eager attention.
 _BUILDERS = [
-    Spec("bert_base", _lm(BertMaskedLM, vocab=28996, dim=768, layers=12,
-                          heads=12, hidden=3072, max_positions=SEQ),
-         "tokens", None, SEQ, "adamw", "fp32",
+    Spec("bert_base", _lm(BertMaskedLM, "fused", vocab=28996, dim=768,
+                          layers=12, heads=12, hidden=3072,
+                          max_positions=SEQ),
+         "tokens", None, SEQ, "adamw", "fp32", "fused",
          "BERT-base MLM, bert-base-cased vocabulary", False),
-    Spec("bert_large", _lm(BertMaskedLM, vocab=28996, dim=1024, layers=24,
-                           heads=16, hidden=4096, max_positions=SEQ),
-         "tokens", None, SEQ, "adamw", "fp32",
+    Spec("bert_large", _lm(BertMaskedLM, "fused", vocab=28996, dim=1024,
+                           layers=24, heads=16, hidden=4096,
+                           max_positions=SEQ),
+         "tokens", None, SEQ, "adamw", "fp32", "fused",
          "BERT-large MLM, bert-large-cased vocabulary", False),
-    Spec("gpt2_large", _lm(GPT2LM, vocab=50257, dim=1280, layers=36,
-                           heads=20),
-         "tokens", None, SEQ, "adamw", "fp32", "GPT-2 large causal LM", False),
-    Spec("gpt2_xl", _lm(GPT2LM, vocab=50257, dim=1600, layers=48, heads=25),
-         "tokens", None, SEQ, "adamw", "fp32", "GPT-2 XL causal LM", False),
-    Spec("xlnet_base", _fixed(XLNetClassifier, vocab=32000, dim=768,
-                              layers=12, heads=12, hidden=3072),
-         "tokens", None, SEQ, "adamw", "fp32",
+    Spec("gpt2_large", _lm(GPT2LM, "fused", vocab=50257, dim=1280,
+                           layers=36, heads=20),
+         "tokens", None, SEQ, "adamw", "fp32", "fused",
+         "GPT-2 large causal LM", False),
+    Spec("gpt2_xl", _lm(GPT2LM, "fused", vocab=50257, dim=1600, layers=48,
+                        heads=25),
+         "tokens", None, SEQ, "adamw", "fp32", "fused",
+         "GPT-2 XL causal LM", False),
+    Spec("xlnet_base", _xlnet(vocab=32000, dim=768, layers=12, heads=12,
+                              hidden=3072),
+         "tokens", None, SEQ, "adamw", "fp32", "eager",
          "XLNet-base-cased sequence classifier (2 labels)", False),
-    Spec("xlnet_large", _fixed(XLNetClassifier, vocab=32000, dim=1024,
-                               layers=24, heads=16, hidden=4096),
-         "tokens", None, SEQ, "adamw", "fp32",
+    Spec("xlnet_large", _xlnet(vocab=32000, dim=1024, layers=24, heads=16,
+                               hidden=4096),
+         "tokens", None, SEQ, "adamw", "fp32", "eager",
          "XLNet-large-cased sequence classifier (2 labels)", False),
-    Spec("llama3_width_8layer", _lm(LlamaLM, vocab=128256, dim=4096,
-                                    layers=8, heads=32, kv_heads=8,
-                                    hidden=14336),
-         "tokens", None, SEQ, "adamw", "bf16",
+    Spec("llama3_width_8layer", _lm(LlamaLM, "fused", vocab=128256,
+                                    dim=4096, layers=8, heads=32,
+                                    kv_heads=8, hidden=14336),
+         "tokens", None, SEQ, "adamw", "bf16", "fused",
          "Llama-3-8B width, 8 layers, weights in bf16", False),
-    Spec("xception", _with_classes(Xception, 1000), "image", IMAGE, None,
-         "adam", "fp32", "Xception (timm layout)", False),
-    Spec("unet_resnet34", _with_classes(UNetResNet34, 21), "image",
-         (3, 512, 512), None, "adamw", "fp32",
+    Spec("xception", _classifier(Xception, 1000), "image", IMAGE, None,
+         "adam", "fp32", None, "Xception (timm layout)", False),
+    Spec("unet_resnet34", _classifier(UNetResNet34, 21), "image",
+         (3, 512, 512), None, "adamw", "fp32", None,
          "U-Net, ResNet-34 encoder, 21 VOC classes", False),
-    Spec("mnist_cnn", _with_classes(MnistCNN, 10), "image", (1, 28, 28),
-         None, "adam", "fp32", "PyTorch-examples MNIST CNN", False),
+    Spec("mnist_cnn", _classifier(MnistCNN, 10), "image", (1, 28, 28),
+         None, "adam", "fp32", None, "PyTorch-examples MNIST CNN", False),
 ]
 
 # Torchvision models whose auxiliary classifiers the catalog turns off; the
@@ -648,13 +721,14 @@ def _torchvision_names():
 def _torchvision_spec(name):
     import torchvision
 
-    def build(num_classes=None):
+    def build(num_classes=None, attention=None):
+        _refuse("--attention", attention, name)
         kwargs = dict(_TORCHVISION_KWARGS.get(name, {}))
         if num_classes is not None:
             kwargs["num_classes"] = num_classes
         return torchvision.models.get_model(name, weights=None, **kwargs)
     return Spec(name, build, "image", _TORCHVISION_SHAPES.get(name, IMAGE),
-                None, "adam", "fp32", "torchvision " + name, True)
+                None, "adam", "fp32", None, "torchvision " + name, True)
 
 
 def lookup(name):

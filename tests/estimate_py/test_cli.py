@@ -72,6 +72,12 @@ class Cli(unittest.TestCase):
              "--input-shape"),
             (["gpt2_large", "--batch-size", "1", "--num-classes", "3"],
              "--num-classes"),
+            (["resnet18", "--batch-size", "1", "--attention", "fused"],
+             "--attention"),
+            (["xlnet_base", "--batch-size", "1", "--attention", "fused"],
+             "eager"),
+            (["bert_base", "--batch-size", "1", "--attention", "flash"],
+             "flash"),
             # A forward pass that rejects the input: too small for VGG.
             (["vgg16", "--batch-size", "1", "--input-shape", "3,8,8"],
              "vgg16"),

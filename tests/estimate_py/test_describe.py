@@ -175,6 +175,32 @@ class Builders(unittest.TestCase):
         # One per layer: heads x tokens x tokens.
         self.assertEqual([l["activations"] for l in softmax], [2 * 8 * 8] * 2)
 
+    def test_fused_attention_keeps_only_the_context(self):
+        ids = torch.zeros((1, 8), dtype=torch.long)
+        for build in (aegis_models.GPT2LM, aegis_models.BertMaskedLM):
+            sizes = dict(vocab=50, dim=16, layers=2, heads=2)
+            if build is aegis_models.BertMaskedLM:
+                sizes.update(hidden=32, max_positions=8)
+            eager = aegis_describe.describe(build(**sizes), ids, 1)
+            model = build(attention="fused", **sizes)
+            fused = aegis_describe.describe(model, ids, 1, device="meta")
+            self.assertEqual(fused, aegis_describe.describe(
+                model, ids, 1, device="cpu"))
+            kinds = [l["type"] for l in fused["layers"]]
+            self.assertNotIn("Softmax", kinds)
+            attention = [l for l in fused["layers"]
+                         if l["type"] == "ScaledDotProductAttention"]
+            # Context only: tokens x width, per layer.
+            self.assertEqual([l["activations"] for l in attention],
+                             [8 * 16] * 2)
+            self.assertEqual(totals(fused), totals(eager))
+            # Eager keeps scores, probabilities and dropout, 3 x 2x8x8 more,
+            # and its context MatMul in place of the fused layer.
+            self.assertEqual(sum(l["activations"] for l in eager["layers"])
+                             - sum(l["activations"]
+                                   for l in fused["layers"]),
+                             2 * 3 * (2 * 8 * 8))
+
     def test_catalog_sizes(self):
         # Parameter totals of the public checkpoints these builders mirror
         # (XLNet: less its mask_emb, unused by sequence classification).
@@ -190,6 +216,10 @@ class Builders(unittest.TestCase):
                                                device="meta")
         self.assertEqual((desc["optimizer"], desc["precision"],
                           desc["input_elements"]), ("adamw", "bf16", 512))
+        kinds = {l["type"] for l in desc["layers"]}
+        self.assertIn("ScaledDotProductAttention", kinds)
+        desc = aegis_describe.describe_builder("xlnet_base", 1, device="meta")
+        self.assertIn("Softmax", {l["type"] for l in desc["layers"]})
         desc = aegis_describe.describe_builder("inception_v3", 1,
                                                device="meta")
         self.assertEqual(desc["input_elements"], 3 * 299 * 299)
