@@ -20,6 +20,7 @@ import contextlib
 import copy
 import json
 import os
+import signal
 import sys
 
 FORMAT = "aegis-model/1"
@@ -445,7 +446,7 @@ SYNOPSIS
         [--optimizer NAME] [--precision NAME]
         [--input-shape C,H,W | --seq-len N] [--num-classes N]
         [--attention eager|fused] [--device auto|meta|cpu] [-o FILE]
-    /usr/bin/python3 python/aegis_describe.py --list
+    /usr/bin/python3 python/aegis_describe.py --list [--json]
 
 DESCRIPTION
     Builds MODEL, runs one forward pass on a single sample with a forward
@@ -490,7 +491,9 @@ OPTIONS
     --device WHERE      auto (default): meta, else CPU; meta: meta only, fail
                         if the model cannot run there; cpu: CPU only.
     -o, --output FILE   Write the JSON to FILE instead of standard output.
-    --list              List the model names and exit.
+    --list              List the model names and exit: name, default input,
+                        optimizer, precision, attention kind, what it is.
+    --json              With --list: one JSON object per model and line.
     -h, --help          Show this manual and exit.
 
 EXIT STATUS
@@ -558,6 +561,7 @@ def _parse(argv):
     parser.add_argument("--device", choices=DEVICES, default="auto")
     parser.add_argument("-o", "--output")
     parser.add_argument("--list", action="store_true")
+    parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     if not args.list:
         if args.model is None:
@@ -567,9 +571,17 @@ def _parse(argv):
     return args
 
 
-def _list_models(out):
+def _list_models(out, as_json):
     import aegis_models
     for spec in aegis_models.all_specs():
+        if as_json:
+            out.write(json.dumps({
+                "name": spec.name, "input_kind": spec.input_kind,
+                "input_shape": spec.input_shape, "seq_len": spec.seq_len,
+                "optimizer": spec.optimizer, "precision": spec.precision,
+                "attention": spec.attention,
+                "description": spec.description}) + "\n")
+            continue
         if spec.input_kind == "tokens":
             given = "seq-len %d" % spec.seq_len
         else:
@@ -580,11 +592,13 @@ def _list_models(out):
 
 
 def main(argv=None):
+    # Die quietly when the reader of a listing goes away (| head).
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     try:
         args = _parse(sys.argv[1:] if argv is None else argv)
         if args.list:
-            _list_models(sys.stdout)
+            _list_models(sys.stdout, args.json)
             return 0
         desc = describe_builder(args.model, args.batch_size, args.optimizer,
                                 args.precision, args.input_shape,

@@ -711,11 +711,16 @@ _TORCHVISION_KWARGS = {
 _TORCHVISION_SHAPES = {"inception_v3": (3, 299, 299)}
 
 
+def _segmentation_names():
+    import torchvision
+    return set(torchvision.models.list_models(
+        torchvision.models.segmentation))
+
+
 def _torchvision_names():
     import torchvision
-    names = list(torchvision.models.list_models(torchvision.models))
-    names += torchvision.models.list_models(torchvision.models.segmentation)
-    return sorted(set(names))
+    names = set(torchvision.models.list_models(torchvision.models))
+    return sorted(names | _segmentation_names())
 
 
 def _torchvision_spec(name):
@@ -724,6 +729,10 @@ def _torchvision_spec(name):
     def build(num_classes=None, attention=None):
         _refuse("--attention", attention, name)
         kwargs = dict(_TORCHVISION_KWARGS.get(name, {}))
+        if name in _segmentation_names():
+            # Their backbones default to pretrained weights, which would
+            # be downloaded; the values do not matter here.
+            kwargs["weights_backbone"] = None
         if num_classes is not None:
             kwargs["num_classes"] = num_classes
         return torchvision.models.get_model(name, weights=None, **kwargs)

@@ -54,6 +54,20 @@ class Cli(unittest.TestCase):
         names = [line.split()[0] for line in res.stdout.splitlines()]
         for name in ("gpt2_xl", "xception", "resnet50", "vgg16"):
             self.assertIn(name, names)
+        res = run("--list", "--json")
+        self.assertEqual(res.returncode, 0)
+        listed = [json.loads(line) for line in res.stdout.splitlines()]
+        self.assertEqual([m["name"] for m in listed], names)
+        gpt2 = next(m for m in listed if m["name"] == "gpt2_xl")
+        self.assertEqual((gpt2["seq_len"], gpt2["optimizer"],
+                          gpt2["attention"]), (512, "adamw", "fused"))
+
+    def test_segmentation_model_needs_no_download(self):
+        # torchvision's segmentation backbones default to pretrained weights.
+        res = run("lraspp_mobilenet_v3_large", "--batch-size", "4")
+        self.assertEqual(res.returncode, 0, res.stderr)
+        self.assertEqual(json.loads(res.stdout)["layers"][-1]["type"],
+                         "Conv2d")
 
     def test_bad_input_exits_2_with_a_message(self):
         cases = [
