@@ -56,6 +56,18 @@ class MatMul(nn.Module):
         return out if self.scale is None else out * self.scale
 
 
+class Add(nn.Module):
+    """The sum of its inputs (a residual connection, summed embeddings) as a
+    module: the sum is a new tensor, and the norm after it keeps it for
+    backward."""
+
+    def forward(self, *terms):
+        total = terms[0]
+        for term in terms[1:]:
+            total = total + term
+        return total
+
+
 class Mul(nn.Module):
     """Elementwise a * b (the gate of a gated feed-forward) as a module."""
 
@@ -243,16 +255,18 @@ class Block(nn.Module):
         super().__init__()
         self.norm1 = norm1
         self.attention = attention
+        self.residual1 = Add()
         self.norm2 = norm2
         self.feed_forward = feed_forward
+        self.residual2 = Add()
         self.pre_norm = pre_norm
 
     def forward(self, x):
         if self.pre_norm:
-            x = x + self.attention(self.norm1(x))
-            return x + self.feed_forward(self.norm2(x))
-        x = self.norm1(x + self.attention(x))
-        return self.norm2(x + self.feed_forward(x))
+            x = self.residual1(x, self.attention(self.norm1(x)))
+            return self.residual2(x, self.feed_forward(self.norm2(x)))
+        x = self.norm1(self.residual1(x, self.attention(x)))
+        return self.norm2(self.residual2(x, self.feed_forward(x)))
 
 
 def _positions(ids):
@@ -261,7 +275,10 @@ def _positions(ids):
 
 class BertMaskedLM(nn.Module):
     """BERT with its masked-language-model head (BertForMaskedLM): the
-    decoder shares the word-embedding matrix and has its own bias."""
+    decoder shares the word-embedding matrix and has its own bias. Like the
+    other language models here it ends with the log-softmax over the
+    vocabulary that its cross-entropy loss computes and keeps for backward,
+    for every position (the loss ignores unmasked ones only afterwards)."""
 
     def __init__(self, vocab, dim, layers, heads, hidden, max_positions,
                  dropout=0.1, attention="eager"):
@@ -269,6 +286,7 @@ class BertMaskedLM(nn.Module):
         self.word = nn.Embedding(vocab, dim)
         self.position = nn.Embedding(max_positions, dim)
         self.token_type = nn.Embedding(2, dim)
+        self.embed_sum = Add()
         self.embed_norm = nn.LayerNorm(dim, eps=1e-12)
         self.embed_dropout = _dropout(dropout)
         self.blocks = nn.Sequential(*[
@@ -283,12 +301,14 @@ class BertMaskedLM(nn.Module):
         self.head_norm = nn.LayerNorm(dim, eps=1e-12)
         self.decoder = nn.Linear(dim, vocab)
         self.decoder.weight = self.word.weight
+        self.loss_log_probs = nn.LogSoftmax(dim=-1)
 
     def forward(self, ids):
-        x = (self.word(ids) + self.position(_positions(ids))
-             + self.token_type(torch.zeros_like(ids)))
+        x = self.embed_sum(self.word(ids), self.position(_positions(ids)),
+                           self.token_type(torch.zeros_like(ids)))
         x = self.blocks(self.embed_dropout(self.embed_norm(x)))
-        return self.decoder(self.head_norm(self.head_act(self.head_dense(x))))
+        x = self.head_norm(self.head_act(self.head_dense(x)))
+        return self.loss_log_probs(self.decoder(x))
 
 
 class GPT2LM(nn.Module):
@@ -300,6 +320,7 @@ class GPT2LM(nn.Module):
         super().__init__()
         self.token = nn.Embedding(vocab, dim)
         self.position = nn.Embedding(max_positions, dim)
+        self.embed_sum = Add()
         self.embed_dropout = _dropout(dropout)
         self.blocks = nn.Sequential(*[
             Block(SelfAttention(dim, heads, dropout=dropout, causal=True,
@@ -311,11 +332,12 @@ class GPT2LM(nn.Module):
         self.final_norm = nn.LayerNorm(dim)
         self.lm_head = nn.Linear(dim, vocab, bias=False)
         self.lm_head.weight = self.token.weight
+        self.loss_log_probs = nn.LogSoftmax(dim=-1)
 
     def forward(self, ids):
-        x = self.token(ids) + self.position(_positions(ids))
+        x = self.embed_sum(self.token(ids), self.position(_positions(ids)))
         x = self.blocks(self.embed_dropout(x))
-        return self.lm_head(self.final_norm(x))
+        return self.loss_log_probs(self.lm_head(self.final_norm(x)))
 
 
 class LlamaLM(nn.Module):
@@ -336,9 +358,11 @@ class LlamaLM(nn.Module):
             for _ in range(layers)])
         self.final_norm = RMSNorm(dim)
         self.lm_head = nn.Linear(dim, vocab, bias=False)
+        self.loss_log_probs = nn.LogSoftmax(dim=-1)
 
     def forward(self, ids):
-        return self.lm_head(self.final_norm(self.blocks(self.token(ids))))
+        x = self.final_norm(self.blocks(self.token(ids)))
+        return self.loss_log_probs(self.lm_head(x))
 
 
 class BiasedScores(nn.Module):
@@ -427,13 +451,16 @@ class XLNetLayer(nn.Module):
     def __init__(self, dim, heads, hidden, dropout):
         super().__init__()
         self.attention = RelativeAttention(dim, heads, dropout)
+        self.residual1 = Add()
         self.norm1 = nn.LayerNorm(dim, eps=1e-12)
         self.feed_forward = FeedForward(dim, hidden, nn.GELU(), dropout)
+        self.residual2 = Add()
         self.norm2 = nn.LayerNorm(dim, eps=1e-12)
 
     def forward(self, x, pos_emb, other_segment):
-        x = self.norm1(x + self.attention(x, pos_emb, other_segment))
-        return self.norm2(x + self.feed_forward(x))
+        x = self.norm1(self.residual1(
+            x, self.attention(x, pos_emb, other_segment)))
+        return self.norm2(self.residual2(x, self.feed_forward(x)))
 
 
 class XLNetClassifier(nn.Module):
