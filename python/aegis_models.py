@@ -68,6 +68,14 @@ class Add(nn.Module):
         return total
 
 
+class Concat(nn.Module):
+    """Channel concatenation (a U-Net skip) as a module: the concatenated
+    tensor is new, and the convolution after it keeps it for backward."""
+
+    def forward(self, *parts):
+        return torch.cat(parts, dim=1)
+
+
 class Mul(nn.Module):
     """Elementwise a * b (the gate of a gated feed-forward) as a module."""
 
@@ -538,10 +546,11 @@ class XceptionBlock(nn.Module):
         if stride != 1:
             layers.append(nn.MaxPool2d(3, stride, 1))
         self.rep = nn.Sequential(*layers)
+        self.residual = Add()
 
     def forward(self, x):
         skip = x if self.skip is None else self.skip_bn(self.skip(x))
-        return self.rep(x) + skip
+        return self.residual(self.rep(x), skip)
 
 
 class Xception(nn.Module):
@@ -581,13 +590,14 @@ class UNetDecoderBlock(nn.Module):
     def __init__(self, cin, cskip, cout):
         super().__init__()
         self.upsample = nn.Upsample(scale_factor=2, mode="nearest")
+        self.concat = Concat()
         self.conv1 = _conv_bn_relu(cin + cskip, cout)
         self.conv2 = _conv_bn_relu(cout, cout)
 
     def forward(self, x, skip=None):
         x = self.upsample(x)
         if skip is not None:
-            x = torch.cat([x, skip], dim=1)
+            x = self.concat(x, skip)
         return self.conv2(self.conv1(x))
 
 
