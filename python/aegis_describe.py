@@ -484,8 +484,8 @@ OPTIONS
     --attention KIND    Transformer builders only. eager: the attention
                         scores, their softmax and its dropout are layers
                         (transformers' "eager" attention keeps them for
-                        backward); fused: one ScaledDotProductAttention
-                        layer whose only activation is the context (PyTorch's
+                        backward); fused: one ScaledDotProduct layer
+                        whose only activation is the context (PyTorch's
                         fused kernels). Default: what the catalog job ran:
                         fused for BERT, GPT-2 and Llama, eager for XLNet.
     --device WHERE      auto (default): meta, else CPU; meta: meta only, fail

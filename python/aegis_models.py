@@ -157,11 +157,13 @@ class EagerAttention(nn.Module):
         return self.context(self.dropout(self.softmax(scores)), v)
 
 
-class ScaledDotProductAttention(nn.Module):
+class ScaledDotProduct(nn.Module):
     """The same attention as one fused kernel computes it (PyTorch's
     scaled_dot_product_attention, transformers' default "sdpa" attention for
     BERT, GPT-2 and Llama): scores and probabilities never leave the kernel,
-    so the context is the layer's only activation."""
+    so the context is the layer's only activation. Its inputs are the
+    already projected q, k and v (layers of their own), which is why it is
+    not named like nn.MultiheadAttention, whose projections are inside."""
 
     def __init__(self, head_dim, causal, dropout):
         super().__init__()
@@ -195,7 +197,7 @@ class SelfAttention(nn.Module):
         self.value = nn.Linear(dim, kv_dim, bias=bias)
         self.rotary = Rotary(self.head_dim) if rotary else None
         kind = {"eager": EagerAttention,
-                "fused": ScaledDotProductAttention}[attention]
+                "fused": ScaledDotProduct}[attention]
         self.attend = kind(self.head_dim, causal, dropout)
         self.out = nn.Linear(dim, dim, bias=bias)
         self.out_dropout = _dropout(dropout)

@@ -189,7 +189,7 @@ class Builders(unittest.TestCase):
             kinds = [l["type"] for l in fused["layers"]]
             self.assertNotIn("Softmax", kinds)
             attention = [l for l in fused["layers"]
-                         if l["type"] == "ScaledDotProductAttention"]
+                         if l["type"] == "ScaledDotProduct"]
             # Context only: tokens x width, per layer.
             self.assertEqual([l["activations"] for l in attention],
                              [8 * 16] * 2)
@@ -217,7 +217,7 @@ class Builders(unittest.TestCase):
         self.assertEqual((desc["optimizer"], desc["precision"],
                           desc["input_elements"]), ("adamw", "bf16", 512))
         kinds = {l["type"] for l in desc["layers"]}
-        self.assertIn("ScaledDotProductAttention", kinds)
+        self.assertIn("ScaledDotProduct", kinds)
         desc = aegis_describe.describe_builder("xlnet_base", 1, device="meta")
         self.assertIn("Softmax", {l["type"] for l in desc["layers"]})
         desc = aegis_describe.describe_builder("inception_v3", 1,
