@@ -108,13 +108,39 @@ def _tensors_in(value):
             yield from _tensors_in(item)
 
 
+# Functional steps recorded when a container's forward calls them (inside a
+# leaf module they are that module's own work): the ones that make a new
+# tensor of activations, such as Inception's branch pools and concatenations
+# or MobileNet's residual sums. Views, constants and in-place variants are
+# left out (an in-place call returns its input and would count 0 anyway).
+FUNCTIONAL_STEPS = frozenset([
+    "cat", "concat", "stack", "add", "sub", "mul", "matmul", "bmm",
+    "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d",
+    "avg_pool3d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
+    "adaptive_avg_pool3d", "adaptive_max_pool1d", "adaptive_max_pool2d",
+    "relu", "relu6", "leaky_relu", "elu", "gelu", "silu", "mish",
+    "sigmoid", "tanh", "hardswish", "hardsigmoid", "softmax",
+    "log_softmax", "dropout", "interpolate", "layer_norm", "batch_norm",
+])
+
+
+def _new_elements(inputs, output):
+    """Elements of the output tensors that are not input tensors: an output
+    that is an input (nn.Identity, an in-place ReLU) adds no memory."""
+    given = {id(t) for t in _tensors_in(inputs)}
+    return sum(t.numel() for t in _tensors_in(output) if id(t) not in given)
+
+
 class _Recorder:
     """Collects layer entries as hooks fire. Parameters and buffers are
     claimed by identity the first time a layer that owns them runs, so shared
-    (tied) weights are counted once, at first use."""
+    (tied) weights are counted once, at first use. depth counts the leaf
+    layers running now, so that functional calls inside them are not
+    recorded twice."""
 
     def __init__(self):
         self.layers = []
+        self.depth = 0
         self._claimed = set()
 
     def _claim(self, tensors):
@@ -136,31 +162,45 @@ class _Recorder:
         for buf in mod.buffers(recurse=recurse):
             yield buf, False
 
-    def _add(self, mod, activations, recurse):
-        params, buffers = self._claim(self._owned(mod, recurse))
-        entry = {"type": type(mod).__name__, "activations": activations,
-                 "params": params}
+    def _append(self, kind, activations, params=0, buffers=0):
+        entry = {"type": kind, "activations": activations, "params": params}
         if buffers:
             entry["buffers"] = buffers
         self.layers.append(entry)
 
+    def enter_layer(self, _mod, _inputs):
+        self.depth += 1
+
     def on_layer(self, mod, inputs, output):
-        # An output that is one of the inputs (nn.Identity, an in-place
-        # ReLU) is no new tensor: it adds no memory, so it counts 0.
-        given = {id(t) for t in _tensors_in(inputs)}
-        activations = sum(t.numel() for t in _tensors_in(output)
-                          if id(t) not in given)
-        self._add(mod, activations, recurse=True)
+        self.depth -= 1
+        params, buffers = self._claim(self._owned(mod, recurse=True))
+        self._append(type(mod).__name__, _new_elements(inputs, output),
+                     params, buffers)
 
     def on_container(self, mod, _inputs):
         # Only the container's own tensors: its children report themselves.
         params, buffers = self._claim(self._owned(mod, recurse=False))
         if params or buffers:
-            entry = {"type": type(mod).__name__, "activations": 0,
-                     "params": params}
-            if buffers:
-                entry["buffers"] = buffers
-            self.layers.append(entry)
+            self._append(type(mod).__name__, 0, params, buffers)
+
+    def on_function(self, name, inputs, output):
+        if self.depth == 0 and name in FUNCTIONAL_STEPS:
+            self._append(name, _new_elements(inputs, output))
+
+
+def _function_mode(recorder):
+    """A torch function mode that reports each functional call to
+    recorder.on_function; torch runs the call itself with the mode off."""
+    from torch.overrides import TorchFunctionMode
+
+    class Mode(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            output = func(*args, **kwargs)
+            recorder.on_function(getattr(func, "__name__", ""),
+                                 (args, kwargs), output)
+            return output
+    return Mode()
 
 
 def _map_tensors(value, fn):
@@ -246,7 +286,9 @@ def _record(module, example_input):
     torch = _torch()
     layers, skip = _layer_modules(module)
     recorder = _Recorder()
-    handles = [m.register_forward_hook(recorder.on_layer) for m in layers]
+    handles = [m.register_forward_pre_hook(recorder.enter_layer)
+               for m in layers]
+    handles += [m.register_forward_hook(recorder.on_layer) for m in layers]
     handles += [m.register_forward_pre_hook(recorder.on_container)
                 for m in _containers_with_own_tensors(module, layers, skip)]
     was_training = module.training
@@ -259,7 +301,7 @@ def _record(module, example_input):
         if isinstance(mod, torch.nn.modules.batchnorm._BatchNorm):
             mod.eval()
     try:
-        with torch.no_grad():
+        with torch.no_grad(), _function_mode(recorder):
             if isinstance(example_input, dict):
                 module(**example_input)
             elif isinstance(example_input, (tuple, list)):
@@ -465,9 +507,10 @@ DESCRIPTION
 
     The pass runs on the meta device (shapes only: no memory, milliseconds)
     and falls back to a CPU pass with batch 1 when the model needs real
-    values. Functional operations (torch.relu, +, torch.cat) are not modules
-    and so are not in the description; the builders use module forms
-    (nn.ReLU, nn.Softmax, MatMul) where a training step keeps their output.
+    values. Functional steps that a container's forward calls between its
+    modules (torch.cat, +, F.avg_pool2d, F.relu, F.interpolate, ...) are
+    layers too, named by the function; views, constants and in-place calls
+    are not.
 
 OPTIONS
     --batch-size B      Per-GPU batch size written to the description

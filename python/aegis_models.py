@@ -444,11 +444,13 @@ class RelativeAttention(nn.Module):
         v = self._split(self.value(x))
         k_pos = self.position(pos_emb).view(-1, self.heads,
                                             self.head_dim).transpose(0, 1)
-        scores = (self.content_scores(q, k)
-                  + _relative_shift(self.position_scores(q, k_pos), length)
-                  + self.segment_scores(q, other_segment))
-        probs = self.attn_dropout(self.softmax(scores / math.sqrt(
-            self.head_dim)))
+        # Summed in place: the sum of the three terms is a transient that
+        # only the softmax reads, and the softmax keeps its own output.
+        scores = self.content_scores(q, k)
+        scores += _relative_shift(self.position_scores(q, k_pos), length)
+        scores += self.segment_scores(q, other_segment)
+        scores /= math.sqrt(self.head_dim)
+        probs = self.attn_dropout(self.softmax(scores))
         context = self.context(probs, v).transpose(1, 2)
         return self.out_dropout(self.out(context.reshape(batch, length,
                                                          dim)))

@@ -66,8 +66,10 @@ class Cli(unittest.TestCase):
         # torchvision's segmentation backbones default to pretrained weights.
         res = run("lraspp_mobilenet_v3_large", "--batch-size", "4")
         self.assertEqual(res.returncode, 0, res.stderr)
-        self.assertEqual(json.loads(res.stdout)["layers"][-1]["type"],
-                         "Conv2d")
+        # Its forward ends with a functional upsampling to the input size.
+        self.assertEqual(json.loads(res.stdout)["layers"][-1],
+                         {"type": "interpolate",
+                          "activations": 21 * 224 * 224, "params": 0})
 
     def test_bad_input_exits_2_with_a_message(self):
         cases = [

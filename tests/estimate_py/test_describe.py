@@ -17,7 +17,9 @@ import aegis_models
 class Tiny(nn.Module):
     """Every case the recorder distinguishes, on a 3-token input: a weight
     tied to a later layer, a layer called twice, a frozen parameter, an
-    identity, and a parameter and a buffer owned by the container itself."""
+    identity, a parameter and a buffer owned by the container itself, and
+    functional steps in the container's forward: recorded (mul, cat), in
+    place (relu) or not recorded at all (a view, a slice)."""
 
     def __init__(self):
         super().__init__()
@@ -39,12 +41,15 @@ class Tiny(nn.Module):
         x = self.act(self.up(x))
         x = self.act(self.down(x))
         x = self.skip(self.frozen(self.norm(x)))
+        x = torch.cat([x, x], dim=1).view(1, 6, 4)[:, :3]
+        x = nn.functional.relu(x, inplace=True)
         return self.head(x)
 
 
 TINY_LAYERS = [
     {"type": "Tiny", "activations": 0, "params": 1, "buffers": 3},
     {"type": "Embedding", "activations": 12, "params": 40},
+    {"type": "mul", "activations": 12, "params": 0},
     {"type": "Linear", "activations": 18, "params": 30},
     {"type": "ReLU", "activations": 18, "params": 0},
     {"type": "Linear", "activations": 12, "params": 28},
@@ -52,6 +57,8 @@ TINY_LAYERS = [
     {"type": "LayerNorm", "activations": 12, "params": 8},
     {"type": "Linear", "activations": 12, "params": 4, "buffers": 16},
     {"type": "Identity", "activations": 0, "params": 0},
+    {"type": "cat", "activations": 24, "params": 0},
+    {"type": "relu", "activations": 0, "params": 0},
     {"type": "Linear", "activations": 30, "params": 0},
 ]
 
