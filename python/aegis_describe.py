@@ -3,7 +3,8 @@
 
 One forward pass with a forward hook on every leaf module records, per layer
 and in forward order, the elements of the layer's output for ONE sample and the
-parameter elements the layer owns. The pass runs on the meta device when the
+parameter elements the layer owns; a torch function mode adds the functional
+steps (torch.cat, +, pools) that containers run between their modules. The pass runs on the meta device when the
 model allows it: meta tensors carry shapes but no storage, so even GPT-2 XL is
 described in well under a second and without gigabytes of RAM. Models whose
 forward needs real values fall back to a CPU pass with batch 1.
