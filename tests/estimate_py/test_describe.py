@@ -142,12 +142,34 @@ class TorchvisionModels(unittest.TestCase):
         self.assertEqual(desc["layers"][-1]["activations"], 1000)
 
     def test_meta_and_cpu_agree(self):
-        for name in ("resnet18", "mobilenet_v3_small", "efficientnet_b0"):
-            model = torchvision.models.get_model(name, num_classes=100)
-            example = torch.zeros(1, 3, 32, 32)
+        for name in ("resnet18", "mobilenet_v3_small", "efficientnet_b0",
+                     "inception_v3"):
+            kwargs = {"aux_logits": False, "init_weights": False} \
+                if name == "inception_v3" else {}
+            model = torchvision.models.get_model(name, num_classes=100,
+                                                 **kwargs)
+            # Inception's smallest input is 75x75.
+            side = 80 if name == "inception_v3" else 32
+            example = torch.zeros(1, 3, side, side)
             meta = aegis_describe.describe(model, example, 8, device="meta")
             cpu = aegis_describe.describe(model, example, 8, device="cpu")
             self.assertEqual(meta, cpu, name)
+
+    def test_functional_steps_of_inception(self):
+        model = torchvision.models.inception_v3(aux_logits=False,
+                                                init_weights=False)
+        desc = aegis_describe.describe(model, torch.zeros(1, 3, 299, 299), 1)
+        kinds = [l["type"] for l in desc["layers"]]
+        # 11 Inception blocks concatenate their branches (InceptionE twice
+        # more inside its branches), 9 have an average-pooled branch.
+        self.assertEqual(kinds.count("cat"), 11 + 2 * 2)
+        self.assertEqual(kinds.count("avg_pool2d"), 9)
+        # The ReLUs are F.relu(inplace=True): listed, but no new tensor.
+        relus = [l for l in desc["layers"] if l["type"] == "relu"]
+        self.assertTrue(relus and all(l["activations"] == 0 for l in relus))
+        # The last block's concatenation is 2048 channels of 8x8.
+        last_cat = [l for l in desc["layers"] if l["type"] == "cat"][-1]
+        self.assertEqual(last_cat["activations"], 2048 * 8 * 8)
 
 
 SMALL_BUILDERS = {
