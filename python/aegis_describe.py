@@ -3,7 +3,8 @@
 
 One forward pass with a forward hook on every leaf module records, per layer
 and in forward order, the elements of the layer's output for ONE sample and the
-parameter elements the layer owns. The pass runs on the meta device when the
+parameter elements the layer owns; a torch function mode adds the functional
+steps (torch.cat, +, pools) that containers run between their modules. The pass runs on the meta device when the
 model allows it: meta tensors carry shapes but no storage, so even GPT-2 XL is
 described in well under a second and without gigabytes of RAM. Models whose
 forward needs real values fall back to a CPU pass with batch 1.
@@ -20,6 +21,7 @@ import contextlib
 import copy
 import json
 import os
+import signal
 import sys
 
 FORMAT = "aegis-model/1"
@@ -107,13 +109,39 @@ def _tensors_in(value):
             yield from _tensors_in(item)
 
 
+# Functional steps recorded when a container's forward calls them (inside a
+# leaf module they are that module's own work): the ones that make a new
+# tensor of activations, such as Inception's branch pools and concatenations
+# or MobileNet's residual sums. Views, constants and in-place variants are
+# left out (an in-place call returns its input and would count 0 anyway).
+FUNCTIONAL_STEPS = frozenset([
+    "cat", "concat", "stack", "add", "sub", "mul", "matmul", "bmm",
+    "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d",
+    "avg_pool3d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
+    "adaptive_avg_pool3d", "adaptive_max_pool1d", "adaptive_max_pool2d",
+    "relu", "relu6", "leaky_relu", "elu", "gelu", "silu", "mish",
+    "sigmoid", "tanh", "hardswish", "hardsigmoid", "softmax",
+    "log_softmax", "dropout", "interpolate", "layer_norm", "batch_norm",
+])
+
+
+def _new_elements(inputs, output):
+    """Elements of the output tensors that are not input tensors: an output
+    that is an input (nn.Identity, an in-place ReLU) adds no memory."""
+    given = {id(t) for t in _tensors_in(inputs)}
+    return sum(t.numel() for t in _tensors_in(output) if id(t) not in given)
+
+
 class _Recorder:
     """Collects layer entries as hooks fire. Parameters and buffers are
     claimed by identity the first time a layer that owns them runs, so shared
-    (tied) weights are counted once, at first use."""
+    (tied) weights are counted once, at first use. depth counts the leaf
+    layers running now, so that functional calls inside them are not
+    recorded twice."""
 
     def __init__(self):
         self.layers = []
+        self.depth = 0
         self._claimed = set()
 
     def _claim(self, tensors):
@@ -135,31 +163,45 @@ class _Recorder:
         for buf in mod.buffers(recurse=recurse):
             yield buf, False
 
-    def _add(self, mod, activations, recurse):
-        params, buffers = self._claim(self._owned(mod, recurse))
-        entry = {"type": type(mod).__name__, "activations": activations,
-                 "params": params}
+    def _append(self, kind, activations, params=0, buffers=0):
+        entry = {"type": kind, "activations": activations, "params": params}
         if buffers:
             entry["buffers"] = buffers
         self.layers.append(entry)
 
+    def enter_layer(self, _mod, _inputs):
+        self.depth += 1
+
     def on_layer(self, mod, inputs, output):
-        # An output that is one of the inputs (nn.Identity, an in-place
-        # ReLU) is no new tensor: it adds no memory, so it counts 0.
-        given = {id(t) for t in _tensors_in(inputs)}
-        activations = sum(t.numel() for t in _tensors_in(output)
-                          if id(t) not in given)
-        self._add(mod, activations, recurse=True)
+        self.depth -= 1
+        params, buffers = self._claim(self._owned(mod, recurse=True))
+        self._append(type(mod).__name__, _new_elements(inputs, output),
+                     params, buffers)
 
     def on_container(self, mod, _inputs):
         # Only the container's own tensors: its children report themselves.
         params, buffers = self._claim(self._owned(mod, recurse=False))
         if params or buffers:
-            entry = {"type": type(mod).__name__, "activations": 0,
-                     "params": params}
-            if buffers:
-                entry["buffers"] = buffers
-            self.layers.append(entry)
+            self._append(type(mod).__name__, 0, params, buffers)
+
+    def on_function(self, name, inputs, output):
+        if self.depth == 0 and name in FUNCTIONAL_STEPS:
+            self._append(name, _new_elements(inputs, output))
+
+
+def _function_mode(recorder):
+    """A torch function mode that reports each functional call to
+    recorder.on_function; torch runs the call itself with the mode off."""
+    from torch.overrides import TorchFunctionMode
+
+    class Mode(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            output = func(*args, **kwargs)
+            recorder.on_function(getattr(func, "__name__", ""),
+                                 (args, kwargs), output)
+            return output
+    return Mode()
 
 
 def _map_tensors(value, fn):
@@ -245,7 +287,9 @@ def _record(module, example_input):
     torch = _torch()
     layers, skip = _layer_modules(module)
     recorder = _Recorder()
-    handles = [m.register_forward_hook(recorder.on_layer) for m in layers]
+    handles = [m.register_forward_pre_hook(recorder.enter_layer)
+               for m in layers]
+    handles += [m.register_forward_hook(recorder.on_layer) for m in layers]
     handles += [m.register_forward_pre_hook(recorder.on_container)
                 for m in _containers_with_own_tensors(module, layers, skip)]
     was_training = module.training
@@ -258,7 +302,7 @@ def _record(module, example_input):
         if isinstance(mod, torch.nn.modules.batchnorm._BatchNorm):
             mod.eval()
     try:
-        with torch.no_grad():
+        with torch.no_grad(), _function_mode(recorder):
             if isinstance(example_input, dict):
                 module(**example_input)
             elif isinstance(example_input, (tuple, list)):
@@ -353,52 +397,71 @@ def example_input_for(spec, input_shape=None, seq_len=None, device="meta"):
     return torch.zeros((1,) + tuple(shape), device=device)
 
 
+def command_line(name, optimizer=None, precision=None, input_shape=None,
+                 seq_len=None, num_classes=None, attention=None):
+    """The aegis_describe.py command (less --batch-size) that makes a
+    description: written to its "source" so that any file can be remade."""
+    parts = ["aegis_describe.py", name]
+    if num_classes is not None:
+        parts.append("--num-classes %d" % num_classes)
+    if input_shape is not None:
+        parts.append("--input-shape %s" % ",".join(str(d)
+                                                    for d in input_shape))
+    if seq_len is not None:
+        parts.append("--seq-len %d" % seq_len)
+    if optimizer is not None:
+        parts.append("--optimizer %s" % optimizer)
+    if precision is not None:
+        parts.append("--precision %s" % precision)
+    if attention is not None:
+        parts.append("--attention %s" % attention)
+    return " ".join(parts)
+
+
 def describe_builder(name, batch_size, optimizer=None, precision=None,
                      input_shape=None, seq_len=None, num_classes=None,
-                     device="auto", label=None):
+                     device="auto", attention=None):
     """Describe a model by name (a builder of aegis_models or a torchvision
-    model). Unset options take the model's catalog defaults."""
+    model). Unset options take the model's catalog defaults; attention
+    ("eager" or "fused") applies to the transformer builders only."""
     import aegis_models
+    _check_choice("device", device, DEVICES)
+    source = command_line(name, optimizer, precision, input_shape, seq_len,
+                          num_classes, attention)
     try:
         spec = aegis_models.lookup(name)
-        return _describe_spec(spec, batch_size, optimizer, precision,
-                              input_shape, seq_len, num_classes, device,
-                              label)
+        args = (batch_size, optimizer or spec.optimizer,
+                precision or spec.precision)
+        desc = None
+        if device in ("auto", "meta"):
+            with meta_init():
+                module = spec.build(num_classes, attention)
+            desc = _describe_on_meta(
+                module, example_input_for(spec, input_shape, seq_len, "meta"),
+                args, source, fallback=device == "auto")
+        if desc is None:
+            module = spec.build(num_classes, attention)
+            desc = describe(module, example_input_for(spec, input_shape,
+                                                      seq_len, "cpu"),
+                            *args, model=name, source=source, device="cpu")
     except aegis_models.ModelError as err:
         raise DescribeError(str(err)) from err
-
-
-def _describe_spec(spec, batch_size, optimizer, precision, input_shape,
-                   seq_len, num_classes, device, label):
-    """describe_builder for a looked-up spec: build on meta and describe
-    there; rebuild on CPU only if that fails and the model is small enough."""
-    optimizer = optimizer or spec.optimizer
-    precision = precision or spec.precision
-    _check_choice("device", device, DEVICES)
-    source = "aegis_describe %s" % spec.name
-    if spec.torchvision:
-        source = "aegis_describe torchvision %s" % spec.name
-    desc = None
-    if device in ("auto", "meta"):
-        with meta_init():
-            module = spec.build(num_classes=num_classes)
-        example = example_input_for(spec, input_shape, seq_len, "meta")
-        try:
-            desc = describe(module, example, batch_size, optimizer,
-                            precision, label or spec.name, source=source,
-                            device="meta")
-        except DescribeError as err:
-            size = sum(p.numel() for p in module.parameters())
-            if device == "meta" or size > CPU_FALLBACK_MAX_ELEMENTS:
-                raise DescribeError("%s (%d parameter elements; the CPU "
-                                    "fallback takes at most %d)"
-                                    % (err, size, CPU_FALLBACK_MAX_ELEMENTS))
-    if desc is None:
-        module = spec.build(num_classes=num_classes)
-        example = example_input_for(spec, input_shape, seq_len, "cpu")
-        desc = describe(module, example, batch_size, optimizer, precision,
-                        label or spec.name, source=source, device="cpu")
+    desc["model"] = name
     return desc
+
+
+def _describe_on_meta(module, example, args, source, fallback):
+    """The description from a meta pass; None where the pass fails and the
+    model is small enough for the CPU fallback the caller then takes."""
+    try:
+        return describe(module, example, *args, source=source, device="meta")
+    except DescribeError as err:
+        size = sum(p.numel() for p in module.parameters())
+        if fallback and size <= CPU_FALLBACK_MAX_ELEMENTS:
+            return None
+        raise DescribeError("%s (%d parameter elements; the CPU fallback "
+                            "takes at most %d)"
+                            % (err, size, CPU_FALLBACK_MAX_ELEMENTS)) from err
 
 
 def to_json(desc):
@@ -425,8 +488,8 @@ SYNOPSIS
     /usr/bin/python3 python/aegis_describe.py MODEL --batch-size B
         [--optimizer NAME] [--precision NAME]
         [--input-shape C,H,W | --seq-len N] [--num-classes N]
-        [--device auto|meta|cpu] [-o FILE]
-    /usr/bin/python3 python/aegis_describe.py --list
+        [--attention eager|fused] [--device auto|meta|cpu] [-o FILE]
+    /usr/bin/python3 python/aegis_describe.py --list [--json]
 
 DESCRIPTION
     Builds MODEL, runs one forward pass on a single sample with a forward
@@ -440,13 +503,15 @@ DESCRIPTION
     gpt2_large, gpt2_xl, xlnet_base, xlnet_large, llama3_width_8layer,
     xception, unet_resnet34, mnist_cnn) or a torchvision classification or
     segmentation model name (resnet50, vgg16, efficientnet_b0, ...).
-    --list prints them all with their default input and settings.
+    --list prints them all with their default input, optimizer, precision
+    and attention kind.
 
     The pass runs on the meta device (shapes only: no memory, milliseconds)
     and falls back to a CPU pass with batch 1 when the model needs real
-    values. Functional operations (torch.relu, +, torch.cat) are not modules
-    and so are not in the description; the builders use module forms
-    (nn.ReLU, nn.Softmax, MatMul) where a training step keeps their output.
+    values. Functional steps that a container's forward calls between its
+    modules (torch.cat, +, F.avg_pool2d, F.relu, F.interpolate, ...) are
+    layers too, named by the function; views, constants and in-place calls
+    are not.
 
 OPTIONS
     --batch-size B      Per-GPU batch size written to the description
@@ -460,10 +525,19 @@ OPTIONS
                         3,224,224; inception_v3 3,299,299; mnist_cnn 1,28,28).
     --seq-len N         Tokens per sample for text models (default 512).
     --num-classes N     Classifier outputs (default: the model's own).
+    --attention KIND    Transformer builders only. eager: the attention
+                        scores, their softmax and its dropout are layers
+                        (transformers' "eager" attention keeps them for
+                        backward); fused: one ScaledDotProduct layer
+                        whose only activation is the context (PyTorch's
+                        fused kernels). Default: what the catalog job ran:
+                        fused for BERT, GPT-2 and Llama, eager for XLNet.
     --device WHERE      auto (default): meta, else CPU; meta: meta only, fail
                         if the model cannot run there; cpu: CPU only.
     -o, --output FILE   Write the JSON to FILE instead of standard output.
-    --list              List the model names and exit.
+    --list              List the model names and exit: name, default input,
+                        optimizer, precision, attention kind, what it is.
+    --json              With --list: one JSON object per model and line.
     -h, --help          Show this manual and exit.
 
 EXIT STATUS
@@ -527,9 +601,11 @@ def _parse(argv):
     group.add_argument("--input-shape", type=_shape)
     group.add_argument("--seq-len", type=_positive_int)
     parser.add_argument("--num-classes", type=_positive_int)
+    parser.add_argument("--attention", choices=("eager", "fused"))
     parser.add_argument("--device", choices=DEVICES, default="auto")
     parser.add_argument("-o", "--output")
     parser.add_argument("--list", action="store_true")
+    parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     if not args.list:
         if args.model is None:
@@ -539,28 +615,39 @@ def _parse(argv):
     return args
 
 
-def _list_models(out):
+def _list_models(out, as_json):
     import aegis_models
     for spec in aegis_models.all_specs():
+        if as_json:
+            out.write(json.dumps({
+                "name": spec.name, "input_kind": spec.input_kind,
+                "input_shape": spec.input_shape, "seq_len": spec.seq_len,
+                "optimizer": spec.optimizer, "precision": spec.precision,
+                "attention": spec.attention,
+                "description": spec.description}) + "\n")
+            continue
         if spec.input_kind == "tokens":
             given = "seq-len %d" % spec.seq_len
         else:
             given = "input %s" % ",".join(str(d) for d in spec.input_shape)
-        out.write("%-22s %-18s %-6s %-5s %s\n" % (
+        out.write("%-22s %-16s %-6s %-5s %-6s %s\n" % (
             spec.name, given, spec.optimizer, spec.precision,
-            spec.description))
+            spec.attention or "-", spec.description))
 
 
 def main(argv=None):
+    # Die quietly when the reader of a listing goes away (| head).
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     try:
         args = _parse(sys.argv[1:] if argv is None else argv)
         if args.list:
-            _list_models(sys.stdout)
+            _list_models(sys.stdout, args.json)
             return 0
         desc = describe_builder(args.model, args.batch_size, args.optimizer,
                                 args.precision, args.input_shape,
-                                args.seq_len, args.num_classes, args.device)
+                                args.seq_len, args.num_classes, args.device,
+                                args.attention)
     except DescribeError as err:
         sys.stderr.write("aegis_describe: %s\n" % err)
         return EXIT_BAD_INPUT

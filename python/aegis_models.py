@@ -22,8 +22,11 @@ from collections import namedtuple
 import torch
 from torch import nn
 
+# build(num_classes=None, attention=None) makes the module; attention is
+# the default attention kind of a transformer (None for other models).
 Spec = namedtuple("Spec", "name build input_kind input_shape seq_len "
-                          "optimizer precision description torchvision")
+                          "optimizer precision attention description "
+                          "torchvision")
 
 
 class ModelError(Exception):
@@ -51,6 +54,26 @@ class MatMul(nn.Module):
             b = b.transpose(-2, -1)
         out = torch.matmul(a, b)
         return out if self.scale is None else out * self.scale
+
+
+class Add(nn.Module):
+    """The sum of its inputs (a residual connection, summed embeddings) as a
+    module: the sum is a new tensor, and the norm after it keeps it for
+    backward."""
+
+    def forward(self, *terms):
+        total = terms[0]
+        for term in terms[1:]:
+            total = total + term
+        return total
+
+
+class Concat(nn.Module):
+    """Channel concatenation (a U-Net skip) as a module: the concatenated
+    tensor is new, and the convolution after it keeps it for backward."""
+
+    def forward(self, *parts):
+        return torch.cat(parts, dim=1)
 
 
 class Mul(nn.Module):
@@ -103,27 +126,79 @@ def _dropout(p):
     return nn.Dropout(p) if p > 0 else nn.Identity()
 
 
+ATTENTION_KINDS = ("eager", "fused")
+
+
+def _mask_future(scores):
+    """Causal mask: a token attends to itself and the tokens before it."""
+    length = scores.shape[-1]
+    future = torch.ones(length, length, dtype=torch.bool,
+                        device=scores.device).triu(1)
+    return scores.masked_fill(future, float("-inf"))
+
+
+class EagerAttention(nn.Module):
+    """softmax(q k^T / sqrt(d)) v step by step, as transformers' "eager"
+    attention runs it: scores, probabilities and their dropout are tensors a
+    training step keeps, so each is a layer."""
+
+    def __init__(self, head_dim, causal, dropout):
+        super().__init__()
+        self.causal = causal
+        self.scores = MatMul(transpose_b=True, scale=1.0 / math.sqrt(head_dim))
+        self.softmax = nn.Softmax(dim=-1)
+        self.dropout = _dropout(dropout)
+        self.context = MatMul()
+
+    def forward(self, q, k, v):
+        scores = self.scores(q, k)
+        if self.causal:
+            scores = _mask_future(scores)
+        return self.context(self.dropout(self.softmax(scores)), v)
+
+
+class ScaledDotProduct(nn.Module):
+    """The same attention as one fused kernel computes it (PyTorch's
+    scaled_dot_product_attention, transformers' default "sdpa" attention for
+    BERT, GPT-2 and Llama): scores and probabilities never leave the kernel,
+    so the context is the layer's only activation. Its inputs are the
+    already projected q, k and v (layers of their own), which is why it is
+    not named like nn.MultiheadAttention, whose projections are inside."""
+
+    def __init__(self, head_dim, causal, dropout):
+        super().__init__()
+        self.scale = 1.0 / math.sqrt(head_dim)
+        self.causal = causal
+        self.dropout = dropout
+
+    def forward(self, q, k, v):
+        scores = torch.matmul(q, k.transpose(-2, -1)) * self.scale
+        if self.causal:
+            scores = _mask_future(scores)
+        probs = nn.functional.dropout(torch.softmax(scores, dim=-1),
+                                      self.dropout, self.training)
+        return torch.matmul(probs, v)
+
+
 class SelfAttention(nn.Module):
     """Multi-head self-attention with separate q/k/v projections, optional
-    grouped key/value heads, causal mask and rotary positions."""
+    grouped key/value heads, causal mask and rotary positions; the attention
+    proper is eager or fused (ATTENTION_KINDS)."""
 
     def __init__(self, dim, heads, kv_heads=None, bias=True, dropout=0.0,
-                 causal=False, rotary=False):
+                 causal=False, rotary=False, attention="eager"):
         super().__init__()
         self.heads = heads
         self.kv_heads = kv_heads or heads
         self.head_dim = dim // heads
         kv_dim = self.kv_heads * self.head_dim
-        self.causal = causal
         self.query = nn.Linear(dim, dim, bias=bias)
         self.key = nn.Linear(dim, kv_dim, bias=bias)
         self.value = nn.Linear(dim, kv_dim, bias=bias)
         self.rotary = Rotary(self.head_dim) if rotary else None
-        self.scores = MatMul(transpose_b=True,
-                             scale=1.0 / math.sqrt(self.head_dim))
-        self.softmax = nn.Softmax(dim=-1)
-        self.attn_dropout = _dropout(dropout)
-        self.context = MatMul()
+        kind = {"eager": EagerAttention,
+                "fused": ScaledDotProduct}[attention]
+        self.attend = kind(self.head_dim, causal, dropout)
         self.out = nn.Linear(dim, dim, bias=bias)
         self.out_dropout = _dropout(dropout)
 
@@ -148,13 +223,7 @@ class SelfAttention(nn.Module):
         if self.kv_heads != self.heads:
             k = self._share_kv(k)
             v = self._share_kv(v)
-        scores = self.scores(q, k)
-        if self.causal:
-            future = torch.ones(length, length, dtype=torch.bool,
-                                device=x.device).triu(1)
-            scores = scores.masked_fill(future, float("-inf"))
-        probs = self.attn_dropout(self.softmax(scores))
-        context = self.context(probs, v).transpose(1, 2)
+        context = self.attend(q, k, v).transpose(1, 2)
         return self.out_dropout(self.out(context.reshape(batch, length,
                                                          dim)))
 
@@ -196,16 +265,18 @@ class Block(nn.Module):
         super().__init__()
         self.norm1 = norm1
         self.attention = attention
+        self.residual1 = Add()
         self.norm2 = norm2
         self.feed_forward = feed_forward
+        self.residual2 = Add()
         self.pre_norm = pre_norm
 
     def forward(self, x):
         if self.pre_norm:
-            x = x + self.attention(self.norm1(x))
-            return x + self.feed_forward(self.norm2(x))
-        x = self.norm1(x + self.attention(x))
-        return self.norm2(x + self.feed_forward(x))
+            x = self.residual1(x, self.attention(self.norm1(x)))
+            return self.residual2(x, self.feed_forward(self.norm2(x)))
+        x = self.norm1(self.residual1(x, self.attention(x)))
+        return self.norm2(self.residual2(x, self.feed_forward(x)))
 
 
 def _positions(ids):
@@ -214,18 +285,23 @@ def _positions(ids):
 
 class BertMaskedLM(nn.Module):
     """BERT with its masked-language-model head (BertForMaskedLM): the
-    decoder shares the word-embedding matrix and has its own bias."""
+    decoder shares the word-embedding matrix and has its own bias. Like the
+    other language models here it ends with the log-softmax over the
+    vocabulary that its cross-entropy loss computes and keeps for backward,
+    for every position (the loss ignores unmasked ones only afterwards)."""
 
     def __init__(self, vocab, dim, layers, heads, hidden, max_positions,
-                 dropout=0.1):
+                 dropout=0.1, attention="eager"):
         super().__init__()
         self.word = nn.Embedding(vocab, dim)
         self.position = nn.Embedding(max_positions, dim)
         self.token_type = nn.Embedding(2, dim)
+        self.embed_sum = Add()
         self.embed_norm = nn.LayerNorm(dim, eps=1e-12)
         self.embed_dropout = _dropout(dropout)
         self.blocks = nn.Sequential(*[
-            Block(SelfAttention(dim, heads, dropout=dropout),
+            Block(SelfAttention(dim, heads, dropout=dropout,
+                                attention=attention),
                   FeedForward(dim, hidden, nn.GELU(), dropout),
                   nn.LayerNorm(dim, eps=1e-12), nn.LayerNorm(dim, eps=1e-12),
                   pre_norm=False)
@@ -235,12 +311,14 @@ class BertMaskedLM(nn.Module):
         self.head_norm = nn.LayerNorm(dim, eps=1e-12)
         self.decoder = nn.Linear(dim, vocab)
         self.decoder.weight = self.word.weight
+        self.loss_log_probs = nn.LogSoftmax(dim=-1)
 
     def forward(self, ids):
-        x = (self.word(ids) + self.position(_positions(ids))
-             + self.token_type(torch.zeros_like(ids)))
+        x = self.embed_sum(self.word(ids), self.position(_positions(ids)),
+                           self.token_type(torch.zeros_like(ids)))
         x = self.blocks(self.embed_dropout(self.embed_norm(x)))
-        return self.decoder(self.head_norm(self.head_act(self.head_dense(x))))
+        x = self.head_norm(self.head_act(self.head_dense(x)))
+        return self.loss_log_probs(self.decoder(x))
 
 
 class GPT2LM(nn.Module):
@@ -248,13 +326,15 @@ class GPT2LM(nn.Module):
     tanh-approximated GELU, head tied to the token embedding, no bias."""
 
     def __init__(self, vocab, dim, layers, heads, max_positions=1024,
-                 dropout=0.1):
+                 dropout=0.1, attention="eager"):
         super().__init__()
         self.token = nn.Embedding(vocab, dim)
         self.position = nn.Embedding(max_positions, dim)
+        self.embed_sum = Add()
         self.embed_dropout = _dropout(dropout)
         self.blocks = nn.Sequential(*[
-            Block(SelfAttention(dim, heads, dropout=dropout, causal=True),
+            Block(SelfAttention(dim, heads, dropout=dropout, causal=True,
+                                attention=attention),
                   FeedForward(dim, 4 * dim, nn.GELU(approximate="tanh"),
                               dropout),
                   nn.LayerNorm(dim), nn.LayerNorm(dim), pre_norm=True)
@@ -262,11 +342,12 @@ class GPT2LM(nn.Module):
         self.final_norm = nn.LayerNorm(dim)
         self.lm_head = nn.Linear(dim, vocab, bias=False)
         self.lm_head.weight = self.token.weight
+        self.loss_log_probs = nn.LogSoftmax(dim=-1)
 
     def forward(self, ids):
-        x = self.token(ids) + self.position(_positions(ids))
+        x = self.embed_sum(self.token(ids), self.position(_positions(ids)))
         x = self.blocks(self.embed_dropout(x))
-        return self.lm_head(self.final_norm(x))
+        return self.loss_log_probs(self.lm_head(self.final_norm(x)))
 
 
 class LlamaLM(nn.Module):
@@ -274,20 +355,24 @@ class LlamaLM(nn.Module):
     grouped-query attention with rotary positions, SiLU-gated feed-forward,
     untied LM head, no biases and no dropout."""
 
-    def __init__(self, vocab, dim, layers, heads, kv_heads, hidden):
+    def __init__(self, vocab, dim, layers, heads, kv_heads, hidden,
+                 attention="eager"):
         super().__init__()
         self.token = nn.Embedding(vocab, dim)
         self.blocks = nn.Sequential(*[
             Block(SelfAttention(dim, heads, kv_heads=kv_heads, bias=False,
-                                causal=True, rotary=True),
+                                causal=True, rotary=True,
+                                attention=attention),
                   GatedFeedForward(dim, hidden), RMSNorm(dim), RMSNorm(dim),
                   pre_norm=True)
             for _ in range(layers)])
         self.final_norm = RMSNorm(dim)
         self.lm_head = nn.Linear(dim, vocab, bias=False)
+        self.loss_log_probs = nn.LogSoftmax(dim=-1)
 
     def forward(self, ids):
-        return self.lm_head(self.final_norm(self.blocks(self.token(ids))))
+        x = self.final_norm(self.blocks(self.token(ids)))
+        return self.loss_log_probs(self.lm_head(x))
 
 
 class BiasedScores(nn.Module):
@@ -359,11 +444,13 @@ class RelativeAttention(nn.Module):
         v = self._split(self.value(x))
         k_pos = self.position(pos_emb).view(-1, self.heads,
                                             self.head_dim).transpose(0, 1)
-        scores = (self.content_scores(q, k)
-                  + _relative_shift(self.position_scores(q, k_pos), length)
-                  + self.segment_scores(q, other_segment))
-        probs = self.attn_dropout(self.softmax(scores / math.sqrt(
-            self.head_dim)))
+        # Summed in place: the sum of the three terms is a transient that
+        # only the softmax reads, and the softmax keeps its own output.
+        scores = self.content_scores(q, k)
+        scores += _relative_shift(self.position_scores(q, k_pos), length)
+        scores += self.segment_scores(q, other_segment)
+        scores /= math.sqrt(self.head_dim)
+        probs = self.attn_dropout(self.softmax(scores))
         context = self.context(probs, v).transpose(1, 2)
         return self.out_dropout(self.out(context.reshape(batch, length,
                                                          dim)))
@@ -376,13 +463,16 @@ class XLNetLayer(nn.Module):
     def __init__(self, dim, heads, hidden, dropout):
         super().__init__()
         self.attention = RelativeAttention(dim, heads, dropout)
+        self.residual1 = Add()
         self.norm1 = nn.LayerNorm(dim, eps=1e-12)
         self.feed_forward = FeedForward(dim, hidden, nn.GELU(), dropout)
+        self.residual2 = Add()
         self.norm2 = nn.LayerNorm(dim, eps=1e-12)
 
     def forward(self, x, pos_emb, other_segment):
-        x = self.norm1(x + self.attention(x, pos_emb, other_segment))
-        return self.norm2(x + self.feed_forward(x))
+        x = self.norm1(self.residual1(
+            x, self.attention(x, pos_emb, other_segment)))
+        return self.norm2(self.residual2(x, self.feed_forward(x)))
 
 
 class XLNetClassifier(nn.Module):
@@ -460,10 +550,11 @@ class XceptionBlock(nn.Module):
         if stride != 1:
             layers.append(nn.MaxPool2d(3, stride, 1))
         self.rep = nn.Sequential(*layers)
+        self.residual = Add()
 
     def forward(self, x):
         skip = x if self.skip is None else self.skip_bn(self.skip(x))
-        return self.rep(x) + skip
+        return self.residual(self.rep(x), skip)
 
 
 class Xception(nn.Module):
@@ -503,13 +594,14 @@ class UNetDecoderBlock(nn.Module):
     def __init__(self, cin, cskip, cout):
         super().__init__()
         self.upsample = nn.Upsample(scale_factor=2, mode="nearest")
+        self.concat = Concat()
         self.conv1 = _conv_bn_relu(cin + cskip, cout)
         self.conv2 = _conv_bn_relu(cout, cout)
 
     def forward(self, x, skip=None):
         x = self.upsample(x)
         if skip is not None:
-            x = torch.cat([x, skip], dim=1)
+            x = self.concat(x, skip)
         return self.conv2(self.conv1(x))
 
 
@@ -565,68 +657,90 @@ class MnistCNN(nn.Module):
 
 # --- the registry -----------------------------------------------------------
 
-def _with_classes(cls, default_classes, **fixed):
-    def build(num_classes=None):
-        return cls(num_classes=num_classes or default_classes, **fixed)
+def _refuse(option, value, what):
+    if value is not None:
+        raise ModelError("%s does not apply to %s" % (option, what))
+
+
+def _classifier(cls, default_classes):
+    """build() of an image model: any number of classes, no attention."""
+    def build(num_classes=None, attention=None):
+        _refuse("--attention", attention, cls.__name__)
+        return cls(num_classes=num_classes or default_classes)
     return build
 
 
-def _fixed(cls, **sizes):
-    def build(num_classes=None):
+def _xlnet(**sizes):
+    """build() of XLNet: any number of labels; its relative attention has no
+    fused form in transformers, so it is always eager."""
+    def build(num_classes=None, attention=None):
+        if attention not in (None, "eager"):
+            raise ModelError("XLNet's relative attention has only the eager "
+                             "form: --attention %s does not apply" % attention)
         if num_classes is None:
-            return cls(**sizes)
-        return cls(labels=num_classes, **sizes)
+            return XLNetClassifier(**sizes)
+        return XLNetClassifier(labels=num_classes, **sizes)
     return build
 
 
-def _lm(cls, **sizes):
-    def build(num_classes=None):
-        if num_classes is not None:
-            raise ModelError("%s is a language model: --num-classes does "
-                               "not apply" % cls.__name__)
-        return cls(**sizes)
+def _lm(cls, default_attention, **sizes):
+    """build() of a language model: no classes, eager or fused attention."""
+    def build(num_classes=None, attention=None):
+        _refuse("--num-classes", num_classes,
+                "%s, a language model" % cls.__name__)
+        attention = attention or default_attention
+        if attention not in ATTENTION_KINDS:
+            raise ModelError("--attention %r is not one of: %s"
+                             % (attention, ", ".join(ATTENTION_KINDS)))
+        return cls(attention=attention, **sizes)
     return build
 
 
 IMAGE = (3, 224, 224)
 SEQ = 512  # every text job of the catalog pads or truncates to 512 tokens
 
-# name, build, input kind, image shape, tokens, optimizer, precision, what.
-# Sizes and settings are those of the catalog's AEGIS training scripts.
+# The catalog's transformers library (recent enough for Trainer's
+# processing_class argument) runs BERT, GPT-2 and Llama with PyTorch's fused
+# scaled_dot_product_attention by default; XLNet has only eager attention.
 _BUILDERS = [
-    Spec("bert_base", _lm(BertMaskedLM, vocab=28996, dim=768, layers=12,
-                          heads=12, hidden=3072, max_positions=SEQ),
-         "tokens", None, SEQ, "adamw", "fp32",
+    Spec("bert_base", _lm(BertMaskedLM, "fused", vocab=28996, dim=768,
+                          layers=12, heads=12, hidden=3072,
+                          max_positions=SEQ),
+         "tokens", None, SEQ, "adamw", "fp32", "fused",
          "BERT-base MLM, bert-base-cased vocabulary", False),
-    Spec("bert_large", _lm(BertMaskedLM, vocab=28996, dim=1024, layers=24,
-                           heads=16, hidden=4096, max_positions=SEQ),
-         "tokens", None, SEQ, "adamw", "fp32",
+    Spec("bert_large", _lm(BertMaskedLM, "fused", vocab=28996, dim=1024,
+                           layers=24, heads=16, hidden=4096,
+                           max_positions=SEQ),
+         "tokens", None, SEQ, "adamw", "fp32", "fused",
          "BERT-large MLM, bert-large-cased vocabulary", False),
-    Spec("gpt2_large", _lm(GPT2LM, vocab=50257, dim=1280, layers=36,
-                           heads=20),
-         "tokens", None, SEQ, "adamw", "fp32", "GPT-2 large causal LM", False),
-    Spec("gpt2_xl", _lm(GPT2LM, vocab=50257, dim=1600, layers=48, heads=25),
-         "tokens", None, SEQ, "adamw", "fp32", "GPT-2 XL causal LM", False),
-    Spec("xlnet_base", _fixed(XLNetClassifier, vocab=32000, dim=768,
-                              layers=12, heads=12, hidden=3072),
-         "tokens", None, SEQ, "adamw", "fp32",
+    Spec("gpt2_large", _lm(GPT2LM, "fused", vocab=50257, dim=1280,
+                           layers=36, heads=20),
+         "tokens", None, SEQ, "adamw", "fp32", "fused",
+         "GPT-2 large causal LM", False),
+    Spec("gpt2_xl", _lm(GPT2LM, "fused", vocab=50257, dim=1600, layers=48,
+                        heads=25),
+         "tokens", None, SEQ, "adamw", "fp32", "fused",
+         "GPT-2 XL causal LM", False),
+    Spec("xlnet_base", _xlnet(vocab=32000, dim=768, layers=12, heads=12,
+                              hidden=3072),
+         "tokens", None, SEQ, "adamw", "fp32", "eager",
          "XLNet-base-cased sequence classifier (2 labels)", False),
-    Spec("xlnet_large", _fixed(XLNetClassifier, vocab=32000, dim=1024,
-                               layers=24, heads=16, hidden=4096),
-         "tokens", None, SEQ, "adamw", "fp32",
+    Spec("xlnet_large", _xlnet(vocab=32000, dim=1024, layers=24, heads=16,
+                               hidden=4096),
+         "tokens", None, SEQ, "adamw", "fp32", "eager",
          "XLNet-large-cased sequence classifier (2 labels)", False),
-    Spec("llama3_width_8layer", _lm(LlamaLM, vocab=128256, dim=4096,
-                                    layers=8, heads=32, kv_heads=8,
-                                    hidden=14336),
-         "tokens", None, SEQ, "adamw", "bf16",
+    Spec("llama3_width_8layer", _lm(LlamaLM, "fused", vocab=128256,
+                                    dim=4096, layers=8, heads=32,
+                                    kv_heads=8, hidden=14336),
+         "tokens", None, SEQ, "adamw", "bf16", "fused",
          "Llama-3-8B width, 8 layers, weights in bf16", False),
-    Spec("xception", _with_classes(Xception, 1000), "image", IMAGE, None,
-         "adam", "fp32", "Xception (timm layout)", False),
-    Spec("unet_resnet34", _with_classes(UNetResNet34, 21), "image",
-         (3, 512, 512), None, "adamw", "fp32",
+    Spec("xception", _classifier(Xception, 1000), "image", IMAGE, None,
+         "adam", "fp32", None, "Xception (timm layout)", False),
+    Spec("unet_resnet34", _classifier(UNetResNet34, 21), "image",
+         (3, 512, 512), None, "adamw", "fp32", None,
          "U-Net, ResNet-34 encoder, 21 VOC classes", False),
-    Spec("mnist_cnn", _with_classes(MnistCNN, 10), "image", (1, 28, 28),
-         None, "adam", "fp32", "PyTorch-examples MNIST CNN", False),
+    Spec("mnist_cnn", _classifier(MnistCNN, 10), "image", (1, 28, 28),
+         None, "adam", "fp32", None, "PyTorch-examples MNIST CNN", False),
 ]
 
 # Torchvision models whose auxiliary classifiers the catalog turns off; the
@@ -638,23 +752,33 @@ _TORCHVISION_KWARGS = {
 _TORCHVISION_SHAPES = {"inception_v3": (3, 299, 299)}
 
 
+def _segmentation_names():
+    import torchvision
+    return set(torchvision.models.list_models(
+        torchvision.models.segmentation))
+
+
 def _torchvision_names():
     import torchvision
-    names = list(torchvision.models.list_models(torchvision.models))
-    names += torchvision.models.list_models(torchvision.models.segmentation)
-    return sorted(set(names))
+    names = set(torchvision.models.list_models(torchvision.models))
+    return sorted(names | _segmentation_names())
 
 
 def _torchvision_spec(name):
     import torchvision
 
-    def build(num_classes=None):
+    def build(num_classes=None, attention=None):
+        _refuse("--attention", attention, name)
         kwargs = dict(_TORCHVISION_KWARGS.get(name, {}))
+        if name in _segmentation_names():
+            # Their backbones default to pretrained weights, which would
+            # be downloaded; the values do not matter here.
+            kwargs["weights_backbone"] = None
         if num_classes is not None:
             kwargs["num_classes"] = num_classes
         return torchvision.models.get_model(name, weights=None, **kwargs)
     return Spec(name, build, "image", _TORCHVISION_SHAPES.get(name, IMAGE),
-                None, "adam", "fp32", "torchvision " + name, True)
+                None, "adam", "fp32", None, "torchvision " + name, True)
 
 
 def lookup(name):

@@ -132,21 +132,6 @@ def settings_for(model, dataset):
     return args
 
 
-def _command(args):
-    """The aegis_describe.py options that reproduce a description."""
-    parts = [args["name"]]
-    if "num_classes" in args:
-        parts.append("--num-classes %d" % args["num_classes"])
-    if "input_shape" in args:
-        parts.append("--input-shape %s" % ",".join(
-            str(d) for d in args["input_shape"]))
-    if "seq_len" in args:
-        parts.append("--seq-len %d" % args["seq_len"])
-    if "optimizer" in args:
-        parts.append("--optimizer %s" % args["optimizer"])
-    return "aegis_describe.py " + " ".join(parts)
-
-
 class Describer:
     """Describes each distinct model once; descriptions that differ only in
     batch size share the forward pass."""
@@ -161,7 +146,6 @@ class Describer:
                 args["name"], 1, args.get("optimizer"), args.get("precision"),
                 args.get("input_shape"), args.get("seq_len"),
                 args.get("num_classes"))
-            self._done[key]["source"] = _command(args)
         desc = dict(self._done[key])
         desc["batch_size"] = batch_size
         return desc

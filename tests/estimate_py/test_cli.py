@@ -54,6 +54,22 @@ class Cli(unittest.TestCase):
         names = [line.split()[0] for line in res.stdout.splitlines()]
         for name in ("gpt2_xl", "xception", "resnet50", "vgg16"):
             self.assertIn(name, names)
+        res = run("--list", "--json")
+        self.assertEqual(res.returncode, 0)
+        listed = [json.loads(line) for line in res.stdout.splitlines()]
+        self.assertEqual([m["name"] for m in listed], names)
+        gpt2 = next(m for m in listed if m["name"] == "gpt2_xl")
+        self.assertEqual((gpt2["seq_len"], gpt2["optimizer"],
+                          gpt2["attention"]), (512, "adamw", "fused"))
+
+    def test_segmentation_model_needs_no_download(self):
+        # torchvision's segmentation backbones default to pretrained weights.
+        res = run("lraspp_mobilenet_v3_large", "--batch-size", "4")
+        self.assertEqual(res.returncode, 0, res.stderr)
+        # Its forward ends with a functional upsampling to the input size.
+        self.assertEqual(json.loads(res.stdout)["layers"][-1],
+                         {"type": "interpolate",
+                          "activations": 21 * 224 * 224, "params": 0})
 
     def test_bad_input_exits_2_with_a_message(self):
         cases = [
@@ -72,6 +88,12 @@ class Cli(unittest.TestCase):
              "--input-shape"),
             (["gpt2_large", "--batch-size", "1", "--num-classes", "3"],
              "--num-classes"),
+            (["resnet18", "--batch-size", "1", "--attention", "fused"],
+             "--attention"),
+            (["xlnet_base", "--batch-size", "1", "--attention", "fused"],
+             "eager"),
+            (["bert_base", "--batch-size", "1", "--attention", "flash"],
+             "flash"),
             # A forward pass that rejects the input: too small for VGG.
             (["vgg16", "--batch-size", "1", "--input-shape", "3,8,8"],
              "vgg16"),

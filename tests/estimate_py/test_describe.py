@@ -17,7 +17,9 @@ import aegis_models
 class Tiny(nn.Module):
     """Every case the recorder distinguishes, on a 3-token input: a weight
     tied to a later layer, a layer called twice, a frozen parameter, an
-    identity, and a parameter and a buffer owned by the container itself."""
+    identity, a parameter and a buffer owned by the container itself, and
+    functional steps in the container's forward: recorded (mul, cat), in
+    place (relu) or not recorded at all (a view, a slice)."""
 
     def __init__(self):
         super().__init__()
@@ -39,12 +41,15 @@ class Tiny(nn.Module):
         x = self.act(self.up(x))
         x = self.act(self.down(x))
         x = self.skip(self.frozen(self.norm(x)))
+        x = torch.cat([x, x], dim=1).view(1, 6, 4)[:, :3]
+        x = nn.functional.relu(x, inplace=True)
         return self.head(x)
 
 
 TINY_LAYERS = [
     {"type": "Tiny", "activations": 0, "params": 1, "buffers": 3},
     {"type": "Embedding", "activations": 12, "params": 40},
+    {"type": "mul", "activations": 12, "params": 0},
     {"type": "Linear", "activations": 18, "params": 30},
     {"type": "ReLU", "activations": 18, "params": 0},
     {"type": "Linear", "activations": 12, "params": 28},
@@ -52,6 +57,8 @@ TINY_LAYERS = [
     {"type": "LayerNorm", "activations": 12, "params": 8},
     {"type": "Linear", "activations": 12, "params": 4, "buffers": 16},
     {"type": "Identity", "activations": 0, "params": 0},
+    {"type": "cat", "activations": 24, "params": 0},
+    {"type": "relu", "activations": 0, "params": 0},
     {"type": "Linear", "activations": 30, "params": 0},
 ]
 
@@ -135,12 +142,34 @@ class TorchvisionModels(unittest.TestCase):
         self.assertEqual(desc["layers"][-1]["activations"], 1000)
 
     def test_meta_and_cpu_agree(self):
-        for name in ("resnet18", "mobilenet_v3_small", "efficientnet_b0"):
-            model = torchvision.models.get_model(name, num_classes=100)
-            example = torch.zeros(1, 3, 32, 32)
+        for name in ("resnet18", "mobilenet_v3_small", "efficientnet_b0",
+                     "inception_v3"):
+            kwargs = {"aux_logits": False, "init_weights": False} \
+                if name == "inception_v3" else {}
+            model = torchvision.models.get_model(name, num_classes=100,
+                                                 **kwargs)
+            # Inception's smallest input is 75x75.
+            side = 80 if name == "inception_v3" else 32
+            example = torch.zeros(1, 3, side, side)
             meta = aegis_describe.describe(model, example, 8, device="meta")
             cpu = aegis_describe.describe(model, example, 8, device="cpu")
             self.assertEqual(meta, cpu, name)
+
+    def test_functional_steps_of_inception(self):
+        model = torchvision.models.inception_v3(aux_logits=False,
+                                                init_weights=False)
+        desc = aegis_describe.describe(model, torch.zeros(1, 3, 299, 299), 1)
+        kinds = [l["type"] for l in desc["layers"]]
+        # 11 Inception blocks concatenate their branches (InceptionE twice
+        # more inside its branches), 9 have an average-pooled branch.
+        self.assertEqual(kinds.count("cat"), 11 + 2 * 2)
+        self.assertEqual(kinds.count("avg_pool2d"), 9)
+        # The ReLUs are F.relu(inplace=True): listed, but no new tensor.
+        relus = [l for l in desc["layers"] if l["type"] == "relu"]
+        self.assertTrue(relus and all(l["activations"] == 0 for l in relus))
+        # The last block's concatenation is 2048 channels of 8x8.
+        last_cat = [l for l in desc["layers"] if l["type"] == "cat"][-1]
+        self.assertEqual(last_cat["activations"], 2048 * 8 * 8)
 
 
 SMALL_BUILDERS = {
@@ -175,6 +204,32 @@ class Builders(unittest.TestCase):
         # One per layer: heads x tokens x tokens.
         self.assertEqual([l["activations"] for l in softmax], [2 * 8 * 8] * 2)
 
+    def test_fused_attention_keeps_only_the_context(self):
+        ids = torch.zeros((1, 8), dtype=torch.long)
+        for build in (aegis_models.GPT2LM, aegis_models.BertMaskedLM):
+            sizes = dict(vocab=50, dim=16, layers=2, heads=2)
+            if build is aegis_models.BertMaskedLM:
+                sizes.update(hidden=32, max_positions=8)
+            eager = aegis_describe.describe(build(**sizes), ids, 1)
+            model = build(attention="fused", **sizes)
+            fused = aegis_describe.describe(model, ids, 1, device="meta")
+            self.assertEqual(fused, aegis_describe.describe(
+                model, ids, 1, device="cpu"))
+            kinds = [l["type"] for l in fused["layers"]]
+            self.assertNotIn("Softmax", kinds)
+            attention = [l for l in fused["layers"]
+                         if l["type"] == "ScaledDotProduct"]
+            # Context only: tokens x width, per layer.
+            self.assertEqual([l["activations"] for l in attention],
+                             [8 * 16] * 2)
+            self.assertEqual(totals(fused), totals(eager))
+            # Eager keeps scores, probabilities and dropout, 3 x 2x8x8 more,
+            # and its context MatMul in place of the fused layer.
+            self.assertEqual(sum(l["activations"] for l in eager["layers"])
+                             - sum(l["activations"]
+                                   for l in fused["layers"]),
+                             2 * 3 * (2 * 8 * 8))
+
     def test_catalog_sizes(self):
         # Parameter totals of the public checkpoints these builders mirror
         # (XLNet: less its mask_emb, unused by sequence classification).
@@ -190,6 +245,10 @@ class Builders(unittest.TestCase):
                                                device="meta")
         self.assertEqual((desc["optimizer"], desc["precision"],
                           desc["input_elements"]), ("adamw", "bf16", 512))
+        kinds = {l["type"] for l in desc["layers"]}
+        self.assertIn("ScaledDotProduct", kinds)
+        desc = aegis_describe.describe_builder("xlnet_base", 1, device="meta")
+        self.assertIn("Softmax", {l["type"] for l in desc["layers"]})
         desc = aegis_describe.describe_builder("inception_v3", 1,
                                                device="meta")
         self.assertEqual(desc["input_elements"], 3 * 299 * 299)
