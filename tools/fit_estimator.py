@@ -83,13 +83,12 @@ FOLDS = 5
 SEED = 20261129
 
 # Held-out goals (issue 4): no underestimate, median estimate/actual <= 1.25.
-# The median goal is met, the other not yet (README); --check fails on a
-# regression past what the shipped fit reaches: 5 underestimates (all
-# inception's: its torch.cat outputs are not modules, so no description
-# lists them) and a median ratio of 1.17.
+# The median goal is met, the other not quite (README); --check fails on a
+# regression past what the shipped fit reaches: 1 underestimate (GPUMemNet's
+# vgg16 at batch 128, by 0.3%) and a median ratio of 1.15.
 GOAL_MAX_UNDER = 0
 GOAL_MEDIAN_RATIO = 1.25
-CHECK_MAX_UNDER = 5
+CHECK_MAX_UNDER = 1
 CHECK_MEDIAN_RATIO = 1.20
 
 # GPUMemNet's layer names -> torch.nn class names (desc_format.md).
@@ -388,19 +387,33 @@ def print_eval(rows):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--aegis", default=os.path.join(ROOT, "build", "src",
-                                                   "cli", "aegis"))
-    p.add_argument("--data", default=os.path.join(ROOT, "..", "shared",
-                                                  "data"))
-    p.add_argument("--models", default=os.path.join(ROOT, "data", "models"))
-    p.add_argument("--catalog", default=os.path.join(ROOT, "data",
-                                                     "catalog.csv"))
-    p.add_argument("--write", default=os.path.join(
-        ROOT, "src", "estimate", "learned_params.c"))
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n")[0],
+        epilog="With no mode it fits, prints the cross-validation figures "
+               "and writes the C table.")
+    p.add_argument("--aegis", metavar="AEGIS",
+                   default=os.path.join(ROOT, "build", "src", "cli", "aegis"),
+                   help="the built aegis binary (default: build/src/cli/aegis)")
+    p.add_argument("--data", metavar="DIR",
+                   default=os.path.join(ROOT, "..", "shared", "data"),
+                   help="the shared measurement data (default: ../shared/data)")
+    p.add_argument("--models", metavar="DIR",
+                   default=os.path.join(ROOT, "data", "models"),
+                   help="the model descriptions (default: data/models)")
+    p.add_argument("--catalog", metavar="CSV",
+                   default=os.path.join(ROOT, "data", "catalog.csv"),
+                   help="the workload catalog (default: data/catalog.csv)")
+    p.add_argument("--write", metavar="FILE",
+                   default=os.path.join(ROOT, "src", "estimate",
+                                        "learned_params.c"),
+                   help="where the fit writes the C table "
+                        "(default: src/estimate/learned_params.c)")
     mode = p.add_mutually_exclusive_group()
-    mode.add_argument("--eval", action="store_true")
-    mode.add_argument("--check", action="store_true")
+    mode.add_argument("--eval", action="store_true",
+                      help="print the held-out table instead of fitting")
+    mode.add_argument("--check", action="store_true",
+                      help="exit 1 unless the shipped table is the fit's and "
+                           "the held-out figures have not regressed")
     args = p.parse_args()
     if not os.path.exists(os.path.join(args.data, "gpumemnet")):
         print("no %s/gpumemnet: skipped" % args.data)
