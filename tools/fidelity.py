@@ -8,9 +8,10 @@
     tools/fidelity.py --jitter SECONDS [--runs N] [--aegis BIN] [--data DIR]
 
 Without --fit: replays the three 60-job traces (philly, saturn, venus) under
-all six policies on 3 GPUs of 40960 MiB and prints, per (trace, policy), the
-simulated and measured makespan and mean JCT with their errors, then the
-geomean ratios to exclusive.
+all six policies on 3 GPUs of 40960 MiB, with the core set as the measured
+AEGIS ran (SETTINGS: a job retried after an OOM waits for an idle GPU), and
+prints, per (trace, policy), the simulated and measured makespan and mean
+JCT with their errors, then the geomean ratios to exclusive.
 
 With --fit: grid-searches beta, threshold, delta and gamma on philly and saturn
 only; venus is kept out as validation. A point's loss adds three errors
@@ -24,8 +25,8 @@ full comparison with it.
 
 With --check (a CTest case): exits 1 unless the geomean makespans relative
 to exclusive keep the real order aegis < lucid < horus < exclusive with
-aegis at most 0.75, every run of the fit traces is within 10% of its real
-makespan, and every validation run within 15%.
+aegis at most 0.75, and every one of the 18 runs, fit and validation alike,
+is within 10% of its real makespan (issue 2).
 
 With --recovery: the OOM recovery of every run that had one, real against
 simulated: per job, how long it waited in the recovery queue (from the
@@ -53,6 +54,11 @@ POLICIES = {  # aegis sim name -> policy name in results_per_policy.csv
     "horus": "Horus",
     "lucid": "Lucid",
 }
+# Core settings of the measured runs where they differ from the defaults.
+# AEGIS's scheduler.py collocates only while its recovery queue is empty, so
+# a job retried after an OOM waited for an idle GPU; aegis's default lets it
+# share a GPU that shows its recovery floor free (DESIGN.md's ladder).
+SETTINGS = {"recovery_collocates": 0}
 TRACES = ["philly", "saturn", "venus"]
 FIT_TRACES = ["philly", "saturn"]
 GRID = {"beta": [0.3, 0.5, 0.7, 0.9, 1.1, 1.3, 1.6],
@@ -125,6 +131,8 @@ def simulate(aegis, data, trace, model, trace_file=None):
            "--trace", trace_file or os.path.join(data, "traces", trace + ".csv")]
     for name, value in model.items():
         cmd += ["--model", f"{name}={value}"]
+    for name, value in SETTINGS.items():
+        cmd += ["--set", f"{name}={value}"]
     res = subprocess.run(cmd, capture_output=True, text=True)
     if res.returncode != 0:
         sys.exit(f"{' '.join(cmd)}: exit {res.returncode}: {res.stderr}")
@@ -325,10 +333,9 @@ def check(rows):
     if ratio["aegis"] > 0.75:
         problems.append(f"aegis geomean makespan {ratio['aegis']:.3f} > 0.75")
     for t, pol, s, r, _ in rows:
-        bound = 0.10 if t in FIT_TRACES else 0.15
-        if abs(makespan_error(s, r)) > bound:
+        if abs(makespan_error(s, r)) > 0.10:
             problems.append(f"{t} {pol}: makespan error {100*makespan_error(s, r):+.1f}%"
-                            f" beyond {100*bound:.0f}%")
+                            f" beyond 10%")
     return problems
 
 
