@@ -2,6 +2,7 @@
 """Compare `aegis sim` with the real AEGIS runs, and fit its interference model.
 
     tools/fidelity.py [--aegis BIN] [--data DIR] [--model NAME=VALUE ...]
+                      [--set NAME=VALUE ...]
     tools/fidelity.py --fit [--aegis BIN] [--data DIR]
     tools/fidelity.py --check [--aegis BIN] [--data DIR]
     tools/fidelity.py --recovery [--aegis BIN] [--data DIR]
@@ -11,7 +12,8 @@ Without --fit: replays the three 60-job traces (philly, saturn, venus) under
 all six policies on 3 GPUs of 40960 MiB, with the core set as the measured
 AEGIS ran (SETTINGS: a job retried after an OOM waits for an idle GPU), and
 prints, per (trace, policy), the simulated and measured makespan and mean
-JCT with their errors, then the geomean ratios to exclusive.
+JCT with their errors, then the geomean ratios to exclusive. --model and
+--set (core settings, over SETTINGS) apply to every mode.
 
 With --fit: grid-searches beta, threshold, delta and gamma on philly and saturn
 only; venus is kept out as validation. A point's loss adds three errors
@@ -31,8 +33,8 @@ is within 10% of its real makespan (issue 2).
 With --recovery: the OOM recovery of every run that had one, real against
 simulated: per job, how long it waited in the recovery queue (from the
 failed attempt's end to the next attempt's start); per trace group, the
-mean wait and how many jobs crashed more than once. The real runs list
-these for 16 jobs (results_per_job.csv), each recovered at its first retry.
+mean wait and the repeat crashes (OOMs beyond a job's first). The real runs
+list these for 16 jobs (results_per_job.csv).
 
 With --jitter SECONDS: replays every trace --runs times (default 100) with
 each submit time moved by a normal draw of that standard deviation (kept in
@@ -206,7 +208,7 @@ def recovery_waits(run):
 def report_recovery(rows, real):
     print("OOM recovery, real / simulated: job index (recovery-queue wait, s)")
     for group, traces in (("fit (philly, saturn)", FIT_TRACES), ("validation (venus)", ["venus"])):
-        real_w, sim_w, sim_twice = [], [], 0
+        real_w, sim_w, real_repeat, sim_repeat = [], [], 0, 0
         for t, pol, s, r, _ in rows:
             if t not in traces:
                 continue
@@ -217,12 +219,12 @@ def report_recovery(rows, real):
                 print(f"  {t:7} {pol:13} real {show(theirs)}\n  {'':21} sim  {show(mine)}")
             real_w += [w for _, w in theirs]
             sim_w += [w for _, w in mine]
-            crashes = [i for i, _ in mine]
-            sim_twice += sum(crashes.count(i) > 1 for i in set(crashes))
+            real_repeat += int(r["oom_count"]) - len(theirs)
+            sim_repeat += len(mine) - len({i for i, _ in mine})
         mean = lambda ws: sum(ws) / len(ws) if ws else 0
         print(f"{group}: mean recovery wait real {mean(real_w):.0f} s ({len(real_w)} OOMs),"
-              f" sim {mean(sim_w):.0f} s ({len(sim_w)} OOMs); jobs that crashed more"
-              f" than once: real 0, sim {sim_twice}")
+              f" sim {mean(sim_w):.0f} s ({len(sim_w)} OOMs); repeat crashes:"
+              f" real {real_repeat}, sim {sim_repeat}")
 
 
 def jittered_trace(src, dst, sigma, rng):
@@ -284,12 +286,23 @@ def fit(aegis, data, real):
     return model
 
 
+def name_values(ap, flag, items):
+    """{NAME: VALUE} from NAME=VALUE items; a usage error (exit 2) else."""
+    pairs = [item.split("=", 1) for item in items]
+    for item, pair in zip(items, pairs):
+        if len(pair) != 2 or not pair[0]:
+            ap.error(f"{flag} {item}: expected NAME=VALUE")
+    return dict(pairs)
+
+
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--aegis", default=os.path.join(here, "..", "build", "src", "cli", "aegis"))
     ap.add_argument("--data", default=os.path.join(here, "..", "..", "shared", "data"))
     ap.add_argument("--model", action="append", default=[], metavar="NAME=VALUE")
+    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
     ap.add_argument("--fit", action="store_true")
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--recovery", action="store_true")
@@ -302,7 +315,8 @@ def main():
         print(f"{args.data}: no results_per_policy.csv; skipping", file=sys.stderr)
         sys.exit(77)  # CTest's "skipped"
     real = Real(args.data)
-    model = dict(item.split("=", 1) for item in args.model)
+    model = name_values(ap, "--model", args.model)
+    SETTINGS.update(name_values(ap, "--set", args.set))
     if args.fit:
         model = fit(args.aegis, args.data, real)
     if args.jitter is not None:
