@@ -2,13 +2,18 @@
 """Compare `aegis sim` with the real AEGIS runs, and fit its interference model.
 
     tools/fidelity.py [--aegis BIN] [--data DIR] [--model NAME=VALUE ...]
+                      [--set NAME=VALUE ...]
     tools/fidelity.py --fit [--aegis BIN] [--data DIR]
     tools/fidelity.py --check [--aegis BIN] [--data DIR]
+    tools/fidelity.py --recovery [--aegis BIN] [--data DIR]
+    tools/fidelity.py --jitter SECONDS [--runs N] [--aegis BIN] [--data DIR]
 
 Without --fit: replays the three 60-job traces (philly, saturn, venus) under
-all six policies on 3 GPUs of 40960 MiB and prints, per (trace, policy), the
-simulated and measured makespan and mean JCT with their errors, then the
-geomean ratios to exclusive.
+all six policies on 3 GPUs of 40960 MiB, with the core set as the measured
+AEGIS ran (SETTINGS: a job retried after an OOM waits for an idle GPU), and
+prints, per (trace, policy), the simulated and measured makespan and mean
+JCT with their errors, then the geomean ratios to exclusive. --model and
+--set (core settings, over SETTINGS) apply to every mode.
 
 With --fit: grid-searches beta, threshold, delta and gamma on philly and saturn
 only; venus is kept out as validation. A point's loss adds three errors
@@ -22,12 +27,26 @@ full comparison with it.
 
 With --check (a CTest case): exits 1 unless the geomean makespans relative
 to exclusive keep the real order aegis < lucid < horus < exclusive with
-aegis at most 0.75, every run of the fit traces is within 10% of its real
-makespan, and every validation run within 15%.
+aegis at most 0.75, and every one of the 18 runs, fit and validation alike,
+is within 10% of its real makespan (issue 2).
+
+With --recovery: the OOM recovery of every run that had one, real against
+simulated: per job, how long it waited in the recovery queue (from the
+failed attempt's end to the next attempt's start); per trace group, the
+mean wait and the repeat crashes (OOMs beyond a job's first). The real runs
+list these for 16 jobs (results_per_job.csv).
+
+With --jitter SECONDS: replays every trace --runs times (default 100) with
+each submit time moved by a normal draw of that standard deviation (kept in
+trace order, the first job at 0), and prints per (trace, policy) the median
+and 5-95% range of the makespan error and how many replays stay within 10%.
+The submit times are reconstructed with a stated error (data README:
+median 40-80 s, p95 160-260 s, about a normal of 100 s): a miss that
+survives the jitter is the model's, not the reconstruction's.
 
 Standard library only; needs the built `aegis` binary and ../shared/data.
 """
-import argparse, csv, itertools, json, math, os, subprocess, sys
+import argparse, csv, itertools, json, math, os, random, statistics, subprocess, sys, tempfile
 
 POLICIES = {  # aegis sim name -> policy name in results_per_policy.csv
     "exclusive": "Exclusive",
@@ -37,6 +56,11 @@ POLICIES = {  # aegis sim name -> policy name in results_per_policy.csv
     "horus": "Horus",
     "lucid": "Lucid",
 }
+# Core settings of the measured runs where they differ from the defaults.
+# AEGIS's scheduler.py collocates only while its recovery queue is empty, so
+# a job retried after an OOM waited for an idle GPU; aegis's default lets it
+# share a GPU that shows its recovery floor free (DESIGN.md's ladder).
+SETTINGS = {"recovery_collocates": 0}
 TRACES = ["philly", "saturn", "venus"]
 FIT_TRACES = ["philly", "saturn"]
 GRID = {"beta": [0.3, 0.5, 0.7, 0.9, 1.1, 1.3, 1.6],
@@ -56,8 +80,15 @@ class Real:
     def __init__(self, data):
         self.runs = {(r["trace"], r["policy"]): r
                      for r in read_csv(data, "results_per_policy.csv")}
+        jobs = read_csv(data, "results_per_job.csv")
         self.jct = {(r["trace"], r["policy"], int(r["job_index"])): float(r["jct_s"])
-                    for r in read_csv(data, "results_per_job.csv")}
+                    for r in jobs}
+        # (trace, policy) -> [(job index, recovery-queue wait s)]
+        self.recovered = {}
+        for r in jobs:
+            if r["oom_failed_attempts"] == "1":
+                self.recovered.setdefault((r["trace"], r["policy"]), []).append(
+                    (int(r["job_index"]), float(r["recovery_queue_wait_s"])))
         catalog = {r["name"]: r for r in read_csv(data, "workloads.csv")}
         self.pairs = []
         for r in read_csv(data, "aegis_pairwise_colocation_a100.csv"):
@@ -96,12 +127,14 @@ def pair_error(model, pairs):
     return sum(errs) / len(errs)
 
 
-def simulate(aegis, data, trace, model):
+def simulate(aegis, data, trace, model, trace_file=None):
     cmd = [aegis, "sim", "--json", "--policy", "all",
            "--catalog", os.path.join(data, "workloads.csv"),
-           "--trace", os.path.join(data, "traces", trace + ".csv")]
+           "--trace", trace_file or os.path.join(data, "traces", trace + ".csv")]
     for name, value in model.items():
         cmd += ["--model", f"{name}={value}"]
+    for name, value in SETTINGS.items():
+        cmd += ["--set", f"{name}={value}"]
     res = subprocess.run(cmd, capture_output=True, text=True)
     if res.returncode != 0:
         sys.exit(f"{' '.join(cmd)}: exit {res.returncode}: {res.stderr}")
@@ -162,6 +195,78 @@ def report(rows, model, real):
         print(f"  {pol:13} makespan {parts[0]}   mean JCT {parts[1]}")
 
 
+def recovery_waits(run):
+    """[(job index, wait s)] for every OOM of a simulated run that was retried."""
+    waits = []
+    for j in run["jobs"]:
+        tries = j["attempts"]
+        waits += [(j["index"], tries[k + 1]["start_s"] - tries[k]["end_s"])
+                  for k in range(len(tries) - 1) if tries[k]["oom"]]
+    return waits
+
+
+def report_recovery(rows, real):
+    print("OOM recovery, real / simulated: job index (recovery-queue wait, s)")
+    for group, traces in (("fit (philly, saturn)", FIT_TRACES), ("validation (venus)", ["venus"])):
+        real_w, sim_w, real_repeat, sim_repeat = [], [], 0, 0
+        for t, pol, s, r, _ in rows:
+            if t not in traces:
+                continue
+            mine = recovery_waits(s)
+            theirs = real.recovered.get((t, POLICIES[pol]), [])
+            if mine or theirs:
+                show = lambda ws: " ".join(f"{i}({w:.0f})" for i, w in ws) or "-"
+                print(f"  {t:7} {pol:13} real {show(theirs)}\n  {'':21} sim  {show(mine)}")
+            real_w += [w for _, w in theirs]
+            sim_w += [w for _, w in mine]
+            real_repeat += int(r["oom_count"]) - len(theirs)
+            sim_repeat += len(mine) - len({i for i, _ in mine})
+        mean = lambda ws: sum(ws) / len(ws) if ws else 0
+        print(f"{group}: mean recovery wait real {mean(real_w):.0f} s ({len(real_w)} OOMs),"
+              f" sim {mean(sim_w):.0f} s ({len(sim_w)} OOMs); repeat crashes:"
+              f" real {real_repeat}, sim {sim_repeat}")
+
+
+def jittered_trace(src, dst, sigma, rng):
+    """Copies trace src to dst with each submit after the first moved by a
+    normal draw of deviation sigma, kept non-decreasing and >= 0."""
+    with open(src) as f:
+        jobs = list(csv.DictReader(f))
+    prev = 0.0
+    for i, job in enumerate(jobs):
+        t = float(job["submit_time_s"])
+        if i > 0:
+            t = max(prev, t + rng.gauss(0, sigma))
+        job["submit_time_s"] = f"{t:.1f}"
+        prev = t
+    with open(dst, "w", newline="") as f:
+        out = csv.DictWriter(f, fieldnames=list(jobs[0]))
+        out.writeheader()
+        out.writerows(jobs)
+
+
+def report_jitter(aegis, data, model, real, sigma, runs):
+    print(f"makespan error over {runs} replays, submit times jittered by a normal"
+          f" of {sigma:g} s (seed 1)")
+    print(f"{'trace':7} {'policy':13} {'median':>7} {'5%':>7} {'95%':>7} {'within 10%':>11}")
+    rng = random.Random(1)
+    with tempfile.TemporaryDirectory() as tmp:
+        for t in TRACES:
+            errs = {}
+            for _ in range(runs):
+                path = os.path.join(tmp, t + ".csv")
+                jittered_trace(os.path.join(data, "traces", t + ".csv"), path, sigma, rng)
+                for run in simulate(aegis, data, t, model, path):
+                    errs.setdefault(run["policy"], []).append(
+                        makespan_error(run, real.runs[t, POLICIES[run["policy"]]]))
+            for pol, e in errs.items():
+                e.sort()
+                inside = sum(abs(x) <= 0.10 for x in e)
+                print(f"{t:7} {pol:13} {100*statistics.median(e):+6.1f}%"
+                      f" {100*e[int(0.05*len(e))]:+6.1f}% {100*e[int(0.95*len(e)) - 1]:+6.1f}%"
+                      f" {inside:7d}/{len(e)}")
+
+
 def fit(aegis, data, real):
     names = list(GRID)
     losses = {}
@@ -181,23 +286,46 @@ def fit(aegis, data, real):
     return model
 
 
+def name_values(ap, flag, items):
+    """{NAME: VALUE} from NAME=VALUE items; a usage error (exit 2) else."""
+    pairs = [item.split("=", 1) for item in items]
+    for item, pair in zip(items, pairs):
+        if len(pair) != 2 or not pair[0]:
+            ap.error(f"{flag} {item}: expected NAME=VALUE")
+    return dict(pairs)
+
+
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--aegis", default=os.path.join(here, "..", "build", "src", "cli", "aegis"))
     ap.add_argument("--data", default=os.path.join(here, "..", "..", "shared", "data"))
     ap.add_argument("--model", action="append", default=[], metavar="NAME=VALUE")
+    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
     ap.add_argument("--fit", action="store_true")
     ap.add_argument("--check", action="store_true")
+    ap.add_argument("--recovery", action="store_true")
+    ap.add_argument("--jitter", type=float, metavar="SECONDS")
+    ap.add_argument("--runs", type=int, default=100)
     args = ap.parse_args()
+    if args.jitter is not None and (args.jitter < 0 or args.runs < 1):
+        ap.error("--jitter needs SECONDS >= 0 and --runs >= 1")
     if not os.path.isfile(os.path.join(args.data, "results_per_policy.csv")):
         print(f"{args.data}: no results_per_policy.csv; skipping", file=sys.stderr)
         sys.exit(77)  # CTest's "skipped"
     real = Real(args.data)
-    model = dict(item.split("=", 1) for item in args.model)
+    model = name_values(ap, "--model", args.model)
+    SETTINGS.update(name_values(ap, "--set", args.set))
     if args.fit:
         model = fit(args.aegis, args.data, real)
+    if args.jitter is not None:
+        report_jitter(args.aegis, args.data, model, real, args.jitter, args.runs)
+        return
     rows = compare(args.aegis, args.data, model, TRACES, real)
+    if args.recovery:
+        report_recovery(rows, real)
+        return
     report(rows, read_defaults(args.aegis, {k: float(v) for k, v in model.items()}), real)
     if args.check:
         problems = check(rows)
@@ -219,10 +347,9 @@ def check(rows):
     if ratio["aegis"] > 0.75:
         problems.append(f"aegis geomean makespan {ratio['aegis']:.3f} > 0.75")
     for t, pol, s, r, _ in rows:
-        bound = 0.10 if t in FIT_TRACES else 0.15
-        if abs(makespan_error(s, r)) > bound:
+        if abs(makespan_error(s, r)) > 0.10:
             problems.append(f"{t} {pol}: makespan error {100*makespan_error(s, r):+.1f}%"
-                            f" beyond {100*bound:.0f}%")
+                            f" beyond 10%")
     return problems
 
 

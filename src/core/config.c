@@ -53,6 +53,12 @@ static const config_field config_table[] = {
     /* AEGIS recovery/manager.py: the failed floor is raised to the free
      * memory of the GPU at dispatch before the next bucket is chosen. */
     NUM(ladder_from_free, CONFIG_INT, 1),
+    /* 1 is DESIGN.md 3's ladder: a retried job may share a GPU that shows
+     * its floor free. AEGIS's scheduler.py collocates only while its
+     * recovery queue is empty, so in the measured runs a retried job waited
+     * for an idle GPU: 0 replays them (README, "How close the simulator is
+     * to the real runs"). */
+    NUM(recovery_collocates, CONFIG_INT, 1),
     /* Lucid as AEGIS runs it: placement/policies.py select_lucid
      * (memory_guard_mib 2048, max_jobs_per_gpu 2, gss_capacity 2). */
     NUM(lucid_reserve_mib, CONFIG_DOUBLE, 2048),

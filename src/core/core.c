@@ -796,6 +796,7 @@ int core_schedule(core_state *core, double now, core_launch *out, int max) {
         bool placed = core_place_exclusive(core, job, l) ||
                       core_place_mig(core, job, l) ||
                       (!job->alone && core->pol->collocates &&
+                       (job->attempt == 1 || core->cfg.recovery_collocates) &&
                        core_place_shared(core, job, now, l));
         if (!placed) break; /* no backfill: the head waits, so do all */
         for (int k = 0; k < l->num_gpus; k++)

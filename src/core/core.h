@@ -53,6 +53,9 @@ typedef struct core_config {
     int ladder_from_free;      /* 1: after an OOM, climb above the free memory
                                   the job was placed with, not just above its
                                   floor (1) */
+    int recovery_collocates;   /* 1: a job in the recovery queue may join a
+                                  busy GPU that shows its floor free; 0: it
+                                  waits for idle GPUs (1) */
     double lucid_reserve_mib;  /* lucid: profiled memory <= total - this (2048) */
     int lucid_max_jobs;        /* lucid: jobs per GPU (2) */
     int lucid_max_score;       /* lucid: sum of sharing scores per GPU (2) */

@@ -1,6 +1,6 @@
 /* test_queue.c -- queue order (FIFO, recovery first, no backfill), the
- * OOM ladder driven through core_job_exit, failures, losses, cancel,
- * multi-GPU jobs and core_next_wakeup. */
+ * OOM ladder driven through core_job_exit, retried jobs that wait for an
+ * idle GPU, failures, losses, cancel, multi-GPU jobs and core_next_wakeup. */
 #include "helpers.h"
 
 static void test_fifo_no_backfill_and_two_gpu_job(void **state) {
@@ -161,6 +161,37 @@ static void test_recovery_queue_first(void **state) {
     core_destroy(core);
 }
 
+/* recovery_collocates 0 (the measured AEGIS): a retried job waits for an
+ * idle GPU although a busy one shows its floor free, the FIFO waits behind
+ * it, and once it runs its GPU is open to newcomers again. */
+static void test_recovery_waits_for_idle_gpu(void **state) {
+    core_config cfg;
+    core_config_default(&cfg);
+    cfg.ladder_from_free = 0; /* floor 10240: GPU 0 shows 40960 free */
+    cfg.recovery_collocates = 0;
+    core_state *core = make_core_cfg(&cfg, 1);
+    occupy_all(core, 1, 0);
+    submit(core, 1, 1, 0);
+    submit(core, 2, 1, 0);
+    run_shared(core, 100);
+    assert_int_equal(core_job_exit(core, 1, CORE_EXIT_OOM, 101, NULL),
+                     CORE_REQUEUED);
+    assert_int_equal(place_one(core, 102, NULL), -1);
+    assert_int_equal(place_one(core, 500, NULL), -1); /* job 2 waits too */
+    assert_int_equal(core_job_exit(core, 100, CORE_EXIT_OK, 600, NULL), CORE_DONE);
+    core_launch l;
+    assert_int_equal(place_one(core, 600, &l), 0);
+    assert_int_equal(l.job_id, 1);
+    assert_int_equal(l.attempt, 2);
+    assert_true(l.exclusive);
+    core_job_active(core, 1, 600);
+    feed(core, 0, 12000, 600);
+    l = run_shared(core, 630);
+    assert_int_equal(l.job_id, 2);
+    assert_int_equal(l.gpus[0], 0);
+    core_destroy(core);
+}
+
 static void test_cancel(void **state) {
     core_state *core = make_core("aegis", "magm", 1);
     submit(core, 1, 1, 0);
@@ -208,6 +239,7 @@ int main(void) {
         cmocka_unit_test(test_oom_alone_stops_oom_shared_retries),
         cmocka_unit_test(test_failure_never_retried_and_lost_requeued),
         cmocka_unit_test(test_recovery_queue_first),
+        cmocka_unit_test(test_recovery_waits_for_idle_gpu),
         cmocka_unit_test(test_cancel),
         cmocka_unit_test(test_next_wakeup),
     };
