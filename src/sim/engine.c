@@ -82,6 +82,12 @@ static int out_of_memory(sim *s) {
     return -1;
 }
 
+static int heap_failed(sim *s) {
+    snprintf(s->err, s->errlen, "simulator: out of memory, or more than "
+             "2^31 events queued in one run");
+    return -1;
+}
+
 static void mark_dirty(sim *s, int server) {
     if (s->servers[server].dirty) return;
     s->servers[server].dirty = true;
@@ -197,8 +203,8 @@ static int update_rate(sim *s, int32_t j, double t) {
     if (job->remaining < 0) job->remaining = 0;
     job->since = t;
     job->rate = rate;
-    if (sim_heap_update(&s->heap, t + job->remaining / rate, j, 0) < 0)
-        return out_of_memory(s);
+    if (sim_heap_update(&s->heap, t + job->remaining / rate, j) < 0)
+        return heap_failed(s);
     return 0;
 }
 
@@ -365,8 +371,8 @@ static int start_launch(sim *s, int server, const core_launch *l, double t) {
     /* Launches happen at nondecreasing times and the delay is constant,
      * so activations are due in push order: the heap's in-order lane. */
     if (sim_heap_push_ordered(&s->heap, t + s->opt->model.activation_delay_s,
-                              SIM_EV_ACTIVATE, (int32_t)l->job_id, 0) < 0)
-        return out_of_memory(s);
+                              SIM_EV_ACTIVATE, (int32_t)l->job_id) < 0)
+        return heap_failed(s);
     return 0;
 }
 
@@ -386,8 +392,8 @@ static int schedule(sim *s, int server, double t) {
     bool covered = srv->wake_t > t && srv->wake_t <= wake;
     if (wake > t && !covered) {
         srv->wake_t = wake;
-        if (sim_heap_push(&s->heap, wake, SIM_EV_WAKEUP, server, 0) < 0)
-            return out_of_memory(s);
+        if (sim_heap_push(&s->heap, wake, SIM_EV_WAKEUP, server) < 0)
+            return heap_failed(s);
     }
     return 0;
 }

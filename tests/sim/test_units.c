@@ -176,7 +176,7 @@ static void test_heap_order(void **state) {
     sim_heap h = {0};
     const double times[] = {5, 1, 3, 1, 2, 5, 0.5};
     for (int i = 0; i < 7; i++)
-        assert_int_equal(sim_heap_push(&h, times[i], SIM_EV_WAKEUP, i, 0), 0);
+        assert_int_equal(sim_heap_push(&h, times[i], SIM_EV_WAKEUP, i), 0);
     const int expect[] = {6, 1, 3, 4, 2, 0, 5};
     for (int i = 0; i < 7; i++) {
         sim_event ev;
@@ -184,6 +184,25 @@ static void test_heap_order(void **state) {
         assert_int_equal(ev.id, expect[i]);
     }
     assert_int_equal(h.count, 0);
+    sim_heap_free(&h);
+}
+
+/* Id and kind share a node's key with the sequence number: the largest id
+ * must come back whole, with its kind, in push order among equal times. */
+static void test_heap_packs_id_and_kind(void **state) {
+    sim_heap h = {0};
+    assert_int_equal(sim_heap_push(&h, 1, SIM_EV_WAKEUP, INT32_MAX), 0);
+    assert_int_equal(sim_heap_push_ordered(&h, 1, SIM_EV_ACTIVATE, INT32_MAX - 1), 0);
+    assert_int_equal(sim_heap_push(&h, 1, SIM_EV_WAKEUP, 0), 0);
+    const int32_t ids[] = {INT32_MAX, INT32_MAX - 1, 0};
+    const sim_event_kind kinds[] = {SIM_EV_WAKEUP, SIM_EV_ACTIVATE, SIM_EV_WAKEUP};
+    for (int i = 0; i < 3; i++) {
+        sim_event ev;
+        sim_heap_pop(&h, &ev);
+        assert_int_equal(ev.id, ids[i]);
+        assert_int_equal(ev.kind, kinds[i]);
+        assert_true(ev.t == 1);
+    }
     sim_heap_free(&h);
 }
 
@@ -211,6 +230,7 @@ int main(void) {
         cmocka_unit_test(test_trace_job_index),
         cmocka_unit_test(test_model),
         cmocka_unit_test(test_heap_order),
+        cmocka_unit_test(test_heap_packs_id_and_kind),
         cmocka_unit_test(test_dispatch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
