@@ -52,6 +52,9 @@ typedef struct sim_server {
 
 typedef struct sim {
     const sim_options *opt;
+    const trace_job *rows;      /* the trace: rows[j] is job j's, which
+                                   saves the hot paths going through
+                                   res->jobs[j].src */
     sim_result *res;
     sim_gpu *gpus;              /* servers * gpus, numbered globally */
     sim_server *servers;
@@ -66,7 +69,7 @@ typedef struct sim {
 } sim;
 
 static const cat_workload *work_of(const sim *s, int32_t j) {
-    return s->res->jobs[j].src->work;
+    return s->rows[j].work;
 }
 
 static sim_attempt *attempt_of(const sim *s, int32_t j) {
@@ -419,8 +422,8 @@ static int run_loop(sim *s) {
         bool have_event = s->heap.count > 0, have_arrival = next < r->njobs;
         if (!have_event && !have_arrival) break;
         double t = have_event ? sim_heap_next_t(&s->heap) : INFINITY;
-        if (have_arrival && r->jobs[next].src->submit_s < t)
-            t = r->jobs[next].src->submit_s;
+        if (have_arrival && s->rows[next].submit_s < t)
+            t = s->rows[next].submit_s;
         bool only_wakeups = true;
         while (s->heap.count > 0 && sim_heap_next_t(&s->heap) == t) {
             sim_event ev;
@@ -428,7 +431,7 @@ static int run_loop(sim *s) {
             only_wakeups &= ev.kind == SIM_EV_WAKEUP;
             if (handle(s, &ev) < 0) return -1;
         }
-        while (next < r->njobs && r->jobs[next].src->submit_s == t) {
+        while (next < r->njobs && s->rows[next].submit_s == t) {
             only_wakeups = false;
             if (on_arrival(s, next++, t) < 0) return -1;
         }
@@ -535,7 +538,7 @@ static void sim_release(sim *s) {
 
 sim_result *sim_run(const trace *t, const sim_options *opt, const char *policy,
                     char *err, size_t errlen) {
-    sim s = {.opt = opt, .err = err, .errlen = errlen};
+    sim s = {.opt = opt, .rows = t->jobs, .err = err, .errlen = errlen};
     int rc = sim_init(&s, t, opt, policy);
     if (rc == 0) rc = run_loop(&s);
     if (rc == 0) finish(&s);
