@@ -144,6 +144,47 @@ static void test_trace_job_index(void **state) {
     cat_free(cat);
 }
 
+/* A trace of `rows` jobs, big enough (over 1 MiB) to be read in two
+ * threads: a comment line after the header, "big" as the last job, and
+ * `bad_row` (1-based, 0 for none) an unknown workload. */
+static const char *big_trace(int rows, int bad_row) {
+    size_t cap = 64 + (size_t)rows * 32, len = 0;
+    char *text = malloc(cap);
+    assert_non_null(text);
+    len += (size_t)snprintf(text, cap, "workload,submit_time_s\n# note\n");
+    for (int i = 1; i <= rows; i++) {
+        const char *name = i == bad_row ? "nope" : i == rows ? "big" : "small";
+        len += (size_t)snprintf(text + len, cap - len, "%s,%d.5%s", name, i,
+                                i % 1000 == 0 ? "\r\n" : "\n");
+    }
+    const char *path = write_temp(text, len);
+    free(text);
+    return path;
+}
+
+/* Both halves of a file read in two threads: numbered on across the cut,
+ * a fault in the second half reported with its line in the file. */
+static void test_trace_read_in_two(void **state) {
+    cat_catalog *cat = cat_load(TEMP(catalog_text), err, sizeof(err));
+    const int rows = 120000;
+    trace *t = trace_load(big_trace(rows, 0), cat, err, sizeof(err));
+    assert_non_null(t);
+    assert_int_equal(t->count, rows);
+    assert_int_equal(t->max_gpus, 2);
+    for (int i = 0; i < rows; i++) {
+        assert_int_equal(t->jobs[i].index, i + 1);
+        assert_true(t->jobs[i].submit_s == i + 1.5);
+    }
+    trace_free(t);
+    assert_null(trace_load(big_trace(rows, rows - 10), cat, err, sizeof(err)));
+    char where[32];
+    snprintf(where, sizeof(where), ":%d: field 'workload'", rows - 10 + 2);
+    assert_non_null(strstr(err, where));
+    assert_null(trace_load(big_trace(rows, 10), cat, err, sizeof(err)));
+    assert_non_null(strstr(err, ":12: field 'workload'"));
+    cat_free(cat);
+}
+
 static void test_model(void **state) {
     sim_model m;
     sim_model_default(&m);
@@ -228,6 +269,7 @@ int main(void) {
         cmocka_unit_test(test_catalog_errors),
         cmocka_unit_test(test_trace_sorted_stably),
         cmocka_unit_test(test_trace_job_index),
+        cmocka_unit_test(test_trace_read_in_two),
         cmocka_unit_test(test_model),
         cmocka_unit_test(test_heap_order),
         cmocka_unit_test(test_heap_packs_id_and_kind),
