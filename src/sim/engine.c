@@ -16,6 +16,7 @@
 #include "dispatch.h"
 #include "heap.h"
 #include "meter.h"
+#include "prefault.h"
 #include "share_model.h"
 
 #include <math.h>
@@ -62,6 +63,7 @@ typedef struct sim {
     int ndirty;
     sim_heap heap;
     sim_dispatch dispatch;
+    prefault pages;             /* maps res->attempts and res->gpus early */
     int finished;               /* jobs done or stopped */
     int running;                /* jobs launched or active */
     char *err;
@@ -338,6 +340,9 @@ static int check_launch(sim *s, int server, const core_launch *l) {
 
 static int new_attempt(sim *s, int server, const core_launch *l, double t) {
     sim_result *r = s->res;
+    if (r->nattempts == r->attempts_cap ||
+        r->ngpus_used + l->num_gpus > r->gpus_cap)
+        prefault_finish(&s->pages); /* it may still map the old arrays */
     if (r->nattempts == r->attempts_cap) {
         int cap = r->attempts_cap * 2;
         sim_attempt *more = realloc(r->attempts, (size_t)cap * sizeof(*more));
@@ -518,10 +523,17 @@ static int sim_init(sim *s, const trace *t, const sim_options *opt,
         s->gpus[g].since = s->res->start_s;
         gpu_refresh(s, g, s->res->start_s);
     }
+    /* Sized once from the trace, filled one launch at a time. */
+    sim_result *r = s->res;
+    prefault_add(&s->pages, r->attempts,
+                 (size_t)r->attempts_cap * sizeof(*r->attempts));
+    prefault_add(&s->pages, r->gpus, (size_t)r->gpus_cap * sizeof(*r->gpus));
+    prefault_start(&s->pages);
     return 0;
 }
 
 static void sim_release(sim *s) {
+    prefault_finish(&s->pages);
     int ngpus = s->opt->servers * s->opt->gpus;
     for (int g = 0; s->gpus && g < ngpus; g++) {
         free(s->gpus[g].jobs);

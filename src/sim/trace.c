@@ -112,7 +112,8 @@ static void read_part(trace_part *p) {
             int bigger = p->cap ? p->cap * 2 : 1024;
             trace_job *more = realloc(p->jobs, (size_t)bigger * sizeof(*more));
             if (!more) {
-                snprintf(p->err, sizeof(p->err), "%s: out of memory", p->f->path);
+                snprintf(p->err, sizeof(p->err), "%s: out of memory",
+                         p->f->path);
                 rc = -1;
                 break;
             }
@@ -123,7 +124,8 @@ static void read_part(trace_part *p) {
         job->index = p->count + 1;
         rc = read_job(p->f, p->cols, p->cat, job, p->err, sizeof(p->err));
         if (rc < 0) break;
-        if (job->work->num_gpus > p->max_gpus) p->max_gpus = job->work->num_gpus;
+        if (job->work->num_gpus > p->max_gpus)
+            p->max_gpus = job->work->num_gpus;
         p->count++;
     }
     p->rc = rc < 0 ? -1 : 0;

@@ -12,6 +12,7 @@
 #include "dispatch.h"
 #include "heap.h"
 #include "model.h"
+#include "prefault.h"
 #include "trace.h"
 
 #include <stdio.h>
@@ -233,10 +234,12 @@ static void test_heap_order(void **state) {
 static void test_heap_packs_id_and_kind(void **state) {
     sim_heap h = {0};
     assert_int_equal(sim_heap_push(&h, 1, SIM_EV_WAKEUP, INT32_MAX), 0);
-    assert_int_equal(sim_heap_push_ordered(&h, 1, SIM_EV_ACTIVATE, INT32_MAX - 1), 0);
+    assert_int_equal(
+        sim_heap_push_ordered(&h, 1, SIM_EV_ACTIVATE, INT32_MAX - 1), 0);
     assert_int_equal(sim_heap_push(&h, 1, SIM_EV_WAKEUP, 0), 0);
     const int32_t ids[] = {INT32_MAX, INT32_MAX - 1, 0};
-    const sim_event_kind kinds[] = {SIM_EV_WAKEUP, SIM_EV_ACTIVATE, SIM_EV_WAKEUP};
+    const sim_event_kind kinds[] = {SIM_EV_WAKEUP, SIM_EV_ACTIVATE,
+                                    SIM_EV_WAKEUP};
     for (int i = 0; i < 3; i++) {
         sim_event ev;
         sim_heap_pop(&h, &ev);
@@ -245,6 +248,25 @@ static void test_heap_packs_id_and_kind(void **state) {
         assert_true(ev.t == 1);
     }
     sim_heap_free(&h);
+}
+
+/* Mapping pages in the second thread leaves what they hold alone, and
+ * finishing twice, or with more regions than fit, is harmless. */
+static void test_prefault_keeps_contents(void **state) {
+    size_t bytes = (size_t)8 << 20;
+    unsigned char *data = malloc(bytes);
+    assert_non_null(data);
+    for (size_t i = 0; i < bytes; i++) data[i] = (unsigned char)(i * 7 + 1);
+    prefault pf = {0};
+    for (int i = 0; i <= PREFAULT_MAX_REGIONS; i++)
+        prefault_add(&pf, data, bytes);
+    assert_int_equal(pf.nregions, PREFAULT_MAX_REGIONS);
+    prefault_start(&pf);
+    prefault_finish(&pf);
+    prefault_finish(&pf);
+    for (size_t i = 0; i < bytes; i++)
+        if (data[i] != (unsigned char)(i * 7 + 1)) fail_msg("byte %zu", i);
+    free(data);
 }
 
 static void test_dispatch(void **state) {
@@ -273,6 +295,7 @@ int main(void) {
         cmocka_unit_test(test_model),
         cmocka_unit_test(test_heap_order),
         cmocka_unit_test(test_heap_packs_id_and_kind),
+        cmocka_unit_test(test_prefault_keeps_contents),
         cmocka_unit_test(test_dispatch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
