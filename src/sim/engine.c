@@ -63,7 +63,7 @@ typedef struct sim {
     int ndirty;
     sim_heap heap;
     sim_dispatch dispatch;
-    prefault pages;             /* maps res->attempts and res->gpus early */
+    prefault pages;             /* maps the result's arrays early */
     int finished;               /* jobs done or stopped */
     int running;                /* jobs launched or active */
     char *err;
@@ -464,8 +464,11 @@ static void finish(sim *s) {
     r->unfinished = r->njobs - s->finished;
 }
 
+/* The result, its arrays sized once from the trace; pages maps them in a
+ * second thread while they are filled (the jobs here, the attempts one
+ * launch at a time). */
 static sim_result *result_new(const trace *t, const sim_options *opt,
-                              const char *policy) {
+                              const char *policy, prefault *pages) {
     sim_result *r = calloc(1, sizeof(*r));
     if (!r) return NULL;
     r->policy = policy;
@@ -482,6 +485,11 @@ static sim_result *result_new(const trace *t, const sim_options *opt,
         sim_result_free(r);
         return NULL;
     }
+    prefault_add(pages, r->jobs, (size_t)t->count * sizeof(*r->jobs));
+    prefault_add(pages, r->attempts,
+                 (size_t)r->attempts_cap * sizeof(*r->attempts));
+    prefault_add(pages, r->gpus, (size_t)r->gpus_cap * sizeof(*r->gpus));
+    prefault_start(pages);
     for (int i = 0; i < t->count; i++) {
         r->jobs[i].src = &t->jobs[i];
         r->jobs[i].first_attempt = r->jobs[i].last_attempt = -1;
@@ -493,7 +501,7 @@ static sim_result *result_new(const trace *t, const sim_options *opt,
 static int sim_init(sim *s, const trace *t, const sim_options *opt,
                     const char *policy) {
     int ngpus = opt->servers * opt->gpus;
-    s->res = result_new(t, opt, policy);
+    s->res = result_new(t, opt, policy, &s->pages);
     s->gpus = calloc((size_t)ngpus, sizeof(*s->gpus));
     s->servers = calloc((size_t)opt->servers, sizeof(*s->servers));
     s->dirty = malloc((size_t)opt->servers * sizeof(*s->dirty));
@@ -523,12 +531,6 @@ static int sim_init(sim *s, const trace *t, const sim_options *opt,
         s->gpus[g].since = s->res->start_s;
         gpu_refresh(s, g, s->res->start_s);
     }
-    /* Sized once from the trace, filled one launch at a time. */
-    sim_result *r = s->res;
-    prefault_add(&s->pages, r->attempts,
-                 (size_t)r->attempts_cap * sizeof(*r->attempts));
-    prefault_add(&s->pages, r->gpus, (size_t)r->gpus_cap * sizeof(*r->gpus));
-    prefault_start(&s->pages);
     return 0;
 }
 

@@ -1,9 +1,9 @@
 /* prefault.h -- maps the pages of big arrays in a second thread.
  *
- * A million-job replay sizes its attempt records once from the trace
- * (about 44 MB) and fills them launch by launch; the first write to each
- * page stopped the loop for a page fault (page faults were a tenth of the
- * run, these a quarter of them). A prefault asks the kernel,
+ * A million-job replay sizes its per-job and attempt records once from the
+ * trace (about 116 MB) and fills them as it goes; the first write to each
+ * page stopped it for a page fault (page faults were a tenth of the run,
+ * these over half of them). A prefault asks the kernel,
  * from a second thread, to map those pages before the loop reaches them
  * (madvise MADV_POPULATE_WRITE, Linux 5.14). The kernel maps pages without
  * touching their contents, so the thread shares no data with the loop and
