@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static char err[512];
@@ -63,6 +64,39 @@ static void test_csv_rows(void **state) {
     assert_int_equal(csv_next(f, err, sizeof(err)), 0);
     csv_close(f);
     unlink(path);
+}
+
+/* A pipe has no size to read at once: the buffer grows as the rows come,
+ * here past its first 64 KiB. */
+static void test_csv_from_pipe(void **state) {
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    pid_t child = fork();
+    assert_true(child >= 0);
+    if (child == 0) {
+        close(fds[0]);
+        FILE *out = fdopen(fds[1], "w");
+        fputs("n\n", out);
+        for (int i = 0; i < 30000; i++) fprintf(out, "%d\n", i);
+        _exit(fclose(out) == 0 ? 0 : 1);
+    }
+    close(fds[1]);
+    char path[32];
+    snprintf(path, sizeof(path), "/dev/fd/%d", fds[0]);
+    csv_file *f = csv_open(path, err, sizeof(err));
+    assert_non_null(f);
+    int rows = 0;
+    double v = -1;
+    while (csv_next(f, err, sizeof(err)) == 1) {
+        assert_int_equal(csv_double(f, 0, &v, err, sizeof(err)), 0);
+        assert_true(v == rows++);
+    }
+    assert_int_equal(rows, 30000);
+    csv_close(f);
+    close(fds[0]);
+    int status;
+    assert_int_equal(waitpid(child, &status, 0), child);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
 static void test_csv_errors(void **state) {
@@ -286,6 +320,7 @@ static void test_dispatch(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_csv_rows),
+        cmocka_unit_test(test_csv_from_pipe),
         cmocka_unit_test(test_csv_errors),
         cmocka_unit_test(test_catalog),
         cmocka_unit_test(test_catalog_errors),
