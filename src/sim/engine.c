@@ -35,9 +35,17 @@
  * it counts exactly the moments that hold wakeups only.) */
 #define MAX_IDLE_WAKEUPS 100000
 
+/* A job active on a GPU. */
+typedef struct gpu_entry {
+    int32_t job;
+    double activity;            /* activity_of(job): fixed for its attempt,
+                                   so kept rather than recomputed at every
+                                   change on the GPU */
+    double mark;                /* meter_mark() when it joined */
+} gpu_entry;
+
 typedef struct sim_gpu {
-    int32_t *jobs;              /* active jobs, oldest first */
-    double *marks;              /* meter_mark() of each when it joined */
+    gpu_entry *active;          /* active jobs, oldest first */
     int njobs, cap;
     energy_meter meter;         /* splits the GPU's energy among them */
     double used_mib;            /* sums over the active jobs */
@@ -53,9 +61,8 @@ typedef struct sim_server {
 
 typedef struct sim {
     const sim_options *opt;
-    const trace_job *rows;      /* the trace: rows[j] is job j's, which
-                                   saves the hot paths going through
-                                   res->jobs[j].src */
+    const trace_job *rows;      /* the trace: rows[j] is job j's (the hot
+                                   paths' shortcut to res->jobs[j].src) */
     sim_result *res;
     sim_gpu *gpus;              /* servers * gpus, numbered globally */
     sim_server *servers;
@@ -134,9 +141,10 @@ static void gpu_refresh(sim *s, int32_t g, double t) {
     sim_gpu *gpu = &s->gpus[g];
     gpu->used_mib = gpu->smact = gpu->smocc = gpu->drama = gpu->util_pct = 0;
     for (int i = 0; i < gpu->njobs; i++) {
-        const cat_workload *w = work_of(s, gpu->jobs[i]);
-        double k = activity_of(s, gpu->jobs[i]);
-        gpu->used_mib += mem_on(s, gpu->jobs[i], g);
+        const gpu_entry *e = &gpu->active[i];
+        const cat_workload *w = work_of(s, e->job);
+        double k = e->activity;
+        gpu->used_mib += mem_on(s, e->job, g);
         gpu->smact += k * w->smact;
         gpu->smocc += k * w->smocc;
         gpu->drama += k * w->drama;
@@ -154,29 +162,28 @@ static int gpu_add(sim *s, int32_t g, int32_t j) {
     sim_gpu *gpu = &s->gpus[g];
     if (gpu->njobs == gpu->cap) {
         int cap = gpu->cap ? gpu->cap * 2 : 4;
-        int32_t *more = realloc(gpu->jobs, (size_t)cap * sizeof(*more));
-        if (more) gpu->jobs = more;
-        double *marks = realloc(gpu->marks, (size_t)cap * sizeof(*marks));
-        if (marks) gpu->marks = marks;
-        if (!more || !marks) return out_of_memory(s);
+        gpu_entry *more = realloc(gpu->active, (size_t)cap * sizeof(*more));
+        if (!more) return out_of_memory(s);
+        gpu->active = more;
         gpu->cap = cap;
     }
-    gpu->marks[gpu->njobs] =
-        meter_mark(&gpu->meter, activity_of(s, j) * work_of(s, j)->smact);
-    gpu->jobs[gpu->njobs++] = j;
+    double k = activity_of(s, j);
+    gpu->active[gpu->njobs++] = (gpu_entry){
+        .job = j, .activity = k,
+        .mark = meter_mark(&gpu->meter, k * work_of(s, j)->smact)};
     return 0;
 }
 
 static void gpu_remove(sim *s, int32_t g, int32_t j) {
     sim_gpu *gpu = &s->gpus[g];
     int i = 0;
-    while (gpu->jobs[i] != j) i++;
+    while (gpu->active[i].job != j) i++;
+    const gpu_entry *e = &gpu->active[i];
     s->res->jobs[j].energy_j += meter_energy_since(
-        &gpu->meter, activity_of(s, j) * work_of(s, j)->smact, gpu->marks[i]);
+        &gpu->meter, e->activity * work_of(s, j)->smact, e->mark);
     int after = gpu->njobs - i - 1;
-    memmove(&gpu->jobs[i], &gpu->jobs[i + 1], (size_t)after * sizeof(*gpu->jobs));
-    memmove(&gpu->marks[i], &gpu->marks[i + 1],
-            (size_t)after * sizeof(*gpu->marks));
+    memmove(&gpu->active[i], &gpu->active[i + 1],
+            (size_t)after * sizeof(*gpu->active));
     gpu->njobs--;
 }
 
@@ -218,7 +225,7 @@ static int update_rates_around(sim *s, const sim_attempt *a, double t) {
     for (int k = 0; k < a->ngpus; k++) {
         const sim_gpu *gpu = &s->gpus[gpus_of(s, a)[k]];
         for (int i = 0; i < gpu->njobs; i++)
-            if (update_rate(s, gpu->jobs[i], t) < 0) return -1;
+            if (update_rate(s, gpu->active[i].job, t) < 0) return -1;
     }
     return 0;
 }
@@ -538,8 +545,7 @@ static void sim_release(sim *s) {
     prefault_finish(&s->pages);
     int ngpus = s->opt->servers * s->opt->gpus;
     for (int g = 0; s->gpus && g < ngpus; g++) {
-        free(s->gpus[g].jobs);
-        free(s->gpus[g].marks);
+        free(s->gpus[g].active);
     }
     for (int i = 0; s->servers && i < s->opt->servers; i++)
         core_destroy(s->servers[i].core);
