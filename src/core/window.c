@@ -233,13 +233,26 @@ static void win_scores_slow(win *w, win_scores *s) {
 
 /* Makes the cache hold the window at `now`: its runs and peak memory, and
  * on the fast path its scores as well. */
+/* True when the cache holds the window at `now`. */
+static bool win_cache_holds(win *w, double now) {
+    if (!w->cache_ok || now < w->cache_from) return false;
+    if (now == w->cache_from) return true;
+    if (!w->until_ok) {
+        double next = win_next_change(w, w->cache_from);
+        w->cache_until = next < 0 ? INFINITY : next;
+        w->until_ok = true;
+    }
+    return now < w->cache_until;
+}
+
 static void win_cache_at(win *w, double now) {
-    if (w->cache_ok && now >= w->cache_from && now < w->cache_until) return;
+    if (win_cache_holds(w, now)) return;
     const win_step *last = &w->steps[w->nsteps - 1];
     if (last->t <= win_oldest(w, now)) {
         win_scores_uniform(&w->cache, &last->r);
         w->scores_ok = true;
         w->cache_until = INFINITY;
+        w->until_ok = true;
     } else {
         w->nruns = win_step_runs(w, now);
         w->cache.used_max_mib = 0;
@@ -247,8 +260,7 @@ static void win_cache_at(win *w, double now) {
             w->cache.used_max_mib = fmax(w->cache.used_max_mib,
                                          w->steps[w->run_step[i]].r.used_mib);
         w->scores_ok = false;
-        double next = win_next_change(w, now);
-        w->cache_until = next < 0 ? INFINITY : next;
+        w->until_ok = false;
     }
     w->cache_from = now;
     w->cache_ok = true;

@@ -47,6 +47,9 @@ typedef struct win {
                              EWMA factor of a run when every instant is known */
     bool cache_ok;        /* cache holds the window at [cache_from, cache_until) */
     bool scores_ok;       /*   and its risk scores too, not just used_max_mib */
+    bool until_ok;        /*   and cache_until is known (computed when first
+                               asked about a later time: a new sample often
+                               comes before that) */
     double cache_from, cache_until;
     win_scores cache;
 } win;

@@ -1,12 +1,28 @@
 /* csv.c -- whole-file, in-place CSV splitting (see csv.h). */
 #include "csv.h"
 
+#include "prefault.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+
+/* Files this big have their buffer's pages mapped in a second thread while
+ * the read fills them (prefault.h); a thread costs more below it. */
+#define CSV_PREFAULT_BYTES (1 << 20)
+
+/* Room for the whole file and its final NUL in one read when its size is
+ * known (a regular file; a pipe says nothing), else a start to grow from. */
+static size_t first_capacity(FILE *fp) {
+    struct stat st;
+    if (fstat(fileno(fp), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
+        return (size_t)st.st_size + 2;
+    return 1 << 16;
+}
 
 static char *read_whole_file(const char *path, size_t *size, char *err,
                              size_t errlen) {
@@ -15,16 +31,23 @@ static char *read_whole_file(const char *path, size_t *size, char *err,
         snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
         return NULL;
     }
-    size_t cap = 1 << 16, len = 0;
+    size_t cap = first_capacity(fp), len = 0;
     char *buf = malloc(cap);
+    prefault pages = {0};
+    if (buf && cap >= CSV_PREFAULT_BYTES) {
+        prefault_add(&pages, buf, cap);
+        prefault_start(&pages);
+    }
     while (buf) {
         len += fread(buf + len, 1, cap - len - 1, fp);
         if (len < cap - 1) break;
+        prefault_finish(&pages); /* it may still map the old buffer */
         char *bigger = realloc(buf, cap * 2);
         if (!bigger) { free(buf); buf = NULL; break; }
         buf = bigger;
         cap *= 2;
     }
+    prefault_finish(&pages);
     int failed = ferror(fp);
     fclose(fp);
     if (!buf || failed) {
@@ -115,6 +138,19 @@ void csv_close(csv_file *f) {
     if (!f) return;
     free(f->buf);
     free(f);
+}
+
+void csv_split(csv_file *f, csv_file *tail) {
+    char *mid = f->pos + (f->end - f->pos) / 2;
+    char *nl = memchr(mid, '\n', (size_t)(f->end - mid));
+    char *cut = nl ? nl + 1 : f->end;
+    *tail = *f;
+    tail->pos = cut;
+    /* memchr jumps line to line several times faster than a byte loop. */
+    for (const char *p = f->pos; (p = memchr(p, '\n', (size_t)(cut - p)));
+         p++)
+        tail->line++;
+    f->end = cut;
 }
 
 int csv_col(const csv_file *f, const char *name) {

@@ -33,6 +33,13 @@ typedef struct csv_file {
 csv_file *csv_open(const char *path, char *err, size_t errlen);
 void csv_close(csv_file *f);
 
+/* Hands the second half of f's unread rows to *tail, so that two threads
+ * can read one file: f stops at the line start nearest past the middle of
+ * what it has left, and tail reads from there on, with the file's line
+ * numbers. tail is a view into f's buffer, valid while f is; it is never
+ * passed to csv_close(). */
+void csv_split(csv_file *f, csv_file *tail);
+
 /* Index of the named header column, or -1. */
 int csv_col(const csv_file *f, const char *name);
 

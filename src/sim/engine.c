@@ -16,6 +16,7 @@
 #include "dispatch.h"
 #include "heap.h"
 #include "meter.h"
+#include "prefault.h"
 #include "share_model.h"
 
 #include <math.h>
@@ -34,9 +35,17 @@
  * it counts exactly the moments that hold wakeups only.) */
 #define MAX_IDLE_WAKEUPS 100000
 
+/* A job active on a GPU. */
+typedef struct gpu_entry {
+    int32_t job;
+    double activity;            /* activity_of(job): fixed for its attempt,
+                                   so kept rather than recomputed at every
+                                   change on the GPU */
+    double mark;                /* meter_mark() when it joined */
+} gpu_entry;
+
 typedef struct sim_gpu {
-    int32_t *jobs;              /* active jobs, oldest first */
-    double *marks;              /* meter_mark() of each when it joined */
+    gpu_entry *active;          /* active jobs, oldest first */
     int njobs, cap;
     energy_meter meter;         /* splits the GPU's energy among them */
     double used_mib;            /* sums over the active jobs */
@@ -52,6 +61,8 @@ typedef struct sim_server {
 
 typedef struct sim {
     const sim_options *opt;
+    const trace_job *rows;      /* the trace: rows[j] is job j's (the hot
+                                   paths' shortcut to res->jobs[j].src) */
     sim_result *res;
     sim_gpu *gpus;              /* servers * gpus, numbered globally */
     sim_server *servers;
@@ -59,6 +70,7 @@ typedef struct sim {
     int ndirty;
     sim_heap heap;
     sim_dispatch dispatch;
+    prefault pages;             /* maps the result's arrays early */
     int finished;               /* jobs done or stopped */
     int running;                /* jobs launched or active */
     char *err;
@@ -66,7 +78,7 @@ typedef struct sim {
 } sim;
 
 static const cat_workload *work_of(const sim *s, int32_t j) {
-    return s->res->jobs[j].src->work;
+    return s->rows[j].work;
 }
 
 static sim_attempt *attempt_of(const sim *s, int32_t j) {
@@ -79,6 +91,12 @@ static const int32_t *gpus_of(const sim *s, const sim_attempt *a) {
 
 static int out_of_memory(sim *s) {
     snprintf(s->err, s->errlen, "simulator: out of memory");
+    return -1;
+}
+
+static int heap_failed(sim *s) {
+    snprintf(s->err, s->errlen, "simulator: out of memory, or more than "
+             "2^31 events queued in one run");
     return -1;
 }
 
@@ -123,9 +141,10 @@ static void gpu_refresh(sim *s, int32_t g, double t) {
     sim_gpu *gpu = &s->gpus[g];
     gpu->used_mib = gpu->smact = gpu->smocc = gpu->drama = gpu->util_pct = 0;
     for (int i = 0; i < gpu->njobs; i++) {
-        const cat_workload *w = work_of(s, gpu->jobs[i]);
-        double k = activity_of(s, gpu->jobs[i]);
-        gpu->used_mib += mem_on(s, gpu->jobs[i], g);
+        const gpu_entry *e = &gpu->active[i];
+        const cat_workload *w = work_of(s, e->job);
+        double k = e->activity;
+        gpu->used_mib += mem_on(s, e->job, g);
         gpu->smact += k * w->smact;
         gpu->smocc += k * w->smocc;
         gpu->drama += k * w->drama;
@@ -143,29 +162,28 @@ static int gpu_add(sim *s, int32_t g, int32_t j) {
     sim_gpu *gpu = &s->gpus[g];
     if (gpu->njobs == gpu->cap) {
         int cap = gpu->cap ? gpu->cap * 2 : 4;
-        int32_t *more = realloc(gpu->jobs, (size_t)cap * sizeof(*more));
-        if (more) gpu->jobs = more;
-        double *marks = realloc(gpu->marks, (size_t)cap * sizeof(*marks));
-        if (marks) gpu->marks = marks;
-        if (!more || !marks) return out_of_memory(s);
+        gpu_entry *more = realloc(gpu->active, (size_t)cap * sizeof(*more));
+        if (!more) return out_of_memory(s);
+        gpu->active = more;
         gpu->cap = cap;
     }
-    gpu->marks[gpu->njobs] =
-        meter_mark(&gpu->meter, activity_of(s, j) * work_of(s, j)->smact);
-    gpu->jobs[gpu->njobs++] = j;
+    double k = activity_of(s, j);
+    gpu->active[gpu->njobs++] = (gpu_entry){
+        .job = j, .activity = k,
+        .mark = meter_mark(&gpu->meter, k * work_of(s, j)->smact)};
     return 0;
 }
 
 static void gpu_remove(sim *s, int32_t g, int32_t j) {
     sim_gpu *gpu = &s->gpus[g];
     int i = 0;
-    while (gpu->jobs[i] != j) i++;
+    while (gpu->active[i].job != j) i++;
+    const gpu_entry *e = &gpu->active[i];
     s->res->jobs[j].energy_j += meter_energy_since(
-        &gpu->meter, activity_of(s, j) * work_of(s, j)->smact, gpu->marks[i]);
+        &gpu->meter, e->activity * work_of(s, j)->smact, e->mark);
     int after = gpu->njobs - i - 1;
-    memmove(&gpu->jobs[i], &gpu->jobs[i + 1], (size_t)after * sizeof(*gpu->jobs));
-    memmove(&gpu->marks[i], &gpu->marks[i + 1],
-            (size_t)after * sizeof(*gpu->marks));
+    memmove(&gpu->active[i], &gpu->active[i + 1],
+            (size_t)after * sizeof(*gpu->active));
     gpu->njobs--;
 }
 
@@ -197,8 +215,8 @@ static int update_rate(sim *s, int32_t j, double t) {
     if (job->remaining < 0) job->remaining = 0;
     job->since = t;
     job->rate = rate;
-    if (sim_heap_update(&s->heap, t + job->remaining / rate, j, 0) < 0)
-        return out_of_memory(s);
+    if (sim_heap_update(&s->heap, t + job->remaining / rate, j) < 0)
+        return heap_failed(s);
     return 0;
 }
 
@@ -207,7 +225,7 @@ static int update_rates_around(sim *s, const sim_attempt *a, double t) {
     for (int k = 0; k < a->ngpus; k++) {
         const sim_gpu *gpu = &s->gpus[gpus_of(s, a)[k]];
         for (int i = 0; i < gpu->njobs; i++)
-            if (update_rate(s, gpu->jobs[i], t) < 0) return -1;
+            if (update_rate(s, gpu->active[i].job, t) < 0) return -1;
     }
     return 0;
 }
@@ -329,6 +347,9 @@ static int check_launch(sim *s, int server, const core_launch *l) {
 
 static int new_attempt(sim *s, int server, const core_launch *l, double t) {
     sim_result *r = s->res;
+    if (r->nattempts == r->attempts_cap ||
+        r->ngpus_used + l->num_gpus > r->gpus_cap)
+        prefault_finish(&s->pages); /* it may still map the old arrays */
     if (r->nattempts == r->attempts_cap) {
         int cap = r->attempts_cap * 2;
         sim_attempt *more = realloc(r->attempts, (size_t)cap * sizeof(*more));
@@ -365,8 +386,8 @@ static int start_launch(sim *s, int server, const core_launch *l, double t) {
     /* Launches happen at nondecreasing times and the delay is constant,
      * so activations are due in push order: the heap's in-order lane. */
     if (sim_heap_push_ordered(&s->heap, t + s->opt->model.activation_delay_s,
-                              SIM_EV_ACTIVATE, (int32_t)l->job_id, 0) < 0)
-        return out_of_memory(s);
+                              SIM_EV_ACTIVATE, (int32_t)l->job_id) < 0)
+        return heap_failed(s);
     return 0;
 }
 
@@ -386,8 +407,8 @@ static int schedule(sim *s, int server, double t) {
     bool covered = srv->wake_t > t && srv->wake_t <= wake;
     if (wake > t && !covered) {
         srv->wake_t = wake;
-        if (sim_heap_push(&s->heap, wake, SIM_EV_WAKEUP, server, 0) < 0)
-            return out_of_memory(s);
+        if (sim_heap_push(&s->heap, wake, SIM_EV_WAKEUP, server) < 0)
+            return heap_failed(s);
     }
     return 0;
 }
@@ -413,8 +434,8 @@ static int run_loop(sim *s) {
         bool have_event = s->heap.count > 0, have_arrival = next < r->njobs;
         if (!have_event && !have_arrival) break;
         double t = have_event ? sim_heap_next_t(&s->heap) : INFINITY;
-        if (have_arrival && r->jobs[next].src->submit_s < t)
-            t = r->jobs[next].src->submit_s;
+        if (have_arrival && s->rows[next].submit_s < t)
+            t = s->rows[next].submit_s;
         bool only_wakeups = true;
         while (s->heap.count > 0 && sim_heap_next_t(&s->heap) == t) {
             sim_event ev;
@@ -422,7 +443,7 @@ static int run_loop(sim *s) {
             only_wakeups &= ev.kind == SIM_EV_WAKEUP;
             if (handle(s, &ev) < 0) return -1;
         }
-        while (next < r->njobs && r->jobs[next].src->submit_s == t) {
+        while (next < r->njobs && s->rows[next].submit_s == t) {
             only_wakeups = false;
             if (on_arrival(s, next++, t) < 0) return -1;
         }
@@ -450,8 +471,11 @@ static void finish(sim *s) {
     r->unfinished = r->njobs - s->finished;
 }
 
+/* The result, its arrays sized once from the trace; pages maps them in a
+ * second thread while they are filled (the jobs here, the attempts one
+ * launch at a time). */
 static sim_result *result_new(const trace *t, const sim_options *opt,
-                              const char *policy) {
+                              const char *policy, prefault *pages) {
     sim_result *r = calloc(1, sizeof(*r));
     if (!r) return NULL;
     r->policy = policy;
@@ -468,6 +492,11 @@ static sim_result *result_new(const trace *t, const sim_options *opt,
         sim_result_free(r);
         return NULL;
     }
+    prefault_add(pages, r->jobs, (size_t)t->count * sizeof(*r->jobs));
+    prefault_add(pages, r->attempts,
+                 (size_t)r->attempts_cap * sizeof(*r->attempts));
+    prefault_add(pages, r->gpus, (size_t)r->gpus_cap * sizeof(*r->gpus));
+    prefault_start(pages);
     for (int i = 0; i < t->count; i++) {
         r->jobs[i].src = &t->jobs[i];
         r->jobs[i].first_attempt = r->jobs[i].last_attempt = -1;
@@ -479,7 +508,7 @@ static sim_result *result_new(const trace *t, const sim_options *opt,
 static int sim_init(sim *s, const trace *t, const sim_options *opt,
                     const char *policy) {
     int ngpus = opt->servers * opt->gpus;
-    s->res = result_new(t, opt, policy);
+    s->res = result_new(t, opt, policy, &s->pages);
     s->gpus = calloc((size_t)ngpus, sizeof(*s->gpus));
     s->servers = calloc((size_t)opt->servers, sizeof(*s->servers));
     s->dirty = malloc((size_t)opt->servers * sizeof(*s->dirty));
@@ -513,10 +542,10 @@ static int sim_init(sim *s, const trace *t, const sim_options *opt,
 }
 
 static void sim_release(sim *s) {
+    prefault_finish(&s->pages);
     int ngpus = s->opt->servers * s->opt->gpus;
     for (int g = 0; s->gpus && g < ngpus; g++) {
-        free(s->gpus[g].jobs);
-        free(s->gpus[g].marks);
+        free(s->gpus[g].active);
     }
     for (int i = 0; s->servers && i < s->opt->servers; i++)
         core_destroy(s->servers[i].core);
@@ -529,7 +558,7 @@ static void sim_release(sim *s) {
 
 sim_result *sim_run(const trace *t, const sim_options *opt, const char *policy,
                     char *err, size_t errlen) {
-    sim s = {.opt = opt, .err = err, .errlen = errlen};
+    sim s = {.opt = opt, .rows = t->jobs, .err = err, .errlen = errlen};
     int rc = sim_init(&s, t, opt, policy);
     if (rc == 0) rc = run_loop(&s);
     if (rc == 0) finish(&s);

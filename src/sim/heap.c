@@ -7,20 +7,27 @@
 #include <stdlib.h>
 
 #define KIND_BITS 2
+#define ID_BITS 31
 #define ARITY 4
 
 static int earlier(const sim_node *a, const sim_node *b) {
-    return a->t < b->t || (a->t == b->t && a->order < b->order);
+    return a->t < b->t || (a->t == b->t && a->key < b->key);
 }
 
-static int keyed(const sim_node *n) {
-    return (n->order & ((1u << KIND_BITS) - 1)) == SIM_EV_COMPLETE;
+static sim_event_kind kind_of(const sim_node *n) {
+    return (sim_event_kind)(n->key & ((1u << KIND_BITS) - 1));
 }
+
+static int32_t id_of(const sim_node *n) {
+    return (int32_t)(n->key >> KIND_BITS & ((UINT64_C(1) << ID_BITS) - 1));
+}
+
+static int keyed(const sim_node *n) { return kind_of(n) == SIM_EV_COMPLETE; }
 
 /* Stores node n at items[i], keeping a keyed node's position known. */
 static void place(sim_heap *h, int i, sim_node n) {
     h->items[i] = n;
-    if (keyed(&n)) h->pos[n.id] = i;
+    if (keyed(&n)) h->pos[id_of(&n)] = i;
 }
 
 /* Moves n up from hole i to where it belongs. */
@@ -50,10 +57,14 @@ static void sift_down(sim_heap *h, int i, sim_node last) {
     place(h, i, last);
 }
 
-static sim_node node_new(sim_heap *h, double t, sim_event_kind kind,
-                         int32_t id, uint32_t epoch) {
-    return (sim_node){t, h->next_seq++ << KIND_BITS | (uint64_t)kind, id,
-                      epoch};
+/* The next node in push order into *n; -1 once the sequence numbers
+ * have run out. */
+static int node_new(sim_heap *h, double t, sim_event_kind kind, int32_t id,
+                    sim_node *n) {
+    if (h->next_seq >= SIM_HEAP_MAX_PUSHES) return -1;
+    *n = (sim_node){t, h->next_seq++ << (ID_BITS + KIND_BITS) |
+                           (uint64_t)id << KIND_BITS | (uint64_t)kind};
+    return 0;
 }
 
 static int heap_grow(sim_heap *h) {
@@ -67,10 +78,10 @@ static int heap_grow(sim_heap *h) {
     return 0;
 }
 
-int sim_heap_push(sim_heap *h, double t, sim_event_kind kind, int32_t id,
-                  uint32_t epoch) {
-    if (heap_grow(h) < 0) return -1;
-    sift_up(h, h->nheap++, node_new(h, t, kind, id, epoch));
+int sim_heap_push(sim_heap *h, double t, sim_event_kind kind, int32_t id) {
+    sim_node n;
+    if (heap_grow(h) < 0 || node_new(h, t, kind, id, &n) < 0) return -1;
+    sift_up(h, h->nheap++, n);
     h->count++;
     return 0;
 }
@@ -82,10 +93,11 @@ int sim_heap_keys(sim_heap *h, int njobs) {
     return 0;
 }
 
-int sim_heap_update(sim_heap *h, double t, int32_t id, uint32_t epoch) {
+int sim_heap_update(sim_heap *h, double t, int32_t id) {
     int i = h->pos[id];
-    if (i < 0) return sim_heap_push(h, t, SIM_EV_COMPLETE, id, epoch);
-    sim_node n = node_new(h, t, SIM_EV_COMPLETE, id, epoch);
+    if (i < 0) return sim_heap_push(h, t, SIM_EV_COMPLETE, id);
+    sim_node n;
+    if (node_new(h, t, SIM_EV_COMPLETE, id, &n) < 0) return -1;
     /* The new sequence number is the largest yet, so a node that is not
      * earlier than its parent can only need to go down. */
     if (i > 0 && earlier(&n, &h->items[(i - 1) / ARITY])) sift_up(h, i, n);
@@ -94,7 +106,9 @@ int sim_heap_update(sim_heap *h, double t, int32_t id, uint32_t epoch) {
 }
 
 int sim_heap_push_ordered(sim_heap *h, double t, sim_event_kind kind,
-                          int32_t id, uint32_t epoch) {
+                          int32_t id) {
+    sim_node n;
+    if (node_new(h, t, kind, id, &n) < 0) return -1;
     if (h->nlane == h->lane_cap) {
         int cap = h->lane_cap ? h->lane_cap * 2 : 1024;
         sim_node *more = realloc(h->lane, (size_t)cap * sizeof(*more));
@@ -105,7 +119,7 @@ int sim_heap_push_ordered(sim_heap *h, double t, sim_event_kind kind,
         h->lane_cap = cap;
     }
     int at = (h->lane_head + h->nlane++) & (h->lane_cap - 1);
-    h->lane[at] = node_new(h, t, kind, id, epoch);
+    h->lane[at] = n;
     h->count++;
     return 0;
 }
@@ -121,7 +135,7 @@ double sim_heap_next_t(const sim_heap *h) {
 }
 
 static void heap_pop_top(sim_heap *h) {
-    if (keyed(&h->items[0])) h->pos[h->items[0].id] = -1;
+    if (keyed(&h->items[0])) h->pos[id_of(&h->items[0])] = -1;
     sim_node last = h->items[--h->nheap];
     if (h->nheap > 0) sift_down(h, 0, last);
 }
@@ -137,9 +151,7 @@ void sim_heap_pop(sim_heap *h, sim_event *out) {
         heap_pop_top(h);
     }
     h->count--;
-    *out = (sim_event){.t = top.t, .seq = top.order >> KIND_BITS,
-                       .id = top.id, .epoch = top.epoch,
-                       .kind = (sim_event_kind)(top.order & ((1u << KIND_BITS) - 1))};
+    *out = (sim_event){.t = top.t, .id = id_of(&top), .kind = kind_of(&top)};
 }
 
 void sim_heap_free(sim_heap *h) {

@@ -30,20 +30,21 @@ typedef enum sim_event_kind {
 
 typedef struct sim_event {
     double t;           /* when, seconds */
-    uint64_t seq;       /* push order, breaks ties */
     int32_t id;         /* job index, or server index for SIM_EV_WAKEUP */
-    uint32_t epoch;     /* the caller's, carried through */
     sim_event_kind kind;
 } sim_event;
 
-/* An event as queued: the kind rides in the low bits of the sequence
- * number, which keeps the order (sequence numbers are unique) and makes
- * a node 24 bytes instead of 32. */
+/* The most events one heap takes pushes of: the sequence number has the
+ * 31 bits above id and kind in a node's key. */
+#define SIM_HEAP_MAX_PUSHES (UINT64_C(1) << 31)
+
+/* An event as queued: id and kind ride below the sequence number in one
+ * key, which keeps the order (sequence numbers are unique, so the low bits
+ * never decide) and makes a node 16 bytes: a node's four children fill
+ * one cache line instead of spanning two. */
 typedef struct sim_node {
     double t;
-    uint64_t order;     /* seq << 2 | kind */
-    int32_t id;
-    uint32_t epoch;
+    uint64_t key;       /* seq << 33 | id << 2 | kind */
 } sim_node;
 
 typedef struct sim_heap {
@@ -57,19 +58,19 @@ typedef struct sim_heap {
     uint64_t next_seq;
 } sim_heap;
 
-/* Returns 0, or -1 when out of memory. */
-int sim_heap_push(sim_heap *h, double t, sim_event_kind kind, int32_t id,
-                  uint32_t epoch);
+/* Returns 0, or -1 when out of memory or past SIM_HEAP_MAX_PUSHES. id is
+ * at least 0. */
+int sim_heap_push(sim_heap *h, double t, sim_event_kind kind, int32_t id);
 /* The same, for an event due no earlier than every event pushed with this
  * function before it. */
 int sim_heap_push_ordered(sim_heap *h, double t, sim_event_kind kind,
-                          int32_t id, uint32_t epoch);
+                          int32_t id);
 /* Makes room for keyed completion events of jobs 0..njobs-1. Returns 0,
  * or -1 when out of memory. */
 int sim_heap_keys(sim_heap *h, int njobs);
 /* Sets job id's completion event to time t, pushing it if it has none.
  * SIM_EV_COMPLETE events go through here only, after sim_heap_keys(). */
-int sim_heap_update(sim_heap *h, double t, int32_t id, uint32_t epoch);
+int sim_heap_update(sim_heap *h, double t, int32_t id);
 /* Time of the earliest event; the heap must not be empty. */
 double sim_heap_next_t(const sim_heap *h);
 /* Removes the earliest event into *out; the heap must not be empty. */

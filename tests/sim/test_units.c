@@ -12,11 +12,13 @@
 #include "dispatch.h"
 #include "heap.h"
 #include "model.h"
+#include "prefault.h"
 #include "trace.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static char err[512];
@@ -62,6 +64,39 @@ static void test_csv_rows(void **state) {
     assert_int_equal(csv_next(f, err, sizeof(err)), 0);
     csv_close(f);
     unlink(path);
+}
+
+/* A pipe has no size to read at once: the buffer grows as the rows come,
+ * here past its first 64 KiB. */
+static void test_csv_from_pipe(void **state) {
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    pid_t child = fork();
+    assert_true(child >= 0);
+    if (child == 0) {
+        close(fds[0]);
+        FILE *out = fdopen(fds[1], "w");
+        fputs("n\n", out);
+        for (int i = 0; i < 30000; i++) fprintf(out, "%d\n", i);
+        _exit(fclose(out) == 0 ? 0 : 1);
+    }
+    close(fds[1]);
+    char path[32];
+    snprintf(path, sizeof(path), "/dev/fd/%d", fds[0]);
+    csv_file *f = csv_open(path, err, sizeof(err));
+    assert_non_null(f);
+    int rows = 0;
+    double v = -1;
+    while (csv_next(f, err, sizeof(err)) == 1) {
+        assert_int_equal(csv_double(f, 0, &v, err, sizeof(err)), 0);
+        assert_true(v == rows++);
+    }
+    assert_int_equal(rows, 30000);
+    csv_close(f);
+    close(fds[0]);
+    int status;
+    assert_int_equal(waitpid(child, &status, 0), child);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
 static void test_csv_errors(void **state) {
@@ -144,6 +179,47 @@ static void test_trace_job_index(void **state) {
     cat_free(cat);
 }
 
+/* A trace of `rows` jobs, big enough (over 1 MiB) to be read in two
+ * threads: a comment line after the header, "big" as the last job, and
+ * `bad_row` (1-based, 0 for none) an unknown workload. */
+static const char *big_trace(int rows, int bad_row) {
+    size_t cap = 64 + (size_t)rows * 32, len = 0;
+    char *text = malloc(cap);
+    assert_non_null(text);
+    len += (size_t)snprintf(text, cap, "workload,submit_time_s\n# note\n");
+    for (int i = 1; i <= rows; i++) {
+        const char *name = i == bad_row ? "nope" : i == rows ? "big" : "small";
+        len += (size_t)snprintf(text + len, cap - len, "%s,%d.5%s", name, i,
+                                i % 1000 == 0 ? "\r\n" : "\n");
+    }
+    const char *path = write_temp(text, len);
+    free(text);
+    return path;
+}
+
+/* Both halves of a file read in two threads: numbered on across the cut,
+ * a fault in the second half reported with its line in the file. */
+static void test_trace_read_in_two(void **state) {
+    cat_catalog *cat = cat_load(TEMP(catalog_text), err, sizeof(err));
+    const int rows = 120000;
+    trace *t = trace_load(big_trace(rows, 0), cat, err, sizeof(err));
+    assert_non_null(t);
+    assert_int_equal(t->count, rows);
+    assert_int_equal(t->max_gpus, 2);
+    for (int i = 0; i < rows; i++) {
+        assert_int_equal(t->jobs[i].index, i + 1);
+        assert_true(t->jobs[i].submit_s == i + 1.5);
+    }
+    trace_free(t);
+    assert_null(trace_load(big_trace(rows, rows - 10), cat, err, sizeof(err)));
+    char where[32];
+    snprintf(where, sizeof(where), ":%d: field 'workload'", rows - 10 + 2);
+    assert_non_null(strstr(err, where));
+    assert_null(trace_load(big_trace(rows, 10), cat, err, sizeof(err)));
+    assert_non_null(strstr(err, ":12: field 'workload'"));
+    cat_free(cat);
+}
+
 static void test_model(void **state) {
     sim_model m;
     sim_model_default(&m);
@@ -176,7 +252,7 @@ static void test_heap_order(void **state) {
     sim_heap h = {0};
     const double times[] = {5, 1, 3, 1, 2, 5, 0.5};
     for (int i = 0; i < 7; i++)
-        assert_int_equal(sim_heap_push(&h, times[i], SIM_EV_WAKEUP, i, 0), 0);
+        assert_int_equal(sim_heap_push(&h, times[i], SIM_EV_WAKEUP, i), 0);
     const int expect[] = {6, 1, 3, 4, 2, 0, 5};
     for (int i = 0; i < 7; i++) {
         sim_event ev;
@@ -185,6 +261,46 @@ static void test_heap_order(void **state) {
     }
     assert_int_equal(h.count, 0);
     sim_heap_free(&h);
+}
+
+/* Id and kind share a node's key with the sequence number: the largest id
+ * must come back whole, with its kind, in push order among equal times. */
+static void test_heap_packs_id_and_kind(void **state) {
+    sim_heap h = {0};
+    assert_int_equal(sim_heap_push(&h, 1, SIM_EV_WAKEUP, INT32_MAX), 0);
+    assert_int_equal(
+        sim_heap_push_ordered(&h, 1, SIM_EV_ACTIVATE, INT32_MAX - 1), 0);
+    assert_int_equal(sim_heap_push(&h, 1, SIM_EV_WAKEUP, 0), 0);
+    const int32_t ids[] = {INT32_MAX, INT32_MAX - 1, 0};
+    const sim_event_kind kinds[] = {SIM_EV_WAKEUP, SIM_EV_ACTIVATE,
+                                    SIM_EV_WAKEUP};
+    for (int i = 0; i < 3; i++) {
+        sim_event ev;
+        sim_heap_pop(&h, &ev);
+        assert_int_equal(ev.id, ids[i]);
+        assert_int_equal(ev.kind, kinds[i]);
+        assert_true(ev.t == 1);
+    }
+    sim_heap_free(&h);
+}
+
+/* Mapping pages in the second thread leaves what they hold alone, and
+ * finishing twice, or with more regions than fit, is harmless. */
+static void test_prefault_keeps_contents(void **state) {
+    size_t bytes = (size_t)8 << 20;
+    unsigned char *data = malloc(bytes);
+    assert_non_null(data);
+    for (size_t i = 0; i < bytes; i++) data[i] = (unsigned char)(i * 7 + 1);
+    prefault pf = {0};
+    for (int i = 0; i <= PREFAULT_MAX_REGIONS; i++)
+        prefault_add(&pf, data, bytes);
+    assert_int_equal(pf.nregions, PREFAULT_MAX_REGIONS);
+    prefault_start(&pf);
+    prefault_finish(&pf);
+    prefault_finish(&pf);
+    for (size_t i = 0; i < bytes; i++)
+        if (data[i] != (unsigned char)(i * 7 + 1)) fail_msg("byte %zu", i);
+    free(data);
 }
 
 static void test_dispatch(void **state) {
@@ -204,13 +320,17 @@ static void test_dispatch(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_csv_rows),
+        cmocka_unit_test(test_csv_from_pipe),
         cmocka_unit_test(test_csv_errors),
         cmocka_unit_test(test_catalog),
         cmocka_unit_test(test_catalog_errors),
         cmocka_unit_test(test_trace_sorted_stably),
         cmocka_unit_test(test_trace_job_index),
+        cmocka_unit_test(test_trace_read_in_two),
         cmocka_unit_test(test_model),
         cmocka_unit_test(test_heap_order),
+        cmocka_unit_test(test_heap_packs_id_and_kind),
+        cmocka_unit_test(test_prefault_keeps_contents),
         cmocka_unit_test(test_dispatch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
