@@ -45,22 +45,8 @@ double share_gpu_next_floor(const mig_model *m, double had_mib) {
     return 0;
 }
 
-static unsigned slices_of(mig_instance inst) {
-    return ((1u << inst.profile->mem_slices) - 1u) << inst.start;
-}
-
 bool share_gpu_fits(const share_gpu *g, mig_instance inst) {
-    const mig_profile *p = inst.profile;
-    if (inst.start < 0 || inst.start + p->mem_slices > MIG_MEM_SLICES ||
-        !(p->starts >> inst.start & 1u) || g->ninst == MIG_COMPUTE_SLICES)
-        return false;
-    int compute = p->compute_slices, same = 1;
-    for (int i = 0; i < g->ninst; i++) {
-        if (slices_of(g->inst[i]) & slices_of(inst)) return false;
-        compute += g->inst[i].profile->compute_slices;
-        same += g->inst[i].profile == p;
-    }
-    return compute <= MIG_COMPUTE_SLICES && same <= p->max_instances;
+    return g->ninst < MIG_COMPUTE_SLICES && mig_fits(g->inst, g->ninst, inst);
 }
 
 void share_gpu_add(share_gpu *g, mig_instance inst) {

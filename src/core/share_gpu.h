@@ -59,8 +59,7 @@ share_mode share_gpu_launch_mode(const share_gpu *g, bool in_mig);
 double share_gpu_next_floor(const mig_model *m, double had_mib);
 
 /* True when `inst` (a profile of g's table) may be made next to g's
- * instances: a valid start, no memory slice shared, compute slices and
- * the profile's instance count within bounds. For instances found
+ * instances (mig_fits(), and room in g's table). For instances found
  * running (core_adopt()); the planner chooses new ones. */
 bool share_gpu_fits(const share_gpu *g, mig_instance inst);
 

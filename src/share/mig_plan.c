@@ -7,6 +7,7 @@
  * taken: profiles' valid starts are aligned to their size, so filling from
  * slot 0 up keeps the big aligned blocks at the top whole longest.
  */
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "mig_plan.h"
@@ -40,13 +41,33 @@ static int mig_popcount(unsigned x) {
     return k;
 }
 
+/* Whether p may start at slot s: a valid start whose slices are free. */
+static bool mig_start_free(const mig_profile *p, int s, mig_use u) {
+    if (s < 0 || s + p->mem_slices > MIG_MEM_SLICES || !(p->starts >> s & 1u))
+        return false;
+    return !((((1u << p->mem_slices) - 1u) << s) & u.mem);
+}
+
+/* Whether one more instance of p stays within the compute slices and p's
+ * instance count, wherever it starts. */
+static bool mig_room(const mig_profile *p, mig_use u, const mig_instance *have,
+                     int n) {
+    return p->compute_slices <= MIG_COMPUTE_SLICES - u.compute &&
+           mig_count(have, n, p) < p->max_instances;
+}
+
 /* The lowest free valid start of p, or -1. */
 static int mig_free_start(const mig_profile *p, mig_use u) {
-    unsigned span = (1u << p->mem_slices) - 1u;
     for (int s = 0; s + p->mem_slices <= MIG_MEM_SLICES; s++)
-        if ((p->starts >> s & 1u) && !((span << s) & u.mem))
+        if (mig_start_free(p, s, u))
             return s;
     return -1;
+}
+
+bool mig_fits(const mig_instance *have, int n, mig_instance inst) {
+    mig_use u = mig_usage(have, n);
+    return mig_room(inst.profile, u, have, n) &&
+           mig_start_free(inst.profile, inst.start, u);
 }
 
 mig_pick mig_plan(const mig_model *m, const mig_instance *have, int n,
@@ -62,8 +83,7 @@ mig_pick mig_plan(const mig_model *m, const mig_instance *have, int n,
             pick.profile = p;
             pick.verdict = MIG_FULL;
         }
-        if (p->compute_slices > MIG_COMPUTE_SLICES - u.compute ||
-            mig_count(have, n, p) >= p->max_instances)
+        if (!mig_room(p, u, have, n))
             continue;
         int s = mig_free_start(p, u);
         if (s >= 0)

@@ -12,6 +12,8 @@
 #ifndef AEGIS_MIG_PLAN_H
 #define AEGIS_MIG_PLAN_H
 
+#include <stdbool.h>
+
 #include "mig_profiles.h"
 
 /* A GPU instance that exists: its profile and first memory slice. */
@@ -38,6 +40,11 @@ typedef struct mig_pick {
  * instances in have (which the caller keeps valid: no overlaps). */
 mig_pick mig_plan(const mig_model *m, const mig_instance *have, int n,
                   long demand_mib);
+
+/* Whether inst may join the n instances in have: a valid start, no memory
+ * slice shared, the compute slices and its profile's instance count within
+ * bounds. For instances found running; mig_plan() chooses new ones. */
+bool mig_fits(const mig_instance *have, int n, mig_instance inst);
 
 /* MIG when the smallest profile that holds demand_mib has at most
  * max_waste x demand_mib of memory; else MPS. A MIG instance pins its

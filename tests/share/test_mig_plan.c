@@ -183,6 +183,27 @@ static void test_auto(void **state) {
     assert_int_equal(mig_auto(h200, 10000, w), MIG_MODE_MPS); /* 1.64x */
 }
 
+/* An instance found running fits only at a valid start whose memory
+ * slices are free; 4g + 3g (all 7 compute slices) is a valid layout. */
+static void test_fits(void **state) {
+    (void)state;
+    const mig_model *m = model("NVIDIA A100-SXM4-40GB");
+    const mig_profile *small = mig_profile_find(m, "1g.5gb");
+    const mig_profile *big = mig_profile_find(m, "3g.20gb");
+    mig_instance have[] = {{small, 1}, {small, 5}};
+    assert_true(mig_fits(have, 2, (mig_instance){small, 0}));
+    assert_false(mig_fits(have, 2, (mig_instance){small, 1}));  /* taken */
+    assert_false(mig_fits(have, 2, (mig_instance){big, 4}));    /* overlaps */
+    assert_false(mig_fits(have, 2, (mig_instance){big, 2}));    /* no start */
+    assert_false(mig_fits(have, 0, (mig_instance){small, 7}));  /* no start */
+    assert_false(mig_fits(have, 0, (mig_instance){small, -1}));
+    mig_instance threes[] = {{big, 0}};
+    assert_true(mig_fits(threes, 1, (mig_instance){big, 4}));
+    mig_instance fours[] = {{mig_profile_find(m, "4g.20gb"), 0}};
+    assert_true(mig_fits(fours, 1, (mig_instance){big, 4}));
+    assert_false(mig_fits(fours, 1, (mig_instance){small, 3}));
+}
+
 /* Every mode's name parses back to it; unknown names are refused. */
 static void test_share_mode_names(void **state) {
     (void)state;
@@ -204,6 +225,7 @@ int main(void) {
         cmocka_unit_test(test_fragmented),
         cmocka_unit_test(test_full_is_not_fragmented),
         cmocka_unit_test(test_auto),
+        cmocka_unit_test(test_fits),
         cmocka_unit_test(test_share_mode_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
