@@ -75,7 +75,7 @@ FIT_WORKLOADS = [
 assert len(FIT_WORKLOADS) <= 26
 
 GROUPS = ["state", "act_matmul", "act_elementwise", "act_scores",
-          "workspace"]
+          "workspace", "conv_workspace"]
 STACKS = ["aegis", "gpumemnet"]      # the order of est_stack
 AEGIS, GPUMEMNET = 0, 1
 MARGIN_QUANTILE = 0.95

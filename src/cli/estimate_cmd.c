@@ -35,8 +35,8 @@ static const char help[] =
 "ESTIMATORS\n"
 "    aegis   (default) a physical model -- weights, gradients, optimizer\n"
 "            state, the activations autograd keeps for backward (by layer\n"
-"            category), backward workspace, CUDA context, allocator\n"
-"            rounding -- corrected by a linear model fitted to 6,000\n"
+"            category), backward and convolution workspace, CUDA context,\n"
+"            allocator rounding -- corrected by a linear model fitted to 6,000\n"
 "            measured MLP runs and 26 catalog workloads, times a safety\n"
 "            margin calibrated on held-out runs so that underestimates\n"
 "            are rare. The estimate is what aegis schedules on.\n"
@@ -85,18 +85,21 @@ static json_t *components_json(const est_components *c) {
         json_object_set_new(acts, est_category_name((est_category)i),
                             json_real(c->activations[i]));
     static const char *const group_names[EST_NGROUP] = {
-        "state", "act_matmul", "act_elementwise", "act_scores", "workspace"};
+        "state", "act_matmul", "act_elementwise", "act_scores", "workspace",
+        "conv_workspace"};
     double g[EST_NGROUP];
     est_groups(c, g);
     json_t *groups = json_object();
     for (int i = 0; i < EST_NGROUP; i++)
         json_object_set_new(groups, group_names[i], json_real(g[i]));
-    return json_pack("{s:f, s:f, s:f, s:f, s:o, s:f, s:f, s:f, s:f, s:f, s:o}",
+    return json_pack("{s:f, s:f, s:f, s:f, s:o, s:f, s:f, s:f, s:f, s:f, s:f,"
+                     " s:o}",
                      "weights_mib", c->weights, "gradients_mib", c->gradients,
                      "optimizer_mib", c->optimizer, "input_mib", c->input,
                      "activations_mib", acts,
                      "activations_total_mib", est_activations_total(c),
                      "workspace_mib", c->workspace,
+                     "conv_workspace_mib", c->conv_workspace,
                      "cuda_context_mib", c->cuda_context,
                      "rounding_mib", c->rounding,
                      "physical_total_mib", est_physical_total(c),
@@ -116,10 +119,10 @@ static void print_text(const char *name, const est_desc *d,
                est_stack_name(cmd->stack));
         printf("         physical %.0f MiB: weights %.1f, gradients %.1f, "
                "optimizer %.1f, activations %.1f, workspace %.1f, "
-               "context %.0f, rounding %.1f\n",
+               "conv workspace %.1f, context %.0f, rounding %.1f\n",
                est_physical_total(c), c->weights, c->gradients, c->optimizer,
-               est_activations_total(c), c->workspace, c->cuda_context,
-               c->rounding);
+               est_activations_total(c), c->workspace, c->conv_workspace,
+               c->cuda_context, c->rounding);
     }
     if (cmd->want & WANT_HORUS)
         printf("  horus  %10.0f MiB\n", horus);

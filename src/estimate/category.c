@@ -12,12 +12,14 @@
 #include <string.h>
 
 static const char *const category_names[EST_NCAT] = {
-    "conv", "linear", "norm", "activation", "activation_in", "pool", "dropout", "embedding",
-    "attention", "softmax", "view", "other"};
+    "conv", "linear", "norm", "activation", "activation_in", "pool",
+    "maxpool", "dropout", "embedding", "attention", "softmax", "view",
+    "other"};
 
 /* Substrings that decide a category, tried in this order: "softmax" before
  * the activations (Softmax is not kept like ReLU), "attention" before
- * "linear", and the activations whose backward reads their input (PyTorch's
+ * "linear", max pooling (class MaxPool2d, function max_pool2d) before
+ * "pool", and the activations whose backward reads their input (PyTorch's
  * derivatives of GELU, SiLU, ELU, LeakyReLU, hardtanh = ReLU6, ...) before
  * "relu", which would match LeakyReLU, PReLU and ReLU6, and "relu" before
  * "elu", which would match ReLU. */
@@ -25,7 +27,8 @@ static const struct { const char *word; est_category cat; } words[] = {
     {"softmax", EST_CAT_SOFTMAX}, {"softmin", EST_CAT_SOFTMAX},
     {"attention", EST_CAT_ATTENTION}, {"embedding", EST_CAT_EMBEDDING},
     {"conv", EST_CAT_CONV}, {"linear", EST_CAT_LINEAR},
-    {"norm", EST_CAT_NORM}, {"pool", EST_CAT_POOL},
+    {"norm", EST_CAT_NORM}, {"maxpool", EST_CAT_MAXPOOL},
+    {"max_pool", EST_CAT_MAXPOOL}, {"pool", EST_CAT_POOL},
     {"dropout", EST_CAT_DROPOUT},
     {"gelu", EST_CAT_ACTIVATION_IN}, {"silu", EST_CAT_ACTIVATION_IN},
     {"swish", EST_CAT_ACTIVATION_IN}, {"mish", EST_CAT_ACTIVATION_IN},

@@ -32,10 +32,12 @@ void est_groups(const est_components *c, double g[EST_NGROUP]) {
                                c->activations[EST_CAT_ACTIVATION] +
                                c->activations[EST_CAT_ACTIVATION_IN] +
                                c->activations[EST_CAT_POOL] +
+                               c->activations[EST_CAT_MAXPOOL] +
                                c->activations[EST_CAT_VIEW];
     g[EST_G_ACT_SCORES] = c->activations[EST_CAT_DROPOUT] +
                           c->activations[EST_CAT_SOFTMAX];
     g[EST_G_WORKSPACE] = c->workspace + c->rounding;
+    g[EST_G_CONV_WORKSPACE] = c->conv_workspace;
 }
 
 void est_correct(const est_components *c, const est_learned *t,

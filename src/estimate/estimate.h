@@ -41,7 +41,10 @@ typedef enum est_category {
     EST_CAT_ACTIVATION,     /* backward reads the output: ReLU, Sigmoid, Tanh */
     EST_CAT_ACTIVATION_IN,  /* backward reads the input: GELU, SiLU, ELU,
                                LeakyReLU, ReLU6, Mish, Softplus, ... */
-    EST_CAT_POOL, EST_CAT_DROPOUT, EST_CAT_EMBEDDING, EST_CAT_ATTENTION,
+    EST_CAT_POOL,
+    EST_CAT_MAXPOOL,        /* also keeps the argmax indices, 8 bytes per
+                               output element: MaxPool*, AdaptiveMaxPool* */
+    EST_CAT_DROPOUT, EST_CAT_EMBEDDING, EST_CAT_ATTENTION,
     EST_CAT_SOFTMAX, EST_CAT_VIEW, EST_CAT_OTHER, EST_NCAT
 } est_category;
 
@@ -86,6 +89,9 @@ typedef struct est_components {
     double input;           /* the input batch */
     double activations[EST_NCAT]; /* outputs kept for backward, by category */
     double workspace;       /* the largest layer's transient gradients */
+    double conv_workspace;  /* the largest convolution's output: the unit of
+                               cuDNN's workspace, which the correction
+                               scales */
     double cuda_context;    /* CUDA context and loaded kernels */
     double rounding;        /* caching-allocator rounding of large blocks */
 } est_components;
@@ -108,6 +114,9 @@ typedef enum est_group {
                                the attention scores, which fused attention
                                kernels may never store */
     EST_G_WORKSPACE,        /* workspace + allocator rounding */
+    EST_G_CONV_WORKSPACE,   /* conv_workspace: cuDNN's algorithms take
+                               workspace in proportion to the batch and the
+                               convolution's size; no other layer has it */
     EST_NGROUP
 } est_group;
 

@@ -8,7 +8,10 @@
  * layer's backward needs: a conv, linear, norm or pool layer needs its
  * input (so the previous layer's output stays), as do GELU-like
  * activations; ReLU-like activations and softmax need their own output;
- * dropout keeps a one-byte mask.
+ * dropout keeps a one-byte mask and max pooling its argmax indices.
+ * Convolutions also take cuDNN workspace; its size depends on the
+ * algorithm cuDNN picks, so this file gives only its unit (the largest
+ * convolution's output) and the learned correction its multiple.
  */
 #include "estimate.h"
 
@@ -43,20 +46,25 @@ static const double act_bytes[EST_NPREC] = {4, 2, 2, 2, 2};
 /* What each category's backward needs. internal: elements saved inside
  * the layer per output element, beyond its input and output (attention's
  * query, key, value and context; the attention matrix is not in the
- * description and is left to the learned correction). */
+ * description and is left to the learned correction). side_bytes: a
+ * tensor of its own saved beside the activations, in bytes per output
+ * element whatever the precision: dropout's bool mask (native_dropout)
+ * and max pooling's int64 argmax indices (max_pool2d_with_indices). */
 static const struct {
     int needs_input;        /* backward reads the layer's input */
     int keeps_output;       /* backward reads the layer's own output */
     double internal;
+    double side_bytes;
 } role[EST_NCAT] = {
-    [EST_CAT_CONV] = {1, 0, 0},       [EST_CAT_LINEAR] = {1, 0, 0},
-    [EST_CAT_NORM] = {1, 0, 0},       [EST_CAT_ACTIVATION] = {0, 1, 0},
-    [EST_CAT_ACTIVATION_IN] = {1, 0, 0},
-    [EST_CAT_POOL] = {1, 0, 0},       [EST_CAT_DROPOUT] = {0, 0, 0},
-    [EST_CAT_EMBEDDING] = {0, 0, 0},  [EST_CAT_ATTENTION] = {1, 0, 4},
-    [EST_CAT_SOFTMAX] = {0, 1, 0},    [EST_CAT_VIEW] = {0, 0, 0},
+    [EST_CAT_CONV] = {1, 0, 0, 0},    [EST_CAT_LINEAR] = {1, 0, 0, 0},
+    [EST_CAT_NORM] = {1, 0, 0, 0},    [EST_CAT_ACTIVATION] = {0, 1, 0, 0},
+    [EST_CAT_ACTIVATION_IN] = {1, 0, 0, 0},
+    [EST_CAT_POOL] = {1, 0, 0, 0},    [EST_CAT_MAXPOOL] = {1, 0, 0, 8},
+    [EST_CAT_DROPOUT] = {0, 0, 0, 1}, [EST_CAT_EMBEDDING] = {0, 0, 0, 0},
+    [EST_CAT_ATTENTION] = {1, 0, 4, 0},
+    [EST_CAT_SOFTMAX] = {0, 1, 0, 0}, [EST_CAT_VIEW] = {0, 0, 0, 0},
     /* Unknown layers: assume they need their input, the costlier case. */
-    [EST_CAT_OTHER] = {1, 0, 0},
+    [EST_CAT_OTHER] = {1, 0, 0, 0},
 };
 
 /* Bytes the allocator hands out for a request of `bytes`, minus `bytes`. */
@@ -100,7 +108,7 @@ void est_physical(const est_desc *d, est_components *out) {
     const int amp = d->precision == EST_PREC_AMP_FP16 ||
                     d->precision == EST_PREC_AMP_BF16;
     double round_bytes = rounding_loss(d->input_elements * batch * 4);
-    double largest = 0;
+    double largest = 0, largest_conv = 0;
     for (size_t i = 0; i < d->nlayers; i++) {
         const est_layer *l = &d->layers[i];
         double w = l->params * wb;
@@ -115,16 +123,19 @@ void est_physical(const est_desc *d, est_components *out) {
         double act = l->activations * batch;
         double kept = (output_kept(d, i) + role[l->category].internal) * act *
                       ab;
-        if (l->category == EST_CAT_DROPOUT) kept += act; /* 1-byte mask */
-        out->activations[l->category] += kept;
+        double side = role[l->category].side_bytes * act;
+        out->activations[l->category] += kept + side;
         round_bytes += rounding_loss(l->params * wb) * (2 + states) +
-                       rounding_loss(kept);
+                       rounding_loss(kept) + rounding_loss(side);
         if (act > largest) largest = act;
+        if (l->category == EST_CAT_CONV && act > largest_conv)
+            largest_conv = act;
     }
     out->input = d->input_elements * batch * 4;
     /* Backward through the largest layer holds its output's gradient and
      * its input's gradient at once. */
     out->workspace = 2 * largest * ab;
+    out->conv_workspace = largest_conv * ab;
     out->rounding = round_bytes;
     out->weights /= MIB;
     out->gradients /= MIB;
@@ -132,6 +143,7 @@ void est_physical(const est_desc *d, est_components *out) {
     out->input /= MIB;
     for (int c = 0; c < EST_NCAT; c++) out->activations[c] /= MIB;
     out->workspace /= MIB;
+    out->conv_workspace /= MIB;
     out->rounding /= MIB;
     out->cuda_context = CUDA_CONTEXT_MIB;
 }
@@ -144,6 +156,6 @@ double est_activations_total(const est_components *c) {
 
 double est_physical_total(const est_components *c) {
     return c->weights + c->gradients + c->optimizer +
-           est_activations_total(c) + c->workspace + c->cuda_context +
-           c->rounding;
+           est_activations_total(c) + c->workspace + c->conv_workspace +
+           c->cuda_context + c->rounding;
 }
