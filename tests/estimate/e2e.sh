@@ -54,12 +54,17 @@ doc = json.load(open(sys.argv[1]))
 a = doc["estimates"]["aegis"]
 c = a["components"]
 parts = ["weights_mib", "gradients_mib", "optimizer_mib", "input_mib",
-         "workspace_mib", "cuda_context_mib", "rounding_mib"]
+         "workspace_mib", "conv_workspace_mib", "cuda_context_mib",
+         "rounding_mib"]
 total = sum(c[p] for p in parts) + sum(c["activations_mib"].values())
 assert abs(total - c["physical_total_mib"]) < 1e-3, (total, c)
 assert set(c["activations_mib"]) >= {"conv", "norm", "activation", "pool",
-                                     "linear", "softmax", "view"}
+                                     "maxpool", "linear", "softmax", "view"}
 assert c["activations_mib"]["view"] == 0
+# MaxPool2d keeps its output for Flatten -> Linear and its int64 indices
+assert abs(c["activations_mib"]["maxpool"] - 16384 * 64 * 12 / 2**20) < 1e-9
+# the convolution workspace's unit: the conv's output, 65536 * 64 * 4 bytes
+assert abs(c["conv_workspace_mib"] - 16.0) < 1e-9
 # sgd_momentum: one state element per parameter, as many as the gradients
 assert abs(c["optimizer_mib"] - c["gradients_mib"]) < 1e-6
 assert abs(a["estimate_mib"] - a["predicted_mib"] - a["margin_mib"]) < 1e-3

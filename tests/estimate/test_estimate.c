@@ -122,7 +122,8 @@ static void test_categories(void **state) {
         {"SiLU", EST_CAT_ACTIVATION_IN}, {"ReLU6", EST_CAT_ACTIVATION_IN},
         {"LeakyReLU", EST_CAT_ACTIVATION_IN}, {"ELU", EST_CAT_ACTIVATION_IN},
         {"Sigmoid", EST_CAT_ACTIVATION}, {"Tanh", EST_CAT_ACTIVATION},
-        {"MaxPool2d", EST_CAT_POOL},
+        {"MaxPool2d", EST_CAT_MAXPOOL}, {"max_pool2d", EST_CAT_MAXPOOL},
+        {"AdaptiveMaxPool2d", EST_CAT_MAXPOOL}, {"avg_pool2d", EST_CAT_POOL},
         {"AdaptiveAvgPool2d", EST_CAT_POOL}, {"Dropout", EST_CAT_DROPOUT},
         {"Embedding", EST_CAT_EMBEDDING},
         {"MultiheadAttention", EST_CAT_ATTENTION},
@@ -153,10 +154,12 @@ static void test_horus(void **state) {
  *   ReLU keeps 8*2*4 = 64; Dropout's output feeds Linear2: 64 + a
  *   one-byte mask of 16 = 80; Linear2 feeds Softmax: not kept; Softmax
  *   keeps 4*2*4 = 32;
- *   workspace: twice the largest output, 2*16*4 = 128;
+ *   workspace: twice the largest output, 2*16*4 = 128; no convolution,
+ *   so no convolution workspace;
  *   rounding to 512 bytes: input 432; Linear1 weights 352 -> 160 for each
- *   of weight, gradient and 2 moments = 640; ReLU 448; Dropout 432;
- *   Linear2 144 -> 368*4 = 1472; Softmax 480: 3904 in all. */
+ *   of weight, gradient and 2 moments = 640; ReLU 448; Dropout's output
+ *   448 and its mask, a tensor of its own, 496; Linear2 144 -> 368*4 =
+ *   1472; Softmax 480: 4416 in all. */
 static void test_physical_components(void **state) {
     char err[512];
     est_desc *d = parse(good, err, sizeof(err));
@@ -173,10 +176,11 @@ static void test_physical_components(void **state) {
     assert_float_equal(c.activations[EST_CAT_SOFTMAX] * MIB, 32, 1e-6);
     assert_float_equal(est_activations_total(&c) * MIB, 256, 1e-6);
     assert_float_equal(c.workspace * MIB, 128, 1e-6);
-    assert_float_equal(c.rounding * MIB, 3904, 1e-6);
+    assert_float_equal(c.conv_workspace, 0, 1e-12);
+    assert_float_equal(c.rounding * MIB, 4416, 1e-6);
     assert_true(c.cuda_context > 0);
     assert_float_equal(est_physical_total(&c),
-                       (496 + 496 + 992 + 256 + 128 + 3904) / MIB +
+                       (496 + 496 + 992 + 256 + 128 + 4416) / MIB +
                            c.cuda_context, 1e-9);
     est_desc_free(d);
 }
@@ -261,6 +265,29 @@ static void test_physical_in_place(void **state) {
     assert_float_equal(c.activations[EST_CAT_ACTIVATION], 0, 1e-12);
 }
 
+/* Max pooling keeps its int64 argmax indices (8 bytes per output element
+ * in any precision) besides its input; the convolution workspace's unit is
+ * the largest convolution's output. */
+static void test_physical_max_pool_and_conv(void **state) {
+    est_layer layers[] = {
+        {EST_CAT_CONV, 100, 0, 0}, {EST_CAT_MAXPOOL, 25, 0, 0},
+        {EST_CAT_CONV, 10, 0, 0}};
+    est_components c;
+    physical_of(layers, 3, &c);
+    /* conv 1's output for the pool's backward, conv 2's for the loss */
+    assert_float_equal(c.activations[EST_CAT_CONV] * MIB, 400 + 40, 1e-6);
+    /* the pool's output for conv 2's backward, and its indices */
+    assert_float_equal(c.activations[EST_CAT_MAXPOOL] * MIB, 100 + 200, 1e-6);
+    assert_float_equal(c.conv_workspace * MIB, 400, 1e-6);
+    est_desc d = {.model = "", .batch_size = 3, .optimizer = EST_OPT_SGD,
+                  .precision = EST_PREC_AMP_FP16, .input_elements = 0,
+                  .layers = layers, .nlayers = 3};
+    est_physical(&d, &c);
+    assert_float_equal(c.activations[EST_CAT_MAXPOOL] * MIB,
+                       3 * (25 * 2 + 25 * 8), 1e-6);
+    assert_float_equal(c.conv_workspace * MIB, 3 * 100 * 2, 1e-6);
+}
+
 static void test_correction_and_margin(void **state) {
     est_components c = {0};
     c.weights = 10, c.gradients = 10, c.optimizer = 20;   /* state 40 */
@@ -269,6 +296,7 @@ static void test_correction_and_margin(void **state) {
     c.activations[EST_CAT_SOFTMAX] = 6;                   /* scores 8 */
     c.activations[EST_CAT_DROPOUT] = 2;
     c.workspace = 7, c.rounding = 3;                      /* workspace 10 */
+    c.conv_workspace = 4;
     c.cuda_context = 512; /* not a group: the intercept stands for it */
     double g[EST_NGROUP];
     est_groups(&c, g);
@@ -277,17 +305,18 @@ static void test_correction_and_margin(void **state) {
     assert_float_equal(g[EST_G_ACT_ELEMENTWISE], 30, 1e-12);
     assert_float_equal(g[EST_G_ACT_SCORES], 8, 1e-12);
     assert_float_equal(g[EST_G_WORKSPACE], 10, 1e-12);
+    assert_float_equal(g[EST_G_CONV_WORKSPACE], 4, 1e-12);
     const est_learned table = {.intercept_mib = {100, 1000},
-                               .coef = {2, 1, 0.5, 0.25, 0},
+                               .coef = {2, 1, 0.5, 0.25, 0, 3},
                                .margin_log = log(1.1),
                                .margin_quantile = 0.95};
     est_result r;
     est_correct(&c, &table, EST_STACK_AEGIS, &r);
-    assert_float_equal(r.predicted_mib, 100 + 80 + 20 + 15 + 2, 1e-9);
-    assert_float_equal(r.estimate_mib, 217 * 1.1, 1e-9);
-    assert_float_equal(r.margin_mib, 21.7, 1e-9);
+    assert_float_equal(r.predicted_mib, 100 + 80 + 20 + 15 + 2 + 12, 1e-9);
+    assert_float_equal(r.estimate_mib, 229 * 1.1, 1e-9);
+    assert_float_equal(r.margin_mib, 22.9, 1e-9);
     est_correct(&c, &table, EST_STACK_GPUMEMNET, &r);
-    assert_float_equal(r.predicted_mib, 1000 + 80 + 20 + 15 + 2, 1e-9);
+    assert_float_equal(r.predicted_mib, 1000 + 80 + 20 + 15 + 2 + 12, 1e-9);
     assert_int_equal(est_stack_of("gpumemnet"), EST_STACK_GPUMEMNET);
     assert_int_equal(est_stack_of("cuda12"), -1);
 }
@@ -313,6 +342,7 @@ int main(void) {
         cmocka_unit_test(test_physical_input_activation),
         cmocka_unit_test(test_physical_view),
         cmocka_unit_test(test_physical_in_place),
+        cmocka_unit_test(test_physical_max_pool_and_conv),
         cmocka_unit_test(test_correction_and_margin),
         cmocka_unit_test(test_shipped_table_sane),
     };
