@@ -332,8 +332,14 @@ def print_fit(res):
               FOLDS, res["n_mlp"], 100 * m["bin_accuracy"],
               m["median_abs_pct_error"], 100 * m["under_rate_predicted"],
               100 * m["under_rate_estimate"], m["median_ratio_estimate"]))
-    print("catalog fit set, leave-one-out (%d): %d underestimates" % (
-        len(res["cat_loo"]), sum(e < a for _, a, e in res["cat_loo"])))
+    loo = res["cat_loo"]
+    # the spread of the held-out prediction itself, before the margin
+    err = [math.log(a / e) + res["margin"] for _, a, e in loo]
+    print("catalog fit set, leave-one-out (%d): %d underestimates, median "
+          "|log(actual/predicted)| %.3f, rms %.3f" % (
+              len(loo), sum(e < a for _, a, e in loo),
+              float(np.median(np.abs(err))),
+              math.sqrt(sum(x * x for x in err) / len(err))))
 
 
 # ---- the held-out evaluation ----------------------------------------------
