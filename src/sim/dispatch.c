@@ -1,43 +1,95 @@
-/* dispatch.c -- least-loaded server choice by tournament tree. */
+/* dispatch.c -- sends each job to the server whose outstanding work runs
+ * out first (dispatch.h), then groups the jobs by server. */
 #include "dispatch.h"
 
 #include <stdlib.h>
 
-/* Padding leaves hold the largest key and never win. */
-#define NO_SERVER UINT64_MAX
+/* The servers' drain times in a tournament tree: each inner node holds the
+ * server, of those below it, whose work runs out first, so the root is the
+ * pick and a change climbs one path: O(log servers) per job. */
+typedef struct drain_tree {
+    int leaves;         /* power of two >= servers; leaves at [leaves, 2x) */
+    int servers;
+    int32_t *node;      /* server index, or -1 below the last server */
+    double *free_at;    /* per server: when its outstanding work runs out */
+} drain_tree;
 
-static uint64_t winner(uint64_t a, uint64_t b) { return a < b ? a : b; }
+static int32_t first_free(const drain_tree *d, int32_t a, int32_t b) {
+    if (a < 0 || b < 0) return a < 0 ? b : a;
+    if (d->free_at[b] < d->free_at[a]) return b;
+    return a; /* ties go to a, the lower index */
+}
 
-int sim_dispatch_init(sim_dispatch *d, int servers) {
+static int tree_init(drain_tree *d, int servers) {
     d->servers = servers;
     d->leaves = 1;
     while (d->leaves < servers) d->leaves *= 2;
-    d->tree = malloc(2 * (size_t)d->leaves * sizeof(*d->tree));
-    if (!d->tree) return -1;
+    d->node = malloc(2 * (size_t)d->leaves * sizeof(*d->node));
+    d->free_at = calloc((size_t)servers, sizeof(*d->free_at));
+    if (!d->node || !d->free_at) return -1;
     for (int i = 0; i < d->leaves; i++)
-        d->tree[d->leaves + i] = i < servers ? (uint64_t)i : NO_SERVER;
+        d->node[d->leaves + i] = i < servers ? i : -1;
     for (int i = d->leaves - 1; i >= 1; i--)
-        d->tree[i] = winner(d->tree[2 * i], d->tree[2 * i + 1]);
+        d->node[i] = first_free(d, d->node[2 * i], d->node[2 * i + 1]);
     return 0;
 }
 
-void sim_dispatch_free(sim_dispatch *d) {
-    free(d->tree);
-    d->tree = NULL;
+/* Server s took more work: it now runs out at free_at. */
+static void tree_set(drain_tree *d, int32_t s, double free_at) {
+    d->free_at[s] = free_at;
+    for (int i = (d->leaves + s) / 2; i >= 1; i /= 2)
+        d->node[i] = first_free(d, d->node[2 * i], d->node[2 * i + 1]);
 }
 
-int sim_dispatch_pick(const sim_dispatch *d) {
-    return (int)(d->tree[1] & UINT32_MAX);
+static void tree_free(drain_tree *d) {
+    free(d->node);
+    free(d->free_at);
 }
 
-/* Only s's key changed, so a node whose key stays the same keeps every
- * node above it the same too: the climb stops there. */
-void sim_dispatch_add(sim_dispatch *d, int s, int delta) {
-    int i = d->leaves + s;
-    d->tree[i] += (uint64_t)(int64_t)delta << 32;
-    for (i /= 2; i >= 1; i /= 2) {
-        uint64_t key = winner(d->tree[2 * i], d->tree[2 * i + 1]);
-        if (key == d->tree[i]) break;
-        d->tree[i] = key;
+/* Picks every job's server into server_of[], counting them in count[]. */
+static int plan_servers(const trace *t, int servers, int gpus,
+                        int32_t *server_of, int32_t *count) {
+    drain_tree d;
+    if (tree_init(&d, servers) < 0) {
+        tree_free(&d);
+        return -1;
     }
+    for (int j = 0; j < t->count; j++) {
+        const trace_job *job = &t->jobs[j];
+        int32_t s = d.node[1];
+        double from = d.free_at[s] > job->submit_s ? d.free_at[s]
+                                                   : job->submit_s;
+        double work_s = job->work->num_gpus * job->work->solo_s / gpus;
+        tree_set(&d, s, from + work_s);
+        server_of[j] = s;
+        count[s]++;
+    }
+    tree_free(&d);
+    return 0;
+}
+
+int sim_dispatch_plan(sim_dispatch *d, const trace *t, int servers, int gpus) {
+    d->servers = servers;
+    d->start = calloc((size_t)servers + 1, sizeof(*d->start));
+    d->ids = malloc((size_t)t->count * sizeof(*d->ids));
+    int32_t *server_of = malloc((size_t)t->count * sizeof(*server_of));
+    int rc = -1;
+    if (d->start && d->ids && server_of &&
+        plan_servers(t, servers, gpus, server_of, d->start + 1) == 0) {
+        /* Counts to offsets, then each job after the ones before it on its
+         * server: start[s + 1] serves as s's fill point and ends at s's end. */
+        for (int s = 1; s <= servers; s++) d->start[s] += d->start[s - 1];
+        for (int s = servers; s >= 1; s--) d->start[s] = d->start[s - 1];
+        for (int j = 0; j < t->count; j++)
+            d->ids[d->start[server_of[j] + 1]++] = j;
+        rc = 0;
+    }
+    free(server_of);
+    return rc;
+}
+
+void sim_dispatch_free(sim_dispatch *d) {
+    free(d->start);
+    free(d->ids);
+    d->start = d->ids = NULL;
 }
