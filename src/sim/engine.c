@@ -90,32 +90,40 @@ static void merge_server(engine *e, int s) {
     }
     for (int i = 0; i < p->ngpus_used; i++) r->gpus[gbase + i] = gpu0 + p->gpus[i];
     for (int i = 0; i < p->njobs; i++) {
-        sim_job job = p->jobs[i];
-        if (job.first_attempt >= 0) {
-            job.first_attempt += abase;
-            job.last_attempt += abase;
+        sim_job *job = &r->jobs[p->ids[i]];
+        if (job->first_attempt >= 0) {
+            job->first_attempt += abase;
+            job->last_attempt += abase;
         }
-        r->jobs[p->ids[i]] = job;
     }
 }
 
-/* Closes every server's books at the run's last end, sums the servers'
- * figures in server order and sizes the result's arrays. */
+/* The result, its jobs' records to be filled by the replays. */
 static sim_result *result_new(engine *e, const char *policy) {
     sim_result *r = calloc(1, sizeof(*r));
-    int nservers = e->opt->servers;
-    e->attempt_base = malloc((size_t)nservers * sizeof(*e->attempt_base));
-    e->gpu_base = malloc((size_t)nservers * sizeof(*e->gpu_base));
-    if (!r || !e->attempt_base || !e->gpu_base) {
-        free(r);
-        return NULL;
-    }
+    if (!r) return NULL;
     r->policy = policy;
     r->sharing = share_mode_name(e->opt->sharing);
-    r->servers = nservers;
+    r->servers = e->opt->servers;
     r->gpus_per_server = e->opt->gpus;
     r->njobs = e->trace->count;
     r->start_s = e->trace->jobs[0].submit_s;
+    r->jobs = malloc((size_t)r->njobs * sizeof(*r->jobs));
+    if (!r->jobs) {
+        free(r);
+        return NULL;
+    }
+    return r;
+}
+
+/* Closes every server's books at the run's last end, sums the servers'
+ * figures in server order and sizes the result's attempt arrays. */
+static int result_close(engine *e) {
+    sim_result *r = e->res;
+    int nservers = e->opt->servers;
+    e->attempt_base = malloc((size_t)nservers * sizeof(*e->attempt_base));
+    e->gpu_base = malloc((size_t)nservers * sizeof(*e->gpu_base));
+    if (!e->attempt_base || !e->gpu_base) return -1;
     double last = r->start_s;
     for (int s = 0; s < nservers; s++)
         if (e->servers[s].last_end_s > last) last = e->servers[s].last_end_s;
@@ -137,17 +145,11 @@ static sim_result *result_new(engine *e, const char *policy) {
     r->unfinished = r->njobs - finished;
     r->attempts_cap = r->nattempts;
     r->gpus_cap = r->ngpus_used;
-    r->jobs = malloc((size_t)r->njobs * sizeof(*r->jobs));
     r->attempts = malloc((size_t)(r->nattempts ? r->nattempts : 1) *
                          sizeof(*r->attempts));
     r->gpus = malloc((size_t)(r->ngpus_used ? r->ngpus_used : 1) *
                      sizeof(*r->gpus));
-    if (!r->jobs || !r->attempts || !r->gpus) {
-        sim_result_free(r);
-        return NULL;
-    }
-    e->res = r;
-    return r;
+    return r->attempts && r->gpus ? 0 : -1;
 }
 
 /* The first failed server's reason, so the message does not depend on
@@ -166,13 +168,15 @@ static int engine_init(engine *e, const trace *t, const sim_options *opt,
     if (sim_dispatch_plan(&e->dispatch, t, opt->servers, opt->gpus) < 0)
         return -1;
     e->servers = calloc((size_t)opt->servers, sizeof(*e->servers));
-    if (!e->servers) return -1;
+    e->res = result_new(e, policy);
+    if (!e->servers || !e->res) return -1;
     for (int s = 0; s < opt->servers; s++) {
         const int32_t *start = e->dispatch.start;
         e->servers[s] = (replay){
-            .opt = opt, .policy = policy, .server = s, .rows = t->jobs,
+            .opt = opt, .policy = policy, .server = s, .trace = t->jobs,
+            .rows = &e->dispatch.rows[start[s]],
             .ids = &e->dispatch.ids[start[s]], .njobs = start[s + 1] - start[s],
-            .start_s = t->jobs[0].submit_s};
+            .start_s = t->jobs[0].submit_s, .out = e->res->jobs};
     }
     return 0;
 }
@@ -189,16 +193,19 @@ static void engine_free(engine *e) {
 sim_result *sim_run(const trace *t, const sim_options *opt, const char *policy,
                     char *err, size_t errlen) {
     engine e = {.trace = t, .opt = opt};
-    sim_result *r = NULL;
-    if (engine_init(&e, t, opt, policy) < 0) {
-        snprintf(err, errlen, "simulator: out of memory");
-    } else {
+    int rc = engine_init(&e, t, opt, policy);
+    if (rc == 0) {
         for_each_server(&e, replay_server);
-        if (atomic_load(&e.failed)) first_error(&e, err, errlen);
-        else if (!(r = result_new(&e, policy)))
-            snprintf(err, errlen, "simulator: out of memory");
-        else for_each_server(&e, merge_server);
+        if (atomic_load(&e.failed)) {
+            first_error(&e, err, errlen);
+            rc = -2;
+        } else if ((rc = result_close(&e)) == 0) {
+            for_each_server(&e, merge_server);
+        }
     }
+    if (rc == -1) snprintf(err, errlen, "simulator: out of memory");
+    sim_result *r = rc == 0 ? e.res : NULL;
+    if (!r) sim_result_free(e.res);
     engine_free(&e);
     return r;
 }

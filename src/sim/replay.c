@@ -30,7 +30,7 @@
 #define MAX_IDLE_WAKEUPS 100000
 
 static const trace_job *row_of(const replay *r, int32_t j) {
-    return r->jobs[j].src;
+    return &r->rows[j];
 }
 
 static const cat_workload *work_of(const replay *r, int32_t j) {
@@ -209,7 +209,7 @@ static void end_attempt(replay *r, int32_t j, core_exit how, double t) {
 
 static int on_arrival(replay *r, int32_t j, double t) {
     sim_job *job = &r->jobs[j];
-    const cat_workload *w = job->src->work;
+    const cat_workload *w = work_of(r, j);
     core_job_spec spec = {
         .id = j, .num_gpus = w->num_gpus,
         .est_mib = w->est_mib[r->opt->estimator], .peak_mib = w->peak_mib,
@@ -217,7 +217,7 @@ static int on_arrival(replay *r, int32_t j, double t) {
     char why[256];
     if (core_submit(r->core, &spec, t, why, sizeof(why)) < 0) {
         snprintf(r->err, sizeof(r->err), "job %lld (%s): core refused it: %s",
-                 (long long)job->src->index, w->name, why);
+                 (long long)row_of(r, j)->index, w->name, why);
         return -1;
     }
     job->state = SIM_QUEUED;
@@ -414,7 +414,7 @@ static int replay_init(replay *r) {
         return out_of_memory(r);
     }
     for (int i = 0; i < r->njobs; i++)
-        r->jobs[i] = (sim_job){.src = &r->rows[r->ids[i]], .first_attempt = -1,
+        r->jobs[i] = (sim_job){.src = &r->trace[r->ids[i]], .first_attempt = -1,
                                .last_attempt = -1, .server = r->server};
     for (int g = 0; g < opt->gpus; g++) totals[g] = opt->gpu_mem_mib;
     core_config cfg = opt->config;
@@ -431,13 +431,22 @@ static int replay_init(replay *r) {
     return 0;
 }
 
-int replay_run(replay *r) {
-    int rc = replay_init(r);
-    if (rc == 0) rc = run_loop(r);
-    /* The core and the heap are working state; the results stay. */
+/* Frees what only the loop needs: the result's figures stay. Freed
+ * memory goes to the next server's replay on this thread, which then
+ * finds its pages mapped already. */
+static void free_working_state(replay *r) {
     core_destroy(r->core);
     r->core = NULL;
     sim_heap_free(&r->heap);
+    free(r->jobs);
+    r->jobs = NULL;
+}
+
+int replay_run(replay *r) {
+    int rc = replay_init(r);
+    if (rc == 0) rc = run_loop(r);
+    for (int i = 0; rc == 0 && i < r->njobs; i++) r->out[r->ids[i]] = r->jobs[i];
+    free_working_state(r);
     return rc;
 }
 
@@ -446,15 +455,12 @@ void replay_close_books(replay *r, double t) {
 }
 
 void replay_free(replay *r) {
-    core_destroy(r->core);
-    sim_heap_free(&r->heap);
+    free_working_state(r);
     for (int g = 0; r->gpu && g < r->opt->gpus; g++) free(r->gpu[g].active);
     free(r->gpu);
-    free(r->jobs);
     free(r->attempts);
     free(r->gpus);
     r->gpu = NULL;
-    r->jobs = NULL;
     r->attempts = NULL;
     r->gpus = NULL;
 }

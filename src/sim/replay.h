@@ -44,15 +44,18 @@ typedef struct replay {
     const sim_options *opt;
     const char *policy;
     int server;
-    const trace_job *rows;      /* the whole trace */
-    const int32_t *ids;         /* this server's jobs' trace indexes */
+    const trace_job *trace;     /* the whole trace's rows */
+    const trace_job *rows;      /* copies of this server's jobs' rows */
+    const int32_t *ids;         /* their trace indexes */
     int njobs;
     double start_s;             /* the trace's first submit */
 
+    sim_job *out;               /* the result's jobs, by trace index */
+
     /* Results, kept until the engine has merged them. Attempt numbers and
      * GPU numbers in here are the replay's own; attempts[].job is the
-     * trace index. */
-    sim_job *jobs;
+     * trace index. The jobs' records are copied to out[] when the replay
+     * ends, with attempt numbers still the replay's own. */
     sim_attempt *attempts;
     int nattempts, attempts_cap;
     int32_t *gpus;
@@ -63,6 +66,7 @@ typedef struct replay {
     int ooms, stopped, finished;
 
     /* Working state of replay_run(). */
+    sim_job *jobs;              /* by the replay's job number */
     core_state *core;
     sim_heap heap;
     double wake_t;              /* the core's pending wakeup, or -1 */
