@@ -2,69 +2,63 @@
  * out first (dispatch.h), then groups the jobs by server. */
 #include "dispatch.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 /* The servers' drain times in a tournament tree: each inner node holds the
- * server, of those below it, whose work runs out first, so the root is the
- * pick and a change climbs one path: O(log servers) per job. */
+ * server, of those below it, whose work runs out first, with its time, so
+ * the root is the pick and a change climbs one path comparing keys stored
+ * in the nodes: O(log servers) per job, no lookups. */
+typedef struct drain_node {
+    double free_at;     /* when the server's outstanding work runs out */
+    int32_t server;
+} drain_node;
+
 typedef struct drain_tree {
     int leaves;         /* power of two >= servers; leaves at [leaves, 2x) */
-    int servers;
-    int32_t *node;      /* server index, or -1 below the last server */
-    double *free_at;    /* per server: when its outstanding work runs out */
+    drain_node *node;   /* padding leaves never run out: they never win */
 } drain_tree;
 
-static int32_t first_free(const drain_tree *d, int32_t a, int32_t b) {
-    if (a < 0 || b < 0) return a < 0 ? b : a;
-    if (d->free_at[b] < d->free_at[a]) return b;
-    return a; /* ties go to a, the lower index */
+static drain_node first_free(drain_node a, drain_node b) {
+    return b.free_at < a.free_at ? b : a; /* ties go to a, the lower index */
 }
 
 static int tree_init(drain_tree *d, int servers) {
-    d->servers = servers;
     d->leaves = 1;
     while (d->leaves < servers) d->leaves *= 2;
     d->node = malloc(2 * (size_t)d->leaves * sizeof(*d->node));
-    d->free_at = calloc((size_t)servers, sizeof(*d->free_at));
-    if (!d->node || !d->free_at) return -1;
+    if (!d->node) return -1;
     for (int i = 0; i < d->leaves; i++)
-        d->node[d->leaves + i] = i < servers ? i : -1;
+        d->node[d->leaves + i] = (drain_node){i < servers ? 0 : INFINITY, i};
     for (int i = d->leaves - 1; i >= 1; i--)
-        d->node[i] = first_free(d, d->node[2 * i], d->node[2 * i + 1]);
+        d->node[i] = first_free(d->node[2 * i], d->node[2 * i + 1]);
     return 0;
 }
 
 /* Server s took more work: it now runs out at free_at. */
 static void tree_set(drain_tree *d, int32_t s, double free_at) {
-    d->free_at[s] = free_at;
-    for (int i = (d->leaves + s) / 2; i >= 1; i /= 2)
-        d->node[i] = first_free(d, d->node[2 * i], d->node[2 * i + 1]);
-}
-
-static void tree_free(drain_tree *d) {
-    free(d->node);
-    free(d->free_at);
+    int i = d->leaves + s;
+    d->node[i].free_at = free_at;
+    for (i /= 2; i >= 1; i /= 2)
+        d->node[i] = first_free(d->node[2 * i], d->node[2 * i + 1]);
 }
 
 /* Picks every job's server into server_of[], counting them in count[]. */
 static int plan_servers(const trace *t, int servers, int gpus,
                         int32_t *server_of, int32_t *count) {
     drain_tree d;
-    if (tree_init(&d, servers) < 0) {
-        tree_free(&d);
-        return -1;
-    }
+    if (tree_init(&d, servers) < 0) return -1;
     for (int j = 0; j < t->count; j++) {
         const trace_job *job = &t->jobs[j];
-        int32_t s = d.node[1];
-        double from = d.free_at[s] > job->submit_s ? d.free_at[s]
+        drain_node pick = d.node[1];
+        double from = pick.free_at > job->submit_s ? pick.free_at
                                                    : job->submit_s;
         double work_s = job->work->num_gpus * job->work->solo_s / gpus;
-        tree_set(&d, s, from + work_s);
-        server_of[j] = s;
-        count[s]++;
+        tree_set(&d, pick.server, from + work_s);
+        server_of[j] = pick.server;
+        count[pick.server]++;
     }
-    tree_free(&d);
+    free(d.node);
     return 0;
 }
 
