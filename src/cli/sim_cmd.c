@@ -32,8 +32,9 @@ static const char help_head[] =
 "\n"
 "SYNOPSIS\n"
 "    aegis sim --trace FILE [--catalog FILE] [--gpus N] [--gpu-mem-mib M]\n"
-"              [--servers S] [--policy NAME[,NAME...]|all] [--json]\n"
-"              [--timeline FILE.svg] [--estimator COLUMN] [--set NAME=VALUE]...\n"
+"              [--servers S] [--threads T] [--policy NAME[,NAME...]|all]\n"
+"              [--json] [--timeline FILE.svg] [--estimator COLUMN]\n"
+"              [--set NAME=VALUE]...\n"
 "              [--model NAME=VALUE]... [--grid-intensity G] [--pue P]\n"
 "              [--report-csv FILE] [--quiet]\n"
 "              [--sharing MODE[,MODE...]|all] [--gpu-model NAME]\n"
@@ -60,8 +61,11 @@ static const char help_head[] =
 "    --gpus N             GPUs per server (default 3, at most 64)\n"
 "    --gpu-mem-mib M      memory of each GPU in MiB (default 40960)\n"
 "    --servers S          identical servers behind a dispatcher that sends\n"
-"                         each arriving job to the least-loaded server\n"
-"                         (default 1); GPU k of server s is number s*N+k\n"
+"                         each job to the server whose outstanding work\n"
+"                         (GPUs x solo time) runs out first (default 1);\n"
+"                         GPU k of server s is number s*N+k\n"
+"    --threads T          servers replayed at once (default: one per CPU);\n"
+"                         the result is the same for any T\n"
 "    --policy LIST        comma-separated policies, or all (default all):\n"
 "                        ";
 
@@ -323,6 +327,7 @@ static int parse_args(sim_cmd *cmd, int argc, char **argv) {
         {"sharing", required_argument, NULL, 'H'},
         {"gpu-model", required_argument, NULL, 'U'},
         {"chart", required_argument, NULL, 'C'},
+        {"threads", required_argument, NULL, 'n'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     long n;
@@ -363,6 +368,10 @@ static int parse_args(sim_cmd *cmd, int argc, char **argv) {
         case 'H': rc = parse_sharing(cmd, optarg); break;
         case 'U': rc = set_gpu_model(cmd, optarg); break;
         case 'C': cmd->chart = optarg; break;
+        case 'n':
+            rc = cli_parse_long("sim", "threads", optarg, 1, 256, &n);
+            cmd->opt.threads = (int)n;
+            break;
         case 'h': print_help(); return 1;
         default: rc = -1;
         }

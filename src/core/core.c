@@ -580,6 +580,10 @@ static void core_sort_candidates(core_candidate *c, int n) {
  * "sharing modes"), not on the whole GPU. */
 static bool core_wants_mig(const core_state *core, const core_job *job,
                            const core_gpu *gpu) {
+    /* Asked for every GPU at every placement attempt: the demand (a call
+     * into the policy) only matters on MIG and auto GPUs. */
+    if (gpu->share.mode != SHARE_MIG && gpu->share.mode != SHARE_AUTO)
+        return false;
     return share_gpu_wants_mig(&gpu->share, job->spec.num_gpus,
                                core_demand(core, job), job->spec.util_pct,
                                !job->alone && core->pol->collocates);

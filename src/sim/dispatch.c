@@ -1,43 +1,95 @@
-/* dispatch.c -- least-loaded server choice by tournament tree. */
+/* dispatch.c -- sends each job to the server whose outstanding work runs
+ * out first (dispatch.h), then groups the jobs by server. */
 #include "dispatch.h"
 
+#include <math.h>
 #include <stdlib.h>
 
-/* Padding leaves hold the largest key and never win. */
-#define NO_SERVER UINT64_MAX
+/* The servers' drain times in a tournament tree: each inner node holds the
+ * server, of those below it, whose work runs out first, with its time, so
+ * the root is the pick and a change climbs one path comparing keys stored
+ * in the nodes: O(log servers) per job, no lookups. */
+typedef struct drain_node {
+    double free_at;     /* when the server's outstanding work runs out */
+    int32_t server;
+} drain_node;
 
-static uint64_t winner(uint64_t a, uint64_t b) { return a < b ? a : b; }
+typedef struct drain_tree {
+    int leaves;         /* power of two >= servers; leaves at [leaves, 2x) */
+    drain_node *node;   /* padding leaves never run out: they never win */
+} drain_tree;
 
-int sim_dispatch_init(sim_dispatch *d, int servers) {
-    d->servers = servers;
+static drain_node first_free(drain_node a, drain_node b) {
+    return b.free_at < a.free_at ? b : a; /* ties go to a, the lower index */
+}
+
+static int tree_init(drain_tree *d, int servers) {
     d->leaves = 1;
     while (d->leaves < servers) d->leaves *= 2;
-    d->tree = malloc(2 * (size_t)d->leaves * sizeof(*d->tree));
-    if (!d->tree) return -1;
+    d->node = malloc(2 * (size_t)d->leaves * sizeof(*d->node));
+    if (!d->node) return -1;
     for (int i = 0; i < d->leaves; i++)
-        d->tree[d->leaves + i] = i < servers ? (uint64_t)i : NO_SERVER;
+        d->node[d->leaves + i] = (drain_node){i < servers ? 0 : INFINITY, i};
     for (int i = d->leaves - 1; i >= 1; i--)
-        d->tree[i] = winner(d->tree[2 * i], d->tree[2 * i + 1]);
+        d->node[i] = first_free(d->node[2 * i], d->node[2 * i + 1]);
     return 0;
 }
 
-void sim_dispatch_free(sim_dispatch *d) {
-    free(d->tree);
-    d->tree = NULL;
-}
-
-int sim_dispatch_pick(const sim_dispatch *d) {
-    return (int)(d->tree[1] & UINT32_MAX);
-}
-
-/* Only s's key changed, so a node whose key stays the same keeps every
- * node above it the same too: the climb stops there. */
-void sim_dispatch_add(sim_dispatch *d, int s, int delta) {
+/* Server s took more work: it now runs out at free_at. */
+static void tree_set(drain_tree *d, int32_t s, double free_at) {
     int i = d->leaves + s;
-    d->tree[i] += (uint64_t)(int64_t)delta << 32;
-    for (i /= 2; i >= 1; i /= 2) {
-        uint64_t key = winner(d->tree[2 * i], d->tree[2 * i + 1]);
-        if (key == d->tree[i]) break;
-        d->tree[i] = key;
+    d->node[i].free_at = free_at;
+    for (i /= 2; i >= 1; i /= 2)
+        d->node[i] = first_free(d->node[2 * i], d->node[2 * i + 1]);
+}
+
+/* Picks every job's server into server_of[], counting them in count[]. */
+static int plan_servers(const trace *t, int servers, int gpus,
+                        int32_t *server_of, int32_t *count) {
+    drain_tree d;
+    if (tree_init(&d, servers) < 0) return -1;
+    for (int j = 0; j < t->count; j++) {
+        const trace_job *job = &t->jobs[j];
+        drain_node pick = d.node[1];
+        double from = pick.free_at > job->submit_s ? pick.free_at
+                                                   : job->submit_s;
+        double work_s = job->work->num_gpus * job->work->solo_s / gpus;
+        tree_set(&d, pick.server, from + work_s);
+        server_of[j] = pick.server;
+        count[pick.server]++;
     }
+    free(d.node);
+    return 0;
+}
+
+int sim_dispatch_plan(sim_dispatch *d, const trace *t, int servers, int gpus) {
+    d->servers = servers;
+    d->start = calloc((size_t)servers + 1, sizeof(*d->start));
+    d->ids = malloc((size_t)t->count * sizeof(*d->ids));
+    d->rows = malloc((size_t)t->count * sizeof(*d->rows));
+    int32_t *server_of = malloc((size_t)t->count * sizeof(*server_of));
+    int rc = -1;
+    if (d->start && d->ids && d->rows && server_of &&
+        plan_servers(t, servers, gpus, server_of, d->start + 1) == 0) {
+        /* Counts to offsets, then each job after the ones before it on its
+         * server: start[s + 1] serves as s's fill point and ends at s's end. */
+        for (int s = 1; s <= servers; s++) d->start[s] += d->start[s - 1];
+        for (int s = servers; s >= 1; s--) d->start[s] = d->start[s - 1];
+        for (int j = 0; j < t->count; j++) {
+            int32_t at = d->start[server_of[j] + 1]++;
+            d->ids[at] = j;
+            d->rows[at] = t->jobs[j];
+        }
+        rc = 0;
+    }
+    free(server_of);
+    return rc;
+}
+
+void sim_dispatch_free(sim_dispatch *d) {
+    free(d->start);
+    free(d->ids);
+    free(d->rows);
+    d->start = d->ids = NULL;
+    d->rows = NULL;
 }

@@ -1,33 +1,38 @@
 /* dispatch.h -- the front dispatcher of a multi-server simulation.
  *
- * An arriving job goes to the server holding the fewest jobs (queued plus
- * running) and stays there. Servers are identical, so "fewest per GPU" is
- * "fewest", and every server has enough GPUs for any job the trace loader
- * accepted. A tournament tree keeps the least-loaded server (lowest index
- * on ties) at its root: picking is O(1), a load change O(log servers).
+ * It stands in for a cluster manager in front of independent aegis
+ * servers, and like one it does not see inside their queues: it sends
+ * each job, in submit order, to the server whose outstanding work runs
+ * out first, counting work as the trace gives it (GPUs times solo time,
+ * drained at the server's GPU count per second of wall time) and ties
+ * going to the lower index. A job stays where it was sent.
+ *
+ * Because the choice reads the trace only, each server's replay depends on
+ * its own jobs alone: the engine replays servers independently, in
+ * parallel, and gets the same result on any number of threads.
  */
 #ifndef AEGIS_DISPATCH_H
 #define AEGIS_DISPATCH_H
 
+#include "trace.h"
+
 #include <stdint.h>
 
+/* The servers' job lists: jobs of server s are ids[start[s]..start[s+1]),
+ * trace indexes in submit order. rows[] holds copies of their trace rows
+ * in the same order, so that a server's replay reads its arrivals from
+ * consecutive memory rather than from every servers-th row of the trace:
+ * that miss was a sixth of a replay. */
 typedef struct sim_dispatch {
     int servers;
-    int leaves;         /* power of two >= servers */
-    /* Node keys are load << 32 | server, so the smaller key is the winner,
-     * ties going to the lower index, with one compare and no lookup; the
-     * root tree[1] is the pick, leaves are at [leaves, 2*leaves). */
-    uint64_t *tree;
+    int32_t *start;     /* servers + 1 offsets into ids and rows */
+    int32_t *ids;       /* every job once */
+    trace_job *rows;    /* rows[i] is a copy of trace row ids[i] */
 } sim_dispatch;
 
-/* Returns 0, or -1 when out of memory. */
-int sim_dispatch_init(sim_dispatch *d, int servers);
+/* Sends the trace's jobs to `servers` servers of `gpus` GPUs each.
+ * Returns 0, or -1 when out of memory. */
+int sim_dispatch_plan(sim_dispatch *d, const trace *t, int servers, int gpus);
 void sim_dispatch_free(sim_dispatch *d);
-
-/* The server the next job should go to. */
-int sim_dispatch_pick(const sim_dispatch *d);
-
-/* A job arrived at (+1) or left (-1) server s. */
-void sim_dispatch_add(sim_dispatch *d, int s, int delta);
 
 #endif

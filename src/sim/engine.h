@@ -6,6 +6,10 @@
  * from event to event; between events every job drains its remaining work
  * (in solo-seconds) at a constant rate, 1 / slowdown (model.h).
  *
+ * Each server's replay (replay.h) depends only on the jobs the dispatcher
+ * (dispatch.h) sent it, so servers are replayed in parallel threads and
+ * merged in server order: the result is the same on any number of threads.
+ *
  * Ownership: sim_run() allocates a sim_result the caller frees with
  * sim_result_free(); it points into the trace, which must outlive it.
  */
@@ -29,6 +33,7 @@ typedef struct sim_options {
     sim_model model;
     share_mode sharing;         /* every GPU's sharing mode */
     const mig_model *mig;       /* the GPUs' MIG table (mig and auto) */
+    int threads;                /* servers replayed at once; 0: one per CPU */
 } sim_options;
 
 /* One run of a job on its GPUs; an OOM ends it at its first activity. */

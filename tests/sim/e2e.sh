@@ -81,6 +81,17 @@ two_servers)
         >"$TMP/out.json" || fail "exit $?"
     python3 "$SRC/tests/sim/check_json.py" "$TMP/out.json" 60 6 3 ||
         fail "JSON checks" ;;
+threads_same)
+    # Servers are replayed in parallel: the thread count must not show.
+    "$AEGIS" gen-trace --jobs 3000 --seed 7 --mean-gap-s 4 >"$TMP/t.csv"
+    for n in 1 3; do
+        "$AEGIS" sim --trace "$TMP/t.csv" --servers 8 --gpus 4 --threads $n \
+            --policy aegis,lucid --json >"$TMP/out$n.json" || fail "exit $?"
+    done
+    cmp -s "$TMP/out1.json" "$TMP/out3.json" ||
+        fail "1 and 3 threads differ"
+    python3 "$SRC/tests/sim/check_json.py" "$TMP/out1.json" 3000 32 4 ||
+        fail "JSON checks" ;;
 timeline)
     "$AEGIS" sim --trace "$DEMO" --policy exclusive,aegis --quiet \
         --timeline "$TMP/t.svg" || fail "exit $?"

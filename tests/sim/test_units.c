@@ -303,17 +303,25 @@ static void test_prefault_keeps_contents(void **state) {
     free(data);
 }
 
+/* Two servers of 2 GPUs: each job goes where the outstanding work (GPUs x
+ * solo time / 2 per second) runs out first, ties to the lower index. */
 static void test_dispatch(void **state) {
+    (void)state;
+    cat_workload one = {.num_gpus = 1, .solo_s = 100};
+    cat_workload two = {.num_gpus = 2, .solo_s = 100};
+    trace_job rows[] = {
+        {.submit_s = 0, .work = &one},   /* tie: 0; 0 runs out at 50 */
+        {.submit_s = 0, .work = &two},   /* 1 (0 < 50); runs out at 100 */
+        {.submit_s = 10, .work = &one},  /* 0 (50 < 100); now 100 too */
+        {.submit_s = 200, .work = &one}, /* both idle, tie: 0, until 250 */
+        {.submit_s = 200, .work = &one}, /* 1 (100 < 250) */
+    };
+    trace t = {.jobs = rows, .count = 5, .max_gpus = 2};
     sim_dispatch d;
-    assert_int_equal(sim_dispatch_init(&d, 3), 0);
-    assert_int_equal(sim_dispatch_pick(&d), 0);
-    sim_dispatch_add(&d, 0, 1);
-    assert_int_equal(sim_dispatch_pick(&d), 1);
-    sim_dispatch_add(&d, 1, 1);
-    sim_dispatch_add(&d, 2, 1);
-    assert_int_equal(sim_dispatch_pick(&d), 0);
-    sim_dispatch_add(&d, 1, -1);
-    assert_int_equal(sim_dispatch_pick(&d), 1);
+    assert_int_equal(sim_dispatch_plan(&d, &t, 2, 2), 0);
+    int32_t start[] = {0, 3, 5}, ids[] = {0, 2, 3, 1, 4};
+    assert_memory_equal(d.start, start, sizeof(start));
+    assert_memory_equal(d.ids, ids, sizeof(ids));
     sim_dispatch_free(&d);
 }
 

@@ -1,0 +1,466 @@
+/* replay.c -- discrete-event replay of one server's jobs through its core.
+ *
+ * The loop takes the earliest moment t among the pending events and the
+ * server's next arrival, handles everything that happens at t, then asks
+ * the core for decisions (core_schedule) and for the next time it wants to
+ * be asked (core_next_wakeup). Arrivals are read straight from the
+ * server's job list instead of being pushed, so the heap holds only what
+ * is in flight.
+ *
+ * A job's completion event is computed from its rate when the rate is set;
+ * when a co-runner comes or goes the rate changes and the event moves in
+ * the heap (sim_heap_update), so every completion that surfaces is real.
+ */
+#include "replay.h"
+
+#include "share_model.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Decisions taken from the core per core_schedule() call; the loop calls
+ * again while a call fills the buffer. */
+#define LAUNCH_BATCH 64
+
+/* A core that keeps asking to be woken while nothing runs and nothing can
+ * arrive is stuck; after this many such wakeups the replay ends with the
+ * remaining jobs reported as unfinished instead of looping forever. */
+#define MAX_IDLE_WAKEUPS 100000
+
+static const trace_job *row_of(const replay *r, int32_t j) {
+    return &r->rows[j];
+}
+
+static const cat_workload *work_of(const replay *r, int32_t j) {
+    return row_of(r, j)->work;
+}
+
+static sim_attempt *attempt_of(const replay *r, int32_t j) {
+    return &r->attempts[r->jobs[j].last_attempt];
+}
+
+static const int32_t *gpus_of(const replay *r, const sim_attempt *a) {
+    return &r->gpus[a->gpu_off];
+}
+
+static int out_of_memory(replay *r) {
+    snprintf(r->err, sizeof(r->err), "simulator: out of memory");
+    return -1;
+}
+
+static int heap_failed(replay *r) {
+    snprintf(r->err, sizeof(r->err), "simulator: out of memory, or more "
+             "than 2^31 events queued on server %d", r->server);
+    return -1;
+}
+
+/* ---- GPUs: telemetry, energy ------------------------------------------ */
+
+/* Memory job j holds on GPU g: 2-GPU jobs may differ on their second GPU. */
+static double mem_on(const replay *r, int32_t j, int32_t g) {
+    const cat_workload *w = work_of(r, j);
+    return gpus_of(r, attempt_of(r, j))[0] == g ? w->peak_mib : w->peak_b_mib;
+}
+
+/* Adds the energy and busy time of GPU g from its last change up to t,
+ * at the readings that held in between. Call before changing its jobs. */
+static void gpu_account(replay *r, int32_t g, double t) {
+    sim_gpu *gpu = &r->gpu[g];
+    double dt = t - gpu->since;
+    if (dt <= 0) return;
+    double power_w = sim_model_power_w(&r->opt->model, gpu->smact);
+    r->energy_j += power_w * dt;
+    meter_run(&gpu->meter, power_w, gpu->smact, gpu->njobs, dt);
+    if (gpu->njobs > 0) r->busy_gpu_s += dt;
+    gpu->since = t;
+}
+
+static double cap1(double x) { return x < 1 ? x : 1; }
+
+/* The share of job j's profiled activity its GPU reads (share_model.h). */
+static double activity_of(const replay *r, int32_t j) {
+    const sim_attempt *a = attempt_of(r, j);
+    return share_model_scale(&r->opt->model, a->share, a->mig, work_of(r, j));
+}
+
+/* Recomputes GPU g's sums from its jobs (no drift from adding and taking
+ * away) and tells the core the new reading. */
+static void gpu_refresh(replay *r, int32_t g, double t) {
+    sim_gpu *gpu = &r->gpu[g];
+    gpu->used_mib = gpu->smact = gpu->smocc = gpu->drama = gpu->util_pct = 0;
+    for (int i = 0; i < gpu->njobs; i++) {
+        const gpu_entry *e = &gpu->active[i];
+        const cat_workload *w = work_of(r, e->job);
+        double k = e->activity;
+        gpu->used_mib += mem_on(r, e->job, g);
+        gpu->smact += k * w->smact;
+        gpu->smocc += k * w->smocc;
+        gpu->drama += k * w->drama;
+        gpu->util_pct += w->util_pct > 0 ? k * w->util_pct : 0;
+    }
+    struct core_sample reading = {
+        .used_mib = gpu->used_mib, .total_mib = r->opt->gpu_mem_mib,
+        .smact = cap1(gpu->smact), .smocc = cap1(gpu->smocc),
+        .drama = cap1(gpu->drama), .util = cap1(gpu->util_pct / 100)};
+    core_sample(r->core, g, &reading, t);
+}
+
+static int gpu_add(replay *r, int32_t g, int32_t j) {
+    sim_gpu *gpu = &r->gpu[g];
+    if (gpu->njobs == gpu->cap) {
+        int cap = gpu->cap ? gpu->cap * 2 : 4;
+        gpu_entry *more = realloc(gpu->active, (size_t)cap * sizeof(*more));
+        if (!more) return out_of_memory(r);
+        gpu->active = more;
+        gpu->cap = cap;
+    }
+    double k = activity_of(r, j);
+    gpu->active[gpu->njobs++] = (gpu_entry){
+        .job = j, .activity = k,
+        .mark = meter_mark(&gpu->meter, k * work_of(r, j)->smact)};
+    return 0;
+}
+
+static void gpu_remove(replay *r, int32_t g, int32_t j) {
+    sim_gpu *gpu = &r->gpu[g];
+    int i = 0;
+    while (gpu->active[i].job != j) i++;
+    const gpu_entry *e = &gpu->active[i];
+    r->jobs[j].energy_j += meter_energy_since(
+        &gpu->meter, e->activity * work_of(r, j)->smact, e->mark);
+    int after = gpu->njobs - i - 1;
+    memmove(&gpu->active[i], &gpu->active[i + 1],
+            (size_t)after * sizeof(*gpu->active));
+    gpu->njobs--;
+}
+
+/* ---- job rates ----------------------------------------------------------- */
+
+/* A multi-GPU job runs at the pace of its slowest GPU. */
+static double job_slowdown(const replay *r, int32_t j) {
+    const cat_workload *w = work_of(r, j);
+    const sim_attempt *a = attempt_of(r, j);
+    double worst = 1;
+    for (int k = 0; k < a->ngpus; k++) {
+        const sim_gpu *gpu = &r->gpu[gpus_of(r, a)[k]];
+        double sd = sim_model_slowdown(&r->opt->model, gpu->smact,
+                                       w->smact, gpu->drama - w->drama,
+                                       gpu->njobs - 1);
+        sd = share_model_slowdown(&r->opt->model, a->share, a->mig, w, sd);
+        if (sd > worst) worst = sd;
+    }
+    return worst;
+}
+
+/* Brings job j's work up to t and, if its rate changed, moves its
+ * completion event. */
+static int update_rate(replay *r, int32_t j, double t) {
+    sim_job *job = &r->jobs[j];
+    double rate = 1 / job_slowdown(r, j);
+    if (rate == job->rate) return 0;
+    job->remaining -= (t - job->since) * job->rate;
+    if (job->remaining < 0) job->remaining = 0;
+    job->since = t;
+    job->rate = rate;
+    if (sim_heap_update(&r->heap, t + job->remaining / rate, j) < 0)
+        return heap_failed(r);
+    return 0;
+}
+
+/* Updates the rates of every job on the GPUs of attempt a. */
+static int update_rates_around(replay *r, const sim_attempt *a, double t) {
+    for (int k = 0; k < a->ngpus; k++) {
+        const sim_gpu *gpu = &r->gpu[gpus_of(r, a)[k]];
+        for (int i = 0; i < gpu->njobs; i++)
+            if (update_rate(r, gpu->active[i].job, t) < 0) return -1;
+    }
+    return 0;
+}
+
+/* ---- job life ------------------------------------------------------------ */
+
+static void job_leaves(replay *r, int32_t j, sim_job_state state, double t) {
+    sim_job *job = &r->jobs[j];
+    job->state = (uint8_t)state;
+    job->end_s = t;
+    r->finished++;
+    if (state == SIM_STOPPED) r->stopped++;
+}
+
+/* Closes job j's current attempt at t and tells the core how it ended. */
+static void end_attempt(replay *r, int32_t j, core_exit how, double t) {
+    sim_job *job = &r->jobs[j];
+    sim_attempt *a = attempt_of(r, j);
+    a->end_s = t;
+    a->oom = how == CORE_EXIT_OOM;
+    if (t > r->last_end_s) r->last_end_s = t;
+    job->exec_s += t - a->start_s;
+    r->ooms += a->oom;
+    r->running--;
+    switch (core_job_exit(r->core, j, how, t, NULL)) {
+    case CORE_DONE: job_leaves(r, j, SIM_DONE, t); break;
+    case CORE_STOPPED: job_leaves(r, j, SIM_STOPPED, t); break;
+    case CORE_REQUEUED: job->state = SIM_QUEUED; break;
+    }
+    r->dirty = true;
+}
+
+static int on_arrival(replay *r, int32_t j, double t) {
+    sim_job *job = &r->jobs[j];
+    const cat_workload *w = work_of(r, j);
+    core_job_spec spec = {
+        .id = j, .num_gpus = w->num_gpus,
+        .est_mib = w->est_mib[r->opt->estimator], .peak_mib = w->peak_mib,
+        .util_pct = w->util_pct, .sharing_score = w->sharing_score};
+    char why[256];
+    if (core_submit(r->core, &spec, t, why, sizeof(why)) < 0) {
+        snprintf(r->err, sizeof(r->err), "job %lld (%s): core refused it: %s",
+                 (long long)row_of(r, j)->index, w->name, why);
+        return -1;
+    }
+    job->state = SIM_QUEUED;
+    r->dirty = true;
+    return 0;
+}
+
+/* The job shows first activity: it crashes if the true peaks on one of its
+ * GPUs no longer fit, otherwise it joins its GPUs and starts working. */
+static int on_activate(replay *r, int32_t j, double t) {
+    sim_job *job = &r->jobs[j];
+    sim_attempt *a = attempt_of(r, j);
+    const int32_t *g = gpus_of(r, a);
+    a->active_s = t;
+    for (int k = 0; k < a->ngpus; k++) {
+        if (!share_model_fits(a->mig, mem_on(r, j, g[k]), r->gpu[g[k]].used_mib,
+                              r->opt->gpu_mem_mib)) {
+            end_attempt(r, j, CORE_EXIT_OOM, t);
+            return 0;
+        }
+    }
+    for (int k = 0; k < a->ngpus; k++) {
+        gpu_account(r, g[k], t);
+        if (gpu_add(r, g[k], j) < 0) return -1;
+        gpu_refresh(r, g[k], t);
+    }
+    /* The catalog's solo time is launch to exit, start-up included; only
+     * the part after first activity is GPU work that co-runners slow. */
+    double work = work_of(r, j)->solo_s * r->opt->model.exec_factor -
+                  r->opt->model.activation_delay_s;
+    job->state = SIM_ACTIVE;
+    job->remaining = work > 0 ? work : 0;
+    job->since = t;
+    job->rate = 0;
+    if (update_rates_around(r, a, t) < 0) return -1;
+    core_job_active(r->core, j, t);
+    r->dirty = true;
+    return 0;
+}
+
+static int on_complete(replay *r, int32_t j, double t) {
+    if (r->jobs[j].state != SIM_ACTIVE) return 0;
+    const sim_attempt *a = attempt_of(r, j);
+    for (int k = 0; k < a->ngpus; k++) {
+        int32_t g = gpus_of(r, a)[k];
+        gpu_account(r, g, t);
+        gpu_remove(r, g, j);
+        gpu_refresh(r, g, t);
+    }
+    if (update_rates_around(r, a, t) < 0) return -1;
+    end_attempt(r, j, CORE_EXIT_OK, t);
+    return 0;
+}
+
+/* ---- decisions ------------------------------------------------------------ */
+
+static int check_launch(replay *r, const core_launch *l) {
+    const char *bad = NULL;
+    if (l->job_id < 0 || l->job_id >= r->njobs) bad = "an unknown job";
+    else if (r->jobs[l->job_id].state != SIM_QUEUED) bad = "a job not queued";
+    else if (l->num_gpus != work_of(r, (int32_t)l->job_id)->num_gpus)
+        bad = "the wrong number of GPUs";
+    for (int k = 0; !bad && k < l->num_gpus; k++)
+        if (l->gpus[k] < 0 || l->gpus[k] >= r->opt->gpus) bad = "a bad GPU";
+    if (!bad) return 0;
+    snprintf(r->err, sizeof(r->err), "core of server %d launched %s (job "
+             "id %lld)", r->server, bad, (long long)l->job_id);
+    return -1;
+}
+
+/* Doubles *cap, and the array at *items of that many elements of `size`
+ * bytes. Returns 0, or -1 when out of memory. */
+static int grow(void **items, int *cap, size_t size) {
+    void *more = realloc(*items, (size_t)*cap * 2 * size);
+    if (!more) return -1;
+    *items = more;
+    *cap *= 2;
+    return 0;
+}
+
+static int new_attempt(replay *r, const core_launch *l, double t) {
+    if ((r->nattempts == r->attempts_cap &&
+         grow((void **)&r->attempts, &r->attempts_cap,
+              sizeof(*r->attempts)) < 0) ||
+        (r->ngpus_used + l->num_gpus > r->gpus_cap &&
+         grow((void **)&r->gpus, &r->gpus_cap, sizeof(*r->gpus)) < 0))
+        return out_of_memory(r);
+    sim_job *job = &r->jobs[l->job_id];
+    int idx = r->nattempts++;
+    r->attempts[idx] = (sim_attempt){.start_s = t, .active_s = -1,
+        .end_s = -1, .gpu_off = r->ngpus_used, .next = -1,
+        .job = r->ids[l->job_id], .ngpus = (uint8_t)l->num_gpus,
+        .share = (uint8_t)l->share[0], .mig = l->mig};
+    for (int k = 0; k < l->num_gpus; k++)
+        r->gpus[r->ngpus_used++] = l->gpus[k];
+    if (job->first_attempt < 0) job->first_attempt = idx;
+    else r->attempts[job->last_attempt].next = idx;
+    job->last_attempt = idx;
+    return 0;
+}
+
+static int start_launch(replay *r, const core_launch *l, double t) {
+    if (check_launch(r, l) < 0 || new_attempt(r, l, t) < 0) return -1;
+    r->jobs[l->job_id].state = SIM_LAUNCHED;
+    r->running++;
+    /* Launches happen at nondecreasing times and the delay is constant,
+     * so activations are due in push order: the heap's in-order lane. */
+    if (sim_heap_push_ordered(&r->heap, t + r->opt->model.activation_delay_s,
+                              SIM_EV_ACTIVATE, (int32_t)l->job_id) < 0)
+        return heap_failed(r);
+    return 0;
+}
+
+static int schedule(replay *r, double t) {
+    /* Most calls find the queue empty, where the core would place nothing
+     * and want no wakeup: skip both calls. */
+    if (core_queued_count(r->core) == 0) return 0;
+    core_launch batch[LAUNCH_BATCH];
+    int n;
+    do {
+        n = core_schedule(r->core, t, batch, LAUNCH_BATCH);
+        for (int i = 0; i < n; i++)
+            if (start_launch(r, &batch[i], t) < 0) return -1;
+    } while (n == LAUNCH_BATCH);
+    double wake = core_next_wakeup(r->core, t);
+    bool covered = r->wake_t > t && r->wake_t <= wake;
+    if (wake > t && !covered) {
+        r->wake_t = wake;
+        if (sim_heap_push(&r->heap, wake, SIM_EV_WAKEUP, 0) < 0)
+            return heap_failed(r);
+    }
+    return 0;
+}
+
+/* ---- the loop ------------------------------------------------------------ */
+
+static int handle(replay *r, const sim_event *ev) {
+    switch (ev->kind) {
+    case SIM_EV_ACTIVATE: return on_activate(r, ev->id, ev->t);
+    case SIM_EV_COMPLETE: return on_complete(r, ev->id, ev->t);
+    case SIM_EV_WAKEUP:
+        if (r->wake_t == ev->t) r->wake_t = -1;
+        r->dirty = true;
+        return 0;
+    }
+    return 0;
+}
+
+static int run_loop(replay *r) {
+    int next = 0, idle_wakeups = 0;
+    while (r->finished < r->njobs) {
+        bool have_event = r->heap.count > 0, have_arrival = next < r->njobs;
+        if (!have_event && !have_arrival) break;
+        double t = have_event ? sim_heap_next_t(&r->heap) : INFINITY;
+        if (have_arrival && row_of(r, next)->submit_s < t)
+            t = row_of(r, next)->submit_s;
+        bool only_wakeups = true;
+        while (r->heap.count > 0 && sim_heap_next_t(&r->heap) == t) {
+            sim_event ev;
+            sim_heap_pop(&r->heap, &ev);
+            only_wakeups &= ev.kind == SIM_EV_WAKEUP;
+            if (handle(r, &ev) < 0) return -1;
+        }
+        while (next < r->njobs && row_of(r, next)->submit_s == t) {
+            only_wakeups = false;
+            if (on_arrival(r, next++, t) < 0) return -1;
+        }
+        if (r->dirty) {
+            r->dirty = false;
+            if (schedule(r, t) < 0) return -1;
+        }
+        bool stuck = only_wakeups && r->running == 0 && next == r->njobs;
+        idle_wakeups = stuck ? idle_wakeups + 1 : 0;
+        if (idle_wakeups > MAX_IDLE_WAKEUPS) break;
+    }
+    return 0;
+}
+
+/* ---- setting up and closing ------------------------------------------------ */
+
+static int replay_init(replay *r) {
+    const sim_options *opt = r->opt;
+    r->wake_t = -1;
+    r->last_end_s = r->start_s;
+    r->attempts_cap = r->gpus_cap = r->njobs + 16;
+    r->jobs = malloc((size_t)(r->njobs ? r->njobs : 1) * sizeof(*r->jobs));
+    r->attempts = malloc((size_t)r->attempts_cap * sizeof(*r->attempts));
+    r->gpus = malloc((size_t)r->gpus_cap * sizeof(*r->gpus));
+    r->gpu = calloc((size_t)opt->gpus, sizeof(*r->gpu));
+    double *totals = malloc((size_t)opt->gpus * sizeof(*totals));
+    if (!r->jobs || !r->attempts || !r->gpus || !r->gpu || !totals ||
+        sim_heap_keys(&r->heap, r->njobs) < 0) {
+        free(totals);
+        return out_of_memory(r);
+    }
+    for (int i = 0; i < r->njobs; i++)
+        r->jobs[i] = (sim_job){.src = &r->trace[r->ids[i]], .first_attempt = -1,
+                               .last_attempt = -1, .server = r->server};
+    for (int g = 0; g < opt->gpus; g++) totals[g] = opt->gpu_mem_mib;
+    core_config cfg = opt->config;
+    cfg.policy = r->policy;
+    r->core = core_create(&cfg, opt->gpus, totals, r->err, sizeof(r->err));
+    free(totals);
+    if (!r->core || share_model_setup(r->core, opt->gpus, opt->sharing,
+                                      opt->mig, r->err, sizeof(r->err)) != 0)
+        return -1;
+    for (int g = 0; g < opt->gpus; g++) {
+        r->gpu[g].since = r->start_s;
+        gpu_refresh(r, g, r->start_s);
+    }
+    return 0;
+}
+
+/* Frees what only the loop needs: the result's figures stay. Freed
+ * memory goes to the next server's replay on this thread, which then
+ * finds its pages mapped already. */
+static void free_working_state(replay *r) {
+    core_destroy(r->core);
+    r->core = NULL;
+    sim_heap_free(&r->heap);
+    free(r->jobs);
+    r->jobs = NULL;
+}
+
+int replay_run(replay *r) {
+    int rc = replay_init(r);
+    if (rc == 0) rc = run_loop(r);
+    for (int i = 0; rc == 0 && i < r->njobs; i++) r->out[r->ids[i]] = r->jobs[i];
+    free_working_state(r);
+    return rc;
+}
+
+void replay_close_books(replay *r, double t) {
+    for (int g = 0; g < r->opt->gpus; g++) gpu_account(r, g, t);
+}
+
+void replay_free(replay *r) {
+    free_working_state(r);
+    for (int g = 0; r->gpu && g < r->opt->gpus; g++) free(r->gpu[g].active);
+    free(r->gpu);
+    free(r->attempts);
+    free(r->gpus);
+    r->gpu = NULL;
+    r->attempts = NULL;
+    r->gpus = NULL;
+}

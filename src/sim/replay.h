@@ -1,0 +1,88 @@
+/* replay.h -- one server's replay: its jobs through its own core.
+ *
+ * The engine (engine.h) hands each server the jobs the dispatcher sent it
+ * and replays the servers independently, possibly in parallel threads.
+ * A replay touches only its own records and the read-only trace, so no
+ * locking is needed. What a replay produces -- its jobs' records, its
+ * attempts, its GPUs' energy -- stays in the replay until the engine
+ * merges the servers, in server order, into one sim_result.
+ *
+ * Inside a replay, jobs are numbered 0..njobs-1 in submit order (the core
+ * knows them by that number) and GPUs 0..gpus-1.
+ */
+#ifndef AEGIS_REPLAY_H
+#define AEGIS_REPLAY_H
+
+#include "core.h"
+#include "engine.h"
+#include "heap.h"
+#include "meter.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* A job active on a GPU. */
+typedef struct gpu_entry {
+    int32_t job;
+    double activity;            /* activity_of(job): fixed for its attempt,
+                                   so kept rather than recomputed at every
+                                   change on the GPU */
+    double mark;                /* meter_mark() when it joined */
+} gpu_entry;
+
+typedef struct sim_gpu {
+    gpu_entry *active;          /* active jobs, oldest first */
+    int njobs, cap;
+    energy_meter meter;         /* splits the GPU's energy among them */
+    double used_mib;            /* sums over the active jobs */
+    double smact, smocc, drama, util_pct;
+    double since;               /* energy and busy time counted up to here */
+} sim_gpu;
+
+typedef struct replay {
+    /* Given by the engine. */
+    const sim_options *opt;
+    const char *policy;
+    int server;
+    const trace_job *trace;     /* the whole trace's rows */
+    const trace_job *rows;      /* copies of this server's jobs' rows */
+    const int32_t *ids;         /* their trace indexes */
+    int njobs;
+    double start_s;             /* the trace's first submit */
+
+    sim_job *out;               /* the result's jobs, by trace index */
+
+    /* Results, kept until the engine has merged them. Attempt numbers and
+     * GPU numbers in here are the replay's own; attempts[].job is the
+     * trace index. The jobs' records are copied to out[] when the replay
+     * ends, with attempt numbers still the replay's own. */
+    sim_attempt *attempts;
+    int nattempts, attempts_cap;
+    int32_t *gpus;
+    int ngpus_used, gpus_cap;
+    sim_gpu *gpu;               /* opt->gpus of them */
+    double energy_j, busy_gpu_s;
+    double last_end_s;          /* latest attempt end, or start_s */
+    int ooms, stopped, finished;
+
+    /* Working state of replay_run(). */
+    sim_job *jobs;              /* by the replay's job number */
+    core_state *core;
+    sim_heap heap;
+    double wake_t;              /* the core's pending wakeup, or -1 */
+    bool dirty;                 /* ask the core at the end of this moment */
+    int running;                /* jobs launched or active */
+
+    char err[512];              /* why replay_run() failed */
+} replay;
+
+/* Replays r's jobs, given the fields under "Given by the engine". Returns
+ * 0, or -1 with r->err set. Either way replay_free() releases r. */
+int replay_run(replay *r);
+
+/* Counts each GPU's energy (idle by now) up to t, the run's last end. */
+void replay_close_books(replay *r, double t);
+
+void replay_free(replay *r);
+
+#endif
