@@ -580,17 +580,22 @@ typedef struct core_candidate {
     int gpu;
 } core_candidate;
 
-/* Sorts by key, GPU index breaking ties: the stable order AEGIS's sorts
- * keep. At most CORE_MAX_GPUS entries, so insertion sort. */
-static void core_sort_candidates(core_candidate *c, int n) {
-    for (int i = 1; i < n; i++) {
+static bool core_candidate_before(const core_candidate *a,
+                                  const core_candidate *b) {
+    return a->key < b->key || (a->key == b->key && a->gpu < b->gpu);
+}
+
+/* Moves the k best candidates, in order, to c[0..k): by key, GPU index
+ * breaking ties, the stable order AEGIS's sorts keep. Selection, not a
+ * sort: most jobs want one GPU, and then this is one pass. */
+static void core_take_best(core_candidate *c, int n, int k) {
+    for (int i = 0; i < k; i++) {
+        int best = i;
+        for (int j = i + 1; j < n; j++)
+            if (core_candidate_before(&c[j], &c[best])) best = j;
         core_candidate x = c[i];
-        int j = i - 1;
-        while (j >= 0 && (c[j].key > x.key || (c[j].key == x.key && c[j].gpu > x.gpu))) {
-            c[j + 1] = c[j];
-            j--;
-        }
-        c[j + 1] = x;
+        c[i] = c[best];
+        c[best] = x;
     }
 }
 
@@ -648,7 +653,7 @@ static bool core_place_shared(core_state *core, const core_job *job,
         n++;
     }
     if (n < job->spec.num_gpus) return false;
-    core_sort_candidates(cand, n);
+    core_take_best(cand, n, job->spec.num_gpus);
     for (int k = 0; k < job->spec.num_gpus; k++) l->gpus[k] = cand[k].gpu;
     l->exclusive = false;
     return true;

@@ -66,20 +66,16 @@ int sim_dispatch_plan(sim_dispatch *d, const trace *t, int servers, int gpus) {
     d->servers = servers;
     d->start = calloc((size_t)servers + 1, sizeof(*d->start));
     d->ids = malloc((size_t)t->count * sizeof(*d->ids));
-    d->rows = malloc((size_t)t->count * sizeof(*d->rows));
     int32_t *server_of = malloc((size_t)t->count * sizeof(*server_of));
     int rc = -1;
-    if (d->start && d->ids && d->rows && server_of &&
+    if (d->start && d->ids && server_of &&
         plan_servers(t, servers, gpus, server_of, d->start + 1) == 0) {
         /* Counts to offsets, then each job after the ones before it on its
          * server: start[s + 1] serves as s's fill point and ends at s's end. */
         for (int s = 1; s <= servers; s++) d->start[s] += d->start[s - 1];
         for (int s = servers; s >= 1; s--) d->start[s] = d->start[s - 1];
-        for (int j = 0; j < t->count; j++) {
-            int32_t at = d->start[server_of[j] + 1]++;
-            d->ids[at] = j;
-            d->rows[at] = t->jobs[j];
-        }
+        for (int j = 0; j < t->count; j++)
+            d->ids[d->start[server_of[j] + 1]++] = j;
         rc = 0;
     }
     free(server_of);
@@ -89,7 +85,5 @@ int sim_dispatch_plan(sim_dispatch *d, const trace *t, int servers, int gpus) {
 void sim_dispatch_free(sim_dispatch *d) {
     free(d->start);
     free(d->ids);
-    free(d->rows);
     d->start = d->ids = NULL;
-    d->rows = NULL;
 }

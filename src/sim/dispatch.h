@@ -19,15 +19,11 @@
 #include <stdint.h>
 
 /* The servers' job lists: jobs of server s are ids[start[s]..start[s+1]),
- * trace indexes in submit order. rows[] holds copies of their trace rows
- * in the same order, so that a server's replay reads its arrivals from
- * consecutive memory rather than from every servers-th row of the trace:
- * that miss was a sixth of a replay. */
+ * trace indexes in submit order. */
 typedef struct sim_dispatch {
     int servers;
-    int32_t *start;     /* servers + 1 offsets into ids and rows */
+    int32_t *start;     /* servers + 1 offsets into ids */
     int32_t *ids;       /* every job once */
-    trace_job *rows;    /* rows[i] is a copy of trace row ids[i] */
 } sim_dispatch;
 
 /* Sends the trace's jobs to `servers` servers of `gpus` GPUs each.

@@ -174,7 +174,6 @@ static int engine_init(engine *e, const trace *t, const sim_options *opt,
         const int32_t *start = e->dispatch.start;
         e->servers[s] = (replay){
             .opt = opt, .policy = policy, .server = s, .trace = t->jobs,
-            .rows = &e->dispatch.rows[start[s]],
             .ids = &e->dispatch.ids[start[s]], .njobs = start[s + 1] - start[s],
             .start_s = t->jobs[0].submit_s, .out = e->res->jobs};
     }

@@ -404,15 +404,17 @@ static int replay_init(replay *r) {
     r->last_end_s = r->start_s;
     r->attempts_cap = r->gpus_cap = r->njobs + 16;
     r->jobs = malloc((size_t)(r->njobs ? r->njobs : 1) * sizeof(*r->jobs));
+    r->rows = malloc((size_t)(r->njobs ? r->njobs : 1) * sizeof(*r->rows));
     r->attempts = malloc((size_t)r->attempts_cap * sizeof(*r->attempts));
     r->gpus = malloc((size_t)r->gpus_cap * sizeof(*r->gpus));
     r->gpu = calloc((size_t)opt->gpus, sizeof(*r->gpu));
     double *totals = malloc((size_t)opt->gpus * sizeof(*totals));
-    if (!r->jobs || !r->attempts || !r->gpus || !r->gpu || !totals ||
+    if (!r->jobs || !r->rows || !r->attempts || !r->gpus || !r->gpu || !totals ||
         sim_heap_keys(&r->heap, r->njobs) < 0) {
         free(totals);
         return out_of_memory(r);
     }
+    for (int i = 0; i < r->njobs; i++) r->rows[i] = r->trace[r->ids[i]];
     for (int i = 0; i < r->njobs; i++)
         r->jobs[i] = (sim_job){.src = &r->trace[r->ids[i]], .first_attempt = -1,
                                .last_attempt = -1, .server = r->server};
@@ -439,7 +441,9 @@ static void free_working_state(replay *r) {
     r->core = NULL;
     sim_heap_free(&r->heap);
     free(r->jobs);
+    free(r->rows);
     r->jobs = NULL;
+    r->rows = NULL;
 }
 
 int replay_run(replay *r) {

@@ -45,8 +45,7 @@ typedef struct replay {
     const char *policy;
     int server;
     const trace_job *trace;     /* the whole trace's rows */
-    const trace_job *rows;      /* copies of this server's jobs' rows */
-    const int32_t *ids;         /* their trace indexes */
+    const int32_t *ids;         /* this server's jobs' trace indexes */
     int njobs;
     double start_s;             /* the trace's first submit */
 
@@ -67,6 +66,11 @@ typedef struct replay {
 
     /* Working state of replay_run(). */
     sim_job *jobs;              /* by the replay's job number */
+    trace_job *rows;            /* copies of their trace rows, so that the
+                                   loop reads arrivals from consecutive
+                                   memory, not from every servers-th row of
+                                   the trace: that miss was a sixth of a
+                                   replay */
     core_state *core;
     sim_heap heap;
     double wake_t;              /* the core's pending wakeup, or -1 */
