@@ -61,9 +61,6 @@ typedef enum sim_job_state {
 
 typedef struct sim_job {
     const trace_job *src;       /* its trace row */
-    double remaining;           /* solo-seconds of work left at `since` */
-    double since;               /* when remaining was last brought up to date */
-    double rate;                /* solo-seconds done per second now */
     double end_s;               /* when it finished or was stopped */
     double exec_s;              /* sum of its attempts' durations */
     double energy_j;            /* its share of its GPUs' energy (meter.h) */

@@ -157,7 +157,7 @@ static double job_slowdown(const replay *r, int32_t j) {
 /* Brings job j's work up to t and, if its rate changed, moves its
  * completion event. */
 static int update_rate(replay *r, int32_t j, double t) {
-    sim_job *job = &r->jobs[j];
+    job_progress *job = &r->progress[j];
     double rate = 1 / job_slowdown(r, j);
     if (rate == job->rate) return 0;
     job->remaining -= (t - job->since) * job->rate;
@@ -249,9 +249,8 @@ static int on_activate(replay *r, int32_t j, double t) {
     double work = work_of(r, j)->solo_s * r->opt->model.exec_factor -
                   r->opt->model.activation_delay_s;
     job->state = SIM_ACTIVE;
-    job->remaining = work > 0 ? work : 0;
-    job->since = t;
-    job->rate = 0;
+    r->progress[j] = (job_progress){.remaining = work > 0 ? work : 0,
+                                    .since = t, .rate = 0};
     if (update_rates_around(r, a, t) < 0) return -1;
     core_job_active(r->core, j, t);
     r->dirty = true;
@@ -405,11 +404,13 @@ static int replay_init(replay *r) {
     r->attempts_cap = r->gpus_cap = r->njobs + 16;
     r->jobs = malloc((size_t)(r->njobs ? r->njobs : 1) * sizeof(*r->jobs));
     r->rows = malloc((size_t)(r->njobs ? r->njobs : 1) * sizeof(*r->rows));
+    r->progress = malloc((size_t)(r->njobs ? r->njobs : 1) *
+                         sizeof(*r->progress));
     r->attempts = malloc((size_t)r->attempts_cap * sizeof(*r->attempts));
     r->gpus = malloc((size_t)r->gpus_cap * sizeof(*r->gpus));
     r->gpu = calloc((size_t)opt->gpus, sizeof(*r->gpu));
     double *totals = malloc((size_t)opt->gpus * sizeof(*totals));
-    if (!r->jobs || !r->rows || !r->attempts || !r->gpus || !r->gpu || !totals ||
+    if (!r->jobs || !r->rows || !r->progress || !r->attempts || !r->gpus || !r->gpu || !totals ||
         sim_heap_keys(&r->heap, r->njobs) < 0) {
         free(totals);
         return out_of_memory(r);
@@ -442,8 +443,10 @@ static void free_working_state(replay *r) {
     sim_heap_free(&r->heap);
     free(r->jobs);
     free(r->rows);
+    free(r->progress);
     r->jobs = NULL;
     r->rows = NULL;
+    r->progress = NULL;
 }
 
 int replay_run(replay *r) {

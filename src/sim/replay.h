@@ -39,6 +39,13 @@ typedef struct sim_gpu {
     double since;               /* energy and busy time counted up to here */
 } sim_gpu;
 
+/* A running job's progress: the replay's own, not part of the result. */
+typedef struct job_progress {
+    double remaining;           /* solo-seconds of work left at `since` */
+    double since;               /* when remaining was last brought up to date */
+    double rate;                /* solo-seconds done per second now */
+} job_progress;
+
 typedef struct replay {
     /* Given by the engine. */
     const sim_options *opt;
@@ -66,6 +73,7 @@ typedef struct replay {
 
     /* Working state of replay_run(). */
     sim_job *jobs;              /* by the replay's job number */
+    job_progress *progress;     /* likewise */
     trace_job *rows;            /* copies of their trace rows, so that the
                                    loop reads arrivals from consecutive
                                    memory, not from every servers-th row of
