@@ -32,16 +32,30 @@ static void select_kth(double *v, int n, int k) {
     }
 }
 
-/* Percentile q (0..1) of v, interpolated between ranks as numpy's default
- * does, which is how the AEGIS analysis computed its p95s. Reorders v. */
-static double percentile(double *v, int n, double q) {
-    double pos = q * (n - 1);
-    int lo = (int)pos;
+/* The value at rank lo + frac of v[0..n) (0-based, 0 <= frac < 1),
+ * interpolated linearly. Reorders v, leaving the values below rank lo
+ * before it. */
+static double value_at_rank(double *v, int n, int lo, double frac) {
     select_kth(v, n, lo);
     if (lo + 1 >= n) return v[lo];
     double next = v[lo + 1];
     for (int i = lo + 2; i < n; i++) if (v[i] < next) next = v[i];
-    return v[lo] + (next - v[lo]) * (pos - lo);
+    return v[lo] + (next - v[lo]) * frac;
+}
+
+/* Percentiles q[0] <= q[1] <= ... (0..1) of v into out[], interpolated
+ * between ranks as numpy's default does, which is how the AEGIS analysis
+ * computed its p95s. Each is searched for only among the values at or
+ * above the previous one's rank. Reorders v. */
+static void percentiles(double *v, int n, const double *q, double *out,
+                        int count) {
+    int from = 0;
+    for (int i = 0; i < count; i++) {
+        double pos = q[i] * (n - 1);
+        int lo = (int)pos;
+        out[i] = value_at_rank(v + from, n - from, lo - from, pos - lo);
+        from = lo;
+    }
 }
 
 static double jct_of(const sim_job *job) {
@@ -75,8 +89,11 @@ int report_summarize(const sim_result *r, report_summary *out) {
     }
     if (out->done > 0) {
         out->mean_jct_s = jct_sum / out->done;
-        out->p50_jct_s = percentile(jcts, out->done, 0.50);
-        out->p95_jct_s = percentile(jcts, out->done, 0.95);
+        const double q[] = {0.50, 0.95};
+        double p[2];
+        percentiles(jcts, out->done, q, p, 2);
+        out->p50_jct_s = p[0];
+        out->p95_jct_s = p[1];
         out->mean_wait_s = wait_sum / out->done;
         out->mean_slowdown = slow_sum / out->done;
     }
