@@ -3,6 +3,7 @@
  * the JSON document. */
 #include "report.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -63,7 +64,8 @@ static double jct_of(const sim_job *job) {
 }
 
 int report_summarize(const sim_result *r, report_summary *out) {
-    memset(out, 0, sizeof(*out));
+    /* Only the fields above report_account()'s in report_summary. */
+    memset(out, 0, offsetof(report_summary, acct));
     out->policy = r->policy;
     out->sharing = r->sharing;
     snprintf(out->label, sizeof(out->label), "%s", r->policy);
