@@ -561,17 +561,21 @@ static bool core_under_pressure(const core_config *cfg, const policy_gpu *g) {
 /* Refreshes gpu->view from the window and applies the telemetry gates.
  * Free memory is total minus the most used at any instant of the window:
  * a training job's memory swings within an iteration and a job can free
- * memory only to take it again, so the window's peak is the safe reading. */
+ * memory only to take it again, so the window's peak is the safe reading.
+ * The memory gate goes first: it needs only the window's peak, and on a
+ * busy server it turns most GPUs away before their risk scores (the costly
+ * part of a window) are worked out. The scores are read only for a GPU
+ * that passes. */
 static bool core_telemetry_admits(core_state *core, core_gpu *gpu, double demand,
                                   bool pressure, double now) {
     if (!win_full(&gpu->win, now)) return false;
+    gpu->view.free_mib = gpu->view.total_mib - win_used_max_at(&gpu->win, now);
+    if (gpu->view.free_mib - core_guard(core, gpu) < demand) return false;
     const win_scores *s = win_scores_at(&gpu->win, now);
-    gpu->view.free_mib = gpu->view.total_mib - s->used_max_mib;
     gpu->view.smact = s->smact;
     gpu->view.smocc = s->smocc;
     gpu->view.drama = s->drama;
     gpu->view.util = s->util;
-    if (gpu->view.free_mib - core_guard(core, gpu) < demand) return false;
     return !(pressure && core_under_pressure(&core->cfg, &gpu->view));
 }
 
