@@ -92,13 +92,11 @@ static void gpu_refresh(replay *r, int32_t g, double t) {
     gpu->used_mib = gpu->smact = gpu->smocc = gpu->drama = gpu->util_pct = 0;
     for (int i = 0; i < gpu->njobs; i++) {
         const gpu_entry *e = &gpu->active[i];
-        const cat_workload *w = work_of(r, e->job);
-        double k = e->activity;
-        gpu->used_mib += mem_on(r, e->job, g);
-        gpu->smact += k * w->smact;
-        gpu->smocc += k * w->smocc;
-        gpu->drama += k * w->drama;
-        gpu->util_pct += w->util_pct > 0 ? k * w->util_pct : 0;
+        gpu->used_mib += e->mem_mib;
+        gpu->smact += e->smact;
+        gpu->smocc += e->smocc;
+        gpu->drama += e->drama;
+        gpu->util_pct += e->util_pct;
     }
     struct core_sample reading = {
         .used_mib = gpu->used_mib, .total_mib = r->opt->gpu_mem_mib,
@@ -116,10 +114,13 @@ static int gpu_add(replay *r, int32_t g, int32_t j) {
         gpu->active = more;
         gpu->cap = cap;
     }
+    const cat_workload *w = work_of(r, j);
     double k = activity_of(r, j);
     gpu->active[gpu->njobs++] = (gpu_entry){
-        .job = j, .activity = k,
-        .mark = meter_mark(&gpu->meter, k * work_of(r, j)->smact)};
+        .job = j, .mark = meter_mark(&gpu->meter, k * w->smact),
+        .mem_mib = mem_on(r, j, g), .smact = k * w->smact,
+        .smocc = k * w->smocc, .drama = k * w->drama,
+        .util_pct = w->util_pct > 0 ? k * w->util_pct : 0};
     return 0;
 }
 
@@ -128,8 +129,7 @@ static void gpu_remove(replay *r, int32_t g, int32_t j) {
     int i = 0;
     while (gpu->active[i].job != j) i++;
     const gpu_entry *e = &gpu->active[i];
-    r->jobs[j].energy_j += meter_energy_since(
-        &gpu->meter, e->activity * work_of(r, j)->smact, e->mark);
+    r->jobs[j].energy_j += meter_energy_since(&gpu->meter, e->smact, e->mark);
     int after = gpu->njobs - i - 1;
     memmove(&gpu->active[i], &gpu->active[i + 1],
             (size_t)after * sizeof(*gpu->active));

@@ -21,13 +21,16 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* A job active on a GPU. */
+/* A job active on a GPU, with what it adds to the GPU's readings: fixed
+ * for its attempt, so worked out once when it joins rather than at every
+ * change on the GPU. */
 typedef struct gpu_entry {
     int32_t job;
-    double activity;            /* activity_of(job): fixed for its attempt,
-                                   so kept rather than recomputed at every
-                                   change on the GPU */
     double mark;                /* meter_mark() when it joined */
+    double mem_mib;             /* its peak memory on this GPU */
+    /* Its profiled activity, scaled to what the GPU reads of it (the
+     * share_model_scale() of its attempt): */
+    double smact, smocc, drama, util_pct;
 } gpu_entry;
 
 typedef struct sim_gpu {
