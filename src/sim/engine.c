@@ -12,6 +12,7 @@
 #include "engine.h"
 
 #include "dispatch.h"
+#include "prefault.h"
 #include "replay.h"
 
 #include <pthread.h>
@@ -163,13 +164,21 @@ static void first_error(const engine *e, char *err, size_t errlen) {
     snprintf(err, errlen, "simulator: a server's replay failed");
 }
 
+/* Sends the jobs to servers and sets up their replays. The dispatch is one
+ * pass on one thread, so the result's job records meanwhile have their
+ * pages mapped on the other (prefault.h): the replays then write them
+ * without stopping for page faults. */
 static int engine_init(engine *e, const trace *t, const sim_options *opt,
                        const char *policy) {
-    if (sim_dispatch_plan(&e->dispatch, t, opt->servers, opt->gpus) < 0)
-        return -1;
-    e->servers = calloc((size_t)opt->servers, sizeof(*e->servers));
     e->res = result_new(e, policy);
-    if (!e->servers || !e->res) return -1;
+    if (!e->res) return -1;
+    prefault pages = {0};
+    prefault_add(&pages, e->res->jobs, (size_t)t->count * sizeof(*e->res->jobs));
+    prefault_start(&pages);
+    int rc = sim_dispatch_plan(&e->dispatch, t, opt->servers, opt->gpus);
+    prefault_finish(&pages);
+    e->servers = calloc((size_t)opt->servers, sizeof(*e->servers));
+    if (rc < 0 || !e->servers) return -1;
     for (int s = 0; s < opt->servers; s++) {
         const int32_t *start = e->dispatch.start;
         e->servers[s] = (replay){
