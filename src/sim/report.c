@@ -106,7 +106,7 @@ int report_summarize(const sim_result *r, report_summary *out) {
 static const char *status_of(const sim_job *job);
 
 /* How many jobs ahead report_account() fetches attempts. */
-#define ACCOUNT_PREFETCH 16
+#define ACCOUNT_PREFETCH 96
 
 /* The acct row of job i: its attempts as spans, ended at the run's end
  * for one left unfinished. */
