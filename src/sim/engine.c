@@ -99,7 +99,8 @@ static void merge_server(engine *e, int s) {
     }
 }
 
-/* The result, its jobs' records to be filled by the replays. */
+/* The result, its jobs' records to be filled by the replays and its
+ * attempts by the merge. */
 static sim_result *result_new(engine *e, const char *policy) {
     sim_result *r = calloc(1, sizeof(*r));
     if (!r) return NULL;
@@ -110,8 +111,12 @@ static sim_result *result_new(engine *e, const char *policy) {
     r->njobs = e->trace->count;
     r->start_s = e->trace->jobs[0].submit_s;
     r->jobs = malloc((size_t)r->njobs * sizeof(*r->jobs));
-    if (!r->jobs) {
-        free(r);
+    /* Room for an attempt per job and some retries; result_close() grows
+     * it when there were more. */
+    r->attempts_cap = r->njobs + r->njobs / 16 + 16;
+    r->attempts = malloc((size_t)r->attempts_cap * sizeof(*r->attempts));
+    if (!r->jobs || !r->attempts) {
+        sim_result_free(r);
         return NULL;
     }
     return r;
@@ -144,13 +149,17 @@ static int result_close(engine *e) {
     }
     r->makespan_s = last - r->start_s;
     r->unfinished = r->njobs - finished;
-    r->attempts_cap = r->nattempts;
+    if (r->nattempts > r->attempts_cap) { /* more retries than guessed */
+        sim_attempt *more = realloc(r->attempts, (size_t)r->nattempts *
+                                                     sizeof(*more));
+        if (!more) return -1;
+        r->attempts = more;
+        r->attempts_cap = r->nattempts;
+    }
     r->gpus_cap = r->ngpus_used;
-    r->attempts = malloc((size_t)(r->nattempts ? r->nattempts : 1) *
-                         sizeof(*r->attempts));
     r->gpus = malloc((size_t)(r->ngpus_used ? r->ngpus_used : 1) *
                      sizeof(*r->gpus));
-    return r->attempts && r->gpus ? 0 : -1;
+    return r->gpus ? 0 : -1;
 }
 
 /* The first failed server's reason, so the message does not depend on
@@ -165,15 +174,17 @@ static void first_error(const engine *e, char *err, size_t errlen) {
 }
 
 /* Sends the jobs to servers and sets up their replays. The dispatch is one
- * pass on one thread, so the result's job records meanwhile have their
- * pages mapped on the other (prefault.h): the replays then write them
- * without stopping for page faults. */
+ * pass on one thread, so the result's arrays meanwhile have their pages
+ * mapped on the other (prefault.h): the replays and the merge then write
+ * them without stopping for page faults. */
 static int engine_init(engine *e, const trace *t, const sim_options *opt,
                        const char *policy) {
     e->res = result_new(e, policy);
     if (!e->res) return -1;
     prefault pages = {0};
     prefault_add(&pages, e->res->jobs, (size_t)t->count * sizeof(*e->res->jobs));
+    prefault_add(&pages, e->res->attempts,
+                 (size_t)e->res->attempts_cap * sizeof(*e->res->attempts));
     prefault_start(&pages);
     int rc = sim_dispatch_plan(&e->dispatch, t, opt->servers, opt->gpus);
     prefault_finish(&pages);
