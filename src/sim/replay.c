@@ -253,7 +253,11 @@ static int on_activate(replay *r, int32_t j, double t) {
                                     .since = t, .rate = 0};
     if (update_rates_around(r, a, t) < 0) return -1;
     core_job_active(r->core, j, t);
-    r->dirty = true;
+    /* The core now observes the job's GPUs for observe_s: closed to
+     * newcomers, they can give the head of the queue no place it lacked
+     * before, so the core is asked only when it next wants waking. */
+    if (r->opt->config.observe_s > 0) r->rewake = true;
+    else r->dirty = true;
     return 0;
 }
 
@@ -330,14 +334,16 @@ static int start_launch(replay *r, const core_launch *l, double t) {
     return 0;
 }
 
-static int schedule(replay *r, double t) {
+/* Asks the core for its decisions at t, unless only its next wakeup can
+ * have changed (place false), then for that wakeup. */
+static int schedule(replay *r, double t, bool place) {
     /* Most calls find the queue empty, where the core would place nothing
      * and want no wakeup: skip both calls. */
     if (core_queued_count(r->core) == 0) return 0;
     core_launch batch[LAUNCH_BATCH];
-    int n;
+    int n = 0;
     do {
-        n = core_schedule(r->core, t, batch, LAUNCH_BATCH);
+        if (place) n = core_schedule(r->core, t, batch, LAUNCH_BATCH);
         for (int i = 0; i < n; i++)
             if (start_launch(r, &batch[i], t) < 0) return -1;
     } while (n == LAUNCH_BATCH);
@@ -384,9 +390,10 @@ static int run_loop(replay *r) {
             only_wakeups = false;
             if (on_arrival(r, next++, t) < 0) return -1;
         }
-        if (r->dirty) {
-            r->dirty = false;
-            if (schedule(r, t) < 0) return -1;
+        if (r->dirty || r->rewake) {
+            bool place = r->dirty;
+            r->dirty = r->rewake = false;
+            if (schedule(r, t, place) < 0) return -1;
         }
         bool stuck = only_wakeups && r->running == 0 && next == r->njobs;
         idle_wakeups = stuck ? idle_wakeups + 1 : 0;

@@ -86,6 +86,7 @@ typedef struct replay {
     sim_heap heap;
     double wake_t;              /* the core's pending wakeup, or -1 */
     bool dirty;                 /* ask the core at the end of this moment */
+    bool rewake;                /* ask it only for its next wakeup */
     int running;                /* jobs launched or active */
 
     char err[512];              /* why replay_run() failed */
