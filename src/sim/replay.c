@@ -221,7 +221,9 @@ static int on_arrival(replay *r, int32_t j, double t) {
         return -1;
     }
     job->state = SIM_QUEUED;
-    r->dirty = true;
+    /* Behind a waiting head it changes nothing the core decides on: no
+     * job is placed ahead of the head (no backfill), and no GPU changed. */
+    if (core_queued_count(r->core) == 1) r->dirty = true;
     return 0;
 }
 
