@@ -743,7 +743,8 @@ static void core_start(core_state *core, core_job *job, const core_launch *l,
         }
     }
     core_occupy(core, job);
-    core->rr_next = (l->gpus[l->num_gpus - 1] + 1) % core->num_gpus;
+    int after = l->gpus[l->num_gpus - 1] + 1;
+    core->rr_next = after < core->num_gpus ? after : 0;
 }
 
 static int core_check_adopted(const core_state *core, const core_job_spec *job,

@@ -35,6 +35,7 @@ int win_init(win *w, int samples, double period) {
     memset(w, 0, sizeof(*w));
     w->samples = samples;
     w->period = period;
+    w->span = (samples - 1) * period;
     w->capsteps = 4;
     w->steps = malloc(sizeof(*w->steps) * (size_t)w->capsteps);
     w->run_step = malloc(sizeof(*w->run_step) * (size_t)samples);
@@ -66,7 +67,7 @@ void win_free(win *w) {
 
 /* Time of the oldest instant of the window at `now`. */
 static double win_oldest(const win *w, double now) {
-    return now - (w->samples - 1) * w->period;
+    return now - w->span;
 }
 
 static bool win_same_reading(const core_reading *a, const core_reading *b) {
@@ -117,11 +118,11 @@ int win_push(win *w, const core_reading *r, double now) {
 }
 
 bool win_full(const win *w, double now) {
-    return w->any && now - w->first_t >= (w->samples - 1) * w->period;
+    return w->any && now - w->first_t >= w->span;
 }
 
 double win_full_at(const win *w) {
-    return w->any ? w->first_t + (w->samples - 1) * w->period : -1;
+    return w->any ? w->first_t + w->span : -1;
 }
 
 /* The value at sorted position k (0-based) of runs sorted by value. */

@@ -34,6 +34,7 @@ typedef struct win_scores {
 typedef struct win {
     int samples;          /* W */
     double period;        /* p, seconds */
+    double span;          /* (W-1) p: from the oldest instant to `now` */
     win_step *steps;      /* oldest first; steps[0] may predate the window */
     int nsteps, capsteps;
     bool any;             /* at least one sample seen */
