@@ -471,12 +471,9 @@ void replay_close_books(replay *r, double t) {
 }
 
 void replay_free(replay *r) {
-    free_working_state(r);
+    /* replay_run() has freed the working state, if it ever ran. */
     for (int g = 0; r->gpu && g < r->opt->gpus; g++) free(r->gpu[g].active);
     free(r->gpu);
     free(r->attempts);
     free(r->gpus);
-    r->gpu = NULL;
-    r->attempts = NULL;
-    r->gpus = NULL;
 }

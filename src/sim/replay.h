@@ -92,13 +92,15 @@ typedef struct replay {
     char err[512];              /* why replay_run() failed */
 } replay;
 
-/* Replays r's jobs, given the fields under "Given by the engine". Returns
- * 0, or -1 with r->err set. Either way replay_free() releases r. */
+/* Replays r's jobs, given the fields under "Given by the engine", and
+ * frees its working state. Returns 0, or -1 with r->err set. Either way
+ * replay_free() releases the rest. */
 int replay_run(replay *r);
 
 /* Counts each GPU's energy (idle by now) up to t, the run's last end. */
 void replay_close_books(replay *r, double t);
 
+/* Frees r's results; a replay never run holds none. */
 void replay_free(replay *r);
 
 #endif
