@@ -42,20 +42,17 @@ static const struct { const char *word; est_category cat; } words[] = {
     {"identity", EST_CAT_VIEW}, {"flatten", EST_CAT_VIEW},
     {"unflatten", EST_CAT_VIEW}};
 
-/* Case-insensitive strstr over at most 64 bytes of the name: longer class
- * names are not torch.nn's. */
-static int contains(const char *name, const char *word) {
+/* Matching is case-insensitive, on at most 64 bytes of the name (longer
+ * class names are not torch.nn's), lowered once for all the words: a big
+ * description has hundreds of layers. */
+est_category est_category_of(const char *type) {
     char low[65];
     size_t n = 0;
-    for (; name[n] && n < sizeof(low) - 1; n++)
-        low[n] = (char)tolower((unsigned char)name[n]);
+    for (; type[n] && n < sizeof(low) - 1; n++)
+        low[n] = (char)tolower((unsigned char)type[n]);
     low[n] = '\0';
-    return strstr(low, word) != NULL;
-}
-
-est_category est_category_of(const char *type) {
     for (size_t i = 0; i < sizeof(words) / sizeof(*words); i++)
-        if (contains(type, words[i].word)) return words[i].cat;
+        if (strstr(low, words[i].word)) return words[i].cat;
     return EST_CAT_OTHER;
 }
 
