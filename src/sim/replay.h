@@ -2,10 +2,11 @@
  *
  * The engine (engine.h) hands each server the jobs the dispatcher sent it
  * and replays the servers independently, possibly in parallel threads.
- * A replay touches only its own records and the read-only trace, so no
- * locking is needed. What a replay produces -- its jobs' records, its
- * attempts, its GPUs' energy -- stays in the replay until the engine
- * merges the servers, in server order, into one sim_result.
+ * A replay reads the read-only trace and writes only its own records and
+ * its own jobs' entries in the result, so no locking is needed. It writes
+ * its jobs' records into the result when it ends; its attempts and its
+ * GPUs' energy stay in the replay until the engine merges the servers, in
+ * server order, into one sim_result.
  *
  * Inside a replay, jobs are numbered 0..njobs-1 in submit order (the core
  * knows them by that number) and GPUs 0..gpus-1.
