@@ -156,7 +156,6 @@ static int result_close(engine *e) {
         r->attempts = more;
         r->attempts_cap = r->nattempts;
     }
-    r->gpus_cap = r->ngpus_used;
     r->gpus = malloc((size_t)(r->ngpus_used ? r->ngpus_used : 1) *
                      sizeof(*r->gpus));
     return r->gpus ? 0 : -1;

@@ -66,7 +66,6 @@ typedef struct sim_job {
     double energy_j;            /* its share of its GPUs' energy (meter.h) */
     int32_t first_attempt;      /* -1 before the first launch */
     int32_t last_attempt;
-    int32_t server;
     uint8_t state;              /* sim_job_state */
 } sim_job;
 
@@ -79,7 +78,7 @@ typedef struct sim_result {
     sim_attempt *attempts;
     int nattempts, attempts_cap;
     int32_t *gpus;              /* GPU numbers of all attempts, global */
-    int ngpus_used, gpus_cap;
+    int ngpus_used;
     double start_s;             /* first submit */
     double makespan_s;          /* last end - first submit */
     double energy_j;            /* all GPUs, start_s to the last end */

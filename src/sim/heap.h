@@ -25,12 +25,12 @@
 typedef enum sim_event_kind {
     SIM_EV_ACTIVATE,    /* a launched job shows its first GPU activity */
     SIM_EV_COMPLETE,    /* a job's work is done; keyed by job */
-    SIM_EV_WAKEUP       /* a server's core asked to be asked again */
+    SIM_EV_WAKEUP       /* the core asked to be asked again */
 } sim_event_kind;
 
 typedef struct sim_event {
     double t;           /* when, seconds */
-    int32_t id;         /* job index, or server index for SIM_EV_WAKEUP */
+    int32_t id;         /* job index; 0 for SIM_EV_WAKEUP */
     sim_event_kind kind;
 } sim_event;
 

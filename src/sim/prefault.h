@@ -1,14 +1,15 @@
 /* prefault.h -- maps the pages of big arrays in a second thread.
  *
- * A million-job replay sizes its per-job and attempt records once from the
- * trace (about 116 MB) and fills them as it goes; the first write to each
- * page stopped it for a page fault (page faults were a tenth of the run,
- * these over half of them). A prefault asks the kernel, from a second
- * thread, to map those pages before the loop reaches them (madvise
- * MADV_POPULATE_WRITE, Linux 5.14). The kernel maps pages without touching
- * their contents, so the thread shares no data with the loop and needs no
- * locking. Where the call or the thread is not to be had, nothing happens
- * and the loop takes its faults as before.
+ * A million-job replay fills big arrays sized up front: the trace file's
+ * buffer as it is read, the result's job and attempt records (about 100
+ * MB) as the servers are replayed and merged. The first write to each
+ * page stops the writer for a page fault (page faults were a tenth of the
+ * run). A prefault asks the kernel, from a second thread, to map those
+ * pages while the first does other work -- the read, the dispatch --
+ * (madvise MADV_POPULATE_WRITE, Linux 5.14). The kernel maps pages without
+ * touching their contents, so the thread shares no data with the writer
+ * and needs no locking. Where the call or the thread is not to be had,
+ * nothing happens and the writer takes its faults as before.
  */
 #ifndef AEGIS_PREFAULT_H
 #define AEGIS_PREFAULT_H

@@ -336,19 +336,25 @@ static int start_launch(replay *r, const core_launch *l, double t) {
     return 0;
 }
 
+/* Starts every launch the core decides on at t. */
+static int launch_decisions(replay *r, double t) {
+    core_launch batch[LAUNCH_BATCH];
+    int n;
+    do {
+        n = core_schedule(r->core, t, batch, LAUNCH_BATCH);
+        for (int i = 0; i < n; i++)
+            if (start_launch(r, &batch[i], t) < 0) return -1;
+    } while (n == LAUNCH_BATCH);
+    return 0;
+}
+
 /* Asks the core for its decisions at t, unless only its next wakeup can
  * have changed (place false), then for that wakeup. */
 static int schedule(replay *r, double t, bool place) {
     /* Most calls find the queue empty, where the core would place nothing
      * and want no wakeup: skip both calls. */
     if (core_queued_count(r->core) == 0) return 0;
-    core_launch batch[LAUNCH_BATCH];
-    int n = 0;
-    do {
-        if (place) n = core_schedule(r->core, t, batch, LAUNCH_BATCH);
-        for (int i = 0; i < n; i++)
-            if (start_launch(r, &batch[i], t) < 0) return -1;
-    } while (n == LAUNCH_BATCH);
+    if (place && launch_decisions(r, t) < 0) return -1;
     double wake = core_next_wakeup(r->core, t);
     bool covered = r->wake_t > t && r->wake_t <= wake;
     if (wake > t && !covered) {
@@ -427,7 +433,7 @@ static int replay_init(replay *r) {
     for (int i = 0; i < r->njobs; i++) r->rows[i] = r->trace[r->ids[i]];
     for (int i = 0; i < r->njobs; i++)
         r->jobs[i] = (sim_job){.src = &r->trace[r->ids[i]], .first_attempt = -1,
-                               .last_attempt = -1, .server = r->server};
+                               .last_attempt = -1};
     for (int g = 0; g < opt->gpus; g++) totals[g] = opt->gpu_mem_mib;
     core_config cfg = opt->config;
     cfg.policy = r->policy;
