@@ -430,10 +430,12 @@ static int replay_init(replay *r) {
         free(totals);
         return out_of_memory(r);
     }
-    for (int i = 0; i < r->njobs; i++) r->rows[i] = r->trace[r->ids[i]];
-    for (int i = 0; i < r->njobs; i++)
-        r->jobs[i] = (sim_job){.src = &r->trace[r->ids[i]], .first_attempt = -1,
+    for (int i = 0; i < r->njobs; i++) {
+        const trace_job *row = &r->trace[r->ids[i]];
+        r->rows[i] = *row;
+        r->jobs[i] = (sim_job){.src = row, .first_attempt = -1,
                                .last_attempt = -1};
+    }
     for (int g = 0; g < opt->gpus; g++) totals[g] = opt->gpu_mem_mib;
     core_config cfg = opt->config;
     cfg.policy = r->policy;
