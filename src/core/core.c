@@ -543,8 +543,11 @@ static bool gpu_open(const core_gpu *gpu, double now) {
            now >= gpu->open_at;
 }
 
+/* Asked for every GPU at every collocation attempt: a compare, not a call
+ * to libm's fmax(). */
 static double core_guard(const core_state *core, const core_gpu *gpu) {
-    return fmax(core->cfg.guard_min_mib, core->cfg.guard_frac * gpu->view.total_mib);
+    double by_frac = core->cfg.guard_frac * gpu->view.total_mib;
+    return by_frac > core->cfg.guard_min_mib ? by_frac : core->cfg.guard_min_mib;
 }
 
 /* The runtime-pressure filter on risk scores: SMACT with SMOCC or DRAMA
@@ -847,13 +850,13 @@ static void wakeup_min(double *best, double t, double now) {
     if (t > now && (*best < 0 || t < *best)) *best = t;
 }
 
-double core_next_wakeup(const core_state *core, double now) {
+double core_next_wakeup(core_state *core, double now) {
     if (core->recovery.len + core->fifo.len == 0) return -1;
     /* Windows matter only to gates that read telemetry. */
     bool windows = core->pol->uses_telemetry || core->recovery.len > 0;
     double best = -1;
     for (int g = 0; g < core->num_gpus; g++) {
-        const core_gpu *gpu = &core->gpus[g];
+        core_gpu *gpu = &core->gpus[g];
         if (gpu->view.njobs > 0) wakeup_min(&best, gpu->open_at, now);
         if (!windows) continue;
         wakeup_min(&best, win_full_at(&gpu->win), now);

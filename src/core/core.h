@@ -318,7 +318,7 @@ int core_schedule(core_state *core, double now, core_launch *out, int max);
  * differently without any new event (an observation ending, a telemetry
  * window filling or sliding past a change), or a negative value when
  * nothing is pending. The simulator sleeps until then. */
-double core_next_wakeup(const core_state *core, double now);
+double core_next_wakeup(core_state *core, double now);
 
 /* Jobs waiting (both queues) and jobs placed, for dispatchers and listings. */
 int core_queued_count(const core_state *core);

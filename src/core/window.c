@@ -89,7 +89,7 @@ int win_push(win *w, const core_reading *r, double now) {
         /* Two readings at one instant (or a late one): the newer wins. */
         if (now <= last->t) {
             last->r = *r;
-            w->cache_ok = false;
+            w->cache_ok = w->next_ok = false;
             return 0;
         }
     }
@@ -113,7 +113,7 @@ int win_push(win *w, const core_reading *r, double now) {
                 sizeof(*w->steps) * (size_t)(w->nsteps - drop));
         w->nsteps -= drop;
     }
-    w->cache_ok = false;
+    w->cache_ok = w->next_ok = false;
     return 0;
 }
 
@@ -257,9 +257,10 @@ static void win_cache_at(win *w, double now) {
     } else {
         w->nruns = win_step_runs(w, now);
         w->cache.used_max_mib = 0;
-        for (int i = 0; i < w->nruns; i++)
-            w->cache.used_max_mib = fmax(w->cache.used_max_mib,
-                                         w->steps[w->run_step[i]].r.used_mib);
+        for (int i = 0; i < w->nruns; i++) { /* not fmax(): a libm call */
+            double used = w->steps[w->run_step[i]].r.used_mib;
+            if (used > w->cache.used_max_mib) w->cache.used_max_mib = used;
+        }
         w->scores_ok = false;
         w->until_ok = false;
     }
@@ -281,7 +282,17 @@ double win_used_max_at(win *w, double now) {
     return w->cache.used_max_mib;
 }
 
-double win_next_change(const win *w, double now) {
+/* True when the remembered next change is the answer for `now`. Only
+ * answers from a full window are remembered: before the window fills,
+ * every change is reported as the filling (below), which a later `now`
+ * may already be past. */
+static bool win_next_known(const win *w, double now) {
+    return w->next_ok && now >= w->next_from &&
+           (w->next_at < 0 || now < w->next_at);
+}
+
+double win_next_change(win *w, double now) {
+    if (win_next_known(w, now)) return w->next_at;
     double next = -1;
     /* Instant now-i*p crosses the boundary at step time t when
      * now = t + i*p, for i in 0..W-1. */
@@ -298,8 +309,13 @@ double win_next_change(const win *w, double now) {
             at = t + i * w->period;
         }
         if (i > w->samples - 1) continue;
-        at = fmax(at, full_at); /* before that nothing is decided anyway */
+        if (at < full_at) at = full_at; /* nothing is decided before */
         if (next < 0 || at < next) next = at;
     }
+    /* The schedule asks every GPU after every change on any one of them:
+     * most windows have not changed since they were last asked. */
+    w->next_ok = now >= full_at;
+    w->next_from = now;
+    w->next_at = next;
     return next;
 }

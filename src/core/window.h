@@ -53,6 +53,10 @@ typedef struct win {
                                comes before that) */
     double cache_from, cache_until;
     win_scores cache;
+    bool next_ok;         /* win_next_change(w, t) is next_at for every t in
+                             [next_from, next_at), or every t >= next_from
+                             when next_at < 0 (see win_next_change) */
+    double next_from, next_at;
 } win;
 
 /* Returns 0, or -1 when out of memory. */
@@ -76,8 +80,9 @@ const win_scores *win_scores_at(win *w, double now);
 double win_used_max_at(win *w, double now);
 
 /* The earliest time after `now` at which the window's content changes,
- * or a negative value when it will not change without a new sample. */
-double win_next_change(const win *w, double now);
+ * or a negative value when it will not change without a new sample.
+ * Remembers its answer: asked again before that time, it answers at once. */
+double win_next_change(win *w, double now);
 
 /* Risk score of runs given oldest first: the mean of (mean, median, p95,
  * EWMA with alpha 2/(W+1) where W is the total count). Unknown values
