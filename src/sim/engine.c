@@ -1,13 +1,13 @@
-/* engine.c -- replays a trace server by server, in parallel, and merges
- * the servers' results into one sim_result.
+/* engine.c -- replays a trace server by server, in parallel, into one
+ * sim_result.
  *
  * The dispatcher decides up front which server runs which job (dispatch.h),
  * so each server's replay (replay.h) needs nothing from the others. Worker
- * threads take servers one at a time from a shared counter; a replay keeps
- * its results until every server is done, then the merge copies them into
- * the result in server order, again in parallel. Attempt and GPU numbers
- * are offset by what the servers before hold, which depends only on the
- * servers' own results: the output is the same on any number of threads.
+ * threads take servers one at a time from a shared counter. A replay writes
+ * its jobs' records and its server's log of attempts straight into the
+ * result; when every server is done, their figures are summed in server
+ * order. Nothing depends on which thread ran which server: the output is
+ * the same on any number of threads.
  */
 #include "engine.h"
 
@@ -28,8 +28,6 @@ typedef struct engine {
     sim_dispatch dispatch;
     replay *servers;            /* opt->servers replays */
     sim_result *res;
-    int32_t *attempt_base;      /* per server: its first attempt in res */
-    int32_t *gpu_base;          /* per server: its first GPU entry in res */
     void (*work)(struct engine *, int server); /* what the workers do */
     atomic_int next_server;     /* the next server a worker takes */
     atomic_bool failed;         /* a replay failed: take no more */
@@ -71,36 +69,14 @@ static void for_each_server(engine *e, void (*work)(engine *, int)) {
     for (int i = 0; i < started; i++) pthread_join(threads[i], NULL);
 }
 
-/* ---- replay and merge ------------------------------------------------------- */
+/* ---- replay and sum ------------------------------------------------------- */
 
 static void replay_server(engine *e, int s) {
     if (replay_run(&e->servers[s]) < 0) atomic_store(&e->failed, true);
 }
 
-/* Copies server s's results into the result at its offsets. */
-static void merge_server(engine *e, int s) {
-    replay *p = &e->servers[s];
-    sim_result *r = e->res;
-    int32_t abase = e->attempt_base[s], gbase = e->gpu_base[s];
-    int gpu0 = s * e->opt->gpus;
-    for (int i = 0; i < p->nattempts; i++) {
-        sim_attempt a = p->attempts[i];
-        a.gpu_off += gbase;
-        if (a.next >= 0) a.next += abase;
-        r->attempts[abase + i] = a;
-    }
-    for (int i = 0; i < p->ngpus_used; i++) r->gpus[gbase + i] = gpu0 + p->gpus[i];
-    for (int i = 0; i < p->njobs; i++) {
-        sim_job *job = &r->jobs[p->ids[i]];
-        if (job->first_attempt >= 0) {
-            job->first_attempt += abase;
-            job->last_attempt += abase;
-        }
-    }
-}
-
-/* The result, its jobs' records to be filled by the replays and its
- * attempts by the merge. */
+/* The result, its jobs' records and its servers' logs to be filled by the
+ * replays. */
 static sim_result *result_new(engine *e, const char *policy) {
     sim_result *r = calloc(1, sizeof(*r));
     if (!r) return NULL;
@@ -111,25 +87,19 @@ static sim_result *result_new(engine *e, const char *policy) {
     r->njobs = e->trace->count;
     r->start_s = e->trace->jobs[0].submit_s;
     r->jobs = malloc((size_t)r->njobs * sizeof(*r->jobs));
-    /* Room for an attempt per job and some retries; result_close() grows
-     * it when there were more. */
-    r->attempts_cap = r->njobs + r->njobs / 16 + 16;
-    r->attempts = malloc((size_t)r->attempts_cap * sizeof(*r->attempts));
-    if (!r->jobs || !r->attempts) {
+    r->logs = calloc((size_t)r->servers, sizeof(*r->logs));
+    if (!r->jobs || !r->logs) {
         sim_result_free(r);
         return NULL;
     }
     return r;
 }
 
-/* Closes every server's books at the run's last end, sums the servers'
- * figures in server order and sizes the result's attempt arrays. */
-static int result_close(engine *e) {
+/* Closes every server's books at the run's last end and sums the servers'
+ * figures in server order. */
+static void result_close(engine *e) {
     sim_result *r = e->res;
     int nservers = e->opt->servers;
-    e->attempt_base = malloc((size_t)nservers * sizeof(*e->attempt_base));
-    e->gpu_base = malloc((size_t)nservers * sizeof(*e->gpu_base));
-    if (!e->attempt_base || !e->gpu_base) return -1;
     double last = r->start_s;
     for (int s = 0; s < nservers; s++)
         if (e->servers[s].last_end_s > last) last = e->servers[s].last_end_s;
@@ -137,10 +107,6 @@ static int result_close(engine *e) {
     for (int s = 0; s < nservers; s++) {
         replay *p = &e->servers[s];
         replay_close_books(p, last);
-        e->attempt_base[s] = r->nattempts;
-        e->gpu_base[s] = r->ngpus_used;
-        r->nattempts += p->nattempts;
-        r->ngpus_used += p->ngpus_used;
         r->energy_j += p->energy_j;
         r->busy_gpu_s += p->busy_gpu_s;
         r->ooms += p->ooms;
@@ -149,16 +115,6 @@ static int result_close(engine *e) {
     }
     r->makespan_s = last - r->start_s;
     r->unfinished = r->njobs - finished;
-    if (r->nattempts > r->attempts_cap) { /* more retries than guessed */
-        sim_attempt *more = realloc(r->attempts, (size_t)r->nattempts *
-                                                     sizeof(*more));
-        if (!more) return -1;
-        r->attempts = more;
-        r->attempts_cap = r->nattempts;
-    }
-    r->gpus = malloc((size_t)(r->ngpus_used ? r->ngpus_used : 1) *
-                     sizeof(*r->gpus));
-    return r->gpus ? 0 : -1;
 }
 
 /* The first failed server's reason, so the message does not depend on
@@ -173,17 +129,15 @@ static void first_error(const engine *e, char *err, size_t errlen) {
 }
 
 /* Sends the jobs to servers and sets up their replays. The dispatch is one
- * pass on one thread, so the result's arrays meanwhile have their pages
- * mapped on the other (prefault.h): the replays and the merge then write
- * them without stopping for page faults. */
+ * pass on one thread, so the result's job records meanwhile have their
+ * pages mapped on the other (prefault.h): the replays then write them
+ * without stopping for page faults. */
 static int engine_init(engine *e, const trace *t, const sim_options *opt,
                        const char *policy) {
     e->res = result_new(e, policy);
     if (!e->res) return -1;
     prefault pages = {0};
     prefault_add(&pages, e->res->jobs, (size_t)t->count * sizeof(*e->res->jobs));
-    prefault_add(&pages, e->res->attempts,
-                 (size_t)e->res->attempts_cap * sizeof(*e->res->attempts));
     prefault_start(&pages);
     int rc = sim_dispatch_plan(&e->dispatch, t, opt->servers, opt->gpus);
     prefault_finish(&pages);
@@ -194,7 +148,8 @@ static int engine_init(engine *e, const trace *t, const sim_options *opt,
         e->servers[s] = (replay){
             .opt = opt, .policy = policy, .server = s, .trace = t->jobs,
             .ids = &e->dispatch.ids[start[s]], .njobs = start[s + 1] - start[s],
-            .start_s = t->jobs[0].submit_s, .out = e->res->jobs};
+            .start_s = t->jobs[0].submit_s, .out = e->res->jobs,
+            .log = &e->res->logs[s]};
     }
     return 0;
 }
@@ -203,8 +158,6 @@ static void engine_free(engine *e) {
     for (int s = 0; e->servers && s < e->opt->servers; s++)
         replay_free(&e->servers[s]);
     free(e->servers);
-    free(e->attempt_base);
-    free(e->gpu_base);
     sim_dispatch_free(&e->dispatch);
 }
 
@@ -217,8 +170,8 @@ sim_result *sim_run(const trace *t, const sim_options *opt, const char *policy,
         if (atomic_load(&e.failed)) {
             first_error(&e, err, errlen);
             rc = -2;
-        } else if ((rc = result_close(&e)) == 0) {
-            for_each_server(&e, merge_server);
+        } else {
+            result_close(&e);
         }
     }
     if (rc == -1) snprintf(err, errlen, "simulator: out of memory");
@@ -230,8 +183,20 @@ sim_result *sim_run(const trace *t, const sim_options *opt, const char *policy,
 
 void sim_result_free(sim_result *r) {
     if (!r) return;
+    for (int s = 0; r->logs && s < r->servers; s++) {
+        free(r->logs[s].attempts);
+        free(r->logs[s].gpus);
+    }
+    free(r->logs);
     free(r->jobs);
-    free(r->attempts);
-    free(r->gpus);
     free(r);
+}
+
+const sim_attempt *sim_attempt_of(const sim_result *r, const sim_job *job,
+                                  int32_t a) {
+    return &r->logs[job->server].attempts[a];
+}
+
+int sim_attempt_gpu(const sim_result *r, int s, const sim_attempt *at, int k) {
+    return s * r->gpus_per_server + r->logs[s].gpus[at->gpu_off + k];
 }

@@ -7,8 +7,11 @@
  * (in solo-seconds) at a constant rate, 1 / slowdown (model.h).
  *
  * Each server's replay (replay.h) depends only on the jobs the dispatcher
- * (dispatch.h) sent it, so servers are replayed in parallel threads and
- * merged in server order: the result is the same on any number of threads.
+ * (dispatch.h) sent it, so servers are replayed in parallel threads: the
+ * result is the same on any number of threads. The result keeps each
+ * server's attempts where its replay wrote them, in a log per server
+ * (sim_server_log), and a job names its server: copying a million attempts
+ * into one array, and renumbering them, took a tenth of a big run.
  *
  * Ownership: sim_run() allocates a sim_result the caller frees with
  * sim_result_free(); it points into the trace, which must outlive it.
@@ -41,8 +44,8 @@ typedef struct sim_attempt {
     double start_s;             /* launched by the core */
     double active_s;            /* first GPU activity */
     double end_s;               /* finished or crashed; < 0 while running */
-    int32_t gpu_off;            /* its GPUs: sim_result.gpus[gpu_off...] */
-    int32_t next;               /* the job's next attempt, or -1 */
+    int32_t gpu_off;            /* its GPUs: its log's gpus[gpu_off...] */
+    int32_t next;               /* the job's next attempt in its log, or -1 */
     int32_t job;                /* index in sim_result.jobs */
     uint8_t ngpus;
     uint8_t share;              /* share_mode it ran as (core_launch.share) */
@@ -64,10 +67,21 @@ typedef struct sim_job {
     double end_s;               /* when it finished or was stopped */
     double exec_s;              /* sum of its attempts' durations */
     double energy_j;            /* its share of its GPUs' energy (meter.h) */
-    int32_t first_attempt;      /* -1 before the first launch */
-    int32_t last_attempt;
+    int32_t first_attempt;      /* in its server's log; -1 before the */
+    int32_t last_attempt;       /*   first launch */
+    int32_t server;             /* the server the dispatcher sent it to */
     uint8_t state;              /* sim_job_state */
 } sim_job;
+
+/* One server's attempts, in launch order. */
+typedef struct sim_server_log {
+    sim_attempt *attempts;
+    int nattempts, attempts_cap;
+    int32_t *gpus;              /* the attempts' GPUs, numbered within the
+                                   server: GPU k of server s is s * gpus +
+                                   k across servers (sim_attempt_gpu) */
+    int ngpus_used, gpus_cap;
+} sim_server_log;
 
 typedef struct sim_result {
     const char *policy;
@@ -75,10 +89,7 @@ typedef struct sim_result {
     int servers, gpus_per_server;
     sim_job *jobs;              /* in trace order (sorted by submit) */
     int njobs;
-    sim_attempt *attempts;
-    int nattempts, attempts_cap;
-    int32_t *gpus;              /* GPU numbers of all attempts, global */
-    int ngpus_used;
+    sim_server_log *logs;       /* one per server */
     double start_s;             /* first submit */
     double makespan_s;          /* last end - first submit */
     double energy_j;            /* all GPUs, start_s to the last end */
@@ -91,5 +102,11 @@ typedef struct sim_result {
 sim_result *sim_run(const trace *t, const sim_options *opt, const char *policy,
                     char *err, size_t errlen);
 void sim_result_free(sim_result *r);
+
+/* Attempt a of the job (its first_attempt, or a next link). */
+const sim_attempt *sim_attempt_of(const sim_result *r, const sim_job *job,
+                                  int32_t a);
+/* The number across servers of GPU k of an attempt in server s's log. */
+int sim_attempt_gpu(const sim_result *r, int s, const sim_attempt *at, int k);
 
 #endif

@@ -1,8 +1,8 @@
 /* prefault.h -- maps the pages of big arrays in a second thread.
  *
  * A million-job replay fills big arrays sized up front: the trace file's
- * buffer as it is read, the result's job and attempt records (about 100
- * MB) as the servers are replayed and merged. The first write to each
+ * buffer as it is read, the result's job records (about 50 MB) as the
+ * servers are replayed. The first write to each
  * page stops the writer for a page fault (page faults were a tenth of the
  * run). A prefault asks the kernel, from a second thread, to map those
  * pages while the first does other work -- the read, the dispatch --

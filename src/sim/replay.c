@@ -45,11 +45,11 @@ static const cat_workload *work_of(const replay *r, int32_t j) {
 }
 
 static sim_attempt *attempt_of(const replay *r, int32_t j) {
-    return &r->attempts[r->jobs[j].last_attempt];
+    return &r->log->attempts[r->jobs[j].last_attempt];
 }
 
 static const int32_t *gpus_of(const replay *r, const sim_attempt *a) {
-    return &r->gpus[a->gpu_off];
+    return &r->log->gpus[a->gpu_off];
 }
 
 static int out_of_memory(replay *r) {
@@ -311,22 +311,23 @@ static int grow(void **items, int *cap, size_t size) {
 }
 
 static int new_attempt(replay *r, const core_launch *l, double t) {
-    if ((r->nattempts == r->attempts_cap &&
-         grow((void **)&r->attempts, &r->attempts_cap,
-              sizeof(*r->attempts)) < 0) ||
-        (r->ngpus_used + l->num_gpus > r->gpus_cap &&
-         grow((void **)&r->gpus, &r->gpus_cap, sizeof(*r->gpus)) < 0))
+    sim_server_log *log = r->log;
+    if ((log->nattempts == log->attempts_cap &&
+         grow((void **)&log->attempts, &log->attempts_cap,
+              sizeof(*log->attempts)) < 0) ||
+        (log->ngpus_used + l->num_gpus > log->gpus_cap &&
+         grow((void **)&log->gpus, &log->gpus_cap, sizeof(*log->gpus)) < 0))
         return out_of_memory(r);
     sim_job *job = &r->jobs[l->job_id];
-    int idx = r->nattempts++;
-    r->attempts[idx] = (sim_attempt){.start_s = t, .active_s = -1,
-        .end_s = -1, .gpu_off = r->ngpus_used, .next = -1,
+    int idx = log->nattempts++;
+    log->attempts[idx] = (sim_attempt){.start_s = t, .active_s = -1,
+        .end_s = -1, .gpu_off = log->ngpus_used, .next = -1,
         .job = r->ids[l->job_id], .ngpus = (uint8_t)l->num_gpus,
         .share = (uint8_t)l->share[0], .mig = l->mig};
     for (int k = 0; k < l->num_gpus; k++)
-        r->gpus[r->ngpus_used++] = l->gpus[k];
+        log->gpus[log->ngpus_used++] = l->gpus[k];
     if (job->first_attempt < 0) job->first_attempt = idx;
-    else r->attempts[job->last_attempt].next = idx;
+    else log->attempts[job->last_attempt].next = idx;
     job->last_attempt = idx;
     return 0;
 }
@@ -423,17 +424,18 @@ static int replay_init(replay *r) {
     const sim_options *opt = r->opt;
     r->wake_t = -1;
     r->last_end_s = r->start_s;
-    r->attempts_cap = r->gpus_cap = r->njobs + 16;
+    sim_server_log *log = r->log;
+    log->attempts_cap = log->gpus_cap = r->njobs + 16;
+    log->attempts = malloc((size_t)log->attempts_cap * sizeof(*log->attempts));
+    log->gpus = malloc((size_t)log->gpus_cap * sizeof(*log->gpus));
     r->jobs = malloc((size_t)(r->njobs ? r->njobs : 1) * sizeof(*r->jobs));
     r->rows = malloc((size_t)(r->njobs ? r->njobs : 1) * sizeof(*r->rows));
     r->progress = malloc((size_t)(r->njobs ? r->njobs : 1) *
                          sizeof(*r->progress));
-    r->attempts = malloc((size_t)r->attempts_cap * sizeof(*r->attempts));
-    r->gpus = malloc((size_t)r->gpus_cap * sizeof(*r->gpus));
     r->gpu = calloc((size_t)opt->gpus, sizeof(*r->gpu));
     double *totals = malloc((size_t)opt->gpus * sizeof(*totals));
-    if (!r->jobs || !r->rows || !r->progress || !r->attempts || !r->gpus || !r->gpu || !totals ||
-        sim_heap_keys(&r->heap, r->njobs) < 0) {
+    if (!log->attempts || !log->gpus || !r->jobs || !r->rows || !r->progress ||
+        !r->gpu || !totals || sim_heap_keys(&r->heap, r->njobs) < 0) {
         free(totals);
         return out_of_memory(r);
     }
@@ -443,7 +445,7 @@ static int replay_init(replay *r) {
         const trace_job *row = &r->trace[r->ids[i]];
         r->rows[i] = *row;
         r->jobs[i] = (sim_job){.src = row, .first_attempt = -1,
-                               .last_attempt = -1};
+                               .last_attempt = -1, .server = r->server};
     }
     for (int g = 0; g < opt->gpus; g++) totals[g] = opt->gpu_mem_mib;
     core_config cfg = opt->config;
@@ -492,9 +494,8 @@ void replay_close_books(replay *r, double t) {
 }
 
 void replay_free(replay *r) {
-    /* replay_run() has freed the working state, if it ever ran. */
+    /* replay_run() has freed the working state, if it ever ran; the log
+     * belongs to the result. */
     for (int g = 0; r->gpu && g < r->opt->gpus; g++) free(r->gpu[g].active);
     free(r->gpu);
-    free(r->attempts);
-    free(r->gpus);
 }

@@ -2,11 +2,11 @@
  *
  * The engine (engine.h) hands each server the jobs the dispatcher sent it
  * and replays the servers independently, possibly in parallel threads.
- * A replay reads the read-only trace and writes only its own records and
- * its own jobs' entries in the result, so no locking is needed. It writes
- * its jobs' records into the result when it ends; its attempts and its
- * GPUs' energy stay in the replay until the engine merges the servers, in
- * server order, into one sim_result.
+ * A replay reads the read-only trace and writes only its own records, its
+ * server's log in the result and its own jobs' entries there, so no
+ * locking is needed. It writes its jobs' records into the result when it
+ * ends; its GPUs' energy stays in the replay until the engine sums the
+ * servers' figures, in server order.
  *
  * Inside a replay, jobs are numbered 0..njobs-1 in submit order (the core
  * knows them by that number) and GPUs 0..gpus-1.
@@ -61,15 +61,11 @@ typedef struct replay {
     double start_s;             /* the trace's first submit */
 
     sim_job *out;               /* the result's jobs, by trace index */
+    sim_server_log *log;        /* the result's log of this server, empty:
+                                   the replay fills it (attempts[].job is
+                                   the trace index) */
 
-    /* Results, kept until the engine has merged them. Attempt numbers and
-     * GPU numbers in here are the replay's own; attempts[].job is the
-     * trace index. The jobs' records are copied to out[] when the replay
-     * ends, with attempt numbers still the replay's own. */
-    sim_attempt *attempts;
-    int nattempts, attempts_cap;
-    int32_t *gpus;
-    int ngpus_used, gpus_cap;
+    /* Results, kept until the engine has summed them. */
     sim_gpu *gpu;               /* opt->gpus of them */
     double energy_j, busy_gpu_s;
     double last_end_s;          /* latest attempt end, or start_s */

@@ -170,6 +170,11 @@ static const char *status_of(const sim_job *job);
  * 1024 took the accounting from 34 to 19 ms where 96 had. */
 #define ACCOUNT_PREFETCH 1024
 
+static void prefetch_first_attempt(const sim_result *r, const sim_job *job) {
+    if (job->first_attempt >= 0)
+        __builtin_prefetch(sim_attempt_of(r, job, job->first_attempt));
+}
+
 /* The acct row of job i: its attempts as spans, ended at the run's end
  * for one left unfinished. */
 static int report_row(const sim_result *r, int i, double energy_j,
@@ -177,7 +182,9 @@ static int report_row(const sim_result *r, int i, double energy_j,
     const sim_job *job = &r->jobs[i];
     double run_end = r->start_s + r->makespan_s;
     size_t n = 0;
-    for (int a = job->first_attempt; a >= 0; a = r->attempts[a].next) {
+    const sim_attempt *at;
+    for (int a = job->first_attempt; a >= 0; a = at->next) {
+        at = sim_attempt_of(r, job, a);
         if (n == *cap) {
             size_t more = *cap ? *cap * 2 : 8;
             acct_span *grown = realloc(*spans, more * sizeof(**spans));
@@ -185,7 +192,6 @@ static int report_row(const sim_result *r, int i, double energy_j,
             *spans = grown;
             *cap = more;
         }
-        const sim_attempt *at = &r->attempts[a];
         (*spans)[n++] = (acct_span){at->start_s, at->end_s, at->ngpus};
     }
     bool ended = job->state == SIM_DONE || job->state == SIM_STOPPED;
@@ -210,10 +216,8 @@ int report_account(const sim_result *r, const acct_params *p, FILE *csv,
     for (int i = 0; rc == 0 && i < r->njobs; i++) {
         /* Attempts lie by server, jobs by trace: ask for a later job's
          * first attempt now so its cache miss overlaps this job's work. */
-        if (i + ACCOUNT_PREFETCH < r->njobs &&
-            r->jobs[i + ACCOUNT_PREFETCH].first_attempt >= 0)
-            __builtin_prefetch(
-                &r->attempts[r->jobs[i + ACCOUNT_PREFETCH].first_attempt]);
+        if (i + ACCOUNT_PREFETCH < r->njobs)
+            prefetch_first_attempt(r, &r->jobs[i + ACCOUNT_PREFETCH]);
         acct_row row;
         rc = report_row(r, i, r->jobs[i].energy_j, &row, &spans, &cap);
         if (rc != 0) break;
@@ -290,13 +294,15 @@ void report_json_end(FILE *out) { fputs("]}\n", out); }
 
 static void json_attempts(FILE *out, const sim_result *r, const sim_job *job) {
     fputs("\"attempts\": [", out);
-    for (int a = job->first_attempt; a >= 0; a = r->attempts[a].next) {
-        const sim_attempt *at = &r->attempts[a];
+    const sim_attempt *at;
+    for (int a = job->first_attempt; a >= 0; a = at->next) {
+        at = sim_attempt_of(r, job, a);
         fprintf(out, "%s{\"start_s\": %.3f, \"active_s\": %.3f, "
                 "\"end_s\": %.3f, \"gpus\": [", a == job->first_attempt ? ""
                 : ", ", at->start_s, at->active_s, at->end_s);
         for (int k = 0; k < at->ngpus; k++)
-            fprintf(out, "%s%d", k ? ", " : "", r->gpus[at->gpu_off + k]);
+            fprintf(out, "%s%d", k ? ", " : "",
+                    sim_attempt_gpu(r, job->server, at, k));
         fprintf(out, "], \"oom\": %s}", at->oom ? "true" : "false");
     }
     putc(']', out);

@@ -48,8 +48,9 @@ static void draw_bar(svg_canvas *c, const sim_result *r, const sim_attempt *at,
             (long long)src->index, src->work->name, at->oom ? " (OOM)" : "");
 }
 
-/* Draws the attempts on the first ngpus GPUs in launch order (the order
- * they are stored in), each in the lowest sub-lane free at its start.
+/* Draws the attempts on the first ngpus GPUs, server by server in launch
+ * order (the order they are stored in), each in the lowest sub-lane free
+ * at its start.
  * Returns how many bars were left out over SVG_MAX_BARS. */
 static int draw_bars(svg_canvas *c, const sim_result *r, int ngpus) {
     double lane_end[SVG_MAX_GPUS][MAX_SUBLANES];
@@ -57,17 +58,20 @@ static int draw_bars(svg_canvas *c, const sim_result *r, int ngpus) {
     double lane_h = MAX_SUBLANES * SUB_H;
     for (int g = 0; g < ngpus; g++)
         for (int k = 0; k < MAX_SUBLANES; k++) lane_end[g][k] = -1;
-    for (int a = 0; a < r->nattempts; a++) {
-        const sim_attempt *at = &r->attempts[a];
-        for (int i = 0; i < at->ngpus; i++) {
-            int g = r->gpus[at->gpu_off + i];
-            if (g >= ngpus) continue;
-            int k = 0;
-            while (k < MAX_SUBLANES - 1 && lane_end[g][k] > at->start_s) k++;
-            lane_end[g][k] = end_of(r, at);
-            if (drawn++ < SVG_MAX_BARS)
-                draw_bar(c, r, at, c->y + g * lane_h + k * SUB_H);
-            else skipped++;
+    for (int s = 0; s < r->servers && s * r->gpus_per_server < ngpus; s++) {
+        const sim_server_log *log = &r->logs[s];
+        for (int a = 0; a < log->nattempts; a++) {
+            const sim_attempt *at = &log->attempts[a];
+            for (int i = 0; i < at->ngpus; i++) {
+                int g = sim_attempt_gpu(r, s, at, i);
+                if (g >= ngpus) continue;
+                int k = 0;
+                while (k < MAX_SUBLANES - 1 && lane_end[g][k] > at->start_s) k++;
+                lane_end[g][k] = end_of(r, at);
+                if (drawn++ < SVG_MAX_BARS)
+                    draw_bar(c, r, at, c->y + g * lane_h + k * SUB_H);
+                else skipped++;
+            }
         }
     }
     return skipped;
@@ -92,14 +96,18 @@ static void draw_load(svg_canvas *c, const sim_result *r) {
     double load[LOAD_BINS] = {0}, peak = 1;
     double bin_s = c->t_max / LOAD_BINS;
     int total = r->servers * r->gpus_per_server;
-    for (int a = 0; a < r->nattempts && bin_s > 0; a++) {
-        const sim_attempt *at = &r->attempts[a];
-        if (at->oom || at->active_s < 0) continue;
-        double t0 = at->active_s - r->start_s, t1 = end_of(r, at) - r->start_s;
-        for (int b = (int)(t0 / bin_s); b < LOAD_BINS && b * bin_s < t1; b++) {
-            double lo = b * bin_s > t0 ? b * bin_s : t0;
-            double hi = (b + 1) * bin_s < t1 ? (b + 1) * bin_s : t1;
-            load[b] += at->ngpus * (hi - lo) / (bin_s * total);
+    for (int s = 0; s < r->servers && bin_s > 0; s++) {
+        const sim_server_log *log = &r->logs[s];
+        for (int a = 0; a < log->nattempts; a++) {
+            const sim_attempt *at = &log->attempts[a];
+            if (at->oom || at->active_s < 0) continue;
+            double t0 = at->active_s - r->start_s;
+            double t1 = end_of(r, at) - r->start_s;
+            for (int b = (int)(t0 / bin_s); b < LOAD_BINS && b * bin_s < t1; b++) {
+                double lo = b * bin_s > t0 ? b * bin_s : t0;
+                double hi = (b + 1) * bin_s < t1 ? (b + 1) * bin_s : t1;
+                load[b] += at->ngpus * (hi - lo) / (bin_s * total);
+            }
         }
     }
     for (int b = 0; b < LOAD_BINS; b++) if (load[b] > peak) peak = load[b];

@@ -33,6 +33,9 @@ static sim_attempt atts[] = {
      .job = 1, .ngpus = 1},
 };
 
+static sim_server_log server_log = {.attempts = atts, .nattempts = 4,
+                                    .gpus = gpus, .ngpus_used = 4};
+
 static void make(sim_result *r, sim_job *jobs) {
     memset(jobs, 0, 3 * sizeof(*jobs));
     int first[] = {0, 1, 2}, last[] = {0, 3, 2};
@@ -42,8 +45,7 @@ static void make(sim_result *r, sim_job *jobs) {
                             .first_attempt = first[i], .last_attempt = last[i],
                             .energy_j = energy[i], .state = SIM_DONE};
     *r = (sim_result){.policy = "p", .servers = 1, .gpus_per_server = 2,
-                      .jobs = jobs, .njobs = 3, .attempts = atts,
-                      .nattempts = 4, .gpus = gpus, .ngpus_used = 4,
+                      .jobs = jobs, .njobs = 3, .logs = &server_log,
                       .start_s = 0, .makespan_s = 150};
 }
 
