@@ -420,25 +420,10 @@ static int run_loop(replay *r) {
 
 /* ---- setting up and closing ------------------------------------------------ */
 
-static int replay_init(replay *r) {
-    const sim_options *opt = r->opt;
-    r->wake_t = -1;
-    r->last_end_s = r->start_s;
-    sim_server_log *log = r->log;
-    log->attempts_cap = log->gpus_cap = r->njobs + 16;
-    log->attempts = malloc((size_t)log->attempts_cap * sizeof(*log->attempts));
-    log->gpus = malloc((size_t)log->gpus_cap * sizeof(*log->gpus));
-    r->jobs = malloc((size_t)(r->njobs ? r->njobs : 1) * sizeof(*r->jobs));
-    r->rows = malloc((size_t)(r->njobs ? r->njobs : 1) * sizeof(*r->rows));
-    r->progress = malloc((size_t)(r->njobs ? r->njobs : 1) *
-                         sizeof(*r->progress));
-    r->gpu = calloc((size_t)opt->gpus, sizeof(*r->gpu));
-    double *totals = malloc((size_t)opt->gpus * sizeof(*totals));
-    if (!log->attempts || !log->gpus || !r->jobs || !r->rows || !r->progress ||
-        !r->gpu || !totals || sim_heap_keys(&r->heap, r->njobs) < 0) {
-        free(totals);
-        return out_of_memory(r);
-    }
+/* Copies the server's trace rows and sets up its jobs' records; returns
+ * how many GPUs the jobs ask for in all. */
+static long copy_rows(replay *r) {
+    long job_gpus = 0;
     for (int i = 0; i < r->njobs; i++) {
         if (i + ROW_PREFETCH < r->njobs)
             __builtin_prefetch(&r->trace[r->ids[i + ROW_PREFETCH]]);
@@ -446,6 +431,38 @@ static int replay_init(replay *r) {
         r->rows[i] = *row;
         r->jobs[i] = (sim_job){.src = row, .first_attempt = -1,
                                .last_attempt = -1, .server = r->server};
+        job_gpus += row->work->num_gpus;
+    }
+    return job_gpus;
+}
+
+/* Room in the server's log for a run of each job and a sixteenth more for
+ * retries: a log that grows is copied, and with room for one run each
+ * every server's log of a million-job run grew. Returns 0, or -1 when out
+ * of memory. */
+static int log_init(sim_server_log *log, int njobs, long job_gpus) {
+    log->attempts_cap = njobs + njobs / 16 + 16;
+    log->gpus_cap = (int)(job_gpus + job_gpus / 16 + 16 * CORE_MAX_JOB_GPUS);
+    log->attempts = malloc((size_t)log->attempts_cap * sizeof(*log->attempts));
+    log->gpus = malloc((size_t)log->gpus_cap * sizeof(*log->gpus));
+    return log->attempts && log->gpus ? 0 : -1;
+}
+
+static int replay_init(replay *r) {
+    const sim_options *opt = r->opt;
+    r->wake_t = -1;
+    r->last_end_s = r->start_s;
+    r->jobs = malloc((size_t)(r->njobs ? r->njobs : 1) * sizeof(*r->jobs));
+    r->rows = malloc((size_t)(r->njobs ? r->njobs : 1) * sizeof(*r->rows));
+    r->progress = malloc((size_t)(r->njobs ? r->njobs : 1) *
+                         sizeof(*r->progress));
+    r->gpu = calloc((size_t)opt->gpus, sizeof(*r->gpu));
+    double *totals = malloc((size_t)opt->gpus * sizeof(*totals));
+    if (!r->jobs || !r->rows || !r->progress || !r->gpu || !totals ||
+        sim_heap_keys(&r->heap, r->njobs) < 0 ||
+        log_init(r->log, r->njobs, copy_rows(r)) < 0) {
+        free(totals);
+        return out_of_memory(r);
     }
     for (int g = 0; g < opt->gpus; g++) totals[g] = opt->gpu_mem_mib;
     core_config cfg = opt->config;
