@@ -69,6 +69,9 @@ struct core_state {
     core_queue recovery;    /* requeued after an OOM or loss: served first */
     core_queue fifo;
     int running;
+    int mig_gpus;           /* GPUs in mig or auto mode: with none, no job
+                               runs in a MIG instance, and placement skips
+                               asking each GPU whether one would */
     int rr_next;            /* round robin: next GPU to start from */
     core_job **table;       /* hash table of every job by id */
     size_t table_size;      /* a power of two */
@@ -510,7 +513,7 @@ int core_gpu_share(core_state *core, int gpu, share_mode mode,
                  gpu, (int)mode, SHARE_MODE_LIST);
         return -1;
     }
-    bool needs_table = mode == SHARE_MIG || mode == SHARE_AUTO;
+    bool needs_table = share_gpu_mode_mig(mode);
     if (needs_table && !mig) {
         snprintf(err, errlen, "sharing: GPU %d: mode %s needs a MIG profile "
                  "table, and this GPU has none", gpu, share_mode_name(mode));
@@ -522,6 +525,7 @@ int core_gpu_share(core_state *core, int gpu, share_mode mode,
                  "only while it is idle", gpu, g->view.njobs);
         return -1;
     }
+    core->mig_gpus += needs_table - share_gpu_mode_mig(g->share.mode);
     g->share = (share_gpu){.mode = mode, .model = needs_table ? mig : NULL};
     return 0;
 }
@@ -606,18 +610,19 @@ static void core_take_best(core_candidate *c, int n, int k) {
     }
 }
 
-/* True when the job would run in a MIG instance on this GPU (core.h,
- * "sharing modes"), not on the whole GPU. */
+/* True when the job, demanding `demand` (core_demand()), would run in a
+ * MIG instance on this GPU (core.h, "sharing modes"), not on the whole
+ * GPU. */
 static bool core_wants_mig(const core_state *core, const core_job *job,
-                           const core_gpu *gpu) {
-    /* Asked for every GPU at every placement attempt: the demand (a call
-     * into the policy) only matters on MIG and auto GPUs. */
-    if (gpu->share.mode != SHARE_MIG && gpu->share.mode != SHARE_AUTO)
-        return false;
-    return share_gpu_wants_mig(&gpu->share, job->spec.num_gpus,
-                               core_demand(core, job), job->spec.util_pct,
+                           double demand, const core_gpu *gpu) {
+    if (!share_gpu_mode_mig(gpu->share.mode)) return false;
+    return share_gpu_wants_mig(&gpu->share, job->spec.num_gpus, demand,
+                               job->spec.util_pct,
                                !job->alone && core->pol->collocates);
 }
+
+/* The placements below take the job's demand from l->floor_mib, which
+ * core_schedule() sets first. */
 
 /* Exclusive first: the lowest-numbered idle GPUs, if there are enough,
  * among those the job would take whole. Idle GPUs read no telemetry
@@ -627,7 +632,8 @@ static bool core_place_exclusive(core_state *core, const core_job *job,
                                  core_launch *l) {
     int n = 0;
     for (int g = 0; g < core->num_gpus && n < job->spec.num_gpus; g++)
-        if (gpu_idle(&core->gpus[g]) && !core_wants_mig(core, job, &core->gpus[g]))
+        if (gpu_idle(&core->gpus[g]) &&
+            !core_wants_mig(core, job, l->floor_mib, &core->gpus[g]))
             l->gpus[n++] = g;
     l->exclusive = true;
     return n == job->spec.num_gpus;
@@ -640,13 +646,13 @@ static bool core_place_shared(core_state *core, const core_job *job,
     /* After an OOM the policy's own memory model proved wrong, so even
      * a telemetry-free baseline must now see the floor free. */
     bool telemetry = pol->uses_telemetry || job->floor_mib > 0;
-    double demand = core_demand(core, job);
+    double demand = l->floor_mib;
     core_candidate cand[CORE_MAX_GPUS];
     int n = 0;
     for (int g = 0; g < core->num_gpus; g++) {
         core_gpu *gpu = &core->gpus[g];
         if (!gpu_open(gpu, now) || !share_gpu_collocates(&gpu->share) ||
-            core_wants_mig(core, job, gpu))
+            core_wants_mig(core, job, demand, gpu))
             continue;
         if (telemetry && !core_telemetry_admits(core, gpu, demand,
                                                 pol->uses_telemetry, now))
@@ -671,13 +677,14 @@ static bool core_place_shared(core_state *core, const core_job *job,
  * lowest index breaking ties. FULL and FRAGMENTED both wait (core.h). */
 static bool core_place_mig(core_state *core, const core_job *job,
                            core_launch *l) {
-    if (job->spec.num_gpus != 1) return false;
-    long demand = (long)ceil(core_demand(core, job));
+    if (job->spec.num_gpus != 1 || core->mig_gpus == 0) return false;
+    long demand = (long)ceil(l->floor_mib);
     int best = -1, best_used = -1;
     mig_pick best_pick = {MIG_FULL, NULL, -1};
     for (int g = 0; g < core->num_gpus; g++) {
         core_gpu *gpu = &core->gpus[g];
-        if (gpu->drained || gpu->alone || !core_wants_mig(core, job, gpu) ||
+        if (gpu->drained || gpu->alone ||
+            !core_wants_mig(core, job, l->floor_mib, gpu) ||
             !share_gpu_mig_open(&gpu->share, gpu->view.njobs))
             continue;
         const share_gpu *sh = &gpu->share;
@@ -777,7 +784,7 @@ static int core_adopted_mig(const core_state *core, const core_job_spec *job,
                                ? mig_profile_find(sh->model, a->mig->name)
                                : NULL;
     const core_gpu *gpu = &core->gpus[a->gpus[0]];
-    if (!p || (sh->mode != SHARE_MIG && sh->mode != SHARE_AUTO) ||
+    if (!p || !share_gpu_mode_mig(sh->mode) ||
         gpu->view.njobs != sh->ninst ||
         !share_gpu_fits(sh, (mig_instance){p, a->mig_start})) {
         snprintf(err, errlen, "job %lld: MIG instance %s at slice %d does not "
