@@ -72,6 +72,7 @@ struct core_state {
     int mig_gpus;           /* GPUs in mig or auto mode: with none, no job
                                runs in a MIG instance, and placement skips
                                asking each GPU whether one would */
+    uint64_t idle;          /* bit g: GPU g is idle (gpu_idle()) */
     int rr_next;            /* round robin: next GPU to start from */
     core_job **table;       /* hash table of every job by id */
     size_t table_size;      /* a power of two */
@@ -81,6 +82,8 @@ struct core_state {
                                submits thousands, and malloc and free of
                                each was a twentieth of a replay */
 };
+
+_Static_assert(CORE_MAX_GPUS <= 64, "core_state.idle holds a bit per GPU");
 
 /* ---- jobs by id ----------------------------------------------------------- */
 
@@ -156,6 +159,21 @@ static core_queue *queue_of(core_state *core, const core_job *job) {
     return job->attempt > 1 ? &core->recovery : &core->fifo;
 }
 
+/* ---- idle GPUs -------------------------------------------------------------- *
+ * Every placement attempt starts with exclusive placement, which most
+ * attempts on a busy server fail, so it walks the bits of core->idle
+ * instead of asking each GPU. Whatever changes a GPU's job count or drain
+ * calls core_gpu_changed() afterwards. */
+
+static bool gpu_idle(const core_gpu *gpu) {
+    return gpu->view.njobs == 0 && !gpu->drained;
+}
+
+static void core_gpu_changed(core_state *core, int g) {
+    uint64_t bit = (uint64_t)1 << g;
+    core->idle = gpu_idle(&core->gpus[g]) ? core->idle | bit : core->idle & ~bit;
+}
+
 /* ---- create / destroy ------------------------------------------------------- */
 
 static int core_check_config(const core_config *cfg, char *err,
@@ -223,6 +241,7 @@ core_state *core_create(const core_config *cfg, int num_gpus,
         gpu->share.mode = SHARE_NAIVE;
         if (win_init(&gpu->win, cfg->window_samples, cfg->sample_period_s) != 0)
             goto oom;
+        core_gpu_changed(core, g);
     }
     return core;
 oom:
@@ -390,6 +409,7 @@ static void core_release(core_state *core, core_job *job) {
             gpu->open_at = 0;
             gpu->alone = false;
         }
+        core_gpu_changed(core, job->gpus[k]);
     }
     core->running--;
 }
@@ -531,14 +551,12 @@ int core_gpu_share(core_state *core, int gpu, share_mode mode,
 }
 
 void core_gpu_drain(core_state *core, int gpu, bool drained) {
-    if (gpu >= 0 && gpu < core->num_gpus) core->gpus[gpu].drained = drained;
+    if (gpu < 0 || gpu >= core->num_gpus) return;
+    core->gpus[gpu].drained = drained;
+    core_gpu_changed(core, gpu);
 }
 
 /* ---- placement ---------------------------------------------------------- */
-
-static bool gpu_idle(const core_gpu *gpu) {
-    return gpu->view.njobs == 0 && !gpu->drained;
-}
 
 /* Closed to a new job: drained, held by a job that must run alone, or
  * still observing its last newcomer. */
@@ -631,10 +649,11 @@ static bool core_wants_mig(const core_state *core, const core_job *job,
 static bool core_place_exclusive(core_state *core, const core_job *job,
                                  core_launch *l) {
     int n = 0;
-    for (int g = 0; g < core->num_gpus && n < job->spec.num_gpus; g++)
-        if (gpu_idle(&core->gpus[g]) &&
-            !core_wants_mig(core, job, l->floor_mib, &core->gpus[g]))
+    for (uint64_t m = core->idle; m && n < job->spec.num_gpus; m &= m - 1) {
+        int g = __builtin_ctzll(m); /* the lowest idle GPU left */
+        if (!core_wants_mig(core, job, l->floor_mib, &core->gpus[g]))
             l->gpus[n++] = g;
+    }
     l->exclusive = true;
     return n == job->spec.num_gpus;
 }
@@ -731,6 +750,7 @@ static void core_occupy(core_state *core, core_job *job) {
         job->placed_seen[k] = gpu->placements;
         if (hold) gpu->alone = true;
         if (job->mig.profile) share_gpu_add(&gpu->share, job->mig);
+        core_gpu_changed(core, job->gpus[k]);
     }
     core->running++;
 }
