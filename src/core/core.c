@@ -49,9 +49,20 @@ typedef struct core_queue {
     int len;
 } core_queue;
 
+/* The telemetry gates' last answer on a GPU. The gates read only the
+ * window, the demand and the configuration, and a busy server asks them of
+ * every GPU at every attempt while most windows stay as they were. */
+typedef struct core_gate {
+    uint64_t version;       /* win_version_at() when asked; 0: never */
+    double demand;          /* the demand asked about */
+    bool admits;            /* the answer */
+} core_gate;
+
 typedef struct core_gpu {
     policy_gpu view;        /* what policies see */
     win win;                /* telemetry window */
+    core_gate gate;         /* remembered telemetry gates; core_reconfigure()
+                               forgets it */
     bool drained;           /* kept out of placement */
     bool alone;             /* runs a job that must not share */
     int unseen;             /* jobs placed here, not yet seen active */
@@ -303,6 +314,7 @@ int core_reconfigure(core_state *core, const core_config *cfg, char *err,
     }
     core_set_config(core, cfg);
     core_rehold(core);
+    for (int g = 0; g < core->num_gpus; g++) core->gpus[g].gate.version = 0;
     return 0;
 }
 
@@ -583,17 +595,16 @@ static bool core_under_pressure(const core_config *cfg, const policy_gpu *g) {
     return false;
 }
 
-/* Refreshes gpu->view from the window and applies the telemetry gates.
- * Free memory is total minus the most used at any instant of the window:
- * a training job's memory swings within an iteration and a job can free
- * memory only to take it again, so the window's peak is the safe reading.
- * The memory gate goes first: it needs only the window's peak, and on a
- * busy server it turns most GPUs away before their risk scores (the costly
- * part of a window) are worked out. The scores are read only for a GPU
- * that passes. */
-static bool core_telemetry_admits(core_state *core, core_gpu *gpu, double demand,
-                                  bool pressure, double now) {
-    if (!win_full(&gpu->win, now)) return false;
+/* Refreshes gpu->view from the full window and applies the telemetry
+ * gates. Free memory is total minus the most used at any instant of the
+ * window: a training job's memory swings within an iteration and a job can
+ * free memory only to take it again, so the window's peak is the safe
+ * reading. The memory gate goes first: it needs only the window's peak,
+ * and on a busy server it turns most GPUs away before their risk scores
+ * (the costly part of a window) are worked out. The scores are read only
+ * for a GPU that passes. */
+static bool core_telemetry_gates(core_state *core, core_gpu *gpu, double demand,
+                                 bool pressure, double now) {
     gpu->view.free_mib = gpu->view.total_mib - win_used_max_at(&gpu->win, now);
     if (gpu->view.free_mib - core_guard(core, gpu) < demand) return false;
     const win_scores *s = win_scores_at(&gpu->win, now);
@@ -602,6 +613,19 @@ static bool core_telemetry_admits(core_state *core, core_gpu *gpu, double demand
     gpu->view.drama = s->drama;
     gpu->view.util = s->util;
     return !(pressure && core_under_pressure(&core->cfg, &gpu->view));
+}
+
+/* core_telemetry_gates() once the window is full, asked again only when the
+ * window or the demand changed: gpu->view then still holds what the last
+ * asking read, since nothing else writes its telemetry fields. */
+static bool core_telemetry_admits(core_state *core, core_gpu *gpu, double demand,
+                                  bool pressure, double now) {
+    if (!win_full(&gpu->win, now)) return false;
+    uint64_t version = win_version_at(&gpu->win, now);
+    if (gpu->gate.version != version || gpu->gate.demand != demand)
+        gpu->gate = (core_gate){version, demand,
+            core_telemetry_gates(core, gpu, demand, pressure, now)};
+    return gpu->gate.admits;
 }
 
 typedef struct core_candidate {

@@ -266,6 +266,7 @@ static void win_cache_at(win *w, double now) {
     }
     w->cache_from = now;
     w->cache_ok = true;
+    w->fills++;
 }
 
 const win_scores *win_scores_at(win *w, double now) {
@@ -275,6 +276,11 @@ const win_scores *win_scores_at(win *w, double now) {
         w->scores_ok = true;
     }
     return &w->cache;
+}
+
+uint64_t win_version_at(win *w, double now) {
+    win_cache_at(w, now);
+    return w->fills;
 }
 
 double win_used_max_at(win *w, double now) {

@@ -53,6 +53,7 @@ typedef struct win {
                                comes before that) */
     double cache_from, cache_until;
     win_scores cache;
+    uint64_t fills;       /* times the cache was filled (win_version_at()) */
     bool next_ok;         /* win_next_change(w, t) is next_at for every t in
                              [next_from, next_at), or every t >= next_from
                              when next_at < 0 (see win_next_change) */
@@ -74,6 +75,11 @@ double win_full_at(const win *w);
 
 /* Scores of the window at `now`; the window must hold a sample. */
 const win_scores *win_scores_at(win *w, double now);
+
+/* The window at `now` as a number, never 0: two calls that answer the same
+ * number saw the same readings, so whatever a caller derived from the
+ * window at one holds at the other. The window must hold a sample. */
+uint64_t win_version_at(win *w, double now);
 
 /* win_scores_at(w, now)->used_max_mib without computing the risk scores,
  * which a caller that only wants free memory would throw away. */

@@ -80,12 +80,37 @@ static void test_full_and_next_change(void **state) {
     win_free(&w);
 }
 
+/* The version stays while the window reads the same, and moves when a
+ * new reading comes or the instants slide past a change. */
+static void test_version_follows_content(void **state) {
+    win w;
+    assert_int_equal(win_init(&w, 30, 1), 0);
+    core_reading a = reading(1000, 0.2, 0.1, 0.3, 0.5);
+    core_reading b = reading(2000, 0.2, 0.1, 0.3, 0.5);
+    win_push(&w, &a, 0);
+    uint64_t v = win_version_at(&w, 40);
+    assert_true(v != 0);
+    assert_true(win_version_at(&w, 100) == v); /* one value since 0 */
+    win_push(&w, &b, 100);
+    uint64_t at100 = win_version_at(&w, 100);
+    assert_true(at100 != v);
+    assert_true(win_version_at(&w, 100.5) == at100);
+    uint64_t at101 = win_version_at(&w, 101); /* a second instant reads b */
+    assert_true(at101 != at100);
+    win_push(&w, &b, 101.5); /* unchanged: no new step */
+    assert_true(win_version_at(&w, 101.5) == at101);
+    win_push(&w, &a, 101.5);
+    assert_true(win_version_at(&w, 101.5) != at101);
+    win_free(&w);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_risk_known_window),
         cmocka_unit_test(test_risk_unknown_skipped),
         cmocka_unit_test(test_fast_path_matches_slow_path),
         cmocka_unit_test(test_full_and_next_change),
+        cmocka_unit_test(test_version_follows_content),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
