@@ -232,22 +232,27 @@ static void win_scores_slow(win *w, win_scores *s) {
     }
 }
 
-/* Makes the cache hold the window at `now`: its runs and peak memory, and
- * on the fast path its scores as well. */
-/* True when the cache holds the window at `now`. */
-static bool win_cache_holds(win *w, double now) {
-    if (!w->cache_ok || now < w->cache_from) return false;
-    if (now == w->cache_from) return true;
+/* When the cached window stops holding, worked out when first asked. */
+static double win_cache_end(win *w) {
     if (!w->until_ok) {
         double next = win_next_change(w, w->cache_from);
         w->cache_until = next < 0 ? INFINITY : next;
         w->until_ok = true;
     }
-    return now < w->cache_until;
+    return w->cache_until;
 }
 
-static void win_cache_at(win *w, double now) {
-    if (win_cache_holds(w, now)) return;
+/* True when the cache holds the window at `now`. */
+static bool win_cache_holds(win *w, double now) {
+    if (!w->cache_ok || now < w->cache_from) return false;
+    return now == w->cache_from || now < win_cache_end(w);
+}
+
+/* Fills the cache with the window at `now`: its runs and peak memory, and
+ * on the fast path its scores as well. Kept out of line: inlined into
+ * win_cache_at(), it made every call save and restore the registers it
+ * needs, and most calls find the cache holding. */
+__attribute__((noinline)) static void win_cache_fill(win *w, double now) {
     const win_step *last = &w->steps[w->nsteps - 1];
     if (last->t <= win_oldest(w, now)) {
         win_scores_uniform(&w->cache, &last->r);
@@ -267,6 +272,12 @@ static void win_cache_at(win *w, double now) {
     w->cache_from = now;
     w->cache_ok = true;
     w->fills++;
+}
+
+/* Makes the cache hold the window at `now`. Asked for every open GPU at
+ * every collocation attempt, and most of them hold already. */
+static void win_cache_at(win *w, double now) {
+    if (!win_cache_holds(w, now)) win_cache_fill(w, now);
 }
 
 const win_scores *win_scores_at(win *w, double now) {
