@@ -180,9 +180,9 @@ static bool gpu_idle(const core_gpu *gpu) {
     return gpu->view.njobs == 0 && !gpu->drained;
 }
 
-static void core_gpu_changed(core_state *core, int g) {
-    uint64_t bit = (uint64_t)1 << g;
-    core->idle = gpu_idle(&core->gpus[g]) ? core->idle | bit : core->idle & ~bit;
+static void core_gpu_changed(core_state *core, const core_gpu *gpu) {
+    uint64_t bit = (uint64_t)1 << gpu->view.index;
+    core->idle = gpu_idle(gpu) ? core->idle | bit : core->idle & ~bit;
 }
 
 /* ---- create / destroy ------------------------------------------------------- */
@@ -252,7 +252,7 @@ core_state *core_create(const core_config *cfg, int num_gpus,
         gpu->share.mode = SHARE_NAIVE;
         if (win_init(&gpu->win, cfg->window_samples, cfg->sample_period_s) != 0)
             goto oom;
-        core_gpu_changed(core, g);
+        core_gpu_changed(core, gpu);
     }
     return core;
 oom:
@@ -421,7 +421,7 @@ static void core_release(core_state *core, core_job *job) {
             gpu->open_at = 0;
             gpu->alone = false;
         }
-        core_gpu_changed(core, job->gpus[k]);
+        core_gpu_changed(core, gpu);
     }
     core->running--;
 }
@@ -565,7 +565,7 @@ int core_gpu_share(core_state *core, int gpu, share_mode mode,
 void core_gpu_drain(core_state *core, int gpu, bool drained) {
     if (gpu < 0 || gpu >= core->num_gpus) return;
     core->gpus[gpu].drained = drained;
-    core_gpu_changed(core, gpu);
+    core_gpu_changed(core, &core->gpus[gpu]);
 }
 
 /* ---- placement ---------------------------------------------------------- */
@@ -774,7 +774,7 @@ static void core_occupy(core_state *core, core_job *job) {
         job->placed_seen[k] = gpu->placements;
         if (hold) gpu->alone = true;
         if (job->mig.profile) share_gpu_add(&gpu->share, job->mig);
-        core_gpu_changed(core, job->gpus[k]);
+        core_gpu_changed(core, gpu);
     }
     core->running++;
 }

@@ -31,13 +31,19 @@ static double win_metric(const core_reading *r, size_t m) {
     return *(const double *)((const char *)r + win_metric_offset[m]);
 }
 
+/* Steps a window has room for at first. A window holds the few changes of
+ * its last W periods; dropped ones stay in front of the live ones until
+ * the room is used up, so the live ones move once per this many pushes,
+ * not at every push. */
+#define WIN_STEPS0 16
+
 int win_init(win *w, int samples, double period) {
     memset(w, 0, sizeof(*w));
     w->samples = samples;
     w->period = period;
     w->span = (samples - 1) * period;
-    w->capsteps = 4;
-    w->steps = malloc(sizeof(*w->steps) * (size_t)w->capsteps);
+    w->capsteps = WIN_STEPS0;
+    w->base = w->steps = malloc(sizeof(*w->steps) * (size_t)w->capsteps);
     w->run_step = malloc(sizeof(*w->run_step) * (size_t)samples);
     w->run_count = malloc(sizeof(*w->run_count) * (size_t)samples);
     w->runs = malloc(sizeof(*w->runs) * (size_t)samples);
@@ -56,7 +62,7 @@ int win_init(win *w, int samples, double period) {
 }
 
 void win_free(win *w) {
-    free(w->steps);
+    free(w->base);
     free(w->run_step);
     free(w->run_count);
     free(w->runs);
@@ -76,6 +82,23 @@ static bool win_same_reading(const core_reading *a, const core_reading *b) {
            a->drama == b->drama && a->util == b->util;
 }
 
+/* Makes room for a step after the last: moves the live steps to the front,
+ * or doubles the room when they fill it. Returns 0, or -1 when out of
+ * memory. */
+static int win_make_room(win *w) {
+    if (w->steps > w->base) {
+        memmove(w->base, w->steps, sizeof(*w->steps) * (size_t)w->nsteps);
+    } else {
+        int cap = w->capsteps * 2;
+        win_step *grown = realloc(w->base, sizeof(*grown) * (size_t)cap);
+        if (!grown) return -1;
+        w->base = grown;
+        w->capsteps = cap;
+    }
+    w->steps = w->base;
+    return 0;
+}
+
 int win_push(win *w, const core_reading *r, double now) {
     if (!w->any) {
         w->any = true;
@@ -93,26 +116,18 @@ int win_push(win *w, const core_reading *r, double now) {
             return 0;
         }
     }
-    if (w->nsteps == w->capsteps) {
-        int cap = w->capsteps * 2;
-        win_step *grown = realloc(w->steps, sizeof(*grown) * (size_t)cap);
-        if (!grown) return -1;
-        w->steps = grown;
-        w->capsteps = cap;
-    }
+    if (w->steps + w->nsteps == w->base + w->capsteps && win_make_room(w) != 0)
+        return -1;
     w->steps[w->nsteps].t = now;
     w->steps[w->nsteps].r = *r;
     w->nsteps++;
     /* steps[0] is useless once steps[1] covers the oldest instant; windows
      * only move forward, so it will never be read again. */
     int drop = 0;
-    while (drop + 1 < w->nsteps && w->steps[drop + 1].t <= win_oldest(w, now))
-        drop++;
-    if (drop > 0) {
-        memmove(w->steps, w->steps + drop,
-                sizeof(*w->steps) * (size_t)(w->nsteps - drop));
-        w->nsteps -= drop;
-    }
+    double oldest = win_oldest(w, now);
+    while (drop + 1 < w->nsteps && w->steps[drop + 1].t <= oldest) drop++;
+    w->steps += drop;
+    w->nsteps -= drop;
     w->cache_ok = w->next_ok = false;
     return 0;
 }

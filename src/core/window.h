@@ -33,31 +33,34 @@ typedef struct win_scores {
 
 typedef struct win {
     int samples;          /* W */
+    int nruns;            /* runs in run_step and run_count */
     double period;        /* p, seconds */
     double span;          /* (W-1) p: from the oldest instant to `now` */
+    win_step *base;       /* room for capsteps steps: dropped ones, then the
+                             nsteps live ones from `steps` on, then free */
     win_step *steps;      /* oldest first; steps[0] may predate the window */
     int nsteps, capsteps;
-    bool any;             /* at least one sample seen */
     double first_t;       /* time of the GPU's first sample ever */
     int *run_step;        /* the runs of the cached window: the step each */
     int *run_count;       /*   run of instants reads, and how many instants */
-    int nruns;
     win_run *runs;        /* scratch for the slow path: W runs per metric */
     win_run *sorted;      /* scratch for medians and percentiles */
     double *keep_pow;     /* keep_pow[c] = (1 - 2/(W+1))^c, c = 0..W: the
                              EWMA factor of a run when every instant is known */
+    double cache_from, cache_until;
+    win_scores cache;
+    uint64_t fills;       /* times the cache was filled (win_version_at()) */
+    double next_from, next_at;
+    /* The flags last, packed together: */
+    bool any;             /* at least one sample seen */
     bool cache_ok;        /* cache holds the window at [cache_from, cache_until) */
     bool scores_ok;       /*   and its risk scores too, not just used_max_mib */
     bool until_ok;        /*   and cache_until is known (computed when first
                                asked about a later time: a new sample often
                                comes before that) */
-    double cache_from, cache_until;
-    win_scores cache;
-    uint64_t fills;       /* times the cache was filled (win_version_at()) */
     bool next_ok;         /* win_next_change(w, t) is next_at for every t in
                              [next_from, next_at), or every t >= next_from
                              when next_at < 0 (see win_next_change) */
-    double next_from, next_at;
 } win;
 
 /* Returns 0, or -1 when out of memory. */

@@ -80,6 +80,28 @@ static void test_full_and_next_change(void **state) {
     win_free(&w);
 }
 
+/* A reading that changes every period keeps 30 steps live while older
+ * ones drop off the front: the window stays right as its steps move to
+ * the front of their room and the room grows. */
+static void test_many_steps(void **state) {
+    win w;
+    assert_int_equal(win_init(&w, 30, 1), 0);
+    core_reading r[2] = {reading(1000, 0.2, 0.1, 0.3, 0.5),
+                         reading(3000, 0.6, 0.1, 0.3, 0.5)};
+    win_run runs[30], scratch[30];
+    for (int t = 0; t < 200; t++) {
+        win_push(&w, &r[t % 2], t);
+        if (t < 29) continue;
+        for (int i = 0; i < 30; i++)
+            runs[i] = (win_run){r[(t - 29 + i) % 2].smact, 1};
+        const win_scores *s = win_scores_at(&w, t);
+        assert_double_equal(s->smact, win_risk(runs, 30, scratch), 1e-12);
+        assert_double_equal(s->used_max_mib, 3000, 0);
+        assert_int_equal(w.nsteps, 30);
+    }
+    win_free(&w);
+}
+
 /* The version stays while the window reads the same, and moves when a
  * new reading comes or the instants slide past a change. */
 static void test_version_follows_content(void **state) {
@@ -111,6 +133,7 @@ int main(void) {
         cmocka_unit_test(test_fast_path_matches_slow_path),
         cmocka_unit_test(test_full_and_next_change),
         cmocka_unit_test(test_version_follows_content),
+        cmocka_unit_test(test_many_steps),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
