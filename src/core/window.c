@@ -323,8 +323,10 @@ static bool win_next_known(const win *w, double now) {
            (w->next_at < 0 || now < w->next_at);
 }
 
-double win_next_change(win *w, double now) {
-    if (win_next_known(w, now)) return w->next_at;
+/* win_next_change() worked out from the steps, and remembered. Out of
+ * line, so that the test of the remembered answer inlines into the
+ * schedule's pass over every GPU. */
+__attribute__((noinline)) static double win_next_find(win *w, double now) {
     double next = -1;
     /* Instant now-i*p crosses the boundary at step time t when
      * now = t + i*p, for i in 0..W-1. */
@@ -350,4 +352,8 @@ double win_next_change(win *w, double now) {
     w->next_from = now;
     w->next_at = next;
     return next;
+}
+
+double win_next_change(win *w, double now) {
+    return win_next_known(w, now) ? w->next_at : win_next_find(w, now);
 }
