@@ -140,24 +140,20 @@ double win_full_at(const win *w) {
     return w->any ? w->first_t + w->span : -1;
 }
 
-/* The value at sorted position k (0-based) of runs sorted by value. */
-static double win_value_at(const win_run *sorted, int n, long k) {
-    for (int i = 0; i < n; i++) {
-        if (k < sorted[i].count) return sorted[i].v;
-        k -= sorted[i].count;
-    }
-    return sorted[n - 1].v;
-}
-
 /* Quantile with linear interpolation between closest ranks, the rule of
- * numpy.percentile and pandas.quantile that AEGIS's monitor computes with. */
+ * numpy.percentile and pandas.quantile that AEGIS's monitor computes with.
+ * `sorted` holds n runs of positive counts summing to total, by value. */
 static double win_quantile(const win_run *sorted, int n, long total, double q) {
     double pos = q * (double)(total - 1);
-    long lo = (long)floor(pos);
+    long lo = (long)pos; /* pos >= 0, so this is floor(), without libm */
     double frac = pos - (double)lo;
-    double v = win_value_at(sorted, n, lo);
+    int i = 0;
+    while (i + 1 < n && lo >= sorted[i].count) lo -= sorted[i++].count;
+    double v = sorted[i].v;
     if (frac == 0) return v;
-    return v + frac * (win_value_at(sorted, n, lo + 1) - v);
+    /* frac > 0 puts rank lo + 1 inside the total: in this run or the next. */
+    double above = lo + 1 < sorted[i].count ? v : sorted[i + 1].v;
+    return v + frac * (above - v);
 }
 
 /* win_risk(), with keep_pow (or NULL) holding the EWMA factors for a
@@ -211,23 +207,36 @@ static void win_scores_uniform(win_scores *s, const core_reading *r) {
     s->used_max_mib = r->used_mib;
 }
 
+/* Instant i of the window at `now`: i periods before it. Every instant is
+ * worked out by this one expression, so that comparisons with a step's
+ * time come out the same wherever they are made. */
+static double win_instant(const win *w, double now, int i) {
+    return now - i * w->period;
+}
+
+/* The largest i below `from` whose instant is at or after `next`, or -1:
+ * where a run of instants that read one step ends. Instants fall as i
+ * grows, so a guess by division is corrected in a step or two, each with
+ * the compare that walking the instants one by one would make. */
+static int win_run_end(const win *w, double now, int from, double next) {
+    double guess = (now - next) / w->period;
+    int i = guess < 0 ? -1 : guess >= from ? from - 1 : (int)guess;
+    while (i >= 0 && win_instant(w, now, i) < next) i--;
+    while (i + 1 < from && win_instant(w, now, i + 1) >= next) i++;
+    return i;
+}
+
 /* Groups the W instants of the window at `now` into runs of equal steps,
  * oldest first, in w->run_step and w->run_count; returns how many runs. */
 static int win_step_runs(win *w, double now) {
     int nruns = 0, k = 0;
     for (int i = w->samples - 1; i >= 0; nruns++) {
-        double x = now - i * w->period;
+        double x = win_instant(w, now, i);
         while (k + 1 < w->nsteps && w->steps[k + 1].t <= x) k++;
         /* Instants i, i-1, ... read step k until one reaches the next
-         * step's time: one compare per instant in this inner loop, which
-         * runs for every launch (core_start reads the peak). */
+         * step's time. */
         int from = i;
-        if (k + 1 == w->nsteps) {
-            i = -1;
-        } else {
-            double next = w->steps[k + 1].t;
-            do i--; while (i >= 0 && now - i * w->period < next);
-        }
+        i = k + 1 == w->nsteps ? -1 : win_run_end(w, now, from, w->steps[k + 1].t);
         w->run_step[nruns] = k;
         w->run_count[nruns] = from - i;
     }

@@ -102,6 +102,35 @@ static void test_many_steps(void **state) {
     win_free(&w);
 }
 
+/* Steps at times that fall on or near instants of a period that binary
+ * cannot hold (0.1 s) split the window exactly where reading each instant
+ * on its own does. Each `now` asks a new window: this tests the runs, not
+ * the cache between two asks. */
+static void test_runs_match_instants(void **state) {
+    const double p = 0.1, times[] = {0, 0.3, 0.7, 1.1, 2.0, 2.05, 2.3};
+    const int nt = sizeof(times) / sizeof(times[0]);
+    win_run runs[30], scratch[30];
+    for (double now = 2.3; now < 5.6; now += 0.05) {
+        win w;
+        assert_int_equal(win_init(&w, 30, p), 0);
+        for (int k = 0; k < nt; k++) {
+            core_reading r = reading(1000 * (k + 1), 0.1 * (k + 1), 0.1, 0.3, 0.5);
+            win_push(&w, &r, times[k]);
+        }
+        double used_max = 0;
+        for (int i = 29; i >= 0; i--) { /* oldest instant first */
+            int k = 0;
+            while (k + 1 < nt && times[k + 1] <= now - i * p) k++;
+            runs[29 - i] = (win_run){0.1 * (k + 1), 1};
+            if (1000 * (k + 1) > used_max) used_max = 1000 * (k + 1);
+        }
+        const win_scores *s = win_scores_at(&w, now);
+        assert_double_equal(s->smact, win_risk(runs, 30, scratch), 1e-12);
+        assert_double_equal(s->used_max_mib, used_max, 0);
+        win_free(&w);
+    }
+}
+
 /* The version stays while the window reads the same, and moves when a
  * new reading comes or the instants slide past a change. */
 static void test_version_follows_content(void **state) {
@@ -134,6 +163,7 @@ int main(void) {
         cmocka_unit_test(test_full_and_next_change),
         cmocka_unit_test(test_version_follows_content),
         cmocka_unit_test(test_many_steps),
+        cmocka_unit_test(test_runs_match_instants),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
