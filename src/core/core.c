@@ -30,7 +30,9 @@ typedef struct core_job {
     int attempt;            /* 1 for the first run */
     double floor_mib;       /* recovery floor; 0 before the first OOM */
     bool alone;             /* must run alone (ladder exhausted) */
-    /* while running: */
+    /* while running; core_start() or core_adopt() and core_occupy() set
+     * these before any read, so a reused record keeps its old values until
+     * then (core_job_alloc()): */
     int gpus[CORE_MAX_JOB_GPUS];
     double admitted_mib;    /* the demand or floor it was admitted with */
     double dispatch_free_mib; /* least free memory among its GPUs when
@@ -137,12 +139,12 @@ static void core_forget(core_state *core, core_job *job) {
     core->spare = job;
 }
 
-/* A zeroed job record, reused when one is spare. */
+/* A job record, reused when one is spare: core_job_new() sets what a
+ * queued job reads, and clearing the rest was a tenth of a submit. */
 static core_job *core_job_alloc(core_state *core) {
     core_job *j = core->spare;
-    if (!j) return calloc(1, sizeof(*j));
+    if (!j) return malloc(sizeof(*j));
     core->spare = j->hnext;
-    memset(j, 0, sizeof(*j));
     return j;
 }
 
@@ -346,6 +348,8 @@ static core_job *core_job_new(core_state *core, const core_job_spec *job,
     j->spec = *job;
     j->state = JOB_QUEUED;
     j->attempt = 1;
+    j->floor_mib = 0;
+    j->alone = false;
     size_t h = core_hash(core, job->id);
     j->hnext = core->table[h];
     core->table[h] = j;
