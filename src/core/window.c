@@ -42,6 +42,7 @@ int win_init(win *w, int samples, double period) {
     w->samples = samples;
     w->period = period;
     w->span = (samples - 1) * period;
+    w->full_from = INFINITY;
     w->capsteps = WIN_STEPS0;
     w->base = w->steps = malloc(sizeof(*w->steps) * (size_t)w->capsteps);
     w->run_step = malloc(sizeof(*w->run_step) * (size_t)samples);
@@ -132,8 +133,13 @@ int win_push(win *w, const core_reading *r, double now) {
     return 0;
 }
 
-bool win_full(const win *w, double now) {
-    return w->any && now - w->first_t >= w->span;
+bool win_full(win *w, double now) {
+    /* Asked for every open GPU at every collocation attempt. now - first_t
+     * grows with now, rounding included, so once full, full later on. */
+    if (now >= w->full_from) return true;
+    if (!w->any || !(now - w->first_t >= w->span)) return false;
+    w->full_from = now;
+    return true;
 }
 
 double win_full_at(const win *w) {

@@ -41,6 +41,8 @@ typedef struct win {
     win_step *steps;      /* oldest first; steps[0] may predate the window */
     int nsteps, capsteps;
     double first_t;       /* time of the GPU's first sample ever */
+    double full_from;     /* a time at which the window was full, so full
+                             at every later one; INFINITY before */
     int *run_step;        /* the runs of the cached window: the step each */
     int *run_count;       /*   run of instants reads, and how many instants */
     win_run *runs;        /* scratch for the slow path: W runs per metric */
@@ -71,7 +73,7 @@ void win_free(win *w);
 int win_push(win *w, const core_reading *r, double now);
 
 /* True when all W instants of the window at `now` follow the first sample. */
-bool win_full(const win *w, double now);
+bool win_full(win *w, double now);
 
 /* The time the window fills, or -1 before any sample. */
 double win_full_at(const win *w);

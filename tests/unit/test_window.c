@@ -67,6 +67,8 @@ static void test_full_and_next_change(void **state) {
     win_push(&w, &a, 10);
     assert_false(win_full(&w, 38));
     assert_true(win_full(&w, 39));
+    assert_false(win_full(&w, 38.5)); /* an earlier time asked later */
+    assert_true(win_full(&w, 1e9));
     assert_double_equal(win_full_at(&w), 39, 0);
     win_push(&w, &b, 50);
     /* The change at 50 slides through the instants until 50 + 29. */
