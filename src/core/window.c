@@ -43,6 +43,7 @@ int win_init(win *w, int samples, double period) {
     w->period = period;
     w->span = (samples - 1) * period;
     w->full_from = INFINITY;
+    w->cache_from = NAN;
     w->capsteps = WIN_STEPS0;
     w->base = w->steps = malloc(sizeof(*w->steps) * (size_t)w->capsteps);
     w->run_step = malloc(sizeof(*w->run_step) * (size_t)samples);
@@ -113,7 +114,8 @@ int win_push(win *w, const core_reading *r, double now) {
         /* Two readings at one instant (or a late one): the newer wins. */
         if (now <= last->t) {
             last->r = *r;
-            w->cache_ok = w->next_ok = false;
+            w->cache_from = NAN;
+            w->next_ok = false;
             return 0;
         }
     }
@@ -129,7 +131,8 @@ int win_push(win *w, const core_reading *r, double now) {
     while (drop + 1 < w->nsteps && w->steps[drop + 1].t <= oldest) drop++;
     w->steps += drop;
     w->nsteps -= drop;
-    w->cache_ok = w->next_ok = false;
+    w->cache_from = NAN;
+    w->next_ok = false;
     return 0;
 }
 
@@ -274,7 +277,8 @@ static double win_cache_end(win *w) {
 
 /* True when the cache holds the window at `now`. */
 static bool win_cache_holds(win *w, double now) {
-    if (!w->cache_ok || now < w->cache_from) return false;
+    /* Written so that no `now` is at or after a NAN cache_from. */
+    if (!(now >= w->cache_from)) return false;
     return now == w->cache_from || now < win_cache_end(w);
 }
 
@@ -300,7 +304,6 @@ __attribute__((noinline)) static void win_cache_fill(win *w, double now) {
         w->until_ok = false;
     }
     w->cache_from = now;
-    w->cache_ok = true;
     w->fills++;
 }
 

@@ -49,17 +49,19 @@ typedef struct win {
     win_run *sorted;      /* scratch for medians and percentiles */
     double *keep_pow;     /* keep_pow[c] = (1 - 2/(W+1))^c, c = 0..W: the
                              EWMA factor of a run when every instant is known */
-    double cache_from, cache_until;
+    double cache_from;    /* cache holds the window at [cache_from,
+                             cache_until); NAN: it holds none */
+    double cache_until;
     win_scores cache;
     uint64_t fills;       /* times the cache was filled (win_version_at()) */
     double next_from, next_at;
     /* The flags last, packed together: */
     bool any;             /* at least one sample seen */
-    bool cache_ok;        /* cache holds the window at [cache_from, cache_until) */
-    bool scores_ok;       /*   and its risk scores too, not just used_max_mib */
-    bool until_ok;        /*   and cache_until is known (computed when first
-                               asked about a later time: a new sample often
-                               comes before that) */
+    bool scores_ok;       /* the cache holds the risk scores too, not just
+                             used_max_mib */
+    bool until_ok;        /* cache_until is known (computed when first asked
+                             about a later time: a new sample often comes
+                             before that) */
     bool next_ok;         /* win_next_change(w, t) is next_at for every t in
                              [next_from, next_at), or every t >= next_from
                              when next_at < 0 (see win_next_change) */
