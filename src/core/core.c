@@ -30,7 +30,9 @@ typedef struct core_job {
     int attempt;            /* 1 for the first run */
     double floor_mib;       /* recovery floor; 0 before the first OOM */
     bool alone;             /* must run alone (ladder exhausted) */
-    /* while running: */
+    /* while running; core_start() or core_adopt() and core_occupy() set
+     * these before any read, so a reused record keeps its old values until
+     * then (core_job_alloc()): */
     int gpus[CORE_MAX_JOB_GPUS];
     double admitted_mib;    /* the demand or floor it was admitted with */
     double dispatch_free_mib; /* least free memory among its GPUs when
@@ -49,9 +51,20 @@ typedef struct core_queue {
     int len;
 } core_queue;
 
+/* The telemetry gates' last answer on a GPU. The gates read only the
+ * window, the demand and the configuration, and a busy server asks them of
+ * every GPU at every attempt while most windows stay as they were. */
+typedef struct core_gate {
+    uint64_t version;       /* win_version_at() when asked; 0: never */
+    double demand;          /* the demand asked about */
+    bool admits;            /* the answer */
+} core_gate;
+
 typedef struct core_gpu {
     policy_gpu view;        /* what policies see */
     win win;                /* telemetry window */
+    core_gate gate;         /* remembered telemetry gates; core_reconfigure()
+                               forgets it */
     bool drained;           /* kept out of placement */
     bool alone;             /* runs a job that must not share */
     int unseen;             /* jobs placed here, not yet seen active */
@@ -69,6 +82,10 @@ struct core_state {
     core_queue recovery;    /* requeued after an OOM or loss: served first */
     core_queue fifo;
     int running;
+    int mig_gpus;           /* GPUs in mig or auto mode: with none, no job
+                               runs in a MIG instance, and placement skips
+                               asking each GPU whether one would */
+    uint64_t idle;          /* bit g: GPU g is idle (gpu_idle()) */
     int rr_next;            /* round robin: next GPU to start from */
     core_job **table;       /* hash table of every job by id */
     size_t table_size;      /* a power of two */
@@ -78,6 +95,8 @@ struct core_state {
                                submits thousands, and malloc and free of
                                each was a twentieth of a replay */
 };
+
+_Static_assert(CORE_MAX_GPUS <= 64, "core_state.idle holds a bit per GPU");
 
 /* ---- jobs by id ----------------------------------------------------------- */
 
@@ -120,12 +139,12 @@ static void core_forget(core_state *core, core_job *job) {
     core->spare = job;
 }
 
-/* A zeroed job record, reused when one is spare. */
+/* A job record, reused when one is spare: core_job_new() sets what a
+ * queued job reads, and clearing the rest was a tenth of a submit. */
 static core_job *core_job_alloc(core_state *core) {
     core_job *j = core->spare;
-    if (!j) return calloc(1, sizeof(*j));
+    if (!j) return malloc(sizeof(*j));
     core->spare = j->hnext;
-    memset(j, 0, sizeof(*j));
     return j;
 }
 
@@ -151,6 +170,21 @@ static void queue_unlink(core_queue *q, core_job *job) {
 /* Which queue holds a queued job: only retried jobs are in recovery. */
 static core_queue *queue_of(core_state *core, const core_job *job) {
     return job->attempt > 1 ? &core->recovery : &core->fifo;
+}
+
+/* ---- idle GPUs -------------------------------------------------------------- *
+ * Every placement attempt starts with exclusive placement, which most
+ * attempts on a busy server fail, so it walks the bits of core->idle
+ * instead of asking each GPU. Whatever changes a GPU's job count or drain
+ * calls core_gpu_changed() afterwards. */
+
+static bool gpu_idle(const core_gpu *gpu) {
+    return gpu->view.njobs == 0 && !gpu->drained;
+}
+
+static void core_gpu_changed(core_state *core, const core_gpu *gpu) {
+    uint64_t bit = (uint64_t)1 << gpu->view.index;
+    core->idle = gpu_idle(gpu) ? core->idle | bit : core->idle & ~bit;
 }
 
 /* ---- create / destroy ------------------------------------------------------- */
@@ -220,6 +254,7 @@ core_state *core_create(const core_config *cfg, int num_gpus,
         gpu->share.mode = SHARE_NAIVE;
         if (win_init(&gpu->win, cfg->window_samples, cfg->sample_period_s) != 0)
             goto oom;
+        core_gpu_changed(core, gpu);
     }
     return core;
 oom:
@@ -281,6 +316,7 @@ int core_reconfigure(core_state *core, const core_config *cfg, char *err,
     }
     core_set_config(core, cfg);
     core_rehold(core);
+    for (int g = 0; g < core->num_gpus; g++) core->gpus[g].gate.version = 0;
     return 0;
 }
 
@@ -312,6 +348,8 @@ static core_job *core_job_new(core_state *core, const core_job_spec *job,
     j->spec = *job;
     j->state = JOB_QUEUED;
     j->attempt = 1;
+    j->floor_mib = 0;
+    j->alone = false;
     size_t h = core_hash(core, job->id);
     j->hnext = core->table[h];
     core->table[h] = j;
@@ -387,6 +425,7 @@ static void core_release(core_state *core, core_job *job) {
             gpu->open_at = 0;
             gpu->alone = false;
         }
+        core_gpu_changed(core, gpu);
     }
     core->running--;
 }
@@ -510,7 +549,7 @@ int core_gpu_share(core_state *core, int gpu, share_mode mode,
                  gpu, (int)mode, SHARE_MODE_LIST);
         return -1;
     }
-    bool needs_table = mode == SHARE_MIG || mode == SHARE_AUTO;
+    bool needs_table = share_gpu_mode_mig(mode);
     if (needs_table && !mig) {
         snprintf(err, errlen, "sharing: GPU %d: mode %s needs a MIG profile "
                  "table, and this GPU has none", gpu, share_mode_name(mode));
@@ -522,19 +561,18 @@ int core_gpu_share(core_state *core, int gpu, share_mode mode,
                  "only while it is idle", gpu, g->view.njobs);
         return -1;
     }
+    core->mig_gpus += needs_table - share_gpu_mode_mig(g->share.mode);
     g->share = (share_gpu){.mode = mode, .model = needs_table ? mig : NULL};
     return 0;
 }
 
 void core_gpu_drain(core_state *core, int gpu, bool drained) {
-    if (gpu >= 0 && gpu < core->num_gpus) core->gpus[gpu].drained = drained;
+    if (gpu < 0 || gpu >= core->num_gpus) return;
+    core->gpus[gpu].drained = drained;
+    core_gpu_changed(core, &core->gpus[gpu]);
 }
 
 /* ---- placement ---------------------------------------------------------- */
-
-static bool gpu_idle(const core_gpu *gpu) {
-    return gpu->view.njobs == 0 && !gpu->drained;
-}
 
 /* Closed to a new job: drained, held by a job that must run alone, or
  * still observing its last newcomer. */
@@ -561,17 +599,16 @@ static bool core_under_pressure(const core_config *cfg, const policy_gpu *g) {
     return false;
 }
 
-/* Refreshes gpu->view from the window and applies the telemetry gates.
- * Free memory is total minus the most used at any instant of the window:
- * a training job's memory swings within an iteration and a job can free
- * memory only to take it again, so the window's peak is the safe reading.
- * The memory gate goes first: it needs only the window's peak, and on a
- * busy server it turns most GPUs away before their risk scores (the costly
- * part of a window) are worked out. The scores are read only for a GPU
- * that passes. */
-static bool core_telemetry_admits(core_state *core, core_gpu *gpu, double demand,
-                                  bool pressure, double now) {
-    if (!win_full(&gpu->win, now)) return false;
+/* Refreshes gpu->view from the full window and applies the telemetry
+ * gates. Free memory is total minus the most used at any instant of the
+ * window: a training job's memory swings within an iteration and a job can
+ * free memory only to take it again, so the window's peak is the safe
+ * reading. The memory gate goes first: it needs only the window's peak,
+ * and on a busy server it turns most GPUs away before their risk scores
+ * (the costly part of a window) are worked out. The scores are read only
+ * for a GPU that passes. */
+static bool core_telemetry_gates(core_state *core, core_gpu *gpu, double demand,
+                                 bool pressure, double now) {
     gpu->view.free_mib = gpu->view.total_mib - win_used_max_at(&gpu->win, now);
     if (gpu->view.free_mib - core_guard(core, gpu) < demand) return false;
     const win_scores *s = win_scores_at(&gpu->win, now);
@@ -580,6 +617,19 @@ static bool core_telemetry_admits(core_state *core, core_gpu *gpu, double demand
     gpu->view.drama = s->drama;
     gpu->view.util = s->util;
     return !(pressure && core_under_pressure(&core->cfg, &gpu->view));
+}
+
+/* core_telemetry_gates() once the window is full, asked again only when the
+ * window or the demand changed: gpu->view then still holds what the last
+ * asking read, since nothing else writes its telemetry fields. */
+static bool core_telemetry_admits(core_state *core, core_gpu *gpu, double demand,
+                                  bool pressure, double now) {
+    if (!win_full(&gpu->win, now)) return false;
+    uint64_t version = win_version_at(&gpu->win, now);
+    if (gpu->gate.version != version || gpu->gate.demand != demand)
+        gpu->gate = (core_gate){version, demand,
+            core_telemetry_gates(core, gpu, demand, pressure, now)};
+    return gpu->gate.admits;
 }
 
 typedef struct core_candidate {
@@ -606,18 +656,19 @@ static void core_take_best(core_candidate *c, int n, int k) {
     }
 }
 
-/* True when the job would run in a MIG instance on this GPU (core.h,
- * "sharing modes"), not on the whole GPU. */
+/* True when the job, demanding `demand` (core_demand()), would run in a
+ * MIG instance on this GPU (core.h, "sharing modes"), not on the whole
+ * GPU. */
 static bool core_wants_mig(const core_state *core, const core_job *job,
-                           const core_gpu *gpu) {
-    /* Asked for every GPU at every placement attempt: the demand (a call
-     * into the policy) only matters on MIG and auto GPUs. */
-    if (gpu->share.mode != SHARE_MIG && gpu->share.mode != SHARE_AUTO)
-        return false;
-    return share_gpu_wants_mig(&gpu->share, job->spec.num_gpus,
-                               core_demand(core, job), job->spec.util_pct,
+                           double demand, const core_gpu *gpu) {
+    if (!share_gpu_mode_mig(gpu->share.mode)) return false;
+    return share_gpu_wants_mig(&gpu->share, job->spec.num_gpus, demand,
+                               job->spec.util_pct,
                                !job->alone && core->pol->collocates);
 }
+
+/* The placements below take the job's demand from l->floor_mib, which
+ * core_schedule() sets first. */
 
 /* Exclusive first: the lowest-numbered idle GPUs, if there are enough,
  * among those the job would take whole. Idle GPUs read no telemetry
@@ -626,9 +677,11 @@ static bool core_wants_mig(const core_state *core, const core_job *job,
 static bool core_place_exclusive(core_state *core, const core_job *job,
                                  core_launch *l) {
     int n = 0;
-    for (int g = 0; g < core->num_gpus && n < job->spec.num_gpus; g++)
-        if (gpu_idle(&core->gpus[g]) && !core_wants_mig(core, job, &core->gpus[g]))
+    for (uint64_t m = core->idle; m && n < job->spec.num_gpus; m &= m - 1) {
+        int g = __builtin_ctzll(m); /* the lowest idle GPU left */
+        if (!core_wants_mig(core, job, l->floor_mib, &core->gpus[g]))
             l->gpus[n++] = g;
+    }
     l->exclusive = true;
     return n == job->spec.num_gpus;
 }
@@ -640,13 +693,13 @@ static bool core_place_shared(core_state *core, const core_job *job,
     /* After an OOM the policy's own memory model proved wrong, so even
      * a telemetry-free baseline must now see the floor free. */
     bool telemetry = pol->uses_telemetry || job->floor_mib > 0;
-    double demand = core_demand(core, job);
+    double demand = l->floor_mib;
     core_candidate cand[CORE_MAX_GPUS];
     int n = 0;
     for (int g = 0; g < core->num_gpus; g++) {
         core_gpu *gpu = &core->gpus[g];
         if (!gpu_open(gpu, now) || !share_gpu_collocates(&gpu->share) ||
-            core_wants_mig(core, job, gpu))
+            core_wants_mig(core, job, demand, gpu))
             continue;
         if (telemetry && !core_telemetry_admits(core, gpu, demand,
                                                 pol->uses_telemetry, now))
@@ -671,13 +724,14 @@ static bool core_place_shared(core_state *core, const core_job *job,
  * lowest index breaking ties. FULL and FRAGMENTED both wait (core.h). */
 static bool core_place_mig(core_state *core, const core_job *job,
                            core_launch *l) {
-    if (job->spec.num_gpus != 1) return false;
-    long demand = (long)ceil(core_demand(core, job));
+    if (job->spec.num_gpus != 1 || core->mig_gpus == 0) return false;
+    long demand = (long)ceil(l->floor_mib);
     int best = -1, best_used = -1;
     mig_pick best_pick = {MIG_FULL, NULL, -1};
     for (int g = 0; g < core->num_gpus; g++) {
         core_gpu *gpu = &core->gpus[g];
-        if (gpu->drained || gpu->alone || !core_wants_mig(core, job, gpu) ||
+        if (gpu->drained || gpu->alone ||
+            !core_wants_mig(core, job, l->floor_mib, gpu) ||
             !share_gpu_mig_open(&gpu->share, gpu->view.njobs))
             continue;
         const share_gpu *sh = &gpu->share;
@@ -724,6 +778,7 @@ static void core_occupy(core_state *core, core_job *job) {
         job->placed_seen[k] = gpu->placements;
         if (hold) gpu->alone = true;
         if (job->mig.profile) share_gpu_add(&gpu->share, job->mig);
+        core_gpu_changed(core, gpu);
     }
     core->running++;
 }
@@ -777,7 +832,7 @@ static int core_adopted_mig(const core_state *core, const core_job_spec *job,
                                ? mig_profile_find(sh->model, a->mig->name)
                                : NULL;
     const core_gpu *gpu = &core->gpus[a->gpus[0]];
-    if (!p || (sh->mode != SHARE_MIG && sh->mode != SHARE_AUTO) ||
+    if (!p || !share_gpu_mode_mig(sh->mode) ||
         gpu->view.njobs != sh->ninst ||
         !share_gpu_fits(sh, (mig_instance){p, a->mig_start})) {
         snprintf(err, errlen, "job %lld: MIG instance %s at slice %d does not "

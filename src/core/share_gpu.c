@@ -11,6 +11,10 @@ bool share_gpu_auto_mig(const mig_model *m, long demand_mib, double util_pct) {
            util_pct <= 100.0 * p->compute_slices / MIG_COMPUTE_SLICES;
 }
 
+bool share_gpu_mode_mig(share_mode mode) {
+    return mode == SHARE_MIG || mode == SHARE_AUTO;
+}
+
 bool share_gpu_wants_mig(const share_gpu *g, int num_gpus, double demand_mib,
                          double util_pct, bool collocating) {
     if (num_gpus != 1 || !collocating || !g->model) return false;

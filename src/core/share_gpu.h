@@ -24,6 +24,10 @@ typedef struct share_gpu {
     int ninst;
 } share_gpu;
 
+/* True for the modes under which jobs may run in MIG instances (mig,
+ * auto): those that need the GPU's profile table. */
+bool share_gpu_mode_mig(share_mode mode);
+
 /* True when a job of num_gpus GPUs demanding demand_mib runs in a MIG
  * instance on this GPU: the GPU is mig, or auto and share_gpu_auto_mig()
  * says so; the job uses one GPU; some profile holds the demand; and

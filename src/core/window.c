@@ -31,13 +31,21 @@ static double win_metric(const core_reading *r, size_t m) {
     return *(const double *)((const char *)r + win_metric_offset[m]);
 }
 
+/* Steps a window has room for at first. A window holds the few changes of
+ * its last W periods; dropped ones stay in front of the live ones until
+ * the room is used up, so the live ones move once per this many pushes,
+ * not at every push. */
+#define WIN_STEPS0 16
+
 int win_init(win *w, int samples, double period) {
     memset(w, 0, sizeof(*w));
     w->samples = samples;
     w->period = period;
     w->span = (samples - 1) * period;
-    w->capsteps = 4;
-    w->steps = malloc(sizeof(*w->steps) * (size_t)w->capsteps);
+    w->full_from = INFINITY;
+    w->cache_from = NAN;
+    w->capsteps = WIN_STEPS0;
+    w->base = w->steps = malloc(sizeof(*w->steps) * (size_t)w->capsteps);
     w->run_step = malloc(sizeof(*w->run_step) * (size_t)samples);
     w->run_count = malloc(sizeof(*w->run_count) * (size_t)samples);
     w->runs = malloc(sizeof(*w->runs) * (size_t)samples);
@@ -56,7 +64,7 @@ int win_init(win *w, int samples, double period) {
 }
 
 void win_free(win *w) {
-    free(w->steps);
+    free(w->base);
     free(w->run_step);
     free(w->run_count);
     free(w->runs);
@@ -76,6 +84,23 @@ static bool win_same_reading(const core_reading *a, const core_reading *b) {
            a->drama == b->drama && a->util == b->util;
 }
 
+/* Makes room for a step after the last: moves the live steps to the front,
+ * or doubles the room when they fill it. Returns 0, or -1 when out of
+ * memory. */
+static int win_make_room(win *w) {
+    if (w->steps > w->base) {
+        memmove(w->base, w->steps, sizeof(*w->steps) * (size_t)w->nsteps);
+    } else {
+        int cap = w->capsteps * 2;
+        win_step *grown = realloc(w->base, sizeof(*grown) * (size_t)cap);
+        if (!grown) return -1;
+        w->base = grown;
+        w->capsteps = cap;
+    }
+    w->steps = w->base;
+    return 0;
+}
+
 int win_push(win *w, const core_reading *r, double now) {
     if (!w->any) {
         w->any = true;
@@ -89,60 +114,55 @@ int win_push(win *w, const core_reading *r, double now) {
         /* Two readings at one instant (or a late one): the newer wins. */
         if (now <= last->t) {
             last->r = *r;
-            w->cache_ok = w->next_ok = false;
+            w->cache_from = NAN;
+            w->next_ok = false;
             return 0;
         }
     }
-    if (w->nsteps == w->capsteps) {
-        int cap = w->capsteps * 2;
-        win_step *grown = realloc(w->steps, sizeof(*grown) * (size_t)cap);
-        if (!grown) return -1;
-        w->steps = grown;
-        w->capsteps = cap;
-    }
+    if (w->steps + w->nsteps == w->base + w->capsteps && win_make_room(w) != 0)
+        return -1;
     w->steps[w->nsteps].t = now;
     w->steps[w->nsteps].r = *r;
     w->nsteps++;
     /* steps[0] is useless once steps[1] covers the oldest instant; windows
      * only move forward, so it will never be read again. */
     int drop = 0;
-    while (drop + 1 < w->nsteps && w->steps[drop + 1].t <= win_oldest(w, now))
-        drop++;
-    if (drop > 0) {
-        memmove(w->steps, w->steps + drop,
-                sizeof(*w->steps) * (size_t)(w->nsteps - drop));
-        w->nsteps -= drop;
-    }
-    w->cache_ok = w->next_ok = false;
+    double oldest = win_oldest(w, now);
+    while (drop + 1 < w->nsteps && w->steps[drop + 1].t <= oldest) drop++;
+    w->steps += drop;
+    w->nsteps -= drop;
+    w->cache_from = NAN;
+    w->next_ok = false;
     return 0;
 }
 
-bool win_full(const win *w, double now) {
-    return w->any && now - w->first_t >= w->span;
+bool win_full(win *w, double now) {
+    /* Asked for every open GPU at every collocation attempt. now - first_t
+     * grows with now, rounding included, so once full, full later on. */
+    if (now >= w->full_from) return true;
+    if (!w->any || !(now - w->first_t >= w->span)) return false;
+    w->full_from = now;
+    return true;
 }
 
 double win_full_at(const win *w) {
     return w->any ? w->first_t + w->span : -1;
 }
 
-/* The value at sorted position k (0-based) of runs sorted by value. */
-static double win_value_at(const win_run *sorted, int n, long k) {
-    for (int i = 0; i < n; i++) {
-        if (k < sorted[i].count) return sorted[i].v;
-        k -= sorted[i].count;
-    }
-    return sorted[n - 1].v;
-}
-
 /* Quantile with linear interpolation between closest ranks, the rule of
- * numpy.percentile and pandas.quantile that AEGIS's monitor computes with. */
+ * numpy.percentile and pandas.quantile that AEGIS's monitor computes with.
+ * `sorted` holds n runs of positive counts summing to total, by value. */
 static double win_quantile(const win_run *sorted, int n, long total, double q) {
     double pos = q * (double)(total - 1);
-    long lo = (long)floor(pos);
+    long lo = (long)pos; /* pos >= 0, so this is floor(), without libm */
     double frac = pos - (double)lo;
-    double v = win_value_at(sorted, n, lo);
+    int i = 0;
+    while (i + 1 < n && lo >= sorted[i].count) lo -= sorted[i++].count;
+    double v = sorted[i].v;
     if (frac == 0) return v;
-    return v + frac * (win_value_at(sorted, n, lo + 1) - v);
+    /* frac > 0 puts rank lo + 1 inside the total: in this run or the next. */
+    double above = lo + 1 < sorted[i].count ? v : sorted[i + 1].v;
+    return v + frac * (above - v);
 }
 
 /* win_risk(), with keep_pow (or NULL) holding the EWMA factors for a
@@ -196,23 +216,36 @@ static void win_scores_uniform(win_scores *s, const core_reading *r) {
     s->used_max_mib = r->used_mib;
 }
 
+/* Instant i of the window at `now`: i periods before it. Every instant is
+ * worked out by this one expression, so that comparisons with a step's
+ * time come out the same wherever they are made. */
+static double win_instant(const win *w, double now, int i) {
+    return now - i * w->period;
+}
+
+/* The largest i below `from` whose instant is at or after `next`, or -1:
+ * where a run of instants that read one step ends. Instants fall as i
+ * grows, so a guess by division is corrected in a step or two, each with
+ * the compare that walking the instants one by one would make. */
+static int win_run_end(const win *w, double now, int from, double next) {
+    double guess = (now - next) / w->period;
+    int i = guess < 0 ? -1 : guess >= from ? from - 1 : (int)guess;
+    while (i >= 0 && win_instant(w, now, i) < next) i--;
+    while (i + 1 < from && win_instant(w, now, i + 1) >= next) i++;
+    return i;
+}
+
 /* Groups the W instants of the window at `now` into runs of equal steps,
  * oldest first, in w->run_step and w->run_count; returns how many runs. */
 static int win_step_runs(win *w, double now) {
     int nruns = 0, k = 0;
     for (int i = w->samples - 1; i >= 0; nruns++) {
-        double x = now - i * w->period;
+        double x = win_instant(w, now, i);
         while (k + 1 < w->nsteps && w->steps[k + 1].t <= x) k++;
         /* Instants i, i-1, ... read step k until one reaches the next
-         * step's time: one compare per instant in this inner loop, which
-         * runs for every launch (core_start reads the peak). */
+         * step's time. */
         int from = i;
-        if (k + 1 == w->nsteps) {
-            i = -1;
-        } else {
-            double next = w->steps[k + 1].t;
-            do i--; while (i >= 0 && now - i * w->period < next);
-        }
+        i = k + 1 == w->nsteps ? -1 : win_run_end(w, now, from, w->steps[k + 1].t);
         w->run_step[nruns] = k;
         w->run_count[nruns] = from - i;
     }
@@ -232,22 +265,28 @@ static void win_scores_slow(win *w, win_scores *s) {
     }
 }
 
-/* Makes the cache hold the window at `now`: its runs and peak memory, and
- * on the fast path its scores as well. */
-/* True when the cache holds the window at `now`. */
-static bool win_cache_holds(win *w, double now) {
-    if (!w->cache_ok || now < w->cache_from) return false;
-    if (now == w->cache_from) return true;
+/* When the cached window stops holding, worked out when first asked. */
+static double win_cache_end(win *w) {
     if (!w->until_ok) {
         double next = win_next_change(w, w->cache_from);
         w->cache_until = next < 0 ? INFINITY : next;
         w->until_ok = true;
     }
-    return now < w->cache_until;
+    return w->cache_until;
 }
 
-static void win_cache_at(win *w, double now) {
-    if (win_cache_holds(w, now)) return;
+/* True when the cache holds the window at `now`. */
+static bool win_cache_holds(win *w, double now) {
+    /* Written so that no `now` is at or after a NAN cache_from. */
+    if (!(now >= w->cache_from)) return false;
+    return now == w->cache_from || now < win_cache_end(w);
+}
+
+/* Fills the cache with the window at `now`: its runs and peak memory, and
+ * on the fast path its scores as well. Kept out of line: inlined into
+ * win_cache_at(), it made every call save and restore the registers it
+ * needs, and most calls find the cache holding. */
+__attribute__((noinline)) static void win_cache_fill(win *w, double now) {
     const win_step *last = &w->steps[w->nsteps - 1];
     if (last->t <= win_oldest(w, now)) {
         win_scores_uniform(&w->cache, &last->r);
@@ -265,7 +304,13 @@ static void win_cache_at(win *w, double now) {
         w->until_ok = false;
     }
     w->cache_from = now;
-    w->cache_ok = true;
+    w->fills++;
+}
+
+/* Makes the cache hold the window at `now`. Asked for every open GPU at
+ * every collocation attempt, and most of them hold already. */
+static void win_cache_at(win *w, double now) {
+    if (!win_cache_holds(w, now)) win_cache_fill(w, now);
 }
 
 const win_scores *win_scores_at(win *w, double now) {
@@ -275,6 +320,11 @@ const win_scores *win_scores_at(win *w, double now) {
         w->scores_ok = true;
     }
     return &w->cache;
+}
+
+uint64_t win_version_at(win *w, double now) {
+    win_cache_at(w, now);
+    return w->fills;
 }
 
 double win_used_max_at(win *w, double now) {
@@ -291,8 +341,10 @@ static bool win_next_known(const win *w, double now) {
            (w->next_at < 0 || now < w->next_at);
 }
 
-double win_next_change(win *w, double now) {
-    if (win_next_known(w, now)) return w->next_at;
+/* win_next_change() worked out from the steps, and remembered. Out of
+ * line, so that the test of the remembered answer inlines into the
+ * schedule's pass over every GPU. */
+__attribute__((noinline)) static double win_next_find(win *w, double now) {
     double next = -1;
     /* Instant now-i*p crosses the boundary at step time t when
      * now = t + i*p, for i in 0..W-1. */
@@ -318,4 +370,8 @@ double win_next_change(win *w, double now) {
     w->next_from = now;
     w->next_at = next;
     return next;
+}
+
+double win_next_change(win *w, double now) {
+    return win_next_known(w, now) ? w->next_at : win_next_find(w, now);
 }

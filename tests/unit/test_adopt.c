@@ -202,6 +202,25 @@ static void test_reconfigure(void **state) {
     core_destroy(core);
 }
 
+/* The gates' last answer on a GPU whose window has not changed is not
+ * kept across a reconfigure: a threshold raised since then applies. */
+static void test_reconfigure_asks_gates_again(void **state) {
+    core_config cfg;
+    core_config_default(&cfg);
+    cfg.smact_max = 0.5;
+    core_state *core = make_core_cfg(&cfg, 1);
+    occupy_all(core, 1, 1000);
+    core_reading busy = reading(1000, 0.6, 0.5, 0.6, 0.6);
+    core_sample(core, 0, &busy, 0);
+    submit(core, 1, 1, 0);
+    assert_int_equal(place_one(core, 30, NULL), -1); /* under pressure */
+    cfg.smact_max = 0.65;
+    char err[256];
+    assert_int_equal(core_reconfigure(core, &cfg, err, sizeof(err)), 0);
+    assert_int_equal(place_one(core, 30, NULL), 0);
+    core_destroy(core);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_adopted_job_permits_collocation),
@@ -209,6 +228,7 @@ int main(void) {
         cmocka_unit_test(test_adopted_exit_climbs_from_floor),
         cmocka_unit_test(test_retry_queue_order),
         cmocka_unit_test(test_reconfigure),
+        cmocka_unit_test(test_reconfigure_asks_gates_again),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -67,6 +67,8 @@ static void test_full_and_next_change(void **state) {
     win_push(&w, &a, 10);
     assert_false(win_full(&w, 38));
     assert_true(win_full(&w, 39));
+    assert_false(win_full(&w, 38.5)); /* an earlier time asked later */
+    assert_true(win_full(&w, 1e9));
     assert_double_equal(win_full_at(&w), 39, 0);
     win_push(&w, &b, 50);
     /* The change at 50 slides through the instants until 50 + 29. */
@@ -80,12 +82,90 @@ static void test_full_and_next_change(void **state) {
     win_free(&w);
 }
 
+/* A reading that changes every period keeps 30 steps live while older
+ * ones drop off the front: the window stays right as its steps move to
+ * the front of their room and the room grows. */
+static void test_many_steps(void **state) {
+    win w;
+    assert_int_equal(win_init(&w, 30, 1), 0);
+    core_reading r[2] = {reading(1000, 0.2, 0.1, 0.3, 0.5),
+                         reading(3000, 0.6, 0.1, 0.3, 0.5)};
+    win_run runs[30], scratch[30];
+    for (int t = 0; t < 200; t++) {
+        win_push(&w, &r[t % 2], t);
+        if (t < 29) continue;
+        for (int i = 0; i < 30; i++)
+            runs[i] = (win_run){r[(t - 29 + i) % 2].smact, 1};
+        const win_scores *s = win_scores_at(&w, t);
+        assert_double_equal(s->smact, win_risk(runs, 30, scratch), 1e-12);
+        assert_double_equal(s->used_max_mib, 3000, 0);
+        assert_int_equal(w.nsteps, 30);
+    }
+    win_free(&w);
+}
+
+/* Steps at times that fall on or near instants of a period that binary
+ * cannot hold (0.1 s) split the window exactly where reading each instant
+ * on its own does. Each `now` asks a new window: this tests the runs, not
+ * the cache between two asks. */
+static void test_runs_match_instants(void **state) {
+    const double p = 0.1, times[] = {0, 0.3, 0.7, 1.1, 2.0, 2.05, 2.3};
+    const int nt = sizeof(times) / sizeof(times[0]);
+    win_run runs[30], scratch[30];
+    for (double now = 2.3; now < 5.6; now += 0.05) {
+        win w;
+        assert_int_equal(win_init(&w, 30, p), 0);
+        for (int k = 0; k < nt; k++) {
+            core_reading r = reading(1000 * (k + 1), 0.1 * (k + 1), 0.1, 0.3, 0.5);
+            win_push(&w, &r, times[k]);
+        }
+        double used_max = 0;
+        for (int i = 29; i >= 0; i--) { /* oldest instant first */
+            int k = 0;
+            while (k + 1 < nt && times[k + 1] <= now - i * p) k++;
+            runs[29 - i] = (win_run){0.1 * (k + 1), 1};
+            if (1000 * (k + 1) > used_max) used_max = 1000 * (k + 1);
+        }
+        const win_scores *s = win_scores_at(&w, now);
+        assert_double_equal(s->smact, win_risk(runs, 30, scratch), 1e-12);
+        assert_double_equal(s->used_max_mib, used_max, 0);
+        win_free(&w);
+    }
+}
+
+/* The version stays while the window reads the same, and moves when a
+ * new reading comes or the instants slide past a change. */
+static void test_version_follows_content(void **state) {
+    win w;
+    assert_int_equal(win_init(&w, 30, 1), 0);
+    core_reading a = reading(1000, 0.2, 0.1, 0.3, 0.5);
+    core_reading b = reading(2000, 0.2, 0.1, 0.3, 0.5);
+    win_push(&w, &a, 0);
+    uint64_t v = win_version_at(&w, 40);
+    assert_true(v != 0);
+    assert_true(win_version_at(&w, 100) == v); /* one value since 0 */
+    win_push(&w, &b, 100);
+    uint64_t at100 = win_version_at(&w, 100);
+    assert_true(at100 != v);
+    assert_true(win_version_at(&w, 100.5) == at100);
+    uint64_t at101 = win_version_at(&w, 101); /* a second instant reads b */
+    assert_true(at101 != at100);
+    win_push(&w, &b, 101.5); /* unchanged: no new step */
+    assert_true(win_version_at(&w, 101.5) == at101);
+    win_push(&w, &a, 101.5);
+    assert_true(win_version_at(&w, 101.5) != at101);
+    win_free(&w);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_risk_known_window),
         cmocka_unit_test(test_risk_unknown_skipped),
         cmocka_unit_test(test_fast_path_matches_slow_path),
         cmocka_unit_test(test_full_and_next_change),
+        cmocka_unit_test(test_version_follows_content),
+        cmocka_unit_test(test_many_steps),
+        cmocka_unit_test(test_runs_match_instants),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
