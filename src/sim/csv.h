@@ -1,7 +1,8 @@
 /* csv.h -- a small, fast reader of comma-separated files by column name.
  *
- * The whole file is read into one buffer and split in place: fields are
- * pointers into that buffer, so a row costs no allocation. Quoting is not
+ * The whole file is read (or mapped, when big) into one buffer and split
+ * in place: fields are pointers into that buffer, so a row costs no
+ * allocation. Quoting is not
  * supported (no aegis input needs commas inside a field). Lines starting
  * with '#' and blank lines are skipped; the first other line is the header.
  *
@@ -21,6 +22,7 @@
 typedef struct csv_file {
     const char *path;           /* as given to csv_open(), for messages */
     char *buf;                  /* the file's bytes plus a final NUL */
+    size_t mapped;              /* length of buf's mapping; 0: malloc'd */
     char *pos;                  /* start of the next unread line */
     char *end;                  /* buf + size */
     int line;                   /* line number of the row last returned */
