@@ -38,9 +38,10 @@ void csv_close(csv_file *f);
 
 /* Hands the second half of f's unread rows to *tail, so that two threads
  * can read one file: f stops at the line start nearest past the middle of
- * what it has left, and tail reads from there on, with the file's line
- * numbers. tail is a view into f's buffer, valid while f is; it is never
- * passed to csv_close(). */
+ * what it has left, and tail reads from there on. tail's line numbers
+ * count from there (its first line is 1): add f->line once f is read to
+ * its end, for the file's. tail is a view into f's buffer, valid while f
+ * is; it is never passed to csv_close(). */
 void csv_split(csv_file *f, csv_file *tail);
 
 /* Index of the named header column, or -1. */

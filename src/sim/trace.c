@@ -213,6 +213,12 @@ typedef struct trace_part {
     int count, cap, max_gpus;
     int rc;                     /* 0, or -1 with a message in err */
     char err[512];
+    /* The second half only, until settle_lines(): the first half, read in
+     * head_thread when head_threaded, whose last line number its own are
+     * counted on from. */
+    struct trace_part *head;
+    pthread_t head_thread;
+    bool head_threaded;
 } trace_part;
 
 /* Room for one more job in p; -1 with a message when out of memory. */
@@ -229,6 +235,22 @@ static int make_room(trace_part *p) {
     return 0;
 }
 
+/* The second half's line numbers count from the cut until the first half
+ * is read. Only csv_next() and read_job() use them, in messages, so before
+ * either reads a row of the second half, this waits for the first and
+ * numbers on from its last line: counting the first half's lines up front
+ * was a tenth of the load. Returns -1 when the first half failed: its
+ * fault is the one reported, and the second need not be read on. */
+static int settle_lines(trace_part *p) {
+    trace_part *head = p->head;
+    if (!head) return 0;
+    p->head = NULL;
+    if (p->head_threaded) pthread_join(p->head_thread, NULL);
+    if (head->rc < 0) return -1;
+    p->f->line += head->f->line;
+    return 0;
+}
+
 /* Reads p's rows: the plain ones in place, any other through csv_next(). */
 static void read_part(trace_part *p) {
     int rc;
@@ -236,6 +258,7 @@ static void read_part(trace_part *p) {
         trace_job *job = &p->jobs[p->count];
         job->index = p->count + 1;
         if (!read_plain_row(p->f, p->cols, p->cat, job)) {
+            if ((rc = settle_lines(p)) < 0) break;
             rc = csv_next(p->f, p->err, sizeof(p->err));
             if (rc <= 0) break;
             rc = read_job(p->f, p->cols, p->cat, job, p->err, sizeof(p->err));
@@ -253,21 +276,22 @@ static void *read_part_thread(void *part) {
     return NULL;
 }
 
-/* Reads the rows of f, the second half of a big file in a second thread:
+/* Reads the rows of f, the first half of a big file in a second thread:
  * parsing was most of the time a million-job trace took to load. */
 static void read_parts(csv_file *f, trace_part *head, trace_part *tail) {
-    csv_file tail_file;
-    bool split = f->end - f->pos >= TRACE_SPLIT_BYTES;
-    pthread_t thread;
-    bool threaded = false;
-    if (split) {
-        csv_split(f, &tail_file);
-        tail->f = &tail_file;
-        threaded = pthread_create(&thread, NULL, read_part_thread, tail) == 0;
+    if (f->end - f->pos < TRACE_SPLIT_BYTES) {
+        read_part(head);
+        return;
     }
-    read_part(head);
-    if (threaded) pthread_join(thread, NULL);
-    else if (split) read_part(tail); /* no thread to be had: in turn */
+    csv_file tail_file;
+    csv_split(f, &tail_file);
+    tail->f = &tail_file;
+    tail->head = head;
+    tail->head_threaded =
+        pthread_create(&tail->head_thread, NULL, read_part_thread, head) == 0;
+    if (!tail->head_threaded) read_part(head); /* no thread to be had */
+    read_part(tail);
+    settle_lines(tail); /* joins the thread where the tail did not */
     tail->f = NULL;
 }
 

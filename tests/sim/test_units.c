@@ -180,16 +180,21 @@ static void test_trace_job_index(void **state) {
 }
 
 /* A trace of `rows` jobs, big enough (over 1 MiB) to be read in two
- * threads: a comment line after the header, "big" as the last job, and
- * `bad_row` (1-based, 0 for none) an unknown workload. */
-static const char *big_trace(int rows, int bad_row) {
+ * threads: a comment line after the header and another before row
+ * `note_row` (0 for none), "big" as the last job, and rows `bad_row` and
+ * `bad_row2` (1-based, 0 for none) an unknown workload. */
+static const char *big_trace(int rows, int note_row, int bad_row,
+                             int bad_row2) {
     size_t cap = 64 + (size_t)rows * 32, len = 0;
     char *text = malloc(cap);
     assert_non_null(text);
     len += (size_t)snprintf(text, cap, "workload,submit_time_s\n# note\n");
     for (int i = 1; i <= rows; i++) {
-        const char *name = i == bad_row ? "nope" : i == rows ? "big" : "small";
-        len += (size_t)snprintf(text + len, cap - len, "%s,%d.5%s", name, i,
+        const char *name = i == bad_row || i == bad_row2 ? "nope"
+                         : i == rows                     ? "big"
+                                                         : "small";
+        len += (size_t)snprintf(text + len, cap - len, "%s%s,%d.5%s",
+                                i == note_row ? "# mid\n" : "", name, i,
                                 i % 1000 == 0 ? "\r\n" : "\n");
     }
     const char *path = write_temp(text, len);
@@ -198,11 +203,14 @@ static const char *big_trace(int rows, int bad_row) {
 }
 
 /* Both halves of a file read in two threads: numbered on across the cut,
- * a fault in the second half reported with its line in the file. */
+ * a fault in the second half reported with its line in the file (also
+ * after a comment line there), the first half's fault before the
+ * second's. */
 static void test_trace_read_in_two(void **state) {
     cat_catalog *cat = cat_load(TEMP(catalog_text), err, sizeof(err));
     const int rows = 120000;
-    trace *t = trace_load(big_trace(rows, 0), cat, err, sizeof(err));
+    trace *t = trace_load(big_trace(rows, rows - 20, 0, 0), cat, err,
+                          sizeof(err));
     assert_non_null(t);
     assert_int_equal(t->count, rows);
     assert_int_equal(t->max_gpus, 2);
@@ -211,11 +219,17 @@ static void test_trace_read_in_two(void **state) {
         assert_true(t->jobs[i].submit_s == i + 1.5);
     }
     trace_free(t);
-    assert_null(trace_load(big_trace(rows, rows - 10), cat, err, sizeof(err)));
     char where[32];
+    assert_null(trace_load(big_trace(rows, 0, rows - 10, 0), cat, err,
+                           sizeof(err)));
     snprintf(where, sizeof(where), ":%d: field 'workload'", rows - 10 + 2);
     assert_non_null(strstr(err, where));
-    assert_null(trace_load(big_trace(rows, 10), cat, err, sizeof(err)));
+    assert_null(trace_load(big_trace(rows, rows - 20, rows - 10, 0), cat, err,
+                           sizeof(err)));
+    snprintf(where, sizeof(where), ":%d: field 'workload'", rows - 10 + 3);
+    assert_non_null(strstr(err, where));
+    assert_null(trace_load(big_trace(rows, 0, 10, rows - 10), cat, err,
+                           sizeof(err)));
     assert_non_null(strstr(err, ":12: field 'workload'"));
     cat_free(cat);
 }
