@@ -242,7 +242,9 @@ const char *csv_plain_end(const char *p, const char *end) {
 /* Appends the digits at p to *value; returns the byte after them. */
 static const char *add_digits(const char *p, uint64_t *value) {
     uint64_t v = *value;
-    for (unsigned d; (d = (unsigned char)*p - '0') <= 9; p++) v = v * 10 + d;
+    /* 64-bit from the load on: no sign extension a digit. */
+    for (uint64_t d; (d = (uint64_t)(unsigned char)*p - '0') <= 9; p++)
+        v = v * 10 + d;
     *value = v;
     return p;
 }
