@@ -170,25 +170,19 @@ static int by_submit_then_row(const void *a, const void *b) {
     return (x->index > y->index) - (x->index < y->index);
 }
 
-static int is_sorted(const trace *t) {
-    for (int i = 1; i < t->count; i++)
-        if (t->jobs[i].submit_s < t->jobs[i - 1].submit_s) return 0;
-    return 1;
-}
-
 /* Sorts stably. qsort is not stable, so ties fall back to the file row,
- * which needs the rows numbered first; a trace already in order (the
- * usual case) is not touched. */
-static void sort_jobs(trace *t, int64_t *rows) {
-    if (is_sorted(t)) return;
-    for (int i = 0; i < t->count; i++) {
-        int64_t index = t->jobs[i].index;
-        t->jobs[i].index = i;
-        rows[i] = index;
+ * which needs the rows numbered first. Returns -1 when out of memory. */
+static int sort_jobs(trace_job *jobs, int count) {
+    int64_t *rows = malloc((size_t)count * sizeof(*rows));
+    if (!rows) return -1;
+    for (int i = 0; i < count; i++) {
+        rows[i] = jobs[i].index;
+        jobs[i].index = i;
     }
-    qsort(t->jobs, (size_t)t->count, sizeof(*t->jobs), by_submit_then_row);
-    for (int i = 0; i < t->count; i++)
-        t->jobs[i].index = rows[t->jobs[i].index];
+    qsort(jobs, (size_t)count, sizeof(*jobs), by_submit_then_row);
+    for (int i = 0; i < count; i++) jobs[i].index = rows[jobs[i].index];
+    free(rows);
+    return 0;
 }
 
 /* Marks the columns read_plain_row() parses; the rest it skips. */
@@ -211,6 +205,11 @@ typedef struct trace_part {
     const cat_catalog *cat;
     trace_job *jobs;
     int count, cap, max_gpus;
+    /* Whether a job came before the one above it: a trace in order (the
+     * usual case) is not sorted, and is seen to be as it is read, not in
+     * a pass over the jobs after. */
+    bool unsorted;
+    double last_submit;         /* of the job last read */
     int rc;                     /* 0, or -1 with a message in err */
     char err[512];
     /* The second half only, until settle_lines(): the first half, read in
@@ -266,6 +265,9 @@ static void read_part(trace_part *p) {
         }
         if (job->work->num_gpus > p->max_gpus)
             p->max_gpus = job->work->num_gpus;
+        /* Not negative: the first job is never before "the one above". */
+        p->unsorted |= job->submit_s < p->last_submit;
+        p->last_submit = job->submit_s;
         p->count++;
     }
     p->rc = rc < 0 ? -1 : 0;
@@ -305,6 +307,9 @@ static int join_parts(trace_part *head, trace_part *tail, bool numbered) {
     memcpy(all + head->count, tail->jobs, (size_t)tail->count * sizeof(*all));
     if (!numbered)
         for (int i = head->count; i < (int)n; i++) all[i].index += head->count;
+    head->unsorted |= tail->unsorted ||
+                      all[head->count].submit_s < head->last_submit;
+    head->last_submit = tail->last_submit;
     head->jobs = all;
     head->count = (int)n;
     if (tail->max_gpus > head->max_gpus) head->max_gpus = tail->max_gpus;
@@ -342,21 +347,18 @@ trace *trace_load(const char *path, const cat_catalog *cat, char *err,
         snprintf(err, errlen, "%s: no jobs after the header", path);
         rc = -1;
     }
-    int64_t *rows = rc == 0 ? malloc((size_t)head.count * sizeof(*rows)) : NULL;
-    if (rc == 0 && (!t || !rows)) {
+    if (rc == 0 && (!t || (head.unsorted &&
+                           sort_jobs(head.jobs, head.count) < 0))) {
         snprintf(err, errlen, "%s: out of memory", path);
         rc = -1;
     }
     if (rc < 0) {
         free(head.jobs);
         free(t);
-        free(rows);
         return NULL;
     }
     *t = (trace){.jobs = head.jobs, .count = head.count,
                  .max_gpus = head.max_gpus};
-    sort_jobs(t, rows);
-    free(rows);
     return t;
 }
 

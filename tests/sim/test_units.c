@@ -234,6 +234,43 @@ static void test_trace_read_in_two(void **state) {
     cat_free(cat);
 }
 
+/* Writes `rows` jobs of one length, the first `late` of them (1-based
+ * row < late) submitted after all the others. */
+static const char *cut_trace(int rows, int late) {
+    size_t cap = 64 + (size_t)rows * 24, len = 0;
+    char *text = malloc(cap);
+    assert_non_null(text);
+    len += (size_t)snprintf(text, cap, "workload,submit_time_s\n");
+    for (int i = 1; i <= rows; i++)
+        len += (size_t)snprintf(text + len, cap - len, "small,%07d\n",
+                                i < late ? rows + i : i);
+    const char *path = write_temp(text, len);
+    free(text);
+    return path;
+}
+
+/* Halves each in order, the second before the first: the load sees the
+ * fault in order at the cut and sorts. */
+static void test_trace_sorted_across_cut(void **state) {
+    cat_catalog *cat = cat_load(TEMP(catalog_text), err, sizeof(err));
+    const int rows = 100000;
+    /* The row the second half starts at: rows are all as long, so where
+     * csv_split cuts does not depend on their times. */
+    csv_file *f = csv_open(cut_trace(rows, 0), err, sizeof(err));
+    assert_non_null(f);
+    csv_file tail;
+    csv_split(f, &tail);
+    int first = 1;
+    for (const char *p = f->pos; p < tail.pos; p++) first += *p == '\n';
+    csv_close(f);
+    trace *t = trace_load(cut_trace(rows, first), cat, err, sizeof(err));
+    assert_non_null(t);
+    for (int i = 0; i < rows; i++)
+        assert_int_equal(t->jobs[i].index, (i + first - 1) % rows + 1);
+    trace_free(t);
+    cat_free(cat);
+}
+
 static void test_model(void **state) {
     sim_model m;
     sim_model_default(&m);
@@ -349,6 +386,7 @@ int main(void) {
         cmocka_unit_test(test_trace_sorted_stably),
         cmocka_unit_test(test_trace_job_index),
         cmocka_unit_test(test_trace_read_in_two),
+        cmocka_unit_test(test_trace_sorted_across_cut),
         cmocka_unit_test(test_model),
         cmocka_unit_test(test_heap_order),
         cmocka_unit_test(test_heap_packs_id_and_kind),
