@@ -190,6 +190,16 @@ void csv_split(csv_file *f, csv_file *tail) {
     f->end = cut;
 }
 
+double csv_line_bytes(const csv_file *f) {
+    const char *p = f->pos;
+    int lines = 0;
+    for (const char *nl; lines < 64 && p < f->end &&
+                         (nl = memchr(p, '\n', (size_t)(f->end - p)));
+         p = nl + 1)
+        lines++;
+    return lines ? (double)(p - f->pos) / lines : 1;
+}
+
 int csv_col(const csv_file *f, const char *name) {
     for (int i = 0; i < f->ncols; i++)
         if (strcmp(f->cols[i], name) == 0) return i;

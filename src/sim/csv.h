@@ -44,6 +44,11 @@ void csv_close(csv_file *f);
  * is; it is never passed to csv_close(). */
 void csv_split(csv_file *f, csv_file *tail);
 
+/* The mean length in bytes of f's next lines, up to 64 of them (1 when
+ * none are left): over the bytes left, an estimate of the rows left, to
+ * size arrays by. */
+double csv_line_bytes(const csv_file *f);
+
 /* Index of the named header column, or -1. */
 int csv_col(const csv_file *f, const char *name);
 

@@ -2,10 +2,13 @@
 #include "trace.h"
 
 #include "csv.h"
+#include "prefault.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -250,6 +253,19 @@ static int settle_lines(trace_part *p) {
     return 0;
 }
 
+/* Room for the rows of bytes of text at line_bytes a row, a sixteenth
+ * more to spare, on huge pages where the system has them: the 24 MB of a
+ * million jobs took 6000 page faults, a fifth of the load's CPU time.
+ * make_room still grows the array where this falls short. */
+static void reserve(trace_part *p, double line_bytes, ptrdiff_t bytes) {
+    double rows = (double)bytes / line_bytes * (17.0 / 16) + 64;
+    if (rows > INT_MAX) return;
+    p->jobs = malloc((size_t)rows * sizeof(*p->jobs));
+    if (!p->jobs) return;
+    p->cap = (int)rows;
+    prefault_huge(p->jobs, (size_t)rows * sizeof(*p->jobs));
+}
+
 /* Reads p's rows: the plain ones in place, any other through csv_next(). */
 static void read_part(trace_part *p) {
     int rc;
@@ -281,12 +297,15 @@ static void *read_part_thread(void *part) {
 /* Reads the rows of f, the first half of a big file in a second thread:
  * parsing was most of the time a million-job trace took to load. */
 static void read_parts(csv_file *f, trace_part *head, trace_part *tail) {
+    double line_bytes = csv_line_bytes(f);
+    reserve(head, line_bytes, f->end - f->pos); /* the tail's joins it */
     if (f->end - f->pos < TRACE_SPLIT_BYTES) {
         read_part(head);
         return;
     }
     csv_file tail_file;
     csv_split(f, &tail_file);
+    reserve(tail, line_bytes, tail_file.end - tail_file.pos);
     tail->f = &tail_file;
     tail->head = head;
     tail->head_threaded =
