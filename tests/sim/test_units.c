@@ -120,6 +120,25 @@ static void test_csv_errors(void **state) {
     csv_close(f);
 }
 
+/* A file big enough to be mapped and searched in two halves: the first
+ * NUL byte is the one named, in either half. */
+static void test_csv_binary_big(void **state) {
+    const int lines = 300000; /* of 4 bytes: 1.2 MB */
+    size_t len = (size_t)lines * 4;
+    char *text = malloc(len);
+    assert_non_null(text);
+    for (int i = 0; i < lines; i++) memcpy(text + 4 * i, "a,1\n", 4);
+    text[4 * (lines - 10) + 1] = '\0';
+    assert_null(csv_open(write_temp(text, len), err, sizeof(err)));
+    char where[32];
+    snprintf(where, sizeof(where), ":%d: binary file", lines - 9);
+    assert_non_null(strstr(err, where));
+    text[4 * 20] = '\0';
+    assert_null(csv_open(write_temp(text, len), err, sizeof(err)));
+    assert_non_null(strstr(err, ":21: binary file"));
+    free(text);
+}
+
 static void test_catalog(void **state) {
     cat_catalog *cat = cat_load(TEMP(catalog_text), err, sizeof(err));
     assert_non_null(cat);
@@ -381,6 +400,7 @@ int main(void) {
         cmocka_unit_test(test_csv_rows),
         cmocka_unit_test(test_csv_from_pipe),
         cmocka_unit_test(test_csv_errors),
+        cmocka_unit_test(test_csv_binary_big),
         cmocka_unit_test(test_catalog),
         cmocka_unit_test(test_catalog_errors),
         cmocka_unit_test(test_trace_sorted_stably),
