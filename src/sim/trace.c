@@ -260,10 +260,11 @@ static int settle_lines(trace_part *p) {
 static void reserve(trace_part *p, double line_bytes, ptrdiff_t bytes) {
     double rows = (double)bytes / line_bytes * (17.0 / 16) + 64;
     if (rows > INT_MAX) return;
-    p->jobs = malloc((size_t)rows * sizeof(*p->jobs));
+    size_t size = (size_t)rows * sizeof(*p->jobs);
+    p->jobs = malloc(size);
     if (!p->jobs) return;
     p->cap = (int)rows;
-    prefault_huge(p->jobs, (size_t)rows * sizeof(*p->jobs));
+    prefault_huge(p->jobs, size);
 }
 
 /* Reads p's rows: the plain ones in place, any other through csv_next(). */
@@ -298,7 +299,8 @@ static void *read_part_thread(void *part) {
  * parsing was most of the time a million-job trace took to load. */
 static void read_parts(csv_file *f, trace_part *head, trace_part *tail) {
     double line_bytes = csv_line_bytes(f);
-    reserve(head, line_bytes, f->end - f->pos); /* the tail's joins it */
+    /* All rows: join_parts() appends the tail's to the head's. */
+    reserve(head, line_bytes, f->end - f->pos);
     if (f->end - f->pos < TRACE_SPLIT_BYTES) {
         read_part(head);
         return;
