@@ -22,18 +22,25 @@ const char *cat_estimator_column(int est) { return est_columns[est]; }
 
 /* Hashes eight bytes at a time: a trace resolves one name per job, and
  * byte-at-a-time FNV over ~35-byte names was most of cat_find's cost on a
- * million-job trace. Multiply-xorshift mixing is plenty for 53 names. */
+ * million-job trace. Each word is folded in by a rotate and an xor, the
+ * mixing left to one multiply at the end: a multiply a word was half the
+ * cost again, and a rotate keeps the words' order. Plenty for 53 names.
+ * The last eight bytes are read as one word, overlapping the one before
+ * when the length is not a multiple of 8, not copied byte by byte: the
+ * copy of a variable length was a library call. */
 static unsigned hash_name(const char *s, size_t len) {
-    uint64_t h = 0x9e3779b97f4a7c15u ^ len;
-    for (; len >= 8; s += 8, len -= 8) {
-        uint64_t word;
-        memcpy(&word, s, 8);
-        h = (h ^ word) * 0xff51afd7ed558ccdu;
-        h ^= h >> 29;
+    uint64_t h = 0x9e3779b97f4a7c15u ^ len, word = 0;
+    if (len < 8) {
+        memcpy(&word, s, len);
+    } else {
+        const char *last = s + len - 8;
+        for (; s < last; s += 8) {
+            memcpy(&word, s, 8);
+            h = (h << 23 | h >> 41) ^ word;
+        }
+        memcpy(&word, last, 8);
     }
-    uint64_t tail = 0;
-    memcpy(&tail, s, len);
-    h = (h ^ tail) * 0xc4ceb9fe1a85ec53u;
+    h = ((h << 23 | h >> 41) ^ word) * 0xc4ceb9fe1a85ec53u;
     return (unsigned)(h ^ h >> 32);
 }
 

@@ -1,7 +1,8 @@
 /* csv.h -- a small, fast reader of comma-separated files by column name.
  *
- * The whole file is read into one buffer and split in place: fields are
- * pointers into that buffer, so a row costs no allocation. Quoting is not
+ * The whole file is read (or mapped, when big) into one buffer and split
+ * in place: fields are pointers into that buffer, so a row costs no
+ * allocation. Quoting is not
  * supported (no aegis input needs commas inside a field). Lines starting
  * with '#' and blank lines are skipped; the first other line is the header.
  *
@@ -12,6 +13,7 @@
 #define AEGIS_CSV_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* The most columns a file may have. The widest aegis input (the shared
  * workloads.csv) has 33. */
@@ -20,6 +22,7 @@
 typedef struct csv_file {
     const char *path;           /* as given to csv_open(), for messages */
     char *buf;                  /* the file's bytes plus a final NUL */
+    size_t mapped;              /* length of buf's mapping; 0: malloc'd */
     char *pos;                  /* start of the next unread line */
     char *end;                  /* buf + size */
     int line;                   /* line number of the row last returned */
@@ -35,10 +38,16 @@ void csv_close(csv_file *f);
 
 /* Hands the second half of f's unread rows to *tail, so that two threads
  * can read one file: f stops at the line start nearest past the middle of
- * what it has left, and tail reads from there on, with the file's line
- * numbers. tail is a view into f's buffer, valid while f is; it is never
- * passed to csv_close(). */
+ * what it has left, and tail reads from there on. tail's line numbers
+ * count from there (its first line is 1): add f->line once f is read to
+ * its end, for the file's. tail is a view into f's buffer, valid while f
+ * is; it is never passed to csv_close(). */
 void csv_split(csv_file *f, csv_file *tail);
+
+/* The mean length in bytes of f's next lines, up to 64 of them (1 when
+ * none are left): over the bytes left, an estimate of the rows left, to
+ * size arrays by. */
+double csv_line_bytes(const csv_file *f);
 
 /* Index of the named header column, or -1. */
 int csv_col(const csv_file *f, const char *name);
@@ -47,6 +56,36 @@ int csv_col(const csv_file *f, const char *name);
  * of the file, -1 (with "PATH:LINE: why" in err) when its field count
  * differs from the header's. */
 int csv_next(csv_file *f, char *err, size_t errlen);
+
+/* Reading rows where they lie, for a reader that needs a few fields of a
+ * million rows (trace.c), where splitting every field of every row was
+ * much of the cost. Such a reader parses the bytes from f->pos, which
+ * nothing has written to yet, calls csv_skip_row() past each row it takes
+ * and hands any other (a comment, a blank line, a fault) to csv_next(),
+ * which takes it as it always does. The bytes a csv_file reads end with a
+ * '\n' or with the NUL after the file, so a loop over the bytes of a field
+ * (digits, say) stops before f->end without testing for it. */
+
+/* The end of the plain text at p: the first byte before end that is a
+ * control character, a space or one of !"#$%&'()*+, -- so a ',' or a line
+ * end -- or end itself. A fast reader takes a field that stops at anything
+ * but a ',' or a line end as not plain. */
+const char *csv_plain_end(const char *p, const char *end);
+
+/* Reads the decimal digits at p into *value (modulo 2^64: a caller that
+ * takes more than 19 digits has its own bound); returns the byte after
+ * them. */
+const char *csv_digits(const char *p, uint64_t *value);
+
+/* Parses "[-]digits[.digits]" with at most 15 digits at text into *out,
+ * exactly as csv_double() does; returns the byte it stopped at, which the
+ * caller checks ends the field, or NULL for text not of that form (more
+ * digits, no digit). */
+const char *csv_plain_number(const char *text, double *out);
+
+/* Moves f past a row read in place: next is the start of the line after
+ * it. */
+void csv_skip_row(csv_file *f, const char *next);
 
 /* Parses the field of column col of the current row as a finite number.
  * An empty field gives 1 and leaves *out alone (unknown); a number gives 0;

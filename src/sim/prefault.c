@@ -13,15 +13,31 @@ void prefault_add(prefault *pf, void *start, size_t bytes) {
     pf->nregions++;
 }
 
-/* Maps the whole pages inside [start, start + bytes) (madvise takes whole
- * pages; the loop faults in the two partial ones). */
+/* Gives madvise the whole units (pages, huge pages) inside [start, start
+ * + bytes): it takes whole pages. A kernel without the advice says
+ * EINVAL, and the faults happen as before. */
+static void advise_inside(void *start, size_t bytes, uintptr_t unit,
+                          int advice) {
+    uintptr_t from = ((uintptr_t)start + unit - 1) / unit * unit;
+    uintptr_t to = ((uintptr_t)start + bytes) / unit * unit;
+    if (to > from) (void)madvise((void *)from, to - from, advice);
+}
+
+/* Maps the whole pages inside [start, start + bytes); the writer faults
+ * in the two partial ones. */
 static void map_pages(void *start, size_t bytes) {
 #ifdef MADV_POPULATE_WRITE
-    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-    uintptr_t from = ((uintptr_t)start + page - 1) / page * page;
-    uintptr_t to = ((uintptr_t)start + bytes) / page * page;
-    /* A kernel without it says EINVAL: the faults happen as before. */
-    if (to > from) (void)madvise((void *)from, to - from, MADV_POPULATE_WRITE);
+    advise_inside(start, bytes, (uintptr_t)sysconf(_SC_PAGESIZE),
+                  MADV_POPULATE_WRITE);
+#else
+    (void)start;
+    (void)bytes;
+#endif
+}
+
+void prefault_huge(void *start, size_t bytes) {
+#ifdef MADV_HUGEPAGE
+    advise_inside(start, bytes, PREFAULT_HUGE_BYTES, MADV_HUGEPAGE);
 #else
     (void)start;
     (void)bytes;

@@ -9,7 +9,9 @@
  * (madvise MADV_POPULATE_WRITE, Linux 5.14). The kernel maps pages without
  * touching their contents, so the thread shares no data with the writer
  * and needs no locking. Where the call or the thread is not to be had,
- * nothing happens and the writer takes its faults as before.
+ * nothing happens and the writer takes its faults as before. An array
+ * its writer fills alone can instead ask for huge pages, a fault every
+ * 2 MiB (prefault_huge).
  */
 #ifndef AEGIS_PREFAULT_H
 #define AEGIS_PREFAULT_H
@@ -37,5 +39,15 @@ void prefault_add(prefault *pf, void *start, size_t bytes);
 void prefault_start(prefault *pf);
 /* Waits for the thread, if any; call before freeing the regions. */
 void prefault_finish(prefault *pf);
+
+/* The huge page size of x86-64 and most arm64 kernels. */
+#define PREFAULT_HUGE_BYTES (2u << 20)
+
+/* Asks for huge pages for the whole ones inside [start, start + bytes),
+ * an array about to be written: it then takes a page fault every 2 MiB,
+ * not every 4 KiB (transparent huge pages, which Linux in its usual
+ * "madvise" mode gives only where asked). Where they are not to be had,
+ * nothing changes. */
+void prefault_huge(void *start, size_t bytes);
 
 #endif

@@ -2,51 +2,93 @@
 #include "trace.h"
 
 #include "csv.h"
+#include "prefault.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* A field where it lies in the file's buffer, not NUL-terminated. */
+typedef struct span {
+    const char *text;
+    size_t len;
+} span;
+
 /* The workload a task_path names: its basename without ".yaml". */
-static const char *task_stem(const char *path, size_t *len) {
-    const char *slash = strrchr(path, '/');
-    const char *base = slash ? slash + 1 : path;
-    size_t n = strlen(base);
-    if (n > 5 && strcmp(base + n - 5, ".yaml") == 0) n -= 5;
-    *len = n;
-    return base;
+static span task_stem(span path) {
+    const char *base = path.text + path.len;
+    while (base > path.text && base[-1] != '/') base--;
+    size_t n = path.len - (size_t)(base - path.text);
+    if (n > 5 && memcmp(base + n - 5, ".yaml", 5) == 0) n -= 5;
+    return (span){base, n};
 }
+
+/* What the fast path (read_plain_row) does with a column's field. */
+enum { ROLE_SKIP, ROLE_SUBMIT, ROLE_INDEX, ROLE_WORK, ROLE_TASK };
 
 /* Column indexes of the fields read; -1 for a column absent. */
 typedef struct trace_columns {
     int submit, work, task, index;
+    unsigned char role[CSV_MAX_FIELDS]; /* ROLE_ of each column */
 } trace_columns;
 
-/* A job number: plain digits (at most 18, so no overflow) are converted
- * here, several times faster than strtoll, which takes anything else.
- * Returns 0, or -1 for text that is not a non-negative integer. */
-static int parse_job_number(const char *text, int64_t *out) {
-    int64_t v = 0;
-    int digits = 0;
-    for (const char *p = text; *p >= '0' && *p <= '9' && digits < 18; p++) {
-        v = v * 10 + (*p - '0');
-        digits++;
-    }
-    if (digits > 0 && text[digits] == '\0') {
+/* The column a row's workload comes from: workload, or task_path where
+ * workload is absent or empty; -1 when neither is there. */
+static int workload_column(const trace_columns *c, span work) {
+    return c->work >= 0 && work.len > 0 ? c->work : c->task;
+}
+
+/* The workload name in a row's workload or task_path field, as
+ * workload_column() picks; an empty name when neither is there. */
+static span workload_name(const trace_columns *c, span work, span task) {
+    int col = workload_column(c, work);
+    if (col < 0) return (span){"", 0};
+    return col == c->work ? work : task_stem(task);
+}
+
+/* The digits of a job number at text (at most 18, so no overflow) into
+ * *out; returns the byte after them, or NULL when there are none or more. */
+static const char *job_number_digits(const char *text, int64_t *out) {
+    uint64_t v;
+    const char *stop = csv_digits(text, &v);
+    if (stop == text || stop - text > 18) return NULL;
+    *out = (int64_t)v;
+    return stop;
+}
+
+/* A job number, field col of f's current row: plain digits are converted
+ * by job_number_digits(), several times faster than strtoll, which takes
+ * anything else. Returns 0, or -1 for text that is not a non-negative
+ * integer. */
+static int parse_job_number(const csv_file *f, int col, int64_t *out) {
+    const char *text = f->row[col];
+    int64_t v;
+    const char *stop = job_number_digits(text, &v);
+    if (stop && *stop == '\0') {
         *out = v;
         return 0;
     }
-    char *stop;
+    char *end;
     errno = 0;
-    long long slow = strtoll(text, &stop, 10);
-    if (text[0] == '\0' || *stop != '\0' || errno || slow < 0) return -1;
+    long long slow = strtoll(text, &end, 10);
+    if (text[0] == '\0' || *end != '\0' || errno || slow < 0) return -1;
     *out = slow;
     return 0;
 }
 
+/* The field of column col of f's current row; empty when col is -1. */
+static span field(const csv_file *f, int col) {
+    const char *text = col >= 0 ? f->row[col] : "";
+    return (span){text, strlen(text)};
+}
+
+/* Reads f's current row, split by csv_next(), into job: the general path,
+ * which names every fault. */
 static int read_job(const csv_file *f, const trace_columns *c,
                     const cat_catalog *cat, trace_job *job, char *err,
                     size_t errlen) {
@@ -61,24 +103,68 @@ static int read_job(const csv_file *f, const trace_columns *c,
     job->submit_s = submit;
     if (c->index >= 0) {
         const char *text = f->row[c->index];
-        if (parse_job_number(text, &job->index) < 0) {
+        if (parse_job_number(f, c->index, &job->index) < 0) {
             snprintf(err, errlen, "%s:%d: field 'job_index': '%.40s' is not "
                      "a job number", f->path, f->line, text);
             return -1;
         }
     }
-    int col = c->work >= 0 && f->row[c->work][0] ? c->work : c->task;
-    const char *name = col >= 0 ? f->row[col] : "";
-    size_t len = strlen(name);
-    if (col == c->task && col >= 0) name = task_stem(name, &len);
-    job->work = cat_find(cat, name, len);
+    span work = field(f, c->work);
+    span name = workload_name(c, work, field(f, c->task));
+    job->work = cat_find(cat, name.text, name.len);
     if (!job->work) {
+        int col = workload_column(c, work);
         snprintf(err, errlen, "%s:%d: field '%s': unknown workload '%.*s'",
                  f->path, f->line, col >= 0 ? f->cols[col] : "workload",
-                 (int)(len > 80 ? 80 : len), name);
+                 (int)(name.len > 80 ? 80 : name.len), name.text);
         return -1;
     }
     return 0;
+}
+
+/* Parses the field at s as its column's role asks, into job or names;
+ * returns the byte it stopped at, or NULL when the field is not plain. */
+static const char *plain_field(int role, const char *s, const char *end,
+                               trace_job *job, span names[2]) {
+    if (role == ROLE_SUBMIT) {
+        double v;
+        s = csv_plain_number(s, &v);
+        if (!s || v < 0) return NULL; /* read_job names the fault */
+        job->submit_s = v;
+        return s;
+    }
+    if (role == ROLE_INDEX) return job_number_digits(s, &job->index);
+    const char *stop = csv_plain_end(s, end);
+    if (role != ROLE_SKIP)
+        names[role - ROLE_WORK] = (span){s, (size_t)(stop - s)};
+    return stop;
+}
+
+/* The fast path: reads the row at f->pos in place, without writing to the
+ * buffer, when it is plain -- the header's field count, numbers in
+ * csv_plain_number's form, a known workload, a '\n' line end. Returns 1
+ * when it took the row, 0 for any other line (a comment, a blank line,
+ * the end, a fault), which read_job takes after csv_next(): both read a
+ * plain row alike, and only they name faults. */
+static int read_plain_row(csv_file *f, const trace_columns *c,
+                          const cat_catalog *cat, trace_job *job) {
+    const char *s = f->pos, *end = f->end;
+    if (s == end || *s == '#') return 0;
+    span names[2] = {{"", 0}, {"", 0}};
+    for (int col = 0;; col++) {
+        s = plain_field(c->role[col], s, end, job, names);
+        if (!s || s == end) return 0;
+        if (col == f->ncols - 1) break;
+        if (*s != ',') return 0;
+        s++;
+    }
+    if (*s == '\r') s++;
+    if (s == end || *s != '\n') return 0;
+    span name = workload_name(c, names[0], names[1]);
+    job->work = cat_find(cat, name.text, name.len);
+    if (!job->work) return 0;
+    csv_skip_row(f, s + 1);
+    return 1;
 }
 
 static int by_submit_then_row(const void *a, const void *b) {
@@ -87,25 +173,28 @@ static int by_submit_then_row(const void *a, const void *b) {
     return (x->index > y->index) - (x->index < y->index);
 }
 
-static int is_sorted(const trace *t) {
-    for (int i = 1; i < t->count; i++)
-        if (t->jobs[i].submit_s < t->jobs[i - 1].submit_s) return 0;
-    return 1;
+/* Sorts stably. qsort is not stable, so ties fall back to the file row,
+ * which needs the rows numbered first. Returns -1 when out of memory. */
+static int sort_jobs(trace_job *jobs, int count) {
+    int64_t *rows = malloc((size_t)count * sizeof(*rows));
+    if (!rows) return -1;
+    for (int i = 0; i < count; i++) {
+        rows[i] = jobs[i].index;
+        jobs[i].index = i;
+    }
+    qsort(jobs, (size_t)count, sizeof(*jobs), by_submit_then_row);
+    for (int i = 0; i < count; i++) jobs[i].index = rows[jobs[i].index];
+    free(rows);
+    return 0;
 }
 
-/* Sorts stably. qsort is not stable, so ties fall back to the file row,
- * which needs the rows numbered first; a trace already in order (the
- * usual case) is not touched. */
-static void sort_jobs(trace *t, int64_t *rows) {
-    if (is_sorted(t)) return;
-    for (int i = 0; i < t->count; i++) {
-        int64_t index = t->jobs[i].index;
-        t->jobs[i].index = i;
-        rows[i] = index;
-    }
-    qsort(t->jobs, (size_t)t->count, sizeof(*t->jobs), by_submit_then_row);
-    for (int i = 0; i < t->count; i++)
-        t->jobs[i].index = rows[t->jobs[i].index];
+/* Marks the columns read_plain_row() parses; the rest it skips. */
+static void set_roles(trace_columns *c) {
+    const int cols[] = {c->submit, c->index, c->work, c->task};
+    const unsigned char roles[] = {ROLE_SUBMIT, ROLE_INDEX, ROLE_WORK,
+                                   ROLE_TASK};
+    for (int i = 0; i < 4; i++)
+        if (cols[i] >= 0) c->role[cols[i]] = roles[i];
 }
 
 /* Files smaller than this are read by one thread: below it a second
@@ -119,31 +208,83 @@ typedef struct trace_part {
     const cat_catalog *cat;
     trace_job *jobs;
     int count, cap, max_gpus;
+    /* Whether a job came before the one above it: a trace in order (the
+     * usual case) is not sorted, and is seen to be as it is read, not in
+     * a pass over the jobs after. */
+    bool unsorted;
+    double last_submit;         /* of the job last read */
     int rc;                     /* 0, or -1 with a message in err */
     char err[512];
+    /* The second half only, until settle_lines(): the first half, read in
+     * head_thread when head_threaded, whose last line number its own are
+     * counted on from. */
+    struct trace_part *head;
+    pthread_t head_thread;
+    bool head_threaded;
 } trace_part;
 
+/* Room for one more job in p; -1 with a message when out of memory. */
+static int make_room(trace_part *p) {
+    if (p->count < p->cap) return 0;
+    int bigger = p->cap ? p->cap * 2 : 1024;
+    trace_job *more = realloc(p->jobs, (size_t)bigger * sizeof(*more));
+    if (!more) {
+        snprintf(p->err, sizeof(p->err), "%s: out of memory", p->f->path);
+        return -1;
+    }
+    p->jobs = more;
+    p->cap = bigger;
+    return 0;
+}
+
+/* The second half's line numbers count from the cut until the first half
+ * is read. Only csv_next() and read_job() use them, in messages, so before
+ * either reads a row of the second half, this waits for the first and
+ * numbers on from its last line: counting the first half's lines up front
+ * was a tenth of the load. Returns -1 when the first half failed: its
+ * fault is the one reported, and the second need not be read on. */
+static int settle_lines(trace_part *p) {
+    trace_part *head = p->head;
+    if (!head) return 0;
+    p->head = NULL;
+    if (p->head_threaded) pthread_join(p->head_thread, NULL);
+    if (head->rc < 0) return -1;
+    p->f->line += head->f->line;
+    return 0;
+}
+
+/* Room for the rows of bytes of text at line_bytes a row, a sixteenth
+ * more to spare, on huge pages where the system has them: the 24 MB of a
+ * million jobs took 6000 page faults, a fifth of the load's CPU time.
+ * make_room still grows the array where this falls short. */
+static void reserve(trace_part *p, double line_bytes, ptrdiff_t bytes) {
+    double rows = (double)bytes / line_bytes * (17.0 / 16) + 64;
+    if (rows > INT_MAX) return;
+    size_t size = (size_t)rows * sizeof(*p->jobs);
+    p->jobs = malloc(size);
+    if (!p->jobs) return;
+    p->cap = (int)rows;
+    prefault_huge(p->jobs, size);
+}
+
+/* Reads p's rows: the plain ones in place, any other through csv_next(). */
 static void read_part(trace_part *p) {
     int rc;
-    while ((rc = csv_next(p->f, p->err, sizeof(p->err))) == 1) {
-        if (p->count == p->cap) {
-            int bigger = p->cap ? p->cap * 2 : 1024;
-            trace_job *more = realloc(p->jobs, (size_t)bigger * sizeof(*more));
-            if (!more) {
-                snprintf(p->err, sizeof(p->err), "%s: out of memory",
-                         p->f->path);
-                rc = -1;
-                break;
-            }
-            p->jobs = more;
-            p->cap = bigger;
-        }
+    while ((rc = make_room(p)) == 0) {
         trace_job *job = &p->jobs[p->count];
         job->index = p->count + 1;
-        rc = read_job(p->f, p->cols, p->cat, job, p->err, sizeof(p->err));
-        if (rc < 0) break;
+        if (!read_plain_row(p->f, p->cols, p->cat, job)) {
+            if ((rc = settle_lines(p)) < 0) break;
+            rc = csv_next(p->f, p->err, sizeof(p->err));
+            if (rc <= 0) break;
+            rc = read_job(p->f, p->cols, p->cat, job, p->err, sizeof(p->err));
+            if (rc < 0) break;
+        }
         if (job->work->num_gpus > p->max_gpus)
             p->max_gpus = job->work->num_gpus;
+        /* Not negative: the first job is never before "the one above". */
+        p->unsorted |= job->submit_s < p->last_submit;
+        p->last_submit = job->submit_s;
         p->count++;
     }
     p->rc = rc < 0 ? -1 : 0;
@@ -154,21 +295,26 @@ static void *read_part_thread(void *part) {
     return NULL;
 }
 
-/* Reads the rows of f, the second half of a big file in a second thread:
+/* Reads the rows of f, the first half of a big file in a second thread:
  * parsing was most of the time a million-job trace took to load. */
 static void read_parts(csv_file *f, trace_part *head, trace_part *tail) {
-    csv_file tail_file;
-    bool split = f->end - f->pos >= TRACE_SPLIT_BYTES;
-    pthread_t thread;
-    bool threaded = false;
-    if (split) {
-        csv_split(f, &tail_file);
-        tail->f = &tail_file;
-        threaded = pthread_create(&thread, NULL, read_part_thread, tail) == 0;
+    double line_bytes = csv_line_bytes(f);
+    /* All rows: join_parts() appends the tail's to the head's. */
+    reserve(head, line_bytes, f->end - f->pos);
+    if (f->end - f->pos < TRACE_SPLIT_BYTES) {
+        read_part(head);
+        return;
     }
-    read_part(head);
-    if (threaded) pthread_join(thread, NULL);
-    else if (split) read_part(tail); /* no thread to be had: in turn */
+    csv_file tail_file;
+    csv_split(f, &tail_file);
+    reserve(tail, line_bytes, tail_file.end - tail_file.pos);
+    tail->f = &tail_file;
+    tail->head = head;
+    tail->head_threaded =
+        pthread_create(&tail->head_thread, NULL, read_part_thread, head) == 0;
+    if (!tail->head_threaded) read_part(head); /* no thread to be had */
+    read_part(tail);
+    settle_lines(tail); /* joins the thread where the tail did not */
     tail->f = NULL;
 }
 
@@ -182,6 +328,9 @@ static int join_parts(trace_part *head, trace_part *tail, bool numbered) {
     memcpy(all + head->count, tail->jobs, (size_t)tail->count * sizeof(*all));
     if (!numbered)
         for (int i = head->count; i < (int)n; i++) all[i].index += head->count;
+    head->unsorted |= tail->unsorted ||
+                      all[head->count].submit_s < head->last_submit;
+    head->last_submit = tail->last_submit;
     head->jobs = all;
     head->count = (int)n;
     if (tail->max_gpus > head->max_gpus) head->max_gpus = tail->max_gpus;
@@ -193,13 +342,15 @@ trace *trace_load(const char *path, const cat_catalog *cat, char *err,
     csv_file *f = csv_open(path, err, errlen);
     if (!f) return NULL;
     trace_columns cols = {csv_col(f, "submit_time_s"), csv_col(f, "workload"),
-                          csv_col(f, "task_path"), csv_col(f, "job_index")};
+                          csv_col(f, "task_path"), csv_col(f, "job_index"),
+                          {0}};
     if (cols.submit < 0 || (cols.work < 0 && cols.task < 0)) {
         snprintf(err, errlen, "%s:%d: missing column '%s'", path, f->line,
                  cols.submit < 0 ? "submit_time_s" : "workload (or task_path)");
         csv_close(f);
         return NULL;
     }
+    set_roles(&cols);
     trace_part head = {.f = f, .cols = &cols, .cat = cat};
     trace_part tail = {.cols = &cols, .cat = cat};
     read_parts(f, &head, &tail);
@@ -217,21 +368,18 @@ trace *trace_load(const char *path, const cat_catalog *cat, char *err,
         snprintf(err, errlen, "%s: no jobs after the header", path);
         rc = -1;
     }
-    int64_t *rows = rc == 0 ? malloc((size_t)head.count * sizeof(*rows)) : NULL;
-    if (rc == 0 && (!t || !rows)) {
+    if (rc == 0 && (!t || (head.unsorted &&
+                           sort_jobs(head.jobs, head.count) < 0))) {
         snprintf(err, errlen, "%s: out of memory", path);
         rc = -1;
     }
     if (rc < 0) {
         free(head.jobs);
         free(t);
-        free(rows);
         return NULL;
     }
     *t = (trace){.jobs = head.jobs, .count = head.count,
                  .max_gpus = head.max_gpus};
-    sort_jobs(t, rows);
-    free(rows);
     return t;
 }
 

@@ -120,6 +120,25 @@ static void test_csv_errors(void **state) {
     csv_close(f);
 }
 
+/* A file big enough to be mapped and searched in two halves: the first
+ * NUL byte is the one named, in either half. */
+static void test_csv_binary_big(void **state) {
+    const int lines = 300000; /* of 4 bytes: 1.2 MB */
+    size_t len = (size_t)lines * 4;
+    char *text = malloc(len);
+    assert_non_null(text);
+    for (int i = 0; i < lines; i++) memcpy(text + 4 * i, "a,1\n", 4);
+    text[4 * (lines - 10) + 1] = '\0';
+    assert_null(csv_open(write_temp(text, len), err, sizeof(err)));
+    char where[32];
+    snprintf(where, sizeof(where), ":%d: binary file", lines - 9);
+    assert_non_null(strstr(err, where));
+    text[4 * 20] = '\0';
+    assert_null(csv_open(write_temp(text, len), err, sizeof(err)));
+    assert_non_null(strstr(err, ":21: binary file"));
+    free(text);
+}
+
 static void test_catalog(void **state) {
     cat_catalog *cat = cat_load(TEMP(catalog_text), err, sizeof(err));
     assert_non_null(cat);
@@ -180,16 +199,21 @@ static void test_trace_job_index(void **state) {
 }
 
 /* A trace of `rows` jobs, big enough (over 1 MiB) to be read in two
- * threads: a comment line after the header, "big" as the last job, and
- * `bad_row` (1-based, 0 for none) an unknown workload. */
-static const char *big_trace(int rows, int bad_row) {
+ * threads: a comment line after the header and another before row
+ * `note_row` (0 for none), "big" as the last job, and rows `bad_row` and
+ * `bad_row2` (1-based, 0 for none) an unknown workload. */
+static const char *big_trace(int rows, int note_row, int bad_row,
+                             int bad_row2) {
     size_t cap = 64 + (size_t)rows * 32, len = 0;
     char *text = malloc(cap);
     assert_non_null(text);
     len += (size_t)snprintf(text, cap, "workload,submit_time_s\n# note\n");
     for (int i = 1; i <= rows; i++) {
-        const char *name = i == bad_row ? "nope" : i == rows ? "big" : "small";
-        len += (size_t)snprintf(text + len, cap - len, "%s,%d.5%s", name, i,
+        const char *name = i == bad_row || i == bad_row2 ? "nope"
+                         : i == rows                     ? "big"
+                                                         : "small";
+        len += (size_t)snprintf(text + len, cap - len, "%s%s,%d.5%s",
+                                i == note_row ? "# mid\n" : "", name, i,
                                 i % 1000 == 0 ? "\r\n" : "\n");
     }
     const char *path = write_temp(text, len);
@@ -198,11 +222,14 @@ static const char *big_trace(int rows, int bad_row) {
 }
 
 /* Both halves of a file read in two threads: numbered on across the cut,
- * a fault in the second half reported with its line in the file. */
+ * a fault in the second half reported with its line in the file (also
+ * after a comment line there), the first half's fault before the
+ * second's. */
 static void test_trace_read_in_two(void **state) {
     cat_catalog *cat = cat_load(TEMP(catalog_text), err, sizeof(err));
     const int rows = 120000;
-    trace *t = trace_load(big_trace(rows, 0), cat, err, sizeof(err));
+    trace *t = trace_load(big_trace(rows, rows - 20, 0, 0), cat, err,
+                          sizeof(err));
     assert_non_null(t);
     assert_int_equal(t->count, rows);
     assert_int_equal(t->max_gpus, 2);
@@ -211,12 +238,55 @@ static void test_trace_read_in_two(void **state) {
         assert_true(t->jobs[i].submit_s == i + 1.5);
     }
     trace_free(t);
-    assert_null(trace_load(big_trace(rows, rows - 10), cat, err, sizeof(err)));
     char where[32];
+    assert_null(trace_load(big_trace(rows, 0, rows - 10, 0), cat, err,
+                           sizeof(err)));
     snprintf(where, sizeof(where), ":%d: field 'workload'", rows - 10 + 2);
     assert_non_null(strstr(err, where));
-    assert_null(trace_load(big_trace(rows, 10), cat, err, sizeof(err)));
+    assert_null(trace_load(big_trace(rows, rows - 20, rows - 10, 0), cat, err,
+                           sizeof(err)));
+    snprintf(where, sizeof(where), ":%d: field 'workload'", rows - 10 + 3);
+    assert_non_null(strstr(err, where));
+    assert_null(trace_load(big_trace(rows, 0, 10, rows - 10), cat, err,
+                           sizeof(err)));
     assert_non_null(strstr(err, ":12: field 'workload'"));
+    cat_free(cat);
+}
+
+/* Writes `rows` jobs of one length, the first `late` of them (1-based
+ * row < late) submitted after all the others. */
+static const char *cut_trace(int rows, int late) {
+    size_t cap = 64 + (size_t)rows * 24, len = 0;
+    char *text = malloc(cap);
+    assert_non_null(text);
+    len += (size_t)snprintf(text, cap, "workload,submit_time_s\n");
+    for (int i = 1; i <= rows; i++)
+        len += (size_t)snprintf(text + len, cap - len, "small,%07d\n",
+                                i < late ? rows + i : i);
+    const char *path = write_temp(text, len);
+    free(text);
+    return path;
+}
+
+/* Halves each in order, the second before the first: the load sees the
+ * fault in order at the cut and sorts. */
+static void test_trace_sorted_across_cut(void **state) {
+    cat_catalog *cat = cat_load(TEMP(catalog_text), err, sizeof(err));
+    const int rows = 100000;
+    /* The row the second half starts at: rows are all as long, so where
+     * csv_split cuts does not depend on their times. */
+    csv_file *f = csv_open(cut_trace(rows, 0), err, sizeof(err));
+    assert_non_null(f);
+    csv_file tail;
+    csv_split(f, &tail);
+    int first = 1;
+    for (const char *p = f->pos; p < tail.pos; p++) first += *p == '\n';
+    csv_close(f);
+    trace *t = trace_load(cut_trace(rows, first), cat, err, sizeof(err));
+    assert_non_null(t);
+    for (int i = 0; i < rows; i++)
+        assert_int_equal(t->jobs[i].index, (i + first - 1) % rows + 1);
+    trace_free(t);
     cat_free(cat);
 }
 
@@ -330,11 +400,13 @@ int main(void) {
         cmocka_unit_test(test_csv_rows),
         cmocka_unit_test(test_csv_from_pipe),
         cmocka_unit_test(test_csv_errors),
+        cmocka_unit_test(test_csv_binary_big),
         cmocka_unit_test(test_catalog),
         cmocka_unit_test(test_catalog_errors),
         cmocka_unit_test(test_trace_sorted_stably),
         cmocka_unit_test(test_trace_job_index),
         cmocka_unit_test(test_trace_read_in_two),
+        cmocka_unit_test(test_trace_sorted_across_cut),
         cmocka_unit_test(test_model),
         cmocka_unit_test(test_heap_order),
         cmocka_unit_test(test_heap_packs_id_and_kind),
