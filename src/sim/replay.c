@@ -48,9 +48,6 @@ static sim_attempt *attempt_of(const replay *r, int32_t j) {
     return &r->log->attempts[r->jobs[j].last_attempt];
 }
 
-static const int32_t *gpus_of(const replay *r, const sim_attempt *a) {
-    return &r->log->gpus[a->gpu_off];
-}
 
 static int out_of_memory(replay *r) {
     snprintf(r->err, sizeof(r->err), "simulator: out of memory");
@@ -65,10 +62,11 @@ static int heap_failed(replay *r) {
 
 /* ---- GPUs: telemetry, energy ------------------------------------------ */
 
-/* Memory job j holds on GPU g: 2-GPU jobs may differ on their second GPU. */
+/* Memory launched job j holds on GPU g: 2-GPU jobs may differ on their
+ * second GPU. */
 static double mem_on(const replay *r, int32_t j, int32_t g) {
-    const cat_workload *w = work_of(r, j);
-    return gpus_of(r, attempt_of(r, j))[0] == g ? w->peak_mib : w->peak_b_mib;
+    const job_progress *p = &r->progress[j];
+    return p->gpus[0] == g ? p->work->peak_mib : p->work->peak_b_mib;
 }
 
 /* Adds the energy and busy time of GPU g from its last change up to t,
@@ -86,10 +84,11 @@ static void gpu_account(replay *r, int32_t g, double t) {
 
 static double cap1(double x) { return x < 1 ? x : 1; }
 
-/* The share of job j's profiled activity its GPU reads (share_model.h). */
+/* The share of launched job j's profiled activity its GPU reads
+ * (share_model.h). */
 static double activity_of(const replay *r, int32_t j) {
-    const sim_attempt *a = attempt_of(r, j);
-    return share_model_scale(&r->opt->model, a->share, a->mig, work_of(r, j));
+    const job_progress *p = &r->progress[j];
+    return share_model_scale(&r->opt->model, p->share, p->mig, p->work);
 }
 
 /* Recomputes GPU g's sums from its jobs (no drift from adding and taking
@@ -147,15 +146,15 @@ static void gpu_remove(replay *r, int32_t g, int32_t j) {
 
 /* A multi-GPU job runs at the pace of its slowest GPU. */
 static double job_slowdown(const replay *r, int32_t j) {
-    const cat_workload *w = work_of(r, j);
-    const sim_attempt *a = attempt_of(r, j);
+    const job_progress *p = &r->progress[j];
+    const cat_workload *w = p->work;
     double worst = 1;
-    for (int k = 0; k < a->ngpus; k++) {
-        const sim_gpu *gpu = &r->gpu[gpus_of(r, a)[k]];
+    for (int k = 0; k < p->ngpus; k++) {
+        const sim_gpu *gpu = &r->gpu[p->gpus[k]];
         double sd = sim_model_slowdown(&r->opt->model, gpu->smact,
                                        w->smact, gpu->drama - w->drama,
                                        gpu->njobs - 1);
-        sd = share_model_slowdown(&r->opt->model, a->share, a->mig, w, sd);
+        sd = share_model_slowdown(&r->opt->model, p->share, p->mig, w, sd);
         if (sd > worst) worst = sd;
     }
     return worst;
@@ -176,10 +175,11 @@ static int update_rate(replay *r, int32_t j, double t) {
     return 0;
 }
 
-/* Updates the rates of every job on the GPUs of attempt a. */
-static int update_rates_around(replay *r, const sim_attempt *a, double t) {
-    for (int k = 0; k < a->ngpus; k++) {
-        const sim_gpu *gpu = &r->gpu[gpus_of(r, a)[k]];
+/* Updates the rates of every job on the GPUs of job j. */
+static int update_rates_around(replay *r, int32_t j, double t) {
+    const job_progress *p = &r->progress[j];
+    for (int k = 0; k < p->ngpus; k++) {
+        const sim_gpu *gpu = &r->gpu[p->gpus[k]];
         for (int i = 0; i < gpu->njobs; i++)
             if (update_rate(r, gpu->active[i].job, t) < 0) return -1;
     }
@@ -238,29 +238,30 @@ static int on_arrival(replay *r, int32_t j, double t) {
  * GPUs no longer fit, otherwise it joins its GPUs and starts working. */
 static int on_activate(replay *r, int32_t j, double t) {
     sim_job *job = &r->jobs[j];
-    sim_attempt *a = attempt_of(r, j);
-    const int32_t *g = gpus_of(r, a);
-    a->active_s = t;
-    for (int k = 0; k < a->ngpus; k++) {
-        if (!share_model_fits(a->mig, mem_on(r, j, g[k]), r->gpu[g[k]].used_mib,
+    job_progress *p = &r->progress[j];
+    const uint8_t *g = p->gpus;
+    attempt_of(r, j)->active_s = t;
+    for (int k = 0; k < p->ngpus; k++) {
+        if (!share_model_fits(p->mig, mem_on(r, j, g[k]), r->gpu[g[k]].used_mib,
                               r->opt->gpu_mem_mib)) {
             end_attempt(r, j, CORE_EXIT_OOM, t);
             return 0;
         }
     }
-    for (int k = 0; k < a->ngpus; k++) {
+    for (int k = 0; k < p->ngpus; k++) {
         gpu_account(r, g[k], t);
         if (gpu_add(r, g[k], j) < 0) return -1;
         gpu_refresh(r, g[k], t);
     }
     /* The catalog's solo time is launch to exit, start-up included; only
      * the part after first activity is GPU work that co-runners slow. */
-    double work = work_of(r, j)->solo_s * r->opt->model.exec_factor -
+    double work = p->work->solo_s * r->opt->model.exec_factor -
                   r->opt->model.activation_delay_s;
     job->state = SIM_ACTIVE;
-    r->progress[j] = (job_progress){.remaining = work > 0 ? work : 0,
-                                    .since = t, .rate = 0};
-    if (update_rates_around(r, a, t) < 0) return -1;
+    p->remaining = work > 0 ? work : 0;
+    p->since = t;
+    p->rate = 0;
+    if (update_rates_around(r, j, t) < 0) return -1;
     core_job_active(r->core, j, t);
     /* The core now observes the job's GPUs for observe_s: closed to
      * newcomers, they can give the head of the queue no place it lacked
@@ -272,14 +273,14 @@ static int on_activate(replay *r, int32_t j, double t) {
 
 static int on_complete(replay *r, int32_t j, double t) {
     if (r->jobs[j].state != SIM_ACTIVE) return 0;
-    const sim_attempt *a = attempt_of(r, j);
-    for (int k = 0; k < a->ngpus; k++) {
-        int32_t g = gpus_of(r, a)[k];
+    const job_progress *p = &r->progress[j];
+    for (int k = 0; k < p->ngpus; k++) {
+        int32_t g = p->gpus[k];
         gpu_account(r, g, t);
         gpu_remove(r, g, j);
         gpu_refresh(r, g, t);
     }
-    if (update_rates_around(r, a, t) < 0) return -1;
+    if (update_rates_around(r, j, t) < 0) return -1;
     end_attempt(r, j, CORE_EXIT_OK, t);
     return 0;
 }
@@ -332,8 +333,18 @@ static int new_attempt(replay *r, const core_launch *l, double t) {
     return 0;
 }
 
+/* Keeps what the loop reads of the launch beside the job's progress. */
+static void track_launch(replay *r, const core_launch *l) {
+    job_progress *p = &r->progress[l->job_id];
+    *p = (job_progress){.work = work_of(r, (int32_t)l->job_id), .mig = l->mig,
+                        .share = (uint8_t)l->share[0],
+                        .ngpus = (uint8_t)l->num_gpus};
+    for (int k = 0; k < l->num_gpus; k++) p->gpus[k] = (uint8_t)l->gpus[k];
+}
+
 static int start_launch(replay *r, const core_launch *l, double t) {
     if (check_launch(r, l) < 0 || new_attempt(r, l, t) < 0) return -1;
+    track_launch(r, l);
     r->jobs[l->job_id].state = SIM_LAUNCHED;
     r->running++;
     /* Launches happen at nondecreasing times and the delay is constant,

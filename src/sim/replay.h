@@ -43,11 +43,19 @@ typedef struct sim_gpu {
     double since;               /* energy and busy time counted up to here */
 } sim_gpu;
 
-/* A running job's progress: the replay's own, not part of the result. */
+/* A launched job's progress, and its attempt as the loop reads it: the
+ * replay's own, not part of the result. Every change on a GPU recomputes
+ * the rates of all its jobs, and each reached its attempt through the
+ * server's log, three loads one after the other; here it is one record. */
 typedef struct job_progress {
     double remaining;           /* solo-seconds of work left at `since` */
     double since;               /* when remaining was last brought up to date */
     double rate;                /* solo-seconds done per second now */
+    const cat_workload *work;
+    const mig_profile *mig;     /* the attempt's MIG instance, or NULL */
+    uint8_t share;              /* the attempt's share_mode */
+    uint8_t ngpus;              /* the attempt's GPUs: */
+    uint8_t gpus[CORE_MAX_JOB_GPUS];
 } job_progress;
 
 typedef struct replay {
