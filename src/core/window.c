@@ -17,6 +17,7 @@
 
 #include <math.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -344,23 +345,58 @@ static bool win_next_known(const win *w, double now) {
 /* win_next_change() worked out from the steps, and remembered. Out of
  * line, so that the test of the remembered answer inlines into the
  * schedule's pass over every GPU. */
+/* The double next to x upward (dir 1) or downward (-1). For the positive
+ * finite times asked about here that is the next bit pattern, without a
+ * call into libm: a crossing is worked out for every step whenever a
+ * window changes. */
+static double ulp_step(double x, int dir) {
+    if (!(x > 0 && x < INFINITY))
+        return nextafter(x, dir > 0 ? INFINITY : -INFINITY);
+    uint64_t bits;
+    memcpy(&bits, &x, sizeof(bits));
+    bits += (uint64_t)(int64_t)dir;
+    memcpy(&x, &bits, sizeof(x));
+    return x;
+}
+
+/* The first time at which instant i reads step time t: the least `at`
+ * with win_instant(w, at, i) >= t, the compare the runs make. That is
+ * t + i*p in exact arithmetic, but the rounded sum can miss by an ulp
+ * either way, and a crossing reported an ulp early was then passed over
+ * for a whole period: the window read its old content that long. */
+static double win_crossing(const win *w, double t, int i) {
+    if (i == 0) return t;
+    double at = t + i * w->period;
+    while (win_instant(w, at, i) < t) at = ulp_step(at, 1);
+    for (;;) {
+        double before = ulp_step(at, -1);
+        if (before < t || win_instant(w, before, i) < t) return at;
+        at = before;
+    }
+}
+
+/* The first crossing of step time t after `now` by one of the W
+ * instants, or -1 when none is left: the crossing of the newest instant
+ * that does not read t yet. Division guesses which instant that is; the
+ * compare the runs make settles it. */
+static double win_next_crossing(const win *w, double t, double now) {
+    double guess = t > now ? 0 : floor((now - t) / w->period) + 1;
+    int i = guess > w->samples ? w->samples : (int)guess;
+    while (i > 0 && win_instant(w, now, i - 1) < t) i--;
+    while (i < w->samples && win_instant(w, now, i) >= t) i++;
+    return i < w->samples ? win_crossing(w, t, i) : -1;
+}
+
 __attribute__((noinline)) static double win_next_find(win *w, double now) {
     double next = -1;
-    /* Instant now-i*p crosses the boundary at step time t when
-     * now = t + i*p, for i in 0..W-1. */
     double full_at = win_full_at(w);
     for (int k = 0; k < w->nsteps; k++) {
         double t = w->steps[k].t;
         /* The first sample has nothing before it to slide past: its only
          * event is the window filling, which win_full_at() reports. */
         if (t == w->first_t) continue;
-        double i = t > now ? 0 : floor((now - t) / w->period) + 1;
-        double at = t + i * w->period;
-        if (at <= now) {
-            i++;
-            at = t + i * w->period;
-        }
-        if (i > w->samples - 1) continue;
+        double at = win_next_crossing(w, t, now);
+        if (at < 0) continue;
         if (at < full_at) at = full_at; /* nothing is decided before */
         if (next < 0 || at < next) next = at;
     }

@@ -133,6 +133,47 @@ static void test_runs_match_instants(void **state) {
     }
 }
 
+/* Which step each instant of the window at `now` reads, oldest instant
+ * first, worked out one instant at a time as the window defines it. */
+static void steps_read(const double *times, int nt, double p, double now,
+                       int *step) {
+    for (int i = 29; i >= 0; i--) {
+        int k = 0;
+        while (k + 1 < nt && times[k + 1] <= now - i * p) k++;
+        step[29 - i] = k;
+    }
+}
+
+/* With a period binary cannot hold (0.1 s), the next change is exactly
+ * the first time the instants read other steps: they read the same just
+ * before it and differ at it. Each `now` asks a new window. */
+static void test_next_change_is_exact(void **state) {
+    const double p = 0.1, times[] = {0, 0.3, 0.7, 1.1, 2.0, 2.05, 2.3};
+    const int nt = sizeof(times) / sizeof(times[0]);
+    for (double now = 2.9; now < 5.6; now += 0.01) {
+        win w;
+        assert_int_equal(win_init(&w, 30, p), 0);
+        for (int k = 0; k < nt; k++) {
+            core_reading r = reading(1000 * (k + 1), 0.1 * (k + 1), 0.1, 0.3, 0.5);
+            win_push(&w, &r, times[k]);
+        }
+        double at = win_next_change(&w, now);
+        win_free(&w);
+        int was[30], before[30], after[30];
+        steps_read(times, nt, p, now, was);
+        if (at < 0) { /* every instant past the last step: no change */
+            steps_read(times, nt, p, now + 100, after);
+            assert_memory_equal(was, after, sizeof(was));
+            continue;
+        }
+        assert_true(at > now);
+        steps_read(times, nt, p, nextafter(at, 0), before);
+        steps_read(times, nt, p, at, after);
+        assert_memory_equal(was, before, sizeof(was));
+        assert_memory_not_equal(was, after, sizeof(was));
+    }
+}
+
 /* The version stays while the window reads the same, and moves when a
  * new reading comes or the instants slide past a change. */
 static void test_version_follows_content(void **state) {
@@ -166,6 +207,7 @@ int main(void) {
         cmocka_unit_test(test_version_follows_content),
         cmocka_unit_test(test_many_steps),
         cmocka_unit_test(test_runs_match_instants),
+        cmocka_unit_test(test_next_change_is_exact),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
