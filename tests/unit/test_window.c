@@ -105,26 +105,45 @@ static void test_many_steps(void **state) {
 }
 
 /* Steps at times that fall on or near instants of a period that binary
- * cannot hold (0.1 s) split the window exactly where reading each instant
- * on its own does. Each `now` asks a new window: this tests the runs, not
- * the cache between two asks. */
+ * cannot hold (0.1 s); step k reads 1000 (k + 1) MiB and SMACT 0.1 (k + 1). */
+static const double odd_period = 0.1;
+static const double odd_times[] = {0, 0.3, 0.7, 1.1, 2.0, 2.05, 2.3};
+#define ODD_STEPS ((int)(sizeof(odd_times) / sizeof(odd_times[0])))
+
+static void odd_window(win *w) {
+    assert_int_equal(win_init(w, 30, odd_period), 0);
+    for (int k = 0; k < ODD_STEPS; k++) {
+        core_reading r = reading(1000 * (k + 1), 0.1 * (k + 1), 0.1, 0.3, 0.5);
+        win_push(w, &r, odd_times[k]);
+    }
+}
+
+/* Which step each instant of the odd window at `now` reads, oldest
+ * instant first, worked out one instant at a time as the window defines
+ * it. */
+static void steps_read(double now, int *step) {
+    for (int i = 29; i >= 0; i--) {
+        int k = 0;
+        while (k + 1 < ODD_STEPS && odd_times[k + 1] <= now - i * odd_period)
+            k++;
+        step[29 - i] = k;
+    }
+}
+
+/* The odd window splits into runs exactly where reading each instant on
+ * its own does. Each `now` asks a new window: this tests the runs, not the
+ * cache between two asks. */
 static void test_runs_match_instants(void **state) {
-    const double p = 0.1, times[] = {0, 0.3, 0.7, 1.1, 2.0, 2.05, 2.3};
-    const int nt = sizeof(times) / sizeof(times[0]);
     win_run runs[30], scratch[30];
     for (double now = 2.3; now < 5.6; now += 0.05) {
         win w;
-        assert_int_equal(win_init(&w, 30, p), 0);
-        for (int k = 0; k < nt; k++) {
-            core_reading r = reading(1000 * (k + 1), 0.1 * (k + 1), 0.1, 0.3, 0.5);
-            win_push(&w, &r, times[k]);
-        }
+        odd_window(&w);
+        int step[30];
+        steps_read(now, step);
         double used_max = 0;
-        for (int i = 29; i >= 0; i--) { /* oldest instant first */
-            int k = 0;
-            while (k + 1 < nt && times[k + 1] <= now - i * p) k++;
-            runs[29 - i] = (win_run){0.1 * (k + 1), 1};
-            if (1000 * (k + 1) > used_max) used_max = 1000 * (k + 1);
+        for (int i = 0; i < 30; i++) {
+            runs[i] = (win_run){0.1 * (step[i] + 1), 1};
+            if (1000 * (step[i] + 1) > used_max) used_max = 1000 * (step[i] + 1);
         }
         const win_scores *s = win_scores_at(&w, now);
         assert_double_equal(s->smact, win_risk(runs, 30, scratch), 1e-12);
@@ -133,42 +152,24 @@ static void test_runs_match_instants(void **state) {
     }
 }
 
-/* Which step each instant of the window at `now` reads, oldest instant
- * first, worked out one instant at a time as the window defines it. */
-static void steps_read(const double *times, int nt, double p, double now,
-                       int *step) {
-    for (int i = 29; i >= 0; i--) {
-        int k = 0;
-        while (k + 1 < nt && times[k + 1] <= now - i * p) k++;
-        step[29 - i] = k;
-    }
-}
-
-/* With a period binary cannot hold (0.1 s), the next change is exactly
- * the first time the instants read other steps: they read the same just
- * before it and differ at it. Each `now` asks a new window. */
+/* The odd window's next change is exactly the first time its instants
+ * read other steps: they read the same just before it and differ at it. */
 static void test_next_change_is_exact(void **state) {
-    const double p = 0.1, times[] = {0, 0.3, 0.7, 1.1, 2.0, 2.05, 2.3};
-    const int nt = sizeof(times) / sizeof(times[0]);
     for (double now = 2.9; now < 5.6; now += 0.01) {
         win w;
-        assert_int_equal(win_init(&w, 30, p), 0);
-        for (int k = 0; k < nt; k++) {
-            core_reading r = reading(1000 * (k + 1), 0.1 * (k + 1), 0.1, 0.3, 0.5);
-            win_push(&w, &r, times[k]);
-        }
+        odd_window(&w);
         double at = win_next_change(&w, now);
         win_free(&w);
         int was[30], before[30], after[30];
-        steps_read(times, nt, p, now, was);
+        steps_read(now, was);
         if (at < 0) { /* every instant past the last step: no change */
-            steps_read(times, nt, p, now + 100, after);
+            steps_read(now + 100, after);
             assert_memory_equal(was, after, sizeof(was));
             continue;
         }
         assert_true(at > now);
-        steps_read(times, nt, p, nextafter(at, 0), before);
-        steps_read(times, nt, p, at, after);
+        steps_read(nextafter(at, 0), before);
+        steps_read(at, after);
         assert_memory_equal(was, before, sizeof(was));
         assert_memory_not_equal(was, after, sizeof(was));
     }
