@@ -28,20 +28,20 @@ typedef struct engine {
     sim_dispatch dispatch;
     replay *servers;            /* opt->servers replays */
     sim_result *res;
-    void (*work)(struct engine *, int server); /* what the workers do */
     atomic_int next_server;     /* the next server a worker takes */
     atomic_bool failed;         /* a replay failed: take no more */
 } engine;
 
 /* ---- workers --------------------------------------------------------------- */
 
+/* Replays servers until none is left or one has failed. */
 static void *worker(void *arg) {
     engine *e = arg;
     for (;;) {
         if (atomic_load(&e->failed)) break;
         int s = atomic_fetch_add(&e->next_server, 1);
         if (s >= e->opt->servers) break;
-        e->work(e, s);
+        if (replay_run(&e->servers[s]) < 0) atomic_store(&e->failed, true);
     }
     return NULL;
 }
@@ -52,15 +52,14 @@ static int thread_count(const sim_options *opt) {
     return n < opt->servers ? (int)n : opt->servers;
 }
 
-/* Runs work(e, s) for every server s on up to thread_count() threads, the
- * calling one included. A thread that cannot be started leaves its share
- * to the others. */
-static void for_each_server(engine *e, void (*work)(engine *, int)) {
+/* Replays every server on up to thread_count() threads, the calling one
+ * included. A thread that cannot be started leaves its share to the
+ * others. */
+static void replay_servers(engine *e) {
     enum { MAX_THREADS = 256 };
     pthread_t threads[MAX_THREADS];
     int wanted = thread_count(e->opt), started = 0;
     if (wanted > MAX_THREADS) wanted = MAX_THREADS;
-    e->work = work;
     atomic_store(&e->next_server, 0);
     while (started < wanted - 1 &&
            pthread_create(&threads[started], NULL, worker, e) == 0)
@@ -69,11 +68,7 @@ static void for_each_server(engine *e, void (*work)(engine *, int)) {
     for (int i = 0; i < started; i++) pthread_join(threads[i], NULL);
 }
 
-/* ---- replay and sum ------------------------------------------------------- */
-
-static void replay_server(engine *e, int s) {
-    if (replay_run(&e->servers[s]) < 0) atomic_store(&e->failed, true);
-}
+/* ---- the result ------------------------------------------------------------ */
 
 /* The result, its jobs' records and its servers' logs to be filled by the
  * replays. */
@@ -166,7 +161,7 @@ sim_result *sim_run(const trace *t, const sim_options *opt, const char *policy,
     engine e = {.trace = t, .opt = opt};
     int rc = engine_init(&e, t, opt, policy);
     if (rc == 0) {
-        for_each_server(&e, replay_server);
+        replay_servers(&e);
         if (atomic_load(&e.failed)) {
             first_error(&e, err, errlen);
             rc = -2;

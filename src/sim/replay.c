@@ -48,7 +48,6 @@ static sim_attempt *attempt_of(const replay *r, int32_t j) {
     return &r->log->attempts[r->jobs[j].last_attempt];
 }
 
-
 static int out_of_memory(replay *r) {
     snprintf(r->err, sizeof(r->err), "simulator: out of memory");
     return -1;
