@@ -2,9 +2,10 @@
  * out first (dispatch.h), then groups the jobs by server. */
 #include "dispatch.h"
 
+#include "order_key.h"
+
 #include <math.h>
 #include <stdlib.h>
-#include <string.h>
 
 /* The servers' drain times in a tournament tree: each inner node holds the
  * server, of those below it, whose work runs out first, with its time, so
@@ -12,7 +13,11 @@
  * in the nodes: O(log servers) per job, no lookups. */
 typedef struct drain_node {
     uint64_t free_at;   /* when the server's outstanding work runs out, as
-                           time_key() */
+                           its order_key(): integers, which the compiler
+                           picks between without a branch. Which of two
+                           servers frees first is a coin toss, and a
+                           branch mispredicted at each level of the tree
+                           was a tenth of the dispatcher's time. */
     int32_t server;
 } drain_node;
 
@@ -20,24 +25,6 @@ typedef struct drain_tree {
     int leaves;         /* power of two >= servers; leaves at [leaves, 2x) */
     drain_node *node;   /* padding leaves never run out: they never win */
 } drain_tree;
-
-/* A drain time, never negative (trace times are checked), as the bits of
- * the double: they order like the times, and as integers they let the
- * compiler pick the earlier of two nodes without a branch. Which of two
- * servers frees first is a coin toss, and a branch mispredicted at each
- * level of the tree was a tenth of the dispatcher's time. */
-static uint64_t time_key(double t) {
-    uint64_t bits;
-    t += 0.0; /* -0.0 becomes 0 */
-    memcpy(&bits, &t, sizeof(bits));
-    return bits;
-}
-
-static double key_time(uint64_t key) {
-    double t;
-    memcpy(&t, &key, sizeof(t));
-    return t;
-}
 
 static drain_node first_free(drain_node a, drain_node b) {
     int b_first = b.free_at < a.free_at; /* ties go to a, the lower index */
@@ -53,7 +40,7 @@ static int tree_init(drain_tree *d, int servers) {
     if (!d->node) return -1;
     for (int i = 0; i < d->leaves; i++)
         d->node[d->leaves + i] =
-            (drain_node){time_key(i < servers ? 0 : INFINITY), i};
+            (drain_node){order_key(i < servers ? 0 : INFINITY), i};
     for (int i = d->leaves - 1; i >= 1; i--)
         d->node[i] = first_free(d->node[2 * i], d->node[2 * i + 1]);
     return 0;
@@ -62,7 +49,8 @@ static int tree_init(drain_tree *d, int servers) {
 /* Server s took more work: it now runs out at free_at. */
 static void tree_set(drain_tree *d, int32_t s, double free_at) {
     int i = d->leaves + s;
-    d->node[i].free_at = time_key(free_at);
+    /* + 0.0: a -0.0 time keys as 0, so it ties with 0 as doubles do */
+    d->node[i].free_at = order_key(free_at + 0.0);
     for (i /= 2; i >= 1; i /= 2)
         d->node[i] = first_free(d->node[2 * i], d->node[2 * i + 1]);
 }
@@ -75,7 +63,7 @@ static int plan_servers(const trace *t, int servers, int gpus,
     for (int j = 0; j < t->count; j++) {
         const trace_job *job = &t->jobs[j];
         drain_node pick = d.node[1];
-        double free_at = key_time(pick.free_at);
+        double free_at = order_key_value(pick.free_at);
         double from = free_at > job->submit_s ? free_at : job->submit_s;
         double work_s = job->work->num_gpus * job->work->solo_s / gpus;
         tree_set(&d, pick.server, from + work_s);

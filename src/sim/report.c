@@ -3,8 +3,9 @@
  * the JSON document. */
 #include "report.h"
 
+#include "order_key.h"
+
 #include <stddef.h>
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,13 +56,9 @@ static double value_at_rank(double *v, int n, int lo, double frac) {
 /* Below this many values one selection costs less than the counting. */
 #define RANK_BUCKETS_FROM (1 << 14)
 
-/* v's leading bits, as an unsigned number that orders like v does: a
- * double's bits order its magnitude; negative values are flipped. */
+/* The bucket of v: its order_key()'s leading bits. */
 static unsigned bucket_of(double v) {
-    uint64_t bits;
-    memcpy(&bits, &v, sizeof(bits));
-    bits = bits >> 63 ? ~bits : bits | UINT64_C(1) << 63;
-    return (unsigned)(bits >> (64 - RANK_BUCKET_BITS));
+    return (unsigned)(order_key(v) >> (64 - RANK_BUCKET_BITS));
 }
 
 /* How many of v[0..n) fall in each bucket, or NULL when out of memory. */
