@@ -342,9 +342,6 @@ static bool win_next_known(const win *w, double now) {
            (w->next_at < 0 || now < w->next_at);
 }
 
-/* win_next_change() worked out from the steps, and remembered. Out of
- * line, so that the test of the remembered answer inlines into the
- * schedule's pass over every GPU. */
 /* The double next to x upward (dir 1) or downward (-1). For the positive
  * finite times asked about here that is the next bit pattern, without a
  * call into libm: a crossing is worked out for every step whenever a
@@ -387,6 +384,9 @@ static double win_next_crossing(const win *w, double t, double now) {
     return i < w->samples ? win_crossing(w, t, i) : -1;
 }
 
+/* win_next_change() worked out from the steps, and remembered. Out of
+ * line, so that the test of the remembered answer inlines into the
+ * schedule's pass over every GPU. */
 __attribute__((noinline)) static double win_next_find(win *w, double now) {
     double next = -1;
     double full_at = win_full_at(w);

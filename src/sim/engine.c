@@ -131,9 +131,8 @@ static int engine_init(engine *e, const trace *t, const sim_options *opt,
                        const char *policy) {
     e->res = result_new(e, policy);
     if (!e->res) return -1;
-    prefault pages = {0};
-    prefault_add(&pages, e->res->jobs, (size_t)t->count * sizeof(*e->res->jobs));
-    prefault_start(&pages);
+    prefault pages;
+    prefault_start(&pages, e->res->jobs, (size_t)t->count * sizeof(*e->res->jobs));
     int rc = sim_dispatch_plan(&e->dispatch, t, opt->servers, opt->gpus);
     prefault_finish(&pages);
     e->servers = calloc((size_t)opt->servers, sizeof(*e->servers));

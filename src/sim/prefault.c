@@ -1,17 +1,10 @@
-/* prefault.c -- mapping array pages in a second thread (prefault.h). */
+/* prefault.c -- mapping an array's pages in a second thread (prefault.h). */
 #define _DEFAULT_SOURCE /* madvise */
 #include "prefault.h"
 
 #include <stdint.h>
 #include <sys/mman.h>
 #include <unistd.h>
-
-void prefault_add(prefault *pf, void *start, size_t bytes) {
-    if (pf->nregions == PREFAULT_MAX_REGIONS) return;
-    pf->regions[pf->nregions].start = start;
-    pf->regions[pf->nregions].bytes = bytes;
-    pf->nregions++;
-}
 
 /* Gives madvise the whole units (pages, huge pages) inside [start, start
  * + bytes): it takes whole pages. A kernel without the advice says
@@ -44,15 +37,16 @@ void prefault_huge(void *start, size_t bytes) {
 #endif
 }
 
-static void *map_regions(void *arg) {
+static void *map_array(void *arg) {
     const prefault *pf = arg;
-    for (int i = 0; i < pf->nregions; i++)
-        map_pages(pf->regions[i].start, pf->regions[i].bytes);
+    map_pages(pf->start, pf->bytes);
     return NULL;
 }
 
-void prefault_start(prefault *pf) {
-    pf->running = pthread_create(&pf->thread, NULL, map_regions, pf) == 0;
+void prefault_start(prefault *pf, void *start, size_t bytes) {
+    pf->start = start;
+    pf->bytes = bytes;
+    pf->running = pthread_create(&pf->thread, NULL, map_array, pf) == 0;
 }
 
 void prefault_finish(prefault *pf) {
