@@ -8,33 +8,7 @@
 # crash test. Exit 0 pass, 1 fail, 77 skipped.
 set -u
 AEGISD=$1 AEGIS=$2 NVML=$3 FAKE=$4 CATALOG=$5 CASE=$6
-DIR=$(mktemp -d /tmp/aegis-e2e-XXXXXX)
-chmod 755 "$DIR"
-export AEGIS_SOCKET=$DIR/aegis.sock AEGIS_TEST_GPUS=3x40960
-export AEGIS_TEST_GPU_DIR=$DIR/gpu AEGIS_NVML_LIBRARY=$NVML
-mkdir -m 777 "$DIR/gpu" "$DIR/work"
-# Short windows so a test sees collocation in seconds, not minutes.
-cat > "$DIR/aegis.yaml" <<YAML
-window_samples: 2
-observe_s: 1
-YAML
-
-fail() { echo "FAIL ($CASE): $*" >&2; cat "$DIR/state/aegisd.log" >&2 2>/dev/null; exit 1; }
-start() { "$AEGISD" --socket "$AEGIS_SOCKET" --state-dir "$DIR/state" \
-            --config "$DIR/aegis.yaml" "$@" || fail "aegisd did not start"; }
-# The live daemon's pid, from its lock file (its shims share its command
-# line, so pgrep cannot tell them apart).
-daemon_pid() {
-    local p; p=$(cat "$DIR/state/aegisd.lock" 2>/dev/null)
-    [ -n "$p" ] && [ "$(cat /proc/$p/comm 2>/dev/null)" = aegisd ] && echo "$p"
-}
-cleanup() {
-    local p; p=$(daemon_pid); [ -n "$p" ] && kill "$p" 2>/dev/null
-    sleep 0.2; rm -rf "$DIR"
-}
-trap cleanup EXIT
-# jq-free JSON checks: python reads the document on stdin.
-pyjson() { python3 -c "import json,sys; d=json.load(sys.stdin); $1"; }
+source "$(dirname "$0")/e2e_lib.sh"
 
 case_basic() {
     start
@@ -629,5 +603,4 @@ assert [g['sharing'] for g in d['gpus']]==['auto','auto'], d" || fail "gpus --js
         fail "mps-calls.log is not the expected sequence"
 }
 
-"case_$CASE"
-echo "ok: $CASE"
+e2e_run

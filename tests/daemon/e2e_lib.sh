@@ -1,0 +1,40 @@
+# e2e_lib.sh -- what every end-to-end case file of aegisd shares: a fresh
+# folder, the test GPUs' environment, a short-window config, and helpers to
+# start the daemon, find its pid, fail with its log, and check JSON.
+#
+# A case file sets AEGISD AEGIS NVML FAKE CATALOG CASE from its arguments,
+# sources this file, defines case_NAME functions and ends with e2e_run.
+set -u
+DIR=$(mktemp -d /tmp/aegis-e2e-XXXXXX)
+chmod 755 "$DIR"
+export AEGIS_SOCKET=$DIR/aegis.sock AEGIS_TEST_GPUS=3x40960
+export AEGIS_TEST_GPU_DIR=$DIR/gpu AEGIS_NVML_LIBRARY=$NVML
+mkdir -m 777 "$DIR/gpu" "$DIR/work"
+# Short windows so a test sees collocation in seconds, not minutes.
+cat > "$DIR/aegis.yaml" <<YAML
+window_samples: 2
+observe_s: 1
+YAML
+
+fail() { echo "FAIL ($CASE): $*" >&2; cat "$DIR/state/aegisd.log" >&2 2>/dev/null; exit 1; }
+start() { "$AEGISD" --socket "$AEGIS_SOCKET" --state-dir "$DIR/state" \
+            --config "$DIR/aegis.yaml" "$@" || fail "aegisd did not start"; }
+# The live daemon's pid, from its lock file (its shims share its command
+# line, so pgrep cannot tell them apart).
+daemon_pid() {
+    local p; p=$(cat "$DIR/state/aegisd.lock" 2>/dev/null)
+    [ -n "$p" ] && [ "$(cat /proc/$p/comm 2>/dev/null)" = aegisd ] && echo "$p"
+}
+cleanup() {
+    local p; p=$(daemon_pid); [ -n "$p" ] && kill "$p" 2>/dev/null
+    sleep 0.2; rm -rf "$DIR"
+}
+trap cleanup EXIT
+# jq-free JSON checks: python reads the document on stdin.
+pyjson() { python3 -c "import json,sys; d=json.load(sys.stdin); $1"; }
+
+
+e2e_run() {
+    "case_$CASE"
+    echo "ok: $CASE"
+}
