@@ -50,7 +50,8 @@ static void usage(FILE *out) {
     fputs("\n--socket PATH names aegisd's socket for the commands that talk to\n"
           "it (as $AEGIS_SOCKET does; default " CLIENT_DEFAULT_SOCKET ").\n"
           "Run 'aegis COMMAND --help' for a command's options.\n"
-          "Exit status: 0 success, 1 failure, 2 bad usage or bad input.\n",
+          "Exit status: 0 success, 1 failure, 2 bad usage or bad input (a request\n"
+"aegisd refused included).\n",
           out);
 }
 

@@ -37,9 +37,11 @@ static int client_connect(const char *cmd, const char *path) {
     return fd;
 }
 
+/* send(), not write(): a daemon that hangs up (busy, or stopping) is an
+ * EPIPE to report, not a SIGPIPE that ends aegis without a word. */
 static int client_write_all(int fd, const char *buf, size_t n) {
     while (n > 0) {
-        ssize_t w = write(fd, buf, n);
+        ssize_t w = send(fd, buf, n, MSG_NOSIGNAL);
         if (w < 0 && errno == EINTR) continue;
         if (w <= 0) return -1;
         buf += w;
@@ -72,7 +74,17 @@ static char *client_read_line(int fd, size_t *len) {
     return NULL;
 }
 
-json_t *client_call(const char *cmd, const char *socket, json_t *req) {
+/* The answer line to a request text, or NULL; a daemon that turns the
+ * client away may close before reading the request, after writing why. */
+static char *client_exchange(int fd, const char *text, size_t *len) {
+    if (client_write_all(fd, text, strlen(text)) == 0)
+        client_write_all(fd, "\n", 1);
+    return client_read_line(fd, len);
+}
+
+json_t *client_call(const char *cmd, const char *socket, json_t *req,
+                    int *rc) {
+    *rc = CLI_FAIL;
     char *text = json_dumps(req, JSON_COMPACT);
     json_decref(req);
     if (!text) {
@@ -82,10 +94,7 @@ json_t *client_call(const char *cmd, const char *socket, json_t *req) {
     int fd = client_connect(cmd, socket);
     json_t *answer = NULL;
     size_t len = 0;
-    char *line = NULL;
-    if (fd >= 0 && client_write_all(fd, text, strlen(text)) == 0 &&
-        client_write_all(fd, "\n", 1) == 0)
-        line = client_read_line(fd, &len);
+    char *line = fd >= 0 ? client_exchange(fd, text, &len) : NULL;
     if (fd >= 0 && !line)
         fprintf(stderr, "aegis %s: aegisd at %s closed the connection\n", cmd,
                 socket);
@@ -95,6 +104,8 @@ json_t *client_call(const char *cmd, const char *socket, json_t *req) {
     if (answer && !json_is_true(json_object_get(answer, "ok"))) {
         const char *err = json_string_value(json_object_get(answer, "error"));
         fprintf(stderr, "aegis %s: %s\n", cmd, err ? err : "request failed");
+        if (!json_is_true(json_object_get(answer, "server_error")))
+            *rc = CLI_USAGE;
         json_decref(answer);
         answer = NULL;
     }

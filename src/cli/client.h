@@ -25,8 +25,12 @@ const char *client_socket(const char *opt);
 
 /* Sends req (taken) to aegisd and returns its answer. On a failure to
  * connect, or an answer with "ok": false, prints "aegis CMD: ..." and
- * returns NULL. The caller owns the answer. */
-json_t *client_call(const char *cmd, const char *socket, json_t *req);
+ * returns NULL with *rc the exit status to end with: CLI_USAGE when aegisd
+ * refused the request (bad input, no such job, not the caller's),
+ * CLI_FAIL when it could not be reached, was busy or failed itself. The
+ * caller owns the answer. */
+json_t *client_call(const char *cmd, const char *socket, json_t *req,
+                    int *rc);
 
 /* The options the client subcommands share; each allows a subset. */
 typedef struct client_flags {

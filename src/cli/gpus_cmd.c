@@ -20,7 +20,8 @@ static const char gpus_help[] =
 "    second): memory used of total, utilization, power, whether it is\n"
 "    drained, and the jobs running on it.\n\n"
 "OPTIONS\n    --json          {gpus: [...], queued, running}\n" SOCKET_OPT
-"\nEXIT STATUS\n    0 success, 1 aegisd unreachable, 2 bad usage.\n";
+"\nEXIT STATUS\n"
+"    0 success, 1 aegisd unreachable, busy or failing, 2 bad usage.\n";
 
 static const char top_help[] =
 "NAME\n    aegis top - watch the GPUs and the running jobs\n\n"
@@ -29,7 +30,8 @@ static const char top_help[] =
 "    Clears the screen and shows `aegis gpus` and the running jobs of\n"
 "    `aegis ls` every second, until interrupted.\n\n"
 "OPTIONS\n    -n COUNT        stop after COUNT screens\n" SOCKET_OPT
-"\nEXIT STATUS\n    0 success, 1 aegisd unreachable, 2 bad usage.\n";
+"\nEXIT STATUS\n"
+"    0 success, 1 aegisd unreachable, busy or failing, 2 bad usage.\n";
 
 static const char drain_help[] =
 "NAME\n    aegis drain, aegis resume - take a GPU out of placement, or back\n\n"
@@ -40,7 +42,9 @@ static const char drain_help[] =
 "    index as `aegis gpus` shows it. Only root or aegisd's user may drain.\n"
 "    Drains are not kept across restarts of aegisd.\n\n"
 "OPTIONS\n" SOCKET_OPT
-"\nEXIT STATUS\n    0 success, 1 refused or unreachable, 2 bad usage.\n";
+"\nEXIT STATUS\n"
+"    0 success, 1 aegisd unreachable, busy or failing, 2 bad usage or a\n"
+"    request aegisd refused (no such GPU, not root).\n";
 
 static void gpus_print(json_t *ans) {
     printf("%-3s %-22s %17s %5s %7s %-7s %s\n", "GPU", "NAME", "MEMORY_MIB",
@@ -75,8 +79,8 @@ int cli_gpus(int argc, char **argv) {
     int rc = client_options("gpus", argc, argv, gpus_help, "j", 0, 0, &f);
     if (rc) return rc < 0 ? CLI_OK : rc;
     json_t *ans = client_call("gpus", client_socket(f.socket),
-                              json_pack("{s:s}", "op", "gpus"));
-    if (!ans) return CLI_FAIL;
+                              json_pack("{s:s}", "op", "gpus"), &rc);
+    if (!ans) return rc;
     if (f.json) {
         json_object_del(ans, "ok");
         client_print_json(ans);
@@ -94,12 +98,14 @@ int cli_top(int argc, char **argv) {
     const char *socket = client_socket(f.socket);
     for (long n = 0; f.count == 0 || n < f.count; n++) {
         if (n) sleep(1);
-        json_t *gpus = client_call("top", socket, json_pack("{s:s}", "op", "gpus"));
+        json_t *gpus = client_call("top", socket,
+                                   json_pack("{s:s}", "op", "gpus"), &rc);
         json_t *ls = gpus ? client_call("top", socket,
-                                        json_pack("{s:s}", "op", "ls")) : NULL;
+                                        json_pack("{s:s}", "op", "ls"), &rc)
+                          : NULL;
         if (!ls) {
             json_decref(gpus);
-            return CLI_FAIL;
+            return rc;
         }
         if (isatty(1)) fputs("\033[H\033[2J", stdout);
         gpus_print(gpus);
@@ -135,8 +141,9 @@ static int drain_or_resume(const char *op, int argc, char **argv) {
     if (cli_parse_long(op, "GPU", argv[f.first_arg], 0, 63, &gpu))
         return CLI_USAGE;
     json_t *ans = client_call(op, client_socket(f.socket),
-                              json_pack("{s:s, s:i}", "op", op, "gpu", (int)gpu));
-    if (!ans) return CLI_FAIL;
+                              json_pack("{s:s, s:i}", "op", op, "gpu", (int)gpu),
+                              &rc);
+    if (!ans) return rc;
     printf("GPU %ld %s\n", gpu, strcmp(op, "drain") ? "resumed" : "drained");
     json_decref(ans);
     return CLI_OK;

@@ -2,9 +2,11 @@
  * subcommands about jobs already submitted. Each is one request to aegisd
  * (log -f repeats its request while the job runs).
  */
+#include "b64.h"
 #include "cli.h"
 #include "client.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,8 +17,8 @@
 "    --socket PATH   aegisd's socket (default $AEGIS_SOCKET, else\n" \
 "                    " CLIENT_DEFAULT_SOCKET ")\n"
 #define EXIT_STATUS \
-"\nEXIT STATUS\n    0 success, 1 failure (aegisd unreachable, refused, or a job\n" \
-"    not found), 2 bad usage.\n"
+"\nEXIT STATUS\n    0 success, 1 failure (aegisd unreachable, busy or failing),\n" \
+"    2 bad usage or a request aegisd refused (no such job, not yours).\n"
 
 static const char ls_help[] =
 "NAME\n    aegis ls - list aegisd's jobs\n\n"
@@ -68,7 +70,8 @@ static const char wait_help[] =
 "    state and reason. Exit status 0 when all of them are done (succeeded),\n"
 "    1 when any failed or was cancelled.\n\n"
 "OPTIONS\n    --json          a JSON array of {id, state, reason}\n" SOCKET_OPT
-"\nEXIT STATUS\n    0 all done, 1 otherwise, 2 bad usage.\n";
+"\nEXIT STATUS\n    0 all done, 1 any not done (or aegisd unreachable, busy or\n"
+"    failing), 2 bad usage or a request aegisd refused (no such job).\n";
 
 static json_int_t num(json_t *obj, const char *key) {
     return json_integer_value(json_object_get(obj, key));
@@ -109,15 +112,15 @@ static json_t *ids_from(const char *cmd, int argc, char **argv, int first) {
 }
 
 /* Sends {"op": op, "ids": [the job ids on the command line]}; returns the
- * answer, or NULL after saying why (*rc: CLI_USAGE for a bad id, else
- * CLI_FAIL). */
+ * answer, or NULL after saying why (*rc: CLI_USAGE for a bad id or a
+ * request aegisd refused, else CLI_FAIL). */
 static json_t *call_with_ids(const char *op, int argc, char **argv,
                              const client_flags *f, int *rc) {
     json_t *ids = ids_from(op, argc, argv, f->first_arg);
     *rc = ids ? CLI_FAIL : CLI_USAGE;
     if (!ids) return NULL;
     return client_call(op, client_socket(f->socket),
-                       json_pack("{s:s, s:o}", "op", op, "ids", ids));
+                       json_pack("{s:s, s:o}", "op", op, "ids", ids), rc);
 }
 
 int cli_ls(int argc, char **argv) {
@@ -125,8 +128,9 @@ int cli_ls(int argc, char **argv) {
     int rc = client_options("ls", argc, argv, ls_help, "ja", 0, 0, &f);
     if (rc) return rc < 0 ? CLI_OK : rc;
     json_t *ans = client_call("ls", client_socket(f.socket),
-                              json_pack("{s:s, s:b}", "op", "ls", "all", f.all));
-    if (!ans) return CLI_FAIL;
+                              json_pack("{s:s, s:b}", "op", "ls", "all", f.all),
+                              &rc);
+    if (!ans) return rc;
     json_t *jobs = json_object_get(ans, "jobs");
     if (f.json) {
         client_print_json(jobs);
@@ -202,8 +206,9 @@ int cli_show(int argc, char **argv) {
     json_int_t id;
     if (client_parse_id("show", argv[f.first_arg], &id)) return CLI_USAGE;
     json_t *ans = client_call("show", client_socket(f.socket),
-                              json_pack("{s:s, s:I}", "op", "show", "id", id));
-    if (!ans) return CLI_FAIL;
+                              json_pack("{s:s, s:I}", "op", "show", "id", id),
+                              &rc);
+    if (!ans) return rc;
     if (f.json) client_print_json(json_object_get(ans, "job"));
     else show_text(json_object_get(ans, "job"));
     json_decref(ans);
@@ -224,6 +229,24 @@ int cli_cancel(int argc, char **argv) {
     return CLI_OK;
 }
 
+/* Writes the log bytes of a `log` answer, in base64 there, to stdout. */
+static int log_print(json_t *ans) {
+    json_t *data = json_object_get(ans, "base64");
+    size_t len = json_string_length(data), n = 0;
+    unsigned char *bytes = malloc(len / 4 * 3 + 1);
+    int rc = CLI_OK;
+    if (!bytes || !json_is_string(data) ||
+        b64_decode(json_string_value(data), len, bytes, &n) != 0) {
+        fprintf(stderr, "aegis log: aegisd's answer holds no base64 log\n");
+        rc = CLI_FAIL;
+    } else if (fwrite(bytes, 1, n, stdout) != n) {
+        fprintf(stderr, "aegis log: stdout: %s\n", strerror(errno));
+        rc = CLI_FAIL;
+    }
+    free(bytes);
+    return rc;
+}
+
 int cli_log(int argc, char **argv) {
     client_flags f;
     int rc = client_options("log", argc, argv, log_help, "fe", 1, 1, &f);
@@ -233,13 +256,13 @@ int cli_log(int argc, char **argv) {
     for (;;) {
         json_t *ans = client_call("log", client_socket(f.socket),
             json_pack("{s:s, s:I, s:I, s:b}", "op", "log", "id", id,
-                      "offset", offset, "stderr", f.err_stream));
-        if (!ans) return CLI_FAIL;
-        json_t *data = json_object_get(ans, "data");
-        fwrite(json_string_value(data), 1, json_string_length(data), stdout);
+                      "offset", offset, "stderr", f.err_stream), &rc);
+        if (!ans) return rc;
+        rc = log_print(ans);
         json_int_t next = num(ans, "offset");
         int finished = json_is_true(json_object_get(ans, "finished"));
         json_decref(ans);
+        if (rc != CLI_OK) return rc;
         if (next == offset) {
             if (!f.follow || finished) return CLI_OK;
             fflush(stdout);

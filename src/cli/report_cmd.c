@@ -55,8 +55,9 @@ static const char report_help[] =
 "                    pue\n"
 "    --socket PATH   aegisd's socket (default $AEGIS_SOCKET, else\n"
 "                    " CLIENT_DEFAULT_SOCKET ")\n"
-"\nEXIT STATUS\n    0 success, 1 failure (aegisd unreachable or refused), 2 bad\n"
-"    usage.\n";
+"\nEXIT STATUS\n"
+"    0 success, 1 failure (aegisd unreachable, busy or failing), 2 bad\n"
+"    usage or a request aegisd refused.\n";
 
 /* T as Unix seconds: a number, an age (N followed by s, m, h or d), or a
  * UTC date. Returns -1 when it is none of these. */
@@ -162,10 +163,11 @@ int cli_report(int argc, char **argv) {
         }
     }
     if (optind != argc || (csv && json)) goto usage;
+    int rc;
     json_t *ans = client_call("report", client_socket(socket),
                               json_pack("{s:s, s:f}", "op", "report", "since",
-                                        since));
-    if (!ans) return CLI_FAIL;
+                                        since), &rc);
+    if (!ans) return rc;
     if (json) {
         json_object_del(ans, "ok");
         client_print_json(ans);

@@ -80,7 +80,8 @@ static const char help[] =
 "                    " CLIENT_DEFAULT_SOCKET ")\n"
 "\n"
 "EXIT STATUS\n"
-"    0 queued, 1 aegisd failed or refused, 2 bad usage or bad input.\n";
+"    0 queued, 1 aegisd unreachable, busy or failing, 2 bad usage or bad\n"
+"    input (aegisd's refusals too: more GPUs than it has, no --after job).\n";
 
 /* The options every job starts from. */
 typedef struct submit_defaults {
@@ -437,8 +438,9 @@ int cli_submit(int argc, char **argv) {
         return CLI_USAGE;
     }
     json_t *req = submit_request(jobs);
-    json_t *ans = req ? client_call("submit", client_socket(socket), req) : NULL;
-    if (!ans) return CLI_FAIL;
+    if (!req) return CLI_FAIL;
+    json_t *ans = client_call("submit", client_socket(socket), req, &rc);
+    if (!ans) return rc;
     json_t *ids = json_object_get(ans, "ids");
     if (json) {
         json_t *out = json_pack("{s:O}", "ids", ids);

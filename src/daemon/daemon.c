@@ -13,6 +13,8 @@
 #include "exec.h"
 
 #include <errno.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -26,8 +28,16 @@
 #include <unistd.h>
 
 /* Clients connected at once; more are turned away with an error, so a
- * flood of idle connections cannot exhaust descriptors. */
+ * flood of idle connections cannot exhaust descriptors. Root is always let
+ * in, so that an administrator can act on a full server. */
 #define D_MAX_CONNS 512
+/* Connections of one user at once (root aside): one user's idle or waiting
+ * clients cannot lock the other users out. */
+#define D_MAX_CONNS_PER_USER 64
+/* Bytes of answers a client may leave unread; past them its requests are
+ * not read until it catches up, so that a client pipelining requests
+ * without reading cannot make aegisd queue answers without bound. */
+#define D_MAX_UNREAD (1u << 20)
 
 double d_now(const d_daemon *d) {
     return (double)uv_hrtime() / 1e9 - d->t0;
@@ -55,12 +65,17 @@ static void on_conn_closed(uv_handle_t *h) {
     free(c->buf);
     free(c->wait_ids);
     json_decref(c->wait_result);
+    json_decref(c->later);
     free(c);
+}
+
+static bool d_conn_closing(d_conn *c) {
+    return uv_is_closing((uv_handle_t *)&c->pipe);
 }
 
 static void d_conn_close(d_conn *c) {
     d_daemon *d = c->d;
-    if (uv_is_closing((uv_handle_t *)&c->pipe)) return;
+    if (d_conn_closing(c)) return;
     if (c->prev) c->prev->next = c->next;
     else d->conns = c->next;
     if (c->next) c->next->prev = c->prev;
@@ -68,15 +83,41 @@ static void d_conn_close(d_conn *c) {
     uv_close((uv_handle_t *)&c->pipe, on_conn_closed);
 }
 
+/* Whether the client has closed its end. Not merely its sending half: a
+ * client may shut that down after its requests and still read answers. */
+static bool d_conn_hung_up(d_conn *c) {
+    uv_os_fd_t fd;
+    if (uv_fileno((uv_handle_t *)&c->pipe, &fd) != 0) return true;
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    return poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR));
+}
+
+static bool d_conn_backlogged(const d_conn *c) {
+    return uv_stream_get_write_queue_size((const uv_stream_t *)&c->pipe) >
+           D_MAX_UNREAD;
+}
+
+/* The answers written, shutdown() tells the client there are no more. */
+static void on_shutdown(uv_shutdown_t *req, int status) {
+    d_conn *c = req->handle->data;
+    free(req);
+    d_conn_close(c);
+}
+
 typedef struct d_write {
     uv_write_t req;
     char *text;
 } d_write;
 
+static void d_conn_pump(d_conn *c);
+
 static void on_written(uv_write_t *req, int status) {
     d_write *w = (d_write *)req;
+    d_conn *c = req->handle->data;
     free(w->text);
     free(w);
+    if (status < 0) d_conn_close(c); /* EPIPE, ECONNRESET: the client left */
+    else if (!c->reading && !d_conn_closing(c)) d_conn_pump(c);
 }
 
 void d_reply(d_conn *c, json_t *msg) {
@@ -100,13 +141,27 @@ void d_reply(d_conn *c, json_t *msg) {
     }
 }
 
-void d_reply_error(d_conn *c, const char *fmt, ...) {
+static void d_reply_failure(d_conn *c, bool server, const char *fmt,
+                            va_list ap) {
     char msg[512];
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    json_t *ans = json_pack("{s:b, s:s}", "ok", 0, "error", msg);
+    if (ans && server) json_object_set_new(ans, "server_error", json_true());
+    d_reply(c, ans);
+}
+
+void d_reply_error(d_conn *c, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
+    d_reply_failure(c, false, fmt, ap);
     va_end(ap);
-    d_reply(c, json_pack("{s:b, s:s}", "ok", 0, "error", msg));
+}
+
+void d_reply_fault(d_conn *c, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    d_reply_failure(c, true, fmt, ap);
+    va_end(ap);
 }
 
 static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
@@ -124,6 +179,28 @@ static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
     *buf = uv_buf_init(c->buf + c->len, (unsigned)(c->cap - c->len));
 }
 
+static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf);
+
+static void d_conn_reading(d_conn *c, bool on) {
+    if (on == c->reading) return;
+    c->reading = on;
+    if (on) uv_read_start((uv_stream_t *)&c->pipe, on_alloc, on_read);
+    else uv_read_stop((uv_stream_t *)&c->pipe);
+}
+
+/* No more requests from c: close it once its answers are written. */
+static void d_conn_finish(d_conn *c) {
+    c->eof = true;
+    if (c->shutting) return;
+    c->shutting = true;
+    d_conn_reading(c, false);
+    uv_shutdown_t *sd = malloc(sizeof(*sd));
+    if (!sd || uv_shutdown(sd, (uv_stream_t *)&c->pipe, on_shutdown) != 0) {
+        free(sd);
+        d_conn_close(c);
+    }
+}
+
 static void d_conn_request(d_conn *c, const char *line, size_t len) {
     proto_request req;
     char err[512];
@@ -134,50 +211,95 @@ static void d_conn_request(d_conn *c, const char *line, size_t len) {
     proto_request_free(&req);
 }
 
-/* The error answer to an oversized request is written: hang up. */
-static void on_shutdown(uv_shutdown_t *req, int status) {
-    d_conn *c = req->handle->data;
-    free(req);
-    d_conn_close(c);
+static bool d_conn_waiting(const d_conn *c) {
+    return c->wait_ids || c->later;
 }
 
-static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
-    d_conn *c = s->data;
-    if (n < 0) {
-        d_conn_close(c);
-        return;
-    }
-    c->len += (size_t)n;
+static bool d_conn_has_line(const d_conn *c) {
+    return c->len > 0 && memchr(c->buf, '\n', c->len);
+}
+
+/* Answers the complete request lines buffered, in order, while no `wait`
+ * is pending and the client reads its answers; then goes on reading, or
+ * pauses: while the client is behind on its answers, or while a `wait`
+ * holds a full buffer behind it. A waiting client is still read, so that
+ * its hang-up is seen and frees its slot. */
+static void d_conn_pump(d_conn *c) {
     size_t start = 0;
     char *nl;
-    /* Each complete line is one request; stop at a `wait`, which answers
-     * later and resumes reading then. */
-    while (!c->wait_ids &&
+    while (!d_conn_waiting(c) && !d_conn_backlogged(c) && !d_conn_closing(c) &&
            (nl = memchr(c->buf + start, '\n', c->len - start))) {
         size_t len = (size_t)(nl - (c->buf + start));
         d_conn_request(c, c->buf + start, len);
         start += len + 1;
     }
-    memmove(c->buf, c->buf + start, c->len - start);
+    if (d_conn_closing(c)) return;
+    if (start > 0) memmove(c->buf, c->buf + start, c->len - start);
     c->len -= start;
-    if (c->len > PROTO_MAX_REQUEST) {
+    bool pending = d_conn_waiting(c) || d_conn_has_line(c);
+    if (!pending && c->len > PROTO_MAX_REQUEST) {
         d_reply_error(c, "request: longer than %u bytes", PROTO_MAX_REQUEST);
-        uv_read_stop(s);
         c->len = 0;
-        uv_shutdown_t *sd = malloc(sizeof(*sd));
-        if (!sd || uv_shutdown(sd, s, on_shutdown) != 0) {
-            free(sd);
-            d_conn_close(c);
+        d_conn_finish(c);
+    } else if (c->eof) {
+        if (!pending) d_conn_finish(c);
+    } else {
+        d_conn_reading(c, !d_conn_backlogged(c) &&
+                              c->len <= PROTO_MAX_REQUEST);
+    }
+}
+
+static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
+    d_conn *c = s->data;
+    if (n == 0) return;
+    if (n == UV_EOF && !d_conn_hung_up(c)) {
+        c->eof = true; /* half-closed: answer what was asked, then close */
+        d_conn_reading(c, false);
+    } else if (n < 0) {
+        d_conn_close(c);
+        return;
+    } else {
+        c->len += (size_t)n;
+    }
+    d_conn_pump(c);
+}
+
+static void on_wake(uv_idle_t *h) {
+    d_daemon *d = h->data;
+    uv_idle_stop(h);
+    /* Sending one answer may answer other requests, which may finish jobs
+     * and so give other clients theirs: from the list's head each time. */
+    for (bool sent = true; sent;) {
+        sent = false;
+        for (d_conn *c = d->conns; c && !sent; c = c->next) {
+            if (!c->later) continue;
+            json_t *msg = c->later;
+            c->later = NULL;
+            d_reply(c, msg);
+            if (!d_conn_closing(c)) d_conn_pump(c);
+            sent = true;
         }
     }
 }
 
-void d_conn_resume(d_conn *c) {
-    if (c->len > 0 && memchr(c->buf, '\n', c->len)) {
-        on_read((uv_stream_t *)&c->pipe, 0, NULL);
-        return;
+void d_conn_answer_later(d_conn *c, json_t *msg) {
+    json_decref(c->later);
+    c->later = msg;
+    uv_idle_start(&c->d->wake, on_wake);
+}
+
+/* Waiting and paused clients are not read: a hang-up shows only here. */
+static void d_conns_check_hangups(d_daemon *d) {
+    for (d_conn *c = d->conns, *next; c; c = next) {
+        next = c->next;
+        if (!c->reading && d_conn_hung_up(c)) d_conn_close(c);
     }
-    uv_read_start((uv_stream_t *)&c->pipe, on_alloc, on_read);
+}
+
+static int d_conns_of(const d_daemon *d, uid_t uid) {
+    int n = 0;
+    for (const d_conn *c = d->conns; c; c = c->next) n += c->uid == uid;
+    return n;
 }
 
 static void on_connection(uv_stream_t *server, int status) {
@@ -207,12 +329,18 @@ static void on_connection(uv_stream_t *server, int status) {
     c->uid = cred.uid;
     c->gid = cred.gid;
     c->pid = cred.pid;
-    if (d->nconns > D_MAX_CONNS) {
-        d_reply_error(c, "server busy: %d connections", D_MAX_CONNS);
-        d_conn_close(c);
-        return;
+    int mine = c->uid == 0 ? 0 : d_conns_of(d, c->uid);
+    if (mine > D_MAX_CONNS_PER_USER) {
+        d_reply_fault(c, "server busy: uid %d has %d connections open (at "
+                      "most %d per user)", (int)c->uid, mine - 1,
+                      D_MAX_CONNS_PER_USER);
+        d_conn_finish(c);
+    } else if (c->uid != 0 && d->nconns > D_MAX_CONNS) {
+        d_reply_fault(c, "server busy: %d connections", D_MAX_CONNS);
+        d_conn_finish(c);
+    } else {
+        d_conn_reading(c, true);
     }
-    uv_read_start((uv_stream_t *)&c->pipe, on_alloc, on_read);
 }
 
 /* ---- timer and signals --------------------------------------------------- */
@@ -227,6 +355,7 @@ static void d_maybe_exit(d_daemon *d) {
 
 static void on_tick(uv_timer_t *t) {
     d_daemon *d = t->data;
+    d_conns_check_hangups(d);
     d_jobs_tick(d);
     d_jobs_check_exits(d);
     if (!d->stopping) d_jobs_schedule(d);
@@ -450,6 +579,11 @@ int d_run(const d_options *opt) {
     int lock = d_lock(opt->state_dir);
     d->loop = uv_default_loop();
     d->t0 = (double)uv_hrtime() / 1e9;
+    uv_idle_init(d->loop, &d->wake);
+    d->wake.data = d;
+    /* A client that hangs up before its answer is written is an EPIPE to
+     * handle, not a signal that ends aegisd (jobs get SIG_DFL back). */
+    signal(SIGPIPE, SIG_IGN);
     int rc = 1;
     if (lock < 0 || d_open(d) != 0) goto out;
     d_jobs_recover(d);

@@ -80,7 +80,10 @@ typedef struct d_job {
     unsigned int mig_gi, mig_ci; /* its GPU and compute instance ids */
 } d_job;
 
-/* One client connection: a line buffer and, for `wait`, what it awaits. */
+/* One client connection: a line buffer and, for `wait`, what it awaits.
+ * Its requests are answered in order, one at a time: none while a `wait`
+ * is pending or its answer not yet sent, and none while the client leaves
+ * more than D_MAX_UNREAD bytes of answers unread (daemon.c). */
 typedef struct d_conn {
     uv_pipe_t pipe;
     struct d_daemon *d;
@@ -89,9 +92,15 @@ typedef struct d_conn {
     pid_t pid;
     char *buf;
     size_t len, cap;
+    bool reading;               /* uv_read_start'ed */
+    bool eof;                   /* no more requests: the client shut down
+                                   its sending half, or was refused */
+    bool shutting;              /* closes once its answers are written */
     int64_t *wait_ids;          /* ids still awaited, or NULL */
     size_t nwait;
     json_t *wait_result;        /* the awaited jobs' final states so far */
+    json_t *later;              /* the wait's answer, sent on the loop's
+                                   next turn (d_conn_answer_later) */
     struct d_conn *prev, *next;
 } d_conn;
 
@@ -129,6 +138,7 @@ typedef struct d_daemon {
     size_t njobs, capjobs;
     d_conn *conns;
     int nconns;
+    uv_idle_t wake;             /* sends the answers of finished waits */
     double t0;                  /* uv_hrtime at start, for d_now */
 } d_daemon;
 
@@ -139,9 +149,18 @@ double d_now(const d_daemon *d);            /* monotonic seconds */
 double d_wall(void);                        /* Unix time */
 void d_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void d_reply(d_conn *c, json_t *msg);       /* takes msg */
+/* {"ok": false, "error": ...}: the request was refused (bad input, no
+ * such job, not the peer's to touch). */
 void d_reply_error(d_conn *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-void d_conn_resume(d_conn *c);              /* read requests again */
+/* The same with "server_error": true: aegisd failed, or is busy; the
+ * request itself may be fine. */
+void d_reply_fault(d_conn *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Sends msg (taken) once the current callback has returned, so that what
+ * it reports is committed, then answers the connection's next requests:
+ * the end of a `wait`. */
+void d_conn_answer_later(d_conn *c, json_t *msg);
 
 /* jobs.c */
 d_job *d_job_find(d_daemon *d, int64_t id);

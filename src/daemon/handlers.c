@@ -11,6 +11,7 @@
  */
 #include "daemon.h"
 
+#include "b64.h"
 #include "exec.h"
 
 #include <errno.h>
@@ -23,7 +24,8 @@
 #include <unistd.h>
 
 /* Bytes of log per `log` answer: big enough that following a log is cheap,
- * small enough that one answer never approaches a client's line limit. */
+ * small enough that one answer never approaches a client's line limit.
+ * They travel in base64: a log is bytes, a JSON string text. */
 #define D_LOG_CHUNK 65536
 
 static bool d_may_see(const d_conn *c, uid_t owner) {
@@ -92,7 +94,7 @@ static void d_on_submit(d_conn *c, const proto_request *req) {
     if (store_submit(d->st, &owner, req, d_wall(), &first, err,
                      sizeof(err)) != 0) {
         d_log("%s", err);
-        d_reply_error(c, "%s", err);
+        d_reply_fault(c, "%s", err);
         return;
     }
     /* Committed: from here on the jobs exist even if aegisd dies. */
@@ -100,7 +102,9 @@ static void d_on_submit(d_conn *c, const proto_request *req) {
     for (size_t i = 0; i < req->njobs; i++)
         json_array_append_new(ids, json_integer(first + (int64_t)i));
     d_reply(c, json_pack("{s:b, s:o}", "ok", 1, "ids", ids));
+    store_begin(d->st); /* a dependent cancelled at once: one commit */
     d_jobs_submitted(d, &owner, req, first);
+    store_commit(d->st);
     d_jobs_schedule(d);
 }
 
@@ -156,11 +160,13 @@ static void d_on_cancel(d_conn *c, const proto_request *req) {
         }
     }
     json_t *done = json_array();
+    store_begin(d->st); /* one commit for them all, not one per job */
     for (size_t i = 0; i < req->nids; i++) {
         d_job *job = d_job_find(d, req->ids[i]);
         if (job && !job->cancelling) d_job_cancel(d, job);
         json_array_append_new(done, json_integer(req->ids[i]));
     }
+    store_commit(d->st);
     d_reply(c, json_pack("{s:b, s:o}", "ok", 1, "cancelled", done));
     d_jobs_schedule(d);
 }
@@ -170,37 +176,62 @@ static json_t *d_final(int64_t id, const char *state, const char *reason) {
                      "reason", reason ? reason : "");
 }
 
+static int d_id_cmp(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The request's ids once each, in increasing order, into *ids (malloc'd);
+ * returns how many, or 0 when out of memory. */
+static size_t d_unique_ids(const proto_request *req, int64_t **ids) {
+    size_t n = 0;
+    *ids = malloc(req->nids * sizeof(**ids));
+    if (!*ids) return 0;
+    memcpy(*ids, req->ids, req->nids * sizeof(**ids));
+    qsort(*ids, req->nids, sizeof(**ids), d_id_cmp);
+    for (size_t i = 0; i < req->nids; i++)
+        if (n == 0 || (*ids)[n - 1] != (*ids)[i]) (*ids)[n++] = (*ids)[i];
+    return n;
+}
+
+/* Answers at once when every job named has finished, else once the last
+ * one has (d_waiters_job_done). A job named twice is one job to wait for,
+ * and one row of the answer. */
 static void d_on_wait(d_conn *c, const proto_request *req) {
     d_daemon *d = c->d;
+    int64_t *ids;
+    size_t nids = d_unique_ids(req, &ids), npending = 0;
+    if (nids == 0) {
+        free(ids);
+        d_reply_fault(c, "wait: out of memory");
+        return;
+    }
     json_t *result = json_array();
-    int64_t *pending = calloc(req->nids, sizeof(*pending));
-    size_t npending = 0;
-    for (size_t i = 0; pending && i < req->nids; i++) {
-        if (d_job_find(d, req->ids[i])) {
-            pending[npending++] = req->ids[i];
+    for (size_t i = 0; i < nids; i++) {
+        if (d_job_find(d, ids[i])) {
+            ids[npending++] = ids[i]; /* npending <= i: in place */
             continue;
         }
-        json_t *row = store_job(d->st, req->ids[i], false);
+        json_t *row = store_job(d->st, ids[i], false);
         if (!row) {
-            d_reply_error(c, "job %lld: no such job", (long long)req->ids[i]);
+            d_reply_error(c, "job %lld: no such job", (long long)ids[i]);
             json_decref(result);
-            free(pending);
+            free(ids);
             return;
         }
-        json_array_append_new(result, d_final(req->ids[i],
+        json_array_append_new(result, d_final(ids[i],
             json_string_value(json_object_get(row, "state")),
             json_string_value(json_object_get(row, "reason"))));
         json_decref(row);
     }
     if (npending == 0) {
-        free(pending);
+        free(ids);
         d_reply(c, json_pack("{s:b, s:o}", "ok", 1, "jobs", result));
         return;
     }
-    c->wait_ids = pending;
+    c->wait_ids = ids;
     c->nwait = npending;
     c->wait_result = result;
-    uv_read_stop((uv_stream_t *)&c->pipe);
 }
 
 void d_waiters_job_done(d_daemon *d, int64_t id, const char *state,
@@ -217,28 +248,9 @@ void d_waiters_job_done(d_daemon *d, int64_t id, const char *state,
         free(c->wait_ids);
         c->wait_ids = NULL;
         c->wait_result = NULL;
-        d_reply(c, json_pack("{s:b, s:o}", "ok", 1, "jobs", result));
-        d_conn_resume(c);
+        d_conn_answer_later(c, json_pack("{s:b, s:o}", "ok", 1, "jobs",
+                                         result));
     }
-}
-
-/* At most D_LOG_CHUNK bytes, cut back to a UTF-8 character boundary so a
- * character split across answers is sent whole in the next one; bytes
- * that are not UTF-8 at all become '?' (JSON strings must be UTF-8). */
-static json_t *d_log_text(char *buf, size_t *n) {
-    size_t cut = *n;
-    for (int back = 0; back < 3 && cut > 0 &&
-                       ((unsigned char)buf[cut - 1] & 0xC0) == 0x80; back++)
-        cut--;
-    if (cut > 0 && ((unsigned char)buf[cut - 1] & 0xC0) == 0xC0) cut--;
-    if (cut == 0) cut = *n;
-    json_t *s = json_stringn(buf, cut);
-    for (size_t i = 0; !s && i < cut; i++) {
-        if ((unsigned char)buf[i] >= 0x80) buf[i] = '?';
-        if (i == cut - 1) s = json_stringn(buf, cut);
-    }
-    *n = cut;
-    return s ? s : json_string("");
 }
 
 static void d_on_log(d_conn *c, const proto_request *req) {
@@ -249,18 +261,26 @@ static void d_on_log(d_conn *c, const proto_request *req) {
     char path[4200];
     exec_log_path(path, sizeof(path), d->log_dir, req->ids[0], req->err_stream);
     char *buf = malloc(D_LOG_CHUNK);
+    char *text = malloc(B64_ENCODED_LEN(D_LOG_CHUNK) + 1);
+    if (!buf || !text) {
+        free(buf);
+        free(text);
+        d_reply_fault(c, "log: out of memory");
+        return;
+    }
     size_t n = 0;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (buf && fd >= 0) {
+    if (fd >= 0) {
         ssize_t got = pread(fd, buf, D_LOG_CHUNK, (off_t)req->offset);
         if (got > 0) n = (size_t)got;
+        close(fd);
     }
-    if (fd >= 0) close(fd);
-    json_t *text = d_log_text(buf ? buf : "", &n);
+    b64_encode(buf, n, text);
     free(buf);
-    d_reply(c, json_pack("{s:b, s:o, s:I, s:b}", "ok", 1, "data", text,
+    d_reply(c, json_pack("{s:b, s:s, s:I, s:b}", "ok", 1, "base64", text,
                          "offset", (json_int_t)(req->offset + (int64_t)n),
                          "finished", d_job_find(d, req->ids[0]) == NULL));
+    free(text);
 }
 
 static void d_on_gpus(d_conn *c, const proto_request *req) {
@@ -318,7 +338,7 @@ static void d_on_report(d_conn *c, const proto_request *req) {
     json_t *ans = acct_report(jobs, &c->d->acct, d_wall());
     json_decref(jobs);
     if (!ans) {
-        d_reply_error(c, "report: out of memory");
+        d_reply_fault(c, "report: out of memory");
         return;
     }
     json_object_set_new(ans, "ok", json_true());

@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +58,7 @@ static void mps_child(const mps_target *t, const char *arg, int in_fd,
                       int out_fd) {
     if (dup2(in_fd, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(out_fd, 2) < 0)
         _exit(126);
+    signal(SIGPIPE, SIG_DFL); /* aegisd ignores it */
     setenv("CUDA_VISIBLE_DEVICES", t->gpu_uuid, 1);
     setenv("CUDA_MPS_PIPE_DIRECTORY", t->pipe_dir, 1);
     setenv("CUDA_MPS_LOG_DIRECTORY", t->log_dir, 1);

@@ -13,7 +13,9 @@
  *   log     id, offset, stderr (bool)
  *   gpus                        drain / resume   gpu
  *   report  since (Unix time; optional: every job)
- * Responses: {"ok":true, ...} or {"ok":false, "error":"..."}.
+ * Responses: {"ok":true, ...} or {"ok":false, "error":"..."}, the latter
+ * with "server_error":true when aegisd is busy or failed, not the request.
+ * A `log` answer carries the bytes in "base64": logs need not be text.
  *
  * Ownership: proto_parse() fills a caller-owned proto_request whose strings
  * point into a JSON tree it owns; proto_request_free() releases both.

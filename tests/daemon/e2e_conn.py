@@ -1,0 +1,201 @@
+#!/usr/bin/python3
+"""e2e_conn.py -- the raw-socket clients of e2e_conn.sh: clients that hang
+up, hold connections idle, pipeline without reading, as root or as another
+user (by seteuid: SO_PEERCRED records the effective uid at connect time).
+
+usage: e2e_conn.py ACTION SOCKET [ARGS...]   (exit 0 pass, 1 fail)
+"""
+import json
+import os
+import pwd
+import re
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+SOCK = sys.argv[2]
+
+
+def connect(as_user=None):
+    """A socket to aegisd, connected as as_user (a login name) if given."""
+    s = socket.socket(socket.AF_UNIX)
+    if as_user:
+        os.seteuid(pwd.getpwnam(as_user).pw_uid)
+    try:
+        s.connect(SOCK)
+    finally:
+        if as_user:
+            os.seteuid(0)
+    return s
+
+
+def read_line(s):
+    buf = b''
+    while not buf.endswith(b'\n'):
+        chunk = s.recv(1 << 20)
+        if not chunk:
+            break
+        buf += chunk
+    return buf
+
+
+def ask(req, as_user=None):
+    s = connect(as_user)
+    s.sendall(json.dumps(req).encode() + b'\n')
+    answer = json.loads(read_line(s))
+    s.close()
+    return answer
+
+
+def aegis(aegis_bin, *args, user=None, timeout=20):
+    """Runs the aegis command (as user if given); returns the CompletedProcess."""
+    cmd = [aegis_bin, *args]
+    if user:
+        cmd = ['runuser', '-u', user, '--'] + cmd
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                          env=dict(os.environ, AEGIS_SOCKET=SOCK))
+
+
+def check(cond, what):
+    if not cond:
+        print('FAIL:', what, file=sys.stderr)
+        sys.exit(1)
+
+
+def ops_of_protocol(proto_c):
+    """The op names the daemon knows, from proto.c's table."""
+    text = open(proto_c).read()
+    return set(re.findall(r'\[PROTO_[A-Z]+\] = "([a-z]+)"', text))
+
+
+def hangup(proto_c, job_id):
+    """Every kind of request, sent by a client that closes at once."""
+    reqs = {
+        'submit': {'op': 'submit', 'cwd': '/', 'jobs': [{'cmd': ['true']}]},
+        'ls': {'op': 'ls', 'all': True},
+        'show': {'op': 'show', 'id': job_id},
+        'cancel': {'op': 'cancel', 'ids': [job_id]},
+        'wait': {'op': 'wait', 'ids': [job_id]},
+        'log': {'op': 'log', 'id': job_id},
+        'gpus': {'op': 'gpus'},
+        'drain': {'op': 'drain', 'gpu': 0},
+        'resume': {'op': 'resume', 'gpu': 0},
+        'report': {'op': 'report'},
+    }
+    ops = ops_of_protocol(proto_c)
+    check(ops == set(reqs), 'ops not covered: %s' % (ops ^ set(reqs)))
+    lines = [json.dumps(r).encode() + b'\n' for r in reqs.values()]
+    lines.append(b'not json\n')
+    for _ in range(5):
+        for line in lines:
+            s = connect()
+            s.sendall(line)
+            s.close()
+    check(ask({'op': 'gpus'})['ok'], 'gpus after hang-ups')
+
+
+def hangup_wait(job_id):
+    """A client waits for a running job and hangs up (Ctrl-C on aegis wait)."""
+    s = connect()
+    s.sendall(json.dumps({'op': 'wait', 'ids': [job_id]}).encode() + b'\n')
+    # answered after the wait request was read: it is pending now
+    check(ask({'op': 'gpus'})['ok'], 'gpus while waiting')
+    s.close()
+
+
+def busy(aegis_bin, nconns):
+    """nconns idle connections of nobody; then nobody's aegis is turned away
+    with a message, and root and another user are still served."""
+    held = [connect('nobody') for _ in range(int(nconns))]
+    for _ in range(5):
+        r = aegis(aegis_bin, 'ls', user='nobody')
+        check(r.returncode == 1 and 'busy' in r.stderr,
+              'nobody turned away: exit %d, stderr %r' % (r.returncode,
+                                                          r.stderr))
+    r = aegis(aegis_bin, 'gpus')
+    check(r.returncode == 0, 'root locked out: %r' % r.stderr)
+    r = aegis(aegis_bin, 'gpus', user='daemon')
+    check(r.returncode == 0, 'user daemon locked out: %r' % r.stderr)
+    for s in held:
+        s.close()
+
+
+def waiters(aegis_bin, job_id, nconns):
+    """nconns connections of nobody wait for a running job and hang up; their
+    slots come free, and root is served meanwhile."""
+    held = []
+    for _ in range(int(nconns)):
+        s = connect('nobody')
+        try:
+            s.sendall(json.dumps({'op': 'wait', 'ids': [job_id]}).encode() +
+                      b'\n')
+        except OSError:
+            pass  # turned away before the request was written
+        held.append(s)
+    r = aegis(aegis_bin, 'gpus')
+    check(r.returncode == 0, 'root locked out: %r' % r.stderr)
+    for s in held:
+        s.close()
+    deadline = time.time() + 20
+    while aegis(aegis_bin, 'ls', user='nobody').returncode != 0:
+        check(time.time() < deadline, 'hung-up waits still hold slots')
+        time.sleep(0.1)
+
+
+def rss_kib(pid):
+    for line in open('/proc/%s/status' % pid):
+        if line.startswith('VmRSS:'):
+            return int(line.split()[1])
+    return 0
+
+
+def flood(aegis_bin, pid, nreq, max_growth_mib):
+    """nreq pipelined `ls --all` from a client that does not read: aegisd's
+    memory stays bounded and another client is answered promptly."""
+    base = rss_kib(pid)
+    s = connect()
+    data = b'{"op":"ls","all":true}\n' * int(nreq)
+    # aegisd stops reading a client that does not read: send from a thread
+    sender = threading.Thread(target=lambda: _send_quietly(s, data),
+                              daemon=True)
+    sender.start()
+    t0 = time.time()
+    r = aegis(aegis_bin, 'gpus', timeout=60)
+    took = time.time() - t0
+    check(r.returncode == 0, 'gpus: %r' % r.stderr)
+    print('gpus answered in %.2f s' % took)
+    most = base
+    end = time.time() + 3  # a window to watch the memory in
+    while time.time() < end and most - base < max_growth_mib * 1024:
+        most = max(most, rss_kib(pid))
+        time.sleep(0.05)
+    print('aegisd RSS %d KiB before, %d KiB at most' % (base, most))
+    check(most - base < int(max_growth_mib) * 1024,
+          'RSS grew by %d MiB' % ((most - base) // 1024))
+    check(took < 10, 'gpus took %.1f s' % took)
+    # the first answers are whole; then hang up with answers unread
+    s.settimeout(30)
+    f = s.makefile('rb')
+    for _ in range(20):
+        check(json.loads(f.readline())['ok'], 'an ls answer')
+    s.shutdown(socket.SHUT_RDWR)
+    s.close()
+    sender.join(10)
+    check(ask({'op': 'gpus'})['ok'], 'gpus after the flood')
+
+
+def _send_quietly(s, data):
+    try:
+        s.sendall(data)
+    except OSError:
+        pass
+
+
+ACTIONS = {'hangup': hangup, 'hangup_wait': hangup_wait, 'busy': busy,
+           'waiters': waiters, 'flood': flood}
+
+if __name__ == '__main__':
+    ACTIONS[sys.argv[1]](*[int(a) if a.isdigit() else a
+                           for a in sys.argv[3:]])
