@@ -16,6 +16,7 @@ import threading
 import time
 
 SOCK = sys.argv[2]
+PER_USER = 64  # aegisd's D_MAX_CONNS_PER_USER
 
 
 def connect(as_user=None):
@@ -97,12 +98,20 @@ def hangup(proto_c, job_id):
 
 
 def hangup_wait(job_id):
-    """A client waits for a running job and hangs up (Ctrl-C on aegis wait)."""
-    s = connect()
-    s.sendall(json.dumps({'op': 'wait', 'ids': [job_id]}).encode() + b'\n')
-    # answered after the wait request was read: it is pending now
+    """Two clients wait for a running job: one hangs up (Ctrl-C on aegis
+    wait); one shuts down its sending half and is still answered."""
+    gone, half = connect(), connect()
+    for s in (gone, half):
+        s.sendall(json.dumps({'op': 'wait', 'ids': [job_id]}).encode() + b'\n')
+    half.shutdown(socket.SHUT_WR)
+    # answered after the wait requests were read: they are pending now
     check(ask({'op': 'gpus'})['ok'], 'gpus while waiting')
-    s.close()
+    gone.close()
+    half.settimeout(30)
+    answer = json.loads(read_line(half))
+    check(answer['ok'] and answer['jobs'][0]['state'] == 'done',
+          'half-closed waiter: %r' % answer)
+    check(half.recv(1) == b'', 'half-closed waiter not closed after')
 
 
 def busy(aegis_bin, nconns):
@@ -123,14 +132,17 @@ def busy(aegis_bin, nconns):
 
 
 def waiters(aegis_bin, job_id, nconns):
-    """nconns connections of nobody wait for a running job and hang up; their
-    slots come free, and root is served meanwhile."""
+    """nconns connections of nobody wait for a running job (half of them
+    half-closed) and hang up; their slots come free, and root is served
+    meanwhile."""
     held = []
     for _ in range(int(nconns)):
         s = connect('nobody')
         try:
             s.sendall(json.dumps({'op': 'wait', 'ids': [job_id]}).encode() +
                       b'\n')
+            if len(held) % 2:  # half of them shut down writing first
+                s.shutdown(socket.SHUT_WR)
         except OSError:
             pass  # turned away before the request was written
         held.append(s)
@@ -139,9 +151,23 @@ def waiters(aegis_bin, job_id, nconns):
     for s in held:
         s.close()
     deadline = time.time() + 20
-    while aegis(aegis_bin, 'ls', user='nobody').returncode != 0:
+    while not all_served('nobody', PER_USER):
         check(time.time() < deadline, 'hung-up waits still hold slots')
         time.sleep(0.1)
+
+
+def all_served(user, n):
+    """Whether n connections of user at once are all answered."""
+    held = [connect(user) for _ in range(n)]
+    try:
+        for s in held:
+            s.sendall(b'{"op":"gpus"}\n')
+        return all(json.loads(read_line(s))['ok'] for s in held)
+    except (OSError, ValueError):
+        return False
+    finally:
+        for s in held:
+            s.close()
 
 
 def rss_kib(pid):
