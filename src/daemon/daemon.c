@@ -228,6 +228,7 @@ static void d_conn_pump(d_conn *c) {
     size_t start = 0;
     char *nl;
     while (!d_conn_waiting(c) && !d_conn_backlogged(c) && !d_conn_closing(c) &&
+           start < c->len &&
            (nl = memchr(c->buf + start, '\n', c->len - start))) {
         size_t len = (size_t)(nl - (c->buf + start));
         d_conn_request(c, c->buf + start, len);
