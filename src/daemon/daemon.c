@@ -146,6 +146,11 @@ static void d_reply_failure(d_conn *c, bool server, const char *fmt,
     char msg[512];
     vsnprintf(msg, sizeof(msg), fmt, ap);
     json_t *ans = json_pack("{s:b, s:s}", "ok", 0, "error", msg);
+    if (!ans) { /* not UTF-8: a byte of the request, or a character cut */
+        for (char *p = msg; *p; p++)
+            if ((unsigned char)*p >= 0x80) *p = '?';
+        ans = json_pack("{s:b, s:s}", "ok", 0, "error", msg);
+    }
     if (ans && server) json_object_set_new(ans, "server_error", json_true());
     d_reply(c, ans);
 }

@@ -170,6 +170,13 @@ def all_served(user, n):
             s.close()
 
 
+def cut_error():
+    """An error message cut inside a UTF-8 character is still answered."""
+    answer = ask({'op': 'ls', 'a' * 63 + '\u00e9': 1})
+    check(answer['ok'] is False and 'unknown field' in answer['error'],
+          'answer: %r' % answer)
+
+
 def rss_kib(pid):
     for line in open('/proc/%s/status' % pid):
         if line.startswith('VmRSS:'):
@@ -220,7 +227,7 @@ def _send_quietly(s, data):
 
 
 ACTIONS = {'hangup': hangup, 'hangup_wait': hangup_wait, 'busy': busy,
-           'waiters': waiters, 'flood': flood}
+           'waiters': waiters, 'flood': flood, 'cut_error': cut_error}
 
 if __name__ == '__main__':
     ACTIONS[sys.argv[1]](*[int(a) if a.isdigit() else a

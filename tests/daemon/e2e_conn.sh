@@ -105,11 +105,13 @@ case_conn_log_bytes() {
     "$AEGIS" log -f "$rnd" | cmp - want.random || fail "followed log changed"
 }
 
-# Refused requests exit 2 (bad input), an unreachable aegisd exits 1.
+# Refused requests exit 2 (bad input), an unreachable aegisd exits 1; an
+# error message cut inside a character is still answered.
 case_conn_exit() {
     needs_root
     start
     cd "$DIR/work"
+    client cut_error || fail "error message not answered"
     own=$("$AEGIS" submit -- sleep 30) || fail submit
     for args in "show 99999" "wait 99999" "cancel 99999" "log 99999" \
                 "submit --gpus 4 -- true"; do
