@@ -68,7 +68,7 @@ case_conn_flood() {
 
 # Cancelling 5000 queued jobs in one command is one transaction, not a
 # commit (and fsync) each: aegisd makes fewer write calls than there are
-# jobs (the old daemon made ~4 per job), and answers within seconds.
+# jobs (the old daemon made ~9 per job), and answers within seconds.
 case_conn_cancel_many() {
     start
     cd "$DIR/work"
