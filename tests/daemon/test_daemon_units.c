@@ -111,6 +111,32 @@ static void test_proto_bad(void **state) {
          "\"name\":\"a\\nb\"}]}", "jobs[0].name"},
         {"{\"op\":\"ls\",\"op\":\"ls\"}", "request"},
         {"{\"op\":\"drain\",\"gpu\":64}", "gpu"},
+        /* nothing is rounded, dropped or cut short */
+        {"{\"op\":\"submit\",\"cwd\":\"/\",\"jobs\":[{\"cmd\":[\"a\"],"
+         "\"gpus\":1.9}]}", "jobs[0].gpus"},
+        {"{\"op\":\"submit\",\"cwd\":\"/\",\"jobs\":[{\"cmd\":[\"a\"],"
+         "\"after\":2.5}]}", "jobs[0].after"},
+        {"{\"op\":\"submit\",\"cwd\":\"/\",\"jobs\":[{\"cmd\":[\"a\"],"
+         "\"after\":0}]}", "jobs[0].after"},
+        {"{\"op\":\"submit\",\"cwd\":\"/\",\"jobs\":[{\"cmd\":[\"a\"],"
+         "\"after\":1e300}]}", "jobs[0].after"},
+        {"{\"op\":\"submit\",\"cwd\":\"/\",\"jobs\":[{\"cmd\":[\"a\"],"
+         "\"mps_threads_pct\":50.5}]}", "jobs[0].mps_threads_pct"},
+        {"{\"op\":\"submit\",\"cwd\":\"/\",\"jobs\":[{\"cmd\":[\"a\"],"
+         "\"mem_mib\":2e6}]}", "jobs[0].mem_mib"},
+        {"{\"op\":\"submit\",\"cwd\":\"/\",\"jobs\":[{\"cmd\":[\"a\"],"
+         "\"mem_mib\":\"nan\"}]}", "jobs[0].mem_mib"},
+        {"{\"op\":\"submit\",\"cwd\":\"/\",\"jobs\":[{\"cmd\":[\"a\"],"
+         "\"mem_mib\":1e999}]}", "request"},
+        {"{\"op\":\"submit\",\"cwd\":\"/\",\"jobs\":[{\"cmd\":[\"a\"],"
+         "\"mem_mib\":NaN}]}", "request"},
+        {"{\"op\":\"submit\",\"cwd\":\"/\",\"jobs\":[{\"cmd\":[\"a\"],"
+         "\"name\":\"\xff\"}]}", "request"},
+        {"{\"op\":\"submit\",\"cwd\":\"/\xff\",\"jobs\":[{\"cmd\":[\"a\"]}]}",
+         "request"},
+        {"{\"op\":\"submit\",\"cwd\":\"/\",\"jobs\":[{\"cmd\":[\"a\"],"
+         "\"name\":\"\\ud800\"}]}", "request"},
+        {"{\"op\":\"report\",\"since\":-1}", "since"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
         proto_request req;
@@ -242,6 +268,23 @@ static void test_config_bad(void **state) {
     assert_non_null(strstr(err, "nope"));
     assert_int_equal(config_load("/nonexistent/x.yaml", false, &cfg, err,
                                  sizeof(err)), -1);
+    /* out-of-range values name the file, line and key */
+    static const struct { const char *text, *where; } ranges[] = {
+        {"policy: aegis\nwindow_samples: 0\n", "range.yaml:2: config window_samples"},
+        {"window_samples: 1e9\n", "range.yaml:1: config window_samples"},
+        {"\nobserve_s: -100\n", "range.yaml:2: config observe_s"},
+        {"guard_frac: 5\n", "range.yaml:1: config guard_frac"},
+        {"smact_max: -1\n", "range.yaml:1: config smact_max"},
+        {"est_margin_mib: 1e308\n", "range.yaml:1: config est_margin_mib"},
+    };
+    for (size_t i = 0; i < sizeof(ranges) / sizeof(*ranges); i++) {
+        path = write_file("range.yaml", ranges[i].text);
+        err[0] = '\0';
+        if (config_load(path, false, &cfg, err, sizeof(err)) != -1 ||
+            !strstr(err, ranges[i].where))
+            fail_msg("'%s': '%s', not '%s'", ranges[i].text, err,
+                     ranges[i].where);
+    }
 }
 
 /* ---- exit classification --------------------------------------------------- */
