@@ -16,7 +16,7 @@ submit_refused() {
     "$AEGIS" submit "$@" > out.txt 2> err.txt
     rc=$?
     [ "$rc" = 2 ] || fail "submit $*: exit $rc, not 2 ($(cat out.txt err.txt))"
-    grep -qF "$want" err.txt || fail "submit $*: '$(cat err.txt)' lacks '$want'"
+    grep -qF -- "$want" err.txt || fail "submit $*: '$(cat err.txt)' lacks '$want'"
 }
 
 # Values a spec or an option would have lost on the way are refused,
@@ -36,8 +36,8 @@ case_input_values() {
     submit_refused "nul.yaml:2: name: " nul.yaml
     printf 'command: [echo, "a\\0b"]\n' > nulcmd.yaml
     submit_refused "nulcmd.yaml:1: command: " nulcmd.yaml
-    submit_refused "--name: " --name $'\xff' -- true
-    submit_refused "--feed: " --feed $'\xff' -- true
+    submit_refused "--name: not UTF-8" --name $'\xff' -- true
+    submit_refused "--feed: not UTF-8" --feed $'\xff' -- true
     printf 'echo a\0b\n' > nul.txt
     submit_refused "nul.txt:1: " --array nul.txt
     # what stays valid: whole numbers written as reals, names in UTF-8
