@@ -12,10 +12,13 @@
 #include "exec.h"
 #include "proto.h"
 #include "store.h"
+#include "usock.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -159,6 +162,27 @@ static void test_proto_oversized(void **state) {
     assert_non_null(strstr(err, "longer than"));
     proto_request_free(&req);
     free(line);
+}
+
+/* ---- usock ---------------------------------------------------------------- */
+
+/* A socket file answers while its server listens, and is stale after. */
+static void test_usock_answers(void **state) {
+    char path[300];
+    snprintf(path, sizeof(path), "%s/probe.sock", tmpdir);
+    assert_false(usock_answers(path));
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
+    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    assert_false(usock_answers(path)); /* bound, not listening */
+    assert_int_equal(listen(fd, 1), 0);
+    assert_true(usock_answers(path));
+    /* a full backlog is still a live server, and asking never blocks */
+    for (int i = 0; i < 8; i++) assert_true(usock_answers(path));
+    close(fd);
+    assert_false(usock_answers(path));
+    unlink(path);
 }
 
 /* ---- store ---------------------------------------------------------------- */
@@ -323,6 +347,7 @@ int main(void) {
         cmocka_unit_test(test_proto_other_ops),
         cmocka_unit_test(test_proto_bad),
         cmocka_unit_test(test_proto_oversized),
+        cmocka_unit_test(test_usock_answers),
         cmocka_unit_test(test_store_submit_and_reopen),
         cmocka_unit_test(test_config_good),
         cmocka_unit_test(test_config_shipped),
