@@ -168,12 +168,11 @@ static void test_proto_oversized(void **state) {
 
 /* A socket file answers while its server listens, and is stale after. */
 static void test_usock_answers(void **state) {
-    char path[300];
-    snprintf(path, sizeof(path), "%s/probe.sock", tmpdir);
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    char *path = a.sun_path;
+    snprintf(path, sizeof(a.sun_path), "%.80s/probe.sock", tmpdir);
     assert_false(usock_answers(path));
     int fd = socket(AF_UNIX, SOCK_STREAM, 0);
-    struct sockaddr_un a = {.sun_family = AF_UNIX};
-    snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
     assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
     assert_false(usock_answers(path)); /* bound, not listening */
     assert_int_equal(listen(fd, 1), 0);
