@@ -1,12 +1,18 @@
 /* submit_cmd.c -- `aegis submit`: one command, a YAML job spec, or an
  * array file of commands, sent to aegisd as one request (so one
  * transaction: all the jobs are accepted or none).
+ *
+ * Nothing given is dropped or altered on the way: a number out of range
+ * or not whole where a whole one is needed, text that is not UTF-8 (the
+ * request is JSON) or that holds a NUL byte (a C string would end there)
+ * is refused, naming the option or FILE:LINE and key, with exit 2.
  */
 #include "cli.h"
 #include "client.h"
 #include "estimate.h"
 
 #include <getopt.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -145,6 +151,12 @@ static int submit_array(const char *path, const submit_defaults *def,
         while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
             line[--n] = '\0';
         const char *p = line + strspn(line, " \t");
+        if (memchr(line, '\0', (size_t)n)) {
+            fprintf(stderr, "aegis submit: %s:%d: holds a NUL byte\n", path,
+                    lineno);
+            rc = -1;
+            break;
+        }
         if (*p == '\0' || *p == '#') continue;
         json_t *cmd = submit_shell(p);
         if (!cmd) {
@@ -179,13 +191,32 @@ static int spec_error(const char *path, yaml_node_t *n, const char *msg,
     return -1;
 }
 
+/* The text of scalar v into *out; -1 with a message naming key when v is
+ * not a scalar or holds a NUL byte (YAML's "\0"), which would cut it short.
+ * libyaml has checked the rest: a scalar is UTF-8. */
+static int spec_text(const char *path, yaml_node_t *v, const char *key,
+                     const char *what, const char **out) {
+    *out = spec_scalar(NULL, v);
+    if (!*out) return spec_error(path, v, what, key);
+    if (strlen(*out) != v->data.scalar.length)
+        return spec_error(path, v, "holds a NUL byte", key);
+    return 0;
+}
+
+/* A number in [lo, hi], whole when `whole`; NaN and fractions are refused,
+ * never rounded or dropped. */
 static int spec_number(const char *path, yaml_node_t *v, const char *key,
-                       double lo, double hi, double *out) {
+                       double lo, double hi, bool whole, double *out) {
     const char *text = spec_scalar(NULL, v);
     char *end;
     double d = text ? strtod(text, &end) : 0;
-    if (!text || end == text || *end || d < lo || d > hi)
-        return spec_error(path, v, "not a number in range", key);
+    if (!text || end == text || *end || !(d >= lo && d <= hi) ||
+        (whole && d != floor(d))) {
+        char msg[160];
+        snprintf(msg, sizeof(msg), "'%.40s' is not a %s in [%g, %g]",
+                 text ? text : "", whole ? "whole number" : "number", lo, hi);
+        return spec_error(path, v, msg, key);
+    }
     *out = d;
     return 0;
 }
@@ -207,21 +238,30 @@ static int spec_model(const char *spec, const char *file, double *mem) {
     return rc;
 }
 
-/* The command of a spec: a string for /bin/sh -c, or a list of words. */
-static json_t *spec_command(yaml_document_t *doc, yaml_node_t *v) {
-    if (v->type == YAML_SCALAR_NODE) return submit_shell(spec_scalar(doc, v));
-    if (v->type != YAML_SEQUENCE_NODE) return NULL;
+/* The command of a spec: a string for /bin/sh -c, or a list of words;
+ * NULL once the fault is told. */
+static json_t *spec_command(const char *path, yaml_document_t *doc,
+                            yaml_node_t *v, const char *key) {
+    static const char what[] = "expected a string or a list of words";
+    const char *w;
+    if (v->type == YAML_SCALAR_NODE)
+        return spec_text(path, v, key, what, &w) ? NULL : submit_shell(w);
+    if (v->type != YAML_SEQUENCE_NODE ||
+        v->data.sequence.items.start == v->data.sequence.items.top) {
+        spec_error(path, v, what, key);
+        return NULL;
+    }
     json_t *cmd = json_array();
     for (yaml_node_item_t *it = v->data.sequence.items.start;
          it < v->data.sequence.items.top; it++) {
-        const char *w = spec_scalar(doc, yaml_document_get_node(doc, *it));
-        if (!w) {
+        if (spec_text(path, yaml_document_get_node(doc, *it), key, what,
+                      &w) != 0) {
             json_decref(cmd);
             return NULL;
         }
         json_array_append_new(cmd, json_string(w));
     }
-    return json_array_size(cmd) ? cmd : (json_decref(cmd), NULL);
+    return cmd;
 }
 
 static int spec_job(const char *path, yaml_document_t *doc, yaml_node_t *map,
@@ -241,30 +281,26 @@ static int spec_job(const char *path, yaml_document_t *doc, yaml_node_t *map,
         if (!k) rc = spec_error(path, kn, "expected a key", NULL);
         else if (!strcmp(k, "command")) {
             json_decref(cmd);
-            if (!(cmd = spec_command(doc, v)))
-                rc = spec_error(path, v, "expected a string or a list of "
-                                "words", k);
+            if (!(cmd = spec_command(path, doc, v, k))) rc = -1;
         } else if (!strcmp(k, "name")) {
-            if (!(d.name = spec_scalar(doc, v)))
-                rc = spec_error(path, v, "expected a string", k);
+            rc = spec_text(path, v, k, "expected a string", &d.name);
         } else if (!strcmp(k, "feed")) {
-            if (!(d.feed = spec_scalar(doc, v)))
-                rc = spec_error(path, v, "expected a string", k);
+            rc = spec_text(path, v, k, "expected a string", &d.feed);
         } else if (!strcmp(k, "gpus")) {
-            rc = spec_number(path, v, k, 1, 64, &num);
+            rc = spec_number(path, v, k, 1, 64, true, &num);
             d.gpus = (long)num;
         } else if (!strcmp(k, "mem_mib")) {
-            rc = spec_number(path, v, k, 0, 1 << 20, &d.mem);
+            rc = spec_number(path, v, k, 0, 1 << 20, false, &d.mem);
             has_mem = true;
         } else if (!strcmp(k, "model")) {
-            const char *file = spec_scalar(doc, v);
-            rc = file ? spec_model(path, file, &model_mem)
-                      : spec_error(path, v, "expected a file name", k);
+            const char *file;
+            rc = spec_text(path, v, k, "expected a file name", &file);
+            if (rc == 0) rc = spec_model(path, file, &model_mem);
         } else if (!strcmp(k, "after")) {
-            rc = spec_number(path, v, k, 1, 1e15, &num);
+            rc = spec_number(path, v, k, 1, 1e15, true, &num);
             d.after = (long)num;
         } else if (!strcmp(k, "mps_threads_pct")) {
-            rc = spec_number(path, v, k, 1, 100, &num);
+            rc = spec_number(path, v, k, 1, 100, true, &num);
             d.mps_threads = (long)num;
         } else {
             rc = spec_error(path, kn, "unknown key (command, name, feed, "
@@ -333,11 +369,22 @@ static bool submit_is_spec(const char *arg) {
            (n > 4 && !strcmp(arg + n - 4, ".yml"));
 }
 
-/* The submit request: this directory, this environment, the jobs. */
+/* The submit request: this directory, this environment, the jobs; NULL
+ * once the fault is told (it is the input's: exit 2). The request is JSON,
+ * which holds UTF-8 text only: a directory that is not cannot be sent, and
+ * a variable that is not is left out, saying so. */
 static json_t *submit_request(json_t *jobs) {
     char cwd[4096];
     if (!getcwd(cwd, sizeof(cwd))) {
-        perror("aegis submit: getcwd");
+        perror("aegis submit: the current directory");
+        json_decref(jobs);
+        return NULL;
+    }
+    json_t *dir = json_string(cwd);
+    if (!dir) {
+        fprintf(stderr, "aegis submit: the current directory's path is "
+                "not UTF-8, and aegisd's requests (JSON) carry UTF-8 text "
+                "only: submit from a directory whose path is UTF-8\n");
         json_decref(jobs);
         return NULL;
     }
@@ -345,10 +392,24 @@ static json_t *submit_request(json_t *jobs) {
     for (char **e = environ; *e; e++) {
         json_t *s = json_string(*e);
         if (s && strchr(*e, '=') && **e != '=') json_array_append_new(env, s);
-        else json_decref(s); /* not UTF-8: aegisd could not carry it */
+        else json_decref(s);
+        if (!s)
+            fprintf(stderr, "aegis submit: %.*s is not passed to the job: "
+                    "not UTF-8 text\n", (int)strcspn(*e, "="), *e);
     }
-    return json_pack("{s:s, s:s, s:o, s:o}", "op", "submit", "cwd", cwd,
+    return json_pack("{s:s, s:o, s:o, s:o}", "op", "submit", "cwd", dir,
                      "env", env, "jobs", jobs);
+}
+
+/* Option opt's value when it is UTF-8 text; NULL after saying not. */
+static const char *submit_text_option(const char *opt, const char *value) {
+    json_t *s = json_string(value);
+    if (!s) {
+        fprintf(stderr, "aegis submit: --%s: not UTF-8 text\n", opt);
+        return NULL;
+    }
+    json_decref(s);
+    return value;
 }
 
 int cli_submit(int argc, char **argv) {
@@ -387,8 +448,14 @@ int cli_submit(int argc, char **argv) {
         case 'M':
             if (submit_model_mem(optarg, &model_mem) < 0) return CLI_USAGE;
             break;
-        case 'n': def.name = optarg; break;
-        case 'F': def.feed = optarg; break;
+        case 'n':
+            if (!(def.name = submit_text_option("name", optarg)))
+                return CLI_USAGE;
+            break;
+        case 'F':
+            if (!(def.feed = submit_text_option("feed", optarg)))
+                return CLI_USAGE;
+            break;
         case 'a':
             if (cli_parse_long("submit", "after", optarg, 1, 0x7fffffffL,
                                &def.after))
@@ -438,7 +505,7 @@ int cli_submit(int argc, char **argv) {
         return CLI_USAGE;
     }
     json_t *req = submit_request(jobs);
-    if (!req) return CLI_FAIL;
+    if (!req) return CLI_USAGE;
     json_t *ans = client_call("submit", client_socket(socket), req, &rc);
     if (!ans) return rc;
     json_t *ids = json_object_get(ans, "ids");

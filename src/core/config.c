@@ -1,14 +1,16 @@
 /* config.c -- the defaults of every tunable and setting them by name.
  *
- * One table holds each field's name, type, place in core_config, default
- * and the source of that number, so the CLI, the daemon's YAML and --help
- * all read the same list.
+ * One table holds each field's name, type, place in core_config, default,
+ * valid range and the source of that number, so the CLI, the daemon's
+ * YAML and --help all read the same list, and core_create() refuses what
+ * core_config_set() would.
  */
 #include "core.h"
 #include "../policy/policy.h"
 
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,51 +23,66 @@ typedef struct config_field {
     config_type type;
     size_t offset;          /* place in core_config */
     double num;             /* default of a number */
+    double lo, hi;          /* the range of a number, both ends in */
     const char *text;       /* default of a name */
 } config_field;
 
-#define NUM(field, type, value) {#field, type, offsetof(core_config, field), value, NULL}
-#define NAME(field, value) {#field, CONFIG_NAME, offsetof(core_config, field), 0, value}
+#define NUM(field, type, value, lo, hi) \
+    {#field, type, offsetof(core_config, field), value, lo, hi, NULL}
+#define NAME(field, value) \
+    {#field, CONFIG_NAME, offsetof(core_config, field), 0, 0, 0, value}
+
+/* Memory figures, MiB: 1 TiB, above any GPU made (the daemon's bound on a
+ * job's --mem too). */
+#define MIB_MAX (1024.0 * 1024.0)
+/* A risk window costs each GPU about 100 bytes per sample (a step and the
+ * scratch of its scores: window.c) and a pass over its samples at each
+ * score, so 3600 (an hour at 1 s) keeps 64 GPUs within 25 MB. */
+#define WINDOW_SAMPLES_MAX 3600
+/* The baselines' per-GPU limits: jobs, and Lucid's scores (2 at most
+ * each) and Horus's utilization (100% at most each) of that many jobs. */
+#define JOBS_PER_GPU_MAX 1000
 
 static const config_field config_table[] = {
     /* 30 samples at 1 s: AEGIS config/settings.py monitor.window "30";
      * DESIGN.md section 3. */
-    NUM(window_samples, CONFIG_INT, 30),
-    NUM(sample_period_s, CONFIG_DOUBLE, 1),
+    NUM(window_samples, CONFIG_INT, 30, 1, WINDOW_SAMPLES_MAX),
+    NUM(sample_period_s, CONFIG_DOUBLE, 1, 0.001, 3600),
     /* 30 s after first activity: DESIGN.md 3 (first activity itself
      * took median 8.2 s, p95 20.6 s, max 55.5 s). */
-    NUM(observe_s, CONFIG_DOUBLE, 30),
+    NUM(observe_s, CONFIG_DOUBLE, 30, 0, 86400),
     /* Guard max(512 MiB, 1% of total): DESIGN.md 3. */
-    NUM(guard_min_mib, CONFIG_DOUBLE, 512),
-    NUM(guard_frac, CONFIG_DOUBLE, 0.01),
+    NUM(guard_min_mib, CONFIG_DOUBLE, 512, 0, MIB_MAX),
+    NUM(guard_frac, CONFIG_DOUBLE, 0.01, 0, 1),
     /* +2048 MiB on an estimate, 5120 MiB without: AEGIS
      * placement/policies.py (select_est_magm, select_or_magm). */
-    NUM(est_margin_mib, CONFIG_DOUBLE, 2048),
-    NUM(no_est_demand_mib, CONFIG_DOUBLE, 5120),
+    NUM(est_margin_mib, CONFIG_DOUBLE, 2048, 0, MIB_MAX),
+    NUM(no_est_demand_mib, CONFIG_DOUBLE, 5120, 0, MIB_MAX),
     /* 0.65 / 0.35 / 0.50 and 70% utilization: AEGIS config/settings.py
      * risk.* defaults (a sweep favoured 0.50 / 0.20 / 0.40, DESIGN.md 3). */
-    NUM(smact_max, CONFIG_DOUBLE, 0.65),
-    NUM(smocc_max, CONFIG_DOUBLE, 0.35),
-    NUM(drama_max, CONFIG_DOUBLE, 0.50),
-    NUM(util_max, CONFIG_DOUBLE, 0.70),
-    /* AEGIS config/settings.py recovery.max_step_mib 8192. */
-    NUM(ladder_max_step_mib, CONFIG_DOUBLE, 8192),
+    NUM(smact_max, CONFIG_DOUBLE, 0.65, 0, 1),
+    NUM(smocc_max, CONFIG_DOUBLE, 0.35, 0, 1),
+    NUM(drama_max, CONFIG_DOUBLE, 0.50, 0, 1),
+    NUM(util_max, CONFIG_DOUBLE, 0.70, 0, 1),
+    /* AEGIS config/settings.py recovery.max_step_mib 8192; 0: no extra
+     * buckets between the fractions. */
+    NUM(ladder_max_step_mib, CONFIG_DOUBLE, 8192, 0, MIB_MAX),
     /* AEGIS recovery/manager.py: the failed floor is raised to the free
      * memory of the GPU at dispatch before the next bucket is chosen. */
-    NUM(ladder_from_free, CONFIG_INT, 1),
+    NUM(ladder_from_free, CONFIG_INT, 1, 0, 1),
     /* 1 is DESIGN.md 3's ladder: a retried job may share a GPU that shows
      * its floor free. AEGIS's scheduler.py collocates only while its
      * recovery queue is empty, so in the measured runs a retried job waited
      * for an idle GPU: 0 replays them (README, "How close the simulator is
      * to the real runs"). */
-    NUM(recovery_collocates, CONFIG_INT, 1),
+    NUM(recovery_collocates, CONFIG_INT, 1, 0, 1),
     /* Lucid as AEGIS runs it: placement/policies.py select_lucid
      * (memory_guard_mib 2048, max_jobs_per_gpu 2, gss_capacity 2). */
-    NUM(lucid_reserve_mib, CONFIG_DOUBLE, 2048),
-    NUM(lucid_max_jobs, CONFIG_INT, 2),
-    NUM(lucid_max_score, CONFIG_INT, 2),
+    NUM(lucid_reserve_mib, CONFIG_DOUBLE, 2048, 0, MIB_MAX),
+    NUM(lucid_max_jobs, CONFIG_INT, 2, 1, JOBS_PER_GPU_MAX),
+    NUM(lucid_max_score, CONFIG_INT, 2, 0, 2 * JOBS_PER_GPU_MAX),
     /* Horus: AEGIS select_horus utilization_budget 100. */
-    NUM(horus_max_util_pct, CONFIG_DOUBLE, 100),
+    NUM(horus_max_util_pct, CONFIG_DOUBLE, 100, 0, 100 * JOBS_PER_GPU_MAX),
     /* Estimator-free AEGIS with MAGM placement is the paper's default. */
     NAME(policy, "aegis"),
     NAME(placement, "magm"),
@@ -98,18 +115,46 @@ static const char *config_known_name(const char *const *names,
     return NULL;
 }
 
+/* Whether num is a value of f: in its range, and whole for an integer. */
+static bool config_in_range(const config_field *f, double num) {
+    return num >= f->lo && num <= f->hi &&
+           (f->type != CONFIG_INT || num == floor(num));
+}
+
+/* "config NAME: 'VALUE' is not a ... in [LO, HI]". */
+static int config_range_error(const config_field *f, const char *value,
+                              char *err, size_t errlen) {
+    snprintf(err, errlen, "config %s: '%s' is not a %s in [%g, %g]", f->name,
+             value, f->type == CONFIG_INT ? "whole number" : "number", f->lo,
+             f->hi);
+    return -1;
+}
+
 static int config_parse_number(const config_field *f, const char *value,
                                double *num, char *err, size_t errlen) {
     char *end;
     errno = 0;
     *num = strtod(value, &end);
-    if (end == value || *end != '\0' || errno != 0 || !isfinite(*num)) {
-        snprintf(err, errlen, "config %s: '%s' is not a number", f->name, value);
-        return -1;
-    }
-    if (f->type == CONFIG_INT && (*num != floor(*num) || fabs(*num) > 1e9)) {
-        snprintf(err, errlen, "config %s: '%s' is not an integer", f->name, value);
-        return -1;
+    if (end == value || *end != '\0' || errno != 0 ||
+        !config_in_range(f, *num))
+        return config_range_error(f, value, err, errlen);
+    return 0;
+}
+
+/* The number field f holds in cfg. */
+static double config_number(const core_config *cfg, const config_field *f) {
+    const char *at = (const char *)cfg + f->offset;
+    return f->type == CONFIG_INT ? *(const int *)at : *(const double *)at;
+}
+
+int core_config_check(const core_config *cfg, char *err, size_t errlen) {
+    for (size_t i = 0; i < CONFIG_FIELDS; i++) {
+        const config_field *f = &config_table[i];
+        if (f->type == CONFIG_NAME || config_in_range(f, config_number(cfg, f)))
+            continue;
+        char value[32];
+        snprintf(value, sizeof(value), "%g", config_number(cfg, f));
+        return config_range_error(f, value, err, errlen);
     }
     return 0;
 }

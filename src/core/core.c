@@ -201,13 +201,7 @@ static int core_check_config(const core_config *cfg, char *err,
                  cfg->placement ? cfg->placement : "(null)");
         return -1;
     }
-    if (cfg->window_samples < 1 || !(cfg->sample_period_s > 0)) {
-        snprintf(err, errlen, "config: window_samples must be >= 1 and "
-                 "sample_period_s > 0 (got %d, %g)", cfg->window_samples,
-                 cfg->sample_period_s);
-        return -1;
-    }
-    return 0;
+    return core_config_check(cfg, err, errlen);
 }
 
 static int core_check_gpus(int num_gpus, const double *gpu_total_mib,

@@ -72,6 +72,10 @@ void core_config_default(core_config *cfg);
 int core_config_set(core_config *cfg, const char *name, const char *value,
                     char *err, size_t errlen);
 
+/* Checks every number of cfg against its range in the table (the ranges
+ * core_config_set() enforces). Returns 0, or -1 naming the field in err. */
+int core_config_check(const core_config *cfg, char *err, size_t errlen);
+
 /* NULL-terminated list of the policy names, for --help and validation. */
 const char *const *core_policy_names(void);
 const char *const *core_placement_names(void);
@@ -138,7 +142,7 @@ typedef struct core_state core_state;
 
 /* Creates a core for a server of num_gpus GPUs with the given memory each.
  * Returns NULL with a message in err when cfg is invalid (unknown policy,
- * window_samples < 1, ...). */
+ * a number out of its range). */
 core_state *core_create(const core_config *cfg, int num_gpus,
                         const double *gpu_total_mib, char *err, size_t errlen);
 void core_destroy(core_state *core);

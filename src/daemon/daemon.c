@@ -11,6 +11,7 @@
 
 #include "config.h"
 #include "exec.h"
+#include "usock.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -444,10 +445,39 @@ static int d_lock(const char *state_dir) {
     return fd;
 }
 
+/* Clears the way to bind the socket path: the lock only says no aegisd
+ * uses this state folder, not that none serves this path from another, so
+ * a socket file is removed only when nothing answers on it (its daemon
+ * died), and anything else there is left alone. */
+static int d_socket_free(const char *path) {
+    struct stat st;
+    if (lstat(path, &st) != 0) {
+        if (errno == ENOENT) return 0;
+        d_log("%s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (!S_ISSOCK(st.st_mode)) {
+        d_log("%s: exists and is not a socket: left alone; give --socket a "
+              "free path", path);
+        return -1;
+    }
+    if (usock_answers(path)) {
+        d_log("%s: another aegisd answers on this socket (or another "
+              "server): left alone; stop it first, or give this aegisd "
+              "another --socket", path);
+        return -1;
+    }
+    if (unlink(path) != 0 && errno != ENOENT) {
+        d_log("%s: stale socket not removed: %s", path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
 static int d_listen(d_daemon *d) {
     uv_pipe_init(d->loop, &d->server, 0);
     d->server.data = d;
-    unlink(d->opt.socket_path); /* stale: the lock says no aegisd owns it */
+    if (d_socket_free(d->opt.socket_path) != 0) return -1;
     mode_t old = umask(0); /* anyone may connect; requests check the peer */
     int rc = uv_pipe_bind(&d->server, d->opt.socket_path);
     if (rc == 0) rc = uv_listen((uv_stream_t *)&d->server, 128, on_connection);

@@ -61,6 +61,14 @@ static int d_share_mps_up(d_daemon *d, int g, char *err, size_t errlen) {
     return 0;
 }
 
+/* The first GPU whose MPS control daemon runs, or -1: warnings about the
+ * MPS folder, shared by every GPU, are given once. */
+static int d_share_first_mps(const d_daemon *d) {
+    for (int g = 0; g < d->ngpus; g++)
+        if (d->gpus[g].mps_up) return g;
+    return -1;
+}
+
 /* Running jobs with GPU g among their GPUs. */
 static int d_share_jobs_on(const d_daemon *d, int g) {
     int n = 0;
@@ -160,6 +168,22 @@ static int d_share_check_instances(d_daemon *d, int g, char *err,
     return 0;
 }
 
+/* With jobs run as their users (a root aegisd), warns when they cannot
+ * reach the MPS folder: the default, DIR/mps, is inside the private state
+ * folder. A warning, not a refusal: jobs of root itself still work. */
+static void d_share_mps_reach(const d_daemon *d) {
+    char blocker[4096];
+    int mode;
+    if (!d->as_root ||
+        !mps_dir_blocked(d->mps_dir, blocker, sizeof(blocker), &mode))
+        return;
+    d_log("WARNING: the MPS folder %s is inside %s (mode %04o), which other "
+          "users cannot enter: their jobs on mps and auto GPUs cannot reach "
+          "the MPS control daemon and will fail. Set mps_dir in %s to a "
+          "folder every user can reach (e.g. /run/aegis-mps)", d->mps_dir,
+          blocker, mode, d_share_config_path(d));
+}
+
 int d_share_open(d_daemon *d) {
     char err[1024];
     if (d->share.mps_dir[0])
@@ -190,6 +214,7 @@ int d_share_open(d_daemon *d) {
                   err);
             return -1;
         }
+        if (gpu->mps_up && g == d_share_first_mps(d)) d_share_mps_reach(d);
     }
     return 0;
 }
@@ -215,6 +240,12 @@ int d_share_check_reload(d_daemon *d, const sharing_config *share,
                  "next start only");
         return -1;
     }
+    /* A GPU turning to MPS needs the control program: refused here, the
+     * configuration stays whole, rather than GPUs left without MPS. */
+    for (int g = 0; g < d->ngpus; g++)
+        if (d_share_uses_mps(sharing_mode(share, g)) && !d->gpus[g].mps_up &&
+            mps_program_check(share->mps_control, err, errlen) != 0)
+            return -1;
     return d_share_check(d, share, d_share_config_path(d), err, errlen);
 }
 
@@ -231,6 +262,18 @@ void d_share_reload(d_daemon *d, const sharing_config *share) {
                   "%s", g, share_mode_name(gpu->mode), err);
             continue;
         }
+        /* MPS first: a GPU whose control daemon does not start keeps its
+         * old mode, whole, instead of a mode it cannot give. */
+        bool mps_new = d_share_uses_mps(m) && !gpu->mps_up;
+        if (mps_new && d_share_mps_up(d, g, err, sizeof(err)) != 0) {
+            char why[1024];
+            if (core_gpu_share(d->core, g, gpu->mode, gpu->mig_model, why,
+                               sizeof(why)) != 0)
+                d_log("GPU %d: %s", g, why);
+            d_log("GPU %d: sharing stays %s (the MPS control daemon did not "
+                  "start): %s", g, share_mode_name(gpu->mode), err);
+            continue;
+        }
         d_log("GPU %d: sharing %s -> %s", g, share_mode_name(gpu->mode),
               share_mode_name(m));
         /* idle (the core took the change): whole-GPU jobs need MIG off */
@@ -239,9 +282,7 @@ void d_share_reload(d_daemon *d, const sharing_config *share) {
             d_log("GPU %d: %s", g, err);
         if (gpu->mps_up && !d_share_uses_mps(m)) d_share_mps_down(d, g);
         gpu->mode = m;
-        if (d_share_uses_mps(m) && !gpu->mps_up &&
-            d_share_mps_up(d, g, err, sizeof(err)) != 0)
-            d_log("GPU %d: sharing %s: %s", g, share_mode_name(m), err);
+        if (mps_new && g == d_share_first_mps(d)) d_share_mps_reach(d);
     }
     d->share = *share;
 }

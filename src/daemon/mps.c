@@ -8,6 +8,7 @@
  * hold open and aegisd would wait on forever.
  */
 #include "mps.h"
+#include "usock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -15,9 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -25,14 +24,60 @@
 #define MPS_OUTPUT_BYTES 512
 
 bool mps_running(const char *pipe_dir) {
-    struct sockaddr_un a = {.sun_family = AF_UNIX};
-    if ((size_t)snprintf(a.sun_path, sizeof(a.sun_path), "%s/control",
-                         pipe_dir) >= sizeof(a.sun_path))
-        return false;
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    bool up = fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
-    if (fd >= 0) close(fd);
-    return up;
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/control", pipe_dir);
+    return usock_answers(path);
+}
+
+/* Whether path is a file this process may execute. */
+static bool mps_executable(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
+           access(path, X_OK) == 0;
+}
+
+int mps_program_check(const char *program, char *err, size_t errlen) {
+    if (strchr(program, '/')) {
+        if (mps_executable(program)) return 0;
+        snprintf(err, errlen, "the MPS control program %s cannot run: %s",
+                 program, access(program, F_OK) == 0 ? "not an executable "
+                 "file" : strerror(errno));
+        return -1;
+    }
+    /* As execlp() looks: each folder of PATH, or its default without one. */
+    const char *path = getenv("PATH");
+    if (!path) path = "/bin:/usr/bin";
+    for (const char *dir = path; ; dir += strcspn(dir, ":") + 1) {
+        int len = (int)strcspn(dir, ":");
+        char file[4200];
+        snprintf(file, sizeof(file), "%.*s/%s", len, len ? dir : ".", program);
+        if (mps_executable(file)) return 0;
+        if (!dir[len]) break;
+    }
+    snprintf(err, errlen, "the MPS control program %s is not on PATH (%.200s)",
+             program, path);
+    return -1;
+}
+
+bool mps_dir_blocked(const char *dir, char *blocker, size_t len,
+                     int *mode) {
+    char prefix[4096];
+    snprintf(prefix, sizeof(prefix), "%s", dir);
+    /* every folder from / down to dir itself; those not made yet will be
+     * 0755 (mps_mkdirs) */
+    for (char *p = prefix + 1; ; p++) {
+        bool end = *p == '\0';
+        if (*p != '/' && !end) continue;
+        *p = '\0';
+        struct stat st;
+        if (stat(prefix, &st) == 0 && !(st.st_mode & S_IXOTH)) {
+            snprintf(blocker, len, "%s", prefix);
+            *mode = (int)(st.st_mode & 07777);
+            return true;
+        }
+        if (end) return false;
+        *p = '/';
+    }
 }
 
 /* mkdir -p for the two levels aegisd makes (DIR/N/pipe). */

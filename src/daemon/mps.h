@@ -28,6 +28,16 @@ typedef struct mps_target {
  * previous aegisd started, which this one then keeps. */
 bool mps_running(const char *pipe_dir);
 
+/* Whether program can be run (a file path, or a name found on PATH as
+ * execlp() finds it). Returns 0, or -1 with a message naming it. */
+int mps_program_check(const char *program, char *err, size_t errlen);
+
+/* Whether a folder on the way to the MPS folder dir (dir included) keeps
+ * out users other than its owner and group: a job of another user must
+ * reach its GPU's pipe folder to talk to the control daemon. True with the
+ * first such folder in blocker and its mode in *mode. */
+bool mps_dir_blocked(const char *dir, char *blocker, size_t len, int *mode);
+
 /* Makes the pipe and log folders (mode 0755: jobs of any user connect)
  * and starts the control daemon. Returns 0, or -1 with a message naming
  * the program and what it printed. */

@@ -2,9 +2,12 @@
  * protocol (see proto.h for the messages).
  *
  * Validation is strict: unknown ops and unknown fields are errors, every
- * number is range-checked and every string is checked for what the daemon
- * will do with it (an environment entry must be K=V, a cwd absolute). The
- * first fault found is reported, naming its field, e.g. "jobs[3].gpus".
+ * number is range-checked (whole where a count or an id is meant: 1.9 GPUs
+ * is refused, not rounded) and every string is checked for what the daemon
+ * will do with it (an environment entry must be K=V, a cwd absolute).
+ * jansson refuses the rest before any field is read: text that is not
+ * UTF-8, a NUL inside a string, NaN, numbers beyond a double. The first
+ * fault found is reported, naming its field, e.g. "jobs[3].gpus".
  */
 #include "proto.h"
 
@@ -201,8 +204,8 @@ static int proto_parse_job(json_t *obj, size_t i, proto_job *job, char *err,
     job->mem_mib = -1;
     json_t *m = json_object_get(obj, "mem_mib");
     if (m) {
-        if (!json_is_number(m) || json_number_value(m) < 0 ||
-            json_number_value(m) > PROTO_MAX_MEM_MIB) {
+        double mib = json_number_value(m);
+        if (!json_is_number(m) || !(mib >= 0 && mib <= PROTO_MAX_MEM_MIB)) {
             snprintf(err, errlen, "%s.mem_mib: must be a number in [0, %.0f]",
                      where, PROTO_MAX_MEM_MIB);
             return -1;

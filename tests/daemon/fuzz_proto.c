@@ -5,11 +5,13 @@
  * (fixed seed, bounded iterations) that ctest runs: it mutates valid
  * requests by flipping, inserting, deleting and splicing bytes, and checks
  * that every input is either rejected with a message or accepted with
- * every field within its documented limits.
+ * every field within its documented limits: numbers finite and in range,
+ * text UTF-8 (nothing the daemon would store or show is cut or dropped).
  */
 #include "core.h"
 #include "proto.h"
 
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +26,13 @@ static void fuzz_check(int ok, const char *what) {
     }
 }
 
+/* Whether text is UTF-8 (jansson makes no string of anything else). */
+static int fuzz_utf8(const char *text) {
+    json_t *s = json_string(text);
+    json_decref(s);
+    return s != NULL;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     proto_request req;
     char err[256] = "";
@@ -31,6 +40,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         fuzz_check(err[0] != '\0', "no message for its rejection");
     } else if (req.op == PROTO_SUBMIT) {
         fuzz_check(req.cwd && req.cwd[0] == '/', "a relative cwd");
+        fuzz_check(fuzz_utf8(req.cwd), "a cwd not UTF-8");
         for (size_t i = 0; i < req.nenv; i++)
             fuzz_check(strchr(req.env[i], '=') != NULL, "a bad env entry");
         fuzz_check(req.njobs >= 1, "no jobs");
@@ -42,8 +52,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                        "gpus out of range");
             fuzz_check(j->after >= 0, "a negative after");
             fuzz_check(strlen(j->name) <= PROTO_MAX_NAME, "a long name");
+            fuzz_check(fuzz_utf8(j->name) && fuzz_utf8(j->feed),
+                       "a name or feed not UTF-8");
+            fuzz_check(strlen(j->feed) <= PROTO_MAX_FEED, "a long feed");
+            fuzz_check(j->mem_mib == -1 ||
+                       (j->mem_mib >= 0 && j->mem_mib <= PROTO_MAX_MEM_MIB),
+                       "mem_mib out of range or not a number");
+            fuzz_check(j->mps_threads_pct >= 0 && j->mps_threads_pct <= 100,
+                       "mps_threads_pct out of range");
         }
     } else {
+        fuzz_check(isfinite(req.since) && req.since >= 0, "a bad since");
         for (size_t i = 0; i < req.nids; i++)
             fuzz_check(req.ids[i] >= 1, "an id below 1");
     }
@@ -63,6 +82,10 @@ static const char *const seeds[] = {
     "{\"op\":\"log\",\"id\":3,\"offset\":100,\"stderr\":false}",
     "{\"op\":\"gpus\"}",
     "{\"op\":\"drain\",\"gpu\":1}",
+    "{\"op\":\"submit\",\"cwd\":\"/d\u00e9j\u00e0\",\"jobs\":[{\"cmd\":[\"a\"],"
+    "\"mem_mib\":12.5,\"name\":\"caf\u00e9\",\"feed\":\"in-1\","
+    "\"mps_threads_pct\":50,\"gpus\":1.0}]}",
+    "{\"op\":\"report\",\"since\":1700000000.5}",
 };
 #define NSEEDS (sizeof(seeds) / sizeof(*seeds))
 

@@ -12,10 +12,13 @@
 #include "exec.h"
 #include "proto.h"
 #include "store.h"
+#include "usock.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -111,6 +114,32 @@ static void test_proto_bad(void **state) {
          "\"name\":\"a\\nb\"}]}", "jobs[0].name"},
         {"{\"op\":\"ls\",\"op\":\"ls\"}", "request"},
         {"{\"op\":\"drain\",\"gpu\":64}", "gpu"},
+        /* nothing is rounded, dropped or cut short */
+        {"{\"op\":\"submit\",\"cwd\":\"/\",\"jobs\":[{\"cmd\":[\"a\"],"
+         "\"gpus\":1.9}]}", "jobs[0].gpus"},
+        {"{\"op\":\"submit\",\"cwd\":\"/\",\"jobs\":[{\"cmd\":[\"a\"],"
+         "\"after\":2.5}]}", "jobs[0].after"},
+        {"{\"op\":\"submit\",\"cwd\":\"/\",\"jobs\":[{\"cmd\":[\"a\"],"
+         "\"after\":0}]}", "jobs[0].after"},
+        {"{\"op\":\"submit\",\"cwd\":\"/\",\"jobs\":[{\"cmd\":[\"a\"],"
+         "\"after\":1e300}]}", "jobs[0].after"},
+        {"{\"op\":\"submit\",\"cwd\":\"/\",\"jobs\":[{\"cmd\":[\"a\"],"
+         "\"mps_threads_pct\":50.5}]}", "jobs[0].mps_threads_pct"},
+        {"{\"op\":\"submit\",\"cwd\":\"/\",\"jobs\":[{\"cmd\":[\"a\"],"
+         "\"mem_mib\":2e6}]}", "jobs[0].mem_mib"},
+        {"{\"op\":\"submit\",\"cwd\":\"/\",\"jobs\":[{\"cmd\":[\"a\"],"
+         "\"mem_mib\":\"nan\"}]}", "jobs[0].mem_mib"},
+        {"{\"op\":\"submit\",\"cwd\":\"/\",\"jobs\":[{\"cmd\":[\"a\"],"
+         "\"mem_mib\":1e999}]}", "request"},
+        {"{\"op\":\"submit\",\"cwd\":\"/\",\"jobs\":[{\"cmd\":[\"a\"],"
+         "\"mem_mib\":NaN}]}", "request"},
+        {"{\"op\":\"submit\",\"cwd\":\"/\",\"jobs\":[{\"cmd\":[\"a\"],"
+         "\"name\":\"\xff\"}]}", "request"},
+        {"{\"op\":\"submit\",\"cwd\":\"/\xff\",\"jobs\":[{\"cmd\":[\"a\"]}]}",
+         "request"},
+        {"{\"op\":\"submit\",\"cwd\":\"/\",\"jobs\":[{\"cmd\":[\"a\"],"
+         "\"name\":\"\\ud800\"}]}", "request"},
+        {"{\"op\":\"report\",\"since\":-1}", "since"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
         proto_request req;
@@ -133,6 +162,26 @@ static void test_proto_oversized(void **state) {
     assert_non_null(strstr(err, "longer than"));
     proto_request_free(&req);
     free(line);
+}
+
+/* ---- usock ---------------------------------------------------------------- */
+
+/* A socket file answers while its server listens, and is stale after. */
+static void test_usock_answers(void **state) {
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    char *path = a.sun_path;
+    snprintf(path, sizeof(a.sun_path), "%.80s/probe.sock", tmpdir);
+    assert_false(usock_answers(path));
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    assert_false(usock_answers(path)); /* bound, not listening */
+    assert_int_equal(listen(fd, 1), 0);
+    assert_true(usock_answers(path));
+    /* a full backlog is still a live server, and asking never blocks */
+    for (int i = 0; i < 8; i++) assert_true(usock_answers(path));
+    close(fd);
+    assert_false(usock_answers(path));
+    unlink(path);
 }
 
 /* ---- store ---------------------------------------------------------------- */
@@ -242,6 +291,23 @@ static void test_config_bad(void **state) {
     assert_non_null(strstr(err, "nope"));
     assert_int_equal(config_load("/nonexistent/x.yaml", false, &cfg, err,
                                  sizeof(err)), -1);
+    /* out-of-range values name the file, line and key */
+    static const struct { const char *text, *where; } ranges[] = {
+        {"policy: aegis\nwindow_samples: 0\n", "range.yaml:2: config window_samples"},
+        {"window_samples: 1e9\n", "range.yaml:1: config window_samples"},
+        {"\nobserve_s: -100\n", "range.yaml:2: config observe_s"},
+        {"guard_frac: 5\n", "range.yaml:1: config guard_frac"},
+        {"smact_max: -1\n", "range.yaml:1: config smact_max"},
+        {"est_margin_mib: 1e308\n", "range.yaml:1: config est_margin_mib"},
+    };
+    for (size_t i = 0; i < sizeof(ranges) / sizeof(*ranges); i++) {
+        path = write_file("range.yaml", ranges[i].text);
+        err[0] = '\0';
+        if (config_load(path, false, &cfg, err, sizeof(err)) != -1 ||
+            !strstr(err, ranges[i].where))
+            fail_msg("'%s': '%s', not '%s'", ranges[i].text, err,
+                     ranges[i].where);
+    }
 }
 
 /* ---- exit classification --------------------------------------------------- */
@@ -280,6 +346,7 @@ int main(void) {
         cmocka_unit_test(test_proto_other_ops),
         cmocka_unit_test(test_proto_bad),
         cmocka_unit_test(test_proto_oversized),
+        cmocka_unit_test(test_usock_answers),
         cmocka_unit_test(test_store_submit_and_reopen),
         cmocka_unit_test(test_config_good),
         cmocka_unit_test(test_config_shipped),

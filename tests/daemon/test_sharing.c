@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static char tmpdir[64];
@@ -145,6 +146,39 @@ static void test_mps_lifecycle(void **state) {
     assert_non_null(strstr(err, "No such file"));
 }
 
+/* The control program is looked for as execlp() would run it. */
+static void test_mps_program_check(void **state) {
+    char err[1024] = "";
+    assert_int_equal(mps_program_check(TEST_FAKE_MPS, err, sizeof(err)), 0);
+    assert_int_equal(mps_program_check("sh", err, sizeof(err)), 0);
+    assert_int_equal(mps_program_check("/nonexistent/mps-control", err,
+                                       sizeof(err)), -1);
+    assert_non_null(strstr(err, "/nonexistent/mps-control cannot run"));
+    assert_int_equal(mps_program_check(tmpdir, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "not an executable file"));
+    assert_int_equal(mps_program_check("no-such-mps-control-xyz", err,
+                                       sizeof(err)), -1);
+    assert_non_null(strstr(err, "no-such-mps-control-xyz is not on PATH"));
+}
+
+/* A folder on the way that others cannot enter is found, existing or
+ * not below it. */
+static void test_mps_dir_blocked(void **state) {
+    char dir[256], blocker[4096];
+    int mode = 0;
+    snprintf(dir, sizeof(dir), "%s/private", tmpdir);
+    assert_int_equal(mkdir(dir, 0700), 0);
+    assert_int_equal(chmod(tmpdir, 0755), 0);
+    snprintf(dir, sizeof(dir), "%s/private/mps", tmpdir);
+    assert_true(mps_dir_blocked(dir, blocker, sizeof(blocker), &mode));
+    assert_int_equal(mode, 0700);
+    snprintf(dir, sizeof(dir), "%s/private", tmpdir);
+    assert_string_equal(blocker, dir);
+    assert_int_equal(chmod(dir, 0711), 0);
+    snprintf(dir, sizeof(dir), "%s/private/mps/0", tmpdir);
+    assert_false(mps_dir_blocked(dir, blocker, sizeof(blocker), &mode));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_default_is_naive),
@@ -152,6 +186,8 @@ int main(void) {
         cmocka_unit_test(test_default_and_overrides),
         cmocka_unit_test(test_bad),
         cmocka_unit_test(test_mps_lifecycle),
+        cmocka_unit_test(test_mps_program_check),
+        cmocka_unit_test(test_mps_dir_blocked),
     };
     return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
 }

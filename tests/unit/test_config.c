@@ -38,6 +38,49 @@ static void test_config_set(void **state) {
     assert_non_null(strstr(err, "worst"));
 }
 
+/* Every number has a range: a value outside it is refused, naming the
+ * field, and the config keeps its old value. */
+static void test_config_ranges(void **state) {
+    static const struct { const char *name, *value; } bad[] = {
+        {"observe_s", "-100"}, {"guard_frac", "5"}, {"smact_max", "-1"},
+        {"smocc_max", "1.5"}, {"drama_max", "-0.1"}, {"util_max", "2"},
+        {"est_margin_mib", "1e308"}, {"est_margin_mib", "-1"},
+        {"no_est_demand_mib", "-5"}, {"guard_min_mib", "1e300"},
+        {"window_samples", "1e9"}, {"window_samples", "0"},
+        {"window_samples", "-3"}, {"window_samples", "3601"},
+        {"sample_period_s", "0"}, {"sample_period_s", "-1"},
+        {"ladder_max_step_mib", "-1"}, {"ladder_from_free", "2"},
+        {"recovery_collocates", "-1"}, {"lucid_reserve_mib", "-1"},
+        {"lucid_max_jobs", "0"}, {"lucid_max_score", "-1"},
+        {"horus_max_util_pct", "-1"}, {"observe_s", "nan"},
+        {"guard_frac", "inf"},
+    };
+    core_config cfg, def;
+    core_config_default(&def);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+        char err[160] = "";
+        cfg = def;
+        if (core_config_set(&cfg, bad[i].name, bad[i].value, err,
+                            sizeof(err)) != -1 ||
+            !strstr(err, bad[i].name) || memcmp(&cfg, &def, sizeof(cfg)))
+            fail_msg("%s: %s accepted or unnamed: '%s'", bad[i].name,
+                     bad[i].value, err);
+    }
+    /* the edges are in */
+    static const struct { const char *name, *value; } good[] = {
+        {"observe_s", "0"}, {"guard_frac", "1"}, {"smact_max", "0"},
+        {"util_max", "1"}, {"window_samples", "1"},
+        {"window_samples", "3600"}, {"est_margin_mib", "0"},
+        {"ladder_max_step_mib", "0"}, {"sample_period_s", "0.5"},
+    };
+    for (size_t i = 0; i < sizeof(good) / sizeof(*good); i++) {
+        char err[160] = "";
+        if (core_config_set(&cfg, good[i].name, good[i].value, err,
+                            sizeof(err)) != 0)
+            fail_msg("%s: %s refused: %s", good[i].name, good[i].value, err);
+    }
+}
+
 static void test_create_rejects_bad_config(void **state) {
     core_config cfg;
     char err[128] = "";
@@ -74,6 +117,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_config_set),
+        cmocka_unit_test(test_config_ranges),
         cmocka_unit_test(test_create_rejects_bad_config),
         cmocka_unit_test(test_names),
         cmocka_unit_test(test_ladder_40gb),

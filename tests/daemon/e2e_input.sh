@@ -1,0 +1,165 @@
+#!/bin/bash
+# e2e_input.sh -- end-to-end tests of what aegis and aegisd do with bad
+# input: job specs whose values would be dropped or truncated, a working
+# directory JSON cannot carry, a SIGHUP to a sharing mode that cannot
+# start, an MPS folder other users cannot reach, and a second aegisd given
+# a live daemon's socket.
+#
+# usage: e2e_input.sh AEGISD AEGIS TESTNVML FAKEGPU CATALOG CASE
+set -u
+AEGISD=$1 AEGIS=$2 NVML=$3 FAKE=$4 CATALOG=$5 CASE=$6
+source "$(dirname "$0")/e2e_lib.sh"
+
+# `aegis submit ARGS...` exits 2, saying $1 on stderr, and queues nothing.
+submit_refused() {
+    local want=$1 rc; shift
+    "$AEGIS" submit "$@" > out.txt 2> err.txt
+    rc=$?
+    [ "$rc" = 2 ] || fail "submit $*: exit $rc, not 2 ($(cat out.txt err.txt))"
+    grep -qF -- "$want" err.txt || fail "submit $*: '$(cat err.txt)' lacks '$want'"
+}
+
+# Values a spec or an option would have lost on the way are refused,
+# naming the file, line and key (or the option).
+case_input_values() {
+    start
+    cd "$DIR/work"
+    printf 'command: "true"\nafter: nan\n' > after.yaml
+    submit_refused "after.yaml:2: after: " after.yaml
+    printf 'command: "true"\nmem_mib: nan\n' > mem.yaml
+    submit_refused "mem.yaml:2: mem_mib: " mem.yaml
+    printf 'jobs:\n  - command: "true"\n    gpus: 1.9\n' > gpus.yaml
+    submit_refused "gpus.yaml:3: gpus: '1.9' is not a whole number" gpus.yaml
+    printf 'command: "true"\nmps_threads_pct: 50.5\n' > pct.yaml
+    submit_refused "pct.yaml:2: mps_threads_pct: " pct.yaml
+    printf 'command: "true"\nname: "a\\0b"\n' > nul.yaml
+    submit_refused "nul.yaml:2: name: " nul.yaml
+    printf 'command: [echo, "a\\0b"]\n' > nulcmd.yaml
+    submit_refused "nulcmd.yaml:1: command: " nulcmd.yaml
+    submit_refused "--name: not UTF-8" --name $'\xff' -- true
+    submit_refused "--feed: not UTF-8" --feed $'\xff' -- true
+    printf 'echo a\0b\n' > nul.txt
+    submit_refused "nul.txt:1: " --array nul.txt
+    # what stays valid: whole numbers written as reals, names in UTF-8
+    printf 'command: "true"\ngpus: 1.0\nname: "\\xff"\n' > ok.yaml
+    id=$("$AEGIS" submit ok.yaml) || fail "valid spec refused"
+    "$AEGIS" wait "$id" > /dev/null || fail "valid spec's job"
+    "$AEGIS" ls --all --json | pyjson "
+assert len(d) == 1 and d[0]['name'] == '\u00ff' and d[0]['gpus'] == 1, d" ||
+        fail "queued: $("$AEGIS" ls --all --json)"
+}
+
+# A working directory that is not UTF-8 cannot travel in JSON: refused with
+# a message and exit 2, not exit 1 in silence.
+case_input_cwd() {
+    start
+    mkdir "$DIR/work/"$'\xff' && cd "$DIR/work/"$'\xff' || fail mkdir
+    submit_refused "current directory" -- true
+    [ "$("$AEGIS" ls --all --json)" = "[]" ] || fail "a job was queued"
+}
+
+# SIGHUPs aegisd and waits for its answer in the log (reloaded or not).
+hup() {
+    : > "$DIR/state/aegisd.log"
+    kill -HUP "$(daemon_pid)"
+    local deadline=$((SECONDS + 20))
+    until grep -q "SIGHUP" "$DIR/state/aegisd.log"; do
+        [ $SECONDS -lt $deadline ] || fail "no SIGHUP line in the log"
+        sleep 0.1
+    done
+}
+
+# Every GPU's sharing mode is naive.
+all_naive() {
+    "$AEGIS" gpus --json | pyjson "
+assert [g['sharing'] for g in d['gpus']] == ['naive'] * 3, d" ||
+        fail "modes changed: $("$AEGIS" gpus --json)"
+}
+
+# A SIGHUP that would switch a GPU to MPS without a runnable control
+# program is refused ("not reloaded", saying why), and the GPUs keep their
+# modes; a program that is there but fails leaves that GPU as it was.
+case_input_sighup_mps() {
+    cp "$DIR/aegis.yaml" "$DIR/base.yaml"
+    printf 'mps_control: %s\n' "$DIR/no-such-mps-control" >> "$DIR/aegis.yaml"
+    start
+    printf 'sharing: mps\nsmact_max: 0.5\n' >> "$DIR/aegis.yaml"
+    hup
+    grep -q "SIGHUP: configuration not reloaded: .*$DIR/no-such-mps-control" \
+        "$DIR/state/aegisd.log" || fail "reload not refused"
+    all_naive
+    { cat "$DIR/base.yaml"; printf 'mps_control: /bin/false\n'; } > "$DIR/aegis.yaml"
+    kill -TERM "$(daemon_pid)"
+    while [ -n "$(daemon_pid)" ]; do sleep 0.1; done
+    start
+    printf 'sharing:\n  default: naive\n  1: mps\n' >> "$DIR/aegis.yaml"
+    hup
+    grep -q "GPU 1: sharing stays naive" "$DIR/state/aegisd.log" ||
+        fail "GPU 1 did not stay naive"
+    all_naive
+}
+
+# With jobs of other users possible (aegisd runs as root), an MPS folder
+# inside the private state folder is warned about at start; one that
+# everyone can reach is not.
+case_input_mps_dir() {
+    [ "$(id -u)" = 0 ] || { echo "needs root: jobs of other users"; exit 77; }
+    local mps; mps=$(dirname "$FAKE")/aegis-fake-mps-control
+    cp "$DIR/aegis.yaml" "$DIR/base.yaml"
+    printf 'sharing: mps\nmps_control: %s\n' "$mps" >> "$DIR/aegis.yaml"
+    "$AEGISD" --socket "$AEGIS_SOCKET" --state-dir "$DIR/state" \
+        --config "$DIR/aegis.yaml" --foreground 2> run1.err &
+    local pid=$!
+    until "$AEGIS" gpus > /dev/null 2>&1; do
+        kill -0 "$pid" 2>/dev/null || fail "aegisd exited: $(cat run1.err)"
+        sleep 0.1
+    done
+    grep -q "WARNING: .*$DIR/state/mps.*$DIR/state" run1.err ||
+        fail "no warning: $(cat run1.err)"
+    kill -TERM "$pid"; wait "$pid"
+    printf 'mps_dir: %s\n' "$DIR/mps" >> "$DIR/aegis.yaml"
+    start 2> run2.err
+    grep -q "WARNING" run2.err && fail "warned about $DIR/mps: $(cat run2.err)"
+    "$AEGIS" gpus --json | pyjson "
+assert [g['sharing'] for g in d['gpus']] == ['mps'] * 3, d" || fail "not mps"
+}
+
+# Stops the daemon of $DIR/state, if one runs.
+daemon_pid_kill() {
+    local p; p=$(daemon_pid); [ -n "$p" ] && kill "$p"
+}
+
+# A second aegisd, with its own state folder but the live daemon's socket,
+# refuses to start and leaves that socket alone; a stale socket (its
+# daemon killed) is replaced.
+case_input_socket() {
+    # the second state folder's daemon is stopped too, whatever happens
+    trap 'DIR=$DIR/s2 daemon_pid_kill; cleanup' EXIT
+    mkdir "$DIR/s2"
+    start
+    # (bounded: before the fix it took the socket and served)
+    timeout 20 "$AEGISD" --socket "$AEGIS_SOCKET" --state-dir "$DIR/s2/state" \
+        --config "$DIR/aegis.yaml" --foreground 2> second.err &&
+        fail "a second aegisd started on the live socket"
+    grep -qF "$AEGIS_SOCKET: another aegisd answers" second.err ||
+        fail "second aegisd: $(cat second.err)"
+    [ -S "$AEGIS_SOCKET" ] || fail "the live socket was removed"
+    "$AEGIS" gpus > /dev/null || fail "the live daemon no longer answers"
+    # not a socket: not removed either
+    timeout 20 "$AEGISD" --socket "$DIR/aegis.yaml" --state-dir "$DIR/state3" \
+        --config "$DIR/aegis.yaml" --foreground 2> file.err &&
+        fail "aegisd started on a regular file"
+    grep -qF "is not a socket" file.err || fail "regular file: $(cat file.err)"
+    grep -q window_samples "$DIR/aegis.yaml" || fail "the config was removed"
+    # a stale socket: its daemon is gone, the next one (any state dir) takes it
+    kill -KILL "$(daemon_pid)"
+    while [ -n "$(daemon_pid)" ]; do sleep 0.1; done
+    [ -S "$AEGIS_SOCKET" ] || fail "no stale socket left to test"
+    "$AEGISD" --socket "$AEGIS_SOCKET" --state-dir "$DIR/s2/state" \
+        --config "$DIR/aegis.yaml" || fail "stale socket not replaced"
+    AEGIS_SOCKET=$AEGIS_SOCKET "$AEGIS" gpus > /dev/null ||
+        fail "the new daemon does not answer"
+    DIR=$DIR/s2 daemon_pid_kill
+}
+
+e2e_run
