@@ -178,8 +178,8 @@ case_files_logcap() {
     echo "log_max_mib: 1" >> "$DIR/aegis.yaml"
     start
     cd "$DIR/work"
-    id=$("$AEGIS" submit -- sh -c 'yes 0123456789abcdef | head -c 20000000
-        echo last-out; yes e | head -c 20000000 >&2; echo last-err >&2') || fail submit
+    id=$("$AEGIS" submit -- sh -c 'yes 0123456789abcdef | head -n 1200000
+        echo last-out; yes e | head -n 10000000 >&2; echo last-err >&2') || fail submit
     "$AEGIS" wait "$id" > /dev/null || fail "job failed"
     for s in out err; do
         f=$DIR/state/logs/$id.$s
@@ -190,9 +190,9 @@ case_files_logcap() {
     [ "$(tail -n 1 log.out)" = last-out ] || fail "last line of stdout lost"
     [ "$(wc -c < log.out)" -le $((1024 * 1024 + 65536)) ] || fail "log gave $(wc -c < log.out) bytes"
     [ "$("$AEGIS" log --stderr "$id" | tail -n 1)" = last-err ] || fail "last line of stderr lost"
-    id2=$("$AEGIS" submit -- sh -c 'yes e | head -c 20000000 >&2
+    id2=$("$AEGIS" submit -- sh -c 'yes e | head -n 10000000 >&2
         echo "CUDA out of memory" >&2; exit 1') || fail submit2
-    await 30 '"$AEGIS" show "$id2" | grep -q "attempt 1: exit 1, out of GPU memory"'
+    await 30 '"$AEGIS" show "$id2" | grep -q "exit 1, out of GPU memory"'
     "$AEGIS" cancel "$id2" > /dev/null 2>&1
     "$AEGIS" wait "$id2" > /dev/null
 }
