@@ -347,12 +347,14 @@ static int d_check_new_db(d_daemon *d, const char *db_path) {
     while ((e = readdir(dir)) &&
            (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)) {
     }
+    char name[256] = "";
+    if (e) snprintf(name, sizeof(name), "%s", e->d_name);
     closedir(dir);
-    if (!e) return 0;
+    if (!name[0]) return 0;
     d_log("%s is %s, but %s holds the logs of earlier jobs (%s, ...): a new "
           "database would give their ids, and so their logs, to new jobs. "
           "Restore the database, or move %s away to start afresh", db_path,
-          missing ? "missing" : "empty", d->log_dir, e->d_name, d->log_dir);
+          missing ? "missing" : "empty", d->log_dir, name, d->log_dir);
     return -1;
 }
 

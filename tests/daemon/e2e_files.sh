@@ -80,7 +80,7 @@ PY
     timeout 8 "$AEGIS" wait "$id" > wait.out
     rc=$?
     [ $rc = 124 ] && fail "wait took over 8 s: aegisd blocked on the leased stderr"
-    grep -q "failed.*exit 3" wait.out || fail "wait: $(cat wait.out)"
+    grep -q "failed.*exit 3.*lease" wait.out || fail "wait: $(cat wait.out)"
     timeout 8 "$AEGIS" log "$id" > log.out 2> log.err
     rc=$?
     [ $rc = 124 ] && fail "log took over 8 s: aegisd blocked on the leased log"

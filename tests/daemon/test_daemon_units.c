@@ -256,6 +256,10 @@ static void test_config_log_max(void **state) {
                                         &acct, &share, &mib, err,
                                         sizeof(err)), 0);
     assert_true(mib == 1024);
+    assert_int_equal(config_load_daemon(AEGIS_SHIPPED_CONFIG, false, &cfg,
+                                        &acct, &share, &mib, err,
+                                        sizeof(err)), 0);
+    assert_true(mib == 1024); /* the shipped file shows the default */
     const char *path = write_file("log.yaml", "pue: 1.2\nlog_max_mib: 8\n");
     assert_int_equal(config_load_daemon(path, false, &cfg, &acct, &share, &mib,
                                         err, sizeof(err)), 0);
