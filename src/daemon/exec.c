@@ -26,6 +26,12 @@
  * left where the kept bytes start. */
 #define EXEC_CAP_STEP 65536
 
+/* Bytes of each stream copied after the job has exited: what its pipe
+ * can hold (Linux's largest pipe by default), not the output of processes
+ * it left behind that keep writing, which would keep the shim, and so the
+ * job's end, waiting forever. */
+#define EXEC_DRAIN_BYTES (1 << 20)
+
 /* What OOM looks like on stderr: PyTorch ("CUDA out of memory",
  * torch.OutOfMemoryError), TensorFlow/JAX/XLA ("RESOURCE_EXHAUSTED"), and
  * the generic wording of CUDA and most tools ("out of memory"). */
@@ -233,8 +239,8 @@ typedef struct exec_stream {
     long long dropped;          /* the bytes before this are a hole */
 } exec_stream;
 
-/* Keeps the last cap bytes of the log at least and about cap at most on
- * disk: past the cap, its head up to cap/2 from the end becomes a hole.
+/* Keeps the end of the log on disk, cap bytes at most and cap/2 at least:
+ * past the cap, its head up to cap/2 from the end becomes a hole.
  * The file keeps its size and offsets, so `aegis log -f` following it by
  * offset and the OOM search in the tail of stderr read it as before; a
  * reader skips the hole (SEEK_DATA). A file system that cannot punch
@@ -250,10 +256,10 @@ static void exec_cap(exec_stream *s, long long cap) {
         s->size = s->dropped = 0;
 }
 
-/* Copies what the stream's pipe holds now into its log: 1 when it copied
- * some, 0 when there was none, -1 at its end. Output the log cannot take
- * (a full disk) is dropped, so the job never blocks on it. */
-static int exec_copy(exec_stream *s, long long cap) {
+/* Copies what the stream's pipe holds now into its log: how many bytes
+ * it read, 0 when there were none, -1 at its end. Output the log cannot
+ * take (a full disk) is dropped, so the job never blocks on it. */
+static ssize_t exec_copy(exec_stream *s, long long cap) {
     char buf[65536];
     ssize_t n = read(s->pipe_fd, buf, sizeof(buf));
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) return 0;
@@ -270,12 +276,12 @@ static int exec_copy(exec_stream *s, long long cap) {
         s->size += w;
     }
     exec_cap(s, cap);
-    return 1;
+    return n;
 }
 
 /* Copies the job's output until the job (its session leader) exits
- * (sigfd: its SIGCHLD), then what its pipes still hold, not waiting for
- * processes it left behind. 0 and its wait status, or -1. */
+ * (sigfd: its SIGCHLD), then what its pipes still hold, up to
+ * EXEC_DRAIN_BYTES. 0 and its wait status, or -1. */
 static int exec_pump(exec_stream *streams, int sigfd, pid_t job, long long cap,
                      int *status) {
     for (;;) {
@@ -295,9 +301,13 @@ static int exec_pump(exec_stream *streams, int sigfd, pid_t job, long long cap,
         if (got == job) break;
         if (got < 0 && errno != EINTR) return -1;
     }
-    for (int i = 0; i < 2; i++)
-        while (streams[i].pipe_fd >= 0 && exec_copy(&streams[i], cap) > 0) {
-        }
+    for (int i = 0; i < 2; i++) {
+        long long left = EXEC_DRAIN_BYTES;
+        ssize_t n;
+        while (left > 0 && streams[i].pipe_fd >= 0 &&
+               (n = exec_copy(&streams[i], cap)) > 0)
+            left -= n;
+    }
     return 0;
 }
 
