@@ -283,13 +283,12 @@ static void on_sighup(uv_signal_t *s, int signum) {
 
 /* ---- start and stop ------------------------------------------------------ */
 
-/* Makes (where missing) and opens one of aegisd's state folders, name at
- * the folder at (AT_FDCWD for the state folder itself, whose path may be
- * a link the administrator made; logs/ and run/ never are), and checks it
- * is aegisd's own and closed to others: whoever may write in it could
- * plant a link at a log's name, and have aegisd write through it, or
- * swap the database. Returns its descriptor, or -1 with a log line naming
- * path. */
+/* Makes (where missing) and opens the state folder `name` in the folder
+ * `at` (AT_FDCWD for the state folder itself, whose path may be a link
+ * the administrator made; logs/ and run/ never are), and checks it is
+ * aegisd's own and closed to others: whoever may write in it could plant
+ * a link at a log's name, and have aegisd write through it, or swap the
+ * database. Returns its descriptor, or -1 with a log line naming path. */
 static int d_state_dir(int at, const char *name, const char *path) {
     if (mkdirat(at, name, 0700) != 0 && errno != EEXIST) {
         d_log("%s: %s", path, strerror(errno));

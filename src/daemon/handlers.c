@@ -243,9 +243,9 @@ static void d_on_log(d_conn *c, const proto_request *req) {
     d_daemon *d = c->d;
     json_t *row = d_owned_job(c, req->ids[0], "read the log of");
     if (!row) return;
-    uid_t owner = d->as_root ? (uid_t)json_integer_value(json_object_get(row,
-                                                                  "uid"))
-                             : geteuid();
+    /* whose the log must be: its job's user's, or a non-root aegisd's */
+    json_int_t uid = json_integer_value(json_object_get(row, "uid"));
+    uid_t owner = d->as_root ? (uid_t)uid : geteuid();
     json_decref(row);
     char *buf = malloc(D_LOG_CHUNK);
     long long from = req->offset; /* past what the log's cap dropped */
