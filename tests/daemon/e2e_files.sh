@@ -76,17 +76,16 @@ PY
     touch go
     await 30 '[ -e leased ]'
     kill -CONT "$daemon"
-    t0=$SECONDS
-    timeout 8 "$AEGIS" wait "$id" > wait.out
+    # 20 s: room for a loaded machine, well short of the 45 s a lease holds
+    timeout 20 "$AEGIS" wait "$id" > wait.out
     rc=$?
-    [ $rc = 124 ] && fail "wait took over 8 s: aegisd blocked on the leased stderr"
+    [ $rc = 124 ] && fail "wait took over 20 s: aegisd blocked on the leased stderr"
     grep -q "failed.*exit 3.*lease" wait.out || fail "wait: $(cat wait.out)"
-    timeout 8 "$AEGIS" log "$id" > log.out 2> log.err
+    timeout 20 "$AEGIS" log "$id" > log.out 2> log.err
     rc=$?
-    [ $rc = 124 ] && fail "log took over 8 s: aegisd blocked on the leased log"
+    [ $rc = 124 ] && fail "log took over 20 s: aegisd blocked on the leased log"
     [ $rc = 1 ] && grep -q "lease" log.err || fail "log: rc $rc, $(cat log.out log.err)"
-    timeout 8 "$AEGIS" gpus > /dev/null || fail "gpus did not answer"
-    [ $((SECONDS - t0)) -lt 15 ] || fail "answers took $((SECONDS - t0)) s"
+    timeout 20 "$AEGIS" gpus > /dev/null || fail "gpus did not answer"
     kill "$(cat leftover.pid)"
 }
 
