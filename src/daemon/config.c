@@ -30,18 +30,19 @@ static int config_next(yaml_parser_t *p, const char *path, yaml_event_t *ev,
     return -1;
 }
 
-/* Sets one of the daemon's own keys (not the core's): 1 when key is one,
- * 0 when it is not, -1 with a message when its value is bad. */
-static int config_acct_set(acct_params *acct, const char *key,
-                           const char *value, char *msg, size_t msglen) {
-    static const struct {
+/* Sets one of the daemon's own numeric keys (not the core's): 1 when key
+ * is one, 0 when it is not, -1 with a message when its value is bad. */
+static int config_daemon_set(acct_params *acct, double *log_max_mib,
+                             const char *key, const char *value, char *msg,
+                             size_t msglen) {
+    const struct {
         const char *name;
-        size_t off;
+        double *to;
         double lo, hi;
     } keys[] = {
-        {"grid_intensity_g_per_kwh", offsetof(acct_params, grid_g_per_kwh), 0,
-         ACCT_GRID_MAX},
-        {"pue", offsetof(acct_params, pue), 1, ACCT_PUE_MAX},
+        {"grid_intensity_g_per_kwh", &acct->grid_g_per_kwh, 0, ACCT_GRID_MAX},
+        {"pue", &acct->pue, 1, ACCT_PUE_MAX},
+        {"log_max_mib", log_max_mib, CONFIG_LOG_MIN_MIB, CONFIG_LOG_MAX_MIB},
     };
     for (size_t i = 0; i < sizeof(keys) / sizeof(*keys); i++) {
         if (strcmp(key, keys[i].name) != 0) continue;
@@ -54,7 +55,7 @@ static int config_acct_set(acct_params *acct, const char *key,
                      value, keys[i].lo, keys[i].hi);
             return -1;
         }
-        *(double *)((char *)acct + keys[i].off) = v;
+        *keys[i].to = v;
         return 1;
     }
     return 0;
@@ -100,8 +101,8 @@ static int config_sharing_map(yaml_parser_t *p, const char *path,
 
 /* Reads key/value scalar pairs until the mapping ends. */
 static int config_pairs(yaml_parser_t *p, const char *path, core_config *cfg,
-                        acct_params *acct, sharing_config *share, char *err,
-                        size_t errlen) {
+                        acct_params *acct, sharing_config *share,
+                        double *log_max_mib, char *err, size_t errlen) {
     char key[128];
     for (;;) {
         yaml_event_t ev;
@@ -136,7 +137,8 @@ static int config_pairs(yaml_parser_t *p, const char *path, core_config *cfg,
         }
         char msg[256];
         const char *value = (const char *)ev.data.scalar.value;
-        int rc = config_acct_set(acct, key, value, msg, sizeof(msg));
+        int rc = config_daemon_set(acct, log_max_mib, key, value, msg,
+                                   sizeof(msg));
         if (rc == 0) rc = sharing_config_set(share, key, value, msg, sizeof(msg));
         if (rc == 0) rc = core_config_set(cfg, key, value, msg, sizeof(msg));
         else if (rc > 0) rc = 0;
@@ -151,8 +153,8 @@ static int config_pairs(yaml_parser_t *p, const char *path, core_config *cfg,
 /* Walks stream/document starts to the top mapping; an empty document is
  * an empty configuration. */
 static int config_parse(yaml_parser_t *p, const char *path, core_config *cfg,
-                        acct_params *acct, sharing_config *share, char *err,
-                        size_t errlen) {
+                        acct_params *acct, sharing_config *share,
+                        double *log_max_mib, char *err, size_t errlen) {
     for (;;) {
         yaml_event_t ev;
         if (config_next(p, path, &ev, err, errlen) != 0) return -1;
@@ -172,7 +174,8 @@ static int config_parse(yaml_parser_t *p, const char *path, core_config *cfg,
         case YAML_DOCUMENT_END_EVENT:
             return 0;
         case YAML_MAPPING_START_EVENT:
-            return config_pairs(p, path, cfg, acct, share, err, errlen);
+            return config_pairs(p, path, cfg, acct, share, log_max_mib, err,
+                                errlen);
         default:
             snprintf(err, errlen, "%s:%d: expected a mapping of name: value",
                      path, line);
@@ -190,16 +193,18 @@ int config_load(const char *path, bool missing_ok, core_config *cfg,
 int config_load_acct(const char *path, bool missing_ok, core_config *cfg,
                      acct_params *acct, char *err, size_t errlen) {
     sharing_config ignored;
-    return config_load_daemon(path, missing_ok, cfg, acct, &ignored, err,
-                              errlen);
+    double log_max_mib;
+    return config_load_daemon(path, missing_ok, cfg, acct, &ignored,
+                              &log_max_mib, err, errlen);
 }
 
 int config_load_daemon(const char *path, bool missing_ok, core_config *cfg,
-                       acct_params *acct, sharing_config *share, char *err,
-                       size_t errlen) {
+                       acct_params *acct, sharing_config *share,
+                       double *log_max_mib, char *err, size_t errlen) {
     core_config_default(cfg);
     acct_params_default(acct);
     sharing_config_default(share);
+    *log_max_mib = CONFIG_LOG_DEFAULT_MIB;
     /* On a live server users may declare a job's memory (submit --mem).
      * aegis-est admits such a job with that figure + est_margin_mib and any
      * other job with the estimator-free no_est_demand_mib, so it is the
@@ -218,7 +223,8 @@ int config_load_daemon(const char *path, bool missing_ok, core_config *cfg,
         return -1;
     }
     yaml_parser_set_input_file(&p, f);
-    int rc = config_parse(&p, path, cfg, acct, share, err, errlen);
+    int rc = config_parse(&p, path, cfg, acct, share, log_max_mib, err,
+                          errlen);
     yaml_parser_delete(&p);
     fclose(f);
     return rc;

@@ -6,9 +6,9 @@
  *
  * Every key goes through core_config_set(), so the file accepts exactly
  * the names `aegis sim --set` accepts, plus the daemon's own keys for
- * energy reports (grid_intensity_g_per_kwh, pue: acct.h) and the sharing
- * modes (sharing, mps_control, mps_dir, mps_pin_memory: sharing.h), and
- * nothing else.
+ * energy reports (grid_intensity_g_per_kwh, pue: acct.h), the sharing
+ * modes (sharing, mps_control, mps_dir, mps_pin_memory: sharing.h) and the
+ * cap on each job log (log_max_mib), and nothing else.
  */
 #ifndef AEGIS_CONFIG_H
 #define AEGIS_CONFIG_H
@@ -23,6 +23,13 @@
 /* Where aegisd looks when --config is not given. */
 #define CONFIG_DEFAULT_PATH "/etc/aegis/aegis.yaml"
 
+/* log_max_mib: the MiB each job log (its stdout, its stderr) keeps on
+ * disk at most, the end of it. The least still holds the stderr tail the
+ * OOM classification reads many times over. */
+#define CONFIG_LOG_DEFAULT_MIB 1024.0
+#define CONFIG_LOG_MIN_MIB 1.0
+#define CONFIG_LOG_MAX_MIB 1048576.0
+
 /* Fills cfg with the defaults, then the keys of the file at path. A missing
  * file is an error unless missing_ok. Returns 0, or -1 with "FILE:LINE:
  * message" in err; cfg is then unusable. */
@@ -32,9 +39,10 @@ int config_load(const char *path, bool missing_ok, core_config *cfg,
  * config_load() checks those keys but keeps their values nowhere. */
 int config_load_acct(const char *path, bool missing_ok, core_config *cfg,
                      acct_params *acct, char *err, size_t errlen);
-/* The same, also filling share with the sharing keys: all aegisd reads. */
+/* The same, also filling share with the sharing keys and log_max_mib: all
+ * aegisd reads. */
 int config_load_daemon(const char *path, bool missing_ok, core_config *cfg,
-                       acct_params *acct, sharing_config *share, char *err,
-                       size_t errlen);
+                       acct_params *acct, sharing_config *share,
+                       double *log_max_mib, char *err, size_t errlen);
 
 #endif

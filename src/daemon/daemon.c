@@ -13,6 +13,7 @@
 #include "exec.h"
 #include "usock.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -397,11 +398,12 @@ static void on_sighup(uv_signal_t *s, int signum) {
     core_config cfg;
     acct_params acct;
     sharing_config share;
+    double log_max_mib;
     char err[1024];
     const char *path = d->opt.config_path ? d->opt.config_path
                                           : CONFIG_DEFAULT_PATH;
     if (config_load_daemon(path, !d->opt.config_path, &cfg, &acct, &share,
-                           err, sizeof(err)) != 0 ||
+                           &log_max_mib, err, sizeof(err)) != 0 ||
         d_share_check_reload(d, &share, err, sizeof(err)) != 0 ||
         core_reconfigure(d->core, &cfg, err, sizeof(err)) != 0) {
         d_log("SIGHUP: configuration not reloaded: %s", err);
@@ -410,18 +412,85 @@ static void on_sighup(uv_signal_t *s, int signum) {
     d_share_reload(d, &share);
     d->cfg = cfg;
     d->acct = acct;
+    d->log_max_mib = log_max_mib; /* for attempts started from now on */
     d_log("SIGHUP: reloaded %s", path);
     d_jobs_schedule(d);
 }
 
 /* ---- start and stop ------------------------------------------------------ */
 
-static int d_mkdir(const char *path, mode_t mode) {
-    if (mkdir(path, mode) != 0 && errno != EEXIST) {
+/* Makes (where missing) and opens the state folder `name` in the folder
+ * `at` (AT_FDCWD for the state folder itself, whose path may be a link
+ * the administrator made; logs/ and run/ never are), and checks it is
+ * aegisd's own and closed to others: whoever may write in it could plant
+ * a link at a log's name, and have aegisd write through it, or swap the
+ * database. Returns its descriptor, or -1 with a log line naming path. */
+static int d_state_dir(int at, const char *name, const char *path) {
+    if (mkdirat(at, name, 0700) != 0 && errno != EEXIST) {
         d_log("%s: %s", path, strerror(errno));
         return -1;
     }
-    return 0;
+    int fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC |
+                                  (at == AT_FDCWD ? 0 : O_NOFOLLOW));
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        d_log("%s: %s", path, strerror(errno));
+    } else if (st.st_uid != geteuid()) {
+        d_log("%s: owned by uid %d, not by aegisd's uid %d: refused as "
+              "aegisd's state (its owner could plant links in it); chown it "
+              "or use another --state-dir", path, (int)st.st_uid,
+              (int)geteuid());
+    } else if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+        d_log("%s: writable by its group or others (mode %04o): refused as "
+              "aegisd's state; chmod go-w it", path,
+              (unsigned)(st.st_mode & 07777));
+    } else {
+        return fd;
+    }
+    if (fd >= 0) close(fd);
+    return -1;
+}
+
+/* Opens the state folders: the log folder's descriptor stays open in
+ * d->log_dirfd (logs are opened relative to it). 0, or -1. */
+static int d_state_dirs(d_daemon *d) {
+    int state = d_state_dir(AT_FDCWD, d->opt.state_dir, d->opt.state_dir);
+    if (state < 0) return -1;
+    int run = d_state_dir(state, "run", d->run_dir);
+    d->log_dirfd = run < 0 ? -1 : d_state_dir(state, "logs", d->log_dir);
+    if (run >= 0) close(run);
+    close(state);
+    return d->log_dirfd < 0 ? -1 : 0;
+}
+
+/* A new database (none, or an empty file) beside logs of earlier jobs
+ * would hand their ids, and so their logs, to new jobs: the database was
+ * lost or reset while its logs were kept. Refused: 0 when the database is
+ * not new or there are no logs, else -1 with a log line. */
+static int d_check_new_db(d_daemon *d, const char *db_path) {
+    struct stat st;
+    bool missing = stat(db_path, &st) != 0;
+    if (missing ? errno != ENOENT : st.st_size > 0) return 0;
+    int fd = openat(d->log_dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *dir = fd < 0 ? NULL : fdopendir(fd);
+    if (!dir) {
+        d_log("%s: %s", d->log_dir, strerror(errno));
+        if (fd >= 0) close(fd);
+        return -1;
+    }
+    struct dirent *e;
+    while ((e = readdir(dir)) &&
+           (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)) {
+    }
+    char name[256] = "";
+    if (e) snprintf(name, sizeof(name), "%s", e->d_name);
+    closedir(dir);
+    if (!name[0]) return 0;
+    d_log("%s is %s, but %s holds the logs of earlier jobs (%s, ...): a new "
+          "database would give their ids, and so their logs, to new jobs. "
+          "Restore the database, or move %s away to start afresh", db_path,
+          missing ? "missing" : "empty", d->log_dir, name, d->log_dir);
+    return -1;
 }
 
 /* One daemon per state directory: a lock held for the daemon's life (the
@@ -492,7 +561,8 @@ static int d_open(d_daemon *d) {
     const char *cfg_path = d->opt.config_path ? d->opt.config_path
                                               : CONFIG_DEFAULT_PATH;
     if (config_load_daemon(cfg_path, !d->opt.config_path, &d->cfg, &d->acct,
-                           &d->share, err, sizeof(err)) != 0) {
+                           &d->share, &d->log_max_mib, err,
+                           sizeof(err)) != 0) {
         d_log("%s", err);
         return -1;
     }
@@ -529,6 +599,7 @@ static int d_open(d_daemon *d) {
         return -1;
     }
     snprintf(path, sizeof(path), "%s/aegis.db", d->opt.state_dir);
+    if (d_check_new_db(d, path) != 0) return -1;
     d->st = store_open(path, err, sizeof(err));
     if (!d->st) {
         d_log("%s", err);
@@ -605,9 +676,7 @@ int d_run(const d_options *opt) {
     snprintf(d->log_dir, sizeof(d->log_dir), "%s/logs", opt->state_dir);
     snprintf(d->run_dir, sizeof(d->run_dir), "%s/run", opt->state_dir);
     int ready_fd = -1;
-    if (d_mkdir(opt->state_dir, 0700) || d_mkdir(d->log_dir, 0700) ||
-        d_mkdir(d->run_dir, 0700))
-        return 1;
+    if (d_state_dirs(d) != 0) return 1;
     if (!opt->foreground && d_daemonize(&ready_fd) != 0) {
         d_log("cannot start in the background: %s", strerror(errno));
         return 1;
@@ -647,5 +716,6 @@ out:
     uv_loop_close(d->loop);
     d_free(d);
     if (lock >= 0) close(lock);
+    close(d->log_dirfd);
     return rc;
 }

@@ -133,6 +133,8 @@ typedef struct d_daemon {
     int ngpus;
     d_gpu gpus[CORE_MAX_GPUS];
     char log_dir[4096], run_dir[4096];
+    int log_dirfd;              /* log_dir, opened once it was checked */
+    double log_max_mib;         /* the config's cap on each job log */
     bool as_root;               /* run jobs as their submitters */
     d_job **jobs;               /* unfinished jobs, sorted by id */
     size_t njobs, capjobs;

@@ -9,6 +9,14 @@
  * (exec_status). A job's processes are its session, so a shell wrapper's
  * children are cancelled and observed with it.
  *
+ * The job writes its stdout and stderr into pipes, never into its logs:
+ * the shim copies them into LOG_DIR/ID.out and ID.err and keeps each one
+ * to its last log_max_bytes on disk, so no job fills the state disk with
+ * output, and none holds its log open (to take a lease on it, say).
+ * aegisd opens the logs relative to the folder's descriptor, never
+ * through a link, and never waits on a lease (fcntl F_SETLEASE) some
+ * process took on one: a job must not stall the daemon.
+ *
  * Ownership: exec_start() copies nothing it needs after returning; all
  * strings are the caller's.
  */
@@ -40,7 +48,10 @@ typedef struct exec_spec {
     uid_t uid;
     gid_t gid;
     const char *user;           /* for initgroups */
-    const char *log_dir;        /* holds ID.out and ID.err */
+    int log_dirfd;              /* the folder of ID.out and ID.err */
+    const char *log_dir;        /* its path, for messages */
+    long long log_max_bytes;    /* each log keeps its last this many bytes
+                                   on disk */
     const char *run_dir;        /* holds the shims' status files */
 } exec_spec;
 
@@ -66,9 +77,10 @@ bool exec_alive(pid_t pid, unsigned long long start);
  * lost). Removes the file. */
 int exec_status(const char *run_dir, int64_t id, int attempt, int *status);
 
-/* Classifies an ended attempt from its wait status and the tail of its
- * stderr file from err_offset on; writes a one-line reason to why. */
-core_exit exec_classify(int status, const char *err_path,
+/* Classifies an ended attempt of job id from its wait status and the
+ * tail of its stderr log from err_offset on; writes a one-line reason to
+ * why. */
+core_exit exec_classify(int status, int log_dirfd, int64_t id,
                         long long err_offset, char *why, size_t whylen);
 
 /* Is pid in the session of job_pid (the job or a descendant)? */
@@ -77,8 +89,17 @@ bool exec_in_job(pid_t pid, pid_t job_pid);
 /* Signals the job's whole session. */
 void exec_kill(pid_t job_pid, int sig);
 
-/* The path of a job's log, "DIR/ID.out" or "DIR/ID.err". */
-void exec_log_path(char *out, size_t outlen, const char *log_dir, int64_t id,
-                   bool err_stream);
+/* Reads up to len bytes of a job's log from *offset on. Bytes the cap
+ * dropped are skipped: *offset moves to the first byte kept after it.
+ * Returns how many (0 at the end, or when there is no log yet), or -1
+ * with errno: EWOULDBLOCK when a lease holds the log, EPERM when owner
+ * (the job's user; aegisd's, for a non-root aegisd) does not own it: a
+ * log left from an earlier database is not the job's. */
+ssize_t exec_log_read(int log_dirfd, int64_t id, bool err_stream, uid_t owner,
+                      long long *offset, char *buf, size_t len);
+
+/* A failed open of a log in words: strerror(err), but for a lease, a link
+ * or another user's log. */
+const char *exec_log_error(int err);
 
 #endif

@@ -15,12 +15,10 @@
 #include "exec.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 /* Bytes of log per `log` answer: big enough that following a log is cheap,
@@ -257,9 +255,10 @@ static void d_on_log(d_conn *c, const proto_request *req) {
     d_daemon *d = c->d;
     json_t *row = d_owned_job(c, req->ids[0], "read the log of");
     if (!row) return;
+    /* whose the log must be: its job's user's, or a non-root aegisd's */
+    json_int_t uid = json_integer_value(json_object_get(row, "uid"));
+    uid_t owner = d->as_root ? (uid_t)uid : geteuid();
     json_decref(row);
-    char path[4200];
-    exec_log_path(path, sizeof(path), d->log_dir, req->ids[0], req->err_stream);
     char *buf = malloc(D_LOG_CHUNK);
     char *text = malloc(B64_ENCODED_LEN(D_LOG_CHUNK) + 1);
     if (!buf || !text) {
@@ -268,17 +267,22 @@ static void d_on_log(d_conn *c, const proto_request *req) {
         d_reply_fault(c, "log: out of memory");
         return;
     }
-    size_t n = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-        ssize_t got = pread(fd, buf, D_LOG_CHUNK, (off_t)req->offset);
-        if (got > 0) n = (size_t)got;
-        close(fd);
+    long long from = req->offset; /* past what the log's cap dropped */
+    ssize_t got = exec_log_read(d->log_dirfd, req->ids[0], req->err_stream,
+                                owner, &from, buf, D_LOG_CHUNK);
+    if (got < 0) {
+        free(buf);
+        free(text);
+        /* the request was sound; the file could not be read: exit 1 */
+        d_reply_fault(c, "job %lld: its log: %s", (long long)req->ids[0],
+                      exec_log_error(errno));
+        return;
     }
+    size_t n = (size_t)got;
     b64_encode(buf, n, text);
     free(buf);
     d_reply(c, json_pack("{s:b, s:s, s:I, s:b}", "ok", 1, "base64", text,
-                         "offset", (json_int_t)(req->offset + (int64_t)n),
+                         "offset", (json_int_t)(from + (long long)n),
                          "finished", d_job_find(d, req->ids[0]) == NULL));
     free(text);
 }

@@ -231,7 +231,9 @@ static int d_job_exec(d_daemon *d, d_job *job, const core_launch *l,
         .env = env, .visible = visible, .extra_env = ss->env,
         .as_user = d->as_root,
         .uid = job->uid, .gid = job->gid, .user = job->user,
-        .log_dir = d->log_dir, .run_dir = d->run_dir,
+        .log_dirfd = d->log_dirfd, .log_dir = d->log_dir,
+        .log_max_bytes = (long long)(d->log_max_mib * 1048576),
+        .run_dir = d->run_dir,
     };
     int rc = -1;
     if (!row || !argv || !env || !argv[0] || !spec.cwd)
@@ -306,12 +308,11 @@ void d_jobs_schedule(d_daemon *d) {
 /* The attempt's shim is gone: collect the status, classify, decide. */
 static void d_job_ended(d_daemon *d, d_job *job) {
     int status;
-    char why[256], err_path[4200];
+    char why[256];
     core_exit how;
     if (exec_status(d->run_dir, job->id, job->attempts, &status) == 0) {
-        exec_log_path(err_path, sizeof(err_path), d->log_dir, job->id, true);
-        how = exec_classify(status, err_path, job->err_offset, why,
-                            sizeof(why));
+        how = exec_classify(status, d->log_dirfd, job->id, job->err_offset,
+                            why, sizeof(why));
     } else {
         /* The shim died without a word: make sure the job died with it. */
         if (exec_in_job(job->job_pid, job->job_pid))

@@ -14,6 +14,7 @@
 #include "store.h"
 #include "usock.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -310,17 +311,50 @@ static void test_config_bad(void **state) {
     }
 }
 
+/* log_max_mib: 1024 MiB unless set, at least 1 MiB, named by file:line. */
+static void test_config_log_max(void **state) {
+    core_config cfg;
+    acct_params acct;
+    sharing_config share;
+    double mib = 0;
+    char err[256];
+    assert_int_equal(config_load_daemon("/nonexistent/x.yaml", true, &cfg,
+                                        &acct, &share, &mib, err,
+                                        sizeof(err)), 0);
+    assert_true(mib == 1024);
+    assert_int_equal(config_load_daemon(AEGIS_SHIPPED_CONFIG, false, &cfg,
+                                        &acct, &share, &mib, err,
+                                        sizeof(err)), 0);
+    assert_true(mib == 1024); /* the shipped file shows the default */
+    const char *path = write_file("log.yaml", "pue: 1.2\nlog_max_mib: 8\n");
+    assert_int_equal(config_load_daemon(path, false, &cfg, &acct, &share, &mib,
+                                        err, sizeof(err)), 0);
+    assert_true(mib == 8);
+    static const char *const bad[] = {"log_max_mib: 0.5\n",
+                                      "log_max_mib: lots\n",
+                                      "log_max_mib: 2e6\n"};
+    for (int i = 0; i < 3; i++) {
+        path = write_file("log.yaml", bad[i]);
+        assert_int_equal(config_load_daemon(path, false, &cfg, &acct, &share,
+                                            &mib, err, sizeof(err)), -1);
+        assert_non_null(strstr(err, "log.yaml:1: log_max_mib"));
+    }
+}
+
 /* ---- exit classification --------------------------------------------------- */
 
 static void test_classify(void **state) {
     char why[256];
-    const char *path = write_file("j.err", "old attempt: CUDA out of memory\n");
+    int dir = open(tmpdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    assert_true(dir >= 0);
+    write_file("1.err", "old attempt: CUDA out of memory\n");
     long long offset = (long long)strlen("old attempt: CUDA out of memory\n");
-    assert_int_equal(exec_classify(0, path, 0, why, sizeof(why)), CORE_EXIT_OK);
+    assert_int_equal(exec_classify(0, dir, 1, 0, why, sizeof(why)),
+                     CORE_EXIT_OK);
     /* the earlier attempt's OOM is before the offset: not this one's */
-    assert_int_equal(exec_classify(1 << 8, path, offset, why, sizeof(why)),
+    assert_int_equal(exec_classify(1 << 8, dir, 1, offset, why, sizeof(why)),
                      CORE_EXIT_FAILED);
-    assert_int_equal(exec_classify(1 << 8, path, 0, why, sizeof(why)),
+    assert_int_equal(exec_classify(1 << 8, dir, 1, 0, why, sizeof(why)),
                      CORE_EXIT_OOM);
     static const char *const lines[] = {
         "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate",
@@ -328,16 +362,18 @@ static void test_classify(void **state) {
         "RuntimeError: out of memory",
     };
     for (int i = 0; i < 3; i++) {
-        path = write_file("k.err", lines[i]);
-        assert_int_equal(exec_classify(1 << 8, path, 0, why, sizeof(why)),
+        write_file("1.err", lines[i]);
+        assert_int_equal(exec_classify(1 << 8, dir, 1, 0, why, sizeof(why)),
                          CORE_EXIT_OOM);
     }
-    path = write_file("k.err", "Segmentation fault\n");
-    assert_int_equal(exec_classify(9, path, 0, why, sizeof(why)),
+    write_file("1.err", "Segmentation fault\n");
+    assert_int_equal(exec_classify(9, dir, 1, 0, why, sizeof(why)),
                      CORE_EXIT_FAILED);
     assert_non_null(strstr(why, "signal 9"));
-    assert_int_equal(exec_classify(1 << 8, "/nonexistent", 0, why, sizeof(why)),
+    /* no log at all */
+    assert_int_equal(exec_classify(1 << 8, dir, 999, 0, why, sizeof(why)),
                      CORE_EXIT_FAILED);
+    close(dir);
 }
 
 int main(void) {
@@ -350,6 +386,7 @@ int main(void) {
         cmocka_unit_test(test_store_submit_and_reopen),
         cmocka_unit_test(test_config_good),
         cmocka_unit_test(test_config_shipped),
+        cmocka_unit_test(test_config_log_max),
         cmocka_unit_test(test_config_bad),
         cmocka_unit_test(test_classify),
     };
