@@ -182,7 +182,11 @@ class Consumer:
     """Iterates over the batches of the feed `name`; one `for` loop is one
     epoch. batch_size 0 takes whole producer batches; otherwise each batch
     is a view of batch_size rows of a producer batch. as_torch None follows
-    the producer's batch type; a feed of CUDA tensors needs torch."""
+    the producer's batch type; a feed of CUDA tensors needs torch.
+
+    Only a feed of this process's user is read, or of a user named in the
+    environment variable AEGIS_FEED_TRUST (user names or uids, separated
+    by commas); another user's raises FeedError naming its owner."""
 
     def __init__(self, name="aegis", batch_size=0, timeout=30.0,
                  as_torch=None):

@@ -24,13 +24,18 @@ static const char help[] =
 "    read from shared memory (/dev/shm/aegis-feed-NAME) without a copy;\n"
 "    see the aegis_feed Python module.\n"
 "\n"
-"    ls  lists every feed: its producer and whether it is alive, the\n"
-"        epoch and batches published, and per consumer its pid, batch\n"
-"        size, position, lag (batches published and not yet read) and\n"
-"        idle time.\n"
+"    ls  lists every feed: its owner, its producer and whether it is\n"
+"        alive, the epoch and batches published, and per consumer its pid,\n"
+"        batch size, position, lag (batches published and not yet read)\n"
+"        and idle time. A feed whose lock someone holds is listed as busy,\n"
+"        without those counts, rather than waited for; another user's that\n"
+"        you may not open is listed as unreadable.\n"
 "    gc  removes the feeds whose producer died (a normal exit, or the\n"
 "        producer's janitor, removes them already; gc is for a crash of\n"
-"        every party) and half-made ones, and names what it removed.\n"
+"        every party) and half-made ones, and names what it removed. It\n"
+"        names too what it left: other users' feeds you may not open, and\n"
+"        dead ones it could not remove (only root may remove another\n"
+"        user's). Live feeds are kept, and not named.\n"
 "\n"
 "OPTIONS\n"
 "    --json   one JSON object per feed and line\n"
@@ -63,8 +68,8 @@ int cli_feed(int argc, char **argv) {
     }
     if (n == 0 && !json)
         printf(gc ? "nothing to remove\n" : "no feeds\n");
-    else if (gc && !json)
-        for (size_t i = 0; i < n; i++) printf("removed %s\n", feeds[i].name);
+    else if (gc)
+        feed_print_gc(stdout, feeds, n, json);
     else
         feed_print(stdout, feeds, n, json);
     free(feeds);

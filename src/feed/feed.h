@@ -49,6 +49,7 @@ enum {
     FEED_EFULL = -7,    /* all consumer records are taken */
     FEED_ECUDA = -8,    /* CUDA is absent or a driver call failed (the
                            message names the call and CUDA's error) */
+    FEED_EPERM = -9,    /* the segment belongs to a user not trusted */
 };
 
 typedef struct {
@@ -114,9 +115,11 @@ typedef struct {
 typedef struct feed_producer feed_producer;
 typedef struct feed_consumer feed_consumer;
 
-/* Producer. feed_create makes the segment (replacing one whose producer is
- * dead) and forks a small janitor process that unlinks it if this process
- * dies without feed_close. */
+/* Producer. feed_create makes the segment (replacing one of this user's
+ * whose producer is dead) and forks a small janitor process that unlinks
+ * it if this process dies without feed_close. A name whose segment belongs
+ * to another user is refused with FEED_EPERM, naming that user: feed names
+ * are one namespace for all users. */
 feed_producer *feed_create(const feed_config *cfg, feed_err *err);
 /* Copy one batch into the next slot. Blocks (at most timeout_ms, < 0 for no
  * limit) for backpressure. Tensors must share dim 0 (the rows). CUDA
@@ -138,7 +141,11 @@ int feed_consumers(feed_producer *p);
 
 /* Consumer. batch_size 0 means whole producer batches; otherwise it must
  * divide the producer batch size. Waits up to timeout_ms (< 0: forever) for
- * the feed to appear. */
+ * the feed to appear. Reads only a segment owned (by the opened file's
+ * owner, not by its name) by this process's user or by one the environment
+ * variable AEGIS_FEED_TRUST names (user names or uids, comma-separated);
+ * another user's is refused with FEED_EPERM, naming that user, so nobody
+ * can feed another user's jobs data of his own under their feed's name. */
 feed_consumer *feed_attach(const char *name, uint32_t batch_size,
                            int timeout_ms, feed_err *err);
 /* Next batch. FEED_OK fills *out and takes a hold on out->seq that lasts

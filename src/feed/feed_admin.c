@@ -17,20 +17,30 @@
 
 /* A creator that has not finished within this long has died. */
 #define FEED_HALF_MADE_S 10
+/* The longest ls or gc waits for one feed's lock. A feed's user may hold
+ * it for as long as he likes (it lies in his own segment), so this only
+ * spares a reading of a feed whose producer or consumer is in the middle
+ * of an update, which takes microseconds. */
+#define FEED_ADMIN_LOCK_MS 20
 
 static void read_info(const feed_map *m, feed_info *fi) {
     feed_shm *h = m->hdr;
     uint64_t now = feed_now_ns();
-    feed_lock(h);
+    /* Written before the segment was made ready and never changed: read
+     * without the lock. */
     fi->ready = 1;
     fi->producer_pid = h->producer.pid;
     fi->producer_alive = feed_proc_alive(&h->producer);
+    fi->slots = h->nslots;
+    fi->bytes = h->total_bytes;
+    if (feed_lock_within(h, FEED_ADMIN_LOCK_MS) < 0) {
+        fi->busy = 1;
+        return;
+    }
     fi->closed = (int)h->closed;
     fi->head = h->head;
     fi->epoch = h->epoch;
     fi->epoch_index = h->head - h->epoch_start;
-    fi->slots = h->nslots;
-    fi->bytes = h->total_bytes;
     for (int i = 0; i < FEED_MAX_CONSUMERS; i++) {
         const feed_shm_consumer *r = &h->consumers[i];
         if (!r->in_use) continue;
@@ -47,16 +57,42 @@ static void read_info(const feed_map *m, feed_info *fi) {
     feed_unlock(h);
 }
 
-static int half_made_and_old(const char *name) {
+/* Unlinks the segment of a feed that could not be mapped (half-made);
+ * returns 0 or an errno. */
+static int unlink_unmapped(const char *name) {
+    char nm[FEED_NAME_MAX + 32];
+    snprintf(nm, sizeof nm, "/" FEED_SHM_PREFIX "%s", name);
+    return shm_unlink(nm) == 0 ? 0 : errno;
+}
+
+/* Fills fi for the feed `name` and, with gc, removes it if it is dead.
+ * Returns whether fi belongs in the answer: every feed for ls; for gc the
+ * dead ones and those this user may not look into. */
+static int visit(const char *name, feed_info *fi, int gc) {
     char path[FEED_NAME_MAX + 64];
     struct stat st;
+    feed_map m = {0};
     feed_shm_path(path, sizeof path, name);
-    return stat(path, &st) == 0 &&
-           time(NULL) - st.st_mtime > FEED_HALF_MADE_S;
+    if (stat(path, &st) < 0) return 0; /* removed since readdir */
+    snprintf(fi->name, sizeof fi->name, "%s", name);
+    feed_user_name(st.st_uid, fi->owner, sizeof fi->owner);
+    int rc = feed_shm_open(&m, name, FEED_OWNER_ANY, NULL);
+    fi->readable = rc == FEED_OK || rc == FEED_ENOENT;
+    if (rc == FEED_OK) read_info(&m, fi);
+    int dead = rc == FEED_OK ? !fi->producer_alive
+                             : rc == FEED_ENOENT &&
+                                   time(NULL) - st.st_mtime > FEED_HALF_MADE_S;
+    if (gc && dead) {
+        fi->gc_errno = rc == FEED_OK ? feed_shm_unlink_if_ours(&m, name)
+                                     : unlink_unmapped(name);
+        fi->removed = fi->gc_errno == 0;
+    }
+    if (rc == FEED_OK) feed_shm_unmap(&m);
+    return !gc || dead || !fi->readable;
 }
 
 /* Visit every feed; when gc is set, unlink the dead ones and keep only
- * those in *out. */
+ * those visit() reports in *out. */
 static int scan(feed_info **out, size_t *n, int gc, feed_err *err) {
     DIR *d = opendir(FEED_SHM_DIR);
     size_t cap = 8;
@@ -81,25 +117,10 @@ static int scan(feed_info **out, size_t *n, int gc, feed_err *err) {
             list = bigger;
             cap *= 2;
         }
-        feed_info *fi = &list[*n];
-        feed_map m = {0};
-        snprintf(fi->name, sizeof fi->name, "%s", name);
-        int opened = feed_shm_open(&m, name, NULL) == FEED_OK;
-        if (opened) read_info(&m, fi);
-        int dead = opened ? !fi->producer_alive : half_made_and_old(name);
-        if (gc && dead) {
-            char nm[FEED_NAME_MAX + 32];
-            snprintf(nm, sizeof nm, "/" FEED_SHM_PREFIX "%s", name);
-            if (opened)
-                feed_shm_unlink_if_ours(&m, name);
-            else
-                shm_unlink(nm);
-        }
-        if (opened) feed_shm_unmap(&m);
-        if (!gc || dead)
+        if (visit(name, &list[*n], gc))
             (*n)++;
         else
-            memset(fi, 0, sizeof *fi);
+            memset(&list[*n], 0, sizeof *list);
     }
     closedir(d);
     if (!list) {
@@ -119,6 +140,7 @@ int feed_gc(feed_info **out, size_t *n, feed_err *err) {
 }
 
 static const char *producer_state(const feed_info *fi) {
+    if (!fi->readable) return "unreadable";
     if (!fi->ready) return "half-made";
     if (fi->closed) return "closed";
     return fi->producer_alive ? "alive" : "dead";
@@ -126,11 +148,12 @@ static const char *producer_state(const feed_info *fi) {
 
 static void print_json(FILE *f, const feed_info *fi) {
     fprintf(f,
-            "{\"name\":\"%s\",\"producer_pid\":%d,\"producer\":\"%s\","
+            "{\"name\":\"%s\",\"owner\":\"%s\",\"producer_pid\":%d,"
+            "\"producer\":\"%s\",\"busy\":%s,"
             "\"epoch\":%llu,\"epoch_batches\":%llu,\"published\":%llu,"
             "\"slots\":%u,\"bytes\":%llu,\"consumers\":[",
-            fi->name, (int)fi->producer_pid, producer_state(fi),
-            (unsigned long long)fi->epoch,
+            fi->name, fi->owner, (int)fi->producer_pid, producer_state(fi),
+            fi->busy ? "true" : "false", (unsigned long long)fi->epoch,
             (unsigned long long)fi->epoch_index,
             (unsigned long long)fi->head, fi->slots,
             (unsigned long long)fi->bytes);
@@ -149,11 +172,14 @@ static void print_json(FILE *f, const feed_info *fi) {
 }
 
 static void print_table(FILE *f, const feed_info *fi) {
-    fprintf(f, "%-20s producer %d (%s)  epoch %llu  batch %llu  slots %u  "
-               "%.1f MiB\n",
-            fi->name, (int)fi->producer_pid, producer_state(fi),
-            (unsigned long long)fi->epoch,
-            (unsigned long long)fi->epoch_index, fi->slots,
+    fprintf(f, "%-20s user %-10s producer %d (%s)  ", fi->name, fi->owner,
+            (int)fi->producer_pid, producer_state(fi));
+    if (fi->busy)
+        fprintf(f, "busy (its lock is held)");
+    else
+        fprintf(f, "epoch %llu  batch %llu", (unsigned long long)fi->epoch,
+                (unsigned long long)fi->epoch_index);
+    fprintf(f, "  slots %u  %.1f MiB\n", fi->slots,
             (double)fi->bytes / (1024.0 * 1024.0));
     for (int i = 0; i < fi->nconsumers; i++) {
         const feed_consumer_info *c = &fi->consumers[i];
@@ -168,4 +194,36 @@ static void print_table(FILE *f, const feed_info *fi) {
 void feed_print(FILE *f, const feed_info *feeds, size_t n, int json) {
     for (size_t i = 0; i < n; i++)
         (json ? print_json : print_table)(f, &feeds[i]);
+}
+
+/* Why gc left fi in place; NULL when it removed it. */
+static const char *gc_failure(const feed_info *fi, char *buf, size_t len) {
+    if (fi->removed) return NULL;
+    if (!fi->readable)
+        snprintf(buf, len, "user %s's, which you may not open", fi->owner);
+    else if (fi->gc_errno == ESTALE)
+        snprintf(buf, len, "a new segment took the name meanwhile");
+    else
+        snprintf(buf, len, "user %s's, dead, but unlinking failed: %s",
+                 fi->owner, strerror(fi->gc_errno));
+    return buf;
+}
+
+void feed_print_gc(FILE *f, const feed_info *feeds, size_t n, int json) {
+    char why[160];
+    for (size_t i = 0; i < n; i++) {
+        const feed_info *fi = &feeds[i];
+        const char *failure = gc_failure(fi, why, sizeof why);
+        if (json && failure)
+            fprintf(f, "{\"name\":\"%s\",\"owner\":\"%s\",\"removed\":false,"
+                       "\"error\":\"%s\"}\n",
+                    fi->name, fi->owner, failure);
+        else if (json)
+            fprintf(f, "{\"name\":\"%s\",\"owner\":\"%s\",\"removed\":true}\n",
+                    fi->name, fi->owner);
+        else if (failure)
+            fprintf(f, "left %s: %s\n", fi->name, failure);
+        else
+            fprintf(f, "removed %s\n", fi->name);
+    }
 }

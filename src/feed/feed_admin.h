@@ -23,25 +23,38 @@ typedef struct {
 
 typedef struct {
     char name[FEED_NAME_MAX + 1];
+    char owner[32];       /* user name (or uid) owning the segment */
+    int readable;         /* 0: this user may not open it (another user's);
+                             nothing below is known */
     int ready;            /* 0: a half-made segment (creator died early) */
     int32_t producer_pid;
     int producer_alive;
+    uint32_t slots;
+    uint64_t bytes;       /* segment size */
+    int busy;             /* someone held its lock throughout a short wait:
+                             `closed` to `consumers` are unknown */
     int closed;
     uint64_t head;        /* batches published, epoch markers included */
     uint64_t epoch;
     uint64_t epoch_index; /* batches published in the current epoch */
-    uint32_t slots;
-    uint64_t bytes;       /* segment size */
     int nconsumers;
     feed_consumer_info consumers[FEED_MAX_CONSUMERS];
+    int removed;          /* feed_gc: it unlinked the segment */
+    int gc_errno;         /* feed_gc: why unlinking a dead one failed */
 } feed_info;
 
-/* Every segment named /dev/shm/aegis-feed-*. */
+/* Every segment named /dev/shm/aegis-feed-*. Never waits long for a lock
+ * a feed's user holds: such a feed is listed as busy. */
 int feed_list(feed_info **out, size_t *n, feed_err *err);
 /* Unlink the segments whose producer is dead, and half-made ones older than
- * a few seconds; *out lists what was removed. */
+ * a few seconds. *out lists those, each with `removed` set only if this
+ * call unlinked it (else gc_errno says why not), and the other users'
+ * segments this user cannot open, which it leaves alone. */
 int feed_gc(feed_info **out, size_t *n, feed_err *err);
 /* Print a listing, as a table or as JSON lines. */
 void feed_print(FILE *f, const feed_info *feeds, size_t n, int json);
+/* Print what feed_gc did with each feed it returned: a line each, or a
+ * JSON object each ("name", "owner", "removed", and "error" when not). */
+void feed_print_gc(FILE *f, const feed_info *feeds, size_t n, int json);
 
 #endif

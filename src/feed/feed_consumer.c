@@ -97,7 +97,7 @@ static void sleep_ms(int ms) {
 static int open_when_ready(feed_consumer *c, int timeout_ms, feed_err *err) {
     uint64_t deadline = feed_now_ns() + (uint64_t)timeout_ms * 1000000ULL;
     for (;;) {
-        int rc = feed_shm_open(&c->m, c->name, err);
+        int rc = feed_shm_open(&c->m, c->name, FEED_OWNER_TRUSTED, err);
         if (rc != FEED_ENOENT) return rc;
         if (timeout_ms >= 0 && feed_now_ns() >= deadline) return rc;
         sleep_ms(10); /* no event exists for "a file appeared in /dev/shm" */

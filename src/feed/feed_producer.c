@@ -78,16 +78,18 @@ static int start_janitor(feed_producer *p, feed_err *err) {
     return FEED_OK;
 }
 
-/* Take the name over from a producer that died, or refuse if it lives. */
+/* Take the name over from a producer of ours that died, or refuse if it
+ * lives or the segment is another user's. */
 static int replace_stale(const char *name, feed_err *err) {
     feed_map old = {0};
-    int rc = feed_shm_open(&old, name, err);
-    if (rc != FEED_OK) {
+    int rc = feed_shm_open(&old, name, FEED_OWNER_SELF, err);
+    if (rc == FEED_ENOENT) {
         feed_seterr(err, FEED_EEXIST,
-                    "feed %s: a half-made segment exists; run aegis-feed gc",
+                    "feed %s: a half-made segment exists; run aegis feed gc",
                     name);
         return FEED_EEXIST;
     }
+    if (rc != FEED_OK) return rc;
     int alive = feed_proc_alive(&old.hdr->producer);
     int32_t pid = old.hdr->producer.pid;
     if (!alive) feed_shm_unlink_if_ours(&old, name);

@@ -6,6 +6,7 @@
  * seconds, while a killed process is gone (or a zombie) at once. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -110,6 +111,7 @@ static int map_fd(feed_map *m, int fd, size_t size, const char *name,
     m->size = size;
     m->dev = st.st_dev;
     m->ino = st.st_ino;
+    m->uid = st.st_uid;
     return FEED_OK;
 }
 
@@ -164,10 +166,68 @@ void feed_shm_publish_ready(feed_map *m) {
     atomic_store_explicit(&m->hdr->magic, FEED_MAGIC, memory_order_release);
 }
 
-int feed_shm_open(feed_map *m, const char *name, feed_err *err) {
-    char nm[FEED_NAME_MAX + 32];
+void feed_user_name(uid_t uid, char *buf, size_t len) {
+    struct passwd pw, *found = NULL;
+    char text[1024];
+    if (getpwuid_r(uid, &pw, text, sizeof text, &found) == 0 && found)
+        snprintf(buf, len, "%s", pw.pw_name);
+    else
+        snprintf(buf, len, "%lu", (unsigned long)uid);
+}
+
+/* Whether AEGIS_FEED_TRUST, a comma-separated list of user names and
+ * uids, names uid. */
+static int trust_lists(uid_t uid) {
+    const char *list = getenv("AEGIS_FEED_TRUST");
+    char name[64], number[24];
+    if (!list) return 0;
+    feed_user_name(uid, name, sizeof name);
+    snprintf(number, sizeof number, "%lu", (unsigned long)uid);
+    while (*list) {
+        size_t n = strcspn(list, ",");
+        if ((n == strlen(name) && !memcmp(list, name, n)) ||
+            (n == strlen(number) && !memcmp(list, number, n)))
+            return 1;
+        list += n + (list[n] == ',');
+    }
+    return 0;
+}
+
+static int owner_accepted(uid_t uid, int owners) {
+    if (owners == FEED_OWNER_ANY || uid == geteuid()) return 1;
+    return owners == FEED_OWNER_TRUSTED && trust_lists(uid);
+}
+
+/* FEED_EPERM for segment `name`, owned by uid. */
+static int refuse_owner(const char *name, uid_t uid, int owners,
+                        feed_err *err) {
+    char user[64];
+    feed_user_name(uid, user, sizeof user);
+    if (owners == FEED_OWNER_TRUSTED)
+        feed_seterr(err, FEED_EPERM,
+                    "feed %s: its segment belongs to user %s (uid %lu), not "
+                    "to you; set AEGIS_FEED_TRUST=%s to read it",
+                    name, user, (unsigned long)uid, user);
+    else
+        feed_seterr(err, FEED_EPERM,
+                    "feed %s: the name is taken by a segment of user %s "
+                    "(uid %lu); pick another name",
+                    name, user, (unsigned long)uid);
+    return FEED_EPERM;
+}
+
+int feed_shm_open(feed_map *m, const char *name, int owners, feed_err *err) {
+    char nm[FEED_NAME_MAX + 32], path[FEED_NAME_MAX + 64];
+    struct stat st;
     shm_name(nm, sizeof nm, name);
     int fd = shm_open(nm, O_RDWR, 0);
+    if (fd < 0 && errno == EACCES) {
+        /* Not ours, or not made for us: say whose it is. */
+        feed_shm_path(path, sizeof path, name);
+        if (stat(path, &st) == 0 && st.st_uid != geteuid())
+            return refuse_owner(name, st.st_uid, owners, err);
+        errno = EACCES;
+    }
     if (fd < 0) {
         int code = errno == ENOENT ? FEED_ENOENT : FEED_ESYS;
         feed_seterr(err, code, "feed %s: shm_open: %s", name,
@@ -177,6 +237,10 @@ int feed_shm_open(feed_map *m, const char *name, feed_err *err) {
     int rc = map_fd(m, fd, 0, name, err);
     close(fd);
     if (rc != FEED_OK) return rc;
+    if (!owner_accepted(m->uid, owners)) {
+        feed_shm_unmap(m);
+        return refuse_owner(name, m->uid, owners, err);
+    }
     feed_shm *h = m->hdr;
     if (atomic_load_explicit(&h->magic, memory_order_acquire) != FEED_MAGIC ||
         h->total_bytes != m->size) {
@@ -192,14 +256,28 @@ void feed_shm_unmap(feed_map *m) {
     m->hdr = NULL;
 }
 
-void feed_shm_unlink_if_ours(const feed_map *m, const char *name) {
+int feed_shm_unlink_if_ours(const feed_map *m, const char *name) {
     char path[FEED_NAME_MAX + 64], nm[FEED_NAME_MAX + 32];
     struct stat st;
     feed_shm_path(path, sizeof path, name);
     shm_name(nm, sizeof nm, name);
+    if (stat(path, &st) < 0) return errno;
     /* A new producer may have taken the name since; leave its segment. */
-    if (stat(path, &st) == 0 && st.st_dev == m->dev && st.st_ino == m->ino)
-        shm_unlink(nm);
+    if (st.st_dev != m->dev || st.st_ino != m->ino) return ESTALE;
+    return shm_unlink(nm) == 0 ? 0 : errno;
+}
+
+/* The time ms milliseconds from now on clock. */
+static struct timespec deadline_after(clockid_t clock, int ms) {
+    struct timespec ts;
+    clock_gettime(clock, &ts);
+    ts.tv_sec += ms / 1000;
+    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    return ts;
 }
 
 void feed_lock(feed_shm *h) {
@@ -207,17 +285,22 @@ void feed_lock(feed_shm *h) {
         pthread_mutex_consistent(&h->lock);
 }
 
+int feed_lock_within(feed_shm *h, int ms) {
+    /* timedlock counts on CLOCK_REALTIME; a clock step only stretches or
+     * shortens this one short wait. */
+    struct timespec ts = deadline_after(CLOCK_REALTIME, ms);
+    int rc = pthread_mutex_timedlock(&h->lock, &ts);
+    if (rc == EOWNERDEAD) { /* ours now, as in feed_lock */
+        pthread_mutex_consistent(&h->lock);
+        rc = 0;
+    }
+    return rc == 0 ? 0 : -1;
+}
+
 void feed_unlock(feed_shm *h) { pthread_mutex_unlock(&h->lock); }
 
 void feed_wait(feed_shm *h, pthread_cond_t *cv, int ms) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_sec += ms / 1000;
-    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
+    struct timespec ts = deadline_after(CLOCK_MONOTONIC, ms);
     if (pthread_cond_timedwait(cv, &h->lock, &ts) == EOWNERDEAD)
         pthread_mutex_consistent(&h->lock);
 }

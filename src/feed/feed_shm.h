@@ -103,7 +103,19 @@ typedef struct {
     size_t size;
     dev_t dev; /* identity of the file, so we unlink only our own */
     ino_t ino;
+    uid_t uid; /* its owner */
 } feed_map;
+
+/* Whose segment an opener accepts, judged by the owner of the file it
+ * opened (fstat), never by the name: feed names are one namespace shared
+ * by every user, so bob may make a segment under the name alice's jobs
+ * read. A consumer reads only its own user's feeds and those of the users
+ * AEGIS_FEED_TRUST names; a producer takes over only its own. */
+enum {
+    FEED_OWNER_ANY,     /* ls and gc: they only look, or unlink */
+    FEED_OWNER_TRUSTED, /* this process's user or one AEGIS_FEED_TRUST names */
+    FEED_OWNER_SELF,    /* this process's user only */
+};
 
 int feed_name_valid(const char *name);
 void feed_shm_path(char *buf, size_t len, const char *name);
@@ -113,13 +125,24 @@ uint64_t feed_now_ns(void);
  * initialised except for magic, which feed_shm_publish_ready sets. */
 int feed_shm_create(feed_map *m, const feed_config *cfg, feed_err *err);
 void feed_shm_publish_ready(feed_map *m);
-/* Map an existing ready segment. FEED_ENOENT if absent or not ready yet. */
-int feed_shm_open(feed_map *m, const char *name, feed_err *err);
+/* Map an existing ready segment whose owner `owners` (FEED_OWNER_*)
+ * accepts. FEED_ENOENT if absent or not ready yet; FEED_EPERM, naming the
+ * owner, if it belongs to a user not accepted or cannot be opened for
+ * want of permission. */
+int feed_shm_open(feed_map *m, const char *name, int owners, feed_err *err);
 void feed_shm_unmap(feed_map *m);
-/* Unlink NAME only if it is still the segment m maps. */
-void feed_shm_unlink_if_ours(const feed_map *m, const char *name);
+/* Unlink NAME only if it is still the segment m maps. Returns 0 when it
+ * did, else an errno (ESTALE: the name is another segment's by now). */
+int feed_shm_unlink_if_ours(const feed_map *m, const char *name);
+
+/* The name of user uid, or its number when it has none. */
+void feed_user_name(uid_t uid, char *buf, size_t len);
 
 void feed_lock(feed_shm *h);
+/* Take the lock if it comes free within ms milliseconds: 0, else -1.
+ * What ls and gc use, as any user may hold a lock of his own feed for as
+ * long as he likes. */
+int feed_lock_within(feed_shm *h, int ms);
 void feed_unlock(feed_shm *h);
 /* Wait on cv at most ms milliseconds; returns with the lock held. */
 void feed_wait(feed_shm *h, pthread_cond_t *cv, int ms);

@@ -3,6 +3,7 @@
 
 #include "csv.h"
 #include "prefault.h"
+#include "trace_repeat.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -100,6 +101,12 @@ static int read_job(const csv_file *f, const trace_columns *c,
                  f->row[c->submit][0] ? "negative" : "empty");
         return -1;
     }
+    if (submit > TRACE_MAX_SUBMIT_S) {
+        snprintf(err, errlen, "%s:%d: field 'submit_time_s': '%.40s' is over "
+                 "%g s, the latest a trace may hold", f->path, f->line,
+                 f->row[c->submit], TRACE_MAX_SUBMIT_S);
+        return -1;
+    }
     job->submit_s = submit;
     if (c->index >= 0) {
         const char *text = f->row[c->index];
@@ -129,7 +136,8 @@ static const char *plain_field(int role, const char *s, const char *end,
     if (role == ROLE_SUBMIT) {
         double v;
         s = csv_plain_number(s, &v);
-        if (!s || v < 0) return NULL; /* read_job names the fault */
+        /* read_job names the fault */
+        if (!s || v < 0 || v > TRACE_MAX_SUBMIT_S) return NULL;
         job->submit_s = v;
         return s;
     }
@@ -337,6 +345,32 @@ static int join_parts(trace_part *head, trace_part *tail, bool numbered) {
     return 0;
 }
 
+/* The line of the file's row-th data row (from 0), found by reading the
+ * file again: only a message needs it, and jobs do not keep their lines. */
+static int row_line(const char *path, int row) {
+    char err[256];
+    csv_file *f = csv_open(path, err, sizeof(err));
+    int line = 0;
+    for (int i = 0; f && i <= row && csv_next(f, err, sizeof(err)) == 1; i++)
+        line = f->line;
+    csv_close(f);
+    return line;
+}
+
+/* Refuses jobs, in file order, that share a job_index, naming both lines.
+ * Returns 0, or -1 with a message in err. */
+static int check_numbers_differ(const char *path, const trace_part *p,
+                                char *err, size_t errlen) {
+    int first, second;
+    int found = trace_find_repeat(p->jobs, p->count, &first, &second);
+    if (found < 0) snprintf(err, errlen, "%s: out of memory", path);
+    if (found > 0)
+        snprintf(err, errlen, "%s:%d: field 'job_index': %lld repeats line %d",
+                 path, row_line(path, second),
+                 (long long)p->jobs[second].index, row_line(path, first));
+    return found ? -1 : 0;
+}
+
 trace *trace_load(const char *path, const cat_catalog *cat, char *err,
                   size_t errlen) {
     csv_file *f = csv_open(path, err, errlen);
@@ -363,6 +397,8 @@ trace *trace_load(const char *path, const cat_catalog *cat, char *err,
         rc = -1;
     }
     free(tail.jobs);
+    if (rc == 0 && cols.index >= 0)
+        rc = check_numbers_differ(path, &head, err, errlen);
     trace *t = rc == 0 ? calloc(1, sizeof(*t)) : NULL;
     if (rc == 0 && head.count == 0) {
         snprintf(err, errlen, "%s: no jobs after the header", path);

@@ -2,9 +2,10 @@
  *
  * A trace CSV needs submit_time_s and either workload or task_path (the
  * spec file whose stem is the workload); job_index, when present, numbers
- * the jobs, otherwise a job is numbered by its 1-based row. Other columns
- * are ignored. Jobs come back sorted by submit time, stable, so equal
- * times keep file order.
+ * the jobs (each number once), otherwise a job is numbered by its 1-based
+ * row. Submit times lie in [0, TRACE_MAX_SUBMIT_S]. Other columns are
+ * ignored. Jobs come back sorted by submit time, stable, so equal times
+ * keep file order.
  *
  * Ownership: trace_load() allocates; trace_free() frees.
  */
@@ -15,6 +16,12 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+/* The latest submit time a trace may hold, in seconds (some 31,700
+ * years), the catalog's bound on durations too: a replay's clock, the sum
+ * of such times, keeps sub-millisecond steps and its energies stay finite,
+ * where a time of 1e308 made them infinite. */
+#define TRACE_MAX_SUBMIT_S 1e12
 
 typedef struct trace_job {
     double submit_s;            /* arrival, seconds from trace start */

@@ -5,7 +5,11 @@
  * carries sample ids, and rows of `x` hold a function of their id, so a
  * consumer can check that it saw each sample of an epoch exactly once and
  * that no slot was overwritten under it. */
+#define _GNU_SOURCE /* setgroups */
 #include <dirent.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -14,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -22,6 +27,7 @@
 
 #include "feed.h"
 #include "feed_admin.h"
+#include "feed_shm.h"
 
 #define ROWS 128 /* producer batch size */
 #define COLS 4
@@ -362,7 +368,8 @@ static void test_gc_removes_feed_of_dead_producer(void **state) {
     assert_int_equal(leaked_segments(), 1);
     assert_int_equal(feed_gc(&feeds, &n, &err), 0);
     int removed = 0;
-    for (size_t i = 0; i < n; i++) removed |= !strcmp(feeds[i].name, name);
+    for (size_t i = 0; i < n; i++)
+        removed |= !strcmp(feeds[i].name, name) && feeds[i].removed;
     free(feeds);
     assert_true(removed);
     assert_int_equal(leaked_segments(), 0);
@@ -383,6 +390,148 @@ static void test_second_live_producer_is_refused(void **state) {
     assert_int_equal(err.code, FEED_EINVAL);
     feed_close(p);
     assert_int_equal(leaked_segments(), 0);
+}
+
+/* Child: run as user from here on; exits 90 if that fails. */
+static void become(const char *user) {
+    struct passwd *pw = getpwnam(user);
+    if (!pw || setgroups(0, NULL) || setgid(pw->pw_gid) ||
+        setuid(pw->pw_uid))
+        _exit(90);
+}
+
+/* Another user's feed, "bob" being nobody: a child that creates it (with
+ * hold_lock, then holds its lock), opens it to everyone (chmod 0666, as
+ * the issue's bob did), reports on ready_fd and waits to be killed. */
+static void others_feed(const char *name, int ready_fd, int hold_lock) {
+    become("nobody");
+    feed_config cfg = config(name, 4, 0, 1);
+    feed_err err;
+    char path[128];
+    feed_map m = {0};
+    if (!feed_create(&cfg, &err)) _exit(1);
+    feed_shm_path(path, sizeof path, name);
+    if (chmod(path, 0666) < 0) _exit(2);
+    if (hold_lock && feed_shm_open(&m, name, FEED_OWNER_SELF, &err)) _exit(3);
+    if (hold_lock) feed_lock(m.hdr);
+    if (write(ready_fd, "b", 1) != 1) _exit(4);
+    pause();
+    _exit(5);
+}
+
+/* The others_feed child of the running test; its teardown ends it, so
+ * that a failed check leaves no process behind. */
+static pid_t bob;
+
+static void start_others_feed(const char *name, int hold_lock) {
+    int ready[2];
+    assert_int_equal(pipe(ready), 0);
+    bob = fork();
+    if (bob == 0) others_feed(name, ready[1], hold_lock);
+    await_byte(ready[0]);
+    close(ready[0]);
+    close(ready[1]);
+}
+
+/* Ends others_feed: its janitor, left alive, removes the segment. */
+static int stop_others_feed(void **state) {
+    if (bob <= 0) return 0;
+    kill(bob, SIGKILL);
+    int status = exit_status(bob);
+    bob = 0;
+    return status == 100 + SIGKILL && vanishes() ? 0 : -1;
+}
+
+/* Child body, as "alice" (daemon): bob's feed is refused to her consumer
+ * and to her producer, with his name in the message, unless she trusts
+ * him. */
+static int attach_to_others(const char *name) {
+    become("daemon");
+    feed_err err;
+    feed_config cfg = config(name, 4, 0, 1);
+    feed_consumer *c = feed_attach(name, 0, 1000, &err);
+    if (c) return 10; /* poisoned: the bug */
+    if (err.code != FEED_EPERM || !strstr(err.msg, "nobody")) return 11;
+    if (feed_create(&cfg, &err)) return 12;
+    if (err.code != FEED_EPERM || !strstr(err.msg, "nobody")) return 13;
+    setenv("AEGIS_FEED_TRUST", "root,nobody", 1);
+    c = feed_attach(name, 0, 1000, &err);
+    if (!c) return 14;
+    feed_detach(c);
+    return 0;
+}
+
+static void test_others_feed_is_refused(void **state) {
+    if (geteuid() != 0) skip(); /* needs two other users */
+    const char *name = feed_name("others");
+    start_others_feed(name, 0);
+    pid_t alice = fork();
+    if (alice == 0) _exit(attach_to_others(name));
+    assert_int_equal(exit_status(alice), 0);
+}
+
+/* Child body: feed gc, under an alarm so that a hang fails the test. It
+ * may neither remove name, a live feed, nor claim to have removed it. */
+static int gc_leaves_live_feed(const char *name) {
+    alarm(10);
+    feed_err err;
+    feed_info *feeds;
+    size_t n;
+    char path[128];
+    struct stat st;
+    if (feed_gc(&feeds, &n, &err) != FEED_OK) return 20;
+    int claimed = 0;
+    for (size_t i = 0; i < n; i++)
+        claimed |= !strcmp(feeds[i].name, name) && feeds[i].removed;
+    free(feeds);
+    feed_shm_path(path, sizeof path, name);
+    if (stat(path, &st) < 0) return 21;
+    return claimed ? 22 : 0;
+}
+
+/* Child body: root's ls lists name, whose lock its producer holds, as
+ * alive and busy without waiting for the lock; then gc_leaves_live_feed. */
+static int admin_skips_held_lock(const char *name) {
+    alarm(10);
+    feed_err err;
+    feed_info *feeds;
+    size_t n;
+    if (feed_list(&feeds, &n, &err) != FEED_OK) return 10;
+    int listed = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(feeds[i].name, name))
+            listed = feeds[i].busy && feeds[i].producer_alive;
+    free(feeds);
+    return listed ? gc_leaves_live_feed(name) : 11;
+}
+
+static void test_admin_does_not_wait_for_a_held_lock(void **state) {
+    if (geteuid() != 0) skip();
+    const char *name = feed_name("locked");
+    start_others_feed(name, 1);
+    pid_t root = fork();
+    if (root == 0) _exit(admin_skips_held_lock(name));
+    assert_int_equal(exit_status(root), 0);
+}
+
+/* alice's gc must not claim bob's live feed, even one old enough to pass
+ * for half-made when she cannot read it. */
+static void test_gc_leaves_others_live_feed(void **state) {
+    if (geteuid() != 0) skip();
+    const char *name = feed_name("notmine");
+    start_others_feed(name, 0);
+    char path[128];
+    feed_shm_path(path, sizeof path, name);
+    struct timespec old[2] = {{.tv_sec = time(NULL) - 3600},
+                              {.tv_sec = time(NULL) - 3600}};
+    assert_int_equal(chmod(path, 0600), 0);
+    assert_int_equal(utimensat(AT_FDCWD, path, old, 0), 0);
+    pid_t alice = fork();
+    if (alice == 0) {
+        become("daemon");
+        _exit(gc_leaves_live_feed(name));
+    }
+    assert_int_equal(exit_status(alice), 0);
 }
 
 /* Child body: with the driver library pointed at a missing file, a CUDA
@@ -436,6 +585,12 @@ int main(void) {
         cmocka_unit_test(test_janitor_cleans_after_producer_crash),
         cmocka_unit_test(test_gc_removes_feed_of_dead_producer),
         cmocka_unit_test(test_second_live_producer_is_refused),
+        cmocka_unit_test_teardown(test_others_feed_is_refused,
+                                  stop_others_feed),
+        cmocka_unit_test_teardown(test_admin_does_not_wait_for_a_held_lock,
+                                  stop_others_feed),
+        cmocka_unit_test_teardown(test_gc_leaves_others_live_feed,
+                                  stop_others_feed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,6 +3,7 @@ PYTHONPATH naming the built extension and the aegis binary as argv[1].
 Exit 77 (skip) without numpy."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -19,10 +20,30 @@ AEGIS = sys.argv[1]
 NAME = "t-cli-%d" % os.getpid()
 
 
-def aegis(*args, rc=0):
-    res = subprocess.run([AEGIS, "feed", *args], capture_output=True, text=True)
+def aegis(*args, rc=0, user=None):
+    """`aegis feed ARGS` (as user, through runuser, when given)."""
+    as_user = ["runuser", "-u", user, "--"] if user else []
+    res = subprocess.run([*as_user, AEGIS, "feed", *args],
+                         capture_output=True, text=True)
     assert res.returncode == rc, (args, res.returncode, res.stderr)
     return res.stdout
+
+
+def check_other_user(path):
+    """Another user's gc leaves this live feed and says so, even when it is
+    old enough to pass for half-made; ls names it unreadable, with its
+    owner."""
+    old = time.time() - 3600
+    os.utime(path, (old, old))
+    out = aegis("gc", user="daemon")
+    assert "removed " + NAME not in out, out
+    assert "left %s: user root's, which you may not open" % NAME in out, out
+    assert os.path.exists(path), "another user's gc removed a live feed"
+    feeds = [json.loads(line) for line in
+             aegis("ls", "--json", user="daemon").splitlines()]
+    mine = [f for f in feeds if f["name"] == NAME]
+    assert mine and mine[0]["producer"] == "unreadable", mine
+    assert mine[0]["owner"] == "root", mine
 
 
 def listed():
@@ -54,6 +75,8 @@ assert feed["producer_pid"] == os.getpid(), feed
 assert feed["producer"] == "alive", feed
 assert NAME in aegis("ls"), "the table names the feed"
 assert NAME not in aegis("gc"), "gc must keep a feed whose producer lives"
+if os.geteuid() == 0 and shutil.which("runuser"):
+    check_other_user("/dev/shm/aegis-feed-" + NAME)
 
 consumer = aegis_feed.Consumer(name=NAME)
 publisher.join(10)

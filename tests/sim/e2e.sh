@@ -28,6 +28,26 @@ bad_time)
 negative_time)
     printf '# a comment\n%s\n-5,%s\n' $HEAD $W >"$TMP/t.csv"
     expect_bad "$TMP/t.csv" "t.csv:3: field 'submit_time_s': '-5' is negative" ;;
+huge_time)
+    # Times past TRACE_MAX_SUBMIT_S (trace.h): 1e308 made energies infinite.
+    printf '%s\n0,%s\n1e308,%s\n' $HEAD $W $W >"$TMP/t.csv"
+    expect_bad "$TMP/t.csv" "t.csv:3: field 'submit_time_s': '1e308' is over 1e+12"
+    # a plain number (the fast reader's path) is held to the same bound
+    printf '%s\n999999999999999,%s\n' $HEAD $W >"$TMP/t.csv"
+    expect_bad "$TMP/t.csv" "t.csv:2: field 'submit_time_s': '999999999999999' is over" ;;
+duplicate_index)
+    printf 'job_index,%s\n1,0,%s\n2,5,%s\n# gap\n\n1,7,%s\n' \
+        $HEAD $W $W $W >"$TMP/t.csv"
+    expect_bad "$TMP/t.csv" "t.csv:6: field 'job_index': 1 repeats line 2"
+    # sparse numbers, and a file big enough to be read in two halves
+    # (trace.c) with the repeat in the second half of the first's
+    "$AEGIS" gen-trace --jobs 40000 --seed 2 >"$TMP/g.csv" || fail "gen-trace"
+    [ "$(wc -c <"$TMP/g.csv")" -gt 1100000 ] || fail "trace too small to split"
+    sed '1!s/^\([0-9]*\),/\1000000000,/' "$TMP/g.csv" >"$TMP/s.csv"
+    printf '7000000000,99999,%s\n' $W >>"$TMP/s.csv"
+    expect_bad "$TMP/s.csv" "s.csv:40002: field 'job_index': 7000000000 repeats line 8"
+    printf '3,99999,%s\n' $W >>"$TMP/g.csv"
+    expect_bad "$TMP/g.csv" "g.csv:40002: field 'job_index': 3 repeats line 4" ;;
 unknown_workload)
     printf '%s\n0,%s\n1,no_such_model\n' $HEAD $W >"$TMP/t.csv"
     expect_bad "$TMP/t.csv" "t.csv:3: field 'workload': unknown workload 'no_such_model'" ;;
