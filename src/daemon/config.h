@@ -20,8 +20,10 @@
 #include "core.h"
 #include "sharing.h"
 
-/* Where aegisd looks when --config is not given. */
-#define CONFIG_DEFAULT_PATH "/etc/aegis/aegis.yaml"
+/* Where aegisd looks when --config is not given: the build's
+ * AEGIS_CONFIG_FILE (CMake), which is also where the example is installed
+ * and where the systemd unit points. */
+#define CONFIG_DEFAULT_PATH AEGIS_CONFIG_FILE
 
 /* Fills cfg with the defaults, then the keys of the file at path. A missing
  * file is an error unless missing_ok. Returns 0, or -1 with "FILE:LINE:
