@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """derive_catalog.py -- write data/catalog.csv, the simulator's default catalog.
 
-The simulator needs only a dozen columns of the 33 in the shared measurement
-file, so the project carries this narrow copy and can run on a machine
-without ../shared. Usage:
+The simulator needs only a dozen columns of the 33 in the measurement file
+data/workloads.csv, so the project carries this narrow copy, which is also
+what `make install` ships. Usage:
 
-    tools/derive_catalog.py ../shared/data/workloads.csv [--aegis AEGIS] \
+    tools/derive_catalog.py data/workloads.csv [--aegis AEGIS] \
         > data/catalog.csv
 
 With --aegis (the built `aegis` binary) the column aegis_mib holds aegis's
@@ -31,8 +31,8 @@ COLUMNS = [
 HEADER = """\
 # aegis default workload catalog: 53 training workloads measured on A100-40GB.
 # Source: AEGIS repository github.com/ehsanyousefzadehasl/AEGIS (profiles,
-# estimator-error and Lucid tables), as collected in ../shared/data/workloads.csv;
-# see that folder's README.md for the meaning and origin of every column.
+# estimator-error and Lucid tables), as collected in data/workloads.csv;
+# see data/README.md for the meaning and origin of every column.
 # Derived by tools/derive_catalog.py; do not edit by hand. Empty cell = unknown.
 """
 

@@ -187,7 +187,7 @@ def main(argv=None):
     parser.add_argument("--catalog",
                         default=os.path.join(ROOT, "data", "catalog.csv"))
     parser.add_argument("--real", default=os.path.join(
-        ROOT, "..", "shared", "data", "gpumemnet", "real_models.csv"),
+        ROOT, "data", "gpumemnet", "real_models.csv"),
         help="GPUMemNet real_models.csv (skipped if missing)")
     parser.add_argument("--out", default=os.path.join(ROOT, "data", "models"),
                         help="output folder (default data/models)")

@@ -44,7 +44,8 @@ The submit times are reconstructed with a stated error (data README:
 median 40-80 s, p95 160-260 s, about a normal of 100 s): a miss that
 survives the jitter is the model's, not the reconstruction's.
 
-Standard library only; needs the built `aegis` binary and ../shared/data.
+Standard library only; needs the built `aegis` binary and the measurements
+in data/ (data/README.md).
 """
 import argparse, csv, itertools, json, math, os, random, statistics, subprocess, sys, tempfile
 
@@ -300,7 +301,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--aegis", default=os.path.join(here, "..", "build", "src", "cli", "aegis"))
-    ap.add_argument("--data", default=os.path.join(here, "..", "..", "shared", "data"))
+    ap.add_argument("--data", default=os.path.join(here, "..", "data"))
     ap.add_argument("--model", action="append", default=[], metavar="NAME=VALUE")
     ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
     ap.add_argument("--fit", action="store_true")
@@ -312,8 +313,8 @@ def main():
     if args.jitter is not None and (args.jitter < 0 or args.runs < 1):
         ap.error("--jitter needs SECONDS >= 0 and --runs >= 1")
     if not os.path.isfile(os.path.join(args.data, "results_per_policy.csv")):
-        print(f"{args.data}: no results_per_policy.csv; skipping", file=sys.stderr)
-        sys.exit(77)  # CTest's "skipped"
+        ap.error(f"{args.data}: no results_per_policy.csv "
+                 "(data/README.md says what it holds)")
     real = Real(args.data)
     model = name_values(ap, "--model", args.model)
     SETTINGS.update(name_values(ap, "--set", args.set))

@@ -10,7 +10,7 @@ fits, on the groups of components it returns, a linear model
 that minimises the squared relative error, with every coefficient kept
 non-negative (a negative weight on memory would be unphysical). The data:
 
-  * the 6,000 synthetic MLP runs of GPUMemNet (../shared/data/gpumemnet/
+  * the 6,000 synthetic MLP runs of GPUMemNet (data/gpumemnet/
     mlp_data_step*.csv), turned into descriptions here. The data does not
     record optimizer or precision; GPUMemNet's data README and DESIGN.md do
     not say either, so adam and fp32 are assumed;
@@ -401,8 +401,8 @@ def main():
                    default=os.path.join(ROOT, "build", "src", "cli", "aegis"),
                    help="the built aegis binary (default: build/src/cli/aegis)")
     p.add_argument("--data", metavar="DIR",
-                   default=os.path.join(ROOT, "..", "shared", "data"),
-                   help="the shared measurement data (default: ../shared/data)")
+                   default=os.path.join(ROOT, "data"),
+                   help="the measurement data (default: data)")
     p.add_argument("--models", metavar="DIR",
                    default=os.path.join(ROOT, "data", "models"),
                    help="the model descriptions (default: data/models)")
@@ -422,8 +422,8 @@ def main():
                            "the held-out figures have not regressed")
     args = p.parse_args()
     if not os.path.exists(os.path.join(args.data, "gpumemnet")):
-        print("no %s/gpumemnet: skipped" % args.data)
-        sys.exit(77)
+        p.error("no %s/gpumemnet (data/README.md says what it holds)"
+                % args.data)
     if args.eval:
         print_eval(evaluation_rows(args))
         return

@@ -9,6 +9,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,9 +56,17 @@ static void usage(FILE *out) {
           out);
 }
 
+/* The aegis of a build tree reads the source tree's catalog, so an edit
+ * there shows at once; an installed aegis reads its installed copy, even
+ * on the machine it was built on (the package's build tree is no part of
+ * the package). */
 const char *cli_default_catalog(void) {
-    return access(AEGIS_CATALOG_SRC, R_OK) == 0 ? AEGIS_CATALOG_SRC
-                                                : AEGIS_CATALOG_INSTALLED;
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    size_t len = strlen(AEGIS_BUILD_DIR);
+    bool in_build = n > (ssize_t)len &&
+                    strncmp(exe, AEGIS_BUILD_DIR "/", len + 1) == 0;
+    return in_build ? AEGIS_CATALOG_SRC : AEGIS_CATALOG_INSTALLED;
 }
 
 /* "--mem" for an option, "ID" for an operand (see cli.h). */

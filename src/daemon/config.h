@@ -20,8 +20,10 @@
 #include "core.h"
 #include "sharing.h"
 
-/* Where aegisd looks when --config is not given. */
-#define CONFIG_DEFAULT_PATH "/etc/aegis/aegis.yaml"
+/* Where aegisd looks when --config is not given: the build's
+ * AEGIS_CONFIG_FILE (CMake), which is also where the example is installed
+ * and where the systemd unit points. */
+#define CONFIG_DEFAULT_PATH AEGIS_CONFIG_FILE
 
 /* log_max_mib: the MiB each job log (its stdout, its stderr) keeps on
  * disk at most, the end of it. The least still holds the stderr tail the

@@ -16,6 +16,7 @@ static const char help[] =
 "    aegisd --socket PATH --state-dir DIR [--config FILE]\n"
 "           [--nvml-library PATH] [--dcgm-library PATH] [--foreground]\n"
 "           [--drain-on-stop]\n"
+"    aegisd --check-config FILE\n"
 "\n"
 "DESCRIPTION\n"
 "    Runs the deep-learning training jobs submitted with `aegis submit` on\n"
@@ -92,6 +93,9 @@ static const char help[] =
 "                         it aegisd returns once it listens and logs to\n"
 "                         DIR/aegisd.log\n"
 "    --drain-on-stop      on SIGTERM, wait for running jobs to end\n"
+"    --check-config FILE  check the configuration FILE and exit: 0 and\n"
+"                         \"FILE: ok\" when aegisd would start with it, 2\n"
+"                         and FILE:LINE: errors when not; starts nothing\n"
 "    --help               this text\n"
 "\n"
 "SIGNALS\n"
@@ -102,7 +106,25 @@ static const char help[] =
 "                     reported and the old configuration kept\n"
 "\n"
 "EXIT STATUS\n"
-"    0 stopped by a signal, 1 failed to start, 2 bad usage.\n";
+"    0 stopped by a signal, 1 failed to start, 2 bad usage or (with\n"
+"    --check-config) a bad configuration.\n";
+
+/* --check-config: the same loading aegisd does at start, and nothing else
+ * (no socket, no state, no GPU), so a package or an admin can check a file
+ * on any machine before a restart or a SIGHUP. */
+static int check_config(const char *path) {
+    core_config cfg;
+    acct_params acct;
+    sharing_config share;
+    char err[1024];
+    if (config_load_daemon(path, false, &cfg, &acct, &share, err,
+                           sizeof(err)) != 0) {
+        fprintf(stderr, "aegisd: %s\n", err);
+        return 2;
+    }
+    printf("%s: ok\n", path);
+    return 0;
+}
 
 int main(int argc, char **argv) {
     static const struct option opts[] = {
@@ -113,10 +135,12 @@ int main(int argc, char **argv) {
         {"dcgm-library", required_argument, NULL, 'g'},
         {"foreground", no_argument, NULL, 'f'},
         {"drain-on-stop", no_argument, NULL, 'D'},
+        {"check-config", required_argument, NULL, 'C'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     d_options opt = {0};
+    const char *check_path = NULL;
     int ch;
     while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (ch) {
@@ -127,10 +151,12 @@ int main(int argc, char **argv) {
         case 'g': opt.dcgm_path = optarg; break;
         case 'f': opt.foreground = true; break;
         case 'D': opt.drain_on_stop = true; break;
+        case 'C': check_path = optarg; break;
         case 'h': fputs(help, stdout); return 0;
         default: fputs("Run 'aegisd --help' for usage.\n", stderr); return 2;
         }
     }
+    if (check_path && optind == argc) return check_config(check_path);
     if (optind < argc || !opt.socket_path || !opt.state_dir) {
         fprintf(stderr, "aegisd: %s\nRun 'aegisd --help' for usage.\n",
                 optind < argc ? "unexpected argument"

@@ -1,5 +1,5 @@
 """Shared set-up of the extractor tests: argv is the project root (then the
-shared data folder); python/ goes on sys.path; no PyTorch means skip (77)."""
+measurement data folder, default data/); python/ goes on sys.path; no PyTorch means skip (77)."""
 import os
 import sys
 
@@ -7,8 +7,8 @@ SKIP = 77
 
 ROOT = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else \
     os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SHARED_DATA = os.path.abspath(sys.argv[2]) if len(sys.argv) > 2 else \
-    os.path.join(ROOT, "..", "shared", "data")
+DATA = os.path.abspath(sys.argv[2]) if len(sys.argv) > 2 else \
+    os.path.join(ROOT, "data")
 sys.path.insert(0, os.path.join(ROOT, "python"))
 
 try:

@@ -15,7 +15,7 @@ import describe_catalog  # noqa: E402
 
 TOOL = os.path.join(common.ROOT, "tools", "describe_catalog.py")
 MODELS = os.path.join(common.ROOT, "data", "models")
-REAL_CSV = os.path.join(common.SHARED_DATA, "gpumemnet", "real_models.csv")
+REAL_CSV = os.path.join(common.DATA, "gpumemnet", "real_models.csv")
 
 # A torchvision CNN and a transformer builder, both 1-GPU catalog jobs.
 CHECKED = ["resnet18_cifar100_bs32_20e_1gpu.json",
@@ -26,9 +26,7 @@ class Committed(unittest.TestCase):
     def test_files_are_reproduced_exactly(self):
         with tempfile.TemporaryDirectory() as tmp:
             args = [sys.executable, TOOL, "--out", tmp, "--real", REAL_CSV]
-            names = list(CHECKED)
-            if os.path.exists(REAL_CSV):
-                names.append("real/vgg16_bs32.json")
+            names = CHECKED + ["real/vgg16_bs32.json"]
             for name in names:
                 args += ["--only", name]
             res = subprocess.run(args, capture_output=True, text=True,

@@ -1,9 +1,9 @@
 #!/bin/sh
-# e2e.sh AEGIS SOURCE_DIR SHARED_DATA CASE -- one end-to-end check of the
+# e2e.sh AEGIS SOURCE_DIR DATA_DIR CASE -- one end-to-end check of the
 # real `aegis` binary. Bad input must exit 2 with a message naming the file
 # and the line or field; good input must give output that holds together.
 set -u
-AEGIS=$1 SRC=$2 SHARED=$3 CASE=$4
+AEGIS=$1 SRC=$2 DATA=$3 CASE=$4
 DEMO=$SRC/data/traces/demo.csv
 TMP=$(mktemp -d) || exit 1
 trap 'rm -rf "$TMP"' EXIT
@@ -148,9 +148,8 @@ task_path_stem)
         fail "exit $?"
     grep -q "\"workload\": \"$W\"" "$TMP/o" || fail "stem not resolved" ;;
 philly_fidelity)
-    [ -f "$SHARED/traces/philly.csv" ] || exit 77
-    "$AEGIS" sim --trace "$SHARED/traces/philly.csv" --catalog \
-        "$SHARED/workloads.csv" --policy exclusive --json >"$TMP/o" ||
+    "$AEGIS" sim --trace "$DATA/traces/philly.csv" --catalog \
+        "$DATA/workloads.csv" --policy exclusive --json >"$TMP/o" ||
         fail "exit $?"
     # Measured Exclusive makespan on the real server: 42633.5 s.
     python3 - "$TMP/o" <<'PY' || fail "exclusive makespan off by over 2%"

@@ -1,0 +1,32 @@
+#!/bin/sh
+# man_test.sh MAN_DIR AEGIS CONFIG -- the generated manual pages: one per
+# command `aegis --help` lists, plus aegis(1), aegisd(8) and aegis.yaml(5);
+# each renders without a groff warning and says what its source says.
+set -u
+MAN=$1 AEGIS=$2 CONFIG=$3
+status=0
+fail() { echo "FAIL: $*"; status=1; }
+render() { LC_ALL=C.UTF-8 MANWIDTH=200 man -l "$MAN/$1" 2>/dev/null; }
+
+pages="aegis.1 aegisd.8 aegis.yaml.5"
+for cmd in $("$AEGIS" --help |
+             awk '/Commands:$/{on=1;next} on&&/^ +[a-z]/{print $1} on&&/^[^ ]/{exit}'); do
+    pages="$pages aegis-$cmd.1"
+done
+for p in $pages; do
+    [ -s "$MAN/$p" ] || { fail "$p: missing"; continue; }
+    warn=$(LC_ALL=C.UTF-8 groff -man -Tutf8 -ww -z "$MAN/$p" 2>&1)
+    [ -z "$warn" ] || fail "$p: groff: $warn"
+    render "$p" | grep -q "^NAME" || fail "$p: no NAME section"
+done
+# every option of a command's help is in its page, with ASCII dashes
+for opt in $("$AEGIS" submit --help | grep -oE '^ +--[a-z][a-z0-9-]*'); do
+    render aegis-submit.1 | grep -q -- "$opt" || fail "aegis-submit.1: no $opt"
+done
+render aegisd.8 | grep -q -- "--check-config FILE" || fail "aegisd.8: no --check-config"
+# every key of the example configuration, with its default
+for key in $(grep -oE '^[a-z_]+:' "$CONFIG"); do
+    line=$(grep -m1 "^$key" "$CONFIG")
+    render aegis.yaml.5 | grep -qF "$line" || fail "aegis.yaml.5: no '$line'"
+done
+exit $status

@@ -1,0 +1,258 @@
+#!/usr/bin/env python3
+"""man_pages.py -- write aegis's manual pages from their one source each.
+
+    tools/man_pages.py --aegis BIN --aegisd BIN --config aegis.yaml \\
+        --version V --out DIR
+
+The source of each page is what the user also sees elsewhere, so the two
+cannot drift apart:
+
+  aegis.1, aegis-COMMAND.1  `aegis --help` and `aegis COMMAND --help` (the
+                            commands are the ones `aegis --help` lists)
+  aegisd.8                  `aegisd --help`
+  aegis.yaml.5              the example configuration that is installed as
+                            /etc/aegis/aegis.yaml: its comments and keys
+
+A help text is either laid out like a manual page (NAME, SYNOPSIS, ...
+headings at the margin, text indented) or a usage text (`usage:` lines,
+then paragraphs); both are read. Within a section, a paragraph becomes
+filled text, a list of `TERM  description` lines a tagged list, and
+anything else (examples) is kept as laid out. Run at build time (CMake
+target man-pages); standard library only.
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+
+WHATIS_AEGIS = "share the GPUs of a server among deep-learning training jobs"
+HEADING = re.compile(r"^[A-Z][A-Z0-9 ]*$")
+ITEM = re.compile(r"^(\S.{0,30}?)\s{2,}(\S.*)$")
+
+
+def roff(text):
+    """Text escaped for roff: backslashes, dashes typed as minus signs (so
+    options copy and paste), a leading dot or quote made literal."""
+    text = text.replace("\\", "\\e").replace("-", "\\-")
+    return "\\&" + text if text[:1] in (".", "'") else text
+
+
+def dedent(lines):
+    depth = min((len(l) - len(l.lstrip()) for l in lines if l.strip()),
+                default=0)
+    return [l[depth:].rstrip() for l in lines]
+
+
+def blocks(lines):
+    """Runs of non-blank lines."""
+    run = []
+    for line in lines + [""]:
+        if line.strip():
+            run.append(line)
+        elif run:
+            yield run
+            run = []
+
+
+def is_list(block):
+    """TERM  text lines, each maybe followed by deeper-indented lines; a
+    lone option (`--json`) may have its text on the next lines."""
+    if not (ITEM.match(block[0]) or block[0].startswith("-")):
+        return False
+    for line in block:
+        at_margin = not line[0].isspace()
+        if at_margin and not (ITEM.match(line) or
+                              (line.startswith("-") and " " * 2 not in line)):
+            return False
+    return True
+
+
+def render_list(block):
+    out = []
+    for line in block:
+        if line[0].isspace():
+            out.append(roff(line.strip()))
+            continue
+        m = ITEM.match(line)
+        term, text = (m.group(1), m.group(2)) if m else (line.strip(), "")
+        head, _, rest = term.partition(" ")
+        out += [".TP", "\\fB%s\\fR%s" % (roff(head), " " + roff(rest)
+                                          if rest else "")]
+        if text:
+            out.append(roff(text))
+    return out
+
+
+def render_body(lines):
+    """Roff for one section's text; an example is indented."""
+    out = []
+    for block in blocks(lines):
+        block = dedent(block)
+        if is_list(block):
+            out += render_list(block)
+        elif all(not l[0].isspace() for l in block):
+            out += [".PP"] + [roff(l) for l in block]
+        else:
+            out += [".PP", ".RS 4", ".nf"] + [roff(l) for l in block] + \
+                [".fi", ".RE"]
+    return out
+
+
+def sections(help_text):
+    """[(HEADING, lines)] of a help text in either layout."""
+    lines = help_text.rstrip("\n").split("\n")
+    if not lines[0].startswith("usage:"):
+        found, current = [], None
+        for line in lines:
+            if HEADING.match(line):
+                current = (line, [])
+                found.append(current)
+            elif current:
+                current[1].append(line)
+        return found
+    synopsis, rest = [], lines
+    while rest and (rest[0].startswith("usage:") or
+                    (rest[0][:1].isspace() and rest[0].strip())):
+        synopsis.append(re.sub(r"^usage:", "      ", rest[0]))
+        rest = rest[1:]
+    return [("SYNOPSIS", synopsis), ("DESCRIPTION", rest)]
+
+
+def page(name, section, version, whatis, parts, see_also):
+    """A whole page: header, NAME, the parts, SEE ALSO."""
+    out = ['.TH "%s" "%s" "" "aegis %s" "aegis manual"'
+           % (name.upper(), section, version),
+           # no hyphenation, ragged right: names and options stay whole
+           ".nh", ".ad l",
+           ".SH NAME", "%s \\- %s" % (roff(name), roff(whatis))]
+    for heading, lines in parts:
+        if heading == "NAME":
+            continue
+        out.append(".SH " + heading)
+        if heading == "SYNOPSIS":
+            out += [".nf"] + [roff(l) for l in dedent(lines) if l] + [".fi"]
+        else:
+            out += render_body(lines)
+    if see_also:
+        out += [".SH SEE ALSO", ", ".join("\\fB%s\\fR(%s)" % s
+                                          for s in see_also)]
+    return "\n".join(out) + "\n"
+
+
+def help_of(argv):
+    run = subprocess.run(argv + ["--help"], capture_output=True, text=True,
+                         timeout=30)
+    if run.returncode != 0 or not run.stdout.strip():
+        raise RuntimeError("%s --help: exit %d" % (" ".join(argv),
+                                                   run.returncode))
+    return run.stdout
+
+
+def whatis_of(parts, fallback):
+    """The text after ' - ' of a NAME section, else fallback."""
+    for heading, lines in parts:
+        if heading == "NAME":
+            text = " ".join(l.strip() for l in lines if l.strip())
+            return text.split(" - ", 1)[1] if " - " in text else fallback
+    return fallback
+
+
+def commands(aegis_help):
+    """{command: one-line description} from the list in `aegis --help`."""
+    found, listing = {}, False
+    for line in aegis_help.split("\n"):
+        if line.rstrip().endswith("Commands:"):
+            listing = True
+        elif listing and line.strip():
+            m = re.match(r"^\s+([a-z][a-z-]*)\s{2,}(\S.*)$", line)
+            if not m:
+                break
+            found[m.group(1)] = m.group(2)
+        elif listing and found:
+            break
+    if not found:
+        raise RuntimeError("aegis --help lists no commands")
+    return found
+
+
+def config_parts(path):
+    """The example configuration as a page's body: each comment a
+    paragraph, followed by the keys (with their defaults) it is about. The
+    file's first line ("FILE -- what it is") is left to the NAME."""
+    with open(path) as f:
+        lines = [l.rstrip("\n") for l in f][1:]
+    body, in_keys = [], False
+    for line in lines:
+        text = re.sub(r"^#\s?", "", line)
+        # a key, or a commented-out example of one (`# sharing:`)
+        key = not line.startswith("#") or \
+            re.match(r"^[a-z_]+:( |$)", text) or text.startswith("  ")
+        if not line.strip():
+            body += [".fi", ".RE"] if in_keys else []
+            body.append(".PP")
+            in_keys = False
+        elif key and not in_keys:
+            body += [".RS 4", ".nf", roff(line)]
+            in_keys = True
+        elif not key and in_keys:
+            body += [".fi", ".RE", ".PP", roff(text)]
+            in_keys = False
+        else:
+            body.append(roff(line if key else text))
+    return body + ([".fi", ".RE"] if in_keys else [])
+
+
+def write(out_dir, name, text):
+    with open(os.path.join(out_dir, name), "w") as f:
+        f.write(text)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--aegis", required=True)
+    ap.add_argument("--aegisd", required=True)
+    ap.add_argument("--config", required=True)
+    ap.add_argument("--config-path", default="/etc/aegis/aegis.yaml",
+                    help="where the configuration is installed")
+    ap.add_argument("--version", required=True)
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    for old in os.listdir(args.out):
+        if re.search(r"\.[158]$", old):
+            os.remove(os.path.join(args.out, old))
+    try:
+        top = help_of([args.aegis])
+        cmds = commands(top)
+        see = [("aegisd", 8), ("aegis.yaml", 5)]
+        write(args.out, "aegis.1", page(
+            "aegis", 1, args.version, WHATIS_AEGIS, sections(top),
+            see + [("aegis-" + c, 1) for c in cmds]))
+        for cmd, summary in cmds.items():
+            parts = sections(help_of([args.aegis, cmd]))
+            write(args.out, "aegis-%s.1" % cmd, page(
+                "aegis-" + cmd, 1, args.version, whatis_of(parts, summary),
+                parts, [("aegis", 1)]))
+        daemon = sections(help_of([args.aegisd]))
+        write(args.out, "aegisd.8", page(
+            "aegisd", 8, args.version, whatis_of(daemon, "the aegis daemon"),
+            daemon, [("aegis", 1), ("aegis.yaml", 5)]))
+        yaml = page("aegis.yaml", 5, args.version, "configuration of aegisd",
+                    [("SYNOPSIS", [args.config_path])], [])
+        yaml += "\n".join([".SH DESCRIPTION"] + config_parts(args.config) + [
+            ".PP", roff("Check a changed file with `aegisd --check-config "
+                        "%s`; aegisd reads it at start and again on SIGHUP "
+                        "(`systemctl reload aegisd`)." % args.config_path),
+            ".SH FILES", roff(args.config_path),
+            ".SH SEE ALSO", "\\fBaegisd\\fR(8), \\fBaegis\\-sim\\fR(1)"]) \
+            + "\n"
+        write(args.out, "aegis.yaml.5", yaml)
+    except (OSError, RuntimeError, subprocess.SubprocessError) as err:
+        sys.stderr.write("man_pages: %s\n" % err)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
