@@ -68,7 +68,6 @@ static void read_info(const feed_shm *h, feed_info *fi) {
     fi->producer_pid = h->producer.pid;
     fi->producer_alive = feed_proc_alive(&h->producer);
     fi->slots = h->nslots;
-    fi->bytes = h->total_bytes;
     fi->closed = (int)h->closed;
     fi->head = h->head;
     fi->epoch = h->epoch;
@@ -107,6 +106,7 @@ static int visit(const char *name, feed_info *fi, int gc) {
     snprintf(fi->name, sizeof fi->name, "%s", name);
     feed_user_name(st.st_uid, fi->owner, sizeof fi->owner);
     fi->readable = opened;
+    fi->bytes = (uint64_t)st.st_size;
     if (!opened) { /* listed by ls and gc alike, left alone */
         if (fd >= 0) close(fd);
         return 1;

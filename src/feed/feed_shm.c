@@ -131,13 +131,13 @@ int feed_shm_check(const feed_shm *h, uint64_t size, char *why, size_t len) {
     uint64_t total = feed_shm_size(h->nslots, h->slot_bytes, &data_off);
     if (h->nslots == 0 || h->slot_bytes == 0 ||
         h->slot_bytes % FEED_DATA_ALIGN)
-        snprintf(why, len, "%u slots of %llu bytes", h->nslots,
+        snprintf(why, len, "header: %u slots of %llu bytes", h->nslots,
                  (unsigned long long)h->slot_bytes);
     else if (total == 0 || total != h->total_bytes ||
              data_off != h->data_offset)
         snprintf(why, len,
-                 "%u slots of %llu bytes take %llu bytes, data at %llu, "
-                 "not %llu at %llu",
+                 "header: %u slots of %llu bytes take %llu bytes, data at "
+                 "%llu, not %llu at %llu",
                  h->nslots, (unsigned long long)h->slot_bytes,
                  (unsigned long long)total, (unsigned long long)data_off,
                  (unsigned long long)h->total_bytes,
@@ -147,7 +147,8 @@ int feed_shm_check(const feed_shm *h, uint64_t size, char *why, size_t len) {
                  (unsigned long long)h->total_bytes,
                  (unsigned long long)size);
     else if (h->producer.pid <= 0 || h->closed > 1)
-        snprintf(why, len, "producer pid %d, closed %u", (int)h->producer.pid,
+        snprintf(why, len, "header: producer pid %d, closed %u",
+                 (int)h->producer.pid,
                  h->closed);
     else
         return 0;
