@@ -238,7 +238,7 @@ static int trust_lists(uid_t uid) {
 }
 
 static int owner_accepted(uid_t uid, int owners) {
-    if (owners == FEED_OWNER_ANY || uid == geteuid()) return 1;
+    if (uid == geteuid()) return 1;
     return owners == FEED_OWNER_TRUSTED && trust_lists(uid);
 }
 

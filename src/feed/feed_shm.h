@@ -110,9 +110,9 @@ typedef struct {
  * opened (fstat), never by the name: feed names are one namespace shared
  * by every user, so bob may make a segment under the name alice's jobs
  * read. A consumer reads only its own user's feeds and those of the users
- * AEGIS_FEED_TRUST names; a producer takes over only its own. */
+ * AEGIS_FEED_TRUST names; a producer takes over only its own. (ls and
+ * gc map no segment: they read a copy, see feed_admin.c.) */
 enum {
-    FEED_OWNER_ANY,     /* ls and gc: they only look, or unlink */
     FEED_OWNER_TRUSTED, /* this process's user or one AEGIS_FEED_TRUST names */
     FEED_OWNER_SELF,    /* this process's user only */
 };
