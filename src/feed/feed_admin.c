@@ -5,9 +5,10 @@
  * keep their mapping, so unlinking the name takes nothing from them. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
+#include <sys/mman.h> /* shm_open */
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -15,32 +16,62 @@
 #include "feed_admin.h"
 #include "feed_shm.h"
 
-/* A creator that has not finished within this long has died. */
+/* A creator that has not finished within this long has died. A segment
+ * read as corrupt gets as long before gc removes it, so that a header
+ * caught while its creator writes it is never taken for garbage. */
 #define FEED_HALF_MADE_S 10
-/* The longest ls or gc waits for one feed's lock. A feed's user may hold
- * it for as long as he likes (it lies in his own segment), so this only
- * spares a reading of a feed whose producer or consumer is in the middle
- * of an update, which takes microseconds. */
-#define FEED_ADMIN_LOCK_MS 20
 
-static void read_info(const feed_map *m, feed_info *fi) {
-    feed_shm *h = m->hdr;
+/* What a reading of a segment found. */
+enum { SEG_READY, SEG_HALF_MADE, SEG_CORRUPT };
+
+/* Reads into *copy a private copy of the header and consumer table of the
+ * segment open on fd (st: its fstat). The segment is its owner's, who may
+ * truncate it or write anything in it at any moment, so it is neither
+ * mapped (a truncation would kill us with SIGBUS) nor locked (its lock is
+ * his memory too): a truncation makes a short read, and every size in the
+ * copy is checked before anything rests on it. Read without the lock, the
+ * copy may be torn between two updates (a consumer's position read a
+ * moment after the head, say): a listing is a momentary, maybe slightly
+ * inconsistent, picture, and no decision rests on those counts. Returns
+ * SEG_*, with why filled for SEG_CORRUPT. */
+static int read_header(int fd, const struct stat *st, feed_shm *copy,
+                       char *why, size_t len) {
+    if (st->st_size == 0) return SEG_HALF_MADE; /* before its ftruncate */
+    ssize_t got = pread(fd, copy, sizeof *copy, 0);
+    if (got < 0) {
+        snprintf(why, len, "read: %s", strerror(errno));
+        return SEG_CORRUPT;
+    }
+    if ((size_t)got < sizeof *copy) {
+        snprintf(why, len, "%zd bytes, short of a header's %zu", got,
+                 sizeof *copy);
+        return SEG_CORRUPT;
+    }
+    uint64_t magic = atomic_load_explicit(&copy->magic, memory_order_relaxed);
+    if (magic == 0) return SEG_HALF_MADE; /* not yet published ready */
+    if (magic != FEED_MAGIC) {
+        snprintf(why, len, "no feed header (magic %#llx)",
+                 (unsigned long long)magic);
+        return SEG_CORRUPT;
+    }
+    return feed_shm_check(copy, (uint64_t)st->st_size, why, len) == 0
+               ? SEG_READY
+               : SEG_CORRUPT;
+}
+
+/* Fills fi from a copy read_header found ready. The counts it shows may
+ * be torn, never out of range: a position past the head shows a lag of 0,
+ * a last read in the future an idle time of 0. */
+static void read_info(const feed_shm *h, feed_info *fi) {
     uint64_t now = feed_now_ns();
-    /* Written before the segment was made ready and never changed: read
-     * without the lock. */
     fi->ready = 1;
     fi->producer_pid = h->producer.pid;
     fi->producer_alive = feed_proc_alive(&h->producer);
     fi->slots = h->nslots;
-    fi->bytes = h->total_bytes;
-    if (feed_lock_within(h, FEED_ADMIN_LOCK_MS) < 0) {
-        fi->busy = 1;
-        return;
-    }
     fi->closed = (int)h->closed;
     fi->head = h->head;
     fi->epoch = h->epoch;
-    fi->epoch_index = h->head - h->epoch_start;
+    fi->epoch_index = h->head > h->epoch_start ? h->head - h->epoch_start : 0;
     for (int i = 0; i < FEED_MAX_CONSUMERS; i++) {
         const feed_shm_consumer *r = &h->consumers[i];
         if (!r->in_use) continue;
@@ -52,43 +83,46 @@ static void read_info(const feed_map *m, feed_info *fi) {
         ci->pos = r->pos;
         ci->lag = h->head > r->pos ? h->head - r->pos : 0;
         ci->batches = r->batches;
-        ci->idle_s = (double)(now - r->seen_ns) / 1e9;
+        ci->idle_s = now > r->seen_ns ? (double)(now - r->seen_ns) / 1e9 : 0;
     }
-    feed_unlock(h);
-}
-
-/* Unlinks the segment of a feed that could not be mapped (half-made);
- * returns 0 or an errno. */
-static int unlink_unmapped(const char *name) {
-    char nm[FEED_NAME_MAX + 32];
-    snprintf(nm, sizeof nm, "/" FEED_SHM_PREFIX "%s", name);
-    return shm_unlink(nm) == 0 ? 0 : errno;
 }
 
 /* Fills fi for the feed `name` and, with gc, removes it if it is dead.
  * Returns whether fi belongs in the answer: every feed for ls; for gc the
  * dead ones and those this user may not look into. */
 static int visit(const char *name, feed_info *fi, int gc) {
-    char path[FEED_NAME_MAX + 64];
+    char nm[FEED_NAME_MAX + 32], path[FEED_NAME_MAX + 64];
     struct stat st;
-    feed_map m = {0};
+    feed_shm copy;
+    snprintf(nm, sizeof nm, "/" FEED_SHM_PREFIX "%s", name);
     feed_shm_path(path, sizeof path, name);
-    if (stat(path, &st) < 0) return 0; /* removed since readdir */
+    int fd = shm_open(nm, O_RDONLY, 0);
+    int opened = fd >= 0 && fstat(fd, &st) == 0;
+    /* Unopened, it is another user's (or gone since readdir): say whose. */
+    if (!opened && stat(path, &st) < 0) {
+        if (fd >= 0) close(fd);
+        return 0;
+    }
     snprintf(fi->name, sizeof fi->name, "%s", name);
     feed_user_name(st.st_uid, fi->owner, sizeof fi->owner);
-    int rc = feed_shm_open(&m, name, FEED_OWNER_ANY, NULL);
-    fi->readable = rc == FEED_OK || rc == FEED_ENOENT;
-    if (rc == FEED_OK) read_info(&m, fi);
-    int dead = rc == FEED_OK ? !fi->producer_alive
-                             : rc == FEED_ENOENT &&
-                                   time(NULL) - st.st_mtime > FEED_HALF_MADE_S;
+    fi->readable = opened;
+    fi->bytes = (uint64_t)st.st_size;
+    if (!opened) { /* listed by ls and gc alike, left alone */
+        if (fd >= 0) close(fd);
+        return 1;
+    }
+    int seg = read_header(fd, &st, &copy, fi->corrupt, sizeof fi->corrupt);
+    close(fd);
+    if (seg == SEG_READY) read_info(&copy, fi);
+    int dead = seg == SEG_READY ? !fi->producer_alive
+                                : time(NULL) - st.st_mtime > FEED_HALF_MADE_S;
     if (gc && dead) {
-        fi->gc_errno = rc == FEED_OK ? feed_shm_unlink_if_ours(&m, name)
-                                     : unlink_unmapped(name);
+        /* Only the identity of what we read: nothing is mapped. */
+        feed_map read = {.dev = st.st_dev, .ino = st.st_ino};
+        fi->gc_errno = feed_shm_unlink_if_ours(&read, name);
         fi->removed = fi->gc_errno == 0;
     }
-    if (rc == FEED_OK) feed_shm_unmap(&m);
-    return !gc || dead || !fi->readable;
+    return !gc || dead;
 }
 
 /* Visit every feed; when gc is set, unlink the dead ones and keep only
@@ -141,19 +175,23 @@ int feed_gc(feed_info **out, size_t *n, feed_err *err) {
 
 static const char *producer_state(const feed_info *fi) {
     if (!fi->readable) return "unreadable";
+    if (fi->corrupt[0]) return "corrupt";
     if (!fi->ready) return "half-made";
     if (fi->closed) return "closed";
     return fi->producer_alive ? "alive" : "dead";
 }
 
+/* "busy" stays for the readers of earlier output: ls takes no lock any
+ * more, so no feed is busy. "corrupt" is null or why the segment is. */
 static void print_json(FILE *f, const feed_info *fi) {
     fprintf(f,
             "{\"name\":\"%s\",\"owner\":\"%s\",\"producer_pid\":%d,"
-            "\"producer\":\"%s\",\"busy\":%s,"
+            "\"producer\":\"%s\",\"busy\":false,\"corrupt\":%s%s%s,"
             "\"epoch\":%llu,\"epoch_batches\":%llu,\"published\":%llu,"
             "\"slots\":%u,\"bytes\":%llu,\"consumers\":[",
             fi->name, fi->owner, (int)fi->producer_pid, producer_state(fi),
-            fi->busy ? "true" : "false", (unsigned long long)fi->epoch,
+            fi->corrupt[0] ? "\"" : "", fi->corrupt[0] ? fi->corrupt : "null",
+            fi->corrupt[0] ? "\"" : "", (unsigned long long)fi->epoch,
             (unsigned long long)fi->epoch_index,
             (unsigned long long)fi->head, fi->slots,
             (unsigned long long)fi->bytes);
@@ -174,8 +212,8 @@ static void print_json(FILE *f, const feed_info *fi) {
 static void print_table(FILE *f, const feed_info *fi) {
     fprintf(f, "%-20s user %-10s producer %d (%s)  ", fi->name, fi->owner,
             (int)fi->producer_pid, producer_state(fi));
-    if (fi->busy)
-        fprintf(f, "busy (its lock is held)");
+    if (fi->corrupt[0])
+        fprintf(f, "%s", fi->corrupt);
     else
         fprintf(f, "epoch %llu  batch %llu", (unsigned long long)fi->epoch,
                 (unsigned long long)fi->epoch_index);

@@ -26,13 +26,14 @@ typedef struct {
     char owner[32];       /* user name (or uid) owning the segment */
     int readable;         /* 0: this user may not open it (another user's);
                              nothing below is known */
+    char corrupt[128];    /* "" or why the segment is not one a producer
+                             made (short, or its header makes no sense):
+                             nothing below is known */
     int ready;            /* 0: a half-made segment (creator died early) */
     int32_t producer_pid;
     int producer_alive;
     uint32_t slots;
     uint64_t bytes;       /* segment size */
-    int busy;             /* someone held its lock throughout a short wait:
-                             `closed` to `consumers` are unknown */
     int closed;
     uint64_t head;        /* batches published, epoch markers included */
     uint64_t epoch;
@@ -43,11 +44,14 @@ typedef struct {
     int gc_errno;         /* feed_gc: why unlinking a dead one failed */
 } feed_info;
 
-/* Every segment named /dev/shm/aegis-feed-*. Never waits long for a lock
- * a feed's user holds: such a feed is listed as busy. */
+/* Every segment named /dev/shm/aegis-feed-*, read from a private copy of
+ * its header (never mapped nor locked: its owner may truncate it, hold its
+ * lock or write anything in it), so the counts of a feed being updated may
+ * be momentarily inconsistent; one whose header makes no sense is listed
+ * as corrupt. */
 int feed_list(feed_info **out, size_t *n, feed_err *err);
-/* Unlink the segments whose producer is dead, and half-made ones older than
- * a few seconds. *out lists those, each with `removed` set only if this
+/* Unlink the segments whose producer is dead, and half-made or corrupt ones
+ * older than a few seconds. *out lists those, each with `removed` set only if this
  * call unlinked it (else gc_errno says why not), and the other users'
  * segments this user cannot open, which it leaves alone. */
 int feed_gc(feed_info **out, size_t *n, feed_err *err);

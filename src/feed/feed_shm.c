@@ -115,12 +115,56 @@ static int map_fd(feed_map *m, int fd, size_t size, const char *name,
     return FEED_OK;
 }
 
+uint64_t feed_shm_size(uint32_t nslots, uint64_t slot_bytes,
+                       uint64_t *data_off) {
+    uint64_t meta = sizeof(feed_shm) + (uint64_t)nslots * sizeof(feed_shm_slot);
+    uint64_t data, total;
+    *data_off = align_up(meta, 4096);
+    if (__builtin_mul_overflow(nslots, slot_bytes, &data) ||
+        __builtin_add_overflow(*data_off, data, &total))
+        return 0;
+    return total;
+}
+
+int feed_shm_check(const feed_shm *h, uint64_t size, char *why, size_t len) {
+    uint64_t data_off;
+    uint64_t total = feed_shm_size(h->nslots, h->slot_bytes, &data_off);
+    if (h->nslots == 0 || h->slot_bytes == 0 ||
+        h->slot_bytes % FEED_DATA_ALIGN)
+        snprintf(why, len, "header: %u slots of %llu bytes", h->nslots,
+                 (unsigned long long)h->slot_bytes);
+    else if (total == 0 || total != h->total_bytes ||
+             data_off != h->data_offset)
+        snprintf(why, len,
+                 "header: %u slots of %llu bytes take %llu bytes, data at "
+                 "%llu, not %llu at %llu",
+                 h->nslots, (unsigned long long)h->slot_bytes,
+                 (unsigned long long)total, (unsigned long long)data_off,
+                 (unsigned long long)h->total_bytes,
+                 (unsigned long long)h->data_offset);
+    else if (h->total_bytes != size)
+        snprintf(why, len, "header says %llu bytes, the segment has %llu",
+                 (unsigned long long)h->total_bytes,
+                 (unsigned long long)size);
+    else if (h->producer.pid <= 0 || h->closed > 1)
+        snprintf(why, len, "header: producer pid %d, closed %u",
+                 (int)h->producer.pid,
+                 h->closed);
+    else
+        return 0;
+    return -1;
+}
+
 int feed_shm_create(feed_map *m, const feed_config *cfg, feed_err *err) {
     char nm[FEED_NAME_MAX + 32];
-    size_t meta = sizeof(feed_shm) + cfg->slots * sizeof(feed_shm_slot);
-    size_t data_off = align_up(meta, 4096);
+    uint64_t data_off;
     size_t slot_bytes = align_up(cfg->slot_bytes, FEED_DATA_ALIGN);
-    size_t total = data_off + (size_t)cfg->slots * slot_bytes;
+    size_t total = feed_shm_size(cfg->slots, slot_bytes, &data_off);
+    if (total == 0) {
+        feed_seterr(err, FEED_EINVAL, "feed %s: %u slots of %zu bytes: too "
+                    "large", cfg->name, cfg->slots, slot_bytes);
+        return FEED_EINVAL;
+    }
 
     shm_name(nm, sizeof nm, cfg->name);
     int fd = shm_open(nm, O_RDWR | O_CREAT | O_EXCL, 0600);
@@ -194,7 +238,7 @@ static int trust_lists(uid_t uid) {
 }
 
 static int owner_accepted(uid_t uid, int owners) {
-    if (owners == FEED_OWNER_ANY || uid == geteuid()) return 1;
+    if (uid == geteuid()) return 1;
     return owners == FEED_OWNER_TRUSTED && trust_lists(uid);
 }
 
@@ -283,18 +327,6 @@ static struct timespec deadline_after(clockid_t clock, int ms) {
 void feed_lock(feed_shm *h) {
     if (pthread_mutex_lock(&h->lock) == EOWNERDEAD)
         pthread_mutex_consistent(&h->lock);
-}
-
-int feed_lock_within(feed_shm *h, int ms) {
-    /* timedlock counts on CLOCK_REALTIME; a clock step only stretches or
-     * shortens this one short wait. */
-    struct timespec ts = deadline_after(CLOCK_REALTIME, ms);
-    int rc = pthread_mutex_timedlock(&h->lock, &ts);
-    if (rc == EOWNERDEAD) { /* ours now, as in feed_lock */
-        pthread_mutex_consistent(&h->lock);
-        rc = 0;
-    }
-    return rc == 0 ? 0 : -1;
 }
 
 void feed_unlock(feed_shm *h) { pthread_mutex_unlock(&h->lock); }

@@ -110,9 +110,9 @@ typedef struct {
  * opened (fstat), never by the name: feed names are one namespace shared
  * by every user, so bob may make a segment under the name alice's jobs
  * read. A consumer reads only its own user's feeds and those of the users
- * AEGIS_FEED_TRUST names; a producer takes over only its own. */
+ * AEGIS_FEED_TRUST names; a producer takes over only its own. (ls and
+ * gc map no segment: they read a copy, see feed_admin.c.) */
 enum {
-    FEED_OWNER_ANY,     /* ls and gc: they only look, or unlink */
     FEED_OWNER_TRUSTED, /* this process's user or one AEGIS_FEED_TRUST names */
     FEED_OWNER_SELF,    /* this process's user only */
 };
@@ -120,6 +120,16 @@ enum {
 int feed_name_valid(const char *name);
 void feed_shm_path(char *buf, size_t len, const char *name);
 uint64_t feed_now_ns(void);
+
+/* The size of a segment of nslots slots of slot_bytes (a multiple of
+ * FEED_DATA_ALIGN) each, and in *data_off where their data starts; 0 if
+ * that does not fit in 64 bits. */
+uint64_t feed_shm_size(uint32_t nslots, uint64_t slot_bytes,
+                       uint64_t *data_off);
+/* Whether a ready header describes the size-byte segment it heads, as its
+ * creator wrote it: 0, else -1 with why it does not in why. For readers of
+ * a segment whose owner may have written anything there. */
+int feed_shm_check(const feed_shm *h, uint64_t size, char *why, size_t len);
 
 /* Create a fresh segment (O_EXCL) sized for cfg and map it; the header is
  * initialised except for magic, which feed_shm_publish_ready sets. */
@@ -139,10 +149,6 @@ int feed_shm_unlink_if_ours(const feed_map *m, const char *name);
 void feed_user_name(uid_t uid, char *buf, size_t len);
 
 void feed_lock(feed_shm *h);
-/* Take the lock if it comes free within ms milliseconds: 0, else -1.
- * What ls and gc use, as any user may hold a lock of his own feed for as
- * long as he likes. */
-int feed_lock_within(feed_shm *h, int ms);
 void feed_unlock(feed_shm *h);
 /* Wait on cv at most ms milliseconds; returns with the lock held. */
 void feed_wait(feed_shm *h, pthread_cond_t *cv, int ms);

@@ -7,6 +7,7 @@
  * that no slot was overwritten under it. */
 #define _GNU_SOURCE /* setgroups */
 #include <dirent.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
@@ -18,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -490,7 +492,8 @@ static int gc_leaves_live_feed(const char *name) {
 }
 
 /* Child body: root's ls lists name, whose lock its producer holds, as
- * alive and busy without waiting for the lock; then gc_leaves_live_feed. */
+ * alive, with its header read, without waiting for the lock; then
+ * gc_leaves_live_feed. */
 static int admin_skips_held_lock(const char *name) {
     alarm(10);
     feed_err err;
@@ -500,7 +503,7 @@ static int admin_skips_held_lock(const char *name) {
     int listed = 0;
     for (size_t i = 0; i < n; i++)
         if (!strcmp(feeds[i].name, name))
-            listed = feeds[i].busy && feeds[i].producer_alive;
+            listed = feeds[i].producer_alive && feeds[i].slots == 4;
     free(feeds);
     return listed ? gc_leaves_live_feed(name) : 11;
 }
@@ -532,6 +535,200 @@ static void test_gc_leaves_others_live_feed(void **state) {
         _exit(gc_leaves_live_feed(name));
     }
     assert_int_equal(exit_status(alice), 0);
+}
+
+/* The JSON line feed_print writes for feed `name` among feeds, or NULL
+ * when it is not among them; the caller frees it. Tests check the output
+ * users see, which has said "corrupt" since feeds could be. */
+static char *json_of(const feed_info *feeds, size_t n, const char *name) {
+    char *line = NULL;
+    size_t len;
+    for (size_t i = 0; i < n && !line; i++) {
+        if (strcmp(feeds[i].name, name)) continue;
+        FILE *f = open_memstream(&line, &len);
+        if (!f) return NULL;
+        feed_print(f, &feeds[i], 1, 1);
+        fclose(f);
+    }
+    return line;
+}
+
+/* Whether feed_list lists name with producer state `state` (as JSON). */
+static int listed_as(const char *name, const char *state) {
+    feed_info *feeds;
+    size_t n;
+    feed_err err;
+    char want[64];
+    if (feed_list(&feeds, &n, &err) != FEED_OK) return 0;
+    char *line = json_of(feeds, n, name);
+    free(feeds);
+    snprintf(want, sizeof want, "\"producer\":\"%s\"", state);
+    int ok = line && strstr(line, want);
+    free(line);
+    return ok;
+}
+
+/* Unlinks every segment this test process made up (a failed check must
+ * not leave one for the next test). */
+static int unlink_test_segments(void **state) {
+    char prefix[64], nm[300];
+    snprintf(prefix, sizeof prefix, "aegis-feed-t%d-", (int)getpid());
+    DIR *d = opendir("/dev/shm");
+    struct dirent *e;
+    while (d && (e = readdir(d)))
+        if (!strncmp(e->d_name, prefix, strlen(prefix))) {
+            snprintf(nm, sizeof nm, "/%s", e->d_name);
+            shm_unlink(nm);
+        }
+    if (d) closedir(d);
+    return 0;
+}
+
+/* A segment no producer made: size bytes of `fill`, then (with magic) a
+ * header that claims to be ready and size bytes long, as a user who
+ * writes his own segment can make it. Returns its descriptor. */
+static int forge_segment(const char *name, size_t size, int fill, int magic) {
+    char nm[128];
+    snprintf(nm, sizeof nm, "/" FEED_SHM_PREFIX "%s", name);
+    int fd = shm_open(nm, O_RDWR | O_CREAT | O_EXCL, 0600);
+    assert_true(fd >= 0);
+    assert_int_equal(ftruncate(fd, (off_t)size), 0);
+    unsigned char *bytes = malloc(size + 1);
+    assert_non_null(bytes);
+    memset(bytes, fill, size);
+    uint64_t ready = FEED_MAGIC, total = size;
+    if (magic && size >= sizeof ready)
+        memcpy(bytes + offsetof(feed_shm, magic), &ready, sizeof ready);
+    if (magic && size >= offsetof(feed_shm, total_bytes) + sizeof total)
+        memcpy(bytes + offsetof(feed_shm, total_bytes), &total, sizeof total);
+    assert_int_equal(pwrite(fd, bytes, size, 0), (ssize_t)size);
+    free(bytes);
+    return fd;
+}
+
+/* In a child that may crash: die of the signal, as the command would,
+ * rather than run cmocka's handler, which would go on with the tests. */
+static void crash_as_a_command(void) {
+    signal(SIGBUS, SIG_DFL);
+    signal(SIGSEGV, SIG_DFL);
+}
+
+/* Child body: ls and gc over forged segments end normally; ls calls the
+ * short one and the garbage one corrupt, and the empty one half-made;
+ * gc leaves them while young. */
+static int admin_reads_forged(const char *shortn, const char *garbage,
+                              const char *empty) {
+    crash_as_a_command();
+    alarm(10);
+    if (!listed_as(shortn, "corrupt")) return 10;
+    if (!listed_as(garbage, "corrupt")) return 11;
+    if (!listed_as(empty, "half-made")) return 12;
+    feed_info *feeds;
+    size_t n;
+    feed_err err;
+    if (feed_gc(&feeds, &n, &err) != FEED_OK) return 13;
+    int removed = 0;
+    for (size_t i = 0; i < n; i++) removed |= feeds[i].removed;
+    free(feeds);
+    return removed ? 14 : 0;
+}
+
+static void test_admin_reports_corrupt_segments(void **state) {
+    char shortn[64], garbage[64], empty[64], path[128];
+    snprintf(shortn, sizeof shortn, "%s", feed_name("short"));
+    snprintf(garbage, sizeof garbage, "%s", feed_name("garbage"));
+    snprintf(empty, sizeof empty, "%s", feed_name("empty"));
+    int fds[3] = {forge_segment(shortn, 64, 0, 1),
+                  forge_segment(garbage, 1 << 20, 0xff, 1),
+                  forge_segment(empty, 0, 0, 0)};
+    pid_t admin = fork();
+    if (admin == 0) _exit(admin_reads_forged(shortn, garbage, empty));
+    assert_int_equal(exit_status(admin), 0);
+    /* Old enough, none can be a creator at work: gc removes all three. */
+    const char *names[3] = {shortn, garbage, empty};
+    struct timespec old[2] = {{.tv_sec = time(NULL) - 3600},
+                              {.tv_sec = time(NULL) - 3600}};
+    for (int i = 0; i < 3; i++) {
+        feed_shm_path(path, sizeof path, names[i]);
+        assert_int_equal(utimensat(AT_FDCWD, path, old, 0), 0);
+        close(fds[i]);
+    }
+    feed_info *feeds;
+    size_t n;
+    feed_err err;
+    int removed = 0;
+    assert_int_equal(feed_gc(&feeds, &n, &err), 0);
+    for (size_t i = 0; i < n; i++)
+        for (int k = 0; k < 3; k++)
+            removed += !strcmp(feeds[i].name, names[k]) && feeds[i].removed;
+    free(feeds);
+    assert_int_equal(removed, 3);
+    assert_int_equal(leaked_segments(), 0);
+}
+
+/* Child, the segment's owner turned hostile: creates the feed and holds
+ * its lock, then, once a reader waits for that lock (or after half a
+ * second, for a reader that never locks), cuts the segment to its first
+ * page, which keeps the lock and loses the consumer table, and lets go.
+ * Reports on ready_fd when the feed is made and on cut_fd once cut. */
+static void cut_under_reader(const char *name, int ready_fd, int cut_fd) {
+    feed_config cfg = config(name, 4, 0, 1);
+    feed_err err;
+    feed_map m = {0};
+    char nm[128];
+    snprintf(nm, sizeof nm, "/" FEED_SHM_PREFIX "%s", name);
+    if (!feed_create(&cfg, &err)) _exit(1);
+    int fd = shm_open(nm, O_RDWR, 0);
+    if (fd < 0 || feed_shm_open(&m, name, FEED_OWNER_SELF, &err)) _exit(2);
+    feed_lock(m.hdr);
+    if (write(ready_fd, "c", 1) != 1) _exit(3);
+    /* glibc's lock word gains FUTEX_WAITERS once someone sleeps on it. */
+    volatile int *word = &m.hdr->lock.__data.__lock;
+    uint64_t give_up = feed_now_ns() + 500 * 1000000ull;
+    while (!(*word & (int)0x80000000) && feed_now_ns() < give_up)
+        sched_yield();
+    if (ftruncate(fd, sysconf(_SC_PAGESIZE)) < 0) _exit(4);
+    feed_unlock(m.hdr);
+    if (write(cut_fd, "t", 1) != 1) _exit(5);
+    pause();
+    _exit(6);
+}
+
+/* Child body, root: lists until the segment has been cut under it, and
+ * then once more, which must call the feed corrupt. */
+static int list_while_cut(const char *name, int cut_fd) {
+    crash_as_a_command();
+    alarm(10);
+    char ch;
+    fcntl(cut_fd, F_SETFL, O_NONBLOCK);
+    for (;;) {
+        int cut = read(cut_fd, &ch, 1) == 1;
+        int corrupt = listed_as(name, "corrupt");
+        if (cut) return corrupt ? 0 : 10;
+    }
+}
+
+/* ls reads a segment its owner may truncate at any moment: that must not
+ * kill it with SIGBUS. */
+static void test_admin_survives_a_segment_cut_under_it(void **state) {
+    const char *name = feed_name("cut");
+    long page = sysconf(_SC_PAGESIZE);
+    assert_true(offsetof(feed_shm, lock) + sizeof(pthread_mutex_t) <=
+                (size_t)page);
+    assert_true(sizeof(feed_shm) > (size_t)page);
+    int ready[2], cut[2];
+    assert_int_equal(pipe(ready), 0);
+    assert_int_equal(pipe(cut), 0);
+    bob = fork();
+    if (bob == 0) cut_under_reader(name, ready[1], cut[1]);
+    await_byte(ready[0]);
+    pid_t root = fork();
+    if (root == 0) _exit(list_while_cut(name, cut[0]));
+    assert_int_equal(exit_status(root), 0);
+    for (int i = 0; i < 2; i++) {
+        close(ready[i]);
+        close(cut[i]);
+    }
 }
 
 /* Child body: with the driver library pointed at a missing file, a CUDA
@@ -590,6 +787,10 @@ int main(void) {
         cmocka_unit_test_teardown(test_admin_does_not_wait_for_a_held_lock,
                                   stop_others_feed),
         cmocka_unit_test_teardown(test_gc_leaves_others_live_feed,
+                                  stop_others_feed),
+        cmocka_unit_test_teardown(test_admin_reports_corrupt_segments,
+                                  unlink_test_segments),
+        cmocka_unit_test_teardown(test_admin_survives_a_segment_cut_under_it,
                                   stop_others_feed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
