@@ -181,12 +181,11 @@ static const char *producer_state(const feed_info *fi) {
     return fi->producer_alive ? "alive" : "dead";
 }
 
-/* "busy" stays for the readers of earlier output: ls takes no lock any
- * more, so no feed is busy. "corrupt" is null or why the segment is. */
+/* "corrupt" is null or why the segment is. */
 static void print_json(FILE *f, const feed_info *fi) {
     fprintf(f,
             "{\"name\":\"%s\",\"owner\":\"%s\",\"producer_pid\":%d,"
-            "\"producer\":\"%s\",\"busy\":false,\"corrupt\":%s%s%s,"
+            "\"producer\":\"%s\",\"corrupt\":%s%s%s,"
             "\"epoch\":%llu,\"epoch_batches\":%llu,\"published\":%llu,"
             "\"slots\":%u,\"bytes\":%llu,\"consumers\":[",
             fi->name, fi->owner, (int)fi->producer_pid, producer_state(fi),
