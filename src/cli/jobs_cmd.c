@@ -23,7 +23,7 @@
 
 static const char ls_help[] =
 "NAME\n    aegis ls - list aegisd's jobs\n\n"
-"SYNOPSIS\n    aegis ls [--all] [-u USER] [--state STATE[,STATE...]] [--json]\n"
+"SYNOPSIS\n    aegis ls [--all] [--user USER] [--state STATE[,STATE...]] [--json]\n"
 "             [--socket PATH]\n\n"
 "DESCRIPTION\n"
 "    Lists queued and running jobs (with --all, finished ones too), in\n"
@@ -33,7 +33,7 @@ static const char ls_help[] =
 "    for its --after jobs is queued, with waiting_for in --json.\n\n"
 "OPTIONS\n"
 "    --all           finished jobs too\n"
-"    -u, --user USER only USER's jobs (a login name or a uid)\n"
+"    --user USER     only USER's jobs (a login name or a uid); -u USER\n"
 "    --state STATE   only jobs in these states (comma-separated: queued,\n"
 "                    running, done, failed, cancelled); a finished state\n"
 "                    implies --all\n"
