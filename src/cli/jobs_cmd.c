@@ -46,8 +46,11 @@ static const char show_help[] =
 "DESCRIPTION\n"
 "    Prints a job's state and why it is in it, its attempts (GPUs, the\n"
 "    memory each was admitted with, how each ended: ok, oom, failed, lost\n"
-"    or cancelled), its energy, and its history of events. The command,\n"
-"    directory and environment are shown to its owner and root only.\n\n"
+"    or cancelled), its energy, the jobs it runs after (with their kind:\n"
+"    afterok, afterany, afternotok), the meta it was submitted with (an\n"
+"    AEGIS spec's estimates and profile), and its history of events. The\n"
+"    command, directory and environment are shown to its owner and root\n"
+"    only.\n\n"
 "OPTIONS\n    --json          the job as one JSON object\n" SOCKET_OPT EXIT_STATUS;
 
 static const char cancel_help[] =

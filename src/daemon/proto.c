@@ -194,7 +194,7 @@ static int proto_label(json_t *obj, const char *key, const char *where,
 /* One dependency of job `self` of the submit: {"id" or "index", "kind"}. */
 static int proto_parse_dep(json_t *obj, size_t self, const char *where,
                            proto_dep *dep, char *err, size_t errlen) {
-    char field[96];
+    char field[128];
     if (!json_is_object(obj)) {
         snprintf(err, errlen, "%s: expected an object {id or index, kind}",
                  where);
@@ -242,7 +242,7 @@ static int proto_parse_dep(json_t *obj, size_t self, const char *where,
  * list of 1..PROTO_MAX_DEPS dependencies. */
 static int proto_parse_deps(json_t *v, size_t self, const char *job,
                             proto_job *out, char *err, size_t errlen) {
-    char where[96];
+    char where[64];
     snprintf(where, sizeof(where), "%s.after", job);
     if (!v) return 0;
     size_t n = json_is_array(v) ? json_array_size(v) : 1;
@@ -261,7 +261,7 @@ static int proto_parse_deps(json_t *v, size_t self, const char *job,
         return proto_int(v, where, 1, INT64_MAX / 2, &out->after[0].id, err,
                          errlen);
     for (size_t k = 0; k < n; k++) {
-        char entry[112];
+        char entry[96];
         snprintf(entry, sizeof(entry), "%s[%zu]", where, k);
         if (proto_parse_dep(json_array_get(v, k), self, entry, &out->after[k],
                             err, errlen))

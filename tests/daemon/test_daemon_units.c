@@ -15,6 +15,7 @@
 #include "usock.h"
 
 #include <fcntl.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -300,6 +301,31 @@ static void test_store_submit_and_reopen(void **state) {
     store_close(st);
 }
 
+/* A row an older aegisd wrote, with its one afterok id in `after`, reads
+ * as a list of dependencies like the rows written now. */
+static void test_store_old_after(void **state) {
+    char path[300], err[256];
+    snprintf(path, sizeof(path), "%s/old.db", tmpdir);
+    store *st = store_open(path, err, sizeof(err));
+    assert_non_null(st);
+    store_close(st);
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db,
+        "INSERT INTO envs(id, cwd, env) VALUES(1, '/', '[]');"
+        "INSERT INTO jobs(uid, gid, user, name, cmd, env_id, gpus, after,"
+        " state, submitted) VALUES(0, 0, 'root', '', '[\"a\"]', 1, 1, 5,"
+        " 'queued', 1.0);", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    st = store_open(path, err, sizeof(err));
+    json_t *job = store_job(st, 1, true);
+    char *deps = json_dumps(json_object_get(job, "deps"), JSON_COMPACT);
+    assert_string_equal(deps, "[{\"id\":5,\"kind\":\"afterok\"}]");
+    free(deps);
+    json_decref(job);
+    store_close(st);
+}
+
 /* ---- config --------------------------------------------------------------- */
 
 static const char *write_file(const char *name, const char *text) {
@@ -449,6 +475,7 @@ int main(void) {
         cmocka_unit_test(test_proto_oversized),
         cmocka_unit_test(test_usock_answers),
         cmocka_unit_test(test_store_submit_and_reopen),
+        cmocka_unit_test(test_store_old_after),
         cmocka_unit_test(test_config_good),
         cmocka_unit_test(test_config_shipped),
         cmocka_unit_test(test_config_log_max),
