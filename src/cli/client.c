@@ -131,12 +131,15 @@ int client_options(const char *cmd, int argc, char **argv, const char *help,
         {"all", no_argument, NULL, 'a'},
         {"follow", no_argument, NULL, 'f'},
         {"stderr", no_argument, NULL, 'e'},
+        {"both", no_argument, NULL, 'b'},
+        {"user", required_argument, NULL, 'u'},
+        {"state", required_argument, NULL, 'S'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     memset(f, 0, sizeof(*f));
     int ch;
-    while ((ch = getopt_long(argc, argv, "hfn:", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "hfn:u:", opts, NULL)) != -1) {
         if (ch == 'h') {
             fputs(help, stdout);
             return -1;
@@ -151,6 +154,9 @@ int client_options(const char *cmd, int argc, char **argv, const char *help,
         case 'a': f->all = 1; break;
         case 'f': f->follow = 1; break;
         case 'e': f->err_stream = 1; break;
+        case 'b': f->both = 1; break;
+        case 'u': f->user = optarg; break;
+        case 'S': f->states = optarg; break;
         case 'n':
             if (cli_parse_long(cmd, "n", optarg, 0, 1000000, &f->count))
                 return CLI_USAGE;

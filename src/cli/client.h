@@ -39,12 +39,16 @@ typedef struct client_flags {
     int all;                /* --all */
     int follow;             /* -f, --follow */
     int err_stream;         /* --stderr */
+    int both;               /* --both (log) */
+    const char *user;       /* -u, --user USER (ls); NULL: anyone */
+    const char *states;     /* --state S[,S...] (ls); NULL: any */
     long count;             /* -n N (top): refreshes, 0 for endless */
     int first_arg;          /* argv index of the first operand */
 } client_flags;
 
-/* Parses the options in `allowed` (letters: j all, a --all, f --follow,
- * e --stderr, n -n; --socket and --help always) and checks the operand
+/* Parses the options in `allowed` (letters: j --json, a --all, f
+ * --follow, e --stderr, b --both, u --user, S --state, n -n; --socket and
+ * --help always) and checks the operand
  * count is in [min_args, max_args] (-1: any). Returns -1 after --help
  * (printed), CLI_USAGE on bad usage (explained), 0 otherwise. */
 int client_options(const char *cmd, int argc, char **argv, const char *help,

@@ -5,6 +5,7 @@
 #include "gen.h"
 
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 static const char help[] =
 "usage: aegis gen-trace --jobs N [--seed S] [--catalog FILE] [--mean-gap-s X]\n"
 "                       [--workloads NAME[,NAME...]]\n"
+"       aegis gen-trace --list [--catalog FILE]\n"
 "\n"
 "Writes a job trace in CSV (job_index,submit_time_s,workload) to stdout:\n"
 "N jobs whose arrivals form a Poisson process (exponential gaps of mean X\n"
@@ -25,14 +27,17 @@ static const char help[] =
 "  --mean-gap-s X    mean seconds between arrivals (default 60; 0 submits\n"
 "                    every job at time 0)\n"
 "  --workloads LIST  draw only from these catalog workloads (comma-separated;\n"
-"                    a name given twice is drawn twice as often)\n"
+"                    a name given twice is drawn twice as often); an\n"
+"                    unknown name is refused with the nearest known ones\n"
+"  --list            print the catalog's workload names, one per line\n"
 "  --help            this text\n"
 "\n"
 "To load a cluster of G GPUs to about a fraction u of its exclusive\n"
 "capacity, take X = (mean GPU-seconds per job) / (u * G); the bundled\n"
 "catalog's mean is about 2164 GPU-seconds per job.\n"
 "\n"
-"Exit status: 0 success, 1 write error, 2 bad usage or bad catalog.\n";
+"Exit status: 0 success, 1 write error, 2 bad usage, bad catalog or an\n"
+"unknown workload.\n";
 
 /* The workloads to draw from: the whole catalog, or the names in `list`
  * (modified in place). NULL after a message when a name is unknown or
@@ -52,8 +57,11 @@ static const cat_workload **gen_pool(const cat_catalog *cat, char *list,
          name = strtok(NULL, ",")) {
         pool[n] = cat_find(cat, name, strlen(name));
         if (!pool[n++]) {
+            char near[512];
+            cat_suggest(cat, name, strlen(name), near, sizeof(near));
             fprintf(stderr, "aegis gen-trace: --workloads: '%s' is not in "
-                    "the catalog\n", name);
+                    "the catalog%s (aegis gen-trace --list lists them)\n",
+                    name, near);
             free(pool);
             return NULL;
         }
@@ -67,6 +75,17 @@ static const cat_workload **gen_pool(const cat_catalog *cat, char *list,
     return pool;
 }
 
+/* --list: the catalog's names, in its order; frees cat. */
+static int gen_list(cat_catalog *cat) {
+    for (int i = 0; i < cat->count; i++) puts(cat->items[i].name);
+    cat_free(cat);
+    if (fflush(stdout) != 0) {
+        fprintf(stderr, "aegis gen-trace: cannot write the list\n");
+        return CLI_FAIL;
+    }
+    return CLI_OK;
+}
+
 int cli_gen_trace(int argc, char **argv) {
     static const struct option options[] = {
         {"jobs", required_argument, NULL, 'n'},
@@ -74,12 +93,14 @@ int cli_gen_trace(int argc, char **argv) {
         {"catalog", required_argument, NULL, 'c'},
         {"mean-gap-s", required_argument, NULL, 'g'},
         {"workloads", required_argument, NULL, 'w'},
+        {"list", no_argument, NULL, 'l'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     long jobs = -1, seed = 1;
     double gap = 60;
     const char *catalog = cli_default_catalog();
     char *workloads = NULL;
+    bool list = false;
     int opt;
     while ((opt = getopt_long(argc, argv, "", options, NULL)) != -1) {
         int rc = 0;
@@ -92,6 +113,7 @@ int cli_gen_trace(int argc, char **argv) {
         case 'g': rc = cli_parse_double("gen-trace", "mean-gap-s", optarg, 0,
                                         1e9, &gap); break;
         case 'w': workloads = optarg; break;
+        case 'l': list = true; break;
         case 'h': fputs(help, stdout); return CLI_OK;
         default: rc = -1;
         }
@@ -100,7 +122,7 @@ int cli_gen_trace(int argc, char **argv) {
             return CLI_USAGE;
         }
     }
-    if (optind < argc || jobs < 0) {
+    if (optind < argc || (jobs < 0 && !list)) {
         fprintf(stderr, "aegis gen-trace: %s (see 'aegis gen-trace --help')\n",
                 jobs < 0 ? "--jobs is required" : "unexpected argument");
         return CLI_USAGE;
@@ -111,6 +133,7 @@ int cli_gen_trace(int argc, char **argv) {
         fprintf(stderr, "aegis gen-trace: %s\n", err);
         return CLI_USAGE;
     }
+    if (list) return gen_list(cat);
     int npool;
     const cat_workload **pool = gen_pool(cat, workloads, &npool);
     int rc = pool ? gen_trace(stdout, pool, npool, jobs, (uint64_t)seed, gap) : 0;

@@ -7,6 +7,7 @@
 #include "client.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,14 +23,20 @@
 
 static const char ls_help[] =
 "NAME\n    aegis ls - list aegisd's jobs\n\n"
-"SYNOPSIS\n    aegis ls [--all] [--json] [--socket PATH]\n\n"
+"SYNOPSIS\n    aegis ls [--all] [--user USER] [--state STATE[,STATE...]] [--json]\n"
+"             [--socket PATH]\n\n"
 "DESCRIPTION\n"
 "    Lists queued and running jobs (with --all, finished ones too), in\n"
 "    submission order: id, owner, state (queued, running, done, failed,\n"
 "    cancelled), GPUs asked for, attempts made, energy so far, and the\n"
-"    command -- shown only for your own jobs (root sees all).\n\n"
+"    command -- shown only for your own jobs (root sees all). A job held\n"
+"    for its --after jobs is queued, with waiting_for in --json.\n\n"
 "OPTIONS\n"
 "    --all           finished jobs too\n"
+"    --user USER     only USER's jobs (a login name or a uid); -u USER\n"
+"    --state STATE   only jobs in these states (comma-separated: queued,\n"
+"                    running, done, failed, cancelled); a finished state\n"
+"                    implies --all\n"
 "    --json          a JSON array of jobs, each with at least id, state,\n"
 "                    user, gpus, attempts and energy_j\n" SOCKET_OPT EXIT_STATUS;
 
@@ -39,8 +46,11 @@ static const char show_help[] =
 "DESCRIPTION\n"
 "    Prints a job's state and why it is in it, its attempts (GPUs, the\n"
 "    memory each was admitted with, how each ended: ok, oom, failed, lost\n"
-"    or cancelled), its energy, and its history of events. The command,\n"
-"    directory and environment are shown to its owner and root only.\n\n"
+"    or cancelled), its energy, the jobs it runs after (with their kind:\n"
+"    afterok, afterany, afternotok), the meta it was submitted with (an\n"
+"    AEGIS spec's estimates and profile), and its history of events. The\n"
+"    command, directory and environment are shown to its owner and root\n"
+"    only.\n\n"
 "OPTIONS\n    --json          the job as one JSON object\n" SOCKET_OPT EXIT_STATUS;
 
 static const char cancel_help[] =
@@ -54,13 +64,20 @@ static const char cancel_help[] =
 
 static const char log_help[] =
 "NAME\n    aegis log - print a job's output\n\n"
-"SYNOPSIS\n    aegis log ID [-f] [--stderr] [--socket PATH]\n\n"
+"SYNOPSIS\n    aegis log ID [-f] [--stderr | --both] [--socket PATH]\n\n"
 "DESCRIPTION\n"
 "    Prints what the job wrote to stdout (with --stderr, to stderr) over\n"
 "    all its attempts. Only the job's owner or root may read it.\n\n"
 "OPTIONS\n"
 "    -f, --follow    keep printing new output until the job finishes\n"
-"    --stderr        the job's stderr instead of its stdout\n" SOCKET_OPT EXIT_STATUS;
+"    --stderr        the job's stderr instead of its stdout\n"
+"    --both          stdout and stderr together, on stdout. aegisd keeps\n"
+"                    the two streams in separate files, so they are\n"
+"                    interleaved by what each read returns (up to 64 KiB\n"
+"                    of one, then of the other; with -f, what arrived in\n"
+"                    each quarter second), not in the exact order the job\n"
+"                    wrote them. For the exact order, have the job write\n"
+"                    both to one stream (aegis submit 'CMD 2>&1')\n" SOCKET_OPT EXIT_STATUS;
 
 static const char wait_help[] =
 "NAME\n    aegis wait - wait for jobs to finish\n\n"
@@ -123,15 +140,64 @@ static json_t *call_with_ids(const char *op, int argc, char **argv,
                        json_pack("{s:s, s:o}", "op", op, "ids", ids), rc);
 }
 
+static const char *const job_states[] = {"queued", "running", "done",
+                                         "failed", "cancelled"};
+#define NSTATES (sizeof(job_states) / sizeof(*job_states))
+
+/* Whether word is one of the comma-separated items of list. */
+static bool ls_listed(const char *list, const char *word) {
+    size_t n = strlen(word);
+    for (const char *p = list; *p;) {
+        size_t len = strcspn(p, ",");
+        if (len == n && memcmp(p, word, n) == 0) return true;
+        p += len + (p[len] == ',');
+    }
+    return false;
+}
+
+/* Checks --state's list, and whether it names a finished state (which
+ * only --all lists): -1 after saying why not. */
+static int ls_states(const char *list, int *finished) {
+    for (const char *p = list; *p;) {
+        size_t len = strcspn(p, ",");
+        size_t k = 0;
+        while (k < NSTATES && (strlen(job_states[k]) != len ||
+                               memcmp(job_states[k], p, len) != 0))
+            k++;
+        if (k == NSTATES) {
+            fprintf(stderr, "aegis ls: --state: '%.*s' is not a state: "
+                    "queued, running, done, failed or cancelled\n", (int)len,
+                    p);
+            return -1;
+        }
+        if (k >= 2) *finished = 1;
+        p += len + (p[len] == ',');
+    }
+    return 0;
+}
+
+/* Whether a job passes -u and --state. */
+static bool ls_keep(json_t *job, const client_flags *f) {
+    char uid[32];
+    snprintf(uid, sizeof(uid), "%lld", (long long)num(job, "uid"));
+    if (f->user && strcmp(str(job, "user"), f->user) != 0 &&
+        strcmp(uid, f->user) != 0)
+        return false;
+    return !f->states || ls_listed(f->states, str(job, "state"));
+}
+
 int cli_ls(int argc, char **argv) {
     client_flags f;
-    int rc = client_options("ls", argc, argv, ls_help, "ja", 0, 0, &f);
+    int rc = client_options("ls", argc, argv, ls_help, "jauS", 0, 0, &f);
     if (rc) return rc < 0 ? CLI_OK : rc;
+    if (f.states && ls_states(f.states, &f.all)) return CLI_USAGE;
     json_t *ans = client_call("ls", client_socket(f.socket),
                               json_pack("{s:s, s:b}", "op", "ls", "all", f.all),
                               &rc);
     if (!ans) return rc;
     json_t *jobs = json_object_get(ans, "jobs");
+    for (size_t i = json_array_size(jobs); i-- > 0;)
+        if (!ls_keep(json_array_get(jobs, i), &f)) json_array_remove(jobs, i);
     if (f.json) {
         client_print_json(jobs);
     } else {
@@ -177,8 +243,17 @@ static void show_text(json_t *job) {
     json_t *mem = json_object_get(job, "mem_mib");
     if (json_is_number(mem))
         printf("%-10s %.0f MiB\n", "memory", json_number_value(mem));
-    if (num(job, "after")) printf("%-10s job %lld\n", "after",
-                                  (long long)num(job, "after"));
+    size_t k;
+    json_t *dep;
+    json_array_foreach(json_object_get(job, "deps"), k, dep)
+        printf("%-10s %s:%lld\n", k ? "" : "after", str(dep, "kind"),
+               (long long)num(dep, "id"));
+    json_t *meta = json_object_get(job, "meta");
+    if (json_is_object(meta)) {
+        char *text = json_dumps(meta, JSON_COMPACT);
+        printf("%-10s %s\n", "meta", text ? text : "?");
+        free(text);
+    }
     show_time("submitted", json_object_get(job, "submitted"));
     show_time("finished", json_object_get(job, "finished"));
     printf("%-10s %.1f kJ\n", "energy",
@@ -247,28 +322,51 @@ static int log_print(json_t *ans) {
     return rc;
 }
 
+/* Prints what one stream of the job holds from *offset on (one answer's
+ * worth), moving *offset; *moved when it did, *finished when the job has. */
+static int log_step(const client_flags *f, json_int_t id, int err_stream,
+                    json_int_t *offset, bool *moved, bool *finished) {
+    int rc;
+    json_t *ans = client_call("log", client_socket(f->socket),
+        json_pack("{s:s, s:I, s:I, s:b}", "op", "log", "id", id,
+                  "offset", *offset, "stderr", err_stream), &rc);
+    if (!ans) return rc;
+    rc = log_print(ans);
+    json_int_t next = num(ans, "offset");
+    *finished = json_is_true(json_object_get(ans, "finished"));
+    json_decref(ans);
+    *moved = *moved || next != *offset;
+    *offset = next;
+    return rc;
+}
+
 int cli_log(int argc, char **argv) {
     client_flags f;
-    int rc = client_options("log", argc, argv, log_help, "fe", 1, 1, &f);
+    int rc = client_options("log", argc, argv, log_help, "feb", 1, 1, &f);
     if (rc) return rc < 0 ? CLI_OK : rc;
-    json_int_t id, offset = 0;
+    if (f.both && f.err_stream) {
+        fprintf(stderr, "aegis log: --both already includes --stderr: give "
+                "one of them\n");
+        return CLI_USAGE;
+    }
+    json_int_t id, offset[2] = {0, 0};
     if (client_parse_id("log", argv[f.first_arg], &id)) return CLI_USAGE;
+    /* A job seen finished gets one more pass: what it wrote to one stream
+     * while the other was read is not lost. */
+    bool ended = false;
     for (;;) {
-        json_t *ans = client_call("log", client_socket(f.socket),
-            json_pack("{s:s, s:I, s:I, s:b}", "op", "log", "id", id,
-                      "offset", offset, "stderr", f.err_stream), &rc);
-        if (!ans) return rc;
-        rc = log_print(ans);
-        json_int_t next = num(ans, "offset");
-        int finished = json_is_true(json_object_get(ans, "finished"));
-        json_decref(ans);
-        if (rc != CLI_OK) return rc;
-        if (next == offset) {
-            if (!f.follow || finished) return CLI_OK;
+        bool moved = false, finished = false;
+        /* with --both, one answer of each stream in turn */
+        for (int s = f.both ? 0 : f.err_stream; s <= (f.both ? 1 : f.err_stream);
+             s++)
+            if ((rc = log_step(&f, id, s, &offset[s], &moved, &finished)))
+                return rc;
+        if (!moved && (!f.follow || ended)) return CLI_OK;
+        if (!moved && !finished) {
             fflush(stdout);
             usleep(250000); /* the job writes at its pace: poll 4 times/s */
         }
-        offset = next;
+        ended = finished;
     }
 }
 

@@ -1,24 +1,24 @@
 /* submit_cmd.c -- `aegis submit`: one command, a YAML job spec, or an
- * array file of commands, sent to aegisd as one request (so one
- * transaction: all the jobs are accepted or none).
+ * array of commands (a file of them, or one command over a range of
+ * indices), sent to aegisd as one request (so one transaction: all the
+ * jobs are accepted or none).
  *
  * Nothing given is dropped or altered on the way: a number out of range
  * or not whole where a whole one is needed, text that is not UTF-8 (the
  * request is JSON) or that holds a NUL byte (a C string would end there)
- * is refused, naming the option or FILE:LINE and key, with exit 2.
+ * is refused, naming the option or FILE:LINE and key, with exit 2. The
+ * values themselves are read by submit_args.c, the specs by spec.c.
  */
 #include "cli.h"
 #include "client.h"
-#include "estimate.h"
+#include "submit.h"
 
 #include <getopt.h>
-#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <yaml.h>
 
 extern char **environ;
 
@@ -28,8 +28,10 @@ static const char help[] =
 "\n"
 "SYNOPSIS\n"
 "    aegis submit [OPTIONS] [--] COMMAND [ARG...]\n"
-"    aegis submit [OPTIONS] SPEC.yaml\n"
+"    aegis submit [OPTIONS] 'SHELL COMMAND LINE'\n"
+"    aegis submit [OPTIONS] SPEC.yaml [OPTIONS]\n"
 "    aegis submit [OPTIONS] --array FILE\n"
+"    aegis submit [OPTIONS] --array RANGE [--] COMMAND [ARG...]\n"
 "\n"
 "DESCRIPTION\n"
 "    Queues jobs and prints their ids, one per line, once aegisd has\n"
@@ -38,35 +40,72 @@ static const char help[] =
 "    with the current environment, on GPUs aegisd chooses (given to it in\n"
 "    CUDA_VISIBLE_DEVICES).\n"
 "\n"
-"    With --array, each non-empty line of FILE not starting with '#' is a\n"
-"    shell command (run with /bin/sh -c); all of them are queued in one\n"
-"    transaction.\n"
+"    A command given as one word that holds shell syntax (spaces, quotes,\n"
+"    &&, |, ;, redirections, $VARIABLES, globs) runs with /bin/sh -c, as\n"
+"    spec and array lines do: aegis submit 'python a.py && python b.py'.\n"
+"    Several words run as they are, without a shell.\n"
+"\n"
+"    With --array FILE, each non-empty line of FILE not starting with '#'\n"
+"    is a shell command (run with /bin/sh -c). With --array RANGE and a\n"
+"    command, the command is queued once per index of RANGE (0-99, 2-8:3\n"
+"    for every third, 1,4,10-12), each with AEGIS_ARRAY_INDEX set to its\n"
+"    index (through env(1), so the command shows it):\n"
+"        aegis submit --array 0-9 'python sweep.py --run $AEGIS_ARRAY_INDEX'\n"
+"    Either way all the jobs are queued in one transaction.\n"
 "\n"
 "    A SPEC.yaml (a file ending in .yaml or .yml) holds one job as a\n"
-"    mapping, or several under the key jobs:\n"
+"    mapping, or several under the key jobs; options may also follow it\n"
+"    (aegis submit x.yaml --gpus 2):\n"
 "\n"
 "        jobs:\n"
 "          - name: bert\n"
 "            command: python train.py --bs 32   # string: run by /bin/sh -c\n"
 "            gpus: 1\n"
-"            mem_mib: 20000\n"
+"            mem: 20g                           # or mem_mib: 20480\n"
 "          - command: [python, eval.py]         # list: run as is\n"
-"            after: 41\n"
+"            after: bert                        # a job of this file, by name\n"
 "            mps_threads_pct: 50                # see --mps-threads\n"
 "          - command: python train_resnet.py\n"
 "            model: resnet50_bs32.json          # mem_mib from the model\n"
+"            after: [afterany:bert, 41]         # 41: an existing job\n"
 "\n"
-"    model: names a model description (see aegis estimate; a relative\n"
-"    path is taken from the spec's folder); aegis's memory estimate of it\n"
-"    becomes the job's mem_mib unless the job also gives mem_mib.\n"
+"    after: takes what --after takes, and the names of the file's jobs: a\n"
+"    name is an earlier job of the same file (its id is known once the\n"
+"    file is queued), a number always an existing job. model: names a\n"
+"    model description (see aegis estimate; a relative path is taken from\n"
+"    the spec's folder); aegis's memory estimate of it becomes the job's\n"
+"    memory unless the job also gives mem or mem_mib. A null value (null,\n"
+"    ~, or none) is as if the key were not there.\n"
 "\n"
-"    The options below apply to every job that does not say otherwise.\n"
+"    A spec in AEGIS's own format (version: 1, as AEGIS's repository\n"
+"    writes them) is taken as it is:\n"
+"\n"
+"        version: 1\n"
+"        job:\n"
+"          conda_env: tf                        # run in this conda env\n"
+"          command: python train.py --batch_size 32\n"
+"        resources:\n"
+"          num_gpus: 1                          # --gpus\n"
+"          gpu_memory_requirement_mib: 3352     # --mem\n"
+"        estimates: {horus_mib: 93617.07}       # kept with the job\n"
+"        profile: {peak_memory_mib: 2816}       # kept with the job\n"
+"\n"
+"    The estimates and profile sections are kept with the job as they\n"
+"    are (aegis show --json prints them under meta); other sections are\n"
+"    ignored with a warning. With job.conda_env the command runs as\n"
+"    `conda run -n ENV --no-capture-output`, with the conda found on your\n"
+"    PATH (an error names the key when there is none). The job is named\n"
+"    after the file unless --name is given.\n"
+"\n"
+"    The options apply to every job that does not say otherwise.\n"
 "\n"
 "OPTIONS\n"
 "    --gpus N        GPUs per job (default 1)\n"
-"    --mem MIB       the job's expected peak GPU memory; aegis admits it\n"
-"                    where MIB + 2048 fit. Without it, 5120 MiB are\n"
-"                    assumed and an out-of-memory exit climbs the\n"
+"    --mem SIZE      the job's expected peak GPU memory: 4g, 4GiB, 4000m\n"
+"                    (binary units; a plain number is MiB). aegis admits\n"
+"                    it where SIZE + 2048 MiB fit; a SIZE larger than the\n"
+"                    server's largest GPU is refused. Without it, 5120 MiB\n"
+"                    are assumed and an out-of-memory exit climbs the\n"
 "                    recovery ladder\n"
 "    --model FILE    a model description (aegis-model/1 JSON): the job's\n"
 "                    memory is aegis's estimate of it (as printed by\n"
@@ -76,65 +115,38 @@ static const char help[] =
 "                    aegis_feed Python module): recorded with the job, so\n"
 "                    that jobs sharing a feed can be told apart and placed\n"
 "                    together\n"
-"    --after ID      run once job ID has succeeded; cancelled if it fails\n"
+"    --after DEPS    run once these existing jobs have ended as asked;\n"
+"                    repeatable, and DEPS is comma-separated: ID (its\n"
+"                    success), afterok:ID[:ID...], afterany:ID[:ID...]\n"
+"                    (its end, however it ended), afternotok:ID[:ID...]\n"
+"                    (its failure or cancellation). The job waits for all\n"
+"                    of them, and is cancelled once one can no longer be\n"
+"                    met\n"
 "    --mps-threads PCT  on a GPU aegisd shares through MPS, the job may use\n"
 "                    at most PCT% (1..100) of the GPU's SMs\n"
 "                    (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE); elsewhere ignored\n"
 "    --array FILE    one command per line, as above\n"
+"    --array RANGE   the command once per index, as above\n"
 "    --json          print {\"ids\": [...]} instead\n"
 "    --socket PATH   aegisd's socket (default $AEGIS_SOCKET, else\n"
 "                    " CLIENT_DEFAULT_SOCKET ")\n"
 "\n"
 "EXIT STATUS\n"
 "    0 queued, 1 aegisd unreachable, busy or failing, 2 bad usage or bad\n"
-"    input (aegisd's refusals too: more GPUs than it has, no --after job).\n";
+"    input (aegisd's refusals too: more GPUs or memory than it has, no\n"
+"    --after job).\n";
 
-/* The options every job starts from. */
-typedef struct submit_defaults {
-    long gpus;
-    double mem;             /* < 0: none */
-    const char *name;
-    const char *feed;       /* shared data feed; NULL: none */
-    long after;             /* 0: none */
-    long mps_threads;       /* MPS thread percentage; 0: none */
-} submit_defaults;
+/* What the command line gives besides the command. */
+typedef struct submit_opts {
+    submit_defaults def;
+    json_t *after;          /* --after's dependencies (def.after) */
+    double model_mem;       /* --model's estimate; < 0: none */
+    bool has_mem;           /* --mem given */
+    const char *array, *socket;
+    bool json;
+} submit_opts;
 
-static json_t *submit_job(json_t *cmd, const submit_defaults *def) {
-    json_t *job = json_pack("{s:o, s:i}", "cmd", cmd, "gpus", (int)def->gpus);
-    if (def->mem >= 0) json_object_set_new(job, "mem_mib", json_real(def->mem));
-    if (def->name) json_object_set_new(job, "name", json_string(def->name));
-    if (def->feed) json_object_set_new(job, "feed", json_string(def->feed));
-    if (def->after > 0) json_object_set_new(job, "after", json_integer(def->after));
-    if (def->mps_threads > 0)
-        json_object_set_new(job, "mps_threads_pct",
-                            json_integer(def->mps_threads));
-    return job;
-}
-
-/* aegis's estimate (with its safety margin) of the model described in
- * path: the job's expected peak memory. */
-static int submit_model_mem(const char *path, double *mem) {
-    char err[512];
-    est_desc *d = est_desc_load(path, err, sizeof(err));
-    if (!d) {
-        fprintf(stderr, "aegis submit: %s\n", err);
-        return -1;
-    }
-    est_components c;
-    est_result r;
-    est_physical(d, &c);
-    est_correct(&c, &est_learned_shipped, EST_STACK_AEGIS, &r);
-    est_desc_free(d);
-    /* The daemon takes at most 1 TiB (2^20 MiB), as --mem does. */
-    *mem = r.estimate_mib < (1 << 20) ? r.estimate_mib : (1 << 20);
-    return 0;
-}
-
-static json_t *submit_shell(const char *line) {
-    return json_pack("[s, s, s]", "/bin/sh", "-c", line);
-}
-
-/* Reads an array file: one job per command line. */
+/* Reads a file of commands: one job per command line. */
 static int submit_array(const char *path, const submit_defaults *def,
                         json_t *jobs) {
     FILE *f = fopen(path, "r");
@@ -176,191 +188,50 @@ static int submit_array(const char *path, const submit_defaults *def,
     return rc;
 }
 
-/* ---- YAML job specs -------------------------------------------------------- */
-
-static const char *spec_scalar(yaml_document_t *doc, yaml_node_t *n) {
-    (void)doc;
-    return n && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value
-                                            : NULL;
-}
-
-static int spec_error(const char *path, yaml_node_t *n, const char *msg,
-                      const char *key) {
-    fprintf(stderr, "aegis submit: %s:%d: %s%s%s\n", path,
-            (int)n->start_mark.line + 1, key ? key : "", key ? ": " : "", msg);
-    return -1;
-}
-
-/* The text of scalar v into *out; -1 with a message naming key when v is
- * not a scalar or holds a NUL byte (YAML's "\0"), which would cut it short.
- * libyaml has checked the rest: a scalar is UTF-8. */
-static int spec_text(const char *path, yaml_node_t *v, const char *key,
-                     const char *what, const char **out) {
-    *out = spec_scalar(NULL, v);
-    if (!*out) return spec_error(path, v, what, key);
-    if (strlen(*out) != v->data.scalar.length)
-        return spec_error(path, v, "holds a NUL byte", key);
-    return 0;
-}
-
-/* A number in [lo, hi], whole when `whole`; NaN and fractions are refused,
- * never rounded or dropped. */
-static int spec_number(const char *path, yaml_node_t *v, const char *key,
-                       double lo, double hi, bool whole, double *out) {
-    const char *text = spec_scalar(NULL, v);
-    char *end;
-    double d = text ? strtod(text, &end) : 0;
-    if (!text || end == text || *end || !(d >= lo && d <= hi) ||
-        (whole && d != floor(d))) {
-        char msg[160];
-        snprintf(msg, sizeof(msg), "'%.40s' is not a %s in [%g, %g]",
-                 text ? text : "", whole ? "whole number" : "number", lo, hi);
-        return spec_error(path, v, msg, key);
-    }
-    *out = d;
-    return 0;
-}
-
-/* A spec's model: file, relative to the spec's folder unless absolute. */
-static int spec_model(const char *spec, const char *file, double *mem) {
-    const char *slash = strrchr(spec, '/');
-    if (file[0] == '/' || !slash) return submit_model_mem(file, mem);
-    int dir = (int)(slash - spec);
-    size_t len = (size_t)dir + strlen(file) + 2;
-    char *joined = malloc(len);
-    if (!joined) {
-        perror("aegis submit");
-        return -1;
-    }
-    snprintf(joined, len, "%.*s/%s", dir, spec, file);
-    int rc = submit_model_mem(joined, mem);
-    free(joined);
-    return rc;
-}
-
-/* The command of a spec: a string for /bin/sh -c, or a list of words;
- * NULL once the fault is told. */
-static json_t *spec_command(const char *path, yaml_document_t *doc,
-                            yaml_node_t *v, const char *key) {
-    static const char what[] = "expected a string or a list of words";
-    const char *w;
-    if (v->type == YAML_SCALAR_NODE)
-        return spec_text(path, v, key, what, &w) ? NULL : submit_shell(w);
-    if (v->type != YAML_SEQUENCE_NODE ||
-        v->data.sequence.items.start == v->data.sequence.items.top) {
-        spec_error(path, v, what, key);
-        return NULL;
+/* The command of the words given: one word with shell syntax runs with
+ * /bin/sh -c, as a spec's or an array file's line does; NULL after saying
+ * why. */
+static json_t *submit_words(int n, char **words) {
+    if (n == 1 && submit_is_shell(words[0])) {
+        json_t *cmd = submit_shell(words[0]);
+        if (!cmd) fprintf(stderr, "aegis submit: the command is not UTF-8\n");
+        return cmd;
     }
     json_t *cmd = json_array();
-    for (yaml_node_item_t *it = v->data.sequence.items.start;
-         it < v->data.sequence.items.top; it++) {
-        if (spec_text(path, yaml_document_get_node(doc, *it), key, what,
-                      &w) != 0) {
+    for (int i = 0; i < n; i++) {
+        json_t *w = json_string(words[i]);
+        if (!w) {
+            fprintf(stderr, "aegis submit: argument %d is not UTF-8\n", i + 1);
             json_decref(cmd);
             return NULL;
         }
-        json_array_append_new(cmd, json_string(w));
+        json_array_append_new(cmd, w);
     }
     return cmd;
 }
 
-static int spec_job(const char *path, yaml_document_t *doc, yaml_node_t *map,
-                    const submit_defaults *def, json_t *jobs) {
-    if (map->type != YAML_MAPPING_NODE)
-        return spec_error(path, map, "expected a job (a mapping)", NULL);
-    submit_defaults d = *def;
-    json_t *cmd = NULL;
-    double num, model_mem = -1;
-    bool has_mem = false;
-    for (yaml_node_pair_t *p = map->data.mapping.pairs.start;
-         p < map->data.mapping.pairs.top; p++) {
-        yaml_node_t *kn = yaml_document_get_node(doc, p->key);
-        yaml_node_t *v = yaml_document_get_node(doc, p->value);
-        const char *k = spec_scalar(doc, kn);
-        int rc = 0;
-        if (!k) rc = spec_error(path, kn, "expected a key", NULL);
-        else if (!strcmp(k, "command")) {
-            json_decref(cmd);
-            if (!(cmd = spec_command(path, doc, v, k))) rc = -1;
-        } else if (!strcmp(k, "name")) {
-            rc = spec_text(path, v, k, "expected a string", &d.name);
-        } else if (!strcmp(k, "feed")) {
-            rc = spec_text(path, v, k, "expected a string", &d.feed);
-        } else if (!strcmp(k, "gpus")) {
-            rc = spec_number(path, v, k, 1, 64, true, &num);
-            d.gpus = (long)num;
-        } else if (!strcmp(k, "mem_mib")) {
-            rc = spec_number(path, v, k, 0, 1 << 20, false, &d.mem);
-            has_mem = true;
-        } else if (!strcmp(k, "model")) {
-            const char *file;
-            rc = spec_text(path, v, k, "expected a file name", &file);
-            if (rc == 0) rc = spec_model(path, file, &model_mem);
-        } else if (!strcmp(k, "after")) {
-            rc = spec_number(path, v, k, 1, 1e15, true, &num);
-            d.after = (long)num;
-        } else if (!strcmp(k, "mps_threads_pct")) {
-            rc = spec_number(path, v, k, 1, 100, true, &num);
-            d.mps_threads = (long)num;
-        } else {
-            rc = spec_error(path, kn, "unknown key (command, name, feed, "
-                            "gpus, mem_mib, model, after, mps_threads_pct)", k);
-        }
-        if (rc) {
-            json_decref(cmd);
-            return -1;
-        }
-    }
-    if (!cmd) return spec_error(path, map, "command: missing", NULL);
-    if (model_mem >= 0 && !has_mem) d.mem = model_mem;
-    json_array_append_new(jobs, submit_job(cmd, &d));
-    return 0;
-}
-
-static int submit_spec(const char *path, const submit_defaults *def,
-                       json_t *jobs) {
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        perror(path);
+/* The command once per index of range, with AEGIS_ARRAY_INDEX set by
+ * env(1): the jobs of one submit share one environment in aegisd. */
+static int submit_range(const char *range, json_t *cmd,
+                        const submit_defaults *def, json_t *jobs) {
+    char err[256];
+    json_t *indices = submit_parse_range(range, err, sizeof(err));
+    if (!indices) {
+        fprintf(stderr, "aegis submit: --array: %s\n", err);
         return -1;
     }
-    yaml_parser_t parser;
-    yaml_document_t doc;
-    yaml_parser_initialize(&parser);
-    yaml_parser_set_input_file(&parser, f);
-    int rc = -1;
-    if (!yaml_parser_load(&parser, &doc)) {
-        fprintf(stderr, "aegis submit: %s:%d: %s\n", path,
-                (int)parser.problem_mark.line + 1, parser.problem);
-    } else {
-        yaml_node_t *root = yaml_document_get_root_node(&doc);
-        yaml_node_t *list = NULL;
-        if (root && root->type == YAML_MAPPING_NODE)
-            for (yaml_node_pair_t *p = root->data.mapping.pairs.start;
-                 p < root->data.mapping.pairs.top; p++) {
-                const char *k = spec_scalar(&doc,
-                    yaml_document_get_node(&doc, p->key));
-                if (k && !strcmp(k, "jobs"))
-                    list = yaml_document_get_node(&doc, p->value);
-            }
-        if (!root) {
-            fprintf(stderr, "aegis submit: %s: empty spec\n", path);
-        } else if (!list) {
-            rc = spec_job(path, &doc, root, def, jobs);
-        } else if (list->type != YAML_SEQUENCE_NODE) {
-            rc = spec_error(path, list, "expected a list of jobs", "jobs");
-        } else {
-            rc = 0;
-            for (yaml_node_item_t *it = list->data.sequence.items.start;
-                 rc == 0 && it < list->data.sequence.items.top; it++)
-                rc = spec_job(path, &doc, yaml_document_get_node(&doc, *it),
-                              def, jobs);
-        }
-        yaml_document_delete(&doc);
+    size_t i;
+    json_t *index;
+    json_array_foreach(indices, i, index) {
+        char var[64];
+        snprintf(var, sizeof(var), "AEGIS_ARRAY_INDEX=%lld",
+                 (long long)json_integer_value(index));
+        json_t *one = json_pack("[s, s]", "/usr/bin/env", var);
+        json_array_extend(one, cmd);
+        json_array_append_new(jobs, submit_job(one, def));
     }
-    yaml_parser_delete(&parser);
-    fclose(f);
-    return rc;
+    json_decref(indices);
+    return 0;
 }
 
 static bool submit_is_spec(const char *arg) {
@@ -412,7 +283,10 @@ static const char *submit_text_option(const char *opt, const char *value) {
     return value;
 }
 
-int cli_submit(int argc, char **argv) {
+/* Reads options from optind up to the first operand (the command, whose
+ * own options are its own) or "--". Returns 0, -1 after --help, or
+ * CLI_USAGE after saying why. */
+static int submit_options(int argc, char **argv, submit_opts *o) {
     static const struct option opts[] = {
         {"gpus", required_argument, NULL, 'g'},
         {"mem", required_argument, NULL, 'm'},
@@ -427,89 +301,101 @@ int cli_submit(int argc, char **argv) {
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    submit_defaults def = {.gpus = 1, .mem = -1};
-    double model_mem = -1;
-    bool has_mem = false;
-    const char *array = NULL, *socket = NULL;
-    bool json = false;
+    char err[256];
     int ch;
-    /* "+": options end at the command, whose own options are its own. */
     while ((ch = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
         switch (ch) {
         case 'g':
-            if (cli_parse_long("submit", "gpus", optarg, 1, 64, &def.gpus))
+            if (cli_parse_long("submit", "gpus", optarg, 1, 64, &o->def.gpus))
                 return CLI_USAGE;
             break;
         case 'm':
-            if (cli_parse_double("submit", "mem", optarg, 0, 1 << 20, &def.mem))
+            if (submit_parse_mem(optarg, &o->def.mem)) {
+                fprintf(stderr, "aegis submit: --mem: '%s' is not an amount "
+                        "of memory: 4g, 4GiB, 4000m (a plain number is MiB; "
+                        "at most 1 TiB)\n", optarg);
                 return CLI_USAGE;
-            has_mem = true;
+            }
+            o->has_mem = true;
             break;
         case 'M':
-            if (submit_model_mem(optarg, &model_mem) < 0) return CLI_USAGE;
+            if (submit_model_mem(optarg, &o->model_mem) < 0) return CLI_USAGE;
             break;
         case 'n':
-            if (!(def.name = submit_text_option("name", optarg)))
+            if (!(o->def.name = submit_text_option("name", optarg)))
                 return CLI_USAGE;
             break;
         case 'F':
-            if (!(def.feed = submit_text_option("feed", optarg)))
+            if (!(o->def.feed = submit_text_option("feed", optarg)))
                 return CLI_USAGE;
             break;
         case 'a':
-            if (cli_parse_long("submit", "after", optarg, 1, 0x7fffffffL,
-                               &def.after))
+            if (submit_parse_after(optarg, false, o->after, err,
+                                   sizeof(err))) {
+                fprintf(stderr, "aegis submit: --after: %s\n", err);
                 return CLI_USAGE;
+            }
             break;
         case 'T':
             if (cli_parse_long("submit", "mps-threads", optarg, 1, 100,
-                               &def.mps_threads))
+                               &o->def.mps_threads))
                 return CLI_USAGE;
             break;
-        case 'A': array = optarg; break;
-        case 'j': json = true; break;
-        case 's': socket = optarg; break;
-        case 'h': fputs(help, stdout); return CLI_OK;
+        case 'A': o->array = optarg; break;
+        case 'j': o->json = true; break;
+        case 's': o->socket = optarg; break;
+        case 'h': fputs(help, stdout); return -1;
         default: fputs("Run 'aegis submit --help' for usage.\n", stderr);
                  return CLI_USAGE;
         }
     }
-    if (model_mem >= 0 && !has_mem) def.mem = model_mem;
+    return 0;
+}
+
+/* The jobs the command line asks for, into jobs: -1 after saying why. */
+static int submit_jobs(int argc, char **argv, submit_opts *o, json_t *jobs) {
     bool dashes = optind > 1 && !strcmp(argv[optind - 1], "--");
-    if ((array != NULL) == (optind < argc)) {
+    if (!o->array && !dashes && optind < argc && submit_is_spec(argv[optind])) {
+        /* a spec may come first, its options after it */
+        const char *spec = argv[optind++];
+        int rc = submit_options(argc, argv, o);
+        if (rc) return rc < 0 ? 1 : -1;
+        if (optind < argc) {
+            fprintf(stderr, "aegis submit: %s: a SPEC.yaml takes no command "
+                    "words ('%s')\n", spec, argv[optind]);
+            return -1;
+        }
+        if (o->model_mem >= 0 && !o->has_mem) o->def.mem = o->model_mem;
+        return submit_spec(spec, &o->def, jobs);
+    }
+    if (o->model_mem >= 0 && !o->has_mem) o->def.mem = o->model_mem;
+    if (o->array && optind == argc) return submit_array(o->array, &o->def, jobs);
+    if (optind == argc) {
         fprintf(stderr, "aegis submit: give a command, a SPEC.yaml or "
                 "--array FILE\nRun 'aegis submit --help' for usage.\n");
-        return CLI_USAGE;
+        return -1;
     }
-    json_t *jobs = json_array();
+    json_t *cmd = submit_words(argc - optind, argv + optind);
+    if (!cmd) return -1;
     int rc = 0;
-    if (array) {
-        rc = submit_array(array, &def, jobs);
-    } else if (!dashes && optind == argc - 1 && submit_is_spec(argv[optind])) {
-        rc = submit_spec(argv[optind], &def, jobs);
+    if (o->array) {
+        rc = submit_range(o->array, cmd, &o->def, jobs);
+        json_decref(cmd);
     } else {
-        json_t *cmd = json_array();
-        for (int i = optind; i < argc; i++) {
-            json_t *w = json_string(argv[i]);
-            if (!w) {
-                fprintf(stderr, "aegis submit: argument %d is not UTF-8\n",
-                        i - optind + 1);
-                rc = -1;
-            }
-            json_array_append_new(cmd, w);
-        }
-        json_array_append_new(jobs, submit_job(cmd, &def));
+        json_array_append_new(jobs, submit_job(cmd, &o->def));
     }
-    if (rc != 0) {
-        json_decref(jobs);
-        return CLI_USAGE;
-    }
+    return rc;
+}
+
+/* Sends the jobs (taken) and prints their ids. */
+static int submit_send(json_t *jobs, const submit_opts *o) {
     json_t *req = submit_request(jobs);
     if (!req) return CLI_USAGE;
-    json_t *ans = client_call("submit", client_socket(socket), req, &rc);
+    int rc;
+    json_t *ans = client_call("submit", client_socket(o->socket), req, &rc);
     if (!ans) return rc;
     json_t *ids = json_object_get(ans, "ids");
-    if (json) {
+    if (o->json) {
         json_t *out = json_pack("{s:O}", "ids", ids);
         json_dumpf(out, stdout, JSON_COMPACT);
         putchar('\n');
@@ -522,4 +408,22 @@ int cli_submit(int argc, char **argv) {
     }
     json_decref(ans);
     return CLI_OK;
+}
+
+int cli_submit(int argc, char **argv) {
+    submit_opts o = {.def = {.gpus = 1, .mem = -1}, .model_mem = -1,
+                     .after = json_array()};
+    o.def.after = o.after;
+    json_t *jobs = json_array();
+    int rc = submit_options(argc, argv, &o);
+    if (rc == 0) {
+        int got = submit_jobs(argc, argv, &o, jobs);
+        rc = got < 0 ? CLI_USAGE : got > 0 ? -1 : 0;
+    }
+    json_decref(o.after);
+    if (rc != 0) {
+        json_decref(jobs);
+        return rc < 0 ? CLI_OK : rc;
+    }
+    return submit_send(jobs, &o);
 }

@@ -5,6 +5,7 @@
  *   daemon.c    the libuv loop: socket server, timer, signals, start/stop
  *   jobs.c      a job's life: queue, launch, observe, exit, recovery
  *   handlers.c  one function per request op
+ *   deps.c      the jobs a job waits for (--after)
  *   gpushare.c  each GPU's sharing mode: its MPS control daemon, the
  *               environment and MIG instance a job gets from it
  *
@@ -40,10 +41,16 @@ typedef struct d_options {
 } d_options;
 
 typedef enum d_state {
-    D_HELD,         /* waiting for its --after job to succeed */
+    D_HELD,         /* waiting for its --after jobs to end */
     D_QUEUED,       /* in the core's queue */
     D_RUNNING       /* an attempt is running */
 } d_state;
+
+/* One job a job waits for. */
+typedef struct d_dep {
+    int64_t id;
+    proto_dep_kind kind;
+} d_dep;
 
 typedef struct d_job {
     int64_t id;
@@ -52,7 +59,8 @@ typedef struct d_job {
     char user[64];
     int num_gpus;
     double mem_mib;             /* estimate, < 0 when none */
-    int64_t after;              /* 0 or the job this one waits for */
+    d_dep *deps;                /* ndeps jobs it waits for, allocated */
+    size_t ndeps;               /*   with the job (d_job_new) */
     d_state state;
     bool in_core;               /* the core holds it (queued or placed):
                                    false while held, or once cancelled */
@@ -173,6 +181,29 @@ void d_jobs_schedule(d_daemon *d);
 void d_jobs_check_exits(d_daemon *d);
 void d_jobs_tick(d_daemon *d);              /* telemetry, observation */
 int d_job_cancel(d_daemon *d, d_job *job);
+
+/* deps.c */
+typedef enum d_deps_verdict {
+    D_DEPS_MET,             /* every job it waits for has ended as asked */
+    D_DEPS_WAIT,            /* some have not ended yet */
+    D_DEPS_NEVER            /* one ended otherwise: it can never run */
+} d_deps_verdict;
+/* The number of dependencies in a stored row ("deps"), and the row's
+ * dependencies into out (room for that many). */
+size_t d_deps_count(json_t *row);
+void d_deps_from_row(json_t *row, d_dep *out);
+/* A submitted job's dependencies into out (pj->nafter of them), an index
+ * into the submit turned into its id (ids are consecutive from first_id). */
+void d_deps_from_request(const proto_job *pj, int64_t first_id, d_dep *out);
+/* Whether every job a submit names by id exists: 0, or -1 with why. */
+int d_deps_check_submit(d_daemon *d, const proto_request *req, char *err,
+                        size_t errlen);
+/* Judges a job's dependencies; for D_DEPS_NEVER, says which in reason. */
+d_deps_verdict d_deps_check(d_daemon *d, const d_job *job, char *reason,
+                            size_t reasonlen);
+bool d_deps_on(const d_job *job, int64_t id);   /* job waits for id */
+/* The ids of the unfinished jobs it waits for, as a JSON array. */
+json_t *d_deps_waiting(d_daemon *d, const d_job *job);
 
 /* gpushare.c */
 int d_share_open(d_daemon *d);              /* check modes, start MPS */

@@ -36,7 +36,7 @@ static void d_live_fields(d_daemon *d, json_t *row) {
     if (!job) return;
     json_object_set_new(row, "energy_j", json_real(job->energy_j));
     if (job->state == D_HELD)
-        json_object_set_new(row, "waiting_for", json_integer(job->after));
+        json_object_set_new(row, "waiting_for", d_deps_waiting(d, job));
     if (job->state != D_RUNNING) return;
     json_t *gpus = json_array();
     for (int i = 0; i < job->ngpus; i++)
@@ -55,6 +55,16 @@ static void d_redact(const d_conn *c, json_t *row) {
     json_object_del(row, "env");
 }
 
+/* The memory of the server's largest GPU, MiB (0 while none was read): a
+ * job that asks for more could never run. */
+static double d_largest_gpu_mib(const d_daemon *d) {
+    double most = 0;
+    for (int g = 0; g < d->ngpus; g++)
+        if (d->gpus[g].last.r.total_mib > most)
+            most = d->gpus[g].last.r.total_mib;
+    return most;
+}
+
 static void d_on_submit(d_conn *c, const proto_request *req) {
     d_daemon *d = c->d;
     if (!d->as_root && c->uid != geteuid()) {
@@ -63,6 +73,7 @@ static void d_on_submit(d_conn *c, const proto_request *req) {
                       (int)c->uid);
         return;
     }
+    double largest = d_largest_gpu_mib(d);
     for (size_t i = 0; i < req->njobs; i++) {
         const proto_job *j = &req->jobs[i];
         if (j->gpus > d->ngpus) {
@@ -70,17 +81,18 @@ static void d_on_submit(d_conn *c, const proto_request *req) {
                           "%d", i, j->gpus, d->ngpus);
             return;
         }
-        if (j->after > 0 && !d_job_find(d, j->after)) {
-            json_t *dep = store_job(d->st, j->after, false);
-            json_decref(dep);
-            if (!dep) {
-                d_reply_error(c, "jobs[%zu].after: no job %lld", i,
-                              (long long)j->after);
-                return;
-            }
+        if (largest > 0 && j->mem_mib > largest) {
+            d_reply_error(c, "jobs[%zu].mem_mib: %.0f MiB asked, and the "
+                          "largest GPU of this server holds %.0f MiB", i,
+                          j->mem_mib, largest);
+            return;
         }
     }
     char user[64], err[512];
+    if (d_deps_check_submit(d, req, err, sizeof(err)) != 0) {
+        d_reply_error(c, "%s", err);
+        return;
+    }
     struct passwd pw, *found = NULL;
     char pwbuf[4096];
     getpwuid_r(c->uid, &pw, pwbuf, sizeof(pwbuf), &found);

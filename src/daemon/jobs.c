@@ -1,4 +1,4 @@
-/* jobs.c -- a job's life inside aegisd: held for its --after job, queued
+/* jobs.c -- a job's life inside aegisd: held for its --after jobs, queued
  * in the core, launched by the executor, observed on its GPUs, ended and
  * classified, requeued by the OOM ladder or finished.
  *
@@ -83,11 +83,11 @@ static void d_job_finish(d_daemon *d, d_job *job, const char *state,
     store_commit(d->st);
     d_job_remove(d, job);
     d_waiters_job_done(d, id, state, reason);
-    /* Dependents come later in id order (--after names an existing job);
-     * enqueueing one may finish it and so change the table: go by id. */
+    /* Dependents come later in id order (deps.c); enqueueing one may
+     * finish it and so change the table: go by id. */
     for (size_t i = d_job_index(d, id); i < d->njobs; i++) {
         d_job *dep = d->jobs[i];
-        if (dep->state != D_HELD || dep->after != id) continue;
+        if (dep->state != D_HELD || !d_deps_on(dep, id)) continue;
         int64_t dep_id = dep->id;
         d_job_enqueue(d, dep);
         i = d_job_index(d, dep_id);
@@ -126,42 +126,33 @@ static int d_job_to_core(d_daemon *d, d_job *job, char *err, size_t errlen) {
     return 0;
 }
 
-/* Queues a job in the core, or holds it while its --after job is
- * unfinished, or fails it when that job did not succeed. */
+/* Queues a job in the core, or holds it while a job it runs after is
+ * unfinished, or cancels it when one ended otherwise than it asks. */
 static void d_job_enqueue(d_daemon *d, d_job *job) {
-    if (job->after > 0) {
-        if (d_job_find(d, job->after)) {
-            job->state = D_HELD;
-            return;
-        }
-        json_t *dep = store_job(d->st, job->after, false);
-        const char *state = json_string_value(json_object_get(dep, "state"));
-        bool ok = state && strcmp(state, "done") == 0;
-        char reason[128];
-        snprintf(reason, sizeof(reason), "job %lld, which it runs after, %s",
-                 (long long)job->after, state ? state : "does not exist");
-        json_decref(dep);
-        if (!ok) {
-            d_job_finish(d, job, "cancelled", reason);
-            return;
-        }
+    char reason[256];
+    switch (d_deps_check(d, job, reason, sizeof(reason))) {
+    case D_DEPS_WAIT: job->state = D_HELD; return;
+    case D_DEPS_NEVER: d_job_finish(d, job, "cancelled", reason); return;
+    case D_DEPS_MET: break;
     }
     char err[256];
     if (d_job_to_core(d, job, err, sizeof(err)) != 0)
         d_job_finish(d, job, "failed", err);
 }
 
+/* A job with room for ndeps dependencies after it, freed with it. */
 static d_job *d_job_new(int64_t id, uid_t uid, gid_t gid, const char *user,
-                        int num_gpus, double mem_mib, int64_t after) {
-    d_job *job = calloc(1, sizeof(*job));
+                        int num_gpus, double mem_mib, size_t ndeps) {
+    d_job *job = calloc(1, sizeof(*job) + ndeps * sizeof(d_dep));
     if (!job) return NULL;
+    job->deps = (d_dep *)(job + 1);
+    job->ndeps = ndeps;
     job->id = id;
     job->uid = uid;
     job->gid = gid;
     snprintf(job->user, sizeof(job->user), "%s", user);
     job->num_gpus = num_gpus;
     job->mem_mib = mem_mib;
-    job->after = after;
     return job;
 }
 
@@ -170,7 +161,8 @@ int d_jobs_submitted(d_daemon *d, const store_owner *owner,
     for (size_t i = 0; i < req->njobs; i++) {
         const proto_job *pj = &req->jobs[i];
         d_job *job = d_job_new(first_id + (int64_t)i, owner->uid, owner->gid,
-                               owner->user, pj->gpus, pj->mem_mib, pj->after);
+                               owner->user, pj->gpus, pj->mem_mib, pj->nafter);
+        if (job) d_deps_from_request(pj, first_id, job->deps);
         if (!job || d_job_add(d, job) != 0) {
             free(job);
             d_log("job %lld: out of memory; it runs after a restart",
@@ -630,7 +622,8 @@ static void d_job_recover(void *ctx, json_t *row) {
                            json_string_value(json_object_get(row, "user")),
                            (int)d_int(row, "gpus"),
                            json_is_number(mem) ? json_number_value(mem) : -1,
-                           d_int(row, "after"));
+                           d_deps_count(row));
+    if (job) d_deps_from_row(row, job->deps);
     if (!job || d_job_add(d, job) != 0) {
         free(job);
         d_log("job %lld: out of memory while recovering",

@@ -46,10 +46,28 @@ static const char *const op_fields[NOPS][OP_FIELDS_MAX] = {
 
 static const char *const job_fields[] = {"cmd", "gpus", "mem_mib", "name",
                                          "feed", "after", "mps_threads_pct",
-                                         NULL};
+                                         "meta", NULL};
+
+static const char *const dep_fields[] = {"id", "index", "kind"};
+
+static const char *const dep_kinds[] = {
+    [PROTO_AFTER_OK] = "afterok", [PROTO_AFTER_ANY] = "afterany",
+    [PROTO_AFTER_NOTOK] = "afternotok",
+};
+#define NKINDS (sizeof(dep_kinds) / sizeof(*dep_kinds))
 
 const char *proto_op_name(proto_op op) {
     return (size_t)op < NOPS ? op_names[op] : "?";
+}
+
+const char *proto_dep_kind_name(proto_dep_kind kind) {
+    return (size_t)kind < NKINDS ? dep_kinds[kind] : "?";
+}
+
+int proto_dep_kind_of(const char *name) {
+    for (size_t i = 0; i < NKINDS; i++)
+        if (strcmp(dep_kinds[i], name) == 0) return (int)i;
+    return -1;
 }
 
 /* Fails when obj has a key outside `allowed` (besides "op" when top). */
@@ -173,6 +191,101 @@ static int proto_label(json_t *obj, const char *key, const char *where,
     return 0;
 }
 
+/* One dependency of job `self` of the submit: {"id" or "index", "kind"}. */
+static int proto_parse_dep(json_t *obj, size_t self, const char *where,
+                           proto_dep *dep, char *err, size_t errlen) {
+    char field[128];
+    if (!json_is_object(obj)) {
+        snprintf(err, errlen, "%s: expected an object {id or index, kind}",
+                 where);
+        return -1;
+    }
+    if (proto_known_keys(obj, dep_fields,
+                         sizeof(dep_fields) / sizeof(*dep_fields), false,
+                         where, err, errlen))
+        return -1;
+    json_t *id = json_object_get(obj, "id"), *index = json_object_get(obj,
+                                                                      "index");
+    if (!id == !index) {
+        snprintf(err, errlen, "%s: needs either id (an existing job) or "
+                 "index (an earlier job of this submit)", where);
+        return -1;
+    }
+    if (id) {
+        snprintf(field, sizeof(field), "%s.id", where);
+        if (proto_int(id, field, 1, INT64_MAX / 2, &dep->id, err, errlen))
+            return -1;
+    } else {
+        snprintf(field, sizeof(field), "%s.index", where);
+        if (self == 0) {
+            snprintf(err, errlen, "%s: the first job has no earlier job to "
+                     "wait for", field);
+            return -1;
+        }
+        if (proto_int(index, field, 0, (int64_t)self - 1, &dep->index, err,
+                      errlen))
+            return -1;
+    }
+    json_t *kind = json_object_get(obj, "kind");
+    int k = json_is_string(kind) ? proto_dep_kind_of(json_string_value(kind))
+                                 : -1;
+    if (k < 0) {
+        snprintf(err, errlen, "%s.kind: expected afterok, afterany or "
+                 "afternotok", where);
+        return -1;
+    }
+    dep->kind = (proto_dep_kind)k;
+    return 0;
+}
+
+/* A job's "after": a bare id (afterok, as older clients send it), or a
+ * list of 1..PROTO_MAX_DEPS dependencies. */
+static int proto_parse_deps(json_t *v, size_t self, const char *job,
+                            proto_job *out, char *err, size_t errlen) {
+    char where[64];
+    snprintf(where, sizeof(where), "%s.after", job);
+    if (!v) return 0;
+    size_t n = json_is_array(v) ? json_array_size(v) : 1;
+    if (json_is_array(v) && (n < 1 || n > PROTO_MAX_DEPS)) {
+        snprintf(err, errlen, "%s: needs 1 to %d entries, not %zu", where,
+                 PROTO_MAX_DEPS, n);
+        return -1;
+    }
+    out->after = calloc(n, sizeof(*out->after));
+    if (!out->after) {
+        snprintf(err, errlen, "%s: out of memory", where);
+        return -1;
+    }
+    out->nafter = n;
+    if (!json_is_array(v))
+        return proto_int(v, where, 1, INT64_MAX / 2, &out->after[0].id, err,
+                         errlen);
+    for (size_t k = 0; k < n; k++) {
+        char entry[96];
+        snprintf(entry, sizeof(entry), "%s[%zu]", where, k);
+        if (proto_parse_dep(json_array_get(v, k), self, entry, &out->after[k],
+                            err, errlen))
+            return -1;
+    }
+    return 0;
+}
+
+/* A job's optional meta: an object of at most PROTO_MAX_META bytes. */
+static int proto_parse_meta(json_t *v, const char *where, proto_job *job,
+                            char *err, size_t errlen) {
+    if (!v) return 0;
+    char *text = json_is_object(v) ? json_dumps(v, JSON_COMPACT) : NULL;
+    size_t len = text ? strlen(text) : 0;
+    free(text);
+    if (!json_is_object(v) || len > PROTO_MAX_META) {
+        snprintf(err, errlen, "%s.meta: expected an object of at most %d "
+                 "bytes", where, PROTO_MAX_META);
+        return -1;
+    }
+    job->meta = v;
+    return 0;
+}
+
 static int proto_parse_job(json_t *obj, size_t i, proto_job *job, char *err,
                            size_t errlen) {
     char where[48], field[64];
@@ -217,17 +330,16 @@ static int proto_parse_job(json_t *obj, size_t i, proto_job *job, char *err,
         proto_label(obj, "feed", where, PROTO_MAX_FEED, true, &job->feed,
                     err, errlen))
         return -1;
-    json_t *after = json_object_get(obj, "after");
-    snprintf(field, sizeof(field), "%s.after", where);
-    if (after && proto_int(after, field, 1, INT64_MAX / 2, &job->after, err,
-                           errlen))
+    if (proto_parse_deps(json_object_get(obj, "after"), i, where, job, err,
+                         errlen))
         return -1;
     json_t *pct = json_object_get(obj, "mps_threads_pct");
     snprintf(field, sizeof(field), "%s.mps_threads_pct", where);
     if (pct && proto_int(pct, field, 1, 100, &v, err, errlen))
         return -1;
     job->mps_threads_pct = pct ? (int)v : 0;
-    return 0;
+    return proto_parse_meta(json_object_get(obj, "meta"), where, job, err,
+                            errlen);
 }
 
 static int proto_parse_submit(json_t *root, proto_request *req, char *err,
@@ -392,7 +504,10 @@ int proto_parse(const char *line, size_t len, proto_request *req, char *err,
 }
 
 void proto_request_free(proto_request *req) {
-    for (size_t i = 0; req->jobs && i < req->njobs; i++) free(req->jobs[i].argv);
+    for (size_t i = 0; req->jobs && i < req->njobs; i++) {
+        free(req->jobs[i].argv);
+        free(req->jobs[i].after);
+    }
     free(req->jobs);
     free(req->env);
     free(req->ids);

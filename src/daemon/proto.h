@@ -7,7 +7,14 @@
  * global state).
  *
  * Requests ("op" and its fields):
- *   submit  cwd, env [..."K=V"], jobs [{cmd [...], gpus, mem_mib, name, feed, after}]
+ *   submit  cwd, env [..."K=V"], jobs [{cmd [...], gpus, mem_mib, name, feed,
+ *           after, mps_threads_pct, meta}]
+ *           after: [{id or index, kind}...] -- the jobs it waits for: an
+ *           existing job by id, or an earlier job of the same submit by
+ *           its index in jobs; kind is afterok, afterany or afternotok
+ *           (Slurm's). A bare id is [{id, "afterok"}], as older clients
+ *           send it. meta: a JSON object kept with the job as it is (an
+ *           AEGIS spec's estimates and profile)
  *   ls      all (bool)          show   id
  *   cancel  ids [...]           wait   ids [...]
  *   log     id, offset, stderr (bool)
@@ -45,6 +52,11 @@
 #define PROTO_MAX_NAME 128
 /* A feed name: the feed library's own limit (FEED_NAME_MAX). */
 #define PROTO_MAX_FEED 48
+/* Jobs one job may wait for. */
+#define PROTO_MAX_DEPS 64
+/* A job's meta object, serialized: a spec's estimates and profile are a
+ * few hundred bytes. */
+#define PROTO_MAX_META 65536
 /* Memory a job may ask for, MiB (1 TiB: above any GPU made). */
 #define PROTO_MAX_MEM_MIB (1024.0 * 1024.0)
 
@@ -52,6 +64,18 @@ typedef enum proto_op {
     PROTO_SUBMIT, PROTO_LS, PROTO_SHOW, PROTO_CANCEL, PROTO_WAIT, PROTO_LOG,
     PROTO_GPUS, PROTO_DRAIN, PROTO_RESUME, PROTO_REPORT
 } proto_op;
+
+/* What a dependency waits for (Slurm's names): its job's success, its end
+ * whatever it was, or its failure or cancellation. */
+typedef enum proto_dep_kind {
+    PROTO_AFTER_OK, PROTO_AFTER_ANY, PROTO_AFTER_NOTOK
+} proto_dep_kind;
+
+typedef struct proto_dep {
+    int64_t id;             /* an existing job; 0 when index is meant */
+    int64_t index;          /* else a job of this submit, before this one */
+    proto_dep_kind kind;
+} proto_dep;
 
 typedef struct proto_job {
     const char **argv;      /* argc words, NULL-terminated */
@@ -62,7 +86,9 @@ typedef struct proto_job {
     double mem_mib;         /* memory estimate, MiB; < 0 when not given */
     int mps_threads_pct;    /* CUDA_MPS_ACTIVE_THREAD_PERCENTAGE under MPS,
                                1..100; 0 when not given */
-    int64_t after;          /* run after this job succeeded; 0 for none */
+    proto_dep *after;       /* nafter jobs it waits for (all of them) */
+    size_t nafter;
+    json_t *meta;           /* an object kept with the job; NULL: none */
 } proto_job;
 
 typedef struct proto_request {
@@ -93,5 +119,9 @@ void proto_request_free(proto_request *req);
 
 /* The name of an op as it appears on the wire. */
 const char *proto_op_name(proto_op op);
+/* The name of a dependency kind ("afterok"...), and the kind of a name
+ * (-1 when none). */
+const char *proto_dep_kind_name(proto_dep_kind kind);
+int proto_dep_kind_of(const char *name);
 
 #endif

@@ -63,6 +63,11 @@ static const char *const store_added[][3] = {
     {"attempts", "seen", "REAL"},
     /* CUDA_MPS_ACTIVE_THREAD_PERCENTAGE when it runs under MPS; 0: none */
     {"jobs", "mps_threads_pct", "INTEGER NOT NULL DEFAULT 0"},
+    /* the jobs it waits for, JSON [{id, kind}] (the older `after` column
+     * holds an afterok id of rows written before), and the opaque meta
+     * object of its submit (an AEGIS spec's estimates and profile) */
+    {"jobs", "deps", "TEXT"},
+    {"jobs", "meta", "TEXT"},
 };
 #define STORE_ADDED (sizeof(store_added) / sizeof(store_added[0]))
 
@@ -74,15 +79,22 @@ enum {
     S_COUNT
 };
 
+/* A job's dependencies as a column "deps": a row written before they
+ * were kept as a list has the one afterok id of its `after` column. */
+#define STORE_DEPS(t)                                                       \
+    "coalesce(" t "deps, CASE WHEN " t "after IS NULL THEN NULL ELSE"       \
+    " json_array(json_object('id', " t "after, 'kind', 'afterok')) END)"    \
+    " AS deps"
+
 static const char *const sql[S_COUNT] = {
     [S_BEGIN] = "BEGIN IMMEDIATE",
     [S_COMMIT] = "COMMIT",
     [S_ROLLBACK] = "ROLLBACK",
     [S_ENV] = "INSERT INTO envs(cwd, env) VALUES(?1, ?2)",
     [S_JOB] = "INSERT INTO jobs(uid, gid, user, name, cmd, env_id, gpus,"
-              " mem_mib, after, state, submitted, feed, mps_threads_pct)"
-              " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 'queued', ?10, ?11,"
-              " ?12)",
+              " mem_mib, state, submitted, feed, mps_threads_pct, deps, meta)"
+              " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'queued', ?9, ?10, ?11,"
+              " ?12, ?13)",
     [S_ATT_START] = "INSERT OR REPLACE INTO attempts(job_id, n, gpus,"
                     " floor_mib, exclusive, shim_pid, shim_start, job_pid,"
                     " started, err_offset)"
@@ -96,13 +108,13 @@ static const char *const sql[S_COUNT] = {
                 " WHERE id = ?1",
     [S_ENERGY] = "UPDATE jobs SET energy_j = ?2 WHERE id = ?1",
     [S_EVENT] = "INSERT INTO events(job_id, t, text) VALUES(?1, ?2, ?3)",
-    [S_GET] = "SELECT id, user, uid, name, cmd, gpus, mem_mib, after, state,"
-              " reason, submitted, finished, attempts, energy_j, feed,"
-              " retry_floor, retry_alone FROM jobs WHERE id = ?1",
+    [S_GET] = "SELECT id, user, uid, name, cmd, gpus, mem_mib, " STORE_DEPS("")
+              ", state, reason, submitted, finished, attempts, energy_j, feed,"
+              " retry_floor, retry_alone, meta FROM jobs WHERE id = ?1",
     [S_GET_FULL] = "SELECT j.id, j.user, j.uid, j.gid, j.name, j.cmd, j.gpus,"
-                   " j.mem_mib, j.after, j.state, j.reason, j.submitted,"
+                   " j.mem_mib, " STORE_DEPS("j.") ", j.state, j.reason, j.submitted,"
                    " j.finished, j.attempts, j.energy_j, j.feed, j.retry_floor,"
-                   " j.retry_alone, j.mps_threads_pct, e.cwd, e.env"
+                   " j.retry_alone, j.mps_threads_pct, j.meta, e.cwd, e.env"
                    " FROM jobs j JOIN envs e ON e.id = j.env_id"
                    " WHERE j.id = ?1",
     [S_ATTEMPTS] = "SELECT n, gpus, floor_mib, exclusive, shim_pid,"
@@ -110,12 +122,12 @@ static const char *const sql[S_COUNT] = {
                    " how, status"
                    " FROM attempts WHERE job_id = ?1 ORDER BY n",
     [S_EVENTS] = "SELECT t, text FROM events WHERE job_id = ?1 ORDER BY id",
-    [S_LIST_ALL] = "SELECT id, user, uid, name, cmd, gpus, mem_mib, after,"
-                   " state, reason, submitted, finished, attempts, energy_j,"
-                   " feed FROM jobs ORDER BY id",
-    [S_LIST_ACTIVE] = "SELECT id, user, uid, name, cmd, gpus, mem_mib, after,"
-                      " state, reason, submitted, finished, attempts,"
-                      " energy_j, feed FROM jobs"
+    [S_LIST_ALL] = "SELECT id, user, uid, name, cmd, gpus, mem_mib, "
+                   STORE_DEPS("") ", state, reason, submitted, finished,"
+                   " attempts, energy_j, feed FROM jobs ORDER BY id",
+    [S_LIST_ACTIVE] = "SELECT id, user, uid, name, cmd, gpus, mem_mib, "
+                      STORE_DEPS("") ", state, reason, submitted, finished,"
+                      " attempts, energy_j, feed FROM jobs"
                       " WHERE state IN ('queued','running') ORDER BY id",
     [S_LAST_ATTEMPT] = "SELECT max(n) FROM attempts WHERE job_id = ?1",
     [S_RETRY] = "UPDATE jobs SET retry_floor = ?2, retry_alone = ?3"
@@ -233,10 +245,28 @@ static char *store_strings_json(const char *const *v, size_t n) {
     return text;
 }
 
+/* A job's dependencies as JSON text [{id, kind}] (malloc'd; NULL for
+ * none): an index into the submit becomes the id it was given, the submit's
+ * ids being consecutive from first_id. */
+static char *store_deps_json(const proto_job *j, int64_t first_id) {
+    if (j->nafter == 0) return NULL;
+    json_t *arr = json_array();
+    for (size_t k = 0; k < j->nafter; k++) {
+        const proto_dep *dep = &j->after[k];
+        json_array_append_new(arr, json_pack("{s:I, s:s}", "id",
+            (json_int_t)(dep->id > 0 ? dep->id : first_id + dep->index),
+            "kind", proto_dep_kind_name(dep->kind)));
+    }
+    char *text = json_dumps(arr, JSON_COMPACT);
+    json_decref(arr);
+    return text;
+}
+
 static int store_insert_jobs(store *st, const store_owner *owner,
                              const proto_request *req, double now,
                              int64_t env_id, int64_t *first_id) {
     sqlite3_stmt *s = st->st[S_JOB];
+    *first_id = 0;
     for (size_t i = 0; i < req->njobs; i++) {
         const proto_job *j = &req->jobs[i];
         char *cmd = store_strings_json(j->argv, j->argc);
@@ -249,10 +279,19 @@ static int store_insert_jobs(store *st, const store_owner *owner,
         sqlite3_bind_int64(s, 6, env_id);
         sqlite3_bind_int(s, 7, j->gpus);
         if (j->mem_mib >= 0) sqlite3_bind_double(s, 8, j->mem_mib);
-        if (j->after > 0) sqlite3_bind_int64(s, 9, j->after);
-        sqlite3_bind_double(s, 10, now);
-        sqlite3_bind_text(s, 11, j->feed, -1, SQLITE_STATIC);
-        sqlite3_bind_int(s, 12, j->mps_threads_pct);
+        sqlite3_bind_double(s, 9, now);
+        sqlite3_bind_text(s, 10, j->feed, -1, SQLITE_STATIC);
+        sqlite3_bind_int(s, 11, j->mps_threads_pct);
+        /* a job of a submit waits only for earlier ones: first_id is set */
+        char *deps = store_deps_json(j, *first_id);
+        if (deps) sqlite3_bind_text(s, 12, deps, -1, free);
+        char *meta = j->meta ? json_dumps(j->meta, JSON_COMPACT) : NULL;
+        if (meta) sqlite3_bind_text(s, 13, meta, -1, free);
+        if ((j->nafter > 0 && !deps) || (j->meta && !meta)) {
+            sqlite3_reset(s);
+            sqlite3_clear_bindings(s);
+            return -1; /* out of memory */
+        }
         if (store_exec(st, S_JOB, 0) != 0) return -1;
         if (i == 0) *first_id = sqlite3_last_insert_rowid(st->db);
     }
@@ -359,8 +398,16 @@ void store_event(store *st, int64_t id, double now, const char *fmt, ...) {
     store_exec(st, S_EVENT, id);
 }
 
+/* The columns holding JSON text, returned as JSON values. */
+static bool store_json_column(const char *name) {
+    static const char *const json_columns[] = {"cmd", "env", "deps", "meta"};
+    for (size_t i = 0; i < sizeof(json_columns) / sizeof(*json_columns); i++)
+        if (strcmp(name, json_columns[i]) == 0) return true;
+    return false;
+}
+
 /* The current row of s as an object keyed by column name; the columns
- * holding JSON text (cmd, env) become JSON values. */
+ * holding JSON text become JSON values. */
 static json_t *store_row(sqlite3_stmt *s) {
     json_t *obj = json_object();
     for (int c = 0; c < sqlite3_column_count(s); c++) {
@@ -372,9 +419,8 @@ static json_t *store_row(sqlite3_stmt *s) {
         case SQLITE_NULL: v = json_null(); break;
         default: {
             const char *text = (const char *)sqlite3_column_text(s, c);
-            v = strcmp(name, "cmd") == 0 || strcmp(name, "env") == 0
-                    ? json_loads(text, 0, NULL)
-                    : json_string(text);
+            v = store_json_column(name) ? json_loads(text, 0, NULL)
+                                        : json_string(text);
             if (!v) v = json_null();
         }
         }

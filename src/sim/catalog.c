@@ -55,6 +55,70 @@ const cat_workload *cat_find(const cat_catalog *cat, const char *name,
     }
 }
 
+/* Names longer than this get no suggestion: a trace's field is not a typo
+ * of a workload then. */
+#define CAT_SUGGEST_MAX 128
+
+/* Levenshtein's edit distance of a and b (at most CAT_SUGGEST_MAX bytes
+ * each): the fewest insertions, deletions and substitutions between. */
+static size_t cat_distance(const char *a, size_t la, const char *b,
+                           size_t lb) {
+    size_t row[CAT_SUGGEST_MAX + 1];
+    for (size_t j = 0; j <= lb; j++) row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t up = row[j];
+            size_t best = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < best) best = up + 1;
+            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[lb];
+}
+
+void cat_suggest(const cat_catalog *cat, const char *name, size_t len,
+                 char *out, size_t outlen) {
+    enum { SHOWN = 3 };
+    const cat_workload *near[SHOWN];
+    size_t dist[SHOWN];
+    int n = 0;
+    out[0] = '\0';
+    if (len > CAT_SUGGEST_MAX) return;
+    /* the SHOWN nearest, each within half the longer name's length */
+    for (int i = 0; i < cat->count; i++) {
+        const cat_workload *w = &cat->items[i];
+        if (w->name_len > CAT_SUGGEST_MAX) continue;
+        size_t d = cat_distance(name, len, w->name, w->name_len);
+        if (d * 2 > (len > w->name_len ? len : w->name_len)) continue;
+        int at = n < SHOWN ? n++ : SHOWN;
+        while (at > 0 && dist[at - 1] > d) {
+            if (at < SHOWN) {
+                near[at] = near[at - 1];
+                dist[at] = dist[at - 1];
+            }
+            at--;
+        }
+        if (at < SHOWN) {
+            near[at] = w;
+            dist[at] = d;
+        }
+    }
+    /* only those about as near as the nearest */
+    while (n > 1 && dist[n - 1] > dist[0] + 1) n--;
+    size_t at = 0;
+    for (int i = 0; i < n && at < outlen; i++) {
+        int w = snprintf(out + at, outlen - at, "%s%s", i == 0 ? "; did you mean "
+                         : i == n - 1 ? " or " : ", ", near[i]->name);
+        if (w < 0) break;
+        at += (size_t)w;
+    }
+    if (n > 0 && at < outlen) snprintf(out + at, outlen - at, "?");
+}
+
 /* Column indexes of the fields read; -1 for an optional column absent. */
 typedef struct cat_columns {
     int name, num_gpus, solo, peak, peak_b, smact, smocc, drama, util, ss;

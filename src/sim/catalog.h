@@ -47,6 +47,12 @@ void cat_free(cat_catalog *cat);
 const cat_workload *cat_find(const cat_catalog *cat, const char *name,
                              size_t len);
 
+/* Writes "; did you mean A, B or C?" into out, naming the catalog's
+ * workloads nearest to an unknown name (len bytes) by edit distance, or
+ * "" when none is near: what a message about an unknown name ends with. */
+void cat_suggest(const cat_catalog *cat, const char *name, size_t len,
+                 char *out, size_t outlen);
+
 /* The estimator index of a column name ("horus_mib", ...), or -1. */
 int cat_estimator(const char *column);
 const char *cat_estimator_column(int est);

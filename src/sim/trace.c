@@ -121,9 +121,11 @@ static int read_job(const csv_file *f, const trace_columns *c,
     job->work = cat_find(cat, name.text, name.len);
     if (!job->work) {
         int col = workload_column(c, work);
-        snprintf(err, errlen, "%s:%d: field '%s': unknown workload '%.*s'",
+        char near[256];
+        cat_suggest(cat, name.text, name.len, near, sizeof(near));
+        snprintf(err, errlen, "%s:%d: field '%s': unknown workload '%.*s'%s",
                  f->path, f->line, col >= 0 ? f->cols[col] : "workload",
-                 (int)(name.len > 80 ? 80 : name.len), name.text);
+                 (int)(name.len > 80 ? 80 : name.len), name.text, near);
         return -1;
     }
     return 0;

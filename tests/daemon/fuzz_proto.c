@@ -50,7 +50,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                        "a bad argv");
             fuzz_check(j->gpus >= 1 && j->gpus <= CORE_MAX_JOB_GPUS,
                        "gpus out of range");
-            fuzz_check(j->after >= 0, "a negative after");
+            fuzz_check(j->nafter <= PROTO_MAX_DEPS, "too many dependencies");
+            for (size_t k = 0; k < j->nafter; k++)
+                fuzz_check(j->after[k].id > 0
+                               ? j->after[k].index == 0
+                               : j->after[k].index >= 0 &&
+                                     (size_t)j->after[k].index < i,
+                           "a dependency on no job, itself or a later one");
             fuzz_check(strlen(j->name) <= PROTO_MAX_NAME, "a long name");
             fuzz_check(fuzz_utf8(j->name) && fuzz_utf8(j->feed),
                        "a name or feed not UTF-8");
@@ -86,6 +92,10 @@ static const char *const seeds[] = {
     "\"mem_mib\":12.5,\"name\":\"caf\u00e9\",\"feed\":\"in-1\","
     "\"mps_threads_pct\":50,\"gpus\":1.0}]}",
     "{\"op\":\"report\",\"since\":1700000000.5}",
+    "{\"op\":\"submit\",\"cwd\":\"/\",\"jobs\":[{\"cmd\":[\"a\"]},"
+    "{\"cmd\":[\"b\"],\"after\":[{\"id\":3,\"kind\":\"afterany\"},"
+    "{\"index\":0,\"kind\":\"afternotok\"}],\"meta\":{\"profile\":"
+    "{\"avg_smact\":41.2,\"extra\":{}}}}]}",
 };
 #define NSEEDS (sizeof(seeds) / sizeof(*seeds))
 

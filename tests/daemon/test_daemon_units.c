@@ -15,6 +15,7 @@
 #include "usock.h"
 
 #include <fcntl.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,13 +56,68 @@ static void test_proto_submit(void **state) {
     assert_string_equal(req.jobs[0].argv[1], "1");
     assert_null(req.jobs[0].argv[2]);
     assert_int_equal(req.jobs[0].gpus, 2);
-    assert_int_equal(req.jobs[0].after, 7);
+    assert_int_equal(req.jobs[0].nafter, 1);
+    assert_int_equal(req.jobs[0].after[0].id, 7);
     assert_string_equal(req.jobs[0].feed, "imagenet-1");
     assert_string_equal(req.jobs[1].feed, "");
     assert_int_equal(req.jobs[1].gpus, 1);
     assert_true(req.jobs[1].mem_mib < 0);
     assert_string_equal(req.env[0], "A=1");
     proto_request_free(&req);
+}
+
+/* Dependencies: an existing job by id, or an earlier job of the same
+ * submit by index, each with Slurm's kind; a bare number is afterok. The
+ * opaque meta object travels as it is. */
+static void test_proto_deps(void **state) {
+    proto_request req;
+    char err[256];
+    assert_int_equal(parse("{\"op\":\"submit\",\"cwd\":\"/\",\"jobs\":["
+                           "{\"cmd\":[\"a\"],\"after\":3},"
+                           "{\"cmd\":[\"b\"],\"after\":[{\"id\":4,"
+                           "\"kind\":\"afterany\"},{\"index\":0,"
+                           "\"kind\":\"afternotok\"}],"
+                           "\"meta\":{\"profile\":{\"avg_smact\":41.2}}}]}",
+                           &req, err), 0);
+    assert_int_equal(req.jobs[0].nafter, 1);
+    assert_int_equal(req.jobs[0].after[0].id, 3);
+    assert_int_equal(req.jobs[0].after[0].kind, PROTO_AFTER_OK);
+    assert_null(req.jobs[0].meta);
+    assert_int_equal(req.jobs[1].nafter, 2);
+    assert_int_equal(req.jobs[1].after[0].id, 4);
+    assert_int_equal(req.jobs[1].after[0].kind, PROTO_AFTER_ANY);
+    assert_int_equal(req.jobs[1].after[1].id, 0);
+    assert_int_equal(req.jobs[1].after[1].index, 0);
+    assert_int_equal(req.jobs[1].after[1].kind, PROTO_AFTER_NOTOK);
+    assert_true(json_is_object(req.jobs[1].meta));
+    proto_request_free(&req);
+    static const struct { const char *line, *field; } bad[] = {
+        {"{\"op\":\"submit\",\"cwd\":\"/\",\"jobs\":[{\"cmd\":[\"a\"],"
+         "\"after\":[{\"index\":0,\"kind\":\"afterok\"}]}]}",
+         "jobs[0].after[0].index"},
+        {"{\"op\":\"submit\",\"cwd\":\"/\",\"jobs\":[{\"cmd\":[\"a\"],"
+         "\"after\":[{\"id\":1,\"kind\":\"after\"}]}]}",
+         "jobs[0].after[0].kind"},
+        {"{\"op\":\"submit\",\"cwd\":\"/\",\"jobs\":[{\"cmd\":[\"a\"],"
+         "\"after\":[{\"id\":1,\"index\":0,\"kind\":\"afterok\"}]}]}",
+         "jobs[0].after[0]"},
+        {"{\"op\":\"submit\",\"cwd\":\"/\",\"jobs\":[{\"cmd\":[\"a\"],"
+         "\"after\":[{\"kind\":\"afterok\"}]}]}", "jobs[0].after[0]"},
+        {"{\"op\":\"submit\",\"cwd\":\"/\",\"jobs\":[{\"cmd\":[\"a\"],"
+         "\"after\":[]}]}", "jobs[0].after"},
+        {"{\"op\":\"submit\",\"cwd\":\"/\",\"jobs\":[{\"cmd\":[\"a\"],"
+         "\"after\":[{\"id\":1,\"kind\":\"afterok\",\"x\":1}]}]}",
+         "jobs[0].after[0]: unknown field 'x'"},
+        {"{\"op\":\"submit\",\"cwd\":\"/\",\"jobs\":[{\"cmd\":[\"a\"],"
+         "\"meta\":[1]}]}", "jobs[0].meta"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+        char e[256] = "";
+        int rc = parse(bad[i].line, &req, e);
+        if (rc != -1 || !strstr(e, bad[i].field))
+            fail_msg("case %zu: rc %d, err '%s'", i, rc, e);
+        proto_request_free(&req);
+    }
 }
 
 static void test_proto_other_ops(void **state) {
@@ -199,7 +255,9 @@ static void test_store_submit_and_reopen(void **state) {
     proto_request req;
     assert_int_equal(parse("{\"op\":\"submit\",\"cwd\":\"/tmp\",\"env\":[\"A=1\"],"
                            "\"jobs\":[{\"cmd\":[\"a\"]},{\"cmd\":[\"b\"]},"
-                           "{\"cmd\":[\"c\"]}]}", &req, err), 0);
+                           "{\"cmd\":[\"c\"],\"after\":[{\"index\":1,"
+                           "\"kind\":\"afterany\"}],\"meta\":{\"k\":1}}]}",
+                           &req, err), 0);
     store_owner owner = {.uid = 1000, .gid = 1000, .user = "alice"};
     int64_t first = 0;
     assert_int_equal(store_submit(st, &owner, &req, 1.0, &first, err,
@@ -229,10 +287,42 @@ static void test_store_submit_and_reopen(void **state) {
     assert_string_equal(json_string_value(json_array_get(
                             json_object_get(j2, "env"), 0)), "A=1");
     json_decref(active);
+    json_t *j3 = store_job(st, 3, true);
+    char *deps = json_dumps(json_object_get(j3, "deps"), JSON_COMPACT);
+    assert_string_equal(deps, "[{\"id\":2,\"kind\":\"afterany\"}]");
+    free(deps);
+    assert_int_equal(json_integer_value(json_object_get(
+                         json_object_get(j3, "meta"), "k")), 1);
+    json_decref(j3);
     json_t *all = store_list(st, true);
     assert_int_equal(json_array_size(all), 3);
     json_decref(all);
     assert_null(store_job(st, 99, false));
+    store_close(st);
+}
+
+/* A row an older aegisd wrote, with its one afterok id in `after`, reads
+ * as a list of dependencies like the rows written now. */
+static void test_store_old_after(void **state) {
+    char path[300], err[256];
+    snprintf(path, sizeof(path), "%s/old.db", tmpdir);
+    store *st = store_open(path, err, sizeof(err));
+    assert_non_null(st);
+    store_close(st);
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db,
+        "INSERT INTO envs(id, cwd, env) VALUES(1, '/', '[]');"
+        "INSERT INTO jobs(uid, gid, user, name, cmd, env_id, gpus, after,"
+        " state, submitted) VALUES(0, 0, 'root', '', '[\"a\"]', 1, 1, 5,"
+        " 'queued', 1.0);", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    st = store_open(path, err, sizeof(err));
+    json_t *job = store_job(st, 1, true);
+    char *deps = json_dumps(json_object_get(job, "deps"), JSON_COMPACT);
+    assert_string_equal(deps, "[{\"id\":5,\"kind\":\"afterok\"}]");
+    free(deps);
+    json_decref(job);
     store_close(st);
 }
 
@@ -379,11 +469,13 @@ static void test_classify(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_proto_submit),
+        cmocka_unit_test(test_proto_deps),
         cmocka_unit_test(test_proto_other_ops),
         cmocka_unit_test(test_proto_bad),
         cmocka_unit_test(test_proto_oversized),
         cmocka_unit_test(test_usock_answers),
         cmocka_unit_test(test_store_submit_and_reopen),
+        cmocka_unit_test(test_store_old_after),
         cmocka_unit_test(test_config_good),
         cmocka_unit_test(test_config_shipped),
         cmocka_unit_test(test_config_log_max),

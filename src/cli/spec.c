@@ -1,0 +1,536 @@
+/* spec.c -- YAML job specs for `aegis submit`, in two formats.
+ *
+ * aegis's own: one job as a mapping (command, name, feed, gpus, mem,
+ * mem_mib, model, after, mps_threads_pct), or several under `jobs:`. A job
+ * names another of the same file in `after:` by its name; the names are
+ * resolved once the whole file is read, to the index of that job in the
+ * request, which aegisd turns into its id. A number in `after:` is an
+ * existing job, as on the command line.
+ *
+ * AEGIS's (its repository's evaluation specs): `version: 1` with the
+ * sections job (command, conda_env), resources (num_gpus,
+ * gpu_memory_requirement_mib), estimates and profile. The estimates and
+ * the profile travel with the job as its meta object, as they are; other
+ * sections are not aegis's business and are ignored with a warning, so a
+ * spec written for AEGIS is taken as it is.
+ *
+ * In both, a null value (null, ~, nothing) is as if the key were absent.
+ * Every fault names FILE:LINE and the key; nothing is rounded or dropped.
+ */
+#include "submit.h"
+
+#include "proto.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yaml.h>
+
+/* Nesting and node budget of the estimates and profile objects: aliases
+ * may repeat a node many times, and a spec must not make aegis build a
+ * huge request from a small file. */
+#define SPEC_MAX_DEPTH 32
+#define SPEC_MAX_NODES 10000
+
+typedef struct spec {
+    const char *path;
+    yaml_document_t doc;
+} spec;
+
+static yaml_node_t *spec_node(spec *s, int id) {
+    return yaml_document_get_node(&s->doc, id);
+}
+
+static const char *spec_scalar(yaml_node_t *n) {
+    return n && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value
+                                            : NULL;
+}
+
+/* YAML's null: an unquoted null, Null, NULL, ~ or nothing at all. */
+static bool spec_null(yaml_node_t *n) {
+    const char *v = spec_scalar(n);
+    if (!v || n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE) return false;
+    return !v[0] || !strcmp(v, "~") || !strcmp(v, "null") ||
+           !strcmp(v, "Null") || !strcmp(v, "NULL");
+}
+
+static int spec_error(const spec *s, yaml_node_t *n, const char *msg,
+                      const char *key) {
+    fprintf(stderr, "aegis submit: %s:%d: %s%s%s\n", s->path,
+            (int)n->start_mark.line + 1, key ? key : "", key ? ": " : "", msg);
+    return -1;
+}
+
+/* The text of scalar v into *out; -1 with a message naming key when v is
+ * not a scalar or holds a NUL byte (YAML's "\0"), which would cut it short.
+ * libyaml has checked the rest: a scalar is UTF-8. */
+static int spec_text(const spec *s, yaml_node_t *v, const char *key,
+                     const char *what, const char **out) {
+    *out = spec_scalar(v);
+    if (!*out) return spec_error(s, v, what, key);
+    if (strlen(*out) != v->data.scalar.length)
+        return spec_error(s, v, "holds a NUL byte", key);
+    return 0;
+}
+
+/* A number in [lo, hi], whole when `whole`; NaN and fractions are refused,
+ * never rounded or dropped. */
+static int spec_number(const spec *s, yaml_node_t *v, const char *key,
+                       double lo, double hi, bool whole, double *out) {
+    const char *text = spec_scalar(v);
+    char *end;
+    double d = text ? strtod(text, &end) : 0;
+    if (!text || end == text || *end || !(d >= lo && d <= hi) ||
+        (whole && d != floor(d))) {
+        char msg[160];
+        snprintf(msg, sizeof(msg), "'%.40s' is not a %s in [%g, %g]",
+                 text ? text : "", whole ? "whole number" : "number", lo, hi);
+        return spec_error(s, v, msg, key);
+    }
+    *out = d;
+    return 0;
+}
+
+/* A spec's model: file, relative to the spec's folder unless absolute. */
+static int spec_model(const spec *s, const char *file, double *mem) {
+    const char *slash = strrchr(s->path, '/');
+    if (file[0] == '/' || !slash) return submit_model_mem(file, mem);
+    int dir = (int)(slash - s->path);
+    size_t len = (size_t)dir + strlen(file) + 2;
+    char *joined = malloc(len);
+    if (!joined) {
+        perror("aegis submit");
+        return -1;
+    }
+    snprintf(joined, len, "%.*s/%s", dir, s->path, file);
+    int rc = submit_model_mem(joined, mem);
+    free(joined);
+    return rc;
+}
+
+/* The command of a spec: a string for /bin/sh -c, or a list of words;
+ * NULL once the fault is told. */
+static json_t *spec_command(spec *s, yaml_node_t *v, const char *key) {
+    static const char what[] = "expected a string or a list of words";
+    const char *w;
+    if (v->type == YAML_SCALAR_NODE)
+        return spec_text(s, v, key, what, &w) ? NULL : submit_shell(w);
+    if (v->type != YAML_SEQUENCE_NODE ||
+        v->data.sequence.items.start == v->data.sequence.items.top) {
+        spec_error(s, v, what, key);
+        return NULL;
+    }
+    json_t *cmd = json_array();
+    for (yaml_node_item_t *it = v->data.sequence.items.start;
+         it < v->data.sequence.items.top; it++) {
+        if (spec_text(s, spec_node(s, *it), key, what, &w) != 0) {
+            json_decref(cmd);
+            return NULL;
+        }
+        json_array_append_new(cmd, json_string(w));
+    }
+    return cmd;
+}
+
+/* One scalar of `after:` into deps, its names marked with their line. */
+static int spec_after_item(const spec *s, yaml_node_t *v, json_t *deps) {
+    static const char what[] = "expected a job id, a job's name, or "
+                               "afterok:/afterany:/afternotok: followed by them";
+    const char *text;
+    char err[256];
+    size_t before = json_array_size(deps);
+    if (spec_text(s, v, "after", what, &text)) return -1;
+    if (submit_parse_after(text, true, deps, err, sizeof(err)))
+        return spec_error(s, v, err, "after");
+    for (size_t i = before; i < json_array_size(deps); i++) {
+        json_t *dep = json_array_get(deps, i);
+        if (json_object_get(dep, "name"))
+            json_object_set_new(dep, "line",
+                                json_integer((json_int_t)v->start_mark.line + 1));
+    }
+    return 0;
+}
+
+/* `after:` as one item or a list of them; *deps is the new list. */
+static int spec_after(spec *s, yaml_node_t *v, json_t **deps) {
+    json_decref(*deps);
+    *deps = json_array();
+    if (v->type != YAML_SEQUENCE_NODE) return spec_after_item(s, v, *deps);
+    for (yaml_node_item_t *it = v->data.sequence.items.start;
+         it < v->data.sequence.items.top; it++)
+        if (spec_after_item(s, spec_node(s, *it), *deps)) return -1;
+    return 0;
+}
+
+/* ---- aegis's own format --------------------------------------------------- */
+
+static int spec_job(spec *s, yaml_node_t *map, const submit_defaults *def,
+                    json_t *jobs) {
+    if (map->type != YAML_MAPPING_NODE)
+        return spec_error(s, map, "expected a job (a mapping)", NULL);
+    submit_defaults d = *def;
+    json_t *cmd = NULL, *after = NULL;
+    double num, model_mem = -1;
+    bool has_mem = false;
+    int rc = 0;
+    for (yaml_node_pair_t *p = map->data.mapping.pairs.start;
+         rc == 0 && p < map->data.mapping.pairs.top; p++) {
+        yaml_node_t *kn = spec_node(s, p->key), *v = spec_node(s, p->value);
+        const char *k = spec_scalar(kn);
+        if (!k) rc = spec_error(s, kn, "expected a key", NULL);
+        else if (spec_null(v)) continue;
+        else if (!strcmp(k, "command")) {
+            json_decref(cmd);
+            if (!(cmd = spec_command(s, v, k))) rc = -1;
+        } else if (!strcmp(k, "name")) {
+            rc = spec_text(s, v, k, "expected a string", &d.name);
+        } else if (!strcmp(k, "feed")) {
+            rc = spec_text(s, v, k, "expected a string", &d.feed);
+        } else if (!strcmp(k, "gpus")) {
+            rc = spec_number(s, v, k, 1, 64, true, &num);
+            d.gpus = (long)num;
+        } else if (!strcmp(k, "mem_mib")) {
+            rc = spec_number(s, v, k, 0, PROTO_MAX_MEM_MIB, false, &d.mem);
+            has_mem = true;
+        } else if (!strcmp(k, "mem")) {
+            const char *text = spec_scalar(v);
+            if (!text || submit_parse_mem(text, &d.mem))
+                rc = spec_error(s, v, "expected an amount of memory: 4g, "
+                                "4000m, 4GiB (a plain number is MiB)", k);
+            has_mem = true;
+        } else if (!strcmp(k, "model")) {
+            const char *file;
+            rc = spec_text(s, v, k, "expected a file name", &file);
+            if (rc == 0) rc = spec_model(s, file, &model_mem);
+        } else if (!strcmp(k, "after")) {
+            rc = spec_after(s, v, &after);
+        } else if (!strcmp(k, "mps_threads_pct")) {
+            rc = spec_number(s, v, k, 1, 100, true, &num);
+            d.mps_threads = (long)num;
+        } else {
+            rc = spec_error(s, kn, "unknown key (command, name, feed, gpus, "
+                            "mem, mem_mib, model, after, mps_threads_pct)", k);
+        }
+    }
+    if (rc == 0 && !cmd) rc = spec_error(s, map, "command: missing", NULL);
+    if (rc) {
+        json_decref(cmd);
+        json_decref(after);
+        return -1;
+    }
+    if (model_mem >= 0 && !has_mem) d.mem = model_mem;
+    if (after) d.after = after;
+    json_array_append_new(jobs, submit_job(cmd, &d));
+    json_decref(after);
+    return 0;
+}
+
+/* The position of job `self`'s dependency named in dep among jobs, which
+ * must be an earlier job; -1 after saying why not. */
+static int spec_named(const spec *s, json_t *jobs, size_t self, json_t *dep) {
+    const char *name = json_string_value(json_object_get(dep, "name"));
+    int line = (int)json_integer_value(json_object_get(dep, "line"));
+    size_t found = 0, at = 0;
+    size_t i;
+    json_t *job;
+    json_array_foreach(jobs, i, job) {
+        const char *n = json_string_value(json_object_get(job, "name"));
+        if (n && !strcmp(n, name) && found++ == 0) at = i;
+    }
+    char msg[300] = "";
+    if (found == 0)
+        snprintf(msg, sizeof(msg), "no job named '%s' in this file", name);
+    else if (found > 1)
+        snprintf(msg, sizeof(msg), "%zu jobs are named '%s'", found, name);
+    else if (at == self)
+        snprintf(msg, sizeof(msg), "'%s' is this job", name);
+    else if (at > self)
+        snprintf(msg, sizeof(msg), "'%s' comes later in the file: list it "
+                 "before the jobs that wait for it", name);
+    if (msg[0]) {
+        fprintf(stderr, "aegis submit: %s:%d: after: %s\n", s->path, line, msg);
+        return -1;
+    }
+    return (int)at;
+}
+
+/* Turns the names in the jobs' `after:` into indices of the request. */
+static int spec_resolve_names(const spec *s, json_t *jobs) {
+    size_t i, k;
+    json_t *job, *dep;
+    json_array_foreach(jobs, i, job) {
+        json_array_foreach(json_object_get(job, "after"), k, dep) {
+            if (!json_object_get(dep, "name")) continue;
+            int at = spec_named(s, jobs, i, dep);
+            if (at < 0) return -1;
+            json_object_del(dep, "name");
+            json_object_del(dep, "line");
+            json_object_set_new(dep, "index", json_integer(at));
+        }
+    }
+    return 0;
+}
+
+/* ---- AEGIS's format --------------------------------------------------------- */
+
+/* A plain scalar as JSON: null, a boolean, a whole or real number, else
+ * text; a quoted one is always text. */
+static json_t *spec_scalar_json(yaml_node_t *n) {
+    const char *v = spec_scalar(n);
+    if (n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
+        return json_string(v);
+    if (spec_null(n)) return json_null();
+    if (!strcmp(v, "true") || !strcmp(v, "True") || !strcmp(v, "TRUE"))
+        return json_true();
+    if (!strcmp(v, "false") || !strcmp(v, "False") || !strcmp(v, "FALSE"))
+        return json_false();
+    char *end;
+    long long whole = strtoll(v, &end, 10);
+    if (end != v && !*end) return json_integer(whole);
+    double real = strtod(v, &end);
+    if (end != v && !*end && isfinite(real) && !strpbrk(v, "xXnN"))
+        return json_real(real);
+    return json_string(v);
+}
+
+/* A node of the estimates or profile as JSON; at the top (depth 0) of a
+ * mapping, null values are left out. NULL after saying why. */
+static json_t *spec_json(spec *s, yaml_node_t *n, const char *key, int depth,
+                         int *budget) {
+    const char *text;
+    if (depth > SPEC_MAX_DEPTH || --*budget < 0) {
+        spec_error(s, n, "nested too deep, or too large", key);
+        return NULL;
+    }
+    if (n->type == YAML_SCALAR_NODE)
+        return spec_text(s, n, key, "expected a value", &text)
+                   ? NULL : spec_scalar_json(n);
+    json_t *out = n->type == YAML_SEQUENCE_NODE ? json_array() : json_object();
+    if (n->type == YAML_SEQUENCE_NODE) {
+        for (yaml_node_item_t *it = n->data.sequence.items.start;
+             it < n->data.sequence.items.top; it++) {
+            json_t *v = spec_json(s, spec_node(s, *it), key, depth + 1, budget);
+            if (!v) goto fail;
+            json_array_append_new(out, v);
+        }
+        return out;
+    }
+    for (yaml_node_pair_t *p = n->data.mapping.pairs.start;
+         p < n->data.mapping.pairs.top; p++) {
+        yaml_node_t *kn = spec_node(s, p->key), *vn = spec_node(s, p->value);
+        if (spec_text(s, kn, key, "expected a key", &text)) goto fail;
+        if (depth == 0 && spec_null(vn)) continue;
+        json_t *v = spec_json(s, vn, key, depth + 1, budget);
+        if (!v) goto fail;
+        json_object_set_new(out, text, v);
+    }
+    return out;
+fail:
+    json_decref(out);
+    return NULL;
+}
+
+/* What an AEGIS spec's job and resources sections say. */
+typedef struct spec_aegis_job {
+    json_t *cmd;
+    yaml_node_t *conda_node;    /* job.conda_env, or NULL */
+    const char *conda_env;
+    submit_defaults d;
+    json_t *meta;
+} spec_aegis_job;
+
+/* Each key of a section, known ones handed to fn, others warned of. */
+static int spec_section(spec *s, yaml_node_t *map, const char *section,
+                        spec_aegis_job *job,
+                        int (*fn)(spec *, const char *, yaml_node_t *,
+                                  spec_aegis_job *, char *)) {
+    if (spec_null(map)) return 0;
+    if (map->type != YAML_MAPPING_NODE)
+        return spec_error(s, map, "expected a mapping", section);
+    for (yaml_node_pair_t *p = map->data.mapping.pairs.start;
+         p < map->data.mapping.pairs.top; p++) {
+        yaml_node_t *kn = spec_node(s, p->key), *v = spec_node(s, p->value);
+        const char *k = spec_scalar(kn);
+        char dotted[128];
+        snprintf(dotted, sizeof(dotted), "%s.%.64s", section, k ? k : "?");
+        if (!k) return spec_error(s, kn, "expected a key", section);
+        if (spec_null(v)) continue;
+        int rc = fn(s, k, v, job, dotted);
+        if (rc < 0) return -1;
+        if (rc > 0)
+            fprintf(stderr, "aegis submit: %s:%d: %s: ignored (not a key "
+                    "aegis knows in %s)\n", s->path,
+                    (int)kn->start_mark.line + 1, dotted, section);
+    }
+    return 0;
+}
+
+/* job: command and conda_env; 1 for a key aegis does not know. */
+static int spec_aegis_job_key(spec *s, const char *k, yaml_node_t *v,
+                              spec_aegis_job *job, char *dotted) {
+    if (!strcmp(k, "command")) {
+        json_decref(job->cmd);
+        job->cmd = spec_command(s, v, dotted);
+        return job->cmd ? 0 : -1;
+    }
+    if (!strcmp(k, "conda_env")) {
+        job->conda_node = v;
+        return spec_text(s, v, dotted, "expected the name of a conda "
+                         "environment", &job->conda_env);
+    }
+    return 1;
+}
+
+/* resources: num_gpus and gpu_memory_requirement_mib. */
+static int spec_aegis_resource(spec *s, const char *k, yaml_node_t *v,
+                               spec_aegis_job *job, char *dotted) {
+    double num;
+    if (!strcmp(k, "num_gpus")) {
+        if (spec_number(s, v, dotted, 1, 64, true, &num)) return -1;
+        job->d.gpus = (long)num;
+        return 0;
+    }
+    if (!strcmp(k, "gpu_memory_requirement_mib"))
+        return spec_number(s, v, dotted, 0, PROTO_MAX_MEM_MIB, false,
+                           &job->d.mem);
+    return 1;
+}
+
+/* The command run in the conda environment: `conda run -n ENV
+ * --no-capture-output CMD...` with the conda found on PATH now, so the
+ * job needs no activated shell. */
+static int spec_conda(spec *s, spec_aegis_job *job) {
+    char *conda = submit_find_program("conda");
+    if (!conda) {
+        char msg[300];
+        snprintf(msg, sizeof(msg), "'%.64s' needs conda, which is not on "
+                 "PATH: activate conda's shell setup, or drop the key to run "
+                 "the command as it is", job->conda_env);
+        return spec_error(s, job->conda_node, msg, "job.conda_env");
+    }
+    json_t *cmd = json_pack("[s, s, s, s, s]", conda, "run", "-n",
+                            job->conda_env, "--no-capture-output");
+    free(conda);
+    json_array_extend(cmd, job->cmd);
+    json_decref(job->cmd);
+    job->cmd = cmd;
+    return 0;
+}
+
+/* The job's name when no --name is given: the spec's file stem, as AEGIS
+ * names its workloads. */
+static json_t *spec_stem(const char *path) {
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    size_t len = strcspn(base, ".");
+    return len > 0 && len <= PROTO_MAX_NAME ? json_stringn(base, len) : NULL;
+}
+
+static int spec_aegis(spec *s, yaml_node_t *root, const submit_defaults *def,
+                      json_t *jobs) {
+    spec_aegis_job job = {.d = *def, .meta = json_object()};
+    int budget = SPEC_MAX_NODES, rc = 0;
+    for (yaml_node_pair_t *p = root->data.mapping.pairs.start;
+         rc == 0 && p < root->data.mapping.pairs.top; p++) {
+        yaml_node_t *kn = spec_node(s, p->key), *v = spec_node(s, p->value);
+        const char *k = spec_scalar(kn);
+        if (!k) rc = spec_error(s, kn, "expected a key", NULL);
+        else if (!strcmp(k, "version")) {
+            const char *text = spec_scalar(v);
+            if (!text || strcmp(text, "1") != 0)
+                rc = spec_error(s, v, "aegis reads version 1 of AEGIS's "
+                                "spec format only", k);
+        }
+        else if (!strcmp(k, "job"))
+            rc = spec_section(s, v, k, &job, spec_aegis_job_key);
+        else if (!strcmp(k, "resources"))
+            rc = spec_section(s, v, k, &job, spec_aegis_resource);
+        else if (!strcmp(k, "estimates") || !strcmp(k, "profile")) {
+            if (spec_null(v)) continue;
+            if (v->type != YAML_MAPPING_NODE) {
+                rc = spec_error(s, v, "expected a mapping", k);
+                continue;
+            }
+            json_t *obj = spec_json(s, v, k, 0, &budget);
+            if (!obj) rc = -1;
+            else if (json_object_size(obj) == 0) json_decref(obj);
+            else json_object_set_new(job.meta, k, obj);
+        } else
+            fprintf(stderr, "aegis submit: %s:%d: %s: section ignored (aegis "
+                    "does not use it)\n", s->path,
+                    (int)kn->start_mark.line + 1, k);
+    }
+    if (rc == 0 && !job.cmd)
+        rc = spec_error(s, root, "missing", "job.command");
+    if (rc == 0 && job.conda_env) rc = spec_conda(s, &job);
+    if (rc != 0) {
+        json_decref(job.cmd);
+        json_decref(job.meta);
+        return -1;
+    }
+    json_t *out = submit_job(job.cmd, &job.d);
+    json_t *stem = def->name ? NULL : spec_stem(s->path);
+    if (stem) json_object_set_new(out, "name", stem);
+    if (json_object_size(job.meta) > 0)
+        json_object_set(out, "meta", job.meta);
+    json_decref(job.meta);
+    json_array_append_new(jobs, out);
+    return 0;
+}
+
+/* ---- the file --------------------------------------------------------------- */
+
+/* The value of key in a mapping, or NULL. */
+static yaml_node_t *spec_get(spec *s, yaml_node_t *map, const char *key) {
+    if (!map || map->type != YAML_MAPPING_NODE) return NULL;
+    for (yaml_node_pair_t *p = map->data.mapping.pairs.start;
+         p < map->data.mapping.pairs.top; p++) {
+        const char *k = spec_scalar(spec_node(s, p->key));
+        if (k && !strcmp(k, key)) return spec_node(s, p->value);
+    }
+    return NULL;
+}
+
+/* The jobs of a loaded spec, in whichever format it is. */
+static int spec_read(spec *s, yaml_node_t *root, const submit_defaults *def,
+                     json_t *jobs) {
+    yaml_node_t *list = spec_get(s, root, "jobs");
+    yaml_node_t *job = spec_get(s, root, "job");
+    if (spec_get(s, root, "version") || (job && job->type == YAML_MAPPING_NODE))
+        return spec_aegis(s, root, def, jobs);
+    if (!list) return spec_job(s, root, def, jobs);
+    if (list->type != YAML_SEQUENCE_NODE)
+        return spec_error(s, list, "expected a list of jobs", "jobs");
+    for (yaml_node_item_t *it = list->data.sequence.items.start;
+         it < list->data.sequence.items.top; it++)
+        if (spec_job(s, spec_node(s, *it), def, jobs)) return -1;
+    return 0;
+}
+
+int submit_spec(const char *path, const submit_defaults *def, json_t *jobs) {
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        perror(path);
+        return -1;
+    }
+    spec s = {.path = path};
+    yaml_parser_t parser;
+    yaml_parser_initialize(&parser);
+    yaml_parser_set_input_file(&parser, f);
+    int rc = -1;
+    if (!yaml_parser_load(&parser, &s.doc)) {
+        fprintf(stderr, "aegis submit: %s:%d: %s\n", path,
+                (int)parser.problem_mark.line + 1, parser.problem);
+    } else {
+        yaml_node_t *root = yaml_document_get_root_node(&s.doc);
+        if (!root)
+            fprintf(stderr, "aegis submit: %s: empty spec\n", path);
+        else if (spec_read(&s, root, def, jobs) == 0)
+            rc = spec_resolve_names(&s, jobs);
+        yaml_document_delete(&s.doc);
+    }
+    yaml_parser_delete(&parser);
+    fclose(f);
+    return rc;
+}

@@ -1,0 +1,64 @@
+/* submit.h -- what `aegis submit` builds its request from, shared by its
+ * option parsing (submit_cmd.c), the values of its options and the jobs'
+ * JSON (submit_args.c), and its YAML job specs (spec.c). Nothing here
+ * talks to aegisd, so the unit tests drive it alone.
+ *
+ * A job is the JSON object of the submit request (src/daemon/proto.h):
+ * {cmd, gpus, mem_mib, name, feed, after, mps_threads_pct, meta}. Until a
+ * spec's names are resolved, an "after" entry may be {name, kind, line}.
+ */
+#ifndef AEGIS_SUBMIT_H
+#define AEGIS_SUBMIT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <jansson.h>
+
+/* The options every job starts from. */
+typedef struct submit_defaults {
+    long gpus;
+    double mem;             /* < 0: none */
+    const char *name;
+    const char *feed;       /* shared data feed; NULL: none */
+    json_t *after;          /* dependency entries (borrowed); NULL: none */
+    long mps_threads;       /* MPS thread percentage; 0: none */
+} submit_defaults;
+
+/* A job of command cmd (taken) with the defaults. */
+json_t *submit_job(json_t *cmd, const submit_defaults *def);
+/* ["/bin/sh", "-c", line]; NULL when line is not UTF-8. */
+json_t *submit_shell(const char *line);
+/* aegis's estimate (with its safety margin) of the model described in
+ * path, MiB; -1 after saying why. */
+int submit_model_mem(const char *path, double *mem);
+
+/* An amount of memory into MiB: a number with an optional unit, m/MiB/MB
+ * (the default), g/GiB/GB or t/TiB/TB, any case; binary units (4g is
+ * 4096 MiB). -1 when it is not one, or over 1 TiB. */
+int submit_parse_mem(const char *text, double *mib);
+
+/* Appends the dependencies in text to deps: comma-separated items, each
+ * an ID (afterok), or KIND:ID[:ID...] with KIND afterok, afterany or
+ * afternotok (Slurm's forms). Where `names` (a spec file), an item that is
+ * not a number is the name of a job of the same file: {name, kind}. -1
+ * with a message in err. */
+int submit_parse_after(const char *text, bool names, json_t *deps, char *err,
+                       size_t errlen);
+
+/* The indices of an array range, "0-99", "2-8:3", "1,4,10-12", as a JSON
+ * array in order (at most PROTO_MAX_JOBS of them); NULL with a message. */
+json_t *submit_parse_range(const char *text, char *err, size_t errlen);
+
+/* Whether one command word holds shell syntax (spaces, quotes, operators,
+ * variables, globs): a string meant for /bin/sh -c, not a program name. */
+bool submit_is_shell(const char *word);
+
+/* The path of program name on $PATH (malloc'd), or NULL. */
+char *submit_find_program(const char *name);
+
+/* Reads a YAML job spec, aegis's own or AEGIS's (version: 1), appending
+ * its jobs to jobs: -1 after saying why, naming FILE:LINE and the key. */
+int submit_spec(const char *path, const submit_defaults *def, json_t *jobs);
+
+#endif

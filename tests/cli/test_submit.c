@@ -1,0 +1,393 @@
+/* test_submit.c -- cmocka tests of what `aegis submit` reads without
+ * talking to aegisd: --mem amounts, --after dependencies, --array ranges,
+ * shell strings, YAML specs in aegis's and AEGIS's formats (nulls,
+ * comments, conda, names of the same file), and the nearest catalog names
+ * that sim and gen-trace suggest.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "catalog.h"
+#include "submit.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char tmpdir[256];
+
+static int setup_dir(void **state) {
+    (void)state;
+    snprintf(tmpdir, sizeof(tmpdir), "/tmp/aegis-submit-XXXXXX");
+    return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown_dir(void **state) {
+    (void)state;
+    char cmd[300];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static const char *write_file(const char *name, const char *text, int mode) {
+    static char path[300];
+    snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
+    FILE *f = fopen(path, "w");
+    fputs(text, f);
+    fclose(f);
+    chmod(path, (mode_t)mode);
+    return path;
+}
+
+/* ---- values of options ---------------------------------------------------- */
+
+static void test_mem_units(void **state) {
+    (void)state;
+    static const struct { const char *text; double mib; } good[] = {
+        {"4096", 4096}, {"4g", 4096}, {"4G", 4096}, {"4GiB", 4096},
+        {"4gb", 4096}, {"4000m", 4000}, {"4000MiB", 4000}, {"0.5g", 512},
+        {"1t", 1048576}, {"1.5", 1.5}, {"0", 0},
+    };
+    for (size_t i = 0; i < sizeof(good) / sizeof(*good); i++) {
+        double mib = -1;
+        if (submit_parse_mem(good[i].text, &mib) != 0 || mib != good[i].mib)
+            fail_msg("'%s': %g", good[i].text, mib);
+    }
+    static const char *const bad[] = {"", "g", "4x", "4 g", "-1g", "nan",
+                                      "inf", "2t", "4gg", "0x10"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+        double mib = -1;
+        if (submit_parse_mem(bad[i], &mib) == 0)
+            fail_msg("'%s' accepted as %g", bad[i], mib);
+    }
+}
+
+static void expect_deps(const char *text, bool names, const char *want) {
+    json_t *deps = json_array();
+    char err[256] = "";
+    if (submit_parse_after(text, names, deps, err, sizeof(err)) != 0)
+        fail_msg("'%s': %s", text, err);
+    char *got = json_dumps(deps, JSON_COMPACT | JSON_SORT_KEYS);
+    if (strcmp(got, want) != 0) fail_msg("'%s': %s, not %s", text, got, want);
+    free(got);
+    json_decref(deps);
+}
+
+static void expect_bad_deps(const char *text, bool names, const char *want) {
+    json_t *deps = json_array();
+    char err[256] = "";
+    if (submit_parse_after(text, names, deps, err, sizeof(err)) == 0)
+        fail_msg("'%s' accepted", text);
+    if (!strstr(err, want)) fail_msg("'%s': '%s' lacks '%s'", text, err, want);
+    json_decref(deps);
+}
+
+static void test_after_forms(void **state) {
+    (void)state;
+    expect_deps("4", false, "[{\"id\":4,\"kind\":\"afterok\"}]");
+    expect_deps("4,5", false, "[{\"id\":4,\"kind\":\"afterok\"},"
+                              "{\"id\":5,\"kind\":\"afterok\"}]");
+    expect_deps("afterok:4:5", false, "[{\"id\":4,\"kind\":\"afterok\"},"
+                                      "{\"id\":5,\"kind\":\"afterok\"}]");
+    expect_deps("afterany:4,afternotok:6", false,
+                "[{\"id\":4,\"kind\":\"afterany\"},"
+                "{\"id\":6,\"kind\":\"afternotok\"}]");
+    expect_deps("prep,afterany:7:train", true,
+                "[{\"kind\":\"afterok\",\"name\":\"prep\"},"
+                "{\"id\":7,\"kind\":\"afterany\"},"
+                "{\"kind\":\"afterany\",\"name\":\"train\"}]");
+    expect_bad_deps("prep", false, "'prep' is not a job id");
+    expect_bad_deps("after:4", false, "after:");
+    expect_bad_deps("afterok:", false, "afterok:");
+    expect_bad_deps("0", false, "'0'");
+    expect_bad_deps("4?5", false, "4?5");
+    expect_bad_deps("", false, "no job");
+    expect_bad_deps("4,,5", false, "empty");
+    expect_bad_deps("singleton", true, "singleton");
+}
+
+static void expect_range(const char *text, const char *want) {
+    char err[256] = "";
+    json_t *idx = submit_parse_range(text, err, sizeof(err));
+    if (!idx) fail_msg("'%s': %s", text, err);
+    char *got = json_dumps(idx, JSON_COMPACT);
+    if (strcmp(got, want) != 0) fail_msg("'%s': %s, not %s", text, got, want);
+    free(got);
+    json_decref(idx);
+}
+
+static void test_array_ranges(void **state) {
+    (void)state;
+    expect_range("0-3", "[0,1,2,3]");
+    expect_range("5", "[5]");
+    expect_range("0-3,7", "[0,1,2,3,7]");
+    expect_range("2-8:3", "[2,5,8]");
+    expect_range("1,1", "[1,1]");
+    static const char *const bad[] = {"", "a", "5-2", "1-", "-1", "0-3:0",
+                                      "0-99999999", "1,,2", "0-3:x", "x.txt"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+        char err[256] = "";
+        json_t *idx = submit_parse_range(bad[i], err, sizeof(err));
+        if (idx) fail_msg("'%s' accepted", bad[i]);
+        if (!err[0]) fail_msg("'%s': no message", bad[i]);
+    }
+}
+
+static void test_shell_words(void **state) {
+    (void)state;
+    assert_true(submit_is_shell("a && b"));
+    assert_true(submit_is_shell("echo $HOME"));
+    assert_true(submit_is_shell("python train.py --bs 32"));
+    assert_true(submit_is_shell("ls *.txt"));
+    assert_true(submit_is_shell("a|b"));
+    assert_false(submit_is_shell("true"));
+    assert_false(submit_is_shell("./train.sh"));
+    assert_false(submit_is_shell("/usr/bin/python3"));
+}
+
+/* ---- specs ---------------------------------------------------------------- */
+
+/* Reads a spec written to name; returns its jobs (NULL when refused) and
+ * what it said on stderr in said. */
+static json_t *read_spec(const char *name, const char *text, char *said,
+                         size_t saidlen) {
+    const char *path = write_file(name, text, 0644);
+    char errpath[300];
+    snprintf(errpath, sizeof(errpath), "%s/stderr", tmpdir);
+    fflush(stderr);
+    int saved = dup(2);
+    FILE *err = freopen(errpath, "w", stderr);
+    assert_non_null(err);
+    submit_defaults def = {.gpus = 1, .mem = -1};
+    json_t *jobs = json_array();
+    char copy[300];
+    snprintf(copy, sizeof(copy), "%s", path);
+    int rc = submit_spec(copy, &def, jobs);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    FILE *f = fopen(errpath, "r");
+    size_t n = fread(said, 1, saidlen - 1, f);
+    said[n] = '\0';
+    fclose(f);
+    if (rc != 0) {
+        json_decref(jobs);
+        return NULL;
+    }
+    return jobs;
+}
+
+static const char aegis_example[] =
+    "version: 1\n"
+    "job:\n"
+    "  conda_env: tf\n"
+    "  command: python train.py --batch_size 32\n"
+    "resources:\n"
+    "  num_gpus: 1\n"
+    "  gpu_memory_requirement_mib: 3352\n"
+    "estimates:\n"
+    "  horus_mib: 93617.0674\n"
+    "  faketensor_mib: 2425.279457\n"
+    "  gpumemnet_mib: 8000\n"
+    "profile:\n"
+    "  peak_memory_mib: 2816\n"
+    "  avg_smact: 41.2\n"
+    "  avg_smocc: 37.8\n"
+    "  avg_drama: 12.4\n"
+    "  profiling_duration_s: 200\n"
+    "  source: lucid_200s_profile\n"
+    "  extra_metrics: {}\n"
+    "online_estimation:\n"
+    "  summary_path: mobilenet_32.model\n"
+    "  parser_arg_1: /raid/datasets/imagenet\n"
+    "  parser_arg_2: 32\n";
+
+static void test_spec_aegis_example(void **state) {
+    (void)state;
+    char conda[300];
+    snprintf(conda, sizeof(conda), "%s",
+             write_file("conda", "#!/bin/sh\nexit 0\n", 0755));
+    char path_env[400], said[2048];
+    const char *old = getenv("PATH");
+    char *saved = old ? strdup(old) : NULL;
+    snprintf(path_env, sizeof(path_env), "%s:/usr/bin:/bin", tmpdir);
+    setenv("PATH", path_env, 1);
+    json_t *jobs = read_spec("aegis.yaml", aegis_example, said, sizeof(said));
+    if (saved) setenv("PATH", saved, 1);
+    free(saved);
+    if (!jobs) fail_msg("refused: %s", said);
+    assert_non_null(strstr(said, "aegis.yaml:20: online_estimation: section "
+                                 "ignored"));
+    assert_int_equal(json_array_size(jobs), 1);
+    json_t *job = json_array_get(jobs, 0);
+    assert_int_equal(json_integer_value(json_object_get(job, "gpus")), 1);
+    assert_true(json_number_value(json_object_get(job, "mem_mib")) == 3352);
+    json_t *cmd = json_object_get(job, "cmd");
+    assert_string_equal(json_string_value(json_array_get(cmd, 0)), conda);
+    assert_string_equal(json_string_value(json_array_get(cmd, 3)), "tf");
+    assert_string_equal(json_string_value(json_array_get(cmd, 7)),
+                        "python train.py --batch_size 32");
+    json_t *meta = json_object_get(job, "meta");
+    json_t *est = json_object_get(meta, "estimates");
+    assert_true(json_real_value(json_object_get(est, "horus_mib")) ==
+                93617.0674);
+    assert_int_equal(json_integer_value(json_object_get(est, "gpumemnet_mib")),
+                     8000);
+    json_t *prof = json_object_get(meta, "profile");
+    assert_string_equal(json_string_value(json_object_get(prof, "source")),
+                        "lucid_200s_profile");
+    assert_true(json_is_object(json_object_get(prof, "extra_metrics")));
+    assert_null(json_object_get(meta, "online_estimation"));
+    json_decref(jobs);
+}
+
+static void test_spec_aegis_variants(void **state) {
+    (void)state;
+    char said[2048];
+    /* nulls are absent, comments ignored, quoted numbers stay text */
+    json_t *jobs = read_spec("nulls.yaml",
+        "# no estimates\n"
+        "version: 1  # format\n"
+        "job:\n"
+        "  conda_env: ~\n"
+        "  command: [python, train.py]\n"
+        "resources:\n"
+        "  num_gpus: null\n"
+        "  gpu_memory_requirement_mib:\n"
+        "estimates:\n"
+        "  horus_mib: null\n"
+        "profile:\n"
+        "  source: '200'\n"
+        "  lucid_class: medium\n"
+        "  flags: [1, true, null]\n", said, sizeof(said));
+    if (!jobs) fail_msg("refused: %s", said);
+    assert_string_equal(said, "");
+    json_t *job = json_array_get(jobs, 0);
+    char *text = json_dumps(job, JSON_COMPACT | JSON_SORT_KEYS);
+    assert_string_equal(text,
+        "{\"cmd\":[\"python\",\"train.py\"],\"gpus\":1,\"meta\":{\"profile\":"
+        "{\"flags\":[1,true,null],\"lucid_class\":\"medium\",\"source\":\"200\"}},"
+        "\"name\":\"nulls\"}");
+    free(text);
+    json_decref(jobs);
+    /* refusals name the file, the line and the dotted key */
+    static const struct { const char *text, *want; } bad[] = {
+        {"version: 2\njob:\n  command: x\n", "f.yaml:1: version: "},
+        {"version: 1\nresources:\n  num_gpus: 1\n", "f.yaml:1: job.command: missing"},
+        {"version: 1\njob:\n  command: x\nresources:\n  num_gpus: 0\n",
+         "f.yaml:5: resources.num_gpus: "},
+        {"version: 1\njob:\n  command: x\nresources:\n"
+         "  gpu_memory_requirement_mib: lots\n",
+         "f.yaml:5: resources.gpu_memory_requirement_mib: "},
+        {"version: 1\njob: [x]\n", "f.yaml:2: job: expected a mapping"},
+        {"version: 1\njob:\n  command: x\n  conda_env: [a]\n",
+         "f.yaml:4: job.conda_env: "},
+        {"version: 1\njob:\n  command: x\nestimates: 3\n",
+         "f.yaml:4: estimates: expected a mapping"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+        jobs = read_spec("f.yaml", bad[i].text, said, sizeof(said));
+        if (jobs || !strstr(said, bad[i].want))
+            fail_msg("case %zu: '%s' lacks '%s'", i, said, bad[i].want);
+    }
+    /* an unknown key in a known section is a warning too */
+    jobs = read_spec("w.yaml", "version: 1\njob:\n  command: x\n  shell: zsh\n",
+                     said, sizeof(said));
+    assert_non_null(jobs);
+    assert_non_null(strstr(said, "w.yaml:4: job.shell: ignored"));
+    json_decref(jobs);
+}
+
+static void test_spec_conda_missing(void **state) {
+    (void)state;
+    char said[2048];
+    const char *old = getenv("PATH");
+    char *saved = old ? strdup(old) : NULL;
+    setenv("PATH", "/nonexistent", 1);
+    json_t *jobs = read_spec("c.yaml", aegis_example, said, sizeof(said));
+    if (saved) setenv("PATH", saved, 1);
+    free(saved);
+    assert_null(jobs);
+    assert_non_null(strstr(said, "c.yaml:3: job.conda_env: "));
+    assert_non_null(strstr(said, "conda"));
+}
+
+static void test_spec_names(void **state) {
+    (void)state;
+    char said[2048];
+    json_t *jobs = read_spec("n.yaml",
+        "jobs:\n"
+        "  - name: prep\n    command: a\n"
+        "  - name: train\n    command: b\n    after: prep\n"
+        "  - command: c\n    after: [afterany:train, 12, afternotok:prep]\n",
+        said, sizeof(said));
+    if (!jobs) fail_msg("refused: %s", said);
+    char *text = json_dumps(json_object_get(json_array_get(jobs, 2), "after"),
+                            JSON_COMPACT | JSON_SORT_KEYS);
+    assert_string_equal(text, "[{\"index\":1,\"kind\":\"afterany\"},"
+                              "{\"id\":12,\"kind\":\"afterok\"},"
+                              "{\"index\":0,\"kind\":\"afternotok\"}]");
+    free(text);
+    text = json_dumps(json_object_get(json_array_get(jobs, 1), "after"),
+                      JSON_COMPACT | JSON_SORT_KEYS);
+    assert_string_equal(text, "[{\"index\":0,\"kind\":\"afterok\"}]");
+    free(text);
+    json_decref(jobs);
+    static const struct { const char *text, *want; } bad[] = {
+        {"jobs:\n  - command: a\n    after: b\n  - name: b\n    command: b\n",
+         "f.yaml:3: after: 'b' comes later in the file"},
+        {"jobs:\n  - name: a\n    command: a\n    after: a\n",
+         "f.yaml:4: after: 'a' is this job"},
+        {"jobs:\n  - command: a\n    after: nobody\n",
+         "f.yaml:3: after: no job named 'nobody'"},
+        {"jobs:\n  - name: a\n    command: a\n  - name: a\n    command: a\n"
+         "  - command: c\n    after: a\n",
+         "f.yaml:7: after: 2 jobs are named 'a'"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+        jobs = read_spec("f.yaml", bad[i].text, said, sizeof(said));
+        if (jobs || !strstr(said, bad[i].want))
+            fail_msg("case %zu: '%s' lacks '%s'", i, said, bad[i].want);
+    }
+}
+
+/* ---- nearest workload names ------------------------------------------------ */
+
+static void test_nearest_names(void **state) {
+    (void)state;
+    const char *path = write_file("cat.csv",
+        "name,num_gpus,solo_duration_s,peak_memory_mib\n"
+        "bert_base_bs32,1,100,1000\n"
+        "bert_base_bs64,1,100,1000\n"
+        "resnet50_bs32,1,100,1000\n", 0644);
+    char err[512], out[512];
+    cat_catalog *cat = cat_load(path, err, sizeof(err));
+    if (!cat) fail_msg("%s", err);
+    cat_suggest(cat, "bert_base_bs3", 13, out, sizeof(out));
+    assert_string_equal(out, "; did you mean bert_base_bs32 or bert_base_bs64?");
+    cat_suggest(cat, "resnet50", 8, out, sizeof(out));
+    assert_string_equal(out, "; did you mean resnet50_bs32?");
+    cat_suggest(cat, "zzzzzzzzzzzzzzzzzzzzzzzzzzzzzz", 30, out, sizeof(out));
+    assert_string_equal(out, "");
+    cat_free(cat);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_mem_units),
+        cmocka_unit_test(test_after_forms),
+        cmocka_unit_test(test_array_ranges),
+        cmocka_unit_test(test_shell_words),
+        cmocka_unit_test(test_spec_aegis_example),
+        cmocka_unit_test(test_spec_aegis_variants),
+        cmocka_unit_test(test_spec_conda_missing),
+        cmocka_unit_test(test_spec_names),
+        cmocka_unit_test(test_nearest_names),
+    };
+    return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
+}
