@@ -535,6 +535,19 @@ static void open_dcgm(tel_state *tel, const char *lib) {
         fail_msg("tel_open_dcgm: %s", err);
 }
 
+/* Reads GPU gpu until DCGM has a value (its first comes an update period
+ * after the watch); fails the test at the deadline. */
+static void await_dcgm(tel_state *tel, int gpu, tel_gpu_reading *r) {
+    double deadline = now_s() + AWAIT_SECONDS;
+    for (read_gpu(tel, gpu, r); r->r.smact == CORE_UNKNOWN;
+         read_gpu(tel, gpu, r)) {
+        if (now_s() > deadline)
+            fail_msg("no DCGM value on GPU %d after %.0f s: %s", gpu,
+                     AWAIT_SECONDS, tel_dcgm_error(tel));
+        nap_ms(20);
+    }
+}
+
 static void assert_no_dcgm_fields(const tel_gpu_reading *r) {
     assert_true(r->r.smact == CORE_UNKNOWN && r->r.smocc == CORE_UNKNOWN &&
                 r->r.drama == CORE_UNKNOWN);
@@ -575,7 +588,7 @@ static void test_dcgm_fields(void **state) {
     setenv("AEGIS_DCGM_LIBRARY", TEL_TEST_DCGM, 1);
     open_dcgm(tel, NULL);
     tel_gpu_reading r;
-    read_gpu(tel, 1, &r);
+    await_dcgm(tel, 1, &r);
     assert_true(r.r.smact == 0.0 && r.r.smocc == 0.0 && r.r.drama == 0.0);
 
     pid_t pid = start_job(f, "1", "--mib", "100", "--seconds", "60",
@@ -604,7 +617,7 @@ static void test_dcgm_hostengine(void **state) {
     unsetenv("AEGIS_TEST_DCGM_FAIL");
     open_dcgm(tel, TEL_TEST_DCGM);
     tel_gpu_reading r;
-    read_gpu(tel, 0, &r);
+    await_dcgm(tel, 0, &r);
     assert_true(r.r.smact == 0.0);
 }
 
@@ -646,8 +659,9 @@ static void test_dcgm_read_fails(void **state) {
     fixture *f = *state;
     tel_state *tel = open_nvml(f, TEL_TEST_NVML);
     open_dcgm(tel, TEL_TEST_DCGM);
-    setenv("AEGIS_TEST_DCGM_FAIL", "dcgmGetLatestValuesForFields", 1);
     tel_gpu_reading r;
+    await_dcgm(tel, 1, &r);
+    setenv("AEGIS_TEST_DCGM_FAIL", "dcgmGetLatestValuesForFields", 1);
     read_gpu(tel, 1, &r);
     assert_no_dcgm_fields(&r);
     assert_true(r.r.util == 0.0);
@@ -656,6 +670,55 @@ static void test_dcgm_read_fails(void **state) {
     assert_non_null(strstr(why, "dcgmGetLatestValuesForFields (GPU 1)"));
     unsetenv("AEGIS_TEST_DCGM_FAIL");
     read_gpu(tel, 1, &r);
+    assert_true(r.r.smact == 0.0);
+    assert_null(tel_dcgm_error(tel));
+}
+
+/* DCGM's first value comes an update period after the watch: the blanks
+ * before it are no failure (nothing to log), the reading just uses
+ * utilization meanwhile. */
+static void test_dcgm_first_value_after_update(void **state) {
+    fixture *f = *state;
+    tel_state *tel = open_nvml(f, TEL_TEST_NVML);
+    open_dcgm(tel, TEL_TEST_DCGM);
+    tel_gpu_reading r;
+    read_gpu(tel, 0, &r);
+    assert_no_dcgm_fields(&r);
+    assert_true(r.r.util == 0.0);
+    assert_null(tel_dcgm_error(tel));
+    await_dcgm(tel, 0, &r);
+    assert_true(r.r.smact == 0.0);
+    assert_null(tel_dcgm_error(tel));
+}
+
+/* The profiling counters held by another host engine or a profiler: the
+ * watch fails saying so (aegisd then runs on utilization); held later,
+ * the fields come back blank, the reading falls back to utilization, and
+ * tel_dcgm_error says why until they are back. */
+static void test_dcgm_profiler_holds_counters(void **state) {
+    fixture *f = *state;
+    tel_state *tel = open_nvml(f, TEL_TEST_NVML);
+    setenv("AEGIS_TEST_DCGM_PROF_HELD", "1", 1);
+    char err[512] = "";
+    assert_int_equal(tel_open_dcgm(tel, TEL_TEST_DCGM, err, sizeof err), -1);
+    assert_non_null(strstr(err, "held by another DCGM host engine or a "
+                                "profiler"));
+    unsetenv("AEGIS_TEST_DCGM_PROF_HELD");
+    open_dcgm(tel, TEL_TEST_DCGM);
+    tel_gpu_reading r;
+    await_dcgm(tel, 0, &r);
+    setenv("AEGIS_TEST_DCGM_PROF_HELD", "1", 1);
+    double deadline = now_s() + AWAIT_SECONDS;
+    do { /* blanks just after the watch are not yet a failure */
+        nap_ms(50);
+        read_gpu(tel, 0, &r);
+        assert_no_dcgm_fields(&r);
+        assert_true(r.r.util == 0.0);
+    } while (!tel_dcgm_error(tel) && now_s() < deadline);
+    assert_non_null(tel_dcgm_error(tel));
+    assert_non_null(strstr(tel_dcgm_error(tel), "profiler"));
+    unsetenv("AEGIS_TEST_DCGM_PROF_HELD");
+    read_gpu(tel, 0, &r);
     assert_true(r.r.smact == 0.0);
     assert_null(tel_dcgm_error(tel));
 }
@@ -757,6 +820,10 @@ int main(void) {
                                         teardown),
         cmocka_unit_test_setup_teardown(test_dcgm_read_fails, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_dcgm_first_value_after_update,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_dcgm_profiler_holds_counters,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_job_bad_usage, setup, teardown),
         cmocka_unit_test_setup_teardown(test_default_shape, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_shapes, setup, teardown),
