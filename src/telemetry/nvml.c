@@ -443,34 +443,22 @@ static double tel_now_s(void) {
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-/* The newest of the n samples in tel->samples for pid, or NULL. */
-static const nvmlProcessUtilizationSample_t *
-tel_newest_sample(const tel_state *tel, unsigned int n, pid_t pid) {
-    const nvmlProcessUtilizationSample_t *best = NULL;
-    for (unsigned int s = 0; s < n; s++)
-        if ((pid_t)tel->samples[s].pid == pid &&
-            (!best || tel->samples[s].timeStamp >= best->timeStamp))
-            best = &tel->samples[s];
-    return best;
-}
-
-/* Whether d holds a sample for pid still standing at `now`; into *memo. */
-static int tel_util_held(const tel_dev *d, pid_t pid, double now,
-                         tel_util_memo *memo) {
-    for (int i = 0; i < d->nutil; i++)
-        if (d->util[i].pid == pid && now - d->util[i].at <= TEL_UTIL_HOLD_S) {
-            *memo = d->util[i];
-            return 1;
-        }
-    return 0;
+/* The memo for pid among memos[0..n), or NULL. */
+static tel_util_memo *tel_memo_find(tel_util_memo *memos, int n, pid_t pid) {
+    for (int i = 0; i < n; i++)
+        if (memos[i].pid == pid)
+            return &memos[i];
+    return NULL;
 }
 
 /* Per-process SM utilization: each listed process takes its newest new
  * sample, else its latest one while that stands (TEL_UTIL_HOLD_S: NOT_FOUND
  * only says nothing is newer), else 0: NVML samples only processes that
- * ran kernels, so one without a sample for that long was idle.
- * NOT_SUPPORTED (a GPU in MIG mode) or a library without the call leaves
- * CORE_UNKNOWN; any other failure is the GPU's. */
+ * ran kernels, so one without a sample for that long was idle. Samples of
+ * processes not listed yet are kept too: a process that started between
+ * the two calls has its sample read now, and the next read asks for newer
+ * ones only. NOT_SUPPORTED (a GPU in MIG mode) or a library without the
+ * call leaves CORE_UNKNOWN; any other failure is the GPU's. */
 static int tel_read_proc_util(tel_state *tel, int gpu, tel_gpu_reading *out,
                               char *err, size_t errlen) {
     if (!tel->fn.proc_util)
@@ -485,24 +473,40 @@ static int tel_read_proc_util(tel_state *tel, int gpu, tel_gpu_reading *out,
         return -1;
     tel_dev *d = &tel->gpus[gpu];
     tel_util_memo kept[TEL_MAX_PROCS];
+    unsigned long long stamp[TEL_MAX_PROCS];
     int nkept = 0;
     double now = tel_now_s();
+    for (unsigned int s = 0; s < n; s++) {
+        const nvmlProcessUtilizationSample_t *u = &tel->samples[s];
+        tel_util_memo *m = tel_memo_find(kept, nkept, (pid_t)u->pid);
+        if (!m && nkept == TEL_MAX_PROCS)
+            continue;
+        if (!m) {
+            m = &kept[nkept];
+            stamp[nkept++] = 0;
+        }
+        if (u->timeStamp >= stamp[m - kept]) {
+            stamp[m - kept] = u->timeStamp;
+            *m = (tel_util_memo){(pid_t)u->pid,
+                                 u->smUtil > 100 ? 100.0 : (double)u->smUtil,
+                                 now};
+        }
+        if (u->timeStamp > d->util_seen)
+            d->util_seen = u->timeStamp;
+    }
     for (int i = 0; i < out->nprocs; i++) {
         tel_proc *p = &out->procs[i];
-        const nvmlProcessUtilizationSample_t *u =
-            tel_newest_sample(tel, n, p->pid);
-        tel_util_memo m = {p->pid, 0.0, now};
-        if (u)
-            m.sm_util = u->smUtil > 100 ? 100.0 : (double)u->smUtil;
-        if (u || tel_util_held(d, p->pid, now, &m))
-            kept[nkept++] = m;
-        p->sm_util = m.sm_util;
+        const tel_util_memo *m = tel_memo_find(kept, nkept, p->pid);
+        const tel_util_memo *old = tel_memo_find(d->util, d->nutil, p->pid);
+        if (!m && old && now - old->at <= TEL_UTIL_HOLD_S &&
+            nkept < TEL_MAX_PROCS) {
+            kept[nkept] = *old;
+            m = &kept[nkept++];
+        }
+        p->sm_util = m ? m->sm_util : 0.0;
     }
     memcpy(d->util, kept, (size_t)nkept * sizeof kept[0]);
     d->nutil = nkept;
-    for (unsigned int s = 0; s < n; s++)
-        if (tel->samples[s].timeStamp > d->util_seen)
-            d->util_seen = tel->samples[s].timeStamp;
     return 0;
 }
 
