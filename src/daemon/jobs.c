@@ -261,10 +261,10 @@ static void d_job_launch(d_daemon *d, d_job *job, const core_launch *l) {
     if (rc == D_SHARE_BUSY && ++job->busy < D_MAX_BUSY) {
         /* not the job's failure: back to the queue, same floor */
         if (job->busy == 1) {
-            d_log("job %lld: not started, GPU %d busy (retried): %s",
-                  (long long)job->id, l->gpus[0], err);
-            store_event(d->st, job->id, d_wall(), "not started, GPU %d busy "
-                        "(retried): %s", l->gpus[0], err);
+            d_log("job %lld: not started, its GPU is busy (retried): %s",
+                  (long long)job->id, err);
+            store_event(d->st, job->id, d_wall(), "not started, its GPU is "
+                        "busy (retried): %s", err);
         }
         core_job_exit(d->core, job->id, CORE_EXIT_LOST, d_now(d), NULL);
         return;

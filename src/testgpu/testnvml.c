@@ -30,7 +30,7 @@
  *     their GPU and compute instance ids.
  *
  * Built with TNV_OLD_DRIVER (libaegis-testnvml-old.so, for tests) it is an
- * old GPU and driver instead (default TNV_OLD_DRIVER_VERSION): only the
+ * old GPU and driver instead (one before 470 by default): only the
  * unversioned process list with its two-field entries, and no power,
  * energy or per-process utilization readings (NOT_SUPPORTED).
  */

@@ -13,7 +13,8 @@
  *                  so a reader sees a whole file or none
  *   energy<i>      GPU i's energy counter: "<unix ns> <mJ> <mW>\n" (time of
  *                  the last update, energy so far, power since then)
- *   mig<i>         GPU i's MIG state (testmig.c): "mode <0|1>", then
+ *   mig<i>         GPU i's MIG state (testmig.c): "mode <0|1>", "pending
+ *                  <0|1>" while a mode change waits, then
  *                  "gi <id> <profileId> <start> <MiB>" and "ci <gi id>
  *                  <ci id> <ci profileId>" lines
  *   lock           flock()ed while a job checks and writes its allocation,

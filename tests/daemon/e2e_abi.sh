@@ -2,8 +2,8 @@
 # e2e_abi.sh -- aegisd against the behaviours of the real NVIDIA libraries
 # that the test NVML library models (docs/nvidia.md): a driver whose
 # process-list ABI differs, a GPU in MIG mode read without privileges, a
-# MIG mode change on a busy GPU, and a MIG instance its processes outlive
-# their job in.
+# MIG mode change on a busy GPU, and a MIG instance that processes keep
+# after its job has ended.
 #
 # usage: e2e_abi.sh AEGISD AEGIS TESTNVML FAKEGPU CATALOG CASE
 # Each case waits on events (aegis wait, log lines) with deadlines, never
@@ -86,14 +86,14 @@ case_abi_mig_busy() {
     start
     cd "$DIR/work"
     id=$("$AEGIS" submit --mem 2000 -- "$FAKE" --mib 2000 --seconds 1)
-    await_log "job $id: not started, GPU 0 busy \(retried\)"
+    await_log "job $id: not started, its GPU is busy \(retried\): .*GPU 0"
     grep -q pending "$AEGIS_TEST_GPU_DIR/mig0" 2>/dev/null &&
         fail "MIG mode change left pending: $(cat "$AEGIS_TEST_GPU_DIR/mig0")"
     "$AEGIS" show --json "$id" | pyjson "assert d['state']=='queued', d" ||
         fail "job not back in the queue"
     kill "$STRANGER"
     "$AEGIS" wait "$id" >/dev/null || fail "job after the GPU went idle"
-    "$AEGIS" show "$id" | grep -q "not started, GPU 0 busy" || fail "no event"
+    "$AEGIS" show "$id" | grep -q "not started, its GPU is busy" || fail "no event"
     grep -q "pending a GPU reset" "$DIR/state/aegisd.log" &&
         fail "a busy GPU reported as pending a reset"
     return 0
