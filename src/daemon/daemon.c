@@ -573,6 +573,8 @@ static int d_open(d_daemon *d) {
               "--nvml-library)", err);
         return -1;
     }
+    d_log("NVML: %d GPUs, driver %s", tel_gpu_count(d->tel),
+          tel_driver_version(d->tel));
     if (tel_open_dcgm(d->tel, d->opt.dcgm_path, err, sizeof(err)) == 0)
         d_log("DCGM: SMACT/SMOCC/DRAMA pressure filter");
     else

@@ -68,6 +68,8 @@ typedef struct d_job {
     double retry_floor;         /* its place on the recovery ladder, as */
     bool retry_alone;           /*   core_job_retry() gave it at a requeue */
     int lost;                   /* attempts lost in a row */
+    int busy;                   /* launches put back in a row because its
+                                   GPU was busy (D_SHARE_BUSY) */
     /* the running attempt */
     int ngpus;
     int gpus[CORE_MAX_JOB_GPUS];
@@ -121,6 +123,8 @@ typedef struct d_gpu {
     const mig_model *mig_model; /* its MIG table, NULL: none (no MIG) */
     bool mps_up;                /* its MPS control daemon runs: this aegisd
                                    started it, or found it running */
+    unsigned int tel_flags;     /* the latest reading's TEL_F_*: changes
+                                   are logged */
 } d_gpu;
 
 typedef struct d_daemon {
@@ -138,6 +142,8 @@ typedef struct d_daemon {
     store *st;
     tel_state *tel;
     bool dcgm_failing;          /* DCGM open but its last read failed */
+    bool mig_leftover;          /* a MIG instance outlived its attempt (its
+                                   processes held it): retried each tick */
     int ngpus;
     d_gpu gpus[CORE_MAX_GPUS];
     char log_dir[4096], run_dir[4096];
@@ -226,16 +232,27 @@ typedef struct d_share_start {
     char note[512];             /* for the job's events; "" for none */
 } d_share_start;
 
+/* d_share_prepare's answer when the GPU is busy for now (processes keep
+ * MIG mode from changing, an instance on its way out holds the slices):
+ * not the job's failure; launch it again later. */
+#define D_SHARE_BUSY (-2)
+
 /* Readies the GPUs for a launch: the MIG instance the core chose is made
  * (MIG mode turned on first where needed), a whole-GPU job on a mig or
  * auto GPU gets MIG mode off, an MPS job its variables (with
  * mps_threads_pct, 1..100, its thread share; 0: none). Returns 0, or -1
- * with a message naming the GPU and the NVML call (nothing is left). */
+ * (D_SHARE_BUSY: try later) with a message naming the GPU and the NVML
+ * call (nothing is left). */
 int d_share_prepare(d_daemon *d, d_job *job, const core_launch *l,
                     int mps_threads_pct, d_share_start *out, char *err,
                     size_t errlen);
-/* Destroys the attempt's MIG instance, if any, noting it in its events. */
+/* Destroys the attempt's MIG instance, if any, noting it in its events.
+ * One its processes still hold (IN_USE) stays in the store and is
+ * retried by d_share_tick(). */
 void d_share_release(d_daemon *d, d_job *job);
+/* Each tick: destroys the instances that outlived their attempts, once
+ * their processes are gone. */
+void d_share_tick(d_daemon *d);
 /* After a restart: gives the running attempts (loaded, not yet adopted)
  * their MIG instances back from the store, and destroys the others. */
 void d_share_recover(d_daemon *d);

@@ -125,16 +125,21 @@ static int d_share_check(d_daemon *d, const sharing_config *share,
     return 0;
 }
 
+/* tel_mig's answer as d_share_prepare gives it. */
+static int d_share_answer(int tel_rc) {
+    return tel_rc == 0 ? 0 : tel_rc == TEL_MIG_BUSY ? D_SHARE_BUSY : -1;
+}
+
 /* Turns GPU g's MIG mode on or off when it is not so already, noting it
- * in the daemon's log. */
+ * in the daemon's log. 0, -1, or D_SHARE_BUSY while processes hold it. */
 static int d_share_mig_mode(d_daemon *d, int g, bool on, char *err,
                             size_t errlen) {
     int now = tel_mig_enabled(d->tel, g, err, errlen);
     if (now < 0) return -1;
     if (now == on) return 0;
-    if (tel_mig_set_mode(d->tel, g, on, err, errlen) != 0) return -1;
-    d_log("GPU %d: MIG mode turned %s", g, on ? "on" : "off");
-    return 0;
+    int rc = d_share_answer(tel_mig_set_mode(d->tel, g, on, err, errlen));
+    if (rc == 0) d_log("GPU %d: MIG mode turned %s", g, on ? "on" : "off");
+    return rc;
 }
 
 static const char *d_share_config_path(const d_daemon *d) {
@@ -326,12 +331,13 @@ static int d_share_mig_create(d_daemon *d, d_job *job, const core_launch *l,
                               d_share_start *out, char *err, size_t errlen) {
     int g = l->gpus[0];
     tel_mig_dev dev;
-    if (d_share_mig_mode(d, g, true, err, errlen) != 0 ||
-        tel_mig_create(d->tel, g, l->mig->nvml_profile,
-                       (unsigned int)l->mig_start,
-                       (unsigned int)l->mig->mem_slices, &dev, err,
-                       errlen) != 0)
-        return -1;
+    int rc = d_share_mig_mode(d, g, true, err, errlen);
+    if (rc == 0)
+        rc = d_share_answer(tel_mig_create(d->tel, g, l->mig->nvml_profile,
+                                           (unsigned int)l->mig_start,
+                                           (unsigned int)l->mig->mem_slices,
+                                           &dev, err, errlen));
+    if (rc != 0) return rc;
     job->mig = l->mig;
     job->mig_start = l->mig_start;
     job->mig_gi = dev.gi_id;
@@ -361,9 +367,10 @@ int d_share_prepare(d_daemon *d, d_job *job, const core_launch *l,
      * to a GPU without instances. */
     for (int k = 0; k < l->num_gpus; k++) {
         share_mode m = d->gpus[l->gpus[k]].mode;
-        if (d_share_uses_mig(m) &&
-            d_share_mig_mode(d, l->gpus[k], false, err, errlen) != 0)
-            return -1;
+        int rc = d_share_uses_mig(m)
+                     ? d_share_mig_mode(d, l->gpus[k], false, err, errlen)
+                     : 0;
+        if (rc != 0) return rc;
     }
     d_share_mps_env(d, l, mps_threads_pct, out);
     return 0;
@@ -375,10 +382,13 @@ void d_share_release(d_daemon *d, d_job *job) {
     int g = job->gpus[0];
     if (tel_mig_destroy(d->tel, g, job->mig_gi, job->mig_ci, err,
                         sizeof(err)) != 0) {
-        /* kept in the store: the next start tries again */
-        d_log("job %lld: %s", (long long)job->id, err);
+        /* kept in the store: retried each tick, and at the next start */
+        d->mig_leftover = true;
+        d_log("job %lld: MIG instance not destroyed yet (retried until its "
+              "processes are gone): %s", (long long)job->id, err);
         store_event(d->st, job->id, d_wall(), "attempt %d: MIG instance %s "
-                    "not destroyed: %s", job->attempts, job->mig->name, err);
+                    "not destroyed yet, retried until its processes are "
+                    "gone: %s", job->attempts, job->mig->name, err);
     } else {
         store_mig_remove(d->st, g, job->mig_gi);
         store_event(d->st, job->id, d_wall(), "attempt %d: MIG instance %s "
@@ -388,9 +398,13 @@ void d_share_release(d_daemon *d, d_job *job) {
     job->mig = NULL;
 }
 
-void d_share_recover(d_daemon *d) {
+/* Gives running attempts their MIG instances from the store and destroys
+ * the others. After a restart each failure is logged; on a tick (quiet)
+ * only the instances destroyed are, as a busy one is tried every tick. */
+static void d_share_sweep(d_daemon *d, bool quiet) {
     static store_mig rows[D_SHARE_MAX_MIG];
     int n = store_mig_list(d->st, rows, D_SHARE_MAX_MIG);
+    d->mig_leftover = false;
     for (int i = 0; i < n; i++) {
         const store_mig *m = &rows[i];
         d_job *job = d_job_find(d, m->job_id);
@@ -410,15 +424,26 @@ void d_share_recover(d_daemon *d) {
         if (m->gpu < 0 || m->gpu >= d->ngpus ||
             tel_mig_destroy(d->tel, m->gpu, m->gi, m->ci, err,
                             sizeof(err)) != 0) {
-            d_log("GPU %d: MIG instance %u of job %lld left from before the "
-                  "restart not destroyed: %s", m->gpu, m->gi,
-                  (long long)m->job_id,
-                  m->gpu < d->ngpus ? err : "no such GPU");
+            if (m->gpu >= 0 && m->gpu < d->ngpus) d->mig_leftover = true;
+            if (!quiet)
+                d_log("GPU %d: MIG instance %u of job %lld left from before "
+                      "the restart not destroyed: %s", m->gpu, m->gi,
+                      (long long)m->job_id,
+                      m->gpu < d->ngpus ? err : "no such GPU");
             continue;
         }
         store_mig_remove(d->st, m->gpu, m->gi);
-        d_log("GPU %d: MIG instance %u (%s) of job %lld, attempt %d, left "
-              "from before the restart: destroyed", m->gpu, m->gi,
-              m->profile, (long long)m->job_id, m->n);
+        d_log("GPU %d: MIG instance %u (%s) of job %lld, attempt %d, %s: "
+              "destroyed", m->gpu, m->gi, m->profile, (long long)m->job_id,
+              m->n, quiet ? "left by its processes" : "left from before the "
+              "restart");
     }
+}
+
+void d_share_recover(d_daemon *d) {
+    d_share_sweep(d, false);
+}
+
+void d_share_tick(d_daemon *d) {
+    if (d->mig_leftover) d_share_sweep(d, true);
 }

@@ -29,6 +29,11 @@
  * that keeps vanishing must not loop forever. */
 #define D_MAX_LOST 5
 
+/* Launches put back in a row because the GPU was busy (D_SHARE_BUSY)
+ * before the job is failed: about a minute of ticks, for processes to
+ * leave a GPU whose MIG mode must change, or a MIG instance. */
+#define D_MAX_BUSY 60
+
 /* ---- the table of unfinished jobs ----------------------------------------- */
 
 static size_t d_job_index(const d_daemon *d, int64_t id) {
@@ -206,9 +211,10 @@ static int d_job_exec(d_daemon *d, d_job *job, const core_launch *l,
                       size_t errlen) {
     json_t *row = store_job(d->st, job->id, true);
     int pct = (int)json_integer_value(json_object_get(row, "mps_threads_pct"));
-    if (d_share_prepare(d, job, l, pct, ss, err, errlen) != 0) {
+    int prepared = d_share_prepare(d, job, l, pct, ss, err, errlen);
+    if (prepared != 0) {
         json_decref(row);
-        return -1;
+        return prepared;
     }
     const char **argv = d_strings(json_object_get(row, "cmd"));
     const char **env = d_strings(json_object_get(row, "env"));
@@ -243,7 +249,20 @@ static void d_job_launch(d_daemon *d, d_job *job, const core_launch *l) {
     exec_run run;
     char err[1024];
     static d_share_start ss; /* big; the loop runs one launch at a time */
-    if (d_job_exec(d, job, l, &ss, &run, err, sizeof(err)) != 0) {
+    int rc = d_job_exec(d, job, l, &ss, &run, err, sizeof(err));
+    if (rc == D_SHARE_BUSY && ++job->busy < D_MAX_BUSY) {
+        /* not the job's failure: back to the queue, same floor */
+        if (job->busy == 1) {
+            d_log("job %lld: not started, its GPU is busy (retried): %s",
+                  (long long)job->id, err);
+            store_event(d->st, job->id, d_wall(), "not started, its GPU is "
+                        "busy (retried): %s", err);
+        }
+        core_job_exit(d->core, job->id, CORE_EXIT_LOST, d_now(d), NULL);
+        return;
+    }
+    job->busy = 0;
+    if (rc != 0) {
         d_log("job %lld: %s", (long long)job->id, err);
         d_share_release(d, job);
         core_job_exit(d->core, job->id, CORE_EXIT_FAILED, d_now(d), NULL);
@@ -473,6 +492,17 @@ static void d_jobs_note_seen(d_daemon *d) {
     }
 }
 
+/* What a GPU's readings lack (TEL_F_*: MIG mode): logged when it starts
+ * and ends, not once a second. */
+static void d_note_tel_flags(d_daemon *d, int g) {
+    unsigned int now = d->gpus[g].last.flags, was = d->gpus[g].tel_flags;
+    for (unsigned int f = 1; f <= (now | was); f <<= 1)
+        if ((now ^ was) & f)
+            d_log("GPU %d: %s%s", g, now & f ? "" : "no longer: ",
+                  tel_flag_text(f));
+    d->gpus[g].tel_flags = now;
+}
+
 /* DCGM failures only take readings back to utilization: log when they
  * start and end, not once a second. */
 static void d_note_dcgm(d_daemon *d) {
@@ -496,6 +526,7 @@ void d_jobs_tick(d_daemon *d) {
             d_log("GPU %d: %s", g, err);
             continue;
         }
+        d_note_tel_flags(d, g);
         core_sample(d->core, g, &gpu->last.r, now);
         double joules = 0;
         if (gpu->last.energy_j >= 0 && before >= 0)
@@ -507,6 +538,7 @@ void d_jobs_tick(d_daemon *d) {
     }
     d_note_dcgm(d);
     d_jobs_note_seen(d);
+    d_share_tick(d);
 }
 
 /* ---- restart and reload --------------------------------------------------- */

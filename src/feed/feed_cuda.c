@@ -35,6 +35,7 @@ typedef struct {
     CUresult (*error_name)(CUresult, const char **);
     CUresult (*error_string)(CUresult, const char **);
     CUresult (*device_get)(CUdevice *, int);
+    CUresult (*device_count)(int *);
     CUresult (*bus_id)(char *, int, CUdevice);
     CUresult (*device_by_bus_id)(CUdevice *, const char *);
     CUresult (*primary_retain)(CUcontext *, CUdevice);
@@ -57,6 +58,7 @@ static const struct {
     {"cuGetErrorName", offsetof(cuda_fns, error_name)},
     {"cuGetErrorString", offsetof(cuda_fns, error_string)},
     {"cuDeviceGet", offsetof(cuda_fns, device_get)},
+    {"cuDeviceGetCount", offsetof(cuda_fns, device_count)},
     {"cuDeviceGetPCIBusId", offsetof(cuda_fns, bus_id)},
     {"cuDeviceGetByPCIBusId", offsetof(cuda_fns, device_by_bus_id)},
     {"cuDevicePrimaryCtxRetain", offsetof(cuda_fns, primary_retain)},
@@ -231,13 +233,32 @@ int feed_cuda_copy(const char *feed, int device, uint64_t dst, uint64_t src,
                               : cuda_fail(feed, call, device, cr, err);
 }
 
+/* The ordinal of device handle dev. cuDeviceGetByPCIBusId returns a
+ * CUdevice handle, which the API does not promise equals the ordinal
+ * cuDeviceGet takes: ask each ordinal for its handle. */
+static CUresult cuda_ordinal_of(CUdevice dev, int *ordinal) {
+    int n = 0;
+    CUresult cr = cuda.fn.device_count(&n);
+    for (int k = 0; cr == CUDA_SUCCESS && k < n; k++) {
+        CUdevice d;
+        cr = cuda.fn.device_get(&d, k);
+        if (cr == CUDA_SUCCESS && d == dev) {
+            *ordinal = k;
+            return CUDA_SUCCESS;
+        }
+    }
+    return cr == CUDA_SUCCESS ? CUDA_ERROR_INVALID_DEVICE : cr;
+}
+
 int feed_cuda_open(const char *feed, const char *bus,
                    const unsigned char ipc[FEED_CUDA_IPC_BYTES], int *device,
                    uint64_t *dptr, feed_err *err) {
     int rc = feed_cuda_load(feed, err);
     if (rc != FEED_OK) return rc;
     CUdevice dev;
+    int ordinal = -1;
     CUresult cr = cuda.fn.device_by_bus_id(&dev, bus);
+    if (cr == CUDA_SUCCESS) cr = cuda_ordinal_of(dev, &ordinal);
     if (cr != CUDA_SUCCESS) {
         char what[128];
         cuda_describe(cr, what, sizeof what);
@@ -246,7 +267,7 @@ int feed_cuda_open(const char *feed, const char *bus,
                     feed, bus, what);
         return FEED_ECUDA;
     }
-    rc = cuda_enter(feed, (int)dev, err);
+    rc = cuda_enter(feed, ordinal, err);
     if (rc != FEED_OK) return rc;
     CUipcMemHandle h;
     CUdeviceptr p = 0;
@@ -254,8 +275,8 @@ int feed_cuda_open(const char *feed, const char *bus,
     cr = cuda.fn.ipc_open(&p, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
     cuda_leave();
     if (cr != CUDA_SUCCESS)
-        return cuda_fail(feed, "cuIpcOpenMemHandle", (int)dev, cr, err);
-    *device = (int)dev;
+        return cuda_fail(feed, "cuIpcOpenMemHandle", ordinal, cr, err);
+    *device = ordinal;
     *dptr = (uint64_t)p;
     return FEED_OK;
 }

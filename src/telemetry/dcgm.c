@@ -8,7 +8,11 @@
  * NVML's (PCI bus) order, so the two agree as long as both see the same
  * GPUs, which is checked by count when DCGM is opened. A value DCGM marks
  * blank, or one older than a few update periods (the engine stopped
- * sampling), is CORE_UNKNOWN: the core then filters on utilization.
+ * sampling), is CORE_UNKNOWN: the core then filters on utilization. The
+ * first values come one update period after the watch, so blanks in the
+ * first TEL_DCGM_WARMUP_US are expected; after that they mean the GPU's
+ * profiling counters are held elsewhere (another host engine, a profiler
+ * such as Nsight), and tel_dcgm_last_error() says so.
  */
 #include <dlfcn.h>
 #include <stddef.h>
@@ -38,6 +42,10 @@ static const char *const tel_dcgm_defaults[] = {"libdcgm.so.4",
 /* A value older than five update periods means the engine has stopped
  * sampling (a stalled or restarted nv-hostengine): not a current reading. */
 #define TEL_DCGM_STALE_US (5 * TEL_DCGM_UPDATE_US)
+
+/* Blank values this long after the watch are expected: DCGM samples the
+ * fields first at the end of the first update period. */
+#define TEL_DCGM_WARMUP_US (2 * TEL_DCGM_UPDATE_US)
 
 /* How long connecting to an nv-hostengine may take: tel_open_dcgm runs once
  * at daemon start, and a local engine answers in milliseconds. */
@@ -82,6 +90,7 @@ struct tel_dcgm {
     dcgmHandle_t handle;            /* embedded engine or connection */
     int ngpus;
     unsigned int ids[DCGM_MAX_NUM_DEVICES]; /* DCGM GPU id of GPU i */
+    int64_t watched_at;             /* when the fields were watched, us */
     char error[512];                /* the last read's failure, or "" */
 };
 
@@ -141,6 +150,12 @@ static int tel_dcgm_engine(tel_dcgm *dc, char *err, size_t errlen) {
     return 0;
 }
 
+static int64_t tel_dcgm_now_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
 /* Pairs NVML's GPUs with DCGM's ids and watches the fields on all. */
 static int tel_dcgm_watch(tel_dcgm *dc, char *err, size_t errlen) {
     int count = 0;
@@ -167,10 +182,15 @@ static int tel_dcgm_watch(tel_dcgm *dc, char *err, size_t errlen) {
     rc = dc->fn.watch(dc->handle, DCGM_GROUP_ALL_GPUS, fg, TEL_DCGM_UPDATE_US,
                       TEL_DCGM_KEEP_AGE_S, TEL_DCGM_KEEP_SAMPLES);
     if (rc != DCGM_ST_OK) {
-        tel_dcgm_fail(dc, "dcgmWatchFields (SMACT, SMOCC, DRAMA)", rc, err,
-                      errlen);
+        tel_dcgm_fail(dc, rc == DCGM_ST_IN_USE
+                              ? "dcgmWatchFields (SMACT, SMOCC, DRAMA: the "
+                                "profiling counters are held by another DCGM "
+                                "host engine or a profiler)"
+                              : "dcgmWatchFields (SMACT, SMOCC, DRAMA)",
+                      rc, err, errlen);
         return -1;
     }
+    dc->watched_at = tel_dcgm_now_us();
     return 0;
 }
 
@@ -219,12 +239,6 @@ void tel_dcgm_close(tel_dcgm *dc) {
     free(dc);
 }
 
-static int64_t tel_dcgm_now_us(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 /* One value as a ratio 0..1, or CORE_UNKNOWN when it is none. */
 static double tel_dcgm_ratio(const dcgmFieldValue_v1 *v, int64_t now) {
     if (v->status != DCGM_ST_OK || v->fieldType != DCGM_FT_DOUBLE ||
@@ -253,9 +267,18 @@ void tel_dcgm_read(tel_dcgm *dc, int gpu, core_reading *r) {
     }
     dc->error[0] = '\0';
     int64_t now = tel_dcgm_now_us();
-    for (size_t i = 0; i < TEL_DCGM_NFIELDS; i++)
+    int blank = 0;
+    for (size_t i = 0; i < TEL_DCGM_NFIELDS; i++) {
         *out[i] = v[i].fieldId == tel_dcgm_fields[i]
                       ? tel_dcgm_ratio(&v[i], now) : CORE_UNKNOWN;
+        blank += *out[i] == CORE_UNKNOWN;
+    }
+    if (blank > 0 && now - dc->watched_at > TEL_DCGM_WARMUP_US)
+        snprintf(dc->error, sizeof dc->error, "%s: GPU %d: %d of SMACT, "
+                 "SMOCC, DRAMA blank or stale (status %d, %d, %d): another "
+                 "DCGM host engine or a profiler (Nsight) may hold its "
+                 "profiling counters", dc->path, gpu, blank, v[0].status,
+                 v[1].status, v[2].status);
 }
 
 const char *tel_dcgm_last_error(const tel_dcgm *dc) {

@@ -100,23 +100,45 @@ int tel_mig_set_mode(tel_state *tel, int gpu, int on, char *err,
                      size_t errlen) {
     if (tel_mig_usable(tel, gpu, err, errlen) < 0)
         return -1;
+    nvmlDevice_t h = tel->gpus[gpu].handle;
+    unsigned int want = on ? NVML_DEVICE_MIG_ENABLE : NVML_DEVICE_MIG_DISABLE;
     nvmlReturn_t activation = NVML_SUCCESS;
-    nvmlReturn_t rc = tel->mig.set_mode(tel->gpus[gpu].handle,
-                                        on ? NVML_DEVICE_MIG_ENABLE
-                                           : NVML_DEVICE_MIG_DISABLE,
-                                        &activation);
+    nvmlReturn_t rc = tel->mig.set_mode(h, want, &activation);
     if (rc != NVML_SUCCESS) {
         tel_fail(tel, "nvmlDeviceSetMigMode", gpu, rc, err, errlen);
+        return -1;
+    }
+    if (activation == NVML_ERROR_IN_USE) {
+        /* Accepted but pending: processes hold the GPU. Left pending, the
+         * change would land at the GPU's next reset, whenever that is:
+         * take it back, and let the caller ask again once it is idle. */
+        nvmlReturn_t ignored;
+        tel->mig.set_mode(h, on ? NVML_DEVICE_MIG_DISABLE
+                                : NVML_DEVICE_MIG_ENABLE, &ignored);
+        tel_fail(tel, on ? "nvmlDeviceSetMigMode (MIG on: the GPU is busy, "
+                           "left off)"
+                         : "nvmlDeviceSetMigMode (MIG off: the GPU is busy, "
+                           "left on)", gpu, activation, err, errlen);
+        return TEL_MIG_BUSY;
+    }
+    if (activation == NVML_ERROR_RESET_REQUIRED) {
+        tel_fail(tel, "nvmlDeviceSetMigMode (pending until the GPU is reset: "
+                 "nvidia-smi -r, or a reboot where the GPU is passed "
+                 "through)", gpu, activation, err, errlen);
+        return -1;
+    }
+    if (activation != NVML_SUCCESS) {
+        tel_fail(tel, "nvmlDeviceSetMigMode (not activated)", gpu,
+                 activation, err, errlen);
         return -1;
     }
     int now = tel_mig_enabled(tel, gpu, err, errlen);
     if (now < 0)
         return -1;
     if (now != (on != 0)) {
-        /* accepted, but pending: the board applies it at its next reset */
-        tel_fail(tel, "nvmlDeviceSetMigMode (pending a GPU reset)", gpu,
-                 activation != NVML_SUCCESS ? activation : NVML_ERROR_IN_USE,
-                 err, errlen);
+        snprintf(err, errlen, "%s: nvmlDeviceSetMigMode (GPU %d): activated, "
+                 "yet MIG mode is still %s", tel->path, gpu,
+                 now ? "on" : "off");
         return -1;
     }
     return 0;
@@ -210,7 +232,9 @@ int tel_mig_create(tel_state *tel, int gpu, int nvml_profile,
         tel_fail(tel, call, gpu, rc, err, errlen);
         if (gi)
             tel->mig.gi_destroy(gi);
-        return -1;
+        /* Slices the caller planned as free are taken: an instance whose
+         * destruction waits for its processes to go. */
+        return rc == NVML_ERROR_INSUFFICIENT_RESOURCES ? TEL_MIG_BUSY : -1;
     }
     out->gi_id = ginfo.id;
     out->profile_id = pinfo.id;

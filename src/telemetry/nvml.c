@@ -4,9 +4,13 @@
  * table of typed pointers (tel_nvml.h). Versioned names come first because
  * the unversioned ones are kept by the driver only for old binaries and can
  * fill older struct layouts: nvmlInit_v2 and friends are what nvml.h has
- * mapped the plain names to since CUDA 5. Power, energy and per-process
- * utilization are optional: a driver or GPU without them gives
- * CORE_UNKNOWN, not an error. DCGM (dcgm.c) is attached here only to fill
+ * mapped the plain names to since CUDA 5. The process list is the one
+ * exception to "newest first": its _v2 fills 24-byte entries on every
+ * driver from 470 on, while _v3 filled 32-byte ones on 535.43.02 to
+ * 535.86.x (tel_nvml.h), so aegis calls _v2, and the unversioned call on
+ * drivers older than 470. Power, energy and per-process utilization are
+ * optional: a driver or GPU without them gives CORE_UNKNOWN, not an
+ * error. DCGM (dcgm.c) is attached here only to fill
  * the profiling fields of each reading.
  */
 #include <dlfcn.h>
@@ -14,7 +18,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "tel_mig.h"
 #include "tel_state.h"
 
 /* The library tried when neither the caller nor the environment name one:
@@ -24,6 +30,13 @@
 /* Times tel_read asks again for the process list when it grew between the
  * count and the copy; jobs start rarely, so more tries mean a broken driver. */
 #define TEL_PROCS_TRIES 3
+
+/* How long a process's latest utilization sample stands for it while NVML
+ * has none newer. NVML samples each process once a period (up to a second)
+ * and answers NOT_FOUND to a read within the same period, busy processes
+ * or not: "no new sample" means "as before" for a while, and "idle" only
+ * after this long without one. */
+#define TEL_UTIL_HOLD_S 5.0
 
 static const tel_sym tel_syms[] = {
     {{"nvmlInit_v2"}, offsetof(tel_fns, init), 0},
@@ -35,13 +48,13 @@ static const tel_sym tel_syms[] = {
     {{"nvmlDeviceGetName"}, offsetof(tel_fns, name), 0},
     {{"nvmlDeviceGetMemoryInfo"}, offsetof(tel_fns, memory), 0},
     {{"nvmlDeviceGetUtilizationRates"}, offsetof(tel_fns, util), 0},
-    {{"nvmlDeviceGetComputeRunningProcesses_v3",
-      "nvmlDeviceGetComputeRunningProcesses_v2"},
-     offsetof(tel_fns, procs), 1},
+    {{"nvmlDeviceGetComputeRunningProcesses_v2"}, offsetof(tel_fns, procs),
+     1},
     {{"nvmlDeviceGetComputeRunningProcesses"}, offsetof(tel_fns, procs_v1), 1},
     {{"nvmlDeviceGetPowerUsage"}, offsetof(tel_fns, power), 1},
     {{"nvmlDeviceGetTotalEnergyConsumption"}, offsetof(tel_fns, energy), 1},
     {{"nvmlDeviceGetProcessUtilization"}, offsetof(tel_fns, proc_util), 1},
+    {{"nvmlSystemGetDriverVersion"}, offsetof(tel_fns, driver_version), 1},
 };
 
 void tel_fail(const tel_state *tel, const char *call, int gpu,
@@ -84,7 +97,7 @@ static int tel_load_syms(tel_state *tel, char *err, size_t errlen) {
         return -1;
     if (!tel->fn.procs && !tel->fn.procs_v1) {
         snprintf(err, errlen, "%s: dlsym nvmlDeviceGetComputeRunningProcesses"
-                 "_v3: not found, nor _v2 or the unversioned one", tel->path);
+                 "_v2: not found, nor the unversioned one", tel->path);
         return -1;
     }
     return 0;
@@ -126,6 +139,12 @@ static int tel_enumerate(tel_state *tel, char *err, size_t errlen) {
         }
     }
     tel->ngpus = (int)n;
+    /* Only for what aegisd says at start: a driver that cannot tell is
+     * no reason not to run. */
+    if (!tel->fn.driver_version ||
+        tel->fn.driver_version(tel->driver, sizeof tel->driver) !=
+            NVML_SUCCESS)
+        snprintf(tel->driver, sizeof tel->driver, "unknown");
     return 0;
 }
 
@@ -198,8 +217,25 @@ const char *tel_gpu_uuid(const tel_state *tel, int gpu) {
     return gpu >= 0 && gpu < tel->ngpus ? tel->gpus[gpu].uuid : NULL;
 }
 
+const char *tel_driver_version(const tel_state *tel) {
+    return tel->driver;
+}
+
 const char *tel_gpu_name(const tel_state *tel, int gpu) {
     return gpu >= 0 && gpu < tel->ngpus ? tel->gpus[gpu].name : NULL;
+}
+
+const char *tel_flag_text(unsigned int flag) {
+    switch (flag) {
+    case TEL_F_NO_UTIL:
+        return "NVML has no utilization for it (MIG mode): its utilization "
+               "and its processes' are unknown";
+    case TEL_F_BY_MIG_DEVICE:
+        return "memory and processes read per MIG device (in MIG mode the "
+               "whole GPU's need root)";
+    default:
+        return "?";
+    }
 }
 
 long tel_dropped_procs(const tel_state *tel) {
@@ -225,8 +261,9 @@ static int tel_grow(const tel_state *tel, int gpu, void **buf,
     return 0;
 }
 
-/* Asks the library for the compute processes through whichever variant it
- * has, normalised to the 4-field layout in tel->procs. *n is in: capacity,
+/* Asks the library for the compute processes through _v2, or the
+ * unversioned call on a driver older than 470, normalised to the v2 layout
+ * in tel->procs. *n is in: capacity,
  * out: entries (or the entries needed on INSUFFICIENT_SIZE). */
 static nvmlReturn_t tel_call_procs(tel_state *tel, nvmlDevice_t h,
                                    unsigned int *n) {
@@ -240,45 +277,137 @@ static nvmlReturn_t tel_call_procs(tel_state *tel, nvmlDevice_t h,
         return rc;
     for (unsigned int i = *n; i-- > 0;) {
         nvmlProcessInfo_v1_t e = v1[i];
-        tel->procs[i] = (nvmlProcessInfo_t){e.pid, e.usedGpuMemory,
+        tel->procs[i] = (nvmlProcessInfo_v2_t){e.pid, e.usedGpuMemory,
                                             0xFFFFFFFFu, 0xFFFFFFFFu};
     }
     return NVML_SUCCESS;
 }
 
-/* Fills out->procs; entries past TEL_MAX_PROCS are counted in tel->dropped. */
-static int tel_read_procs(tel_state *tel, int gpu, tel_gpu_reading *out,
-                          char *err, size_t errlen) {
+/* An instance id from NVML as tel_proc holds it: -1 for none. */
+static int tel_instance_id(unsigned int id) {
+    return id == TEL_NVML_NO_INSTANCE ? -1 : (int)id;
+}
+
+/* Appends the processes NVML lists for handle h (GPU gpu's, or one of its
+ * MIG devices') to out->procs; entries past TEL_MAX_PROCS are counted in
+ * tel->dropped. Returns NVML's answer; err is filled unless it worked. */
+static nvmlReturn_t tel_read_procs(tel_state *tel, int gpu, nvmlDevice_t h,
+                                   tel_gpu_reading *out, char *err,
+                                   size_t errlen) {
     unsigned int want = TEL_MAX_PROCS;
     nvmlReturn_t rc = NVML_ERROR_INSUFFICIENT_SIZE;
     for (int t = 0; t < TEL_PROCS_TRIES && rc == NVML_ERROR_INSUFFICIENT_SIZE;
          t++) {
         if (tel_grow(tel, gpu, (void **)&tel->procs, &tel->procs_cap, want,
                      sizeof *tel->procs, "processes", err, errlen) < 0)
-            return -1;
+            return NVML_ERROR_UNKNOWN;
         unsigned int n = tel->procs_cap;
-        rc = tel_call_procs(tel, tel->gpus[gpu].handle, &n);
+        rc = tel_call_procs(tel, h, &n);
         if (rc == NVML_SUCCESS) {
-            unsigned int keep = n < TEL_MAX_PROCS ? n : TEL_MAX_PROCS;
-            for (unsigned int i = 0; i < keep; i++) {
-                unsigned long long b = tel->procs[i].usedGpuMemory;
-                out->procs[i].pid = (pid_t)tel->procs[i].pid;
-                out->procs[i].used_mib = b == NVML_VALUE_NOT_AVAILABLE
-                    ? CORE_UNKNOWN : (double)b / (1024.0 * 1024.0);
-                out->procs[i].sm_util = CORE_UNKNOWN;
+            for (unsigned int i = 0; i < n; i++) {
+                const nvmlProcessInfo_v2_t *e = &tel->procs[i];
+                if (out->nprocs == TEL_MAX_PROCS) {
+                    tel->dropped++;
+                    continue;
+                }
+                out->procs[out->nprocs++] = (tel_proc){
+                    .pid = (pid_t)e->pid,
+                    .used_mib = e->usedGpuMemory == NVML_VALUE_NOT_AVAILABLE
+                                    ? CORE_UNKNOWN
+                                    : (double)e->usedGpuMemory / 1048576.0,
+                    .sm_util = CORE_UNKNOWN,
+                    .mig_gi = tel_instance_id(e->gpuInstanceId),
+                    .mig_ci = tel_instance_id(e->computeInstanceId)};
             }
-            out->nprocs = (int)keep;
-            tel->dropped += (long)(n - keep);
-            return 0;
+            return NVML_SUCCESS;
         }
         /* Room for the count NVML asked for plus a few that may start
          * before the next call. */
         want = n + 8;
     }
-    tel_fail(tel, tel->fn.procs ? "nvmlDeviceGetComputeRunningProcesses"
-             : "nvmlDeviceGetComputeRunningProcesses (v1)", gpu, rc, err,
-             errlen);
-    return -1;
+    tel_fail(tel, tel->fn.procs ? "nvmlDeviceGetComputeRunningProcesses_v2"
+             : "nvmlDeviceGetComputeRunningProcesses", gpu, rc, err, errlen);
+    return rc;
+}
+
+/* The handles of GPU gpu's MIG devices into hs (TEL_MIG_MAX_DEVS at
+ * most). Returns how many, or -1 with err filled. */
+static int tel_mig_handles(tel_state *tel, int gpu, nvmlDevice_t *hs,
+                           char *err, size_t errlen) {
+    nvmlDevice_t h = tel->gpus[gpu].handle;
+    unsigned int max = 0;
+    const char *call = "nvmlDeviceGetMaxMigDeviceCount";
+    nvmlReturn_t rc = tel->mig.complete ? tel->mig.mig_max(h, &max)
+                                        : NVML_ERROR_FUNCTION_NOT_FOUND;
+    int n = 0;
+    for (unsigned int i = 0; rc == NVML_SUCCESS && i < max &&
+                             n < TEL_MIG_MAX_DEVS; i++) {
+        call = "nvmlDeviceGetMigDeviceHandleByIndex";
+        rc = tel->mig.mig_handle(h, i, &hs[n]);
+        if (rc == NVML_SUCCESS)
+            n++;
+        else if (rc == NVML_ERROR_NOT_FOUND)
+            rc = NVML_SUCCESS; /* no device at this index */
+    }
+    if (rc != NVML_SUCCESS) {
+        tel_fail(tel, call, gpu, rc, err, errlen);
+        return -1;
+    }
+    return n;
+}
+
+/* Memory and processes of a GPU in MIG mode whose whole-GPU handle
+ * refused them (NO_PERMISSION: only a privileged caller gets the
+ * aggregate): summed over its MIG devices, which anyone may ask. The
+ * total is the GPU's from aegis's MIG table, else its instances' sum. */
+static int tel_read_by_mig_devices(tel_state *tel, int gpu,
+                                   tel_gpu_reading *out, char *err,
+                                   size_t errlen) {
+    nvmlDevice_t hs[TEL_MIG_MAX_DEVS];
+    int n = tel_mig_handles(tel, gpu, hs, err, errlen);
+    if (n < 0)
+        return -1;
+    double used = 0, total = 0;
+    out->nprocs = 0;
+    for (int i = 0; i < n; i++) {
+        nvmlMemory_t mem;
+        nvmlReturn_t rc = tel->fn.memory(hs[i], &mem);
+        if (rc != NVML_SUCCESS) {
+            tel_fail(tel, "nvmlDeviceGetMemoryInfo (MIG device)", gpu, rc,
+                     err, errlen);
+            return -1;
+        }
+        used += (double)mem.used;
+        total += (double)mem.total;
+        if (tel_read_procs(tel, gpu, hs[i], out, err, errlen) != NVML_SUCCESS)
+            return -1;
+    }
+    const mig_model *model = mig_model_find(tel->gpus[gpu].name);
+    out->r.used_mib = used / 1048576.0;
+    out->r.total_mib = model ? (double)model->total_mib : total / 1048576.0;
+    out->flags |= TEL_F_BY_MIG_DEVICE;
+    return 0;
+}
+
+/* Memory and processes through the whole-GPU handle, or its MIG devices
+ * when that needs privileges aegisd lacks. */
+static int tel_read_memory(tel_state *tel, int gpu, tel_gpu_reading *out,
+                           char *err, size_t errlen) {
+    nvmlDevice_t h = tel->gpus[gpu].handle;
+    nvmlMemory_t mem;
+    nvmlReturn_t rc = tel->fn.memory(h, &mem);
+    if (rc == NVML_SUCCESS)
+        rc = tel_read_procs(tel, gpu, h, out, err, errlen);
+    else
+        tel_fail(tel, "nvmlDeviceGetMemoryInfo", gpu, rc, err, errlen);
+    if (rc == NVML_ERROR_NO_PERMISSION && tel_mig_enabled(tel, gpu, err,
+                                                          errlen) == 1)
+        return tel_read_by_mig_devices(tel, gpu, out, err, errlen);
+    if (rc != NVML_SUCCESS)
+        return -1;
+    out->r.used_mib = (double)mem.used / 1048576.0;
+    out->r.total_mib = (double)mem.total / 1048576.0;
+    return 0;
 }
 
 /* Asks for the process-utilization samples newer than the last read, into
@@ -308,10 +437,28 @@ static nvmlReturn_t tel_call_proc_util(tel_state *tel, int gpu,
     return rc;
 }
 
-/* Per-process SM utilization: each listed process takes its newest sample.
- * NVML samples only processes that ran kernels, so one without a sample (or
- * NOT_FOUND: none has one) was idle, 0; NOT_SUPPORTED or a library without
- * the call leaves CORE_UNKNOWN; any other failure is the GPU's. */
+static double tel_now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* The memo for pid among memos[0..n), or NULL. */
+static tel_util_memo *tel_memo_find(tel_util_memo *memos, int n, pid_t pid) {
+    for (int i = 0; i < n; i++)
+        if (memos[i].pid == pid)
+            return &memos[i];
+    return NULL;
+}
+
+/* Per-process SM utilization: each listed process takes its newest new
+ * sample, else its latest one while that stands (TEL_UTIL_HOLD_S: NOT_FOUND
+ * only says nothing is newer), else 0: NVML samples only processes that
+ * ran kernels, so one without a sample for that long was idle. Samples of
+ * processes not listed yet are kept too: a process that started between
+ * the two calls has its sample read now, and the next read asks for newer
+ * ones only. NOT_SUPPORTED (a GPU in MIG mode) or a library without the
+ * call leaves CORE_UNKNOWN; any other failure is the GPU's. */
 static int tel_read_proc_util(tel_state *tel, int gpu, tel_gpu_reading *out,
                               char *err, size_t errlen) {
     if (!tel->fn.proc_util)
@@ -324,21 +471,42 @@ static int tel_read_proc_util(tel_state *tel, int gpu, tel_gpu_reading *out,
         n = 0;
     else if (rc != NVML_SUCCESS)
         return -1;
+    tel_dev *d = &tel->gpus[gpu];
+    tel_util_memo kept[TEL_MAX_PROCS];
+    unsigned long long stamp[TEL_MAX_PROCS];
+    int nkept = 0;
+    double now = tel_now_s();
+    for (unsigned int s = 0; s < n; s++) {
+        const nvmlProcessUtilizationSample_t *u = &tel->samples[s];
+        tel_util_memo *m = tel_memo_find(kept, nkept, (pid_t)u->pid);
+        if (!m && nkept == TEL_MAX_PROCS)
+            continue;
+        if (!m) {
+            m = &kept[nkept];
+            stamp[nkept++] = 0;
+        }
+        if (u->timeStamp >= stamp[m - kept]) {
+            stamp[m - kept] = u->timeStamp;
+            *m = (tel_util_memo){(pid_t)u->pid,
+                                 u->smUtil > 100 ? 100.0 : (double)u->smUtil,
+                                 now};
+        }
+        if (u->timeStamp > d->util_seen)
+            d->util_seen = u->timeStamp;
+    }
     for (int i = 0; i < out->nprocs; i++) {
         tel_proc *p = &out->procs[i];
-        unsigned long long newest = 0;
-        p->sm_util = 0;
-        for (unsigned int s = 0; s < n; s++) {
-            const nvmlProcessUtilizationSample_t *u = &tel->samples[s];
-            if ((pid_t)u->pid != p->pid || u->timeStamp < newest)
-                continue;
-            newest = u->timeStamp;
-            p->sm_util = u->smUtil > 100 ? 100.0 : (double)u->smUtil;
+        const tel_util_memo *m = tel_memo_find(kept, nkept, p->pid);
+        const tel_util_memo *old = tel_memo_find(d->util, d->nutil, p->pid);
+        if (!m && old && now - old->at <= TEL_UTIL_HOLD_S &&
+            nkept < TEL_MAX_PROCS) {
+            kept[nkept] = *old;
+            m = &kept[nkept++];
         }
+        p->sm_util = m ? m->sm_util : 0.0;
     }
-    for (unsigned int s = 0; s < n; s++)
-        if (tel->samples[s].timeStamp > tel->gpus[gpu].util_seen)
-            tel->gpus[gpu].util_seen = tel->samples[s].timeStamp;
+    memcpy(d->util, kept, (size_t)nkept * sizeof kept[0]);
+    d->nutil = nkept;
     return 0;
 }
 
@@ -387,27 +555,20 @@ int tel_read(tel_state *tel, int gpu, tel_gpu_reading *out, char *err,
     if (tel->dcgm)
         tel_dcgm_read(tel->dcgm, gpu, &out->r);
 
-    nvmlMemory_t mem;
-    nvmlReturn_t rc = tel->fn.memory(h, &mem);
-    if (rc != NVML_SUCCESS) {
-        tel_fail(tel, "nvmlDeviceGetMemoryInfo", gpu, rc, err, errlen);
+    if (tel_read_memory(tel, gpu, out, err, errlen) < 0)
         return -1;
-    }
-    out->r.used_mib = (double)mem.used / (1024.0 * 1024.0);
-    out->r.total_mib = (double)mem.total / (1024.0 * 1024.0);
-
     nvmlUtilization_t u;
-    rc = tel->fn.util(h, &u);
-    if (rc == NVML_SUCCESS)
+    nvmlReturn_t rc = tel->fn.util(h, &u);
+    if (rc == NVML_SUCCESS) {
         out->r.util = u.gpu / 100.0;
-    else if (rc == NVML_ERROR_NOT_SUPPORTED)
+    } else if (rc == NVML_ERROR_NOT_SUPPORTED) {
         out->r.util = CORE_UNKNOWN;
-    else {
+        out->flags |= TEL_F_NO_UTIL;
+    } else {
         tel_fail(tel, "nvmlDeviceGetUtilizationRates", gpu, rc, err, errlen);
         return -1;
     }
-    if (tel_read_power(tel, gpu, out, err, errlen) < 0 ||
-        tel_read_procs(tel, gpu, out, err, errlen) < 0)
+    if (tel_read_power(tel, gpu, out, err, errlen) < 0)
         return -1;
     return tel_read_proc_util(tel, gpu, out, err, errlen);
 }

@@ -30,10 +30,21 @@
 typedef struct tel_proc {
     pid_t pid;
     double used_mib;        /* its device memory, MiB */
-    double sm_util;         /* 0..100: % of the last NVML sample period its
-                               kernels ran (0 when NVML listed no sample for
-                               it); CORE_UNKNOWN when NVML cannot tell */
+    double sm_util;         /* 0..100: % of the latest NVML sample period
+                               its kernels ran (held while NVML has no
+                               newer sample, 0 after a few seconds without
+                               one); CORE_UNKNOWN when NVML cannot tell */
+    int mig_gi, mig_ci;     /* the MIG GPU and compute instance it runs
+                               in; -1 when the GPU is not in MIG mode */
 } tel_proc;
+
+/* How a reading departs from a whole-GPU one (tel_gpu_reading.flags); the
+ * daemon says when each starts and stops holding (tel_flag_text). */
+#define TEL_F_NO_UTIL 0x1       /* no utilization, GPU's or per process:
+                                   NOT_SUPPORTED (a GPU in MIG mode) */
+#define TEL_F_BY_MIG_DEVICE 0x2 /* memory and processes summed over the
+                                   MIG devices: in MIG mode the whole-GPU
+                                   handle gives them only to root */
 
 typedef struct tel_gpu_reading {
     core_reading r;         /* memory, utilization; DCGM fields CORE_UNKNOWN
@@ -41,6 +52,7 @@ typedef struct tel_gpu_reading {
     double power_w;         /* CORE_UNKNOWN when not supported */
     double energy_j;        /* total energy counter since driver load, J;
                                CORE_UNKNOWN when not supported */
+    unsigned int flags;     /* TEL_F_* */
     int nprocs;
     tel_proc procs[TEL_MAX_PROCS];
 } tel_gpu_reading;
@@ -72,6 +84,9 @@ const char *tel_dcgm_error(const tel_state *tel);
 
 int tel_gpu_count(const tel_state *tel);
 
+/* The driver's version as NVML reports it ("535.54.03"), or "unknown". */
+const char *tel_driver_version(const tel_state *tel);
+
 /* The GPU's UUID ("GPU-..."), the value CUDA_VISIBLE_DEVICES takes. */
 const char *tel_gpu_uuid(const tel_state *tel, int gpu);
 
@@ -82,6 +97,9 @@ const char *tel_gpu_name(const tel_state *tel, int gpu);
  * off the bus, the library failed); the reading is then unusable. */
 int tel_read(tel_state *tel, int gpu, tel_gpu_reading *out, char *err,
              size_t errlen);
+
+/* What flag (one TEL_F_* bit) means, for a log line. */
+const char *tel_flag_text(unsigned int flag);
 
 /* Processes left out of readings because a GPU had more than TEL_MAX_PROCS,
  * summed over all tel_read() calls: nonzero means the process lists the

@@ -23,8 +23,11 @@
 #define DCGM_ST_UNINITIALIZED (-10)
 #define DCGM_ST_VER_MISMATCH (-12)
 #define DCGM_ST_UNKNOWN_FIELD (-13)
+#define DCGM_ST_NO_DATA (-14)           /* watched, not sampled yet */
 #define DCGM_ST_NOT_WATCHED (-16)
 #define DCGM_ST_CONNECTION_NOT_VALID (-21)
+#define DCGM_ST_IN_USE (-34)            /* profiling: another client holds
+                                           the counters */
 #define DCGM_ST_PROFILING_NOT_SUPPORTED (-36)
 
 /* dcgmOperationMode_t: AUTO has the engine sample on its own threads, so

@@ -10,9 +10,13 @@
  * GI that still has CIs). Ids are what identify an instance across
  * restarts: GI ids are unique on a GPU, CI ids within their GI.
  *
- * MIG mode changes only on an idle GPU (no processes, no instances); on
- * some boards it stays pending until a GPU reset, which tel_mig_set_mode()
- * reports as a failure rather than wait for.
+ * MIG mode changes only on an idle GPU: NVML accepts the change on a busy
+ * one but leaves it pending (activationStatus IN_USE), which
+ * tel_mig_set_mode() takes back and reports as TEL_MIG_BUSY, for the
+ * caller to try again once the GPU is idle; where only a reset applies it
+ * (RESET_REQUIRED: pass-through virtualisation) that is a failure saying
+ * so. A compute instance that still has processes cannot be destroyed
+ * (IN_USE): the caller keeps its record and tries again later.
  *
  * A library without the MIG calls (an old driver) has no MIG: every GPU
  * reports MIG off, and the other calls fail saying so.
@@ -23,6 +27,11 @@
 #include <stddef.h>
 
 #include "tel.h"
+
+/* What tel_mig_set_mode() and tel_mig_create() return when the GPU is
+ * busy for now (processes hold it, or an instance not yet destroyed holds
+ * the slices): not a failure of the job, try again later. */
+#define TEL_MIG_BUSY (-2)
 
 /* Room for a MIG device UUID: NVML's NVML_DEVICE_UUID_V2_BUFFER_SIZE. */
 #define TEL_MIG_UUID_LEN 96
@@ -49,16 +58,18 @@ int tel_mig_supported(const tel_state *tel);
 int tel_mig_enabled(tel_state *tel, int gpu, char *err, size_t errlen);
 
 /* Turns MIG mode on (on != 0) or off on GPU gpu, and checks that it took
- * effect. Returns 0, or -1 with a message (GPU busy: IN_USE; pending a
- * reset; no permission). */
+ * effect. Returns 0; TEL_MIG_BUSY with a message when processes hold the
+ * GPU (the mode is left as it was); or -1 with a message (pending a
+ * reset, GPU instances left, no permission). */
 int tel_mig_set_mode(tel_state *tel, int gpu, int on, char *err,
                      size_t errlen);
 
 /* Creates a GPU instance of NVML profile number nvml_profile
  * (NVML_GPU_INSTANCE_PROFILE_*: mig_profile.nvml_profile) at memory
  * slices start..start+size-1, a compute instance taking it whole, and
- * fills *out with the MIG device. Returns 0, or -1 with a message naming
- * the NVML call that failed; whatever was created is destroyed again. */
+ * fills *out with the MIG device. Returns 0, or -1 (TEL_MIG_BUSY when the
+ * slices are taken) with a message naming the NVML call that failed;
+ * whatever was created is destroyed again. */
 int tel_mig_create(tel_state *tel, int gpu, int nvml_profile,
                    unsigned int start, unsigned int size, tel_mig_dev *out,
                    char *err, size_t errlen);

@@ -21,6 +21,7 @@
 #define NVML_ERROR_DRIVER_NOT_LOADED 9
 #define NVML_ERROR_FUNCTION_NOT_FOUND 13
 #define NVML_ERROR_GPU_IS_LOST 15
+#define NVML_ERROR_RESET_REQUIRED 16        /* MIG mode: pending a reset */
 #define NVML_ERROR_IN_USE 19                /* MIG: GPU busy, instance has
                                                compute instances */
 #define NVML_ERROR_INSUFFICIENT_RESOURCES 23 /* MIG: the slices are taken */
@@ -29,6 +30,7 @@
 /* Buffer sizes nvml.h recommends for UUIDs and names (the _V2 ones). */
 #define NVML_DEVICE_UUID_V2_BUFFER_SIZE 96
 #define NVML_DEVICE_NAME_V2_BUFFER_SIZE 96
+#define NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE 80
 
 /* usedGpuMemory when the driver cannot attribute memory to a process
  * (Windows WDDM, some MIG setups). */
@@ -48,19 +50,42 @@ typedef struct {
     unsigned int memory;              /* % of it memory was read or written */
 } nvmlUtilization_t;
 
-/* What the unversioned nvmlDeviceGetComputeRunningProcesses fills. */
+/* The process list comes in three layouts, and which one a call fills is
+ * the whole ABI question:
+ *
+ *   unversioned   nvmlProcessInfo_v1_t, 16 bytes (every driver);
+ *   _v2           nvmlProcessInfo_v2_t, 24 bytes (driver 470 on, in every
+ *                 version since: what aegis calls);
+ *   _v3           24 bytes too, except on drivers 535.43.02 to 535.86.x,
+ *                 whose nvml.h made nvmlProcessInfo_t 32 bytes (an added
+ *                 usedGpuCcProtectedMemory, tel_nvml_proc535_t) and mapped
+ *                 _v3 to it; 535.98 dropped _v3 from nvml.h and 550 went
+ *                 back to 24 bytes. A caller that hands _v3 24-byte entries
+ *                 on such a driver reads every entry after the first
+ *                 wrongly and lets NVML write past its buffer, which is why
+ *                 aegis never calls _v3; the test library models it. */
 typedef struct {
     unsigned int pid;
     unsigned long long usedGpuMemory; /* bytes, or NVML_VALUE_NOT_AVAILABLE */
 } nvmlProcessInfo_v1_t;
 
-/* What the _v2 and _v3 variants fill (the same four fields). */
 typedef struct {
     unsigned int pid;
     unsigned long long usedGpuMemory;
     unsigned int gpuInstanceId;       /* MIG; 0xFFFFFFFF when not MIG */
     unsigned int computeInstanceId;
-} nvmlProcessInfo_t;
+} nvmlProcessInfo_v2_t;
+
+typedef struct {
+    unsigned int pid;
+    unsigned long long usedGpuMemory;
+    unsigned int gpuInstanceId;
+    unsigned int computeInstanceId;
+    unsigned long long usedGpuCcProtectedMemory; /* confidential computing */
+} tel_nvml_proc535_t;
+
+/* gpuInstanceId and computeInstanceId of a process not in a MIG instance. */
+#define TEL_NVML_NO_INSTANCE 0xFFFFFFFFu
 
 /* One sample of nvmlDeviceGetProcessUtilization: NVML lists a process only
  * when it kept an engine busy during the driver's last sample period. */
@@ -85,12 +110,22 @@ typedef nvmlReturn_t tel_nvml_memory_fn(nvmlDevice_t device,
                                         nvmlMemory_t *memory);
 typedef nvmlReturn_t tel_nvml_util_fn(nvmlDevice_t device,
                                       nvmlUtilization_t *utilization);
+/* On a GPU in MIG mode the whole-GPU handle lists every instance's
+ * processes only for a privileged caller (else NO_PERMISSION); a MIG
+ * device handle lists its own instance's. */
 typedef nvmlReturn_t tel_nvml_procs_fn(nvmlDevice_t device,
                                        unsigned int *count,
-                                       nvmlProcessInfo_t *infos);
+                                       nvmlProcessInfo_v2_t *infos);
 typedef nvmlReturn_t tel_nvml_procs_v1_fn(nvmlDevice_t device,
                                           unsigned int *count,
                                           nvmlProcessInfo_v1_t *infos);
+/* infos: nvmlProcessInfo_v2_t entries, or tel_nvml_proc535_t ones on
+ * drivers 535.43.02 to 535.86.x (see above). */
+typedef nvmlReturn_t tel_nvml_procs_v3_fn(nvmlDevice_t device,
+                                          unsigned int *count, void *infos);
+/* The driver's version, "535.54.03". */
+typedef nvmlReturn_t tel_nvml_system_string_fn(char *buf,
+                                               unsigned int length);
 /* samples NULL or *count too small: INSUFFICIENT_SIZE and the count
  * needed; no sample newer than lastSeen (us): NOT_FOUND. */
 typedef nvmlReturn_t tel_nvml_proc_util_fn(

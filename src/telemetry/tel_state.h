@@ -11,6 +11,7 @@
 #define AEGIS_TEL_STATE_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "core.h"
 #include "tel.h"
@@ -27,11 +28,12 @@ typedef struct tel_fns {
     tel_nvml_string_fn *name;
     tel_nvml_memory_fn *memory;
     tel_nvml_util_fn *util;
-    tel_nvml_procs_fn *procs;       /* _v3 or _v2; NULL if only _v1 */
+    tel_nvml_procs_fn *procs;       /* _v2; NULL before driver 470 */
     tel_nvml_procs_v1_fn *procs_v1; /* the unversioned one, else NULL */
     tel_nvml_power_fn *power;       /* NULL: not in this library */
     tel_nvml_energy_fn *energy;     /* NULL: not in this library */
     tel_nvml_proc_util_fn *proc_util; /* NULL: not in this library */
+    tel_nvml_system_string_fn *driver_version; /* NULL: not in it */
 } tel_fns;
 
 /* The MIG calls (driver 470+). tel_mig_load() fills them; any one missing
@@ -55,6 +57,14 @@ typedef struct tel_mig_fns {
     tel_nvml_mig_id_fn *ci_id;
 } tel_mig_fns;
 
+/* A process's latest per-process utilization sample, and when aegis got
+ * it (monotonic s). */
+typedef struct tel_util_memo {
+    pid_t pid;
+    double sm_util;
+    double at;
+} tel_util_memo;
+
 typedef struct tel_dev {
     nvmlDevice_t handle;
     char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
@@ -62,17 +72,21 @@ typedef struct tel_dev {
     unsigned long long util_seen;   /* newest process-utilization sample
                                        read, us: the next read asks for
                                        newer ones only */
+    tel_util_memo util[TEL_MAX_PROCS]; /* the listed processes' latest
+                                          samples, while they stand */
+    int nutil;
 } tel_dev;
 
 struct tel_state {
     void *lib;                      /* dlopen handle */
     int initialised;                /* nvmlInit_v2 succeeded: shut down */
     char path[256];                 /* the library, for error messages */
+    char driver[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE]; /* "535.54.03" */
     tel_fns fn;
     tel_mig_fns mig;
     int ngpus;
     tel_dev gpus[CORE_MAX_GPUS];
-    nvmlProcessInfo_t *procs;       /* process-list buffer, grown on demand */
+    nvmlProcessInfo_v2_t *procs;       /* process-list buffer, grown on demand */
     unsigned int procs_cap;
     nvmlProcessUtilizationSample_t *samples; /* grown on demand too */
     unsigned int samples_cap;

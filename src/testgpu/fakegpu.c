@@ -56,6 +56,7 @@ typedef struct fake_job {
     int ngpus;                      /* GPUs in CUDA_VISIBLE_DEVICES */
     int gpus[TGPU_MAX_GPUS];        /* their indexes, in CUDA order */
     int mig_gi[TGPU_MAX_GPUS];      /* the MIG instance given; 0: none */
+    int mig_ci[TGPU_MAX_GPUS];      /* with mig_gi: its compute instance */
     long cap[TGPU_MAX_GPUS];        /* memory each device has, MiB */
     long pinned[TGPU_MAX_GPUS];     /* MPS pinned limit, MiB; 0: none */
     long held;                      /* MiB held now on each of them */
@@ -134,10 +135,10 @@ static int fake_parse_devices(fake_job *job) {
     char *save = NULL;
     for (char *t = strtok_r(list, ",", &save); t;
          t = strtok_r(NULL, ",", &save)) {
-        int gpu = -1, gi = 0;
+        int gpu = -1, gi = 0, ci = 0;
         long cap = job->cfg.mib;
         if (strncmp(t, "MIG-", 4) == 0) {
-            if (tgpu_mig_find(&job->cfg, t, &gpu, &gi, &cap) < 0)
+            if (tgpu_mig_find(&job->cfg, t, &gpu, &gi, &ci, &cap) < 0)
                 gpu = -1;
         } else {
             gpu = tgpu_find(&job->cfg, t);
@@ -153,6 +154,7 @@ static int fake_parse_devices(fake_job *job) {
             return -1;
         }
         job->mig_gi[job->ngpus] = gi;
+        job->mig_ci[job->ngpus] = ci;
         job->cap[job->ngpus] = cap;
         job->gpus[job->ngpus++] = gpu;
     }
@@ -288,7 +290,7 @@ static int fake_allocate(fake_job *job, long more) {
     }
     for (int k = 0; k < job->ngpus && rc == 0; k++) {
         tgpu_alloc a = {getpid(), job->held + more, job->smact,
-                        job->mig_gi[k]};
+                        job->mig_gi[k], job->mig_ci[k]};
         if (tgpu_alloc_write(&job->cfg, job->gpus[k], &a) < 0) {
             fprintf(stderr, "aegis-fakegpu: %s: %s\n", job->cfg.dir,
                     strerror(errno));

@@ -5,9 +5,15 @@
  * It exports exactly the DCGM functions aegis calls, typed by tel_dcgm.h.
  * The fields are arbitrary test models, not measurements: SMACT = min(1,
  * sum of the GPU's fake jobs' smact), SMOCC = 0.5 x SMACT, DRAMA = 0.4 x
- * SMACT. Values exist only once dcgmWatchFields has been called, as in
- * DCGM. AEGIS_TEST_DCGM_FAIL=<function name> makes that function fail, so
- * tests can reach the loader's error paths.
+ * SMACT. As in DCGM, values exist only once the fields are watched, and
+ * the first only after one update period (the updateFreq of
+ * dcgmWatchFields): before it they are blank (DCGM_ST_NO_DATA), after it
+ * stamped with the latest update. The profiling counters are one per GPU:
+ * while AEGIS_TEST_DCGM_PROF_HELD=1 (another host engine, or a profiler
+ * such as Nsight, holds them) watching the profiling fields fails IN_USE,
+ * and fields already watched come back blank.
+ * AEGIS_TEST_DCGM_FAIL=<function name> makes that function fail, so tests
+ * can reach the loader's error paths.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -38,6 +44,8 @@ static int tdc_inits;                   /* dcgmInit calls not shut down */
 static int tdc_started;                 /* an engine was started/joined */
 static int tdc_grouped;                 /* the field group exists */
 static int tdc_watched;                 /* dcgmWatchFields was called */
+static int64_t tdc_watched_at;          /* when, us of realtime */
+static long long tdc_update_us;         /* its updateFreq */
 static tgpu_config tdc_cfg;
 
 /* Fails with rc when AEGIS_TEST_DCGM_FAIL names call, else DCGM_ST_OK. */
@@ -160,6 +168,18 @@ dcgmReturn_t dcgmFieldGroupCreate(dcgmHandle_t h, int numFieldIds,
     return DCGM_ST_OK;
 }
 
+static int64_t tdc_now_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* Whether another client holds the GPUs' profiling counters. */
+static int tdc_prof_held(void) {
+    const char *held = getenv("AEGIS_TEST_DCGM_PROF_HELD");
+    return held && *held == '1';
+}
+
 dcgmReturn_t dcgmWatchFields(dcgmHandle_t h, dcgmGpuGrp_t group,
                              dcgmFieldGrp_t fieldGroup, long long updateFreq,
                              double maxKeepAge, int maxKeepSamples) {
@@ -170,7 +190,13 @@ dcgmReturn_t dcgmWatchFields(dcgmHandle_t h, dcgmGpuGrp_t group,
         !tdc_grouped || updateFreq <= 0 || maxKeepAge < 0 ||
         maxKeepSamples < 0)
         return tgpu_fail(DCGM_ST_BADPARAM, "dcgmWatchFields: bad arguments");
+    if (tdc_prof_held())
+        return tgpu_fail(DCGM_ST_IN_USE, "dcgmWatchFields: the profiling "
+                         "fields are watched by another client "
+                         "(AEGIS_TEST_DCGM_PROF_HELD)");
     tdc_watched = 1;
+    tdc_watched_at = tdc_now_us();
+    tdc_update_us = updateFreq;
     return DCGM_ST_OK;
 }
 
@@ -201,22 +227,29 @@ dcgmReturn_t dcgmGetLatestValuesForFields(dcgmHandle_t h, int gpuId,
     if (tgpu_scan(&tdc_cfg, gpuId, NULL, 0, &u) < 0)
         return tgpu_fail(DCGM_ST_GENERIC_ERROR, "AEGIS_TEST_GPU_DIR=%s: %s",
                         tdc_cfg.dir, strerror(errno));
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t now = tdc_now_us();
+    /* The latest update cycle: the first one ends an update after the
+     * watch. */
+    int64_t cycles = tdc_watched ? (now - tdc_watched_at) / tdc_update_us : 0;
     for (unsigned int i = 0; i < count; i++) {
         dcgmFieldValue_v1 *v = &values[i];
         v->version = dcgmFieldValue_version1;
         v->fieldId = fieldIds[i];
         v->fieldType = DCGM_FT_DOUBLE;
-        v->ts = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-        /* DCGM's "not found" blank, BLANK + 1, where there is no value. */
+        v->ts = tdc_watched_at + cycles * tdc_update_us;
+        /* DCGM's "not found" blank, BLANK + 1, where there is no value;
+         * BLANK itself where the profiler gives none. */
         v->value.dbl = DCGM_FP64_BLANK + 1.0;
         if (!tdc_watched)
             v->status = DCGM_ST_NOT_WATCHED;
+        else if (cycles == 0)
+            v->status = DCGM_ST_NO_DATA;
         else if (!tdc_model(fieldIds[i], u.smact, &v->value.dbl))
             v->status = DCGM_ST_UNKNOWN_FIELD;
         else
             v->status = DCGM_ST_OK;
+        if (v->status == DCGM_ST_OK && tdc_prof_held())
+            v->value.dbl = DCGM_FP64_BLANK;
     }
     return DCGM_ST_OK;
 }

@@ -11,32 +11,39 @@
  *   <call> <handle> [<arg>=<value> ...] -> <nvmlReturn_t>
  *
  * handles written gpu0 (a GPU), gpu0/gi1 (a GPU instance), gpu0/gi1/ci0 (a
- * compute instance or its MIG device), "?" for one that is not ours. Tests
- * check exact call sequences against it.
+ * compute instance or its MIG device), "?" for one that is not ours; a
+ * mode change left pending adds activation=<its status>. Tests check exact
+ * call sequences against it.
  *
- * mig<i> holds "mode <0|1>", then "gi <id> <profileId> <start> <MiB>" and
- * "ci <gi id> <ci id> <ci profileId>" lines (<MiB>, the instance's memory,
- * is for aegis-fakegpu, which has no profile table). No file: MIG off,
- * nothing.
+ * mig<i> holds "mode <0|1>", "pending <0|1>" while a mode change waits,
+ * then "gi <id> <profileId> <start> <MiB>" and "ci <gi id> <ci id> <ci
+ * profileId>" lines (<MiB>, the instance's memory, is for aegis-fakegpu,
+ * which has no profile table). No file: MIG off, nothing.
  *
  * The model is the GPUs' name (AEGIS_TEST_GPU_MODEL) looked up in the MIG
  * table (mig_profiles.h): a name with no table has no MIG (NOT_SUPPORTED),
  * as on a V100. Enforced as the driver does: MIG mode on before any
- * instance call; mode changes only on an idle GPU (no processes; no GPU
- * instances when turning it off), else IN_USE; a GPU instance only at a
+ * instance call; turning it off with GPU instances left fails IN_USE;
+ * otherwise nvmlDeviceSetMigMode succeeds and the new mode is pending
+ * until it can be applied: at once on an idle GPU (activationStatus
+ * SUCCESS), while processes run never (activationStatus IN_USE: the
+ * caller idles the GPU and sets it again), and with
+ * AEGIS_TEST_MIG_RESET_REQUIRED=1 (pass-through virtualisation) only at a
+ * reset the model never does (RESET_REQUIRED); a GPU instance only at a
  * valid start of its profile (else INVALID_ARGUMENT) on free memory slices
  * with compute slices to spare (else INSUFFICIENT_RESOURCES); compute
- * instances within their GPU instance's slices; a GPU instance destroyed
- * only without compute instances (else IN_USE).
- * Simplified: mode changes take effect at once (no reset pending); no +me
- * profiles (the table leaves them out). A MIG device's memory in use is
- * what aegis-fakegpu jobs charged to its GPU instance.
+ * instances within their GPU instance's slices, destroyed only without
+ * processes in them, and a GPU instance only without compute instances
+ * (both else IN_USE); no MIG devices (a count of 0) with MIG mode off.
+ * Simplified: no +me profiles (the table leaves them out). A MIG device's
+ * memory in use is what aegis-fakegpu jobs charged to its GPU instance.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -112,6 +119,7 @@ typedef struct tmig_gi {
 /* One GPU's MIG state, as mig<i> holds it. */
 typedef struct tmig_gpu {
     int mode;               /* NVML_DEVICE_MIG_ENABLE or _DISABLE */
+    int pending;            /* the mode set last, applied or not */
     int ngi;
     tmig_gi gi[TMIG_IDS];
 } tmig_gpu;
@@ -234,10 +242,13 @@ static int tmig_read(const mig_model *m, int gpu, tmig_gpu *s) {
     if (!f)
         return errno == ENOENT ? 0 : -1;
     int ok = 1;
+    s->pending = -1;
     while (ok && fgets(line, sizeof line, f)) {
         int a = 0, b = 0, c = 0;
         if (sscanf(line, "mode %d", &a) == 1) {
             s->mode = a;
+        } else if (sscanf(line, "pending %d", &a) == 1) {
+            s->pending = a;
         } else if (sscanf(line, "gi %d %d %d", &a, &b, &c) == 3) {
             const mig_profile *p = tmig_profile_by_id(m, (unsigned int)b);
             ok = p && s->ngi < TMIG_IDS && a > 0 && a < TMIG_IDS;
@@ -256,12 +267,17 @@ static int tmig_read(const mig_model *m, int gpu, tmig_gpu *s) {
         }
     }
     fclose(f);
+    if (s->pending < 0)
+        s->pending = s->mode;
     return ok ? 0 : -1;
 }
 
 static int tmig_write(int gpu, const tmig_gpu *s) {
     char name[32], text[2048];
     size_t n = (size_t)snprintf(text, sizeof text, "mode %d\n", s->mode);
+    if (s->pending != s->mode)
+        n += (size_t)snprintf(text + n, sizeof text - n, "pending %d\n",
+                              s->pending);
     for (int i = 0; i < s->ngi; i++) {
         const tmig_gi *g = &s->gi[i];
         n += (size_t)snprintf(text + n, sizeof text - n, "gi %d %u %d %ld\n",
@@ -396,10 +412,29 @@ nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device,
             rc = tgpu_fail(NVML_ERROR_INVALID_ARGUMENT, "%s: NULL output",
                            call);
         else
-            *currentMode = *pendingMode = (unsigned int)t.s.mode;
+            *currentMode = (unsigned int)t.s.mode,
+            *pendingMode = (unsigned int)t.s.pending;
         rc = tmig_end(&t, rc, 0);
     }
     return tmig_log(rc, "%s %s", call, t.who);
+}
+
+/* Why a mode change set on t's GPU cannot be applied now, as
+ * nvmlDeviceSetMigMode's activationStatus, or SUCCESS. */
+static nvmlReturn_t tmig_activation(const char *call, const tmig_txn *t) {
+    const char *reset = getenv("AEGIS_TEST_MIG_RESET_REQUIRED");
+    tgpu_usage u = {0, 0.0, 0};
+    if (reset && *reset == '1')
+        return tgpu_fail(NVML_ERROR_RESET_REQUIRED, "%s: GPU %d applies the "
+                         "new MIG mode at its next reset", call, t->gpu);
+    if (tgpu_scan(&tnv_cfg, t->gpu, NULL, 0, &u) < 0)
+        return tgpu_fail(NVML_ERROR_GPU_IS_LOST, "AEGIS_TEST_GPU_DIR=%s: %s",
+                         tnv_cfg.dir, strerror(errno));
+    if (u.nallocs > 0)
+        return tgpu_fail(NVML_ERROR_IN_USE, "%s: GPU %d is not idle (%d "
+                         "processes): the new MIG mode is pending", call,
+                         t->gpu, u.nallocs);
+    return NVML_SUCCESS;
 }
 
 nvmlReturn_t nvmlDeviceSetMigMode(nvmlDevice_t device, unsigned int mode,
@@ -412,24 +447,24 @@ nvmlReturn_t nvmlDeviceSetMigMode(nvmlDevice_t device, unsigned int mode,
             *activationStatus = rc;
         return tmig_log(rc, "%s %s mode=%u", call, t.who, mode);
     }
-    tgpu_usage u = {0, 0.0, 0};
+    nvmlReturn_t act = NVML_SUCCESS;
     if (mode != NVML_DEVICE_MIG_ENABLE && mode != NVML_DEVICE_MIG_DISABLE)
         rc = tgpu_fail(NVML_ERROR_INVALID_ARGUMENT, "%s: mode %u", call, mode);
-    else if ((int)mode == t.s.mode)
-        ; /* already so */
-    else if (tgpu_scan(&tnv_cfg, t.gpu, NULL, 0, &u) < 0)
-        rc = tgpu_fail(NVML_ERROR_GPU_IS_LOST, "AEGIS_TEST_GPU_DIR=%s: %s",
-                       tnv_cfg.dir, strerror(errno));
-    else if (u.nallocs > 0)
-        rc = tgpu_fail(NVML_ERROR_IN_USE, "%s: GPU %d is not idle (%d "
-                       "processes)", call, t.gpu, u.nallocs);
-    else if (t.s.ngi > 0)
+    else if (mode == NVML_DEVICE_MIG_DISABLE && t.s.ngi > 0)
         rc = tgpu_fail(NVML_ERROR_IN_USE, "%s: GPU %d still has %d GPU "
                        "instances", call, t.gpu, t.s.ngi);
-    else
-        t.s.mode = (int)mode;
-    *activationStatus = rc;
+    else if ((int)mode != t.s.mode)
+        act = tmig_activation(call, &t);
+    if (rc == NVML_SUCCESS) {
+        t.s.pending = (int)mode;
+        if (act == NVML_SUCCESS)
+            t.s.mode = (int)mode;
+    }
+    *activationStatus = rc != NVML_SUCCESS ? rc : act;
     rc = tmig_end(&t, rc, 1);
+    if (*activationStatus != rc)
+        return tmig_log(rc, "%s %s mode=%u activation=%d", call, t.who, mode,
+                        *activationStatus);
     return tmig_log(rc, "%s %s mode=%u", call, t.who, mode);
 }
 
@@ -715,6 +750,17 @@ nvmlReturn_t nvmlGpuInstanceGetComputeInstanceById(nvmlGpuInstance_t gi,
     return tmig_log(rc, "%s %s id=%u", call, t.who, id);
 }
 
+/* Live processes charged to compute instance ci of GPU instance gi on
+ * gpu, or -1 (errno set) when the folder cannot be read. */
+static int tmig_procs_in(int gpu, int gi, int ci) {
+    static tgpu_alloc allocs[TGPU_MAX_ALLOCS];
+    tgpu_usage u;
+    int n = tgpu_scan(&tnv_cfg, gpu, allocs, TGPU_MAX_ALLOCS, &u), in = 0;
+    for (int i = 0; i < n; i++)
+        in += allocs[i].mig_gi == gi && allocs[i].mig_ci == ci;
+    return n < 0 ? -1 : in;
+}
+
 nvmlReturn_t nvmlComputeInstanceDestroy(nvmlComputeInstance_t ci) {
     static const char call[] = "nvmlComputeInstanceDestroy";
     tmig_txn t;
@@ -724,7 +770,15 @@ nvmlReturn_t nvmlComputeInstanceDestroy(nvmlComputeInstance_t ci) {
                                     sizeof tmig_cis[0][0][0], call, &t, &g,
                                     &c);
     if (rc == NVML_SUCCESS) {
-        *c = g->ci[--g->nci];
+        int n = tmig_procs_in(t.gpu, g->id, c->id);
+        if (n != 0)
+            rc = n < 0 ? tgpu_fail(NVML_ERROR_GPU_IS_LOST, "AEGIS_TEST_GPU_"
+                                   "DIR=%s: %s", tnv_cfg.dir, strerror(errno))
+                       : tgpu_fail(NVML_ERROR_IN_USE, "%s: compute instance "
+                                   "%d/%d still runs %d processes", call,
+                                   g->id, c->id, n);
+        else
+            *c = g->ci[--g->nci];
         rc = tmig_end(&t, rc, 1);
     }
     return tmig_log(rc, "%s %s", call, t.who);
@@ -736,7 +790,8 @@ nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t device,
     tmig_txn t;
     nvmlReturn_t rc = tmig_begin_dev(call, device, count, 0, &t);
     if (rc == NVML_SUCCESS) {
-        *count = MIG_COMPUTE_SLICES; /* one MIG device per compute slice */
+        /* one MIG device per compute slice, none while MIG is off */
+        *count = t.s.mode == NVML_DEVICE_MIG_ENABLE ? MIG_COMPUTE_SLICES : 0;
         rc = tmig_end(&t, rc, 0);
     }
     return tmig_log(rc, "%s %s", call, t.who);
@@ -847,6 +902,27 @@ nvmlReturn_t tmig_memory(nvmlDevice_t d, nvmlMemory_t *memory) {
         if (used > total)
             used = total;
         *memory = (nvmlMemory_t){total, total - used, used};
+        rc = tmig_end(&t, rc, 0);
+    }
+    return tmig_log(rc, "%s %s", call, t.who);
+}
+
+int tmig_enabled(int gpu) {
+    const mig_model *m = mig_model_find(tnv_model);
+    tmig_gpu s;
+    return m && tmig_read(m, gpu, &s) == 0 && s.mode == NVML_DEVICE_MIG_ENABLE;
+}
+
+nvmlReturn_t tmig_device_ids(const char *call, nvmlDevice_t d, int *gpu,
+                             int *gi, int *ci) {
+    tmig_txn t;
+    tmig_gi *g = NULL;
+    tmig_ci *c = NULL;
+    nvmlReturn_t rc = tmig_begin_mig(call, d, d, &t, &g, &c);
+    if (rc == NVML_SUCCESS) {
+        *gpu = t.gpu;
+        *gi = g->id;
+        *ci = c->id;
         rc = tmig_end(&t, rc, 0);
     }
     return tmig_log(rc, "%s %s", call, t.who);

@@ -11,10 +11,28 @@
  * "aegis test GPU: <model>", the model from AEGIS_TEST_GPU_MODEL (default
  * TNV_DEFAULT_MODEL); MIG on that model lives in testmig.c.
  *
+ * It is the driver AEGIS_TEST_NVML_DRIVER names (default TNV_DRIVER), as
+ * far as the ABI goes: acting as one of 535.43.02 to 535.86.x, its
+ * process list _v3 fills 32-byte entries, as those drivers' did
+ * (tel_nvml.h); _v2 always fills 24-byte ones.
+ *
+ * What NVIDIA documents and the model keeps:
+ *   - per-process utilization is sampled once per period,
+ *     AEGIS_TEST_NVML_SAMPLE_MS (default TNV_SAMPLE_MS): every busy
+ *     process has one sample stamped with the period's start, and a call
+ *     that finds none newer than lastSeenTimeStamp returns NOT_FOUND,
+ *     whether or not the processes are busy;
+ *   - on a GPU in MIG mode, utilization (the GPU's and per process) is
+ *     NOT_SUPPORTED, and memory and the process list through the
+ *     whole-GPU handle need privileges: a caller that is not root (or
+ *     sets AEGIS_TEST_NVML_UNPRIVILEGED=1) gets NO_PERMISSION there, and
+ *     reads them per MIG device handle instead; listed processes carry
+ *     their GPU and compute instance ids.
+ *
  * Built with TNV_OLD_DRIVER (libaegis-testnvml-old.so, for tests) it is an
- * old GPU and driver instead: only the unversioned process list with its
- * two-field entries, and no power, energy or per-process utilization
- * readings (NOT_SUPPORTED).
+ * old GPU and driver instead (one before 470 by default): only the
+ * unversioned process list with its two-field entries, and no power,
+ * energy or per-process utilization readings (NOT_SUPPORTED).
  */
 #include <errno.h>
 #include <stdint.h>
@@ -31,9 +49,15 @@
 
 #ifdef TNV_OLD_DRIVER
 #define TNV_OLD 1
+#define TNV_DRIVER "450.80.02"  /* before 470: no _v2 process list */
 #else
 #define TNV_OLD 0
+#define TNV_DRIVER "575.57.08"
 #endif
+
+/* NVML's per-process utilization sample period, ms: a second is what
+ * drivers use on data-centre boards. */
+#define TNV_SAMPLE_MS 1000
 
 /* Power model, W: an idle A100-40GB draws about 55 W and its board limit is
  * 400 W; the simulator uses the same line, idle + (max - idle) x SMACT. */
@@ -49,10 +73,12 @@ TNV_EXPORT tel_nvml_string_fn nvmlDeviceGetUUID;
 TNV_EXPORT tel_nvml_string_fn nvmlDeviceGetName;
 TNV_EXPORT tel_nvml_memory_fn nvmlDeviceGetMemoryInfo;
 TNV_EXPORT tel_nvml_util_fn nvmlDeviceGetUtilizationRates;
+TNV_EXPORT tel_nvml_system_string_fn nvmlSystemGetDriverVersion;
 #ifdef TNV_OLD_DRIVER
 TNV_EXPORT tel_nvml_procs_v1_fn nvmlDeviceGetComputeRunningProcesses;
 #else
-TNV_EXPORT tel_nvml_procs_fn nvmlDeviceGetComputeRunningProcesses_v3;
+TNV_EXPORT tel_nvml_procs_fn nvmlDeviceGetComputeRunningProcesses_v2;
+TNV_EXPORT tel_nvml_procs_v3_fn nvmlDeviceGetComputeRunningProcesses_v3;
 #endif
 TNV_EXPORT tel_nvml_power_fn nvmlDeviceGetPowerUsage;
 TNV_EXPORT tel_nvml_energy_fn nvmlDeviceGetTotalEnergyConsumption;
@@ -114,6 +140,41 @@ static double tnv_power_w(const tgpu_usage *u) {
     return TNV_IDLE_W + TNV_BUSY_W * (u->smact < 1.0 ? u->smact : 1.0);
 }
 
+/* What NVML cannot measure on a GPU in MIG mode: NOT_SUPPORTED there. */
+static nvmlReturn_t tnv_not_in_mig(const char *call, int gpu) {
+    return tmig_enabled(gpu)
+        ? tgpu_fail(NVML_ERROR_NOT_SUPPORTED, "%s: GPU %d is in MIG mode",
+                    call, gpu)
+        : NVML_SUCCESS;
+}
+
+/* Whole-GPU aggregates of a GPU in MIG mode are for privileged callers. */
+static nvmlReturn_t tnv_mig_privileged(const char *call, int gpu) {
+    const char *unpriv = getenv("AEGIS_TEST_NVML_UNPRIVILEGED");
+    int privileged = geteuid() == 0 && !(unpriv && *unpriv == '1');
+    return tmig_enabled(gpu) && !privileged
+        ? tgpu_fail(NVML_ERROR_NO_PERMISSION, "%s: GPU %d is in MIG mode: "
+                    "the whole GPU's figures need root; ask each MIG device",
+                    call, gpu)
+        : NVML_SUCCESS;
+}
+
+/* The driver version this library acts as. */
+static const char *tnv_driver(void) {
+    const char *v = getenv("AEGIS_TEST_NVML_DRIVER");
+    return v && *v ? v : TNV_DRIVER;
+}
+
+nvmlReturn_t nvmlSystemGetDriverVersion(char *version, unsigned int length) {
+    static const char call[] = "nvmlSystemGetDriverVersion";
+    if (tnv_refs == 0)
+        return tgpu_fail(NVML_ERROR_UNINITIALIZED, "%s: nvmlInit_v2 was not "
+                         "called", call);
+    if (!version)
+        return tgpu_fail(NVML_ERROR_INVALID_ARGUMENT, "%s: NULL output", call);
+    return tnv_string(call, tnv_driver(), version, length);
+}
+
 nvmlReturn_t nvmlInit_v2(void) {
     if (tnv_refs == 0) {
         char err[512];
@@ -150,10 +211,12 @@ const char *nvmlErrorString(nvmlReturn_t rc) {
     case NVML_ERROR_UNINITIALIZED: return "Uninitialized";
     case NVML_ERROR_INVALID_ARGUMENT: return "Invalid Argument";
     case NVML_ERROR_NOT_SUPPORTED: return "Not Supported";
+    case NVML_ERROR_NO_PERMISSION: return "Insufficient Permissions";
     case NVML_ERROR_NOT_FOUND: return "Not Found";
     case NVML_ERROR_INSUFFICIENT_SIZE: return "Insufficient Size";
     case NVML_ERROR_DRIVER_NOT_LOADED: return "Driver Not Loaded";
     case NVML_ERROR_GPU_IS_LOST: return "GPU is lost";
+    case NVML_ERROR_RESET_REQUIRED: return "GPU requires reset";
     case NVML_ERROR_IN_USE: return "In use by another client";
     case NVML_ERROR_INSUFFICIENT_RESOURCES: return "Insufficient resources";
     default: return "Unknown Error";
@@ -225,6 +288,8 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device,
     tgpu_usage u;
     nvmlReturn_t rc = tnv_usage("nvmlDeviceGetMemoryInfo", device, memory,
                                 &gpu, &u);
+    if (rc == NVML_SUCCESS)
+        rc = tnv_mig_privileged("nvmlDeviceGetMemoryInfo", gpu);
     if (rc != NVML_SUCCESS)
         return rc;
     unsigned long long mib = 1024ULL * 1024ULL;
@@ -238,10 +303,14 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device,
 
 nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device,
                                            nvmlUtilization_t *utilization) {
+    static const char call[] = "nvmlDeviceGetUtilizationRates";
     int gpu = -1;
     tgpu_usage u;
-    nvmlReturn_t rc = tnv_usage("nvmlDeviceGetUtilizationRates", device,
-                                utilization, &gpu, &u);
+    nvmlReturn_t rc = tmig_owns(device)
+        ? tgpu_fail(NVML_ERROR_NOT_SUPPORTED, "%s: not on a MIG device", call)
+        : tnv_usage(call, device, utilization, &gpu, &u);
+    if (rc == NVML_SUCCESS)
+        rc = tnv_not_in_mig(call, gpu);
     if (rc != NVML_SUCCESS)
         return rc;
     double pct = u.smact * 100.0 + 0.5;
@@ -250,26 +319,72 @@ nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device,
     return NVML_SUCCESS;
 }
 
-/* The process list, whatever the layout: lists GPU gpu's jobs into a and
- * their number into *n, checking them against the caller's *count and
- * buffer as NVML does (a short or NULL buffer gets the count it needs). */
-static nvmlReturn_t tnv_procs(const char *call, nvmlDevice_t device,
-                              unsigned int *count, const void *infos,
-                              tgpu_alloc *a, int *n) {
-    int gpu = -1;
+/* Lists into a the processes a process-list call on `device` sees: a
+ * GPU's (privileged only, in MIG mode), or a MIG device's own. */
+static nvmlReturn_t tnv_procs_of(const char *call, nvmlDevice_t device,
+                                 const void *out, tgpu_alloc *a, int *n) {
+    int gpu = -1, gi = 0, ci = 0;
     tgpu_usage u;
-    nvmlReturn_t rc = tnv_device(call, device, count, &gpu);
+    nvmlReturn_t rc = tmig_owns(device)
+        ? tmig_device_ids(call, device, &gpu, &gi, &ci)
+        : tnv_device(call, device, out, &gpu);
+    if (rc == NVML_SUCCESS && gi == 0)
+        rc = tnv_mig_privileged(call, gpu);
     if (rc == NVML_SUCCESS)
         rc = tnv_scan(gpu, a, TGPU_MAX_ALLOCS, &u);
     if (rc != NVML_SUCCESS)
         return rc;
-    *n = u.nallocs < TGPU_MAX_ALLOCS ? u.nallocs : TGPU_MAX_ALLOCS;
-    if ((unsigned int)*n > *count || (*n > 0 && !infos)) {
-        *count = (unsigned int)*n;
-        return tgpu_fail(NVML_ERROR_INSUFFICIENT_SIZE, "%s: %d processes",
-                        call, *n);
+    int listed = u.nallocs < TGPU_MAX_ALLOCS ? u.nallocs : TGPU_MAX_ALLOCS;
+    *n = 0;
+    for (int i = 0; i < listed; i++)
+        if (gi == 0 || (a[i].mig_gi == gi && a[i].mig_ci == ci))
+            a[(*n)++] = a[i];
+    return NVML_SUCCESS;
+}
+
+/* Writes process a as entry i of infos, in the layout of entries of
+ * `size` bytes (nvmlProcessInfo_v1_t, _v2_t or tel_nvml_proc535_t). */
+static void tnv_put_proc(void *infos, size_t size, int i,
+                         const tgpu_alloc *a) {
+    unsigned int pid = (unsigned int)a->pid;
+    unsigned long long bytes = (unsigned long long)a->mib << 20;
+    unsigned int gi = a->mig_gi > 0 ? (unsigned int)a->mig_gi
+                                    : TEL_NVML_NO_INSTANCE;
+    unsigned int ci = a->mig_gi > 0 ? (unsigned int)a->mig_ci
+                                    : TEL_NVML_NO_INSTANCE;
+    char *at = (char *)infos + (size_t)i * size;
+    if (size == sizeof(nvmlProcessInfo_v1_t)) {
+        nvmlProcessInfo_v1_t e = {pid, bytes};
+        memcpy(at, &e, sizeof e);
+    } else if (size == sizeof(nvmlProcessInfo_v2_t)) {
+        nvmlProcessInfo_v2_t e = {pid, bytes, gi, ci};
+        memcpy(at, &e, sizeof e);
+    } else {
+        tel_nvml_proc535_t e = {pid, bytes, gi, ci, 0};
+        memcpy(at, &e, sizeof e);
     }
-    *count = (unsigned int)*n;
+}
+
+/* The process list in entries of `size` bytes, checked against the
+ * caller's *count and buffer as NVML does (a short or NULL buffer gets
+ * the count it needs). */
+static nvmlReturn_t tnv_procs(const char *call, nvmlDevice_t device,
+                              unsigned int *count, void *infos, size_t size) {
+    tgpu_alloc a[TGPU_MAX_ALLOCS];
+    int n = 0;
+    nvmlReturn_t rc = tnv_procs_of(call, device, count, a, &n);
+    if (rc != NVML_SUCCESS)
+        return rc;
+    if (!count)
+        return tgpu_fail(NVML_ERROR_INVALID_ARGUMENT, "%s: NULL count", call);
+    if ((unsigned int)n > *count || (n > 0 && !infos)) {
+        *count = (unsigned int)n;
+        return tgpu_fail(NVML_ERROR_INSUFFICIENT_SIZE, "%s: %d processes",
+                         call, n);
+    }
+    for (int i = 0; i < n; i++)
+        tnv_put_proc(infos, size, i, &a[i]);
+    *count = (unsigned int)n;
     return NVML_SUCCESS;
 }
 
@@ -277,28 +392,31 @@ static nvmlReturn_t tnv_procs(const char *call, nvmlDevice_t device,
 nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t device,
                                                   unsigned int *count,
                                                   nvmlProcessInfo_v1_t *infos) {
-    tgpu_alloc a[TGPU_MAX_ALLOCS];
-    int n = 0;
-    nvmlReturn_t rc = tnv_procs("nvmlDeviceGetComputeRunningProcesses",
-                                device, count, infos, a, &n);
-    for (int i = 0; rc == NVML_SUCCESS && i < n; i++)
-        infos[i] = (nvmlProcessInfo_v1_t){(unsigned int)a[i].pid,
-                                          (unsigned long long)a[i].mib << 20};
-    return rc;
+    return tnv_procs("nvmlDeviceGetComputeRunningProcesses", device, count,
+                     infos, sizeof *infos);
 }
 #else
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(
+    nvmlDevice_t device, unsigned int *count, nvmlProcessInfo_v2_t *infos) {
+    return tnv_procs("nvmlDeviceGetComputeRunningProcesses_v2", device,
+                     count, infos, sizeof *infos);
+}
+
+/* Whether the driver acted as is one of 535.43.02 to 535.86.x, whose _v3
+ * entries were 32 bytes. */
+static int tnv_driver_has_cc_procs(void) {
+    int major = 0, minor = 0;
+    return sscanf(tnv_driver(), "%d.%d", &major, &minor) == 2 &&
+           major == 535 && minor >= 43 && minor <= 86;
+}
+
 nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device,
                                                      unsigned int *count,
-                                                     nvmlProcessInfo_t *infos) {
-    tgpu_alloc a[TGPU_MAX_ALLOCS];
-    int n = 0;
-    nvmlReturn_t rc = tnv_procs("nvmlDeviceGetComputeRunningProcesses_v3",
-                                device, count, infos, a, &n);
-    for (int i = 0; rc == NVML_SUCCESS && i < n; i++)
-        infos[i] = (nvmlProcessInfo_t){(unsigned int)a[i].pid,
-                                       (unsigned long long)a[i].mib << 20,
-                                       0xFFFFFFFFu, 0xFFFFFFFFu};
-    return rc;
+                                                     void *infos) {
+    size_t size = tnv_driver_has_cc_procs() ? sizeof(tel_nvml_proc535_t)
+                                            : sizeof(nvmlProcessInfo_v2_t);
+    return tnv_procs("nvmlDeviceGetComputeRunningProcesses_v3", device,
+                     count, infos, size);
 }
 #endif
 
@@ -320,9 +438,19 @@ static long long tnv_now_ns(void) {
     return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-/* One sample per job that keeps SMs busy, taken now, as NVML lists only
- * processes active in its last sample period; none: NOT_FOUND. Every test
- * sample is newer than any lastSeen the caller can hold, as it is "now". */
+/* The start of the current sample period, us of realtime. */
+static unsigned long long tnv_sample_time(void) {
+    const char *env = getenv("AEGIS_TEST_NVML_SAMPLE_MS");
+    long long ms = env && *env ? atoll(env) : TNV_SAMPLE_MS;
+    unsigned long long period = (unsigned long long)(ms > 0 ? ms : 1) * 1000;
+    unsigned long long now = (unsigned long long)tnv_now_ns() / 1000ULL;
+    return now - now % period;
+}
+
+/* One sample per job that keeps SMs busy, stamped with the current sample
+ * period, as NVML lists only processes active in a period; none newer than
+ * lastSeen: NOT_FOUND, even while jobs run (the caller asked again within
+ * one period). */
 nvmlReturn_t nvmlDeviceGetProcessUtilization(
     nvmlDevice_t device, nvmlProcessUtilizationSample_t *samples,
     unsigned int *count, unsigned long long lastSeen) {
@@ -331,21 +459,26 @@ nvmlReturn_t nvmlDeviceGetProcessUtilization(
     tgpu_usage u;
     tgpu_alloc a[TGPU_MAX_ALLOCS];
     int n = 0;
-    nvmlReturn_t rc = tnv_device(call, device, count, &gpu);
+    nvmlReturn_t rc = tmig_owns(device)
+        ? tgpu_fail(NVML_ERROR_NOT_SUPPORTED, "%s: not on a MIG device", call)
+        : tnv_device(call, device, count, &gpu);
     if (rc == NVML_SUCCESS && TNV_OLD)
         rc = tgpu_fail(NVML_ERROR_NOT_SUPPORTED, "%s: not on this (old) test "
                       "GPU", call);
     if (rc == NVML_SUCCESS)
+        rc = tnv_not_in_mig(call, gpu);
+    if (rc == NVML_SUCCESS)
         rc = tnv_scan(gpu, a, TGPU_MAX_ALLOCS, &u);
     if (rc != NVML_SUCCESS)
         return rc;
-    unsigned long long now = (unsigned long long)tnv_now_ns() / 1000ULL;
+    unsigned long long stamp = tnv_sample_time();
     for (int i = 0; i < u.nallocs && i < TGPU_MAX_ALLOCS; i++)
-        if (a[i].smact > 0 && now > lastSeen)
+        if (a[i].smact > 0 && stamp > lastSeen)
             a[n++] = a[i];
     if (n == 0) {
         *count = 0;
-        return tgpu_fail(NVML_ERROR_NOT_FOUND, "%s: no samples", call);
+        return tgpu_fail(NVML_ERROR_NOT_FOUND, "%s: no sample newer than %llu",
+                         call, lastSeen);
     }
     if ((unsigned int)n > *count || !samples) {
         *count = (unsigned int)n;
@@ -355,7 +488,7 @@ nvmlReturn_t nvmlDeviceGetProcessUtilization(
     for (int i = 0; i < n; i++) {
         double pct = a[i].smact * 100.0 + 0.5;
         samples[i] = (nvmlProcessUtilizationSample_t){
-            (unsigned int)a[i].pid, now,
+            (unsigned int)a[i].pid, stamp,
             pct >= 100.0 ? 100u : (unsigned int)pct, 0, 0, 0};
     }
     *count = (unsigned int)n;

@@ -82,16 +82,16 @@ int tgpu_config_load(tgpu_config *c, char *err, size_t errlen) {
     return 0;
 }
 
-/* Reads "<MiB> <smact>" from the allocation file at path. Returns 0, or -1
- * when it is gone or not an allocation. */
+/* Reads "<MiB> <smact>[ <gi> <ci>]" from the allocation file at path.
+ * Returns 0, or -1 when it is gone or not an allocation. */
 static int tgpu_alloc_read(const char *path, tgpu_alloc *a) {
     FILE *f = fopen(path, "r");
     if (!f)
         return -1;
     int ok = fscanf(f, "%ld %lf", &a->mib, &a->smact) == 2 && a->mib >= 0 &&
              a->smact >= 0;
-    if (ok && fscanf(f, "%d", &a->mig_gi) != 1)
-        a->mig_gi = 0; /* charged to the whole GPU */
+    if (ok && fscanf(f, "%d %d", &a->mig_gi, &a->mig_ci) != 2)
+        a->mig_gi = a->mig_ci = 0; /* charged to the whole GPU */
     fclose(f);
     return ok ? 0 : -1;
 }
@@ -128,7 +128,7 @@ int tgpu_scan(const tgpu_config *c, int gpu, tgpu_alloc *out, int max,
             unlink(path);
             continue;
         }
-        tgpu_alloc a = {(pid_t)pid, 0, 0.0, 0};
+        tgpu_alloc a = {(pid_t)pid, 0, 0.0, 0, 0};
         if (tgpu_alloc_read(path, &a) < 0)
             continue; /* removed since readdir: the job just ended */
         sum->used_mib += a.mib;
@@ -163,8 +163,8 @@ int tgpu_alloc_write(const tgpu_config *c, int gpu, const tgpu_alloc *a) {
     char name[64], text[64];
     snprintf(name, sizeof name, "gpu%d.%ld", gpu, (long)a->pid);
     if (a->mig_gi > 0)
-        snprintf(text, sizeof text, "%ld %.4f %d\n", a->mib, a->smact,
-                 a->mig_gi);
+        snprintf(text, sizeof text, "%ld %.4f %d %d\n", a->mib, a->smact,
+                 a->mig_gi, a->mig_ci);
     else
         snprintf(text, sizeof text, "%ld %.4f\n", a->mib, a->smact);
     return tgpu_write_file(c, name, text);
@@ -225,7 +225,7 @@ int tgpu_find(const tgpu_config *c, const char *entry) {
 }
 
 int tgpu_mig_find(const tgpu_config *c, const char *entry, int *gpu,
-                  int *gi, long *mib) {
+                  int *gi, int *ci, long *mib) {
     int g = -1, i = -1, k = -1, used = 0;
     size_t plen = strlen(TGPU_MIG_UUID_PREFIX);
     if (strncmp(entry, TGPU_MIG_UUID_PREFIX, plen) != 0 ||
@@ -254,5 +254,6 @@ int tgpu_mig_find(const tgpu_config *c, const char *entry, int *gpu,
         return -1;
     *gpu = g;
     *gi = i;
+    *ci = k;
     return 0;
 }

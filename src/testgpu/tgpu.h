@@ -5,14 +5,16 @@
  * training job (fakegpu.c) writes it; they never talk otherwise, so a test
  * can run any number of both. State files, all in $AEGIS_TEST_GPU_DIR:
  *
- *   gpu<i>.<pid>   one allocation: "<MiB> <smact>[ <gi>]\n", e.g. "1000
- *                  0.5000", with <gi> the MIG GPU instance it is charged
- *                  to when the job was given a MIG device;
+ *   gpu<i>.<pid>   one allocation: "<MiB> <smact>[ <gi> <ci>]\n", e.g.
+ *                  "1000 0.5000", with <gi> and <ci> the MIG GPU and
+ *                  compute instance it is charged to when the job was given
+ *                  a MIG device;
  *                  written to a dot-named temp file and renamed into place,
  *                  so a reader sees a whole file or none
  *   energy<i>      GPU i's energy counter: "<unix ns> <mJ> <mW>\n" (time of
  *                  the last update, energy so far, power since then)
- *   mig<i>         GPU i's MIG state (testmig.c): "mode <0|1>", then
+ *   mig<i>         GPU i's MIG state (testmig.c): "mode <0|1>", "pending
+ *                  <0|1>" while a mode change waits, then
  *                  "gi <id> <profileId> <start> <MiB>" and "ci <gi id>
  *                  <ci id> <ci profileId>" lines
  *   lock           flock()ed while a job checks and writes its allocation,
@@ -59,6 +61,7 @@ typedef struct tgpu_alloc {
     double smact;           /* 0..1: the share of SMs this job keeps busy */
     int mig_gi;             /* the MIG GPU instance it is charged to; 0:
                                the whole GPU (GI ids start at 1) */
+    int mig_ci;             /* with mig_gi: its compute instance */
 } tgpu_alloc;
 
 typedef struct tgpu_usage {
@@ -110,9 +113,9 @@ void tgpu_uuid(int gpu, char *buf, size_t len);
 int tgpu_find(const tgpu_config *c, const char *entry);
 
 /* The MIG device a CUDA_VISIBLE_DEVICES entry names (TGPU_MIG_UUID_PREFIX
- * form): 0 with its GPU, GPU instance id and memory (MiB) when mig<gpu>
- * holds that compute instance, else -1. */
+ * form): 0 with its GPU, GPU and compute instance ids and memory (MiB)
+ * when mig<gpu> holds that compute instance, else -1. */
 int tgpu_mig_find(const tgpu_config *c, const char *entry, int *gpu,
-                  int *gi, long *mib);
+                  int *gi, int *ci, long *mib);
 
 #endif

@@ -42,6 +42,14 @@ nvmlReturn_t tnv_string(const char *call, const char *text, char *buf,
 /* Whether d is a MIG device handle (testmig.c). */
 int tmig_owns(nvmlDevice_t d);
 
+/* Whether GPU gpu is in MIG mode now (a pending change does not count). */
+int tmig_enabled(int gpu);
+
+/* The GPU, GPU instance and compute instance of MIG device d, checked to
+ * exist, for `call` on it (logged as the MIG calls are). */
+nvmlReturn_t tmig_device_ids(const char *call, nvmlDevice_t d, int *gpu,
+                             int *gi, int *ci);
+
 /* nvmlDeviceGetUUID, nvmlDeviceGetName and nvmlDeviceGetMemoryInfo on a
  * MIG device handle. */
 nvmlReturn_t tmig_uuid(nvmlDevice_t d, char *buf, unsigned int length);

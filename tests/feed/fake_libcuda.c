@@ -7,7 +7,13 @@
  * process; every address is a host address, so cuMemcpy is memcpy. It
  * enforces the two rules the feed exists to keep: freeing a buffer that a
  * process still maps aborts, and a process that exits with an open mapping
- * or an unfreed allocation exits 99 (the IPC leak of TensorSocket). */
+ * or an unfreed allocation exits 99 (the IPC leak of TensorSocket).
+ *
+ * It has one device, ordinal 0, whose CUdevice handle is FAKE_DEVICE: the
+ * API hands out handles (cuDeviceGet, cuDeviceGetByPCIBusId) and takes
+ * them (cuDeviceGetPCIBusId, cuDevicePrimaryCtxRetain) but never promises
+ * a handle equals its ordinal, so a caller that mixes the two fails here
+ * as it might on a real driver. */
 #include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -30,6 +36,9 @@ typedef struct {
 _Static_assert(sizeof(fake_buf) <= FAKE_HDR, "header fits");
 
 static int allocs, frees, opens, closes, serial;
+
+/* The one device's handle: anything but its ordinal, 0. */
+#define FAKE_DEVICE ((CUdevice)0x5a)
 
 static fake_buf *hdr_of(CUdeviceptr p) {
     return (fake_buf *)(uintptr_t)(p - FAKE_HDR);
@@ -59,24 +68,32 @@ CUresult cuGetErrorString(CUresult rc, const char **s) {
     return CUDA_SUCCESS;
 }
 
+CUresult cuDeviceGetCount(int *n) {
+    *n = 1;
+    return CUDA_SUCCESS;
+}
+
 CUresult cuDeviceGet(CUdevice *d, int ordinal) {
-    *d = ordinal;
-    return ordinal == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+    if (ordinal != 0) return CUDA_ERROR_INVALID_DEVICE;
+    *d = FAKE_DEVICE;
+    return CUDA_SUCCESS;
 }
 
 CUresult cuDeviceGetPCIBusId(char *bus, int len, CUdevice d) {
+    if (d != FAKE_DEVICE) return CUDA_ERROR_INVALID_DEVICE;
     snprintf(bus, (size_t)len, "0000:00:00.0");
     return CUDA_SUCCESS;
 }
 
 CUresult cuDeviceGetByPCIBusId(CUdevice *d, const char *bus) {
-    *d = 0;
-    return strcmp(bus, "0000:00:00.0") ? CUDA_ERROR_INVALID_DEVICE
-                                       : CUDA_SUCCESS;
+    if (strcmp(bus, "0000:00:00.0") != 0) return CUDA_ERROR_INVALID_DEVICE;
+    *d = FAKE_DEVICE;
+    return CUDA_SUCCESS;
 }
 
 CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice d) {
     static int one_context;
+    if (d != FAKE_DEVICE) return CUDA_ERROR_INVALID_DEVICE;
     *ctx = (CUcontext)&one_context;
     return CUDA_SUCCESS;
 }

@@ -22,6 +22,7 @@
 #include <cmocka.h>
 
 #include "tel.h"
+#include "tel_mig.h"
 #include "tmpdir.h"
 
 /* How long a started job may take to appear in the process list. It is
@@ -46,6 +47,11 @@ static int setup(void **state) {
     unsetenv("AEGIS_DCGM_LIBRARY");
     unsetenv("AEGIS_DCGM_HOSTENGINE");
     unsetenv("AEGIS_TEST_DCGM_FAIL");
+    unsetenv("AEGIS_TEST_DCGM_PROF_HELD");
+    unsetenv("AEGIS_TEST_NVML_DRIVER");
+    unsetenv("AEGIS_TEST_NVML_SAMPLE_MS");
+    unsetenv("AEGIS_TEST_NVML_UNPRIVILEGED");
+    unsetenv("AEGIS_TEST_GPU_MODEL");
     *state = f;
     return 0;
 }
@@ -384,6 +390,47 @@ static void test_many_procs_old_driver(void **state) {
     check_many_procs(*state, TEL_TEST_NVML_OLD);
 }
 
+/* n holders on GPU 0 of a library acting as driver `driver`: each is
+ * listed once, by its own pid, with its own 10 MiB. */
+static void check_procs_listed(fixture *f, const char *driver, int n) {
+    pid_t pids[TEL_MAX_PROCS];
+    assert_true(n <= TEL_MAX_PROCS);
+    setenv("AEGIS_TEST_NVML_DRIVER", driver, 1);
+    start_holders(f, pids, n);
+    tel_state *tel = open_nvml(f, TEL_TEST_NVML);
+    assert_string_equal(tel_driver_version(tel), driver);
+    tel_gpu_reading r;
+    read_gpu(tel, 0, &r);
+    for (int i = 0; i < n; i++) {
+        kill(pids[i], SIGKILL);
+        waitpid(pids[i], NULL, 0);
+    }
+    assert_int_equal(r.nprocs, n);
+    for (int i = 0; i < n; i++) {
+        int k = find_proc(&r, pids[i]);
+        if (k < 0)
+            fail_msg("driver %s: holder %d (pid %ld) not listed", driver, i,
+                     (long)pids[i]);
+        assert_true(r.procs[k].used_mib == 10.0);
+    }
+}
+
+/* Drivers 535.43.02 to 535.86.x fill 32-byte entries behind _v3: read
+ * with the 24-byte layout, every entry after the first is garbage. */
+static void test_driver_535_process_list(void **state) {
+    check_procs_listed(*state, "535.54.03", 3);
+}
+
+/* ... and past 48 processes a 64-entry buffer of 24 bytes overflows. */
+static void test_driver_535_many_processes(void **state) {
+    check_procs_listed(*state, "535.54.03", 50);
+}
+
+/* The same on the drivers before and after, whose _v3 is 24 bytes. */
+static void test_driver_550_process_list(void **state) {
+    check_procs_listed(*state, "550.54.15", 50);
+}
+
 /* A job that runs no kernels has no NVML sample (NOT_FOUND when it is the
  * only one): its utilization is a known 0, beside a busy job's 30. */
 static void test_proc_util_idle_job(void **state) {
@@ -406,11 +453,99 @@ static void test_proc_util_idle_job(void **state) {
     assert_int_equal(job_status(f, busy), 143);
 }
 
+/* NVML samples each process once a period and answers NOT_FOUND to a read
+ * within the same one: a busy job keeps its utilization, it did not go
+ * idle. (A sample period of an hour: every read after the first is
+ * NOT_FOUND.) */
+static void test_proc_util_not_found_is_not_idle(void **state) {
+    fixture *f = *state;
+    setenv("AEGIS_TEST_NVML_SAMPLE_MS", "3600000", 1);
+    tel_state *tel = open_nvml(f, TEL_TEST_NVML);
+    pid_t busy = start_job(f, "0", "--mib", "100", "--seconds", "60",
+                           "--smact", "0.7", NULL);
+    tel_gpu_reading r;
+    int i = await_job(tel, 0, busy, &r);
+    for (int k = 0; k < 3; k++) {
+        read_gpu(tel, 0, &r);
+        i = find_proc(&r, busy);
+        assert_true(i >= 0);
+        assert_true(r.procs[i].sm_util == 70.0);
+    }
+    kill(busy, SIGTERM);
+    assert_int_equal(job_status(f, busy), 143);
+}
+
+/* A GPU in MIG mode with a job in a 1g.5gb instance: NVML has no
+ * utilization there (NOT_SUPPORTED, flagged, unknown rather than 0), and
+ * the job is listed with its instance's ids. Unprivileged, the whole-GPU
+ * handle refuses memory and processes (NO_PERMISSION): the reading comes
+ * from the MIG devices instead, flagged, with nothing missing. */
+static void test_mig_mode_readings(void **state) {
+    fixture *f = *state;
+    setenv("AEGIS_TEST_GPUS", "2x40960", 1);
+    char path[sizeof f->dir + 8], err[512] = "";
+    snprintf(path, sizeof path, "%s/mig0", f->dir);
+    FILE *fp = fopen(path, "w");
+    assert_non_null(fp);
+    fputs("mode 1\n", fp);
+    fclose(fp);
+    tel_state *tel = open_nvml(f, TEL_TEST_NVML);
+    tel_mig_dev dev;
+    if (tel_mig_create(tel, 0, 0, 0, 1, &dev, err, sizeof err) != 0)
+        fail_msg("tel_mig_create: %s", err);
+    pid_t job = start_job(f, dev.uuid, "--mib", "100", "--seconds", "60",
+                          "--smact", "0.5", NULL);
+    tel_gpu_reading r;
+    int i = await_job(tel, 0, job, &r);
+    assert_int_equal(r.procs[i].mig_gi, (int)dev.gi_id);
+    assert_int_equal(r.procs[i].mig_ci, (int)dev.ci_id);
+    assert_true(r.r.util == CORE_UNKNOWN);
+    assert_true(r.procs[i].sm_util == CORE_UNKNOWN);
+    assert_int_equal(r.flags, TEL_F_NO_UTIL);
+    assert_true(r.r.used_mib == 100.0 && r.r.total_mib == 40960.0);
+
+    setenv("AEGIS_TEST_NVML_UNPRIVILEGED", "1", 1);
+    read_gpu(tel, 0, &r);
+    assert_int_equal(r.flags, TEL_F_NO_UTIL | TEL_F_BY_MIG_DEVICE);
+    assert_true(r.r.used_mib == 100.0 && r.r.total_mib == 40960.0);
+    assert_int_equal(r.nprocs, 1);
+    assert_int_equal(r.procs[0].pid, job);
+    assert_true(r.procs[0].used_mib == 100.0);
+    assert_int_equal(r.procs[0].mig_gi, (int)dev.gi_id);
+    assert_non_null(strstr(tel_flag_text(TEL_F_BY_MIG_DEVICE), "MIG device"));
+
+    /* GPU 1 is not in MIG mode: whole-GPU readings, no instance ids */
+    pid_t whole = start_job(f, "1", "--mib", "100", "--seconds", "60", NULL);
+    i = await_job(tel, 1, whole, &r);
+    assert_int_equal(r.flags, 0);
+    assert_int_equal(r.procs[i].mig_gi, -1);
+    assert_int_equal(r.procs[i].mig_ci, -1);
+    kill(job, SIGTERM);
+    kill(whole, SIGTERM);
+    assert_int_equal(job_status(f, job), 143);
+    assert_int_equal(job_status(f, whole), 143);
+    assert_int_equal(tel_mig_destroy(tel, 0, dev.gi_id, dev.ci_id, err,
+                                     sizeof err), 0);
+}
+
 /* Opens DCGM on an open NVML state, failing the test if it does not. */
 static void open_dcgm(tel_state *tel, const char *lib) {
     char err[512] = "";
     if (tel_open_dcgm(tel, lib, err, sizeof err) != 0)
         fail_msg("tel_open_dcgm: %s", err);
+}
+
+/* Reads GPU gpu until DCGM has a value (its first comes an update period
+ * after the watch); fails the test at the deadline. */
+static void await_dcgm(tel_state *tel, int gpu, tel_gpu_reading *r) {
+    double deadline = now_s() + AWAIT_SECONDS;
+    for (read_gpu(tel, gpu, r); r->r.smact == CORE_UNKNOWN;
+         read_gpu(tel, gpu, r)) {
+        if (now_s() > deadline)
+            fail_msg("no DCGM value on GPU %d after %.0f s: %s", gpu,
+                     AWAIT_SECONDS, tel_dcgm_error(tel));
+        nap_ms(20);
+    }
 }
 
 static void assert_no_dcgm_fields(const tel_gpu_reading *r) {
@@ -453,7 +588,7 @@ static void test_dcgm_fields(void **state) {
     setenv("AEGIS_DCGM_LIBRARY", TEL_TEST_DCGM, 1);
     open_dcgm(tel, NULL);
     tel_gpu_reading r;
-    read_gpu(tel, 1, &r);
+    await_dcgm(tel, 1, &r);
     assert_true(r.r.smact == 0.0 && r.r.smocc == 0.0 && r.r.drama == 0.0);
 
     pid_t pid = start_job(f, "1", "--mib", "100", "--seconds", "60",
@@ -482,7 +617,7 @@ static void test_dcgm_hostengine(void **state) {
     unsetenv("AEGIS_TEST_DCGM_FAIL");
     open_dcgm(tel, TEL_TEST_DCGM);
     tel_gpu_reading r;
-    read_gpu(tel, 0, &r);
+    await_dcgm(tel, 0, &r);
     assert_true(r.r.smact == 0.0);
 }
 
@@ -524,8 +659,9 @@ static void test_dcgm_read_fails(void **state) {
     fixture *f = *state;
     tel_state *tel = open_nvml(f, TEL_TEST_NVML);
     open_dcgm(tel, TEL_TEST_DCGM);
-    setenv("AEGIS_TEST_DCGM_FAIL", "dcgmGetLatestValuesForFields", 1);
     tel_gpu_reading r;
+    await_dcgm(tel, 1, &r);
+    setenv("AEGIS_TEST_DCGM_FAIL", "dcgmGetLatestValuesForFields", 1);
     read_gpu(tel, 1, &r);
     assert_no_dcgm_fields(&r);
     assert_true(r.r.util == 0.0);
@@ -534,6 +670,55 @@ static void test_dcgm_read_fails(void **state) {
     assert_non_null(strstr(why, "dcgmGetLatestValuesForFields (GPU 1)"));
     unsetenv("AEGIS_TEST_DCGM_FAIL");
     read_gpu(tel, 1, &r);
+    assert_true(r.r.smact == 0.0);
+    assert_null(tel_dcgm_error(tel));
+}
+
+/* DCGM's first value comes an update period after the watch: the blanks
+ * before it are no failure (nothing to log), the reading just uses
+ * utilization meanwhile. */
+static void test_dcgm_first_value_after_update(void **state) {
+    fixture *f = *state;
+    tel_state *tel = open_nvml(f, TEL_TEST_NVML);
+    open_dcgm(tel, TEL_TEST_DCGM);
+    tel_gpu_reading r;
+    read_gpu(tel, 0, &r);
+    assert_no_dcgm_fields(&r);
+    assert_true(r.r.util == 0.0);
+    assert_null(tel_dcgm_error(tel));
+    await_dcgm(tel, 0, &r);
+    assert_true(r.r.smact == 0.0);
+    assert_null(tel_dcgm_error(tel));
+}
+
+/* The profiling counters held by another host engine or a profiler: the
+ * watch fails saying so (aegisd then runs on utilization); held later,
+ * the fields come back blank, the reading falls back to utilization, and
+ * tel_dcgm_error says why until they are back. */
+static void test_dcgm_profiler_holds_counters(void **state) {
+    fixture *f = *state;
+    tel_state *tel = open_nvml(f, TEL_TEST_NVML);
+    setenv("AEGIS_TEST_DCGM_PROF_HELD", "1", 1);
+    char err[512] = "";
+    assert_int_equal(tel_open_dcgm(tel, TEL_TEST_DCGM, err, sizeof err), -1);
+    assert_non_null(strstr(err, "held by another DCGM host engine or a "
+                                "profiler"));
+    unsetenv("AEGIS_TEST_DCGM_PROF_HELD");
+    open_dcgm(tel, TEL_TEST_DCGM);
+    tel_gpu_reading r;
+    await_dcgm(tel, 0, &r);
+    setenv("AEGIS_TEST_DCGM_PROF_HELD", "1", 1);
+    double deadline = now_s() + AWAIT_SECONDS;
+    do { /* blanks just after the watch are not yet a failure */
+        nap_ms(50);
+        read_gpu(tel, 0, &r);
+        assert_no_dcgm_fields(&r);
+        assert_true(r.r.util == 0.0);
+    } while (!tel_dcgm_error(tel) && now_s() < deadline);
+    assert_non_null(tel_dcgm_error(tel));
+    assert_non_null(strstr(tel_dcgm_error(tel), "profiler"));
+    unsetenv("AEGIS_TEST_DCGM_PROF_HELD");
+    read_gpu(tel, 0, &r);
     assert_true(r.r.smact == 0.0);
     assert_null(tel_dcgm_error(tel));
 }
@@ -613,7 +798,17 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_many_procs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_many_procs_old_driver, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_driver_535_process_list, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_driver_535_many_processes,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_driver_550_process_list, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_proc_util_idle_job, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_proc_util_not_found_is_not_idle,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_mig_mode_readings, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_dcgm_missing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dcgm_fields, setup, teardown),
@@ -625,6 +820,10 @@ int main(void) {
                                         teardown),
         cmocka_unit_test_setup_teardown(test_dcgm_read_fails, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_dcgm_first_value_after_update,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_dcgm_profiler_holds_counters,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_job_bad_usage, setup, teardown),
         cmocka_unit_test_setup_teardown(test_default_shape, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_shapes, setup, teardown),

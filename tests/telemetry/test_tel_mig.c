@@ -8,11 +8,13 @@
  * profile 0 (id 19), 3g.20gb profile 2 (id 9).
  */
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -184,7 +186,8 @@ static void test_create_list_destroy(void **state) {
 }
 
 /* A placement on taken slices fails at the GPU instance: nothing made,
- * nothing to undo, and the message names the call. */
+ * nothing to undo, the message names the call, and it is "busy" (an
+ * instance on its way out holds them), not a failure of the job. */
 static void test_create_on_taken_slices(void **state) {
     fixture *f = *state;
     open_gpus(f, NULL);
@@ -194,7 +197,7 @@ static void test_create_on_taken_slices(void **state) {
                      0);
     take_log(f);
     assert_int_equal(tel_mig_create(f->tel, 0, 0, 2, 1, &b, err, sizeof err),
-                     -1);
+                     TEL_MIG_BUSY);
     assert_non_null(strstr(err, "nvmlDeviceCreateGpuInstanceWithPlacement "
                                 "(GPU 0)"));
     assert_non_null(strstr(err, "overlap GPU instance 1"));
@@ -229,6 +232,89 @@ static void test_destroy_without_ci(void **state) {
         "nvmlDeviceGetGpuInstanceById gpu0 id=3 -> 0\n"
         "nvmlGpuInstanceGetComputeInstanceById gpu0/gi3 id=0 -> 6\n"
         "nvmlGpuInstanceDestroy gpu0/gi3 -> 0\n");
+}
+
+/* Starts aegis-fakegpu with CUDA_VISIBLE_DEVICES=cvd for a minute, and
+ * waits until its allocation file is there. */
+static pid_t start_fake(fixture *f, const char *cvd, int gpu) {
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        setenv("CUDA_VISIBLE_DEVICES", cvd, 1);
+        execl(TEL_TEST_FAKEGPU, TEL_TEST_FAKEGPU, "--mib", "100",
+              "--seconds", "60", (char *)NULL);
+        _exit(127);
+    }
+    char path[sizeof f->dir + 32];
+    snprintf(path, sizeof path, "%s/gpu%d.%ld", f->dir, gpu, (long)pid);
+    struct timespec nap = {0, 5000000L};
+    for (int i = 0; i < 2000 && access(path, F_OK) != 0; i++)
+        nanosleep(&nap, NULL); /* polls for the file, 10 s at most */
+    assert_int_equal(access(path, F_OK), 0);
+    return pid;
+}
+
+static void stop_fake(pid_t pid) {
+    kill(pid, SIGTERM);
+    waitpid(pid, NULL, 0);
+}
+
+/* MIG mode set on a GPU with processes: NVML accepts it but leaves it
+ * pending (IN_USE); tel takes it back and says "busy", not "reset". Once
+ * the GPU is idle it works. */
+static void test_set_mode_busy(void **state) {
+    fixture *f = *state;
+    open_gpus(f, NULL);
+    pid_t job = start_fake(f, "1", 1);
+    char err[512] = "";
+    assert_int_equal(tel_mig_set_mode(f->tel, 1, 1, err, sizeof err),
+                     TEL_MIG_BUSY);
+    assert_non_null(strstr(err, "GPU is busy"));
+    assert_null(strstr(err, "reset"));
+    assert_int_equal(tel_mig_enabled(f->tel, 1, err, sizeof err), 0);
+    /* nothing left pending for the GPU's next reset */
+    assert_string_equal(tmpdir_read(f->dir, "mig1"), "mode 0\n");
+    stop_fake(job);
+    assert_int_equal(tel_mig_set_mode(f->tel, 1, 1, err, sizeof err), 0);
+    assert_int_equal(tel_mig_enabled(f->tel, 1, err, sizeof err), 1);
+}
+
+/* Where only a reset applies the mode (pass-through): a failure that
+ * says so. */
+static void test_set_mode_reset_required(void **state) {
+    fixture *f = *state;
+    open_gpus(f, NULL);
+    setenv("AEGIS_TEST_MIG_RESET_REQUIRED", "1", 1);
+    char err[512] = "";
+    int rc = tel_mig_set_mode(f->tel, 1, 1, err, sizeof err);
+    unsetenv("AEGIS_TEST_MIG_RESET_REQUIRED");
+    assert_int_equal(rc, -1);
+    assert_non_null(strstr(err, "until the GPU is reset"));
+}
+
+/* A compute instance that still runs a process is not destroyed: the
+ * failure names the call, the instance stays, and goes once the process
+ * has. */
+static void test_destroy_in_use(void **state) {
+    fixture *f = *state;
+    open_gpus(f, NULL);
+    char err[512] = "";
+    tel_mig_dev d;
+    assert_int_equal(tel_mig_create(f->tel, 0, 0, 0, 1, &d, err, sizeof err),
+                     0);
+    pid_t job = start_fake(f, d.uuid, 0);
+    assert_int_equal(tel_mig_destroy(f->tel, 0, d.gi_id, d.ci_id, err,
+                                     sizeof err), -1);
+    assert_non_null(strstr(err, "nvmlComputeInstanceDestroy (GPU 0)"));
+    assert_non_null(strstr(err, "NVML error 19"));
+    tel_mig_dev devs[TEL_MIG_MAX_DEVS];
+    assert_int_equal(tel_mig_list(f->tel, 0, devs, TEL_MIG_MAX_DEVS, err,
+                                  sizeof err), 1);
+    stop_fake(job);
+    assert_int_equal(tel_mig_destroy(f->tel, 0, d.gi_id, d.ci_id, err,
+                                     sizeof err), 0);
+    assert_int_equal(tel_mig_list(f->tel, 0, devs, TEL_MIG_MAX_DEVS, err,
+                                  sizeof err), 0);
 }
 
 /* Runs aegis-fakegpu with `mib` on device cvd (and, when not NULL, the
@@ -316,6 +402,10 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_destroy_without_ci, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_fakegpu_on_mig, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_set_mode_busy, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_set_mode_reset_required, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_destroy_in_use, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fakegpu_under_mps, setup,
                                         teardown),
     };

@@ -70,12 +70,41 @@ static nvmlDevice_t gpu_handle(fixture *f, unsigned int gpu) {
     return d;
 }
 
+/* Sets MIG mode; returns the call's failure, or (when it worked) its
+ * activationStatus: whether the mode took effect. */
 static nvmlReturn_t set_mode(fixture *f, nvmlDevice_t d, unsigned int mode) {
     nvmlReturn_t act = -1;
     nvmlReturn_t rc = FN(f, tel_nvml_set_mig_mode_fn,
                          "nvmlDeviceSetMigMode")(d, mode, &act);
-    assert_int_equal(act, rc);
-    return rc;
+    if (rc != NVML_SUCCESS)
+        assert_int_equal(act, rc);
+    return rc != NVML_SUCCESS ? rc : act;
+}
+
+/* Asserts GPU d's current and pending MIG modes. */
+static void assert_modes(fixture *f, nvmlDevice_t d, unsigned int current,
+                         unsigned int pending) {
+    unsigned int cur = 9, pend = 9;
+    assert_int_equal(FN(f, tel_nvml_mig_mode_fn, "nvmlDeviceGetMigMode")(
+                         d, &cur, &pend), NVML_SUCCESS);
+    assert_int_equal(cur, current);
+    assert_int_equal(pend, pending);
+}
+
+/* Writes an allocation file for this (live) process on GPU gpu. */
+static void hold_memory(fixture *f, int gpu, const char *text) {
+    char path[sizeof f->dir + 32];
+    snprintf(path, sizeof path, "%s/gpu%d.%ld", f->dir, gpu, (long)getpid());
+    FILE *fp = fopen(path, "w");
+    assert_non_null(fp);
+    fputs(text, fp);
+    fclose(fp);
+}
+
+static void release_memory(fixture *f, int gpu) {
+    char path[sizeof f->dir + 32];
+    snprintf(path, sizeof path, "%s/gpu%d.%ld", f->dir, gpu, (long)getpid());
+    unlink(path);
 }
 
 static nvmlReturn_t create_gi(fixture *f, nvmlDevice_t d, unsigned int id,
@@ -203,20 +232,116 @@ static void test_placement_rules(void **state) {
                      NVML_ERROR_IN_USE);
 }
 
-static void test_enable_refused_with_processes(void **state) {
+/* nvmlDeviceSetMigMode on a GPU with processes works, but the new mode
+ * stays pending (activationStatus IN_USE) until it is set again on an
+ * idle GPU. */
+static void test_enable_pending_while_processes(void **state) {
     fixture *f = *state;
     nvmlDevice_t d = gpu_handle(f, 1);
-    /* A live process (this one) holds memory on GPU 1. */
-    char path[sizeof f->dir + 32];
-    snprintf(path, sizeof path, "%s/gpu1.%ld", f->dir, (long)getpid());
-    FILE *fp = fopen(path, "w");
-    assert_non_null(fp);
-    fputs("100 0.5\n", fp);
-    fclose(fp);
+    hold_memory(f, 1, "100 0.5\n"); /* a live process: this one */
     assert_int_equal(set_mode(f, d, NVML_DEVICE_MIG_ENABLE),
                      NVML_ERROR_IN_USE);
-    unlink(path);
+    assert_modes(f, d, NVML_DEVICE_MIG_DISABLE, NVML_DEVICE_MIG_ENABLE);
+    release_memory(f, 1);
     assert_int_equal(set_mode(f, d, NVML_DEVICE_MIG_ENABLE), NVML_SUCCESS);
+    assert_modes(f, d, NVML_DEVICE_MIG_ENABLE, NVML_DEVICE_MIG_ENABLE);
+}
+
+/* Where the GPU can be reset only from outside (pass-through): the mode
+ * stays pending with RESET_REQUIRED, idle GPU or not. */
+static void test_mode_pending_reset(void **state) {
+    fixture *f = *state;
+    nvmlDevice_t d = gpu_handle(f, 0);
+    setenv("AEGIS_TEST_MIG_RESET_REQUIRED", "1", 1);
+    nvmlReturn_t act = set_mode(f, d, NVML_DEVICE_MIG_ENABLE);
+    unsetenv("AEGIS_TEST_MIG_RESET_REQUIRED");
+    assert_int_equal(act, NVML_ERROR_RESET_REQUIRED);
+    assert_modes(f, d, NVML_DEVICE_MIG_DISABLE, NVML_DEVICE_MIG_ENABLE);
+}
+
+/* No MIG devices while MIG mode is off; one per compute slice once on. */
+static void test_max_mig_devices(void **state) {
+    fixture *f = *state;
+    nvmlDevice_t d = gpu_handle(f, 0);
+    tel_nvml_mig_max_fn *max = FN(f, tel_nvml_mig_max_fn,
+                                  "nvmlDeviceGetMaxMigDeviceCount");
+    unsigned int n = 9;
+    assert_int_equal(max(d, &n), NVML_SUCCESS);
+    assert_int_equal(n, 0);
+    assert_int_equal(set_mode(f, d, NVML_DEVICE_MIG_ENABLE), NVML_SUCCESS);
+    assert_int_equal(max(d, &n), NVML_SUCCESS);
+    assert_int_equal(n, 7);
+}
+
+/* A compute instance with a process in it cannot be destroyed (IN_USE);
+ * once the process is gone it can. */
+static void test_destroy_in_use(void **state) {
+    fixture *f = *state;
+    nvmlDevice_t d = gpu_handle(f, 0);
+    assert_int_equal(set_mode(f, d, NVML_DEVICE_MIG_ENABLE), NVML_SUCCESS);
+    nvmlGpuInstance_t gi = NULL;
+    nvmlComputeInstance_t ci = NULL;
+    assert_int_equal(create_gi(f, d, 19, 0, 1, &gi), NVML_SUCCESS);
+    assert_int_equal(FN(f, tel_nvml_ci_create_fn,
+                        "nvmlGpuInstanceCreateComputeInstance")(gi, 0, &ci),
+                     NVML_SUCCESS);
+    tel_nvml_ci_destroy_fn *cd = FN(f, tel_nvml_ci_destroy_fn,
+                                    "nvmlComputeInstanceDestroy");
+    hold_memory(f, 0, "100 0.5000 1 0\n");
+    assert_int_equal(cd(ci), NVML_ERROR_IN_USE);
+    release_memory(f, 0);
+    assert_int_equal(cd(ci), NVML_SUCCESS);
+}
+
+/* On a GPU in MIG mode: no utilization (the GPU's or per process); the
+ * whole GPU's memory and processes only for a privileged caller, each MIG
+ * device's for anyone, with the instance ids of each process. */
+static void test_mig_mode_readings(void **state) {
+    fixture *f = *state;
+    nvmlDevice_t d = gpu_handle(f, 0);
+    assert_int_equal(set_mode(f, d, NVML_DEVICE_MIG_ENABLE), NVML_SUCCESS);
+    nvmlGpuInstance_t gi = NULL;
+    nvmlComputeInstance_t ci = NULL;
+    assert_int_equal(create_gi(f, d, 19, 0, 1, &gi), NVML_SUCCESS);
+    assert_int_equal(FN(f, tel_nvml_ci_create_fn,
+                        "nvmlGpuInstanceCreateComputeInstance")(gi, 0, &ci),
+                     NVML_SUCCESS);
+    hold_memory(f, 0, "100 0.5000 1 0\n");
+    nvmlUtilization_t u;
+    assert_int_equal(FN(f, tel_nvml_util_fn, "nvmlDeviceGetUtilizationRates")(
+                         d, &u), NVML_ERROR_NOT_SUPPORTED);
+    nvmlProcessUtilizationSample_t sample;
+    unsigned int n = 1;
+    assert_int_equal(FN(f, tel_nvml_proc_util_fn,
+                        "nvmlDeviceGetProcessUtilization")(d, &sample, &n, 0),
+                     NVML_ERROR_NOT_SUPPORTED);
+
+    tel_nvml_memory_fn *mem = FN(f, tel_nvml_memory_fn,
+                                 "nvmlDeviceGetMemoryInfo");
+    tel_nvml_procs_fn *procs = FN(f, tel_nvml_procs_fn,
+                                  "nvmlDeviceGetComputeRunningProcesses_v2");
+    nvmlMemory_t m;
+    nvmlProcessInfo_v2_t p[2];
+    n = 2;
+    assert_int_equal(mem(d, &m), NVML_SUCCESS); /* this test runs as root */
+    assert_int_equal(procs(d, &n, p), NVML_SUCCESS);
+    assert_int_equal(n, 1);
+    assert_true(p[0].pid == (unsigned int)getpid() && p[0].gpuInstanceId == 1 &&
+                p[0].computeInstanceId == 0);
+    setenv("AEGIS_TEST_NVML_UNPRIVILEGED", "1", 1);
+    assert_int_equal(mem(d, &m), NVML_ERROR_NO_PERMISSION);
+    assert_int_equal(procs(d, &n, p), NVML_ERROR_NO_PERMISSION);
+    nvmlDevice_t mig = NULL;
+    assert_int_equal(FN(f, tel_nvml_mig_handle_fn,
+                        "nvmlDeviceGetMigDeviceHandleByIndex")(d, 0, &mig),
+                     NVML_SUCCESS);
+    n = 2;
+    assert_int_equal(procs(mig, &n, p), NVML_SUCCESS);
+    unsetenv("AEGIS_TEST_NVML_UNPRIVILEGED");
+    assert_int_equal(n, 1);
+    assert_true(p[0].pid == (unsigned int)getpid() && p[0].gpuInstanceId == 1 &&
+                p[0].computeInstanceId == 0 && p[0].usedGpuMemory == 100 << 20);
+    release_memory(f, 0);
 }
 
 /* A compute instance blocks its GPU instance's destruction; the MIG device
@@ -261,7 +386,7 @@ static void test_compute_instances_and_devices(void **state) {
     snprintf(alloc, sizeof alloc, "%s/gpu0.%d", f->dir, (int)getpid());
     FILE *fa = fopen(alloc, "w");
     assert_non_null(fa);
-    fputs("1000 0.5000 1\n", fa);
+    fputs("1000 0.5000 1 0\n", fa);
     fclose(fa);
     assert_int_equal(FN(f, tel_nvml_memory_fn, "nvmlDeviceGetMemoryInfo")(
                          mig, &m), NVML_SUCCESS);
@@ -330,7 +455,14 @@ int main(void) {
                                         teardown),
         cmocka_unit_test_setup_teardown(test_placement_rules, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(test_enable_refused_with_processes,
+        cmocka_unit_test_setup_teardown(test_mode_pending_reset, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_max_mig_devices, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_destroy_in_use, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_mig_mode_readings, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_enable_pending_while_processes,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_compute_instances_and_devices,
                                         setup, teardown),
