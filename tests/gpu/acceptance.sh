@@ -21,6 +21,8 @@
 #   AEGIS_GPU_TEST_MIG=1  let check 8 turn MIG on and create instances
 #       (never by default: a shared machine's MIG settings are not ours)
 #   AEGIS_GPU_TEST_GPU=N  the GPU to test (default 0)
+#   AEGIS_GPU_TEST_KEEP=DIR  copy aegisd's logs and the jobs' there at the
+#       end, to read a failure after the temporary folder is gone
 #
 # exit status: 0 no check failed, 1 a check failed, 2 bad usage or an
 # incomplete build, 77 no NVIDIA driver here (nothing was run).
@@ -169,6 +171,11 @@ cleanup() {
     done
     if [ -n "$MIG_FOUND" ]; then
         $HELPER set-mig "$NVML" "$G" "$MIG_FOUND" > /dev/null 2>&1
+    fi
+    if [ -n "${AEGIS_GPU_TEST_KEEP:-}" ]; then
+        mkdir -p "$AEGIS_GPU_TEST_KEEP" &&
+            cp -r "$DIR/aegisd.err" "$STATE/aegisd.log" "$STATE/logs" \
+                "$AEGIS_GPU_TEST_KEEP/" 2>/dev/null
     fi
     rm -rf "$DIR"
 }
@@ -456,7 +463,7 @@ check_feed() {
 }
 
 # ---- the run --------------------------------------------------------------------
-echo "aegis GPU acceptance ($MODE): GPU $G of $(pyjson "print(len(d['gpus']), 'x', d['gpus'][$G]['name'] if $G < len(d['gpus']) else '?', '- driver', d['driver'])" < "$DIR/probe0.json")"
+echo "aegis GPU acceptance ($MODE): GPU $G of $(pyjson "print(len(d['gpus']), 'x', d['gpus'][$G]['name'] if $G < len(d['gpus']) else '?', '- driver', d['driver'] or 'unknown')" < "$DIR/probe0.json")"
 if start_daemon; then
     check_telemetry
     e0=$(gpu_json "print(d['energy_j'])")
