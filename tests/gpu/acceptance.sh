@@ -56,14 +56,14 @@ if [ "$STANDIN" = 1 ]; then
     : "${AEGIS_GPU_TEST_MIG:=1}"  # the test GPUs are this run's own
     # the stand-ins answer at once: short jobs and windows keep the run
     # under a minute
-    LONG=5 SHORT=5 SAMPLE=0.25 OBSERVE=0.5
+    LONG=5 SHORT=5 SAMPLE=0.25 OBSERVE=0.5 MPS_SECS=2
 else
     MODE=gpu
     NVML=libnvidia-ml.so.1
     BURN=$TESTGPU/aegis-gpuburn
     MPS_CONTROL=$(command -v nvidia-cuda-mps-control)
     FEED_CUDA=
-    LONG=15 SHORT=12 SAMPLE=1 OBSERVE=1
+    LONG=15 SHORT=12 SAMPLE=1 OBSERVE=1 MPS_SECS=12
 fi
 export AEGIS_NVML_LIBRARY=$NVML
 for f in "$AEGISD" "$AEGIS" "$BURN"; do
@@ -288,8 +288,11 @@ check_collocation() {
     # fits alone, not beside 2 x 1000 MiB
     local mem=$((free - guard - 2048 - 1000))
     t=$(now)
-    a=$(submit --name small-a --mem 1000 -- "$BURN" --mib 1000 --seconds "$SHORT" --smact 0.1)
-    b=$(submit --name small-b --mem 1000 -- "$BURN" --mib 1000 --seconds "$SHORT" --smact 0.1)
+    # long enough to still run together once the third job has had time
+    # to be placed: the second starts a few samples after the first
+    local secs=$((SHORT + 4))
+    a=$(submit --name small-a --mem 1000 -- "$BURN" --mib 1000 --seconds $secs --smact 0.1)
+    b=$(submit --name small-b --mem 1000 -- "$BURN" --mib 1000 --seconds $secs --smact 0.1)
     if ! await 20 "seen $a && seen $b"; then
         result 3 collocation FAIL "jobs $a, $b not both seen in 20 s: $(state_of "$a"), $(state_of "$b")"
         return
@@ -303,7 +306,7 @@ check_collocation() {
     [ "$(state_of "$a") $(state_of "$b")" = "running running" ] ||
         c_state="$c_state (but jobs $a, $b had ended: make them longer)"
     local shared; shared=$("$AEGIS" show --json "$b" | pyjson "print(not d['attempt_list'][0]['exclusive'])")
-    timeout $((SHORT + 30)) "$AEGIS" wait "$a" "$b" "$c" > /dev/null
+    timeout $((secs + 30)) "$AEGIS" wait "$a" "$b" "$c" > /dev/null
     local order
     order=$(python3 - "$("$AEGIS" show --json "$a")" "$("$AEGIS" show --json "$b")" \
                       "$("$AEGIS" show --json "$c")" <<'PY'
@@ -367,8 +370,10 @@ check_mps() {
     local pipe=$STATE/mps/$G/pipe a b
     start_daemon "sharing:" "  default: naive" "  $G: mps" "mps_control: $MPS_CONTROL" ||
         { result 7 mps FAIL "aegisd did not start with GPU $G in mps mode"; return; }
-    a=$(submit --name mps-a --mem 1000 -- "$BURN" --mib 1000 --seconds "$SHORT" --smact 0.1)
-    b=$(submit --name mps-b --mem 1000 -- "$BURN" --mib 1000 --seconds "$SHORT" --smact 0.1)
+    # (the real server is asked about its clients while both run; the
+    # stand-in has none, so its jobs need not outlast the second's start)
+    a=$(submit --name mps-a --mem 1000 -- "$BURN" --mib 1000 --seconds "$MPS_SECS" --smact 0.1)
+    b=$(submit --name mps-b --mem 1000 -- "$BURN" --mib 1000 --seconds "$MPS_SECS" --smact 0.1)
     if ! await 20 "seen $a && seen $b"; then
         result 7 mps FAIL "jobs $a, $b not both seen in 20 s: $(state_of "$a"), $(state_of "$b")"
         stop_daemon
@@ -385,7 +390,7 @@ check_mps() {
     for id in "$a" "$b"; do
         "$AEGIS" log "$id" | head -1 | grep -q "mps_pipe=$pipe " && piped=$((piped + 1))
     done
-    timeout $((SHORT + 30)) "$AEGIS" wait "$a" "$b" > /dev/null
+    timeout $((MPS_SECS + 30)) "$AEGIS" wait "$a" "$b" > /dev/null
     local t; t=$(now)
     stop_daemon
     local gone=yes
