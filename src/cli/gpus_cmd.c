@@ -19,7 +19,9 @@ static const char gpus_help[] =
 "    One line per GPU from its latest telemetry sample (taken every\n"
 "    second): memory used of total, utilization, power, whether it is\n"
 "    drained, and the jobs running on it.\n\n"
-"OPTIONS\n    --json          {gpus: [...], queued, running}\n" SOCKET_OPT
+"OPTIONS\n    --json          {gpus: [...], queued, running}; each GPU's\n"
+"                    smact, smocc and drama are DCGM's latest (0..1),\n"
+"                    null without DCGM or a fresh value\n" SOCKET_OPT
 "\nEXIT STATUS\n"
 "    0 success, 1 aegisd unreachable, busy or failing, 2 bad usage.\n";
 

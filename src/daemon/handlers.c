@@ -299,6 +299,11 @@ static void d_on_log(d_conn *c, const proto_request *req) {
     free(text);
 }
 
+/* A reading, or null when the library could not give it (CORE_UNKNOWN). */
+static json_t *d_json_known(double v) {
+    return v >= 0 ? json_real(v) : json_null();
+}
+
 static void d_on_gpus(d_conn *c, const proto_request *req) {
     d_daemon *d = c->d;
     json_t *gpus = json_array();
@@ -311,13 +316,17 @@ static void d_on_gpus(d_conn *c, const proto_request *req) {
                 if (d->jobs[i]->gpus[k] == g)
                     json_array_append_new(jobs, json_integer(d->jobs[i]->id));
         json_array_append_new(gpus, json_pack(
-            "{s:i, s:s, s:s, s:f, s:f, s:f, s:f, s:f, s:b, s:b, s:o, s:s}",
+            "{s:i, s:s, s:s, s:f, s:f, s:f, s:f, s:f, s:b, s:b, s:o, s:s, "
+            "s:o, s:o, s:o}",
             "index", g, "uuid", tel_gpu_uuid(d->tel, g),
             "name", tel_gpu_name(d->tel, g), "total_mib", r->r.total_mib,
             "used_mib", r->r.used_mib, "util", r->r.util,
             "power_w", r->power_w, "energy_j", r->energy_j,
             "drained", d->gpus[g].drained, "ok", d->gpus[g].ok, "jobs", jobs,
-            "sharing", share_mode_name(d->gpus[g].mode)));
+            "sharing", share_mode_name(d->gpus[g].mode),
+            "smact", d_json_known(r->r.smact),
+            "smocc", d_json_known(r->r.smocc),
+            "drama", d_json_known(r->r.drama)));
     }
     d_reply(c, json_pack("{s:b, s:o, s:i, s:i}", "ok", 1, "gpus", gpus,
                          "queued", core_queued_count(d->core),

@@ -15,14 +15,13 @@
  * what it was given on its first line of stdout, for tests to read.
  */
 #include <errno.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "jobargs.h"
 #include "tgpu.h"
 
 static const char usage[] =
@@ -49,10 +48,7 @@ static const char usage[] =
     TGPU_DEFAULT_SHAPE ")\n";
 
 typedef struct fake_job {
-    long mib;
-    double seconds;
-    double smact;
-    int oom_over;
+    job_args a;                     /* --mib, --seconds, --smact... */
     int ngpus;                      /* GPUs in CUDA_VISIBLE_DEVICES */
     int gpus[TGPU_MAX_GPUS];        /* their indexes, in CUDA order */
     int mig_gi[TGPU_MAX_GPUS];      /* the MIG instance given; 0: none */
@@ -62,63 +58,6 @@ typedef struct fake_job {
     long held;                      /* MiB held now on each of them */
     tgpu_config cfg;
 } fake_job;
-
-/* The signal that asked the job to stop, or 0. */
-static volatile sig_atomic_t fake_stop;
-
-static void fake_on_signal(int sig) {
-    fake_stop = sig;
-}
-
-/* Parses a number option's value into *out within [lo, hi]. */
-static int fake_number(const char *opt, const char *val, double lo, double hi,
-                       double *out) {
-    char *end = NULL;
-    if (!val) {
-        fprintf(stderr, "aegis-fakegpu: %s needs a value\n", opt);
-        return -1;
-    }
-    errno = 0;
-    *out = strtod(val, &end);
-    if (errno || end == val || *end || *out < lo || *out > hi) {
-        fprintf(stderr, "aegis-fakegpu: %s %s: want a number in %g..%g\n",
-                opt, val, lo, hi);
-        return -1;
-    }
-    return 0;
-}
-
-/* Fills the job from argv. Returns 0, 1 for --help, or -1 on bad usage. */
-static int fake_parse_args(int argc, char **argv, fake_job *job) {
-    double mib = -1, secs = -1;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        int rc = 0;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h"))
-            return 1;
-        else if (!strcmp(a, "--oom-over"))
-            job->oom_over = 1;
-        else if (!strcmp(a, "--mib"))
-            rc = fake_number(a, v, 1, TGPU_MAX_MIB, &mib), i++;
-        else if (!strcmp(a, "--seconds"))
-            rc = fake_number(a, v, 0, 1e9, &secs), i++;
-        else if (!strcmp(a, "--smact"))
-            rc = fake_number(a, v, 0, 1, &job->smact), i++;
-        else {
-            fprintf(stderr, "aegis-fakegpu: unknown option %s\n", a);
-            return -1;
-        }
-        if (rc < 0)
-            return -1;
-    }
-    if (mib < 0 || secs < 0) {
-        fprintf(stderr, "aegis-fakegpu: --mib and --seconds are required\n");
-        return -1;
-    }
-    job->mib = (long)mib;
-    job->seconds = secs;
-    return 0;
-}
 
 /* Resolves CUDA_VISIBLE_DEVICES to GPU indexes. Returns 0, or -1 after
  * saying why: CUDA itself would see no GPU. */
@@ -191,10 +130,7 @@ static int fake_check_mps(fake_job *job) {
     const char *pipe_dir = getenv("CUDA_MPS_PIPE_DIRECTORY");
     const char *pct = getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
     const char *pinned = getenv("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT");
-    printf("aegis-fakegpu: devices=%s mps_pipe=%s threads=%s pinned=%s\n",
-           getenv("CUDA_VISIBLE_DEVICES"), pipe_dir ? pipe_dir : "-",
-           pct ? pct : "-", pinned ? pinned : "-");
-    fflush(stdout);
+    job_print_env("aegis-fakegpu");
     if (pipe_dir) {
         char path[4096 + 16];
         struct stat st;
@@ -207,41 +143,10 @@ static int fake_check_mps(fake_job *job) {
         }
     }
     double v = 0;
-    if (pct && fake_number("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", pct, 1, 100,
-                           &v) < 0)
+    if (pct && job_number("aegis-fakegpu", "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE",
+                           pct, 1, 100, &v) < 0)
         return -1;
     return pinned ? fake_parse_pinned(job, pinned) : 0;
-}
-
-/* Writes a size as PyTorch's memory summaries do ("1.50 GiB"). */
-static void fake_size(char *buf, size_t len, double mib) {
-    if (mib <= 0)
-        snprintf(buf, len, "0 bytes");
-    else if (mib >= 1024.0)
-        snprintf(buf, len, "%.2f GiB", mib / 1024.0);
-    else
-        snprintf(buf, len, "%.2f MiB", mib);
-}
-
-/* Prints the error PyTorch prints when an allocation of `want` MiB fails on
- * CUDA device `ordinal` (its place in CUDA_VISIBLE_DEVICES). */
-static void fake_print_oom(const fake_job *job, int ordinal, long want,
-                           long used, long cap) {
-    char req[32], total[32], alloc[32], freem[32], mine[32];
-    long avail = cap - used;
-    fake_size(req, sizeof req, (double)want);
-    fake_size(total, sizeof total, (double)cap);
-    fake_size(alloc, sizeof alloc, (double)used);
-    fake_size(freem, sizeof freem, (double)(avail > 0 ? avail : 0));
-    fake_size(mine, sizeof mine, (double)job->held);
-    fprintf(stderr,
-            "Traceback (most recent call last):\n"
-            "  File \"train.py\", line 42, in <module>\n"
-            "    loss = model(batch).loss\n"
-            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate %s "
-            "(GPU %d; %s total capacity; %s already allocated; %s free; %s "
-            "reserved in total by PyTorch)\n", req, ordinal, total, alloc,
-            freem, mine);
 }
 
 /* Memory other jobs use on device k of the job: its whole GPU's, or only
@@ -280,16 +185,18 @@ static int fake_allocate(fake_job *job, long more) {
                     strerror(errno));
             rc = -1;
         } else if (used + more > job->cap[k]) {
-            fake_print_oom(job, k, more, used, job->cap[k]);
+            job_print_oom(k, (double)more, (double)used, (double)job->cap[k],
+                          (double)job->held);
             rc = -1;
         } else if (job->pinned[k] > 0 && job->held + more > job->pinned[k]) {
             /* MPS refuses past the pinned limit as if the device were full */
-            fake_print_oom(job, k, more, job->held, job->pinned[k]);
+            job_print_oom(k, (double)more, (double)job->held,
+                          (double)job->pinned[k], (double)job->held);
             rc = -1;
         }
     }
     for (int k = 0; k < job->ngpus && rc == 0; k++) {
-        tgpu_alloc a = {getpid(), job->held + more, job->smact,
+        tgpu_alloc a = {getpid(), job->held + more, job->a.smact,
                         job->mig_gi[k], job->mig_ci[k]};
         if (tgpu_alloc_write(&job->cfg, job->gpus[k], &a) < 0) {
             fprintf(stderr, "aegis-fakegpu: %s: %s\n", job->cfg.dir,
@@ -308,44 +215,28 @@ static void fake_release(const fake_job *job) {
         tgpu_alloc_remove(&job->cfg, job->gpus[k], getpid());
 }
 
-static double fake_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-/* Sleeps until `until` (fake_now time) or a stop signal. Sleeping is the
- * point here: it stands for the training the job would do. */
-static void fake_work_until(double until) {
-    for (double left; !fake_stop && (left = until - fake_now()) > 0;) {
-        struct timespec ts = {(time_t)left,
-                              (long)((left - (double)(time_t)left) * 1e9)};
-        nanosleep(&ts, NULL); /* EINTR: a signal, checked by the loop */
-    }
-}
-
 /* Runs the job once its GPUs are known. Returns the exit status. */
 static int fake_run(fake_job *job) {
-    double start = fake_now();
-    if (fake_allocate(job, job->mib) < 0)
+    double start = job_now();
+    if (fake_allocate(job, job->a.mib) < 0)
         return 1;
     int status = 0;
-    if (job->oom_over) {
-        fake_work_until(start + job->seconds / 2);
-        if (!fake_stop && fake_allocate(job, job->mib) < 0)
+    if (job->a.oom_over) {
+        job_sleep_until(start + job->a.seconds / 2);
+        if (!job_stop && fake_allocate(job, job->a.mib) < 0)
             status = 1;
     }
     if (status == 0)
-        fake_work_until(start + job->seconds);
+        job_sleep_until(start + job->a.seconds);
     fake_release(job);
-    if (fake_stop)
-        return 128 + fake_stop;
+    if (job_stop)
+        return 128 + job_stop;
     return status;
 }
 
 int main(int argc, char **argv) {
-    fake_job job = {.smact = 0.5};
-    int rc = fake_parse_args(argc, argv, &job);
+    fake_job job = {.a.smact = 0.5};
+    int rc = job_parse_args("aegis-fakegpu", argc, argv, TGPU_MAX_MIB, &job.a);
     if (rc != 0) {
         fputs(usage, rc > 0 ? stdout : stderr);
         return rc > 0 ? 0 : 2;
@@ -359,13 +250,6 @@ int main(int argc, char **argv) {
         return 2;
     if (fake_check_mps(&job) < 0)
         return 1;
-    /* Handlers only set a flag; installed before the memory is taken so a
-     * SIGTERM at any point still frees it. */
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = fake_on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
+    job_catch_stop();
     return fake_run(&job);
 }
