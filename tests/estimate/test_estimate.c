@@ -78,8 +78,22 @@ static void test_parse_errors(void **state) {
                  "[]", "layers[1]: not an object");
     expect_error("\"batch_size\": 2", "\"batch_size\": 0",
                  "d.json: batch_size: not a positive integer");
-    expect_error("\"params\": 36", "\"params\": 9007199254740993",
-                 "layers[3].params: 9007199254740993 is above 2^53");
+    /* 2^53 elements in one field is no model a GPU holds: refused, the
+     * field named, before it gives absurd estimates. */
+    expect_error("\"params\": 36", "\"params\": 9007199254740992",
+                 "layers[3].params: 9007199254740992 is implausible");
+    expect_error("\"activations\": 4,", "\"activations\": 1099511627777,",
+                 "layers[3].activations: 1099511627777 is implausible");
+    expect_error("\"input_elements\": 10", "\"input_elements\": 2e3",
+                 "input_elements: not a non-negative integer");
+    expect_error("\"params\": 0}]", "\"params\": 0, \"saved\": -4}]",
+                 "layers[4].saved: not a non-negative integer");
+    expect_error("\"params\": 0}]", "\"params\": 0, \"masks\": "
+                 "1099511627777}]", "layers[4].masks: 1099511627777 is "
+                 "implausible");
+    /* Fields fine one by one can still add up to no real model. */
+    expect_error("\"params\": 88", "\"params\": 1099511627776",
+                 "layers: 1099511627812 parameters in all is implausible");
     expect_error("\"batch_size\": 2", "\"batch_size\": 20000000",
                  "batch_size: 20000000 is above 1000000");
     expect_error("\"adam\"", "\"lion\"",
@@ -288,6 +302,64 @@ static void test_physical_max_pool_and_conv(void **state) {
     assert_float_equal(c.conv_workspace * MIB, 3 * 100 * 2, 1e-6);
 }
 
+/* A measured description (the extractor's autograd pass): a layer keeps
+ * exactly what it says it saved -- its saved elements at the activation
+ * precision, its fixed-size bytes (int64 indices) and its dropout masks at
+ * one byte each, as the GPU keeps them -- whatever its category; a layer
+ * that gives none of them keeps nothing. */
+static void test_physical_measured(void **state) {
+    est_layer layers[] = {
+        {EST_CAT_CONV, 100, 10, 0, .saved = 0},
+        {EST_CAT_ACTIVATION_IN, 100, 0, 0, .saved = 100},
+        {EST_CAT_MAXPOOL, 25, 0, 0, .saved = 100, .saved_bytes = 200},
+        {EST_CAT_DROPOUT, 25, 0, 0, .saved = 25, .masks = 25},
+        {EST_CAT_ATTENTION, 40, 0, 0, .saved = 1000},
+        {EST_CAT_LINEAR, 10, 0, 0}};
+    est_desc d = {.model = "", .batch_size = 2, .optimizer = EST_OPT_SGD,
+                  .precision = EST_PREC_FP32, .input_elements = 0,
+                  .layers = layers, .nlayers = 6, .measured = 1};
+    est_components c;
+    est_physical(&d, &c);
+    assert_float_equal(c.activations[EST_CAT_CONV], 0, 1e-12);
+    assert_float_equal(c.activations[EST_CAT_ACTIVATION_IN] * MIB,
+                       2 * 100 * 4, 1e-6);
+    assert_float_equal(c.activations[EST_CAT_MAXPOOL] * MIB,
+                       2 * (100 * 4 + 200), 1e-6);
+    assert_float_equal(c.activations[EST_CAT_DROPOUT] * MIB,
+                       2 * (25 * 4 + 25), 1e-6);
+    /* attention's scores and softmax as measured, no guessed multiple */
+    assert_float_equal(c.activations[EST_CAT_ATTENTION] * MIB,
+                       2 * 1000 * 4, 1e-6);
+    /* the last output is the loss's business, in the description too */
+    assert_float_equal(c.activations[EST_CAT_LINEAR], 0, 1e-12);
+    d.precision = EST_PREC_AMP_BF16;
+    est_physical(&d, &c);
+    assert_float_equal(c.activations[EST_CAT_MAXPOOL] * MIB,
+                       2 * (100 * 2 + 200), 1e-6);
+    assert_float_equal(c.activations[EST_CAT_DROPOUT] * MIB,
+                       2 * (25 * 2 + 25), 1e-6);
+}
+
+/* Any layer with a saved field makes the whole description measured. */
+static void test_parse_measured(void **state) {
+    char err[512];
+    est_desc *d = parse(good, err, sizeof(err));
+    assert_non_null(d);
+    assert_false(d->measured);
+    est_desc_free(d);
+    char text[2048];
+    const char *at = strstr(good, "\"params\": 0}]");
+    snprintf(text, sizeof(text), "%.*s\"params\": 0, \"saved\": 4, "
+             "\"saved_bytes\": 8, \"masks\": 2}]}", (int)(at - good), good);
+    d = parse(text, err, sizeof(err));
+    if (!d) fail_msg("%s", err);
+    assert_true(d->measured);
+    assert_true(d->layers[4].saved == 4 && d->layers[4].saved_bytes == 8 &&
+                d->layers[4].masks == 2);
+    assert_true(d->layers[0].saved == 0);
+    est_desc_free(d);
+}
+
 static void test_correction_and_margin(void **state) {
     est_components c = {0};
     c.weights = 10, c.gradients = 10, c.optimizer = 20;   /* state 40 */
@@ -343,6 +415,8 @@ int main(void) {
         cmocka_unit_test(test_physical_view),
         cmocka_unit_test(test_physical_in_place),
         cmocka_unit_test(test_physical_max_pool_and_conv),
+        cmocka_unit_test(test_physical_measured),
+        cmocka_unit_test(test_parse_measured),
         cmocka_unit_test(test_correction_and_margin),
         cmocka_unit_test(test_shipped_table_sane),
     };
