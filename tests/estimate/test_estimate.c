@@ -226,6 +226,12 @@ static void test_physical_optimizer_precision(void **state) {
     est_desc_free(d);
 }
 
+/* A layer of the given category, output elements, parameters and
+ * buffers, nothing measured. */
+#define LAYER(cat, act, par, buf) \
+    {.category = (cat), .activations = (act), .params = (par), \
+     .buffers = (buf)}
+
 /* The physical components of n hand-made layers (batch 1, SGD, fp32, no
  * input). */
 static void physical_of(est_layer *layers, size_t n, est_components *c) {
@@ -239,8 +245,9 @@ static void physical_of(est_layer *layers, size_t n, est_components *c) {
  * (a ReLU in its place would keep only its own output). */
 static void test_physical_input_activation(void **state) {
     est_layer layers[] = {
-        {EST_CAT_LINEAR, 100, 0, 0}, {EST_CAT_ACTIVATION_IN, 100, 0, 0},
-        {EST_CAT_LINEAR, 10, 1010, 0}};
+        LAYER(EST_CAT_LINEAR, 100, 0, 0),
+        LAYER(EST_CAT_ACTIVATION_IN, 100, 0, 0),
+        LAYER(EST_CAT_LINEAR, 10, 1010, 0)};
     est_components c;
     physical_of(layers, 3, &c);
     assert_float_equal(c.activations[EST_CAT_LINEAR] * MIB, 400 + 40, 1e-6);
@@ -255,8 +262,8 @@ static void test_physical_input_activation(void **state) {
  * the layer before it is kept when the layer after it needs its input. */
 static void test_physical_view(void **state) {
     est_layer layers[] = {
-        {EST_CAT_ACTIVATION, 100, 0, 0}, {EST_CAT_VIEW, 100, 0, 0},
-        {EST_CAT_LINEAR, 10, 1010, 0}};
+        LAYER(EST_CAT_ACTIVATION, 100, 0, 0), LAYER(EST_CAT_VIEW, 100, 0, 0),
+        LAYER(EST_CAT_LINEAR, 10, 1010, 0)};
     est_components c;
     physical_of(layers, 3, &c);
     assert_float_equal(c.activations[EST_CAT_VIEW], 0, 1e-12);
@@ -269,8 +276,9 @@ static void test_physical_view(void **state) {
  * overwrote: the norm layer's output before it, not a copy of its own. */
 static void test_physical_in_place(void **state) {
     est_layer layers[] = {
-        {EST_CAT_CONV, 100, 0, 0}, {EST_CAT_NORM, 100, 0, 0},
-        {EST_CAT_ACTIVATION, 0, 0, 0}, {EST_CAT_CONV, 10, 1010, 0}};
+        LAYER(EST_CAT_CONV, 100, 0, 0), LAYER(EST_CAT_NORM, 100, 0, 0),
+        LAYER(EST_CAT_ACTIVATION, 0, 0, 0),
+        LAYER(EST_CAT_CONV, 10, 1010, 0)};
     est_components c;
     physical_of(layers, 4, &c);
     /* conv 1's output for the norm's backward, conv 2's for the loss */
@@ -284,8 +292,8 @@ static void test_physical_in_place(void **state) {
  * the largest convolution's output. */
 static void test_physical_max_pool_and_conv(void **state) {
     est_layer layers[] = {
-        {EST_CAT_CONV, 100, 0, 0}, {EST_CAT_MAXPOOL, 25, 0, 0},
-        {EST_CAT_CONV, 10, 0, 0}};
+        LAYER(EST_CAT_CONV, 100, 0, 0), LAYER(EST_CAT_MAXPOOL, 25, 0, 0),
+        LAYER(EST_CAT_CONV, 10, 0, 0)};
     est_components c;
     physical_of(layers, 3, &c);
     /* conv 1's output for the pool's backward, conv 2's for the loss */
@@ -309,12 +317,15 @@ static void test_physical_max_pool_and_conv(void **state) {
  * that gives none of them keeps nothing. */
 static void test_physical_measured(void **state) {
     est_layer layers[] = {
-        {EST_CAT_CONV, 100, 10, 0, .saved = 0},
-        {EST_CAT_ACTIVATION_IN, 100, 0, 0, .saved = 100},
-        {EST_CAT_MAXPOOL, 25, 0, 0, .saved = 100, .saved_bytes = 200},
-        {EST_CAT_DROPOUT, 25, 0, 0, .saved = 25, .masks = 25},
-        {EST_CAT_ATTENTION, 40, 0, 0, .saved = 1000},
-        {EST_CAT_LINEAR, 10, 0, 0}};
+        LAYER(EST_CAT_CONV, 100, 10, 0),
+        {.category = EST_CAT_ACTIVATION_IN, .activations = 100,
+         .saved = 100},
+        {.category = EST_CAT_MAXPOOL, .activations = 25, .saved = 100,
+         .saved_bytes = 200},
+        {.category = EST_CAT_DROPOUT, .activations = 25, .saved = 25,
+         .masks = 25},
+        {.category = EST_CAT_ATTENTION, .activations = 40, .saved = 1000},
+        LAYER(EST_CAT_LINEAR, 10, 0, 0)};
     est_desc d = {.model = "", .batch_size = 2, .optimizer = EST_OPT_SGD,
                   .precision = EST_PREC_FP32, .input_elements = 0,
                   .layers = layers, .nlayers = 6, .measured = 1};
