@@ -1,13 +1,18 @@
 #!/usr/bin/python3
 """Describe a PyTorch model for aegis's memory estimator (the aegis-model/1 JSON).
 
-One forward pass with a forward hook on every leaf module records, per layer
-and in forward order, the elements of the layer's output for ONE sample and the
-parameter elements the layer owns; a torch function mode adds the functional
-steps (torch.cat, +, pools) that containers run between their modules. The pass runs on the meta device when the
-model allows it: meta tensors carry shapes but no storage, so even GPT-2 XL is
-described in well under a second and without gigabytes of RAM. Models whose
-forward needs real values fall back to a CPU pass with batch 1.
+One training-mode forward pass (aegis_record.py) records, per layer and in
+forward order, the elements of the layer's output for ONE sample, the
+parameter elements it uses and what autograd keeps of it for backward; a
+torch function mode adds the functional steps (torch.cat, +, pools, a
+weight handed to F.linear) that containers run between their modules. The
+pass runs on the meta device when the model allows it: meta tensors carry
+shapes but no storage, so even GPT-2 XL is described in well under a second
+and without gigabytes of RAM (a module with real weights is copied
+structurally, its weights replaced by meta tensors, never copied). Models
+whose forward needs real values fall back to a CPU pass with batch 1 on the
+module itself, said out loud, and run twice to see whether the description
+depends on the input's values.
 
 The per-sample figure is exact because the pass uses a batch of one: the
 estimator multiplies by the job's batch size itself.
@@ -470,31 +475,48 @@ NAME
 SYNOPSIS
     /usr/bin/python3 python/aegis_describe.py MODEL --batch-size B
         [--optimizer NAME] [--precision NAME]
-        [--input-shape C,H,W | --seq-len N] [--num-classes N]
+        [--input-shape C,H,W | --input-shape C,T,H,W | --seq-len N]
+        [--num-classes N]
         [--attention eager|fused] [--device auto|meta|cpu] [-o FILE]
     /usr/bin/python3 python/aegis_describe.py --list [--json]
 
 DESCRIPTION
-    Builds MODEL, runs one forward pass on a single sample with a forward
-    hook on every leaf module, and writes the model description JSON
-    (format aegis-model/1) that `aegis estimate` reads: per layer, in forward
-    order, the torch.nn class name, the output elements for one sample and
+    Builds MODEL, runs one training-mode forward pass on a single sample
+    with a forward hook on every leaf module and autograd's
+    saved-tensor hooks, and writes the model description JSON (format
+    aegis-model/1) that `aegis estimate` reads: per layer, in forward
+    order, the torch.nn class name, the output elements for one sample,
     the trainable parameter elements (shared weights counted once, at first
-    use; non-trainable tensors such as batch-norm statistics as "buffers").
+    use, wherever used: a weight handed to a function counts too;
+    non-trainable tensors such as batch-norm statistics as "buffers"), and
+    what autograd keeps of the layer for backward: "saved" floating-point
+    elements (in-place activations' copies, attention probabilities and
+    recurrent gates included), "saved_bytes" of other tensors (pooling
+    indices), "masks" (dropout's, a byte each on a GPU). Parameters no
+    layer used are listed as an "unused" layer and named in a warning.
 
     MODEL is a builder of python/aegis_models.py (bert_base, bert_large,
     gpt2_large, gpt2_xl, xlnet_base, xlnet_large, llama3_width_8layer,
-    xception, unet_resnet34, mnist_cnn) or a torchvision classification or
-    segmentation model name (resnet50, vgg16, efficientnet_b0, ...).
-    --list prints them all with their default input, optimizer, precision
-    and attention kind.
+    xception, unet_resnet34, mnist_cnn) or a torchvision model name:
+    classification and segmentation (resnet50, swin_t, fcn_resnet50, ...)
+    take an image, video models (r3d_18, mvit_v2_s, ...) a clip, optical
+    flow models (raft_small, raft_large) two frames, and detection models
+    (fasterrcnn_resnet50_fpn, maskrcnn_resnet50_fpn, ssd300_vgg16, ...)
+    are called as they train, model([image], [target]), with one box (and
+    a mask or keypoints where the model needs them); their own transform
+    resizes the image. --list prints them all with their default input,
+    optimizer, precision and attention kind.
 
     The pass runs on the meta device (shapes only: no memory, milliseconds)
     and falls back to a CPU pass with batch 1 when the model needs real
-    values. Functional steps that a container's forward calls between its
-    modules (torch.cat, +, F.avg_pool2d, F.relu, F.interpolate, ...) are
-    layers too, named by the function; views, constants and in-place calls
-    are not.
+    values (detection models always do). The fallback is said on stderr
+    and in the description's "warnings" (why, how long); it runs twice, on
+    the example and on other values, and warns when the two differ: the
+    description then depends on the input's values. Functional steps that
+    a container's forward calls between its modules (torch.cat, +,
+    F.avg_pool2d, F.relu, F.interpolate, ...) are layers too, named by the
+    function, and so is any other function there that uses a parameter or
+    makes a tensor autograd keeps.
 
 OPTIONS
     --batch-size B      Per-GPU batch size written to the description
@@ -505,7 +527,11 @@ OPTIONS
     --precision NAME    fp32, amp_fp16, amp_bf16, fp16 or bf16. Default: the
                         model's catalog precision (fp32, llama3: bf16).
     --input-shape C,H,W Image size of one sample for image models (default
-                        3,224,224; inception_v3 3,299,299; mnist_cnn 1,28,28).
+                        3,224,224; inception_v3 3,299,299; mnist_cnn
+                        1,28,28; detection 3,800,800, ssd300 3,300,300);
+                        C,T,H,W for video models (default 3,16,112,112;
+                        s3d and mvit 3,16,224,224); each frame's C,H,W for
+                        optical flow (default 3,368,496).
     --seq-len N         Tokens per sample for text models (default 512).
     --num-classes N     Classifier outputs (default: the model's own).
     --attention KIND    Transformer builders only. eager: the attention
@@ -534,11 +560,14 @@ EXAMPLES
         --input-shape 3,32,32 --optimizer adamw
     python/aegis_describe.py gpt2_xl --batch-size 2 --seq-len 512
 
-    From Python, for any nn.Module:
+    From Python, for any nn.Module (the module is left as it was; its
+    weights are not copied):
         import aegis_describe
         desc = aegis_describe.describe(model, torch.zeros(1, 3, 224, 224),
                                        batch_size=32, optimizer="sgd")
         open("m.json", "w").write(aegis_describe.to_json(desc))
+    A detection model, as it trains:
+        desc = aegis_describe.describe(model, ([image], [target]), 4)
 """
 
 
@@ -567,10 +596,10 @@ def _shape(text):
         dims = tuple(int(part) for part in text.split(","))
     except ValueError:
         raise argparse.ArgumentTypeError(
-            "%r is not C,H,W (three integers)" % text)
-    if len(dims) != 3 or min(dims) < 1:
+            "%r is not C,H,W or C,T,H,W (integers)" % text)
+    if len(dims) not in (3, 4) or min(dims) < 1:
         raise argparse.ArgumentTypeError(
-            "%r is not C,H,W (three integers >= 1)" % text)
+            "%r is not C,H,W or C,T,H,W (integers >= 1)" % text)
     return dims
 
 
@@ -639,6 +668,8 @@ def main(argv=None):
         sys.stderr.write("aegis_describe: %s failed on the given input: %s\n"
                          % (args.model, err))
         return EXIT_BAD_INPUT
+    for warning in desc.get("warnings", []):
+        sys.stderr.write("aegis_describe: warning: %s\n" % warning)
     text = to_json(desc)
     if args.output:
         try:
