@@ -168,6 +168,10 @@ class ScaledDotProduct(nn.Module):
     already projected q, k and v (layers of their own), which is why it is
     not named like nn.MultiheadAttention, whose projections are inside."""
 
+    # For aegis_record: a GPU keeps q, k, v, the context and a log-sum-exp
+    # per row, not the scores this forward computes step by step.
+    fused_kernel = True
+
     def __init__(self, head_dim, causal, dropout):
         super().__init__()
         self.scale = 1.0 / math.sqrt(head_dim)

@@ -17,7 +17,11 @@ What is recorded, in forward order:
     the layer that was running. What counts is what is still saved when
     forward ends (a branch whose output is dropped frees its saved tensors).
     Dropout's random mask is counted apart: CPU and meta keep it as a float
-    tensor, a GPU as one byte per element.
+    tensor, a GPU as one byte per element. A layer whose class says
+    fused_kernel = True stands for one fused GPU kernel (aegis_models'
+    ScaledDotProduct, PyTorch's flash and memory-efficient attention):
+    what its forward computes step by step is not kept; its inputs, its
+    output and one float per output row (the log-sum-exp) are.
 The pass runs in whatever train/eval state the caller set; it enables
 autograd itself. The same code runs on meta tensors (shapes only) and on
 CPU ones.
@@ -136,6 +140,8 @@ class Recorder:
         self._input_keys = {storage_key(t) for t in tensors_in(inputs)}
         self._made_by = {}              # storage key -> (entry, tensor)
         self._saves = []                # (weakref to _Saved, key, entry)
+        self._kept = []                 # _Saved of fused kernels' tensors
+        self._fused = set()             # ids of fused kernels' entries
         self.noise = set()              # storage keys of random masks
 
     # -- parameters -------------------------------------------------------
@@ -184,7 +190,10 @@ class Recorder:
 
     def enter_layer(self, mod, _inputs):
         self.depth += 1
-        self.running.append(_entry(type(mod).__name__))
+        entry = _entry(type(mod).__name__)
+        if getattr(mod, "fused_kernel", False):
+            self._fused.add(id(entry))
+        self.running.append(entry)
 
     def leave_layer(self, mod, inputs, output):
         self.depth -= 1
@@ -192,6 +201,8 @@ class Recorder:
         self._claim(entry, mod.parameters())
         self._claim(entry, mod.buffers())
         entry["activations"] = self._made(entry, inputs, output)
+        if id(entry) in self._fused:
+            self._keep_fused(entry, inputs, output)
         self._always.add(id(entry))
         self.entries.append(entry)
 
@@ -222,8 +233,26 @@ class Recorder:
         """The function of entry (popped already) returned output."""
         entry["activations"] += self._made(entry, (args, kwargs), output)
 
+    def _keep_fused(self, entry, inputs, output):
+        """What a fused kernel keeps: its inputs and output, whatever
+        autograd saw its step-by-step forward save."""
+        for tensor in list(tensors_in(inputs)) + list(tensors_in(output)):
+            if not tensor.is_floating_point():
+                continue
+            holder = _Saved(tensor)
+            self._kept.append(holder)
+            key = storage_key(tensor)
+            made = self._made_by.get(key)
+            self._saves.append((weakref.ref(holder), key,
+                                made[0] if made else entry))
+        for tensor in tensors_in(output):
+            entry["saved"] += tensor.numel() // max(tensor.shape[-1], 1)
+
     def pack(self, tensor):
-        """saved_tensors_hooks' pack: note who saved what."""
+        """saved_tensors_hooks' pack: note who saved what (nothing of what
+        a fused kernel saves inside)."""
+        if self.running and id(self.running[-1]) in self._fused:
+            return _Saved(tensor)
         key = storage_key(tensor)
         made = self._made_by.get(key)
         entry = made[0] if made else (self.running[-1] if self.running

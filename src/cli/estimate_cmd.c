@@ -92,8 +92,8 @@ static json_t *components_json(const est_components *c) {
         json_object_set_new(acts, est_category_name((est_category)i),
                             json_real(c->activations[i]));
     static const char *const group_names[EST_NGROUP] = {
-        "state", "act_matmul", "act_elementwise", "act_scores", "workspace",
-        "conv_workspace"};
+        "state", "act_matmul", "act_elementwise", "act_input", "act_scores",
+        "workspace", "conv_workspace"};
     double g[EST_NGROUP];
     est_groups(c, g);
     json_t *groups = json_object();

@@ -121,6 +121,12 @@ typedef enum est_group {
     EST_G_ACT_MATMUL,       /* activations of conv/linear/embedding/attention
                                /other layers and the input */
     EST_G_ACT_ELEMENTWISE,  /* activations of norm/activation/pool layers */
+    EST_G_ACT_INPUT,        /* what activations whose backward reads their
+                               input keep (GELU, SiLU, Hardswish; an
+                               in-place one's copy of its input): the
+                               extractor sees autograd keep them, the
+                               measured GPUs show them cheaper than the
+                               other element-wise tensors */
     EST_G_ACT_SCORES,       /* softmax and dropout outputs: in transformers
                                the attention scores, which fused attention
                                kernels may never store */

@@ -376,6 +376,7 @@ static void test_correction_and_margin(void **state) {
     c.weights = 10, c.gradients = 10, c.optimizer = 20;   /* state 40 */
     c.input = 5, c.activations[EST_CAT_CONV] = 15;        /* matmul 20 */
     c.activations[EST_CAT_NORM] = 30;                     /* elementwise 30 */
+    c.activations[EST_CAT_ACTIVATION_IN] = 16;            /* input kept 16 */
     c.activations[EST_CAT_SOFTMAX] = 6;                   /* scores 8 */
     c.activations[EST_CAT_DROPOUT] = 2;
     c.workspace = 7, c.rounding = 3;                      /* workspace 10 */
@@ -386,20 +387,23 @@ static void test_correction_and_margin(void **state) {
     assert_float_equal(g[EST_G_STATE], 40, 1e-12);
     assert_float_equal(g[EST_G_ACT_MATMUL], 20, 1e-12);
     assert_float_equal(g[EST_G_ACT_ELEMENTWISE], 30, 1e-12);
+    assert_float_equal(g[EST_G_ACT_INPUT], 16, 1e-12);
     assert_float_equal(g[EST_G_ACT_SCORES], 8, 1e-12);
     assert_float_equal(g[EST_G_WORKSPACE], 10, 1e-12);
     assert_float_equal(g[EST_G_CONV_WORKSPACE], 4, 1e-12);
     const est_learned table = {.intercept_mib = {100, 1000},
-                               .coef = {2, 1, 0.5, 0.25, 0, 3},
+                               .coef = {2, 1, 0.5, 0.125, 0.25, 0, 3},
                                .margin_log = log(1.1),
                                .margin_quantile = 0.95};
     est_result r;
     est_correct(&c, &table, EST_STACK_AEGIS, &r);
-    assert_float_equal(r.predicted_mib, 100 + 80 + 20 + 15 + 2 + 12, 1e-9);
-    assert_float_equal(r.estimate_mib, 229 * 1.1, 1e-9);
-    assert_float_equal(r.margin_mib, 22.9, 1e-9);
+    assert_float_equal(r.predicted_mib, 100 + 80 + 20 + 15 + 2 + 2 + 12,
+                       1e-9);
+    assert_float_equal(r.estimate_mib, 231 * 1.1, 1e-9);
+    assert_float_equal(r.margin_mib, 23.1, 1e-9);
     est_correct(&c, &table, EST_STACK_GPUMEMNET, &r);
-    assert_float_equal(r.predicted_mib, 1000 + 80 + 20 + 15 + 2 + 12, 1e-9);
+    assert_float_equal(r.predicted_mib, 1000 + 80 + 20 + 15 + 2 + 2 + 12,
+                       1e-9);
     assert_int_equal(est_stack_of("gpumemnet"), EST_STACK_GPUMEMNET);
     assert_int_equal(est_stack_of("cuda12"), -1);
 }
