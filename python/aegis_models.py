@@ -4,16 +4,17 @@ The catalog's jobs (data/catalog.csv) train BERT, GPT-2, XLNet and a
 Llama-3-width model with Hugging Face transformers, Xception with timm, a U-Net
 with segmentation_models_pytorch and a small MNIST CNN. None of those libraries
 is available here, so each model is rebuilt from torch.nn at the catalog's
-sizes, with the same parameter tensors and the same per-layer outputs. Every
-tensor a training step keeps for backward is produced by a module (nn.Softmax
-over attention scores, a MatMul module for scores and context), so that the
-extractor's forward hooks see it; attention is described as the eager
-(non-fused) computation, the upper bound of what a step keeps.
+sizes, with the same parameter tensors and the same per-layer outputs. The
+steps of attention are modules (nn.Softmax over attention scores, a MatMul
+module for scores and context), so that the description lists them as
+layers; eager attention keeps them all, the fused kind (ScaledDotProduct,
+one GPU kernel) only its inputs, output and a log-sum-exp per row.
 
 Each model is a Spec: how to build it, what one sample is, and the training
 settings the catalog job uses (read from the AEGIS training scripts; see the
 README section "Describing a model for the estimator"). Torchvision model
-names are specs too, with adam/fp32 and a 224x224 image unless given.
+names are specs too, each family with its documented input (an image, a
+clip, two frames, or for detection an image and its target), adam/fp32.
 """
 
 import math

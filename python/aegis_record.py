@@ -116,6 +116,16 @@ class _Saved:
         self.tensor = tensor
 
 
+def _reference(tensor):
+    """A reference to a layer's output for attributing it later: strong on
+    meta (it costs nothing, and keeps the storage address from being
+    reused), weak on CPU, where holding every output of a big model would
+    cost gigabytes."""
+    if tensor.is_meta:
+        return lambda: tensor
+    return weakref.ref(tensor)
+
+
 def _entry(kind):
     return {"type": kind, "activations": 0, "params": 0, "buffers": 0,
             "saved": 0, "saved_bytes": 0, "masks": 0}
@@ -138,7 +148,7 @@ class Recorder:
         self._state_keys = {storage_key(t) for t in module.parameters()}
         self._state_keys |= {storage_key(t) for t in module.buffers()}
         self._input_keys = {storage_key(t) for t in tensors_in(inputs)}
-        self._made_by = {}              # storage key -> (entry, tensor)
+        self._made_by = {}              # storage key -> (entry, reference)
         self._saves = []                # (weakref to _Saved, key, entry)
         self._kept = []                 # _Saved of fused kernels' tensors
         self._fused = set()             # ids of fused kernels' entries
@@ -183,8 +193,15 @@ class Recorder:
             if key in given:
                 continue
             elements += tensor.numel()
-            self._made_by.setdefault(key, (entry, tensor))
+            if key not in self._made_by or self._producer(key) is None:
+                self._made_by[key] = (entry, _reference(tensor))
         return elements
+
+    def _producer(self, key):
+        """The entry that made the storage key, while its tensor lives (a
+        dead one's storage address may be reused by another)."""
+        made = self._made_by.get(key)
+        return made[0] if made and made[1]() is not None else None
 
     # -- hooks ------------------------------------------------------------
 
@@ -242,9 +259,8 @@ class Recorder:
             holder = _Saved(tensor)
             self._kept.append(holder)
             key = storage_key(tensor)
-            made = self._made_by.get(key)
             self._saves.append((weakref.ref(holder), key,
-                                made[0] if made else entry))
+                                self._producer(key) or entry))
         for tensor in tensors_in(output):
             entry["saved"] += tensor.numel() // max(tensor.shape[-1], 1)
 
@@ -254,9 +270,8 @@ class Recorder:
         if self.running and id(self.running[-1]) in self._fused:
             return _Saved(tensor)
         key = storage_key(tensor)
-        made = self._made_by.get(key)
-        entry = made[0] if made else (self.running[-1] if self.running
-                                      else None)
+        entry = self._producer(key) or (self.running[-1] if self.running
+                                        else None)
         holder = _Saved(tensor)
         self._saves.append((weakref.ref(holder), key, entry))
         return holder

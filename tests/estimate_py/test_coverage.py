@@ -129,8 +129,11 @@ class CallingConventions(unittest.TestCase):
 
 class Values(unittest.TestCase):
     def test_data_dependent_routing_is_warned_about(self):
+        # Seeded: which tokens reach which expert is then fixed, and the
+        # other input the extractor tries routes them differently.
+        torch.manual_seed(1)
         model = aegis_zoo.MixtureOfExperts(dim=32, experts=4, hidden=64)
-        ids = torch.randint(0, 1000, (1, 16))
+        ids = torch.arange(16)[None]
         desc = aegis_describe.describe(model, ids, 1)
         self.assertEqual(params_of(desc), trainable(model))
         self.assertTrue(any("depends on the example input's values" in w
