@@ -109,11 +109,15 @@ def _containers_with_own_tensors(module, layers, skip):
 class _Saved:
     """What the pack hook hands autograd: while autograd holds it, the
     tensor is saved. A weak reference to it tells, at the end of forward,
-    whether the graph that saved the tensor is still alive."""
+    whether the graph that saved the tensor is still alive. It holds the
+    tensor detached: a saved output holding its own grad_fn would make a
+    cycle through the graph that nothing frees."""
     __slots__ = ("tensor", "__weakref__")
 
     def __init__(self, tensor):
-        self.tensor = tensor
+        # (Only a tensor with a grad_fn can close the cycle; detaching a
+        # scalar autograd wrapped would fail under a dispatch mode.)
+        self.tensor = tensor if tensor.grad_fn is None else tensor.detach()
 
 
 def _reference(tensor):

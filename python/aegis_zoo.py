@@ -237,10 +237,14 @@ def _call(module, example):
 
 
 class _Held:
+    """A saved tensor, detached: holding a saved output with its grad_fn
+    would make a cycle through the graph that is never freed."""
     __slots__ = ("tensor", "__weakref__")
 
     def __init__(self, tensor):
-        self.tensor = tensor
+        # (Only a tensor with a grad_fn can close the cycle; detaching a
+        # scalar autograd wrapped would fail under a dispatch mode.)
+        self.tensor = tensor if tensor.grad_fn is None else tensor.detach()
 
 
 def saved_bytes_on_cpu(module, example):

@@ -171,6 +171,22 @@ class Fallback(unittest.TestCase):
         self.assertTrue(torch.equal(torch.random.get_rng_state(), rng))
         self.assertTrue(all(p.grad is None for p in model.parameters()))
 
+    def test_cpu_pass_frees_what_autograd_saved(self):
+        # A saved output held with its grad_fn would keep the whole graph,
+        # weights included, alive for ever: gigabytes per model in a zoo.
+        import gc
+        import weakref
+        # (The second ReLU saves its output; the Linear before it, whose
+        # node that output's grad_fn leads to, saves its weight.)
+        model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 8),
+                              nn.ReLU(), nn.Linear(8, 2))
+        weight = weakref.ref(model[2].weight)
+        aegis_describe.describe(model, torch.rand(1, 4), 1, device="cpu")
+        aegis_zoo.saved_bytes_on_cpu(model, torch.rand(1, 4))
+        del model
+        gc.collect()
+        self.assertIsNone(weight())
+
     def test_meta_pass_copies_no_real_weight(self):
         model = torchvision.models.resnet18()
         plain = torch.Tensor.__deepcopy__
