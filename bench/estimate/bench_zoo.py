@@ -12,7 +12,7 @@ the measurement took, and the description's warnings. Inputs are small
 where the model allows it (aegis_zoo.py says which), batch 1, one thread.
 
   /usr/bin/python3 bench/estimate/bench_zoo.py [--models NAME...] [--json]
-  (cmake --build build --target bench-estimate-zoo runs it; about 30
+  (cmake --build build --target bench-estimate-zoo runs it; about 40
   minutes on one core, most of it the CPU measurement of the largest ViTs
   and RegNets and of the detection models)
 Exit status 1 if any model fails.
