@@ -1,13 +1,18 @@
 #!/usr/bin/python3
 """Describe a PyTorch model for aegis's memory estimator (the aegis-model/1 JSON).
 
-One forward pass with a forward hook on every leaf module records, per layer
-and in forward order, the elements of the layer's output for ONE sample and the
-parameter elements the layer owns; a torch function mode adds the functional
-steps (torch.cat, +, pools) that containers run between their modules. The pass runs on the meta device when the
-model allows it: meta tensors carry shapes but no storage, so even GPT-2 XL is
-described in well under a second and without gigabytes of RAM. Models whose
-forward needs real values fall back to a CPU pass with batch 1.
+One training-mode forward pass (aegis_record.py) records, per layer and in
+forward order, the elements of the layer's output for ONE sample, the
+parameter elements it uses and what autograd keeps of it for backward; a
+torch function mode adds the functional steps (torch.cat, +, pools, a
+weight handed to F.linear) that containers run between their modules. The
+pass runs on the meta device when the model allows it: meta tensors carry
+shapes but no storage, so even GPT-2 XL is described in well under a second
+and without gigabytes of RAM (a module with real weights is copied
+structurally, its weights replaced by meta tensors, never copied). Models
+whose forward needs real values fall back to a CPU pass with batch 1 on the
+module itself, said out loud, and run twice to see whether the description
+depends on the input's values.
 
 The per-sample figure is exact because the pass uses a batch of one: the
 estimator multiplies by the job's batch size itself.
@@ -52,156 +57,28 @@ def _torch():
     return torch
 
 
-def _atomic_types():
-    """Modules that are one layer although they have children: their
-    children's weights are used inside the parent's forward without calling
-    the child, so hooks on the children would never fire."""
+def _is_meta(module):
+    tensors = list(module.parameters()) + list(module.buffers())
+    return bool(tensors) and all(t.is_meta for t in tensors)
+
+
+def _meta_copy(module):
+    """A structural copy of module with every parameter and buffer on the
+    meta device: the real weights are never copied (deepcopy is handed a
+    meta tensor for each of them), and a tensor shared by several modules
+    (tied weights) maps to one meta tensor, where Module.to('meta') would
+    untie them."""
     torch = _torch()
-    return (torch.nn.MultiheadAttention,)
-
-
-def _layer_modules(module):
-    """The modules that become layers: leaves, plus atomic modules (whose
-    descendants are then skipped)."""
-    atomic = _atomic_types()
-    skip = set()
-    layers = []
-    for mod in module.modules():
-        if id(mod) in skip:
+    memo = {}
+    for tensor in list(module.parameters()) + list(module.buffers()):
+        if id(tensor) in memo:
             continue
-        children = list(mod.children())
-        if isinstance(mod, atomic):
-            for sub in mod.modules():
-                if sub is not mod:
-                    skip.add(id(sub))
-            layers.append(mod)
-        elif not children:
-            layers.append(mod)
-    return layers, skip
-
-
-def _containers_with_own_tensors(module, layers, skip):
-    """Non-leaf modules that own parameters or buffers directly (a class
-    token, a relative-position bias): they get a params-only entry when
-    entered, so that every parameter is counted."""
-    layer_ids = {id(m) for m in layers}
-    out = []
-    for mod in module.modules():
-        if id(mod) in layer_ids or id(mod) in skip:
-            continue
-        if any(p is not None for p in mod._parameters.values()) or \
-           any(b is not None for b in mod._buffers.values()):
-            out.append(mod)
-    return out
-
-
-def _tensors_in(value):
-    """Every tensor in a module's output: tensors, tuples, lists, dicts
-    (Hugging Face outputs are dicts) and namedtuples, recursively."""
-    torch = _torch()
-    if isinstance(value, torch.Tensor):
-        yield value
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _tensors_in(item)
-    elif isinstance(value, (list, tuple)):
-        for item in value:
-            yield from _tensors_in(item)
-
-
-# Functional steps recorded when a container's forward calls them (inside a
-# leaf module they are that module's own work): the ones that make a new
-# tensor of activations, such as Inception's branch pools and concatenations
-# or MobileNet's residual sums. Views, constants and in-place variants are
-# left out (an in-place call returns its input and would count 0 anyway).
-FUNCTIONAL_STEPS = frozenset([
-    "cat", "concat", "stack", "add", "sub", "mul", "matmul", "bmm",
-    "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d",
-    "avg_pool3d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
-    "adaptive_avg_pool3d", "adaptive_max_pool1d", "adaptive_max_pool2d",
-    "relu", "relu6", "leaky_relu", "elu", "gelu", "silu", "mish",
-    "sigmoid", "tanh", "hardswish", "hardsigmoid", "softmax",
-    "log_softmax", "dropout", "interpolate", "layer_norm", "batch_norm",
-])
-
-
-def _new_elements(inputs, output):
-    """Elements of the output tensors that are not input tensors: an output
-    that is an input (nn.Identity, an in-place ReLU) adds no memory."""
-    given = {id(t) for t in _tensors_in(inputs)}
-    return sum(t.numel() for t in _tensors_in(output) if id(t) not in given)
-
-
-class _Recorder:
-    """Collects layer entries as hooks fire. Parameters and buffers are
-    claimed by identity the first time a layer that owns them runs, so shared
-    (tied) weights are counted once, at first use. depth counts the leaf
-    layers running now, so that functional calls inside them are not
-    recorded twice."""
-
-    def __init__(self):
-        self.layers = []
-        self.depth = 0
-        self._claimed = set()
-
-    def _claim(self, tensors):
-        params = buffers = 0
-        for tensor, trainable in tensors:
-            if tensor is None or id(tensor) in self._claimed:
-                continue
-            self._claimed.add(id(tensor))
-            if trainable:
-                params += tensor.numel()
-            else:
-                buffers += tensor.numel()
-        return params, buffers
-
-    @staticmethod
-    def _owned(mod, recurse):
-        for param in mod.parameters(recurse=recurse):
-            yield param, param.requires_grad
-        for buf in mod.buffers(recurse=recurse):
-            yield buf, False
-
-    def _append(self, kind, activations, params=0, buffers=0):
-        entry = {"type": kind, "activations": activations, "params": params}
-        if buffers:
-            entry["buffers"] = buffers
-        self.layers.append(entry)
-
-    def enter_layer(self, _mod, _inputs):
-        self.depth += 1
-
-    def on_layer(self, mod, inputs, output):
-        self.depth -= 1
-        params, buffers = self._claim(self._owned(mod, recurse=True))
-        self._append(type(mod).__name__, _new_elements(inputs, output),
-                     params, buffers)
-
-    def on_container(self, mod, _inputs):
-        # Only the container's own tensors: its children report themselves.
-        params, buffers = self._claim(self._owned(mod, recurse=False))
-        if params or buffers:
-            self._append(type(mod).__name__, 0, params, buffers)
-
-    def on_function(self, name, inputs, output):
-        if self.depth == 0 and name in FUNCTIONAL_STEPS:
-            self._append(name, _new_elements(inputs, output))
-
-
-def _function_mode(recorder):
-    """A torch function mode that reports each functional call to
-    recorder.on_function; torch runs the call itself with the mode off."""
-    from torch.overrides import TorchFunctionMode
-
-    class Mode(TorchFunctionMode):
-        def __torch_function__(self, func, types, args=(), kwargs=None):
-            kwargs = kwargs or {}
-            output = func(*args, **kwargs)
-            recorder.on_function(getattr(func, "__name__", ""),
-                                 (args, kwargs), output)
-            return output
-    return Mode()
+        meta = torch.empty_like(tensor, device="meta")
+        if isinstance(tensor, torch.nn.Parameter):
+            meta = torch.nn.Parameter(meta,
+                                      requires_grad=tensor.requires_grad)
+        memo[id(tensor)] = meta
+    return copy.deepcopy(module, memo)
 
 
 def _map_tensors(value, fn):
@@ -215,33 +92,6 @@ def _map_tensors(value, fn):
     if isinstance(value, list):
         return [_map_tensors(v, fn) for v in value]
     return value
-
-
-def _is_meta(module):
-    tensors = list(module.parameters()) + list(module.buffers())
-    return bool(tensors) and all(t.is_meta for t in tensors)
-
-
-def _meta_copy(module):
-    """A copy of module with every parameter and buffer on the meta device.
-    Module.to('meta') would replace shared parameters by distinct copies and
-    so untie tied weights; here each original tensor maps to one meta tensor."""
-    torch = _torch()
-    clone = copy.deepcopy(module)
-    made = {}
-    for mod in clone.modules():
-        for table in (mod._parameters, mod._buffers):
-            for name, tensor in table.items():
-                if tensor is None:
-                    continue
-                if id(tensor) not in made:
-                    meta = torch.empty_like(tensor, device="meta")
-                    if isinstance(tensor, torch.nn.Parameter):
-                        meta = torch.nn.Parameter(
-                            meta, requires_grad=tensor.requires_grad)
-                    made[id(tensor)] = meta
-                table[name] = made[id(tensor)]
-    return clone
 
 
 @contextlib.contextmanager
@@ -282,49 +132,144 @@ def meta_init():
         module_cls.register_buffer = plain_buffer
 
 
-def _record(module, example_input):
-    """Run one forward pass with hooks; return the layer entries."""
+def _train_for_description(module):
+    """Train mode: the layers a training step runs (dropout, auxiliary
+    heads) are the ones to describe. Batch norm alone runs in eval mode: its
+    output shape is the same, and with one sample its train-mode statistics
+    are undefined wherever a feature map is 1x1 (EfficientNet on CIFAR).
+    Returns what restores every module's own flag."""
     torch = _torch()
-    layers, skip = _layer_modules(module)
-    recorder = _Recorder()
-    handles = [m.register_forward_pre_hook(recorder.enter_layer)
-               for m in layers]
-    handles += [m.register_forward_hook(recorder.on_layer) for m in layers]
-    handles += [m.register_forward_pre_hook(recorder.on_container)
-                for m in _containers_with_own_tensors(module, layers, skip)]
-    was_training = module.training
-    # Train mode: the layers a training step runs (dropout, auxiliary heads)
-    # are the ones to describe. Batch norm alone runs in eval mode: its
-    # output shape is the same, and with one sample its train-mode statistics
-    # are undefined wherever a feature map is 1x1 (EfficientNet on CIFAR).
+    flags = [(mod, mod.training) for mod in module.modules()]
     module.train()
     for mod in module.modules():
         if isinstance(mod, torch.nn.modules.batchnorm._BatchNorm):
             mod.eval()
+
+    def restore():
+        for mod, training in flags:
+            mod.training = training
+    return restore
+
+
+def _record(module, example_input):
+    """One recorded training-mode forward pass (aegis_record.record); the
+    module's train/eval flags and the random number generator are left as
+    they were."""
+    import aegis_record
+    torch = _torch()
+    restore = _train_for_description(module)
+    rng = torch.random.get_rng_state()
     try:
-        with torch.no_grad(), _function_mode(recorder):
-            if isinstance(example_input, dict):
-                module(**example_input)
-            elif isinstance(example_input, (tuple, list)):
-                module(*example_input)
-            else:
-                module(example_input)
+        return aegis_record.record(module, example_input)
     finally:
-        for handle in handles:
-            handle.remove()
-        module.train(was_training)
-    return recorder.layers
+        restore()
+        torch.random.set_rng_state(rng)
+
+
+def _first_argument(example_input):
+    if isinstance(example_input, dict):
+        return next(iter(example_input.values()), None)
+    if isinstance(example_input, tuple):
+        return example_input[0] if example_input else None
+    return example_input
 
 
 def _check_one_sample(example_input):
-    tensors = list(_tensors_in(example_input))
+    """The example's elements; DescribeError unless it is one sample: its
+    first argument a tensor with leading dimension 1, or a list of one
+    tensor (the images of a detection model, model([image], [target]))."""
+    import aegis_record
+    torch = _torch()
+    tensors = list(aegis_record.tensors_in(example_input))
     if not tensors:
         raise DescribeError("example_input holds no tensor")
-    if tensors[0].dim() == 0 or tensors[0].shape[0] != 1:
-        raise DescribeError(
-            "example_input must hold ONE sample (leading batch dimension 1), "
-            "got shape %s" % (tuple(tensors[0].shape),))
+    first = _first_argument(example_input)
+    if isinstance(first, list):
+        if len(first) != 1:
+            raise DescribeError(
+                "example_input must hold ONE sample: its first argument is "
+                "a list of %d items (give one image)" % len(first))
+    else:
+        if not isinstance(first, torch.Tensor):
+            first = tensors[0]
+        if first.dim() == 0 or first.shape[0] != 1:
+            raise DescribeError(
+                "example_input must hold ONE sample (leading batch "
+                "dimension 1), got shape %s" % (tuple(first.shape),))
     return sum(t.numel() for t in tensors)
+
+
+def _other_values(tensor):
+    """A tensor of the same shape, dtype and device with other values:
+    floats from a normal distribution, integers among those the tensor
+    holds or 0 and 1 (any vocabulary has those), booleans at random."""
+    torch = _torch()
+    gen = torch.Generator().manual_seed(20261201)
+    if tensor.is_floating_point():
+        return torch.randn(tensor.shape, generator=gen).to(tensor.dtype)
+    if tensor.dtype == torch.bool:
+        return torch.randint(0, 2, tensor.shape, generator=gen).bool()
+    high = max(int(tensor.max()) + 1, 2) if tensor.numel() else 2
+    return torch.randint(0, high, tensor.shape, generator=gen).to(
+        tensor.dtype)
+
+
+def _with_other_values(example_input):
+    """The example with other values in its first argument (the images of
+    a detection model, not their targets; the token ids of a language
+    model, not its mask)."""
+    first = _first_argument(example_input)
+    other = _map_tensors(first, _other_values)
+    if isinstance(example_input, dict):
+        key = next(iter(example_input))
+        return dict(example_input, **{key: other})
+    if isinstance(example_input, tuple):
+        return (other,) + example_input[1:]
+    return other
+
+
+_PARAMETER_NAMES_SHOWN = 8
+
+
+def _unused_entry(unused, warnings):
+    """The entry, and a warning, for the module's tensors that the forward
+    pass did not use: they are on the GPU all the same."""
+    names, params, buffers = unused
+    if names:
+        shown = ", ".join(names[:_PARAMETER_NAMES_SHOWN])
+        more = len(names) - _PARAMETER_NAMES_SHOWN
+        warnings.append(
+            "%d trainable tensor(s) of %d elements in all were not used by "
+            "the forward pass (counted as weights all the same): %s%s"
+            % (len(names), params, shown,
+               " and %d more" % more if more > 0 else ""))
+    if not params and not buffers:
+        return None
+    entry = {"type": "unused", "activations": 0, "params": params}
+    if buffers:
+        entry["buffers"] = buffers
+    entry["saved"] = 0
+    return entry
+
+
+def _layers_on_cpu(module, example_input, warnings, why):
+    """The CPU pass, said out loud (why, how long), and run a second time
+    on other input values: where the two differ, the description depends
+    on the values and the warnings say so."""
+    import time
+    started = time.monotonic()
+    cpu_input = _map_tensors(example_input, lambda t: t.to("cpu"))
+    result = _record(module, cpu_input)
+    other = _record(module, _with_other_values(cpu_input))
+    warnings.append("described by a forward pass on the CPU with batch 1 "
+                    "(%.1f s, twice), %s" % (time.monotonic() - started, why))
+    if other[0] != result[0]:
+        warnings.append(
+            "the description depends on the example input's values: "
+            "another input of the same shape ran different layers or sizes "
+            "(%d layers against %d); the estimate holds for inputs like the "
+            "example" % (len(other[0]), len(result[0])))
+    return result
 
 
 def _check_choice(name, value, choices):
@@ -333,18 +278,34 @@ def _check_choice(name, value, choices):
                             % (name, value, ", ".join(choices)))
 
 
+def _first_line(err):
+    text = str(err).strip().splitlines()
+    line = text[0] if text else type(err).__name__
+    return line if len(line) <= 160 else line[:157] + "..."
+
+
 def describe(module, example_input, batch_size, optimizer="adam",
              precision="fp32", model=None, input_elements=None, source=None,
              device="auto"):
     """Return the aegis-model/1 description (a dict) of a torch nn.Module.
 
-    example_input: what module(...) takes for ONE sample (a tensor, a tuple of
-    positional tensors or a dict of keyword tensors, leading dimension 1).
-    device: "meta" runs the pass on meta tensors (a tie-preserving copy of the
-    module when it is not already on meta), "cpu" runs it as given, "auto"
-    tries meta and falls back to CPU when the forward pass needs real values.
+    example_input: what module(...) takes for ONE sample: a tensor with
+    leading dimension 1, a tuple of positional arguments or a dict of
+    keyword ones. A list of one image as the first argument is one sample
+    too: a detection model is described as it trains,
+    describe(model, ([image], [target]), ...).
+    device: "meta" runs the pass on meta tensors (a structural copy of the
+    module, no weights copied, unless it is on meta already), "cpu" on the
+    module itself with batch 1, "auto" tries meta and falls back to CPU
+    when the forward pass needs real values. A CPU pass runs twice, on the
+    example and on other values of the same shape, to see whether the
+    description depends on them.
     input_elements defaults to the elements of example_input (tokens for
-    text). The module itself is left unchanged."""
+    text). The module is left as it was: weights, train/eval flag of every
+    submodule, random number generator.
+    The description's "warnings" (absent when there are none) say what its
+    footing is: a CPU fallback (why, how long), a dependence on the input's
+    values, trainable tensors the forward pass never used."""
     if not isinstance(batch_size, int) or batch_size < 1:
         raise DescribeError("batch_size must be an integer >= 1, got %r"
                             % (batch_size,))
@@ -354,20 +315,27 @@ def describe(module, example_input, batch_size, optimizer="adam",
     sample_elements = _check_one_sample(example_input)
     if input_elements is None:
         input_elements = sample_elements
-    layers = None
+    warnings = []
+    result = None
+    why = "as asked (device cpu)"
     if device in ("auto", "meta"):
         runner = module if _is_meta(module) else _meta_copy(module)
-        meta_input = _map_tensors(example_input,
-                                  lambda t: t.to("meta"))
+        meta_input = _map_tensors(example_input, lambda t: t.to("meta"))
         try:
-            layers = _record(runner, meta_input)
-        except (NotImplementedError, RuntimeError, ValueError) as err:
+            result = _record(runner, meta_input)
+        except Exception as err:  # any failure of a forward we do not own
             if device == "meta" or _is_meta(module):
                 raise DescribeError("the forward pass does not run on the "
                                     "meta device: %s" % err) from err
-    if layers is None:
-        cpu_input = _map_tensors(example_input, lambda t: t.to("cpu"))
-        layers = _record(module, cpu_input)
+            why = ("because the pass on the meta device failed (%s): an "
+                   "operation needs real values, so the description may "
+                   "depend on them" % _first_line(err))
+    if result is None:
+        result = _layers_on_cpu(module, example_input, warnings, why)
+    layers = list(result[0])
+    unused = _unused_entry(result[1:], warnings)
+    if unused:
+        layers.append(unused)
     desc = {"format": FORMAT,
             "model": model if model is not None else type(module).__name__,
             "batch_size": batch_size,
@@ -376,13 +344,18 @@ def describe(module, example_input, batch_size, optimizer="adam",
             "input_elements": int(input_elements)}
     if source:
         desc["source"] = source
+    if warnings:
+        desc["warnings"] = warnings
     desc["layers"] = layers
     return desc
 
 
 def example_input_for(spec, input_shape=None, seq_len=None, device="meta"):
-    """The one-sample input a model spec takes: an image tensor
-    (1, C, H, W) or a row of token ids (1, N)."""
+    """The one-sample input a model spec takes, as its documentation calls
+    it in training: token ids (1, N); an image (1, C, H, W); a clip
+    (1, C, T, H, W); two frames (optical flow); or, for detection, a list
+    of one (C, H, W) image and a list of its target."""
+    import aegis_models
     torch = _torch()
     if spec.input_kind == "tokens":
         if input_shape is not None:
@@ -393,8 +366,21 @@ def example_input_for(spec, input_shape=None, seq_len=None, device="meta"):
     if seq_len is not None:
         raise DescribeError("%s takes images: use --input-shape, not "
                             "--seq-len" % spec.name)
-    shape = input_shape if input_shape is not None else spec.input_shape
-    return torch.zeros((1,) + tuple(shape), device=device)
+    shape = tuple(input_shape if input_shape is not None
+                  else spec.input_shape)
+    dims = 4 if spec.input_kind == "video" else 3
+    if len(shape) != dims:
+        raise DescribeError("%s takes %s: --input-shape needs %s" % (
+            spec.name, "clips" if dims == 4 else "images",
+            "C,T,H,W" if dims == 4 else "C,H,W"))
+    if spec.input_kind == "detection":
+        target = aegis_models.detection_target(spec.name, shape)
+        return ([torch.zeros(shape, device=device)],
+                [{k: v.to(device) for k, v in target.items()}])
+    image = torch.zeros((1,) + shape, device=device)
+    if spec.input_kind == "flow":
+        return (image, torch.zeros_like(image))
+    return image
 
 
 def command_line(name, optimizer=None, precision=None, input_shape=None,
@@ -423,7 +409,9 @@ def describe_builder(name, batch_size, optimizer=None, precision=None,
                      device="auto", attention=None):
     """Describe a model by name (a builder of aegis_models or a torchvision
     model). Unset options take the model's catalog defaults; attention
-    ("eager" or "fused") applies to the transformer builders only."""
+    ("eager" or "fused") applies to the transformer builders only. The
+    model is built on the meta device; only where its meta pass fails is
+    it built for real, on CPU, and described there (auto)."""
     import aegis_models
     _check_choice("device", device, DEVICES)
     source = command_line(name, optimizer, precision, input_shape, seq_len,
@@ -443,7 +431,7 @@ def describe_builder(name, batch_size, optimizer=None, precision=None,
             module = spec.build(num_classes, attention)
             desc = describe(module, example_input_for(spec, input_shape,
                                                       seq_len, "cpu"),
-                            *args, model=name, source=source, device="cpu")
+                            *args, model=name, source=source, device=device)
     except aegis_models.ModelError as err:
         raise DescribeError(str(err)) from err
     desc["model"] = name
@@ -487,31 +475,48 @@ NAME
 SYNOPSIS
     /usr/bin/python3 python/aegis_describe.py MODEL --batch-size B
         [--optimizer NAME] [--precision NAME]
-        [--input-shape C,H,W | --seq-len N] [--num-classes N]
+        [--input-shape C,H,W | --input-shape C,T,H,W | --seq-len N]
+        [--num-classes N]
         [--attention eager|fused] [--device auto|meta|cpu] [-o FILE]
     /usr/bin/python3 python/aegis_describe.py --list [--json]
 
 DESCRIPTION
-    Builds MODEL, runs one forward pass on a single sample with a forward
-    hook on every leaf module, and writes the model description JSON
-    (format aegis-model/1) that `aegis estimate` reads: per layer, in forward
-    order, the torch.nn class name, the output elements for one sample and
+    Builds MODEL, runs one training-mode forward pass on a single sample
+    with a forward hook on every leaf module and autograd's
+    saved-tensor hooks, and writes the model description JSON (format
+    aegis-model/1) that `aegis estimate` reads: per layer, in forward
+    order, the torch.nn class name, the output elements for one sample,
     the trainable parameter elements (shared weights counted once, at first
-    use; non-trainable tensors such as batch-norm statistics as "buffers").
+    use, wherever used: a weight handed to a function counts too;
+    non-trainable tensors such as batch-norm statistics as "buffers"), and
+    what autograd keeps of the layer for backward: "saved" floating-point
+    elements (in-place activations' copies, attention probabilities and
+    recurrent gates included), "saved_bytes" of other tensors (pooling
+    indices), "masks" (dropout's, a byte each on a GPU). Parameters no
+    layer used are listed as an "unused" layer and named in a warning.
 
     MODEL is a builder of python/aegis_models.py (bert_base, bert_large,
     gpt2_large, gpt2_xl, xlnet_base, xlnet_large, llama3_width_8layer,
-    xception, unet_resnet34, mnist_cnn) or a torchvision classification or
-    segmentation model name (resnet50, vgg16, efficientnet_b0, ...).
-    --list prints them all with their default input, optimizer, precision
-    and attention kind.
+    xception, unet_resnet34, mnist_cnn) or a torchvision model name:
+    classification and segmentation (resnet50, swin_t, fcn_resnet50, ...)
+    take an image, video models (r3d_18, mvit_v2_s, ...) a clip, optical
+    flow models (raft_small, raft_large) two frames, and detection models
+    (fasterrcnn_resnet50_fpn, maskrcnn_resnet50_fpn, ssd300_vgg16, ...)
+    are called as they train, model([image], [target]), with one box (and
+    a mask or keypoints where the model needs them); their own transform
+    resizes the image. --list prints them all with their default input,
+    optimizer, precision and attention kind.
 
     The pass runs on the meta device (shapes only: no memory, milliseconds)
     and falls back to a CPU pass with batch 1 when the model needs real
-    values. Functional steps that a container's forward calls between its
-    modules (torch.cat, +, F.avg_pool2d, F.relu, F.interpolate, ...) are
-    layers too, named by the function; views, constants and in-place calls
-    are not.
+    values (detection models always do). The fallback is said on stderr
+    and in the description's "warnings" (why, how long); it runs twice, on
+    the example and on other values, and warns when the two differ: the
+    description then depends on the input's values. Functional steps that
+    a container's forward calls between its modules (torch.cat, +,
+    F.avg_pool2d, F.relu, F.interpolate, ...) are layers too, named by the
+    function, and so is any other function there that uses a parameter or
+    makes a tensor autograd keeps.
 
 OPTIONS
     --batch-size B      Per-GPU batch size written to the description
@@ -522,7 +527,11 @@ OPTIONS
     --precision NAME    fp32, amp_fp16, amp_bf16, fp16 or bf16. Default: the
                         model's catalog precision (fp32, llama3: bf16).
     --input-shape C,H,W Image size of one sample for image models (default
-                        3,224,224; inception_v3 3,299,299; mnist_cnn 1,28,28).
+                        3,224,224; inception_v3 3,299,299; mnist_cnn
+                        1,28,28; detection 3,800,800, ssd300 3,300,300);
+                        C,T,H,W for video models (default 3,16,112,112;
+                        s3d and mvit 3,16,224,224); each frame's C,H,W for
+                        optical flow (default 3,368,496).
     --seq-len N         Tokens per sample for text models (default 512).
     --num-classes N     Classifier outputs (default: the model's own).
     --attention KIND    Transformer builders only. eager: the attention
@@ -551,11 +560,14 @@ EXAMPLES
         --input-shape 3,32,32 --optimizer adamw
     python/aegis_describe.py gpt2_xl --batch-size 2 --seq-len 512
 
-    From Python, for any nn.Module:
+    From Python, for any nn.Module (the module is left as it was; its
+    weights are not copied):
         import aegis_describe
         desc = aegis_describe.describe(model, torch.zeros(1, 3, 224, 224),
                                        batch_size=32, optimizer="sgd")
         open("m.json", "w").write(aegis_describe.to_json(desc))
+    A detection model, as it trains:
+        desc = aegis_describe.describe(model, ([image], [target]), 4)
 """
 
 
@@ -584,10 +596,10 @@ def _shape(text):
         dims = tuple(int(part) for part in text.split(","))
     except ValueError:
         raise argparse.ArgumentTypeError(
-            "%r is not C,H,W (three integers)" % text)
-    if len(dims) != 3 or min(dims) < 1:
+            "%r is not C,H,W or C,T,H,W (integers)" % text)
+    if len(dims) not in (3, 4) or min(dims) < 1:
         raise argparse.ArgumentTypeError(
-            "%r is not C,H,W (three integers >= 1)" % text)
+            "%r is not C,H,W or C,T,H,W (integers >= 1)" % text)
     return dims
 
 
@@ -656,6 +668,8 @@ def main(argv=None):
         sys.stderr.write("aegis_describe: %s failed on the given input: %s\n"
                          % (args.model, err))
         return EXIT_BAD_INPUT
+    for warning in desc.get("warnings", []):
+        sys.stderr.write("aegis_describe: warning: %s\n" % warning)
     text = to_json(desc)
     if args.output:
         try:

@@ -4,16 +4,17 @@ The catalog's jobs (data/catalog.csv) train BERT, GPT-2, XLNet and a
 Llama-3-width model with Hugging Face transformers, Xception with timm, a U-Net
 with segmentation_models_pytorch and a small MNIST CNN. None of those libraries
 is available here, so each model is rebuilt from torch.nn at the catalog's
-sizes, with the same parameter tensors and the same per-layer outputs. Every
-tensor a training step keeps for backward is produced by a module (nn.Softmax
-over attention scores, a MatMul module for scores and context), so that the
-extractor's forward hooks see it; attention is described as the eager
-(non-fused) computation, the upper bound of what a step keeps.
+sizes, with the same parameter tensors and the same per-layer outputs. The
+steps of attention are modules (nn.Softmax over attention scores, a MatMul
+module for scores and context), so that the description lists them as
+layers; eager attention keeps them all, the fused kind (ScaledDotProduct,
+one GPU kernel) only its inputs, output and a log-sum-exp per row.
 
 Each model is a Spec: how to build it, what one sample is, and the training
 settings the catalog job uses (read from the AEGIS training scripts; see the
 README section "Describing a model for the estimator"). Torchvision model
-names are specs too, with adam/fp32 and a 224x224 image unless given.
+names are specs too, each family with its documented input (an image, a
+clip, two frames, or for detection an image and its target), adam/fp32.
 """
 
 import math
@@ -24,6 +25,9 @@ from torch import nn
 
 # build(num_classes=None, attention=None) makes the module; attention is
 # the default attention kind of a transformer (None for other models).
+# input_kind: "tokens", "image" (input_shape C,H,W), "video" (C,T,H,W),
+# "flow" (two frames of C,H,W) or "detection" (a list of one C,H,W image
+# and a list of its one target).
 Spec = namedtuple("Spec", "name build input_kind input_shape seq_len "
                           "optimizer precision attention description "
                           "torchvision")
@@ -164,6 +168,10 @@ class ScaledDotProduct(nn.Module):
     so the context is the layer's only activation. Its inputs are the
     already projected q, k and v (layers of their own), which is why it is
     not named like nn.MultiheadAttention, whose projections are inside."""
+
+    # For aegis_record: a GPU keeps q, k, v, the context and a log-sum-exp
+    # per row, not the scores this forward computes step by step.
+    fused_kernel = True
 
     def __init__(self, head_dim, causal, dropout):
         super().__init__()
@@ -749,7 +757,39 @@ _TORCHVISION_KWARGS = {
     "inception_v3": {"aux_logits": False, "init_weights": False},
     "googlenet": {"aux_logits": False, "init_weights": False},
 }
-_TORCHVISION_SHAPES = {"inception_v3": (3, 299, 299)}
+
+# One sample of each torchvision family, as its documentation calls the
+# model in training: an image (C, H, W); a clip (C, T, H, W) for video; a
+# pair of frames for optical flow; for detection an image that the model's
+# own transform resizes (800 pixels for the R-CNNs, RetinaNet and FCOS),
+# passed as model([image], [target]).
+_TORCHVISION_SHAPES = {
+    "inception_v3": (3, 299, 299),
+    "ssd300_vgg16": (3, 300, 300),
+    "ssdlite320_mobilenet_v3_large": (3, 320, 320),
+    "fasterrcnn_mobilenet_v3_large_320_fpn": (3, 320, 320),
+    "s3d": (3, 16, 224, 224), "mvit_v1_b": (3, 16, 224, 224),
+    "mvit_v2_s": (3, 16, 224, 224),
+}
+_FAMILY_SHAPES = {"image": IMAGE, "detection": (3, 800, 800),
+                  "video": (3, 16, 112, 112), "flow": (3, 368, 496)}
+
+
+def _family_names():
+    """torchvision model name -> input kind, quantized models left out
+    (they train through a different path and run on CPU only)."""
+    import torchvision.models as tvm
+    kinds = {}
+    for module, kind in ((tvm, "image"), (tvm.segmentation, "image"),
+                         (tvm.detection, "detection"), (tvm.video, "video"),
+                         (tvm.optical_flow, "flow")):
+        for name in tvm.list_models(module):
+            kinds.setdefault(name, kind)
+    return kinds
+
+
+def _torchvision_names():
+    return sorted(_family_names())
 
 
 def _segmentation_names():
@@ -758,27 +798,42 @@ def _segmentation_names():
         torchvision.models.segmentation))
 
 
-def _torchvision_names():
-    import torchvision
-    names = set(torchvision.models.list_models(torchvision.models))
-    return sorted(names | _segmentation_names())
+def detection_target(name, shape):
+    """What a detection model's training step is given for one image of
+    shape (C, H, W): one box in its middle, labelled 1; a mask for Mask
+    R-CNN, 17 visible keypoints for Keypoint R-CNN."""
+    _, height, width = shape
+    box = torch.tensor([[width / 4, height / 4, 3 * width / 4,
+                         3 * height / 4]])
+    target = {"boxes": box, "labels": torch.ones(1, dtype=torch.long)}
+    if "maskrcnn" in name:
+        mask = torch.zeros(1, height, width, dtype=torch.uint8)
+        mask[:, height // 4:3 * height // 4, width // 4:3 * width // 4] = 1
+        target["masks"] = mask
+    if "keypointrcnn" in name:
+        points = torch.linspace(0.3, 0.7, 17)
+        target["keypoints"] = torch.stack(
+            [points * width, points * height, torch.ones(17)], dim=1)[None]
+    return target
 
 
 def _torchvision_spec(name):
     import torchvision
+    kind = _family_names()[name]
 
     def build(num_classes=None, attention=None):
         _refuse("--attention", attention, name)
         kwargs = dict(_TORCHVISION_KWARGS.get(name, {}))
-        if name in _segmentation_names():
+        if kind == "detection" or name in _segmentation_names():
             # Their backbones default to pretrained weights, which would
             # be downloaded; the values do not matter here.
             kwargs["weights_backbone"] = None
         if num_classes is not None:
             kwargs["num_classes"] = num_classes
         return torchvision.models.get_model(name, weights=None, **kwargs)
-    return Spec(name, build, "image", _TORCHVISION_SHAPES.get(name, IMAGE),
-                None, "adam", "fp32", None, "torchvision " + name, True)
+    shape = _TORCHVISION_SHAPES.get(name, _FAMILY_SHAPES[kind])
+    return Spec(name, build, kind, shape, None, "adam", "fp32", None,
+                "torchvision " + name, True)
 
 
 def lookup(name):
@@ -787,7 +842,7 @@ def lookup(name):
     for spec in _BUILDERS:
         if spec.name == name:
             return spec
-    if name in _torchvision_names():
+    if name in _family_names():
         return _torchvision_spec(name)
     raise UnknownModel("unknown model %r (aegis_describe.py --list shows "
                        "the known ones)" % name)

@@ -29,8 +29,12 @@ static const char help[] =
 "    layers in forward order with each one's output elements per sample\n"
 "    and trainable parameters, plus the batch size, the optimizer (sgd,\n"
 "    sgd_momentum, adam, adamw, rmsprop, adagrad) and the precision (fp32,\n"
-"    amp_fp16, amp_bf16, fp16, bf16). With '-', descriptions are read\n"
-"    from stdin, one JSON object per line.\n"
+"    amp_fp16, amp_bf16, fp16, bf16). The extractor also writes what\n"
+"    autograd was seen to keep of each layer (saved, saved_bytes, masks)\n"
+"    and its warnings (a CPU pass, a forward pass that depends on the\n"
+"    input's values, unused weights), which are repeated on stderr as\n"
+"    'FILE: warning: ...'. With '-', descriptions are read from stdin,\n"
+"    one JSON object per line.\n"
 "\n"
 "ESTIMATORS\n"
 "    aegis   (default) a physical model -- weights, gradients, optimizer\n"
@@ -68,7 +72,10 @@ static const char help[] =
 "\n"
 "EXIT STATUS\n"
 "    0 success; 1 write error; 2 bad usage or a bad description (the\n"
-"    message names the file and the field, e.g. layers[12].params).\n";
+"    message names the file and the field, e.g. layers[12].params, or\n"
+"    says an implausible size: above 2^40 elements in a field or in all\n"
+"    layers together). Every input is read: the bad ones are reported,\n"
+"    the good ones estimated, and the status is 2 if any was bad.\n";
 
 enum { WANT_AEGIS = 1, WANT_HORUS = 2 };
 
@@ -85,8 +92,8 @@ static json_t *components_json(const est_components *c) {
         json_object_set_new(acts, est_category_name((est_category)i),
                             json_real(c->activations[i]));
     static const char *const group_names[EST_NGROUP] = {
-        "state", "act_matmul", "act_elementwise", "act_scores", "workspace",
-        "conv_workspace"};
+        "state", "act_matmul", "act_elementwise", "act_input", "act_scores",
+        "workspace", "conv_workspace"};
     double g[EST_NGROUP];
     est_groups(c, g);
     json_t *groups = json_object();
@@ -128,8 +135,24 @@ static void print_text(const char *name, const est_desc *d,
         printf("  horus  %10.0f MiB\n", horus);
 }
 
+/* The extractor's warnings say what the description stands on (a CPU
+ * pass, values the forward pass depends on): repeated with the estimate. */
+static void print_warnings(const char *name, const est_desc *d) {
+    for (size_t i = 0; i < d->nwarnings; i++)
+        fprintf(stderr, "aegis estimate: %s: warning: %s\n", name,
+                d->warnings[i]);
+}
+
+static json_t *warnings_json(const est_desc *d) {
+    json_t *list = json_array();
+    for (size_t i = 0; i < d->nwarnings; i++)
+        json_array_append_new(list, json_string(d->warnings[i]));
+    return list;
+}
+
 static int estimate_one(const char *name, const est_desc *d,
                         const estimate_cmd *cmd) {
+    print_warnings(name, d);
     est_components c;
     est_result r;
     est_physical(d, &c);
@@ -154,6 +177,8 @@ static int estimate_one(const char *name, const est_desc *d,
     json_t *out = json_pack("{s:s, s:s, s:I, s:o}", "file", name, "model",
                             d->model, "batch_size", (json_int_t)d->batch_size,
                             "estimates", est);
+    if (out && d->nwarnings)
+        json_object_set_new(out, "warnings", warnings_json(d));
     int rc = out ? json_dumpf(out, stdout, JSON_COMPACT | JSON_REAL_PRECISION(10))
                  : -1;
     putchar('\n');
@@ -161,12 +186,20 @@ static int estimate_one(const char *name, const est_desc *d,
     return rc;
 }
 
-/* Descriptions as JSON lines on stdin; blank lines are skipped. */
+/* Folds the status of one input into the command's: a bad input (2) is
+ * remembered and the next one read, a write error (1) ends the run. */
+static int worst(int rc, int one) {
+    if (rc == CLI_FAIL || one == CLI_FAIL) return CLI_FAIL;
+    return one == CLI_USAGE ? CLI_USAGE : rc;
+}
+
+/* Descriptions as JSON lines on stdin; blank lines are skipped, a bad
+ * line is reported and the next one read. */
 static int estimate_stdin(const estimate_cmd *cmd) {
     char *line = NULL;
     size_t cap = 0;
     int lineno = 0, rc = CLI_OK;
-    while (rc == CLI_OK && getline(&line, &cap, stdin) > 0) {
+    while (rc != CLI_FAIL && getline(&line, &cap, stdin) > 0) {
         lineno++;
         if (line[strspn(line, " \t\r\n")] == '\0') continue;
         char name[32], err[512];
@@ -179,7 +212,7 @@ static int estimate_stdin(const estimate_cmd *cmd) {
             snprintf(err, sizeof(err), "%s: bad JSON: %s", name, jerr.text);
         if (!d) {
             fprintf(stderr, "aegis estimate: %s\n", err);
-            rc = CLI_USAGE;
+            rc = worst(rc, CLI_USAGE);
         } else if (estimate_one(name, d, cmd) < 0) {
             rc = CLI_FAIL;
         }
@@ -255,11 +288,14 @@ int cli_estimate(int argc, char **argv) {
               "estimate --help')\n", stderr);
         return CLI_USAGE;
     }
+    /* Every input is estimated or reported, whatever came before it. */
     int rc = CLI_OK;
-    for (int i = optind; i < argc && rc == CLI_OK; i++)
-        rc = strcmp(argv[i], "-") == 0 ? estimate_stdin(&cmd)
-                                       : estimate_file(argv[i], &cmd);
-    if (rc == CLI_OK && fflush(stdout) != 0) {
+    for (int i = optind; i < argc && rc != CLI_FAIL; i++) {
+        int one = strcmp(argv[i], "-") == 0 ? estimate_stdin(&cmd)
+                                            : estimate_file(argv[i], &cmd);
+        rc = worst(rc, one);
+    }
+    if (rc != CLI_FAIL && fflush(stdout) != 0) {
         fputs("aegis estimate: cannot write the estimates\n", stderr);
         rc = CLI_FAIL;
     }

@@ -30,10 +30,10 @@ void est_groups(const est_components *c, double g[EST_NGROUP]) {
                           c->activations[EST_CAT_OTHER];
     g[EST_G_ACT_ELEMENTWISE] = c->activations[EST_CAT_NORM] +
                                c->activations[EST_CAT_ACTIVATION] +
-                               c->activations[EST_CAT_ACTIVATION_IN] +
                                c->activations[EST_CAT_POOL] +
                                c->activations[EST_CAT_MAXPOOL] +
                                c->activations[EST_CAT_VIEW];
+    g[EST_G_ACT_INPUT] = c->activations[EST_CAT_ACTIVATION_IN];
     g[EST_G_ACT_SCORES] = c->activations[EST_CAT_DROPOUT] +
                           c->activations[EST_CAT_SOFTMAX];
     g[EST_G_WORKSPACE] = c->workspace + c->rounding;

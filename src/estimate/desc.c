@@ -15,9 +15,11 @@
 
 #define FORMAT_TAG "aegis-model/1"
 
-/* Element counts above 2^53 would lose precision as doubles; no model
- * layer comes near (GPT-3's embedding is ~6e8 elements). */
-#define MAX_ELEMENTS ((json_int_t)1 << 53)
+/* A count above 2^40 elements (4 TiB of fp32) is no model a GPU holds,
+ * in one field or in all layers together: such a description is a typo or
+ * garbage, and estimating it would only give absurd figures. (No model
+ * layer comes near: GPT-3's embedding is ~6e8 elements.) */
+#define MAX_ELEMENTS ((json_int_t)1 << 40)
 
 static void fail(char *err, size_t errlen, const char *fmt, ...) {
     va_list ap;
@@ -46,8 +48,8 @@ static int read_count(const json_t *obj, const char *key, double lo,
     if (!v)
         fail(err, errlen, "%s: %s%s: missing", name, where, key);
     else if (n > MAX_ELEMENTS)
-        fail(err, errlen, "%s: %s%s: %lld is above 2^53", name, where, key,
-             (long long)n);
+        fail(err, errlen, "%s: %s%s: %lld is implausible (above 2^40 "
+             "elements)", name, where, key, (long long)n);
     else
         fail(err, errlen, "%s: %s%s: not a%s integer", name, where, key,
              lo > 0 ? " positive" : " non-negative");
@@ -94,17 +96,77 @@ static int read_layer(const json_t *item, size_t index, const char *name,
              "string", name, index);
         return -1;
     }
-    layer->category = est_category_of(type);
-    layer->buffers = 0;
+    *layer = (est_layer){.category = est_category_of(type)};
     long at = (long)index;
     return read_count(item, "activations", 0, 0, name, at,
                       &layer->activations, err, errlen) ||
                    read_count(item, "params", 0, 0, name, at,
                               &layer->params, err, errlen) ||
                    read_count(item, "buffers", 0, 1, name, at,
-                              &layer->buffers, err, errlen)
+                              &layer->buffers, err, errlen) ||
+                   read_count(item, "saved", 0, 1, name, at, &layer->saved,
+                              err, errlen) ||
+                   read_count(item, "saved_bytes", 0, 1, name, at,
+                              &layer->saved_bytes, err, errlen) ||
+                   read_count(item, "masks", 0, 1, name, at, &layer->masks,
+                              err, errlen)
                ? -1
                : 0;
+}
+
+static int is_measured(const json_t *item) {
+    return json_object_get(item, "saved") ||
+           json_object_get(item, "saved_bytes") ||
+           json_object_get(item, "masks");
+}
+
+/* Fields plausible one by one can still add up to no real model. */
+static int check_totals(const est_desc *d, const char *name, char *err,
+                        size_t errlen) {
+    double params = 0, kept = 0;
+    for (size_t i = 0; i < d->nlayers; i++) {
+        const est_layer *l = &d->layers[i];
+        params += l->params + l->buffers;
+        kept += l->activations + l->saved + l->masks + l->saved_bytes / 8;
+    }
+    if (params > (double)MAX_ELEMENTS) {
+        fail(err, errlen, "%s: layers: %.0f parameters in all is "
+             "implausible (above 2^40 elements)", name, params);
+        return -1;
+    }
+    if (kept * (double)d->batch_size > (double)MAX_ELEMENTS) {
+        fail(err, errlen, "%s: layers: %.0f activation elements per batch "
+             "of %ld is implausible (above 2^40)", name,
+             kept * (double)d->batch_size, d->batch_size);
+        return -1;
+    }
+    return 0;
+}
+
+/* The extractor's warnings (optional): an array of strings. */
+static int read_warnings(const json_t *root, const char *name, est_desc *d,
+                         char *err, size_t errlen) {
+    const json_t *list = json_object_get(root, "warnings");
+    if (!list) return 0;
+    size_t n = json_array_size(list);   /* 0 for a non-array */
+    for (size_t i = 0; i < n; i++)
+        if (!json_is_string(json_array_get(list, i))) list = NULL;
+    if (!json_is_array(list)) {
+        fail(err, errlen, "%s: warnings: not an array of strings", name);
+        return -1;
+    }
+    if (n && !(d->warnings = calloc(n, sizeof(*d->warnings)))) {
+        fail(err, errlen, "%s: out of memory", name);
+        return -1;
+    }
+    for (; d->nwarnings < n; d->nwarnings++) {
+        const json_t *text = json_array_get(list, d->nwarnings);
+        if (!(d->warnings[d->nwarnings] = strdup(json_string_value(text)))) {
+            fail(err, errlen, "%s: out of memory", name);
+            return -1;
+        }
+    }
+    return 0;
 }
 
 static int read_header(const json_t *root, const char *name, est_desc *d,
@@ -151,7 +213,9 @@ est_desc *est_desc_from_json(const json_t *root, const char *name, char *err,
         fail(err, errlen, "%s: out of memory", name);
         return NULL;
     }
-    if (read_header(root, name, d, err, errlen) < 0) goto bad;
+    if (read_header(root, name, d, err, errlen) < 0 ||
+        read_warnings(root, name, d, err, errlen) < 0)
+        goto bad;
     const json_t *layers = json_object_get(root, "layers");
     if (!json_is_array(layers) || json_array_size(layers) == 0) {
         fail(err, errlen, "%s: layers: missing or not a non-empty array", name);
@@ -162,10 +226,13 @@ est_desc *est_desc_from_json(const json_t *root, const char *name, char *err,
         fail(err, errlen, "%s: out of memory", name);
         goto bad;
     }
-    for (size_t i = 0; i < d->nlayers; i++)
-        if (read_layer(json_array_get(layers, i), i, name, &d->layers[i], err,
-                       errlen) < 0)
+    for (size_t i = 0; i < d->nlayers; i++) {
+        const json_t *item = json_array_get(layers, i);
+        if (read_layer(item, i, name, &d->layers[i], err, errlen) < 0)
             goto bad;
+        if (is_measured(item)) d->measured = 1;
+    }
+    if (check_totals(d, name, err, errlen) < 0) goto bad;
     return d;
 bad:
     est_desc_free(d);
@@ -227,5 +294,7 @@ void est_desc_free(est_desc *desc) {
     if (!desc) return;
     free(desc->model);
     free(desc->layers);
+    for (size_t i = 0; i < desc->nwarnings; i++) free(desc->warnings[i]);
+    free(desc->warnings);
     free(desc);
 }

@@ -53,6 +53,12 @@ typedef struct est_layer {
     double activations;     /* output elements for one sample */
     double params;          /* trainable elements */
     double buffers;         /* non-trainable elements (0 if not given) */
+    /* What autograd keeps of this layer for one sample, as the extractor
+     * measured it (0 if not given): */
+    double saved;           /* floating-point elements (their size is the
+                               job's activation precision) */
+    double saved_bytes;     /* bytes of other tensors (int64 indices) */
+    double masks;           /* dropout mask elements, a byte each on GPU */
 } est_layer;
 
 typedef struct est_desc {
@@ -63,6 +69,11 @@ typedef struct est_desc {
     double input_elements;  /* elements of one input sample */
     est_layer *layers;      /* nlayers entries, forward order */
     size_t nlayers;
+    int measured;           /* some layer gives saved, saved_bytes or
+                               masks: every layer's kept tensors are those
+                               (absent = 0), not inferred from categories */
+    char **warnings;        /* the extractor's, nwarnings strings */
+    size_t nwarnings;
 } est_desc;
 
 /* Reads and checks a description file. Returns NULL with
@@ -110,6 +121,12 @@ typedef enum est_group {
     EST_G_ACT_MATMUL,       /* activations of conv/linear/embedding/attention
                                /other layers and the input */
     EST_G_ACT_ELEMENTWISE,  /* activations of norm/activation/pool layers */
+    EST_G_ACT_INPUT,        /* what activations whose backward reads their
+                               input keep (GELU, SiLU, Hardswish; an
+                               in-place one's copy of its input): the
+                               extractor sees autograd keep them, the
+                               measured GPUs show them cheaper than the
+                               other element-wise tensors */
     EST_G_ACT_SCORES,       /* softmax and dropout outputs: in transformers
                                the attention scores, which fused attention
                                kernels may never store */

@@ -30,8 +30,8 @@
 #include "estimate.h"
 
 const est_learned est_learned_shipped = {
-    .intercept_mib = {566.998, 1454.22},
-    .coef = {1.16796, 0.475185, 1.1131, 0.425787, 2.53399, 3.52842},
-    .margin_log = 0.167403,
+    .intercept_mib = {559.78, 1452.89},
+    .coef = {1.18383, 0.812037, 0.852748, 0.246116, 0.967767, 2.35191, 2.45644},
+    .margin_log = 0.152668,
     .margin_quantile = 0.95,
 };

@@ -9,6 +9,11 @@
  * input (so the previous layer's output stays), as do GELU-like
  * activations; ReLU-like activations and softmax need their own output;
  * dropout keeps a one-byte mask and max pooling its argmax indices.
+ * That inference is for descriptions that only list layer outputs (the
+ * GPUMemNet MLPs, hand-written ones). The extractor measures instead what
+ * autograd keeps in a forward pass (est_desc.measured): then each layer's
+ * saved elements, fixed-size bytes and dropout masks are taken as they
+ * are.
  * Convolutions also take cuDNN workspace; its size depends on the
  * algorithm cuDNN picks, so this file gives only its unit (the largest
  * convolution's output) and the learned correction its multiple.
@@ -121,9 +126,17 @@ void est_physical(const est_desc *d, est_components *out) {
         out->gradients += l->params * wb;
         out->optimizer += l->params * wb * states;
         double act = l->activations * batch;
-        double kept = (output_kept(d, i) + role[l->category].internal) * act *
-                      ab;
-        double side = role[l->category].side_bytes * act;
+        double kept, side;
+        if (d->measured) {
+            /* What autograd was seen to keep; dropout masks at the byte
+             * per element of the GPU's fused kernel. */
+            kept = l->saved * batch * ab;
+            side = (l->saved_bytes + l->masks) * batch;
+        } else {
+            kept = (output_kept(d, i) + role[l->category].internal) * act *
+                   ab;
+            side = role[l->category].side_bytes * act;
+        }
         out->activations[l->category] += kept + side;
         round_bytes += rounding_loss(l->params * wb) * (2 + states) +
                        rounding_loss(kept) + rounding_loss(side);

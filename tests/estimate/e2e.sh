@@ -121,6 +121,52 @@ help)
         grep -q -- "$word" "$TMP/h" || fail "--help lacks $word"
     done
     "$AEGIS" --help | grep -q "estimate" || fail "aegis --help lacks it" ;;
+several)
+    # Every bad description is reported and every good one estimated, in
+    # order; the exit status says some input was bad.
+    sed 's/"params": 1638500/"params": "many"/' "$TMP/d.json" >"$TMP/b.json"
+    sed 's/small cnn/second cnn/' "$TMP/d.json" >"$TMP/e.json"
+    "$AEGIS" estimate "$TMP/d.json" "$TMP/b.json" "$TMP/nothing.json" \
+        "$TMP/e.json" >"$TMP/out" 2>"$TMP/err"
+    rc=$?
+    cat "$TMP/out" "$TMP/err"
+    [ $rc -eq 2 ] || fail "exit $rc, expected 2"
+    grep -q "small cnn" "$TMP/out" || fail "first good one not estimated"
+    grep -q "second cnn" "$TMP/out" || fail "good one after bad not estimated"
+    grep -q "b.json: layers\[5\].params" "$TMP/err" || fail "b.json not named"
+    grep -q "nothing.json: cannot read" "$TMP/err" || fail "missing not named"
+    [ "$(wc -l <"$TMP/err")" -eq 2 ] || fail "expected two messages"
+    # The same on stdin: the bad line is named, the good ones estimated.
+    { tr -d '\n' <"$TMP/d.json"; echo; echo '{"format": 1}';
+      tr -d '\n' <"$TMP/e.json"; echo; } |
+        "$AEGIS" estimate --json - >"$TMP/out" 2>"$TMP/err"
+    rc=$?
+    [ $rc -eq 2 ] || fail "stdin: exit $rc, expected 2"
+    [ "$(wc -l <"$TMP/out")" -eq 2 ] || fail "stdin: expected 2 estimates"
+    grep -q "<stdin>:2: format" "$TMP/err" || fail "stdin: bad line not named" ;;
+implausible)
+    # 2^53 elements per layer passes as a JSON integer but is no model.
+    sed 's/"activations": 16384, "params": 0}/"activations": 9007199254740992, "params": 0}/' \
+        "$TMP/d.json" >"$TMP/b.json"
+    expect_bad "b.json: layers\[3\].activations: 9007199254740992 is implausible" \
+        "$TMP/b.json"
+    sed 's/"input_elements": 3072/"input_elements": 9007199254740992/' \
+        "$TMP/d.json" >"$TMP/b.json"
+    expect_bad "b.json: input_elements: 9007199254740992 is implausible" \
+        "$TMP/b.json" ;;
+warnings)
+    # What the extractor warns about (a CPU fallback, value-dependent
+    # control flow) is repeated with the estimate, so that the user sees
+    # the estimate's footing.
+    sed 's/"layers": \[/"warnings": ["the forward pass depends on the input values"], "layers": [/' \
+        "$TMP/d.json" >"$TMP/w.json"
+    "$AEGIS" estimate "$TMP/w.json" >"$TMP/out" 2>"$TMP/err" || fail "exit $?"
+    grep -q "w.json: warning: the forward pass depends on the input values" \
+        "$TMP/err" || fail "warning not repeated"
+    "$AEGIS" estimate --json "$TMP/w.json" >"$TMP/out" 2>/dev/null ||
+        fail "--json: exit $?"
+    grep -q '"warnings":\["the forward pass depends' "$TMP/out" ||
+        fail "--json lacks the warnings" ;;
 sim_column)
     # The simulator takes aegis_mib as an estimator column: a catalog whose
     # aegis_mib says every job needs 39 GiB must serialise them.

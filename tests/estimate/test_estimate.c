@@ -78,8 +78,22 @@ static void test_parse_errors(void **state) {
                  "[]", "layers[1]: not an object");
     expect_error("\"batch_size\": 2", "\"batch_size\": 0",
                  "d.json: batch_size: not a positive integer");
-    expect_error("\"params\": 36", "\"params\": 9007199254740993",
-                 "layers[3].params: 9007199254740993 is above 2^53");
+    /* 2^53 elements in one field is no model a GPU holds: refused, the
+     * field named, before it gives absurd estimates. */
+    expect_error("\"params\": 36", "\"params\": 9007199254740992",
+                 "layers[3].params: 9007199254740992 is implausible");
+    expect_error("\"activations\": 4,", "\"activations\": 1099511627777,",
+                 "layers[3].activations: 1099511627777 is implausible");
+    expect_error("\"input_elements\": 10", "\"input_elements\": 2e3",
+                 "input_elements: not a non-negative integer");
+    expect_error("\"params\": 0}]", "\"params\": 0, \"saved\": -4}]",
+                 "layers[4].saved: not a non-negative integer");
+    expect_error("\"params\": 0}]", "\"params\": 0, \"masks\": "
+                 "1099511627777}]", "layers[4].masks: 1099511627777 is "
+                 "implausible");
+    /* Fields fine one by one can still add up to no real model. */
+    expect_error("\"params\": 88", "\"params\": 1099511627776",
+                 "layers: 1099511627812 parameters in all is implausible");
     expect_error("\"batch_size\": 2", "\"batch_size\": 20000000",
                  "batch_size: 20000000 is above 1000000");
     expect_error("\"adam\"", "\"lion\"",
@@ -212,6 +226,12 @@ static void test_physical_optimizer_precision(void **state) {
     est_desc_free(d);
 }
 
+/* A layer of the given category, output elements, parameters and
+ * buffers, nothing measured. */
+#define LAYER(cat, act, par, buf) \
+    {.category = (cat), .activations = (act), .params = (par), \
+     .buffers = (buf)}
+
 /* The physical components of n hand-made layers (batch 1, SGD, fp32, no
  * input). */
 static void physical_of(est_layer *layers, size_t n, est_components *c) {
@@ -225,8 +245,9 @@ static void physical_of(est_layer *layers, size_t n, est_components *c) {
  * (a ReLU in its place would keep only its own output). */
 static void test_physical_input_activation(void **state) {
     est_layer layers[] = {
-        {EST_CAT_LINEAR, 100, 0, 0}, {EST_CAT_ACTIVATION_IN, 100, 0, 0},
-        {EST_CAT_LINEAR, 10, 1010, 0}};
+        LAYER(EST_CAT_LINEAR, 100, 0, 0),
+        LAYER(EST_CAT_ACTIVATION_IN, 100, 0, 0),
+        LAYER(EST_CAT_LINEAR, 10, 1010, 0)};
     est_components c;
     physical_of(layers, 3, &c);
     assert_float_equal(c.activations[EST_CAT_LINEAR] * MIB, 400 + 40, 1e-6);
@@ -241,8 +262,8 @@ static void test_physical_input_activation(void **state) {
  * the layer before it is kept when the layer after it needs its input. */
 static void test_physical_view(void **state) {
     est_layer layers[] = {
-        {EST_CAT_ACTIVATION, 100, 0, 0}, {EST_CAT_VIEW, 100, 0, 0},
-        {EST_CAT_LINEAR, 10, 1010, 0}};
+        LAYER(EST_CAT_ACTIVATION, 100, 0, 0), LAYER(EST_CAT_VIEW, 100, 0, 0),
+        LAYER(EST_CAT_LINEAR, 10, 1010, 0)};
     est_components c;
     physical_of(layers, 3, &c);
     assert_float_equal(c.activations[EST_CAT_VIEW], 0, 1e-12);
@@ -255,8 +276,9 @@ static void test_physical_view(void **state) {
  * overwrote: the norm layer's output before it, not a copy of its own. */
 static void test_physical_in_place(void **state) {
     est_layer layers[] = {
-        {EST_CAT_CONV, 100, 0, 0}, {EST_CAT_NORM, 100, 0, 0},
-        {EST_CAT_ACTIVATION, 0, 0, 0}, {EST_CAT_CONV, 10, 1010, 0}};
+        LAYER(EST_CAT_CONV, 100, 0, 0), LAYER(EST_CAT_NORM, 100, 0, 0),
+        LAYER(EST_CAT_ACTIVATION, 0, 0, 0),
+        LAYER(EST_CAT_CONV, 10, 1010, 0)};
     est_components c;
     physical_of(layers, 4, &c);
     /* conv 1's output for the norm's backward, conv 2's for the loss */
@@ -270,8 +292,8 @@ static void test_physical_in_place(void **state) {
  * the largest convolution's output. */
 static void test_physical_max_pool_and_conv(void **state) {
     est_layer layers[] = {
-        {EST_CAT_CONV, 100, 0, 0}, {EST_CAT_MAXPOOL, 25, 0, 0},
-        {EST_CAT_CONV, 10, 0, 0}};
+        LAYER(EST_CAT_CONV, 100, 0, 0), LAYER(EST_CAT_MAXPOOL, 25, 0, 0),
+        LAYER(EST_CAT_CONV, 10, 0, 0)};
     est_components c;
     physical_of(layers, 3, &c);
     /* conv 1's output for the pool's backward, conv 2's for the loss */
@@ -288,11 +310,73 @@ static void test_physical_max_pool_and_conv(void **state) {
     assert_float_equal(c.conv_workspace * MIB, 3 * 100 * 2, 1e-6);
 }
 
+/* A measured description (the extractor's autograd pass): a layer keeps
+ * exactly what it says it saved -- its saved elements at the activation
+ * precision, its fixed-size bytes (int64 indices) and its dropout masks at
+ * one byte each, as the GPU keeps them -- whatever its category; a layer
+ * that gives none of them keeps nothing. */
+static void test_physical_measured(void **state) {
+    est_layer layers[] = {
+        LAYER(EST_CAT_CONV, 100, 10, 0),
+        {.category = EST_CAT_ACTIVATION_IN, .activations = 100,
+         .saved = 100},
+        {.category = EST_CAT_MAXPOOL, .activations = 25, .saved = 100,
+         .saved_bytes = 200},
+        {.category = EST_CAT_DROPOUT, .activations = 25, .saved = 25,
+         .masks = 25},
+        {.category = EST_CAT_ATTENTION, .activations = 40, .saved = 1000},
+        LAYER(EST_CAT_LINEAR, 10, 0, 0)};
+    est_desc d = {.model = "", .batch_size = 2, .optimizer = EST_OPT_SGD,
+                  .precision = EST_PREC_FP32, .input_elements = 0,
+                  .layers = layers, .nlayers = 6, .measured = 1};
+    est_components c;
+    est_physical(&d, &c);
+    assert_float_equal(c.activations[EST_CAT_CONV], 0, 1e-12);
+    assert_float_equal(c.activations[EST_CAT_ACTIVATION_IN] * MIB,
+                       2 * 100 * 4, 1e-6);
+    assert_float_equal(c.activations[EST_CAT_MAXPOOL] * MIB,
+                       2 * (100 * 4 + 200), 1e-6);
+    assert_float_equal(c.activations[EST_CAT_DROPOUT] * MIB,
+                       2 * (25 * 4 + 25), 1e-6);
+    /* attention's scores and softmax as measured, no guessed multiple */
+    assert_float_equal(c.activations[EST_CAT_ATTENTION] * MIB,
+                       2 * 1000 * 4, 1e-6);
+    /* the last output is the loss's business, in the description too */
+    assert_float_equal(c.activations[EST_CAT_LINEAR], 0, 1e-12);
+    d.precision = EST_PREC_AMP_BF16;
+    est_physical(&d, &c);
+    assert_float_equal(c.activations[EST_CAT_MAXPOOL] * MIB,
+                       2 * (100 * 2 + 200), 1e-6);
+    assert_float_equal(c.activations[EST_CAT_DROPOUT] * MIB,
+                       2 * (25 * 2 + 25), 1e-6);
+}
+
+/* Any layer with a saved field makes the whole description measured. */
+static void test_parse_measured(void **state) {
+    char err[512];
+    est_desc *d = parse(good, err, sizeof(err));
+    assert_non_null(d);
+    assert_false(d->measured);
+    est_desc_free(d);
+    char text[2048];
+    const char *at = strstr(good, "\"params\": 0}]");
+    snprintf(text, sizeof(text), "%.*s\"params\": 0, \"saved\": 4, "
+             "\"saved_bytes\": 8, \"masks\": 2}]}", (int)(at - good), good);
+    d = parse(text, err, sizeof(err));
+    if (!d) fail_msg("%s", err);
+    assert_true(d->measured);
+    assert_true(d->layers[4].saved == 4 && d->layers[4].saved_bytes == 8 &&
+                d->layers[4].masks == 2);
+    assert_true(d->layers[0].saved == 0);
+    est_desc_free(d);
+}
+
 static void test_correction_and_margin(void **state) {
     est_components c = {0};
     c.weights = 10, c.gradients = 10, c.optimizer = 20;   /* state 40 */
     c.input = 5, c.activations[EST_CAT_CONV] = 15;        /* matmul 20 */
     c.activations[EST_CAT_NORM] = 30;                     /* elementwise 30 */
+    c.activations[EST_CAT_ACTIVATION_IN] = 16;            /* input kept 16 */
     c.activations[EST_CAT_SOFTMAX] = 6;                   /* scores 8 */
     c.activations[EST_CAT_DROPOUT] = 2;
     c.workspace = 7, c.rounding = 3;                      /* workspace 10 */
@@ -303,20 +387,23 @@ static void test_correction_and_margin(void **state) {
     assert_float_equal(g[EST_G_STATE], 40, 1e-12);
     assert_float_equal(g[EST_G_ACT_MATMUL], 20, 1e-12);
     assert_float_equal(g[EST_G_ACT_ELEMENTWISE], 30, 1e-12);
+    assert_float_equal(g[EST_G_ACT_INPUT], 16, 1e-12);
     assert_float_equal(g[EST_G_ACT_SCORES], 8, 1e-12);
     assert_float_equal(g[EST_G_WORKSPACE], 10, 1e-12);
     assert_float_equal(g[EST_G_CONV_WORKSPACE], 4, 1e-12);
     const est_learned table = {.intercept_mib = {100, 1000},
-                               .coef = {2, 1, 0.5, 0.25, 0, 3},
+                               .coef = {2, 1, 0.5, 0.125, 0.25, 0, 3},
                                .margin_log = log(1.1),
                                .margin_quantile = 0.95};
     est_result r;
     est_correct(&c, &table, EST_STACK_AEGIS, &r);
-    assert_float_equal(r.predicted_mib, 100 + 80 + 20 + 15 + 2 + 12, 1e-9);
-    assert_float_equal(r.estimate_mib, 229 * 1.1, 1e-9);
-    assert_float_equal(r.margin_mib, 22.9, 1e-9);
+    assert_float_equal(r.predicted_mib, 100 + 80 + 20 + 15 + 2 + 2 + 12,
+                       1e-9);
+    assert_float_equal(r.estimate_mib, 231 * 1.1, 1e-9);
+    assert_float_equal(r.margin_mib, 23.1, 1e-9);
     est_correct(&c, &table, EST_STACK_GPUMEMNET, &r);
-    assert_float_equal(r.predicted_mib, 1000 + 80 + 20 + 15 + 2 + 12, 1e-9);
+    assert_float_equal(r.predicted_mib, 1000 + 80 + 20 + 15 + 2 + 2 + 12,
+                       1e-9);
     assert_int_equal(est_stack_of("gpumemnet"), EST_STACK_GPUMEMNET);
     assert_int_equal(est_stack_of("cuda12"), -1);
 }
@@ -343,6 +430,8 @@ int main(void) {
         cmocka_unit_test(test_physical_view),
         cmocka_unit_test(test_physical_in_place),
         cmocka_unit_test(test_physical_max_pool_and_conv),
+        cmocka_unit_test(test_physical_measured),
+        cmocka_unit_test(test_parse_measured),
         cmocka_unit_test(test_correction_and_margin),
         cmocka_unit_test(test_shipped_table_sane),
     };

@@ -35,7 +35,7 @@ class Cli(unittest.TestCase):
                           3 * 32 * 32))
         self.assertEqual(desc["layers"][-1],
                          {"type": "Linear", "activations": 100,
-                          "params": 512 * 100 + 100})
+                          "params": 512 * 100 + 100, "saved": 0})
 
     def test_text_model_to_stdout(self):
         res = run("bert_base", "--batch-size", "2", "--seq-len", "128")
@@ -69,7 +69,29 @@ class Cli(unittest.TestCase):
         # Its forward ends with a functional upsampling to the input size.
         self.assertEqual(json.loads(res.stdout)["layers"][-1],
                          {"type": "interpolate",
-                          "activations": 21 * 224 * 224, "params": 0})
+                          "activations": 21 * 224 * 224, "params": 0,
+                          "saved": 0})
+
+    def test_every_torchvision_family_and_the_warnings(self):
+        names = [line.split()[0] for line in run("--list").stdout.splitlines()]
+        for name in ("maskrcnn_resnet50_fpn", "r3d_18", "raft_small",
+                     "swin_t", "fcn_resnet50"):
+            self.assertIn(name, names)
+        # A clip is C,T,H,W.
+        res = run("r3d_18", "--batch-size", "2", "--input-shape",
+                  "3,4,32,32")
+        self.assertEqual(res.returncode, 0, res.stderr)
+        self.assertEqual(json.loads(res.stdout)["input_elements"],
+                         3 * 4 * 32 * 32)
+        res = run("r3d_18", "--batch-size", "2", "--input-shape", "3,32,32")
+        self.assertEqual(res.returncode, 2)
+        self.assertIn("C,T,H,W", res.stderr)
+        # A detection model runs on CPU: said on stderr and in the file.
+        res = run("ssdlite320_mobilenet_v3_large", "--batch-size", "2")
+        self.assertEqual(res.returncode, 0, res.stderr)
+        self.assertIn("aegis_describe: warning: described by a forward pass "
+                      "on the CPU", res.stderr)
+        self.assertTrue(json.loads(res.stdout)["warnings"])
 
     def test_bad_input_exits_2_with_a_message(self):
         cases = [
