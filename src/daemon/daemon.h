@@ -72,6 +72,8 @@ typedef struct d_job {
     bool active;                /* seen on its GPUs */
     double seen;                /* Unix time it was first seen; 0 before */
     bool cancelling;
+    double cancel_at;           /* Unix time of its committed cancel; 0:
+                                   none */
     double kill_at;             /* SIGKILL the session then (monotonic s) */
     double energy_j;            /* its share of its GPUs' energy so far */
     /* the running attempt's MIG instance on gpus[0] (gpushare.c) */
@@ -100,6 +102,8 @@ typedef struct d_gpu {
     bool ok;                    /* last read succeeded */
     double energy_seen_j;       /* energy counter at the previous tick */
     bool drained;               /* by `aegis drain` */
+    double foreign_mib;         /* in use by processes no job of aegisd's
+                                   placed there (core_gpu_foreign) */
     share_mode mode;            /* its sharing mode (aegis.yaml) */
     const mig_model *mig_model; /* its MIG table, NULL: none (no MIG) */
     bool mps_up;                /* its MPS control daemon runs: this aegisd
@@ -150,8 +154,12 @@ int d_jobs_submitted(d_daemon *d, const store_owner *owner,
 void d_jobs_recover(d_daemon *d);
 void d_jobs_schedule(d_daemon *d);
 void d_jobs_check_exits(d_daemon *d);
-void d_jobs_tick(d_daemon *d);              /* telemetry, observation */
-int d_job_cancel(d_daemon *d, d_job *job);
+void d_jobs_tick(d_daemon *d);              /* telemetry, observation,
+                                               state retries */
+/* Cancels the unfinished jobs among ids, once the cancel is committed:
+ * 0, or -1 with why (nothing cancelled) when it cannot be. */
+int d_jobs_cancel(d_daemon *d, const int64_t *ids, size_t nids, char *err,
+                  size_t errlen);
 
 /* gpushare.c */
 int d_share_open(d_daemon *d);              /* check modes, start MPS */

@@ -55,8 +55,17 @@ static void d_redact(const d_conn *c, json_t *row) {
     json_object_del(row, "env");
 }
 
+/* Answers a submit while the state cannot be written: true when it did. */
+static bool d_refuse_unwritable(d_conn *c) {
+    if (!store_failing(c->d->st)) return false;
+    d_reply_error(c, "aegisd cannot write its state (%s): not accepting jobs "
+                  "until it can", store_failure(c->d->st));
+    return true;
+}
+
 static void d_on_submit(d_conn *c, const proto_request *req) {
     d_daemon *d = c->d;
+    if (d_refuse_unwritable(c)) return;
     if (!d->as_root && c->uid != geteuid()) {
         d_reply_error(c, "this aegisd runs as uid %d and runs jobs as that "
                       "user only; uid %d may not submit", (int)geteuid(),
@@ -92,7 +101,7 @@ static void d_on_submit(d_conn *c, const proto_request *req) {
     if (store_submit(d->st, &owner, req, d_wall(), &first, err,
                      sizeof(err)) != 0) {
         d_log("%s", err);
-        d_reply_error(c, "%s", err);
+        if (!d_refuse_unwritable(c)) d_reply_error(c, "%s", err);
         return;
     }
     /* Committed: from here on the jobs exist even if aegisd dies. */
@@ -155,12 +164,14 @@ static void d_on_cancel(d_conn *c, const proto_request *req) {
             return;
         }
     }
-    json_t *done = json_array();
-    for (size_t i = 0; i < req->nids; i++) {
-        d_job *job = d_job_find(d, req->ids[i]);
-        if (job && !job->cancelling) d_job_cancel(d, job);
-        json_array_append_new(done, json_integer(req->ids[i]));
+    char err[4600];
+    if (d_jobs_cancel(d, req->ids, req->nids, err, sizeof(err)) != 0) {
+        d_reply_error(c, "%s", err);
+        return;
     }
+    json_t *done = json_array();
+    for (size_t i = 0; i < req->nids; i++)
+        json_array_append_new(done, json_integer(req->ids[i]));
     d_reply(c, json_pack("{s:b, s:o}", "ok", 1, "cancelled", done));
     d_jobs_schedule(d);
 }

@@ -72,7 +72,7 @@ case_life_foreign() {
     CUDA_VISIBLE_DEVICES=GPU-aegis-test-0000-0 "$FAKE" --mib 30000 --seconds 60 > /dev/null &
     f0=$!
     until holds 0 $f0; do sleep 0.05; done
-    start
+    start 2> start.err
     CUDA_VISIBLE_DEVICES=GPU-aegis-test-0000-1 "$FAKE" --mib 30000 --seconds 60 > /dev/null &
     f1=$!
     end=$((SECONDS + 10))
@@ -82,7 +82,7 @@ case_life_foreign() {
         sleep 0.1
     done
     grep -q "GPU 0: 30000 MiB in use by processes aegisd did not start (pid $f0)" \
-        "$DIR/state/aegisd.log" || fail "foreign memory at start not noticed"
+        start.err || fail "foreign memory at start not noticed: $(cat start.err)"
     b1=$("$AEGIS" submit --mem 30000 -- "$FAKE" --mib 30000 --seconds 1) || fail submit
     b2=$("$AEGIS" submit --mem 30000 -- "$FAKE" --mib 30000 --seconds 1) || fail submit
     "$AEGIS" wait "$b1" "$b2" > /dev/null ||
