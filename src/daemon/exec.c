@@ -83,26 +83,33 @@ static int exec_record_parse(const char *text, exec_record *rec) {
     return 0;
 }
 
-/* Creates the attempt's status file at its full size, locked: its shim
- * inherits the descriptor and with it the lock. Returns the descriptor, or
- * -1 with a message. */
-static int exec_status_create(const exec_spec *spec, long long err_offset,
+/* Creates a status file at path at its full size, locked (an attempt's
+ * shim inherits the descriptor and with it the lock). Returns the
+ * descriptor, or -1 with a message naming the file. */
+static int exec_status_create(const char *path, long long err_offset,
                               char *err, size_t errlen) {
-    char path[4096];
-    exec_status_path(path, sizeof(path), spec->run_dir, spec->id,
-                     spec->attempt);
     exec_record rec = {.err_offset = err_offset};
     int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) != 0 ||
         exec_record_write(fd, &rec, false) != 0 || fdatasync(fd) != 0) {
-        snprintf(err, errlen, "job %lld: status file %s: %s",
-                 (long long)spec->id, path,
-                 errno == EWOULDBLOCK ? "a watcher of this attempt still runs"
-                                      : strerror(errno));
+        bool held = errno == EWOULDBLOCK;
+        snprintf(err, errlen, "status file %s: %s", path,
+                 held ? "a watcher of this attempt still runs"
+                      : strerror(errno));
         if (fd >= 0) close(fd);
+        if (fd >= 0 && !held) unlink(path);
         return -1;
     }
     return fd;
+}
+
+int exec_run_dir_check(const char *run_dir, char *err, size_t errlen) {
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/.check.status", run_dir);
+    int fd = exec_status_create(path, 0, err, errlen);
+    if (fd >= 0) close(fd);
+    unlink(path);
+    return fd >= 0 ? 0 : -1;
 }
 
 /* Opens a job's log for appending, owned by the job's user, mode 0600. */
@@ -337,7 +344,7 @@ static void exec_shim(const exec_spec *spec, char **envp, int out_fd,
 
 int exec_start(const exec_spec *spec, exec_run *run, char *err,
                size_t errlen) {
-    int status_fd = -1;
+    int status_fd = -1, rc = -1;
     int out_fd = exec_open_log(spec, false, err, errlen);
     if (out_fd < 0) return -1;
     int err_fd = exec_open_log(spec, true, err, errlen);
@@ -353,8 +360,14 @@ int exec_start(const exec_spec *spec, exec_run *run, char *err,
         goto fail;
     }
     run->err_offset = st.st_size;
-    status_fd = exec_status_create(spec, run->err_offset, err, errlen);
-    if (status_fd < 0) goto fail;
+    char status_path[4096];
+    exec_status_path(status_path, sizeof(status_path), spec->run_dir, spec->id,
+                     spec->attempt);
+    status_fd = exec_status_create(status_path, run->err_offset, err, errlen);
+    if (status_fd < 0) {
+        rc = -2;
+        goto fail;
+    }
     run->shim_pid = fork();
     if (run->shim_pid == 0) {
         close(report[0]);
@@ -391,7 +404,7 @@ fail:
     close(out_fd);
     if (err_fd >= 0) close(err_fd);
     exec_free_envp(envp, nset);
-    return -1;
+    return rc;
 }
 
 /* Field 3 (state), 4 (parent), 6 (session) and 22 (starttime) of
@@ -479,8 +492,11 @@ void exec_probe(const char *run_dir, int64_t id, int attempt,
     int old = 0;
     if (exec_record_parse(text, rec) != 0) {
         memset(rec, 0, sizeof(*rec));
-        /* an older shim's "STATUS\n", written whole at its end */
-        rec->state = sscanf(text, "%d", &old) == 1 ? EXEC_ENDED : EXEC_LOST;
+        /* an older shim's "STATUS\n", written whole at its end; empty: its
+         * making failed, and nothing started */
+        rec->state = sscanf(text, "%d", &old) == 1 ? EXEC_ENDED
+                     : text[0]                      ? EXEC_LOST
+                                                    : EXEC_UNSTARTED;
         rec->status = old;
     }
     if (held) rec->state = EXEC_LIVE;

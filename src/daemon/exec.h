@@ -61,9 +61,15 @@ typedef struct exec_run {
     long long err_offset;           /* stderr size before this attempt */
 } exec_run;
 
-/* Starts one attempt. Returns 0, or -1 with a message naming the job. */
+/* Starts one attempt. Returns 0, or -1 with a message naming the job, or
+ * -2 when its status file cannot be made (the state disk is full or
+ * read-only): nothing was started. */
 int exec_start(const exec_spec *spec, exec_run *run, char *err,
                size_t errlen);
+
+/* Whether a status file can be made in run_dir now (made and removed):
+ * 0, or -1 with why. */
+int exec_run_dir_check(const char *run_dir, char *err, size_t errlen);
 
 /* What an attempt's status file says. */
 typedef enum exec_state {

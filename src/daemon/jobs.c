@@ -36,6 +36,9 @@
  * that keeps vanishing must not loop forever. */
 #define D_MAX_LOST 5
 
+/* Why an attempt recorded as started at a restart never ran. */
+#define D_STOPPED_STARTING "aegisd stopped while starting it"
+
 /* ---- the table of unfinished jobs ----------------------------------------- */
 
 static size_t d_job_index(const d_daemon *d, int64_t id) {
@@ -191,6 +194,8 @@ int d_jobs_submitted(d_daemon *d, const store_owner *owner,
 
 /* ---- launching ------------------------------------------------------------ */
 
+static void d_job_unstarted(d_daemon *d, d_job *job, const char *why);
+
 /* A JSON array of strings as a NULL-terminated vector pointing into it. */
 static const char **d_strings(json_t *arr) {
     size_t n = json_array_size(arr);
@@ -282,7 +287,16 @@ static void d_job_launch(d_daemon *d, d_job *job, const core_launch *l) {
     exec_run run;
     char err[1024];
     static d_share_start ss; /* big; the loop runs one launch at a time */
-    if (d_job_exec(d, job, l, &ss, &run, err, sizeof(err)) != 0) {
+    int rc = d_job_exec(d, job, l, &ss, &run, err, sizeof(err));
+    if (rc == -2) { /* the state disk refuses its status file */
+        d_log("job %lld: %s: not started", (long long)job->id, err);
+        store_fail_because(d->st, err);
+        job->state = D_RUNNING;
+        job->attempts = n;
+        d_job_unstarted(d, job, err);
+        return;
+    }
+    if (rc != 0) {
         int64_t id = job->id;
         d_log("job %lld: %s", (long long)id, err);
         d_share_release(d, job);
@@ -354,9 +368,9 @@ static void d_job_probe(d_daemon *d, d_job *job, exec_record *rec) {
     if (job->cancelling) exec_kill(job->job_pid, SIGTERM); /* not sent yet */
 }
 
-/* The attempt never ran: aegisd stopped after recording its start, before
- * starting it. It is forgotten, and the job queued again at that attempt. */
-static void d_job_unstarted(d_daemon *d, d_job *job) {
+/* Attempt job->attempts never ran (why: what stopped it): it is
+ * forgotten, and the job queued again at that attempt. */
+static void d_job_unstarted(d_daemon *d, d_job *job, const char *why) {
     int64_t id = job->id;
     int n = job->attempts;
     double now = d_wall();
@@ -366,8 +380,8 @@ static void d_job_unstarted(d_daemon *d, d_job *job) {
     store_begin(d->st);
     store_attempt_drop(d->st, id, n);
     store_job_state(d->st, id, "queued", NULL, now);
-    store_event(d->st, id, now, "attempt %d never started (aegisd stopped "
-                "while starting it): queued again", n);
+    store_event(d->st, id, now, "attempt %d never started (%s): queued again",
+                n, why);
     if (job->cancelling) {
         if (job->in_core) core_cancel(d->core, id, d_now(d));
         d_job_finish(d, job, "cancelled", "cancelled while queued");
@@ -437,7 +451,7 @@ static void d_job_settle(d_daemon *d, d_job *job, core_exit how, int status,
  * once that is committed, remove the file. */
 static void d_job_ended(d_daemon *d, d_job *job, const exec_record *rec) {
     if (rec->state == EXEC_UNSTARTED || rec->state == EXEC_ABSENT) {
-        d_job_unstarted(d, job);
+        d_job_unstarted(d, job, D_STOPPED_STARTING);
         return;
     }
     int64_t id = job->id;
@@ -654,7 +668,11 @@ static void d_status_sweep(void *ctx, int64_t id, int attempt) {
 /* While the state cannot be written, each tick retries; once it can, the
  * writes kept meanwhile are saved and the files they made stale go. */
 static void d_state_retry(d_daemon *d) {
-    if (!store_failing(d->st) || store_retry(d->st, d_wall()) != 0) return;
+    char err[4200];
+    if (!store_failing(d->st) ||
+        exec_run_dir_check(d->run_dir, err, sizeof(err)) != 0 ||
+        store_retry(d->st, d_wall()) != 0)
+        return;
     d_log("state writable again: taking and starting jobs");
     exec_status_each(d->run_dir, d_status_sweep, d);
 }
@@ -856,7 +874,7 @@ static void d_jobs_adopt(d_daemon *d, bool dead_only) {
             continue;
         }
         if (rec.state == EXEC_UNSTARTED || rec.state == EXEC_ABSENT) {
-            d_job_unstarted(d, job);
+            d_job_unstarted(d, job, D_STOPPED_STARTING);
         } else if (d_job_adopt(d, job) == 0) {
             if (!alive) {
                 d_job_ended(d, job, &rec);

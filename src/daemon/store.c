@@ -223,15 +223,20 @@ static bool store_io_error(int rc) {
     }
 }
 
-/* Writes stop being tried: said loudly once, with the cause. */
-static void store_fail(store *st) {
+void store_fail_because(store *st, const char *why) {
     if (st->failing) return;
     st->failing = true;
-    snprintf(st->why, sizeof(st->why), "%s: %s", st->path,
-             sqlite3_errmsg(st->db));
+    snprintf(st->why, sizeof(st->why), "%s", why);
     fprintf(stderr, "aegisd: STATE NOT SAVED: cannot write %s; no job is "
             "taken or started until it can be (retrying every second)\n",
             st->why);
+}
+
+/* Writes stop being tried: said loudly once, with the cause. */
+static void store_fail(store *st) {
+    char why[sizeof(st->why)];
+    snprintf(why, sizeof(why), "%s: %s", st->path, sqlite3_errmsg(st->db));
+    store_fail_because(st, why);
 }
 
 /* Runs a prepared statement that returns no rows; logs a failure with the

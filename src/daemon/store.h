@@ -79,6 +79,9 @@ const char *store_failure(const store *st);
  * retry proves the database writable even with none kept): 0 when saved,
  * -1 while writes still fail. now: Unix time, for the probe row. */
 int store_retry(store *st, double now);
+/* Writes are to stop as if they failed, for a cause outside the database
+ * (the state folder refuses a file); why names it. */
+void store_fail_because(store *st, const char *why);
 
 /* An attempt is recorded before it starts, with shim_pid 0 (its intent);
  * store_attempt_pids() adds its processes once it runs. */

@@ -99,8 +99,9 @@ a=d['attempt_list']; assert [x['gpus'] for x in a]==['2'], a" || fail "job $b pl
 }
 
 # The watcher cannot write its status file (the disk is full) when its job
-# ends: the attempt is not lost and the job not run again; once the disk
-# has room, the job ends done.
+# ends: the attempt is not lost and the job not run again; a job placed
+# meanwhile waits, queued, for its status file; once the disk has room,
+# both end done.
 case_life_statusfull() {
     fault_preload
     export AEGIS_FAULT_PREFIX=$DIR/state/run/ AEGIS_FAULT_TRIGGER=$DIR/full
@@ -120,9 +121,17 @@ assert d['state']=='running' and d['attempts']==1, d" || fail "status lost: $("$
     done
     grep -q "aegis-shim: job $id attempt 1: cannot record its end" \
         "$DIR/state/aegisd.log" || fail "no write failed: no fault injected?"
+    # a job placed now cannot have a status file: it waits, and aegisd
+    # takes no more jobs meanwhile
+    id2=$("$AEGIS" submit -- sh -c 'echo "$AEGIS_JOB_ID $AEGIS_ATTEMPT" >> runs') || fail submit
+    until "$AEGIS" submit -- true 2>&1 | grep -q "cannot write its state.*run/"; do sleep 0.1; done
+    "$AEGIS" show --json "$id2" | pyjson "assert d['state'] in ('queued', 'running'), d" ||
+        fail "job not kept queued: $("$AEGIS" show "$id2")"
+    grep -q "^$id2 " runs && fail "job $id2 ran without a status file"
     rm "$DIR/full"
-    "$AEGIS" wait "$id" > /dev/null || fail "job not done: $("$AEGIS" show "$id")"
-    [ "$(cat runs)" = "$id 1" ] || fail "job ran again: $(cat runs)"
+    "$AEGIS" wait "$id" "$id2" > /dev/null ||
+        fail "jobs not done: $("$AEGIS" show "$id") $("$AEGIS" show "$id2")"
+    [ "$(sort runs)" = "$(printf '%s 1\n%s 1' "$id" "$id2")" ] || fail "a job ran again: $(cat runs)"
 }
 
 # aegisd cannot write its database: it refuses new jobs saying why, and
