@@ -13,10 +13,14 @@
 #include "proto.h"
 #include "store.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static char tmpdir[256];
@@ -274,6 +278,92 @@ static void test_classify(void **state) {
                      CORE_EXIT_FAILED);
 }
 
+/* ---- status files ---------------------------------------------------------- */
+
+/* Probes attempt 1 of job id in tmpdir after writing text to its status
+ * file (NULL: no file). */
+static exec_record probe_text(int64_t id, const char *text) {
+    if (text) {
+        char name[64];
+        snprintf(name, sizeof(name), "%lld.1.status", (long long)id);
+        write_file(name, text);
+    }
+    exec_record rec;
+    exec_probe(tmpdir, id, 1, &rec);
+    return rec;
+}
+
+static void test_status_probe(void **state) {
+    assert_int_equal(probe_text(1, NULL).state, EXEC_ABSENT);
+    exec_record rec = probe_text(2, "aegis-status 7 100 200 300 ended 256 2\n");
+    assert_int_equal(rec.state, EXEC_ENDED);
+    assert_int_equal(rec.status, 256);
+    assert_int_equal(rec.left, 2);
+    assert_int_equal(rec.err_offset, 7);
+    rec = probe_text(3, "aegis-status 0 100 200 300 running 0 0\n");
+    assert_int_equal(rec.state, EXEC_LOST); /* no shim holds it */
+    assert_int_equal(rec.job_pid, 300);
+    assert_int_equal(probe_text(4, "aegis-status 9 0 0 0 running 0 0\n").state,
+                     EXEC_UNSTARTED);
+    assert_int_equal(probe_text(5, "").state, EXEC_UNSTARTED);
+    rec = probe_text(6, "256\n"); /* an older shim's */
+    assert_int_equal(rec.state, EXEC_ENDED);
+    assert_int_equal(rec.status, 256);
+    assert_int_equal(probe_text(7, "garbage").state, EXEC_LOST);
+    /* a held lock is a live shim, whatever the record says */
+    char path[300];
+    snprintf(path, sizeof(path), "%s/2.1.status", tmpdir);
+    int fd = open(path, O_RDONLY);
+    assert_int_equal(flock(fd, LOCK_EX), 0);
+    assert_int_equal(probe_text(2, NULL).state, EXEC_LIVE);
+    close(fd);
+    assert_int_equal(probe_text(2, NULL).state, EXEC_ENDED);
+}
+
+/* Waits for attempt 1 of job id to be anything but live. */
+static exec_record wait_ended(const char *run_dir, int64_t id) {
+    exec_record rec;
+    for (int i = 0; i < 1000; i++) {
+        exec_probe(run_dir, id, 1, &rec);
+        if (rec.state != EXEC_LIVE) break;
+        struct timespec ts = {0, 10000000L};
+        nanosleep(&ts, NULL);
+    }
+    return rec;
+}
+
+/* A real attempt: its record names its pids while it runs, and its wait
+ * status, and the processes it left behind (killed), once it ended. */
+static void test_status_of_a_run(void **state) {
+    char run_dir[300], log_dir[300];
+    snprintf(run_dir, sizeof(run_dir), "%s/run", tmpdir);
+    snprintf(log_dir, sizeof(log_dir), "%s/logs", tmpdir);
+    mkdir(run_dir, 0700);
+    mkdir(log_dir, 0700);
+    const char *argv[] = {"sh", "-c", "sleep 30 & setsid sleep 30 & "
+                          "until [ -e go ]; do sleep 0.01; done; exit 3", NULL};
+    const char *env[] = {"PATH=/usr/bin:/bin", NULL};
+    exec_spec spec = {.id = 9, .attempt = 1, .argv = argv, .cwd = tmpdir,
+                      .env = env, .visible = "", .log_dir = log_dir,
+                      .run_dir = run_dir};
+    exec_run run;
+    char err[512];
+    assert_int_equal(exec_start(&spec, &run, err, sizeof(err)), 0);
+    exec_record rec;
+    exec_probe(run_dir, 9, 1, &rec);
+    assert_int_equal(rec.state, EXEC_LIVE);
+    assert_int_equal(rec.job_pid, run.job_pid);
+    assert_int_equal(rec.shim_pid, run.shim_pid);
+    write_file("go", "");
+    rec = wait_ended(run_dir, 9);
+    assert_int_equal(rec.state, EXEC_ENDED);
+    assert_true(WIFEXITED(rec.status) && WEXITSTATUS(rec.status) == 3);
+    assert_int_equal(rec.left, 2);
+    waitpid(run.shim_pid, NULL, 0);
+    exec_status_remove(run_dir, 9, 1);
+    assert_int_equal(wait_ended(run_dir, 9).state, EXEC_ABSENT);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_proto_submit),
@@ -285,6 +375,8 @@ int main(void) {
         cmocka_unit_test(test_config_shipped),
         cmocka_unit_test(test_config_bad),
         cmocka_unit_test(test_classify),
+        cmocka_unit_test(test_status_probe),
+        cmocka_unit_test(test_status_of_a_run),
     };
     return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
 }
