@@ -82,6 +82,14 @@ typedef struct d_job {
     unsigned int mig_gi, mig_ci; /* its GPU and compute instance ids */
 } d_job;
 
+/* A job that finished while its end could not be saved: what `wait`,
+ * `ls` and `show` say of it until it is (the database still says it runs). */
+typedef struct d_unsaved {
+    int64_t id;
+    char state[16];
+    char reason[400];
+} d_unsaved;
+
 /* One client connection: a line buffer and, for `wait`, what it awaits. */
 typedef struct d_conn {
     uv_pipe_t pipe;
@@ -131,6 +139,8 @@ typedef struct d_daemon {
     bool as_root;               /* run jobs as their submitters */
     d_job **jobs;               /* unfinished jobs, sorted by id */
     size_t njobs, capjobs;
+    d_unsaved *unsaved;         /* finished since the state was last all */
+    size_t nunsaved, capunsaved; /*   saved (kept while it cannot be) */
     d_conn *conns;
     int nconns;
     double t0;                  /* uv_hrtime at start, for d_now */
@@ -149,6 +159,8 @@ void d_conn_resume(d_conn *c);              /* read requests again */
 
 /* jobs.c */
 d_job *d_job_find(d_daemon *d, int64_t id);
+/* A finished job whose end is not saved yet, or NULL. */
+const d_unsaved *d_job_unsaved(const d_daemon *d, int64_t id);
 int d_jobs_submitted(d_daemon *d, const store_owner *owner,
                      const proto_request *req, int64_t first_id);
 void d_jobs_recover(d_daemon *d);

@@ -32,8 +32,18 @@ static bool d_may_see(const d_conn *c, uid_t owner) {
 
 /* Adds what only the daemon's memory knows to a job's row. */
 static void d_live_fields(d_daemon *d, json_t *row) {
-    d_job *job = d_job_find(d, json_integer_value(json_object_get(row, "id")));
+    int64_t id = json_integer_value(json_object_get(row, "id"));
+    d_job *job = d_job_find(d, id);
+    const d_unsaved *ended = job ? NULL : d_job_unsaved(d, id);
+    if (ended) { /* the database does not know yet */
+        json_object_set_new(row, "state", json_string(ended->state));
+        json_object_set_new(row, "reason", json_string(ended->reason));
+    }
     if (!job) return;
+    /* ahead of the database while it cannot be written */
+    json_object_set_new(row, "state", json_string(job->state == D_RUNNING
+                                                      ? "running"
+                                                      : "queued"));
     json_object_set_new(row, "energy_j", json_real(job->energy_j));
     if (job->state == D_HELD)
         json_object_set_new(row, "waiting_for", json_integer(job->after));
@@ -198,6 +208,7 @@ static void d_on_wait(d_conn *c, const proto_request *req) {
             free(pending);
             return;
         }
+        d_live_fields(d, row);
         json_array_append_new(result, d_final(req->ids[i],
             json_string_value(json_object_get(row, "state")),
             json_string_value(json_object_get(row, "reason"))));

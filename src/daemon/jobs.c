@@ -78,6 +78,30 @@ static void d_job_remove(d_daemon *d, d_job *job) {
     free(job);
 }
 
+/* ---- finished jobs not saved yet ------------------------------------------ */
+
+const d_unsaved *d_job_unsaved(const d_daemon *d, int64_t id) {
+    for (size_t i = 0; i < d->nunsaved; i++)
+        if (d->unsaved[i].id == id) return &d->unsaved[i];
+    return NULL;
+}
+
+/* Notes a job's end until the state is saved: its commit may yet fail. */
+static void d_unsaved_add(d_daemon *d, int64_t id, const char *state,
+                          const char *reason) {
+    if (d->nunsaved == d->capunsaved) {
+        size_t cap = d->capunsaved ? d->capunsaved * 2 : 64;
+        d_unsaved *grown = realloc(d->unsaved, cap * sizeof(*grown));
+        if (!grown) return; /* ls and show say what the database says */
+        d->unsaved = grown;
+        d->capunsaved = cap;
+    }
+    d_unsaved *u = &d->unsaved[d->nunsaved++];
+    u->id = id;
+    snprintf(u->state, sizeof(u->state), "%s", state);
+    snprintf(u->reason, sizeof(u->reason), "%s", reason);
+}
+
 /* ---- queueing ------------------------------------------------------------- */
 
 static void d_job_enqueue(d_daemon *d, d_job *job);
@@ -91,6 +115,7 @@ static void d_job_finish(d_daemon *d, d_job *job, const char *state,
     store_job_state(d->st, id, state, reason, d_wall());
     store_event(d->st, id, d_wall(), "%s: %s", state, reason);
     store_commit(d->st);
+    d_unsaved_add(d, id, state, reason);
     d_job_remove(d, job);
     d_waiters_job_done(d, id, state, reason);
     /* Dependents come later in id order (--after names an existing job);
@@ -691,6 +716,7 @@ static void d_note_dcgm(d_daemon *d) {
 
 void d_jobs_tick(d_daemon *d) {
     d_state_retry(d);
+    if (!store_failing(d->st)) d->nunsaved = 0; /* all saved */
     double now = d_now(d);
     for (int g = 0; g < d->ngpus; g++) {
         d_gpu *gpu = &d->gpus[g];

@@ -449,7 +449,7 @@ int store_submit(store *st, const store_owner *owner,
                           first_id) != 0 ||
         store_exec(st, S_COMMIT, 0) != 0) {
         snprintf(err, errlen, "store: submit not saved: %s", store_errmsg(st));
-        store_exec(st, S_ROLLBACK, 0);
+        if (!sqlite3_get_autocommit(st->db)) store_exec(st, S_ROLLBACK, 0);
         return -1;
     }
     return 0;

@@ -320,12 +320,13 @@ static void test_status_probe(void **state) {
     assert_int_equal(probe_text(2, NULL).state, EXEC_ENDED);
 }
 
-/* Waits for attempt 1 of job id to be anything but live. */
-static exec_record wait_ended(const char *run_dir, int64_t id) {
+/* Probes attempt 1 of job id until it is live with its job's pid
+ * recorded (started) or not live (ended), for at most 10 s. */
+static exec_record wait_probe(const char *run_dir, int64_t id, bool started) {
     exec_record rec;
     for (int i = 0; i < 1000; i++) {
         exec_probe(run_dir, id, 1, &rec);
-        if (rec.state != EXEC_LIVE) break;
+        if (started ? rec.job_pid > 0 : rec.state != EXEC_LIVE) break;
         struct timespec ts = {0, 10000000L};
         nanosleep(&ts, NULL);
     }
@@ -340,8 +341,9 @@ static void test_status_of_a_run(void **state) {
     snprintf(log_dir, sizeof(log_dir), "%s/logs", tmpdir);
     mkdir(run_dir, 0700);
     mkdir(log_dir, 0700);
-    const char *argv[] = {"sh", "-c", "sleep 30 & setsid sleep 30 & "
-                          "until [ -e go ]; do sleep 0.01; done; exit 3", NULL};
+    const char *argv[] = {"sh", "-c", "sleep 30 & setsid sleep 30 & i=0; "
+                          "until [ -e go ] || [ $i = 1000 ]; do sleep 0.01; "
+                          "i=$((i + 1)); done; exit 3", NULL};
     const char *env[] = {"PATH=/usr/bin:/bin", NULL};
     exec_spec spec = {.id = 9, .attempt = 1, .argv = argv, .cwd = tmpdir,
                       .env = env, .visible = "", .log_dir = log_dir,
@@ -349,19 +351,19 @@ static void test_status_of_a_run(void **state) {
     exec_run run;
     char err[512];
     assert_int_equal(exec_start(&spec, &run, err, sizeof(err)), 0);
-    exec_record rec;
-    exec_probe(run_dir, 9, 1, &rec);
+    exec_record rec = wait_probe(run_dir, 9, true);
     assert_int_equal(rec.state, EXEC_LIVE);
     assert_int_equal(rec.job_pid, run.job_pid);
     assert_int_equal(rec.shim_pid, run.shim_pid);
     write_file("go", "");
-    rec = wait_ended(run_dir, 9);
+    rec = wait_probe(run_dir, 9, false);
     assert_int_equal(rec.state, EXEC_ENDED);
     assert_true(WIFEXITED(rec.status) && WEXITSTATUS(rec.status) == 3);
     assert_int_equal(rec.left, 2);
     waitpid(run.shim_pid, NULL, 0);
     exec_status_remove(run_dir, 9, 1);
-    assert_int_equal(wait_ended(run_dir, 9).state, EXEC_ABSENT);
+    exec_probe(run_dir, 9, 1, &rec);
+    assert_int_equal(rec.state, EXEC_ABSENT);
 }
 
 int main(void) {
