@@ -373,8 +373,8 @@ void d_jobs_schedule(d_daemon *d) {
 
 /* What the attempt's status file says (exec_probe), with what an attempt
  * an older aegisd started says instead (its shim wrote the file only at
- * its end); pids the file names and aegisd did not know yet (it stopped
- * before committing them) are taken into the job. */
+ * its end); pids of a live attempt that aegisd did not know yet (it
+ * stopped before committing them) are taken into the job. */
 static void d_job_probe(d_daemon *d, d_job *job, exec_record *rec) {
     exec_probe(d->run_dir, job->id, job->attempts, rec);
     if (rec->state == EXEC_ABSENT && job->shim_pid > 0) {
@@ -383,7 +383,11 @@ static void d_job_probe(d_daemon *d, d_job *job, exec_record *rec) {
         rec->job_pid = job->job_pid;
     }
     if (rec->err_offset == 0) rec->err_offset = job->err_offset;
-    if (job->job_pid > 0 || rec->job_pid <= 0) return;
+    /* a live shim's record may be read half-written: pids that do not
+     * name it are not taken */
+    if (job->job_pid > 0 || rec->job_pid <= 0 ||
+        !exec_alive(rec->shim_pid, rec->shim_start))
+        return;
     job->shim_pid = rec->shim_pid;
     job->shim_start = rec->shim_start;
     job->job_pid = rec->job_pid;
