@@ -66,6 +66,7 @@ typedef struct core_gpu {
     core_gate gate;         /* remembered telemetry gates; core_reconfigure()
                                forgets it */
     bool drained;           /* kept out of placement */
+    bool foreign;           /* memory in use by processes not placed here */
     bool alone;             /* runs a job that must not share */
     int unseen;             /* jobs placed here, not yet seen active */
     double open_at;         /* observation ends: no new job before */
@@ -179,7 +180,7 @@ static core_queue *queue_of(core_state *core, const core_job *job) {
  * calls core_gpu_changed() afterwards. */
 
 static bool gpu_idle(const core_gpu *gpu) {
-    return gpu->view.njobs == 0 && !gpu->drained;
+    return gpu->view.njobs == 0 && !gpu->drained && !gpu->foreign;
 }
 
 static void core_gpu_changed(core_state *core, const core_gpu *gpu) {
@@ -563,6 +564,12 @@ int core_gpu_share(core_state *core, int gpu, share_mode mode,
 void core_gpu_drain(core_state *core, int gpu, bool drained) {
     if (gpu < 0 || gpu >= core->num_gpus) return;
     core->gpus[gpu].drained = drained;
+    core_gpu_changed(core, &core->gpus[gpu]);
+}
+
+void core_gpu_foreign(core_state *core, int gpu, bool in_use) {
+    if (gpu < 0 || gpu >= core->num_gpus) return;
+    core->gpus[gpu].foreign = in_use;
     core_gpu_changed(core, &core->gpus[gpu]);
 }
 

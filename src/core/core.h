@@ -313,6 +313,13 @@ int core_gpu_share(core_state *core, int gpu, share_mode mode,
 /* Keeps GPU `gpu` out of (drained) or back in placement. */
 void core_gpu_drain(core_state *core, int gpu, bool drained);
 
+/* Whether telemetry shows memory of GPU `gpu` in use by processes the
+ * driver did not place (another job's leftovers, a program run outside the
+ * scheduler). While it does, the GPU is never idle: no exclusive placement
+ * takes it, since the job would not have it alone; collocation still may,
+ * through the telemetry gates, which count that memory. */
+void core_gpu_foreign(core_state *core, int gpu, bool in_use);
+
 /* Places as many queued jobs as the policy allows at `now`, in queue order
  * (recovery queue first, then FIFO, no backfill). Writes at most `max`
  * launches to out and returns how many. The caller must start them. */

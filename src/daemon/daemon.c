@@ -665,6 +665,7 @@ static void d_free(d_daemon *d) {
     if (d->tel) d_share_close(d);
     for (size_t i = 0; i < d->njobs; i++) free(d->jobs[i]);
     free(d->jobs);
+    free(d->unsaved);
     if (d->core) core_destroy(d->core);
     store_close(d->st);
     if (d->tel) tel_close(d->tel);

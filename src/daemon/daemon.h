@@ -82,6 +82,8 @@ typedef struct d_job {
     bool active;                /* seen on its GPUs */
     double seen;                /* Unix time it was first seen; 0 before */
     bool cancelling;
+    double cancel_at;           /* Unix time of its committed cancel; 0:
+                                   none */
     double kill_at;             /* SIGKILL the session then (monotonic s) */
     double energy_j;            /* its share of its GPUs' energy so far */
     /* the running attempt's MIG instance on gpus[0] (gpushare.c) */
@@ -89,6 +91,14 @@ typedef struct d_job {
     int mig_start;              /* its first memory slice */
     unsigned int mig_gi, mig_ci; /* its GPU and compute instance ids */
 } d_job;
+
+/* A job that finished while its end could not be saved: what `wait`,
+ * `ls` and `show` say of it until it is (the database still says it runs). */
+typedef struct d_unsaved {
+    int64_t id;
+    char state[16];
+    char reason[400];
+} d_unsaved;
 
 /* One client connection: a line buffer and, for `wait`, what it awaits.
  * Its requests are answered in order, one at a time: none while a `wait`
@@ -119,6 +129,8 @@ typedef struct d_gpu {
     bool ok;                    /* last read succeeded */
     double energy_seen_j;       /* energy counter at the previous tick */
     bool drained;               /* by `aegis drain` */
+    double foreign_mib;         /* in use by processes no job of aegisd's
+                                   placed there (core_gpu_foreign) */
     share_mode mode;            /* its sharing mode (aegis.yaml) */
     const mig_model *mig_model; /* its MIG table, NULL: none (no MIG) */
     bool mps_up;                /* its MPS control daemon runs: this aegisd
@@ -152,6 +164,8 @@ typedef struct d_daemon {
     bool as_root;               /* run jobs as their submitters */
     d_job **jobs;               /* unfinished jobs, sorted by id */
     size_t njobs, capjobs;
+    d_unsaved *unsaved;         /* finished since the state was last all */
+    size_t nunsaved, capunsaved; /*   saved (kept while it cannot be) */
     d_conn *conns;
     int nconns;
     uv_idle_t wake;             /* sends the answers of finished waits */
@@ -180,13 +194,19 @@ void d_conn_answer_later(d_conn *c, json_t *msg);
 
 /* jobs.c */
 d_job *d_job_find(d_daemon *d, int64_t id);
+/* A finished job whose end is not saved yet, or NULL. */
+const d_unsaved *d_job_unsaved(const d_daemon *d, int64_t id);
 int d_jobs_submitted(d_daemon *d, const store_owner *owner,
                      const proto_request *req, int64_t first_id);
 void d_jobs_recover(d_daemon *d);
 void d_jobs_schedule(d_daemon *d);
 void d_jobs_check_exits(d_daemon *d);
-void d_jobs_tick(d_daemon *d);              /* telemetry, observation */
-int d_job_cancel(d_daemon *d, d_job *job);
+void d_jobs_tick(d_daemon *d);              /* telemetry, observation,
+                                               state retries */
+/* Cancels the unfinished jobs among ids, once the cancel is committed:
+ * 0, or -1 with why (nothing cancelled) when it cannot be. */
+int d_jobs_cancel(d_daemon *d, const int64_t *ids, size_t nids, char *err,
+                  size_t errlen);
 
 /* deps.c */
 typedef enum d_deps_verdict {

@@ -1,12 +1,13 @@
-/* exec.c -- the job executor: shim and job processes, log files and
- * their cap, exit classification (see exec.h for why a shim sits between
- * aegisd and the job, and copies its output).
+/* exec.c -- the job executor: shim and job processes, status files, log
+ * files and their cap, exit classification (see exec.h for why a shim sits
+ * between aegisd and the job, copies its output and records its end).
  *
  * Everything the children need (argv, envp, paths) is built before fork,
  * so the children only make system calls until exec.
  */
 #include "exec.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -15,10 +16,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 /* The cap drops a log's head in whole steps of this many bytes, a
@@ -26,11 +29,17 @@
  * left where the kept bytes start. */
 #define EXEC_CAP_STEP 65536
 
-/* Bytes of each stream copied after the job has exited: what its pipe
- * can hold (Linux's largest pipe by default), not the output of processes
- * it left behind that keep writing, which would keep the shim, and so the
- * job's end, waiting forever. */
+/* Bytes of each stream copied after the job has ended: what its pipe
+ * can hold (Linux's largest pipe by default). The shim has killed what
+ * the job left behind by then, but a process that escaped it and keeps
+ * writing (one handed the pipe over a socket) must not keep the shim, and
+ * so the job's end, waiting forever. */
 #define EXEC_DRAIN_BYTES (1 << 20)
+
+/* The status record: one line at offset 0, padded to a fixed size so that
+ * every later write lands in the space taken when the file was made. */
+#define EXEC_RECORD_BYTES 128
+#define EXEC_RECORD_TAG "aegis-status"
 
 /* What OOM looks like on stderr: PyTorch ("CUDA out of memory",
  * torch.OutOfMemoryError), TensorFlow/JAX/XLA ("RESOURCE_EXHAUSTED"), and
@@ -90,6 +99,72 @@ ssize_t exec_log_read(int log_dirfd, int64_t id, bool err_stream, uid_t owner,
 static void exec_status_path(char *out, size_t outlen, const char *run_dir,
                              int64_t id, int attempt) {
     snprintf(out, outlen, "%s/%lld.%d.status", run_dir, (long long)id, attempt);
+}
+
+/* Writes rec over the status record; 0, or -1 with errno set. */
+static int exec_record_write(int fd, const exec_record *rec, bool ended) {
+    char line[EXEC_RECORD_BYTES];
+    memset(line, ' ', sizeof(line));
+    int n = snprintf(line, sizeof(line), EXEC_RECORD_TAG " %lld %d %llu %d %s %d %d",
+                     rec->err_offset, (int)rec->shim_pid, rec->shim_start,
+                     (int)rec->job_pid, ended ? "ended" : "running",
+                     ended ? rec->status : 0, ended ? rec->left : 0);
+    if (n < 0 || n >= (int)sizeof(line)) {
+        errno = EOVERFLOW;
+        return -1;
+    }
+    line[n] = ' ';
+    line[sizeof(line) - 1] = '\n';
+    ssize_t w = pwrite(fd, line, sizeof(line), 0);
+    if (w == (ssize_t)sizeof(line)) return 0;
+    if (w >= 0) errno = ENOSPC;
+    return -1;
+}
+
+/* Parses a status record into rec (state ENDED or, with pids, LOST: what
+ * it is when no shim holds it; UNSTARTED without). -1: not a record. */
+static int exec_record_parse(const char *text, exec_record *rec) {
+    char how[16];
+    int pid, job;
+    if (sscanf(text, EXEC_RECORD_TAG " %lld %d %llu %d %15s %d %d",
+               &rec->err_offset, &pid, &rec->shim_start, &job, how,
+               &rec->status, &rec->left) != 7)
+        return -1;
+    rec->shim_pid = pid;
+    rec->job_pid = job;
+    rec->state = strcmp(how, "ended") == 0 ? EXEC_ENDED
+                 : job > 0                 ? EXEC_LOST
+                                           : EXEC_UNSTARTED;
+    return 0;
+}
+
+/* Creates a status file at path at its full size, locked (an attempt's
+ * shim inherits the descriptor and with it the lock). Returns the
+ * descriptor, or -1 with a message naming the file. */
+static int exec_status_create(const char *path, long long err_offset,
+                              char *err, size_t errlen) {
+    exec_record rec = {.err_offset = err_offset};
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) != 0 ||
+        exec_record_write(fd, &rec, false) != 0 || fdatasync(fd) != 0) {
+        bool held = errno == EWOULDBLOCK;
+        snprintf(err, errlen, "status file %s: %s", path,
+                 held ? "a watcher of this attempt still runs"
+                      : strerror(errno));
+        if (fd >= 0) close(fd);
+        if (fd >= 0 && !held) unlink(path);
+        return -1;
+    }
+    return fd;
+}
+
+int exec_run_dir_check(const char *run_dir, char *err, size_t errlen) {
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/.check.status", run_dir);
+    int fd = exec_status_create(path, 0, err, errlen);
+    if (fd >= 0) close(fd);
+    unlink(path);
+    return fd >= 0 ? 0 : -1;
 }
 
 /* Opens a job's log for appending, mode 0600: a new one is created for
@@ -180,11 +255,19 @@ static void exec_free_envp(char **envp, size_t nset) {
     free(envp);
 }
 
-/* In the job's child: its own session, its user, its directory, its
- * output pipes. */
+/* In the job's child: its own session, its pids in the status record
+ * (before it runs: a job the record does not name never runs), its user,
+ * its directory, its output pipes. */
 static void exec_job_child(const exec_spec *spec, char **envp, int out_fd,
-                           int err_fd) {
+                           int err_fd, int status_fd, exec_record *rec) {
     setsid();
+    rec->job_pid = getpid();
+    if (exec_record_write(status_fd, rec, false) != 0) {
+        dprintf(err_fd, "aegisd: job %lld: cannot record its start: %s\n",
+                (long long)spec->id, strerror(errno));
+        _exit(126);
+    }
+    close(status_fd);
     int devnull = open("/dev/null", O_RDONLY);
     if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(out_fd, 1) < 0 ||
         dup2(err_fd, 2) < 0)
@@ -211,20 +294,19 @@ static void exec_job_child(const exec_spec *spec, char **envp, int out_fd,
     _exit(127);
 }
 
-/* Closes every descriptor above 2 but the three given: the shim must not
- * keep aegisd's socket, database or client connections open after aegisd
- * exits. */
-static void exec_close_others(int a, int b, int c) {
-    int keep[3] = {a, b, c};
-    for (int i = 0; i < 3; i++)
-        for (int j = i + 1; j < 3; j++)
+/* Closes every descriptor above 2 but the n in keep (which it sorts): the
+ * shim must not keep aegisd's socket, database or client connections open
+ * after aegisd exits. */
+static void exec_close_others(int *keep, int n) {
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++)
             if (keep[j] < keep[i]) {
                 int t = keep[i];
                 keep[i] = keep[j];
                 keep[j] = t;
             }
     unsigned from = 3;
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < n; i++) {
         if ((unsigned)keep[i] > from) close_range(from, (unsigned)keep[i] - 1, 0);
         from = (unsigned)keep[i] + 1;
     }
@@ -280,8 +362,7 @@ static ssize_t exec_copy(exec_stream *s, long long cap) {
 }
 
 /* Copies the job's output until the job (its session leader) exits
- * (sigfd: its SIGCHLD), then what its pipes still hold, up to
- * EXEC_DRAIN_BYTES. 0 and its wait status, or -1. */
+ * (sigfd: its SIGCHLD). 0 and its wait status, or -1. */
 static int exec_pump(exec_stream *streams, int sigfd, pid_t job, long long cap,
                      int *status) {
     for (;;) {
@@ -297,10 +378,22 @@ static int exec_pump(exec_stream *streams, int sigfd, pid_t job, long long cap,
         if (!p[2].revents) continue;
         struct signalfd_siginfo si;
         if (read(sigfd, &si, sizeof(si)) < 0 && errno != EAGAIN) return -1;
-        pid_t got = waitpid(job, status, WNOHANG);
-        if (got == job) break;
+        /* the job's orphans are the shim's children too (it is their
+         * subreaper): reap them as they go */
+        pid_t got;
+        int ws;
+        while ((got = waitpid(-1, &ws, WNOHANG)) > 0)
+            if (got == job) {
+                *status = ws;
+                return 0;
+            }
         if (got < 0 && errno != EINTR) return -1;
     }
+}
+
+/* Copies what the job's pipes still hold once it has ended, up to
+ * EXEC_DRAIN_BYTES of each. */
+static void exec_drain(exec_stream *streams, long long cap) {
     for (int i = 0; i < 2; i++) {
         long long left = EXEC_DRAIN_BYTES;
         ssize_t n;
@@ -308,7 +401,6 @@ static int exec_pump(exec_stream *streams, int sigfd, pid_t job, long long cap,
                (n = exec_copy(&streams[i], cap)) > 0)
             left -= n;
     }
-    return 0;
 }
 
 /* A stream's pipe, its read end not blocking (see exec_pump). */
@@ -322,13 +414,69 @@ static int exec_stream_open(exec_stream *s, int log_fd, int pipe_fds[2]) {
     return fcntl(s->pipe_fd, F_SETFL, O_NONBLOCK);
 }
 
-/* In the shim: start the job, report its pid, copy its output, leave the
- * status. */
+static int exec_proc_stat(pid_t pid, char *state, unsigned long long *start,
+                          pid_t *session, pid_t *parent);
+
+static void exec_nap_ms(long ms) {
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+/* Whether pid is in seen (n of at most max); adds it when not and there is
+ * room. */
+static bool exec_seen(pid_t *seen, int *n, int max, pid_t pid) {
+    for (int i = 0; i < *n; i++)
+        if (seen[i] == pid) return true;
+    if (*n < max) seen[(*n)++] = pid;
+    return false;
+}
+
+/* In the shim, once the job's leader has exited: SIGKILLs what is left of
+ * the job -- its session, and the shim's other children (a subreaper's:
+ * the job's orphans, even those that left the session) -- until nothing
+ * is, reaping them. Returns how many processes it killed (each counted
+ * once up to 256). */
+static int exec_end_session(pid_t job) {
+    pid_t self = getpid(), seen[256];
+    int nseen = 0, killed = 0;
+    for (;;) {
+        int alive = 0;
+        DIR *proc = opendir("/proc");
+        struct dirent *e;
+        while (proc && (e = readdir(proc))) {
+            char *end;
+            long pid = strtol(e->d_name, &end, 10);
+            char state;
+            unsigned long long start;
+            pid_t sid, ppid;
+            if (*end || pid <= 0 || pid == self ||
+                exec_proc_stat((pid_t)pid, &state, &start, &sid, &ppid) != 0 ||
+                state == 'Z' || state == 'X' || (sid != job && ppid != self))
+                continue;
+            kill((pid_t)pid, SIGKILL);
+            alive++;
+            if (!exec_seen(seen, &nseen, 256, (pid_t)pid)) killed++;
+        }
+        if (proc) closedir(proc);
+        while (waitpid(-1, NULL, WNOHANG) > 0) {
+        }
+        if (alive == 0) return killed;
+        exec_nap_ms(10);
+    }
+}
+
+/* In the shim: start the job, report its pid, copy its output until it
+ * exits, end what is left of it, copy what its pipes still hold, record
+ * the status. */
 static void exec_shim(const exec_spec *spec, char **envp, int out_fd,
-                      int err_fd, int report_fd, const char *status_path) {
+                      int err_fd, int report_fd, int status_fd,
+                      long long err_offset) {
     setsid(); /* outlive aegisd and its terminal */
     prctl(PR_SET_NAME, "aegis-shim");
-    exec_close_others(out_fd, err_fd, report_fd);
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
+    int keep[] = {out_fd, err_fd, report_fd, status_fd};
+    exec_close_others(keep, 4);
     sigset_t none, chld;
     sigemptyset(&none);
     sigemptyset(&chld);
@@ -339,6 +487,9 @@ static void exec_shim(const exec_spec *spec, char **envp, int out_fd,
     signal(SIGHUP, SIG_IGN);
     signal(SIGINT, SIG_IGN);
     signal(SIGTERM, SIG_IGN);
+    signal(SIGPIPE, SIG_IGN); /* aegisd may be gone before it reads the pid */
+    exec_record rec = {.err_offset = err_offset, .shim_pid = getpid(),
+                       .shim_start = exec_start_time(getpid())};
     exec_stream streams[2];
     int out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1};
     int sigfd = signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC);
@@ -353,10 +504,14 @@ static void exec_shim(const exec_spec *spec, char **envp, int out_fd,
         signal(SIGHUP, SIG_DFL);
         signal(SIGINT, SIG_DFL);
         signal(SIGTERM, SIG_DFL);
+        signal(SIGPIPE, SIG_DFL);
         close(report_fd);
-        exec_job_child(spec, envp, out_pipe[1], err_pipe[1]);
+        exec_job_child(spec, envp, out_pipe[1], err_pipe[1], status_fd, &rec);
     }
-    if (write(report_fd, &job, sizeof(job)) != (ssize_t)sizeof(job)) _exit(1);
+    /* Unread when aegisd died meanwhile: the next one finds the pids in the
+     * status record. */
+    ssize_t reported = write(report_fd, &job, sizeof(job));
+    (void)reported;
     close(report_fd);
     close(out_pipe[1]);
     close(err_pipe[1]);
@@ -364,21 +519,26 @@ static void exec_shim(const exec_spec *spec, char **envp, int out_fd,
     if (job < 0 ||
         exec_pump(streams, sigfd, job, spec->log_max_bytes, &status) != 0)
         _exit(1);
-    char tmp[4200];
-    snprintf(tmp, sizeof(tmp), "%s.tmp", status_path);
-    FILE *f = fopen(tmp, "w");
-    if (!f || fprintf(f, "%d\n", status) < 0 || fclose(f) != 0 ||
-        rename(tmp, status_path) != 0)
-        _exit(1);
+    rec.job_pid = job;
+    rec.status = status;
+    rec.left = exec_end_session(job);
+    exec_drain(streams, spec->log_max_bytes);
+    /* Only a read-only disk fails this write (its space was taken at the
+     * start): the shim waits for it rather than lose the outcome. */
+    for (bool said = false; exec_record_write(status_fd, &rec, true) != 0;
+         said = true) {
+        if (!said)
+            dprintf(2, "aegis-shim: job %lld attempt %d: cannot record its end "
+                    "(%s); retrying every second\n", (long long)spec->id,
+                    spec->attempt, strerror(errno));
+        exec_nap_ms(1000);
+    }
     _exit(0);
 }
 
 int exec_start(const exec_spec *spec, exec_run *run, char *err,
                size_t errlen) {
-    char status_path[4096];
-    exec_status_path(status_path, sizeof(status_path), spec->run_dir, spec->id,
-                     spec->attempt);
-    unlink(status_path);
+    int status_fd = -1, rc = -1;
     int out_fd = exec_open_log(spec, false, err, errlen);
     if (out_fd < 0) return -1;
     int err_fd = exec_open_log(spec, true, err, errlen);
@@ -394,10 +554,19 @@ int exec_start(const exec_spec *spec, exec_run *run, char *err,
         goto fail;
     }
     run->err_offset = st.st_size;
+    char status_path[4096];
+    exec_status_path(status_path, sizeof(status_path), spec->run_dir, spec->id,
+                     spec->attempt);
+    status_fd = exec_status_create(status_path, run->err_offset, err, errlen);
+    if (status_fd < 0) {
+        rc = EXEC_NO_STATUS;
+        goto fail;
+    }
     run->shim_pid = fork();
     if (run->shim_pid == 0) {
         close(report[0]);
-        exec_shim(spec, envp, out_fd, err_fd, report[1], status_path);
+        exec_shim(spec, envp, out_fd, err_fd, report[1], status_fd,
+                  run->err_offset);
     }
     if (run->shim_pid < 0) {
         snprintf(err, errlen, "job %lld: fork: %s", (long long)spec->id,
@@ -419,22 +588,24 @@ int exec_start(const exec_spec *spec, exec_run *run, char *err,
     close(report[0]);
     close(out_fd);
     close(err_fd);
+    close(status_fd);
     exec_free_envp(envp, nset);
     return 0;
 fail:
     for (int i = 0; i < 2; i++)
         if (report[i] >= 0) close(report[i]);
+    if (status_fd >= 0) close(status_fd);
     close(out_fd);
     if (err_fd >= 0) close(err_fd);
     exec_free_envp(envp, nset);
-    return -1;
+    return rc;
 }
 
-/* Field 3 (state) and field 22 (starttime) of /proc/PID/stat; the command
- * name (field 2) may hold spaces and parentheses, so parse after its last
- * ')'. */
+/* Field 3 (state), 4 (parent), 6 (session) and 22 (starttime) of
+ * /proc/PID/stat; the command name (field 2) may hold spaces and
+ * parentheses, so parse after its last ')'. */
 static int exec_proc_stat(pid_t pid, char *state, unsigned long long *start,
-                          pid_t *session) {
+                          pid_t *session, pid_t *parent) {
     char path[64], buf[1024];
     snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -448,6 +619,7 @@ static int exec_proc_stat(pid_t pid, char *state, unsigned long long *start,
     if (!p || sscanf(p + 2, "%c %d %d %d", state, &ppid, &pgrp, &sid) != 4)
         return -1;
     *session = sid;
+    *parent = ppid;
     /* p at ")"; the k-th space after it opens field 2 + k: go to 22 */
     for (int field = 3; field <= 22 && p; field++) p = strchr(p + 1, ' ');
     if (!p || sscanf(p + 1, "%llu", start) != 1) return -1;
@@ -457,8 +629,8 @@ static int exec_proc_stat(pid_t pid, char *state, unsigned long long *start,
 unsigned long long exec_start_time(pid_t pid) {
     char state;
     unsigned long long start;
-    pid_t sid;
-    if (pid <= 0 || exec_proc_stat(pid, &state, &start, &sid) != 0 ||
+    pid_t sid, ppid;
+    if (pid <= 0 || exec_proc_stat(pid, &state, &start, &sid, &ppid) != 0 ||
         state == 'Z' || state == 'X')
         return 0;
     return start;
@@ -468,26 +640,81 @@ bool exec_alive(pid_t pid, unsigned long long start) {
     return start != 0 && exec_start_time(pid) == start;
 }
 
-bool exec_in_job(pid_t pid, pid_t job_pid) {
+pid_t exec_session(pid_t pid) {
     char state;
     unsigned long long start;
-    pid_t sid;
-    return exec_proc_stat(pid, &state, &start, &sid) == 0 && sid == job_pid;
+    pid_t sid, ppid;
+    return exec_proc_stat(pid, &state, &start, &sid, &ppid) == 0 ? sid : -1;
+}
+
+bool exec_in_job(pid_t pid, pid_t job_pid) {
+    return exec_session(pid) == job_pid;
+}
+
+bool exec_named(pid_t pid, const char *name) {
+    char path[64], comm[64];
+    snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    ssize_t n = read(fd, comm, sizeof(comm) - 1);
+    close(fd);
+    if (n <= 0) return false;
+    comm[n] = '\0';
+    comm[strcspn(comm, "\n")] = '\0';
+    return strcmp(comm, name) == 0;
 }
 
 void exec_kill(pid_t job_pid, int sig) {
     if (job_pid > 1) kill(-job_pid, sig);
 }
 
-int exec_status(const char *run_dir, int64_t id, int attempt, int *status) {
+void exec_probe(const char *run_dir, int64_t id, int attempt,
+                exec_record *rec) {
+    char path[4096], text[EXEC_RECORD_BYTES + 1];
+    exec_status_path(path, sizeof(path), run_dir, id, attempt);
+    memset(rec, 0, sizeof(*rec));
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        /* unreadable for another reason: live, for nothing is known */
+        rec->state = errno == ENOENT ? EXEC_ABSENT : EXEC_LIVE;
+        return;
+    }
+    bool held = flock(fd, LOCK_SH | LOCK_NB) != 0;
+    ssize_t n = pread(fd, text, EXEC_RECORD_BYTES, 0);
+    close(fd);
+    text[n > 0 ? n : 0] = '\0';
+    int old = 0;
+    if (exec_record_parse(text, rec) != 0) {
+        memset(rec, 0, sizeof(*rec));
+        /* an older shim's "STATUS\n", written whole at its end; empty: its
+         * making failed, and nothing started */
+        rec->state = sscanf(text, "%d", &old) == 1 ? EXEC_ENDED
+                     : text[0]                      ? EXEC_LOST
+                                                    : EXEC_UNSTARTED;
+        rec->status = old;
+    }
+    if (held) rec->state = EXEC_LIVE;
+}
+
+void exec_status_remove(const char *run_dir, int64_t id, int attempt) {
     char path[4096];
     exec_status_path(path, sizeof(path), run_dir, id, attempt);
-    FILE *f = fopen(path, "r");
-    if (!f) return -1;
-    int ok = fscanf(f, "%d", status) == 1;
-    fclose(f);
     unlink(path);
-    return ok ? 0 : -1;
+}
+
+void exec_status_each(const char *run_dir,
+                      void (*fn)(void *ctx, int64_t id, int attempt),
+                      void *ctx) {
+    DIR *dir = opendir(run_dir);
+    struct dirent *e;
+    while (dir && (e = readdir(dir))) {
+        long long id;
+        int attempt, end = 0;
+        if (sscanf(e->d_name, "%lld.%d.status%n", &id, &attempt, &end) == 2 &&
+            end > 0 && e->d_name[end] == '\0')
+            fn(ctx, id, attempt);
+    }
+    if (dir) closedir(dir);
 }
 
 core_exit exec_classify(int status, int log_dirfd, int64_t id,

@@ -2,12 +2,22 @@
  *
  * Each attempt runs under a small watcher process (the shim) forked from
  * aegisd: the shim starts the job in a session of its own, waits for it
- * and writes its wait status to a file before exiting. aegisd may die and
- * come back meanwhile: the shim outlives it, so the exit status of a job
- * that was re-adopted after a restart is still collected -- aegisd only has
- * to notice the shim is gone (exec_alive) and read the file
- * (exec_status). A job's processes are its session, so a shell wrapper's
- * children are cancelled and observed with it.
+ * and records its wait status before exiting. aegisd may die and come back
+ * meanwhile: the shim outlives it, so the exit status of a job that was
+ * re-adopted after a restart is still collected. A job's processes are its
+ * session, so a shell wrapper's children are cancelled and observed with
+ * it; when the job ends, the shim kills what is left of them (it is their
+ * subreaper, so even those that left the session) before recording it.
+ *
+ * The attempt's status file, RUN_DIR/ID.N.status, is the single source of
+ * what became of it (exec_probe). aegisd creates it, at its full size,
+ * and locks it before forking the shim, which inherits the lock and holds
+ * it for its life: a locked file is a live attempt, whatever aegisd knew
+ * of it; the job records its pids in it before it runs, the shim its wait
+ * status in place (space already taken: a full disk cannot lose it; the
+ * shim retries while the disk is read-only). aegisd removes it only once
+ * the outcome is committed, so an aegisd killed in between reads the same
+ * outcome again.
  *
  * The job writes its stdout and stderr into pipes, never into its logs:
  * the shim copies them into LOG_DIR/ID.out and ID.err and keeps each one
@@ -62,9 +72,52 @@ typedef struct exec_run {
     long long err_offset;           /* stderr size before this attempt */
 } exec_run;
 
-/* Starts one attempt. Returns 0, or -1 with a message naming the job. */
+/* exec_start's answer when the attempt's status file cannot be made (the
+ * state disk is full or read-only): nothing was started. Not -2, which
+ * d_share_prepare gives on the same path (D_SHARE_BUSY). */
+#define EXEC_NO_STATUS (-3)
+
+/* Starts one attempt. Returns 0, or -1 with a message naming the job, or
+ * EXEC_NO_STATUS. */
 int exec_start(const exec_spec *spec, exec_run *run, char *err,
                size_t errlen);
+
+/* Whether a status file can be made in run_dir now (made and removed):
+ * 0, or -1 with why. */
+int exec_run_dir_check(const char *run_dir, char *err, size_t errlen);
+
+/* What an attempt's status file says. */
+typedef enum exec_state {
+    EXEC_ABSENT,        /* no file: the attempt never got to its start */
+    EXEC_UNSTARTED,     /* a file no shim holds, without a job: it never
+                           ran and never will */
+    EXEC_LIVE,          /* its shim lives (or the file cannot be read) */
+    EXEC_ENDED,         /* the job ended with `status` */
+    EXEC_LOST           /* the shim died before recording the end */
+} exec_state;
+
+typedef struct exec_record {
+    exec_state state;
+    long long err_offset;       /* as in exec_run */
+    pid_t shim_pid;             /* 0 until the job has started */
+    unsigned long long shim_start;
+    pid_t job_pid;
+    int status;                 /* EXEC_ENDED: its wait status */
+    int left;                   /* EXEC_ENDED: processes of the job still
+                                   there when it ended, which the shim
+                                   killed */
+} exec_record;
+
+void exec_probe(const char *run_dir, int64_t id, int attempt,
+                exec_record *rec);
+
+/* Removes the status file, once its outcome is committed. */
+void exec_status_remove(const char *run_dir, int64_t id, int attempt);
+
+/* Calls fn for each status file in run_dir with its job id and attempt. */
+void exec_status_each(const char *run_dir,
+                      void (*fn)(void *ctx, int64_t id, int attempt),
+                      void *ctx);
 
 /* The start time of pid from /proc (clock ticks since boot), or 0 when it
  * does not exist or is a zombie. A pid with the start time recorded at
@@ -72,19 +125,20 @@ int exec_start(const exec_spec *spec, exec_run *run, char *err,
 unsigned long long exec_start_time(pid_t pid);
 bool exec_alive(pid_t pid, unsigned long long start);
 
-/* The wait status the shim of attempt `attempt` of job id wrote: 0 and
- * *status, or -1 when there is none (the shim was killed: the attempt is
- * lost). Removes the file. */
-int exec_status(const char *run_dir, int64_t id, int attempt, int *status);
-
 /* Classifies an ended attempt of job id from its wait status and the
  * tail of its stderr log from err_offset on; writes a one-line reason to
  * why. */
 core_exit exec_classify(int status, int log_dirfd, int64_t id,
                         long long err_offset, char *why, size_t whylen);
 
+/* The session of pid, or -1 when there is no such process. */
+pid_t exec_session(pid_t pid);
+
 /* Is pid in the session of job_pid (the job or a descendant)? */
 bool exec_in_job(pid_t pid, pid_t job_pid);
+
+/* Is pid's command name (/proc/PID/comm, at most 15 bytes) name? */
+bool exec_named(pid_t pid, const char *name);
 
 /* Signals the job's whole session. */
 void exec_kill(pid_t job_pid, int sig);

@@ -32,8 +32,18 @@ static bool d_may_see(const d_conn *c, uid_t owner) {
 
 /* Adds what only the daemon's memory knows to a job's row. */
 static void d_live_fields(d_daemon *d, json_t *row) {
-    d_job *job = d_job_find(d, json_integer_value(json_object_get(row, "id")));
+    int64_t id = json_integer_value(json_object_get(row, "id"));
+    d_job *job = d_job_find(d, id);
+    const d_unsaved *ended = job ? NULL : d_job_unsaved(d, id);
+    if (ended) { /* the database does not know yet */
+        json_object_set_new(row, "state", json_string(ended->state));
+        json_object_set_new(row, "reason", json_string(ended->reason));
+    }
     if (!job) return;
+    /* ahead of the database while it cannot be written */
+    json_object_set_new(row, "state", json_string(job->state == D_RUNNING
+                                                      ? "running"
+                                                      : "queued"));
     json_object_set_new(row, "energy_j", json_real(job->energy_j));
     if (job->state == D_HELD)
         json_object_set_new(row, "waiting_for", d_deps_waiting(d, job));
@@ -65,8 +75,18 @@ static double d_largest_gpu_mib(const d_daemon *d) {
     return most;
 }
 
+/* Answers a submit while the state cannot be written: true when it did
+ * (the server's fault, not the request's). */
+static bool d_refuse_unwritable(d_conn *c) {
+    if (!store_failing(c->d->st)) return false;
+    d_reply_fault(c, "aegisd cannot write its state (%s): not accepting jobs "
+                  "until it can", store_failure(c->d->st));
+    return true;
+}
+
 static void d_on_submit(d_conn *c, const proto_request *req) {
     d_daemon *d = c->d;
+    if (d_refuse_unwritable(c)) return;
     if (!d->as_root && c->uid != geteuid()) {
         d_reply_error(c, "this aegisd runs as uid %d and runs jobs as that "
                       "user only; uid %d may not submit", (int)geteuid(),
@@ -104,7 +124,7 @@ static void d_on_submit(d_conn *c, const proto_request *req) {
     if (store_submit(d->st, &owner, req, d_wall(), &first, err,
                      sizeof(err)) != 0) {
         d_log("%s", err);
-        d_reply_fault(c, "%s", err);
+        if (!d_refuse_unwritable(c)) d_reply_fault(c, "%s", err);
         return;
     }
     /* Committed: from here on the jobs exist even if aegisd dies. */
@@ -169,14 +189,15 @@ static void d_on_cancel(d_conn *c, const proto_request *req) {
             return;
         }
     }
-    json_t *done = json_array();
-    store_begin(d->st); /* one commit for them all, not one per job */
-    for (size_t i = 0; i < req->nids; i++) {
-        d_job *job = d_job_find(d, req->ids[i]);
-        if (job && !job->cancelling) d_job_cancel(d, job);
-        json_array_append_new(done, json_integer(req->ids[i]));
+    /* one commit for them all, not one per job (d_jobs_cancel) */
+    char err[4600];
+    if (d_jobs_cancel(d, req->ids, req->nids, err, sizeof(err)) != 0) {
+        d_reply_fault(c, "%s", err);
+        return;
     }
-    store_commit(d->st);
+    json_t *done = json_array();
+    for (size_t i = 0; i < req->nids; i++)
+        json_array_append_new(done, json_integer(req->ids[i]));
     d_reply(c, json_pack("{s:b, s:o}", "ok", 1, "cancelled", done));
     d_jobs_schedule(d);
 }
@@ -229,6 +250,7 @@ static void d_on_wait(d_conn *c, const proto_request *req) {
             free(ids);
             return;
         }
+        d_live_fields(d, row);
         json_array_append_new(result, d_final(ids[i],
             json_string_value(json_object_get(row, "state")),
             json_string_value(json_object_get(row, "reason"))));

@@ -9,6 +9,13 @@
  * requeue). After a restart, d_jobs_recover() hands it all back: running
  * attempts are adopted (core_adopt), retries rejoin the recovery queue in
  * the order they were requeued (core_submit_retry).
+ *
+ * Crashes: an attempt is committed before it starts and its outcome read
+ * from its status file (exec.h), which goes only once the outcome is
+ * committed, so a restarted aegisd neither starts a second copy nor runs a
+ * finished attempt again; a cancel is committed before it is answered.
+ * While the state cannot be written (store_failing), no job starts and
+ * each tick retries the writes kept meanwhile.
  */
 #include "daemon.h"
 
@@ -33,6 +40,9 @@
  * before the job is failed: about a minute of ticks, for processes to
  * leave a GPU whose MIG mode must change, or a MIG instance. */
 #define D_MAX_BUSY 60
+
+/* Why an attempt recorded as started at a restart never ran. */
+#define D_STOPPED_STARTING "aegisd stopped while starting it"
 
 /* ---- the table of unfinished jobs ----------------------------------------- */
 
@@ -73,6 +83,30 @@ static void d_job_remove(d_daemon *d, d_job *job) {
     free(job);
 }
 
+/* ---- finished jobs not saved yet ------------------------------------------ */
+
+const d_unsaved *d_job_unsaved(const d_daemon *d, int64_t id) {
+    for (size_t i = 0; i < d->nunsaved; i++)
+        if (d->unsaved[i].id == id) return &d->unsaved[i];
+    return NULL;
+}
+
+/* Notes a job's end until the state is saved: its commit may yet fail. */
+static void d_unsaved_add(d_daemon *d, int64_t id, const char *state,
+                          const char *reason) {
+    if (d->nunsaved == d->capunsaved) {
+        size_t cap = d->capunsaved ? d->capunsaved * 2 : 64;
+        d_unsaved *grown = realloc(d->unsaved, cap * sizeof(*grown));
+        if (!grown) return; /* ls and show say what the database says */
+        d->unsaved = grown;
+        d->capunsaved = cap;
+    }
+    d_unsaved *u = &d->unsaved[d->nunsaved++];
+    u->id = id;
+    snprintf(u->state, sizeof(u->state), "%s", state);
+    snprintf(u->reason, sizeof(u->reason), "%s", reason);
+}
+
 /* ---- queueing ------------------------------------------------------------- */
 
 static void d_job_enqueue(d_daemon *d, d_job *job);
@@ -86,6 +120,7 @@ static void d_job_finish(d_daemon *d, d_job *job, const char *state,
     store_job_state(d->st, id, state, reason, d_wall());
     store_event(d->st, id, d_wall(), "%s: %s", state, reason);
     store_commit(d->st);
+    d_unsaved_add(d, id, state, reason);
     d_job_remove(d, job);
     d_waiters_job_done(d, id, state, reason);
     /* Dependents come later in id order (deps.c); enqueueing one may
@@ -181,6 +216,8 @@ int d_jobs_submitted(d_daemon *d, const store_owner *owner,
 
 /* ---- launching ------------------------------------------------------------ */
 
+static void d_job_unstarted(d_daemon *d, d_job *job, const char *why);
+
 /* A JSON array of strings as a NULL-terminated vector pointing into it. */
 static const char **d_strings(json_t *arr) {
     size_t n = json_array_size(arr);
@@ -245,32 +282,82 @@ static int d_job_exec(d_daemon *d, d_job *job, const core_launch *l,
     return rc;
 }
 
+/* Forgets attempt n of job id, recorded before its start, which did not
+ * happen: the job is queued again in the store. */
+static void d_job_unrecord(d_daemon *d, int64_t id, int n) {
+    store_begin(d->st);
+    store_attempt_drop(d->st, id, n);
+    store_job_state(d->st, id, "queued", NULL, d_wall());
+    store_commit(d->st);
+}
+
+/* Back to the core's queue at the attempt it was placed for: its start
+ * could not be recorded, or it never happened. */
+static void d_job_requeue_unstarted(d_daemon *d, d_job *job) {
+    char err[256];
+    if (job->in_core) core_cancel(d->core, job->id, d_now(d));
+    job->in_core = false;
+    job->ngpus = 0;
+    if (d_job_to_core(d, job, err, sizeof(err)) != 0)
+        d_job_finish(d, job, "failed", err);
+}
+
 static void d_job_launch(d_daemon *d, d_job *job, const core_launch *l) {
+    int n = job->attempts + 1;
+    char gpus[CORE_MAX_JOB_GPUS * 4];
+    d_gpu_list(gpus, sizeof(gpus), l->gpus, l->num_gpus, NULL);
+    store_attempt a = {.n = n, .gpus = gpus, .floor_mib = l->floor_mib,
+                       .exclusive = l->exclusive};
+    double now = d_wall();
+    /* The attempt before its start: an aegisd killed in between finds it,
+     * and by its status file whether it started. */
+    store_begin(d->st);
+    store_attempt_start(d->st, job->id, &a, now);
+    store_job_state(d->st, job->id, "running", NULL, now);
+    if (store_commit_now(d->st) != 0) {
+        d_job_requeue_unstarted(d, job);
+        return;
+    }
     exec_run run;
     char err[1024];
     static d_share_start ss; /* big; the loop runs one launch at a time */
     int rc = d_job_exec(d, job, l, &ss, &run, err, sizeof(err));
     if (rc == D_SHARE_BUSY && ++job->busy < D_MAX_BUSY) {
         /* not the job's failure: back to the queue, same floor */
+        store_begin(d->st);
         if (job->busy == 1) {
             d_log("job %lld: not started, its GPU is busy (retried): %s",
                   (long long)job->id, err);
             store_event(d->st, job->id, d_wall(), "not started, its GPU is "
                         "busy (retried): %s", err);
         }
+        d_job_unrecord(d, job->id, n);
+        store_commit(d->st);
         core_job_exit(d->core, job->id, CORE_EXIT_LOST, d_now(d), NULL);
         return;
     }
     job->busy = 0;
+    if (rc == EXEC_NO_STATUS) { /* the state disk refuses its status file */
+        d_log("job %lld: %s: not started", (long long)job->id, err);
+        store_fail_because(d->st, err);
+        job->state = D_RUNNING;
+        job->attempts = n;
+        d_job_unstarted(d, job, err);
+        return;
+    }
     if (rc != 0) {
-        d_log("job %lld: %s", (long long)job->id, err);
+        int64_t id = job->id;
+        d_log("job %lld: %s", (long long)id, err);
         d_share_release(d, job);
-        core_job_exit(d->core, job->id, CORE_EXIT_FAILED, d_now(d), NULL);
+        core_job_exit(d->core, id, CORE_EXIT_FAILED, d_now(d), NULL);
+        store_begin(d->st);
+        store_attempt_end(d->st, id, n, "failed", -1, d_wall());
         d_job_finish(d, job, "failed", err);
+        if (store_commit(d->st) == 0) exec_status_remove(d->run_dir, id, n);
         return;
     }
     job->state = D_RUNNING;
-    job->attempts++;
+    job->attempts = n;
     job->ngpus = l->num_gpus;
     memcpy(job->gpus, l->gpus, sizeof(job->gpus));
     job->exclusive = l->exclusive;
@@ -281,68 +368,95 @@ static void d_job_launch(d_daemon *d, d_job *job, const core_launch *l) {
     job->err_offset = run.err_offset;
     job->active = false;
     job->seen = 0;
-    char gpus[CORE_MAX_JOB_GPUS * 4];
-    d_gpu_list(gpus, sizeof(gpus), l->gpus, l->num_gpus, NULL);
-    store_attempt a = {
-        .n = job->attempts, .gpus = gpus, .floor_mib = l->floor_mib,
-        .exclusive = l->exclusive, .shim_pid = run.shim_pid,
-        .shim_start = run.shim_start, .job_pid = run.job_pid,
-        .err_offset = run.err_offset,
-    };
-    double now = d_wall();
     store_begin(d->st);
-    store_attempt_start(d->st, job->id, &a, now);
-    store_job_state(d->st, job->id, "running", NULL, now);
+    store_attempt_pids(d->st, job->id, n, run.shim_pid, run.shim_start,
+                       run.job_pid, run.err_offset);
     store_event(d->st, job->id, now,
                 "attempt %d started on GPU %s, %s, admitted with %.0f MiB",
-                a.n, gpus, l->exclusive ? "alone" : "shared", l->floor_mib);
+                n, gpus, l->exclusive ? "alone" : "shared", l->floor_mib);
     if (ss.note[0])
-        store_event(d->st, job->id, now, "attempt %d: %s", a.n, ss.note);
+        store_event(d->st, job->id, now, "attempt %d: %s", n, ss.note);
     store_commit(d->st);
 }
 
 void d_jobs_schedule(d_daemon *d) {
     core_launch out[16];
-    int n;
-    do {
+    int n = 16;
+    /* No job starts while its start cannot be recorded. */
+    while (n == 16 && !store_failing(d->st)) {
         n = core_schedule(d->core, d_now(d), out, 16);
         for (int i = 0; i < n; i++) {
             d_job *job = d_job_find(d, out[i].job_id);
             if (job) d_job_launch(d, job, &out[i]);
             else core_cancel(d->core, out[i].job_id, d_now(d));
         }
-    } while (n == 16);
+    }
 }
 
 /* ---- exits ---------------------------------------------------------------- */
 
-/* The attempt's shim is gone: collect the status, classify, decide. */
-static void d_job_ended(d_daemon *d, d_job *job) {
-    int status;
-    char why[256];
-    core_exit how;
-    if (exec_status(d->run_dir, job->id, job->attempts, &status) == 0) {
-        how = exec_classify(status, d->log_dirfd, job->id, job->err_offset,
-                            why, sizeof(why));
-    } else {
-        /* The shim died without a word: make sure the job died with it. */
-        if (exec_in_job(job->job_pid, job->job_pid))
-            exec_kill(job->job_pid, SIGKILL);
-        status = -1;
-        how = CORE_EXIT_LOST;
-        snprintf(why, sizeof(why), "its watcher process vanished");
+/* What the attempt's status file says (exec_probe), with what an attempt
+ * an older aegisd started says instead (its shim wrote the file only at
+ * its end); pids of a live attempt that aegisd did not know yet (it
+ * stopped before committing them) are taken into the job. */
+static void d_job_probe(d_daemon *d, d_job *job, exec_record *rec) {
+    exec_probe(d->run_dir, job->id, job->attempts, rec);
+    if (rec->state == EXEC_ABSENT && job->shim_pid > 0) {
+        rec->state = exec_alive(job->shim_pid, job->shim_start) ? EXEC_LIVE
+                                                                : EXEC_LOST;
+        rec->job_pid = job->job_pid;
     }
-    static const char *const how_names[] = {"ok", "oom", "failed", "lost"};
-    /* before the core hears of it: it may give the slices away at once */
+    if (rec->err_offset == 0) rec->err_offset = job->err_offset;
+    /* a live shim's record may be read half-written: pids that do not
+     * name it are not taken */
+    if (job->job_pid > 0 || rec->job_pid <= 0 ||
+        !exec_alive(rec->shim_pid, rec->shim_start))
+        return;
+    job->shim_pid = rec->shim_pid;
+    job->shim_start = rec->shim_start;
+    job->job_pid = rec->job_pid;
+    job->err_offset = rec->err_offset;
+    store_attempt_pids(d->st, job->id, job->attempts, job->shim_pid,
+                       job->shim_start, job->job_pid, job->err_offset);
+    if (job->cancelling) exec_kill(job->job_pid, SIGTERM); /* not sent yet */
+}
+
+/* Attempt job->attempts never ran (why: what stopped it): it is
+ * forgotten, and the job queued again at that attempt. */
+static void d_job_unstarted(d_daemon *d, d_job *job, const char *why) {
+    int64_t id = job->id;
+    int n = job->attempts;
+    double now = d_wall();
     d_share_release(d, job);
+    job->attempts = n - 1;
+    job->state = D_QUEUED;
+    store_begin(d->st);
+    d_job_unrecord(d, id, n);
+    store_event(d->st, id, now, "attempt %d never started (%s): queued again",
+                n, why);
+    if (job->cancelling) {
+        if (job->in_core) core_cancel(d->core, id, d_now(d));
+        d_job_finish(d, job, "cancelled", "cancelled while queued");
+    } else {
+        d_job_requeue_unstarted(d, job);
+    }
+    if (store_commit(d->st) == 0) exec_status_remove(d->run_dir, id, n);
+}
+
+/* Records how attempt n ended (how, its wait status, why) and what becomes
+ * of the job: finished, or requeued by the core's ladder. */
+static void d_job_settle(d_daemon *d, d_job *job, core_exit how, int status,
+                         const char *why) {
+    static const char *const how_names[] = {"ok", "oom", "failed", "lost"};
+    int n = job->attempts;
     double now = d_wall();
     if (job->cancelling) {
         if (job->in_core) core_cancel(d->core, job->id, d_now(d));
-        store_attempt_end(d->st, job->id, "cancelled", status, now);
+        store_attempt_end(d->st, job->id, n, "cancelled", status, now);
         d_job_finish(d, job, "cancelled", "cancelled while running");
         return;
     }
-    store_attempt_end(d->st, job->id, how_names[how], status, now);
+    store_attempt_end(d->st, job->id, n, how_names[how], status, now);
     double floor = 0;
     bool was_alone = job->exclusive;
     job->lost = how == CORE_EXIT_LOST ? job->lost + 1 : 0;
@@ -361,17 +475,15 @@ static void d_job_ended(d_daemon *d, d_job *job) {
         core_job_retry(d->core, job->id, &r);
         job->retry_floor = r.floor_mib;
         job->retry_alone = r.alone;
-        store_begin(d->st);
         store_job_retry(d->st, job->id, r.floor_mib, r.alone);
         store_job_energy(d->st, job->id, job->energy_j);
         store_job_state(d->st, job->id, "queued", why, now);
         if (floor > 0)
             store_event(d->st, job->id, now, "attempt %d: %s; requeued with "
-                        "%.0f MiB", job->attempts, why, floor);
+                        "%.0f MiB", n, why, floor);
         else
             store_event(d->st, job->id, now, "attempt %d: %s; requeued to run "
-                        "alone", job->attempts, why);
-        store_commit(d->st);
+                        "alone", n, why);
         break;
     case CORE_STOPPED: {
         char reason[400];
@@ -387,6 +499,38 @@ static void d_job_ended(d_daemon *d, d_job *job) {
     }
 }
 
+/* The attempt's shim is gone (rec: its status file): classify, decide, and
+ * once that is committed, remove the file. */
+static void d_job_ended(d_daemon *d, d_job *job, const exec_record *rec) {
+    if (rec->state == EXEC_UNSTARTED || rec->state == EXEC_ABSENT) {
+        d_job_unstarted(d, job, D_STOPPED_STARTING);
+        return;
+    }
+    int64_t id = job->id;
+    int n = job->attempts, status = -1;
+    char why[256];
+    core_exit how;
+    if (rec->state == EXEC_ENDED) {
+        status = rec->status;
+        how = exec_classify(status, d->log_dirfd, id, rec->err_offset, why,
+                            sizeof(why));
+    } else {
+        /* The shim died without a word: make sure the job died with it. */
+        if (rec->job_pid > 1 && exec_in_job(rec->job_pid, rec->job_pid))
+            exec_kill(rec->job_pid, SIGKILL);
+        how = CORE_EXIT_LOST;
+        snprintf(why, sizeof(why), "its watcher process vanished");
+    }
+    /* before the core hears of it: it may give the slices away at once */
+    d_share_release(d, job);
+    store_begin(d->st);
+    if (rec->left > 0)
+        store_event(d->st, id, d_wall(), "attempt %d left %d processes behind: "
+                    "killed", n, rec->left);
+    d_job_settle(d, job, how, status, why);
+    if (store_commit(d->st) == 0) exec_status_remove(d->run_dir, id, n);
+}
+
 void d_jobs_check_exits(d_daemon *d) {
     double now = d_now(d);
     for (size_t i = 0; i < d->njobs;) {
@@ -399,18 +543,23 @@ void d_jobs_check_exits(d_daemon *d) {
             exec_kill(job->job_pid, SIGKILL);
             job->kill_at = now + D_KILL_GRACE_S;
         }
-        if (exec_alive(job->shim_pid, job->shim_start)) {
+        exec_record rec;
+        d_job_probe(d, job, &rec);
+        if (rec.state == EXEC_LIVE) {
             i++;
             continue;
         }
         int64_t id = job->id;
-        d_job_ended(d, job);
+        d_job_ended(d, job, &rec);
         i = d_job_index(d, id); /* the table may have changed */
         if (i < d->njobs && d->jobs[i]->id == id) i++;
     }
 }
 
-int d_job_cancel(d_daemon *d, d_job *job) {
+/* Cancels a job whose cancel is committed (job->cancel_at): a queued one
+ * is finished, a running one sent SIGTERM, and SIGKILL once its grace time
+ * since the cancel is up. */
+static void d_job_cancel(d_daemon *d, d_job *job) {
     /* A job in a MIG instance keeps its slices in the core until the
      * instance is destroyed at its end: given away sooner, they would fail
      * the next job's instance. */
@@ -418,17 +567,43 @@ int d_job_cancel(d_daemon *d, d_job *job) {
     if (job->in_core && !hold) core_cancel(d->core, job->id, d_now(d));
     if (job->state != D_RUNNING) {
         d_job_finish(d, job, "cancelled", "cancelled while queued");
-        return 0;
+        return;
     }
     if (!hold) {
         job->in_core = false;
         job->ngpus = 0; /* its GPUs are the core's again */
     }
     job->cancelling = true;
-    job->kill_at = d_now(d) + D_KILL_GRACE_S;
+    double grace = job->cancel_at + D_KILL_GRACE_S - d_wall();
+    job->kill_at = d_now(d) + (grace > 0 ? grace : 0);
     exec_kill(job->job_pid, SIGTERM);
     store_event(d->st, job->id, d_wall(), "cancel: SIGTERM sent to session %d",
                 (int)job->job_pid);
+}
+
+int d_jobs_cancel(d_daemon *d, const int64_t *ids, size_t nids, char *err,
+                  size_t errlen) {
+    double now = d_wall();
+    store_begin(d->st);
+    for (size_t i = 0; i < nids; i++) {
+        d_job *job = d_job_find(d, ids[i]);
+        if (job && !job->cancelling) store_job_cancel(d->st, ids[i], now);
+    }
+    /* Answered only once committed, so that it holds after a crash. */
+    if (store_commit_now(d->st) != 0) {
+        snprintf(err, errlen, "not cancelled: aegisd cannot write its state "
+                 "(%s)", store_failing(d->st) ? store_failure(d->st)
+                                             : store_errmsg(d->st));
+        return -1;
+    }
+    store_begin(d->st); /* their ends and events: one commit, not one each */
+    for (size_t i = 0; i < nids; i++) {
+        d_job *job = d_job_find(d, ids[i]);
+        if (!job || job->cancelling) continue;
+        job->cancel_at = now;
+        d_job_cancel(d, job);
+    }
+    store_commit(d->st);
     return 0;
 }
 
@@ -503,6 +678,69 @@ static void d_note_tel_flags(d_daemon *d, int g) {
     d->gpus[g].tel_flags = now;
 }
 
+/* Whether process p on GPU g is accounted for: of a job running there, or
+ * an MPS server (its control daemon, which aegisd runs, starts it for the
+ * GPU's clients and keeps it between them). */
+static bool d_proc_placed(const d_daemon *d, int g, const tel_proc *p) {
+    pid_t sid = exec_session(p->pid);
+    for (size_t i = 0; i < d->njobs; i++) {
+        const d_job *job = d->jobs[i];
+        if (job->state == D_RUNNING && job->job_pid == sid && d_job_on(job, g))
+            return true;
+    }
+    return exec_named(p->pid, "nvidia-cuda-mps"); /* comm: 15 bytes */
+}
+
+/* Memory on GPU g held by processes no job of aegisd's placed there: the
+ * GPU is not idle while there is any (core_gpu_foreign); said when that
+ * starts and ends. */
+static void d_gpu_note_foreign(d_daemon *d, int g) {
+    const tel_gpu_reading *r = &d->gpus[g].last;
+    double mib = 0;
+    char pids[256] = "";
+    size_t at = 0;
+    for (int p = 0; p < r->nprocs; p++) {
+        if (r->procs[p].used_mib <= 0 || d_proc_placed(d, g, &r->procs[p]))
+            continue;
+        mib += r->procs[p].used_mib;
+        int w = at < sizeof(pids)
+                    ? snprintf(pids + at, sizeof(pids) - at, "%s%d",
+                               at ? ", " : "", (int)r->procs[p].pid)
+                    : 0;
+        at += w > 0 ? (size_t)w : 0;
+    }
+    bool was = d->gpus[g].foreign_mib > 0;
+    if (mib > 0 && !was)
+        d_log("GPU %d: %.0f MiB in use by processes aegisd did not start "
+              "(pid %s): not idle until they end", g, mib, pids);
+    else if (mib <= 0 && was)
+        d_log("GPU %d: no memory in use by processes aegisd did not start "
+              "any more", g);
+    d->gpus[g].foreign_mib = mib;
+    core_gpu_foreign(d->core, g, mib > 0);
+}
+
+/* Removes the status file of an attempt not running: its outcome is
+ * committed (aegisd stopped, or could not write, between the two). */
+static void d_status_sweep(void *ctx, int64_t id, int attempt) {
+    d_daemon *d = ctx;
+    d_job *job = d_job_find(d, id);
+    if (!job || job->state != D_RUNNING || job->attempts != attempt)
+        exec_status_remove(d->run_dir, id, attempt);
+}
+
+/* While the state cannot be written, each tick retries; once it can, the
+ * writes kept meanwhile are saved and the files they made stale go. */
+static void d_state_retry(d_daemon *d) {
+    char err[4200];
+    if (!store_failing(d->st) ||
+        exec_run_dir_check(d->run_dir, err, sizeof(err)) != 0 ||
+        store_retry(d->st, d_wall()) != 0)
+        return;
+    d_log("state writable again: taking and starting jobs");
+    exec_status_each(d->run_dir, d_status_sweep, d);
+}
+
 /* DCGM failures only take readings back to utilization: log when they
  * start and end, not once a second. */
 static void d_note_dcgm(d_daemon *d) {
@@ -516,6 +754,8 @@ static void d_note_dcgm(d_daemon *d) {
 }
 
 void d_jobs_tick(d_daemon *d) {
+    d_state_retry(d);
+    if (!store_failing(d->st)) d->nunsaved = 0; /* all saved */
     double now = d_now(d);
     for (int g = 0; g < d->ngpus; g++) {
         d_gpu *gpu = &d->gpus[g];
@@ -528,6 +768,7 @@ void d_jobs_tick(d_daemon *d) {
         }
         d_note_tel_flags(d, g);
         core_sample(d->core, g, &gpu->last.r, now);
+        d_gpu_note_foreign(d, g);
         double joules = 0;
         if (gpu->last.energy_j >= 0 && before >= 0)
             joules = gpu->last.energy_j - before;
@@ -603,12 +844,14 @@ static int d_job_adopt(d_daemon *d, d_job *job) {
         return 0;
     }
     d_log("%s", err);
-    if (exec_alive(job->shim_pid, job->shim_start))
+    if (job->job_pid > 1 && exec_in_job(job->job_pid, job->job_pid))
         exec_kill(job->job_pid, SIGKILL);
     d_share_release(d, job);
-    store_attempt_end(d->st, job->id, "failed", -1, d_wall());
+    store_begin(d->st);
+    store_attempt_end(d->st, job->id, job->attempts, "failed", -1, d_wall());
     snprintf(reason, sizeof(reason), "cannot re-adopt after a restart: %s", err);
     d_job_finish(d, job, "failed", reason);
+    store_commit(d->st);
     return -1;
 }
 
@@ -667,8 +910,12 @@ static void d_job_recover(void *ctx, json_t *row) {
     job->attempts = (int)d_int(row, "attempts");
     job->retry_floor = d_number(row, "retry_floor");
     job->retry_alone = d_int(row, "retry_alone") != 0;
+    job->cancel_at = d_number(row, "cancel_at"); /* 0 when null */
     if (strcmp(state, "running") == 0 && att) {
         d_job_load_attempt(job, att);
+        job->cancelling = job->cancel_at > 0; /* killed once adopted */
+    } else if (job->cancel_at > 0) {
+        d_job_finish(d, job, "cancelled", "cancelled while queued");
     } else if (job->attempts > 0 &&
                d_recovery_push(rec, job->id, d_number(att, "ended")) == 0) {
         job->state = D_QUEUED;
@@ -680,23 +927,31 @@ static void d_job_recover(void *ctx, json_t *row) {
 /* Adopts the running attempts still outside the core, the dead ones only
  * (which then end as lost, requeued at their floor) or all that are left.
  * Dead ones go first: adopting one counts as a placement on its GPUs,
- * which must not make a live exclusive job there look shared. */
+ * which must not make a live exclusive job there look shared. Attempts
+ * that never started are queued again; live ones cancelled before the
+ * restart are signalled again. */
 static void d_jobs_adopt(d_daemon *d, bool dead_only) {
     for (size_t i = 0; i < d->njobs;) {
         d_job *job = d->jobs[i];
         int64_t id = job->id;
-        bool alive = exec_alive(job->shim_pid, job->shim_start);
+        exec_record rec = {.state = EXEC_LIVE};
+        if (job->state == D_RUNNING && !job->in_core) d_job_probe(d, job, &rec);
+        bool alive = rec.state == EXEC_LIVE;
         if (job->state != D_RUNNING || job->in_core || (dead_only && alive)) {
             i++;
             continue;
         }
-        if (d_job_adopt(d, job) == 0) {
-            if (dead_only)
-                d_job_ended(d, job);
-            else
+        if (rec.state == EXEC_UNSTARTED || rec.state == EXEC_ABSENT) {
+            d_job_unstarted(d, job, D_STOPPED_STARTING);
+        } else if (d_job_adopt(d, job) == 0) {
+            if (!alive) {
+                d_job_ended(d, job, &rec);
+            } else {
                 store_event(d->st, id, d_wall(), "attempt %d re-adopted after "
                             "a restart (pid %d)", job->attempts,
                             (int)job->job_pid);
+                if (job->cancelling) d_job_cancel(d, job);
+            }
         }
         i = d_job_index(d, id); /* the table may have changed */
         if (i < d->njobs && d->jobs[i]->id == id) i++;
@@ -720,5 +975,7 @@ void d_jobs_recover(d_daemon *d) {
     free(rec.retries);
     d_jobs_adopt(d, true);
     d_jobs_adopt(d, false);
+    exec_status_each(d->run_dir, d_status_sweep, d);
+    for (int g = 0; g < d->ngpus; g++) d_gpu_note_foreign(d, g);
     if (d->njobs > 0) d_log("recovered %zu unfinished jobs", d->njobs);
 }

@@ -7,11 +7,21 @@
  * environment of a submit is stored once in envs and shared by all the
  * jobs of that submit, so an array of 10,000 jobs writes one environment.
  * Statements are prepared once at open.
+ *
+ * When the disk is full or read-only, writes fail. A transaction whose
+ * commit failed is rolled back and its statements kept, with their values,
+ * as SQL text (sqlite3_expanded_sql) in the order they ran; while any are
+ * kept, later writes join them without being tried, so their order holds.
+ * store_retry() replays them all in one transaction once writes succeed
+ * again. What must be durable before aegisd answers or acts (a launch, a
+ * cancel) uses store_commit_now(), which keeps nothing: it is committed or
+ * not done at all.
  */
 #include "store.h"
 
 #include <sqlite3.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,7 +59,10 @@ static const char schema[] =
     "CREATE TABLE IF NOT EXISTS mig_instances("
     "  gpu INTEGER NOT NULL, gi INTEGER NOT NULL, ci INTEGER NOT NULL,"
     "  job_id INTEGER NOT NULL, n INTEGER NOT NULL, profile TEXT NOT NULL,"
-    "  start INTEGER NOT NULL, uuid TEXT NOT NULL, PRIMARY KEY(gpu, gi));";
+    "  start INTEGER NOT NULL, uuid TEXT NOT NULL, PRIMARY KEY(gpu, gi));"
+    /* one row store_retry() rewrites, so that a retry with nothing kept
+     * still proves the database can be written */
+    "CREATE TABLE IF NOT EXISTS probe(id INTEGER PRIMARY KEY, t REAL);";
 
 /* Columns added since the first schema, so a database an older aegisd
  * wrote gets them on open; one list serves new and old databases. */
@@ -68,15 +81,18 @@ static const char *const store_added[][3] = {
      * object of its submit (an AEGIS spec's estimates and profile) */
     {"jobs", "deps", "TEXT"},
     {"jobs", "meta", "TEXT"},
+    /* when its owner cancelled it (Unix time): a cancel answered holds
+     * across a restart */
+    {"jobs", "cancel_at", "REAL"},
 };
 #define STORE_ADDED (sizeof(store_added) / sizeof(store_added[0]))
 
 enum {
     S_BEGIN, S_COMMIT, S_ROLLBACK, S_ENV, S_JOB, S_ATT_START, S_ATT_END,
     S_STATE, S_ENERGY, S_EVENT, S_GET, S_GET_FULL, S_ATTEMPTS, S_EVENTS,
-    S_LIST_ALL, S_LIST_ACTIVE, S_LAST_ATTEMPT, S_RETRY, S_SEEN,
+    S_LIST_ALL, S_LIST_ACTIVE, S_RETRY, S_SEEN,
     S_REPORT_JOBS, S_REPORT_ATTEMPTS, S_MIG_ADD, S_MIG_DEL, S_MIG_ALL,
-    S_COUNT
+    S_ATT_PIDS, S_ATT_DROP, S_CANCEL, S_PROBE, S_COUNT
 };
 
 /* A job's dependencies as a column "deps": a row written before they
@@ -114,7 +130,8 @@ static const char *const sql[S_COUNT] = {
     [S_GET_FULL] = "SELECT j.id, j.user, j.uid, j.gid, j.name, j.cmd, j.gpus,"
                    " j.mem_mib, " STORE_DEPS("j.") ", j.state, j.reason, j.submitted,"
                    " j.finished, j.attempts, j.energy_j, j.feed, j.retry_floor,"
-                   " j.retry_alone, j.mps_threads_pct, j.meta, e.cwd, e.env"
+                   " j.retry_alone, j.mps_threads_pct, j.meta, j.cancel_at,"
+                   " e.cwd, e.env"
                    " FROM jobs j JOIN envs e ON e.id = j.env_id"
                    " WHERE j.id = ?1",
     [S_ATTEMPTS] = "SELECT n, gpus, floor_mib, exclusive, shim_pid,"
@@ -129,7 +146,6 @@ static const char *const sql[S_COUNT] = {
                       STORE_DEPS("") ", state, reason, submitted, finished,"
                       " attempts, energy_j, feed FROM jobs"
                       " WHERE state IN ('queued','running') ORDER BY id",
-    [S_LAST_ATTEMPT] = "SELECT max(n) FROM attempts WHERE job_id = ?1",
     [S_RETRY] = "UPDATE jobs SET retry_floor = ?2, retry_alone = ?3"
                 " WHERE id = ?1",
     [S_SEEN] = "UPDATE attempts SET seen = ?3 WHERE job_id = ?1 AND n = ?2",
@@ -145,15 +161,95 @@ static const char *const sql[S_COUNT] = {
     [S_MIG_DEL] = "DELETE FROM mig_instances WHERE gpu = ?1 AND gi = ?2",
     [S_MIG_ALL] = "SELECT gpu, gi, ci, job_id, n, profile, start, uuid"
                   " FROM mig_instances ORDER BY gpu, gi",
+    [S_ATT_PIDS] = "UPDATE attempts SET shim_pid = ?3, shim_start = ?4,"
+                   " job_pid = ?5, err_offset = ?6 WHERE job_id = ?1 AND n = ?2",
+    [S_ATT_DROP] = "DELETE FROM attempts WHERE job_id = ?1 AND n = ?2",
+    [S_CANCEL] = "UPDATE jobs SET cancel_at = ?2 WHERE id = ?1"
+                 " AND cancel_at IS NULL",
+    [S_PROBE] = "INSERT OR REPLACE INTO probe(id, t) VALUES(1, ?1)",
 };
+
+/* SQL texts in the order they ran. */
+typedef struct store_journal {
+    char **texts;           /* sqlite3_malloc'd */
+    size_t n, cap;
+} store_journal;
 
 struct store {
     sqlite3 *db;
     sqlite3_stmt *st[S_COUNT];
     int depth;              /* store_begin() nesting: only the outer commits */
+    char path[4096];
+    bool failing;           /* writes fail: `kept` holds what is not saved */
+    char why[4400];         /* the failure, with the database's path */
+    store_journal tx;       /* the open transaction's writes */
+    store_journal kept;     /* writes not saved yet, oldest first */
 };
 
 const char *store_errmsg(store *st) { return sqlite3_errmsg(st->db); }
+
+bool store_failing(const store *st) { return st->failing; }
+
+const char *store_failure(const store *st) { return st->why; }
+
+static void store_journal_push(store_journal *j, char *text) {
+    if (!text) {
+        fprintf(stderr, "aegisd: store: out of memory: a write is lost\n");
+        return;
+    }
+    if (j->n == j->cap) {
+        size_t cap = j->cap ? j->cap * 2 : 64;
+        char **grown = realloc(j->texts, cap * sizeof(*grown));
+        if (!grown) {
+            fprintf(stderr, "aegisd: store: out of memory: lost %s\n", text);
+            sqlite3_free(text);
+            return;
+        }
+        j->texts = grown;
+        j->cap = cap;
+    }
+    j->texts[j->n++] = text;
+}
+
+static void store_journal_clear(store_journal *j) {
+    for (size_t i = 0; i < j->n; i++) sqlite3_free(j->texts[i]);
+    j->n = 0;
+}
+
+/* Appends from's texts to to's, emptying from. */
+static void store_journal_move(store_journal *to, store_journal *from) {
+    for (size_t i = 0; i < from->n; i++) store_journal_push(to, from->texts[i]);
+    from->n = 0;
+}
+
+/* Errors of the disk or the database file, which a later retry may not
+ * meet, unlike a statement's own error (a constraint), which it would. */
+static bool store_io_error(int rc) {
+    switch (rc & 0xff) {
+    case SQLITE_FULL: case SQLITE_IOERR: case SQLITE_READONLY:
+    case SQLITE_CANTOPEN: case SQLITE_BUSY: case SQLITE_LOCKED:
+    case SQLITE_NOMEM: case SQLITE_PROTOCOL:
+        return true;
+    default:
+        return false;
+    }
+}
+
+void store_fail_because(store *st, const char *why) {
+    if (st->failing) return;
+    st->failing = true;
+    snprintf(st->why, sizeof(st->why), "%s", why);
+    fprintf(stderr, "aegisd: STATE NOT SAVED: cannot write %s; no job is "
+            "taken or started until it can be (retrying every second)\n",
+            st->why);
+}
+
+/* Writes stop being tried: said loudly once, with the cause. */
+static void store_fail(store *st) {
+    char why[sizeof(st->why)];
+    snprintf(why, sizeof(why), "%s: %s", st->path, sqlite3_errmsg(st->db));
+    store_fail_because(st, why);
+}
 
 /* Runs a prepared statement that returns no rows; logs a failure with the
  * job it concerned (the daemon carries on: the row is rewritten at the
@@ -164,11 +260,29 @@ static int store_exec(store *st, int which, int64_t id) {
     sqlite3_reset(s);
     sqlite3_clear_bindings(s);
     if (rc != SQLITE_DONE) {
-        fprintf(stderr, "aegisd: store: job %lld: %s: %s\n", (long long)id,
-                sql[which], sqlite3_errmsg(st->db));
+        if (store_io_error(rc)) store_fail(st);
+        else
+            fprintf(stderr, "aegisd: store: job %lld: %s: %s\n", (long long)id,
+                    sql[which], sqlite3_errmsg(st->db));
         return -1;
     }
     return 0;
+}
+
+/* A write of the daemon's: run, or kept (not tried while others are). */
+static void store_write(store *st, int which, int64_t id) {
+    sqlite3_stmt *s = st->st[which];
+    char *text = sqlite3_expanded_sql(s);
+    int rc = -1;
+    if (st->failing) {
+        sqlite3_reset(s);
+        sqlite3_clear_bindings(s);
+    } else {
+        rc = store_exec(st, which, id);
+    }
+    if (st->depth > 0) store_journal_push(&st->tx, text);
+    else if (rc != 0 && st->failing) store_journal_push(&st->kept, text);
+    else sqlite3_free(text);
 }
 
 /* Adds each column of store_added the database lacks. */
@@ -199,6 +313,7 @@ store *store_open(const char *path, char *err, size_t errlen) {
         snprintf(err, errlen, "%s: out of memory", path);
         return NULL;
     }
+    snprintf(st->path, sizeof(st->path), "%s", path);
     char *msg = NULL;
     if (sqlite3_open(path, &st->db) != SQLITE_OK ||
         sqlite3_busy_timeout(st->db, 5000) != SQLITE_OK ||
@@ -223,17 +338,72 @@ store *store_open(const char *path, char *err, size_t errlen) {
 
 void store_close(store *st) {
     if (!st) return;
+    if (st->kept.n > 0)
+        fprintf(stderr, "aegisd: store: %zu writes not saved at exit (%s)\n",
+                st->kept.n, st->why);
+    store_journal_clear(&st->tx);
+    store_journal_clear(&st->kept);
+    free(st->tx.texts);
+    free(st->kept.texts);
     for (int i = 0; i < S_COUNT; i++) sqlite3_finalize(st->st[i]);
     sqlite3_close(st->db);
     free(st);
 }
 
 void store_begin(store *st) {
-    if (st->depth++ == 0) store_exec(st, S_BEGIN, 0);
+    if (st->depth++ == 0 && !st->failing) store_exec(st, S_BEGIN, 0);
 }
 
-void store_commit(store *st) {
-    if (--st->depth == 0) store_exec(st, S_COMMIT, 0);
+/* Ends the outer transaction: 0 when it committed; else -1, rolled back,
+ * its writes kept (or, with keep false, forgotten). */
+static int store_end(store *st, bool keep) {
+    if (--st->depth > 0) return 0;
+    if (!st->failing && store_exec(st, S_COMMIT, 0) == 0) {
+        store_journal_clear(&st->tx);
+        return 0;
+    }
+    if (!sqlite3_get_autocommit(st->db)) store_exec(st, S_ROLLBACK, 0);
+    if (keep) store_journal_move(&st->kept, &st->tx);
+    else store_journal_clear(&st->tx);
+    return -1;
+}
+
+int store_commit(store *st) { return store_end(st, true); }
+
+int store_commit_now(store *st) { return store_end(st, false); }
+
+/* Runs one kept text: 0, or -1 on a disk error (a statement's own error
+ * is logged and the text dropped: it would fail at every retry). */
+static int store_replay(store *st, const char *text) {
+    int rc = sqlite3_exec(st->db, text, NULL, NULL, NULL);
+    if (rc == SQLITE_OK) return 0;
+    if (store_io_error(rc)) return -1;
+    fprintf(stderr, "aegisd: store: dropped %s: %s\n", text,
+            sqlite3_errmsg(st->db));
+    return 0;
+}
+
+int store_retry(store *st, double now) {
+    if (!st->failing) return 0;
+    bool ok = sqlite3_exec(st->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) ==
+              SQLITE_OK;
+    for (size_t i = 0; ok && i < st->kept.n; i++)
+        ok = store_replay(st, st->kept.texts[i]) == 0;
+    sqlite3_stmt *s = st->st[S_PROBE];
+    sqlite3_bind_double(s, 1, now);
+    ok = ok && sqlite3_step(s) == SQLITE_DONE;
+    sqlite3_reset(s);
+    ok = ok && sqlite3_exec(st->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK;
+    if (!ok) {
+        if (!sqlite3_get_autocommit(st->db))
+            sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+        return -1;
+    }
+    fprintf(stderr, "aegisd: state saved again in %s (%zu writes kept while "
+            "it could not be written)\n", st->path, st->kept.n);
+    store_journal_clear(&st->kept);
+    st->failing = false;
+    return 0;
 }
 
 /* A vector of strings as JSON array text (malloc'd). */
@@ -301,6 +471,10 @@ static int store_insert_jobs(store *st, const store_owner *owner,
 int store_submit(store *st, const store_owner *owner,
                  const proto_request *req, double now, int64_t *first_id,
                  char *err, size_t errlen) {
+    if (st->failing) {
+        snprintf(err, errlen, "store: submit not saved: %s", st->why);
+        return -1;
+    }
     if (store_exec(st, S_BEGIN, 0) != 0) {
         snprintf(err, errlen, "store: cannot begin: %s", store_errmsg(st));
         return -1;
@@ -314,7 +488,7 @@ int store_submit(store *st, const store_owner *owner,
                           first_id) != 0 ||
         store_exec(st, S_COMMIT, 0) != 0) {
         snprintf(err, errlen, "store: submit not saved: %s", store_errmsg(st));
-        store_exec(st, S_ROLLBACK, 0);
+        if (!sqlite3_get_autocommit(st->db)) store_exec(st, S_ROLLBACK, 0);
         return -1;
     }
     return 0;
@@ -328,28 +502,52 @@ void store_attempt_start(store *st, int64_t id, const store_attempt *a,
     sqlite3_bind_text(s, 3, a->gpus, -1, SQLITE_STATIC);
     sqlite3_bind_double(s, 4, a->floor_mib);
     sqlite3_bind_int(s, 5, a->exclusive);
-    sqlite3_bind_int64(s, 6, a->shim_pid);
-    sqlite3_bind_int64(s, 7, (sqlite3_int64)a->shim_start);
-    sqlite3_bind_int64(s, 8, a->job_pid);
+    if (a->shim_pid > 0) { /* else its start is only intended yet */
+        sqlite3_bind_int64(s, 6, a->shim_pid);
+        sqlite3_bind_int64(s, 7, (sqlite3_int64)a->shim_start);
+        sqlite3_bind_int64(s, 8, a->job_pid);
+    }
     sqlite3_bind_double(s, 9, now);
     sqlite3_bind_int64(s, 10, a->err_offset);
-    store_exec(st, S_ATT_START, id);
+    store_write(st, S_ATT_START, id);
 }
 
-void store_attempt_end(store *st, int64_t id, const char *how, int status,
-                       double now) {
-    sqlite3_stmt *q = st->st[S_LAST_ATTEMPT];
-    sqlite3_bind_int64(q, 1, id);
-    int n = sqlite3_step(q) == SQLITE_ROW ? sqlite3_column_int(q, 0) : 0;
-    sqlite3_reset(q);
-    if (n == 0) return;
+void store_attempt_end(store *st, int64_t id, int n, const char *how,
+                       int status, double now) {
     sqlite3_stmt *s = st->st[S_ATT_END];
     sqlite3_bind_int64(s, 1, id);
     sqlite3_bind_int(s, 2, n);
     sqlite3_bind_double(s, 3, now);
     sqlite3_bind_text(s, 4, how, -1, SQLITE_STATIC);
     if (status >= 0) sqlite3_bind_int(s, 5, status);
-    store_exec(st, S_ATT_END, id);
+    store_write(st, S_ATT_END, id);
+}
+
+void store_attempt_pids(store *st, int64_t id, int n, pid_t shim_pid,
+                        unsigned long long shim_start, pid_t job_pid,
+                        long long err_offset) {
+    sqlite3_stmt *s = st->st[S_ATT_PIDS];
+    sqlite3_bind_int64(s, 1, id);
+    sqlite3_bind_int(s, 2, n);
+    sqlite3_bind_int64(s, 3, shim_pid);
+    sqlite3_bind_int64(s, 4, (sqlite3_int64)shim_start);
+    sqlite3_bind_int64(s, 5, job_pid);
+    sqlite3_bind_int64(s, 6, err_offset);
+    store_write(st, S_ATT_PIDS, id);
+}
+
+void store_attempt_drop(store *st, int64_t id, int n) {
+    sqlite3_stmt *s = st->st[S_ATT_DROP];
+    sqlite3_bind_int64(s, 1, id);
+    sqlite3_bind_int(s, 2, n);
+    store_write(st, S_ATT_DROP, id);
+}
+
+void store_job_cancel(store *st, int64_t id, double now) {
+    sqlite3_stmt *s = st->st[S_CANCEL];
+    sqlite3_bind_int64(s, 1, id);
+    sqlite3_bind_double(s, 2, now);
+    store_write(st, S_CANCEL, id);
 }
 
 void store_job_retry(store *st, int64_t id, double floor_mib, bool alone) {
@@ -357,7 +555,7 @@ void store_job_retry(store *st, int64_t id, double floor_mib, bool alone) {
     sqlite3_bind_int64(s, 1, id);
     sqlite3_bind_double(s, 2, floor_mib);
     sqlite3_bind_int(s, 3, alone);
-    store_exec(st, S_RETRY, id);
+    store_write(st, S_RETRY, id);
 }
 
 void store_attempt_seen(store *st, int64_t id, int n, double now) {
@@ -365,7 +563,7 @@ void store_attempt_seen(store *st, int64_t id, int n, double now) {
     sqlite3_bind_int64(s, 1, id);
     sqlite3_bind_int(s, 2, n);
     sqlite3_bind_double(s, 3, now);
-    store_exec(st, S_SEEN, id);
+    store_write(st, S_SEEN, id);
 }
 
 void store_job_state(store *st, int64_t id, const char *state,
@@ -375,14 +573,14 @@ void store_job_state(store *st, int64_t id, const char *state,
     sqlite3_bind_text(s, 2, state, -1, SQLITE_STATIC);
     if (reason) sqlite3_bind_text(s, 3, reason, -1, SQLITE_TRANSIENT);
     sqlite3_bind_double(s, 4, now);
-    store_exec(st, S_STATE, id);
+    store_write(st, S_STATE, id);
 }
 
 void store_job_energy(store *st, int64_t id, double energy_j) {
     sqlite3_stmt *s = st->st[S_ENERGY];
     sqlite3_bind_int64(s, 1, id);
     sqlite3_bind_double(s, 2, energy_j);
-    store_exec(st, S_ENERGY, id);
+    store_write(st, S_ENERGY, id);
 }
 
 void store_event(store *st, int64_t id, double now, const char *fmt, ...) {
@@ -395,7 +593,7 @@ void store_event(store *st, int64_t id, double now, const char *fmt, ...) {
     sqlite3_bind_int64(s, 1, id);
     sqlite3_bind_double(s, 2, now);
     sqlite3_bind_text(s, 3, text, -1, SQLITE_TRANSIENT);
-    store_exec(st, S_EVENT, id);
+    store_write(st, S_EVENT, id);
 }
 
 /* The columns holding JSON text, returned as JSON values. */
@@ -508,14 +706,14 @@ void store_mig_add(store *st, const store_mig *m) {
     sqlite3_bind_text(s, 6, m->profile, -1, SQLITE_STATIC);
     sqlite3_bind_int(s, 7, m->start);
     sqlite3_bind_text(s, 8, m->uuid, -1, SQLITE_STATIC);
-    store_exec(st, S_MIG_ADD, m->job_id);
+    store_write(st, S_MIG_ADD, m->job_id);
 }
 
 void store_mig_remove(store *st, int gpu, unsigned int gi) {
     sqlite3_stmt *s = st->st[S_MIG_DEL];
     sqlite3_bind_int(s, 1, gpu);
     sqlite3_bind_int64(s, 2, gi);
-    store_exec(st, S_MIG_DEL, 0);
+    store_write(st, S_MIG_DEL, 0);
 }
 
 int store_mig_list(store *st, store_mig *out, int max) {

@@ -7,6 +7,11 @@
  * acknowledged job survives a kill -9 of the daemon and a power loss
  * (synchronous=NORMAL would survive only the former).
  *
+ * Writes that fail for want of space (or a read-only disk) are not lost:
+ * they are kept in memory, in order, and saved by store_retry() once the
+ * database can be written again (store.c); meanwhile store_failing() says
+ * so, and aegisd takes no job.
+ *
  * Rows come back as jansson objects with one key per column, so the daemon
  * answers `ls` and `show` without a second record type.
  *
@@ -57,18 +62,44 @@ int store_submit(store *st, const store_owner *owner,
                  char *err, size_t errlen);
 
 /* Several updates that belong together (an exit: the attempt, the job and
- * an event) go between store_begin() and store_commit(). */
+ * an event) go between store_begin() and store_commit(); nested pairs
+ * join the outer one. store_commit() returns 0 when saved, or -1 when the
+ * writes are kept for store_retry(); store_commit_now() -1 when they are
+ * forgotten (for what must be durable before aegisd acts on it; the outer
+ * pair only). */
 void store_begin(store *st);
-void store_commit(store *st);
+int store_commit(store *st);
+int store_commit_now(store *st);
 
+/* Whether writes fail (the disk is full or read-only), and why, naming the
+ * database. */
+bool store_failing(const store *st);
+const char *store_failure(const store *st);
+/* Saves the writes kept since they began to fail, and a probe row (so a
+ * retry proves the database writable even with none kept): 0 when saved,
+ * -1 while writes still fail. now: Unix time, for the probe row. */
+int store_retry(store *st, double now);
+/* Writes are to stop as if they failed, for a cause outside the database
+ * (the state folder refuses a file); why names it. */
+void store_fail_because(store *st, const char *why);
+
+/* An attempt is recorded before it starts, with shim_pid 0 (its intent);
+ * store_attempt_pids() adds its processes once it runs. */
 void store_attempt_start(store *st, int64_t id, const store_attempt *a,
                          double now);
+void store_attempt_pids(store *st, int64_t id, int n, pid_t shim_pid,
+                        unsigned long long shim_start, pid_t job_pid,
+                        long long err_offset);
+/* Forgets attempt n, which never started. */
+void store_attempt_drop(store *st, int64_t id, int n);
+/* The owner cancelled the job at `now`: kept until it is finished. */
+void store_job_cancel(store *st, int64_t id, double now);
 /* Attempt n of the job was first seen on its GPUs at `now`. */
 void store_attempt_seen(store *st, int64_t id, int n, double now);
-/* Closes the job's latest attempt: how is "ok", "oom", "failed", "lost"
- * or "cancelled"; status the wait status (or -1 when unknown). */
-void store_attempt_end(store *st, int64_t id, const char *how, int status,
-                       double now);
+/* Closes attempt n of the job: how is "ok", "oom", "failed", "lost" or
+ * "cancelled"; status the wait status (or -1 when unknown). */
+void store_attempt_end(store *st, int64_t id, int n, const char *how,
+                       int status, double now);
 /* The job's state ("queued", "running", "done", "failed", "cancelled"),
  * with a one-line reason kept for `aegis show` (NULL keeps the old one). */
 void store_job_state(store *st, int64_t id, const char *state,

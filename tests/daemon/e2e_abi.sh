@@ -99,18 +99,35 @@ case_abi_mig_busy() {
     return 0
 }
 
-# A process the job left behind (in its own session) keeps running in the
-# job's MIG instance: NVML refuses to destroy it (IN_USE). aegisd keeps it
-# recorded, retries, and destroys it once the process is gone; a job
-# placed on those slices meanwhile waits instead of failing.
+# Polls the shell condition $1 for up to 20 s; $2 says what failed.
+await_cond() {
+    local i
+    for i in $(seq 200); do
+        eval "$1" && return 0
+        sleep 0.1
+    done
+    fail "$2"
+}
+
+# A process keeps running in the job's MIG instance when the job ends: NVML
+# refuses to destroy it (IN_USE). aegisd keeps it recorded, retries, and
+# destroys it once the process is gone; a job placed on those slices
+# meanwhile waits instead of failing. The process is not the job's (the
+# shim kills what is left of a job when it ends): the test starts it on
+# the job's MIG device, as a user could from outside aegis.
 case_abi_mig_leftover() {
     export AEGIS_TEST_GPUS=1x40960
     echo "sharing: mig" >> "$DIR/aegis.yaml"
     start
     cd "$DIR/work"
-    a=$("$AEGIS" submit --mem 2000 -- sh -c \
-        "setsid '$FAKE' --mib 100 --seconds 4 </dev/null >/dev/null 2>&1 &
-         until ls '$AEGIS_TEST_GPU_DIR' | grep -q '^gpu0\.'; do sleep 0.05; done")
+    a=$("$AEGIS" submit --mem 2000 -- sh -c 'echo "$CUDA_VISIBLE_DEVICES" > mig.tmp
+        mv mig.tmp mig; until [ -e go ]; do sleep 0.05; done')
+    await_cond '[ -s mig ]' "job $a never ran"
+    CUDA_VISIBLE_DEVICES=$(cat mig) "$FAKE" --mib 100 --seconds 4 \
+        </dev/null >/dev/null 2>&1 &
+    await_cond 'ls "$AEGIS_TEST_GPU_DIR" | grep -q "^gpu0\."' \
+        "the process on $(cat mig) never started"
+    touch go
     "$AEGIS" wait "$a" >/dev/null || fail "first job"
     "$AEGIS" show "$a" | grep -q "MIG instance 1g.5gb not destroyed yet" ||
         fail "no event for the held instance: $("$AEGIS" show "$a")"

@@ -26,53 +26,43 @@ stop() {
     kill -TERM "$p"; await 20 '[ -z "$(daemon_pid)" ]'
 }
 
-# A job leaves a process behind that takes a write lease (fcntl
-# F_SETLEASE) on both its logs once the shim has let go of them, and holds
-# it: aegisd must neither classify the job's exit nor answer `aegis log`
-# only after the kernel's 45 s lease-break time. aegisd is stopped while
-# the job ends so that the lease is taken before it reads the stderr tail.
+# A process of the job's user takes a write lease (fcntl F_SETLEASE) on
+# both the job's logs once the shim has let go of them, at the job's end,
+# and holds it: aegisd must neither classify the job's exit nor answer
+# `aegis log` only after the kernel's 45 s lease-break time. aegisd is
+# stopped while the job ends so that the lease is taken before it reads the
+# stderr tail. The process is not the job's (the shim kills what is left of
+# a job when it ends): the test starts it.
 case_files_lease() {
     start
     cd "$DIR/work"
     cat > lease.py <<'PY'
 import fcntl, os, signal, sys, time
-logs, work = sys.argv[1], sys.argv[2]
-job = os.environ['AEGIS_JOB_ID']
-if os.fork() == 0:
-    os.setsid()
-    if os.fork() == 0:
-        # the leftover: no inherited descriptor may keep the logs open
-        null = os.open('/dev/null', os.O_RDWR)
-        for fd in (0, 1, 2):
-            os.dup2(null, fd)
-        signal.signal(signal.SIGIO, signal.SIG_IGN)
-        open(work + '/leftover.pid', 'w').write(str(os.getpid()))
-        held = []
-        deadline = time.time() + 30
-        for name in (job + '.out', job + '.err'):
-            fd = os.open(logs + '/' + name, os.O_RDONLY)
-            while True:
-                try:
-                    fcntl.fcntl(fd, 1024, fcntl.F_WRLCK)  # F_SETLEASE
-                    break
-                except OSError:  # EAGAIN while the shim still writes it
-                    if time.time() > deadline: os._exit(1)
-                    time.sleep(0.02)
-            held.append(fd)
-        open(work + '/leased', 'w').close()
-        while os.path.exists(work) and time.time() < deadline + 30:
-            time.sleep(0.2)  # holds the leases until the test is over
-    os._exit(0)
-os.wait()
-print('hello')
-while not os.path.exists(work + '/go'):
-    time.sleep(0.02)
-sys.exit(3)
+logs, work, job = sys.argv[1], sys.argv[2], sys.argv[3]
+signal.signal(signal.SIGIO, signal.SIG_IGN)  # a lease break's signal
+held = []
+deadline = time.time() + 30
+for name in (job + '.out', job + '.err'):
+    fd = os.open(logs + '/' + name, os.O_RDONLY)
+    while True:
+        try:
+            fcntl.fcntl(fd, 1024, fcntl.F_WRLCK)  # F_SETLEASE
+            break
+        except OSError:  # EAGAIN while the shim still writes it
+            if time.time() > deadline: sys.exit(1)
+            time.sleep(0.02)
+    held.append(fd)
+open(work + '/leased', 'w').close()
+while os.path.exists(work) and time.time() < deadline + 30:
+    time.sleep(0.2)  # holds the leases until the test is over
 PY
-    id=$("$AEGIS" submit -- python3 "$DIR/work/lease.py" "$DIR/state/logs" "$DIR/work") || fail submit
+    id=$("$AEGIS" submit -- sh -c 'echo hello; until [ -e go ]; do sleep 0.02; done
+        exit 3') || fail submit
     await 20 '"$AEGIS" show --json "$id" | pyjson "assert d[\"state\"]==\"running\"" 2>/dev/null'
     daemon=$(daemon_pid)
     kill -STOP "$daemon"
+    python3 lease.py "$DIR/state/logs" "$DIR/work" "$id" < /dev/null &
+    leaser=$!
     touch go
     await 30 '[ -e leased ]'
     kill -CONT "$daemon"
@@ -86,7 +76,7 @@ PY
     [ $rc = 124 ] && fail "log took over 20 s: aegisd blocked on the leased log"
     [ $rc = 1 ] && grep -q "lease" log.err || fail "log: rc $rc, $(cat log.out log.err)"
     timeout 20 "$AEGIS" gpus > /dev/null || fail "gpus did not answer"
-    kill "$(cat leftover.pid)"
+    kill "$leaser"
 }
 
 # Logs outlive a reset of the database: aegisd refuses to start on a new

@@ -25,9 +25,31 @@ daemon_pid() {
     local p; p=$(cat "$DIR/state/aegisd.lock" 2>/dev/null)
     [ -n "$p" ] && [ "$(cat /proc/$p/comm 2>/dev/null)" = aegisd ] && echo "$p"
 }
+# The pids of the processes with this case's socket in their environment:
+# aegisd, its shims, and every job they ran, whoever its user (a job
+# inherits AEGIS_SOCKET from the aegis that submitted it). grep runs
+# without it, so as not to find itself.
+case_pids() {
+    local f
+    for f in $(env -u AEGIS_SOCKET grep -lzxF "AEGIS_SOCKET=$AEGIS_SOCKET" \
+                   /proc/[0-9]*/environ 2>/dev/null); do
+        f=${f#/proc/}; f=${f%/environ}
+        [ "$f" != $$ ] && echo "$f"
+    done
+}
+# Stops aegisd, then kills what a failed or timed-out case left running
+# (a job waiting for a file in the removed folder would wait forever) and
+# the case's own background jobs: for at most 5 s, quietly.
 cleanup() {
-    local p; p=$(daemon_pid); [ -n "$p" ] && kill "$p" 2>/dev/null
-    sleep 0.2; rm -rf "$DIR"
+    local p left i; p=$(daemon_pid); [ -n "$p" ] && kill "$p" 2>/dev/null
+    sleep 0.2
+    left=$(jobs -p); disown -a # not reported as killed
+    [ -n "$left" ] && kill -KILL $left 2>/dev/null
+    for i in $(seq 50); do
+        left=$(case_pids); [ -z "$left" ] && break
+        kill -KILL $left 2>/dev/null; sleep 0.1
+    done
+    rm -rf "$DIR"
 }
 trap cleanup EXIT
 # jq-free JSON checks: python reads the document on stdin.

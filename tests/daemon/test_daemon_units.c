@@ -19,9 +19,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static char tmpdir[256];
@@ -466,6 +469,98 @@ static void test_classify(void **state) {
     close(dir);
 }
 
+/* ---- status files ---------------------------------------------------------- */
+
+/* Probes attempt 1 of job id in tmpdir after writing text to its status
+ * file (NULL: no file). */
+static exec_record probe_text(int64_t id, const char *text) {
+    if (text) {
+        char name[64];
+        snprintf(name, sizeof(name), "%lld.1.status", (long long)id);
+        write_file(name, text);
+    }
+    exec_record rec;
+    exec_probe(tmpdir, id, 1, &rec);
+    return rec;
+}
+
+static void test_status_probe(void **state) {
+    assert_int_equal(probe_text(1, NULL).state, EXEC_ABSENT);
+    exec_record rec = probe_text(2, "aegis-status 7 100 200 300 ended 256 2\n");
+    assert_int_equal(rec.state, EXEC_ENDED);
+    assert_int_equal(rec.status, 256);
+    assert_int_equal(rec.left, 2);
+    assert_int_equal(rec.err_offset, 7);
+    rec = probe_text(3, "aegis-status 0 100 200 300 running 0 0\n");
+    assert_int_equal(rec.state, EXEC_LOST); /* no shim holds it */
+    assert_int_equal(rec.job_pid, 300);
+    assert_int_equal(probe_text(4, "aegis-status 9 0 0 0 running 0 0\n").state,
+                     EXEC_UNSTARTED);
+    assert_int_equal(probe_text(5, "").state, EXEC_UNSTARTED);
+    rec = probe_text(6, "256\n"); /* an older shim's */
+    assert_int_equal(rec.state, EXEC_ENDED);
+    assert_int_equal(rec.status, 256);
+    assert_int_equal(probe_text(7, "garbage").state, EXEC_LOST);
+    /* a held lock is a live shim, whatever the record says */
+    char path[300];
+    snprintf(path, sizeof(path), "%s/2.1.status", tmpdir);
+    int fd = open(path, O_RDONLY);
+    assert_int_equal(flock(fd, LOCK_EX), 0);
+    assert_int_equal(probe_text(2, NULL).state, EXEC_LIVE);
+    close(fd);
+    assert_int_equal(probe_text(2, NULL).state, EXEC_ENDED);
+}
+
+/* Probes attempt 1 of job id until it is live with its job's pid
+ * recorded (started) or not live (ended), for at most 10 s. */
+static exec_record wait_probe(const char *run_dir, int64_t id, bool started) {
+    exec_record rec;
+    for (int i = 0; i < 1000; i++) {
+        exec_probe(run_dir, id, 1, &rec);
+        if (started ? rec.job_pid > 0 : rec.state != EXEC_LIVE) break;
+        struct timespec ts = {0, 10000000L};
+        nanosleep(&ts, NULL);
+    }
+    return rec;
+}
+
+/* A real attempt: its record names its pids while it runs, and its wait
+ * status, and the processes it left behind (killed), once it ended. */
+static void test_status_of_a_run(void **state) {
+    char run_dir[300], log_dir[300];
+    snprintf(run_dir, sizeof(run_dir), "%s/run", tmpdir);
+    snprintf(log_dir, sizeof(log_dir), "%s/logs", tmpdir);
+    mkdir(run_dir, 0700);
+    mkdir(log_dir, 0700);
+    int log_dirfd = open(log_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    assert_true(log_dirfd >= 0);
+    const char *argv[] = {"sh", "-c", "sleep 30 & setsid sleep 30 & i=0; "
+                          "until [ -e go ] || [ $i = 1000 ]; do sleep 0.01; "
+                          "i=$((i + 1)); done; exit 3", NULL};
+    const char *env[] = {"PATH=/usr/bin:/bin", NULL};
+    exec_spec spec = {.id = 9, .attempt = 1, .argv = argv, .cwd = tmpdir,
+                      .env = env, .visible = "", .log_dirfd = log_dirfd,
+                      .log_dir = log_dir, .log_max_bytes = 1 << 20,
+                      .run_dir = run_dir};
+    exec_run run;
+    char err[512];
+    assert_int_equal(exec_start(&spec, &run, err, sizeof(err)), 0);
+    exec_record rec = wait_probe(run_dir, 9, true);
+    assert_int_equal(rec.state, EXEC_LIVE);
+    assert_int_equal(rec.job_pid, run.job_pid);
+    assert_int_equal(rec.shim_pid, run.shim_pid);
+    write_file("go", "");
+    rec = wait_probe(run_dir, 9, false);
+    assert_int_equal(rec.state, EXEC_ENDED);
+    assert_true(WIFEXITED(rec.status) && WEXITSTATUS(rec.status) == 3);
+    assert_int_equal(rec.left, 2);
+    waitpid(run.shim_pid, NULL, 0);
+    exec_status_remove(run_dir, 9, 1);
+    exec_probe(run_dir, 9, 1, &rec);
+    assert_int_equal(rec.state, EXEC_ABSENT);
+    close(log_dirfd);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_proto_submit),
@@ -481,6 +576,8 @@ int main(void) {
         cmocka_unit_test(test_config_log_max),
         cmocka_unit_test(test_config_bad),
         cmocka_unit_test(test_classify),
+        cmocka_unit_test(test_status_probe),
+        cmocka_unit_test(test_status_of_a_run),
     };
     return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
 }

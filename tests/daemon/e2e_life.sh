@@ -1,0 +1,271 @@
+#!/bin/bash
+# e2e_life.sh -- a job's life across faults, end to end: processes a job
+# leaves behind, GPU memory aegisd did not place, a state disk that cannot
+# be written, kill -9 at random points of launches and exits, and a cancel
+# across a crash.
+#
+# usage: e2e_life.sh AEGISD AEGIS TESTNVML FAKEGPU CATALOG CASE, with
+# AEGIS_TEST_FAULT naming libaegis-testfault.so (fault_inject.c) for the
+# cases that inject faults; exit 0 pass, 1 fail, 77 skipped.
+set -u
+AEGISD=$1 AEGIS=$2 NVML=$3 FAKE=$4 CATALOG=$5 CASE=$6
+source "$(dirname "$0")/e2e_lib.sh"
+
+# LD_PRELOAD for aegisd (and so its shims) with the fault library; a
+# sanitized aegisd needs its sanitizer runtimes first in the list.
+fault_preload() {
+    [ -n "${AEGIS_TEST_FAULT:-}" ] && [ -e "$AEGIS_TEST_FAULT" ] ||
+        { echo "no AEGIS_TEST_FAULT library"; exit 77; }
+    local runtimes
+    runtimes=$(ldd "$AEGISD" | awk '/lib(asan|ubsan)\.so/ {printf "%s:", $3}')
+    PRELOAD="$runtimes$AEGIS_TEST_FAULT"
+}
+
+# Starts aegisd with the fault library; `quiet` only tries once.
+fstart() {
+    LD_PRELOAD=$PRELOAD "$AEGISD" --socket "$AEGIS_SOCKET" --state-dir "$DIR/state" \
+        --config "$DIR/aegis.yaml" 2>/dev/null
+}
+
+# Polls the Python condition $2 on `show --json` of job $1 until it holds,
+# for at most $3 seconds (default 30).
+until_show() {
+    local end=$((SECONDS + ${3:-30}))
+    until "$AEGIS" show --json "$1" 2>/dev/null | pyjson "assert $2" 2>/dev/null; do
+        [ $SECONDS -lt $end ] || fail "job $1 never reached: $2 ($("$AEGIS" show "$1"))"
+        sleep 0.1
+    done
+}
+
+# The test GPU allocation file of process $2 on GPU $1 exists.
+holds() { [ -e "$AEGIS_TEST_GPU_DIR/gpu$1.$2" ]; }
+
+# A job that exits leaving two GPU processes behind, one in its session and
+# one that left it (setsid): both are killed when it ends and recorded, and
+# the big job placed next on its GPU does not run out of memory.
+case_life_leftover() {
+    start
+    cd "$DIR/work"
+    a=$("$AEGIS" submit -- sh -c '"$0" --mib 30000 --seconds 60 & echo $! > kept.pid
+        setsid "$0" --mib 2000 --seconds 60 & echo $! > fled.pid
+        until [ -e "$AEGIS_TEST_GPU_DIR/gpu0.$(cat kept.pid)" ]; do sleep 0.05; done
+        until [ -e "$AEGIS_TEST_GPU_DIR/gpu0.$(cat fled.pid)" ]; do sleep 0.05; done
+        exit 0' "$FAKE") || fail submit
+    "$AEGIS" wait "$a" > /dev/null || fail "first job: $("$AEGIS" show "$a")"
+    for p in $(cat kept.pid fled.pid); do
+        kill -0 "$p" 2>/dev/null && fail "process $p of a finished job still runs"
+    done
+    "$AEGIS" show "$a" | grep -q "attempt 1 left 2 processes behind: killed" ||
+        fail "leftovers not recorded: $("$AEGIS" show "$a")"
+    b=$("$AEGIS" submit --mem 30000 -- "$FAKE" --mib 30000 --seconds 1) || fail submit
+    "$AEGIS" wait "$b" > /dev/null || fail "big job after leftovers: $("$AEGIS" show "$b")"
+    "$AEGIS" show --json "$b" | pyjson "assert d['attempts']==1, d" || fail "big job retried"
+}
+
+# GPU memory held by processes aegisd did not start (one there before it
+# starts, one after): those GPUs are not idle, big jobs go elsewhere, and
+# the processes are left alone.
+case_life_foreign() {
+    cd "$DIR/work"
+    f0= f1=
+    trap 'kill $f0 $f1 2>/dev/null; cleanup' EXIT
+    CUDA_VISIBLE_DEVICES=GPU-aegis-test-0000-0 "$FAKE" --mib 30000 --seconds 60 > /dev/null &
+    f0=$!
+    until holds 0 $f0; do sleep 0.05; done
+    start 2> start.err
+    CUDA_VISIBLE_DEVICES=GPU-aegis-test-0000-1 "$FAKE" --mib 30000 --seconds 60 > /dev/null &
+    f1=$!
+    end=$((SECONDS + 10))
+    until grep -q "GPU 1: 30000 MiB in use by processes aegisd did not start" \
+            "$DIR/state/aegisd.log"; do
+        [ $SECONDS -lt $end ] || fail "foreign memory on GPU 1 not noticed"
+        sleep 0.1
+    done
+    grep -q "GPU 0: 30000 MiB in use by processes aegisd did not start (pid $f0)" \
+        start.err || fail "foreign memory at start not noticed: $(cat start.err)"
+    b1=$("$AEGIS" submit --mem 30000 -- "$FAKE" --mib 30000 --seconds 1) || fail submit
+    b2=$("$AEGIS" submit --mem 30000 -- "$FAKE" --mib 30000 --seconds 1) || fail submit
+    "$AEGIS" wait "$b1" "$b2" > /dev/null ||
+        fail "big jobs beside foreign memory: $("$AEGIS" show "$b1") $("$AEGIS" show "$b2")"
+    for b in $b1 $b2; do
+        "$AEGIS" show --json "$b" | pyjson "
+a=d['attempt_list']; assert [x['gpus'] for x in a]==['2'], a" || fail "job $b placed beside foreign memory"
+    done
+    kill -0 $f0 && kill -0 $f1 || fail "aegisd killed a process it did not start"
+    kill $f0 $f1
+    wait
+    until grep -q "GPU 1: no memory in use by processes aegisd did not start" \
+            "$DIR/state/aegisd.log"; do sleep 0.1; done
+}
+
+# The watcher cannot write its status file (the disk is full) when its job
+# ends: the attempt is not lost and the job not run again; a job placed
+# meanwhile waits, queued, for its status file; once the disk has room,
+# both end done.
+case_life_statusfull() {
+    fault_preload
+    export AEGIS_FAULT_PREFIX=$DIR/state/run/ AEGIS_FAULT_TRIGGER=$DIR/full
+    fstart || fail "aegisd did not start"
+    cd "$DIR/work"
+    id=$("$AEGIS" submit -- sh -c 'echo "$AEGIS_JOB_ID $AEGIS_ATTEMPT" >> runs
+        until [ -e go ]; do sleep 0.05; done; touch ended') || fail submit
+    until_show "$id" "d['state']=='running'"
+    touch "$DIR/full" go
+    until [ -e ended ]; do sleep 0.05; done
+    # the job has ended; for two seconds its outcome cannot be written
+    end=$((SECONDS + 2))
+    while [ $SECONDS -lt $end ]; do
+        "$AEGIS" show --json "$id" | pyjson "
+assert d['state']=='running' and d['attempts']==1, d" || fail "status lost: $("$AEGIS" show "$id")"
+        sleep 0.2
+    done
+    grep -q "aegis-shim: job $id attempt 1: cannot record its end" \
+        "$DIR/state/aegisd.log" || fail "no write failed: no fault injected?"
+    # a job placed now cannot have a status file: it waits, and aegisd
+    # takes no more jobs meanwhile
+    id2=$("$AEGIS" submit -- sh -c 'echo "$AEGIS_JOB_ID $AEGIS_ATTEMPT" >> runs') || fail submit
+    until "$AEGIS" submit -- true 2>&1 | grep -q "cannot write its state.*run/"; do sleep 0.1; done
+    "$AEGIS" show --json "$id2" | pyjson "assert d['state']=='queued', d" ||
+        fail "job not kept queued: $("$AEGIS" show "$id2")"
+    grep -q "^$id2 " runs && fail "job $id2 ran without a status file"
+    rm "$DIR/full"
+    "$AEGIS" wait "$id" "$id2" > /dev/null ||
+        fail "jobs not done: $("$AEGIS" show "$id") $("$AEGIS" show "$id2")"
+    [ "$(sort runs)" = "$(printf '%s 1\n%s 1' "$id" "$id2")" ] || fail "a job ran again: $(cat runs)"
+}
+
+# aegisd cannot write its database: it refuses new jobs saying why, and
+# refuses a cancel it cannot record; a job that ends meanwhile shows done
+# at once and is saved once the database can be written again, when jobs
+# are taken again.
+case_life_dbfull() {
+    fault_preload
+    export AEGIS_FAULT_PREFIX=$DIR/state/aegis.db AEGIS_FAULT_TRIGGER=$DIR/full
+    fstart || fail "aegisd did not start"
+    cd "$DIR/work"
+    j1=$("$AEGIS" submit -- sh -c 'echo "$AEGIS_JOB_ID $AEGIS_ATTEMPT" >> runs
+        until [ -e go ]; do sleep 0.05; done') || fail submit
+    j2=$("$AEGIS" submit -- sleep 60) || fail submit
+    until_show "$j1" "d['state']=='running'"
+    until_show "$j2" "d['state']=='running'"
+    touch "$DIR/full"
+    "$AEGIS" submit -- true > out 2> err && fail "submit accepted on a full disk"
+    grep -q "cannot write its state.*aegis.db.*full" err || fail "submit refused unclearly: $(cat err)"
+    grep -q "cannot write.*aegis.db" "$DIR/state/aegisd.log" || fail "not logged"
+    touch go
+    until_show "$j1" "d['state']=='done'" 10 # said, though not saved yet
+    "$AEGIS" wait "$j1" > out || fail "j1 not done: $(cat out)"
+    "$AEGIS" cancel "$j2" > out 2> err && fail "cancel answered though not recorded: $(cat out)"
+    grep -q "cannot write its state" err || fail "cancel refused unclearly: $(cat err)"
+    until_show "$j2" "d['state']=='running'" 2
+    rm "$DIR/full"
+    until "$AEGIS" submit -- true > out 2> err; do
+        grep -q "cannot write its state" err || fail "submit: $(cat err)"
+        sleep 0.2
+    done
+    until_show "$j1" "d['state']=='done' and d['attempts']==1" 5
+    [ "$(cat runs)" = "$j1 1" ] || fail "j1 ran again: $(cat runs)"
+    "$AEGIS" cancel "$j2" > /dev/null || fail "cancel after recovery"
+    "$AEGIS" wait "$j2" | grep -q cancelled || fail "j2 not cancelled"
+    "$AEGIS" wait "$(cat out)" > /dev/null || fail "job submitted after recovery"
+}
+
+# kill -9 aegisd at random points while clients submit and cancel, with
+# every fsync slowed down (its commits take longest): no acknowledged job or
+# cancel is lost, no job runs twice or stays unfinished.
+case_life_crash() {
+    fault_preload
+    export AEGIS_FAULT_FSYNC_MS=15
+    fstart || fail "aegisd did not start"
+    cd "$DIR/work"
+    : > runs
+    submitter() {
+        for i in $(seq 40); do
+            until id=$("$AEGIS" submit -- sh -c \
+                    'echo "$AEGIS_JOB_ID $AEGIS_ATTEMPT" >> runs; sleep 0.$(($$ % 4))' \
+                    2>/dev/null); do sleep 0.05; done
+            echo "$id" >> "acked.$1"
+        done
+    }
+    canceller() { # every fifth job of submitter 1, while it may still run
+        local n=0
+        while kill -0 "$1" 2>/dev/null || [ $n -lt 8 ]; do
+            id=$(sed -n "$((n * 5 + 1))p" acked.1 2>/dev/null)
+            if [ -z "$id" ]; then sleep 0.1; continue; fi
+            echo "$id" >> tried # a cancel unanswered may still hold
+            for try in 1 2 3 4 5 6 7 8 9 10; do # until aegisd answers
+                if "$AEGIS" cancel "$id" > /dev/null 2> cancel.err; then
+                    echo "$id" >> cancelled
+                    break
+                fi
+                grep -q "already finished" cancel.err && break
+                sleep 0.1
+            done
+            n=$((n + 1))
+        done
+    }
+    submitter 1 & s1=$!
+    submitter 2 & s2=$!
+    submitter 3 & s3=$!
+    canceller $s1 & c=$!
+    kills=0 end=$((SECONDS + 40))
+    while [ $SECONDS -lt $end ]; do
+        sleep "0.$((RANDOM % 6))$((RANDOM % 10))"
+        p=$(daemon_pid); [ -n "$p" ] && kill -9 "$p" && kills=$((kills + 1))
+        until fstart; do sleep 0.05; done
+        kill -0 $s1 $s2 $s3 $c 2>/dev/null && continue
+        "$AEGIS" ls --json 2>/dev/null | pyjson "assert not d" 2>/dev/null && break
+    done
+    wait $s1 $s2 $s3 $c
+    cat acked.1 acked.2 acked.3 > acked
+    touch cancelled tried
+    echo "kills: $kills, acknowledged: $(wc -l < acked), cancels: $(wc -l < cancelled), runs: $(wc -l < runs)"
+    [ "$kills" -ge 10 ] || fail "only $kills kills"
+    timeout 30 "$AEGIS" wait $(cat acked) > /dev/null
+    [ $? = 124 ] && fail "jobs stuck: $("$AEGIS" ls)"
+    "$AEGIS" ls --all --json | python3 -c "
+import collections, json, sys
+jobs = {j['id']: j for j in json.load(sys.stdin)}
+acked = [int(x) for x in open('acked')]
+cancelled = {int(x) for x in open('cancelled')}
+tried = {int(x) for x in open('tried')}
+runs = collections.Counter()
+for line in open('runs'):
+    job, attempt = map(int, line.split())
+    assert attempt == 1, ('a second attempt', line)
+    runs[job] += 1
+assert len(acked) == 120 and len(set(acked)) == 120, acked
+for i in acked:
+    j = jobs.get(i)
+    assert j, ('acknowledged job lost', i)
+    if i in cancelled:
+        assert j['state'] == 'cancelled', ('cancel lost', j)
+    elif i in tried:
+        assert j['state'] in ('cancelled', 'done'), j
+    else:
+        assert j['state'] == 'done', ('not done', j)
+    assert runs[i] <= 1, ('ran twice', i, runs[i])
+    assert runs[i] == 1 or j['state'] == 'cancelled', ('never ran', j)
+" || fail "jobs after crashes"
+}
+
+# A job that ignores SIGTERM is cancelled ("cancelled" answered), then
+# aegisd is killed -9 and restarted: the cancel holds, the job is killed
+# when its grace time is up and ends cancelled, not done.
+case_life_cancel() {
+    start
+    cd "$DIR/work"
+    id=$("$AEGIS" submit -- sh -c 'trap "echo TERM >> terms" TERM; touch started
+        i=0; while [ $i -lt 150 ]; do sleep 0.1; i=$((i + 1)); done; touch finished') || fail submit
+    until [ -e started ]; do sleep 0.05; done
+    "$AEGIS" cancel "$id" | grep -q "cancelled $id" || fail "cancel not answered"
+    kill -9 "$(daemon_pid)"
+    while [ -n "$(daemon_pid)" ]; do sleep 0.05; done
+    start
+    "$AEGIS" wait "$id" > out
+    grep -q "cancelled" out || fail "cancel lost in a crash: $(cat out); $("$AEGIS" show "$id")"
+    [ -e finished ] && fail "the cancelled job ran to its end"
+    [ -s terms ] || fail "the job never got SIGTERM"
+}
+
+e2e_run
