@@ -88,8 +88,10 @@ case_habits_time() {
     until_job "$id" "assert d['state']=='running'"
     restart
     "$AEGIS" wait "$id" > wait.txt && fail "timeout reported as done"
-    grep -q "^$id timeout timeout: over its 0:04 limit" wait.txt ||
+    grep -q "^$id timeout over its 0:04 limit$" wait.txt ||
         fail "wait: $(cat wait.txt)"
+    "$AEGIS" show "$id" | grep -q "timeout: over its 0:04 limit" ||
+        fail "no timeout event"
     "$AEGIS" show --json "$id" | pyjson "
 a=d['attempt_list'][-1]
 assert d['state']=='timeout' and len(d['attempt_list'])==1, d
