@@ -308,6 +308,7 @@ static void d_job_launch(d_daemon *d, d_job *job, const core_launch *l) {
 void d_jobs_schedule(d_daemon *d) {
     core_launch out[16];
     int n;
+    if (d->stopping) return; /* a draining aegisd starts no new job */
     do {
         n = core_schedule(d->core, d_now(d), out, 16);
         for (int i = 0; i < n; i++) {
