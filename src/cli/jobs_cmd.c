@@ -1,6 +1,6 @@
 /* jobs_cmd.c -- `aegis ls`, `show`, `cancel`, `hold`, `release`, `log`
- * and `wait`: the subcommands about jobs already submitted. Each is one request to aegisd
- * (log -f repeats its request while the job runs).
+ * and `wait`: the subcommands about jobs already submitted. Each is one
+ * request to aegisd (log -f repeats its request while the job runs).
  */
 #include "b64.h"
 #include "cli.h"
@@ -350,7 +350,10 @@ static int hold_or_release(const char *op, int argc, char **argv) {
     return CLI_OK;
 }
 
-int cli_hold(int argc, char **argv) { return hold_or_release("hold", argc, argv); }
+int cli_hold(int argc, char **argv) {
+    return hold_or_release("hold", argc, argv);
+}
+
 int cli_release(int argc, char **argv) {
     return hold_or_release("release", argc, argv);
 }

@@ -368,7 +368,7 @@ static void on_tick(uv_timer_t *t) {
     d_jobs_tick(d);
     d_limits_tick(d);
     d_jobs_check_exits(d);
-    if (!d->stopping) d_jobs_schedule(d);
+    d_jobs_schedule(d);
     d_maybe_exit(d);
 }
 
@@ -378,7 +378,7 @@ static void on_sigchld(uv_signal_t *s, int signum) {
     while (waitpid(-1, &status, WNOHANG) > 0) {
     }
     d_jobs_check_exits(d);
-    if (!d->stopping) d_jobs_schedule(d);
+    d_jobs_schedule(d);
     d_maybe_exit(d);
 }
 

@@ -6,9 +6,9 @@
  * Privacy rule: anyone may list the queue, but only the job's owner or
  * root sees its command, directory and environment, reads its log,
  * cancels, holds or releases it. Only root or aegisd's own user may drain
- * a GPU or shut aegisd down. A report shows every user's jobs and totals: its rows hold
- * what `ls --all` already shows everyone (id, user, name, state, energy)
- * and what follows from it, never a command.
+ * a GPU or shut aegisd down. A report shows every user's jobs and totals:
+ * its rows hold what `ls --all` already shows everyone (id, user, name,
+ * state, energy) and what follows from it, never a command.
  */
 #include "daemon.h"
 
@@ -433,7 +433,8 @@ static void d_on_shutdown(d_conn *c, const proto_request *req) {
     d_daemon *d = c->d;
     if (!d_admin(c, "shut aegisd down")) return;
     int running = 0;
-    for (size_t i = 0; i < d->njobs; i++) running += d->jobs[i]->state == D_RUNNING;
+    for (size_t i = 0; i < d->njobs; i++)
+        running += d->jobs[i]->state == D_RUNNING;
     bool drain = req->drain_jobs || d->opt.drain_on_stop;
     d_reply(c, json_pack("{s:b, s:i, s:b}", "ok", 1, "running", running,
                          "drain", drain));

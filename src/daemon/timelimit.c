@@ -27,8 +27,8 @@ static int timelimit_unit(const char *text, double *seconds) {
     static const char units[] = "smhd";
     static const double unit_s[] = {1, 60, 3600, 86400};
     size_t len = strlen(text);
-    const char *u = len > 1 ? strchr(units, tolower((unsigned char)text[len - 1]))
-                            : NULL;
+    int last = len > 1 ? tolower((unsigned char)text[len - 1]) : 0;
+    const char *u = last ? strchr(units, last) : NULL;
     if (!u || !*u) return -1;
     size_t digits = strspn(text, "0123456789."), dots = 0;
     for (size_t i = 0; i < digits; i++) dots += text[i] == '.';
