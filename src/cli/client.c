@@ -84,6 +84,11 @@ static char *client_exchange(int fd, const char *text, size_t *len) {
 
 json_t *client_call(const char *cmd, const char *socket, json_t *req,
                     int *rc) {
+    return client_call_open(cmd, socket, req, rc, NULL);
+}
+
+json_t *client_call_open(const char *cmd, const char *socket, json_t *req,
+                         int *rc, int *keep) {
     *rc = CLI_FAIL;
     char *text = json_dumps(req, JSON_COMPACT);
     json_decref(req);
@@ -111,7 +116,8 @@ json_t *client_call(const char *cmd, const char *socket, json_t *req,
     }
     free(line);
     free(text);
-    if (fd >= 0) close(fd);
+    if (answer && keep) *keep = fd;
+    else if (fd >= 0) close(fd);
     return answer;
 }
 
@@ -134,6 +140,8 @@ int client_options(const char *cmd, int argc, char **argv, const char *help,
         {"both", no_argument, NULL, 'b'},
         {"user", required_argument, NULL, 'u'},
         {"state", required_argument, NULL, 'S'},
+        {"reason", required_argument, NULL, 'r'},
+        {"drain", no_argument, NULL, 'd'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -157,6 +165,8 @@ int client_options(const char *cmd, int argc, char **argv, const char *help,
         case 'b': f->both = 1; break;
         case 'u': f->user = optarg; break;
         case 'S': f->states = optarg; break;
+        case 'r': f->reason = optarg; break;
+        case 'd': f->drain = 1; break;
         case 'n':
             if (cli_parse_long(cmd, "n", optarg, 0, 1000000, &f->count))
                 return CLI_USAGE;

@@ -17,6 +17,9 @@ int cli_top(int argc, char **argv);
 int cli_drain(int argc, char **argv);
 int cli_resume(int argc, char **argv);
 int cli_report(int argc, char **argv);
+int cli_hold(int argc, char **argv);
+int cli_release(int argc, char **argv);
+int cli_shutdown(int argc, char **argv);
 
 /* The socket: --socket if given (NULL otherwise), else $AEGIS_SOCKET, else
  * CLIENT_DEFAULT_SOCKET. */
@@ -31,6 +34,11 @@ const char *client_socket(const char *opt);
  * caller owns the answer. */
 json_t *client_call(const char *cmd, const char *socket, json_t *req,
                     int *rc);
+/* The same, leaving the connection open in *fd once aegisd answered (the
+ * caller closes it): what follows the answer, aegisd's exit, shows as
+ * the connection's end. */
+json_t *client_call_open(const char *cmd, const char *socket, json_t *req,
+                         int *rc, int *fd);
 
 /* The options the client subcommands share; each allows a subset. */
 typedef struct client_flags {
@@ -42,13 +50,15 @@ typedef struct client_flags {
     int both;               /* --both (log) */
     const char *user;       /* -u, --user USER (ls); NULL: anyone */
     const char *states;     /* --state S[,S...] (ls); NULL: any */
+    const char *reason;     /* --reason TEXT (drain); NULL: none */
+    int drain;              /* --drain (shutdown) */
     long count;             /* -n N (top): refreshes, 0 for endless */
     int first_arg;          /* argv index of the first operand */
 } client_flags;
 
 /* Parses the options in `allowed` (letters: j --json, a --all, f
- * --follow, e --stderr, b --both, u --user, S --state, n -n; --socket and
- * --help always) and checks the operand
+ * --follow, e --stderr, b --both, u --user, S --state, r --reason, d
+ * --drain, n -n; --socket and --help always) and checks the operand
  * count is in [min_args, max_args] (-1: any). Returns -1 after --help
  * (printed), CLI_USAGE on bad usage (explained), 0 otherwise. */
 int client_options(const char *cmd, int argc, char **argv, const char *help,

@@ -4,8 +4,10 @@
 #include "cli.h"
 #include "client.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define SOCKET_OPT \
@@ -18,10 +20,13 @@ static const char gpus_help[] =
 "DESCRIPTION\n"
 "    One line per GPU from its latest telemetry sample (taken every\n"
 "    second): memory used of total, utilization, power, whether it is\n"
-"    drained, and the jobs running on it.\n\n"
+"    drained, and the jobs running on it; under a drained GPU, who\n"
+"    drained it, when and why.\n\n"
 "OPTIONS\n    --json          {gpus: [...], queued, running}; each GPU's\n"
 "                    smact, smocc and drama are DCGM's latest (0..1),\n"
-"                    null without DCGM or a fresh value\n" SOCKET_OPT
+"                    null without DCGM or a fresh value; a drained\n"
+"                    GPU's drain_reason, drained_by and drained_at\n"
+"                    (Unix time)\n" SOCKET_OPT
 "\nEXIT STATUS\n"
 "    0 success, 1 aegisd unreachable, busy or failing, 2 bad usage.\n";
 
@@ -37,16 +42,32 @@ static const char top_help[] =
 
 static const char drain_help[] =
 "NAME\n    aegis drain, aegis resume - take a GPU out of placement, or back\n\n"
-"SYNOPSIS\n    aegis drain GPU [--socket PATH]\n"
+"SYNOPSIS\n    aegis drain GPU [--reason TEXT] [--socket PATH]\n"
 "    aegis resume GPU [--socket PATH]\n\n"
 "DESCRIPTION\n"
 "    A drained GPU takes no new job; jobs on it keep running. GPU is its\n"
-"    index as `aegis gpus` shows it. Only root or aegisd's user may drain.\n"
-"    Drains are not kept across restarts of aegisd.\n\n"
-"OPTIONS\n" SOCKET_OPT
+"    index as `aegis gpus` shows it. A drain is kept, with its reason and\n"
+"    who drained the GPU, across restarts of aegisd until a resume (by\n"
+"    the GPU's UUID: it stays with its GPU if the indices change). Only\n"
+"    root or aegisd's user may drain or resume.\n\n"
+"OPTIONS\n"
+"    --reason TEXT   why, shown by aegis gpus (one line, at most 200\n"
+"                    bytes): aegis drain 1 --reason 'fan failing, #42'\n"
+SOCKET_OPT
 "\nEXIT STATUS\n"
 "    0 success, 1 aegisd unreachable, busy or failing, 2 bad usage or a\n"
 "    request aegisd refused (no such GPU, not root).\n";
+
+/* Under a drained GPU's line: who drained it, when, and why. */
+static void gpus_print_drain(json_t *g) {
+    time_t at = (time_t)json_number_value(json_object_get(g, "drained_at"));
+    char when[32];
+    strftime(when, sizeof(when), "%Y-%m-%d %H:%M", localtime(&at));
+    const char *reason = json_string_value(json_object_get(g, "drain_reason"));
+    printf("    drained by %s at %s: %s\n",
+           json_string_value(json_object_get(g, "drained_by")), when,
+           reason && reason[0] ? reason : "no reason given");
+}
 
 static void gpus_print(json_t *ans) {
     printf("%-3s %-22s %17s %5s %7s %-7s %s\n", "GPU", "NAME", "MEMORY_MIB",
@@ -70,6 +91,8 @@ static void gpus_print(json_t *ans) {
         json_array_foreach(json_object_get(g, "jobs"), k, id)
             printf(" %lld", (long long)json_integer_value(id));
         putchar('\n');
+        if (json_is_true(json_object_get(g, "drained")))
+            gpus_print_drain(g);
     }
     printf("queued %lld, running %lld\n",
            (long long)json_integer_value(json_object_get(ans, "queued")),
@@ -137,16 +160,26 @@ int cli_top(int argc, char **argv) {
 
 static int drain_or_resume(const char *op, int argc, char **argv) {
     client_flags f;
-    int rc = client_options(op, argc, argv, drain_help, "", 1, 1, &f);
+    bool drain = !strcmp(op, "drain");
+    int rc = client_options(op, argc, argv, drain_help, drain ? "r" : "", 1,
+                            1, &f);
     if (rc) return rc < 0 ? CLI_OK : rc;
     long gpu;
     if (cli_parse_long(op, "GPU", argv[f.first_arg], 0, 63, &gpu))
         return CLI_USAGE;
-    json_t *ans = client_call(op, client_socket(f.socket),
-                              json_pack("{s:s, s:i}", "op", op, "gpu", (int)gpu),
-                              &rc);
+    json_t *req = json_pack("{s:s, s:i}", "op", op, "gpu", (int)gpu);
+    if (f.reason) {
+        json_t *reason = json_string(f.reason);
+        if (!reason) {
+            fprintf(stderr, "aegis drain: --reason: not UTF-8 text\n");
+            json_decref(req);
+            return CLI_USAGE;
+        }
+        json_object_set_new(req, "reason", reason);
+    }
+    json_t *ans = client_call(op, client_socket(f.socket), req, &rc);
     if (!ans) return rc;
-    printf("GPU %ld %s\n", gpu, strcmp(op, "drain") ? "resumed" : "drained");
+    printf("GPU %ld %s\n", gpu, drain ? "drained" : "resumed");
     json_decref(ans);
     return CLI_OK;
 }

@@ -1,10 +1,11 @@
-/* jobs_cmd.c -- `aegis ls`, `show`, `cancel`, `log` and `wait`: the
- * subcommands about jobs already submitted. Each is one request to aegisd
- * (log -f repeats its request while the job runs).
+/* jobs_cmd.c -- `aegis ls`, `show`, `cancel`, `hold`, `release`, `log`
+ * and `wait`: the subcommands about jobs already submitted. Each is one
+ * request to aegisd (log -f repeats its request while the job runs).
  */
 #include "b64.h"
 #include "cli.h"
 #include "client.h"
+#include "timelimit.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -28,15 +29,17 @@ static const char ls_help[] =
 "DESCRIPTION\n"
 "    Lists queued and running jobs (with --all, finished ones too), in\n"
 "    submission order: id, owner, state (queued, running, done, failed,\n"
-"    cancelled), GPUs asked for, attempts made, energy so far, and the\n"
-"    command -- shown only for your own jobs (root sees all). A job held\n"
-"    for its --after jobs is queued, with waiting_for in --json.\n\n"
+"    cancelled, timeout), GPUs asked for, attempts made, energy so far,\n"
+"    and the command -- shown only for your own jobs (root sees all). A\n"
+"    job held for its --after jobs is queued, with waiting_for in --json;\n"
+"    one held by `aegis hold` shows as held (queued, with held: true in\n"
+"    --json).\n\n"
 "OPTIONS\n"
 "    --all           finished jobs too\n"
 "    --user USER     only USER's jobs (a login name or a uid); -u USER\n"
 "    --state STATE   only jobs in these states (comma-separated: queued,\n"
-"                    running, done, failed, cancelled); a finished state\n"
-"                    implies --all\n"
+"                    running, done, failed, cancelled, timeout); a\n"
+"                    finished state implies --all\n"
 "    --json          a JSON array of jobs, each with at least id, state,\n"
 "                    user, gpus, attempts and energy_j\n" SOCKET_OPT EXIT_STATUS;
 
@@ -44,11 +47,12 @@ static const char show_help[] =
 "NAME\n    aegis show - everything aegisd knows about one job\n\n"
 "SYNOPSIS\n    aegis show ID [--json] [--socket PATH]\n\n"
 "DESCRIPTION\n"
-"    Prints a job's state and why it is in it, its attempts (GPUs, the\n"
-"    memory each was admitted with, how each ended: ok, oom, failed, lost\n"
-"    or cancelled), its energy, the jobs it runs after (with their kind:\n"
-"    afterok, afterany, afternotok), the meta it was submitted with (an\n"
-"    AEGIS spec's estimates and profile), and its history of events. The\n"
+"    Prints a job's state and why it is in it, whether it is held, its\n"
+"    time limit, its attempts (GPUs, the memory each was admitted with,\n"
+"    how each ended: ok, oom, failed, lost, cancelled or timeout), its\n"
+"    energy, the jobs it runs after (with their kind: afterok, afterany,\n"
+"    afternotok), the meta it was submitted with (an AEGIS spec's\n"
+"    estimates and profile), and its history of events. The\n"
 "    command, directory and environment are shown to its owner and root\n"
 "    only.\n\n"
 "OPTIONS\n    --json          the job as one JSON object\n" SOCKET_OPT EXIT_STATUS;
@@ -60,6 +64,21 @@ static const char cancel_help[] =
 "    Removes queued jobs from the queue and stops running ones: their\n"
 "    session gets SIGTERM, then SIGKILL 10 s later. Only a job's owner or\n"
 "    root may cancel it. Nothing is cancelled unless all IDs may be.\n\n"
+"OPTIONS\n" SOCKET_OPT EXIT_STATUS;
+
+static const char hold_help[] =
+"NAME\n    aegis hold, aegis release - keep queued jobs from starting, or let\n"
+"    them start again\n\n"
+"SYNOPSIS\n    aegis hold ID... [--socket PATH]\n"
+"    aegis release ID... [--socket PATH]\n\n"
+"DESCRIPTION\n"
+"    A held job stays in the queue but is not placed on a GPU, however\n"
+"    long it waits, until it is released; jobs behind it in the queue go\n"
+"    ahead of it. A released job joins the queue again at its end (a job\n"
+"    still waiting for its --after jobs goes on waiting for them). A hold\n"
+"    outlasts restarts of aegisd. Only a queued job can be held: a running\n"
+"    one is stopped with aegis cancel. Only a job's owner or root may hold\n"
+"    or release it, and nothing is done unless all IDs may be.\n\n"
 "OPTIONS\n" SOCKET_OPT EXIT_STATUS;
 
 static const char log_help[] =
@@ -141,7 +160,7 @@ static json_t *call_with_ids(const char *op, int argc, char **argv,
 }
 
 static const char *const job_states[] = {"queued", "running", "done",
-                                         "failed", "cancelled"};
+                                         "failed", "cancelled", "timeout"};
 #define NSTATES (sizeof(job_states) / sizeof(*job_states))
 
 /* Whether word is one of the comma-separated items of list. */
@@ -166,8 +185,8 @@ static int ls_states(const char *list, int *finished) {
             k++;
         if (k == NSTATES) {
             fprintf(stderr, "aegis ls: --state: '%.*s' is not a state: "
-                    "queued, running, done, failed or cancelled\n", (int)len,
-                    p);
+                    "queued, running, done, failed, cancelled or timeout\n",
+                    (int)len, p);
             return -1;
         }
         if (k >= 2) *finished = 1;
@@ -207,7 +226,9 @@ int cli_ls(int argc, char **argv) {
         json_t *j;
         json_array_foreach(jobs, i, j) {
             printf("%-7lld %-10.10s %-9s %4lld %4lld %9.1f  ",
-                   (long long)num(j, "id"), str(j, "user"), str(j, "state"),
+                   (long long)num(j, "id"), str(j, "user"),
+                   json_is_true(json_object_get(j, "held")) ? "held"
+                                                            : str(j, "state"),
                    (long long)num(j, "gpus"), (long long)num(j, "attempts"),
                    json_number_value(json_object_get(j, "energy_j")) / 1000);
             if (str(j, "name")[0]) printf("%s", str(j, "name"));
@@ -231,6 +252,15 @@ static void show_text(json_t *job) {
     printf("%-10s %lld\n%-10s %s\n%-10s %s\n", "id", (long long)num(job, "id"),
            "user", str(job, "user"), "state", str(job, "state"));
     if (str(job, "reason")[0]) printf("%-10s %s\n", "reason", str(job, "reason"));
+    if (json_is_true(json_object_get(job, "held")))
+        printf("%-10s yes: aegis release %lld lets it start\n", "held",
+               (long long)num(job, "id"));
+    json_t *limit = json_object_get(job, "time_limit_s");
+    if (json_is_number(limit)) {
+        char text[32];
+        timelimit_format(json_number_value(limit), text, sizeof(text));
+        printf("%-10s %s\n", "time limit", text);
+    }
     if (str(job, "name")[0]) printf("%-10s %s\n", "name", str(job, "name"));
     if (str(job, "feed")[0]) printf("%-10s %s\n", "feed", str(job, "feed"));
     if (json_object_get(job, "cmd")) {
@@ -302,6 +332,30 @@ int cli_cancel(int argc, char **argv) {
         printf("cancelled %lld\n", (long long)json_integer_value(id));
     json_decref(ans);
     return CLI_OK;
+}
+
+/* hold and release: the ids named, once each is done. */
+static int hold_or_release(const char *op, int argc, char **argv) {
+    client_flags f;
+    int rc = client_options(op, argc, argv, hold_help, "", 1, -1, &f);
+    if (rc) return rc < 0 ? CLI_OK : rc;
+    json_t *ans = call_with_ids(op, argc, argv, &f, &rc);
+    if (!ans) return rc;
+    const char *done = strcmp(op, "hold") ? "released" : "held";
+    size_t i;
+    json_t *id;
+    json_array_foreach(json_object_get(ans, done), i, id)
+        printf("%s %lld\n", done, (long long)json_integer_value(id));
+    json_decref(ans);
+    return CLI_OK;
+}
+
+int cli_hold(int argc, char **argv) {
+    return hold_or_release("hold", argc, argv);
+}
+
+int cli_release(int argc, char **argv) {
+    return hold_or_release("release", argc, argv);
 }
 
 /* Writes the log bytes of a `log` answer, in base64 there, to stdout. */

@@ -1,11 +1,11 @@
 /* spec.c -- YAML job specs for `aegis submit`, in two formats.
  *
  * aegis's own: one job as a mapping (command, name, feed, gpus, mem,
- * mem_mib, model, after, mps_threads_pct), or several under `jobs:`. A job
- * names another of the same file in `after:` by its name; the names are
- * resolved once the whole file is read, to the index of that job in the
- * request, which aegisd turns into its id. A number in `after:` is an
- * existing job, as on the command line.
+ * mem_mib, model, after, mps_threads_pct, time), or several under
+ * `jobs:`. A job names another of the same file in `after:` by its name;
+ * the names are resolved once the whole file is read, to the index of
+ * that job in the request, which aegisd turns into its id. A number in
+ * `after:` is an existing job, as on the command line.
  *
  * AEGIS's (its repository's evaluation specs): `version: 1` with the
  * sections job (command, conda_env), resources (num_gpus,
@@ -20,6 +20,7 @@
 #include "submit.h"
 
 #include "proto.h"
+#include "timelimit.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -208,9 +209,15 @@ static int spec_job(spec *s, yaml_node_t *map, const submit_defaults *def,
         } else if (!strcmp(k, "mps_threads_pct")) {
             rc = spec_number(s, v, k, 1, 100, true, &num);
             d.mps_threads = (long)num;
+        } else if (!strcmp(k, "time")) {
+            const char *text = spec_scalar(v);
+            if (!text || timelimit_parse(text, &d.time_limit))
+                rc = spec_error(s, v, "expected a time limit: MINUTES, MM:SS, "
+                                "HH:MM:SS, D-HH:MM:SS, or 90s, 30m, 2h, 1d", k);
         } else {
             rc = spec_error(s, kn, "unknown key (command, name, feed, gpus, "
-                            "mem, mem_mib, model, after, mps_threads_pct)", k);
+                            "mem, mem_mib, model, after, mps_threads_pct, "
+                            "time)", k);
         }
     }
     if (rc == 0 && !cmd) rc = spec_error(s, map, "command: missing", NULL);

@@ -31,6 +31,8 @@ json_t *submit_job(json_t *cmd, const submit_defaults *def) {
     if (def->mps_threads > 0)
         json_object_set_new(job, "mps_threads_pct",
                             json_integer(def->mps_threads));
+    if (def->time_limit > 0)
+        json_object_set_new(job, "time_limit_s", json_real(def->time_limit));
     return job;
 }
 

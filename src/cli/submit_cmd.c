@@ -12,6 +12,7 @@
 #include "cli.h"
 #include "client.h"
 #include "submit.h"
+#include "timelimit.h"
 
 #include <getopt.h>
 #include <stdbool.h>
@@ -65,6 +66,7 @@ static const char help[] =
 "          - command: [python, eval.py]         # list: run as is\n"
 "            after: bert                        # a job of this file, by name\n"
 "            mps_threads_pct: 50                # see --mps-threads\n"
+"            time: 2:00:00                      # see --time\n"
 "          - command: python train_resnet.py\n"
 "            model: resnet50_bs32.json          # mem_mib from the model\n"
 "            after: [afterany:bert, 41]         # 41: an existing job\n"
@@ -122,6 +124,14 @@ static const char help[] =
 "                    (its failure or cancellation). The job waits for all\n"
 "                    of them, and is cancelled once one can no longer be\n"
 "                    met\n"
+"    --time LIMIT    stop the job once an attempt has run LIMIT, as aegis\n"
+"                    cancel stops it (SIGTERM, SIGKILL 10 s later); it\n"
+"                    ends in the state timeout (\"over its LIMIT limit\").\n"
+"                    Slurm's forms: MINUTES, MM:SS, HH:MM:SS, D-HH,\n"
+"                    D-HH:MM, D-HH:MM:SS; or 90s, 30m, 1.5h, 2d. The\n"
+"                    limit counts from each attempt's start (a retry\n"
+"                    after running out of memory gets it anew) and holds\n"
+"                    across restarts of aegisd\n"
 "    --mps-threads PCT  on a GPU aegisd shares through MPS, the job may use\n"
 "                    at most PCT% (1..100) of the GPU's SMs\n"
 "                    (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE); elsewhere ignored\n"
@@ -295,6 +305,7 @@ static int submit_options(int argc, char **argv, submit_opts *o) {
         {"feed", required_argument, NULL, 'F'},
         {"after", required_argument, NULL, 'a'},
         {"mps-threads", required_argument, NULL, 'T'},
+        {"time", required_argument, NULL, 't'},
         {"array", required_argument, NULL, 'A'},
         {"json", no_argument, NULL, 'j'},
         {"socket", required_argument, NULL, 's'},
@@ -340,6 +351,14 @@ static int submit_options(int argc, char **argv, submit_opts *o) {
             if (cli_parse_long("submit", "mps-threads", optarg, 1, 100,
                                &o->def.mps_threads))
                 return CLI_USAGE;
+            break;
+        case 't':
+            if (timelimit_parse(optarg, &o->def.time_limit)) {
+                fprintf(stderr, "aegis submit: --time: '%s' is not a time "
+                        "limit: MINUTES, MM:SS, HH:MM:SS, D-HH:MM:SS, or 90s, "
+                        "30m, 2h, 1d (from 1 s to 365 days)\n", optarg);
+                return CLI_USAGE;
+            }
             break;
         case 'A': o->array = optarg; break;
         case 'j': o->json = true; break;

@@ -32,8 +32,8 @@ static const acct_column ACCT_COLUMNS[] = {
     /* aegis's own */
     {"job_id", "the job's id (the trace's job index in sim)"},
     {"user", "who submitted it (\"sim\" in the simulator)"},
-    {"state", "done, failed, cancelled, queued, running (sim: done, "
-              "stopped, unfinished)"},
+    {"state", "done, failed, cancelled, timeout, queued, running (sim: "
+              "done, stopped, unfinished)"},
     {"submit_s", "s, submitted at (Unix time; trace time in sim)"},
     {"start_s", "s, first attempt started; empty if it never ran"},
     {"end_s", "s, finished at; empty while unfinished"},

@@ -5,7 +5,8 @@
  *
  * Signals: SIGTERM/SIGINT stop accepting requests and leave running jobs
  * to their shims (a restarted aegisd re-adopts them), or, with
- * --drain-on-stop, wait for them first. SIGHUP reloads the configuration.
+ * --drain-on-stop, wait for them first; `aegis shutdown [--drain]` does
+ * the same from a client (d_stop). SIGHUP reloads the configuration.
  */
 #include "daemon.h"
 
@@ -365,8 +366,9 @@ static void on_tick(uv_timer_t *t) {
     d_daemon *d = t->data;
     d_conns_check_hangups(d);
     d_jobs_tick(d);
+    d_limits_tick(d);
     d_jobs_check_exits(d);
-    if (!d->stopping) d_jobs_schedule(d);
+    d_jobs_schedule(d);
     d_maybe_exit(d);
 }
 
@@ -376,20 +378,26 @@ static void on_sigchld(uv_signal_t *s, int signum) {
     while (waitpid(-1, &status, WNOHANG) > 0) {
     }
     d_jobs_check_exits(d);
-    if (!d->stopping) d_jobs_schedule(d);
+    d_jobs_schedule(d);
     d_maybe_exit(d);
+}
+
+void d_stop(d_daemon *d, const char *why, bool drain) {
+    d->opt.drain_on_stop = d->opt.drain_on_stop || drain;
+    if (d->stopping) return;
+    d_log("%s: no longer accepting requests; %s", why,
+          d->opt.drain_on_stop ? "waiting for running jobs"
+                               : "running jobs keep running");
+    d->stopping = true;
+    uv_close((uv_handle_t *)&d->server, NULL);
+    unlink(d->opt.socket_path);
 }
 
 static void on_sigterm(uv_signal_t *s, int signum) {
     d_daemon *d = s->data;
-    if (!d->stopping) {
-        d_log("signal %d: no longer accepting requests; %s", signum,
-              d->opt.drain_on_stop ? "waiting for running jobs"
-                                   : "running jobs keep running");
-        d->stopping = true;
-        uv_close((uv_handle_t *)&d->server, NULL);
-        unlink(d->opt.socket_path);
-    }
+    char why[32];
+    snprintf(why, sizeof(why), "signal %d", signum);
+    d_stop(d, why, false);
     d_maybe_exit(d);
 }
 
@@ -694,6 +702,7 @@ int d_run(const d_options *opt) {
     signal(SIGPIPE, SIG_IGN);
     int rc = 1;
     if (lock < 0 || d_open(d) != 0) goto out;
+    d_drains_recover(d);
     d_jobs_recover(d);
     if (d_listen(d) != 0) goto out;
     d_signals(d);

@@ -6,6 +6,8 @@
  *   jobs.c      a job's life: queue, launch, observe, exit, recovery
  *   handlers.c  one function per request op
  *   deps.c      the jobs a job waits for (--after)
+ *   limits.c    what keeps a job or a GPU from running: holds, time
+ *               limits (--time), drains
  *   gpushare.c  each GPU's sharing mode: its MPS control daemon, the
  *               environment and MIG instance a job gets from it
  *
@@ -41,7 +43,7 @@ typedef struct d_options {
 } d_options;
 
 typedef enum d_state {
-    D_HELD,         /* waiting for its --after jobs to end */
+    D_HELD,         /* waiting for its --after jobs to end, or held */
     D_QUEUED,       /* in the core's queue */
     D_RUNNING       /* an attempt is running */
 } d_state;
@@ -64,6 +66,10 @@ typedef struct d_job {
     d_state state;
     bool in_core;               /* the core holds it (queued or placed):
                                    false while held, or once cancelled */
+    bool held;                  /* by `aegis hold`: not placed until
+                                   released */
+    double time_limit_s;        /* each attempt's limit (--time); 0: none */
+    bool timed_out;             /* stopped for running past it */
     int attempts;               /* attempts started so far */
     double retry_floor;         /* its place on the recovery ladder, as */
     bool retry_alone;           /*   core_job_retry() gave it at a requeue */
@@ -79,6 +85,7 @@ typedef struct d_job {
     unsigned long long shim_start;
     pid_t job_pid;
     long long err_offset;
+    double started;             /* Unix time the attempt started */
     bool active;                /* seen on its GPUs */
     double seen;                /* Unix time it was first seen; 0 before */
     bool cancelling;
@@ -128,7 +135,10 @@ typedef struct d_gpu {
     tel_gpu_reading last;       /* the latest reading */
     bool ok;                    /* last read succeeded */
     double energy_seen_j;       /* energy counter at the previous tick */
-    bool drained;               /* by `aegis drain` */
+    bool drained;               /* by `aegis drain`, kept in the store */
+    char drain_reason[PROTO_MAX_REASON + 1]; /* "" when none was given */
+    char drained_by[64];        /* who drained it: a login name */
+    double drained_at;          /* Unix time */
     double foreign_mib;         /* in use by processes no job of aegisd's
                                    placed there (core_gpu_foreign) */
     share_mode mode;            /* its sharing mode (aegis.yaml) */
@@ -176,6 +186,10 @@ int d_run(const d_options *opt);
 
 /* daemon.c */
 double d_now(const d_daemon *d);            /* monotonic seconds */
+/* Stops accepting requests (why: for the log); aegisd then exits at its
+ * next tick, once its running jobs have ended when drain (or
+ * --drain-on-stop) asks it to wait for them. */
+void d_stop(d_daemon *d, const char *why, bool drain);
 double d_wall(void);                        /* Unix time */
 void d_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void d_reply(d_conn *c, json_t *msg);       /* takes msg */
@@ -199,6 +213,10 @@ const d_unsaved *d_job_unsaved(const d_daemon *d, int64_t id);
 int d_jobs_submitted(d_daemon *d, const store_owner *owner,
                      const proto_request *req, int64_t first_id);
 void d_jobs_recover(d_daemon *d);
+/* Queues a job in the core, or holds it (its --after jobs unfinished, or
+ * held by `aegis hold`), or cancels it when a job it runs after ended
+ * otherwise than it asks. */
+void d_job_enqueue(d_daemon *d, d_job *job);
 void d_jobs_schedule(d_daemon *d);
 void d_jobs_check_exits(d_daemon *d);
 void d_jobs_tick(d_daemon *d);              /* telemetry, observation,
@@ -276,6 +294,25 @@ void d_share_tick(d_daemon *d);
 /* After a restart: gives the running attempts (loaded, not yet adopted)
  * their MIG instances back from the store, and destroys the others. */
 void d_share_recover(d_daemon *d);
+
+/* limits.c */
+/* A recovered job's hold and time limit, from its stored row. */
+void d_limits_load(d_job *job, json_t *row);
+/* Holds a queued job (hold) or releases it, with an event naming user
+ * (a login name); a released job is queued again, at the queue's end. */
+void d_job_hold(d_daemon *d, d_job *job, bool hold, const char *user);
+/* Each tick: the running attempts past their time limit are stopped as a
+ * cancel stops them (SIGTERM, then SIGKILL after the grace). */
+void d_limits_tick(d_daemon *d);
+/* The state a stopped running job ends in, "cancelled" or "timeout",
+ * with its reason in reason ("over its 10:00 limit"). */
+const char *d_limits_stop_state(const d_job *job, char *reason,
+                                size_t reasonlen);
+/* Drains (drain) or resumes GPU g for user, keeping it in the store. */
+void d_gpu_drain(d_daemon *d, int g, bool drain, const char *reason,
+                 const char *user);
+/* At start: the GPUs drained before, as the store kept them. */
+void d_drains_recover(d_daemon *d);
 
 /* handlers.c */
 void d_handle(d_conn *c, const proto_request *req);

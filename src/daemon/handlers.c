@@ -4,10 +4,11 @@
  * have finished.
  *
  * Privacy rule: anyone may list the queue, but only the job's owner or
- * root sees its command, directory and environment, reads its log or
- * cancels it. A report shows every user's jobs and totals: its rows hold
- * what `ls --all` already shows everyone (id, user, name, state, energy)
- * and what follows from it, never a command.
+ * root sees its command, directory and environment, reads its log,
+ * cancels, holds or releases it. Only root or aegisd's own user may drain
+ * a GPU or shut aegisd down. A report shows every user's jobs and totals:
+ * its rows hold what `ls --all` already shows everyone (id, user, name,
+ * state, energy) and what follows from it, never a command.
  */
 #include "daemon.h"
 
@@ -30,8 +31,22 @@ static bool d_may_see(const d_conn *c, uid_t owner) {
     return c->uid == 0 || c->uid == owner;
 }
 
+/* The login name of uid into user (its number when it has none). */
+static void d_user_name(uid_t uid, char *user, size_t len, gid_t *gid) {
+    struct passwd pw, *found = NULL;
+    char pwbuf[4096];
+    getpwuid_r(uid, &pw, pwbuf, sizeof(pwbuf), &found);
+    if (found) snprintf(user, len, "%s", found->pw_name);
+    else snprintf(user, len, "%d", (int)uid);
+    if (found && gid) *gid = found->pw_gid;
+}
+
 /* Adds what only the daemon's memory knows to a job's row. */
 static void d_live_fields(d_daemon *d, json_t *row) {
+    json_t *held = json_object_get(row, "held"); /* the store's 0 or 1 */
+    if (held)
+        json_object_set_new(row, "held",
+                            json_boolean(json_integer_value(held)));
     int64_t id = json_integer_value(json_object_get(row, "id"));
     d_job *job = d_job_find(d, id);
     const d_unsaved *ended = job ? NULL : d_job_unsaved(d, id);
@@ -113,13 +128,8 @@ static void d_on_submit(d_conn *c, const proto_request *req) {
         d_reply_error(c, "%s", err);
         return;
     }
-    struct passwd pw, *found = NULL;
-    char pwbuf[4096];
-    getpwuid_r(c->uid, &pw, pwbuf, sizeof(pwbuf), &found);
-    snprintf(user, sizeof(user), "%s", found ? found->pw_name : "");
-    if (!found) snprintf(user, sizeof(user), "%d", (int)c->uid);
-    store_owner owner = {.uid = c->uid, .gid = found ? found->pw_gid : c->gid,
-                         .user = user};
+    store_owner owner = {.uid = c->uid, .gid = c->gid, .user = user};
+    d_user_name(c->uid, user, sizeof(user), &owner.gid);
     int64_t first;
     if (store_submit(d->st, &owner, req, d_wall(), &first, err,
                      sizeof(err)) != 0) {
@@ -176,19 +186,27 @@ static json_t *d_owned_job(d_conn *c, int64_t id, const char *op) {
     return row;
 }
 
-static void d_on_cancel(d_conn *c, const proto_request *req) {
-    d_daemon *d = c->d;
-    /* All or nothing: check every id before cancelling any. */
+/* Whether the peer may `op` every job of the request, all unfinished:
+ * answers the error itself when not. All or nothing: every id is checked
+ * before any job is touched. */
+static bool d_owned_unfinished(d_conn *c, const proto_request *req,
+                               const char *op) {
     for (size_t i = 0; i < req->nids; i++) {
-        json_t *row = d_owned_job(c, req->ids[i], "cancel");
-        if (!row) return;
+        json_t *row = d_owned_job(c, req->ids[i], op);
+        if (!row) return false;
         json_decref(row);
-        if (!d_job_find(d, req->ids[i])) {
+        if (!d_job_find(c->d, req->ids[i])) {
             d_reply_error(c, "job %lld: already finished",
                           (long long)req->ids[i]);
-            return;
+            return false;
         }
     }
+    return true;
+}
+
+static void d_on_cancel(d_conn *c, const proto_request *req) {
+    d_daemon *d = c->d;
+    if (!d_owned_unfinished(c, req, "cancel")) return;
     /* one commit for them all, not one per job (d_jobs_cancel) */
     char err[4600];
     if (d_jobs_cancel(d, req->ids, req->nids, err, sizeof(err)) != 0) {
@@ -199,6 +217,33 @@ static void d_on_cancel(d_conn *c, const proto_request *req) {
     for (size_t i = 0; i < req->nids; i++)
         json_array_append_new(done, json_integer(req->ids[i]));
     d_reply(c, json_pack("{s:b, s:o}", "ok", 1, "cancelled", done));
+    d_jobs_schedule(d);
+}
+
+/* hold and release: a running job cannot be held (cancel it instead). */
+static void d_on_hold(d_conn *c, const proto_request *req) {
+    d_daemon *d = c->d;
+    bool hold = req->op == PROTO_HOLD;
+    if (!d_owned_unfinished(c, req, proto_op_name(req->op))) return;
+    for (size_t i = 0; hold && i < req->nids; i++)
+        if (d_job_find(d, req->ids[i])->state == D_RUNNING) {
+            d_reply_error(c, "job %lld: running; only a queued job can be "
+                          "held (aegis cancel stops it)",
+                          (long long)req->ids[i]);
+            return;
+        }
+    char user[64];
+    d_user_name(c->uid, user, sizeof(user), NULL);
+    json_t *done = json_array();
+    store_begin(d->st);
+    for (size_t i = 0; i < req->nids; i++) {
+        d_job *job = d_job_find(d, req->ids[i]); /* a release may end one */
+        if (job) d_job_hold(d, job, hold, user);
+        json_array_append_new(done, json_integer(req->ids[i]));
+    }
+    store_commit(d->st);
+    d_reply(c, json_pack("{s:b, s:o}", "ok", 1, hold ? "held" : "released",
+                         done));
     d_jobs_schedule(d);
 }
 
@@ -349,31 +394,42 @@ static void d_on_gpus(d_conn *c, const proto_request *req) {
             "smact", d_json_known(r->r.smact),
             "smocc", d_json_known(r->r.smocc),
             "drama", d_json_known(r->r.drama)));
+        json_t *gpu = json_array_get(gpus, (size_t)g);
+        if (d->gpus[g].drained)
+            json_object_update_new(gpu, json_pack("{s:s, s:s, s:f}",
+                "drain_reason", d->gpus[g].drain_reason,
+                "drained_by", d->gpus[g].drained_by,
+                "drained_at", d->gpus[g].drained_at));
     }
     d_reply(c, json_pack("{s:b, s:o, s:i, s:i}", "ok", 1, "gpus", gpus,
                          "queued", core_queued_count(d->core),
                          "running", core_running_count(d->core)));
 }
 
+/* Whether the peer is root or aegisd's own user, who run the server;
+ * answers the error itself when not. */
+static bool d_admin(d_conn *c, const char *what) {
+    if (c->uid == 0 || c->uid == geteuid()) return true;
+    d_reply_error(c, "permission denied: only root or aegisd's user (uid %d) "
+                  "may %s", (int)geteuid(), what);
+    return false;
+}
+
 static void d_on_drain(d_conn *c, const proto_request *req) {
     d_daemon *d = c->d;
-    if (c->uid != 0 && c->uid != geteuid()) {
-        d_reply_error(c, "permission denied: only root or aegisd's user may "
-                      "%s a GPU", proto_op_name(req->op));
+    if (!d_admin(c, req->op == PROTO_DRAIN ? "drain a GPU" : "resume a GPU"))
         return;
-    }
     if (req->gpu >= d->ngpus) {
         d_reply_error(c, "gpu: no GPU %d (the server has %d)", req->gpu,
                       d->ngpus);
         return;
     }
-    d_gpu *g = &d->gpus[req->gpu];
-    g->drained = req->op == PROTO_DRAIN;
-    core_gpu_drain(d->core, req->gpu, g->drained);
-    d_log("GPU %d %s by uid %d", req->gpu, g->drained ? "drained" : "resumed",
-          (int)c->uid);
+    char user[64];
+    d_user_name(c->uid, user, sizeof(user), NULL);
+    d_gpu_drain(d, req->gpu, req->op == PROTO_DRAIN,
+                req->reason ? req->reason : "", user);
     d_reply(c, json_pack("{s:b, s:i, s:b}", "ok", 1, "gpu", req->gpu,
-                         "drained", g->drained));
+                         "drained", d->gpus[req->gpu].drained));
     d_jobs_schedule(d);
 }
 
@@ -392,6 +448,24 @@ static void d_on_report(d_conn *c, const proto_request *req) {
     d_reply(c, ans);
 }
 
+/* Answers first, with the running jobs that keep running (or are waited
+ * for); aegisd exits at its next tick, and the client, which keeps the
+ * connection open, sees it close then. */
+static void d_on_shutdown(d_conn *c, const proto_request *req) {
+    d_daemon *d = c->d;
+    if (!d_admin(c, "shut aegisd down")) return;
+    int running = 0;
+    for (size_t i = 0; i < d->njobs; i++)
+        running += d->jobs[i]->state == D_RUNNING;
+    bool drain = req->drain_jobs || d->opt.drain_on_stop;
+    d_reply(c, json_pack("{s:b, s:i, s:b}", "ok", 1, "running", running,
+                         "drain", drain));
+    char why[64];
+    snprintf(why, sizeof(why), "aegis shutdown%s by uid %d",
+             req->drain_jobs ? " --drain" : "", (int)c->uid);
+    d_stop(d, why, req->drain_jobs);
+}
+
 void d_handle(d_conn *c, const proto_request *req) {
     switch (req->op) {
     case PROTO_SUBMIT: d_on_submit(c, req); break;
@@ -404,5 +478,8 @@ void d_handle(d_conn *c, const proto_request *req) {
     case PROTO_DRAIN:
     case PROTO_RESUME: d_on_drain(c, req); break;
     case PROTO_REPORT: d_on_report(c, req); break;
+    case PROTO_HOLD:
+    case PROTO_RELEASE: d_on_hold(c, req); break;
+    case PROTO_SHUTDOWN: d_on_shutdown(c, req); break;
     }
 }

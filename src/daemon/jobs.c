@@ -109,8 +109,6 @@ static void d_unsaved_add(d_daemon *d, int64_t id, const char *state,
 
 /* ---- queueing ------------------------------------------------------------- */
 
-static void d_job_enqueue(d_daemon *d, d_job *job);
-
 /* A finished job leaves the table; its waiters and dependents hear of it. */
 static void d_job_finish(d_daemon *d, d_job *job, const char *state,
                          const char *reason) {
@@ -166,14 +164,16 @@ static int d_job_to_core(d_daemon *d, d_job *job, char *err, size_t errlen) {
     return 0;
 }
 
-/* Queues a job in the core, or holds it while a job it runs after is
- * unfinished, or cancels it when one ended otherwise than it asks. */
-static void d_job_enqueue(d_daemon *d, d_job *job) {
+void d_job_enqueue(d_daemon *d, d_job *job) {
     char reason[256];
     switch (d_deps_check(d, job, reason, sizeof(reason))) {
     case D_DEPS_WAIT: job->state = D_HELD; return;
     case D_DEPS_NEVER: d_job_finish(d, job, "cancelled", reason); return;
     case D_DEPS_MET: break;
+    }
+    if (job->held) {
+        job->state = D_HELD;
+        return;
     }
     char err[256];
     if (d_job_to_core(d, job, err, sizeof(err)) != 0)
@@ -202,7 +202,10 @@ int d_jobs_submitted(d_daemon *d, const store_owner *owner,
         const proto_job *pj = &req->jobs[i];
         d_job *job = d_job_new(first_id + (int64_t)i, owner->uid, owner->gid,
                                owner->user, pj->gpus, pj->mem_mib, pj->nafter);
-        if (job) d_deps_from_request(pj, first_id, job->deps);
+        if (job) {
+            d_deps_from_request(pj, first_id, job->deps);
+            job->time_limit_s = pj->time_limit_s;
+        }
         if (!job || d_job_add(d, job) != 0) {
             free(job);
             d_log("job %lld: out of memory; it runs after a restart",
@@ -368,6 +371,7 @@ static void d_job_launch(d_daemon *d, d_job *job, const core_launch *l) {
     job->err_offset = run.err_offset;
     job->active = false;
     job->seen = 0;
+    job->started = now;
     store_begin(d->st);
     store_attempt_pids(d->st, job->id, n, run.shim_pid, run.shim_start,
                        run.job_pid, run.err_offset);
@@ -382,6 +386,7 @@ static void d_job_launch(d_daemon *d, d_job *job, const core_launch *l) {
 void d_jobs_schedule(d_daemon *d) {
     core_launch out[16];
     int n = 16;
+    if (d->stopping) return; /* a draining aegisd starts no new job */
     /* No job starts while its start cannot be recorded. */
     while (n == 16 && !store_failing(d->st)) {
         n = core_schedule(d->core, d_now(d), out, 16);
@@ -450,10 +455,12 @@ static void d_job_settle(d_daemon *d, d_job *job, core_exit how, int status,
     static const char *const how_names[] = {"ok", "oom", "failed", "lost"};
     int n = job->attempts;
     double now = d_wall();
-    if (job->cancelling) {
+    if (job->cancelling) { /* by `aegis cancel`, or its time limit */
         if (job->in_core) core_cancel(d->core, job->id, d_now(d));
-        store_attempt_end(d->st, job->id, n, "cancelled", status, now);
-        d_job_finish(d, job, "cancelled", "cancelled while running");
+        char reason[128];
+        const char *state = d_limits_stop_state(job, reason, sizeof(reason));
+        store_attempt_end(d->st, job->id, n, state, status, now);
+        d_job_finish(d, job, state, reason);
         return;
     }
     store_attempt_end(d->st, job->id, n, how_names[how], status, now);
@@ -815,6 +822,7 @@ static void d_job_load_attempt(d_job *job, json_t *att) {
     job->shim_start = (unsigned long long)d_int(att, "shim_start");
     job->job_pid = (pid_t)d_int(att, "job_pid");
     job->err_offset = d_int(att, "err_offset");
+    job->started = d_number(att, "started");
     job->seen = d_number(att, "seen");
     job->active = job->seen > 0;
 }
@@ -911,12 +919,13 @@ static void d_job_recover(void *ctx, json_t *row) {
     job->retry_floor = d_number(row, "retry_floor");
     job->retry_alone = d_int(row, "retry_alone") != 0;
     job->cancel_at = d_number(row, "cancel_at"); /* 0 when null */
+    d_limits_load(job, row);
     if (strcmp(state, "running") == 0 && att) {
         d_job_load_attempt(job, att);
         job->cancelling = job->cancel_at > 0; /* killed once adopted */
     } else if (job->cancel_at > 0) {
         d_job_finish(d, job, "cancelled", "cancelled while queued");
-    } else if (job->attempts > 0 &&
+    } else if (job->attempts > 0 && !job->held &&
                d_recovery_push(rec, job->id, d_number(att, "ended")) == 0) {
         job->state = D_QUEUED;
     } else {

@@ -92,22 +92,29 @@ static const char help[] =
 "    --foreground         stay in the foreground, log to stderr; without\n"
 "                         it aegisd returns once it listens and logs to\n"
 "                         DIR/aegisd.log\n"
-"    --drain-on-stop      on SIGTERM, wait for running jobs to end\n"
+"    --drain-on-stop      on SIGTERM or aegis shutdown, wait for running\n"
+"                         jobs to end\n"
 "    --check-config FILE  check the configuration FILE and exit: 0 and\n"
 "                         \"FILE: ok\" when aegisd would start with it, 2\n"
 "                         and FILE:LINE: errors when not; starts nothing\n"
 "    --help               this text\n"
 "\n"
+"    Held jobs (aegis hold), time limits (aegis submit --time) and drained\n"
+"    GPUs (aegis drain, with their reasons) are kept in DIR/aegis.db too,\n"
+"    and hold across restarts.\n"
+"\n"
 "SIGNALS\n"
 "    SIGTERM, SIGINT  stop accepting requests and exit; running jobs keep\n"
 "                     running and are re-adopted at the next start\n"
-"                     (with --drain-on-stop: exit once they have ended)\n"
+"                     (with --drain-on-stop: exit once they have ended).\n"
+"                     `aegis shutdown [--drain]` does the same from a\n"
+"                     client, for root or aegisd's user\n"
 "    SIGHUP           reload the configuration file; an invalid file is\n"
 "                     reported and the old configuration kept\n"
 "\n"
 "EXIT STATUS\n"
-"    0 stopped by a signal, 1 failed to start, 2 bad usage or (with\n"
-"    --check-config) a bad configuration.\n";
+"    0 stopped by a signal or aegis shutdown, 1 failed to start, 2 bad\n"
+"    usage or (with --check-config) a bad configuration.\n";
 
 /* --check-config: the same loading aegisd does at start, and nothing else
  * (no socket, no state, no GPU), so a package or an admin can check a file

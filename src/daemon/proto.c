@@ -12,6 +12,7 @@
 #include "proto.h"
 
 #include "core.h"
+#include "timelimit.h"
 
 #include <ctype.h>
 
@@ -24,7 +25,8 @@ static const char *const op_names[] = {
     [PROTO_SUBMIT] = "submit", [PROTO_LS] = "ls", [PROTO_SHOW] = "show",
     [PROTO_CANCEL] = "cancel", [PROTO_WAIT] = "wait", [PROTO_LOG] = "log",
     [PROTO_GPUS] = "gpus", [PROTO_DRAIN] = "drain", [PROTO_RESUME] = "resume",
-    [PROTO_REPORT] = "report",
+    [PROTO_REPORT] = "report", [PROTO_HOLD] = "hold",
+    [PROTO_RELEASE] = "release", [PROTO_SHUTDOWN] = "shutdown",
 };
 #define NOPS (sizeof(op_names) / sizeof(*op_names))
 
@@ -39,14 +41,17 @@ static const char *const op_fields[NOPS][OP_FIELDS_MAX] = {
     [PROTO_WAIT] = {"ids"},
     [PROTO_LOG] = {"id", "offset", "stderr"},
     [PROTO_GPUS] = {NULL},
-    [PROTO_DRAIN] = {"gpu"},
+    [PROTO_DRAIN] = {"gpu", "reason"},
     [PROTO_RESUME] = {"gpu"},
     [PROTO_REPORT] = {"since"},
+    [PROTO_HOLD] = {"ids"},
+    [PROTO_RELEASE] = {"ids"},
+    [PROTO_SHUTDOWN] = {"drain"},
 };
 
 static const char *const job_fields[] = {"cmd", "gpus", "mem_mib", "name",
                                          "feed", "after", "mps_threads_pct",
-                                         "meta", NULL};
+                                         "meta", "time_limit_s", NULL};
 
 static const char *const dep_fields[] = {"id", "index", "kind"};
 
@@ -116,6 +121,23 @@ static int proto_bool(json_t *v, const char *field, bool *out, char *err,
         return -1;
     }
     *out = json_is_true(v);
+    return 0;
+}
+
+/* An optional number of a job (key in obj) in [lo, hi] into *out, which
+ * is left as it is when the key is absent. */
+static int proto_number(json_t *obj, const char *key, const char *where,
+                        double lo, double hi, double *out, char *err,
+                        size_t errlen) {
+    json_t *v = json_object_get(obj, key);
+    if (!v) return 0;
+    double x = json_number_value(v);
+    if (!json_is_number(v) || !(x >= lo && x <= hi)) {
+        snprintf(err, errlen, "%s.%s: must be a number in [%.0f, %.0f]", where,
+                 key, lo, hi);
+        return -1;
+    }
+    *out = x;
     return 0;
 }
 
@@ -315,16 +337,11 @@ static int proto_parse_job(json_t *obj, size_t i, proto_job *job, char *err,
         return -1;
     if (g) job->gpus = (int)v;
     job->mem_mib = -1;
-    json_t *m = json_object_get(obj, "mem_mib");
-    if (m) {
-        double mib = json_number_value(m);
-        if (!json_is_number(m) || !(mib >= 0 && mib <= PROTO_MAX_MEM_MIB)) {
-            snprintf(err, errlen, "%s.mem_mib: must be a number in [0, %.0f]",
-                     where, PROTO_MAX_MEM_MIB);
-            return -1;
-        }
-        job->mem_mib = json_number_value(m);
-    }
+    if (proto_number(obj, "mem_mib", where, 0, PROTO_MAX_MEM_MIB,
+                     &job->mem_mib, err, errlen) ||
+        proto_number(obj, "time_limit_s", where, 1, TIMELIMIT_MAX_S,
+                     &job->time_limit_s, err, errlen))
+        return -1;
     if (proto_label(obj, "name", where, PROTO_MAX_NAME, false, &job->name,
                     err, errlen) ||
         proto_label(obj, "feed", where, PROTO_MAX_FEED, true, &job->feed,
@@ -434,7 +451,9 @@ static int proto_parse_op(json_t *root, proto_request *req, char *err,
                           errlen);
     case PROTO_SHOW: return proto_parse_ids(root, false, req, err, errlen);
     case PROTO_CANCEL:
-    case PROTO_WAIT: return proto_parse_ids(root, true, req, err, errlen);
+    case PROTO_WAIT:
+    case PROTO_HOLD:
+    case PROTO_RELEASE: return proto_parse_ids(root, true, req, err, errlen);
     case PROTO_LOG:
         if (proto_parse_ids(root, false, req, err, errlen)) return -1;
         if (json_object_get(root, "offset")) {
@@ -455,10 +474,14 @@ static int proto_parse_op(json_t *root, proto_request *req, char *err,
                       &v, err, errlen))
             return -1;
         req->gpu = (int)v;
-        return 0;
+        return proto_label(root, "reason", "drain", PROTO_MAX_REASON, false,
+                           &req->reason, err, errlen);
     case PROTO_REPORT:
         return proto_since(json_object_get(root, "since"), &req->since, err,
                            errlen);
+    case PROTO_SHUTDOWN:
+        return proto_bool(json_object_get(root, "drain"), "drain",
+                          &req->drain_jobs, err, errlen);
     }
     return 0;
 }

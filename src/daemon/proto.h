@@ -8,18 +8,22 @@
  *
  * Requests ("op" and its fields):
  *   submit  cwd, env [..."K=V"], jobs [{cmd [...], gpus, mem_mib, name, feed,
- *           after, mps_threads_pct, meta}]
+ *           after, mps_threads_pct, meta, time_limit_s}]
  *           after: [{id or index, kind}...] -- the jobs it waits for: an
  *           existing job by id, or an earlier job of the same submit by
  *           its index in jobs; kind is afterok, afterany or afternotok
  *           (Slurm's). A bare id is [{id, "afterok"}], as older clients
  *           send it. meta: a JSON object kept with the job as it is (an
- *           AEGIS spec's estimates and profile)
+ *           AEGIS spec's estimates and profile). time_limit_s: the
+ *           seconds an attempt may run before it is stopped (--time)
  *   ls      all (bool)          show   id
  *   cancel  ids [...]           wait   ids [...]
+ *   hold    ids [...]           release ids [...]
  *   log     id, offset, stderr (bool)
- *   gpus                        drain / resume   gpu
+ *   gpus                        drain  gpu, reason (optional)
+ *   resume  gpu
  *   report  since (Unix time; optional: every job)
+ *   shutdown  drain (bool: wait for running jobs first)
  * Responses: {"ok":true, ...} or {"ok":false, "error":"..."}, the latter
  * with "server_error":true when aegisd is busy or failed, not the request.
  * A `log` answer carries the bytes in "base64": logs need not be text.
@@ -57,12 +61,15 @@
 /* A job's meta object, serialized: a spec's estimates and profile are a
  * few hundred bytes. */
 #define PROTO_MAX_META 65536
+/* A drain's reason: one line of `aegis gpus`. */
+#define PROTO_MAX_REASON 200
 /* Memory a job may ask for, MiB (1 TiB: above any GPU made). */
 #define PROTO_MAX_MEM_MIB (1024.0 * 1024.0)
 
 typedef enum proto_op {
     PROTO_SUBMIT, PROTO_LS, PROTO_SHOW, PROTO_CANCEL, PROTO_WAIT, PROTO_LOG,
-    PROTO_GPUS, PROTO_DRAIN, PROTO_RESUME, PROTO_REPORT
+    PROTO_GPUS, PROTO_DRAIN, PROTO_RESUME, PROTO_REPORT, PROTO_HOLD,
+    PROTO_RELEASE, PROTO_SHUTDOWN
 } proto_op;
 
 /* What a dependency waits for (Slurm's names): its job's success, its end
@@ -89,6 +96,8 @@ typedef struct proto_job {
     proto_dep *after;       /* nafter jobs it waits for (all of them) */
     size_t nafter;
     json_t *meta;           /* an object kept with the job; NULL: none */
+    double time_limit_s;    /* each attempt's time limit, seconds, up to
+                               TIMELIMIT_MAX_S; 0 when not given */
 } proto_job;
 
 typedef struct proto_request {
@@ -99,13 +108,15 @@ typedef struct proto_request {
     size_t nenv;
     proto_job *jobs;
     size_t njobs;
-    /* show, log (one id); cancel, wait (many) */
+    /* show, log (one id); cancel, wait, hold, release (many) */
     int64_t *ids;
     size_t nids;
     bool all;               /* ls: finished jobs too */
     int64_t offset;         /* log: first byte wanted */
     bool err_stream;        /* log: stderr instead of stdout */
     int gpu;                /* drain, resume */
+    const char *reason;     /* drain: why, "" when not given */
+    bool drain_jobs;        /* shutdown: once running jobs have ended */
     double since;           /* report: jobs submitted at or after; 0 all */
     json_t *root;           /* owns every string above */
 } proto_request;

@@ -62,7 +62,13 @@ static const char schema[] =
     "  start INTEGER NOT NULL, uuid TEXT NOT NULL, PRIMARY KEY(gpu, gi));"
     /* one row store_retry() rewrites, so that a retry with nothing kept
      * still proves the database can be written */
-    "CREATE TABLE IF NOT EXISTS probe(id INTEGER PRIMARY KEY, t REAL);";
+    "CREATE TABLE IF NOT EXISTS probe(id INTEGER PRIMARY KEY, t REAL);"
+
+    /* GPUs drained by `aegis drain`, by UUID: a drain holds across
+     * restarts, and stays with its GPU if the indices change */
+    "CREATE TABLE IF NOT EXISTS drains("
+    "  uuid TEXT PRIMARY KEY, reason TEXT NOT NULL, user TEXT NOT NULL,"
+    "  t REAL NOT NULL);";
 
 /* Columns added since the first schema, so a database an older aegisd
  * wrote gets them on open; one list serves new and old databases. */
@@ -84,6 +90,10 @@ static const char *const store_added[][3] = {
     /* when its owner cancelled it (Unix time): a cancel answered holds
      * across a restart */
     {"jobs", "cancel_at", "REAL"},
+    /* `aegis hold`: a held job stays queued but is not placed */
+    {"jobs", "held", "INTEGER NOT NULL DEFAULT 0"},
+    /* `aegis submit --time`: seconds each attempt may run; NULL: none */
+    {"jobs", "time_limit_s", "REAL"},
 };
 #define STORE_ADDED (sizeof(store_added) / sizeof(store_added[0]))
 
@@ -92,7 +102,8 @@ enum {
     S_STATE, S_ENERGY, S_EVENT, S_GET, S_GET_FULL, S_ATTEMPTS, S_EVENTS,
     S_LIST_ALL, S_LIST_ACTIVE, S_RETRY, S_SEEN,
     S_REPORT_JOBS, S_REPORT_ATTEMPTS, S_MIG_ADD, S_MIG_DEL, S_MIG_ALL,
-    S_ATT_PIDS, S_ATT_DROP, S_CANCEL, S_PROBE, S_COUNT
+    S_ATT_PIDS, S_ATT_DROP, S_CANCEL, S_PROBE, S_HELD, S_DRAIN_SET,
+    S_DRAIN_DEL, S_DRAIN_GET, S_COUNT
 };
 
 /* A job's dependencies as a column "deps": a row written before they
@@ -108,9 +119,10 @@ static const char *const sql[S_COUNT] = {
     [S_ROLLBACK] = "ROLLBACK",
     [S_ENV] = "INSERT INTO envs(cwd, env) VALUES(?1, ?2)",
     [S_JOB] = "INSERT INTO jobs(uid, gid, user, name, cmd, env_id, gpus,"
-              " mem_mib, state, submitted, feed, mps_threads_pct, deps, meta)"
+              " mem_mib, state, submitted, feed, mps_threads_pct, deps, meta,"
+              " time_limit_s)"
               " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'queued', ?9, ?10, ?11,"
-              " ?12, ?13)",
+              " ?12, ?13, ?14)",
     [S_ATT_START] = "INSERT OR REPLACE INTO attempts(job_id, n, gpus,"
                     " floor_mib, exclusive, shim_pid, shim_start, job_pid,"
                     " started, err_offset)"
@@ -126,12 +138,13 @@ static const char *const sql[S_COUNT] = {
     [S_EVENT] = "INSERT INTO events(job_id, t, text) VALUES(?1, ?2, ?3)",
     [S_GET] = "SELECT id, user, uid, name, cmd, gpus, mem_mib, " STORE_DEPS("")
               ", state, reason, submitted, finished, attempts, energy_j, feed,"
-              " retry_floor, retry_alone, meta FROM jobs WHERE id = ?1",
+              " retry_floor, retry_alone, meta, held, time_limit_s FROM jobs"
+              " WHERE id = ?1",
     [S_GET_FULL] = "SELECT j.id, j.user, j.uid, j.gid, j.name, j.cmd, j.gpus,"
                    " j.mem_mib, " STORE_DEPS("j.") ", j.state, j.reason, j.submitted,"
                    " j.finished, j.attempts, j.energy_j, j.feed, j.retry_floor,"
                    " j.retry_alone, j.mps_threads_pct, j.meta, j.cancel_at,"
-                   " e.cwd, e.env"
+                   " j.held, j.time_limit_s, e.cwd, e.env"
                    " FROM jobs j JOIN envs e ON e.id = j.env_id"
                    " WHERE j.id = ?1",
     [S_ATTEMPTS] = "SELECT n, gpus, floor_mib, exclusive, shim_pid,"
@@ -141,11 +154,13 @@ static const char *const sql[S_COUNT] = {
     [S_EVENTS] = "SELECT t, text FROM events WHERE job_id = ?1 ORDER BY id",
     [S_LIST_ALL] = "SELECT id, user, uid, name, cmd, gpus, mem_mib, "
                    STORE_DEPS("") ", state, reason, submitted, finished,"
-                   " attempts, energy_j, feed FROM jobs ORDER BY id",
+                   " attempts, energy_j, feed, held, time_limit_s FROM jobs"
+                   " ORDER BY id",
     [S_LIST_ACTIVE] = "SELECT id, user, uid, name, cmd, gpus, mem_mib, "
                       STORE_DEPS("") ", state, reason, submitted, finished,"
-                      " attempts, energy_j, feed FROM jobs"
-                      " WHERE state IN ('queued','running') ORDER BY id",
+                      " attempts, energy_j, feed, held, time_limit_s"
+                      " FROM jobs WHERE state IN ('queued','running')"
+                      " ORDER BY id",
     [S_RETRY] = "UPDATE jobs SET retry_floor = ?2, retry_alone = ?3"
                 " WHERE id = ?1",
     [S_SEEN] = "UPDATE attempts SET seen = ?3 WHERE job_id = ?1 AND n = ?2",
@@ -167,6 +182,11 @@ static const char *const sql[S_COUNT] = {
     [S_CANCEL] = "UPDATE jobs SET cancel_at = ?2 WHERE id = ?1"
                  " AND cancel_at IS NULL",
     [S_PROBE] = "INSERT OR REPLACE INTO probe(id, t) VALUES(1, ?1)",
+    [S_HELD] = "UPDATE jobs SET held = ?2 WHERE id = ?1",
+    [S_DRAIN_SET] = "INSERT OR REPLACE INTO drains(uuid, reason, user, t)"
+                    " VALUES(?1, ?2, ?3, ?4)",
+    [S_DRAIN_DEL] = "DELETE FROM drains WHERE uuid = ?1",
+    [S_DRAIN_GET] = "SELECT reason, user, t FROM drains WHERE uuid = ?1",
 };
 
 /* SQL texts in the order they ran. */
@@ -457,6 +477,7 @@ static int store_insert_jobs(store *st, const store_owner *owner,
         if (deps) sqlite3_bind_text(s, 12, deps, -1, free);
         char *meta = j->meta ? json_dumps(j->meta, JSON_COMPACT) : NULL;
         if (meta) sqlite3_bind_text(s, 13, meta, -1, free);
+        if (j->time_limit_s > 0) sqlite3_bind_double(s, 14, j->time_limit_s);
         if ((j->nafter > 0 && !deps) || (j->meta && !meta)) {
             sqlite3_reset(s);
             sqlite3_clear_bindings(s);
@@ -574,6 +595,13 @@ void store_job_state(store *st, int64_t id, const char *state,
     if (reason) sqlite3_bind_text(s, 3, reason, -1, SQLITE_TRANSIENT);
     sqlite3_bind_double(s, 4, now);
     store_write(st, S_STATE, id);
+}
+
+void store_job_held(store *st, int64_t id, bool held) {
+    sqlite3_stmt *s = st->st[S_HELD];
+    sqlite3_bind_int64(s, 1, id);
+    sqlite3_bind_int(s, 2, held);
+    store_exec(st, S_HELD, id);
 }
 
 void store_job_energy(store *st, int64_t id, double energy_j) {
@@ -734,4 +762,28 @@ int store_mig_list(store *st, store_mig *out, int max) {
     }
     sqlite3_reset(s);
     return n;
+}
+
+void store_drain_set(store *st, const char *uuid, const char *reason,
+                     const char *user, double now) {
+    sqlite3_stmt *s = st->st[S_DRAIN_SET];
+    sqlite3_bind_text(s, 1, uuid, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 2, reason, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 3, user, -1, SQLITE_STATIC);
+    sqlite3_bind_double(s, 4, now);
+    store_exec(st, S_DRAIN_SET, 0);
+}
+
+void store_drain_clear(store *st, const char *uuid) {
+    sqlite3_stmt *s = st->st[S_DRAIN_DEL];
+    sqlite3_bind_text(s, 1, uuid, -1, SQLITE_STATIC);
+    store_exec(st, S_DRAIN_DEL, 0);
+}
+
+json_t *store_drain(store *st, const char *uuid) {
+    sqlite3_bind_text(st->st[S_DRAIN_GET], 1, uuid, -1, SQLITE_STATIC);
+    json_t *rows = store_collect(st->st[S_DRAIN_GET]);
+    json_t *row = json_incref(json_array_get(rows, 0));
+    json_decref(rows);
+    return row;
 }

@@ -96,15 +96,18 @@ void store_attempt_drop(store *st, int64_t id, int n);
 void store_job_cancel(store *st, int64_t id, double now);
 /* Attempt n of the job was first seen on its GPUs at `now`. */
 void store_attempt_seen(store *st, int64_t id, int n, double now);
-/* Closes attempt n of the job: how is "ok", "oom", "failed", "lost" or
- * "cancelled"; status the wait status (or -1 when unknown). */
+/* Closes attempt n of the job: how is "ok", "oom", "failed", "lost",
+ * "cancelled" or "timeout"; status the wait status (or -1 when unknown). */
 void store_attempt_end(store *st, int64_t id, int n, const char *how,
                        int status, double now);
-/* The job's state ("queued", "running", "done", "failed", "cancelled"),
- * with a one-line reason kept for `aegis show` (NULL keeps the old one). */
+/* The job's state ("queued", "running", "done", "failed", "cancelled",
+ * "timeout"), with a one-line reason kept for `aegis show` (NULL keeps the
+ * old one). */
 void store_job_state(store *st, int64_t id, const char *state,
                      const char *reason, double now);
 void store_job_energy(store *st, int64_t id, double energy_j);
+/* `aegis hold` (true) or `release` (false) of a queued job. */
+void store_job_held(store *st, int64_t id, bool held);
 /* The job's place on the recovery ladder after a requeue (core_retry's
  * floor_mib and alone; its attempt is the attempt count + 1). */
 void store_job_retry(store *st, int64_t id, double floor_mib, bool alone);
@@ -149,5 +152,13 @@ void store_mig_remove(store *st, int gpu, unsigned int gi);
 /* Every instance recorded, by GPU and GI id, into out (at most max):
  * returns how many. */
 int store_mig_list(store *st, store_mig *out, int max);
+
+/* The drain of the GPU of that UUID, with its reason and who drained it
+ * (their login name); cleared by a resume. */
+void store_drain_set(store *st, const char *uuid, const char *reason,
+                     const char *user, double now);
+void store_drain_clear(store *st, const char *uuid);
+/* The GPU's drain as {reason, user, t}, or NULL when it is not drained. */
+json_t *store_drain(store *st, const char *uuid);
 
 #endif

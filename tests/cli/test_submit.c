@@ -1,8 +1,8 @@
 /* test_submit.c -- cmocka tests of what `aegis submit` reads without
  * talking to aegisd: --mem amounts, --after dependencies, --array ranges,
  * shell strings, YAML specs in aegis's and AEGIS's formats (nulls,
- * comments, conda, names of the same file), and the nearest catalog names
- * that sim and gen-trace suggest.
+ * comments, conda, names of the same file, time limits), and the nearest
+ * catalog names that sim and gen-trace suggest.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -358,6 +358,27 @@ static void test_spec_names(void **state) {
 
 /* ---- nearest workload names ------------------------------------------------ */
 
+/* A spec's time: takes --time's forms, and none other. */
+static void test_spec_time(void **state) {
+    (void)state;
+    char said[512];
+    json_t *jobs = read_spec("t.yaml", "jobs:\n"
+                             "  - command: a\n    time: 10:00\n"
+                             "  - command: b\n    time: 2h   # Slurm's 2:00:00\n"
+                             "  - command: c\n    time: ~\n",
+                             said, sizeof(said));
+    assert_non_null(jobs);
+    json_t *limit = json_object_get(json_array_get(jobs, 0), "time_limit_s");
+    assert_true(json_number_value(limit) == 600);
+    limit = json_object_get(json_array_get(jobs, 1), "time_limit_s");
+    assert_true(json_number_value(limit) == 7200);
+    assert_null(json_object_get(json_array_get(jobs, 2), "time_limit_s"));
+    json_decref(jobs);
+    assert_null(read_spec("bad.yaml", "command: a\ntime: 1:75\n", said,
+                          sizeof(said)));
+    assert_non_null(strstr(said, ":2: time: expected a time limit"));
+}
+
 static void test_nearest_names(void **state) {
     (void)state;
     const char *path = write_file("cat.csv",
@@ -387,6 +408,7 @@ int main(void) {
         cmocka_unit_test(test_spec_aegis_variants),
         cmocka_unit_test(test_spec_conda_missing),
         cmocka_unit_test(test_spec_names),
+        cmocka_unit_test(test_spec_time),
         cmocka_unit_test(test_nearest_names),
     };
     return cmocka_run_group_tests(tests, setup_dir, teardown_dir);

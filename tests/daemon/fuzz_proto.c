@@ -87,10 +87,13 @@ static const char *const seeds[] = {
     "{\"op\":\"wait\",\"ids\":[4]}",
     "{\"op\":\"log\",\"id\":3,\"offset\":100,\"stderr\":false}",
     "{\"op\":\"gpus\"}",
-    "{\"op\":\"drain\",\"gpu\":1}",
+    "{\"op\":\"drain\",\"gpu\":1,\"reason\":\"fan noise\"}",
+    "{\"op\":\"hold\",\"ids\":[5,6]}",
+    "{\"op\":\"release\",\"ids\":[5]}",
+    "{\"op\":\"shutdown\",\"drain\":true}",
     "{\"op\":\"submit\",\"cwd\":\"/d\u00e9j\u00e0\",\"jobs\":[{\"cmd\":[\"a\"],"
     "\"mem_mib\":12.5,\"name\":\"caf\u00e9\",\"feed\":\"in-1\","
-    "\"mps_threads_pct\":50,\"gpus\":1.0}]}",
+    "\"mps_threads_pct\":50,\"gpus\":1.0,\"time_limit_s\":600}]}",
     "{\"op\":\"report\",\"since\":1700000000.5}",
     "{\"op\":\"submit\",\"cwd\":\"/\",\"jobs\":[{\"cmd\":[\"a\"]},"
     "{\"cmd\":[\"b\"],\"after\":[{\"id\":3,\"kind\":\"afterany\"},"

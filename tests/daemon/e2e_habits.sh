@@ -1,0 +1,175 @@
+#!/bin/bash
+# e2e_habits.sh -- end-to-end tests of the daemon-side habits of Slurm and
+# task-spooler users: holding a queued job and releasing it, a time limit
+# (--time) that stops a job over it, drains that keep their reason across
+# a restart, and stopping aegisd from the CLI (aegis shutdown).
+#
+# usage: e2e_habits.sh AEGISD AEGIS TESTNVML FAKEGPU CATALOG CASE
+set -u
+AEGISD=$1 AEGIS=$2 NVML=$3 FAKE=$4 CATALOG=$5 CASE=$6
+source "$(dirname "$0")/e2e_lib.sh"
+
+# `aegis ARGS...` as user $1 (another user than aegisd's).
+as() { local u=$1; shift; runuser -u "$u" -- env AEGIS_SOCKET="$AEGIS_SOCKET" \
+       AEGIS_TEST_GPU_DIR="$AEGIS_TEST_GPU_DIR" "$@"; }
+needs_root() {
+    [ "$(id -u)" = 0 ] || { echo "needs root to act as another user"; exit 77; }
+}
+# `aegis ARGS...` exits 2, saying $1 on stderr.
+refused() {
+    local want=$1 rc; shift
+    "$AEGIS" "$@" > out.txt 2> err.txt
+    rc=$?
+    [ "$rc" = 2 ] || fail "$*: exit $rc, not 2 ($(cat out.txt err.txt))"
+    grep -qF -- "$want" err.txt || fail "$*: '$(cat err.txt)' lacks '$want'"
+}
+# Waits until job $1's `show --json` passes the python check $2.
+until_job() {
+    local deadline=$((SECONDS + 30))
+    until "$AEGIS" show --json "$1" 2>/dev/null | pyjson "$2" 2>/dev/null; do
+        [ $SECONDS -lt $deadline ] || fail "job $1: never $2"
+        sleep 0.1
+    done
+}
+# Stops aegisd by SIGTERM, waits until it is gone, and starts it again.
+restart() {
+    kill -TERM "$(daemon_pid)"
+    while [ -n "$(daemon_pid)" ]; do sleep 0.1; done
+    start "$@"
+}
+
+# A held job stays queued across a restart while a later job runs past it;
+# released, it runs. Only its owner or root may hold it, and not while it
+# runs.
+case_habits_hold() {
+    needs_root
+    start
+    cd "$DIR/work"
+    # a job on every GPU: what follows is queued
+    big=$("$AEGIS" submit --gpus 3 -- "$FAKE" --mib 100 --seconds 60) || fail submit
+    until_job "$big" "assert d['state']=='running'"
+    held=$(as nobody "$AEGIS" submit -- sh -c 'echo held-ran') || fail "submit held"
+    refused "only a queued job" hold "$big"
+    as daemon "$AEGIS" hold "$held" 2>&1 | grep -q "permission denied" ||
+        fail "hold by another user"
+    [ "$(as nobody "$AEGIS" hold "$held")" = "held $held" ] || fail "hold by owner"
+    "$AEGIS" ls --json | pyjson "
+j=[j for j in d if j['id']==$held][0]
+assert j['state']=='queued' and j['held'] is True, j" || fail "ls: not held"
+    "$AEGIS" ls | grep -q "^$held .* held " || fail "ls text: $("$AEGIS" ls)"
+    restart
+    "$AEGIS" show --json "$held" | pyjson "assert d['held'] is True, d" ||
+        fail "hold lost across a restart"
+    later=$("$AEGIS" submit -- sh -c 'echo later') || fail "submit later"
+    "$AEGIS" cancel "$big" > /dev/null || fail "cancel big"
+    # the queue is first come, first served: the later job running first
+    # shows the held one is skipped
+    "$AEGIS" wait "$later" > /dev/null || fail "later job"
+    "$AEGIS" show --json "$held" | pyjson "
+assert d['state']=='queued' and d['attempts']==0, d" || fail "held job ran"
+    "$AEGIS" show "$held" | grep -q "held by nobody" || fail "no hold event"
+    [ "$("$AEGIS" release "$held")" = "released $held" ] || fail release
+    "$AEGIS" wait "$held" > /dev/null || fail "released job not done"
+    [ "$("$AEGIS" log "$held")" = held-ran ] || fail "released job's output"
+    refused "already finished" release "$held"
+}
+
+# A job over its --time limit is stopped and ends as timeout, counted from
+# its attempt's start, across a restart of aegisd; a bad limit is refused.
+case_habits_time() {
+    start
+    cd "$DIR/work"
+    refused "--time: '10 min' is not a time limit" submit --time '10 min' -- true
+    refused "--time: '0' is not a time limit" submit --time 0 -- true
+    fast=$("$AEGIS" submit --time 1:00 -- true) || fail "submit fast"
+    "$AEGIS" wait "$fast" > /dev/null || fail "a job within its limit"
+    id=$("$AEGIS" submit --time 0:04 -- "$FAKE" --mib 100 --seconds 60) || fail submit
+    "$AEGIS" show "$id" | grep -q "time limit  *0:04" || fail "show: no limit"
+    until_job "$id" "assert d['state']=='running'"
+    restart
+    "$AEGIS" wait "$id" > wait.txt && fail "timeout reported as done"
+    grep -q "^$id timeout over its 0:04 limit$" wait.txt ||
+        fail "wait: $(cat wait.txt)"
+    "$AEGIS" show "$id" | grep -q "timeout: over its 0:04 limit" ||
+        fail "no timeout event"
+    "$AEGIS" show --json "$id" | pyjson "
+a=d['attempt_list'][-1]
+assert d['state']=='timeout' and len(d['attempt_list'])==1, d
+assert a['how']=='timeout', a
+ran=a['ended']-a['started']
+assert 4 <= ran < 4 + 10, ('stopped after', ran)" || fail "timeout state"
+    "$AEGIS" ls --all --state timeout --json | pyjson "
+assert [j['id'] for j in d]==[$id], d" || fail "ls --state timeout"
+    # a job that outlives its SIGTERM is killed after the grace, as cancel's
+    stubborn=$("$AEGIS" submit --time 1s -- sh -c 'trap "" TERM; sleep 60') ||
+        fail "submit stubborn"
+    "$AEGIS" wait "$stubborn" | grep -q " timeout " || fail "stubborn job"
+}
+
+# A drain keeps its reason, shown by `aegis gpus`, across a restart; a
+# resume clears it for good.
+case_habits_drain() {
+    needs_root
+    start
+    cd "$DIR/work"
+    [ "$("$AEGIS" drain 1 --reason 'fan noise, ticket 42')" = "GPU 1 drained" ] ||
+        fail drain
+    as nobody "$AEGIS" drain 0 --reason x 2>&1 | grep -q "permission denied" ||
+        fail "drain by another user"
+    "$AEGIS" gpus | grep -q "fan noise, ticket 42" || fail "gpus: no reason"
+    restart
+    "$AEGIS" gpus --json | pyjson "
+g=d['gpus']
+assert g[1]['drained'] and g[1]['drain_reason']=='fan noise, ticket 42', g[1]
+assert g[1]['drained_by']=='root', g[1]
+assert not g[0]['drained'] and not g[2]['drained'], g" ||
+        fail "drain lost across a restart"
+    # the drained GPU takes no job: three one-GPU jobs at once use 0 and 2
+    ids=""
+    for k in 1 2 3; do
+        ids="$ids $("$AEGIS" submit --mem 1000 -- "$FAKE" --mib 1000 --seconds 1)"
+    done
+    "$AEGIS" wait $ids > /dev/null || fail "jobs beside a drained GPU"
+    for id in $ids; do
+        "$AEGIS" show --json "$id" | pyjson "
+assert d['attempt_list'][0]['gpus']!='1', d" || fail "job $id on drained GPU 1"
+    done
+    "$AEGIS" resume 1 > /dev/null || fail resume
+    restart
+    "$AEGIS" gpus --json | pyjson "
+assert not any(g['drained'] for g in d['gpus']), d" || fail "resume lost"
+}
+
+# `aegis shutdown` stops aegisd for root (or aegisd's user) and returns
+# once it is gone; running jobs are left to the next aegisd, or with
+# --drain waited for. Another user is refused.
+case_habits_shutdown() {
+    needs_root
+    start
+    cd "$DIR/work"
+    as nobody "$AEGIS" shutdown > out.txt 2>&1 && fail "shutdown by nobody"
+    grep -q "permission denied" out.txt || fail "refusal: $(cat out.txt)"
+    [ -n "$(daemon_pid)" ] || fail "aegisd stopped for another user"
+    id=$("$AEGIS" submit -- "$FAKE" --mib 100 --seconds 30) || fail submit
+    until_job "$id" "assert d['state']=='running'"
+    "$AEGIS" shutdown > out.txt || fail "shutdown: $(cat out.txt)"
+    [ -z "$(daemon_pid)" ] || fail "aegisd still runs after shutdown returned"
+    grep -q "aegisd stopped; 1 running job keeps running" out.txt ||
+        fail "shutdown said: $(cat out.txt)"
+    start
+    until_job "$id" "assert any('re-adopted' in e['text'] for e in d['events'])"
+    short=$("$AEGIS" submit -- sh -c 'sleep 2; echo drained-out') || fail submit2
+    until_job "$short" "assert d['state']=='running'"
+    "$AEGIS" cancel "$id" > /dev/null
+    "$AEGIS" shutdown --drain > out.txt || fail "shutdown --drain"
+    [ -z "$(daemon_pid)" ] || fail "aegisd still runs after shutdown --drain"
+    grep -q "aegisd stopped after its running jobs ended" out.txt ||
+        fail "shutdown --drain said: $(cat out.txt)"
+    start
+    "$AEGIS" show --json "$short" | pyjson "assert d['state']=='done', d" ||
+        fail "drained job not done"
+    "$AEGIS" --socket "$DIR/none.sock" shutdown 2> err.txt
+    [ $? = 1 ] || fail "shutdown of no aegisd: not exit 1"
+}
+
+e2e_run
