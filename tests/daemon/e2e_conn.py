@@ -73,6 +73,10 @@ def ops_of_protocol(proto_c):
 
 def hangup(proto_c, job_id):
     """Every kind of request, sent by a client that closes at once."""
+    # A shutdown carried out would stop aegisd: sent as another user (as
+    # root), or else malformed, it is refused.
+    root = os.geteuid() == 0
+    senders = {'shutdown': 'nobody' if root else None}
     reqs = {
         'submit': {'op': 'submit', 'cwd': '/', 'jobs': [{'cmd': ['true']}]},
         'ls': {'op': 'ls', 'all': True},
@@ -84,14 +88,18 @@ def hangup(proto_c, job_id):
         'drain': {'op': 'drain', 'gpu': 0},
         'resume': {'op': 'resume', 'gpu': 0},
         'report': {'op': 'report'},
+        'hold': {'op': 'hold', 'ids': [job_id]},
+        'release': {'op': 'release', 'ids': [job_id]},
+        'shutdown': {'op': 'shutdown', 'drain': True if root else 'yes'},
     }
     ops = ops_of_protocol(proto_c)
     check(ops == set(reqs), 'ops not covered: %s' % (ops ^ set(reqs)))
-    lines = [json.dumps(r).encode() + b'\n' for r in reqs.values()]
-    lines.append(b'not json\n')
+    lines = [(json.dumps(r).encode() + b'\n', senders.get(op))
+             for op, r in reqs.items()]
+    lines.append((b'not json\n', None))
     for _ in range(5):
-        for line in lines:
-            s = connect()
+        for line, user in lines:
+            s = connect(user)
             s.sendall(line)
             s.close()
     check(ask({'op': 'gpus'})['ok'], 'gpus after hang-ups')
