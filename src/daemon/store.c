@@ -601,7 +601,7 @@ void store_job_held(store *st, int64_t id, bool held) {
     sqlite3_stmt *s = st->st[S_HELD];
     sqlite3_bind_int64(s, 1, id);
     sqlite3_bind_int(s, 2, held);
-    store_exec(st, S_HELD, id);
+    store_write(st, S_HELD, id);
 }
 
 void store_job_energy(store *st, int64_t id, double energy_j) {
@@ -771,13 +771,13 @@ void store_drain_set(store *st, const char *uuid, const char *reason,
     sqlite3_bind_text(s, 2, reason, -1, SQLITE_STATIC);
     sqlite3_bind_text(s, 3, user, -1, SQLITE_STATIC);
     sqlite3_bind_double(s, 4, now);
-    store_exec(st, S_DRAIN_SET, 0);
+    store_write(st, S_DRAIN_SET, 0);
 }
 
 void store_drain_clear(store *st, const char *uuid) {
     sqlite3_stmt *s = st->st[S_DRAIN_DEL];
     sqlite3_bind_text(s, 1, uuid, -1, SQLITE_STATIC);
-    store_exec(st, S_DRAIN_DEL, 0);
+    store_write(st, S_DRAIN_DEL, 0);
 }
 
 json_t *store_drain(store *st, const char *uuid) {

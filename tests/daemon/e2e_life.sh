@@ -170,6 +170,43 @@ case_life_dbfull() {
     "$AEGIS" wait "$(cat out)" > /dev/null || fail "job submitted after recovery"
 }
 
+# A hold, a release and a drain while the database cannot be written are
+# kept with the other writes and saved once it can: after a restart, the
+# held job is still held, the released one has run, the drain is there.
+case_life_limits_dbfull() {
+    fault_preload
+    export AEGIS_FAULT_PREFIX=$DIR/state/aegis.db AEGIS_FAULT_TRIGGER=$DIR/full
+    fstart || fail "aegisd did not start"
+    cd "$DIR/work"
+    big=$("$AEGIS" submit --gpus 3 -- "$FAKE" --mib 100 --seconds 60) || fail submit
+    until_show "$big" "d['state']=='running'"
+    held=$("$AEGIS" submit -- true) || fail "submit held"
+    freed=$("$AEGIS" submit -- true) || fail "submit freed"
+    "$AEGIS" hold "$freed" > /dev/null || fail "hold before the disk is full"
+    touch "$DIR/full"
+    "$AEGIS" hold "$held" > /dev/null || fail "hold on a full disk"
+    "$AEGIS" release "$freed" > /dev/null || fail "release on a full disk"
+    "$AEGIS" drain 1 --reason "full disk test" > /dev/null || fail "drain"
+    rm "$DIR/full"
+    until "$AEGIS" submit -- true > out 2> err; do
+        grep -q "cannot write its state" err || fail "submit: $(cat err)"
+        sleep 0.2
+    done
+    kill -TERM "$(daemon_pid)"
+    while [ -n "$(daemon_pid)" ]; do sleep 0.05; done
+    fstart || fail "aegisd did not start again"
+    "$AEGIS" show --json "$held" | pyjson "assert d['held'] is True, d" ||
+        fail "hold lost: $("$AEGIS" show "$held")"
+    "$AEGIS" show --json "$freed" | pyjson "assert d['held'] is False, d" ||
+        fail "release lost: $("$AEGIS" show "$freed")"
+    "$AEGIS" gpus --json | pyjson "
+g=d['gpus'][1]
+assert g['drained'] and g['drain_reason']=='full disk test', g" ||
+        fail "drain lost: $("$AEGIS" gpus)"
+    "$AEGIS" cancel "$big" "$held" > /dev/null || fail cancel
+    "$AEGIS" wait "$freed" > /dev/null || fail "released job not done"
+}
+
 # kill -9 aegisd at random points while clients submit and cancel, with
 # every fsync slowed down (its commits take longest): no acknowledged job or
 # cancel is lost, no job runs twice or stays unfinished.
