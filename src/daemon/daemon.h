@@ -69,7 +69,6 @@ typedef struct d_job {
     bool held;                  /* by `aegis hold`: not placed until
                                    released */
     double time_limit_s;        /* each attempt's limit (--time); 0: none */
-    bool timed_out;             /* stopped for running past it */
     int attempts;               /* attempts started so far */
     double retry_floor;         /* its place on the recovery ladder, as */
     bool retry_alone;           /*   core_job_retry() gave it at a requeue */

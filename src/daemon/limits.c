@@ -4,8 +4,9 @@
  * stopped as a cancel stops it and ends as "timeout"; a GPU drained by
  * `aegis drain` takes no new job. All three are kept in the store, so a
  * restarted aegisd keeps them: a hold and a limit in the job's row, a
- * limit counted from the attempt's start as recorded, a drain by the
- * GPU's UUID with its reason.
+ * limit counted from the attempt's start as recorded, a limit's stop
+ * committed as a cancel is (cancel_at), a drain by the GPU's UUID with its
+ * reason.
  */
 #include "daemon.h"
 
@@ -56,13 +57,22 @@ void d_limits_tick(d_daemon *d) {
                   limit, err);
             return;
         }
-        job->timed_out = true;
     }
+}
+
+/* Whether the job's committed stop (cancel_at) is its time limit's: a
+ * stop committed once the attempt has run that long is (the tick's, or an
+ * owner's cancel in the second before it), an owner's cancel sooner is
+ * not; a stopping job takes no second one. Both times are in the store, so
+ * a restart while the job winds down still ends it as "timeout". */
+static bool d_limits_timed_out(const d_job *job) {
+    return job->time_limit_s > 0 && job->started > 0 && job->cancel_at > 0 &&
+           job->cancel_at - job->started >= job->time_limit_s;
 }
 
 const char *d_limits_stop_state(const d_job *job, char *reason,
                                 size_t reasonlen) {
-    if (!job->timed_out) {
+    if (!d_limits_timed_out(job)) {
         snprintf(reason, reasonlen, "cancelled while running");
         return "cancelled";
     }

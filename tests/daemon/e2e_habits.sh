@@ -106,6 +106,30 @@ assert [j['id'] for j in d]==[$id], d" || fail "ls --state timeout"
     "$AEGIS" wait "$stubborn" | grep -q " timeout " || fail "stubborn job"
 }
 
+# A job that ignores SIGTERM runs past its --time limit and is stopped;
+# aegisd is killed -9 before the job has ended and started again: the stop
+# is committed as a cancel is, and the job still ends as timeout, killed
+# once its grace time is up, not as cancelled.
+case_habits_time_crash() {
+    start
+    cd "$DIR/work"
+    id=$("$AEGIS" submit --time 1s -- sh -c 'trap "echo TERM >> terms" TERM
+        i=0; while [ $i -lt 150 ]; do sleep 0.1; i=$((i + 1)); done
+        touch finished') || fail submit
+    local deadline=$((SECONDS + 20))
+    until [ -s terms ]; do
+        [ $SECONDS -lt $deadline ] || fail "never stopped: $("$AEGIS" show "$id")"
+        sleep 0.05
+    done
+    kill -9 "$(daemon_pid)"
+    while [ -n "$(daemon_pid)" ]; do sleep 0.05; done
+    start
+    "$AEGIS" wait "$id" > out.txt
+    grep -q "^$id timeout over its 0:01 limit$" out.txt ||
+        fail "after a crash: $(cat out.txt); $("$AEGIS" show "$id")"
+    [ -e finished ] && fail "the stopped job ran to its end"
+}
+
 # A drain keeps its reason, shown by `aegis gpus`, across a restart; a
 # resume clears it for good.
 case_habits_drain() {
