@@ -29,6 +29,8 @@ struct feed_producer {
     pid_t janitor;      /* child that unlinks the segment if we die */
     int janitor_fd;     /* its pipe: EOF tells it we are gone */
     uint64_t reaped_ns; /* last liveness sweep over the consumers */
+    int consumer_wait_ms; /* feed_config's */
+    uint64_t lonely_ns; /* since when publishes lack consumers; 0: not */
     int cuda_device;    /* GPU of the device buffers; -1 before the first */
     uint64_t *cuda_buf; /* device buffer per slot; 0 until first needed */
 };
@@ -121,6 +123,7 @@ feed_producer *feed_create(const feed_config *cfg_in, feed_err *err) {
         return NULL;
     }
     snprintf(p->name, sizeof p->name, "%s", cfg.name);
+    p->consumer_wait_ms = cfg.consumer_wait_ms;
     p->cuda_device = -1;
     p->cuda_buf = calloc(cfg.slots, sizeof *p->cuda_buf);
     int rc = p->cuda_buf ? feed_shm_create(&p->m, &cfg, err) : FEED_ESYS;
@@ -174,6 +177,35 @@ int feed_consumers(feed_producer *p) {
     return n;
 }
 
+/* Consumers a publish waits for: min_consumers before the feed started,
+ * then any one; locked. */
+static int consumers_needed(const feed_shm *h) {
+    if (h->started || h->min_consumers < 1) return 1;
+    return (int)h->min_consumers;
+}
+
+/* FEED_ENOCONSUMER once publishes have lacked consumers for longer than
+ * consumer_wait_ms, else FEED_OK; locked. */
+static int check_lonely(feed_producer *p, int have, int need, uint64_t now,
+                        feed_err *err) {
+    if (!p->lonely_ns) p->lonely_ns = now;
+    double waited_s = (double)(now - p->lonely_ns) / 1e9;
+    if (p->consumer_wait_ms <= 0 ||
+        waited_s * 1000.0 < (double)p->consumer_wait_ms)
+        return FEED_OK;
+    if (p->m.hdr->started)
+        feed_seterr(err, FEED_ENOCONSUMER,
+                    "feed %s: no consumer attached for %.1f s (all that "
+                    "read it left or died)",
+                    p->name, waited_s);
+    else
+        feed_seterr(err, FEED_ENOCONSUMER,
+                    "feed %s: %d of the %d consumers it waits for "
+                    "(min_consumers) attached after %.1f s",
+                    p->name, have, need, waited_s);
+    return FEED_ENOCONSUMER;
+}
+
 /* Wait until slot `head` may be written: enough consumers, and the slowest
  * one's oldest hold at most ahead - 1 batches back. Because ahead <= nslots
  * that also means nobody holds the slot's previous batch. */
@@ -184,14 +216,24 @@ static int wait_for_space(feed_producer *p, int timeout_ms, feed_err *err) {
     feed_lock(h);
     for (;;) {
         reap_dead(p, 0);
-        uint64_t low;
-        int n = live_consumers(h, &low);
-        if (n >= (int)h->min_consumers && n > 0 && h->head - low < h->ahead)
+        uint64_t low, now = feed_now_ns();
+        int n = live_consumers(h, &low), need = consumers_needed(h);
+        if (n >= need) {
+            h->started = 1;
+            p->lonely_ns = 0;
+            if (h->head - low < h->ahead) break;
+        } else if ((rc = check_lonely(p, n, need, now, err)) != FEED_OK) {
             break;
-        uint64_t now = feed_now_ns();
+        }
         if (timeout_ms >= 0 && now >= deadline) {
-            feed_seterr(err, FEED_TIMEOUT, "feed %s: no space after %d ms",
-                        p->name, timeout_ms);
+            if (n < need)
+                feed_seterr(err, FEED_TIMEOUT,
+                            "feed %s: %d of %d consumers attached after %d ms",
+                            p->name, n, need, timeout_ms);
+            else
+                feed_seterr(err, FEED_TIMEOUT,
+                            "feed %s: no space after %d ms", p->name,
+                            timeout_ms);
             rc = FEED_TIMEOUT;
             break;
         }
