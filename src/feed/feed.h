@@ -102,7 +102,7 @@ typedef struct {
 
 typedef struct {
     const char *name;     /* feed name: [A-Za-z0-9._-], 1..FEED_NAME_MAX */
-    uint32_t slots;       /* ring slots; raised to max(ahead, replay + 1) */
+    uint32_t slots;       /* ring slots; raised to max(ahead, replay) + 1 */
     uint64_t slot_bytes;  /* host bytes per slot, for all tensors + padding */
     uint32_t ahead;       /* K: most batches published past the slowest
                              live consumer's oldest hold */

@@ -114,7 +114,9 @@ feed_producer *feed_create(const feed_config *cfg_in, feed_err *err) {
                     cfg.name ? cfg.name : "(null)", FEED_NAME_MAX);
         return NULL;
     }
-    if (cfg.slots < cfg.ahead) cfg.slots = cfg.ahead;
+    /* one slot more than ahead for an end-of-epoch marker (see
+     * wait_for_space) */
+    if (cfg.slots < cfg.ahead + 1) cfg.slots = cfg.ahead + 1;
     if (cfg.slots < cfg.replay + 1) cfg.slots = cfg.replay + 1;
 
     feed_producer *p = calloc(1, sizeof *p);
@@ -206,9 +208,23 @@ static int check_lonely(feed_producer *p, int have, int need, uint64_t now,
     return FEED_ENOCONSUMER;
 }
 
-/* Wait until slot `head` may be written: enough consumers, and the slowest
- * one's oldest hold at most ahead - 1 batches back. Because ahead <= nslots
- * that also means nobody holds the slot's previous batch. */
+/* Whether sequence `head` may be written now that the oldest hold is
+ * `low`: at most ahead - 1 batches since low, not counting end-of-epoch
+ * markers, so that a consumer holding the last batch of an epoch while it
+ * waits for the next one cannot stall the feed (ahead + 1 slots fit one
+ * marker); and fewer than nslots sequences, so nobody holds the slot's
+ * previous batch. Locked. */
+static int has_space(const feed_producer *p, uint64_t low) {
+    const feed_shm *h = p->m.hdr;
+    if (h->head - low >= h->nslots) return 0;
+    uint64_t batches = 0;
+    for (uint64_t seq = low; seq < h->head; seq++)
+        batches += !feed_slot_meta(&p->m, seq)->end_of_epoch;
+    return batches < h->ahead;
+}
+
+/* Wait until slot `head` may be written: enough consumers, and space (see
+ * has_space). */
 static int wait_for_space(feed_producer *p, int timeout_ms, feed_err *err) {
     feed_shm *h = p->m.hdr;
     uint64_t deadline = feed_now_ns() + (uint64_t)timeout_ms * 1000000ULL;
@@ -221,7 +237,7 @@ static int wait_for_space(feed_producer *p, int timeout_ms, feed_err *err) {
         if (n >= need) {
             h->started = 1;
             p->lonely_ns = 0;
-            if (h->head - low < h->ahead) break;
+            if (has_space(p, low)) break;
         } else if ((rc = check_lonely(p, n, need, now, err)) != FEED_OK) {
             break;
         }

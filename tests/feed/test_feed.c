@@ -246,6 +246,33 @@ static void test_backpressure_never_overwrites_a_hold(void **state) {
     assert_int_equal(leaked_segments(), 0);
 }
 
+/* A consumer that keeps the last batch of an epoch while it waits for the
+ * next epoch (a Python loop's variables do) must not stall a feed of
+ * ahead 2: the end-of-epoch marker between them is no batch. */
+static void test_held_last_batch_of_epoch_does_not_stall(void **state) {
+    const char *name = feed_name("edge");
+    feed_config cfg = config(name, 2, 0, 1);
+    feed_err err;
+    feed_producer *p = feed_create(&cfg, &err);
+    feed_consumer *c = feed_attach(name, 0, 0, &err);
+    assert_non_null(p);
+    assert_non_null(c);
+    feed_batch b;
+    for (int i = 0; i < BATCHES; i++) {
+        assert_int_equal(publish(p, i, 1000), 0);
+        assert_int_equal(feed_next(c, &b, 0, &err), FEED_OK);
+        if (i + 1 < BATCHES) feed_release(c, b.seq);
+    }
+    assert_int_equal(feed_end_epoch(p, 1000, &err), 0);
+    feed_batch marker;
+    assert_int_equal(feed_next(c, &marker, 0, &err), FEED_EPOCH_END);
+    assert_int_equal(publish(p, 0, 1000), 0); /* b still held */
+    feed_release(c, b.seq);
+    feed_detach(c);
+    feed_close(p);
+    assert_int_equal(leaked_segments(), 0);
+}
+
 /* Child: attach, take one batch and keep it, report, then wait forever. */
 static void hold_and_hang(const char *name, int ready_fd) {
     feed_err err;
@@ -588,7 +615,7 @@ static int gc_leaves_live_feed(const char *name) {
 }
 
 /* Child body: root's ls lists name, whose lock its producer holds, as
- * alive, with its header read, without waiting for the lock; then
+ * alive, with its header read (ahead 4: 5 slots), without waiting for the lock; then
  * gc_leaves_live_feed. */
 static int admin_skips_held_lock(const char *name) {
     alarm(10);
@@ -599,7 +626,7 @@ static int admin_skips_held_lock(const char *name) {
     int listed = 0;
     for (size_t i = 0; i < n; i++)
         if (!strcmp(feeds[i].name, name))
-            listed = feeds[i].producer_alive && feeds[i].slots == 4;
+            listed = feeds[i].producer_alive && feeds[i].slots == 4 + 1;
     free(feeds);
     return listed ? gc_leaves_live_feed(name) : 11;
 }
@@ -873,6 +900,7 @@ int main(void) {
         cmocka_unit_test(test_late_join_inside_window_replays),
         cmocka_unit_test(test_late_join_outside_window_waits),
         cmocka_unit_test(test_backpressure_never_overwrites_a_hold),
+        cmocka_unit_test(test_held_last_batch_of_epoch_does_not_stall),
         cmocka_unit_test(test_killed_consumer_releases_within_a_second),
         cmocka_unit_test(test_dead_consumer_never_stalls_the_others),
         cmocka_unit_test(test_producer_waiting_for_consumers_times_out),
