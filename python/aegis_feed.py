@@ -223,6 +223,7 @@ class Producer:
 
     def __iter__(self):
         self._it = iter(self.loader)
+        self._pending = []  # what an interrupted epoch left
         return self
 
     def __next__(self):

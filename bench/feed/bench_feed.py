@@ -9,8 +9,9 @@ same run, one after the other:
                are aegis_feed Consumers
   tensorsocket the same with TensorSocket's TensorProducer/TensorConsumer,
                imported from the checkout given with --tensorsocket PATH
-               (it needs zmq and tornado); a run that outlasts
-               --setup-timeout is killed and reported as hung
+               (it needs zmq and tornado); a shared setup that outlasts
+               --setup-timeout (default: 3 times the independent one,
+               at least 300 s) is killed and reported as hung
 For each: aggregate samples/s with process start-up included (all samples
 trained over the time from starting the processes to the last one's exit),
 the same in steady state (from the moment every job has finished its first
@@ -199,39 +200,47 @@ def children_cpu():
     return usage.ru_utime + usage.ru_stime
 
 
-def finish(procs, deadline):
-    """Each worker's report, or None for all if one failed or the setup
-    outlasted the deadline (then every worker is killed)."""
+def stop(procs):
+    for p in procs:
+        p.kill()
+        p.communicate()
+
+
+def finish(procs, t0, timeout):
+    """Each worker's report (its last line: TensorSocket prints on stdout
+    too), or why there is none (every worker killed) if one failed or the
+    setup outlasted the deadline."""
     reports = []
     for p in procs:
         try:
-            out, _ = p.communicate(timeout=max(1, deadline - time.monotonic()))
+            left = t0 + timeout - time.monotonic()
+            out, _ = p.communicate(timeout=max(1, left))
         except subprocess.TimeoutExpired:
-            for q in procs:
-                q.kill()
-                q.communicate()
-            return None
+            stop(procs)
+            return "hung: killed after %d s" % timeout
         if p.returncode != 0:
-            return None
-        reports.append(json.loads(out))
+            stop(procs)
+            return "failed: %s exited %d" % (p.args[3], p.returncode)
+        reports.append(json.loads(out.strip().splitlines()[-1]))
     return reports
 
 
-def run_setup(args, modes):
-    """(samples/s with start-up, samples/s steady, CPU-s per epoch), or
-    None if the setup failed or hung."""
+def run_setup(args, modes, timeout):
+    """(samples/s with start-up, samples/s steady, CPU-s per epoch, wall
+    seconds), or why not (a string) if the setup failed or outlasted
+    timeout seconds."""
     cpu0, t0 = children_cpu(), time.monotonic()
     procs = [spawn(args, m) for m in modes]
     for p in procs:  # everyone built its model and loader
         if p.stdout.readline().strip() != "ready":
-            finish(procs, time.monotonic())
-            return None
+            stop(procs)
+            return "failed: %s did not start" % p.args[3]
     for p in procs:
         p.stdin.write("go\n")
         p.stdin.flush()
-    reports = finish(procs, t0 + args.setup_timeout)
-    if reports is None:
-        return None
+    reports = finish(procs, t0, timeout)
+    if isinstance(reports, str):
+        return reports
     wall = time.monotonic() - t0
     trainers = [r["stamps"] for r in reports if r["stamps"]]
     t_start = max(s[0][0] for s in trainers)
@@ -245,7 +254,7 @@ def run_setup(args, modes):
     steady = done / (t_end - t_start) if t_end > t_start else float("nan")
     total = sum(s[-1][1] for s in trainers)
     cpu_per_epoch = (children_cpu() - cpu0) / args.epochs
-    return total / wall, steady, cpu_per_epoch
+    return total / wall, steady, cpu_per_epoch, wall
 
 
 def cost_per_sample(args):
@@ -271,13 +280,12 @@ def cost_per_sample(args):
     return load, train
 
 
-def report(label, result, timeout):
-    if result is None:
-        print("%-13s failed or hung (killed after at most %d s)"
-              % (label + ":", timeout))
+def report(label, result):
+    if isinstance(result, str):
+        print("%-13s %s" % (label + ":", result))
         return
     print("%-13s %7.1f samples/s (start-up included), %7.1f steady; "
-          "%6.1f CPU-s/epoch" % ((label + ":",) + result))
+          "%6.1f CPU-s/epoch" % ((label + ":",) + result[:3]))
 
 
 def main():
@@ -293,8 +301,10 @@ def main():
                     help="TensorSocket's data port (and the next ones)")
     ap.add_argument("--tensorsocket", metavar="PATH",
                     help="a TensorSocket checkout to run in the same harness")
-    ap.add_argument("--setup-timeout", type=int, default=1800,
-                    help="seconds a setup may run before it counts as hung")
+    ap.add_argument("--setup-timeout", type=int,
+                    help="seconds a shared setup may run before it counts "
+                         "as hung (default: 3 x the independent one's, at "
+                         "least 300)")
     ap.add_argument("--latency-bin", help="path of feed-latency")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -318,14 +328,19 @@ def main():
         except ImportError as e:
             print("tensorsocket: not run: %s" % e)
     results = {}
+    timeout = args.setup_timeout or 24 * 3600
     for label, modes in setups:
-        results[label] = run_setup(args, modes)
-        report(label, results[label], args.setup_timeout)
+        results[label] = run_setup(args, modes, timeout)
+        report(label, results[label])
+        if label == "independent" and not isinstance(results[label], str) \
+                and not args.setup_timeout:
+            timeout = max(300, 3 * int(results[label][3]))
     ceiling = n * (load + train) / (load + n * train)
     print("sharing ceiling N(L+T)/(L+NT) = %.2f x independent" % ceiling)
     indep = results["independent"]
     for label, result in results.items():
-        if label == "independent" or not indep or not result:
+        if label == "independent" or isinstance(indep, str) or \
+                isinstance(result, str):
             continue
         ratio = result[0] / indep[0]
         goal = " (goal >= 0.80)" if label == "aegis feed" else ""
