@@ -17,11 +17,19 @@ over their mapping of it (same GPU, no copy). numpy cannot read them.
     for x, y in Consumer(name="imagenet", batch_size=64):   # each job
         ...
 
-TensorProducer and TensorConsumer accept TensorSocket's constructor
-arguments, so scripts written for it run unchanged (the ports only name the
-feed; there is no socket).
+TensorProducer and TensorConsumer take TensorSocket's constructor
+arguments and behave as its classes do (the ports only name the feed; there
+is no socket); the `tensorsocket` module aegis ships where TensorSocket is
+not installed makes them importable under TensorSocket's names.
+
+A consumer started before its producer waits for it (for ever, or
+`timeout` seconds), logging once what it waits for; a producer waits for
+`min_consumers` consumers before its first batch (for ever, or
+`consumer_timeout` seconds), and after that for any one.
 """
+import logging
 import math
+import time
 
 import _aegis_feed
 from _aegis_feed import FeedError
@@ -38,6 +46,9 @@ _DTYPES = {"uint8": 0, "int8": 1, "int16": 2, "int32": 3, "int64": 4,
 _DICT, _TORCH, _SINGLE, _CUDA = 1, 2, 4, 8
 
 _SLOT_SLACK = 1.25  # later batches may be a little larger (ragged data)
+_ATTACH_SLICE_S = 0.25  # one C wait for a producer; Ctrl-C is seen between
+
+_log = logging.getLogger("aegis_feed")
 
 
 def _host_array(t):
@@ -89,68 +100,150 @@ def _flatten(batch):
     return out, kind, nbytes, keep
 
 
+def _concat(tensors):
+    """One tensor of the rows of `tensors` (torch or numpy), in order."""
+    first = tensors[0]
+    if len(tensors) == 1 or getattr(first, "ndim", 0) == 0:
+        return first  # a scalar stays the first batch's
+    if hasattr(first, "detach"):
+        import torch
+        return torch.cat(tensors)
+    import numpy
+    return numpy.concatenate(tensors)
+
+
+def _combine(batches):
+    """One batch of the rows of loader batches of one structure."""
+    first = batches[0]
+    if len(batches) == 1:
+        return first
+    if isinstance(first, dict):
+        return {k: _concat([b[k] for b in batches]) for k in first}
+    if isinstance(first, (tuple, list)):
+        return tuple(_concat(list(ts)) for ts in zip(*batches))
+    return _concat(batches)
+
+
+def _rows(batch):
+    """Rows (dim 0) of a batch, 0 if it has none."""
+    if isinstance(batch, dict):
+        batch = next(iter(batch.values()), None)
+    elif isinstance(batch, (tuple, list)):
+        batch = batch[0] if batch else None
+    shape = getattr(batch, "shape", ())
+    return int(shape[0]) if len(shape) else 0
+
+
+def _loader_len(loader):
+    try:
+        return len(loader)
+    except TypeError:
+        return 0
+
+
+def _epoch_rows(loader):
+    """Samples per epoch of a torch DataLoader; 0 (unknown) otherwise."""
+    size = getattr(loader, "batch_size", None)
+    try:
+        if size and getattr(loader, "drop_last", False):
+            return len(loader) * size
+        if size and getattr(loader, "sampler", None) is not None:
+            return len(loader.sampler)
+    except TypeError:
+        pass
+    return 0
+
+
 class Producer:
     """Publishes the batches of `loader` into the feed `name`.
 
     ahead: most batches published past the slowest consumer (backpressure).
     rubber_band_pct: fraction of an epoch a late joiner may replay; needs
-    len(loader), else give replay= (batches) directly. min_consumers: wait
-    for this many consumers before publishing. The feed is created at the
-    first batch, with slots sized from it (or slot_bytes=).
+    len(loader), else give replay= (published batches) directly.
+    min_consumers: wait for this many consumers before the first batch;
+    after that, a consumer that leaves or dies never stops the others.
+    consumer_timeout: seconds a publish waits for the consumers it needs
+    before it raises FeedError (None: for ever). combine: loader batches
+    published as one (their rows concatenated), so consumers may take
+    batches up to that many times the loader's. The feed is created at the
+    first batch, with slots sized from it (or slot_bytes=). len() is the
+    loader's.
     """
 
     def __init__(self, loader, name="aegis", ahead=10, rubber_band_pct=0.0,
-                 replay=None, min_consumers=1, slots=0, slot_bytes=None):
+                 replay=None, min_consumers=1, slots=0, slot_bytes=None,
+                 consumer_timeout=None, combine=1):
+        if combine < 1:
+            raise ValueError("combine must be at least 1, not %r" % combine)
         self._feed = None
         self.loader = loader
         self.name = name
         self.ahead = ahead
+        self.combine = combine
         if replay is None:
-            try:
-                replay = math.ceil(rubber_band_pct * len(loader))
-            except TypeError:
-                replay = 0
+            replay = math.ceil(rubber_band_pct * _loader_len(loader) /
+                               combine)
         self.replay = replay
         self.min_consumers = min_consumers
+        self.consumer_timeout = consumer_timeout
         self.slots = slots
         self.slot_bytes = slot_bytes
         self._it = None
+        self._pending = []  # loader batches not yet published (combine)
         self.epoch = 0
 
-    def _open(self, need, kind):
+    def __len__(self):
+        return len(self.loader)
+
+    def _open(self, need, kind, rows):
         # Host and CUDA tensors each get slot_bytes per slot (host in
         # shared memory, CUDA in the slot's device buffer).
         size = self.slot_bytes or int(need * _SLOT_SLACK) + 4096
+        wait = self.consumer_timeout
         self._feed = _aegis_feed._Producer(
             self.name, size, slots=self.slots, ahead=self.ahead,
             replay=self.replay, min_consumers=self.min_consumers,
-            user_flags=kind)
+            user_flags=kind,
+            consumer_wait_ms=0 if wait is None else max(1, int(wait * 1000)),
+            batch_rows=rows,
+            epoch_batches=math.ceil(_loader_len(self.loader) / self.combine),
+            epoch_rows=_epoch_rows(self.loader))
 
     def publish(self, batch):
         # keep: the CUDA sources, alive until publish has copied them
         items, kind, need, keep = _flatten(batch)
         if self._feed is None:
-            self._open(need, kind)
+            self._open(need, kind, _rows(batch))
         self._feed.publish(items)
+
+    def _flush(self):
+        if self._pending:
+            self.publish(_combine(self._pending))
+            self._pending = []
 
     def __iter__(self):
         self._it = iter(self.loader)
+        self._pending = []  # what an interrupted epoch left
         return self
 
     def __next__(self):
-        """Publish the loader's next batch and return it; at the end of the
-        loader, close the epoch and stop."""
+        """Take the loader's next batch, publish it (once `combine` of them
+        are in hand) and return it; at the end of the loader, publish what
+        is left, close the epoch and stop."""
         if self._it is None:
             self._it = iter(self.loader)
         try:
             batch = next(self._it)
         except StopIteration:
             self._it = None
+            self._flush()
             if self._feed is not None:
                 self._feed.end_epoch()
             self.epoch += 1
             raise
-        self.publish(batch)
+        self._pending.append(batch)
+        if len(self._pending) == self.combine:
+            self._flush()
         return batch
 
     def run(self, epochs=1):
@@ -184,14 +277,19 @@ class Consumer:
     is a view of batch_size rows of a producer batch. as_torch None follows
     the producer's batch type; a feed of CUDA tensors needs torch.
 
+    A consumer started before its producer waits for it: for ever, or
+    `timeout` seconds before FeedError; it logs once (logger "aegis_feed")
+    what it waits for. batch_size must divide the producer's batches (see
+    Producer's combine); FeedError says so. len() is the batches of an
+    epoch at this batch size, where the producer's loader has a len().
+
     Only a feed of this process's user is read, or of a user named in the
     environment variable AEGIS_FEED_TRUST (user names or uids, separated
     by commas); another user's raises FeedError naming its owner."""
 
-    def __init__(self, name="aegis", batch_size=0, timeout=30.0,
+    def __init__(self, name="aegis", batch_size=0, timeout=None,
                  as_torch=None):
-        self._feed = _aegis_feed._Consumer(name, batch_size,
-                                           int(timeout * 1000))
+        self._feed = _attach(name, batch_size, timeout)
         self.batch_size = batch_size
         flags = self._feed.user_flags
         self._kind = flags
@@ -231,6 +329,9 @@ class Consumer:
         values = [self._convert(v) for _, v in got]
         return values[0] if self._kind & _SINGLE else tuple(values)
 
+    def __len__(self):
+        return len(self._feed)
+
     def close(self):
         self._feed.close()
 
@@ -241,29 +342,62 @@ class Consumer:
         self.close()
 
 
+def _attach(name, batch_size, timeout):
+    """A _Consumer of feed `name`, once its producer made it: tries in short
+    waits (so Ctrl-C works) until `timeout` seconds (None: for ever)."""
+    start = time.monotonic()
+    told = False
+    while True:
+        left = None if timeout is None else timeout - (time.monotonic() - start)
+        wait_s = _ATTACH_SLICE_S if left is None else \
+            max(0.0, min(_ATTACH_SLICE_S, left))
+        try:
+            return _aegis_feed._Consumer(name, batch_size, int(wait_s * 1000))
+        except FeedError as e:
+            if getattr(e, "code", None) != _aegis_feed.ENOENT:
+                raise
+        if left is not None and left <= wait_s:
+            raise FeedError("feed %s: no producer after %g s (no "
+                            "/dev/shm/aegis-feed-%s)" % (name, timeout, name))
+        if not told:
+            _log.warning("aegis_feed: waiting for the producer of feed %s "
+                         "(/dev/shm/aegis-feed-%s does not exist yet)%s",
+                         name, name, "" if timeout is None
+                         else ", at most %g s" % timeout)
+            told = True
+
+
 def _port_name(port):
-    return "tensorsocket-%d" % port
+    return "tensorsocket-%s" % port
 
 
 class TensorProducer(Producer):
-    """TensorSocket's producer signature. The ports name the feed;
-    pack_fn, producer_batch_size and max_tensor_length are accepted and
-    have no effect here."""
+    """TensorSocket's producer: its constructor, iteration, join() and
+    len() (the loader's). The ports name the feed; producer_batch_size
+    loader batches are published as one; consumer_max_buffer_size, counted
+    in loader batches, bounds how far it runs ahead; pack_fn and the other
+    ports have no effect (there is no socket)."""
 
     def __init__(self, data_loader, port=5555, ack_port=5556,
                  heart_ports=(4444, 4445), rubber_band_pct=0.005,
                  pack_fn=None, consumer_max_buffer_size=10,
-                 producer_batch_size=8, max_tensor_length=150, name=None):
-        super().__init__(data_loader, name=name or _port_name(port),
-                         ahead=consumer_max_buffer_size,
-                         rubber_band_pct=rubber_band_pct)
+                 producer_batch_size=8, max_tensor_length=150, name=None,
+                 consumer_timeout=None):
+        super().__init__(
+            data_loader, name=name or _port_name(port),
+            ahead=max(2, math.ceil(consumer_max_buffer_size /
+                                   producer_batch_size)),
+            rubber_band_pct=rubber_band_pct, combine=producer_batch_size,
+            consumer_timeout=consumer_timeout)
 
 
 class TensorConsumer(Consumer):
-    """TensorSocket's consumer signature; yields torch tensors."""
+    """TensorSocket's consumer; yields torch tensors. It waits for its
+    producer (timeout: seconds, None for ever); len() is the batches of an
+    epoch at its batch_size."""
 
     def __init__(self, port=5555, ack_port=5556, heart_ports=(4444, 4445),
-                 unpack_fn=None, batch_size=64, name=None, timeout=30.0):
+                 unpack_fn=None, batch_size=64, name=None, timeout=None):
         super().__init__(name=name or _port_name(port), batch_size=batch_size,
                          timeout=timeout, as_torch=True)
         self._unpack = unpack_fn

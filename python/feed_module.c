@@ -22,8 +22,15 @@
 
 static PyObject *FeedError;
 
+/* FeedError(msg) with .code, the feed_err code (ENOENT: no such feed). */
 static PyObject *raise_feed(const feed_err *err) {
-    PyErr_SetString(FeedError, err->msg);
+    PyObject *exc = PyObject_CallFunction(FeedError, "s", err->msg);
+    if (!exc) return NULL;
+    PyObject *code = PyLong_FromLong(err->code);
+    if (code && PyObject_SetAttrString(exc, "code", code) == 0)
+        PyErr_SetObject(FeedError, exc);
+    Py_XDECREF(code);
+    Py_DECREF(exc);
     return NULL;
 }
 
@@ -306,6 +313,24 @@ static PyObject *consumer_epoch(ConsumerObject *self, void *closure) {
     return PyLong_FromUnsignedLongLong(feed_consumer_epoch(self->c));
 }
 
+/* len(): batches per epoch at this consumer's batch size. */
+static Py_ssize_t consumer_len(ConsumerObject *self) {
+    if (!self->c) {
+        PyErr_SetString(FeedError, "consumer is closed");
+        return -1;
+    }
+    uint64_t n = feed_consumer_len(self->c);
+    if (n == 0)
+        PyErr_SetString(PyExc_TypeError,
+                        "the feed's producer did not say how many batches an "
+                        "epoch has (its loader has no len())");
+    return n ? (Py_ssize_t)n : -1;
+}
+
+static PySequenceMethods consumer_as_sequence = {
+    .sq_length = (lenfunc)consumer_len,
+};
+
 static void consumer_dealloc(ConsumerObject *self) {
     /* Holds keep a reference to us, so none is live here. */
     if (self->c) feed_detach(self->c);
@@ -331,6 +356,7 @@ static PyTypeObject ConsumerType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "_aegis_feed._Consumer",
     .tp_basicsize = sizeof(ConsumerObject),
     .tp_dealloc = (destructor)consumer_dealloc,
+    .tp_as_sequence = &consumer_as_sequence,
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_methods = consumer_methods,
     .tp_getset = consumer_getset,
@@ -342,20 +368,27 @@ static PyTypeObject ConsumerType = {
 typedef struct {
     PyObject_HEAD
     feed_producer *p;
+    uint64_t epoch_batches; /* for len(); 0: unknown */
 } ProducerObject;
 
 static int producer_init(ProducerObject *self, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"name",    "slot_bytes",    "slots",
-                             "ahead",   "replay",        "min_consumers",
-                             "user_flags", NULL};
+    static char *kwlist[] = {"name",          "slot_bytes",  "slots",
+                             "ahead",         "replay",      "min_consumers",
+                             "user_flags",    "consumer_wait_ms",
+                             "batch_rows",    "epoch_batches",
+                             "epoch_rows",    NULL};
     feed_config cfg = {.ahead = 10, .min_consumers = 1};
-    unsigned long long slot_bytes;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "sK|IIIII", kwlist, &cfg.name,
-                                     &slot_bytes, &cfg.slots, &cfg.ahead,
-                                     &cfg.replay, &cfg.min_consumers,
-                                     &cfg.user_flags))
+    unsigned long long slot_bytes, rows = 0, batches = 0, samples = 0;
+    if (!PyArg_ParseTupleAndKeywords(
+            args, kw, "sK|IIIIIiKKK", kwlist, &cfg.name, &slot_bytes,
+            &cfg.slots, &cfg.ahead, &cfg.replay, &cfg.min_consumers,
+            &cfg.user_flags, &cfg.consumer_wait_ms, &rows, &batches,
+            &samples))
         return -1;
     cfg.slot_bytes = slot_bytes;
+    cfg.batch_rows = rows;
+    cfg.epoch_batches = self->epoch_batches = batches;
+    cfg.epoch_rows = samples;
     feed_err err;
     self->p = feed_create(&cfg, &err);
     if (!self->p) {
@@ -507,6 +540,19 @@ static PyObject *producer_close(ProducerObject *self, PyObject *unused) {
     Py_RETURN_NONE;
 }
 
+/* len(): producer batches per epoch, as the constructor was told. */
+static Py_ssize_t producer_len(ProducerObject *self) {
+    if (self->epoch_batches == 0)
+        PyErr_SetString(PyExc_TypeError,
+                        "the producer was not told how many batches an epoch "
+                        "has (epoch_batches)");
+    return self->epoch_batches ? (Py_ssize_t)self->epoch_batches : -1;
+}
+
+static PySequenceMethods producer_as_sequence = {
+    .sq_length = (lenfunc)producer_len,
+};
+
 static void producer_dealloc(ProducerObject *self) {
     feed_close(self->p);
     Py_TYPE(self)->tp_free((PyObject *)self);
@@ -529,6 +575,7 @@ static PyTypeObject ProducerType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "_aegis_feed._Producer",
     .tp_basicsize = sizeof(ProducerObject),
     .tp_dealloc = (destructor)producer_dealloc,
+    .tp_as_sequence = &producer_as_sequence,
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_methods = producer_methods,
     .tp_init = (initproc)producer_init,
@@ -556,5 +603,6 @@ PyMODINIT_FUNC PyInit__aegis_feed(void) {
     PyModule_AddObject(m, "_Producer", (PyObject *)&ProducerType);
     PyModule_AddIntConstant(m, "EPOCH_END", FEED_EPOCH_END);
     PyModule_AddIntConstant(m, "END", FEED_END);
+    PyModule_AddIntConstant(m, "ENOENT", FEED_ENOENT);
     return m;
 }

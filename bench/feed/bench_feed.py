@@ -2,24 +2,34 @@
 
 N consumer processes each train a small CNN on CPU (torch, one thread) on
 an ImageNet-like pipeline: JPEG decode of ~500x375 images (generated here),
-RandomResizedCrop(224), flip, normalize, with PIL. Two setups run in the
+RandomResizedCrop(224), flip, normalize, with PIL. The setups run in the
 same run, one after the other:
   independent  each job has its own torch DataLoader
-  feed         one aegis_feed Producer runs the DataLoader once; the jobs
+  aegis feed   one aegis_feed Producer runs the DataLoader once; the jobs
                are aegis_feed Consumers
-For each: aggregate samples/s in steady state (from the moment every job
-has finished its first batch to the moment the first job ends, so process
-start-up is excluded) and CPU-seconds per epoch (all processes, producer
-included). The same run measures the CPU cost per sample of loading alone
-(L) and training alone (T); sharing can at best reach N(L+T)/(L+NT) times
-the independent throughput, the ceiling printed last.
+  tensorsocket the same with TensorSocket's TensorProducer/TensorConsumer,
+               imported from the checkout given with --tensorsocket PATH
+               (it needs zmq and tornado); a shared setup that outlasts
+               --setup-timeout (default: 3 times the independent one,
+               at least 300 s) is killed and reported as hung
+For each: aggregate samples/s with process start-up included (all samples
+trained over the time from starting the processes to the last one's exit),
+the same in steady state (from the moment every job has finished its first
+batch to the moment the first job ends), and CPU-seconds per epoch (all
+processes, producer and start-up included). The same run measures the CPU
+cost per sample of loading alone (L) and training alone (T); sharing can at
+best reach N(L+T)/(L+NT) times the independent throughput: the ceiling,
+printed last with each shared setup's ratio to it (goal for the aegis feed,
+start-up included: >= 0.80).
 
-  /usr/bin/python3 bench/feed/bench_feed.py [--images 256] [--epochs 2]
+  /usr/bin/python3 bench/feed/bench_feed.py [--images 4096] [--epochs 1]
+      [--tensorsocket PATH]
   (PYTHONPATH must name build/python; cmake target bench-feed does this)
 """
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -106,30 +116,64 @@ class Trainer:
         self.opt.step()
 
 
+def import_tensorsocket(path):
+    """TensorSocket's classes from the checkout at path, never aegis's
+    stand-in that PYTHONPATH may also hold."""
+    sys.path.insert(0, os.path.abspath(path))
+    from tensorsocket.consumer import TensorConsumer
+    from tensorsocket.producer import TensorProducer
+    import tensorsocket
+    if getattr(tensorsocket, "AEGIS_COMPAT", False):
+        raise ImportError("%s holds no tensorsocket package" % path)
+    return TensorProducer, TensorConsumer
+
+
+def shared_loader(args):
+    """The consumer side of a shared setup: an iterable of (x, y, ids)."""
+    if args.mode == "feed":
+        import aegis_feed
+        return aegis_feed.Consumer(name=args.feed, as_torch=True)
+    _, consumer = import_tensorsocket(args.tensorsocket)
+    return consumer(args.port, args.port + 1, batch_size=BATCH)
+
+
+def produce(args, loader):
+    if args.mode == "producer":
+        import aegis_feed
+        producer = aegis_feed.Producer(loader, name=args.feed,
+                                       min_consumers=args.consumers, ahead=4)
+        producer.run(args.epochs)
+        producer.close()
+        return
+    producer_class, _ = import_tensorsocket(args.tensorsocket)
+    producer = producer_class(loader, args.port, args.port + 1,
+                              producer_batch_size=1)
+    for _ in range(args.epochs):
+        for _ in producer:
+            pass
+    producer.join()
+
+
 def worker(args):
     """One process of a setup; talks to the parent over stdin/stdout."""
     import torch
     torch.set_num_threads(1)
     paths = make_images(args.folder, args.images)
     mode = args.mode
-    loader = make_loader(paths, seed=os.getpid()) if mode != "feed" else None
-    trainer = Trainer() if mode != "producer" else None
+    producing = mode in ("producer", "ts-producer")
+    loader = make_loader(paths, seed=os.getpid()) \
+        if mode not in ("feed", "ts-feed") else None
+    trainer = Trainer() if not producing else None
     print("ready", flush=True)
     sys.stdin.readline()  # go
     cpu0 = time.process_time()
     stamps = []  # (monotonic time, samples so far) after each batch
     samples = 0
-    if mode == "producer":
-        import aegis_feed
-        producer = aegis_feed.Producer(loader, name=args.feed,
-                                       min_consumers=args.consumers, ahead=4)
-        producer.run(args.epochs)
-        producer.close()
+    if producing:
+        produce(args, loader)
     else:
-        if mode == "feed":
-            import aegis_feed
-            loader = aegis_feed.Consumer(name=args.feed, timeout=120,
-                                         as_torch=True)
+        if loader is None:
+            loader = shared_loader(args)
         for _ in range(args.epochs):
             for x, y, _ in loader:
                 trainer.step(x, y)
@@ -143,35 +187,74 @@ def spawn(args, mode):
     cmd = [sys.executable, os.path.abspath(__file__), "--worker", mode,
            "--images", str(args.images), "--epochs", str(args.epochs),
            "--folder", args.folder, "--feed", args.feed,
-           "--consumers", str(args.consumers)]
+           "--consumers", str(args.consumers), "--port", str(args.port)]
+    if args.tensorsocket:
+        cmd += ["--tensorsocket", args.tensorsocket]
     p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                          text=True)
     return p
 
 
-def run_setup(args, modes):
+def children_cpu():
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def stop(procs):
+    for p in procs:
+        p.kill()
+        p.communicate()
+
+
+def finish(procs, t0, timeout):
+    """Each worker's report (its last line: TensorSocket prints on stdout
+    too), or why there is none (every worker killed) if one failed or the
+    setup outlasted the deadline."""
+    reports = []
+    for p in procs:
+        try:
+            left = t0 + timeout - time.monotonic()
+            out, _ = p.communicate(timeout=max(1, left))
+        except subprocess.TimeoutExpired:
+            stop(procs)
+            return "hung: killed after %d s" % timeout
+        if p.returncode != 0:
+            stop(procs)
+            return "failed: %s exited %d" % (p.args[3], p.returncode)
+        reports.append(json.loads(out.strip().splitlines()[-1]))
+    return reports
+
+
+def run_setup(args, modes, timeout):
+    """(samples/s with start-up, samples/s steady, CPU-s per epoch, wall
+    seconds), or why not (a string) if the setup failed or outlasted
+    timeout seconds."""
+    cpu0, t0 = children_cpu(), time.monotonic()
     procs = [spawn(args, m) for m in modes]
-    for p in procs:  # everyone built its model and loader: start-up is over
-        assert p.stdout.readline().strip() == "ready"
+    for p in procs:  # everyone built its model and loader
+        if p.stdout.readline().strip() != "ready":
+            stop(procs)
+            return "failed: %s did not start" % p.args[3]
     for p in procs:
         p.stdin.write("go\n")
         p.stdin.flush()
-    reports = []
-    for p in procs:
-        out, _ = p.communicate()
-        assert p.returncode == 0, "worker failed"
-        reports.append(json.loads(out))
+    reports = finish(procs, t0, timeout)
+    if isinstance(reports, str):
+        return reports
+    wall = time.monotonic() - t0
     trainers = [r["stamps"] for r in reports if r["stamps"]]
     t_start = max(s[0][0] for s in trainers)
     t_end = min(s[-1][0] for s in trainers)
     done = 0
     for s in trainers:
         at_start = max((n for t, n in s if t <= t_start), default=0)
-        at_end = max(n for t, n in s if t <= t_end)
+        at_end = max((n for t, n in s if t <= t_end), default=0)
         done += at_end - at_start
-    rate = done / (t_end - t_start)
-    cpu_per_epoch = sum(r["cpu"] for r in reports) / args.epochs
-    return rate, cpu_per_epoch
+    # no steady state when a job ends before the last one starts (tiny runs)
+    steady = done / (t_end - t_start) if t_end > t_start else float("nan")
+    total = sum(s[-1][1] for s in trainers)
+    cpu_per_epoch = (children_cpu() - cpu0) / args.epochs
+    return total / wall, steady, cpu_per_epoch, wall
 
 
 def cost_per_sample(args):
@@ -197,15 +280,31 @@ def cost_per_sample(args):
     return load, train
 
 
+def report(label, result):
+    if isinstance(result, str):
+        print("%-13s %s" % (label + ":", result))
+        return
+    print("%-13s %7.1f samples/s (start-up included), %7.1f steady; "
+          "%6.1f CPU-s/epoch" % ((label + ":",) + result[:3]))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--images", type=int, default=256)
-    ap.add_argument("--epochs", type=int, default=2)
+    ap.add_argument("--images", type=int, default=4096)
+    ap.add_argument("--epochs", type=int, default=1)
     ap.add_argument("--consumers", type=int, default=4)
     ap.add_argument("--probe", type=int, default=160,
                     help="samples used to measure L and T")
     ap.add_argument("--folder", default="/tmp/aegis-feed-bench-images")
     ap.add_argument("--feed", default="bench-%d" % os.getpid())
+    ap.add_argument("--port", type=int, default=27000 + os.getpid() % 10000,
+                    help="TensorSocket's data port (and the next ones)")
+    ap.add_argument("--tensorsocket", metavar="PATH",
+                    help="a TensorSocket checkout to run in the same harness")
+    ap.add_argument("--setup-timeout", type=int,
+                    help="seconds a shared setup may run before it counts "
+                         "as hung (default: 3 x the independent one's, at "
+                         "least 300)")
     ap.add_argument("--latency-bin", help="path of feed-latency")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -220,17 +319,33 @@ def main():
     load, train = cost_per_sample(args)
     print("L (load alone)  %.2f ms CPU/sample" % (load * 1e3))
     print("T (train alone) %.2f ms CPU/sample" % (train * 1e3))
-    indep, indep_cpu = run_setup(args, ["loader"] * n)
-    print("independent: %7.1f samples/s  %6.1f CPU-s/epoch" % (indep,
-                                                                indep_cpu))
-    shared, shared_cpu = run_setup(args, ["producer"] + ["feed"] * n)
-    print("aegis feed:  %7.1f samples/s  %6.1f CPU-s/epoch" % (shared,
-                                                                shared_cpu))
-    ratio = shared / indep
+    setups = [("independent", ["loader"] * n),
+              ("aegis feed", ["producer"] + ["feed"] * n)]
+    if args.tensorsocket:
+        try:
+            import_tensorsocket(args.tensorsocket)
+            setups.append(("tensorsocket", ["ts-producer"] + ["ts-feed"] * n))
+        except ImportError as e:
+            print("tensorsocket: not run: %s" % e)
+    results = {}
+    timeout = args.setup_timeout or 24 * 3600
+    for label, modes in setups:
+        results[label] = run_setup(args, modes, timeout)
+        report(label, results[label])
+        if label == "independent" and not isinstance(results[label], str) \
+                and not args.setup_timeout:
+            timeout = max(300, 3 * int(results[label][3]))
     ceiling = n * (load + train) / (load + n * train)
-    print("ratio feed/independent %.2f; ceiling N(L+T)/(L+NT) = %.2f; "
-          "ratio/ceiling %.2f (goal >= 0.80)" % (ratio, ceiling,
-                                                 ratio / ceiling))
+    print("sharing ceiling N(L+T)/(L+NT) = %.2f x independent" % ceiling)
+    indep = results["independent"]
+    for label, result in results.items():
+        if label == "independent" or isinstance(indep, str) or \
+                isinstance(result, str):
+            continue
+        ratio = result[0] / indep[0]
+        goal = " (goal >= 0.80)" if label == "aegis feed" else ""
+        print("%s/independent %.2f, of the ceiling %.2f%s; steady %.2f"
+              % (label, ratio, ratio / ceiling, goal, result[1] / indep[1]))
     if args.latency_bin:
         out = subprocess.run([args.latency_bin, "2000"], check=True,
                              capture_output=True, text=True).stdout

@@ -50,6 +50,8 @@ enum {
     FEED_ECUDA = -8,    /* CUDA is absent or a driver call failed (the
                            message names the call and CUDA's error) */
     FEED_EPERM = -9,    /* the segment belongs to a user not trusted */
+    FEED_ENOCONSUMER = -10, /* consumer_wait_ms passed with too few
+                               consumers attached */
 };
 
 typedef struct {
@@ -100,16 +102,25 @@ typedef struct {
 
 typedef struct {
     const char *name;     /* feed name: [A-Za-z0-9._-], 1..FEED_NAME_MAX */
-    uint32_t slots;       /* ring slots; raised to max(ahead, replay + 1) */
+    uint32_t slots;       /* ring slots; raised to max(ahead, replay) + 1 */
     uint64_t slot_bytes;  /* host bytes per slot, for all tensors + padding */
     uint32_t ahead;       /* K: most batches published past the slowest
                              live consumer's oldest hold */
     uint32_t replay;      /* rubber band: batches of an epoch a late joiner
                              may still replay */
-    uint32_t min_consumers; /* publish only while this many (at least 1)
-                             are attached */
+    uint32_t min_consumers; /* the first publish waits for this many (at
+                             least 1); later ones for any one: a consumer
+                             that dies or leaves never stops the others */
     uint32_t user_flags;  /* opaque to the library; the Python module keeps
                              the batch kind (tuple/dict, numpy/torch) here */
+    int consumer_wait_ms; /* > 0: a publish fails with FEED_ENOCONSUMER once
+                             it has waited this long for the consumers it
+                             needs; 0: it waits for them for ever */
+    /* What the producer knows of its batches, 0 where it does not: */
+    uint64_t batch_rows;    /* rows of a full producer batch; consumers
+                               must take a batch size dividing it */
+    uint64_t epoch_batches; /* producer batches per epoch */
+    uint64_t epoch_rows;    /* samples per epoch */
 } feed_config;
 
 typedef struct feed_producer feed_producer;
@@ -140,7 +151,8 @@ void feed_close(feed_producer *p);
 int feed_consumers(feed_producer *p);
 
 /* Consumer. batch_size 0 means whole producer batches; otherwise it must
- * divide the producer batch size. Waits up to timeout_ms (< 0: forever) for
+ * divide the producer's batch_rows (FEED_EINVAL saying so if it does not,
+ * unchecked where the producer did not give it). Waits up to timeout_ms (< 0: forever) for
  * the feed to appear. Reads only a segment owned (by the opened file's
  * owner, not by its name) by this process's user or by one the environment
  * variable AEGIS_FEED_TRUST names (user names or uids, comma-separated);
@@ -155,6 +167,9 @@ int feed_next(feed_consumer *c, feed_batch *out, int timeout_ms,
               feed_err *err);
 void feed_release(feed_consumer *c, uint64_t seq);
 uint32_t feed_user_flags(const feed_consumer *c);
+/* Batches this consumer gets per epoch at its batch size, from what the
+ * producer said of its epoch; 0 if it said nothing. */
+uint64_t feed_consumer_len(const feed_consumer *c);
 /* The epoch this consumer is in or will start with. */
 uint64_t feed_consumer_epoch(const feed_consumer *c);
 /* Release every hold, unmap the device buffers, free the consumer record,

@@ -112,6 +112,26 @@ static int producer_gone(feed_consumer *c, feed_err *err) {
     return 1;
 }
 
+/* Refuse a batch size that would cut views across producer batches. */
+static int check_batch_size(const feed_consumer *c, feed_err *err) {
+    uint64_t rows = c->m.hdr->batch_rows, bs = c->batch_size;
+    if (!rows || !bs || (bs <= rows && rows % bs == 0)) return FEED_OK;
+    if (bs > rows)
+        feed_seterr(err, FEED_EINVAL,
+                    "feed %s: batch size %llu is larger than the producer's "
+                    "batches of %llu rows; have the producer combine loader "
+                    "batches (producer_batch_size) or take a divisor of %llu",
+                    c->name, (unsigned long long)bs,
+                    (unsigned long long)rows, (unsigned long long)rows);
+    else
+        feed_seterr(err, FEED_EINVAL,
+                    "feed %s: batch size %llu does not divide the producer's "
+                    "batches of %llu rows; take a divisor of %llu",
+                    c->name, (unsigned long long)bs,
+                    (unsigned long long)rows, (unsigned long long)rows);
+    return FEED_EINVAL;
+}
+
 feed_consumer *feed_attach(const char *name, uint32_t batch_size,
                            int timeout_ms, feed_err *err) {
     if (!feed_name_valid(name)) {
@@ -129,6 +149,7 @@ feed_consumer *feed_attach(const char *name, uint32_t batch_size,
     c->cuda_device = -1;
     int rc = open_when_ready(c, timeout_ms, err);
     if (rc == FEED_OK && producer_gone(c, err)) rc = FEED_EPRODUCER;
+    if (rc == FEED_OK) rc = check_batch_size(c, err);
     if (rc == FEED_OK) {
         c->cap = c->m.hdr->nslots + 1; /* held seqs span at most ahead+1 */
         c->holds = calloc(c->cap, sizeof *c->holds);
@@ -320,6 +341,15 @@ int feed_next(feed_consumer *c, feed_batch *out, int timeout_ms,
 
 uint32_t feed_user_flags(const feed_consumer *c) {
     return c->m.hdr->user_flags;
+}
+
+uint64_t feed_consumer_len(const feed_consumer *c) {
+    const feed_shm *h = c->m.hdr;
+    uint64_t bs = c->batch_size;
+    if (!bs) return h->epoch_batches;
+    /* views never straddle producer batches, and bs divides batch_rows */
+    if (h->epoch_rows) return (h->epoch_rows + bs - 1) / bs;
+    return h->epoch_batches * ((h->batch_rows + bs - 1) / bs);
 }
 
 uint64_t feed_consumer_epoch(const feed_consumer *c) {

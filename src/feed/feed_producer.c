@@ -29,6 +29,8 @@ struct feed_producer {
     pid_t janitor;      /* child that unlinks the segment if we die */
     int janitor_fd;     /* its pipe: EOF tells it we are gone */
     uint64_t reaped_ns; /* last liveness sweep over the consumers */
+    int consumer_wait_ms; /* feed_config's */
+    uint64_t lonely_ns; /* since when publishes lack consumers; 0: not */
     int cuda_device;    /* GPU of the device buffers; -1 before the first */
     uint64_t *cuda_buf; /* device buffer per slot; 0 until first needed */
 };
@@ -112,7 +114,9 @@ feed_producer *feed_create(const feed_config *cfg_in, feed_err *err) {
                     cfg.name ? cfg.name : "(null)", FEED_NAME_MAX);
         return NULL;
     }
-    if (cfg.slots < cfg.ahead) cfg.slots = cfg.ahead;
+    /* one slot more than ahead for an end-of-epoch marker (see
+     * wait_for_space) */
+    if (cfg.slots < cfg.ahead + 1) cfg.slots = cfg.ahead + 1;
     if (cfg.slots < cfg.replay + 1) cfg.slots = cfg.replay + 1;
 
     feed_producer *p = calloc(1, sizeof *p);
@@ -121,6 +125,7 @@ feed_producer *feed_create(const feed_config *cfg_in, feed_err *err) {
         return NULL;
     }
     snprintf(p->name, sizeof p->name, "%s", cfg.name);
+    p->consumer_wait_ms = cfg.consumer_wait_ms;
     p->cuda_device = -1;
     p->cuda_buf = calloc(cfg.slots, sizeof *p->cuda_buf);
     int rc = p->cuda_buf ? feed_shm_create(&p->m, &cfg, err) : FEED_ESYS;
@@ -174,9 +179,52 @@ int feed_consumers(feed_producer *p) {
     return n;
 }
 
-/* Wait until slot `head` may be written: enough consumers, and the slowest
- * one's oldest hold at most ahead - 1 batches back. Because ahead <= nslots
- * that also means nobody holds the slot's previous batch. */
+/* Consumers a publish waits for: min_consumers before the feed started,
+ * then any one; locked. */
+static int consumers_needed(const feed_shm *h) {
+    if (h->started || h->min_consumers < 1) return 1;
+    return (int)h->min_consumers;
+}
+
+/* FEED_ENOCONSUMER once publishes have lacked consumers for longer than
+ * consumer_wait_ms, else FEED_OK; locked. */
+static int check_lonely(feed_producer *p, int have, int need, uint64_t now,
+                        feed_err *err) {
+    if (!p->lonely_ns) p->lonely_ns = now;
+    double waited_s = (double)(now - p->lonely_ns) / 1e9;
+    if (p->consumer_wait_ms <= 0 ||
+        waited_s * 1000.0 < (double)p->consumer_wait_ms)
+        return FEED_OK;
+    if (p->m.hdr->started)
+        feed_seterr(err, FEED_ENOCONSUMER,
+                    "feed %s: no consumer attached for %.1f s (all that "
+                    "read it left or died)",
+                    p->name, waited_s);
+    else
+        feed_seterr(err, FEED_ENOCONSUMER,
+                    "feed %s: %d of the %d consumers it waits for "
+                    "(min_consumers) attached after %.1f s",
+                    p->name, have, need, waited_s);
+    return FEED_ENOCONSUMER;
+}
+
+/* Whether sequence `head` may be written now that the oldest hold is
+ * `low`: at most ahead - 1 batches since low, not counting end-of-epoch
+ * markers, so that a consumer holding the last batch of an epoch while it
+ * waits for the next one cannot stall the feed (ahead + 1 slots fit one
+ * marker); and fewer than nslots sequences, so nobody holds the slot's
+ * previous batch. Locked. */
+static int has_space(const feed_producer *p, uint64_t low) {
+    const feed_shm *h = p->m.hdr;
+    if (h->head - low >= h->nslots) return 0;
+    uint64_t batches = 0;
+    for (uint64_t seq = low; seq < h->head; seq++)
+        batches += !feed_slot_meta(&p->m, seq)->end_of_epoch;
+    return batches < h->ahead;
+}
+
+/* Wait until slot `head` may be written: enough consumers, and space (see
+ * has_space). */
 static int wait_for_space(feed_producer *p, int timeout_ms, feed_err *err) {
     feed_shm *h = p->m.hdr;
     uint64_t deadline = feed_now_ns() + (uint64_t)timeout_ms * 1000000ULL;
@@ -184,14 +232,24 @@ static int wait_for_space(feed_producer *p, int timeout_ms, feed_err *err) {
     feed_lock(h);
     for (;;) {
         reap_dead(p, 0);
-        uint64_t low;
-        int n = live_consumers(h, &low);
-        if (n >= (int)h->min_consumers && n > 0 && h->head - low < h->ahead)
+        uint64_t low, now = feed_now_ns();
+        int n = live_consumers(h, &low), need = consumers_needed(h);
+        if (n >= need) {
+            h->started = 1;
+            p->lonely_ns = 0;
+            if (has_space(p, low)) break;
+        } else if ((rc = check_lonely(p, n, need, now, err)) != FEED_OK) {
             break;
-        uint64_t now = feed_now_ns();
+        }
         if (timeout_ms >= 0 && now >= deadline) {
-            feed_seterr(err, FEED_TIMEOUT, "feed %s: no space after %d ms",
-                        p->name, timeout_ms);
+            if (n < need)
+                feed_seterr(err, FEED_TIMEOUT,
+                            "feed %s: %d of %d consumers attached after %d ms",
+                            p->name, n, need, timeout_ms);
+            else
+                feed_seterr(err, FEED_TIMEOUT,
+                            "feed %s: no space after %d ms", p->name,
+                            timeout_ms);
             rc = FEED_TIMEOUT;
             break;
         }

@@ -193,6 +193,9 @@ int feed_shm_create(feed_map *m, const feed_config *cfg, feed_err *err) {
     h->replay = cfg->replay;
     h->min_consumers = cfg->min_consumers;
     h->user_flags = cfg->user_flags;
+    h->batch_rows = cfg->batch_rows;
+    h->epoch_batches = cfg->epoch_batches;
+    h->epoch_rows = cfg->epoch_rows;
     h->slot_bytes = slot_bytes;
     h->data_offset = data_off;
     h->total_bytes = total;

@@ -20,7 +20,7 @@
 
 #define FEED_SHM_PREFIX "aegis-feed-"
 #define FEED_SHM_DIR "/dev/shm/"
-#define FEED_MAGIC 0x3164656566676561ULL /* "aegfeed1" */
+#define FEED_MAGIC 0x3264656566676561ULL /* "aegfeed2" */
 /* Waits are cut into slices this long so a dead peer is noticed within one
  * slice: the issue asks for under a second. */
 #define FEED_POLL_MS 100
@@ -75,6 +75,7 @@ typedef struct {
     _Atomic uint64_t magic;
     uint32_t nslots;
     uint32_t ahead, replay, min_consumers, user_flags;
+    uint64_t batch_rows, epoch_batches, epoch_rows; /* see feed_config */
     uint64_t slot_bytes;
     uint64_t data_offset;  /* from the segment start, page aligned */
     uint64_t total_bytes;
@@ -92,6 +93,7 @@ typedef struct {
     uint64_t epoch;       /* epoch of the next publish */
     uint64_t epoch_start; /* sequence of that epoch's first batch */
     uint32_t closed;      /* producer closed normally */
+    uint32_t started;     /* min_consumers were attached once */
     uint32_t producer_waiting; /* producer sleeps on space_cv */
     feed_shm_consumer consumers[FEED_MAX_CONSUMERS];
     feed_shm_slot slots[]; /* nslots of them */

@@ -67,6 +67,8 @@ static feed_config config(const char *name, uint32_t ahead, uint32_t replay,
     };
 }
 
+static feed_err publish_err; /* what the last publish() said */
+
 /* Publish batch `index` of an epoch: ids are global sample ids. */
 static int publish(feed_producer *p, int index, int timeout_ms) {
     static float x[ROWS][COLS];
@@ -81,8 +83,7 @@ static int publish(feed_producer *p, int index, int timeout_ms) {
         {.key = "ids", .dtype = FEED_I64, .ndim = 1, .shape = {ROWS},
          .data = ids, .nbytes = sizeof ids},
     };
-    feed_err err;
-    return feed_publish(p, t, 2, timeout_ms, &err);
+    return feed_publish(p, t, 2, timeout_ms, &publish_err);
 }
 
 static void publish_epoch(feed_producer *p, int from) {
@@ -245,6 +246,33 @@ static void test_backpressure_never_overwrites_a_hold(void **state) {
     assert_int_equal(leaked_segments(), 0);
 }
 
+/* A consumer that keeps the last batch of an epoch while it waits for the
+ * next epoch (a Python loop's variables do) must not stall a feed of
+ * ahead 2: the end-of-epoch marker between them is no batch. */
+static void test_held_last_batch_of_epoch_does_not_stall(void **state) {
+    const char *name = feed_name("edge");
+    feed_config cfg = config(name, 2, 0, 1);
+    feed_err err;
+    feed_producer *p = feed_create(&cfg, &err);
+    feed_consumer *c = feed_attach(name, 0, 0, &err);
+    assert_non_null(p);
+    assert_non_null(c);
+    feed_batch b;
+    for (int i = 0; i < BATCHES; i++) {
+        assert_int_equal(publish(p, i, 1000), 0);
+        assert_int_equal(feed_next(c, &b, 0, &err), FEED_OK);
+        if (i + 1 < BATCHES) feed_release(c, b.seq);
+    }
+    assert_int_equal(feed_end_epoch(p, 1000, &err), 0);
+    feed_batch marker;
+    assert_int_equal(feed_next(c, &marker, 0, &err), FEED_EPOCH_END);
+    assert_int_equal(publish(p, 0, 1000), 0); /* b still held */
+    feed_release(c, b.seq);
+    feed_detach(c);
+    feed_close(p);
+    assert_int_equal(leaked_segments(), 0);
+}
+
 /* Child: attach, take one batch and keep it, report, then wait forever. */
 static void hold_and_hang(const char *name, int ready_fd) {
     feed_err err;
@@ -287,6 +315,101 @@ static void test_killed_consumer_releases_within_a_second(void **state) {
     feed_close(p);
     close(ready[0]);
     close(ready[1]);
+    assert_int_equal(leaked_segments(), 0);
+}
+
+/* min_consumers gates the start only: once three consumers started the
+ * feed, one of them killed mid-epoch must not stop the other two (issue 17
+ * item 1). The timeouts turn a stall into a failure instead of a hang. */
+static void test_dead_consumer_never_stalls_the_others(void **state) {
+    const char *name = feed_name("gate");
+    feed_config cfg = config(name, 4, 0, 3);
+    feed_err err;
+    int ready[2];
+    assert_int_equal(pipe(ready), 0);
+    feed_producer *p = feed_create(&cfg, &err);
+    assert_non_null(p);
+    pid_t kids[2] = {spawn_consumer(name, 32, 2, 0, -1),
+                     spawn_consumer(name, 64, 2, 0, -1)};
+    pid_t doomed = fork();
+    if (doomed == 0) hold_and_hang(name, ready[1]);
+    assert_int_equal(publish(p, 0, 5000), 0);
+    await_byte(ready[0]);
+    kill(doomed, SIGKILL);
+    assert_int_equal(exit_status(doomed), 100 + SIGKILL);
+    for (int b = 1; b < BATCHES; b++) assert_int_equal(publish(p, b, 5000), 0);
+    assert_int_equal(feed_end_epoch(p, 5000, &err), 0);
+    for (int b = 0; b < BATCHES; b++) assert_int_equal(publish(p, b, 5000), 0);
+    assert_int_equal(feed_end_epoch(p, 5000, &err), 0);
+    for (int i = 0; i < 2; i++) assert_int_equal(exit_status(kids[i]), 0);
+    feed_close(p);
+    close(ready[0]);
+    close(ready[1]);
+    assert_int_equal(leaked_segments(), 0);
+}
+
+static double seconds_since(const struct timespec *a) {
+    struct timespec z;
+    clock_gettime(CLOCK_MONOTONIC, &z);
+    return (double)(z.tv_sec - a->tv_sec) + (double)(z.tv_nsec - a->tv_nsec) / 1e9;
+}
+
+/* consumer_wait_ms bounds a producer's wait for its consumers, before the
+ * start (min_consumers) and after the last one left, with a message that
+ * says what it waited for (issue 17 item 4). */
+static void test_producer_waiting_for_consumers_times_out(void **state) {
+    const char *name = feed_name("lonely");
+    feed_config cfg = config(name, 4, 0, 2);
+    cfg.consumer_wait_ms = 300;
+    feed_err err;
+    feed_producer *p = feed_create(&cfg, &err);
+    assert_non_null(p);
+    feed_consumer *c = feed_attach(name, 0, 0, &err);
+    assert_non_null(c);
+    struct timespec a;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    assert_int_equal(publish(p, 0, -1), FEED_ENOCONSUMER);
+    assert_true(seconds_since(&a) < 3.0);
+    assert_non_null(strstr(publish_err.msg, "1 of the 2 consumers"));
+    feed_consumer *c2 = feed_attach(name, 0, 0, &err);
+    assert_non_null(c2);
+    assert_int_equal(publish(p, 0, -1), 0);
+    feed_detach(c);
+    feed_detach(c2);
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    assert_int_equal(publish(p, 1, -1), FEED_ENOCONSUMER);
+    assert_true(seconds_since(&a) < 3.0);
+    assert_non_null(strstr(publish_err.msg, "no consumer attached"));
+    feed_close(p);
+    assert_int_equal(leaked_segments(), 0);
+}
+
+/* A consumer batch size that does not divide the producer's batches is
+ * refused at attach, saying why; len() follows the producer's epoch
+ * (issue 17 items 3 and 5). */
+static void test_batch_size_must_divide_producer_batches(void **state) {
+    const char *name = feed_name("rows");
+    feed_config cfg = config(name, 4, 0, 1);
+    cfg.batch_rows = ROWS;
+    cfg.epoch_batches = BATCHES;
+    cfg.epoch_rows = SAMPLES - 10; /* a short last batch */
+    feed_err err;
+    feed_producer *p = feed_create(&cfg, &err);
+    assert_non_null(p);
+    assert_null(feed_attach(name, 96, 0, &err));
+    assert_int_equal(err.code, FEED_EINVAL);
+    assert_non_null(strstr(err.msg, "batch size 96 does not divide"));
+    assert_null(feed_attach(name, 2 * ROWS, 0, &err));
+    assert_non_null(strstr(err.msg, "producer_batch_size"));
+    feed_consumer *whole = feed_attach(name, 0, 0, &err);
+    feed_consumer *part = feed_attach(name, 64, 0, &err);
+    assert_non_null(whole);
+    assert_non_null(part);
+    assert_int_equal(feed_consumer_len(whole), BATCHES);
+    assert_int_equal(feed_consumer_len(part), (SAMPLES - 10 + 63) / 64);
+    feed_detach(whole);
+    feed_detach(part);
+    feed_close(p);
     assert_int_equal(leaked_segments(), 0);
 }
 
@@ -492,7 +615,7 @@ static int gc_leaves_live_feed(const char *name) {
 }
 
 /* Child body: root's ls lists name, whose lock its producer holds, as
- * alive, with its header read, without waiting for the lock; then
+ * alive, with its header read (ahead 4: 5 slots), without waiting for the lock; then
  * gc_leaves_live_feed. */
 static int admin_skips_held_lock(const char *name) {
     alarm(10);
@@ -503,7 +626,7 @@ static int admin_skips_held_lock(const char *name) {
     int listed = 0;
     for (size_t i = 0; i < n; i++)
         if (!strcmp(feeds[i].name, name))
-            listed = feeds[i].producer_alive && feeds[i].slots == 4;
+            listed = feeds[i].producer_alive && feeds[i].slots == 4 + 1;
     free(feeds);
     return listed ? gc_leaves_live_feed(name) : 11;
 }
@@ -777,7 +900,11 @@ int main(void) {
         cmocka_unit_test(test_late_join_inside_window_replays),
         cmocka_unit_test(test_late_join_outside_window_waits),
         cmocka_unit_test(test_backpressure_never_overwrites_a_hold),
+        cmocka_unit_test(test_held_last_batch_of_epoch_does_not_stall),
         cmocka_unit_test(test_killed_consumer_releases_within_a_second),
+        cmocka_unit_test(test_dead_consumer_never_stalls_the_others),
+        cmocka_unit_test(test_producer_waiting_for_consumers_times_out),
+        cmocka_unit_test(test_batch_size_must_divide_producer_batches),
         cmocka_unit_test(test_killed_producer_is_an_error_not_a_hang),
         cmocka_unit_test(test_janitor_cleans_after_producer_crash),
         cmocka_unit_test(test_gc_removes_feed_of_dead_producer),

@@ -2,8 +2,9 @@
  * 77 (ctest: skipped) where the driver cannot be loaded or sees no GPU.
  *
  * The parent produces two epochs of mixed batches (x on the GPU, ids in
- * host memory) through a ring of 2 slots, so every slot's device buffer is
- * rewritten many times and each consumer's cached mapping is reused. The
+ * host memory) through a ring of 3 slots (ahead 2, plus one for an epoch
+ * marker), so every slot's device buffer is rewritten many times and each
+ * consumer's cached mapping is reused. The
  * consumers are fresh processes (fork then exec of this binary with
  * `consume NAME BATCH_SIZE`): CUDA does not survive a fork, and IPC handles
  * cannot be opened by the process that exported them. Each consumer copies
@@ -146,6 +147,6 @@ int main(int argc, char **argv) {
     }
     printf("cuda:0 is %s\n", bus);
     int rc = produce(name, 0);
-    printf("%s\n", rc ? "FAIL" : "ok: 2 consumers, 2 epochs, 2-slot ring");
+    printf("%s\n", rc ? "FAIL" : "ok: 2 consumers, 2 epochs, 3-slot ring");
     return rc;
 }

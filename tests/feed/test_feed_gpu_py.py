@@ -1,8 +1,8 @@
 """CUDA IPC through the Python module, on a machine with a GPU: exits 77
 (ctest: skipped) without torch, without CUDA in torch, or without a GPU.
 
-The parent publishes dicts of torch CUDA tensors through a 2-slot ring;
-consumer processes (this file, run with `consume NAME BATCH_SIZE`) must get
+The parent publishes dicts of torch CUDA tensors through a 3-slot ring
+(ahead 2, plus one for an epoch marker); consumer processes (this file, run with `consume NAME BATCH_SIZE`) must get
 torch CUDA tensors that are views of one mapping (no copy) with the right
 values, and a numpy consumer of the feed must get a clear error."""
 import json

@@ -6,9 +6,13 @@ Consumers are separate interpreter processes (this file, run with
 parent produces and checks: every sample id of every epoch exactly once,
 views that are windows of one shared buffer (no copy), a clean /dev/shm."""
 import json
+import math
 import os
+import select
+import signal
 import subprocess
 import sys
+import time
 
 try:
     import numpy as np
@@ -26,14 +30,24 @@ def numpy_loader():
             for i in range(BATCHES)]
 
 
-def consume(name, batch_size, epochs):
-    """Child: report ids per epoch and whether views were zero-copy."""
-    c = aegis_feed.Consumer(name=name, batch_size=batch_size)
+def consume(name, batch_size, epochs, opts):
+    """Child: report ids per epoch, rows per batch, len() and whether views
+    were zero-copy. opts: "die_after" (SIGKILL itself after that many
+    batches), "tensorsocket" (read through TensorConsumer), "timeout"."""
+    wait = {"timeout": opts["timeout"]} if "timeout" in opts else {}
+    kind = aegis_feed.TensorConsumer if opts.get("tensorsocket") \
+        else aegis_feed.Consumer
+    c = kind(name=name, batch_size=batch_size, **wait)
     report = {"epochs": [], "contiguous_views": True, "readonly": True,
-              "kind": None}
+              "kind": None, "rows": [], "batches": [], "len": len_or_none(c)}
+    seen = 0
     for _ in range(epochs):
-        ids_seen, prev = [], None
+        ids_seen, prev, batches = [], None, 0
         for batch in c:
+            seen += 1
+            batches += 1
+            if seen == opts.get("die_after"):
+                os.kill(os.getpid(), signal.SIGKILL)
             x, ids = (batch["x"], batch["ids"]) if isinstance(batch, dict) \
                 else batch
             report["kind"] = type(ids).__module__.split(".")[0]
@@ -50,16 +64,39 @@ def consume(name, batch_size, epochs):
                 report["contiguous_views"] &= prev == addr
             prev = addr + nbytes
             ids_seen.extend(int(i) for i in arr)
+            report["rows"].append(len(arr))
             if not np.all(np.asarray(x)[:, 0] == np.asarray(arr) // ROWS):
                 report["corrupt"] = True
         report["epochs"].append(ids_seen)
+        report["batches"].append(batches)
     print(json.dumps(report))
 
 
-def spawn(name, batch_size, epochs):
+def len_or_none(obj):
+    try:
+        return len(obj)
+    except TypeError:
+        return None
+
+
+def spawn(name, batch_size, epochs, **opts):
     return subprocess.Popen([sys.executable, __file__, "consume", name,
-                             str(batch_size), str(epochs)],
-                            stdout=subprocess.PIPE, text=True)
+                             str(batch_size), str(epochs), json.dumps(opts)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+
+
+def await_line(stream, want, seconds=20):
+    """The first line of stream containing want, within seconds."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([stream], [], [],
+                                    deadline - time.monotonic())
+        line = stream.readline() if ready else ""
+        if want in line:
+            return line
+        assert line or not ready, "EOF before %r" % want
+    raise AssertionError("no %r within %d s" % (want, seconds))
 
 
 def check_exactly_once(report, epochs, label):
@@ -107,12 +144,102 @@ def test_torch_aliases(name):
 
 
 def test_missing_feed_is_an_error(name):
+    """A consumer's timeout says what it waited for (issue 17 item 4)."""
+    start = time.monotonic()
     try:
-        aegis_feed.Consumer(name=name + "-absent", timeout=0.05)
+        aegis_feed.Consumer(name=name + "-absent", timeout=0.3)
     except aegis_feed.FeedError as e:
-        assert "absent" in str(e)
+        assert "absent" in str(e) and "no producer" in str(e), str(e)
     else:
         raise AssertionError("attached to a feed that does not exist")
+    assert time.monotonic() - start < 5
+
+
+def test_consumer_before_producer_waits(name):
+    """A consumer started first waits for its producer, saying so, and
+    then reads every sample (issue 17 item 4)."""
+    kid = spawn(name, 64, 1)
+    line = await_line(kid.stderr, "waiting for the producer")
+    assert name in line, line
+    producer = aegis_feed.Producer(numpy_loader(), name=name)
+    producer.run(1)
+    producer.close()
+    out, _ = kid.communicate(timeout=60)
+    assert kid.returncode == 0
+    check_exactly_once(json.loads(out), 1, "consumer first")
+
+
+def test_producer_times_out_without_consumers(name):
+    """A producer waiting for consumers gives up after consumer_timeout,
+    saying how many it has (issue 17 item 4)."""
+    producer = aegis_feed.Producer(numpy_loader(), name=name,
+                                   min_consumers=2, consumer_timeout=0.3)
+    start = time.monotonic()
+    try:
+        producer.run(1)
+    except aegis_feed.FeedError as e:
+        assert "0 of the 2 consumers" in str(e), str(e)
+    else:
+        raise AssertionError("published without consumers")
+    finally:
+        producer.close()
+    assert time.monotonic() - start < 5
+
+
+def test_dead_consumer_does_not_stall(name):
+    """min_consumers gates the start only: one of three consumers killed
+    mid-epoch does not stop the producer nor the others (issue 17 item 1)."""
+    producer = aegis_feed.Producer(numpy_loader(), name=name,
+                                   min_consumers=3, ahead=2)
+    kids = [spawn(name, 32, 2), spawn(name, 64, 2),
+            spawn(name, 32, 2, die_after=3)]
+    producer.run(2)
+    producer.close()
+    for i, kid in enumerate(kids[:2]):
+        out, _ = kid.communicate(timeout=60)
+        assert kid.returncode == 0, i
+        check_exactly_once(json.loads(out), 2, "survivor %d" % i)
+    kids[2].communicate(timeout=60)
+    assert kids[2].returncode == -signal.SIGKILL
+
+
+def torch_loader(rows, batches):
+    """Like numpy_loader, as torch tensors in batches of `rows`."""
+    import torch
+    ids = [torch.arange(rows) + i * rows for i in range(batches)]
+    return [((i // ROWS).float().unsqueeze(1).repeat(1, 3), i) for i in ids]
+
+
+def test_producer_batch_size_combines(name):
+    """TensorProducer(producer_batch_size=4) publishes four 32-row loader
+    batches as one, so a consumer can take 64 rows; one that asks for a
+    size the producer cannot serve gets a clear error; len() says the
+    batches of an epoch (issue 17 items 3 and 5)."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        print("torch missing: producer_batch_size test skipped")
+        return
+    loader = torch_loader(32, ROWS * BATCHES // 32)
+    producer = aegis_feed.TensorProducer(loader, port=7010,
+                                         producer_batch_size=4, name=name)
+    assert len(producer) == len(loader)
+    kid = spawn(name, 64, 1, tensorsocket=True)
+    for _ in producer:
+        pass
+    bad = spawn(name, 96, 1, tensorsocket=True, timeout=5)
+    _, err = bad.communicate(timeout=60)
+    assert bad.returncode != 0
+    assert "batch size 96 does not divide the producer's batches of 128" \
+        in err, err
+    producer.join()
+    out, _ = kid.communicate(timeout=60)
+    assert kid.returncode == 0
+    report = json.loads(out)
+    check_exactly_once(report, 1, "combined")
+    assert set(report["rows"]) == {64}, report["rows"]
+    assert report["len"] == report["batches"][0] == ROWS * BATCHES // 64, \
+        (report["len"], report["batches"])
 
 
 def leaked(prefix):
@@ -121,11 +248,17 @@ def leaked(prefix):
 
 def main():
     if sys.argv[1:2] == ["consume"]:
-        consume(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
+        consume(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]),
+                json.loads(sys.argv[5]))
         return
+    signal.alarm(100)  # a stall fails the test instead of hanging it
     prefix = "py%d" % os.getpid()
     for i, test in enumerate((test_numpy_mixed_batch_sizes, test_torch_aliases,
-                              test_missing_feed_is_an_error)):
+                              test_missing_feed_is_an_error,
+                              test_consumer_before_producer_waits,
+                              test_producer_times_out_without_consumers,
+                              test_dead_consumer_does_not_stall,
+                              test_producer_batch_size_combines)):
         test("%s-%d" % (prefix, i))
         assert not leaked("aegis-feed-" + prefix), leaked("aegis-feed-" + prefix)
         print("ok", test.__name__)

@@ -84,6 +84,10 @@ done
 [ -f /usr/share/bash-completion/completions/aegis ] || fail "no completion"
 /usr/bin/python3 -c "import aegis_feed, aegis_describe" ||
     fail "the Python modules do not import"
+# TensorSocket's names, where TensorSocket itself is not installed
+/usr/bin/python3 -c "import tensorsocket; assert tensorsocket.AEGIS_COMPAT" ||
+    /usr/bin/python3 -c "import tensorsocket" ||
+    fail "no tensorsocket module (aegis's compatibility package)"
 aegis sim --trace /usr/share/aegis/traces/demo.csv --policy exclusive \
     >"$TMP/sim" || fail "aegis sim with the installed catalog"
 aegis estimate /usr/share/aegis/models/resnet50_imagenet_bs32_1gpu.json \
