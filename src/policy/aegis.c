@@ -18,17 +18,17 @@ static double aegis_demand(const core_config *cfg, const core_job_spec *job) {
     return cfg->no_est_demand_mib;
 }
 
-static double aegis_margin_demand(const core_config *cfg, double mib) {
+double policy_margin_demand(const core_config *cfg, double mib) {
     return mib >= 0 ? mib + cfg->est_margin_mib : cfg->no_est_demand_mib;
 }
 
 static double aegis_est_demand(const core_config *cfg, const core_job_spec *job) {
-    return aegis_margin_demand(cfg, job->est_mib);
+    return policy_margin_demand(cfg, job->est_mib);
 }
 
 static double aegis_oracle_demand(const core_config *cfg,
                                   const core_job_spec *job) {
-    return aegis_margin_demand(cfg, job->peak_mib);
+    return policy_margin_demand(cfg, job->peak_mib);
 }
 
 const policy policy_aegis = {

@@ -1,0 +1,154 @@
+/* core_priv.h -- the scheduling core's state, shared by the files of
+ * src/core that make up the core (core.c, backfill.c, reason.c); nothing
+ * outside src/core includes it: core.h is the interface.
+ */
+#ifndef AEGIS_CORE_PRIV_H
+#define AEGIS_CORE_PRIV_H
+
+#include "core.h"
+#include "share_gpu.h"
+#include "window.h"
+#include "../policy/policy.h"
+
+/* A reason worked out for a job's demand, GPU count and the GPUs it may
+ * take (reason.c): the jobs at the front of a queue mostly ask alike, and
+ * each answer reads every GPU's window. */
+typedef struct core_explained {
+    uint64_t changes;       /* core_state.changes when worked out; 0: none */
+    double now, demand;
+    uint64_t allowed;
+    int num_gpus;
+    bool shares, telemetry; /* core_may_share(), a retry's telemetry gates */
+    core_reason reason;
+} core_explained;
+
+/* How many of them a core keeps: more than the catalog has workloads, so
+ * the front of a simulated queue rarely asks twice at one moment. */
+#define CORE_EXPLAINED 64
+
+typedef enum job_state { JOB_QUEUED, JOB_RUNNING } job_state;
+
+typedef struct core_job {
+    core_job_spec spec;
+    job_state state;
+    int attempt;            /* 1 for the first run */
+    double floor_mib;       /* recovery floor; 0 before the first OOM */
+    bool alone;             /* must run alone (ladder exhausted) */
+    /* while running; core_start() or core_adopt() and core_occupy() set
+     * these before any read, so a reused record keeps its old values until
+     * then (core_job_alloc()): */
+    int gpus[CORE_MAX_JOB_GPUS];
+    double admitted_mib;    /* the demand or floor it was admitted with */
+    double dispatch_free_mib; /* least free memory among its GPUs when
+                                 placed; CORE_UNKNOWN without telemetry */
+    bool exclusive;         /* placed on idle GPUs */
+    bool active;            /* seen active on its GPUs */
+    mig_instance mig;       /* its MIG instance; profile NULL when it runs
+                               on whole GPUs */
+    uint64_t placed_seen[CORE_MAX_JOB_GPUS]; /* GPU placement counts at launch */
+    /* backfill (aegis-plus): */
+    int passed;             /* jobs started past it while it was the head */
+    uint64_t tried_in;      /* the last backfill pass that reached it */
+    bool over_limit;        /* that pass skipped it: its user's limit */
+    struct core_job *prev, *next; /* queue links */
+    struct core_job *hnext;       /* hash chain */
+} core_job;
+
+typedef struct core_queue {
+    core_job *head, *tail;
+    int len;
+} core_queue;
+
+/* The telemetry gates' last answer on a GPU. The gates read only the
+ * window, the demand and the configuration, and a busy server asks them of
+ * every GPU at every attempt while most windows stay as they were. */
+typedef struct core_gate {
+    uint64_t version;       /* win_version_at() when asked; 0: never */
+    double demand;          /* the demand asked about */
+    bool pressure;          /* and whether the pressure filter applied */
+    bool admits;            /* the answer */
+} core_gate;
+
+typedef struct core_gpu {
+    policy_gpu view;        /* what policies see */
+    win win;                /* telemetry window */
+    core_gate gate;         /* remembered telemetry gates; core_reconfigure()
+                               forgets it */
+    bool drained;           /* kept out of placement */
+    bool alone;             /* runs a job that must not share */
+    int unseen;             /* jobs placed here, not yet seen active */
+    double open_at;         /* observation ends: no new job before */
+    uint64_t placements;    /* jobs ever placed here: tells a job it shared */
+    share_gpu share;        /* sharing mode and MIG instances */
+} core_gpu;
+
+struct core_state {
+    core_config cfg;
+    const policy *pol;
+    policy_placement placement;
+    int num_gpus;
+    core_gpu gpus[CORE_MAX_GPUS];
+    core_queue recovery;    /* requeued after an OOM or loss: served first */
+    core_queue fifo;
+    int running;
+    int mig_gpus;           /* GPUs in mig or auto mode: with none, no job
+                               runs in a MIG instance, and placement skips
+                               asking each GPU whether one would */
+    uint64_t idle;          /* bit g: GPU g is idle (gpu_idle()) */
+    int rr_next;            /* round robin: next GPU to start from */
+    /* The last backfill pass: reasons are told from it (core_job_reason). */
+    uint64_t passes;        /* backfill passes so far */
+    int64_t head_id;        /* the head it left waiting; -1: none */
+    uint64_t reserved;      /* GPUs it kept for that head */
+    int64_t reached[CORE_BACKFILL_DEPTH]; /* the jobs it reached, in order */
+    int nreached;
+    uint64_t changes;       /* events that can change a gate's answer */
+    core_explained explained[CORE_EXPLAINED]; /* reasons lately told, by
+                               a hash of what they were asked for */
+    core_job **table;       /* hash table of every job by id */
+    size_t table_size;      /* a power of two */
+    size_t njobs;
+    core_job *spare;        /* forgotten jobs' records, chained by hnext,
+                               for the next submits: a simulated server
+                               submits thousands, and malloc and free of
+                               each was a twentieth of a replay */
+};
+
+_Static_assert(CORE_MAX_GPUS <= 64, "core_state.idle holds a bit per GPU");
+
+/* Every GPU of a core: a mask of GPUs the placements may take. */
+#define CORE_ALL_GPUS (~(uint64_t)0)
+
+/* ---- core.c, for backfill.c and reason.c ---------------------------------- */
+
+core_job *core_find(const core_state *core, int64_t id);
+/* The first job in queue order: the recovery queue's, else the FIFO's. */
+core_job *core_head(core_state *core);
+/* The memory the job is admitted with on this attempt. */
+double core_demand(const core_state *core, const core_job *job);
+/* Whether the job may join a busy GPU; if not, it waits for idle ones. */
+bool core_may_share(const core_state *core, const core_job *job);
+/* Tries to place the job on GPUs of `allowed` (exclusive first, then a
+ * MIG instance, then beside others); fills l either way. */
+bool core_place(core_state *core, const core_job *job, double now,
+                uint64_t allowed, core_launch *l);
+/* Starts the job as l says: off its queue, onto its GPUs. */
+void core_launch_job(core_state *core, core_job *job, core_launch *l,
+                     double now);
+bool core_gpu_open(const core_gpu *gpu, double now);
+double core_guard(const core_state *core, const core_gpu *gpu);
+bool core_under_pressure(const core_config *cfg, const policy_gpu *g);
+/* Whether the pressure filter applies to a new job on this GPU. */
+bool core_filters_pressure(const core_state *core, const core_gpu *gpu);
+bool core_wants_mig(const core_state *core, const core_job *job,
+                    double demand, const core_gpu *gpu);
+/* Free memory as the telemetry shows it at `now`. */
+double core_gpu_free_now(core_gpu *gpu, double now);
+
+/* ---- backfill.c ------------------------------------------------------------ */
+
+/* core_schedule() of a policy with backfill. */
+int core_schedule_backfill(core_state *core, double now, core_launch *out,
+                           int max);
+
+#endif
