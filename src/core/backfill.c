@@ -1,6 +1,8 @@
 /* backfill.c -- the queue of a policy with backfill (aegis-plus).
  *
- * A pass walks the queue in order (the recovery queue first). The first
+ * A pass walks the queue in order: the recovery queue first, then the
+ * first attempts by priority (users.c), skipping the jobs whose user is at
+ * a limit. The first
  * job that cannot start becomes the head: it keeps the GPUs it is likeliest
  * to get first (core_reserve()), and the jobs behind it may start on the
  * others, where they fit now. Nothing starts on the kept GPUs, so what they
@@ -13,11 +15,11 @@
 
 #include <math.h>
 
-/* The job after `job` in queue order: the recovery queue runs into the
- * FIFO. */
+/* The job after `job` in a pass: the recovery queue in order, then the
+ * first attempts by priority (users.c). */
 static core_job *next_in_order(core_state *core, const core_job *job) {
-    if (job->next) return job->next;
-    return job->attempt > 1 ? core->fifo.head : NULL;
+    if (job->attempt > 1 && job->next) return job->next;
+    return core_order_next(core);
 }
 
 /* The GPUs the head keeps: those it is likeliest to get first. A job that
@@ -80,11 +82,18 @@ int core_schedule_backfill(core_state *core, double now, core_launch *out,
     for (int k = 0; k <= CORE_MAX_JOB_GPUS; k++) failed[k] = INFINITY;
     bool cacheable = !core->pol->admits && core->mig_gpus == 0;
     int n = 0, depth = 0;
-    core_job *job = core_head(core);
+    core_order_start(core, now);
+    core_job *job = core->recovery.head ? core->recovery.head
+                                        : core_order_next(core);
     while (job && n < max && depth++ < CORE_BACKFILL_DEPTH) {
         core_job *next = next_in_order(core, job);
         job->tried_in = pass;
         core->reached[core->nreached++] = job->spec.id;
+        job->over_limit = core_user_over_limit(core, job, NULL);
+        if (job->over_limit) {
+            job = next;
+            continue;
+        }
         int k = job->spec.num_gpus;
         bool plain = cacheable && job->attempt == 1 && core_may_share(core, job);
         double demand = core_demand(core, job);

@@ -94,6 +94,17 @@ static core_queue *queue_of(core_state *core, const core_job *job) {
     return job->attempt > 1 ? &core->recovery : &core->fifo;
 }
 
+/* Onto its queue and, a first attempt, its user's. */
+static void core_enqueue(core_state *core, core_job *job) {
+    queue_push(queue_of(core, job), job);
+    if (job->attempt == 1) core_user_enqueue(core, job);
+}
+
+static void core_dequeue(core_state *core, core_job *job) {
+    queue_unlink(queue_of(core, job), job);
+    if (job->attempt == 1) core_user_dequeue(core, job);
+}
+
 /* ---- idle GPUs -------------------------------------------------------------- *
  * Every placement attempt starts with exclusive placement, which most
  * attempts on a busy server fail, so it walks the bits of core->idle
@@ -192,6 +203,9 @@ void core_destroy(core_state *core) {
         free(j);
     }
     free(core->table);
+    free(core->users);
+    free(core->cursor);
+    free(core->order_base);
     for (int g = 0; g < core->num_gpus; g++) win_free(&core->gpus[g].win);
     free(core);
 }
@@ -250,6 +264,11 @@ static core_job *core_job_new(core_state *core, const core_job_spec *job,
                  (long long)job->id, job->num_gpus, core->num_gpus);
         return NULL;
     }
+    if (job->nice < 0 || job->nice > CORE_NICE_MAX) {
+        snprintf(err, errlen, "job %lld: nice %d, must be 0..%d",
+                 (long long)job->id, job->nice, CORE_NICE_MAX);
+        return NULL;
+    }
     if (core_find(core, job->id)) {
         snprintf(err, errlen, "job %lld: id already known", (long long)job->id);
         return NULL;
@@ -258,7 +277,8 @@ static core_job *core_job_new(core_state *core, const core_job_spec *job,
         snprintf(err, errlen, "job %lld: out of memory", (long long)job->id);
         return NULL;
     }
-    core_job *j = core_job_alloc(core);
+    int user = core_user_index(core, job->user);
+    core_job *j = user >= 0 ? core_job_alloc(core) : NULL;
     if (!j) {
         snprintf(err, errlen, "job %lld: out of memory", (long long)job->id);
         return NULL;
@@ -268,6 +288,8 @@ static core_job *core_job_new(core_state *core, const core_job_spec *job,
     j->attempt = 1;
     j->floor_mib = 0;
     j->alone = false;
+    j->user = user;
+    j->seq = core->submits++;
     j->passed = 0;
     j->tried_in = 0;
     size_t h = core_hash(core, job->id);
@@ -281,7 +303,7 @@ int core_submit(core_state *core, const core_job_spec *job, double now,
                 char *err, size_t errlen) {
     core_job *j = core_job_new(core, job, err, errlen);
     if (!j) return -1;
-    queue_push(&core->fifo, j);
+    core_enqueue(core, j);
     return 0;
 }
 
@@ -309,7 +331,7 @@ int core_submit_retry(core_state *core, const core_job_spec *job,
     core_job *j = core_job_new(core, job, err, errlen);
     if (!j) return -1;
     core_set_retry(j, r);
-    queue_push(queue_of(core, j), j);
+    core_enqueue(core, j);
     return 0;
 }
 
@@ -333,8 +355,9 @@ static void gpu_account(core_gpu *gpu, const core_job_spec *spec, int sign) {
 
 /* Takes a running job off its GPUs. A GPU left empty has nothing to
  * observe, so its observation gate opens at once. */
-static void core_release(core_state *core, core_job *job) {
+static void core_release(core_state *core, core_job *job, double now) {
     core->changes++;
+    core_user_runs(core, job, -1, now);
     for (int k = 0; k < job->spec.num_gpus; k++) {
         core_gpu *gpu = &core->gpus[job->gpus[k]];
         gpu_account(gpu, &job->spec, -1);
@@ -354,8 +377,8 @@ static void core_release(core_state *core, core_job *job) {
 int core_cancel(core_state *core, int64_t job_id, double now) {
     core_job *job = core_find(core, job_id);
     if (!job) return -1;
-    if (job->state == JOB_QUEUED) queue_unlink(queue_of(core, job), job);
-    else core_release(core, job);
+    if (job->state == JOB_QUEUED) core_dequeue(core, job);
+    else core_release(core, job, now);
     core_forget(core, job);
     return 0;
 }
@@ -426,14 +449,14 @@ static void core_requeue(core_state *core, core_job *job) {
     job->passed = 0;
     job->state = JOB_QUEUED;
     job->active = false;
-    queue_push(&core->recovery, job);
+    core_enqueue(core, job);
 }
 
 core_outcome core_job_exit(core_state *core, int64_t job_id, core_exit how,
                            double now, double *next_floor_mib) {
     core_job *job = core_find(core, job_id);
     if (!job || job->state != JOB_RUNNING) return CORE_DONE;
-    core_release(core, job);
+    core_release(core, job, now);
     core_outcome out;
     switch (how) {
     case CORE_EXIT_OOM:
@@ -700,8 +723,9 @@ double core_gpu_free_now(core_gpu *gpu, double now) {
 /* Puts a job, not yet seen active, on its GPUs (job->gpus): the policies'
  * sums, the placement counts that later tell whether it shared, and the
  * hold of a job that must run alone. */
-static void core_occupy(core_state *core, core_job *job) {
+static void core_occupy(core_state *core, core_job *job, double now) {
     core->changes++;
+    core_user_runs(core, job, +1, now);
     job->state = JOB_RUNNING;
     job->active = false;
     bool hold = job->alone || !core->pol->collocates;
@@ -735,7 +759,7 @@ static void core_start(core_state *core, core_job *job, const core_launch *l,
                 job->dispatch_free_mib = free_mib;
         }
     }
-    core_occupy(core, job);
+    core_occupy(core, job, now);
     int after = l->gpus[l->num_gpus - 1] + 1;
     core->rr_next = after < core->num_gpus ? after : 0;
 }
@@ -799,7 +823,7 @@ int core_adopt(core_state *core, const core_job_spec *job,
         j->gpus[k] = a->gpus[k];
         if (core->gpus[a->gpus[k]].view.njobs > 0) j->exclusive = false;
     }
-    core_occupy(core, j);
+    core_occupy(core, j, now);
     if (a->active) core_job_active(core, job->id, a->active_at);
     return 0;
 }
@@ -831,7 +855,7 @@ void core_launch_job(core_state *core, core_job *job, core_launch *l,
     for (int k = 0; k < l->num_gpus; k++)
         l->share[k] = share_gpu_launch_mode(&core->gpus[l->gpus[k]].share,
                                             l->mig != NULL);
-    queue_unlink(queue_of(core, job), job);
+    core_dequeue(core, job);
     core_start(core, job, l, now);
 }
 

@@ -47,6 +47,9 @@ typedef struct core_job {
                                on whole GPUs */
     uint64_t placed_seen[CORE_MAX_JOB_GPUS]; /* GPU placement counts at launch */
     /* backfill (aegis-plus): */
+    int user;               /* its user's place in core_state.users */
+    uint64_t seq;           /* submit order */
+    struct core_job *uprev, *unext; /* its user's queue (users.c) */
     int passed;             /* jobs started past it while it was the head */
     uint64_t tried_in;      /* the last backfill pass that reached it */
     bool over_limit;        /* that pass skipped it: its user's limit */
@@ -68,6 +71,16 @@ typedef struct core_gate {
     bool pressure;          /* and whether the pressure filter applied */
     bool admits;            /* the answer */
 } core_gate;
+
+/* A user, as users.c keeps it. */
+typedef struct core_user {
+    uint32_t uid;
+    int jobs, gpus;         /* its jobs running, the GPUs they hold */
+    double usage;           /* decayed GPU-seconds, as of usage_at */
+    double usage_at;
+    core_job *head, *tail;  /* its first attempts waiting: nice, then submit */
+    int queued;
+} core_user;
 
 typedef struct core_gpu {
     policy_gpu view;        /* what policies see */
@@ -103,6 +116,11 @@ struct core_state {
     int64_t reached[CORE_BACKFILL_DEPTH]; /* the jobs it reached, in order */
     int nreached;
     uint64_t changes;       /* events that can change a gate's answer */
+    uint64_t submits;       /* jobs submitted so far: core_job.seq */
+    core_user *users;       /* everyone who submitted, never forgotten */
+    int nusers, users_cap;
+    core_job **cursor;      /* a pass's place in each user's queue */
+    double *order_base;     /* and each user's priority then */
     core_explained explained[CORE_EXPLAINED]; /* reasons lately told, by
                                a hash of what they were asked for */
     core_job **table;       /* hash table of every job by id */
@@ -144,6 +162,27 @@ bool core_wants_mig(const core_state *core, const core_job *job,
                     double demand, const core_gpu *gpu);
 /* Free memory as the telemetry shows it at `now`. */
 double core_gpu_free_now(core_gpu *gpu, double now);
+
+/* ---- users.c ---------------------------------------------------------------- */
+
+/* The place of user uid in core->users, added when new; -1 when out of
+ * memory. */
+int core_user_index(core_state *core, uint32_t uid);
+/* Onto and off its user's queue (first attempts only). */
+void core_user_enqueue(core_state *core, core_job *job);
+void core_user_dequeue(core_state *core, core_job *job);
+/* The job starts (sign +1) or stops (-1) holding its GPUs at `now`. */
+void core_user_runs(core_state *core, const core_job *job, int sign,
+                    double now);
+/* Whether starting the job would take its user past a limit; if so and r
+ * is not NULL, r says which. */
+bool core_user_over_limit(const core_state *core, const core_job *job,
+                          core_reason *r);
+/* The first attempts waiting, by priority (fair share less nice, then
+ * submit order): core_order_start() at the start of a pass, then
+ * core_order_next() until it gives NULL. */
+void core_order_start(core_state *core, double now);
+core_job *core_order_next(core_state *core);
 
 /* ---- backfill.c ------------------------------------------------------------ */
 

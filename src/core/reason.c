@@ -189,6 +189,7 @@ int core_job_reason(core_state *core, int64_t job_id, double now,
         behind(r, core->head_id); /* the pass stopped at the head's limit */
         return 0;
     }
+    if (job->over_limit && core_user_over_limit(core, job, r)) return 0;
     core_explain(core, job, now, CORE_ALL_GPUS, r);
     if (job->spec.id == core->head_id || core->reserved == 0) return 0;
     /* It could start only on GPUs kept for the head. */

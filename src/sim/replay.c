@@ -222,7 +222,8 @@ static int on_arrival(replay *r, int32_t j, double t) {
     core_job_spec spec = {
         .id = j, .num_gpus = w->num_gpus,
         .est_mib = w->est_mib[r->opt->estimator], .peak_mib = w->peak_mib,
-        .util_pct = w->util_pct, .sharing_score = w->sharing_score};
+        .util_pct = w->util_pct, .sharing_score = w->sharing_score,
+        .user = row_of(r, j)->user};
     char why[256];
     if (core_submit(r->core, &spec, t, why, sizeof(why)) < 0) {
         snprintf(r->err, sizeof(r->err), "job %lld (%s): core refused it: %s",

@@ -1,7 +1,8 @@
 /* test_plus.c -- aegis-plus in the core: backfill past a blocked head, the
  * GPUs kept for the head, the bound on passes, the pair rule, the capped
- * demand, and the reason core_job_reason() gives each waiting job under
- * aegis-plus and under AEGIS's FIFO. */
+ * demand, fair share, the per-user limits, nice, and the reason
+ * core_job_reason() gives each waiting job under aegis-plus and under
+ * AEGIS's FIFO. */
 #include "helpers.h"
 
 #include <string.h>
@@ -182,6 +183,81 @@ static void test_demand_cap(void **state) {
     core_destroy(core);
 }
 
+static void submit_as(core_state *core, int64_t id, uint32_t user, int nice,
+                      double now) {
+    core_job_spec s = job_spec(id, 1);
+    s.user = user;
+    s.nice = nice;
+    char err[256];
+    assert_int_equal(core_submit(core, &s, now, err, sizeof(err)), 0);
+}
+
+/* One full GPU: user 1 has run a job for 200 s when user 2 submits; when
+ * the GPU frees, user 2's job goes before user 1's older ones. AEGIS's
+ * FIFO takes user 1's next. */
+static void test_fair_share(void **state) {
+    const char *policies[] = {"aegis-plus", "aegis"};
+    const int64_t next[] = {10, 2};
+    for (int p = 0; p < 2; p++) {
+        core_state *core = make_core(policies[p], "magm", 1);
+        for (int i = 1; i <= 3; i++) submit_as(core, i, 1, 0, 0);
+        assert_int_equal(place_one(core, 0, NULL), 0);
+        core_job_active(core, 1, 0);
+        feed(core, 0, 40000, 0); /* no room beside it */
+        submit_as(core, 10, 2, 0, 200);
+        assert_int_equal(place_one(core, 200, NULL), -1);
+        assert_int_equal(core_job_exit(core, 1, CORE_EXIT_OK, 300, NULL),
+                         CORE_DONE);
+        core_launch l;
+        assert_int_equal(place_one(core, 300, &l), 0);
+        assert_int_equal(l.job_id, next[p]);
+        core_destroy(core);
+    }
+}
+
+/* max_jobs_per_user and max_gpus_per_user hold a user's job back without
+ * holding back the others'. */
+static void test_user_limits(void **state) {
+    core_config cfg;
+    core_config_default(&cfg);
+    cfg.policy = "aegis-plus";
+    for (int which = 0; which < 2; which++) {
+        cfg.max_jobs_per_user = which == 0 ? 1 : 0;
+        cfg.max_gpus_per_user = which == 1 ? 1 : 0;
+        core_state *core = make_core_cfg(&cfg, 2);
+        submit_as(core, 1, 7, 0, 0);
+        submit_as(core, 2, 7, 0, 0);
+        submit_as(core, 3, 8, 0, 0);
+        core_launch out[4];
+        assert_int_equal(core_schedule(core, 0, out, 4), 2);
+        assert_int_equal(out[0].job_id, 1);
+        assert_int_equal(out[1].job_id, 3);
+        assert_reason_text(core, 2, 0, which == 0 ? "user limit reached "
+                           "(1 jobs)" : "user limit reached (1 GPUs)");
+        assert_int_equal(core_job_exit(core, 1, CORE_EXIT_OK, 10, NULL),
+                         CORE_DONE);
+        assert_int_equal(core_schedule(core, 10, out, 4), 1);
+        assert_int_equal(out[0].job_id, 2);
+        core_destroy(core);
+    }
+}
+
+/* A niced job goes after its user's others; nice is 0..CORE_NICE_MAX. */
+static void test_nice(void **state) {
+    core_state *core = make_core("aegis-plus", "magm", 1);
+    submit_as(core, 1, 1, 100, 0);
+    submit_as(core, 2, 1, 0, 0);
+    core_launch l;
+    assert_int_equal(place_one(core, 0, &l), 0);
+    assert_int_equal(l.job_id, 2);
+    core_job_spec s = job_spec(3, 1);
+    s.nice = CORE_NICE_MAX + 1;
+    char err[128];
+    assert_int_equal(core_submit(core, &s, 0, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "nice"));
+    core_destroy(core);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_backfill_past_blocked_head),
@@ -191,6 +267,9 @@ int main(void) {
         cmocka_unit_test(test_reason_observing),
         cmocka_unit_test(test_reason_idle_and_unknown),
         cmocka_unit_test(test_demand_cap),
+        cmocka_unit_test(test_fair_share),
+        cmocka_unit_test(test_user_limits),
+        cmocka_unit_test(test_nice),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
