@@ -522,36 +522,6 @@ void core_gpu_drain(core_state *core, int gpu, bool drained) {
 
 /* ---- placement ---------------------------------------------------------- */
 
-/* Closed to a new job: drained, held by a job that must run alone, or
- * still observing its last newcomer. */
-bool core_gpu_open(const core_gpu *gpu, double now) {
-    return !gpu->drained && !gpu->alone && gpu->unseen == 0 &&
-           now >= gpu->open_at;
-}
-
-/* Asked for every GPU at every collocation attempt: a compare, not a call
- * to libm's fmax(). */
-double core_guard(const core_state *core, const core_gpu *gpu) {
-    double by_frac = core->cfg.guard_frac * gpu->view.total_mib;
-    return by_frac > core->cfg.guard_min_mib ? by_frac : core->cfg.guard_min_mib;
-}
-
-/* The runtime-pressure filter on risk scores: SMACT with SMOCC or DRAMA
- * when DCGM reads them, utilization alone when only NVML does (AEGIS
- * candidate_selection.py and config/settings.py runtime_pressure_backend). */
-bool core_under_pressure(const core_config *cfg, const policy_gpu *g) {
-    if (g->smact >= 0 && (g->smocc >= 0 || g->drama >= 0))
-        return g->smact >= cfg->smact_max &&
-               (g->smocc >= cfg->smocc_max || g->drama >= cfg->drama_max);
-    if (g->util >= 0) return g->util >= cfg->util_max;
-    return false;
-}
-
-bool core_filters_pressure(const core_state *core, const core_gpu *gpu) {
-    return core->pol->uses_telemetry &&
-           !(core->pol->pairs_unfiltered && gpu->view.njobs == 1);
-}
-
 /* Refreshes gpu->view from the full window and applies the telemetry
  * gates. Free memory is total minus the most used at any instant of the
  * window: a training job's memory swings within an iteration and a job can
@@ -837,8 +807,10 @@ bool core_may_share(const core_state *core, const core_job *job) {
            (job->attempt == 1 || core->cfg.recovery_collocates);
 }
 
-bool core_place(core_state *core, const core_job *job, double now,
-                uint64_t allowed, core_launch *l) {
+/* core_place() and core_launch_job(), static so that AEGIS's loop below,
+ * the simulator's hot path, has them inlined. */
+static bool place(core_state *core, const core_job *job, double now,
+                  uint64_t allowed, core_launch *l) {
     memset(l, 0, sizeof(*l));
     l->job_id = job->spec.id;
     l->attempt = job->attempt;
@@ -850,13 +822,23 @@ bool core_place(core_state *core, const core_job *job, double now,
             core_place_shared(core, job, now, allowed, l));
 }
 
-void core_launch_job(core_state *core, core_job *job, core_launch *l,
-                     double now) {
+static void launch(core_state *core, core_job *job, core_launch *l,
+                   double now) {
     for (int k = 0; k < l->num_gpus; k++)
         l->share[k] = share_gpu_launch_mode(&core->gpus[l->gpus[k]].share,
                                             l->mig != NULL);
     core_dequeue(core, job);
     core_start(core, job, l, now);
+}
+
+bool core_place(core_state *core, const core_job *job, double now,
+                uint64_t allowed, core_launch *l) {
+    return place(core, job, now, allowed, l);
+}
+
+void core_launch_job(core_state *core, core_job *job, core_launch *l,
+                     double now) {
+    launch(core, job, l, now);
 }
 
 /* The queue in order, waiting behind its head: AEGIS. */
@@ -865,8 +847,8 @@ static int core_schedule_fifo(core_state *core, double now, core_launch *out,
     int n = 0;
     core_job *job;
     while (n < max && (job = core_head(core))) {
-        if (!core_place(core, job, now, CORE_ALL_GPUS, &out[n])) break;
-        core_launch_job(core, job, &out[n], now);
+        if (!place(core, job, now, CORE_ALL_GPUS, &out[n])) break;
+        launch(core, job, &out[n], now);
         n++;
     }
     return n;

@@ -137,6 +137,41 @@ _Static_assert(CORE_MAX_GPUS <= 64, "core_state.idle holds a bit per GPU");
 /* Every GPU of a core: a mask of GPUs the placements may take. */
 #define CORE_ALL_GPUS (~(uint64_t)0)
 
+/* ---- the gates' small parts, inline: every placement asks them of every
+ * GPU ---------------------------------------------------------------------- */
+
+/* Closed to a new job: drained, held by a job that must run alone, or
+ * still observing its last newcomer. */
+static inline bool core_gpu_open(const core_gpu *gpu, double now) {
+    return !gpu->drained && !gpu->alone && gpu->unseen == 0 &&
+           now >= gpu->open_at;
+}
+
+/* Asked for every GPU at every collocation attempt: a compare, not a call
+ * to libm's fmax(). */
+static inline double core_guard(const core_state *core, const core_gpu *gpu) {
+    double by_frac = core->cfg.guard_frac * gpu->view.total_mib;
+    return by_frac > core->cfg.guard_min_mib ? by_frac : core->cfg.guard_min_mib;
+}
+
+/* The runtime-pressure filter on risk scores: SMACT with SMOCC or DRAMA
+ * when DCGM reads them, utilization alone when only NVML does (AEGIS
+ * candidate_selection.py and config/settings.py runtime_pressure_backend). */
+static inline bool core_under_pressure(const core_config *cfg, const policy_gpu *g) {
+    if (g->smact >= 0 && (g->smocc >= 0 || g->drama >= 0))
+        return g->smact >= cfg->smact_max &&
+               (g->smocc >= cfg->smocc_max || g->drama >= cfg->drama_max);
+    if (g->util >= 0) return g->util >= cfg->util_max;
+    return false;
+}
+
+/* Whether the pressure filter applies to a new job on this GPU. */
+static inline bool core_filters_pressure(const core_state *core,
+                                         const core_gpu *gpu) {
+    return core->pol->uses_telemetry &&
+           !(core->pol->pairs_unfiltered && gpu->view.njobs == 1);
+}
+
 /* ---- core.c, for backfill.c and reason.c ---------------------------------- */
 
 core_job *core_find(const core_state *core, int64_t id);
@@ -153,11 +188,6 @@ bool core_place(core_state *core, const core_job *job, double now,
 /* Starts the job as l says: off its queue, onto its GPUs. */
 void core_launch_job(core_state *core, core_job *job, core_launch *l,
                      double now);
-bool core_gpu_open(const core_gpu *gpu, double now);
-double core_guard(const core_state *core, const core_gpu *gpu);
-bool core_under_pressure(const core_config *cfg, const policy_gpu *g);
-/* Whether the pressure filter applies to a new job on this GPU. */
-bool core_filters_pressure(const core_state *core, const core_gpu *gpu);
 bool core_wants_mig(const core_state *core, const core_job *job,
                     double demand, const core_gpu *gpu);
 /* Free memory as the telemetry shows it at `now`. */

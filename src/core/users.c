@@ -7,8 +7,8 @@
  * with the GPU time its jobs held lately: GPU-seconds decayed with a
  * half-life of fairshare_half_life_s, as Slurm's fair-share factor
  * 2^(-usage/share) does, the share being an equal part of all the usage of
- * the users with jobs now. Policies without backfill keep the table but
- * read none of it.
+ * the users with jobs now. Policies without backfill keep the queues and
+ * the counts but read none of them, and count no usage.
  */
 #include "core_priv.h"
 
@@ -74,8 +74,12 @@ static double user_usage_at(const core_state *core, const core_user *u,
 void core_user_runs(core_state *core, const core_job *job, int sign,
                     double now) {
     core_user *u = &core->users[job->user];
-    u->usage = user_usage_at(core, u, now);
-    u->usage_at = now;
+    /* Only a policy with fair share reads the usage: the others spare the
+     * decay, a call to exp2() at every start and end of a replay. */
+    if (core->pol->backfill) {
+        u->usage = user_usage_at(core, u, now);
+        u->usage_at = now;
+    }
     u->jobs += sign;
     u->gpus += sign * job->spec.num_gpus;
 }
