@@ -1,7 +1,7 @@
 /* spec.c -- YAML job specs for `aegis submit`, in two formats.
  *
  * aegis's own: one job as a mapping (command, name, feed, gpus, mem,
- * mem_mib, model, after, mps_threads_pct), or several under `jobs:`. A job
+ * mem_mib, model, after, mps_threads_pct, nice), or several under `jobs:`. A job
  * names another of the same file in `after:` by its name; the names are
  * resolved once the whole file is read, to the index of that job in the
  * request, which aegisd turns into its id. A number in `after:` is an
@@ -19,6 +19,7 @@
  */
 #include "submit.h"
 
+#include "core.h"
 #include "proto.h"
 
 #include <math.h>
@@ -208,9 +209,13 @@ static int spec_job(spec *s, yaml_node_t *map, const submit_defaults *def,
         } else if (!strcmp(k, "mps_threads_pct")) {
             rc = spec_number(s, v, k, 1, 100, true, &num);
             d.mps_threads = (long)num;
+        } else if (!strcmp(k, "nice")) {
+            rc = spec_number(s, v, k, 0, CORE_NICE_MAX, true, &num);
+            d.nice = (long)num;
         } else {
             rc = spec_error(s, kn, "unknown key (command, name, feed, gpus, "
-                            "mem, mem_mib, model, after, mps_threads_pct)", k);
+                            "mem, mem_mib, model, after, mps_threads_pct, "
+                            "nice)", k);
         }
     }
     if (rc == 0 && !cmd) rc = spec_error(s, map, "command: missing", NULL);

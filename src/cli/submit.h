@@ -4,7 +4,7 @@
  * talks to aegisd, so the unit tests drive it alone.
  *
  * A job is the JSON object of the submit request (src/daemon/proto.h):
- * {cmd, gpus, mem_mib, name, feed, after, mps_threads_pct, meta}. Until a
+ * {cmd, gpus, mem_mib, name, feed, after, mps_threads_pct, meta, nice}. Until a
  * spec's names are resolved, an "after" entry may be {name, kind, line}.
  */
 #ifndef AEGIS_SUBMIT_H
@@ -23,6 +23,7 @@ typedef struct submit_defaults {
     const char *feed;       /* shared data feed; NULL: none */
     json_t *after;          /* dependency entries (borrowed); NULL: none */
     long mps_threads;       /* MPS thread percentage; 0: none */
+    long nice;              /* 0..CORE_NICE_MAX: lower among the queue */
 } submit_defaults;
 
 /* A job of command cmd (taken) with the defaults. */

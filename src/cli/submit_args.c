@@ -31,6 +31,7 @@ json_t *submit_job(json_t *cmd, const submit_defaults *def) {
     if (def->mps_threads > 0)
         json_object_set_new(job, "mps_threads_pct",
                             json_integer(def->mps_threads));
+    if (def->nice > 0) json_object_set_new(job, "nice", json_integer(def->nice));
     return job;
 }
 

@@ -13,6 +13,8 @@
 #include "client.h"
 #include "submit.h"
 
+#include "core.h"
+
 #include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -125,6 +127,11 @@ static const char help[] =
 "    --mps-threads PCT  on a GPU aegisd shares through MPS, the job may use\n"
 "                    at most PCT% (1..100) of the GPU's SMs\n"
 "                    (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE); elsewhere ignored\n"
+"    --nice N        lower the job among the queue by N (0..10000): under\n"
+"                    aegis-plus a job's priority is its user's fair share\n"
+"                    (10000 for a user who used no GPU lately, less the\n"
+"                    more they used) minus its nice, so 10000 puts it\n"
+"                    behind every job of everyone not niced\n"
 "    --array FILE    one command per line, as above\n"
 "    --array RANGE   the command once per index, as above\n"
 "    --json          print {\"ids\": [...]} instead\n"
@@ -295,6 +302,7 @@ static int submit_options(int argc, char **argv, submit_opts *o) {
         {"feed", required_argument, NULL, 'F'},
         {"after", required_argument, NULL, 'a'},
         {"mps-threads", required_argument, NULL, 'T'},
+        {"nice", required_argument, NULL, 'N'},
         {"array", required_argument, NULL, 'A'},
         {"json", no_argument, NULL, 'j'},
         {"socket", required_argument, NULL, 's'},
@@ -339,6 +347,11 @@ static int submit_options(int argc, char **argv, submit_opts *o) {
         case 'T':
             if (cli_parse_long("submit", "mps-threads", optarg, 1, 100,
                                &o->def.mps_threads))
+                return CLI_USAGE;
+            break;
+        case 'N':
+            if (cli_parse_long("submit", "nice", optarg, 0, CORE_NICE_MAX,
+                               &o->def.nice))
                 return CLI_USAGE;
             break;
         case 'A': o->array = optarg; break;

@@ -105,7 +105,7 @@ static core_job_spec d_job_spec(const d_job *job) {
         .id = job->id, .num_gpus = job->num_gpus,
         .est_mib = job->mem_mib >= 0 ? job->mem_mib : CORE_UNKNOWN,
         .peak_mib = CORE_UNKNOWN, .util_pct = CORE_UNKNOWN,
-        .sharing_score = -1,
+        .sharing_score = -1, .user = (uint32_t)job->uid, .nice = job->nice,
     };
     return spec;
 }
@@ -167,7 +167,10 @@ int d_jobs_submitted(d_daemon *d, const store_owner *owner,
         const proto_job *pj = &req->jobs[i];
         d_job *job = d_job_new(first_id + (int64_t)i, owner->uid, owner->gid,
                                owner->user, pj->gpus, pj->mem_mib, pj->nafter);
-        if (job) d_deps_from_request(pj, first_id, job->deps);
+        if (job) {
+            d_deps_from_request(pj, first_id, job->deps);
+            job->nice = pj->nice;
+        }
         if (!job || d_job_add(d, job) != 0) {
             free(job);
             d_log("job %lld: out of memory; it runs after a restart",
@@ -655,7 +658,10 @@ static void d_job_recover(void *ctx, json_t *row) {
                            (int)d_int(row, "gpus"),
                            json_is_number(mem) ? json_number_value(mem) : -1,
                            d_deps_count(row));
-    if (job) d_deps_from_row(row, job->deps);
+    if (job) {
+        d_deps_from_row(row, job->deps);
+        job->nice = (int)d_int(row, "nice");
+    }
     if (!job || d_job_add(d, job) != 0) {
         free(job);
         d_log("job %lld: out of memory while recovering",

@@ -8,7 +8,7 @@
  *
  * Requests ("op" and its fields):
  *   submit  cwd, env [..."K=V"], jobs [{cmd [...], gpus, mem_mib, name, feed,
- *           after, mps_threads_pct, meta}]
+ *           after, mps_threads_pct, meta, nice}]
  *           after: [{id or index, kind}...] -- the jobs it waits for: an
  *           existing job by id, or an earlier job of the same submit by
  *           its index in jobs; kind is afterok, afterany or afternotok
@@ -89,6 +89,8 @@ typedef struct proto_job {
     proto_dep *after;       /* nafter jobs it waits for (all of them) */
     size_t nafter;
     json_t *meta;           /* an object kept with the job; NULL: none */
+    int nice;               /* lowers it among the queue, 0..CORE_NICE_MAX
+                               (aegis-plus); 0 when not given */
 } proto_job;
 
 typedef struct proto_request {
