@@ -96,7 +96,7 @@ int core_schedule_backfill(core_state *core, double now, core_launch *out,
         }
         int k = job->spec.num_gpus;
         bool plain = cacheable && job->attempt == 1 && core_may_share(core, job);
-        double demand = core_demand(core, job);
+        double demand = core_shared_demand(core, job, core_demand(core, job));
         if (plain && demand >= failed[k]) {
             job = next;
             continue;

@@ -802,6 +802,14 @@ core_job *core_head(core_state *core) {
     return core->recovery.head ? core->recovery.head : core->fifo.head;
 }
 
+double core_shared_demand(const core_state *core, const core_job *job,
+                          double demand) {
+    double cap = core->cfg.est_cap_mib;
+    if (!core->pol->caps_estimates || job->floor_mib > 0 || cap <= 0)
+        return demand;
+    return demand < cap ? demand : cap;
+}
+
 bool core_may_share(const core_state *core, const core_job *job) {
     return !job->alone && core->pol->collocates &&
            (job->attempt == 1 || core->cfg.recovery_collocates);
@@ -816,10 +824,12 @@ static bool place(core_state *core, const core_job *job, double now,
     l->attempt = job->attempt;
     l->num_gpus = job->spec.num_gpus;
     l->floor_mib = core_demand(core, job);
-    return core_place_exclusive(core, job, allowed, l) ||
-           core_place_mig(core, job, allowed, l) ||
-           (core_may_share(core, job) &&
-            core_place_shared(core, job, now, allowed, l));
+    if (core_place_exclusive(core, job, allowed, l) ||
+        core_place_mig(core, job, allowed, l))
+        return true;
+    if (!core_may_share(core, job)) return false;
+    l->floor_mib = core_shared_demand(core, job, l->floor_mib);
+    return core_place_shared(core, job, now, allowed, l);
 }
 
 static void launch(core_state *core, core_job *job, core_launch *l,

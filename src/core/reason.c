@@ -50,7 +50,7 @@ static core_wait gpu_blocker(core_state *core, const core_job *job, int g,
         }
         double guard = core_guard(core, gpu);
         r->free_mib = gpu->view.total_mib - win_used_max_at(&gpu->win, now);
-        r->need_mib = demand + guard;
+        r->need_mib = core_shared_demand(core, job, demand) + guard;
         if (r->free_mib < r->need_mib) return r->kind = CORE_WAIT_MEMORY;
         if (core_filters_pressure(core, gpu)) {
             const win_scores *s = win_scores_at(&gpu->win, now);

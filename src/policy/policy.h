@@ -36,6 +36,8 @@ typedef struct policy {
                                waits behind its head, users ignored */
     bool pairs_unfiltered;  /* a GPU running one job takes a second
                                whatever its pressure (aegis-plus) */
+    bool caps_estimates;    /* a first attempt joins a busy GPU with its
+                               demand capped at est_cap_mib (aegis-plus) */
     /* Memory a first attempt demands and is admitted with (MiB). */
     double (*demand)(const core_config *cfg, const core_job_spec *job);
     /* The policy's own constraint on a GPU; NULL for none. */
@@ -58,10 +60,6 @@ typedef struct policy {
 #define POLICY_DECLARE(str, sym) extern const policy sym;
 POLICY_LIST(POLICY_DECLARE)
 #undef POLICY_DECLARE
-
-/* A hint of mib MiB (an estimate, a profiled peak) plus est_margin_mib,
- * or no_est_demand_mib when the hint is unknown (< 0): aegis.c. */
-double policy_margin_demand(const core_config *cfg, double mib);
 
 /* The policy named `name`, or NULL. */
 const policy *policy_find(const char *name);
