@@ -12,7 +12,7 @@
 
 static const char help[] =
 "usage: aegis gen-trace --jobs N [--seed S] [--catalog FILE] [--mean-gap-s X]\n"
-"                       [--workloads NAME[,NAME...]]\n"
+"                       [--workloads NAME[,NAME...]] [--users N]\n"
 "       aegis gen-trace --list [--catalog FILE]\n"
 "\n"
 "Writes a job trace in CSV (job_index,submit_time_s,workload) to stdout:\n"
@@ -29,6 +29,8 @@ static const char help[] =
 "  --workloads LIST  draw only from these catalog workloads (comma-separated;\n"
 "                    a name given twice is drawn twice as often); an\n"
 "                    unknown name is refused with the nearest known ones\n"
+"  --users N         add a user column, each job's user drawn uniformly\n"
+"                    from user1..userN (aegis sim's fair share reads it)\n"
 "  --list            print the catalog's workload names, one per line\n"
 "  --help            this text\n"
 "\n"
@@ -93,10 +95,11 @@ int cli_gen_trace(int argc, char **argv) {
         {"catalog", required_argument, NULL, 'c'},
         {"mean-gap-s", required_argument, NULL, 'g'},
         {"workloads", required_argument, NULL, 'w'},
+        {"users", required_argument, NULL, 'u'},
         {"list", no_argument, NULL, 'l'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
-    long jobs = -1, seed = 1;
+    long jobs = -1, seed = 1, users = 0;
     double gap = 60;
     const char *catalog = cli_default_catalog();
     char *workloads = NULL;
@@ -113,6 +116,8 @@ int cli_gen_trace(int argc, char **argv) {
         case 'g': rc = cli_parse_double("gen-trace", "mean-gap-s", optarg, 0,
                                         1e9, &gap); break;
         case 'w': workloads = optarg; break;
+        case 'u': rc = cli_parse_long("gen-trace", "users", optarg, 1,
+                                      1000000, &users); break;
         case 'l': list = true; break;
         case 'h': fputs(help, stdout); return CLI_OK;
         default: rc = -1;
@@ -136,7 +141,9 @@ int cli_gen_trace(int argc, char **argv) {
     if (list) return gen_list(cat);
     int npool;
     const cat_workload **pool = gen_pool(cat, workloads, &npool);
-    int rc = pool ? gen_trace(stdout, pool, npool, jobs, (uint64_t)seed, gap) : 0;
+    int rc = pool ? gen_trace(stdout, pool, npool, jobs, (uint64_t)seed, gap,
+                                (int)users)
+                    : 0;
     free(pool);
     cat_free(cat);
     if (!pool) return CLI_USAGE;

@@ -30,10 +30,14 @@ static const char ls_help[] =
 "    Lists queued and running jobs (with --all, finished ones too), in\n"
 "    submission order: id, owner, state (queued, running, done, failed,\n"
 "    cancelled, timeout), GPUs asked for, attempts made, energy so far,\n"
-"    and the command -- shown only for your own jobs (root sees all). A\n"
-"    job held for its --after jobs is queued, with waiting_for in --json;\n"
-"    one held by `aegis hold` shows as held (queued, with held: true in\n"
-"    --json).\n\n"
+"    the name or command -- the command shown only for your own jobs\n"
+"    (root sees all) -- and, for a job waiting, why (REASON): behind job\n"
+"    N (the head of the queue), no GPU with D MiB free (largest free: F\n"
+"    MiB on GPU k), GPU k under observation, GPU k under pressure (SMACT\n"
+"    x >= y), user limit reached, waiting for job N (dependency), held,\n"
+"    ... A job held for its --after jobs is queued, with waiting_for in\n"
+"    --json; one held by `aegis hold` shows as held (queued, with held:\n"
+"    true in --json).\n\n"
 "OPTIONS\n"
 "    --all           finished jobs too\n"
 "    --user USER     only USER's jobs (a login name or a uid); -u USER\n"
@@ -41,7 +45,12 @@ static const char ls_help[] =
 "                    running, done, failed, cancelled, timeout); a\n"
 "                    finished state implies --all\n"
 "    --json          a JSON array of jobs, each with at least id, state,\n"
-"                    user, gpus, attempts and energy_j\n" SOCKET_OPT EXIT_STATUS;
+"                    user, gpus, attempts, nice and energy_j; a waiting\n"
+"                    job has wait_reason (the REASON text), wait_code\n"
+"                    (behind, memory, observing, window, pressure, idle,\n"
+"                    policy, mig, drained, user_limit, dependency, held)\n"
+"                    and, when the wait ends at a known time, wait_until\n"
+"                    (Unix time)\n" SOCKET_OPT EXIT_STATUS;
 
 static const char show_help[] =
 "NAME\n    aegis show - everything aegisd knows about one job\n\n"
@@ -118,20 +127,19 @@ static const char *str(json_t *obj, const char *key) {
     return s ? s : "";
 }
 
-/* A job's command as one line: its words joined by spaces. */
-static void print_cmd(json_t *cmd, int width) {
-    char line[4096];
+/* A job's command as one line, its words joined by spaces, into line;
+ * "-" when the command is not shown. */
+static void cmd_line(json_t *cmd, char *line, size_t size) {
     size_t at = 0;
     size_t i;
     json_t *w;
-    line[0] = '\0';
+    snprintf(line, size, "%s", cmd ? "" : "-");
     json_array_foreach(cmd, i, w) {
-        int n = snprintf(line + at, sizeof(line) - at, "%s%s", i ? " " : "",
+        int n = snprintf(line + at, size - at, "%s%s", i ? " " : "",
                          json_string_value(w));
-        if (n < 0 || (size_t)n >= sizeof(line) - at) break;
+        if (n < 0 || (size_t)n >= size - at) break;
         at += (size_t)n;
     }
-    printf("%.*s", width, cmd ? line : "-");
 }
 
 static json_t *ids_from(const char *cmd, int argc, char **argv, int first) {
@@ -220,20 +228,22 @@ int cli_ls(int argc, char **argv) {
     if (f.json) {
         client_print_json(jobs);
     } else {
-        printf("%-7s %-10s %-9s %4s %4s %9s  %s\n", "ID", "USER", "STATE",
-               "GPUS", "ATT", "ENERGY_KJ", "NAME/COMMAND");
+        printf("%-7s %-10s %-9s %4s %4s %9s  %-30s  %s\n", "ID", "USER",
+               "STATE", "GPUS", "ATT", "ENERGY_KJ", "NAME/COMMAND", "REASON");
         size_t i;
         json_t *j;
         json_array_foreach(jobs, i, j) {
-            printf("%-7lld %-10.10s %-9s %4lld %4lld %9.1f  ",
+            char what[4096];
+            if (str(j, "name")[0]) snprintf(what, sizeof(what), "%s", str(j, "name"));
+            else cmd_line(json_object_get(j, "cmd"), what, sizeof(what));
+            const char *why = str(j, "wait_reason");
+            printf("%-7lld %-10.10s %-9s %4lld %4lld %9.1f  %-30.30s  %s\n",
                    (long long)num(j, "id"), str(j, "user"),
                    json_is_true(json_object_get(j, "held")) ? "held"
                                                             : str(j, "state"),
                    (long long)num(j, "gpus"), (long long)num(j, "attempts"),
-                   json_number_value(json_object_get(j, "energy_j")) / 1000);
-            if (str(j, "name")[0]) printf("%s", str(j, "name"));
-            else print_cmd(json_object_get(j, "cmd"), 60);
-            putchar('\n');
+                   json_number_value(json_object_get(j, "energy_j")) / 1000,
+                   what, why[0] ? why : "-");
         }
     }
     json_decref(ans);
@@ -261,15 +271,19 @@ static void show_text(json_t *job) {
         timelimit_format(json_number_value(limit), text, sizeof(text));
         printf("%-10s %s\n", "time limit", text);
     }
+    if (str(job, "wait_reason")[0])
+        printf("%-10s %s\n", "waiting", str(job, "wait_reason"));
     if (str(job, "name")[0]) printf("%-10s %s\n", "name", str(job, "name"));
     if (str(job, "feed")[0]) printf("%-10s %s\n", "feed", str(job, "feed"));
     if (json_object_get(job, "cmd")) {
-        printf("%-10s ", "command");
-        print_cmd(json_object_get(job, "cmd"), 4096);
-        printf("\n%-10s %s\n%-10s %zu variables\n", "directory", str(job, "cwd"),
+        char line[4096];
+        cmd_line(json_object_get(job, "cmd"), line, sizeof(line));
+        printf("%-10s %s\n%-10s %s\n%-10s %zu variables\n", "command", line,
+               "directory", str(job, "cwd"),
                "env", json_array_size(json_object_get(job, "env")));
     }
     printf("%-10s %lld\n", "gpus", (long long)num(job, "gpus"));
+    if (num(job, "nice")) printf("%-10s %lld\n", "nice", (long long)num(job, "nice"));
     json_t *mem = json_object_get(job, "mem_mib");
     if (json_is_number(mem))
         printf("%-10s %.0f MiB\n", "memory", json_number_value(mem));

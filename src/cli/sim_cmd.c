@@ -354,7 +354,10 @@ static int parse_args(sim_cmd *cmd, int argc, char **argv) {
             cmd->opt.servers = (int)n;
             break;
         case 'p': rc = parse_policies(cmd, optarg); break;
-        case 'j': cmd->json = true; break;
+        case 'j':
+            cmd->json = true;
+            cmd->opt.reasons = true;
+            break;
         case 'T': cmd->timeline = optarg; break;
         case 'e': rc = set_estimator(cmd, optarg); break;
         case 'S': rc = set_core(cmd, optarg); break;

@@ -1,11 +1,11 @@
 /* spec.c -- YAML job specs for `aegis submit`, in two formats.
  *
  * aegis's own: one job as a mapping (command, name, feed, gpus, mem,
- * mem_mib, model, after, mps_threads_pct, time), or several under
- * `jobs:`. A job names another of the same file in `after:` by its name;
- * the names are resolved once the whole file is read, to the index of
- * that job in the request, which aegisd turns into its id. A number in
- * `after:` is an existing job, as on the command line.
+ * mem_mib, model, after, mps_threads_pct, time, nice), or several
+ * under `jobs:`. A job names another of the same file in `after:` by
+ * its name; the names are resolved once the whole file is read, to the
+ * index of that job in the request, which aegisd turns into its id. A
+ * number in `after:` is an existing job, as on the command line.
  *
  * AEGIS's (its repository's evaluation specs): `version: 1` with the
  * sections job (command, conda_env), resources (num_gpus,
@@ -19,6 +19,7 @@
  */
 #include "submit.h"
 
+#include "core.h"
 #include "proto.h"
 #include "timelimit.h"
 
@@ -214,10 +215,13 @@ static int spec_job(spec *s, yaml_node_t *map, const submit_defaults *def,
             if (!text || timelimit_parse(text, &d.time_limit))
                 rc = spec_error(s, v, "expected a time limit: MINUTES, MM:SS, "
                                 "HH:MM:SS, D-HH:MM:SS, or 90s, 30m, 2h, 1d", k);
+        } else if (!strcmp(k, "nice")) {
+            rc = spec_number(s, v, k, 0, CORE_NICE_MAX, true, &num);
+            d.nice = (long)num;
         } else {
             rc = spec_error(s, kn, "unknown key (command, name, feed, gpus, "
                             "mem, mem_mib, model, after, mps_threads_pct, "
-                            "time)", k);
+                            "time, nice)", k);
         }
     }
     if (rc == 0 && !cmd) rc = spec_error(s, map, "command: missing", NULL);

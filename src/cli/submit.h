@@ -5,7 +5,7 @@
  *
  * A job is the JSON object of the submit request (src/daemon/proto.h):
  * {cmd, gpus, mem_mib, name, feed, after, mps_threads_pct, meta,
- * time_limit_s}. Until a
+ * time_limit_s, nice}. Until a
  * spec's names are resolved, an "after" entry may be {name, kind, line}.
  */
 #ifndef AEGIS_SUBMIT_H
@@ -25,6 +25,7 @@ typedef struct submit_defaults {
     json_t *after;          /* dependency entries (borrowed); NULL: none */
     long mps_threads;       /* MPS thread percentage; 0: none */
     double time_limit;      /* seconds each attempt may run; 0: none */
+    long nice;              /* 0..CORE_NICE_MAX: lower among the queue */
 } submit_defaults;
 
 /* A job of command cmd (taken) with the defaults. */

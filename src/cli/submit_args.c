@@ -33,6 +33,7 @@ json_t *submit_job(json_t *cmd, const submit_defaults *def) {
                             json_integer(def->mps_threads));
     if (def->time_limit > 0)
         json_object_set_new(job, "time_limit_s", json_real(def->time_limit));
+    if (def->nice > 0) json_object_set_new(job, "nice", json_integer(def->nice));
     return job;
 }
 

@@ -14,6 +14,8 @@
 #include "submit.h"
 #include "timelimit.h"
 
+#include "core.h"
+
 #include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -135,6 +137,11 @@ static const char help[] =
 "    --mps-threads PCT  on a GPU aegisd shares through MPS, the job may use\n"
 "                    at most PCT% (1..100) of the GPU's SMs\n"
 "                    (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE); elsewhere ignored\n"
+"    --nice N        lower the job among the queue by N (0..10000): under\n"
+"                    aegis-plus a job's priority is its user's fair share\n"
+"                    (10000 for a user who used no GPU lately, less the\n"
+"                    more they used) minus its nice, so 10000 puts it\n"
+"                    behind every job of everyone not niced\n"
 "    --array FILE    one command per line, as above\n"
 "    --array RANGE   the command once per index, as above\n"
 "    --json          print {\"ids\": [...]} instead\n"
@@ -306,6 +313,7 @@ static int submit_options(int argc, char **argv, submit_opts *o) {
         {"after", required_argument, NULL, 'a'},
         {"mps-threads", required_argument, NULL, 'T'},
         {"time", required_argument, NULL, 't'},
+        {"nice", required_argument, NULL, 'N'},
         {"array", required_argument, NULL, 'A'},
         {"json", no_argument, NULL, 'j'},
         {"socket", required_argument, NULL, 's'},
@@ -359,6 +367,11 @@ static int submit_options(int argc, char **argv, submit_opts *o) {
                         "30m, 2h, 1d (from 1 s to 365 days)\n", optarg);
                 return CLI_USAGE;
             }
+            break;
+        case 'N':
+            if (cli_parse_long("submit", "nice", optarg, 0, CORE_NICE_MAX,
+                               &o->def.nice))
+                return CLI_USAGE;
             break;
         case 'A': o->array = optarg; break;
         case 'j': o->json = true; break;

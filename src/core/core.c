@@ -6,12 +6,10 @@
  * order: exclusive placement on idle GPUs, then collocation through the
  * gates (observation, window full, memory, pressure, the policy's own
  * constraint) and the ranking. When the head cannot be placed the call
- * stops: no backfill (AEGIS).
+ * stops: no backfill (AEGIS). A policy with backfill (aegis-plus) goes on
+ * down the queue instead, keeping the head's GPUs for it (backfill.c).
  */
-#include "core.h"
-#include "share_gpu.h"
-#include "window.h"
-#include "../policy/policy.h"
+#include "core_priv.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -22,83 +20,6 @@
  * 80 GB GPU give 8, and 32 leaves room for a smaller step. */
 #define CORE_MAX_BUCKETS 32
 
-typedef enum job_state { JOB_QUEUED, JOB_RUNNING } job_state;
-
-typedef struct core_job {
-    core_job_spec spec;
-    job_state state;
-    int attempt;            /* 1 for the first run */
-    double floor_mib;       /* recovery floor; 0 before the first OOM */
-    bool alone;             /* must run alone (ladder exhausted) */
-    /* while running; core_start() or core_adopt() and core_occupy() set
-     * these before any read, so a reused record keeps its old values until
-     * then (core_job_alloc()): */
-    int gpus[CORE_MAX_JOB_GPUS];
-    double admitted_mib;    /* the demand or floor it was admitted with */
-    double dispatch_free_mib; /* least free memory among its GPUs when
-                                 placed; CORE_UNKNOWN without telemetry */
-    bool exclusive;         /* placed on idle GPUs */
-    bool active;            /* seen active on its GPUs */
-    mig_instance mig;       /* its MIG instance; profile NULL when it runs
-                               on whole GPUs */
-    uint64_t placed_seen[CORE_MAX_JOB_GPUS]; /* GPU placement counts at launch */
-    struct core_job *prev, *next; /* queue links */
-    struct core_job *hnext;       /* hash chain */
-} core_job;
-
-typedef struct core_queue {
-    core_job *head, *tail;
-    int len;
-} core_queue;
-
-/* The telemetry gates' last answer on a GPU. The gates read only the
- * window, the demand and the configuration, and a busy server asks them of
- * every GPU at every attempt while most windows stay as they were. */
-typedef struct core_gate {
-    uint64_t version;       /* win_version_at() when asked; 0: never */
-    double demand;          /* the demand asked about */
-    bool admits;            /* the answer */
-} core_gate;
-
-typedef struct core_gpu {
-    policy_gpu view;        /* what policies see */
-    win win;                /* telemetry window */
-    core_gate gate;         /* remembered telemetry gates; core_reconfigure()
-                               forgets it */
-    bool drained;           /* kept out of placement */
-    bool foreign;           /* memory in use by processes not placed here */
-    bool alone;             /* runs a job that must not share */
-    int unseen;             /* jobs placed here, not yet seen active */
-    double open_at;         /* observation ends: no new job before */
-    uint64_t placements;    /* jobs ever placed here: tells a job it shared */
-    share_gpu share;        /* sharing mode and MIG instances */
-} core_gpu;
-
-struct core_state {
-    core_config cfg;
-    const policy *pol;
-    policy_placement placement;
-    int num_gpus;
-    core_gpu gpus[CORE_MAX_GPUS];
-    core_queue recovery;    /* requeued after an OOM or loss: served first */
-    core_queue fifo;
-    int running;
-    int mig_gpus;           /* GPUs in mig or auto mode: with none, no job
-                               runs in a MIG instance, and placement skips
-                               asking each GPU whether one would */
-    uint64_t idle;          /* bit g: GPU g is idle (gpu_idle()) */
-    int rr_next;            /* round robin: next GPU to start from */
-    core_job **table;       /* hash table of every job by id */
-    size_t table_size;      /* a power of two */
-    size_t njobs;
-    core_job *spare;        /* forgotten jobs' records, chained by hnext,
-                               for the next submits: a simulated server
-                               submits thousands, and malloc and free of
-                               each was a twentieth of a replay */
-};
-
-_Static_assert(CORE_MAX_GPUS <= 64, "core_state.idle holds a bit per GPU");
-
 /* ---- jobs by id ----------------------------------------------------------- */
 
 static size_t core_hash(const core_state *core, int64_t id) {
@@ -106,7 +27,7 @@ static size_t core_hash(const core_state *core, int64_t id) {
     return (size_t)(h >> 32) & (core->table_size - 1);
 }
 
-static core_job *core_find(const core_state *core, int64_t id) {
+core_job *core_find(const core_state *core, int64_t id) {
     for (core_job *j = core->table[core_hash(core, id)]; j; j = j->hnext)
         if (j->spec.id == id) return j;
     return NULL;
@@ -171,6 +92,17 @@ static void queue_unlink(core_queue *q, core_job *job) {
 /* Which queue holds a queued job: only retried jobs are in recovery. */
 static core_queue *queue_of(core_state *core, const core_job *job) {
     return job->attempt > 1 ? &core->recovery : &core->fifo;
+}
+
+/* Onto its queue and, a first attempt, its user's. */
+static void core_enqueue(core_state *core, core_job *job) {
+    queue_push(queue_of(core, job), job);
+    if (job->attempt == 1) core_user_enqueue(core, job);
+}
+
+static void core_dequeue(core_state *core, core_job *job) {
+    queue_unlink(queue_of(core, job), job);
+    if (job->attempt == 1) core_user_dequeue(core, job);
 }
 
 /* ---- idle GPUs -------------------------------------------------------------- *
@@ -239,6 +171,7 @@ core_state *core_create(const core_config *cfg, int num_gpus,
     if (!core) goto oom;
     core_set_config(core, cfg);
     core->num_gpus = num_gpus;
+    core->head_id = -1;
     core->table_size = 64;
     core->table = calloc(core->table_size, sizeof(*core->table));
     if (!core->table) goto oom;
@@ -270,6 +203,9 @@ void core_destroy(core_state *core) {
         free(j);
     }
     free(core->table);
+    free(core->users);
+    free(core->cursor);
+    free(core->order_base);
     for (int g = 0; g < core->num_gpus; g++) win_free(&core->gpus[g].win);
     free(core);
 }
@@ -310,6 +246,7 @@ int core_reconfigure(core_state *core, const core_config *cfg, char *err,
         }
     }
     core_set_config(core, cfg);
+    core->changes++;
     core_rehold(core);
     for (int g = 0; g < core->num_gpus; g++) core->gpus[g].gate.version = 0;
     return 0;
@@ -327,6 +264,11 @@ static core_job *core_job_new(core_state *core, const core_job_spec *job,
                  (long long)job->id, job->num_gpus, core->num_gpus);
         return NULL;
     }
+    if (job->nice < 0 || job->nice > CORE_NICE_MAX) {
+        snprintf(err, errlen, "job %lld: nice %d, must be 0..%d",
+                 (long long)job->id, job->nice, CORE_NICE_MAX);
+        return NULL;
+    }
     if (core_find(core, job->id)) {
         snprintf(err, errlen, "job %lld: id already known", (long long)job->id);
         return NULL;
@@ -335,7 +277,8 @@ static core_job *core_job_new(core_state *core, const core_job_spec *job,
         snprintf(err, errlen, "job %lld: out of memory", (long long)job->id);
         return NULL;
     }
-    core_job *j = core_job_alloc(core);
+    int user = core_user_index(core, job->user);
+    core_job *j = user >= 0 ? core_job_alloc(core) : NULL;
     if (!j) {
         snprintf(err, errlen, "job %lld: out of memory", (long long)job->id);
         return NULL;
@@ -345,6 +288,10 @@ static core_job *core_job_new(core_state *core, const core_job_spec *job,
     j->attempt = 1;
     j->floor_mib = 0;
     j->alone = false;
+    j->user = user;
+    j->seq = core->submits++;
+    j->passed = 0;
+    j->tried_in = 0;
     size_t h = core_hash(core, job->id);
     j->hnext = core->table[h];
     core->table[h] = j;
@@ -356,7 +303,7 @@ int core_submit(core_state *core, const core_job_spec *job, double now,
                 char *err, size_t errlen) {
     core_job *j = core_job_new(core, job, err, errlen);
     if (!j) return -1;
-    queue_push(&core->fifo, j);
+    core_enqueue(core, j);
     return 0;
 }
 
@@ -384,7 +331,7 @@ int core_submit_retry(core_state *core, const core_job_spec *job,
     core_job *j = core_job_new(core, job, err, errlen);
     if (!j) return -1;
     core_set_retry(j, r);
-    queue_push(queue_of(core, j), j);
+    core_enqueue(core, j);
     return 0;
 }
 
@@ -408,7 +355,9 @@ static void gpu_account(core_gpu *gpu, const core_job_spec *spec, int sign) {
 
 /* Takes a running job off its GPUs. A GPU left empty has nothing to
  * observe, so its observation gate opens at once. */
-static void core_release(core_state *core, core_job *job) {
+static void core_release(core_state *core, core_job *job, double now) {
+    core->changes++;
+    core_user_runs(core, job, -1, now);
     for (int k = 0; k < job->spec.num_gpus; k++) {
         core_gpu *gpu = &core->gpus[job->gpus[k]];
         gpu_account(gpu, &job->spec, -1);
@@ -428,8 +377,8 @@ static void core_release(core_state *core, core_job *job) {
 int core_cancel(core_state *core, int64_t job_id, double now) {
     core_job *job = core_find(core, job_id);
     if (!job) return -1;
-    if (job->state == JOB_QUEUED) queue_unlink(queue_of(core, job), job);
-    else core_release(core, job);
+    if (job->state == JOB_QUEUED) core_dequeue(core, job);
+    else core_release(core, job, now);
     core_forget(core, job);
     return 0;
 }
@@ -437,6 +386,7 @@ int core_cancel(core_state *core, int64_t job_id, double now) {
 void core_sample(core_state *core, int gpu, const struct core_sample *s,
                  double now) {
     if (gpu < 0 || gpu >= core->num_gpus) return;
+    core->changes++;
     /* Out of memory only loses this step; the window keeps its older ones. */
     (void)win_push(&core->gpus[gpu].win, s, now);
 }
@@ -444,6 +394,7 @@ void core_sample(core_state *core, int gpu, const struct core_sample *s,
 void core_job_active(core_state *core, int64_t job_id, double now) {
     core_job *job = core_find(core, job_id);
     if (!job || job->state != JOB_RUNNING || job->active) return;
+    core->changes++;
     job->active = true;
     for (int k = 0; k < job->spec.num_gpus; k++) {
         core_gpu *gpu = &core->gpus[job->gpus[k]];
@@ -452,8 +403,7 @@ void core_job_active(core_state *core, int64_t job_id, double now) {
     }
 }
 
-/* The memory the job is admitted with on this attempt. */
-static double core_demand(const core_state *core, const core_job *job) {
+double core_demand(const core_state *core, const core_job *job) {
     if (job->alone) return 0;
     return job->floor_mib > 0 ? job->floor_mib
                               : core->pol->demand(&core->cfg, &job->spec);
@@ -496,16 +446,17 @@ static double core_next_floor(const core_state *core, const core_job *job) {
 
 static void core_requeue(core_state *core, core_job *job) {
     job->attempt++;
+    job->passed = 0;
     job->state = JOB_QUEUED;
     job->active = false;
-    queue_push(&core->recovery, job);
+    core_enqueue(core, job);
 }
 
 core_outcome core_job_exit(core_state *core, int64_t job_id, core_exit how,
                            double now, double *next_floor_mib) {
     core_job *job = core_find(core, job_id);
     if (!job || job->state != JOB_RUNNING) return CORE_DONE;
-    core_release(core, job);
+    core_release(core, job, now);
     core_outcome out;
     switch (how) {
     case CORE_EXIT_OOM:
@@ -556,6 +507,7 @@ int core_gpu_share(core_state *core, int gpu, share_mode mode,
                  "only while it is idle", gpu, g->view.njobs);
         return -1;
     }
+    core->changes++;
     core->mig_gpus += needs_table - share_gpu_mode_mig(g->share.mode);
     g->share = (share_gpu){.mode = mode, .model = needs_table ? mig : NULL};
     return 0;
@@ -563,6 +515,7 @@ int core_gpu_share(core_state *core, int gpu, share_mode mode,
 
 void core_gpu_drain(core_state *core, int gpu, bool drained) {
     if (gpu < 0 || gpu >= core->num_gpus) return;
+    core->changes++;
     core->gpus[gpu].drained = drained;
     core_gpu_changed(core, &core->gpus[gpu]);
 }
@@ -574,31 +527,6 @@ void core_gpu_foreign(core_state *core, int gpu, bool in_use) {
 }
 
 /* ---- placement ---------------------------------------------------------- */
-
-/* Closed to a new job: drained, held by a job that must run alone, or
- * still observing its last newcomer. */
-static bool gpu_open(const core_gpu *gpu, double now) {
-    return !gpu->drained && !gpu->alone && gpu->unseen == 0 &&
-           now >= gpu->open_at;
-}
-
-/* Asked for every GPU at every collocation attempt: a compare, not a call
- * to libm's fmax(). */
-static double core_guard(const core_state *core, const core_gpu *gpu) {
-    double by_frac = core->cfg.guard_frac * gpu->view.total_mib;
-    return by_frac > core->cfg.guard_min_mib ? by_frac : core->cfg.guard_min_mib;
-}
-
-/* The runtime-pressure filter on risk scores: SMACT with SMOCC or DRAMA
- * when DCGM reads them, utilization alone when only NVML does (AEGIS
- * candidate_selection.py and config/settings.py runtime_pressure_backend). */
-static bool core_under_pressure(const core_config *cfg, const policy_gpu *g) {
-    if (g->smact >= 0 && (g->smocc >= 0 || g->drama >= 0))
-        return g->smact >= cfg->smact_max &&
-               (g->smocc >= cfg->smocc_max || g->drama >= cfg->drama_max);
-    if (g->util >= 0) return g->util >= cfg->util_max;
-    return false;
-}
 
 /* Refreshes gpu->view from the full window and applies the telemetry
  * gates. Free memory is total minus the most used at any instant of the
@@ -627,8 +555,9 @@ static bool core_telemetry_admits(core_state *core, core_gpu *gpu, double demand
                                   bool pressure, double now) {
     if (!win_full(&gpu->win, now)) return false;
     uint64_t version = win_version_at(&gpu->win, now);
-    if (gpu->gate.version != version || gpu->gate.demand != demand)
-        gpu->gate = (core_gate){version, demand,
+    if (gpu->gate.version != version || gpu->gate.demand != demand ||
+        gpu->gate.pressure != pressure)
+        gpu->gate = (core_gate){version, demand, pressure,
             core_telemetry_gates(core, gpu, demand, pressure, now)};
     return gpu->gate.admits;
 }
@@ -660,7 +589,7 @@ static void core_take_best(core_candidate *c, int n, int k) {
 /* True when the job, demanding `demand` (core_demand()), would run in a
  * MIG instance on this GPU (core.h, "sharing modes"), not on the whole
  * GPU. */
-static bool core_wants_mig(const core_state *core, const core_job *job,
+bool core_wants_mig(const core_state *core, const core_job *job,
                            double demand, const core_gpu *gpu) {
     if (!share_gpu_mode_mig(gpu->share.mode)) return false;
     return share_gpu_wants_mig(&gpu->share, job->spec.num_gpus, demand,
@@ -676,9 +605,10 @@ static bool core_wants_mig(const core_state *core, const core_job *job,
  * (AEGIS's idle path checks only that no job is on them), so no full
  * window is needed. */
 static bool core_place_exclusive(core_state *core, const core_job *job,
-                                 core_launch *l) {
+                                 uint64_t allowed, core_launch *l) {
     int n = 0;
-    for (uint64_t m = core->idle; m && n < job->spec.num_gpus; m &= m - 1) {
+    for (uint64_t m = core->idle & allowed; m && n < job->spec.num_gpus;
+         m &= m - 1) {
         int g = __builtin_ctzll(m); /* the lowest idle GPU left */
         if (!core_wants_mig(core, job, l->floor_mib, &core->gpus[g]))
             l->gpus[n++] = g;
@@ -689,7 +619,7 @@ static bool core_place_exclusive(core_state *core, const core_job *job,
 
 /* Collocation: every open GPU through the gates, then the best ranked. */
 static bool core_place_shared(core_state *core, const core_job *job,
-                              double now, core_launch *l) {
+                              double now, uint64_t allowed, core_launch *l) {
     const policy *pol = core->pol;
     /* After an OOM the policy's own memory model proved wrong, so even
      * a telemetry-free baseline must now see the floor free. */
@@ -699,11 +629,13 @@ static bool core_place_shared(core_state *core, const core_job *job,
     int n = 0;
     for (int g = 0; g < core->num_gpus; g++) {
         core_gpu *gpu = &core->gpus[g];
-        if (!gpu_open(gpu, now) || !share_gpu_collocates(&gpu->share) ||
+        if (!(allowed >> g & 1) || !core_gpu_open(gpu, now) ||
+            !share_gpu_collocates(&gpu->share) ||
             core_wants_mig(core, job, demand, gpu))
             continue;
         if (telemetry && !core_telemetry_admits(core, gpu, demand,
-                                                pol->uses_telemetry, now))
+                                                core_filters_pressure(core, gpu),
+                                                now))
             continue;
         if (pol->admits && !pol->admits(&core->cfg, &gpu->view, &job->spec))
             continue;
@@ -724,14 +656,14 @@ static bool core_place_shared(core_state *core, const core_job *job,
  * would run in one, the fewest free memory slices first (best fit), the
  * lowest index breaking ties. FULL and FRAGMENTED both wait (core.h). */
 static bool core_place_mig(core_state *core, const core_job *job,
-                           core_launch *l) {
+                           uint64_t allowed, core_launch *l) {
     if (job->spec.num_gpus != 1 || core->mig_gpus == 0) return false;
     long demand = (long)ceil(l->floor_mib);
     int best = -1, best_used = -1;
     mig_pick best_pick = {MIG_FULL, NULL, -1};
     for (int g = 0; g < core->num_gpus; g++) {
         core_gpu *gpu = &core->gpus[g];
-        if (gpu->drained || gpu->alone ||
+        if (!(allowed >> g & 1) || gpu->drained || gpu->alone ||
             !core_wants_mig(core, job, l->floor_mib, gpu) ||
             !share_gpu_mig_open(&gpu->share, gpu->view.njobs))
             continue;
@@ -756,7 +688,7 @@ static bool core_place_mig(core_state *core, const core_job *job,
 
 /* Free memory of a GPU as the telemetry shows it at `now`: the window's
  * peak once the window is full, else the latest reading. */
-static double gpu_free_now(core_gpu *gpu, double now) {
+double core_gpu_free_now(core_gpu *gpu, double now) {
     if (gpu->win.nsteps == 0) return gpu->view.total_mib;
     double used = win_full(&gpu->win, now)
                       ? win_used_max_at(&gpu->win, now)
@@ -767,7 +699,9 @@ static double gpu_free_now(core_gpu *gpu, double now) {
 /* Puts a job, not yet seen active, on its GPUs (job->gpus): the policies'
  * sums, the placement counts that later tell whether it shared, and the
  * hold of a job that must run alone. */
-static void core_occupy(core_state *core, core_job *job) {
+static void core_occupy(core_state *core, core_job *job, double now) {
+    core->changes++;
+    core_user_runs(core, job, +1, now);
     job->state = JOB_RUNNING;
     job->active = false;
     bool hold = job->alone || !core->pol->collocates;
@@ -796,12 +730,12 @@ static void core_start(core_state *core, core_job *job, const core_launch *l,
         /* An instance's memory is its own: the GPU's free memory says
          * nothing about what the job had (core_next_floor). */
         if (core->pol->uses_telemetry && !l->mig) {
-            double free_mib = gpu_free_now(gpu, now);
+            double free_mib = core_gpu_free_now(gpu, now);
             if (job->dispatch_free_mib < 0 || free_mib < job->dispatch_free_mib)
                 job->dispatch_free_mib = free_mib;
         }
     }
-    core_occupy(core, job);
+    core_occupy(core, job, now);
     int after = l->gpus[l->num_gpus - 1] + 1;
     core->rr_next = after < core->num_gpus ? after : 0;
 }
@@ -865,40 +799,83 @@ int core_adopt(core_state *core, const core_job_spec *job,
         j->gpus[k] = a->gpus[k];
         if (core->gpus[a->gpus[k]].view.njobs > 0) j->exclusive = false;
     }
-    core_occupy(core, j);
+    core_occupy(core, j, now);
     if (a->active) core_job_active(core, job->id, a->active_at);
     return 0;
 }
 
-static core_job *core_head(core_state *core) {
+core_job *core_head(core_state *core) {
     return core->recovery.head ? core->recovery.head : core->fifo.head;
 }
 
-int core_schedule(core_state *core, double now, core_launch *out, int max) {
+double core_shared_demand(const core_state *core, const core_job *job,
+                          double demand) {
+    double cap = core->cfg.est_cap_mib;
+    if (!core->pol->caps_estimates || job->floor_mib > 0 || cap <= 0)
+        return demand;
+    return demand < cap ? demand : cap;
+}
+
+bool core_may_share(const core_state *core, const core_job *job) {
+    return !job->alone && core->pol->collocates &&
+           (job->attempt == 1 || core->cfg.recovery_collocates);
+}
+
+/* core_place() and core_launch_job(), static so that AEGIS's loop below,
+ * the simulator's hot path, has them inlined. */
+static bool place(core_state *core, const core_job *job, double now,
+                  uint64_t allowed, core_launch *l) {
+    memset(l, 0, sizeof(*l));
+    l->job_id = job->spec.id;
+    l->attempt = job->attempt;
+    l->num_gpus = job->spec.num_gpus;
+    l->floor_mib = core_demand(core, job);
+    if (core_place_exclusive(core, job, allowed, l) ||
+        core_place_mig(core, job, allowed, l))
+        return true;
+    if (!core_may_share(core, job)) return false;
+    l->floor_mib = core_shared_demand(core, job, l->floor_mib);
+    return core_place_shared(core, job, now, allowed, l);
+}
+
+static void launch(core_state *core, core_job *job, core_launch *l,
+                   double now) {
+    for (int k = 0; k < l->num_gpus; k++)
+        l->share[k] = share_gpu_launch_mode(&core->gpus[l->gpus[k]].share,
+                                            l->mig != NULL);
+    core_dequeue(core, job);
+    core_start(core, job, l, now);
+}
+
+bool core_place(core_state *core, const core_job *job, double now,
+                uint64_t allowed, core_launch *l) {
+    return place(core, job, now, allowed, l);
+}
+
+void core_launch_job(core_state *core, core_job *job, core_launch *l,
+                     double now) {
+    launch(core, job, l, now);
+}
+
+/* The queue in order, waiting behind its head: AEGIS. */
+static int core_schedule_fifo(core_state *core, double now, core_launch *out,
+                              int max) {
     int n = 0;
     core_job *job;
     while (n < max && (job = core_head(core))) {
-        core_launch *l = &out[n];
-        memset(l, 0, sizeof(*l));
-        l->job_id = job->spec.id;
-        l->attempt = job->attempt;
-        l->num_gpus = job->spec.num_gpus;
-        l->floor_mib = core_demand(core, job);
-        bool placed = core_place_exclusive(core, job, l) ||
-                      core_place_mig(core, job, l) ||
-                      (!job->alone && core->pol->collocates &&
-                       (job->attempt == 1 || core->cfg.recovery_collocates) &&
-                       core_place_shared(core, job, now, l));
-        if (!placed) break; /* no backfill: the head waits, so do all */
-        for (int k = 0; k < l->num_gpus; k++)
-            l->share[k] = share_gpu_launch_mode(&core->gpus[l->gpus[k]].share,
-                                                l->mig != NULL);
-        queue_unlink(queue_of(core, job), job);
-        core_start(core, job, l, now);
+        if (!place(core, job, now, CORE_ALL_GPUS, &out[n])) break;
+        launch(core, job, &out[n], now);
         n++;
     }
     return n;
 }
+
+int core_schedule(core_state *core, double now, core_launch *out, int max) {
+    return core->pol->backfill ? core_schedule_backfill(core, now, out, max)
+                               : core_schedule_fifo(core, now, out, max);
+}
+
+bool core_queue_blocks(const core_state *core) { return !core->pol->backfill; }
 
 /* ---- time and counts ------------------------------------------------------ */
 

@@ -60,6 +60,17 @@ typedef struct core_config {
     int lucid_max_jobs;        /* lucid: jobs per GPU (2) */
     int lucid_max_score;       /* lucid: sum of sharing scores per GPU (2) */
     double horus_max_util_pct; /* horus: sum of profiled utilization (100) */
+    /* aegis-plus only (docs/design.md, "aegis-plus"): */
+    double est_cap_mib;        /* a demand from an estimate counts up to
+                                  this; 0: no cap (12288) */
+    int backfill_max_passes;   /* jobs that may start past a waiting head of
+                                  the queue before the queue waits behind it
+                                  (16) */
+    double fairshare_half_life_s; /* a user's GPU time counts half after
+                                  this long (86400) */
+    int max_gpus_per_user;     /* GPUs a user's running jobs may hold; 0: no
+                                  limit (0) */
+    int max_jobs_per_user;     /* jobs a user may run at once; 0: no limit (0) */
     const char *policy;        /* a name from core_policy_names() ("aegis") */
     const char *placement;     /* magm, lug, bf, ff or rr ("magm") */
 } core_config;
@@ -91,7 +102,15 @@ typedef struct core_job_spec {
     double peak_mib;     /* profiled peak memory (aegis-oracle, lucid), MiB */
     double util_pct;     /* profiled GPU utilization 0..100 (horus) */
     int sharing_score;   /* lucid: 0 tiny, 1 medium, 2 jumbo; -1 unknown */
+    uint32_t user;       /* who submitted it (a uid): fair share and the
+                            per-user limits of aegis-plus */
+    int nice;            /* 0..CORE_NICE_MAX: lowers the job's priority
+                            among the queue (aegis-plus) */
 } core_job_spec;
+
+/* The most a job may be niced: the priority a user's fair share gives is
+ * at most this much (core_job_priority()). */
+#define CORE_NICE_MAX 10000
 
 /* ---- telemetry ------------------------------------------------------------ */
 
@@ -135,6 +154,57 @@ typedef enum core_outcome {
     CORE_REQUEUED,      /* back in the recovery queue with a higher floor */
     CORE_STOPPED        /* gave up: failed, or OOM when it ran alone */
 } core_outcome;
+
+/* ---- why a job waits ------------------------------------------------------
+ *
+ * Every queued job has a reason, as Slurm's REASON column gives one:
+ * core_job_reason() answers it for the queue as the last core_schedule()
+ * left it. It is worked out when asked, not at each decision, so a driver
+ * that never asks (the simulator without --json) pays nothing for it. */
+typedef enum core_wait {
+    CORE_WAIT_NONE,         /* not waiting: running, or unknown to the core */
+    CORE_WAIT_BEHIND,       /* behind `job`, the head of the queue: the queue
+                               waits for it (no backfill), or the GPUs that
+                               would take this job are kept for it */
+    CORE_WAIT_MEMORY,       /* no GPU shows need_mib free; the largest free
+                               is free_mib, on `gpu` */
+    CORE_WAIT_OBSERVING,    /* `gpu` is observing its newest job until
+                               `until` (< 0: until that job is seen active) */
+    CORE_WAIT_WINDOW,       /* `gpu`'s telemetry window fills at `until` */
+    CORE_WAIT_PRESSURE,     /* `gpu` is under pressure: `metric` reads
+                               `value` >= `limit` */
+    CORE_WAIT_IDLE,         /* needs `count` idle GPUs: it runs alone */
+    CORE_WAIT_POLICY,       /* the policy's own rule (horus, lucid) refuses
+                               every open GPU */
+    CORE_WAIT_MIG,          /* no MIG instance holding need_mib can be made */
+    CORE_WAIT_DRAINED,      /* every GPU it could take is drained */
+    CORE_WAIT_USER_LIMIT,   /* its user runs `count` jobs (metric "jobs") or
+                               holds `count` GPUs ("GPUs"), the limit */
+    CORE_WAIT_DEPENDENCY,   /* set by the daemon: waits for `job` to end */
+    CORE_WAIT_HELD,         /* set by the daemon: held by its user */
+    CORE_WAIT_KINDS
+} core_wait;
+
+typedef struct core_reason {
+    core_wait kind;
+    int64_t job;            /* BEHIND, DEPENDENCY */
+    int gpu;                /* MEMORY, OBSERVING, WINDOW, PRESSURE; -1 none */
+    int count;              /* IDLE, USER_LIMIT */
+    double need_mib, free_mib; /* MEMORY, MIG */
+    double until;           /* OBSERVING, WINDOW: in `now` units */
+    double value, limit;    /* PRESSURE */
+    const char *metric;     /* PRESSURE: "SMACT" or "utilization";
+                               USER_LIMIT: "jobs" or "GPUs" */
+} core_reason;
+
+/* The one-word name of a kind, as JSON keys and `aegis ls` read it:
+ * "behind", "memory", "observing", ... ("" for CORE_WAIT_NONE). */
+const char *core_wait_name(core_wait kind);
+
+/* The reason as a line of text, "no GPU with 38000 MiB free (largest free:
+ * 30720 MiB on GPU 1)"; a time is told as seconds from `now`, in the
+ * clock the reason was asked in. Returns what snprintf returns. */
+int core_reason_text(const core_reason *r, double now, char *buf, size_t len);
 
 /* ---- the state ------------------------------------------------------------ */
 
@@ -321,15 +391,38 @@ void core_gpu_drain(core_state *core, int gpu, bool drained);
 void core_gpu_foreign(core_state *core, int gpu, bool in_use);
 
 /* Places as many queued jobs as the policy allows at `now`, in queue order
- * (recovery queue first, then FIFO, no backfill). Writes at most `max`
- * launches to out and returns how many. The caller must start them. */
+ * (recovery queue first, then FIFO; under aegis-plus, then by priority,
+ * with backfill). Writes at most `max` launches to out and returns how
+ * many. The caller must start them. */
 int core_schedule(core_state *core, double now, core_launch *out, int max);
+
+/* Why job job_id waits, as of the last core_schedule() (call it at that
+ * call's `now`, before other events). A running or unknown job gets
+ * CORE_WAIT_NONE; returns 0, or -1 when the core does not know the job. */
+int core_job_reason(core_state *core, int64_t job_id, double now,
+                    core_reason *r);
+
+/* How far down the queue one backfill pass looks, and so the most jobs
+ * core_reason_front() gives: Slurm's backfill stops at 500 jobs
+ * (bf_max_job_test) for the same reason, the cost of a pass. */
+#define CORE_BACKFILL_DEPTH 256
+
+/* The queued jobs whose reason may be other than "behind the head", at
+ * most max of them, into ids: the head under FIFO, the jobs the last
+ * backfill pass reached. Every other queued job waits behind the head, so
+ * a driver counting reasons asks about these alone. Returns how many. */
+int core_reason_front(core_state *core, int64_t *ids, int max);
 
 /* The earliest time after `now` at which core_schedule() could decide
  * differently without any new event (an observation ending, a telemetry
  * window filling or sliding past a change), or a negative value when
  * nothing is pending. The simulator sleeps until then. */
 double core_next_wakeup(core_state *core, double now);
+
+/* True when a job that joins a waiting queue cannot start before the
+ * queue's head does (every policy but aegis-plus): a driver need not ask
+ * core_schedule() again for it. */
+bool core_queue_blocks(const core_state *core);
 
 /* Jobs waiting (both queues) and jobs placed, for dispatchers and listings. */
 int core_queued_count(const core_state *core);

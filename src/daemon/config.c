@@ -205,11 +205,12 @@ int config_load_daemon(const char *path, bool missing_ok, core_config *cfg,
     acct_params_default(acct);
     sharing_config_default(share);
     *log_max_mib = CONFIG_LOG_DEFAULT_MIB;
-    /* On a live server users may declare a job's memory (submit --mem).
-     * aegis-est admits such a job with that figure + est_margin_mib and any
-     * other job with the estimator-free no_est_demand_mib, so it is the
-     * estimator-free policy that also takes the user's word. */
-    cfg->policy = "aegis-est";
+    /* On a live server users may declare a job's memory (submit --mem),
+     * and several users share it. aegis-plus admits a job with that figure
+     * + est_margin_mib (up to est_cap_mib), any other with the
+     * estimator-free no_est_demand_mib, lets small jobs past a blocked
+     * one and shares the server fairly between users (docs/design.md). */
+    cfg->policy = "aegis-plus";
     FILE *f = fopen(path, "r");
     if (!f) {
         if (missing_ok && errno == ENOENT) return 0;

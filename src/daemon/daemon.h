@@ -61,6 +61,7 @@ typedef struct d_job {
     char user[64];
     int num_gpus;
     double mem_mib;             /* estimate, < 0 when none */
+    int nice;                   /* its submit's --nice */
     d_dep *deps;                /* ndeps jobs it waits for, allocated */
     size_t ndeps;               /*   with the job (d_job_new) */
     d_state state;

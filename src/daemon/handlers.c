@@ -41,6 +41,33 @@ static void d_user_name(uid_t uid, char *user, size_t len, gid_t *gid) {
     if (found && gid) *gid = found->pw_gid;
 }
 
+/* Why a job waits, as Slurm's REASON column says it: a held job for its
+ * first unfinished dependency, a queued one as the core tells it
+ * (core_job_reason()). Adds "wait_reason" (the text `aegis ls` shows),
+ * "wait_code" (core_wait_name()) and, for a wait that ends at a known
+ * time, "wait_until" (Unix time). The row's "reason" is the store's: why
+ * the job is in its state (a requeue, its end). */
+static void d_reason_fields(d_daemon *d, const d_job *job, json_t *row,
+                            json_t *waiting_for) {
+    core_reason r = {.kind = CORE_WAIT_NONE, .gpu = -1};
+    double now = d_now(d);
+    if (job->state == D_HELD && json_array_size(waiting_for) > 0) {
+        r.kind = CORE_WAIT_DEPENDENCY;
+        r.job = json_integer_value(json_array_get(waiting_for, 0));
+    } else if (job->state == D_QUEUED && job->in_core) {
+        core_job_reason(d->core, job->id, now, &r);
+    }
+    if (r.kind == CORE_WAIT_NONE) return;
+    char text[256];
+    core_reason_text(&r, now, text, sizeof(text));
+    json_object_set_new(row, "wait_reason", json_string(text));
+    json_object_set_new(row, "wait_code", json_string(core_wait_name(r.kind)));
+    bool timed = r.kind == CORE_WAIT_OBSERVING || r.kind == CORE_WAIT_WINDOW;
+    if (timed && r.until >= 0)
+        json_object_set_new(row, "wait_until",
+                            json_real(d_wall() + (r.until - now)));
+}
+
 /* Adds what only the daemon's memory knows to a job's row. */
 static void d_live_fields(d_daemon *d, json_t *row) {
     json_t *held = json_object_get(row, "held"); /* the store's 0 or 1 */
@@ -60,8 +87,9 @@ static void d_live_fields(d_daemon *d, json_t *row) {
                                                       ? "running"
                                                       : "queued"));
     json_object_set_new(row, "energy_j", json_real(job->energy_j));
-    if (job->state == D_HELD)
-        json_object_set_new(row, "waiting_for", d_deps_waiting(d, job));
+    json_t *waiting_for = job->state == D_HELD ? d_deps_waiting(d, job) : NULL;
+    d_reason_fields(d, job, row, waiting_for);
+    if (waiting_for) json_object_set_new(row, "waiting_for", waiting_for);
     if (job->state != D_RUNNING) return;
     json_t *gpus = json_array();
     for (int i = 0; i < job->ngpus; i++)

@@ -138,7 +138,7 @@ static core_job_spec d_job_spec(const d_job *job) {
         .id = job->id, .num_gpus = job->num_gpus,
         .est_mib = job->mem_mib >= 0 ? job->mem_mib : CORE_UNKNOWN,
         .peak_mib = CORE_UNKNOWN, .util_pct = CORE_UNKNOWN,
-        .sharing_score = -1,
+        .sharing_score = -1, .user = (uint32_t)job->uid, .nice = job->nice,
     };
     return spec;
 }
@@ -205,6 +205,7 @@ int d_jobs_submitted(d_daemon *d, const store_owner *owner,
         if (job) {
             d_deps_from_request(pj, first_id, job->deps);
             job->time_limit_s = pj->time_limit_s;
+            job->nice = pj->nice;
         }
         if (!job || d_job_add(d, job) != 0) {
             free(job);
@@ -906,7 +907,10 @@ static void d_job_recover(void *ctx, json_t *row) {
                            (int)d_int(row, "gpus"),
                            json_is_number(mem) ? json_number_value(mem) : -1,
                            d_deps_count(row));
-    if (job) d_deps_from_row(row, job->deps);
+    if (job) {
+        d_deps_from_row(row, job->deps);
+        job->nice = (int)d_int(row, "nice");
+    }
     if (!job || d_job_add(d, job) != 0) {
         free(job);
         d_log("job %lld: out of memory while recovering",

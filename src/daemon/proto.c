@@ -51,7 +51,8 @@ static const char *const op_fields[NOPS][OP_FIELDS_MAX] = {
 
 static const char *const job_fields[] = {"cmd", "gpus", "mem_mib", "name",
                                          "feed", "after", "mps_threads_pct",
-                                         "meta", "time_limit_s", NULL};
+                                         "meta", "time_limit_s",
+                                         "nice", NULL};
 
 static const char *const dep_fields[] = {"id", "index", "kind"};
 
@@ -355,6 +356,11 @@ static int proto_parse_job(json_t *obj, size_t i, proto_job *job, char *err,
     if (pct && proto_int(pct, field, 1, 100, &v, err, errlen))
         return -1;
     job->mps_threads_pct = pct ? (int)v : 0;
+    json_t *nice = json_object_get(obj, "nice");
+    snprintf(field, sizeof(field), "%s.nice", where);
+    if (nice && proto_int(nice, field, 0, CORE_NICE_MAX, &v, err, errlen))
+        return -1;
+    job->nice = nice ? (int)v : 0;
     return proto_parse_meta(json_object_get(obj, "meta"), where, job, err,
                             errlen);
 }

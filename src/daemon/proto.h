@@ -8,7 +8,7 @@
  *
  * Requests ("op" and its fields):
  *   submit  cwd, env [..."K=V"], jobs [{cmd [...], gpus, mem_mib, name, feed,
- *           after, mps_threads_pct, meta, time_limit_s}]
+ *           after, mps_threads_pct, meta, time_limit_s, nice}]
  *           after: [{id or index, kind}...] -- the jobs it waits for: an
  *           existing job by id, or an earlier job of the same submit by
  *           its index in jobs; kind is afterok, afterany or afternotok
@@ -98,6 +98,8 @@ typedef struct proto_job {
     json_t *meta;           /* an object kept with the job; NULL: none */
     double time_limit_s;    /* each attempt's time limit, seconds, up to
                                TIMELIMIT_MAX_S; 0 when not given */
+    int nice;               /* lowers it among the queue, 0..CORE_NICE_MAX
+                               (aegis-plus); 0 when not given */
 } proto_job;
 
 typedef struct proto_request {

@@ -6,7 +6,19 @@
  *  aegis-est     an estimate + 2048 MiB margin (AEGIS select_est_magm);
  *  aegis-oracle  profiled peak memory + 2048 MiB, the same margin as the
  *                estimate (AEGIS select_oracle_magm: gpu_memory_requirement
- *                + 2048).
+ *                + 2048);
+ *  aegis-plus    aegis-est's demand, with backfill, fair share between
+ *                users, per-user limits, a second job on any GPU running
+ *                one, and the estimate capped at est_cap_mib beside other
+ *                jobs on a whole GPU (an idle GPU or a MIG instance is
+ *                chosen by the whole estimate): estimates above the cap
+ *                were mostly far above the peak a job reached (the
+ *                catalog's Horus column: dlrm 40000 MiB against 1364,
+ *                vgg16 bs64 40000 against 11776), and a job kept off every
+ *                busy GPU by one waits for an idle GPU where it could have
+ *                shared; one that did need more climbs the OOM ladder. All
+ *                of that lives in the core behind the policy's flags
+ *                (docs/design.md, "aegis-plus").
  * A job without the number its policy needs falls back to the flat demand:
  * AEGIS refuses such a job instead, but a scheduler that drops work for a
  * missing hint is worse than one that is merely less tight.
@@ -44,4 +56,10 @@ const policy policy_aegis_est = {
 const policy policy_aegis_oracle = {
     .name = "aegis-oracle", .collocates = true, .uses_telemetry = true,
     .demand = aegis_oracle_demand,
+};
+
+const policy policy_aegis_plus = {
+    .name = "aegis-plus", .collocates = true, .uses_telemetry = true,
+    .backfill = true, .pairs_unfiltered = true, .caps_estimates = true,
+    .demand = aegis_est_demand,
 };

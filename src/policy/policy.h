@@ -30,6 +30,14 @@ typedef struct policy {
     const char *name;
     bool collocates;        /* false: every job runs alone (exclusive) */
     bool uses_telemetry;    /* window-full, memory and pressure gates */
+    bool backfill;          /* jobs behind a waiting head may start, by
+                               priority, with fair share and the per-user
+                               limits (aegis-plus); false: one FIFO that
+                               waits behind its head, users ignored */
+    bool pairs_unfiltered;  /* a GPU running one job takes a second
+                               whatever its pressure (aegis-plus) */
+    bool caps_estimates;    /* a first attempt joins a busy GPU with its
+                               demand capped at est_cap_mib (aegis-plus) */
     /* Memory a first attempt demands and is admitted with (MiB). */
     double (*demand)(const core_config *cfg, const core_job_spec *job);
     /* The policy's own constraint on a GPU; NULL for none. */
@@ -46,7 +54,8 @@ typedef struct policy {
     X("aegis-est", policy_aegis_est)            \
     X("aegis-oracle", policy_aegis_oracle)      \
     X("horus", policy_horus)                    \
-    X("lucid", policy_lucid)
+    X("lucid", policy_lucid)                    \
+    X("aegis-plus", policy_aegis_plus)
 
 #define POLICY_DECLARE(str, sym) extern const policy sym;
 POLICY_LIST(POLICY_DECLARE)

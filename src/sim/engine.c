@@ -83,7 +83,10 @@ static sim_result *result_new(engine *e, const char *policy) {
     r->start_s = e->trace->jobs[0].submit_s;
     r->jobs = malloc((size_t)r->njobs * sizeof(*r->jobs));
     r->logs = calloc((size_t)r->servers, sizeof(*r->logs));
-    if (!r->jobs || !r->logs) {
+    if (e->opt->reasons)
+        r->wait_by_reason = calloc((size_t)r->njobs * CORE_WAIT_KINDS,
+                                   sizeof(*r->wait_by_reason));
+    if (!r->jobs || !r->logs || (e->opt->reasons && !r->wait_by_reason)) {
         sim_result_free(r);
         return NULL;
     }
@@ -143,6 +146,7 @@ static int engine_init(engine *e, const trace *t, const sim_options *opt,
             .opt = opt, .policy = policy, .server = s, .trace = t->jobs,
             .ids = &e->dispatch.ids[start[s]], .njobs = start[s + 1] - start[s],
             .start_s = t->jobs[0].submit_s, .out = e->res->jobs,
+            .wait_by_reason = e->res->wait_by_reason,
             .log = &e->res->logs[s]};
     }
     return 0;
@@ -183,6 +187,7 @@ void sim_result_free(sim_result *r) {
     }
     free(r->logs);
     free(r->jobs);
+    free(r->wait_by_reason);
     free(r);
 }
 

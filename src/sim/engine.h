@@ -37,6 +37,8 @@ typedef struct sim_options {
     share_mode sharing;         /* every GPU's sharing mode */
     const mig_model *mig;       /* the GPUs' MIG table (mig and auto) */
     int threads;                /* servers replayed at once; 0: one per CPU */
+    bool reasons;               /* count each job's waiting time by reason
+                                   (sim_result.wait_by_reason) */
 } sim_options;
 
 /* One run of a job on its GPUs; an OOM ends it at its first activity. */
@@ -95,6 +97,9 @@ typedef struct sim_result {
     double energy_j;            /* all GPUs, start_s to the last end */
     double busy_gpu_s;          /* GPU-seconds with at least one job active */
     int ooms, stopped, unfinished;
+    double *wait_by_reason;     /* with sim_options.reasons: seconds each job
+                                   waited for each core_wait kind, at
+                                   [job * CORE_WAIT_KINDS + kind]; else NULL */
 } sim_result;
 
 /* Simulates the whole trace under `policy`. Returns NULL with a message in

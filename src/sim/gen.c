@@ -18,13 +18,20 @@ static double uniform(uint64_t *state) {
 }
 
 int gen_trace(FILE *out, const cat_workload *const *pool, int npool, long jobs,
-              uint64_t seed, double mean_gap_s) {
-    uint64_t state = seed;
+              uint64_t seed, double mean_gap_s, int users) {
+    /* Users come from a stream of their own, so a trace with them has the
+     * jobs the same seed gives without them. */
+    uint64_t state = seed, user_state = seed ^ 0x5eed05e5ull;
     double t = 0;
-    fputs("job_index,submit_time_s,workload\n", out);
+    fputs(users > 0 ? "job_index,submit_time_s,workload,user\n"
+                    : "job_index,submit_time_s,workload\n", out);
     for (long i = 1; i <= jobs; i++) {
         const cat_workload *w = pool[next_random(&state) % (uint64_t)npool];
-        fprintf(out, "%ld,%.1f,%s\n", i, t, w->name);
+        fprintf(out, "%ld,%.1f,%s", i, t, w->name);
+        if (users > 0)
+            fprintf(out, ",user%d",
+                    1 + (int)(next_random(&user_state) % (uint64_t)users));
+        putc('\n', out);
         t += -log1p(-uniform(&state)) * mean_gap_s;
     }
     return ferror(out) ? -1 : 0;

@@ -13,9 +13,10 @@
 
 /* Writes a trace CSV (job_index, submit_time_s, workload) of `jobs` jobs
  * whose gaps are exponential with mean mean_gap_s and whose workloads are
- * drawn uniformly from the npool workloads of pool (npool >= 1). Returns
- * 0, or -1 on a write error. */
+ * drawn uniformly from the npool workloads of pool (npool >= 1); with
+ * users > 0, a user column too, each job's user drawn uniformly from
+ * user1..userN. Returns 0, or -1 on a write error. */
 int gen_trace(FILE *out, const cat_workload *const *pool, int npool, long jobs,
-              uint64_t seed, double mean_gap_s);
+              uint64_t seed, double mean_gap_s, int users);
 
 #endif

@@ -208,7 +208,10 @@ static void end_attempt(replay *r, int32_t j, core_exit how, double t) {
     switch (core_job_exit(r->core, j, how, t, NULL)) {
     case CORE_DONE: job_leaves(r, j, SIM_DONE, t); break;
     case CORE_STOPPED: job_leaves(r, j, SIM_STOPPED, t); break;
-    case CORE_REQUEUED: job->state = SIM_QUEUED; break;
+    case CORE_REQUEUED:
+        job->state = SIM_QUEUED;
+        sim_waits_queue(&r->waits, j, t);
+        break;
     }
     r->dirty = true;
 }
@@ -219,7 +222,8 @@ static int on_arrival(replay *r, int32_t j, double t) {
     core_job_spec spec = {
         .id = j, .num_gpus = w->num_gpus,
         .est_mib = w->est_mib[r->opt->estimator], .peak_mib = w->peak_mib,
-        .util_pct = w->util_pct, .sharing_score = w->sharing_score};
+        .util_pct = w->util_pct, .sharing_score = w->sharing_score,
+        .user = row_of(r, j)->user};
     char why[256];
     if (core_submit(r->core, &spec, t, why, sizeof(why)) < 0) {
         snprintf(r->err, sizeof(r->err), "job %lld (%s): core refused it: %s",
@@ -227,9 +231,11 @@ static int on_arrival(replay *r, int32_t j, double t) {
         return -1;
     }
     job->state = SIM_QUEUED;
-    /* Behind a waiting head it changes nothing the core decides on: no
-     * job is placed ahead of the head (no backfill), and no GPU changed. */
-    if (core_queued_count(r->core) == 1) r->dirty = true;
+    sim_waits_queue(&r->waits, j, t);
+    /* Behind a waiting head it changes nothing the core decides on when
+     * no job is placed ahead of the head (no backfill), as no GPU changed. */
+    if (core_queued_count(r->core) == 1 || !core_queue_blocks(r->core))
+        r->dirty = true;
     return 0;
 }
 
@@ -344,6 +350,7 @@ static void track_launch(replay *r, const core_launch *l) {
 static int start_launch(replay *r, const core_launch *l, double t) {
     if (check_launch(r, l) < 0 || new_attempt(r, l, t) < 0) return -1;
     track_launch(r, l);
+    sim_waits_start(&r->waits, (int32_t)l->job_id, t);
     r->jobs[l->job_id].state = SIM_LAUNCHED;
     r->running++;
     /* Launches happen at nondecreasing times and the delay is constant,
@@ -405,11 +412,12 @@ static int run_loop(replay *r) {
         double t = have_event ? sim_heap_next_t(&r->heap) : INFINITY;
         if (have_arrival && row_of(r, next)->submit_s < t)
             t = row_of(r, next)->submit_s;
-        bool only_wakeups = true;
+        bool only_wakeups = true, only_arrivals = true;
         while (r->heap.count > 0 && sim_heap_next_t(&r->heap) == t) {
             sim_event ev;
             sim_heap_pop(&r->heap, &ev);
             only_wakeups &= ev.kind == SIM_EV_WAKEUP;
+            only_arrivals = false;
             if (handle(r, &ev) < 0) return -1;
         }
         while (next < r->njobs && row_of(r, next)->submit_s == t) {
@@ -418,9 +426,13 @@ static int run_loop(replay *r) {
         }
         if (r->dirty || r->rewake) {
             bool place = r->dirty;
+            int was_running = r->running;
             r->dirty = r->rewake = false;
             if (schedule(r, t, place) < 0) return -1;
+            only_arrivals &= r->running == was_running; /* no launch */
         }
+        if (r->waits.by_reason)
+            sim_waits_refresh(&r->waits, r->core, t, only_arrivals);
         bool stuck = only_wakeups && r->running == 0 && next == r->njobs;
         idle_wakeups = stuck ? idle_wakeups + 1 : 0;
         if (idle_wakeups > MAX_IDLE_WAKEUPS) break;
@@ -470,6 +482,7 @@ static int replay_init(replay *r) {
     double *totals = malloc((size_t)opt->gpus * sizeof(*totals));
     if (!r->jobs || !r->rows || !r->progress || !r->gpu || !totals ||
         sim_heap_keys(&r->heap, r->njobs) < 0 ||
+        sim_waits_init(&r->waits, r->wait_by_reason, r->ids, r->njobs) < 0 ||
         log_init(r->log, r->njobs, copy_rows(r)) < 0) {
         free(totals);
         return out_of_memory(r);
@@ -496,6 +509,7 @@ static void free_working_state(replay *r) {
     core_destroy(r->core);
     r->core = NULL;
     sim_heap_free(&r->heap);
+    sim_waits_free(&r->waits);
     free(r->jobs);
     free(r->rows);
     free(r->progress);

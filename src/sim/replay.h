@@ -18,6 +18,7 @@
 #include "engine.h"
 #include "heap.h"
 #include "meter.h"
+#include "waits.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -69,6 +70,7 @@ typedef struct replay {
     double start_s;             /* the trace's first submit */
 
     sim_job *out;               /* the result's jobs, by trace index */
+    double *wait_by_reason;     /* the result's, or NULL (engine.h) */
     sim_server_log *log;        /* the result's log of this server, empty:
                                    the replay fills it (attempts[].job is
                                    the trace index) */
@@ -93,6 +95,7 @@ typedef struct replay {
     bool dirty;                 /* ask the core at the end of this moment */
     bool rewake;                /* ask it only for its next wakeup */
     int running;                /* jobs launched or active */
+    sim_waits waits;            /* waiting time by reason, when counted */
 
     char err[512];              /* why replay_run() failed */
 } replay;

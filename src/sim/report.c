@@ -311,6 +311,23 @@ static const char *status_of(const sim_job *job) {
                                        : "unfinished";
 }
 
+/* `"KEY": {"behind": 12.5, ...}` of the figures at by[0..
+ * CORE_WAIT_KINDS), the reasons that held for no time left out; the time
+ * no reason was told for (a job left unasked, when the run ended in the
+ * moment it arrived) is "other". */
+static void json_reasons(FILE *out, const char *key, const double *by) {
+    fprintf(out, "\"%s\": {", key);
+    const char *sep = "";
+    for (int k = 0; k < CORE_WAIT_KINDS; k++) {
+        if (!(by[k] > 0)) continue;
+        fprintf(out, "%s\"%s\": %.3f", sep,
+                k == CORE_WAIT_NONE ? "other" : core_wait_name((core_wait)k),
+                by[k]);
+        sep = ", ";
+    }
+    putc('}', out);
+}
+
 static void json_job(FILE *out, const sim_result *r, const sim_job *job) {
     fprintf(out, "{\"index\": %lld, \"workload\": ",
             (long long)job->src->index);
@@ -323,6 +340,11 @@ static void json_job(FILE *out, const sim_result *r, const sim_job *job) {
                 jct, jct - job->exec_s, jct / job->src->work->solo_s);
     }
     fputs(", ", out);
+    if (r->wait_by_reason) {
+        json_reasons(out, "wait_by_reason_s", &r->wait_by_reason[(size_t)(job - r->jobs) *
+                                             CORE_WAIT_KINDS]);
+        fputs(", ", out);
+    }
     json_attempts(out, r, job);
     putc('}', out);
 }
@@ -347,10 +369,20 @@ void report_json_policy(FILE *out, const sim_result *r,
     char *text = jobs_total ? json_dumps(jobs_total, JSON_COMPACT) : NULL;
     fprintf(out, "\"energy_kwh\": %.6f, \"co2_g\": %.3f, \"gpu_hours\": %.6f, "
             "\"grid_intensity_g_per_kwh\": %g, \"pue\": %g, "
-            "\"jobs_total\": %s, \"jobs\": [", kwh, s->co2_g, s->jobs_total.gpu_hours,
+            "\"jobs_total\": %s, ", kwh, s->co2_g, s->jobs_total.gpu_hours,
             s->acct.grid_g_per_kwh, s->acct.pue, text ? text : "null");
     free(text);
     json_decref(jobs_total);
+    if (r->wait_by_reason) {
+        double sum[CORE_WAIT_KINDS] = {0};
+        for (int i = 0; i < r->njobs; i++)
+            for (int k = 0; k < CORE_WAIT_KINDS; k++)
+                sum[k] += r->wait_by_reason[(size_t)i * CORE_WAIT_KINDS + k];
+        json_reasons(out, "total_wait_by_reason_s", sum);
+        fputs(", \"jobs\": [", out);
+    } else {
+        fputs("\"jobs\": [", out);
+    }
     for (int i = 0; i < r->njobs; i++) {
         if (i) fputs(", ", out);
         json_job(out, r, &r->jobs[i]);

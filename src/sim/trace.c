@@ -30,11 +30,11 @@ static span task_stem(span path) {
 }
 
 /* What the fast path (read_plain_row) does with a column's field. */
-enum { ROLE_SKIP, ROLE_SUBMIT, ROLE_INDEX, ROLE_WORK, ROLE_TASK };
+enum { ROLE_SKIP, ROLE_SUBMIT, ROLE_INDEX, ROLE_WORK, ROLE_TASK, ROLE_USER };
 
 /* Column indexes of the fields read; -1 for a column absent. */
 typedef struct trace_columns {
-    int submit, work, task, index;
+    int submit, work, task, index, user;
     unsigned char role[CSV_MAX_FIELDS]; /* ROLE_ of each column */
 } trace_columns;
 
@@ -50,6 +50,12 @@ static span workload_name(const trace_columns *c, span work, span task) {
     int col = workload_column(c, work);
     if (col < 0) return (span){"", 0};
     return col == c->work ? work : task_stem(task);
+}
+
+uint32_t trace_user_id(const char *name, size_t len) {
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < len; i++) h = (h ^ (unsigned char)name[i]) * 16777619u;
+    return h;
 }
 
 /* The digits of a job number at text (at most 18, so no overflow) into
@@ -116,6 +122,8 @@ static int read_job(const csv_file *f, const trace_columns *c,
             return -1;
         }
     }
+    span user = field(f, c->user);
+    job->user = c->user >= 0 ? trace_user_id(user.text, user.len) : 0;
     span work = field(f, c->work);
     span name = workload_name(c, work, field(f, c->task));
     job->work = cat_find(cat, name.text, name.len);
@@ -145,7 +153,9 @@ static const char *plain_field(int role, const char *s, const char *end,
     }
     if (role == ROLE_INDEX) return job_number_digits(s, &job->index);
     const char *stop = csv_plain_end(s, end);
-    if (role != ROLE_SKIP)
+    if (role == ROLE_USER)
+        job->user = trace_user_id(s, (size_t)(stop - s));
+    else if (role != ROLE_SKIP)
         names[role - ROLE_WORK] = (span){s, (size_t)(stop - s)};
     return stop;
 }
@@ -160,6 +170,7 @@ static int read_plain_row(csv_file *f, const trace_columns *c,
                           const cat_catalog *cat, trace_job *job) {
     const char *s = f->pos, *end = f->end;
     if (s == end || *s == '#') return 0;
+    job->user = 0;
     span names[2] = {{"", 0}, {"", 0}};
     for (int col = 0;; col++) {
         s = plain_field(c->role[col], s, end, job, names);
@@ -200,10 +211,10 @@ static int sort_jobs(trace_job *jobs, int count) {
 
 /* Marks the columns read_plain_row() parses; the rest it skips. */
 static void set_roles(trace_columns *c) {
-    const int cols[] = {c->submit, c->index, c->work, c->task};
+    const int cols[] = {c->submit, c->index, c->work, c->task, c->user};
     const unsigned char roles[] = {ROLE_SUBMIT, ROLE_INDEX, ROLE_WORK,
-                                   ROLE_TASK};
-    for (int i = 0; i < 4; i++)
+                                   ROLE_TASK, ROLE_USER};
+    for (int i = 0; i < 5; i++)
         if (cols[i] >= 0) c->role[cols[i]] = roles[i];
 }
 
@@ -379,7 +390,7 @@ trace *trace_load(const char *path, const cat_catalog *cat, char *err,
     if (!f) return NULL;
     trace_columns cols = {csv_col(f, "submit_time_s"), csv_col(f, "workload"),
                           csv_col(f, "task_path"), csv_col(f, "job_index"),
-                          {0}};
+                          csv_col(f, "user"), {0}};
     if (cols.submit < 0 || (cols.work < 0 && cols.task < 0)) {
         snprintf(err, errlen, "%s:%d: missing column '%s'", path, f->line,
                  cols.submit < 0 ? "submit_time_s" : "workload (or task_path)");

@@ -3,8 +3,8 @@
  * A trace CSV needs submit_time_s and either workload or task_path (the
  * spec file whose stem is the workload); job_index, when present, numbers
  * the jobs (each number once), otherwise a job is numbered by its 1-based
- * row. Submit times lie in [0, TRACE_MAX_SUBMIT_S]. Other columns are
- * ignored. Jobs come back sorted by submit time, stable, so equal times
+ * row. Submit times lie in [0, TRACE_MAX_SUBMIT_S]. An optional user
+ * column names who submitted each job. Other columns are ignored. Jobs come back sorted by submit time, stable, so equal times
  * keep file order.
  *
  * Ownership: trace_load() allocates; trace_free() frees.
@@ -27,7 +27,14 @@ typedef struct trace_job {
     double submit_s;            /* arrival, seconds from trace start */
     int64_t index;              /* job_index, or 1-based row in the file */
     const cat_workload *work;   /* points into the catalog */
+    uint32_t user;              /* trace_user_id() of its user column; 0
+                                   without one */
 } trace_job;
+
+/* The number a user's name stands for in the core (core_job_spec.user):
+ * a hash (FNV-1a), so that both halves of a big file, read at once, give a
+ * name the same number without sharing a table. */
+uint32_t trace_user_id(const char *name, size_t len);
 
 typedef struct trace {
     trace_job *jobs;            /* sorted by submit_s, then file order */

@@ -353,8 +353,9 @@ static void test_config_good(void **state) {
     assert_int_equal(config_load(path, false, &cfg, err, sizeof(err)), 0);
     assert_int_equal(config_load("/nonexistent/x.yaml", true, &cfg, err,
                                  sizeof(err)), 0);
-    /* Without a config the daemon takes users' --mem into account. */
-    assert_string_equal(cfg.policy, "aegis-est");
+    /* Without a config the daemon runs aegis-plus, which takes users'
+     * --mem into account. */
+    assert_string_equal(cfg.policy, "aegis-plus");
 }
 
 /* The shipped configuration sets every key to its default. */
@@ -368,6 +369,17 @@ static void test_config_shipped(void **state) {
     assert_true(cfg.smact_max == def.smact_max);
     assert_string_equal(cfg.placement, def.placement);
     assert_string_equal(cfg.policy, def.policy);
+    assert_true(cfg.est_cap_mib == def.est_cap_mib);
+    assert_int_equal(cfg.backfill_max_passes, def.backfill_max_passes);
+    assert_true(cfg.fairshare_half_life_s == def.fairshare_half_life_s);
+    assert_int_equal(cfg.max_gpus_per_user, def.max_gpus_per_user);
+    assert_int_equal(cfg.max_jobs_per_user, def.max_jobs_per_user);
+    /* the per-user limits are YAML keys like any core parameter */
+    const char *path = write_file("limits.yaml", "max_gpus_per_user: 2\n"
+                                  "max_jobs_per_user: 3\n");
+    assert_int_equal(config_load(path, false, &cfg, err, sizeof(err)), 0);
+    assert_int_equal(cfg.max_gpus_per_user, 2);
+    assert_int_equal(cfg.max_jobs_per_user, 3);
 }
 
 static void test_config_bad(void **state) {

@@ -2,8 +2,8 @@
 `aegis sim --json` document holds together: one object, every policy has
 every job once, attempts are ordered and on valid GPUs, a finished job's
 last attempt did not crash, a job's GPUs lie on one server, exclusive never
-shares a GPU, and the summary figures (percentiles too) agree with the
-jobs."""
+shares a GPU, the summary figures (percentiles too) agree with the
+jobs, and each job's waiting time by reason adds up to its wait."""
 import json
 import sys
 
@@ -21,7 +21,7 @@ def check_policy(p, jobs, gpus, per_server):
     name = p["policy"]
     assert len(p["jobs"]) == jobs, (name, len(p["jobs"]))
     assert sorted(j["index"] for j in p["jobs"]) == list(range(1, jobs + 1))
-    ends, busy = [], {}
+    ends, busy, totals = [], {}, {}
     for j in p["jobs"]:
         assert j["attempts"], (name, j["index"], "never ran")
         prev_end = j["submit_s"]
@@ -35,6 +35,11 @@ def check_policy(p, jobs, gpus, per_server):
         assert not j["attempts"][-1]["oom"], (name, j)
         ends.append(j["attempts"][-1]["end_s"])
         assert abs(j["jct_s"] - (ends[-1] - j["submit_s"])) < 0.01, j
+        waits = j["wait_by_reason_s"]
+        assert all(v > 0 for v in waits.values()), (name, j)
+        assert abs(sum(waits.values()) - j["wait_s"]) < 0.01, (name, j)
+        for k, v in waits.items():
+            totals[k] = totals.get(k, 0) + v
     first = min(j["submit_s"] for j in p["jobs"])
     assert abs(p["makespan_s"] - (max(ends) - first)) < 0.01, name
     jct = sum(e - j["submit_s"] for e, j in zip(ends, p["jobs"])) / jobs
@@ -45,6 +50,10 @@ def check_policy(p, jobs, gpus, per_server):
         assert abs(p[key] - want) < 0.01, (name, key, p[key], want)
     assert p["ooms"] == sum(a["oom"] for j in p["jobs"] for a in j["attempts"])
     assert p["energy_j"] > 0, name
+    assert set(totals) == set(p["total_wait_by_reason_s"]), name
+    for k, v in totals.items():
+        # each job's figure is printed to 0.001 s
+        assert abs(p["total_wait_by_reason_s"][k] - v) < 0.001 * jobs, (name, k)
     if name == "exclusive":
         for g, spans in busy.items():
             spans.sort()

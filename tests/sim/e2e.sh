@@ -91,6 +91,37 @@ gen_trace)
     [ "$(wc -l <"$TMP/a")" -eq 51 ] || fail "not 50 jobs plus a header"
     "$AEGIS" sim --trace "$TMP/a" --policy exclusive --quiet ||
         fail "generated trace does not simulate" ;;
+plus_users)
+    # gen-trace --users adds a user column and leaves the jobs as they were.
+    "$AEGIS" gen-trace --jobs 40 --seed 3 --users 3 >"$TMP/u" || fail "exit $?"
+    [ "$(head -1 "$TMP/u")" = job_index,submit_time_s,workload,user ] ||
+        fail "no user column"
+    [ "$(tail -n +2 "$TMP/u" | cut -d, -f4 | sort -u | tr '\n' ' ')" = \
+        "user1 user2 user3 " ] || fail "users are not user1..user3"
+    "$AEGIS" gen-trace --jobs 40 --seed 3 | tail -n +2 >"$TMP/plain"
+    tail -n +2 "$TMP/u" | cut -d, -f1-3 | cmp -s - "$TMP/plain" ||
+        fail "--users changed the jobs"
+    # Fair share: a user who comes late behind 30 jobs of another is served
+    # first under aegis-plus, last under aegis.
+    printf 'submit_time_s,workload,user\n' >"$TMP/f.csv"
+    i=0
+    while [ $i -lt 30 ]; do
+        printf '%d,resnet50_imagenet_bs64_1gpu,a\n' $i >>"$TMP/f.csv"
+        i=$((i + 1))
+    done
+    printf '300,resnet50_imagenet_bs64_1gpu,b\n300,mnist_bs32_1gpu,b\n' \
+        >>"$TMP/f.csv"
+    "$AEGIS" sim --trace "$TMP/f.csv" --policy aegis,aegis-plus --json \
+        >"$TMP/f.json" || fail "exit $?"
+    python3 - "$TMP/f.json" <<'PY' || fail "user b not served first"
+import json, sys
+runs = {p["policy"]: p for p in json.load(open(sys.argv[1]))["policies"]}
+def b(p):
+    return sum(j["jct_s"] for j in runs[p]["jobs"] if j["index"] > 30) / 2
+print("b's mean JCT: aegis %.0f, aegis-plus %.0f" % (b("aegis"), b("aegis-plus")))
+assert b("aegis-plus") < 0.4 * b("aegis")
+PY
+    ;;
 demo_all_json)
     "$AEGIS" sim --trace "$DEMO" --policy all --json >"$TMP/out.json" ||
         fail "exit $?"

@@ -97,9 +97,9 @@ static void test_create_rejects_bad_config(void **state) {
 static void test_names(void **state) {
     const char *const *p = core_policy_names();
     const char *want[] = {"exclusive", "aegis", "aegis-est", "aegis-oracle",
-                          "horus", "lucid"};
-    for (int i = 0; i < 6; i++) assert_string_equal(p[i], want[i]);
-    assert_null(p[6]);
+                          "horus", "lucid", "aegis-plus"};
+    for (int i = 0; i < 7; i++) assert_string_equal(p[i], want[i]);
+    assert_null(p[7]);
     assert_string_equal(core_placement_names()[4], "rr");
 }
 

@@ -1,0 +1,238 @@
+#!/usr/bin/env python3
+"""bench_policy.py -- aegis-plus against aegis and exclusive, in one run.
+
+Replays, with `aegis sim` (3 GPUs of 40960 MiB and naive sharing unless a
+part says otherwise):
+  1. the three real traces (data/traces), defaults: makespan and mean JCT
+     relative to exclusive (geomean), OOMs, p95 JCT per trace;
+  2. synthetic traces from `aegis gen-trace` (seeds, 100-300 jobs, mean
+     gaps 0-120 s, 3-8 GPUs drawn from each seed): aegis-plus relative to
+     aegis;
+  3. the real traces under the alternative fit (--model beta=0.9 --model
+     threshold=1.1);
+  4. the fairness scenario: user A submits 80 jobs within a minute, user B
+     8 jobs five minutes later.
+and prints the tables docs/design.md shows, then PASS or FAIL per goal.
+
+usage: bench_policy.py AEGIS [--root DIR] [--seeds LIST] [--held-out LIST]
+Exit status: 0 when every goal holds, 1 when one does not, 2 on bad usage.
+"""
+import argparse
+import json
+import math
+import os
+import random
+import subprocess
+import sys
+import tempfile
+
+REAL = ("philly", "saturn", "venus")
+ALT_MODEL = ["--model", "beta=0.9", "--model", "threshold=1.1"]
+
+
+def geomean(xs):
+    return math.exp(sum(math.log(x) for x in xs) / len(xs))
+
+
+# --set NAME=VALUE given to the bench: passed to every `aegis sim`, for
+# trying a parameter of aegis-plus (the other policies ignore its own).
+SETS = []
+
+
+def sim(aegis, trace, policies, extra=()):
+    """{policy: run} of one `aegis sim --json` call."""
+    out = subprocess.run(
+        [aegis, "sim", "--trace", trace, "--policy", ",".join(policies),
+         "--json", *extra, *SETS], check=True, capture_output=True,
+        text=True).stdout
+    return {p["policy"]: p for p in json.loads(out)["policies"]}
+
+
+def real_traces(aegis, root, extra=()):
+    return {t: sim(aegis, os.path.join(root, "data", "traces", t + ".csv"),
+                   ["exclusive", "aegis", "aegis-plus"], extra)
+            for t in REAL}
+
+
+def synthetic_shape(seed):
+    """Jobs, mean gap and GPUs of the trace of `seed`: drawn from the seed,
+    so a list of seeds covers the ranges without anyone choosing them."""
+    rng = random.Random(seed)
+    return rng.randint(100, 300), rng.uniform(0, 120), rng.randint(3, 8)
+
+
+def synthetic(aegis, tmp, seed):
+    jobs, gap, gpus = synthetic_shape(seed)
+    path = os.path.join(tmp, "gen-%d.csv" % seed)
+    with open(path, "w") as f:
+        subprocess.run([aegis, "gen-trace", "--jobs", str(jobs), "--seed",
+                        str(seed), "--mean-gap-s", "%.1f" % gap], check=True,
+                       stdout=f)
+    runs = sim(aegis, path, ["aegis", "aegis-plus"], ["--gpus", str(gpus)])
+    return (jobs, gap, gpus), runs
+
+
+def fairness_trace(path):
+    """User A: 80 jobs within the first minute; user B: 8 jobs five minutes
+    later. Workloads cycle through a fixed mix of the catalog."""
+    mix = ["resnet18_cifar100_bs32_50e_1gpu", "mobilenet_imagenet_bs64_1gpu",
+           "efficientnet_cifar100_bs64_50e_1gpu", "inception_imagenet_bs32_1gpu",
+           "bert_large_wiki_bs8_1gpu", "resnet50_imagenet_bs32_1gpu",
+           "mobilenet_cifar100_bs64_50e_1gpu", "unet_voc_1gpu"]
+    with open(path, "w") as f:
+        f.write("job_index,submit_time_s,workload,user\n")
+        for i in range(80):
+            f.write("%d,%.1f,%s,A\n" % (i + 1, i * 0.75, mix[i % len(mix)]))
+        for i in range(8):
+            f.write("%d,%.1f,%s,B\n" % (81 + i, 360 + i, mix[(i + 3) % len(mix)]))
+
+
+def user_mean_jct(run, trace_path, user):
+    users = {}
+    with open(trace_path) as f:
+        next(f)
+        for line in f:
+            idx, _, _, who = line.strip().split(",")
+            users[int(idx)] = who
+    jcts = [j["jct_s"] for j in run["jobs"] if users[j["index"]] == user]
+    return sum(jcts) / len(jcts)
+
+
+class Goals:
+    def __init__(self):
+        self.failed = 0
+
+    def check(self, name, ok):
+        print("%-66s %s" % (name, "PASS" if ok else "FAIL"))
+        self.failed += not ok
+
+
+def report_real(title, runs):
+    print("\n## %s\n" % title)
+    print("| trace | policy | makespan (s) | /excl | mean JCT (s) | /excl | "
+          "p95 JCT (s) | OOMs |")
+    print("|---|---|---|---|---|---|---|---|")
+    for t, by in runs.items():
+        ex = by["exclusive"]
+        for p in ("exclusive", "aegis", "aegis-plus"):
+            r = by[p]
+            print("| %s | %s | %.0f | %.3f | %.0f | %.3f | %.0f | %d |" % (
+                t, p, r["makespan_s"], r["makespan_s"] / ex["makespan_s"],
+                r["mean_jct_s"], r["mean_jct_s"] / ex["mean_jct_s"],
+                r["p95_jct_s"], r["ooms"]))
+    print("\n| policy | geomean makespan /excl | geomean mean JCT /excl | OOMs |")
+    print("|---|---|---|---|")
+    out = {}
+    for p in ("aegis", "aegis-plus"):
+        mk = geomean([by[p]["makespan_s"] / by["exclusive"]["makespan_s"]
+                      for by in runs.values()])
+        jct = geomean([by[p]["mean_jct_s"] / by["exclusive"]["mean_jct_s"]
+                       for by in runs.values()])
+        ooms = sum(by[p]["ooms"] for by in runs.values())
+        out[p] = (mk, jct, ooms)
+        print("| %s | %.3f | %.3f | %d |" % (p, mk, jct, ooms))
+    return out
+
+
+def report_synthetic(title, aegis, tmp, seeds):
+    print("\n## %s\n" % title)
+    print("| seed | jobs | gap (s) | GPUs | makespan plus/aegis | "
+          "mean JCT plus/aegis | OOMs plus / aegis |")
+    print("|---|---|---|---|---|---|---|")
+    mks, jcts, ooms_plus, ooms_aegis = [], [], 0, 0
+    for seed in seeds:
+        (jobs, gap, gpus), r = synthetic(aegis, tmp, seed)
+        a, p = r["aegis"], r["aegis-plus"]
+        mk = p["makespan_s"] / a["makespan_s"]
+        jct = p["mean_jct_s"] / a["mean_jct_s"]
+        mks.append(mk)
+        jcts.append(jct)
+        ooms_plus += p["ooms"]
+        ooms_aegis += a["ooms"]
+        print("| %d | %d | %.1f | %d | %.3f | %.3f | %d / %d |" % (
+            seed, jobs, gap, gpus, mk, jct, p["ooms"], a["ooms"]))
+    print("\ngeomean makespan %.3f, mean JCT %.3f, slowest %.3f, OOMs %d / %d"
+          % (geomean(mks), geomean(jcts), max(mks), ooms_plus, ooms_aegis))
+    return geomean(mks), geomean(jcts), max(mks), ooms_plus, ooms_aegis
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("aegis")
+    ap.add_argument("--root", default=os.path.join(os.path.dirname(
+        os.path.abspath(__file__)), "..", ".."))
+    ap.add_argument("--seeds", default="1,2,3,4,5,6",
+                    help="synthetic seeds tuned on (default 1-6)")
+    ap.add_argument("--held-out", default="101,102,103,104,105,106,107,108",
+                    help="synthetic seeds never tuned on")
+    ap.add_argument("--set", action="append", default=[],
+                    metavar="NAME=VALUE", help="a core parameter for every "
+                    "run (aegis sim --set), to try one of aegis-plus's")
+    args = ap.parse_args()
+    for kv in args.set:
+        SETS.extend(["--set", kv])
+    try:
+        seeds = [int(s) for s in args.seeds.split(",") if s]
+        held = [int(s) for s in args.held_out.split(",") if s]
+    except ValueError:
+        ap.error("seeds are comma-separated integers")
+    goals = Goals()
+    with tempfile.TemporaryDirectory() as tmp:
+        real = real_traces(args.aegis, args.root)
+        g = report_real("The real traces, aegis sim's defaults", real)
+        alt = report_real("The real traces, --model beta=0.9 --model "
+                          "threshold=1.1", real_traces(args.aegis, args.root,
+                                                       ALT_MODEL))
+        tuned = report_synthetic("Synthetic traces, seeds tuned on",
+                                 args.aegis, tmp, seeds)
+        fresh = report_synthetic("Synthetic traces, held-out seeds",
+                                 args.aegis, tmp, held)
+        fair_path = os.path.join(tmp, "fair.csv")
+        fairness_trace(fair_path)
+        fair = sim(args.aegis, fair_path, ["aegis", "aegis-plus"])
+        b_aegis = user_mean_jct(fair["aegis"], fair_path, "B")
+        b_plus = user_mean_jct(fair["aegis-plus"], fair_path, "B")
+        fair_mk = fair["aegis-plus"]["makespan_s"] / fair["aegis"]["makespan_s"]
+        print("\n## Fairness: user A 80 jobs in a minute, user B 8 jobs at "
+              "5 min\n")
+        print("| policy | B's mean JCT (s) | A's mean JCT (s) | makespan (s) |")
+        print("|---|---|---|---|")
+        for p in ("aegis", "aegis-plus"):
+            print("| %s | %.0f | %.0f | %.0f |" % (
+                p, user_mean_jct(fair[p], fair_path, "B"),
+                user_mean_jct(fair[p], fair_path, "A"),
+                fair[p]["makespan_s"]))
+    print("\n## Goals\n")
+    mk, jct, ooms = g["aegis-plus"]
+    goals.check("real: geomean makespan %.3f <= 0.65 of exclusive" % mk,
+                mk <= 0.65)
+    goals.check("real: geomean mean JCT %.3f <= 0.45 of exclusive" % jct,
+                jct <= 0.45)
+    goals.check("real: OOMs %d <= aegis's %d" % (ooms, g["aegis"][2]),
+                ooms <= g["aegis"][2])
+    for t, by in real.items():
+        goals.check("real %s: p95 JCT %.0f <= aegis's %.0f" % (
+            t, by["aegis-plus"]["p95_jct_s"], by["aegis"]["p95_jct_s"]),
+            by["aegis-plus"]["p95_jct_s"] <= by["aegis"]["p95_jct_s"])
+    for name, (smk, sjct, worst, po, ao) in (("tuned", tuned),
+                                             ("held-out", fresh)):
+        goals.check("synthetic %s: geomean makespan %.3f <= 0.93 x aegis"
+                    % (name, smk), smk <= 0.93)
+        goals.check("synthetic %s: geomean mean JCT %.3f <= 0.85 x aegis"
+                    % (name, sjct), sjct <= 0.85)
+        goals.check("synthetic %s: slowest trace %.3f <= 1.03 x aegis"
+                    % (name, worst), worst <= 1.03)
+        goals.check("synthetic %s: OOMs %d within 10%% of aegis's %d"
+                    % (name, po, ao), po <= 1.1 * ao)
+    amk = alt["aegis-plus"][0] / alt["aegis"][0]
+    goals.check("alternative fit: geomean makespan %.3f <= 0.95 x aegis"
+                % amk, amk <= 0.95)
+    goals.check("fairness: B's mean JCT %.3f <= 0.4 x under aegis"
+                % (b_plus / b_aegis), b_plus / b_aegis <= 0.4)
+    goals.check("fairness: makespan %.3f within 3%% of aegis" % fair_mk,
+                abs(fair_mk - 1) <= 0.03)
+    return 1 if goals.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,125 @@
+/* backfill.c -- the queue of a policy with backfill (aegis-plus).
+ *
+ * A pass walks the queue in order: the recovery queue first, then the
+ * first attempts by priority (users.c), skipping the jobs whose user is at
+ * a limit. The first
+ * job that cannot start becomes the head: it keeps the GPUs it is likeliest
+ * to get first (core_reserve()), and the jobs behind it may start on the
+ * others, where they fit now. Nothing starts on the kept GPUs, so what they
+ * have free only grows until the head fits there. Every job that starts
+ * past the head counts against it; after backfill_max_passes the queue
+ * waits behind it as AEGIS's does, so no job is passed more often than
+ * that (docs/design.md, "aegis-plus", says why both rules).
+ */
+#include "core_priv.h"
+
+#include <math.h>
+
+/* The job after `job` in a pass: the recovery queue in order, then the
+ * first attempts by priority (users.c). */
+static core_job *next_in_order(core_state *core, const core_job *job) {
+    if (job->attempt > 1 && job->next) return job->next;
+    return core_order_next(core);
+}
+
+/* The GPUs the head keeps: those it is likeliest to get first. A job that
+ * may share waits for memory (or for gates that every job faces alike),
+ * so it keeps the GPUs with the most free memory; one that must run alone
+ * waits for idle GPUs, so it keeps those with the fewest jobs, the most
+ * free memory breaking ties. No duration is known, so "first" is read
+ * from what has to leave, not from when it will. */
+static uint64_t core_reserve(core_state *core, const core_job *head,
+                             double now) {
+    bool by_jobs = !core_may_share(core, head);
+    uint64_t kept = 0;
+    for (int k = 0; k < head->spec.num_gpus; k++) {
+        int best = -1, best_jobs = 0;
+        double best_free = 0;
+        for (int g = 0; g < core->num_gpus; g++) {
+            core_gpu *gpu = &core->gpus[g];
+            if ((kept >> g & 1) || gpu->drained) continue;
+            int jobs = by_jobs ? gpu->view.njobs : 0;
+            double free_mib = core_gpu_free_now(gpu, now);
+            if (best < 0 || jobs < best_jobs ||
+                (jobs == best_jobs && free_mib > best_free)) {
+                best = g;
+                best_jobs = jobs;
+                best_free = free_mib;
+            }
+        }
+        if (best < 0) break;
+        kept |= (uint64_t)1 << best;
+    }
+    return kept;
+}
+
+/* Whether any GPU of `allowed` could take a job now: an idle one, or an
+ * open one that shares. With none, the rest of a pass can start nothing. */
+static bool core_room(const core_state *core, uint64_t allowed, double now) {
+    if (core->idle & allowed) return true;
+    for (int g = 0; g < core->num_gpus; g++) {
+        const core_gpu *gpu = &core->gpus[g];
+        if ((allowed >> g & 1) && core_gpu_open(gpu, now) &&
+            share_gpu_collocates(&gpu->share))
+            return true;
+    }
+    return false;
+}
+
+int core_schedule_backfill(core_state *core, double now, core_launch *out,
+                           int max) {
+    uint64_t pass = ++core->passes;
+    core->head_id = -1;
+    core->reserved = 0;
+    core->nreached = 0;
+    uint64_t allowed = CORE_ALL_GPUS;
+    core_job *head = NULL;
+    /* GPUs only fill up during a pass, so once a plain job (a first
+     * attempt that may share, no policy rule, no MIG) cannot start, no
+     * job asking as many GPUs and at least as much memory can: the
+     * smallest such demand per GPU count spares the gates. */
+    double failed[CORE_MAX_JOB_GPUS + 1];
+    for (int k = 0; k <= CORE_MAX_JOB_GPUS; k++) failed[k] = INFINITY;
+    bool cacheable = !core->pol->admits && core->mig_gpus == 0;
+    int n = 0, depth = 0;
+    core_order_start(core, now);
+    core_job *job = core->recovery.head ? core->recovery.head
+                                        : core_order_next(core);
+    while (job && n < max && depth++ < CORE_BACKFILL_DEPTH) {
+        core_job *next = next_in_order(core, job);
+        job->tried_in = pass;
+        core->reached[core->nreached++] = job->spec.id;
+        job->over_limit = core_user_over_limit(core, job, NULL);
+        if (job->over_limit) {
+            job = next;
+            continue;
+        }
+        int k = job->spec.num_gpus;
+        bool plain = cacheable && job->attempt == 1 && core_may_share(core, job);
+        double demand = core_shared_demand(core, job, core_demand(core, job));
+        if (plain && demand >= failed[k]) {
+            job = next;
+            continue;
+        }
+        bool room = true;
+        if (core_place(core, job, now, allowed, &out[n])) {
+            core_launch_job(core, job, &out[n++], now);
+            if (head) head->passed++;
+            room = core_room(core, allowed, now);
+        } else {
+            if (plain) failed[k] = demand;
+            if (!head) {
+                head = job;
+                core->head_id = job->spec.id;
+                core->reserved = core_reserve(core, job, now);
+                allowed = ~core->reserved;
+                room = core_room(core, allowed, now);
+            }
+        }
+        if (!room ||
+            (head && head->passed >= core->cfg.backfill_max_passes))
+            break;
+        job = next;
+    }
+    return n;
+}

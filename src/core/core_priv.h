@@ -1,0 +1,229 @@
+/* core_priv.h -- the scheduling core's state, shared by the files of
+ * src/core that make up the core (core.c, backfill.c, reason.c); nothing
+ * outside src/core includes it: core.h is the interface.
+ */
+#ifndef AEGIS_CORE_PRIV_H
+#define AEGIS_CORE_PRIV_H
+
+#include "core.h"
+#include "share_gpu.h"
+#include "window.h"
+#include "../policy/policy.h"
+
+/* A reason worked out for a job's demand, GPU count and the GPUs it may
+ * take (reason.c): the jobs at the front of a queue mostly ask alike, and
+ * each answer reads every GPU's window. */
+typedef struct core_explained {
+    uint64_t changes;       /* core_state.changes when worked out; 0: none */
+    double now, demand;
+    uint64_t allowed;
+    int num_gpus;
+    bool shares, telemetry; /* core_may_share(), a retry's telemetry gates */
+    core_reason reason;
+} core_explained;
+
+/* How many of them a core keeps: more than the catalog has workloads, so
+ * the front of a simulated queue rarely asks twice at one moment. */
+#define CORE_EXPLAINED 64
+
+typedef enum job_state { JOB_QUEUED, JOB_RUNNING } job_state;
+
+typedef struct core_job {
+    core_job_spec spec;
+    job_state state;
+    int attempt;            /* 1 for the first run */
+    double floor_mib;       /* recovery floor; 0 before the first OOM */
+    bool alone;             /* must run alone (ladder exhausted) */
+    /* while running; core_start() or core_adopt() and core_occupy() set
+     * these before any read, so a reused record keeps its old values until
+     * then (core_job_alloc()): */
+    int gpus[CORE_MAX_JOB_GPUS];
+    double admitted_mib;    /* the demand or floor it was admitted with */
+    double dispatch_free_mib; /* least free memory among its GPUs when
+                                 placed; CORE_UNKNOWN without telemetry */
+    bool exclusive;         /* placed on idle GPUs */
+    bool active;            /* seen active on its GPUs */
+    mig_instance mig;       /* its MIG instance; profile NULL when it runs
+                               on whole GPUs */
+    uint64_t placed_seen[CORE_MAX_JOB_GPUS]; /* GPU placement counts at launch */
+    /* backfill (aegis-plus): */
+    int user;               /* its user's place in core_state.users */
+    uint64_t seq;           /* submit order */
+    struct core_job *uprev, *unext; /* its user's queue (users.c) */
+    int passed;             /* jobs started past it while it was the head */
+    uint64_t tried_in;      /* the last backfill pass that reached it */
+    bool over_limit;        /* that pass skipped it: its user's limit */
+    struct core_job *prev, *next; /* queue links */
+    struct core_job *hnext;       /* hash chain */
+} core_job;
+
+typedef struct core_queue {
+    core_job *head, *tail;
+    int len;
+} core_queue;
+
+/* The telemetry gates' last answer on a GPU. The gates read only the
+ * window, the demand and the configuration, and a busy server asks them of
+ * every GPU at every attempt while most windows stay as they were. */
+typedef struct core_gate {
+    uint64_t version;       /* win_version_at() when asked; 0: never */
+    double demand;          /* the demand asked about */
+    bool pressure;          /* and whether the pressure filter applied */
+    bool admits;            /* the answer */
+} core_gate;
+
+/* A user, as users.c keeps it. */
+typedef struct core_user {
+    uint32_t uid;
+    int jobs, gpus;         /* its jobs running, the GPUs they hold */
+    double usage;           /* decayed GPU-seconds, as of usage_at */
+    double usage_at;
+    core_job *head, *tail;  /* its first attempts waiting: nice, then submit */
+    int queued;
+} core_user;
+
+typedef struct core_gpu {
+    policy_gpu view;        /* what policies see */
+    win win;                /* telemetry window */
+    core_gate gate;         /* remembered telemetry gates; core_reconfigure()
+                               forgets it */
+    bool drained;           /* kept out of placement */
+    bool foreign;           /* memory in use by processes not placed here */
+    bool alone;             /* runs a job that must not share */
+    int unseen;             /* jobs placed here, not yet seen active */
+    double open_at;         /* observation ends: no new job before */
+    uint64_t placements;    /* jobs ever placed here: tells a job it shared */
+    share_gpu share;        /* sharing mode and MIG instances */
+} core_gpu;
+
+struct core_state {
+    core_config cfg;
+    const policy *pol;
+    policy_placement placement;
+    int num_gpus;
+    core_gpu gpus[CORE_MAX_GPUS];
+    core_queue recovery;    /* requeued after an OOM or loss: served first */
+    core_queue fifo;
+    int running;
+    int mig_gpus;           /* GPUs in mig or auto mode: with none, no job
+                               runs in a MIG instance, and placement skips
+                               asking each GPU whether one would */
+    uint64_t idle;          /* bit g: GPU g is idle (gpu_idle()) */
+    int rr_next;            /* round robin: next GPU to start from */
+    /* The last backfill pass: reasons are told from it (core_job_reason). */
+    uint64_t passes;        /* backfill passes so far */
+    int64_t head_id;        /* the head it left waiting; -1: none */
+    uint64_t reserved;      /* GPUs it kept for that head */
+    int64_t reached[CORE_BACKFILL_DEPTH]; /* the jobs it reached, in order */
+    int nreached;
+    uint64_t changes;       /* events that can change a gate's answer */
+    uint64_t submits;       /* jobs submitted so far: core_job.seq */
+    core_user *users;       /* everyone who submitted, never forgotten */
+    int nusers, users_cap;
+    core_job **cursor;      /* a pass's place in each user's queue */
+    double *order_base;     /* and each user's priority then */
+    core_explained explained[CORE_EXPLAINED]; /* reasons lately told, by
+                               a hash of what they were asked for */
+    core_job **table;       /* hash table of every job by id */
+    size_t table_size;      /* a power of two */
+    size_t njobs;
+    core_job *spare;        /* forgotten jobs' records, chained by hnext,
+                               for the next submits: a simulated server
+                               submits thousands, and malloc and free of
+                               each was a twentieth of a replay */
+};
+
+_Static_assert(CORE_MAX_GPUS <= 64, "core_state.idle holds a bit per GPU");
+
+/* Every GPU of a core: a mask of GPUs the placements may take. */
+#define CORE_ALL_GPUS (~(uint64_t)0)
+
+/* ---- the gates' small parts, inline: every placement asks them of every
+ * GPU ---------------------------------------------------------------------- */
+
+/* Closed to a new job: drained, held by a job that must run alone, or
+ * still observing its last newcomer. */
+static inline bool core_gpu_open(const core_gpu *gpu, double now) {
+    return !gpu->drained && !gpu->alone && gpu->unseen == 0 &&
+           now >= gpu->open_at;
+}
+
+/* Asked for every GPU at every collocation attempt: a compare, not a call
+ * to libm's fmax(). */
+static inline double core_guard(const core_state *core, const core_gpu *gpu) {
+    double by_frac = core->cfg.guard_frac * gpu->view.total_mib;
+    return by_frac > core->cfg.guard_min_mib ? by_frac : core->cfg.guard_min_mib;
+}
+
+/* The runtime-pressure filter on risk scores: SMACT with SMOCC or DRAMA
+ * when DCGM reads them, utilization alone when only NVML does (AEGIS
+ * candidate_selection.py and config/settings.py runtime_pressure_backend). */
+static inline bool core_under_pressure(const core_config *cfg, const policy_gpu *g) {
+    if (g->smact >= 0 && (g->smocc >= 0 || g->drama >= 0))
+        return g->smact >= cfg->smact_max &&
+               (g->smocc >= cfg->smocc_max || g->drama >= cfg->drama_max);
+    if (g->util >= 0) return g->util >= cfg->util_max;
+    return false;
+}
+
+/* Whether the pressure filter applies to a new job on this GPU. */
+static inline bool core_filters_pressure(const core_state *core,
+                                         const core_gpu *gpu) {
+    return core->pol->uses_telemetry &&
+           !(core->pol->pairs_unfiltered && gpu->view.njobs == 1);
+}
+
+/* ---- core.c, for backfill.c and reason.c ---------------------------------- */
+
+core_job *core_find(const core_state *core, int64_t id);
+/* The first job in queue order: the recovery queue's, else the FIFO's. */
+core_job *core_head(core_state *core);
+/* The memory the job is admitted with on this attempt. */
+double core_demand(const core_state *core, const core_job *job);
+/* The demand, core_demand(), with which a first attempt joins a busy
+ * whole GPU: capped at est_cap_mib under a policy that caps estimates. An
+ * idle GPU or a MIG instance is chosen by the whole demand. */
+double core_shared_demand(const core_state *core, const core_job *job,
+                          double demand);
+/* Whether the job may join a busy GPU; if not, it waits for idle ones. */
+bool core_may_share(const core_state *core, const core_job *job);
+/* Tries to place the job on GPUs of `allowed` (exclusive first, then a
+ * MIG instance, then beside others); fills l either way. */
+bool core_place(core_state *core, const core_job *job, double now,
+                uint64_t allowed, core_launch *l);
+/* Starts the job as l says: off its queue, onto its GPUs. */
+void core_launch_job(core_state *core, core_job *job, core_launch *l,
+                     double now);
+bool core_wants_mig(const core_state *core, const core_job *job,
+                    double demand, const core_gpu *gpu);
+/* Free memory as the telemetry shows it at `now`. */
+double core_gpu_free_now(core_gpu *gpu, double now);
+
+/* ---- users.c ---------------------------------------------------------------- */
+
+/* The place of user uid in core->users, added when new; -1 when out of
+ * memory. */
+int core_user_index(core_state *core, uint32_t uid);
+/* Onto and off its user's queue (first attempts only). */
+void core_user_enqueue(core_state *core, core_job *job);
+void core_user_dequeue(core_state *core, core_job *job);
+/* The job starts (sign +1) or stops (-1) holding its GPUs at `now`. */
+void core_user_runs(core_state *core, const core_job *job, int sign,
+                    double now);
+/* Whether starting the job would take its user past a limit; if so and r
+ * is not NULL, r says which. */
+bool core_user_over_limit(const core_state *core, const core_job *job,
+                          core_reason *r);
+/* The first attempts waiting, by priority (fair share less nice, then
+ * submit order): core_order_start() at the start of a pass, then
+ * core_order_next() until it gives NULL. */
+void core_order_start(core_state *core, double now);
+core_job *core_order_next(core_state *core);
+
+/* ---- backfill.c ------------------------------------------------------------ */
+
+/* core_schedule() of a policy with backfill. */
+int core_schedule_backfill(core_state *core, double now, core_launch *out,
+                           int max);
+
+#endif

@@ -1,0 +1,262 @@
+/* reason.c -- why a queued job waits (core_job_reason()), and the reason
+ * as text.
+ *
+ * Nothing here runs at a decision: the reason is worked out when a driver
+ * asks, from the state the last core_schedule() left, by reading the gates
+ * the way the placement does. So `aegis ls` and `aegis sim --json` pay for
+ * it and the simulator's plain replay does not.
+ */
+#include "core_priv.h"
+
+#include <stdio.h>
+
+static const char *const wait_names[CORE_WAIT_KINDS] = {
+    "", "behind", "memory", "observing", "window", "pressure", "idle",
+    "policy", "mig", "drained", "user_limit", "dependency", "held"};
+
+const char *core_wait_name(core_wait kind) {
+    return (unsigned)kind < CORE_WAIT_KINDS ? wait_names[kind] : "?";
+}
+
+/* The pressure filter's reading, as core_under_pressure() takes it. */
+static void pressure_reading(const core_config *cfg, const policy_gpu *g,
+                             core_reason *r) {
+    bool dcgm = g->smact >= 0 && (g->smocc >= 0 || g->drama >= 0);
+    r->metric = dcgm ? "SMACT" : "utilization";
+    r->value = dcgm ? g->smact : g->util;
+    r->limit = dcgm ? cfg->smact_max : cfg->util_max;
+}
+
+/* What keeps GPU g from taking the job beside its jobs, the gates read as
+ * core_place_shared() reads them, into r; CORE_WAIT_NONE when it would
+ * take it. A gate of the telemetry is told before the observation, since
+ * only the observation ends by itself. */
+static core_wait gpu_blocker(core_state *core, const core_job *job, int g,
+                             double demand, double now, core_reason *r) {
+    core_gpu *gpu = &core->gpus[g];
+    const policy *pol = core->pol;
+    *r = (core_reason){.gpu = g};
+    if (gpu->drained) return r->kind = CORE_WAIT_DRAINED;
+    if (core_wants_mig(core, job, demand, gpu)) {
+        r->need_mib = demand;
+        return r->kind = CORE_WAIT_MIG;
+    }
+    if (gpu->alone || !share_gpu_collocates(&gpu->share))
+        return r->kind = CORE_WAIT_IDLE;
+    if (pol->uses_telemetry || job->floor_mib > 0) {
+        if (!win_full(&gpu->win, now)) {
+            r->until = win_full_at(&gpu->win);
+            return r->kind = CORE_WAIT_WINDOW;
+        }
+        double guard = core_guard(core, gpu);
+        r->free_mib = gpu->view.total_mib - win_used_max_at(&gpu->win, now);
+        r->need_mib = core_shared_demand(core, job, demand) + guard;
+        if (r->free_mib < r->need_mib) return r->kind = CORE_WAIT_MEMORY;
+        if (core_filters_pressure(core, gpu)) {
+            const win_scores *s = win_scores_at(&gpu->win, now);
+            policy_gpu view = gpu->view;
+            view.smact = s->smact;
+            view.smocc = s->smocc;
+            view.drama = s->drama;
+            view.util = s->util;
+            if (core_under_pressure(&core->cfg, &view)) {
+                pressure_reading(&core->cfg, &view, r);
+                return r->kind = CORE_WAIT_PRESSURE;
+            }
+        }
+    }
+    if (pol->admits && !pol->admits(&core->cfg, &gpu->view, &job->spec))
+        return r->kind = CORE_WAIT_POLICY;
+    if (gpu->unseen > 0 || now < gpu->open_at) {
+        r->until = gpu->unseen > 0 ? -1 : gpu->open_at;
+        return r->kind = CORE_WAIT_OBSERVING;
+    }
+    return r->kind = CORE_WAIT_NONE;
+}
+
+/* Which of two GPUs' reasons of the same kind to tell: the one nearest to
+ * admitting the job. */
+static bool nearer(const core_reason *a, const core_reason *b) {
+    switch (a->kind) {
+    case CORE_WAIT_OBSERVING:
+    case CORE_WAIT_WINDOW: /* an unknown end (< 0) is the latest */
+        return b->until < 0 || (a->until >= 0 && a->until < b->until);
+    case CORE_WAIT_PRESSURE: return a->value < b->value;
+    case CORE_WAIT_MEMORY: return a->free_mib > b->free_mib;
+    default: return false;
+    }
+}
+
+/* The kinds a GPU's reason may have, the one told first: what ends by
+ * itself before what waits for a job to leave. */
+static const core_wait told_first[] = {
+    CORE_WAIT_OBSERVING, CORE_WAIT_WINDOW, CORE_WAIT_PRESSURE,
+    CORE_WAIT_POLICY, CORE_WAIT_MIG, CORE_WAIT_MEMORY, CORE_WAIT_IDLE,
+    CORE_WAIT_DRAINED};
+
+/* The core's GPUs among `allowed`. */
+static uint64_t gpus_of(const core_state *core, uint64_t allowed) {
+    uint64_t all = core->num_gpus == 64 ? CORE_ALL_GPUS
+                                        : ((uint64_t)1 << core->num_gpus) - 1;
+    return allowed & all;
+}
+
+/* Why the job cannot start on the GPUs of `allowed` now; CORE_WAIT_NONE
+ * when it could. */
+static void core_explain_now(core_state *core, const core_job *job,
+                             double now, uint64_t allowed, core_reason *r) {
+    int need = job->spec.num_gpus;
+    *r = (core_reason){.kind = CORE_WAIT_NONE, .gpu = -1};
+    if (__builtin_popcountll(core->idle & allowed) >= need) return;
+    if (!core_may_share(core, job)) {
+        *r = (core_reason){.kind = CORE_WAIT_IDLE, .gpu = -1, .count = need};
+        return;
+    }
+    double demand = core_demand(core, job);
+    core_reason best[CORE_WAIT_KINDS];
+    bool seen[CORE_WAIT_KINDS] = {false};
+    int admitting = 0;
+    for (int g = 0; g < core->num_gpus; g++) {
+        if (!(allowed >> g & 1)) continue;
+        core_reason at;
+        core_wait kind = gpu_blocker(core, job, g, demand, now, &at);
+        if (kind == CORE_WAIT_NONE) {
+            admitting++;
+            continue;
+        }
+        if (!seen[kind] || nearer(&at, &best[kind])) best[kind] = at;
+        seen[kind] = true;
+    }
+    if (admitting >= need) return;
+    for (size_t i = 0; i < sizeof(told_first) / sizeof(*told_first); i++) {
+        if (!seen[told_first[i]]) continue;
+        *r = best[told_first[i]];
+        r->count = need;
+        return;
+    }
+    /* Fewer GPUs allowed than it needs. */
+    *r = (core_reason){.kind = CORE_WAIT_DRAINED, .gpu = -1, .count = need};
+}
+
+/* core_explain_now(), from the answers kept when a job asked alike at the
+ * same moment with nothing changed since. Only where a job's demand, GPU
+ * count and sharing are all a gate reads: no policy rule, no MIG. */
+static void core_explain(core_state *core, const core_job *job, double now,
+                         uint64_t allowed, core_reason *r) {
+    if (core->pol->admits || core->mig_gpus > 0) {
+        core_explain_now(core, job, now, allowed, r);
+        return;
+    }
+    core_explained key = {
+        .changes = core->changes + 1, .now = now,
+        .demand = core_demand(core, job), .allowed = allowed,
+        .num_gpus = job->spec.num_gpus, .shares = core_may_share(core, job),
+        .telemetry = job->floor_mib > 0};
+    uint64_t h = (uint64_t)(key.demand * 8) * 0x9E3779B97F4A7C15ull ^
+                 allowed ^ (uint64_t)(key.num_gpus * 4 + key.shares * 2 +
+                                      key.telemetry);
+    core_explained *e = &core->explained[(h >> 40) % CORE_EXPLAINED];
+    if (e->changes == key.changes && e->now == key.now &&
+        e->demand == key.demand && e->allowed == key.allowed &&
+        e->num_gpus == key.num_gpus && e->shares == key.shares &&
+        e->telemetry == key.telemetry) {
+        *r = e->reason;
+        return;
+    }
+    core_explain_now(core, job, now, allowed, r);
+    key.reason = *r;
+    *e = key;
+}
+
+static void behind(core_reason *r, int64_t head_id) {
+    *r = (core_reason){.kind = CORE_WAIT_BEHIND, .gpu = -1, .job = head_id};
+}
+
+int core_job_reason(core_state *core, int64_t job_id, double now,
+                    core_reason *r) {
+    core_job *job = core_find(core, job_id);
+    *r = (core_reason){.kind = CORE_WAIT_NONE, .gpu = -1};
+    if (!job) return -1;
+    if (job->state != JOB_QUEUED) return 0;
+    if (!core->pol->backfill) {
+        core_job *head = core_head(core);
+        if (job != head) behind(r, head->spec.id);
+        else core_explain(core, job, now, CORE_ALL_GPUS, r);
+        return 0;
+    }
+    bool reached = job->tried_in == core->passes;
+    if (!reached && core->head_id >= 0) {
+        behind(r, core->head_id); /* the pass stopped at the head's limit */
+        return 0;
+    }
+    if (job->over_limit && core_user_over_limit(core, job, r)) return 0;
+    core_explain(core, job, now, CORE_ALL_GPUS, r);
+    if (job->spec.id == core->head_id || core->reserved == 0) return 0;
+    /* It could start only on GPUs kept for the head. */
+    uint64_t rest = gpus_of(core, ~core->reserved);
+    if (r->kind == CORE_WAIT_NONE ||
+        __builtin_popcountll(rest) < job->spec.num_gpus)
+        behind(r, core->head_id);
+    else
+        core_explain(core, job, now, rest, r);
+    return 0;
+}
+
+int core_reason_text(const core_reason *r, double now, char *buf,
+                     size_t len) {
+    const char *s = r->count > 1 ? "s" : "";
+    switch (r->kind) {
+    case CORE_WAIT_NONE: return snprintf(buf, len, "-");
+    case CORE_WAIT_BEHIND:
+        return snprintf(buf, len, "behind job %lld (head of queue)",
+                        (long long)r->job);
+    case CORE_WAIT_MEMORY:
+        return snprintf(buf, len, "no %s with %.0f MiB free (largest free: "
+                        "%.0f MiB on GPU %d)", r->count > 1 ? "GPUs" : "GPU",
+                        r->need_mib, r->free_mib, r->gpu);
+    case CORE_WAIT_OBSERVING:
+        if (r->until < 0)
+            return snprintf(buf, len, "GPU %d under observation until its "
+                            "new job is seen active", r->gpu);
+        return snprintf(buf, len, "GPU %d under observation for %.0f s more",
+                        r->gpu, r->until > now ? r->until - now : 0);
+    case CORE_WAIT_WINDOW:
+        return snprintf(buf, len, "GPU %d telemetry window fills in %.0f s",
+                        r->gpu, r->until > now ? r->until - now : 0);
+    case CORE_WAIT_PRESSURE:
+        return snprintf(buf, len, "GPU %d under pressure (%s %.2f >= %.2f)",
+                        r->gpu, r->metric, r->value, r->limit);
+    case CORE_WAIT_IDLE:
+        return snprintf(buf, len, "waiting for %d idle GPU%s", r->count, s);
+    case CORE_WAIT_POLICY:
+        return snprintf(buf, len, "no GPU passes the policy's own rule");
+    case CORE_WAIT_MIG:
+        return snprintf(buf, len, "no MIG instance of %.0f MiB can be made now",
+                        r->need_mib);
+    case CORE_WAIT_DRAINED:
+        return snprintf(buf, len, "no GPU open to it (drained)");
+    case CORE_WAIT_USER_LIMIT:
+        return snprintf(buf, len, "user limit reached (%d %s)", r->count,
+                        r->metric);
+    case CORE_WAIT_DEPENDENCY:
+        return snprintf(buf, len, "waiting for job %lld (dependency)",
+                        (long long)r->job);
+    case CORE_WAIT_HELD: return snprintf(buf, len, "held");
+    case CORE_WAIT_KINDS: break;
+    }
+    return snprintf(buf, len, "?");
+}
+
+int core_reason_front(core_state *core, int64_t *ids, int max) {
+    int n = 0;
+    if (!core->pol->backfill) {
+        core_job *head = core_head(core);
+        if (head && max > 0) ids[n++] = head->spec.id;
+        return n;
+    }
+    for (int i = 0; i < core->nreached && n < max; i++) {
+        const core_job *job = core_find(core, core->reached[i]);
+        if (job && job->state == JOB_QUEUED) ids[n++] = job->spec.id;
+    }
+    return n;
+}

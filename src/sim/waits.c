@@ -1,0 +1,74 @@
+/* waits.c -- waiting time by reason (waits.h). */
+#include "waits.h"
+
+#include <stdlib.h>
+
+int sim_waits_init(sim_waits *w, double *by_reason, const int32_t *ids,
+                   int njobs) {
+    *w = (sim_waits){.by_reason = by_reason, .ids = ids};
+    if (!by_reason) return 0;
+    size_t n = (size_t)(njobs ? njobs : 1);
+    w->kind = malloc(n * sizeof(*w->kind));
+    w->since = malloc(n * sizeof(*w->since));
+    w->queued = calloc(n, sizeof(*w->queued));
+    w->front_at = calloc(n, sizeof(*w->front_at));
+    return w->kind && w->since && w->queued && w->front_at ? 0 : -1;
+}
+
+void sim_waits_free(sim_waits *w) {
+    free(w->kind);
+    free(w->since);
+    free(w->queued);
+    free(w->front_at);
+    *w = (sim_waits){0};
+}
+
+/* Counts job j's time under its reason up to t, and gives it `kind`. */
+static void change(sim_waits *w, int32_t j, core_wait kind, double t) {
+    w->by_reason[(size_t)w->ids[j] * CORE_WAIT_KINDS + w->kind[j]] +=
+        t - w->since[j];
+    w->since[j] = t;
+    w->kind[j] = (uint8_t)kind;
+}
+
+void sim_waits_queue(sim_waits *w, int32_t j, double t) {
+    if (!w->by_reason) return;
+    w->queued[j] = true;
+    w->kind[j] = CORE_WAIT_BEHIND;
+    w->since[j] = t;
+}
+
+void sim_waits_start(sim_waits *w, int32_t j, double t) {
+    if (!w->by_reason || !w->queued[j]) return;
+    change(w, j, CORE_WAIT_NONE, t);
+    w->queued[j] = false;
+}
+
+void sim_waits_refresh(sim_waits *w, core_state *core, double t,
+                       bool arrivals_only) {
+    int64_t ids[CORE_BACKFILL_DEPTH];
+    bool known[CORE_BACKFILL_DEPTH];
+    int n = core_reason_front(core, ids, CORE_BACKFILL_DEPTH);
+    uint32_t stamp = ++w->refreshes;
+    for (int i = 0; i < n; i++) {
+        known[i] = w->front_at[ids[i]] == stamp - 1;
+        w->front_at[ids[i]] = stamp;
+    }
+    /* Who was at the front and is no longer waits behind the head now. */
+    for (int i = 0; i < w->nfront; i++) {
+        int32_t j = w->front[i];
+        if (w->queued[j] && w->front_at[j] != stamp)
+            change(w, j, CORE_WAIT_BEHIND, t);
+    }
+    /* Arrivals change no GPU and no gate: only who joined the front then
+     * has a reason to ask for. */
+    w->nfront = 0;
+    for (int i = 0; i < n; i++) {
+        int32_t j = (int32_t)ids[i];
+        w->front[w->nfront++] = j;
+        if (arrivals_only && known[i]) continue;
+        core_reason why;
+        if (core_job_reason(core, j, t, &why) < 0) continue;
+        if ((uint8_t)why.kind != w->kind[j]) change(w, j, why.kind, t);
+    }
+}

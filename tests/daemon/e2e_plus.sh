@@ -1,0 +1,109 @@
+#!/bin/bash
+# e2e_plus.sh AEGISD AEGIS NVML FAKE CATALOG CASE -- aegisd's default
+# policy, aegis-plus, on the test GPUs: a small job backfilled past a big
+# blocked head, the REASON column of `aegis ls` and the wait_reason of
+# --json, a per-user limit holding a job back, and --nice.
+set -u; AEGISD=$1 AEGIS=$2 NVML=$3 FAKE=$4 CATALOG=$5 CASE=$6; source "$(dirname "$0")/e2e_lib.sh"
+
+# wait_until TEXT CONDITION: polls the shell CONDITION for 20 s.
+wait_until() {
+    local what=$1 deadline=$((SECONDS + 20))
+    shift
+    until "$@"; do
+        [ $SECONDS -lt $deadline ] || fail "timed out waiting: $what"
+        sleep 0.1
+    done
+}
+
+# job_field ID KEY: the key of the job's `aegis show --json`.
+job_field() {
+    "$AEGIS" show --json "$1" | pyjson "print(d.get('$2', ''))"
+}
+is_state() { [ "$(job_field "$1" state)" = "$2" ]; }
+is_active() { [ "$(job_field "$1" active)" = True ]; }
+
+# Two GPUs each 30000 MiB taken: a head asking 12000 MiB (admitted with
+# the 12288 MiB cap) fits neither and keeps GPU 0; a 500 MiB job behind it
+# starts on GPU 1 and ends while the head still waits, which says why.
+case_plus_backfill() {
+    export AEGIS_TEST_GPUS=2x40960
+    start
+    cd "$DIR/work"
+    big0=$("$AEGIS" submit --mem 30000 -- "$FAKE" --mib 30000 --seconds 60)
+    big1=$("$AEGIS" submit --mem 30000 -- "$FAKE" --mib 30000 --seconds 60)
+    wait_until "the big jobs active" is_active "$big0"
+    wait_until "the big jobs active" is_active "$big1"
+    head=$("$AEGIS" submit --name head --mem 12000 -- "$FAKE" --mib 12000 --seconds 1)
+    small=$("$AEGIS" submit --name small --mem 500 -- "$FAKE" --mib 500 --seconds 1)
+    "$AEGIS" wait "$small" >/dev/null || fail "the small job did not finish"
+    is_state "$head" queued || fail "the head left the queue: $(job_field "$head" state)"
+    "$AEGIS" show --json "$small" | pyjson "
+a=d['attempt_list']; assert len(a)==1 and a[0]['gpus']=='1', a" ||
+        fail "the small job did not run on GPU 1"
+    wait_until "the head's reason" eval \
+        '[ "$(job_field "$head" wait_code)" = memory ]'
+    "$AEGIS" show --json "$head" | pyjson "
+r=d['wait_reason']; print(r)
+assert r.startswith('no GPU with 12800 MiB free (largest free: '), r" ||
+        fail "the head's wait_reason"
+    "$AEGIS" ls > ls.txt
+    head -1 ls.txt | grep -q 'REASON$' || fail "no REASON column: $(head -1 ls.txt)"
+    grep "^$head " ls.txt | grep -q "no GPU with 12800 MiB free" ||
+        fail "ls: the head's reason: $(cat ls.txt)"
+    grep "^$big0 " ls.txt | grep -q ' -$' || fail "ls: a running job's reason"
+    "$AEGIS" show "$head" | grep -q "^waiting *no GPU with" || fail "show: waiting"
+    "$AEGIS" cancel "$big0" "$big1" || fail cancel
+    "$AEGIS" wait "$head" >/dev/null || fail "the head did not run once room came"
+}
+
+# max_jobs_per_user: 1 -- the second job waits with three GPUs idle, and
+# says so, until the first ends.
+case_plus_limit() {
+    echo "max_jobs_per_user: 1" >> "$DIR/aegis.yaml"
+    start
+    cd "$DIR/work"
+    first=$("$AEGIS" submit -- "$FAKE" --mib 1000 --seconds 3)
+    second=$("$AEGIS" submit -- "$FAKE" --mib 1000 --seconds 1)
+    wait_until "the first job running" is_state "$first" running
+    is_state "$second" queued || fail "the limit did not hold"
+    [ "$(job_field "$second" wait_reason)" = "user limit reached (1 jobs)" ] ||
+        fail "reason: $(job_field "$second" wait_reason)"
+    "$AEGIS" ls | grep "^$second " | grep -q "user limit reached (1 jobs)" ||
+        fail "ls: $("$AEGIS" ls)"
+    "$AEGIS" ls --json | pyjson "
+j=[j for j in d if j['id']==$second][0]
+assert j['wait_code']=='user_limit', j" || fail "ls --json wait_code"
+    "$AEGIS" wait "$first" "$second" >/dev/null || fail "not both done"
+    python3 - "$("$AEGIS" show --json "$first")" "$("$AEGIS" show --json "$second")" <<'PY' ||
+import json, sys
+a, b = (json.loads(x) for x in sys.argv[1:])
+ended = a['attempt_list'][0]['ended']
+started = b['attempt_list'][0]['started']
+assert started >= ended, (started, ended)
+PY
+        fail "the second job ran beside the first"
+}
+
+# --nice: one job at a time (the limit), a niced job submitted before a
+# plain one starts after it; ls --json and show carry the nice.
+case_plus_nice() {
+    echo "max_jobs_per_user: 1" >> "$DIR/aegis.yaml"
+    start
+    cd "$DIR/work"
+    first=$("$AEGIS" submit -- "$FAKE" --mib 1000 --seconds 2)
+    niced=$("$AEGIS" submit --nice 100 -- "$FAKE" --mib 1000 --seconds 1)
+    plain=$("$AEGIS" submit -- "$FAKE" --mib 1000 --seconds 1)
+    "$AEGIS" submit --nice 10001 -- true 2>err.txt && fail "nice 10001 taken"
+    grep -q nice err.txt || fail "nice 10001: $(cat err.txt)"
+    [ "$(job_field "$niced" nice)" = 100 ] || fail "show --json nice"
+    "$AEGIS" show "$niced" | grep -q "^nice *100" || fail "show: nice"
+    "$AEGIS" wait "$first" "$niced" "$plain" >/dev/null || fail "not all done"
+    python3 - "$("$AEGIS" show --json "$niced")" "$("$AEGIS" show --json "$plain")" <<'PY' ||
+import json, sys
+niced, plain = (json.loads(x)['attempt_list'][0]['started'] for x in sys.argv[1:])
+assert plain < niced, (plain, niced)
+PY
+        fail "the niced job went first"
+}
+
+e2e_run

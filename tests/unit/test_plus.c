@@ -1,0 +1,275 @@
+/* test_plus.c -- aegis-plus in the core: backfill past a blocked head, the
+ * GPUs kept for the head, the bound on passes, the pair rule, the capped
+ * demand, fair share, the per-user limits, nice, and the reason
+ * core_job_reason() gives each waiting job under aegis-plus and under
+ * AEGIS's FIFO. */
+#include "helpers.h"
+
+#include <string.h>
+
+static void submit_est(core_state *core, int64_t id, double est, double now) {
+    core_job_spec s = job_spec(id, 1);
+    s.est_mib = est;
+    char err[256];
+    assert_int_equal(core_submit(core, &s, now, err, sizeof(err)), 0);
+}
+
+static core_reason reason_of(core_state *core, int64_t id, double now) {
+    core_reason r;
+    assert_int_equal(core_job_reason(core, id, now, &r), 0);
+    return r;
+}
+
+static void assert_reason_text(core_state *core, int64_t id, double now,
+                               const char *want) {
+    core_reason r = reason_of(core, id, now);
+    char text[160];
+    core_reason_text(&r, now, text, sizeof(text));
+    assert_string_equal(text, want);
+}
+
+/* Two GPUs each 10960 MiB free: a head demanding the capped 12288 MiB
+ * cannot start, a 500 MiB job behind it starts at once -- on GPU 1, since
+ * GPU 0 (the most free, the lower index breaking the tie) is kept for the
+ * head. AEGIS-est would keep both waiting. */
+static void test_backfill_past_blocked_head(void **state) {
+    core_state *core = make_core("aegis-plus", "magm", 2);
+    occupy_all(core, 2, 30000);
+    submit_est(core, 1, 38000, 0);
+    submit_est(core, 2, 500, 0);
+    core_launch out[4];
+    assert_int_equal(core_schedule(core, 30, out, 4), 1);
+    assert_int_equal(out[0].job_id, 2);
+    assert_int_equal(out[0].gpus[0], 1);
+    assert_double_equal(out[0].floor_mib, 2548, 0);
+    core_reason r = reason_of(core, 1, 30);
+    assert_int_equal(r.kind, CORE_WAIT_MEMORY);
+    assert_reason_text(core, 1, 30, "no GPU with 12800 MiB free (largest "
+                       "free: 10960 MiB on GPU 0)");
+    assert_int_equal(reason_of(core, 2, 30).kind, CORE_WAIT_NONE);
+    core_destroy(core);
+
+    core = make_core("aegis-est", "magm", 2);
+    occupy_all(core, 2, 30000);
+    submit_est(core, 1, 38000, 0);
+    submit_est(core, 2, 500, 0);
+    assert_int_equal(core_schedule(core, 30, out, 4), 0);
+    assert_reason_text(core, 2, 30, "behind job 1 (head of queue)");
+    core_destroy(core);
+}
+
+/* A job that fits only on the GPU kept for the head waits behind it. */
+static void test_head_keeps_its_gpu(void **state) {
+    core_state *core = make_core("aegis-plus", "magm", 2);
+    occupy_all(core, 2, 0);
+    feed(core, 0, 30000, 0);    /* GPU 0: 10960 free */
+    feed(core, 1, 33000, 0);    /* GPU 1: 7960 free */
+    submit_est(core, 1, 38000, 0);  /* demands 12288: fits neither */
+    submit_est(core, 2, 7000, 0);   /* 9048: GPU 0 only, which is kept */
+    submit_est(core, 3, 1000, 0);   /* 3048: GPU 1 */
+    core_launch out[4];
+    assert_int_equal(core_schedule(core, 30, out, 4), 1);
+    assert_int_equal(out[0].job_id, 3);
+    assert_int_equal(out[0].gpus[0], 1);
+    assert_reason_text(core, 2, 30, "behind job 1 (head of queue)");
+    core_destroy(core);
+}
+
+/* After backfill_max_passes jobs have started past the head, the queue
+ * waits behind it. */
+static void test_passes_are_bounded(void **state) {
+    core_config cfg;
+    core_config_default(&cfg);
+    cfg.policy = "aegis-plus";
+    cfg.backfill_max_passes = 1;
+    core_state *core = make_core_cfg(&cfg, 3);
+    occupy_all(core, 3, 30000);
+    submit_est(core, 1, 38000, 0);
+    submit_est(core, 2, 500, 0);
+    submit_est(core, 3, 500, 0);
+    core_launch out[4];
+    assert_int_equal(core_schedule(core, 30, out, 4), 1);
+    assert_int_equal(out[0].job_id, 2);
+    assert_int_equal(core_schedule(core, 100, out, 4), 0);
+    assert_reason_text(core, 3, 100, "behind job 1 (head of queue)");
+    core_destroy(core);
+}
+
+static void feed_busy(core_state *core, int gpu, double used, double now) {
+    core_reading r = reading(used, 0.9, 0.5, 0.6, 0.9);
+    core_sample(core, gpu, &r, now);
+}
+
+/* A GPU under pressure running one job takes a second under aegis-plus
+ * (every measured pair ran faster than the two alone), never a third;
+ * AEGIS turns it away from the first. */
+static void test_pair_rule(void **state) {
+    core_state *core = make_core("aegis", "magm", 1);
+    occupy_all(core, 1, 0);
+    feed_busy(core, 0, 1000, 0);
+    submit(core, 1, 1, 0);
+    assert_int_equal(place_one(core, 30, NULL), -1);
+    assert_reason_text(core, 1, 30, "GPU 0 under pressure (SMACT 0.90 >= "
+                       "0.65)");
+    core_destroy(core);
+
+    core = make_core("aegis-plus", "magm", 1);
+    occupy_all(core, 1, 0);
+    feed_busy(core, 0, 1000, 0);
+    submit(core, 1, 1, 0);
+    submit(core, 2, 1, 0);
+    assert_int_equal(place_one(core, 30, NULL), 0);
+    core_job_active(core, 1, 40);
+    feed_busy(core, 0, 2000, 40);
+    assert_int_equal(place_one(core, 100, NULL), -1);
+    assert_int_equal(reason_of(core, 2, 100).kind, CORE_WAIT_PRESSURE);
+    core_destroy(core);
+}
+
+/* Observation: until the newcomer is seen active, then until 30 s after;
+ * the text counts the seconds left. */
+static void test_reason_observing(void **state) {
+    core_state *core = make_core("aegis", "magm", 1);
+    feed(core, 0, 1000, -100);
+    submit(core, 1, 1, 0);
+    submit(core, 2, 1, 0);
+    assert_int_equal(place_one(core, 0, NULL), 0);
+    assert_int_equal(place_one(core, 1, NULL), -1);
+    assert_reason_text(core, 2, 1, "GPU 0 under observation until its new "
+                       "job is seen active");
+    core_job_active(core, 1, 10);
+    assert_int_equal(place_one(core, 12, NULL), -1);
+    core_reason r = reason_of(core, 2, 12);
+    assert_int_equal(r.kind, CORE_WAIT_OBSERVING);
+    assert_double_equal(r.until, 40, 0);
+    assert_reason_text(core, 2, 12, "GPU 0 under observation for 28 s more");
+    assert_int_equal(reason_of(core, 1, 12).kind, CORE_WAIT_NONE);
+    core_destroy(core);
+}
+
+/* A job that must run alone waits for an idle GPU; an unknown job has no
+ * reason. */
+static void test_reason_idle_and_unknown(void **state) {
+    core_state *core = make_core("exclusive", "magm", 1);
+    submit(core, 1, 1, 0);
+    submit(core, 2, 1, 0);
+    assert_int_equal(place_one(core, 0, NULL), 0);
+    assert_int_equal(place_one(core, 1, NULL), -1);
+    assert_reason_text(core, 2, 1, "waiting for 1 idle GPU");
+    core_reason r;
+    assert_int_equal(core_job_reason(core, 99, 1, &r), -1);
+    assert_int_equal(r.kind, CORE_WAIT_NONE);
+    assert_string_equal(core_wait_name(CORE_WAIT_USER_LIMIT), "user_limit");
+    core_destroy(core);
+}
+
+/* The cap: a 38000 MiB estimate is admitted with 12288 MiB; 0 lifts it. */
+static void test_demand_cap(void **state) {
+    core_config cfg;
+    core_config_default(&cfg);
+    cfg.policy = "aegis-plus";
+    core_state *core = make_core_cfg(&cfg, 1);
+    occupy_all(core, 1, 20000);
+    submit_est(core, 1, 38000, 0);
+    core_launch l;
+    assert_int_equal(place_one(core, 30, &l), 0);
+    assert_double_equal(l.floor_mib, 12288, 0);
+    core_destroy(core);
+    cfg.est_cap_mib = 0;
+    core = make_core_cfg(&cfg, 1);
+    occupy_all(core, 1, 20000);
+    submit_est(core, 1, 38000, 0);
+    assert_int_equal(place_one(core, 30, NULL), -1);
+    core_destroy(core);
+}
+
+static void submit_as(core_state *core, int64_t id, uint32_t user, int nice,
+                      double now) {
+    core_job_spec s = job_spec(id, 1);
+    s.user = user;
+    s.nice = nice;
+    char err[256];
+    assert_int_equal(core_submit(core, &s, now, err, sizeof(err)), 0);
+}
+
+/* One full GPU: user 1 has run a job for 200 s when user 2 submits; when
+ * the GPU frees, user 2's job goes before user 1's older ones. AEGIS's
+ * FIFO takes user 1's next. */
+static void test_fair_share(void **state) {
+    const char *policies[] = {"aegis-plus", "aegis"};
+    const int64_t next[] = {10, 2};
+    for (int p = 0; p < 2; p++) {
+        core_state *core = make_core(policies[p], "magm", 1);
+        for (int i = 1; i <= 3; i++) submit_as(core, i, 1, 0, 0);
+        assert_int_equal(place_one(core, 0, NULL), 0);
+        core_job_active(core, 1, 0);
+        feed(core, 0, 40000, 0); /* no room beside it */
+        submit_as(core, 10, 2, 0, 200);
+        assert_int_equal(place_one(core, 200, NULL), -1);
+        assert_int_equal(core_job_exit(core, 1, CORE_EXIT_OK, 300, NULL),
+                         CORE_DONE);
+        core_launch l;
+        assert_int_equal(place_one(core, 300, &l), 0);
+        assert_int_equal(l.job_id, next[p]);
+        core_destroy(core);
+    }
+}
+
+/* max_jobs_per_user and max_gpus_per_user hold a user's job back without
+ * holding back the others'. */
+static void test_user_limits(void **state) {
+    core_config cfg;
+    core_config_default(&cfg);
+    cfg.policy = "aegis-plus";
+    for (int which = 0; which < 2; which++) {
+        cfg.max_jobs_per_user = which == 0 ? 1 : 0;
+        cfg.max_gpus_per_user = which == 1 ? 1 : 0;
+        core_state *core = make_core_cfg(&cfg, 2);
+        submit_as(core, 1, 7, 0, 0);
+        submit_as(core, 2, 7, 0, 0);
+        submit_as(core, 3, 8, 0, 0);
+        core_launch out[4];
+        assert_int_equal(core_schedule(core, 0, out, 4), 2);
+        assert_int_equal(out[0].job_id, 1);
+        assert_int_equal(out[1].job_id, 3);
+        assert_reason_text(core, 2, 0, which == 0 ? "user limit reached "
+                           "(1 jobs)" : "user limit reached (1 GPUs)");
+        assert_int_equal(core_job_exit(core, 1, CORE_EXIT_OK, 10, NULL),
+                         CORE_DONE);
+        assert_int_equal(core_schedule(core, 10, out, 4), 1);
+        assert_int_equal(out[0].job_id, 2);
+        core_destroy(core);
+    }
+}
+
+/* A niced job goes after its user's others; nice is 0..CORE_NICE_MAX. */
+static void test_nice(void **state) {
+    core_state *core = make_core("aegis-plus", "magm", 1);
+    submit_as(core, 1, 1, 100, 0);
+    submit_as(core, 2, 1, 0, 0);
+    core_launch l;
+    assert_int_equal(place_one(core, 0, &l), 0);
+    assert_int_equal(l.job_id, 2);
+    core_job_spec s = job_spec(3, 1);
+    s.nice = CORE_NICE_MAX + 1;
+    char err[128];
+    assert_int_equal(core_submit(core, &s, 0, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "nice"));
+    core_destroy(core);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_backfill_past_blocked_head),
+        cmocka_unit_test(test_head_keeps_its_gpu),
+        cmocka_unit_test(test_passes_are_bounded),
+        cmocka_unit_test(test_pair_rule),
+        cmocka_unit_test(test_reason_observing),
+        cmocka_unit_test(test_reason_idle_and_unknown),
+        cmocka_unit_test(test_demand_cap),
+        cmocka_unit_test(test_fair_share),
+        cmocka_unit_test(test_user_limits),
+        cmocka_unit_test(test_nice),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
