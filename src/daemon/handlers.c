@@ -41,9 +41,10 @@ static void d_user_name(uid_t uid, char *user, size_t len, gid_t *gid) {
     if (found && gid) *gid = found->pw_gid;
 }
 
-/* Why a job waits, as Slurm's REASON column says it: a held job for its
- * first unfinished dependency, a queued one as the core tells it
- * (core_job_reason()). Adds "wait_reason" (the text `aegis ls` shows),
+/* Why a job waits, as Slurm's REASON column says it: a job held by
+ * `aegis hold` for that hold (its dependencies ending would not start
+ * it), one held otherwise for its first unfinished dependency, a queued
+ * one as the core tells it (core_job_reason()). Adds "wait_reason" (the text `aegis ls` shows),
  * "wait_code" (core_wait_name()) and, for a wait that ends at a known
  * time, "wait_until" (Unix time). The row's "reason" is the store's: why
  * the job is in its state (a requeue, its end). */
@@ -51,7 +52,9 @@ static void d_reason_fields(d_daemon *d, const d_job *job, json_t *row,
                             json_t *waiting_for) {
     core_reason r = {.kind = CORE_WAIT_NONE, .gpu = -1};
     double now = d_now(d);
-    if (job->state == D_HELD && json_array_size(waiting_for) > 0) {
+    if (job->held) {
+        r.kind = CORE_WAIT_HELD;
+    } else if (job->state == D_HELD && json_array_size(waiting_for) > 0) {
         r.kind = CORE_WAIT_DEPENDENCY;
         r.job = json_integer_value(json_array_get(waiting_for, 0));
     } else if (job->state == D_QUEUED && job->in_core) {

@@ -40,7 +40,7 @@ restart() {
 
 # A held job stays queued across a restart while a later job runs past it;
 # released, it runs. Only its owner or root may hold it, and not while it
-# runs.
+# runs. `aegis ls` gives it the REASON held.
 case_habits_hold() {
     needs_root
     start
@@ -55,8 +55,10 @@ case_habits_hold() {
     [ "$(as nobody "$AEGIS" hold "$held")" = "held $held" ] || fail "hold by owner"
     "$AEGIS" ls --json | pyjson "
 j=[j for j in d if j['id']==$held][0]
-assert j['state']=='queued' and j['held'] is True, j" || fail "ls: not held"
-    "$AEGIS" ls | grep -q "^$held .* held " || fail "ls text: $("$AEGIS" ls)"
+assert j['state']=='queued' and j['held'] is True, j
+assert j['wait_code']=='held' and j['wait_reason']=='held', j" ||
+        fail "ls: not held, or its reason is not held"
+    "$AEGIS" ls | grep -q "^$held .* held .* held$" || fail "ls text: $("$AEGIS" ls)"
     restart
     "$AEGIS" show --json "$held" | pyjson "assert d['held'] is True, d" ||
         fail "hold lost across a restart"
