@@ -15,14 +15,6 @@ as() { local u=$1; shift; runuser -u "$u" -- env AEGIS_SOCKET="$AEGIS_SOCKET" \
 needs_root() {
     [ "$(id -u)" = 0 ] || { echo "needs root to act as another user"; exit 77; }
 }
-# `aegis ARGS...` exits 2, saying $1 on stderr.
-refused() {
-    local want=$1 rc; shift
-    "$AEGIS" "$@" > out.txt 2> err.txt
-    rc=$?
-    [ "$rc" = 2 ] || fail "$*: exit $rc, not 2 ($(cat out.txt err.txt))"
-    grep -qF -- "$want" err.txt || fail "$*: '$(cat err.txt)' lacks '$want'"
-}
 # Waits until job $1's `show --json` passes the python check $2.
 until_job() {
     local deadline=$((SECONDS + 30))
@@ -49,7 +41,7 @@ case_habits_hold() {
     big=$("$AEGIS" submit --gpus 3 -- "$FAKE" --mib 100 --seconds 60) || fail submit
     until_job "$big" "assert d['state']=='running'"
     held=$(as nobody "$AEGIS" submit -- sh -c 'echo held-ran') || fail "submit held"
-    refused "only a queued job" hold "$big"
+    aegis_refused "only a queued job" hold "$big"
     as daemon "$AEGIS" hold "$held" 2>&1 | grep -q "permission denied" ||
         fail "hold by another user"
     [ "$(as nobody "$AEGIS" hold "$held")" = "held $held" ] || fail "hold by owner"
@@ -73,7 +65,7 @@ assert d['state']=='queued' and d['attempts']==0, d" || fail "held job ran"
     [ "$("$AEGIS" release "$held")" = "released $held" ] || fail release
     "$AEGIS" wait "$held" > /dev/null || fail "released job not done"
     [ "$("$AEGIS" log "$held")" = held-ran ] || fail "released job's output"
-    refused "already finished" release "$held"
+    aegis_refused "already finished" release "$held"
 }
 
 # A job over its --time limit is stopped and ends as timeout, counted from
@@ -81,8 +73,8 @@ assert d['state']=='queued' and d['attempts']==0, d" || fail "held job ran"
 case_habits_time() {
     start
     cd "$DIR/work"
-    refused "--time: '10 min' is not a time limit" submit --time '10 min' -- true
-    refused "--time: '0' is not a time limit" submit --time 0 -- true
+    aegis_refused "--time: '10 min' is not a time limit" submit --time '10 min' -- true
+    aegis_refused "--time: '0' is not a time limit" submit --time 0 -- true
     fast=$("$AEGIS" submit --time 1:00 -- true) || fail "submit fast"
     "$AEGIS" wait "$fast" > /dev/null || fail "a job within its limit"
     id=$("$AEGIS" submit --time 0:04 -- "$FAKE" --mib 100 --seconds 60) || fail submit

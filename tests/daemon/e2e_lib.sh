@@ -56,6 +56,15 @@ trap cleanup EXIT
 pyjson() { python3 -c "import json,sys; d=json.load(sys.stdin); $1"; }
 
 
+# `aegis ARGS...` exits 2, saying $1 on stderr.
+aegis_refused() {
+    local want=$1 rc; shift
+    "$AEGIS" "$@" > out.txt 2> err.txt
+    rc=$?
+    [ "$rc" = 2 ] || fail "$*: exit $rc, not 2 ($(cat out.txt err.txt))"
+    grep -qF -- "$want" err.txt || fail "$*: '$(cat err.txt)' lacks '$want'"
+}
+
 e2e_run() {
     "case_$CASE"
     echo "ok: $CASE"

@@ -10,14 +10,6 @@ set -u
 AEGISD=$1 AEGIS=$2 NVML=$3 FAKE=$4 CATALOG=$5 CASE=$6
 source "$(dirname "$0")/e2e_lib.sh"
 
-# `aegis ARGS...` exits 2, saying $1 on stderr.
-refused() {
-    local want=$1 rc; shift
-    "$AEGIS" "$@" > out.txt 2> err.txt
-    rc=$?
-    [ "$rc" = 2 ] || fail "$*: exit $rc, not 2 ($(cat out.txt err.txt))"
-    grep -qF -- "$want" err.txt || fail "$*: '$(cat err.txt)' lacks '$want'"
-}
 
 # A stand-in for conda on PATH: `conda run -n ENV --no-capture-output
 # CMD...` says which environment and command it was given.
@@ -113,15 +105,15 @@ assert d['meta'] == {'estimates': {'faketensor_mib': 1000}}, d['meta']" ||
     "$AEGIS" wait "$id" > /dev/null || fail "nulls job"
     # conda_env without conda on PATH: refused, naming the key and line
     aegis_example > noconda.yaml
-    PATH=/usr/bin:/bin refused "noconda.yaml:3: job.conda_env: " submit noconda.yaml
+    PATH=/usr/bin:/bin aegis_refused "noconda.yaml:3: job.conda_env: " submit noconda.yaml
     grep -q "conda" err.txt || fail "no mention of conda: $(cat err.txt)"
     # a version aegis does not know, and a spec without a command
     printf 'version: 2\njob:\n  command: "true"\n' > v2.yaml
-    refused "v2.yaml:1: version: " submit v2.yaml
+    aegis_refused "v2.yaml:1: version: " submit v2.yaml
     printf 'version: 1\nresources:\n  num_gpus: 1\n' > nocmd.yaml
-    refused "nocmd.yaml:1: job.command: missing" submit nocmd.yaml
+    aegis_refused "nocmd.yaml:1: job.command: missing" submit nocmd.yaml
     printf 'version: 1\njob:\n  command: "true"\nresources:\n  num_gpus: 1.5\n' > frac.yaml
-    refused "frac.yaml:5: resources.num_gpus: " submit frac.yaml
+    aegis_refused "frac.yaml:5: resources.num_gpus: " submit frac.yaml
 }
 
 # Several dependencies of each kind: repeated and comma-separated --after,
@@ -146,9 +138,9 @@ assert sorted(x['id'] for x in d['deps']) == [$ok, $bad], d['deps']" ||
     grep -q "^$any done" waited || fail "afterany: $(cat waited)"
     grep -q "^$notok done" waited || fail "afternotok of a failure: $(cat waited)"
     grep -q "^$notok2 cancelled" waited || fail "afternotok of a success: $(cat waited)"
-    refused "after:" submit --after "after:$ok" -- true
-    refused "no job 999" submit --after 999 -- true
-    refused "--after: 'prep'" submit --after prep -- true
+    aegis_refused "after:" submit --after "after:$ok" -- true
+    aegis_refused "no job 999" submit --after 999 -- true
+    aegis_refused "--after: 'prep'" submit --after prep -- true
     # names in one spec: the later job runs once the earlier has
     cat > deps.yaml <<'YAML'
 jobs:
@@ -176,9 +168,9 @@ assert d['deps'] == [{'id': $2, 'kind': 'afterany'}, {'id': $1, 'kind': 'afterok
     "$AEGIS" show --json "$id" | pyjson "assert d['deps'] == [{'id': $ok, 'kind': 'afterok'}], d" ||
         fail "after: id kept"
     printf 'jobs:\n  - command: "true"\n    after: later\n  - name: later\n    command: "true"\n' > fwd.yaml
-    refused "fwd.yaml:3: after: 'later' comes later in the file" submit fwd.yaml
+    aegis_refused "fwd.yaml:3: after: 'later' comes later in the file" submit fwd.yaml
     printf 'jobs:\n  - command: "true"\n    after: nobody\n' > unk.yaml
-    refused "unk.yaml:3: after: no job named 'nobody'" submit unk.yaml
+    aegis_refused "unk.yaml:3: after: no job named 'nobody'" submit unk.yaml
 }
 
 # --mem takes units; a size no GPU of the server holds is refused.
@@ -191,10 +183,10 @@ case_spec_mem() {
         "$AEGIS" show --json "$id" | pyjson "assert d['mem_mib'] == $want, d" ||
             fail "--mem $m: $("$AEGIS" show --json "$id")"
     done
-    refused "--mem: '4x'" submit --mem 4x -- true
-    refused "largest GPU of this server holds 40960 MiB" submit --mem 41g -- true
+    aegis_refused "--mem: '4x'" submit --mem 4x -- true
+    aegis_refused "largest GPU of this server holds 40960 MiB" submit --mem 41g -- true
     printf 'command: "true"\nmem: 50g\n' > big.yaml
-    refused "largest GPU" submit big.yaml
+    aegis_refused "largest GPU" submit big.yaml
     printf 'command: "true"\nmem: 2g\n' > two.yaml
     id=$("$AEGIS" submit two.yaml) || fail "spec mem: 2g"
     "$AEGIS" show --json "$id" | pyjson "assert d['mem_mib'] == 2048, d" || fail "spec mem"
@@ -218,7 +210,7 @@ case_spec_shell() {
     "$AEGIS" show --json "$id" | pyjson "
 assert d['gpus'] == 2 and d['name'] == 'late' and d['cmd'][2] == 'echo spec', d" ||
         fail "spec then options: $("$AEGIS" show --json "$id")"
-    refused "x.yaml: a SPEC.yaml takes no command words" submit x.yaml extra
+    aegis_refused "x.yaml: a SPEC.yaml takes no command words" submit x.yaml extra
 }
 
 # --array RANGE -- CMD: one job per index, AEGIS_ARRAY_INDEX in each.
@@ -236,8 +228,8 @@ case_spec_array() {
     [ $# = 3 ] || fail "2-8:3: $id"
     "$AEGIS" wait "$@" > /dev/null
     [ "$("$AEGIS" log "$3")" = 8 ] || fail "2-8:3 last: $("$AEGIS" log "$3")"
-    refused "--array: '5-2'" submit --array 5-2 -- true
-    refused "--array: " submit --array 0-200000 -- true
+    aegis_refused "--array: '5-2'" submit --array 5-2 -- true
+    aegis_refused "--array: " submit --array 0-200000 -- true
 }
 
 # ls -u USER --state STATE filters the list.
@@ -254,7 +246,7 @@ case_spec_ls() {
         fail "--state done,running"
     "$AEGIS" ls -u root --state running | grep -q "^$r " || fail "-u root"
     [ "$("$AEGIS" ls -u nobody --all --json)" = "[]" ] || fail "-u nobody"
-    refused "--state: 'sleeping'" ls --state sleeping
+    aegis_refused "--state: 'sleeping'" ls --state sleeping
     "$AEGIS" cancel "$r" > /dev/null
 }
 
@@ -266,7 +258,7 @@ case_spec_log() {
     "$AEGIS" wait "$id" > /dev/null || fail wait
     "$AEGIS" log --both "$id" > both.txt || fail "log --both"
     grep -qx out1 both.txt && grep -qx err1 both.txt || fail "both: $(cat both.txt)"
-    refused "--both" log --both --stderr "$id"
+    aegis_refused "--both" log --both --stderr "$id"
     "$AEGIS" log --help | grep -q -- "--both" || fail "help lacks --both"
 }
 
