@@ -209,8 +209,12 @@ int config_load_daemon(const char *path, bool missing_ok, core_config *cfg,
      * and several users share it. aegis-plus admits a job with that figure
      * + est_margin_mib (up to est_cap_mib), any other with the
      * estimator-free no_est_demand_mib, lets small jobs past a blocked
-     * one and shares the server fairly between users (docs/design.md). */
+     * one and shares the server fairly between users (docs/design.md).
+     * A declared --mem is trusted whole (est_cap_mib 0): the memory gate
+     * must refuse a job that says it cannot fit. The simulator's cap is
+     * for estimator columns, which overestimate. */
     cfg->policy = "aegis-plus";
+    cfg->est_cap_mib = 0;
     FILE *f = fopen(path, "r");
     if (!f) {
         if (missing_ok && errno == ENOENT) return 0;

@@ -23,7 +23,7 @@ is_state() { [ "$(job_field "$1" state)" = "$2" ]; }
 is_active() { [ "$(job_field "$1" active)" = True ]; }
 
 # Two GPUs each 30000 MiB taken: a head asking 12000 MiB (admitted with
-# the 12288 MiB cap) fits neither and keeps GPU 0; a 500 MiB job behind it
+# 2048 MiB of margin: aegisd trusts --mem whole) fits neither and keeps GPU 0; a 500 MiB job behind it
 # starts on GPU 1 and ends while the head still waits, which says why.
 case_plus_backfill() {
     export AEGIS_TEST_GPUS=2x40960
@@ -44,11 +44,11 @@ a=d['attempt_list']; assert len(a)==1 and a[0]['gpus']=='1', a" ||
         '[ "$(job_field "$head" wait_code)" = memory ]'
     "$AEGIS" show --json "$head" | pyjson "
 r=d['wait_reason']; print(r)
-assert r.startswith('no GPU with 12800 MiB free (largest free: '), r" ||
+assert r.startswith('no GPU with 14560 MiB free (largest free: '), r" ||
         fail "the head's wait_reason"
     "$AEGIS" ls > ls.txt
     head -1 ls.txt | grep -q 'REASON$' || fail "no REASON column: $(head -1 ls.txt)"
-    grep "^$head " ls.txt | grep -q "no GPU with 12800 MiB free" ||
+    grep "^$head " ls.txt | grep -q "no GPU with 14560 MiB free" ||
         fail "ls: the head's reason: $(cat ls.txt)"
     grep "^$big0 " ls.txt | grep -q ' -$' || fail "ls: a running job's reason"
     "$AEGIS" show "$head" | grep -q "^waiting *no GPU with" || fail "show: waiting"
