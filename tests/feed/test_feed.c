@@ -30,6 +30,7 @@
 #include "feed.h"
 #include "feed_admin.h"
 #include "feed_shm.h"
+#include "shm_count.h"
 
 #define ROWS 128 /* producer batch size */
 #define COLS 4
@@ -45,14 +46,8 @@ static const char *feed_name(const char *what) {
 
 static int leaked_segments(void) {
     char prefix[64];
-    int n = 0;
     snprintf(prefix, sizeof prefix, "aegis-feed-t%d-", (int)getpid());
-    DIR *d = opendir("/dev/shm");
-    struct dirent *e;
-    while (d && (e = readdir(d)))
-        if (!strncmp(e->d_name, prefix, strlen(prefix))) n++;
-    if (d) closedir(d);
-    return n;
+    return shm_count(prefix);
 }
 
 static feed_config config(const char *name, uint32_t ahead, uint32_t replay,

@@ -12,7 +12,6 @@
  * alarm, so a stall fails the round instead of hanging the test.
  *
  * The seed is printed; AEGIS_FEED_KILL_SEED=N replays a failing run. */
-#include <dirent.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -28,6 +27,7 @@
 #include <cmocka.h>
 
 #include "feed.h"
+#include "shm_count.h"
 
 #define ROWS 64
 #define COLS 2
@@ -48,14 +48,8 @@ static void feed_name(char *buf, size_t len, int round) {
 
 static int leaked_segments(void) {
     char prefix[64];
-    int n = 0;
     snprintf(prefix, sizeof prefix, "aegis-feed-k%d-", (int)getpid());
-    DIR *d = opendir("/dev/shm");
-    struct dirent *e;
-    while (d && (e = readdir(d)))
-        if (!strncmp(e->d_name, prefix, strlen(prefix))) n++;
-    if (d) closedir(d);
-    return n;
+    return shm_count(prefix);
 }
 
 /* A killed producer's janitor (not our child: nothing to wait on) removes
