@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,17 +21,36 @@ const char *client_socket(const char *opt) {
     return env && env[0] ? env : CLIENT_DEFAULT_SOCKET;
 }
 
+static char *complaints;
+static size_t complaints_size;
+
+void client_complaints_to(char *buf, size_t size) {
+    complaints = buf;
+    complaints_size = size;
+}
+
+/* "aegis CMD: what went wrong", on stderr or into the caller's buffer. */
+static void client_complain(const char *cmd, const char *fmt, ...) {
+    char what[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof(what), fmt, ap);
+    va_end(ap);
+    if (complaints) snprintf(complaints, complaints_size, "aegis %s: %s", cmd, what);
+    else fprintf(stderr, "aegis %s: %s\n", cmd, what);
+}
+
 static int client_connect(const char *cmd, const char *path) {
     struct sockaddr_un addr = {.sun_family = AF_UNIX};
     if (strlen(path) >= sizeof(addr.sun_path)) {
-        fprintf(stderr, "aegis %s: %s: socket path too long\n", cmd, path);
+        client_complain(cmd, "%s: socket path too long", path);
         return -1;
     }
     strcpy(addr.sun_path, path);
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0 || connect(fd, (struct sockaddr *)&addr, sizeof(addr)) != 0) {
-        fprintf(stderr, "aegis %s: cannot reach aegisd at %s: %s\n", cmd, path,
-                strerror(errno));
+        client_complain(cmd, "cannot reach aegisd at %s: %s", path,
+                        strerror(errno));
         if (fd >= 0) close(fd);
         return -1;
     }
@@ -93,7 +113,7 @@ json_t *client_call_open(const char *cmd, const char *socket, json_t *req,
     char *text = json_dumps(req, JSON_COMPACT);
     json_decref(req);
     if (!text) {
-        fprintf(stderr, "aegis %s: out of memory\n", cmd);
+        client_complain(cmd, "out of memory");
         return NULL;
     }
     int fd = client_connect(cmd, socket);
@@ -101,14 +121,12 @@ json_t *client_call_open(const char *cmd, const char *socket, json_t *req,
     size_t len = 0;
     char *line = fd >= 0 ? client_exchange(fd, text, &len) : NULL;
     if (fd >= 0 && !line)
-        fprintf(stderr, "aegis %s: aegisd at %s closed the connection\n", cmd,
-                socket);
+        client_complain(cmd, "aegisd at %s closed the connection", socket);
     if (line) answer = json_loadb(line, len, 0, NULL);
-    if (line && !answer)
-        fprintf(stderr, "aegis %s: aegisd's answer is not JSON\n", cmd);
+    if (line && !answer) client_complain(cmd, "aegisd's answer is not JSON");
     if (answer && !json_is_true(json_object_get(answer, "ok"))) {
         const char *err = json_string_value(json_object_get(answer, "error"));
-        fprintf(stderr, "aegis %s: %s\n", cmd, err ? err : "request failed");
+        client_complain(cmd, "%s", err ? err : "request failed");
         if (!json_is_true(json_object_get(answer, "server_error")))
             *rc = CLI_USAGE;
         json_decref(answer);
@@ -119,6 +137,19 @@ json_t *client_call_open(const char *cmd, const char *socket, json_t *req,
     if (answer && keep) *keep = fd;
     else if (fd >= 0) close(fd);
     return answer;
+}
+
+void client_cmd_line(json_t *cmd, char *line, size_t size) {
+    size_t at = 0;
+    size_t i;
+    json_t *w;
+    snprintf(line, size, "%s", cmd ? "" : "-");
+    json_array_foreach(cmd, i, w) {
+        int n = snprintf(line + at, size - at, "%s%s", i ? " " : "",
+                         json_string_value(w));
+        if (n < 0 || (size_t)n >= size - at) break;
+        at += (size_t)n;
+    }
 }
 
 int client_parse_id(const char *cmd, const char *text, json_int_t *id) {
@@ -147,7 +178,7 @@ int client_options(const char *cmd, int argc, char **argv, const char *help,
     };
     memset(f, 0, sizeof(*f));
     int ch;
-    while ((ch = getopt_long(argc, argv, "hfn:u:", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "hfu:", opts, NULL)) != -1) {
         if (ch == 'h') {
             fputs(help, stdout);
             return -1;
@@ -167,10 +198,6 @@ int client_options(const char *cmd, int argc, char **argv, const char *help,
         case 'S': f->states = optarg; break;
         case 'r': f->reason = optarg; break;
         case 'd': f->drain = 1; break;
-        case 'n':
-            if (cli_parse_long(cmd, "n", optarg, 0, 1000000, &f->count))
-                return CLI_USAGE;
-            break;
         }
     }
     f->first_arg = optind;

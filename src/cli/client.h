@@ -34,6 +34,10 @@ const char *client_socket(const char *opt);
  * caller owns the answer. */
 json_t *client_call(const char *cmd, const char *socket, json_t *req,
                     int *rc);
+/* Sends what client_call would print on stderr into buf instead (one
+ * message, the latest), or back to stderr when buf is NULL: for aegis
+ * top's full screen, which stderr would garble. */
+void client_complaints_to(char *buf, size_t size);
 /* The same, leaving the connection open in *fd once aegisd answered (the
  * caller closes it): what follows the answer, aegisd's exit, shows as
  * the connection's end. */
@@ -52,18 +56,21 @@ typedef struct client_flags {
     const char *states;     /* --state S[,S...] (ls); NULL: any */
     const char *reason;     /* --reason TEXT (drain); NULL: none */
     int drain;              /* --drain (shutdown) */
-    long count;             /* -n N (top): refreshes, 0 for endless */
     int first_arg;          /* argv index of the first operand */
 } client_flags;
 
 /* Parses the options in `allowed` (letters: j --json, a --all, f
  * --follow, e --stderr, b --both, u --user, S --state, r --reason, d
- * --drain, n -n; --socket and --help always) and checks the operand
+ * --drain; --socket and --help always) and checks the operand
  * count is in [min_args, max_args] (-1: any). Returns -1 after --help
  * (printed), CLI_USAGE on bad usage (explained), 0 otherwise. */
 int client_options(const char *cmd, int argc, char **argv, const char *help,
                    const char *allowed, int min_args, int max_args,
                    client_flags *f);
+
+/* A job's command (its "cmd" array) as one line, its words joined by
+ * spaces, into line; "-" when the command is not shown (NULL). */
+void client_cmd_line(json_t *cmd, char *line, size_t size);
 
 /* Prints a JSON value on one line (--json output). */
 void client_print_json(json_t *v);

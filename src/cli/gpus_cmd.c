@@ -1,4 +1,4 @@
-/* gpus_cmd.c -- `aegis gpus`, `top`, `drain` and `resume`: the server's
+/* gpus_cmd.c -- `aegis gpus`, `drain` and `resume`: the server's
  * GPUs as aegisd sees them, and taking one out of placement.
  */
 #include "cli.h"
@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #define SOCKET_OPT \
 "    --socket PATH   aegisd's socket (default $AEGIS_SOCKET, else\n" \
@@ -27,16 +26,6 @@ static const char gpus_help[] =
 "                    null without DCGM or a fresh value; a drained\n"
 "                    GPU's drain_reason, drained_by and drained_at\n"
 "                    (Unix time)\n" SOCKET_OPT
-"\nEXIT STATUS\n"
-"    0 success, 1 aegisd unreachable, busy or failing, 2 bad usage.\n";
-
-static const char top_help[] =
-"NAME\n    aegis top - watch the GPUs and the running jobs\n\n"
-"SYNOPSIS\n    aegis top [-n COUNT] [--socket PATH]\n\n"
-"DESCRIPTION\n"
-"    Clears the screen and shows `aegis gpus` and the running jobs of\n"
-"    `aegis ls` every second, until interrupted.\n\n"
-"OPTIONS\n    -n COUNT        stop after COUNT screens\n" SOCKET_OPT
 "\nEXIT STATUS\n"
 "    0 success, 1 aegisd unreachable, busy or failing, 2 bad usage.\n";
 
@@ -113,48 +102,6 @@ int cli_gpus(int argc, char **argv) {
         gpus_print(ans);
     }
     json_decref(ans);
-    return CLI_OK;
-}
-
-int cli_top(int argc, char **argv) {
-    client_flags f;
-    int rc = client_options("top", argc, argv, top_help, "n", 0, 0, &f);
-    if (rc) return rc < 0 ? CLI_OK : rc;
-    const char *socket = client_socket(f.socket);
-    for (long n = 0; f.count == 0 || n < f.count; n++) {
-        if (n) sleep(1);
-        json_t *gpus = client_call("top", socket,
-                                   json_pack("{s:s}", "op", "gpus"), &rc);
-        json_t *ls = gpus ? client_call("top", socket,
-                                        json_pack("{s:s}", "op", "ls"), &rc)
-                          : NULL;
-        if (!ls) {
-            json_decref(gpus);
-            return rc;
-        }
-        if (isatty(1)) fputs("\033[H\033[2J", stdout);
-        gpus_print(gpus);
-        printf("\n%-7s %-10s %-8s %-7s %10s\n", "ID", "USER", "GPUS", "ACTIVE",
-               "ENERGY_KJ");
-        size_t i, k;
-        json_t *j, *g;
-        json_array_foreach(json_object_get(ls, "jobs"), i, j) {
-            if (strcmp(json_string_value(json_object_get(j, "state")), "running"))
-                continue;
-            char ids[64] = "";
-            json_array_foreach(json_object_get(j, "gpu_ids"), k, g)
-                snprintf(ids + strlen(ids), sizeof(ids) - strlen(ids), "%s%lld",
-                         k ? "," : "", (long long)json_integer_value(g));
-            printf("%-7lld %-10.10s %-8s %-7s %10.1f\n",
-                   (long long)json_integer_value(json_object_get(j, "id")),
-                   json_string_value(json_object_get(j, "user")), ids,
-                   json_is_true(json_object_get(j, "active")) ? "yes" : "no",
-                   json_number_value(json_object_get(j, "energy_j")) / 1000);
-        }
-        fflush(stdout);
-        json_decref(gpus);
-        json_decref(ls);
-    }
     return CLI_OK;
 }
 

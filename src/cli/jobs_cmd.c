@@ -127,21 +127,6 @@ static const char *str(json_t *obj, const char *key) {
     return s ? s : "";
 }
 
-/* A job's command as one line, its words joined by spaces, into line;
- * "-" when the command is not shown. */
-static void cmd_line(json_t *cmd, char *line, size_t size) {
-    size_t at = 0;
-    size_t i;
-    json_t *w;
-    snprintf(line, size, "%s", cmd ? "" : "-");
-    json_array_foreach(cmd, i, w) {
-        int n = snprintf(line + at, size - at, "%s%s", i ? " " : "",
-                         json_string_value(w));
-        if (n < 0 || (size_t)n >= size - at) break;
-        at += (size_t)n;
-    }
-}
-
 static json_t *ids_from(const char *cmd, int argc, char **argv, int first) {
     json_t *ids = json_array();
     for (int i = first; i < argc; i++) {
@@ -235,7 +220,7 @@ int cli_ls(int argc, char **argv) {
         json_array_foreach(jobs, i, j) {
             char what[4096];
             if (str(j, "name")[0]) snprintf(what, sizeof(what), "%s", str(j, "name"));
-            else cmd_line(json_object_get(j, "cmd"), what, sizeof(what));
+            else client_cmd_line(json_object_get(j, "cmd"), what, sizeof(what));
             const char *why = str(j, "wait_reason");
             printf("%-7lld %-10.10s %-9s %4lld %4lld %9.1f  %-30.30s  %s\n",
                    (long long)num(j, "id"), str(j, "user"),
@@ -277,7 +262,7 @@ static void show_text(json_t *job) {
     if (str(job, "feed")[0]) printf("%-10s %s\n", "feed", str(job, "feed"));
     if (json_object_get(job, "cmd")) {
         char line[4096];
-        cmd_line(json_object_get(job, "cmd"), line, sizeof(line));
+        client_cmd_line(json_object_get(job, "cmd"), line, sizeof(line));
         printf("%-10s %s\n%-10s %s\n%-10s %zu variables\n", "command", line,
                "directory", str(job, "cwd"),
                "env", json_array_size(json_object_get(job, "env")));
