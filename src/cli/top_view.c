@@ -124,15 +124,16 @@ static size_t list_len(const top_screen *s, int gpu) {
     return n;
 }
 
-/* "GPU 0  NAME ... naive  ok  120 W  2 jobs": the name gives way. */
+/* "GPU 0  NAME ... naive  ok  120 W  2 jobs", aligned from one GPU to
+ * the next: the name gives way. */
 static void push_gpu_header(const top_gpu *g, size_t njobs, int cols,
                             top_lines *out) {
     char power[32] = "- W", right[128], name[sizeof(g->name) * 4],
          left[sizeof(name) + 32];
     if (g->power_w >= 0) snprintf(power, sizeof(power), "%.0f W", g->power_w);
-    snprintf(right, sizeof(right), "%s  %s  %s  %zu job%s", g->sharing,
+    snprintf(right, sizeof(right), "%-9s %-7s %6s %3zu %-4s", g->sharing,
              g->drained ? "drained" : g->ok ? "ok" : "error", power, njobs,
-             njobs == 1 ? "" : "s");
+             njobs == 1 ? "job" : "jobs");
     int prefix = snprintf(left, sizeof(left), "GPU %d  ", g->index);
     int room = cols - prefix - width_of(right) - 1;
     fit(name, g->name, room >= 8 ? room : (int)sizeof(g->name), false);
