@@ -56,15 +56,17 @@ top_ended() {
 }
 # Three jobs of 30000 MiB fill the three GPUs (nobody's, which cannot
 # open the test GPU's root-owned files, only says so); a fourth waits for
-# memory, a fifth is held: the queue has a REASON for each.
+# memory, a fifth is held (after the first, so that it cannot start
+# before the hold): the queue has a REASON for each.
 fill_and_queue() {
-    "$AEGIS" submit --name trainer-a --mem 30000 -- "$FAKE" --mib 30000 --seconds 90 > /dev/null || fail submit
+    [ "$(id -u)" = 0 ] || { echo "needs root to submit as another user"; exit 77; }
+    first=$("$AEGIS" submit --name trainer-a --mem 30000 -- "$FAKE" --mib 30000 --seconds 90) || fail submit
     runuser -u nobody -- env AEGIS_SOCKET="$AEGIS_SOCKET" AEGIS_TEST_GPU_DIR="$AEGIS_TEST_GPU_DIR" \
         "$AEGIS" submit --name trainer-b --mem 30000 -- sleep 90 > /dev/null ||
         fail "submit as nobody"
     "$AEGIS" submit --name trainer-c --mem 30000 -- "$FAKE" --mib 30000 --seconds 90 > /dev/null || fail submit
     "$AEGIS" submit --name waits-mem --mem 30000 -- "$FAKE" --mib 30000 --seconds 1 > /dev/null || fail submit
-    held=$("$AEGIS" submit --name waits-hold -- true) || fail submit
+    held=$("$AEGIS" submit --name waits-hold --after "$first" -- true) || fail submit
     "$AEGIS" hold "$held" > /dev/null || fail hold
     local deadline=$((SECONDS + 30))
     until "$AEGIS" ls --json | pyjson "
