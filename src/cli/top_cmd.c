@@ -31,7 +31,8 @@ static const char top_help[] =
 "    When stdin or stdout is not a terminal, aegis top prints one plain\n"
 "    snapshot (every row, $COLUMNS wide, 80 by default) and exits.\n\n"
 "KEYS\n"
-"    q, Ctrl-C       quit\n"
+"    q, Ctrl-C       quit; Ctrl-C also while aegisd takes the request\n"
+"                    and does not answer (then exit status 1)\n"
 "    space           refresh now\n"
 "    Ctrl-Z          suspend, as usual; fg brings the screen back\n\n"
 "OPTIONS\n"
@@ -222,7 +223,9 @@ static int top_full_screen(const top_opts *o) {
     top_lines lines = {0};
     int rc = CLI_OK;
     for (long n = 1;; n++) {
+        term_busy(true);
         rc = top_fetch(o->socket, &d);
+        term_busy(false);
         top_screen s = screen_of(&d, o, rc ? complaint : NULL);
         draw(&s, &lines);
         if ((o->count && n >= o->count) || !wait_period(&s, o->delay_s, &lines))

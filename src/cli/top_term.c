@@ -21,15 +21,28 @@
 #include <termios.h>
 #include <unistd.h>
 
+#define LEAVE_SCREEN "\033[?25h\033[?1049l"
+
 static struct termios saved;
 static bool taken;
 static int wake[2] = {-1, -1};
-static volatile sig_atomic_t got_quit, got_resize, got_stop;
+static volatile sig_atomic_t got_quit, got_resize, got_stop, busy;
+
+/* A quit while aegis top waits on aegisd, which may never answer: the
+ * terminal back at once (write and tcsetattr are async-signal-safe), and
+ * out. */
+static void leave_now(void) {
+    ssize_t ignored = write(1, LEAVE_SCREEN, sizeof(LEAVE_SCREEN) - 1);
+    (void)ignored;
+    tcsetattr(0, TCSANOW, &saved);
+    _exit(1);
+}
 
 static void on_signal(int sig) {
     int saved_errno = errno;
     if (sig == SIGWINCH) got_resize = 1;
     else if (sig == SIGTSTP) got_stop = 1;
+    else if (busy) leave_now();
     else got_quit = 1;
     ssize_t ignored = write(wake[1], "", 1); /* full pipe: already awake */
     (void)ignored;
@@ -38,7 +51,8 @@ static void on_signal(int sig) {
 
 /* No SA_RESTART: the poll returns at once. */
 static void catch_signals(void (*handler)(int)) {
-    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGWINCH, SIGTSTP};
+    static const int sigs[] = {SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGWINCH,
+                               SIGTSTP};
     struct sigaction sa = {.sa_handler = handler};
     sigemptyset(&sa.sa_mask);
     for (size_t i = 0; i < sizeof(sigs) / sizeof(*sigs); i++)
@@ -84,9 +98,13 @@ void term_leave(void) {
     if (!taken) return;
     taken = false;
     catch_signals(SIG_DFL);
-    fputs("\033[?25h\033[?1049l", stdout);
+    fputs(LEAVE_SCREEN, stdout);
     fflush(stdout);
     tcsetattr(0, TCSAFLUSH, &saved);
+}
+
+void term_busy(bool waiting) {
+    busy = waiting;
 }
 
 void term_size(int *rows, int *cols) {

@@ -9,7 +9,8 @@
 
 typedef enum term_event {
     TERM_NOTHING,   /* a key that means nothing, or the timeout */
-    TERM_QUIT,      /* q, Ctrl-C, SIGTERM, SIGHUP, the terminal gone */
+    TERM_QUIT,      /* q, Ctrl-C, Ctrl-\, SIGTERM, SIGHUP, the terminal
+                       gone */
     TERM_REFRESH,   /* space: refresh now */
     TERM_RESIZE,    /* SIGWINCH, or back from Ctrl-Z: draw again */
 } term_event;
@@ -18,6 +19,10 @@ typedef enum term_event {
 int term_enter(void);
 /* Gives it back as term_enter found it; does nothing when not taken. */
 void term_leave(void);
+/* Says aegis top is waiting on aegisd (true) or not (false): a quit
+ * signal meanwhile (Ctrl-C) gives the terminal back and exits 1 at once,
+ * as a hung aegisd would never let the loop see it. */
+void term_busy(bool waiting);
 /* The terminal's size (24x80 when it does not say). */
 void term_size(int *rows, int *cols);
 /* Draws lines from the top left corner and clears what is below. */

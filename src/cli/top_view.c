@@ -141,11 +141,16 @@ static void push_gpu_header(const top_gpu *g, size_t njobs, int cols,
     push_lr(out, cols, left, right);
 }
 
+/* The characters inside a bar "LABEL[...]" of width characters. */
+static int bar_inner(const char *label, int width) {
+    return width - (int)strlen(label) - 2;
+}
+
 /* LABEL[|||||    text] in width characters: the fill as frac says, the
  * text at the right end over it, left out when it does not fit. */
 static void bar(char *dst, const char *label, int width, double frac,
                 const char *text) {
-    int inner = width - (int)strlen(label) - 2;
+    int inner = bar_inner(label, width);
     if (inner < 1) {
         snprintf(dst, (size_t)width + 1, "%s", label);
         return;
@@ -160,25 +165,28 @@ static void bar(char *dst, const char *label, int width, double frac,
     strcpy(dst, "]");
 }
 
-/* The memory bar's text: "used/total MiB", or its percentage when that
- * does not fit the bar. */
-static void mem_text(const top_gpu *g, int inner, char *text, size_t size) {
+/* The memory bar, in width characters: "used/total MiB" in it, or the
+ * percentage when that does not fit. */
+static void mem_bar(char *dst, const top_gpu *g, int width) {
     double frac = g->total_mib > 0 ? g->used_mib / g->total_mib : 0;
-    int n = snprintf(text, size, "%.0f/%.0f MiB", g->used_mib, g->total_mib);
-    if (n > inner) snprintf(text, size, "%.0f%%", frac * 100);
+    char text[64];
+    int n = snprintf(text, sizeof(text), "%.0f/%.0f MiB", g->used_mib,
+                     g->total_mib);
+    if (n > bar_inner(" MEM", width))
+        snprintf(text, sizeof(text), "%.0f%%", frac * 100);
+    bar(dst, " MEM", width, frac, text);
 }
 
+/* " MEM[...] UTIL[...]", the two bars sharing the width. */
 static void push_bars(const top_gpu *g, int cols, top_lines *out) {
-    char *line = malloc((size_t)cols + 2), mem[64], util[16] = "-";
+    char *line = malloc((size_t)cols + 1), util[16] = "-";
     if (!line) {
         out->oom = true;
         return;
     }
     int mem_width = cols / 2;
-    mem_text(g, mem_width - 6, mem, sizeof(mem));
+    mem_bar(line, g, mem_width);
     if (g->util >= 0) snprintf(util, sizeof(util), "%.0f%%", g->util * 100);
-    bar(line, " MEM", mem_width,
-        g->total_mib > 0 ? g->used_mib / g->total_mib : 0, mem);
     bar(line + strlen(line), " UTIL", cols - mem_width, g->util, util);
     push(out, line, cols);
     free(line);

@@ -152,4 +152,23 @@ case_top_down() {
     top_ended 0
 }
 
+# aegisd stopped (SIGSTOP) takes the connection and never answers: Ctrl-C
+# still ends top at once, the terminal restored, with exit 1.
+case_top_hung() {
+    start
+    cd "$DIR/work"
+    pid=$(daemon_pid)
+    kill -STOP "$pid"
+    terminal
+    run_top
+    local deadline=$((SECONDS + 20))
+    until [ "$(pane_format '#{alternate_on}')" = 1 ]; do
+        [ $SECONDS -lt $deadline ] || fail "top never took the screen"
+        sleep 0.1
+    done
+    tm send-keys -t top C-c
+    top_ended 1
+    kill -CONT "$pid"
+}
+
 e2e_run
