@@ -29,14 +29,14 @@ void client_complaints_to(char *buf, size_t size) {
     complaints_size = size;
 }
 
-/* "aegis CMD: what went wrong", on stderr or into the caller's buffer. */
-static void client_complain(const char *cmd, const char *fmt, ...) {
+void client_complain(const char *cmd, const char *fmt, ...) {
     char what[1024];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(what, sizeof(what), fmt, ap);
     va_end(ap);
-    if (complaints) snprintf(complaints, complaints_size, "aegis %s: %s", cmd, what);
+    if (complaints)
+        snprintf(complaints, complaints_size, "aegis %s: %s", cmd, what);
     else fprintf(stderr, "aegis %s: %s\n", cmd, what);
 }
 

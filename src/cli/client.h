@@ -38,6 +38,9 @@ json_t *client_call(const char *cmd, const char *socket, json_t *req,
  * message, the latest), or back to stderr when buf is NULL: for aegis
  * top's full screen, which stderr would garble. */
 void client_complaints_to(char *buf, size_t size);
+/* "aegis CMD: what went wrong", on stderr or into that buffer. */
+void client_complain(const char *cmd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 /* The same, leaving the connection open in *fd once aegisd answered (the
  * caller closes it): what follows the answer, aegisd's exit, shows as
  * the connection's end. */

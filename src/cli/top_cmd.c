@@ -89,7 +89,8 @@ static int top_options(int argc, char **argv, top_opts *o) {
     }
     if (optind == argc) return 0;
 usage:
-    fprintf(stderr, "aegis top: bad usage\nRun 'aegis top --help' for usage.\n");
+    fprintf(stderr,
+            "aegis top: bad usage\nRun 'aegis top --help' for usage.\n");
     return CLI_USAGE;
 }
 
@@ -148,14 +149,17 @@ static void data_free(top_data *d) {
 
 /* Converts aegisd's answers to gpus and ls; -1 when out of memory. */
 static int data_from(json_t *gpus, json_t *ls, top_data *d) {
-    json_t *garr = json_object_get(gpus, "gpus"), *jarr = json_object_get(ls, "jobs");
+    json_t *garr = json_object_get(gpus, "gpus");
+    json_t *jarr = json_object_get(ls, "jobs");
     d->ngpus = json_array_size(garr);
     d->njobs = json_array_size(jarr);
     d->gpus = calloc(d->ngpus + 1, sizeof(*d->gpus));
     d->jobs = calloc(d->njobs + 1, sizeof(*d->jobs));
     if (!d->gpus || !d->jobs) return -1;
-    for (size_t i = 0; i < d->ngpus; i++) gpu_from(json_array_get(garr, i), &d->gpus[i]);
-    for (size_t i = 0; i < d->njobs; i++) job_from(json_array_get(jarr, i), &d->jobs[i]);
+    for (size_t i = 0; i < d->ngpus; i++)
+        gpu_from(json_array_get(garr, i), &d->gpus[i]);
+    for (size_t i = 0; i < d->njobs; i++)
+        job_from(json_array_get(jarr, i), &d->jobs[i]);
     return 0;
 }
 
@@ -164,12 +168,13 @@ static int data_from(json_t *gpus, json_t *ls, top_data *d) {
 static int top_fetch(const char *socket, top_data *d) {
     int rc;
     data_free(d);
-    json_t *gpus = client_call("top", socket, json_pack("{s:s}", "op", "gpus"), &rc);
+    json_t *gpus = client_call("top", socket,
+                               json_pack("{s:s}", "op", "gpus"), &rc);
     json_t *ls = gpus ? client_call("top", socket,
                                     json_pack("{s:s}", "op", "ls"), &rc)
                       : NULL;
     if (ls) rc = data_from(gpus, ls, d) ? CLI_FAIL : CLI_OK;
-    if (ls && rc) fprintf(stderr, "aegis top: out of memory\n");
+    if (ls && rc) client_complain("top", "out of memory");
     json_decref(gpus);
     json_decref(ls);
     return rc;
@@ -228,7 +233,8 @@ static int top_full_screen(const top_opts *o) {
         term_busy(false);
         top_screen s = screen_of(&d, o, rc ? complaint : NULL);
         draw(&s, &lines);
-        if ((o->count && n >= o->count) || !wait_period(&s, o->delay_s, &lines))
+        if ((o->count && n >= o->count) ||
+            !wait_period(&s, o->delay_s, &lines))
             break;
     }
     term_leave();
@@ -252,17 +258,20 @@ static int top_snapshots(const top_opts *o) {
     int rc = CLI_OK;
     for (long n = 0; rc == CLI_OK && n < (o->count ? o->count : 1); n++) {
         if (n) {
-            struct timespec t = {(time_t)o->delay_s,
-                                 (long)((o->delay_s - (time_t)o->delay_s) * 1e9)};
+            time_t whole = (time_t)o->delay_s;
+            struct timespec t = {whole, (long)((o->delay_s - whole) * 1e9)};
             putchar('\n');
             fflush(stdout);
             nanosleep(&t, NULL);
         }
         rc = top_fetch(o->socket, &d);
         top_screen s = screen_of(&d, o, NULL);
-        if (rc == CLI_OK && top_layout(&s, INT_MAX, snapshot_width(), &lines))
+        if (rc == CLI_OK && top_layout(&s, INT_MAX, snapshot_width(), &lines)) {
+            client_complain("top", "out of memory");
             rc = CLI_FAIL;
-        for (size_t i = 0; rc == CLI_OK && i < lines.n; i++) puts(lines.line[i]);
+        }
+        for (size_t i = 0; rc == CLI_OK && i < lines.n; i++)
+            puts(lines.line[i]);
         fflush(stdout);
     }
     top_lines_free(&lines);

@@ -254,7 +254,8 @@ static void push_gpus_and_queue(const top_screen *s, int rows, int cols,
         out->oom = true;
         return;
     }
-    for (size_t i = 0; i < s->ngpus; i++) shown[i] = list_len(s, s->gpus[i].index);
+    for (size_t i = 0; i < s->ngpus; i++)
+        shown[i] = list_len(s, s->gpus[i].index);
     shown[s->ngpus] = list_len(s, -1);
     long fixed = 1 + 2 * (long)s->ngpus + (shown[s->ngpus] > 0);
     share_rows(shown, nlists, rows - fixed);

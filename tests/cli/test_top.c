@@ -55,7 +55,8 @@ static top_lines lay_out(const top_screen *s, int rows, int cols) {
     top_lines out = {0};
     assert_int_equal(top_layout(s, rows, cols, &out), 0);
     assert_true(out.n <= (size_t)rows);
-    for (size_t i = 0; i < out.n; i++) assert_true(width_of(out.line[i]) <= cols);
+    for (size_t i = 0; i < out.n; i++)
+        assert_true(width_of(out.line[i]) <= cols);
     return out;
 }
 
@@ -97,7 +98,8 @@ static void test_fits_80x24(void **state) {
     assert_true(find(&out, "alice      30000 MiB  python train.py") > 0);
     int queue = find(&out, "QUEUED  USER       NAME                 REASON");
     assert_true(queue > bars);
-    assert_true(find(&out, "carol      waits-mem            no GPU with") > queue);
+    assert_true(find(&out, "carol      waits-mem            no GPU with") >
+                queue);
     assert_true(find(&out, "waits-hold           held") > queue);
     assert_int_equal(find(&out, "more"), -1);
     assert_int_equal(out.n, 1 + 3 * 3 + 1 + 2);
@@ -169,9 +171,10 @@ static void test_cut_rows(void **state) {
 static void test_control_chars(void **state) {
     (void)state;
     top_gpu g = gpu(0, 0, 0);
+    char long_name[256] = "";
+    for (int i = 0; i < 60; i++) strcat(long_name, "é");
     top_job jobs[] = {running(1, "eve", "x\033[2Jy\x7f\xc2\x9bz", 0),
-                      running(2, "zoé", "éééééééééééééééééééééééééééééééééé"
-                                        "éééééééééééééééééééééééééééééé", 0)};
+                      running(2, "zoé", long_name, 0)};
     top_screen s = {.now = NOON, .delay_s = 1, .gpus = &g, .ngpus = 1,
                     .jobs = jobs, .njobs = 2};
     top_lines out = lay_out(&s, 24, 40);
