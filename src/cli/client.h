@@ -34,6 +34,11 @@ const char *client_socket(const char *opt);
  * caller owns the answer. */
 json_t *client_call(const char *cmd, const char *socket, json_t *req,
                     int *rc);
+/* The same, leaving the connection open in *fd once aegisd answered (the
+ * caller closes it): what follows the answer, aegisd's exit, shows as
+ * the connection's end. */
+json_t *client_call_open(const char *cmd, const char *socket, json_t *req,
+                         int *rc, int *fd);
 /* Sends what client_call would print on stderr into buf instead (one
  * message, the latest), or back to stderr when buf is NULL: for aegis
  * top's full screen, which stderr would garble. */
@@ -41,11 +46,6 @@ void client_complaints_to(char *buf, size_t size);
 /* "aegis CMD: what went wrong", on stderr or into that buffer. */
 void client_complain(const char *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-/* The same, leaving the connection open in *fd once aegisd answered (the
- * caller closes it): what follows the answer, aegisd's exit, shows as
- * the connection's end. */
-json_t *client_call_open(const char *cmd, const char *socket, json_t *req,
-                         int *rc, int *fd);
 
 /* The options the client subcommands share; each allows a subset. */
 typedef struct client_flags {
