@@ -10,6 +10,7 @@
  *               limits (--time), drains
  *   gpushare.c  each GPU's sharing mode: its MPS control daemon, the
  *               environment and MIG instance a job gets from it
+ *   notify.c    the notifiers run at jobs' ends (notify.h)
  *
  * Ownership: the d_daemon owns every d_job, d_conn and the core, store and
  * telemetry handles; d_run() creates and frees them all.
@@ -26,7 +27,9 @@
 #include <uv.h>
 
 #include "acct.h"
+#include "config.h"
 #include "core.h"
+#include "history.h"
 #include "proto.h"
 #include "sharing.h"
 #include "store.h"
@@ -93,6 +96,9 @@ typedef struct d_job {
                                    none */
     double kill_at;             /* SIGKILL the session then (monotonic s) */
     double energy_j;            /* its share of its GPUs' energy so far */
+    int last_status;            /* its last attempt's wait status; -1: none
+                                   seen (for its notifier) */
+    history_track hist;         /* its samples (history.h) */
     /* the running attempt's MIG instance on gpus[0] (gpushare.c) */
     const mig_profile *mig;     /* NULL: the attempt has none */
     int mig_start;              /* its first memory slice */
@@ -149,6 +155,14 @@ typedef struct d_gpu {
                                    are logged */
 } d_gpu;
 
+/* A notifier running (notify.c). */
+typedef struct d_notifier {
+    pid_t pid;                  /* leader of its session */
+    int64_t job_id;
+    double kill_at;             /* past its time limit then (d_now) */
+    bool killed;                /* by aegisd, at its time limit */
+} d_notifier;
+
 typedef struct d_daemon {
     d_options opt;
     uv_loop_t *loop;
@@ -170,7 +184,11 @@ typedef struct d_daemon {
     d_gpu gpus[CORE_MAX_GPUS];
     char log_dir[4096], run_dir[4096];
     int log_dirfd;              /* log_dir, opened once it was checked */
-    double log_max_mib;         /* the config's cap on each job log */
+    config_keys keys;           /* the config's own keys: log cap, history
+                                   period, notifier and its time limit */
+    double history_at;          /* d_now of the last history sample */
+    d_notifier *notifiers;      /* running, nnotifiers of them */
+    size_t nnotifiers, capnotifiers;
     bool as_root;               /* run jobs as their submitters */
     d_job **jobs;               /* unfinished jobs, sorted by id */
     size_t njobs, capjobs;
@@ -208,6 +226,9 @@ void d_conn_answer_later(d_conn *c, json_t *msg);
 
 /* jobs.c */
 d_job *d_job_find(d_daemon *d, int64_t id);
+/* A JSON array of strings as a NULL-terminated vector pointing into it
+ * (malloc'd; NULL when out of memory). */
+const char **d_strings(json_t *arr);
 /* A finished job whose end is not saved yet, or NULL. */
 const d_unsaved *d_job_unsaved(const d_daemon *d, int64_t id);
 int d_jobs_submitted(d_daemon *d, const store_owner *owner,
@@ -313,6 +334,18 @@ void d_gpu_drain(d_daemon *d, int g, bool drain, const char *reason,
                  const char *user);
 /* At start: the GPUs drained before, as the store kept them. */
 void d_drains_recover(d_daemon *d);
+
+/* notify.c */
+/* Starts the job's notifier, if it has one (its own, or the config's),
+ * for its end in state (why: reason); the job is still in the table. */
+void d_notify_job_end(d_daemon *d, const d_job *job, const char *state,
+                      const char *reason);
+/* A child aegisd reaped: true when it was a notifier, whose end is
+ * logged when it failed. */
+bool d_notify_reaped(d_daemon *d, pid_t pid, int status);
+/* Each tick: notifiers past their time limit are killed with their
+ * session. */
+void d_notify_tick(d_daemon *d);
 
 /* handlers.c */
 void d_handle(d_conn *c, const proto_request *req);
