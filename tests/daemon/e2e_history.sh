@@ -77,7 +77,8 @@ assert d['history']['samples'][:len(old)]==old" ||
         fail "samples lost across the restart"
     "$AEGIS" show "$id" --svg plot.svg > svg.out || fail "show --svg"
     [ ! -s svg.out ] || fail "--svg printed more: $(cat svg.out)"
-    name=$(pyjson "print(json.load(open('gpus.json'))['gpus'][$gpu]['name'])" < /dev/null)
+    name=$(pyjson "print(d['gpus'][$gpu]['name'])" < gpus.json)
+    [ -n "$name" ] || fail "no GPU name in $(cat gpus.json)"
     python3 - plot.svg "$id" "$name" <<'PY' || fail "SVG: $(head -c 2000 plot.svg)"
 import sys, xml.etree.ElementTree as ET
 root = ET.parse(sys.argv[1]).getroot()
