@@ -676,6 +676,7 @@ static void d_free(d_daemon *d) {
     free(d->jobs);
     free(d->unsaved);
     free(d->notifiers); /* those running finish on their own */
+    free(d->notices);
     if (d->core) core_destroy(d->core);
     store_close(d->st);
     if (d->tel) tel_close(d->tel);

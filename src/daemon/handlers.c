@@ -197,18 +197,14 @@ static void d_on_ls(d_conn *c, const proto_request *req) {
 static json_t *d_history(d_daemon *d, int64_t id, json_t *row) {
     json_t *atts = json_object_get(row, "attempt_list");
     json_t *last = json_array_get(atts, json_array_size(atts) - 1);
-    const char *list = json_string_value(json_object_get(last, "gpus"));
+    int on[CORE_MAX_JOB_GPUS];
+    int n = d_gpus_parse(json_string_value(json_object_get(last, "gpus")), on);
     json_t *gpus = json_array();
-    for (const char *p = list; p && *p;) {
-        char *end;
-        long g = strtol(p, &end, 10);
-        if (end == p) break;
-        if (g >= 0 && g < d->ngpus)
+    for (int i = 0; i < n; i++)
+        if (on[i] < d->ngpus)
             json_array_append_new(gpus, json_pack("{s:i, s:s, s:s}",
-                "index", (int)g, "name", tel_gpu_name(d->tel, (int)g),
-                "uuid", tel_gpu_uuid(d->tel, (int)g)));
-        p = *end == ',' ? end + 1 : end;
-    }
+                "index", on[i], "name", tel_gpu_name(d->tel, on[i]),
+                "uuid", tel_gpu_uuid(d->tel, on[i])));
     return json_pack("{s:f, s:[sssss], s:o, s:o}",
                      "period_s", d->keys.history_period_s, "columns", "t",
                      "mem_mib", "gpu_used_mib", "gpu_total_mib", "sm_pct",

@@ -209,6 +209,7 @@ int d_jobs_submitted(d_daemon *d, const store_owner *owner,
             d_deps_from_request(pj, first_id, job->deps);
             job->time_limit_s = pj->time_limit_s;
             job->nice = pj->nice;
+            job->notify = d_notify_kind_of(pj->notify);
         }
         if (!job || d_job_add(d, job) != 0) {
             free(job);
@@ -825,15 +826,16 @@ void d_jobs_tick(d_daemon *d) {
 
 /* ---- restart and reload --------------------------------------------------- */
 
-static void d_parse_gpus(d_job *job, const char *text) {
-    job->ngpus = 0;
-    for (const char *p = text; p && *p && job->ngpus < CORE_MAX_JOB_GPUS;) {
+int d_gpus_parse(const char *text, int *gpus) {
+    int n = 0;
+    for (const char *p = text; p && *p && n < CORE_MAX_JOB_GPUS;) {
         char *end;
         long g = strtol(p, &end, 10);
         if (end == p) break;
-        if (g >= 0 && g < CORE_MAX_GPUS) job->gpus[job->ngpus++] = (int)g;
+        if (g >= 0 && g < CORE_MAX_GPUS) gpus[n++] = (int)g;
         p = *end == ',' ? end + 1 : end;
     }
+    return n;
 }
 
 static int64_t d_int(json_t *obj, const char *key) {
@@ -849,7 +851,8 @@ static double d_number(json_t *obj, const char *key) {
 static void d_job_load_attempt(d_job *job, json_t *att) {
     job->state = D_RUNNING;
     job->attempts = (int)d_int(att, "n");
-    d_parse_gpus(job, json_string_value(json_object_get(att, "gpus")));
+    job->ngpus = d_gpus_parse(json_string_value(json_object_get(att, "gpus")),
+                              job->gpus);
     job->exclusive = d_int(att, "exclusive") != 0;
     job->floor_mib = d_number(att, "floor_mib");
     job->shim_pid = (pid_t)d_int(att, "shim_pid");
@@ -943,6 +946,8 @@ static void d_job_recover(void *ctx, json_t *row) {
     if (job) {
         d_deps_from_row(row, job->deps);
         job->nice = (int)d_int(row, "nice");
+        job->notify = d_notify_kind_of(
+            json_string_value(json_object_get(row, "notify")));
         int count, step;
         store_history_state(d->st, job->id, &count, &step);
         history_track_init(&job->hist, HISTORY_MAX_SAMPLES, count, step);

@@ -16,7 +16,7 @@
  *
  * aegisd never waits for a notifier (notify.c): it is reaped when it
  * exits, killed with its session after notify_timeout_s, and its failure
- * logged once, never retried.
+ * logged once, never retried; at most 32 run at once.
  */
 #ifndef AEGIS_NOTIFY_H
 #define AEGIS_NOTIFY_H

@@ -169,6 +169,29 @@ case_notify_fail() {
         fail "no event for the killed notifier"
 }
 
+# Cancelling 40 jobs at once starts at most 32 notifiers at a time; the
+# others wait for their turn, and every one runs.
+case_notify_many() {
+    start
+    cd "$DIR/work"
+    mkdir running done
+    blocker=$("$AEGIS" submit -- sleep 60) || fail "submit blocker"
+    "$AEGIS" submit --array 0-39 --after "$blocker" --notify \
+        'mkdir running/$AEGIS_JOB_ID && ls running | wc -l > done/$AEGIS_JOB_ID.n &&
+         sleep 1; rmdir running/$AEGIS_JOB_ID; mv done/$AEGIS_JOB_ID.n done/$AEGIS_JOB_ID' \
+        -- true > ids.txt || fail "submit array"
+    [ "$(wc -l < ids.txt)" = 40 ] || fail "ids: $(cat ids.txt)"
+    "$AEGIS" cancel $(cat ids.txt) > /dev/null || fail cancel
+    local deadline=$((SECONDS + 30))
+    until [ "$(ls done | grep -vc '\.n$')" = 40 ]; do
+        [ $SECONDS -lt $deadline ] || fail "notified: $(ls done | wc -l) of 40"
+        sleep 0.2
+    done
+    most=$(cat done/* | sort -n | tail -1)
+    [ "$most" -le 32 ] && [ "$most" -ge 2 ] || fail "$most notifiers at once"
+    "$AEGIS" cancel "$blocker" > /dev/null || fail "cancel blocker"
+}
+
 # A job that ends while aegisd is down is notified when aegisd comes back
 # and finds it ended.
 case_notify_restart() {
