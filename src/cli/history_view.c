@@ -69,8 +69,7 @@ void history_spark(FILE *out, json_t *hist) {
                                          "\u2587", "\u2588"};
     json_t *samples = json_object_get(hist, "samples");
     size_t n = json_array_size(samples);
-    double scale = h_peak(samples, H_TOTAL);
-    if (scale <= 0) scale = h_peak(samples, H_MEM);
+    double scale = h_peak(samples, H_MEM); /* its shape, its peak in words */
     /* at most 72 characters: a sample per character, or the peak of a
      * run of samples per character */
     size_t width = n < 72 ? n : 72;

@@ -15,8 +15,8 @@
  * in all, its SM share. */
 void history_table(FILE *out, json_t *hist);
 
-/* The job's memory over its run as one line of block characters, scaled
- * to its GPUs' capacity, with its peak. */
+/* The job's memory over its run as one line of block characters, from 0
+ * to its peak, then its peak and its GPUs' capacity in words. */
 void history_spark(FILE *out, json_t *hist);
 
 /* An SVG plot of the job's memory beside its GPUs' memory used and their

@@ -207,12 +207,12 @@ static void test_history_text(void **state) {
     assert_non_null(strstr(buf, "       200           350          81920     42\n"));
     assert_non_null(strstr(buf, "       100           200          81920      -\n"));
     render(history_spark, hist, buf, sizeof(buf));
-    assert_string_equal(buf, "\u2581\u2581\u2581 peak 200 MiB of 81920 MiB "
+    assert_string_equal(buf, "\u2581\u2584\u2588 peak 200 MiB of 81920 MiB "
                              "(3 samples)\n");
     json_decref(hist);
     hist = sample_history(200); /* a character a run of samples */
     render(history_spark, hist, buf, sizeof(buf));
-    char *peak = strstr(buf, "\u2582 peak 19900 MiB of 81920 MiB (200 samples)\n");
+    char *peak = strstr(buf, "\u2588 peak 19900 MiB of 81920 MiB (200 samples)\n");
     assert_non_null(peak);
     assert_true(peak + 3 - buf == 72 * 3); /* 72 characters of 3 bytes */
     assert_true(strncmp(buf, "\u2581", 3) == 0);
