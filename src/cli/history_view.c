@@ -84,8 +84,9 @@ void history_spark(FILE *out, json_t *hist) {
         int level = scale > 0 ? (int)(v / scale * 7.999) : 0;
         fputs(blocks[level < 0 ? 0 : level > 7 ? 7 : level], out);
     }
-    fprintf(out, "%speak %.0f MiB of %.0f MiB (%zu samples)\n", width ? " " : "",
-            h_peak(samples, H_MEM), h_peak(samples, H_TOTAL), n);
+    fprintf(out, "%speak %.0f MiB of %.0f MiB (%zu samples)\n",
+            width ? " " : "", h_peak(samples, H_MEM), h_peak(samples, H_TOTAL),
+            n);
 }
 
 /* text with XML's special characters escaped. */

@@ -377,7 +377,8 @@ static void on_sigchld(uv_signal_t *s, int signum) {
     d_daemon *d = s->data;
     int status;
     pid_t pid;
-    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) d_notify_reaped(d, pid, status);
+    while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
+        d_notify_reaped(d, pid, status); /* a shim's end is in its file */
     d_jobs_check_exits(d);
     d_jobs_schedule(d);
     d_maybe_exit(d);

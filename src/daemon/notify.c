@@ -35,13 +35,16 @@
 #define D_NOTIFY_VARS 8
 
 d_notify_kind d_notify_kind_of(const char *notify) {
-    return !notify ? D_NOTIFY_DEFAULT : notify[0] ? D_NOTIFY_OWN : D_NOTIFY_NONE;
+    return !notify    ? D_NOTIFY_DEFAULT
+           : notify[0] ? D_NOTIFY_OWN
+                       : D_NOTIFY_NONE;
 }
 
 /* An exit status as a shell says it: 128 + N for signal N; "" for none. */
 static void d_notify_status(int status, char *out, size_t outlen) {
     if (status < 0) snprintf(out, outlen, "%s", "");
-    else if (WIFEXITED(status)) snprintf(out, outlen, "%d", WEXITSTATUS(status));
+    else if (WIFEXITED(status))
+        snprintf(out, outlen, "%d", WEXITSTATUS(status));
     else snprintf(out, outlen, "%d", 128 + WTERMSIG(status));
 }
 

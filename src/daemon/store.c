@@ -851,10 +851,12 @@ json_t *store_history(store *st, int64_t id) {
     json_t *rows = json_array();
     while (sqlite3_step(s) == SQLITE_ROW) {
         json_t *row = json_array();
-        for (int c = 0; c < 5; c++)
-            json_array_append_new(row, sqlite3_column_type(s, c) == SQLITE_NULL
-                                           ? json_null()
-                                           : json_real(sqlite3_column_double(s, c)));
+        for (int c = 0; c < 5; c++) {
+            bool known = sqlite3_column_type(s, c) != SQLITE_NULL;
+            json_array_append_new(row, known ? json_real(sqlite3_column_double(
+                                                   s, c))
+                                             : json_null());
+        }
         json_array_append_new(rows, row);
     }
     sqlite3_reset(s);
