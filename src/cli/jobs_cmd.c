@@ -62,7 +62,8 @@ static const char show_help[] =
 "    time limit, its attempts (GPUs, the memory each was admitted with,\n"
 "    how each ended: ok, oom, failed, lost, cancelled or timeout), its\n"
 "    energy, the jobs it runs after (with their kind: afterok, afterany,\n"
-"    afternotok), the meta it was submitted with (an AEGIS spec's\n"
+"    afternotok), its notifier (submit --notify; its owner and root\n"
+"    only), the meta it was submitted with (an AEGIS spec's\n"
 "    estimates and profile), and its history of events. The\n"
 "    command, directory and environment are shown to its owner and root\n"
 "    only.\n\n"
@@ -299,6 +300,11 @@ static void show_text(json_t *job) {
                "directory", str(job, "cwd"),
                "env", json_array_size(json_object_get(job, "env")));
     }
+    json_t *notify = json_object_get(job, "notify"); /* its owner's eyes */
+    if (json_is_string(notify))
+        printf("%-10s %s\n", "notify", json_string_length(notify)
+                                           ? json_string_value(notify)
+                                           : "none (--notify '')");
     printf("%-10s %lld\n", "gpus", (long long)num(job, "gpus"));
     if (num(job, "nice")) printf("%-10s %lld\n", "nice", (long long)num(job, "nice"));
     json_t *mem = json_object_get(job, "mem_mib");

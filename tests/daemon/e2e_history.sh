@@ -117,6 +117,7 @@ case_notify_env() {
     until_job "$id" "assert any(e['text']=='notifier exit 0' for e in d['events']), d"
     "$AEGIS" show --json "$id" | pyjson "assert 'nj.env' in d['notify'], d" ||
         fail "show lacks the notifier"
+    "$AEGIS" show "$id" | grep -q "^notify .*nj.env" || fail "show text: no notify"
     as daemon "$AEGIS" show --json "$id" | pyjson "assert 'notify' not in d, d" ||
         fail "another user sees the notifier"
     # cancelled while it runs
