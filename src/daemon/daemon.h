@@ -177,7 +177,8 @@ typedef struct d_notice {
 typedef struct d_notifier {
     pid_t pid;                  /* leader of its session */
     int64_t job_id;
-    double kill_at;             /* past its time limit then (d_now) */
+    double limit_s;             /* its time limit (notify_timeout_s) */
+    double kill_at;             /* past it then (d_now) */
     bool killed;                /* by aegisd, at its time limit */
 } d_notifier;
 

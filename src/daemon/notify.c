@@ -121,6 +121,7 @@ static void d_notify_next(d_daemon *d) {
         if (pid > 0) {
             d->notifiers[d->nnotifiers++] = (d_notifier){
                 .pid = pid, .job_id = n->id,
+                .limit_s = d->keys.notify_timeout_s,
                 .kill_at = d_now(d) + d->keys.notify_timeout_s};
         } else {
             d_log("%s", err);
@@ -167,7 +168,7 @@ bool d_notify_reaped(d_daemon *d, pid_t pid, int status) {
     char how[64];
     if (n.killed)
         snprintf(how, sizeof(how), "killed after its %.0f s limit",
-                 d->keys.notify_timeout_s);
+                 n.limit_s);
     else if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
         snprintf(how, sizeof(how), "exit 0");
     else if (WIFEXITED(status))
