@@ -173,6 +173,9 @@ int client_options(const char *cmd, int argc, char **argv, const char *help,
         {"state", required_argument, NULL, 'S'},
         {"reason", required_argument, NULL, 'r'},
         {"drain", no_argument, NULL, 'd'},
+        {"history", no_argument, NULL, 'H'},
+        {"spark", no_argument, NULL, 'k'},
+        {"svg", required_argument, NULL, 'g'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -198,6 +201,9 @@ int client_options(const char *cmd, int argc, char **argv, const char *help,
         case 'S': f->states = optarg; break;
         case 'r': f->reason = optarg; break;
         case 'd': f->drain = 1; break;
+        case 'H': f->history = 1; break;
+        case 'k': f->history = f->spark = 1; break;
+        case 'g': f->history = 1; f->svg = optarg; break;
         }
     }
     f->first_arg = optind;

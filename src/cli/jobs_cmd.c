@@ -5,6 +5,7 @@
 #include "b64.h"
 #include "cli.h"
 #include "client.h"
+#include "history_view.h"
 #include "timelimit.h"
 
 #include <errno.h>
@@ -54,17 +55,34 @@ static const char ls_help[] =
 
 static const char show_help[] =
 "NAME\n    aegis show - everything aegisd knows about one job\n\n"
-"SYNOPSIS\n    aegis show ID [--json] [--socket PATH]\n\n"
+"SYNOPSIS\n    aegis show ID [--history [--spark] [--svg FILE]] [--json]\n"
+"               [--socket PATH]\n\n"
 "DESCRIPTION\n"
 "    Prints a job's state and why it is in it, whether it is held, its\n"
 "    time limit, its attempts (GPUs, the memory each was admitted with,\n"
 "    how each ended: ok, oom, failed, lost, cancelled or timeout), its\n"
 "    energy, the jobs it runs after (with their kind: afterok, afterany,\n"
-"    afternotok), the meta it was submitted with (an AEGIS spec's\n"
+"    afternotok), its notifier (submit --notify; its owner and root\n"
+"    only), the meta it was submitted with (an AEGIS spec's\n"
 "    estimates and profile), and its history of events. The\n"
 "    command, directory and environment are shown to its owner and root\n"
 "    only.\n\n"
-"OPTIONS\n    --json          the job as one JSON object\n" SOCKET_OPT EXIT_STATUS;
+"    With --history, its samples instead: every history_period_s (config;\n"
+"    default 10 s) while it ran, its memory, its GPUs' memory in use (by\n"
+"    any process) and in all, and its SM share (percent of one GPU). A\n"
+"    job keeps at most 4,320 samples: past them every other one is\n"
+"    dropped and it is sampled half as often, so the samples always\n"
+"    cover its whole run. A job on several GPUs has their sums.\n\n"
+"OPTIONS\n    --json          the job as one JSON object (with --history, its\n"
+"                    \"history\": {period_s, columns, gpus, samples}, each\n"
+"                    sample [t, mem_mib, gpu_used_mib, gpu_total_mib,\n"
+"                    sm_pct], null where unknown)\n"
+"    --history       the job's samples as a table\n"
+"    --spark         its memory as a one-line sparkline instead\n"
+"    --svg FILE      write an SVG plot of its memory beside its GPU's\n"
+"                    memory in use and capacity to FILE ('-': stdout),\n"
+"                    and print nothing else\n"
+SOCKET_OPT EXIT_STATUS;
 
 static const char cancel_help[] =
 "NAME\n    aegis cancel - cancel jobs\n\n"
@@ -267,6 +285,11 @@ static void show_text(json_t *job) {
                "directory", str(job, "cwd"),
                "env", json_array_size(json_object_get(job, "env")));
     }
+    json_t *notify = json_object_get(job, "notify"); /* its owner's eyes */
+    if (json_is_string(notify))
+        printf("%-10s %s\n", "notify", json_string_length(notify)
+                                           ? json_string_value(notify)
+                                           : "none (--notify '')");
     printf("%-10s %lld\n", "gpus", (long long)num(job, "gpus"));
     if (num(job, "nice")) printf("%-10s %lld\n", "nice", (long long)num(job, "nice"));
     json_t *mem = json_object_get(job, "mem_mib");
@@ -303,20 +326,41 @@ static void show_text(json_t *job) {
     }
 }
 
+/* Writes the job's history as SVG to path ("-": stdout). */
+static int show_svg(json_t *job, const char *path) {
+    bool to_stdout = strcmp(path, "-") == 0;
+    FILE *out = to_stdout ? stdout : fopen(path, "w");
+    int rc = out ? history_svg(out, num(job, "id"), str(job, "name"),
+                               json_object_get(job, "history"))
+                 : -1;
+    if (out && !to_stdout && fclose(out) != 0) rc = -1;
+    if (rc != 0) {
+        fprintf(stderr, "aegis show: %s: %s\n", path, strerror(errno));
+        return CLI_FAIL;
+    }
+    return CLI_OK;
+}
+
 int cli_show(int argc, char **argv) {
     client_flags f;
-    int rc = client_options("show", argc, argv, show_help, "j", 1, 1, &f);
+    int rc = client_options("show", argc, argv, show_help, "jHkg", 1, 1, &f);
     if (rc) return rc < 0 ? CLI_OK : rc;
     json_int_t id;
     if (client_parse_id("show", argv[f.first_arg], &id)) return CLI_USAGE;
-    json_t *ans = client_call("show", client_socket(f.socket),
-                              json_pack("{s:s, s:I}", "op", "show", "id", id),
-                              &rc);
+    json_t *req = json_pack("{s:s, s:I}", "op", "show", "id", id);
+    if (f.history) json_object_set_new(req, "history", json_true());
+    json_t *ans = client_call("show", client_socket(f.socket), req, &rc);
     if (!ans) return rc;
-    if (f.json) client_print_json(json_object_get(ans, "job"));
-    else show_text(json_object_get(ans, "job"));
+    json_t *job = json_object_get(ans, "job");
+    json_t *hist = json_object_get(job, "history");
+    rc = CLI_OK;
+    if (f.svg) rc = show_svg(job, f.svg); /* and nothing else */
+    else if (f.json) client_print_json(job);
+    else if (f.spark) history_spark(stdout, hist);
+    else if (f.history) history_table(stdout, hist);
+    else show_text(job);
     json_decref(ans);
-    return CLI_OK;
+    return rc;
 }
 
 int cli_cancel(int argc, char **argv) {

@@ -1,7 +1,7 @@
 /* spec.c -- YAML job specs for `aegis submit`, in two formats.
  *
  * aegis's own: one job as a mapping (command, name, feed, gpus, mem,
- * mem_mib, model, after, mps_threads_pct, time, nice), or several
+ * mem_mib, model, after, mps_threads_pct, time, nice, notify), or several
  * under `jobs:`. A job names another of the same file in `after:` by
  * its name; the names are resolved once the whole file is read, to the
  * index of that job in the request, which aegisd turns into its id. A
@@ -218,10 +218,12 @@ static int spec_job(spec *s, yaml_node_t *map, const submit_defaults *def,
         } else if (!strcmp(k, "nice")) {
             rc = spec_number(s, v, k, 0, CORE_NICE_MAX, true, &num);
             d.nice = (long)num;
+        } else if (!strcmp(k, "notify")) {
+            rc = spec_text(s, v, k, "expected a shell command", &d.notify);
         } else {
             rc = spec_error(s, kn, "unknown key (command, name, feed, gpus, "
                             "mem, mem_mib, model, after, mps_threads_pct, "
-                            "time, nice)", k);
+                            "time, nice, notify)", k);
         }
     }
     if (rc == 0 && !cmd) rc = spec_error(s, map, "command: missing", NULL);

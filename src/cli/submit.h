@@ -5,7 +5,7 @@
  *
  * A job is the JSON object of the submit request (src/daemon/proto.h):
  * {cmd, gpus, mem_mib, name, feed, after, mps_threads_pct, meta,
- * time_limit_s, nice}. Until a
+ * time_limit_s, nice, notify}. Until a
  * spec's names are resolved, an "after" entry may be {name, kind, line}.
  */
 #ifndef AEGIS_SUBMIT_H
@@ -26,6 +26,8 @@ typedef struct submit_defaults {
     long mps_threads;       /* MPS thread percentage; 0: none */
     double time_limit;      /* seconds each attempt may run; 0: none */
     long nice;              /* 0..CORE_NICE_MAX: lower among the queue */
+    const char *notify;     /* a shell command run at its end ("": none,
+                               not even the config's); NULL: not given */
 } submit_defaults;
 
 /* A job of command cmd (taken) with the defaults. */

@@ -34,6 +34,8 @@ json_t *submit_job(json_t *cmd, const submit_defaults *def) {
     if (def->time_limit > 0)
         json_object_set_new(job, "time_limit_s", json_real(def->time_limit));
     if (def->nice > 0) json_object_set_new(job, "nice", json_integer(def->nice));
+    if (def->notify)
+        json_object_set_new(job, "notify", json_string(def->notify));
     return job;
 }
 

@@ -15,6 +15,7 @@
 #include "timelimit.h"
 
 #include "core.h"
+#include "proto.h"
 
 #include <getopt.h>
 #include <stdbool.h>
@@ -142,6 +143,15 @@ static const char help[] =
 "                    (10000 for a user who used no GPU lately, less the\n"
 "                    more they used) minus its nice, so 10000 puts it\n"
 "                    behind every job of everyone not niced\n"
+"    --notify CMD    run the shell command CMD (/bin/sh -c) when the job\n"
+"                    ends (done, failed, cancelled, timeout), as you, with\n"
+"                    AEGIS_JOB_ID, AEGIS_JOB_NAME, AEGIS_JOB_USER,\n"
+"                    AEGIS_JOB_STATE, AEGIS_JOB_REASON,\n"
+"                    AEGIS_JOB_EXIT_STATUS and AEGIS_JOB_DURATION_S in its\n"
+"                    environment; killed after notify_timeout_s (config,\n"
+"                    30 s), never retried. '' runs none, not even the\n"
+"                    config's notify. E.g. --notify 'echo \"$AEGIS_JOB_ID\n"
+"                    $AEGIS_JOB_STATE\" | mail -s aegis me@example.org'\n"
 "    --array FILE    one command per line, as above\n"
 "    --array RANGE   the command once per index, as above\n"
 "    --json          print {\"ids\": [...]} instead\n"
@@ -314,6 +324,7 @@ static int submit_options(int argc, char **argv, submit_opts *o) {
         {"mps-threads", required_argument, NULL, 'T'},
         {"time", required_argument, NULL, 't'},
         {"nice", required_argument, NULL, 'N'},
+        {"notify", required_argument, NULL, 'O'},
         {"array", required_argument, NULL, 'A'},
         {"json", no_argument, NULL, 'j'},
         {"socket", required_argument, NULL, 's'},
@@ -372,6 +383,15 @@ static int submit_options(int argc, char **argv, submit_opts *o) {
             if (cli_parse_long("submit", "nice", optarg, 0, CORE_NICE_MAX,
                                &o->def.nice))
                 return CLI_USAGE;
+            break;
+        case 'O':
+            if (!(o->def.notify = submit_text_option("notify", optarg)))
+                return CLI_USAGE;
+            if (strlen(optarg) > PROTO_MAX_NOTIFY) {
+                fprintf(stderr, "aegis submit: --notify: longer than %d "
+                        "bytes\n", PROTO_MAX_NOTIFY);
+                return CLI_USAGE;
+            }
             break;
         case 'A': o->array = optarg; break;
         case 'j': o->json = true; break;

@@ -7,8 +7,10 @@
  * Every key goes through core_config_set(), so the file accepts exactly
  * the names `aegis sim --set` accepts, plus the daemon's own keys for
  * energy reports (grid_intensity_g_per_kwh, pue: acct.h), the sharing
- * modes (sharing, mps_control, mps_dir, mps_pin_memory: sharing.h) and the
- * cap on each job log (log_max_mib), and nothing else.
+ * modes (sharing, mps_control, mps_dir, mps_pin_memory: sharing.h), the
+ * cap on each job log (log_max_mib), the period of the jobs' histories
+ * (history_period_s: history.h) and the notifications at their ends
+ * (notify, notify_timeout_s: notify.h), and nothing else.
  */
 #ifndef AEGIS_CONFIG_H
 #define AEGIS_CONFIG_H
@@ -18,6 +20,9 @@
 
 #include "acct.h"
 #include "core.h"
+#include "history.h"
+#include "notify.h"
+#include "proto.h"
 #include "sharing.h"
 
 /* Where aegisd looks when --config is not given: the build's
@@ -32,6 +37,16 @@
 #define CONFIG_LOG_MIN_MIB 1.0
 #define CONFIG_LOG_MAX_MIB 1048576.0
 
+/* The daemon's own keys that are neither the core's, the reports' nor
+ * the sharing modes'. */
+typedef struct config_keys {
+    double log_max_mib;
+    double history_period_s;        /* seconds between a job's samples */
+    double notify_timeout_s;        /* a notifier is killed after it */
+    char notify[PROTO_MAX_NOTIFY + 1]; /* the notifier of the jobs that
+                                       name none; "" for none */
+} config_keys;
+
 /* Fills cfg with the defaults, then the keys of the file at path. A missing
  * file is an error unless missing_ok. Returns 0, or -1 with "FILE:LINE:
  * message" in err; cfg is then unusable. */
@@ -41,10 +56,10 @@ int config_load(const char *path, bool missing_ok, core_config *cfg,
  * config_load() checks those keys but keeps their values nowhere. */
 int config_load_acct(const char *path, bool missing_ok, core_config *cfg,
                      acct_params *acct, char *err, size_t errlen);
-/* The same, also filling share with the sharing keys and log_max_mib: all
- * aegisd reads. */
+/* The same, also filling share with the sharing keys and keys with the
+ * daemon's own: all aegisd reads. */
 int config_load_daemon(const char *path, bool missing_ok, core_config *cfg,
                        acct_params *acct, sharing_config *share,
-                       double *log_max_mib, char *err, size_t errlen);
+                       config_keys *keys, char *err, size_t errlen);
 
 #endif

@@ -367,6 +367,7 @@ static void on_tick(uv_timer_t *t) {
     d_conns_check_hangups(d);
     d_jobs_tick(d);
     d_limits_tick(d);
+    d_notify_tick(d);
     d_jobs_check_exits(d);
     d_jobs_schedule(d);
     d_maybe_exit(d);
@@ -375,8 +376,9 @@ static void on_tick(uv_timer_t *t) {
 static void on_sigchld(uv_signal_t *s, int signum) {
     d_daemon *d = s->data;
     int status;
-    while (waitpid(-1, &status, WNOHANG) > 0) {
-    }
+    pid_t pid;
+    while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
+        d_notify_reaped(d, pid, status); /* a shim's end is in its file */
     d_jobs_check_exits(d);
     d_jobs_schedule(d);
     d_maybe_exit(d);
@@ -406,12 +408,12 @@ static void on_sighup(uv_signal_t *s, int signum) {
     core_config cfg;
     acct_params acct;
     sharing_config share;
-    double log_max_mib;
+    config_keys keys;
     char err[1024];
     const char *path = d->opt.config_path ? d->opt.config_path
                                           : CONFIG_DEFAULT_PATH;
     if (config_load_daemon(path, !d->opt.config_path, &cfg, &acct, &share,
-                           &log_max_mib, err, sizeof(err)) != 0 ||
+                           &keys, err, sizeof(err)) != 0 ||
         d_share_check_reload(d, &share, err, sizeof(err)) != 0 ||
         core_reconfigure(d->core, &cfg, err, sizeof(err)) != 0) {
         d_log("SIGHUP: configuration not reloaded: %s", err);
@@ -420,7 +422,7 @@ static void on_sighup(uv_signal_t *s, int signum) {
     d_share_reload(d, &share);
     d->cfg = cfg;
     d->acct = acct;
-    d->log_max_mib = log_max_mib; /* for attempts started from now on */
+    d->keys = keys; /* the log cap: for attempts started from now on */
     d_log("SIGHUP: reloaded %s", path);
     d_jobs_schedule(d);
 }
@@ -569,7 +571,7 @@ static int d_open(d_daemon *d) {
     const char *cfg_path = d->opt.config_path ? d->opt.config_path
                                               : CONFIG_DEFAULT_PATH;
     if (config_load_daemon(cfg_path, !d->opt.config_path, &d->cfg, &d->acct,
-                           &d->share, &d->log_max_mib, err,
+                           &d->share, &d->keys, err,
                            sizeof(err)) != 0) {
         d_log("%s", err);
         return -1;
@@ -674,6 +676,8 @@ static void d_free(d_daemon *d) {
     for (size_t i = 0; i < d->njobs; i++) free(d->jobs[i]);
     free(d->jobs);
     free(d->unsaved);
+    free(d->notifiers); /* those running finish on their own */
+    free(d->notices);
     if (d->core) core_destroy(d->core);
     store_close(d->st);
     if (d->tel) tel_close(d->tel);

@@ -10,6 +10,7 @@
  *               limits (--time), drains
  *   gpushare.c  each GPU's sharing mode: its MPS control daemon, the
  *               environment and MIG instance a job gets from it
+ *   notify.c    the notifiers run at jobs' ends (notify.h)
  *
  * Ownership: the d_daemon owns every d_job, d_conn and the core, store and
  * telemetry handles; d_run() creates and frees them all.
@@ -26,7 +27,9 @@
 #include <uv.h>
 
 #include "acct.h"
+#include "config.h"
 #include "core.h"
+#include "history.h"
 #include "proto.h"
 #include "sharing.h"
 #include "store.h"
@@ -53,6 +56,11 @@ typedef struct d_dep {
     int64_t id;
     proto_dep_kind kind;
 } d_dep;
+
+/* A job's notifier (notify.c): the config's, none, or its own. */
+typedef enum d_notify_kind {
+    D_NOTIFY_DEFAULT, D_NOTIFY_NONE, D_NOTIFY_OWN
+} d_notify_kind;
 
 typedef struct d_job {
     int64_t id;
@@ -93,6 +101,10 @@ typedef struct d_job {
                                    none */
     double kill_at;             /* SIGKILL the session then (monotonic s) */
     double energy_j;            /* its share of its GPUs' energy so far */
+    int last_status;            /* its last attempt's wait status; -1: none
+                                   seen (for its notifier) */
+    d_notify_kind notify;       /* which notifier its end runs */
+    history_track hist;         /* its samples (history.h) */
     /* the running attempt's MIG instance on gpus[0] (gpushare.c) */
     const mig_profile *mig;     /* NULL: the attempt has none */
     int mig_start;              /* its first memory slice */
@@ -149,6 +161,27 @@ typedef struct d_gpu {
                                    are logged */
 } d_gpu;
 
+/* A job's end to notify (notify.c): what its notifier is told. */
+typedef struct d_notice {
+    int64_t id;
+    uid_t uid;
+    gid_t gid;
+    char user[64];
+    char state[16];
+    char reason[400];
+    int status;                 /* its last attempt's wait status, or -1 */
+    double duration_s;
+} d_notice;
+
+/* A notifier running (notify.c). */
+typedef struct d_notifier {
+    pid_t pid;                  /* leader of its session */
+    int64_t job_id;
+    double limit_s;             /* its time limit (notify_timeout_s) */
+    double kill_at;             /* past it then (d_now) */
+    bool killed;                /* by aegisd, at its time limit */
+} d_notifier;
+
 typedef struct d_daemon {
     d_options opt;
     uv_loop_t *loop;
@@ -170,7 +203,14 @@ typedef struct d_daemon {
     d_gpu gpus[CORE_MAX_GPUS];
     char log_dir[4096], run_dir[4096];
     int log_dirfd;              /* log_dir, opened once it was checked */
-    double log_max_mib;         /* the config's cap on each job log */
+    config_keys keys;           /* the config's own keys: log cap, history
+                                   period, notifier and its time limit */
+    double history_at;          /* d_now of the last history sample */
+    d_notifier *notifiers;      /* running, nnotifiers of them */
+    size_t nnotifiers, capnotifiers;
+    d_notice *notices;          /* ends waiting for their notifiers to */
+    size_t notice_head;         /*   start, oldest first: those from */
+    size_t nnotices, capnotices; /*   notice_head to nnotices */
     bool as_root;               /* run jobs as their submitters */
     d_job **jobs;               /* unfinished jobs, sorted by id */
     size_t njobs, capjobs;
@@ -208,6 +248,12 @@ void d_conn_answer_later(d_conn *c, json_t *msg);
 
 /* jobs.c */
 d_job *d_job_find(d_daemon *d, int64_t id);
+/* A JSON array of strings as a NULL-terminated vector pointing into it
+ * (malloc'd; NULL when out of memory). */
+const char **d_strings(json_t *arr);
+/* An attempt's GPU list as the store keeps it ("0,2") into gpus (room
+ * for CORE_MAX_JOB_GPUS): how many. */
+int d_gpus_parse(const char *text, int *gpus);
 /* A finished job whose end is not saved yet, or NULL. */
 const d_unsaved *d_job_unsaved(const d_daemon *d, int64_t id);
 int d_jobs_submitted(d_daemon *d, const store_owner *owner,
@@ -313,6 +359,21 @@ void d_gpu_drain(d_daemon *d, int g, bool drain, const char *reason,
                  const char *user);
 /* At start: the GPUs drained before, as the store kept them. */
 void d_drains_recover(d_daemon *d);
+
+/* notify.c */
+/* Which notifier a job's submit asked for (NULL: the config's). */
+d_notify_kind d_notify_kind_of(const char *notify);
+/* Starts the job's notifier, if it has one (its own, or the config's),
+ * for its end in state (why: reason), or queues it while
+ * D_NOTIFY_RUNNING run already; the job is still in the table. */
+void d_notify_job_end(d_daemon *d, const d_job *job, const char *state,
+                      const char *reason);
+/* A child aegisd reaped: true when it was a notifier, whose end is
+ * logged when it failed; the next one waiting starts. */
+bool d_notify_reaped(d_daemon *d, pid_t pid, int status);
+/* Each tick: notifiers past their time limit are killed with their
+ * session. */
+void d_notify_tick(d_daemon *d);
 
 /* handlers.c */
 void d_handle(d_conn *c, const proto_request *req);

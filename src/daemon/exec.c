@@ -214,37 +214,46 @@ static bool exec_env_overridden(const char *entry, char *const *sets,
     return false;
 }
 
+/* env with sets (n "K=V" strings, malloc'd, taken) set over it: a
+ * vector whose last n entries are sets', freed by exec_free_envp; NULL
+ * (sets freed) when out of memory. */
+static char **exec_env_over(const char *const *env, char **sets, size_t n) {
+    size_t nenv = 0;
+    while (env[nenv]) nenv++;
+    char **envp = calloc(nenv + n + 1, sizeof(*envp));
+    bool all = envp != NULL;
+    for (size_t i = 0; i < n; i++) all = all && sets[i];
+    if (!all) {
+        for (size_t i = 0; i < n; i++) free(sets[i]);
+        free(envp);
+        return NULL;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < nenv; i++)
+        if (!exec_env_overridden(env[i], sets, n))
+            envp[k++] = (char *)env[i];
+    memcpy(envp + k, sets, n * sizeof(*sets));
+    return envp;
+}
+
 /* The submitter's environment with aegis's own variables set over it:
  * CUDA_VISIBLE_DEVICES, AEGIS_JOB_ID, AEGIS_ATTEMPT, then the spec's
- * extra ones. The set ones are the last entries, freed by
- * exec_free_envp. */
+ * extra ones. */
 static char **exec_envp(const exec_spec *spec, size_t *nset) {
-    size_t n = 0, nextra = 0;
-    while (spec->env[n]) n++;
+    size_t nextra = 0;
     while (spec->extra_env && spec->extra_env[nextra]) nextra++;
     char **sets = calloc(3 + nextra, sizeof(*sets));
-    char **envp = calloc(n + 3 + nextra + 1, sizeof(*envp));
-    if (!sets || !envp) goto fail;
+    if (!sets) return NULL;
     char buf[3][4200];
     snprintf(buf[0], sizeof(buf[0]), "CUDA_VISIBLE_DEVICES=%s", spec->visible);
     snprintf(buf[1], sizeof(buf[1]), "AEGIS_JOB_ID=%lld", (long long)spec->id);
     snprintf(buf[2], sizeof(buf[2]), "AEGIS_ATTEMPT=%d", spec->attempt);
     for (size_t i = 0; i < 3 + nextra; i++)
-        if (!(sets[i] = strdup(i < 3 ? buf[i] : spec->extra_env[i - 3])))
-            goto fail;
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++)
-        if (!exec_env_overridden(spec->env[i], sets, 3 + nextra))
-            envp[k++] = (char *)spec->env[i];
-    memcpy(envp + k, sets, (3 + nextra) * sizeof(*sets));
+        sets[i] = strdup(i < 3 ? buf[i] : spec->extra_env[i - 3]);
+    char **envp = exec_env_over(spec->env, sets, 3 + nextra);
     free(sets);
     *nset = 3 + nextra;
     return envp;
-fail:
-    for (size_t i = 0; sets && i < 3 + nextra; i++) free(sets[i]);
-    free(sets);
-    free(envp);
-    return NULL;
 }
 
 static void exec_free_envp(char **envp, size_t nset) {
@@ -253,6 +262,18 @@ static void exec_free_envp(char **envp, size_t nset) {
     while (envp[n]) n++;
     for (size_t i = n - nset; i < n; i++) free(envp[i]);
     free(envp);
+}
+
+/* In a child about to run as the job's user: its gid, its user's groups,
+ * its uid, in that order (the gid and groups need root, which setuid
+ * drops). 0, or -1 said on stderr. */
+static int exec_become_user(uid_t uid, gid_t gid, const char *user,
+                            int64_t id) {
+    if (setgid(gid) == 0 && initgroups(user, gid) == 0 && setuid(uid) == 0)
+        return 0;
+    dprintf(2, "aegisd: job %lld: cannot become user %s: %s\n",
+            (long long)id, user, strerror(errno));
+    return -1;
 }
 
 /* In the job's child: its own session, its pids in the status record
@@ -272,13 +293,9 @@ static void exec_job_child(const exec_spec *spec, char **envp, int out_fd,
     if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(out_fd, 1) < 0 ||
         dup2(err_fd, 2) < 0)
         _exit(126);
-    if (spec->as_user &&
-        (setgid(spec->gid) != 0 || initgroups(spec->user, spec->gid) != 0 ||
-         setuid(spec->uid) != 0)) {
-        dprintf(2, "aegisd: job %lld: cannot become user %s: %s\n",
-                (long long)spec->id, spec->user, strerror(errno));
+    if (spec->as_user && exec_become_user(spec->uid, spec->gid, spec->user,
+                                          spec->id) != 0)
         _exit(126);
-    }
     if (chdir(spec->cwd) != 0) {
         dprintf(2, "aegisd: job %lld: cannot enter %s: %s\n",
                 (long long)spec->id, spec->cwd, strerror(errno));
@@ -599,6 +616,52 @@ fail:
     if (err_fd >= 0) close(err_fd);
     exec_free_envp(envp, nset);
     return rc;
+}
+
+/* In a notifier's child: its own session (killed whole at its time
+ * limit), nothing of aegisd's open, no input or output, the job's user
+ * and directory (or / when that is gone), then the shell. */
+static void exec_notify_child(const exec_notify_spec *spec, char **envp) {
+    setsid();
+    exec_close_others(NULL, 0);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    for (int sig = 1; sig < NSIG; sig++) signal(sig, SIG_DFL);
+    int devnull = open("/dev/null", O_RDWR);
+    if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(devnull, 1) < 0 ||
+        dup2(devnull, 2) < 0)
+        _exit(126);
+    if (devnull > 2) close(devnull);
+    if (spec->as_user &&
+        exec_become_user(spec->uid, spec->gid, spec->user, spec->id) != 0)
+        _exit(126);
+    if ((!spec->cwd || chdir(spec->cwd) != 0) && chdir("/") != 0) _exit(126);
+    execve("/bin/sh", (char *const[]){"sh", "-c", (char *)spec->cmd, NULL},
+           envp);
+    _exit(127);
+}
+
+pid_t exec_notify_start(const exec_notify_spec *spec, char *err,
+                        size_t errlen) {
+    size_t nvars = 0;
+    while (spec->vars[nvars]) nvars++;
+    char **sets = calloc(nvars ? nvars : 1, sizeof(*sets));
+    for (size_t i = 0; sets && i < nvars; i++) sets[i] = strdup(spec->vars[i]);
+    char **envp = sets ? exec_env_over(spec->env, sets, nvars) : NULL;
+    free(sets);
+    if (!envp) {
+        snprintf(err, errlen, "job %lld: notifier: out of memory",
+                 (long long)spec->id);
+        return -1;
+    }
+    pid_t pid = fork();
+    if (pid == 0) exec_notify_child(spec, envp);
+    if (pid < 0)
+        snprintf(err, errlen, "job %lld: notifier: fork: %s",
+                 (long long)spec->id, strerror(errno));
+    exec_free_envp(envp, nvars);
+    return pid;
 }
 
 /* Field 3 (state), 4 (parent), 6 (session) and 22 (starttime) of

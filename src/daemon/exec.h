@@ -82,6 +82,26 @@ typedef struct exec_run {
 int exec_start(const exec_spec *spec, exec_run *run, char *err,
                size_t errlen);
 
+/* A job's notifier (notify.h): `/bin/sh -c cmd` in the job's directory,
+ * as its user, with the job's environment and vars set over it. */
+typedef struct exec_notify_spec {
+    int64_t id;                 /* the job, for messages */
+    const char *cmd;
+    const char *cwd;            /* "/" when it is gone */
+    const char *const *env;     /* the submitter's, NULL-terminated */
+    const char *const *vars;    /* "K=V" set over it, NULL-terminated */
+    bool as_user;               /* switch to uid/gid (aegisd runs as root) */
+    uid_t uid;
+    gid_t gid;
+    const char *user;           /* for initgroups */
+} exec_notify_spec;
+
+/* Starts a notifier in a session of its own, its output discarded, and
+ * returns its pid without waiting for it (the caller reaps it), or -1
+ * with a message naming the job. */
+pid_t exec_notify_start(const exec_notify_spec *spec, char *err,
+                        size_t errlen);
+
 /* Whether a status file can be made in run_dir now (made and removed):
  * 0, or -1 with why. */
 int exec_run_dir_check(const char *run_dir, char *err, size_t errlen);

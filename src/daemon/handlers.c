@@ -109,6 +109,7 @@ static void d_redact(const d_conn *c, json_t *row) {
     json_object_del(row, "cmd");
     json_object_del(row, "cwd");
     json_object_del(row, "env");
+    json_object_del(row, "notify");
 }
 
 /* The memory of the server's largest GPU, MiB (0 while none was read): a
@@ -190,12 +191,34 @@ static void d_on_ls(d_conn *c, const proto_request *req) {
     d_reply(c, json_pack("{s:b, s:o}", "ok", 1, "jobs", jobs));
 }
 
+/* A job's samples (history.h) and what they were taken on: its last
+ * attempt's GPUs, by index, name and UUID. At most HISTORY_MAX_SAMPLES
+ * rows of five numbers: an answer of a few hundred KiB at most. */
+static json_t *d_history(d_daemon *d, int64_t id, json_t *row) {
+    json_t *atts = json_object_get(row, "attempt_list");
+    json_t *last = json_array_get(atts, json_array_size(atts) - 1);
+    int on[CORE_MAX_JOB_GPUS];
+    int n = d_gpus_parse(json_string_value(json_object_get(last, "gpus")), on);
+    json_t *gpus = json_array();
+    for (int i = 0; i < n; i++)
+        if (on[i] < d->ngpus)
+            json_array_append_new(gpus, json_pack("{s:i, s:s, s:s}",
+                "index", on[i], "name", tel_gpu_name(d->tel, on[i]),
+                "uuid", tel_gpu_uuid(d->tel, on[i])));
+    return json_pack("{s:f, s:[sssss], s:o, s:o}",
+                     "period_s", d->keys.history_period_s, "columns", "t",
+                     "mem_mib", "gpu_used_mib", "gpu_total_mib", "sm_pct",
+                     "gpus", gpus, "samples", store_history(d->st, id));
+}
+
 static void d_on_show(d_conn *c, const proto_request *req) {
     json_t *row = store_job(c->d->st, req->ids[0], true);
     if (!row) {
         d_reply_error(c, "job %lld: no such job", (long long)req->ids[0]);
         return;
     }
+    if (req->history)
+        json_object_set_new(row, "history", d_history(c->d, req->ids[0], row));
     d_redact(c, row);
     d_live_fields(c->d, row);
     d_reply(c, json_pack("{s:b, s:o}", "ok", 1, "job", row));

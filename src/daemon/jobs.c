@@ -117,6 +117,7 @@ static void d_job_finish(d_daemon *d, d_job *job, const char *state,
     store_job_energy(d->st, id, job->energy_j);
     store_job_state(d->st, id, state, reason, d_wall());
     store_event(d->st, id, d_wall(), "%s: %s", state, reason);
+    d_notify_job_end(d, job, state, reason);
     store_commit(d->st);
     d_unsaved_add(d, id, state, reason);
     d_job_remove(d, job);
@@ -193,6 +194,8 @@ static d_job *d_job_new(int64_t id, uid_t uid, gid_t gid, const char *user,
     snprintf(job->user, sizeof(job->user), "%s", user);
     job->num_gpus = num_gpus;
     job->mem_mib = mem_mib;
+    job->last_status = -1;
+    history_track_init(&job->hist, HISTORY_MAX_SAMPLES, 0, 1);
     return job;
 }
 
@@ -206,6 +209,7 @@ int d_jobs_submitted(d_daemon *d, const store_owner *owner,
             d_deps_from_request(pj, first_id, job->deps);
             job->time_limit_s = pj->time_limit_s;
             job->nice = pj->nice;
+            job->notify = d_notify_kind_of(pj->notify);
         }
         if (!job || d_job_add(d, job) != 0) {
             free(job);
@@ -222,8 +226,7 @@ int d_jobs_submitted(d_daemon *d, const store_owner *owner,
 
 static void d_job_unstarted(d_daemon *d, d_job *job, const char *why);
 
-/* A JSON array of strings as a NULL-terminated vector pointing into it. */
-static const char **d_strings(json_t *arr) {
+const char **d_strings(json_t *arr) {
     size_t n = json_array_size(arr);
     const char **v = calloc(n + 1, sizeof(*v));
     for (size_t i = 0; v && i < n; i++)
@@ -271,7 +274,7 @@ static int d_job_exec(d_daemon *d, d_job *job, const core_launch *l,
         .as_user = d->as_root,
         .uid = job->uid, .gid = job->gid, .user = job->user,
         .log_dirfd = d->log_dirfd, .log_dir = d->log_dir,
-        .log_max_bytes = (long long)(d->log_max_mib * 1048576),
+        .log_max_bytes = (long long)(d->keys.log_max_mib * 1048576),
         .run_dir = d->run_dir,
     };
     int rc = -1;
@@ -456,6 +459,7 @@ static void d_job_settle(d_daemon *d, d_job *job, core_exit how, int status,
     static const char *const how_names[] = {"ok", "oom", "failed", "lost"};
     int n = job->attempts;
     double now = d_wall();
+    job->last_status = status;
     if (job->cancelling) { /* by `aegis cancel`, or its time limit */
         if (job->in_core) core_cancel(d->core, job->id, d_now(d));
         char reason[128];
@@ -664,6 +668,35 @@ static void d_gpu_energy(d_daemon *d, int g, double joules, double now) {
     for (int i = 0; i < n; i++) on[i]->energy_j += share[i];
 }
 
+/* A sample of each running job, once a history period (history.h): its
+ * processes' memory and SM utilization on its GPUs, and theirs in use
+ * and in all. All of a period's samples go in one transaction. */
+static void d_jobs_history(d_daemon *d) {
+    double now = d_now(d);
+    if (d->history_at > 0 && now - d->history_at < d->keys.history_period_s)
+        return;
+    d->history_at = now;
+    store_begin(d->st);
+    for (size_t i = 0; i < d->njobs; i++) {
+        d_job *job = d->jobs[i];
+        if (job->state != D_RUNNING || job->ngpus == 0 ||
+            !history_due(&job->hist))
+            continue;
+        store_sample s = {.t = d_wall(), .sm_pct = CORE_UNKNOWN};
+        bool ok = true;
+        for (int k = 0; k < job->ngpus; k++) {
+            const d_gpu *gpu = &d->gpus[job->gpus[k]];
+            bool seen = false;
+            ok = ok && gpu->ok;
+            s.mem_mib += d_job_mib_on(&gpu->last, job, &s.sm_pct, &seen);
+            s.gpu_used_mib += gpu->last.r.used_mib;
+            s.gpu_total_mib += gpu->last.r.total_mib;
+        }
+        if (ok) history_add(d->st, job->id, &job->hist, &s);
+    }
+    store_commit(d->st);
+}
+
 /* Records when each running attempt was first seen on its GPUs, so that
  * after a restart its observation time is not started over. */
 static void d_jobs_note_seen(d_daemon *d) {
@@ -787,20 +820,22 @@ void d_jobs_tick(d_daemon *d) {
     }
     d_note_dcgm(d);
     d_jobs_note_seen(d);
+    d_jobs_history(d);
     d_share_tick(d);
 }
 
 /* ---- restart and reload --------------------------------------------------- */
 
-static void d_parse_gpus(d_job *job, const char *text) {
-    job->ngpus = 0;
-    for (const char *p = text; p && *p && job->ngpus < CORE_MAX_JOB_GPUS;) {
+int d_gpus_parse(const char *text, int *gpus) {
+    int n = 0;
+    for (const char *p = text; p && *p && n < CORE_MAX_JOB_GPUS;) {
         char *end;
         long g = strtol(p, &end, 10);
         if (end == p) break;
-        if (g >= 0 && g < CORE_MAX_GPUS) job->gpus[job->ngpus++] = (int)g;
+        if (g >= 0 && g < CORE_MAX_GPUS) gpus[n++] = (int)g;
         p = *end == ',' ? end + 1 : end;
     }
+    return n;
 }
 
 static int64_t d_int(json_t *obj, const char *key) {
@@ -816,7 +851,8 @@ static double d_number(json_t *obj, const char *key) {
 static void d_job_load_attempt(d_job *job, json_t *att) {
     job->state = D_RUNNING;
     job->attempts = (int)d_int(att, "n");
-    d_parse_gpus(job, json_string_value(json_object_get(att, "gpus")));
+    job->ngpus = d_gpus_parse(json_string_value(json_object_get(att, "gpus")),
+                              job->gpus);
     job->exclusive = d_int(att, "exclusive") != 0;
     job->floor_mib = d_number(att, "floor_mib");
     job->shim_pid = (pid_t)d_int(att, "shim_pid");
@@ -910,6 +946,11 @@ static void d_job_recover(void *ctx, json_t *row) {
     if (job) {
         d_deps_from_row(row, job->deps);
         job->nice = (int)d_int(row, "nice");
+        job->notify = d_notify_kind_of(
+            json_string_value(json_object_get(row, "notify")));
+        int count, step;
+        store_history_state(d->st, job->id, &count, &step);
+        history_track_init(&job->hist, HISTORY_MAX_SAMPLES, count, step);
     }
     if (!job || d_job_add(d, job) != 0) {
         free(job);

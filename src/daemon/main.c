@@ -103,6 +103,24 @@ static const char help[] =
 "    GPUs (aegis drain, with their reasons) are kept in DIR/aegis.db too,\n"
 "    and hold across restarts.\n"
 "\n"
+"HISTORY AND NOTIFICATIONS\n"
+"    Every history_period_s seconds (config; default 10) aegisd samples\n"
+"    each running job's memory and SM share and its GPUs' used and total\n"
+"    memory into DIR/aegis.db, all of a period in one transaction; a job\n"
+"    keeps at most 4320 samples (past them every other one is dropped and\n"
+"    it is sampled half as often). `aegis show ID --history` shows them.\n"
+"    When a job ends, aegisd runs its notifier (aegis submit --notify, else\n"
+"    the config's notify) with /bin/sh -c as the job's user, in its\n"
+"    directory and environment with AEGIS_JOB_ID, AEGIS_JOB_NAME,\n"
+"    AEGIS_JOB_USER, AEGIS_JOB_STATE, AEGIS_JOB_REASON,\n"
+"    AEGIS_JOB_EXIT_STATUS and AEGIS_JOB_DURATION_S set, its output\n"
+"    discarded. aegisd does not wait for it: at most 32 run at once (the\n"
+"    others wait their turn), one still running after notify_timeout_s\n"
+"    (default 30) is killed with its session, a failed one is logged once\n"
+"    and never retried. A job that ended while aegisd was down is notified\n"
+"    when aegisd comes back; a notifier running when aegisd stops finishes\n"
+"    on its own.\n"
+"\n"
 "SIGNALS\n"
 "    SIGTERM, SIGINT  stop accepting requests and exit; running jobs keep\n"
 "                     running and are re-adopted at the next start\n"
@@ -123,9 +141,9 @@ static int check_config(const char *path) {
     core_config cfg;
     acct_params acct;
     sharing_config share;
-    double log_max_mib;
+    config_keys keys;
     char err[1024];
-    if (config_load_daemon(path, false, &cfg, &acct, &share, &log_max_mib,
+    if (config_load_daemon(path, false, &cfg, &acct, &share, &keys,
                            err, sizeof(err)) != 0) {
         fprintf(stderr, "aegisd: %s\n", err);
         return 2;

@@ -36,7 +36,7 @@ static const char *const op_names[] = {
 static const char *const op_fields[NOPS][OP_FIELDS_MAX] = {
     [PROTO_SUBMIT] = {"cwd", "env", "jobs"},
     [PROTO_LS] = {"all"},
-    [PROTO_SHOW] = {"id"},
+    [PROTO_SHOW] = {"id", "history"},
     [PROTO_CANCEL] = {"ids"},
     [PROTO_WAIT] = {"ids"},
     [PROTO_LOG] = {"id", "offset", "stderr"},
@@ -52,7 +52,7 @@ static const char *const op_fields[NOPS][OP_FIELDS_MAX] = {
 static const char *const job_fields[] = {"cmd", "gpus", "mem_mib", "name",
                                          "feed", "after", "mps_threads_pct",
                                          "meta", "time_limit_s",
-                                         "nice", NULL};
+                                         "nice", "notify", NULL};
 
 static const char *const dep_fields[] = {"id", "index", "kind"};
 
@@ -361,6 +361,14 @@ static int proto_parse_job(json_t *obj, size_t i, proto_job *job, char *err,
     if (nice && proto_int(nice, field, 0, CORE_NICE_MAX, &v, err, errlen))
         return -1;
     job->nice = nice ? (int)v : 0;
+    json_t *notify = json_object_get(obj, "notify");
+    if (notify && (!json_is_string(notify) ||
+                   json_string_length(notify) > PROTO_MAX_NOTIFY)) {
+        snprintf(err, errlen, "%s.notify: expected a shell command of at most "
+                 "%d bytes", where, PROTO_MAX_NOTIFY);
+        return -1;
+    }
+    job->notify = notify ? json_string_value(notify) : NULL;
     return proto_parse_meta(json_object_get(obj, "meta"), where, job, err,
                             errlen);
 }
@@ -455,7 +463,10 @@ static int proto_parse_op(json_t *root, proto_request *req, char *err,
     case PROTO_LS:
         return proto_bool(json_object_get(root, "all"), "all", &req->all, err,
                           errlen);
-    case PROTO_SHOW: return proto_parse_ids(root, false, req, err, errlen);
+    case PROTO_SHOW:
+        if (proto_parse_ids(root, false, req, err, errlen)) return -1;
+        return proto_bool(json_object_get(root, "history"), "history",
+                          &req->history, err, errlen);
     case PROTO_CANCEL:
     case PROTO_WAIT:
     case PROTO_HOLD:

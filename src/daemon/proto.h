@@ -8,15 +8,17 @@
  *
  * Requests ("op" and its fields):
  *   submit  cwd, env [..."K=V"], jobs [{cmd [...], gpus, mem_mib, name, feed,
- *           after, mps_threads_pct, meta, time_limit_s, nice}]
+ *           after, mps_threads_pct, meta, time_limit_s, nice, notify}]
  *           after: [{id or index, kind}...] -- the jobs it waits for: an
  *           existing job by id, or an earlier job of the same submit by
  *           its index in jobs; kind is afterok, afterany or afternotok
  *           (Slurm's). A bare id is [{id, "afterok"}], as older clients
  *           send it. meta: a JSON object kept with the job as it is (an
  *           AEGIS spec's estimates and profile). time_limit_s: the
- *           seconds an attempt may run before it is stopped (--time)
- *   ls      all (bool)          show   id
+ *           seconds an attempt may run before it is stopped (--time).
+ *           notify: a shell command run at the job's end ("": none, even
+ *           where the config names one)
+ *   ls      all (bool)          show   id, history (bool: its samples)
  *   cancel  ids [...]           wait   ids [...]
  *   hold    ids [...]           release ids [...]
  *   log     id, offset, stderr (bool)
@@ -63,6 +65,8 @@
 #define PROTO_MAX_META 65536
 /* A drain's reason: one line of `aegis gpus`. */
 #define PROTO_MAX_REASON 200
+/* A job's notifier, a shell command line. */
+#define PROTO_MAX_NOTIFY 4096
 /* Memory a job may ask for, MiB (1 TiB: above any GPU made). */
 #define PROTO_MAX_MEM_MIB (1024.0 * 1024.0)
 
@@ -100,6 +104,7 @@ typedef struct proto_job {
                                TIMELIMIT_MAX_S; 0 when not given */
     int nice;               /* lowers it among the queue, 0..CORE_NICE_MAX
                                (aegis-plus); 0 when not given */
+    const char *notify;     /* run at its end; NULL when not given */
 } proto_job;
 
 typedef struct proto_request {
@@ -114,6 +119,7 @@ typedef struct proto_request {
     int64_t *ids;
     size_t nids;
     bool all;               /* ls: finished jobs too */
+    bool history;           /* show: with the job's samples */
     int64_t offset;         /* log: first byte wanted */
     bool err_stream;        /* log: stderr instead of stdout */
     int gpu;                /* drain, resume */

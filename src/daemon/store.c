@@ -68,7 +68,14 @@ static const char schema[] =
      * restarts, and stays with its GPU if the indices change */
     "CREATE TABLE IF NOT EXISTS drains("
     "  uuid TEXT PRIMARY KEY, reason TEXT NOT NULL, user TEXT NOT NULL,"
-    "  t REAL NOT NULL);";
+    "  t REAL NOT NULL);"
+
+    /* each job's samples over its run (history.h): its memory and SM
+     * share, and its GPUs' used and total memory, at time t */
+    "CREATE TABLE IF NOT EXISTS history("
+    "  job_id INTEGER NOT NULL, t REAL NOT NULL, mem_mib REAL,"
+    "  gpu_used_mib REAL, gpu_total_mib REAL, sm_pct REAL,"
+    "  PRIMARY KEY(job_id, t)) WITHOUT ROWID;";
 
 /* Columns added since the first schema, so a database an older aegisd
  * wrote gets them on open; one list serves new and old databases. */
@@ -96,6 +103,12 @@ static const char *const store_added[][3] = {
     {"jobs", "time_limit_s", "REAL"},
     /* its submit's --nice (aegis-plus's queue order) */
     {"jobs", "nice", "INTEGER NOT NULL DEFAULT 0"},
+    /* the history periods between two of its samples (history.h): 1,
+     * doubled each time its samples were thinned */
+    {"jobs", "history_step", "INTEGER NOT NULL DEFAULT 1"},
+    /* `aegis submit --notify`: the command run at its end; NULL: the
+     * config's notify, "": none */
+    {"jobs", "notify", "TEXT"},
 };
 #define STORE_ADDED (sizeof(store_added) / sizeof(store_added[0]))
 
@@ -105,7 +118,8 @@ enum {
     S_LIST_ALL, S_LIST_ACTIVE, S_RETRY, S_SEEN,
     S_REPORT_JOBS, S_REPORT_ATTEMPTS, S_MIG_ADD, S_MIG_DEL, S_MIG_ALL,
     S_ATT_PIDS, S_ATT_DROP, S_CANCEL, S_PROBE, S_HELD, S_DRAIN_SET,
-    S_DRAIN_DEL, S_DRAIN_GET, S_COUNT
+    S_DRAIN_DEL, S_DRAIN_GET, S_HIST_ADD, S_HIST_THIN, S_HIST_STEP,
+    S_HIST_GET, S_HIST_STATE, S_COUNT
 };
 
 /* A job's dependencies as a column "deps": a row written before they
@@ -122,9 +136,9 @@ static const char *const sql[S_COUNT] = {
     [S_ENV] = "INSERT INTO envs(cwd, env) VALUES(?1, ?2)",
     [S_JOB] = "INSERT INTO jobs(uid, gid, user, name, cmd, env_id, gpus,"
               " mem_mib, state, submitted, feed, mps_threads_pct, deps, meta,"
-              " time_limit_s, nice)"
+              " time_limit_s, nice, notify)"
               " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'queued', ?9, ?10, ?11,"
-              " ?12, ?13, ?14, ?15)",
+              " ?12, ?13, ?14, ?15, ?16)",
     [S_ATT_START] = "INSERT OR REPLACE INTO attempts(job_id, n, gpus,"
                     " floor_mib, exclusive, shim_pid, shim_start, job_pid,"
                     " started, err_offset)"
@@ -146,7 +160,7 @@ static const char *const sql[S_COUNT] = {
                    " j.mem_mib, " STORE_DEPS("j.") ", j.state, j.reason, j.submitted,"
                    " j.finished, j.attempts, j.energy_j, j.feed, j.retry_floor,"
                    " j.retry_alone, j.mps_threads_pct, j.meta, j.cancel_at,"
-                   " j.held, j.time_limit_s, j.nice, e.cwd, e.env"
+                   " j.held, j.time_limit_s, j.nice, j.notify, e.cwd, e.env"
                    " FROM jobs j JOIN envs e ON e.id = j.env_id"
                    " WHERE j.id = ?1",
     [S_ATTEMPTS] = "SELECT n, gpus, floor_mib, exclusive, shim_pid,"
@@ -189,6 +203,19 @@ static const char *const sql[S_COUNT] = {
                     " VALUES(?1, ?2, ?3, ?4)",
     [S_DRAIN_DEL] = "DELETE FROM drains WHERE uuid = ?1",
     [S_DRAIN_GET] = "SELECT reason, user, t FROM drains WHERE uuid = ?1",
+    [S_HIST_ADD] = "INSERT OR REPLACE INTO history(job_id, t, mem_mib,"
+                   " gpu_used_mib, gpu_total_mib, sm_pct)"
+                   " VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
+    /* every other sample, by time, the first one kept */
+    [S_HIST_THIN] = "DELETE FROM history WHERE job_id = ?1 AND t IN"
+                    " (SELECT t FROM (SELECT t, row_number() OVER"
+                    " (ORDER BY t) AS k FROM history WHERE job_id = ?1)"
+                    " WHERE k % 2 = 0)",
+    [S_HIST_STEP] = "UPDATE jobs SET history_step = ?2 WHERE id = ?1",
+    [S_HIST_GET] = "SELECT t, mem_mib, gpu_used_mib, gpu_total_mib, sm_pct"
+                   " FROM history WHERE job_id = ?1 ORDER BY t",
+    [S_HIST_STATE] = "SELECT (SELECT count(*) FROM history WHERE job_id = ?1),"
+                     " history_step FROM jobs WHERE id = ?1",
 };
 
 /* SQL texts in the order they ran. */
@@ -481,6 +508,7 @@ static int store_insert_jobs(store *st, const store_owner *owner,
         if (meta) sqlite3_bind_text(s, 13, meta, -1, free);
         if (j->time_limit_s > 0) sqlite3_bind_double(s, 14, j->time_limit_s);
         sqlite3_bind_int(s, 15, j->nice);
+        if (j->notify) sqlite3_bind_text(s, 16, j->notify, -1, SQLITE_STATIC);
         if ((j->nafter > 0 && !deps) || (j->meta && !meta)) {
             sqlite3_reset(s);
             sqlite3_clear_bindings(s);
@@ -789,4 +817,62 @@ json_t *store_drain(store *st, const char *uuid) {
     json_t *row = json_incref(json_array_get(rows, 0));
     json_decref(rows);
     return row;
+}
+
+/* A figure of a sample, NULL when unknown (< 0). */
+static void store_bind_known(sqlite3_stmt *s, int col, double v) {
+    if (v >= 0) sqlite3_bind_double(s, col, v);
+}
+
+void store_history_add(store *st, int64_t id, const store_sample *sample) {
+    sqlite3_stmt *s = st->st[S_HIST_ADD];
+    sqlite3_bind_int64(s, 1, id);
+    sqlite3_bind_double(s, 2, sample->t);
+    store_bind_known(s, 3, sample->mem_mib);
+    store_bind_known(s, 4, sample->gpu_used_mib);
+    store_bind_known(s, 5, sample->gpu_total_mib);
+    store_bind_known(s, 6, sample->sm_pct);
+    store_write(st, S_HIST_ADD, id);
+}
+
+void store_history_thin(store *st, int64_t id, int step) {
+    sqlite3_stmt *s = st->st[S_HIST_THIN];
+    sqlite3_bind_int64(s, 1, id);
+    store_write(st, S_HIST_THIN, id);
+    s = st->st[S_HIST_STEP];
+    sqlite3_bind_int64(s, 1, id);
+    sqlite3_bind_int(s, 2, step);
+    store_write(st, S_HIST_STEP, id);
+}
+
+json_t *store_history(store *st, int64_t id) {
+    sqlite3_stmt *s = st->st[S_HIST_GET];
+    sqlite3_bind_int64(s, 1, id);
+    json_t *rows = json_array();
+    while (sqlite3_step(s) == SQLITE_ROW) {
+        json_t *row = json_array();
+        for (int c = 0; c < 5; c++) {
+            bool known = sqlite3_column_type(s, c) != SQLITE_NULL;
+            json_array_append_new(row, known ? json_real(sqlite3_column_double(
+                                                   s, c))
+                                             : json_null());
+        }
+        json_array_append_new(rows, row);
+    }
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+    return rows;
+}
+
+void store_history_state(store *st, int64_t id, int *count, int *step) {
+    sqlite3_stmt *s = st->st[S_HIST_STATE];
+    sqlite3_bind_int64(s, 1, id);
+    *count = 0;
+    *step = 1;
+    if (sqlite3_step(s) == SQLITE_ROW) {
+        *count = sqlite3_column_int(s, 0);
+        *step = sqlite3_column_int(s, 1) > 0 ? sqlite3_column_int(s, 1) : 1;
+    }
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
 }

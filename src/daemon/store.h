@@ -132,6 +132,27 @@ json_t *store_report(store *st, double since);
 void store_each_active(store *st, void (*fn)(void *ctx, json_t *job),
                        void *ctx);
 
+/* One sample of a running job's history (history.h); a figure < 0 is
+ * unknown, kept as NULL. For a job on several GPUs, the GPU figures are
+ * sums over its GPUs. */
+typedef struct store_sample {
+    double t;               /* Unix time */
+    double mem_mib;         /* the job's processes' memory */
+    double sm_pct;          /* their SM utilization, percent of one GPU */
+    double gpu_used_mib;    /* its GPUs' memory in use, by anyone */
+    double gpu_total_mib;   /* its GPUs' memory */
+} store_sample;
+
+void store_history_add(store *st, int64_t id, const store_sample *sample);
+/* Drops every other sample of the job, by time (the first is kept), and
+ * records step, the history periods between its samples from now on. */
+void store_history_thin(store *st, int64_t id, int step);
+/* The job's samples in time order, each [t, mem_mib, gpu_used_mib,
+ * gpu_total_mib, sm_pct] with null for an unknown figure. */
+json_t *store_history(store *st, int64_t id);
+/* How many samples the job has and its step (1 for a job without). */
+void store_history_state(store *st, int64_t id, int *count, int *step);
+
 /* The last error of the database, for a log line. */
 const char *store_errmsg(store *st);
 

@@ -379,6 +379,28 @@ static void test_spec_time(void **state) {
     assert_non_null(strstr(said, ":2: time: expected a time limit"));
 }
 
+/* A spec's notify: a shell command, kept as it is; "" for none. */
+static void test_spec_notify(void **state) {
+    (void)state;
+    char said[512];
+    json_t *jobs = read_spec("n.yaml", "jobs:\n"
+                             "  - command: a\n    notify: echo \"$AEGIS_JOB_ID\"\n"
+                             "  - command: b\n    notify: ''\n"
+                             "  - command: c\n",
+                             said, sizeof(said));
+    assert_non_null(jobs);
+    assert_string_equal(json_string_value(json_object_get(
+                            json_array_get(jobs, 0), "notify")),
+                        "echo \"$AEGIS_JOB_ID\"");
+    assert_string_equal(json_string_value(json_object_get(
+                            json_array_get(jobs, 1), "notify")), "");
+    assert_null(json_object_get(json_array_get(jobs, 2), "notify"));
+    json_decref(jobs);
+    assert_null(read_spec("bad.yaml", "command: a\nnotify: [x]\n", said,
+                          sizeof(said)));
+    assert_non_null(strstr(said, ":2: notify: expected a shell command"));
+}
+
 static void test_nearest_names(void **state) {
     (void)state;
     const char *path = write_file("cat.csv",
@@ -409,6 +431,7 @@ int main(void) {
         cmocka_unit_test(test_spec_conda_missing),
         cmocka_unit_test(test_spec_names),
         cmocka_unit_test(test_spec_time),
+        cmocka_unit_test(test_spec_notify),
         cmocka_unit_test(test_nearest_names),
     };
     return cmocka_run_group_tests(tests, setup_dir, teardown_dir);

@@ -9,27 +9,6 @@ set -u
 AEGISD=$1 AEGIS=$2 NVML=$3 FAKE=$4 CATALOG=$5 CASE=$6
 source "$(dirname "$0")/e2e_lib.sh"
 
-# `aegis ARGS...` as user $1 (another user than aegisd's).
-as() { local u=$1; shift; runuser -u "$u" -- env AEGIS_SOCKET="$AEGIS_SOCKET" \
-       AEGIS_TEST_GPU_DIR="$AEGIS_TEST_GPU_DIR" "$@"; }
-needs_root() {
-    [ "$(id -u)" = 0 ] || { echo "needs root to act as another user"; exit 77; }
-}
-# Waits until job $1's `show --json` passes the python check $2.
-until_job() {
-    local deadline=$((SECONDS + 30))
-    until "$AEGIS" show --json "$1" 2>/dev/null | pyjson "$2" 2>/dev/null; do
-        [ $SECONDS -lt $deadline ] || fail "job $1: never $2"
-        sleep 0.1
-    done
-}
-# Stops aegisd by SIGTERM, waits until it is gone, and starts it again.
-restart() {
-    kill -TERM "$(daemon_pid)"
-    while [ -n "$(daemon_pid)" ]; do sleep 0.1; done
-    start "$@"
-}
-
 # A held job stays queued across a restart while a later job runs past it;
 # released, it runs. Only its owner or root may hold it, and not while it
 # runs. `aegis ls` gives it the REASON held.

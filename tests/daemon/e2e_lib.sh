@@ -54,6 +54,26 @@ cleanup() {
 trap cleanup EXIT
 # jq-free JSON checks: python reads the document on stdin.
 pyjson() { python3 -c "import json,sys; d=json.load(sys.stdin); $1"; }
+# `aegis ARGS...` as user $1 (another user than aegisd's).
+as() { local u=$1; shift; runuser -u "$u" -- env AEGIS_SOCKET="$AEGIS_SOCKET" \
+       AEGIS_TEST_GPU_DIR="$AEGIS_TEST_GPU_DIR" "$@"; }
+needs_root() {
+    [ "$(id -u)" = 0 ] || { echo "needs root to act as another user"; exit 77; }
+}
+# Waits until job $1's `show --json ${3:-}` passes the python check $2.
+until_job() {
+    local deadline=$((SECONDS + 30))
+    until "$AEGIS" show --json ${3:-} "$1" 2>/dev/null | pyjson "$2" 2>/dev/null; do
+        [ $SECONDS -lt $deadline ] || fail "job $1: never $2"
+        sleep 0.1
+    done
+}
+# Stops aegisd by SIGTERM, waits until it is gone, and starts it again.
+restart() {
+    kill -TERM "$(daemon_pid)"
+    while [ -n "$(daemon_pid)" ]; do sleep 0.1; done
+    start "$@"
+}
 
 
 # `aegis ARGS...` exits 2, saying $1 on stderr.
