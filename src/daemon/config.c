@@ -7,8 +7,10 @@
  */
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <math.h>
+#include <netinet/in.h>
 #include <stddef.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -61,6 +63,57 @@ static int config_daemon_set(acct_params *acct, double *log_max_mib,
     return 0;
 }
 
+int config_listen_addr(const char *text, struct sockaddr_storage *sa,
+                       char *msg, size_t msglen) {
+    char host[CONFIG_LISTEN_MAX];
+    const char *colon = strrchr(text, ':');
+    size_t hlen = colon ? (size_t)(colon - text) : 0;
+    bool v6 = hlen >= 2 && text[0] == '[' && text[hlen - 1] == ']';
+    if (v6) {
+        text++;
+        hlen -= 2;
+    }
+    char *stop = NULL;
+    errno = 0;
+    long port = colon && colon[1] ? strtol(colon + 1, &stop, 10) : 0;
+    *sa = (struct sockaddr_storage){0};
+    struct sockaddr_in *in4 = (struct sockaddr_in *)sa;
+    struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)sa;
+    bool ok = colon && hlen > 0 && hlen < sizeof(host) && port >= 1 &&
+              port <= 65535 && !errno && *stop == '\0';
+    if (ok) {
+        memcpy(host, text, hlen);
+        host[hlen] = '\0';
+        if (v6) {
+            in6->sin6_family = AF_INET6;
+            in6->sin6_port = htons((uint16_t)port);
+            ok = inet_pton(AF_INET6, host, &in6->sin6_addr) == 1;
+        } else {
+            in4->sin_family = AF_INET;
+            in4->sin_port = htons((uint16_t)port);
+            ok = inet_pton(AF_INET, host, &in4->sin_addr) == 1;
+        }
+    }
+    if (ok) return 0;
+    snprintf(msg, msglen, "metrics_listen: '%s' is not ADDRESS:PORT (an IP "
+             "address, IPv6 in brackets, and a port 1..65535, e.g. "
+             "127.0.0.1:9464)", v6 ? text - 1 : text);
+    return -1;
+}
+
+/* metrics_listen, checked, into metrics_listen: 1 when key is it, 0 when
+ * it is not, -1 with a message when its value is bad. An empty value
+ * turns the endpoint off. */
+static int config_listen_set(char *metrics_listen, const char *key,
+                             const char *value, char *msg, size_t msglen) {
+    if (strcmp(key, "metrics_listen") != 0) return 0;
+    struct sockaddr_storage sa;
+    if (value[0] && config_listen_addr(value, &sa, msg, msglen) != 0)
+        return -1;
+    snprintf(metrics_listen, CONFIG_LISTEN_MAX, "%s", value);
+    return 1;
+}
+
 /* The mapping form of `sharing:` (its start already read): `default` and
  * GPU indexes, each to a mode. */
 static int config_sharing_map(yaml_parser_t *p, const char *path,
@@ -102,7 +155,8 @@ static int config_sharing_map(yaml_parser_t *p, const char *path,
 /* Reads key/value scalar pairs until the mapping ends. */
 static int config_pairs(yaml_parser_t *p, const char *path, core_config *cfg,
                         acct_params *acct, sharing_config *share,
-                        double *log_max_mib, char *err, size_t errlen) {
+                        double *log_max_mib, char *metrics_listen, char *err,
+                        size_t errlen) {
     char key[128];
     for (;;) {
         yaml_event_t ev;
@@ -139,6 +193,9 @@ static int config_pairs(yaml_parser_t *p, const char *path, core_config *cfg,
         const char *value = (const char *)ev.data.scalar.value;
         int rc = config_daemon_set(acct, log_max_mib, key, value, msg,
                                    sizeof(msg));
+        if (rc == 0)
+            rc = config_listen_set(metrics_listen, key, value, msg,
+                                   sizeof(msg));
         if (rc == 0) rc = sharing_config_set(share, key, value, msg, sizeof(msg));
         if (rc == 0) rc = core_config_set(cfg, key, value, msg, sizeof(msg));
         else if (rc > 0) rc = 0;
@@ -154,7 +211,8 @@ static int config_pairs(yaml_parser_t *p, const char *path, core_config *cfg,
  * an empty configuration. */
 static int config_parse(yaml_parser_t *p, const char *path, core_config *cfg,
                         acct_params *acct, sharing_config *share,
-                        double *log_max_mib, char *err, size_t errlen) {
+                        double *log_max_mib, char *metrics_listen, char *err,
+                        size_t errlen) {
     for (;;) {
         yaml_event_t ev;
         if (config_next(p, path, &ev, err, errlen) != 0) return -1;
@@ -174,8 +232,8 @@ static int config_parse(yaml_parser_t *p, const char *path, core_config *cfg,
         case YAML_DOCUMENT_END_EVENT:
             return 0;
         case YAML_MAPPING_START_EVENT:
-            return config_pairs(p, path, cfg, acct, share, log_max_mib, err,
-                                errlen);
+            return config_pairs(p, path, cfg, acct, share, log_max_mib,
+                                metrics_listen, err, errlen);
         default:
             snprintf(err, errlen, "%s:%d: expected a mapping of name: value",
                      path, line);
@@ -194,17 +252,20 @@ int config_load_acct(const char *path, bool missing_ok, core_config *cfg,
                      acct_params *acct, char *err, size_t errlen) {
     sharing_config ignored;
     double log_max_mib;
+    char metrics_listen[CONFIG_LISTEN_MAX];
     return config_load_daemon(path, missing_ok, cfg, acct, &ignored,
-                              &log_max_mib, err, errlen);
+                              &log_max_mib, metrics_listen, err, errlen);
 }
 
 int config_load_daemon(const char *path, bool missing_ok, core_config *cfg,
                        acct_params *acct, sharing_config *share,
-                       double *log_max_mib, char *err, size_t errlen) {
+                       double *log_max_mib, char *metrics_listen, char *err,
+                       size_t errlen) {
     core_config_default(cfg);
     acct_params_default(acct);
     sharing_config_default(share);
     *log_max_mib = CONFIG_LOG_DEFAULT_MIB;
+    metrics_listen[0] = '\0';
     /* On a live server users may declare a job's memory (submit --mem),
      * and several users share it. aegis-plus admits a job with that figure
      * + est_margin_mib (up to est_cap_mib), any other with the
@@ -228,8 +289,8 @@ int config_load_daemon(const char *path, bool missing_ok, core_config *cfg,
         return -1;
     }
     yaml_parser_set_input_file(&p, f);
-    int rc = config_parse(&p, path, cfg, acct, share, log_max_mib, err,
-                          errlen);
+    int rc = config_parse(&p, path, cfg, acct, share, log_max_mib,
+                          metrics_listen, err, errlen);
     yaml_parser_delete(&p);
     fclose(f);
     return rc;

@@ -7,14 +7,16 @@
  * Every key goes through core_config_set(), so the file accepts exactly
  * the names `aegis sim --set` accepts, plus the daemon's own keys for
  * energy reports (grid_intensity_g_per_kwh, pue: acct.h), the sharing
- * modes (sharing, mps_control, mps_dir, mps_pin_memory: sharing.h) and the
- * cap on each job log (log_max_mib), and nothing else.
+ * modes (sharing, mps_control, mps_dir, mps_pin_memory: sharing.h), the
+ * cap on each job log (log_max_mib) and the address of the Prometheus
+ * endpoint (metrics_listen: docs/metrics.md), and nothing else.
  */
 #ifndef AEGIS_CONFIG_H
 #define AEGIS_CONFIG_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/socket.h>
 
 #include "acct.h"
 #include "core.h"
@@ -32,6 +34,16 @@
 #define CONFIG_LOG_MIN_MIB 1.0
 #define CONFIG_LOG_MAX_MIB 1048576.0
 
+/* metrics_listen: "ADDRESS:PORT", an IPv4 address or a bracketed IPv6
+ * one ("[::1]:9464"), where aegisd serves /metrics; "" (the default):
+ * nowhere. No host names: aegisd resolves nothing. */
+#define CONFIG_LISTEN_MAX 64
+
+/* The socket address of a metrics_listen value: 0, or -1 with a message
+ * naming the key and the value. */
+int config_listen_addr(const char *text, struct sockaddr_storage *sa,
+                       char *msg, size_t msglen);
+
 /* Fills cfg with the defaults, then the keys of the file at path. A missing
  * file is an error unless missing_ok. Returns 0, or -1 with "FILE:LINE:
  * message" in err; cfg is then unusable. */
@@ -41,10 +53,11 @@ int config_load(const char *path, bool missing_ok, core_config *cfg,
  * config_load() checks those keys but keeps their values nowhere. */
 int config_load_acct(const char *path, bool missing_ok, core_config *cfg,
                      acct_params *acct, char *err, size_t errlen);
-/* The same, also filling share with the sharing keys and log_max_mib: all
- * aegisd reads. */
+/* The same, also filling share with the sharing keys, log_max_mib and
+ * metrics_listen (CONFIG_LISTEN_MAX bytes): all aegisd reads. */
 int config_load_daemon(const char *path, bool missing_ok, core_config *cfg,
                        acct_params *acct, sharing_config *share,
-                       double *log_max_mib, char *err, size_t errlen);
+                       double *log_max_mib, char *metrics_listen, char *err,
+                       size_t errlen);
 
 #endif

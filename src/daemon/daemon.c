@@ -407,11 +407,12 @@ static void on_sighup(uv_signal_t *s, int signum) {
     acct_params acct;
     sharing_config share;
     double log_max_mib;
-    char err[1024];
+    char metrics_listen[CONFIG_LISTEN_MAX], err[1024];
     const char *path = d->opt.config_path ? d->opt.config_path
                                           : CONFIG_DEFAULT_PATH;
     if (config_load_daemon(path, !d->opt.config_path, &cfg, &acct, &share,
-                           &log_max_mib, err, sizeof(err)) != 0 ||
+                           &log_max_mib, metrics_listen, err,
+                           sizeof(err)) != 0 ||
         d_share_check_reload(d, &share, err, sizeof(err)) != 0 ||
         core_reconfigure(d->core, &cfg, err, sizeof(err)) != 0) {
         d_log("SIGHUP: configuration not reloaded: %s", err);
@@ -421,6 +422,9 @@ static void on_sighup(uv_signal_t *s, int signum) {
     d->cfg = cfg;
     d->acct = acct;
     d->log_max_mib = log_max_mib; /* for attempts started from now on */
+    if (strcmp(metrics_listen, d->metrics_listen) != 0)
+        d_log("SIGHUP: metrics_listen '%s' applies when aegisd restarts; "
+              "still '%s'", metrics_listen, d->metrics_listen);
     d_log("SIGHUP: reloaded %s", path);
     d_jobs_schedule(d);
 }
@@ -569,7 +573,7 @@ static int d_open(d_daemon *d) {
     const char *cfg_path = d->opt.config_path ? d->opt.config_path
                                               : CONFIG_DEFAULT_PATH;
     if (config_load_daemon(cfg_path, !d->opt.config_path, &d->cfg, &d->acct,
-                           &d->share, &d->log_max_mib, err,
+                           &d->share, &d->log_max_mib, d->metrics_listen, err,
                            sizeof(err)) != 0) {
         d_log("%s", err);
         return -1;
@@ -674,6 +678,7 @@ static void d_free(d_daemon *d) {
     for (size_t i = 0; i < d->njobs; i++) free(d->jobs[i]);
     free(d->jobs);
     free(d->unsaved);
+    metrics_counts_free(&d->counts);
     if (d->core) core_destroy(d->core);
     store_close(d->st);
     if (d->tel) tel_close(d->tel);
@@ -695,6 +700,7 @@ int d_run(const d_options *opt) {
     int lock = d_lock(opt->state_dir);
     d->loop = uv_default_loop();
     d->t0 = (double)uv_hrtime() / 1e9;
+    metrics_counts_init(&d->counts);
     uv_idle_init(d->loop, &d->wake);
     d->wake.data = d;
     /* A client that hangs up before its answer is written is an EPIPE to
@@ -705,6 +711,9 @@ int d_run(const d_options *opt) {
     d_drains_recover(d);
     d_jobs_recover(d);
     if (d_listen(d) != 0) goto out;
+    /* a metrics address that cannot be bound is logged; the jobs matter
+     * more than their monitoring */
+    d_metrics_open(d);
     d_signals(d);
     uv_timer_init(d->loop, &d->tick);
     d->tick.data = d;
@@ -723,6 +732,7 @@ int d_run(const d_options *opt) {
     rc = 0;
     d_log("stopped");
 out:
+    d_metrics_close(d);
     uv_walk(d->loop, on_walk_close, &d->server);
     uv_run(d->loop, UV_RUN_DEFAULT);
     uv_loop_close(d->loop);

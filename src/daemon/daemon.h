@@ -10,6 +10,9 @@
  *               limits (--time), drains
  *   gpushare.c  each GPU's sharing mode: its MPS control daemon, the
  *               environment and MIG instance a job gets from it
+ *   metrics.c   the Prometheus exposition of GPUs, jobs, users and the
+ *               scheduler (docs/metrics.md)
+ *   metrics_http.c  the HTTP endpoint that serves it (metrics_listen)
  *
  * Ownership: the d_daemon owns every d_job, d_conn and the core, store and
  * telemetry handles; d_run() creates and frees them all.
@@ -26,7 +29,9 @@
 #include <uv.h>
 
 #include "acct.h"
+#include "config.h"
 #include "core.h"
+#include "metrics_counts.h"
 #include "proto.h"
 #include "sharing.h"
 #include "store.h"
@@ -59,6 +64,7 @@ typedef struct d_job {
     uid_t uid;
     gid_t gid;
     char user[64];
+    char name[PROTO_MAX_NAME + 1]; /* its --name, "" when none */
     int num_gpus;
     double mem_mib;             /* estimate, < 0 when none */
     int nice;                   /* its submit's --nice */
@@ -179,6 +185,9 @@ typedef struct d_daemon {
     d_conn *conns;
     int nconns;
     uv_idle_t wake;             /* sends the answers of finished waits */
+    char metrics_listen[CONFIG_LISTEN_MAX]; /* "" when not serving */
+    struct d_metrics_server *metrics; /* metrics_http.c's, NULL: none */
+    metrics_counts counts;      /* what /metrics counts since the start */
     double t0;                  /* uv_hrtime at start, for d_now */
 } d_daemon;
 
@@ -221,6 +230,10 @@ void d_jobs_schedule(d_daemon *d);
 void d_jobs_check_exits(d_daemon *d);
 void d_jobs_tick(d_daemon *d);              /* telemetry, observation,
                                                state retries */
+/* A running job's memory on its GPUs (MiB), as their latest readings show
+ * its processes, and into *sm_pct the sum of their SM utilization (0..100
+ * per GPU; CORE_UNKNOWN when none is known). */
+double d_job_usage(const d_daemon *d, const d_job *job, double *sm_pct);
 /* Cancels the unfinished jobs among ids, once the cancel is committed:
  * 0, or -1 with why (nothing cancelled) when it cannot be. */
 int d_jobs_cancel(d_daemon *d, const int64_t *ids, size_t nids, char *err,
@@ -313,6 +326,16 @@ void d_gpu_drain(d_daemon *d, int g, bool drain, const char *reason,
                  const char *user);
 /* At start: the GPUs drained before, as the store kept them. */
 void d_drains_recover(d_daemon *d);
+
+/* metrics.c: the exposition of d's state and counts, into t. */
+void d_metrics_render(d_daemon *d, mtext *t);
+
+/* metrics_http.c */
+/* Serves /metrics on d->metrics_listen when it is set: 0, or -1 with a
+ * log line (the address cannot be bound). */
+int d_metrics_open(d_daemon *d);
+/* Stops serving and closes every metrics connection (at exit). */
+void d_metrics_close(d_daemon *d);
 
 /* handlers.c */
 void d_handle(d_conn *c, const proto_request *req);

@@ -124,9 +124,9 @@ static int check_config(const char *path) {
     acct_params acct;
     sharing_config share;
     double log_max_mib;
-    char err[1024];
+    char metrics_listen[CONFIG_LISTEN_MAX], err[1024];
     if (config_load_daemon(path, false, &cfg, &acct, &share, &log_max_mib,
-                           err, sizeof(err)) != 0) {
+                           metrics_listen, err, sizeof(err)) != 0) {
         fprintf(stderr, "aegisd: %s\n", err);
         return 2;
     }

@@ -422,18 +422,18 @@ static void test_config_log_max(void **state) {
     acct_params acct;
     sharing_config share;
     double mib = 0;
-    char err[256];
+    char listen[CONFIG_LISTEN_MAX], err[256];
     assert_int_equal(config_load_daemon("/nonexistent/x.yaml", true, &cfg,
-                                        &acct, &share, &mib, err,
+                                        &acct, &share, &mib, listen, err,
                                         sizeof(err)), 0);
     assert_true(mib == 1024);
     assert_int_equal(config_load_daemon(AEGIS_SHIPPED_CONFIG, false, &cfg,
-                                        &acct, &share, &mib, err,
+                                        &acct, &share, &mib, listen, err,
                                         sizeof(err)), 0);
     assert_true(mib == 1024); /* the shipped file shows the default */
     const char *path = write_file("log.yaml", "pue: 1.2\nlog_max_mib: 8\n");
     assert_int_equal(config_load_daemon(path, false, &cfg, &acct, &share, &mib,
-                                        err, sizeof(err)), 0);
+                                        listen, err, sizeof(err)), 0);
     assert_true(mib == 8);
     static const char *const bad[] = {"log_max_mib: 0.5\n",
                                       "log_max_mib: lots\n",
@@ -441,7 +441,8 @@ static void test_config_log_max(void **state) {
     for (int i = 0; i < 3; i++) {
         path = write_file("log.yaml", bad[i]);
         assert_int_equal(config_load_daemon(path, false, &cfg, &acct, &share,
-                                            &mib, err, sizeof(err)), -1);
+                                            &mib, listen, err, sizeof(err)),
+                         -1);
         assert_non_null(strstr(err, "log.yaml:1: log_max_mib"));
     }
 }

@@ -48,8 +48,9 @@ static int load(const char *text, sharing_config *share, char *err,
     core_config cfg;
     acct_params acct;
     double log_max_mib;
+    char metrics_listen[CONFIG_LISTEN_MAX];
     return config_load_daemon(write_file("a.yaml", text), false, &cfg, &acct,
-                              share, &log_max_mib, err, errlen);
+                              share, &log_max_mib, metrics_listen, err, errlen);
 }
 
 static void test_default_is_naive(void **state) {
