@@ -81,8 +81,9 @@ def main():
     try:
         with open(f"{tmp}/jobs.txt", "w") as f:
             for i in range(JOBS):
-                f.write(f"{a.fake} --mib {500 + 20 * i} --seconds 3600\n")
-        ids = aegis("submit", "--mem", "1500", "--array",
+                f.write(f"{a.fake} --mib {1000 + 20 * i} --smact 0.02 "
+                        "--seconds 3600\n")
+        ids = aegis("submit", "--mem", "3000", "--array",
                     f"{tmp}/jobs.txt").split()
         # settled: as many jobs running for 5 s in a row (90 s at most)
         running, stable_since, deadline = -1, time.time(), time.time() + 90
@@ -117,7 +118,7 @@ def main():
         idle_per_s = idle_cpu / total_s
         per_scrape = max(0.0, scraped_cpu - idle_cpu) / scrapes
         at_interval = per_scrape / INTERVAL_S
-        print(f"aegisd: 3 GPUs, {len(ids)} jobs ({running} running, "
+        print(f"setup:   aegisd on 3 GPUs, {len(ids)} jobs ({running} running, "
               f"{len(ids) - running} queued); /metrics is {len(body)} bytes")
         print(f"idle:    {idle_cpu:.2f} s CPU over {total_s:.0f} s = "
               f"{100 * idle_per_s:.3f}% of a core")

@@ -99,6 +99,10 @@ typedef struct d_job {
                                    none */
     double kill_at;             /* SIGKILL the session then (monotonic s) */
     double energy_j;            /* its share of its GPUs' energy so far */
+    double used_mib;            /* its processes' memory on its GPUs, and */
+    double sm_pct;              /*   their SM utilization summed (0..100
+                                   a GPU; CORE_UNKNOWN: none known), at
+                                   the latest tick */
     /* the running attempt's MIG instance on gpus[0] (gpushare.c) */
     const mig_profile *mig;     /* NULL: the attempt has none */
     int mig_start;              /* its first memory slice */
@@ -230,10 +234,6 @@ void d_jobs_schedule(d_daemon *d);
 void d_jobs_check_exits(d_daemon *d);
 void d_jobs_tick(d_daemon *d);              /* telemetry, observation,
                                                state retries */
-/* A running job's memory on its GPUs (MiB), as their latest readings show
- * its processes, and into *sm_pct the sum of their SM utilization (0..100
- * per GPU; CORE_UNKNOWN when none is known). */
-double d_job_usage(const d_daemon *d, const d_job *job, double *sm_pct);
 /* Cancels the unfinished jobs among ids, once the cancel is committed:
  * 0, or -1 with why (nothing cancelled) when it cannot be. */
 int d_jobs_cancel(d_daemon *d, const int64_t *ids, size_t nids, char *err,

@@ -653,18 +653,6 @@ static bool d_job_on(const d_job *job, int g) {
     return false;
 }
 
-double d_job_usage(const d_daemon *d, const d_job *job, double *sm_pct) {
-    double mib = 0;
-    *sm_pct = CORE_UNKNOWN;
-    for (int i = 0; i < job->ngpus; i++) {
-        if (job->gpus[i] < 0 || job->gpus[i] >= d->ngpus) continue;
-        const d_gpu *gpu = &d->gpus[job->gpus[i]];
-        bool seen = false;
-        if (gpu->ok) mib += d_job_mib_on(&gpu->last, job, sm_pct, &seen);
-    }
-    return mib;
-}
-
 /* Splits the GPU's energy since the last tick among its running jobs by
  * their activity there (the SM utilization NVML samples per process), else
  * their memory, else evenly: tel_energy_split's rule. */
@@ -678,6 +666,9 @@ static void d_gpu_energy(d_daemon *d, int g, double joules, double now) {
         bool seen = false;
         util[n] = CORE_UNKNOWN;
         mib[n] = d_job_mib_on(&d->gpus[g].last, job, &util[n], &seen);
+        job->used_mib += mib[n]; /* what /metrics shows of it */
+        if (util[n] >= 0) job->sm_pct = (job->sm_pct > 0 ? job->sm_pct : 0) +
+                                        util[n];
         if (seen && !job->active && job->in_core) {
             job->active = true;
             core_job_active(d->core, job->id, now);
@@ -791,6 +782,10 @@ void d_jobs_tick(d_daemon *d) {
     d_state_retry(d);
     if (!store_failing(d->st)) d->nunsaved = 0; /* all saved */
     double now = d_now(d);
+    for (size_t i = 0; i < d->njobs; i++) { /* summed over their GPUs */
+        d->jobs[i]->used_mib = 0;
+        d->jobs[i]->sm_pct = CORE_UNKNOWN;
+    }
     for (int g = 0; g < d->ngpus; g++) {
         d_gpu *gpu = &d->gpus[g];
         char err[256];

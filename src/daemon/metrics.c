@@ -155,15 +155,13 @@ static double job_energy(const d_daemon *d, const d_job *job) {
     return job->energy_j;
 }
 static double job_memory(const d_daemon *d, const d_job *job) {
-    double sm;
-    return job->state == D_RUNNING ? d_job_usage(d, job, &sm) * MIB_BYTES : -1;
+    return job->state == D_RUNNING ? job->used_mib * MIB_BYTES : -1;
 }
 /* Its processes' SM utilization over its GPUs, as a share of one GPU's. */
 static double job_sm_share(const d_daemon *d, const d_job *job) {
-    double sm;
-    if (job->state != D_RUNNING || job->ngpus < 1) return -1;
-    d_job_usage(d, job, &sm);
-    return sm < 0 ? -1 : sm / 100.0 / job->ngpus;
+    if (job->state != D_RUNNING || job->ngpus < 1 || job->sm_pct < 0)
+        return -1;
+    return job->sm_pct / 100.0 / job->ngpus;
 }
 
 static void metrics_job_family(d_daemon *d, mtext *t, const char *name,
