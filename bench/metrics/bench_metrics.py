@@ -81,9 +81,9 @@ def main():
     try:
         with open(f"{tmp}/jobs.txt", "w") as f:
             for i in range(JOBS):
-                f.write(f"{a.fake} --mib {1000 + 20 * i} --smact 0.02 "
+                f.write(f"{a.fake} --mib {2500 + 20 * i} --smact 0.02 "
                         "--seconds 3600\n")
-        ids = aegis("submit", "--mem", "3000", "--array",
+        ids = aegis("submit", "--mem", "3500", "--array",
                     f"{tmp}/jobs.txt").split()
         # settled: as many jobs running for 5 s in a row (90 s at most)
         running, stable_since, deadline = -1, time.time(), time.time() + 90

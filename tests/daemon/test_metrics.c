@@ -10,6 +10,7 @@
 #include <math.h>
 #include <netinet/in.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -213,8 +214,9 @@ static void test_listen_key(void **state) {
     acct_params acct;
     sharing_config share;
     double mib;
-    char listen[CONFIG_LISTEN_MAX], err[512];
-    const char *path = "/tmp/aegis-test-metrics.yaml";
+    char listen[CONFIG_LISTEN_MAX], err[512], path[64];
+    snprintf(path, sizeof(path), "/tmp/aegis-test-metrics-%d.yaml",
+             (int)getpid());
     static const struct {
         const char *text, *want;
         int rc;
@@ -233,8 +235,7 @@ static void test_listen_key(void **state) {
                                     listen, err, sizeof(err));
         assert_int_equal(rc, cases[i].rc);
         if (rc == 0) assert_string_equal(listen, cases[i].want);
-        else assert_non_null(strstr(err, "aegis-test-metrics.yaml:1: "
-                                         "metrics_listen"));
+        else assert_non_null(strstr(err, ".yaml:1: metrics_listen"));
     }
     remove(path);
 }
