@@ -145,8 +145,9 @@ PY
     "$AEGIS" ls > /dev/null || fail "aegisd does not answer"
 }
 
-# metrics_listen is checked with the rest of the configuration, and off
-# unless set.
+# metrics_listen is checked with the rest of the configuration, off
+# unless set, applied at a restart (not a reload), and a port that cannot
+# be bound is logged while aegisd runs on.
 case_metrics_config() {
     cd "$DIR/work"
     for bad in 'nohost' '127.0.0.1:0' '127.0.0.1:99999' '1.2.3:80' 'host:80x'; do
@@ -155,11 +156,28 @@ case_metrics_config() {
         grep -q 'bad.yaml:1: metrics_listen' err.txt || fail "'$bad': $(cat err.txt)"
     done
     printf 'metrics_listen: "[::1]:9464"\n' > good.yaml
-    "$AEGISD" --check-config good.yaml || fail "[::1]:9464 refused"
+    "$AEGISD" --check-config good.yaml > /dev/null || fail "[::1]:9464 refused"
     start
     pid=$(daemon_pid)
     ss -ltnpH | grep -q "pid=$pid," && fail "aegisd listens on TCP by default: $(ss -ltnp | grep "pid=$pid,")"
-    true
+    echo "metrics_listen: 127.0.0.1:$(free_port)" >> "$DIR/aegis.yaml"
+    kill -HUP "$pid"
+    await "grep -q 'metrics_listen .* applies when aegisd restarts' '$DIR/state/aegisd.log'" 10 ||
+        fail "reload: no word of metrics_listen"
+    ss -ltnpH | grep -q "pid=$pid," && fail "a reload opened the metrics port"
+    kill "$pid"
+    await "[ -z \"\$(daemon_pid)\" ]" 10 || fail "aegisd did not stop"
+    # a port another program holds
+    python3 -c "import socket, time
+s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen()
+print(s.getsockname()[1], flush=True); time.sleep(60)" > held.txt &
+    await "[ -s held.txt ]" 10 || fail "no port held"
+    sed -i '/metrics_listen/d' "$DIR/aegis.yaml"
+    echo "metrics_listen: 127.0.0.1:$(cat held.txt)" >> "$DIR/aegis.yaml"
+    start 2> start.err
+    grep -q "metrics_listen 127.0.0.1:$(cat held.txt): .*not serving /metrics" \
+        start.err || fail "busy port not logged: $(cat start.err)"
+    "$AEGIS" ls > /dev/null || fail "aegisd does not answer without its metrics"
 }
 
 e2e_run
