@@ -51,6 +51,12 @@ case_metrics_scrape() {
     grep -q '^aegis_scheduling_pass_seconds_count [1-9]' scrape.txt || fail "no pass histogram"
     grep -q '^aegis_gpu_info{gpu="0",.*sharing="naive"' scrape.txt || fail "no sharing mode"
     [ "$(scrape /nothing)" = 404 ] || fail "/nothing is not a 404"
+    # a restarted aegisd adopts the job under its name
+    kill "$(daemon_pid)"
+    await "[ -z \"\$(daemon_pid)\" ]" 10 || fail "aegisd did not stop"
+    start
+    await "[ \"\$(scrape /metrics)\" = 200 ] && grep -qF 'aegis_job_state{job_id=\"$id\",user=\"root\",name=\"say \\\"hi\\\"\\\\now\",gpu=\"' scrape.txt" 10 ||
+        fail "job $id after a restart: $(grep aegis_job_state scrape.txt)"
     "$AEGIS" cancel "$id" > /dev/null && "$AEGIS" wait "$id" > /dev/null
     await "[ \"\$(scrape /metrics)\" = 200 ] && ! grep -q 'job_id=\"$id\"' scrape.txt" 10 ||
         fail "finished job $id still in /metrics"
