@@ -50,7 +50,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     for name in ("aegisd", "aegis", "nvml", "fake"):
         ap.add_argument(name)
-    ap.add_argument("--window", type=float, default=20, help="seconds per window")
+    ap.add_argument("--window", type=float, default=20,
+                    help="seconds per window")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--every", type=float, default=0.05,
                     help="seconds between scrapes (compressed time)")

@@ -466,8 +466,9 @@ static void d_job_settle(d_daemon *d, d_job *job, core_exit how, int status,
     static const char *const how_names[] = {"ok", "oom", "failed", "lost"};
     int n = job->attempts;
     double now = d_wall();
-    metrics_count_attempt(&d->counts, job->user, job->ngpus,
-                          now - job->started);
+    if (job->started > 0) /* 0: an attempt recorded without its start */
+        metrics_count_attempt(&d->counts, job->user, job->ngpus,
+                              now - job->started);
     if (job->cancelling) { /* by `aegis cancel`, or its time limit */
         if (job->in_core) core_cancel(d->core, job->id, d_now(d));
         char reason[128];

@@ -17,7 +17,7 @@
 
 #define MIB_BYTES 1048576.0
 
-/* ---- GPUs ----------------------------------------------------------------- */
+/* ---- GPUs ---------------------------------------------------------------- */
 
 /* A per-GPU family: name, type, help, and the reading it shows. */
 typedef struct gpu_family {
@@ -120,7 +120,7 @@ static void metrics_gpus(d_daemon *d, mtext *t) {
     }
 }
 
-/* ---- jobs ----------------------------------------------------------------- */
+/* ---- jobs ---------------------------------------------------------------- */
 
 static const char *job_state_name(const d_job *job) {
     if (job->state == D_RUNNING) return "running";
@@ -208,7 +208,7 @@ static void metrics_jobs(d_daemon *d, mtext *t) {
                        "attempts.", job_energy);
 }
 
-/* ---- users ---------------------------------------------------------------- */
+/* ---- users --------------------------------------------------------------- */
 
 /* The live part of each user's figures: their unfinished jobs. */
 typedef struct user_live {
@@ -239,7 +239,7 @@ static user_live *metrics_users_live(d_daemon *d) {
                              d->counts.users];
         u->jobs[user_state_index(job)]++;
         u->energy_j += job->energy_j;
-        if (job->state == D_RUNNING && now > job->started)
+        if (job->state == D_RUNNING && job->started > 0 && now > job->started)
             u->gpu_s += (now - job->started) * job->ngpus;
     }
     return live;
@@ -289,7 +289,7 @@ static void metrics_users(d_daemon *d, mtext *t) {
     free(live);
 }
 
-/* ---- the scheduler -------------------------------------------------------- */
+/* ---- the scheduler ------------------------------------------------------- */
 
 static int id_cmp(const void *a, const void *b) {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;

@@ -146,7 +146,8 @@ static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
     if (c->answered || c->len >= sizeof(c->req))
         *buf = uv_buf_init(dropped, sizeof(dropped));
     else
-        *buf = uv_buf_init(c->req + c->len, (unsigned)(sizeof(c->req) - c->len));
+        *buf = uv_buf_init(c->req + c->len,
+                           (unsigned)(sizeof(c->req) - c->len));
 }
 
 static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {

@@ -23,8 +23,9 @@
  * bytes (UTF-8 too) are kept. */
 static void test_label_escaping(void **state) {
     (void)state;
-    static const char *const in[] = {"plain", "a\\b", "say \"hi\"", "two\nlines",
-                                      "\\\"\n", "", "caf\xc3\xa9 {x=1}"};
+    static const char *const in[] = {"plain", "a\\b", "say \"hi\"",
+                                      "two\nlines", "\\\"\n", "",
+                                      "caf\xc3\xa9 {x=1}"};
     static const char *const out[] = {"plain", "a\\\\b", "say \\\"hi\\\"",
                                       "two\\nlines", "\\\\\\\"\\n", "",
                                       "caf\xc3\xa9 {x=1}"};
@@ -40,7 +41,8 @@ static void test_label_escaping(void **state) {
 static void test_family_and_samples(void **state) {
     (void)state;
     mtext t = {0};
-    mtext_family(&t, "aegis_x_bytes", "gauge", "Help with \\ and\nnewline \"q\".");
+    mtext_family(&t, "aegis_x_bytes", "gauge",
+                 "Help with \\ and\nnewline \"q\".");
     const char *labels[] = {"gpu", "0", "name", "a\"b\n", NULL};
     mtext_sample(&t, "aegis_x_bytes", labels, 1572864000);
     mtext_sample(&t, "aegis_x_bytes", NULL, 0.25);
@@ -166,7 +168,8 @@ static void test_http_judge(void **state) {
     assert_int_equal(http_req_judge("GET \0/metrics", 13), 400);
     /* headers without end past the limit */
     static char big[HTTP_REQ_MAX + 64];
-    size_t n = (size_t)snprintf(big, sizeof(big), "GET /metrics HTTP/1.1\r\nX: ");
+    size_t n = (size_t)snprintf(big, sizeof(big),
+                                "GET /metrics HTTP/1.1\r\nX: ");
     memset(big + n, 'a', sizeof(big) - n);
     assert_int_equal(http_req_judge(big, HTTP_REQ_MAX), 0);
     assert_int_equal(http_req_judge(big, HTTP_REQ_MAX + 1), 431);
