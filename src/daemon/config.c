@@ -7,8 +7,10 @@
  */
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <math.h>
+#include <netinet/in.h>
 #include <stddef.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -73,6 +75,57 @@ static int config_daemon_set(acct_params *acct, config_keys *keys,
         return 1;
     }
     return 0;
+}
+
+int config_listen_addr(const char *text, struct sockaddr_storage *sa,
+                       char *msg, size_t msglen) {
+    char host[CONFIG_LISTEN_MAX];
+    const char *colon = strrchr(text, ':');
+    size_t hlen = colon ? (size_t)(colon - text) : 0;
+    bool v6 = hlen >= 2 && text[0] == '[' && text[hlen - 1] == ']';
+    if (v6) {
+        text++;
+        hlen -= 2;
+    }
+    char *stop = NULL;
+    errno = 0;
+    long port = colon && colon[1] ? strtol(colon + 1, &stop, 10) : 0;
+    *sa = (struct sockaddr_storage){0};
+    struct sockaddr_in *in4 = (struct sockaddr_in *)sa;
+    struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)sa;
+    bool ok = colon && hlen > 0 && hlen < sizeof(host) && port >= 1 &&
+              port <= 65535 && !errno && *stop == '\0';
+    if (ok) {
+        memcpy(host, text, hlen);
+        host[hlen] = '\0';
+        if (v6) {
+            in6->sin6_family = AF_INET6;
+            in6->sin6_port = htons((uint16_t)port);
+            ok = inet_pton(AF_INET6, host, &in6->sin6_addr) == 1;
+        } else {
+            in4->sin_family = AF_INET;
+            in4->sin_port = htons((uint16_t)port);
+            ok = inet_pton(AF_INET, host, &in4->sin_addr) == 1;
+        }
+    }
+    if (ok) return 0;
+    snprintf(msg, msglen, "metrics_listen: '%s' is not ADDRESS:PORT (an IP "
+             "address, IPv6 in brackets, and a port 1..65535, e.g. "
+             "127.0.0.1:9464)", v6 ? text - 1 : text);
+    return -1;
+}
+
+/* metrics_listen, checked, into metrics_listen: 1 when key is it, 0 when
+ * it is not, -1 with a message when its value is bad. An empty value
+ * turns the endpoint off. */
+static int config_listen_set(char *metrics_listen, const char *key,
+                             const char *value, char *msg, size_t msglen) {
+    if (strcmp(key, "metrics_listen") != 0) return 0;
+    struct sockaddr_storage sa;
+    if (value[0] && config_listen_addr(value, &sa, msg, msglen) != 0)
+        return -1;
+    snprintf(metrics_listen, CONFIG_LISTEN_MAX, "%s", value);
+    return 1;
 }
 
 /* The mapping form of `sharing:` (its start already read): `default` and
@@ -152,6 +205,9 @@ static int config_pairs(yaml_parser_t *p, const char *path, core_config *cfg,
         char msg[256];
         const char *value = (const char *)ev.data.scalar.value;
         int rc = config_daemon_set(acct, keys, key, value, msg,
+                                   sizeof(msg));
+        if (rc == 0)
+            rc = config_listen_set(keys->metrics_listen, key, value, msg,
                                    sizeof(msg));
         if (rc == 0) rc = sharing_config_set(share, key, value, msg, sizeof(msg));
         if (rc == 0) rc = core_config_set(cfg, key, value, msg, sizeof(msg));

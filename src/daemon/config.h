@@ -9,14 +9,16 @@
  * energy reports (grid_intensity_g_per_kwh, pue: acct.h), the sharing
  * modes (sharing, mps_control, mps_dir, mps_pin_memory: sharing.h), the
  * cap on each job log (log_max_mib), the period of the jobs' histories
- * (history_period_s: history.h) and the notifications at their ends
- * (notify, notify_timeout_s: notify.h), and nothing else.
+ * (history_period_s: history.h), the notifications at their ends
+ * (notify, notify_timeout_s: notify.h) and the address of the Prometheus
+ * endpoint (metrics_listen: docs/metrics.md), and nothing else.
  */
 #ifndef AEGIS_CONFIG_H
 #define AEGIS_CONFIG_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/socket.h>
 
 #include "acct.h"
 #include "core.h"
@@ -37,6 +39,16 @@
 #define CONFIG_LOG_MIN_MIB 1.0
 #define CONFIG_LOG_MAX_MIB 1048576.0
 
+/* metrics_listen: "ADDRESS:PORT", an IPv4 address or a bracketed IPv6
+ * one ("[::1]:9464"), where aegisd serves /metrics; "" (the default):
+ * nowhere. No host names: aegisd resolves nothing. */
+#define CONFIG_LISTEN_MAX 64
+
+/* The socket address of a metrics_listen value: 0, or -1 with a message
+ * naming the key and the value. */
+int config_listen_addr(const char *text, struct sockaddr_storage *sa,
+                       char *msg, size_t msglen);
+
 /* The daemon's own keys that are neither the core's, the reports' nor
  * the sharing modes'. */
 typedef struct config_keys {
@@ -45,6 +57,7 @@ typedef struct config_keys {
     double notify_timeout_s;        /* a notifier is killed after it */
     char notify[PROTO_MAX_NOTIFY + 1]; /* the notifier of the jobs that
                                        name none; "" for none */
+    char metrics_listen[CONFIG_LISTEN_MAX]; /* "" (default): off */
 } config_keys;
 
 /* Fills cfg with the defaults, then the keys of the file at path. A missing

@@ -422,6 +422,12 @@ static void on_sighup(uv_signal_t *s, int signum) {
     d_share_reload(d, &share);
     d->cfg = cfg;
     d->acct = acct;
+    if (strcmp(keys.metrics_listen, d->keys.metrics_listen) != 0) {
+        d_log("SIGHUP: metrics_listen '%s' applies when aegisd restarts; "
+              "still '%s'", keys.metrics_listen, d->keys.metrics_listen);
+        memcpy(keys.metrics_listen, d->keys.metrics_listen,
+               sizeof(keys.metrics_listen));
+    }
     d->keys = keys; /* the log cap: for attempts started from now on */
     d_log("SIGHUP: reloaded %s", path);
     d_jobs_schedule(d);
@@ -678,6 +684,7 @@ static void d_free(d_daemon *d) {
     free(d->unsaved);
     free(d->notifiers); /* those running finish on their own */
     free(d->notices);
+    metrics_counts_free(&d->counts);
     if (d->core) core_destroy(d->core);
     store_close(d->st);
     if (d->tel) tel_close(d->tel);
@@ -699,6 +706,7 @@ int d_run(const d_options *opt) {
     int lock = d_lock(opt->state_dir);
     d->loop = uv_default_loop();
     d->t0 = (double)uv_hrtime() / 1e9;
+    metrics_counts_init(&d->counts);
     uv_idle_init(d->loop, &d->wake);
     d->wake.data = d;
     /* A client that hangs up before its answer is written is an EPIPE to
@@ -709,6 +717,9 @@ int d_run(const d_options *opt) {
     d_drains_recover(d);
     d_jobs_recover(d);
     if (d_listen(d) != 0) goto out;
+    /* a metrics address that cannot be bound is logged; the jobs matter
+     * more than their monitoring */
+    d_metrics_open(d);
     d_signals(d);
     uv_timer_init(d->loop, &d->tick);
     d->tick.data = d;
@@ -727,6 +738,7 @@ int d_run(const d_options *opt) {
     rc = 0;
     d_log("stopped");
 out:
+    d_metrics_close(d);
     uv_walk(d->loop, on_walk_close, &d->server);
     uv_run(d->loop, UV_RUN_DEFAULT);
     uv_loop_close(d->loop);

@@ -11,6 +11,9 @@
  *   gpushare.c  each GPU's sharing mode: its MPS control daemon, the
  *               environment and MIG instance a job gets from it
  *   notify.c    the notifiers run at jobs' ends (notify.h)
+ *   metrics.c   the Prometheus exposition of GPUs, jobs, users and the
+ *               scheduler (docs/metrics.md)
+ *   metrics_http.c  the HTTP endpoint that serves it (metrics_listen)
  *
  * Ownership: the d_daemon owns every d_job, d_conn and the core, store and
  * telemetry handles; d_run() creates and frees them all.
@@ -30,6 +33,7 @@
 #include "config.h"
 #include "core.h"
 #include "history.h"
+#include "metrics_counts.h"
 #include "proto.h"
 #include "sharing.h"
 #include "store.h"
@@ -67,6 +71,7 @@ typedef struct d_job {
     uid_t uid;
     gid_t gid;
     char user[64];
+    char name[PROTO_MAX_NAME + 1]; /* its --name, "" when none */
     int num_gpus;
     double mem_mib;             /* estimate, < 0 when none */
     int nice;                   /* its submit's --nice */
@@ -105,6 +110,10 @@ typedef struct d_job {
                                    seen (for its notifier) */
     d_notify_kind notify;       /* which notifier its end runs */
     history_track hist;         /* its samples (history.h) */
+    double used_mib;            /* its processes' memory on its GPUs, and */
+    double sm_pct;              /*   their SM utilization summed (0..100
+                                   a GPU; CORE_UNKNOWN: none known), at
+                                   the latest tick */
     /* the running attempt's MIG instance on gpus[0] (gpushare.c) */
     const mig_profile *mig;     /* NULL: the attempt has none */
     int mig_start;              /* its first memory slice */
@@ -219,6 +228,8 @@ typedef struct d_daemon {
     d_conn *conns;
     int nconns;
     uv_idle_t wake;             /* sends the answers of finished waits */
+    struct d_metrics_server *metrics; /* metrics_http.c's, NULL: none */
+    metrics_counts counts;      /* what /metrics counts since the start */
     double t0;                  /* uv_hrtime at start, for d_now */
 } d_daemon;
 
@@ -374,6 +385,15 @@ bool d_notify_reaped(d_daemon *d, pid_t pid, int status);
 /* Each tick: notifiers past their time limit are killed with their
  * session. */
 void d_notify_tick(d_daemon *d);
+/* metrics.c: the exposition of d's state and counts, into t. */
+void d_metrics_render(d_daemon *d, mtext *t);
+
+/* metrics_http.c */
+/* Serves /metrics on d->keys.metrics_listen when it is set: 0, or -1 with a
+ * log line (the address cannot be bound). */
+int d_metrics_open(d_daemon *d);
+/* Stops serving and closes every metrics connection (at exit). */
+void d_metrics_close(d_daemon *d);
 
 /* handlers.c */
 void d_handle(d_conn *c, const proto_request *req);

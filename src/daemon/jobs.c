@@ -120,6 +120,7 @@ static void d_job_finish(d_daemon *d, d_job *job, const char *state,
     d_notify_job_end(d, job, state, reason);
     store_commit(d->st);
     d_unsaved_add(d, id, state, reason);
+    metrics_count_finished(&d->counts, job->user, state, job->energy_j);
     d_job_remove(d, job);
     d_waiters_job_done(d, id, state, reason);
     /* Dependents come later in id order (deps.c); enqueueing one may
@@ -183,7 +184,8 @@ void d_job_enqueue(d_daemon *d, d_job *job) {
 
 /* A job with room for ndeps dependencies after it, freed with it. */
 static d_job *d_job_new(int64_t id, uid_t uid, gid_t gid, const char *user,
-                        int num_gpus, double mem_mib, size_t ndeps) {
+                        const char *name, int num_gpus, double mem_mib,
+                        size_t ndeps) {
     d_job *job = calloc(1, sizeof(*job) + ndeps * sizeof(d_dep));
     if (!job) return NULL;
     job->deps = (d_dep *)(job + 1);
@@ -192,6 +194,7 @@ static d_job *d_job_new(int64_t id, uid_t uid, gid_t gid, const char *user,
     job->uid = uid;
     job->gid = gid;
     snprintf(job->user, sizeof(job->user), "%s", user);
+    snprintf(job->name, sizeof(job->name), "%s", name ? name : "");
     job->num_gpus = num_gpus;
     job->mem_mib = mem_mib;
     job->last_status = -1;
@@ -204,7 +207,8 @@ int d_jobs_submitted(d_daemon *d, const store_owner *owner,
     for (size_t i = 0; i < req->njobs; i++) {
         const proto_job *pj = &req->jobs[i];
         d_job *job = d_job_new(first_id + (int64_t)i, owner->uid, owner->gid,
-                               owner->user, pj->gpus, pj->mem_mib, pj->nafter);
+                               owner->user, pj->name, pj->gpus, pj->mem_mib,
+                               pj->nafter);
         if (job) {
             d_deps_from_request(pj, first_id, job->deps);
             job->time_limit_s = pj->time_limit_s;
@@ -365,6 +369,7 @@ static void d_job_launch(d_daemon *d, d_job *job, const core_launch *l) {
     }
     job->state = D_RUNNING;
     job->attempts = n;
+    d->counts.placements++;
     job->ngpus = l->num_gpus;
     memcpy(job->gpus, l->gpus, sizeof(job->gpus));
     job->exclusive = l->exclusive;
@@ -391,15 +396,20 @@ void d_jobs_schedule(d_daemon *d) {
     core_launch out[16];
     int n = 16;
     if (d->stopping) return; /* a draining aegisd starts no new job */
+    /* the pass's decisions take this long (the launches aside) */
+    uint64_t deciding_ns = 0;
     /* No job starts while its start cannot be recorded. */
     while (n == 16 && !store_failing(d->st)) {
+        uint64_t began = uv_hrtime();
         n = core_schedule(d->core, d_now(d), out, 16);
+        deciding_ns += uv_hrtime() - began;
         for (int i = 0; i < n; i++) {
             d_job *job = d_job_find(d, out[i].job_id);
             if (job) d_job_launch(d, job, &out[i]);
             else core_cancel(d->core, out[i].job_id, d_now(d));
         }
     }
+    mtext_hist_observe(&d->counts.pass_s, (double)deciding_ns / 1e9);
 }
 
 /* ---- exits ---------------------------------------------------------------- */
@@ -460,6 +470,9 @@ static void d_job_settle(d_daemon *d, d_job *job, core_exit how, int status,
     int n = job->attempts;
     double now = d_wall();
     job->last_status = status;
+    if (job->started > 0) /* 0: an attempt recorded without its start */
+        metrics_count_attempt(&d->counts, job->user, job->ngpus,
+                              now - job->started);
     if (job->cancelling) { /* by `aegis cancel`, or its time limit */
         if (job->in_core) core_cancel(d->core, job->id, d_now(d));
         char reason[128];
@@ -469,6 +482,7 @@ static void d_job_settle(d_daemon *d, d_job *job, core_exit how, int status,
         return;
     }
     store_attempt_end(d->st, job->id, n, how_names[how], status, now);
+    if (how == CORE_EXIT_OOM) d->counts.oom_crashes++;
     double floor = 0;
     bool was_alone = job->exclusive;
     job->lost = how == CORE_EXIT_LOST ? job->lost + 1 : 0;
@@ -483,6 +497,7 @@ static void d_job_settle(d_daemon *d, d_job *job, core_exit how, int status,
         d_job_finish(d, job, "done", why);
         break;
     case CORE_REQUEUED:
+        d->counts.recoveries++;
         job->state = D_QUEUED;
         core_job_retry(d->core, job->id, &r);
         job->retry_floor = r.floor_mib;
@@ -656,6 +671,9 @@ static void d_gpu_energy(d_daemon *d, int g, double joules, double now) {
         bool seen = false;
         util[n] = CORE_UNKNOWN;
         mib[n] = d_job_mib_on(&d->gpus[g].last, job, &util[n], &seen);
+        job->used_mib += mib[n]; /* what /metrics shows of it */
+        if (util[n] >= 0) job->sm_pct = (job->sm_pct > 0 ? job->sm_pct : 0) +
+                                        util[n];
         if (seen && !job->active && job->in_core) {
             job->active = true;
             core_job_active(d->core, job->id, now);
@@ -798,6 +816,10 @@ void d_jobs_tick(d_daemon *d) {
     d_state_retry(d);
     if (!store_failing(d->st)) d->nunsaved = 0; /* all saved */
     double now = d_now(d);
+    for (size_t i = 0; i < d->njobs; i++) { /* summed over their GPUs */
+        d->jobs[i]->used_mib = 0;
+        d->jobs[i]->sm_pct = CORE_UNKNOWN;
+    }
     for (int g = 0; g < d->ngpus; g++) {
         d_gpu *gpu = &d->gpus[g];
         char err[256];
@@ -940,6 +962,7 @@ static void d_job_recover(void *ctx, json_t *row) {
     d_job *job = d_job_new(d_int(row, "id"), (uid_t)d_int(row, "uid"),
                            (gid_t)d_int(row, "gid"),
                            json_string_value(json_object_get(row, "user")),
+                           json_string_value(json_object_get(row, "name")),
                            (int)d_int(row, "gpus"),
                            json_is_number(mem) ? json_number_value(mem) : -1,
                            d_deps_count(row));

@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""bench_metrics.py AEGISD AEGIS TESTNVML FAKEGPU -- what aegisd's /metrics
+endpoint costs it, against aegisd's own idle cost in the same run.
+
+aegisd runs on 3 test GPUs with 50 jobs (most running, the rest queued)
+and metrics_listen on a loopback port. Its CPU time (utime + stime of
+/proc/PID/stat, all its threads) is read over windows of W seconds, idle
+and while scraped, interleaved over several rounds so that a drift of the
+machine's load falls on both alike. Time is compressed: the scrapes come
+every --every seconds (0.05 by default), not every 15 s, so that a window
+holds hundreds of them and their cost stands well above the clock tick
+(10 ms) that /proc counts in. A scrape renders the state afresh, with
+nothing cached between scrapes, so its cost does not depend on how often
+it comes: the CPU per scrape, divided by 15 s, is the cost at Prometheus'
+usual 15 s interval. Goal: under 1% of a core.
+"""
+import argparse
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+TICK = os.sysconf("SC_CLK_TCK")
+JOBS = 50
+INTERVAL_S = 15.0
+
+
+def cpu_s(pid):
+    """aegisd's CPU seconds so far (user + system, all threads)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    for name in ("aegisd", "aegis", "nvml", "fake"):
+        ap.add_argument(name)
+    ap.add_argument("--window", type=float, default=20,
+                    help="seconds per window")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--every", type=float, default=0.05,
+                    help="seconds between scrapes (compressed time)")
+    a = ap.parse_args()
+    for name in ("aegisd", "aegis", "nvml", "fake"):
+        setattr(a, name, os.path.abspath(getattr(a, name)))
+
+    tmp = tempfile.mkdtemp(prefix="aegis-bench-metrics-")
+    port = free_port()
+    env = dict(os.environ, AEGIS_SOCKET=f"{tmp}/aegis.sock",
+               AEGIS_TEST_GPUS="3x40960", AEGIS_TEST_GPU_DIR=f"{tmp}/gpu",
+               AEGIS_NVML_LIBRARY=a.nvml)
+    os.mkdir(f"{tmp}/gpu")
+    with open(f"{tmp}/aegis.yaml", "w") as f:
+        f.write(f"window_samples: 2\nobserve_s: 1\n"
+                f"metrics_listen: 127.0.0.1:{port}\n")
+    url = f"http://127.0.0.1:{port}/metrics"
+
+    def aegis(*args):
+        return subprocess.run([a.aegis, *args], env=env, cwd=tmp, check=True,
+                              capture_output=True, text=True).stdout
+
+    subprocess.run([a.aegisd, "--socket", env["AEGIS_SOCKET"], "--state-dir",
+                    f"{tmp}/state", "--config", f"{tmp}/aegis.yaml"],
+                   env=env, check=True)
+    pid = int(open(f"{tmp}/state/aegisd.lock").read())
+    ids = []
+    try:
+        with open(f"{tmp}/jobs.txt", "w") as f:
+            for i in range(JOBS):
+                f.write(f"{a.fake} --mib {2500 + 20 * i} --smact 0.02 "
+                        "--seconds 3600\n")
+        ids = aegis("submit", "--mem", "3500", "--array",
+                    f"{tmp}/jobs.txt").split()
+        # settled: as many jobs running for 5 s in a row (90 s at most)
+        running, stable_since, deadline = -1, time.time(), time.time() + 90
+        while time.time() < deadline and time.time() - stable_since < 5:
+            jobs = json.loads(aegis("ls", "--json"))
+            now_running = sum(j["state"] == "running" for j in jobs)
+            if now_running != running:
+                running, stable_since = now_running, time.time()
+            time.sleep(0.5)
+        body = urllib.request.urlopen(url, timeout=5).read()
+
+        idle_cpu = scraped_cpu = 0.0
+        scrapes = 0
+        for _ in range(a.rounds):
+            t0 = time.time()
+            c0 = cpu_s(pid)
+            time.sleep(a.window)
+            idle_cpu += cpu_s(pid) - c0
+            idle_s = time.time() - t0
+            c0, t0 = cpu_s(pid), time.time()
+            next_at = t0
+            while time.time() - t0 < idle_s:
+                with urllib.request.urlopen(url, timeout=5) as r:
+                    r.read()
+                    if r.status != 200:
+                        raise SystemExit(f"scrape: HTTP {r.status}")
+                scrapes += 1
+                next_at += a.every
+                time.sleep(max(0.0, next_at - time.time()))
+            scraped_cpu += cpu_s(pid) - c0
+        total_s = a.rounds * a.window
+        idle_per_s = idle_cpu / total_s
+        per_scrape = max(0.0, scraped_cpu - idle_cpu) / scrapes
+        at_interval = per_scrape / INTERVAL_S
+        print(f"setup:   aegisd on 3 GPUs, {len(ids)} jobs ({running} running, "
+              f"{len(ids) - running} queued); /metrics is {len(body)} bytes")
+        print(f"idle:    {idle_cpu:.2f} s CPU over {total_s:.0f} s = "
+              f"{100 * idle_per_s:.3f}% of a core")
+        print(f"scraped: {scraped_cpu:.2f} s CPU over {total_s:.0f} s with "
+              f"{scrapes} scrapes (every {a.every} s): "
+              f"{1000 * per_scrape:.3f} ms CPU per scrape")
+        print(f"at a {INTERVAL_S:.0f} s interval: {100 * at_interval:.4f}% "
+              f"of a core (goal < 1%), {at_interval / idle_per_s:.3f}x "
+              f"aegisd's idle cost" if idle_per_s > 0 else "idle cost 0")
+    finally:
+        if ids:
+            subprocess.run([a.aegis, "cancel", *ids], env=env,
+                           capture_output=True)
+            subprocess.run([a.aegis, "wait", *ids], env=env,
+                           capture_output=True, timeout=60)
+        os.kill(pid, signal.SIGTERM)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,189 @@
+#!/bin/bash
+# e2e_metrics.sh -- aegisd's Prometheus endpoint (metrics_listen): a scrape
+# that promtool accepts, a real Prometheus server (Debian's) that scrapes
+# it and answers a job's memory and a GPU's energy through its HTTP API,
+# and HTTP clients that misbehave without hurting aegisd.
+set -u
+AEGISD=$1 AEGIS=$2 NVML=$3 FAKE=$4 CATALOG=$5 CASE=$6
+source "$(dirname "$0")/e2e_lib.sh"
+
+# A loopback TCP port free now (the kernel picks it).
+free_port() {
+    python3 -c "import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); print(s.getsockname()[1])"
+}
+
+# Starts aegisd serving its metrics on a free port ($PORT).
+start_metrics() {
+    PORT=$(free_port)
+    echo "metrics_listen: 127.0.0.1:$PORT" >> "$DIR/aegis.yaml"
+    start
+}
+
+# GET $1 from aegisd's endpoint into scrape.txt (5 s at most); the HTTP
+# status is printed.
+scrape() {
+    curl -s -m 5 -o scrape.txt -w '%{http_code}' "http://127.0.0.1:$PORT$1"
+}
+
+# Polls `cond` (a shell command) every 0.2 s for at most $2 s.
+await() {
+    local until=$((SECONDS + $2))
+    until eval "$1"; do
+        [ $SECONDS -lt $until ] || return 1
+        sleep 0.2
+    done
+}
+
+# A running job's memory, a GPU's energy and the counters, in a scrape
+# promtool accepts; a job name needing escapes stays one label value.
+case_metrics_scrape() {
+    cd "$DIR/work"
+    start_metrics
+    id=$("$AEGIS" submit --name 'say "hi"\now' -- "$FAKE" --mib 1500 --seconds 30) ||
+        fail submit
+    await "[ \"\$(scrape /metrics)\" = 200 ] && grep -q '^aegis_job_memory_used_bytes{job_id=\"$id\"[^}]*} [1-9]' scrape.txt" 20 ||
+        fail "no memory of job $id in /metrics: $(cat scrape.txt)"
+    promtool check metrics < scrape.txt > promtool.txt 2>&1 ||
+        fail "promtool check metrics: $(cat promtool.txt)"
+    grep -qF 'name="say \"hi\"\\now"' scrape.txt || fail "name not escaped: $(grep ^aegis_job_state scrape.txt)"
+    grep -q '^aegis_gpu_energy_joules_total{gpu="0"} [0-9]' scrape.txt || fail "no energy of GPU 0"
+    grep -q '^aegis_placements_total 1$' scrape.txt || fail "placements: $(grep placements scrape.txt)"
+    grep -q '^aegis_scheduling_pass_seconds_count [1-9]' scrape.txt || fail "no pass histogram"
+    grep -q '^aegis_gpu_info{gpu="0",.*sharing="naive"' scrape.txt || fail "no sharing mode"
+    [ "$(scrape /nothing)" = 404 ] || fail "/nothing is not a 404"
+    # a restarted aegisd adopts the job under its name
+    kill "$(daemon_pid)"
+    await "[ -z \"\$(daemon_pid)\" ]" 10 || fail "aegisd did not stop"
+    start
+    await "[ \"\$(scrape /metrics)\" = 200 ] && grep -qF 'aegis_job_state{job_id=\"$id\",user=\"root\",name=\"say \\\"hi\\\"\\\\now\",gpu=\"' scrape.txt" 10 ||
+        fail "job $id after a restart: $(grep aegis_job_state scrape.txt)"
+    "$AEGIS" cancel "$id" > /dev/null && "$AEGIS" wait "$id" > /dev/null
+    await "[ \"\$(scrape /metrics)\" = 200 ] && ! grep -q 'job_id=\"$id\"' scrape.txt" 10 ||
+        fail "finished job $id still in /metrics"
+    grep -q '^aegis_user_jobs_finished_total{user="[^"]*",state="cancelled"} 1$' scrape.txt ||
+        fail "no cancelled job counted: $(grep finished scrape.txt)"
+}
+
+# Debian's prometheus scrapes aegisd every second; its query API answers
+# the job's memory and GPU 0's energy.
+case_metrics_prometheus() {
+    command -v prometheus > /dev/null || { echo "no prometheus: skipped"; exit 77; }
+    cd "$DIR/work"
+    start_metrics
+    id=$("$AEGIS" submit --name prom -- "$FAKE" --mib 2000 --seconds 40) || fail submit
+    PROM=$(free_port)
+    cat > prometheus.yml <<YAML
+global:
+  scrape_interval: 1s
+scrape_configs:
+  - job_name: aegis
+    static_configs:
+      - targets: ['127.0.0.1:$PORT']
+YAML
+    prometheus --config.file=prometheus.yml --storage.tsdb.path="$DIR/work/tsdb" \
+        --web.listen-address="127.0.0.1:$PROM" > prometheus.log 2>&1 &
+    prom_pid=$!
+    query() {
+        curl -s -m 3 "http://127.0.0.1:$PROM/api/v1/query" --data-urlencode "query=$1"
+    }
+    await "query 'aegis_job_memory_used_bytes{job_id=\"$id\"}' | pyjson \"
+r=d['data']['result']; assert r and float(r[0]['value'][1])>0, d\" 2>/dev/null" 40 ||
+        fail "prometheus has no memory of job $id: $(tail -5 prometheus.log)"
+    query 'aegis_gpu_energy_joules_total{gpu="0"}' | pyjson "
+r=d['data']['result']; assert r and float(r[0]['value'][1])>0, d" ||
+        fail "prometheus has no energy of GPU 0"
+    query 'up{job="aegis"}' | pyjson "assert d['data']['result'][0]['value'][1]=='1', d" ||
+        fail "scrape not up"
+    kill "$prom_pid"
+    await "! kill -0 $prom_pid 2>/dev/null" 10 || fail "prometheus did not stop"
+}
+
+# Bad requests get their status, and neither they nor clients that hang
+# up, stall or flood stop aegisd serving scrapes and requests.
+case_metrics_badhttp() {
+    cd "$DIR/work"
+    start_metrics
+    python3 - "$PORT" <<'PY' || fail "bad HTTP"
+import socket, sys, time
+port = int(sys.argv[1])
+def ask(data, hangup=False):
+    s = socket.create_connection(('127.0.0.1', port), timeout=5)
+    s.sendall(data)
+    if hangup:
+        s.close()
+        return b''
+    out = b''
+    try:
+        while True:
+            b = s.recv(65536)
+            if not b: break
+            out += b
+    except ConnectionResetError:
+        pass
+    s.close()
+    return out
+def status(ans):
+    return ans.split(b'\r\n', 1)[0]
+assert status(ask(b'\x00\x01junk\r\n\r\n')) == b'HTTP/1.1 400 Bad Request', ask(b'junk\r\n\r\n')
+assert status(ask(b'POST /metrics HTTP/1.1\r\nHost: x\r\n\r\n')) == b'HTTP/1.1 405 Method Not Allowed'
+assert status(ask(b'GET /x HTTP/1.1\r\n\r\n')) == b'HTTP/1.1 404 Not Found'
+huge = ask(b'GET /metrics HTTP/1.1\r\nX: ' + b'a' * (1 << 20) + b'\r\n\r\n')
+assert status(huge) == b'HTTP/1.1 431 Request Header Fields Too Large', huge[:80]
+ask(b'GET /metr', hangup=True)
+ask(b'GET /metrics HTTP/1.1\r\n\r\n', hangup=True)
+# a client that stalls mid-request while another scrapes
+stall = socket.create_connection(('127.0.0.1', port), timeout=5)
+stall.sendall(b'GET /metrics HTTP/1.1\r\nHost')
+ok = ask(b'GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n')
+assert status(ok) == b'HTTP/1.1 200 OK' and b'aegis_gpus ' in ok, ok[:200]
+assert b'Content-Type: text/plain; version=0.0.4' in ok
+stall.close()
+# more connections than aegisd serves at once, dropped: scrapes work again
+# once it has seen them go
+socks = [socket.create_connection(('127.0.0.1', port)) for _ in range(200)]
+for s in socks: s.close()
+deadline = time.time() + 10
+while status(ask(b'GET /metrics HTTP/1.0\r\n\r\n')) != b'HTTP/1.1 200 OK':
+    assert time.time() < deadline, 'no scrape after a flood'
+    time.sleep(0.1)
+PY
+    [ -n "$(daemon_pid)" ] || fail "aegisd died"
+    "$AEGIS" ls > /dev/null || fail "aegisd does not answer"
+}
+
+# metrics_listen is checked with the rest of the configuration, off
+# unless set, applied at a restart (not a reload), and a port that cannot
+# be bound is logged while aegisd runs on.
+case_metrics_config() {
+    cd "$DIR/work"
+    for bad in 'nohost' '127.0.0.1:0' '127.0.0.1:99999' '1.2.3:80' 'host:80x'; do
+        printf 'metrics_listen: %s\n' "$bad" > bad.yaml
+        "$AEGISD" --check-config bad.yaml 2> err.txt && fail "accepted '$bad'"
+        grep -q 'bad.yaml:1: metrics_listen' err.txt || fail "'$bad': $(cat err.txt)"
+    done
+    printf 'metrics_listen: "[::1]:9464"\n' > good.yaml
+    "$AEGISD" --check-config good.yaml > /dev/null || fail "[::1]:9464 refused"
+    start
+    pid=$(daemon_pid)
+    ss -ltnpH | grep -q "pid=$pid," && fail "aegisd listens on TCP by default: $(ss -ltnp | grep "pid=$pid,")"
+    echo "metrics_listen: 127.0.0.1:$(free_port)" >> "$DIR/aegis.yaml"
+    kill -HUP "$pid"
+    await "grep -q 'metrics_listen .* applies when aegisd restarts' '$DIR/state/aegisd.log'" 10 ||
+        fail "reload: no word of metrics_listen"
+    ss -ltnpH | grep -q "pid=$pid," && fail "a reload opened the metrics port"
+    kill "$pid"
+    await "[ -z \"\$(daemon_pid)\" ]" 10 || fail "aegisd did not stop"
+    # a port another program holds
+    python3 -c "import socket, time
+s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen()
+print(s.getsockname()[1], flush=True); time.sleep(60)" > held.txt &
+    await "[ -s held.txt ]" 10 || fail "no port held"
+    sed -i '/metrics_listen/d' "$DIR/aegis.yaml"
+    echo "metrics_listen: 127.0.0.1:$(cat held.txt)" >> "$DIR/aegis.yaml"
+    start 2> start.err
+    grep -q "metrics_listen 127.0.0.1:$(cat held.txt): .*not serving /metrics" \
+        start.err || fail "busy port not logged: $(cat start.err)"
+    "$AEGIS" ls > /dev/null || fail "aegisd does not answer without its metrics"
+}
+
+e2e_run
