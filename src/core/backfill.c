@@ -4,12 +4,14 @@
  * first attempts by priority (users.c), skipping the jobs whose user is at
  * a limit. The first
  * job that cannot start becomes the head: it keeps the GPUs it is likeliest
- * to get first (core_reserve()), and the jobs behind it may start on the
- * others, where they fit now. Nothing starts on the kept GPUs, so what they
- * have free only grows until the head fits there. Every job that starts
- * past the head counts against it; after backfill_max_passes the queue
- * waits behind it as AEGIS's does, so no job is passed more often than
- * that (docs/design.md, "aegis-plus", says why both rules).
+ * to get first (core_reserve()), the same ones while it stays the head,
+ * and the jobs behind it may start on the others, where they fit now. A
+ * kept GPU running one job takes only a partner for the head, a job that
+ * the head still fits beside (core_backfill_allowed()), so the head fits
+ * there at the latest once the jobs it found there have ended. Every job
+ * that starts past the head counts against it; after backfill_max_passes
+ * the queue waits behind it as AEGIS's does, so no job is passed more
+ * often than that (docs/design.md, "aegis-plus", says why these rules).
  */
 #include "core_priv.h"
 
@@ -84,6 +86,17 @@ static bool core_place_partner(core_state *core, const core_job *job,
            core_place(core, job, now, partner, l);
 }
 
+/* Whether a GPU the head kept has been drained since: then it keeps
+ * others. While none is, it keeps the same ones pass after pass, though
+ * another GPU may come to show more free memory: a kept GPU that took a
+ * partner takes no one else, and were the kept GPUs to move, each GPU
+ * could take a partner in turn and the head's place would never clear. */
+static bool core_kept_drained(const core_state *core, uint64_t kept) {
+    for (uint64_t m = kept; m; m &= m - 1)
+        if (core->gpus[__builtin_ctzll(m)].drained) return true;
+    return false;
+}
+
 /* Whether any GPU of `allowed` could take a job now: an idle one, or an
  * open one that shares. With none, the rest of a pass can start nothing. */
 static bool core_room(const core_state *core, uint64_t allowed, double now) {
@@ -100,6 +113,8 @@ static bool core_room(const core_state *core, uint64_t allowed, double now) {
 int core_schedule_backfill(core_state *core, double now, core_launch *out,
                            int max) {
     uint64_t pass = ++core->passes;
+    int64_t last_head = core->head_id;
+    uint64_t last_kept = core->reserved;
     core->head_id = -1;
     core->reserved = 0;
     core->nreached = 0;
@@ -153,7 +168,10 @@ int core_schedule_backfill(core_state *core, double now, core_launch *out,
             if (!head) {
                 head = job;
                 core->head_id = job->spec.id;
-                core->reserved = core_reserve(core, job, now);
+                core->reserved = job->spec.id == last_head &&
+                                         !core_kept_drained(core, last_kept)
+                                     ? last_kept
+                                     : core_reserve(core, job, now);
                 if (core_may_share(core, job)) core->head_need_mib = demand;
                 allowed = ~core->reserved;
                 room = core_room(core, allowed, now);

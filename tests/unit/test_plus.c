@@ -107,6 +107,32 @@ static void test_partner_on_kept_gpu(void **state) {
     core_destroy(core);
 }
 
+/* The head keeps the GPUs it kept last time while they are usable, even
+ * when another now shows more free memory: a kept GPU that took a partner
+ * takes no one else, so the head fits there once the job it found there
+ * ends, where letting the kept GPU move would let each GPU take a
+ * partner in turn. */
+static void test_kept_gpu_stays(void **state) {
+    core_state *core = make_core("aegis-plus", "magm", 2);
+    occupy_all(core, 2, 0);
+    feed(core, 0, 30000, 0);    /* GPU 0: 10960 free, kept */
+    feed(core, 1, 39000, 0);    /* GPU 1: 1960 free */
+    submit_est(core, 1, 38000, 0);  /* demands 12288: fits neither */
+    submit_est(core, 2, 1000, 0);   /* 3048: GPU 0 only, as a partner */
+    core_launch out[4];
+    assert_int_equal(core_schedule(core, 30, out, 4), 1);
+    assert_int_equal(out[0].job_id, 2);
+    assert_int_equal(out[0].gpus[0], 0);
+    core_job_active(core, 2, 31);
+    feed(core, 0, 37000, 31);   /* GPU 0: 3960 free, two jobs */
+    feed(core, 1, 35000, 31);   /* GPU 1: 5960 free, now the most */
+    submit_est(core, 3, 500, 100);  /* 2548: fits both */
+    assert_int_equal(core_schedule(core, 100, out, 4), 1);
+    assert_int_equal(out[0].job_id, 3);
+    assert_int_equal(out[0].gpus[0], 1);
+    core_destroy(core);
+}
+
 /* A job whose demand is over half a GPU queues as if submitted
  * big_advance_s earlier (two of them cannot share a GPU, so they start
  * while small partners are left); one submitted later than that stays
@@ -324,6 +350,7 @@ int main(void) {
         cmocka_unit_test(test_backfill_past_blocked_head),
         cmocka_unit_test(test_head_keeps_its_gpu),
         cmocka_unit_test(test_partner_on_kept_gpu),
+        cmocka_unit_test(test_kept_gpu_stays),
         cmocka_unit_test(test_big_jobs_advance),
         cmocka_unit_test(test_passes_are_bounded),
         cmocka_unit_test(test_pair_rule),
