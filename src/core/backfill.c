@@ -4,12 +4,14 @@
  * first attempts by priority (users.c), skipping the jobs whose user is at
  * a limit. The first
  * job that cannot start becomes the head: it keeps the GPUs it is likeliest
- * to get first (core_reserve()), and the jobs behind it may start on the
- * others, where they fit now. Nothing starts on the kept GPUs, so what they
- * have free only grows until the head fits there. Every job that starts
- * past the head counts against it; after backfill_max_passes the queue
- * waits behind it as AEGIS's does, so no job is passed more often than
- * that (docs/design.md, "aegis-plus", says why both rules).
+ * to get first (core_reserve()), the same ones while it stays the head,
+ * and the jobs behind it may start on the others, where they fit now. A
+ * kept GPU running one job takes only a partner for the head, a job that
+ * the head still fits beside (core_backfill_allowed()), so the head fits
+ * there at the latest once the jobs it found there have ended. Every job
+ * that starts past the head counts against it; after backfill_max_passes
+ * the queue waits behind it as AEGIS's does, so no job is passed more
+ * often than that (docs/design.md, "aegis-plus", says why these rules).
  */
 #include "core_priv.h"
 
@@ -53,6 +55,48 @@ static uint64_t core_reserve(core_state *core, const core_job *head,
     return kept;
 }
 
+/* A kept GPU running at most one job takes a job behind a head that waits
+ * for memory if the job's whole demand and the head's fit there together:
+ * when the job it runs ends, the head joins the newcomer as the second job
+ * of the GPU, which the pressure filter lets by (the pair rule), where
+ * before it waited for that same end. Behind a head that must run alone,
+ * or on a kept GPU with two jobs, nothing starts. */
+uint64_t core_backfill_allowed(const core_state *core, const core_job *job) {
+    uint64_t allowed = ~core->reserved;
+    if (core->head_need_mib <= 0) return allowed;
+    double whole = core_demand(core, job);
+    for (uint64_t m = core->reserved; m; m &= m - 1) {
+        int g = __builtin_ctzll(m);
+        const core_gpu *gpu = &core->gpus[g];
+        if (gpu->view.njobs <= 1 &&
+            whole + core->head_need_mib + core_guard(core, gpu) <=
+                gpu->view.total_mib)
+            allowed |= (uint64_t)1 << g;
+    }
+    return allowed;
+}
+
+/* Places the job on the kept GPUs it may take as the head's partner, the
+ * GPUs not kept having failed it: those go first, since a partner takes
+ * memory the head will want. */
+static bool core_place_partner(core_state *core, const core_job *job,
+                               double now, core_launch *l) {
+    uint64_t partner = core_backfill_allowed(core, job);
+    return partner != ~core->reserved &&
+           core_place(core, job, now, partner, l);
+}
+
+/* Whether a GPU the head kept has been drained since: then it keeps
+ * others. While none is, it keeps the same ones pass after pass, though
+ * another GPU may come to show more free memory: a kept GPU that took a
+ * partner takes no one else, and were the kept GPUs to move, each GPU
+ * could take a partner in turn and the head's place would never clear. */
+static bool core_kept_drained(const core_state *core, uint64_t kept) {
+    for (uint64_t m = kept; m; m &= m - 1)
+        if (core->gpus[__builtin_ctzll(m)].drained) return true;
+    return false;
+}
+
 /* Whether any GPU of `allowed` could take a job now: an idle one, or an
  * open one that shares. With none, the rest of a pass can start nothing. */
 static bool core_room(const core_state *core, uint64_t allowed, double now) {
@@ -69,17 +113,25 @@ static bool core_room(const core_state *core, uint64_t allowed, double now) {
 int core_schedule_backfill(core_state *core, double now, core_launch *out,
                            int max) {
     uint64_t pass = ++core->passes;
+    int64_t last_head = core->head_id;
+    uint64_t last_kept = core->reserved;
     core->head_id = -1;
     core->reserved = 0;
     core->nreached = 0;
+    core->head_need_mib = 0;
     uint64_t allowed = CORE_ALL_GPUS;
     core_job *head = NULL;
     /* GPUs only fill up during a pass, so once a plain job (a first
      * attempt that may share, no policy rule, no MIG) cannot start, no
-     * job asking as many GPUs and at least as much memory can: the
-     * smallest such demand per GPU count spares the gates. */
-    double failed[CORE_MAX_JOB_GPUS + 1];
-    for (int k = 0; k <= CORE_MAX_JOB_GPUS; k++) failed[k] = INFINITY;
+     * job asking as many GPUs and at least as much memory, capped and
+     * whole (which sets the GPUs it may take behind the head), can: the
+     * smallest such demands per GPU count spare the gates. Of two failed
+     * jobs one asks at least as much as the other both ways (a whole
+     * demand differs from its capped one only at the cap), so the
+     * smallest of each are one job's. */
+    double failed[CORE_MAX_JOB_GPUS + 1], failed_whole[CORE_MAX_JOB_GPUS + 1];
+    for (int k = 0; k <= CORE_MAX_JOB_GPUS; k++)
+        failed[k] = failed_whole[k] = INFINITY;
     bool cacheable = !core->pol->admits && core->mig_gpus == 0;
     int n = 0, depth = 0;
     core_order_start(core, now);
@@ -96,22 +148,31 @@ int core_schedule_backfill(core_state *core, double now, core_launch *out,
         }
         int k = job->spec.num_gpus;
         bool plain = cacheable && job->attempt == 1 && core_may_share(core, job);
-        double demand = core_shared_demand(core, job, core_demand(core, job));
-        if (plain && demand >= failed[k]) {
+        double whole = core_demand(core, job);
+        double demand = core_shared_demand(core, job, whole);
+        if (plain && demand >= failed[k] && whole >= failed_whole[k]) {
             job = next;
             continue;
         }
         bool room = true;
-        if (core_place(core, job, now, allowed, &out[n])) {
+        if (core_place(core, job, now, allowed, &out[n]) ||
+            (head && core_place_partner(core, job, now, &out[n]))) {
             core_launch_job(core, job, &out[n++], now);
             if (head) head->passed++;
             room = core_room(core, allowed, now);
         } else {
-            if (plain) failed[k] = demand;
+            if (plain) {
+                failed[k] = fmin(failed[k], demand);
+                failed_whole[k] = fmin(failed_whole[k], whole);
+            }
             if (!head) {
                 head = job;
                 core->head_id = job->spec.id;
-                core->reserved = core_reserve(core, job, now);
+                core->reserved = job->spec.id == last_head &&
+                                         !core_kept_drained(core, last_kept)
+                                     ? last_kept
+                                     : core_reserve(core, job, now);
+                if (core_may_share(core, job)) core->head_need_mib = demand;
                 allowed = ~core->reserved;
                 room = core_room(core, allowed, now);
             }

@@ -84,13 +84,15 @@ static const config_field config_table[] = {
     /* Horus: AEGIS select_horus utilization_budget 100. */
     NUM(horus_max_util_pct, CONFIG_DOUBLE, 100, 0, 100 * JOBS_PER_GPU_MAX),
     /* aegis-plus (docs/design.md, "aegis-plus"): estimates count up to
-     * 12288 MiB and 16 jobs may pass a waiting head, both tuned on the
-     * three real traces and seeds 1-6 of gen-trace (bench/policy); a
+     * 12288 MiB, 16 jobs may pass a waiting head and a job over half a
+     * GPU goes 900 s ahead, all tuned on the three real traces and seeds
+     * 1-6 of gen-trace (bench/policy); a
      * day's half-life keeps yesterday's runs in a lab's memory, as
      * Slurm's fair share does with its week; no per-user limit unless
      * the administrator sets one. */
     NUM(est_cap_mib, CONFIG_DOUBLE, 12288, 0, MIB_MAX),
     NUM(backfill_max_passes, CONFIG_INT, 16, 0, 1000000),
+    NUM(big_advance_s, CONFIG_DOUBLE, 900, 0, 1e9),
     NUM(fairshare_half_life_s, CONFIG_DOUBLE, 86400, 1, 1e9),
     NUM(max_gpus_per_user, CONFIG_INT, 0, 0, 1000000),
     NUM(max_jobs_per_user, CONFIG_INT, 0, 0, 1000000),

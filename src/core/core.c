@@ -171,6 +171,8 @@ core_state *core_create(const core_config *cfg, int num_gpus,
     if (!core) goto oom;
     core_set_config(core, cfg);
     core->num_gpus = num_gpus;
+    for (int g = 0; g < num_gpus; g++)
+        core->half_gpu_mib = fmax(core->half_gpu_mib, gpu_total_mib[g] / 2);
     core->head_id = -1;
     core->table_size = 64;
     core->table = calloc(core->table_size, sizeof(*core->table));
@@ -257,7 +259,7 @@ int core_reconfigure(core_state *core, const core_config *cfg, char *err,
 /* A new job in the table, in no queue yet; NULL with a message when the
  * spec does not fit this core or the id is taken. */
 static core_job *core_job_new(core_state *core, const core_job_spec *job,
-                              char *err, size_t errlen) {
+                              double now, char *err, size_t errlen) {
     if (job->num_gpus < 1 || job->num_gpus > CORE_MAX_JOB_GPUS ||
         job->num_gpus > core->num_gpus) {
         snprintf(err, errlen, "job %lld: asks for %d GPUs, server has %d",
@@ -292,6 +294,7 @@ static core_job *core_job_new(core_state *core, const core_job_spec *job,
     j->seq = core->submits++;
     j->passed = 0;
     j->tried_in = 0;
+    j->queued_at = core_queued_at(core, j, now);
     size_t h = core_hash(core, job->id);
     j->hnext = core->table[h];
     core->table[h] = j;
@@ -301,7 +304,7 @@ static core_job *core_job_new(core_state *core, const core_job_spec *job,
 
 int core_submit(core_state *core, const core_job_spec *job, double now,
                 char *err, size_t errlen) {
-    core_job *j = core_job_new(core, job, err, errlen);
+    core_job *j = core_job_new(core, job, now, err, errlen);
     if (!j) return -1;
     core_enqueue(core, j);
     return 0;
@@ -328,7 +331,7 @@ int core_submit_retry(core_state *core, const core_job_spec *job,
                       const core_retry *r, double now, char *err,
                       size_t errlen) {
     if (core_check_retry(job, r, err, errlen) != 0) return -1;
-    core_job *j = core_job_new(core, job, err, errlen);
+    core_job *j = core_job_new(core, job, now, err, errlen);
     if (!j) return -1;
     core_set_retry(j, r);
     core_enqueue(core, j);
@@ -786,7 +789,7 @@ int core_adopt(core_state *core, const core_job_spec *job,
     if (core_check_adopted(core, job, a, err, errlen) != 0 ||
         core_adopted_mig(core, job, a, &inst, err, errlen) != 0)
         return -1;
-    core_job *j = core_job_new(core, job, err, errlen);
+    core_job *j = core_job_new(core, job, now, err, errlen);
     if (!j) return -1;
     core_set_retry(j, &a->retry);
     j->mig = inst;

@@ -66,6 +66,9 @@ typedef struct core_config {
     int backfill_max_passes;   /* jobs that may start past a waiting head of
                                   the queue before the queue waits behind it
                                   (16) */
+    double big_advance_s;      /* a first attempt demanding over half a GPU
+                                  queues as if submitted this much earlier
+                                  (900) */
     double fairshare_half_life_s; /* a user's GPU time counts half after
                                   this long (86400) */
     int max_gpus_per_user;     /* GPUs a user's running jobs may hold; 0: no

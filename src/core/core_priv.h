@@ -49,6 +49,8 @@ typedef struct core_job {
     /* backfill (aegis-plus): */
     int user;               /* its user's place in core_state.users */
     uint64_t seq;           /* submit order */
+    double queued_at;       /* its time in its user's queue: submitted,
+                               less big_advance_s for a big job (users.c) */
     struct core_job *uprev, *unext; /* its user's queue (users.c) */
     int passed;             /* jobs started past it while it was the head */
     uint64_t tried_in;      /* the last backfill pass that reached it */
@@ -101,6 +103,8 @@ struct core_state {
     const policy *pol;
     policy_placement placement;
     int num_gpus;
+    double half_gpu_mib;    /* half the memory of the largest GPU: a job
+                               demanding more is big (users.c) */
     core_gpu gpus[CORE_MAX_GPUS];
     core_queue recovery;    /* requeued after an OOM or loss: served first */
     core_queue fifo;
@@ -114,6 +118,8 @@ struct core_state {
     uint64_t passes;        /* backfill passes so far */
     int64_t head_id;        /* the head it left waiting; -1: none */
     uint64_t reserved;      /* GPUs it kept for that head */
+    double head_need_mib;   /* what the head demands beside other jobs;
+                               0 when it waits for idle GPUs */
     int64_t reached[CORE_BACKFILL_DEPTH]; /* the jobs it reached, in order */
     int nreached;
     uint64_t changes;       /* events that can change a gate's answer */
@@ -204,6 +210,10 @@ double core_gpu_free_now(core_gpu *gpu, double now);
 /* The place of user uid in core->users, added when new; -1 when out of
  * memory. */
 int core_user_index(core_state *core, uint32_t uid);
+/* Its time in its user's queue (core_job.queued_at) when submitted at
+ * `now`. */
+double core_queued_at(const core_state *core, const core_job *job,
+                      double now);
 /* Onto and off its user's queue (first attempts only). */
 void core_user_enqueue(core_state *core, core_job *job);
 void core_user_dequeue(core_state *core, core_job *job);
@@ -222,6 +232,8 @@ core_job *core_order_next(core_state *core);
 
 /* ---- backfill.c ------------------------------------------------------------ */
 
+/* The GPUs a job behind the head of the last pass may take. */
+uint64_t core_backfill_allowed(const core_state *core, const core_job *job);
 /* core_schedule() of a policy with backfill. */
 int core_schedule_backfill(core_state *core, double now, core_launch *out,
                            int max);

@@ -193,7 +193,7 @@ int core_job_reason(core_state *core, int64_t job_id, double now,
     core_explain(core, job, now, CORE_ALL_GPUS, r);
     if (job->spec.id == core->head_id || core->reserved == 0) return 0;
     /* It could start only on GPUs kept for the head. */
-    uint64_t rest = gpus_of(core, ~core->reserved);
+    uint64_t rest = gpus_of(core, core_backfill_allowed(core, job));
     if (r->kind == CORE_WAIT_NONE ||
         __builtin_popcountll(rest) < job->spec.num_gpus)
         behind(r, core->head_id);

@@ -2,8 +2,12 @@
  * per-user limits of aegis-plus (docs/design.md, "aegis-plus").
  *
  * Every first attempt waiting sits on its user's queue as well as on the
- * core's FIFO, in the order nice, then submit; the backfill pass walks the
- * users' queues merged by priority (core_order_*). A user's priority falls
+ * core's FIFO, in the order nice, then queued_at: its submit time, less
+ * big_advance_s for a job demanding over half a GPU. Two such jobs cannot
+ * share a GPU, so each needs a smaller partner, and served in submit order
+ * the big ones are left for the end, where they run beside nothing while
+ * the other GPUs idle (the tail that sets a makespan). The backfill pass
+ * walks the users' queues merged by priority (core_order_*). A user's priority falls
  * with the GPU time its jobs held lately: GPU-seconds decayed with a
  * half-life of fairshare_half_life_s, as Slurm's fair-share factor
  * 2^(-usage/share) does, the share being an equal part of all the usage of
@@ -37,10 +41,23 @@ int core_user_index(core_state *core, uint32_t uid) {
     return core->nusers++;
 }
 
+double core_queued_at(const core_state *core, const core_job *job,
+                      double now) {
+    bool big = core->pol->demand(&core->cfg, &job->spec) > core->half_gpu_mib;
+    return big ? now - core->cfg.big_advance_s : now;
+}
+
+/* Whether job a goes before job b in their user's queue. */
+static bool queued_before(const core_job *a, const core_job *b) {
+    if (a->spec.nice != b->spec.nice) return a->spec.nice < b->spec.nice;
+    if (a->queued_at != b->queued_at) return a->queued_at < b->queued_at;
+    return a->seq < b->seq;
+}
+
 void core_user_enqueue(core_state *core, core_job *job) {
     core_user *u = &core->users[job->user];
     core_job *after = u->tail; /* the last job it may follow */
-    while (after && after->spec.nice > job->spec.nice) after = after->uprev;
+    while (after && queued_before(job, after)) after = after->uprev;
     job->uprev = after;
     job->unext = after ? after->unext : u->head;
     if (job->unext) job->unext->uprev = job;
@@ -134,7 +151,7 @@ core_job *core_order_next(core_state *core) {
         }
         const core_job *b = core->cursor[best];
         double pj = priority(core, j), pb = priority(core, b);
-        if (pj > pb || (pj == pb && j->seq < b->seq)) best = i;
+        if (pj > pb || (pj == pb && queued_before(j, b))) best = i;
     }
     if (best < 0) return NULL;
     core_job *job = core->cursor[best];

@@ -1,5 +1,6 @@
 /* test_plus.c -- aegis-plus in the core: backfill past a blocked head, the
- * GPUs kept for the head, the bound on passes, the pair rule, the capped
+ * GPUs kept for the head and the partner a kept GPU may take, the
+ * advance of big jobs, the bound on passes, the pair rule, the capped
  * demand, fair share, the per-user limits, nice, and the reason
  * core_job_reason() gives each waiting job under aegis-plus and under
  * AEGIS's FIFO. */
@@ -58,21 +59,107 @@ static void test_backfill_past_blocked_head(void **state) {
     core_destroy(core);
 }
 
-/* A job that fits only on the GPU kept for the head waits behind it. */
+/* A job that fits only on a GPU kept for the head, where two jobs run,
+ * waits behind it: a third job there would leave the head to the
+ * pressure filter when one of the two ends. */
 static void test_head_keeps_its_gpu(void **state) {
     core_state *core = make_core("aegis-plus", "magm", 2);
     occupy_all(core, 2, 0);
+    submit(core, 10, 1, 0);         /* a second job on GPU 0 */
+    core_launch out[4];
+    assert_int_equal(core_schedule(core, 30, out, 4), 1);
+    assert_int_equal(out[0].gpus[0], 0);
+    core_job_active(core, 10, 31);
+    feed(core, 0, 30000, 31);   /* GPU 0: 10960 free */
+    feed(core, 1, 33000, 31);   /* GPU 1: 7960 free */
+    submit_est(core, 1, 38000, 31); /* demands 12288: fits neither */
+    submit_est(core, 2, 7000, 31);  /* 9048: GPU 0 only, which is kept */
+    submit_est(core, 3, 1000, 31);  /* 3048: GPU 1 */
+    assert_int_equal(core_schedule(core, 100, out, 4), 1);
+    assert_int_equal(out[0].job_id, 3);
+    assert_int_equal(out[0].gpus[0], 1);
+    assert_reason_text(core, 2, 100, "behind job 1 (head of queue)");
+    core_destroy(core);
+}
+
+/* A kept GPU running one job takes a job behind the head when the head
+ * would still fit beside it once that one job ends: whole demands, so
+ * with the daemon's uncapped estimates a job too big to sit beside the
+ * head waits behind it. */
+static void test_partner_on_kept_gpu(void **state) {
+    core_config cfg;
+    core_config_default(&cfg);
+    cfg.policy = "aegis-plus";
+    cfg.est_cap_mib = 0;
+    core_state *core = make_core_cfg(&cfg, 2);
+    occupy_all(core, 2, 0);
     feed(core, 0, 30000, 0);    /* GPU 0: 10960 free */
-    feed(core, 1, 33000, 0);    /* GPU 1: 7960 free */
-    submit_est(core, 1, 38000, 0);  /* demands 12288: fits neither */
-    submit_est(core, 2, 7000, 0);   /* 9048: GPU 0 only, which is kept */
-    submit_est(core, 3, 1000, 0);   /* 3048: GPU 1 */
+    feed(core, 1, 36000, 0);    /* GPU 1: 4960 free */
+    submit_est(core, 1, 30000, 0);  /* 32048: fits neither, keeps GPU 0 */
+    submit_est(core, 2, 7000, 0);   /* 9048 + 32048 + 512 > 40960 */
+    submit_est(core, 3, 5000, 0);   /* 7048: GPU 0, beside the head later */
     core_launch out[4];
     assert_int_equal(core_schedule(core, 30, out, 4), 1);
     assert_int_equal(out[0].job_id, 3);
-    assert_int_equal(out[0].gpus[0], 1);
-    assert_reason_text(core, 2, 30, "behind job 1 (head of queue)");
+    assert_int_equal(out[0].gpus[0], 0);
+    assert_reason_text(core, 2, 30, "no GPU with 9560 MiB free (largest "
+                       "free: 4960 MiB on GPU 1)");
     core_destroy(core);
+}
+
+/* The head keeps the GPUs it kept last time while they are usable, even
+ * when another now shows more free memory: a kept GPU that took a partner
+ * takes no one else, so the head fits there once the job it found there
+ * ends, where letting the kept GPU move would let each GPU take a
+ * partner in turn. */
+static void test_kept_gpu_stays(void **state) {
+    core_state *core = make_core("aegis-plus", "magm", 2);
+    occupy_all(core, 2, 0);
+    feed(core, 0, 30000, 0);    /* GPU 0: 10960 free, kept */
+    feed(core, 1, 39000, 0);    /* GPU 1: 1960 free */
+    submit_est(core, 1, 38000, 0);  /* demands 12288: fits neither */
+    submit_est(core, 2, 1000, 0);   /* 3048: GPU 0 only, as a partner */
+    core_launch out[4];
+    assert_int_equal(core_schedule(core, 30, out, 4), 1);
+    assert_int_equal(out[0].job_id, 2);
+    assert_int_equal(out[0].gpus[0], 0);
+    core_job_active(core, 2, 31);
+    feed(core, 0, 37000, 31);   /* GPU 0: 3960 free, two jobs */
+    feed(core, 1, 35000, 31);   /* GPU 1: 5960 free, now the most */
+    submit_est(core, 3, 500, 100);  /* 2548: fits both */
+    assert_int_equal(core_schedule(core, 100, out, 4), 1);
+    assert_int_equal(out[0].job_id, 3);
+    assert_int_equal(out[0].gpus[0], 1);
+    core_destroy(core);
+}
+
+/* A job whose demand is over half a GPU queues as if submitted
+ * big_advance_s earlier (two of them cannot share a GPU, so they start
+ * while small partners are left); one submitted later than that stays
+ * behind. AEGIS's FIFO keeps submit order. */
+static void test_big_jobs_advance(void **state) {
+    const char *policies[] = {"aegis-plus", "aegis"};
+    const int64_t first[] = {2, 1};
+    for (int p = 0; p < 2; p++) {
+        core_state *core = make_core(policies[p], "magm", 1);
+        occupy_all(core, 1, 40000); /* no room until it ends */
+        submit_est(core, 1, 1000, 0);
+        submit_est(core, 2, 30000, 100);   /* big, 100 s later */
+        submit_est(core, 3, 30000, 2000);  /* big, 2000 s later */
+        core_launch l;
+        assert_int_equal(place_one(core, 2000, NULL), -1);
+        assert_int_equal(core_job_exit(core, 100, CORE_EXIT_OK, 2100, NULL),
+                         CORE_DONE);
+        assert_int_equal(place_one(core, 2100, &l), 0);
+        assert_int_equal(l.job_id, first[p]);
+        if (p == 0) { /* then the small job, before the late big one */
+            assert_int_equal(core_job_exit(core, 2, CORE_EXIT_OK, 2200, NULL),
+                             CORE_DONE);
+            assert_int_equal(place_one(core, 2200, &l), 0);
+            assert_int_equal(l.job_id, 1);
+        }
+        core_destroy(core);
+    }
 }
 
 /* After backfill_max_passes jobs have started past the head, the queue
@@ -262,6 +349,9 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_backfill_past_blocked_head),
         cmocka_unit_test(test_head_keeps_its_gpu),
+        cmocka_unit_test(test_partner_on_kept_gpu),
+        cmocka_unit_test(test_kept_gpu_stays),
+        cmocka_unit_test(test_big_jobs_advance),
         cmocka_unit_test(test_passes_are_bounded),
         cmocka_unit_test(test_pair_rule),
         cmocka_unit_test(test_reason_observing),
