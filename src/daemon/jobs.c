@@ -152,11 +152,12 @@ static core_retry d_job_retry(const d_job *job) {
 }
 
 /* Hands the job to the core's queue, a job that ran before to its
- * recovery queue; -1 with the core's reason in err. */
+ * recovery queue (and one that must run alone, an exclusive lease, with
+ * its place on the ladder); -1 with the core's reason in err. */
 static int d_job_to_core(d_daemon *d, d_job *job, char *err, size_t errlen) {
     core_job_spec spec = d_job_spec(job);
     core_retry r = d_job_retry(job);
-    int rc = job->attempts > 0
+    int rc = job->attempts > 0 || job->retry_alone
                  ? core_submit_retry(d->core, &spec, &r, d_now(d), err, errlen)
                  : core_submit(d->core, &spec, d_now(d), err, errlen);
     if (rc != 0) return -1;

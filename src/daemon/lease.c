@@ -454,16 +454,20 @@ static d_job *d_lease_new(d_daemon *d, const proto_lease *pl, char *err,
     *fault = store_lease_submit(d->st, &owner, &req, &sl, d_wall(), &id, err,
                                 errlen) != 0;
     if (*fault) return NULL;
-    core_retry r;
+    /* mode exclusive: the job runs alone, as one that climbed the whole
+     * ladder; the other modes are the GPUs' (aegis.yaml's sharing) */
+    bool exclusive = strcmp(pl->mode, "exclusive") == 0;
+    core_retry r = {.attempt = 1};
     bool climb = pl->restart > 0 &&
                  store_ladder_get(d->st, pl->slurm_job, &r.attempt,
                                   &r.floor_mib, &r.alone);
+    r.alone = r.alone || exclusive;
     store_begin(d->st);
     store_event(d->st, id, d_wall(), "lease of Slurm job %u, restart %d, "
                 "mode %s%s", pl->slurm_job, pl->restart, pl->mode,
                 climb ? ", on its ladder after an OOM" : "");
-    d_job *job = d_job_lease_new(d, id, &owner, pl, climb ? &r : NULL, err,
-                                 errlen);
+    d_job *job = d_job_lease_new(d, id, &owner, pl,
+                                 climb || r.alone ? &r : NULL, err, errlen);
     store_commit(d->st);
     return job;
 }

@@ -8,7 +8,8 @@ usage:
       forks the task (its own session, waiting), asks for a lease for its
       pid, writes the answer to OUT (whole, by rename), runs CMD with the
       grant's env (its output to OUT.out and OUT.err), and once it exits sends
-      lease_exit with its status and stderr's end, answered into OUT.exit
+      lease_exit with its status and stderr's end, answered into OUT.exit;
+      $LEASE_MODE is its mode (shared)
   e2e_lease.py send SOCK JSON [USER]
       sends one request (as USER when given) and prints the answer
 """
@@ -65,7 +66,8 @@ def task(sock, out, job, restart, uid, mem, cmd):
     os.close(r)
     s = connect(sock)
     req = {'op': 'lease', 'slurm_job': job, 'restart': restart, 'uid': uid,
-           'pid': pid, 'mode': 'shared', 'name': 'job%d' % job}
+           'pid': pid, 'mode': os.environ.get('LEASE_MODE', 'shared'),
+           'name': 'job%d' % job}
     if mem > 0:
         req['mem_mib'] = mem
     ans = ask(s, req)

@@ -88,7 +88,8 @@ assert a['env'][:3]==['CUDA_VISIBLE_DEVICES=$uuid', 'AEGIS_JOB_ID=%d' % d['id'],
     [ "$(echo "$b" | field "d['id']")" = "$id" ] || fail "second task: $b"
 }
 
-# Two small leases share the GPU, the second once the first was observed.
+# Two small leases share the GPU, the second once the first was observed;
+# an exclusive one does not.
 case_lease_collocate() {
     start
     task 201 0 1000 "$FAKE" --mib 1000 --seconds 30
@@ -105,6 +106,15 @@ case_lease_collocate() {
         fail "first lease never seen: $("$AEGIS" show "$ida")"
     "$AEGIS" show --json "$idb" | pyjson "assert d['attempt_list'][0]['started'] >= $seen, d" ||
         fail "second granted before the first was observed: $("$AEGIS" show "$idb")"
+    # an exclusive lease waits for an idle GPU
+    LEASE_MODE=exclusive task 203 0 1000 sleep 30
+    deadline=$((SECONDS + 30))
+    until "$AEGIS" ls --json | pyjson "
+j=[j for j in d if j['slurm_job']==203][0]
+assert j['slurm_mode']=='exclusive' and j['wait_code']=='idle', j" 2>/dev/null; do
+        [ $SECONDS -lt $deadline ] || fail "exclusive lease: $("$AEGIS" ls)"
+        sleep 0.1
+    done
 }
 
 # A lease that does not fit waits with a REASON; it is granted once the
