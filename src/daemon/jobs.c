@@ -890,7 +890,8 @@ static int d_job_adopt(d_daemon *d, d_job *job) {
         return 0;
     }
     d_log("%s", err);
-    if (job->job_pid > 1 && exec_in_job(job->job_pid, job->job_pid))
+    if (!job->lease.slurm_job && job->job_pid > 1 && /* Slurm's, not ours */
+        exec_in_job(job->job_pid, job->job_pid))
         exec_kill(job->job_pid, SIGKILL);
     d_share_release(d, job);
     store_begin(d->st);
