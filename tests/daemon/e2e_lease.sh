@@ -9,7 +9,7 @@
 set -u
 AEGISD=$1 AEGIS=$2 NVML=$3 FAKE=$4 CATALOG=$5 CASE=$6
 source "$(dirname "$0")/e2e_lib.sh"
-CLIENT=$(dirname "$0")/e2e_lease.py
+CLIENT=$(cd "$(dirname "$0")" && pwd)/e2e_lease.py
 
 # One GPU: where leases go is certain.
 export AEGIS_TEST_GPUS=1x40960
