@@ -170,7 +170,7 @@ case_lease_pids() {
 }
 
 # An OOM-classified exit has Slurm requeue the job; its next run's lease
-# (restart 1) starts on the ladder's next floor.
+# (restart 1) starts on the ladder's next floor, kept across a kill -9.
 case_lease_oom() {
     # the ladder climbs from the floor the attempt had, not from the free
     # memory beside its light neighbour (which would leave it only alone)
@@ -179,7 +179,8 @@ case_lease_oom() {
     # a lease on the GPU first: the OOM one shares it (an OOM alone would
     # leave the ladder nowhere to climb)
     task 500 0 1000 "$FAKE" --mib 1000 --seconds 60
-    granted 500 0 > /dev/null
+    a=$(granted 500 0) || exit 1
+    echo "$a" | field "d['task_pid']" > "$DIR/listpids.500" # still runs
     # seen on the GPU, then out of memory
     task 501 0 2000 sh -c "$FAKE --mib 2000 --seconds 2 &&
                            echo 'RuntimeError: CUDA out of memory.' >&2; exit 1"
@@ -194,6 +195,10 @@ case_lease_oom() {
         sleep 0.1
     done
     floor1=$("$AEGIS" show --json "$first" | field "d['attempt_list'][0]['floor_mib']")
+    # the ladder's place outlives aegisd
+    kill -9 "$(daemon_pid)"
+    while [ -n "$(daemon_pid)" ]; do sleep 0.1; done
+    start
     task 501 1 2000 sleep 30
     a=$(granted 501 1) || exit 1
     second=$(echo "$a" | field "d['id']")
