@@ -11,6 +11,10 @@ AEGISD=$1 AEGIS=$2 NVML=$3 FAKE=$4 CATALOG=$5 CASE=$6
 source "$(dirname "$0")/e2e_lib.sh"
 CLIENT=$(cd "$(dirname "$0")" && pwd)/e2e_lease.py
 
+# The lease ops are root's (the plugin runs in slurmstepd, as root).
+if [ "$(id -u)" != 0 ] && [ "$CASE" != lease_release_down ]; then
+    echo "needs root: only root may ask for a lease"; exit 77
+fi
 # One GPU: where leases go is certain.
 export AEGIS_TEST_GPUS=1x40960
 # scontrol: each call a line of scontrol.calls; listpids N answers the
@@ -236,7 +240,6 @@ case_lease_restart() {
 
 # Only root speaks for Slurm; lease_end is root's or the job's owner's.
 case_lease_nonroot() {
-    [ "$(id -u)" = 0 ] || { echo "needs root to act as another user"; exit 77; }
     start
     out=$(send '{"op":"lease","slurm_job":7,"uid":65534,"pid":1}' daemon)
     echo "$out" | pyjson "assert not d['ok'] and 'only root' in d['error'], d" ||
