@@ -176,6 +176,7 @@ int client_options(const char *cmd, int argc, char **argv, const char *help,
         {"history", no_argument, NULL, 'H'},
         {"spark", no_argument, NULL, 'k'},
         {"svg", required_argument, NULL, 'g'},
+        {"slurm-job", required_argument, NULL, 'L'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -204,6 +205,7 @@ int client_options(const char *cmd, int argc, char **argv, const char *help,
         case 'H': f->history = 1; break;
         case 'k': f->history = f->spark = 1; break;
         case 'g': f->history = 1; f->svg = optarg; break;
+        case 'L': f->slurm_job = optarg; break;
         }
     }
     f->first_arg = optind;

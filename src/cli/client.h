@@ -62,13 +62,14 @@ typedef struct client_flags {
     int history;            /* --history (show) */
     int spark;              /* --spark (show): implies --history */
     const char *svg;        /* --svg FILE (show): implies --history */
+    const char *slurm_job;  /* --slurm-job ID (release); NULL: none */
     int first_arg;          /* argv index of the first operand */
 } client_flags;
 
 /* Parses the options in `allowed` (letters: j --json, a --all, f
  * --follow, e --stderr, b --both, u --user, S --state, r --reason, d
- * --drain, H --history, k --spark, g --svg; --socket and --help
- * always) and checks the operand
+ * --drain, H --history, k --spark, g --svg, L --slurm-job; --socket and
+ * --help always) and checks the operand
  * count is in [min_args, max_args] (-1: any). Returns -1 after --help
  * (printed), CLI_USAGE on bad usage (explained), 0 otherwise. */
 int client_options(const char *cmd, int argc, char **argv, const char *help,

@@ -32,8 +32,8 @@ static int config_next(yaml_parser_t *p, const char *path, yaml_event_t *ev,
     return -1;
 }
 
-/* Sets one of the daemon's own numeric keys (not the core's): 1 when key
- * is one, 0 when it is not, -1 with a message when its value is bad. */
+/* Sets one of the daemon's own keys (not the core's): 1 when key is one,
+ * 0 when it is not, -1 with a message when its value is bad. */
 static int config_daemon_set(acct_params *acct, config_keys *keys,
                              const char *key, const char *value, char *msg,
                              size_t msglen) {
@@ -44,6 +44,16 @@ static int config_daemon_set(acct_params *acct, config_keys *keys,
             return -1;
         }
         snprintf(keys->notify, sizeof(keys->notify), "%s", value);
+        return 1;
+    }
+    if (strcmp(key, "slurm_scontrol") == 0) {
+        if (value[0] == '\0' || strlen(value) >= sizeof(keys->slurm_scontrol)) {
+            snprintf(msg, msglen, "%s: expected a program, up to %zu bytes",
+                     key, sizeof(keys->slurm_scontrol) - 1);
+            return -1;
+        }
+        snprintf(keys->slurm_scontrol, sizeof(keys->slurm_scontrol), "%s",
+                 value);
         return 1;
     }
     const struct {
@@ -276,7 +286,8 @@ int config_load_daemon(const char *path, bool missing_ok, core_config *cfg,
     sharing_config_default(share);
     *keys = (config_keys){.log_max_mib = CONFIG_LOG_DEFAULT_MIB,
                           .history_period_s = HISTORY_DEFAULT_PERIOD_S,
-                          .notify_timeout_s = NOTIFY_DEFAULT_TIMEOUT_S};
+                          .notify_timeout_s = NOTIFY_DEFAULT_TIMEOUT_S,
+                          .slurm_scontrol = CONFIG_SCONTROL_DEFAULT};
     /* On a live server users may declare a job's memory (submit --mem),
      * and several users share it. aegis-plus admits a job with that figure
      * + est_margin_mib (up to est_cap_mib), any other with the

@@ -10,8 +10,9 @@
  * modes (sharing, mps_control, mps_dir, mps_pin_memory: sharing.h), the
  * cap on each job log (log_max_mib), the period of the jobs' histories
  * (history_period_s: history.h), the notifications at their ends
- * (notify, notify_timeout_s: notify.h) and the address of the Prometheus
- * endpoint (metrics_listen: docs/metrics.md), and nothing else.
+ * (notify, notify_timeout_s: notify.h), the address of the Prometheus
+ * endpoint (metrics_listen: docs/metrics.md) and Slurm's scontrol
+ * (slurm_scontrol: docs/slurm.md), and nothing else.
  */
 #ifndef AEGIS_CONFIG_H
 #define AEGIS_CONFIG_H
@@ -49,6 +50,10 @@
 int config_listen_addr(const char *text, struct sockaddr_storage *sa,
                        char *msg, size_t msglen);
 
+/* slurm_scontrol: the scontrol aegisd runs for Slurm's leases (found on
+ * PATH when not a path). */
+#define CONFIG_SCONTROL_DEFAULT "scontrol"
+
 /* The daemon's own keys that are neither the core's, the reports' nor
  * the sharing modes'. */
 typedef struct config_keys {
@@ -58,6 +63,7 @@ typedef struct config_keys {
     char notify[PROTO_MAX_NOTIFY + 1]; /* the notifier of the jobs that
                                        name none; "" for none */
     char metrics_listen[CONFIG_LISTEN_MAX]; /* "" (default): off */
+    char slurm_scontrol[1024];      /* run for Slurm's leases (scontrol.c) */
 } config_keys;
 
 /* Fills cfg with the defaults, then the keys of the file at path. A missing

@@ -79,6 +79,7 @@ static bool d_conn_closing(d_conn *c) {
 static void d_conn_close(d_conn *c) {
     d_daemon *d = c->d;
     if (d_conn_closing(c)) return;
+    if (c->lease_id) d_lease_conn_gone(d, c); /* a task gone before its grant */
     if (c->prev) c->prev->next = c->next;
     else d->conns = c->next;
     if (c->next) c->next->prev = c->prev;
@@ -220,7 +221,7 @@ static void d_conn_request(d_conn *c, const char *line, size_t len) {
 }
 
 static bool d_conn_waiting(const d_conn *c) {
-    return c->wait_ids || c->later;
+    return c->wait_ids || c->later || c->lease_id;
 }
 
 static bool d_conn_has_line(const d_conn *c) {
@@ -368,6 +369,8 @@ static void on_tick(uv_timer_t *t) {
     d_jobs_tick(d);
     d_limits_tick(d);
     d_notify_tick(d);
+    d_leases_tick(d);
+    d_scontrol_tick(d);
     d_jobs_check_exits(d);
     d_jobs_schedule(d);
     d_maybe_exit(d);
@@ -378,7 +381,8 @@ static void on_sigchld(uv_signal_t *s, int signum) {
     int status;
     pid_t pid;
     while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
-        d_notify_reaped(d, pid, status); /* a shim's end is in its file */
+        if (!d_notify_reaped(d, pid, status)) /* a shim's end is in */
+            d_scontrol_reaped(d, pid, status);   /* its file */
     d_jobs_check_exits(d);
     d_jobs_schedule(d);
     d_maybe_exit(d);
@@ -739,6 +743,8 @@ int d_run(const d_options *opt) {
     d_log("stopped");
 out:
     d_metrics_close(d);
+    d_scontrol_close(d);
+    d_leases_close(d);
     uv_walk(d->loop, on_walk_close, &d->server);
     uv_run(d->loop, UV_RUN_DEFAULT);
     uv_loop_close(d->loop);
