@@ -74,7 +74,9 @@ static size_t task_lines_len;
 static int aegis_opt_mem(int val, const char *optarg, int remote);
 static int aegis_opt_mode(int val, const char *optarg, int remote);
 
-struct spank_option spank_options[] = {
+/* Registered by slurm_spank_init: Slurm 22.05's sbatch does not read a
+ * plugin's spank_options table, only options registered by the plugin. */
+static struct spank_option aegis_options[] = {
     {"aegis-mem", "MIB",
      "GPU memory (MiB) each task needs; aegisd on the node picks the GPU", 1,
      0, aegis_opt_mem},
@@ -131,6 +133,9 @@ static void aegis_parse_args(int ac, char **av) {
 
 int slurm_spank_init(spank_t sp, int ac, char **av) {
     aegis_parse_args(ac, av);
+    for (int i = 0; aegis_options[i].name; i++)
+        if (spank_option_register(sp, &aegis_options[i]) != ESPANK_SUCCESS)
+            slurm_error("aegis: cannot register --%s", aegis_options[i].name);
     /* Only slurmstepd (remote) forks tasks; the write end stays open in it
      * for all of them, and ends with it. */
     if (!spank_remote(sp) || task_pipe[0] >= 0) return 0;
