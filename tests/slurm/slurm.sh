@@ -107,7 +107,7 @@ case_slurm_oom() {
         "echo run \$SLURM_RESTART_COUNT; if [ \"\${SLURM_RESTART_COUNT:-0}\" = 0 ];
          then exec $FAKE --mib 50000 --seconds 1; fi; exec $FAKE --mib 1000 --seconds 1")
     await 60 grep -q "run 1" "job-$id.out" || fail "job $id not requeued: $(cat "job-$id.out")"
-    await 30 test -z "$(job_state "$id")" || fail "second run did not end"
+    await 30 job_gone "$id" || fail "second run did not end"
     "$AEGIS" ls --all --json | pyjson "
 runs=[j for j in d if j.get('slurm_job')==$id]
 assert len(runs)==2, runs
@@ -129,7 +129,7 @@ case_slurm_restart() {
     "$AEGIS" gpus --json > before.json
     kill -KILL "$(daemon_pid)"
     scancel "$gone"
-    await 20 test -z "$(job_state "$gone")" || fail "$gone not cancelled"
+    await 20 job_gone "$gone" || fail "$gone not cancelled"
     start
     aegis_running "$keep" || fail "$keep not running after restart: $(aegis_of "$keep")"
     aegis_running "$gone" && fail "stale lease of $gone kept"
@@ -150,7 +150,7 @@ case_slurm_down() {
     cd "$DIR/work"
     t0=$SECONDS
     id=$(submit --aegis-mem=1000 --gres=aegis_mem:1000 --wrap "echo ran")
-    await 30 test -z "$(job_state "$id")" || fail "job $id did not end"
+    await 30 job_gone "$id" || fail "job $id did not end"
     [ $((SECONDS - t0)) -le 20 ] || fail "took $((SECONDS - t0)) s"
     scontrol show job "$id" | grep -q "JobState=FAILED" ||
         fail "job $id: $(scontrol show job "$id")"

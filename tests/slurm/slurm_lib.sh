@@ -45,6 +45,7 @@ node_is() { [ "$(node_state)" = "$1" ]; }
 # A Slurm job's state (PENDING, RUNNING, ...), "" once it left squeue.
 job_state() { timeout 5 squeue -h -j "$1" -o %T 2>/dev/null; }
 job_is() { [ "$(job_state "$1")" = "$2" ]; }
+job_gone() { [ -z "$(job_state "$1")" ]; }
 
 # The cluster's files: a munge key, slurm.conf, gres.conf, plugstack.conf
 # (with spank_aegis.so's arguments $*) and the Epilog.
@@ -121,7 +122,7 @@ slurm_cleanup() {
     local f p
     if [ -e "$SDIR/slurmctld.pid" ]; then
         scancel -u nobody 2>/dev/null
-        await 10 test -z "$(squeue -h 2>/dev/null)"
+        await 10 eval '[ -z "$(timeout 5 squeue -h 2>/dev/null)" ]'
     fi
     for f in slurmd slurmctld munged; do
         p=$(cat "$SDIR/$f.pid" 2>/dev/null) || continue
