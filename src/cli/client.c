@@ -31,6 +31,7 @@ int client_options(const char *cmd, int argc, char **argv, const char *help,
         {"state", required_argument, NULL, 'S'},
         {"reason", required_argument, NULL, 'r'},
         {"drain", no_argument, NULL, 'd'},
+        {"slurm-job", required_argument, NULL, 'L'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -56,6 +57,7 @@ int client_options(const char *cmd, int argc, char **argv, const char *help,
         case 'S': f->states = optarg; break;
         case 'r': f->reason = optarg; break;
         case 'd': f->drain = 1; break;
+        case 'L': f->slurm_job = optarg; break;
         case 'n':
             if (cli_parse_long(cmd, "n", optarg, 0, 1000000, &f->count))
                 return CLI_USAGE;

@@ -52,13 +52,14 @@ typedef struct client_flags {
     const char *states;     /* --state S[,S...] (ls); NULL: any */
     const char *reason;     /* --reason TEXT (drain); NULL: none */
     int drain;              /* --drain (shutdown) */
+    const char *slurm_job;  /* --slurm-job ID (release); NULL: none */
     long count;             /* -n N (top): refreshes, 0 for endless */
     int first_arg;          /* argv index of the first operand */
 } client_flags;
 
 /* Parses the options in `allowed` (letters: j --json, a --all, f
  * --follow, e --stderr, b --both, u --user, S --state, r --reason, d
- * --drain, n -n; --socket and --help always) and checks the operand
+ * --drain, n -n, L --slurm-job; --socket and --help always) and checks the operand
  * count is in [min_args, max_args] (-1: any). Returns -1 after --help
  * (printed), CLI_USAGE on bad usage (explained), 0 otherwise. */
 int client_options(const char *cmd, int argc, char **argv, const char *help,

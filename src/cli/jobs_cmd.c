@@ -30,7 +30,8 @@ static const char ls_help[] =
 "    Lists queued and running jobs (with --all, finished ones too), in\n"
 "    submission order: id, owner, state (queued, running, done, failed,\n"
 "    cancelled, timeout), GPUs asked for, attempts made, energy so far,\n"
-"    the name or command -- the command shown only for your own jobs\n"
+"    the name or command (a Slurm job's lease as slurm:ID and its name)\n"
+"    -- the command shown only for your own jobs\n"
 "    (root sees all) -- and, for a job waiting, why (REASON): behind job\n"
 "    N (the head of the queue), no GPU with D MiB free (largest free: F\n"
 "    MiB on GPU k), GPU k under observation, GPU k under pressure (SMACT\n"
@@ -45,7 +46,8 @@ static const char ls_help[] =
 "                    running, done, failed, cancelled, timeout); a\n"
 "                    finished state implies --all\n"
 "    --json          a JSON array of jobs, each with at least id, state,\n"
-"                    user, gpus, attempts, nice and energy_j; a waiting\n"
+"                    user, gpus, attempts, nice, energy_j and slurm_job\n"
+"                    (null but for a Slurm job's lease); a waiting\n"
 "                    job has wait_reason (the REASON text), wait_code\n"
 "                    (behind, memory, observing, window, pressure, idle,\n"
 "                    policy, mig, drained, user_limit, dependency, held)\n"
@@ -59,7 +61,8 @@ static const char show_help[] =
 "    Prints a job's state and why it is in it, whether it is held, its\n"
 "    time limit, its attempts (GPUs, the memory each was admitted with,\n"
 "    how each ended: ok, oom, failed, lost, cancelled or timeout), its\n"
-"    energy, the jobs it runs after (with their kind: afterok, afterany,\n"
+"    energy, the Slurm job it is the lease of (slurm_job in --json), the\n"
+"    jobs it runs after (with their kind: afterok, afterany,\n"
 "    afternotok), the meta it was submitted with (an AEGIS spec's\n"
 "    estimates and profile), and its history of events. The\n"
 "    command, directory and environment are shown to its owner and root\n"
@@ -79,7 +82,8 @@ static const char hold_help[] =
 "NAME\n    aegis hold, aegis release - keep queued jobs from starting, or let\n"
 "    them start again\n\n"
 "SYNOPSIS\n    aegis hold ID... [--socket PATH]\n"
-"    aegis release ID... [--socket PATH]\n\n"
+"    aegis release ID... [--socket PATH]\n"
+"    aegis release --slurm-job SLURM_JOB_ID [--socket PATH]\n\n"
 "DESCRIPTION\n"
 "    A held job stays in the queue but is not placed on a GPU, however\n"
 "    long it waits, until it is released; jobs behind it in the queue go\n"
@@ -88,7 +92,13 @@ static const char hold_help[] =
 "    outlasts restarts of aegisd. Only a queued job can be held: a running\n"
 "    one is stopped with aegis cancel. Only a job's owner or root may hold\n"
 "    or release it, and nothing is done unless all IDs may be.\n\n"
-"OPTIONS\n" SOCKET_OPT EXIT_STATUS;
+"    With --slurm-job, release ends the leases aegisd holds for that Slurm\n"
+"    job on this node (docs/slurm.md): what the node's Epilog runs. It\n"
+"    always exits 0, with a warning on stderr when aegisd cannot be\n"
+"    reached or refuses, since a failing Epilog drains the node.\n\n"
+"OPTIONS\n"
+"    --slurm-job ID  end the leases of Slurm job ID (root or its owner)\n"
+SOCKET_OPT EXIT_STATUS;
 
 static const char log_help[] =
 "NAME\n    aegis log - print a job's output\n\n"
@@ -213,6 +223,19 @@ static bool ls_keep(json_t *job, const client_flags *f) {
     return !f->states || ls_listed(f->states, str(job, "state"));
 }
 
+/* A Slurm job's lease is named by its Slurm job first: "slurm:12 train"
+ * (its name is "slurm:12" when Slurm gave none). */
+static void slurm_label(json_t *job, char *what, size_t len) {
+    json_t *sj = json_object_get(job, "slurm_job");
+    if (!json_is_integer(sj)) return;
+    char label[32], text[4096];
+    snprintf(label, sizeof(label), "slurm:%lld",
+             (long long)json_integer_value(sj));
+    if (strcmp(what, label) == 0) return;
+    snprintf(text, sizeof(text), "%s %s", label, what);
+    snprintf(what, len, "%s", text);
+}
+
 int cli_ls(int argc, char **argv) {
     client_flags f;
     int rc = client_options("ls", argc, argv, ls_help, "jauS", 0, 0, &f);
@@ -236,6 +259,7 @@ int cli_ls(int argc, char **argv) {
             char what[4096];
             if (str(j, "name")[0]) snprintf(what, sizeof(what), "%s", str(j, "name"));
             else cmd_line(json_object_get(j, "cmd"), what, sizeof(what));
+            slurm_label(j, what, sizeof(what));
             const char *why = str(j, "wait_reason");
             printf("%-7lld %-10.10s %-9s %4lld %4lld %9.1f  %-30.30s  %s\n",
                    (long long)num(j, "id"), str(j, "user"),
@@ -274,6 +298,10 @@ static void show_text(json_t *job) {
     if (str(job, "wait_reason")[0])
         printf("%-10s %s\n", "waiting", str(job, "wait_reason"));
     if (str(job, "name")[0]) printf("%-10s %s\n", "name", str(job, "name"));
+    if (json_is_integer(json_object_get(job, "slurm_job")))
+        printf("%-10s %lld (restart %lld, mode %s): a lease, run by Slurm\n",
+               "slurm job", (long long)num(job, "slurm_job"),
+               (long long)num(job, "slurm_restart"), str(job, "slurm_mode"));
     if (str(job, "feed")[0]) printf("%-10s %s\n", "feed", str(job, "feed"));
     if (json_object_get(job, "cmd")) {
         char line[4096];
@@ -348,12 +376,12 @@ int cli_cancel(int argc, char **argv) {
     return CLI_OK;
 }
 
-/* hold and release: the ids named, once each is done. */
-static int hold_or_release(const char *op, int argc, char **argv) {
-    client_flags f;
-    int rc = client_options(op, argc, argv, hold_help, "", 1, -1, &f);
-    if (rc) return rc < 0 ? CLI_OK : rc;
-    json_t *ans = call_with_ids(op, argc, argv, &f, &rc);
+/* hold and release: the ids named (options parsed into f), once each is
+ * done. */
+static int hold_or_release(const char *op, int argc, char **argv,
+                           const client_flags *f) {
+    int rc;
+    json_t *ans = call_with_ids(op, argc, argv, f, &rc);
     if (!ans) return rc;
     const char *done = strcmp(op, "hold") ? "released" : "held";
     size_t i;
@@ -365,11 +393,51 @@ static int hold_or_release(const char *op, int argc, char **argv) {
 }
 
 int cli_hold(int argc, char **argv) {
-    return hold_or_release("hold", argc, argv);
+    client_flags f;
+    int rc = client_options("hold", argc, argv, hold_help, "", 1, -1, &f);
+    if (rc) return rc < 0 ? CLI_OK : rc;
+    return hold_or_release("hold", argc, argv, &f);
+}
+
+/* release --slurm-job: the Epilog's; exits 0 whatever happens. */
+static int release_slurm_job(const char *text, const char *socket) {
+    char *end;
+    errno = 0;
+    unsigned long long job = strtoull(text, &end, 10);
+    if (errno || end == text || *end || job < 1 || job > 4294967295ull ||
+        text[0] == '-') {
+        fprintf(stderr, "aegis release: warning: --slurm-job '%s' is not a "
+                "Slurm job id; nothing released\n", text);
+        return CLI_OK;
+    }
+    int rc;
+    json_t *ans = client_call("release", socket,
+                              json_pack("{s:s, s:I}", "op", "lease_end",
+                                        "slurm_job", (json_int_t)job), &rc);
+    if (!ans) {
+        fprintf(stderr, "aegis release: warning: the leases of Slurm job %llu "
+                "were not ended (exiting 0: a failing Epilog drains the "
+                "node)\n", job);
+        return CLI_OK;
+    }
+    printf("ended %lld leases of Slurm job %llu\n",
+           (long long)json_integer_value(json_object_get(ans, "ended")), job);
+    json_decref(ans);
+    return CLI_OK;
 }
 
 int cli_release(int argc, char **argv) {
-    return hold_or_release("release", argc, argv);
+    client_flags f;
+    int rc = client_options("release", argc, argv, hold_help, "L", 0, -1, &f);
+    if (rc) return rc < 0 ? CLI_OK : rc;
+    if (f.slurm_job && f.first_arg == argc)
+        return release_slurm_job(f.slurm_job, client_socket(f.socket));
+    if (f.slurm_job || f.first_arg == argc) {
+        fprintf(stderr, "aegis release: bad usage: job IDs or --slurm-job ID\n"
+                "Run 'aegis release --help' for usage.\n");
+        return CLI_USAGE;
+    }
+    return hold_or_release("release", argc, argv, &f);
 }
 
 /* Writes the log bytes of a `log` answer, in base64 there, to stdout. */

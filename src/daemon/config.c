@@ -30,11 +30,21 @@ static int config_next(yaml_parser_t *p, const char *path, yaml_event_t *ev,
     return -1;
 }
 
-/* Sets one of the daemon's own numeric keys (not the core's): 1 when key
- * is one, 0 when it is not, -1 with a message when its value is bad. */
-static int config_daemon_set(acct_params *acct, double *log_max_mib,
+/* Sets one of the daemon's own keys (not the core's): 1 when key is one,
+ * 0 when it is not, -1 with a message when its value is bad. */
+static int config_daemon_set(acct_params *acct, config_own *own,
                              const char *key, const char *value, char *msg,
                              size_t msglen) {
+    if (strcmp(key, "slurm_scontrol") == 0) {
+        if (value[0] == '\0' || strlen(value) >= sizeof(own->slurm_scontrol)) {
+            snprintf(msg, msglen, "%s: expected a program, up to %zu bytes",
+                     key, sizeof(own->slurm_scontrol) - 1);
+            return -1;
+        }
+        snprintf(own->slurm_scontrol, sizeof(own->slurm_scontrol), "%s",
+                 value);
+        return 1;
+    }
     const struct {
         const char *name;
         double *to;
@@ -42,7 +52,8 @@ static int config_daemon_set(acct_params *acct, double *log_max_mib,
     } keys[] = {
         {"grid_intensity_g_per_kwh", &acct->grid_g_per_kwh, 0, ACCT_GRID_MAX},
         {"pue", &acct->pue, 1, ACCT_PUE_MAX},
-        {"log_max_mib", log_max_mib, CONFIG_LOG_MIN_MIB, CONFIG_LOG_MAX_MIB},
+        {"log_max_mib", &own->log_max_mib, CONFIG_LOG_MIN_MIB,
+         CONFIG_LOG_MAX_MIB},
     };
     for (size_t i = 0; i < sizeof(keys) / sizeof(*keys); i++) {
         if (strcmp(key, keys[i].name) != 0) continue;
@@ -102,7 +113,7 @@ static int config_sharing_map(yaml_parser_t *p, const char *path,
 /* Reads key/value scalar pairs until the mapping ends. */
 static int config_pairs(yaml_parser_t *p, const char *path, core_config *cfg,
                         acct_params *acct, sharing_config *share,
-                        double *log_max_mib, char *err, size_t errlen) {
+                        config_own *own, char *err, size_t errlen) {
     char key[128];
     for (;;) {
         yaml_event_t ev;
@@ -137,7 +148,7 @@ static int config_pairs(yaml_parser_t *p, const char *path, core_config *cfg,
         }
         char msg[256];
         const char *value = (const char *)ev.data.scalar.value;
-        int rc = config_daemon_set(acct, log_max_mib, key, value, msg,
+        int rc = config_daemon_set(acct, own, key, value, msg,
                                    sizeof(msg));
         if (rc == 0) rc = sharing_config_set(share, key, value, msg, sizeof(msg));
         if (rc == 0) rc = core_config_set(cfg, key, value, msg, sizeof(msg));
@@ -154,7 +165,7 @@ static int config_pairs(yaml_parser_t *p, const char *path, core_config *cfg,
  * an empty configuration. */
 static int config_parse(yaml_parser_t *p, const char *path, core_config *cfg,
                         acct_params *acct, sharing_config *share,
-                        double *log_max_mib, char *err, size_t errlen) {
+                        config_own *own, char *err, size_t errlen) {
     for (;;) {
         yaml_event_t ev;
         if (config_next(p, path, &ev, err, errlen) != 0) return -1;
@@ -174,7 +185,7 @@ static int config_parse(yaml_parser_t *p, const char *path, core_config *cfg,
         case YAML_DOCUMENT_END_EVENT:
             return 0;
         case YAML_MAPPING_START_EVENT:
-            return config_pairs(p, path, cfg, acct, share, log_max_mib, err,
+            return config_pairs(p, path, cfg, acct, share, own, err,
                                 errlen);
         default:
             snprintf(err, errlen, "%s:%d: expected a mapping of name: value",
@@ -193,18 +204,20 @@ int config_load(const char *path, bool missing_ok, core_config *cfg,
 int config_load_acct(const char *path, bool missing_ok, core_config *cfg,
                      acct_params *acct, char *err, size_t errlen) {
     sharing_config ignored;
-    double log_max_mib;
-    return config_load_daemon(path, missing_ok, cfg, acct, &ignored,
-                              &log_max_mib, err, errlen);
+    config_own own;
+    return config_load_daemon(path, missing_ok, cfg, acct, &ignored, &own,
+                              err, errlen);
 }
 
 int config_load_daemon(const char *path, bool missing_ok, core_config *cfg,
                        acct_params *acct, sharing_config *share,
-                       double *log_max_mib, char *err, size_t errlen) {
+                       config_own *own, char *err, size_t errlen) {
     core_config_default(cfg);
     acct_params_default(acct);
     sharing_config_default(share);
-    *log_max_mib = CONFIG_LOG_DEFAULT_MIB;
+    own->log_max_mib = CONFIG_LOG_DEFAULT_MIB;
+    snprintf(own->slurm_scontrol, sizeof(own->slurm_scontrol), "%s",
+             CONFIG_SCONTROL_DEFAULT);
     /* On a live server users may declare a job's memory (submit --mem),
      * and several users share it. aegis-plus admits a job with that figure
      * + est_margin_mib (up to est_cap_mib), any other with the
@@ -228,7 +241,7 @@ int config_load_daemon(const char *path, bool missing_ok, core_config *cfg,
         return -1;
     }
     yaml_parser_set_input_file(&p, f);
-    int rc = config_parse(&p, path, cfg, acct, share, log_max_mib, err,
+    int rc = config_parse(&p, path, cfg, acct, share, own, err,
                           errlen);
     yaml_parser_delete(&p);
     fclose(f);

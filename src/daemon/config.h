@@ -7,8 +7,9 @@
  * Every key goes through core_config_set(), so the file accepts exactly
  * the names `aegis sim --set` accepts, plus the daemon's own keys for
  * energy reports (grid_intensity_g_per_kwh, pue: acct.h), the sharing
- * modes (sharing, mps_control, mps_dir, mps_pin_memory: sharing.h) and the
- * cap on each job log (log_max_mib), and nothing else.
+ * modes (sharing, mps_control, mps_dir, mps_pin_memory: sharing.h), the
+ * cap on each job log (log_max_mib) and Slurm's scontrol (slurm_scontrol),
+ * and nothing else.
  */
 #ifndef AEGIS_CONFIG_H
 #define AEGIS_CONFIG_H
@@ -32,6 +33,16 @@
 #define CONFIG_LOG_MIN_MIB 1.0
 #define CONFIG_LOG_MAX_MIB 1048576.0
 
+/* slurm_scontrol: the scontrol aegisd runs for Slurm's leases (found on
+ * PATH when not a path). */
+#define CONFIG_SCONTROL_DEFAULT "scontrol"
+
+/* The daemon's own keys, besides the core's, the reports' and sharing's. */
+typedef struct config_own {
+    double log_max_mib;
+    char slurm_scontrol[1024];
+} config_own;
+
 /* Fills cfg with the defaults, then the keys of the file at path. A missing
  * file is an error unless missing_ok. Returns 0, or -1 with "FILE:LINE:
  * message" in err; cfg is then unusable. */
@@ -41,10 +52,10 @@ int config_load(const char *path, bool missing_ok, core_config *cfg,
  * config_load() checks those keys but keeps their values nowhere. */
 int config_load_acct(const char *path, bool missing_ok, core_config *cfg,
                      acct_params *acct, char *err, size_t errlen);
-/* The same, also filling share with the sharing keys and log_max_mib: all
- * aegisd reads. */
+/* The same, also filling share with the sharing keys and own with the
+ * daemon's: all aegisd reads. */
 int config_load_daemon(const char *path, bool missing_ok, core_config *cfg,
                        acct_params *acct, sharing_config *share,
-                       double *log_max_mib, char *err, size_t errlen);
+                       config_own *own, char *err, size_t errlen);
 
 #endif

@@ -79,6 +79,7 @@ static bool d_conn_closing(d_conn *c) {
 static void d_conn_close(d_conn *c) {
     d_daemon *d = c->d;
     if (d_conn_closing(c)) return;
+    if (c->lease_id) d_lease_conn_gone(d, c); /* a task gone before its grant */
     if (c->prev) c->prev->next = c->next;
     else d->conns = c->next;
     if (c->next) c->next->prev = c->prev;
@@ -220,7 +221,7 @@ static void d_conn_request(d_conn *c, const char *line, size_t len) {
 }
 
 static bool d_conn_waiting(const d_conn *c) {
-    return c->wait_ids || c->later;
+    return c->wait_ids || c->later || c->lease_id;
 }
 
 static bool d_conn_has_line(const d_conn *c) {
@@ -367,6 +368,8 @@ static void on_tick(uv_timer_t *t) {
     d_conns_check_hangups(d);
     d_jobs_tick(d);
     d_limits_tick(d);
+    d_leases_tick(d);
+    d_scontrol_tick(d);
     d_jobs_check_exits(d);
     d_jobs_schedule(d);
     d_maybe_exit(d);
@@ -375,8 +378,9 @@ static void on_tick(uv_timer_t *t) {
 static void on_sigchld(uv_signal_t *s, int signum) {
     d_daemon *d = s->data;
     int status;
-    while (waitpid(-1, &status, WNOHANG) > 0) {
-    }
+    pid_t pid;
+    while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
+        d_scontrol_reaped(d, pid, status);
     d_jobs_check_exits(d);
     d_jobs_schedule(d);
     d_maybe_exit(d);
@@ -401,17 +405,23 @@ static void on_sigterm(uv_signal_t *s, int signum) {
     d_maybe_exit(d);
 }
 
+/* The daemon's own keys of a loaded configuration. */
+static void d_own_config(d_daemon *d, const config_own *own) {
+    d->log_max_mib = own->log_max_mib;
+    snprintf(d->scontrol, sizeof(d->scontrol), "%s", own->slurm_scontrol);
+}
+
 static void on_sighup(uv_signal_t *s, int signum) {
     d_daemon *d = s->data;
     core_config cfg;
     acct_params acct;
     sharing_config share;
-    double log_max_mib;
+    config_own own;
     char err[1024];
     const char *path = d->opt.config_path ? d->opt.config_path
                                           : CONFIG_DEFAULT_PATH;
     if (config_load_daemon(path, !d->opt.config_path, &cfg, &acct, &share,
-                           &log_max_mib, err, sizeof(err)) != 0 ||
+                           &own, err, sizeof(err)) != 0 ||
         d_share_check_reload(d, &share, err, sizeof(err)) != 0 ||
         core_reconfigure(d->core, &cfg, err, sizeof(err)) != 0) {
         d_log("SIGHUP: configuration not reloaded: %s", err);
@@ -420,7 +430,7 @@ static void on_sighup(uv_signal_t *s, int signum) {
     d_share_reload(d, &share);
     d->cfg = cfg;
     d->acct = acct;
-    d->log_max_mib = log_max_mib; /* for attempts started from now on */
+    d_own_config(d, &own); /* for attempts started from now on */
     d_log("SIGHUP: reloaded %s", path);
     d_jobs_schedule(d);
 }
@@ -568,12 +578,13 @@ static int d_open(d_daemon *d) {
     char err[512], path[4200];
     const char *cfg_path = d->opt.config_path ? d->opt.config_path
                                               : CONFIG_DEFAULT_PATH;
+    config_own own;
     if (config_load_daemon(cfg_path, !d->opt.config_path, &d->cfg, &d->acct,
-                           &d->share, &d->log_max_mib, err,
-                           sizeof(err)) != 0) {
+                           &d->share, &own, err, sizeof(err)) != 0) {
         d_log("%s", err);
         return -1;
     }
+    d_own_config(d, &own);
     d->tel = tel_open(d->opt.nvml_path, err, sizeof(err));
     if (!d->tel) {
         d_log("no GPU telemetry: %s (aegisd needs NVML: the driver's "
@@ -723,6 +734,8 @@ int d_run(const d_options *opt) {
     rc = 0;
     d_log("stopped");
 out:
+    d_scontrol_close(d);
+    d_leases_close(d);
     uv_walk(d->loop, on_walk_close, &d->server);
     uv_run(d->loop, UV_RUN_DEFAULT);
     uv_loop_close(d->loop);

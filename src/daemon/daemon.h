@@ -10,6 +10,9 @@
  *               limits (--time), drains
  *   gpushare.c  each GPU's sharing mode: its MPS control daemon, the
  *               environment and MIG instance a job gets from it
+ *   lease.c     Slurm job steps as leases: the lease ops, their tasks'
+ *               processes watched, their end
+ *   scontrol.c  Slurm's scontrol run without blocking the loop
  *
  * Ownership: the d_daemon owns every d_job, d_conn and the core, store and
  * telemetry handles; d_run() creates and frees them all.
@@ -27,6 +30,7 @@
 
 #include "acct.h"
 #include "core.h"
+#include "exec.h"
 #include "proto.h"
 #include "sharing.h"
 #include "store.h"
@@ -47,6 +51,24 @@ typedef enum d_state {
     D_QUEUED,       /* in the core's queue */
     D_RUNNING       /* an attempt is running */
 } d_state;
+
+/* A Slurm job's lease (lease.c): what a job of kind "slurm" has besides
+ * what every job has. aegisd does not start it: its GPUs go to the Slurm
+ * task that asked (the grant), and it ends when the task's processes do. */
+typedef struct d_pidwatch d_pidwatch;
+typedef struct d_lease {
+    uint32_t slurm_job;         /* 0: the job is aegisd's own */
+    int restart;                /* its SLURM_RESTART_COUNT */
+    d_pidwatch **pids;          /* the tasks' processes watched */
+    size_t npids, cap;
+    json_t *env;                /* the grant's variables, once granted */
+    core_exit how;              /* the worst its tasks' exits said */
+    int status;                 /*   with that task's wait status */
+    char why[256];              /*   and why ("" while none said) */
+    double gone_at;             /* d_now() when its last process went; it
+                                   ends D_LEASE_GRACE_S later, time for the
+                                   plugin's lease_exit to say how */
+} d_lease;
 
 /* One job a job waits for. */
 typedef struct d_dep {
@@ -97,6 +119,7 @@ typedef struct d_job {
     const mig_profile *mig;     /* NULL: the attempt has none */
     int mig_start;              /* its first memory slice */
     unsigned int mig_gi, mig_ci; /* its GPU and compute instance ids */
+    d_lease lease;              /* a Slurm job's (lease.slurm_job > 0) */
 } d_job;
 
 /* A job that finished while its end could not be saved: what `wait`,
@@ -128,6 +151,8 @@ typedef struct d_conn {
     json_t *wait_result;        /* the awaited jobs' final states so far */
     json_t *later;              /* the wait's answer, sent on the loop's
                                    next turn (d_conn_answer_later) */
+    int64_t lease_id;           /* the lease job it waits to be granted */
+    pid_t lease_pid;            /*   for its task's process; 0: none */
     struct d_conn *prev, *next;
 } d_conn;
 
@@ -179,6 +204,8 @@ typedef struct d_daemon {
     d_conn *conns;
     int nconns;
     uv_idle_t wake;             /* sends the answers of finished waits */
+    char scontrol[1024];        /* Slurm's scontrol (slurm_scontrol) */
+    struct d_scontrol_run *scontrols; /* its runs not reaped yet */
     double t0;                  /* uv_hrtime at start, for d_now */
 } d_daemon;
 
@@ -316,7 +343,84 @@ void d_drains_recover(d_daemon *d);
 
 /* handlers.c */
 void d_handle(d_conn *c, const proto_request *req);
+/* The login name of uid into user (its number when it has none), and its
+ * group into *gid when gid is not NULL. */
+void d_user_name(uid_t uid, char *user, size_t len, gid_t *gid);
+/* Answers a request that would add a job while the state cannot be
+ * written: true when it did. */
+bool d_refuse_unwritable(d_conn *c);
+/* Whether a job of gpus GPUs and mem_mib MiB can ever run here: 0, or -1
+ * with why (naming the field as `where`). */
+int d_job_fits(const d_daemon *d, int gpus, double mem_mib,
+               const char *where, char *err, size_t errlen);
 void d_waiters_job_done(d_daemon *d, int64_t id, const char *state,
                         const char *reason);
+
+/* jobs.c, for lease.c */
+/* A new lease job (store row id) of owner, queued in the core; at
+ * retry->attempt > 1 it joins the recovery queue with its floor (the
+ * ladder's place of the Slurm job's earlier run). NULL when it ended at
+ * once (the core refused it) or out of memory, with why in err. */
+d_job *d_job_lease_new(d_daemon *d, int64_t id, const store_owner *owner,
+                       const proto_lease *pl, const core_retry *retry,
+                       char *err, size_t errlen);
+/* A lease job's tasks have ended (how, the last status, why): settled as
+ * an attempt's exit is (core_job_exit); its OOM climbs the ladder, kept by
+ * Slurm job for its next run, and has Slurm requeue it. */
+void d_job_lease_settle(d_daemon *d, d_job *job, core_exit how, int status,
+                        const char *why);
+/* Ends a lease job that was not granted (withdrawn, its Slurm job gone). */
+void d_job_withdraw(d_daemon *d, d_job *job, const char *why);
+
+/* lease.c */
+/* Seconds a lease outlives its last process: time for the lease_exit the
+ * plugin sends after the task's end (lease.md). */
+#define D_LEASE_GRACE_S 3.0
+void d_on_lease(d_conn *c, const proto_request *req);
+void d_on_lease_exit(d_conn *c, const proto_request *req);
+void d_on_lease_end(d_conn *c, const proto_request *req);
+/* The grant of a placed lease job: its environment (ss: what the sharing
+ * modes add), answered to the tasks waiting; run gets the
+ * first task's session as the job's pid. 0, or -1 with why. visible:
+ * CUDA_VISIBLE_DEVICES, as aegisd's own jobs get it. */
+int d_lease_grant(d_daemon *d, d_job *job, const char *visible,
+                  const d_share_start *ss, exec_run *run, char *err,
+                  size_t errlen);
+/* Has Slurm requeue the lease's job (its OOM), in the background. */
+void d_lease_requeue(d_daemon *d, const d_job *job);
+/* The lease job was placed and granted: its waiting tasks are answered. */
+void d_lease_granted(d_daemon *d, d_job *job);
+/* A connection waiting for a grant has closed. */
+void d_lease_conn_gone(d_daemon *d, d_conn *c);
+/* The job is finishing: its waiting tasks are told (state, reason) and
+ * its processes no longer watched. */
+void d_lease_finish(d_daemon *d, d_job *job, const char *state,
+                    const char *reason);
+/* Each tick: leases whose processes have all gone end. */
+void d_leases_tick(d_daemon *d);
+/* After a restart: each lease's Slurm job is asked about (listpids); its
+ * processes are watched again, or the lease dropped when the job is gone.
+ * A stored lease row (loaded by d_jobs_recover) gets its pids and env. */
+void d_lease_load(d_daemon *d, d_job *job, json_t *row);
+void d_leases_recover(d_daemon *d);
+/* At exit, before the loop's last run: every watcher closed and freed. */
+void d_leases_close(d_daemon *d);
+
+/* scontrol.c */
+/* Runs `scontrol VERB SLURM_JOB` (d->scontrol) in the background; done
+ * gets its exit status (-1: it could not run or was killed) and its
+ * output (NUL-terminated, at most 64 KiB) once it has ended. ctx is
+ * the job id it concerns. */
+typedef void (*d_scontrol_done)(d_daemon *d, int64_t ctx, int status,
+                                const char *out);
+void d_scontrol(d_daemon *d, const char *verb, uint32_t slurm_job,
+                int64_t ctx, d_scontrol_done done);
+/* A child aegisd reaped (SIGCHLD): one of the runs, perhaps. */
+void d_scontrol_reaped(d_daemon *d, pid_t pid, int status);
+/* Each tick: runs past their time are killed. At exit, before the loop's
+ * last run: their pipes closed, their memory freed (they are not waited
+ * for). */
+void d_scontrol_tick(d_daemon *d);
+void d_scontrol_close(d_daemon *d);
 
 #endif

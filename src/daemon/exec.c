@@ -214,37 +214,49 @@ static bool exec_env_overridden(const char *entry, char *const *sets,
     return false;
 }
 
-/* The submitter's environment with aegis's own variables set over it:
- * CUDA_VISIBLE_DEVICES, AEGIS_JOB_ID, AEGIS_ATTEMPT, then the spec's
- * extra ones. The set ones are the last entries, freed by
- * exec_free_envp. */
-static char **exec_envp(const exec_spec *spec, size_t *nset) {
-    size_t n = 0, nextra = 0;
-    while (spec->env[n]) n++;
+char **exec_job_vars(const exec_spec *spec, size_t *nvars) {
+    size_t nextra = 0;
     while (spec->extra_env && spec->extra_env[nextra]) nextra++;
-    char **sets = calloc(3 + nextra, sizeof(*sets));
-    char **envp = calloc(n + 3 + nextra + 1, sizeof(*envp));
-    if (!sets || !envp) goto fail;
+    char **vars = calloc(3 + nextra + 1, sizeof(*vars));
+    if (!vars) return NULL;
     char buf[3][4200];
     snprintf(buf[0], sizeof(buf[0]), "CUDA_VISIBLE_DEVICES=%s", spec->visible);
     snprintf(buf[1], sizeof(buf[1]), "AEGIS_JOB_ID=%lld", (long long)spec->id);
     snprintf(buf[2], sizeof(buf[2]), "AEGIS_ATTEMPT=%d", spec->attempt);
     for (size_t i = 0; i < 3 + nextra; i++)
-        if (!(sets[i] = strdup(i < 3 ? buf[i] : spec->extra_env[i - 3])))
-            goto fail;
+        if (!(vars[i] = strdup(i < 3 ? buf[i] : spec->extra_env[i - 3]))) {
+            exec_job_vars_free(vars);
+            return NULL;
+        }
+    *nvars = 3 + nextra;
+    return vars;
+}
+
+void exec_job_vars_free(char **vars) {
+    for (size_t i = 0; vars && vars[i]; i++) free(vars[i]);
+    free(vars);
+}
+
+/* The submitter's environment with aegis's own variables
+ * (exec_job_vars) set over it. The set ones are the last entries, freed
+ * by exec_free_envp. */
+static char **exec_envp(const exec_spec *spec, size_t *nset) {
+    size_t n = 0, nvars = 0;
+    while (spec->env[n]) n++;
+    char **sets = exec_job_vars(spec, &nvars);
+    char **envp = sets ? calloc(n + nvars + 1, sizeof(*envp)) : NULL;
+    if (!envp) {
+        exec_job_vars_free(sets);
+        return NULL;
+    }
     size_t k = 0;
     for (size_t i = 0; i < n; i++)
-        if (!exec_env_overridden(spec->env[i], sets, 3 + nextra))
+        if (!exec_env_overridden(spec->env[i], sets, nvars))
             envp[k++] = (char *)spec->env[i];
-    memcpy(envp + k, sets, (3 + nextra) * sizeof(*sets));
+    memcpy(envp + k, sets, nvars * sizeof(*sets));
     free(sets);
-    *nset = 3 + nextra;
+    *nset = nvars;
     return envp;
-fail:
-    for (size_t i = 0; sets && i < 3 + nextra; i++) free(sets[i]);
-    free(sets);
-    free(envp);
-    return NULL;
 }
 
 static void exec_free_envp(char **envp, size_t nset) {
@@ -717,21 +729,52 @@ void exec_status_each(const char *run_dir,
     if (dir) closedir(dir);
 }
 
-core_exit exec_classify(int status, int log_dirfd, int64_t id,
-                        long long err_offset, char *why, size_t whylen) {
+/* "exit 1" or "killed by signal 9". */
+static void exec_status_text(int status, char *out, size_t outlen) {
+    if (WIFEXITED(status))
+        snprintf(out, outlen, "exit %d", WEXITSTATUS(status));
+    else
+        snprintf(out, outlen, "killed by signal %d", WTERMSIG(status));
+}
+
+core_exit exec_classify_tail(int status, const char *tail, size_t n,
+                             char *why, size_t whylen) {
+    char code[48];
+    exec_status_text(status, code, sizeof(code));
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
-        snprintf(why, whylen, "exit 0");
+        snprintf(why, whylen, "%s", code);
         return CORE_EXIT_OK;
     }
-    char code[48];
-    if (WIFEXITED(status))
-        snprintf(code, sizeof(code), "exit %d", WEXITSTATUS(status));
-    else
-        snprintf(code, sizeof(code), "killed by signal %d", WTERMSIG(status));
-    char tail[EXEC_TAIL_BYTES + 1];
+    /* The tail may hold NUL bytes and need not end in one: search it
+     * piecewise, from a copy that does. */
+    char *text = malloc(n + 1);
+    if (text) {
+        memcpy(text, tail, n);
+        text[n] = '\0';
+    }
+    for (size_t at = 0; text && at < n; at += strlen(text + at) + 1)
+        for (size_t p = 0; p < sizeof(oom_patterns) / sizeof(*oom_patterns); p++)
+            if (strstr(text + at, oom_patterns[p])) {
+                snprintf(why, whylen, "%s, out of GPU memory (\"%s\" on stderr)",
+                         code, oom_patterns[p]);
+                free(text);
+                return CORE_EXIT_OOM;
+            }
+    free(text);
+    snprintf(why, whylen, "%s", code);
+    return CORE_EXIT_FAILED;
+}
+
+core_exit exec_classify(int status, int log_dirfd, int64_t id,
+                        long long err_offset, char *why, size_t whylen) {
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        return exec_classify_tail(status, "", 0, why, whylen);
+    char tail[EXEC_TAIL_BYTES];
     size_t n = 0;
     int fd = exec_log_open(log_dirfd, id, true);
     if (fd < 0 && errno != ENOENT) {
+        char code[48];
+        exec_status_text(status, code, sizeof(code));
         snprintf(why, whylen, "%s (stderr not searched for an OOM message: "
                  "%s)", code, exec_log_error(errno));
         return CORE_EXIT_FAILED;
@@ -748,15 +791,5 @@ core_exit exec_classify(int status, int log_dirfd, int64_t id,
         }
     }
     if (fd >= 0) close(fd);
-    /* The tail may hold NUL bytes: search it piecewise. */
-    tail[n] = '\0';
-    for (size_t at = 0; at < n; at += strlen(tail + at) + 1)
-        for (size_t p = 0; p < sizeof(oom_patterns) / sizeof(*oom_patterns); p++)
-            if (strstr(tail + at, oom_patterns[p])) {
-                snprintf(why, whylen, "%s, out of GPU memory (\"%s\" on stderr)",
-                         code, oom_patterns[p]);
-                return CORE_EXIT_OOM;
-            }
-    snprintf(why, whylen, "%s", code);
-    return CORE_EXIT_FAILED;
+    return exec_classify_tail(status, tail, n, why, whylen);
 }

@@ -131,6 +131,20 @@ bool exec_alive(pid_t pid, unsigned long long start);
 core_exit exec_classify(int status, int log_dirfd, int64_t id,
                         long long err_offset, char *why, size_t whylen);
 
+/* The same from a stderr tail already read (n bytes, NUL bytes allowed):
+ * exit 0 is ok; else an OOM message in the tail makes it oom, anything
+ * else failed. A Slurm task's lease_exit is classified by this too. */
+core_exit exec_classify_tail(int status, const char *tail, size_t n,
+                             char *why, size_t whylen);
+
+/* The variables aegisd sets for an attempt, as "K=V" strings (malloc'd,
+ * NULL-terminated, *nvars of them): CUDA_VISIBLE_DEVICES (spec->visible),
+ * AEGIS_JOB_ID, AEGIS_ATTEMPT, then spec->extra_env (the sharing mode's).
+ * Only id, attempt, visible and extra_env of spec are read. A Slurm
+ * task's lease gets exactly these. NULL when out of memory. */
+char **exec_job_vars(const exec_spec *spec, size_t *nvars);
+void exec_job_vars_free(char **vars);
+
 /* The session of pid, or -1 when there is no such process. */
 pid_t exec_session(pid_t pid);
 

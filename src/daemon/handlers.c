@@ -31,8 +31,7 @@ static bool d_may_see(const d_conn *c, uid_t owner) {
     return c->uid == 0 || c->uid == owner;
 }
 
-/* The login name of uid into user (its number when it has none). */
-static void d_user_name(uid_t uid, char *user, size_t len, gid_t *gid) {
+void d_user_name(uid_t uid, char *user, size_t len, gid_t *gid) {
     struct passwd pw, *found = NULL;
     char pwbuf[4096];
     getpwuid_r(uid, &pw, pwbuf, sizeof(pwbuf), &found);
@@ -121,13 +120,28 @@ static double d_largest_gpu_mib(const d_daemon *d) {
     return most;
 }
 
-/* Answers a submit while the state cannot be written: true when it did
- * (the server's fault, not the request's). */
-static bool d_refuse_unwritable(d_conn *c) {
+/* The server's fault, not the request's: a fault answer. */
+bool d_refuse_unwritable(d_conn *c) {
     if (!store_failing(c->d->st)) return false;
     d_reply_fault(c, "aegisd cannot write its state (%s): not accepting jobs "
                   "until it can", store_failure(c->d->st));
     return true;
+}
+
+int d_job_fits(const d_daemon *d, int gpus, double mem_mib,
+               const char *where, char *err, size_t errlen) {
+    double largest = d_largest_gpu_mib(d);
+    if (gpus > d->ngpus) {
+        snprintf(err, errlen, "%sgpus: %d GPUs asked, the server has %d",
+                 where, gpus, d->ngpus);
+        return -1;
+    }
+    if (largest > 0 && mem_mib > largest) {
+        snprintf(err, errlen, "%smem_mib: %.0f MiB asked, and the largest GPU "
+                 "of this server holds %.0f MiB", where, mem_mib, largest);
+        return -1;
+    }
+    return 0;
 }
 
 static void d_on_submit(d_conn *c, const proto_request *req) {
@@ -139,22 +153,16 @@ static void d_on_submit(d_conn *c, const proto_request *req) {
                       (int)c->uid);
         return;
     }
-    double largest = d_largest_gpu_mib(d);
+    char user[64], err[512];
     for (size_t i = 0; i < req->njobs; i++) {
-        const proto_job *j = &req->jobs[i];
-        if (j->gpus > d->ngpus) {
-            d_reply_error(c, "jobs[%zu].gpus: %d GPUs asked, the server has "
-                          "%d", i, j->gpus, d->ngpus);
-            return;
-        }
-        if (largest > 0 && j->mem_mib > largest) {
-            d_reply_error(c, "jobs[%zu].mem_mib: %.0f MiB asked, and the "
-                          "largest GPU of this server holds %.0f MiB", i,
-                          j->mem_mib, largest);
+        char where[32];
+        snprintf(where, sizeof(where), "jobs[%zu].", i);
+        if (d_job_fits(d, req->jobs[i].gpus, req->jobs[i].mem_mib, where, err,
+                       sizeof(err)) != 0) {
+            d_reply_error(c, "%s", err);
             return;
         }
     }
-    char user[64], err[512];
     if (d_deps_check_submit(d, req, err, sizeof(err)) != 0) {
         d_reply_error(c, "%s", err);
         return;
@@ -226,9 +234,18 @@ static bool d_owned_unfinished(d_conn *c, const proto_request *req,
         json_t *row = d_owned_job(c, req->ids[i], op);
         if (!row) return false;
         json_decref(row);
-        if (!d_job_find(c->d, req->ids[i])) {
+        d_job *job = d_job_find(c->d, req->ids[i]);
+        if (!job) {
             d_reply_error(c, "job %lld: already finished",
                           (long long)req->ids[i]);
+            return false;
+        }
+        if (job->lease.slurm_job) { /* Slurm runs it, not aegisd */
+            d_reply_error(c, "job %lld: the lease of Slurm job %u: scancel "
+                          "%u (or aegis release --slurm-job %u ends the "
+                          "lease)", (long long)req->ids[i],
+                          job->lease.slurm_job, job->lease.slurm_job,
+                          job->lease.slurm_job);
             return false;
         }
     }
@@ -512,5 +529,8 @@ void d_handle(d_conn *c, const proto_request *req) {
     case PROTO_HOLD:
     case PROTO_RELEASE: d_on_hold(c, req); break;
     case PROTO_SHUTDOWN: d_on_shutdown(c, req); break;
+    case PROTO_LEASE: d_on_lease(c, req); break;
+    case PROTO_LEASE_EXIT: d_on_lease_exit(c, req); break;
+    case PROTO_LEASE_END: d_on_lease_end(c, req); break;
     }
 }

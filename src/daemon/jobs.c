@@ -119,6 +119,7 @@ static void d_job_finish(d_daemon *d, d_job *job, const char *state,
     store_event(d->st, id, d_wall(), "%s: %s", state, reason);
     store_commit(d->st);
     d_unsaved_add(d, id, state, reason);
+    if (job->lease.slurm_job) d_lease_finish(d, job, state, reason);
     d_job_remove(d, job);
     d_waiters_job_done(d, id, state, reason);
     /* Dependents come later in id order (deps.c); enqueueing one may
@@ -257,13 +258,17 @@ static int d_job_exec(d_daemon *d, d_job *job, const core_launch *l,
         json_decref(row);
         return prepared;
     }
-    const char **argv = d_strings(json_object_get(row, "cmd"));
-    const char **env = d_strings(json_object_get(row, "env"));
     char visible[CORE_MAX_JOB_GPUS * 48];
     if (ss->visible[0])
         snprintf(visible, sizeof(visible), "%s", ss->visible);
     else
         d_gpu_list(visible, sizeof(visible), l->gpus, l->num_gpus, d->tel);
+    if (job->lease.slurm_job) { /* the Slurm task runs it: granted */
+        json_decref(row);
+        return d_lease_grant(d, job, visible, ss, run, err, errlen);
+    }
+    const char **argv = d_strings(json_object_get(row, "cmd"));
+    const char **env = d_strings(json_object_get(row, "env"));
     exec_spec spec = {
         .id = job->id, .attempt = job->attempts + 1,
         .argv = argv, .cwd = json_string_value(json_object_get(row, "cwd")),
@@ -382,6 +387,7 @@ static void d_job_launch(d_daemon *d, d_job *job, const core_launch *l) {
     if (ss.note[0])
         store_event(d->st, job->id, now, "attempt %d: %s", n, ss.note);
     store_commit(d->st);
+    if (job->lease.slurm_job) d_lease_granted(d, job);
 }
 
 void d_jobs_schedule(d_daemon *d) {
@@ -449,6 +455,25 @@ static void d_job_unstarted(d_daemon *d, d_job *job, const char *why) {
     if (store_commit(d->st) == 0) exec_status_remove(d->run_dir, id, n);
 }
 
+/* A Slurm job's lease that ran out of memory: Slurm runs the job again
+ * (scontrol requeue), and its next run's lease starts at the ladder's
+ * place r, kept by Slurm job. This lease ends here. */
+static void d_job_slurm_requeue(d_daemon *d, d_job *job, const core_retry *r,
+                                const char *why) {
+    char reason[400];
+    core_cancel(d->core, job->id, d_now(d)); /* its next run is a new job */
+    store_ladder_set(d->st, job->lease.slurm_job, r->attempt, r->floor_mib,
+                     r->alone);
+    if (r->alone)
+        snprintf(reason, sizeof(reason), "%s; Slurm requeues job %u, to run "
+                 "alone next", why, job->lease.slurm_job);
+    else
+        snprintf(reason, sizeof(reason), "%s; Slurm requeues job %u, next "
+                 "with %.0f MiB", why, job->lease.slurm_job, r->floor_mib);
+    d_lease_requeue(d, job);
+    d_job_finish(d, job, "failed", reason);
+}
+
 /* Records how attempt n ended (how, its wait status, why) and what becomes
  * of the job: finished, or requeued by the core's ladder. */
 static void d_job_settle(d_daemon *d, d_job *job, core_exit how, int status,
@@ -479,8 +504,12 @@ static void d_job_settle(d_daemon *d, d_job *job, core_exit how, int status,
         d_job_finish(d, job, "done", why);
         break;
     case CORE_REQUEUED:
-        job->state = D_QUEUED;
         core_job_retry(d->core, job->id, &r);
+        if (job->lease.slurm_job) {
+            d_job_slurm_requeue(d, job, &r, why);
+            break;
+        }
+        job->state = D_QUEUED;
         job->retry_floor = r.floor_mib;
         job->retry_alone = r.alone;
         store_job_retry(d->st, job->id, r.floor_mib, r.alone);
@@ -543,7 +572,7 @@ void d_jobs_check_exits(d_daemon *d) {
     double now = d_now(d);
     for (size_t i = 0; i < d->njobs;) {
         d_job *job = d->jobs[i];
-        if (job->state != D_RUNNING) {
+        if (job->state != D_RUNNING || job->lease.slurm_job) { /* lease.c */
             i++;
             continue;
         }
@@ -924,6 +953,13 @@ static void d_job_recover(void *ctx, json_t *row) {
     job->retry_alone = d_int(row, "retry_alone") != 0;
     job->cancel_at = d_number(row, "cancel_at"); /* 0 when null */
     d_limits_load(job, row);
+    if (d_int(row, "slurm_job") > 0) {
+        d_lease_load(d, job, row);
+        if (strcmp(state, "running") != 0) { /* its task asks again */
+            d_job_withdraw(d, job, "not granted when aegisd stopped");
+            return;
+        }
+    }
     if (strcmp(state, "running") == 0 && att) {
         d_job_load_attempt(job, att);
         job->cancelling = job->cancel_at > 0; /* killed once adopted */
@@ -948,7 +984,8 @@ static void d_jobs_adopt(d_daemon *d, bool dead_only) {
         d_job *job = d->jobs[i];
         int64_t id = job->id;
         exec_record rec = {.state = EXEC_LIVE};
-        if (job->state == D_RUNNING && !job->in_core) d_job_probe(d, job, &rec);
+        if (job->state == D_RUNNING && !job->in_core && !job->lease.slurm_job)
+            d_job_probe(d, job, &rec); /* a lease: d_leases_recover() */
         bool alive = rec.state == EXEC_LIVE;
         if (job->state != D_RUNNING || job->in_core || (dead_only && alive)) {
             i++;
@@ -989,6 +1026,54 @@ void d_jobs_recover(d_daemon *d) {
     d_jobs_adopt(d, true);
     d_jobs_adopt(d, false);
     exec_status_each(d->run_dir, d_status_sweep, d);
+    d_leases_recover(d);
     for (int g = 0; g < d->ngpus; g++) d_gpu_note_foreign(d, g);
     if (d->njobs > 0) d_log("recovered %zu unfinished jobs", d->njobs);
+}
+
+/* ---- Slurm leases (lease.c) ----------------------------------------------- */
+
+d_job *d_job_lease_new(d_daemon *d, int64_t id, const store_owner *owner,
+                       const proto_lease *pl, const core_retry *retry,
+                       char *err, size_t errlen) {
+    d_job *job = d_job_new(id, owner->uid, owner->gid, owner->user, pl->gpus,
+                           pl->mem_mib, 0);
+    if (!job || d_job_add(d, job) != 0) {
+        free(job);
+        snprintf(err, errlen, "job %lld: out of memory", (long long)id);
+        return NULL;
+    }
+    job->lease.slurm_job = pl->slurm_job;
+    job->lease.restart = pl->restart;
+    if (retry) { /* the attempt it is, on the ladder of its Slurm job */
+        job->attempts = retry->attempt - 1;
+        job->retry_floor = retry->floor_mib;
+        job->retry_alone = retry->alone;
+        store_job_retry(d->st, id, retry->floor_mib, retry->alone);
+    }
+    if (d_job_to_core(d, job, err, errlen) != 0) {
+        d_job_finish(d, job, "failed", err);
+        return NULL;
+    }
+    return job;
+}
+
+void d_job_lease_settle(d_daemon *d, d_job *job, core_exit how, int status,
+                        const char *why) {
+    d_share_release(d, job);
+    store_begin(d->st);
+    d_job_settle(d, job, how, status, why);
+    store_commit(d->st);
+}
+
+void d_job_withdraw(d_daemon *d, d_job *job, const char *why) {
+    bool ran = job->state == D_RUNNING;
+    if (ran) d_share_release(d, job);
+    if (job->in_core) core_cancel(d->core, job->id, d_now(d));
+    job->in_core = false;
+    store_begin(d->st);
+    if (ran)
+        store_attempt_end(d->st, job->id, job->attempts, "lost", -1, d_wall());
+    d_job_finish(d, job, ran ? "done" : "cancelled", why);
+    store_commit(d->st);
 }

@@ -123,10 +123,10 @@ static int check_config(const char *path) {
     core_config cfg;
     acct_params acct;
     sharing_config share;
-    double log_max_mib;
+    config_own own;
     char err[1024];
-    if (config_load_daemon(path, false, &cfg, &acct, &share, &log_max_mib,
-                           err, sizeof(err)) != 0) {
+    if (config_load_daemon(path, false, &cfg, &acct, &share, &own, err,
+                           sizeof(err)) != 0) {
         fprintf(stderr, "aegisd: %s\n", err);
         return 2;
     }

@@ -27,12 +27,14 @@ static const char *const op_names[] = {
     [PROTO_GPUS] = "gpus", [PROTO_DRAIN] = "drain", [PROTO_RESUME] = "resume",
     [PROTO_REPORT] = "report", [PROTO_HOLD] = "hold",
     [PROTO_RELEASE] = "release", [PROTO_SHUTDOWN] = "shutdown",
+    [PROTO_LEASE] = "lease", [PROTO_LEASE_EXIT] = "lease_exit",
+    [PROTO_LEASE_END] = "lease_end",
 };
 #define NOPS (sizeof(op_names) / sizeof(*op_names))
 
 /* The fields each op accepts besides "op"; a row ends at NULL or at its
  * width. */
-#define OP_FIELDS_MAX 5
+#define OP_FIELDS_MAX 8
 static const char *const op_fields[NOPS][OP_FIELDS_MAX] = {
     [PROTO_SUBMIT] = {"cwd", "env", "jobs"},
     [PROTO_LS] = {"all"},
@@ -47,7 +49,15 @@ static const char *const op_fields[NOPS][OP_FIELDS_MAX] = {
     [PROTO_HOLD] = {"ids"},
     [PROTO_RELEASE] = {"ids"},
     [PROTO_SHUTDOWN] = {"drain"},
+    [PROTO_LEASE] = {"slurm_job", "restart", "uid", "mem_mib", "mode", "pid",
+                     "gpus", "name"},
+    [PROTO_LEASE_EXIT] = {"slurm_job", "restart", "pid", "status",
+                          "stderr_tail"},
+    [PROTO_LEASE_END] = {"slurm_job"},
 };
+
+static const char *const lease_modes[] = {"shared", "mps", "mig",
+                                          "exclusive"};
 
 static const char *const job_fields[] = {"cmd", "gpus", "mem_mib", "name",
                                          "feed", "after", "mps_threads_pct",
@@ -74,6 +84,12 @@ int proto_dep_kind_of(const char *name) {
     for (size_t i = 0; i < NKINDS; i++)
         if (strcmp(dep_kinds[i], name) == 0) return (int)i;
     return -1;
+}
+
+bool proto_lease_mode_known(const char *mode) {
+    for (size_t i = 0; i < sizeof(lease_modes) / sizeof(*lease_modes); i++)
+        if (strcmp(lease_modes[i], mode) == 0) return true;
+    return false;
 }
 
 /* Fails when obj has a key outside `allowed` (besides "op" when top). */
@@ -447,6 +463,70 @@ static int proto_since(json_t *v, double *out, char *err, size_t errlen) {
     return 0;
 }
 
+/* A whole number field of root in [lo, hi]: required (missing is an
+ * error) or left as *out when absent. */
+static int proto_field_int(json_t *root, const char *key, bool required,
+                           int64_t lo, int64_t hi, int64_t *out, char *err,
+                           size_t errlen) {
+    json_t *v = json_object_get(root, key);
+    if (!v && required) {
+        snprintf(err, errlen, "%s: missing", key);
+        return -1;
+    }
+    return v ? proto_int(v, key, lo, hi, out, err, errlen) : 0;
+}
+
+/* lease, lease_exit and lease_end: the fields each takes (op_fields) are
+ * read here; the ones another op does not take stay at their defaults. */
+static int proto_parse_lease(json_t *root, proto_request *req, char *err,
+                             size_t errlen) {
+    proto_lease *l = &req->lease;
+    int64_t job = 0, restart = 0, uid = -1, pid = 0, gpus = 1, status = 0;
+    bool is_lease = req->op == PROTO_LEASE, is_exit = req->op == PROTO_LEASE_EXIT;
+    l->mem_mib = -1;
+    l->mode = "shared";
+    if (proto_field_int(root, "slurm_job", true, 1, UINT32_MAX, &job, err,
+                        errlen) ||
+        proto_field_int(root, "restart", false, 0, INT32_MAX, &restart, err,
+                        errlen) ||
+        proto_field_int(root, "uid", is_lease, 0, UINT32_MAX - 1, &uid, err,
+                        errlen) ||
+        proto_field_int(root, "pid", is_lease || is_exit, 1, INT32_MAX, &pid,
+                        err, errlen) ||
+        proto_field_int(root, "gpus", false, 1, CORE_MAX_JOB_GPUS, &gpus, err,
+                        errlen) ||
+        proto_field_int(root, "status", is_exit, INT32_MIN, INT32_MAX,
+                        &status, err, errlen))
+        return -1;
+    l->slurm_job = (uint32_t)job;
+    l->restart = (int)restart;
+    l->uid = uid;
+    l->pid = pid;
+    l->gpus = (int)gpus;
+    l->status = (int)status;
+    json_t *mode = json_object_get(root, "mode");
+    if (mode && !(json_is_string(mode) &&
+                  proto_lease_mode_known(json_string_value(mode)))) {
+        snprintf(err, errlen, "mode: expected shared, mps, mig or exclusive");
+        return -1;
+    }
+    if (mode) l->mode = json_string_value(mode);
+    json_t *tail = json_object_get(root, "stderr_tail");
+    if (tail && (!json_is_string(tail) ||
+                 json_string_length(tail) > PROTO_MAX_TAIL)) {
+        snprintf(err, errlen, "stderr_tail: expected a string of at most %d "
+                 "bytes", PROTO_MAX_TAIL);
+        return -1;
+    }
+    l->stderr_tail = tail ? json_string_value(tail) : "";
+    return proto_number(root, "mem_mib", "lease", 0, PROTO_MAX_MEM_MIB,
+                        &l->mem_mib, err, errlen) ||
+                   proto_label(root, "name", "lease", PROTO_MAX_NAME, false,
+                               &l->name, err, errlen)
+               ? -1
+               : 0;
+}
+
 static int proto_parse_op(json_t *root, proto_request *req, char *err,
                           size_t errlen) {
     int64_t v;
@@ -488,6 +568,9 @@ static int proto_parse_op(json_t *root, proto_request *req, char *err,
     case PROTO_SHUTDOWN:
         return proto_bool(json_object_get(root, "drain"), "drain",
                           &req->drain_jobs, err, errlen);
+    case PROTO_LEASE:
+    case PROTO_LEASE_EXIT:
+    case PROTO_LEASE_END: return proto_parse_lease(root, req, err, errlen);
     }
     return 0;
 }

@@ -24,6 +24,13 @@
  *   resume  gpu
  *   report  since (Unix time; optional: every job)
  *   shutdown  drain (bool: wait for running jobs first)
+ *   lease   slurm_job, restart, uid, mem_mib, mode, pid, gpus, name -- a
+ *           Slurm job step's task asks for its GPUs (root only; answered
+ *           once they are granted, with id, gpus and env)
+ *   lease_exit  slurm_job, restart, pid, status, stderr_tail -- a task of
+ *           a lease ended (root only): answered with its class
+ *   lease_end   slurm_job -- the node's Epilog: every lease of that job ends
+ *           (docs/slurm.md, "How aegisd serves Slurm jobs")
  * Responses: {"ok":true, ...} or {"ok":false, "error":"..."}, the latter
  * with "server_error":true when aegisd is busy or failed, not the request.
  * A `log` answer carries the bytes in "base64": logs need not be text.
@@ -65,11 +72,14 @@
 #define PROTO_MAX_REASON 200
 /* Memory a job may ask for, MiB (1 TiB: above any GPU made). */
 #define PROTO_MAX_MEM_MIB (1024.0 * 1024.0)
+/* The end of a Slurm task's stderr a lease_exit carries (lease.md). */
+#define PROTO_MAX_TAIL 8192
 
 typedef enum proto_op {
     PROTO_SUBMIT, PROTO_LS, PROTO_SHOW, PROTO_CANCEL, PROTO_WAIT, PROTO_LOG,
     PROTO_GPUS, PROTO_DRAIN, PROTO_RESUME, PROTO_REPORT, PROTO_HOLD,
-    PROTO_RELEASE, PROTO_SHUTDOWN
+    PROTO_RELEASE, PROTO_SHUTDOWN, PROTO_LEASE, PROTO_LEASE_EXIT,
+    PROTO_LEASE_END
 } proto_op;
 
 /* What a dependency waits for (Slurm's names): its job's success, its end
@@ -102,6 +112,21 @@ typedef struct proto_job {
                                (aegis-plus); 0 when not given */
 } proto_job;
 
+/* A lease, lease_exit or lease_end: one Slurm job's task (the SPANK
+ * plugin's side of the protocol). */
+typedef struct proto_lease {
+    uint32_t slurm_job;     /* SLURM_JOB_ID, >= 1 */
+    int restart;            /* SLURM_RESTART_COUNT (0) */
+    int64_t uid;            /* lease: the Slurm job's owner */
+    double mem_mib;         /* lease: its memory; < 0 when not given */
+    const char *mode;       /* lease: shared, mps, mig or exclusive */
+    int64_t pid;            /* lease, lease_exit: the task's process */
+    int gpus;               /* lease: 1..CORE_MAX_JOB_GPUS (1) */
+    const char *name;       /* lease: the Slurm job's name, "" for none */
+    int status;             /* lease_exit: the task's wait status */
+    const char *stderr_tail; /* lease_exit: its stderr's end, "" for none */
+} proto_lease;
+
 typedef struct proto_request {
     proto_op op;
     /* submit */
@@ -120,6 +145,7 @@ typedef struct proto_request {
     const char *reason;     /* drain: why, "" when not given */
     bool drain_jobs;        /* shutdown: once running jobs have ended */
     double since;           /* report: jobs submitted at or after; 0 all */
+    proto_lease lease;      /* lease, lease_exit, lease_end */
     json_t *root;           /* owns every string above */
 } proto_request;
 
@@ -136,5 +162,7 @@ const char *proto_op_name(proto_op op);
  * (-1 when none). */
 const char *proto_dep_kind_name(proto_dep_kind kind);
 int proto_dep_kind_of(const char *name);
+/* Whether a lease's mode is one of shared, mps, mig and exclusive. */
+bool proto_lease_mode_known(const char *mode);
 
 #endif

@@ -68,7 +68,12 @@ static const char schema[] =
      * restarts, and stays with its GPU if the indices change */
     "CREATE TABLE IF NOT EXISTS drains("
     "  uuid TEXT PRIMARY KEY, reason TEXT NOT NULL, user TEXT NOT NULL,"
-    "  t REAL NOT NULL);";
+    "  t REAL NOT NULL);"
+    /* each Slurm job's place on the recovery ladder after an OOM: its
+     * next run (a new lease) starts there */
+    "CREATE TABLE IF NOT EXISTS slurm_ladder("
+    "  slurm_job INTEGER PRIMARY KEY, attempt INTEGER NOT NULL,"
+    "  floor_mib REAL NOT NULL, alone INTEGER NOT NULL);";
 
 /* Columns added since the first schema, so a database an older aegisd
  * wrote gets them on open; one list serves new and old databases. */
@@ -96,6 +101,14 @@ static const char *const store_added[][3] = {
     {"jobs", "time_limit_s", "REAL"},
     /* its submit's --nice (aegis-plus's queue order) */
     {"jobs", "nice", "INTEGER NOT NULL DEFAULT 0"},
+    /* a Slurm job step's lease (lease.c): its Slurm job, restart count
+     * and mode; its tasks' pids ("12,13") and the grant's variables (JSON
+     * ["K=V"...]), for a restarted aegisd. NULL for aegisd's own jobs */
+    {"jobs", "slurm_job", "INTEGER"},
+    {"jobs", "slurm_restart", "INTEGER"},
+    {"jobs", "slurm_mode", "TEXT"},
+    {"jobs", "slurm_pids", "TEXT"},
+    {"jobs", "slurm_env", "TEXT"},
 };
 #define STORE_ADDED (sizeof(store_added) / sizeof(store_added[0]))
 
@@ -105,7 +118,8 @@ enum {
     S_LIST_ALL, S_LIST_ACTIVE, S_RETRY, S_SEEN,
     S_REPORT_JOBS, S_REPORT_ATTEMPTS, S_MIG_ADD, S_MIG_DEL, S_MIG_ALL,
     S_ATT_PIDS, S_ATT_DROP, S_CANCEL, S_PROBE, S_HELD, S_DRAIN_SET,
-    S_DRAIN_DEL, S_DRAIN_GET, S_COUNT
+    S_DRAIN_DEL, S_DRAIN_GET, S_LEASE_SET, S_LEASE_PIDS, S_LEASE_ENV,
+    S_LADDER_SET, S_LADDER_GET, S_COUNT
 };
 
 /* A job's dependencies as a column "deps": a row written before they
@@ -140,13 +154,16 @@ static const char *const sql[S_COUNT] = {
     [S_EVENT] = "INSERT INTO events(job_id, t, text) VALUES(?1, ?2, ?3)",
     [S_GET] = "SELECT id, user, uid, name, cmd, gpus, mem_mib, " STORE_DEPS("")
               ", state, reason, submitted, finished, attempts, energy_j, feed,"
-              " retry_floor, retry_alone, meta, held, time_limit_s, nice"
+              " retry_floor, retry_alone, meta, held, time_limit_s, nice,"
+              " slurm_job, slurm_restart, slurm_mode"
               " FROM jobs WHERE id = ?1",
     [S_GET_FULL] = "SELECT j.id, j.user, j.uid, j.gid, j.name, j.cmd, j.gpus,"
                    " j.mem_mib, " STORE_DEPS("j.") ", j.state, j.reason, j.submitted,"
                    " j.finished, j.attempts, j.energy_j, j.feed, j.retry_floor,"
                    " j.retry_alone, j.mps_threads_pct, j.meta, j.cancel_at,"
-                   " j.held, j.time_limit_s, j.nice, e.cwd, e.env"
+                   " j.held, j.time_limit_s, j.nice, j.slurm_job,"
+                   " j.slurm_restart, j.slurm_mode, j.slurm_pids,"
+                   " j.slurm_env, e.cwd, e.env"
                    " FROM jobs j JOIN envs e ON e.id = j.env_id"
                    " WHERE j.id = ?1",
     [S_ATTEMPTS] = "SELECT n, gpus, floor_mib, exclusive, shim_pid,"
@@ -156,11 +173,13 @@ static const char *const sql[S_COUNT] = {
     [S_EVENTS] = "SELECT t, text FROM events WHERE job_id = ?1 ORDER BY id",
     [S_LIST_ALL] = "SELECT id, user, uid, name, cmd, gpus, mem_mib, "
                    STORE_DEPS("") ", state, reason, submitted, finished,"
-                   " attempts, energy_j, feed, held, time_limit_s, nice"
+                   " attempts, energy_j, feed, held, time_limit_s, nice,"
+                   " slurm_job, slurm_restart, slurm_mode"
                    " FROM jobs ORDER BY id",
     [S_LIST_ACTIVE] = "SELECT id, user, uid, name, cmd, gpus, mem_mib, "
                       STORE_DEPS("") ", state, reason, submitted, finished,"
-                      " attempts, energy_j, feed, held, time_limit_s, nice"
+                      " attempts, energy_j, feed, held, time_limit_s, nice,"
+                      " slurm_job, slurm_restart, slurm_mode"
                       " FROM jobs WHERE state IN ('queued','running')"
                       " ORDER BY id",
     [S_RETRY] = "UPDATE jobs SET retry_floor = ?2, retry_alone = ?3"
@@ -189,6 +208,14 @@ static const char *const sql[S_COUNT] = {
                     " VALUES(?1, ?2, ?3, ?4)",
     [S_DRAIN_DEL] = "DELETE FROM drains WHERE uuid = ?1",
     [S_DRAIN_GET] = "SELECT reason, user, t FROM drains WHERE uuid = ?1",
+    [S_LEASE_SET] = "UPDATE jobs SET slurm_job = ?2, slurm_restart = ?3,"
+                    " slurm_mode = ?4 WHERE id = ?1",
+    [S_LEASE_PIDS] = "UPDATE jobs SET slurm_pids = ?2 WHERE id = ?1",
+    [S_LEASE_ENV] = "UPDATE jobs SET slurm_env = ?2 WHERE id = ?1",
+    [S_LADDER_SET] = "INSERT OR REPLACE INTO slurm_ladder(slurm_job, attempt,"
+                     " floor_mib, alone) VALUES(?1, ?2, ?3, ?4)",
+    [S_LADDER_GET] = "SELECT attempt, floor_mib, alone FROM slurm_ladder"
+                     " WHERE slurm_job = ?1",
 };
 
 /* SQL texts in the order they ran. */
@@ -492,9 +519,21 @@ static int store_insert_jobs(store *st, const store_owner *owner,
     return 0;
 }
 
-int store_submit(store *st, const store_owner *owner,
-                 const proto_request *req, double now, int64_t *first_id,
-                 char *err, size_t errlen) {
+static int store_lease_set(store *st, int64_t id, const store_lease *lease) {
+    sqlite3_stmt *s = st->st[S_LEASE_SET];
+    sqlite3_bind_int64(s, 1, id);
+    sqlite3_bind_int64(s, 2, lease->slurm_job);
+    sqlite3_bind_int(s, 3, lease->restart);
+    sqlite3_bind_text(s, 4, lease->mode, -1, SQLITE_STATIC);
+    return store_exec(st, S_LEASE_SET, id);
+}
+
+/* A submit's jobs, and for a lease (not NULL) its Slurm fields on the
+ * one job, in one committed transaction. */
+static int store_submit_tx(store *st, const store_owner *owner,
+                           const proto_request *req, const store_lease *lease,
+                           double now, int64_t *first_id, char *err,
+                           size_t errlen) {
     if (st->failing) {
         snprintf(err, errlen, "store: submit not saved: %s", st->why);
         return -1;
@@ -510,12 +549,64 @@ int store_submit(store *st, const store_owner *owner,
     if (!env || store_exec(st, S_ENV, 0) != 0 ||
         store_insert_jobs(st, owner, req, now, sqlite3_last_insert_rowid(st->db),
                           first_id) != 0 ||
+        (lease && store_lease_set(st, *first_id, lease) != 0) ||
         store_exec(st, S_COMMIT, 0) != 0) {
         snprintf(err, errlen, "store: submit not saved: %s", store_errmsg(st));
         if (!sqlite3_get_autocommit(st->db)) store_exec(st, S_ROLLBACK, 0);
         return -1;
     }
     return 0;
+}
+
+int store_submit(store *st, const store_owner *owner,
+                 const proto_request *req, double now, int64_t *first_id,
+                 char *err, size_t errlen) {
+    return store_submit_tx(st, owner, req, NULL, now, first_id, err, errlen);
+}
+
+int store_lease_submit(store *st, const store_owner *owner,
+                       const proto_request *req, const store_lease *lease,
+                       double now, int64_t *id, char *err, size_t errlen) {
+    return store_submit_tx(st, owner, req, lease, now, id, err, errlen);
+}
+
+void store_lease_pids(store *st, int64_t id, const char *pids) {
+    sqlite3_stmt *s = st->st[S_LEASE_PIDS];
+    sqlite3_bind_int64(s, 1, id);
+    sqlite3_bind_text(s, 2, pids, -1, SQLITE_TRANSIENT);
+    store_write(st, S_LEASE_PIDS, id);
+}
+
+void store_lease_env(store *st, int64_t id, const char *env) {
+    sqlite3_stmt *s = st->st[S_LEASE_ENV];
+    sqlite3_bind_int64(s, 1, id);
+    sqlite3_bind_text(s, 2, env, -1, SQLITE_TRANSIENT);
+    store_write(st, S_LEASE_ENV, id);
+}
+
+void store_ladder_set(store *st, uint32_t slurm_job, int attempt,
+                      double floor_mib, bool alone) {
+    sqlite3_stmt *s = st->st[S_LADDER_SET];
+    sqlite3_bind_int64(s, 1, slurm_job);
+    sqlite3_bind_int(s, 2, attempt);
+    sqlite3_bind_double(s, 3, floor_mib);
+    sqlite3_bind_int(s, 4, alone);
+    store_write(st, S_LADDER_SET, 0);
+}
+
+bool store_ladder_get(store *st, uint32_t slurm_job, int *attempt,
+                      double *floor_mib, bool *alone) {
+    sqlite3_stmt *s = st->st[S_LADDER_GET];
+    sqlite3_bind_int64(s, 1, slurm_job);
+    bool found = sqlite3_step(s) == SQLITE_ROW;
+    if (found) {
+        *attempt = sqlite3_column_int(s, 0);
+        *floor_mib = sqlite3_column_double(s, 1);
+        *alone = sqlite3_column_int(s, 2) != 0;
+    }
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+    return found;
 }
 
 void store_attempt_start(store *st, int64_t id, const store_attempt *a,
@@ -629,7 +720,8 @@ void store_event(store *st, int64_t id, double now, const char *fmt, ...) {
 
 /* The columns holding JSON text, returned as JSON values. */
 static bool store_json_column(const char *name) {
-    static const char *const json_columns[] = {"cmd", "env", "deps", "meta"};
+    static const char *const json_columns[] = {"cmd", "env", "deps", "meta",
+                                               "slurm_env"};
     for (size_t i = 0; i < sizeof(json_columns) / sizeof(*json_columns); i++)
         if (strcmp(name, json_columns[i]) == 0) return true;
     return false;

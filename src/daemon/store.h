@@ -61,6 +61,28 @@ int store_submit(store *st, const store_owner *owner,
                  const proto_request *req, double now, int64_t *first_id,
                  char *err, size_t errlen);
 
+/* A Slurm job step's lease (lease.c): the one job of req gets these. */
+typedef struct store_lease {
+    uint32_t slurm_job;
+    int restart;
+    const char *mode;       /* shared, mps, mig or exclusive */
+} store_lease;
+
+/* store_submit() of a request of one job that is a Slurm job's lease. */
+int store_lease_submit(store *st, const store_owner *owner,
+                       const proto_request *req, const store_lease *lease,
+                       double now, int64_t *id, char *err, size_t errlen);
+/* A lease's tasks' processes ("12,13") and its grant's variables (JSON
+ * array text), for a restarted aegisd. */
+void store_lease_pids(store *st, int64_t id, const char *pids);
+void store_lease_env(store *st, int64_t id, const char *env);
+/* A Slurm job's place on the recovery ladder after an OOM (core_retry's
+ * attempt, floor_mib, alone), and whether one was kept for it. */
+void store_ladder_set(store *st, uint32_t slurm_job, int attempt,
+                      double floor_mib, bool alone);
+bool store_ladder_get(store *st, uint32_t slurm_job, int *attempt,
+                      double *floor_mib, bool *alone);
+
 /* Several updates that belong together (an exit: the attempt, the job and
  * an event) go between store_begin() and store_commit(); nested pairs
  * join the outer one. store_commit() returns 0 when saved, or -1 when the

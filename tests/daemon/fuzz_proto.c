@@ -67,6 +67,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             fuzz_check(j->mps_threads_pct >= 0 && j->mps_threads_pct <= 100,
                        "mps_threads_pct out of range");
         }
+    } else if (req.op == PROTO_LEASE || req.op == PROTO_LEASE_EXIT ||
+               req.op == PROTO_LEASE_END) {
+        const proto_lease *l = &req.lease;
+        fuzz_check(l->slurm_job >= 1 && l->restart >= 0, "a bad Slurm job");
+        fuzz_check(req.op == PROTO_LEASE_END || l->pid >= 1, "a bad pid");
+        fuzz_check(req.op != PROTO_LEASE || (l->uid >= 0 && l->uid < UINT32_MAX),
+                   "a bad uid");
+        fuzz_check(l->gpus >= 1 && l->gpus <= CORE_MAX_JOB_GPUS,
+                   "lease gpus out of range");
+        fuzz_check(l->mem_mib == -1 ||
+                   (l->mem_mib >= 0 && l->mem_mib <= PROTO_MAX_MEM_MIB),
+                   "lease mem_mib out of range");
+        fuzz_check(proto_lease_mode_known(l->mode), "an unknown mode");
+        fuzz_check(strlen(l->name) <= PROTO_MAX_NAME && fuzz_utf8(l->name),
+                   "a bad lease name");
+        fuzz_check(strlen(l->stderr_tail) <= PROTO_MAX_TAIL &&
+                   fuzz_utf8(l->stderr_tail), "a bad stderr_tail");
     } else {
         fuzz_check(isfinite(req.since) && req.since >= 0, "a bad since");
         for (size_t i = 0; i < req.nids; i++)
@@ -95,6 +112,12 @@ static const char *const seeds[] = {
     "\"mem_mib\":12.5,\"name\":\"caf\u00e9\",\"feed\":\"in-1\","
     "\"mps_threads_pct\":50,\"gpus\":1.0,\"time_limit_s\":600}]}",
     "{\"op\":\"report\",\"since\":1700000000.5}",
+    "{\"op\":\"lease\",\"slurm_job\":42,\"restart\":1,\"uid\":1000,"
+    "\"mem_mib\":4000,\"mode\":\"mps\",\"pid\":4242,\"gpus\":2,"
+    "\"name\":\"train\"}",
+    "{\"op\":\"lease_exit\",\"slurm_job\":42,\"restart\":0,\"pid\":7,"
+    "\"status\":256,\"stderr_tail\":\"CUDA out of memory\\n\"}",
+    "{\"op\":\"lease_end\",\"slurm_job\":42}",
     "{\"op\":\"submit\",\"cwd\":\"/\",\"jobs\":[{\"cmd\":[\"a\"]},"
     "{\"cmd\":[\"b\"],\"after\":[{\"id\":3,\"kind\":\"afterany\"},"
     "{\"index\":0,\"kind\":\"afternotok\"}],\"meta\":{\"profile\":"

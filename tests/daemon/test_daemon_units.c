@@ -212,6 +212,104 @@ static void test_proto_bad(void **state) {
     }
 }
 
+/* The Slurm plugin's ops (docs/slurm.md): lease, lease_exit, lease_end. */
+static void test_proto_lease(void **state) {
+    proto_request req;
+    char err[256];
+    assert_int_equal(parse("{\"op\":\"lease\",\"slurm_job\":4294967295,"
+                           "\"restart\":1,\"uid\":1000,\"mem_mib\":4000,"
+                           "\"mode\":\"mps\",\"pid\":4242,\"gpus\":2,"
+                           "\"name\":\"train\"}", &req, err), 0);
+    assert_int_equal(req.op, PROTO_LEASE);
+    assert_true(req.lease.slurm_job == 4294967295u);
+    assert_int_equal(req.lease.restart, 1);
+    assert_int_equal(req.lease.uid, 1000);
+    assert_true(req.lease.mem_mib == 4000);
+    assert_string_equal(req.lease.mode, "mps");
+    assert_int_equal(req.lease.pid, 4242);
+    assert_int_equal(req.lease.gpus, 2);
+    assert_string_equal(req.lease.name, "train");
+    proto_request_free(&req);
+    /* the defaults: restart 0, one GPU, no estimate, shared, no name */
+    assert_int_equal(parse("{\"op\":\"lease\",\"slurm_job\":7,\"uid\":0,"
+                           "\"pid\":2}", &req, err), 0);
+    assert_int_equal(req.lease.restart, 0);
+    assert_int_equal(req.lease.gpus, 1);
+    assert_true(req.lease.mem_mib == -1);
+    assert_string_equal(req.lease.mode, "shared");
+    assert_string_equal(req.lease.name, "");
+    proto_request_free(&req);
+    assert_int_equal(parse("{\"op\":\"lease_exit\",\"slurm_job\":7,"
+                           "\"restart\":2,\"pid\":99,\"status\":256,"
+                           "\"stderr_tail\":\"CUDA out of memory\"}", &req,
+                           err), 0);
+    assert_int_equal(req.op, PROTO_LEASE_EXIT);
+    assert_int_equal(req.lease.restart, 2);
+    assert_int_equal(req.lease.pid, 99);
+    assert_int_equal(req.lease.status, 256);
+    assert_string_equal(req.lease.stderr_tail, "CUDA out of memory");
+    proto_request_free(&req);
+    assert_int_equal(parse("{\"op\":\"lease_exit\",\"slurm_job\":7,"
+                           "\"pid\":99,\"status\":0}", &req, err), 0);
+    assert_string_equal(req.lease.stderr_tail, "");
+    proto_request_free(&req);
+    assert_int_equal(parse("{\"op\":\"lease_end\",\"slurm_job\":12}", &req,
+                           err), 0);
+    assert_int_equal(req.op, PROTO_LEASE_END);
+    assert_true(req.lease.slurm_job == 12);
+    proto_request_free(&req);
+    static const struct { const char *line, *field; } bad[] = {
+        {"{\"op\":\"lease\",\"uid\":0,\"pid\":2}", "slurm_job: missing"},
+        {"{\"op\":\"lease\",\"slurm_job\":0,\"uid\":0,\"pid\":2}", "slurm_job"},
+        {"{\"op\":\"lease\",\"slurm_job\":4294967296,\"uid\":0,\"pid\":2}",
+         "slurm_job"},
+        {"{\"op\":\"lease\",\"slurm_job\":1,\"pid\":2}", "uid: missing"},
+        {"{\"op\":\"lease\",\"slurm_job\":1,\"uid\":-1,\"pid\":2}", "uid"},
+        {"{\"op\":\"lease\",\"slurm_job\":1,\"uid\":0}", "pid: missing"},
+        {"{\"op\":\"lease\",\"slurm_job\":1,\"uid\":0,\"pid\":1.5}", "pid"},
+        {"{\"op\":\"lease\",\"slurm_job\":1,\"uid\":0,\"pid\":0}", "pid"},
+        {"{\"op\":\"lease\",\"slurm_job\":1,\"uid\":0,\"pid\":2,"
+         "\"restart\":-1}", "restart"},
+        {"{\"op\":\"lease\",\"slurm_job\":1,\"uid\":0,\"pid\":2,"
+         "\"mem_mib\":-3}", "mem_mib"},
+        {"{\"op\":\"lease\",\"slurm_job\":1,\"uid\":0,\"pid\":2,"
+         "\"mode\":\"naive\"}", "mode"},
+        {"{\"op\":\"lease\",\"slurm_job\":1,\"uid\":0,\"pid\":2,"
+         "\"gpus\":0}", "gpus"},
+        {"{\"op\":\"lease\",\"slurm_job\":1,\"uid\":0,\"pid\":2,"
+         "\"name\":\"a\\tb\"}", "name"},
+        {"{\"op\":\"lease\",\"slurm_job\":1,\"uid\":0,\"pid\":2,"
+         "\"status\":0}", "unknown field 'status'"},
+        {"{\"op\":\"lease_exit\",\"slurm_job\":1,\"pid\":2}", "status: missing"},
+        {"{\"op\":\"lease_exit\",\"slurm_job\":1,\"pid\":2,\"status\":\"x\"}",
+         "status"},
+        {"{\"op\":\"lease_exit\",\"slurm_job\":1,\"pid\":2,\"status\":0,"
+         "\"stderr_tail\":7}", "stderr_tail"},
+        {"{\"op\":\"lease_end\"}", "slurm_job: missing"},
+        {"{\"op\":\"lease_end\",\"slurm_job\":1,\"pid\":2}",
+         "unknown field 'pid'"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+        char e[256] = "";
+        int rc = parse(bad[i].line, &req, e);
+        if (rc != -1 || !strstr(e, bad[i].field))
+            fail_msg("case %zu '%s': rc %d, err '%s'", i, bad[i].line, rc, e);
+        proto_request_free(&req);
+    }
+    /* stderr_tail: at most PROTO_MAX_TAIL bytes */
+    size_t n = PROTO_MAX_TAIL + 1;
+    char *line = malloc(n + 128);
+    assert_non_null(line);
+    int at = snprintf(line, 128, "{\"op\":\"lease_exit\",\"slurm_job\":1,"
+                      "\"pid\":2,\"status\":0,\"stderr_tail\":\"");
+    memset(line + at, 'x', n);
+    strcpy(line + at + n, "\"}");
+    assert_int_equal(parse(line, &req, err), -1);
+    assert_non_null(strstr(err, "stderr_tail"));
+    proto_request_free(&req);
+    free(line);
+}
+
 static void test_proto_oversized(void **state) {
     size_t n = PROTO_MAX_REQUEST + 1;
     char *line = malloc(n);
@@ -416,33 +514,40 @@ static void test_config_bad(void **state) {
     }
 }
 
-/* log_max_mib: 1024 MiB unless set, at least 1 MiB, named by file:line. */
+/* log_max_mib: 1024 MiB unless set, at least 1 MiB, named by file:line;
+ * slurm_scontrol: "scontrol" unless set. */
 static void test_config_log_max(void **state) {
     core_config cfg;
     acct_params acct;
     sharing_config share;
-    double mib = 0;
+    config_own own;
     char err[256];
     assert_int_equal(config_load_daemon("/nonexistent/x.yaml", true, &cfg,
-                                        &acct, &share, &mib, err,
+                                        &acct, &share, &own, err,
                                         sizeof(err)), 0);
-    assert_true(mib == 1024);
+    assert_true(own.log_max_mib == 1024);
+    assert_string_equal(own.slurm_scontrol, "scontrol");
     assert_int_equal(config_load_daemon(AEGIS_SHIPPED_CONFIG, false, &cfg,
-                                        &acct, &share, &mib, err,
+                                        &acct, &share, &own, err,
                                         sizeof(err)), 0);
-    assert_true(mib == 1024); /* the shipped file shows the default */
-    const char *path = write_file("log.yaml", "pue: 1.2\nlog_max_mib: 8\n");
-    assert_int_equal(config_load_daemon(path, false, &cfg, &acct, &share, &mib,
+    assert_true(own.log_max_mib == 1024); /* the shipped file shows the default */
+    assert_string_equal(own.slurm_scontrol, "scontrol");
+    const char *path = write_file("log.yaml", "pue: 1.2\nlog_max_mib: 8\n"
+                                  "slurm_scontrol: /opt/slurm/bin/scontrol\n");
+    assert_int_equal(config_load_daemon(path, false, &cfg, &acct, &share, &own,
                                         err, sizeof(err)), 0);
-    assert_true(mib == 8);
+    assert_true(own.log_max_mib == 8);
+    assert_string_equal(own.slurm_scontrol, "/opt/slurm/bin/scontrol");
     static const char *const bad[] = {"log_max_mib: 0.5\n",
                                       "log_max_mib: lots\n",
-                                      "log_max_mib: 2e6\n"};
-    for (int i = 0; i < 3; i++) {
+                                      "log_max_mib: 2e6\n",
+                                      "slurm_scontrol: \"\"\n"};
+    for (int i = 0; i < 4; i++) {
         path = write_file("log.yaml", bad[i]);
         assert_int_equal(config_load_daemon(path, false, &cfg, &acct, &share,
-                                            &mib, err, sizeof(err)), -1);
-        assert_non_null(strstr(err, "log.yaml:1: log_max_mib"));
+                                            &own, err, sizeof(err)), -1);
+        assert_non_null(strstr(err, i < 3 ? "log.yaml:1: log_max_mib"
+                                          : "log.yaml:1: slurm_scontrol"));
     }
 }
 
@@ -580,6 +685,7 @@ int main(void) {
         cmocka_unit_test(test_proto_other_ops),
         cmocka_unit_test(test_proto_bad),
         cmocka_unit_test(test_proto_oversized),
+        cmocka_unit_test(test_proto_lease),
         cmocka_unit_test(test_usock_answers),
         cmocka_unit_test(test_store_submit_and_reopen),
         cmocka_unit_test(test_store_old_after),

@@ -47,9 +47,9 @@ static int load(const char *text, sharing_config *share, char *err,
                 size_t errlen) {
     core_config cfg;
     acct_params acct;
-    double log_max_mib;
+    config_own own;
     return config_load_daemon(write_file("a.yaml", text), false, &cfg, &acct,
-                              share, &log_max_mib, err, errlen);
+                              share, &own, err, errlen);
 }
 
 static void test_default_is_naive(void **state) {
