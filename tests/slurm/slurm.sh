@@ -52,7 +52,7 @@ assert g[0]['uuid'] in '$cvd' and '$cvd'.startswith('GPU-'), ('$cvd', g)
     done
     pyjson "assert max(len(g['jobs']) for g in d['gpus'])>=2, d" < gpus.json ||
         fail "no two Slurm jobs collocated"
-    node_is mixed || fail "node $(node_state) while jobs run"
+    node_ok || fail "node $(node_state) while jobs run"
 }
 
 # `scontrol show node -d` counts the aegis_mem of the running jobs
@@ -94,7 +94,7 @@ case_slurm_wait() {
     await 20 grep -q "release --slurm-job $first: exit 0" "$SDIR/log/epilog.log" ||
         fail "Epilog did not release $first"
     aegis_running "$first" && fail "$first still running in aegis"
-    node_is mixed || fail "node $(node_state)"
+    node_ok || fail "node $(node_state)"
 }
 
 # A job that fails with a CUDA out-of-memory error on its first run is

@@ -15,6 +15,9 @@ done
 source "$(dirname "${BASH_SOURCE[0]}")/../daemon/e2e_lib.sh"
 
 SDIR=$DIR/slurm
+# Jobs run as nobody: the test GPUs' lock must be theirs to take too
+# (aegisd, root, would create it 644).
+install -m 666 /dev/null "$AEGIS_TEST_GPU_DIR/lock"
 export SLURM_CONF=$SDIR/slurm.conf
 # Ports of this case: slurmctld's and slurmd's, from the shell's pid (the
 # Slurm cases also hold a CTest resource lock, so they never overlap).
@@ -25,7 +28,9 @@ SLURM_AEGIS_MEM=122880
 eval "e2e_$(declare -f fail)"
 fail() {
     local f
-    for f in "$SDIR"/log/*; do echo "--- $f" >&2; tail -n 20 "$f" >&2; done
+    for f in "$SDIR"/log/* "$DIR"/work/job-*.out; do
+        [ -e "$f" ] && { echo "--- $f" >&2; tail -n 20 "$f" >&2; }
+    done
     e2e_fail "$@"
 }
 
@@ -45,6 +50,8 @@ node_is() { [ "$(node_state)" = "$1" ]; }
 # A Slurm job's state (PENDING, RUNNING, ...), "" once it left squeue.
 job_state() { timeout 5 squeue -h -j "$1" -o %T 2>/dev/null; }
 job_is() { [ "$(job_state "$1")" = "$2" ]; }
+# Up and taking jobs: neither drained nor down.
+node_ok() { case "$(node_state)" in idle|mixed|allocated) return 0;; esac; return 1; }
 job_gone() { [ -z "$(job_state "$1")" ]; }
 
 # The cluster's files: a munge key, slurm.conf, gres.conf, plugstack.conf
@@ -95,7 +102,7 @@ JobRequeue=1
 Epilog=$SDIR/epilog.sh
 KillWait=2
 NodeName=localhost NodeAddr=127.0.0.1 CPUs=8 RealMemory=1000 Gres=aegis_mem:$SLURM_AEGIS_MEM State=UNKNOWN
-PartitionName=aegis Nodes=localhost Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
+PartitionName=aegis Nodes=localhost Default=YES MaxTime=INFINITE State=UP
 EOF
     echo "Name=aegis_mem Count=$SLURM_AEGIS_MEM" > "$SDIR/gres.conf"
     echo "required $PLUGIN socket=$AEGIS_SOCKET $*" > "$SDIR/plugstack.conf"
