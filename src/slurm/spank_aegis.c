@@ -35,6 +35,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <slurm/slurm.h>
 #include <slurm/spank.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -148,15 +149,41 @@ int slurm_spank_init(spank_t sp, int ac, char **av) {
     return 0;
 }
 
+/* The job's restart count (its run: 0 first, 1 after one requeue). Under
+ * Slurm 22.05 neither the item S_SLURM_RESTART_COUNT (0 in batch jobs)
+ * nor SLURM_RESTART_COUNT (set in the job's environment only after
+ * task_init_privileged) has it where the lease is asked for, so slurmctld
+ * is asked; slurm_load_job comes from the libslurmfull that slurmstepd
+ * has loaded. SLURM_RESTART_COUNT serves where it is there (task_exit). */
+static uint32_t aegis_restart_count(spank_t sp, uint32_t job) {
+    uint32_t count = 0;
+    char text[16] = "";
+    spank_get_item(sp, S_SLURM_RESTART_COUNT, &count);
+    if (spank_getenv(sp, "SLURM_RESTART_COUNT", text, sizeof(text)) ==
+        ESPANK_SUCCESS) {
+        unsigned long env = strtoul(text, NULL, 10);
+        return env > count && env <= UINT32_MAX ? (uint32_t)env : count;
+    }
+    job_info_msg_t *info = NULL;
+    if (slurm_load_job(&info, job, SHOW_DETAIL) == 0 && info &&
+        info->record_count == 1 && info->job_array[0].restart_cnt > count)
+        count = info->job_array[0].restart_cnt;
+    else if (!info)
+        slurm_error("aegis: job %u: restart count not known (%s), 0 assumed",
+                    job, slurm_strerror(slurm_get_errno()));
+    slurm_free_job_info_msg(info);
+    return count;
+}
+
 /* Asks aegisd for this task's lease and waits for the grant. Returns the
  * answer, or NULL with *refused set when aegisd turned the request down,
  * clear when it could not be reached for aegis_retry_s seconds. */
 static json_t *aegis_request_lease(spank_t sp, int *refused) {
-    uint32_t job = 0, restart = 0;
+    uint32_t job = 0;
     uid_t uid = 0;
     char name[256] = "";
     spank_get_item(sp, S_JOB_ID, &job);
-    spank_get_item(sp, S_SLURM_RESTART_COUNT, &restart);
+    uint32_t restart = aegis_restart_count(sp, job);
     spank_get_item(sp, S_JOB_UID, &uid);
     spank_getenv(sp, "SLURM_JOB_NAME", name, sizeof(name));
     const char *socket = client_socket(aegis_socket);
@@ -290,11 +317,11 @@ int slurm_spank_task_exit(spank_t sp, int ac, char **av) {
     if (!spank_remote(sp) || aegis_mem_mib == 0) return 0;
     pid_t pid = 0;
     int status = 0;
-    uint32_t job = 0, restart = 0;
+    uint32_t job = 0;
     spank_get_item(sp, S_TASK_PID, &pid);
     spank_get_item(sp, S_TASK_EXIT_STATUS, &status);
     spank_get_item(sp, S_JOB_ID, &job);
-    spank_get_item(sp, S_SLURM_RESTART_COUNT, &restart);
+    uint32_t restart = aegis_restart_count(sp, job);
     aegis_read_task_pipe();
     char *path = aegis_task_stderr(pid);
     if (!path) return 0; /* ran without a lease */

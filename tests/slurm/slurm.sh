@@ -86,7 +86,7 @@ case_slurm_wait() {
     await 20 eval '[ "$(aegis_of $last | cut -d" " -f2)" = queued ]' ||
         fail "$last not waiting in aegis: $(aegis_of "$last")"
     aid=$(aegis_of "$last" | cut -d' ' -f1)
-    "$AEGIS" ls | grep -E "^ *$aid " | grep -qi "memory" ||
+    "$AEGIS" ls | grep -E "^ *$aid " | grep -q "MiB free" ||
         fail "no reason shown: $("$AEGIS" ls)"
     [ -s "job-$last.out" ] && fail "the waiting job already ran: $(cat "job-$last.out")"
     scancel "$first"
@@ -97,24 +97,40 @@ case_slurm_wait() {
     node_ok || fail "node $(node_state)"
 }
 
-# A job that fails with a CUDA out-of-memory error on its first run is
-# requeued by aegisd through Slurm (scontrol requeue); its second run
-# (SLURM_RESTART_COUNT 1) is leased with the ladder's next floor.
+# A job that fails with a CUDA out-of-memory error on its first run, on a
+# GPU it shares (alone there, it would simply fail), is requeued by aegisd
+# through Slurm (scontrol requeue); its second run (SLURM_RESTART_COUNT 1)
+# is leased at the ladder's next floor, or alone.
 case_slurm_oom() {
     start; slurm_start
     cd "$DIR/work"
+    busy=""
+    for i in 1 2 3; do
+        busy="$busy $(aegis_job 10000 10000 60)"
+        await 40 aegis_running "${busy##* }" || fail "${busy##* } not running"
+    done
     id=$(submit --aegis-mem=4000 --gres=aegis_mem:4000 --wrap \
-        "echo run \$SLURM_RESTART_COUNT; if [ \"\${SLURM_RESTART_COUNT:-0}\" = 0 ];
+        "echo run \${SLURM_RESTART_COUNT:-0}; if [ \${SLURM_RESTART_COUNT:-0} = 0 ];
          then exec $FAKE --mib 50000 --seconds 1; fi; exec $FAKE --mib 1000 --seconds 1")
-    await 60 grep -q "run 1" "job-$id.out" || fail "job $id not requeued: $(cat "job-$id.out")"
+    await 20 eval '[ "$(aegis_of $id | cut -d" " -f2)" = failed ]' ||
+        fail "first run of $id not failed in aegis"
+    # Its next run may want a GPU of its own: the others make room.
+    scancel $busy
+    await 30 grep -q "run 1" "job-$id.out" || fail "job $id not requeued"
     await 30 job_gone "$id" || fail "second run did not end"
-    "$AEGIS" ls --all --json | pyjson "
-runs=[j for j in d if j.get('slurm_job')==$id]
-assert len(runs)==2, runs
-print('floors', [j.get('floor_mib') for j in runs], [j['state'] for j in runs])
-assert runs[1]['floor_mib'] > 4000, runs
-" || fail "second run's floor"
-    node_is idle || fail "node $(node_state)"
+    runs=$("$AEGIS" ls --all --json | pyjson "
+print(*[j['id'] for j in d if j.get('slurm_job')==$id])")
+    set -- $runs
+    [ $# = 2 ] || fail "aegis jobs of Slurm job $id: $runs"
+    "$AEGIS" show --json "$1" > run0.json && "$AEGIS" show --json "$2" > run1.json
+    python3 - run0.json run1.json <<'PY' || fail "second run not on the ladder: $("$AEGIS" show "$2")"
+import json, sys
+first, second = (json.load(open(f))['attempt_list'][0] for f in sys.argv[1:])
+print('floors', first['floor_mib'], second['floor_mib'], 'alone', second['exclusive'])
+assert first['how'] == 'oom' and second['how'] == 'ok', (first, second)
+assert second['floor_mib'] > first['floor_mib'] or second['exclusive'], second
+PY
+    node_ok || fail "node $(node_state)"
 }
 
 # kill -9 of aegisd while Slurm jobs run: after the restart the one still

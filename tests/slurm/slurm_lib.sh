@@ -72,13 +72,15 @@ echo "release --slurm-job \$SLURM_JOB_ID: exit \$rc" >> $SDIR/log/epilog.log
 exit \$rc
 EOF
     chmod 755 "$SDIR/epilog.sh"
+    # cred_expire: a requeued job waits that long (+1 s) before its next
+    # run, 121 s by default.
     cat > "$SLURM_CONF" <<EOF
 ClusterName=aegistest
 SlurmctldHost=localhost
 SlurmctldPort=$SLURM_PORT
 SlurmdPort=$((SLURM_PORT + 1))
 AuthType=auth/munge
-AuthInfo=socket=$SDIR/munge.sock
+AuthInfo=socket=$SDIR/munge.sock,cred_expire=5
 CredType=cred/munge
 SlurmUser=root
 SlurmdUser=root
