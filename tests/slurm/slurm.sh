@@ -157,6 +157,7 @@ gpu = lambda f: [g['index'] for g in json.load(open(f))['gpus'] if int(sys.argv[
 assert gpu(sys.argv[1]) == gpu(sys.argv[2]) != [], (gpu(sys.argv[1]), gpu(sys.argv[2]))
 PY
     job_is "$keep" RUNNING || fail "$keep not running in Slurm"
+    node_ok || fail "node $(node_state) after the Epilog without aegisd"
 }
 
 # aegisd stopped: with the plugin required, a job fails within the retry
@@ -172,6 +173,19 @@ case_slurm_down() {
         fail "job $id: $(scontrol show job "$id")"
     grep -q ran "job-$id.out" 2>/dev/null && fail "job $id ran without aegisd"
     await 10 node_is idle || fail "node $(node_state), not idle"
+}
+
+# aegisd stopped, the plugin optional: the job runs without aegis (no
+# CUDA_VISIBLE_DEVICES from it) once the retry time is over.
+case_slurm_optional() {
+    slurm_start optional retry=1
+    cd "$DIR/work"
+    id=$(submit --aegis-mem=1000 --gres=aegis_mem:1000 --wrap 'echo "ran CVD=$CUDA_VISIBLE_DEVICES"')
+    await 30 job_gone "$id" || fail "job $id did not end"
+    grep -qx "ran CVD=" "job-$id.out" || fail "job $id: $(cat "job-$id.out")"
+    scontrol show job "$id" | grep -q "JobState=COMPLETED" ||
+        fail "job $id: $(scontrol show job "$id")"
+    node_is idle || fail "node $(node_state), not idle"
 }
 
 e2e_run
