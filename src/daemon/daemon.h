@@ -390,6 +390,9 @@ int d_lease_grant(d_daemon *d, d_job *job, const char *visible,
 void d_lease_requeue(d_daemon *d, const d_job *job);
 /* The lease job was placed and granted: its waiting tasks are answered. */
 void d_lease_granted(d_daemon *d, d_job *job);
+/* Whether pid is one of the lease's tasks' processes or descends from
+ * one (its memory and energy on the GPUs are the lease's). */
+bool d_lease_owns(const d_job *job, pid_t pid);
 /* A connection waiting for a grant has closed. */
 void d_lease_conn_gone(d_daemon *d, d_conn *c);
 /* The job is finishing: its waiting tasks are told (state, reason) and

@@ -663,6 +663,13 @@ bool exec_in_job(pid_t pid, pid_t job_pid) {
     return exec_session(pid) == job_pid;
 }
 
+pid_t exec_parent(pid_t pid) {
+    char state;
+    unsigned long long start;
+    pid_t sid, ppid;
+    return exec_proc_stat(pid, &state, &start, &sid, &ppid) == 0 ? ppid : -1;
+}
+
 bool exec_named(pid_t pid, const char *name) {
     char path[64], comm[64];
     snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);

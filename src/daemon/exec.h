@@ -150,6 +150,8 @@ pid_t exec_session(pid_t pid);
 
 /* Is pid in the session of job_pid (the job or a descendant)? */
 bool exec_in_job(pid_t pid, pid_t job_pid);
+/* The parent of pid, or -1 when there is no such process. */
+pid_t exec_parent(pid_t pid);
 
 /* Is pid's command name (/proc/PID/comm, at most 15 bytes) name? */
 bool exec_named(pid_t pid, const char *name);

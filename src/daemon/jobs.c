@@ -152,11 +152,12 @@ static core_retry d_job_retry(const d_job *job) {
 }
 
 /* Hands the job to the core's queue, a job that ran before to its
- * recovery queue; -1 with the core's reason in err. */
+ * recovery queue (and one that must run alone, an exclusive lease, with
+ * its place on the ladder); -1 with the core's reason in err. */
 static int d_job_to_core(d_daemon *d, d_job *job, char *err, size_t errlen) {
     core_job_spec spec = d_job_spec(job);
     core_retry r = d_job_retry(job);
-    int rc = job->attempts > 0
+    int rc = job->attempts > 0 || job->retry_alone
                  ? core_submit_retry(d->core, &spec, &r, d_now(d), err, errlen)
                  : core_submit(d->core, &spec, d_now(d), err, errlen);
     if (rc != 0) return -1;
@@ -646,6 +647,13 @@ int d_jobs_cancel(d_daemon *d, const int64_t *ids, size_t nids, char *err,
 
 /* ---- telemetry ------------------------------------------------------------ */
 
+/* Whether process pid is the job's: in its session, or for a Slurm
+ * job's lease one of its tasks' processes. */
+static bool d_job_owns(const d_job *job, pid_t pid) {
+    return job->lease.slurm_job ? d_lease_owns(job, pid)
+                                : exec_in_job(pid, job->job_pid);
+}
+
 /* Memory of job's processes in a GPU's process list, and into *util the
  * sum of their SM utilization (left CORE_UNKNOWN when none is known): its
  * weights for the GPU's energy, and proof that it is active there. */
@@ -653,7 +661,7 @@ static double d_job_mib_on(const tel_gpu_reading *r, const d_job *job,
                            double *util, bool *seen) {
     double mib = 0;
     for (int p = 0; p < r->nprocs; p++)
-        if (exec_in_job(r->procs[p].pid, job->job_pid)) {
+        if (d_job_owns(job, r->procs[p].pid)) {
             mib += r->procs[p].used_mib > 0 ? r->procs[p].used_mib : 0;
             if (r->procs[p].sm_util >= 0)
                 *util = (*util > 0 ? *util : 0) + r->procs[p].sm_util;
@@ -719,10 +727,10 @@ static void d_note_tel_flags(d_daemon *d, int g) {
  * an MPS server (its control daemon, which aegisd runs, starts it for the
  * GPU's clients and keeps it between them). */
 static bool d_proc_placed(const d_daemon *d, int g, const tel_proc *p) {
-    pid_t sid = exec_session(p->pid);
     for (size_t i = 0; i < d->njobs; i++) {
         const d_job *job = d->jobs[i];
-        if (job->state == D_RUNNING && job->job_pid == sid && d_job_on(job, g))
+        if (job->state == D_RUNNING && d_job_on(job, g) &&
+            d_job_owns(job, p->pid))
             return true;
     }
     return exec_named(p->pid, "nvidia-cuda-mps"); /* comm: 15 bytes */
@@ -882,7 +890,8 @@ static int d_job_adopt(d_daemon *d, d_job *job) {
         return 0;
     }
     d_log("%s", err);
-    if (job->job_pid > 1 && exec_in_job(job->job_pid, job->job_pid))
+    if (!job->lease.slurm_job && job->job_pid > 1 && /* Slurm's, not ours */
+        exec_in_job(job->job_pid, job->job_pid))
         exec_kill(job->job_pid, SIGKILL);
     d_share_release(d, job);
     store_begin(d->st);

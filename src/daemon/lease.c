@@ -30,6 +30,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+/* Generations below a task its processes are looked for (d_lease_owns). */
+#define D_LEASE_MAX_DEPTH 32
+
 /* Processes one lease watches at most (tasks of a step on one node). */
 #define D_LEASE_MAX_PIDS 4096
 
@@ -212,10 +215,19 @@ int d_lease_grant(d_daemon *d, d_job *job, const char *visible,
     json_decref(job->lease.env);
     job->lease.env = env;
     memset(run, 0, sizeof(*run));
-    /* its processes on the GPUs are its tasks' sessions' (d_job_mib_on) */
-    pid_t sid = job->lease.npids ? exec_session(job->lease.pids[0]->pid) : -1;
-    run->job_pid = sid > 0 ? sid : 0;
+    run->job_pid = job->lease.npids ? job->lease.pids[0]->pid : 0; /* shown */
     return 0;
+}
+
+bool d_lease_owns(const d_job *job, pid_t pid) {
+    /* a task need not lead its own session (slurmstepd decides): its
+     * processes are the tasks and their descendants */
+    for (int depth = 0; pid > 1 && depth < D_LEASE_MAX_DEPTH; depth++) {
+        if (d_lease_pid_index(&job->lease, pid) < job->lease.npids)
+            return true;
+        pid = exec_parent(pid);
+    }
+    return false;
 }
 
 void d_lease_granted(d_daemon *d, d_job *job) {
@@ -442,16 +454,20 @@ static d_job *d_lease_new(d_daemon *d, const proto_lease *pl, char *err,
     *fault = store_lease_submit(d->st, &owner, &req, &sl, d_wall(), &id, err,
                                 errlen) != 0;
     if (*fault) return NULL;
-    core_retry r;
+    /* mode exclusive: the job runs alone, as one that climbed the whole
+     * ladder; the other modes are the GPUs' (aegis.yaml's sharing) */
+    bool exclusive = strcmp(pl->mode, "exclusive") == 0;
+    core_retry r = {.attempt = 1};
     bool climb = pl->restart > 0 &&
                  store_ladder_get(d->st, pl->slurm_job, &r.attempt,
                                   &r.floor_mib, &r.alone);
+    r.alone = r.alone || exclusive;
     store_begin(d->st);
     store_event(d->st, id, d_wall(), "lease of Slurm job %u, restart %d, "
                 "mode %s%s", pl->slurm_job, pl->restart, pl->mode,
                 climb ? ", on its ladder after an OOM" : "");
-    d_job *job = d_job_lease_new(d, id, &owner, pl, climb ? &r : NULL, err,
-                                 errlen);
+    d_job *job = d_job_lease_new(d, id, &owner, pl,
+                                 climb || r.alone ? &r : NULL, err, errlen);
     store_commit(d->st);
     return job;
 }

@@ -7,8 +7,9 @@ usage:
   e2e_lease.py task SOCK OUT JOB RESTART UID MEM -- CMD...
       forks the task (its own session, waiting), asks for a lease for its
       pid, writes the answer to OUT (whole, by rename), runs CMD with the
-      grant's env (its stderr to OUT.err), and once it exits sends
-      lease_exit with its status and stderr's end, answered into OUT.exit
+      grant's env (its output to OUT.out and OUT.err), and once it exits sends
+      lease_exit with its status and stderr's end, answered into OUT.exit;
+      $LEASE_MODE is its mode (shared)
   e2e_lease.py send SOCK JSON [USER]
       sends one request (as USER when given) and prints the answer
 """
@@ -58,14 +59,15 @@ def task(sock, out, job, restart, uid, mem, cmd):
             env = json.loads(f.read() or 'null')
         if env is None:
             os._exit(0)
-        err = os.open(out + '.err', os.O_WRONLY | os.O_CREAT, 0o644)
-        os.dup2(err, 2)
+        for fd, name in ((1, '.out'), (2, '.err')):
+            os.dup2(os.open(out + name, os.O_WRONLY | os.O_CREAT, 0o644), fd)
         os.execvpe(cmd[0], cmd, dict(os.environ, **dict(
             e.split('=', 1) for e in env)))
     os.close(r)
     s = connect(sock)
     req = {'op': 'lease', 'slurm_job': job, 'restart': restart, 'uid': uid,
-           'pid': pid, 'mode': 'shared', 'name': 'job%d' % job}
+           'pid': pid, 'mode': os.environ.get('LEASE_MODE', 'shared'),
+           'name': 'job%d' % job}
     if mem > 0:
         req['mem_mib'] = mem
     ans = ask(s, req)

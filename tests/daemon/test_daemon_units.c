@@ -586,6 +586,43 @@ static void test_classify(void **state) {
     close(dir);
 }
 
+/* A Slurm task's exit (lease_exit): the same rules on a tail already
+ * read, which may hold NUL bytes and need not end in one. */
+static void test_classify_tail(void **state) {
+    char why[256];
+    assert_int_equal(exec_classify_tail(0, "CUDA out of memory", 18, why,
+                                        sizeof(why)), CORE_EXIT_OK);
+    assert_string_equal(why, "exit 0");
+    static const char tail[] = "junk\0RuntimeError: CUDA out of memory. x";
+    assert_int_equal(exec_classify_tail(1 << 8, tail, sizeof(tail) - 1, why,
+                                        sizeof(why)), CORE_EXIT_OOM);
+    assert_non_null(strstr(why, "exit 1, out of GPU memory"));
+    /* only n bytes are searched */
+    assert_int_equal(exec_classify_tail(1 << 8, tail, 10, why, sizeof(why)),
+                     CORE_EXIT_FAILED);
+    assert_string_equal(why, "exit 1");
+    assert_int_equal(exec_classify_tail(9, "", 0, why, sizeof(why)),
+                     CORE_EXIT_FAILED);
+    assert_string_equal(why, "killed by signal 9");
+}
+
+/* The variables of an attempt, in the order a lease's grant lists them. */
+static void test_job_vars(void **state) {
+    const char *extra[] = {"CUDA_MPS_PIPE_DIRECTORY=/run/mps/0", NULL};
+    exec_spec spec = {.id = 7, .attempt = 2, .visible = "GPU-a,GPU-b",
+                      .extra_env = extra};
+    size_t n = 0;
+    char **vars = exec_job_vars(&spec, &n);
+    assert_non_null(vars);
+    assert_int_equal(n, 4);
+    assert_string_equal(vars[0], "CUDA_VISIBLE_DEVICES=GPU-a,GPU-b");
+    assert_string_equal(vars[1], "AEGIS_JOB_ID=7");
+    assert_string_equal(vars[2], "AEGIS_ATTEMPT=2");
+    assert_string_equal(vars[3], "CUDA_MPS_PIPE_DIRECTORY=/run/mps/0");
+    assert_null(vars[4]);
+    exec_job_vars_free(vars);
+}
+
 /* ---- status files ---------------------------------------------------------- */
 
 /* Probes attempt 1 of job id in tmpdir after writing text to its status
@@ -694,6 +731,8 @@ int main(void) {
         cmocka_unit_test(test_config_log_max),
         cmocka_unit_test(test_config_bad),
         cmocka_unit_test(test_classify),
+        cmocka_unit_test(test_classify_tail),
+        cmocka_unit_test(test_job_vars),
         cmocka_unit_test(test_status_probe),
         cmocka_unit_test(test_status_of_a_run),
     };
