@@ -43,12 +43,18 @@ case_slurm_place() {
     for id in $ids; do
         aid=$(aegis_of "$id" | cut -d' ' -f1)
         cvd=$(sed -n 's/^CVD=//p' "job-$id.out")
-        pyjson "
-g=[g for g in d['gpus'] if $aid in g['jobs']]
-assert len(g)==1, g
-assert g[0]['uuid'] in '$cvd' and '$cvd'.startswith('GPU-'), ('$cvd', g)
-" < gpus.json || fail "Slurm job $id (aegis $aid): CUDA_VISIBLE_DEVICES $cvd"
-        "$AEGIS" show "$aid" | grep -q "slurm" || fail "show $aid: no Slurm job"
+        "$AEGIS" show --json "$aid" > show.json
+        python3 - gpus.json show.json "$aid" "$cvd" <<'PY' ||
+import json, sys
+gpus, show = (json.load(open(f)) for f in sys.argv[1:3])
+aid, cvd = int(sys.argv[3]), sys.argv[4]
+g = [g for g in gpus['gpus'] if aid in g['jobs']]
+assert len(g) == 1 and cvd == g[0]['uuid'], (cvd, g)
+assert show['attempt_list'][-1]['gpus'] == str(g[0]['index']), show
+PY
+            fail "Slurm job $id (aegis $aid): CUDA_VISIBLE_DEVICES $cvd"
+        "$AEGIS" show "$aid" | grep -q "slurm job  $id " ||
+            fail "show $aid: no Slurm job $id"
     done
     pyjson "assert max(len(g['jobs']) for g in d['gpus'])>=2, d" < gpus.json ||
         fail "no two Slurm jobs collocated"
