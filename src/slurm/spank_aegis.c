@@ -139,7 +139,7 @@ int slurm_spank_init(spank_t sp, int ac, char **av) {
             slurm_error("aegis: cannot register --%s", aegis_options[i].name);
     /* Only slurmstepd (remote) forks tasks; the write end stays open in it
      * for all of them, and ends with it. */
-    if (!spank_remote(sp) || task_pipe[0] >= 0) return 0;
+    if (spank_context() != S_CTX_REMOTE || task_pipe[0] >= 0) return 0;
     if (pipe(task_pipe) != 0) {
         slurm_error("aegis: pipe: %s (no lease_exit sent)", strerror(errno));
         return 0;

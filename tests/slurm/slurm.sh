@@ -61,6 +61,22 @@ PY
     node_ok || fail "node $(node_state) while jobs run"
 }
 
+# The steps of a job (srun inside sbatch) share its lease: one aegis job,
+# one GPU for all.
+case_slurm_steps() {
+    start; slurm_start
+    cd "$DIR/work"
+    id=$(submit --aegis-mem=4000 --gres=aegis_mem:4000 --wrap \
+        'echo "batch $CUDA_VISIBLE_DEVICES"; srun sh -c "echo step \$CUDA_VISIBLE_DEVICES"
+         srun sh -c "echo step \$CUDA_VISIBLE_DEVICES"')
+    await 30 job_gone "$id" || fail "job $id did not end"
+    [ "$(grep -c "GPU-" "job-$id.out")" = 3 ] && [ "$(cut -d' ' -f2 "job-$id.out" | sort -u | wc -l)" = 1 ] ||
+        fail "steps' GPUs: $(cat "job-$id.out")"
+    "$AEGIS" ls --all --json | pyjson "
+assert [j['state'] for j in d if j.get('slurm_job')==$id]==['done'], d" ||
+        fail "not one lease for job $id"
+}
+
 # `scontrol show node -d` counts the aegis_mem of the running jobs
 # (GresUsed; AllocTRES too where slurmdbd runs, AccountingStorageTRES),
 # and gives it back when they end.
