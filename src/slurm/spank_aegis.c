@@ -17,8 +17,10 @@
  *
  * Where each callback runs, and why it does what it does there:
  *   slurm_spank_init               every context: reads the plugin's
- *                                  arguments; never fails on them (a failing
- *                                  init in slurmd drains the node).
+ *                                  arguments and registers the options;
+ *                                  never fails (a failing init in slurmd
+ *                                  drains the node). In slurmstepd it also
+ *                                  makes the task pipe (task_pipe below).
  *   slurm_spank_task_init_privileged  the task's own process, as root,
  *                                  before exec: asks for the lease and
  *                                  blocks until aegisd grants it. aegisd
