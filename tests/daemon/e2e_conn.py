@@ -68,7 +68,8 @@ def check(cond, what):
 def ops_of_protocol(proto_c):
     """The op names the daemon knows, from proto.c's table."""
     text = open(proto_c).read()
-    return set(re.findall(r'\[PROTO_[A-Z]+\] = "([a-z]+)"', text))
+    return set(re.findall(r'\[PROTO_(?!AFTER_)[A-Z_]+\] = "([a-z_]+)"',
+                          text))
 
 
 def hangup(proto_c, job_id):
@@ -76,7 +77,8 @@ def hangup(proto_c, job_id):
     # A shutdown carried out would stop aegisd: sent as another user (as
     # root), or else malformed, it is refused.
     root = os.geteuid() == 0
-    senders = {'shutdown': 'nobody' if root else None}
+    senders = {'shutdown': 'nobody' if root else None,
+               'lease': 'nobody' if root else None}
     reqs = {
         'submit': {'op': 'submit', 'cwd': '/', 'jobs': [{'cmd': ['true']}]},
         'ls': {'op': 'ls', 'all': True},
@@ -91,6 +93,11 @@ def hangup(proto_c, job_id):
         'hold': {'op': 'hold', 'ids': [job_id]},
         'release': {'op': 'release', 'ids': [job_id]},
         'shutdown': {'op': 'shutdown', 'drain': True if root else 'yes'},
+        # Slurm's, root's only: a lease taken would hold a GPU
+        'lease': {'op': 'lease', 'slurm_job': 1, 'uid': 0, 'pid': os.getpid()},
+        'lease_exit': {'op': 'lease_exit', 'slurm_job': 1, 'pid': 1,
+                       'status': 0},
+        'lease_end': {'op': 'lease_end', 'slurm_job': 1},
     }
     ops = ops_of_protocol(proto_c)
     check(ops == set(reqs), 'ops not covered: %s' % (ops ^ set(reqs)))

@@ -118,7 +118,8 @@ assert j['slurm_mode']=='exclusive' and j['wait_code']=='idle', j" 2>/dev/null; 
 }
 
 # A lease that does not fit waits with a REASON; it is granted once the
-# lease ahead of it ends (aegis release --slurm-job, as the Epilog).
+# lease ahead of it ends (aegis release --slurm-job, as the Epilog). One
+# whose task hangs up while it waits is withdrawn.
 case_lease_wait() {
     start
     task 301 0 30000 "$FAKE" --mib 30000 --seconds 60
@@ -133,6 +134,17 @@ case_lease_wait() {
     "$AEGIS" ls | grep -q "^$id .*queued .*slurm:302 job302  *[^ -]" ||
         fail "ls shows no REASON: $("$AEGIS" ls)"
     [ -e "$DIR/lease.302.0" ] && fail "granted while it does not fit"
+    # a task that hangs up before its grant withdraws its lease
+    python3 "$CLIENT" task "$AEGIS_SOCKET" "$DIR/lease.303.0" 303 0 65534 \
+        20000 -- sleep 30 &
+    hung=$!
+    deadline=$((SECONDS + 30))
+    until id3=$("$AEGIS" ls --json | field "[j['id'] for j in d if j['slurm_job']==303][0]" 2>/dev/null); do
+        [ $SECONDS -lt $deadline ] || fail "lease 303 never queued"
+        sleep 0.1
+    done
+    kill "$hung"
+    until_job "$id3" "assert d['state']=='cancelled' and 'hung up' in d['reason'], d"
     out=$("$AEGIS" release --slurm-job 301) || fail "release: exit $?"
     [ "$out" = "ended 1 leases of Slurm job 301" ] || fail "release said: $out"
     granted 302 0 > /dev/null
