@@ -1,0 +1,141 @@
+/* client_conn.c -- one request to aegisd over its Unix socket: connect,
+ * write a JSON line, read the JSON line that answers it. A file of its own
+ * because two programs share it: the `aegis` command and the Slurm plugin
+ * spank_aegis.so (src/slurm), which cannot take the rest of the CLI.
+ */
+#include "client.h"
+
+#include "cli.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+const char *client_socket(const char *opt) {
+    if (opt) return opt;
+    const char *env = getenv("AEGIS_SOCKET");
+    return env && env[0] ? env : CLIENT_DEFAULT_SOCKET;
+}
+
+static char *complaints;
+static size_t complaints_size;
+
+void client_complaints_to(char *buf, size_t size) {
+    complaints = buf;
+    complaints_size = size;
+}
+
+void client_complain(const char *cmd, const char *fmt, ...) {
+    char what[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof(what), fmt, ap);
+    va_end(ap);
+    if (complaints)
+        snprintf(complaints, complaints_size, "aegis %s: %s", cmd, what);
+    else fprintf(stderr, "aegis %s: %s\n", cmd, what);
+}
+
+static int client_connect(const char *cmd, const char *path) {
+    struct sockaddr_un addr = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof(addr.sun_path)) {
+        client_complain(cmd, "%s: socket path too long", path);
+        return -1;
+    }
+    strcpy(addr.sun_path, path);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&addr, sizeof(addr)) != 0) {
+        client_complain(cmd, "cannot reach aegisd at %s: %s", path,
+                        strerror(errno));
+        if (fd >= 0) close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* send(), not write(): a daemon that hangs up (busy, or stopping) is an
+ * EPIPE to report, not a SIGPIPE that ends aegis without a word. */
+static int client_write_all(int fd, const char *buf, size_t n) {
+    while (n > 0) {
+        ssize_t w = send(fd, buf, n, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return -1;
+        buf += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* Reads up to the first newline; the answer may be megabytes (ls --all). */
+static char *client_read_line(int fd, size_t *len) {
+    size_t cap = 65536, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        if (n == cap) {
+            char *grown = realloc(buf, cap *= 2);
+            if (!grown) break;
+            buf = grown;
+        }
+        ssize_t r = read(fd, buf + n, cap - n);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        char *nl = memchr(buf + n, '\n', (size_t)r);
+        n += (size_t)r;
+        if (nl) {
+            *len = (size_t)(nl - buf);
+            return buf;
+        }
+    }
+    free(buf);
+    return NULL;
+}
+
+/* The answer line to a request text, or NULL; a daemon that turns the
+ * client away may close before reading the request, after writing why. */
+static char *client_exchange(int fd, const char *text, size_t *len) {
+    if (client_write_all(fd, text, strlen(text)) == 0)
+        client_write_all(fd, "\n", 1);
+    return client_read_line(fd, len);
+}
+
+json_t *client_call(const char *cmd, const char *socket, json_t *req,
+                    int *rc) {
+    return client_call_open(cmd, socket, req, rc, NULL);
+}
+
+json_t *client_call_open(const char *cmd, const char *socket, json_t *req,
+                         int *rc, int *keep) {
+    *rc = CLI_FAIL;
+    char *text = json_dumps(req, JSON_COMPACT);
+    json_decref(req);
+    if (!text) {
+        client_complain(cmd, "out of memory");
+        return NULL;
+    }
+    int fd = client_connect(cmd, socket);
+    json_t *answer = NULL;
+    size_t len = 0;
+    char *line = fd >= 0 ? client_exchange(fd, text, &len) : NULL;
+    if (fd >= 0 && !line)
+        client_complain(cmd, "aegisd at %s closed the connection", socket);
+    if (line) answer = json_loadb(line, len, 0, NULL);
+    if (line && !answer) client_complain(cmd, "aegisd's answer is not JSON");
+    if (answer && !json_is_true(json_object_get(answer, "ok"))) {
+        const char *err = json_string_value(json_object_get(answer, "error"));
+        client_complain(cmd, "%s", err ? err : "request failed");
+        if (!json_is_true(json_object_get(answer, "server_error")))
+            *rc = CLI_USAGE;
+        json_decref(answer);
+        answer = NULL;
+    }
+    free(line);
+    free(text);
+    if (answer && keep) *keep = fd;
+    else if (fd >= 0) close(fd);
+    return answer;
+}

@@ -1,0 +1,344 @@
+/* spank_aegis.c -- the Slurm SPANK plugin that makes the node's aegisd
+ * choose the GPU of each Slurm task (docs/slurm.md).
+ *
+ * Slurm picks the node (its count-only GRES aegis_mem holds the memory a
+ * node offers); aegisd on that node picks the GPU and the moment to start.
+ * The protocol is aegisd's socket protocol, ops lease and lease_exit.
+ *
+ *   plugstack.conf:  required|optional /path/spank_aegis.so [socket=PATH]
+ *                    [retry=SECONDS] [required|optional]
+ *   sbatch/srun:     --aegis-mem=MIB [--aegis-mode=shared|mps|mig|exclusive]
+ *
+ * A task asks for a lease only when --aegis-mem is given: the job's GRES
+ * are not visible to a SPANK plugin on the node (Slurm 22.05 exports no
+ * environment for a count-only GRES), so the option is the only place the
+ * memory can come from. The user gives the same number to --gres=aegis_mem
+ * so that Slurm counts it too.
+ *
+ * Where each callback runs, and why it does what it does there:
+ *   slurm_spank_init               every context: reads the plugin's
+ *                                  arguments and registers the options;
+ *                                  never fails (a failing init in slurmd
+ *                                  drains the node). In slurmstepd it also
+ *                                  makes the task pipe (task_pipe below).
+ *   slurm_spank_task_init_privileged  the task's own process, as root,
+ *                                  before exec: asks for the lease and
+ *                                  blocks until aegisd grants it. aegisd
+ *                                  checks root (SO_PEERCRED) for this op.
+ *   slurm_spank_task_init          the same process, as the user: puts the
+ *                                  lease's environment in the task's.
+ *   slurm_spank_task_exit          slurmstepd, once per task that ended:
+ *                                  tells aegisd its wait status and the tail
+ *                                  of its stderr, which aegisd classifies.
+ */
+#include "cli.h"
+#include "client.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <slurm/slurm.h>
+#include <slurm/spank.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+SPANK_PLUGIN(aegis, 1);
+
+/* aegisd classifies an OOM from at most this much of the task's stderr. */
+#define STDERR_TAIL_BYTES 8192
+
+/* The plugin's arguments (plugstack.conf). */
+static int aegis_required = 1;   /* "required": no aegisd, no task */
+static const char *aegis_socket; /* socket=PATH; NULL: client_socket's */
+static long aegis_retry_s = 30;  /* retry=SECONDS */
+
+/* The user's options; aegis_mem_mib 0 means the task does not use aegis. */
+static long aegis_mem_mib;
+static const char *aegis_mode = "shared";
+
+/* The granted lease, from task_init_privileged to task_init (one process:
+ * the task's own, before it execs). NULL when the task runs without. */
+static json_t *aegis_lease;
+
+/* A pipe slurmstepd makes before it forks the tasks: each leased task
+ * writes "PID PATH\n" on it (PATH: the file its stderr goes to, or
+ * nothing), so that task_exit, in slurmstepd after the task is gone, knows
+ * which tasks hold a lease and where their stderr tail is. What slurmstepd
+ * has read of it so far is task_lines. */
+static int task_pipe[2] = {-1, -1};
+static char *task_lines;
+static size_t task_lines_len;
+
+static int aegis_opt_mem(int val, const char *optarg, int remote);
+static int aegis_opt_mode(int val, const char *optarg, int remote);
+
+/* Registered by slurm_spank_init: Slurm 22.05's sbatch does not read a
+ * plugin's spank_options table, only options registered by the plugin. */
+static struct spank_option aegis_options[] = {
+    {"aegis-mem", "MIB",
+     "GPU memory (MiB) each task needs; aegisd on the node picks the GPU", 1,
+     0, aegis_opt_mem},
+    {"aegis-mode", "MODE",
+     "how aegisd shares the GPU: shared (default), mps, mig or exclusive", 1,
+     0, aegis_opt_mode},
+    SPANK_OPTIONS_TABLE_END};
+
+static int aegis_opt_mem(int val, const char *optarg, int remote) {
+    char *end = NULL;
+    errno = 0;
+    long v = optarg ? strtol(optarg, &end, 10) : 0;
+    if (!optarg || errno || end == optarg || *end || v < 1 || v > 16777216) {
+        slurm_error("aegis: --aegis-mem=%s: not a number of MiB in "
+                    "[1, 16777216]", optarg ? optarg : "");
+        return -1;
+    }
+    aegis_mem_mib = v;
+    return 0;
+}
+
+static int aegis_opt_mode(int val, const char *optarg, int remote) {
+    static const char *const modes[] = {"shared", "mps", "mig", "exclusive"};
+    for (size_t i = 0; optarg && i < sizeof(modes) / sizeof(*modes); i++)
+        if (strcmp(optarg, modes[i]) == 0) {
+            aegis_mode = modes[i];
+            return 0;
+        }
+    slurm_error("aegis: --aegis-mode=%s: not shared, mps, mig or exclusive",
+                optarg ? optarg : "");
+    return -1;
+}
+
+/* Reads the plugstack.conf arguments. A bad one is reported and ignored:
+ * a failing init in slurmd would drain the node. */
+static void aegis_parse_args(int ac, char **av) {
+    for (int i = 0; i < ac; i++) {
+        const char *a = av[i];
+        char *end = NULL;
+        long v = -1;
+        if (strncmp(a, "retry=", 6) == 0) {
+            errno = 0;
+            v = strtol(a + 6, &end, 10);
+        }
+        if (strcmp(a, "required") == 0) aegis_required = 1;
+        else if (strcmp(a, "optional") == 0) aegis_required = 0;
+        else if (strncmp(a, "socket=", 7) == 0 && a[7]) aegis_socket = a + 7;
+        else if (v >= 0 && !errno && end != a + 6 && !*end) aegis_retry_s = v;
+        else
+            slurm_error("aegis: plugstack.conf: argument '%s' ignored (want "
+                        "required, optional, socket=PATH, retry=SECONDS)", a);
+    }
+}
+
+int slurm_spank_init(spank_t sp, int ac, char **av) {
+    aegis_parse_args(ac, av);
+    for (int i = 0; aegis_options[i].name; i++)
+        if (spank_option_register(sp, &aegis_options[i]) != ESPANK_SUCCESS)
+            slurm_error("aegis: cannot register --%s", aegis_options[i].name);
+    /* Only slurmstepd (remote) forks tasks; the write end stays open in it
+     * for all of them, and ends with it. */
+    if (spank_context() != S_CTX_REMOTE || task_pipe[0] >= 0) return 0;
+    if (pipe(task_pipe) != 0) {
+        slurm_error("aegis: pipe: %s (no lease_exit sent)", strerror(errno));
+        return 0;
+    }
+    fcntl(task_pipe[0], F_SETFL, O_NONBLOCK);
+    for (int i = 0; i < 2; i++) fcntl(task_pipe[i], F_SETFD, FD_CLOEXEC);
+    return 0;
+}
+
+/* The job's restart count (its run: 0 first, 1 after one requeue). Under
+ * Slurm 22.05 neither the item S_SLURM_RESTART_COUNT (0 in batch jobs)
+ * nor SLURM_RESTART_COUNT (set in the job's environment only after
+ * task_init_privileged) has it where the lease is asked for, so slurmctld
+ * is asked; slurm_load_job comes from the libslurmfull that slurmstepd
+ * has loaded. SLURM_RESTART_COUNT serves where it is there (task_exit). */
+static uint32_t aegis_restart_count(spank_t sp, uint32_t job) {
+    uint32_t count = 0;
+    char text[16] = "";
+    spank_get_item(sp, S_SLURM_RESTART_COUNT, &count);
+    if (spank_getenv(sp, "SLURM_RESTART_COUNT", text, sizeof(text)) ==
+        ESPANK_SUCCESS) {
+        unsigned long env = strtoul(text, NULL, 10);
+        return env > count && env <= UINT32_MAX ? (uint32_t)env : count;
+    }
+    job_info_msg_t *info = NULL;
+    if (slurm_load_job(&info, job, SHOW_DETAIL) == 0 && info &&
+        info->record_count == 1 && info->job_array[0].restart_cnt > count)
+        count = info->job_array[0].restart_cnt;
+    else if (!info)
+        slurm_error("aegis: job %u: restart count not known (%s), 0 assumed",
+                    job, slurm_strerror(slurm_get_errno()));
+    slurm_free_job_info_msg(info);
+    return count;
+}
+
+/* Asks aegisd for this task's lease and waits for the grant. Returns the
+ * answer, or NULL with *refused set when aegisd turned the request down,
+ * clear when it could not be reached for aegis_retry_s seconds. */
+static json_t *aegis_request_lease(spank_t sp, int *refused) {
+    uint32_t job = 0;
+    uid_t uid = 0;
+    char name[256] = "";
+    spank_get_item(sp, S_JOB_ID, &job);
+    uint32_t restart = aegis_restart_count(sp, job);
+    spank_get_item(sp, S_JOB_UID, &uid);
+    spank_getenv(sp, "SLURM_JOB_NAME", name, sizeof(name));
+    const char *socket = client_socket(aegis_socket);
+    time_t deadline = time(NULL) + aegis_retry_s;
+    for (;;) {
+        json_t *req = json_pack(
+            "{s:s, s:I, s:I, s:I, s:I, s:s, s:I, s:i, s:s}", "op", "lease",
+            "slurm_job", (json_int_t)job, "restart", (json_int_t)restart,
+            "uid", (json_int_t)uid, "mem_mib", (json_int_t)aegis_mem_mib,
+            "mode", aegis_mode, "pid", (json_int_t)getpid(), "gpus", 1,
+            "name", name);
+        int rc;
+        time_t asked = time(NULL);
+        json_t *answer = client_call("slurm lease", socket, req, &rc);
+        *refused = rc == CLI_USAGE;
+        if (answer || *refused) return answer;
+        /* A call that waited was connected: aegisd went away while the
+         * task queued (a restart), so the retry time starts again. */
+        if (time(NULL) - asked >= 2) deadline = time(NULL) + aegis_retry_s;
+        if (time(NULL) >= deadline) return NULL;
+        sleep(1);
+    }
+}
+
+int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av) {
+    if (!spank_remote(sp) || aegis_mem_mib == 0) return 0;
+    int refused = 0;
+    aegis_lease = aegis_request_lease(sp, &refused);
+    if (aegis_lease) return 0;
+    if (refused) {
+        slurm_error("aegis: aegisd refused the lease (--aegis-mem=%ld)",
+                    aegis_mem_mib);
+        return -1;
+    }
+    if (aegis_required) {
+        slurm_error("aegis: aegisd at %s not reachable for %ld s: task not "
+                    "started (plugin 'required')", client_socket(aegis_socket),
+                    aegis_retry_s);
+        return -1;
+    }
+    slurm_error("aegis: aegisd at %s not reachable for %ld s: the task runs "
+                "without aegis (plugin 'optional')",
+                client_socket(aegis_socket), aegis_retry_s);
+    return 0;
+}
+
+/* Tells slurmstepd (task_pipe) that this task holds a lease, and where its
+ * stderr goes when that is a file whose tail can be read later. */
+static void aegis_report_task(void) {
+    char path[PATH_MAX] = "", line[PATH_MAX + 32];
+    struct stat st;
+    ssize_t n = readlink("/proc/self/fd/2", path, sizeof(path) - 1);
+    path[n > 0 ? n : 0] = '\0';
+    if (fstat(2, &st) != 0 || !S_ISREG(st.st_mode)) path[0] = '\0';
+    int len = snprintf(line, sizeof(line), "%ld %s\n", (long)getpid(), path);
+    /* One write under PIPE_BUF bytes: lines of several tasks never mix. */
+    if (task_pipe[1] >= 0 && len > 0 && len < PIPE_BUF &&
+        write(task_pipe[1], line, (size_t)len) != len)
+        slurm_error("aegis: task pipe: %s", strerror(errno));
+}
+
+int slurm_spank_task_init(spank_t sp, int ac, char **av) {
+    if (!aegis_lease) return 0;
+    json_t *env = json_object_get(aegis_lease, "env");
+    size_t i;
+    json_t *entry;
+    json_array_foreach(env, i, entry) {
+        const char *text = json_string_value(entry);
+        const char *eq = text ? strchr(text, '=') : NULL;
+        if (!eq) continue;
+        char *name = strndup(text, (size_t)(eq - text));
+        if (name && spank_setenv(sp, name, eq + 1, 1) != ESPANK_SUCCESS)
+            slurm_error("aegis: cannot set %s for the task", name);
+        free(name);
+    }
+    aegis_report_task();
+    return 0;
+}
+
+/* Reads what the tasks wrote on task_pipe so far into task_lines. */
+static void aegis_read_task_pipe(void) {
+    char buf[4096];
+    ssize_t n;
+    while (task_pipe[0] >= 0 && (n = read(task_pipe[0], buf, sizeof(buf))) > 0) {
+        char *grown = realloc(task_lines, task_lines_len + (size_t)n + 1);
+        if (!grown) return;
+        task_lines = grown;
+        memcpy(task_lines + task_lines_len, buf, (size_t)n);
+        task_lines_len += (size_t)n;
+        task_lines[task_lines_len] = '\0';
+    }
+}
+
+/* The stderr path task pid reported (possibly ""), or NULL when it holds
+ * no lease; the caller frees it. */
+static char *aegis_task_stderr(pid_t pid) {
+    char key[32];
+    int klen = snprintf(key, sizeof(key), "%ld ", (long)pid);
+    for (char *line = task_lines; line && *line;) {
+        char *nl = strchr(line, '\n');
+        if (!nl) break;
+        if (strncmp(line, key, (size_t)klen) == 0)
+            return strndup(line + klen, (size_t)(nl - line - klen));
+        line = nl + 1;
+    }
+    return NULL;
+}
+
+/* The last STDERR_TAIL_BYTES of the file at path, or NULL. */
+static json_t *aegis_read_tail(const char *path) {
+    char buf[STDERR_TAIL_BYTES];
+    struct stat st;
+    int fd = path[0] ? open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK) : -1;
+    if (fd < 0) return NULL;
+    json_t *tail = NULL;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+        off_t from = st.st_size > STDERR_TAIL_BYTES
+                         ? st.st_size - STDERR_TAIL_BYTES : 0;
+        ssize_t n = pread(fd, buf, sizeof(buf), from);
+        /* jansson wants UTF-8; a tail cut inside a character, or binary
+         * output, goes as its bytes with the rest replaced. */
+        for (ssize_t i = 0; i < n; i++)
+            if ((unsigned char)buf[i] >= 0x80) buf[i] = '?';
+        if (n > 0) tail = json_stringn(buf, (size_t)n);
+    }
+    close(fd);
+    return tail;
+}
+
+int slurm_spank_task_exit(spank_t sp, int ac, char **av) {
+    if (!spank_remote(sp) || aegis_mem_mib == 0) return 0;
+    pid_t pid = 0;
+    int status = 0;
+    uint32_t job = 0;
+    spank_get_item(sp, S_TASK_PID, &pid);
+    spank_get_item(sp, S_TASK_EXIT_STATUS, &status);
+    spank_get_item(sp, S_JOB_ID, &job);
+    uint32_t restart = aegis_restart_count(sp, job);
+    aegis_read_task_pipe();
+    char *path = aegis_task_stderr(pid);
+    if (!path) return 0; /* ran without a lease */
+    json_t *req = json_pack("{s:s, s:I, s:I, s:I, s:i}", "op", "lease_exit",
+                            "slurm_job", (json_int_t)job, "restart",
+                            (json_int_t)restart, "pid", (json_int_t)pid,
+                            "status", status);
+    json_t *tail = aegis_read_tail(path);
+    if (req && tail) json_object_set_new(req, "stderr_tail", tail);
+    else json_decref(tail);
+    free(path);
+    int rc;
+    /* Failing here would not help: aegisd ends the lease anyway when the
+     * task's processes are gone, and the Epilog ends it with the job. */
+    json_decref(client_call("slurm lease_exit", client_socket(aegis_socket),
+                            req, &rc));
+    return 0;
+}

@@ -1,0 +1,213 @@
+#!/bin/bash
+# slurm.sh -- aegisd under a real Slurm: batch jobs that ask for GPU memory
+# with spank_aegis.so's --aegis-mem get their GPU from aegisd on the node.
+#
+# usage: slurm.sh AEGISD AEGIS TESTNVML FAKEGPU CATALOG PLUGIN CASE
+# Each case starts aegisd on the test GPUs (3 x 40960 MiB) and a one-node
+# Slurm cluster (slurm_lib.sh); jobs run as nobody. Exit 0 pass, 1 fail,
+# 77 skipped (no Slurm).
+set -u
+AEGISD=$1 AEGIS=$2 NVML=$3 FAKE=$4 CATALOG=$5 PLUGIN=$6 CASE=$7
+source "$(dirname "$0")/slurm_lib.sh"
+
+# A job that takes MIB on its GPU for SECS seconds, asking aegis for MEM:
+# aegis_job MEM MIB SECS [sbatch options]. It prints its
+# CUDA_VISIBLE_DEVICES first.
+aegis_job() {
+    local mem=$1 mib=$2 secs=$3; shift 3
+    submit --aegis-mem="$mem" --gres=aegis_mem:"$mem" "$@" --wrap \
+        "echo CVD=\$CUDA_VISIBLE_DEVICES; exec $FAKE --mib $mib --seconds $secs"
+}
+# The aegis job (ls --json) of a Slurm job, as a Python expression's input.
+aegis_of() {
+    "$AEGIS" ls --all --json | pyjson "
+j=[j for j in d if j.get('slurm_job')==$1]
+assert j, 'no aegis job for Slurm job $1'
+print(j[-1]['id'], j[-1]['state'])"
+}
+aegis_running() { [ "$(aegis_of "$1" 2>/dev/null | cut -d' ' -f2)" = running ]; }
+
+# Every job gets the GPU aegisd chose for it: the CUDA_VISIBLE_DEVICES its
+# script sees is the UUID of the GPU `aegis gpus` lists the job on, and
+# `aegis show` names that GPU. Four jobs on three GPUs: two share one.
+case_slurm_place() {
+    start; slurm_start
+    cd "$DIR/work"
+    ids=""
+    for i in 1 2 3 4; do ids="$ids $(aegis_job 4000 3000 30)"; done
+    for id in $ids; do
+        await 40 aegis_running "$id" || fail "Slurm job $id not running in aegis"
+        await 10 grep -q CVD= "job-$id.out" || fail "job $id printed nothing"
+    done
+    "$AEGIS" gpus --json > gpus.json
+    for id in $ids; do
+        aid=$(aegis_of "$id" | cut -d' ' -f1)
+        cvd=$(sed -n 's/^CVD=//p' "job-$id.out")
+        "$AEGIS" show --json "$aid" > show.json
+        python3 - gpus.json show.json "$aid" "$cvd" <<'PY' ||
+import json, sys
+gpus, show = (json.load(open(f)) for f in sys.argv[1:3])
+aid, cvd = int(sys.argv[3]), sys.argv[4]
+g = [g for g in gpus['gpus'] if aid in g['jobs']]
+assert len(g) == 1 and cvd == g[0]['uuid'], (cvd, g)
+assert show['attempt_list'][-1]['gpus'] == str(g[0]['index']), show
+PY
+            fail "Slurm job $id (aegis $aid): CUDA_VISIBLE_DEVICES $cvd"
+        "$AEGIS" show "$aid" | grep -q "slurm job  $id " ||
+            fail "show $aid: no Slurm job $id"
+    done
+    pyjson "assert max(len(g['jobs']) for g in d['gpus'])>=2, d" < gpus.json ||
+        fail "no two Slurm jobs collocated"
+    node_ok || fail "node $(node_state) while jobs run"
+}
+
+# The steps of a job (srun inside sbatch) share its lease: one aegis job,
+# one GPU for all.
+case_slurm_steps() {
+    start; slurm_start
+    cd "$DIR/work"
+    id=$(submit --aegis-mem=4000 --gres=aegis_mem:4000 --wrap \
+        'echo "batch $CUDA_VISIBLE_DEVICES"; srun sh -c "echo step \$CUDA_VISIBLE_DEVICES"
+         srun sh -c "echo step \$CUDA_VISIBLE_DEVICES"')
+    await 30 job_gone "$id" || fail "job $id did not end"
+    [ "$(grep -c "GPU-" "job-$id.out")" = 3 ] && [ "$(cut -d' ' -f2 "job-$id.out" | sort -u | wc -l)" = 1 ] ||
+        fail "steps' GPUs: $(cat "job-$id.out")"
+    "$AEGIS" ls --all --json | pyjson "
+assert [j['state'] for j in d if j.get('slurm_job')==$id]==['done'], d" ||
+        fail "not one lease for job $id"
+}
+
+# `scontrol show node -d` counts the aegis_mem of the running jobs
+# (GresUsed; AllocTRES too where slurmdbd runs, AccountingStorageTRES),
+# and gives it back when they end.
+case_slurm_tres() {
+    start; slurm_start
+    a=$(aegis_job 4000 1000 30) b=$(aegis_job 6000 1000 30)
+    await 40 aegis_running "$a" && await 40 aegis_running "$b" ||
+        fail "jobs not running"
+    scontrol show node -d localhost > node.txt
+    grep -q "GresUsed=aegis_mem:10000" node.txt || fail "GresUsed: $(cat node.txt)"
+    scancel "$a" "$b"
+    await 20 eval 'scontrol show node -d localhost | grep -q "GresUsed=aegis_mem:0"' ||
+        fail "aegis_mem still allocated after scancel"
+}
+
+# Three jobs fill the three GPUs; a fourth that fits only beside none of
+# them is RUNNING for Slurm (the node has the aegis_mem) and waits in
+# aegisd, which says why. scancel of the first starts it, and the node's
+# Epilog releases the first one's lease.
+case_slurm_wait() {
+    start; slurm_start
+    cd "$DIR/work"
+    first=$(aegis_job 30000 30000 60)
+    await 40 aegis_running "$first" || fail "first not running"
+    ids="$first $(aegis_job 30000 30000 60) $(aegis_job 30000 30000 60)"
+    for id in $ids; do await 40 aegis_running "$id" || fail "$id not running"; done
+    last=$(aegis_job 30000 1000 60)
+    await 40 job_is "$last" RUNNING || fail "Slurm did not start $last"
+    await 20 eval '[ "$(aegis_of $last | cut -d" " -f2)" = queued ]' ||
+        fail "$last not waiting in aegis: $(aegis_of "$last")"
+    aid=$(aegis_of "$last" | cut -d' ' -f1)
+    "$AEGIS" ls | grep -E "^ *$aid " | grep -q "MiB free" ||
+        fail "no reason shown: $("$AEGIS" ls)"
+    [ -s "job-$last.out" ] && fail "the waiting job already ran: $(cat "job-$last.out")"
+    scancel "$first"
+    await 30 aegis_running "$last" || fail "$last did not start after scancel"
+    await 20 grep -q "release --slurm-job $first: exit 0" "$SDIR/log/epilog.log" ||
+        fail "Epilog did not release $first"
+    aegis_running "$first" && fail "$first still running in aegis"
+    node_ok || fail "node $(node_state)"
+}
+
+# A job that fails with a CUDA out-of-memory error on its first run, on a
+# GPU it shares (alone there, it would simply fail), is requeued by aegisd
+# through Slurm (scontrol requeue); its second run (SLURM_RESTART_COUNT 1)
+# is leased at the ladder's next floor, or alone.
+case_slurm_oom() {
+    start; slurm_start
+    cd "$DIR/work"
+    busy=""
+    for i in 1 2 3; do
+        busy="$busy $(aegis_job 10000 10000 60)"
+        await 40 aegis_running "${busy##* }" || fail "${busy##* } not running"
+    done
+    id=$(submit --aegis-mem=4000 --gres=aegis_mem:4000 --wrap \
+        "echo run \${SLURM_RESTART_COUNT:-0}; if [ \${SLURM_RESTART_COUNT:-0} = 0 ];
+         then exec $FAKE --mib 50000 --seconds 1; fi; exec $FAKE --mib 1000 --seconds 1")
+    await 20 eval '[ "$(aegis_of $id | cut -d" " -f2)" = failed ]' ||
+        fail "first run of $id not failed in aegis"
+    # Its next run may want a GPU of its own: the others make room.
+    scancel $busy
+    await 30 grep -q "run 1" "job-$id.out" || fail "job $id not requeued"
+    await 30 job_gone "$id" || fail "second run did not end"
+    runs=$("$AEGIS" ls --all --json | pyjson "
+print(*[j['id'] for j in d if j.get('slurm_job')==$id])")
+    set -- $runs
+    [ $# = 2 ] || fail "aegis jobs of Slurm job $id: $runs"
+    "$AEGIS" show --json "$1" > run0.json && "$AEGIS" show --json "$2" > run1.json
+    python3 - run0.json run1.json <<'PY' || fail "second run not on the ladder: $("$AEGIS" show "$2")"
+import json, sys
+first, second = (json.load(open(f))['attempt_list'][0] for f in sys.argv[1:])
+print('floors', first['floor_mib'], second['floor_mib'], 'alone', second['exclusive'])
+assert first['how'] == 'oom' and second['how'] == 'ok', (first, second)
+assert second['floor_mib'] > first['floor_mib'] or second['exclusive'], second
+PY
+    node_ok || fail "node $(node_state)"
+}
+
+# kill -9 of aegisd while Slurm jobs run: after the restart the one still
+# running keeps its GPU, and the lease of one cancelled meanwhile (its
+# Epilog could not reach aegisd) is dropped.
+case_slurm_restart() {
+    start; slurm_start
+    cd "$DIR/work"
+    keep=$(aegis_job 4000 3000 60) gone=$(aegis_job 4000 3000 60)
+    await 40 aegis_running "$keep" && await 40 aegis_running "$gone" ||
+        fail "jobs not running"
+    "$AEGIS" gpus --json > before.json
+    kill -KILL "$(daemon_pid)"
+    scancel "$gone"
+    await 20 job_gone "$gone" || fail "$gone not cancelled"
+    start
+    aegis_running "$keep" || fail "$keep not running after restart: $(aegis_of "$keep")"
+    aegis_running "$gone" && fail "stale lease of $gone kept"
+    aid=$(aegis_of "$keep" | cut -d' ' -f1)
+    "$AEGIS" gpus --json > after.json
+    python3 - before.json after.json "$aid" <<'PY' || fail "$keep moved"
+import json, sys
+gpu = lambda f: [g['index'] for g in json.load(open(f))['gpus'] if int(sys.argv[3]) in g['jobs']]
+assert gpu(sys.argv[1]) == gpu(sys.argv[2]) != [], (gpu(sys.argv[1]), gpu(sys.argv[2]))
+PY
+    job_is "$keep" RUNNING || fail "$keep not running in Slurm"
+    node_ok || fail "node $(node_state) after the Epilog without aegisd"
+}
+
+# aegisd stopped: with the plugin required, a job fails within the retry
+# time without running, and the node stays idle, not drained.
+case_slurm_down() {
+    slurm_start retry=2
+    cd "$DIR/work"
+    t0=$SECONDS
+    id=$(submit --aegis-mem=1000 --gres=aegis_mem:1000 --wrap "echo ran")
+    await 30 job_gone "$id" || fail "job $id did not end"
+    [ $((SECONDS - t0)) -le 20 ] || fail "took $((SECONDS - t0)) s"
+    scontrol show job "$id" | grep -q "JobState=FAILED" ||
+        fail "job $id: $(scontrol show job "$id")"
+    grep -q ran "job-$id.out" 2>/dev/null && fail "job $id ran without aegisd"
+    await 10 node_is idle || fail "node $(node_state), not idle"
+}
+
+# aegisd stopped, the plugin optional: the job runs without aegis (no
+# CUDA_VISIBLE_DEVICES from it) once the retry time is over.
+case_slurm_optional() {
+    slurm_start optional retry=1
+    cd "$DIR/work"
+    id=$(submit --aegis-mem=1000 --gres=aegis_mem:1000 --wrap 'echo "ran CVD=$CUDA_VISIBLE_DEVICES"')
+    await 30 job_gone "$id" || fail "job $id did not end"
+    grep -qx "ran CVD=" "job-$id.out" || fail "job $id: $(cat "job-$id.out")"
+    scontrol show job "$id" | grep -q "JobState=COMPLETED" ||
+        fail "job $id: $(scontrol show job "$id")"
+    node_is idle || fail "node $(node_state), not idle"
+}
+
+e2e_run
