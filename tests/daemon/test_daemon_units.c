@@ -427,6 +427,71 @@ static void test_store_old_after(void **state) {
     store_close(st);
 }
 
+/* The tables and columns of the jobs' histories and of Slurm's leases came
+ * from two branches: a database either aegisd wrote (or one older than
+ * both) gets what it lacks of both when opened, whatever order its
+ * columns are in. */
+static void test_store_old_schemas(void **state) {
+    static const char *const history =
+        "DROP TABLE history;"
+        "ALTER TABLE jobs DROP COLUMN history_step;"
+        "ALTER TABLE jobs DROP COLUMN notify;";
+    static const char *const slurm =
+        "DROP TABLE slurm_ladder;"
+        "ALTER TABLE jobs DROP COLUMN slurm_job;"
+        "ALTER TABLE jobs DROP COLUMN slurm_restart;"
+        "ALTER TABLE jobs DROP COLUMN slurm_mode;"
+        "ALTER TABLE jobs DROP COLUMN slurm_pids;"
+        "ALTER TABLE jobs DROP COLUMN slurm_env;";
+    const char *const lacks[][2] = {{slurm, ""}, {history, ""},
+                                    {history, slurm}};
+    for (int k = 0; k < 3; k++) {
+        char path[300], err[256];
+        snprintf(path, sizeof(path), "%s/schema%d.db", tmpdir, k);
+        store *st = store_open(path, err, sizeof(err));
+        assert_non_null(st);
+        store_close(st);
+        sqlite3 *db;
+        assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+        assert_int_equal(sqlite3_exec(db, lacks[k][0], NULL, NULL, NULL),
+                         SQLITE_OK);
+        assert_int_equal(sqlite3_exec(db, lacks[k][1], NULL, NULL, NULL),
+                         SQLITE_OK);
+        assert_int_equal(sqlite3_exec(db,
+            "INSERT INTO envs(id, cwd, env) VALUES(1, '/', '[]');"
+            "INSERT INTO jobs(uid, gid, user, name, cmd, env_id, gpus,"
+            " state, submitted) VALUES(0, 0, 'root', '', '[\"a\"]', 1, 1,"
+            " 'running', 1.0);", NULL, NULL, NULL), SQLITE_OK);
+        sqlite3_close(db);
+        st = store_open(path, err, sizeof(err));
+        assert_non_null(st);
+        json_t *job = store_job(st, 1, true);
+        assert_non_null(job);
+        assert_true(json_is_null(json_object_get(job, "notify")));
+        assert_true(json_is_null(json_object_get(job, "slurm_job")));
+        json_decref(job);
+        int count = -1, step = -1;
+        store_history_state(st, 1, &count, &step);
+        assert_int_equal(count, 0);
+        assert_int_equal(step, 1);
+        store_history_add(st, 1, &(store_sample){.t = 2, .mem_mib = 100,
+                                                 .sm_pct = -1,
+                                                 .gpu_used_mib = 200,
+                                                 .gpu_total_mib = 1000});
+        json_t *samples = store_history(st, 1);
+        assert_int_equal(json_array_size(samples), 1);
+        json_decref(samples);
+        store_ladder_set(st, 42, 2, 3000, false);
+        int attempt = 0;
+        double floor = 0;
+        bool alone = true;
+        assert_true(store_ladder_get(st, 42, &attempt, &floor, &alone));
+        assert_int_equal(attempt, 2);
+        assert_true(floor == 3000 && !alone);
+        store_close(st);
+    }
+}
+
 /* ---- config --------------------------------------------------------------- */
 
 static const char *write_file(const char *name, const char *text) {
@@ -726,6 +791,7 @@ int main(void) {
         cmocka_unit_test(test_usock_answers),
         cmocka_unit_test(test_store_submit_and_reopen),
         cmocka_unit_test(test_store_old_after),
+        cmocka_unit_test(test_store_old_schemas),
         cmocka_unit_test(test_config_good),
         cmocka_unit_test(test_config_shipped),
         cmocka_unit_test(test_config_log_max),
