@@ -7,7 +7,6 @@ usage: e2e_conn.py ACTION SOCKET [ARGS...]   (exit 0 pass, 1 fail)
 """
 import json
 import os
-import pwd
 import re
 import socket
 import subprocess
@@ -15,35 +14,14 @@ import sys
 import threading
 import time
 
+from e2e_sock import connect, read_line
+
 SOCK = sys.argv[2]
 PER_USER = 64  # aegisd's D_MAX_CONNS_PER_USER
 
 
-def connect(as_user=None):
-    """A socket to aegisd, connected as as_user (a login name) if given."""
-    s = socket.socket(socket.AF_UNIX)
-    if as_user:
-        os.seteuid(pwd.getpwnam(as_user).pw_uid)
-    try:
-        s.connect(SOCK)
-    finally:
-        if as_user:
-            os.seteuid(0)
-    return s
-
-
-def read_line(s):
-    buf = b''
-    while not buf.endswith(b'\n'):
-        chunk = s.recv(1 << 20)
-        if not chunk:
-            break
-        buf += chunk
-    return buf
-
-
 def ask(req, as_user=None):
-    s = connect(as_user)
+    s = connect(SOCK, as_user)
     s.sendall(json.dumps(req).encode() + b'\n')
     answer = json.loads(read_line(s))
     s.close()
@@ -106,7 +84,7 @@ def hangup(proto_c, job_id):
     lines.append((b'not json\n', None))
     for _ in range(5):
         for line, user in lines:
-            s = connect(user)
+            s = connect(SOCK, user)
             s.sendall(line)
             s.close()
     check(ask({'op': 'gpus'})['ok'], 'gpus after hang-ups')
@@ -115,7 +93,7 @@ def hangup(proto_c, job_id):
 def hangup_wait(job_id):
     """Two clients wait for a running job: one hangs up (Ctrl-C on aegis
     wait); one shuts down its sending half and is still answered."""
-    gone, half = connect(), connect()
+    gone, half = connect(SOCK), connect(SOCK)
     for s in (gone, half):
         s.sendall(json.dumps({'op': 'wait', 'ids': [job_id]}).encode() + b'\n')
     half.shutdown(socket.SHUT_WR)
@@ -132,7 +110,7 @@ def hangup_wait(job_id):
 def busy(aegis_bin, nconns):
     """nconns idle connections of nobody; then nobody's aegis is turned away
     with a message, and root and another user are still served."""
-    held = [connect('nobody') for _ in range(int(nconns))]
+    held = [connect(SOCK, 'nobody') for _ in range(int(nconns))]
     for _ in range(5):
         r = aegis(aegis_bin, 'ls', user='nobody')
         check(r.returncode == 1 and 'busy' in r.stderr,
@@ -152,7 +130,7 @@ def waiters(aegis_bin, job_id, nconns):
     meanwhile."""
     held = []
     for _ in range(int(nconns)):
-        s = connect('nobody')
+        s = connect(SOCK, 'nobody')
         try:
             s.sendall(json.dumps({'op': 'wait', 'ids': [job_id]}).encode() +
                       b'\n')
@@ -173,7 +151,7 @@ def waiters(aegis_bin, job_id, nconns):
 
 def all_served(user, n):
     """Whether n connections of user at once are all answered."""
-    held = [connect(user) for _ in range(n)]
+    held = [connect(SOCK, user) for _ in range(n)]
     try:
         for s in held:
             s.sendall(b'{"op":"gpus"}\n')
@@ -203,7 +181,7 @@ def flood(aegis_bin, pid, nreq, max_growth_mib):
     """nreq pipelined `ls --all` from a client that does not read: aegisd's
     memory stays bounded and another client is answered promptly."""
     base = rss_kib(pid)
-    s = connect()
+    s = connect(SOCK)
     data = b'{"op":"ls","all":true}\n' * int(nreq)
     # aegisd stops reading a client that does not read: send from a thread
     sender = threading.Thread(target=lambda: _send_quietly(s, data),

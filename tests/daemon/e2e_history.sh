@@ -12,15 +12,6 @@ source "$(dirname "$0")/e2e_lib.sh"
 
 echo "history_period_s: 1" >> "$DIR/aegis.yaml"
 
-# Waits for file $1 to exist (a notifier writes it, then renames it into
-# place, so it is whole once there).
-until_file() {
-    local deadline=$((SECONDS + 30))
-    until [ -e "$1" ]; do
-        [ $SECONDS -lt $deadline ] || fail "$1: never written"
-        sleep 0.1
-    done
-}
 # Waits for aegisd's log to hold the fixed string $1.
 until_logged() {
     local deadline=$((SECONDS + 30))

@@ -15,31 +15,14 @@ usage:
 """
 import json
 import os
-import pwd
-import socket
 import sys
 
-
-def connect(sock, as_user=None):
-    s = socket.socket(socket.AF_UNIX)
-    if as_user:
-        os.seteuid(pwd.getpwnam(as_user).pw_uid)
-    try:
-        s.connect(sock)
-    finally:
-        if as_user:
-            os.seteuid(0)
-    return s
+from e2e_sock import connect, read_line
 
 
 def ask(s, req):
     s.sendall((json.dumps(req) + '\n').encode())
-    buf = b''
-    while not buf.endswith(b'\n'):
-        chunk = s.recv(1 << 20)
-        if not chunk:
-            break
-        buf += chunk
+    buf = read_line(s)
     return json.loads(buf) if buf else {'ok': False, 'error': 'hung up'}
 
 

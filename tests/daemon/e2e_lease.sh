@@ -39,14 +39,7 @@ task() {
         "$restart" 65534 "$mem" -- "$@" &
 }
 # Waits until the file $1 exists, then prints it.
-answer() {
-    local deadline=$((SECONDS + 30))
-    until [ -s "$1" ]; do
-        [ $SECONDS -lt $deadline ] || fail "no answer in $1"
-        sleep 0.1
-    done
-    cat "$1"
-}
+answer() { until_file "$1"; cat "$1"; }
 # The grant of task JOB RESTART, checked to be one: prints it.
 granted() {
     local a; a=$(answer "$DIR/lease.$1.$2") || exit 1

@@ -68,6 +68,15 @@ until_job() {
         sleep 0.1
     done
 }
+# Waits for file $1 to exist (a writer that makes it whole elsewhere and
+# renames it into place: a notifier, a lease client).
+until_file() {
+    local deadline=$((SECONDS + 30))
+    until [ -e "$1" ]; do
+        [ $SECONDS -lt $deadline ] || fail "$1: never written"
+        sleep 0.1
+    done
+}
 # Stops aegisd by SIGTERM, waits until it is gone, and starts it again.
 restart() {
     kill -TERM "$(daemon_pid)"
