@@ -35,9 +35,11 @@ static const char ls_help[] =
 "    N (the head of the queue), no GPU with D MiB free (largest free: F\n"
 "    MiB on GPU k), GPU k under observation, GPU k under pressure (SMACT\n"
 "    x >= y), user limit reached, waiting for job N (dependency), held,\n"
-"    ... A job held for its --after jobs is queued, with waiting_for in\n"
-"    --json; one held by `aegis hold` shows as held (queued, with held:\n"
-"    true in --json).\n\n"
+"    waiting for feed F's GPU k or its producer, ... A feed's managed\n"
+"    producer (aegis feed start) is named feed:F, with the count of its\n"
+"    consumers queued or running. A job held for its --after jobs is\n"
+"    queued, with waiting_for in --json; one held by `aegis hold` shows\n"
+"    as held (queued, with held: true in --json).\n\n"
 "OPTIONS\n"
 "    --all           finished jobs too\n"
 "    --user USER     only USER's jobs (a login name or a uid); -u USER\n"
@@ -45,10 +47,12 @@ static const char ls_help[] =
 "                    running, done, failed, cancelled, timeout); a\n"
 "                    finished state implies --all\n"
 "    --json          a JSON array of jobs, each with at least id, state,\n"
-"                    user, gpus, attempts, nice and energy_j; a waiting\n"
-"                    job has wait_reason (the REASON text), wait_code\n"
-"                    (behind, memory, observing, window, pressure, idle,\n"
-"                    policy, mig, drained, user_limit, dependency, held)\n"
+"                    user, gpus, attempts, nice, energy_j and kind (job,\n"
+"                    or feed for a feed's producer, with consumers); a\n"
+"                    waiting job has wait_reason (the REASON text),\n"
+"                    wait_code (behind, memory, observing, window,\n"
+"                    pressure, idle, policy, mig, drained, user_limit,\n"
+"                    dependency, held, feed)\n"
 "                    and, when the wait ends at a known time, wait_until\n"
 "                    (Unix time)\n" SOCKET_OPT EXIT_STATUS;
 
@@ -236,6 +240,11 @@ int cli_ls(int argc, char **argv) {
             char what[4096];
             if (str(j, "name")[0]) snprintf(what, sizeof(what), "%s", str(j, "name"));
             else cmd_line(json_object_get(j, "cmd"), what, sizeof(what));
+            if (!strcmp(str(j, "kind"), "feed") && json_object_get(j, "consumers")) {
+                size_t at = strlen(what);
+                snprintf(what + at, sizeof(what) - at, " (%lld consumers)",
+                         (long long)num(j, "consumers"));
+            }
             const char *why = str(j, "wait_reason");
             printf("%-7lld %-10.10s %-9s %4lld %4lld %9.1f  %-30.30s  %s\n",
                    (long long)num(j, "id"), str(j, "user"),

@@ -76,6 +76,18 @@ static int spec_text(const spec *s, yaml_node_t *v, const char *key,
     return 0;
 }
 
+static json_t *spec_scalar_json(yaml_node_t *n);
+
+/* A boolean: a plain true or false (YAML's spellings of them). */
+static int spec_bool(const spec *s, yaml_node_t *v, const char *key,
+                     bool *out) {
+    json_t *j = spec_scalar(v) ? spec_scalar_json(v) : NULL;
+    bool ok = json_is_boolean(j);
+    *out = json_is_true(j);
+    json_decref(j);
+    return ok ? 0 : spec_error(s, v, "expected true or false", key);
+}
+
 /* A number in [lo, hi], whole when `whole`; NaN and fractions are refused,
  * never rounded or dropped. */
 static int spec_number(const spec *s, yaml_node_t *v, const char *key,
@@ -189,6 +201,8 @@ static int spec_job(spec *s, yaml_node_t *map, const submit_defaults *def,
             rc = spec_text(s, v, k, "expected a string", &d.name);
         } else if (!strcmp(k, "feed")) {
             rc = spec_text(s, v, k, "expected a string", &d.feed);
+        } else if (!strcmp(k, "feed_producer")) {
+            rc = spec_bool(s, v, k, &d.feed_producer);
         } else if (!strcmp(k, "gpus")) {
             rc = spec_number(s, v, k, 1, 64, true, &num);
             d.gpus = (long)num;
@@ -219,12 +233,14 @@ static int spec_job(spec *s, yaml_node_t *map, const submit_defaults *def,
             rc = spec_number(s, v, k, 0, CORE_NICE_MAX, true, &num);
             d.nice = (long)num;
         } else {
-            rc = spec_error(s, kn, "unknown key (command, name, feed, gpus, "
-                            "mem, mem_mib, model, after, mps_threads_pct, "
-                            "time, nice)", k);
+            rc = spec_error(s, kn, "unknown key (command, name, feed, "
+                            "feed_producer, gpus, mem, mem_mib, model, after, "
+                            "mps_threads_pct, time, nice)", k);
         }
     }
     if (rc == 0 && !cmd) rc = spec_error(s, map, "command: missing", NULL);
+    if (rc == 0 && d.feed_producer && !d.feed)
+        rc = spec_error(s, map, "feed_producer: true needs a feed", NULL);
     if (rc) {
         json_decref(cmd);
         json_decref(after);
