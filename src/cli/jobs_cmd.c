@@ -283,7 +283,11 @@ static void show_text(json_t *job) {
     if (str(job, "wait_reason")[0])
         printf("%-10s %s\n", "waiting", str(job, "wait_reason"));
     if (str(job, "name")[0]) printf("%-10s %s\n", "name", str(job, "name"));
-    if (str(job, "feed")[0]) printf("%-10s %s\n", "feed", str(job, "feed"));
+    if (!strcmp(str(job, "kind"), "feed"))
+        printf("%-10s %s (its producer; %lld consumers)\n", "feed",
+               str(job, "feed"), (long long)num(job, "consumers"));
+    else if (str(job, "feed")[0])
+        printf("%-10s %s\n", "feed", str(job, "feed"));
     if (json_object_get(job, "cmd")) {
         char line[4096];
         cmd_line(json_object_get(job, "cmd"), line, sizeof(line));

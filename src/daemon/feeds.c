@@ -47,8 +47,10 @@ bool d_feed_dormant(d_daemon *d, const d_job *producer) {
 void d_feed_wake(d_daemon *d, const d_job *consumer) {
     if (consumer->producer || !consumer->feed[0]) return;
     d_job *p = d_feed_producer(d, consumer->feed);
-    if (!p || p->in_core || p->state != D_HELD || p->held) return;
     char err[256];
+    if (!p || p->in_core || p->state != D_HELD || p->held ||
+        d_deps_check(d, p, err, sizeof(err)) != D_DEPS_MET)
+        return;
     if (d_job_to_core(d, p, err, sizeof(err)) != 0) {
         d_job_finish(d, p, "failed", err);
         return;

@@ -62,6 +62,8 @@ assert j['wait_reason']=='no job of feed imagenet queued yet', j" ||
         fail "ls: $("$AEGIS" ls)"
     "$AEGIS" feed ls | grep -Eq "^imagenet +$p +running +$(echo $c | tr ' ' ',')$" ||
         fail "feed ls: $("$AEGIS" feed ls)"
+    "$AEGIS" show "$p" | grep -q "^feed *imagenet (its producer; 3 consumers)" ||
+        fail "show: $("$AEGIS" show "$p")"
     "$AEGIS" wait $c > /dev/null || fail "the consumers did not all succeed"
     "$AEGIS" wait "$p" > wait.txt || fail "producer: $(cat wait.txt)"
     grep -q "stopped: feed imagenet's last consumer ended" wait.txt ||
