@@ -340,6 +340,9 @@ void d_feed_wake(d_daemon *d, const d_job *consumer);
 /* A consumer of feed name left: when it was the last, the producer stops
  * (SIGTERM, then SIGKILL after the grace) or, never started, sleeps. */
 void d_feed_consumer_left(d_daemon *d, const char *name);
+/* After a restart: the running producers whose consumers all ended while
+ * aegisd was away are stopped. */
+void d_feeds_recover(d_daemon *d);
 /* Whether a producer whose attempt ended (how, why) is started again: its
  * consumers run, it failed or vanished, and it has restarts left. */
 bool d_feed_restart(d_daemon *d, d_job *job, core_exit how, const char *why);

@@ -86,6 +86,14 @@ void d_feed_consumer_left(d_daemon *d, const char *name) {
                 name);
 }
 
+void d_feeds_recover(d_daemon *d) {
+    for (size_t i = 0; i < d->njobs; i++) { /* a stop keeps it in the table */
+        d_job *job = d->jobs[i];
+        if (job->producer && job->state == D_RUNNING)
+            d_feed_consumer_left(d, job->feed);
+    }
+}
+
 bool d_feed_restart(d_daemon *d, d_job *job, core_exit how, const char *why) {
     if (!job->producer || (how != CORE_EXIT_FAILED && how != CORE_EXIT_LOST) ||
         d_feed_consumers(d, job->feed) == 0)

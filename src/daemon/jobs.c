@@ -1001,5 +1001,6 @@ void d_jobs_recover(d_daemon *d) {
     d_jobs_adopt(d, false);
     exec_status_each(d->run_dir, d_status_sweep, d);
     for (int g = 0; g < d->ngpus; g++) d_gpu_note_foreign(d, g);
+    d_feeds_recover(d);
     if (d->njobs > 0) d_log("recovered %zu unfinished jobs", d->njobs);
 }

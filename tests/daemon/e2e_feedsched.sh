@@ -5,7 +5,8 @@
 # its three consumers (quiet: no gate but the observation refuses them)
 # run together beside it on one GPU, waiting for it with a REASON that
 # names the feed, and it stops after the last; a producer killed mid-run
-# is started again for its consumer.
+# is started again for its consumer; one whose consumer ended while
+# aegisd was away is stopped by the next aegisd.
 set -u; AEGISD=$1 AEGIS=$2 NVML=$3 FAKE=$4 CATALOG=$5 CASE=$6; source "$(dirname "$0")/e2e_lib.sh"
 
 # wait_until TEXT CONDITION: polls the shell CONDITION for 30 s.
@@ -104,6 +105,26 @@ case_feedsched_restart() {
     "$AEGIS" cancel "$c" || fail cancel
     "$AEGIS" wait "$p" > wait.txt || fail "producer: $(cat wait.txt)"
     is_state "$p" done || fail "producer: $(job_field "$p" state)"
+}
+
+# The consumer ends while aegisd is away: the restarted aegisd stops the
+# producer it re-adopts.
+case_feedsched_recover() {
+    start
+    cd "$DIR/work"
+    p=$("$AEGIS" feed start imagenet -- "$FAKE" --mib 500 --seconds 120 --smact 0.1) ||
+        fail "feed start"
+    c=$("$AEGIS" submit --feed imagenet -- "$FAKE" --mib 1000 --seconds 4 --smact 0.1)
+    wait_until "producer and consumer running" all_running "$p" "$c"
+    cpid=$(job_field "$c" pid)
+    kill -TERM "$(daemon_pid)"
+    wait_until "aegisd gone" eval '[ -z "$(daemon_pid)" ]'
+    wait_until "the consumer's end" eval '[ ! -e /proc/$cpid ]'
+    start
+    wait_until "the producer stopped" is_state "$p" done
+    is_state "$c" done || fail "consumer: $(job_field "$c" state)"
+    "$AEGIS" show "$p" | grep -q "stopped: feed imagenet's last consumer ended" ||
+        fail "producer: $("$AEGIS" show "$p")"
 }
 
 e2e_run
