@@ -41,6 +41,8 @@ case_feedsched_managed() {
     cd "$DIR/work"
     p=$("$AEGIS" feed start imagenet --mem 500 -- "$FAKE" --mib 500 --seconds 120 --smact 0.1) ||
         fail "feed start"
+    aegis_refused "usage: aegis feed start NAME" feed start
+    aegis_refused "give a command" feed start other --
     "$AEGIS" feed start imagenet -- true 2> err.txt && fail "a second producer taken"
     grep -q "feed imagenet has a producer already (job $p)" err.txt ||
         fail "second producer: $(cat err.txt)"
@@ -63,6 +65,12 @@ assert j['wait_reason']=='no job of feed imagenet queued yet', j" ||
         fail "ls: $("$AEGIS" ls)"
     "$AEGIS" feed ls | grep -Eq "^imagenet +$p +running +$(echo $c | tr ' ' ',')$" ||
         fail "feed ls: $("$AEGIS" feed ls)"
+    "$AEGIS" feed ls --json | python3 -c "
+import json, sys
+m = [x for x in map(json.loads, sys.stdin) if x.get('managed')]
+assert len(m) == 1 and m[0]['feed'] == 'imagenet' and m[0]['producer'] == $p, m
+assert m[0]['state'] == 'running' and sorted(m[0]['consumers']) == [$(echo $c | tr ' ' ',')], m
+" || fail "feed ls --json: $("$AEGIS" feed ls --json)"
     "$AEGIS" show "$p" | grep -q "^feed *imagenet (its producer; 3 consumers)" ||
         fail "show: $("$AEGIS" show "$p")"
     "$AEGIS" wait $c > /dev/null || fail "the consumers did not all succeed"
