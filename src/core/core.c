@@ -98,13 +98,13 @@ static core_queue *queue_of(core_state *core, const core_job *job) {
 static void core_enqueue(core_state *core, core_job *job) {
     queue_push(queue_of(core, job), job);
     if (job->attempt == 1) core_user_enqueue(core, job);
-    core_feed_queued(core, job, +1);
+    if (job->feed >= 0) core_feed_queued(core, job, +1);
 }
 
 static void core_dequeue(core_state *core, core_job *job) {
     queue_unlink(queue_of(core, job), job);
     if (job->attempt == 1) core_user_dequeue(core, job);
-    core_feed_queued(core, job, -1);
+    if (job->feed >= 0) core_feed_queued(core, job, -1);
 }
 
 /* ---- idle GPUs -------------------------------------------------------------- *
@@ -365,7 +365,7 @@ static void gpu_account(core_gpu *gpu, const core_job_spec *spec, int sign) {
 static void core_release(core_state *core, core_job *job, double now) {
     core->changes++;
     core_user_runs(core, job, -1, now);
-    core_feed_runs(core, job, -1);
+    if (job->feed >= 0) core_feed_runs(core, job, -1);
     for (int k = 0; k < job->spec.num_gpus; k++) {
         core_gpu *gpu = &core->gpus[job->gpus[k]];
         gpu_account(gpu, &job->spec, -1);
@@ -723,7 +723,7 @@ static void core_occupy(core_state *core, core_job *job, double now) {
         if (job->mig.profile) share_gpu_add(&gpu->share, job->mig);
         core_gpu_changed(core, gpu);
     }
-    core_feed_runs(core, job, +1);
+    if (job->feed >= 0) core_feed_runs(core, job, +1);
     core->running++;
 }
 
