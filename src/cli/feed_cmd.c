@@ -19,7 +19,8 @@
 
 static const char help[] =
 "NAME\n"
-"    aegis feed - list or clean up the shared data feeds\n"
+"    aegis feed - list or clean up the shared data feeds, or start a\n"
+"    feed's managed producer\n"
 "\n"
 "SYNOPSIS\n"
 "    aegis feed ls [--json]\n"
