@@ -59,16 +59,34 @@ static void d_reason_fields(d_daemon *d, const d_job *job, json_t *row,
         r.job = json_integer_value(json_array_get(waiting_for, 0));
     } else if (job->state == D_QUEUED && job->in_core) {
         core_job_reason(d->core, job->id, now, &r);
+    } else if (job->state == D_HELD && job->producer) {
+        r.kind = CORE_WAIT_FEED; /* asleep until a consumer comes */
     }
     if (r.kind == CORE_WAIT_NONE) return;
     char text[256];
-    core_reason_text(&r, now, text, sizeof(text));
+    if (r.kind == CORE_WAIT_FEED && job->producer && !job->in_core)
+        snprintf(text, sizeof(text), "no job of feed %s queued yet",
+                 job->feed);
+    else
+        core_reason_text(&r, now, text, sizeof(text));
     json_object_set_new(row, "wait_reason", json_string(text));
     json_object_set_new(row, "wait_code", json_string(core_wait_name(r.kind)));
     bool timed = r.kind == CORE_WAIT_OBSERVING || r.kind == CORE_WAIT_WINDOW;
     if (timed && r.until >= 0)
         json_object_set_new(row, "wait_until",
                             json_real(d_wall() + (r.until - now)));
+}
+
+/* A job's kind, "feed" for a managed producer (with "consumers": its
+ * feed's jobs queued or running), else "job", for the store's
+ * feed_producer (0 or 1). */
+static void d_kind_fields(d_daemon *d, json_t *row, const d_job *job) {
+    bool producer = json_integer_value(json_object_get(row, "feed_producer"));
+    json_object_del(row, "feed_producer");
+    json_object_set_new(row, "kind", json_string(producer ? "feed" : "job"));
+    if (producer && job)
+        json_object_set_new(row, "consumers",
+                            json_integer(d_feed_consumers(d, job->feed)));
 }
 
 /* Adds what only the daemon's memory knows to a job's row. */
@@ -79,6 +97,7 @@ static void d_live_fields(d_daemon *d, json_t *row) {
                             json_boolean(json_integer_value(held)));
     int64_t id = json_integer_value(json_object_get(row, "id"));
     d_job *job = d_job_find(d, id);
+    d_kind_fields(d, row, job);
     const d_unsaved *ended = job ? NULL : d_job_unsaved(d, id);
     if (ended) { /* the database does not know yet */
         json_object_set_new(row, "state", json_string(ended->state));
@@ -152,6 +171,15 @@ static void d_on_submit(d_conn *c, const proto_request *req) {
             d_reply_error(c, "jobs[%zu].mem_mib: %.0f MiB asked, and the "
                           "largest GPU of this server holds %.0f MiB", i,
                           j->mem_mib, largest);
+            return;
+        }
+    }
+    for (size_t i = 0; i < req->njobs; i++) {
+        const proto_job *j = &req->jobs[i];
+        const d_job *p = j->feed_producer ? d_feed_producer(d, j->feed) : NULL;
+        if (p) {
+            d_reply_error(c, "jobs[%zu].feed_producer: feed %s has a producer "
+                          "already (job %lld)", i, j->feed, (long long)p->id);
             return;
         }
     }

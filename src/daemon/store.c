@@ -109,6 +109,8 @@ static const char *const store_added[][3] = {
     /* `aegis submit --notify`: the command run at its end; NULL: the
      * config's notify, "": none */
     {"jobs", "notify", "TEXT"},
+    /* 1: the managed producer of its feed (aegis feed start) */
+    {"jobs", "feed_producer", "INTEGER NOT NULL DEFAULT 0"},
 };
 #define STORE_ADDED (sizeof(store_added) / sizeof(store_added[0]))
 
@@ -136,9 +138,9 @@ static const char *const sql[S_COUNT] = {
     [S_ENV] = "INSERT INTO envs(cwd, env) VALUES(?1, ?2)",
     [S_JOB] = "INSERT INTO jobs(uid, gid, user, name, cmd, env_id, gpus,"
               " mem_mib, state, submitted, feed, mps_threads_pct, deps, meta,"
-              " time_limit_s, nice, notify)"
+              " time_limit_s, nice, notify, feed_producer)"
               " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'queued', ?9, ?10, ?11,"
-              " ?12, ?13, ?14, ?15, ?16)",
+              " ?12, ?13, ?14, ?15, ?16, ?17)",
     [S_ATT_START] = "INSERT OR REPLACE INTO attempts(job_id, n, gpus,"
                     " floor_mib, exclusive, shim_pid, shim_start, job_pid,"
                     " started, err_offset)"
@@ -154,13 +156,14 @@ static const char *const sql[S_COUNT] = {
     [S_EVENT] = "INSERT INTO events(job_id, t, text) VALUES(?1, ?2, ?3)",
     [S_GET] = "SELECT id, user, uid, name, cmd, gpus, mem_mib, " STORE_DEPS("")
               ", state, reason, submitted, finished, attempts, energy_j, feed,"
-              " retry_floor, retry_alone, meta, held, time_limit_s, nice"
-              " FROM jobs WHERE id = ?1",
+              " retry_floor, retry_alone, meta, held, time_limit_s, nice,"
+              " feed_producer FROM jobs WHERE id = ?1",
     [S_GET_FULL] = "SELECT j.id, j.user, j.uid, j.gid, j.name, j.cmd, j.gpus,"
                    " j.mem_mib, " STORE_DEPS("j.") ", j.state, j.reason, j.submitted,"
                    " j.finished, j.attempts, j.energy_j, j.feed, j.retry_floor,"
                    " j.retry_alone, j.mps_threads_pct, j.meta, j.cancel_at,"
-                   " j.held, j.time_limit_s, j.nice, j.notify, e.cwd, e.env"
+                   " j.held, j.time_limit_s, j.nice, j.notify, j.feed_producer,"
+                   " e.cwd, e.env"
                    " FROM jobs j JOIN envs e ON e.id = j.env_id"
                    " WHERE j.id = ?1",
     [S_ATTEMPTS] = "SELECT n, gpus, floor_mib, exclusive, shim_pid,"
@@ -170,13 +173,13 @@ static const char *const sql[S_COUNT] = {
     [S_EVENTS] = "SELECT t, text FROM events WHERE job_id = ?1 ORDER BY id",
     [S_LIST_ALL] = "SELECT id, user, uid, name, cmd, gpus, mem_mib, "
                    STORE_DEPS("") ", state, reason, submitted, finished,"
-                   " attempts, energy_j, feed, held, time_limit_s, nice"
-                   " FROM jobs ORDER BY id",
+                   " attempts, energy_j, feed, held, time_limit_s, nice,"
+                   " feed_producer FROM jobs ORDER BY id",
     [S_LIST_ACTIVE] = "SELECT id, user, uid, name, cmd, gpus, mem_mib, "
                       STORE_DEPS("") ", state, reason, submitted, finished,"
-                      " attempts, energy_j, feed, held, time_limit_s, nice"
-                      " FROM jobs WHERE state IN ('queued','running')"
-                      " ORDER BY id",
+                      " attempts, energy_j, feed, held, time_limit_s, nice,"
+                      " feed_producer FROM jobs"
+                      " WHERE state IN ('queued','running') ORDER BY id",
     [S_RETRY] = "UPDATE jobs SET retry_floor = ?2, retry_alone = ?3"
                 " WHERE id = ?1",
     [S_SEEN] = "UPDATE attempts SET seen = ?3 WHERE job_id = ?1 AND n = ?2",
@@ -509,6 +512,7 @@ static int store_insert_jobs(store *st, const store_owner *owner,
         if (j->time_limit_s > 0) sqlite3_bind_double(s, 14, j->time_limit_s);
         sqlite3_bind_int(s, 15, j->nice);
         if (j->notify) sqlite3_bind_text(s, 16, j->notify, -1, SQLITE_STATIC);
+        sqlite3_bind_int(s, 17, j->feed_producer);
         if ((j->nafter > 0 && !deps) || (j->meta && !meta)) {
             sqlite3_reset(s);
             sqlite3_clear_bindings(s);
