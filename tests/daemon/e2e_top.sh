@@ -150,6 +150,9 @@ assert j['used_mib']==3000 and j['sm_pct']==80, j" 2>/dev/null; do
         sleep 0.1
     done
     until_job "$id" "assert d['used_mib']==3000 and d['sm_pct']==80, d"
+    "$AEGIS" top > snap.txt || fail "top: exit $?"
+    [ "$(grep -cE "^ +$id root +1500/4000 MiB  SM  40%  pair$" snap.txt)" = 2 ] ||
+        fail "not on both GPUs at 1500/4000 MiB, SM 40%: $(cat snap.txt)"
     # a queued job has no measure
     "$AEGIS" submit --name later --gpus 3 -- true > /dev/null || fail submit
     "$AEGIS" ls --json | pyjson "
