@@ -131,7 +131,7 @@ static void test_bars(void **state) {
 
 /* A running job's line: the memory aegisd measured of it, over what it
  * declared (--mem) when it did, and its SM share; "-" for what is not
- * known (not yet seen on its GPU, NVML without per-process figures). */
+ * known (NVML without per-process figures, an aegisd that does not say). */
 static void test_job_measures(void **state) {
     (void)state;
     top_gpu g = gpu(0, 30000, 0.5);
