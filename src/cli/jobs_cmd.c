@@ -55,7 +55,10 @@ static const char ls_help[] =
 "                    pressure, idle, policy, mig, drained, user_limit,\n"
 "                    dependency, held, feed)\n"
 "                    and, when the wait ends at a known time, wait_until\n"
-"                    (Unix time)\n" SOCKET_OPT EXIT_STATUS;
+"                    (Unix time); a running job has gpu_ids, used_mib\n"
+"                    (the memory its processes hold) and sm_pct (their\n"
+"                    SM utilization, percent of one GPU, null when NVML\n"
+"                    does not say), both summed over its GPUs\n" SOCKET_OPT EXIT_STATUS;
 
 static const char show_help[] =
 "NAME\n    aegis show - everything aegisd knows about one job\n\n"

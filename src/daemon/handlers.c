@@ -89,6 +89,11 @@ static void d_kind_fields(d_daemon *d, json_t *row, const d_job *job) {
                             json_integer(d_feed_consumers(d, job->feed)));
 }
 
+/* A reading, or null when the library could not give it (CORE_UNKNOWN). */
+static json_t *d_json_known(double v) {
+    return v >= 0 ? json_real(v) : json_null();
+}
+
 /* Adds what only the daemon's memory knows to a job's row. */
 static void d_live_fields(d_daemon *d, json_t *row) {
     json_t *held = json_object_get(row, "held"); /* the store's 0 or 1 */
@@ -119,6 +124,9 @@ static void d_live_fields(d_daemon *d, json_t *row) {
     json_object_set_new(row, "gpu_ids", gpus);
     json_object_set_new(row, "active", json_boolean(job->active));
     json_object_set_new(row, "pid", json_integer(job->job_pid));
+    /* as the latest tick measured them (what /metrics shows): no work */
+    json_object_set_new(row, "used_mib", json_real(job->used_mib));
+    json_object_set_new(row, "sm_pct", d_json_known(job->sm_pct));
 }
 
 /* Removes the private fields of a row the peer does not own. */
@@ -446,11 +454,6 @@ static void d_on_log(d_conn *c, const proto_request *req) {
                          "offset", (json_int_t)(from + (long long)n),
                          "finished", d_job_find(d, req->ids[0]) == NULL));
     free(text);
-}
-
-/* A reading, or null when the library could not give it (CORE_UNKNOWN). */
-static json_t *d_json_known(double v) {
-    return v >= 0 ? json_real(v) : json_null();
 }
 
 static void d_on_gpus(d_conn *c, const proto_request *req) {
