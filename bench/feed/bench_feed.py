@@ -327,6 +327,8 @@ def main():
             setups.append(("tensorsocket", ["ts-producer"] + ["ts-feed"] * n))
         except ImportError as e:
             print("tensorsocket: not run: %s" % e)
+    else:
+        print("tensorsocket: skipped (no checkout given: --tensorsocket PATH)")
     results = {}
     timeout = args.setup_timeout or 24 * 3600
     for label, modes in setups:

@@ -33,11 +33,11 @@ static const cli_command commands[] = {
     {"log", cli_log, "print a job's output"},
     {"wait", cli_wait, "wait for jobs to finish"},
     {"gpus", cli_gpus, "the GPUs aegisd manages"},
-    {"top", cli_top, "watch the GPUs and running jobs"},
+    {"top", cli_top, "watch the GPUs, their jobs and the queue"},
     {"drain", cli_drain, "take a GPU out of placement"},
     {"resume", cli_resume, "put a drained GPU back"},
     {"shutdown", cli_shutdown, "stop aegisd"},
-    {"feed", cli_feed, "list or clean up the shared data feeds"},
+    {"feed", cli_feed, "list, clean up or start the shared data feeds"},
     {"report", cli_report, "energy, CO2 and GPU-hours of aegisd's jobs"},
     {"estimate", cli_estimate, "GPU memory a training job will need"},
 };

@@ -1,23 +1,31 @@
-/* feed_cmd.c -- `aegis feed ls|gc`: the shared data feeds on this machine.
+/* feed_cmd.c -- `aegis feed ls|gc|start`: the shared data feeds on this
+ * machine.
  *
- * Feeds live in /dev/shm, not in aegisd, so these read the segments
- * directly (src/feed/feed_admin.h) and work with or without the daemon.
+ * Feeds live in /dev/shm, not in aegisd, so ls and gc read the segments
+ * directly (src/feed/feed_admin.h) and work with or without the daemon;
+ * ls adds the feeds aegisd manages when it runs. start registers a
+ * feed's producer with aegisd: a submit of a job marked as the producer.
  */
 #include "cli.h"
+#include "client.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "feed_admin.h"
 
 static const char help[] =
 "NAME\n"
-"    aegis feed - list or clean up the shared data feeds\n"
+"    aegis feed - list or clean up the shared data feeds, or start a\n"
+"    feed's managed producer\n"
 "\n"
 "SYNOPSIS\n"
 "    aegis feed ls [--json]\n"
 "    aegis feed gc [--json]\n"
+"    aegis feed start NAME [--gpus N] [--mem SIZE] [--socket PATH] -- CMD\n"
 "\n"
 "DESCRIPTION\n"
 "    A feed is one data pipeline whose batches collocated training jobs\n"
@@ -38,13 +46,98 @@ static const char help[] =
 "        feeds you may not open, and dead ones it could not remove (only\n"
 "        root may remove another user's). Live feeds are kept, and not\n"
 "        named.\n"
+"        With aegisd running (its socket: --socket is not taken here,\n"
+"        $AEGIS_SOCKET or the default), ls then lists the feeds it\n"
+"        manages: each producer job, its state and its consumer jobs.\n"
+"    start registers CMD as feed NAME's producer with aegisd, as a job of\n"
+"        kind feed run as you, and prints its id. It sleeps until a job\n"
+"        submitted with --feed NAME is queued; it is then queued just\n"
+"        ahead of it and placed first (the feed's jobs wait for it:\n"
+"        they read nothing without it), on N GPUs (default 1) with SIZE\n"
+"        of GPU memory (as aegis submit --mem); the feed's jobs go\n"
+"        beside it where the gates allow. If it fails or vanishes while\n"
+"        jobs of the feed are queued or running it is started again (at\n"
+"        most 3 times); once the last of them ends it is stopped (SIGTERM,\n"
+"        SIGKILL 10 s later) and ends as done. One feed has one producer\n"
+"        at a time. In a spec, feed_producer: true with feed: NAME does\n"
+"        the same.\n"
 "\n"
 "OPTIONS\n"
 "    --json   one JSON object per feed and line\n"
 "    --help   this text\n"
 "\n"
 "EXIT STATUS\n"
-"    0 success; 1 /dev/shm could not be read; 2 bad usage.\n";
+"    0 success; 1 /dev/shm could not be read, or aegisd failed; 2 bad\n"
+"    usage, or a request aegisd refused.\n";
+
+/* `aegis feed start NAME [OPTIONS] -- CMD`: aegis submit --feed NAME
+ * --feed-producer, named feed:NAME. */
+static int feed_start(int argc, char **argv) {
+    if (argc < 4 || argv[2][0] == '-') {
+        fputs("usage: aegis feed start NAME [--gpus N] [--mem SIZE] -- CMD "
+              "(try 'aegis feed --help')\n", stderr);
+        return CLI_USAGE;
+    }
+    char name[128];
+    snprintf(name, sizeof(name), "feed:%s", argv[2]);
+    char **sub = calloc((size_t)argc + 4, sizeof(*sub));
+    if (!sub) return CLI_FAIL;
+    const char *head[] = {"submit", "--name", name, "--feed", argv[2],
+                          "--feed-producer"};
+    int n = 0;
+    for (size_t i = 0; i < sizeof(head) / sizeof(*head); i++)
+        sub[n++] = (char *)head[i];
+    for (int i = 3; i < argc; i++) sub[n++] = argv[i];
+    int rc = cli_submit(n, sub);
+    free(sub);
+    return rc;
+}
+
+/* The feeds aegisd manages, from its job list: each producer, its state
+ * and the unfinished jobs that read its feed. Quiet without aegisd. */
+static void feed_print_managed(bool json) {
+    const char *socket = client_socket(NULL);
+    if (access(socket, F_OK) != 0) return;
+    int rc;
+    json_t *ans = client_call("feed", socket,
+                              json_pack("{s:s, s:b}", "op", "ls", "all", 0),
+                              &rc);
+    json_t *jobs = json_object_get(ans, "jobs");
+    size_t i, k;
+    json_t *p, *j;
+    bool header = false;
+    json_array_foreach(jobs, i, p) {
+        const char *kind = json_string_value(json_object_get(p, "kind"));
+        if (!kind || strcmp(kind, "feed") != 0) continue;
+        const char *feed = json_string_value(json_object_get(p, "feed"));
+        json_t *consumers = json_array();
+        json_array_foreach(jobs, k, j) {
+            const char *f = json_string_value(json_object_get(j, "feed"));
+            if (j != p && f && feed && strcmp(f, feed) == 0)
+                json_array_append(consumers, json_object_get(j, "id"));
+        }
+        json_t *out = json_pack("{s:b, s:s?, s:O, s:O, s:o}", "managed", 1,
+                                "feed", feed, "producer", json_object_get(p, "id"),
+                                "state", json_object_get(p, "state"),
+                                "consumers", consumers);
+        if (json) {
+            client_print_json(out);
+        } else {
+            if (!header) printf("\nmanaged by aegisd:\n%-20s %-8s %-8s %s\n",
+                                "FEED", "PRODUCER", "STATE", "CONSUMERS");
+            header = true;
+            printf("%-20s %-8lld %-8s", feed ? feed : "",
+                   (long long)json_integer_value(json_object_get(p, "id")),
+                   json_string_value(json_object_get(p, "state")));
+            json_array_foreach(json_object_get(out, "consumers"), k, j)
+                printf("%s%lld", k ? "," : " ",
+                       (long long)json_integer_value(j));
+            printf("%s\n", json_array_size(consumers) ? "" : " -");
+        }
+        json_decref(out);
+    }
+    json_decref(ans);
+}
 
 int cli_feed(int argc, char **argv) {
     int json = argc == 3 && strcmp(argv[2], "--json") == 0;
@@ -53,6 +146,8 @@ int cli_feed(int argc, char **argv) {
         fputs(help, stdout);
         return CLI_OK;
     }
+    if (argc >= 2 && strcmp(argv[1], "start") == 0)
+        return feed_start(argc, argv);
     int gc = argc >= 2 && strcmp(argv[1], "gc") == 0;
     int ls = argc >= 2 && strcmp(argv[1], "ls") == 0;
     if ((!gc && !ls) || argc > 3 || (argc == 3 && !json)) {
@@ -75,5 +170,6 @@ int cli_feed(int argc, char **argv) {
     else
         feed_print(stdout, feeds, n, json);
     free(feeds);
+    if (ls) feed_print_managed(json);
     return CLI_OK;
 }

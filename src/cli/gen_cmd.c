@@ -12,7 +12,7 @@
 
 static const char help[] =
 "usage: aegis gen-trace --jobs N [--seed S] [--catalog FILE] [--mean-gap-s X]\n"
-"                       [--workloads NAME[,NAME...]] [--users N]\n"
+"                       [--workloads NAME[,NAME...]] [--users N] [--feeds K]\n"
 "       aegis gen-trace --list [--catalog FILE]\n"
 "\n"
 "Writes a job trace in CSV (job_index,submit_time_s,workload) to stdout:\n"
@@ -31,6 +31,11 @@ static const char help[] =
 "                    unknown name is refused with the nearest known ones\n"
 "  --users N         add a user column, each job's user drawn uniformly\n"
 "                    from user1..userN (aegis sim's fair share reads it)\n"
+"  --feeds K         hyper-parameter sweeps on K shared data sets: feed1..K\n"
+"                    each train one workload drawn from the pool, with a\n"
+"                    data-loading cost of 1 to 4 CPU cores; each job runs\n"
+"                    a feed drawn uniformly (feed and load_cpus columns,\n"
+"                    which aegis sim reads: docs/simulator.md)\n"
 "  --list            print the catalog's workload names, one per line\n"
 "  --help            this text\n"
 "\n"
@@ -96,10 +101,11 @@ int cli_gen_trace(int argc, char **argv) {
         {"mean-gap-s", required_argument, NULL, 'g'},
         {"workloads", required_argument, NULL, 'w'},
         {"users", required_argument, NULL, 'u'},
+        {"feeds", required_argument, NULL, 'f'},
         {"list", no_argument, NULL, 'l'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
-    long jobs = -1, seed = 1, users = 0;
+    long jobs = -1, seed = 1, users = 0, feeds = 0;
     double gap = 60;
     const char *catalog = cli_default_catalog();
     char *workloads = NULL;
@@ -118,6 +124,8 @@ int cli_gen_trace(int argc, char **argv) {
         case 'w': workloads = optarg; break;
         case 'u': rc = cli_parse_long("gen-trace", "users", optarg, 1,
                                       1000000, &users); break;
+        case 'f': rc = cli_parse_long("gen-trace", "feeds", optarg, 1,
+                                      GEN_MAX_FEEDS, &feeds); break;
         case 'l': list = true; break;
         case 'h': fputs(help, stdout); return CLI_OK;
         default: rc = -1;
@@ -142,7 +150,7 @@ int cli_gen_trace(int argc, char **argv) {
     int npool;
     const cat_workload **pool = gen_pool(cat, workloads, &npool);
     int rc = pool ? gen_trace(stdout, pool, npool, jobs, (uint64_t)seed, gap,
-                                (int)users)
+                                (int)users, (int)feeds)
                     : 0;
     free(pool);
     cat_free(cat);

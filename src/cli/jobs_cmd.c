@@ -37,9 +37,11 @@ static const char ls_help[] =
 "    N (the head of the queue), no GPU with D MiB free (largest free: F\n"
 "    MiB on GPU k), GPU k under observation, GPU k under pressure (SMACT\n"
 "    x >= y), user limit reached, waiting for job N (dependency), held,\n"
-"    ... A job held for its --after jobs is queued, with waiting_for in\n"
-"    --json; one held by `aegis hold` shows as held (queued, with held:\n"
-"    true in --json).\n\n"
+"    waiting for feed F's GPU k or its producer, ... A feed's managed\n"
+"    producer (aegis feed start) is named feed:F, with the count of its\n"
+"    consumers queued or running. A job held for its --after jobs is\n"
+"    queued, with waiting_for in --json; one held by `aegis hold` shows\n"
+"    as held (queued, with held: true in --json).\n\n"
 "OPTIONS\n"
 "    --all           finished jobs too\n"
 "    --user USER     only USER's jobs (a login name or a uid); -u USER\n"
@@ -47,13 +49,18 @@ static const char ls_help[] =
 "                    running, done, failed, cancelled, timeout); a\n"
 "                    finished state implies --all\n"
 "    --json          a JSON array of jobs, each with at least id, state,\n"
-"                    user, gpus, attempts, nice, energy_j and slurm_job\n"
-"                    (null but for a Slurm job's lease); a waiting\n"
-"                    job has wait_reason (the REASON text), wait_code\n"
-"                    (behind, memory, observing, window, pressure, idle,\n"
-"                    policy, mig, drained, user_limit, dependency, held)\n"
+"                    user, gpus, attempts, nice, energy_j, kind (job,\n"
+"                    feed for a feed's producer, with consumers, or slurm\n"
+"                    for a Slurm job's lease) and slurm_job (null but for\n"
+"                    a lease); a waiting job has wait_reason (the REASON\n"
+"                    text), wait_code (behind, memory, observing, window,\n"
+"                    pressure, idle, policy, mig, drained, user_limit,\n"
+"                    dependency, held, feed)\n"
 "                    and, when the wait ends at a known time, wait_until\n"
-"                    (Unix time)\n" SOCKET_OPT EXIT_STATUS;
+"                    (Unix time); a running job has gpu_ids, used_mib\n"
+"                    (the memory its processes hold) and sm_pct (their\n"
+"                    SM utilization, percent of one GPU, null when NVML\n"
+"                    does not say), both summed over its GPUs\n" SOCKET_OPT EXIT_STATUS;
 
 static const char show_help[] =
 "NAME\n    aegis show - everything aegisd knows about one job\n\n"
@@ -263,6 +270,11 @@ int cli_ls(int argc, char **argv) {
             if (str(j, "name")[0]) snprintf(what, sizeof(what), "%s", str(j, "name"));
             else client_cmd_line(json_object_get(j, "cmd"), what, sizeof(what));
             slurm_label(j, what, sizeof(what));
+            if (!strcmp(str(j, "kind"), "feed") && json_object_get(j, "consumers")) {
+                size_t at = strlen(what);
+                snprintf(what + at, sizeof(what) - at, " (%lld consumers)",
+                         (long long)num(j, "consumers"));
+            }
             const char *why = str(j, "wait_reason");
             printf("%-7lld %-10.10s %-9s %4lld %4lld %9.1f  %-30.30s  %s\n",
                    (long long)num(j, "id"), str(j, "user"),
@@ -305,7 +317,11 @@ static void show_text(json_t *job) {
         printf("%-10s %lld (restart %lld, mode %s): a lease, run by Slurm\n",
                "slurm job", (long long)num(job, "slurm_job"),
                (long long)num(job, "slurm_restart"), str(job, "slurm_mode"));
-    if (str(job, "feed")[0]) printf("%-10s %s\n", "feed", str(job, "feed"));
+    if (!strcmp(str(job, "kind"), "feed"))
+        printf("%-10s %s (its producer; %lld consumers)\n", "feed",
+               str(job, "feed"), (long long)num(job, "consumers"));
+    else if (str(job, "feed")[0])
+        printf("%-10s %s\n", "feed", str(job, "feed"));
     if (json_object_get(job, "cmd")) {
         char line[4096];
         client_cmd_line(json_object_get(job, "cmd"), line, sizeof(line));

@@ -1,9 +1,9 @@
 /* spec.c -- YAML job specs for `aegis submit`, in two formats.
  *
- * aegis's own: one job as a mapping (command, name, feed, gpus, mem,
- * mem_mib, model, after, mps_threads_pct, time, nice, notify), or several
- * under `jobs:`. A job names another of the same file in `after:` by
- * its name; the names are resolved once the whole file is read, to the
+ * aegis's own: one job as a mapping (command, name, feed, feed_producer,
+ * gpus, mem, mem_mib, model, after, mps_threads_pct, time, nice, notify),
+ * or several under `jobs:`. A job names another of the same file in
+ * `after:` by its name; the names are resolved once the whole file is read, to the
  * index of that job in the request, which aegisd turns into its id. A
  * number in `after:` is an existing job, as on the command line.
  *
@@ -74,6 +74,18 @@ static int spec_text(const spec *s, yaml_node_t *v, const char *key,
     if (strlen(*out) != v->data.scalar.length)
         return spec_error(s, v, "holds a NUL byte", key);
     return 0;
+}
+
+static json_t *spec_scalar_json(yaml_node_t *n);
+
+/* A boolean: a plain true or false (YAML's spellings of them). */
+static int spec_bool(const spec *s, yaml_node_t *v, const char *key,
+                     bool *out) {
+    json_t *j = spec_scalar(v) ? spec_scalar_json(v) : NULL;
+    bool ok = json_is_boolean(j);
+    *out = json_is_true(j);
+    json_decref(j);
+    return ok ? 0 : spec_error(s, v, "expected true or false", key);
 }
 
 /* A number in [lo, hi], whole when `whole`; NaN and fractions are refused,
@@ -189,6 +201,8 @@ static int spec_job(spec *s, yaml_node_t *map, const submit_defaults *def,
             rc = spec_text(s, v, k, "expected a string", &d.name);
         } else if (!strcmp(k, "feed")) {
             rc = spec_text(s, v, k, "expected a string", &d.feed);
+        } else if (!strcmp(k, "feed_producer")) {
+            rc = spec_bool(s, v, k, &d.feed_producer);
         } else if (!strcmp(k, "gpus")) {
             rc = spec_number(s, v, k, 1, 64, true, &num);
             d.gpus = (long)num;
@@ -221,12 +235,14 @@ static int spec_job(spec *s, yaml_node_t *map, const submit_defaults *def,
         } else if (!strcmp(k, "notify")) {
             rc = spec_text(s, v, k, "expected a shell command", &d.notify);
         } else {
-            rc = spec_error(s, kn, "unknown key (command, name, feed, gpus, "
-                            "mem, mem_mib, model, after, mps_threads_pct, "
-                            "time, nice, notify)", k);
+            rc = spec_error(s, kn, "unknown key (command, name, feed, "
+                            "feed_producer, gpus, mem, mem_mib, model, after, "
+                            "mps_threads_pct, time, nice, notify)", k);
         }
     }
     if (rc == 0 && !cmd) rc = spec_error(s, map, "command: missing", NULL);
+    if (rc == 0 && d.feed_producer && !d.feed)
+        rc = spec_error(s, map, "feed_producer: true needs a feed", NULL);
     if (rc) {
         json_decref(cmd);
         json_decref(after);

@@ -4,8 +4,8 @@
  * talks to aegisd, so the unit tests drive it alone.
  *
  * A job is the JSON object of the submit request (src/daemon/proto.h):
- * {cmd, gpus, mem_mib, name, feed, after, mps_threads_pct, meta,
- * time_limit_s, nice, notify}. Until a
+ * {cmd, gpus, mem_mib, name, feed, feed_producer, after, mps_threads_pct,
+ * meta, time_limit_s, nice, notify}. Until a
  * spec's names are resolved, an "after" entry may be {name, kind, line}.
  */
 #ifndef AEGIS_SUBMIT_H
@@ -22,6 +22,7 @@ typedef struct submit_defaults {
     double mem;             /* < 0: none */
     const char *name;
     const char *feed;       /* shared data feed; NULL: none */
+    bool feed_producer;     /* the job is that feed's managed producer */
     json_t *after;          /* dependency entries (borrowed); NULL: none */
     long mps_threads;       /* MPS thread percentage; 0: none */
     double time_limit;      /* seconds each attempt may run; 0: none */

@@ -26,6 +26,8 @@ json_t *submit_job(json_t *cmd, const submit_defaults *def) {
     if (def->mem >= 0) json_object_set_new(job, "mem_mib", json_real(def->mem));
     if (def->name) json_object_set_new(job, "name", json_string(def->name));
     if (def->feed) json_object_set_new(job, "feed", json_string(def->feed));
+    if (def->feed_producer)
+        json_object_set_new(job, "feed_producer", json_true());
     if (def->after && json_array_size(def->after) > 0)
         json_object_set_new(job, "after", json_deep_copy(def->after));
     if (def->mps_threads > 0)

@@ -117,9 +117,13 @@ static const char help[] =
 "                    `aegis estimate FILE`); --mem, if also given, wins\n"
 "    --name S        a name shown by `aegis ls`\n"
 "    --feed NAME     the job reads the shared data feed NAME (see the\n"
-"                    aegis_feed Python module): recorded with the job, so\n"
-"                    that jobs sharing a feed can be told apart and placed\n"
-"                    together\n"
+"                    aegis_feed Python module): the jobs of a feed are\n"
+"                    placed beside each other and its producer where the\n"
+"                    gates allow, and the feed's managed producer (aegis\n"
+"                    feed start) runs while they do\n"
+"    --feed-producer the job is the managed producer of --feed NAME: it\n"
+"                    waits for the feed's first job, and stops after its\n"
+"                    last (what aegis feed start submits)\n"
 "    --after DEPS    run once these existing jobs have ended as asked;\n"
 "                    repeatable, and DEPS is comma-separated: ID (its\n"
 "                    success), afterok:ID[:ID...], afterany:ID[:ID...]\n"
@@ -320,6 +324,7 @@ static int submit_options(int argc, char **argv, submit_opts *o) {
         {"model", required_argument, NULL, 'M'},
         {"name", required_argument, NULL, 'n'},
         {"feed", required_argument, NULL, 'F'},
+        {"feed-producer", no_argument, NULL, 'P'},
         {"after", required_argument, NULL, 'a'},
         {"mps-threads", required_argument, NULL, 'T'},
         {"time", required_argument, NULL, 't'},
@@ -358,6 +363,9 @@ static int submit_options(int argc, char **argv, submit_opts *o) {
         case 'F':
             if (!(o->def.feed = submit_text_option("feed", optarg)))
                 return CLI_USAGE;
+            break;
+        case 'P':
+            o->def.feed_producer = true;
             break;
         case 'a':
             if (submit_parse_after(optarg, false, o->after, err,

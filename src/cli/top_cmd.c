@@ -22,12 +22,15 @@ static const char top_help[] =
 "DESCRIPTION\n"
 "    On a terminal, a full screen refreshed every second: the time, each\n"
 "    GPU with a bar for its memory in use and one for its utilization,\n"
-"    the jobs running on it (id, user, --mem, name or command), then the\n"
-"    queued jobs with why each waits (REASON, as aegis ls gives it). It\n"
-"    follows the terminal's size; what does not fit is cut, the longest\n"
-"    list first, to a line saying how many more there are. When aegisd\n"
-"    cannot be reached, the screen says why and aegis top tries again\n"
-"    every period. The terminal is given back as it was when it ends.\n\n"
+"    the jobs running on it (id, user, the memory its processes hold over\n"
+"    what it declared with --mem, their SM share, name or command; a job\n"
+"    on several GPUs shows the average per GPU), then the queued jobs\n"
+"    with why each waits (REASON, as aegis ls gives it).\n"
+"    It follows the terminal's size; what does not fit is cut, the\n"
+"    longest list first, to a line saying how many more there are. When\n"
+"    aegisd cannot be reached, the screen says why and aegis top tries\n"
+"    again every period. The terminal is given back as it was when it\n"
+"    ends.\n\n"
 "    When stdin or stdout is not a terminal, aegis top prints one plain\n"
 "    snapshot (every row, $COLUMNS wide, 80 by default) and exits.\n\n"
 "KEYS\n"
@@ -119,10 +122,21 @@ static void gpu_from(json_t *g, top_gpu *out) {
     snprintf(out->sharing, sizeof(out->sharing), "%s", text_of(g, "sharing"));
 }
 
+/* aegisd gives a running job's memory and SM utilization summed over its
+ * GPUs: top shows them per GPU, averaged over its GPUs (as --mem is per
+ * GPU, and as /metrics gives the SM share); < 0 when unknown. */
+static double per_gpu(json_t *j, const char *key) {
+    double sum = known(j, key);
+    size_t ngpus = json_array_size(json_object_get(j, "gpu_ids"));
+    return sum >= 0 && ngpus > 0 ? sum / (double)ngpus : -1;
+}
+
 static void job_from(json_t *j, top_job *out) {
     *out = (top_job){
         .id = (long long)json_integer_value(json_object_get(j, "id")),
         .mem_mib = known(j, "mem_mib"),
+        .used_mib = per_gpu(j, "used_mib"),
+        .sm_pct = per_gpu(j, "sm_pct"),
         .running = strcmp(text_of(j, "state"), "running") == 0,
     };
     snprintf(out->user, sizeof(out->user), "%s", text_of(j, "user"));

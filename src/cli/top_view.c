@@ -192,12 +192,26 @@ static void push_bars(const top_gpu *g, int cols, top_lines *out) {
     free(line);
 }
 
+/* "used/declared MiB" as the memory bar says "used/total MiB": what a
+ * job holds beside what it asked for (--mem), "-" for what is unknown. */
+static void job_mem(const top_job *j, char *text, size_t len) {
+    char used[24] = "-";
+    if (j->used_mib >= 0) snprintf(used, sizeof(used), "%.0f", j->used_mib);
+    if (j->mem_mib > 0)
+        snprintf(text, len, "%s/%.0f MiB", used, j->mem_mib);
+    else
+        snprintf(text, len, "%s%s", used, j->used_mib >= 0 ? " MiB" : "");
+}
+
+/* id, user, memory measured (of declared), SM share, name: nvtop's
+ * per-process GPU MEM and GPU%, per job. */
 static void push_running(const top_job *j, int cols, top_lines *out) {
-    char user[64 * 4 + 1], mem[32] = "-", line[2048];
+    char user[64 * 4 + 1], mem[64], sm[16] = "-", line[2048];
     fit(user, j->user, 10, true);
-    if (j->mem_mib > 0) snprintf(mem, sizeof(mem), "%.0f MiB", j->mem_mib);
-    snprintf(line, sizeof(line), "%7lld %s %9s  %s", j->id, user, mem,
-             j->label);
+    job_mem(j, mem, sizeof(mem));
+    if (j->sm_pct >= 0) snprintf(sm, sizeof(sm), "%.0f%%", j->sm_pct);
+    snprintf(line, sizeof(line), "%7lld %s %15s  SM %4s  %s", j->id, user,
+             mem, sm, j->label);
     push(out, line, cols);
 }
 

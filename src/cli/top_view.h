@@ -27,6 +27,10 @@ typedef struct top_job {
     char reason[256];   /* why a queued job waits (REASON), or "" */
     uint64_t gpus;      /* a running job's GPUs: bit i for GPU i */
     double mem_mib;     /* its --mem; 0 when not given */
+    double used_mib;    /* what its processes hold, as aegisd measured
+                           it, and */
+    double sm_pct;      /*   their SM share (percent of the GPU), each
+                           per GPU, averaged over its GPUs; < 0 unknown */
     bool running;
 } top_job;
 

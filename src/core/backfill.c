@@ -33,8 +33,11 @@ static core_job *next_in_order(core_state *core, const core_job *job) {
 static uint64_t core_reserve(core_state *core, const core_job *head,
                              double now) {
     bool by_jobs = !core_may_share(core, head);
-    uint64_t kept = 0;
-    for (int k = 0; k < head->spec.num_gpus; k++) {
+    /* a head waiting for its feed's GPUs keeps those */
+    uint64_t kept = core_feed_waits(core, head, now, NULL)
+                        ? core_feed_gpus(core, head, CORE_ALL_GPUS)
+                        : 0;
+    for (int k = __builtin_popcountll(kept); k < head->spec.num_gpus; k++) {
         int best = -1, best_jobs = 0;
         double best_free = 0;
         for (int g = 0; g < core->num_gpus; g++) {
@@ -124,7 +127,8 @@ int core_schedule_backfill(core_state *core, double now, core_launch *out,
     /* GPUs only fill up during a pass, so once a plain job (a first
      * attempt that may share, no policy rule, no MIG) cannot start, no
      * job asking as many GPUs and at least as much memory, capped and
-     * whole (which sets the GPUs it may take behind the head), can: the
+     * whole (which sets the GPUs it may take behind the head), can (a job
+     * of a feed may wait for its feed instead, so it is not plain): the
      * smallest such demands per GPU count spare the gates. Of two failed
      * jobs one asks at least as much as the other both ways (a whole
      * demand differs from its capped one only at the cap), so the
@@ -147,7 +151,8 @@ int core_schedule_backfill(core_state *core, double now, core_launch *out,
             continue;
         }
         int k = job->spec.num_gpus;
-        bool plain = cacheable && job->attempt == 1 && core_may_share(core, job);
+        bool plain = cacheable && job->attempt == 1 && job->feed < 0 &&
+                     core_may_share(core, job);
         double whole = core_demand(core, job);
         double demand = core_shared_demand(core, job, whole);
         if (plain && demand >= failed[k] && whole >= failed_whole[k]) {

@@ -96,6 +96,10 @@ static const config_field config_table[] = {
     NUM(fairshare_half_life_s, CONFIG_DOUBLE, 86400, 1, 1e9),
     NUM(max_gpus_per_user, CONFIG_INT, 0, 0, 1000000),
     NUM(max_jobs_per_user, CONFIG_INT, 0, 0, 1000000),
+    /* Jobs of one data feed together: a feed's batches on one GPU reach
+     * its consumers there by CUDA IPC, not through host memory
+     * (docs/feed.md, "The feed in the scheduler"). */
+    NUM(feed_colocate, CONFIG_INT, 1, 0, 1),
     /* Estimator-free AEGIS with MAGM placement is the paper's default. */
     NAME(policy, "aegis"),
     NAME(placement, "magm"),

@@ -98,11 +98,13 @@ static core_queue *queue_of(core_state *core, const core_job *job) {
 static void core_enqueue(core_state *core, core_job *job) {
     queue_push(queue_of(core, job), job);
     if (job->attempt == 1) core_user_enqueue(core, job);
+    if (job->feed >= 0) core_feed_queued(core, job, +1);
 }
 
 static void core_dequeue(core_state *core, core_job *job) {
     queue_unlink(queue_of(core, job), job);
     if (job->attempt == 1) core_user_dequeue(core, job);
+    if (job->feed >= 0) core_feed_queued(core, job, -1);
 }
 
 /* ---- idle GPUs -------------------------------------------------------------- *
@@ -206,6 +208,7 @@ void core_destroy(core_state *core) {
     }
     free(core->table);
     free(core->users);
+    core_feeds_free(core);
     free(core->cursor);
     free(core->order_base);
     for (int g = 0; g < core->num_gpus; g++) win_free(&core->gpus[g].win);
@@ -279,6 +282,8 @@ static core_job *core_job_new(core_state *core, const core_job_spec *job,
         snprintf(err, errlen, "job %lld: out of memory", (long long)job->id);
         return NULL;
     }
+    int feed = core_feed_index(core, job, err, errlen);
+    if (feed == -2) return NULL;
     int user = core_user_index(core, job->user);
     core_job *j = user >= 0 ? core_job_alloc(core) : NULL;
     if (!j) {
@@ -286,6 +291,8 @@ static core_job *core_job_new(core_state *core, const core_job_spec *job,
         return NULL;
     }
     j->spec = *job;
+    j->spec.feed = NULL; /* the core keeps the name in core->feeds */
+    j->feed = feed;
     j->state = JOB_QUEUED;
     j->attempt = 1;
     j->floor_mib = 0;
@@ -361,6 +368,7 @@ static void gpu_account(core_gpu *gpu, const core_job_spec *spec, int sign) {
 static void core_release(core_state *core, core_job *job, double now) {
     core->changes++;
     core_user_runs(core, job, -1, now);
+    if (job->feed >= 0) core_feed_runs(core, job, -1);
     for (int k = 0; k < job->spec.num_gpus; k++) {
         core_gpu *gpu = &core->gpus[job->gpus[k]];
         gpu_account(gpu, &job->spec, -1);
@@ -718,6 +726,7 @@ static void core_occupy(core_state *core, core_job *job, double now) {
         if (job->mig.profile) share_gpu_add(&gpu->share, job->mig);
         core_gpu_changed(core, gpu);
     }
+    if (job->feed >= 0) core_feed_runs(core, job, +1);
     core->running++;
 }
 
@@ -824,6 +833,19 @@ bool core_may_share(const core_state *core, const core_job *job) {
            (job->attempt == 1 || core->cfg.recovery_collocates);
 }
 
+/* A job of a feed whose jobs run: beside them, before any idle GPU
+ * (feeds.c says why). l->floor_mib is kept when it fails. */
+static bool place_feed(core_state *core, const core_job *job, double now,
+                       uint64_t allowed, core_launch *l) {
+    uint64_t gpus = core_feed_gpus(core, job, allowed);
+    if (__builtin_popcountll(gpus) < job->spec.num_gpus) return false;
+    double demand = l->floor_mib;
+    l->floor_mib = core_shared_demand(core, job, demand);
+    if (core_place_shared(core, job, now, gpus, l)) return true;
+    l->floor_mib = demand;
+    return false;
+}
+
 /* core_place() and core_launch_job(), static so that AEGIS's loop below,
  * the simulator's hot path, has them inlined. */
 static bool place(core_state *core, const core_job *job, double now,
@@ -833,6 +855,9 @@ static bool place(core_state *core, const core_job *job, double now,
     l->attempt = job->attempt;
     l->num_gpus = job->spec.num_gpus;
     l->floor_mib = core_demand(core, job);
+    if (job->feed >= 0 && place_feed(core, job, now, allowed, l)) return true;
+    if (job->feed >= 0 && core_feed_waits(core, job, now, NULL))
+        return false;
     if (core_place_exclusive(core, job, allowed, l) ||
         core_place_mig(core, job, allowed, l))
         return true;

@@ -74,6 +74,11 @@ typedef struct core_config {
     int max_gpus_per_user;     /* GPUs a user's running jobs may hold; 0: no
                                   limit (0) */
     int max_jobs_per_user;     /* jobs a user may run at once; 0: no limit (0) */
+    int feed_colocate;         /* 1: a job of a data feed goes beside the
+                                  feed's running jobs first, and waits for
+                                  their GPU while it only observes (feeds.c);
+                                  0: placed as any job, after a queued
+                                  producer still (1) */
     const char *policy;        /* a name from core_policy_names() ("aegis") */
     const char *placement;     /* magm, lug, bf, ff or rr ("magm") */
 } core_config;
@@ -109,7 +114,14 @@ typedef struct core_job_spec {
                             per-user limits of aegis-plus */
     int nice;            /* 0..CORE_NICE_MAX: lowers the job's priority
                             among the queue (aegis-plus) */
+    const char *feed;    /* the data feed it reads (or, a producer, the
+                            feed it writes); NULL or "": none. Copied. */
+    bool feed_producer;  /* the feed's producer: the feed's other jobs wait
+                            while it is queued */
 } core_job_spec;
+
+/* The longest feed name the core keeps (the feed library's is shorter). */
+#define CORE_FEED_NAME_MAX 63
 
 /* The most a job may be niced: the priority a user's fair share gives is
  * at most this much (core_job_priority()). */
@@ -185,6 +197,11 @@ typedef enum core_wait {
                                holds `count` GPUs ("GPUs"), the limit */
     CORE_WAIT_DEPENDENCY,   /* set by the daemon: waits for `job` to end */
     CORE_WAIT_HELD,         /* set by the daemon: held by its user */
+    CORE_WAIT_FEED,         /* waits for its feed: the feed's producer,
+                               job `job`, is queued (gpu -1), or `gpu`,
+                               where the feed's jobs run, observes until
+                               `until` (< 0: until its newest job is seen
+                               active) */
     CORE_WAIT_KINDS
 } core_wait;
 
@@ -198,6 +215,7 @@ typedef struct core_reason {
     double value, limit;    /* PRESSURE */
     const char *metric;     /* PRESSURE: "SMACT" or "utilization";
                                USER_LIMIT: "jobs" or "GPUs" */
+    const char *feed;       /* FEED: its name, held by the core */
 } core_reason;
 
 /* The one-word name of a kind, as JSON keys and `aegis ls` read it:

@@ -55,6 +55,8 @@ typedef struct core_job {
     int passed;             /* jobs started past it while it was the head */
     uint64_t tried_in;      /* the last backfill pass that reached it */
     bool over_limit;        /* that pass skipped it: its user's limit */
+    int feed;               /* its feed's place in core_state.feeds; -1:
+                               none */
     struct core_job *prev, *next; /* queue links */
     struct core_job *hnext;       /* hash chain */
 } core_job;
@@ -73,6 +75,16 @@ typedef struct core_gate {
     bool pressure;          /* and whether the pressure filter applied */
     bool admits;            /* the answer */
 } core_gate;
+
+/* A data feed, as feeds.c keeps it: where its jobs run, and whether its
+ * producer waits in the queue. Kept once seen, as users are. */
+typedef struct core_feed {
+    char name[CORE_FEED_NAME_MAX + 1];
+    int producers_queued;   /* its producers in the queue */
+    int64_t producer;       /* the last of them queued */
+    uint64_t gpus;          /* GPUs where its jobs run: on_gpu[g] > 0 */
+    int on_gpu[CORE_MAX_GPUS];
+} core_feed;
 
 /* A user, as users.c keeps it. */
 typedef struct core_user {
@@ -126,6 +138,8 @@ struct core_state {
     uint64_t submits;       /* jobs submitted so far: core_job.seq */
     core_user *users;       /* everyone who submitted, never forgotten */
     int nusers, users_cap;
+    core_feed **feeds;      /* every feed a job named, never forgotten; */
+    int nfeeds, feeds_cap;  /*   each alone, so a reason's name stays */
     core_job **cursor;      /* a pass's place in each user's queue */
     double *order_base;     /* and each user's priority then */
     core_explained explained[CORE_EXPLAINED]; /* reasons lately told, by
@@ -229,6 +243,28 @@ bool core_user_over_limit(const core_state *core, const core_job *job,
  * core_order_next() until it gives NULL. */
 void core_order_start(core_state *core, double now);
 core_job *core_order_next(core_state *core);
+
+/* ---- feeds.c ------------------------------------------------------------------ */
+
+/* The place of the spec's feed in core->feeds, added when new; -1 when it
+ * names none; -2 with a message when the name is too long or memory
+ * ran out. */
+int core_feed_index(core_state *core, const core_job_spec *spec, char *err,
+                    size_t errlen);
+void core_feeds_free(core_state *core);
+/* The job joins (sign +1) or leaves (-1) the queue, or its GPUs. */
+void core_feed_queued(core_state *core, const core_job *job, int sign);
+void core_feed_runs(core_state *core, const core_job *job, int sign);
+/* The GPUs of `allowed` where the job's feed has jobs running, when the
+ * job should go beside them; 0 when its feed does not matter. */
+uint64_t core_feed_gpus(const core_state *core, const core_job *job,
+                        uint64_t allowed);
+/* Whether the job waits for its feed (its producer queued, or the feed's
+ * GPU observing) rather than go elsewhere, the feed's GPUs kept for a
+ * waiting head of the queue included; if so and r is not NULL, r says
+ * why. */
+bool core_feed_waits(core_state *core, const core_job *job, double now,
+                     core_reason *r);
 
 /* ---- backfill.c ------------------------------------------------------------ */
 

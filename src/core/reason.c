@@ -12,7 +12,7 @@
 
 static const char *const wait_names[CORE_WAIT_KINDS] = {
     "", "behind", "memory", "observing", "window", "pressure", "idle",
-    "policy", "mig", "drained", "user_limit", "dependency", "held"};
+    "policy", "mig", "drained", "user_limit", "dependency", "held", "feed"};
 
 const char *core_wait_name(core_wait kind) {
     return (unsigned)kind < CORE_WAIT_KINDS ? wait_names[kind] : "?";
@@ -181,7 +181,8 @@ int core_job_reason(core_state *core, int64_t job_id, double now,
     if (!core->pol->backfill) {
         core_job *head = core_head(core);
         if (job != head) behind(r, head->spec.id);
-        else core_explain(core, job, now, CORE_ALL_GPUS, r);
+        else if (!core_feed_waits(core, job, now, r))
+            core_explain(core, job, now, CORE_ALL_GPUS, r);
         return 0;
     }
     bool reached = job->tried_in == core->passes;
@@ -190,6 +191,7 @@ int core_job_reason(core_state *core, int64_t job_id, double now,
         return 0;
     }
     if (job->over_limit && core_user_over_limit(core, job, r)) return 0;
+    if (core_feed_waits(core, job, now, r)) return 0;
     core_explain(core, job, now, CORE_ALL_GPUS, r);
     if (job->spec.id == core->head_id || core->reserved == 0) return 0;
     /* It could start only on GPUs kept for the head. */
@@ -242,6 +244,15 @@ int core_reason_text(const core_reason *r, double now, char *buf,
         return snprintf(buf, len, "waiting for job %lld (dependency)",
                         (long long)r->job);
     case CORE_WAIT_HELD: return snprintf(buf, len, "held");
+    case CORE_WAIT_FEED:
+        if (r->gpu < 0)
+            return snprintf(buf, len, "waiting for feed %s's producer (job "
+                            "%lld)", r->feed, (long long)r->job);
+        if (r->until < 0)
+            return snprintf(buf, len, "waiting for feed %s's GPU %d (until "
+                            "its new job is seen active)", r->feed, r->gpu);
+        return snprintf(buf, len, "waiting for feed %s's GPU %d (%.0f s more)",
+                        r->feed, r->gpu, r->until > now ? r->until - now : 0);
     case CORE_WAIT_KINDS: break;
     }
     return snprintf(buf, len, "?");

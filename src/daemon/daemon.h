@@ -10,6 +10,8 @@
  *               limits (--time), drains
  *   gpushare.c  each GPU's sharing mode: its MPS control daemon, the
  *               environment and MIG instance a job gets from it
+ *   feeds.c     a data feed's managed producer: started with its first
+ *               consumer, restarted, stopped after its last
  *   notify.c    the notifiers run at jobs' ends (notify.h)
  *   metrics.c   the Prometheus exposition of GPUs, jobs, users and the
  *               scheduler (docs/metrics.md)
@@ -97,6 +99,11 @@ typedef struct d_job {
     int num_gpus;
     double mem_mib;             /* estimate, < 0 when none */
     int nice;                   /* its submit's --nice */
+    char feed[PROTO_MAX_FEED + 1]; /* the data feed it reads; "" none */
+    bool producer;              /* the feed's managed producer */
+    bool feed_stop;             /* a producer stopped: its last consumer
+                                   ended (ends as done) */
+    int restarts;               /* a producer's restarts (feeds.c) */
     d_dep *deps;                /* ndeps jobs it waits for, allocated */
     size_t ndeps;               /*   with the job (d_job_new) */
     d_state state;
@@ -302,6 +309,12 @@ void d_jobs_recover(d_daemon *d);
  * held by `aegis hold`), or cancels it when a job it runs after ended
  * otherwise than it asks. */
 void d_job_enqueue(d_daemon *d, d_job *job);
+/* Hands the job to the core's queue (a retry, or a job that must run
+ * alone, to its recovery queue): 0, or -1 with the core's reason in err. */
+int d_job_to_core(d_daemon *d, d_job *job, char *err, size_t errlen);
+/* Ends a job: its state and reason committed, its waiters told. */
+void d_job_finish(d_daemon *d, d_job *job, const char *state,
+                  const char *reason);
 void d_jobs_schedule(d_daemon *d);
 void d_jobs_check_exits(d_daemon *d);
 void d_jobs_tick(d_daemon *d);              /* telemetry, observation,
@@ -398,6 +411,26 @@ void d_gpu_drain(d_daemon *d, int g, bool drain, const char *reason,
                  const char *user);
 /* At start: the GPUs drained before, as the store kept them. */
 void d_drains_recover(d_daemon *d);
+
+/* feeds.c */
+/* The unfinished managed producer of feed name, or NULL. */
+d_job *d_feed_producer(d_daemon *d, const char *name);
+/* The jobs of the feed that read it and are queued or running. */
+int d_feed_consumers(d_daemon *d, const char *name);
+/* Whether a producer stays out of the queue: no consumer of its feed is
+ * queued or running. */
+bool d_feed_dormant(d_daemon *d, const d_job *producer);
+/* A consumer joins the queue: its feed's dormant producer joins first. */
+void d_feed_wake(d_daemon *d, const d_job *consumer);
+/* A consumer of feed name left: when it was the last, the producer stops
+ * (SIGTERM, then SIGKILL after the grace) or, never started, sleeps. */
+void d_feed_consumer_left(d_daemon *d, const char *name);
+/* After a restart: the running producers whose consumers all ended while
+ * aegisd was away are stopped. */
+void d_feeds_recover(d_daemon *d);
+/* Whether a producer whose attempt ended (how, why) is started again: its
+ * consumers run, it failed or vanished, and it has restarts left. */
+bool d_feed_restart(d_daemon *d, d_job *job, core_exit how, const char *why);
 
 /* notify.c */
 /* Which notifier a job's submit asked for (NULL: the config's). */

@@ -58,16 +58,39 @@ static void d_reason_fields(d_daemon *d, const d_job *job, json_t *row,
         r.job = json_integer_value(json_array_get(waiting_for, 0));
     } else if (job->state == D_QUEUED && job->in_core) {
         core_job_reason(d->core, job->id, now, &r);
+    } else if (job->state == D_HELD && job->producer) {
+        r.kind = CORE_WAIT_FEED; /* asleep until a consumer comes */
     }
     if (r.kind == CORE_WAIT_NONE) return;
     char text[256];
-    core_reason_text(&r, now, text, sizeof(text));
+    if (r.kind == CORE_WAIT_FEED && job->producer && !job->in_core)
+        snprintf(text, sizeof(text), "no job of feed %s queued yet",
+                 job->feed);
+    else
+        core_reason_text(&r, now, text, sizeof(text));
     json_object_set_new(row, "wait_reason", json_string(text));
     json_object_set_new(row, "wait_code", json_string(core_wait_name(r.kind)));
     bool timed = r.kind == CORE_WAIT_OBSERVING || r.kind == CORE_WAIT_WINDOW;
     if (timed && r.until >= 0)
         json_object_set_new(row, "wait_until",
                             json_real(d_wall() + (r.until - now)));
+}
+
+/* A job's kind, "feed" for a managed producer (with "consumers": its
+ * feed's jobs queued or running), else "job", for the store's
+ * feed_producer (0 or 1). */
+static void d_kind_fields(d_daemon *d, json_t *row, const d_job *job) {
+    bool producer = json_integer_value(json_object_get(row, "feed_producer"));
+    json_object_del(row, "feed_producer");
+    json_object_set_new(row, "kind", json_string(producer ? "feed" : "job"));
+    if (producer && job)
+        json_object_set_new(row, "consumers",
+                            json_integer(d_feed_consumers(d, job->feed)));
+}
+
+/* A reading, or null when the library could not give it (CORE_UNKNOWN). */
+static json_t *d_json_known(double v) {
+    return v >= 0 ? json_real(v) : json_null();
 }
 
 /* Adds what only the daemon's memory knows to a job's row. */
@@ -78,6 +101,7 @@ static void d_live_fields(d_daemon *d, json_t *row) {
                             json_boolean(json_integer_value(held)));
     int64_t id = json_integer_value(json_object_get(row, "id"));
     d_job *job = d_job_find(d, id);
+    d_kind_fields(d, row, job);
     const d_unsaved *ended = job ? NULL : d_job_unsaved(d, id);
     if (ended) { /* the database does not know yet */
         json_object_set_new(row, "state", json_string(ended->state));
@@ -99,6 +123,9 @@ static void d_live_fields(d_daemon *d, json_t *row) {
     json_object_set_new(row, "gpu_ids", gpus);
     json_object_set_new(row, "active", json_boolean(job->active));
     json_object_set_new(row, "pid", json_integer(job->job_pid));
+    /* as the latest tick measured them (what /metrics shows): no work */
+    json_object_set_new(row, "used_mib", json_real(job->used_mib));
+    json_object_set_new(row, "sm_pct", d_json_known(job->sm_pct));
 }
 
 /* Removes the private fields of a row the peer does not own. */
@@ -161,6 +188,15 @@ static void d_on_submit(d_conn *c, const proto_request *req) {
         if (d_job_fits(d, req->jobs[i].gpus, req->jobs[i].mem_mib, where, err,
                        sizeof(err)) != 0) {
             d_reply_error(c, "%s", err);
+            return;
+        }
+    }
+    for (size_t i = 0; i < req->njobs; i++) {
+        const proto_job *j = &req->jobs[i];
+        const d_job *p = j->feed_producer ? d_feed_producer(d, j->feed) : NULL;
+        if (p) {
+            d_reply_error(c, "jobs[%zu].feed_producer: feed %s has a producer "
+                          "already (job %lld)", i, j->feed, (long long)p->id);
             return;
         }
     }
@@ -435,11 +471,6 @@ static void d_on_log(d_conn *c, const proto_request *req) {
                          "offset", (json_int_t)(from + (long long)n),
                          "finished", d_job_find(d, req->ids[0]) == NULL));
     free(text);
-}
-
-/* A reading, or null when the library could not give it (CORE_UNKNOWN). */
-static json_t *d_json_known(double v) {
-    return v >= 0 ? json_real(v) : json_null();
 }
 
 static void d_on_gpus(d_conn *c, const proto_request *req) {

@@ -109,10 +109,13 @@ static void d_unsaved_add(d_daemon *d, int64_t id, const char *state,
 
 /* ---- queueing ------------------------------------------------------------- */
 
-/* A finished job leaves the table; its waiters and dependents hear of it. */
-static void d_job_finish(d_daemon *d, d_job *job, const char *state,
-                         const char *reason) {
+/* A finished job leaves the table; its waiters and dependents hear of it,
+ * and its feed's producer when it was the feed's last consumer. */
+void d_job_finish(d_daemon *d, d_job *job, const char *state,
+                  const char *reason) {
     int64_t id = job->id;
+    char feed[sizeof(job->feed)];
+    snprintf(feed, sizeof(feed), "%s", job->producer ? "" : job->feed);
     store_begin(d->st);
     store_job_energy(d->st, id, job->energy_j);
     store_job_state(d->st, id, state, reason, d_wall());
@@ -134,6 +137,7 @@ static void d_job_finish(d_daemon *d, d_job *job, const char *state,
         i = d_job_index(d, dep_id);
         if (i < d->njobs && d->jobs[i]->id != dep_id) i--;
     }
+    if (feed[0]) d_feed_consumer_left(d, feed);
 }
 
 static core_job_spec d_job_spec(const d_job *job) {
@@ -142,6 +146,7 @@ static core_job_spec d_job_spec(const d_job *job) {
         .est_mib = job->mem_mib >= 0 ? job->mem_mib : CORE_UNKNOWN,
         .peak_mib = CORE_UNKNOWN, .util_pct = CORE_UNKNOWN,
         .sharing_score = -1, .user = (uint32_t)job->uid, .nice = job->nice,
+        .feed = job->feed, .feed_producer = job->producer,
     };
     return spec;
 }
@@ -153,10 +158,10 @@ static core_retry d_job_retry(const d_job *job) {
     return r;
 }
 
-/* Hands the job to the core's queue, a job that ran before to its
- * recovery queue (and one that must run alone, an exclusive lease, with
- * its place on the ladder); -1 with the core's reason in err. */
-static int d_job_to_core(d_daemon *d, d_job *job, char *err, size_t errlen) {
+/* A job that must run alone from the start (an exclusive lease) joins
+ * the recovery queue too, with its place on the ladder. */
+int d_job_to_core(d_daemon *d, d_job *job, char *err, size_t errlen) {
+    d_feed_wake(d, job); /* the producer is queued ahead of its consumers */
     core_job_spec spec = d_job_spec(job);
     core_retry r = d_job_retry(job);
     int rc = job->attempts > 0 || job->retry_alone
@@ -175,7 +180,7 @@ void d_job_enqueue(d_daemon *d, d_job *job) {
     case D_DEPS_NEVER: d_job_finish(d, job, "cancelled", reason); return;
     case D_DEPS_MET: break;
     }
-    if (job->held) {
+    if (job->held || d_feed_dormant(d, job)) {
         job->state = D_HELD;
         return;
     }
@@ -216,6 +221,8 @@ int d_jobs_submitted(d_daemon *d, const store_owner *owner,
             job->time_limit_s = pj->time_limit_s;
             job->nice = pj->nice;
             job->notify = d_notify_kind_of(pj->notify);
+            snprintf(job->feed, sizeof(job->feed), "%s", pj->feed);
+            job->producer = pj->feed_producer;
         }
         if (!job || d_job_add(d, job) != 0) {
             free(job);
@@ -511,7 +518,9 @@ static void d_job_settle(d_daemon *d, d_job *job, core_exit how, int status,
     if (how == CORE_EXIT_OOM) d->counts.oom_crashes++;
     double floor = 0;
     bool was_alone = job->exclusive;
-    job->lost = how == CORE_EXIT_LOST ? job->lost + 1 : 0;
+    bool restart = d_feed_restart(d, job, how, why);
+    job->lost = how == CORE_EXIT_LOST && !restart ? job->lost + 1 : 0;
+    if (restart) how = CORE_EXIT_LOST; /* requeued at its floor */
     if (job->lost >= D_MAX_LOST) {
         core_cancel(d->core, job->id, d_now(d));
         d_job_finish(d, job, "failed", "lost 5 attempts in a row");
@@ -1012,6 +1021,9 @@ static void d_job_recover(void *ctx, json_t *row) {
         int count, step;
         store_history_state(d->st, job->id, &count, &step);
         history_track_init(&job->hist, HISTORY_MAX_SAMPLES, count, step);
+        const char *feed = json_string_value(json_object_get(row, "feed"));
+        snprintf(job->feed, sizeof(job->feed), "%s", feed ? feed : "");
+        job->producer = d_int(row, "feed_producer") != 0;
     }
     if (!job || d_job_add(d, job) != 0) {
         free(job);
@@ -1101,6 +1113,7 @@ void d_jobs_recover(d_daemon *d) {
     exec_status_each(d->run_dir, d_status_sweep, d);
     d_leases_recover(d);
     for (int g = 0; g < d->ngpus; g++) d_gpu_note_foreign(d, g);
+    d_feeds_recover(d);
     if (d->njobs > 0) d_log("recovered %zu unfinished jobs", d->njobs);
 }
 

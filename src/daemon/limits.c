@@ -72,6 +72,11 @@ static bool d_limits_timed_out(const d_job *job) {
 
 const char *d_limits_stop_state(const d_job *job, char *reason,
                                 size_t reasonlen) {
+    if (job->feed_stop) {
+        snprintf(reason, reasonlen, "stopped: feed %s's last consumer ended",
+                 job->feed);
+        return "done";
+    }
     if (!d_limits_timed_out(job)) {
         snprintf(reason, reasonlen, "cancelled while running");
         return "cancelled";

@@ -62,7 +62,7 @@ static const char *const lease_modes[] = {"shared", "mps", "mig",
 static const char *const job_fields[] = {"cmd", "gpus", "mem_mib", "name",
                                          "feed", "after", "mps_threads_pct",
                                          "meta", "time_limit_s",
-                                         "nice", "notify", NULL};
+                                         "nice", "notify", "feed_producer", NULL};
 
 static const char *const dep_fields[] = {"id", "index", "kind"};
 
@@ -364,6 +364,16 @@ static int proto_parse_job(json_t *obj, size_t i, proto_job *job, char *err,
         proto_label(obj, "feed", where, PROTO_MAX_FEED, true, &job->feed,
                     err, errlen))
         return -1;
+    json_t *producer = json_object_get(obj, "feed_producer");
+    snprintf(field, sizeof(field), "%s.feed_producer", where);
+    job->feed_producer = false;
+    if (producer && proto_bool(producer, field, &job->feed_producer, err,
+                               errlen))
+        return -1;
+    if (job->feed_producer && !job->feed[0]) {
+        snprintf(err, errlen, "%s: feed_producer without a feed", field);
+        return -1;
+    }
     if (proto_parse_deps(json_object_get(obj, "after"), i, where, job, err,
                          errlen))
         return -1;

@@ -103,6 +103,9 @@ typedef struct proto_job {
     size_t argc;
     const char *name;       /* "" when not given */
     const char *feed;       /* shared data feed it reads; "" for none */
+    bool feed_producer;     /* the feed's managed producer: aegisd starts
+                               it with the feed's first consumer and stops
+                               it after the last (feeds.c) */
     int gpus;               /* 1..CORE_MAX_JOB_GPUS (1) */
     double mem_mib;         /* memory estimate, MiB; < 0 when not given */
     int mps_threads_pct;    /* CUDA_MPS_ACTIVE_THREAD_PERCENTAGE under MPS,

@@ -122,6 +122,8 @@ static const char *const store_added[][3] = {
     {"jobs", "slurm_mode", "TEXT"},
     {"jobs", "slurm_pids", "TEXT"},
     {"jobs", "slurm_env", "TEXT"},
+    /* 1: the managed producer of its feed (aegis feed start) */
+    {"jobs", "feed_producer", "INTEGER NOT NULL DEFAULT 0"},
 };
 #define STORE_ADDED (sizeof(store_added) / sizeof(store_added[0]))
 
@@ -150,9 +152,9 @@ static const char *const sql[S_COUNT] = {
     [S_ENV] = "INSERT INTO envs(cwd, env) VALUES(?1, ?2)",
     [S_JOB] = "INSERT INTO jobs(uid, gid, user, name, cmd, env_id, gpus,"
               " mem_mib, state, submitted, feed, mps_threads_pct, deps, meta,"
-              " time_limit_s, nice, notify)"
+              " time_limit_s, nice, notify, feed_producer)"
               " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'queued', ?9, ?10, ?11,"
-              " ?12, ?13, ?14, ?15, ?16)",
+              " ?12, ?13, ?14, ?15, ?16, ?17)",
     [S_ATT_START] = "INSERT OR REPLACE INTO attempts(job_id, n, gpus,"
                     " floor_mib, exclusive, shim_pid, shim_start, job_pid,"
                     " started, err_offset)"
@@ -169,7 +171,7 @@ static const char *const sql[S_COUNT] = {
     [S_GET] = "SELECT id, user, uid, name, cmd, gpus, mem_mib, " STORE_DEPS("")
               ", state, reason, submitted, finished, attempts, energy_j, feed,"
               " retry_floor, retry_alone, meta, held, time_limit_s, nice,"
-              " slurm_job, slurm_restart, slurm_mode"
+              " slurm_job, slurm_restart, slurm_mode, feed_producer"
               " FROM jobs WHERE id = ?1",
     [S_GET_FULL] = "SELECT j.id, j.user, j.uid, j.gid, j.name, j.cmd, j.gpus,"
                    " j.mem_mib, " STORE_DEPS("j.") ", j.state, j.reason, j.submitted,"
@@ -177,7 +179,7 @@ static const char *const sql[S_COUNT] = {
                    " j.retry_alone, j.mps_threads_pct, j.meta, j.cancel_at,"
                    " j.held, j.time_limit_s, j.nice, j.notify, j.slurm_job,"
                    " j.slurm_restart, j.slurm_mode, j.slurm_pids,"
-                   " j.slurm_env, e.cwd, e.env"
+                   " j.slurm_env, j.feed_producer, e.cwd, e.env"
                    " FROM jobs j JOIN envs e ON e.id = j.env_id"
                    " WHERE j.id = ?1",
     [S_ATTEMPTS] = "SELECT n, gpus, floor_mib, exclusive, shim_pid,"
@@ -188,12 +190,12 @@ static const char *const sql[S_COUNT] = {
     [S_LIST_ALL] = "SELECT id, user, uid, name, cmd, gpus, mem_mib, "
                    STORE_DEPS("") ", state, reason, submitted, finished,"
                    " attempts, energy_j, feed, held, time_limit_s, nice,"
-                   " slurm_job, slurm_restart, slurm_mode"
+                   " slurm_job, slurm_restart, slurm_mode, feed_producer"
                    " FROM jobs ORDER BY id",
     [S_LIST_ACTIVE] = "SELECT id, user, uid, name, cmd, gpus, mem_mib, "
                       STORE_DEPS("") ", state, reason, submitted, finished,"
                       " attempts, energy_j, feed, held, time_limit_s, nice,"
-                      " slurm_job, slurm_restart, slurm_mode"
+                      " slurm_job, slurm_restart, slurm_mode, feed_producer"
                       " FROM jobs WHERE state IN ('queued','running')"
                       " ORDER BY id",
     [S_RETRY] = "UPDATE jobs SET retry_floor = ?2, retry_alone = ?3"
@@ -536,6 +538,7 @@ static int store_insert_jobs(store *st, const store_owner *owner,
         if (j->time_limit_s > 0) sqlite3_bind_double(s, 14, j->time_limit_s);
         sqlite3_bind_int(s, 15, j->nice);
         if (j->notify) sqlite3_bind_text(s, 16, j->notify, -1, SQLITE_STATIC);
+        sqlite3_bind_int(s, 17, j->feed_producer);
         if ((j->nafter > 0 && !deps) || (j->meta && !meta)) {
             sqlite3_reset(s);
             sqlite3_clear_bindings(s);

@@ -81,6 +81,8 @@ static sim_result *result_new(engine *e, const char *policy) {
     r->gpus_per_server = e->opt->gpus;
     r->njobs = e->trace->count;
     r->start_s = e->trace->jobs[0].submit_s;
+    for (int i = 0; i < r->njobs && !r->loads; i++)
+        r->loads = e->trace->jobs[i].load_cpus > 0;
     r->jobs = malloc((size_t)r->njobs * sizeof(*r->jobs));
     r->logs = calloc((size_t)r->servers, sizeof(*r->logs));
     if (e->opt->reasons)
@@ -107,6 +109,7 @@ static void result_close(engine *e) {
         replay_close_books(p, last);
         r->energy_j += p->energy_j;
         r->busy_gpu_s += p->busy_gpu_s;
+        r->load_cpu_s += p->load_cpu_s;
         r->ooms += p->ooms;
         r->stopped += p->stopped;
         finished += p->finished;

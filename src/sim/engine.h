@@ -96,6 +96,8 @@ typedef struct sim_result {
     double makespan_s;          /* last end - first submit */
     double energy_j;            /* all GPUs, start_s to the last end */
     double busy_gpu_s;          /* GPU-seconds with at least one job active */
+    double load_cpu_s;          /* CPU-seconds of data loading (loaders.h) */
+    bool loads;                 /* the trace gives some job's load_cpus */
     int ooms, stopped, unfinished;
     double *wait_by_reason;     /* with sim_options.reasons: seconds each job
                                    waited for each core_wait kind, at

@@ -2,6 +2,7 @@
 #include "gen.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 /* splitmix64 (Steele, Lea, Flood 2014): tiny, fast, and every seed,
  * including 0, gives a good stream. */
@@ -17,22 +18,50 @@ static double uniform(uint64_t *state) {
     return (double)(next_random(state) >> 11) * 0x1.0p-53;
 }
 
+/* A shared data set: the workload its sweep trains, its loading cost. */
+typedef struct gen_feed {
+    const cat_workload *work;
+    double load_cpus;
+} gen_feed;
+
+/* The feeds of a trace, from a stream of their own; NULL when out of
+ * memory. */
+static gen_feed *gen_feeds(const cat_workload *const *pool, int npool,
+                           int feeds, uint64_t *state) {
+    gen_feed *f = malloc((size_t)feeds * sizeof(*f));
+    for (int k = 0; f && k < feeds; k++) {
+        f[k].work = pool[next_random(state) % (uint64_t)npool];
+        f[k].load_cpus = round(10 * (GEN_LOAD_CPUS_MIN + uniform(state) *
+                               (GEN_LOAD_CPUS_MAX - GEN_LOAD_CPUS_MIN))) / 10;
+    }
+    return f;
+}
+
 int gen_trace(FILE *out, const cat_workload *const *pool, int npool, long jobs,
-              uint64_t seed, double mean_gap_s, int users) {
-    /* Users come from a stream of their own, so a trace with them has the
-     * jobs the same seed gives without them. */
-    uint64_t state = seed, user_state = seed ^ 0x5eed05e5ull;
+              uint64_t seed, double mean_gap_s, int users, int feeds) {
+    /* Users and feeds come from streams of their own, so a trace with
+     * them has the arrival times the same seed gives without them. */
+    uint64_t state = seed, user_state = seed ^ 0x5eed05e5ull,
+             feed_state = seed ^ 0xfeedfeedull;
+    gen_feed *feed = feeds > 0 ? gen_feeds(pool, npool, feeds, &feed_state)
+                               : NULL;
+    if (feeds > 0 && !feed) return -1;
     double t = 0;
-    fputs(users > 0 ? "job_index,submit_time_s,workload,user\n"
-                    : "job_index,submit_time_s,workload\n", out);
+    fprintf(out, "job_index,submit_time_s,workload%s%s\n",
+            users > 0 ? ",user" : "", feeds > 0 ? ",feed,load_cpus" : "");
     for (long i = 1; i <= jobs; i++) {
         const cat_workload *w = pool[next_random(&state) % (uint64_t)npool];
-        fprintf(out, "%ld,%.1f,%s", i, t, w->name);
+        int k = feeds > 0 ? (int)(next_random(&feed_state) % (uint64_t)feeds)
+                          : 0;
+        fprintf(out, "%ld,%.1f,%s", i, t, feeds > 0 ? feed[k].work->name
+                                                     : w->name);
         if (users > 0)
             fprintf(out, ",user%d",
                     1 + (int)(next_random(&user_state) % (uint64_t)users));
+        if (feeds > 0) fprintf(out, ",feed%d,%.1f", k + 1, feed[k].load_cpus);
         putc('\n', out);
         t += -log1p(-uniform(&state)) * mean_gap_s;
     }
+    free(feed);
     return ferror(out) ? -1 : 0;
 }

@@ -15,8 +15,21 @@
  * whose gaps are exponential with mean mean_gap_s and whose workloads are
  * drawn uniformly from the npool workloads of pool (npool >= 1); with
  * users > 0, a user column too, each job's user drawn uniformly from
- * user1..userN. Returns 0, or -1 on a write error. */
+ * user1..userN. With feeds > 0, the jobs are sweeps on shared data sets:
+ * feed1..feedK each train one workload drawn from the pool, whose data
+ * loading keeps a number of cores busy drawn in [GEN_LOAD_CPUS_MIN,
+ * GEN_LOAD_CPUS_MAX]; each job runs a feed drawn uniformly, with feed and
+ * load_cpus columns. Returns 0, or -1 on a write error. */
 int gen_trace(FILE *out, const cat_workload *const *pool, int npool, long jobs,
-              uint64_t seed, double mean_gap_s, int users);
+              uint64_t seed, double mean_gap_s, int users, int feeds);
+
+/* The CPU cores one job's data loading keeps busy, docs/simulator.md
+ * ("Data loading"): bench/feed's cost per JPEG sample times the samples
+ * per second a GPU trains. */
+#define GEN_LOAD_CPUS_MIN 1.0
+#define GEN_LOAD_CPUS_MAX 4.0
+
+/* The most feeds a trace is written with. */
+#define GEN_MAX_FEEDS 10000
 
 #endif

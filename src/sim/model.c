@@ -56,6 +56,9 @@ static const model_param params[] = {
      "MPS keeps this share of the naive slowdown above 1 (an assumption)"},
     {"mig_sm_frac", offsetof(sim_model, mig_sm_frac), 0.907, 0.01, 1,
      "share of the GPU's SMs in a 7-slice MIG instance (A100: 98/108)"},
+    {"feed_share", offsetof(sim_model, feed_share), 1, 0, 1,
+     "1: jobs of one feed share its data loading per GPU; 0: each job"
+     " loads its own (independent loaders)"},
 };
 
 #define NPARAMS (sizeof(params) / sizeof(*params))

@@ -22,6 +22,9 @@ typedef struct sim_model {
     double mps_excess;          /* MPS: share of the fitted (naive)
                                    slowdown above 1 that remains */
     double mig_sm_frac;         /* SMs a 7g MIG instance has, of the GPU's */
+    double feed_share;          /* 1: the jobs of a feed share its loading
+                                   (loaders.h) and the core sees their feed;
+                                   0: each job loads its own data */
 } sim_model;
 
 void sim_model_default(sim_model *m);

@@ -216,14 +216,22 @@ static void end_attempt(replay *r, int32_t j, core_exit how, double t) {
     r->dirty = true;
 }
 
+/* The feed whose loader job j shares; 0: its own (no feed, or feeds not
+ * shared: --model feed_share=0). */
+static uint32_t feed_of(const replay *r, int32_t j) {
+    return r->opt->model.feed_share > 0 ? row_of(r, j)->feed : 0;
+}
+
 static int on_arrival(replay *r, int32_t j, double t) {
     sim_job *job = &r->jobs[j];
     const cat_workload *w = work_of(r, j);
+    char feed[16] = "";
+    if (feed_of(r, j)) snprintf(feed, sizeof(feed), "f%08x", feed_of(r, j));
     core_job_spec spec = {
         .id = j, .num_gpus = w->num_gpus,
         .est_mib = w->est_mib[r->opt->estimator], .peak_mib = w->peak_mib,
         .util_pct = w->util_pct, .sharing_score = w->sharing_score,
-        .user = row_of(r, j)->user};
+        .user = row_of(r, j)->user, .feed = feed};
     char why[256];
     if (core_submit(r->core, &spec, t, why, sizeof(why)) < 0) {
         snprintf(r->err, sizeof(r->err), "job %lld (%s): core refused it: %s",
@@ -258,6 +266,10 @@ static int on_activate(replay *r, int32_t j, double t) {
         if (gpu_add(r, g[k], j) < 0) return -1;
         gpu_refresh(r, g[k], t);
     }
+    double cpus = row_of(r, j)->load_cpus;
+    if (cpus > 0 &&
+        sim_loaders_join(&r->loaders, feed_of(r, j), g[0], cpus, t) < 0)
+        return out_of_memory(r);
     /* The catalog's solo time is launch to exit, start-up included; only
      * the part after first activity is GPU work that co-runners slow. */
     double work = p->work->solo_s * r->opt->model.exec_factor -
@@ -285,6 +297,9 @@ static int on_complete(replay *r, int32_t j, double t) {
         gpu_remove(r, g, j);
         gpu_refresh(r, g, t);
     }
+    double cpus = row_of(r, j)->load_cpus;
+    if (cpus > 0)
+        sim_loaders_leave(&r->loaders, feed_of(r, j), p->gpus[0], cpus, t);
     if (update_rates_around(r, j, t) < 0) return -1;
     end_attempt(r, j, CORE_EXIT_OK, t);
     return 0;
@@ -510,6 +525,8 @@ static void free_working_state(replay *r) {
     r->core = NULL;
     sim_heap_free(&r->heap);
     sim_waits_free(&r->waits);
+    r->load_cpu_s = r->loaders.cpu_s;
+    sim_loaders_free(&r->loaders);
     free(r->jobs);
     free(r->rows);
     free(r->progress);

@@ -17,6 +17,7 @@
 #include "core.h"
 #include "engine.h"
 #include "heap.h"
+#include "loaders.h"
 #include "meter.h"
 #include "waits.h"
 
@@ -79,6 +80,7 @@ typedef struct replay {
     sim_gpu *gpu;               /* opt->gpus of them */
     double energy_j, busy_gpu_s;
     double last_end_s;          /* latest attempt end, or start_s */
+    double load_cpu_s;          /* CPU-seconds of data loading (loaders.h) */
     int ooms, stopped, finished;
 
     /* Working state of replay_run(). */
@@ -96,6 +98,7 @@ typedef struct replay {
     bool rewake;                /* ask it only for its next wakeup */
     int running;                /* jobs launched or active */
     sim_waits waits;            /* waiting time by reason, when counted */
+    sim_loaders loaders;        /* the data loaders running */
 
     char err[512];              /* why replay_run() failed */
 } replay;

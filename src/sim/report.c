@@ -132,6 +132,8 @@ int report_summarize(const sim_result *r, report_summary *out) {
     out->ooms = r->ooms;
     out->makespan_s = r->makespan_s;
     out->energy_j = r->energy_j;
+    out->load_cpu_s = r->load_cpu_s;
+    out->loads = r->loads;
     double gpu_s = (double)r->servers * r->gpus_per_server * r->makespan_s;
     out->gpu_busy = gpu_s > 0 ? r->busy_gpu_s / gpu_s : 0;
     double *jcts = malloc((size_t)r->njobs * sizeof(*jcts) + 1);
@@ -252,9 +254,11 @@ void report_table(FILE *out, const report_summary *rows, int n) {
     if (ex) fprintf(out, " %7s", "/excl");
     fprintf(out, " %11s", "mean_jct_s");
     if (ex) fprintf(out, " %7s", "/excl");
-    fprintf(out, " %11s %11s %11s %8s %5s %5s %5s %6s %10s %9s %9s\n",
+    fprintf(out, " %11s %11s %11s %8s %5s %5s %5s %6s %10s %9s %9s",
             "p50_jct_s", "p95_jct_s", "mean_wait_s", "slowdown", "ooms", "stop",
             "left", "busy", "energy_kWh", "co2_kg", "gpu_h");
+    bool loads = n > 0 && rows[0].loads;
+    fputs(loads ? " load_cpu_h\n" : "\n", out);
     for (int i = 0; i < n; i++) {
         const report_summary *s = &rows[i];
         fprintf(out, "%-*s %7d %11.1f", width, s->label, s->jobs, s->makespan_s);
@@ -262,10 +266,12 @@ void report_table(FILE *out, const report_summary *rows, int n) {
         fprintf(out, " %11.1f", s->mean_jct_s);
         if (ex) relative(out, s->mean_jct_s, ex->mean_jct_s);
         fprintf(out, " %11.1f %11.1f %11.1f %8.3f %5d %5d %5d %6.3f %10.2f"
-                " %9.3f %9.2f\n", s->p50_jct_s, s->p95_jct_s, s->mean_wait_s,
+                " %9.3f %9.2f", s->p50_jct_s, s->p95_jct_s, s->mean_wait_s,
                 s->mean_slowdown, s->ooms, s->stopped, s->unfinished,
                 s->gpu_busy, acct_kwh(s->energy_j), s->co2_g / 1000,
                 s->jobs_total.gpu_hours);
+        if (loads) fprintf(out, " %10.2f", s->load_cpu_s / 3600);
+        putc('\n', out);
     }
     if (n > 0) {
         fprintf(out, "CO2 of all GPUs' energy, idle included, at %g gCO2eq/kWh"
@@ -359,11 +365,12 @@ void report_json_policy(FILE *out, const sim_result *r,
             "\"makespan_s\": %.3f, \"mean_jct_s\": %.3f, \"p50_jct_s\": %.3f, "
             "\"p95_jct_s\": %.3f, \"mean_wait_s\": %.3f, "
             "\"mean_slowdown\": %.4f, \"ooms\": %d, \"stopped\": %d, "
-            "\"unfinished\": %d, \"gpu_util\": %.4f, \"energy_j\": %.1f, ",
+            "\"unfinished\": %d, \"gpu_util\": %.4f, \"energy_j\": %.1f, "
+            "\"load_cpu_s\": %.1f, ",
             r->servers, r->gpus_per_server, s->makespan_s,
             s->mean_jct_s, s->p50_jct_s, s->p95_jct_s, s->mean_wait_s,
             s->mean_slowdown, s->ooms, s->stopped, s->unfinished, s->gpu_busy,
-            s->energy_j);
+            s->energy_j, s->load_cpu_s);
     double kwh = acct_kwh(s->energy_j);
     json_t *jobs_total = acct_total_json(&s->jobs_total, &s->acct);
     char *text = jobs_total ? json_dumps(jobs_total, JSON_COMPACT) : NULL;

@@ -30,6 +30,8 @@ typedef struct report_summary {
     double mean_slowdown;       /* JCT / catalog solo time */
     double gpu_busy;            /* mean fraction of GPU time with a job */
     double energy_j;            /* all GPUs, idle ones included */
+    double load_cpu_s;          /* CPU-seconds of data loading */
+    bool loads;                 /* the trace gives loading costs */
     /* set by report_account(), and only these (it and report_summarize()
      * write disjoint fields, so they may run at once): */
     acct_params acct;

@@ -30,11 +30,12 @@ static span task_stem(span path) {
 }
 
 /* What the fast path (read_plain_row) does with a column's field. */
-enum { ROLE_SKIP, ROLE_SUBMIT, ROLE_INDEX, ROLE_WORK, ROLE_TASK, ROLE_USER };
+enum { ROLE_SKIP, ROLE_SUBMIT, ROLE_INDEX, ROLE_WORK, ROLE_TASK, ROLE_USER,
+       ROLE_FEED, ROLE_LOAD };
 
 /* Column indexes of the fields read; -1 for a column absent. */
 typedef struct trace_columns {
-    int submit, work, task, index, user;
+    int submit, work, task, index, user, feed, load;
     unsigned char role[CSV_MAX_FIELDS]; /* ROLE_ of each column */
 } trace_columns;
 
@@ -122,8 +123,20 @@ static int read_job(const csv_file *f, const trace_columns *c,
             return -1;
         }
     }
-    span user = field(f, c->user);
+    span user = field(f, c->user), feed = field(f, c->feed);
     job->user = c->user >= 0 ? trace_user_id(user.text, user.len) : 0;
+    job->feed = feed.len > 0 ? trace_user_id(feed.text, feed.len) : 0;
+    double load = 0;
+    if (c->load >= 0 && f->row[c->load][0] &&
+        csv_double(f, c->load, &load, err, errlen) < 0)
+        return -1;
+    if (!(load >= 0 && load <= TRACE_MAX_LOAD_CPUS)) {
+        snprintf(err, errlen, "%s:%d: field 'load_cpus': '%.40s' is not "
+                 "0..%g cores", f->path, f->line, f->row[c->load],
+                 TRACE_MAX_LOAD_CPUS);
+        return -1;
+    }
+    job->load_cpus = (float)load;
     span work = field(f, c->work);
     span name = workload_name(c, work, field(f, c->task));
     job->work = cat_find(cat, name.text, name.len);
@@ -152,9 +165,18 @@ static const char *plain_field(int role, const char *s, const char *end,
         return s;
     }
     if (role == ROLE_INDEX) return job_number_digits(s, &job->index);
+    if (role == ROLE_LOAD) {
+        double v = 0;
+        if (*s != ',' && *s != '\n' && *s != '\r') s = csv_plain_number(s, &v);
+        if (!s || !(v >= 0 && v <= TRACE_MAX_LOAD_CPUS)) return NULL;
+        job->load_cpus = (float)v;
+        return s;
+    }
     const char *stop = csv_plain_end(s, end);
     if (role == ROLE_USER)
         job->user = trace_user_id(s, (size_t)(stop - s));
+    else if (role == ROLE_FEED)
+        job->feed = stop > s ? trace_user_id(s, (size_t)(stop - s)) : 0;
     else if (role != ROLE_SKIP)
         names[role - ROLE_WORK] = (span){s, (size_t)(stop - s)};
     return stop;
@@ -171,6 +193,8 @@ static int read_plain_row(csv_file *f, const trace_columns *c,
     const char *s = f->pos, *end = f->end;
     if (s == end || *s == '#') return 0;
     job->user = 0;
+    job->feed = 0;
+    job->load_cpus = 0;
     span names[2] = {{"", 0}, {"", 0}};
     for (int col = 0;; col++) {
         s = plain_field(c->role[col], s, end, job, names);
@@ -211,10 +235,11 @@ static int sort_jobs(trace_job *jobs, int count) {
 
 /* Marks the columns read_plain_row() parses; the rest it skips. */
 static void set_roles(trace_columns *c) {
-    const int cols[] = {c->submit, c->index, c->work, c->task, c->user};
+    const int cols[] = {c->submit, c->index, c->work, c->task, c->user,
+                        c->feed, c->load};
     const unsigned char roles[] = {ROLE_SUBMIT, ROLE_INDEX, ROLE_WORK,
-                                   ROLE_TASK, ROLE_USER};
-    for (int i = 0; i < 5; i++)
+                                   ROLE_TASK, ROLE_USER, ROLE_FEED, ROLE_LOAD};
+    for (int i = 0; i < 7; i++)
         if (cols[i] >= 0) c->role[cols[i]] = roles[i];
 }
 
@@ -390,7 +415,8 @@ trace *trace_load(const char *path, const cat_catalog *cat, char *err,
     if (!f) return NULL;
     trace_columns cols = {csv_col(f, "submit_time_s"), csv_col(f, "workload"),
                           csv_col(f, "task_path"), csv_col(f, "job_index"),
-                          csv_col(f, "user"), {0}};
+                          csv_col(f, "user"), csv_col(f, "feed"),
+                          csv_col(f, "load_cpus"), {0}};
     if (cols.submit < 0 || (cols.work < 0 && cols.task < 0)) {
         snprintf(err, errlen, "%s:%d: missing column '%s'", path, f->line,
                  cols.submit < 0 ? "submit_time_s" : "workload (or task_path)");

@@ -4,7 +4,9 @@
  * spec file whose stem is the workload); job_index, when present, numbers
  * the jobs (each number once), otherwise a job is numbered by its 1-based
  * row. Submit times lie in [0, TRACE_MAX_SUBMIT_S]. An optional user
- * column names who submitted each job. Other columns are ignored. Jobs come back sorted by submit time, stable, so equal times
+ * column names who submitted each job, an optional feed column the data
+ * feed it reads and load_cpus the CPU cores its data loading keeps busy
+ * while it runs (docs/simulator.md, "Data loading"). Other columns are ignored. Jobs come back sorted by submit time, stable, so equal times
  * keep file order.
  *
  * Ownership: trace_load() allocates; trace_free() frees.
@@ -29,7 +31,13 @@ typedef struct trace_job {
     const cat_workload *work;   /* points into the catalog */
     uint32_t user;              /* trace_user_id() of its user column; 0
                                    without one */
+    uint32_t feed;              /* trace_user_id() of its feed column; 0
+                                   for none (no column, or empty) */
+    float load_cpus;            /* its load_cpus column; 0 without one */
 } trace_job;
+
+/* The most CPU cores a job's data loading may keep busy. */
+#define TRACE_MAX_LOAD_CPUS 1e6
 
 /* The number a user's name stands for in the core (core_job_spec.user):
  * a hash (FNV-1a), so that both halves of a big file, read at once, give a

@@ -401,6 +401,28 @@ static void test_spec_notify(void **state) {
     assert_non_null(strstr(said, ":2: notify: expected a shell command"));
 }
 
+/* feed_producer: a boolean, and only beside a feed. */
+static void test_spec_feed_producer(void **state) {
+    (void)state;
+    char said[512];
+    json_t *jobs = read_spec("f.yaml", "jobs:\n"
+                             "  - command: produce\n    feed: imagenet\n"
+                             "    feed_producer: true\n"
+                             "  - command: train\n    feed: imagenet\n",
+                             said, sizeof(said));
+    assert_non_null(jobs);
+    assert_true(json_is_true(json_object_get(json_array_get(jobs, 0),
+                                             "feed_producer")));
+    assert_null(json_object_get(json_array_get(jobs, 1), "feed_producer"));
+    json_decref(jobs);
+    assert_null(read_spec("f.yaml", "command: a\nfeed_producer: true\n", said,
+                          sizeof(said)));
+    assert_non_null(strstr(said, ":1: feed_producer: true needs a feed"));
+    assert_null(read_spec("f.yaml", "command: a\nfeed: x\nfeed_producer: "
+                          "yes please\n", said, sizeof(said)));
+    assert_non_null(strstr(said, ":3: feed_producer: expected true or false"));
+}
+
 static void test_nearest_names(void **state) {
     (void)state;
     const char *path = write_file("cat.csv",
@@ -432,6 +454,7 @@ int main(void) {
         cmocka_unit_test(test_spec_names),
         cmocka_unit_test(test_spec_time),
         cmocka_unit_test(test_spec_notify),
+        cmocka_unit_test(test_spec_feed_producer),
         cmocka_unit_test(test_nearest_names),
     };
     return cmocka_run_group_tests(tests, setup_dir, teardown_dir);

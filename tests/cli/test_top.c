@@ -28,7 +28,7 @@ static top_gpu gpu(int index, double used, double util) {
 static top_job running(long long id, const char *user, const char *label,
                        int on_gpu) {
     top_job j = {.id = id, .gpus = 1ull << on_gpu, .mem_mib = 30000,
-                 .running = true};
+                 .used_mib = 29500, .sm_pct = 50, .running = true};
     snprintf(j.user, sizeof(j.user), "%s", user);
     snprintf(j.label, sizeof(j.label), "%s", label);
     return j;
@@ -94,8 +94,10 @@ static void test_fits_80x24(void **state) {
     assert_int_equal(width_of(out.line[bars]), 80);
     assert_non_null(strstr(out.line[bars], "30000/40960 MiB]"));
     assert_non_null(strstr(out.line[bars], "UTIL["));
-    assert_true(find(&out, "bob        30000 MiB  bert-base") > 0);
-    assert_true(find(&out, "alice      30000 MiB  python train.py") > 0);
+    assert_true(find(&out, "bob        29500/30000 MiB  SM  50%  bert-base") >
+                0);
+    assert_true(find(&out, "alice      29500/30000 MiB  SM  50%  python "
+                           "train.py") > 0);
     int queue = find(&out, "QUEUED  USER       NAME                 REASON");
     assert_true(queue > bars);
     assert_true(find(&out, "carol      waits-mem            no GPU with") >
@@ -124,6 +126,36 @@ static void test_bars(void **state) {
     /* narrow: the percentage instead of the MiB, which do not fit */
     out = lay_out(&s, 24, 36);
     assert_non_null(strstr(out.line[2], "50%]"));
+    top_lines_free(&out);
+}
+
+/* A running job's line: the memory aegisd measured of it, over what it
+ * declared (--mem) when it did, and its SM share; "-" for what is not
+ * known (NVML without per-process figures, an aegisd that does not say). */
+static void test_job_measures(void **state) {
+    (void)state;
+    top_gpu g = gpu(0, 30000, 0.5);
+    top_job jobs[] = {running(1, "alice", "declared", 0),
+                      running(2, "bob", "undeclared", 0),
+                      running(3, "carol", "unseen", 0),
+                      running(4, "dave", "unseen-undeclared", 0)};
+    jobs[1].mem_mib = 0;
+    jobs[1].used_mib = 812.4;
+    jobs[1].sm_pct = 99.6;
+    jobs[2].used_mib = jobs[2].sm_pct = -1;
+    jobs[3].mem_mib = 0;
+    jobs[3].used_mib = jobs[3].sm_pct = -1;
+    top_screen s = {.now = NOON, .delay_s = 1, .gpus = &g, .ngpus = 1,
+                    .jobs = jobs, .njobs = 4};
+    top_lines out = lay_out(&s, 24, 80);
+    assert_string_equal(out.line[3], "      1 alice      29500/30000 MiB  "
+                                     "SM  50%  declared");
+    assert_string_equal(out.line[4], "      2 bob                812 MiB  "
+                                     "SM 100%  undeclared");
+    assert_string_equal(out.line[5], "      3 carol          -/30000 MiB  "
+                                     "SM    -  unseen");
+    assert_string_equal(out.line[6], "      4 dave                     -  "
+                                     "SM    -  unseen-undeclared");
     top_lines_free(&out);
 }
 
@@ -177,14 +209,14 @@ static void test_control_chars(void **state) {
                       running(2, "zoé", long_name, 0)};
     top_screen s = {.now = NOON, .delay_s = 1, .gpus = &g, .ngpus = 1,
                     .jobs = jobs, .njobs = 2};
-    top_lines out = lay_out(&s, 24, 40);
+    top_lines out = lay_out(&s, 24, 60);
     assert_true(find(&out, "x?[2Jy??z") > 0);
     for (size_t i = 0; i < out.n; i++)
         for (const char *c = out.line[i]; *c; c++)
             assert_true((unsigned char)*c >= 0x20 && *c != 0x7f);
     int zoe = find(&out, "zoé");
     assert_true(zoe > 0);
-    assert_int_equal(width_of(out.line[zoe]), 40);
+    assert_int_equal(width_of(out.line[zoe]), 60);
     top_lines_free(&out);
 }
 
@@ -224,6 +256,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fits_80x24),
         cmocka_unit_test(test_bars),
+        cmocka_unit_test(test_job_measures),
         cmocka_unit_test(test_cut_longest_first),
         cmocka_unit_test(test_cut_rows),
         cmocka_unit_test(test_control_chars),

@@ -83,6 +83,31 @@ PY
     "$AEGIS" cancel "$id" > /dev/null || fail cancel
 }
 
+# What the history is for: a job that ran out of memory beside a
+# neighbour on one GPU keeps its samples after its OOM, and they show the
+# neighbour's memory (its GPU's use) beside its own, in the table too.
+case_history_oom() {
+    export AEGIS_TEST_GPUS=1x40960
+    start
+    cd "$DIR/work"
+    big=$("$AEGIS" submit --name neighbour --mem 34000 -- \
+          "$FAKE" --mib 34000 --seconds 60) || fail "submit neighbour"
+    until_job "$big" "assert d['state']=='running' and d['active']"
+    # beside it (4000 + 2048 MiB fit), then 4000 MiB more halfway: OOM
+    id=$("$AEGIS" submit --name grows --mem 4000 -- \
+         "$FAKE" --mib 4000 --seconds 8 --oom-over) || fail "submit grows"
+    until_job "$id" "assert d['attempt_list'][0]['how']=='oom', d"
+    "$AEGIS" show --json --history "$id" | pyjson "
+s=[x for x in d['history']['samples'] if x[1]]
+assert s, d['history']
+assert all(mem==4000 and used==38000 and total==40960 for t, mem, used, total, sm in s), s" ||
+        fail "no samples of 4000 MiB beside 34000: $("$AEGIS" show --json --history "$id")"
+    "$AEGIS" show --history "$id" > table.txt || fail "show --history"
+    grep -Eq "^[0-9-]+ [0-9:]+ +4000 +38000 +40960 " table.txt ||
+        fail "no row of 4000 of 38000 MiB: $(cat table.txt)"
+    "$AEGIS" cancel "$big" "$id" > /dev/null 2>&1
+}
+
 # The notifier runs at the job's end as the job's user (submitted as
 # nobody), with the job's id, name, user, state, exit status and duration
 # in its environment; a cancelled job's too; the config's notify: serves

@@ -37,6 +37,7 @@ await() {
 # A running job's memory, a GPU's energy and the counters, in a scrape
 # promtool accepts; a job name needing escapes stays one label value.
 case_metrics_scrape() {
+    export AEGIS_DCGM_LIBRARY=$DIR/no-libdcgm.so # none, even on a GPU server
     cd "$DIR/work"
     start_metrics
     id=$("$AEGIS" submit --name 'say "hi"\now' -- "$FAKE" --mib 1500 --seconds 30) ||
@@ -50,6 +51,7 @@ case_metrics_scrape() {
     grep -q '^aegis_placements_total 1$' scrape.txt || fail "placements: $(grep placements scrape.txt)"
     grep -q '^aegis_scheduling_pass_seconds_count [1-9]' scrape.txt || fail "no pass histogram"
     grep -q '^aegis_gpu_info{gpu="0",.*sharing="naive"' scrape.txt || fail "no sharing mode"
+    grep -q '^aegis_gpu_sm_active_ratio' scrape.txt && fail "SMACT without DCGM"
     [ "$(scrape /nothing)" = 404 ] || fail "/nothing is not a 404"
     # a restarted aegisd adopts the job under its name
     kill "$(daemon_pid)"
@@ -62,6 +64,43 @@ case_metrics_scrape() {
         fail "finished job $id still in /metrics"
     grep -q '^aegis_user_jobs_finished_total{user="[^"]*",state="cancelled"} 1$' scrape.txt ||
         fail "no cancelled job counted: $(grep finished scrape.txt)"
+}
+
+# With DCGM (the test library) on one GPU: the GPU's SMACT, SMOCC and
+# DRAMA; a job's OOM beside a neighbour counted as a crash and a recovery
+# (its attempts 1, requeued); a held job under the reason "held"; the
+# neighbour's SM share; its user's GPU-seconds of the ended attempt.
+case_metrics_oom() {
+    export AEGIS_TEST_GPUS=1x40960
+    export AEGIS_DCGM_LIBRARY=$(dirname "$NVML")/libaegis-testdcgm.so
+    cd "$DIR/work"
+    start_metrics
+    big=$("$AEGIS" submit --name neighbour --mem 34000 -- \
+          "$FAKE" --mib 34000 --smact 0.4 --seconds 60) || fail "submit neighbour"
+    until_job "$big" "assert d['state']=='running' and d['active']"
+    held=$("$AEGIS" submit --name later --after "$big" -- true) || fail "submit later"
+    "$AEGIS" hold "$held" > /dev/null || fail hold
+    # beside it (4000 + 2048 MiB fit), then 4000 MiB more halfway: OOM
+    id=$("$AEGIS" submit --name grows --mem 4000 -- \
+         "$FAKE" --mib 4000 --seconds 8 --oom-over) || fail "submit grows"
+    await "[ \"\$(scrape /metrics)\" = 200 ] && grep -q '^aegis_oom_crashes_total 1$' scrape.txt" 30 ||
+        fail "no OOM counted: $(grep -E 'oom|recover' scrape.txt)"
+    promtool check metrics < scrape.txt > promtool.txt 2>&1 ||
+        fail "promtool check metrics: $(cat promtool.txt)"
+    grep -q '^aegis_recoveries_total 1$' scrape.txt || fail "recoveries: $(grep recover scrape.txt)"
+    grep -q "^aegis_job_attempts{job_id=\"$id\",user=\"root\",name=\"grows\",gpu=\"\"} 1$" scrape.txt ||
+        fail "attempts of job $id: $(grep -E "job_id=\"$id\"" scrape.txt)"
+    grep -q "^aegis_job_state{job_id=\"$id\",.*state=\"queued\"} 1$" scrape.txt ||
+        fail "job $id not requeued: $(grep aegis_job_state scrape.txt)"
+    grep -q '^aegis_queue_jobs{reason="held"} 1$' scrape.txt || fail "held: $(grep queue_jobs scrape.txt)"
+    grep -q "^aegis_job_sm_share_ratio{job_id=\"$big\",.*gpu=\"0\"} 0.4$" scrape.txt ||
+        fail "SM share: $(grep sm_share scrape.txt)"
+    for m in sm_active sm_occupancy dram_active; do
+        grep -q "^aegis_gpu_${m}_ratio{gpu=\"0\"} [0-9.]*$" scrape.txt || fail "no $m with DCGM"
+    done
+    grep -q '^aegis_user_gpu_seconds_total{user="root"} [1-9]' scrape.txt ||
+        fail "GPU-seconds: $(grep gpu_seconds scrape.txt)"
+    "$AEGIS" cancel "$big" "$id" "$held" > /dev/null 2>&1
 }
 
 # Debian's prometheus scrapes aegisd every second; its query API answers

@@ -134,6 +134,33 @@ case_top_snapshot() {
     aegis_refused "bad usage" top extra
 }
 
+# aegisd's measure of a running job (used_mib and sm_pct in ls and show
+# --json, summed over its GPUs) in top's job lines, per GPU: a job on two
+# GPUs holds 1500 MiB and 40% of the SMs on each, beside its --mem 4000.
+case_top_measured() {
+    start
+    cd "$DIR/work"
+    id=$("$AEGIS" submit --name pair --gpus 2 --mem 4000 -- \
+        "$FAKE" --mib 1500 --smact 0.4 --seconds 60) || fail submit
+    local deadline=$((SECONDS + 30))
+    until "$AEGIS" ls --json | pyjson "
+j=[j for j in d if j['id']==$id][0]
+assert j['used_mib']==3000 and j['sm_pct']==80, j" 2>/dev/null; do
+        [ $SECONDS -lt $deadline ] || fail "no measure in ls --json: $("$AEGIS" ls --json)"
+        sleep 0.1
+    done
+    until_job "$id" "assert d['used_mib']==3000 and d['sm_pct']==80, d"
+    "$AEGIS" top > snap.txt || fail "top: exit $?"
+    [ "$(grep -cE "^ +$id root +1500/4000 MiB  SM  40%  pair$" snap.txt)" = 2 ] ||
+        fail "not on both GPUs at 1500/4000 MiB, SM 40%: $(cat snap.txt)"
+    # a queued job has no measure
+    "$AEGIS" submit --name later --gpus 3 -- true > /dev/null || fail submit
+    "$AEGIS" ls --json | pyjson "
+j=[j for j in d if j['name']=='later'][0]
+assert j['state']=='queued' and 'used_mib' not in j and 'sm_pct' not in j, j" ||
+        fail "a queued job with a measure"
+}
+
 # Without aegisd: exit 1 with the reason when not a terminal; on one, the
 # reason on screen, retried until aegisd answers, then q exits 0.
 case_top_down() {

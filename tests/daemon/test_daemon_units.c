@@ -63,6 +63,7 @@ static void test_proto_submit(void **state) {
     assert_int_equal(req.jobs[0].after[0].id, 7);
     assert_string_equal(req.jobs[0].feed, "imagenet-1");
     assert_string_equal(req.jobs[1].feed, "");
+    assert_false(req.jobs[0].feed_producer);
     assert_int_equal(req.jobs[1].gpus, 1);
     assert_true(req.jobs[1].mem_mib < 0);
     assert_string_equal(req.env[0], "A=1");
@@ -185,6 +186,11 @@ static void test_proto_bad(void **state) {
          "\"after\":1e300}]}", "jobs[0].after"},
         {"{\"op\":\"submit\",\"cwd\":\"/\",\"jobs\":[{\"cmd\":[\"a\"],"
          "\"mps_threads_pct\":50.5}]}", "jobs[0].mps_threads_pct"},
+        {"{\"op\":\"submit\",\"cwd\":\"/\",\"jobs\":[{\"cmd\":[\"a\"],"
+         "\"feed_producer\":true}]}", "jobs[0].feed_producer: feed_producer "
+         "without a feed"},
+        {"{\"op\":\"submit\",\"cwd\":\"/\",\"jobs\":[{\"cmd\":[\"a\"],"
+         "\"feed\":\"f\",\"feed_producer\":1}]}", "jobs[0].feed_producer"},
         {"{\"op\":\"submit\",\"cwd\":\"/\",\"jobs\":[{\"cmd\":[\"a\"],"
          "\"mem_mib\":2e6}]}", "jobs[0].mem_mib"},
         {"{\"op\":\"submit\",\"cwd\":\"/\",\"jobs\":[{\"cmd\":[\"a\"],"

@@ -19,9 +19,17 @@ for p in $pages; do
     [ -z "$warn" ] || fail "$p: groff: $warn"
     render "$p" | grep -q "^NAME" || fail "$p: no NAME section"
 done
-# every option of a command's help is in its page, with ASCII dashes
-for opt in $("$AEGIS" submit --help | grep -oE '^ +--[a-z][a-z0-9-]*'); do
-    render aegis-submit.1 | grep -q -- "$opt" || fail "aegis-submit.1: no $opt"
+# every option of every command's help (top's -d, --delay and -n, show's
+# --history, --spark and --svg, submit's --notify...) is in its page, with
+# ASCII dashes
+for p in $pages; do
+    case $p in aegis-*.1) cmd=${p#aegis-}; cmd=${cmd%.1} ;; *) continue ;; esac
+    page=$(render "$p")
+    for opt in $("$AEGIS" "$cmd" --help |
+                 grep -oE '^ +-[a-zA-Z-][a-z0-9-]*|^ +-[a-zA-Z], --[a-z][a-z0-9-]*' |
+                 tr -d ' ' | tr ',' ' '); do
+        printf '%s\n' "$page" | grep -q -- "$opt" || fail "$p: no $opt"
+    done
 done
 render aegisd.8 | grep -q -- "--check-config FILE" || fail "aegisd.8: no --check-config"
 # every key of the example configuration, with its default

@@ -122,6 +122,43 @@ print("b's mean JCT: aegis %.0f, aegis-plus %.0f" % (b("aegis"), b("aegis-plus")
 assert b("aegis-plus") < 0.4 * b("aegis")
 PY
     ;;
+feed_sweep)
+    # gen-trace --feeds: sweeps on shared data sets, arrivals as without.
+    "$AEGIS" gen-trace --jobs 60 --feeds 4 --seed 1 >"$TMP/s.csv" || fail "exit $?"
+    [ "$(head -1 "$TMP/s.csv")" = job_index,submit_time_s,workload,feed,load_cpus ] ||
+        fail "no feed columns"
+    [ "$(tail -n +2 "$TMP/s.csv" | cut -d, -f4 | sort -u | tr '\n' ' ')" = \
+        "feed1 feed2 feed3 feed4 " ] || fail "feeds are not feed1..feed4"
+    "$AEGIS" gen-trace --jobs 60 --seed 1 | tail -n +2 | cut -d, -f1-2 >"$TMP/plain"
+    tail -n +2 "$TMP/s.csv" | cut -d, -f1-2 | cmp -s - "$TMP/plain" ||
+        fail "--feeds changed the arrivals"
+    # Independent loaders pay each job's load over its run; a feed once per
+    # GPU; co-placement puts fewer feed GPUs to work.
+    for run in "indep --model feed_share=0" "spread --set feed_colocate=0" "together"; do
+        set -- $run
+        name=$1; shift
+        "$AEGIS" sim --trace "$TMP/s.csv" --policy aegis-plus --json "$@" \
+            >"$TMP/$name.json" || fail "$name: exit $?"
+    done
+    python3 - "$TMP" <<'PY' || fail "loading CPU"
+import csv, json, sys
+d = sys.argv[1]
+load = {int(r["job_index"]): float(r["load_cpus"])
+        for r in csv.DictReader(open(d + "/s.csv"))}
+run = {n: json.load(open("%s/%s.json" % (d, n)))["policies"][0]
+       for n in ("indep", "spread", "together")}
+want = sum(load[j["index"]] * (a["end_s"] - a["active_s"])
+           for j in run["indep"]["jobs"] for a in j["attempts"]
+           if not a["oom"] and a["active_s"] >= 0)
+cpu = {n: r["load_cpu_s"] for n, r in run.items()}
+print("load CPU-h", {n: round(c / 3600, 2) for n, c in cpu.items()})
+assert abs(cpu["indep"] - want) < 1e-3 * want, (cpu["indep"], want)
+assert cpu["together"] < cpu["spread"] < cpu["indep"], cpu
+PY
+    printf 'submit_time_s,workload,feed,load_cpus\n0,%s,a,-1\n' $W >"$TMP/t.csv"
+    expect_bad "$TMP/t.csv" "t.csv:2: field 'load_cpus': '-1' is not 0..1e+06 cores"
+    "$AEGIS" sim --trace "$TMP/s.csv" --policy aegis | grep -q "load_cpu_h$" ||
+        fail "no load_cpu_h column" ;;
 demo_all_json)
     "$AEGIS" sim --trace "$DEMO" --policy all --json >"$TMP/out.json" ||
         fail "exit $?"

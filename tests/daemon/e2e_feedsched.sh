@@ -1,0 +1,138 @@
+#!/bin/bash
+# e2e_feedsched.sh AEGISD AEGIS NVML FAKE CATALOG CASE -- the data feed in
+# the scheduler, on the test GPUs: a managed producer (aegis feed start)
+# sleeps until its feed's first job, is placed first and started once;
+# its three consumers (quiet: no gate but the observation refuses them)
+# run together beside it on one GPU, waiting for it with a REASON that
+# names the feed, and it stops after the last; a producer killed mid-run
+# is started again for its consumer; one whose consumer ended while
+# aegisd was away is stopped by the next aegisd.
+set -u; AEGISD=$1 AEGIS=$2 NVML=$3 FAKE=$4 CATALOG=$5 CASE=$6; source "$(dirname "$0")/e2e_lib.sh"
+
+# wait_until TEXT CONDITION: polls the shell CONDITION for 30 s.
+wait_until() {
+    local what=$1 deadline=$((SECONDS + 30))
+    shift
+    until "$@"; do
+        [ $SECONDS -lt $deadline ] || fail "timed out waiting: $what"
+        sleep 0.1
+    done
+}
+job_field() {
+    "$AEGIS" show --json "$1" | pyjson "print(d.get('$2', ''))"
+}
+is_state() { [ "$(job_field "$1" state)" = "$2" ]; }
+all_running() {
+    local id
+    for id in "$@"; do is_state "$id" running || return 1; done
+}
+feed_reason_seen() {
+    local id
+    for id in "$@"; do
+        [ "$(job_field "$id" wait_code)" = feed ] && {
+            job_field "$id" wait_reason > reason.txt; return 0; }
+    done
+    return 1
+}
+
+case_feedsched_managed() {
+    echo "observe_s: 2" >> "$DIR/aegis.yaml"
+    start
+    cd "$DIR/work"
+    p=$("$AEGIS" feed start imagenet --mem 500 -- "$FAKE" --mib 500 --seconds 120 --smact 0.1) ||
+        fail "feed start"
+    aegis_refused "usage: aegis feed start NAME" feed start
+    aegis_refused "give a command" feed start other --
+    "$AEGIS" feed start imagenet -- true 2> err.txt && fail "a second producer taken"
+    grep -q "feed imagenet has a producer already (job $p)" err.txt ||
+        fail "second producer: $(cat err.txt)"
+    sleep 1 # nothing may start it: no consumer yet
+    is_state "$p" queued || fail "the producer started without a consumer"
+    "$AEGIS" ls --json | pyjson "
+j=[j for j in d if j['id']==$p][0]
+assert j['kind']=='feed' and j['consumers']==0 and j['wait_code']=='feed', j
+assert j['wait_reason']=='no job of feed imagenet queued yet', j" ||
+        fail "ls --json of the sleeping producer"
+    c=""
+    for i in 1 2 3; do
+        c="$c $("$AEGIS" submit --feed imagenet --mem 1000 -- "$FAKE" --mib 1000 --seconds 14 --smact 0.1)"
+    done
+    wait_until "a consumer waiting for its feed" feed_reason_seen $c
+    grep -Eq "^waiting for feed imagenet's (GPU 0|producer)" reason.txt ||
+        fail "reason: $(cat reason.txt)"
+    wait_until "all three consumers running" all_running $c
+    "$AEGIS" ls | grep "^$p " | grep -q "feed:imagenet (3 consumers)" ||
+        fail "ls: $("$AEGIS" ls)"
+    "$AEGIS" feed ls | grep -Eq "^imagenet +$p +running +$(echo $c | tr ' ' ',')$" ||
+        fail "feed ls: $("$AEGIS" feed ls)"
+    "$AEGIS" feed ls --json | python3 -c "
+import json, sys
+m = [x for x in map(json.loads, sys.stdin) if x.get('managed')]
+assert len(m) == 1 and m[0]['feed'] == 'imagenet' and m[0]['producer'] == $p, m
+assert m[0]['state'] == 'running' and sorted(m[0]['consumers']) == [$(echo $c | tr ' ' ',')], m
+" || fail "feed ls --json: $("$AEGIS" feed ls --json)"
+    "$AEGIS" show "$p" | grep -q "^feed *imagenet (its producer; 3 consumers)" ||
+        fail "show: $("$AEGIS" show "$p")"
+    "$AEGIS" wait $c > /dev/null || fail "the consumers did not all succeed"
+    "$AEGIS" wait "$p" > wait.txt || fail "producer: $(cat wait.txt)"
+    grep -q "stopped: feed imagenet's last consumer ended" wait.txt ||
+        fail "producer's end: $(cat wait.txt)"
+    python3 - "$("$AEGIS" show --json "$p")" $(for i in $c; do "$AEGIS" show --json "$i"; done | tr -d ' ') <<'PY' ||
+import json, sys
+p, *cs = (json.loads(x) for x in sys.argv[1:])
+assert len(p['attempt_list']) == 1, p['attempt_list']
+gpu = p['attempt_list'][0]['gpus']
+for c in cs:
+    a = c['attempt_list']
+    assert len(a) == 1 and a[0]['gpus'] == gpu, (gpu, a)
+    assert a[0]['started'] >= p['attempt_list'][0]['started'], (p, a)
+assert max(c['attempt_list'][0]['started'] for c in cs) < \
+       min(c['attempt_list'][0]['ended'] for c in cs), 'not all together'
+assert p['attempt_list'][0]['ended'] >= max(c['attempt_list'][0]['ended'] for c in cs)
+PY
+        fail "placement: $("$AEGIS" ls --all)"
+}
+
+# The producer killed while its consumer runs is started again once, and
+# stopped once the consumer is cancelled.
+case_feedsched_restart() {
+    start
+    cd "$DIR/work"
+    p=$("$AEGIS" feed start imagenet -- "$FAKE" --mib 500 --seconds 120 --smact 0.1) ||
+        fail "feed start"
+    c=$("$AEGIS" submit --feed imagenet -- "$FAKE" --mib 1000 --seconds 60)
+    wait_until "producer and consumer running" all_running "$p" "$c"
+    pid=$(job_field "$p" pid)
+    [ -n "$pid" ] && kill -KILL "$pid" || fail "no producer pid"
+    wait_until "the producer's second attempt" eval \
+        '[ "$(job_field "$p" attempts)" = 2 ] && is_state "$p" running'
+    "$AEGIS" show "$p" | grep -q "restarted for its consumers (1 of 3)" ||
+        fail "no restart event: $("$AEGIS" show "$p")"
+    grep -q "feed imagenet: producer job $p: .*restarted (1 of 3)" \
+        "$DIR/state/aegisd.log" || fail "restart not logged"
+    "$AEGIS" cancel "$c" || fail cancel
+    "$AEGIS" wait "$p" > wait.txt || fail "producer: $(cat wait.txt)"
+    is_state "$p" done || fail "producer: $(job_field "$p" state)"
+}
+
+# The consumer ends while aegisd is away: the restarted aegisd stops the
+# producer it re-adopts.
+case_feedsched_recover() {
+    start
+    cd "$DIR/work"
+    p=$("$AEGIS" feed start imagenet -- "$FAKE" --mib 500 --seconds 120 --smact 0.1) ||
+        fail "feed start"
+    c=$("$AEGIS" submit --feed imagenet -- "$FAKE" --mib 1000 --seconds 4 --smact 0.1)
+    wait_until "producer and consumer running" all_running "$p" "$c"
+    cpid=$(job_field "$c" pid)
+    kill -TERM "$(daemon_pid)"
+    wait_until "aegisd gone" eval '[ -z "$(daemon_pid)" ]'
+    wait_until "the consumer's end" eval '[ ! -e /proc/$cpid ]'
+    start
+    wait_until "the producer stopped" is_state "$p" done
+    is_state "$c" done || fail "consumer: $(job_field "$c" state)"
+    "$AEGIS" show "$p" | grep -q "stopped: feed imagenet's last consumer ended" ||
+        fail "producer: $("$AEGIS" show "$p")"
+}
+
+e2e_run
