@@ -77,12 +77,15 @@ static void d_reason_fields(d_daemon *d, const d_job *job, json_t *row,
 }
 
 /* A job's kind, "feed" for a managed producer (with "consumers": its
- * feed's jobs queued or running), else "job", for the store's
- * feed_producer (0 or 1). */
+ * feed's jobs queued or running), "slurm" for a Slurm job's lease, else
+ * "job", for the store's feed_producer (0 or 1) and slurm_job. */
 static void d_kind_fields(d_daemon *d, json_t *row, const d_job *job) {
     bool producer = json_integer_value(json_object_get(row, "feed_producer"));
+    bool lease = json_is_integer(json_object_get(row, "slurm_job"));
     json_object_del(row, "feed_producer");
-    json_object_set_new(row, "kind", json_string(producer ? "feed" : "job"));
+    json_object_set_new(row, "kind", json_string(producer ? "feed"
+                                                 : lease  ? "slurm"
+                                                          : "job"));
     if (producer && job)
         json_object_set_new(row, "consumers",
                             json_integer(d_feed_consumers(d, job->feed)));

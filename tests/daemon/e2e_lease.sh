@@ -70,7 +70,7 @@ case_lease_grant() {
     pyjson "
 a=json.loads('$a')
 assert d['state']=='running' and d['gpu_ids']==a['gpus']==[0], (d, a)
-assert d['slurm_job']==101 and d['slurm_restart']==0, d
+assert d['slurm_job']==101 and d['slurm_restart']==0 and d['kind']=='slurm', d
 assert d['user']=='nobody' and d['uid']==65534, d
 assert a['env'][:3]==['CUDA_VISIBLE_DEVICES=$uuid', 'AEGIS_JOB_ID=%d' % d['id'],
                      'AEGIS_ATTEMPT=1'], a['env']" < show.json ||
