@@ -15,6 +15,7 @@ part says otherwise):
 and prints the tables docs/design.md shows, then PASS or FAIL per goal.
 
 usage: bench_policy.py AEGIS [--root DIR] [--seeds LIST] [--held-out LIST]
+       (a LIST is comma-separated seeds or ranges: 101-108,201)
 Exit status: 0 when every goal holds, 1 when one does not, 2 on bad usage.
 """
 import argparse
@@ -70,6 +71,19 @@ def synthetic(aegis, tmp, seed):
                        stdout=f)
     runs = sim(aegis, path, ["aegis", "aegis-plus"], ["--gpus", str(gpus)])
     return (jobs, gap, gpus), runs
+
+
+def seed_list(text):
+    """Seeds from "1,2,5-9": integers and inclusive ranges; ValueError on
+    anything else, an empty range included."""
+    seeds = []
+    for part in filter(None, text.split(",")):
+        lo, _, hi = part.partition("-")
+        first, last = int(lo), int(hi or lo)
+        if last < first:
+            raise ValueError(part)
+        seeds.extend(range(first, last + 1))
+    return seeds
 
 
 def fairness_trace(path):
@@ -151,8 +165,10 @@ def report_synthetic(title, aegis, tmp, seeds):
         ooms_aegis += a["ooms"]
         print("| %d | %d | %.1f | %d | %.3f | %.3f | %d / %d |" % (
             seed, jobs, gap, gpus, mk, jct, p["ooms"], a["ooms"]))
-    print("\ngeomean makespan %.3f, mean JCT %.3f, slowest %.3f, OOMs %d / %d"
-          % (geomean(mks), geomean(jcts), max(mks), ooms_plus, ooms_aegis))
+    print("\ngeomean makespan %.3f, mean JCT %.3f, slowest %.3f, OOMs %d / %d, "
+          "%d of %d traces above 1.03" % (
+              geomean(mks), geomean(jcts), max(mks), ooms_plus, ooms_aegis,
+              sum(mk > 1.03 for mk in mks), len(mks)))
     return geomean(mks), geomean(jcts), max(mks), ooms_plus, ooms_aegis
 
 
@@ -172,10 +188,10 @@ def main():
     for kv in args.set:
         SETS.extend(["--set", kv])
     try:
-        seeds = [int(s) for s in args.seeds.split(",") if s]
-        held = [int(s) for s in args.held_out.split(",") if s]
+        seeds = seed_list(args.seeds)
+        held = seed_list(args.held_out)
     except ValueError:
-        ap.error("seeds are comma-separated integers")
+        ap.error("seeds are comma-separated integers or ranges A-B")
     goals = Goals()
     with tempfile.TemporaryDirectory() as tmp:
         real = real_traces(args.aegis, args.root)

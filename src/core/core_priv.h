@@ -49,8 +49,9 @@ typedef struct core_job {
     /* backfill (aegis-plus): */
     int user;               /* its user's place in core_state.users */
     uint64_t seq;           /* submit order */
+    double submitted_at;
     double queued_at;       /* its time in its user's queue: submitted,
-                               less big_advance_s for a big job (users.c) */
+                               less the advance of a big job (users.c) */
     struct core_job *uprev, *unext; /* its user's queue (users.c) */
     int passed;             /* jobs started past it while it was the head */
     uint64_t tried_in;      /* the last backfill pass that reached it */

@@ -3,12 +3,12 @@
  *
  * Every first attempt waiting sits on its user's queue as well as on the
  * core's FIFO, in the order nice, then queued_at: its submit time, less
- * big_advance_s for a job demanding over half a GPU. Two such jobs cannot
- * share a GPU, so each needs a smaller partner, and served in submit order
- * the big ones are left for the end, where they run beside nothing while
- * the other GPUs idle (the tail that sets a makespan). The backfill pass
- * walks the users' queues merged by priority (core_order_*). A user's priority falls
- * with the GPU time its jobs held lately: GPU-seconds decayed with a
+ * an advance for a job demanding over half a GPU (core_queued_at()). Two
+ * such jobs cannot share a GPU, so each needs a smaller partner, and
+ * served in submit order the big ones are left for the end, where they
+ * run beside nothing while the other GPUs idle (the tail that sets a
+ * makespan). The backfill pass walks the users' queues merged by priority
+ * (core_order_*). A user's priority falls with the GPU time its jobs held lately: GPU-seconds decayed with a
  * half-life of fairshare_half_life_s, as Slurm's fair-share factor
  * 2^(-usage/share) does, the share being an equal part of all the usage of
  * the users with jobs now. Policies without backfill keep the queues and
@@ -41,10 +41,18 @@ int core_user_index(core_state *core, uint32_t uid) {
     return core->nusers++;
 }
 
+/* A big job goes big_advance_s ahead, or big_advance_frac of the wait of
+ * the oldest first attempt waiting when that is more: behind a backlog of
+ * hours, 900 s passes nothing and the big job is still left for the end.
+ * As a fraction, the advance never passes the older part of the queue. */
 double core_queued_at(const core_state *core, const core_job *job,
                       double now) {
-    bool big = core->pol->demand(&core->cfg, &job->spec) > core->half_gpu_mib;
-    return big ? now - core->cfg.big_advance_s : now;
+    if (core->pol->demand(&core->cfg, &job->spec) <= core->half_gpu_mib)
+        return now;
+    const core_job *oldest = core->fifo.head; /* FIFO: submit order */
+    double backlog = oldest ? now - oldest->submitted_at : 0;
+    return now - fmax(core->cfg.big_advance_s,
+                      core->cfg.big_advance_frac * backlog);
 }
 
 /* Whether job a goes before job b in their user's queue. */

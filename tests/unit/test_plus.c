@@ -162,6 +162,40 @@ static void test_big_jobs_advance(void **state) {
     }
 }
 
+/* With big_advance_frac, a big job queues that fraction of the oldest
+ * waiting job's wait ahead, when that is more than big_advance_s: under a
+ * long backlog 900 s moves it past nothing, and it is left for the end.
+ * Job 3 (big) comes at 8000 s while job 1 has waited since 0: half of
+ * 8000 s puts it before job 2 (5000 s), never before job 1. Without the
+ * fraction it goes 900 s ahead only, behind job 2. */
+static void test_big_advance_by_backlog(void **state) {
+    const char *fracs[] = {"0.5", "0"};
+    const int64_t second[] = {3, 2};
+    for (int f = 0; f < 2; f++) {
+        core_config cfg;
+        core_config_default(&cfg);
+        cfg.policy = "aegis-plus";
+        char err[256];
+        assert_int_equal(core_config_set(&cfg, "big_advance_frac", fracs[f],
+                                         err, sizeof(err)), 0);
+        core_state *core = make_core_cfg(&cfg, 1);
+        occupy_all(core, 1, 40000); /* no room until it ends */
+        submit_est(core, 1, 1000, 0);
+        submit_est(core, 2, 1000, 5000);
+        submit_est(core, 3, 30000, 8000);
+        core_launch l;
+        assert_int_equal(core_job_exit(core, 100, CORE_EXIT_OK, 8100, NULL),
+                         CORE_DONE);
+        assert_int_equal(place_one(core, 8100, &l), 0);
+        assert_int_equal(l.job_id, 1);
+        assert_int_equal(core_job_exit(core, 1, CORE_EXIT_OK, 8200, NULL),
+                         CORE_DONE);
+        assert_int_equal(place_one(core, 8200, &l), 0);
+        assert_int_equal(l.job_id, second[f]);
+        core_destroy(core);
+    }
+}
+
 /* After backfill_max_passes jobs have started past the head, the queue
  * waits behind it. */
 static void test_passes_are_bounded(void **state) {
@@ -352,6 +386,7 @@ int main(void) {
         cmocka_unit_test(test_partner_on_kept_gpu),
         cmocka_unit_test(test_kept_gpu_stays),
         cmocka_unit_test(test_big_jobs_advance),
+        cmocka_unit_test(test_big_advance_by_backlog),
         cmocka_unit_test(test_passes_are_bounded),
         cmocka_unit_test(test_pair_rule),
         cmocka_unit_test(test_reason_observing),
