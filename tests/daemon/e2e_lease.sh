@@ -250,6 +250,24 @@ case_lease_nonroot() {
     echo "$out" | pyjson "assert d=={'ok':True,'ended':1}, d" || fail "lease_end as owner: $out"
 }
 
+# A direct submit cannot choose how its GPU is shared (sharing in
+# aegis.yaml is per GPU), so a lease asking mps or mig is granted only
+# where every GPU of the node shares that way, and is refused at once,
+# naming the node's modes, elsewhere; shared fits any GPU.
+case_lease_mode() {
+    echo "sharing: naive" >> "$DIR/aegis.yaml"
+    start
+    out=$(send '{"op":"lease","slurm_job":801,"uid":65534,"pid":'$$',"mode":"mps"}')
+    echo "$out" | pyjson "assert not d['ok'] and 'mode mps' in d['error'] and 'naive' in d['error'], d" ||
+        fail "mps lease on a naive GPU: $out"
+    out=$(send '{"op":"lease","slurm_job":802,"uid":65534,"pid":'$$',"mode":"mig"}')
+    echo "$out" | pyjson "assert not d['ok'] and 'mode mig' in d['error'], d" ||
+        fail "mig lease on a naive GPU: $out"
+    "$AEGIS" ls --json | pyjson "assert d==[], d" || fail "a refused lease was made"
+    task 803 0 1000 sleep 30
+    granted 803 0 > /dev/null
+}
+
 # The Epilog's release exits 0 even when aegisd is down.
 case_lease_release_down() {
     out=$("$AEGIS" release --slurm-job 999 2> err.txt) || fail "exit $? with aegisd down"
