@@ -79,10 +79,15 @@ assert [j['state'] for j in d if j.get('slurm_job')==$id]==['done'], d" ||
 
 # `scontrol show node -d` counts the aegis_mem of the running jobs
 # (GresUsed; AllocTRES too where slurmdbd runs, AccountingStorageTRES),
-# and gives it back when they end.
+# and gives it back when they end. A job given --aegis-mem alone asks for
+# the GRES too (aegis's cli_filter.lua).
 case_slurm_tres() {
     start; slurm_start
-    a=$(aegis_job 4000 1000 30) b=$(aegis_job 6000 1000 30)
+    cd "$DIR/work"
+    a=$(aegis_job 4000 1000 30)
+    b=$(submit --aegis-mem=6000 --wrap "exec $FAKE --mib 1000 --seconds 30")
+    scontrol show job "$b" | grep -q "TresPerNode=gres:aegis_mem:6000" ||
+        fail "job $b given --aegis-mem=6000 alone: $(scontrol show job "$b")"
     await 40 aegis_running "$a" && await 40 aegis_running "$b" ||
         fail "jobs not running"
     scontrol show node -d localhost > node.txt
