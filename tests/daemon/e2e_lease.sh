@@ -268,6 +268,24 @@ case_lease_mode() {
     granted 803 0 > /dev/null
 }
 
+# On an MPS node a lease asking mps is granted, and its task runs with the
+# MPS variables a direct submit's job gets on that GPU.
+case_lease_mps() {
+    printf 'sharing: mps\nmps_control: %s\n' "$(dirname "$FAKE")/aegis-fake-mps-control" \
+        >> "$DIR/aegis.yaml"
+    start
+    LEASE_MODE=mps task 901 0 1000 "$FAKE" --mib 1000 --seconds 0
+    granted 901 0 > /dev/null
+    until_file "$DIR/lease.901.0.exit"
+    id=$("$AEGIS" submit --mem 1000 -- "$FAKE" --mib 1000 --seconds 0)
+    "$AEGIS" wait "$id" > /dev/null || fail "direct job $id"
+    want="aegis-fakegpu: devices=GPU-aegis-test-0000-0 mps_pipe=$DIR/state/mps/0/pipe"
+    [ "$(head -1 "$DIR/lease.901.0.out" | cut -d' ' -f1-3)" = "$want" ] ||
+        fail "lease's task: $(cat "$DIR/lease.901.0.out")"
+    [ "$("$AEGIS" log "$id" | head -1 | cut -d' ' -f1-3)" = "$want" ] ||
+        fail "direct job: $("$AEGIS" log "$id")"
+}
+
 # The Epilog's release exits 0 even when aegisd is down.
 case_lease_release_down() {
     out=$("$AEGIS" release --slurm-job 999 2> err.txt) || fail "exit $? with aegisd down"
