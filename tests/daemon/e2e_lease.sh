@@ -268,22 +268,30 @@ case_lease_mode() {
     granted 803 0 > /dev/null
 }
 
-# On an MPS node a lease asking mps is granted, and its task runs with the
-# MPS variables a direct submit's job gets on that GPU.
-case_lease_mps() {
-    printf 'sharing: mps\nmps_control: %s\n' "$(dirname "$FAKE")/aegis-fake-mps-control" \
-        >> "$DIR/aegis.yaml"
+# like_direct MODE PATTERN: on a node whose GPUs share as MODE, a lease
+# asking MODE is granted, and its task runs with the variables a direct
+# submit's job gets there: the first line each prints (aegis-fakegpu's
+# devices=... mps_pipe=...) matches the extended regex PATTERN.
+like_direct() {
     start
-    LEASE_MODE=mps task 901 0 1000 "$FAKE" --mib 1000 --seconds 0
+    LEASE_MODE=$1 task 901 0 1000 "$FAKE" --mib 1000 --seconds 0
     granted 901 0 > /dev/null
     until_file "$DIR/lease.901.0.exit"
     id=$("$AEGIS" submit --mem 1000 -- "$FAKE" --mib 1000 --seconds 0)
     "$AEGIS" wait "$id" > /dev/null || fail "direct job $id"
-    want="aegis-fakegpu: devices=GPU-aegis-test-0000-0 mps_pipe=$DIR/state/mps/0/pipe"
-    [ "$(head -1 "$DIR/lease.901.0.out" | cut -d' ' -f1-3)" = "$want" ] ||
+    head -1 "$DIR/lease.901.0.out" | grep -qE "^$2" ||
         fail "lease's task: $(cat "$DIR/lease.901.0.out")"
-    [ "$("$AEGIS" log "$id" | head -1 | cut -d' ' -f1-3)" = "$want" ] ||
+    "$AEGIS" log "$id" | head -1 | grep -qE "^$2" ||
         fail "direct job: $("$AEGIS" log "$id")"
+}
+case_lease_mps() {
+    printf 'sharing: mps\nmps_control: %s\n' "$(dirname "$FAKE")/aegis-fake-mps-control" \
+        >> "$DIR/aegis.yaml"
+    like_direct mps "aegis-fakegpu: devices=GPU-aegis-test-0000-0 mps_pipe=$DIR/state/mps/0/pipe "
+}
+case_lease_mig() {
+    echo "sharing: mig" >> "$DIR/aegis.yaml"
+    like_direct mig "aegis-fakegpu: devices=MIG-aegis-test-0-[0-9]+-0 mps_pipe=- "
 }
 
 # The Epilog's release exits 0 even when aegisd is down.
