@@ -80,7 +80,8 @@ assert [j['state'] for j in d if j.get('slurm_job')==$id]==['done'], d" ||
 # `scontrol show node -d` counts the aegis_mem of the running jobs
 # (GresUsed; AllocTRES too where slurmdbd runs, AccountingStorageTRES),
 # and gives it back when they end. A job given --aegis-mem alone asks for
-# the GRES too (aegis's cli_filter.lua).
+# the GRES too (aegis's cli_filter.lua). A job asking a mode the node's
+# GPUs do not share in fails at once, saying why.
 case_slurm_tres() {
     start; slurm_start
     cd "$DIR/work"
@@ -95,6 +96,12 @@ case_slurm_tres() {
     scancel "$a" "$b"
     await 20 eval 'scontrol show node -d localhost | grep -q "GresUsed=aegis_mem:0"' ||
         fail "aegis_mem still allocated after scancel"
+    # mps asked of a node whose GPUs do not run MPS: refused, with why
+    c=$(submit --aegis-mem=1000 --aegis-mode=mps --wrap "echo ran")
+    await 20 job_gone "$c" || fail "job $c did not end"
+    grep -q "mode mps: GPU 0 shares as naive" "job-$c.out" ||
+        fail "job $c: $(cat "job-$c.out")"
+    grep -q ran "job-$c.out" && fail "job $c ran"
 }
 
 # Three jobs fill the three GPUs; a fourth that fits only beside none of
