@@ -472,12 +472,36 @@ static d_job *d_lease_new(d_daemon *d, const proto_lease *pl, char *err,
     return job;
 }
 
+/* Whether the node can run a lease of this mode as a direct submit would
+ * run: a submit does not choose how its GPU is shared (aegis.yaml's
+ * sharing, per GPU), so a lease asking mps or mig is taken only where
+ * every GPU shares that way, wherever the core places it. 0, or -1 with
+ * the GPUs' modes in err. */
+static int d_lease_mode_fits(const d_daemon *d, const char *mode, char *err,
+                             size_t errlen) {
+    int want = share_mode_parse(mode);
+    if (want != SHARE_MPS && want != SHARE_MIG) return 0;
+    int len = snprintf(err, errlen, "mode %s: ", mode), bad = 0;
+    for (int g = 0; g < d->ngpus && len >= 0 && (size_t)len < errlen; g++) {
+        if (d->gpus[g].mode == (share_mode)want) continue;
+        len += snprintf(err + len, errlen - (size_t)len, "%sGPU %d shares as %s",
+                        bad++ ? ", " : "", g, share_mode_name(d->gpus[g].mode));
+    }
+    if (!bad) return 0;
+    if (len >= 0 && (size_t)len < errlen)
+        snprintf(err + len, errlen - (size_t)len, " (sharing in aegis.yaml); "
+                 "a lease asking %s needs every GPU of the node to share "
+                 "that way", mode);
+    return -1;
+}
+
 void d_on_lease(d_conn *c, const proto_request *req) {
     d_daemon *d = c->d;
     const proto_lease *pl = &req->lease;
     char err[512];
     if (!d_slurm_peer(c, "lease") || d_refuse_unwritable(c)) return;
-    if (d_job_fits(d, pl->gpus, pl->mem_mib, "", err, sizeof(err)) != 0) {
+    if (d_lease_mode_fits(d, pl->mode, err, sizeof(err)) != 0 ||
+        d_job_fits(d, pl->gpus, pl->mem_mib, "", err, sizeof(err)) != 0) {
         d_reply_error(c, "lease: %s", err);
         return;
     }

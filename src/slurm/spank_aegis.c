@@ -12,8 +12,8 @@
  * A task asks for a lease only when --aegis-mem is given: the job's GRES
  * are not visible to a SPANK plugin on the node (Slurm 22.05 exports no
  * environment for a count-only GRES), so the option is the only place the
- * memory can come from. The user gives the same number to --gres=aegis_mem
- * so that Slurm counts it too.
+ * memory can come from. Slurm counts it as the GRES aegis_mem, which
+ * cli_filter.lua adds to the job's request from this option.
  *
  * Where each callback runs, and why it does what it does there:
  *   slurm_spank_init               every context: reads the plugin's

@@ -250,6 +250,50 @@ case_lease_nonroot() {
     echo "$out" | pyjson "assert d=={'ok':True,'ended':1}, d" || fail "lease_end as owner: $out"
 }
 
+# A direct submit cannot choose how its GPU is shared (sharing in
+# aegis.yaml is per GPU), so a lease asking mps or mig is granted only
+# where every GPU of the node shares that way, and is refused at once,
+# naming the node's modes, elsewhere; shared fits any GPU.
+case_lease_mode() {
+    echo "sharing: naive" >> "$DIR/aegis.yaml"
+    start
+    out=$(send '{"op":"lease","slurm_job":801,"uid":65534,"pid":'$$',"mode":"mps"}')
+    echo "$out" | pyjson "assert not d['ok'] and 'mode mps' in d['error'] and 'naive' in d['error'], d" ||
+        fail "mps lease on a naive GPU: $out"
+    out=$(send '{"op":"lease","slurm_job":802,"uid":65534,"pid":'$$',"mode":"mig"}')
+    echo "$out" | pyjson "assert not d['ok'] and 'mode mig' in d['error'], d" ||
+        fail "mig lease on a naive GPU: $out"
+    "$AEGIS" ls --json | pyjson "assert d==[], d" || fail "a refused lease was made"
+    task 803 0 1000 sleep 30
+    granted 803 0 > /dev/null
+}
+
+# like_direct MODE PATTERN: on a node whose GPUs share as MODE, a lease
+# asking MODE is granted, and its task runs with the variables a direct
+# submit's job gets there: the first line each prints (aegis-fakegpu's
+# devices=... mps_pipe=...) matches the extended regex PATTERN.
+like_direct() {
+    start
+    LEASE_MODE=$1 task 901 0 1000 "$FAKE" --mib 1000 --seconds 0
+    granted 901 0 > /dev/null
+    until_file "$DIR/lease.901.0.exit"
+    id=$("$AEGIS" submit --mem 1000 -- "$FAKE" --mib 1000 --seconds 0)
+    "$AEGIS" wait "$id" > /dev/null || fail "direct job $id"
+    head -1 "$DIR/lease.901.0.out" | grep -qE "^$2" ||
+        fail "lease's task: $(cat "$DIR/lease.901.0.out")"
+    "$AEGIS" log "$id" | head -1 | grep -qE "^$2" ||
+        fail "direct job: $("$AEGIS" log "$id")"
+}
+case_lease_mps() {
+    printf 'sharing: mps\nmps_control: %s\n' "$(dirname "$FAKE")/aegis-fake-mps-control" \
+        >> "$DIR/aegis.yaml"
+    like_direct mps "aegis-fakegpu: devices=GPU-aegis-test-0000-0 mps_pipe=$DIR/state/mps/0/pipe "
+}
+case_lease_mig() {
+    echo "sharing: mig" >> "$DIR/aegis.yaml"
+    like_direct mig "aegis-fakegpu: devices=MIG-aegis-test-0-[0-9]+-0 mps_pipe=- "
+}
+
 # The Epilog's release exits 0 even when aegisd is down.
 case_lease_release_down() {
     out=$("$AEGIS" release --slurm-job 999 2> err.txt) || fail "exit $? with aegisd down"

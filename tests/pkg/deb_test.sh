@@ -88,6 +88,13 @@ done
 /usr/bin/python3 -c "import tensorsocket; assert tensorsocket.AEGIS_COMPAT" ||
     /usr/bin/python3 -c "import tensorsocket" ||
     fail "no tensorsocket module (aegis's compatibility package)"
+# The Slurm plugin in the folder of Debian's own Slurm plugins (slurmd's
+# PluginDir), and the submit commands' filter (docs/slurm.md)
+if [ -f /usr/include/slurm/spank.h ]; then
+    plugins=$(dirname "$(dpkg -L slurm-wlm-basic-plugins | grep '/cli_filter_lua.so$')")
+    [ -f "$plugins/spank_aegis.so" ] || fail "no spank_aegis.so in $plugins"
+    [ -f /usr/share/aegis/slurm/cli_filter.lua ] || fail "no cli_filter.lua"
+fi
 aegis sim --trace /usr/share/aegis/traces/demo.csv --policy exclusive \
     >"$TMP/sim" || fail "aegis sim with the installed catalog"
 aegis estimate /usr/share/aegis/models/resnet50_imagenet_bs32_1gpu.json \

@@ -79,10 +79,16 @@ assert [j['state'] for j in d if j.get('slurm_job')==$id]==['done'], d" ||
 
 # `scontrol show node -d` counts the aegis_mem of the running jobs
 # (GresUsed; AllocTRES too where slurmdbd runs, AccountingStorageTRES),
-# and gives it back when they end.
+# and gives it back when they end. A job given --aegis-mem alone asks for
+# the GRES too (aegis's cli_filter.lua). A job asking a mode the node's
+# GPUs do not share in fails at once, saying why.
 case_slurm_tres() {
     start; slurm_start
-    a=$(aegis_job 4000 1000 30) b=$(aegis_job 6000 1000 30)
+    cd "$DIR/work"
+    a=$(aegis_job 4000 1000 30)
+    b=$(submit --aegis-mem=6000 --wrap "exec $FAKE --mib 1000 --seconds 30")
+    scontrol show job "$b" | grep -q "TresPerNode=gres:aegis_mem:6000" ||
+        fail "job $b given --aegis-mem=6000 alone: $(scontrol show job "$b")"
     await 40 aegis_running "$a" && await 40 aegis_running "$b" ||
         fail "jobs not running"
     scontrol show node -d localhost > node.txt
@@ -90,6 +96,12 @@ case_slurm_tres() {
     scancel "$a" "$b"
     await 20 eval 'scontrol show node -d localhost | grep -q "GresUsed=aegis_mem:0"' ||
         fail "aegis_mem still allocated after scancel"
+    # mps asked of a node whose GPUs do not run MPS: refused, with why
+    c=$(submit --aegis-mem=1000 --aegis-mode=mps --wrap "echo ran")
+    await 20 job_gone "$c" || fail "job $c did not end"
+    grep -q "mode mps: GPU 0 shares as naive" "job-$c.out" ||
+        fail "job $c: $(cat "job-$c.out")"
+    grep -q ran "job-$c.out" && fail "job $c ran"
 }
 
 # Three jobs fill the three GPUs; a fourth that fits only beside none of

@@ -15,6 +15,7 @@ done
 source "$(dirname "${BASH_SOURCE[0]}")/../daemon/e2e_lib.sh"
 
 SDIR=$DIR/slurm
+SLURM_SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../src/slurm" && pwd)
 # Jobs run as nobody: the test GPUs' lock must be theirs to take too
 # (aegisd, root, would create it 644).
 install -m 666 /dev/null "$AEGIS_TEST_GPU_DIR/lock"
@@ -55,7 +56,7 @@ node_ok() { case "$(node_state)" in idle|mixed|allocated) return 0;; esac; retur
 job_gone() { [ -z "$(job_state "$1")" ]; }
 
 # The cluster's files: a munge key, slurm.conf, gres.conf, plugstack.conf
-# (with spank_aegis.so's arguments $*) and the Epilog.
+# (with spank_aegis.so's arguments $*), cli_filter.lua and the Epilog.
 slurm_write_config() {
     mkdir -p "$SDIR/log" "$SDIR/state" "$SDIR/spool" "$SDIR/key"
     chmod 700 "$SDIR/key"
@@ -92,6 +93,7 @@ SlurmctldLogFile=$SDIR/log/slurmctld.log
 SlurmdLogFile=$SDIR/log/slurmd.log
 SlurmdParameters=config_overrides
 PlugStackConfig=$SDIR/plugstack.conf
+CliFilterPlugins=cli_filter/lua
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 SelectType=select/cons_tres
@@ -108,6 +110,8 @@ PartitionName=aegis Nodes=localhost Default=YES MaxTime=INFINITE State=UP
 EOF
     echo "Name=aegis_mem Count=$SLURM_AEGIS_MEM" > "$SDIR/gres.conf"
     echo "required $PLUGIN socket=$AEGIS_SOCKET $*" > "$SDIR/plugstack.conf"
+    # aegis's filter, beside slurm.conf where Slurm looks for it
+    ln -s "$SLURM_SRC/cli_filter.lua" "$SDIR/cli_filter.lua"
 }
 
 # Starts munged, slurmctld and slurmd in the background and waits until
