@@ -31,11 +31,16 @@ d_job *d_feed_producer(d_daemon *d, const char *name) {
     return NULL;
 }
 
+/* A running job counts before it is back in the core: while aegisd
+ * recovers, its producer's attempt may be found dead before it is
+ * adopted, and must be started again for it. */
 int d_feed_consumers(d_daemon *d, const char *name) {
     int n = 0;
     for (size_t i = 0; i < d->njobs; i++) {
         const d_job *job = d->jobs[i];
-        n += !job->producer && job->in_core && strcmp(job->feed, name) == 0;
+        bool reads = job->in_core || job->state == D_RUNNING;
+        n += !job->producer && reads && !job->cancelling &&
+             strcmp(job->feed, name) == 0;
     }
     return n;
 }

@@ -6,7 +6,8 @@
 # run together beside it on one GPU, waiting for it with a REASON that
 # names the feed, and it stops after the last; a producer killed mid-run
 # is started again for its consumer; one whose consumer ended while
-# aegisd was away is stopped by the next aegisd.
+# aegisd was away is stopped by the next aegisd, and one that died while
+# aegisd was away is started again for its running consumer.
 set -u; AEGISD=$1 AEGIS=$2 NVML=$3 FAKE=$4 CATALOG=$5 CASE=$6; source "$(dirname "$0")/e2e_lib.sh"
 
 # wait_until TEXT CONDITION: polls the shell CONDITION for 30 s.
@@ -133,6 +134,32 @@ case_feedsched_recover() {
     is_state "$c" done || fail "consumer: $(job_field "$c" state)"
     "$AEGIS" show "$p" | grep -q "stopped: feed imagenet's last consumer ended" ||
         fail "producer: $("$AEGIS" show "$p")"
+}
+
+# The producer dies while aegisd is away and its consumer still runs: the
+# restarted aegisd starts it again for that consumer.
+case_feedsched_downkill() {
+    start
+    cd "$DIR/work"
+    p=$("$AEGIS" feed start imagenet -- "$FAKE" --mib 500 --seconds 120 --smact 0.1) ||
+        fail "feed start"
+    c=$("$AEGIS" submit --feed imagenet -- "$FAKE" --mib 1000 --seconds 60 --smact 0.1)
+    wait_until "producer and consumer running" all_running "$p" "$c"
+    pid=$(job_field "$p" pid)
+    [ -n "$pid" ] || fail "no producer pid"
+    kill -TERM "$(daemon_pid)"
+    wait_until "aegisd gone" eval '[ -z "$(daemon_pid)" ]'
+    kill -KILL "$pid"
+    wait_until "the producer's end" eval '[ ! -e /proc/$pid ]'
+    start
+    wait_until "the producer's second attempt" eval \
+        '[ "$(job_field "$p" attempts)" = 2 ] && is_state "$p" running'
+    is_state "$c" running || fail "consumer: $(job_field "$c" state)"
+    "$AEGIS" show "$p" | grep -q "restarted for its consumers (1 of 3)" ||
+        fail "no restart event: $("$AEGIS" show "$p")"
+    "$AEGIS" cancel "$c" || fail cancel
+    "$AEGIS" wait "$p" > wait.txt || fail "producer: $(cat wait.txt)"
+    is_state "$p" done || fail "producer: $(job_field "$p" state)"
 }
 
 e2e_run
