@@ -81,7 +81,8 @@ typedef struct d_job {
     bool producer;              /* the feed's managed producer */
     bool feed_stop;             /* a producer stopped: its last consumer
                                    ended (ends as done) */
-    int restarts;               /* a producer's restarts (feeds.c) */
+    int restarts;               /* a producer's restarts (feeds.c), kept in
+                                   the store as feed_stop is */
     d_dep *deps;                /* ndeps jobs it waits for, allocated */
     size_t ndeps;               /*   with the job (d_job_new) */
     d_state state;

@@ -73,11 +73,15 @@ void d_feed_consumer_left(d_daemon *d, const char *name) {
     if (p->state == D_RUNNING) {
         char err[4600];
         p->feed_stop = true;
+        store_job_feed(d->st, p->id, p->restarts, true);
         d_log("feed %s: its last consumer ended: stopping producer job %lld",
               name, (long long)p->id);
-        if (d_jobs_cancel(d, &p->id, 1, err, sizeof(err)) != 0)
+        if (d_jobs_cancel(d, &p->id, 1, err, sizeof(err)) != 0) {
             d_log("feed %s: producer job %lld %s", name, (long long)p->id,
                   err); /* the next consumer's end tries again */
+            p->feed_stop = false;
+            store_job_feed(d->st, p->id, p->restarts, false);
+        }
         return;
     }
     core_cancel(d->core, p->id, d_now(d));
@@ -110,6 +114,7 @@ bool d_feed_restart(d_daemon *d, d_job *job, core_exit how, const char *why) {
         return false;
     }
     job->restarts++;
+    store_job_feed(d->st, job->id, job->restarts, false);
     d_log("feed %s: producer job %lld: %s; restarted (%d of %d)", job->feed,
           (long long)job->id, why, job->restarts, D_FEED_MAX_RESTARTS);
     store_event(d->st, job->id, d_wall(), "attempt %d: %s; restarted for its "

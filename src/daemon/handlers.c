@@ -83,6 +83,7 @@ static void d_reason_fields(d_daemon *d, const d_job *job, json_t *row,
 static void d_kind_fields(d_daemon *d, json_t *row, const d_job *job) {
     bool producer = json_integer_value(json_object_get(row, "feed_producer"));
     json_object_del(row, "feed_producer");
+    json_object_del(row, "feed_stop"); /* its end's reason tells */
     json_object_set_new(row, "kind", json_string(producer ? "feed" : "job"));
     if (producer && job)
         json_object_set_new(row, "consumers",

@@ -985,6 +985,8 @@ static void d_job_recover(void *ctx, json_t *row) {
         const char *feed = json_string_value(json_object_get(row, "feed"));
         snprintf(job->feed, sizeof(job->feed), "%s", feed ? feed : "");
         job->producer = d_int(row, "feed_producer") != 0;
+        job->restarts = (int)d_int(row, "feed_restarts");
+        job->feed_stop = d_int(row, "feed_stop") != 0;
     }
     if (!job || d_job_add(d, job) != 0) {
         free(job);

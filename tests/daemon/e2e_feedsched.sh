@@ -162,4 +162,46 @@ case_feedsched_downkill() {
     is_state "$p" done || fail "producer: $(job_field "$p" state)"
 }
 
+# What aegisd knows of a producer survives its restart: the restarts it
+# has had count on (the third is the third, not the first again), and a
+# producer still winding down from its stop when aegisd went away ends
+# as done, its feed's last consumer having ended, not as cancelled.
+case_feedsched_durable() {
+    echo "observe_s: 2" >> "$DIR/aegis.yaml"
+    start
+    cd "$DIR/work"
+    # on the GPU, and winding down on SIGTERM until the file "go" exists
+    p=$("$AEGIS" feed start imagenet -- sh -c \
+        'trap "until [ -e go ]; do sleep 0.1; done; exit 0" TERM
+         "$0" --mib 500 --seconds 120 --smact 0.1 & wait' "$FAKE") ||
+        fail "feed start"
+    c=$("$AEGIS" submit --feed imagenet -- "$FAKE" --mib 1000 --seconds 60 --smact 0.1)
+    wait_until "producer and consumer running" all_running "$p" "$c"
+    kill_producer() { # N: the attempt that follows
+        local pid; pid=$(job_field "$p" pid) next=$1
+        [ -n "$pid" ] && kill -KILL -- "-$pid" || fail "no producer pid"
+        wait_until "the producer's attempt $next" eval \
+            '[ "$(job_field "$p" attempts)" = $next ] && is_state "$p" running'
+    }
+    restart_aegisd() {
+        kill -TERM "$(daemon_pid)"
+        wait_until "aegisd gone" eval '[ -z "$(daemon_pid)" ]'
+        start
+    }
+    kill_producer 2
+    restart_aegisd
+    kill_producer 3
+    "$AEGIS" show "$p" | grep -q "restarted for its consumers (2 of 3)" ||
+        fail "the restart count did not survive aegisd: $("$AEGIS" show "$p")"
+    "$AEGIS" cancel "$c" || fail cancel
+    wait_until "the producer's stop" eval \
+        '"$AEGIS" show "$p" | grep -q "cancel: SIGTERM sent"'
+    restart_aegisd
+    touch go
+    "$AEGIS" wait "$p" > wait.txt
+    is_state "$p" done || fail "producer: $(job_field "$p" state): $(cat wait.txt)"
+    grep -q "stopped: feed imagenet's last consumer ended" wait.txt ||
+        fail "producer's end: $(cat wait.txt)"
+}
+
 e2e_run
