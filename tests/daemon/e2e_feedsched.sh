@@ -204,4 +204,20 @@ case_feedsched_durable() {
         fail "producer's end: $(cat wait.txt)"
 }
 
+# A producer that never touches its GPU (its batches in host memory) is
+# never seen active there: its consumer waits for that GPU's observation
+# no longer than observe_s, then goes where it fits.
+case_feedsched_cpuproducer() {
+    echo "observe_s: 2" >> "$DIR/aegis.yaml"
+    start
+    cd "$DIR/work"
+    p=$("$AEGIS" feed start imagenet -- sh -c 'while :; do sleep 0.1; done') ||
+        fail "feed start"
+    c=$("$AEGIS" submit --feed imagenet -- "$FAKE" --mib 1000 --seconds 60 --smact 0.1)
+    wait_until "producer and consumer running" all_running "$p" "$c"
+    "$AEGIS" cancel "$c" || fail cancel
+    "$AEGIS" wait "$p" > /dev/null
+    is_state "$p" done || fail "producer: $(job_field "$p" state)"
+}
+
 e2e_run
