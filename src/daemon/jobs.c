@@ -484,7 +484,7 @@ static void d_job_settle(d_daemon *d, d_job *job, core_exit how, int status,
         char reason[128];
         const char *state = d_limits_stop_state(job, reason, sizeof(reason));
         store_attempt_end(d->st, job->id, n, state, status, now);
-        d_job_finish(d, job, state, reason);
+        if (!d_feed_stopped(d, job)) d_job_finish(d, job, state, reason);
         return;
     }
     store_attempt_end(d->st, job->id, n, how_names[how], status, now);
@@ -1058,9 +1058,8 @@ void d_jobs_recover(d_daemon *d) {
         qsort(rec.retries, rec.nretries, sizeof(*rec.retries), d_requeued_cmp);
     for (size_t i = 0; i < rec.nretries; i++) {
         d_job *job = d_job_find(d, rec.retries[i].id);
-        char err[256];
-        if (job && !job->in_core && d_job_to_core(d, job, err, sizeof(err)) != 0)
-            d_job_finish(d, job, "failed", err);
+        if (job && !job->in_core) d_job_enqueue(d, job); /* or a producer
+                                                             sleeps on */
     }
     free(rec.retries);
     d_jobs_adopt(d, true);

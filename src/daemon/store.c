@@ -207,8 +207,10 @@ static const char *const sql[S_COUNT] = {
                  " AND cancel_at IS NULL",
     [S_PROBE] = "INSERT OR REPLACE INTO probe(id, t) VALUES(1, ?1)",
     [S_HELD] = "UPDATE jobs SET held = ?2 WHERE id = ?1",
-    [S_FEED] = "UPDATE jobs SET feed_restarts = ?2, feed_stop = ?3"
-               " WHERE id = ?1",
+    /* a producer not being stopped for its feed has no stop committed:
+     * one that sleeps again after its stop forgets it */
+    [S_FEED] = "UPDATE jobs SET feed_restarts = ?2, feed_stop = ?3,"
+               " cancel_at = CASE WHEN ?3 THEN cancel_at END WHERE id = ?1",
     [S_DRAIN_SET] = "INSERT OR REPLACE INTO drains(uuid, reason, user, t)"
                     " VALUES(?1, ?2, ?3, ?4)",
     [S_DRAIN_DEL] = "DELETE FROM drains WHERE uuid = ?1",

@@ -220,4 +220,37 @@ case_feedsched_cpuproducer() {
     is_state "$p" done || fail "producer: $(job_field "$p" state)"
 }
 
+# A held consumer has not ended: when the others end, the producer is
+# stopped but goes back to sleep (also across a restart of aegisd), and
+# the release wakes it again for the held one; after that one's end it is
+# done.
+case_feedsched_hold() {
+    echo "observe_s: 2" >> "$DIR/aegis.yaml"
+    start
+    cd "$DIR/work"
+    p=$("$AEGIS" feed start imagenet -- "$FAKE" --mib 500 --seconds 120 --smact 0.1) ||
+        fail "feed start"
+    c1=$("$AEGIS" submit --feed imagenet -- "$FAKE" --mib 1000 --seconds 60 --smact 0.1)
+    c2=$("$AEGIS" submit --feed imagenet --after "afterany:$c1" -- "$FAKE" --mib 1000 --seconds 2 --smact 0.1)
+    "$AEGIS" hold "$c2" > /dev/null || fail hold
+    wait_until "producer and first consumer running" all_running "$p" "$c1"
+    "$AEGIS" cancel "$c1" || fail cancel
+    asleep() {
+        is_state "$p" queued && [ "$(job_field "$p" attempts)" = 1 ] &&
+            [ "$(job_field "$p" wait_reason)" = "no job of feed imagenet queued yet" ]
+    }
+    wait_until "the producer back to sleep" eval 'asleep || is_state "$p" done'
+    asleep || fail "producer: $(job_field "$p" state): $("$AEGIS" show "$p")"
+    "$AEGIS" show "$p" | grep -q "back to sleep" || fail "no event: $("$AEGIS" show "$p")"
+    kill -TERM "$(daemon_pid)" # and it sleeps on across a restart
+    wait_until "aegisd gone" eval '[ -z "$(daemon_pid)" ]'
+    start
+    asleep || fail "woken by aegisd's restart: $(job_field "$p" state)"
+    "$AEGIS" release "$c2" > /dev/null || fail release
+    "$AEGIS" wait "$c2" > /dev/null || fail "the held consumer failed"
+    "$AEGIS" wait "$p" > wait.txt
+    is_state "$p" done || fail "producer: $(job_field "$p" state): $(cat wait.txt)"
+    [ "$(job_field "$p" attempts)" = 2 ] || fail "attempts: $(job_field "$p" attempts)"
+}
+
 e2e_run
