@@ -8,7 +8,9 @@
  * jobs run already tries their GPUs before any other, idle ones
  * included, and waits for them while they only observe their newest job
  * (for observe_s at most while it is not seen active) or fill their
- * telemetry window: both end by themselves, within seconds.
+ * telemetry window: both end by themselves, within seconds. Not where
+ * the GPU's memory as it reads now could not take the job: that gate
+ * waits for a job to leave, and the wait would be for nothing.
  * Where a gate that waits for a job to leave (memory, pressure, the
  * policy's rule) refuses it, it goes elsewhere as any job would, so the
  * preference never leaves a job waiting on a full GPU.
@@ -96,6 +98,11 @@ static bool feed_gpu_opens_later(core_state *core, const core_job *job,
     bool filling = (core->pol->uses_telemetry || job->floor_mib > 0) &&
                    !win_full(&gpu->win, now);
     if (!observing && !filling) return false;
+    /* Nor a GPU whose memory, as it reads now, could not take the job once
+     * open: it would only send the job elsewhere after the wait. */
+    if (core_gpu_free_now(gpu, now) <
+        core_demand(core, job) + core_guard(core, gpu))
+        return false;
     if (r) {
         r->gpu = g;
         r->until = !observing ? win_full_at(&gpu->win)
