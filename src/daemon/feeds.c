@@ -107,8 +107,14 @@ bool d_feed_stopped(d_daemon *d, d_job *p) {
 
 void d_feed_consumer_left(d_daemon *d, const char *name) {
     d_job *p = d_feed_producer(d, name);
-    if (!p || !p->in_core || p->cancelling || d_feed_consumers(d, name) > 0)
+    if (!p || p->cancelling || d_feed_consumers(d, name) > 0) return;
+    if (!p->in_core) { /* asleep: one that has run ends with its last job */
+        if (p->state == D_HELD && !p->held && p->attempts > 0 &&
+            d_feed_later(d, name) == 0)
+            d_job_finish(d, p, "done", "stopped: its feed's last consumer "
+                         "ended");
         return;
+    }
     if (p->state == D_RUNNING) {
         char err[4600];
         p->feed_stop = true;

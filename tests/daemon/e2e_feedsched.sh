@@ -224,7 +224,9 @@ case_feedsched_cpuproducer() {
 # stopped but goes back to sleep (also across a restart of aegisd), and
 # the release wakes it again for the held one; after that one's end it is
 # done.
-case_feedsched_hold() {
+# hold_setup: producer $p runs for consumer $c1; $c2, held, waits for
+# $c1's end; $c1 is cancelled, and $p must go back to sleep for $c2.
+hold_setup() {
     echo "observe_s: 2" >> "$DIR/aegis.yaml"
     start
     cd "$DIR/work"
@@ -235,12 +237,16 @@ case_feedsched_hold() {
     "$AEGIS" hold "$c2" > /dev/null || fail hold
     wait_until "producer and first consumer running" all_running "$p" "$c1"
     "$AEGIS" cancel "$c1" || fail cancel
-    asleep() {
-        is_state "$p" queued && [ "$(job_field "$p" attempts)" = 1 ] &&
-            [ "$(job_field "$p" wait_reason)" = "no job of feed imagenet queued yet" ]
-    }
     wait_until "the producer back to sleep" eval 'asleep || is_state "$p" done'
     asleep || fail "producer: $(job_field "$p" state): $("$AEGIS" show "$p")"
+}
+asleep() {
+    is_state "$p" queued && [ "$(job_field "$p" attempts)" = 1 ] &&
+        [ "$(job_field "$p" wait_reason)" = "no job of feed imagenet queued yet" ]
+}
+
+case_feedsched_hold() {
+    hold_setup
     "$AEGIS" show "$p" | grep -q "back to sleep" || fail "no event: $("$AEGIS" show "$p")"
     kill -TERM "$(daemon_pid)" # and it sleeps on across a restart
     wait_until "aegisd gone" eval '[ -z "$(daemon_pid)" ]'
@@ -251,6 +257,15 @@ case_feedsched_hold() {
     "$AEGIS" wait "$p" > wait.txt
     is_state "$p" done || fail "producer: $(job_field "$p" state): $(cat wait.txt)"
     [ "$(job_field "$p" attempts)" = 2 ] || fail "attempts: $(job_field "$p" attempts)"
+}
+
+# The held job it slept for is cancelled instead: the producer, which has
+# run, ends as done rather than sleeping for ever.
+case_feedsched_holdcancel() {
+    hold_setup
+    "$AEGIS" cancel "$c2" || fail cancel
+    wait_until "the producer's end" eval '! asleep'
+    is_state "$p" done || fail "producer: $(job_field "$p" state)"
 }
 
 e2e_run
