@@ -721,6 +721,7 @@ static void core_occupy(core_state *core, core_job *job, double now) {
         core_gpu *gpu = &core->gpus[job->gpus[k]];
         gpu_account(gpu, &job->spec, +1);
         gpu->unseen++;
+        gpu->placed_at = now;
         gpu->placements++;
         job->placed_seen[k] = gpu->placements;
         if (hold) gpu->alone = true;
@@ -920,6 +921,8 @@ double core_next_wakeup(core_state *core, double now) {
     for (int g = 0; g < core->num_gpus; g++) {
         core_gpu *gpu = &core->gpus[g];
         if (gpu->view.njobs > 0) wakeup_min(&best, gpu->open_at, now);
+        if (gpu->unseen > 0 && core->nfeeds > 0) /* a feed's wait ends */
+            wakeup_min(&best, gpu->placed_at + core->cfg.observe_s, now);
         if (!windows) continue;
         wakeup_min(&best, win_full_at(&gpu->win), now);
         wakeup_min(&best, win_next_change(&gpu->win, now), now);

@@ -107,6 +107,9 @@ typedef struct core_gpu {
     bool alone;             /* runs a job that must not share */
     int unseen;             /* jobs placed here, not yet seen active */
     double open_at;         /* observation ends: no new job before */
+    double placed_at;       /* its newest job's placement: a feed's job
+                               waits for an unseen one observe_s at most
+                               (feeds.c) */
     uint64_t placements;    /* jobs ever placed here: tells a job it shared */
     share_gpu share;        /* sharing mode and MIG instances */
 } core_gpu;

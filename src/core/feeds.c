@@ -7,7 +7,10 @@
  * once per GPU it runs on (docs/simulator.md). So a job of a feed whose
  * jobs run already tries their GPUs before any other, idle ones
  * included, and waits for them while they only observe their newest job
- * or fill their telemetry window: both end by themselves, within seconds.
+ * (for observe_s at most while it is not seen active) or fill their
+ * telemetry window: both end by themselves, within seconds. Not where
+ * the GPU's memory as it reads now could not take the job: that gate
+ * waits for a job to leave, and the wait would be for nothing.
  * Where a gate that waits for a job to leave (memory, pressure, the
  * policy's rule) refuses it, it goes elsewhere as any job would, so the
  * preference never leaves a job waiting on a full GPU.
@@ -87,14 +90,23 @@ static bool feed_gpu_opens_later(core_state *core, const core_job *job,
     if (gpu->drained || gpu->alone || !share_gpu_collocates(&gpu->share) ||
         core_wants_mig(core, job, core_demand(core, job), gpu))
         return false;
-    bool observing = gpu->unseen > 0 || now < gpu->open_at;
+    /* A job never seen active (a producer whose batches stay in host
+     * memory, a job that never touches its GPU) would keep the GPU
+     * closed for ever: waited for observe_s after its placement at most. */
+    bool unseen = gpu->unseen > 0 && now < gpu->placed_at + core->cfg.observe_s;
+    bool observing = unseen || now < gpu->open_at;
     bool filling = (core->pol->uses_telemetry || job->floor_mib > 0) &&
                    !win_full(&gpu->win, now);
     if (!observing && !filling) return false;
+    /* Nor a GPU whose memory, as it reads now, could not take the job once
+     * open: it would only send the job elsewhere after the wait. */
+    if (core_gpu_free_now(gpu, now) <
+        core_demand(core, job) + core_guard(core, gpu))
+        return false;
     if (r) {
         r->gpu = g;
         r->until = !observing ? win_full_at(&gpu->win)
-                   : gpu->unseen > 0 ? -1 : gpu->open_at;
+                   : unseen ? -1 : gpu->open_at;
     }
     return true;
 }

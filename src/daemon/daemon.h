@@ -103,7 +103,8 @@ typedef struct d_job {
     bool producer;              /* the feed's managed producer */
     bool feed_stop;             /* a producer stopped: its last consumer
                                    ended (ends as done) */
-    int restarts;               /* a producer's restarts (feeds.c) */
+    int restarts;               /* a producer's restarts (feeds.c), kept in
+                                   the store as feed_stop is */
     d_dep *deps;                /* ndeps jobs it waits for, allocated */
     size_t ndeps;               /*   with the job (d_job_new) */
     d_state state;
@@ -425,6 +426,10 @@ void d_feed_wake(d_daemon *d, const d_job *consumer);
 /* A consumer of feed name left: when it was the last, the producer stops
  * (SIGTERM, then SIGKILL after the grace) or, never started, sleeps. */
 void d_feed_consumer_left(d_daemon *d, const char *name);
+/* A producer p stopped for its feed (feed_stop) has ended: whether it
+ * sleeps again, jobs of its feed being held (or queued again while it
+ * wound down), rather than ending as done. */
+bool d_feed_stopped(d_daemon *d, d_job *p);
 /* After a restart: the running producers whose consumers all ended while
  * aegisd was away are stopped. */
 void d_feeds_recover(d_daemon *d);

@@ -12,8 +12,11 @@
  * are. A producer that fails or vanishes while consumers of its feed are
  * queued or running is started again, up to D_FEED_MAX_RESTARTS times;
  * once the last of them ends it is stopped as a cancel stops a job
- * (SIGTERM, SIGKILL after the grace) and ends as done. One registration
- * serves one run of consumers: the next sweep registers again.
+ * (SIGTERM, SIGKILL after the grace) and ends as done. A held job of the
+ * feed has not ended, but reads nothing: the producer stops for it too,
+ * and sleeps again instead of ending, until its release. One
+ * registration serves one run of consumers: the next sweep registers
+ * again.
  */
 #include "daemon.h"
 
@@ -31,11 +34,16 @@ d_job *d_feed_producer(d_daemon *d, const char *name) {
     return NULL;
 }
 
+/* A running job counts before it is back in the core: while aegisd
+ * recovers, its producer's attempt may be found dead before it is
+ * adopted, and must be started again for it. */
 int d_feed_consumers(d_daemon *d, const char *name) {
     int n = 0;
     for (size_t i = 0; i < d->njobs; i++) {
         const d_job *job = d->jobs[i];
-        n += !job->producer && job->in_core && strcmp(job->feed, name) == 0;
+        bool reads = job->in_core || job->state == D_RUNNING;
+        n += !job->producer && reads && !job->cancelling &&
+             strcmp(job->feed, name) == 0;
     }
     return n;
 }
@@ -61,29 +69,73 @@ void d_feed_wake(d_daemon *d, const d_job *consumer) {
                 (long long)consumer->id, p->feed);
 }
 
+/* Jobs of feed name that have not ended but read nothing yet: held, by
+ * `aegis hold` or for their --after jobs. The feed's registration stays
+ * for them: its producer sleeps until one is queued. */
+static int d_feed_later(d_daemon *d, const char *name) {
+    int n = 0;
+    for (size_t i = 0; i < d->njobs; i++) {
+        const d_job *job = d->jobs[i];
+        n += !job->producer && job->state == D_HELD &&
+             strcmp(job->feed, name) == 0;
+    }
+    return n;
+}
+
+/* Producer p, out of the core, sleeps again (why: the event's text). */
+static void d_feed_sleep(d_daemon *d, d_job *p, const char *why) {
+    p->state = D_HELD;
+    store_job_state(d->st, p->id, "queued", why, d_wall());
+    store_event(d->st, p->id, d_wall(), "back to sleep: %s", why);
+}
+
+bool d_feed_stopped(d_daemon *d, d_job *p) {
+    if (!p->producer || !p->feed_stop ||
+        d_feed_consumers(d, p->feed) + d_feed_later(d, p->feed) == 0)
+        return false;
+    p->cancelling = p->feed_stop = false;
+    p->cancel_at = 0;
+    store_job_feed(d->st, p->id, p->restarts, false);
+    d_feed_sleep(d, p, "its feed's jobs are held");
+    for (size_t i = 0; i < d->njobs; i++) /* one came back meanwhile */
+        if (d->jobs[i]->in_core && strcmp(d->jobs[i]->feed, p->feed) == 0) {
+            d_feed_wake(d, d->jobs[i]);
+            break;
+        }
+    return true;
+}
+
 void d_feed_consumer_left(d_daemon *d, const char *name) {
     d_job *p = d_feed_producer(d, name);
-    if (!p || !p->in_core || p->cancelling || d_feed_consumers(d, name) > 0)
+    if (!p || p->cancelling || d_feed_consumers(d, name) > 0) return;
+    if (!p->in_core) { /* asleep: one that has run ends with its last job */
+        if (p->state == D_HELD && !p->held && p->attempts > 0 &&
+            d_feed_later(d, name) == 0)
+            d_job_finish(d, p, "done", "stopped: its feed's last consumer "
+                         "ended");
         return;
+    }
     if (p->state == D_RUNNING) {
         char err[4600];
         p->feed_stop = true;
+        store_job_feed(d->st, p->id, p->restarts, true);
         d_log("feed %s: its last consumer ended: stopping producer job %lld",
               name, (long long)p->id);
-        if (d_jobs_cancel(d, &p->id, 1, err, sizeof(err)) != 0)
+        if (d_jobs_cancel(d, &p->id, 1, err, sizeof(err)) != 0) {
             d_log("feed %s: producer job %lld %s", name, (long long)p->id,
                   err); /* the next consumer's end tries again */
+            p->feed_stop = false;
+            store_job_feed(d->st, p->id, p->restarts, false);
+        }
         return;
     }
     core_cancel(d->core, p->id, d_now(d));
     p->in_core = false;
-    if (p->attempts > 0) { /* waiting to be restarted */
+    if (p->attempts > 0 && d_feed_later(d, name) == 0) { /* to be restarted */
         d_job_finish(d, p, "done", "stopped: its feed's last consumer ended");
         return;
     }
-    p->state = D_HELD;
-    store_event(d->st, p->id, d_wall(), "back to sleep: no job reads feed %s",
-                name);
+    d_feed_sleep(d, p, "no job of its feed queued");
 }
 
 void d_feeds_recover(d_daemon *d) {
@@ -105,6 +157,7 @@ bool d_feed_restart(d_daemon *d, d_job *job, core_exit how, const char *why) {
         return false;
     }
     job->restarts++;
+    store_job_feed(d->st, job->id, job->restarts, false);
     d_log("feed %s: producer job %lld: %s; restarted (%d of %d)", job->feed,
           (long long)job->id, why, job->restarts, D_FEED_MAX_RESTARTS);
     store_event(d->st, job->id, d_wall(), "attempt %d: %s; restarted for its "

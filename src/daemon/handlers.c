@@ -83,6 +83,7 @@ static void d_kind_fields(d_daemon *d, json_t *row, const d_job *job) {
     bool producer = json_integer_value(json_object_get(row, "feed_producer"));
     bool lease = json_is_integer(json_object_get(row, "slurm_job"));
     json_object_del(row, "feed_producer");
+    json_object_del(row, "feed_stop"); /* its end's reason tells */
     json_object_set_new(row, "kind", json_string(producer ? "feed"
                                                  : lease  ? "slurm"
                                                           : "job"));

@@ -511,7 +511,7 @@ static void d_job_settle(d_daemon *d, d_job *job, core_exit how, int status,
         char reason[128];
         const char *state = d_limits_stop_state(job, reason, sizeof(reason));
         store_attempt_end(d->st, job->id, n, state, status, now);
-        d_job_finish(d, job, state, reason);
+        if (!d_feed_stopped(d, job)) d_job_finish(d, job, state, reason);
         return;
     }
     store_attempt_end(d->st, job->id, n, how_names[how], status, now);
@@ -1024,6 +1024,8 @@ static void d_job_recover(void *ctx, json_t *row) {
         const char *feed = json_string_value(json_object_get(row, "feed"));
         snprintf(job->feed, sizeof(job->feed), "%s", feed ? feed : "");
         job->producer = d_int(row, "feed_producer") != 0;
+        job->restarts = (int)d_int(row, "feed_restarts");
+        job->feed_stop = d_int(row, "feed_stop") != 0;
     }
     if (!job || d_job_add(d, job) != 0) {
         free(job);
@@ -1103,9 +1105,8 @@ void d_jobs_recover(d_daemon *d) {
         qsort(rec.retries, rec.nretries, sizeof(*rec.retries), d_requeued_cmp);
     for (size_t i = 0; i < rec.nretries; i++) {
         d_job *job = d_job_find(d, rec.retries[i].id);
-        char err[256];
-        if (job && !job->in_core && d_job_to_core(d, job, err, sizeof(err)) != 0)
-            d_job_finish(d, job, "failed", err);
+        if (job && !job->in_core) d_job_enqueue(d, job); /* or a producer
+                                                             sleeps on */
     }
     free(rec.retries);
     d_jobs_adopt(d, true);

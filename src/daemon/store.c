@@ -124,6 +124,11 @@ static const char *const store_added[][3] = {
     {"jobs", "slurm_env", "TEXT"},
     /* 1: the managed producer of its feed (aegis feed start) */
     {"jobs", "feed_producer", "INTEGER NOT NULL DEFAULT 0"},
+    /* a producer's restarts for its consumers (daemon/feeds.c) */
+    {"jobs", "feed_restarts", "INTEGER NOT NULL DEFAULT 0"},
+    /* 1: a producer stopped since its feed's last consumer ended: it
+     * ends as done, also when aegisd restarts while it winds down */
+    {"jobs", "feed_stop", "INTEGER NOT NULL DEFAULT 0"},
 };
 #define STORE_ADDED (sizeof(store_added) / sizeof(store_added[0]))
 
@@ -132,7 +137,7 @@ enum {
     S_STATE, S_ENERGY, S_EVENT, S_GET, S_GET_FULL, S_ATTEMPTS, S_EVENTS,
     S_LIST_ALL, S_LIST_ACTIVE, S_RETRY, S_SEEN,
     S_REPORT_JOBS, S_REPORT_ATTEMPTS, S_MIG_ADD, S_MIG_DEL, S_MIG_ALL,
-    S_ATT_PIDS, S_ATT_DROP, S_CANCEL, S_PROBE, S_HELD, S_DRAIN_SET,
+    S_ATT_PIDS, S_ATT_DROP, S_CANCEL, S_PROBE, S_HELD, S_FEED, S_DRAIN_SET,
     S_DRAIN_DEL, S_DRAIN_GET, S_HIST_ADD, S_HIST_THIN, S_HIST_STEP,
     S_HIST_GET, S_HIST_STATE, S_LEASE_SET, S_LEASE_PIDS, S_LEASE_ENV,
     S_LADDER_SET, S_LADDER_GET, S_COUNT
@@ -179,7 +184,8 @@ static const char *const sql[S_COUNT] = {
                    " j.retry_alone, j.mps_threads_pct, j.meta, j.cancel_at,"
                    " j.held, j.time_limit_s, j.nice, j.notify, j.slurm_job,"
                    " j.slurm_restart, j.slurm_mode, j.slurm_pids,"
-                   " j.slurm_env, j.feed_producer, e.cwd, e.env"
+                   " j.slurm_env, j.feed_producer, j.feed_restarts, j.feed_stop,"
+                   " e.cwd, e.env"
                    " FROM jobs j JOIN envs e ON e.id = j.env_id"
                    " WHERE j.id = ?1",
     [S_ATTEMPTS] = "SELECT n, gpus, floor_mib, exclusive, shim_pid,"
@@ -220,6 +226,10 @@ static const char *const sql[S_COUNT] = {
                  " AND cancel_at IS NULL",
     [S_PROBE] = "INSERT OR REPLACE INTO probe(id, t) VALUES(1, ?1)",
     [S_HELD] = "UPDATE jobs SET held = ?2 WHERE id = ?1",
+    /* a producer not being stopped for its feed has no stop committed:
+     * one that sleeps again after its stop forgets it */
+    [S_FEED] = "UPDATE jobs SET feed_restarts = ?2, feed_stop = ?3,"
+               " cancel_at = CASE WHEN ?3 THEN cancel_at END WHERE id = ?1",
     [S_DRAIN_SET] = "INSERT OR REPLACE INTO drains(uuid, reason, user, t)"
                     " VALUES(?1, ?2, ?3, ?4)",
     [S_DRAIN_DEL] = "DELETE FROM drains WHERE uuid = ?1",
@@ -727,6 +737,14 @@ void store_job_held(store *st, int64_t id, bool held) {
     sqlite3_bind_int64(s, 1, id);
     sqlite3_bind_int(s, 2, held);
     store_write(st, S_HELD, id);
+}
+
+void store_job_feed(store *st, int64_t id, int restarts, bool stop) {
+    sqlite3_stmt *s = st->st[S_FEED];
+    sqlite3_bind_int64(s, 1, id);
+    sqlite3_bind_int(s, 2, restarts);
+    sqlite3_bind_int(s, 3, stop);
+    store_write(st, S_FEED, id);
 }
 
 void store_job_energy(store *st, int64_t id, double energy_j) {

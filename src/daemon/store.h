@@ -130,6 +130,9 @@ void store_job_state(store *st, int64_t id, const char *state,
 void store_job_energy(store *st, int64_t id, double energy_j);
 /* `aegis hold` (true) or `release` (false) of a queued job. */
 void store_job_held(store *st, int64_t id, bool held);
+/* A managed producer's restarts and whether it is being stopped for its
+ * feed's last consumer (d_job.restarts, d_job.feed_stop). */
+void store_job_feed(store *st, int64_t id, int restarts, bool stop);
 /* The job's place on the recovery ladder after a requeue (core_retry's
  * floor_mib and alone; its attempt is the attempt count + 1). */
 void store_job_retry(store *st, int64_t id, double floor_mib, bool alone);

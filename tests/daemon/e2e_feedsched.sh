@@ -6,7 +6,8 @@
 # run together beside it on one GPU, waiting for it with a REASON that
 # names the feed, and it stops after the last; a producer killed mid-run
 # is started again for its consumer; one whose consumer ended while
-# aegisd was away is stopped by the next aegisd.
+# aegisd was away is stopped by the next aegisd, and one that died while
+# aegisd was away is started again for its running consumer.
 set -u; AEGISD=$1 AEGIS=$2 NVML=$3 FAKE=$4 CATALOG=$5 CASE=$6; source "$(dirname "$0")/e2e_lib.sh"
 
 # wait_until TEXT CONDITION: polls the shell CONDITION for 30 s.
@@ -133,6 +134,138 @@ case_feedsched_recover() {
     is_state "$c" done || fail "consumer: $(job_field "$c" state)"
     "$AEGIS" show "$p" | grep -q "stopped: feed imagenet's last consumer ended" ||
         fail "producer: $("$AEGIS" show "$p")"
+}
+
+# The producer dies while aegisd is away and its consumer still runs: the
+# restarted aegisd starts it again for that consumer.
+case_feedsched_downkill() {
+    start
+    cd "$DIR/work"
+    p=$("$AEGIS" feed start imagenet -- "$FAKE" --mib 500 --seconds 120 --smact 0.1) ||
+        fail "feed start"
+    c=$("$AEGIS" submit --feed imagenet -- "$FAKE" --mib 1000 --seconds 60 --smact 0.1)
+    wait_until "producer and consumer running" all_running "$p" "$c"
+    pid=$(job_field "$p" pid)
+    [ -n "$pid" ] || fail "no producer pid"
+    kill -TERM "$(daemon_pid)"
+    wait_until "aegisd gone" eval '[ -z "$(daemon_pid)" ]'
+    kill -KILL "$pid"
+    wait_until "the producer's end" eval '[ ! -e /proc/$pid ]'
+    start
+    wait_until "the producer's second attempt" eval \
+        '[ "$(job_field "$p" attempts)" = 2 ] && is_state "$p" running'
+    is_state "$c" running || fail "consumer: $(job_field "$c" state)"
+    "$AEGIS" show "$p" | grep -q "restarted for its consumers (1 of 3)" ||
+        fail "no restart event: $("$AEGIS" show "$p")"
+    "$AEGIS" cancel "$c" || fail cancel
+    "$AEGIS" wait "$p" > wait.txt || fail "producer: $(cat wait.txt)"
+    is_state "$p" done || fail "producer: $(job_field "$p" state)"
+}
+
+# What aegisd knows of a producer survives its restart: the restarts it
+# has had count on (the third is the third, not the first again), and a
+# producer still winding down from its stop when aegisd went away ends
+# as done, its feed's last consumer having ended, not as cancelled.
+case_feedsched_durable() {
+    echo "observe_s: 2" >> "$DIR/aegis.yaml"
+    start
+    cd "$DIR/work"
+    # on the GPU, and winding down on SIGTERM until the file "go" exists
+    p=$("$AEGIS" feed start imagenet -- sh -c \
+        'trap "until [ -e go ]; do sleep 0.1; done; exit 0" TERM
+         "$0" --mib 500 --seconds 120 --smact 0.1 & wait' "$FAKE") ||
+        fail "feed start"
+    c=$("$AEGIS" submit --feed imagenet -- "$FAKE" --mib 1000 --seconds 60 --smact 0.1)
+    wait_until "producer and consumer running" all_running "$p" "$c"
+    kill_producer() { # N: the attempt that follows
+        local pid; pid=$(job_field "$p" pid) next=$1
+        [ -n "$pid" ] && kill -KILL -- "-$pid" || fail "no producer pid"
+        wait_until "the producer's attempt $next" eval \
+            '[ "$(job_field "$p" attempts)" = $next ] && is_state "$p" running'
+    }
+    restart_aegisd() {
+        kill -TERM "$(daemon_pid)"
+        wait_until "aegisd gone" eval '[ -z "$(daemon_pid)" ]'
+        start
+    }
+    kill_producer 2
+    restart_aegisd
+    kill_producer 3
+    "$AEGIS" show "$p" | grep -q "restarted for its consumers (2 of 3)" ||
+        fail "the restart count did not survive aegisd: $("$AEGIS" show "$p")"
+    "$AEGIS" cancel "$c" || fail cancel
+    wait_until "the producer's stop" eval \
+        '"$AEGIS" show "$p" | grep -q "cancel: SIGTERM sent"'
+    restart_aegisd
+    touch go
+    "$AEGIS" wait "$p" > wait.txt
+    is_state "$p" done || fail "producer: $(job_field "$p" state): $(cat wait.txt)"
+    grep -q "stopped: feed imagenet's last consumer ended" wait.txt ||
+        fail "producer's end: $(cat wait.txt)"
+}
+
+# A producer that never touches its GPU (its batches in host memory) is
+# never seen active there: its consumer waits for that GPU's observation
+# no longer than observe_s, then goes where it fits.
+case_feedsched_cpuproducer() {
+    echo "observe_s: 2" >> "$DIR/aegis.yaml"
+    start
+    cd "$DIR/work"
+    p=$("$AEGIS" feed start imagenet -- sh -c 'while :; do sleep 0.1; done') ||
+        fail "feed start"
+    c=$("$AEGIS" submit --feed imagenet -- "$FAKE" --mib 1000 --seconds 60 --smact 0.1)
+    wait_until "producer and consumer running" all_running "$p" "$c"
+    "$AEGIS" cancel "$c" || fail cancel
+    "$AEGIS" wait "$p" > /dev/null
+    is_state "$p" done || fail "producer: $(job_field "$p" state)"
+}
+
+# A held consumer has not ended: when the others end, the producer is
+# stopped but goes back to sleep (also across a restart of aegisd), and
+# the release wakes it again for the held one; after that one's end it is
+# done.
+# hold_setup: producer $p runs for consumer $c1; $c2, held, waits for
+# $c1's end; $c1 is cancelled, and $p must go back to sleep for $c2.
+hold_setup() {
+    echo "observe_s: 2" >> "$DIR/aegis.yaml"
+    start
+    cd "$DIR/work"
+    p=$("$AEGIS" feed start imagenet -- "$FAKE" --mib 500 --seconds 120 --smact 0.1) ||
+        fail "feed start"
+    c1=$("$AEGIS" submit --feed imagenet -- "$FAKE" --mib 1000 --seconds 60 --smact 0.1)
+    c2=$("$AEGIS" submit --feed imagenet --after "afterany:$c1" -- "$FAKE" --mib 1000 --seconds 2 --smact 0.1)
+    "$AEGIS" hold "$c2" > /dev/null || fail hold
+    wait_until "producer and first consumer running" all_running "$p" "$c1"
+    "$AEGIS" cancel "$c1" || fail cancel
+    wait_until "the producer back to sleep" eval 'asleep || is_state "$p" done'
+    asleep || fail "producer: $(job_field "$p" state): $("$AEGIS" show "$p")"
+}
+asleep() {
+    is_state "$p" queued && [ "$(job_field "$p" attempts)" = 1 ] &&
+        [ "$(job_field "$p" wait_reason)" = "no job of feed imagenet queued yet" ]
+}
+
+case_feedsched_hold() {
+    hold_setup
+    "$AEGIS" show "$p" | grep -q "back to sleep" || fail "no event: $("$AEGIS" show "$p")"
+    kill -TERM "$(daemon_pid)" # and it sleeps on across a restart
+    wait_until "aegisd gone" eval '[ -z "$(daemon_pid)" ]'
+    start
+    asleep || fail "woken by aegisd's restart: $(job_field "$p" state)"
+    "$AEGIS" release "$c2" > /dev/null || fail release
+    "$AEGIS" wait "$c2" > /dev/null || fail "the held consumer failed"
+    "$AEGIS" wait "$p" > wait.txt
+    is_state "$p" done || fail "producer: $(job_field "$p" state): $(cat wait.txt)"
+    [ "$(job_field "$p" attempts)" = 2 ] || fail "attempts: $(job_field "$p" attempts)"
+}
+
+# The held job it slept for is cancelled instead: the producer, which has
+# run, ends as done rather than sleeping for ever.
+case_feedsched_holdcancel() {
+    hold_setup
+    "$AEGIS" cancel "$c2" || fail cancel
+    wait_until "the producer's end" eval '! asleep'
+    is_state "$p" done || fail "producer: $(job_field "$p" state)"
 }
 
 e2e_run

@@ -153,8 +153,9 @@ assert j['used_mib']==3000 and j['sm_pct']==80, j" 2>/dev/null; do
     "$AEGIS" top > snap.txt || fail "top: exit $?"
     [ "$(grep -cE "^ +$id root +1500/4000 MiB  SM  40%  pair$" snap.txt)" = 2 ] ||
         fail "not on both GPUs at 1500/4000 MiB, SM 40%: $(cat snap.txt)"
-    # a queued job has no measure
-    "$AEGIS" submit --name later --gpus 3 -- true > /dev/null || fail submit
+    # a queued job has no measure (it waits for pair, so it cannot start:
+    # with room beside pair it otherwise might, once pair is observed)
+    "$AEGIS" submit --name later --after "$id" -- true > /dev/null || fail submit
     "$AEGIS" ls --json | pyjson "
 j=[j for j in d if j['name']=='later'][0]
 assert j['state']=='queued' and 'used_mib' not in j and 'sm_pct' not in j, j" ||

@@ -1,7 +1,7 @@
 /* test_feeds.c -- the jobs of one data feed together (src/core/feeds.c):
  * consumers go beside their producer, waiting while its GPU observes; a
  * queued producer holds its consumers back; a full feed GPU sends them
- * elsewhere; and the reasons say so. */
+ * elsewhere, also while it observes; and the reasons say so. */
 #include "helpers.h"
 
 #include <string.h>
@@ -117,6 +117,25 @@ static void test_full_feed_gpu(void **state) {
     core_destroy(core);
 }
 
+/* A feed GPU still observing its producer, but whose memory could not
+ * take the consumer once it opens: the consumer does not wait for it,
+ * it takes an idle GPU at once. */
+static void test_observing_full_feed_gpu(void **state) {
+    core_state *core = make_core("aegis-plus", "magm", 2);
+    core_launch l[2];
+    submit_feed(core, 1, true, 0);
+    assert_int_equal(core_schedule(core, 0, l, 2), 1);
+    core_job_active(core, 1, 1);
+    for (double t = 1; t <= 3; t++) {
+        feed(core, 0, 39000, t);
+        feed(core, 1, 0, t);
+    }
+    submit_feed(core, 2, false, 3);
+    assert_int_equal(place_one(core, 3, l), 1);
+    assert_int_equal(l[0].gpus[0], 1);
+    core_destroy(core);
+}
+
 /* A feed name the core cannot keep is refused with the job's id. */
 static void test_long_name(void **state) {
     core_state *core = make_core("aegis", "magm", 1);
@@ -137,6 +156,7 @@ int main(void) {
         cmocka_unit_test(test_coplace_off),
         cmocka_unit_test(test_producer_first),
         cmocka_unit_test(test_full_feed_gpu),
+        cmocka_unit_test(test_observing_full_feed_gpu),
         cmocka_unit_test(test_long_name),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
