@@ -319,14 +319,16 @@ static const char *status_of(const sim_job *job) {
 }
 
 /* `"KEY": {"behind": 12.5, ...}` of the figures at by[0..
- * SIM_WAIT_KINDS), the reasons that held for no time left out; the time
+ * SIM_WAIT_KINDS), the reasons that held for no time left out (nor for
+ * under half a millisecond, which would print as 0: a job that reached
+ * its server at the end of another's run, a float's width away); the time
  * no reason was told for (a job left unasked, when the run ended in the
  * moment it arrived) is "other". */
 static void json_reasons(FILE *out, const char *key, const double *by) {
     fprintf(out, "\"%s\": {", key);
     const char *sep = "";
     for (int k = 0; k < SIM_WAIT_KINDS; k++) {
-        if (!(by[k] > 0)) continue;
+        if (!(by[k] >= 0.0005)) continue;
         fprintf(out, "%s\"%s\": %.3f", sep,
                 k == CORE_WAIT_NONE  ? "other"
                 : k == SIM_WAIT_SLURM ? "slurm"

@@ -283,6 +283,22 @@ assert p["dispatch"] == "work", p.get("dispatch")
 jobs = {j["index"]: j for j in p["jobs"]}
 assert jobs[2]["attempts"][0]["gpus"][0] == 1
 PY
+    # a job asking more aegis_mem than a node has is refused (sbatch
+    # refuses it): never started, the others run, exit 1 for it
+    printf 'submit_time_s,workload\n0,gpt2_xl_wiki_bs2_1gpu\n1,mnist_bs32_1gpu\n' \
+        >"$TMP/r.csv"
+    "$AEGIS" sim --trace "$TMP/r.csv" --gpus 1 --gpu-mem-mib 39000 --servers 2 \
+        --estimator faketensor_mib --dispatch slurm --policy aegis --json \
+        >"$TMP/r.json"
+    [ $? -eq 1 ] || fail "a refused job: exit not 1"
+    python3 - "$TMP/r.json" <<'PY' || fail "refused job"
+import json, sys
+p = json.load(open(sys.argv[1]))["policies"][0]
+st = {j["workload"]: (j["status"], len(j["attempts"])) for j in p["jobs"]}
+assert st == {"gpt2_xl_wiki_bs2_1gpu": ("unfinished", 0),
+              "mnist_bs32_1gpu": ("done", 1)}, st
+assert p["unfinished"] == 1
+PY
     "$AEGIS" sim --trace "$TMP/t.csv" --dispatch fastest 2>"$TMP/err"
     [ $? -eq 2 ] || fail "--dispatch fastest accepted"
     grep -q "dispatch" "$TMP/err" || fail "no message for a bad --dispatch" ;;
@@ -301,6 +317,24 @@ slurm_one_server)
         >"$TMP/s3.json" || fail "3 GPUs: exit $?"
     python3 "$SRC/tests/sim/check_json.py" "$TMP/s3.json" 60 3 ||
         fail "JSON checks" ;;
+slurm_retries)
+    # OOM retries under Slurm's dispatch: a job aegisd requeues stays on
+    # its node (slurm_step.h), every job ends, and the servers' logs grow.
+    "$AEGIS" gen-trace --jobs 40 --seed 3 --mean-gap-s 0 --workloads \
+        mobilenet_imagenet_bs128_1gpu,xception_imagenet_bs128_1gpu,gpt2_xl_wiki_bs2_1gpu \
+        >"$TMP/t.csv" || fail "gen-trace exit $?"
+    "$AEGIS" sim --trace "$TMP/t.csv" --servers 2 --dispatch slurm \
+        --policy aegis,exclusive --json >"$TMP/out.json" || fail "exit $?"
+    python3 "$SRC/tests/sim/check_json.py" "$TMP/out.json" 40 6 3 ||
+        fail "JSON checks"
+    python3 - "$TMP/out.json" <<'PY' || fail "retries"
+import json, sys
+p = json.load(open(sys.argv[1]))["policies"][0]
+assert p["ooms"] > 0, p["ooms"]
+for j in p["jobs"]:
+    assert len({a["gpus"][0] // 3 for a in j["attempts"]}) == 1, j
+PY
+    ;;
 *) fail "unknown case" ;;
 esac
 exit 0
