@@ -71,8 +71,9 @@ static const char help_head[] =
 "                         above) or slurm: Slurm's FIFO over each node's\n"
 "                         aegis_mem GRES (its GPU memory), a job asking its\n"
 "                         memory estimate and holding it until it ends\n"
-"    --threads T          servers replayed at once (default: one per CPU);\n"
-"                         the result is the same for any T\n"
+"    --threads T          servers replayed at once under --dispatch work\n"
+"                         (default: one per CPU); the result is the same\n"
+"                         for any T\n"
 "    --policy LIST        comma-separated policies, or all (default all):\n"
 "                        ";
 
