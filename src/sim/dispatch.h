@@ -1,4 +1,5 @@
-/* dispatch.h -- the front dispatcher of a multi-server simulation.
+/* dispatch.h -- the front dispatcher of a multi-server simulation, and
+ * what the dispatch modes share.
  *
  * It stands in for a cluster manager in front of independent aegis
  * servers, and like one it does not see inside their queues: it sends

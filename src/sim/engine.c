@@ -7,7 +7,8 @@
  * its jobs' records and its server's log of attempts straight into the
  * result; when every server is done, their figures are summed in server
  * order. Nothing depends on which thread ran which server: the output is
- * the same on any number of threads.
+ * the same on any number of threads. Under Slurm's dispatch the servers
+ * are stepped together instead (slurm_step.h), into the same result.
  */
 #include "engine.h"
 
