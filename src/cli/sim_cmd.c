@@ -33,7 +33,8 @@ static const char help_head[] =
 "\n"
 "SYNOPSIS\n"
 "    aegis sim --trace FILE [--catalog FILE] [--gpus N] [--gpu-mem-mib M]\n"
-"              [--servers S] [--threads T] [--policy NAME[,NAME...]|all]\n"
+"              [--servers S] [--dispatch work|slurm] [--threads T]\n"
+"              [--policy NAME[,NAME...]|all]\n"
 "              [--json] [--timeline FILE.svg] [--estimator COLUMN]\n"
 "              [--set NAME=VALUE]...\n"
 "              [--model NAME=VALUE]... [--grid-intensity G] [--pue P]\n"
@@ -66,8 +67,13 @@ static const char help_head[] =
 "                         each job to the server whose outstanding work\n"
 "                         (GPUs x solo time) runs out first (default 1);\n"
 "                         GPU k of server s is number s*N+k\n"
-"    --threads T          servers replayed at once (default: one per CPU);\n"
-"                         the result is the same for any T\n"
+"    --dispatch MODE      how jobs reach the servers: work (the default, as\n"
+"                         above) or slurm: Slurm's FIFO over each node's\n"
+"                         aegis_mem GRES (its GPU memory), a job asking its\n"
+"                         memory estimate and holding it until it ends\n"
+"    --threads T          servers replayed at once under --dispatch work\n"
+"                         (default: one per CPU); the result is the same\n"
+"                         for any T\n"
 "    --policy LIST        comma-separated policies, or all (default all):\n"
 "                        ";
 
@@ -310,6 +316,17 @@ static int set_estimator(sim_cmd *cmd, const char *column) {
     return -1;
 }
 
+static int set_dispatch(sim_cmd *cmd, const char *name) {
+    int mode = sim_dispatch_parse(name);
+    if (mode < 0) {
+        fprintf(stderr, "aegis sim: --dispatch: unknown dispatch '%s' (work "
+                "or slurm)\n", name);
+        return -1;
+    }
+    cmd->opt.dispatch = (sim_dispatch_mode)mode;
+    return 0;
+}
+
 /* Returns 0 to run, 1 after --help, -1 on bad usage. */
 static int parse_args(sim_cmd *cmd, int argc, char **argv) {
     static const struct option options[] = {
@@ -332,6 +349,7 @@ static int parse_args(sim_cmd *cmd, int argc, char **argv) {
         {"gpu-model", required_argument, NULL, 'U'},
         {"chart", required_argument, NULL, 'C'},
         {"threads", required_argument, NULL, 'n'},
+        {"dispatch", required_argument, NULL, 'D'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     long n;
@@ -379,6 +397,7 @@ static int parse_args(sim_cmd *cmd, int argc, char **argv) {
             rc = cli_parse_long("sim", "threads", optarg, 1, 256, &n);
             cmd->opt.threads = (int)n;
             break;
+        case 'D': rc = set_dispatch(cmd, optarg); break;
         case 'h': print_help(); return 1;
         default: rc = -1;
         }

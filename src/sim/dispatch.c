@@ -2,10 +2,31 @@
  * out first (dispatch.h), then groups the jobs by server. */
 #include "dispatch.h"
 
+#include "core.h"
 #include "order_key.h"
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
+
+static const char *const mode_names[] = {"work", "slurm"};
+
+const char *sim_dispatch_name(sim_dispatch_mode mode) {
+    return mode_names[mode];
+}
+
+int sim_dispatch_parse(const char *name) {
+    for (int m = 0; m < 2; m++)
+        if (!strcmp(name, mode_names[m])) return m;
+    return -1;
+}
+
+double sim_dispatch_mem_mib(const trace_job *job, int estimator) {
+    const cat_workload *w = job->work;
+    double est = w->est_mib[estimator];
+    /* a GRES is a count: whole MiB, which also keeps the nodes' sums exact */
+    return ceil((est == CORE_UNKNOWN ? w->peak_mib : est) * w->num_gpus);
+}
 
 /* The servers' drain times in a tournament tree: each inner node holds the
  * server, of those below it, whose work runs out first, with its time, so

@@ -1,4 +1,5 @@
-/* dispatch.h -- the front dispatcher of a multi-server simulation.
+/* dispatch.h -- the front dispatcher of a multi-server simulation, and
+ * what the dispatch modes share.
  *
  * It stands in for a cluster manager in front of independent aegis
  * servers, and like one it does not see inside their queues: it sends
@@ -17,6 +18,21 @@
 #include "trace.h"
 
 #include <stdint.h>
+
+/* How jobs reach servers (sim_options.dispatch). */
+typedef enum sim_dispatch_mode {
+    SIM_DISPATCH_WORK,  /* planned up front by outstanding work (below) */
+    SIM_DISPATCH_SLURM  /* as Slurm with aegisd on each node (slurm_step.h) */
+} sim_dispatch_mode;
+
+/* The mode's name in outputs ("work", "slurm"), and back: -1 if unknown. */
+const char *sim_dispatch_name(sim_dispatch_mode mode);
+int sim_dispatch_parse(const char *name);
+
+/* The aegis_mem a job asks Slurm for (--aegis-mem), in whole MiB: the
+ * memory the core is told it needs, its estimate, on each of its GPUs;
+ * its true peak where the estimator knows none. */
+double sim_dispatch_mem_mib(const trace_job *job, int estimator);
 
 /* The servers' job lists: jobs of server s are ids[start[s]..start[s+1]),
  * trace indexes in submit order. */

@@ -7,13 +7,16 @@
  * its jobs' records and its server's log of attempts straight into the
  * result; when every server is done, their figures are summed in server
  * order. Nothing depends on which thread ran which server: the output is
- * the same on any number of threads.
+ * the same on any number of threads. Under Slurm's dispatch the servers
+ * are stepped together instead (slurm_step.h), into the same result.
  */
 #include "engine.h"
 
 #include "dispatch.h"
 #include "prefault.h"
 #include "replay.h"
+#include "slurm_step.h"
+#include "waits.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -77,6 +80,7 @@ static sim_result *result_new(engine *e, const char *policy) {
     if (!r) return NULL;
     r->policy = policy;
     r->sharing = share_mode_name(e->opt->sharing);
+    r->dispatch = sim_dispatch_name(e->opt->dispatch);
     r->servers = e->opt->servers;
     r->gpus_per_server = e->opt->gpus;
     r->njobs = e->trace->count;
@@ -86,7 +90,7 @@ static sim_result *result_new(engine *e, const char *policy) {
     r->jobs = malloc((size_t)r->njobs * sizeof(*r->jobs));
     r->logs = calloc((size_t)r->servers, sizeof(*r->logs));
     if (e->opt->reasons)
-        r->wait_by_reason = calloc((size_t)r->njobs * CORE_WAIT_KINDS,
+        r->wait_by_reason = calloc((size_t)r->njobs * SIM_WAIT_KINDS,
                                    sizeof(*r->wait_by_reason));
     if (!r->jobs || !r->logs || (e->opt->reasons && !r->wait_by_reason)) {
         sim_result_free(r);
@@ -132,14 +136,17 @@ static void first_error(const engine *e, char *err, size_t errlen) {
 /* Sends the jobs to servers and sets up their replays. The dispatch is one
  * pass on one thread, so the result's job records meanwhile have their
  * pages mapped on the other (prefault.h): the replays then write them
- * without stopping for page faults. */
+ * without stopping for page faults. Under Slurm's dispatch the servers
+ * start with no jobs: they get them as they go (slurm_step.h). */
 static int engine_init(engine *e, const trace *t, const sim_options *opt,
                        const char *policy) {
     e->res = result_new(e, policy);
     if (!e->res) return -1;
+    bool planned = opt->dispatch == SIM_DISPATCH_WORK;
     prefault pages;
     prefault_start(&pages, e->res->jobs, (size_t)t->count * sizeof(*e->res->jobs));
-    int rc = sim_dispatch_plan(&e->dispatch, t, opt->servers, opt->gpus);
+    int rc = planned ? sim_dispatch_plan(&e->dispatch, t, opt->servers, opt->gpus)
+                     : 0;
     prefault_finish(&pages);
     e->servers = calloc((size_t)opt->servers, sizeof(*e->servers));
     if (rc < 0 || !e->servers) return -1;
@@ -147,7 +154,8 @@ static int engine_init(engine *e, const trace *t, const sim_options *opt,
         const int32_t *start = e->dispatch.start;
         e->servers[s] = (replay){
             .opt = opt, .policy = policy, .server = s, .trace = t->jobs,
-            .ids = &e->dispatch.ids[start[s]], .njobs = start[s + 1] - start[s],
+            .ids = planned ? &e->dispatch.ids[start[s]] : NULL,
+            .njobs = planned ? start[s + 1] - start[s] : 0,
             .start_s = t->jobs[0].submit_s, .out = e->res->jobs,
             .wait_by_reason = e->res->wait_by_reason,
             .log = &e->res->logs[s]};
@@ -167,7 +175,12 @@ sim_result *sim_run(const trace *t, const sim_options *opt, const char *policy,
     engine e = {.trace = t, .opt = opt};
     int rc = engine_init(&e, t, opt, policy);
     if (rc == 0) {
-        replay_servers(&e);
+        if (opt->dispatch == SIM_DISPATCH_SLURM) {
+            if (slurm_step_run(e.servers, t, opt, e.res->jobs) < 0)
+                atomic_store(&e.failed, true);
+        } else {
+            replay_servers(&e);
+        }
         if (atomic_load(&e.failed)) {
             first_error(&e, err, errlen);
             rc = -2;

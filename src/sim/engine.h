@@ -8,7 +8,9 @@
  *
  * Each server's replay (replay.h) depends only on the jobs the dispatcher
  * (dispatch.h) sent it, so servers are replayed in parallel threads: the
- * result is the same on any number of threads. The result keeps each
+ * result is the same on any number of threads. Slurm's dispatch
+ * (slurm_step.h) depends on when jobs end, so it steps the servers
+ * together on one thread. The result keeps each
  * server's attempts where its replay wrote them, in a log per server
  * (sim_server_log), and a job names its server: copying a million attempts
  * into one array, and renumbering them, took a tenth of a big run.
@@ -20,6 +22,7 @@
 #define AEGIS_ENGINE_H
 
 #include "core.h"
+#include "dispatch.h"
 #include "model.h"
 #include "trace.h"
 
@@ -29,6 +32,7 @@
 
 typedef struct sim_options {
     int servers;                /* identical servers behind the dispatcher */
+    sim_dispatch_mode dispatch; /* how jobs reach them (dispatch.h) */
     int gpus;                   /* GPUs per server */
     double gpu_mem_mib;         /* memory of each GPU */
     int estimator;              /* CAT_EST_* fed to the core as est_mib */
@@ -88,6 +92,7 @@ typedef struct sim_server_log {
 typedef struct sim_result {
     const char *policy;
     const char *sharing;        /* the GPUs' sharing mode, by name */
+    const char *dispatch;       /* sim_dispatch_name() of its dispatch */
     int servers, gpus_per_server;
     sim_job *jobs;              /* in trace order (sorted by submit) */
     int njobs;
@@ -101,7 +106,8 @@ typedef struct sim_result {
     int ooms, stopped, unfinished;
     double *wait_by_reason;     /* with sim_options.reasons: seconds each job
                                    waited for each core_wait kind, at
-                                   [job * CORE_WAIT_KINDS + kind]; else NULL */
+                                   [job * SIM_WAIT_KINDS + kind] (waits.h);
+                                   else NULL */
 } sim_result;
 
 /* Simulates the whole trace under `policy`. Returns NULL with a message in

@@ -87,9 +87,12 @@ int sim_heap_push(sim_heap *h, double t, sim_event_kind kind, int32_t id) {
 }
 
 int sim_heap_keys(sim_heap *h, int njobs) {
-    h->pos = malloc((size_t)njobs * sizeof(*h->pos));
-    if (!h->pos) return -1;
-    for (int i = 0; i < njobs; i++) h->pos[i] = -1;
+    if (njobs <= h->nkeys) return 0;
+    int32_t *more = realloc(h->pos, (size_t)njobs * sizeof(*h->pos));
+    if (!more) return -1;
+    h->pos = more;
+    for (int i = h->nkeys; i < njobs; i++) h->pos[i] = -1;
+    h->nkeys = njobs;
     return 0;
 }
 

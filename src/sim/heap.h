@@ -55,6 +55,7 @@ typedef struct sim_heap {
     int count;          /* events queued, heap and lane together */
     int32_t *pos;       /* per job: index of its SIM_EV_COMPLETE in items,
                            or -1; NULL until sim_heap_keys() */
+    int nkeys;          /* jobs pos has room for */
     uint64_t next_seq;
 } sim_heap;
 
@@ -65,8 +66,9 @@ int sim_heap_push(sim_heap *h, double t, sim_event_kind kind, int32_t id);
  * function before it. */
 int sim_heap_push_ordered(sim_heap *h, double t, sim_event_kind kind,
                           int32_t id);
-/* Makes room for keyed completion events of jobs 0..njobs-1. Returns 0,
- * or -1 when out of memory. */
+/* Makes room for keyed completion events of jobs 0..njobs-1, keeping the
+ * jobs' it had room for (a replay that takes jobs as they come grows it).
+ * Returns 0, or -1 when out of memory. */
 int sim_heap_keys(sim_heap *h, int njobs);
 /* Sets job id's completion event to time t, pushing it if it has none.
  * SIM_EV_COMPLETE events go through here only, after sim_heap_keys(). */

@@ -13,6 +13,7 @@
  */
 #include "replay.h"
 
+#include "dispatch.h"
 #include "share_model.h"
 
 #include <math.h>
@@ -193,6 +194,8 @@ static void job_leaves(replay *r, int32_t j, sim_job_state state, double t) {
     job->end_s = t;
     r->finished++;
     if (state == SIM_STOPPED) r->stopped++;
+    if (r->opt->dispatch == SIM_DISPATCH_SLURM)
+        r->left_mib += sim_dispatch_mem_mib(row_of(r, j), r->opt->estimator);
 }
 
 /* Closes job j's current attempt at t and tells the core how it ended. */
@@ -419,40 +422,52 @@ static int handle(replay *r, const sim_event *ev) {
     return 0;
 }
 
-static int run_loop(replay *r) {
-    int next = 0, idle_wakeups = 0;
-    while (r->finished < r->njobs) {
-        bool have_event = r->heap.count > 0, have_arrival = next < r->njobs;
-        if (!have_event && !have_arrival) break;
-        double t = have_event ? sim_heap_next_t(&r->heap) : INFINITY;
-        if (have_arrival && row_of(r, next)->submit_s < t)
-            t = row_of(r, next)->submit_s;
-        bool only_wakeups = true, only_arrivals = true;
-        while (r->heap.count > 0 && sim_heap_next_t(&r->heap) == t) {
-            sim_event ev;
-            sim_heap_pop(&r->heap, &ev);
-            only_wakeups &= ev.kind == SIM_EV_WAKEUP;
-            only_arrivals = false;
-            if (handle(r, &ev) < 0) return -1;
-        }
-        while (next < r->njobs && row_of(r, next)->submit_s == t) {
-            only_wakeups = false;
-            if (on_arrival(r, next++, t) < 0) return -1;
-        }
-        if (r->dirty || r->rewake) {
-            bool place = r->dirty;
-            int was_running = r->running;
-            r->dirty = r->rewake = false;
-            if (schedule(r, t, place) < 0) return -1;
-            only_arrivals &= r->running == was_running; /* no launch */
-        }
-        if (r->waits.by_reason)
-            sim_waits_refresh(&r->waits, r->core, t, only_arrivals);
-        bool stuck = only_wakeups && r->running == 0 && next == r->njobs;
-        idle_wakeups = stuck ? idle_wakeups + 1 : 0;
-        if (idle_wakeups > MAX_IDLE_WAKEUPS) break;
+double replay_next_t(const replay *r) {
+    if (r->finished == r->njobs || r->stuck) return INFINITY;
+    double t = r->heap.count > 0 ? sim_heap_next_t(&r->heap) : INFINITY;
+    if (r->next < r->njobs && row_of(r, r->next)->submit_s < t)
+        t = row_of(r, r->next)->submit_s;
+    return t;
+}
+
+int replay_events(replay *r, double t) {
+    r->only_wakeups = r->only_arrivals = true;
+    while (r->heap.count > 0 && sim_heap_next_t(&r->heap) == t) {
+        sim_event ev;
+        sim_heap_pop(&r->heap, &ev);
+        r->only_wakeups &= ev.kind == SIM_EV_WAKEUP;
+        r->only_arrivals = false;
+        if (handle(r, &ev) < 0) return -1;
     }
     return 0;
+}
+
+int replay_settle(replay *r, double t) {
+    while (r->next < r->njobs && row_of(r, r->next)->submit_s == t) {
+        r->only_wakeups = false;
+        if (on_arrival(r, r->next++, t) < 0) return -1;
+    }
+    if (r->dirty || r->rewake) {
+        bool place = r->dirty;
+        int was_running = r->running;
+        r->dirty = r->rewake = false;
+        if (schedule(r, t, place) < 0) return -1;
+        r->only_arrivals &= r->running == was_running; /* no launch */
+    }
+    if (r->waits.by_reason)
+        sim_waits_refresh(&r->waits, r->core, t, r->only_arrivals);
+    bool stuck = r->only_wakeups && r->running == 0 && r->next == r->njobs;
+    r->idle_wakeups = stuck ? r->idle_wakeups + 1 : 0;
+    r->stuck = r->idle_wakeups > MAX_IDLE_WAKEUPS;
+    return 0;
+}
+
+static int run_loop(replay *r) {
+    for (;;) {
+        double t = replay_next_t(r);
+        if (t == INFINITY) return 0;
+        if (replay_events(r, t) < 0 || replay_settle(r, t) < 0) return -1;
+    }
 }
 
 /* ---- setting up and closing ------------------------------------------------ */
@@ -485,19 +500,31 @@ static int log_init(sim_server_log *log, int njobs, long job_gpus) {
     return log->attempts && log->gpus ? 0 : -1;
 }
 
+/* Makes room in the per-job arrays for cap jobs. Returns 0, or -1 when
+ * out of memory. */
+static int reserve_jobs(replay *r, int cap) {
+    if (cap <= r->cap) return 0;
+    sim_job *jobs = realloc(r->jobs, (size_t)cap * sizeof(*jobs));
+    if (jobs) r->jobs = jobs;
+    trace_job *rows = realloc(r->rows, (size_t)cap * sizeof(*rows));
+    if (rows) r->rows = rows;
+    job_progress *progress = realloc(r->progress, (size_t)cap * sizeof(*progress));
+    if (progress) r->progress = progress;
+    if (!jobs || !rows || !progress || sim_heap_keys(&r->heap, cap) < 0 ||
+        sim_waits_reserve(&r->waits, r->ids, cap) < 0)
+        return -1;
+    r->cap = cap;
+    return 0;
+}
+
 static int replay_init(replay *r) {
     const sim_options *opt = r->opt;
     r->wake_t = -1;
     r->last_end_s = r->start_s;
-    r->jobs = malloc((size_t)(r->njobs ? r->njobs : 1) * sizeof(*r->jobs));
-    r->rows = malloc((size_t)(r->njobs ? r->njobs : 1) * sizeof(*r->rows));
-    r->progress = malloc((size_t)(r->njobs ? r->njobs : 1) *
-                         sizeof(*r->progress));
     r->gpu = calloc((size_t)opt->gpus, sizeof(*r->gpu));
     double *totals = malloc((size_t)opt->gpus * sizeof(*totals));
-    if (!r->jobs || !r->rows || !r->progress || !r->gpu || !totals ||
-        sim_heap_keys(&r->heap, r->njobs) < 0 ||
-        sim_waits_init(&r->waits, r->wait_by_reason, r->ids, r->njobs) < 0 ||
+    sim_waits_init(&r->waits, r->wait_by_reason, r->ids, 0);
+    if (!r->gpu || !totals || reserve_jobs(r, r->njobs ? r->njobs : 1) < 0 ||
         log_init(r->log, r->njobs, copy_rows(r)) < 0) {
         free(totals);
         return out_of_memory(r);
@@ -535,9 +562,45 @@ static void free_working_state(replay *r) {
     r->progress = NULL;
 }
 
-int replay_run(replay *r) {
-    int rc = replay_init(r);
-    if (rc == 0) rc = run_loop(r);
+int replay_start(replay *r) { return replay_init(r); }
+
+int replay_add(replay *r, int32_t id, double t) {
+    if (!r->own_ids || r->njobs == r->cap) {
+        int cap = r->njobs == r->cap ? r->cap * 2 : r->cap;
+        int32_t *ids = realloc(r->own_ids, (size_t)cap * sizeof(*ids));
+        if (!ids) return out_of_memory(r);
+        r->ids = r->own_ids = ids;
+        sim_waits_reserve(&r->waits, ids, 0); /* they moved */
+        if (reserve_jobs(r, cap) < 0) return out_of_memory(r);
+    }
+    /* Wakeups left from before the job: nothing ran, so nothing heeded
+     * them (replay_next_t() offered none). */
+    while (r->heap.count > 0 && sim_heap_next_t(&r->heap) < t) {
+        sim_event ev;
+        sim_heap_pop(&r->heap, &ev);
+    }
+    if (r->wake_t < t) r->wake_t = -1;
+    int j = r->njobs++;
+    r->own_ids[j] = id;
+    r->rows[j] = r->trace[id];
+    r->rows[j].submit_s = t; /* it reaches the server when Slurm starts it */
+    if (r->wait_by_reason)
+        r->wait_by_reason[(size_t)id * SIM_WAIT_KINDS + SIM_WAIT_SLURM] +=
+            t - r->trace[id].submit_s;
+    r->jobs[j] = (sim_job){.src = &r->trace[id], .first_attempt = -1,
+                           .last_attempt = -1, .server = r->server};
+    r->stuck = false;
+    r->idle_wakeups = 0;
+    return 0;
+}
+
+double replay_take_left(replay *r) {
+    double left = r->left_mib;
+    r->left_mib = 0;
+    return left;
+}
+
+int replay_finish(replay *r, int rc) {
     for (int i = 0; rc == 0 && i < r->njobs; i++) {
         if (i + ROW_PREFETCH < r->njobs)
             __builtin_prefetch(&r->out[r->ids[i + ROW_PREFETCH]], 1);
@@ -545,6 +608,12 @@ int replay_run(replay *r) {
     }
     free_working_state(r);
     return rc;
+}
+
+int replay_run(replay *r) {
+    int rc = replay_init(r);
+    if (rc == 0) rc = run_loop(r);
+    return replay_finish(r, rc);
 }
 
 void replay_close_books(replay *r, double t) {
@@ -556,4 +625,5 @@ void replay_free(replay *r) {
      * belongs to the result. */
     for (int g = 0; r->gpu && g < r->opt->gpus; g++) free(r->gpu[g].active);
     free(r->gpu);
+    free(r->own_ids);
 }

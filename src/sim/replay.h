@@ -10,6 +10,11 @@
  *
  * Inside a replay, jobs are numbered 0..njobs-1 in submit order (the core
  * knows them by that number) and GPUs 0..gpus-1.
+ *
+ * replay_run() replays a server's jobs given up front. Slurm's dispatch
+ * (engine.c) steps all servers together instead: replay_start(), then at
+ * each moment replay_events(), replay_add() of the jobs Slurm starts on
+ * the server then, and replay_settle(), and finally replay_finish().
  */
 #ifndef AEGIS_REPLAY_H
 #define AEGIS_REPLAY_H
@@ -67,7 +72,7 @@ typedef struct replay {
     int server;
     const trace_job *trace;     /* the whole trace's rows */
     const int32_t *ids;         /* this server's jobs' trace indexes */
-    int njobs;
+    int njobs;                  /* (replay_add() grows both) */
     double start_s;             /* the trace's first submit */
 
     sim_job *out;               /* the result's jobs, by trace index */
@@ -97,6 +102,15 @@ typedef struct replay {
     bool dirty;                 /* ask the core at the end of this moment */
     bool rewake;                /* ask it only for its next wakeup */
     int running;                /* jobs launched or active */
+    int next;                   /* the next job to arrive */
+    int cap;                    /* jobs the arrays have room for */
+    int32_t *own_ids;           /* ids, when replay_add() grows them */
+    double left_mib;            /* the aegis_mem (dispatch.h) of the jobs
+                                   that left since replay_take_left() */
+    bool only_wakeups;          /* what the moment being replayed held */
+    bool only_arrivals;
+    bool stuck;                 /* the core asks for wakeups forever */
+    int idle_wakeups;
     sim_waits waits;            /* waiting time by reason, when counted */
     sim_loaders loaders;        /* the data loaders running */
 
@@ -107,6 +121,24 @@ typedef struct replay {
  * frees its working state. Returns 0, or -1 with r->err set. Either way
  * replay_free() releases the rest. */
 int replay_run(replay *r);
+
+/* Stepping a replay from outside, moment by moment: */
+int replay_start(replay *r);
+/* The time of r's next moment, INFINITY when none is due: every job given
+ * to it has left, or its core is stuck. */
+double replay_next_t(const replay *r);
+/* Handles r's events at t, its next moment. */
+int replay_events(replay *r, double t);
+/* Trace job `id` arrives at t, no earlier than the moment last replayed.
+ * Returns 0, or -1 with r->err set. */
+int replay_add(replay *r, int32_t id, double t);
+/* Handles the arrivals at t and asks the core for its decisions. */
+int replay_settle(replay *r, double t);
+/* The aegis_mem the jobs that left since the last call held. */
+double replay_take_left(replay *r);
+/* Writes r's jobs' records into the result and frees the working state,
+ * after rc, the replay's status so far; returns rc. */
+int replay_finish(replay *r, int rc);
 
 /* Counts each GPU's energy (idle by now) up to t, the run's last end. */
 void replay_close_books(replay *r, double t);

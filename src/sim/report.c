@@ -4,6 +4,7 @@
 #include "report.h"
 
 #include "order_key.h"
+#include "waits.h"
 
 #include <stddef.h>
 #include <stdlib.h>
@@ -318,16 +319,20 @@ static const char *status_of(const sim_job *job) {
 }
 
 /* `"KEY": {"behind": 12.5, ...}` of the figures at by[0..
- * CORE_WAIT_KINDS), the reasons that held for no time left out; the time
+ * SIM_WAIT_KINDS), the reasons that held for no time left out (nor for
+ * under half a millisecond, which would print as 0: a job that reached
+ * its server at the end of another's run, a float's width away); the time
  * no reason was told for (a job left unasked, when the run ended in the
  * moment it arrived) is "other". */
 static void json_reasons(FILE *out, const char *key, const double *by) {
     fprintf(out, "\"%s\": {", key);
     const char *sep = "";
-    for (int k = 0; k < CORE_WAIT_KINDS; k++) {
-        if (!(by[k] > 0)) continue;
+    for (int k = 0; k < SIM_WAIT_KINDS; k++) {
+        if (!(by[k] >= 0.0005)) continue;
         fprintf(out, "%s\"%s\": %.3f", sep,
-                k == CORE_WAIT_NONE ? "other" : core_wait_name((core_wait)k),
+                k == CORE_WAIT_NONE  ? "other"
+                : k == SIM_WAIT_SLURM ? "slurm"
+                                      : core_wait_name((core_wait)k),
                 by[k]);
         sep = ", ";
     }
@@ -348,7 +353,7 @@ static void json_job(FILE *out, const sim_result *r, const sim_job *job) {
     fputs(", ", out);
     if (r->wait_by_reason) {
         json_reasons(out, "wait_by_reason_s", &r->wait_by_reason[(size_t)(job - r->jobs) *
-                                             CORE_WAIT_KINDS]);
+                                             SIM_WAIT_KINDS]);
         fputs(", ", out);
     }
     json_attempts(out, r, job);
@@ -361,6 +366,8 @@ void report_json_policy(FILE *out, const sim_result *r,
     json_text(out, s->policy);
     fputs(", \"sharing\": ", out);
     json_text(out, s->sharing);
+    fputs(", \"dispatch\": ", out);
+    json_text(out, r->dispatch);
     fprintf(out, ", \"servers\": %d, \"gpus_per_server\": %d, "
             "\"makespan_s\": %.3f, \"mean_jct_s\": %.3f, \"p50_jct_s\": %.3f, "
             "\"p95_jct_s\": %.3f, \"mean_wait_s\": %.3f, "
@@ -381,10 +388,10 @@ void report_json_policy(FILE *out, const sim_result *r,
     free(text);
     json_decref(jobs_total);
     if (r->wait_by_reason) {
-        double sum[CORE_WAIT_KINDS] = {0};
+        double sum[SIM_WAIT_KINDS] = {0};
         for (int i = 0; i < r->njobs; i++)
-            for (int k = 0; k < CORE_WAIT_KINDS; k++)
-                sum[k] += r->wait_by_reason[(size_t)i * CORE_WAIT_KINDS + k];
+            for (int k = 0; k < SIM_WAIT_KINDS; k++)
+                sum[k] += r->wait_by_reason[(size_t)i * SIM_WAIT_KINDS + k];
         json_reasons(out, "total_wait_by_reason_s", sum);
         fputs(", \"jobs\": [", out);
     } else {

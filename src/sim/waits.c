@@ -2,17 +2,35 @@
 #include "waits.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 int sim_waits_init(sim_waits *w, double *by_reason, const int32_t *ids,
                    int njobs) {
-    *w = (sim_waits){.by_reason = by_reason, .ids = ids};
-    if (!by_reason) return 0;
-    size_t n = (size_t)(njobs ? njobs : 1);
-    w->kind = malloc(n * sizeof(*w->kind));
-    w->since = malloc(n * sizeof(*w->since));
-    w->queued = calloc(n, sizeof(*w->queued));
-    w->front_at = calloc(n, sizeof(*w->front_at));
-    return w->kind && w->since && w->queued && w->front_at ? 0 : -1;
+    *w = (sim_waits){.by_reason = by_reason};
+    return sim_waits_reserve(w, ids, njobs);
+}
+
+/* Grows *items, of n elements of `size` bytes, to `cap` elements, the new
+ * ones zeroed. Returns 0, or -1 when out of memory. */
+static int grow_zeroed(void **items, int n, int cap, size_t size) {
+    char *more = realloc(*items, (size_t)cap * size);
+    if (!more) return -1;
+    memset(more + (size_t)n * size, 0, (size_t)(cap - n) * size);
+    *items = more;
+    return 0;
+}
+
+int sim_waits_reserve(sim_waits *w, const int32_t *ids, int njobs) {
+    w->ids = ids;
+    if (!w->by_reason || njobs <= w->cap) return 0;
+    if (grow_zeroed((void **)&w->kind, w->cap, njobs, sizeof(*w->kind)) < 0 ||
+        grow_zeroed((void **)&w->since, w->cap, njobs, sizeof(*w->since)) < 0 ||
+        grow_zeroed((void **)&w->queued, w->cap, njobs, sizeof(*w->queued)) < 0 ||
+        grow_zeroed((void **)&w->front_at, w->cap, njobs,
+                    sizeof(*w->front_at)) < 0)
+        return -1;
+    w->cap = njobs;
+    return 0;
 }
 
 void sim_waits_free(sim_waits *w) {
@@ -25,7 +43,7 @@ void sim_waits_free(sim_waits *w) {
 
 /* Counts job j's time under its reason up to t, and gives it `kind`. */
 static void change(sim_waits *w, int32_t j, core_wait kind, double t) {
-    w->by_reason[(size_t)w->ids[j] * CORE_WAIT_KINDS + w->kind[j]] +=
+    w->by_reason[(size_t)w->ids[j] * SIM_WAIT_KINDS + w->kind[j]] +=
         t - w->since[j];
     w->since[j] = t;
     w->kind[j] = (uint8_t)kind;

@@ -18,8 +18,13 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* The replay's reasons: the core's, and the time a job spent in Slurm's
+ * queue before it reached its server (slurm_step.h), "slurm" in outputs. */
+#define SIM_WAIT_SLURM CORE_WAIT_KINDS
+#define SIM_WAIT_KINDS (CORE_WAIT_KINDS + 1)
+
 typedef struct sim_waits {
-    double *by_reason;          /* the result's, CORE_WAIT_KINDS per trace
+    double *by_reason;          /* the result's, SIM_WAIT_KINDS per trace
                                    job; NULL: nothing is counted */
     const int32_t *ids;         /* replay job -> trace index */
     uint8_t *kind;              /* each job's reason since `since` */
@@ -31,12 +36,16 @@ typedef struct sim_waits {
     int32_t front[CORE_BACKFILL_DEPTH]; /* jobs whose reason is not
                                    "behind", as the last refresh found */
     int nfront;
+    int cap;                    /* jobs the arrays have room for */
 } sim_waits;
 
 /* Sets w up for njobs jobs, counting into by_reason unless it is NULL.
  * Returns 0, or -1 when out of memory. */
 int sim_waits_init(sim_waits *w, double *by_reason, const int32_t *ids,
                    int njobs);
+/* Makes room for njobs jobs, numbered to trace indexes by ids (which may
+ * have moved). Returns 0, or -1 when out of memory. */
+int sim_waits_reserve(sim_waits *w, const int32_t *ids, int njobs);
 void sim_waits_free(sim_waits *w);
 
 /* Job j joins the queue (arrival, or a retry) at t. */

@@ -246,6 +246,95 @@ PY
     [ $? -eq 2 ] || fail "--pue 0.5 accepted"
     "$AEGIS" sim --trace "$DEMO" --report-csv /nonexistent/x.csv 2>/dev/null
     [ $? -eq 1 ] || fail "unwritable --report-csv" ;;
+slurm_fifo)
+    # --dispatch slurm on 2 one-GPU nodes (aegis_mem 40960 each), faketensor
+    # estimates: xception 16641 MiB, gpt2_xl 40000, mnist 37. By hand:
+    # A, B fit node 0 together (first fit), C goes to node 1, D fits no
+    # node and waits in Slurm's queue, E fits node 0 but waits behind D
+    # (FIFO). When C ends, node 1 is free: D goes there, then E to node 0
+    # (its aegisd starts it when its policy lets it).
+    printf 'job_index,submit_time_s,workload\n1,0,xception_imagenet_bs128_1gpu\n2,1,xception_imagenet_bs128_1gpu\n3,2,xception_imagenet_bs128_1gpu\n4,3,gpt2_xl_wiki_bs2_1gpu\n5,4,mnist_bs32_1gpu\n' >"$TMP/t.csv"
+    for pol in aegis exclusive; do
+        "$AEGIS" sim --trace "$TMP/t.csv" --servers 2 --gpus 1 \
+            --estimator faketensor_mib --dispatch slurm --policy $pol --json \
+            >"$TMP/o.json" || fail "$pol: exit $?"
+        python3 - "$TMP/o.json" <<'PY' || fail "$pol: not the hand-made assignment"
+import json, sys
+p = json.load(open(sys.argv[1]))["policies"][0]
+assert p["dispatch"] == "slurm", p.get("dispatch")
+jobs = {j["index"]: j for j in p["jobs"]}
+node = {i: jobs[i]["attempts"][0]["gpus"][0] for i in jobs}
+assert node == {1: 0, 2: 0, 3: 1, 4: 1, 5: 0}, node
+c_end = jobs[3]["attempts"][-1]["end_s"]
+# D starts on the empty node as Slurm hands it on; E on node 0 no sooner
+assert abs(jobs[4]["attempts"][0]["start_s"] - c_end) < 1e-6, c_end
+assert jobs[5]["attempts"][0]["start_s"] >= c_end, c_end
+assert p["unfinished"] == 0
+PY
+    done
+    # the default dispatcher balances by work: B goes to node 1
+    "$AEGIS" sim --trace "$TMP/t.csv" --servers 2 --gpus 1 \
+        --estimator faketensor_mib --policy aegis --json >"$TMP/d.json" ||
+        fail "default: exit $?"
+    python3 - "$TMP/d.json" <<'PY' || fail "default dispatch"
+import json, sys
+p = json.load(open(sys.argv[1]))["policies"][0]
+assert p["dispatch"] == "work", p.get("dispatch")
+jobs = {j["index"]: j for j in p["jobs"]}
+assert jobs[2]["attempts"][0]["gpus"][0] == 1
+PY
+    # a job asking more aegis_mem than a node has is refused (sbatch
+    # refuses it): never started, the others run, exit 1 for it
+    printf 'submit_time_s,workload\n0,gpt2_xl_wiki_bs2_1gpu\n1,mnist_bs32_1gpu\n' \
+        >"$TMP/r.csv"
+    "$AEGIS" sim --trace "$TMP/r.csv" --gpus 1 --gpu-mem-mib 39000 --servers 2 \
+        --estimator faketensor_mib --dispatch slurm --policy aegis --json \
+        >"$TMP/r.json"
+    [ $? -eq 1 ] || fail "a refused job: exit not 1"
+    python3 - "$TMP/r.json" <<'PY' || fail "refused job"
+import json, sys
+p = json.load(open(sys.argv[1]))["policies"][0]
+st = {j["workload"]: (j["status"], len(j["attempts"])) for j in p["jobs"]}
+assert st == {"gpt2_xl_wiki_bs2_1gpu": ("unfinished", 0),
+              "mnist_bs32_1gpu": ("done", 1)}, st
+assert p["unfinished"] == 1
+PY
+    "$AEGIS" sim --trace "$TMP/t.csv" --dispatch fastest 2>"$TMP/err"
+    [ $? -eq 2 ] || fail "--dispatch fastest accepted"
+    grep -q "dispatch" "$TMP/err" || fail "no message for a bad --dispatch" ;;
+slurm_one_server)
+    # One node whose aegis_mem never runs out (the demo's 60 jobs, each
+    # under a GPU's memory, on a node of 64 GPUs): Slurm hands each job on
+    # at its submit time, so the replay is the single server's one.
+    for d in work slurm; do
+        "$AEGIS" sim --trace "$DEMO" --gpus 64 --policy all --dispatch $d \
+            --json | sed 's/"dispatch": "[a-z]*", //g' >"$TMP/$d.json" ||
+            fail "$d: exit $?"
+    done
+    cmp -s "$TMP/work.json" "$TMP/slurm.json" || fail "slurm differs on one server"
+    # on the 3-GPU server Slurm holds jobs back: still every job finishes
+    "$AEGIS" sim --trace "$DEMO" --policy all --dispatch slurm --json \
+        >"$TMP/s3.json" || fail "3 GPUs: exit $?"
+    python3 "$SRC/tests/sim/check_json.py" "$TMP/s3.json" 60 3 ||
+        fail "JSON checks" ;;
+slurm_retries)
+    # OOM retries under Slurm's dispatch: a job aegisd requeues stays on
+    # its node (slurm_step.h), every job ends, and the servers' logs grow.
+    "$AEGIS" gen-trace --jobs 40 --seed 3 --mean-gap-s 0 --workloads \
+        mobilenet_imagenet_bs128_1gpu,xception_imagenet_bs128_1gpu,gpt2_xl_wiki_bs2_1gpu \
+        >"$TMP/t.csv" || fail "gen-trace exit $?"
+    "$AEGIS" sim --trace "$TMP/t.csv" --servers 2 --dispatch slurm \
+        --policy aegis,exclusive --json >"$TMP/out.json" || fail "exit $?"
+    python3 "$SRC/tests/sim/check_json.py" "$TMP/out.json" 40 6 3 ||
+        fail "JSON checks"
+    python3 - "$TMP/out.json" <<'PY' || fail "retries"
+import json, sys
+p = json.load(open(sys.argv[1]))["policies"][0]
+assert p["ooms"] > 0, p["ooms"]
+for j in p["jobs"]:
+    assert len({a["gpus"][0] // 3 for a in j["attempts"]}) == 1, j
+PY
+    ;;
 *) fail "unknown case" ;;
 esac
 exit 0
