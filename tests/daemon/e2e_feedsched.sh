@@ -10,19 +10,6 @@
 # aegisd was away is started again for its running consumer.
 set -u; AEGISD=$1 AEGIS=$2 NVML=$3 FAKE=$4 CATALOG=$5 CASE=$6; source "$(dirname "$0")/e2e_lib.sh"
 
-# wait_until TEXT CONDITION: polls the shell CONDITION for 30 s.
-wait_until() {
-    local what=$1 deadline=$((SECONDS + 30))
-    shift
-    until "$@"; do
-        [ $SECONDS -lt $deadline ] || fail "timed out waiting: $what"
-        sleep 0.1
-    done
-}
-job_field() {
-    "$AEGIS" show --json "$1" | pyjson "print(d.get('$2', ''))"
-}
-is_state() { [ "$(job_field "$1" state)" = "$2" ]; }
 all_running() {
     local id
     for id in "$@"; do is_state "$id" running || return 1; done

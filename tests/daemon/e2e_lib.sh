@@ -77,6 +77,20 @@ until_file() {
         sleep 0.1
     done
 }
+# wait_until TEXT COMMAND...: runs COMMAND until it succeeds, for 30 s.
+wait_until() {
+    local what=$1 deadline=$((SECONDS + 30))
+    shift
+    until "$@"; do
+        [ $SECONDS -lt $deadline ] || fail "timed out waiting: $what"
+        sleep 0.1
+    done
+}
+# job_field ID KEY: the key of the job's `aegis show --json`.
+job_field() {
+    "$AEGIS" show --json "$1" | pyjson "print(d.get('$2', ''))"
+}
+is_state() { [ "$(job_field "$1" state)" = "$2" ]; }
 # Stops aegisd by SIGTERM, waits until it is gone, and starts it again.
 restart() {
     kill -TERM "$(daemon_pid)"

@@ -5,21 +5,6 @@
 # --json, a per-user limit holding a job back, and --nice.
 set -u; AEGISD=$1 AEGIS=$2 NVML=$3 FAKE=$4 CATALOG=$5 CASE=$6; source "$(dirname "$0")/e2e_lib.sh"
 
-# wait_until TEXT CONDITION: polls the shell CONDITION for 20 s.
-wait_until() {
-    local what=$1 deadline=$((SECONDS + 20))
-    shift
-    until "$@"; do
-        [ $SECONDS -lt $deadline ] || fail "timed out waiting: $what"
-        sleep 0.1
-    done
-}
-
-# job_field ID KEY: the key of the job's `aegis show --json`.
-job_field() {
-    "$AEGIS" show --json "$1" | pyjson "print(d.get('$2', ''))"
-}
-is_state() { [ "$(job_field "$1" state)" = "$2" ]; }
 is_active() { [ "$(job_field "$1" active)" = True ]; }
 
 # Two GPUs each 30000 MiB taken: a head asking 12000 MiB (admitted with
