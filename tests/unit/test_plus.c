@@ -1,6 +1,7 @@
 /* test_plus.c -- aegis-plus in the core: backfill past a blocked head, the
  * GPUs kept for the head and the partner a kept GPU may take, the
- * advance of big jobs, the bound on passes, the pair rule, the capped
+ * advance of big jobs, the bound on passes (none past a head that must
+ * run alone), the pair rule, the capped
  * demand, fair share, the per-user limits, nice, and the reason
  * core_job_reason() gives each waiting job under aegis-plus and under
  * AEGIS's FIFO. */
@@ -216,6 +217,34 @@ static void test_passes_are_bounded(void **state) {
     core_destroy(core);
 }
 
+/* A head that must run alone (its ladder has no rung left) is passed by
+ * none: a job that fits beside GPU 1's job waits, so that whichever GPU
+ * empties first is idle for the head -- here GPU 1, not the GPU it kept
+ * (the fewest jobs, the lower index breaking the tie). Once it starts,
+ * the job behind it does. */
+static void test_alone_head_passed_by_none(void **state) {
+    core_state *core = make_core("aegis-plus", "magm", 2);
+    occupy_all(core, 2, 30000);
+    core_job_spec s = job_spec(1, 1);
+    core_retry alone = {.attempt = 3, .floor_mib = 0, .alone = true};
+    char err[256];
+    assert_int_equal(core_submit_retry(core, &s, &alone, 0, err, sizeof(err)),
+                     0);
+    submit_est(core, 2, 500, 0);
+    core_launch out[4];
+    assert_int_equal(core_schedule(core, 30, out, 4), 0);
+    assert_reason_text(core, 2, 30, "behind job 1 (head of queue)");
+    assert_int_equal(reason_of(core, 1, 30).kind, CORE_WAIT_IDLE);
+    assert_int_equal(core_job_exit(core, 101, CORE_EXIT_OK, 40, NULL),
+                     CORE_DONE);
+    assert_int_equal(core_schedule(core, 40, out, 4), 2);
+    assert_int_equal(out[0].job_id, 1);
+    assert_int_equal(out[0].gpus[0], 1);
+    assert_int_equal(out[1].job_id, 2); /* then backfill goes on */
+    assert_int_equal(out[1].gpus[0], 0);
+    core_destroy(core);
+}
+
 static void feed_busy(core_state *core, int gpu, double used, double now) {
     core_reading r = reading(used, 0.9, 0.5, 0.6, 0.9);
     core_sample(core, gpu, &r, now);
@@ -388,6 +417,7 @@ int main(void) {
         cmocka_unit_test(test_big_jobs_advance),
         cmocka_unit_test(test_big_advance_by_backlog),
         cmocka_unit_test(test_passes_are_bounded),
+        cmocka_unit_test(test_alone_head_passed_by_none),
         cmocka_unit_test(test_pair_rule),
         cmocka_unit_test(test_reason_observing),
         cmocka_unit_test(test_reason_idle_and_unknown),
