@@ -167,22 +167,24 @@ static void test_big_jobs_advance(void **state) {
  * waiting job's wait ahead, when that is more than big_advance_s: under a
  * long backlog 900 s moves it past nothing, and it is left for the end.
  * Job 3 (big) comes at 8000 s while job 1 has waited since 0: half of
- * 8000 s puts it before job 2 (5000 s), never before job 1. Without the
- * fraction it goes 900 s ahead only, behind job 2. */
+ * 8000 s, or the default 0.3 of it, puts it before job 2 (6000 s), never
+ * before job 1. Without the fraction it goes 900 s ahead only, behind
+ * job 2. */
 static void test_big_advance_by_backlog(void **state) {
-    const char *fracs[] = {"0.5", "0"};
-    const int64_t second[] = {3, 2};
-    for (int f = 0; f < 2; f++) {
+    const char *fracs[] = {"0.5", NULL, "0"}; /* NULL: the default */
+    const int64_t second[] = {3, 3, 2};
+    for (int f = 0; f < 3; f++) {
         core_config cfg;
         core_config_default(&cfg);
         cfg.policy = "aegis-plus";
         char err[256];
-        assert_int_equal(core_config_set(&cfg, "big_advance_frac", fracs[f],
-                                         err, sizeof(err)), 0);
+        if (fracs[f])
+            assert_int_equal(core_config_set(&cfg, "big_advance_frac",
+                                             fracs[f], err, sizeof(err)), 0);
         core_state *core = make_core_cfg(&cfg, 1);
         occupy_all(core, 1, 40000); /* no room until it ends */
         submit_est(core, 1, 1000, 0);
-        submit_est(core, 2, 1000, 5000);
+        submit_est(core, 2, 1000, 6000);
         submit_est(core, 3, 30000, 8000);
         core_launch l;
         assert_int_equal(core_job_exit(core, 100, CORE_EXIT_OK, 8100, NULL),
