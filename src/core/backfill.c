@@ -11,7 +11,11 @@
  * there at the latest once the jobs it found there have ended. Every job
  * that starts past the head counts against it; after backfill_max_passes
  * the queue waits behind it as AEGIS's does, so no job is passed more
- * often than that (docs/design.md, "aegis-plus", says why these rules).
+ * often than that. A head that must run alone (its recovery ladder has
+ * no rung left) is passed by none: it waits for an idle GPU, and no
+ * duration says which GPU empties first, so every GPU drains for it, as
+ * under AEGIS's FIFO; backfill kept them all busy and left it for the end
+ * (docs/design.md, "aegis-plus", says why these rules).
  */
 #include "core_priv.h"
 
@@ -182,8 +186,8 @@ int core_schedule_backfill(core_state *core, double now, core_launch *out,
                 room = core_room(core, allowed, now);
             }
         }
-        if (!room ||
-            (head && head->passed >= core->cfg.backfill_max_passes))
+        if (!room || (head && (head->alone ||
+                               head->passed >= core->cfg.backfill_max_passes)))
             break;
         job = next;
     }

@@ -70,7 +70,7 @@ typedef struct core_config {
                                   queues as if submitted this much earlier
                                   (900) */
     double big_advance_frac;   /* or this fraction of the oldest waiting
-                                  first attempt's wait, when more (0) */
+                                  first attempt's wait, when more (0.3) */
     double fairshare_half_life_s; /* a user's GPU time counts half after
                                   this long (86400) */
     int max_gpus_per_user;     /* GPUs a user's running jobs may hold; 0: no

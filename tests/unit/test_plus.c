@@ -1,6 +1,7 @@
 /* test_plus.c -- aegis-plus in the core: backfill past a blocked head, the
  * GPUs kept for the head and the partner a kept GPU may take, the
- * advance of big jobs, the bound on passes, the pair rule, the capped
+ * advance of big jobs, the bound on passes (none past a head that must
+ * run alone), the pair rule, the capped
  * demand, fair share, the per-user limits, nice, and the reason
  * core_job_reason() gives each waiting job under aegis-plus and under
  * AEGIS's FIFO. */
@@ -166,22 +167,24 @@ static void test_big_jobs_advance(void **state) {
  * waiting job's wait ahead, when that is more than big_advance_s: under a
  * long backlog 900 s moves it past nothing, and it is left for the end.
  * Job 3 (big) comes at 8000 s while job 1 has waited since 0: half of
- * 8000 s puts it before job 2 (5000 s), never before job 1. Without the
- * fraction it goes 900 s ahead only, behind job 2. */
+ * 8000 s, or the default 0.3 of it, puts it before job 2 (6000 s), never
+ * before job 1. Without the fraction it goes 900 s ahead only, behind
+ * job 2. */
 static void test_big_advance_by_backlog(void **state) {
-    const char *fracs[] = {"0.5", "0"};
-    const int64_t second[] = {3, 2};
-    for (int f = 0; f < 2; f++) {
+    const char *fracs[] = {"0.5", NULL, "0"}; /* NULL: the default */
+    const int64_t second[] = {3, 3, 2};
+    for (int f = 0; f < 3; f++) {
         core_config cfg;
         core_config_default(&cfg);
         cfg.policy = "aegis-plus";
         char err[256];
-        assert_int_equal(core_config_set(&cfg, "big_advance_frac", fracs[f],
-                                         err, sizeof(err)), 0);
+        if (fracs[f])
+            assert_int_equal(core_config_set(&cfg, "big_advance_frac",
+                                             fracs[f], err, sizeof(err)), 0);
         core_state *core = make_core_cfg(&cfg, 1);
         occupy_all(core, 1, 40000); /* no room until it ends */
         submit_est(core, 1, 1000, 0);
-        submit_est(core, 2, 1000, 5000);
+        submit_est(core, 2, 1000, 6000);
         submit_est(core, 3, 30000, 8000);
         core_launch l;
         assert_int_equal(core_job_exit(core, 100, CORE_EXIT_OK, 8100, NULL),
@@ -213,6 +216,34 @@ static void test_passes_are_bounded(void **state) {
     assert_int_equal(out[0].job_id, 2);
     assert_int_equal(core_schedule(core, 100, out, 4), 0);
     assert_reason_text(core, 3, 100, "behind job 1 (head of queue)");
+    core_destroy(core);
+}
+
+/* A head that must run alone (its ladder has no rung left) is passed by
+ * none: a job that fits beside GPU 1's job waits, so that whichever GPU
+ * empties first is idle for the head -- here GPU 1, not the GPU it kept
+ * (the fewest jobs, the lower index breaking the tie). Once it starts,
+ * the job behind it does. */
+static void test_alone_head_passed_by_none(void **state) {
+    core_state *core = make_core("aegis-plus", "magm", 2);
+    occupy_all(core, 2, 30000);
+    core_job_spec s = job_spec(1, 1);
+    core_retry alone = {.attempt = 3, .floor_mib = 0, .alone = true};
+    char err[256];
+    assert_int_equal(core_submit_retry(core, &s, &alone, 0, err, sizeof(err)),
+                     0);
+    submit_est(core, 2, 500, 0);
+    core_launch out[4];
+    assert_int_equal(core_schedule(core, 30, out, 4), 0);
+    assert_reason_text(core, 2, 30, "behind job 1 (head of queue)");
+    assert_int_equal(reason_of(core, 1, 30).kind, CORE_WAIT_IDLE);
+    assert_int_equal(core_job_exit(core, 101, CORE_EXIT_OK, 40, NULL),
+                     CORE_DONE);
+    assert_int_equal(core_schedule(core, 40, out, 4), 2);
+    assert_int_equal(out[0].job_id, 1);
+    assert_int_equal(out[0].gpus[0], 1);
+    assert_int_equal(out[1].job_id, 2); /* then backfill goes on */
+    assert_int_equal(out[1].gpus[0], 0);
     core_destroy(core);
 }
 
@@ -388,6 +419,7 @@ int main(void) {
         cmocka_unit_test(test_big_jobs_advance),
         cmocka_unit_test(test_big_advance_by_backlog),
         cmocka_unit_test(test_passes_are_bounded),
+        cmocka_unit_test(test_alone_head_passed_by_none),
         cmocka_unit_test(test_pair_rule),
         cmocka_unit_test(test_reason_observing),
         cmocka_unit_test(test_reason_idle_and_unknown),
