@@ -407,28 +407,13 @@ int cli_show(int argc, char **argv) {
     return rc;
 }
 
-int cli_cancel(int argc, char **argv) {
-    client_flags f;
-    int rc = client_options("cancel", argc, argv, cancel_help, "", 1, -1, &f);
-    if (rc) return rc < 0 ? CLI_OK : rc;
-    json_t *ans = call_with_ids("cancel", argc, argv, &f, &rc);
-    if (!ans) return rc;
-    size_t i;
-    json_t *id;
-    json_array_foreach(json_object_get(ans, "cancelled"), i, id)
-        printf("cancelled %lld\n", (long long)json_integer_value(id));
-    json_decref(ans);
-    return CLI_OK;
-}
-
-/* hold and release: the ids named (options parsed into f), once each is
- * done. */
-static int hold_or_release(const char *op, int argc, char **argv,
-                           const client_flags *f) {
+/* cancel, hold and release: sends op with the ids named (options parsed
+ * into f) and prints "DONE ID" for each id the answer lists under done. */
+static int call_and_list(const char *op, const char *done, int argc,
+                         char **argv, const client_flags *f) {
     int rc;
     json_t *ans = call_with_ids(op, argc, argv, f, &rc);
     if (!ans) return rc;
-    const char *done = strcmp(op, "hold") ? "released" : "held";
     size_t i;
     json_t *id;
     json_array_foreach(json_object_get(ans, done), i, id)
@@ -437,11 +422,18 @@ static int hold_or_release(const char *op, int argc, char **argv,
     return CLI_OK;
 }
 
+int cli_cancel(int argc, char **argv) {
+    client_flags f;
+    int rc = client_options("cancel", argc, argv, cancel_help, "", 1, -1, &f);
+    if (rc) return rc < 0 ? CLI_OK : rc;
+    return call_and_list("cancel", "cancelled", argc, argv, &f);
+}
+
 int cli_hold(int argc, char **argv) {
     client_flags f;
     int rc = client_options("hold", argc, argv, hold_help, "", 1, -1, &f);
     if (rc) return rc < 0 ? CLI_OK : rc;
-    return hold_or_release("hold", argc, argv, &f);
+    return call_and_list("hold", "held", argc, argv, &f);
 }
 
 /* release --slurm-job: the Epilog's; exits 0 whatever happens. */
@@ -482,7 +474,7 @@ int cli_release(int argc, char **argv) {
                 "Run 'aegis release --help' for usage.\n");
         return CLI_USAGE;
     }
-    return hold_or_release("release", argc, argv, &f);
+    return call_and_list("release", "released", argc, argv, &f);
 }
 
 /* Writes the log bytes of a `log` answer, in base64 there, to stdout. */
