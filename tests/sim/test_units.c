@@ -23,17 +23,26 @@
 
 static char err[512];
 
-/* Writes text to a fresh temporary file; returns its path (static). */
+/* The temporary files the tests wrote, removed when the group ends. */
+static char temp_paths[64][32];
+static int ntemp;
+
+/* Writes text to a fresh temporary file; returns its path. */
 static const char *write_temp(const char *text, size_t len) {
-    static char paths[4][64];
-    static int next;
-    char *path = paths[next++ % 4];
+    assert_true(ntemp < 64);
+    char *path = temp_paths[ntemp++];
     strcpy(path, "/tmp/aegis_sim_test_XXXXXX");
     int fd = mkstemp(path);
     assert_true(fd >= 0);
     assert_int_equal(write(fd, text, len), (ssize_t)len);
     close(fd);
     return path;
+}
+
+static int remove_temps(void **state) {
+    (void)state;
+    for (int i = 0; i < ntemp; i++) unlink(temp_paths[i]);
+    return 0;
 }
 
 #define TEMP(text) write_temp(text, sizeof(text) - 1)
@@ -410,5 +419,5 @@ int main(void) {
         cmocka_unit_test(test_prefault_keeps_contents),
         cmocka_unit_test(test_dispatch),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, NULL, remove_temps);
 }
