@@ -13,10 +13,15 @@ part says otherwise):
   4. the fairness scenario: user A submits 80 jobs within a minute, user B
      8 jobs five minutes later.
 and prints the tables docs/design.md shows, then PASS or FAIL per goal.
+With --readme FILE it also writes the summary table into FILE, between
+the lines README_BEGIN and README_END; with --check-readme FILE it only
+compares, and fails when the table there is not what this run measured.
 
 usage: bench_policy.py AEGIS [--root DIR] [--seeds LIST] [--held-out LIST]
+       [--readme FILE | --check-readme FILE]
        (a LIST is comma-separated seeds or ranges: 101-108,201)
-Exit status: 0 when every goal holds, 1 when one does not, 2 on bad usage.
+Exit status: 0 when every goal holds, 1 when one does not or the README's
+table is stale (--check-readme), 2 on bad usage.
 """
 import argparse
 import json
@@ -28,6 +33,8 @@ import sys
 import tempfile
 
 REAL = ("philly", "saturn", "venus")
+README_BEGIN = "<!-- bench_policy.py --readme: begin -->"
+README_END = "<!-- bench_policy.py --readme: end -->"
 ALT_MODEL = ["--model", "beta=0.9", "--model", "threshold=1.1"]
 
 
@@ -172,19 +179,82 @@ def report_synthetic(title, aegis, tmp, seeds):
     return geomean(mks), geomean(jcts), max(mks), ooms_plus, ooms_aegis
 
 
+def summary_table(real, alt, tuned, fresh, fair, seeds, held):
+    """The README's table: the figures of the issue's goals, per policy."""
+    def ratio(runs, policy, key):
+        return geomean([by[policy][key] / by["exclusive"][key]
+                        for by in runs.values()])
+    rows = [
+        ("real traces: geomean makespan / exclusive", "makespan_s", real),
+        ("real traces: geomean mean JCT / exclusive", "mean_jct_s", real),
+        ("alternative fit: geomean makespan / exclusive", "makespan_s", alt),
+    ]
+    out = ["| | exclusive | aegis | aegis-plus |", "|---|---|---|---|"]
+    for name, key, runs in rows:
+        out.append("| %s | 1 | %.3f | %.3f |" % (
+            name, ratio(runs, "aegis", key), ratio(runs, "aegis-plus", key)))
+    out.append("| real traces: OOM crashes | 0 | %d | %d |" % tuple(
+        sum(by[p]["ooms"] for by in real.values())
+        for p in ("aegis", "aegis-plus")))
+    for t, by in real.items():
+        out.append("| %s: p95 JCT (s) | %s |" % (t, " | ".join(
+            "%.0f" % by[p]["p95_jct_s"]
+            for p in ("exclusive", "aegis", "aegis-plus"))))
+    for name, (mk, jct, worst, po, ao) in (
+            ("seeds %s (tuned on)" % seeds, tuned),
+            ("seeds %s (held out)" % held, fresh)):
+        out.append("| synthetic, %s: geomean makespan / aegis | | 1 | %.3f |"
+                   % (name, mk))
+        out.append("| synthetic, %s: geomean mean JCT / aegis | | 1 | %.3f |"
+                   % (name, jct))
+    out.append("| fairness: user B's mean JCT (s) | | %.0f | %.0f |" % fair)
+    return "\n".join(out) + "\n"
+
+
+def readme_block(path, table, write):
+    """Writes the table between the markers of `path`, or (write False)
+    says whether it is there already; an error text when the markers are
+    missing."""
+    with open(path) as f:
+        text = f.read()
+    begin, end = text.find(README_BEGIN), text.find(README_END)
+    if begin < 0 or end < begin:
+        return "%s: no %s ... %s lines" % (path, README_BEGIN, README_END)
+    start = begin + len(README_BEGIN) + 1
+    if text[start:end] == table:
+        return None
+    if not write:
+        return ("%s: the table between the bench_policy.py markers is not "
+                "what this run measured; run bench_policy.py --readme %s"
+                % (path, path))
+    with open(path, "w") as f:
+        f.write(text[:start] + table + text[end:])
+    return None
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("aegis")
     ap.add_argument("--root", default=os.path.join(os.path.dirname(
         os.path.abspath(__file__)), "..", ".."))
-    ap.add_argument("--seeds", default="1,2,3,4,5,6",
+    ap.add_argument("--seeds", default="1-6",
                     help="synthetic seeds tuned on (default 1-6)")
-    ap.add_argument("--held-out", default="101,102,103,104,105,106,107,108",
+    ap.add_argument("--held-out", default="101-108",
                     help="synthetic seeds never tuned on")
     ap.add_argument("--set", action="append", default=[],
                     metavar="NAME=VALUE", help="a core parameter for every "
                     "run (aegis sim --set), to try one of aegis-plus's")
+    readme = ap.add_mutually_exclusive_group()
+    readme.add_argument("--readme", metavar="FILE",
+                        help="write the summary table into FILE")
+    readme.add_argument("--check-readme", metavar="FILE",
+                        help="fail unless FILE has this run's table")
     args = ap.parse_args()
+    if (args.readme or args.check_readme) and (
+            args.set or args.seeds != ap.get_default("seeds") or
+            args.held_out != ap.get_default("held_out")):
+        ap.error("the README's table is of the defaults: --readme and "
+                 "--check-readme take no --set, --seeds or --held-out")
     for kv in args.set:
         SETS.extend(["--set", kv])
     try:
@@ -196,9 +266,9 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         real = real_traces(args.aegis, args.root)
         g = report_real("The real traces, aegis sim's defaults", real)
+        alt_by_trace = real_traces(args.aegis, args.root, ALT_MODEL)
         alt = report_real("The real traces, --model beta=0.9 --model "
-                          "threshold=1.1", real_traces(args.aegis, args.root,
-                                                       ALT_MODEL))
+                          "threshold=1.1", alt_by_trace)
         tuned = report_synthetic("Synthetic traces, seeds tuned on",
                                  args.aegis, tmp, seeds)
         fresh = report_synthetic("Synthetic traces, held-out seeds",
@@ -247,6 +317,16 @@ def main():
                 % (b_plus / b_aegis), b_plus / b_aegis <= 0.4)
     goals.check("fairness: makespan %.3f within 3%% of aegis" % fair_mk,
                 abs(fair_mk - 1) <= 0.03)
+    table = summary_table(real, alt_by_trace, tuned, fresh,
+                          (b_aegis, b_plus), args.seeds, args.held_out)
+    print("\n## Summary (the README's table)\n")
+    print(table, end="")
+    if args.readme or args.check_readme:
+        err = readme_block(args.readme or args.check_readme, table,
+                           bool(args.readme))
+        if err:
+            print(err, file=sys.stderr)
+            return 1
     return 1 if goals.failed else 0
 
 

@@ -84,14 +84,15 @@ static const config_field config_table[] = {
     /* Horus: AEGIS select_horus utilization_budget 100. */
     NUM(horus_max_util_pct, CONFIG_DOUBLE, 100, 0, 100 * JOBS_PER_GPU_MAX),
     /* aegis-plus (docs/design.md, "aegis-plus"): estimates count up to
-     * 12288 MiB, 16 jobs may pass a waiting head and a job over half a
-     * GPU goes 900 s ahead, all tuned on the three real traces and seeds
-     * 1-6 of gen-trace (bench/policy); a
+     * 12288 MiB and a job over half a GPU goes 900 s ahead, tuned on the
+     * three real traces and seeds 1-6 of gen-trace (bench/policy); 64
+     * jobs may pass a waiting head, chosen on seeds 10000-10599 once none
+     * passed a head that must run alone (16 had been best before); a
      * day's half-life keeps yesterday's runs in a lab's memory, as
      * Slurm's fair share does with its week; no per-user limit unless
      * the administrator sets one. */
     NUM(est_cap_mib, CONFIG_DOUBLE, 12288, 0, MIB_MAX),
-    NUM(backfill_max_passes, CONFIG_INT, 16, 0, 1000000),
+    NUM(backfill_max_passes, CONFIG_INT, 64, 0, 1000000),
     NUM(big_advance_s, CONFIG_DOUBLE, 900, 0, 1e9),
     /* 0.3: with none passing a head that must run alone, it keeps
      * venus's p95 JCT under aegis's (0.2 does not) and philly's (0.35

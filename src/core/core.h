@@ -65,7 +65,7 @@ typedef struct core_config {
                                   this; 0: no cap (12288) */
     int backfill_max_passes;   /* jobs that may start past a waiting head of
                                   the queue before the queue waits behind it
-                                  (16) */
+                                  (64) */
     double big_advance_s;      /* a first attempt demanding over half a GPU
                                   queues as if submitted this much earlier
                                   (900) */
