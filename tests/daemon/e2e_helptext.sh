@@ -1,0 +1,106 @@
+#!/bin/bash
+# e2e_helptext.sh AEGISD AEGIS NVML FAKE CATALOG CASE -- `aegis show
+# --help` and `aegis ls --help` name everything the commands print: every
+# key of their --json (at every depth) and every label of their text, for
+# jobs queued (for each of several reasons), held, running and finished.
+# A field added to a job's row without a word in the help fails here (the
+# manual pages are made from the same texts).
+set -u; AEGISD=$1 AEGIS=$2 NVML=$3 FAKE=$4 CATALOG=$5 CASE=$6; source "$(dirname "$0")/e2e_lib.sh"
+
+# covers HELP WHAT FILE...: every key of the JSON documents in FILEs (a
+# job or an array of jobs) at any depth, but inside meta (the submit's own
+# object), is a word of the help text in HELP; WHAT names them in a failure.
+covers() {
+    local help=$1 what=$2; shift 2
+    /usr/bin/python3 - "$help" "$@" <<'PY' || fail "$what: not in the help"
+import json, re, sys
+help = ' '.join(open(sys.argv[1]).read().split())
+keys = set()
+def walk(v):
+    if isinstance(v, dict):
+        for k, x in v.items():
+            keys.add(k)
+            if k != 'meta': walk(x)
+    elif isinstance(v, list):
+        for x in v: walk(x)
+for path in sys.argv[2:]:
+    walk(json.load(open(path)))
+missing = sorted(k for k in keys
+                 if not re.search(r'(?<![\w-])' + re.escape(k) + r'(?![\w-])', help))
+print('keys seen: ' + ' '.join(sorted(keys)))
+if missing: sys.exit('missing: ' + ' '.join(missing))
+PY
+}
+
+# labels_covered HELP FILE...: every label of `aegis show`'s text in FILEs
+# (its first ten columns; "attempt" for an attempt's line, none for an
+# event's) is a word of HELP.
+labels_covered() {
+    local help=$1; shift
+    /usr/bin/python3 - "$help" "$@" <<'PY' || fail "show's labels: not in the help"
+import re, sys
+help = ' '.join(open(sys.argv[1]).read().split())
+labels = set()
+for path in sys.argv[2:]:
+    for line in open(path):
+        if line.startswith(' '): continue  # an event, or a list's next item
+        label = 'attempt' if line.startswith('attempt ') else line[:10].strip()
+        labels.add(label)
+missing = sorted(l for l in labels
+                 if not re.search(r'(?<![\w-])' + re.escape(l) + r'(?![\w-])', help))
+print('labels seen: ' + ' | '.join(sorted(labels)))
+if missing: sys.exit('missing: ' + ' | '.join(missing))
+PY
+}
+
+# Two GPUs of 40960 MiB: a finished job, two of 38000 MiB running on
+# them, one queued while the telemetry window fills (a wait that ends at a
+# known time: 60 samples outlast the case), one for its dependency, one
+# held.
+jobs_of_every_kind() {
+    export AEGIS_TEST_GPUS=2x40960
+    echo "window_samples: 60" >> "$DIR/aegis.yaml"
+    start
+    cd "$DIR/work"
+    done_job=$("$AEGIS" submit --name quick --time 1:00 --notify '' -- true) || fail submit
+    "$AEGIS" wait "$done_job" >/dev/null || fail "the quick job failed"
+    big0=$("$AEGIS" submit --mem 38000 -- "$FAKE" --mib 38000 --seconds 60) || fail submit
+    big1=$("$AEGIS" submit --mem 38000 -- "$FAKE" --mib 38000 --seconds 60) || fail submit
+    wait_until "both big jobs running" eval \
+        'is_state "$big0" running && is_state "$big1" running'
+    mem_job=$("$AEGIS" submit --mem 38000 --nice 5 -- "$FAKE" --mib 1 --seconds 1) || fail submit
+    dep_job=$("$AEGIS" submit --after "$big0" -- "$FAKE" --mib 1 --seconds 1) || fail submit
+    held_job=$("$AEGIS" submit -- "$FAKE" --mib 1 --seconds 1) || fail submit
+    "$AEGIS" hold "$held_job" >/dev/null || fail hold
+    for id in "$mem_job" "$dep_job" "$held_job"; do
+        until_job "$id" "assert d['state']=='queued' and d.get('wait_code'), d"
+    done
+    until_job "$mem_job" "assert d['wait_code']=='window' and d['wait_until'], d"
+}
+
+case_helptext_show() {
+    jobs_of_every_kind
+    "$AEGIS" show --help > help.txt || fail "show --help"
+    for id in "$done_job" "$big0" "$mem_job" "$dep_job" "$held_job"; do
+        "$AEGIS" show --json "$id" > "show$id.json" || fail "show --json $id"
+        "$AEGIS" show "$id" > "show$id.txt" || fail "show $id"
+    done
+    "$AEGIS" show --json --history "$done_job" > history.json || fail "show --history"
+    grep -q '^waiting ' "show$mem_job.txt" || fail "no waiting line: $(cat "show$mem_job.txt")"
+    covers help.txt "show --json" show*.json history.json
+    labels_covered help.txt show*.txt
+}
+
+case_helptext_ls() {
+    jobs_of_every_kind
+    "$AEGIS" ls --help > help.txt || fail "ls --help"
+    "$AEGIS" ls --all --json > ls.json || fail "ls --json"
+    [ "$(pyjson 'print(len(d))' < ls.json)" = 6 ] || fail "ls: $(cat ls.json)"
+    covers help.txt "ls --json" ls.json
+    "$AEGIS" ls > ls.txt || fail ls
+    for column in $(head -1 ls.txt); do
+        grep -qF -- "$column" help.txt || fail "ls --help: no column $column"
+    done
+}
+
+e2e_run
