@@ -23,76 +23,186 @@
 "\nEXIT STATUS\n    0 success, 1 failure (aegisd unreachable, busy or failing),\n" \
 "    2 bad usage or a request aegisd refused (no such job, not yours).\n"
 
+/* The fields `ls --json` and `show --json` share (one "TERM  text" list:
+ * the manual page makes it a tagged list); show adds the rest of a job's
+ * row. Every key a job's JSON has is named in one of the two lists
+ * (tests/daemon/e2e_helptext.sh). */
+#define JOB_JSON_FIELDS \
+"    id              the job's id\n" \
+"    user, uid       its owner: login name and uid\n" \
+"    name            its name (\"\" when it has none)\n" \
+"    cmd             its command, an array (its owner and root only)\n" \
+"    gpus            the GPUs it asks for\n" \
+"    mem_mib         the memory it asks for, MiB (null: none said)\n" \
+"    deps            the jobs it runs after, [{id, kind}] (kind: afterok,\n" \
+"                    afterany, afternotok), or null\n" \
+"    waiting_for     the ids of those it still waits for, while it does\n" \
+"    state           queued, running, done, failed, cancelled or timeout\n" \
+"    reason          why it is in that state (why it was requeued, how it\n" \
+"                    ended: \"exit 0\", \"cancelled while queued\"), or null\n" \
+"    held            true while `aegis hold` holds it\n" \
+"    wait_reason     why a queued job waits: the REASON text (absent when\n" \
+"                    it does not wait, as are the next two)\n" \
+"    wait_code       that reason's kind: behind, memory, observing,\n" \
+"                    window, pressure, idle, policy, mig, drained,\n" \
+"                    user_limit, dependency, held or feed\n" \
+"    wait_until      when that wait ends (observing, window), where known\n" \
+"    nice            its submit --nice (0: none)\n" \
+"    time_limit_s    its submit --time, seconds per attempt (null: none)\n" \
+"    submitted       when it was submitted\n" \
+"    finished        when it ended (null until it has)\n" \
+"    attempts        how many times it was started\n" \
+"    energy_j        the energy it has used so far, J (its share of its\n" \
+"                    GPUs' energy counter)\n" \
+"    feed            the data feed it reads (\"\": none)\n" \
+"    kind            job; feed, a feed's managed producer (aegis feed\n" \
+"                    start); or slurm, a Slurm job's lease\n" \
+"    consumers       a feed producer's only: its feed's jobs queued or\n" \
+"                    running\n" \
+"    slurm_job       a lease's Slurm job id (null but for a lease, as are\n" \
+"                    the next two)\n" \
+"    slurm_restart   its Slurm restart count\n" \
+"    slurm_mode      its mode: exclusive or a sharing mode\n" \
+"    gpu_ids         while it runs (as are the next four): its GPUs\n" \
+"    active          whether it has been seen on them\n" \
+"    pid             its process id\n" \
+"    used_mib        the memory its processes hold, MiB\n" \
+"    sm_pct          their SM utilization, percent of one GPU (null when\n" \
+"                    NVML does not say); both summed over its GPUs, as\n" \
+"                    the last tick measured them\n"
+
 static const char ls_help[] =
 "NAME\n    aegis ls - list aegisd's jobs\n\n"
 "SYNOPSIS\n    aegis ls [--all] [--user USER] [--state STATE[,STATE...]] [--json]\n"
 "             [--socket PATH]\n\n"
 "DESCRIPTION\n"
 "    Lists queued and running jobs (with --all, finished ones too), in\n"
-"    submission order: id, owner, state (queued, running, done, failed,\n"
-"    cancelled, timeout), GPUs asked for, attempts made, energy so far,\n"
-"    the name or command (a Slurm job's lease as slurm:ID and its name)\n"
-"    -- the command shown only for your own jobs\n"
-"    (root sees all) -- and, for a job waiting, why (REASON): behind job\n"
-"    N (the head of the queue), no GPU with D MiB free (largest free: F\n"
-"    MiB on GPU k), GPU k under observation, GPU k under pressure (SMACT\n"
-"    x >= y), user limit reached, waiting for job N (dependency), held,\n"
-"    waiting for feed F's GPU k or its producer, ... A feed's managed\n"
-"    producer (aegis feed start) is named feed:F, with the count of its\n"
-"    consumers queued or running. A job held for its --after jobs is\n"
-"    queued, with waiting_for in --json; one held by `aegis hold` shows\n"
-"    as held (queued, with held: true in --json).\n\n"
+"    submission order, one a line under these columns:\n\n"
+"    ID              the job's id\n"
+"    USER            its owner\n"
+"    STATE           queued, held (queued, held by `aegis hold`), running,\n"
+"                    done, failed, cancelled or timeout\n"
+"    GPUS            the GPUs it asks for\n"
+"    ATT             the attempts made\n"
+"    ENERGY_KJ       the energy it has used so far, kJ\n"
+"    NAME/COMMAND    its name, else its command (shown only for your own\n"
+"                    jobs; root sees all); a Slurm job's lease as slurm:ID\n"
+"                    and its name; a feed's managed producer (aegis feed\n"
+"                    start) as feed:F, with the count of its consumers\n"
+"                    queued or running\n"
+"    REASON          why a queued job waits ('-' for one that does not):\n"
+"                    behind job N (head of queue), no GPU with D MiB free\n"
+"                    (largest free: F MiB on GPU k), GPU k under\n"
+"                    observation, GPU k telemetry window fills in S s, GPU\n"
+"                    k under pressure (SMACT x >= y), user limit reached,\n"
+"                    waiting for job N (dependency), held, waiting for\n"
+"                    feed F's GPU k or its producer, ...\n\n"
 "OPTIONS\n"
 "    --all           finished jobs too\n"
 "    --user USER     only USER's jobs (a login name or a uid); -u USER\n"
 "    --state STATE   only jobs in these states (comma-separated: queued,\n"
 "                    running, done, failed, cancelled, timeout); a\n"
 "                    finished state implies --all\n"
-"    --json          a JSON array of jobs, each with at least id, state,\n"
-"                    user, gpus, attempts, nice, energy_j, kind (job,\n"
-"                    feed for a feed's producer, with consumers, or slurm\n"
-"                    for a Slurm job's lease) and slurm_job (null but for\n"
-"                    a lease); a waiting job has wait_reason (the REASON\n"
-"                    text), wait_code (behind, memory, observing, window,\n"
-"                    pressure, idle, policy, mig, drained, user_limit,\n"
-"                    dependency, held, feed)\n"
-"                    and, when the wait ends at a known time, wait_until\n"
-"                    (Unix time); a running job has gpu_ids, used_mib\n"
-"                    (the memory its processes hold) and sm_pct (their\n"
-"                    SM utilization, percent of one GPU, null when NVML\n"
-"                    does not say), both summed over its GPUs\n" SOCKET_OPT EXIT_STATUS;
+"    --json          a JSON array of jobs, each an object with the fields\n"
+"                    below (times are Unix times, in seconds)\n" SOCKET_OPT
+"\nJSON FIELDS\n" JOB_JSON_FIELDS EXIT_STATUS;
 
 static const char show_help[] =
 "NAME\n    aegis show - everything aegisd knows about one job\n\n"
 "SYNOPSIS\n    aegis show ID [--history [--spark] [--svg FILE]] [--json]\n"
 "               [--socket PATH]\n\n"
 "DESCRIPTION\n"
-"    Prints a job's state and why it is in it, whether it is held, its\n"
-"    time limit, its attempts (GPUs, the memory each was admitted with,\n"
-"    how each ended: ok, oom, failed, lost, cancelled or timeout), its\n"
-"    energy, the Slurm job it is the lease of (slurm_job in --json), the\n"
-"    jobs it runs after (with their kind: afterok, afterany,\n"
-"    afternotok), its notifier (submit --notify; its owner and root\n"
-"    only), the meta it was submitted with (an AEGIS spec's\n"
-"    estimates and profile), and its history of events. The\n"
-"    command, directory and environment are shown to its owner and root\n"
-"    only.\n\n"
+"    Prints a job, one line per item, each led by its label; an item with\n"
+"    nothing to say is left out. The command, directory, environment and\n"
+"    notifier are shown to the job's owner and root only.\n\n"
+"    id              the job's id\n"
+"    user            its owner\n"
+"    state           queued, running, done, failed, cancelled or timeout\n"
+"    reason          why it is in that state: why it was requeued, or how\n"
+"                    it ended (exit 0; exit 1, out of GPU memory (...);\n"
+"                    cancelled while queued)\n"
+"    held            yes, while `aegis hold` holds it\n"
+"    time limit      its submit --time, per attempt ([D-]H:MM:SS or M:SS)\n"
+"    waiting         why a queued job waits: the REASON of `aegis ls`\n"
+"                    (behind job N (head of queue), no GPU with D MiB\n"
+"                    free (...), waiting for job N (dependency), held, ...)\n"
+"    name            its name\n"
+"    slurm job       the Slurm job it is the lease of, its restart count\n"
+"                    and its mode (exclusive or a sharing mode)\n"
+"    feed            the data feed it reads (a feed's producer: the count\n"
+"                    of its consumers)\n"
+"    command         its command\n"
+"    directory       the folder it runs in\n"
+"    env             the count of its environment's variables\n"
+"    notify          its notifier (submit --notify; none: --notify '')\n"
+"    gpus            the GPUs it asks for\n"
+"    nice            its submit --nice, when not 0\n"
+"    memory          the memory it asks for (--mem, --model), MiB\n"
+"    after           the jobs it runs after, one a line, as KIND:ID (kind:\n"
+"                    afterok, afterany, afternotok)\n"
+"    meta            the meta it was submitted with, as JSON (an AEGIS\n"
+"                    spec's estimates and profile)\n"
+"    submitted       when it was submitted (local time)\n"
+"    finished        when it ended\n"
+"    energy          the energy it has used so far, kJ\n"
+"    attempt N:      one line per attempt: its GPUs, alone or shared, the\n"
+"                    memory it was admitted with (its floor), and how it\n"
+"                    ended: ok, oom, failed, lost, cancelled or timeout\n"
+"                    (running while it runs)\n\n"
+"    Then its history of events, one a line, each after its time of day.\n\n"
 "    With --history, its samples instead: every history_period_s (config;\n"
 "    default 10 s) while it ran, its memory, its GPUs' memory in use (by\n"
 "    any process) and in all, and its SM share (percent of one GPU). A\n"
 "    job keeps at most 4,320 samples: past them every other one is\n"
 "    dropped and it is sampled half as often, so the samples always\n"
 "    cover its whole run. A job on several GPUs has their sums.\n\n"
-"OPTIONS\n    --json          the job as one JSON object (with --history, its\n"
-"                    \"history\": {period_s, columns, gpus, samples}, each\n"
-"                    sample [t, mem_mib, gpu_used_mib, gpu_total_mib,\n"
-"                    sm_pct], null where unknown)\n"
+"OPTIONS\n    --json          the job as one JSON object, with the fields below\n"
+"                    (times are Unix times, in seconds)\n"
 "    --history       the job's samples as a table\n"
 "    --spark         its memory as a one-line sparkline instead\n"
 "    --svg FILE      write an SVG plot of its memory beside its GPU's\n"
 "                    memory in use and capacity to FILE ('-': stdout),\n"
 "                    and print nothing else\n"
-SOCKET_OPT EXIT_STATUS;
+SOCKET_OPT
+"\nJSON FIELDS\n"
+"    Those of `aegis ls --json`:\n\n" JOB_JSON_FIELDS
+"\n    and these:\n\n"
+"    gid             its owner's group id\n"
+"    cwd             the folder it runs in (its owner and root only, as\n"
+"                    are the next two)\n"
+"    env             its environment, an array of NAME=VALUE\n"
+"    notify          its notifier: null, the config's; \"\": none\n"
+"    cancel_at       when `aegis cancel` was asked to stop it (null: never)\n"
+"    retry_floor     after an OOM, the memory its next attempt is admitted\n"
+"                    with, MiB (0: none)\n"
+"    retry_alone     1 when its next attempt runs alone\n"
+"    mps_threads_pct  its submit --mps-threads (0: none)\n"
+"    meta            the object it was submitted with (an AEGIS spec's),\n"
+"                    or null\n"
+"    slurm_pids      a lease's tasks' pids (\"12,13\"), else null\n"
+"    slurm_env       the variables its grant set, else null\n"
+"    feed_restarts   a feed producer's restarts for its consumers\n"
+"    attempt_list    its attempts, oldest first (below)\n"
+"    events          its history of events, each {t (when), text}\n"
+"    history         with --history: {period_s, columns, gpus, samples}:\n"
+"                    every period_s, a sample [t, mem_mib, gpu_used_mib,\n"
+"                    gpu_total_mib, sm_pct], null where unknown; gpus: the\n"
+"                    last attempt's, [{index, name, uuid}]\n\n"
+"    Each attempt of attempt_list has:\n\n"
+"    n               its number, from 1\n"
+"    gpus            its GPUs' indices (\"0,1\")\n"
+"    floor_mib       the memory it was admitted with, MiB\n"
+"    exclusive       1 when it ran alone\n"
+"    started         when it started\n"
+"    seen            when it was first seen on its GPUs\n"
+"    ended           when it ended (null while it runs)\n"
+"    how             ok, oom, failed, lost, cancelled or timeout\n"
+"    status          its exit status as wait(2) gives it\n"
+"    shim_pid        the pid of aegisd's watcher of it\n"
+"    shim_start      the watcher's start time (clock ticks), which tells\n"
+"                    it from a later process with its pid\n"
+"    job_pid         the job's process id\n"
+"    err_offset      where this attempt's stderr starts in the job's log\n" EXIT_STATUS;
 
 static const char cancel_help[] =
 "NAME\n    aegis cancel - cancel jobs\n\n"
