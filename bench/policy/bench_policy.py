@@ -234,13 +234,19 @@ def readme_block(path, table, write):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("aegis")
-    ap.add_argument("--root", default=os.path.join(os.path.dirname(
-        os.path.abspath(__file__)), "..", ".."))
-    ap.add_argument("--seeds", default="1-6",
-                    help="synthetic seeds tuned on (default 1-6)")
-    ap.add_argument("--held-out", default="101-108",
-                    help="synthetic seeds never tuned on")
+    ap.add_argument("aegis", help="the aegis command-line binary to "
+                    "measure (build/src/cli/aegis): the bench runs its "
+                    "`sim` and `gen-trace`")
+    ap.add_argument("--root", metavar="DIR", default=os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "..", ".."),
+                    help="the aegis source tree, whose data/traces holds "
+                    "the real traces (default: the tree holding this "
+                    "script, two folders up)")
+    ap.add_argument("--seeds", metavar="LIST", default="1-6",
+                    help="synthetic seeds tuned on, comma-separated seeds or "
+                    "ranges A-B (default 1-6)")
+    ap.add_argument("--held-out", metavar="LIST", default="101-108",
+                    help="synthetic seeds never tuned on (default 101-108)")
     ap.add_argument("--set", action="append", default=[],
                     metavar="NAME=VALUE", help="a core parameter for every "
                     "run (aegis sim --set), to try one of aegis-plus's")
