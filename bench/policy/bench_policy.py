@@ -237,8 +237,9 @@ def main():
     ap.add_argument("aegis", help="the aegis command-line binary to "
                     "measure (build/src/cli/aegis): the bench runs its "
                     "`sim` and `gen-trace`")
-    ap.add_argument("--root", metavar="DIR", default=os.path.join(
-        os.path.dirname(os.path.abspath(__file__)), "..", ".."),
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap.add_argument("--root", metavar="DIR",
+                    default=os.path.join(here, "..", ".."),
                     help="the aegis source tree, whose data/traces holds "
                     "the real traces (default: the tree holding this "
                     "script, two folders up)")
