@@ -7,48 +7,34 @@
 # manual pages are made from the same texts).
 set -u; AEGISD=$1 AEGIS=$2 NVML=$3 FAKE=$4 CATALOG=$5 CASE=$6; source "$(dirname "$0")/e2e_lib.sh"
 
-# covers HELP WHAT FILE...: every key of the JSON documents in FILEs (a
-# job or an array of jobs) at any depth, but inside meta (the submit's own
-# object), is a word of the help text in HELP; WHAT names them in a failure.
+# covers HELP KIND FILE...: every word of KIND found in FILEs is a word of
+# the help text in HELP. KIND json: the keys of the JSON documents (a job
+# or an array of jobs) at any depth, but inside meta (the submit's own
+# object); KIND labels: the labels of `aegis show`'s text (its first ten
+# columns; "attempt" for an attempt's line, none for an event's).
 covers() {
-    local help=$1 what=$2; shift 2
-    /usr/bin/python3 - "$help" "$@" <<'PY' || fail "$what: not in the help"
+    local help=$1 kind=$2; shift 2
+    /usr/bin/python3 - "$help" "$kind" "$@" <<'PY' || fail "$kind: not all in the help"
 import json, re, sys
 help = ' '.join(open(sys.argv[1]).read().split())
-keys = set()
+kind, words = sys.argv[2], set()
 def walk(v):
     if isinstance(v, dict):
         for k, x in v.items():
-            keys.add(k)
+            words.add(k)
             if k != 'meta': walk(x)
     elif isinstance(v, list):
         for x in v: walk(x)
-for path in sys.argv[2:]:
-    walk(json.load(open(path)))
-missing = sorted(k for k in keys
-                 if not re.search(r'(?<![\w-])' + re.escape(k) + r'(?![\w-])', help))
-print('keys seen: ' + ' '.join(sorted(keys)))
-if missing: sys.exit('missing: ' + ' '.join(missing))
-PY
-}
-
-# labels_covered HELP FILE...: every label of `aegis show`'s text in FILEs
-# (its first ten columns; "attempt" for an attempt's line, none for an
-# event's) is a word of HELP.
-labels_covered() {
-    local help=$1; shift
-    /usr/bin/python3 - "$help" "$@" <<'PY' || fail "show's labels: not in the help"
-import re, sys
-help = ' '.join(open(sys.argv[1]).read().split())
-labels = set()
-for path in sys.argv[2:]:
+for path in sys.argv[3:]:
+    if kind == 'json':
+        walk(json.load(open(path)))
+        continue
     for line in open(path):
         if line.startswith(' '): continue  # an event, or a list's next item
-        label = 'attempt' if line.startswith('attempt ') else line[:10].strip()
-        labels.add(label)
-missing = sorted(l for l in labels
-                 if not re.search(r'(?<![\w-])' + re.escape(l) + r'(?![\w-])', help))
-print('labels seen: ' + ' | '.join(sorted(labels)))
+        words.add('attempt' if line.startswith('attempt ') else line[:10].strip())
+missing = sorted(w for w in words
+                 if not re.search(r'(?<![\w-])' + re.escape(w) + r'(?![\w-])', help))
+print(kind + ' seen: ' + ' | '.join(sorted(words)))
 if missing: sys.exit('missing: ' + ' | '.join(missing))
 PY
 }
@@ -87,8 +73,8 @@ case_helptext_show() {
     done
     "$AEGIS" show --json --history "$done_job" > history.json || fail "show --history"
     grep -q '^waiting ' "show$mem_job.txt" || fail "no waiting line: $(cat "show$mem_job.txt")"
-    covers help.txt "show --json" show*.json history.json
-    labels_covered help.txt show*.txt
+    covers help.txt json show*.json history.json
+    covers help.txt labels show*.txt
 }
 
 case_helptext_ls() {
@@ -96,7 +82,7 @@ case_helptext_ls() {
     "$AEGIS" ls --help > help.txt || fail "ls --help"
     "$AEGIS" ls --all --json > ls.json || fail "ls --json"
     [ "$(pyjson 'print(len(d))' < ls.json)" = 6 ] || fail "ls: $(cat ls.json)"
-    covers help.txt "ls --json" ls.json
+    covers help.txt json ls.json
     "$AEGIS" ls > ls.txt || fail ls
     for column in $(head -1 ls.txt); do
         grep -qF -- "$column" help.txt || fail "ls --help: no column $column"
