@@ -155,8 +155,9 @@ static const char help_end[] =
 "EXIT STATUS\n"
 "    0 success; 1 a run failed or left jobs unfinished; 2 bad usage or bad\n"
 "    input (unreadable, empty or binary file, missing column, bad number,\n"
-"    unknown workload), with a message naming the file, line and field\n"
-"    (and, for an unknown workload, the nearest names in the catalog;\n"
+"    unknown workload, a job that could never start: more GPUs than --gpus\n"
+"    or than max_gpus_per_user), with a message naming the file, line and\n"
+"    field (and, for an unknown workload, the nearest names in the catalog;\n"
 "    `aegis gen-trace --list` lists them all).\n"
 "\n"
 "EXAMPLES\n"
@@ -416,15 +417,43 @@ static int parse_args(sim_cmd *cmd, int argc, char **argv) {
     return rc;
 }
 
-/* A job needing more GPUs than a server has could never run. */
+/* Whether a job of num_gpus GPUs could start at all under every policy
+ * run: 0, or -1 with why in err, as aegisd refuses such a job at
+ * submission (it needs more GPUs than a server has, or more than a limit
+ * of the core such as max_gpus_per_user under aegis-plus). */
+static int job_could_start(const sim_cmd *cmd, int num_gpus, char *err,
+                           size_t errlen) {
+    if (num_gpus > cmd->opt.gpus) {
+        snprintf(err, errlen, "needs %d GPUs but a server has %d (--gpus)",
+                 num_gpus, cmd->opt.gpus);
+        return -1;
+    }
+    core_config cfg = cmd->opt.config;
+    for (int i = 0; i < cmd->npolicies; i++) {
+        char why[128];
+        cfg.policy = cmd->policies[i];
+        if (core_job_within_limits(&cfg, num_gpus, why, sizeof(why)) == 0)
+            continue;
+        snprintf(err, errlen, "cannot start under %s: %s", cfg.policy, why);
+        return -1;
+    }
+    return 0;
+}
+
+/* Refuses a trace with a job that could never start, naming its line,
+ * rather than running it to leave the job unfinished. The largest job
+ * asks the most, so only a trace whose largest job could not start is
+ * read through. */
 static int check_fits(const sim_cmd *cmd, const trace *t) {
-    if (t->max_gpus <= cmd->opt.gpus) return 0;
+    char why[256];
+    if (job_could_start(cmd, t->max_gpus, why, sizeof(why)) == 0) return 0;
     for (int i = 0; i < t->count; i++) {
-        if (t->jobs[i].work->num_gpus <= cmd->opt.gpus) continue;
-        fprintf(stderr, "aegis sim: %s: job %lld (%s) needs %d GPUs but a "
-                "server has %d (--gpus)\n", cmd->trace,
-                (long long)t->jobs[i].index, t->jobs[i].work->name,
-                t->jobs[i].work->num_gpus, cmd->opt.gpus);
+        const trace_job *job = &t->jobs[i];
+        if (job_could_start(cmd, job->work->num_gpus, why, sizeof(why)) == 0)
+            continue;
+        fprintf(stderr, "aegis sim: %s:%d: job %lld (%s) %s\n", cmd->trace,
+                trace_job_line(cmd->trace, job->index),
+                (long long)job->index, job->work->name, why);
         break;
     }
     return -1;

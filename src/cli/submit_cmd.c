@@ -165,8 +165,8 @@ static const char help[] =
 "\n"
 "EXIT STATUS\n"
 "    0 queued, 1 aegisd unreachable, busy or failing, 2 bad usage or bad\n"
-"    input (aegisd's refusals too: more GPUs or memory than it has, no\n"
-"    --after job).\n";
+"    input (aegisd's refusals too: more GPUs or memory than it has, more\n"
+"    GPUs than max_gpus_per_user, no --after job).\n";
 
 /* What the command line gives besides the command. */
 typedef struct submit_opts {

@@ -195,8 +195,10 @@ typedef enum core_wait {
                                every open GPU */
     CORE_WAIT_MIG,          /* no MIG instance holding need_mib can be made */
     CORE_WAIT_DRAINED,      /* every GPU it could take is drained */
-    CORE_WAIT_USER_LIMIT,   /* its user runs `count` jobs (metric "jobs") or
-                               holds `count` GPUs ("GPUs"), the limit */
+    CORE_WAIT_USER_LIMIT,   /* its user runs `count` jobs (metric "job") or
+                               holds `count` GPUs ("GPU"), the limit; or,
+                               `asked` > 0, it asks `asked` GPUs, over
+                               the limit of `count`: it cannot start */
     CORE_WAIT_DEPENDENCY,   /* set by the daemon: waits for `job` to end */
     CORE_WAIT_HELD,         /* set by the daemon: held by its user */
     CORE_WAIT_FEED,         /* waits for its feed: the feed's producer,
@@ -212,11 +214,14 @@ typedef struct core_reason {
     int64_t job;            /* BEHIND, DEPENDENCY */
     int gpu;                /* MEMORY, OBSERVING, WINDOW, PRESSURE; -1 none */
     int count;              /* IDLE, USER_LIMIT */
+    int asked;              /* USER_LIMIT: the GPUs the job asks when they
+                               are over the limit; else 0 */
     double need_mib, free_mib; /* MEMORY, MIG */
     double until;           /* OBSERVING, WINDOW: in `now` units */
     double value, limit;    /* PRESSURE */
     const char *metric;     /* PRESSURE: "SMACT" or "utilization";
-                               USER_LIMIT: "jobs" or "GPUs" */
+                               USER_LIMIT: "job" or "GPU" (the text adds
+                               the plural) */
     const char *feed;       /* FEED: its name, held by the core */
 } core_reason;
 
@@ -244,6 +249,17 @@ void core_destroy(core_state *core);
  * larger than the server) with a message. */
 int core_submit(core_state *core, const core_job_spec *job, double now,
                 char *err, size_t errlen);
+
+/* Whether a job of num_gpus GPUs could ever start under cfg's per-user
+ * limits: 0, or -1 with why in err ("2 GPUs asked, over max_gpus_per_user
+ * 1"). Only a policy that applies the limits (aegis-plus) says -1. A
+ * driver refuses such a job at submission, as Slurm's DenyOnLimit does,
+ * rather than queue it for ever. core_submit() takes it all the same:
+ * one queued before the limit was lowered (a driver restarted or
+ * reconfigured) stays queued, with a reason that says it cannot start
+ * (core_job_reason()), for someone to cancel. */
+int core_job_within_limits(const core_config *cfg, int num_gpus, char *err,
+                           size_t errlen);
 
 /* ---- taking jobs back (a driver that restarts or rebuilds its state) ------
  *

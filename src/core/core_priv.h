@@ -238,8 +238,12 @@ void core_user_dequeue(core_state *core, core_job *job);
 /* The job starts (sign +1) or stops (-1) holding its GPUs at `now`. */
 void core_user_runs(core_state *core, const core_job *job, int sign,
                     double now);
-/* Whether starting the job would take its user past a limit; if so and r
- * is not NULL, r says which. */
+/* Whether the job asks more GPUs than max_gpus_per_user, so that it can
+ * never start; if so and r is not NULL, r says so. */
+bool core_user_cannot_start(const core_state *core, const core_job *job,
+                            core_reason *r);
+/* Whether starting the job would take its user past a limit (or it can
+ * never start); if so and r is not NULL, r says which. */
 bool core_user_over_limit(const core_state *core, const core_job *job,
                           core_reason *r);
 /* The first attempts waiting, by priority (fair share less nice, then

@@ -185,6 +185,8 @@ int core_job_reason(core_state *core, int64_t job_id, double now,
             core_explain(core, job, now, CORE_ALL_GPUS, r);
         return 0;
     }
+    /* Told first: no other job ending would start it. */
+    if (core_user_cannot_start(core, job, r)) return 0;
     bool reached = job->tried_in == core->passes;
     if (!reached && core->head_id >= 0) {
         behind(r, core->head_id); /* the pass stopped at the head's limit */
@@ -238,8 +240,11 @@ int core_reason_text(const core_reason *r, double now, char *buf,
     case CORE_WAIT_DRAINED:
         return snprintf(buf, len, "no GPU open to it (drained)");
     case CORE_WAIT_USER_LIMIT:
-        return snprintf(buf, len, "user limit reached (%d %s)", r->count,
-                        r->metric);
+        if (r->asked > 0)
+            return snprintf(buf, len, "asks %d GPUs, over max_gpus_per_user "
+                            "%d: cannot start", r->asked, r->count);
+        return snprintf(buf, len, "user limit reached (%d %s%s)", r->count,
+                        r->metric, s);
     case CORE_WAIT_DEPENDENCY:
         return snprintf(buf, len, "waiting for job %lld (dependency)",
                         (long long)r->job);

@@ -12,11 +12,14 @@
  * half-life of fairshare_half_life_s, as Slurm's fair-share factor
  * 2^(-usage/share) does, the share being an equal part of all the usage of
  * the users with jobs now. Policies without backfill keep the queues and
- * the counts but read none of them, and count no usage.
+ * the counts but read none of them, and count no usage. A job asking more
+ * GPUs than max_gpus_per_user could never start: drivers refuse it at
+ * submission (core_job_within_limits()), as Slurm's DenyOnLimit does.
  */
 #include "core_priv.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 /* ln 2: a GPU-second used t ago counts 2^(-t/h), so a rate held for dt
@@ -109,8 +112,33 @@ void core_user_runs(core_state *core, const core_job *job, int sign,
     u->gpus += sign * job->spec.num_gpus;
 }
 
+/* Whether a job of num_gpus GPUs asks more than any user may hold. */
+static bool over_gpu_limit(const core_config *cfg, int num_gpus) {
+    return cfg->max_gpus_per_user > 0 && num_gpus > cfg->max_gpus_per_user;
+}
+
+int core_job_within_limits(const core_config *cfg, int num_gpus, char *err,
+                           size_t errlen) {
+    const policy *pol = policy_find(cfg->policy);
+    if (!pol || !pol->backfill || !over_gpu_limit(cfg, num_gpus)) return 0;
+    snprintf(err, errlen, "%d GPUs asked, over max_gpus_per_user %d",
+             num_gpus, cfg->max_gpus_per_user);
+    return -1;
+}
+
+bool core_user_cannot_start(const core_state *core, const core_job *job,
+                            core_reason *r) {
+    if (!over_gpu_limit(&core->cfg, job->spec.num_gpus)) return false;
+    if (r)
+        *r = (core_reason){.kind = CORE_WAIT_USER_LIMIT, .gpu = -1,
+                           .count = core->cfg.max_gpus_per_user,
+                           .asked = job->spec.num_gpus, .metric = "GPU"};
+    return true;
+}
+
 bool core_user_over_limit(const core_state *core, const core_job *job,
                           core_reason *r) {
+    if (core_user_cannot_start(core, job, r)) return true;
     const core_user *u = &core->users[job->user];
     int max_jobs = core->cfg.max_jobs_per_user;
     int max_gpus = core->cfg.max_gpus_per_user;
@@ -119,7 +147,7 @@ bool core_user_over_limit(const core_state *core, const core_job *job,
     if (r && (jobs || gpus))
         *r = (core_reason){.kind = CORE_WAIT_USER_LIMIT, .gpu = -1,
                            .count = jobs ? max_jobs : max_gpus,
-                           .metric = jobs ? "jobs" : "GPUs"};
+                           .metric = jobs ? "job" : "GPU"};
     return jobs || gpus;
 }
 

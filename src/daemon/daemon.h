@@ -469,8 +469,9 @@ void d_user_name(uid_t uid, char *user, size_t len, gid_t *gid);
 /* Answers a request that would add a job while the state cannot be
  * written: true when it did. */
 bool d_refuse_unwritable(d_conn *c);
-/* Whether a job of gpus GPUs and mem_mib MiB can ever run here: 0, or -1
- * with why (naming the field as `where`). */
+/* Whether a job of gpus GPUs and mem_mib MiB can ever run here (the
+ * server's GPUs, their memory, max_gpus_per_user): 0, or -1 with why
+ * (naming the field as `where`). */
 int d_job_fits(const d_daemon *d, int gpus, double mem_mib,
                const char *where, char *err, size_t errlen);
 void d_waiters_job_done(d_daemon *d, int64_t id, const char *state,

@@ -173,6 +173,11 @@ int d_job_fits(const d_daemon *d, int gpus, double mem_mib,
                  "of this server holds %.0f MiB", where, mem_mib, largest);
         return -1;
     }
+    char why[128];
+    if (core_job_within_limits(&d->cfg, gpus, why, sizeof(why)) != 0) {
+        snprintf(err, errlen, "%sgpus: %s", where, why);
+        return -1;
+    }
     return 0;
 }
 

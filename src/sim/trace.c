@@ -395,6 +395,22 @@ static int row_line(const char *path, int row) {
     return line;
 }
 
+int trace_job_line(const char *path, int64_t index) {
+    char err[256];
+    csv_file *f = csv_open(path, err, sizeof(err));
+    int col = f ? csv_col(f, "job_index") : -1, line = 0;
+    for (int64_t row = 1; f && csv_next(f, err, sizeof(err)) == 1; row++) {
+        int64_t number = row;
+        if (col >= 0 && parse_job_number(f, col, &number) < 0) continue;
+        if (number == index) {
+            line = f->line;
+            break;
+        }
+    }
+    csv_close(f);
+    return line;
+}
+
 /* Refuses jobs, in file order, that share a job_index, naming both lines.
  * Returns 0, or -1 with a message in err. */
 static int check_numbers_differ(const char *path, const trace_part *p,

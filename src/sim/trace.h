@@ -56,4 +56,9 @@ trace *trace_load(const char *path, const cat_catalog *cat, char *err,
                   size_t errlen);
 void trace_free(trace *t);
 
+/* The line of path where the job numbered index lies, found by reading
+ * the file again (jobs do not keep their lines: only a message needs
+ * one); 0 when it is not there. */
+int trace_job_line(const char *path, int64_t index);
+
 #endif

@@ -2,7 +2,8 @@
 # e2e_plus.sh AEGISD AEGIS NVML FAKE CATALOG CASE -- aegisd's default
 # policy, aegis-plus, on the test GPUs: a small job backfilled past a big
 # blocked head, the REASON column of `aegis ls` and the wait_reason of
-# --json, a per-user limit holding a job back, and --nice.
+# --json, a per-user limit holding a job back, a job over
+# max_gpus_per_user refused, and --nice.
 set -u; AEGISD=$1 AEGIS=$2 NVML=$3 FAKE=$4 CATALOG=$5 CASE=$6; source "$(dirname "$0")/e2e_lib.sh"
 
 is_active() { [ "$(job_field "$1" active)" = True ]; }
@@ -51,9 +52,9 @@ case_plus_limit() {
     second=$("$AEGIS" submit -- "$FAKE" --mib 1000 --seconds 1)
     wait_until "the first job running" is_state "$first" running
     is_state "$second" queued || fail "the limit did not hold"
-    [ "$(job_field "$second" wait_reason)" = "user limit reached (1 jobs)" ] ||
+    [ "$(job_field "$second" wait_reason)" = "user limit reached (1 job)" ] ||
         fail "reason: $(job_field "$second" wait_reason)"
-    "$AEGIS" ls | grep "^$second " | grep -q "user limit reached (1 jobs)" ||
+    "$AEGIS" ls | grep "^$second " | grep -q "user limit reached (1 job)" ||
         fail "ls: $("$AEGIS" ls)"
     "$AEGIS" ls --json | pyjson "
 j=[j for j in d if j['id']==$second][0]
@@ -67,6 +68,37 @@ started = b['attempt_list'][0]['started']
 assert started >= ended, (started, ended)
 PY
         fail "the second job ran beside the first"
+}
+
+# max_gpus_per_user: a job asking more GPUs than the limit could never
+# start. One queued before the limit came (aegisd restarted with it) stays
+# queued, saying so, until someone cancels it; a new one is refused at
+# submission, naming the limit (exit 2).
+case_plus_gpulimit() {
+    echo "max_jobs_per_user: 1" >> "$DIR/aegis.yaml"
+    start
+    cd "$DIR/work"
+    first=$("$AEGIS" submit -- "$FAKE" --mib 1000 --seconds 60)
+    wide=$("$AEGIS" submit --gpus 2 -- true)
+    wait_until "the first job running" is_state "$first" running
+    [ "$(job_field "$wide" wait_reason)" = "user limit reached (1 job)" ] ||
+        fail "reason before the restart: $(job_field "$wide" wait_reason)"
+    sed -i 's/^max_jobs_per_user: 1$/max_gpus_per_user: 1/' "$DIR/aegis.yaml"
+    restart
+    local why="asks 2 GPUs, over max_gpus_per_user 1: cannot start"
+    wait_until "the wide job's reason" eval \
+        '[ "$(job_field "$wide" wait_reason)" = "$why" ]'
+    "$AEGIS" cancel "$first" || fail "cancel the first job"
+    wait_until "the first job gone" is_state "$first" cancelled
+    "$AEGIS" ls | grep "^$wide " | grep -qF "$why" || fail "ls: $("$AEGIS" ls)"
+    is_state "$wide" queued || fail "the wide job: $(job_field "$wide" state)"
+    [ "$(job_field "$wide" wait_code)" = user_limit ] || fail "wait_code"
+    aegis_refused "jobs[0].gpus: 2 GPUs asked, over max_gpus_per_user 1" \
+        submit --gpus 2 -- true
+    "$AEGIS" cancel "$wide" || fail "cancel the wide job"
+    is_state "$wide" cancelled || fail "not cancelled: $(job_field "$wide" state)"
+    one=$("$AEGIS" submit -- true) || fail "a 1-GPU job refused"
+    "$AEGIS" wait "$one" >/dev/null || fail "the 1-GPU job did not run"
 }
 
 # --nice: one job at a time (the limit), a niced job submitted before a

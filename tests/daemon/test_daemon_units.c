@@ -551,6 +551,24 @@ static void test_config_shipped(void **state) {
     assert_int_equal(cfg.max_jobs_per_user, 3);
 }
 
+/* max_gpus_per_user in aegis.yaml: aegisd's default policy applies it, so
+ * a job asking more GPUs than it is refused at submission, naming the
+ * limit (handlers.c), as Slurm's DenyOnLimit refuses one; under a policy
+ * without the limits it is not. */
+static void test_config_gpu_limit_refuses(void **state) {
+    core_config cfg;
+    char err[256];
+    const char *path = write_file("gpulimit.yaml", "max_gpus_per_user: 1\n");
+    assert_int_equal(config_load(path, false, &cfg, err, sizeof(err)), 0);
+    assert_int_equal(core_job_within_limits(&cfg, 1, err, sizeof(err)), 0);
+    assert_int_equal(core_job_within_limits(&cfg, 2, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "over max_gpus_per_user 1"));
+    path = write_file("gpulimit.yaml", "policy: aegis\n"
+                      "max_gpus_per_user: 1\n");
+    assert_int_equal(config_load(path, false, &cfg, err, sizeof(err)), 0);
+    assert_int_equal(core_job_within_limits(&cfg, 2, err, sizeof(err)), 0);
+}
+
 static void test_config_bad(void **state) {
     core_config cfg;
     char err[256];
@@ -801,6 +819,7 @@ int main(void) {
         cmocka_unit_test(test_config_good),
         cmocka_unit_test(test_config_shipped),
         cmocka_unit_test(test_config_log_max),
+        cmocka_unit_test(test_config_gpu_limit_refuses),
         cmocka_unit_test(test_config_bad),
         cmocka_unit_test(test_classify),
         cmocka_unit_test(test_classify_tail),

@@ -9,13 +9,16 @@ TMP=$(mktemp -d) || exit 1
 trap 'rm -rf "$TMP"' EXIT
 fail() { echo "FAIL ($CASE): $*" >&2; exit 1; }
 
-# expect_bad FILE PATTERN: `aegis sim` on FILE exits 2 and says PATTERN.
+# expect_bad FILE PATTERN [ARG...]: `aegis sim` on FILE (with the ARGs)
+# exits 2 and says PATTERN.
 expect_bad() {
-    "$AEGIS" sim --trace "$1" >"$TMP/out" 2>"$TMP/err"
+    file=$1 want=$2
+    shift 2
+    "$AEGIS" sim --trace "$file" "$@" >"$TMP/out" 2>"$TMP/err"
     rc=$?
     cat "$TMP/err"
     [ $rc -eq 2 ] || fail "exit $rc, expected 2"
-    grep -q -- "$2" "$TMP/err" || fail "message lacks '$2'"
+    grep -q -- "$want" "$TMP/err" || fail "message lacks '$want'"
     [ ! -s "$TMP/out" ] || fail "printed results for bad input"
 }
 
@@ -48,6 +51,26 @@ duplicate_index)
     expect_bad "$TMP/s.csv" "s.csv:40002: field 'job_index': 7000000000 repeats line 8"
     printf '3,99999,%s\n' $W >>"$TMP/g.csv"
     expect_bad "$TMP/g.csv" "g.csv:40002: field 'job_index': 3 repeats line 4" ;;
+gpu_limit)
+    # A job that could never start is refused before any run, naming its
+    # line: more GPUs than a server has, or than max_gpus_per_user under a
+    # policy that applies the limit (aegis-plus); where none does, the
+    # trace runs.
+    SAT=$SRC/data/traces/saturn.csv
+    expect_bad "$SAT" "saturn.csv:37: job 36 (xlnet_base_cased_wiki_bs8_2gpu) \
+cannot start under aegis-plus: 2 GPUs asked, over max_gpus_per_user 1" \
+        --policy aegis-plus --set max_gpus_per_user=1
+    expect_bad "$SAT" "saturn.csv:37: job 36 .* over max_gpus_per_user 1" \
+        --set max_gpus_per_user=1
+    expect_bad "$SAT" "saturn.csv:37: job 36 (xlnet_base_cased_wiki_bs8_2gpu) \
+needs 2 GPUs but a server has 1 (--gpus)" --gpus 1
+    printf '%s\n# two GPUs\n0,%s\n\n5,xlnet_base_cased_wiki_bs8_2gpu\n' \
+        $HEAD $W >"$TMP/t.csv"
+    expect_bad "$TMP/t.csv" "t.csv:5: job 2 " --set max_gpus_per_user=1
+    "$AEGIS" sim --trace "$SAT" --policy aegis,aegis-plus \
+        --set max_gpus_per_user=2 --quiet || fail "a limit of 2: exit $?"
+    "$AEGIS" sim --trace "$SAT" --policy aegis --set max_gpus_per_user=1 \
+        --quiet || fail "aegis, which has no limits: exit $?" ;;
 unknown_workload)
     printf '%s\n0,%s\n1,no_such_model\n' $HEAD $W >"$TMP/t.csv"
     expect_bad "$TMP/t.csv" "t.csv:3: field 'workload': unknown workload 'no_such_model'" ;;

@@ -385,13 +385,72 @@ static void test_user_limits(void **state) {
         assert_int_equal(out[0].job_id, 1);
         assert_int_equal(out[1].job_id, 3);
         assert_reason_text(core, 2, 0, which == 0 ? "user limit reached "
-                           "(1 jobs)" : "user limit reached (1 GPUs)");
+                           "(1 job)" : "user limit reached (1 GPU)");
         assert_int_equal(core_job_exit(core, 1, CORE_EXIT_OK, 10, NULL),
                          CORE_DONE);
         assert_int_equal(core_schedule(core, 10, out, 4), 1);
         assert_int_equal(out[0].job_id, 2);
         core_destroy(core);
     }
+}
+
+/* A limit of two counts in the plural: "2 jobs", "2 GPUs". */
+static void test_user_limit_plural(void **state) {
+    core_config cfg;
+    core_config_default(&cfg);
+    cfg.policy = "aegis-plus";
+    for (int which = 0; which < 2; which++) {
+        cfg.max_jobs_per_user = which == 0 ? 2 : 0;
+        cfg.max_gpus_per_user = which == 1 ? 2 : 0;
+        core_state *core = make_core_cfg(&cfg, 3);
+        for (int id = 1; id <= 3; id++) submit_as(core, id, 7, 0, 0);
+        core_launch out[4];
+        assert_int_equal(core_schedule(core, 0, out, 4), 2);
+        assert_reason_text(core, 3, 0, which == 0 ? "user limit reached "
+                           "(2 jobs)" : "user limit reached (2 GPUs)");
+        core_destroy(core);
+    }
+}
+
+/* A job asking more GPUs than max_gpus_per_user could never start: the
+ * check a driver refuses it with at submission says so, naming the
+ * limit; one the core holds already (queued before the limit was
+ * lowered) says so as its reason, whatever runs, and never holds back
+ * the user's other jobs. Only aegis-plus applies the limits. */
+static void test_over_gpu_limit(void **state) {
+    core_config cfg;
+    core_config_default(&cfg);
+    cfg.policy = "aegis-plus";
+    cfg.max_gpus_per_user = 1;
+    char err[128];
+    assert_int_equal(core_job_within_limits(&cfg, 1, err, sizeof(err)), 0);
+    assert_int_equal(core_job_within_limits(&cfg, 2, err, sizeof(err)), -1);
+    assert_string_equal(err, "2 GPUs asked, over max_gpus_per_user 1");
+    cfg.policy = "aegis";
+    assert_int_equal(core_job_within_limits(&cfg, 2, err, sizeof(err)), 0);
+    cfg.policy = "aegis-plus";
+    cfg.max_gpus_per_user = 0;
+    assert_int_equal(core_job_within_limits(&cfg, 8, err, sizeof(err)), 0);
+
+    cfg.max_gpus_per_user = 1;
+    core_state *core = make_core_cfg(&cfg, 3);
+    core_job_spec s = job_spec(1, 2);
+    s.user = 7;
+    assert_int_equal(core_submit(core, &s, 0, err, sizeof(err)), 0);
+    submit_as(core, 2, 7, 0, 0);
+    core_launch out[4];
+    assert_int_equal(core_schedule(core, 0, out, 4), 1);
+    assert_int_equal(out[0].job_id, 2);
+    core_reason r = reason_of(core, 1, 0);
+    assert_int_equal(r.kind, CORE_WAIT_USER_LIMIT);
+    assert_reason_text(core, 1, 0, "asks 2 GPUs, over max_gpus_per_user 1: "
+                       "cannot start");
+    assert_int_equal(core_job_exit(core, 2, CORE_EXIT_OK, 10, NULL),
+                     CORE_DONE);
+    assert_int_equal(core_schedule(core, 10, out, 4), 0);
+    assert_reason_text(core, 1, 10, "asks 2 GPUs, over max_gpus_per_user 1: "
+                       "cannot start");
+    core_destroy(core);
 }
 
 /* A niced job goes after its user's others; nice is 0..CORE_NICE_MAX. */
@@ -426,6 +485,8 @@ int main(void) {
         cmocka_unit_test(test_demand_cap),
         cmocka_unit_test(test_fair_share),
         cmocka_unit_test(test_user_limits),
+        cmocka_unit_test(test_user_limit_plural),
+        cmocka_unit_test(test_over_gpu_limit),
         cmocka_unit_test(test_nice),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
