@@ -1,57 +1,67 @@
 /* names.c -- interning names (names.h). */
 #include "names.h"
 
+#include "prefault.h"
+
 #include <stdlib.h>
 #include <string.h>
 
-/* FNV-1a: names are a few bytes, so a short loop beats anything wider. */
+/* FNV-1a, whose low bits (those a slot is picked by) mix poorly --
+ * "user1".."user999999" crowded into runs of slots -- so finished with
+ * murmur3's mixer. Names are a few bytes: a short loop beats anything
+ * wider. */
 static uint32_t name_hash(const char *name, size_t len) {
     uint32_t h = 2166136261u;
     for (size_t i = 0; i < len; i++)
         h = (h ^ (unsigned char)name[i]) * 16777619u;
-    return h;
+    h ^= h >> 16;
+    h *= 0x85ebca6bu;
+    h ^= h >> 13;
+    h *= 0xc2b2ae35u;
+    return h ^ (h >> 16);
 }
 
-/* The slot of the name, holding its id, or the empty slot it would take. */
-static uint32_t *find_slot(const sim_names *n, const char *name, size_t len,
-                           uint32_t hash) {
+/* The slot of the name, or the empty slot it would take. A slot holds its
+ * name's hash so that other names are passed without reading them. */
+static struct sim_name_slot *find_slot(const sim_names *n, const char *name,
+                                       size_t len, uint32_t hash) {
     uint32_t mask = n->nslots - 1;
     for (uint32_t i = hash & mask;; i = (i + 1) & mask) {
-        uint32_t id = n->slots[i];
-        if (id == 0) return &n->slots[i];
-        const char *held = n->text + n->at[id - 1];
-        if (n->hashes[id - 1] == hash && memcmp(held, name, len) == 0 &&
-            held[len] == '\0')
-            return &n->slots[i];
+        struct sim_name_slot *slot = &n->slots[i];
+        if (slot->id == 0) return slot;
+        if (slot->hash != hash) continue;
+        const char *held = n->text + slot->at;
+        if (memcmp(held, name, len) == 0 && held[len] == '\0') return slot;
     }
 }
 
-/* Doubles the slots (at least 1024) and puts every id back. */
-static int grow_slots(sim_names *n) {
-    uint32_t nslots = n->nslots ? n->nslots * 2 : 1024;
-    uint32_t *slots = calloc(nslots, sizeof(*slots));
+/* Moves the names to a table of nslots slots, on huge pages where it is
+ * big: a name's slot is anywhere in it, and a million names' 32 MB on
+ * small pages missed the TLB at nearly every look-up. */
+static int resize_slots(sim_names *n, uint32_t nslots) {
+    uint32_t mask = nslots - 1;
+    struct sim_name_slot *slots = calloc(nslots, sizeof(*slots));
     if (!slots) return -1;
+    prefault_huge(slots, nslots * sizeof(*slots));
+    for (uint32_t k = 0; k < n->nslots; k++) {
+        if (n->slots[k].id == 0) continue;
+        uint32_t i = n->slots[k].hash & mask;
+        while (slots[i].id) i = (i + 1) & mask;
+        slots[i] = n->slots[k];
+    }
     free(n->slots);
     n->slots = slots;
     n->nslots = nslots;
-    for (uint32_t id = 1; id <= n->count; id++) {
-        uint32_t mask = nslots - 1, i = n->hashes[id - 1] & mask;
-        while (slots[i]) i = (i + 1) & mask;
-        slots[i] = id;
-    }
     return 0;
 }
 
-/* Room for one more name of len bytes in the arrays and the text. */
+/* Room for one more name of len bytes in at and the text. */
 static int make_room(sim_names *n, size_t len) {
     if (n->count == n->cap) {
         uint32_t cap = n->cap ? n->cap * 2 : 256;
         size_t *at = realloc(n->at, cap * sizeof(*at));
         if (!at) return -1;
         n->at = at;
-        uint32_t *hashes = realloc(n->hashes, cap * sizeof(*hashes));
-        if (!hashes) return -1;
-        n->hashes = hashes;
         n->cap = cap;
     }
     if (n->text_cap - n->text_len <= len) {
@@ -67,19 +77,21 @@ static int make_room(sim_names *n, size_t len) {
 
 int names_intern(sim_names *n, const char *name, size_t len, uint32_t *id) {
     /* Kept under half full, so a probe ends after a step or two. */
-    if ((n->count + 1) * 2 > n->nslots && grow_slots(n) < 0) return -1;
+    if ((n->count + 1) * 2 > n->nslots &&
+        resize_slots(n, n->nslots ? n->nslots * 2 : 1024) < 0)
+        return -1;
     uint32_t hash = name_hash(name, len);
-    uint32_t *slot = find_slot(n, name, len, hash);
-    if (*slot == 0) {
+    struct sim_name_slot *slot = find_slot(n, name, len, hash);
+    if (slot->id == 0) {
         if (n->count == UINT32_MAX - 1 || make_room(n, len) < 0) return -1;
-        n->at[n->count] = n->text_len;
-        n->hashes[n->count] = hash;
-        memcpy(n->text + n->text_len, name, len);
-        n->text[n->text_len + len] = '\0';
+        size_t at = n->text_len;
+        memcpy(n->text + at, name, len);
+        n->text[at + len] = '\0';
         n->text_len += len + 1;
-        *slot = ++n->count;
+        n->at[n->count++] = at;
+        *slot = (struct sim_name_slot){hash, n->count, at};
     }
-    *id = *slot;
+    *id = slot->id;
     return 0;
 }
 
@@ -99,7 +111,6 @@ int names_merge(sim_names *into, const sim_names *from, uint32_t *map) {
 void names_free(sim_names *n) {
     free(n->text);
     free(n->at);
-    free(n->hashes);
     free(n->slots);
     *n = (sim_names){0};
 }
