@@ -16,13 +16,15 @@
 #include <stdint.h>
 
 typedef struct sim_names {
-    char *text;                 /* the names, each ending in a NUL */
+    char *text;                 /* the names, each ending in a NUL; at
+                                   most UINT32_MAX bytes */
     size_t text_len, text_cap;
     size_t *at;                 /* name id's offset in text, at[id - 1] */
     uint32_t count, cap;        /* names held; room in at */
     struct sim_name_slot {      /* open addressing, linear probing: */
         uint32_t hash, id;      /*   a name's hash and id; id 0: empty */
-        size_t at;              /*   and at[id - 1], one cache miss less */
+        uint32_t at, len;       /*   its place in text (at[id - 1], one
+                                     cache miss less) and length */
     } *slots;
     uint32_t nslots;            /* a power of two, over twice count */
 } sim_names;
