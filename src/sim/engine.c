@@ -78,6 +78,7 @@ static void replay_servers(engine *e) {
 static sim_result *result_new(engine *e, const char *policy) {
     sim_result *r = calloc(1, sizeof(*r));
     if (!r) return NULL;
+    r->trace = e->trace;
     r->policy = policy;
     r->sharing = share_mode_name(e->opt->sharing);
     r->dispatch = sim_dispatch_name(e->opt->dispatch);

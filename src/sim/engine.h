@@ -90,6 +90,7 @@ typedef struct sim_server_log {
 } sim_server_log;
 
 typedef struct sim_result {
+    const trace *trace;         /* the trace replayed (its user names) */
     const char *policy;
     const char *sharing;        /* the GPUs' sharing mode, by name */
     const char *dispatch;       /* sim_dispatch_name() of its dispatch */

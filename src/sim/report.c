@@ -343,6 +343,10 @@ static void json_job(FILE *out, const sim_result *r, const sim_job *job) {
     fprintf(out, "{\"index\": %lld, \"workload\": ",
             (long long)job->src->index);
     json_text(out, job->src->work->name);
+    if (r->trace->has_users) {
+        fputs(", \"user\": ", out);
+        json_text(out, trace_user_name(r->trace, job->src->user));
+    }
     fprintf(out, ", \"submit_s\": %.3f, \"status\": \"%s\"",
             job->src->submit_s, status_of(job));
     if (job->state == SIM_DONE) {

@@ -6,6 +6,7 @@
 #include "trace_repeat.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -53,10 +54,101 @@ static span workload_name(const trace_columns *c, span work, span task) {
     return col == c->work ? work : task_stem(task);
 }
 
-uint32_t trace_user_id(const char *name, size_t len) {
-    uint32_t h = 2166136261u;
-    for (size_t i = 0; i < len; i++) h = (h ^ (unsigned char)name[i]) * 16777619u;
-    return h;
+/* The rows of one part of the file, read by one thread. */
+typedef struct trace_part {
+    csv_file *f;
+    const trace_columns *cols;
+    const cat_catalog *cat;
+    trace_job *jobs;
+    int count, cap, max_gpus;
+    /* Whether a job came before the one above it: a trace in order (the
+     * usual case) is not sorted, and is seen to be as it is read, not in
+     * a pass over the jobs after. */
+    bool unsorted;
+    double last_submit;         /* of the job last read */
+    /* The names of users and feeds its rows hold, numbered in this part:
+     * join_parts() renumbers the second half's as the first half's. */
+    sim_names users, feeds;
+    int rc;                     /* 0, or -1 with a message in err */
+    char err[512];
+    /* The second half only, until settle_lines(): the first half, read in
+     * head_thread when head_threaded, whose last line number its own are
+     * counted on from. */
+    struct trace_part *head;
+    pthread_t head_thread;
+    bool head_threaded;
+} trace_part;
+
+/* The number of the user named by the len bytes at name into *id: 0 for
+ * the anonymous user (an empty cell or "-"). Returns -1 when out of
+ * memory. */
+static int user_id(trace_part *p, const char *name, size_t len, uint32_t *id) {
+    *id = 0;
+    if (len == 0 || (len == 1 && name[0] == '-')) return 0;
+    return names_intern(&p->users, name, len, id);
+}
+
+/* The number of the feed named by the len bytes at name; 0 for none. */
+static int feed_id(trace_part *p, const char *name, size_t len, uint32_t *id) {
+    *id = 0;
+    return len > 0 ? names_intern(&p->feeds, name, len, id) : 0;
+}
+
+/* Whether the user cell text (len bytes) is no name (trace_user_name()
+ * has the rule), saying why in why. The cell is quoted only where it
+ * prints as it is. */
+static bool user_fault(const char *text, size_t len, char *why,
+                       size_t whylen) {
+    if (len > TRACE_USER_MAX) {
+        snprintf(why, whylen, "%zu bytes, longer than the %d a name may have",
+                 len, TRACE_USER_MAX);
+        return true;
+    }
+    size_t spaces = 0;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)text[i];
+        if (c < 0x20 || c == 0x7f) {
+            snprintf(why, whylen, "control character 0x%02x at byte %zu",
+                     c, i + 1);
+            return true;
+        }
+        spaces += c == ' ';
+    }
+    const char *fault =
+        len > 0 && spaces == len ? "is blank (an empty cell is the anonymous "
+                                   "user \"-\")"
+        : len > 0 && (text[0] == ' ' || text[len - 1] == ' ')
+            ? "begins or ends with a space"
+            : NULL;
+    if (fault) {
+        snprintf(why, whylen, "'%s' %s", text, fault);
+        return true;
+    }
+    /* jansson's check: the name goes out in JSON (aegis sim --json). */
+    json_t *utf8 = json_stringn(text, len);
+    bool fine = utf8 != NULL;
+    json_decref(utf8);
+    if (!fine) snprintf(why, whylen, "not UTF-8 text");
+    return !fine;
+}
+
+/* Reads the user cell of p's current row into job; -1 with a message in
+ * p->err for a cell that is no name, or when out of memory. */
+static int read_user(trace_part *p, trace_job *job) {
+    const csv_file *f = p->f;
+    const char *text = p->cols->user >= 0 ? f->row[p->cols->user] : "";
+    size_t len = strlen(text);
+    char why[128];
+    if (user_fault(text, len, why, sizeof(why))) {
+        snprintf(p->err, sizeof(p->err), "%s:%d: field 'user': %s", f->path,
+                 f->line, why);
+        return -1;
+    }
+    if (user_id(p, text, len, &job->user) < 0) {
+        snprintf(p->err, sizeof(p->err), "%s: out of memory", f->path);
+        return -1;
+    }
+    return 0;
 }
 
 /* The digits of a job number at text (at most 18, so no overflow) into
@@ -95,11 +187,13 @@ static span field(const csv_file *f, int col) {
     return (span){text, strlen(text)};
 }
 
-/* Reads f's current row, split by csv_next(), into job: the general path,
+/* Reads p's current row, split by csv_next(), into job: the general path,
  * which names every fault. */
-static int read_job(const csv_file *f, const trace_columns *c,
-                    const cat_catalog *cat, trace_job *job, char *err,
-                    size_t errlen) {
+static int read_job(trace_part *p, trace_job *job) {
+    const csv_file *f = p->f;
+    const trace_columns *c = p->cols;
+    char *err = p->err;
+    size_t errlen = sizeof(p->err);
     double submit = -1;
     if (csv_double(f, c->submit, &submit, err, errlen) < 0) return -1;
     if (submit < 0) {
@@ -123,9 +217,12 @@ static int read_job(const csv_file *f, const trace_columns *c,
             return -1;
         }
     }
-    span user = field(f, c->user), feed = field(f, c->feed);
-    job->user = c->user >= 0 ? trace_user_id(user.text, user.len) : 0;
-    job->feed = feed.len > 0 ? trace_user_id(feed.text, feed.len) : 0;
+    if (read_user(p, job) < 0) return -1;
+    span feed = field(f, c->feed);
+    if (feed_id(p, feed.text, feed.len, &job->feed) < 0) {
+        snprintf(err, errlen, "%s: out of memory", f->path);
+        return -1;
+    }
     double load = 0;
     if (c->load >= 0 && f->row[c->load][0] &&
         csv_double(f, c->load, &load, err, errlen) < 0)
@@ -139,11 +236,11 @@ static int read_job(const csv_file *f, const trace_columns *c,
     job->load_cpus = (float)load;
     span work = field(f, c->work);
     span name = workload_name(c, work, field(f, c->task));
-    job->work = cat_find(cat, name.text, name.len);
+    job->work = cat_find(p->cat, name.text, name.len);
     if (!job->work) {
         int col = workload_column(c, work);
         char near[256];
-        cat_suggest(cat, name.text, name.len, near, sizeof(near));
+        cat_suggest(p->cat, name.text, name.len, near, sizeof(near));
         snprintf(err, errlen, "%s:%d: field '%s': unknown workload '%.*s'%s",
                  f->path, f->line, col >= 0 ? f->cols[col] : "workload",
                  (int)(name.len > 80 ? 80 : name.len), name.text, near);
@@ -152,10 +249,21 @@ static int read_job(const csv_file *f, const trace_columns *c,
     return 0;
 }
 
+/* Whether the bytes from s to stop are a user name taken as it is:
+ * no byte past '~' (one to check for UTF-8, or DEL), no more than
+ * TRACE_USER_MAX. csv_plain_end() has stopped at the other faults. */
+static bool plain_user(const char *s, const char *stop) {
+    if (stop - s > TRACE_USER_MAX) return false;
+    for (; s < stop; s++)
+        if ((unsigned char)*s > '~') return false;
+    return true;
+}
+
 /* Parses the field at s as its column's role asks, into job or names;
  * returns the byte it stopped at, or NULL when the field is not plain. */
-static const char *plain_field(int role, const char *s, const char *end,
-                               trace_job *job, span names[2]) {
+static const char *plain_field(trace_part *p, int role, const char *s,
+                               const char *end, trace_job *job,
+                               span names[2]) {
     if (role == ROLE_SUBMIT) {
         double v;
         s = csv_plain_number(s, &v);
@@ -173,12 +281,17 @@ static const char *plain_field(int role, const char *s, const char *end,
         return s;
     }
     const char *stop = csv_plain_end(s, end);
+    size_t len = (size_t)(stop - s);
+    /* A name is interned only whole: one that stops short (at a space,
+     * say) is read_job's. read_job reports running out of memory. */
+    bool whole = stop < end && (*stop == ',' || *stop == '\n' ||
+                                *stop == '\r');
     if (role == ROLE_USER)
-        job->user = trace_user_id(s, (size_t)(stop - s));
-    else if (role == ROLE_FEED)
-        job->feed = stop > s ? trace_user_id(s, (size_t)(stop - s)) : 0;
-    else if (role != ROLE_SKIP)
-        names[role - ROLE_WORK] = (span){s, (size_t)(stop - s)};
+        return whole && plain_user(s, stop) &&
+                       user_id(p, s, len, &job->user) == 0 ? stop : NULL;
+    if (role == ROLE_FEED)
+        return whole && feed_id(p, s, len, &job->feed) == 0 ? stop : NULL;
+    if (role != ROLE_SKIP) names[role - ROLE_WORK] = (span){s, len};
     return stop;
 }
 
@@ -188,8 +301,9 @@ static const char *plain_field(int role, const char *s, const char *end,
  * when it took the row, 0 for any other line (a comment, a blank line,
  * the end, a fault), which read_job takes after csv_next(): both read a
  * plain row alike, and only they name faults. */
-static int read_plain_row(csv_file *f, const trace_columns *c,
-                          const cat_catalog *cat, trace_job *job) {
+static int read_plain_row(trace_part *p, trace_job *job) {
+    csv_file *f = p->f;
+    const trace_columns *c = p->cols;
     const char *s = f->pos, *end = f->end;
     if (s == end || *s == '#') return 0;
     job->user = 0;
@@ -197,7 +311,7 @@ static int read_plain_row(csv_file *f, const trace_columns *c,
     job->load_cpus = 0;
     span names[2] = {{"", 0}, {"", 0}};
     for (int col = 0;; col++) {
-        s = plain_field(c->role[col], s, end, job, names);
+        s = plain_field(p, c->role[col], s, end, job, names);
         if (!s || s == end) return 0;
         if (col == f->ncols - 1) break;
         if (*s != ',') return 0;
@@ -206,7 +320,7 @@ static int read_plain_row(csv_file *f, const trace_columns *c,
     if (*s == '\r') s++;
     if (s == end || *s != '\n') return 0;
     span name = workload_name(c, names[0], names[1]);
-    job->work = cat_find(cat, name.text, name.len);
+    job->work = cat_find(p->cat, name.text, name.len);
     if (!job->work) return 0;
     csv_skip_row(f, s + 1);
     return 1;
@@ -247,27 +361,6 @@ static void set_roles(trace_columns *c) {
  * thread costs about what it saves. */
 #define TRACE_SPLIT_BYTES (1 << 20)
 
-/* The rows of one part of the file, read by one thread. */
-typedef struct trace_part {
-    csv_file *f;
-    const trace_columns *cols;
-    const cat_catalog *cat;
-    trace_job *jobs;
-    int count, cap, max_gpus;
-    /* Whether a job came before the one above it: a trace in order (the
-     * usual case) is not sorted, and is seen to be as it is read, not in
-     * a pass over the jobs after. */
-    bool unsorted;
-    double last_submit;         /* of the job last read */
-    int rc;                     /* 0, or -1 with a message in err */
-    char err[512];
-    /* The second half only, until settle_lines(): the first half, read in
-     * head_thread when head_threaded, whose last line number its own are
-     * counted on from. */
-    struct trace_part *head;
-    pthread_t head_thread;
-    bool head_threaded;
-} trace_part;
 
 /* Room for one more job in p; -1 with a message when out of memory. */
 static int make_room(trace_part *p) {
@@ -319,11 +412,11 @@ static void read_part(trace_part *p) {
     while ((rc = make_room(p)) == 0) {
         trace_job *job = &p->jobs[p->count];
         job->index = p->count + 1;
-        if (!read_plain_row(p->f, p->cols, p->cat, job)) {
+        if (!read_plain_row(p, job)) {
             if ((rc = settle_lines(p)) < 0) break;
             rc = csv_next(p->f, p->err, sizeof(p->err));
             if (rc <= 0) break;
-            rc = read_job(p->f, p->cols, p->cat, job, p->err, sizeof(p->err));
+            rc = read_job(p, job);
             if (rc < 0) break;
         }
         if (job->work->num_gpus > p->max_gpus)
@@ -364,16 +457,40 @@ static void read_parts(csv_file *f, trace_part *head, trace_part *tail) {
     tail->f = NULL;
 }
 
+/* The numbers in into of the names of from, numbered there, adding
+ * those into lacks: map[id] for from's id, map[0] = 0. NULL when out of
+ * memory; the caller frees it. */
+static uint32_t *merge_names(sim_names *into, const sim_names *from) {
+    uint32_t *map = malloc(((size_t)from->count + 1) * sizeof(*map));
+    if (map && names_merge(into, from, map) < 0) {
+        free(map);
+        return NULL;
+    }
+    return map;
+}
+
 /* Appends tail's rows to head's, numbering them on from head's when the
- * file has no job_index. Returns -1 when out of memory. */
+ * file has no job_index, and their users and feeds as head numbers them.
+ * Returns -1 when out of memory. */
 static int join_parts(trace_part *head, trace_part *tail, bool numbered) {
     if (tail->count == 0) return 0;
     size_t n = (size_t)head->count + (size_t)tail->count;
-    trace_job *all = realloc(head->jobs, n * sizeof(*all));
-    if (!all) return -1;
+    uint32_t *users = merge_names(&head->users, &tail->users);
+    uint32_t *feeds = users ? merge_names(&head->feeds, &tail->feeds) : NULL;
+    trace_job *all = feeds ? realloc(head->jobs, n * sizeof(*all)) : NULL;
+    if (!all) {
+        free(users);
+        free(feeds);
+        return -1;
+    }
     memcpy(all + head->count, tail->jobs, (size_t)tail->count * sizeof(*all));
-    if (!numbered)
-        for (int i = head->count; i < (int)n; i++) all[i].index += head->count;
+    for (int i = head->count; i < (int)n; i++) {
+        if (!numbered) all[i].index += head->count;
+        all[i].user = users[all[i].user];
+        all[i].feed = feeds[all[i].feed];
+    }
+    free(users);
+    free(feeds);
     head->unsorted |= tail->unsorted ||
                       all[head->count].submit_s < head->last_submit;
     head->last_submit = tail->last_submit;
@@ -452,6 +569,9 @@ trace *trace_load(const char *path, const cat_catalog *cat, char *err,
         rc = -1;
     }
     free(tail.jobs);
+    names_free(&tail.users);
+    names_free(&tail.feeds);
+    names_free(&head.feeds); /* their numbers are all a replay needs */
     if (rc == 0 && cols.index >= 0)
         rc = check_numbers_differ(path, &head, err, errlen);
     trace *t = rc == 0 ? calloc(1, sizeof(*t)) : NULL;
@@ -466,16 +586,23 @@ trace *trace_load(const char *path, const cat_catalog *cat, char *err,
     }
     if (rc < 0) {
         free(head.jobs);
+        names_free(&head.users);
         free(t);
         return NULL;
     }
     *t = (trace){.jobs = head.jobs, .count = head.count,
-                 .max_gpus = head.max_gpus};
+                 .max_gpus = head.max_gpus, .has_users = cols.user >= 0,
+                 .users = head.users};
     return t;
+}
+
+const char *trace_user_name(const trace *t, uint32_t id) {
+    return id ? names_get(&t->users, id) : "-";
 }
 
 void trace_free(trace *t) {
     if (!t) return;
     free(t->jobs);
+    names_free(&t->users);
     free(t);
 }

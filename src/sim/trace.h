@@ -4,10 +4,11 @@
  * spec file whose stem is the workload); job_index, when present, numbers
  * the jobs (each number once), otherwise a job is numbered by its 1-based
  * row. Submit times lie in [0, TRACE_MAX_SUBMIT_S]. An optional user
- * column names who submitted each job, an optional feed column the data
- * feed it reads and load_cpus the CPU cores its data loading keeps busy
- * while it runs (docs/simulator.md, "Data loading"). Other columns are ignored. Jobs come back sorted by submit time, stable, so equal times
- * keep file order.
+ * column names who submitted each job (trace_user_name() has the rule), an
+ * optional feed column the data feed it reads and load_cpus the CPU cores
+ * its data loading keeps busy while it runs (docs/simulator.md, "Data
+ * loading"). Other columns are ignored. Jobs come back sorted by submit
+ * time, stable, so equal times keep file order.
  *
  * Ownership: trace_load() allocates; trace_free() frees.
  */
@@ -15,7 +16,9 @@
 #define AEGIS_TRACE_H
 
 #include "catalog.h"
+#include "names.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -29,26 +32,34 @@ typedef struct trace_job {
     double submit_s;            /* arrival, seconds from trace start */
     int64_t index;              /* job_index, or 1-based row in the file */
     const cat_workload *work;   /* points into the catalog */
-    uint32_t user;              /* trace_user_id() of its user column; 0
-                                   without one */
-    uint32_t feed;              /* trace_user_id() of its feed column; 0
-                                   for none (no column, or empty) */
+    uint32_t user;              /* its user's number (trace_user_name());
+                                   0: the anonymous user "-" */
+    uint32_t feed;              /* its feed's number, equal for equal
+                                   names; 0 for none (no column, or empty) */
     float load_cpus;            /* its load_cpus column; 0 without one */
 } trace_job;
 
 /* The most CPU cores a job's data loading may keep busy. */
 #define TRACE_MAX_LOAD_CPUS 1e6
 
-/* The number a user's name stands for in the core (core_job_spec.user):
- * a hash (FNV-1a), so that both halves of a big file, read at once, give a
- * name the same number without sharing a table. */
-uint32_t trace_user_id(const char *name, size_t len);
+/* The longest user name, in bytes. */
+#define TRACE_USER_MAX 64
 
 typedef struct trace {
     trace_job *jobs;            /* sorted by submit_s, then file order */
     int count;
     int max_gpus;               /* largest num_gpus of any job */
+    bool has_users;             /* the file has a user column */
+    sim_names users;            /* the user names, numbered from 1 */
 } trace;
+
+/* The name of user number id of t. A user cell is a name of 1 to
+ * TRACE_USER_MAX bytes of UTF-8 text without control characters, spaces
+ * at either end or only spaces; an empty cell and "-" are the anonymous
+ * user "-" (number 0), the one every job of a trace without the column
+ * belongs to. Different names are different users, equal ones the same
+ * (compared byte for byte). */
+const char *trace_user_name(const trace *t, uint32_t id);
 
 /* Reads path resolving workloads in cat. Returns NULL with
  * "PATH:LINE: field 'NAME': ..." in err. */

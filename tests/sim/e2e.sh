@@ -145,6 +145,47 @@ print("b's mean JCT: aegis %.0f, aegis-plus %.0f" % (b("aegis"), b("aegis-plus")
 assert b("aegis-plus") < 0.4 * b("aegis")
 PY
     ;;
+user_collision)
+    # "costarring" and "liquid" shared a 32-bit hash, so one user's limit:
+    # with one job per user, both start at once, as alice's and bob's do.
+    printf '%s,user\n0,%s,costarring\n0,%s,liquid\n' $HEAD $W $W >"$TMP/t.csv"
+    "$AEGIS" sim --trace "$TMP/t.csv" --policy aegis-plus \
+        --set max_jobs_per_user=1 --json >"$TMP/o.json" || fail "exit $?"
+    python3 - "$TMP/o.json" <<'PY' || fail "the two users were one"
+import json, sys
+jobs = json.load(open(sys.argv[1]))["policies"][0]["jobs"]
+starts = [j["attempts"][0]["start_s"] for j in jobs]
+print("starts:", starts)
+assert starts == [0, 0]
+PY
+    ;;
+bad_user)
+    # A user cell that cannot be a name: exit 2, naming file, line, column.
+    for cell in ' ' "$(printf 'a\tb')" ' alice' 'alice ' \
+        aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa; do
+        printf '%s,user\n0,%s,ok\n1,%s,%s\n' $HEAD $W $W "$cell" >"$TMP/t.csv"
+        expect_bad "$TMP/t.csv" "t.csv:3: field 'user': "
+    done ;;
+json_user)
+    # --json names each job's user when the trace has the column ("-" for
+    # an empty cell), and no user without it; --help says both.
+    printf '%s,user\n0,%s,alice\n5,%s,\n9,%s,bob\n' $HEAD $W $W $W >"$TMP/t.csv"
+    "$AEGIS" sim --trace "$TMP/t.csv" --policy aegis,aegis-plus --json \
+        >"$TMP/u.json" || fail "exit $?"
+    "$AEGIS" sim --trace "$DEMO" --policy aegis --json >"$TMP/d.json" ||
+        fail "exit $?"
+    python3 - "$TMP/u.json" "$TMP/d.json" <<'PY' || fail "bad user in --json"
+import json, sys
+for p in json.load(open(sys.argv[1]))["policies"]:
+    assert [j["user"] for j in p["jobs"]] == ["alice", "-", "bob"], p["jobs"]
+for p in json.load(open(sys.argv[2]))["policies"]:
+    assert all("user" not in j for j in p["jobs"])
+PY
+    "$AEGIS" sim --help >"$TMP/h" || fail "sim --help failed"
+    for word in 'column user' '"user"' '"wait_by_reason_s"' \
+        '"total_wait_by_reason_s"' '"jct_s"' '"slowdown"' '"status"'; do
+        grep -q -- "$word" "$TMP/h" || fail "sim --help lacks $word"
+    done ;;
 feed_sweep)
     # gen-trace --feeds: sweeps on shared data sets, arrivals as without.
     "$AEGIS" gen-trace --jobs 60 --feeds 4 --seed 1 >"$TMP/s.csv" || fail "exit $?"

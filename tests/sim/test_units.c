@@ -24,12 +24,12 @@
 static char err[512];
 
 /* The temporary files the tests wrote, removed when the group ends. */
-static char temp_paths[64][32];
+static char temp_paths[128][32];
 static int ntemp;
 
 /* Writes text to a fresh temporary file; returns its path. */
 static const char *write_temp(const char *text, size_t len) {
-    assert_true(ntemp < 64);
+    assert_true(ntemp < 128);
     char *path = temp_paths[ntemp++];
     strcpy(path, "/tmp/aegis_sim_test_XXXXXX");
     int fd = mkstemp(path);
@@ -204,6 +204,92 @@ static void test_trace_job_index(void **state) {
     assert_null(trace_load(TEMP("job_index,submit_time_s,workload\n"
                                 "x,0,small\n"), cat, err, sizeof(err)));
     assert_non_null(strstr(err, ":2: field 'job_index'"));
+    cat_free(cat);
+}
+
+/* Users are told apart by their names, exactly: "costarring" and
+ * "liquid" once shared a 32-bit hash, and so one user's limits. An empty
+ * cell and "-" are the anonymous user, as a trace without the column. */
+static void test_trace_users_apart(void **state) {
+    cat_catalog *cat = cat_load(TEMP(catalog_text), err, sizeof(err));
+    trace *t = trace_load(TEMP("submit_time_s,workload,user\n"
+                               "0,small,costarring\n"
+                               "1,small,liquid\n"
+                               "2,small,costarring\n"
+                               "3,small,\n"
+                               "4,small,-\n"
+                               "5,small,Ann Lee\n"), cat, err, sizeof(err));
+    assert_non_null(t);
+    assert_int_not_equal(t->jobs[0].user, t->jobs[1].user);
+    assert_int_equal(t->jobs[0].user, t->jobs[2].user);
+    assert_int_equal(t->jobs[3].user, t->jobs[4].user);
+    assert_int_not_equal(t->jobs[3].user, t->jobs[0].user);
+    assert_int_not_equal(t->jobs[5].user, t->jobs[0].user);
+    const char *names[] = {"costarring", "liquid", "costarring", "-", "-",
+                           "Ann Lee"};
+    for (int i = 0; i < 6; i++)
+        assert_string_equal(trace_user_name(t, t->jobs[i].user), names[i]);
+    assert_true(t->has_users);
+    trace_free(t);
+    cat_free(cat);
+}
+
+/* A file read in two halves numbers a user alike in both: every job of
+ * user u<k> has one number, and k its own. */
+static void test_trace_users_across_cut(void **state) {
+    cat_catalog *cat = cat_load(TEMP(catalog_text), err, sizeof(err));
+    const int rows = 100000, users = 5000;
+    size_t cap = 64 + (size_t)rows * 32, len = 0;
+    char *text = malloc(cap);
+    assert_non_null(text);
+    len += (size_t)snprintf(text, cap, "submit_time_s,workload,user\n");
+    for (int i = 0; i < rows; i++)
+        len += (size_t)snprintf(text + len, cap - len, "%d,small,u%d\n", i,
+                                (i * 7919) % users);
+    trace *t = trace_load(write_temp(text, len), cat, err, sizeof(err));
+    free(text);
+    assert_non_null(t);
+    assert_int_equal(t->users.count, users);
+    uint32_t *id_of = calloc(users, sizeof(*id_of));
+    assert_non_null(id_of);
+    char name[16];
+    for (int i = 0; i < rows; i++) {
+        int k = (i * 7919) % users;
+        snprintf(name, sizeof(name), "u%d", k);
+        assert_string_equal(trace_user_name(t, t->jobs[i].user), name);
+        if (!id_of[k]) id_of[k] = t->jobs[i].user;
+        assert_int_equal(t->jobs[i].user, id_of[k]);
+    }
+    free(id_of);
+    trace_free(t);
+    cat_free(cat);
+}
+
+/* A user cell that cannot be a name is refused, naming file, line and
+ * column: blank, a control character, a space at either end, more than
+ * TRACE_USER_MAX bytes, not UTF-8. 64 bytes pass. */
+static void test_trace_user_refused(void **state) {
+    cat_catalog *cat = cat_load(TEMP(catalog_text), err, sizeof(err));
+    const char *bad[] = {"  ", "a\tb", "\x7f", " alice", "alice ",
+                         "\xff\xfe",
+                         "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+                         "aaaaaaaaaaaaaaa"};
+    char text[256];
+    for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+        int len = snprintf(text, sizeof(text),
+                           "submit_time_s,workload,user\n0,small,ok\n"
+                           "1,small,%s\n", bad[i]);
+        err[0] = '\0';
+        trace *t = trace_load(write_temp(text, (size_t)len), cat, err,
+                              sizeof(err));
+        if (t) fail_msg("user '%s' was taken", bad[i]);
+        assert_non_null(strstr(err, ":3: field 'user': "));
+    }
+    int len = snprintf(text, sizeof(text), "submit_time_s,workload,user\n"
+                       "0,small,%.64s\n", bad[6]);
+    trace *t = trace_load(write_temp(text, (size_t)len), cat, err, sizeof(err));
+    assert_non_null(t);
+    trace_free(t);
     cat_free(cat);
 }
 
@@ -411,6 +497,9 @@ int main(void) {
         cmocka_unit_test(test_catalog_errors),
         cmocka_unit_test(test_trace_sorted_stably),
         cmocka_unit_test(test_trace_job_index),
+        cmocka_unit_test(test_trace_users_apart),
+        cmocka_unit_test(test_trace_users_across_cut),
+        cmocka_unit_test(test_trace_user_refused),
         cmocka_unit_test(test_trace_read_in_two),
         cmocka_unit_test(test_trace_sorted_across_cut),
         cmocka_unit_test(test_model),
