@@ -209,7 +209,8 @@ void core_destroy(core_state *core) {
     free(core->table);
     free(core->users);
     core_feeds_free(core);
-    free(core->cursor);
+    free(core->active);
+    free(core->order_heap);
     free(core->order_base);
     for (int g = 0; g < core->num_gpus; g++) win_free(&core->gpus[g].win);
     free(core);
