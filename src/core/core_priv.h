@@ -156,8 +156,8 @@ struct core_state {
     int *active;            /* the users with jobs queued or running, by
                                place in users: only they count in a pass */
     int nactive;
-    core_order_entry *order_heap; /* a pass's place in each active user's queue,
-                               a binary heap, best first (users.c) */
+    core_order_entry *order_heap; /* a pass's place in each active
+                               user's queue: a binary heap, best first */
     int order_len;
     double *order_base;     /* each active user's priority in that pass */
     core_explained explained[CORE_EXPLAINED]; /* reasons lately told, by

@@ -8,8 +8,12 @@
  * served in submit order the big ones are left for the end, where they
  * run beside nothing while the other GPUs idle (the tail that sets a
  * makespan). The backfill pass walks the users' queues merged by priority
- * (core_order_*). A user's priority falls with the GPU time its jobs held lately: GPU-seconds decayed with a
- * half-life of fairshare_half_life_s, as Slurm's fair-share factor
+ * (core_order_*): a heap of the next job of each user with jobs queued or
+ * running, so a server that has seen thousands of users pays, per pass,
+ * for those with jobs and a logarithm of their number per job reached. A
+ * user's priority falls with the GPU time its jobs held lately:
+ * GPU-seconds decayed with a half-life of fairshare_half_life_s, as
+ * Slurm's fair-share factor
  * 2^(-usage/share) does, the share being an equal part of all the usage of
  * the users with jobs now. Policies without backfill keep the queues and
  * the counts but read none of them, and count no usage.
