@@ -13,9 +13,8 @@
  * for those with jobs and a logarithm of their number per job reached. A
  * user's priority falls with the GPU time its jobs held lately:
  * GPU-seconds decayed with a half-life of fairshare_half_life_s, as
- * Slurm's fair-share factor
- * 2^(-usage/share) does, the share being an equal part of all the usage of
- * the users with jobs now. Policies without backfill keep the queues and
+ * Slurm's fair-share factor 2^(-usage/share) does, the share being an
+ * equal part of all the usage of the users with jobs now. Policies without backfill keep the queues and
  * the counts but read none of them, and count no usage.
  */
 #include "core_priv.h"
