@@ -208,6 +208,7 @@ void core_destroy(core_state *core) {
     }
     free(core->table);
     free(core->users);
+    free(core->user_slots);
     core_feeds_free(core);
     free(core->active);
     free(core->order_heap);

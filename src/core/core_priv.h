@@ -151,6 +151,9 @@ struct core_state {
     uint64_t submits;       /* jobs submitted so far: core_job.seq */
     core_user *users;       /* everyone who submitted, never forgotten */
     int nusers, users_cap;
+    int *user_slots;        /* users by uid: open addressing, each slot a
+                               place in users plus 1, 0 when empty */
+    int user_slots_size;    /* a power of two, at least twice nusers */
     core_feed **feeds;      /* every feed a job named, never forgotten; */
     int nfeeds, feeds_cap;  /*   each alone, so a reason's name stays */
     int *active;            /* the users with jobs queued or running, by

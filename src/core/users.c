@@ -27,9 +27,40 @@
  * adds h / ln 2 * (1 - 2^(-dt/h)). C11 has no M_LN2. */
 #define LN2 0.69314718055994530942
 
-int core_user_index(core_state *core, uint32_t uid) {
+/* The slot where uid is, or the empty one where it would go. A daemon
+ * or a trace may know hundreds of thousands of users: a scan of them at
+ * every submit made a replay's cost grow with their square. */
+static int *user_slot(const core_state *core, uint32_t uid) {
+    unsigned mask = (unsigned)core->user_slots_size - 1;
+    uint32_t h = uid * 2654435761u; /* Knuth's multiplicative hash, */
+    unsigned k = (h ^ h >> 16) & mask; /* its high bits in the low ones */
+    int *slot;
+    while (*(slot = &core->user_slots[k]) &&
+           core->users[*slot - 1].uid != uid)
+        k = (k + 1) & mask;
+    return slot;
+}
+
+/* Doubles the slots when half are taken, so a probe stays short. */
+static int user_slots_grow(core_state *core) {
+    if (2 * (core->nusers + 1) <= core->user_slots_size) return 0;
+    int size = core->user_slots_size ? core->user_slots_size * 2 : 16;
+    int *slots = calloc((size_t)size, sizeof(*slots));
+    if (!slots) return -1;
+    free(core->user_slots);
+    core->user_slots = slots;
+    core->user_slots_size = size;
     for (int i = 0; i < core->nusers; i++)
-        if (core->users[i].uid == uid) return i;
+        *user_slot(core, core->users[i].uid) = i + 1;
+    return 0;
+}
+
+int core_user_index(core_state *core, uint32_t uid) {
+    if (core->user_slots_size) {
+        int found = *user_slot(core, uid);
+        if (found) return found - 1;
+    }
+    if (user_slots_grow(core) != 0) return -1;
     if (core->nusers == core->users_cap) {
         int cap = core->users_cap ? core->users_cap * 2 : 4;
         core_user *more = realloc(core->users, (size_t)cap * sizeof(*more));
@@ -45,6 +76,7 @@ int core_user_index(core_state *core, uint32_t uid) {
         core->users_cap = cap;
     }
     core->users[core->nusers] = (core_user){.uid = uid};
+    *user_slot(core, uid) = core->nusers + 1;
     return core->nusers++;
 }
 

@@ -457,6 +457,28 @@ static void test_order_many_users_ties(void **state) {
     core_destroy(core);
 }
 
+/* Users are told apart by uid however alike their low bits: 60 users,
+ * uids multiples of 65536, two jobs each, one job each at a time: one
+ * pass starts exactly one job of each, the first it queued. */
+static void test_many_uids(void **state) {
+    enum { USERS = 60 };
+    core_config cfg;
+    core_config_default(&cfg);
+    cfg.policy = "aegis-plus";
+    cfg.max_jobs_per_user = 1;
+    core_state *core = make_core_cfg(&cfg, CORE_MAX_GPUS);
+    for (int r = 0; r < 2; r++)
+        for (int u = 0; u < USERS; u++)
+            submit_as(core, 1000 * r + u, (uint32_t)u << 16, 0, 0);
+    core_launch out[CORE_MAX_GPUS];
+    assert_int_equal(core_schedule(core, 0, out, CORE_MAX_GPUS), USERS);
+    for (int u = 0; u < USERS; u++) {
+        assert_int_equal(out[u].job_id, u);
+        assert_reason_text(core, 1000 + u, 0, "user limit reached (1 jobs)");
+    }
+    core_destroy(core);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_backfill_past_blocked_head),
@@ -475,6 +497,7 @@ int main(void) {
         cmocka_unit_test(test_user_limits),
         cmocka_unit_test(test_nice),
         cmocka_unit_test(test_order_many_users_ties),
+        cmocka_unit_test(test_many_uids),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
