@@ -208,8 +208,10 @@ void core_destroy(core_state *core) {
     }
     free(core->table);
     free(core->users);
+    free(core->user_slots);
     core_feeds_free(core);
-    free(core->cursor);
+    free(core->active);
+    free(core->order_heap);
     free(core->order_base);
     for (int g = 0; g < core->num_gpus; g++) win_free(&core->gpus[g].win);
     free(core);

@@ -87,6 +87,14 @@ typedef struct core_feed {
     int on_gpu[CORE_MAX_GPUS];
 } core_feed;
 
+/* A user's next job in a pass, on the pass's heap (users.c), with its
+ * priority: the heap compares it most, from there rather than through
+ * the job and its user. */
+typedef struct core_order_entry {
+    double priority;
+    core_job *job;
+} core_order_entry;
+
 /* A user, as users.c keeps it. */
 typedef struct core_user {
     uint32_t uid;
@@ -95,6 +103,7 @@ typedef struct core_user {
     double usage_at;
     core_job *head, *tail;  /* its first attempts waiting: nice, then submit */
     int queued;
+    bool active;            /* on core_state.active: queued or running */
 } core_user;
 
 typedef struct core_gpu {
@@ -142,10 +151,18 @@ struct core_state {
     uint64_t submits;       /* jobs submitted so far: core_job.seq */
     core_user *users;       /* everyone who submitted, never forgotten */
     int nusers, users_cap;
+    int *user_slots;        /* users by uid: open addressing, each slot a
+                               place in users plus 1, 0 when empty */
+    int user_slots_size;    /* a power of two, at least twice nusers */
     core_feed **feeds;      /* every feed a job named, never forgotten; */
     int nfeeds, feeds_cap;  /*   each alone, so a reason's name stays */
-    core_job **cursor;      /* a pass's place in each user's queue */
-    double *order_base;     /* and each user's priority then */
+    int *active;            /* the users with jobs queued or running, by
+                               place in users: only they count in a pass */
+    int nactive;
+    core_order_entry *order_heap; /* a pass's place in each active
+                               user's queue: a binary heap, best first */
+    int order_len;
+    double *order_base;     /* each active user's priority in that pass */
     core_explained explained[CORE_EXPLAINED]; /* reasons lately told, by
                                a hash of what they were asked for */
     core_job **table;       /* hash table of every job by id */

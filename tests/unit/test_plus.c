@@ -7,6 +7,7 @@
  * AEGIS's FIFO. */
 #include "helpers.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static void submit_est(core_state *core, int64_t id, double est, double now) {
@@ -469,6 +470,74 @@ static void test_nice(void **state) {
     core_destroy(core);
 }
 
+/* The pass's order among many users, ties included: users 1..15 ran a
+ * job each for 100 s, users 16..30 none, so each group shares one
+ * fair-share factor (usage equal to the bit). Every user then queues two
+ * jobs at one instant, with nice 0..2; on 64 idle GPUs one pass starts
+ * all 60, in its order: the idle users' jobs first, then by nice (the
+ * priority's tie), then by submit order (the queue's), whatever the user. */
+typedef struct order_key {
+    int64_t id;
+    int group, nice, seq;
+} order_key;
+
+static int order_cmp(const void *pa, const void *pb) {
+    const order_key *a = pa, *b = pb;
+    if (a->group != b->group) return a->group - b->group;
+    if (a->nice != b->nice) return a->nice - b->nice;
+    return a->seq - b->seq;
+}
+
+static void test_order_many_users_ties(void **state) {
+    enum { BUSY = 15, USERS = 30, PER_USER = 2, JOBS = USERS * PER_USER };
+    core_state *core = make_core("aegis-plus", "magm", CORE_MAX_GPUS);
+    core_launch out[CORE_MAX_GPUS];
+    for (int u = 1; u <= BUSY; u++) submit_as(core, u, (uint32_t)u, 0, 0);
+    assert_int_equal(core_schedule(core, 0, out, CORE_MAX_GPUS), BUSY);
+    for (int u = 1; u <= BUSY; u++) {
+        core_job_active(core, u, 0);
+        assert_int_equal(core_job_exit(core, u, CORE_EXIT_OK, 100, NULL),
+                         CORE_DONE);
+    }
+    order_key want[JOBS];
+    int n = 0;
+    for (int r = 0; r < PER_USER; r++)
+        for (int u = USERS; u >= 1; u--) { /* uids against submit order */
+            int64_t id = 1000 + 10 * u + r;
+            int nice = (u + r) % 3;
+            submit_as(core, id, (uint32_t)u, nice, 200);
+            want[n] = (order_key){.id = id, .group = u <= BUSY,
+                                  .nice = nice, .seq = n};
+            n++;
+        }
+    qsort(want, JOBS, sizeof(*want), order_cmp);
+    assert_int_equal(core_schedule(core, 300, out, CORE_MAX_GPUS), JOBS);
+    for (int i = 0; i < JOBS; i++) assert_int_equal(out[i].job_id, want[i].id);
+    core_destroy(core);
+}
+
+/* Users are told apart by uid however alike their low bits: 60 users,
+ * uids multiples of 65536, two jobs each, one job each at a time: one
+ * pass starts exactly one job of each, the first it queued. */
+static void test_many_uids(void **state) {
+    enum { USERS = 60 };
+    core_config cfg;
+    core_config_default(&cfg);
+    cfg.policy = "aegis-plus";
+    cfg.max_jobs_per_user = 1;
+    core_state *core = make_core_cfg(&cfg, CORE_MAX_GPUS);
+    for (int r = 0; r < 2; r++)
+        for (int u = 0; u < USERS; u++)
+            submit_as(core, 1000 * r + u, (uint32_t)u << 16, 0, 0);
+    core_launch out[CORE_MAX_GPUS];
+    assert_int_equal(core_schedule(core, 0, out, CORE_MAX_GPUS), USERS);
+    for (int u = 0; u < USERS; u++) {
+        assert_int_equal(out[u].job_id, u);
+        assert_reason_text(core, 1000 + u, 0, "user limit reached (1 jobs)");
+    }
+    core_destroy(core);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_backfill_past_blocked_head),
@@ -488,6 +557,8 @@ int main(void) {
         cmocka_unit_test(test_user_limit_plural),
         cmocka_unit_test(test_over_gpu_limit),
         cmocka_unit_test(test_nice),
+        cmocka_unit_test(test_order_many_users_ties),
+        cmocka_unit_test(test_many_uids),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
