@@ -533,7 +533,7 @@ static void test_many_uids(void **state) {
     assert_int_equal(core_schedule(core, 0, out, CORE_MAX_GPUS), USERS);
     for (int u = 0; u < USERS; u++) {
         assert_int_equal(out[u].job_id, u);
-        assert_reason_text(core, 1000 + u, 0, "user limit reached (1 jobs)");
+        assert_reason_text(core, 1000 + u, 0, "user limit reached (1 job)");
     }
     core_destroy(core);
 }
