@@ -182,15 +182,21 @@ def real_rows(path):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(
-        description="Write data/models/*.json (catalog workloads) and "
-                    "data/models/real/*.json (GPUMemNet real_models rows).")
-    parser.add_argument("--catalog",
-                        default=os.path.join(ROOT, "data", "catalog.csv"))
-    parser.add_argument("--real", default=os.path.join(
+        description="Write the model descriptions (aegis-model/1 JSON) of "
+                    "the catalog's jobs: OUT/<workload>.json per catalog "
+                    "workload, OUT/real/<model>_bs<B>.json per row of "
+                    "GPUMemNet's real_models.csv.")
+    parser.add_argument("--catalog", metavar="CSV",
+                        default=os.path.join(ROOT, "data", "catalog.csv"),
+                        help="the workload catalog whose jobs are described "
+                             "(default: data/catalog.csv)")
+    parser.add_argument("--real", metavar="CSV", default=os.path.join(
         ROOT, "data", "gpumemnet", "real_models.csv"),
-        help="GPUMemNet real_models.csv (skipped if missing)")
-    parser.add_argument("--out", default=os.path.join(ROOT, "data", "models"),
-                        help="output folder (default data/models)")
+        help="GPUMemNet's real_models.csv, skipped if missing "
+             "(default: data/gpumemnet/real_models.csv)")
+    parser.add_argument("--out", metavar="DIR",
+                        default=os.path.join(ROOT, "data", "models"),
+                        help="output folder (default: data/models)")
     parser.add_argument("--only", action="append", default=[],
                         metavar="FILE",
                         help="write only this file name (repeatable), "

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
-"""Compare `aegis sim`'s two dispatch modes on the real traces split over
-several servers: the figure and table of docs/simulator.md#several-servers.
+"""Compare `aegis sim`'s dispatch modes on real traces over several servers.
+
+It makes the figure and table of docs/simulator.md#several-servers.
 
     tools/dispatch_chart.py [--aegis BIN] [--data DIR] [--svg FILE]
 
@@ -69,9 +70,15 @@ def svg(rows, path):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--aegis", default="build/src/cli/aegis")
-    ap.add_argument("--data", default="data")
-    ap.add_argument("--svg")
+    ap.add_argument("--aegis", metavar="BIN", default="build/src/cli/aegis",
+                    help="the aegis binary that simulates "
+                         "(default: %(default)s)")
+    ap.add_argument("--data", metavar="DIR", default="data",
+                    help="the folder whose traces/*.csv are replayed "
+                         "(default: %(default)s)")
+    ap.add_argument("--svg", metavar="FILE",
+                    help="also write the figure there, as SVG "
+                         "(default: no figure)")
     args = ap.parse_args()
     rows = []
     print("| trace | servers | policy | makespan s, work | slurm "

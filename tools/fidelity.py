@@ -301,15 +301,34 @@ def main():
     here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--aegis", default=os.path.join(here, "..", "build", "src", "cli", "aegis"))
-    ap.add_argument("--data", default=os.path.join(here, "..", "data"))
-    ap.add_argument("--model", action="append", default=[], metavar="NAME=VALUE")
-    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
-    ap.add_argument("--fit", action="store_true")
-    ap.add_argument("--check", action="store_true")
-    ap.add_argument("--recovery", action="store_true")
-    ap.add_argument("--jitter", type=float, metavar="SECONDS")
-    ap.add_argument("--runs", type=int, default=100)
+    ap.add_argument("--aegis", metavar="BIN",
+                    default=os.path.join(here, "..", "build", "src", "cli", "aegis"),
+                    help="the aegis binary whose sim is compared (default: this checkout's "
+                         "build/src/cli/aegis)")
+    ap.add_argument("--data", metavar="DIR", default=os.path.join(here, "..", "data"),
+                    help="the traces and measurements of the real runs (default: this "
+                         "checkout's data)")
+    ap.add_argument("--model", action="append", default=[], metavar="NAME=VALUE",
+                    help="an interference model parameter (beta, threshold, delta, gamma) "
+                         "for `aegis sim --model`; repeatable (default: sim's own)")
+    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                    help="a core setting for `aegis sim --set`, over the measured runs' "
+                         "(recovery_collocates=0); repeatable")
+    ap.add_argument("--fit", action="store_true",
+                    help="grid-search the model on philly and saturn, then compare with "
+                         "the best point")
+    ap.add_argument("--check", action="store_true",
+                    help="exit 1 unless the geomean makespans keep the real policy order "
+                         "(aegis at most 0.75 of exclusive) and all 18 runs are "
+                         "within 10%% of the real ones")
+    ap.add_argument("--recovery", action="store_true",
+                    help="print the OOM recovery waits, real against simulated, "
+                         "instead of the comparison")
+    ap.add_argument("--jitter", type=float, metavar="SECONDS",
+                    help="replay each trace --runs times with every submit time moved "
+                         "by a normal draw of this standard deviation")
+    ap.add_argument("--runs", type=int, default=100,
+                    help="replays per trace for --jitter (default: %(default)s)")
     args = ap.parse_args()
     if args.jitter is not None and (args.jitter < 0 or args.runs < 1):
         ap.error("--jitter needs SECONDS >= 0 and --runs >= 1")

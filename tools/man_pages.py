@@ -210,13 +210,23 @@ def write(out_dir, name, text):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--aegis", required=True)
-    ap.add_argument("--aegisd", required=True)
-    ap.add_argument("--config", required=True)
+    ap.add_argument("--aegis", required=True, metavar="BIN",
+                    help="the built aegis, whose --help texts make aegis.1 "
+                         "and aegis-COMMAND.1")
+    ap.add_argument("--aegisd", required=True, metavar="BIN",
+                    help="the built aegisd, whose --help makes aegisd.8")
+    ap.add_argument("--config", required=True, metavar="FILE",
+                    help="the example aegis.yaml, whose comments and keys "
+                         "make aegis.yaml.5")
     ap.add_argument("--config-path", default="/etc/aegis/aegis.yaml",
-                    help="where the configuration is installed")
-    ap.add_argument("--version", required=True)
-    ap.add_argument("--out", required=True)
+                    metavar="PATH",
+                    help="where the configuration is installed, as "
+                         "aegis.yaml.5 names it (default: %(default)s)")
+    ap.add_argument("--version", required=True,
+                    help="the aegis version each page's footer names")
+    ap.add_argument("--out", required=True, metavar="DIR",
+                    help="where the pages are written; the *.1, *.5 and "
+                         "*.8 files already there are removed first")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     for old in os.listdir(args.out):

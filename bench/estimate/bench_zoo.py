@@ -44,7 +44,7 @@ def print_row(row):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--models", nargs="+",
+    parser.add_argument("--models", nargs="+", metavar="NAME",
                         help="only these zoo entries (default: all)")
     parser.add_argument("--json", action="store_true",
                         help="one JSON object per model instead of a table")

@@ -47,8 +47,13 @@ def median_seconds(fn, repeat):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--models", nargs="+", default=DEFAULT_MODELS)
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="runs per timing, of which the median is kept "
+                             "(the CPU pass runs once; default: %(default)s)")
+    parser.add_argument("--models", nargs="+", default=DEFAULT_MODELS,
+                        metavar="NAME",
+                        help="catalog models to time (python/aegis_models.py"
+                             " names; default: %(default)s)")
     args = parser.parse_args()
     torch.set_num_threads(1)  # the build machine's cores are shared
     print("%-20s %14s %7s %10s %10s %10s %9s %9s" % (

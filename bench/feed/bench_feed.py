@@ -290,22 +290,36 @@ def report(label, result):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--images", type=int, default=4096)
-    ap.add_argument("--epochs", type=int, default=1)
-    ap.add_argument("--consumers", type=int, default=4)
+    ap.add_argument("--images", type=int, default=4096,
+                    help="JPEGs in the data set, an epoch's samples "
+                         "(default: %(default)s)")
+    ap.add_argument("--epochs", type=int, default=1,
+                    help="epochs each job trains (default: %(default)s)")
+    ap.add_argument("--consumers", type=int, default=4,
+                    help="training jobs N in each setup "
+                         "(default: %(default)s)")
     ap.add_argument("--probe", type=int, default=160,
-                    help="samples used to measure L and T")
-    ap.add_argument("--folder", default="/tmp/aegis-feed-bench-images")
-    ap.add_argument("--feed", default="bench-%d" % os.getpid())
+                    help="samples used to measure L and T "
+                         "(default: %(default)s)")
+    ap.add_argument("--folder", default="/tmp/aegis-feed-bench-images",
+                    help="where the generated JPEGs are kept, and reused "
+                         "by later runs (default: %(default)s)")
+    ap.add_argument("--feed", default="bench-%d" % os.getpid(),
+                    help="name of the shared aegis feed (default: "
+                         "bench-PID)")
     ap.add_argument("--port", type=int, default=27000 + os.getpid() % 10000,
-                    help="TensorSocket's data port (and the next ones)")
+                    help="TensorSocket's data port; it also uses the next "
+                         "one (default: 27000 + PID %% 10000)")
     ap.add_argument("--tensorsocket", metavar="PATH",
-                    help="a TensorSocket checkout to run in the same harness")
+                    help="a TensorSocket checkout to run in the same "
+                         "harness (default: none, that setup is skipped)")
     ap.add_argument("--setup-timeout", type=int,
                     help="seconds a shared setup may run before it counts "
                          "as hung (default: 3 x the independent one's, at "
                          "least 300)")
-    ap.add_argument("--latency-bin", help="path of feed-latency")
+    ap.add_argument("--latency-bin", metavar="PATH",
+                    help="the feed-latency binary, run last over 2000 "
+                         "batches (default: not run)")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:

@@ -1,15 +1,18 @@
 #!/usr/bin/env python3
-"""bench_metrics.py AEGISD AEGIS TESTNVML FAKEGPU -- what aegisd's /metrics
-endpoint costs it, against aegisd's own idle cost in the same run.
+"""bench_metrics.py -- what aegisd's /metrics endpoint costs it, in CPU.
 
-aegisd runs on 3 test GPUs with 50 jobs (most running, the rest queued)
-and metrics_listen on a loopback port. Its CPU time (utime + stime of
-/proc/PID/stat, all its threads) is read over windows of W seconds, idle
-and while scraped, interleaved over several rounds so that a drift of the
-machine's load falls on both alike. Time is compressed: the scrapes come
-every --every seconds (0.05 by default), not every 15 s, so that a window
-holds hundreds of them and their cost stands well above the clock tick
-(10 ms) that /proc counts in. A scrape renders the state afresh, with
+  bench_metrics.py AEGISD AEGIS TESTNVML FAKEGPU [--window S] [--rounds N]
+  (cmake target bench-metrics runs it)
+
+The cost is set against aegisd's own idle cost in the same run. aegisd
+runs on 3 test GPUs with 50 jobs (most running, the rest queued) and
+metrics_listen on a loopback port. Its CPU time (utime + stime of
+/proc/PID/stat, all its threads) is read over windows of --window seconds,
+idle and while scraped, interleaved over several rounds so that a drift of
+the machine's load falls on both alike. Time is compressed: the scrapes
+come every --every seconds (0.05 by default), not every 15 s, so that a
+window holds hundreds of them and their cost stands well above the clock
+tick (10 ms) that /proc counts in. A scrape renders the state afresh, with
 nothing cached between scrapes, so its cost does not depend on how often
 it comes: the CPU per scrape, divided by 15 s, is the cost at Prometheus'
 usual 15 s interval. Goal: under 1% of a core.
@@ -48,13 +51,20 @@ def free_port():
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    for name in ("aegisd", "aegis", "nvml", "fake"):
-        ap.add_argument(name)
+    ap.add_argument("aegisd", help="the aegisd binary to measure")
+    ap.add_argument("aegis", help="the aegis CLI, which submits the jobs")
+    ap.add_argument("nvml", help="the test NVML library (aegis-testnvml) "
+                    "that gives aegisd its 3 GPUs")
+    ap.add_argument("fake", help="the aegis-fakegpu program the jobs run")
     ap.add_argument("--window", type=float, default=20,
-                    help="seconds per window")
-    ap.add_argument("--rounds", type=int, default=3)
+                    help="seconds per window, idle or scraped "
+                         "(default: %(default)s)")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="idle and scraped window pairs, interleaved "
+                         "(default: %(default)s)")
     ap.add_argument("--every", type=float, default=0.05,
-                    help="seconds between scrapes (compressed time)")
+                    help="seconds between scrapes (compressed time; "
+                         "default: %(default)s)")
     a = ap.parse_args()
     for name in ("aegisd", "aegis", "nvml", "fake"):
         setattr(a, name, os.path.abspath(getattr(a, name)))

@@ -1,12 +1,17 @@
 #!/usr/bin/env python3
-"""check_py_help.py SCRIPT... -- every argument of each Python script's
-argparse --help has a description: a positional argument or option listed
-bare (`  aegis`, `  --root ROOT`) tells a user nothing of what to give.
+"""check_py_help.py SCRIPT... -- each Python script's argparse --help says
+what the script does and what every argument is: a positional argument or
+option listed bare (`  aegis`, `  --root ROOT`) tells a user nothing of what
+to give, and a description cut at a docstring's first line (`... split
+over`) leaves the sentence unfinished.
 
 Runs `SCRIPT --help` with this interpreter and reads argparse's layout:
 under each "...:" heading, an entry is a line indented two spaces; its
 description follows on that line (after two spaces or more) or on the
-next, indented deeper. Exit status 1 when any entry has none.
+next, indented deeper. The description is the paragraph after the usage
+lines; it must end with a full stop, which a docstring's first line cut
+mid-sentence does not. Exit status 1 when the description or any entry's
+is missing or unfinished.
 """
 import re
 import subprocess
@@ -31,6 +36,19 @@ def bare_entries(help_text):
     return bare
 
 
+def description_problem(help_text):
+    """Why the paragraph after the usage lines is no finished description,
+    or None."""
+    paragraphs = re.split(r"\n\s*\n", help_text.strip())
+    first = paragraphs[1] if len(paragraphs) > 1 else ""
+    if not first or re.match(r"^\S.*:\n  \S", first):
+        return "no description"
+    if not first.rstrip().endswith("."):
+        return "description '%s' is no finished sentence" % (
+            " ".join(first.split()))
+    return None
+
+
 def main():
     if len(sys.argv) < 2:
         sys.exit("usage: check_py_help.py SCRIPT...")
@@ -44,6 +62,10 @@ def main():
                                               run.stderr.strip()))
             failed = True
             continue
+        problem = description_problem(run.stdout)
+        if problem:
+            print("%s --help: %s" % (script, problem))
+            failed = True
         for entry in bare_entries(run.stdout):
             print("%s --help: '%s' has no description" % (script, entry))
             failed = True
