@@ -11,8 +11,11 @@
  * there at the latest once the jobs it found there have ended. Every job
  * that starts past the head counts against it; after backfill_max_passes
  * the queue waits behind it as AEGIS's does, so no job is passed more
- * often than that. A head that must run alone (its recovery ladder has
- * no rung left) is passed by none: it waits for an idle GPU, and no
+ * often than that. A pass also stops where no GPU but the kept ones could
+ * take a job now (all under observation, say): the jobs it would have
+ * tried next wait for those GPUs, not behind the head, and are told so
+ * (reason.c). A head that must run alone (its recovery ladder has no
+ * rung left) is passed by none: it waits for an idle GPU, and no
  * duration says which GPU empties first, so every GPU drains for it, as
  * under AEGIS's FIFO; backfill kept them all busy and left it for the end
  * (docs/design.md, "aegis-plus", says why these rules).
@@ -117,6 +120,24 @@ static bool core_room(const core_state *core, uint64_t allowed, double now) {
     return false;
 }
 
+/* The pass reaches the job: its reason is told from this pass. */
+static void reach(core_state *core, core_job *job, uint64_t pass) {
+    job->tried_in = pass;
+    core->reached[core->nreached++] = job->spec.id;
+    job->over_limit = core_user_over_limit(core, job, NULL);
+}
+
+/* A pass that stops because no GPU it may fill could take a job now has
+ * not passed its head's quota: the jobs from `job` on, as far as a pass
+ * looks, wait for those GPUs, not behind the head, so they count as
+ * reached without being tried, and each is told what keeps it off the
+ * GPUs it may take (core_job_reason()). */
+static void reach_untried(core_state *core, core_job *job, uint64_t pass) {
+    for (; job && core->nreached < CORE_BACKFILL_DEPTH;
+         job = next_in_order(core, job))
+        reach(core, job, pass);
+}
+
 int core_schedule_backfill(core_state *core, double now, core_launch *out,
                            int max) {
     uint64_t pass = ++core->passes;
@@ -141,15 +162,13 @@ int core_schedule_backfill(core_state *core, double now, core_launch *out,
     for (int k = 0; k <= CORE_MAX_JOB_GPUS; k++)
         failed[k] = failed_whole[k] = INFINITY;
     bool cacheable = !core->pol->admits && core->mig_gpus == 0;
-    int n = 0, depth = 0;
+    int n = 0;
     core_order_start(core, now);
     core_job *job = core->recovery.head ? core->recovery.head
                                         : core_order_next(core);
-    while (job && n < max && depth++ < CORE_BACKFILL_DEPTH) {
+    while (job && n < max && core->nreached < CORE_BACKFILL_DEPTH) {
         core_job *next = next_in_order(core, job);
-        job->tried_in = pass;
-        core->reached[core->nreached++] = job->spec.id;
-        job->over_limit = core_user_over_limit(core, job, NULL);
+        reach(core, job, pass);
         if (job->over_limit) {
             job = next;
             continue;
@@ -186,9 +205,13 @@ int core_schedule_backfill(core_state *core, double now, core_launch *out,
                 room = core_room(core, allowed, now);
             }
         }
-        if (!room || (head && (head->alone ||
-                               head->passed >= core->cfg.backfill_max_passes)))
+        if (head && (head->alone ||
+                     head->passed >= core->cfg.backfill_max_passes))
             break;
+        if (!room) {
+            reach_untried(core, next, pass);
+            break;
+        }
         job = next;
     }
     return n;

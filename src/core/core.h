@@ -448,7 +448,9 @@ int core_job_reason(core_state *core, int64_t job_id, double now,
 
 /* The queued jobs whose reason may be other than "behind the head", at
  * most max of them, into ids: the head under FIFO, the jobs the last
- * backfill pass reached. Every other queued job waits behind the head, so
+ * backfill pass reached (those it tried, and where it stopped for want of
+ * room, not at the head's quota, those it would have tried next, as far
+ * as a pass looks). Every other queued job waits behind the head, so
  * a driver counting reasons asks about these alone. Returns how many. */
 int core_reason_front(core_state *core, int64_t *ids, int max);
 

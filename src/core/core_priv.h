@@ -54,8 +54,10 @@ typedef struct core_job {
                                less the advance of a big job (users.c) */
     struct core_job *uprev, *unext; /* its user's queue (users.c) */
     int passed;             /* jobs started past it while it was the head */
-    uint64_t tried_in;      /* the last backfill pass that reached it */
-    bool over_limit;        /* that pass skipped it: its user's limit */
+    uint64_t tried_in;      /* the last backfill pass that reached it
+                               (tried it, or stopped before it for want
+                               of room: backfill.c) */
+    bool over_limit;        /* its user was at a limit then */
     int feed;               /* its feed's place in core_state.feeds; -1:
                                none */
     struct core_job *prev, *next; /* queue links */

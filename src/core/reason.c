@@ -172,6 +172,38 @@ static void behind(core_reason *r, int64_t head_id) {
     *r = (core_reason){.kind = CORE_WAIT_BEHIND, .gpu = -1, .job = head_id};
 }
 
+/* Whether a GPU's reason of this kind ends by itself (told_first's first
+ * three), not when a job leaves. */
+static bool ends_by_itself(core_wait kind) {
+    return kind == CORE_WAIT_OBSERVING || kind == CORE_WAIT_WINDOW ||
+           kind == CORE_WAIT_PRESSURE;
+}
+
+/* Why a job behind a head that keeps GPUs waits, r holding its reason
+ * over every GPU: what keeps it off the GPUs it may take past the head
+ * (the others, and kept ones where it is the head's partner), or "behind"
+ * where it can wait for nothing else. Where it could start on those now,
+ * the pass stopped before trying it, for want of room on the GPUs not
+ * kept (backfill.c): what keeps it off those. Where it fits now on a kept
+ * GPU, it waits behind the head unless what keeps it off the others ends
+ * by itself, told first as between GPUs (docs/design.md). */
+static void explain_past_head(core_state *core, const core_job *job,
+                              double now, core_reason *r) {
+    bool fits_kept = r->kind == CORE_WAIT_NONE;
+    int need = job->spec.num_gpus;
+    uint64_t rest = gpus_of(core, core_backfill_allowed(core, job));
+    uint64_t unkept = gpus_of(core, ~core->reserved);
+    if (__builtin_popcountll(rest) < need) {
+        behind(r, core->head_id);
+        return;
+    }
+    core_explain(core, job, now, rest, r);
+    if (r->kind == CORE_WAIT_NONE && __builtin_popcountll(unkept) >= need)
+        core_explain(core, job, now, unkept, r);
+    if (r->kind == CORE_WAIT_NONE || (fits_kept && !ends_by_itself(r->kind)))
+        behind(r, core->head_id);
+}
+
 int core_job_reason(core_state *core, int64_t job_id, double now,
                     core_reason *r) {
     core_job *job = core_find(core, job_id);
@@ -189,20 +221,16 @@ int core_job_reason(core_state *core, int64_t job_id, double now,
     if (core_user_cannot_start(core, job, r)) return 0;
     bool reached = job->tried_in == core->passes;
     if (!reached && core->head_id >= 0) {
-        behind(r, core->head_id); /* the pass stopped at the head's limit */
+        /* the pass stopped at the head's quota, or for a head that must
+         * run alone (backfill.c) */
+        behind(r, core->head_id);
         return 0;
     }
     if (job->over_limit && core_user_over_limit(core, job, r)) return 0;
     if (core_feed_waits(core, job, now, r)) return 0;
     core_explain(core, job, now, CORE_ALL_GPUS, r);
     if (job->spec.id == core->head_id || core->reserved == 0) return 0;
-    /* It could start only on GPUs kept for the head. */
-    uint64_t rest = gpus_of(core, core_backfill_allowed(core, job));
-    if (r->kind == CORE_WAIT_NONE ||
-        __builtin_popcountll(rest) < job->spec.num_gpus)
-        behind(r, core->head_id);
-    else
-        core_explain(core, job, now, rest, r);
+    explain_past_head(core, job, now, r);
     return 0;
 }
 

@@ -2,11 +2,13 @@
 # e2e_plus.sh AEGISD AEGIS NVML FAKE CATALOG CASE -- aegisd's default
 # policy, aegis-plus, on the test GPUs: a small job backfilled past a big
 # blocked head, the REASON column of `aegis ls` and the wait_reason of
-# --json, a per-user limit holding a job back, a job over
-# max_gpus_per_user refused, and --nice.
+# --json (a GPU under observation rather than "behind"), a per-user
+# limit holding a job back, a job over max_gpus_per_user refused, and
+# --nice.
 set -u; AEGISD=$1 AEGIS=$2 NVML=$3 FAKE=$4 CATALOG=$5 CASE=$6; source "$(dirname "$0")/e2e_lib.sh"
 
 is_active() { [ "$(job_field "$1" active)" = True ]; }
+reason_is() { [ "$(job_field "$1" wait_reason)" = "$2" ]; }
 
 # Two GPUs each 30000 MiB taken: a head asking 12000 MiB (admitted with
 # 2048 MiB of margin: aegisd trusts --mem whole) fits neither and keeps GPU 0; a 500 MiB job behind it
@@ -40,6 +42,30 @@ assert r.startswith('no GPU with 14560 MiB free (largest free: '), r" ||
     "$AEGIS" show "$head" | grep -q "^waiting *no GPU with" || fail "show: waiting"
     "$AEGIS" cancel "$big0" "$big1" || fail cancel
     "$AEGIS" wait "$head" >/dev/null || fail "the head did not run once room came"
+}
+
+# As above, a 500 MiB job starts on GPU 1, which stays under observation
+# until the job shows on it (3 s late); the next 500 MiB job, which GPU 1
+# would take but for that, says so, not "behind" the head, though GPU 0,
+# kept for the head, has room for it; then it starts.
+case_plus_observing() {
+    export AEGIS_TEST_GPUS=2x40960
+    start
+    cd "$DIR/work"
+    big0=$("$AEGIS" submit --mem 30000 -- "$FAKE" --mib 30000 --seconds 60)
+    big1=$("$AEGIS" submit --mem 30000 -- "$FAKE" --mib 30000 --seconds 60)
+    wait_until "the big jobs active" is_active "$big0"
+    wait_until "the big jobs active" is_active "$big1"
+    head=$("$AEGIS" submit --mem 12000 -- "$FAKE" --mib 12000 --seconds 1)
+    late=$("$AEGIS" submit --mem 500 -- sh -c \
+        "sleep 3; exec '$FAKE' --mib 500 --seconds 1")
+    wait_until "the late job running" is_state "$late" running
+    next=$("$AEGIS" submit --mem 500 -- "$FAKE" --mib 500 --seconds 1)
+    wait_until "the next job's reason" reason_is "$next" \
+        "GPU 1 under observation until its new job is seen active"
+    "$AEGIS" wait "$next" >/dev/null || fail "the next job did not finish"
+    is_state "$head" queued || fail "the head left the queue"
+    "$AEGIS" cancel "$big0" "$big1" "$head" "$late" >/dev/null 2>&1
 }
 
 # max_jobs_per_user: 1 -- the second job waits with three GPUs idle, and

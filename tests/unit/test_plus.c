@@ -220,6 +220,61 @@ static void test_passes_are_bounded(void **state) {
     core_destroy(core);
 }
 
+/* Two GPUs each 10960 MiB free: a head asking 38000 MiB keeps GPU 0, a
+ * 500 MiB job starts on GPU 1, and the pass stops, GPU 1 being under
+ * observation. The next 500 MiB job fits GPU 0 now, but the head keeps
+ * it: what it waits for is the end of GPU 1's observation, whether its
+ * demand and the head's fit GPU 0 together (the capped demand: it is the
+ * head's partner there) or not (uncapped, as the daemon trusts --mem). */
+static void test_no_room_observing(void **state) {
+    for (int capped = 0; capped < 2; capped++) {
+        core_config cfg;
+        core_config_default(&cfg);
+        cfg.policy = "aegis-plus";
+        if (!capped) cfg.est_cap_mib = 0;
+        core_state *core = make_core_cfg(&cfg, 2);
+        occupy_all(core, 2, 30000);
+        submit_est(core, 1, 38000, 0);
+        submit_est(core, 2, 500, 0);
+        submit_est(core, 3, 500, 0);
+        core_launch out[4];
+        assert_int_equal(core_schedule(core, 30, out, 4), 1);
+        assert_int_equal(out[0].job_id, 2);
+        assert_int_equal(out[0].gpus[0], 1);
+        assert_reason_text(core, 3, 30, "GPU 1 under observation until its "
+                           "new job is seen active");
+        core_job_active(core, 2, 31);
+        assert_int_equal(core_schedule(core, 62, out, 4), 1);
+        assert_int_equal(out[0].job_id, 3);
+        core_destroy(core);
+    }
+}
+
+/* A pass that stops because no GPU but the head's could take a job now
+ * has not passed its quota: a job it did not reach is told what keeps it
+ * off the GPUs it may take, here GPU 1, under observation since the job
+ * before it started there. GPU 0 is kept for the head (it had the most
+ * free memory when the head first waited) and has too little for it. */
+static void test_no_room_is_no_limit(void **state) {
+    core_state *core = make_core("aegis-plus", "magm", 2);
+    occupy_all(core, 2, 30000);
+    feed(core, 1, 39000, 1);
+    submit_est(core, 1, 38000, 0);  /* demands 12288: fits neither */
+    core_launch out[4];
+    assert_int_equal(core_schedule(core, 30, out, 4), 0); /* keeps GPU 0 */
+    feed(core, 0, 39000, 31);   /* GPU 0: 1960 free from t=61 */
+    feed(core, 1, 30000, 31);   /* GPU 1: 10960 free from t=61 */
+    submit_est(core, 2, 500, 60);   /* 2548: fits GPU 1 only */
+    submit_est(core, 3, 500, 60);
+    assert_int_equal(core_schedule(core, 70, out, 4), 1);
+    assert_int_equal(out[0].job_id, 2);
+    assert_int_equal(out[0].gpus[0], 1);
+    assert_int_equal(reason_of(core, 3, 70).kind, CORE_WAIT_OBSERVING);
+    assert_reason_text(core, 3, 70, "GPU 1 under observation until its new "
+                       "job is seen active");
+    core_destroy(core);
+}
+
 /* A head that must run alone (its ladder has no rung left) is passed by
  * none: a job that fits beside GPU 1's job waits, so that whichever GPU
  * empties first is idle for the head -- here GPU 1, not the GPU it kept
@@ -547,6 +602,8 @@ int main(void) {
         cmocka_unit_test(test_big_jobs_advance),
         cmocka_unit_test(test_big_advance_by_backlog),
         cmocka_unit_test(test_passes_are_bounded),
+        cmocka_unit_test(test_no_room_observing),
+        cmocka_unit_test(test_no_room_is_no_limit),
         cmocka_unit_test(test_alone_head_passed_by_none),
         cmocka_unit_test(test_pair_rule),
         cmocka_unit_test(test_reason_observing),
