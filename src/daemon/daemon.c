@@ -718,13 +718,16 @@ int d_run(const d_options *opt) {
     signal(SIGPIPE, SIG_IGN);
     int rc = 1;
     if (lock < 0 || d_open(d) != 0) goto out;
+    /* Before anything that starts a child: recovery runs scontrol, and a
+     * child that ends while SIGCHLD has no handler is never reaped (the
+     * signal is lost), so its run would wait for a timeout. */
+    d_signals(d);
     d_drains_recover(d);
     d_jobs_recover(d);
     if (d_listen(d) != 0) goto out;
     /* a metrics address that cannot be bound is logged; the jobs matter
      * more than their monitoring */
     d_metrics_open(d);
-    d_signals(d);
     uv_timer_init(d->loop, &d->tick);
     d->tick.data = d;
     uv_timer_start(&d->tick, on_tick, 1000, 1000);
