@@ -10,10 +10,9 @@ set -u; AEGISD=$1 AEGIS=$2 NVML=$3 FAKE=$4 CATALOG=$5 CASE=$6; source "$(dirname
 is_active() { [ "$(job_field "$1" active)" = True ]; }
 reason_is() { [ "$(job_field "$1" wait_reason)" = "$2" ]; }
 
-# Two GPUs each 30000 MiB taken: a head asking 12000 MiB (admitted with
-# 2048 MiB of margin: aegisd trusts --mem whole) fits neither and keeps GPU 0; a 500 MiB job behind it
-# starts on GPU 1 and ends while the head still waits, which says why.
-case_plus_backfill() {
+# Starts aegisd on two test GPUs of 40960 MiB and takes 30000 MiB of
+# each with a job of 60 s ($big0 on GPU 0, $big1 on GPU 1).
+two_gpus_taken() {
     export AEGIS_TEST_GPUS=2x40960
     start
     cd "$DIR/work"
@@ -21,6 +20,13 @@ case_plus_backfill() {
     big1=$("$AEGIS" submit --mem 30000 -- "$FAKE" --mib 30000 --seconds 60)
     wait_until "the big jobs active" is_active "$big0"
     wait_until "the big jobs active" is_active "$big1"
+}
+
+# Two GPUs each 30000 MiB taken: a head asking 12000 MiB (admitted with
+# 2048 MiB of margin: aegisd trusts --mem whole) fits neither and keeps GPU 0; a 500 MiB job behind it
+# starts on GPU 1 and ends while the head still waits, which says why.
+case_plus_backfill() {
+    two_gpus_taken
     head=$("$AEGIS" submit --name head --mem 12000 -- "$FAKE" --mib 12000 --seconds 1)
     small=$("$AEGIS" submit --name small --mem 500 -- "$FAKE" --mib 500 --seconds 1)
     "$AEGIS" wait "$small" >/dev/null || fail "the small job did not finish"
@@ -49,13 +55,7 @@ assert r.startswith('no GPU with 14560 MiB free (largest free: '), r" ||
 # would take but for that, says so, not "behind" the head, though GPU 0,
 # kept for the head, has room for it; then it starts.
 case_plus_observing() {
-    export AEGIS_TEST_GPUS=2x40960
-    start
-    cd "$DIR/work"
-    big0=$("$AEGIS" submit --mem 30000 -- "$FAKE" --mib 30000 --seconds 60)
-    big1=$("$AEGIS" submit --mem 30000 -- "$FAKE" --mib 30000 --seconds 60)
-    wait_until "the big jobs active" is_active "$big0"
-    wait_until "the big jobs active" is_active "$big1"
+    two_gpus_taken
     head=$("$AEGIS" submit --mem 12000 -- "$FAKE" --mib 12000 --seconds 1)
     late=$("$AEGIS" submit --mem 500 -- sh -c \
         "sleep 3; exec '$FAKE' --mib 500 --seconds 1")
