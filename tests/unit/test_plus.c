@@ -10,6 +10,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The default configuration, under aegis-plus. */
+static core_config plus_config(void) {
+    core_config cfg;
+    core_config_default(&cfg);
+    cfg.policy = "aegis-plus";
+    return cfg;
+}
+
 static void submit_est(core_state *core, int64_t id, double est, double now) {
     core_job_spec s = job_spec(id, 1);
     s.est_mib = est;
@@ -89,9 +97,7 @@ static void test_head_keeps_its_gpu(void **state) {
  * with the daemon's uncapped estimates a job too big to sit beside the
  * head waits behind it. */
 static void test_partner_on_kept_gpu(void **state) {
-    core_config cfg;
-    core_config_default(&cfg);
-    cfg.policy = "aegis-plus";
+    core_config cfg = plus_config();
     cfg.est_cap_mib = 0;
     core_state *core = make_core_cfg(&cfg, 2);
     occupy_all(core, 2, 0);
@@ -175,9 +181,7 @@ static void test_big_advance_by_backlog(void **state) {
     const char *fracs[] = {"0.5", NULL, "0"}; /* NULL: the default */
     const int64_t second[] = {3, 3, 2};
     for (int f = 0; f < 3; f++) {
-        core_config cfg;
-        core_config_default(&cfg);
-        cfg.policy = "aegis-plus";
+        core_config cfg = plus_config();
         char err[256];
         if (fracs[f])
             assert_int_equal(core_config_set(&cfg, "big_advance_frac",
@@ -203,9 +207,7 @@ static void test_big_advance_by_backlog(void **state) {
 /* After backfill_max_passes jobs have started past the head, the queue
  * waits behind it. */
 static void test_passes_are_bounded(void **state) {
-    core_config cfg;
-    core_config_default(&cfg);
-    cfg.policy = "aegis-plus";
+    core_config cfg = plus_config();
     cfg.backfill_max_passes = 1;
     core_state *core = make_core_cfg(&cfg, 3);
     occupy_all(core, 3, 30000);
@@ -228,9 +230,7 @@ static void test_passes_are_bounded(void **state) {
  * head's partner there) or not (uncapped, as the daemon trusts --mem). */
 static void test_no_room_observing(void **state) {
     for (int capped = 0; capped < 2; capped++) {
-        core_config cfg;
-        core_config_default(&cfg);
-        cfg.policy = "aegis-plus";
+        core_config cfg = plus_config();
         if (!capped) cfg.est_cap_mib = 0;
         core_state *core = make_core_cfg(&cfg, 2);
         occupy_all(core, 2, 30000);
@@ -373,9 +373,7 @@ static void test_reason_idle_and_unknown(void **state) {
 
 /* The cap: a 38000 MiB estimate is admitted with 12288 MiB; 0 lifts it. */
 static void test_demand_cap(void **state) {
-    core_config cfg;
-    core_config_default(&cfg);
-    cfg.policy = "aegis-plus";
+    core_config cfg = plus_config();
     core_state *core = make_core_cfg(&cfg, 1);
     occupy_all(core, 1, 20000);
     submit_est(core, 1, 38000, 0);
@@ -426,9 +424,7 @@ static void test_fair_share(void **state) {
 /* max_jobs_per_user and max_gpus_per_user hold a user's job back without
  * holding back the others'. */
 static void test_user_limits(void **state) {
-    core_config cfg;
-    core_config_default(&cfg);
-    cfg.policy = "aegis-plus";
+    core_config cfg = plus_config();
     for (int which = 0; which < 2; which++) {
         cfg.max_jobs_per_user = which == 0 ? 1 : 0;
         cfg.max_gpus_per_user = which == 1 ? 1 : 0;
@@ -452,9 +448,7 @@ static void test_user_limits(void **state) {
 
 /* A limit of two counts in the plural: "2 jobs", "2 GPUs". */
 static void test_user_limit_plural(void **state) {
-    core_config cfg;
-    core_config_default(&cfg);
-    cfg.policy = "aegis-plus";
+    core_config cfg = plus_config();
     for (int which = 0; which < 2; which++) {
         cfg.max_jobs_per_user = which == 0 ? 2 : 0;
         cfg.max_gpus_per_user = which == 1 ? 2 : 0;
@@ -474,9 +468,7 @@ static void test_user_limit_plural(void **state) {
  * lowered) says so as its reason, whatever runs, and never holds back
  * the user's other jobs. Only aegis-plus applies the limits. */
 static void test_over_gpu_limit(void **state) {
-    core_config cfg;
-    core_config_default(&cfg);
-    cfg.policy = "aegis-plus";
+    core_config cfg = plus_config();
     cfg.max_gpus_per_user = 1;
     char err[128];
     assert_int_equal(core_job_within_limits(&cfg, 1, err, sizeof(err)), 0);
@@ -576,9 +568,7 @@ static void test_order_many_users_ties(void **state) {
  * pass starts exactly one job of each, the first it queued. */
 static void test_many_uids(void **state) {
     enum { USERS = 60 };
-    core_config cfg;
-    core_config_default(&cfg);
-    cfg.policy = "aegis-plus";
+    core_config cfg = plus_config();
     cfg.max_jobs_per_user = 1;
     core_state *core = make_core_cfg(&cfg, CORE_MAX_GPUS);
     for (int r = 0; r < 2; r++)
