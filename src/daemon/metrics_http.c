@@ -2,15 +2,24 @@
  * metrics_listen in aegisd's own libuv loop (no thread), answering
  * `GET /metrics` with the exposition of metrics.c, and nothing else.
  *
- * One request per connection (Connection: close), judged by http_req.c
- * as its bytes come. No client can hold aegisd: the request is read into
- * a fixed buffer (HTTP_REQ_MAX), the answer is written without waiting for
- * the client to read it, every connection is closed after
- * METRICS_CONN_TIMEOUT_MS whatever it does, and past METRICS_MAX_CONNS
- * connections new ones are closed at once. After its answer a connection
- * is shut down for writing and read until the client hangs up, so that a
- * client still sending (a refused POST body, an oversized request) reads
- * the answer rather than a reset.
+ * No client can stall or flood aegisd:
+ * - the page is rendered at most once per metrics_cache_s, for whoever
+ *   asked in that time, in a timer callback of its own once the loop
+ *   turn's requests are read, never once per client. Every client is
+ *   written the same bytes: one buffer counted by reference (m_page),
+ *   which a client that does not read holds but never copies, so such
+ *   clients cost at most the few pages rendered in a connection's life;
+ * - the request is read into a fixed buffer (HTTP_REQ_MAX) and must be
+ *   whole within METRICS_REQ_TIMEOUT_MS; every connection is closed after
+ *   METRICS_CONN_TIMEOUT_MS whatever it does;
+ * - past METRICS_MAX_CONNS connections a new one takes the slot of the one
+ *   idle longest, so clients that hold connections open cannot lock the
+ *   scrapers out.
+ * One request per connection (Connection: close), judged by http_req.c as
+ * its bytes come. After its answer a connection is shut down for writing
+ * and read until the client hangs up, so that a client still sending (a
+ * refused POST body, an oversized request) reads the answer rather than a
+ * reset.
  */
 #include "daemon.h"
 
@@ -22,37 +31,101 @@
 
 /* Connections served at once: scrapers open one or two. */
 #define METRICS_MAX_CONNS 64
+/* The time a client has to send its whole request. */
+#define METRICS_REQ_TIMEOUT_MS 2000
 /* A connection's whole life, request, answer and hang-up. */
 #define METRICS_CONN_TIMEOUT_MS 10000
+
+/* One answer's bytes, headers and body, shared by every connection that
+ * writes it; freed with its last reference. */
+typedef struct m_page {
+    size_t refs, len;
+    char bytes[];
+} m_page;
 
 typedef struct m_conn {
     uv_tcp_t tcp;
     uv_timer_t timer;
+    uv_write_t write;
     struct d_metrics_server *srv;
+    m_page *page;               /* the answer being written (a reference) */
+    uint64_t opened, active;    /* loop times of its accept and of its
+                                   latest progress (bytes read, answer
+                                   written) */
     char req[HTTP_REQ_MAX + 1]; /* one byte past the limit tells 431 */
     size_t len;
-    bool answered;
+    bool answered;              /* judged: what it sends now is dropped */
+    bool waiting;               /* for the next rendering of the page */
     int open_handles;           /* freed when both have closed */
     struct m_conn *prev, *next;
 } m_conn;
 
 typedef struct d_metrics_server {
     uv_tcp_t tcp;
+    uv_timer_t render;          /* renders the page for waiting clients */
     d_daemon *d;
-    m_conn *conns;
+    m_page *page;               /* the latest rendering; NULL: none yet */
+    uint64_t rendered_at;       /* its loop time */
+    m_conn *conns;              /* newest first */
     int nconns;
+    int open_handles;           /* freed when both have closed */
 } d_metrics_server;
 
-typedef struct m_write {
-    uv_write_t req;
-    char *text;
-} m_write;
+/* ---- pages --------------------------------------------------------------- */
+
+static void m_page_unref(m_page *p) {
+    if (p && --p->refs == 0) free(p);
+}
+
+/* The answer `status` with its body, as one new page; NULL when out of
+ * memory. */
+static m_page *m_page_of(int status, const char *body, size_t body_len) {
+    char head[256];
+    int n = snprintf(head, sizeof(head),
+                     "HTTP/1.1 %d %s\r\n"
+                     "Content-Type: %s\r\n"
+                     "Content-Length: %zu\r\n"
+                     "%s"
+                     "Connection: close\r\n\r\n",
+                     status, http_req_reason(status),
+                     status == 200 ? "text/plain; version=0.0.4; charset=utf-8"
+                                   : "text/plain; charset=utf-8",
+                     body_len, status == 405 ? "Allow: GET\r\n" : "");
+    m_page *p = malloc(sizeof(*p) + (size_t)n + body_len);
+    if (!p) return NULL;
+    p->refs = 1;
+    p->len = (size_t)n + body_len;
+    memcpy(p->bytes, head, (size_t)n);
+    memcpy(p->bytes + n, body, body_len);
+    return p;
+}
+
+/* An error's page: its status line as the body. */
+static m_page *m_status_page(int status) {
+    char line[64];
+    snprintf(line, sizeof(line), "%d %s\n", status, http_req_reason(status));
+    return m_page_of(status, line, strlen(line));
+}
+
+/* /metrics as d is now; a 500 page when out of memory. */
+static m_page *m_render(d_daemon *d) {
+    mtext t = {0};
+    d_metrics_render(d, &t);
+    m_page *p = t.failed ? m_status_page(500)
+                         : m_page_of(200, t.buf ? t.buf : "", t.len);
+    mtext_free(&t);
+    return p;
+}
+
+/* ---- connections --------------------------------------------------------- */
 
 static void on_conn_handle_closed(uv_handle_t *h) {
     m_conn *c = h->data;
     if (--c->open_handles == 0) free(c);
 }
 
+/* Closes c; a write in progress is cancelled and its callback, run before
+ * the handles close, lets go of the page. */
 static void m_conn_close(m_conn *c) {
     if (uv_is_closing((uv_handle_t *)&c->tcp)) return;
     d_metrics_server *srv = c->srv;
@@ -73,14 +146,14 @@ static void on_shutdown(uv_shutdown_t *req, int status) {
 }
 
 static void on_written(uv_write_t *req, int status) {
-    m_write *w = (m_write *)req;
     m_conn *c = req->handle->data;
-    free(w->text);
-    free(w);
+    m_page_unref(c->page);
+    c->page = NULL;
     if (status < 0) {
         m_conn_close(c);
         return;
     }
+    c->active = uv_now(c->tcp.loop);
     uv_shutdown_t *sd = malloc(sizeof(*sd));
     if (!sd || uv_shutdown(sd, (uv_stream_t *)&c->tcp, on_shutdown) != 0) {
         free(sd);
@@ -88,53 +161,62 @@ static void on_written(uv_write_t *req, int status) {
     }
 }
 
-/* The whole answer to a request judged `status`: headers and body (the
- * exposition, or a line saying what the status means). */
-static char *m_answer(d_daemon *d, int status, size_t *len) {
-    mtext metrics = {0};
-    if (status == 200) d_metrics_render(d, &metrics);
-    if (metrics.failed) status = 500; /* out of memory */
-    char line[64];
-    snprintf(line, sizeof(line), "%d %s\n", status, http_req_reason(status));
-    const char *body = status == 200 ? (metrics.buf ? metrics.buf : "") : line;
-    size_t body_len = status == 200 ? metrics.len : strlen(line);
-    char head[256];
-    int n = snprintf(head, sizeof(head),
-                     "HTTP/1.1 %d %s\r\n"
-                     "Content-Type: %s\r\n"
-                     "Content-Length: %zu\r\n"
-                     "%s"
-                     "Connection: close\r\n\r\n",
-                     status, http_req_reason(status),
-                     status == 200 ? "text/plain; version=0.0.4; charset=utf-8"
-                                   : "text/plain; charset=utf-8",
-                     body_len, status == 405 ? "Allow: GET\r\n" : "");
-    char *text = malloc((size_t)n + body_len);
-    if (text) {
-        memcpy(text, head, (size_t)n);
-        memcpy(text + n, body, body_len);
-        *len = (size_t)n + body_len;
-    }
-    mtext_free(&metrics);
-    return text;
-}
-
-static void m_conn_answer(m_conn *c, int status) {
-    c->answered = true;
-    size_t len = 0;
-    m_write *w = malloc(sizeof(*w));
-    char *text = w ? m_answer(c->srv->d, status, &len) : NULL;
-    if (!text) {
-        free(w);
+/* Writes page (NULL: out of memory) to c, holding a reference until it is
+ * written, for what is left of the connection's life. */
+static void m_conn_send(m_conn *c, m_page *page) {
+    c->waiting = false;
+    if (!page) {
         m_conn_close(c);
         return;
     }
-    w->text = text;
-    uv_buf_t buf = uv_buf_init(text, (unsigned)len);
-    if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &buf, 1, on_written) != 0) {
-        free(text);
-        free(w);
+    uint64_t age = uv_now(c->tcp.loop) - c->opened;
+    uv_timer_start(&c->timer, on_conn_timeout,
+                   age < METRICS_CONN_TIMEOUT_MS ? METRICS_CONN_TIMEOUT_MS - age
+                                                 : 1, 0);
+    page->refs++;
+    c->page = page;
+    uv_buf_t buf = uv_buf_init(page->bytes, (unsigned)page->len);
+    if (uv_write(&c->write, (uv_stream_t *)&c->tcp, &buf, 1, on_written) != 0) {
+        m_page_unref(page);
+        c->page = NULL;
         m_conn_close(c);
+    }
+}
+
+/* Whether the latest rendering is younger than metrics_cache_s. */
+static bool m_page_fresh(const d_metrics_server *srv) {
+    uint64_t age = uv_now(srv->d->loop) - srv->rendered_at;
+    return srv->page && age < (uint64_t)(srv->d->keys.metrics_cache_s * 1000);
+}
+
+/* Renders the page for the connections waiting for it. */
+static void on_render(uv_timer_t *t) {
+    d_metrics_server *srv = t->data;
+    m_page_unref(srv->page);
+    srv->page = m_render(srv->d);
+    srv->rendered_at = uv_now(srv->d->loop);
+    for (m_conn *c = srv->conns, *next; c; c = next) {
+        next = c->next; /* sending may close c */
+        if (c->waiting) m_conn_send(c, srv->page);
+    }
+}
+
+/* Answers c's request, judged `status`: the latest rendering of /metrics
+ * while fresh, else the next, rendered once this loop turn's requests
+ * are all read; or the status's own page. */
+static void m_conn_answer(m_conn *c, int status) {
+    d_metrics_server *srv = c->srv;
+    c->answered = true;
+    if (status != 200) {
+        m_page *p = m_status_page(status);
+        m_conn_send(c, p);
+        m_page_unref(p);
+    } else if (m_page_fresh(srv)) {
+        m_conn_send(c, srv->page);
+    } else {
+        c->waiting = true;
+        if (!uv_is_active((uv_handle_t *)&srv->render))
+            uv_timer_start(&srv->render, on_render, 0, 0);
     }
 }
 
@@ -157,14 +239,24 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
         return;
     }
     if (n == 0 || c->answered) return;
+    c->active = uv_now(s->loop);
     c->len += (size_t)n;
     int status = http_req_judge(c->req, c->len);
     if (status != 0) m_conn_answer(c, status);
 }
 
+/* The connection idle longest: its latest progress the oldest. */
+static m_conn *m_conn_idlest(d_metrics_server *srv) {
+    m_conn *idlest = NULL;
+    for (m_conn *c = srv->conns; c; c = c->next) /* newest first */
+        if (!idlest || c->active <= idlest->active) idlest = c;
+    return idlest;
+}
+
 static void on_connection(uv_stream_t *server, int status) {
     d_metrics_server *srv = server->data;
     if (status < 0) return;
+    if (srv->nconns >= METRICS_MAX_CONNS) m_conn_close(m_conn_idlest(srv));
     m_conn *c = calloc(1, sizeof(*c));
     if (!c) return; /* the connection waits in the backlog */
     c->srv = srv;
@@ -172,21 +264,31 @@ static void on_connection(uv_stream_t *server, int status) {
     uv_timer_init(server->loop, &c->timer);
     c->tcp.data = c->timer.data = c;
     c->open_handles = 2;
+    c->opened = c->active = uv_now(server->loop);
     c->next = srv->conns;
     if (c->next) c->next->prev = c;
     srv->conns = c;
     srv->nconns++;
     if (uv_accept(server, (uv_stream_t *)&c->tcp) != 0 ||
-        srv->nconns > METRICS_MAX_CONNS ||
         uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0) {
         m_conn_close(c);
         return;
     }
-    uv_timer_start(&c->timer, on_conn_timeout, METRICS_CONN_TIMEOUT_MS, 0);
+    uv_timer_start(&c->timer, on_conn_timeout, METRICS_REQ_TIMEOUT_MS, 0);
 }
 
-static void on_server_closed(uv_handle_t *h) {
-    free(h->data);
+/* ---- the server ---------------------------------------------------------- */
+
+static void on_server_handle_closed(uv_handle_t *h) {
+    d_metrics_server *srv = h->data;
+    if (--srv->open_handles > 0) return;
+    m_page_unref(srv->page);
+    free(srv);
+}
+
+static void m_server_close(d_metrics_server *srv) {
+    uv_close((uv_handle_t *)&srv->tcp, on_server_handle_closed);
+    uv_close((uv_handle_t *)&srv->render, on_server_handle_closed);
 }
 
 int d_metrics_open(d_daemon *d) {
@@ -204,13 +306,15 @@ int d_metrics_open(d_daemon *d) {
     }
     srv->d = d;
     uv_tcp_init(d->loop, &srv->tcp);
-    srv->tcp.data = srv;
+    uv_timer_init(d->loop, &srv->render);
+    srv->tcp.data = srv->render.data = srv;
+    srv->open_handles = 2;
     int rc = uv_tcp_bind(&srv->tcp, (const struct sockaddr *)&sa, 0);
     if (rc == 0) rc = uv_listen((uv_stream_t *)&srv->tcp, 64, on_connection);
     if (rc != 0) {
         d_log("metrics_listen %s: %s: not serving /metrics",
               d->keys.metrics_listen, uv_strerror(rc));
-        uv_close((uv_handle_t *)&srv->tcp, on_server_closed);
+        m_server_close(srv);
         return -1;
     }
     d->metrics = srv;
@@ -222,6 +326,6 @@ void d_metrics_close(d_daemon *d) {
     d_metrics_server *srv = d->metrics;
     if (!srv) return;
     while (srv->conns) m_conn_close(srv->conns);
-    uv_close((uv_handle_t *)&srv->tcp, on_server_closed);
+    m_server_close(srv);
     d->metrics = NULL;
 }
