@@ -19,15 +19,14 @@ over its RSS before (goal < 50 MB).
 import argparse
 import multiprocessing
 import os
-import shutil
-import signal
 import socket
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
+
+from aegisd_run import Aegisd, add_binaries
 
 GET = b"GET /metrics HTTP/1.1\r\nHost: bench\r\n\r\n"
 PROCS = 4  # scraper processes; their threads share the scrapers
@@ -40,14 +39,6 @@ def rss_mb(pid):
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024
     return 0.0
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def scrape(port):
@@ -144,10 +135,7 @@ def p99(xs):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("aegisd", help="the aegisd binary to measure")
-    ap.add_argument("aegis", help="the aegis CLI (submits, times `gpus`)")
-    ap.add_argument("nvml", help="the test NVML library (aegis-testnvml) "
-                    "that gives aegisd its 3 GPUs")
+    add_binaries(ap, "the aegis CLI (submits, times `gpus`)")
     ap.add_argument("--jobs", type=int, default=10000,
                     help="queued jobs (default: %(default)s)")
     ap.add_argument("--window", type=float, default=15,
@@ -165,24 +153,8 @@ def main():
     for name in ("aegisd", "aegis", "nvml"):
         setattr(a, name, os.path.abspath(getattr(a, name)))
 
-    tmp = tempfile.mkdtemp(prefix="aegis-bench-mload-")
-    port = free_port()
-    env = dict(os.environ, AEGIS_SOCKET=f"{tmp}/aegis.sock",
-               AEGIS_TEST_GPUS="3x40960", AEGIS_TEST_GPU_DIR=f"{tmp}/gpu",
-               AEGIS_NVML_LIBRARY=a.nvml)
-    os.mkdir(f"{tmp}/gpu")
-    with open(f"{tmp}/aegis.yaml", "w") as f:
-        f.write(f"window_samples: 2\nobserve_s: 1\n"
-                f"metrics_listen: 127.0.0.1:{port}\n")
-
-    def aegis(*args):
-        return subprocess.run([a.aegis, *args], env=env, cwd=tmp, check=True,
-                              capture_output=True, text=True).stdout
-
-    subprocess.run([a.aegisd, "--socket", env["AEGIS_SOCKET"], "--state-dir",
-                    f"{tmp}/state", "--config", f"{tmp}/aegis.yaml"],
-                   env=env, check=True)
-    pid = int(open(f"{tmp}/state/aegisd.lock").read())
+    d = Aegisd(a.aegisd, a.aegis, a.nvml, prefix="aegis-bench-mload-")
+    env, pid, port, aegis = d.env, d.pid, d.port, d.aegis
     stop = multiprocessing.Event()
     procs = []
     try:
@@ -223,8 +195,7 @@ def main():
         for p in procs:
             if p.is_alive():
                 p.kill()
-        os.kill(pid, signal.SIGTERM)
-        shutil.rmtree(tmp, ignore_errors=True)
+        d.stop()
 
 
 if __name__ == "__main__":

@@ -305,16 +305,31 @@ static void test_listen_addr(void **state) {
     }
 }
 
-/* The key in a file: kept, off by default, an empty value turns it off. */
-static void test_listen_key(void **state) {
-    (void)state;
+/* Loads a configuration file holding text into keys: config_load_daemon's
+ * result, with its message in err. */
+static int load_keys(const char *text, config_keys *keys, char *err,
+                     size_t errlen) {
     core_config cfg;
     acct_params acct;
     sharing_config share;
-    config_keys keys;
-    char err[512], path[64];
+    char path[64];
     snprintf(path, sizeof(path), "/tmp/aegis-test-metrics-%d.yaml",
              (int)getpid());
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    int rc = config_load_daemon(path, false, &cfg, &acct, &share, keys, err,
+                                errlen);
+    remove(path);
+    return rc;
+}
+
+/* The key in a file: kept, off by default, an empty value turns it off. */
+static void test_listen_key(void **state) {
+    (void)state;
+    config_keys keys;
+    char err[512];
     static const struct {
         const char *text, *want;
         int rc;
@@ -325,30 +340,19 @@ static void test_listen_key(void **state) {
         {"metrics_listen: 127.0.0.1\n", NULL, -1},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
-        FILE *f = fopen(path, "w");
-        assert_non_null(f);
-        fputs(cases[i].text, f);
-        fclose(f);
-        int rc = config_load_daemon(path, false, &cfg, &acct, &share, &keys,
-                                    err, sizeof(err));
+        int rc = load_keys(cases[i].text, &keys, err, sizeof(err));
         assert_int_equal(rc, cases[i].rc);
         if (rc == 0) assert_string_equal(keys.metrics_listen, cases[i].want);
         else assert_non_null(strstr(err, ".yaml:1: metrics_listen"));
     }
-    remove(path);
 }
 
 /* metrics_cache_s and metrics_max_jobs: their defaults, values in range,
  * and errors naming the line and key. */
 static void test_cache_keys(void **state) {
     (void)state;
-    core_config cfg;
-    acct_params acct;
-    sharing_config share;
     config_keys keys;
-    char err[512], path[64];
-    snprintf(path, sizeof(path), "/tmp/aegis-test-metrics-%d.yaml",
-             (int)getpid());
+    char err[512];
     static const struct {
         const char *text;
         double cache_s, max_jobs;
@@ -365,12 +369,7 @@ static void test_cache_keys(void **state) {
         {"metrics_max_jobs: 2000000\n", 0, 0, ".yaml:1: metrics_max_jobs"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
-        FILE *f = fopen(path, "w");
-        assert_non_null(f);
-        fputs(cases[i].text, f);
-        fclose(f);
-        int rc = config_load_daemon(path, false, &cfg, &acct, &share, &keys,
-                                    err, sizeof(err));
+        int rc = load_keys(cases[i].text, &keys, err, sizeof(err));
         if (cases[i].err) {
             assert_int_equal(rc, -1);
             if (!strstr(err, cases[i].err))
@@ -381,7 +380,6 @@ static void test_cache_keys(void **state) {
         assert_true(keys.metrics_cache_s == cases[i].cache_s);
         assert_true(keys.metrics_max_jobs == cases[i].max_jobs);
     }
-    remove(path);
 }
 
 int main(void) {
