@@ -143,8 +143,8 @@ static void on_conn_handle_closed(uv_handle_t *h) {
 static void m_accept(d_metrics_server *srv);
 
 /* Closes c, and takes a connection held for want of a slot; a write in
- * progress is cancelled and its callback, run before
- * the handles close, lets go of the page. */
+ * progress is cancelled and its callback, run before the handles close,
+ * lets go of the page. */
 static void m_conn_close(m_conn *c) {
     if (uv_is_closing((uv_handle_t *)&c->tcp)) return;
     d_metrics_server *srv = c->srv;
@@ -260,6 +260,7 @@ static void on_serve(uv_timer_t *t) {
     }
     if (m_conn_first_waiting(srv))
         uv_timer_start(&srv->serve, on_serve, srv->second_at + 1000 - now, 0);
+    if (srv->accept_later) m_accept(srv); /* those served can make room */
 }
 
 /* Answers c's request, judged `status`: the page of /metrics, from the
