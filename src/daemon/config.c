@@ -60,15 +60,21 @@ static int config_daemon_set(acct_params *acct, config_keys *keys,
         const char *name;
         double *to;
         double lo, hi;
+        bool whole;                 /* a count: no fraction */
     } nums[] = {
-        {"grid_intensity_g_per_kwh", &acct->grid_g_per_kwh, 0, ACCT_GRID_MAX},
-        {"pue", &acct->pue, 1, ACCT_PUE_MAX},
+        {"grid_intensity_g_per_kwh", &acct->grid_g_per_kwh, 0, ACCT_GRID_MAX,
+         false},
+        {"pue", &acct->pue, 1, ACCT_PUE_MAX, false},
         {"log_max_mib", &keys->log_max_mib, CONFIG_LOG_MIN_MIB,
-         CONFIG_LOG_MAX_MIB},
+         CONFIG_LOG_MAX_MIB, false},
         {"history_period_s", &keys->history_period_s, HISTORY_MIN_PERIOD_S,
-         HISTORY_MAX_PERIOD_S},
+         HISTORY_MAX_PERIOD_S, false},
         {"notify_timeout_s", &keys->notify_timeout_s, NOTIFY_MIN_TIMEOUT_S,
-         NOTIFY_MAX_TIMEOUT_S},
+         NOTIFY_MAX_TIMEOUT_S, false},
+        {"metrics_cache_s", &keys->metrics_cache_s, CONFIG_METRICS_CACHE_MIN_S,
+         CONFIG_METRICS_CACHE_MAX_S, false},
+        {"metrics_max_jobs", &keys->metrics_max_jobs, 0,
+         CONFIG_METRICS_JOBS_MAX, true},
     };
     for (size_t i = 0; i < sizeof(nums) / sizeof(*nums); i++) {
         if (strcmp(key, nums[i].name) != 0) continue;
@@ -76,9 +82,11 @@ static int config_daemon_set(acct_params *acct, config_keys *keys,
         errno = 0;
         double v = strtod(value, &stop);
         if (value[0] == '\0' || *stop != '\0' || errno || !isfinite(v) ||
-            v < nums[i].lo || v > nums[i].hi) {
-            snprintf(msg, msglen, "%s: '%s' is not a number in [%g, %g]", key,
-                     value, nums[i].lo, nums[i].hi);
+            v < nums[i].lo || v > nums[i].hi ||
+            (nums[i].whole && v != floor(v))) {
+            snprintf(msg, msglen, "%s: '%s' is not a %s in [%g, %g]", key,
+                     value, nums[i].whole ? "whole number" : "number",
+                     nums[i].lo, nums[i].hi);
             return -1;
         }
         *nums[i].to = v;
@@ -287,6 +295,8 @@ int config_load_daemon(const char *path, bool missing_ok, core_config *cfg,
     *keys = (config_keys){.log_max_mib = CONFIG_LOG_DEFAULT_MIB,
                           .history_period_s = HISTORY_DEFAULT_PERIOD_S,
                           .notify_timeout_s = NOTIFY_DEFAULT_TIMEOUT_S,
+                          .metrics_cache_s = CONFIG_METRICS_CACHE_DEFAULT_S,
+                          .metrics_max_jobs = CONFIG_METRICS_JOBS_DEFAULT,
                           .slurm_scontrol = CONFIG_SCONTROL_DEFAULT};
     /* On a live server users may declare a job's memory (submit --mem),
      * and several users share it. aegis-plus admits a job with that figure

@@ -10,8 +10,9 @@
  * modes (sharing, mps_control, mps_dir, mps_pin_memory: sharing.h), the
  * cap on each job log (log_max_mib), the period of the jobs' histories
  * (history_period_s: history.h), the notifications at their ends
- * (notify, notify_timeout_s: notify.h), the address of the Prometheus
- * endpoint (metrics_listen: docs/metrics.md) and Slurm's scontrol
+ * (notify, notify_timeout_s: notify.h), the Prometheus endpoint
+ * (metrics_listen, metrics_cache_s, metrics_max_jobs: docs/metrics.md)
+ * and Slurm's scontrol
  * (slurm_scontrol: docs/slurm.md), and nothing else.
  */
 #ifndef AEGIS_CONFIG_H
@@ -50,6 +51,17 @@
 int config_listen_addr(const char *text, struct sockaddr_storage *sa,
                        char *msg, size_t msglen);
 
+/* metrics_cache_s: seconds one rendering of /metrics is served for, to
+ * every client, before the next scrape renders it again. */
+#define CONFIG_METRICS_CACHE_DEFAULT_S 1.0
+#define CONFIG_METRICS_CACHE_MIN_S 0.1
+#define CONFIG_METRICS_CACHE_MAX_S 3600.0
+/* metrics_max_jobs: the unfinished jobs that get series of their own on
+ * /metrics (running first, then the oldest); the others are counted by
+ * user and state (metrics_jobs.h). */
+#define CONFIG_METRICS_JOBS_DEFAULT 1000.0
+#define CONFIG_METRICS_JOBS_MAX 1000000.0
+
 /* slurm_scontrol: the scontrol aegisd runs for Slurm's leases (found on
  * PATH when not a path). */
 #define CONFIG_SCONTROL_DEFAULT "scontrol"
@@ -63,6 +75,10 @@ typedef struct config_keys {
     char notify[PROTO_MAX_NOTIFY + 1]; /* the notifier of the jobs that
                                        name none; "" for none */
     char metrics_listen[CONFIG_LISTEN_MAX]; /* "" (default): off */
+    double metrics_cache_s;         /* a rendering of /metrics serves this
+                                       long */
+    double metrics_max_jobs;        /* jobs with series of their own (a
+                                       whole number) */
     char slurm_scontrol[1024];      /* run for Slurm's leases (scontrol.c) */
 } config_keys;
 

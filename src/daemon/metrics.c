@@ -1,15 +1,18 @@
 /* metrics.c -- what aegisd's /metrics says: its GPUs, its unfinished
  * jobs, its users and its scheduler, in Prometheus' text format
- * (metrics_text.h), read from the daemon's state when scraped. The names
+ * (metrics_text.h), read from the daemon's state when rendered (at most
+ * once per metrics_cache_s, for every client alike: metrics_http.c). The names
  * follow Prometheus' conventions: an aegis_ prefix, base units (bytes,
  * seconds, joules, ratios 0..1), _total on counters. docs/metrics.md
  * lists them.
  *
  * Cardinality stays bounded: a job's series exist while it is unfinished
- * (queued, held or running) and drop out when it ends, users are the
+ * (queued, held or running) and drop out when it ends, at most
+ * metrics_max_jobs jobs have them (metrics_jobs.c), users are the
  * server's accounts, and reasons and states are fixed sets.
  */
 #include "daemon.h"
+#include "metrics_jobs.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -122,90 +125,40 @@ static void metrics_gpus(d_daemon *d, mtext *t) {
 
 /* ---- jobs ---------------------------------------------------------------- */
 
-static const char *job_state_name(const d_job *job) {
-    if (job->state == D_RUNNING) return "running";
-    return job->state == D_HELD || job->held ? "held" : "queued";
+static mjob_state job_state_of(const d_job *job) {
+    if (job->state == D_RUNNING) return MJOB_RUNNING;
+    return job->state == D_HELD || job->held ? MJOB_HELD : MJOB_QUEUED;
 }
 
-/* A job's labels: its id, user, name and GPUs ("0,2"; "" unless running). */
-typedef struct job_labels {
-    char id[24], gpus[CORE_MAX_JOB_GPUS * 4];
-    const char *list[9];
-} job_labels;
-
-static void job_labels_of(const d_job *job, job_labels *l) {
-    snprintf(l->id, sizeof(l->id), "%lld", (long long)job->id);
-    size_t at = 0;
-    l->gpus[0] = '\0';
-    for (int k = 0; job->state == D_RUNNING && k < job->ngpus; k++)
-        at += (size_t)snprintf(l->gpus + at, sizeof(l->gpus) - at, "%s%d",
-                               k ? "," : "", job->gpus[k]);
-    const char *list[] = {"job_id", l->id, "user", job->user, "name",
-                          job->name, "gpu", l->gpus, NULL};
-    memcpy(l->list, list, sizeof(list));
-}
-
-/* What one job's family shows: < 0 for no sample. */
-typedef double (*job_value_fn)(const d_daemon *d, const d_job *job);
-
-static double job_attempts(const d_daemon *d, const d_job *job) {
-    return job->attempts;
-}
-static double job_energy(const d_daemon *d, const d_job *job) {
-    return job->energy_j;
-}
-static double job_memory(const d_daemon *d, const d_job *job) {
-    return job->state == D_RUNNING ? job->used_mib * MIB_BYTES : -1;
-}
 /* Its processes' SM utilization over its GPUs, as a share of one GPU's. */
-static double job_sm_share(const d_daemon *d, const d_job *job) {
+static double job_sm_share(const d_job *job) {
     if (job->state != D_RUNNING || job->ngpus < 1 || job->sm_pct < 0)
         return -1;
     return job->sm_pct / 100.0 / job->ngpus;
 }
 
-static void metrics_job_family(d_daemon *d, mtext *t, const char *name,
-                               const char *type, const char *help,
-                               job_value_fn value) {
-    bool any = false;
-    for (size_t i = 0; i < d->njobs; i++) {
-        double v = value(d, d->jobs[i]);
-        if (v < 0) continue;
-        if (!any) mtext_family(t, name, type, help);
-        any = true;
-        job_labels l;
-        job_labels_of(d->jobs[i], &l);
-        mtext_sample(t, name, l.list, v);
-    }
+/* What /metrics shows of job (metrics_jobs.h). */
+static void job_view(const d_job *job, mjob *v) {
+    *v = (mjob){.id = job->id, .user = job->user, .name = job->name,
+                .state = job_state_of(job), .attempts = job->attempts,
+                .memory_bytes = job->state == D_RUNNING
+                                    ? job->used_mib * MIB_BYTES : -1,
+                .sm_share = job_sm_share(job), .energy_j = job->energy_j};
+    size_t at = 0;
+    for (int k = 0; job->state == D_RUNNING && k < job->ngpus; k++)
+        at += (size_t)snprintf(v->gpus + at, sizeof(v->gpus) - at, "%s%d",
+                               k ? "," : "", job->gpus[k]);
 }
 
 static void metrics_jobs(d_daemon *d, mtext *t) {
-    mtext_family(t, "aegis_job_state", "gauge",
-                 "Each unfinished job, with its state (queued, held, running) "
-                 "as a label; always 1. Finished jobs drop out.");
-    for (size_t i = 0; i < d->njobs; i++) {
-        job_labels l;
-        job_labels_of(d->jobs[i], &l);
-        const char *labels[11];
-        memcpy(labels, l.list, 8 * sizeof(*labels));
-        labels[8] = "state";
-        labels[9] = job_state_name(d->jobs[i]);
-        labels[10] = NULL;
-        mtext_sample(t, "aegis_job_state", labels, 1);
+    mjob *views = malloc((d->njobs ? d->njobs : 1) * sizeof(*views));
+    if (!views) {
+        t->failed = true;
+        return;
     }
-    metrics_job_family(d, t, "aegis_job_attempts", "gauge",
-                       "Attempts started so far (more than 1 after OOM "
-                       "recoveries).", job_attempts);
-    metrics_job_family(d, t, "aegis_job_memory_used_bytes", "gauge",
-                       "GPU memory the running job's processes hold, over "
-                       "its GPUs.", job_memory);
-    metrics_job_family(d, t, "aegis_job_sm_share_ratio", "gauge",
-                       "The running job's share of its GPUs' SMs (NVML's "
-                       "per-process utilization, averaged over its GPUs).",
-                       job_sm_share);
-    metrics_job_family(d, t, "aegis_job_energy_joules_total", "counter",
-                       "The job's share of its GPUs' energy, over its "
-                       "attempts.", job_energy);
+    for (size_t i = 0; i < d->njobs; i++) job_view(d->jobs[i], &views[i]);
+    mjobs_render(t, views, d->njobs, (size_t)d->keys.metrics_max_jobs);
+    free(views);
 }
 
 /* ---- users --------------------------------------------------------------- */
@@ -213,17 +166,8 @@ static void metrics_jobs(d_daemon *d, mtext *t) {
 /* The live part of each user's figures: their unfinished jobs. */
 typedef struct user_live {
     double gpu_s, energy_j;
-    int jobs[3];                /* queued, held, running */
+    int jobs[MJOB_STATES];
 } user_live;
-
-static const char *const user_job_states[3] = {"queued", "held", "running"};
-
-static int user_state_index(const d_job *job) {
-    const char *state = job_state_name(job);
-    for (int k = 0; k < 3; k++)
-        if (strcmp(state, user_job_states[k]) == 0) return k;
-    return 0;
-}
 
 /* Each user's live figures, by their index in d->counts.users (every
  * user with an unfinished job gets one there); NULL when out of memory. */
@@ -237,7 +181,7 @@ static user_live *metrics_users_live(d_daemon *d) {
         const d_job *job = d->jobs[i];
         user_live *u = &live[metrics_user_of(&d->counts, job->user) -
                              d->counts.users];
-        u->jobs[user_state_index(job)]++;
+        u->jobs[job_state_of(job)]++;
         u->energy_j += job->energy_j;
         if (job->state == D_RUNNING && job->started > 0 && now > job->started)
             u->gpu_s += (now - job->started) * job->ngpus;
@@ -271,9 +215,9 @@ static void metrics_users(d_daemon *d, mtext *t) {
     mtext_family(t, "aegis_user_jobs", "gauge",
                  "The user's unfinished jobs by state.");
     for (size_t i = 0; i < m->nusers; i++)
-        for (int k = 0; k < 3; k++) {
+        for (int k = 0; k < MJOB_STATES; k++) {
             const char *labels[] = {"user", m->users[i].user, "state",
-                                    user_job_states[k], NULL};
+                                    mjob_state_names[k], NULL};
             mtext_sample(t, "aegis_user_jobs", labels, live[i].jobs[k]);
         }
     mtext_family(t, "aegis_user_jobs_finished_total", "counter",

@@ -2,15 +2,27 @@
  * metrics_listen in aegisd's own libuv loop (no thread), answering
  * `GET /metrics` with the exposition of metrics.c, and nothing else.
  *
- * One request per connection (Connection: close), judged by http_req.c
- * as its bytes come. No client can hold aegisd: the request is read into
- * a fixed buffer (HTTP_REQ_MAX), the answer is written without waiting for
- * the client to read it, every connection is closed after
- * METRICS_CONN_TIMEOUT_MS whatever it does, and past METRICS_MAX_CONNS
- * connections new ones are closed at once. After its answer a connection
- * is shut down for writing and read until the client hangs up, so that a
- * client still sending (a refused POST body, an oversized request) reads
- * the answer rather than a reset.
+ * No client can stall or flood aegisd:
+ * - the page is rendered at most once per metrics_cache_s, when a client
+ *   asks for it, in a timer callback of its own once the loop turn's
+ *   requests are read, never once per client; at most METRICS_PAGES_PER_S
+ *   pages are written a second, later requests waiting their turn. Every
+ *   client is written the same bytes: one buffer counted by reference
+ *   (m_page), which a client that does not read holds but never copies,
+ *   so such clients cost at most the few pages rendered in a connection's
+ *   life;
+ * - the request is read into a fixed buffer (HTTP_REQ_MAX) and must be
+ *   whole within METRICS_REQ_TIMEOUT_MS; every connection is closed after
+ *   METRICS_CONN_TIMEOUT_MS whatever it does;
+ * - past METRICS_MAX_CONNS connections a new one takes the slot of the one
+ *   idle longest, so clients that hold connections open cannot lock the
+ *   scrapers out; only while every slot waits for its page (the pages a
+ *   second are spent) do new ones wait, unaccepted.
+ * One request per connection (Connection: close), judged by http_req.c as
+ * its bytes come. After its answer a connection is shut down for writing
+ * and read until the client hangs up, so that a client still sending (a
+ * refused POST body, an oversized request) reads the answer rather than a
+ * reset.
  */
 #include "daemon.h"
 
@@ -22,82 +34,68 @@
 
 /* Connections served at once: scrapers open one or two. */
 #define METRICS_MAX_CONNS 64
+/* The time a client has to send its whole request. */
+#define METRICS_REQ_TIMEOUT_MS 2000
 /* A connection's whole life, request, answer and hang-up. */
 #define METRICS_CONN_TIMEOUT_MS 10000
+/* Pages written a second at most: no scraper gets a newer page by asking
+ * more often than metrics_cache_s (1 s by default), and past this rate
+ * clients that loop only cost aegisd copies of the same bytes into their
+ * sockets. The requests beyond it wait (without cost) for the next
+ * second. */
+#define METRICS_PAGES_PER_S 64
+/* An answer is written in pieces of this size, so that a client reading
+ * it shows progress (m_conn_idlest) and one that does not, none. */
+#define METRICS_WRITE_CHUNK 65536
+
+/* One answer's bytes, headers and body, shared by every connection that
+ * writes it; freed with its last reference. */
+typedef struct m_page {
+    size_t refs, len;
+    char bytes[];
+} m_page;
 
 typedef struct m_conn {
     uv_tcp_t tcp;
     uv_timer_t timer;
+    uv_write_t write;
     struct d_metrics_server *srv;
+    m_page *page;               /* the answer being written (a reference) */
+    size_t sent;                /* its bytes handed to libuv so far */
+    uint64_t opened, active;    /* loop times of its accept and of its
+                                   latest progress (bytes read, answer
+                                   written) */
     char req[HTTP_REQ_MAX + 1]; /* one byte past the limit tells 431 */
     size_t len;
-    bool answered;
+    bool answered;              /* judged: what it sends now is dropped */
+    bool waiting;               /* for the page (on_serve) */
     int open_handles;           /* freed when both have closed */
     struct m_conn *prev, *next;
 } m_conn;
 
 typedef struct d_metrics_server {
     uv_tcp_t tcp;
+    uv_timer_t serve;           /* serves the page to waiting clients */
     d_daemon *d;
-    m_conn *conns;
+    m_page *page;               /* the latest rendering; NULL: none yet */
+    uint64_t rendered_at;       /* its loop time */
+    uint64_t second_at;         /* loop time the current second began */
+    int served;                 /* pages served in it */
+    bool accept_later;          /* a connection waits for a free slot */
+    m_conn *conns;              /* newest first */
     int nconns;
+    int open_handles;           /* freed when both have closed */
 } d_metrics_server;
 
-typedef struct m_write {
-    uv_write_t req;
-    char *text;
-} m_write;
+/* ---- pages --------------------------------------------------------------- */
 
-static void on_conn_handle_closed(uv_handle_t *h) {
-    m_conn *c = h->data;
-    if (--c->open_handles == 0) free(c);
+static void m_page_unref(m_page *p) {
+    if (p && --p->refs == 0) free(p);
 }
 
-static void m_conn_close(m_conn *c) {
-    if (uv_is_closing((uv_handle_t *)&c->tcp)) return;
-    d_metrics_server *srv = c->srv;
-    if (c->prev) c->prev->next = c->next;
-    else srv->conns = c->next;
-    if (c->next) c->next->prev = c->prev;
-    srv->nconns--;
-    uv_close((uv_handle_t *)&c->tcp, on_conn_handle_closed);
-    uv_close((uv_handle_t *)&c->timer, on_conn_handle_closed);
-}
-
-static void on_conn_timeout(uv_timer_t *t) {
-    m_conn_close(t->data);
-}
-
-static void on_shutdown(uv_shutdown_t *req, int status) {
-    free(req); /* the client's hang-up (read EOF) closes the connection */
-}
-
-static void on_written(uv_write_t *req, int status) {
-    m_write *w = (m_write *)req;
-    m_conn *c = req->handle->data;
-    free(w->text);
-    free(w);
-    if (status < 0) {
-        m_conn_close(c);
-        return;
-    }
-    uv_shutdown_t *sd = malloc(sizeof(*sd));
-    if (!sd || uv_shutdown(sd, (uv_stream_t *)&c->tcp, on_shutdown) != 0) {
-        free(sd);
-        m_conn_close(c);
-    }
-}
-
-/* The whole answer to a request judged `status`: headers and body (the
- * exposition, or a line saying what the status means). */
-static char *m_answer(d_daemon *d, int status, size_t *len) {
-    mtext metrics = {0};
-    if (status == 200) d_metrics_render(d, &metrics);
-    if (metrics.failed) status = 500; /* out of memory */
-    char line[64];
-    snprintf(line, sizeof(line), "%d %s\n", status, http_req_reason(status));
-    const char *body = status == 200 ? (metrics.buf ? metrics.buf : "") : line;
-    size_t body_len = status == 200 ? metrics.len : strlen(line);
+/* The answer `status` with its body, as one new page; NULL when out of
+ * memory. */
+static m_page *m_page_of(int status, const char *body, size_t body_len) {
     char head[256];
     int n = snprintf(head, sizeof(head),
                      "HTTP/1.1 %d %s\r\n"
@@ -109,33 +107,182 @@ static char *m_answer(d_daemon *d, int status, size_t *len) {
                      status == 200 ? "text/plain; version=0.0.4; charset=utf-8"
                                    : "text/plain; charset=utf-8",
                      body_len, status == 405 ? "Allow: GET\r\n" : "");
-    char *text = malloc((size_t)n + body_len);
-    if (text) {
-        memcpy(text, head, (size_t)n);
-        memcpy(text + n, body, body_len);
-        *len = (size_t)n + body_len;
-    }
-    mtext_free(&metrics);
-    return text;
+    m_page *p = malloc(sizeof(*p) + (size_t)n + body_len);
+    if (!p) return NULL;
+    p->refs = 1;
+    p->len = (size_t)n + body_len;
+    memcpy(p->bytes, head, (size_t)n);
+    memcpy(p->bytes + n, body, body_len);
+    return p;
 }
 
-static void m_conn_answer(m_conn *c, int status) {
-    c->answered = true;
-    size_t len = 0;
-    m_write *w = malloc(sizeof(*w));
-    char *text = w ? m_answer(c->srv->d, status, &len) : NULL;
-    if (!text) {
-        free(w);
+/* An error's page: its status line as the body. */
+static m_page *m_status_page(int status) {
+    char line[64];
+    snprintf(line, sizeof(line), "%d %s\n", status, http_req_reason(status));
+    return m_page_of(status, line, strlen(line));
+}
+
+/* /metrics as d is now; a 500 page when out of memory. */
+static m_page *m_render(d_daemon *d) {
+    mtext t = {0};
+    d_metrics_render(d, &t);
+    m_page *p = t.failed ? m_status_page(500)
+                         : m_page_of(200, t.buf ? t.buf : "", t.len);
+    mtext_free(&t);
+    return p;
+}
+
+/* ---- connections --------------------------------------------------------- */
+
+static void on_conn_handle_closed(uv_handle_t *h) {
+    m_conn *c = h->data;
+    if (--c->open_handles == 0) free(c);
+}
+
+static void m_accept(d_metrics_server *srv);
+
+/* Closes c, and takes a connection held for want of a slot; a write in
+ * progress is cancelled and its callback, run before the handles close,
+ * lets go of the page. */
+static void m_conn_close(m_conn *c) {
+    if (uv_is_closing((uv_handle_t *)&c->tcp)) return;
+    d_metrics_server *srv = c->srv;
+    if (c->prev) c->prev->next = c->next;
+    else srv->conns = c->next;
+    if (c->next) c->next->prev = c->prev;
+    srv->nconns--;
+    uv_close((uv_handle_t *)&c->tcp, on_conn_handle_closed);
+    uv_close((uv_handle_t *)&c->timer, on_conn_handle_closed);
+    if (srv->accept_later) m_accept(srv);
+}
+
+static void on_conn_timeout(uv_timer_t *t) {
+    m_conn_close(t->data);
+}
+
+static void on_shutdown(uv_shutdown_t *req, int status) {
+    free(req); /* the client's hang-up (read EOF) closes the connection */
+}
+
+static void m_conn_write_next(m_conn *c);
+
+/* A piece of the answer written: the client reads, so it is not idle. */
+static void on_written(uv_write_t *req, int status) {
+    m_conn *c = req->handle->data;
+    if (status < 0) {
+        m_page_unref(c->page);
+        c->page = NULL;
         m_conn_close(c);
         return;
     }
-    w->text = text;
-    uv_buf_t buf = uv_buf_init(text, (unsigned)len);
-    if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &buf, 1, on_written) != 0) {
-        free(text);
-        free(w);
+    c->active = uv_now(c->tcp.loop);
+    m_conn_write_next(c);
+}
+
+/* Writes the next METRICS_WRITE_CHUNK of c's page; once all is written,
+ * lets go of the page and shuts the connection down for writing. */
+static void m_conn_write_next(m_conn *c) {
+    size_t left = c->page->len - c->sent;
+    if (left == 0) {
+        m_page_unref(c->page);
+        c->page = NULL;
+        uv_shutdown_t *sd = malloc(sizeof(*sd));
+        if (!sd || uv_shutdown(sd, (uv_stream_t *)&c->tcp, on_shutdown) != 0) {
+            free(sd);
+            m_conn_close(c);
+        }
+        return;
+    }
+    size_t n = left < METRICS_WRITE_CHUNK ? left : METRICS_WRITE_CHUNK;
+    uv_buf_t buf = uv_buf_init(c->page->bytes + c->sent, (unsigned)n);
+    c->sent += n;
+    if (uv_write(&c->write, (uv_stream_t *)&c->tcp, &buf, 1, on_written) != 0) {
+        m_page_unref(c->page);
+        c->page = NULL;
         m_conn_close(c);
     }
+}
+
+/* Writes page (NULL: out of memory) to c, holding a reference until it is
+ * written. */
+static void m_conn_send(m_conn *c, m_page *page) {
+    c->waiting = false;
+    if (!page) {
+        m_conn_close(c);
+        return;
+    }
+    page->refs++;
+    c->page = page;
+    c->active = uv_now(c->tcp.loop);
+    m_conn_write_next(c);
+}
+
+/* Whether the latest rendering is younger than metrics_cache_s. */
+static bool m_page_fresh(const d_metrics_server *srv) {
+    uint64_t age = uv_now(srv->d->loop) - srv->rendered_at;
+    return srv->page && age < (uint64_t)(srv->d->keys.metrics_cache_s * 1000);
+}
+
+/* The page, rendered again when older than metrics_cache_s. */
+static m_page *m_page_now(d_metrics_server *srv) {
+    if (!m_page_fresh(srv)) {
+        m_page_unref(srv->page);
+        srv->page = m_render(srv->d);
+        srv->rendered_at = uv_now(srv->d->loop);
+    }
+    return srv->page;
+}
+
+/* The connection waiting longest for the page, or NULL. */
+static m_conn *m_conn_first_waiting(d_metrics_server *srv) {
+    m_conn *first = NULL;
+    for (m_conn *c = srv->conns; c; c = c->next) /* newest first */
+        if (c->waiting) first = c;
+    return first;
+}
+
+/* Serves the waiting connections, the longest waiting first, as many as
+ * this second's METRICS_PAGES_PER_S allow; the others wait for the next
+ * second. */
+static void on_serve(uv_timer_t *t) {
+    d_metrics_server *srv = t->data;
+    uint64_t now = uv_now(srv->d->loop);
+    if (now - srv->second_at >= 1000) {
+        srv->second_at = now;
+        srv->served = 0;
+    }
+    m_conn *c;
+    while (srv->served < METRICS_PAGES_PER_S &&
+           (c = m_conn_first_waiting(srv))) {
+        m_conn_send(c, m_page_now(srv));
+        srv->served++;
+    }
+    if (m_conn_first_waiting(srv))
+        uv_timer_start(&srv->serve, on_serve, srv->second_at + 1000 - now, 0);
+    if (srv->accept_later) m_accept(srv); /* those served can make room */
+}
+
+/* Answers c's request, judged `status`: the page of /metrics, from the
+ * serving timer once this loop turn's requests are all read, or the
+ * status's own page. The 2 s to send a request are over: the connection
+ * has what is left of its life. */
+static void m_conn_answer(m_conn *c, int status) {
+    d_metrics_server *srv = c->srv;
+    c->answered = true;
+    uint64_t age = uv_now(c->tcp.loop) - c->opened;
+    uv_timer_start(&c->timer, on_conn_timeout,
+                   age < METRICS_CONN_TIMEOUT_MS ? METRICS_CONN_TIMEOUT_MS - age
+                                                 : 1, 0);
+    if (status != 200) {
+        m_page *p = m_status_page(status);
+        m_conn_send(c, p);
+        m_page_unref(p);
+        return;
+    }
+    c->waiting = true;
+    if (!uv_is_active((uv_handle_t *)&srv->serve))
+        uv_timer_start(&srv->serve, on_serve, 0, 0);
 }
 
 /* The request goes into its buffer; after the answer, what the client
@@ -157,36 +304,79 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
         return;
     }
     if (n == 0 || c->answered) return;
+    c->active = uv_now(s->loop);
     c->len += (size_t)n;
     int status = http_req_judge(c->req, c->len);
     if (status != 0) m_conn_answer(c, status);
 }
 
-static void on_connection(uv_stream_t *server, int status) {
-    d_metrics_server *srv = server->data;
-    if (status < 0) return;
+/* The connection idle longest, its latest progress the oldest, among
+ * those not waiting for aegisd's answer (they did their part); NULL when
+ * every one is. */
+static m_conn *m_conn_idlest(d_metrics_server *srv) {
+    m_conn *idlest = NULL;
+    for (m_conn *c = srv->conns; c; c = c->next) /* newest first */
+        if (!c->waiting && (!idlest || c->active <= idlest->active))
+            idlest = c;
+    return idlest;
+}
+
+/* Room for one more connection: true when there is, or the idlest one
+ * was closed to make it; false when every slot waits for its page. */
+static bool m_make_room(d_metrics_server *srv) {
+    if (srv->nconns < METRICS_MAX_CONNS) return true;
+    m_conn *idlest = m_conn_idlest(srv);
+    if (idlest) m_conn_close(idlest);
+    return idlest != NULL;
+}
+
+/* Accepts the connection libuv holds, in the slot of the idlest one when
+ * all are taken. While every slot waits for its page it stays in libuv's
+ * hands, and the next ones in the kernel's backlog, until one closes:
+ * clients then wait rather than retry. */
+static void m_accept(d_metrics_server *srv) {
+    srv->accept_later = false;
+    if (!m_make_room(srv)) {
+        srv->accept_later = true;
+        return;
+    }
+    uv_loop_t *loop = srv->d->loop;
     m_conn *c = calloc(1, sizeof(*c));
     if (!c) return; /* the connection waits in the backlog */
     c->srv = srv;
-    uv_tcp_init(server->loop, &c->tcp);
-    uv_timer_init(server->loop, &c->timer);
+    uv_tcp_init(loop, &c->tcp);
+    uv_timer_init(loop, &c->timer);
     c->tcp.data = c->timer.data = c;
     c->open_handles = 2;
+    c->opened = c->active = uv_now(loop);
     c->next = srv->conns;
     if (c->next) c->next->prev = c;
     srv->conns = c;
     srv->nconns++;
-    if (uv_accept(server, (uv_stream_t *)&c->tcp) != 0 ||
-        srv->nconns > METRICS_MAX_CONNS ||
+    if (uv_accept((uv_stream_t *)&srv->tcp, (uv_stream_t *)&c->tcp) != 0 ||
         uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0) {
         m_conn_close(c);
         return;
     }
-    uv_timer_start(&c->timer, on_conn_timeout, METRICS_CONN_TIMEOUT_MS, 0);
+    uv_timer_start(&c->timer, on_conn_timeout, METRICS_REQ_TIMEOUT_MS, 0);
 }
 
-static void on_server_closed(uv_handle_t *h) {
-    free(h->data);
+static void on_connection(uv_stream_t *server, int status) {
+    if (status == 0) m_accept(server->data);
+}
+
+/* ---- the server ---------------------------------------------------------- */
+
+static void on_server_handle_closed(uv_handle_t *h) {
+    d_metrics_server *srv = h->data;
+    if (--srv->open_handles > 0) return;
+    m_page_unref(srv->page);
+    free(srv);
+}
+
+static void m_server_close(d_metrics_server *srv) {
+    uv_close((uv_handle_t *)&srv->tcp, on_server_handle_closed);
+    uv_close((uv_handle_t *)&srv->serve, on_server_handle_closed);
 }
 
 int d_metrics_open(d_daemon *d) {
@@ -204,13 +394,15 @@ int d_metrics_open(d_daemon *d) {
     }
     srv->d = d;
     uv_tcp_init(d->loop, &srv->tcp);
-    srv->tcp.data = srv;
+    uv_timer_init(d->loop, &srv->serve);
+    srv->tcp.data = srv->serve.data = srv;
+    srv->open_handles = 2;
     int rc = uv_tcp_bind(&srv->tcp, (const struct sockaddr *)&sa, 0);
     if (rc == 0) rc = uv_listen((uv_stream_t *)&srv->tcp, 64, on_connection);
     if (rc != 0) {
         d_log("metrics_listen %s: %s: not serving /metrics",
               d->keys.metrics_listen, uv_strerror(rc));
-        uv_close((uv_handle_t *)&srv->tcp, on_server_closed);
+        m_server_close(srv);
         return -1;
     }
     d->metrics = srv;
@@ -221,7 +413,8 @@ int d_metrics_open(d_daemon *d) {
 void d_metrics_close(d_daemon *d) {
     d_metrics_server *srv = d->metrics;
     if (!srv) return;
+    srv->accept_later = false;
     while (srv->conns) m_conn_close(srv->conns);
-    uv_close((uv_handle_t *)&srv->tcp, on_server_closed);
+    m_server_close(srv);
     d->metrics = NULL;
 }

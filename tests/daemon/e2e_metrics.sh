@@ -225,4 +225,126 @@ print(s.getsockname()[1], flush=True); time.sleep(60)" > held.txt &
     "$AEGIS" ls > /dev/null || fail "aegisd does not answer without its metrics"
 }
 
+# metrics_cache_s: one rendering serves every scrape for that long (the
+# same bytes, a job submitted since not in them); a reload shortens it.
+case_metrics_cache() {
+    cd "$DIR/work"
+    echo "metrics_cache_s: 3600" >> "$DIR/aegis.yaml"
+    start_metrics
+    [ "$(scrape /metrics)" = 200 ] || fail "first scrape"
+    mv scrape.txt first.txt
+    id=$("$AEGIS" submit -- sleep 60) || fail submit
+    until_job "$id" "assert d['state']=='running'"
+    [ "$(scrape /metrics)" = 200 ] || fail "second scrape"
+    cmp -s first.txt scrape.txt || fail "a second rendering within metrics_cache_s: $(diff first.txt scrape.txt | head -5)"
+    sed -i 's/^metrics_cache_s: .*/metrics_cache_s: 0.2/' "$DIR/aegis.yaml"
+    kill -HUP "$(daemon_pid)"
+    await "[ \"\$(scrape /metrics)\" = 200 ] && grep -q 'aegis_job_state{job_id=\"$id\"' scrape.txt" 20 ||
+        fail "job $id not in /metrics after the reload: $(grep aegis_job_state scrape.txt)"
+    "$AEGIS" cancel "$id" > /dev/null
+}
+
+# A connection must send its whole request within 2 s: one that sends
+# nothing, one that stops mid-request and one that trickles a byte every
+# 0.3 s are each closed then, not at the 10 s every connection gets.
+case_metrics_reqtimeout() {
+    cd "$DIR/work"
+    start_metrics
+    python3 - "$PORT" <<'PY' || fail "request timeout"
+import select, socket, sys, time
+port = int(sys.argv[1])
+def closed_after(first, trickle=b''):
+    """Seconds from connecting until aegisd closes the connection (30 s at
+    most), sending `first`, then `trickle` a byte every 0.3 s."""
+    t0 = time.monotonic()
+    s = socket.create_connection(('127.0.0.1', port), timeout=5)
+    s.sendall(first)
+    while time.monotonic() - t0 < 30:
+        if select.select([s], [], [], 0.3)[0]:
+            try:
+                got = s.recv(4096)
+            except ConnectionResetError:
+                got = b''
+            assert got == b'', got[:100]
+            return time.monotonic() - t0
+        try:
+            if trickle:
+                s.send(trickle[:1])
+                trickle = trickle[1:] or trickle
+        except OSError:
+            pass  # closed under us: the next select sees it
+    raise AssertionError('never closed')
+cases = [(b'', b''), (b'GET /metrics HTTP/1.1\r\nHo', b''),
+         (b'GET /metrics HTTP/1.1\r\n', b'X-Slow: aaaaaaaaaaaaaaaaaaaaaaaa')]
+for first, trickle in cases:
+    t = closed_after(first, trickle)
+    assert 1.9 <= t < 7, f'{first!r} {trickle!r}: closed after {t:.1f} s, not 2 s'
+    print(f'{first!r}: closed after {t:.2f} s')
+PY
+    [ "$(scrape /metrics)" = 200 ] || fail "no scrape after the timeouts"
+}
+
+# With 10,000 jobs waiting, clients that take every connection slot (64
+# that send a GET and never read, then 64 that send nothing) neither
+# grow aegisd's memory past one shared page nor keep a new scraper out,
+# and root's `aegis gpus` answers; past metrics_max_jobs (1000) jobs are
+# counted, not listed.
+case_metrics_hogs() {
+    cd "$DIR/work"
+    start_metrics
+    for g in 0 1 2; do "$AEGIS" drain "$g" > /dev/null || fail "drain $g"; done
+    # long names: the page of every job is over the 4 MiB a socket buffers
+    "$AEGIS" submit --name "$(printf 'n%.0s' {1..120})" --array 0-9999 -- true \
+        > ids.txt || fail "submit 10000 jobs"
+    [ "$(wc -w < ids.txt)" = 10000 ] || fail "$(wc -w < ids.txt) jobs, not 10000"
+    python3 - "$PORT" "$(daemon_pid)" "$AEGIS" <<'PY' || fail "hogs"
+import fcntl, re, socket, struct, subprocess, sys, termios, time
+port, pid, aegis = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+GET = b'GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n'
+def rss_mib():
+    with open(f'/proc/{pid}/status') as f:
+        return next(int(l.split()[1]) for l in f if l.startswith('VmRSS:')) / 1024
+def scrape():
+    s = socket.create_connection(('127.0.0.1', port), timeout=10)
+    s.sendall(GET)
+    out = b''
+    while (b := s.recv(1 << 16)):
+        out += b
+    s.close()
+    assert out.startswith(b'HTTP/1.1 200 OK'), out[:100]
+    return out.decode()
+def unread(s):
+    return struct.unpack('i', fcntl.ioctl(s, termios.FIONREAD, b'\0' * 4))[0]
+def until(cond, what):
+    deadline = time.monotonic() + 30
+    while not cond():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.05)
+page = scrape()
+listed = len(re.findall(r'^aegis_job_state\{', page, re.M))
+unlisted = sum(int(n) for n in re.findall(r'^aegis_jobs_unlisted\{.*\} (\d+)$', page, re.M))
+assert (listed, unlisted) == (1000, 9000), (listed, unlisted)
+before = rss_mib()
+readers = []
+for i in range(64):
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.connect(('127.0.0.1', port))
+    s.sendall(GET)
+    until(lambda: unread(s) > 0, f'no answer to non-reader {i}')
+    readers.append(s)
+grown = rss_mib() - before
+print(f'aegisd RSS {before:.0f} MiB, +{grown:.1f} MiB with 64 clients that never read')
+assert grown < 50, f'RSS grew by {grown:.0f} MiB'
+silent = [socket.create_connection(('127.0.0.1', port)) for _ in range(64)]
+assert 'aegis_gpus 3' in scrape(), 'no page with every slot taken'
+t0 = time.monotonic()
+subprocess.run([aegis, 'gpus'], check=True, capture_output=True, timeout=20)
+print(f'aegis gpus: {time.monotonic() - t0:.2f} s')
+for s in readers + silent:
+    s.close()
+PY
+    xargs "$AEGIS" cancel < ids.txt > /dev/null
+}
+
 e2e_run

@@ -1,7 +1,8 @@
 /* test_metrics.c -- the parts of aegisd's Prometheus endpoint that need no
  * loop: the text format's escaping and rendering (metrics_text.c), the
- * counters (metrics_counts.c), the judging of HTTP requests (http_req.c)
- * and the metrics_listen key (config.c). */
+ * counters (metrics_counts.c), the bounded per-job families
+ * (metrics_jobs.c), the judging of HTTP requests (http_req.c) and the
+ * metrics_* keys (config.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,6 +18,7 @@
 #include "config.h"
 #include "http_req.h"
 #include "metrics_counts.h"
+#include "metrics_jobs.h"
 #include "metrics_text.h"
 
 /* Backslash, double quote and newline are escaped in label values; other
@@ -132,6 +134,99 @@ static void test_counts(void **state) {
     metrics_counts_free(&m);
 }
 
+/* A job view for the renderer: no samples but its attempts. */
+static mjob job_of(int64_t id, const char *user, mjob_state state) {
+    return (mjob){.id = id, .user = user, .name = "n", .state = state,
+                  .attempts = 1, .memory_bytes = -1, .sm_share = -1,
+                  .energy_j = 0};
+}
+
+/* Lines of t that start with prefix. */
+static int lines_with(const mtext *t, const char *prefix) {
+    int n = 0;
+    size_t len = strlen(prefix);
+    for (const char *p = t->buf; p && *p; p = strchr(p, '\n') + 1)
+        n += strncmp(p, prefix, len) == 0;
+    return n;
+}
+
+/* Past max_listed, running jobs keep their series, then the oldest
+ * waiting ones; the rest are counted by user and state. */
+static void test_jobs_bounded(void **state) {
+    (void)state;
+    const mjob jobs[] = {job_of(1, "bob", MJOB_QUEUED),
+                         job_of(2, "ann", MJOB_RUNNING),
+                         job_of(3, "ann", MJOB_QUEUED),
+                         job_of(4, "ann", MJOB_HELD),
+                         job_of(5, "bob", MJOB_QUEUED),
+                         job_of(6, "bob", MJOB_RUNNING),
+                         job_of(7, "ann", MJOB_QUEUED)};
+    mtext t = {0};
+    mjobs_render(&t, jobs, 7, 3);
+    assert_false(t.failed);
+    assert_int_equal(lines_with(&t, "aegis_job_state{"), 3);
+    assert_int_equal(lines_with(&t, "aegis_job_attempts{"), 3);
+    for (int id = 1; id <= 7; id++) {
+        char want[64];
+        snprintf(want, sizeof(want), "aegis_job_state{job_id=\"%d\",", id);
+        assert_int_equal(lines_with(&t, want), id == 1 || id == 2 || id == 6);
+    }
+    assert_non_null(strstr(t.buf,
+        "# TYPE aegis_jobs_unlisted gauge\n"
+        "aegis_jobs_unlisted{user=\"ann\",state=\"queued\"} 2\n"
+        "aegis_jobs_unlisted{user=\"ann\",state=\"held\"} 1\n"
+        "aegis_jobs_unlisted{user=\"bob\",state=\"queued\"} 1\n"));
+    assert_int_equal(lines_with(&t, "aegis_jobs_unlisted{"), 3);
+    mtext_free(&t);
+    /* fewer running jobs than the bound: the oldest running ones only */
+    mjobs_render(&t, jobs, 7, 1);
+    assert_int_equal(lines_with(&t, "aegis_job_state{job_id=\"2\","), 1);
+    assert_non_null(strstr(t.buf, "aegis_jobs_unlisted{user=\"bob\",state=\"running\"} 1\n"));
+    mtext_free(&t);
+    /* within the bound: every job, nothing unlisted */
+    mjobs_render(&t, jobs, 7, 1000);
+    assert_int_equal(lines_with(&t, "aegis_job_state{"), 7);
+    assert_int_equal(lines_with(&t, "aegis_jobs_unlisted{"), 0);
+    mtext_free(&t);
+    /* 0: no job has series of its own */
+    mjobs_render(&t, jobs, 7, 0);
+    assert_int_equal(lines_with(&t, "aegis_job_state{"), 0);
+    assert_int_equal(lines_with(&t, "aegis_jobs_unlisted{"), 5);
+    mtext_free(&t);
+}
+
+/* A listed job's labels and samples; no sample where it has none. */
+static void test_jobs_families(void **state) {
+    (void)state;
+    mjob run = job_of(12, "ann", MJOB_RUNNING);
+    snprintf(run.gpus, sizeof(run.gpus), "0,2");
+    run.name = "say \"hi\"";
+    run.memory_bytes = 1048576;
+    run.sm_share = 0.25;
+    run.energy_j = 9.5;
+    const mjob jobs[] = {run, job_of(13, "bob", MJOB_HELD)};
+    mtext t = {0};
+    mjobs_render(&t, jobs, 2, 10);
+    assert_false(t.failed);
+    assert_non_null(strstr(t.buf,
+        "aegis_job_state{job_id=\"12\",user=\"ann\",name=\"say \\\"hi\\\"\","
+        "gpu=\"0,2\",state=\"running\"} 1\n"
+        "aegis_job_state{job_id=\"13\",user=\"bob\",name=\"n\",gpu=\"\","
+        "state=\"held\"} 1\n"));
+    assert_non_null(strstr(t.buf,
+        "aegis_job_sm_share_ratio{job_id=\"12\",user=\"ann\","
+        "name=\"say \\\"hi\\\"\",gpu=\"0,2\"} 0.25\n# HELP"));
+    assert_int_equal(lines_with(&t, "aegis_job_memory_used_bytes{"), 1);
+    assert_int_equal(lines_with(&t, "aegis_job_energy_joules_total{"), 2);
+    mtext_free(&t);
+    /* no job: the families' headers that always show, and no sample */
+    mjobs_render(&t, jobs, 0, 10);
+    assert_false(t.failed);
+    assert_int_equal(lines_with(&t, "aegis_job"), 0);
+    assert_int_equal(lines_with(&t, "# TYPE aegis_job_state gauge"), 1);
+    mtext_free(&t);
+}
+
 static void test_http_judge(void **state) {
     (void)state;
     static const struct {
@@ -210,16 +305,31 @@ static void test_listen_addr(void **state) {
     }
 }
 
-/* The key in a file: kept, off by default, an empty value turns it off. */
-static void test_listen_key(void **state) {
-    (void)state;
+/* Loads a configuration file holding text into keys: config_load_daemon's
+ * result, with its message in err. */
+static int load_keys(const char *text, config_keys *keys, char *err,
+                     size_t errlen) {
     core_config cfg;
     acct_params acct;
     sharing_config share;
-    config_keys keys;
-    char err[512], path[64];
+    char path[64];
     snprintf(path, sizeof(path), "/tmp/aegis-test-metrics-%d.yaml",
              (int)getpid());
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    int rc = config_load_daemon(path, false, &cfg, &acct, &share, keys, err,
+                                errlen);
+    remove(path);
+    return rc;
+}
+
+/* The key in a file: kept, off by default, an empty value turns it off. */
+static void test_listen_key(void **state) {
+    (void)state;
+    config_keys keys;
+    char err[512];
     static const struct {
         const char *text, *want;
         int rc;
@@ -230,17 +340,46 @@ static void test_listen_key(void **state) {
         {"metrics_listen: 127.0.0.1\n", NULL, -1},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
-        FILE *f = fopen(path, "w");
-        assert_non_null(f);
-        fputs(cases[i].text, f);
-        fclose(f);
-        int rc = config_load_daemon(path, false, &cfg, &acct, &share, &keys,
-                                    err, sizeof(err));
+        int rc = load_keys(cases[i].text, &keys, err, sizeof(err));
         assert_int_equal(rc, cases[i].rc);
         if (rc == 0) assert_string_equal(keys.metrics_listen, cases[i].want);
         else assert_non_null(strstr(err, ".yaml:1: metrics_listen"));
     }
-    remove(path);
+}
+
+/* metrics_cache_s and metrics_max_jobs: their defaults, values in range,
+ * and errors naming the line and key. */
+static void test_cache_keys(void **state) {
+    (void)state;
+    config_keys keys;
+    char err[512];
+    static const struct {
+        const char *text;
+        double cache_s, max_jobs;
+        const char *err;
+    } cases[] = {
+        {"pue: 1\n", 1, 1000, NULL},
+        {"metrics_cache_s: 2.5\nmetrics_max_jobs: 0\n", 2.5, 0, NULL},
+        {"metrics_max_jobs: 200000\n", 1, 200000, NULL},
+        {"metrics_cache_s: 0\n", 0, 0, ".yaml:1: metrics_cache_s: '0' is not a number"},
+        {"metrics_cache_s: soon\n", 0, 0, ".yaml:1: metrics_cache_s"},
+        {"pue: 1\nmetrics_max_jobs: 1.5\n", 0, 0,
+         ".yaml:2: metrics_max_jobs: '1.5' is not a whole number"},
+        {"metrics_max_jobs: -1\n", 0, 0, ".yaml:1: metrics_max_jobs"},
+        {"metrics_max_jobs: 2000000\n", 0, 0, ".yaml:1: metrics_max_jobs"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+        int rc = load_keys(cases[i].text, &keys, err, sizeof(err));
+        if (cases[i].err) {
+            assert_int_equal(rc, -1);
+            if (!strstr(err, cases[i].err))
+                fail_msg("case %zu: '%s' lacks '%s'", i, err, cases[i].err);
+            continue;
+        }
+        assert_int_equal(rc, 0);
+        assert_true(keys.metrics_cache_s == cases[i].cache_s);
+        assert_true(keys.metrics_max_jobs == cases[i].max_jobs);
+    }
 }
 
 int main(void) {
@@ -250,9 +389,12 @@ int main(void) {
         cmocka_unit_test(test_growth),
         cmocka_unit_test(test_histogram),
         cmocka_unit_test(test_counts),
+        cmocka_unit_test(test_jobs_bounded),
+        cmocka_unit_test(test_jobs_families),
         cmocka_unit_test(test_http_judge),
         cmocka_unit_test(test_listen_addr),
         cmocka_unit_test(test_listen_key),
+        cmocka_unit_test(test_cache_keys),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
