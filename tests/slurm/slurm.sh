@@ -167,6 +167,46 @@ PY
     node_ok || fail "node $(node_state)"
 }
 
+# The plugin reads a failed task's stderr tail (for an OOM message) as
+# the job's user, and only from the very file the task started with. A
+# job that swaps its output for a link to a root-only file holding an
+# OOM message, or for a new file of its own, or for a FIFO, is not an
+# OOM, and no FIFO holds the task's end; one that wrote the message to
+# its own output is. Each job has a GPU to itself: an OOM there ends it
+# (shared, the OOM ladder would requeue it).
+case_slurm_stderr() {
+    start; slurm_start
+    cd "$DIR/work"
+    echo "CUDA out of memory" > "$DIR/secret"
+    chmod 600 "$DIR/secret"
+    local swap out ids="" want
+    for swap in "ln -s $DIR/secret" "echo CUDA out of memory >" "mkfifo" ""; do
+        out='job-$SLURM_JOB_ID.out'
+        ids="$ids $(submit --aegis-mem=1000 --gres=aegis_mem:1000 \
+            --aegis-mode=exclusive --wrap \
+            "echo CUDA out of memory; ${swap:+rm $out; $swap $out;} exit 1")"
+    done
+    for id in $ids; do
+        want=failed
+        [ "$id" = "${ids##* }" ] && want=oom
+        await 30 job_gone "$id" || fail "job $id did not end"
+        await 20 eval '[ "$(aegis_of $id | cut -d" " -f2)" = failed ]' ||
+            fail "job $id not failed in aegis: $(aegis_of "$id")"
+        aid=$(aegis_of "$id" | cut -d' ' -f1)
+        "$AEGIS" show --json "$aid" | pyjson "
+a = d['attempt_list'][-1]
+assert a['how'] == '$want', a" ||
+            fail "job $id: not $want: $("$AEGIS" show "$aid")"
+    done
+    # slurmstepd says why each tail was not read
+    for why in "a symbolic link" "not the file the job started with" \
+               "not a regular file"; do
+        grep -q "aegis: stderr .*: $why" "$SDIR/log/slurmd.log" ||
+            fail "slurmd.log does not say '$why'"
+    done
+    node_ok || fail "node $(node_state)"
+}
+
 # kill -9 of aegisd while Slurm jobs run: after the restart the one still
 # running keeps its GPU, and the lease of one cancelled meanwhile (its
 # Epilog could not reach aegisd) is dropped.
