@@ -179,25 +179,29 @@ case_slurm_stderr() {
     cd "$DIR/work"
     echo "CUDA out of memory" > "$DIR/secret"
     chmod 600 "$DIR/secret"
-    local swap out ids="" want
+    local swap out id
     for swap in "ln -s $DIR/secret" "echo CUDA out of memory >" "mkfifo" ""; do
         out='job-$SLURM_JOB_ID.out'
-        ids="$ids $(submit --aegis-mem=1000 --gres=aegis_mem:1000 \
+        id=$(submit --aegis-mem=1000 --gres=aegis_mem:1000 \
             --aegis-mode=exclusive --wrap \
-            "echo CUDA out of memory; ${swap:+rm $out; $swap $out;} exit 1")"
+            "echo CUDA out of memory; ${swap:+rm $out; $swap $out;} exit 1") ||
+            exit 1 # submit said why
     done
-    for id in $ids; do
-        want=failed
-        [ "$id" = "${ids##* }" ] && want=oom
-        await 30 job_gone "$id" || fail "job $id did not end"
-        await 20 eval '[ "$(aegis_of $id | cut -d" " -f2)" = failed ]' ||
-            fail "job $id not failed in aegis: $(aegis_of "$id")"
-        aid=$(aegis_of "$id" | cut -d' ' -f1)
-        "$AEGIS" show --json "$aid" | pyjson "
-a = d['attempt_list'][-1]
-assert a['how'] == '$want', a" ||
-            fail "job $id: not $want: $("$AEGIS" show "$aid")"
-    done
+    # Slurm is done with them, and aegisd has heard of each end
+    await 60 eval '[ -z "$(timeout 5 squeue -h)" ]' || fail "jobs did not end"
+    await 20 eval '"$AEGIS" ls --all --json | pyjson "
+assert [j[\"state\"] for j in d if j.get(\"slurm_job\")] == [\"failed\"] * 4"' ||
+        fail "not 4 failed leases: $("$AEGIS" ls --all)"
+    # the last job's tail was read: oom; the others' not: failed
+    "$AEGIS" ls --all --json | python3 -c '
+import json, subprocess, sys
+jobs = sorted((j["slurm_job"], j["id"]) for j in json.load(sys.stdin))
+hows = [json.loads(subprocess.run([sys.argv[1], "show", "--json", str(a)],
+        capture_output=True, check=True).stdout)["attempt_list"][-1]["how"]
+        for _, a in jobs]
+print("Slurm jobs", [s for s, _ in jobs], "how", hows)
+assert hows == ["failed"] * 3 + ["oom"], hows' "$AEGIS" ||
+        fail "an OOM read where it must not be, or not where it must"
     # slurmstepd says why each tail was not read
     for why in "a symbolic link" "not the file the job started with" \
                "not a regular file"; do
