@@ -112,9 +112,11 @@ static int job_file_write_all(int fd, const char *buf, size_t n) {
 static void job_file_child(int out, const job_file_user *who, const char *path,
                            const job_file_id *id, char *buf, size_t len) {
     ssize_t n = -1;
-    int fd = job_file_become(who) == 0 ? job_file_open(AT_FDCWD, path, who->uid, id)
-                                        : -1;
-    if (fd >= 0) n = job_file_tail(fd, 0, buf, len);
+    int fd = -1;
+    if (job_file_become(who) != 0)
+        errno = EACCES; /* not EPERM: that says the file is another's */
+    else if ((fd = job_file_open(AT_FDCWD, path, who->uid, id)) >= 0)
+        n = job_file_tail(fd, 0, buf, len);
     int err = n < 0 ? errno : 0;
     if (job_file_write_all(out, (const char *)&err, sizeof(err)) == 0 && n > 0)
         job_file_write_all(out, buf, (size_t)n);

@@ -20,7 +20,9 @@
  *
  * Refusals set errno: ELOOP (a link), EINVAL (not a regular file), EPERM
  * (another owner), ESTALE (not the file the job started with), ETIMEDOUT
- * (the read did not end in time); job_file_error puts them in words.
+ * (the read did not end in time), EACCES (the user may not read it, or
+ * the reader could not become the user); job_file_error puts them in
+ * words.
  */
 #ifndef AEGIS_JOB_FILE_H
 #define AEGIS_JOB_FILE_H
