@@ -246,7 +246,9 @@ static void aegis_report_task(void) {
     struct stat st = {0};
     ssize_t n = readlink("/proc/self/fd/2", path, sizeof(path) - 1);
     path[n > 0 ? n : 0] = '\0';
-    if (fstat(2, &st) != 0 || !S_ISREG(st.st_mode) || path[0] != '/') {
+    /* a newline in the path would end its line early */
+    if (fstat(2, &st) != 0 || !S_ISREG(st.st_mode) || path[0] != '/' ||
+        strchr(path, '\n')) {
         path[0] = '\0';
         st.st_dev = 0;
         st.st_ino = 0;
