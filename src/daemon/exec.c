@@ -6,6 +6,7 @@
  * so the children only make system calls until exec.
  */
 #include "exec.h"
+#include "job_file.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -56,35 +57,29 @@ static void exec_log_name(char *out, size_t outlen, int64_t id,
 }
 
 const char *exec_log_error(int err) {
-    if (err == EWOULDBLOCK)
-        return "held by a lease (fcntl F_SETLEASE) of another process; "
-               "not waiting for it";
-    if (err == ELOOP) return "a symbolic link; not followed";
     if (err == EPERM)
         return "not this job's user's (left from an earlier database?)";
-    return strerror(err);
+    return job_file_error(err);
 }
 
-/* Opens a job's log to read it: O_NONBLOCK makes a lease fail the open
- * with EWOULDBLOCK where it would otherwise wait out the lease's break
- * (45 s by default), with all of aegisd. */
-static int exec_log_open(int log_dirfd, int64_t id, bool err_stream) {
+/* Opens a job's log to read it (job_file_open): O_NONBLOCK makes a lease
+ * fail the open with EWOULDBLOCK where it would otherwise wait out the
+ * lease's break (45 s by default), with all of aegisd. Only a regular
+ * file of owner is opened (the job's user's, or a non-root aegisd's). */
+static int exec_log_open(int log_dirfd, int64_t id, bool err_stream,
+                         uid_t owner) {
     char name[64];
     exec_log_name(name, sizeof(name), id, err_stream);
-    return openat(log_dirfd, name,
-                  O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    return job_file_open(log_dirfd, name, owner, NULL);
 }
 
 ssize_t exec_log_read(int log_dirfd, int64_t id, bool err_stream, uid_t owner,
                       long long *offset, char *buf, size_t len) {
-    int fd = exec_log_open(log_dirfd, id, err_stream);
+    int fd = exec_log_open(log_dirfd, id, err_stream, owner);
     if (fd < 0) return errno == ENOENT ? 0 : -1;
     ssize_t got = -1;
-    struct stat st;
     off_t kept;
-    if (fstat(fd, &st) == 0 && st.st_uid != owner) {
-        errno = EPERM;
-    } else if ((kept = lseek(fd, (off_t)*offset, SEEK_DATA)) >= 0) {
+    if ((kept = lseek(fd, (off_t)*offset, SEEK_DATA)) >= 0) {
         *offset = kept; /* past the hole of what the cap dropped */
         got = pread(fd, buf, len, kept);
     } else if (errno == ENXIO) { /* at the end */
@@ -837,13 +832,13 @@ core_exit exec_classify_tail(int status, const char *tail, size_t n,
     return CORE_EXIT_FAILED;
 }
 
-core_exit exec_classify(int status, int log_dirfd, int64_t id,
+core_exit exec_classify(int status, int log_dirfd, int64_t id, uid_t owner,
                         long long err_offset, char *why, size_t whylen) {
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
         return exec_classify_tail(status, "", 0, why, whylen);
     char tail[EXEC_TAIL_BYTES];
-    size_t n = 0;
-    int fd = exec_log_open(log_dirfd, id, true);
+    ssize_t n = 0;
+    int fd = exec_log_open(log_dirfd, id, true, owner);
     if (fd < 0 && errno != ENOENT) {
         char code[48];
         exec_status_text(status, code, sizeof(code));
@@ -855,13 +850,9 @@ core_exit exec_classify(int status, int log_dirfd, int64_t id,
     if (fd >= 0 && fstat(fd, &st) == 0) {
         /* a log that started over at its cap (exec_cap) is all new */
         if (err_offset > st.st_size) err_offset = 0;
-        long long from = st.st_size - EXEC_TAIL_BYTES;
-        if (from < err_offset) from = err_offset;
-        if (from < st.st_size) {
-            ssize_t got = pread(fd, tail, EXEC_TAIL_BYTES, (off_t)from);
-            if (got > 0) n = (size_t)got;
-        }
+        n = job_file_tail(fd, err_offset, tail, sizeof(tail));
     }
     if (fd >= 0) close(fd);
-    return exec_classify_tail(status, tail, n, why, whylen);
+    return exec_classify_tail(status, tail, n > 0 ? (size_t)n : 0, why,
+                              whylen);
 }

@@ -146,9 +146,10 @@ unsigned long long exec_start_time(pid_t pid);
 bool exec_alive(pid_t pid, unsigned long long start);
 
 /* Classifies an ended attempt of job id from its wait status and the
- * tail of its stderr log from err_offset on; writes a one-line reason to
+ * tail of its stderr log from err_offset on, read only when the log is a
+ * regular file of owner (job_file_open); writes a one-line reason to
  * why. */
-core_exit exec_classify(int status, int log_dirfd, int64_t id,
+core_exit exec_classify(int status, int log_dirfd, int64_t id, uid_t owner,
                         long long err_offset, char *why, size_t whylen);
 
 /* The same from a stderr tail already read (n bytes, NUL bytes allowed):
@@ -188,8 +189,8 @@ void exec_kill(pid_t job_pid, int sig);
 ssize_t exec_log_read(int log_dirfd, int64_t id, bool err_stream, uid_t owner,
                       long long *offset, char *buf, size_t len);
 
-/* A failed open of a log in words: strerror(err), but for a lease, a link
- * or another user's log. */
+/* A failed open of a log in words: job_file_error's, but for another
+ * user's log. */
 const char *exec_log_error(int err);
 
 #endif

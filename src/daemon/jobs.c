@@ -578,8 +578,10 @@ static void d_job_ended(d_daemon *d, d_job *job, const exec_record *rec) {
     core_exit how;
     if (rec->state == EXEC_ENDED) {
         status = rec->status;
-        how = exec_classify(status, d->log_dirfd, id, rec->err_offset, why,
-                            sizeof(why));
+        /* the log is the job's user's, or a non-root aegisd's */
+        uid_t owner = d->as_root ? job->uid : geteuid();
+        how = exec_classify(status, d->log_dirfd, id, owner, rec->err_offset,
+                            why, sizeof(why));
     } else {
         /* The shim died without a word: make sure the job died with it. */
         if (rec->job_pid > 1 && exec_in_job(rec->job_pid, rec->job_pid))

@@ -30,9 +30,14 @@
  *   slurm_spank_task_exit          slurmstepd, once per task that ended:
  *                                  tells aegisd its wait status and the tail
  *                                  of its stderr, which aegisd classifies.
+ *                                  slurmstepd is root, the file the user's:
+ *                                  it is read as the user, and only if it
+ *                                  is the file the task started with
+ *                                  (job_file_tail_as).
  */
 #include "cli.h"
 #include "client.h"
+#include "job_file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -66,9 +71,10 @@ static const char *aegis_mode = "shared";
 static json_t *aegis_lease;
 
 /* A pipe slurmstepd makes before it forks the tasks: each leased task
- * writes "PID PATH\n" on it (PATH: the file its stderr goes to, or
- * nothing), so that task_exit, in slurmstepd after the task is gone, knows
- * which tasks hold a lease and where their stderr tail is. What slurmstepd
+ * writes "PID DEV INO PATH\n" on it (PATH: the file its stderr goes to,
+ * DEV and INO that file's, when it is a regular file; else "0 0 "), so
+ * that task_exit, in slurmstepd after the task is gone, knows which tasks
+ * hold a lease and which file holds their stderr's tail. What slurmstepd
  * has read of it so far is task_lines. */
 static int task_pipe[2] = {-1, -1};
 static char *task_lines;
@@ -232,15 +238,24 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av) {
     return 0;
 }
 
-/* Tells slurmstepd (task_pipe) that this task holds a lease, and where its
- * stderr goes when that is a file whose tail can be read later. */
+/* Tells slurmstepd (task_pipe) that this task holds a lease, and which
+ * file its stderr goes to when that is a regular file whose tail can be
+ * read later: its path, device and inode now, at the task's start. */
 static void aegis_report_task(void) {
-    char path[PATH_MAX] = "", line[PATH_MAX + 32];
-    struct stat st;
+    char path[PATH_MAX] = "", line[PATH_MAX + 96];
+    struct stat st = {0};
     ssize_t n = readlink("/proc/self/fd/2", path, sizeof(path) - 1);
     path[n > 0 ? n : 0] = '\0';
-    if (fstat(2, &st) != 0 || !S_ISREG(st.st_mode)) path[0] = '\0';
-    int len = snprintf(line, sizeof(line), "%ld %s\n", (long)getpid(), path);
+    /* a newline in the path would end its line early */
+    if (fstat(2, &st) != 0 || !S_ISREG(st.st_mode) || path[0] != '/' ||
+        strchr(path, '\n')) {
+        path[0] = '\0';
+        st.st_dev = 0;
+        st.st_ino = 0;
+    }
+    int len = snprintf(line, sizeof(line), "%ld %llu %llu %s\n",
+                       (long)getpid(), (unsigned long long)st.st_dev,
+                       (unsigned long long)st.st_ino, path);
     /* One write under PIPE_BUF bytes: lines of several tasks never mix. */
     if (task_pipe[1] >= 0 && len > 0 && len < PIPE_BUF &&
         write(task_pipe[1], line, (size_t)len) != len)
@@ -279,40 +294,64 @@ static void aegis_read_task_pipe(void) {
     }
 }
 
-/* The stderr path task pid reported (possibly ""), or NULL when it holds
- * no lease; the caller frees it. */
-static char *aegis_task_stderr(pid_t pid) {
+/* The stderr file task pid reported: its path (possibly "", malloc'd:
+ * the caller frees it) and identity, or NULL when it holds no lease. */
+static char *aegis_task_stderr(pid_t pid, job_file_id *id) {
     char key[32];
     int klen = snprintf(key, sizeof(key), "%ld ", (long)pid);
     for (char *line = task_lines; line && *line;) {
         char *nl = strchr(line, '\n');
         if (!nl) break;
-        if (strncmp(line, key, (size_t)klen) == 0)
-            return strndup(line + klen, (size_t)(nl - line - klen));
+        unsigned long long dev, ino;
+        int at = 0;
+        if (strncmp(line, key, (size_t)klen) == 0 &&
+            sscanf(line + klen, "%llu %llu%n", &dev, &ino, &at) == 2 &&
+            line[klen + at] == ' ') {
+            const char *path = line + klen + at + 1;
+            id->dev = (dev_t)dev;
+            id->ino = (ino_t)ino;
+            return strndup(path, (size_t)(nl - path));
+        }
         line = nl + 1;
     }
     return NULL;
 }
 
-/* The last STDERR_TAIL_BYTES of the file at path, or NULL. */
-static json_t *aegis_read_tail(const char *path) {
+/* The job's user, groups included, as the tail is read as them. */
+static int aegis_job_user(spank_t sp, job_file_user *who) {
+    gid_t *groups = NULL;
+    int ngroups = 0;
+    if (spank_get_item(sp, S_JOB_UID, &who->uid) != ESPANK_SUCCESS ||
+        spank_get_item(sp, S_JOB_GID, &who->gid) != ESPANK_SUCCESS ||
+        spank_get_item(sp, S_JOB_SUPPLEMENTARY_GIDS, &groups, &ngroups) !=
+            ESPANK_SUCCESS || ngroups < 0)
+        return -1;
+    who->groups = groups;
+    who->ngroups = (size_t)ngroups;
+    return 0;
+}
+
+/* The last STDERR_TAIL_BYTES of the task's stderr file at path, or NULL.
+ * Read as the job's user, and only from the very file the task started
+ * with (job_file.h): the task could have put anything at path since. */
+static json_t *aegis_read_tail(spank_t sp, const char *path,
+                               const job_file_id *id) {
     char buf[STDERR_TAIL_BYTES];
-    struct stat st;
-    int fd = path[0] ? open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK) : -1;
-    if (fd < 0) return NULL;
-    json_t *tail = NULL;
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-        off_t from = st.st_size > STDERR_TAIL_BYTES
-                         ? st.st_size - STDERR_TAIL_BYTES : 0;
-        ssize_t n = pread(fd, buf, sizeof(buf), from);
-        /* jansson wants UTF-8; a tail cut inside a character, or binary
-         * output, goes as its bytes with the rest replaced. */
-        for (ssize_t i = 0; i < n; i++)
-            if ((unsigned char)buf[i] >= 0x80) buf[i] = '?';
-        if (n > 0) tail = json_stringn(buf, (size_t)n);
+    job_file_user who;
+    if (!path[0]) return NULL;
+    if (aegis_job_user(sp, &who) != 0) {
+        slurm_error("aegis: %s: the job's user and groups not known: its "
+                    "tail not read", path);
+        return NULL;
     }
-    close(fd);
-    return tail;
+    ssize_t n = job_file_tail_as(&who, path, id, buf, sizeof(buf));
+    if (n < 0 && errno != ENOENT)
+        slurm_error("aegis: stderr %s: %s", path, job_file_error(errno));
+    /* jansson wants UTF-8; a tail cut inside a character, or binary
+     * output, goes as its bytes with the rest replaced. */
+    for (ssize_t i = 0; i < n; i++)
+        if ((unsigned char)buf[i] >= 0x80) buf[i] = '?';
+    return n > 0 ? json_stringn(buf, (size_t)n) : NULL;
 }
 
 int slurm_spank_task_exit(spank_t sp, int ac, char **av) {
@@ -325,13 +364,14 @@ int slurm_spank_task_exit(spank_t sp, int ac, char **av) {
     spank_get_item(sp, S_JOB_ID, &job);
     uint32_t restart = aegis_restart_count(sp, job);
     aegis_read_task_pipe();
-    char *path = aegis_task_stderr(pid);
+    job_file_id id;
+    char *path = aegis_task_stderr(pid, &id);
     if (!path) return 0; /* ran without a lease */
     json_t *req = json_pack("{s:s, s:I, s:I, s:I, s:i}", "op", "lease_exit",
                             "slurm_job", (json_int_t)job, "restart",
                             (json_int_t)restart, "pid", (json_int_t)pid,
                             "status", status);
-    json_t *tail = aegis_read_tail(path);
+    json_t *tail = aegis_read_tail(sp, path, &id);
     if (req && tail) json_object_set_new(req, "stderr_tail", tail);
     else json_decref(tail);
     free(path);

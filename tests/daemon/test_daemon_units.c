@@ -644,16 +644,17 @@ static void test_config_log_max(void **state) {
 
 static void test_classify(void **state) {
     char why[256];
+    uid_t me = geteuid();
     int dir = open(tmpdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     assert_true(dir >= 0);
     write_file("1.err", "old attempt: CUDA out of memory\n");
     long long offset = (long long)strlen("old attempt: CUDA out of memory\n");
-    assert_int_equal(exec_classify(0, dir, 1, 0, why, sizeof(why)),
+    assert_int_equal(exec_classify(0, dir, 1, me, 0, why, sizeof(why)),
                      CORE_EXIT_OK);
     /* the earlier attempt's OOM is before the offset: not this one's */
-    assert_int_equal(exec_classify(1 << 8, dir, 1, offset, why, sizeof(why)),
+    assert_int_equal(exec_classify(1 << 8, dir, 1, me, offset, why, sizeof(why)),
                      CORE_EXIT_FAILED);
-    assert_int_equal(exec_classify(1 << 8, dir, 1, 0, why, sizeof(why)),
+    assert_int_equal(exec_classify(1 << 8, dir, 1, me, 0, why, sizeof(why)),
                      CORE_EXIT_OOM);
     static const char *const lines[] = {
         "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate",
@@ -662,16 +663,26 @@ static void test_classify(void **state) {
     };
     for (int i = 0; i < 3; i++) {
         write_file("1.err", lines[i]);
-        assert_int_equal(exec_classify(1 << 8, dir, 1, 0, why, sizeof(why)),
+        assert_int_equal(exec_classify(1 << 8, dir, 1, me, 0, why, sizeof(why)),
                          CORE_EXIT_OOM);
     }
     write_file("1.err", "Segmentation fault\n");
-    assert_int_equal(exec_classify(9, dir, 1, 0, why, sizeof(why)),
+    assert_int_equal(exec_classify(9, dir, 1, me, 0, why, sizeof(why)),
                      CORE_EXIT_FAILED);
     assert_non_null(strstr(why, "signal 9"));
     /* no log at all */
-    assert_int_equal(exec_classify(1 << 8, dir, 999, 0, why, sizeof(why)),
+    assert_int_equal(exec_classify(1 << 8, dir, 999, me, 0, why, sizeof(why)),
                      CORE_EXIT_FAILED);
+    /* a log that is not the job's user's, or a link, is not read */
+    write_file("1.err", "CUDA out of memory\n");
+    assert_int_equal(exec_classify(1 << 8, dir, 1, me + 1, 0, why, sizeof(why)),
+                     CORE_EXIT_FAILED);
+    assert_non_null(strstr(why, "not searched for an OOM message: not this "
+                                "job's user's"));
+    assert_int_equal(symlinkat("1.err", dir, "2.err"), 0);
+    assert_int_equal(exec_classify(1 << 8, dir, 2, me, 0, why, sizeof(why)),
+                     CORE_EXIT_FAILED);
+    assert_non_null(strstr(why, "a symbolic link"));
     close(dir);
 }
 

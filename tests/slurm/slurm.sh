@@ -167,6 +167,50 @@ PY
     node_ok || fail "node $(node_state)"
 }
 
+# The plugin reads a failed task's stderr tail (for an OOM message) as
+# the job's user, and only from the very file the task started with. A
+# job that swaps its output for a link to a root-only file holding an
+# OOM message, or for a new file of its own, or for a FIFO, is not an
+# OOM, and no FIFO holds the task's end; one that wrote the message to
+# its own output is. Each job has a GPU to itself: an OOM there ends it
+# (shared, the OOM ladder would requeue it).
+case_slurm_stderr() {
+    start; slurm_start
+    cd "$DIR/work"
+    echo "CUDA out of memory" > "$DIR/secret"
+    chmod 600 "$DIR/secret"
+    local swap out id
+    for swap in "ln -s $DIR/secret" "echo CUDA out of memory >" "mkfifo" ""; do
+        out='job-$SLURM_JOB_ID.out'
+        id=$(submit --aegis-mem=1000 --gres=aegis_mem:1000 \
+            --aegis-mode=exclusive --wrap \
+            "echo CUDA out of memory; ${swap:+rm $out; $swap $out;} exit 1") ||
+            exit 1 # submit said why
+    done
+    # Slurm is done with them, and aegisd has heard of each end
+    await 60 eval '[ -z "$(timeout 5 squeue -h)" ]' || fail "jobs did not end"
+    await 20 eval '"$AEGIS" ls --all --json | pyjson "
+assert [j[\"state\"] for j in d if j.get(\"slurm_job\")] == [\"failed\"] * 4"' ||
+        fail "not 4 failed leases: $("$AEGIS" ls --all)"
+    # the last job's tail was read: oom; the others' not: failed
+    "$AEGIS" ls --all --json | python3 -c '
+import json, subprocess, sys
+jobs = sorted((j["slurm_job"], j["id"]) for j in json.load(sys.stdin))
+hows = [json.loads(subprocess.run([sys.argv[1], "show", "--json", str(a)],
+        capture_output=True, check=True).stdout)["attempt_list"][-1]["how"]
+        for _, a in jobs]
+print("Slurm jobs", [s for s, _ in jobs], "how", hows)
+assert hows == ["failed"] * 3 + ["oom"], hows' "$AEGIS" ||
+        fail "an OOM read where it must not be, or not where it must"
+    # slurmstepd says why each tail was not read
+    for why in "a symbolic link" "not the file the job started with" \
+               "not a regular file"; do
+        grep -q "aegis: stderr .*: $why" "$SDIR/log/slurmd.log" ||
+            fail "slurmd.log does not say '$why'"
+    done
+    node_ok || fail "node $(node_state)"
+}
+
 # kill -9 of aegisd while Slurm jobs run: after the restart the one still
 # running keeps its GPU, and the lease of one cancelled meanwhile (its
 # Epilog could not reach aegisd) is dropped.

@@ -30,7 +30,7 @@ eval "e2e_$(declare -f fail)"
 fail() {
     local f
     for f in "$SDIR"/log/* "$DIR"/work/job-*.out; do
-        [ -e "$f" ] && { echo "--- $f" >&2; tail -n 20 "$f" >&2; }
+        [ -f "$f" ] && { echo "--- $f" >&2; tail -n 20 "$f" >&2; }
     done
     e2e_fail "$@"
 }
