@@ -13,6 +13,7 @@
 
 #include "core.h"
 #include "timelimit.h"
+#include "text_safe.h"
 
 #include <ctype.h>
 
@@ -201,8 +202,10 @@ static int proto_strings(json_t *arr, const char *field, size_t min,
 
 
 /* An optional short text field of a job (key in obj): "" when absent. Names
- * may hold any printable text; a feed name also becomes a file name under
- * /dev/shm, so it is limited to letters, digits, '.', '_' and '-'. */
+ * may hold any printable text, none of what a terminal would act on
+ * (text_safe.h: another user's `aegis ls` shows them); a feed name also
+ * becomes a file name under /dev/shm, so it is limited to letters,
+ * digits, '.', '_' and '-'. */
 static int proto_label(json_t *obj, const char *key, const char *where,
                        size_t max, bool file_name, const char **out,
                        char *err, size_t errlen) {
@@ -214,17 +217,21 @@ static int proto_label(json_t *obj, const char *key, const char *where,
                  where, key, max);
         return -1;
     }
-    for (const char *c = json_string_value(v); *c; c++) {
+    for (const char *c = json_string_value(v); *c;) {
+        size_t len = file_name ? 1 : text_char_len(c);
         bool bad = file_name ? !(isalnum((unsigned char)*c) || *c == '.' ||
                                  *c == '_' || *c == '-')
-                             : (unsigned char)*c < 0x20 || *c == 0x7f;
+                             : text_is_control(c, len);
         if (bad) {
             snprintf(err, errlen, "%s.%s: %s", where, key,
                      file_name ? "only letters, digits, '.', '_' and '-' are "
                                  "allowed"
-                               : "control characters are not allowed");
+                               : "control characters (C0, C1, DEL) and "
+                                 "bidirectional overrides, isolates and "
+                                 "marks are not allowed");
             return -1;
         }
+        c += len;
     }
     *out = json_string_value(v);
     return 0;

@@ -162,4 +162,35 @@ case_input_socket() {
     DIR=$DIR/s2 daemon_pid_kill
 }
 
+# A job name cannot drive another user's terminal: C1 controls and the
+# bidirectional overrides, isolates and marks are refused at submit as C0
+# controls are, and one stored before (written into the database here)
+# shows as '?' in ls, show and report.
+case_input_names() {
+    start
+    cd "$DIR/work"
+    for c in $'\xc2\x9b' $'\xe2\x80\xae' $'\xe2\x81\xa6' $'\xe2\x80\x8f'; do
+        submit_refused "bidirectional overrides, isolates and marks are not allowed" \
+            --name "a${c}b" -- true
+    done
+    id=$("$AEGIS" submit --name plain -- true) || fail submit
+    "$AEGIS" wait "$id" > /dev/null || fail "job $id failed"
+    kill -TERM "$(daemon_pid)"
+    wait_until "aegisd gone" eval '[ -z "$(daemon_pid)" ]'
+    python3 - "$DIR/state/aegis.db" "$id" <<'PY' || fail "database"
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+db.execute("UPDATE jobs SET name = ? WHERE id = ?",
+           ("x\x1b]0;\u009b2J\u202eevil\u2066", int(sys.argv[2])))
+db.commit()
+PY
+    start
+    for args in "ls --all" "show $id" "report --since 0"; do
+        "$AEGIS" $args > out.txt || fail "aegis $args"
+        grep -qF "x?]0;?2J?evil?" out.txt || fail "aegis $args: $(cat -v out.txt)"
+        LC_ALL=C grep -q $'\x1b\|\xc2\x9b\|\xe2\x80\xae\|\xe2\x81\xa6' out.txt &&
+            fail "aegis $args: raw controls: $(cat -v out.txt)"
+    done
+}
+
 e2e_run
