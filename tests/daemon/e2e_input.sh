@@ -193,4 +193,25 @@ PY
     done
 }
 
+# A spec over the limits is refused before it is parsed, naming the file:
+# one of 38 MB by its size (in at most 256 MB of memory; parsing took 2 GB)
+# and one of 200 KB nested 100,000 deep at the 65th level (parsing took
+# 30 s). One nested 64 deep (the top mapping counts) is parsed.
+case_input_spec_limits() {
+    start
+    cd "$DIR/work"
+    python3 - <<'PY'
+open('big.yaml', 'w').write('command: "true"\nx:\n' + '  - 123456789\n' * 3000000)
+open('deep.yaml', 'w').write('command: "true"\nx: ' + '[' * 100000 + ']' * 100000 + '\n')
+open('ok.yaml', 'w').write('command: "true"\nx: ' + '[' * 63 + ']' * 63 + '\n')
+PY
+    (ulimit -v 262144; timeout 60 "$AEGIS" submit big.yaml > out.txt 2> err.txt)
+    [ $? = 2 ] && grep -qF "big.yaml: a spec may hold 16777216 bytes (16 MiB) at most; this one holds 42000019" err.txt ||
+        fail "big.yaml: $(cat err.txt)"
+    (ulimit -v 262144; timeout 60 "$AEGIS" submit deep.yaml > out.txt 2> err.txt)
+    [ $? = 2 ] && grep -qF "deep.yaml:2: lists and mappings nested more than 64 deep" err.txt ||
+        fail "deep.yaml: $(cat err.txt)"
+    submit_refused "ok.yaml:2: x: unknown key" ok.yaml
+}
+
 e2e_run
