@@ -391,9 +391,9 @@ int cli_ls(int argc, char **argv) {
                 snprintf(what + at, sizeof(what) - at, " (%lld consumers)",
                          (long long)num(j, "consumers"));
             }
-            const char *why = str(j, "wait_reason");
-            char safe[sizeof(what)];
+            char safe[sizeof(what)], why[1024];
             text_safe(safe, sizeof(safe), what);
+            text_safe(why, sizeof(why), str(j, "wait_reason"));
             printf("%-7lld %-10.10s %-9s %4lld %4lld %9.1f  %-30.30s  %s\n",
                    (long long)num(j, "id"), str(j, "user"),
                    json_is_true(json_object_get(j, "held")) ? "held"
