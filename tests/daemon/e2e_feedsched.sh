@@ -7,7 +7,9 @@
 # names the feed, and it stops after the last; a producer killed mid-run
 # is started again for its consumer; one whose consumer ended while
 # aegisd was away is stopped by the next aegisd, and one that died while
-# aegisd was away is started again for its running consumer.
+# aegisd was away is started again for its running consumer; a producer
+# is its user's, woken by another user's job only where both trust each
+# other.
 set -u; AEGISD=$1 AEGIS=$2 NVML=$3 FAKE=$4 CATALOG=$5 CASE=$6; source "$(dirname "$0")/e2e_lib.sh"
 
 all_running() {
