@@ -7,6 +7,7 @@
 #include "client.h"
 #include "history_view.h"
 #include "timelimit.h"
+#include "text_safe.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -209,9 +210,14 @@ static const char cancel_help[] =
 "SYNOPSIS\n    aegis cancel ID... [--socket PATH]\n\n"
 "DESCRIPTION\n"
 "    Removes queued jobs from the queue and stops running ones: their\n"
-"    session gets SIGTERM, then SIGKILL 10 s later. Only a job's owner or\n"
-"    root may cancel it. Nothing is cancelled unless all IDs may be.\n\n"
-"OPTIONS\n" SOCKET_OPT EXIT_STATUS;
+"    session gets SIGTERM, then SIGKILL 10 s later, and prints\n"
+"    \"cancelled ID\" for each. Only a job's owner or root may cancel it.\n"
+"    Every ID that may be cancelled is; each one that may not (no such\n"
+"    job, not yours, already finished, a Slurm job's lease) is named on\n"
+"    stderr with why, and the exit status is then 1.\n\n"
+"OPTIONS\n" SOCKET_OPT
+"\nEXIT STATUS\n    0 every job cancelled, 1 any could not be (or aegisd\n"
+"    unreachable, busy or failing), 2 bad usage.\n";
 
 static const char hold_help[] =
 "NAME\n    aegis hold, aegis release - keep queued jobs from starting, or let\n"
@@ -385,14 +391,16 @@ int cli_ls(int argc, char **argv) {
                 snprintf(what + at, sizeof(what) - at, " (%lld consumers)",
                          (long long)num(j, "consumers"));
             }
-            const char *why = str(j, "wait_reason");
+            char safe[sizeof(what)], why[1024];
+            text_safe(safe, sizeof(safe), what);
+            text_safe(why, sizeof(why), str(j, "wait_reason"));
             printf("%-7lld %-10.10s %-9s %4lld %4lld %9.1f  %-30.30s  %s\n",
                    (long long)num(j, "id"), str(j, "user"),
                    json_is_true(json_object_get(j, "held")) ? "held"
                                                             : str(j, "state"),
                    (long long)num(j, "gpus"), (long long)num(j, "attempts"),
                    json_number_value(json_object_get(j, "energy_j")) / 1000,
-                   what, why[0] ? why : "-");
+                   safe, why[0] ? why : "-");
         }
     }
     json_decref(ans);
@@ -407,10 +415,18 @@ static void show_time(const char *label, json_t *t) {
     printf("%-10s %s\n", label, buf);
 }
 
+/* One item of show: text another user may have written (a name, a
+ * command), with what a terminal would act on shown as '?'. */
+static void show_item(const char *label, const char *text) {
+    char safe[4096];
+    text_safe(safe, sizeof(safe), text);
+    printf("%-10s %s\n", label, safe);
+}
+
 static void show_text(json_t *job) {
     printf("%-10s %lld\n%-10s %s\n%-10s %s\n", "id", (long long)num(job, "id"),
            "user", str(job, "user"), "state", str(job, "state"));
-    if (str(job, "reason")[0]) printf("%-10s %s\n", "reason", str(job, "reason"));
+    if (str(job, "reason")[0]) show_item("reason", str(job, "reason"));
     if (json_is_true(json_object_get(job, "held")))
         printf("%-10s yes: aegis release %lld lets it start\n", "held",
                (long long)num(job, "id"));
@@ -420,9 +436,8 @@ static void show_text(json_t *job) {
         timelimit_format(json_number_value(limit), text, sizeof(text));
         printf("%-10s %s\n", "time limit", text);
     }
-    if (str(job, "wait_reason")[0])
-        printf("%-10s %s\n", "waiting", str(job, "wait_reason"));
-    if (str(job, "name")[0]) printf("%-10s %s\n", "name", str(job, "name"));
+    if (str(job, "wait_reason")[0]) show_item("waiting", str(job, "wait_reason"));
+    if (str(job, "name")[0]) show_item("name", str(job, "name"));
     if (json_is_integer(json_object_get(job, "slurm_job")))
         printf("%-10s %lld (restart %lld, mode %s): a lease, run by Slurm\n",
                "slurm job", (long long)num(job, "slurm_job"),
@@ -435,9 +450,10 @@ static void show_text(json_t *job) {
     if (json_object_get(job, "cmd")) {
         char line[4096];
         client_cmd_line(json_object_get(job, "cmd"), line, sizeof(line));
-        printf("%-10s %s\n%-10s %s\n%-10s %zu variables\n", "command", line,
-               "directory", str(job, "cwd"),
-               "env", json_array_size(json_object_get(job, "env")));
+        show_item("command", line);
+        show_item("directory", str(job, "cwd"));
+        printf("%-10s %zu variables\n", "env",
+               json_array_size(json_object_get(job, "env")));
     }
     json_t *notify = json_object_get(job, "notify"); /* its owner's eyes */
     if (json_is_string(notify))
@@ -476,7 +492,9 @@ static void show_text(json_t *job) {
         time_t s = (time_t)json_number_value(json_object_get(a, "t"));
         char buf[32];
         strftime(buf, sizeof(buf), "%H:%M:%S", localtime(&s));
-        printf("  %s  %s\n", buf, str(a, "text"));
+        char safe[4096];
+        text_safe(safe, sizeof(safe), str(a, "text"));
+        printf("  %s  %s\n", buf, safe);
     }
 }
 
@@ -518,7 +536,9 @@ int cli_show(int argc, char **argv) {
 }
 
 /* cancel, hold and release: sends op with the ids named (options parsed
- * into f) and prints "DONE ID" for each id the answer lists under done. */
+ * into f) and prints "DONE ID" for each id the answer lists under done;
+ * names on stderr each one it lists under failed (a cancel's), and then
+ * fails. */
 static int call_and_list(const char *op, const char *done, int argc,
                          char **argv, const client_flags *f) {
     int rc;
@@ -528,8 +548,13 @@ static int call_and_list(const char *op, const char *done, int argc,
     json_t *id;
     json_array_foreach(json_object_get(ans, done), i, id)
         printf("%s %lld\n", done, (long long)json_integer_value(id));
+    json_t *failed = json_object_get(ans, "failed"), *why;
+    json_array_foreach(failed, i, why)
+        fprintf(stderr, "aegis %s: %s\n", op,
+                json_string_value(json_object_get(why, "error")));
+    rc = json_array_size(failed) ? CLI_FAIL : CLI_OK;
     json_decref(ans);
-    return CLI_OK;
+    return rc;
 }
 
 int cli_cancel(int argc, char **argv) {

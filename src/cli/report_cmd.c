@@ -7,6 +7,7 @@
 #include "client.h"
 
 #include "acct.h"
+#include "text_safe.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -124,7 +125,10 @@ static void report_text(json_t *ans) {
                json_string_value(json_object_get(r, "state")),
                (long long)json_integer_value(json_object_get(r, "gpu_count")));
         report_figures(r, "slowdown");
-        printf("  %s\n", json_string_value(json_object_get(r, "project_name")));
+        const char *name = json_string_value(json_object_get(r, "project_name"));
+        char safe[4096]; /* another user's job name: no control reaches the terminal */
+        text_safe(safe, sizeof(safe), name ? name : "");
+        printf("  %s\n", safe);
     }
     printf("\n%-18s %5s %10s %10s %9s %10s %10s %8s\n", "TOTALS", "JOBS",
            "WAIT_S", "RUN_S", "GPU_H", "KWH", "CO2_G", "SLOWDOWN");

@@ -21,6 +21,7 @@
 
 #include "core.h"
 #include "proto.h"
+#include "spec_read.h"
 #include "timelimit.h"
 
 #include <math.h>
@@ -538,15 +539,13 @@ static int spec_read(spec *s, yaml_node_t *root, const submit_defaults *def,
 }
 
 int submit_spec(const char *path, const submit_defaults *def, json_t *jobs) {
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        perror(path);
-        return -1;
-    }
+    unsigned char *text;
+    size_t len;
+    if (spec_read_file(path, &text, &len) != 0) return -1;
     spec s = {.path = path};
     yaml_parser_t parser;
     yaml_parser_initialize(&parser);
-    yaml_parser_set_input_file(&parser, f);
+    yaml_parser_set_input_string(&parser, text, len);
     int rc = -1;
     if (!yaml_parser_load(&parser, &s.doc)) {
         fprintf(stderr, "aegis submit: %s:%d: %s\n", path,
@@ -560,6 +559,6 @@ int submit_spec(const char *path, const submit_defaults *def, json_t *jobs) {
         yaml_document_delete(&s.doc);
     }
     yaml_parser_delete(&parser);
-    fclose(f);
+    free(text);
     return rc;
 }

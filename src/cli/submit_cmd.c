@@ -55,7 +55,8 @@ static const char help[] =
 "    for every third, 1,4,10-12), each with AEGIS_ARRAY_INDEX set to its\n"
 "    index (through env(1), so the command shows it):\n"
 "        aegis submit --array 0-9 'python sweep.py --run $AEGIS_ARRAY_INDEX'\n"
-"    Either way all the jobs are queued in one transaction.\n"
+"    Either way all the jobs are queued in one transaction, up to 100000\n"
+"    of them (a RANGE's command is sent once, with its indices).\n"
 "\n"
 "    A SPEC.yaml (a file ending in .yaml or .yml) holds one job as a\n"
 "    mapping, or several under the key jobs; options may also follow it\n"
@@ -80,7 +81,9 @@ static const char help[] =
 "    model description (see aegis estimate; a relative path is taken from\n"
 "    the spec's folder); aegis's memory estimate of it becomes the job's\n"
 "    memory unless the job also gives mem or mem_mib. A null value (null,\n"
-"    ~, or none) is as if the key were not there.\n"
+"    ~, or none) is as if the key were not there. A spec may hold 16 MiB,\n"
+"    its lists and mappings nested 64 deep; a larger or deeper one is\n"
+"    refused, naming the file (and the line), before it is parsed.\n"
 "\n"
 "    A spec in AEGIS's own format (version: 1, as AEGIS's repository\n"
 "    writes them) is taken as it is:\n"
@@ -115,13 +118,20 @@ static const char help[] =
 "    --model FILE    a model description (aegis-model/1 JSON): the job's\n"
 "                    memory is aegis's estimate of it (as printed by\n"
 "                    `aegis estimate FILE`); --mem, if also given, wins\n"
-"    --name S        a name shown by `aegis ls`\n"
+"    --name S        a name shown by `aegis ls`: UTF-8 text without\n"
+"                    control characters (C0, DEL, C1) or bidirectional\n"
+"                    overrides, isolates and marks (U+202A-U+202E,\n"
+"                    U+2066-U+2069, U+200E, U+200F), which would act on\n"
+"                    the terminals of those who list it\n"
 "    --feed NAME     the job reads the shared data feed NAME (see the\n"
-"                    aegis_feed Python module): it starts after the feed's\n"
-"                    managed producer if it has one (aegis feed start;\n"
-"                    it runs while jobs of the feed are queued or\n"
-"                    running), and on the GPU of the feed's running jobs\n"
-"                    where its gates allow (feed_colocate in aegis.yaml)\n"
+"                    aegis_feed Python module): it starts after your\n"
+"                    managed producer of NAME if you have one (aegis feed\n"
+"                    start; it runs while jobs of the feed are queued or\n"
+"                    running), else after another user's where each of\n"
+"                    you names the other in AEGIS_FEED_TRUST (see aegis\n"
+"                    feed --help), and on the GPU of the feed's running\n"
+"                    jobs where its gates allow (feed_colocate in\n"
+"                    aegis.yaml)\n"
 "    --feed-producer the job is the managed producer of --feed NAME: it\n"
 "                    waits for the feed's first job, and stops after its\n"
 "                    last (what aegis feed start submits)\n"
@@ -154,7 +164,8 @@ static const char help[] =
 "                    AEGIS_JOB_STATE, AEGIS_JOB_REASON,\n"
 "                    AEGIS_JOB_EXIT_STATUS and AEGIS_JOB_DURATION_S in its\n"
 "                    environment; killed after notify_timeout_s (config,\n"
-"                    30 s), never retried. '' runs none, not even the\n"
+"                    30 s) with every process it started, even one that\n"
+"                    left its session (setsid), never retried. '' runs none, not even the\n"
 "                    config's notify. E.g. --notify 'echo \"$AEGIS_JOB_ID\n"
 "                    $AEGIS_JOB_STATE\" | mail -s aegis me@example.org'\n"
 "    --array FILE    one command per line, as above\n"
@@ -243,7 +254,8 @@ static json_t *submit_words(int n, char **words) {
 }
 
 /* The command once per index of range, with AEGIS_ARRAY_INDEX set by
- * env(1): the jobs of one submit share one environment in aegisd. */
+ * env(1): sent once, with the indices ("array"), for aegisd to repeat,
+ * so that 100,000 of them fit in one request. */
 static int submit_range(const char *range, json_t *cmd,
                         const submit_defaults *def, json_t *jobs) {
     char err[256];
@@ -252,17 +264,9 @@ static int submit_range(const char *range, json_t *cmd,
         fprintf(stderr, "aegis submit: --array: %s\n", err);
         return -1;
     }
-    size_t i;
-    json_t *index;
-    json_array_foreach(indices, i, index) {
-        char var[64];
-        snprintf(var, sizeof(var), "AEGIS_ARRAY_INDEX=%lld",
-                 (long long)json_integer_value(index));
-        json_t *one = json_pack("[s, s]", "/usr/bin/env", var);
-        json_array_extend(one, cmd);
-        json_array_append_new(jobs, submit_job(one, def));
-    }
-    json_decref(indices);
+    json_t *job = submit_job(json_incref(cmd), def);
+    json_object_set_new(job, "array", indices);
+    json_array_append_new(jobs, job);
     return 0;
 }
 

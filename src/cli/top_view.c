@@ -12,31 +12,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The bytes of the UTF-8 character at s: 1 for a byte that starts none. */
-static size_t char_len(const unsigned char *s) {
-    size_t n = *s < 0xc0 ? 1 : *s < 0xe0 ? 2 : *s < 0xf0 ? 3 : 4;
-    for (size_t i = 1; i < n; i++)
-        if ((s[i] & 0xc0) != 0x80) return 1;
-    return n;
-}
-
-/* Whether a terminal would act on the character rather than show it
- * (C0, DEL, C1, a stray byte): a job's name or command, another user's
- * text, must not move the cursor or rewrite the screen. */
-static bool is_control(const unsigned char *s, size_t len) {
-    if (len == 2) return s[0] == 0xc2 && s[1] < 0xa0;
-    return len == 1 && (*s < 0x20 || *s >= 0x7f);
-}
+#include "text_safe.h"
 
 /* Copies at most width characters of src to dst (4 bytes a character
  * and the NUL), '?' for a control character, padded with spaces to
  * width when pad. */
 static void fit(char *dst, const char *src, int width, bool pad) {
-    const unsigned char *s = (const unsigned char *)src;
+    const char *s = src;
     int n = 0;
     for (; *s && n < width; n++) {
-        size_t len = char_len(s);
-        if (is_control(s, len)) *dst++ = '?';
+        size_t len = text_char_len(s);
+        if (text_is_control(s, len)) *dst++ = '?';
         else dst = (char *)memcpy(dst, s, len) + len;
         s += len;
     }
@@ -46,8 +32,8 @@ static void fit(char *dst, const char *src, int width, bool pad) {
 
 static int width_of(const char *s) {
     int n = 0;
-    for (const unsigned char *p = (const unsigned char *)s; *p; n++)
-        p += char_len(p);
+    for (const char *p = s; *p; n++)
+        p += text_char_len(p);
     return n;
 }
 
@@ -291,9 +277,9 @@ static void push_gpus_and_queue(const top_screen *s, int rows, int cols,
 
 /* The bytes of the first n characters of s. */
 static size_t bytes_of(const char *s, int n) {
-    const unsigned char *p = (const unsigned char *)s;
-    for (; *p && n > 0; n--) p += char_len(p);
-    return (size_t)(p - (const unsigned char *)s);
+    const char *p = s;
+    for (; *p && n > 0; n--) p += text_char_len(p);
+    return (size_t)(p - s);
 }
 
 /* text, cut into lines of cols characters, at a space where it can. */

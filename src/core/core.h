@@ -120,6 +120,8 @@ typedef struct core_job_spec {
                             feed it writes); NULL or "": none. Copied. */
     bool feed_producer;  /* the feed's producer: the feed's other jobs wait
                             while it is queued */
+    uint32_t feed_owner; /* whose feed of that name (a uid): feeds of one
+                            name and different owners are apart */
 } core_job_spec;
 
 /* The longest feed name the core keeps (the feed library's is shorter). */

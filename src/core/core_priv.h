@@ -83,6 +83,7 @@ typedef struct core_gate {
  * producer waits in the queue. Kept once seen, as users are. */
 typedef struct core_feed {
     char name[CORE_FEED_NAME_MAX + 1];
+    uint32_t owner;         /* the spec's feed_owner */
     int producers_queued;   /* its producers in the queue */
     int64_t producer;       /* the last of them queued */
     uint64_t gpus;          /* GPUs where its jobs run: on_gpu[g] > 0 */

@@ -34,7 +34,9 @@ int core_feed_index(core_state *core, const core_job_spec *spec, char *err,
         return -2;
     }
     for (int i = 0; i < core->nfeeds; i++)
-        if (strcmp(core->feeds[i]->name, spec->feed) == 0) return i;
+        if (strcmp(core->feeds[i]->name, spec->feed) == 0 &&
+            core->feeds[i]->owner == spec->feed_owner)
+            return i;
     if (core->nfeeds == core->feeds_cap) {
         int cap = core->feeds_cap ? core->feeds_cap * 2 : 4;
         core_feed **more = realloc(core->feeds, (size_t)cap * sizeof(*more));
@@ -45,6 +47,7 @@ int core_feed_index(core_state *core, const core_job_spec *spec, char *err,
     core_feed *f = calloc(1, sizeof(*f));
     if (!f) goto oom;
     snprintf(f->name, sizeof(f->name), "%s", spec->feed);
+    f->owner = spec->feed_owner;
     core->feeds[core->nfeeds] = f;
     return core->nfeeds++;
 oom:

@@ -414,18 +414,27 @@ void d_gpu_drain(d_daemon *d, int g, bool drain, const char *reason,
 void d_drains_recover(d_daemon *d);
 
 /* feeds.c */
-/* The unfinished managed producer of feed name, or NULL. */
-d_job *d_feed_producer(d_daemon *d, const char *name);
-/* The jobs of the feed that read it and are queued or running. */
-int d_feed_consumers(d_daemon *d, const char *name);
+/* User uid's unfinished managed producer of feed name, or NULL. A feed is
+ * its owner's: each user may have a producer of one name. */
+d_job *d_feed_producer(d_daemon *d, uid_t uid, const char *name);
+/* The producer a job of a feed wakes: its own user's, else the oldest
+ * other user's producer of that name where each of the two users names
+ * the other in AEGIS_FEED_TRUST; NULL: none (or job is a producer). */
+d_job *d_feed_producer_for(d_daemon *d, const d_job *job);
+/* Whose feed a job of a feed is placed with (the core keeps feeds of one
+ * name and different owners apart): its producer's user, else its own. */
+uid_t d_feed_owner(d_daemon *d, const d_job *job);
+/* The jobs that read producer p's feed and are queued or running. */
+int d_feed_consumers(d_daemon *d, const d_job *p);
 /* Whether a producer stays out of the queue: no consumer of its feed is
  * queued or running. */
 bool d_feed_dormant(d_daemon *d, const d_job *producer);
 /* A consumer joins the queue: its feed's dormant producer joins first. */
 void d_feed_wake(d_daemon *d, const d_job *consumer);
-/* A consumer of feed name left: when it was the last, the producer stops
- * (SIGTERM, then SIGKILL after the grace) or, never started, sleeps. */
-void d_feed_consumer_left(d_daemon *d, const char *name);
+/* A consumer of producer p's feed left (p NULL: it had none): when it was
+ * the last, p stops (SIGTERM, then SIGKILL after the grace) or, never
+ * started, sleeps. */
+void d_feed_consumer_left(d_daemon *d, d_job *p);
 /* A producer p stopped for its feed (feed_stop) has ended: whether it
  * sleeps again, jobs of its feed being held (or queued again while it
  * wound down), rather than ending as done. */

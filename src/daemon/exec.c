@@ -627,16 +627,12 @@ fail:
     return rc;
 }
 
-/* In a notifier's child: its own session (killed whole at its time
- * limit), nothing of aegisd's open, no input or output, the job's user
- * and directory (or / when that is gone), then the shell. */
-static void exec_notify_child(const exec_notify_spec *spec, char **envp) {
-    setsid();
-    exec_close_others(NULL, 0);
+/* In a notifier's shell, under its supervisor: no input or output, the
+ * job's user and directory (or / when that is gone), then the shell. */
+static void exec_notify_shell(const exec_notify_spec *spec, char **envp) {
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
-    for (int sig = 1; sig < NSIG; sig++) signal(sig, SIG_DFL);
     int devnull = open("/dev/null", O_RDWR);
     if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(devnull, 1) < 0 ||
         dup2(devnull, 2) < 0)
@@ -649,6 +645,54 @@ static void exec_notify_child(const exec_notify_spec *spec, char **envp) {
     execve("/bin/sh", (char *const[]){"sh", "-c", (char *)spec->cmd, NULL},
            envp);
     _exit(127);
+}
+
+/* The supervisor ends as the shell ended (status, as waitpid gave it). */
+static void exec_exit_as(int status) {
+    if (WIFSIGNALED(status)) {
+        sigset_t sig;
+        sigemptyset(&sig);
+        sigaddset(&sig, WTERMSIG(status));
+        sigprocmask(SIG_UNBLOCK, &sig, NULL);
+        raise(WTERMSIG(status));
+        _exit(128 + WTERMSIG(status));
+    }
+    _exit(WEXITSTATUS(status));
+}
+
+/* In a notifier's supervisor, aegisd's child, which stays aegisd's user:
+ * a session of its own and the subreaper of everything the notifier's
+ * shell starts, so that a process that leaves the session (setsid) and
+ * is orphaned comes back to it rather than to init. It runs the shell,
+ * waits until the shell and every process it started have ended, and
+ * ends as the shell did; at SIGTERM (aegisd's, at notify_timeout_s) it
+ * kills them all first, those in other sessions too (exec_end_session).
+ * Neither a process group nor a session holds a notifier whole. */
+static void exec_notify_child(const exec_notify_spec *spec, char **envp) {
+    setsid();
+    prctl(PR_SET_NAME, "aegis-notify");
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
+    exec_close_others(NULL, 0);
+    for (int sig = 1; sig < NSIG; sig++) signal(sig, SIG_DFL);
+    sigset_t wake;
+    sigemptyset(&wake);
+    sigaddset(&wake, SIGCHLD);
+    sigaddset(&wake, SIGTERM);
+    sigprocmask(SIG_SETMASK, &wake, NULL); /* pending until sigwait */
+    pid_t shell = _Fork(); /* as the shim's: not libuv's atfork handler */
+    if (shell == 0) exec_notify_shell(spec, envp);
+    if (shell < 0) _exit(126);
+    int status = 0, sig, st;
+    for (;;) {
+        if (sigwait(&wake, &sig) == 0 && sig == SIGTERM) {
+            exec_end_session(getpid());
+            _exit(128 + SIGKILL);
+        }
+        pid_t pid;
+        while ((pid = waitpid(-1, &st, WNOHANG)) > 0)
+            if (pid == shell) status = st;
+        if (pid < 0 && errno == ECHILD) exec_exit_as(status);
+    }
 }
 
 pid_t exec_notify_start(const exec_notify_spec *spec, char *err,

@@ -98,7 +98,10 @@ typedef struct exec_notify_spec {
 
 /* Starts a notifier in a session of its own, its output discarded, and
  * returns its pid without waiting for it (the caller reaps it), or -1
- * with a message naming the job. */
+ * with a message naming the job. The pid is the notifier's supervisor's:
+ * it ends once the shell and every process the shell started have, and
+ * ends as the shell did; SIGTERM makes it kill them all, wherever they
+ * went (setsid), and end. */
 pid_t exec_notify_start(const exec_notify_spec *spec, char *err,
                         size_t errlen);
 

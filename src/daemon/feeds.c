@@ -23,39 +23,105 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "feed_trust.h"
+
 /* Restarts of one producer while its consumers run: a producer that
  * keeps dying (a bad data path) must not loop for ever. */
 #define D_FEED_MAX_RESTARTS 3
 
-d_job *d_feed_producer(d_daemon *d, const char *name) {
+/* Whether job's AEGIS_FEED_TRUST, in the environment it was submitted
+ * with, names uid. Read from the store: only a job whose feed another
+ * user's producer shares the name of ever asks. */
+static bool d_feed_trusts(d_daemon *d, const d_job *job, uid_t uid) {
+    static const char key[] = "AEGIS_FEED_TRUST=";
+    json_t *row = store_job(d->st, job->id, true), *var;
+    size_t i;
+    bool trusts = false;
+    json_array_foreach(json_object_get(row, "env"), i, var) {
+        const char *kv = json_string_value(var);
+        if (kv && strncmp(kv, key, sizeof(key) - 1) == 0)
+            trusts = feed_trust_names(kv + sizeof(key) - 1, uid);
+    }
+    json_decref(row);
+    return trusts;
+}
+
+/* Whether producer p may be woken for consumer c: one feed name, and its
+ * own user's, or each user trusts the other (c reads only the segments
+ * of users it trusts; p's user says whose jobs may start it). */
+static bool d_feed_serves(d_daemon *d, const d_job *p, const d_job *c) {
+    if (strcmp(p->feed, c->feed) != 0) return false;
+    return p->uid == c->uid ||
+           (d_feed_trusts(d, p, c->uid) && d_feed_trusts(d, c, p->uid));
+}
+
+d_job *d_feed_producer(d_daemon *d, uid_t uid, const char *name) {
     for (size_t i = 0; i < d->njobs; i++)
-        if (d->jobs[i]->producer && strcmp(d->jobs[i]->feed, name) == 0)
+        if (d->jobs[i]->producer && d->jobs[i]->uid == uid &&
+            strcmp(d->jobs[i]->feed, name) == 0)
             return d->jobs[i];
     return NULL;
+}
+
+d_job *d_feed_producer_for(d_daemon *d, const d_job *c) {
+    if (c->producer || !c->feed[0]) return NULL;
+    d_job *own = d_feed_producer(d, c->uid, c->feed);
+    if (own) return own;
+    for (size_t i = 0; i < d->njobs; i++)
+        if (d->jobs[i]->producer && d_feed_serves(d, d->jobs[i], c))
+            return d->jobs[i];
+    return NULL;
+}
+
+uid_t d_feed_owner(d_daemon *d, const d_job *job) {
+    const d_job *p = d_feed_producer_for(d, job);
+    return p ? p->uid : job->uid;
+}
+
+/* Whether job c reads producer p's feed: one of its user's jobs, or of a
+ * user who has no producer of that name and whom p serves. */
+static bool d_feed_reads(d_daemon *d, const d_job *c, const d_job *p) {
+    if (c->producer || strcmp(c->feed, p->feed) != 0) return false;
+    return c->uid == p->uid || d_feed_producer_for(d, c) == p;
 }
 
 /* A running job counts before it is back in the core: while aegisd
  * recovers, its producer's attempt may be found dead before it is
  * adopted, and must be started again for it. */
-int d_feed_consumers(d_daemon *d, const char *name) {
+int d_feed_consumers(d_daemon *d, const d_job *p) {
     int n = 0;
     for (size_t i = 0; i < d->njobs; i++) {
         const d_job *job = d->jobs[i];
         bool reads = job->in_core || job->state == D_RUNNING;
-        n += !job->producer && reads && !job->cancelling &&
-             strcmp(job->feed, name) == 0;
+        n += reads && !job->cancelling && d_feed_reads(d, job, p);
     }
     return n;
 }
 
 bool d_feed_dormant(d_daemon *d, const d_job *producer) {
-    return producer->producer && d_feed_consumers(d, producer->feed) == 0;
+    return producer->producer && d_feed_consumers(d, producer) == 0;
+}
+
+/* Another user's producer of c's feed that c may not wake: said on c's
+ * events, so that its user knows why no producer runs for it. */
+static void d_feed_not_woken(d_daemon *d, const d_job *c) {
+    for (size_t i = 0; i < d->njobs; i++) {
+        const d_job *p = d->jobs[i];
+        if (!p->producer || strcmp(p->feed, c->feed) != 0) continue;
+        store_event(d->st, c->id, d_wall(), "feed %s: user %s's producer "
+                    "(job %lld) is not started for this job: you have no "
+                    "producer of that name, and only users who name each "
+                    "other in AEGIS_FEED_TRUST share one", c->feed, p->user,
+                    (long long)p->id);
+        return;
+    }
 }
 
 void d_feed_wake(d_daemon *d, const d_job *consumer) {
     if (consumer->producer || !consumer->feed[0]) return;
-    d_job *p = d_feed_producer(d, consumer->feed);
+    d_job *p = d_feed_producer_for(d, consumer);
     char err[256];
+    if (!p) d_feed_not_woken(d, consumer);
     if (!p || p->in_core || p->state != D_HELD || p->held ||
         d_deps_check(d, p, err, sizeof(err)) != D_DEPS_MET)
         return;
@@ -69,15 +135,14 @@ void d_feed_wake(d_daemon *d, const d_job *consumer) {
                 (long long)consumer->id, p->feed);
 }
 
-/* Jobs of feed name that have not ended but read nothing yet: held, by
+/* Jobs of p's feed that have not ended but read nothing yet: held, by
  * `aegis hold` or for their --after jobs. The feed's registration stays
  * for them: its producer sleeps until one is queued. */
-static int d_feed_later(d_daemon *d, const char *name) {
+static int d_feed_later(d_daemon *d, const d_job *p) {
     int n = 0;
     for (size_t i = 0; i < d->njobs; i++) {
         const d_job *job = d->jobs[i];
-        n += !job->producer && job->state == D_HELD &&
-             strcmp(job->feed, name) == 0;
+        n += job->state == D_HELD && d_feed_reads(d, job, p);
     }
     return n;
 }
@@ -91,26 +156,26 @@ static void d_feed_sleep(d_daemon *d, d_job *p, const char *why) {
 
 bool d_feed_stopped(d_daemon *d, d_job *p) {
     if (!p->producer || !p->feed_stop ||
-        d_feed_consumers(d, p->feed) + d_feed_later(d, p->feed) == 0)
+        d_feed_consumers(d, p) + d_feed_later(d, p) == 0)
         return false;
     p->cancelling = p->feed_stop = false;
     p->cancel_at = 0;
     store_job_feed(d->st, p->id, p->restarts, false);
     d_feed_sleep(d, p, "its feed's jobs are held");
     for (size_t i = 0; i < d->njobs; i++) /* one came back meanwhile */
-        if (d->jobs[i]->in_core && strcmp(d->jobs[i]->feed, p->feed) == 0) {
+        if (d->jobs[i]->in_core && d_feed_reads(d, d->jobs[i], p)) {
             d_feed_wake(d, d->jobs[i]);
             break;
         }
     return true;
 }
 
-void d_feed_consumer_left(d_daemon *d, const char *name) {
-    d_job *p = d_feed_producer(d, name);
-    if (!p || p->cancelling || d_feed_consumers(d, name) > 0) return;
+void d_feed_consumer_left(d_daemon *d, d_job *p) {
+    if (!p || p->cancelling || d_feed_consumers(d, p) > 0) return;
+    const char *name = p->feed;
     if (!p->in_core) { /* asleep: one that has run ends with its last job */
         if (p->state == D_HELD && !p->held && p->attempts > 0 &&
-            d_feed_later(d, name) == 0)
+            d_feed_later(d, p) == 0)
             d_job_finish(d, p, "done", "stopped: its feed's last consumer "
                          "ended");
         return;
@@ -131,7 +196,7 @@ void d_feed_consumer_left(d_daemon *d, const char *name) {
     }
     core_cancel(d->core, p->id, d_now(d));
     p->in_core = false;
-    if (p->attempts > 0 && d_feed_later(d, name) == 0) { /* to be restarted */
+    if (p->attempts > 0 && d_feed_later(d, p) == 0) { /* to be restarted */
         d_job_finish(d, p, "done", "stopped: its feed's last consumer ended");
         return;
     }
@@ -142,13 +207,13 @@ void d_feeds_recover(d_daemon *d) {
     for (size_t i = 0; i < d->njobs; i++) { /* a stop keeps it in the table */
         d_job *job = d->jobs[i];
         if (job->producer && job->state == D_RUNNING)
-            d_feed_consumer_left(d, job->feed);
+            d_feed_consumer_left(d, job);
     }
 }
 
 bool d_feed_restart(d_daemon *d, d_job *job, core_exit how, const char *why) {
     if (!job->producer || (how != CORE_EXIT_FAILED && how != CORE_EXIT_LOST) ||
-        d_feed_consumers(d, job->feed) == 0)
+        d_feed_consumers(d, job) == 0)
         return false;
     if (job->restarts >= D_FEED_MAX_RESTARTS) {
         d_log("feed %s: producer job %lld: %s; not restarted: restarted %d "

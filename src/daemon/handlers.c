@@ -89,7 +89,7 @@ static void d_kind_fields(d_daemon *d, json_t *row, const d_job *job) {
                                                           : "job"));
     if (producer && job)
         json_object_set_new(row, "consumers",
-                            json_integer(d_feed_consumers(d, job->feed)));
+                            json_integer(d_feed_consumers(d, job)));
 }
 
 /* A reading, or null when the library could not give it (CORE_UNKNOWN). */
@@ -202,10 +202,12 @@ static void d_on_submit(d_conn *c, const proto_request *req) {
     }
     for (size_t i = 0; i < req->njobs; i++) {
         const proto_job *j = &req->jobs[i];
-        const d_job *p = j->feed_producer ? d_feed_producer(d, j->feed) : NULL;
+        const d_job *p =
+            j->feed_producer ? d_feed_producer(d, c->uid, j->feed) : NULL;
         if (p) {
-            d_reply_error(c, "jobs[%zu].feed_producer: feed %s has a producer "
-                          "already (job %lld)", i, j->feed, (long long)p->id);
+            d_reply_error(c, "jobs[%zu].feed_producer: your feed %s has a "
+                          "producer already (job %lld)", i, j->feed,
+                          (long long)p->id);
             return;
         }
     }
@@ -277,20 +279,50 @@ static void d_on_show(d_conn *c, const proto_request *req) {
     d_reply(c, json_pack("{s:b, s:o}", "ok", 1, "job", row));
 }
 
-/* Looks a job up for an owner-only op; answers the error itself. */
-static json_t *d_owned_job(d_conn *c, int64_t id, const char *op) {
+/* A job's row for an owner-only op, or NULL with why not in why. */
+static json_t *d_job_for(d_conn *c, int64_t id, const char *op, char *why,
+                         size_t len) {
     json_t *row = store_job(c->d->st, id, false);
     if (!row) {
-        d_reply_error(c, "job %lld: no such job", (long long)id);
+        snprintf(why, len, "job %lld: no such job", (long long)id);
         return NULL;
     }
     if (!d_may_see(c, (uid_t)json_integer_value(json_object_get(row, "uid")))) {
-        d_reply_error(c, "job %lld: permission denied: only its owner or "
-                      "root may %s it", (long long)id, op);
+        snprintf(why, len, "job %lld: permission denied: only its owner or "
+                 "root may %s it", (long long)id, op);
         json_decref(row);
         return NULL;
     }
     return row;
+}
+
+/* Looks a job up for an owner-only op; answers the error itself. */
+static json_t *d_owned_job(d_conn *c, int64_t id, const char *op) {
+    char why[256];
+    json_t *row = d_job_for(c, id, op, why, sizeof(why));
+    if (!row) d_reply_error(c, "%s", why);
+    return row;
+}
+
+/* Whether the peer may `op` job id, unfinished: 0, else -1 with why. */
+static int d_may_act(d_conn *c, int64_t id, const char *op, char *why,
+                     size_t len) {
+    json_t *row = d_job_for(c, id, op, why, len);
+    if (!row) return -1;
+    json_decref(row);
+    d_job *job = d_job_find(c->d, id);
+    if (!job) {
+        snprintf(why, len, "job %lld: already finished", (long long)id);
+        return -1;
+    }
+    if (job->lease.slurm_job) { /* Slurm runs it, not aegisd */
+        snprintf(why, len, "job %lld: the lease of Slurm job %u: scancel "
+                 "%u (or aegis release --slurm-job %u ends the lease)",
+                 (long long)id, job->lease.slurm_job, job->lease.slurm_job,
+                 job->lease.slurm_job);
+        return -1;
+    }
+    return 0;
 }
 
 /* Whether the peer may `op` every job of the request, all unfinished:
@@ -298,41 +330,45 @@ static json_t *d_owned_job(d_conn *c, int64_t id, const char *op) {
  * before any job is touched. */
 static bool d_owned_unfinished(d_conn *c, const proto_request *req,
                                const char *op) {
-    for (size_t i = 0; i < req->nids; i++) {
-        json_t *row = d_owned_job(c, req->ids[i], op);
-        if (!row) return false;
-        json_decref(row);
-        d_job *job = d_job_find(c->d, req->ids[i]);
-        if (!job) {
-            d_reply_error(c, "job %lld: already finished",
-                          (long long)req->ids[i]);
+    char why[256];
+    for (size_t i = 0; i < req->nids; i++)
+        if (d_may_act(c, req->ids[i], op, why, sizeof(why)) != 0) {
+            d_reply_error(c, "%s", why);
             return false;
         }
-        if (job->lease.slurm_job) { /* Slurm runs it, not aegisd */
-            d_reply_error(c, "job %lld: the lease of Slurm job %u: scancel "
-                          "%u (or aegis release --slurm-job %u ends the "
-                          "lease)", (long long)req->ids[i],
-                          job->lease.slurm_job, job->lease.slurm_job,
-                          job->lease.slurm_job);
-            return false;
-        }
-    }
     return true;
 }
 
+/* Every job of the list that may be cancelled is; each other one is
+ * answered under "failed" with why, so that one finished job of a long
+ * list does not keep the rest running. */
 static void d_on_cancel(d_conn *c, const proto_request *req) {
     d_daemon *d = c->d;
-    if (!d_owned_unfinished(c, req, "cancel")) return;
-    /* one commit for them all, not one per job (d_jobs_cancel) */
+    int64_t *ids = malloc(req->nids * sizeof(*ids));
+    if (!ids) {
+        d_reply_fault(c, "cancel: out of memory");
+        return;
+    }
+    json_t *done = json_array(), *failed = json_array();
+    size_t n = 0;
     char err[4600];
-    if (d_jobs_cancel(d, req->ids, req->nids, err, sizeof(err)) != 0) {
+    for (size_t i = 0; i < req->nids; i++)
+        if (d_may_act(c, req->ids[i], "cancel", err, sizeof(err)) == 0)
+            json_array_append_new(done, json_integer(ids[n++] = req->ids[i]));
+        else
+            json_array_append_new(failed, json_pack("{s:I, s:s}", "id",
+                                  (json_int_t)req->ids[i], "error", err));
+    /* one commit for them all, not one per job (d_jobs_cancel) */
+    int rc = n ? d_jobs_cancel(d, ids, n, err, sizeof(err)) : 0;
+    free(ids);
+    if (rc != 0) {
+        json_decref(done);
+        json_decref(failed);
         d_reply_fault(c, "%s", err);
         return;
     }
-    json_t *done = json_array();
-    for (size_t i = 0; i < req->nids; i++)
-        json_array_append_new(done, json_integer(req->ids[i]));
-    d_reply(c, json_pack("{s:b, s:o}", "ok", 1, "cancelled", done));
+    d_reply(c, json_pack("{s:b, s:o, s:o}", "ok", 1, "cancelled", done,
+                         "failed", failed));
     d_jobs_schedule(d);
 }
 

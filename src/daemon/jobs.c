@@ -114,8 +114,8 @@ static void d_unsaved_add(d_daemon *d, int64_t id, const char *state,
 void d_job_finish(d_daemon *d, d_job *job, const char *state,
                   const char *reason) {
     int64_t id = job->id;
-    char feed[sizeof(job->feed)];
-    snprintf(feed, sizeof(feed), "%s", job->producer ? "" : job->feed);
+    const d_job *producer = d_feed_producer_for(d, job);
+    int64_t producer_id = producer ? producer->id : 0;
     store_begin(d->st);
     store_job_energy(d->st, id, job->energy_j);
     store_job_state(d->st, id, state, reason, d_wall());
@@ -137,16 +137,17 @@ void d_job_finish(d_daemon *d, d_job *job, const char *state,
         i = d_job_index(d, dep_id);
         if (i < d->njobs && d->jobs[i]->id != dep_id) i--;
     }
-    if (feed[0]) d_feed_consumer_left(d, feed);
+    if (producer_id) d_feed_consumer_left(d, d_job_find(d, producer_id));
 }
 
-static core_job_spec d_job_spec(const d_job *job) {
+static core_job_spec d_job_spec(d_daemon *d, const d_job *job) {
     core_job_spec spec = {
         .id = job->id, .num_gpus = job->num_gpus,
         .est_mib = job->mem_mib >= 0 ? job->mem_mib : CORE_UNKNOWN,
         .peak_mib = CORE_UNKNOWN, .util_pct = CORE_UNKNOWN,
         .sharing_score = -1, .user = (uint32_t)job->uid, .nice = job->nice,
         .feed = job->feed, .feed_producer = job->producer,
+        .feed_owner = job->feed[0] ? (uint32_t)d_feed_owner(d, job) : 0,
     };
     return spec;
 }
@@ -162,7 +163,7 @@ static core_retry d_job_retry(const d_job *job) {
  * the recovery queue too, with its place on the ladder. */
 int d_job_to_core(d_daemon *d, d_job *job, char *err, size_t errlen) {
     d_feed_wake(d, job); /* the producer is queued ahead of its consumers */
-    core_job_spec spec = d_job_spec(job);
+    core_job_spec spec = d_job_spec(d, job);
     core_retry r = d_job_retry(job);
     int rc = job->attempts > 0 || job->retry_alone
                  ? core_submit_retry(d->core, &spec, &r, d_now(d), err, errlen)
@@ -938,7 +939,7 @@ static void d_job_load_attempt(d_job *job, json_t *att) {
  * are no longer on this server) is killed and failed: 0, or -1 when the
  * job is finished. */
 static int d_job_adopt(d_daemon *d, d_job *job) {
-    core_job_spec spec = d_job_spec(job);
+    core_job_spec spec = d_job_spec(d, job);
     core_adopted a = {
         .retry = {.attempt = job->attempts, .floor_mib = job->retry_floor,
                   .alone = job->retry_alone},

@@ -31,7 +31,7 @@ void d_job_hold(d_daemon *d, d_job *job, bool hold, const char *user) {
         core_cancel(d->core, job->id, d_now(d));
         job->in_core = false;
         job->state = D_HELD;
-        if (!job->producer && job->feed[0]) d_feed_consumer_left(d, job->feed);
+        d_feed_consumer_left(d, d_feed_producer_for(d, job));
     } else if (!hold && job->state == D_HELD) {
         d_job_enqueue(d, job); /* its --after jobs are judged again */
     }

@@ -190,6 +190,6 @@ void d_notify_tick(d_daemon *d) {
         d_notifier *n = &d->notifiers[i];
         if (n->killed || now < n->kill_at) continue;
         n->killed = true;
-        kill(-n->pid, SIGKILL); /* its session: the shell's children too */
+        kill(n->pid, SIGTERM); /* its supervisor kills all it started */
     }
 }

@@ -13,6 +13,7 @@
 
 #include "core.h"
 #include "timelimit.h"
+#include "text_safe.h"
 
 #include <ctype.h>
 
@@ -201,8 +202,10 @@ static int proto_strings(json_t *arr, const char *field, size_t min,
 
 
 /* An optional short text field of a job (key in obj): "" when absent. Names
- * may hold any printable text; a feed name also becomes a file name under
- * /dev/shm, so it is limited to letters, digits, '.', '_' and '-'. */
+ * may hold any printable text, none of what a terminal would act on
+ * (text_safe.h: another user's `aegis ls` shows them); a feed name also
+ * becomes a file name under /dev/shm, so it is limited to letters,
+ * digits, '.', '_' and '-'. */
 static int proto_label(json_t *obj, const char *key, const char *where,
                        size_t max, bool file_name, const char **out,
                        char *err, size_t errlen) {
@@ -214,17 +217,21 @@ static int proto_label(json_t *obj, const char *key, const char *where,
                  where, key, max);
         return -1;
     }
-    for (const char *c = json_string_value(v); *c; c++) {
+    for (const char *c = json_string_value(v); *c;) {
+        size_t len = file_name ? 1 : text_char_len(c);
         bool bad = file_name ? !(isalnum((unsigned char)*c) || *c == '.' ||
                                  *c == '_' || *c == '-')
-                             : (unsigned char)*c < 0x20 || *c == 0x7f;
+                             : text_is_control(c, len);
         if (bad) {
             snprintf(err, errlen, "%s.%s: %s", where, key,
                      file_name ? "only letters, digits, '.', '_' and '-' are "
                                  "allowed"
-                               : "control characters are not allowed");
+                               : "control characters (C0, C1, DEL) and "
+                                 "bidirectional overrides, isolates and "
+                                 "marks are not allowed");
             return -1;
         }
+        c += len;
     }
     *out = json_string_value(v);
     return 0;
@@ -399,6 +406,74 @@ static int proto_parse_job(json_t *obj, size_t i, proto_job *job, char *err,
                             errlen);
 }
 
+/* Job i of the submit, job, with "array": its copies, one per index, into
+ * out, each command run through env(1) with AEGIS_ARRAY_INDEX set (so the
+ * command shows it). The copies share job's other values. */
+static int proto_expand_one(json_t *job, size_t i, json_t *out, char *err,
+                            size_t errlen) {
+    json_t *indices = json_object_get(job, "array"), *cmd =
+        json_object_get(job, "cmd"), *v;
+    if (!json_is_array(indices) || json_array_size(indices) < 1 ||
+        !json_is_array(cmd)) {
+        snprintf(err, errlen, "jobs[%zu].array: expected an array of "
+                 "indices, beside cmd", i);
+        return -1;
+    }
+    size_t k;
+    json_array_foreach(indices, k, v) {
+        if (json_array_size(out) >= PROTO_MAX_JOBS) {
+            snprintf(err, errlen, "jobs: more than %d jobs", PROTO_MAX_JOBS);
+            return -1;
+        }
+        if (!json_is_integer(v) || json_integer_value(v) < 0) {
+            snprintf(err, errlen, "jobs[%zu].array[%zu]: expected a whole "
+                     "number >= 0", i, k);
+            return -1;
+        }
+        char var[48];
+        snprintf(var, sizeof(var), "AEGIS_ARRAY_INDEX=%lld",
+                 (long long)json_integer_value(v));
+        json_t *one = json_copy(job);
+        json_t *line = json_pack("[s, s]", "/usr/bin/env", var);
+        if (!one || !line || json_array_extend(line, cmd) ||
+            json_object_del(one, "array") ||
+            json_object_set_new(one, "cmd", line) ||
+            json_array_append_new(out, one)) {
+            snprintf(err, errlen, "jobs[%zu].array: out of memory", i);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The compact form of an array (aegis submit --array): a job with
+ * "array": [indices] stands for one job per index, in order, so that a
+ * request of 100,000 jobs carries their command once and fits in
+ * PROTO_MAX_REQUEST. root's jobs become the list it stands for; a submit
+ * without one is left as it is. */
+static int proto_expand_arrays(json_t *root, char *err, size_t errlen) {
+    json_t *jobs = json_object_get(root, "jobs"), *job;
+    size_t i;
+    bool any = false;
+    json_array_foreach(jobs, i, job) any |= json_object_get(job, "array") != 0;
+    if (!any) return 0;
+    json_t *out = json_array();
+    json_array_foreach(jobs, i, job) {
+        int rc = json_object_get(job, "array")
+                     ? proto_expand_one(job, i, out, err, errlen)
+                     : json_array_append(out, job);
+        if (rc == 0 && json_array_size(out) > PROTO_MAX_JOBS) {
+            snprintf(err, errlen, "jobs: more than %d jobs", PROTO_MAX_JOBS);
+            rc = -1;
+        }
+        if (rc != 0) {
+            json_decref(out);
+            return -1;
+        }
+    }
+    return json_object_set_new(root, "jobs", out);
+}
+
 static int proto_parse_submit(json_t *root, proto_request *req, char *err,
                               size_t errlen) {
     json_t *cwd = json_object_get(root, "cwd");
@@ -418,6 +493,7 @@ static int proto_parse_submit(json_t *root, proto_request *req, char *err,
                              &req->nenv, err, errlen)) {
         return -1;
     }
+    if (proto_expand_arrays(root, err, errlen)) return -1;
     json_t *jobs = json_object_get(root, "jobs");
     if (!json_is_array(jobs) || json_array_size(jobs) < 1 ||
         json_array_size(jobs) > PROTO_MAX_JOBS) {

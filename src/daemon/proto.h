@@ -17,7 +17,10 @@
  *           AEGIS spec's estimates and profile). time_limit_s: the
  *           seconds an attempt may run before it is stopped (--time).
  *           notify: a shell command run at the job's end ("": none, even
- *           where the config names one)
+ *           where the config names one). array: [indices...] -- the job
+ *           stands for one job per index, in order, its cmd run as
+ *           ["/usr/bin/env", "AEGIS_ARRAY_INDEX=N", cmd...] (aegis submit
+ *           --array: the command travels once, not once per index)
  *   ls      all (bool)          show   id, history (bool: its samples)
  *   cancel  ids [...]           wait   ids [...]
  *   hold    ids [...]           release ids [...]

@@ -213,36 +213,10 @@ void feed_shm_publish_ready(feed_map *m) {
     atomic_store_explicit(&m->hdr->magic, FEED_MAGIC, memory_order_release);
 }
 
-void feed_user_name(uid_t uid, char *buf, size_t len) {
-    struct passwd pw, *found = NULL;
-    char text[1024];
-    if (getpwuid_r(uid, &pw, text, sizeof text, &found) == 0 && found)
-        snprintf(buf, len, "%s", pw.pw_name);
-    else
-        snprintf(buf, len, "%lu", (unsigned long)uid);
-}
-
-/* Whether AEGIS_FEED_TRUST, a comma-separated list of user names and
- * uids, names uid. */
-static int trust_lists(uid_t uid) {
-    const char *list = getenv("AEGIS_FEED_TRUST");
-    char name[64], number[24];
-    if (!list) return 0;
-    feed_user_name(uid, name, sizeof name);
-    snprintf(number, sizeof number, "%lu", (unsigned long)uid);
-    while (*list) {
-        size_t n = strcspn(list, ",");
-        if ((n == strlen(name) && !memcmp(list, name, n)) ||
-            (n == strlen(number) && !memcmp(list, number, n)))
-            return 1;
-        list += n + (list[n] == ',');
-    }
-    return 0;
-}
-
 static int owner_accepted(uid_t uid, int owners) {
     if (uid == geteuid()) return 1;
-    return owners == FEED_OWNER_TRUSTED && trust_lists(uid);
+    return owners == FEED_OWNER_TRUSTED &&
+           feed_trust_names(getenv("AEGIS_FEED_TRUST"), uid);
 }
 
 /* FEED_EPERM for segment `name`, owned by uid. */

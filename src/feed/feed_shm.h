@@ -17,6 +17,7 @@
 
 #include "feed.h"
 #include "feed_cuda.h"
+#include "feed_trust.h"
 
 #define FEED_SHM_PREFIX "aegis-feed-"
 #define FEED_SHM_DIR "/dev/shm/"
@@ -147,8 +148,6 @@ void feed_shm_unmap(feed_map *m);
  * did, else an errno (ESTALE: the name is another segment's by now). */
 int feed_shm_unlink_if_ours(const feed_map *m, const char *name);
 
-/* The name of user uid, or its number when it has none. */
-void feed_user_name(uid_t uid, char *buf, size_t len);
 
 void feed_lock(feed_shm *h);
 void feed_unlock(feed_shm *h);

@@ -199,18 +199,19 @@ static void test_cut_rows(void **state) {
 }
 
 /* A name or command cannot drive the terminal: control characters (C0,
- * DEL, C1) show as '?'; other UTF-8 passes, cut by characters. */
+ * DEL, C1, bidirectional overrides) show as '?'; other UTF-8 passes, cut
+ * by characters. */
 static void test_control_chars(void **state) {
     (void)state;
     top_gpu g = gpu(0, 0, 0);
     char long_name[256] = "";
     for (int i = 0; i < 60; i++) strcat(long_name, "é");
-    top_job jobs[] = {running(1, "eve", "x\033[2Jy\x7f\xc2\x9bz", 0),
+    top_job jobs[] = {running(1, "eve", "x\033[2Jy\x7f\xc2\x9bz\xe2\x80\xaeq", 0),
                       running(2, "zoé", long_name, 0)};
     top_screen s = {.now = NOON, .delay_s = 1, .gpus = &g, .ngpus = 1,
                     .jobs = jobs, .njobs = 2};
     top_lines out = lay_out(&s, 24, 60);
-    assert_true(find(&out, "x?[2Jy??z") > 0);
+    assert_true(find(&out, "x?[2Jy??z?q") > 0);
     for (size_t i = 0; i < out.n; i++)
         for (const char *c = out.line[i]; *c; c++)
             assert_true((unsigned char)*c >= 0x20 && *c != 0x7f);

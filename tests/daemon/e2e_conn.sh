@@ -116,18 +116,39 @@ case_conn_exit() {
     cd "$DIR/work"
     client cut_error || fail "error message not answered"
     own=$("$AEGIS" submit -- sleep 30) || fail submit
-    for args in "show 99999" "wait 99999" "cancel 99999" "log 99999" \
+    for args in "show 99999" "wait 99999" "log 99999" \
                 "submit --gpus 4 -- true"; do
         "$AEGIS" $args > /dev/null 2>&1; rc=$?
         [ $rc = 2 ] || fail "aegis $args: exit $rc, not 2"
     done
+    "$AEGIS" cancel 99999 > /dev/null 2>&1; rc=$? # a job it could not cancel
+    [ $rc = 1 ] || fail "aegis cancel 99999: exit $rc, not 1"
     runuser -u nobody -- env AEGIS_SOCKET="$AEGIS_SOCKET" "$AEGIS" cancel "$own" \
         2> err > /dev/null; rc=$?
-    [ $rc = 2 ] && grep -q "permission denied" err || fail "cancel by other: exit $rc, $(cat err)"
+    [ $rc = 1 ] && grep -q "permission denied" err || fail "cancel by other: exit $rc, $(cat err)"
     "$AEGIS" cancel "$own" > /dev/null && "$AEGIS" wait "$own" > /dev/null
     [ $? = 1 ] || fail "wait on a cancelled job: not exit 1"
     AEGIS_SOCKET=$DIR/none.sock "$AEGIS" ls 2> err; rc=$?
     [ $rc = 1 ] && grep -q "cannot reach" err || fail "unreachable: exit $rc"
+}
+
+# One finished (or unknown) id in a list keeps no other job running: each
+# live one is cancelled, each other one named with why, and exit 1.
+case_conn_cancel_list() {
+    start
+    cd "$DIR/work"
+    ended=$("$AEGIS" submit -- true) || fail submit
+    "$AEGIS" wait "$ended" > /dev/null || fail "job $ended failed"
+    a=$("$AEGIS" submit -- sleep 60) && b=$("$AEGIS" submit -- sleep 60) ||
+        fail submit
+    "$AEGIS" cancel "$a" "$ended" "$b" 99999 > out 2> err; rc=$?
+    [ $rc = 1 ] || fail "exit $rc, not 1: $(cat out err)"
+    [ "$(cat out)" = "cancelled $a
+cancelled $b" ] || fail "stdout: $(cat out)"
+    grep -qx "aegis cancel: job $ended: already finished" err &&
+        grep -qx "aegis cancel: job 99999: no such job" err ||
+        fail "stderr: $(cat err)"
+    wait_until "both cancelled" eval 'is_state "$a" cancelled && is_state "$b" cancelled'
 }
 
 e2e_run

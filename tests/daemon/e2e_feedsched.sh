@@ -7,7 +7,9 @@
 # names the feed, and it stops after the last; a producer killed mid-run
 # is started again for its consumer; one whose consumer ended while
 # aegisd was away is stopped by the next aegisd, and one that died while
-# aegisd was away is started again for its running consumer.
+# aegisd was away is started again for its running consumer; a producer
+# is its user's, woken by another user's job only where both trust each
+# other.
 set -u; AEGISD=$1 AEGIS=$2 NVML=$3 FAKE=$4 CATALOG=$5 CASE=$6; source "$(dirname "$0")/e2e_lib.sh"
 
 all_running() {
@@ -253,6 +255,46 @@ case_feedsched_holdcancel() {
     "$AEGIS" cancel "$c2" || fail cancel
     wait_until "the producer's end" eval '! asleep'
     is_state "$p" done || fail "producer: $(job_field "$p" state)"
+}
+
+# A feed is its owner's: user nobody's producer of "imagenet" does not
+# keep user daemon from registering one; daemon's job of the feed wakes
+# daemon's producer, never nobody's; nobody's job of daemon's "adata"
+# wakes nothing until each names the other in AEGIS_FEED_TRUST.
+case_feedsched_owners() {
+    needs_root
+    start
+    cd "$DIR/work"
+    chmod 777 .
+    producer() { # USER FEED [VAR=VALUE...]: its producer's id
+        local u=$1 f=$2; shift 2
+        as "$u" env "$@" "$AEGIS" feed start "$f" -- sh -c \
+            'id -u >> "$0"; sleep 120' "$DIR/work/$f.uids"
+    }
+    pb=$(producer nobody imagenet) || fail "feed start by nobody"
+    pa=$(producer daemon imagenet) || fail "daemon's imagenet taken by nobody's"
+    ca=$(as daemon "$AEGIS" submit --feed imagenet -- sleep 120) || fail submit
+    wait_until "daemon's producer running" all_running "$pa" "$ca"
+    is_state "$pb" queued || fail "nobody's producer woken: $(job_field "$pb" state)"
+    [ "$(sort -u imagenet.uids)" = "$(id -u daemon)" ] ||
+        fail "producers ran as: $(cat imagenet.uids)"
+    pd=$(producer daemon adata) || fail "feed start adata"
+    cb=$(as nobody "$AEGIS" submit --feed adata -- sleep 120) || fail submit
+    wait_until "nobody's consumer running" all_running "$cb"
+    is_state "$pd" queued || fail "daemon's producer woken by nobody's job"
+    "$AEGIS" show "$cb" | grep -q "feed adata: user daemon's producer (job $pd) is not started" ||
+        fail "no event: $("$AEGIS" show "$cb")"
+    # trusted both ways: nobody's job starts daemon's producer (the GPUs
+    # made free for it)
+    "$AEGIS" cancel "$cb" "$pd" "$pa" "$ca" > /dev/null || fail cancel
+    wait_until "the GPUs free" eval 'is_state "$pd" cancelled &&
+        is_state "$pa" cancelled && is_state "$ca" cancelled'
+
+    pt=$(producer daemon adata AEGIS_FEED_TRUST=nobody) || fail "trusting start"
+    ct=$(as nobody env AEGIS_FEED_TRUST=daemon "$AEGIS" submit --feed adata -- sleep 120) ||
+        fail submit
+    wait_until "the trusted producer running" all_running "$pt" "$ct"
+    [ "$(sort -u adata.uids)" = "$(id -u daemon)" ] || fail "adata ran as: $(cat adata.uids)"
 }
 
 e2e_run

@@ -174,7 +174,9 @@ case_notify_fail() {
     # the daemon answers while its notifier hangs
     timeout 5 "$AEGIS" ls > /dev/null || fail "aegisd did not answer"
     [ -e /proc/"$(cat hang.pid)" ] || fail "the notifier did not hang"
-    until_logged "job $hang: notifier (pid $(cat hang.pid)) killed after its 8 s limit"
+    until_logged "job $hang: notifier (pid "
+    grep -q "job $hang: notifier (pid [0-9]*) killed after its 8 s limit" \
+        "$DIR/state/aegisd.log" || fail "kill not logged"
     local deadline=$((SECONDS + 10))
     while [ -e /proc/"$(cat hang.pid)" ]; do
         [ $SECONDS -lt $deadline ] || fail "notifier still running"
@@ -185,6 +187,24 @@ case_notify_fail() {
         fail "logged more than once, or retried"
     "$AEGIS" show "$hang" | grep -q "notifier killed after its 8 s limit" ||
         fail "no event for the killed notifier"
+}
+
+# A notifier's processes that left its session (setsid) and outlived its
+# shell are still its own: killed at notify_timeout_s with the rest.
+case_notify_setsid() {
+    echo "notify_timeout_s: 2" >> "$DIR/aegis.yaml"
+    start
+    cd "$DIR/work"
+    id=$("$AEGIS" submit --notify \
+        'setsid sleep 1000 & echo $! > left.pid; setsid sh -c "sleep 1001 & echo \$! > deep.pid; wait" &' \
+        -- true) || fail submit
+    until_file left.pid
+    until_file deep.pid
+    until_job "$id" "assert any('notifier killed after its 2 s limit' in e['text'] for e in d['events']), d['events']"
+    for f in left.pid deep.pid; do
+        [ "$(cat /proc/"$(cat $f)"/comm 2>/dev/null)" = sleep ] &&
+            fail "$f: its sleep outlived the notifier"
+    done
 }
 
 # Cancelling 40 jobs at once starts at most 32 notifiers at a time; the

@@ -162,4 +162,66 @@ case_input_socket() {
     DIR=$DIR/s2 daemon_pid_kill
 }
 
+# A job name cannot drive another user's terminal: C1 controls and the
+# bidirectional overrides, isolates and marks are refused at submit as C0
+# controls are, and one stored before (written into the database here)
+# shows as '?' in ls, show and report.
+case_input_names() {
+    start
+    cd "$DIR/work"
+    for c in $'\xc2\x9b' $'\xe2\x80\xae' $'\xe2\x81\xa6' $'\xe2\x80\x8f'; do
+        submit_refused "bidirectional overrides, isolates and marks are not allowed" \
+            --name "a${c}b" -- true
+    done
+    id=$("$AEGIS" submit --name plain -- true) || fail submit
+    "$AEGIS" wait "$id" > /dev/null || fail "job $id failed"
+    kill -TERM "$(daemon_pid)"
+    wait_until "aegisd gone" eval '[ -z "$(daemon_pid)" ]'
+    python3 - "$DIR/state/aegis.db" "$id" <<'PY' || fail "database"
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+db.execute("UPDATE jobs SET name = ? WHERE id = ?",
+           ("x\x1b]0;\u009b2J\u202eevil\u2066", int(sys.argv[2])))
+db.commit()
+PY
+    start
+    for args in "ls --all" "show $id" "report --since 0"; do
+        "$AEGIS" $args > out.txt || fail "aegis $args"
+        grep -qF "x?]0;?2J?evil?" out.txt || fail "aegis $args: $(cat -v out.txt)"
+        LC_ALL=C grep -q $'\x1b\|\xc2\x9b\|\xe2\x80\xae\|\xe2\x81\xa6' out.txt &&
+            fail "aegis $args: raw controls: $(cat -v out.txt)"
+    done
+}
+
+# `aegis submit SPEC` exits 2 saying $2, its peak memory (RSS) under 256
+# MiB: a measure, unlike a ulimit, that a sanitizer's shadow memory keeps.
+refused_small() {
+    python3 - "$AEGIS" "$1" > rss.txt 2> err.txt <<'PY'
+import resource, subprocess, sys
+rc = subprocess.run([sys.argv[1], 'submit', sys.argv[2]], timeout=60).returncode
+print(rc, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+PY
+    read -r rc kib < rss.txt
+    [ "$rc" = 2 ] && grep -qF "$2" err.txt || fail "$1: exit $rc: $(cat err.txt)"
+    [ "$kib" -lt 262144 ] || fail "$1: $kib KiB to refuse it"
+}
+
+# A spec over the limits is refused before it is parsed, naming the file:
+# one of 38 MB by its size (in at most 256 MB of memory; parsing took 2 GB)
+# and one of 200 KB nested 100,000 deep at the 65th level (parsing took
+# 30 s). One nested 64 deep (the top mapping counts) is parsed.
+case_input_spec_limits() {
+    start
+    cd "$DIR/work"
+    python3 - <<'PY'
+open('big.yaml', 'w').write('command: "true"\nx:\n' + '  - 123456789\n' * 3000000)
+open('deep.yaml', 'w').write('command: "true"\nx: ' + '[' * 100000 + ']' * 100000 + '\n')
+open('ok.yaml', 'w').write('command: "true"\nx: ' + '[' * 63 + ']' * 63 + '\n')
+PY
+    refused_small big.yaml \
+        "big.yaml: a spec may hold 16777216 bytes (16 MiB) at most; this one holds 42000019"
+    refused_small deep.yaml "deep.yaml:2: lists and mappings nested more than 64 deep"
+    submit_refused "ok.yaml:2: x: unknown key" ok.yaml
+}
+
 e2e_run

@@ -232,6 +232,20 @@ case_spec_array() {
     aegis_refused "--array: " submit --array 0-200000 -- true
 }
 
+# An array as large as the limit fits in one request: its command travels
+# once, with the indices. Its jobs wait for a running one, so none runs.
+case_spec_array_max() {
+    start
+    cd "$DIR/work"
+    b=$("$AEGIS" submit -- sleep 600) || fail "blocker"
+    "$AEGIS" submit --after "$b" --array 0-99999 -- sh -c 'exit 0' > ids.txt ||
+        fail "--array 0-99999 refused"
+    [ "$(wc -l < ids.txt)" = 100000 ] || fail "$(wc -l < ids.txt) ids"
+    "$AEGIS" show --json "$(tail -1 ids.txt)" | pyjson "
+assert d['cmd'][:2] == ['/usr/bin/env', 'AEGIS_ARRAY_INDEX=99999'], d['cmd']
+assert d['state'] == 'queued', d" || fail "the last job: $("$AEGIS" show "$(tail -1 ids.txt)")"
+}
+
 # ls -u USER --state STATE filters the list.
 case_spec_ls() {
     start
