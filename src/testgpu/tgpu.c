@@ -188,7 +188,9 @@ void tgpu_alloc_remove(const tgpu_config *c, int gpu, pid_t pid) {
 int tgpu_lock(const tgpu_config *c) {
     char path[sizeof c->dir + 16];
     snprintf(path, sizeof path, "%s/lock", c->dir);
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    /* read-only: flock() needs no more, and a lock file another user
+     * made (mode 0644 under their umask) can still be opened so */
+    int fd = open(path, O_RDONLY | O_CREAT | O_CLOEXEC, 0666);
     if (fd < 0)
         return -1;
     while (flock(fd, LOCK_EX) < 0) {
