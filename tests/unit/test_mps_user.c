@@ -5,8 +5,6 @@
  * on GPUs that do not share through MPS. */
 #include "helpers.h"
 
-#include <string.h>
-
 /* A core of ngpus GPUs, GPU g in modes[g]. */
 static core_state *make_shared(const char *policy, int ngpus,
                                const share_mode *modes) {
@@ -26,16 +24,6 @@ static void submit_as(core_state *core, int64_t id, uint32_t user,
     s.feed = feed;
     s.feed_producer = producer;
     assert_int_equal(core_submit(core, &s, now, err, sizeof(err)), 0);
-}
-
-static void reason_is(core_state *core, int64_t id, double now,
-                      const char *want) {
-    core_reason r;
-    char text[256];
-    assert_int_equal(core_job_reason(core, id, now, &r), 0);
-    core_reason_text(&r, now, text, sizeof(text));
-    if (strcmp(text, want) != 0)
-        fail_msg("job %lld: '%s', not '%s'", (long long)id, text, want);
 }
 
 /* Job 1 of user 1000 runs alone on GPU 0 from t=0, seen active at once. */
