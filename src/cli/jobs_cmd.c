@@ -46,7 +46,7 @@
 "                    it does not wait, as are the next two)\n" \
 "    wait_code       that reason's kind: behind, memory, observing,\n" \
 "                    window, pressure, idle, policy, mig, drained,\n" \
-"                    user_limit, dependency, held or feed\n" \
+"                    user_limit, dependency, held, feed or mps_user\n" \
 "    wait_until      when that wait ends (observing, window), where known\n" \
 "    nice            its submit --nice (0: none)\n" \
 "    time_limit_s    its submit --time, seconds per attempt (null: none)\n" \

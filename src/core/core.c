@@ -523,6 +523,7 @@ int core_gpu_share(core_state *core, int gpu, share_mode mode,
     }
     core->changes++;
     core->mig_gpus += needs_table - share_gpu_mode_mig(g->share.mode);
+    core->mps_gpus += (mode == SHARE_MPS) - (g->share.mode == SHARE_MPS);
     g->share = (share_gpu){.mode = mode, .model = needs_table ? mig : NULL};
     return 0;
 }
@@ -645,6 +646,7 @@ static bool core_place_shared(core_state *core, const core_job *job,
         core_gpu *gpu = &core->gpus[g];
         if (!(allowed >> g & 1) || !core_gpu_open(gpu, now) ||
             !share_gpu_collocates(&gpu->share) ||
+            core_gpu_other_user(gpu, job) ||
             core_wants_mig(core, job, demand, gpu))
             continue;
         if (telemetry && !core_telemetry_admits(core, gpu, demand,
@@ -721,6 +723,7 @@ static void core_occupy(core_state *core, core_job *job, double now) {
     bool hold = job->alone || !core->pol->collocates;
     for (int k = 0; k < job->spec.num_gpus; k++) {
         core_gpu *gpu = &core->gpus[job->gpus[k]];
+        if (gpu->view.njobs == 0) gpu->user = job->spec.user;
         gpu_account(gpu, &job->spec, +1);
         gpu->unseen++;
         gpu->placed_at = now;

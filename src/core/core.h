@@ -208,6 +208,9 @@ typedef enum core_wait {
                                where the feed's jobs run, observes until
                                `until` (< 0: until its newest job is seen
                                active) */
+    CORE_WAIT_MPS_USER,     /* `gpu` shares through MPS and runs jobs of
+                               `user`, another user: MPS serves one user
+                               at a time */
     CORE_WAIT_KINDS
 } core_wait;
 
@@ -225,6 +228,7 @@ typedef struct core_reason {
                                USER_LIMIT: "job" or "GPU" (the text adds
                                the plural) */
     const char *feed;       /* FEED: its name, held by the core */
+    uint32_t user;          /* MPS_USER: the user whose jobs hold `gpu` */
 } core_reason;
 
 /* The one-word name of a kind, as JSON keys and `aegis ls` read it:
@@ -369,7 +373,14 @@ core_outcome core_job_exit(core_state *core, int64_t job_id, core_exit how,
  *   naive      The core's usual placement; share = SHARE_NAIVE.
  *   mps        The same placement; share = SHARE_MPS: the driver starts the
  *              job as a client of the GPU's MPS server, even when it is
- *              alone at first, since others may join it later.
+ *              alone at first, since others may join it later. MPS serves
+ *              one user at a time (one server per user; another user's
+ *              client waits in CUDA initialisation until the server's
+ *              clients have all ended), so while the GPU runs jobs only
+ *              jobs of the same user join them (CORE_WAIT_MPS_USER): a
+ *              feed whose producer and consumers are of different users
+ *              shares only GPUs that do not share through MPS. The same
+ *              holds for an auto GPU while it runs whole-GPU jobs.
  *   mig        A job gets a MIG instance of its own: the smallest profile
  *              whose memory holds its demand (the policy's demand, or its
  *              recovery floor after an OOM), at the lowest free start

@@ -123,6 +123,9 @@ typedef struct core_gpu {
                                waits for an unseen one observe_s at most
                                (feeds.c) */
     uint64_t placements;    /* jobs ever placed here: tells a job it shared */
+    uint32_t user;          /* the user of its first job while it has jobs:
+                               an MPS GPU's (share_gpu_mps()) jobs are all
+                               that user's */
     share_gpu share;        /* sharing mode and MIG instances */
 } core_gpu;
 
@@ -140,6 +143,8 @@ struct core_state {
     int mig_gpus;           /* GPUs in mig or auto mode: with none, no job
                                runs in a MIG instance, and placement skips
                                asking each GPU whether one would */
+    int mps_gpus;           /* GPUs in mps mode: with any, a reason depends
+                               on the job's user (core_gpu_other_user()) */
     uint64_t idle;          /* bit g: GPU g is idle (gpu_idle()) */
     int rr_next;            /* round robin: next GPU to start from */
     /* The last backfill pass: reasons are told from it (core_job_reason). */
@@ -190,6 +195,15 @@ _Static_assert(CORE_MAX_GPUS <= 64, "core_state.idle holds a bit per GPU");
 static inline bool core_gpu_open(const core_gpu *gpu, double now) {
     return !gpu->drained && !gpu->alone && gpu->unseen == 0 &&
            now >= gpu->open_at;
+}
+
+/* Whether the GPU serves another user's MPS clients than the job's: MPS
+ * runs one user's clients at a time, and the job would wait in CUDA
+ * initialisation until they have all ended (share_gpu_mps()). */
+static inline bool core_gpu_other_user(const core_gpu *gpu,
+                                       const core_job *job) {
+    return gpu->view.njobs > 0 && gpu->user != job->spec.user &&
+           share_gpu_mps(&gpu->share);
 }
 
 /* Asked for every GPU at every collocation attempt: a compare, not a call

@@ -15,6 +15,11 @@
  * policy's rule) refuses it, it goes elsewhere as any job would, so the
  * preference never leaves a job waiting on a full GPU.
  *
+ * Nor an MPS GPU whose jobs are another user's (a producer of one user,
+ * consumers of another): MPS serves one user at a time, so such a feed's
+ * jobs share only GPUs that do not share through MPS (core_place_shared()
+ * turns the GPU away), and a consumer goes elsewhere rather than wait.
+ *
  * The feed's producer comes first: while it waits in the queue, the
  * feed's other jobs wait for it, since they read nothing until it runs,
  * and where it lands says where they go.
@@ -91,6 +96,7 @@ static bool feed_gpu_opens_later(core_state *core, const core_job *job,
                                  int g, double now, core_reason *r) {
     core_gpu *gpu = &core->gpus[g];
     if (gpu->drained || gpu->alone || !share_gpu_collocates(&gpu->share) ||
+        core_gpu_other_user(gpu, job) ||
         core_wants_mig(core, job, core_demand(core, job), gpu))
         return false;
     /* A job never seen active (a producer whose batches stay in host

@@ -12,7 +12,8 @@
 
 static const char *const wait_names[CORE_WAIT_KINDS] = {
     "", "behind", "memory", "observing", "window", "pressure", "idle",
-    "policy", "mig", "drained", "user_limit", "dependency", "held", "feed"};
+    "policy", "mig", "drained", "user_limit", "dependency", "held", "feed",
+    "mps_user"};
 
 const char *core_wait_name(core_wait kind) {
     return (unsigned)kind < CORE_WAIT_KINDS ? wait_names[kind] : "?";
@@ -43,6 +44,10 @@ static core_wait gpu_blocker(core_state *core, const core_job *job, int g,
     }
     if (gpu->alone || !share_gpu_collocates(&gpu->share))
         return r->kind = CORE_WAIT_IDLE;
+    if (core_gpu_other_user(gpu, job)) {
+        r->user = gpu->user;
+        return r->kind = CORE_WAIT_MPS_USER;
+    }
     if (pol->uses_telemetry || job->floor_mib > 0) {
         if (!win_full(&gpu->win, now)) {
             r->until = win_full_at(&gpu->win);
@@ -91,8 +96,8 @@ static bool nearer(const core_reason *a, const core_reason *b) {
  * itself before what waits for a job to leave. */
 static const core_wait told_first[] = {
     CORE_WAIT_OBSERVING, CORE_WAIT_WINDOW, CORE_WAIT_PRESSURE,
-    CORE_WAIT_POLICY, CORE_WAIT_MIG, CORE_WAIT_MEMORY, CORE_WAIT_IDLE,
-    CORE_WAIT_DRAINED};
+    CORE_WAIT_POLICY, CORE_WAIT_MIG, CORE_WAIT_MEMORY, CORE_WAIT_MPS_USER,
+    CORE_WAIT_IDLE, CORE_WAIT_DRAINED};
 
 /* The core's GPUs among `allowed`. */
 static uint64_t gpus_of(const core_state *core, uint64_t allowed) {
@@ -140,10 +145,11 @@ static void core_explain_now(core_state *core, const core_job *job,
 
 /* core_explain_now(), from the answers kept when a job asked alike at the
  * same moment with nothing changed since. Only where a job's demand, GPU
- * count and sharing are all a gate reads: no policy rule, no MIG. */
+ * count and sharing are all a gate reads: no policy rule, no MIG, no MPS
+ * (whose GPUs ask the job's user). */
 static void core_explain(core_state *core, const core_job *job, double now,
                          uint64_t allowed, core_reason *r) {
-    if (core->pol->admits || core->mig_gpus > 0) {
+    if (core->pol->admits || core->mig_gpus > 0 || core->mps_gpus > 0) {
         core_explain_now(core, job, now, allowed, r);
         return;
     }
@@ -286,6 +292,10 @@ int core_reason_text(const core_reason *r, double now, char *buf,
                             "its new job is seen active)", r->feed, r->gpu);
         return snprintf(buf, len, "waiting for feed %s's GPU %d (%.0f s more)",
                         r->feed, r->gpu, r->until > now ? r->until - now : 0);
+    case CORE_WAIT_MPS_USER:
+        return snprintf(buf, len, "GPU %d runs MPS clients of user %lu "
+                        "(MPS serves one user at a time)", r->gpu,
+                        (unsigned long)r->user);
     case CORE_WAIT_KINDS: break;
     }
     return snprintf(buf, len, "?");

@@ -29,6 +29,10 @@ bool share_gpu_collocates(const share_gpu *g) {
            (g->mode == SHARE_AUTO && g->ninst == 0);
 }
 
+bool share_gpu_mps(const share_gpu *g) {
+    return g->mode == SHARE_MPS || (g->mode == SHARE_AUTO && g->ninst == 0);
+}
+
 bool share_gpu_mig_open(const share_gpu *g, int njobs) {
     return njobs == g->ninst;
 }

@@ -46,6 +46,13 @@ bool share_gpu_auto_mig(const mig_model *m, long demand_mib, double util_pct);
  * holds no instance). */
 bool share_gpu_collocates(const share_gpu *g);
 
+/* True when whole-GPU jobs here run as clients of the GPU's MPS server
+ * (mps, or auto while it holds no instance). MPS serves one user at a
+ * time (nvidia-cuda-mps-control(1): one server per user; another user's
+ * client waits in CUDA initialisation until the server's clients are all
+ * gone), so such a GPU belongs to the user of its jobs while it has any. */
+bool share_gpu_mps(const share_gpu *g);
+
 /* True when a new instance may be created now on a GPU running njobs jobs:
  * every one of them is in an instance. This is also what keeps a whole-GPU
  * job on a mig GPU (MIG off) alone, as share_gpu_collocates() keeps one on

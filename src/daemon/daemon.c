@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -550,7 +551,7 @@ static int d_socket_free(const char *path) {
               "free path", path);
         return -1;
     }
-    if (usock_answers(path)) {
+    if (usock_answers(path, SOCK_STREAM)) {
         d_log("%s: another aegisd answers on this socket (or another "
               "server): left alone; stop it first, or give this aegisd "
               "another --socket", path);

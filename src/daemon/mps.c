@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -26,7 +27,10 @@
 bool mps_running(const char *pipe_dir) {
     char path[4200];
     snprintf(path, sizeof(path), "%s/control", pipe_dir);
-    return usock_answers(path);
+    /* The control socket is SOCK_SEQPACKET: a stream connect() to it fails
+     * (EPROTOTYPE), which would read as no daemon and start a second one
+     * on the same pipe folder. */
+    return usock_answers(path, SOCK_SEQPACKET);
 }
 
 /* Whether path is a file this process may execute. */

@@ -10,8 +10,11 @@
 
 #include <stdbool.h>
 
-/* Whether a server accepts connections on path (one that is too busy to
- * take another at once counts: it is alive). Never blocks. */
-bool usock_answers(const char *path);
+/* Whether a server accepts connections of socket type `type` on path (one
+ * that is too busy to take another at once counts: it is alive). Never
+ * blocks. The type must be the server's: a stream client of a
+ * SOCK_SEQPACKET server (MPS's control socket) is refused with
+ * EPROTOTYPE, as if nothing listened. */
+bool usock_answers(const char *path, int type);
 
 #endif

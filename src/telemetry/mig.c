@@ -253,7 +253,9 @@ int tel_mig_destroy(tel_state *tel, int gpu, unsigned int gi_id,
     nvmlGpuInstance_t gi = NULL;
     nvmlComputeInstance_t ci = NULL;
     nvmlReturn_t rc = tel->mig.gi_by_id(tel->gpus[gpu].handle, gi_id, &gi);
-    if (rc == NVML_ERROR_NOT_FOUND)
+    /* Already gone: NOT_FOUND, or NOT_SUPPORTED once MIG mode is off (a
+     * reset or an admin turned it off, taking every instance with it). */
+    if (rc == NVML_ERROR_NOT_FOUND || rc == NVML_ERROR_NOT_SUPPORTED)
         return 0;
     const char *call = "nvmlDeviceGetGpuInstanceById";
     if (rc == NVML_SUCCESS) {

@@ -6,14 +6,18 @@
  * fill older struct layouts: nvmlInit_v2 and friends are what nvml.h has
  * mapped the plain names to since CUDA 5. The process list is the one
  * exception to "newest first": its _v2 fills 24-byte entries on every
- * driver from 470 on, while _v3 filled 32-byte ones on 535.43.02 to
+ * driver from 450.66 on, while _v3 filled 32-byte ones on 535.43.02 to
  * 535.86.x (tel_nvml.h), so aegis calls _v2, and the unversioned call on
- * drivers older than 470. Power, energy and per-process utilization are
+ * drivers older than 450.66. MPS clients are not in that list: NVML gives
+ * them in the MPS list (nvmlDeviceGetMPSComputeRunningProcesses, the same
+ * family and layouts), so a reading joins the two, one entry per pid.
+ * Power, energy and per-process utilization are
  * optional: a driver or GPU without them gives CORE_UNKNOWN, not an
  * error. DCGM (dcgm.c) is attached here only to fill
  * the profiling fields of each reading.
  */
 #include <dlfcn.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +55,10 @@ static const tel_sym tel_syms[] = {
     {{"nvmlDeviceGetComputeRunningProcesses_v2"}, offsetof(tel_fns, procs),
      1},
     {{"nvmlDeviceGetComputeRunningProcesses"}, offsetof(tel_fns, procs_v1), 1},
+    {{"nvmlDeviceGetMPSComputeRunningProcesses_v2"},
+     offsetof(tel_fns, mps_procs), 1},
+    {{"nvmlDeviceGetMPSComputeRunningProcesses"},
+     offsetof(tel_fns, mps_procs_v1), 1},
     {{"nvmlDeviceGetPowerUsage"}, offsetof(tel_fns, power), 1},
     {{"nvmlDeviceGetTotalEnergyConsumption"}, offsetof(tel_fns, energy), 1},
     {{"nvmlDeviceGetProcessUtilization"}, offsetof(tel_fns, proc_util), 1},
@@ -261,18 +269,25 @@ static int tel_grow(const tel_state *tel, int gpu, void **buf,
     return 0;
 }
 
-/* Asks the library for the compute processes through _v2, or the
- * unversioned call on a driver older than 470, normalised to the v2 layout
- * in tel->procs. *n is in: capacity,
- * out: entries (or the entries needed on INSUFFICIENT_SIZE). */
-static nvmlReturn_t tel_call_procs(tel_state *tel, nvmlDevice_t h,
-                                   unsigned int *n) {
-    if (tel->fn.procs)
-        return tel->fn.procs(h, n, tel->procs);
+/* One of the two process lists: its _v2 call, else its unversioned one
+ * (a driver older than 450.66), and the name said when it fails. */
+typedef struct tel_proc_list {
+    tel_nvml_procs_fn *v2;
+    tel_nvml_procs_v1_fn *v1;
+    const char *name_v2, *name_v1;
+} tel_proc_list;
+
+/* Asks the library for a list through _v2, or the unversioned call,
+ * normalised to the v2 layout in tel->procs. *n is in: capacity, out:
+ * entries (or the entries needed on INSUFFICIENT_SIZE). */
+static nvmlReturn_t tel_call_procs(tel_state *tel, const tel_proc_list *l,
+                                   nvmlDevice_t h, unsigned int *n) {
+    if (l->v2)
+        return l->v2(h, n, tel->procs);
     /* The v1 layout is smaller: fill it in place, spread it backwards so no
      * entry is overwritten before it is moved. */
     nvmlProcessInfo_v1_t *v1 = (nvmlProcessInfo_v1_t *)tel->procs;
-    nvmlReturn_t rc = tel->fn.procs_v1(h, n, v1);
+    nvmlReturn_t rc = l->v1(h, n, v1);
     if (rc != NVML_SUCCESS)
         return rc;
     for (unsigned int i = *n; i-- > 0;) {
@@ -288,12 +303,35 @@ static int tel_instance_id(unsigned int id) {
     return id == TEL_NVML_NO_INSTANCE ? -1 : (int)id;
 }
 
-/* Appends the processes NVML lists for handle h (GPU gpu's, or one of its
- * MIG devices') to out->procs; entries past TEL_MAX_PROCS are counted in
- * tel->dropped. Returns NVML's answer; err is filled unless it worked. */
-static nvmlReturn_t tel_read_procs(tel_state *tel, int gpu, nvmlDevice_t h,
-                                   tel_gpu_reading *out, char *err,
-                                   size_t errlen) {
+/* Appends NVML's entry e to out->procs, unless its pid is listed already
+ * (a process in both lists); past TEL_MAX_PROCS it is counted in
+ * tel->dropped. */
+static void tel_add_proc(tel_state *tel, const nvmlProcessInfo_v2_t *e,
+                         tel_gpu_reading *out) {
+    for (int i = 0; i < out->nprocs; i++)
+        if (out->procs[i].pid == (pid_t)e->pid)
+            return;
+    if (out->nprocs == TEL_MAX_PROCS) {
+        tel->dropped++;
+        return;
+    }
+    out->procs[out->nprocs++] = (tel_proc){
+        .pid = (pid_t)e->pid,
+        .used_mib = e->usedGpuMemory == NVML_VALUE_NOT_AVAILABLE
+                        ? CORE_UNKNOWN
+                        : (double)e->usedGpuMemory / 1048576.0,
+        .sm_util = CORE_UNKNOWN,
+        .mig_gi = tel_instance_id(e->gpuInstanceId),
+        .mig_ci = tel_instance_id(e->computeInstanceId)};
+}
+
+/* Appends the processes of list l for handle h (GPU gpu's, or one of its
+ * MIG devices') to out->procs. Returns NVML's answer; err is filled
+ * unless it worked. */
+static nvmlReturn_t tel_read_list(tel_state *tel, const tel_proc_list *l,
+                                  int gpu, nvmlDevice_t h,
+                                  tel_gpu_reading *out, char *err,
+                                  size_t errlen) {
     unsigned int want = TEL_MAX_PROCS;
     nvmlReturn_t rc = NVML_ERROR_INSUFFICIENT_SIZE;
     for (int t = 0; t < TEL_PROCS_TRIES && rc == NVML_ERROR_INSUFFICIENT_SIZE;
@@ -302,34 +340,42 @@ static nvmlReturn_t tel_read_procs(tel_state *tel, int gpu, nvmlDevice_t h,
                      sizeof *tel->procs, "processes", err, errlen) < 0)
             return NVML_ERROR_UNKNOWN;
         unsigned int n = tel->procs_cap;
-        rc = tel_call_procs(tel, h, &n);
+        rc = tel_call_procs(tel, l, h, &n);
         if (rc == NVML_SUCCESS) {
-            for (unsigned int i = 0; i < n; i++) {
-                const nvmlProcessInfo_v2_t *e = &tel->procs[i];
-                if (out->nprocs == TEL_MAX_PROCS) {
-                    tel->dropped++;
-                    continue;
-                }
-                out->procs[out->nprocs++] = (tel_proc){
-                    .pid = (pid_t)e->pid,
-                    .used_mib = e->usedGpuMemory == NVML_VALUE_NOT_AVAILABLE
-                                    ? CORE_UNKNOWN
-                                    : (double)e->usedGpuMemory / 1048576.0,
-                    .sm_util = CORE_UNKNOWN,
-                    .mig_gi = tel_instance_id(e->gpuInstanceId),
-                    .mig_ci = tel_instance_id(e->computeInstanceId)};
-            }
+            for (unsigned int i = 0; i < n; i++)
+                tel_add_proc(tel, &tel->procs[i], out);
             return NVML_SUCCESS;
         }
         /* Room for the count NVML asked for plus a few that may start
          * before the next call. */
         want = n + 8;
     }
-    tel_fail(tel, tel->fn.procs ? "nvmlDeviceGetComputeRunningProcesses_v2"
-             : "nvmlDeviceGetComputeRunningProcesses", gpu, rc, err, errlen);
+    tel_fail(tel, l->v2 ? l->name_v2 : l->name_v1, gpu, rc, err, errlen);
     return rc;
 }
 
+/* Appends the processes NVML lists for handle h (GPU gpu's, or one of its
+ * MIG devices') to out->procs: the compute list's, then the MPS clients'
+ * of the MPS list where the driver has it. Returns NVML's answer; err is
+ * filled unless it worked. */
+static nvmlReturn_t tel_read_procs(tel_state *tel, int gpu, nvmlDevice_t h,
+                                   tel_gpu_reading *out, char *err,
+                                   size_t errlen) {
+    const tel_proc_list compute = {
+        tel->fn.procs, tel->fn.procs_v1,
+        "nvmlDeviceGetComputeRunningProcesses_v2",
+        "nvmlDeviceGetComputeRunningProcesses"};
+    const tel_proc_list mps = {
+        tel->fn.mps_procs, tel->fn.mps_procs_v1,
+        "nvmlDeviceGetMPSComputeRunningProcesses_v2",
+        "nvmlDeviceGetMPSComputeRunningProcesses"};
+    nvmlReturn_t rc = tel_read_list(tel, &compute, gpu, h, out, err, errlen);
+    if (rc != NVML_SUCCESS || (!mps.v2 && !mps.v1))
+        return rc;
+    rc = tel_read_list(tel, &mps, gpu, h, out, err, errlen);
+    /* a GPU without MPS has no MPS clients */
+    return rc == NVML_ERROR_NOT_SUPPORTED ? NVML_SUCCESS : rc;
+}
 /* The handles of GPU gpu's MIG devices into hs (TEL_MIG_MAX_DEVS at
  * most). Returns how many, or -1 with err filled. */
 static int tel_mig_handles(tel_state *tel, int gpu, nvmlDevice_t *hs,
@@ -451,8 +497,17 @@ static tel_util_memo *tel_memo_find(tel_util_memo *memos, int n, pid_t pid) {
     return NULL;
 }
 
+/* Whether a utilization sample can be used: newer than the last one read
+ * (`seen`; some drivers give older ones again), and at most 100%: drivers
+ * report garbage above it now and then, which nvtop drops too; clamped to
+ * 100 it would read as a busy process. */
+static bool tel_sample_valid(const nvmlProcessUtilizationSample_t *u,
+                             unsigned long long seen) {
+    return u->timeStamp > seen && u->smUtil <= 100;
+}
+
 /* Per-process SM utilization: each listed process takes its newest new
- * sample, else its latest one while that stands (TEL_UTIL_HOLD_S: NOT_FOUND
+ * valid sample (tel_sample_valid), else its latest one while that stands (TEL_UTIL_HOLD_S: NOT_FOUND
  * only says nothing is newer), else 0: NVML samples only processes that
  * ran kernels, so one without a sample for that long was idle. Samples of
  * processes not listed yet are kept too: a process that started between
@@ -476,8 +531,13 @@ static int tel_read_proc_util(tel_state *tel, int gpu, tel_gpu_reading *out,
     unsigned long long stamp[TEL_MAX_PROCS];
     int nkept = 0;
     double now = tel_now_s();
+    unsigned long long seen = d->util_seen;
     for (unsigned int s = 0; s < n; s++) {
         const nvmlProcessUtilizationSample_t *u = &tel->samples[s];
+        if (u->timeStamp > d->util_seen)
+            d->util_seen = u->timeStamp;
+        if (!tel_sample_valid(u, seen))
+            continue;
         tel_util_memo *m = tel_memo_find(kept, nkept, (pid_t)u->pid);
         if (!m && nkept == TEL_MAX_PROCS)
             continue;
@@ -487,12 +547,8 @@ static int tel_read_proc_util(tel_state *tel, int gpu, tel_gpu_reading *out,
         }
         if (u->timeStamp >= stamp[m - kept]) {
             stamp[m - kept] = u->timeStamp;
-            *m = (tel_util_memo){(pid_t)u->pid,
-                                 u->smUtil > 100 ? 100.0 : (double)u->smUtil,
-                                 now};
+            *m = (tel_util_memo){(pid_t)u->pid, (double)u->smUtil, now};
         }
-        if (u->timeStamp > d->util_seen)
-            d->util_seen = u->timeStamp;
     }
     for (int i = 0; i < out->nprocs; i++) {
         tel_proc *p = &out->procs[i];

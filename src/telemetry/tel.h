@@ -32,8 +32,9 @@ typedef struct tel_proc {
     double used_mib;        /* its device memory, MiB */
     double sm_util;         /* 0..100: % of the latest NVML sample period
                                its kernels ran (held while NVML has no
-                               newer sample, 0 after a few seconds without
-                               one); CORE_UNKNOWN when NVML cannot tell */
+                               newer valid sample, 0 after a few seconds
+                               without one); CORE_UNKNOWN when NVML cannot
+                               tell */
     int mig_gi, mig_ci;     /* the MIG GPU and compute instance it runs
                                in; -1 when the GPU is not in MIG mode */
 } tel_proc;
@@ -53,7 +54,8 @@ typedef struct tel_gpu_reading {
     double energy_j;        /* total energy counter since driver load, J;
                                CORE_UNKNOWN when not supported */
     unsigned int flags;     /* TEL_F_* */
-    int nprocs;
+    int nprocs;             /* NVML's compute and MPS process lists,
+                               joined: one entry per pid */
     tel_proc procs[TEL_MAX_PROCS];
 } tel_gpu_reading;
 

@@ -54,13 +54,13 @@ typedef struct {
  * the whole ABI question:
  *
  *   unversioned   nvmlProcessInfo_v1_t, 16 bytes (every driver);
- *   _v2           nvmlProcessInfo_v2_t, 24 bytes (driver 470 on, in every
- *                 version since: what aegis calls);
+ *   _v2           nvmlProcessInfo_v2_t, 24 bytes (driver 450.66 on, in
+ *                 every version since: what aegis calls);
  *   _v3           24 bytes too, except on drivers 535.43.02 to 535.86.x,
  *                 whose nvml.h made nvmlProcessInfo_t 32 bytes (an added
  *                 usedGpuCcProtectedMemory, tel_nvml_proc535_t) and mapped
- *                 _v3 to it; 535.98 dropped _v3 from nvml.h and 550 went
- *                 back to 24 bytes. A caller that hands _v3 24-byte entries
+ *                 _v3 to it; 535.98 dropped _v3 from nvml.h and 535.104.05
+ *                 went back to 24 bytes. A caller that hands _v3 24-byte entries
  *                 on such a driver reads every entry after the first
  *                 wrongly and lets NVML write past its buffer, which is why
  *                 aegis never calls _v3; the test library models it. */
@@ -120,7 +120,10 @@ typedef nvmlReturn_t tel_nvml_procs_v1_fn(nvmlDevice_t device,
                                           unsigned int *count,
                                           nvmlProcessInfo_v1_t *infos);
 /* infos: nvmlProcessInfo_v2_t entries, or tel_nvml_proc535_t ones on
- * drivers 535.43.02 to 535.86.x (see above). */
+ * drivers 535.43.02 to 535.86.x (see above). The MPS clients' list,
+ * nvmlDeviceGetMPSComputeRunningProcesses (unversioned, _v2, _v3), has the
+ * same types and layouts: NVML lists an MPS client there, not in the
+ * compute list. */
 typedef nvmlReturn_t tel_nvml_procs_v3_fn(nvmlDevice_t device,
                                           unsigned int *count, void *infos);
 /* The driver's version, "535.54.03". */

@@ -28,8 +28,11 @@ typedef struct tel_fns {
     tel_nvml_string_fn *name;
     tel_nvml_memory_fn *memory;
     tel_nvml_util_fn *util;
-    tel_nvml_procs_fn *procs;       /* _v2; NULL before driver 470 */
+    tel_nvml_procs_fn *procs;       /* _v2; NULL before driver 450.66 */
     tel_nvml_procs_v1_fn *procs_v1; /* the unversioned one, else NULL */
+    tel_nvml_procs_fn *mps_procs;   /* the MPS clients' list, _v2 */
+    tel_nvml_procs_v1_fn *mps_procs_v1; /* its unversioned one; both NULL:
+                                       a driver without the MPS list */
     tel_nvml_power_fn *power;       /* NULL: not in this library */
     tel_nvml_energy_fn *energy;     /* NULL: not in this library */
     tel_nvml_proc_util_fn *proc_util; /* NULL: not in this library */

@@ -10,15 +10,20 @@
  * made through the test NVML library) gives the job that instance's
  * memory and no more: its allocation is charged to its GPU instance on the
  * parent GPU, so the parent's process list shows it. Under MPS (the
- * CUDA_MPS_* variables) it checks that the control daemon's pipe is there,
- * honours the pinned memory limit as CUDA does (an OOM past it), and says
- * what it was given on its first line of stdout, for tests to read.
+ * CUDA_MPS_* variables) it is a client of the control daemon
+ * (aegis-fake-mps-control): it connects to its socket and waits, as CUDA
+ * initialisation does, until the daemon serves it, which it does not while
+ * its server is another user's; it then shows in NVML's MPS process list,
+ * not the compute one. It honours the pinned memory limit as CUDA does (an
+ * OOM past it), and says what it was given on its first line of stdout,
+ * for tests to read.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "jobargs.h"
@@ -39,7 +44,8 @@ static const char usage[] =
     "CUDA_VISIBLE_DEVICES may name MIG devices (MIG-aegis-test-G-I-C) the\n"
     "test NVML library made: the job then has that instance's memory.\n"
     "Under MPS, CUDA_MPS_PIPE_DIRECTORY must hold a running control\n"
-    "daemon's socket (else it exits 1), CUDA_MPS_ACTIVE_THREAD_PERCENTAGE\n"
+    "daemon's socket (else it exits 1); the job waits there while the\n"
+    "daemon serves another user's clients. CUDA_MPS_ACTIVE_THREAD_PERCENTAGE\n"
     "must be 1..100, and CUDA_MPS_PINNED_DEVICE_MEM_LIMIT (\"0=4000M,1=2G\")\n"
     "caps its memory per device. Its first stdout line says what it got:\n"
     "  aegis-fakegpu: devices=... mps_pipe=DIR|- threads=PCT|- pinned=...|-\n"
@@ -56,6 +62,7 @@ typedef struct fake_job {
     long cap[TGPU_MAX_GPUS];        /* memory each device has, MiB */
     long pinned[TGPU_MAX_GPUS];     /* MPS pinned limit, MiB; 0: none */
     long held;                      /* MiB held now on each of them */
+    int mps;                        /* an MPS client (served by now) */
     tgpu_config cfg;
 } fake_job;
 
@@ -124,29 +131,54 @@ static int fake_parse_pinned(fake_job *job, const char *spec) {
     return 0;
 }
 
-/* Checks and reports the MPS environment. Returns 0, or -1 after saying
- * what is wrong (exit 1: CUDA would fail to start the client). */
+/* Connects to the MPS control daemon of pipe_dir as a client and waits
+ * until it serves this process: at once, unless its server is another
+ * user's (then until that server's clients are all gone). The connection
+ * stays open for the job's life; its end tells the daemon the client is
+ * gone. Returns 0, or -1 after saying why (CUDA fails to start the
+ * client). */
+static int fake_mps_client(const char *pipe_dir) {
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    snprintf(a.sun_path, sizeof a.sun_path, "%s/control", pipe_dir);
+    int fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+    char answer[16] = "";
+    ssize_t n = -1;
+    if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+        send(fd, "mps-client", 10, 0) == 10) {
+        while ((n = recv(fd, answer, sizeof answer - 1, 0)) < 0 &&
+               errno == EINTR) {
+        }
+    }
+    if (n == 5 && memcmp(answer, "ready", 5) == 0)
+        return 0; /* fd kept open: this process is the client */
+    fprintf(stderr, "RuntimeError: CUDA error: MPS client failed to connect "
+            "to the MPS control daemon or the MPS server (aegis-fakegpu: "
+            "%s: %s)\n", a.sun_path, n == 0 ? "the daemon hung up"
+            : strerror(errno));
+    if (fd >= 0)
+        close(fd);
+    return -1;
+}
+
+/* Checks and reports the MPS environment, and becomes an MPS client when
+ * it says so. Returns 0, or -1 after saying what is wrong (exit 1: CUDA
+ * would fail to start the client). */
 static int fake_check_mps(fake_job *job) {
     const char *pipe_dir = getenv("CUDA_MPS_PIPE_DIRECTORY");
     const char *pct = getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
     const char *pinned = getenv("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT");
     job_print_env("aegis-fakegpu");
-    if (pipe_dir) {
-        char path[4096 + 16];
-        struct stat st;
-        snprintf(path, sizeof path, "%s/control", pipe_dir);
-        if (stat(path, &st) != 0 || !S_ISSOCK(st.st_mode)) {
-            fprintf(stderr, "RuntimeError: CUDA error: MPS client failed to "
-                    "connect to the MPS control daemon or the MPS server "
-                    "(aegis-fakegpu: no control socket %s)\n", path);
-            return -1;
-        }
-    }
+    fflush(stdout); /* said before a wait for the server */
     double v = 0;
     if (pct && job_number("aegis-fakegpu", "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE",
                            pct, 1, 100, &v) < 0)
         return -1;
-    return pinned ? fake_parse_pinned(job, pinned) : 0;
+    if (pinned && fake_parse_pinned(job, pinned) < 0)
+        return -1;
+    if (!pipe_dir)
+        return 0;
+    job->mps = 1;
+    return fake_mps_client(pipe_dir);
 }
 
 /* Memory other jobs use on device k of the job: its whole GPU's, or only
@@ -197,7 +229,7 @@ static int fake_allocate(fake_job *job, long more) {
     }
     for (int k = 0; k < job->ngpus && rc == 0; k++) {
         tgpu_alloc a = {getpid(), job->held + more, job->a.smact,
-                        job->mig_gi[k], job->mig_ci[k]};
+                        job->mig_gi[k], job->mig_ci[k], job->mps};
         if (tgpu_alloc_write(&job->cfg, job->gpus[k], &a) < 0) {
             fprintf(stderr, "aegis-fakegpu: %s: %s\n", job->cfg.dir,
                     strerror(errno));

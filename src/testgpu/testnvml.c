@@ -21,7 +21,15 @@
  *     AEGIS_TEST_NVML_SAMPLE_MS (default TNV_SAMPLE_MS): every busy
  *     process has one sample stamped with the period's start, and a call
  *     that finds none newer than lastSeenTimeStamp returns NOT_FOUND,
- *     whether or not the processes are busy;
+ *     whether or not the processes are busy; with
+ *     AEGIS_TEST_NVML_STALE_SAMPLES=1 it gives the period's samples again
+ *     however old lastSeenTimeStamp is, and a sample is its allocation's
+ *     SMACT x 100 uncapped (an SMACT over 1 gives one over 100%): the two
+ *     kinds of bad sample drivers are known to return, which a reader
+ *     must drop (nvtop does);
+ *   - MPS clients (allocations marked "mps", tgpu.h) are listed by the
+ *     MPS process list (nvmlDeviceGetMPSComputeRunningProcesses) only,
+ *     not by the compute one;
  *   - on a GPU in MIG mode, utilization (the GPU's and per process) is
  *     NOT_SUPPORTED, and memory and the process list through the
  *     whole-GPU handle need privileges: a caller that is not root (or
@@ -30,8 +38,8 @@
  *     their GPU and compute instance ids.
  *
  * Built with TNV_OLD_DRIVER (libaegis-testnvml-old.so, for tests) it is an
- * old GPU and driver instead (one before 470 by default): only the
- * unversioned process list with its two-field entries, and no power,
+ * old GPU and driver instead (one before 450.66 by default): only the
+ * unversioned process lists with their two-field entries, and no power,
  * energy or per-process utilization readings (NOT_SUPPORTED).
  */
 #include <errno.h>
@@ -49,7 +57,7 @@
 
 #ifdef TNV_OLD_DRIVER
 #define TNV_OLD 1
-#define TNV_DRIVER "450.80.02"  /* before 470: no _v2 process list */
+#define TNV_DRIVER "440.118.02" /* before 450.66: no _v2 process list */
 #else
 #define TNV_OLD 0
 #define TNV_DRIVER "575.57.08"
@@ -76,9 +84,12 @@ TNV_EXPORT tel_nvml_util_fn nvmlDeviceGetUtilizationRates;
 TNV_EXPORT tel_nvml_system_string_fn nvmlSystemGetDriverVersion;
 #ifdef TNV_OLD_DRIVER
 TNV_EXPORT tel_nvml_procs_v1_fn nvmlDeviceGetComputeRunningProcesses;
+TNV_EXPORT tel_nvml_procs_v1_fn nvmlDeviceGetMPSComputeRunningProcesses;
 #else
 TNV_EXPORT tel_nvml_procs_fn nvmlDeviceGetComputeRunningProcesses_v2;
 TNV_EXPORT tel_nvml_procs_v3_fn nvmlDeviceGetComputeRunningProcesses_v3;
+TNV_EXPORT tel_nvml_procs_fn nvmlDeviceGetMPSComputeRunningProcesses_v2;
+TNV_EXPORT tel_nvml_procs_v3_fn nvmlDeviceGetMPSComputeRunningProcesses_v3;
 #endif
 TNV_EXPORT tel_nvml_power_fn nvmlDeviceGetPowerUsage;
 TNV_EXPORT tel_nvml_energy_fn nvmlDeviceGetTotalEnergyConsumption;
@@ -320,9 +331,12 @@ nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device,
 }
 
 /* Lists into a the processes a process-list call on `device` sees: a
- * GPU's (privileged only, in MIG mode), or a MIG device's own. */
+ * GPU's (privileged only, in MIG mode), or a MIG device's own; the MPS
+ * clients only (mps 1), as the MPS list gives them, or all others (0), as
+ * the compute list does. */
 static nvmlReturn_t tnv_procs_of(const char *call, nvmlDevice_t device,
-                                 const void *out, tgpu_alloc *a, int *n) {
+                                 int mps, const void *out, tgpu_alloc *a,
+                                 int *n) {
     int gpu = -1, gi = 0, ci = 0;
     tgpu_usage u;
     nvmlReturn_t rc = tmig_owns(device)
@@ -337,7 +351,8 @@ static nvmlReturn_t tnv_procs_of(const char *call, nvmlDevice_t device,
     int listed = u.nallocs < TGPU_MAX_ALLOCS ? u.nallocs : TGPU_MAX_ALLOCS;
     *n = 0;
     for (int i = 0; i < listed; i++)
-        if (gi == 0 || (a[i].mig_gi == gi && a[i].mig_ci == ci))
+        if ((gi == 0 || (a[i].mig_gi == gi && a[i].mig_ci == ci)) &&
+            a[i].mps == mps)
             a[(*n)++] = a[i];
     return NVML_SUCCESS;
 }
@@ -365,14 +380,14 @@ static void tnv_put_proc(void *infos, size_t size, int i,
     }
 }
 
-/* The process list in entries of `size` bytes, checked against the
- * caller's *count and buffer as NVML does (a short or NULL buffer gets
- * the count it needs). */
-static nvmlReturn_t tnv_procs(const char *call, nvmlDevice_t device,
+/* The process list (mps 0: compute; 1: MPS clients) in entries of
+ * `size` bytes, checked against the caller's *count and buffer as NVML
+ * does (a short or NULL buffer gets the count it needs). */
+static nvmlReturn_t tnv_procs(const char *call, nvmlDevice_t device, int mps,
                               unsigned int *count, void *infos, size_t size) {
     tgpu_alloc a[TGPU_MAX_ALLOCS];
     int n = 0;
-    nvmlReturn_t rc = tnv_procs_of(call, device, count, a, &n);
+    nvmlReturn_t rc = tnv_procs_of(call, device, mps, count, a, &n);
     if (rc != NVML_SUCCESS)
         return rc;
     if (!count)
@@ -392,31 +407,49 @@ static nvmlReturn_t tnv_procs(const char *call, nvmlDevice_t device,
 nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t device,
                                                   unsigned int *count,
                                                   nvmlProcessInfo_v1_t *infos) {
-    return tnv_procs("nvmlDeviceGetComputeRunningProcesses", device, count,
-                     infos, sizeof *infos);
+    return tnv_procs("nvmlDeviceGetComputeRunningProcesses", device, 0,
+                     count, infos, sizeof *infos);
+}
+
+nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses(
+    nvmlDevice_t device, unsigned int *count, nvmlProcessInfo_v1_t *infos) {
+    return tnv_procs("nvmlDeviceGetMPSComputeRunningProcesses", device, 1,
+                     count, infos, sizeof *infos);
 }
 #else
 nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(
     nvmlDevice_t device, unsigned int *count, nvmlProcessInfo_v2_t *infos) {
-    return tnv_procs("nvmlDeviceGetComputeRunningProcesses_v2", device,
+    return tnv_procs("nvmlDeviceGetComputeRunningProcesses_v2", device, 0,
                      count, infos, sizeof *infos);
 }
 
-/* Whether the driver acted as is one of 535.43.02 to 535.86.x, whose _v3
- * entries were 32 bytes. */
-static int tnv_driver_has_cc_procs(void) {
+nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses_v2(
+    nvmlDevice_t device, unsigned int *count, nvmlProcessInfo_v2_t *infos) {
+    return tnv_procs("nvmlDeviceGetMPSComputeRunningProcesses_v2", device, 1,
+                     count, infos, sizeof *infos);
+}
+
+/* The size of a _v3 entry: 32 bytes on drivers 535.43.02 to 535.86.x, as
+ * their nvml.h had it, else 24. */
+static size_t tnv_v3_entry_size(void) {
     int major = 0, minor = 0;
-    return sscanf(tnv_driver(), "%d.%d", &major, &minor) == 2 &&
-           major == 535 && minor >= 43 && minor <= 86;
+    int cc = sscanf(tnv_driver(), "%d.%d", &major, &minor) == 2 &&
+             major == 535 && minor >= 43 && minor <= 86;
+    return cc ? sizeof(tel_nvml_proc535_t) : sizeof(nvmlProcessInfo_v2_t);
 }
 
 nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device,
                                                      unsigned int *count,
                                                      void *infos) {
-    size_t size = tnv_driver_has_cc_procs() ? sizeof(tel_nvml_proc535_t)
-                                            : sizeof(nvmlProcessInfo_v2_t);
-    return tnv_procs("nvmlDeviceGetComputeRunningProcesses_v3", device,
-                     count, infos, size);
+    return tnv_procs("nvmlDeviceGetComputeRunningProcesses_v3", device, 0,
+                     count, infos, tnv_v3_entry_size());
+}
+
+nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses_v3(nvmlDevice_t device,
+                                                        unsigned int *count,
+                                                        void *infos) {
+    return tnv_procs("nvmlDeviceGetMPSComputeRunningProcesses_v3", device, 1,
+                     count, infos, tnv_v3_entry_size());
 }
 #endif
 
@@ -472,8 +505,10 @@ nvmlReturn_t nvmlDeviceGetProcessUtilization(
     if (rc != NVML_SUCCESS)
         return rc;
     unsigned long long stamp = tnv_sample_time();
+    const char *stale = getenv("AEGIS_TEST_NVML_STALE_SAMPLES");
+    int again = stale && *stale == '1';
     for (int i = 0; i < u.nallocs && i < TGPU_MAX_ALLOCS; i++)
-        if (a[i].smact > 0 && stamp > lastSeen)
+        if (a[i].smact > 0 && (stamp > lastSeen || again))
             a[n++] = a[i];
     if (n == 0) {
         *count = 0;
@@ -485,12 +520,12 @@ nvmlReturn_t nvmlDeviceGetProcessUtilization(
         return tgpu_fail(NVML_ERROR_INSUFFICIENT_SIZE, "%s: %d samples", call,
                         n);
     }
-    for (int i = 0; i < n; i++) {
-        double pct = a[i].smact * 100.0 + 0.5;
+    /* not capped: an allocation's SMACT over 1 gives a sample over 100%,
+     * the garbage drivers report now and then */
+    for (int i = 0; i < n; i++)
         samples[i] = (nvmlProcessUtilizationSample_t){
             (unsigned int)a[i].pid, stamp,
-            pct >= 100.0 ? 100u : (unsigned int)pct, 0, 0, 0};
-    }
+            (unsigned int)(a[i].smact * 100.0 + 0.5), 0, 0, 0};
     *count = (unsigned int)n;
     return NVML_SUCCESS;
 }

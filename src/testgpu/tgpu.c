@@ -82,18 +82,27 @@ int tgpu_config_load(tgpu_config *c, char *err, size_t errlen) {
     return 0;
 }
 
-/* Reads "<MiB> <smact>[ <gi> <ci>]" from the allocation file at path.
- * Returns 0, or -1 when it is gone or not an allocation. */
+/* Reads "<MiB> <smact>[ <gi> <ci>][ mps]" from the allocation file at
+ * path. Returns 0, or -1 when it is gone or not an allocation. */
 static int tgpu_alloc_read(const char *path, tgpu_alloc *a) {
     FILE *f = fopen(path, "r");
     if (!f)
         return -1;
-    int ok = fscanf(f, "%ld %lf", &a->mib, &a->smact) == 2 && a->mib >= 0 &&
-             a->smact >= 0;
-    if (ok && fscanf(f, "%d %d", &a->mig_gi, &a->mig_ci) != 2)
-        a->mig_gi = a->mig_ci = 0; /* charged to the whole GPU */
+    char line[128];
+    int used = 0;
+    int ok = fgets(line, sizeof line, f) &&
+             sscanf(line, "%ld %lf%n", &a->mib, &a->smact, &used) == 2 &&
+             a->mib >= 0 && a->smact >= 0;
     fclose(f);
-    return ok ? 0 : -1;
+    if (!ok)
+        return -1;
+    const char *rest = line + used;
+    if (sscanf(rest, " %d %d%n", &a->mig_gi, &a->mig_ci, &used) == 2)
+        rest += used;
+    else
+        a->mig_gi = a->mig_ci = 0; /* charged to the whole GPU */
+    a->mps = strncmp(rest + strspn(rest, " "), "mps", 3) == 0;
+    return 0;
 }
 
 static void tgpu_alloc_path(const tgpu_config *c, int gpu, pid_t pid,
@@ -128,7 +137,7 @@ int tgpu_scan(const tgpu_config *c, int gpu, tgpu_alloc *out, int max,
             unlink(path);
             continue;
         }
-        tgpu_alloc a = {(pid_t)pid, 0, 0.0, 0, 0};
+        tgpu_alloc a = {(pid_t)pid, 0, 0.0, 0, 0, 0};
         if (tgpu_alloc_read(path, &a) < 0)
             continue; /* removed since readdir: the job just ended */
         sum->used_mib += a.mib;
@@ -160,13 +169,13 @@ int tgpu_write_file(const tgpu_config *c, const char *name, const char *text) {
 }
 
 int tgpu_alloc_write(const tgpu_config *c, int gpu, const tgpu_alloc *a) {
-    char name[64], text[64];
+    char name[64], text[80];
     snprintf(name, sizeof name, "gpu%d.%ld", gpu, (long)a->pid);
+    int n = snprintf(text, sizeof text, "%ld %.4f", a->mib, a->smact);
     if (a->mig_gi > 0)
-        snprintf(text, sizeof text, "%ld %.4f %d %d\n", a->mib, a->smact,
-                 a->mig_gi, a->mig_ci);
-    else
-        snprintf(text, sizeof text, "%ld %.4f\n", a->mib, a->smact);
+        n += snprintf(text + n, sizeof text - (size_t)n, " %d %d", a->mig_gi,
+                      a->mig_ci);
+    snprintf(text + n, sizeof text - (size_t)n, "%s\n", a->mps ? " mps" : "");
     return tgpu_write_file(c, name, text);
 }
 
@@ -179,7 +188,9 @@ void tgpu_alloc_remove(const tgpu_config *c, int gpu, pid_t pid) {
 int tgpu_lock(const tgpu_config *c) {
     char path[sizeof c->dir + 16];
     snprintf(path, sizeof path, "%s/lock", c->dir);
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    /* read-only: flock() needs no more, and a lock file another user
+     * made (mode 0644 under their umask) can still be opened so */
+    int fd = open(path, O_RDONLY | O_CREAT | O_CLOEXEC, 0666);
     if (fd < 0)
         return -1;
     while (flock(fd, LOCK_EX) < 0) {

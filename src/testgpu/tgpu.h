@@ -5,10 +5,12 @@
  * training job (fakegpu.c) writes it; they never talk otherwise, so a test
  * can run any number of both. State files, all in $AEGIS_TEST_GPU_DIR:
  *
- *   gpu<i>.<pid>   one allocation: "<MiB> <smact>[ <gi> <ci>]\n", e.g.
- *                  "1000 0.5000", with <gi> and <ci> the MIG GPU and
+ *   gpu<i>.<pid>   one allocation: "<MiB> <smact>[ <gi> <ci>][ mps]\n",
+ *                  e.g. "1000 0.5000", with <gi> and <ci> the MIG GPU and
  *                  compute instance it is charged to when the job was given
- *                  a MIG device;
+ *                  a MIG device, and "mps" when the job is an MPS client
+ *                  (NVML lists it in the MPS process list, not the
+ *                  compute one);
  *                  written to a dot-named temp file and renamed into place,
  *                  so a reader sees a whole file or none
  *   energy<i>      GPU i's energy counter: "<unix ns> <mJ> <mW>\n" (time of
@@ -62,6 +64,7 @@ typedef struct tgpu_alloc {
     int mig_gi;             /* the MIG GPU instance it is charged to; 0:
                                the whole GPU (GI ids start at 1) */
     int mig_ci;             /* with mig_gi: its compute instance */
+    int mps;                /* 1: an MPS client */
 } tgpu_alloc;
 
 typedef struct tgpu_usage {

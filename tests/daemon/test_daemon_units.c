@@ -12,6 +12,7 @@
 #include "exec.h"
 #include "proto.h"
 #include "store.h"
+#include "mps.h"
 #include "usock.h"
 
 #include <fcntl.h>
@@ -335,17 +336,34 @@ static void test_usock_answers(void **state) {
     struct sockaddr_un a = {.sun_family = AF_UNIX};
     char *path = a.sun_path;
     snprintf(path, sizeof(a.sun_path), "%.80s/probe.sock", tmpdir);
-    assert_false(usock_answers(path));
+    assert_false(usock_answers(path, SOCK_STREAM));
     int fd = socket(AF_UNIX, SOCK_STREAM, 0);
     assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-    assert_false(usock_answers(path)); /* bound, not listening */
+    assert_false(usock_answers(path, SOCK_STREAM)); /* bound, not listening */
     assert_int_equal(listen(fd, 1), 0);
-    assert_true(usock_answers(path));
+    assert_true(usock_answers(path, SOCK_STREAM));
     /* a full backlog is still a live server, and asking never blocks */
-    for (int i = 0; i < 8; i++) assert_true(usock_answers(path));
+    for (int i = 0; i < 8; i++) assert_true(usock_answers(path, SOCK_STREAM));
     close(fd);
-    assert_false(usock_answers(path));
+    assert_false(usock_answers(path, SOCK_STREAM));
     unlink(path);
+}
+
+/* MPS's control socket is SOCK_SEQPACKET (nvidia-cuda-mps-control's
+ * <pipe>/control): a daemon listening there is found, where a stream
+ * connect() is refused with EPROTOTYPE and would start a second one. */
+static void test_mps_running_seqpacket(void **state) {
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    snprintf(a.sun_path, sizeof(a.sun_path), "%.80s/control", tmpdir);
+    assert_false(mps_running(tmpdir));
+    int fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    assert_int_equal(listen(fd, 1), 0);
+    assert_true(mps_running(tmpdir));
+    assert_false(usock_answers(a.sun_path, SOCK_STREAM));
+    close(fd);
+    assert_false(mps_running(tmpdir));
+    unlink(a.sun_path);
 }
 
 /* ---- store ---------------------------------------------------------------- */
@@ -824,6 +842,7 @@ int main(void) {
         cmocka_unit_test(test_proto_oversized),
         cmocka_unit_test(test_proto_lease),
         cmocka_unit_test(test_usock_answers),
+        cmocka_unit_test(test_mps_running_seqpacket),
         cmocka_unit_test(test_store_submit_and_reopen),
         cmocka_unit_test(test_store_old_after),
         cmocka_unit_test(test_store_old_schemas),

@@ -11,6 +11,14 @@ library only: it runs on any server with python3.
     acceptance.py compare AEGIS REF    aegis gpus --json against REF, within 5%
     acceptance.py set-mig LIB GPU MODE MIG mode 0 or 1 (restores a GPU)
     acceptance.py mps-procs PIPE_DIR   MPS control daemons and servers of PIPE_DIR
+    acceptance.py lists LIB GPU PID    which of NVML's process lists (compute,
+                                       MPS) hold PID (JSON)
+    acceptance.py dcgm-watch LIB       watch SMACT, SMOCC and DRAMA in one
+                                       field group, as aegisd does: exit 0
+                                       one pass, 3 refused (the reason on
+                                       stdout), 4 no profiling here
+    acceptance.py dcgm-hold LIB SECS   the same watch, held for SECS seconds
+                                       ("watching" on stdout once it is)
     acceptance.py summary RESULTS OUT KEY=VALUE...   the JSON summary
 
 Exit status: 0 done (compare: all within tolerance), 1 failed (the reason
@@ -35,7 +43,7 @@ class Utilization(ctypes.Structure):
 
 
 class ProcessInfo(ctypes.Structure):
-    """The 24-byte entry _v2 fills on every driver from 470 on."""
+    """The 24-byte entry _v2 fills on every driver from 450.66 on."""
     _fields_ = [('pid', ctypes.c_uint), ('usedGpuMemory', ctypes.c_ulonglong),
                 ('gpuInstanceId', ctypes.c_uint),
                 ('computeInstanceId', ctypes.c_uint)]
@@ -94,18 +102,25 @@ def optional(fn):
         return None
 
 
-def probe_pids(nvml, h):
-    """The pids of NVML's compute process list of GPU h."""
-    for name in ('nvmlDeviceGetComputeRunningProcesses_v2',
-                 'nvmlDeviceGetComputeRunningProcesses_v3'):
-        if nvml.has(name):
-            break
-    else:
+def list_pids(nvml, h, kind):
+    """The pids of NVML's process list `kind` ('Compute' or 'MPSCompute')
+    of GPU h, through _v2 (24-byte entries on every driver); None when the
+    library has no such list."""
+    name = 'nvmlDevice%sRunningProcesses_v2' % ('Get' + kind)
+    if not nvml.has(name):
         return None
     procs = (ProcessInfo * 256)()
     count = ctypes.c_uint(len(procs))
     nvml.call(name, h, ctypes.byref(count), procs)
     return sorted(procs[i].pid for i in range(count.value))
+
+
+def probe_pids(nvml, h):
+    """The pids of NVML's compute and MPS process lists of GPU h, joined
+    (MPS clients are in the second only); None without the compute one."""
+    compute = list_pids(nvml, h, 'Compute')
+    mps = optional(lambda: list_pids(nvml, h, 'MPSCompute')) or []
+    return None if compute is None else sorted(set(compute) | set(mps))
 
 
 def probe_mig(nvml, h):
@@ -260,6 +275,74 @@ def cmd_mps_procs(pipe_dir):
     print(' '.join(pids))
 
 
+def cmd_lists(lib, gpu, pid):
+    """Which process lists of GPU `gpu` hold pid: true, false, or null for
+    a list the library does not have."""
+    nvml = Nvml(lib)
+    h = nvml.handle(int(gpu))
+    out = {}
+    for key, kind in (('compute', 'Compute'), ('mps', 'MPSCompute')):
+        pids = list_pids(nvml, h, kind)
+        out[key] = None if pids is None else int(pid) in pids
+    json.dump(out, sys.stdout)
+    print()
+
+
+# DCGM's answers dcgm-watch tells apart (dcgm_structs.h).
+DCGM_ST_IN_USE = -34
+DCGM_ST_PROFILING_NOT_SUPPORTED = -36
+DCGM_ST_PROFILING_MULTI_PASS = -38
+DCGM_GROUP_ALL_GPUS = 0x7fffffff
+DCGM_OPERATION_MODE_AUTO = 1
+PROF_FIELDS = (1002, 1003, 1005)  # SMACT, SMOCC, DRAMA
+
+
+def dcgm_watch(lib):
+    """Starts an embedded DCGM engine and watches the three profiling
+    fields in one field group on every GPU, as aegisd does. Returns
+    (library, rc of dcgmWatchFields)."""
+    dcgm = ctypes.CDLL(lib)
+    rc = dcgm.dcgmInit()
+    if rc:
+        raise OSError('dcgmInit returned %d' % rc)
+    handle = ctypes.c_void_p()
+    rc = dcgm.dcgmStartEmbedded(DCGM_OPERATION_MODE_AUTO, ctypes.byref(handle))
+    if rc:
+        raise OSError('dcgmStartEmbedded returned %d' % rc)
+    fields = (ctypes.c_ushort * 3)(*PROF_FIELDS)
+    group = ctypes.c_void_p()
+    rc = dcgm.dcgmFieldGroupCreate(handle, 3, fields, b'aegis-acceptance',
+                                   ctypes.byref(group))
+    if rc:
+        raise OSError('dcgmFieldGroupCreate returned %d' % rc)
+    dcgm.dcgmWatchFields.argtypes = [
+        ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_longlong,
+        ctypes.c_double, ctypes.c_int]
+    return dcgm, dcgm.dcgmWatchFields(handle, DCGM_GROUP_ALL_GPUS, group,
+                                      1000000, 10.0, 4)
+
+
+def cmd_dcgm_watch(lib):
+    _, rc = dcgm_watch(lib)
+    why = {0: 'SMACT, SMOCC and DRAMA watched in one pass',
+           DCGM_ST_PROFILING_MULTI_PASS: 'refused: the three need more than '
+           'one pass on this GPU (DCGM_ST_PROFILING_MULTI_PASS)',
+           DCGM_ST_IN_USE: 'refused: another host engine or a profiler holds '
+           'the profiling counters (DCGM_ST_IN_USE)',
+           DCGM_ST_PROFILING_NOT_SUPPORTED: 'no profiling metrics on this GPU'}
+    print(why.get(rc, 'dcgmWatchFields returned %d' % rc))
+    return 0 if rc == 0 else 4 if rc == DCGM_ST_PROFILING_NOT_SUPPORTED else 3
+
+
+def cmd_dcgm_hold(lib, secs):
+    import time
+    _, rc = dcgm_watch(lib)
+    if rc:
+        raise OSError('dcgmWatchFields returned %d' % rc)
+    print('watching', flush=True)
+    time.sleep(float(secs))
+
+
 def cmd_summary(results, out, *pairs):
     """results: lines "N<TAB>NAME<TAB>RESULT<TAB>SECONDS<TAB>FIGURE"."""
     summary = {}
@@ -282,7 +365,9 @@ def cmd_summary(results, out, *pairs):
 
 COMMANDS = {'probe': (cmd_probe, 1), 'smi': (cmd_smi, 0),
             'compare': (cmd_compare, 2), 'set-mig': (cmd_set_mig, 3),
-            'mps-procs': (cmd_mps_procs, 1), 'summary': (cmd_summary, None)}
+            'mps-procs': (cmd_mps_procs, 1), 'lists': (cmd_lists, 3),
+            'dcgm-watch': (cmd_dcgm_watch, 1), 'dcgm-hold': (cmd_dcgm_hold, 2),
+            'summary': (cmd_summary, None)}
 
 
 def main(argv):

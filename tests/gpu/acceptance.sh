@@ -1,7 +1,8 @@
 #!/bin/bash
 # acceptance.sh -- the first thing to run on a new GPU server: aegis on
 # the real NVIDIA libraries, checked against what the machine itself says
-# (nvidia-smi, NVML read directly), in nine checks of a few seconds each.
+# (nvidia-smi, NVML read directly), in thirteen checks of a few seconds
+# each.
 # docs/gpu-acceptance.md explains each check and how to read a failure.
 #
 # usage: tests/gpu/acceptance.sh [BUILD_DIR]     (default: build/)
@@ -87,6 +88,9 @@ result() {
 }
 # Reads JSON on stdin and runs python on it as d.
 pyjson() { python3 -c "import json,sys; d=json.load(sys.stdin); $1"; }
+# GPU G's UUID: what CUDA_VISIBLE_DEVICES names it by for the MPS checks.
+UUID=$(pyjson "print(d['gpus'][$G]['uuid'] if $G < len(d['gpus']) else '')" \
+       < "$DIR/probe0.json")
 # The GPU under test in aegis gpus --json, as d (an empty program prints it).
 gpu_json() { "$AEGIS" gpus --json | pyjson "d=d['gpus'][$G]; $1"; }
 # Polls the shell condition $2 every 0.2 s for at most $1 seconds.
@@ -166,6 +170,7 @@ cleanup() {
         local pid; pid=$(cat "$DIR/pids.$id" 2>/dev/null)
         [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && kill -KILL "$pid"
     done
+    mpsd_quit
     for pid in $($HELPER mps-procs "$STATE/mps/$G/pipe" 2>/dev/null); do
         kill -TERM "$pid" 2>/dev/null
     done
@@ -445,6 +450,142 @@ print('' if m is None else '%d %d %s' % (m['current'], m['pending'],
     fi
 }
 
+# An MPS control daemon of our own on GPU G's pipe folder $MPSD/pipe
+# (not aegisd's), for checks 10 and 11: mpsd ARGS runs the control program
+# in its environment.
+MPSD=
+mpsd() {
+    CUDA_VISIBLE_DEVICES=$UUID CUDA_MPS_PIPE_DIRECTORY=$MPSD/pipe \
+        CUDA_MPS_LOG_DIRECTORY=$MPSD/log "$MPS_CONTROL" "$@"
+}
+mpsd_quit() {
+    [ -n "$MPSD" ] || return 0
+    echo quit | mpsd > /dev/null 2>&1
+    await 10 '[ -z "$($HELPER mps-procs "$MPSD/pipe")" ]'
+    MPSD=
+}
+
+# 10. A second `nvidia-cuda-mps-control -d` on a pipe folder whose daemon
+# runs refuses, leaving one daemon there: what aegisd relies on when it
+# keeps a daemon across its restart (it asks the control socket first).
+check_mps_second() {
+    if [ -z "$MPS_CONTROL" ]; then
+        result 10 mps-second-daemon SKIP "no nvidia-cuda-mps-control here"
+        return
+    fi
+    MPSD=$DIR/mpsd
+    mkdir -p "$MPSD/pipe" "$MPSD/log"
+    if ! mpsd -d > "$DIR/mpsd1.out" 2>&1; then
+        result 10 mps-second-daemon FAIL "the first -d failed: $(tail -1 "$DIR/mpsd1.out")"
+        MPSD=
+        return
+    fi
+    mpsd -d > "$DIR/mpsd2.out" 2>&1
+    local rc=$? n
+    n=$($HELPER mps-procs "$MPSD/pipe" | wc -w)
+    local figure="second -d: exit $rc ($(head -1 "$DIR/mpsd2.out")); control daemons on the pipe: $n"
+    if [ "$rc" != 0 ] && [ "$n" = 1 ]; then
+        result 10 mps-second-daemon PASS "$figure"
+    else
+        result 10 mps-second-daemon FAIL "$figure"
+    fi
+}
+
+# Whether pid is in one of NVML's process lists of GPU G (the answer in
+# $DIR/lists.json).
+listed() {
+    $HELPER lists "$NVML" "$G" "$1" > "$DIR/lists.new" 2>/dev/null &&
+        mv "$DIR/lists.new" "$DIR/lists.json" &&
+        pyjson 'assert d["compute"] or d["mps"]' < "$DIR/lists.json" 2>/dev/null
+}
+
+# 11. Which of NVML's process lists holds an MPS client: aegis reads both
+# (the compute list and nvmlDeviceGetMPSComputeRunningProcesses) and needs
+# the job in one of them to see it. Uses check 10's control daemon.
+check_mps_lists() {
+    if [ -z "$MPSD" ]; then
+        result 11 mps-lists SKIP "no MPS control daemon (check 10)"
+        return
+    fi
+    CUDA_VISIBLE_DEVICES=$UUID CUDA_MPS_PIPE_DIRECTORY=$MPSD/pipe \
+        "$BURN" --mib 500 --seconds "$LONG" --smact 0.1 > "$DIR/mpsjob.out" 2>&1 &
+    local pid=$!
+    echo '{}' > "$DIR/lists.json"
+    await 20 "listed $pid"
+    local ok=$?
+    kill -TERM "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+    mpsd_quit
+    local figure="client pid $pid: $(pyjson "
+print('in the compute list: %s, in the MPS list: %s' % (d.get('compute'), d.get('mps')))" < "$DIR/lists.json")"
+    if [ $ok = 0 ]; then
+        result 11 mps-lists PASS "$figure"
+    else
+        result 11 mps-lists FAIL "$figure; in neither after 20 s ($(tail -1 "$DIR/mpsjob.out"))"
+    fi
+}
+
+# The DCGM library aegisd loads, or nothing.
+dcgm_library() {
+    if [ "$MODE" = standin ]; then
+        echo "$TESTGPU/libaegis-testdcgm.so"
+    else
+        ldconfig -p 2>/dev/null | grep -oE '/[^ ]*libdcgm\.so\.[34]$' | head -1
+    fi
+}
+
+# 12. Whether SMACT, SMOCC and DRAMA can be watched in one pass, as aegisd
+# watches them (one field group): some GPUs need several passes for them,
+# and DCGM then refuses the watch.
+check_dcgm_one_pass() {
+    local lib; lib=$(dcgm_library)
+    if [ -z "$lib" ]; then
+        result 12 dcgm-one-pass SKIP "no libdcgm.so.4 or .3 here"
+        return
+    fi
+    local out rc
+    out=$($HELPER dcgm-watch "$lib" 2>&1)
+    rc=$?
+    case $rc in
+    0) result 12 dcgm-one-pass PASS "$out" ;;
+    4) result 12 dcgm-one-pass SKIP "$out" ;;
+    *) result 12 dcgm-one-pass FAIL "$out (aegisd then filters on utilization alone)" ;;
+    esac
+}
+
+# 13. MIG mode switched on while DCGM watches the GPU, as aegisd's own
+# embedded DCGM engine does when a mig or auto GPU needs MIG: whether
+# NVML applies it or leaves it pending. Only with AEGIS_GPU_TEST_MIG=1 on
+# a MIG GPU whose mode is off; the mode is set back afterwards.
+check_mig_under_dcgm() {
+    local lib mig
+    lib=$(dcgm_library)
+    mig=$($HELPER probe "$NVML" | pyjson "
+m=d['gpus'][$G]['mig']; print('' if m is None else m['current'])")
+    if [ -z "$lib" ] || [ -z "$mig" ] || [ "${AEGIS_GPU_TEST_MIG:-0}" != 1 ] ||
+       [ "$mig" != 0 ]; then
+        result 13 mig-under-dcgm SKIP "needs DCGM (${lib:-none}), a MIG GPU with MIG off (mode ${mig:-none}) and AEGIS_GPU_TEST_MIG=1"
+        return
+    fi
+    : "${MIG_FOUND:=$mig}"
+    $HELPER dcgm-hold "$lib" 60 > "$DIR/hold.out" 2>&1 &
+    local holder=$! out
+    if ! await 20 'grep -q watching "$DIR/hold.out"'; then
+        kill "$holder" 2>/dev/null; wait "$holder" 2>/dev/null
+        result 13 mig-under-dcgm FAIL "DCGM did not watch the GPU: $(tail -1 "$DIR/hold.out")"
+        return
+    fi
+    out=$($HELPER set-mig "$NVML" "$G" 1 2>&1)
+    local now; now=$($HELPER probe "$NVML" | pyjson "
+m=d['gpus'][$G]['mig']; print('mode %d, pending %d' % (m['current'], m['pending']))")
+    kill "$holder" 2>/dev/null; wait "$holder" 2>/dev/null
+    $HELPER set-mig "$NVML" "$G" 0 > /dev/null 2>&1
+    local figure="$out; then $now"
+    case $now in
+    "mode 1,"*) result 13 mig-under-dcgm PASS "$figure" ;;
+    *) result 13 mig-under-dcgm FAIL "$figure: aegisd's own DCGM engine would keep MIG off" ;;
+    esac
+}
+
 # 9. The feed's CUDA IPC path between two processes: the feed's own GPU
 # test (its stand-in driver under AEGIS_GPU_TEST_STANDIN).
 check_feed() {
@@ -483,6 +624,10 @@ else
     for n in 1 2 6 5 3 4; do result $n aegisd FAIL "aegisd did not start"; done
 fi
 check_mps
+check_mps_second
+check_mps_lists
+check_dcgm_one_pass
+check_mig_under_dcgm
 check_mig
 check_feed
 $HELPER summary "$DIR/results" "$SUMMARY" mode="$MODE" gpu="$G" \

@@ -50,6 +50,7 @@ static int setup(void **state) {
     unsetenv("AEGIS_TEST_DCGM_PROF_HELD");
     unsetenv("AEGIS_TEST_NVML_DRIVER");
     unsetenv("AEGIS_TEST_NVML_SAMPLE_MS");
+    unsetenv("AEGIS_TEST_NVML_STALE_SAMPLES");
     unsetenv("AEGIS_TEST_NVML_UNPRIVILEGED");
     unsetenv("AEGIS_TEST_GPU_MODEL");
     *state = f;
@@ -342,7 +343,20 @@ static void test_old_driver(void **state) {
 
 /* Fills GPU 0 with n live allocations of 10 MiB, each held by a child that
  * dies within 30 s even if the test does not stop it. */
-static void start_holders(const fixture *f, pid_t *pids, int n) {
+/* Writes `text` as holder pid's allocation file on GPU 0. */
+static void write_holder(const fixture *f, pid_t pid, const char *text) {
+    char path[128];
+    snprintf(path, sizeof path, "%s/gpu0.%ld", f->dir, (long)pid);
+    FILE *fp = fopen(path, "w");
+    assert_non_null(fp);
+    fputs(text, fp);
+    fclose(fp);
+}
+
+/* n processes that sleep for at most 30 s, each holding the allocation
+ * `text` on GPU 0. */
+static void start_holding(const fixture *f, pid_t *pids, int n,
+                          const char *text) {
     for (int i = 0; i < n; i++) {
         pids[i] = fork();
         assert_true(pids[i] >= 0);
@@ -351,12 +365,18 @@ static void start_holders(const fixture *f, pid_t *pids, int n) {
             pause();
             _exit(0);
         }
-        char path[128];
-        snprintf(path, sizeof path, "%s/gpu0.%ld", f->dir, (long)pids[i]);
-        FILE *fp = fopen(path, "w");
-        assert_non_null(fp);
-        fputs("10 0.0100\n", fp);
-        fclose(fp);
+        write_holder(f, pids[i], text);
+    }
+}
+
+static void start_holders(const fixture *f, pid_t *pids, int n) {
+    start_holding(f, pids, n, "10 0.0100\n");
+}
+
+static void stop_holders(pid_t *pids, int n) {
+    for (int i = 0; i < n; i++) {
+        kill(pids[i], SIGKILL);
+        waitpid(pids[i], NULL, 0);
     }
 }
 
@@ -369,10 +389,7 @@ static void check_many_procs(fixture *f, const char *lib) {
     tel_state *tel = open_nvml(f, lib);
     tel_gpu_reading r;
     read_gpu(tel, 0, &r);
-    for (int i = 0; i < N; i++) {
-        kill(pids[i], SIGKILL);
-        waitpid(pids[i], NULL, 0);
-    }
+    stop_holders(pids, N);
     assert_int_equal(r.nprocs, TEL_MAX_PROCS);
     assert_int_equal(tel_dropped_procs(tel), 6);
     assert_true(r.r.used_mib == 10.0 * N);
@@ -401,10 +418,7 @@ static void check_procs_listed(fixture *f, const char *driver, int n) {
     assert_string_equal(tel_driver_version(tel), driver);
     tel_gpu_reading r;
     read_gpu(tel, 0, &r);
-    for (int i = 0; i < n; i++) {
-        kill(pids[i], SIGKILL);
-        waitpid(pids[i], NULL, 0);
-    }
+    stop_holders(pids, n);
     assert_int_equal(r.nprocs, n);
     for (int i = 0; i < n; i++) {
         int k = find_proc(&r, pids[i]);
@@ -429,6 +443,71 @@ static void test_driver_535_many_processes(void **state) {
 /* The same on the drivers before and after, whose _v3 is 24 bytes. */
 static void test_driver_550_process_list(void **state) {
     check_procs_listed(*state, "550.54.15", 50);
+}
+
+/* MPS clients are in NVML's MPS list, not the compute list: a reading
+ * joins both, so two plain processes and two MPS clients are all listed,
+ * each with its own memory. */
+static void check_mps_clients(fixture *f, const char *lib) {
+    pid_t plain[2], mps[2];
+    start_holding(f, plain, 2, "10 0.0100\n");
+    start_holding(f, mps, 2, "20 0.0100 mps\n");
+    tel_state *tel = open_nvml(f, lib);
+    tel_gpu_reading r;
+    read_gpu(tel, 0, &r);
+    stop_holders(plain, 2);
+    stop_holders(mps, 2);
+    assert_int_equal(r.nprocs, 4);
+    for (int i = 0; i < 2; i++) {
+        int k = find_proc(&r, plain[i]), m = find_proc(&r, mps[i]);
+        assert_true(k >= 0 && m >= 0);
+        assert_true(r.procs[k].used_mib == 10.0);
+        assert_true(r.procs[m].used_mib == 20.0);
+    }
+}
+
+static void test_mps_clients_listed(void **state) {
+    check_mps_clients(*state, TEL_TEST_NVML);
+}
+
+static void test_mps_clients_listed_old_driver(void **state) {
+    check_mps_clients(*state, TEL_TEST_NVML_OLD);
+}
+
+/* A sample over 100% is garbage a driver gives now and then: dropped, not
+ * read as a busy process. With no other sample, the process is idle. */
+static void test_proc_util_over_100_dropped(void **state) {
+    fixture *f = *state;
+    pid_t odd, busy;
+    start_holding(f, &odd, 1, "10 2.5000\n");
+    start_holding(f, &busy, 1, "10 0.4000\n");
+    tel_state *tel = open_nvml(f, TEL_TEST_NVML);
+    tel_gpu_reading r;
+    read_gpu(tel, 0, &r);
+    stop_holders(&odd, 1);
+    stop_holders(&busy, 1);
+    assert_true(r.procs[find_proc(&r, busy)].sm_util == 40.0);
+    assert_true(r.procs[find_proc(&r, odd)].sm_util == 0.0);
+}
+
+/* A sample no newer than the last one read is dropped, not taken again:
+ * the process keeps its reading from the first (a driver that answers
+ * with the period's samples whatever lastSeenTimeStamp says; a period of
+ * an hour, so both reads are in one). */
+static void test_proc_util_stale_dropped(void **state) {
+    fixture *f = *state;
+    setenv("AEGIS_TEST_NVML_SAMPLE_MS", "3600000", 1);
+    setenv("AEGIS_TEST_NVML_STALE_SAMPLES", "1", 1);
+    pid_t p;
+    start_holding(f, &p, 1, "10 0.7000\n");
+    tel_state *tel = open_nvml(f, TEL_TEST_NVML);
+    tel_gpu_reading r;
+    read_gpu(tel, 0, &r);
+    assert_true(r.procs[find_proc(&r, p)].sm_util == 70.0);
+    write_holder(f, p, "10 0.2000\n");
+    read_gpu(tel, 0, &r);
+    stop_holders(&p, 1);
+    assert_true(r.procs[find_proc(&r, p)].sm_util == 70.0);
 }
 
 /* A job that runs no kernels has no NVML sample (NOT_FOUND when it is the
@@ -803,6 +882,14 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_driver_535_many_processes,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_driver_550_process_list, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_mps_clients_listed, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_mps_clients_listed_old_driver,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_proc_util_over_100_dropped,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_proc_util_stale_dropped, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_proc_util_idle_job, setup,
                                         teardown),

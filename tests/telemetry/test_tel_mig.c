@@ -234,6 +234,19 @@ static void test_destroy_without_ci(void **state) {
         "nvmlGpuInstanceDestroy gpu0/gi3 -> 0\n");
 }
 
+/* MIG mode turned off (by a reset, or by hand) took every instance with
+ * it: NVML answers NOT_SUPPORTED for an instance id then, not NOT_FOUND,
+ * and cleanup counts the instance as gone. */
+static void test_destroy_mig_off(void **state) {
+    fixture *f = *state;
+    write_file(f, "mig0", "mode 0\n");
+    open_gpus(f, NULL);
+    char err[512] = "";
+    assert_int_equal(tel_mig_destroy(f->tel, 0, 3, 0, err, sizeof err), 0);
+    assert_string_equal(take_log(f),
+        "nvmlDeviceGetGpuInstanceById gpu0 id=3 -> 3\n");
+}
+
 /* Starts aegis-fakegpu with CUDA_VISIBLE_DEVICES=cvd for a minute, and
  * waits until its allocation file is there. */
 static pid_t start_fake(fixture *f, const char *cvd, int gpu) {
@@ -398,6 +411,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_create_on_taken_slices, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_create_mode_off, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_destroy_mig_off, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_destroy_without_ci, setup,
                                         teardown),

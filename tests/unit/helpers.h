@@ -8,6 +8,7 @@
 #include <setjmp.h>
 #include <stdint.h>
 #include <math.h>
+#include <string.h>
 #include <cmocka.h>
 
 #include "core.h"
@@ -90,6 +91,17 @@ static inline int place_one(core_state *core, double now, core_launch *l) {
     core_launch tmp;
     core_launch *out = l ? l : &tmp;
     return core_schedule(core, now, out, 1) == 1 ? out->gpus[0] : -1;
+}
+
+/* Fails unless job id's reason at `now` reads `want`. */
+static inline void reason_is(core_state *core, int64_t id, double now,
+                             const char *want) {
+    core_reason r;
+    char text[256];
+    assert_int_equal(core_job_reason(core, id, now, &r), 0);
+    core_reason_text(&r, now, text, sizeof(text));
+    if (strcmp(text, want) != 0)
+        fail_msg("job %lld: '%s', not '%s'", (long long)id, text, want);
 }
 
 #endif

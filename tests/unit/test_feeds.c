@@ -4,8 +4,6 @@
  * elsewhere, also while it observes; and the reasons say so. */
 #include "helpers.h"
 
-#include <string.h>
-
 static void submit_feed(core_state *core, int64_t id, bool producer,
                         double now) {
     core_job_spec s = job_spec(id, 1);
@@ -13,16 +11,6 @@ static void submit_feed(core_state *core, int64_t id, bool producer,
     s.feed = "imagenet";
     s.feed_producer = producer;
     assert_int_equal(core_submit(core, &s, now, err, sizeof(err)), 0);
-}
-
-static void reason_is(core_state *core, int64_t id, double now,
-                      const char *want) {
-    core_reason r;
-    char text[256];
-    assert_int_equal(core_job_reason(core, id, now, &r), 0);
-    core_reason_text(&r, now, text, sizeof(text));
-    if (strcmp(text, want) != 0) fail_msg("job %lld: '%s', not '%s'",
-                                          (long long)id, text, want);
 }
 
 /* The producer lands on GPU 0; each consumer waits for GPU 0 to end its
