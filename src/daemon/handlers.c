@@ -233,15 +233,22 @@ static void d_on_submit(d_conn *c, const proto_request *req) {
     d_jobs_schedule(d);
 }
 
+/* With a limit, only the first rows are read and sent, with "total": how
+ * many there are. A long queue's whole list costs time and memory with
+ * each job, and holds every other client meanwhile. */
 static void d_on_ls(d_conn *c, const proto_request *req) {
-    json_t *jobs = store_list(c->d->st, req->all);
+    json_t *jobs = store_list(c->d->st, req->all, req->limit);
     size_t i;
     json_t *row;
     json_array_foreach(jobs, i, row) {
         d_redact(c, row);
         d_live_fields(c->d, row);
     }
-    d_reply(c, json_pack("{s:b, s:o}", "ok", 1, "jobs", jobs));
+    json_t *ans = json_pack("{s:b, s:o}", "ok", 1, "jobs", jobs);
+    if (req->limit > 0)
+        json_object_set_new(ans, "total", json_integer(store_count(
+                                              c->d->st, req->all)));
+    d_reply(c, ans);
 }
 
 /* A job's samples (history.h) and what they were taken on: its last
