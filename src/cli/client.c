@@ -42,6 +42,7 @@ int client_options(const char *cmd, int argc, char **argv, const char *help,
         {"both", no_argument, NULL, 'b'},
         {"user", required_argument, NULL, 'u'},
         {"state", required_argument, NULL, 'S'},
+        {"limit", required_argument, NULL, 'l'},
         {"reason", required_argument, NULL, 'r'},
         {"drain", no_argument, NULL, 'd'},
         {"history", no_argument, NULL, 'H'},
@@ -71,6 +72,7 @@ int client_options(const char *cmd, int argc, char **argv, const char *help,
         case 'b': f->both = 1; break;
         case 'u': f->user = optarg; break;
         case 'S': f->states = optarg; break;
+        case 'l': f->limit = optarg; break;
         case 'r': f->reason = optarg; break;
         case 'd': f->drain = 1; break;
         case 'H': f->history = 1; break;

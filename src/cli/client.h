@@ -57,6 +57,7 @@ typedef struct client_flags {
     int both;               /* --both (log) */
     const char *user;       /* -u, --user USER (ls); NULL: anyone */
     const char *states;     /* --state S[,S...] (ls); NULL: any */
+    const char *limit;      /* --limit N (ls); NULL: not given */
     const char *reason;     /* --reason TEXT (drain); NULL: none */
     int drain;              /* --drain (shutdown) */
     int history;            /* --history (show) */
@@ -67,9 +68,9 @@ typedef struct client_flags {
 } client_flags;
 
 /* Parses the options in `allowed` (letters: j --json, a --all, f
- * --follow, e --stderr, b --both, u --user, S --state, r --reason, d
- * --drain, H --history, k --spark, g --svg, L --slurm-job; --socket and
- * --help always) and checks the operand
+ * --follow, e --stderr, b --both, u --user, S --state, l --limit, r
+ * --reason, d --drain, H --history, k --spark, g --svg, L --slurm-job;
+ * --socket and --help always) and checks the operand
  * count is in [min_args, max_args] (-1: any). Returns -1 after --help
  * (printed), CLI_USAGE on bad usage (explained), 0 otherwise. */
 int client_options(const char *cmd, int argc, char **argv, const char *help,

@@ -75,10 +75,12 @@
 static const char ls_help[] =
 "NAME\n    aegis ls - list aegisd's jobs\n\n"
 "SYNOPSIS\n    aegis ls [--all] [--user USER] [--state STATE[,STATE...]] [--json]\n"
-"             [--socket PATH]\n\n"
+"             [--limit N] [--socket PATH]\n\n"
 "DESCRIPTION\n"
 "    Lists queued and running jobs (with --all, finished ones too), in\n"
-"    submission order, one a line under these columns:\n\n"
+"    submission order, one a line under these columns (the first 1000\n"
+"    jobs only, unless --limit says otherwise; stderr then says how many\n"
+"    there are):\n\n"
 "    ID              the job's id\n"
 "    USER            its owner\n"
 "    STATE           queued, held (queued, held by `aegis hold`), running,\n"
@@ -105,7 +107,12 @@ static const char ls_help[] =
 "                    running, done, failed, cancelled, timeout); a\n"
 "                    finished state implies --all\n"
 "    --json          a JSON array of jobs, each an object with the fields\n"
-"                    below (times are Unix times, in seconds)\n" SOCKET_OPT
+"                    below (times are Unix times, in seconds); every job\n"
+"                    unless --limit is given\n"
+"    --limit N       the first N jobs only (default 1000 without --json);\n"
+"                    0: every job. A queue of 100,000 jobs takes seconds\n"
+"                    to list whole, and aegisd answers no one else\n"
+"                    meanwhile\n" SOCKET_OPT
 "\nJSON FIELDS\n" JOB_JSON_FIELDS EXIT_STATUS;
 
 static const char show_help[] =
@@ -303,6 +310,12 @@ static json_t *call_with_ids(const char *op, int argc, char **argv,
                        json_pack("{s:s, s:o}", "op", op, "ids", ids), rc);
 }
 
+/* Rows `aegis ls` prints without --limit (not --json): a long queue is
+ * listed in milliseconds, not seconds. */
+#define LS_DEFAULT_LIMIT 1000
+/* aegisd's own bound (PROTO_MAX_LS_LIMIT). */
+#define LS_MAX_LIMIT 1000000000
+
 static const char *const job_states[] = {"queued", "running", "done",
                                          "failed", "cancelled", "timeout"};
 #define NSTATES (sizeof(job_states) / sizeof(*job_states))
@@ -349,6 +362,39 @@ static bool ls_keep(json_t *job, const client_flags *f) {
     return !f->states || ls_listed(f->states, str(job, "state"));
 }
 
+/* --limit's rows (0: all), or the default: 1000 rows of text, every
+ * row of JSON. -1 after saying why it is not a count. */
+static int ls_limit(const client_flags *f, long long *limit) {
+    *limit = f->json ? 0 : LS_DEFAULT_LIMIT;
+    if (!f->limit) return 0;
+    char *end;
+    errno = 0;
+    *limit = strtoll(f->limit, &end, 10);
+    if (errno || end == f->limit || *end || *limit < 0 ||
+        *limit > LS_MAX_LIMIT) {
+        fprintf(stderr, "aegis ls: --limit: '%s' is not a number of jobs "
+                "(0 to %d; 0: all)\n", f->limit, LS_MAX_LIMIT);
+        return -1;
+    }
+    return 0;
+}
+
+/* The rows that pass -u and --state, the first `limit` of them (0: all),
+ * as a new array; *matched: how many passed. */
+static json_t *ls_select(json_t *jobs, const client_flags *f,
+                         long long limit, long long *matched) {
+    json_t *kept = json_array();
+    size_t i;
+    json_t *job;
+    *matched = 0;
+    json_array_foreach(jobs, i, job) {
+        if (!ls_keep(job, f)) continue;
+        if (limit == 0 || *matched < limit) json_array_append(kept, job);
+        ++*matched;
+    }
+    return kept;
+}
+
 /* A Slurm job's lease is named by its Slurm job first: "slurm:12 train"
  * (its name is "slurm:12" when Slurm gave none). */
 static void slurm_label(json_t *job, char *what, size_t len) {
@@ -362,47 +408,57 @@ static void slurm_label(json_t *job, char *what, size_t len) {
     snprintf(what, len, "%s", text);
 }
 
+/* The rows as `aegis ls` prints them, under their header. */
+static void ls_table(json_t *jobs) {
+    printf("%-7s %-10s %-9s %4s %4s %9s  %-30s  %s\n", "ID", "USER",
+           "STATE", "GPUS", "ATT", "ENERGY_KJ", "NAME/COMMAND", "REASON");
+    size_t i;
+    json_t *j;
+    json_array_foreach(jobs, i, j) {
+        char what[4096];
+        if (str(j, "name")[0]) snprintf(what, sizeof(what), "%s", str(j, "name"));
+        else client_cmd_line(json_object_get(j, "cmd"), what, sizeof(what));
+        slurm_label(j, what, sizeof(what));
+        if (!strcmp(str(j, "kind"), "feed") && json_object_get(j, "consumers")) {
+            size_t at = strlen(what);
+            snprintf(what + at, sizeof(what) - at, " (%lld consumers)",
+                     (long long)num(j, "consumers"));
+        }
+        char safe[sizeof(what)], why[1024];
+        text_safe(safe, sizeof(safe), what);
+        text_safe(why, sizeof(why), str(j, "wait_reason"));
+        printf("%-7lld %-10.10s %-9s %4lld %4lld %9.1f  %-30.30s  %s\n",
+               (long long)num(j, "id"), str(j, "user"),
+               json_is_true(json_object_get(j, "held")) ? "held"
+                                                        : str(j, "state"),
+               (long long)num(j, "gpus"), (long long)num(j, "attempts"),
+               json_number_value(json_object_get(j, "energy_j")) / 1000,
+               safe, why[0] ? why : "-");
+    }
+}
+
 int cli_ls(int argc, char **argv) {
     client_flags f;
-    int rc = client_options("ls", argc, argv, ls_help, "jauS", 0, 0, &f);
+    int rc = client_options("ls", argc, argv, ls_help, "jauSl", 0, 0, &f);
     if (rc) return rc < 0 ? CLI_OK : rc;
     if (f.states && ls_states(f.states, &f.all)) return CLI_USAGE;
-    json_t *ans = client_call("ls", client_socket(f.socket),
-                              json_pack("{s:s, s:b}", "op", "ls", "all", f.all),
-                              &rc);
+    long long limit, total;
+    if (ls_limit(&f, &limit)) return CLI_USAGE;
+    json_t *req = json_pack("{s:s, s:b}", "op", "ls", "all", f.all);
+    bool filtered = f.user || f.states; /* filtered here: all rows asked */
+    if (limit > 0 && !filtered)
+        json_object_set_new(req, "limit", json_integer(limit));
+    json_t *ans = client_call("ls", client_socket(f.socket), req, &rc);
     if (!ans) return rc;
-    json_t *jobs = json_object_get(ans, "jobs");
-    for (size_t i = json_array_size(jobs); i-- > 0;)
-        if (!ls_keep(json_array_get(jobs, i), &f)) json_array_remove(jobs, i);
-    if (f.json) {
-        client_print_json(jobs);
-    } else {
-        printf("%-7s %-10s %-9s %4s %4s %9s  %-30s  %s\n", "ID", "USER",
-               "STATE", "GPUS", "ATT", "ENERGY_KJ", "NAME/COMMAND", "REASON");
-        size_t i;
-        json_t *j;
-        json_array_foreach(jobs, i, j) {
-            char what[4096];
-            if (str(j, "name")[0]) snprintf(what, sizeof(what), "%s", str(j, "name"));
-            else client_cmd_line(json_object_get(j, "cmd"), what, sizeof(what));
-            slurm_label(j, what, sizeof(what));
-            if (!strcmp(str(j, "kind"), "feed") && json_object_get(j, "consumers")) {
-                size_t at = strlen(what);
-                snprintf(what + at, sizeof(what) - at, " (%lld consumers)",
-                         (long long)num(j, "consumers"));
-            }
-            char safe[sizeof(what)], why[1024];
-            text_safe(safe, sizeof(safe), what);
-            text_safe(why, sizeof(why), str(j, "wait_reason"));
-            printf("%-7lld %-10.10s %-9s %4lld %4lld %9.1f  %-30.30s  %s\n",
-                   (long long)num(j, "id"), str(j, "user"),
-                   json_is_true(json_object_get(j, "held")) ? "held"
-                                                            : str(j, "state"),
-                   (long long)num(j, "gpus"), (long long)num(j, "attempts"),
-                   json_number_value(json_object_get(j, "energy_j")) / 1000,
-                   safe, why[0] ? why : "-");
-        }
-    }
+    json_t *jobs = ls_select(json_object_get(ans, "jobs"), &f, limit, &total);
+    if (!filtered && json_is_integer(json_object_get(ans, "total")))
+        total = json_integer_value(json_object_get(ans, "total"));
+    if (total > (long long)json_array_size(jobs))
+        fprintf(stderr, "aegis ls: the first %zu of %lld jobs (--limit 0 "
+                "lists them all)\n", json_array_size(jobs), total);
+    if (f.json) client_print_json(jobs);
+    else ls_table(jobs);
+    json_decref(jobs);
     json_decref(ans);
     return CLI_OK;
 }

@@ -358,9 +358,7 @@ static void on_connection(uv_stream_t *server, int status) {
 
 static void d_maybe_exit(d_daemon *d) {
     if (!d->stopping) return;
-    if (d->opt.drain_on_stop)
-        for (size_t i = 0; i < d->njobs; i++)
-            if (d->jobs[i]->state == D_RUNNING) return;
+    if (d->opt.drain_on_stop && d->nrunning > 0) return;
     uv_stop(d->loop);
 }
 
@@ -686,6 +684,7 @@ static void d_free(d_daemon *d) {
     if (d->tel) d_share_close(d);
     for (size_t i = 0; i < d->njobs; i++) free(d->jobs[i]);
     free(d->jobs);
+    free(d->running);
     free(d->unsaved);
     free(d->notifiers); /* those running finish on their own */
     free(d->notices);

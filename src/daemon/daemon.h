@@ -107,7 +107,9 @@ typedef struct d_job {
                                    the store as feed_stop is */
     d_dep *deps;                /* ndeps jobs it waits for, allocated */
     size_t ndeps;               /*   with the job (d_job_new) */
-    d_state state;
+    d_state state;              /* set by d_job_set_state() */
+    size_t run_slot;            /* its place in d_daemon.running plus 1;
+                                   0 while not running */
     bool in_core;               /* the core holds it (queued or placed):
                                    false while held, or once cancelled */
     bool held;                  /* by `aegis hold`: not placed until
@@ -257,6 +259,10 @@ typedef struct d_daemon {
     bool as_root;               /* run jobs as their submitters */
     d_job **jobs;               /* unfinished jobs, sorted by id */
     size_t njobs, capjobs;
+    d_job **running;            /* the running ones, in no order, room */
+    size_t nrunning;            /*   for capjobs (d_job_set_state): the
+                                   tick's loops walk these, not a queue
+                                   of 100,000 */
     d_unsaved *unsaved;         /* finished since the state was last all */
     size_t nunsaved, capunsaved; /*   saved (kept while it cannot be) */
     d_conn *conns;
@@ -295,6 +301,13 @@ void d_conn_answer_later(d_conn *c, json_t *msg);
 
 /* jobs.c */
 d_job *d_job_find(d_daemon *d, int64_t id);
+/* A job's state, with the list of running jobs kept. */
+void d_job_set_state(d_daemon *d, d_job *job, d_state state);
+/* qsort's order of two int64_t job ids. */
+int d_id_cmp(const void *a, const void *b);
+/* The ids of the running jobs, in increasing order (malloc'd; NULL when
+ * none or out of memory, *n then 0): for a loop that may end jobs. */
+int64_t *d_running_ids(const d_daemon *d, size_t *n);
 /* A JSON array of strings as a NULL-terminated vector pointing into it
  * (malloc'd; NULL when out of memory). */
 const char **d_strings(json_t *arr);

@@ -149,7 +149,7 @@ static int d_feed_later(d_daemon *d, const d_job *p) {
 
 /* Producer p, out of the core, sleeps again (why: the event's text). */
 static void d_feed_sleep(d_daemon *d, d_job *p, const char *why) {
-    p->state = D_HELD;
+    d_job_set_state(d, p, D_HELD);
     store_job_state(d->st, p->id, "queued", why, d_wall());
     store_event(d->st, p->id, d_wall(), "back to sleep: %s", why);
 }

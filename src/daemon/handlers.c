@@ -235,15 +235,22 @@ static void d_on_submit(d_conn *c, const proto_request *req) {
     d_jobs_schedule(d);
 }
 
+/* With a limit, only the first rows are read and sent, with "total": how
+ * many there are. A long queue's whole list costs time and memory with
+ * each job, and holds every other client meanwhile. */
 static void d_on_ls(d_conn *c, const proto_request *req) {
-    json_t *jobs = store_list(c->d->st, req->all);
+    json_t *jobs = store_list(c->d->st, req->all, req->limit);
     size_t i;
     json_t *row;
     json_array_foreach(jobs, i, row) {
         d_redact(c, row);
         d_live_fields(c->d, row);
     }
-    d_reply(c, json_pack("{s:b, s:o}", "ok", 1, "jobs", jobs));
+    json_t *ans = json_pack("{s:b, s:o}", "ok", 1, "jobs", jobs);
+    if (req->limit > 0)
+        json_object_set_new(ans, "total", json_integer(store_count(
+                                              c->d->st, req->all)));
+    d_reply(c, ans);
 }
 
 /* A job's samples (history.h) and what they were taken on: its last
@@ -404,11 +411,6 @@ static json_t *d_final(int64_t id, const char *state, const char *reason) {
                      "reason", reason ? reason : "");
 }
 
-static int d_id_cmp(const void *a, const void *b) {
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
 /* The request's ids once each, in increasing order, into *ids (malloc'd);
  * returns how many, or 0 when out of memory. */
 static size_t d_unique_ids(const proto_request *req, int64_t **ids) {
@@ -521,14 +523,17 @@ static void d_on_log(d_conn *c, const proto_request *req) {
 static void d_on_gpus(d_conn *c, const proto_request *req) {
     d_daemon *d = c->d;
     json_t *gpus = json_array();
+    size_t nrun;
+    int64_t *run = d_running_ids(d, &nrun); /* not the queue's */
     for (int g = 0; g < d->ngpus; g++) {
         const tel_gpu_reading *r = &d->gpus[g].last;
         json_t *jobs = json_array();
-        for (size_t i = 0; i < d->njobs; i++)
-            for (int k = 0; d->jobs[i]->state == D_RUNNING &&
-                            k < d->jobs[i]->ngpus; k++)
-                if (d->jobs[i]->gpus[k] == g)
-                    json_array_append_new(jobs, json_integer(d->jobs[i]->id));
+        for (size_t i = 0; i < nrun; i++) {
+            const d_job *job = d_job_find(d, run[i]);
+            for (int k = 0; k < job->ngpus; k++)
+                if (job->gpus[k] == g)
+                    json_array_append_new(jobs, json_integer(job->id));
+        }
         json_array_append_new(gpus, json_pack(
             "{s:i, s:s, s:s, s:f, s:f, s:f, s:f, s:f, s:b, s:b, s:o, s:s, "
             "s:o, s:o, s:o}",
@@ -548,6 +553,7 @@ static void d_on_gpus(d_conn *c, const proto_request *req) {
                 "drained_by", d->gpus[g].drained_by,
                 "drained_at", d->gpus[g].drained_at));
     }
+    free(run);
     d_reply(c, json_pack("{s:b, s:o, s:i, s:i}", "ok", 1, "gpus", gpus,
                          "queued", core_queued_count(d->core),
                          "running", core_running_count(d->core)));
@@ -601,9 +607,7 @@ static void d_on_report(d_conn *c, const proto_request *req) {
 static void d_on_shutdown(d_conn *c, const proto_request *req) {
     d_daemon *d = c->d;
     if (!d_admin(c, "shut aegisd down")) return;
-    int running = 0;
-    for (size_t i = 0; i < d->njobs; i++)
-        running += d->jobs[i]->state == D_RUNNING;
+    int running = (int)d->nrunning;
     bool drain = req->drain_jobs || d->opt.drain_on_stop;
     d_reply(c, json_pack("{s:b, s:i, s:b}", "ok", 1, "running", running,
                          "drain", drain));

@@ -61,12 +61,17 @@ d_job *d_job_find(d_daemon *d, int64_t id) {
     return i < d->njobs && d->jobs[i]->id == id ? d->jobs[i] : NULL;
 }
 
+/* The list of running jobs has room for every job of the table, so that
+ * a job can always join it. */
 static int d_job_add(d_daemon *d, d_job *job) {
     if (d->njobs == d->capjobs) {
         size_t cap = d->capjobs ? d->capjobs * 2 : 256;
         d_job **grown = realloc(d->jobs, cap * sizeof(*grown));
         if (!grown) return -1;
         d->jobs = grown;
+        grown = realloc(d->running, cap * sizeof(*grown));
+        if (!grown) return -1;
+        d->running = grown;
         d->capjobs = cap;
     }
     size_t i = d_job_index(d, job->id); /* new ids come last: i == njobs */
@@ -76,7 +81,34 @@ static int d_job_add(d_daemon *d, d_job *job) {
     return 0;
 }
 
+void d_job_set_state(d_daemon *d, d_job *job, d_state state) {
+    if (state == D_RUNNING && !job->run_slot) {
+        d->running[d->nrunning++] = job;
+        job->run_slot = d->nrunning;
+    } else if (state != D_RUNNING && job->run_slot) {
+        d_job *last = d->running[--d->nrunning]; /* takes its place */
+        d->running[job->run_slot - 1] = last;
+        last->run_slot = job->run_slot;
+        job->run_slot = 0;
+    }
+    job->state = state;
+}
+
+int d_id_cmp(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+int64_t *d_running_ids(const d_daemon *d, size_t *n) {
+    int64_t *ids = d->nrunning ? malloc(d->nrunning * sizeof(*ids)) : NULL;
+    *n = ids ? d->nrunning : 0;
+    for (size_t i = 0; i < *n; i++) ids[i] = d->running[i]->id;
+    if (ids) qsort(ids, *n, sizeof(*ids), d_id_cmp);
+    return ids;
+}
+
 static void d_job_remove(d_daemon *d, d_job *job) {
+    d_job_set_state(d, job, D_QUEUED); /* off the running list */
     size_t i = d_job_index(d, job->id);
     memmove(d->jobs + i, d->jobs + i + 1, (d->njobs - i - 1) * sizeof(*d->jobs));
     d->njobs--;
@@ -170,19 +202,19 @@ int d_job_to_core(d_daemon *d, d_job *job, char *err, size_t errlen) {
                  : core_submit(d->core, &spec, d_now(d), err, errlen);
     if (rc != 0) return -1;
     job->in_core = true;
-    job->state = D_QUEUED;
+    d_job_set_state(d, job, D_QUEUED);
     return 0;
 }
 
 void d_job_enqueue(d_daemon *d, d_job *job) {
     char reason[256];
     switch (d_deps_check(d, job, reason, sizeof(reason))) {
-    case D_DEPS_WAIT: job->state = D_HELD; return;
+    case D_DEPS_WAIT: d_job_set_state(d, job, D_HELD); return;
     case D_DEPS_NEVER: d_job_finish(d, job, "cancelled", reason); return;
     case D_DEPS_MET: break;
     }
     if (job->held || d_feed_dormant(d, job)) {
-        job->state = D_HELD;
+        d_job_set_state(d, job, D_HELD);
         return;
     }
     char err[256];
@@ -206,6 +238,7 @@ static d_job *d_job_new(int64_t id, uid_t uid, gid_t gid, const char *user,
     job->num_gpus = num_gpus;
     job->mem_mib = mem_mib;
     job->last_status = -1;
+    job->sm_pct = CORE_UNKNOWN; /* none measured yet */
     history_track_init(&job->hist, HISTORY_MAX_SAMPLES, 0, 1);
     return job;
 }
@@ -365,7 +398,7 @@ static void d_job_launch(d_daemon *d, d_job *job, const core_launch *l) {
     if (rc == EXEC_NO_STATUS) { /* the state disk refuses its status file */
         d_log("job %lld: %s: not started", (long long)job->id, err);
         store_fail_because(d->st, err);
-        job->state = D_RUNNING;
+        d_job_set_state(d, job, D_RUNNING);
         job->attempts = n;
         d_job_unstarted(d, job, err);
         return;
@@ -381,7 +414,7 @@ static void d_job_launch(d_daemon *d, d_job *job, const core_launch *l) {
         if (store_commit(d->st) == 0) exec_status_remove(d->run_dir, id, n);
         return;
     }
-    job->state = D_RUNNING;
+    d_job_set_state(d, job, D_RUNNING);
     job->attempts = n;
     d->counts.placements++;
     job->ngpus = l->num_gpus;
@@ -394,6 +427,8 @@ static void d_job_launch(d_daemon *d, d_job *job, const core_launch *l) {
     job->err_offset = run.err_offset;
     job->active = false;
     job->seen = 0;
+    job->used_mib = 0; /* the tick measures this attempt's */
+    job->sm_pct = CORE_UNKNOWN;
     job->started = now;
     store_begin(d->st);
     store_attempt_pids(d->st, job->id, n, run.shim_pid, run.shim_start,
@@ -463,7 +498,7 @@ static void d_job_unstarted(d_daemon *d, d_job *job, const char *why) {
     double now = d_wall();
     d_share_release(d, job);
     job->attempts = n - 1;
-    job->state = D_QUEUED;
+    d_job_set_state(d, job, D_QUEUED);
     store_begin(d->st);
     d_job_unrecord(d, id, n);
     store_event(d->st, id, now, "attempt %d never started (%s): queued again",
@@ -539,7 +574,7 @@ static void d_job_settle(d_daemon *d, d_job *job, core_exit how, int status,
             d_job_slurm_requeue(d, job, &r, why);
             break;
         }
-        job->state = D_QUEUED;
+        d_job_set_state(d, job, D_QUEUED);
         job->retry_floor = r.floor_mib;
         job->retry_alone = r.alone;
         store_job_retry(d->st, job->id, r.floor_mib, r.alone);
@@ -600,29 +635,25 @@ static void d_job_ended(d_daemon *d, d_job *job, const exec_record *rec) {
     if (store_commit(d->st) == 0) exec_status_remove(d->run_dir, id, n);
 }
 
+/* In id order, the running jobs as they were at the start: an end may
+ * end others (a feed's producer), or requeue its job. */
 void d_jobs_check_exits(d_daemon *d) {
     double now = d_now(d);
-    for (size_t i = 0; i < d->njobs;) {
-        d_job *job = d->jobs[i];
-        if (job->state != D_RUNNING || job->lease.slurm_job) { /* lease.c */
-            i++;
-            continue;
-        }
+    size_t n;
+    int64_t *ids = d_running_ids(d, &n);
+    for (size_t i = 0; i < n; i++) {
+        d_job *job = d_job_find(d, ids[i]);
+        if (!job || job->state != D_RUNNING || job->lease.slurm_job)
+            continue; /* a lease: lease.c */
         if (job->cancelling && now >= job->kill_at) {
             exec_kill(job->job_pid, SIGKILL);
             job->kill_at = now + D_KILL_GRACE_S;
         }
         exec_record rec;
         d_job_probe(d, job, &rec);
-        if (rec.state == EXEC_LIVE) {
-            i++;
-            continue;
-        }
-        int64_t id = job->id;
-        d_job_ended(d, job, &rec);
-        i = d_job_index(d, id); /* the table may have changed */
-        if (i < d->njobs && d->jobs[i]->id == id) i++;
+        if (rec.state != EXEC_LIVE) d_job_ended(d, job, &rec);
     }
+    free(ids);
 }
 
 /* Cancels a job whose cancel is committed (job->cancel_at): a queued one
@@ -714,9 +745,9 @@ static void d_gpu_energy(d_daemon *d, int g, double joules, double now) {
     d_job *on[TEL_MAX_PROCS];
     double mib[TEL_MAX_PROCS], util[TEL_MAX_PROCS], share[TEL_MAX_PROCS];
     int n = 0;
-    for (size_t i = 0; i < d->njobs && n < TEL_MAX_PROCS; i++) {
-        d_job *job = d->jobs[i];
-        if (job->state != D_RUNNING || !d_job_on(job, g)) continue;
+    for (size_t i = 0; i < d->nrunning && n < TEL_MAX_PROCS; i++) {
+        d_job *job = d->running[i];
+        if (!d_job_on(job, g)) continue;
         bool seen = false;
         util[n] = CORE_UNKNOWN;
         mib[n] = d_job_mib_on(&d->gpus[g].last, job, &util[n], &seen);
@@ -744,11 +775,9 @@ static void d_jobs_history(d_daemon *d) {
         return;
     d->history_at = now;
     store_begin(d->st);
-    for (size_t i = 0; i < d->njobs; i++) {
-        d_job *job = d->jobs[i];
-        if (job->state != D_RUNNING || job->ngpus == 0 ||
-            !history_due(&job->hist))
-            continue;
+    for (size_t i = 0; i < d->nrunning; i++) {
+        d_job *job = d->running[i];
+        if (job->ngpus == 0 || !history_due(&job->hist)) continue;
         store_sample s = {.t = d_wall(), .sm_pct = CORE_UNKNOWN};
         bool ok = true;
         for (int k = 0; k < job->ngpus; k++) {
@@ -767,9 +796,9 @@ static void d_jobs_history(d_daemon *d) {
 /* Records when each running attempt was first seen on its GPUs, so that
  * after a restart its observation time is not started over. */
 static void d_jobs_note_seen(d_daemon *d) {
-    for (size_t i = 0; i < d->njobs; i++) {
-        d_job *job = d->jobs[i];
-        if (job->state != D_RUNNING || !job->active || job->seen > 0) continue;
+    for (size_t i = 0; i < d->nrunning; i++) {
+        d_job *job = d->running[i];
+        if (!job->active || job->seen > 0) continue;
         job->seen = d_wall();
         store_attempt_seen(d->st, job->id, job->attempts, job->seen);
     }
@@ -790,11 +819,9 @@ static void d_note_tel_flags(d_daemon *d, int g) {
  * an MPS server (its control daemon, which aegisd runs, starts it for the
  * GPU's clients and keeps it between them). */
 static bool d_proc_placed(const d_daemon *d, int g, const tel_proc *p) {
-    for (size_t i = 0; i < d->njobs; i++) {
-        const d_job *job = d->jobs[i];
-        if (job->state == D_RUNNING && d_job_on(job, g) &&
-            d_job_owns(job, p->pid))
-            return true;
+    for (size_t i = 0; i < d->nrunning; i++) {
+        const d_job *job = d->running[i];
+        if (d_job_on(job, g) && d_job_owns(job, p->pid)) return true;
     }
     return exec_named(p->pid, "nvidia-cuda-mps"); /* comm: 15 bytes */
 }
@@ -865,9 +892,9 @@ void d_jobs_tick(d_daemon *d) {
     d_state_retry(d);
     if (!store_failing(d->st)) d->nunsaved = 0; /* all saved */
     double now = d_now(d);
-    for (size_t i = 0; i < d->njobs; i++) { /* summed over their GPUs */
-        d->jobs[i]->used_mib = 0;
-        d->jobs[i]->sm_pct = CORE_UNKNOWN;
+    for (size_t i = 0; i < d->nrunning; i++) { /* summed over their GPUs */
+        d->running[i]->used_mib = 0;
+        d->running[i]->sm_pct = CORE_UNKNOWN;
     }
     for (int g = 0; g < d->ngpus; g++) {
         d_gpu *gpu = &d->gpus[g];
@@ -919,8 +946,8 @@ static double d_number(json_t *obj, const char *key) {
 }
 
 /* A running attempt as the store recorded it at launch. */
-static void d_job_load_attempt(d_job *job, json_t *att) {
-    job->state = D_RUNNING;
+static void d_job_load_attempt(d_daemon *d, d_job *job, json_t *att) {
+    d_job_set_state(d, job, D_RUNNING);
     job->attempts = (int)d_int(att, "n");
     job->ngpus = d_gpus_parse(json_string_value(json_object_get(att, "gpus")),
                               job->gpus);
@@ -1051,13 +1078,13 @@ static void d_job_recover(void *ctx, json_t *row) {
         }
     }
     if (strcmp(state, "running") == 0 && att) {
-        d_job_load_attempt(job, att);
+        d_job_load_attempt(d, job, att);
         job->cancelling = job->cancel_at > 0; /* killed once adopted */
     } else if (job->cancel_at > 0) {
         d_job_finish(d, job, "cancelled", "cancelled while queued");
     } else if (job->attempts > 0 && !job->held &&
                d_recovery_push(rec, job->id, d_number(att, "ended")) == 0) {
-        job->state = D_QUEUED;
+        d_job_set_state(d, job, D_QUEUED);
     } else {
         d_job_enqueue(d, job); /* or a retry the list had no room for */
     }

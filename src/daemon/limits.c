@@ -30,7 +30,7 @@ void d_job_hold(d_daemon *d, d_job *job, bool hold, const char *user) {
     if (hold && job->in_core) {
         core_cancel(d->core, job->id, d_now(d));
         job->in_core = false;
-        job->state = D_HELD;
+        d_job_set_state(d, job, D_HELD);
         d_feed_consumer_left(d, d_feed_producer_for(d, job));
     } else if (!hold && job->state == D_HELD) {
         d_job_enqueue(d, job); /* its --after jobs are judged again */
@@ -42,9 +42,9 @@ void d_limits_tick(d_daemon *d) {
      * the state cannot be written */
     if (store_failing(d->st)) return;
     double now = d_wall();
-    for (size_t i = 0; i < d->njobs; i++) {
-        d_job *job = d->jobs[i];
-        if (job->state != D_RUNNING || job->time_limit_s <= 0 ||
+    for (size_t i = 0; i < d->nrunning; i++) {
+        d_job *job = d->running[i];
+        if (job->time_limit_s <= 0 ||
             job->cancelling || job->started <= 0 ||
             now - job->started < job->time_limit_s)
             continue;

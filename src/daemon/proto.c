@@ -38,7 +38,7 @@ static const char *const op_names[] = {
 #define OP_FIELDS_MAX 8
 static const char *const op_fields[NOPS][OP_FIELDS_MAX] = {
     [PROTO_SUBMIT] = {"cwd", "env", "jobs"},
-    [PROTO_LS] = {"all"},
+    [PROTO_LS] = {"all", "limit"},
     [PROTO_SHOW] = {"id", "history"},
     [PROTO_CANCEL] = {"ids"},
     [PROTO_WAIT] = {"ids"},
@@ -627,6 +627,10 @@ static int proto_parse_op(json_t *root, proto_request *req, char *err,
     switch (req->op) {
     case PROTO_SUBMIT: return proto_parse_submit(root, req, err, errlen);
     case PROTO_LS:
+        if (json_object_get(root, "limit") &&
+            proto_int(json_object_get(root, "limit"), "limit", 0,
+                      PROTO_MAX_LS_LIMIT, &req->limit, err, errlen))
+            return -1;
         return proto_bool(json_object_get(root, "all"), "all", &req->all, err,
                           errlen);
     case PROTO_SHOW:

@@ -21,7 +21,8 @@
  *           stands for one job per index, in order, its cmd run as
  *           ["/usr/bin/env", "AEGIS_ARRAY_INDEX=N", cmd...] (aegis submit
  *           --array: the command travels once, not once per index)
- *   ls      all (bool)          show   id, history (bool: its samples)
+ *   ls      all (bool), limit (optional: the first rows only, and the
+ *           count of them all)  show   id, history (bool: its samples)
  *   cancel  ids [...]           wait   ids [...]
  *   hold    ids [...]           release ids [...]
  *   log     id, offset, stderr (bool)
@@ -59,6 +60,8 @@
 
 /* Jobs in one submit (an array of 10,000 is the benchmark's size). */
 #define PROTO_MAX_JOBS 100000
+/* The largest `ls` limit: rows past a billion are "every one" anyway. */
+#define PROTO_MAX_LS_LIMIT 1000000000
 /* Words of one command and entries of one environment (ARG_MAX-like). */
 #define PROTO_MAX_ARGS 4096
 #define PROTO_MAX_ENV 4096
@@ -150,6 +153,8 @@ typedef struct proto_request {
     int64_t *ids;
     size_t nids;
     bool all;               /* ls: finished jobs too */
+    int64_t limit;          /* ls: at most this many rows, the first by
+                               id; 0: every one */
     bool history;           /* show: with the job's samples */
     int64_t offset;         /* log: first byte wanted */
     bool err_stream;        /* log: stderr instead of stdout */

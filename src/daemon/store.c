@@ -140,7 +140,7 @@ enum {
     S_ATT_PIDS, S_ATT_DROP, S_CANCEL, S_PROBE, S_HELD, S_FEED, S_DRAIN_SET,
     S_DRAIN_DEL, S_DRAIN_GET, S_HIST_ADD, S_HIST_THIN, S_HIST_STEP,
     S_HIST_GET, S_HIST_STATE, S_LEASE_SET, S_LEASE_PIDS, S_LEASE_ENV,
-    S_LADDER_SET, S_LADDER_GET, S_COUNT
+    S_LADDER_SET, S_LADDER_GET, S_COUNT_ALL, S_COUNT_ACTIVE, S_COUNT
 };
 
 /* A job's dependencies as a column "deps": a row written before they
@@ -197,13 +197,13 @@ static const char *const sql[S_COUNT] = {
                    STORE_DEPS("") ", state, reason, submitted, finished,"
                    " attempts, energy_j, feed, held, time_limit_s, nice,"
                    " slurm_job, slurm_restart, slurm_mode, feed_producer"
-                   " FROM jobs ORDER BY id",
+                   " FROM jobs ORDER BY id LIMIT ?1",
     [S_LIST_ACTIVE] = "SELECT id, user, uid, name, cmd, gpus, mem_mib, "
                       STORE_DEPS("") ", state, reason, submitted, finished,"
                       " attempts, energy_j, feed, held, time_limit_s, nice,"
                       " slurm_job, slurm_restart, slurm_mode, feed_producer"
                       " FROM jobs WHERE state IN ('queued','running')"
-                      " ORDER BY id",
+                      " ORDER BY id LIMIT ?1",
     [S_RETRY] = "UPDATE jobs SET retry_floor = ?2, retry_alone = ?3"
                 " WHERE id = ?1",
     [S_SEEN] = "UPDATE attempts SET seen = ?3 WHERE job_id = ?1 AND n = ?2",
@@ -255,6 +255,9 @@ static const char *const sql[S_COUNT] = {
                      " floor_mib, alone) VALUES(?1, ?2, ?3, ?4)",
     [S_LADDER_GET] = "SELECT attempt, floor_mib, alone FROM slurm_ladder"
                      " WHERE slurm_job = ?1",
+    [S_COUNT_ALL] = "SELECT count(*) FROM jobs",
+    [S_COUNT_ACTIVE] = "SELECT count(*) FROM jobs"
+                       " WHERE state IN ('queued','running')",
 };
 
 /* SQL texts in the order they ran. */
@@ -824,8 +827,17 @@ json_t *store_job(store *st, int64_t id, bool full) {
     return job;
 }
 
-json_t *store_list(store *st, bool all) {
-    return store_rows(st, all ? S_LIST_ALL : S_LIST_ACTIVE, 0);
+json_t *store_list(store *st, bool all, int64_t limit) {
+    sqlite3_stmt *s = st->st[all ? S_LIST_ALL : S_LIST_ACTIVE];
+    sqlite3_bind_int64(s, 1, limit > 0 ? limit : -1); /* -1: no limit */
+    return store_collect(s);
+}
+
+int64_t store_count(store *st, bool all) {
+    sqlite3_stmt *s = st->st[all ? S_COUNT_ALL : S_COUNT_ACTIVE];
+    int64_t n = sqlite3_step(s) == SQLITE_ROW ? sqlite3_column_int64(s, 0) : 0;
+    sqlite3_reset(s);
+    return n;
 }
 
 json_t *store_report(store *st, double since) {
@@ -852,7 +864,7 @@ json_t *store_report(store *st, double since) {
 
 void store_each_active(store *st, void (*fn)(void *ctx, json_t *job),
                        void *ctx) {
-    json_t *jobs = store_list(st, false);
+    json_t *jobs = store_list(st, false, 0);
     size_t i;
     json_t *job;
     json_array_foreach(jobs, i, job) {

@@ -143,8 +143,10 @@ void store_event(store *st, int64_t id, double now, const char *fmt, ...)
  * events; NULL when the id is unknown. */
 json_t *store_job(store *st, int64_t id, bool full);
 /* Jobs (without env, attempts or events) in id order: all of them, or the
- * queued and running ones only. */
-json_t *store_list(store *st, bool all);
+ * queued and running ones only; the first `limit` of them (0: every one). */
+json_t *store_list(store *st, bool all, int64_t limit);
+/* How many jobs store_list() would give without a limit. */
+int64_t store_count(store *st, bool all);
 
 /* Jobs submitted at or after `since` (Unix time) in id order, each with
  * its attempts' start, end and GPUs in "attempt_list": what a report

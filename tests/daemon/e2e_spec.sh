@@ -264,6 +264,36 @@ case_spec_ls() {
     "$AEGIS" cancel "$r" > /dev/null
 }
 
+# ls --limit N: the first N jobs, by id, and on stderr how many there are;
+# without --limit, 1000 rows of text and every row of JSON. The GPUs are
+# drained, so the jobs stay queued.
+case_spec_ls_limit() {
+    start
+    cd "$DIR/work"
+    for g in 0 1 2; do "$AEGIS" drain $g > /dev/null; done
+    printf 'true\n%.0s' $(seq 1005) > many.txt
+    ids=$("$AEGIS" submit --array many.txt) || fail submit
+    first=$(echo $ids | cut -d' ' -f1)
+    "$AEGIS" ls --limit 2 > out.txt 2> err.txt || fail "--limit 2: $(cat err.txt)"
+    [ "$(tail -n +2 out.txt | cut -d' ' -f1 | xargs)" = "$first $((first + 1))" ] ||
+        fail "--limit 2: $(cat out.txt)"
+    grep -qx "aegis ls: the first 2 of 1005 jobs (--limit 0 lists them all)" err.txt ||
+        fail "--limit 2 says: $(cat err.txt)"
+    "$AEGIS" ls > out.txt 2> err.txt
+    [ "$(wc -l < out.txt)" = 1001 ] && grep -q "first 1000 of 1005" err.txt ||
+        fail "default: $(wc -l < out.txt) lines, $(cat err.txt)"
+    [ "$("$AEGIS" ls --limit 0 2> err.txt | wc -l)" = 1006 ] && [ ! -s err.txt ] ||
+        fail "--limit 0: $(cat err.txt)"
+    "$AEGIS" ls --json | pyjson "assert len(d) == 1005, len(d)" || fail "--json: not all"
+    "$AEGIS" ls --all --json --limit 3 2> /dev/null |
+        pyjson "assert [j['id'] for j in d] == [$first, $first + 1, $first + 2], d" ||
+        fail "--all --json --limit 3"
+    "$AEGIS" ls -u root --state queued --limit 1 2> err.txt | grep -q "^$first " &&
+        grep -q "first 1 of 1005" err.txt || fail "-u with --limit: $(cat err.txt)"
+    aegis_refused "--limit: 'x' is not a number" ls --limit x
+    aegis_refused "--limit: '-1' is not a number" ls --limit -1
+}
+
 # log --both: stdout and stderr in one stream.
 case_spec_log() {
     start

@@ -419,9 +419,15 @@ static void test_store_submit_and_reopen(void **state) {
     assert_int_equal(json_integer_value(json_object_get(
                          json_object_get(j3, "meta"), "k")), 1);
     json_decref(j3);
-    json_t *all = store_list(st, true);
+    json_t *all = store_list(st, true, 0);
     assert_int_equal(json_array_size(all), 3);
     json_decref(all);
+    json_t *two = store_list(st, true, 2); /* the first two by id */
+    assert_int_equal(json_array_size(two), 2);
+    assert_int_equal(json_integer_value(json_object_get(
+                         json_array_get(two, 1), "id")), 2);
+    json_decref(two);
+    assert_int_equal(store_count(st, true), 3);
     assert_null(store_job(st, 99, false));
     store_close(st);
 }
