@@ -152,9 +152,11 @@ case_restart() {
     start
     cd "$DIR/work"
     ids=""
-    # 30 s: long enough to outlast the restart below on a slow (sanitized,
-    # loaded) machine, or the small job would find idle GPUs
-    for g in 0 1 2; do ids="$ids $("$AEGIS" submit -- "$FAKE" --mib 500 --seconds 30)"; done
+    # they run until the small job has been placed beside them, or it
+    # would find idle GPUs
+    for g in 0 1 2; do
+        ids="$ids $("$AEGIS" submit -- "$FAKE" --mib 500 --seconds 0 --until "$DIR/placed")"
+    done
     for id in $ids; do
         until "$AEGIS" show "$id" 2>/dev/null | grep -q "seen on GPU"; do sleep 0.1; done
     done
@@ -169,12 +171,16 @@ case_restart() {
 a=d['attempt_list'][0]
 assert not a['exclusive'], ('placed alone: re-adopted GPUs closed', a)" ||
         fail "no collocation beside re-adopted jobs"
+    touch "$DIR/placed"
     "$AEGIS" wait $ids > /dev/null || fail "re-adopted jobs not done"
     for id in $ids; do
         "$AEGIS" show "$id" | grep -q "re-adopted" || fail "no re-adoption event"
     done
-    id2=$("$AEGIS" submit -- sh -c 'sleep 2; echo second-try')
-    until "$AEGIS" show --json "$id2" | pyjson "assert d['state']=='running'" 2>/dev/null; do sleep 0.1; done
+    # its first attempt has started (not just been recorded: one killed
+    # before its start is requeued, not lost) and runs until killed
+    id2=$("$AEGIS" submit -- sh -c \
+        '[ -e tried ] && { echo second-try; exit 0; }; touch tried; sleep 600')
+    until_file "$DIR/work/tried"
     shim=$("$AEGIS" show --json "$id2" | pyjson "print(d['attempt_list'][-1]['shim_pid'])")
     kill -9 "$(daemon_pid)"
     kill -9 "$shim"

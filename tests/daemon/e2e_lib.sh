@@ -37,18 +37,12 @@ cleanup() {
     bash "$HERE_LIB/e2e_reap.sh" "$DIR" "$AEGIS_SOCKET"
 }
 trap cleanup EXIT
-# reap_after_me DIR SOCKET: e2e_reap.sh, detached from this test's process
-# tree (setsid in a subshell that ends at once), waits for this test to end
-# and cleans up if its EXIT trap could not (ctest's TIMEOUT sends SIGKILL).
-# Its output is not ctest's pipe, or ctest would wait for it.
-reap_after_me() {
-    (setsid env -u AEGIS_SOCKET bash "$HERE_LIB/e2e_reap.sh" --after $$ "$1" "$2" \
-        < /dev/null > /dev/null 2>&1 &)
-}
-reap_after_me "$DIR" "$AEGIS_SOCKET"
-# A job that runs until the test creates a file, whatever the machine's
-# speed: `aegis submit -- sh "$RUN_UNTIL" FILE COMMAND...` (run_until.sh).
-RUN_UNTIL=$HERE_LIB/run_until.sh
+# and if this case is killed before that trap runs (ctest's TIMEOUT)
+bash "$HERE_LIB/e2e_reap.sh" --detach $$ "$DIR" "$AEGIS_SOCKET"
+# MiB a job takes on a 40960 MiB test GPU to leave less free than a job
+# without --mem is admitted with (5120 MiB beside the 512 MiB guard): a
+# queue behind it stays queued however long the checks take.
+FULL_MIB=36000
 # jq-free JSON checks: python reads the document on stdin.
 pyjson() { python3 -c "import json,sys; d=json.load(sys.stdin); $1"; }
 # `aegis ARGS...` as user $1 (another user than aegisd's).

@@ -1,31 +1,42 @@
 #!/bin/bash
-# e2e_reap.sh [--after PID] DIR SOCKET -- ends what a test that drives
-# aegisd started, and removes its folder DIR: every process with
+# e2e_reap.sh [--after PID | --detach PID] DIR SOCKET -- ends what a test
+# that drives aegisd started, and removes its folder DIR: every process with
 # AEGIS_SOCKET=SOCKET in its environment (aegisd, its shims and MPS
 # control daemons, every job they ran, whoever its user: a job inherits it
 # from the aegis that submitted it) gets SIGTERM, then SIGKILL until none
 # is left, for at most 5 s.
 #
 # With --after PID it first waits for process PID (the test) to end, and
-# does nothing if the test removed DIR itself. A test starts it so, out of
-# its own process tree (e2e_lib.sh's reap_after_me): when ctest's TIMEOUT
-# kills the test with SIGKILL, which runs no trap and reaches only the
-# test's descendants, this still stops the aegisd that daemonized away.
+# does nothing if the test removed DIR itself. --detach PID starts that
+# out of the caller's process tree (setsid, in a subshell that ends at
+# once) and returns: a test does so at its start, so that when ctest's
+# TIMEOUT kills it with SIGKILL, which runs no trap and reaches only the
+# test's descendants, the aegisd that daemonized away is still stopped.
 set -u
+# Run without the socket in its own environment, or its own subshells,
+# which share it, would be found and killed over and over.
+[ -z "${AEGIS_SOCKET:-}" ] || exec env -u AEGIS_SOCKET bash "$0" "$@"
+usage="usage: e2e_reap.sh [--after PID | --detach PID] DIR SOCKET"
 after=
-if [ "${1:-}" = --after ]; then after=$2; shift 2; fi
-[ $# = 2 ] || { echo "usage: e2e_reap.sh [--after PID] DIR SOCKET" >&2; exit 2; }
+case "${1:-}" in
+--after) after=${2:?$usage}; shift 2 ;;
+--detach)
+    [ $# = 4 ] || { echo "$usage" >&2; exit 2; }
+    # not on ctest's output pipe, or ctest would wait for it to close
+    (setsid bash "$0" --after "$2" "$3" "$4" \
+        < /dev/null > /dev/null 2>&1 &)
+    exit 0 ;;
+esac
+[ $# = 2 ] || { echo "$usage" >&2; exit 2; }
 dir=$1 sock=$2
 
-# The pids with the socket in their environment, but this script's own
-# and its caller's (the test, when it calls this from its EXIT trap).
-# grep runs without it, so as not to find itself.
+# The pids with the socket in their environment, but its caller's (the
+# test, when it calls this from its EXIT trap).
 socket_pids() {
     local f
-    for f in $(env -u AEGIS_SOCKET grep -lzxF "AEGIS_SOCKET=$sock" \
-                   /proc/[0-9]*/environ 2>/dev/null); do
+    for f in $(grep -lzxF "AEGIS_SOCKET=$sock" /proc/[0-9]*/environ 2>/dev/null); do
         f=${f#/proc/}; f=${f%/environ}
-        [ "$f" != $$ ] && [ "$f" != "$PPID" ] && echo "$f"
+        [ "$f" != "$PPID" ] && echo "$f"
     done
 }
 

@@ -37,7 +37,7 @@ case_timeout_hung() {
 
 case_timeout_killed() {
     cd "$DIR/work"
-    local mark=$DIR/work/hung
+    mark=$DIR/work/hung # (global: the EXIT trap reads it)
     # what the reaper failed to stop does not outlive this test either
     trap 'kill -KILL $(marked "$mark") 2>/dev/null; cleanup' EXIT
     AEGIS_E2E_MARK=$mark setsid bash "$0" "$AEGISD" "$AEGIS" "$NVML" "$FAKE" \
