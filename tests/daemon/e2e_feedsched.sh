@@ -30,10 +30,11 @@ case_feedsched_managed() {
     echo "observe_s: 2" >> "$DIR/aegis.yaml"
     start
     cd "$DIR/work"
-    # the producer shows on its GPU once the test has seen a consumer wait
-    # for it; its consumers run until the test has seen them together
-    p=$("$AEGIS" feed start imagenet --mem 500 -- sh -c "until [ -e '$DIR/seen' ]; do
-        sleep 0.1; done; exec '$FAKE' --mib 500 --seconds 600 --smact 0.1") ||
+    # every GPU too full for the producer until the test has seen a
+    # consumer wait for it (its wait would otherwise last a few seconds)
+    full=$("$AEGIS" submit --gpus 3 -- "$FAKE" --mib 39000 --seconds 0 --until "$DIR/seen")
+    wait_until "every GPU full" is_state "$full" running
+    p=$("$AEGIS" feed start imagenet --mem 500 -- "$FAKE" --mib 500 --seconds 600 --smact 0.1) ||
         fail "feed start"
     aegis_refused "usage: aegis feed start NAME" feed start
     aegis_refused "give a command" feed start other --
@@ -47,6 +48,7 @@ j=[j for j in d if j['id']==$p][0]
 assert j['kind']=='feed' and j['consumers']==0 and j['wait_code']=='feed', j
 assert j['wait_reason']=='no job of feed imagenet queued yet', j" ||
         fail "ls --json of the sleeping producer"
+    # they run until the test has seen them together
     c=""
     for i in 1 2 3; do
         c="$c $("$AEGIS" submit --feed imagenet --mem 1000 -- "$FAKE" --mib 1000 \

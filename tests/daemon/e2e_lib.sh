@@ -43,6 +43,11 @@ bash "$HERE_LIB/e2e_reap.sh" --detach $$ "$DIR" "$AEGIS_SOCKET"
 # without --mem is admitted with (5120 MiB beside the 512 MiB guard): a
 # queue behind it stays queued however long the checks take.
 FULL_MIB=36000
+# python3 is the interpreter itself, not a version manager's shim in front
+# of it: pyenv's costs seconds a call on a loaded machine, and a case calls
+# python3 dozens of times.
+PYTHON3=$(command python3 -c 'import sys; print(sys.executable)')
+python3() { "$PYTHON3" "$@"; }
 # jq-free JSON checks: python reads the document on stdin.
 pyjson() { python3 -c "import json,sys; d=json.load(sys.stdin); $1"; }
 # `aegis ARGS...` as user $1 (another user than aegisd's).
