@@ -8,7 +8,7 @@ set -u; AEGISD=$1 AEGIS=$2 NVML=$3 FAKE=$4 CATALOG=$5 CASE=$6; source "$(dirname
 
 # The pids whose environment carries AEGIS_E2E_MARK=$1.
 marked() {
-    env -u AEGIS_E2E_MARK grep -lzxF "AEGIS_E2E_MARK=$1" /proc/[0-9]*/environ 2>/dev/null |
+    grep -lzxF "AEGIS_E2E_MARK=$1" /proc/[0-9]*/environ 2>/dev/null |
         sed 's,^/proc/\([0-9]*\)/environ$,\1,'
 }
 # Whether a process of comm $2 carries the mark $1.
@@ -47,7 +47,7 @@ case_timeout_killed() {
         'marked_comm "$mark" aegis-fakegpu && marked_comm "$mark" aegisd'
     until_file "$mark.dir"
     kill -0 "$hung" 2>/dev/null || fail "the hung case ended by itself: $(cat hung.out)"
-    kill -KILL -- -"$hung"  # its process group, as ctest and timeout(1) do
+    kill -KILL -- -"$hung"  # all of it, as ctest's TIMEOUT kills a test's tree
     wait "$hung" 2>/dev/null
     # the reaper notices within a second, then has 5 s
     wait_until "every process of the killed case gone" none_marked "$mark"
