@@ -110,12 +110,14 @@ assert most >= 2, 'no collocation seen'
 PY
 }
 
-# kill -9 aegisd again and again while 4 clients submit 1,000 jobs.
+# kill -9 aegisd again and again (three times at least, however fast the
+# clients are) while 4 clients submit 400 jobs: each acknowledged once,
+# each run. (1,000 took past the TIMEOUT on a loaded machine.)
 case_crash() {
     start
     cd "$DIR/work"
     client() {
-        for i in $(seq 250); do
+        for i in $(seq 100); do
             until id=$("$AEGIS" submit -- true 2>/dev/null); do sleep 0.05; done
             echo "$id"
         done > "acked.$1"
@@ -123,7 +125,7 @@ case_crash() {
     for c in 1 2 3 4; do client $c & done
     clients=$(jobs -p)
     kills=0
-    while kill -0 $clients 2>/dev/null; do
+    while kill -0 $clients 2>/dev/null || [ "$kills" -lt 3 ]; do
         sleep 0.4
         p=$(daemon_pid); [ -n "$p" ] && kill -9 "$p" && kills=$((kills + 1))
         until "$AEGISD" --socket "$AEGIS_SOCKET" --state-dir "$DIR/state" \
@@ -132,8 +134,7 @@ case_crash() {
     wait
     cat acked.* > acked
     echo "kills: $kills, acknowledged: $(wc -l < acked)"
-    [ "$(wc -l < acked)" = 1000 ] || fail "acknowledged $(wc -l < acked)"
-    [ "$kills" -ge 3 ] || fail "only $kills kills"
+    [ "$(wc -l < acked)" = 400 ] || fail "acknowledged $(wc -l < acked)"
     [ "$(sort acked | uniq -d | wc -l)" = 0 ] || fail "an id acknowledged twice"
     "$AEGIS" wait $(cat acked) > /dev/null || fail "not every job completed"
     "$AEGIS" ls --all --json | pyjson "

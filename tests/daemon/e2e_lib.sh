@@ -44,10 +44,10 @@ bash "$HERE_LIB/e2e_reap.sh" --detach $$ "$DIR" "$AEGIS_SOCKET"
 # queue behind it stays queued however long the checks take.
 FULL_MIB=36000
 # python3 is the interpreter itself, not a version manager's shim in front
-# of it: pyenv's costs seconds a call on a loaded machine, and a case calls
-# python3 dozens of times.
-PYTHON3=$(command python3 -c 'import sys; print(sys.executable)')
-python3() { "$PYTHON3" "$@"; }
+# of it: pyenv's costs seconds a call on a loaded machine, and a test calls
+# python3 dozens of times. (A shell function would not do: `python3 ... &`
+# would then give $! of a subshell, not of python.)
+PATH=$(dirname "$(python3 -c 'import sys; print(sys.executable)')"):$PATH
 # jq-free JSON checks: python reads the document on stdin.
 pyjson() { python3 -c "import json,sys; d=json.load(sys.stdin); $1"; }
 # `aegis ARGS...` as user $1 (another user than aegisd's).

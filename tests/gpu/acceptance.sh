@@ -31,10 +31,11 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=$(cd "${1:-$ROOT/build}" 2>/dev/null && pwd) ||
     { echo "acceptance: no build folder ${1:-$ROOT/build}" >&2; exit 2; }
 # python3 is the interpreter itself, not a version manager's shim in front
-# of it (pyenv's costs seconds a call on a loaded machine)
-PYTHON3=$(command python3 -c 'import sys; print(sys.executable)')
-python3() { "$PYTHON3" "$@"; }
-HELPER="$PYTHON3 $ROOT/tests/gpu/acceptance.py"
+# of it: pyenv's costs seconds a call on a loaded machine, and a test calls
+# python3 dozens of times. (A shell function would not do: `python3 ... &`
+# would then give $! of a subshell, not of python.)
+PATH=$(dirname "$(python3 -c 'import sys; print(sys.executable)')"):$PATH
+HELPER="python3 $ROOT/tests/gpu/acceptance.py"
 STANDIN=${AEGIS_GPU_TEST_STANDIN:-0}
 G=${AEGIS_GPU_TEST_GPU:-0}
 SUMMARY=${AEGIS_GPU_TEST_SUMMARY:-$BUILD/gpu-acceptance.json}
