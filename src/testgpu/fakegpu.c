@@ -31,6 +31,7 @@
 
 static const char usage[] =
     "usage: aegis-fakegpu --mib M --seconds S [--smact X] [--oom-over]\n"
+    "                     [--until FILE]\n"
     "\n"
     "Behaves like a training job on the test GPUs: takes M MiB on each GPU in\n"
     "CUDA_VISIBLE_DEVICES (test GPU UUIDs or indexes), keeps them busy at\n"
@@ -38,7 +39,8 @@ static const char usage[] =
     "When M MiB do not fit it prints PyTorch's CUDA out-of-memory error and\n"
     "exits 1. With --oom-over the job's peak comes later: halfway through it\n"
     "asks for M MiB more, and fails then if they do not fit (a job that is\n"
-    "seen running on the GPU before it runs out of memory).\n"
+    "seen running on the GPU before it runs out of memory). With --until\n"
+    "FILE it runs on past S seconds until FILE exists (a test's release).\n"
     "SIGTERM frees the memory and exits 143 (SIGINT: 130).\n"
     "\n"
     "CUDA_VISIBLE_DEVICES may name MIG devices (MIG-aegis-test-G-I-C) the\n"
@@ -260,6 +262,8 @@ static int fake_run(fake_job *job) {
     }
     if (status == 0)
         job_sleep_until(start + job->a.seconds);
+    while (status == 0 && !job_stop && !job_released(&job->a))
+        job_sleep_until(job_now() + 0.1);
     fake_release(job);
     if (job_stop)
         return 128 + job_stop;

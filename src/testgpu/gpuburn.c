@@ -34,6 +34,7 @@
 
 static const char usage[] =
     "usage: aegis-gpuburn --mib M --seconds S [--smact X] [--oom-over]\n"
+    "                     [--until FILE]\n"
     "\n"
     "Behaves like a training job on real NVIDIA GPUs, without PyTorch:\n"
     "takes M MiB with cuMemAlloc on each CUDA device it sees (those of\n"
@@ -42,7 +43,8 @@ static const char usage[] =
     "seconds, then frees them and exits 0. When M MiB do not fit it prints\n"
     "PyTorch's CUDA out-of-memory error and exits 1. With --oom-over the\n"
     "job's peak comes later: halfway through it asks for M MiB more, and\n"
-    "fails then if they do not fit. SIGTERM frees the memory and exits 143\n"
+    "fails then if they do not fit. With --until FILE it runs on past S\n"
+    "seconds until FILE exists. SIGTERM frees the memory and exits 143\n"
     "(SIGINT: 130). The options are aegis-fakegpu's, and so is the first\n"
     "line of stdout:\n"
     "  aegis-gpuburn: devices=... mps_pipe=DIR|- threads=PCT|- pinned=...|-\n"
@@ -290,6 +292,8 @@ static int burn_run(burn_job *job) {
     }
     if (status == 0)
         status = burn_until(job, start + job->a.seconds);
+    while (status == 0 && !job_stop && !job_released(&job->a))
+        status = burn_until(job, job_now() + BURN_PERIOD_S);
     burn_close(job);
     if (status == 0 && job_stop)
         return 128 + job_stop;

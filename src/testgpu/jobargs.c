@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "jobargs.h"
 
@@ -43,6 +44,13 @@ int job_parse_args(const char *prog, int argc, char **argv, long max_mib,
             rc = job_number(prog, a, v, 0, 1e9, &secs), i++;
         else if (!strcmp(a, "--smact"))
             rc = job_number(prog, a, v, 0, 1, &args->smact), i++;
+        else if (!strcmp(a, "--until")) {
+            if (!v) {
+                fprintf(stderr, "%s: --until needs a file\n", prog);
+                return -1;
+            }
+            args->until = v, i++;
+        }
         else {
             fprintf(stderr, "%s: unknown option %s\n", prog, a);
             return -1;
@@ -129,4 +137,8 @@ void job_sleep_until(double until) {
                               (long)((left - (double)(time_t)left) * 1e9)};
         nanosleep(&ts, NULL); /* EINTR: a signal, checked by the loop */
     }
+}
+
+int job_released(const job_args *args) {
+    return !args->until || access(args->until, F_OK) == 0;
 }

@@ -13,6 +13,7 @@ typedef struct job_args {
     double seconds;     /* --seconds: how long to run */
     double smact;       /* --smact: 0..1, default 0.5 */
     int oom_over;       /* --oom-over: ask for mib more halfway through */
+    const char *until;  /* --until: past --seconds, run until it exists */
 } job_args;
 
 /* Parses a number option's value into *out within [lo, hi]. Returns 0, or
@@ -46,5 +47,10 @@ double job_now(void);
 
 /* Sleeps until job_now() reaches `until` or a stop signal comes. */
 void job_sleep_until(double until);
+
+/* Whether the job may end once its --seconds are over: no --until, or
+ * its file exists (a test's "you may stop now", which a loaded machine
+ * cannot outrun as it can a duration). */
+int job_released(const job_args *args);
 
 #endif

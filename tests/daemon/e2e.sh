@@ -110,12 +110,14 @@ assert most >= 2, 'no collocation seen'
 PY
 }
 
-# kill -9 aegisd again and again while 4 clients submit 1,000 jobs.
+# kill -9 aegisd again and again (three times at least, however fast the
+# clients are) while 4 clients submit 400 jobs: each acknowledged once,
+# each run. (1,000 took past the TIMEOUT on a loaded machine.)
 case_crash() {
     start
     cd "$DIR/work"
     client() {
-        for i in $(seq 250); do
+        for i in $(seq 100); do
             until id=$("$AEGIS" submit -- true 2>/dev/null); do sleep 0.05; done
             echo "$id"
         done > "acked.$1"
@@ -123,7 +125,7 @@ case_crash() {
     for c in 1 2 3 4; do client $c & done
     clients=$(jobs -p)
     kills=0
-    while kill -0 $clients 2>/dev/null; do
+    while kill -0 $clients 2>/dev/null || [ "$kills" -lt 3 ]; do
         sleep 0.4
         p=$(daemon_pid); [ -n "$p" ] && kill -9 "$p" && kills=$((kills + 1))
         until "$AEGISD" --socket "$AEGIS_SOCKET" --state-dir "$DIR/state" \
@@ -132,8 +134,7 @@ case_crash() {
     wait
     cat acked.* > acked
     echo "kills: $kills, acknowledged: $(wc -l < acked)"
-    [ "$(wc -l < acked)" = 1000 ] || fail "acknowledged $(wc -l < acked)"
-    [ "$kills" -ge 3 ] || fail "only $kills kills"
+    [ "$(wc -l < acked)" = 400 ] || fail "acknowledged $(wc -l < acked)"
     [ "$(sort acked | uniq -d | wc -l)" = 0 ] || fail "an id acknowledged twice"
     "$AEGIS" wait $(cat acked) > /dev/null || fail "not every job completed"
     "$AEGIS" ls --all --json | pyjson "
@@ -152,9 +153,11 @@ case_restart() {
     start
     cd "$DIR/work"
     ids=""
-    # 30 s: long enough to outlast the restart below on a slow (sanitized,
-    # loaded) machine, or the small job would find idle GPUs
-    for g in 0 1 2; do ids="$ids $("$AEGIS" submit -- "$FAKE" --mib 500 --seconds 30)"; done
+    # they run until the small job has been placed beside them, or it
+    # would find idle GPUs
+    for g in 0 1 2; do
+        ids="$ids $("$AEGIS" submit -- "$FAKE" --mib 500 --seconds 0 --until "$DIR/placed")"
+    done
     for id in $ids; do
         until "$AEGIS" show "$id" 2>/dev/null | grep -q "seen on GPU"; do sleep 0.1; done
     done
@@ -169,12 +172,16 @@ case_restart() {
 a=d['attempt_list'][0]
 assert not a['exclusive'], ('placed alone: re-adopted GPUs closed', a)" ||
         fail "no collocation beside re-adopted jobs"
+    touch "$DIR/placed"
     "$AEGIS" wait $ids > /dev/null || fail "re-adopted jobs not done"
     for id in $ids; do
         "$AEGIS" show "$id" | grep -q "re-adopted" || fail "no re-adoption event"
     done
-    id2=$("$AEGIS" submit -- sh -c 'sleep 2; echo second-try')
-    until "$AEGIS" show --json "$id2" | pyjson "assert d['state']=='running'" 2>/dev/null; do sleep 0.1; done
+    # its first attempt has started (not just been recorded: one killed
+    # before its start is requeued, not lost) and runs until killed
+    id2=$("$AEGIS" submit -- sh -c \
+        '[ -e tried ] && { echo second-try; exit 0; }; touch tried; sleep 600')
+    until_file "$DIR/work/tried"
     shim=$("$AEGIS" show --json "$id2" | pyjson "print(d['attempt_list'][-1]['shim_pid'])")
     kill -9 "$(daemon_pid)"
     kill -9 "$shim"

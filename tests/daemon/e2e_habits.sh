@@ -16,8 +16,8 @@ case_habits_hold() {
     needs_root
     start
     cd "$DIR/work"
-    # a job on every GPU: what follows is queued
-    big=$("$AEGIS" submit --gpus 3 -- "$FAKE" --mib 100 --seconds 60) || fail submit
+    # a job filling every GPU: what follows is queued
+    big=$("$AEGIS" submit --gpus 3 -- "$FAKE" --mib "$FULL_MIB" --seconds 600) || fail submit
     until_job "$big" "assert d['state']=='running'"
     held=$(as nobody "$AEGIS" submit -- sh -c 'echo held-ran') || fail "submit held"
     aegis_refused "only a queued job" hold "$big"

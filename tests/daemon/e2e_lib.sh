@@ -25,33 +25,29 @@ daemon_pid() {
     local p; p=$(cat "$DIR/state/aegisd.lock" 2>/dev/null)
     [ -n "$p" ] && [ "$(cat /proc/$p/comm 2>/dev/null)" = aegisd ] && echo "$p"
 }
-# The pids of the processes with this case's socket in their environment:
-# aegisd, its shims, and every job they ran, whoever its user (a job
-# inherits AEGIS_SOCKET from the aegis that submitted it). grep runs
-# without it, so as not to find itself.
-case_pids() {
-    local f
-    for f in $(env -u AEGIS_SOCKET grep -lzxF "AEGIS_SOCKET=$AEGIS_SOCKET" \
-                   /proc/[0-9]*/environ 2>/dev/null); do
-        f=${f#/proc/}; f=${f%/environ}
-        [ "$f" != $$ ] && echo "$f"
-    done
-}
+HERE_LIB=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # Stops aegisd, then kills what a failed or timed-out case left running
-# (a job waiting for a file in the removed folder would wait forever) and
-# the case's own background jobs: for at most 5 s, quietly.
+# (a job waiting for a file in the removed folder would wait forever: each
+# has this case's socket in its environment, e2e_reap.sh) and the case's
+# own background jobs, quietly.
 cleanup() {
-    local p left i; p=$(daemon_pid); [ -n "$p" ] && kill "$p" 2>/dev/null
-    sleep 0.2
+    local left
     left=$(jobs -p); disown -a # not reported as killed
     [ -n "$left" ] && kill -KILL $left 2>/dev/null
-    for i in $(seq 50); do
-        left=$(case_pids); [ -z "$left" ] && break
-        kill -KILL $left 2>/dev/null; sleep 0.1
-    done
-    rm -rf "$DIR"
+    bash "$HERE_LIB/e2e_reap.sh" "$DIR" "$AEGIS_SOCKET"
 }
 trap cleanup EXIT
+# and if this case is killed before that trap runs (ctest's TIMEOUT)
+bash "$HERE_LIB/e2e_reap.sh" --detach $$ "$DIR" "$AEGIS_SOCKET"
+# MiB a job takes on a 40960 MiB test GPU to leave less free than a job
+# without --mem is admitted with (5120 MiB beside the 512 MiB guard): a
+# queue behind it stays queued however long the checks take.
+FULL_MIB=36000
+# python3 is the interpreter itself, not a version manager's shim in front
+# of it: pyenv's costs seconds a call on a loaded machine, and a test calls
+# python3 dozens of times. (A shell function would not do: `python3 ... &`
+# would then give $! of a subshell, not of python.)
+PATH=$(dirname "$(python3 -c 'import sys; print(sys.executable)')"):$PATH
 # jq-free JSON checks: python reads the document on stdin.
 pyjson() { python3 -c "import json,sys; d=json.load(sys.stdin); $1"; }
 # `aegis ARGS...` as user $1 (another user than aegisd's).

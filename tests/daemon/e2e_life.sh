@@ -178,7 +178,8 @@ case_life_limits_dbfull() {
     export AEGIS_FAULT_PREFIX=$DIR/state/aegis.db AEGIS_FAULT_TRIGGER=$DIR/full
     fstart || fail "aegisd did not start"
     cd "$DIR/work"
-    big=$("$AEGIS" submit --gpus 3 -- "$FAKE" --mib 100 --seconds 60) || fail submit
+    # a job filling every GPU: what follows is queued
+    big=$("$AEGIS" submit --gpus 3 -- "$FAKE" --mib "$FULL_MIB" --seconds 600) || fail submit
     until_show "$big" "d['state']=='running'"
     held=$("$AEGIS" submit -- true) || fail "submit held"
     freed=$("$AEGIS" submit -- true) || fail "submit freed"

@@ -11,13 +11,14 @@ is_active() { [ "$(job_field "$1" active)" = True ]; }
 reason_is() { [ "$(job_field "$1" wait_reason)" = "$2" ]; }
 
 # Starts aegisd on two test GPUs of 40960 MiB and takes 30000 MiB of
-# each with a job of 60 s ($big0 on GPU 0, $big1 on GPU 1).
+# each with a job that runs until cancelled ($big0 on GPU 0, $big1 on
+# GPU 1).
 two_gpus_taken() {
     export AEGIS_TEST_GPUS=2x40960
     start
     cd "$DIR/work"
-    big0=$("$AEGIS" submit --mem 30000 -- "$FAKE" --mib 30000 --seconds 60)
-    big1=$("$AEGIS" submit --mem 30000 -- "$FAKE" --mib 30000 --seconds 60)
+    big0=$("$AEGIS" submit --mem 30000 -- "$FAKE" --mib 30000 --seconds 600)
+    big1=$("$AEGIS" submit --mem 30000 -- "$FAKE" --mib 30000 --seconds 600)
     wait_until "the big jobs active" is_active "$big0"
     wait_until "the big jobs active" is_active "$big1"
 }
@@ -51,40 +52,43 @@ assert r.startswith('no GPU with 14560 MiB free (largest free: '), r" ||
 }
 
 # As above, a 500 MiB job starts on GPU 1, which stays under observation
-# until the job shows on it (3 s late); the next 500 MiB job, which GPU 1
-# would take but for that, says so, not "behind" the head, though GPU 0,
-# kept for the head, has room for it; then it starts.
+# until the job shows on it (once the test has seen the reason below);
+# the next 500 MiB job, which GPU 1 would take but for that, says so, not
+# "behind" the head, though GPU 0, kept for the head, has room for it;
+# then it starts.
 case_plus_observing() {
     two_gpus_taken
     head=$("$AEGIS" submit --mem 12000 -- "$FAKE" --mib 12000 --seconds 1)
     late=$("$AEGIS" submit --mem 500 -- sh -c \
-        "sleep 3; exec '$FAKE' --mib 500 --seconds 1")
+        "until [ -e '$DIR/seen' ]; do sleep 0.1; done; exec '$FAKE' --mib 500 --seconds 1")
     wait_until "the late job running" is_state "$late" running
     next=$("$AEGIS" submit --mem 500 -- "$FAKE" --mib 500 --seconds 1)
     wait_until "the next job's reason" reason_is "$next" \
         "GPU 1 under observation until its new job is seen active"
+    touch "$DIR/seen"
     "$AEGIS" wait "$next" >/dev/null || fail "the next job did not finish"
     is_state "$head" queued || fail "the head left the queue"
     "$AEGIS" cancel "$big0" "$big1" "$head" "$late" >/dev/null 2>&1
 }
 
 # max_jobs_per_user: 1 -- the second job waits with three GPUs idle, and
-# says so, until the first ends.
+# says so, until the first ends (once the test has read the reason).
 case_plus_limit() {
     echo "max_jobs_per_user: 1" >> "$DIR/aegis.yaml"
     start
     cd "$DIR/work"
-    first=$("$AEGIS" submit -- "$FAKE" --mib 1000 --seconds 3)
+    first=$("$AEGIS" submit -- "$FAKE" --mib 1000 --seconds 0 --until "$DIR/read")
     second=$("$AEGIS" submit -- "$FAKE" --mib 1000 --seconds 1)
     wait_until "the first job running" is_state "$first" running
+    # the reason comes with the next scheduling pass
+    wait_until "the second job's reason" reason_is "$second" "user limit reached (1 job)"
     is_state "$second" queued || fail "the limit did not hold"
-    [ "$(job_field "$second" wait_reason)" = "user limit reached (1 job)" ] ||
-        fail "reason: $(job_field "$second" wait_reason)"
     "$AEGIS" ls | grep "^$second " | grep -q "user limit reached (1 job)" ||
         fail "ls: $("$AEGIS" ls)"
     "$AEGIS" ls --json | pyjson "
 j=[j for j in d if j['id']==$second][0]
 assert j['wait_code']=='user_limit', j" || fail "ls --json wait_code"
+    touch "$DIR/read"
     "$AEGIS" wait "$first" "$second" >/dev/null || fail "not both done"
     python3 - "$("$AEGIS" show --json "$first")" "$("$AEGIS" show --json "$second")" <<'PY' ||
 import json, sys

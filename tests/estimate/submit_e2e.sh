@@ -16,6 +16,8 @@ cleanup() {
     rm -rf "$DIR"
 }
 trap cleanup EXIT
+# and if it is killed before that trap runs (SIGKILL: ctest's TIMEOUT)
+bash "$(dirname "$0")/../daemon/e2e_reap.sh" --detach $$ "$DIR" "$AEGIS_SOCKET"
 
 cat >"$DIR/models/m.json" <<'JSON'
 {"format": "aegis-model/1", "model": "mlp", "batch_size": 256,

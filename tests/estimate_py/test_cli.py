@@ -3,6 +3,8 @@ manual, the model list, and exit status 2 with a message naming the problem
 for every kind of bad input."""
 import common
 
+import contextlib
+import io
 import json
 import os
 import subprocess
@@ -10,12 +12,30 @@ import sys
 import tempfile
 import unittest
 
+import aegis_describe
+
 TOOL = os.path.join(common.ROOT, "python", "aegis_describe.py")
 
 
 def run(*args):
+    """The tool as its own process: what a user runs, exit status and all."""
     return subprocess.run([sys.executable, TOOL, *args], capture_output=True,
                           text=True, timeout=120)
+
+
+def call(*args):
+    """The tool's main() in this process, which has imported PyTorch once:
+    a process per case imports it again (seconds each; two dozen of them
+    took this test past its 300 s on a loaded machine). Same result as
+    run(): returncode, stdout, stderr."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = aegis_describe.main(list(args))
+        except SystemExit as stop:  # --help
+            code = stop.code or 0
+    return subprocess.CompletedProcess(args, code, out.getvalue(),
+                                       err.getvalue())
 
 
 class Cli(unittest.TestCase):
@@ -38,23 +58,23 @@ class Cli(unittest.TestCase):
                           "params": 512 * 100 + 100, "saved": 0})
 
     def test_text_model_to_stdout(self):
-        res = run("bert_base", "--batch-size", "2", "--seq-len", "128")
+        res = call("bert_base", "--batch-size", "2", "--seq-len", "128")
         self.assertEqual(res.returncode, 0, res.stderr)
         desc = json.loads(res.stdout)
         self.assertEqual(desc["input_elements"], 128)
         self.assertEqual(desc["layers"][0]["activations"], 128 * 768)
 
     def test_help_and_list(self):
-        res = run("--help")
+        res = call("--help")
         self.assertEqual(res.returncode, 0)
         for section in ("NAME", "SYNOPSIS", "OPTIONS", "EXIT STATUS"):
             self.assertIn(section, res.stdout)
-        res = run("--list")
+        res = call("--list")
         self.assertEqual(res.returncode, 0)
         names = [line.split()[0] for line in res.stdout.splitlines()]
         for name in ("gpt2_xl", "xception", "resnet50", "vgg16"):
             self.assertIn(name, names)
-        res = run("--list", "--json")
+        res = call("--list", "--json")
         self.assertEqual(res.returncode, 0)
         listed = [json.loads(line) for line in res.stdout.splitlines()]
         self.assertEqual([m["name"] for m in listed], names)
@@ -64,7 +84,7 @@ class Cli(unittest.TestCase):
 
     def test_segmentation_model_needs_no_download(self):
         # torchvision's segmentation backbones default to pretrained weights.
-        res = run("lraspp_mobilenet_v3_large", "--batch-size", "4")
+        res = call("lraspp_mobilenet_v3_large", "--batch-size", "4")
         self.assertEqual(res.returncode, 0, res.stderr)
         # Its forward ends with a functional upsampling to the input size.
         self.assertEqual(json.loads(res.stdout)["layers"][-1],
@@ -73,21 +93,21 @@ class Cli(unittest.TestCase):
                           "saved": 0})
 
     def test_every_torchvision_family_and_the_warnings(self):
-        names = [line.split()[0] for line in run("--list").stdout.splitlines()]
+        names = [line.split()[0] for line in call("--list").stdout.splitlines()]
         for name in ("maskrcnn_resnet50_fpn", "r3d_18", "raft_small",
                      "swin_t", "fcn_resnet50"):
             self.assertIn(name, names)
         # A clip is C,T,H,W.
-        res = run("r3d_18", "--batch-size", "2", "--input-shape",
+        res = call("r3d_18", "--batch-size", "2", "--input-shape",
                   "3,4,32,32")
         self.assertEqual(res.returncode, 0, res.stderr)
         self.assertEqual(json.loads(res.stdout)["input_elements"],
                          3 * 4 * 32 * 32)
-        res = run("r3d_18", "--batch-size", "2", "--input-shape", "3,32,32")
+        res = call("r3d_18", "--batch-size", "2", "--input-shape", "3,32,32")
         self.assertEqual(res.returncode, 2)
         self.assertIn("C,T,H,W", res.stderr)
         # A detection model runs on CPU: said on stderr and in the file.
-        res = run("ssdlite320_mobilenet_v3_large", "--batch-size", "2")
+        res = call("ssdlite320_mobilenet_v3_large", "--batch-size", "2")
         self.assertEqual(res.returncode, 0, res.stderr)
         self.assertIn("aegis_describe: warning: described by a forward pass "
                       "on the CPU", res.stderr)
@@ -120,8 +140,10 @@ class Cli(unittest.TestCase):
             (["vgg16", "--batch-size", "1", "--input-shape", "3,8,8"],
              "vgg16"),
         ]
+        res = run(*cases[0][0])  # the process's own exit status
+        self.assertEqual((res.returncode, res.stdout), (2, ""), res.stderr)
         for args, named in cases:
-            res = run(*args)
+            res = call(*args)
             self.assertEqual(res.returncode, 2, (args, res.stderr))
             self.assertIn(named, res.stderr, args)
             self.assertTrue(res.stderr.startswith("aegis_describe: "), args)

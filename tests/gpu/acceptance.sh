@@ -31,6 +31,11 @@ set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=$(cd "${1:-$ROOT/build}" 2>/dev/null && pwd) ||
     { echo "acceptance: no build folder ${1:-$ROOT/build}" >&2; exit 2; }
+# python3 is the interpreter itself, not a version manager's shim in front
+# of it: pyenv's costs seconds a call on a loaded machine, and a test calls
+# python3 dozens of times. (A shell function would not do: `python3 ... &`
+# would then give $! of a subshell, not of python.)
+PATH=$(dirname "$(python3 -c 'import sys; print(sys.executable)')"):$PATH
 HELPER="python3 $ROOT/tests/gpu/acceptance.py"
 STANDIN=${AEGIS_GPU_TEST_STANDIN:-0}
 G=${AEGIS_GPU_TEST_GPU:-0}
@@ -44,6 +49,9 @@ DIR=$(mktemp -d /tmp/aegis-gpu-acceptance-XXXXXX)
 chmod 755 "$DIR"
 STATE=$DIR/state
 export AEGIS_SOCKET=$DIR/aegis.sock
+# Killed before its EXIT trap runs (SIGKILL, as ctest's TIMEOUT sends), it
+# still leaves no aegisd or job behind (MIG modes are not put back then).
+bash "$ROOT/tests/daemon/e2e_reap.sh" --detach $$ "$DIR" "$AEGIS_SOCKET"
 DAEMON_OPTS=()
 if [ "$STANDIN" = 1 ]; then
     MODE=standin
@@ -212,14 +220,15 @@ check_telemetry() {
 }
 
 # 2. A 2000 MiB job is seen on its GPU within 10 s, its pid in NVML's
-# process list and its memory in the telemetry. It runs on for checks 5
-# and 6; its id is left in $LOAD.
+# process list and its memory in the telemetry. It runs on until check 6
+# is done ($DIR/load.done), however long that takes on a loaded machine,
+# and check 5 waits for its end; its id is left in $LOAD.
 check_seen() {
     local used0 t pid used
     used0=$(gpu_json "print(d['used_mib'])")
     t=$(now)
     LOAD=$(submit --name burn-2000 --mem 2000 -- "$BURN" --mib 2000 \
-           --seconds "$LONG" --smact 0.5) || { result 2 job-seen FAIL "submit failed"; return; }
+           --seconds "$LONG" --until "$DIR/load.done" --smact 0.5) || { result 2 job-seen FAIL "submit failed"; return; }
     if ! await 10 "seen $LOAD"; then
         result 2 job-seen FAIL "job $LOAD not seen on GPU $G within 10 s ($(state_of "$LOAD"))"
         return
@@ -251,10 +260,10 @@ check_dcgm() {
         fi
         return
     fi
-    if await 10 'gpu_json "assert d[\"smact\"] and d[\"smact\"] > 0" 2>/dev/null'; then
+    if await 30 'gpu_json "assert d[\"smact\"] and d[\"smact\"] > 0" 2>/dev/null'; then
         result 6 dcgm PASS "$(gpu_json "print('smact %.2f smocc %.2f drama %.2f (the job runs at 0.5)' % (d['smact'], d['smocc'] or 0, d['drama'] or 0))")"
     else
-        result 6 dcgm FAIL "no SMACT under load in 10 s: $(gpu_json "print(d['smact'], d['smocc'], d['drama'])" 2>/dev/null || echo "no smact in aegis gpus --json") $(grep -h 'DCGM read failed' "$STATE/aegisd.log" | tail -1)"
+        result 6 dcgm FAIL "no SMACT under load in 30 s: $(gpu_json "print(d['smact'], d['smocc'], d['drama'])" 2>/dev/null || echo "no smact in aegis gpus --json") $(grep -h 'DCGM read failed' "$STATE/aegisd.log" | tail -1)"
     fi
 }
 
@@ -293,11 +302,12 @@ check_collocation() {
     # fits alone, not beside 2 x 1000 MiB
     local mem=$((free - guard - 2048 - 1000))
     t=$(now)
-    # long enough to still run together once the third job has had time
-    # to be placed: the second starts a few samples after the first
-    local secs=$((SHORT + 4))
-    a=$(submit --name small-a --mem 1000 -- "$BURN" --mib 1000 --seconds $secs --smact 0.1)
-    b=$(submit --name small-b --mem 1000 -- "$BURN" --mib 1000 --seconds $secs --smact 0.1)
+    # they run on until the third job has had its chance beside them
+    local secs=$SHORT
+    a=$(submit --name small-a --mem 1000 -- "$BURN" --mib 1000 --seconds $secs \
+        --until "$DIR/c.tried" --smact 0.1)
+    b=$(submit --name small-b --mem 1000 -- "$BURN" --mib 1000 --seconds $secs \
+        --until "$DIR/c.tried" --smact 0.1)
     if ! await 20 "seen $a && seen $b"; then
         result 3 collocation FAIL "jobs $a, $b not both seen in 20 s: $(state_of "$a"), $(state_of "$b")"
         return
@@ -311,6 +321,7 @@ check_collocation() {
     [ "$(state_of "$a") $(state_of "$b")" = "running running" ] ||
         c_state="$c_state (but jobs $a, $b had ended: make them longer)"
     local shared; shared=$("$AEGIS" show --json "$b" | pyjson "print(not d['attempt_list'][0]['exclusive'])")
+    touch "$DIR/c.tried"
     timeout $((secs + 30)) "$AEGIS" wait "$a" "$b" "$c" > /dev/null
     local order
     order=$(python3 - "$("$AEGIS" show --json "$a")" "$("$AEGIS" show --json "$b")" \
@@ -343,13 +354,17 @@ check_oom() {
     # 1 GiB more than that: it fits once the hog is gone
     local hog_mib=$((free - guard - 5120 - 2048 - 1024))
     local want=$((free - hog_mib + 1024))
-    hog=$(submit --name hog --mem "$hog_mib" -- "$BURN" --mib "$hog_mib" --seconds "$SHORT" --smact 0.1)
+    # the hog runs on until the job has run out of memory beside it
+    hog=$(submit --name hog --mem "$hog_mib" -- "$BURN" --mib "$hog_mib" --seconds "$SHORT" \
+          --until "$DIR/oom.seen" --smact 0.1)
     if ! await 20 "gpu_json 'assert d[\"used_mib\"] >= $used0 + 0.95 * $hog_mib' 2>/dev/null"; then
         result 4 oom-ladder FAIL "the $hog_mib MiB job $hog never showed its memory ($(state_of "$hog"))"
         return
     fi
     note_pid "$hog"
     oomjob=$(submit --name oom -- "$BURN" --mib "$want" --seconds 1 --smact 0.1)
+    await 60 "attempt $oomjob how | grep -qx -e oom -e ok"
+    touch "$DIR/oom.seen"
     timeout $((SHORT + 60)) "$AEGIS" wait "$hog" "$oomjob" > /dev/null
     local figure
     figure=$("$AEGIS" show --json "$oomjob" | pyjson "
@@ -616,6 +631,7 @@ if start_daemon; then
     LOAD=
     check_seen
     check_dcgm
+    touch "$DIR/load.done"
     if [ -n "$LOAD" ]; then check_energy "$e0"; else result 5 energy FAIL "no job ran"; fi
     check_collocation
     check_oom

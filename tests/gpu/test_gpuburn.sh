@@ -25,7 +25,8 @@ case_usage() {
     for args in "" "--mib 10" "--seconds 1" "--mib 0 --seconds 1" \
                 "--mib 10 --seconds 1 --smact 1.5" "--mib x --seconds 1" \
                 "--mib 10 --seconds -1" "--mib 10 --seconds 1 --bogus" \
-                "--mib 10 --seconds 1 --smact nan" "--mib 10 --seconds"; do
+                "--mib 10 --seconds 1 --smact nan" "--mib 10 --seconds" \
+                "--mib 10 --seconds 1 --until"; do
         burn $args
         [ "$rc" = 2 ] || fail "'$args': exit $rc, want 2"
         grep -q "^usage:" "$DIR/err" || fail "'$args': no usage on stderr"
@@ -128,6 +129,24 @@ case_sigterm() {
     wait $pid
     rc=$?
     [ "$rc" = 143 ] || fail "exit $rc"
+    [ "$(logged '^free device=0 mib=100$')" = 1 ] || fail "not freed"
+}
+
+# --until FILE: past its --seconds it burns on until FILE exists, then
+# frees its memory and exits 0.
+case_until() {
+    AEGIS_CUDA_LIBRARY=$STUB "$BURN" --mib 100 --seconds 0 --until "$DIR/go" \
+        > /dev/null 2> "$DIR/err" &
+    local pid=$! deadline=$((SECONDS + 20))
+    until [ "$(logged '^launch')" -ge 3 ]; do
+        [ $SECONDS -lt $deadline ] || { kill $pid; fail "no launches past 0 s"; }
+        sleep 0.05
+    done
+    kill -0 $pid 2>/dev/null || fail "ended before its file"
+    touch "$DIR/go"
+    wait $pid
+    rc=$?
+    [ "$rc" = 0 ] || fail "exit $rc"
     [ "$(logged '^free device=0 mib=100$')" = 1 ] || fail "not freed"
 }
 
