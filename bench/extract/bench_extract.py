@@ -27,10 +27,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
     __file__))))
 sys.path.insert(0, os.path.join(ROOT, "python"))
 
-import torch  # noqa: E402
-import aegis_describe  # noqa: E402
-import aegis_models  # noqa: E402
-
 DEFAULT_MODELS = ["resnet50", "vgg16", "inception_v3", "efficientnet_b0",
                   "xception", "unet_resnet34", "bert_base", "xlnet_base",
                   "gpt2_xl", "llama3_width_8layer"]
@@ -55,6 +51,11 @@ def main():
                         help="catalog models to time (python/aegis_models.py"
                              " names; default: %(default)s)")
     args = parser.parse_args()
+    # Imported after the arguments: loading torch takes seconds, and --help
+    # needs none of it.
+    import torch
+    import aegis_describe
+    import aegis_models
     torch.set_num_threads(1)  # the build machine's cores are shared
     print("%-20s %14s %7s %10s %10s %10s %9s %9s" % (
         "model", "params", "layers", "meta_ms", "build_ms", "cpu_ms",
