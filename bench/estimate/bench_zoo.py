@@ -26,9 +26,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
     __file__))))
 sys.path.insert(0, os.path.join(ROOT, "python"))
 
-import torch  # noqa: E402
-import aegis_zoo  # noqa: E402
-
 
 def print_row(row):
     mib = 1024.0 * 1024.0
@@ -49,6 +46,10 @@ def main():
     parser.add_argument("--json", action="store_true",
                         help="one JSON object per model instead of a table")
     args = parser.parse_args()
+    # Imported after the arguments: loading torch takes seconds, and --help
+    # needs none of it.
+    import torch
+    import aegis_zoo
     torch.set_num_threads(1)  # the build machine's cores are shared
     items = ([aegis_zoo.entry(n) for n in args.models] if args.models
              else aegis_zoo.zoo())
