@@ -159,6 +159,13 @@ typedef struct d_unsaved {
     char reason[400];
 } d_unsaved;
 
+/* An attempt whose outcome the open loop turn settled: its status file
+ * goes once the turn is committed (d_turn_end). */
+typedef struct d_settled {
+    int64_t id;
+    int n;
+} d_settled;
+
 /* One client connection: a line buffer and, for `wait`, what it awaits.
  * Its requests are answered in order, one at a time: none while a `wait`
  * is pending or its answer not yet sent, and none while the client leaves
@@ -244,6 +251,7 @@ typedef struct d_daemon {
     int ngpus;
     d_gpu gpus[CORE_MAX_GPUS];
     char log_dir[4096], run_dir[4096];
+    char shim_path[4096];       /* aegis-shim (exec_shim_path) */
     int log_dirfd;              /* log_dir, opened once it was checked */
     config_keys keys;           /* the config's own keys: log cap, history
                                    period, notifier and its time limit,
@@ -259,6 +267,9 @@ typedef struct d_daemon {
     size_t njobs, capjobs;
     d_unsaved *unsaved;         /* finished since the state was last all */
     size_t nunsaved, capunsaved; /*   saved (kept while it cannot be) */
+    size_t ndependents;         /* jobs of the table with dependencies */
+    d_settled *settled;         /* the open turn's settled attempts */
+    size_t nsettled, capsettled;
     d_conn *conns;
     int nconns;
     uv_idle_t wake;             /* sends the answers of finished waits */
@@ -316,10 +327,21 @@ int d_job_to_core(d_daemon *d, d_job *job, char *err, size_t errlen);
 /* Ends a job: its state and reason committed, its waiters told. */
 void d_job_finish(d_daemon *d, d_job *job, const char *state,
                   const char *reason);
+/* A loop turn's job events (exits, launches, samples) share one
+ * transaction, so one commit: its callback opens it and commits it at
+ * its end; turns nest, the outer commits. */
+void d_turn_begin(d_daemon *d);
+void d_turn_end(d_daemon *d);
+/* The pair that settled attempt n of job id ended with committed
+ * (store_commit's answer): its status file goes once that is durable,
+ * now or at the end of the turn. */
+void d_status_settled(d_daemon *d, int64_t id, int n, int committed);
 void d_jobs_schedule(d_daemon *d);
 void d_jobs_check_exits(d_daemon *d);
-void d_jobs_tick(d_daemon *d);              /* telemetry, observation,
-                                               state retries */
+void d_jobs_tick(d_daemon *d);              /* telemetry, observation */
+/* While the state cannot be written, saves the writes kept meanwhile once
+ * it can; outside any store_begin() pair. */
+void d_jobs_state_retry(d_daemon *d);
 /* Cancels the unfinished jobs among ids, once the cancel is committed:
  * 0, or -1 with why (nothing cancelled) when it cannot be. */
 int d_jobs_cancel(d_daemon *d, const int64_t *ids, size_t nids, char *err,

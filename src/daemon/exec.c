@@ -2,8 +2,11 @@
  * files and their cap, exit classification (see exec.h for why a shim sits
  * between aegisd and the job, copies its output and records its end).
  *
- * Everything the children need (argv, envp, paths) is built before fork,
- * so the children only make system calls until exec.
+ * aegisd spawns the shim program (aegis-shim, whose main is
+ * exec_shim_main) and never forks itself for a job. Everything the shim
+ * needs (argv, envp, paths) is built before the spawn, and everything the
+ * job needs before the shim's fork, so the children only make system calls
+ * until exec.
  */
 #include "exec.h"
 
@@ -13,6 +16,7 @@
 #include <grp.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -527,9 +531,7 @@ static void exec_shim(const exec_spec *spec, char **envp, int out_fd,
     pid_t job = -1;
     if (sigfd >= 0 && exec_stream_open(&streams[0], out_fd, out_pipe) == 0 &&
         exec_stream_open(&streams[1], err_fd, err_pipe) == 0)
-        job = _Fork(); /* not fork: the atfork handler libuv left in this
-                          process would close and reuse the descriptors it
-                          had in aegisd, which are the pipes' now */
+        job = fork(); /* cheap: the shim is a small program of its own */
     if (job == 0) {
         sigprocmask(SIG_SETMASK, &none, NULL);
         signal(SIGHUP, SIG_DFL);
@@ -567,69 +569,211 @@ static void exec_shim(const exec_spec *spec, char **envp, int out_fd,
     _exit(0);
 }
 
+/* The shim's descriptors, where exec_shim_main finds them. */
+enum { SHIM_OUT_FD = 3, SHIM_ERR_FD, SHIM_REPORT_FD, SHIM_STATUS_FD,
+       SHIM_NFDS = 4 };
+/* The shim's arguments before the job's environment (see exec_shim_argv). */
+enum { SHIM_ID = 1, SHIM_ATTEMPT, SHIM_ERR_OFFSET, SHIM_LOG_MAX, SHIM_AS_USER,
+       SHIM_UID, SHIM_GID, SHIM_USER, SHIM_CWD, SHIM_NENV, SHIM_FIXED };
+
+static void exec_shim_argv_free(char **v) {
+    for (int i = 0; v && i < SHIM_FIXED; i++) free(v[i]);
+    free(v);
+}
+
+/* The shim's argument vector: its fixed fields, then the job's
+ * environment (envp, nenv strings), then the job's argv. The environment
+ * travels as arguments, never as the shim's own: the shim runs as root,
+ * and a submitter's LD_PRELOAD must not load into it. Returns a malloc'd
+ * vector whose first SHIM_FIXED entries are malloc'd too
+ * (exec_shim_argv_free), or NULL. */
+static char **exec_shim_argv(const exec_spec *spec, char **envp,
+                             long long err_offset) {
+    size_t nenv = 0, nargv = 0;
+    while (envp[nenv]) nenv++;
+    while (spec->argv[nargv]) nargv++;
+    char **v = calloc(SHIM_FIXED + nenv + nargv + 1, sizeof(*v));
+    if (!v) return NULL;
+    bool ok = asprintf(&v[0], "aegis-shim") >= 0 &&
+         asprintf(&v[SHIM_ID], "%lld", (long long)spec->id) >= 0 &&
+         asprintf(&v[SHIM_ATTEMPT], "%d", spec->attempt) >= 0 &&
+         asprintf(&v[SHIM_ERR_OFFSET], "%lld", err_offset) >= 0 &&
+         asprintf(&v[SHIM_LOG_MAX], "%lld", spec->log_max_bytes) >= 0 &&
+         asprintf(&v[SHIM_AS_USER], "%d", spec->as_user ? 1 : 0) >= 0 &&
+         asprintf(&v[SHIM_UID], "%u", (unsigned)spec->uid) >= 0 &&
+         asprintf(&v[SHIM_GID], "%u", (unsigned)spec->gid) >= 0 &&
+         asprintf(&v[SHIM_USER], "%s", spec->user ? spec->user : "") >= 0 &&
+         asprintf(&v[SHIM_CWD], "%s", spec->cwd) >= 0 &&
+         asprintf(&v[SHIM_NENV], "%zu", nenv) >= 0;
+    if (!ok) {
+        exec_shim_argv_free(v);
+        return NULL;
+    }
+    memcpy(v + SHIM_FIXED, envp, nenv * sizeof(*v));
+    memcpy(v + SHIM_FIXED + nenv, spec->argv, nargv * sizeof(*v));
+    return v;
+}
+
+/* Moves each of the n descriptors above the shim's (posix_spawn's dup2
+ * actions run in order: a source among 3..6 would be overwritten before
+ * its turn). 0, or -1 with errno. */
+static int exec_fds_above_shim(int *fds, int n) {
+    for (int i = 0; i < n; i++) {
+        if (fds[i] >= SHIM_OUT_FD + SHIM_NFDS) continue;
+        int moved = fcntl(fds[i], F_DUPFD_CLOEXEC, SHIM_OUT_FD + SHIM_NFDS);
+        if (moved < 0) return -1;
+        close(fds[i]);
+        fds[i] = moved;
+    }
+    return 0;
+}
+
+/* Starts the shim program with fds (out, err, report, status) as its
+ * descriptors 3 to 6. posix_spawn, not fork: glibc's starts the child
+ * without copying aegisd's memory (a fork of a big daemon costs a
+ * copy-on-write fault per page it touches afterwards). 0, or an errno. */
+static int exec_spawn_shim(const exec_spec *spec, char *const *argv,
+                           const int *fds, pid_t *pid) {
+    posix_spawn_file_actions_t fa;
+    int rc = posix_spawn_file_actions_init(&fa);
+    for (int i = 0; rc == 0 && i < SHIM_NFDS; i++)
+        rc = posix_spawn_file_actions_adddup2(&fa, fds[i], SHIM_OUT_FD + i);
+    /* aegisd's environment (root's), not the job's: see exec_shim_argv */
+    if (rc == 0) rc = posix_spawn(pid, spec->shim_path, &fa, NULL, argv,
+                                  environ);
+    posix_spawn_file_actions_destroy(&fa);
+    return rc;
+}
+
+/* Reads the job's pid from the shim, which reports it once it has forked
+ * the job (-1 when it could not). */
+static pid_t exec_read_job_pid(int fd) {
+    pid_t job = -1;
+    ssize_t got;
+    while ((got = read(fd, &job, sizeof(job))) < 0 && errno == EINTR) {
+    }
+    return got == (ssize_t)sizeof(job) ? job : -1;
+}
+
 int exec_start(const exec_spec *spec, exec_run *run, char *err,
                size_t errlen) {
-    int status_fd = -1, rc = -1;
-    int out_fd = exec_open_log(spec, false, err, errlen);
-    if (out_fd < 0) return -1;
-    int err_fd = exec_open_log(spec, true, err, errlen);
+    int rc = -1;
+    int fds[SHIM_NFDS] = {-1, -1, -1, -1}; /* out, err, report, status */
+    int report_read = -1;
+    fds[0] = exec_open_log(spec, false, err, errlen);
+    if (fds[0] < 0) return -1;
+    fds[1] = exec_open_log(spec, true, err, errlen);
     size_t nset = 0;
     char **envp = exec_envp(spec, &nset);
     int report[2] = {-1, -1};
     struct stat st;
-    if (err_fd < 0 || !envp || fstat(err_fd, &st) != 0 ||
+    if (fds[1] < 0 || !envp || fstat(fds[1], &st) != 0 ||
         pipe2(report, O_CLOEXEC) != 0) {
-        if (err_fd >= 0)
+        if (fds[1] >= 0)
             snprintf(err, errlen, "job %lld: cannot start: %s",
                      (long long)spec->id, strerror(errno));
-        goto fail;
+        goto out;
     }
+    report_read = report[0];
+    fds[2] = report[1];
     run->err_offset = st.st_size;
     char status_path[4096];
     exec_status_path(status_path, sizeof(status_path), spec->run_dir, spec->id,
                      spec->attempt);
-    status_fd = exec_status_create(status_path, run->err_offset, err, errlen);
-    if (status_fd < 0) {
+    fds[3] = exec_status_create(status_path, run->err_offset, err, errlen);
+    if (fds[3] < 0) {
         rc = EXEC_NO_STATUS;
-        goto fail;
+        goto out;
     }
-    run->shim_pid = fork();
-    if (run->shim_pid == 0) {
-        close(report[0]);
-        exec_shim(spec, envp, out_fd, err_fd, report[1], status_fd,
-                  run->err_offset);
+    char **argv = exec_shim_argv(spec, envp, run->err_offset);
+    int spawned = !argv ? ENOMEM
+                  : exec_fds_above_shim(fds, SHIM_NFDS) != 0
+                      ? errno
+                      : exec_spawn_shim(spec, argv, fds, &run->shim_pid);
+    exec_shim_argv_free(argv);
+    if (spawned != 0) {
+        snprintf(err, errlen, "job %lld: cannot start its watcher %s: %s",
+                 (long long)spec->id, spec->shim_path, strerror(spawned));
+        goto out;
     }
-    if (run->shim_pid < 0) {
-        snprintf(err, errlen, "job %lld: fork: %s", (long long)spec->id,
-                 strerror(errno));
-        goto fail;
-    }
-    close(report[1]);
-    report[1] = -1;
-    ssize_t got;
-    while ((got = read(report[0], &run->job_pid, sizeof(run->job_pid))) < 0 &&
-           errno == EINTR) {
-    }
-    if (got != (ssize_t)sizeof(run->job_pid) || run->job_pid <= 0) {
+    close(fds[2]); /* the shim's end: EOF if it dies before reporting */
+    fds[2] = -1;
+    run->job_pid = exec_read_job_pid(report_read);
+    if (run->job_pid <= 0) {
         snprintf(err, errlen, "job %lld: the shim could not fork the job",
                  (long long)spec->id);
-        goto fail;
+        goto out;
     }
     run->shim_start = exec_start_time(run->shim_pid);
-    close(report[0]);
-    close(out_fd);
-    close(err_fd);
-    close(status_fd);
-    exec_free_envp(envp, nset);
-    return 0;
-fail:
-    for (int i = 0; i < 2; i++)
-        if (report[i] >= 0) close(report[i]);
-    if (status_fd >= 0) close(status_fd);
-    close(out_fd);
-    if (err_fd >= 0) close(err_fd);
+    rc = 0;
+out:
+    for (int i = 0; i < SHIM_NFDS; i++)
+        if (fds[i] >= 0) close(fds[i]);
+    if (report_read >= 0) close(report_read);
     exec_free_envp(envp, nset);
     return rc;
+}
+
+int exec_shim_path(char *out, size_t outlen, char *err, size_t errlen) {
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    char *slash = n > 0 ? memchr(self, '/', (size_t)n) : NULL;
+    if (slash) {
+        self[n] = '\0';
+        *strrchr(self, '/') = '\0';
+        snprintf(out, outlen, "%s/aegis-shim", self);
+        if (access(out, X_OK) == 0) return 0;
+    }
+    snprintf(out, outlen, "%s", AEGIS_SHIM_PATH);
+    if (access(out, X_OK) == 0) return 0;
+    snprintf(err, errlen, "the job watcher aegis-shim is neither next to "
+             "aegisd (%s) nor at %s: %s", slash ? self : "?", AEGIS_SHIM_PATH,
+             strerror(errno));
+    return -1;
+}
+
+/* A number of the shim's arguments, or -1 when it is not one. */
+static long long exec_shim_number(const char *text) {
+    char *end;
+    errno = 0;
+    long long v = strtoll(text, &end, 10);
+    return errno == 0 && end != text && *end == '\0' && v >= 0 ? v : -1;
+}
+
+int exec_shim_main(int argc, char **argv) {
+    long long nums[SHIM_FIXED];
+    static const int numeric[] = {SHIM_ID, SHIM_ATTEMPT, SHIM_ERR_OFFSET,
+                                  SHIM_LOG_MAX, SHIM_AS_USER, SHIM_UID,
+                                  SHIM_GID, SHIM_NENV};
+    bool ok = argc > SHIM_FIXED;
+    for (size_t i = 0; ok && i < sizeof(numeric) / sizeof(*numeric); i++)
+        ok = (nums[numeric[i]] = exec_shim_number(argv[numeric[i]])) >= 0;
+    long long nenv = ok ? nums[SHIM_NENV] : 0;
+    if (!ok || nenv >= argc - SHIM_FIXED) {
+        dprintf(2, "aegis-shim: started by aegisd only (its arguments are "
+                "aegisd's, not a user's)\n");
+        return 2;
+    }
+    /* posix_spawn's dup2 left them open across exec: the job must not
+     * inherit them (it would hold its logs open) */
+    for (int fd = SHIM_OUT_FD; fd < SHIM_OUT_FD + SHIM_NFDS; fd++)
+        if (fcntl(fd, F_SETFD, FD_CLOEXEC) != 0) {
+            dprintf(2, "aegis-shim: descriptor %d: %s\n", fd, strerror(errno));
+            return 2;
+        }
+    char **envp = calloc((size_t)nenv + 1, sizeof(*envp));
+    if (!envp) return 1;
+    memcpy(envp, argv + SHIM_FIXED, (size_t)nenv * sizeof(*envp));
+    exec_spec spec = {
+        .id = nums[SHIM_ID], .attempt = (int)nums[SHIM_ATTEMPT],
+        .argv = (const char *const *)(argv + SHIM_FIXED + nenv),
+        .cwd = argv[SHIM_CWD], .as_user = nums[SHIM_AS_USER] != 0,
+        .uid = (uid_t)nums[SHIM_UID], .gid = (gid_t)nums[SHIM_GID],
+        .user = argv[SHIM_USER], .log_max_bytes = nums[SHIM_LOG_MAX],
+    };
+    exec_shim(&spec, envp, SHIM_OUT_FD, SHIM_ERR_FD, SHIM_REPORT_FD,
+              SHIM_STATUS_FD, nums[SHIM_ERR_OFFSET]);
+    return 1; /* exec_shim exits */
 }
 
 /* In a notifier's child: its own session (killed whole at its time

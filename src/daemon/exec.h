@@ -1,7 +1,9 @@
 /* exec.h -- starting a job's process, and learning how it ended.
  *
- * Each attempt runs under a small watcher process (the shim) forked from
- * aegisd: the shim starts the job in a session of its own, waits for it
+ * Each attempt runs under a small watcher process (the shim): aegisd
+ * spawns the program aegis-shim (posix_spawn, which copies none of
+ * aegisd's memory, unlike a fork of the daemon), which switches to the
+ * job's user only in the job's own process; the shim starts the job in a session of its own, waits for it
  * and records its wait status before exiting. aegisd may die and come back
  * meanwhile: the shim outlives it, so the exit status of a job that was
  * re-adopted after a restart is still collected. A job's processes are its
@@ -11,7 +13,7 @@
  *
  * The attempt's status file, RUN_DIR/ID.N.status, is the single source of
  * what became of it (exec_probe). aegisd creates it, at its full size,
- * and locks it before forking the shim, which inherits the lock and holds
+ * and locks it before spawning the shim, which inherits the lock and holds
  * it for its life: a locked file is a live attempt, whatever aegisd knew
  * of it; the job records its pids in it before it runs, the shim its wait
  * status in place (space already taken: a full disk cannot lose it; the
@@ -63,6 +65,7 @@ typedef struct exec_spec {
     long long log_max_bytes;    /* each log keeps its last this many bytes
                                    on disk */
     const char *run_dir;        /* holds the shims' status files */
+    const char *shim_path;      /* the aegis-shim program (exec_shim_path) */
 } exec_spec;
 
 typedef struct exec_run {
@@ -81,6 +84,15 @@ typedef struct exec_run {
  * EXEC_NO_STATUS. */
 int exec_start(const exec_spec *spec, exec_run *run, char *err,
                size_t errlen);
+
+/* The shim program's main: the attempt exec_start describes in its
+ * arguments, with its logs, report pipe and status file as descriptors 3
+ * to 6. Exits 2 when not started by exec_start. */
+int exec_shim_main(int argc, char **argv);
+
+/* Where aegisd finds aegis-shim: next to its own program (a build tree),
+ * else where it is installed. Writes the path to out; 0, or -1 with why. */
+int exec_shim_path(char *out, size_t outlen, char *err, size_t errlen);
 
 /* A job's notifier (notify.h): `/bin/sh -c cmd` in the job's directory,
  * as its user, with the job's environment and vars set over it. */

@@ -263,10 +263,16 @@ typedef struct store_journal {
     size_t n, cap;
 } store_journal;
 
+/* Nesting of store_begin() pairs whose start store_commit_now() can
+ * tell apart; deeper pairs share the deepest's. */
+#define STORE_MAX_DEPTH 16
+
 struct store {
     sqlite3 *db;
     sqlite3_stmt *st[S_COUNT];
     int depth;              /* store_begin() nesting: only the outer commits */
+    size_t marks[STORE_MAX_DEPTH]; /* tx.n at the start of each pair */
+    unsigned long commits;  /* transactions committed (store_commits) */
     char path[4096];
     bool failing;           /* writes fail: `kept` holds what is not saved */
     char why[4400];         /* the failure, with the database's path */
@@ -439,26 +445,64 @@ void store_close(store *st) {
 }
 
 void store_begin(store *st) {
+    st->marks[st->depth < STORE_MAX_DEPTH ? st->depth : STORE_MAX_DEPTH - 1] =
+        st->tx.n;
     if (st->depth++ == 0 && !st->failing) store_exec(st, S_BEGIN, 0);
+}
+
+unsigned long store_commits(const store *st) { return st->commits; }
+
+bool store_in_transaction(const store *st) { return st->depth > 0; }
+
+/* Commits the open transaction: 0, or -1 rolled back. */
+static int store_commit_tx(store *st) {
+    if (!st->failing && store_exec(st, S_COMMIT, 0) == 0) {
+        st->commits++;
+        store_journal_clear(&st->tx);
+        return 0;
+    }
+    if (!sqlite3_get_autocommit(st->db)) store_exec(st, S_ROLLBACK, 0);
+    return -1;
 }
 
 /* Ends the outer transaction: 0 when it committed; else -1, rolled back,
  * its writes kept (or, with keep false, forgotten). */
 static int store_end(store *st, bool keep) {
     if (--st->depth > 0) return 0;
-    if (!st->failing && store_exec(st, S_COMMIT, 0) == 0) {
-        store_journal_clear(&st->tx);
-        return 0;
-    }
-    if (!sqlite3_get_autocommit(st->db)) store_exec(st, S_ROLLBACK, 0);
+    if (store_commit_tx(st) == 0) return 0;
     if (keep) store_journal_move(&st->kept, &st->tx);
     else store_journal_clear(&st->tx);
     return -1;
 }
 
+/* store_commit_now() of a pair inside another: commits every write of the
+ * outer transaction so far and opens it again. When that fails, the
+ * writes before this pair are kept, as the outer pair's commit would keep
+ * them, and this pair's forgotten. */
+static int store_sync(store *st) {
+    size_t mark = st->marks[st->depth < STORE_MAX_DEPTH ? st->depth
+                                                        : STORE_MAX_DEPTH - 1];
+    if (store_commit_tx(st) == 0) {
+        if (!st->failing) store_exec(st, S_BEGIN, 0);
+        return 0;
+    }
+    store_journal tail = {.texts = st->tx.texts + mark, .n = st->tx.n - mark};
+    st->tx.n = mark;
+    store_journal_move(&st->kept, &st->tx);
+    store_journal_clear(&tail);
+    if (!st->failing) store_exec(st, S_BEGIN, 0); /* the rest of the outer */
+    return -1;
+}
+
 int store_commit(store *st) { return store_end(st, true); }
 
-int store_commit_now(store *st) { return store_end(st, false); }
+int store_commit_now(store *st) {
+    if (st->depth > 1) {
+        st->depth--;
+        return store_sync(st);
+    }
+    return store_end(st, false);
+}
 
 /* Runs one kept text: 0, or -1 on a disk error (a statement's own error
  * is logged and the text dropped: it would fail at every retry). */
@@ -473,6 +517,7 @@ static int store_replay(store *st, const char *text) {
 
 int store_retry(store *st, double now) {
     if (!st->failing) return 0;
+    if (st->depth > 0) return -1; /* it makes its own transaction */
     bool ok = sqlite3_exec(st->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) ==
               SQLITE_OK;
     for (size_t i = 0; ok && i < st->kept.n; i++)
@@ -487,6 +532,7 @@ int store_retry(store *st, double now) {
             sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
         return -1;
     }
+    st->commits++;
     fprintf(stderr, "aegisd: state saved again in %s (%zu writes kept while "
             "it could not be written)\n", st->path, st->kept.n);
     store_journal_clear(&st->kept);
@@ -579,6 +625,10 @@ static int store_submit_tx(store *st, const store_owner *owner,
         snprintf(err, errlen, "store: submit not saved: %s", st->why);
         return -1;
     }
+    if (st->depth > 0) { /* its own commit answers the client */
+        snprintf(err, errlen, "store: submit inside a transaction");
+        return -1;
+    }
     if (store_exec(st, S_BEGIN, 0) != 0) {
         snprintf(err, errlen, "store: cannot begin: %s", store_errmsg(st));
         return -1;
@@ -596,6 +646,7 @@ static int store_submit_tx(store *st, const store_owner *owner,
         if (!sqlite3_get_autocommit(st->db)) store_exec(st, S_ROLLBACK, 0);
         return -1;
     }
+    st->commits++;
     return 0;
 }
 
