@@ -80,6 +80,7 @@ static void d_conn_close(d_conn *c) {
     d_daemon *d = c->d;
     if (d_conn_closing(c)) return;
     if (c->lease_id) d_lease_conn_gone(d, c); /* a task gone before its grant */
+    if (c->cancel_waiting) d_cancel_conn_gone(d, c);
     if (c->prev) c->prev->next = c->next;
     else d->conns = c->next;
     if (c->next) c->next->prev = c->prev;
@@ -221,7 +222,7 @@ static void d_conn_request(d_conn *c, const char *line, size_t len) {
 }
 
 static bool d_conn_waiting(const d_conn *c) {
-    return c->wait_ids || c->later || c->lease_id;
+    return c->wait_ids || c->later || c->lease_id || c->cancel_waiting;
 }
 
 static bool d_conn_has_line(const d_conn *c) {
@@ -697,6 +698,7 @@ static void d_free(d_daemon *d) {
     free(d->jobs);
     free(d->unsaved);
     free(d->settled);
+    d_cancels_free(d);
     free(d->notifiers); /* those running finish on their own */
     free(d->notices);
     metrics_counts_free(&d->counts);

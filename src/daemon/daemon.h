@@ -132,6 +132,8 @@ typedef struct d_job {
     bool active;                /* seen on its GPUs */
     double seen;                /* Unix time it was first seen; 0 before */
     bool cancelling;
+    bool cancel_queued;         /* its cancel is committed, its end waits
+                                   for its slice (cancel.c) */
     double cancel_at;           /* Unix time of its committed cancel; 0:
                                    none */
     double kill_at;             /* SIGKILL the session then (monotonic s) */
@@ -187,6 +189,8 @@ typedef struct d_conn {
     json_t *wait_result;        /* the awaited jobs' final states so far */
     json_t *later;              /* the wait's answer, sent on the loop's
                                    next turn (d_conn_answer_later) */
+    bool cancel_waiting;        /* its cancel's answer waits for the end of
+                                   the jobs it cancelled (cancel.c) */
     int64_t lease_id;           /* the lease job it waits to be granted */
     pid_t lease_pid;            /*   for its task's process; 0: none */
     struct d_conn *prev, *next;
@@ -273,6 +277,8 @@ typedef struct d_daemon {
     d_conn *conns;
     int nconns;
     uv_idle_t wake;             /* sends the answers of finished waits */
+    struct d_cancels *cancels;  /* queued jobs whose cancel is committed,
+                                   ended a slice per loop turn (cancel.c) */
     struct d_metrics_server *metrics; /* metrics_http.c's, NULL: none */
     metrics_counts counts;      /* what /metrics counts since the start */
     struct d_scontrol_run *scontrols; /* keys.slurm_scontrol's runs not
@@ -343,9 +349,21 @@ void d_jobs_tick(d_daemon *d);              /* telemetry, observation */
  * it can; outside any store_begin() pair. */
 void d_jobs_state_retry(d_daemon *d);
 /* Cancels the unfinished jobs among ids, once the cancel is committed:
- * 0, or -1 with why (nothing cancelled) when it cannot be. */
+ * 0, or -1 with why (nothing cancelled) when it cannot be. Running jobs
+ * are signalled at once; queued ones end at once too when they are few,
+ * else in slices over the next loop turns (d_cancel_answer). */
 int d_jobs_cancel(d_daemon *d, const int64_t *ids, size_t nids, char *err,
                   size_t errlen);
+/* Answers c (taking answer) once every job d_jobs_cancel queued so far
+ * has ended: now when none waits. */
+void d_cancel_answer(d_daemon *d, d_conn *c, json_t *answer);
+/* c closes: its cancel's answer is dropped (the jobs still end). */
+void d_cancel_conn_gone(d_daemon *d, d_conn *c);
+void d_cancels_free(d_daemon *d);
+/* Cancels a job whose cancel is committed (job->cancel_at): a queued one
+ * is finished, a running one sent SIGTERM, and SIGKILL once its grace time
+ * since the cancel is up. */
+void d_job_cancel(d_daemon *d, d_job *job);
 
 /* deps.c */
 typedef enum d_deps_verdict {

@@ -343,7 +343,8 @@ static void d_on_cancel(d_conn *c, const proto_request *req) {
     json_t *done = json_array();
     for (size_t i = 0; i < req->nids; i++)
         json_array_append_new(done, json_integer(req->ids[i]));
-    d_reply(c, json_pack("{s:b, s:o}", "ok", 1, "cancelled", done));
+    /* once its jobs have ended, which many take several loop turns to */
+    d_cancel_answer(d, c, json_pack("{s:b, s:o}", "ok", 1, "cancelled", done));
     d_jobs_schedule(d);
 }
 

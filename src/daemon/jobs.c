@@ -678,10 +678,7 @@ void d_jobs_check_exits(d_daemon *d) {
     d_turn_end(d);
 }
 
-/* Cancels a job whose cancel is committed (job->cancel_at): a queued one
- * is finished, a running one sent SIGTERM, and SIGKILL once its grace time
- * since the cancel is up. */
-static void d_job_cancel(d_daemon *d, d_job *job) {
+void d_job_cancel(d_daemon *d, d_job *job) {
     /* A job in a MIG instance keeps its slices in the core until the
      * instance is destroyed at its end: given away sooner, they would fail
      * the next job's instance. */
@@ -701,34 +698,6 @@ static void d_job_cancel(d_daemon *d, d_job *job) {
     exec_kill(job->job_pid, SIGTERM);
     store_event(d->st, job->id, d_wall(), "cancel: SIGTERM sent to session %d",
                 (int)job->job_pid);
-}
-
-int d_jobs_cancel(d_daemon *d, const int64_t *ids, size_t nids, char *err,
-                  size_t errlen) {
-    double now = d_wall();
-    store_begin(d->st);
-    for (size_t i = 0; i < nids; i++) {
-        d_job *job = d_job_find(d, ids[i]);
-        if (job && !job->cancelling) store_job_cancel(d->st, ids[i], now);
-    }
-    /* Answered only once committed, so that it holds after a crash. */
-    if (store_commit_now(d->st) != 0) {
-        snprintf(err, errlen, "not cancelled: aegisd cannot write its state "
-                 "(%s)", store_failing(d->st) ? store_failure(d->st)
-                                             : store_errmsg(d->st));
-        return -1;
-    }
-    store_begin(d->st); /* their ends and events: one commit, not one each */
-    /* from the last: a finished job leaves the table by a move of the
-     * jobs after it, none when it is the last (ids come in order) */
-    for (size_t i = nids; i-- > 0;) {
-        d_job *job = d_job_find(d, ids[i]);
-        if (!job || job->cancelling) continue;
-        job->cancel_at = now;
-        d_job_cancel(d, job);
-    }
-    store_commit(d->st);
-    return 0;
 }
 
 /* ---- telemetry ------------------------------------------------------------ */

@@ -222,8 +222,9 @@ static const char *const sql[S_COUNT] = {
     [S_ATT_PIDS] = "UPDATE attempts SET shim_pid = ?3, shim_start = ?4,"
                    " job_pid = ?5, err_offset = ?6 WHERE job_id = ?1 AND n = ?2",
     [S_ATT_DROP] = "DELETE FROM attempts WHERE job_id = ?1 AND n = ?2",
-    [S_CANCEL] = "UPDATE jobs SET cancel_at = ?2 WHERE id = ?1"
-                 " AND cancel_at IS NULL",
+    /* ?1: the ids, a JSON array: one statement for a bulk cancel */
+    [S_CANCEL] = "UPDATE jobs SET cancel_at = ?2 WHERE id IN"
+                 " (SELECT value FROM json_each(?1)) AND cancel_at IS NULL",
     [S_PROBE] = "INSERT OR REPLACE INTO probe(id, t) VALUES(1, ?1)",
     [S_HELD] = "UPDATE jobs SET held = ?2 WHERE id = ?1",
     /* a producer not being stopped for its feed has no stop committed:
@@ -750,11 +751,22 @@ void store_attempt_drop(store *st, int64_t id, int n) {
     store_write(st, S_ATT_DROP, id);
 }
 
-void store_job_cancel(store *st, int64_t id, double now) {
+void store_jobs_cancel(store *st, const int64_t *ids, size_t n, double now) {
+    if (n == 0) return;
+    json_t *arr = json_array();
+    for (size_t i = 0; arr && i < n; i++)
+        json_array_append_new(arr, json_integer(ids[i]));
+    char *text = arr ? json_dumps(arr, JSON_COMPACT) : NULL;
+    json_decref(arr);
+    if (!text) {
+        fprintf(stderr, "aegisd: store: job %lld: cancel: out of memory\n",
+                (long long)ids[0]);
+        return;
+    }
     sqlite3_stmt *s = st->st[S_CANCEL];
-    sqlite3_bind_int64(s, 1, id);
+    sqlite3_bind_text(s, 1, text, -1, free);
     sqlite3_bind_double(s, 2, now);
-    store_write(st, S_CANCEL, id);
+    store_write(st, S_CANCEL, ids[0]);
 }
 
 void store_job_retry(store *st, int64_t id, double floor_mib, bool alone) {

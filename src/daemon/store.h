@@ -123,8 +123,9 @@ void store_attempt_pids(store *st, int64_t id, int n, pid_t shim_pid,
                         long long err_offset);
 /* Forgets attempt n, which never started. */
 void store_attempt_drop(store *st, int64_t id, int n);
-/* The owner cancelled the job at `now`: kept until it is finished. */
-void store_job_cancel(store *st, int64_t id, double now);
+/* The owner cancelled the n jobs of ids at `now` (one statement): kept
+ * until each is finished. */
+void store_jobs_cancel(store *st, const int64_t *ids, size_t n, double now);
 /* Attempt n of the job was first seen on its GPUs at `now`. */
 void store_attempt_seen(store *st, int64_t id, int n, double now);
 /* Closes attempt n of the job: how is "ok", "oom", "failed", "lost",
