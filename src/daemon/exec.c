@@ -142,6 +142,16 @@ static int exec_record_parse(const char *text, exec_record *rec) {
     return 0;
 }
 
+/* Allocates the record's blocks on disk now, so that the shim's later
+ * writes in place need no space: fallocate, which a full disk refuses at
+ * once without waiting for the disk (aegisd makes one file per job start:
+ * an fdatasync each stalled its loop), or fdatasync where the file system
+ * has no fallocate. 0, or -1 with errno. */
+static int exec_take_space(int fd) {
+    if (fallocate(fd, 0, 0, EXEC_RECORD_BYTES) == 0) return 0;
+    return errno == EOPNOTSUPP ? fdatasync(fd) : -1;
+}
+
 /* Creates a status file at path at its full size, locked (an attempt's
  * shim inherits the descriptor and with it the lock). Returns the
  * descriptor, or -1 with a message naming the file. */
@@ -150,7 +160,7 @@ static int exec_status_create(const char *path, long long err_offset,
     exec_record rec = {.err_offset = err_offset};
     int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) != 0 ||
-        exec_record_write(fd, &rec, false) != 0 || fdatasync(fd) != 0) {
+        exec_record_write(fd, &rec, false) != 0 || exec_take_space(fd) != 0) {
         bool held = errno == EWOULDBLOCK;
         snprintf(err, errlen, "status file %s: %s", path,
                  held ? "a watcher of this attempt still runs"
@@ -475,6 +485,14 @@ static bool exec_seen(pid_t *seen, int *n, int max, pid_t pid) {
 static int exec_end_session(pid_t job) {
     pid_t self = getpid(), seen[256];
     int nseen = 0, killed = 0;
+    /* Nothing left, most often: every living process the job started has
+     * a living parent up to one that is the shim's child (the shim is
+     * their subreaper), so no child means none at all, without a scan of
+     * /proc, which on a busy server costs more than a short job. */
+    pid_t got;
+    while ((got = waitpid(-1, NULL, WNOHANG)) > 0) {
+    }
+    if (got < 0 && errno == ECHILD) return 0;
     for (;;) {
         int alive = 0;
         DIR *proc = opendir("/proc");
@@ -501,17 +519,17 @@ static int exec_end_session(pid_t job) {
     }
 }
 
-/* In the shim: start the job, report its pid, copy its output until it
+/* In the shim: start the job, copy its output until it
  * exits, end what is left of it, copy what its pipes still hold, record
  * the status. */
 static void exec_shim(const exec_spec *spec, char **envp, int out_fd,
-                      int err_fd, int report_fd, int status_fd,
+                      int err_fd, int status_fd,
                       long long err_offset) {
     setsid(); /* outlive aegisd and its terminal */
     prctl(PR_SET_NAME, "aegis-shim");
     prctl(PR_SET_CHILD_SUBREAPER, 1);
-    int keep[] = {out_fd, err_fd, report_fd, status_fd};
-    exec_close_others(keep, 4);
+    int keep[] = {out_fd, err_fd, status_fd};
+    exec_close_others(keep, 3);
     sigset_t none, chld;
     sigemptyset(&none);
     sigemptyset(&chld);
@@ -538,19 +556,17 @@ static void exec_shim(const exec_spec *spec, char **envp, int out_fd,
         signal(SIGINT, SIG_DFL);
         signal(SIGTERM, SIG_DFL);
         signal(SIGPIPE, SIG_DFL);
-        close(report_fd);
         exec_job_child(spec, envp, out_pipe[1], err_pipe[1], status_fd, &rec);
     }
-    /* Unread when aegisd died meanwhile: the next one finds the pids in the
-     * status record. */
-    ssize_t reported = write(report_fd, &job, sizeof(job));
-    (void)reported;
-    close(report_fd);
     close(out_pipe[1]);
     close(err_pipe[1]);
     int status;
-    if (job < 0 ||
-        exec_pump(streams, sigfd, job, spec->log_max_bytes, &status) != 0)
+    if (job < 0) { /* a record without a job: aegisd queues it again */
+        dprintf(2, "aegis-shim: job %lld attempt %d: cannot start it: %s\n",
+                (long long)spec->id, spec->attempt, strerror(errno));
+        _exit(1);
+    }
+    if (exec_pump(streams, sigfd, job, spec->log_max_bytes, &status) != 0)
         _exit(1);
     rec.job_pid = job;
     rec.status = status;
@@ -570,8 +586,7 @@ static void exec_shim(const exec_spec *spec, char **envp, int out_fd,
 }
 
 /* The shim's descriptors, where exec_shim_main finds them. */
-enum { SHIM_OUT_FD = 3, SHIM_ERR_FD, SHIM_REPORT_FD, SHIM_STATUS_FD,
-       SHIM_NFDS = 4 };
+enum { SHIM_OUT_FD = 3, SHIM_ERR_FD, SHIM_STATUS_FD, SHIM_NFDS = 3 };
 /* The shim's arguments before the job's environment (see exec_shim_argv). */
 enum { SHIM_ID = 1, SHIM_ATTEMPT, SHIM_ERR_OFFSET, SHIM_LOG_MAX, SHIM_AS_USER,
        SHIM_UID, SHIM_GID, SHIM_USER, SHIM_CWD, SHIM_NENV, SHIM_FIXED };
@@ -615,7 +630,7 @@ static char **exec_shim_argv(const exec_spec *spec, char **envp,
 }
 
 /* Moves each of the n descriptors above the shim's (posix_spawn's dup2
- * actions run in order: a source among 3..6 would be overwritten before
+ * actions run in order: a source among 3..5 would be overwritten before
  * its turn). 0, or -1 with errno. */
 static int exec_fds_above_shim(int *fds, int n) {
     for (int i = 0; i < n; i++) {
@@ -628,8 +643,8 @@ static int exec_fds_above_shim(int *fds, int n) {
     return 0;
 }
 
-/* Starts the shim program with fds (out, err, report, status) as its
- * descriptors 3 to 6. posix_spawn, not fork: glibc's starts the child
+/* Starts the shim program with fds (out, err, status) as its
+ * descriptors 3 to 5. posix_spawn, not fork: glibc's starts the child
  * without copying aegisd's memory (a fork of a big daemon costs a
  * copy-on-write fault per page it touches afterwards). 0, or an errno. */
 static int exec_spawn_shim(const exec_spec *spec, char *const *argv,
@@ -645,43 +660,28 @@ static int exec_spawn_shim(const exec_spec *spec, char *const *argv,
     return rc;
 }
 
-/* Reads the job's pid from the shim, which reports it once it has forked
- * the job (-1 when it could not). */
-static pid_t exec_read_job_pid(int fd) {
-    pid_t job = -1;
-    ssize_t got;
-    while ((got = read(fd, &job, sizeof(job))) < 0 && errno == EINTR) {
-    }
-    return got == (ssize_t)sizeof(job) ? job : -1;
-}
-
 int exec_start(const exec_spec *spec, exec_run *run, char *err,
                size_t errlen) {
     int rc = -1;
-    int fds[SHIM_NFDS] = {-1, -1, -1, -1}; /* out, err, report, status */
-    int report_read = -1;
+    int fds[SHIM_NFDS] = {-1, -1, -1}; /* out, err, status */
     fds[0] = exec_open_log(spec, false, err, errlen);
     if (fds[0] < 0) return -1;
     fds[1] = exec_open_log(spec, true, err, errlen);
     size_t nset = 0;
     char **envp = exec_envp(spec, &nset);
-    int report[2] = {-1, -1};
     struct stat st;
-    if (fds[1] < 0 || !envp || fstat(fds[1], &st) != 0 ||
-        pipe2(report, O_CLOEXEC) != 0) {
+    if (fds[1] < 0 || !envp || fstat(fds[1], &st) != 0) {
         if (fds[1] >= 0)
             snprintf(err, errlen, "job %lld: cannot start: %s",
                      (long long)spec->id, strerror(errno));
         goto out;
     }
-    report_read = report[0];
-    fds[2] = report[1];
     run->err_offset = st.st_size;
     char status_path[4096];
     exec_status_path(status_path, sizeof(status_path), spec->run_dir, spec->id,
                      spec->attempt);
-    fds[3] = exec_status_create(status_path, run->err_offset, err, errlen);
-    if (fds[3] < 0) {
+    fds[2] = exec_status_create(status_path, run->err_offset, err, errlen);
+    if (fds[2] < 0) {
         rc = EXEC_NO_STATUS;
         goto out;
     }
@@ -696,20 +696,14 @@ int exec_start(const exec_spec *spec, exec_run *run, char *err,
                  (long long)spec->id, spec->shim_path, strerror(spawned));
         goto out;
     }
-    close(fds[2]); /* the shim's end: EOF if it dies before reporting */
-    fds[2] = -1;
-    run->job_pid = exec_read_job_pid(report_read);
-    if (run->job_pid <= 0) {
-        snprintf(err, errlen, "job %lld: the shim could not fork the job",
-                 (long long)spec->id);
-        goto out;
-    }
+    /* the shim exists once posix_spawn returned; the job's pid is in the
+     * status record once it forked it: aegisd does not wait for that */
     run->shim_start = exec_start_time(run->shim_pid);
+    run->job_pid = 0;
     rc = 0;
 out:
     for (int i = 0; i < SHIM_NFDS; i++)
         if (fds[i] >= 0) close(fds[i]);
-    if (report_read >= 0) close(report_read);
     exec_free_envp(envp, nset);
     return rc;
 }
@@ -771,8 +765,8 @@ int exec_shim_main(int argc, char **argv) {
         .uid = (uid_t)nums[SHIM_UID], .gid = (gid_t)nums[SHIM_GID],
         .user = argv[SHIM_USER], .log_max_bytes = nums[SHIM_LOG_MAX],
     };
-    exec_shim(&spec, envp, SHIM_OUT_FD, SHIM_ERR_FD, SHIM_REPORT_FD,
-              SHIM_STATUS_FD, nums[SHIM_ERR_OFFSET]);
+    exec_shim(&spec, envp, SHIM_OUT_FD, SHIM_ERR_FD, SHIM_STATUS_FD,
+              nums[SHIM_ERR_OFFSET]);
     return 1; /* exec_shim exits */
 }
 

@@ -71,7 +71,10 @@ typedef struct exec_spec {
 typedef struct exec_run {
     pid_t shim_pid;
     unsigned long long shim_start;  /* start time in clock ticks */
-    pid_t job_pid;                  /* session leader of the job */
+    pid_t job_pid;                  /* session leader of the job: 0 from
+                                       exec_start, which does not wait for
+                                       the shim to fork it; the status
+                                       record names it (exec_probe) */
     long long err_offset;           /* stderr size before this attempt */
 } exec_run;
 
@@ -86,8 +89,8 @@ int exec_start(const exec_spec *spec, exec_run *run, char *err,
                size_t errlen);
 
 /* The shim program's main: the attempt exec_start describes in its
- * arguments, with its logs, report pipe and status file as descriptors 3
- * to 6. Exits 2 when not started by exec_start. */
+ * arguments, with its logs and status file as descriptors 3 to 5. Exits
+ * 2 when not started by exec_start. */
 int exec_shim_main(int argc, char **argv);
 
 /* Where aegisd finds aegis-shim: next to its own program (a build tree),

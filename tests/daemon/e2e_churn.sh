@@ -33,4 +33,53 @@ case_churn_spawn() {
         fail "aegis-shim by hand: exit $rc, $(cat err.txt)"
 }
 
+# watch_states FIRST LAST: on one connection, asks the states of jobs LAST
+# and FIRST over and over until FIRST is cancelled (60 s at most); prints
+# "between" if it ever saw LAST cancelled, then FIRST still queued.
+watch_states() {
+    python3 - "$AEGIS_SOCKET" "$1" "$2" <<'PY'
+import json, socket, sys, time
+path, first, last = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+s = socket.socket(socket.AF_UNIX); s.connect(path); f = s.makefile("rb")
+def state(i):
+    s.sendall(b'{"op":"show","id":%d}\n' % i)
+    return json.loads(f.readline())["job"]["state"]
+open("watching", "w").close()
+between, deadline = False, time.time() + 60
+while time.time() < deadline:
+    # last, then first: a cancel that ends them all in one go cannot show
+    # the last one cancelled and, later, the first one still queued
+    b = state(last)
+    a = state(first)
+    between = between or (b == "cancelled" and a == "queued")
+    if a == "cancelled":
+        break
+print("between" if between else "all at once")
+PY
+}
+
+# Cancelling 10,000 queued jobs in one request does not freeze aegisd:
+# another client is answered while they end, so it sees some of them
+# cancelled and the others not yet (the old aegisd ended them all in one
+# go, and answered no one meanwhile). The client that cancelled gets its
+# answer once all have ended.
+case_churn_cancel_many() {
+    start
+    cd "$DIR/work"
+    for g in 0 1 2; do "$AEGIS" drain $g > /dev/null || fail drain; done
+    seq 5000 | sed 's/.*/true/' > array.txt
+    for i in 1 2; do "$AEGIS" submit --array array.txt >> ids.txt || fail submit; done
+    watch_states "$(head -1 ids.txt)" "$(tail -1 ids.txt)" > seen.txt &
+    watcher=$!
+    wait_until "the watcher connects" test -e watching
+    "$AEGIS" cancel $(cat ids.txt) > cancel.out || fail cancel
+    [ "$(wc -l < cancel.out)" = 10000 ] || fail "cancelled $(wc -l < cancel.out)"
+    # its answer came once all had ended
+    "$AEGIS" show --json "$(head -1 ids.txt)" | pyjson "assert d['state']=='cancelled', d" ||
+        fail "answered before its jobs ended"
+    wait $watcher
+    [ "$(cat seen.txt)" = between ] ||
+        fail "no other client answered while the jobs were cancelled ($(cat seen.txt))"
+}
+
 e2e_run
