@@ -587,45 +587,68 @@ static void exec_shim(const exec_spec *spec, char **envp, int out_fd,
 
 /* The shim's descriptors, where exec_shim_main finds them. */
 enum { SHIM_OUT_FD = 3, SHIM_ERR_FD, SHIM_STATUS_FD, SHIM_NFDS = 3 };
-/* The shim's arguments before the job's environment (see exec_shim_argv). */
-enum { SHIM_ID = 1, SHIM_ATTEMPT, SHIM_ERR_OFFSET, SHIM_LOG_MAX, SHIM_AS_USER,
-       SHIM_UID, SHIM_GID, SHIM_USER, SHIM_CWD, SHIM_NENV, SHIM_FIXED };
+/* The shim's arguments before the environment (see exec_shim_argv). */
+enum { SHIM_MODE = 1, SHIM_ID, SHIM_ATTEMPT, SHIM_ERR_OFFSET, SHIM_LOG_MAX,
+       SHIM_AS_USER, SHIM_UID, SHIM_GID, SHIM_USER, SHIM_CWD, SHIM_NENV,
+       SHIM_FIXED };
+
+/* What aegisd asks of the shim: watch a job's attempt ("job"), or run a
+ * job's notifier ("notify"). */
+typedef struct exec_shim_args {
+    const char *mode;
+    int64_t id;
+    int attempt;                /* the job's; 0 for a notifier */
+    long long err_offset, log_max_bytes;
+    bool as_user;
+    uid_t uid;
+    gid_t gid;
+    const char *user, *cwd;
+} exec_shim_args;
 
 static void exec_shim_argv_free(char **v) {
-    for (int i = 0; v && i < SHIM_FIXED; i++) free(v[i]);
+    for (size_t i = 0; v && v[i]; i++) free(v[i]);
     free(v);
 }
 
-/* The shim's argument vector: its fixed fields, then the job's
- * environment (envp, nenv strings), then the job's argv. The environment
- * travels as arguments, never as the shim's own: the shim runs as root,
- * and a submitter's LD_PRELOAD must not load into it. Returns a malloc'd
- * vector whose first SHIM_FIXED entries are malloc'd too
- * (exec_shim_argv_free), or NULL. */
-static char **exec_shim_argv(const exec_spec *spec, char **envp,
-                             long long err_offset) {
-    size_t nenv = 0, nargv = 0;
+/* n strings of v from `at` on: copies of from's (NULL-terminated); 0, or
+ * -1 out of memory. */
+static int exec_argv_copy(char **v, size_t at, char *const *from) {
+    for (size_t i = 0; from[i]; i++)
+        if (!(v[at + i] = strdup(from[i]))) return -1;
+    return 0;
+}
+
+/* The shim's argument vector: its fixed fields, then the environment
+ * (envp, nenv strings), then tail: the job's argv, or the notifier's
+ * command. The environment travels as arguments, never as the shim's own:
+ * the shim runs as root, and a submitter's LD_PRELOAD must not load into
+ * it. Returns a malloc'd vector of malloc'd strings (exec_shim_argv_free),
+ * or NULL. */
+static char **exec_shim_argv(const exec_shim_args *a, char *const *envp,
+                             char *const *tail) {
+    size_t nenv = 0, ntail = 0;
     while (envp[nenv]) nenv++;
-    while (spec->argv[nargv]) nargv++;
-    char **v = calloc(SHIM_FIXED + nenv + nargv + 1, sizeof(*v));
+    while (tail[ntail]) ntail++;
+    char **v = calloc(SHIM_FIXED + nenv + ntail + 1, sizeof(*v));
     if (!v) return NULL;
     bool ok = asprintf(&v[0], "aegis-shim") >= 0 &&
-         asprintf(&v[SHIM_ID], "%lld", (long long)spec->id) >= 0 &&
-         asprintf(&v[SHIM_ATTEMPT], "%d", spec->attempt) >= 0 &&
-         asprintf(&v[SHIM_ERR_OFFSET], "%lld", err_offset) >= 0 &&
-         asprintf(&v[SHIM_LOG_MAX], "%lld", spec->log_max_bytes) >= 0 &&
-         asprintf(&v[SHIM_AS_USER], "%d", spec->as_user ? 1 : 0) >= 0 &&
-         asprintf(&v[SHIM_UID], "%u", (unsigned)spec->uid) >= 0 &&
-         asprintf(&v[SHIM_GID], "%u", (unsigned)spec->gid) >= 0 &&
-         asprintf(&v[SHIM_USER], "%s", spec->user ? spec->user : "") >= 0 &&
-         asprintf(&v[SHIM_CWD], "%s", spec->cwd) >= 0 &&
-         asprintf(&v[SHIM_NENV], "%zu", nenv) >= 0;
+         asprintf(&v[SHIM_MODE], "%s", a->mode) >= 0 &&
+         asprintf(&v[SHIM_ID], "%lld", (long long)a->id) >= 0 &&
+         asprintf(&v[SHIM_ATTEMPT], "%d", a->attempt) >= 0 &&
+         asprintf(&v[SHIM_ERR_OFFSET], "%lld", a->err_offset) >= 0 &&
+         asprintf(&v[SHIM_LOG_MAX], "%lld", a->log_max_bytes) >= 0 &&
+         asprintf(&v[SHIM_AS_USER], "%d", a->as_user ? 1 : 0) >= 0 &&
+         asprintf(&v[SHIM_UID], "%u", (unsigned)a->uid) >= 0 &&
+         asprintf(&v[SHIM_GID], "%u", (unsigned)a->gid) >= 0 &&
+         asprintf(&v[SHIM_USER], "%s", a->user ? a->user : "") >= 0 &&
+         asprintf(&v[SHIM_CWD], "%s", a->cwd ? a->cwd : "/") >= 0 &&
+         asprintf(&v[SHIM_NENV], "%zu", nenv) >= 0 &&
+         exec_argv_copy(v, SHIM_FIXED, envp) == 0 &&
+         exec_argv_copy(v, SHIM_FIXED + nenv, tail) == 0;
     if (!ok) {
         exec_shim_argv_free(v);
         return NULL;
     }
-    memcpy(v + SHIM_FIXED, envp, nenv * sizeof(*v));
-    memcpy(v + SHIM_FIXED + nenv, spec->argv, nargv * sizeof(*v));
     return v;
 }
 
@@ -643,19 +666,19 @@ static int exec_fds_above_shim(int *fds, int n) {
     return 0;
 }
 
-/* Starts the shim program with fds (out, err, status) as its
- * descriptors 3 to 5. posix_spawn, not fork: glibc's starts the child
- * without copying aegisd's memory (a fork of a big daemon costs a
- * copy-on-write fault per page it touches afterwards). 0, or an errno. */
-static int exec_spawn_shim(const exec_spec *spec, char *const *argv,
-                           const int *fds, pid_t *pid) {
+/* Starts the shim program at path with the nfds of fds (out, err,
+ * status) as its descriptors 3 to 5. posix_spawn, not fork: glibc's
+ * starts the child without copying aegisd's memory (a fork of a big
+ * daemon costs a copy-on-write fault per page it touches afterwards). 0,
+ * or an errno. */
+static int exec_spawn_shim(const char *path, char *const *argv,
+                           const int *fds, int nfds, pid_t *pid) {
     posix_spawn_file_actions_t fa;
     int rc = posix_spawn_file_actions_init(&fa);
-    for (int i = 0; rc == 0 && i < SHIM_NFDS; i++)
+    for (int i = 0; rc == 0 && i < nfds; i++)
         rc = posix_spawn_file_actions_adddup2(&fa, fds[i], SHIM_OUT_FD + i);
     /* aegisd's environment (root's), not the job's: see exec_shim_argv */
-    if (rc == 0) rc = posix_spawn(pid, spec->shim_path, &fa, NULL, argv,
-                                  environ);
+    if (rc == 0) rc = posix_spawn(pid, path, &fa, NULL, argv, environ);
     posix_spawn_file_actions_destroy(&fa);
     return rc;
 }
@@ -685,11 +708,19 @@ int exec_start(const exec_spec *spec, exec_run *run, char *err,
         rc = EXEC_NO_STATUS;
         goto out;
     }
-    char **argv = exec_shim_argv(spec, envp, run->err_offset);
+    exec_shim_args a = {.mode = "job", .id = spec->id,
+                        .attempt = spec->attempt,
+                        .err_offset = run->err_offset,
+                        .log_max_bytes = spec->log_max_bytes,
+                        .as_user = spec->as_user, .uid = spec->uid,
+                        .gid = spec->gid, .user = spec->user,
+                        .cwd = spec->cwd};
+    char **argv = exec_shim_argv(&a, envp, (char *const *)spec->argv);
     int spawned = !argv ? ENOMEM
                   : exec_fds_above_shim(fds, SHIM_NFDS) != 0
                       ? errno
-                      : exec_spawn_shim(spec, argv, fds, &run->shim_pid);
+                      : exec_spawn_shim(spec->shim_path, argv, fds, SHIM_NFDS,
+                                        &run->shim_pid);
     exec_shim_argv_free(argv);
     if (spawned != 0) {
         snprintf(err, errlen, "job %lld: cannot start its watcher %s: %s",
@@ -734,7 +765,13 @@ static long long exec_shim_number(const char *text) {
     return errno == 0 && end != text && *end == '\0' && v >= 0 ? v : -1;
 }
 
-int exec_shim_main(int argc, char **argv) {
+static void exec_notify_child(const exec_notify_spec *spec, char **envp);
+
+/* The shim's arguments (exec_shim_argv) into a, nums (by position) and
+ * its environment (*envp, malloc'd, its strings argv's) and tail (argv's):
+ * 0, or -1 when they are not aegisd's. */
+static int exec_shim_parse(int argc, char **argv, exec_shim_args *a,
+                           char ***envp, char ***tail) {
     long long nums[SHIM_FIXED];
     static const int numeric[] = {SHIM_ID, SHIM_ATTEMPT, SHIM_ERR_OFFSET,
                                   SHIM_LOG_MAX, SHIM_AS_USER, SHIM_UID,
@@ -743,34 +780,61 @@ int exec_shim_main(int argc, char **argv) {
     for (size_t i = 0; ok && i < sizeof(numeric) / sizeof(*numeric); i++)
         ok = (nums[numeric[i]] = exec_shim_number(argv[numeric[i]])) >= 0;
     long long nenv = ok ? nums[SHIM_NENV] : 0;
-    if (!ok || nenv >= argc - SHIM_FIXED) {
-        dprintf(2, "aegis-shim: started by aegisd only (its arguments are "
-                "aegisd's, not a user's)\n");
-        return 2;
-    }
+    if (!ok || nenv >= argc - SHIM_FIXED) return -1;
+    *a = (exec_shim_args){
+        .mode = argv[SHIM_MODE], .id = nums[SHIM_ID],
+        .attempt = (int)nums[SHIM_ATTEMPT],
+        .err_offset = nums[SHIM_ERR_OFFSET],
+        .log_max_bytes = nums[SHIM_LOG_MAX],
+        .as_user = nums[SHIM_AS_USER] != 0, .uid = (uid_t)nums[SHIM_UID],
+        .gid = (gid_t)nums[SHIM_GID], .user = argv[SHIM_USER],
+        .cwd = argv[SHIM_CWD]};
+    if (!(*envp = calloc((size_t)nenv + 1, sizeof(**envp)))) return -1;
+    memcpy(*envp, argv + SHIM_FIXED, (size_t)nenv * sizeof(**envp));
+    *tail = argv + SHIM_FIXED + nenv;
+    return 0;
+}
+
+/* The shim watching a job's attempt (exec_start). */
+static int exec_shim_job(const exec_shim_args *a, char **envp, char **argv) {
     /* posix_spawn's dup2 left them open across exec: the job must not
      * inherit them (it would hold its logs open) */
     for (int fd = SHIM_OUT_FD; fd < SHIM_OUT_FD + SHIM_NFDS; fd++)
         if (fcntl(fd, F_SETFD, FD_CLOEXEC) != 0) {
-            dprintf(2, "aegis-shim: descriptor %d: %s\n", fd, strerror(errno));
+            dprintf(2, "aegis-shim: job %lld: descriptor %d: %s\n",
+                    (long long)a->id, fd, strerror(errno));
             return 2;
         }
-    char **envp = calloc((size_t)nenv + 1, sizeof(*envp));
-    if (!envp) return 1;
-    memcpy(envp, argv + SHIM_FIXED, (size_t)nenv * sizeof(*envp));
     exec_spec spec = {
-        .id = nums[SHIM_ID], .attempt = (int)nums[SHIM_ATTEMPT],
-        .argv = (const char *const *)(argv + SHIM_FIXED + nenv),
-        .cwd = argv[SHIM_CWD], .as_user = nums[SHIM_AS_USER] != 0,
-        .uid = (uid_t)nums[SHIM_UID], .gid = (gid_t)nums[SHIM_GID],
-        .user = argv[SHIM_USER], .log_max_bytes = nums[SHIM_LOG_MAX],
+        .id = a->id, .attempt = a->attempt,
+        .argv = (const char *const *)argv, .cwd = a->cwd,
+        .as_user = a->as_user, .uid = a->uid, .gid = a->gid,
+        .user = a->user, .log_max_bytes = a->log_max_bytes,
     };
     exec_shim(&spec, envp, SHIM_OUT_FD, SHIM_ERR_FD, SHIM_STATUS_FD,
-              nums[SHIM_ERR_OFFSET]);
+              a->err_offset);
     return 1; /* exec_shim exits */
 }
 
-/* In a notifier's child: its own session (killed whole at its time
+int exec_shim_main(int argc, char **argv) {
+    exec_shim_args a;
+    char **envp = NULL, **tail = NULL;
+    if (exec_shim_parse(argc, argv, &a, &envp, &tail) != 0 ||
+        (strcmp(a.mode, "job") != 0 && strcmp(a.mode, "notify") != 0)) {
+        dprintf(2, "aegis-shim: started by aegisd only (its arguments are "
+                "aegisd's, not a user's)\n");
+        free(envp);
+        return 2;
+    }
+    if (strcmp(a.mode, "job") == 0) return exec_shim_job(&a, envp, tail);
+    exec_notify_spec spec = {.id = a.id, .cmd = tail[0], .cwd = a.cwd,
+                             .as_user = a.as_user, .uid = a.uid,
+                             .gid = a.gid, .user = a.user};
+    exec_notify_child(&spec, envp);
+    return 1; /* it execs or exits */
+}
+
+/* In a notifier's shim: its own session (killed whole at its time
  * limit), nothing of aegisd's open, no input or output, the job's user
  * and directory (or / when that is gone), then the shell. */
 static void exec_notify_child(const exec_notify_spec *spec, char **envp) {
@@ -807,12 +871,23 @@ pid_t exec_notify_start(const exec_notify_spec *spec, char *err,
                  (long long)spec->id);
         return -1;
     }
-    pid_t pid = fork();
-    if (pid == 0) exec_notify_child(spec, envp);
-    if (pid < 0)
-        snprintf(err, errlen, "job %lld: notifier: fork: %s",
-                 (long long)spec->id, strerror(errno));
+    exec_shim_args a = {.mode = "notify", .id = spec->id,
+                        .as_user = spec->as_user, .uid = spec->uid,
+                        .gid = spec->gid, .user = spec->user,
+                        .cwd = spec->cwd};
+    char **argv = exec_shim_argv(&a, envp, (char *const[]){(char *)spec->cmd,
+                                                           NULL});
     exec_free_envp(envp, nvars);
+    pid_t pid = -1;
+    /* the shim execs the shell in place: pid is the notifier's */
+    int rc = argv ? exec_spawn_shim(spec->shim_path, argv, NULL, 0, &pid)
+                  : ENOMEM;
+    exec_shim_argv_free(argv);
+    if (rc != 0) {
+        snprintf(err, errlen, "job %lld: notifier: cannot start %s: %s",
+                 (long long)spec->id, spec->shim_path, strerror(rc));
+        return -1;
+    }
     return pid;
 }
 

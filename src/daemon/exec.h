@@ -89,8 +89,9 @@ int exec_start(const exec_spec *spec, exec_run *run, char *err,
                size_t errlen);
 
 /* The shim program's main: the attempt exec_start describes in its
- * arguments, with its logs and status file as descriptors 3 to 5. Exits
- * 2 when not started by exec_start. */
+ * arguments, with its logs and status file as descriptors 3 to 5, or the
+ * notifier exec_notify_start does. Exits 2 when aegisd did not start
+ * it. */
 int exec_shim_main(int argc, char **argv);
 
 /* Where aegisd finds aegis-shim: next to its own program (a build tree),
@@ -109,11 +110,13 @@ typedef struct exec_notify_spec {
     uid_t uid;
     gid_t gid;
     const char *user;           /* for initgroups */
+    const char *shim_path;      /* aegis-shim, which runs it (exec_shim_path) */
 } exec_notify_spec;
 
 /* Starts a notifier in a session of its own, its output discarded, and
  * returns its pid without waiting for it (the caller reaps it), or -1
- * with a message naming the job. */
+ * with a message naming the job. Spawned through aegis-shim, which
+ * switches to the user and execs the shell: no fork of aegisd. */
 pid_t exec_notify_start(const exec_notify_spec *spec, char *err,
                         size_t errlen);
 
