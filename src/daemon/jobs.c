@@ -370,14 +370,15 @@ static void d_job_record_start(d_daemon *d, const d_job *job,
                        .floor_mib = l->floor_mib, .exclusive = l->exclusive};
     store_attempt_start(d->st, job->id, &a, now);
     store_job_state(d->st, job->id, "running", NULL, now);
+    store_event(d->st, job->id, now,
+                "attempt %d started on GPU %s, %s, admitted with %.0f MiB",
+                a.n, gpus, l->exclusive ? "alone" : "shared", l->floor_mib);
 }
 
 /* Starts the attempt d_job_record_start recorded (committed) at now. */
 static void d_job_launch(d_daemon *d, d_job *job, const core_launch *l,
                          double now) {
     int n = job->attempts + 1;
-    char gpus[CORE_MAX_JOB_GPUS * 4];
-    d_gpu_list(gpus, sizeof(gpus), l->gpus, l->num_gpus, NULL);
     exec_run run;
     char err[1024];
     static d_share_start ss; /* big; the loop runs one launch at a time */
@@ -430,15 +431,11 @@ static void d_job_launch(d_daemon *d, d_job *job, const core_launch *l,
     job->active = false;
     job->seen = 0;
     job->started = now;
-    store_begin(d->st);
-    store_attempt_pids(d->st, job->id, n, run.shim_pid, run.shim_start,
-                       run.job_pid, run.err_offset);
-    store_event(d->st, job->id, now,
-                "attempt %d started on GPU %s, %s, admitted with %.0f MiB",
-                n, gpus, l->exclusive ? "alone" : "shared", l->floor_mib);
+    /* Its pids are not written here: the job records them in its status
+     * file, where the next look at it takes them (d_job_probe), and a
+     * write now would cost the turn a second commit. */
     if (ss.note[0])
         store_event(d->st, job->id, now, "attempt %d: %s", n, ss.note);
-    store_commit(d->st);
     if (job->lease.slurm_job) d_lease_granted(d, job);
 }
 
@@ -885,7 +882,21 @@ static void d_note_dcgm(d_daemon *d) {
     d->dcgm_failing = why != NULL;
 }
 
+/* Takes the pids of the attempts started since the last look from their
+ * status files (exec_start does not wait for them), so that this tick's
+ * readings find their processes on the GPUs. */
+static void d_jobs_learn_pids(d_daemon *d) {
+    for (size_t i = 0; i < d->njobs; i++) {
+        d_job *job = d->jobs[i];
+        exec_record rec;
+        if (job->state == D_RUNNING && !job->lease.slurm_job &&
+            job->job_pid <= 0)
+            d_job_probe(d, job, &rec);
+    }
+}
+
 void d_jobs_tick(d_daemon *d) {
+    d_jobs_learn_pids(d);
     if (!store_failing(d->st)) d->nunsaved = 0; /* all saved */
     double now = d_now(d);
     for (size_t i = 0; i < d->njobs; i++) { /* summed over their GPUs */

@@ -173,12 +173,17 @@ assert not a['exclusive'], ('placed alone: re-adopted GPUs closed', a)" ||
     for id in $ids; do
         "$AEGIS" show "$id" | grep -q "re-adopted" || fail "no re-adoption event"
     done
-    id2=$("$AEGIS" submit -- sh -c 'sleep 2; echo second-try')
-    until "$AEGIS" show --json "$id2" | pyjson "assert d['state']=='running'" 2>/dev/null; do sleep 0.1; done
+    # a job that runs until told: its watcher dies while it runs
+    id2=$("$AEGIS" submit -- sh -c 'until [ -e go2 ]; do sleep 0.05; done; echo second-try')
+    # running: its watcher has forked it (aegisd learns the job's pid from
+    # the status file); a watcher killed before that never started it
+    until_job "$id2" "assert d['attempt_list'][-1]['job_pid']"
     shim=$("$AEGIS" show --json "$id2" | pyjson "print(d['attempt_list'][-1]['shim_pid'])")
     kill -9 "$(daemon_pid)"
     kill -9 "$shim"
     start
+    until_job "$id2" "assert len(d['attempt_list'])==2"
+    touch go2
     "$AEGIS" wait "$id2" > /dev/null || fail "lost job not rerun"
     "$AEGIS" show "$id2" | grep -q "lost" || fail "no lost attempt: $("$AEGIS" show "$id2")"
     # SIGHUP: a bad file is refused and the old configuration kept
