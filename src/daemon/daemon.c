@@ -81,6 +81,7 @@ static void d_conn_close(d_conn *c) {
     d_daemon *d = c->d;
     if (d_conn_closing(c)) return;
     if (c->lease_id) d_lease_conn_gone(d, c); /* a task gone before its grant */
+    if (c->cancel_waiting) d_cancel_conn_gone(d, c);
     if (c->prev) c->prev->next = c->next;
     else d->conns = c->next;
     if (c->next) c->next->prev = c->prev;
@@ -222,7 +223,7 @@ static void d_conn_request(d_conn *c, const char *line, size_t len) {
 }
 
 static bool d_conn_waiting(const d_conn *c) {
-    return c->wait_ids || c->later || c->lease_id;
+    return c->wait_ids || c->later || c->lease_id || c->cancel_waiting;
 }
 
 static bool d_conn_has_line(const d_conn *c) {
@@ -365,6 +366,8 @@ static void d_maybe_exit(d_daemon *d) {
 static void on_tick(uv_timer_t *t) {
     d_daemon *d = t->data;
     d_conns_check_hangups(d);
+    d_jobs_state_retry(d); /* outside a transaction: it makes its own */
+    d_turn_begin(d);
     d_jobs_tick(d);
     d_limits_tick(d);
     d_notify_tick(d);
@@ -372,6 +375,7 @@ static void on_tick(uv_timer_t *t) {
     d_scontrol_tick(d);
     d_jobs_check_exits(d);
     d_jobs_schedule(d);
+    d_turn_end(d);
     d_maybe_exit(d);
 }
 
@@ -379,11 +383,13 @@ static void on_sigchld(uv_signal_t *s, int signum) {
     d_daemon *d = s->data;
     int status;
     pid_t pid;
+    d_turn_begin(d);
     while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
         if (!d_notify_reaped(d, pid, status)) /* a shim's end is in */
             d_scontrol_reaped(d, pid, status);   /* its file */
     d_jobs_check_exits(d);
     d_jobs_schedule(d);
+    d_turn_end(d);
     d_maybe_exit(d);
 }
 
@@ -579,6 +585,11 @@ static int d_open(d_daemon *d) {
     char err[512], path[4200];
     const char *cfg_path = d->opt.config_path ? d->opt.config_path
                                               : CONFIG_DEFAULT_PATH;
+    if (exec_shim_path(d->shim_path, sizeof(d->shim_path), err,
+                       sizeof(err)) != 0) {
+        d_log("%s", err);
+        return -1;
+    }
     if (config_load_daemon(cfg_path, !d->opt.config_path, &d->cfg, &d->acct,
                            &d->share, &d->keys, err,
                            sizeof(err)) != 0) {
@@ -686,6 +697,8 @@ static void d_free(d_daemon *d) {
     free(d->jobs);
     free(d->running);
     free(d->unsaved);
+    free(d->settled);
+    d_cancels_free(d);
     free(d->notifiers); /* those running finish on their own */
     free(d->notices);
     metrics_counts_free(&d->counts);

@@ -134,6 +134,8 @@ typedef struct d_job {
     bool active;                /* seen on its GPUs */
     double seen;                /* Unix time it was first seen; 0 before */
     bool cancelling;
+    bool cancel_queued;         /* its cancel is committed, its end waits
+                                   for its slice (cancel.c) */
     double cancel_at;           /* Unix time of its committed cancel; 0:
                                    none */
     double kill_at;             /* SIGKILL the session then (monotonic s) */
@@ -161,6 +163,13 @@ typedef struct d_unsaved {
     char reason[400];
 } d_unsaved;
 
+/* An attempt whose outcome the open loop turn settled: its status file
+ * goes once the turn is committed (d_turn_end). */
+typedef struct d_settled {
+    int64_t id;
+    int n;
+} d_settled;
+
 /* One client connection: a line buffer and, for `wait`, what it awaits.
  * Its requests are answered in order, one at a time: none while a `wait`
  * is pending or its answer not yet sent, and none while the client leaves
@@ -182,6 +191,8 @@ typedef struct d_conn {
     json_t *wait_result;        /* the awaited jobs' final states so far */
     json_t *later;              /* the wait's answer, sent on the loop's
                                    next turn (d_conn_answer_later) */
+    bool cancel_waiting;        /* its cancel's answer waits for the end of
+                                   the jobs it cancelled (cancel.c) */
     int64_t lease_id;           /* the lease job it waits to be granted */
     pid_t lease_pid;            /*   for its task's process; 0: none */
     struct d_conn *prev, *next;
@@ -246,6 +257,7 @@ typedef struct d_daemon {
     int ngpus;
     d_gpu gpus[CORE_MAX_GPUS];
     char log_dir[4096], run_dir[4096];
+    char shim_path[4096];       /* aegis-shim (exec_shim_path) */
     int log_dirfd;              /* log_dir, opened once it was checked */
     config_keys keys;           /* the config's own keys: log cap, history
                                    period, notifier and its time limit,
@@ -265,9 +277,14 @@ typedef struct d_daemon {
                                    of 100,000 */
     d_unsaved *unsaved;         /* finished since the state was last all */
     size_t nunsaved, capunsaved; /*   saved (kept while it cannot be) */
+    size_t ndependents;         /* jobs of the table with dependencies */
+    d_settled *settled;         /* the open turn's settled attempts */
+    size_t nsettled, capsettled;
     d_conn *conns;
     int nconns;
     uv_idle_t wake;             /* sends the answers of finished waits */
+    struct d_cancels *cancels;  /* queued jobs whose cancel is committed,
+                                   ended a slice per loop turn (cancel.c) */
     struct d_metrics_server *metrics; /* metrics_http.c's, NULL: none */
     metrics_counts counts;      /* what /metrics counts since the start */
     struct d_scontrol_run *scontrols; /* keys.slurm_scontrol's runs not
@@ -329,14 +346,37 @@ int d_job_to_core(d_daemon *d, d_job *job, char *err, size_t errlen);
 /* Ends a job: its state and reason committed, its waiters told. */
 void d_job_finish(d_daemon *d, d_job *job, const char *state,
                   const char *reason);
+/* A loop turn's job events (exits, launches, samples) share one
+ * transaction, so one commit: its callback opens it and commits it at
+ * its end; turns nest, the outer commits. */
+void d_turn_begin(d_daemon *d);
+void d_turn_end(d_daemon *d);
+/* The pair that settled attempt n of job id ended with committed
+ * (store_commit's answer): its status file goes once that is durable,
+ * now or at the end of the turn. */
+void d_status_settled(d_daemon *d, int64_t id, int n, int committed);
 void d_jobs_schedule(d_daemon *d);
 void d_jobs_check_exits(d_daemon *d);
-void d_jobs_tick(d_daemon *d);              /* telemetry, observation,
-                                               state retries */
+void d_jobs_tick(d_daemon *d);              /* telemetry, observation */
+/* While the state cannot be written, saves the writes kept meanwhile once
+ * it can; outside any store_begin() pair. */
+void d_jobs_state_retry(d_daemon *d);
 /* Cancels the unfinished jobs among ids, once the cancel is committed:
- * 0, or -1 with why (nothing cancelled) when it cannot be. */
+ * 0, or -1 with why (nothing cancelled) when it cannot be. Running jobs
+ * are signalled at once; queued ones end at once too when they are few,
+ * else in slices over the next loop turns (d_cancel_answer). */
 int d_jobs_cancel(d_daemon *d, const int64_t *ids, size_t nids, char *err,
                   size_t errlen);
+/* Answers c (taking answer) once every job d_jobs_cancel queued so far
+ * has ended: now when none waits. */
+void d_cancel_answer(d_daemon *d, d_conn *c, json_t *answer);
+/* c closes: its cancel's answer is dropped (the jobs still end). */
+void d_cancel_conn_gone(d_daemon *d, d_conn *c);
+void d_cancels_free(d_daemon *d);
+/* Cancels a job whose cancel is committed (job->cancel_at): a queued one
+ * is finished, a running one sent SIGTERM, and SIGKILL once its grace time
+ * since the cancel is up. */
+void d_job_cancel(d_daemon *d, d_job *job);
 
 /* deps.c */
 typedef enum d_deps_verdict {

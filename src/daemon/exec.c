@@ -2,8 +2,11 @@
  * files and their cap, exit classification (see exec.h for why a shim sits
  * between aegisd and the job, copies its output and records its end).
  *
- * Everything the children need (argv, envp, paths) is built before fork,
- * so the children only make system calls until exec.
+ * aegisd spawns the shim program (aegis-shim, whose main is
+ * exec_shim_main) and never forks itself for a job. Everything the shim
+ * needs (argv, envp, paths) is built before the spawn, and everything the
+ * job needs before the shim's fork, so the children only make system calls
+ * until exec.
  */
 #include "exec.h"
 #include "job_file.h"
@@ -14,6 +17,7 @@
 #include <grp.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -133,6 +137,16 @@ static int exec_record_parse(const char *text, exec_record *rec) {
     return 0;
 }
 
+/* Allocates the record's blocks on disk now, so that the shim's later
+ * writes in place need no space: fallocate, which a full disk refuses at
+ * once without waiting for the disk (aegisd makes one file per job start:
+ * an fdatasync each stalled its loop), or fdatasync where the file system
+ * has no fallocate. 0, or -1 with errno. */
+static int exec_take_space(int fd) {
+    if (fallocate(fd, 0, 0, EXEC_RECORD_BYTES) == 0) return 0;
+    return errno == EOPNOTSUPP ? fdatasync(fd) : -1;
+}
+
 /* Creates a status file at path at its full size, locked (an attempt's
  * shim inherits the descriptor and with it the lock). Returns the
  * descriptor, or -1 with a message naming the file. */
@@ -141,7 +155,7 @@ static int exec_status_create(const char *path, long long err_offset,
     exec_record rec = {.err_offset = err_offset};
     int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) != 0 ||
-        exec_record_write(fd, &rec, false) != 0 || fdatasync(fd) != 0) {
+        exec_record_write(fd, &rec, false) != 0 || exec_take_space(fd) != 0) {
         bool held = errno == EWOULDBLOCK;
         snprintf(err, errlen, "status file %s: %s", path,
                  held ? "a watcher of this attempt still runs"
@@ -466,6 +480,14 @@ static bool exec_seen(pid_t *seen, int *n, int max, pid_t pid) {
 static int exec_end_session(pid_t job) {
     pid_t self = getpid(), seen[256];
     int nseen = 0, killed = 0;
+    /* Nothing left, most often: every living process the job started has
+     * a living parent up to one that is the shim's child (the shim is
+     * their subreaper), so no child means none at all, without a scan of
+     * /proc, which on a busy server costs more than a short job. */
+    pid_t got;
+    while ((got = waitpid(-1, NULL, WNOHANG)) > 0) {
+    }
+    if (got < 0 && errno == ECHILD) return 0;
     for (;;) {
         int alive = 0;
         DIR *proc = opendir("/proc");
@@ -492,17 +514,17 @@ static int exec_end_session(pid_t job) {
     }
 }
 
-/* In the shim: start the job, report its pid, copy its output until it
+/* In the shim: start the job, copy its output until it
  * exits, end what is left of it, copy what its pipes still hold, record
  * the status. */
 static void exec_shim(const exec_spec *spec, char **envp, int out_fd,
-                      int err_fd, int report_fd, int status_fd,
+                      int err_fd, int status_fd,
                       long long err_offset) {
     setsid(); /* outlive aegisd and its terminal */
     prctl(PR_SET_NAME, "aegis-shim");
     prctl(PR_SET_CHILD_SUBREAPER, 1);
-    int keep[] = {out_fd, err_fd, report_fd, status_fd};
-    exec_close_others(keep, 4);
+    int keep[] = {out_fd, err_fd, status_fd};
+    exec_close_others(keep, 3);
     sigset_t none, chld;
     sigemptyset(&none);
     sigemptyset(&chld);
@@ -522,28 +544,24 @@ static void exec_shim(const exec_spec *spec, char **envp, int out_fd,
     pid_t job = -1;
     if (sigfd >= 0 && exec_stream_open(&streams[0], out_fd, out_pipe) == 0 &&
         exec_stream_open(&streams[1], err_fd, err_pipe) == 0)
-        job = _Fork(); /* not fork: the atfork handler libuv left in this
-                          process would close and reuse the descriptors it
-                          had in aegisd, which are the pipes' now */
+        job = fork(); /* cheap: the shim is a small program of its own */
     if (job == 0) {
         sigprocmask(SIG_SETMASK, &none, NULL);
         signal(SIGHUP, SIG_DFL);
         signal(SIGINT, SIG_DFL);
         signal(SIGTERM, SIG_DFL);
         signal(SIGPIPE, SIG_DFL);
-        close(report_fd);
         exec_job_child(spec, envp, out_pipe[1], err_pipe[1], status_fd, &rec);
     }
-    /* Unread when aegisd died meanwhile: the next one finds the pids in the
-     * status record. */
-    ssize_t reported = write(report_fd, &job, sizeof(job));
-    (void)reported;
-    close(report_fd);
     close(out_pipe[1]);
     close(err_pipe[1]);
     int status;
-    if (job < 0 ||
-        exec_pump(streams, sigfd, job, spec->log_max_bytes, &status) != 0)
+    if (job < 0) { /* a record without a job: aegisd queues it again */
+        dprintf(2, "aegis-shim: job %lld attempt %d: cannot start it: %s\n",
+                (long long)spec->id, spec->attempt, strerror(errno));
+        _exit(1);
+    }
+    if (exec_pump(streams, sigfd, job, spec->log_max_bytes, &status) != 0)
         _exit(1);
     rec.job_pid = job;
     rec.status = status;
@@ -562,69 +580,253 @@ static void exec_shim(const exec_spec *spec, char **envp, int out_fd,
     _exit(0);
 }
 
+/* The shim's descriptors, where exec_shim_main finds them. */
+enum { SHIM_OUT_FD = 3, SHIM_ERR_FD, SHIM_STATUS_FD, SHIM_NFDS = 3 };
+/* The shim's arguments before the environment (see exec_shim_argv). */
+enum { SHIM_MODE = 1, SHIM_ID, SHIM_ATTEMPT, SHIM_ERR_OFFSET, SHIM_LOG_MAX,
+       SHIM_AS_USER, SHIM_UID, SHIM_GID, SHIM_USER, SHIM_CWD, SHIM_NENV,
+       SHIM_FIXED };
+
+/* What aegisd asks of the shim: watch a job's attempt ("job"), or run a
+ * job's notifier ("notify"). */
+typedef struct exec_shim_args {
+    const char *mode;
+    int64_t id;
+    int attempt;                /* the job's; 0 for a notifier */
+    long long err_offset, log_max_bytes;
+    bool as_user;
+    uid_t uid;
+    gid_t gid;
+    const char *user, *cwd;
+} exec_shim_args;
+
+static void exec_shim_argv_free(char **v) {
+    for (size_t i = 0; v && v[i]; i++) free(v[i]);
+    free(v);
+}
+
+/* n strings of v from `at` on: copies of from's (NULL-terminated); 0, or
+ * -1 out of memory. */
+static int exec_argv_copy(char **v, size_t at, char *const *from) {
+    for (size_t i = 0; from[i]; i++)
+        if (!(v[at + i] = strdup(from[i]))) return -1;
+    return 0;
+}
+
+/* The shim's argument vector: its fixed fields, then the environment
+ * (envp, nenv strings), then tail: the job's argv, or the notifier's
+ * command. The environment travels as arguments, never as the shim's own:
+ * the shim runs as root, and a submitter's LD_PRELOAD must not load into
+ * it. Returns a malloc'd vector of malloc'd strings (exec_shim_argv_free),
+ * or NULL. */
+static char **exec_shim_argv(const exec_shim_args *a, char *const *envp,
+                             char *const *tail) {
+    size_t nenv = 0, ntail = 0;
+    while (envp[nenv]) nenv++;
+    while (tail[ntail]) ntail++;
+    char **v = calloc(SHIM_FIXED + nenv + ntail + 1, sizeof(*v));
+    if (!v) return NULL;
+    bool ok = asprintf(&v[0], "aegis-shim") >= 0 &&
+         asprintf(&v[SHIM_MODE], "%s", a->mode) >= 0 &&
+         asprintf(&v[SHIM_ID], "%lld", (long long)a->id) >= 0 &&
+         asprintf(&v[SHIM_ATTEMPT], "%d", a->attempt) >= 0 &&
+         asprintf(&v[SHIM_ERR_OFFSET], "%lld", a->err_offset) >= 0 &&
+         asprintf(&v[SHIM_LOG_MAX], "%lld", a->log_max_bytes) >= 0 &&
+         asprintf(&v[SHIM_AS_USER], "%d", a->as_user ? 1 : 0) >= 0 &&
+         asprintf(&v[SHIM_UID], "%u", (unsigned)a->uid) >= 0 &&
+         asprintf(&v[SHIM_GID], "%u", (unsigned)a->gid) >= 0 &&
+         asprintf(&v[SHIM_USER], "%s", a->user ? a->user : "") >= 0 &&
+         asprintf(&v[SHIM_CWD], "%s", a->cwd ? a->cwd : "/") >= 0 &&
+         asprintf(&v[SHIM_NENV], "%zu", nenv) >= 0 &&
+         exec_argv_copy(v, SHIM_FIXED, envp) == 0 &&
+         exec_argv_copy(v, SHIM_FIXED + nenv, tail) == 0;
+    if (!ok) {
+        exec_shim_argv_free(v);
+        return NULL;
+    }
+    return v;
+}
+
+/* Moves each of the n descriptors above the shim's (posix_spawn's dup2
+ * actions run in order: a source among 3..5 would be overwritten before
+ * its turn). 0, or -1 with errno. */
+static int exec_fds_above_shim(int *fds, int n) {
+    for (int i = 0; i < n; i++) {
+        if (fds[i] >= SHIM_OUT_FD + SHIM_NFDS) continue;
+        int moved = fcntl(fds[i], F_DUPFD_CLOEXEC, SHIM_OUT_FD + SHIM_NFDS);
+        if (moved < 0) return -1;
+        close(fds[i]);
+        fds[i] = moved;
+    }
+    return 0;
+}
+
+/* Starts the shim program at path with the nfds of fds (out, err,
+ * status) as its descriptors 3 to 5. posix_spawn, not fork: glibc's
+ * starts the child without copying aegisd's memory (a fork of a big
+ * daemon costs a copy-on-write fault per page it touches afterwards). 0,
+ * or an errno. */
+static int exec_spawn_shim(const char *path, char *const *argv,
+                           const int *fds, int nfds, pid_t *pid) {
+    posix_spawn_file_actions_t fa;
+    int rc = posix_spawn_file_actions_init(&fa);
+    for (int i = 0; rc == 0 && i < nfds; i++)
+        rc = posix_spawn_file_actions_adddup2(&fa, fds[i], SHIM_OUT_FD + i);
+    /* aegisd's environment (root's), not the job's: see exec_shim_argv */
+    if (rc == 0) rc = posix_spawn(pid, path, &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    return rc;
+}
+
 int exec_start(const exec_spec *spec, exec_run *run, char *err,
                size_t errlen) {
-    int status_fd = -1, rc = -1;
-    int out_fd = exec_open_log(spec, false, err, errlen);
-    if (out_fd < 0) return -1;
-    int err_fd = exec_open_log(spec, true, err, errlen);
+    int rc = -1;
+    int fds[SHIM_NFDS] = {-1, -1, -1}; /* out, err, status */
+    fds[0] = exec_open_log(spec, false, err, errlen);
+    if (fds[0] < 0) return -1;
+    fds[1] = exec_open_log(spec, true, err, errlen);
     size_t nset = 0;
     char **envp = exec_envp(spec, &nset);
-    int report[2] = {-1, -1};
     struct stat st;
-    if (err_fd < 0 || !envp || fstat(err_fd, &st) != 0 ||
-        pipe2(report, O_CLOEXEC) != 0) {
-        if (err_fd >= 0)
+    if (fds[1] < 0 || !envp || fstat(fds[1], &st) != 0) {
+        if (fds[1] >= 0)
             snprintf(err, errlen, "job %lld: cannot start: %s",
                      (long long)spec->id, strerror(errno));
-        goto fail;
+        goto out;
     }
     run->err_offset = st.st_size;
     char status_path[4096];
     exec_status_path(status_path, sizeof(status_path), spec->run_dir, spec->id,
                      spec->attempt);
-    status_fd = exec_status_create(status_path, run->err_offset, err, errlen);
-    if (status_fd < 0) {
+    fds[2] = exec_status_create(status_path, run->err_offset, err, errlen);
+    if (fds[2] < 0) {
         rc = EXEC_NO_STATUS;
-        goto fail;
+        goto out;
     }
-    run->shim_pid = fork();
-    if (run->shim_pid == 0) {
-        close(report[0]);
-        exec_shim(spec, envp, out_fd, err_fd, report[1], status_fd,
-                  run->err_offset);
+    exec_shim_args a = {.mode = "job", .id = spec->id,
+                        .attempt = spec->attempt,
+                        .err_offset = run->err_offset,
+                        .log_max_bytes = spec->log_max_bytes,
+                        .as_user = spec->as_user, .uid = spec->uid,
+                        .gid = spec->gid, .user = spec->user,
+                        .cwd = spec->cwd};
+    char **argv = exec_shim_argv(&a, envp, (char *const *)spec->argv);
+    int spawned = !argv ? ENOMEM
+                  : exec_fds_above_shim(fds, SHIM_NFDS) != 0
+                      ? errno
+                      : exec_spawn_shim(spec->shim_path, argv, fds, SHIM_NFDS,
+                                        &run->shim_pid);
+    exec_shim_argv_free(argv);
+    if (spawned != 0) {
+        snprintf(err, errlen, "job %lld: cannot start its watcher %s: %s",
+                 (long long)spec->id, spec->shim_path, strerror(spawned));
+        goto out;
     }
-    if (run->shim_pid < 0) {
-        snprintf(err, errlen, "job %lld: fork: %s", (long long)spec->id,
-                 strerror(errno));
-        goto fail;
-    }
-    close(report[1]);
-    report[1] = -1;
-    ssize_t got;
-    while ((got = read(report[0], &run->job_pid, sizeof(run->job_pid))) < 0 &&
-           errno == EINTR) {
-    }
-    if (got != (ssize_t)sizeof(run->job_pid) || run->job_pid <= 0) {
-        snprintf(err, errlen, "job %lld: the shim could not fork the job",
-                 (long long)spec->id);
-        goto fail;
-    }
+    /* the shim exists once posix_spawn returned; the job's pid is in the
+     * status record once it forked it: aegisd does not wait for that */
     run->shim_start = exec_start_time(run->shim_pid);
-    close(report[0]);
-    close(out_fd);
-    close(err_fd);
-    close(status_fd);
-    exec_free_envp(envp, nset);
-    return 0;
-fail:
-    for (int i = 0; i < 2; i++)
-        if (report[i] >= 0) close(report[i]);
-    if (status_fd >= 0) close(status_fd);
-    close(out_fd);
-    if (err_fd >= 0) close(err_fd);
+    run->job_pid = 0;
+    rc = 0;
+out:
+    for (int i = 0; i < SHIM_NFDS; i++)
+        if (fds[i] >= 0) close(fds[i]);
     exec_free_envp(envp, nset);
     return rc;
+}
+
+int exec_shim_path(char *out, size_t outlen, char *err, size_t errlen) {
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    char *slash = n > 0 ? memchr(self, '/', (size_t)n) : NULL;
+    if (slash) {
+        self[n] = '\0';
+        *strrchr(self, '/') = '\0';
+        snprintf(out, outlen, "%s/aegis-shim", self);
+        if (access(out, X_OK) == 0) return 0;
+    }
+    snprintf(out, outlen, "%s", AEGIS_SHIM_PATH);
+    if (access(out, X_OK) == 0) return 0;
+    snprintf(err, errlen, "the job watcher aegis-shim is neither next to "
+             "aegisd (%s) nor at %s: %s", slash ? self : "?", AEGIS_SHIM_PATH,
+             strerror(errno));
+    return -1;
+}
+
+/* A number of the shim's arguments, or -1 when it is not one. */
+static long long exec_shim_number(const char *text) {
+    char *end;
+    errno = 0;
+    long long v = strtoll(text, &end, 10);
+    return errno == 0 && end != text && *end == '\0' && v >= 0 ? v : -1;
+}
+
+static void exec_notify_child(const exec_notify_spec *spec, char **envp);
+
+/* The shim's arguments (exec_shim_argv) into a, nums (by position) and
+ * its environment (*envp, malloc'd, its strings argv's) and tail (argv's):
+ * 0, or -1 when they are not aegisd's. */
+static int exec_shim_parse(int argc, char **argv, exec_shim_args *a,
+                           char ***envp, char ***tail) {
+    long long nums[SHIM_FIXED];
+    static const int numeric[] = {SHIM_ID, SHIM_ATTEMPT, SHIM_ERR_OFFSET,
+                                  SHIM_LOG_MAX, SHIM_AS_USER, SHIM_UID,
+                                  SHIM_GID, SHIM_NENV};
+    bool ok = argc > SHIM_FIXED;
+    for (size_t i = 0; ok && i < sizeof(numeric) / sizeof(*numeric); i++)
+        ok = (nums[numeric[i]] = exec_shim_number(argv[numeric[i]])) >= 0;
+    long long nenv = ok ? nums[SHIM_NENV] : 0;
+    if (!ok || nenv >= argc - SHIM_FIXED) return -1;
+    *a = (exec_shim_args){
+        .mode = argv[SHIM_MODE], .id = nums[SHIM_ID],
+        .attempt = (int)nums[SHIM_ATTEMPT],
+        .err_offset = nums[SHIM_ERR_OFFSET],
+        .log_max_bytes = nums[SHIM_LOG_MAX],
+        .as_user = nums[SHIM_AS_USER] != 0, .uid = (uid_t)nums[SHIM_UID],
+        .gid = (gid_t)nums[SHIM_GID], .user = argv[SHIM_USER],
+        .cwd = argv[SHIM_CWD]};
+    if (!(*envp = calloc((size_t)nenv + 1, sizeof(**envp)))) return -1;
+    memcpy(*envp, argv + SHIM_FIXED, (size_t)nenv * sizeof(**envp));
+    *tail = argv + SHIM_FIXED + nenv;
+    return 0;
+}
+
+/* The shim watching a job's attempt (exec_start). */
+static int exec_shim_job(const exec_shim_args *a, char **envp, char **argv) {
+    /* posix_spawn's dup2 left them open across exec: the job must not
+     * inherit them (it would hold its logs open) */
+    for (int fd = SHIM_OUT_FD; fd < SHIM_OUT_FD + SHIM_NFDS; fd++)
+        if (fcntl(fd, F_SETFD, FD_CLOEXEC) != 0) {
+            dprintf(2, "aegis-shim: job %lld: descriptor %d: %s\n",
+                    (long long)a->id, fd, strerror(errno));
+            return 2;
+        }
+    exec_spec spec = {
+        .id = a->id, .attempt = a->attempt,
+        .argv = (const char *const *)argv, .cwd = a->cwd,
+        .as_user = a->as_user, .uid = a->uid, .gid = a->gid,
+        .user = a->user, .log_max_bytes = a->log_max_bytes,
+    };
+    exec_shim(&spec, envp, SHIM_OUT_FD, SHIM_ERR_FD, SHIM_STATUS_FD,
+              a->err_offset);
+    return 1; /* exec_shim exits */
+}
+
+int exec_shim_main(int argc, char **argv) {
+    exec_shim_args a;
+    char **envp = NULL, **tail = NULL;
+    if (exec_shim_parse(argc, argv, &a, &envp, &tail) != 0 ||
+        (strcmp(a.mode, "job") != 0 && strcmp(a.mode, "notify") != 0)) {
+        dprintf(2, "aegis-shim: started by aegisd only (its arguments are "
+                "aegisd's, not a user's)\n");
+        free(envp);
+        return 2;
+    }
+    if (strcmp(a.mode, "job") == 0) return exec_shim_job(&a, envp, tail);
+    exec_notify_spec spec = {.id = a.id, .cmd = tail[0], .cwd = a.cwd,
+                             .as_user = a.as_user, .uid = a.uid,
+                             .gid = a.gid, .user = a.user};
+    exec_notify_child(&spec, envp);
+    return 1; /* it execs or exits */
 }
 
 /* In a notifier's shell, under its supervisor: no input or output, the
@@ -708,12 +910,24 @@ pid_t exec_notify_start(const exec_notify_spec *spec, char *err,
                  (long long)spec->id);
         return -1;
     }
-    pid_t pid = fork();
-    if (pid == 0) exec_notify_child(spec, envp);
-    if (pid < 0)
-        snprintf(err, errlen, "job %lld: notifier: fork: %s",
-                 (long long)spec->id, strerror(errno));
+    exec_shim_args a = {.mode = "notify", .id = spec->id,
+                        .as_user = spec->as_user, .uid = spec->uid,
+                        .gid = spec->gid, .user = spec->user,
+                        .cwd = spec->cwd};
+    char **argv = exec_shim_argv(&a, envp, (char *const[]){(char *)spec->cmd,
+                                                           NULL});
     exec_free_envp(envp, nvars);
+    pid_t pid = -1;
+    /* the shim is the notifier's supervisor (exec_notify_child): pid is
+     * its, and it stays aegisd's user */
+    int rc = argv ? exec_spawn_shim(spec->shim_path, argv, NULL, 0, &pid)
+                  : ENOMEM;
+    exec_shim_argv_free(argv);
+    if (rc != 0) {
+        snprintf(err, errlen, "job %lld: notifier: cannot start %s: %s",
+                 (long long)spec->id, spec->shim_path, strerror(rc));
+        return -1;
+    }
     return pid;
 }
 

@@ -1,7 +1,9 @@
 /* exec.h -- starting a job's process, and learning how it ended.
  *
- * Each attempt runs under a small watcher process (the shim) forked from
- * aegisd: the shim starts the job in a session of its own, waits for it
+ * Each attempt runs under a small watcher process (the shim): aegisd
+ * spawns the program aegis-shim (posix_spawn, which copies none of
+ * aegisd's memory, unlike a fork of the daemon), which switches to the
+ * job's user only in the job's own process; the shim starts the job in a session of its own, waits for it
  * and records its wait status before exiting. aegisd may die and come back
  * meanwhile: the shim outlives it, so the exit status of a job that was
  * re-adopted after a restart is still collected. A job's processes are its
@@ -11,7 +13,7 @@
  *
  * The attempt's status file, RUN_DIR/ID.N.status, is the single source of
  * what became of it (exec_probe). aegisd creates it, at its full size,
- * and locks it before forking the shim, which inherits the lock and holds
+ * and locks it before spawning the shim, which inherits the lock and holds
  * it for its life: a locked file is a live attempt, whatever aegisd knew
  * of it; the job records its pids in it before it runs, the shim its wait
  * status in place (space already taken: a full disk cannot lose it; the
@@ -63,12 +65,16 @@ typedef struct exec_spec {
     long long log_max_bytes;    /* each log keeps its last this many bytes
                                    on disk */
     const char *run_dir;        /* holds the shims' status files */
+    const char *shim_path;      /* the aegis-shim program (exec_shim_path) */
 } exec_spec;
 
 typedef struct exec_run {
     pid_t shim_pid;
     unsigned long long shim_start;  /* start time in clock ticks */
-    pid_t job_pid;                  /* session leader of the job */
+    pid_t job_pid;                  /* session leader of the job: 0 from
+                                       exec_start, which does not wait for
+                                       the shim to fork it; the status
+                                       record names it (exec_probe) */
     long long err_offset;           /* stderr size before this attempt */
 } exec_run;
 
@@ -82,6 +88,16 @@ typedef struct exec_run {
 int exec_start(const exec_spec *spec, exec_run *run, char *err,
                size_t errlen);
 
+/* The shim program's main: the attempt exec_start describes in its
+ * arguments, with its logs and status file as descriptors 3 to 5, or the
+ * notifier exec_notify_start does. Exits 2 when aegisd did not start
+ * it. */
+int exec_shim_main(int argc, char **argv);
+
+/* Where aegisd finds aegis-shim: next to its own program (a build tree),
+ * else where it is installed. Writes the path to out; 0, or -1 with why. */
+int exec_shim_path(char *out, size_t outlen, char *err, size_t errlen);
+
 /* A job's notifier (notify.h): `/bin/sh -c cmd` in the job's directory,
  * as its user, with the job's environment and vars set over it. */
 typedef struct exec_notify_spec {
@@ -94,14 +110,16 @@ typedef struct exec_notify_spec {
     uid_t uid;
     gid_t gid;
     const char *user;           /* for initgroups */
+    const char *shim_path;      /* aegis-shim, which runs it (exec_shim_path) */
 } exec_notify_spec;
 
 /* Starts a notifier in a session of its own, its output discarded, and
  * returns its pid without waiting for it (the caller reaps it), or -1
- * with a message naming the job. The pid is the notifier's supervisor's:
- * it ends once the shell and every process the shell started have, and
- * ends as the shell did; SIGTERM makes it kill them all, wherever they
- * went (setsid), and end. */
+ * with a message naming the job. Spawned as aegis-shim (no fork of
+ * aegisd), which becomes the notifier's supervisor: the pid is its; it
+ * ends once the shell and every process the shell started have, and ends
+ * as the shell did; SIGTERM makes it kill them all, wherever they went
+ * (setsid), and end. */
 pid_t exec_notify_start(const exec_notify_spec *spec, char *err,
                         size_t errlen);
 

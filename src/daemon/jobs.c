@@ -78,6 +78,7 @@ static int d_job_add(d_daemon *d, d_job *job) {
     memmove(d->jobs + i + 1, d->jobs + i, (d->njobs - i) * sizeof(*d->jobs));
     d->jobs[i] = job;
     d->njobs++;
+    d->ndependents += job->ndeps > 0;
     return 0;
 }
 
@@ -108,6 +109,7 @@ int64_t *d_running_ids(const d_daemon *d, size_t *n) {
 }
 
 static void d_job_remove(d_daemon *d, d_job *job) {
+    d->ndependents -= job->ndeps > 0;
     d_job_set_state(d, job, D_QUEUED); /* off the running list */
     size_t i = d_job_index(d, job->id);
     memmove(d->jobs + i, d->jobs + i + 1, (d->njobs - i - 1) * sizeof(*d->jobs));
@@ -139,6 +141,35 @@ static void d_unsaved_add(d_daemon *d, int64_t id, const char *state,
     snprintf(u->reason, sizeof(u->reason), "%s", reason);
 }
 
+/* ---- one commit per loop turn ------------------------------------------- */
+
+void d_turn_begin(d_daemon *d) { store_begin(d->st); }
+
+/* Removes the status files of the attempts settled in the turn once it is
+ * committed; when it is not, the sweep at the next save does (d_status_sweep). */
+void d_turn_end(d_daemon *d) {
+    int rc = store_commit(d->st);
+    if (store_in_transaction(d->st)) return; /* an outer turn commits */
+    for (size_t i = 0; rc == 0 && i < d->nsettled; i++)
+        exec_status_remove(d->run_dir, d->settled[i].id, d->settled[i].n);
+    d->nsettled = 0;
+}
+
+void d_status_settled(d_daemon *d, int64_t id, int n, int committed) {
+    if (!store_in_transaction(d->st)) { /* that was the commit */
+        if (committed == 0) exec_status_remove(d->run_dir, id, n);
+        return;
+    }
+    if (d->nsettled == d->capsettled) {
+        size_t cap = d->capsettled ? d->capsettled * 2 : 64;
+        d_settled *grown = realloc(d->settled, cap * sizeof(*grown));
+        if (!grown) return; /* the sweep removes it */
+        d->settled = grown;
+        d->capsettled = cap;
+    }
+    d->settled[d->nsettled++] = (d_settled){.id = id, .n = n};
+}
+
 /* ---- queueing ------------------------------------------------------------- */
 
 /* A finished job leaves the table; its waiters and dependents hear of it,
@@ -160,8 +191,11 @@ void d_job_finish(d_daemon *d, d_job *job, const char *state,
     d_job_remove(d, job);
     d_waiters_job_done(d, id, state, reason);
     /* Dependents come later in id order (deps.c); enqueueing one may
-     * finish it and so change the table: go by id. */
-    for (size_t i = d_job_index(d, id); i < d->njobs; i++) {
+     * finish it and so change the table: go by id. None without a job
+     * that has dependencies (a bulk cancel must not scan the table for
+     * each job). */
+    for (size_t i = d_job_index(d, id); d->ndependents > 0 && i < d->njobs;
+         i++) {
         d_job *dep = d->jobs[i];
         if (dep->state != D_HELD || !d_deps_on(dep, id)) continue;
         int64_t dep_id = dep->id;
@@ -326,7 +360,7 @@ static int d_job_exec(d_daemon *d, d_job *job, const core_launch *l,
         .uid = job->uid, .gid = job->gid, .user = job->user,
         .log_dirfd = d->log_dirfd, .log_dir = d->log_dir,
         .log_max_bytes = (long long)(d->keys.log_max_mib * 1048576),
-        .run_dir = d->run_dir,
+        .run_dir = d->run_dir, .shim_path = d->shim_path,
     };
     int rc = -1;
     if (!row || !argv || !env || !argv[0] || !spec.cwd)
@@ -360,22 +394,25 @@ static void d_job_requeue_unstarted(d_daemon *d, d_job *job) {
         d_job_finish(d, job, "failed", err);
 }
 
-static void d_job_launch(d_daemon *d, d_job *job, const core_launch *l) {
-    int n = job->attempts + 1;
+/* The attempt of a launch, recorded before its start: an aegisd killed in
+ * between finds it, and by its status file whether it started. */
+static void d_job_record_start(d_daemon *d, const d_job *job,
+                               const core_launch *l, double now) {
     char gpus[CORE_MAX_JOB_GPUS * 4];
     d_gpu_list(gpus, sizeof(gpus), l->gpus, l->num_gpus, NULL);
-    store_attempt a = {.n = n, .gpus = gpus, .floor_mib = l->floor_mib,
-                       .exclusive = l->exclusive};
-    double now = d_wall();
-    /* The attempt before its start: an aegisd killed in between finds it,
-     * and by its status file whether it started. */
-    store_begin(d->st);
+    store_attempt a = {.n = job->attempts + 1, .gpus = gpus,
+                       .floor_mib = l->floor_mib, .exclusive = l->exclusive};
     store_attempt_start(d->st, job->id, &a, now);
     store_job_state(d->st, job->id, "running", NULL, now);
-    if (store_commit_now(d->st) != 0) {
-        d_job_requeue_unstarted(d, job);
-        return;
-    }
+    store_event(d->st, job->id, now,
+                "attempt %d started on GPU %s, %s, admitted with %.0f MiB",
+                a.n, gpus, l->exclusive ? "alone" : "shared", l->floor_mib);
+}
+
+/* Starts the attempt d_job_record_start recorded (committed) at now. */
+static void d_job_launch(d_daemon *d, d_job *job, const core_launch *l,
+                         double now) {
+    int n = job->attempts + 1;
     exec_run run;
     char err[1024];
     static d_share_start ss; /* big; the loop runs one launch at a time */
@@ -411,7 +448,7 @@ static void d_job_launch(d_daemon *d, d_job *job, const core_launch *l) {
         store_begin(d->st);
         store_attempt_end(d->st, id, n, "failed", -1, d_wall());
         d_job_finish(d, job, "failed", err);
-        if (store_commit(d->st) == 0) exec_status_remove(d->run_dir, id, n);
+        d_status_settled(d, id, n, store_commit(d->st));
         return;
     }
     d_job_set_state(d, job, D_RUNNING);
@@ -430,16 +467,32 @@ static void d_job_launch(d_daemon *d, d_job *job, const core_launch *l) {
     job->used_mib = 0; /* the tick measures this attempt's */
     job->sm_pct = CORE_UNKNOWN;
     job->started = now;
-    store_begin(d->st);
-    store_attempt_pids(d->st, job->id, n, run.shim_pid, run.shim_start,
-                       run.job_pid, run.err_offset);
-    store_event(d->st, job->id, now,
-                "attempt %d started on GPU %s, %s, admitted with %.0f MiB",
-                n, gpus, l->exclusive ? "alone" : "shared", l->floor_mib);
+    /* Its pids are not written here: the job records them in its status
+     * file, where the next look at it takes them (d_job_probe), and a
+     * write now would cost the turn a second commit. */
     if (ss.note[0])
         store_event(d->st, job->id, now, "attempt %d: %s", n, ss.note);
-    store_commit(d->st);
     if (job->lease.slurm_job) d_lease_granted(d, job);
+}
+
+/* Carries out one pass's n launches: their attempts recorded, all in one
+ * commit, then each started (its pids and events join the loop turn's
+ * commit). When that commit fails, none starts: back to the queue. */
+static void d_jobs_launch(d_daemon *d, const core_launch *out, int n) {
+    double now = d_wall();
+    store_begin(d->st);
+    for (int i = 0; i < n; i++) {
+        d_job *job = d_job_find(d, out[i].job_id);
+        if (job) d_job_record_start(d, job, &out[i], now);
+        else core_cancel(d->core, out[i].job_id, d_now(d));
+    }
+    bool saved = store_commit_now(d->st) == 0;
+    for (int i = 0; i < n; i++) {
+        /* by id: a launch that failed may have changed the table */
+        d_job *job = d_job_find(d, out[i].job_id);
+        if (job && saved) d_job_launch(d, job, &out[i], now);
+        else if (job) d_job_requeue_unstarted(d, job);
+    }
 }
 
 void d_jobs_schedule(d_daemon *d) {
@@ -448,17 +501,15 @@ void d_jobs_schedule(d_daemon *d) {
     if (d->stopping) return; /* a draining aegisd starts no new job */
     /* the pass's decisions take this long (the launches aside) */
     uint64_t deciding_ns = 0;
+    d_turn_begin(d);
     /* No job starts while its start cannot be recorded. */
     while (n == 16 && !store_failing(d->st)) {
         uint64_t began = uv_hrtime();
         n = core_schedule(d->core, d_now(d), out, 16);
         deciding_ns += uv_hrtime() - began;
-        for (int i = 0; i < n; i++) {
-            d_job *job = d_job_find(d, out[i].job_id);
-            if (job) d_job_launch(d, job, &out[i]);
-            else core_cancel(d->core, out[i].job_id, d_now(d));
-        }
+        d_jobs_launch(d, out, n);
     }
+    d_turn_end(d);
     mtext_hist_observe(&d->counts.pass_s, (double)deciding_ns / 1e9);
 }
 
@@ -509,7 +560,7 @@ static void d_job_unstarted(d_daemon *d, d_job *job, const char *why) {
     } else {
         d_job_requeue_unstarted(d, job);
     }
-    if (store_commit(d->st) == 0) exec_status_remove(d->run_dir, id, n);
+    d_status_settled(d, id, n, store_commit(d->st));
 }
 
 /* A Slurm job's lease that ran out of memory: Slurm runs the job again
@@ -632,13 +683,14 @@ static void d_job_ended(d_daemon *d, d_job *job, const exec_record *rec) {
         store_event(d->st, id, d_wall(), "attempt %d left %d processes behind: "
                     "killed", n, rec->left);
     d_job_settle(d, job, how, status, why);
-    if (store_commit(d->st) == 0) exec_status_remove(d->run_dir, id, n);
+    d_status_settled(d, id, n, store_commit(d->st));
 }
 
 /* In id order, the running jobs as they were at the start: an end may
  * end others (a feed's producer), or requeue its job. */
 void d_jobs_check_exits(d_daemon *d) {
     double now = d_now(d);
+    d_turn_begin(d);
     size_t n;
     int64_t *ids = d_running_ids(d, &n);
     for (size_t i = 0; i < n; i++) {
@@ -654,12 +706,10 @@ void d_jobs_check_exits(d_daemon *d) {
         if (rec.state != EXEC_LIVE) d_job_ended(d, job, &rec);
     }
     free(ids);
+    d_turn_end(d);
 }
 
-/* Cancels a job whose cancel is committed (job->cancel_at): a queued one
- * is finished, a running one sent SIGTERM, and SIGKILL once its grace time
- * since the cancel is up. */
-static void d_job_cancel(d_daemon *d, d_job *job) {
+void d_job_cancel(d_daemon *d, d_job *job) {
     /* A job in a MIG instance keeps its slices in the core until the
      * instance is destroyed at its end: given away sooner, they would fail
      * the next job's instance. */
@@ -679,32 +729,6 @@ static void d_job_cancel(d_daemon *d, d_job *job) {
     exec_kill(job->job_pid, SIGTERM);
     store_event(d->st, job->id, d_wall(), "cancel: SIGTERM sent to session %d",
                 (int)job->job_pid);
-}
-
-int d_jobs_cancel(d_daemon *d, const int64_t *ids, size_t nids, char *err,
-                  size_t errlen) {
-    double now = d_wall();
-    store_begin(d->st);
-    for (size_t i = 0; i < nids; i++) {
-        d_job *job = d_job_find(d, ids[i]);
-        if (job && !job->cancelling) store_job_cancel(d->st, ids[i], now);
-    }
-    /* Answered only once committed, so that it holds after a crash. */
-    if (store_commit_now(d->st) != 0) {
-        snprintf(err, errlen, "not cancelled: aegisd cannot write its state "
-                 "(%s)", store_failing(d->st) ? store_failure(d->st)
-                                             : store_errmsg(d->st));
-        return -1;
-    }
-    store_begin(d->st); /* their ends and events: one commit, not one each */
-    for (size_t i = 0; i < nids; i++) {
-        d_job *job = d_job_find(d, ids[i]);
-        if (!job || job->cancelling) continue;
-        job->cancel_at = now;
-        d_job_cancel(d, job);
-    }
-    store_commit(d->st);
-    return 0;
 }
 
 /* ---- telemetry ------------------------------------------------------------ */
@@ -866,7 +890,7 @@ static void d_status_sweep(void *ctx, int64_t id, int attempt) {
 
 /* While the state cannot be written, each tick retries; once it can, the
  * writes kept meanwhile are saved and the files they made stale go. */
-static void d_state_retry(d_daemon *d) {
+void d_jobs_state_retry(d_daemon *d) {
     char err[4200];
     if (!store_failing(d->st) ||
         exec_run_dir_check(d->run_dir, err, sizeof(err)) != 0 ||
@@ -888,8 +912,20 @@ static void d_note_dcgm(d_daemon *d) {
     d->dcgm_failing = why != NULL;
 }
 
+/* Takes the pids of the attempts started since the last look from their
+ * status files (exec_start does not wait for them), so that this tick's
+ * readings find their processes on the GPUs. */
+static void d_jobs_learn_pids(d_daemon *d) {
+    for (size_t i = 0; i < d->nrunning; i++) {
+        d_job *job = d->running[i];
+        exec_record rec;
+        if (!job->lease.slurm_job && job->job_pid <= 0)
+            d_job_probe(d, job, &rec);
+    }
+}
+
 void d_jobs_tick(d_daemon *d) {
-    d_state_retry(d);
+    d_jobs_learn_pids(d);
     if (!store_failing(d->st)) d->nunsaved = 0; /* all saved */
     double now = d_now(d);
     for (size_t i = 0; i < d->nrunning; i++) { /* summed over their GPUs */

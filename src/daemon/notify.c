@@ -1,10 +1,11 @@
 /* notify.c -- the notifiers of jobs' ends (notify.h for what they get).
  *
- * A notifier is forked as the job's shim is, by the executor
- * (exec_notify_start), not by uv_spawn: it must get its user's groups
- * (initgroups), which uv_spawn cannot give, and aegisd's SIGCHLD handler
- * reaps every child with waitpid(-1), which would take their statuses
- * from libuv. aegisd only forks it and goes on; its end comes as a
+ * A notifier is spawned as a job's shim is, by the executor
+ * (exec_notify_start: the aegis-shim program, which becomes the shell),
+ * not by uv_spawn: it must get its user's groups (initgroups), which
+ * uv_spawn cannot give, and aegisd's SIGCHLD handler reaps every child
+ * with waitpid(-1), which would take their statuses from libuv. aegisd
+ * never forks itself for it: it spawns it and goes on; its end comes as a
  * SIGCHLD like a shim's (d_notify_reaped), its time limit is checked each
  * tick. At most D_NOTIFY_RUNNING run at once: cancelling an array of
  * 10,000 jobs queues their notices, in memory, rather than fork 10,000
@@ -92,6 +93,7 @@ static pid_t d_notify_start(d_daemon *d, const d_notice *n, json_t *row,
         .cwd = json_string_value(json_object_get(row, "cwd")),
         .env = env, .vars = set, .as_user = d->as_root,
         .uid = n->uid, .gid = n->gid, .user = n->user,
+        .shim_path = d->shim_path,
     };
     pid_t pid = -1;
     if (!env || !spec.cmd[0])

@@ -222,8 +222,9 @@ static const char *const sql[S_COUNT] = {
     [S_ATT_PIDS] = "UPDATE attempts SET shim_pid = ?3, shim_start = ?4,"
                    " job_pid = ?5, err_offset = ?6 WHERE job_id = ?1 AND n = ?2",
     [S_ATT_DROP] = "DELETE FROM attempts WHERE job_id = ?1 AND n = ?2",
-    [S_CANCEL] = "UPDATE jobs SET cancel_at = ?2 WHERE id = ?1"
-                 " AND cancel_at IS NULL",
+    /* ?1: the ids, a JSON array: one statement for a bulk cancel */
+    [S_CANCEL] = "UPDATE jobs SET cancel_at = ?2 WHERE id IN"
+                 " (SELECT value FROM json_each(?1)) AND cancel_at IS NULL",
     [S_PROBE] = "INSERT OR REPLACE INTO probe(id, t) VALUES(1, ?1)",
     [S_HELD] = "UPDATE jobs SET held = ?2 WHERE id = ?1",
     /* a producer not being stopped for its feed has no stop committed:
@@ -266,10 +267,16 @@ typedef struct store_journal {
     size_t n, cap;
 } store_journal;
 
+/* Nesting of store_begin() pairs whose start store_commit_now() can
+ * tell apart; deeper pairs share the deepest's. */
+#define STORE_MAX_DEPTH 16
+
 struct store {
     sqlite3 *db;
     sqlite3_stmt *st[S_COUNT];
     int depth;              /* store_begin() nesting: only the outer commits */
+    size_t marks[STORE_MAX_DEPTH]; /* tx.n at the start of each pair */
+    unsigned long commits;  /* transactions committed (store_commits) */
     char path[4096];
     bool failing;           /* writes fail: `kept` holds what is not saved */
     char why[4400];         /* the failure, with the database's path */
@@ -442,26 +449,64 @@ void store_close(store *st) {
 }
 
 void store_begin(store *st) {
+    st->marks[st->depth < STORE_MAX_DEPTH ? st->depth : STORE_MAX_DEPTH - 1] =
+        st->tx.n;
     if (st->depth++ == 0 && !st->failing) store_exec(st, S_BEGIN, 0);
+}
+
+unsigned long store_commits(const store *st) { return st->commits; }
+
+bool store_in_transaction(const store *st) { return st->depth > 0; }
+
+/* Commits the open transaction: 0, or -1 rolled back. */
+static int store_commit_tx(store *st) {
+    if (!st->failing && store_exec(st, S_COMMIT, 0) == 0) {
+        st->commits++;
+        store_journal_clear(&st->tx);
+        return 0;
+    }
+    if (!sqlite3_get_autocommit(st->db)) store_exec(st, S_ROLLBACK, 0);
+    return -1;
 }
 
 /* Ends the outer transaction: 0 when it committed; else -1, rolled back,
  * its writes kept (or, with keep false, forgotten). */
 static int store_end(store *st, bool keep) {
     if (--st->depth > 0) return 0;
-    if (!st->failing && store_exec(st, S_COMMIT, 0) == 0) {
-        store_journal_clear(&st->tx);
-        return 0;
-    }
-    if (!sqlite3_get_autocommit(st->db)) store_exec(st, S_ROLLBACK, 0);
+    if (store_commit_tx(st) == 0) return 0;
     if (keep) store_journal_move(&st->kept, &st->tx);
     else store_journal_clear(&st->tx);
     return -1;
 }
 
+/* store_commit_now() of a pair inside another: commits every write of the
+ * outer transaction so far and opens it again. When that fails, the
+ * writes before this pair are kept, as the outer pair's commit would keep
+ * them, and this pair's forgotten. */
+static int store_sync(store *st) {
+    size_t mark = st->marks[st->depth < STORE_MAX_DEPTH ? st->depth
+                                                        : STORE_MAX_DEPTH - 1];
+    if (store_commit_tx(st) == 0) {
+        if (!st->failing) store_exec(st, S_BEGIN, 0);
+        return 0;
+    }
+    store_journal tail = {.texts = st->tx.texts + mark, .n = st->tx.n - mark};
+    st->tx.n = mark;
+    store_journal_move(&st->kept, &st->tx);
+    store_journal_clear(&tail);
+    if (!st->failing) store_exec(st, S_BEGIN, 0); /* the rest of the outer */
+    return -1;
+}
+
 int store_commit(store *st) { return store_end(st, true); }
 
-int store_commit_now(store *st) { return store_end(st, false); }
+int store_commit_now(store *st) {
+    if (st->depth > 1) {
+        st->depth--;
+        return store_sync(st);
+    }
+    return store_end(st, false);
+}
 
 /* Runs one kept text: 0, or -1 on a disk error (a statement's own error
  * is logged and the text dropped: it would fail at every retry). */
@@ -476,6 +521,7 @@ static int store_replay(store *st, const char *text) {
 
 int store_retry(store *st, double now) {
     if (!st->failing) return 0;
+    if (st->depth > 0) return -1; /* it makes its own transaction */
     bool ok = sqlite3_exec(st->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) ==
               SQLITE_OK;
     for (size_t i = 0; ok && i < st->kept.n; i++)
@@ -490,6 +536,7 @@ int store_retry(store *st, double now) {
             sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
         return -1;
     }
+    st->commits++;
     fprintf(stderr, "aegisd: state saved again in %s (%zu writes kept while "
             "it could not be written)\n", st->path, st->kept.n);
     store_journal_clear(&st->kept);
@@ -582,6 +629,10 @@ static int store_submit_tx(store *st, const store_owner *owner,
         snprintf(err, errlen, "store: submit not saved: %s", st->why);
         return -1;
     }
+    if (st->depth > 0) { /* its own commit answers the client */
+        snprintf(err, errlen, "store: submit inside a transaction");
+        return -1;
+    }
     if (store_exec(st, S_BEGIN, 0) != 0) {
         snprintf(err, errlen, "store: cannot begin: %s", store_errmsg(st));
         return -1;
@@ -599,6 +650,7 @@ static int store_submit_tx(store *st, const store_owner *owner,
         if (!sqlite3_get_autocommit(st->db)) store_exec(st, S_ROLLBACK, 0);
         return -1;
     }
+    st->commits++;
     return 0;
 }
 
@@ -702,11 +754,22 @@ void store_attempt_drop(store *st, int64_t id, int n) {
     store_write(st, S_ATT_DROP, id);
 }
 
-void store_job_cancel(store *st, int64_t id, double now) {
+void store_jobs_cancel(store *st, const int64_t *ids, size_t n, double now) {
+    if (n == 0) return;
+    json_t *arr = json_array();
+    for (size_t i = 0; arr && i < n; i++)
+        json_array_append_new(arr, json_integer(ids[i]));
+    char *text = arr ? json_dumps(arr, JSON_COMPACT) : NULL;
+    json_decref(arr);
+    if (!text) {
+        fprintf(stderr, "aegisd: store: job %lld: cancel: out of memory\n",
+                (long long)ids[0]);
+        return;
+    }
     sqlite3_stmt *s = st->st[S_CANCEL];
-    sqlite3_bind_int64(s, 1, id);
+    sqlite3_bind_text(s, 1, text, -1, free);
     sqlite3_bind_double(s, 2, now);
-    store_write(st, S_CANCEL, id);
+    store_write(st, S_CANCEL, ids[0]);
 }
 
 void store_job_retry(store *st, int64_t id, double floor_mib, bool alone) {

@@ -56,7 +56,8 @@ store *store_open(const char *path, char *err, size_t errlen);
 void store_close(store *st);
 
 /* Inserts every job of a submit request in one committed transaction; ids
- * are consecutive from *first_id. Returns 0 or -1 with a message. */
+ * are consecutive from *first_id. Returns 0 or -1 with a message (also
+ * inside a store_begin() pair: its commit is the client's answer). */
 int store_submit(store *st, const store_owner *owner,
                  const proto_request *req, double now, int64_t *first_id,
                  char *err, size_t errlen);
@@ -85,13 +86,21 @@ bool store_ladder_get(store *st, uint32_t slurm_job, int *attempt,
 
 /* Several updates that belong together (an exit: the attempt, the job and
  * an event) go between store_begin() and store_commit(); nested pairs
- * join the outer one. store_commit() returns 0 when saved, or -1 when the
- * writes are kept for store_retry(); store_commit_now() -1 when they are
- * forgotten (for what must be durable before aegisd acts on it; the outer
- * pair only). */
+ * join the outer one, so aegisd wraps a whole loop turn in one pair: one
+ * commit (one fsync) for all the job events of the turn. store_commit()
+ * returns 0 when saved (or joined to an outer pair), or -1 when the writes
+ * are kept for store_retry(). store_commit_now() is for what must be
+ * durable before aegisd acts on it (a launch, an answer): it commits at
+ * once, an outer pair's writes so far with its own, and returns -1 when
+ * that failed, its own writes forgotten (an outer pair's are kept). */
 void store_begin(store *st);
 int store_commit(store *st);
 int store_commit_now(store *st);
+/* Whether a store_begin() pair is open: a commit is still to come. */
+bool store_in_transaction(const store *st);
+/* Transactions committed since store_open(): how the grouping of a loop
+ * turn's writes is checked. */
+unsigned long store_commits(const store *st);
 
 /* Whether writes fail (the disk is full or read-only), and why, naming the
  * database. */
@@ -114,8 +123,9 @@ void store_attempt_pids(store *st, int64_t id, int n, pid_t shim_pid,
                         long long err_offset);
 /* Forgets attempt n, which never started. */
 void store_attempt_drop(store *st, int64_t id, int n);
-/* The owner cancelled the job at `now`: kept until it is finished. */
-void store_job_cancel(store *st, int64_t id, double now);
+/* The owner cancelled the n jobs of ids at `now` (one statement): kept
+ * until each is finished. */
+void store_jobs_cancel(store *st, const int64_t *ids, size_t n, double now);
 /* Attempt n of the job was first seen on its GPUs at `now`. */
 void store_attempt_seen(store *st, int64_t id, int n, double now);
 /* Closes attempt n of the job: how is "ok", "oom", "failed", "lost",

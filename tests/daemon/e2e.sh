@@ -182,6 +182,9 @@ assert not a['exclusive'], ('placed alone: re-adopted GPUs closed', a)" ||
     id2=$("$AEGIS" submit -- sh -c \
         '[ -e tried ] && { echo second-try; exit 0; }; touch tried; sleep 600')
     until_file "$DIR/work/tried"
+    # and its watcher has recorded it (aegisd learns the job's pid from the
+    # status file; a watcher killed before that never started it)
+    until_job "$id2" "assert d['attempt_list'][-1]['job_pid']"
     shim=$("$AEGIS" show --json "$id2" | pyjson "print(d['attempt_list'][-1]['shim_pid'])")
     kill -9 "$(daemon_pid)"
     kill -9 "$shim"

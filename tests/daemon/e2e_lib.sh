@@ -19,8 +19,8 @@ YAML
 fail() { echo "FAIL ($CASE): $*" >&2; cat "$DIR/state/aegisd.log" >&2 2>/dev/null; exit 1; }
 start() { "$AEGISD" --socket "$AEGIS_SOCKET" --state-dir "$DIR/state" \
             --config "$DIR/aegis.yaml" "$@" || fail "aegisd did not start"; }
-# The live daemon's pid, from its lock file (its shims share its command
-# line, so pgrep cannot tell them apart).
+# The live daemon's pid, from its lock file (one place for it, whatever
+# else runs).
 daemon_pid() {
     local p; p=$(cat "$DIR/state/aegisd.lock" 2>/dev/null)
     [ -n "$p" ] && [ "$(cat /proc/$p/comm 2>/dev/null)" = aegisd ] && echo "$p"

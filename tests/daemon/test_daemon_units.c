@@ -432,6 +432,56 @@ static void test_store_submit_and_reopen(void **state) {
     store_close(st);
 }
 
+/* A loop turn's job events are one commit (one fsync), not one each: the
+ * pairs of N exits inside a turn's pair join it. A commit_now inside it
+ * (a launch) commits the turn so far at once; the turn's end the rest. */
+static void test_store_turn_commits(void **state) {
+    char path[300], err[256];
+    snprintf(path, sizeof(path), "%s/turn.db", tmpdir);
+    store *st = store_open(path, err, sizeof(err));
+    assert_non_null(st);
+    proto_request req;
+    char text[1024] = "{\"op\":\"submit\",\"cwd\":\"/tmp\",\"env\":[],\"jobs\":[";
+    for (int i = 0; i < 10; i++)
+        strcat(text, i ? ",{\"cmd\":[\"true\"]}" : "{\"cmd\":[\"true\"]}");
+    strcat(text, "]}");
+    assert_int_equal(parse(text, &req, err), 0);
+    store_owner owner = {.uid = 1000, .gid = 1000, .user = "alice"};
+    int64_t first = 0;
+    assert_int_equal(store_submit(st, &owner, &req, 1.0, &first, err,
+                                  sizeof(err)), 0);
+    proto_request_free(&req);
+    unsigned long before = store_commits(st);
+    store_begin(st); /* the turn */
+    for (int64_t id = first; id < first + 5; id++) { /* five exits */
+        store_begin(st);
+        store_attempt_end(st, id, 1, "ok", 0, 2.0);
+        store_job_state(st, id, "done", "exit 0", 2.0);
+        store_event(st, id, 2.0, "done: exit 0");
+        assert_int_equal(store_commit(st), 0);
+    }
+    assert_true(store_in_transaction(st));
+    assert_int_equal(store_commits(st), before);
+    store_attempt a = {.n = 1, .gpus = "0"};
+    store_begin(st); /* a launch: durable before it starts */
+    store_attempt_start(st, first + 5, &a, 3.0);
+    assert_int_equal(store_commit_now(st), 0);
+    assert_int_equal(store_commits(st), before + 1);
+    store_job_state(st, first + 6, "done", "exit 0", 3.0);
+    assert_int_equal(store_commit(st), 0); /* the turn's end */
+    assert_false(store_in_transaction(st));
+    assert_int_equal(store_commits(st), before + 2);
+    store_close(st);
+    st = store_open(path, err, sizeof(err)); /* all of it saved */
+    json_t *j = store_job(st, first + 4, false);
+    assert_string_equal(json_string_value(json_object_get(j, "state")), "done");
+    json_decref(j);
+    j = store_job(st, first + 6, false);
+    assert_string_equal(json_string_value(json_object_get(j, "state")), "done");
+    json_decref(j);
+    store_close(st);
+}
+
 /* A row an older aegisd wrote, with its one afterok id in `after`, reads
  * as a list of dependencies like the rows written now. */
 static void test_store_old_after(void **state) {
@@ -819,13 +869,14 @@ static void test_status_of_a_run(void **state) {
     exec_spec spec = {.id = 9, .attempt = 1, .argv = argv, .cwd = tmpdir,
                       .env = env, .visible = "", .log_dirfd = log_dirfd,
                       .log_dir = log_dir, .log_max_bytes = 1 << 20,
-                      .run_dir = run_dir};
+                      .run_dir = run_dir, .shim_path = TEST_SHIM};
     exec_run run;
     char err[512];
     assert_int_equal(exec_start(&spec, &run, err, sizeof(err)), 0);
     exec_record rec = wait_probe(run_dir, 9, true);
     assert_int_equal(rec.state, EXEC_LIVE);
-    assert_int_equal(rec.job_pid, run.job_pid);
+    assert_true(rec.job_pid > 0); /* the record names it; exec_start did
+                                     not wait for it */
     assert_int_equal(rec.shim_pid, run.shim_pid);
     write_file("go", "");
     rec = wait_probe(run_dir, 9, false);
@@ -850,6 +901,7 @@ int main(void) {
         cmocka_unit_test(test_usock_answers),
         cmocka_unit_test(test_mps_running_seqpacket),
         cmocka_unit_test(test_store_submit_and_reopen),
+        cmocka_unit_test(test_store_turn_commits),
         cmocka_unit_test(test_store_old_after),
         cmocka_unit_test(test_store_old_schemas),
         cmocka_unit_test(test_config_good),

@@ -1,0 +1,85 @@
+#!/bin/bash
+# e2e_churn.sh -- how aegisd starts jobs when many short ones churn: each
+# attempt's watcher is the aegis-shim program, spawned by aegisd without
+# a fork of the daemon (whose pages a fork copies on write), and the
+# watcher, not aegisd, forks the job.
+#
+# usage: e2e_churn.sh AEGISD AEGIS TESTNVML FAKEGPU CATALOG CASE
+set -u; AEGISD=$1 AEGIS=$2 NVML=$3 FAKE=$4 CATALOG=$5 CASE=$6; source "$(dirname "$0")/e2e_lib.sh"
+
+# The program a process runs (its /proc/PID/exe) and its parent.
+exe_of() { readlink "/proc/$1/exe"; }
+parent_of() { awk '{print $4}' "/proc/$1/stat"; }
+
+# A job's watcher runs aegis-shim, not a copy of aegisd, and is aegisd's
+# child (its SIGCHLD wakes aegisd); the job is the watcher's child.
+case_churn_spawn() {
+    start
+    cd "$DIR/work"
+    id=$("$AEGIS" submit -- sleep 60) || fail submit
+    until_job "$id" "assert d['attempt_list'][-1].get('job_pid')"
+    att=$("$AEGIS" show --json "$id" | pyjson "a=d['attempt_list'][-1]; print(a['shim_pid'], a['job_pid'])")
+    read -r shim job <<< "$att"
+    exe=$(exe_of "$shim")
+    [ "${exe##*/}" = aegis-shim ] || fail "the watcher runs $exe, not aegis-shim: aegisd forked itself"
+    [ "$(parent_of "$shim")" = "$(daemon_pid)" ] || fail "the watcher is not aegisd's child"
+    [ "$(parent_of "$job")" = "$shim" ] || fail "the job is not the watcher's child"
+    "$AEGIS" cancel "$id" > /dev/null || fail cancel
+    "$AEGIS" wait "$id" > /dev/null
+    is_state "$id" cancelled || fail "not cancelled: $("$AEGIS" show "$id")"
+    # the watcher's arguments are aegisd's: run by hand, it refuses
+    "$(dirname "$AEGISD")/aegis-shim" 2> err.txt; rc=$?
+    [ "$rc" = 2 ] && grep -q "started by aegisd only" err.txt ||
+        fail "aegis-shim by hand: exit $rc, $(cat err.txt)"
+}
+
+# watch_states FIRST LAST: on one connection, asks the states of jobs LAST
+# and FIRST over and over until FIRST is cancelled (60 s at most); prints
+# "between" if it ever saw LAST cancelled, then FIRST still queued.
+watch_states() {
+    python3 - "$AEGIS_SOCKET" "$1" "$2" <<'PY'
+import json, socket, sys, time
+path, first, last = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+s = socket.socket(socket.AF_UNIX); s.connect(path); f = s.makefile("rb")
+def state(i):
+    s.sendall(b'{"op":"show","id":%d}\n' % i)
+    return json.loads(f.readline())["job"]["state"]
+open("watching", "w").close()
+between, deadline = False, time.time() + 60
+while time.time() < deadline:
+    # last, then first: a cancel that ends them all in one go cannot show
+    # the last one cancelled and, later, the first one still queued
+    b = state(last)
+    a = state(first)
+    between = between or (b == "cancelled" and a == "queued")
+    if a == "cancelled":
+        break
+print("between" if between else "all at once")
+PY
+}
+
+# Cancelling 10,000 queued jobs in one request does not freeze aegisd:
+# another client is answered while they end, so it sees some of them
+# cancelled and the others not yet (the old aegisd ended them all in one
+# go, and answered no one meanwhile). The client that cancelled gets its
+# answer once all have ended.
+case_churn_cancel_many() {
+    start
+    cd "$DIR/work"
+    for g in 0 1 2; do "$AEGIS" drain $g > /dev/null || fail drain; done
+    seq 5000 | sed 's/.*/true/' > array.txt
+    for i in 1 2; do "$AEGIS" submit --array array.txt >> ids.txt || fail submit; done
+    watch_states "$(head -1 ids.txt)" "$(tail -1 ids.txt)" > seen.txt &
+    watcher=$!
+    wait_until "the watcher connects" test -e watching
+    "$AEGIS" cancel $(cat ids.txt) > cancel.out || fail cancel
+    [ "$(wc -l < cancel.out)" = 10000 ] || fail "cancelled $(wc -l < cancel.out)"
+    # its answer came once all had ended
+    "$AEGIS" show --json "$(head -1 ids.txt)" | pyjson "assert d['state']=='cancelled', d" ||
+        fail "answered before its jobs ended"
+    wait $watcher
+    [ "$(cat seen.txt)" = between ] ||
+        fail "no other client answered while the jobs were cancelled ($(cat seen.txt))"
+}
+
+e2e_run
