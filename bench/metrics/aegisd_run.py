@@ -1,6 +1,6 @@
 """aegisd_run.py -- what the /metrics benchmarks share: an aegisd on 3
 test GPUs in a fresh folder, serving /metrics on a free loopback port,
-and the aegis CLI pointed at it."""
+and the aegis CLI pointed at it (bench-scale takes its free_port too)."""
 import os
 import shutil
 import signal

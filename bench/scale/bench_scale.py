@@ -20,7 +20,9 @@ a fresh aegisd, and each figure printed as a ratio against it:
   submit runs a pass, and so does each second's tick. Goal: <= 10x;
 - the wall time of `aegis ls` and `aegis ls --all` (root's, which shows
   every job's command), text to /dev/null, median of --runs: <= 20x.
-  They list the first 1000 jobs (ls's default --limit); the time of the
+  So does `aegis ls -u USER` of the last user, whose jobs are the last
+  queued (aegisd filters by user in its query, before the limit).
+  They list 1000 jobs at most (ls's default --limit); the time of the
   whole list, `aegis ls --limit 0`, is printed too, once, without a goal;
 - one-job submits per second, each a fresh `aegis submit` of root's,
   --submits of them in a row: >= 0.5x;
@@ -33,7 +35,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -41,19 +42,16 @@ import tempfile
 import time
 import urllib.request
 
+# the /metrics benchmarks' helpers: free_port()
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "metrics"))
+from aegisd_run import free_port  # noqa: E402
+
 GPUS = 16
 GPU_MIB = 40960
 HOG_MIB = 30000
 UID0 = 200000
 HIST = "aegis_scheduling_pass_seconds_bucket"
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def histogram(url):
@@ -189,11 +187,14 @@ def measure(a, jobs):
         rate = a.submits / (time.perf_counter() - t0)
         ls = timed(lambda: s.aegis("ls"), a.runs)
         ls_all = timed(lambda: s.aegis("ls", "--all"), a.runs)
+        last = str(UID0 + a.users - 1)  # its jobs: the last ids queued
+        ls_user = timed(lambda: s.aegis("ls", "-u", last), a.runs)
         p99, passes = quantile(0.99, before, histogram(s.url))
         rss = rss_mib(s.pid)
         whole = timed(lambda: s.aegis("ls", "--limit", "0"), 1)
         return {"queued": queued, "filled_s": filled, "passes": passes,
-                "p99": p99, "ls": ls, "ls_all": ls_all, "rate": rate,
+                "p99": p99, "ls": ls, "ls_all": ls_all, "ls_user": ls_user,
+                "rate": rate,
                 "rss": rss, "whole": whole}
     finally:
         s.stop()
@@ -203,6 +204,7 @@ ROWS = [  # key, label, unit, scale, goal as (<=|>=, ratio)
     ("p99", "scheduling pass p99", "ms", 1e3, ("<=", 10)),
     ("ls", "aegis ls", "s", 1, ("<=", 20)),
     ("ls_all", "aegis ls --all", "s", 1, ("<=", 20)),
+    ("ls_user", "aegis ls -u USER", "s", 1, ("<=", 20)),
     ("rate", "submits per second", "/s", 1, (">=", 0.5)),
     ("rss", "aegisd RSS", "MiB", 1, ("<=", 20)),
 ]

@@ -78,9 +78,9 @@ static const char ls_help[] =
 "             [--limit N] [--socket PATH]\n\n"
 "DESCRIPTION\n"
 "    Lists queued and running jobs (with --all, finished ones too), in\n"
-"    submission order, one a line under these columns (the first 1000\n"
-"    jobs only, unless --limit says otherwise; stderr then says how many\n"
-"    there are):\n\n"
+"    submission order, one a line under these columns (1000 jobs only,\n"
+"    unless --limit says otherwise: the first, the head of the queue, or\n"
+"    with --all the newest; stderr then says how many there are):\n\n"
 "    ID              the job's id\n"
 "    USER            its owner\n"
 "    STATE           queued, held (queued, held by `aegis hold`), running,\n"
@@ -104,12 +104,15 @@ static const char ls_help[] =
 "    --all           finished jobs too\n"
 "    --user USER     only USER's jobs (a login name or a uid); -u USER\n"
 "    --state STATE   only jobs in these states (comma-separated: queued,\n"
-"                    running, done, failed, cancelled, timeout); a\n"
-"                    finished state implies --all\n"
+"                    running, done, failed, cancelled, timeout; a held\n"
+"                    job is queued); a finished state implies --all.\n"
+"                    aegisd filters by user and state before --limit, and\n"
+"                    counts only the jobs that pass\n"
 "    --json          a JSON array of jobs, each an object with the fields\n"
 "                    below (times are Unix times, in seconds); every job\n"
 "                    unless --limit is given\n"
-"    --limit N       the first N jobs only (default 1000 without --json);\n"
+"    --limit N       the first N jobs only, or with --all the last N (the\n"
+"                    newest, in id order); default 1000 without --json;\n"
 "                    0: every job. A queue of 100,000 jobs takes seconds\n"
 "                    to list whole, and aegisd answers no one else\n"
 "                    meanwhile\n" SOCKET_OPT
@@ -334,6 +337,11 @@ static bool ls_listed(const char *list, const char *word) {
 /* Checks --state's list, and whether it names a finished state (which
  * only --all lists): -1 after saying why not. */
 static int ls_states(const char *list, int *finished) {
+    if (!*list) {
+        fprintf(stderr, "aegis ls: --state: name at least one state: queued, "
+                "running, done, failed, cancelled or timeout\n");
+        return -1;
+    }
     for (const char *p = list; *p;) {
         size_t len = strcspn(p, ",");
         size_t k = 0;
@@ -350,16 +358,6 @@ static int ls_states(const char *list, int *finished) {
         p += len + (p[len] == ',');
     }
     return 0;
-}
-
-/* Whether a job passes -u and --state. */
-static bool ls_keep(json_t *job, const client_flags *f) {
-    char uid[32];
-    snprintf(uid, sizeof(uid), "%lld", (long long)num(job, "uid"));
-    if (f->user && strcmp(str(job, "user"), f->user) != 0 &&
-        strcmp(uid, f->user) != 0)
-        return false;
-    return !f->states || ls_listed(f->states, str(job, "state"));
 }
 
 /* --limit's rows (0: all), or the default: 1000 rows of text, every
@@ -379,20 +377,19 @@ static int ls_limit(const client_flags *f, long long *limit) {
     return 0;
 }
 
-/* The rows that pass -u and --state, the first `limit` of them (0: all),
- * as a new array; *matched: how many passed. */
-static json_t *ls_select(json_t *jobs, const client_flags *f,
-                         long long limit, long long *matched) {
-    json_t *kept = json_array();
-    size_t i;
-    json_t *job;
-    *matched = 0;
-    json_array_foreach(jobs, i, job) {
-        if (!ls_keep(job, f)) continue;
-        if (limit == 0 || *matched < limit) json_array_append(kept, job);
-        ++*matched;
-    }
-    return kept;
+/* The ls request: -u and --state travel with it, so aegisd filters (in
+ * its query) before it limits, and counts only the jobs that pass. */
+static json_t *ls_request(const client_flags *f, long long limit) {
+    json_t *req = json_pack("{s:s, s:b}", "op", "ls", "all", f->all);
+    if (limit > 0) json_object_set_new(req, "limit", json_integer(limit));
+    if (f->user) json_object_set_new(req, "user", json_string(f->user));
+    if (!f->states) return req;
+    json_t *states = json_array(); /* each once, however often named */
+    for (size_t k = 0; k < NSTATES; k++)
+        if (ls_listed(f->states, job_states[k]))
+            json_array_append_new(states, json_string(job_states[k]));
+    json_object_set_new(req, "states", states);
+    return req;
 }
 
 /* A Slurm job's lease is named by its Slurm job first: "slurm:12 train"
@@ -444,18 +441,17 @@ int cli_ls(int argc, char **argv) {
     if (f.states && ls_states(f.states, &f.all)) return CLI_USAGE;
     long long limit, total;
     if (ls_limit(&f, &limit)) return CLI_USAGE;
-    json_t *req = json_pack("{s:s, s:b}", "op", "ls", "all", f.all);
-    bool filtered = f.user || f.states; /* filtered here: all rows asked */
-    if (limit > 0 && !filtered)
-        json_object_set_new(req, "limit", json_integer(limit));
-    json_t *ans = client_call("ls", client_socket(f.socket), req, &rc);
+    json_t *ans = client_call("ls", client_socket(f.socket),
+                              ls_request(&f, limit), &rc);
     if (!ans) return rc;
-    json_t *jobs = ls_select(json_object_get(ans, "jobs"), &f, limit, &total);
-    if (!filtered && json_is_integer(json_object_get(ans, "total")))
-        total = json_integer_value(json_object_get(ans, "total"));
+    json_t *jobs = json_incref(json_object_get(ans, "jobs"));
+    json_t *count = json_object_get(ans, "total");
+    total = json_is_integer(count) ? json_integer_value(count)
+                                   : (long long)json_array_size(jobs);
     if (total > (long long)json_array_size(jobs))
-        fprintf(stderr, "aegis ls: the first %zu of %lld jobs (--limit 0 "
-                "lists them all)\n", json_array_size(jobs), total);
+        fprintf(stderr, "aegis ls: the %s %zu of %lld jobs (--limit 0 lists "
+                "them all)\n", f.all ? "last" : "first",
+                json_array_size(jobs), total);
     if (f.json) client_print_json(jobs);
     else ls_table(jobs);
     json_decref(jobs);

@@ -235,11 +235,15 @@ static void d_on_submit(d_conn *c, const proto_request *req) {
     d_jobs_schedule(d);
 }
 
-/* With a limit, only the first rows are read and sent, with "total": how
- * many there are. A long queue's whole list costs time and memory with
- * each job, and holds every other client meanwhile. */
+/* With a limit, only the first rows (with all, the newest) are read and
+ * sent, with "total": how many there are. A long queue's whole list costs
+ * time and memory with each job, and holds every other client meanwhile;
+ * so the user and states filter here, in the query, not in the client. */
 static void d_on_ls(d_conn *c, const proto_request *req) {
-    json_t *jobs = store_list(c->d->st, req->all, req->limit);
+    char *states = req->states ? json_dumps(req->states, JSON_COMPACT) : NULL;
+    store_query q = {.all = req->all, .limit = req->limit, .user = req->user,
+                     .states = states};
+    json_t *jobs = store_list(c->d->st, &q);
     size_t i;
     json_t *row;
     json_array_foreach(jobs, i, row) {
@@ -248,8 +252,9 @@ static void d_on_ls(d_conn *c, const proto_request *req) {
     }
     json_t *ans = json_pack("{s:b, s:o}", "ok", 1, "jobs", jobs);
     if (req->limit > 0)
-        json_object_set_new(ans, "total", json_integer(store_count(
-                                              c->d->st, req->all)));
+        json_object_set_new(ans, "total",
+                            json_integer(store_count(c->d->st, &q)));
+    free(states);
     d_reply(c, ans);
 }
 

@@ -38,7 +38,7 @@ static const char *const op_names[] = {
 #define OP_FIELDS_MAX 8
 static const char *const op_fields[NOPS][OP_FIELDS_MAX] = {
     [PROTO_SUBMIT] = {"cwd", "env", "jobs"},
-    [PROTO_LS] = {"all", "limit"},
+    [PROTO_LS] = {"all", "limit", "user", "states"},
     [PROTO_SHOW] = {"id", "history"},
     [PROTO_CANCEL] = {"ids"},
     [PROTO_WAIT] = {"ids"},
@@ -621,18 +621,67 @@ static int proto_parse_lease(json_t *root, proto_request *req, char *err,
                : 0;
 }
 
+/* The states a job may be in, as `ls` filters them. */
+static const char *const proto_job_states[] = {"queued", "running", "done",
+                                               "failed", "cancelled",
+                                               "timeout"};
+
+/* ls's optional "states": a non-empty array of known states. */
+static int proto_ls_states(json_t *v, proto_request *req, char *err,
+                           size_t errlen) {
+    if (!v) return 0;
+    size_t n = sizeof(proto_job_states) / sizeof(*proto_job_states), i;
+    json_t *s;
+    if (!json_is_array(v) || json_array_size(v) == 0 ||
+        json_array_size(v) > n) {
+        snprintf(err, errlen, "states: expected an array of 1 to %zu states",
+                 n);
+        return -1;
+    }
+    json_array_foreach(v, i, s) {
+        size_t k = 0;
+        while (k < n && !(json_is_string(s) &&
+                          strcmp(json_string_value(s), proto_job_states[k]) == 0))
+            k++;
+        if (k == n) {
+            snprintf(err, errlen, "states[%zu]: expected queued, running, "
+                     "done, failed, cancelled or timeout", i);
+            return -1;
+        }
+    }
+    req->states = v;
+    return 0;
+}
+
+/* ls: all, and the optional limit, user and states. */
+static int proto_parse_ls(json_t *root, proto_request *req, char *err,
+                          size_t errlen) {
+    json_t *user = json_object_get(root, "user");
+    if (user && (!json_is_string(user) || json_string_length(user) == 0 ||
+                 json_string_length(user) > PROTO_MAX_NAME)) {
+        snprintf(err, errlen, "user: expected a login name or a uid of 1 to "
+                 "%d bytes", PROTO_MAX_NAME);
+        return -1;
+    }
+    req->user = user ? json_string_value(user) : NULL;
+    if (json_object_get(root, "limit") &&
+        proto_int(json_object_get(root, "limit"), "limit", 0,
+                  PROTO_MAX_LS_LIMIT, &req->limit, err, errlen))
+        return -1;
+    return proto_ls_states(json_object_get(root, "states"), req, err,
+                           errlen) ||
+                   proto_bool(json_object_get(root, "all"), "all", &req->all,
+                              err, errlen)
+               ? -1
+               : 0;
+}
+
 static int proto_parse_op(json_t *root, proto_request *req, char *err,
                           size_t errlen) {
     int64_t v;
     switch (req->op) {
     case PROTO_SUBMIT: return proto_parse_submit(root, req, err, errlen);
-    case PROTO_LS:
-        if (json_object_get(root, "limit") &&
-            proto_int(json_object_get(root, "limit"), "limit", 0,
-                      PROTO_MAX_LS_LIMIT, &req->limit, err, errlen))
-            return -1;
-        return proto_bool(json_object_get(root, "all"), "all", &req->all, err,
-                          errlen);
+    case PROTO_LS: return proto_parse_ls(root, req, err, errlen);
     case PROTO_SHOW:
         if (proto_parse_ids(root, false, req, err, errlen)) return -1;
         return proto_bool(json_object_get(root, "history"), "history",

@@ -21,8 +21,11 @@
  *           stands for one job per index, in order, its cmd run as
  *           ["/usr/bin/env", "AEGIS_ARRAY_INDEX=N", cmd...] (aegis submit
  *           --array: the command travels once, not once per index)
- *   ls      all (bool), limit (optional: the first rows only, and the
- *           count of them all)  show   id, history (bool: its samples)
+ *   ls      all (bool), limit (optional: the first rows only, or with
+ *           all the newest, and the count of them all), user (optional:
+ *           a login name or a uid), states (optional: [queued, running,
+ *           done, failed, cancelled, timeout...]; a held job is queued)
+ *   show    id, history (bool: its samples)
  *   cancel  ids [...]           wait   ids [...]
  *   hold    ids [...]           release ids [...]
  *   log     id, offset, stderr (bool)
@@ -154,7 +157,10 @@ typedef struct proto_request {
     size_t nids;
     bool all;               /* ls: finished jobs too */
     int64_t limit;          /* ls: at most this many rows, the first by
-                               id; 0: every one */
+                               id (with all: the newest); 0: every one */
+    const char *user;       /* ls: one user's jobs only; NULL: anyone's */
+    json_t *states;         /* ls: jobs in these states only (an array of
+                               known states, in root); NULL: any */
     bool history;           /* show: with the job's samples */
     int64_t offset;         /* log: first byte wanted */
     bool err_stream;        /* log: stderr instead of stdout */

@@ -150,6 +150,13 @@ enum {
     " json_array(json_object('id', " t "after, 'kind', 'afterok')) END)"    \
     " AS deps"
 
+/* `aegis ls -u USER --state S,...`: ?2 a login name or a uid as decimal
+ * text, ?3 a JSON array of states; NULL: any. A held job's state is
+ * queued. */
+#define STORE_LS_FILTER                                                    \
+    "(?2 IS NULL OR user = ?2 OR CAST(uid AS TEXT) = ?2)"                  \
+    " AND (?3 IS NULL OR state IN (SELECT value FROM json_each(?3)))"
+
 static const char *const sql[S_COUNT] = {
     [S_BEGIN] = "BEGIN IMMEDIATE",
     [S_COMMIT] = "COMMIT",
@@ -193,17 +200,20 @@ static const char *const sql[S_COUNT] = {
                    " how, status"
                    " FROM attempts WHERE job_id = ?1 ORDER BY n",
     [S_EVENTS] = "SELECT t, text FROM events WHERE job_id = ?1 ORDER BY id",
-    [S_LIST_ALL] = "SELECT id, user, uid, name, cmd, gpus, mem_mib, "
+    /* the newest rows, shown in id order */
+    [S_LIST_ALL] = "SELECT * FROM (SELECT id, user, uid, name, cmd, gpus,"
+                   " mem_mib, "
                    STORE_DEPS("") ", state, reason, submitted, finished,"
                    " attempts, energy_j, feed, held, time_limit_s, nice,"
                    " slurm_job, slurm_restart, slurm_mode, feed_producer"
-                   " FROM jobs ORDER BY id LIMIT ?1",
+                   " FROM jobs WHERE " STORE_LS_FILTER
+                   " ORDER BY id DESC LIMIT ?1) ORDER BY id",
     [S_LIST_ACTIVE] = "SELECT id, user, uid, name, cmd, gpus, mem_mib, "
                       STORE_DEPS("") ", state, reason, submitted, finished,"
                       " attempts, energy_j, feed, held, time_limit_s, nice,"
                       " slurm_job, slurm_restart, slurm_mode, feed_producer"
                       " FROM jobs WHERE state IN ('queued','running')"
-                      " ORDER BY id LIMIT ?1",
+                      " AND " STORE_LS_FILTER " ORDER BY id LIMIT ?1",
     [S_RETRY] = "UPDATE jobs SET retry_floor = ?2, retry_alone = ?3"
                 " WHERE id = ?1",
     [S_SEEN] = "UPDATE attempts SET seen = ?3 WHERE job_id = ?1 AND n = ?2",
@@ -256,9 +266,10 @@ static const char *const sql[S_COUNT] = {
                      " floor_mib, alone) VALUES(?1, ?2, ?3, ?4)",
     [S_LADDER_GET] = "SELECT attempt, floor_mib, alone FROM slurm_ladder"
                      " WHERE slurm_job = ?1",
-    [S_COUNT_ALL] = "SELECT count(*) FROM jobs",
+    [S_COUNT_ALL] = "SELECT count(*) FROM jobs WHERE " STORE_LS_FILTER,
     [S_COUNT_ACTIVE] = "SELECT count(*) FROM jobs"
-                       " WHERE state IN ('queued','running')",
+                       " WHERE state IN ('queued','running') AND "
+                       STORE_LS_FILTER,
 };
 
 /* SQL texts in the order they ran. */
@@ -890,16 +901,25 @@ json_t *store_job(store *st, int64_t id, bool full) {
     return job;
 }
 
-json_t *store_list(store *st, bool all, int64_t limit) {
-    sqlite3_stmt *s = st->st[all ? S_LIST_ALL : S_LIST_ACTIVE];
-    sqlite3_bind_int64(s, 1, limit > 0 ? limit : -1); /* -1: no limit */
+/* Binds q's user and states (STORE_LS_FILTER) to s. */
+static void store_bind_filter(sqlite3_stmt *s, const store_query *q) {
+    if (q->user) sqlite3_bind_text(s, 2, q->user, -1, SQLITE_STATIC);
+    if (q->states) sqlite3_bind_text(s, 3, q->states, -1, SQLITE_STATIC);
+}
+
+json_t *store_list(store *st, const store_query *q) {
+    sqlite3_stmt *s = st->st[q->all ? S_LIST_ALL : S_LIST_ACTIVE];
+    sqlite3_bind_int64(s, 1, q->limit > 0 ? q->limit : -1); /* -1: none */
+    store_bind_filter(s, q);
     return store_collect(s);
 }
 
-int64_t store_count(store *st, bool all) {
-    sqlite3_stmt *s = st->st[all ? S_COUNT_ALL : S_COUNT_ACTIVE];
+int64_t store_count(store *st, const store_query *q) {
+    sqlite3_stmt *s = st->st[q->all ? S_COUNT_ALL : S_COUNT_ACTIVE];
+    store_bind_filter(s, q);
     int64_t n = sqlite3_step(s) == SQLITE_ROW ? sqlite3_column_int64(s, 0) : 0;
     sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
     return n;
 }
 
@@ -927,7 +947,7 @@ json_t *store_report(store *st, double since) {
 
 void store_each_active(store *st, void (*fn)(void *ctx, json_t *job),
                        void *ctx) {
-    json_t *jobs = store_list(st, false, 0);
+    json_t *jobs = store_list(st, &(store_query){.all = false});
     size_t i;
     json_t *job;
     json_array_foreach(jobs, i, job) {

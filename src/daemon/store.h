@@ -152,11 +152,23 @@ void store_event(store *st, int64_t id, double now, const char *fmt, ...)
 /* A job's row, with its cmd, cwd and env when `full`, and its attempts and
  * events; NULL when the id is unknown. */
 json_t *store_job(store *st, int64_t id, bool full);
+/* Which jobs store_list() gives. */
+typedef struct store_query {
+    bool all;           /* finished jobs too: the newest `limit` of them */
+    int64_t limit;      /* at most this many rows (0: every one); without
+                           `all`, the first by id: the head of the queue */
+    const char *user;   /* only this login name's or uid's (decimal); NULL:
+                           anyone's */
+    const char *states; /* only jobs in these states, a JSON array text
+                           ("held" is queued); NULL: any */
+} store_query;
+
 /* Jobs (without env, attempts or events) in id order: all of them, or the
- * queued and running ones only; the first `limit` of them (0: every one). */
-json_t *store_list(store *st, bool all, int64_t limit);
+ * queued and running ones only, those that pass q's user and states, at
+ * most q->limit of them. */
+json_t *store_list(store *st, const store_query *q);
 /* How many jobs store_list() would give without a limit. */
-int64_t store_count(store *st, bool all);
+int64_t store_count(store *st, const store_query *q);
 
 /* Jobs submitted at or after `since` (Unix time) in id order, each with
  * its attempts' start, end and GPUs in "attempt_list": what a report

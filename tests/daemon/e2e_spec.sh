@@ -286,12 +286,46 @@ case_spec_ls_limit() {
         fail "--limit 0: $(cat err.txt)"
     "$AEGIS" ls --json | pyjson "assert len(d) == 1005, len(d)" || fail "--json: not all"
     "$AEGIS" ls --all --json --limit 3 2> /dev/null |
-        pyjson "assert [j['id'] for j in d] == [$first, $first + 1, $first + 2], d" ||
+        pyjson "assert [j['id'] for j in d] == [$first + 1002, $first + 1003, $first + 1004], d" ||
         fail "--all --json --limit 3"
     "$AEGIS" ls -u root --state queued --limit 1 2> err.txt | grep -q "^$first " &&
         grep -q "first 1 of 1005" err.txt || fail "-u with --limit: $(cat err.txt)"
     aegis_refused "--limit: 'x' is not a number" ls --limit x
     aegis_refused "--limit: '-1' is not a number" ls --limit -1
+    last=$((first + 1004))
+    "$AEGIS" cancel "$last" > /dev/null || fail "cancel $last"
+    # --all with a limit: the newest jobs, in id order
+    "$AEGIS" ls --all --limit 2 > out.txt 2> err.txt || fail "--all --limit 2"
+    [ "$(tail -n +2 out.txt | cut -d' ' -f1 | xargs)" = "$((last - 1)) $last" ] ||
+        fail "--all --limit 2: $(cat out.txt)"
+    grep -qx "aegis ls: the last 2 of 1005 jobs (--limit 0 lists them all)" err.txt ||
+        fail "--all --limit 2 says: $(cat err.txt)"
+    # the state and user filter in aegisd, before its limit: the one
+    # cancelled job, past the first 1000, of a total that counts it alone
+    ls_raw '{"op":"ls","all":true,"states":["cancelled"],"user":"root","limit":1}' |
+        pyjson "assert [j['id'] for j in d['jobs']] == [$last] and d['total'] == 1, d" ||
+        fail "ls states and user in aegisd"
+    ls_raw '{"op":"ls","user":"nobody","limit":5}' |
+        pyjson "assert d['jobs'] == [] and d['total'] == 0, d" || fail "ls user nobody"
+    "$AEGIS" ls -u 0 --state cancelled > out.txt 2> err.txt &&
+        [ "$(tail -n +2 out.txt | cut -d' ' -f1)" = "$last" ] && [ ! -s err.txt ] ||
+        fail "-u 0 --state cancelled: $(cat out.txt err.txt)"
+    "$AEGIS" ls -u root --limit 3 2> err.txt | grep -q "^$((first + 2)) " &&
+        grep -qx "aegis ls: the first 3 of 1004 jobs (--limit 0 lists them all)" err.txt ||
+        fail "-u root --limit 3: $(cat err.txt)"
+    aegis_refused "--state: name at least one state" ls --state ''
+}
+
+# aegisd's answer to the request line $1, on one line.
+ls_raw() {
+    python3 -c 'import socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+s.sendall(sys.argv[2].encode() + b"\n"); buf = b""
+while not buf.endswith(b"\n"):
+    chunk = s.recv(1 << 20)
+    if not chunk: break
+    buf += chunk
+sys.stdout.write(buf.decode())' "$AEGIS_SOCKET" "$1"
 }
 
 # log --both: stdout and stderr in one stream.

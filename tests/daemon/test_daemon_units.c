@@ -131,6 +131,11 @@ static void test_proto_other_ops(void **state) {
     assert_int_equal(parse("{\"op\":\"ls\",\"all\":true}", &req, err), 0);
     assert_true(req.all);
     proto_request_free(&req);
+    assert_int_equal(parse("{\"op\":\"ls\",\"user\":\"alice\","
+                           "\"states\":[\"queued\",\"done\"]}", &req, err), 0);
+    assert_string_equal(req.user, "alice");
+    assert_int_equal(json_array_size(req.states), 2);
+    proto_request_free(&req);
     assert_int_equal(parse("{\"op\":\"cancel\",\"ids\":[3,4]}", &req, err), 0);
     assert_int_equal(req.nids, 2);
     assert_int_equal(req.ids[1], 4);
@@ -154,6 +159,11 @@ static void test_proto_bad(void **state) {
         {"{\"op\":\"fly\"}", "op"},
         {"{\"op\":\"ls\",\"x\":1}", "unknown field 'x'"},
         {"{\"op\":\"ls\",\"all\":1}", "all"},
+        {"{\"op\":\"ls\",\"user\":\"\"}", "user"},
+        {"{\"op\":\"ls\",\"user\":7}", "user"},
+        {"{\"op\":\"ls\",\"states\":[]}", "states"},
+        {"{\"op\":\"ls\",\"states\":\"queued\"}", "states"},
+        {"{\"op\":\"ls\",\"states\":[\"queued\",\"held\"]}", "states[1]"},
         {"{\"op\":\"show\"}", "id"},
         {"{\"op\":\"show\",\"id\":-1}", "id"},
         {"{\"op\":\"show\",\"id\":1.5}", "id"},
@@ -372,6 +382,38 @@ static void count_active(void *ctx, json_t *job) {
     json_array_append(ctx, job);
 }
 
+/* The ids store_list() gives for q, as "1 2 3", and its count. */
+static void store_check_query(store *st, store_query q, const char *ids,
+                              int64_t count) {
+    json_t *rows = store_list(st, &q);
+    char got[64] = "";
+    size_t i;
+    json_t *row;
+    json_array_foreach(rows, i, row)
+        snprintf(got + strlen(got), sizeof(got) - strlen(got), "%s%lld",
+                 i ? " " : "",
+                 (long long)json_integer_value(json_object_get(row, "id")));
+    json_decref(rows);
+    assert_string_equal(got, ids);
+    assert_int_equal(store_count(st, &q), count);
+}
+
+/* Jobs 1 queued, 2 running, 3 done, all alice's (uid 1000): the limit
+ * keeps the head of the queue, or with `all` the newest, after the user
+ * and states filter; the count counts what passes the filter. */
+static void store_check_list(store *st) {
+    store_check_query(st, (store_query){.all = true}, "1 2 3", 3);
+    store_check_query(st, (store_query){.all = true, .limit = 2}, "2 3", 3);
+    store_check_query(st, (store_query){.limit = 1}, "1", 2);
+    store_check_query(st, (store_query){.all = true, .user = "1000",
+                                        .states = "[\"queued\",\"done\"]",
+                                        .limit = 1}, "3", 2);
+    store_check_query(st, (store_query){.user = "alice", .limit = 1}, "1", 2);
+    store_check_query(st, (store_query){.all = true, .user = "bob"}, "", 0);
+    store_check_query(st, (store_query){.user = "100"}, "", 0);
+    store_check_query(st, (store_query){.states = "[\"done\"]"}, "", 0);
+}
+
 static void test_store_submit_and_reopen(void **state) {
     char path[300], err[256];
     snprintf(path, sizeof(path), "%s/s.db", tmpdir);
@@ -419,15 +461,7 @@ static void test_store_submit_and_reopen(void **state) {
     assert_int_equal(json_integer_value(json_object_get(
                          json_object_get(j3, "meta"), "k")), 1);
     json_decref(j3);
-    json_t *all = store_list(st, true, 0);
-    assert_int_equal(json_array_size(all), 3);
-    json_decref(all);
-    json_t *two = store_list(st, true, 2); /* the first two by id */
-    assert_int_equal(json_array_size(two), 2);
-    assert_int_equal(json_integer_value(json_object_get(
-                         json_array_get(two, 1), "id")), 2);
-    json_decref(two);
-    assert_int_equal(store_count(st, true), 3);
+    store_check_list(st);
     assert_null(store_job(st, 99, false));
     store_close(st);
 }
