@@ -276,11 +276,14 @@ def ask(data):
     return json.loads(buf)
 bad = [b'\n', b'garbage\n', b'{"op":"ls"\n', b'{"op":"nope"}\n', b'[]\n',
        b'{"op":"show","id":"1"}\n', b'{"op":"submit"}\n', b'\xff\xfe\n',
-       b'{"op":"submit","cwd":"/","jobs":[{"cmd":["a\\u0000"]}]}\n',
-       b'{"op":"cancel","ids":[99999]}\n']
+       b'{"op":"submit","cwd":"/","jobs":[{"cmd":["a\\u0000"]}]}\n']
 for b in bad:
     r = ask(b)
     assert r['ok'] is False and r['error'], (b, r)
+# a cancel answers each id it could not cancel, with why
+r = ask(b'{"op":"cancel","ids":[99999]}\n')
+assert r['ok'] and r['cancelled'] == [] and r['failed'] == [
+    {'id': 99999, 'error': 'job 99999: no such job'}], r
 r = ask(b'x' * (5 << 20))
 assert r['ok'] is False and 'longer than' in r['error'], r
 random.seed(7)
