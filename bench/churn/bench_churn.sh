@@ -33,7 +33,9 @@ gpus_times() {
     nice -n -5 python3 "$(dirname "$0")/gpus_latency.py" "$AEGIS_SOCKET" "$1" "$TMP/stop"
     rm -f "$TMP/stop"
 }
-p99() { sort -n "$1" | awk '{ v[NR] = $1 } END { i = int(NR * 0.99); if (i < 1) i = 1; printf "%.2f", v[i] }'; }
+# nearest rank (ceil(0.99 n)): with few samples it is the slowest, never
+# one below it (with 7 samples, rank 6 hid a 23.9 s wait)
+p99() { sort -n "$1" | awk '{ v[NR] = $1 } END { i = int(NR * 0.99); if (i < NR * 0.99) i++; if (i < 1) i = 1; printf "%.2f", v[i] }'; }
 
 # aegisd idle: as many samples as fit in 10 s
 gpus_times "$TMP/idle.txt" & sleep 10; touch "$TMP/stop"; wait
