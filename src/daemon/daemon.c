@@ -379,8 +379,15 @@ static void on_tick(uv_timer_t *t) {
     d_maybe_exit(d);
 }
 
-static void on_sigchld(uv_signal_t *s, int signum) {
-    d_daemon *d = s->data;
+/* The work of the SIGCHLDs caught in one loop turn, done once after its
+ * poll. Done in the signal's own callback, it kept aegisd from its clients
+ * while short jobs churned: libuv drains its signal pipe until it is
+ * empty, and each callback's launches ended in new SIGCHLDs before that,
+ * so the loop never polled a socket again until the churn was over (root's
+ * `aegis gpus` waited 24 s). */
+static void on_children_ended(uv_check_t *h) {
+    d_daemon *d = h->data;
+    uv_check_stop(h);
     int status;
     pid_t pid;
     d_turn_begin(d);
@@ -391,6 +398,11 @@ static void on_sigchld(uv_signal_t *s, int signum) {
     d_jobs_schedule(d);
     d_turn_end(d);
     d_maybe_exit(d);
+}
+
+static void on_sigchld(uv_signal_t *s, int signum) {
+    d_daemon *d = s->data;
+    uv_check_start(&d->reap, on_children_ended);
 }
 
 void d_stop(d_daemon *d, const char *why, bool drain) {
@@ -726,6 +738,8 @@ int d_run(const d_options *opt) {
     metrics_counts_init(&d->counts);
     uv_idle_init(d->loop, &d->wake);
     d->wake.data = d;
+    uv_check_init(d->loop, &d->reap);
+    d->reap.data = d;
     /* A client that hangs up before its answer is written is an EPIPE to
      * handle, not a signal that ends aegisd (jobs get SIG_DFL back). */
     signal(SIGPIPE, SIG_IGN);

@@ -283,6 +283,8 @@ typedef struct d_daemon {
     d_conn *conns;
     int nconns;
     uv_idle_t wake;             /* sends the answers of finished waits */
+    uv_check_t reap;            /* after a turn's poll: reaps the children
+                                   whose SIGCHLDs it caught (daemon.c) */
     struct d_cancels *cancels;  /* queued jobs whose cancel is committed,
                                    ended a slice per loop turn (cancel.c) */
     struct d_metrics_server *metrics; /* metrics_http.c's, NULL: none */
