@@ -70,10 +70,13 @@ case_mps_users() {
     done
     "$AEGIS" show "$theirs" | grep -q "GPU 0 runs MPS clients of user 0" ||
         fail "reason: $("$AEGIS" show "$theirs")"
+    grep -qE "^wait " "$CLIENTS" && fail "a client waited: $(cat "$CLIENTS")"
+    # Once root's job is cancelled, nobody's client may still find root's
+    # server exiting and wait a moment in CUDA initialisation, as it would
+    # on real MPS; so a wait after the cancel is not a fault.
     "$AEGIS" cancel "$mine" > /dev/null || fail cancel
     "$AEGIS" wait "$theirs" > /dev/null || fail "nobody's job after root's"
     until_client "^server uid=$(id -u nobody) "
-    grep -qE "^wait " "$CLIENTS" && fail "a client waited: $(cat "$CLIENTS")"
     return 0
 }
 
