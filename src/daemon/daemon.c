@@ -400,6 +400,15 @@ static void on_children_ended(uv_check_t *h) {
     d_maybe_exit(d);
 }
 
+static void on_schedule_more(uv_idle_t *h) {
+    d_daemon *d = h->data;
+    uv_idle_stop(h);
+    d_jobs_schedule(d);
+    d_maybe_exit(d);
+}
+
+void d_schedule_more(d_daemon *d) { uv_idle_start(&d->more, on_schedule_more); }
+
 static void on_sigchld(uv_signal_t *s, int signum) {
     d_daemon *d = s->data;
     uv_check_start(&d->reap, on_children_ended);
@@ -740,6 +749,8 @@ int d_run(const d_options *opt) {
     d->wake.data = d;
     uv_check_init(d->loop, &d->reap);
     d->reap.data = d;
+    uv_idle_init(d->loop, &d->more);
+    d->more.data = d;
     /* A client that hangs up before its answer is written is an EPIPE to
      * handle, not a signal that ends aegisd (jobs get SIG_DFL back). */
     signal(SIGPIPE, SIG_IGN);

@@ -285,6 +285,8 @@ typedef struct d_daemon {
     uv_idle_t wake;             /* sends the answers of finished waits */
     uv_check_t reap;            /* after a turn's poll: reaps the children
                                    whose SIGCHLDs it caught (daemon.c) */
+    uv_idle_t more;             /* a pass stopped at its launches' bound:
+                                   the next turn starts more (daemon.c) */
     struct d_cancels *cancels;  /* queued jobs whose cancel is committed,
                                    ended a slice per loop turn (cancel.c) */
     struct d_metrics_server *metrics; /* metrics_http.c's, NULL: none */
@@ -298,6 +300,9 @@ int d_run(const d_options *opt);
 
 /* daemon.c */
 double d_now(const d_daemon *d);            /* monotonic seconds */
+/* Runs another scheduling pass in the next loop turn, after its poll has
+ * read the clients (d_jobs_schedule starts a few jobs a turn). */
+void d_schedule_more(d_daemon *d);
 /* Stops accepting requests (why: for the log); aegisd then exits at its
  * next tick, once its running jobs have ended when drain (or
  * --drain-on-stop) asks it to wait for them. */
