@@ -17,10 +17,10 @@ over their mapping of it (same GPU, no copy). numpy cannot read them.
     for x, y in Consumer(name="imagenet", batch_size=64):   # each job
         ...
 
-TensorProducer and TensorConsumer take TensorSocket's constructor
-arguments and behave as its classes do (the ports only name the feed; there
-is no socket); the `tensorsocket` module aegis ships where TensorSocket is
-not installed makes them importable under TensorSocket's names.
+TensorProducer and TensorConsumer, TensorSocket's classes over the feed,
+are in aegis_tensorsocket (and importable from here); the `tensorsocket`
+package aegis ships where TensorSocket is not installed gives them
+TensorSocket's names.
 
 A consumer started before its producer waits for it (for ever, or
 `timeout` seconds), logging once what it waits for; a producer waits for

@@ -83,6 +83,23 @@ def test_pack_fn_must_leave_tensors():
     producer.join()
 
 
+def test_device_choice():
+    """Batches go to "cuda" where torch sees a GPU (TensorSocket's rule),
+    unless device= says otherwise; where it sees none they stay put.
+    (With a GPU, test_scripts checks that consumers get CUDA tensors.)"""
+    loader = [(torch.zeros(4), torch.arange(4))]
+    seen_gpu = torch.cuda.is_available
+    try:
+        torch.cuda.is_available = lambda: True
+        assert tensorsocket.TensorProducer(loader).device == "cuda"
+        assert tensorsocket.TensorProducer(loader, device="cpu").device \
+            == "cpu"
+        torch.cuda.is_available = lambda: False
+        assert tensorsocket.TensorProducer(loader).device is None
+    finally:
+        torch.cuda.is_available = seen_gpu
+
+
 def run(script, *args):
     return subprocess.Popen([sys.executable, os.path.join(HERE, script),
                              *map(str, args)], stdout=subprocess.PIPE,
@@ -161,7 +178,7 @@ def test_scripts():
 def main():
     assert tensorsocket.AEGIS_COMPAT, "not aegis's tensorsocket package"
     for test in (test_names, test_payload, test_pack_fn_must_leave_tensors,
-                 test_scripts):
+                 test_device_choice, test_scripts):
         test()
         print("%s: ok" % test.__name__)
 
