@@ -15,7 +15,7 @@ import math
 import uuid
 
 import aegis_feed
-from aegis_tensorpayload import TensorPayload, pack, unpack
+from aegis_tensorpayload import TensorPayload, _is_tensor, _map, pack, unpack
 
 __all__ = ["TensorProducer", "TensorConsumer", "TensorPayload", "pack",
            "unpack", "data_to_cuda", "slice", "collate"]
@@ -25,19 +25,9 @@ def _port_name(port):
     return "tensorsocket-%s" % port
 
 
-def _is_tensor(obj):
-    return type(obj).__module__.startswith("torch") and hasattr(obj, "to")
-
-
 def _to_device(data, device):
     """data (tuple, list, dict or one tensor) with its tensors on device."""
-    def move(t):
-        return t.to(device=device) if _is_tensor(t) else t
-    if isinstance(data, dict):
-        return {k: move(v) for k, v in data.items()}
-    if isinstance(data, (tuple, list)):
-        return tuple(move(t) for t in data)
-    return move(data)
+    return _map(lambda t: t.to(device=device) if _is_tensor(t) else t, data)
 
 
 def data_to_cuda(data):
@@ -87,16 +77,6 @@ def _unpacked(packed):
     return _feed_member(packed, "the top")
 
 
-def _first_rows(batch):
-    """Rows of a loader batch, as TensorSocket counts them (len of its
-    first member)."""
-    if isinstance(batch, dict):
-        batch = next(iter(batch.values()))
-    elif isinstance(batch, (tuple, list)):
-        batch = batch[0]
-    return len(batch)
-
-
 class ConsumerProgress:
     """What the producer knows of one consumer (producer.consumers[id])."""
 
@@ -142,7 +122,7 @@ class TensorProducer(aegis_feed.Producer):
         self.loader_batch_size = 0  # known at the first batch
         self.index = 0  # loader batches taken this epoch
         self.rb_max_len = rubber_band_pct * self.data_loader_len
-        self.rb_buffer = []  # (index, None) of the replay window: see _note
+        self.rb_buffer = []  # (index, None) of the replay window: see _take
         self.device = device or _cuda_device()
 
     def __iter__(self):
@@ -152,33 +132,28 @@ class TensorProducer(aegis_feed.Producer):
         """The loader's next batch, published; after len(data_loader) of
         them (or the loader's own end) the epoch is closed and it stops."""
         if self.index >= self.data_loader_len:
-            self._close_epoch()
-        if self._it is None:
-            self._it = iter(self.data_loader)
-        try:
-            batch = next(self._it)
-        except StopIteration:
-            self._close_epoch()
-        self._note(batch)
-        self._take(batch)
-        return batch
+            self._end_epoch()
+            raise StopIteration
+        return super().__next__()
 
-    def _close_epoch(self):
-        self._end_epoch()
-        self.index = 0
-        self.rb_buffer = []
-        raise StopIteration
-
-    def _note(self, batch):
-        """Count a loader batch; the first one gives loader_batch_size."""
+    def _take(self, batch):
+        """Count a loader batch (the first one gives loader_batch_size,
+        which the feed, made at the first publish, tells consumers), then
+        publish as the feed does."""
         if not self.loader_batch_size:
-            self.loader_batch_size = _first_rows(batch)
+            self.loader_batch_size = aegis_feed._rows(batch)
         # The batches a late consumer may replay are in the feed's shared
         # slots already; keeping them here too would double that memory.
         self.rb_buffer.append((self.index, None))
         if len(self.rb_buffer) > self.rb_max_len:
             self.rb_buffer.pop(0)
         self.index += 1
+        super()._take(batch)
+
+    def _end_epoch(self):
+        super()._end_epoch()
+        self.index = 0
+        self.rb_buffer = []
 
     def publish(self, batch):
         if self.device:

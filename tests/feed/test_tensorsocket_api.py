@@ -14,10 +14,7 @@ exit 77 (skip) without torch."""
 import json
 import os
 import pickle
-import select
-import subprocess
 import sys
-import time
 
 try:
     import torch
@@ -25,9 +22,8 @@ except ImportError:
     sys.exit(77)
 
 import tensorsocket
+from ts_kids import await_waiting, run
 
-HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                    "tensorsocket_usage")
 EPOCHS, LOADER_LEN, LOADER_BATCH, COMBINE = 2, 12, 8, 4
 SAMPLES = LOADER_LEN * LOADER_BATCH
 
@@ -98,25 +94,6 @@ def test_device_choice():
         assert tensorsocket.TensorProducer(loader).device is None
     finally:
         torch.cuda.is_available = seen_gpu
-
-
-def run(script, *args):
-    return subprocess.Popen([sys.executable, os.path.join(HERE, script),
-                             *map(str, args)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-
-
-def await_waiting(kid, seconds=30):
-    """Until kid logs that it waits for its producer."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([kid.stderr], [], [],
-                                    deadline - time.monotonic())
-        line = kid.stderr.readline() if ready else ""
-        if "waiting for the producer" in line:
-            return
-        assert line or not ready, "consumer ended: " + kid.stderr.read()
-    raise AssertionError("consumer did not wait for its producer")
 
 
 def check_producer(seen, consumer_ids):
