@@ -6,7 +6,7 @@ scripts unchanged: an epoch is len(data_loader) loader batches (a loader
 that never raises StopIteration still ends its epochs), pack_fn is applied
 to each published batch and unpack_fn gets what it made (TensorPayloads by
 default), batches go to the GPU when CUDA is there. Where TensorSocket
-drops or repeats batches, aegis is exact: each consumer sees every sample
+drops batches, aegis is exact: each consumer sees every sample
 of every epoch once, in batches of its batch_size. The ports only name the
 feed: one machine, no sockets, no heartbeat (a consumer's record is freed
 when its process ends). docs/feed.md lists every difference."""
@@ -77,6 +77,16 @@ def _unpacked(packed):
     return _feed_member(packed, "the top")
 
 
+def _told(meta):
+    """The dict a TensorProducer left in the feed; {} from any other
+    producer (aegis_feed.Producer leaves nothing)."""
+    try:
+        told = json.loads(meta.decode() or "{}")
+    except ValueError:
+        return {}
+    return told if isinstance(told, dict) else {}
+
+
 class ConsumerProgress:
     """What the producer knows of one consumer (producer.consumers[id])."""
 
@@ -116,7 +126,7 @@ class TensorProducer(aegis_feed.Producer):
             consumer_timeout=consumer_timeout)
         self.port, self.ack_port, self.heart_ports = port, ack_port, heart_ports
         self.data_loader = data_loader
-        self.pack_fn = pack_fn
+        self.pack_fn = pack_fn or pack
         self.producer_batch_size = producer_batch_size
         self.consumer_max_buffer_size = consumer_max_buffer_size
         self.loader_batch_size = 0  # known at the first batch
@@ -193,7 +203,7 @@ class TensorConsumer(aegis_feed.Consumer):
         self.consumer_id = uuid.UUID(bytes=self.id)
         self.batch_count = 0  # batches handed out this epoch
         self.batch_max = -1   # index of the last one; -1 before the first
-        told = json.loads(self.meta or b"{}")
+        told = _told(self.meta)
         self.data_loader_len = told.get("data_loader_len")
         self.loader_batch_size = told.get("loader_batch_size")
         self.max_buffer_size = told.get("max_buffer_size")
