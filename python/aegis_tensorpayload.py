@@ -22,9 +22,14 @@ class TensorPayload:
     def __init__(self, tensor):
         if _is_tensor(tensor):
             self._tensor, self._payload = tensor, None
-        else:
+        elif isinstance(tensor, tuple) and len(tensor) == 2 and \
+                callable(tensor[0]):
             rebuild, args = tensor
             self._tensor, self._payload = rebuild(*args), tensor
+        else:
+            raise TypeError("TensorPayload takes a torch tensor or another "
+                            "payload's .payload, not %s" %
+                            type(tensor).__name__)
 
     @property
     def payload(self):

@@ -56,6 +56,12 @@ def test_payload():
     again = pickle.loads(pickle.dumps(p))
     assert isinstance(again, TensorPayload) and torch.equal(again.tensor, x)
     assert torch.equal(TensorPayload(p.payload).tensor, x)
+    try:
+        TensorPayload([1, 2])
+    except TypeError as e:
+        assert "takes a torch tensor" in str(e), e
+    else:
+        raise AssertionError("TensorPayload took a list")
     packed = pack((x, y))
     assert all(isinstance(t, TensorPayload) for t in packed)
     assert unpack(packed)[1] is y
