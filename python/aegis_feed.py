@@ -17,10 +17,10 @@ over their mapping of it (same GPU, no copy). numpy cannot read them.
     for x, y in Consumer(name="imagenet", batch_size=64):   # each job
         ...
 
-TensorProducer and TensorConsumer take TensorSocket's constructor
-arguments and behave as its classes do (the ports only name the feed; there
-is no socket); the `tensorsocket` module aegis ships where TensorSocket is
-not installed makes them importable under TensorSocket's names.
+TensorProducer and TensorConsumer, TensorSocket's classes over the feed,
+are in aegis_tensorsocket (and importable from here); the `tensorsocket`
+package aegis ships where TensorSocket is not installed gives them
+TensorSocket's names.
 
 A consumer started before its producer waits for it (for ever, or
 `timeout` seconds), logging once what it waits for; a producer waits for
@@ -207,7 +207,11 @@ class Producer:
             consumer_wait_ms=0 if wait is None else max(1, int(wait * 1000)),
             batch_rows=rows,
             epoch_batches=math.ceil(_loader_len(self.loader) / self.combine),
-            epoch_rows=_epoch_rows(self.loader))
+            epoch_rows=_epoch_rows(self.loader), user_meta=self._meta())
+
+    def _meta(self):
+        """Bytes the consumers may read (Consumer.meta); none here."""
+        return b""
 
     def publish(self, batch):
         # keep: the CUDA sources, alive until publish has copied them
@@ -235,16 +239,25 @@ class Producer:
         try:
             batch = next(self._it)
         except StopIteration:
-            self._it = None
-            self._flush()
-            if self._feed is not None:
-                self._feed.end_epoch()
-            self.epoch += 1
+            self._end_epoch()
             raise
+        self._take(batch)
+        return batch
+
+    def _take(self, batch):
+        """Publish batch once `combine` loader batches are in hand."""
         self._pending.append(batch)
         if len(self._pending) == self.combine:
             self._flush()
-        return batch
+
+    def _end_epoch(self):
+        """Publish what is left of the epoch and close it; the next batch
+        comes from a fresh iterator of the loader."""
+        self._it = None
+        self._flush()
+        if self._feed is not None:
+            self._feed.end_epoch()
+        self.epoch += 1
 
     def run(self, epochs=1):
         for _ in range(epochs):
@@ -253,6 +266,10 @@ class Producer:
 
     def consumers(self):
         return self._feed.consumers() if self._feed else 0
+
+    def peers(self):
+        """[(id, pid, batch_size, batches read)] of the live consumers."""
+        return self._feed.peers() if self._feed else []
 
     def close(self):
         if self._feed is not None:
@@ -300,6 +317,9 @@ class Consumer:
                             "GPU memory; use as_torch=True" % name)
         self._ended = False
         self.epoch = self._feed.epoch
+        # read now: a closed feed (at the end of the stream) has neither
+        self._meta = self._feed.user_meta
+        self._id = self._feed.id
 
     def _convert(self, view):
         if self._torch:
@@ -331,6 +351,16 @@ class Consumer:
 
     def __len__(self):
         return len(self._feed)
+
+    @property
+    def meta(self):
+        """What the producer left for its consumers (bytes; b"" if none)."""
+        return self._meta
+
+    @property
+    def id(self):
+        """This consumer's id (16 bytes), as its producer lists it."""
+        return self._id
 
     def close(self):
         self._feed.close()
@@ -367,41 +397,10 @@ def _attach(name, batch_size, timeout):
             told = True
 
 
-def _port_name(port):
-    return "tensorsocket-%s" % port
-
-
-class TensorProducer(Producer):
-    """TensorSocket's producer: its constructor, iteration, join() and
-    len() (the loader's). The ports name the feed; producer_batch_size
-    loader batches are published as one; consumer_max_buffer_size, counted
-    in loader batches, bounds how far it runs ahead; pack_fn and the other
-    ports have no effect (there is no socket)."""
-
-    def __init__(self, data_loader, port=5555, ack_port=5556,
-                 heart_ports=(4444, 4445), rubber_band_pct=0.005,
-                 pack_fn=None, consumer_max_buffer_size=10,
-                 producer_batch_size=8, max_tensor_length=150, name=None,
-                 consumer_timeout=None):
-        super().__init__(
-            data_loader, name=name or _port_name(port),
-            ahead=max(2, math.ceil(consumer_max_buffer_size /
-                                   producer_batch_size)),
-            rubber_band_pct=rubber_band_pct, combine=producer_batch_size,
-            consumer_timeout=consumer_timeout)
-
-
-class TensorConsumer(Consumer):
-    """TensorSocket's consumer; yields torch tensors. It waits for its
-    producer (timeout: seconds, None for ever); len() is the batches of an
-    epoch at its batch_size."""
-
-    def __init__(self, port=5555, ack_port=5556, heart_ports=(4444, 4445),
-                 unpack_fn=None, batch_size=64, name=None, timeout=None):
-        super().__init__(name=name or _port_name(port), batch_size=batch_size,
-                         timeout=timeout, as_torch=True)
-        self._unpack = unpack_fn
-
-    def __next__(self):
-        batch = super().__next__()
-        return self._unpack(batch) if self._unpack else batch
+def __getattr__(name):
+    """TensorProducer and TensorConsumer, from aegis_tensorsocket (which
+    builds on this module, so it is imported only when asked for)."""
+    if name in ("TensorProducer", "TensorConsumer"):
+        import aegis_tensorsocket
+        return getattr(aegis_tensorsocket, name)
+    raise AttributeError("module 'aegis_feed' has no attribute %r" % name)

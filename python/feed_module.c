@@ -308,6 +308,20 @@ static PyObject *consumer_user_flags(ConsumerObject *self, void *closure) {
     return PyLong_FromUnsignedLong(feed_user_flags(self->c));
 }
 
+static PyObject *consumer_user_meta(ConsumerObject *self, void *closure) {
+    if (!self->c) return PyErr_Format(FeedError, "consumer is closed");
+    char buf[FEED_META_MAX];
+    size_t n = feed_user_meta(self->c, buf);
+    return PyBytes_FromStringAndSize(buf, (Py_ssize_t)n);
+}
+
+static PyObject *consumer_id(ConsumerObject *self, void *closure) {
+    if (!self->c) return PyErr_Format(FeedError, "consumer is closed");
+    uint8_t id[FEED_ID_BYTES];
+    feed_consumer_id(self->c, id);
+    return PyBytes_FromStringAndSize((const char *)id, sizeof id);
+}
+
 static PyObject *consumer_epoch(ConsumerObject *self, void *closure) {
     if (!self->c) return PyErr_Format(FeedError, "consumer is closed");
     return PyLong_FromUnsignedLongLong(feed_consumer_epoch(self->c));
@@ -349,6 +363,10 @@ static PyGetSetDef consumer_getset[] = {
     {"user_flags", (getter)consumer_user_flags, NULL, "producer's flags",
      NULL},
     {"epoch", (getter)consumer_epoch, NULL, "epoch being read", NULL},
+    {"user_meta", (getter)consumer_user_meta, NULL,
+     "the producer's user_meta bytes", NULL},
+    {"id", (getter)consumer_id, NULL,
+     "this consumer's id (bytes), as the producer's peers() shows it", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -376,15 +394,17 @@ static int producer_init(ProducerObject *self, PyObject *args, PyObject *kw) {
                              "ahead",         "replay",      "min_consumers",
                              "user_flags",    "consumer_wait_ms",
                              "batch_rows",    "epoch_batches",
-                             "epoch_rows",    NULL};
+                             "epoch_rows",    "user_meta",   NULL};
     feed_config cfg = {.ahead = 10, .min_consumers = 1};
     unsigned long long slot_bytes, rows = 0, batches = 0, samples = 0;
+    Py_ssize_t meta_len = 0;
     if (!PyArg_ParseTupleAndKeywords(
-            args, kw, "sK|IIIIIiKKK", kwlist, &cfg.name, &slot_bytes,
+            args, kw, "sK|IIIIIiKKKy#", kwlist, &cfg.name, &slot_bytes,
             &cfg.slots, &cfg.ahead, &cfg.replay, &cfg.min_consumers,
             &cfg.user_flags, &cfg.consumer_wait_ms, &rows, &batches,
-            &samples))
+            &samples, &cfg.user_meta, &meta_len))
         return -1;
+    cfg.user_meta_len = (size_t)meta_len;
     cfg.slot_bytes = slot_bytes;
     cfg.batch_rows = rows;
     cfg.epoch_batches = self->epoch_batches = batches;
@@ -534,6 +554,26 @@ static PyObject *producer_consumers(ProducerObject *self, PyObject *unused) {
     return PyLong_FromLong(feed_consumers(self->p));
 }
 
+/* peers() -> [(id bytes, pid, batch_size, producer batches read)...] */
+static PyObject *producer_peers(ProducerObject *self, PyObject *unused) {
+    if (!self->p) return PyErr_Format(FeedError, "producer is closed");
+    feed_peer peers[FEED_MAX_CONSUMERS];
+    int n = feed_peers(self->p, peers, FEED_MAX_CONSUMERS);
+    PyObject *list = PyList_New(n);
+    for (int i = 0; list && i < n; i++) {
+        PyObject *item = Py_BuildValue(
+            "(y#iIK)", (const char *)peers[i].id, (Py_ssize_t)FEED_ID_BYTES,
+            (int)peers[i].pid, (unsigned int)peers[i].batch_size,
+            (unsigned long long)peers[i].batches);
+        if (!item) {
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SET_ITEM(list, i, item);
+    }
+    return list;
+}
+
 static PyObject *producer_close(ProducerObject *self, PyObject *unused) {
     feed_close(self->p);
     self->p = NULL;
@@ -566,6 +606,9 @@ static PyMethodDef producer_methods[] = {
      "mark the end of the epoch"},
     {"consumers", (PyCFunction)producer_consumers, METH_NOARGS,
      "live consumers"},
+    {"peers", (PyCFunction)producer_peers, METH_NOARGS,
+     "peers() -> [(id, pid, batch_size, batches read)...] of the live "
+     "consumers"},
     {"close", (PyCFunction)producer_close, METH_NOARGS,
      "end the stream and unlink the feed"},
     {NULL, NULL, 0, NULL},

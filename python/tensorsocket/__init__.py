@@ -1,20 +1,19 @@
 """tensorsocket -- TensorSocket's names over the aegis feed.
 
 aegis installs this package only where TensorSocket itself is absent, so
-that scripts written for TensorSocket (`from tensorsocket import
-TensorProducer`, `from tensorsocket.consumer import TensorConsumer`) run
-unchanged on a shared-memory aegis feed. Where TensorSocket is installed
-(pip puts it in /usr/local, a virtual environment or the user's site, all
-ahead of /usr/lib/python3/dist-packages on sys.path) that one is imported
-instead. AEGIS_COMPAT tells the two apart.
-
-What differs from TensorSocket: the ports only name the feed (one machine,
-no sockets); batches stay on the device the loader made them on; pack_fn
-has no effect, and an unpack_fn gets each batch as tensors. See
-aegis_feed for the rest.
+that scripts written for TensorSocket run unchanged on a shared-memory
+aegis feed: `from tensorsocket import TensorProducer, TensorConsumer,
+TensorPayload`, the modules tensorsocket.producer, .consumer, .payload and
+.heartbeat, and __version__ (the TensorSocket release whose API this
+follows). Where TensorSocket is installed (pip puts it in /usr/local, a
+virtual environment or the user's site, all ahead of
+/usr/lib/python3/dist-packages on sys.path) that one is imported instead.
+AEGIS_COMPAT tells the two apart. aegis_tensorsocket says what differs.
 """
-from aegis_feed import TensorConsumer, TensorProducer
+from aegis_tensorsocket import TensorConsumer, TensorPayload, TensorProducer
 
+__version__ = "0.0.4"
 AEGIS_COMPAT = True
 
-__all__ = ["TensorProducer", "TensorConsumer", "AEGIS_COMPAT"]
+__all__ = ["TensorProducer", "TensorConsumer", "TensorPayload",
+           "AEGIS_COMPAT"]

@@ -1,4 +1,5 @@
-"""tensorsocket.consumer: TensorSocket's module path for TensorConsumer."""
-from aegis_feed import TensorConsumer
+"""tensorsocket.consumer: TensorSocket's module path for TensorConsumer and
+unpack."""
+from aegis_tensorsocket import TensorConsumer, TensorPayload, unpack
 
-__all__ = ["TensorConsumer"]
+__all__ = ["TensorConsumer", "TensorPayload", "unpack"]

@@ -33,6 +33,8 @@
 #define FEED_KEY_MAX 32     /* dict key length, NUL included */
 #define FEED_NAME_MAX 48    /* feed name length, NUL excluded */
 #define FEED_MAX_CONSUMERS 64 /* far above the jobs one server collocates */
+#define FEED_META_MAX 256   /* bytes of a producer's description (user_meta) */
+#define FEED_ID_BYTES 16    /* a consumer's id: random, a UUID's size */
 
 /* Return codes. Non-negative codes are outcomes, negative ones errors. */
 enum {
@@ -121,7 +123,21 @@ typedef struct {
                                must take a batch size dividing it */
     uint64_t epoch_batches; /* producer batches per epoch */
     uint64_t epoch_rows;    /* samples per epoch */
+    /* Opaque to the library, like user_flags: up to FEED_META_MAX bytes
+     * the producer leaves for its consumers to read (the Python module
+     * keeps what TensorSocket's consumers are told there: the loader's
+     * length and batch size). */
+    const void *user_meta;
+    size_t user_meta_len;
 } feed_config;
+
+/* A live consumer as its producer sees it. */
+typedef struct {
+    uint8_t id[FEED_ID_BYTES]; /* drawn at attach: feed_consumer_id's */
+    int32_t pid;
+    uint32_t batch_size;       /* 0: whole producer batches */
+    uint64_t batches;          /* producer batches it has read */
+} feed_peer;
 
 typedef struct feed_producer feed_producer;
 typedef struct feed_consumer feed_consumer;
@@ -149,6 +165,9 @@ int feed_end_epoch(feed_producer *p, int timeout_ms, feed_err *err);
 void feed_close(feed_producer *p);
 /* Live consumers right now (after reaping dead ones). */
 int feed_consumers(feed_producer *p);
+/* The live consumers (after reaping dead ones), at most max of them into
+ * out, in the order of their records; returns how many it wrote. */
+int feed_peers(feed_producer *p, feed_peer *out, int max);
 
 /* Consumer. batch_size 0 means whole producer batches; otherwise it must
  * divide the producer's batch_rows (FEED_EINVAL saying so if it does not,
@@ -167,6 +186,11 @@ int feed_next(feed_consumer *c, feed_batch *out, int timeout_ms,
               feed_err *err);
 void feed_release(feed_consumer *c, uint64_t seq);
 uint32_t feed_user_flags(const feed_consumer *c);
+/* The producer's user_meta: copies it into buf (FEED_META_MAX bytes) and
+ * returns its length. */
+size_t feed_user_meta(const feed_consumer *c, void *buf);
+/* This consumer's id, the one its producer's feed_peers shows. */
+void feed_consumer_id(const feed_consumer *c, uint8_t id[FEED_ID_BYTES]);
 /* Batches this consumer gets per epoch at its batch size, from what the
  * producer said of its epoch; 0 if it said nothing. */
 uint64_t feed_consumer_len(const feed_consumer *c);

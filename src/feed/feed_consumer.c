@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <unistd.h> /* getpid */
 #include <time.h>
 
 #include "feed_shm.h"
@@ -55,9 +57,21 @@ static void join_position(const feed_shm *h, feed_shm_consumer *r) {
     r->low = r->pos;
 }
 
+/* A random id for a new record: getrandom's, or where that fails (a
+ * kernel before 3.17) one made of our pid and the time, unique enough to
+ * tell the consumers of one feed apart. */
+static void draw_id(uint8_t id[FEED_ID_BYTES]) {
+    if (getrandom(id, FEED_ID_BYTES, 0) == FEED_ID_BYTES) return;
+    uint64_t now = feed_now_ns(), pid = (uint64_t)getpid();
+    memcpy(id, &now, sizeof now);
+    memcpy(id + sizeof now, &pid, sizeof pid);
+}
+
 static int take_record(feed_consumer *c, feed_err *err) {
     feed_shm *h = c->m.hdr;
     int rc = FEED_OK;
+    uint8_t id[FEED_ID_BYTES];
+    draw_id(id); /* outside the lock: it may read the kernel's pool */
     feed_lock(h);
     if (h->closed) {
         feed_seterr(err, FEED_ENOENT, "feed %s: producer has closed it",
@@ -71,6 +85,7 @@ static int take_record(feed_consumer *c, feed_err *err) {
         r->proc = feed_proc_self();
         r->batch_size = c->batch_size;
         r->seen_ns = feed_now_ns();
+        memcpy(r->id, id, sizeof r->id);
         join_position(h, r);
         r->in_use = 1;
         c->rec = r;
@@ -341,6 +356,18 @@ int feed_next(feed_consumer *c, feed_batch *out, int timeout_ms,
 
 uint32_t feed_user_flags(const feed_consumer *c) {
     return c->m.hdr->user_flags;
+}
+
+size_t feed_user_meta(const feed_consumer *c, void *buf) {
+    /* The owner may write anything in the header at any time: clamp. */
+    size_t n = c->m.hdr->user_meta_len;
+    if (n > FEED_META_MAX) n = FEED_META_MAX;
+    memcpy(buf, c->m.hdr->user_meta, n);
+    return n;
+}
+
+void feed_consumer_id(const feed_consumer *c, uint8_t id[FEED_ID_BYTES]) {
+    memcpy(id, c->rec->id, FEED_ID_BYTES);
 }
 
 uint64_t feed_consumer_len(const feed_consumer *c) {

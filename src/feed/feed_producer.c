@@ -107,11 +107,13 @@ static int replace_stale(const char *name, feed_err *err) {
 feed_producer *feed_create(const feed_config *cfg_in, feed_err *err) {
     feed_config cfg = *cfg_in;
     if (!feed_name_valid(cfg.name) || cfg.slot_bytes == 0 ||
-        cfg.ahead == 0) {
+        cfg.ahead == 0 || cfg.user_meta_len > FEED_META_MAX) {
         feed_seterr(err, FEED_EINVAL,
                     "feed %s: need a name of [A-Za-z0-9._-]{1,%d}, "
-                    "slot_bytes > 0 and ahead > 0",
-                    cfg.name ? cfg.name : "(null)", FEED_NAME_MAX);
+                    "slot_bytes > 0, ahead > 0 and user_meta of at most %d "
+                    "bytes (got %zu)",
+                    cfg.name ? cfg.name : "(null)", FEED_NAME_MAX,
+                    FEED_META_MAX, cfg.user_meta_len);
         return NULL;
     }
     /* one slot more than ahead for an end-of-epoch marker (see
@@ -175,6 +177,24 @@ int feed_consumers(feed_producer *p) {
     feed_lock(p->m.hdr);
     reap_dead(p, 1);
     int n = live_consumers(p->m.hdr, &low);
+    feed_unlock(p->m.hdr);
+    return n;
+}
+
+int feed_peers(feed_producer *p, feed_peer *out, int max) {
+    const feed_shm *h = p->m.hdr;
+    int n = 0;
+    feed_lock(p->m.hdr);
+    reap_dead(p, 1);
+    for (int i = 0; i < FEED_MAX_CONSUMERS && n < max; i++) {
+        const feed_shm_consumer *r = &h->consumers[i];
+        if (!r->in_use) continue;
+        memcpy(out[n].id, r->id, sizeof out[n].id);
+        out[n].pid = r->proc.pid;
+        out[n].batch_size = r->batch_size;
+        out[n].batches = r->batches;
+        n++;
+    }
     feed_unlock(p->m.hdr);
     return n;
 }

@@ -196,6 +196,9 @@ int feed_shm_create(feed_map *m, const feed_config *cfg, feed_err *err) {
     h->batch_rows = cfg->batch_rows;
     h->epoch_batches = cfg->epoch_batches;
     h->epoch_rows = cfg->epoch_rows;
+    h->user_meta_len = (uint32_t)cfg->user_meta_len;
+    if (cfg->user_meta_len)
+        memcpy(h->user_meta, cfg->user_meta, cfg->user_meta_len);
     h->slot_bytes = slot_bytes;
     h->data_offset = data_off;
     h->total_bytes = total;

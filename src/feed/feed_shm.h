@@ -21,7 +21,7 @@
 
 #define FEED_SHM_PREFIX "aegis-feed-"
 #define FEED_SHM_DIR "/dev/shm/"
-#define FEED_MAGIC 0x3264656566676561ULL /* "aegfeed2" */
+#define FEED_MAGIC 0x3364656566676561ULL /* "aegfeed3" */
 /* Waits are cut into slices this long so a dead peer is noticed within one
  * slice: the issue asks for under a second. */
 #define FEED_POLL_MS 100
@@ -70,6 +70,7 @@ typedef struct {
     uint64_t seen_ns;     /* last feed_next/feed_release, for ls */
     uint32_t cuda_maps;   /* device buffers it has mapped: feed_close
                              waits for it to unmap them */
+    uint8_t id[FEED_ID_BYTES]; /* random, drawn at attach (feed_peers) */
 } feed_shm_consumer;
 
 typedef struct {
@@ -77,6 +78,8 @@ typedef struct {
     uint32_t nslots;
     uint32_t ahead, replay, min_consumers, user_flags;
     uint64_t batch_rows, epoch_batches, epoch_rows; /* see feed_config */
+    uint32_t user_meta_len; /* readers clamp it to FEED_META_MAX */
+    unsigned char user_meta[FEED_META_MAX];
     uint64_t slot_bytes;
     uint64_t data_offset;  /* from the segment start, page aligned */
     uint64_t total_bytes;

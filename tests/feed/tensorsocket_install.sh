@@ -18,7 +18,7 @@ else
         fail "no word of the install: $out"
     init=$(find "$TMP/a" -path '*/tensorsocket/__init__.py')
     [ -n "$init" ] || fail "no tensorsocket/__init__.py under $TMP/a"
-    for f in producer consumer; do
+    for f in producer consumer payload heartbeat; do
         [ -f "$(dirname "$init")/$f.py" ] || fail "no tensorsocket/$f.py"
     done
 fi

@@ -10,10 +10,7 @@ and len() must be TensorSocket's: the loader's for the producer, the
 batches of an epoch for a consumer. Nothing may be left in /dev/shm."""
 import json
 import os
-import select
-import subprocess
 import sys
-import time
 
 try:
     import torch  # noqa: F401
@@ -21,29 +18,9 @@ except ImportError:
     sys.exit(77)
 
 import tensorsocket
+from ts_kids import await_waiting, run
 
-HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                    "tensorsocket_usage")
 SAMPLES, EPOCHS = 768, 2
-
-
-def run(script, *args):
-    return subprocess.Popen([sys.executable, os.path.join(HERE, script),
-                             *map(str, args)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-
-
-def await_waiting(kid, seconds=20):
-    """Until kid logs that it waits for its producer."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([kid.stderr], [], [],
-                                    deadline - time.monotonic())
-        line = kid.stderr.readline() if ready else ""
-        if "waiting for the producer" in line:
-            return
-        assert line or not ready, "consumer ended: " + kid.stderr.read()
-    raise AssertionError("consumer did not wait for its producer")
 
 
 def main():

@@ -1,0 +1,4 @@
+"""tensorsocket.payload: TensorSocket's module path for TensorPayload."""
+from aegis_tensorpayload import TensorPayload
+
+__all__ = ["TensorPayload"]
