@@ -5,7 +5,7 @@
 #
 # Both queues get N one-job submits, each a fresh client process, as a
 # user types them. aegisd commits each submit durably (SQLite WAL,
-# synchronous=FULL: an fsync per commit) before it answers; tsp keeps its
+# an fdatasync of the log before the answer) before it answers; tsp keeps its
 # queue in memory. aegisd's GPUs are drained first so no job runs and the
 # figure is the submit path alone; tsp runs its `true` jobs meanwhile (it
 # cannot be held), which costs it little. Goals: ratio <= 1.5, array < 1 s.

@@ -127,6 +127,7 @@ static void on_written(uv_write_t *req, int status) {
 }
 
 void d_reply(d_conn *c, json_t *msg) {
+    d_wal_answer(c->d, c->commits_seen);
     char *text = json_dumps(msg, JSON_COMPACT);
     json_decref(msg);
     d_write *w = malloc(sizeof(*w));
@@ -215,6 +216,7 @@ static void d_conn_finish(d_conn *c) {
 static void d_conn_request(d_conn *c, const char *line, size_t len) {
     proto_request req;
     char err[512];
+    c->commits_seen = store_commits(c->d->st);
     if (proto_parse(line, len, &req, err, sizeof(err)) != 0)
         d_reply_error(c, "%s", err);
     else
@@ -376,6 +378,7 @@ static void on_tick(uv_timer_t *t) {
     d_jobs_check_exits(d);
     d_jobs_schedule(d);
     d_turn_end(d);
+    d_wal_sync_later(d);
     d_maybe_exit(d);
 }
 
@@ -724,6 +727,7 @@ static void d_free(d_daemon *d) {
     free(d->notices);
     metrics_counts_free(&d->counts);
     if (d->core) core_destroy(d->core);
+    if (d->st) d_wal_close(d);
     store_close(d->st);
     if (d->tel) tel_close(d->tel);
 }
@@ -733,6 +737,7 @@ int d_run(const d_options *opt) {
     d_daemon *d = &daemon;
     d->opt = *opt;
     d->as_root = geteuid() == 0;
+    d->wal.fd = -1;
     snprintf(d->log_dir, sizeof(d->log_dir), "%s/logs", opt->state_dir);
     snprintf(d->run_dir, sizeof(d->run_dir), "%s/run", opt->state_dir);
     int ready_fd = -1;

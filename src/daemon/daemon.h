@@ -193,10 +193,24 @@ typedef struct d_conn {
                                    next turn (d_conn_answer_later) */
     bool cancel_waiting;        /* its cancel's answer waits for the end of
                                    the jobs it cancelled (cancel.c) */
+    unsigned long commits_seen; /* store_commits() as its request came:
+                                   its answer waits for later ones to be
+                                   synced (d_wal_answer) */
     int64_t lease_id;           /* the lease job it waits to be granted */
     pid_t lease_pid;            /*   for its task's process; 0: none */
     struct d_conn *prev, *next;
 } d_conn;
+
+/* The store's log syncs (wal_sync.c). */
+typedef struct d_wal {
+    int fd;                     /* the store's -wal file; -1: not open yet */
+    bool warned;                /*   it could not be opened, and was said */
+    unsigned long synced;       /* store_commits() reached by the last sync */
+    bool syncing;               /* a sync runs in the thread pool: */
+    uv_work_t work;             /*   its request, */
+    int work_fd, work_rc;       /*   its own descriptor, its errno (0: ok) */
+    unsigned long work_upto;    /*   and the commits it covers */
+} d_wal;
 
 typedef struct d_gpu {
     tel_gpu_reading last;       /* the latest reading */
@@ -291,6 +305,7 @@ typedef struct d_daemon {
                                    ended a slice per loop turn (cancel.c) */
     struct d_metrics_server *metrics; /* metrics_http.c's, NULL: none */
     metrics_counts counts;      /* what /metrics counts since the start */
+    d_wal wal;                  /* how far the commits are synced (wal_sync.c) */
     struct d_scontrol_run *scontrols; /* keys.slurm_scontrol's runs not
                                        * reaped yet */
     double t0;                  /* uv_hrtime at start, for d_now */
@@ -300,6 +315,14 @@ int d_run(const d_options *opt);
 
 /* daemon.c */
 double d_now(const d_daemon *d);            /* monotonic seconds */
+/* wal_sync.c: an answer waits for the commits its request made to reach
+ * the disk (commits_before: store_commits() when the request came);
+ * the tick syncs the rest in the thread pool. */
+void d_wal_answer(d_daemon *d, unsigned long commits_before);
+int d_wal_sync_now(d_daemon *d);
+void d_wal_sync_later(d_daemon *d);
+void d_wal_close(d_daemon *d);
+
 /* Runs another scheduling pass in the next loop turn, after its poll has
  * read the clients (d_jobs_schedule starts a few jobs a turn). */
 void d_schedule_more(d_daemon *d);

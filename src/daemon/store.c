@@ -28,7 +28,8 @@
 
 static const char schema[] =
     "PRAGMA journal_mode=WAL;"
-    "PRAGMA synchronous=FULL;"
+    /* the log is synced where aegisd makes a promise (wal_sync.c) */
+    "PRAGMA synchronous=NORMAL;"
     "PRAGMA foreign_keys=ON;"
     "CREATE TABLE IF NOT EXISTS envs("
     "  id INTEGER PRIMARY KEY, cwd TEXT NOT NULL, env TEXT NOT NULL);"
@@ -466,6 +467,8 @@ void store_begin(store *st) {
 }
 
 unsigned long store_commits(const store *st) { return st->commits; }
+
+const char *store_path(const store *st) { return st->path; }
 
 bool store_in_transaction(const store *st) { return st->depth > 0; }
 

@@ -1,11 +1,11 @@
 /* store.h -- aegisd's durable state: jobs, their attempts and events in
  * one SQLite database in WAL mode.
  *
- * The daemon acknowledges a submit only after store_submit() returned, and
- * store_submit() returns only after its transaction committed with
- * synchronous=FULL: in WAL mode that fsyncs the log on every commit, so an
- * acknowledged job survives a kill -9 of the daemon and a power loss
- * (synchronous=NORMAL would survive only the former).
+ * Commits use synchronous=NORMAL: a committed transaction is in the
+ * kernel's copy of the log, so it survives a kill -9 of the daemon, and it
+ * survives a power loss once the log file is synced. The daemon syncs it
+ * before an answer that reports a commit (a submit is acknowledged only
+ * then) and, for its own records, in the background (wal_sync.c).
  *
  * Writes that fail for want of space (or a read-only disk) are not lost:
  * they are kept in memory, in order, and saved by store_retry() once the
@@ -101,6 +101,8 @@ bool store_in_transaction(const store *st);
 /* Transactions committed since store_open(): how the grouping of a loop
  * turn's writes is checked. */
 unsigned long store_commits(const store *st);
+/* The database's path (its log is that path with "-wal"). */
+const char *store_path(const store *st);
 
 /* Whether writes fail (the disk is full or read-only), and why, naming the
  * database. */
