@@ -323,6 +323,14 @@ int d_wal_sync_now(d_daemon *d);
 void d_wal_sync_later(d_daemon *d);
 void d_wal_close(d_daemon *d);
 
+/* spawn.c: spawns the shim of attempt `attempt` of job id, readied by
+ * exec_prepare, in the thread pool; d_job_spawned (jobs.c) takes the
+ * outcome on the loop (err: why it failed, or NULL). */
+void d_spawn_later(d_daemon *d, int64_t id, int attempt,
+                   exec_pending *pending);
+void d_job_spawned(d_daemon *d, int64_t id, int attempt, const exec_run *run,
+                   const char *err);
+
 /* Runs another scheduling pass in the next loop turn, after its poll has
  * read the clients (d_jobs_schedule starts a few jobs a turn). */
 void d_schedule_more(d_daemon *d);

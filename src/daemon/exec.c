@@ -678,60 +678,94 @@ static int exec_spawn_shim(const char *path, char *const *argv,
     return rc;
 }
 
-int exec_start(const exec_spec *spec, exec_run *run, char *err,
-               size_t errlen) {
-    int rc = -1;
-    int fds[SHIM_NFDS] = {-1, -1, -1}; /* out, err, status */
+/* An attempt made ready (exec_prepare): its logs and status file are
+ * open, the status file locked, the shim's arguments built. */
+struct exec_pending {
+    int64_t id;
+    char **argv;
+    int fds[SHIM_NFDS];         /* out, err, status: the shim's 3 to 5 */
+    const char *shim_path;      /* the spec's: aegisd's, for its life */
+    long long err_offset;
+};
+
+/* The attempt's logs and status file, open in fds: 0, -1 with a message,
+ * or EXEC_NO_STATUS. */
+static int exec_open_files(const exec_spec *spec, int *fds,
+                           long long *err_offset, char *err, size_t errlen) {
     fds[0] = exec_open_log(spec, false, err, errlen);
     if (fds[0] < 0) return -1;
     fds[1] = exec_open_log(spec, true, err, errlen);
-    size_t nset = 0;
-    char **envp = exec_envp(spec, &nset);
     struct stat st;
-    if (fds[1] < 0 || !envp || fstat(fds[1], &st) != 0) {
-        if (fds[1] >= 0)
-            snprintf(err, errlen, "job %lld: cannot start: %s",
-                     (long long)spec->id, strerror(errno));
-        goto out;
+    if (fds[1] < 0) return -1;
+    if (fstat(fds[1], &st) != 0) {
+        snprintf(err, errlen, "job %lld: cannot start: %s",
+                 (long long)spec->id, strerror(errno));
+        return -1;
     }
-    run->err_offset = st.st_size;
+    *err_offset = st.st_size;
     char status_path[4096];
     exec_status_path(status_path, sizeof(status_path), spec->run_dir, spec->id,
                      spec->attempt);
-    fds[2] = exec_status_create(status_path, run->err_offset, err, errlen);
-    if (fds[2] < 0) {
-        rc = EXEC_NO_STATUS;
-        goto out;
+    fds[2] = exec_status_create(status_path, *err_offset, err, errlen);
+    return fds[2] < 0 ? EXEC_NO_STATUS : 0;
+}
+
+int exec_prepare(const exec_spec *spec, exec_run *run, exec_pending **out,
+                 char *err, size_t errlen) {
+    exec_pending *p = calloc(1, sizeof(*p));
+    if (!p) {
+        snprintf(err, errlen, "job %lld: cannot start: out of memory",
+                 (long long)spec->id);
+        return -1;
     }
+    p->id = spec->id;
+    p->shim_path = spec->shim_path;
+    for (int i = 0; i < SHIM_NFDS; i++) p->fds[i] = -1;
+    int rc = exec_open_files(spec, p->fds, &p->err_offset, err, errlen);
+    size_t nset = 0;
+    char **envp = rc == 0 ? exec_envp(spec, &nset) : NULL;
     exec_shim_args a = {.mode = "job", .id = spec->id,
                         .attempt = spec->attempt,
-                        .err_offset = run->err_offset,
+                        .err_offset = p->err_offset,
                         .log_max_bytes = spec->log_max_bytes,
                         .as_user = spec->as_user, .uid = spec->uid,
                         .gid = spec->gid, .user = spec->user,
                         .cwd = spec->cwd};
-    char **argv = exec_shim_argv(&a, envp, (char *const *)spec->argv);
-    int spawned = !argv ? ENOMEM
-                  : exec_fds_above_shim(fds, SHIM_NFDS) != 0
-                      ? errno
-                      : exec_spawn_shim(spec->shim_path, argv, fds, SHIM_NFDS,
-                                        &run->shim_pid);
-    exec_shim_argv_free(argv);
+    if (envp) p->argv = exec_shim_argv(&a, envp, (char *const *)spec->argv);
+    if (rc == 0 && (!p->argv || exec_fds_above_shim(p->fds, SHIM_NFDS) != 0)) {
+        snprintf(err, errlen, "job %lld: cannot start: %s",
+                 (long long)spec->id, p->argv ? strerror(errno)
+                                              : "out of memory");
+        rc = -1;
+    }
+    exec_free_envp(envp, nset);
+    if (rc != 0) {
+        exec_pending_free(p);
+        return rc;
+    }
+    *run = (exec_run){.err_offset = p->err_offset};
+    *out = p;
+    return 0;
+}
+
+int exec_spawn(exec_pending *p, exec_run *run, char *err, size_t errlen) {
+    int spawned = exec_spawn_shim(p->shim_path, p->argv, p->fds, SHIM_NFDS,
+                                  &run->shim_pid);
     if (spawned != 0) {
         snprintf(err, errlen, "job %lld: cannot start its watcher %s: %s",
-                 (long long)spec->id, spec->shim_path, strerror(spawned));
-        goto out;
+                 (long long)p->id, p->shim_path, strerror(spawned));
+        return -1;
     }
-    /* the shim exists once posix_spawn returned; the job's pid is in the
-     * status record once it forked it: aegisd does not wait for that */
     run->shim_start = exec_start_time(run->shim_pid);
-    run->job_pid = 0;
-    rc = 0;
-out:
+    return 0;
+}
+
+void exec_pending_free(exec_pending *p) {
+    if (!p) return;
     for (int i = 0; i < SHIM_NFDS; i++)
-        if (fds[i] >= 0) close(fds[i]);
-    exec_free_envp(envp, nset);
-    return rc;
+        if (p->fds[i] >= 0) close(p->fds[i]);
+    exec_shim_argv_free(p->argv);
+    free(p);
 }
 
 int exec_shim_path(char *out, size_t outlen, char *err, size_t errlen) {
@@ -790,7 +824,7 @@ static int exec_shim_parse(int argc, char **argv, exec_shim_args *a,
     return 0;
 }
 
-/* The shim watching a job's attempt (exec_start). */
+/* The shim watching a job's attempt (exec_prepare, exec_spawn). */
 static int exec_shim_job(const exec_shim_args *a, char **envp, char **argv) {
     /* posix_spawn's dup2 left them open across exec: the job must not
      * inherit them (it would hold its logs open) */

@@ -29,7 +29,7 @@
  * through a link, and never waits on a lease (fcntl F_SETLEASE) some
  * process took on one: a job must not stall the daemon.
  *
- * Ownership: exec_start() copies nothing it needs after returning; all
+ * Ownership: exec_prepare() copies all it needs from its spec; all
  * strings are the caller's.
  */
 #ifndef AEGIS_EXEC_H
@@ -72,23 +72,39 @@ typedef struct exec_run {
     pid_t shim_pid;
     unsigned long long shim_start;  /* start time in clock ticks */
     pid_t job_pid;                  /* session leader of the job: 0 from
-                                       exec_start, which does not wait for
+                                       exec_spawn, which does not wait for
                                        the shim to fork it; the status
                                        record names it (exec_probe) */
     long long err_offset;           /* stderr size before this attempt */
 } exec_run;
 
-/* exec_start's answer when the attempt's status file cannot be made (the
+/* exec_prepare's answer when the attempt's status file cannot be made (the
  * state disk is full or read-only): nothing was started. Not -2, which
  * d_share_prepare gives on the same path (D_SHARE_BUSY). */
 #define EXEC_NO_STATUS (-3)
 
-/* Starts one attempt. Returns 0, or -1 with a message naming the job, or
- * EXEC_NO_STATUS. */
-int exec_start(const exec_spec *spec, exec_run *run, char *err,
-               size_t errlen);
+/* Starting an attempt takes two steps, so that the slow one (the spawn:
+ * the caller waits until the shim has exec'd, 10 ms and more on a loaded
+ * machine) can run off aegisd's loop.
+ *
+ * exec_prepare opens the attempt's logs and makes its status file, locked
+ * (exec_probe sees the attempt live from then on), and builds the shim's
+ * arguments; it copies all it needs from spec. Returns 0 with *out and
+ * run's err_offset (its pids 0: the status record names the job once the
+ * shim forked it), -1 with a message naming the job, or EXEC_NO_STATUS.
+ *
+ * exec_spawn spawns the shim, from any thread: 0 with run's shim_pid and
+ * shim_start, or -1 with a message.
+ * The lock passes to the shim. exec_pending_free closes aegisd's copies
+ * of the descriptors (after the spawn, or instead of it: the attempt then
+ * never started). */
+typedef struct exec_pending exec_pending;
+int exec_prepare(const exec_spec *spec, exec_run *run, exec_pending **out,
+                 char *err, size_t errlen);
+int exec_spawn(exec_pending *p, exec_run *run, char *err, size_t errlen);
+void exec_pending_free(exec_pending *p);
 
-/* The shim program's main: the attempt exec_start describes in its
+/* The shim program's main: the attempt exec_prepare describes in its
  * arguments, with its logs and status file as descriptors 3 to 5, or the
  * notifier exec_notify_start does. Exits 2 when aegisd did not start
  * it. */

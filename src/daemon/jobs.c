@@ -330,10 +330,11 @@ static void d_gpu_list(char *out, size_t outlen, const int *gpus, int n,
 }
 
 /* Readies the GPUs for the attempt as its sharing modes ask (ss: what
- * they add to its start), then starts it. */
+ * they add to its start), then readies its start (*pending, spawned by
+ * d_spawn_later) or, for a Slurm lease, grants it (run). */
 static int d_job_exec(d_daemon *d, d_job *job, const core_launch *l,
-                      d_share_start *ss, exec_run *run, char *err,
-                      size_t errlen) {
+                      d_share_start *ss, exec_run *run,
+                      exec_pending **pending, char *err, size_t errlen) {
     json_t *row = store_job(d->st, job->id, true);
     int pct = (int)json_integer_value(json_object_get(row, "mps_threads_pct"));
     int prepared = d_share_prepare(d, job, l, pct, ss, err, errlen);
@@ -367,7 +368,7 @@ static int d_job_exec(d_daemon *d, d_job *job, const core_launch *l,
         snprintf(err, errlen, "job %lld: its row is unreadable: %s",
                  (long long)job->id, store_errmsg(d->st));
     else
-        rc = exec_start(&spec, run, err, errlen);
+        rc = exec_prepare(&spec, run, pending, err, errlen);
     free(argv);
     free(env);
     json_decref(row);
@@ -410,13 +411,27 @@ static void d_job_record_start(d_daemon *d, const d_job *job,
 }
 
 /* Starts the attempt d_job_record_start recorded (committed) at now. */
+/* Attempt n of job could not start (why: err): the job fails. */
+static void d_job_start_failed(d_daemon *d, d_job *job, int n,
+                               const char *err) {
+    int64_t id = job->id;
+    d_log("job %lld: %s", (long long)id, err);
+    d_share_release(d, job);
+    core_job_exit(d->core, id, CORE_EXIT_FAILED, d_now(d), NULL);
+    store_begin(d->st);
+    store_attempt_end(d->st, id, n, "failed", -1, d_wall());
+    d_job_finish(d, job, "failed", err);
+    d_status_settled(d, id, n, store_commit(d->st));
+}
+
 static void d_job_launch(d_daemon *d, d_job *job, const core_launch *l,
                          double now) {
     int n = job->attempts + 1;
-    exec_run run;
+    exec_run run = {0};
+    exec_pending *pending = NULL;
     char err[1024];
     static d_share_start ss; /* big; the loop runs one launch at a time */
-    int rc = d_job_exec(d, job, l, &ss, &run, err, sizeof(err));
+    int rc = d_job_exec(d, job, l, &ss, &run, &pending, err, sizeof(err));
     if (rc == D_SHARE_BUSY && ++job->busy < D_MAX_BUSY) {
         /* not the job's failure: back to the queue, same floor */
         store_begin(d->st);
@@ -441,14 +456,7 @@ static void d_job_launch(d_daemon *d, d_job *job, const core_launch *l,
         return;
     }
     if (rc != 0) {
-        int64_t id = job->id;
-        d_log("job %lld: %s", (long long)id, err);
-        d_share_release(d, job);
-        core_job_exit(d->core, id, CORE_EXIT_FAILED, d_now(d), NULL);
-        store_begin(d->st);
-        store_attempt_end(d->st, id, n, "failed", -1, d_wall());
-        d_job_finish(d, job, "failed", err);
-        d_status_settled(d, id, n, store_commit(d->st));
+        d_job_start_failed(d, job, n, err);
         return;
     }
     d_job_set_state(d, job, D_RUNNING);
@@ -473,6 +481,21 @@ static void d_job_launch(d_daemon *d, d_job *job, const core_launch *l,
     if (ss.note[0])
         store_event(d->st, job->id, now, "attempt %d: %s", n, ss.note);
     if (job->lease.slurm_job) d_lease_granted(d, job);
+    if (pending) d_spawn_later(d, job->id, n, pending);
+}
+
+void d_job_spawned(d_daemon *d, int64_t id, int n, const exec_run *run,
+                   const char *err) {
+    d_job *job = d_job_find(d, id);
+    if (!job || job->state != D_RUNNING || job->attempts != n) return;
+    if (err) {
+        d_turn_begin(d);
+        d_job_start_failed(d, job, n, err);
+        d_turn_end(d);
+        return;
+    }
+    job->shim_pid = run->shim_pid;
+    job->shim_start = run->shim_start;
 }
 
 /* Carries out one pass's n launches: their attempts recorded, all in one
@@ -917,7 +940,7 @@ static void d_note_dcgm(d_daemon *d) {
 }
 
 /* Takes the pids of the attempts started since the last look from their
- * status files (exec_start does not wait for them), so that this tick's
+ * status files (exec_spawn does not wait for them), so that this tick's
  * readings find their processes on the GPUs. */
 static void d_jobs_learn_pids(d_daemon *d) {
     for (size_t i = 0; i < d->nrunning; i++) {

@@ -905,11 +905,18 @@ static void test_status_of_a_run(void **state) {
                       .log_dir = log_dir, .log_max_bytes = 1 << 20,
                       .run_dir = run_dir, .shim_path = TEST_SHIM};
     exec_run run;
+    exec_pending *pending;
     char err[512];
-    assert_int_equal(exec_start(&spec, &run, err, sizeof(err)), 0);
-    exec_record rec = wait_probe(run_dir, 9, true);
+    assert_int_equal(exec_prepare(&spec, &run, &pending, err, sizeof(err)), 0);
+    /* made ready, not spawned yet: its locked status file says live */
+    exec_record rec;
+    exec_probe(run_dir, 9, 1, &rec);
     assert_int_equal(rec.state, EXEC_LIVE);
-    assert_true(rec.job_pid > 0); /* the record names it; exec_start did
+    assert_int_equal(exec_spawn(pending, &run, err, sizeof(err)), 0);
+    exec_pending_free(pending);
+    rec = wait_probe(run_dir, 9, true);
+    assert_int_equal(rec.state, EXEC_LIVE);
+    assert_true(rec.job_pid > 0); /* the record names it; exec_spawn did
                                      not wait for it */
     assert_int_equal(rec.shim_pid, run.shim_pid);
     write_file("go", "");

@@ -1,0 +1,59 @@
+/* spawn.c -- starts the watchers of launched attempts off the loop.
+ *
+ * posix_spawn returns only once the child has exec'd the shim; on a loaded
+ * machine that is 10 ms and more a job, and done on the loop it kept every
+ * client waiting while short jobs churned. So the loop readies each
+ * attempt (exec_prepare: its files, its locked status file) and libuv's
+ * thread pool spawns it. Until the spawn returns, the attempt's status
+ * file is locked by aegisd's own descriptor, so the loop sees the attempt
+ * live, as it sees a shim that has not yet forked its job; a cancel in
+ * that time is sent once the job's pid is in its status record
+ * (d_job_probe), as it is for any attempt just started.
+ */
+#include "daemon.h"
+
+#include <stdlib.h>
+
+typedef struct d_spawn {
+    uv_work_t work;
+    d_daemon *d;
+    int64_t id;
+    int attempt;
+    exec_pending *pending;
+    exec_run run;
+    int rc;                     /* exec_spawn's */
+    char err[1024];
+} d_spawn;
+
+/* In the thread pool: touches only its own request. */
+static void on_spawn_work(uv_work_t *w) {
+    d_spawn *s = w->data;
+    s->rc = exec_spawn(s->pending, &s->run, s->err, sizeof(s->err));
+}
+
+static void on_spawned(uv_work_t *w, int status) {
+    d_spawn *s = w->data;
+    exec_pending_free(s->pending); /* the shim holds the lock now */
+    d_job_spawned(s->d, s->id, s->attempt, &s->run,
+                  s->rc == 0 ? NULL : s->err);
+    free(s);
+}
+
+void d_spawn_later(d_daemon *d, int64_t id, int attempt,
+                   exec_pending *pending) {
+    d_spawn *s = calloc(1, sizeof(*s));
+    if (s) {
+        *s = (d_spawn){.d = d, .id = id, .attempt = attempt,
+                       .pending = pending};
+        s->work.data = s;
+        if (uv_queue_work(d->loop, &s->work, on_spawn_work, on_spawned) == 0)
+            return;
+    }
+    /* no request or no pool: spawned here, on the loop, as before */
+    exec_run run = {0};
+    char err[1024];
+    int rc = exec_spawn(pending, &run, err, sizeof(err));
+    exec_pending_free(pending);
+    free(s);
+    d_job_spawned(d, id, attempt, &run, rc == 0 ? NULL : err);
+}
