@@ -1,0 +1,127 @@
+/* gen_prod.c -- writing production-shaped traces (gen_prod.h). */
+#include "gen_prod.h"
+
+#include "gen.h"
+#include "prod_fit.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+/* An observed value and how often it was seen. */
+typedef struct prod_bin {
+    int value, count;
+} prod_bin;
+
+static const prod_bin widths[] = PROD_WIDTHS;
+static const prod_bin shares[] = PROD_SHARES;
+enum { NWIDTHS = sizeof(widths) / sizeof(*widths),
+       NSHARES = sizeof(shares) / sizeof(*shares) };
+
+double gen_prod_fitted_gap_s(void) {
+    return PROD_GAP_SCALE_S * tgamma(1 + 1 / PROD_GAP_SHAPE);
+}
+
+/* A value drawn with the observed frequencies. */
+static int draw_bin(const prod_bin *bins, int n, uint64_t *state) {
+    long total = 0;
+    for (int i = 0; i < n; i++) total += bins[i].count;
+    long at = (long)(gen_next(state) % (uint64_t)total);
+    int i = 0;
+    while (at >= bins[i].count) at -= bins[i++].count;
+    return bins[i].value;
+}
+
+/* A standard normal draw (Box and Muller). */
+static double normal(uint64_t *state) {
+    const double two_pi = 6.283185307179586;
+    double r = sqrt(-2 * log1p(-gen_uniform(state)));
+    return r * cos(two_pi * gen_uniform(state));
+}
+
+/* A run time of the log-normal fitted to jobs of that width, cut at the
+ * longest run seen and at one second. */
+static double draw_run_s(int gpus, uint64_t *state) {
+    double mu = gpus == 1 ? PROD_RUN1_MU : PROD_RUNW_MU;
+    double sigma = gpus == 1 ? PROD_RUN1_SIGMA : PROD_RUNW_SIGMA;
+    double run = exp(mu + sigma * normal(state));
+    return run < 1 ? 1 : run > PROD_RUN_MAX_S ? PROD_RUN_MAX_S : run;
+}
+
+/* A row of cat with `gpus` GPUs, drawn uniformly; NULL when none. */
+static const cat_workload *draw_activity(const cat_catalog *cat, int gpus,
+                                         uint64_t *state) {
+    int n = 0;
+    for (int i = 0; i < cat->count; i++) n += cat->items[i].num_gpus == gpus;
+    if (n == 0) return NULL;
+    int pick = (int)(gen_next(state) % (uint64_t)n);
+    for (int i = 0;; i++)
+        if (cat->items[i].num_gpus == gpus && pick-- == 0)
+            return &cat->items[i];
+}
+
+/* An unknown catalog value is written as an empty cell. */
+static void put_cell(FILE *out, double v, int decimals) {
+    putc(',', out);
+    if (v >= 0) fprintf(out, "%.*f", decimals, v);
+}
+
+/* Job i's catalog row: its run, its memory (the share asked: declared and
+ * true peak alike, as the trace gives nothing else), and the activity of
+ * the catalog row `like`, which activity_from names. */
+static void put_row(FILE *out, long i, int gpus, double run, double mib,
+                    const cat_workload *like) {
+    fprintf(out, "prod%ld,%d,%.0f,%.0f", i, gpus, run, mib);
+    put_cell(out, like->smact, 4);
+    put_cell(out, like->smocc, 4);
+    put_cell(out, like->drama, 4);
+    put_cell(out, like->util_pct, 2);
+    for (int e = 0; e < CAT_NEST; e++) fprintf(out, ",%.0f", mib);
+    put_cell(out, like->sharing_score, 0);
+    fprintf(out, ",%s\n", like->name);
+}
+
+static const char catalog_header[] =
+    "# one row per job of a trace written by aegis gen-trace --profile "
+    "production\n"
+    "name,num_gpus,solo_duration_s,peak_memory_mib,avg_smact,avg_smocc,"
+    "avg_drama,horus_gpu_util_mean_pct,horus_mib,faketensor_mib,"
+    "gpumemnet_mib,aegis_mib,lucid_ss,activity_from\n";
+
+int gen_production(FILE *trace, FILE *catalog, const cat_catalog *cat,
+                   const gen_prod_opts *o, char *err, size_t errlen) {
+    /* Arrivals, job shapes, activity and users each have a stream, so
+     * that another mean gap or user count leaves the jobs as they were. */
+    uint64_t arrivals = o->seed, shape = o->seed ^ 0x9a0d5ea5ull,
+             activity = o->seed ^ 0xac71717eull, users = o->seed ^ 0x5eed05e5ull;
+    double scale = PROD_GAP_SCALE_S;
+    if (o->mean_gap_s >= 0)
+        scale *= o->mean_gap_s / gen_prod_fitted_gap_s();
+    fputs(catalog_header, catalog);
+    fprintf(trace, "job_index,submit_time_s,workload%s\n",
+            o->users > 0 ? ",user" : "");
+    double t = 0;
+    for (long i = 1; i <= o->jobs; i++) {
+        int gpus = draw_bin(widths, NWIDTHS, &shape);
+        int milli = gpus == 1 ? draw_bin(shares, NSHARES, &shape) : 1000;
+        double run = draw_run_s(gpus, &shape);
+        const cat_workload *like = draw_activity(cat, gpus, &activity);
+        if (!like) {
+            snprintf(err, errlen, "the catalog has no %d-GPU workload to "
+                     "lend a %d-GPU job its activity", gpus, gpus);
+            return -2;
+        }
+        put_row(catalog, i, gpus, run, ceil(milli * o->gpu_mem_mib / 1000),
+                like);
+        fprintf(trace, "%ld,%.1f,prod%ld", i, t, i);
+        if (o->users > 0)
+            fprintf(trace, ",user%d",
+                    1 + (int)(gen_next(&users) % (uint64_t)o->users));
+        putc('\n', trace);
+        t += scale * pow(-log1p(-gen_uniform(&arrivals)), 1 / PROD_GAP_SHAPE);
+    }
+    if (ferror(trace) || ferror(catalog)) {
+        snprintf(err, errlen, "cannot write the trace or its catalog");
+        return -1;
+    }
+    return 0;
+}
