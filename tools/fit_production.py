@@ -15,8 +15,10 @@ what is fitted and why these distributions; in short:
 - gaps between arrivals: Weibull, maximum likelihood;
 - GPUs per job: the observed frequencies of 1, 2, 4 and 8;
 - GPU share of a 1-GPU job (gpu_milli): the observed frequencies;
-- run time (deletion - scheduled): log-normal, maximum likelihood, one
-  for 1-GPU jobs and one for wider ones, cut at the longest run seen.
+- run time (deletion - scheduled), for 1-GPU jobs and for wider ones
+  apart: a log-normal body (maximum likelihood on the runs of up to a
+  day) and, with the share of runs longer than a day, a Pareto tail
+  above a day (maximum likelihood), cut at the longest run seen.
 """
 import csv
 import math
@@ -29,6 +31,9 @@ DENSE_FROM_S = 115 * 86400
 # Creation times are whole seconds: a gap of 0 is one under a second.
 MIN_GAP_S = 0.5
 MIN_RUN_S = 1.0
+# Runs longer than this are the tail: 0.9% of 1-GPU runs, 36% of the
+# 1-GPU GPU-time. A log-normal through the body gives them half that.
+LONG_RUN_S = 86400
 
 
 def read_pods(path):
@@ -62,6 +67,15 @@ def lognormal_mle(xs):
     return mu, math.sqrt(sum((l - mu) ** 2 for l in logs) / len(logs))
 
 
+def run_fit(runs):
+    """(share of long runs, body mu, body sigma, tail alpha)."""
+    body = [r for r in runs if r <= LONG_RUN_S]
+    tail = [math.log(r / LONG_RUN_S) for r in runs if r > LONG_RUN_S]
+    mu, sigma = lognormal_mle(body)
+    alpha = len(tail) / sum(tail) if tail else 1.0
+    return len(tail) / len(runs), mu, sigma, alpha
+
+
 def run_s(pod):
     return max(int(pod["deletion_time"]) - int(pod["scheduled_time"]),
                MIN_RUN_S)
@@ -73,8 +87,6 @@ def header(path, pods):
     shape, scale = weibull_mle(gaps)
     narrow = [run_s(p) for p in pods if p["num_gpu"] == "1"]
     wide = [run_s(p) for p in pods if p["num_gpu"] != "1"]
-    mu1, sd1 = lognormal_mle(narrow)
-    muw, sdw = lognormal_mle(wide)
     counts = {g: sum(p["num_gpu"] == str(g) for p in pods) for g in (1, 2, 4, 8)}
     shares = {}
     for p in pods:
@@ -82,16 +94,20 @@ def header(path, pods):
             shares[int(p["gpu_milli"])] = shares.get(int(p["gpu_milli"]), 0) + 1
     out = [
         "/* prod_fit.h -- the fitted parameters of gen-trace's production",
-        " * profile. Written by tools/fit_production.py from %s" % path,
+        " * profile. Written by tools/fit_production.py from",
+        " * %s" % path,
         " * (%d pods created from day %d on); do not edit by hand. */"
         % (len(pods), DENSE_FROM_S // 86400),
         "#ifndef AEGIS_PROD_FIT_H", "#define AEGIS_PROD_FIT_H", "",
         "/* gaps between arrivals: Weibull (shape, scale in s) */",
         "#define PROD_GAP_SHAPE %.6f" % shape,
         "#define PROD_GAP_SCALE_S %.3f" % scale,
-        "/* run time, log-normal: mean and deviation of ln(seconds) */",
-        "#define PROD_RUN1_MU %.6f" % mu1, "#define PROD_RUN1_SIGMA %.6f" % sd1,
-        "#define PROD_RUNW_MU %.6f" % muw, "#define PROD_RUNW_SIGMA %.6f" % sdw,
+        "/* run time of 1-GPU and of wider jobs: {share longer than",
+        " * PROD_LONG_S, mean and deviation of ln(seconds) of the others,",
+        " * Pareto alpha of the longer ones} */",
+        "#define PROD_LONG_S %d.0" % LONG_RUN_S,
+        "#define PROD_RUN1 { %.6f, %.6f, %.6f, %.6f }" % run_fit(narrow),
+        "#define PROD_RUNW { %.6f, %.6f, %.6f, %.6f }" % run_fit(wide),
         "/* the longest run seen: the draws are cut there */",
         "#define PROD_RUN_MAX_S %d.0" % max(narrow + wide), "",
         "/* jobs seen of each width: {gpus, count} */",

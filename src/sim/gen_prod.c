@@ -38,12 +38,25 @@ static double normal(uint64_t *state) {
     return r * cos(two_pi * gen_uniform(state));
 }
 
-/* A run time of the log-normal fitted to jobs of that width, cut at the
- * longest run seen and at one second. */
+/* The run-time fit of one class of jobs (prod_fit.h). */
+typedef struct prod_runs {
+    double p_long, mu, sigma, alpha;
+} prod_runs;
+
+static const prod_runs runs_narrow = PROD_RUN1, runs_wide = PROD_RUNW;
+
+/* A run time of jobs of that width: from the Pareto tail above
+ * PROD_LONG_S with its share, else from the log-normal body below it
+ * (drawn again when above: a few percent of draws); cut at one second
+ * and at the longest run seen. */
 static double draw_run_s(int gpus, uint64_t *state) {
-    double mu = gpus == 1 ? PROD_RUN1_MU : PROD_RUNW_MU;
-    double sigma = gpus == 1 ? PROD_RUN1_SIGMA : PROD_RUNW_SIGMA;
-    double run = exp(mu + sigma * normal(state));
+    const prod_runs *f = gpus == 1 ? &runs_narrow : &runs_wide;
+    double run = PROD_LONG_S;
+    if (gen_uniform(state) < f->p_long)
+        run *= exp(-log1p(-gen_uniform(state)) / f->alpha);
+    else
+        for (int tries = 0; tries < 100 && run >= PROD_LONG_S; tries++)
+            run = exp(f->mu + f->sigma * normal(state));
     return run < 1 ? 1 : run > PROD_RUN_MAX_S ? PROD_RUN_MAX_S : run;
 }
 

@@ -1,5 +1,6 @@
 /* prod_fit.h -- the fitted parameters of gen-trace's production
- * profile. Written by tools/fit_production.py from data/traces/alibaba/openb_gpu_pods.csv
+ * profile. Written by tools/fit_production.py from
+ * data/traces/alibaba/openb_gpu_pods.csv
  * (6178 pods created from day 115 on); do not edit by hand. */
 #ifndef AEGIS_PROD_FIT_H
 #define AEGIS_PROD_FIT_H
@@ -7,11 +8,12 @@
 /* gaps between arrivals: Weibull (shape, scale in s) */
 #define PROD_GAP_SHAPE 0.682029
 #define PROD_GAP_SCALE_S 368.756
-/* run time, log-normal: mean and deviation of ln(seconds) */
-#define PROD_RUN1_MU 6.524458
-#define PROD_RUN1_SIGMA 1.821772
-#define PROD_RUNW_MU 7.129088
-#define PROD_RUNW_SIGMA 2.589202
+/* run time of 1-GPU and of wider jobs: {share longer than
+ * PROD_LONG_S, mean and deviation of ln(seconds) of the others,
+ * Pareto alpha of the longer ones} */
+#define PROD_LONG_S 86400.0
+#define PROD_RUN1 { 0.008518, 6.471498, 1.734593, 0.756211 }
+#define PROD_RUNW { 0.068493, 6.721267, 2.169562, 0.764113 }
 /* the longest run seen: the draws are cut there */
 #define PROD_RUN_MAX_S 2612709.0
 

@@ -7,8 +7,8 @@ CASE is one of:
   fit_current  src/sim/prod_fit.h is what tools/fit_production.py writes
                from the shipped Alibaba pods
   shape        gen-trace --profile production looks like those pods: GPU
-               counts, GPU shares, run-time and gap quantiles; aegis sim
-               replays it on 8 GPUs
+               counts, GPU shares, run-time and gap quantiles, GPU-seconds
+               per job; aegis sim replays it on 8 GPUs
   catalog      the 4- and 8-GPU rows of data/catalog.csv follow the
                documented derivation from their 1-GPU rows, and the
                default gen-trace, replayed on 3 GPUs, never draws them
@@ -105,6 +105,12 @@ def case_shape(aegis, src):
             near("run time p%d" % (q * 100),
                  quantile([float(j["solo_duration_s"]) for j in gen], q),
                  quantile(runs, q), 0.15)
+        # the load a job brings; the tail above a day is most of it
+        near("GPU-seconds per job",
+             sum(int(j["num_gpus"]) * float(j["solo_duration_s"])
+                 for j in gen) / len(gen),
+             sum(int(p["num_gpu"]) * max(r, 1) for p, r in zip(pods, runs))
+             / len(pods), 0.3)
         created = [int(p["creation_time"]) for p in pods]
         gaps = [b - a for a, b in zip(created, created[1:])]
         mine = [b - a for a, b in zip(submits, submits[1:])]
