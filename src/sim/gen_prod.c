@@ -93,6 +93,16 @@ static void put_row(FILE *out, long i, int gpus, double run, double mib,
     fprintf(out, ",%s\n", like->name);
 }
 
+/* The same job in the trace's per-job columns, which a simulator that
+ * reads them takes over the catalog row's (docs/simulator.md). */
+static void put_columns(FILE *out, int gpus, double run, double mib,
+                        const cat_workload *like) {
+    fprintf(out, ",%d,%.0f,%.0f,%.0f", gpus, mib, mib, run);
+    put_cell(out, like->smact, 4);
+    put_cell(out, like->smocc, 4);
+    put_cell(out, like->drama, 4);
+}
+
 static const char catalog_header[] =
     "# one row per job of a trace written by aegis gen-trace --profile "
     "production\n"
@@ -110,7 +120,8 @@ int gen_production(FILE *trace, FILE *catalog, const cat_catalog *cat,
     if (o->mean_gap_s >= 0)
         scale *= o->mean_gap_s / gen_prod_fitted_gap_s();
     fputs(catalog_header, catalog);
-    fprintf(trace, "job_index,submit_time_s,workload%s\n",
+    fprintf(trace, "job_index,submit_time_s,workload,num_gpus,mem_mib,"
+            "peak_mib,duration_s,smact,smocc,drama%s\n",
             o->users > 0 ? ",user" : "");
     double t = 0;
     for (long i = 1; i <= o->jobs; i++) {
@@ -123,9 +134,10 @@ int gen_production(FILE *trace, FILE *catalog, const cat_catalog *cat,
                      "lend a %d-GPU job its activity", gpus, gpus);
             return -2;
         }
-        put_row(catalog, i, gpus, run, ceil(milli * o->gpu_mem_mib / 1000),
-                like);
+        double mib = ceil(milli * o->gpu_mem_mib / 1000);
+        put_row(catalog, i, gpus, run, mib, like);
         fprintf(trace, "%ld,%.1f,prod%ld", i, t, i);
+        put_columns(trace, gpus, run, mib, like);
         if (o->users > 0)
             fprintf(trace, ",user%d",
                     1 + (int)(gen_next(&users) % (uint64_t)o->users));

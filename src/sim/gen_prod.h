@@ -4,7 +4,10 @@
  * distributions fitted to Alibaba's cluster-trace-gpu-v2023 (prod_fit.h,
  * written by tools/fit_production.py; docs/simulator.md says how). The
  * trace names one catalog row per job, written to a catalog of its own,
- * because a trace line can only name a catalog workload.
+ * because a trace line can only name a catalog workload; its rows carry
+ * the same figures in the per-job columns too (num_gpus, mem_mib,
+ * peak_mib, duration_s, smact, smocc, drama), for a simulator that reads
+ * them.
  */
 #ifndef AEGIS_GEN_PROD_H
 #define AEGIS_GEN_PROD_H

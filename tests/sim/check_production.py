@@ -87,6 +87,13 @@ def case_shape(aegis, src):
         jobs = {r["name"]: r for r in rows(cat)}
         submits = [float(r["submit_time_s"]) for r in rows(trace)]
         gen = [jobs[r["workload"]] for r in rows(trace)]
+        for r in rows(trace)[:500]:
+            j = jobs[r["workload"]]
+            if (r["num_gpus"], r["mem_mib"], r["peak_mib"], r["duration_s"]) \
+                    != (j["num_gpus"], j["peak_memory_mib"],
+                        j["peak_memory_mib"], j["solo_duration_s"]):
+                fail("job %s: its trace columns differ from its catalog row"
+                     % r["job_index"])
         for gpus in ("1", "8"):
             share = sum(p["num_gpu"] == gpus for p in pods) / len(pods)
             near("share of %s-GPU jobs" % gpus,
