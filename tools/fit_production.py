@@ -31,8 +31,8 @@ DENSE_FROM_S = 115 * 86400
 # Creation times are whole seconds: a gap of 0 is one under a second.
 MIN_GAP_S = 0.5
 MIN_RUN_S = 1.0
-# Runs longer than this are the tail: 0.9% of 1-GPU runs, 36% of the
-# 1-GPU GPU-time. A log-normal through the body gives them half that.
+# Runs longer than this are the tail: 0.9% of 1-GPU runs, 63% of the
+# 1-GPU GPU-time; one log-normal through all runs gives half the GPU-time.
 LONG_RUN_S = 86400
 
 

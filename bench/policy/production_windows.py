@@ -13,10 +13,15 @@ aegis-plus, in four settings:
     is printed; one above both is replayed once.
 A job's run time is its pod's (deletion - scheduled); its GPU activity is
 that of a data/catalog.csv row of its GPU count, chosen by its pod number.
+Each job is a row of a per-job catalog, which the trace names; the trace
+gives the same figures in the per-job columns (num_gpus, mem_mib,
+peak_mib, duration_s) too, for a simulator that reads them (one that
+trusts a declared mem_mib whole, as aegisd trusts --mem, will then do so
+here).
 
 Per window and setting it prints aegis-plus's mean JCT and makespan over
-aegis's, and its longest wait (JCT minus the time its attempts ran) beside
-exclusive FIFO's, then PASS when mean JCT <= 1.02x, makespan <= 1.02x and
+aegis's, its longest wait (JCT minus the time its attempts ran) beside
+exclusive FIFO's, the OOM crashes under aegis-plus and aegis, then PASS when mean JCT <= 1.02x, makespan <= 1.02x and
 longest wait <= exclusive's, else FAIL.
 
 usage: production_windows.py AEGIS [--root DIR] [--jobs N] [--windows K]
@@ -94,7 +99,8 @@ def write_window(tmp, jobs, factor, mem_mib, widths):
     with open(catalog, "w", newline="") as c, open(trace, "w") as t:
         out = csv.writer(c, lineterminator="\n")
         out.writerow(CATALOG_COLUMNS)
-        t.write("job_index,submit_time_s,workload\n")
+        t.write("job_index,submit_time_s,workload,num_gpus,mem_mib,peak_mib,"
+                "duration_s\n")
         for i, j in enumerate(jobs, 1):
             rows = widths[j["gpus"]]
             like = rows[int(j["name"].rsplit("-", 1)[1]) % len(rows)]
@@ -102,8 +108,9 @@ def write_window(tmp, jobs, factor, mem_mib, widths):
             out.writerow([j["name"], j["gpus"], j["run"], mib] +
                          [like[k] for k in CATALOG_COLUMNS[4:8]] +
                          [mib] * 4 + [like["lucid_ss"]])
-            t.write("%d,%.1f,%s\n" % (i, (j["created"] - jobs[0]["created"])
-                                      * factor, j["name"]))
+            t.write("%d,%.1f,%s,%d,%s,%s,%d\n" % (
+                i, (j["created"] - jobs[0]["created"]) * factor, j["name"],
+                j["gpus"], mib, mib, j["run"]))
     return trace, catalog
 
 
@@ -169,9 +176,9 @@ def main(argv):
         return 2
     sets = [a for s in args.set for a in ("--set", s)]
     widths = activity_rows(args.root)
-    print("%6s %4s %4s %4s %5s %7s %8s %9s %9s  %s" % (
+    print("%6s %4s %4s %4s %5s %7s %8s %9s %9s %9s  %s" % (
         "start", "jobs", "wide", "GiB", "load", "jct/ag", "span/ag",
-        "wait h", "fifo h", "verdict"))
+        "wait h", "fifo h", "OOMs +/ag", "verdict"))
     failed = total = 0
     with tempfile.TemporaryDirectory() as tmp:
         for start in starts:
@@ -186,10 +193,13 @@ def main(argv):
                     jct, span, wait, fifo, ok = verdict(runs)
                     failed += not ok
                     total += 1
-                    print("%6d %4d %4d %4d %5.2f %7.3f %8.3f %9.2f %9.2f  %s"
-                          % (start, len(jobs), wide, mem // 1024, load, jct,
-                             span, wait / 3600, fifo / 3600,
-                             "PASS" if ok else "FAIL"), flush=True)
+                    ooms = "%d/%d" % (runs["aegis-plus"]["ooms"],
+                                      runs["aegis"]["ooms"])
+                    print("%6d %4d %4d %4d %5.2f %7.3f %8.3f %9.2f %9.2f "
+                          "%9s  %s" % (start, len(jobs), wide, mem // 1024,
+                                       load, jct, span, wait / 3600,
+                                       fifo / 3600, ooms,
+                                       "PASS" if ok else "FAIL"), flush=True)
     print("%d of %d window settings pass (mean JCT <= %.2fx aegis, makespan "
           "<= %.2fx aegis, longest wait <= exclusive FIFO's)"
           % (total - failed, total, LIMITS["jct"], LIMITS["makespan"]))
