@@ -174,6 +174,12 @@ static const char *gen_misuse(const gen_args *a, int extra) {
 
 /* --profile production: the trace on stdout, its catalog in a file. */
 static int gen_production_run(const gen_args *a, const cat_catalog *cat) {
+    char err[256];
+    int rc = gen_prod_check(cat, err, sizeof(err));
+    if (rc < 0) {
+        fprintf(stderr, "aegis gen-trace: %s\n", err);
+        return rc == -2 ? CLI_USAGE : CLI_FAIL;
+    }
     FILE *out = fopen(a->catalog_out, "w");
     if (!out) {
         fprintf(stderr, "aegis gen-trace: %s: %s\n", a->catalog_out,
@@ -184,8 +190,7 @@ static int gen_production_run(const gen_args *a, const cat_catalog *cat) {
                        .mean_gap_s = a->gap, .users = (int)a->users,
                        .gpu_mem_mib = a->gpu_mem_mib > 0 ? a->gpu_mem_mib
                                                          : 40960};
-    char err[256];
-    int rc = gen_production(stdout, out, cat, &o, err, sizeof(err));
+    rc = gen_production(stdout, out, cat, &o, err, sizeof(err));
     if (fclose(out) != 0 && rc == 0) {
         snprintf(err, sizeof(err), "%s: %s", a->catalog_out, strerror(errno));
         rc = -1;

@@ -21,14 +21,14 @@ double gen_prod_fitted_gap_s(void) {
     return PROD_GAP_SCALE_S * tgamma(1 + 1 / PROD_GAP_SHAPE);
 }
 
-/* A value drawn with the observed frequencies. */
+/* The index of a bin drawn with the observed frequencies. */
 static int draw_bin(const prod_bin *bins, int n, uint64_t *state) {
     long total = 0;
     for (int i = 0; i < n; i++) total += bins[i].count;
     long at = (long)(gen_next(state) % (uint64_t)total);
     int i = 0;
     while (at >= bins[i].count) at -= bins[i++].count;
-    return bins[i].value;
+    return i;
 }
 
 /* A standard normal draw (Box and Muller). */
@@ -60,16 +60,44 @@ static double draw_run_s(int gpus, uint64_t *state) {
     return run < 1 ? 1 : run > PROD_RUN_MAX_S ? PROD_RUN_MAX_S : run;
 }
 
-/* A row of cat with `gpus` GPUs, drawn uniformly; NULL when none. */
-static const cat_workload *draw_activity(const cat_catalog *cat, int gpus,
+/* The catalog's rows grouped by the widths the fit draws, so that a job
+ * finds its own in one step however long the catalog. */
+typedef struct prod_pool {
+    const cat_workload **rows;
+    int start[NWIDTHS], n[NWIDTHS];
+} prod_pool;
+
+/* Fills pool from cat; -2 with a message when a width has no row, -1
+ * when memory runs out. */
+static int pool_fill(prod_pool *pool, const cat_catalog *cat, char *err,
+                     size_t errlen) {
+    pool->rows = malloc((size_t)cat->count * sizeof(*pool->rows) + 1);
+    if (!pool->rows) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    int at = 0;
+    for (int w = 0; w < NWIDTHS; w++) {
+        pool->start[w] = at;
+        for (int i = 0; i < cat->count; i++)
+            if (cat->items[i].num_gpus == widths[w].value)
+                pool->rows[at++] = &cat->items[i];
+        pool->n[w] = at - pool->start[w];
+        if (pool->n[w] == 0) {
+            snprintf(err, errlen, "the catalog has no %d-GPU workload to "
+                     "lend %d-GPU jobs their activity", widths[w].value,
+                     widths[w].value);
+            return -2;
+        }
+    }
+    return 0;
+}
+
+/* A row of the pool of widths[w], drawn uniformly. */
+static const cat_workload *draw_activity(const prod_pool *pool, int w,
                                          uint64_t *state) {
-    int n = 0;
-    for (int i = 0; i < cat->count; i++) n += cat->items[i].num_gpus == gpus;
-    if (n == 0) return NULL;
-    int pick = (int)(gen_next(state) % (uint64_t)n);
-    for (int i = 0;; i++)
-        if (cat->items[i].num_gpus == gpus && pick-- == 0)
-            return &cat->items[i];
+    return pool->rows[pool->start[w] +
+                      (int)(gen_next(state) % (uint64_t)pool->n[w])];
 }
 
 /* An unknown catalog value is written as an empty cell. */
@@ -110,8 +138,9 @@ static const char catalog_header[] =
     "avg_drama,horus_gpu_util_mean_pct,horus_mib,faketensor_mib,"
     "gpumemnet_mib,aegis_mib,lucid_ss,activity_from\n";
 
-int gen_production(FILE *trace, FILE *catalog, const cat_catalog *cat,
-                   const gen_prod_opts *o, char *err, size_t errlen) {
+/* The jobs of gen_production(), from the grouped catalog. */
+static void write_jobs(FILE *trace, FILE *catalog, const prod_pool *pool,
+                       const gen_prod_opts *o) {
     /* Arrivals, job shapes, activity and users each have a stream, so
      * that another mean gap or user count leaves the jobs as they were. */
     uint64_t arrivals = o->seed, shape = o->seed ^ 0x9a0d5ea5ull,
@@ -125,15 +154,11 @@ int gen_production(FILE *trace, FILE *catalog, const cat_catalog *cat,
             o->users > 0 ? ",user" : "");
     double t = 0;
     for (long i = 1; i <= o->jobs; i++) {
-        int gpus = draw_bin(widths, NWIDTHS, &shape);
-        int milli = gpus == 1 ? draw_bin(shares, NSHARES, &shape) : 1000;
+        int w = draw_bin(widths, NWIDTHS, &shape), gpus = widths[w].value;
+        int milli = gpus == 1 ? shares[draw_bin(shares, NSHARES, &shape)].value
+                              : 1000;
         double run = draw_run_s(gpus, &shape);
-        const cat_workload *like = draw_activity(cat, gpus, &activity);
-        if (!like) {
-            snprintf(err, errlen, "the catalog has no %d-GPU workload to "
-                     "lend a %d-GPU job its activity", gpus, gpus);
-            return -2;
-        }
+        const cat_workload *like = draw_activity(pool, w, &activity);
         double mib = ceil(milli * o->gpu_mem_mib / 1000);
         put_row(catalog, i, gpus, run, mib, like);
         fprintf(trace, "%ld,%.1f,prod%ld", i, t, i);
@@ -144,6 +169,22 @@ int gen_production(FILE *trace, FILE *catalog, const cat_catalog *cat,
         putc('\n', trace);
         t += scale * pow(-log1p(-gen_uniform(&arrivals)), 1 / PROD_GAP_SHAPE);
     }
+}
+
+int gen_prod_check(const cat_catalog *cat, char *err, size_t errlen) {
+    prod_pool pool;
+    int rc = pool_fill(&pool, cat, err, errlen);
+    free(pool.rows);
+    return rc;
+}
+
+int gen_production(FILE *trace, FILE *catalog, const cat_catalog *cat,
+                   const gen_prod_opts *o, char *err, size_t errlen) {
+    prod_pool pool;
+    int rc = pool_fill(&pool, cat, err, errlen);
+    if (rc == 0) write_jobs(trace, catalog, &pool, o);
+    free(pool.rows);
+    if (rc < 0) return rc;
     if (ferror(trace) || ferror(catalog)) {
         snprintf(err, errlen, "cannot write the trace or its catalog");
         return -1;

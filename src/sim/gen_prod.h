@@ -29,10 +29,16 @@ typedef struct gen_prod_opts {
 /* The mean gap between arrivals of the fitted Weibull, in seconds. */
 double gen_prod_fitted_gap_s(void);
 
+/* Whether cat can lend every width the fit draws its activity: 0, or -2
+ * with a message in err (-1: out of memory). Checked before an output
+ * file is opened, so a refused run leaves it as it was. */
+int gen_prod_check(const cat_catalog *cat, char *err, size_t errlen);
+
 /* Writes the trace to `trace` and its per-job catalog to `catalog`. Each
  * job takes its DCGM activity from a row of `cat` of its GPU count, drawn
- * uniformly. Returns 0; -1 on a write error, -2 when `cat` has no row of
- * a width the fit draws, with a message in err. */
+ * uniformly. Returns 0; -1 on a write error or out of memory, -2 when
+ * `cat` has no row of a width the fit draws (nothing written then), with
+ * a message in err. */
 int gen_production(FILE *trace, FILE *catalog, const cat_catalog *cat,
                    const gen_prod_opts *o, char *err, size_t errlen);
 

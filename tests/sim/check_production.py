@@ -183,10 +183,15 @@ def case_usage(aegis, src):
                 "--profile", "production", "--catalog-out", out,
                 "--jobs", "3000", "--catalog", narrow],
         }
+        with open(out, "w") as f:
+            f.write("kept\n")
         for what, args in refused.items():
             r = run([aegis, "gen-trace"] + args)
             if r.returncode != 2 or "aegis gen-trace:" not in r.stderr:
                 fail("%s: exit %d, stderr %r" % (what, r.returncode, r.stderr))
+            with open(out) as f:
+                if f.read() != "kept\n":
+                    fail("%s: refused, but --catalog-out was written" % what)
         r = run([aegis, "gen-trace", "--profile", "production", "--jobs", "3",
                  "--catalog-out", os.path.join(tmp, "no", "such", "dir")])
         if r.returncode != 1 or "no/such/dir" not in r.stderr:
