@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """Write the model descriptions (aegis-model/1 JSON) of the catalog's jobs.
 
-data/models/<workload>.json for every workload of data/catalog.csv whose model
-can be built here, and data/models/real/<model>_bs<B>.json for the rows of
+data/models/<workload>.json for every measured workload of data/catalog.csv
+whose model can be built here (a row derived from another, derived_from, runs
+that row's model on more GPUs and has its description), and data/models/real/<model>_bs<B>.json for the rows of
 GPUMemNet's real_models.csv. A workload name encodes the model, the data set
 (which fixes the input: CIFAR-100 3x32x32, ImageNet 3x224x224 or 3x299x299 for
 Inception, VOC 3x512x512, MNIST 1x28x28, WikiText 512 tokens), the batch size
@@ -158,9 +159,11 @@ def _write(path, desc):
 
 
 def catalog_workloads(path):
+    """The catalog's measured workloads: not the rows derived from them."""
     with open(path, newline="", encoding="utf-8") as src:
         rows = [line for line in src if not line.startswith("#")]
-    return [row["name"] for row in csv.DictReader(rows)]
+    return [row["name"] for row in csv.DictReader(rows)
+            if not row.get("derived_from")]
 
 
 def real_rows(path):

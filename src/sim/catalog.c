@@ -122,6 +122,7 @@ void cat_suggest(const cat_catalog *cat, const char *name, size_t len,
 /* Column indexes of the fields read; -1 for an optional column absent. */
 typedef struct cat_columns {
     int name, num_gpus, solo, peak, peak_b, smact, smocc, drama, util, ss;
+    int derived_from;
     int est[CAT_NEST];
 } cat_columns;
 
@@ -146,6 +147,7 @@ static int find_columns(const csv_file *f, cat_columns *c, char *err,
     c->drama = csv_col(f, "avg_drama");
     c->util = csv_col(f, "horus_gpu_util_mean_pct");
     c->ss = csv_col(f, "lucid_ss");
+    c->derived_from = csv_col(f, "derived_from");
     for (int i = 0; i < CAT_NEST; i++) c->est[i] = csv_col(f, est_columns[i]);
     return 0;
 }
@@ -205,6 +207,7 @@ static int read_row(const csv_file *f, const cat_columns *c, cat_workload *w,
     }
     w->num_gpus = (int)gpus;
     w->sharing_score = ss == CORE_UNKNOWN ? -1 : (int)ss;
+    w->derived = c->derived_from >= 0 && f->row[c->derived_from][0] != '\0';
     if (w->peak_b_mib == CORE_UNKNOWN) w->peak_b_mib = w->peak_mib;
     w->name = strdup(f->row[c->name]);
     w->name_len = strlen(f->row[c->name]);

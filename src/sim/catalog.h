@@ -29,6 +29,8 @@ typedef struct cat_workload {
     double util_pct;        /* mean GPU utilization, 0..100 (horus) */
     double est_mib[CAT_NEST]; /* memory estimates, or CORE_UNKNOWN */
     int sharing_score;      /* Lucid: 0 tiny, 1 medium, 2 jumbo, -1 unknown */
+    int derived;            /* 1 when derived_from names the measured row
+                               this one was computed from (docs/model.md) */
 } cat_workload;
 
 typedef struct cat_catalog {

@@ -6,16 +6,15 @@
 
 /* splitmix64 (Steele, Lea, Flood 2014): tiny, fast, and every seed,
  * including 0, gives a good stream. */
-static uint64_t next_random(uint64_t *state) {
+uint64_t gen_next(uint64_t *state) {
     uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
 }
 
-/* Uniform in [0, 1), 53 random bits. */
-static double uniform(uint64_t *state) {
-    return (double)(next_random(state) >> 11) * 0x1.0p-53;
+double gen_uniform(uint64_t *state) {
+    return (double)(gen_next(state) >> 11) * 0x1.0p-53;
 }
 
 /* A shared data set: the workload its sweep trains, its loading cost. */
@@ -30,8 +29,8 @@ static gen_feed *gen_feeds(const cat_workload *const *pool, int npool,
                            int feeds, uint64_t *state) {
     gen_feed *f = malloc((size_t)feeds * sizeof(*f));
     for (int k = 0; f && k < feeds; k++) {
-        f[k].work = pool[next_random(state) % (uint64_t)npool];
-        f[k].load_cpus = round(10 * (GEN_LOAD_CPUS_MIN + uniform(state) *
+        f[k].work = pool[gen_next(state) % (uint64_t)npool];
+        f[k].load_cpus = round(10 * (GEN_LOAD_CPUS_MIN + gen_uniform(state) *
                                (GEN_LOAD_CPUS_MAX - GEN_LOAD_CPUS_MIN))) / 10;
     }
     return f;
@@ -50,17 +49,17 @@ int gen_trace(FILE *out, const cat_workload *const *pool, int npool, long jobs,
     fprintf(out, "job_index,submit_time_s,workload%s%s\n",
             users > 0 ? ",user" : "", feeds > 0 ? ",feed,load_cpus" : "");
     for (long i = 1; i <= jobs; i++) {
-        const cat_workload *w = pool[next_random(&state) % (uint64_t)npool];
-        int k = feeds > 0 ? (int)(next_random(&feed_state) % (uint64_t)feeds)
+        const cat_workload *w = pool[gen_next(&state) % (uint64_t)npool];
+        int k = feeds > 0 ? (int)(gen_next(&feed_state) % (uint64_t)feeds)
                           : 0;
         fprintf(out, "%ld,%.1f,%s", i, t, feeds > 0 ? feed[k].work->name
                                                      : w->name);
         if (users > 0)
             fprintf(out, ",user%d",
-                    1 + (int)(next_random(&user_state) % (uint64_t)users));
+                    1 + (int)(gen_next(&user_state) % (uint64_t)users));
         if (feeds > 0) fprintf(out, ",feed%d,%.1f", k + 1, feed[k].load_cpus);
         putc('\n', out);
-        t += -log1p(-uniform(&state)) * mean_gap_s;
+        t += -log1p(-gen_uniform(&state)) * mean_gap_s;
     }
     free(feed);
     return ferror(out) ? -1 : 0;

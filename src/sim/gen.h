@@ -23,6 +23,11 @@
 int gen_trace(FILE *out, const cat_workload *const *pool, int npool, long jobs,
               uint64_t seed, double mean_gap_s, int users, int feeds);
 
+/* The generators' PRNG, splitmix64: the next 64 random bits of a stream,
+ * and a uniform draw in [0, 1) of 53 of them. */
+uint64_t gen_next(uint64_t *state);
+double gen_uniform(uint64_t *state);
+
 /* The CPU cores one job's data loading keeps busy, docs/simulator.md
  * ("Data loading"): bench/feed's cost per JPEG sample times the samples
  * per second a GPU trains. */
