@@ -1,9 +1,10 @@
 /* reserve.c -- the reservation of the head of the queue by time limits
  * (aegis-plus).
  *
- * A head that needs 2 GPUs or more, or must run alone, keeps its GPUs
- * whole (backfill.c chooses them): no job starts there beside the jobs it
- * found, so it starts once they have ended. Their time limits say when at
+ * A head that must run alone, or needs 2 GPUs or more and has been passed
+ * by half of backfill_max_passes jobs, keeps its GPUs whole (backfill.c
+ * chooses them): no job starts there beside the jobs it found, so it
+ * starts once they have ended. Their time limits say when at
  * the latest: an attempt is gone by its start + its limit + the kill
  * grace, and the latest of these over the kept GPUs is the head's
  * expected start, unknown while one of those jobs has no limit. A job
@@ -52,8 +53,15 @@ double core_job_limit(const core_state *core, const core_job *job) {
                                       : core->cfg.default_time;
 }
 
+/* A wide head takes partners as a one-GPU head does at first: it most
+ * often starts beside them soon, and on the real traces keeping its GPUs
+ * whole at once cost more than it gained (docs/design.md). Once half of
+ * its backfill_max_passes have passed it, its GPUs are kept whole, so
+ * they empty together however many small jobs keep coming. */
 bool core_reserve_whole(const core_state *core, const core_job *head) {
-    return head->spec.num_gpus >= 2 || !core_may_share(core, head);
+    return !core_may_share(core, head) ||
+           (head->spec.num_gpus >= 2 &&
+            head->passed >= core->cfg.backfill_max_passes / 2);
 }
 
 /* The jobs on the GPUs of `gpus`, each counted once (at the first of its

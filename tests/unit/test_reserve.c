@@ -1,15 +1,19 @@
 /* test_reserve.c -- the reservation of a wide head of the queue under
- * aegis-plus (src/core/reserve.c): its GPUs take no new job, a job whose
+ * aegis-plus (src/core/reserve.c): its GPUs take no new job once half of
+ * backfill_max_passes have passed it, a job whose
  * time limit (and the kill grace) ends before the head's expected start
  * backfills there, none does while that start is unknown, a site's
  * default_time gives a job without a limit one, and the head's REASON. */
 #include "helpers.h"
 
-/* aegis-plus on two GPUs of 40960 MiB. */
+/* aegis-plus on two GPUs of 40960 MiB. One job may pass the head before
+ * the queue waits behind it, so a wide head keeps its GPUs whole at once
+ * (after half of that, none). */
 static core_state *plus_core(double default_time) {
     core_config cfg;
     core_config_default(&cfg);
     cfg.policy = "aegis-plus";
+    cfg.backfill_max_passes = 1;
     cfg.default_time = default_time;
     return make_core_cfg(&cfg, 2);
 }
@@ -105,6 +109,40 @@ static void test_short_job_backfills(void **state) {
     core_destroy(core);
 }
 
+/* With backfill_max_passes 4, a wide head takes partners as a one-GPU
+ * head does until 2 jobs have passed it; from the next pass on its GPUs
+ * are kept whole. Three GPUs each run a job; GPU 2 has too little room
+ * for anyone. The head keeps GPUs 0 and 1, where jobs 2 and 3 start as
+ * its partners; then job 4 finds them whole. */
+static void test_wide_head_whole_after_half(void **state) {
+    (void)state;
+    core_config cfg;
+    core_config_default(&cfg);
+    cfg.policy = "aegis-plus";
+    cfg.backfill_max_passes = 4;
+    core_state *core = make_core_cfg(&cfg, 3);
+    occupy_all(core, 3, 30000);
+    feed(core, 2, 39000, 1);
+    submit_limited(core, 1, 2, 38000, 0, 30);
+    for (int64_t id = 2; id <= 4; id++) submit_limited(core, id, 1, 500, 0, 30);
+    core_launch out[4];
+    assert_int_equal(core_schedule(core, 40, out, 4), 2);
+    assert_int_equal(out[0].job_id, 2);
+    assert_int_equal(out[0].gpus[0], 0);
+    assert_int_equal(out[1].job_id, 3);
+    assert_int_equal(out[1].gpus[0], 1);
+    core_reason r;
+    assert_int_equal(core_job_reason(core, 1, 40, &r), 0);
+    assert_int_equal(r.kind, CORE_WAIT_MEMORY);
+    core_job_active(core, 2, 41);
+    core_job_active(core, 3, 41);
+    assert_int_equal(core_schedule(core, 100, out, 4), 0);
+    reason_is(core, 1, 100, "reserving GPUs 0-1: 4 jobs on them, expected "
+              "start unknown (job 101 has no time limit)");
+    reason_is(core, 4, 100, "behind job 1 (head of queue)");
+    core_destroy(core);
+}
+
 /* One job on the kept GPUs without a limit: nobody knows when the head
  * starts, so no job backfills there, however short. */
 static void test_unknown_start_no_backfill(void **state) {
@@ -176,6 +214,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reservation_blocks_its_gpus),
         cmocka_unit_test(test_short_job_backfills),
+        cmocka_unit_test(test_wide_head_whole_after_half),
         cmocka_unit_test(test_unknown_start_no_backfill),
         cmocka_unit_test(test_default_time),
         cmocka_unit_test(test_one_gpu_head_short_job),
