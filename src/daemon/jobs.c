@@ -1008,7 +1008,9 @@ static int d_job_adopt(d_daemon *d, d_job *job) {
         /* the store keeps Unix time, the core aegisd's monotonic clock */
         .active_at = d_now(d) - (d_wall() - job->seen),
         .mig = job->mig, .mig_start = job->mig_start,
-        .started_at = d_now(d) - (d_wall() - job->started),
+        /* unknown: from now, so its limit ends no sooner than it does */
+        .started_at = job->started > 0 ? d_now(d) - (d_wall() - job->started)
+                                       : d_now(d),
     };
     memcpy(a.gpus, job->gpus, sizeof(a.gpus));
     char err[256], reason[400];

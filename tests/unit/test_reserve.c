@@ -41,6 +41,20 @@ static void two_running(core_state *core, double limit0, double limit1) {
     }
 }
 
+/* plus_core(default_time) with jobs 100 and 101 running (two_running()),
+ * a 2-GPU head, job 1, demanding 12288 MiB (capped), and behind it 1-GPU
+ * jobs 2, 3, ... of 2548 MiB with these limits (0: none), all queued at
+ * t=30. */
+static core_state *wide_head(double default_time, double limit0,
+                             double limit1, const double *limits, int n) {
+    core_state *core = plus_core(default_time);
+    two_running(core, limit0, limit1);
+    submit_limited(core, 1, 2, 38000, 0, 30);
+    for (int i = 0; i < n; i++)
+        submit_limited(core, 2 + i, 1, 500, limits[i], 30);
+    return core;
+}
+
 /* A 2-GPU head demanding 12288 MiB (capped) fits beside neither job; a
  * 1-GPU job of 2548 MiB would fit beside it on either GPU, and the
  * partner rule let it start there. The head keeps both GPUs whole: the
@@ -48,10 +62,7 @@ static void two_running(core_state *core, double limit0, double limit1) {
  * found end. */
 static void test_reservation_blocks_its_gpus(void **state) {
     (void)state;
-    core_state *core = plus_core(0);
-    two_running(core, 0, 0);
-    submit_limited(core, 1, 2, 38000, 0, 30);
-    submit_limited(core, 2, 1, 500, 0, 30);
+    core_state *core = wide_head(0, 0, 0, (double[]){0}, 1);
     core_launch out[4];
     assert_int_equal(core_schedule(core, 30, out, 4), 0);
     reason_is(core, 1, 30, "reserving GPUs 0-1: 2 jobs on them, expected "
@@ -81,12 +92,8 @@ static void test_reservation_blocks_its_gpus(void **state) {
  * as does the one that ends exactly when the head starts, plus a second. */
 static void test_short_job_backfills(void **state) {
     (void)state;
-    core_state *core = plus_core(0);
-    two_running(core, 3600, 3600);
-    submit_limited(core, 1, 2, 38000, 0, 30);
-    submit_limited(core, 2, 1, 500, 3600, 30);
-    submit_limited(core, 3, 1, 500, 3571, 30);
-    submit_limited(core, 4, 1, 500, 1800, 30);
+    core_state *core = wide_head(0, 3600, 3600,
+                                 (double[]){3600, 3571, 1800}, 3);
     core_launch out[4];
     assert_int_equal(core_schedule(core, 30, out, 4), 1);
     assert_int_equal(out[0].job_id, 4);
@@ -100,12 +107,9 @@ static void test_short_job_backfills(void **state) {
     core_destroy(core);
 
     /* 3570 s from t=30 with the grace is 3610: it fits exactly */
-    core = plus_core(0);
-    two_running(core, 3600, 3600);
-    submit_limited(core, 1, 2, 38000, 0, 30);
-    submit_limited(core, 3, 1, 500, 3570, 30);
+    core = wide_head(0, 3600, 3600, (double[]){3570}, 1);
     assert_int_equal(core_schedule(core, 30, out, 4), 1);
-    assert_int_equal(out[0].job_id, 3);
+    assert_int_equal(out[0].job_id, 2);
     core_destroy(core);
 }
 
@@ -147,10 +151,7 @@ static void test_wide_head_whole_after_half(void **state) {
  * starts, so no job backfills there, however short. */
 static void test_unknown_start_no_backfill(void **state) {
     (void)state;
-    core_state *core = plus_core(0);
-    two_running(core, 3600, 0);
-    submit_limited(core, 1, 2, 38000, 0, 30);
-    submit_limited(core, 2, 1, 500, 60, 30);
+    core_state *core = wide_head(0, 3600, 0, (double[]){60}, 1);
     core_launch out[4];
     assert_int_equal(core_schedule(core, 30, out, 4), 0);
     reason_is(core, 1, 30, "reserving GPUs 0-1: 2 jobs on them, expected "
@@ -164,11 +165,7 @@ static void test_unknown_start_no_backfill(void **state) {
  * by default) does not. */
 static void test_default_time(void **state) {
     (void)state;
-    core_state *core = plus_core(3600);
-    two_running(core, 0, 0);
-    submit_limited(core, 1, 2, 38000, 0, 30);
-    submit_limited(core, 2, 1, 500, 0, 30);
-    submit_limited(core, 3, 1, 500, 1800, 30);
+    core_state *core = wide_head(3600, 0, 0, (double[]){0, 1800}, 2);
     core_launch out[4];
     assert_int_equal(core_schedule(core, 30, out, 4), 1);
     assert_int_equal(out[0].job_id, 3);
