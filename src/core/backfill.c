@@ -12,8 +12,8 @@
  * must run alone takes none: its kept GPUs must empty together, and a
  * stream of small jobs on them would keep one of them busy for ever
  * (reserve.c). On the kept GPUs of any head a job may still start whose
- * time limit ends before the head's expected start. Every job that starts
- * past the head counts against it; after backfill_max_passes the queue
+ * time limit ends before the head's expected start. Every other job that
+ * starts past the head counts against it; after backfill_max_passes the queue
  * waits behind it as AEGIS's does, so no job is passed more often than
  * that. A pass also stops where no GPU but the kept ones could take a job
  * now (all under observation, say): the jobs it would have tried next
@@ -221,7 +221,8 @@ int core_schedule_backfill(core_state *core, double now, core_launch *out,
         if (core_place(core, job, now, allowed, &out[n]) ||
             (head && core_place_partner(core, job, now, &out[n]))) {
             core_launch_job(core, job, &out[n++], now);
-            if (head) head->passed++;
+            /* one that ends before the head's start cannot delay it */
+            if (head && !core_reserve_fits(core, job)) head->passed++;
             room = pass_room(core, allowed, now);
         } else {
             if (plain) {

@@ -88,16 +88,19 @@ static void test_reservation_blocks_its_gpus(void **state) {
 
 /* Jobs 100 and 101 have an hour each: the head starts by 3610 at the
  * latest (the kill grace included). At t=30 a job of 1800 s ends by 1840
- * and backfills on a kept GPU; one of 3600 s would end by 3640 and waits,
- * as does the one that ends exactly when the head starts, plus a second. */
+ * and backfills on a kept GPU, and so does one of 1000 s: neither counts
+ * against the one job that backfill_max_passes lets pass the head. One of
+ * 3600 s would end by 3640 and waits, as does the one that ends exactly
+ * when the head starts, plus a second. */
 static void test_short_job_backfills(void **state) {
     (void)state;
     core_state *core = wide_head(0, 3600, 3600,
-                                 (double[]){3600, 3571, 1800}, 3);
+                                 (double[]){3600, 3571, 1800, 1000}, 4);
     core_launch out[4];
-    assert_int_equal(core_schedule(core, 30, out, 4), 1);
+    assert_int_equal(core_schedule(core, 30, out, 4), 2);
     assert_int_equal(out[0].job_id, 4);
-    reason_is(core, 1, 30, "reserving GPUs 0-1: 3 jobs on them, expected "
+    assert_int_equal(out[1].job_id, 5);
+    reason_is(core, 1, 30, "reserving GPUs 0-1: 4 jobs on them, expected "
               "start in 3580 s");
     reason_is(core, 2, 30, "behind job 1 (head of queue)");
     reason_is(core, 3, 30, "behind job 1 (head of queue)");
