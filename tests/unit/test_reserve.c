@@ -150,6 +150,30 @@ static void test_wide_head_whole_after_half(void **state) {
     core_destroy(core);
 }
 
+/* A head that must run alone keeps GPU 0 (the fewest jobs, the lower
+ * index breaking the tie). While its start is unknown none passes it (as
+ * test_plus shows); once every job there has a limit, it is reserved as a
+ * wide head is: a job may start on GPU 1, not on GPU 0. */
+static void test_alone_head_reserves(void **state) {
+    (void)state;
+    core_state *core = plus_core(0);
+    two_running(core, 3600, 600);
+    core_job_spec s = job_spec(1, 1);
+    core_retry alone = {.attempt = 3, .floor_mib = 0, .alone = true};
+    char err[256];
+    assert_int_equal(core_submit_retry(core, &s, &alone, 30, err,
+                                       sizeof(err)), 0);
+    submit_limited(core, 2, 1, 500, 0, 30);
+    submit_limited(core, 3, 1, 500, 0, 30);
+    core_launch out[4];
+    assert_int_equal(core_schedule(core, 30, out, 4), 1);
+    assert_int_equal(out[0].job_id, 2);
+    assert_int_equal(out[0].gpus[0], 1);
+    reason_is(core, 1, 30, "reserving GPU 0: 1 job on it, expected start "
+              "in 3580 s");
+    core_destroy(core);
+}
+
 /* One job on the kept GPUs without a limit: nobody knows when the head
  * starts, so no job backfills there, however short. */
 static void test_unknown_start_no_backfill(void **state) {
@@ -215,6 +239,7 @@ int main(void) {
         cmocka_unit_test(test_reservation_blocks_its_gpus),
         cmocka_unit_test(test_short_job_backfills),
         cmocka_unit_test(test_wide_head_whole_after_half),
+        cmocka_unit_test(test_alone_head_reserves),
         cmocka_unit_test(test_unknown_start_no_backfill),
         cmocka_unit_test(test_default_time),
         cmocka_unit_test(test_one_gpu_head_short_job),
