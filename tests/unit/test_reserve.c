@@ -6,13 +6,19 @@
  * default_time gives a job without a limit one, and the head's REASON. */
 #include "helpers.h"
 
+/* The default configuration under aegis-plus. */
+static core_config plus_config(void) {
+    core_config cfg;
+    core_config_default(&cfg);
+    cfg.policy = "aegis-plus";
+    return cfg;
+}
+
 /* aegis-plus on two GPUs of 40960 MiB. One job may pass the head before
  * the queue waits behind it, so a wide head keeps its GPUs whole at once
  * (after half of that, none). */
 static core_state *plus_core(double default_time) {
-    core_config cfg;
-    core_config_default(&cfg);
-    cfg.policy = "aegis-plus";
+    core_config cfg = plus_config();
     cfg.backfill_max_passes = 1;
     cfg.default_time = default_time;
     return make_core_cfg(&cfg, 2);
@@ -55,6 +61,16 @@ static core_state *wide_head(double default_time, double limit0,
     return core;
 }
 
+/* Nothing starts at `now`; the head, job 1, waits for `why`, and job
+ * `behind` behind it. */
+static void head_waits(core_state *core, double now, const char *why,
+                       int64_t behind) {
+    core_launch out[4];
+    assert_int_equal(core_schedule(core, now, out, 4), 0);
+    reason_is(core, 1, now, why);
+    reason_is(core, behind, now, "behind job 1 (head of queue)");
+}
+
 /* A 2-GPU head demanding 12288 MiB (capped) fits beside neither job; a
  * 1-GPU job of 2548 MiB would fit beside it on either GPU, and the
  * partner rule let it start there. The head keeps both GPUs whole: the
@@ -63,11 +79,9 @@ static core_state *wide_head(double default_time, double limit0,
 static void test_reservation_blocks_its_gpus(void **state) {
     (void)state;
     core_state *core = wide_head(0, 0, 0, (double[]){0}, 1);
+    head_waits(core, 30, "reserving GPUs 0-1: 2 jobs on them, expected "
+               "start unknown (job 101 has no time limit)", 2);
     core_launch out[4];
-    assert_int_equal(core_schedule(core, 30, out, 4), 0);
-    reason_is(core, 1, 30, "reserving GPUs 0-1: 2 jobs on them, expected "
-              "start unknown (job 101 has no time limit)");
-    reason_is(core, 2, 30, "behind job 1 (head of queue)");
     core_reason r;
     assert_int_equal(core_job_reason(core, 1, 30, &r), 0);
     assert_string_equal(core_wait_name(r.kind), "reserving");
@@ -123,9 +137,7 @@ static void test_short_job_backfills(void **state) {
  * its partners; then job 4 finds them whole. */
 static void test_wide_head_whole_after_half(void **state) {
     (void)state;
-    core_config cfg;
-    core_config_default(&cfg);
-    cfg.policy = "aegis-plus";
+    core_config cfg = plus_config();
     cfg.backfill_max_passes = 4;
     core_state *core = make_core_cfg(&cfg, 3);
     occupy_all(core, 3, 30000);
@@ -143,10 +155,8 @@ static void test_wide_head_whole_after_half(void **state) {
     assert_int_equal(r.kind, CORE_WAIT_MEMORY);
     core_job_active(core, 2, 41);
     core_job_active(core, 3, 41);
-    assert_int_equal(core_schedule(core, 100, out, 4), 0);
-    reason_is(core, 1, 100, "reserving GPUs 0-1: 4 jobs on them, expected "
-              "start unknown (job 101 has no time limit)");
-    reason_is(core, 4, 100, "behind job 1 (head of queue)");
+    head_waits(core, 100, "reserving GPUs 0-1: 4 jobs on them, expected "
+               "start unknown (job 101 has no time limit)", 4);
     core_destroy(core);
 }
 
@@ -158,11 +168,7 @@ static void test_alone_head_reserves(void **state) {
     (void)state;
     core_state *core = plus_core(0);
     two_running(core, 3600, 600);
-    core_job_spec s = job_spec(1, 1);
-    core_retry alone = {.attempt = 3, .floor_mib = 0, .alone = true};
-    char err[256];
-    assert_int_equal(core_submit_retry(core, &s, &alone, 30, err,
-                                       sizeof(err)), 0);
+    submit_alone(core, 1, 30);
     submit_limited(core, 2, 1, 500, 0, 30);
     submit_limited(core, 3, 1, 500, 0, 30);
     core_launch out[4];
@@ -179,11 +185,8 @@ static void test_alone_head_reserves(void **state) {
 static void test_unknown_start_no_backfill(void **state) {
     (void)state;
     core_state *core = wide_head(0, 3600, 0, (double[]){60}, 1);
-    core_launch out[4];
-    assert_int_equal(core_schedule(core, 30, out, 4), 0);
-    reason_is(core, 1, 30, "reserving GPUs 0-1: 2 jobs on them, expected "
-              "start unknown (job 101 has no time limit)");
-    reason_is(core, 2, 30, "behind job 1 (head of queue)");
+    head_waits(core, 30, "reserving GPUs 0-1: 2 jobs on them, expected "
+               "start unknown (job 101 has no time limit)", 2);
     core_destroy(core);
 }
 
@@ -215,9 +218,7 @@ static void test_default_time(void **state) {
  * before the head's start may also take its GPU. */
 static void test_one_gpu_head_short_job(void **state) {
     (void)state;
-    core_config cfg;
-    core_config_default(&cfg);
-    cfg.policy = "aegis-plus";
+    core_config cfg = plus_config();
     cfg.est_cap_mib = 0;
     core_state *core = make_core_cfg(&cfg, 1);
     submit_limited(core, 100, 1, CORE_UNKNOWN, 600, 0);
