@@ -46,10 +46,15 @@
 "                    it does not wait, as are the next two)\n" \
 "    wait_code       that reason's kind: behind, memory, observing,\n" \
 "                    window, pressure, idle, policy, mig, drained,\n" \
-"                    user_limit, dependency, held, feed or mps_user\n" \
+"                    user_limit, dependency, held, feed, mps_user or\n" \
+"                    reserving\n" \
 "    wait_until      when that wait ends (observing, window), where known\n" \
+"    expected_start  a head that reserves GPUs (reserving): when it starts\n" \
+"                    at the latest, by the time limits of the jobs on them\n" \
+"                    (null while one of them has none)\n" \
 "    nice            its submit --nice (0: none)\n" \
-"    time_limit_s    its submit --time, seconds per attempt (null: none)\n" \
+"    time_limit_s    its submit --time, seconds per attempt, or aegisd's\n" \
+"                    default_time when it gave none (null: none)\n" \
 "    submitted       when it was submitted\n" \
 "    finished        when it ended (null until it has)\n" \
 "    attempts        how many times it was started\n" \

@@ -2,23 +2,28 @@
  *
  * A pass walks the queue in order: the recovery queue first, then the
  * first attempts by priority (users.c), skipping the jobs whose user is at
- * a limit. The first
- * job that cannot start becomes the head: it keeps the GPUs it is likeliest
- * to get first (core_reserve()), the same ones while it stays the head,
- * and the jobs behind it may start on the others, where they fit now. A
- * kept GPU running one job takes only a partner for the head, a job that
- * the head still fits beside (core_backfill_allowed()), so the head fits
- * there at the latest once the jobs it found there have ended. Every job
- * that starts past the head counts against it; after backfill_max_passes
- * the queue waits behind it as AEGIS's does, so no job is passed more
- * often than that. A pass also stops where no GPU but the kept ones could
- * take a job now (all under observation, say): the jobs it would have
- * tried next wait for those GPUs, not behind the head, and are told so
- * (reason.c). A head that must run alone (its recovery ladder has no
- * rung left) is passed by none: it waits for an idle GPU, and no
- * duration says which GPU empties first, so every GPU drains for it, as
- * under AEGIS's FIFO; backfill kept them all busy and left it for the end
- * (docs/design.md, "aegis-plus", says why these rules).
+ * a limit. The first job that cannot start becomes the head: it keeps the
+ * GPUs it is likeliest to get first (core_reserve()), the same ones while
+ * it stays the head, and the jobs behind it may start on the others, where
+ * they fit now. A one-GPU head that may share takes only a partner on a
+ * kept GPU running one job, a job that the head still fits beside
+ * (core_backfill_allowed()), so the head fits there at the latest once the
+ * jobs it found there have ended. A head that is wide (2 GPUs or more) or
+ * must run alone takes none: its kept GPUs must empty together, and a
+ * stream of small jobs on them would keep one of them busy for ever
+ * (reserve.c). On the kept GPUs of any head a job may still start whose
+ * time limit ends before the head's expected start. Every other job that
+ * starts past the head counts against it; after backfill_max_passes the queue
+ * waits behind it as AEGIS's does, so no job is passed more often than
+ * that. A pass also stops where no GPU but the kept ones could take a job
+ * now (all under observation, say): the jobs it would have tried next
+ * wait for those GPUs, not behind the head, and are told so (reason.c). A
+ * head that must run alone (its recovery ladder has no rung left) is
+ * passed by none while its start is unknown (a job on its GPUs has no
+ * time limit): it waits for an idle GPU, and no duration says which GPU
+ * empties first, so every GPU drains for it, as under AEGIS's FIFO;
+ * backfill kept them all busy and left it for the end (docs/design.md,
+ * "aegis-plus", says why these rules).
  */
 #include "core_priv.h"
 
@@ -65,13 +70,16 @@ static uint64_t core_reserve(core_state *core, const core_job *head,
     return kept;
 }
 
-/* A kept GPU running at most one job takes a job behind a head that waits
- * for memory if the job's whole demand and the head's fit there together:
- * when the job it runs ends, the head joins the newcomer as the second job
- * of the GPU, which the pressure filter lets by (the pair rule), where
- * before it waited for that same end. Behind a head that must run alone,
- * or on a kept GPU with two jobs, nothing starts. */
+/* A kept GPU running at most one job takes a job behind a one-GPU head
+ * that waits for memory if the job's whole demand and the head's fit there
+ * together: when the job it runs ends, the head joins the newcomer as the
+ * second job of the GPU, which the pressure filter lets by (the pair
+ * rule), where before it waited for that same end. A head that is wide or
+ * must run alone takes no partner: its GPUs must all empty at once
+ * (reserve.c). Behind any head, a job whose time limit ends before the
+ * head's expected start may take every kept GPU. */
 uint64_t core_backfill_allowed(const core_state *core, const core_job *job) {
+    if (core_reserve_fits(core, job)) return CORE_ALL_GPUS;
     uint64_t allowed = ~core->reserved;
     if (core->head_need_mib <= 0) return allowed;
     double whole = core_demand(core, job);
@@ -86,9 +94,9 @@ uint64_t core_backfill_allowed(const core_state *core, const core_job *job) {
     return allowed;
 }
 
-/* Places the job on the kept GPUs it may take as the head's partner, the
- * GPUs not kept having failed it: those go first, since a partner takes
- * memory the head will want. */
+/* Places the job on the kept GPUs it may take as the head's partner, or
+ * that it leaves before the head's start, the GPUs not kept having failed
+ * it: those go first, since a partner takes memory the head will want. */
 static bool core_place_partner(core_state *core, const core_job *job,
                                double now, core_launch *l) {
     uint64_t partner = core_backfill_allowed(core, job);
@@ -107,6 +115,22 @@ static bool core_kept_drained(const core_state *core, uint64_t kept) {
     return false;
 }
 
+/* The head keeps its GPUs: the same as at the last pass while it was the
+ * head then and none of them is drained; a one-GPU head that may share
+ * takes partners there, demanding `demand`. */
+static void keep_for(core_state *core, const core_job *head,
+                     int64_t last_head, uint64_t last_kept, double demand,
+                     double now) {
+    core->head_id = head->spec.id;
+    core->reserved = head->spec.id == last_head &&
+                             !core_kept_drained(core, last_kept)
+                         ? last_kept
+                         : core_reserve(core, head, now);
+    core->reserve_whole = core_reserve_whole(core, head);
+    if (!core->reserve_whole) core->head_need_mib = demand;
+    core_reserve_plan(core, now);
+}
+
 /* Whether any GPU of `allowed` could take a job now: an idle one, or an
  * open one that shares. With none, the rest of a pass can start nothing. */
 static bool core_room(const core_state *core, uint64_t allowed, double now) {
@@ -118,6 +142,13 @@ static bool core_room(const core_state *core, uint64_t allowed, double now) {
             return true;
     }
     return false;
+}
+
+/* Whether the rest of a pass could start a job: on the GPUs of `allowed`,
+ * or on the head's when a job short enough may take them. */
+static bool pass_room(const core_state *core, uint64_t allowed, double now) {
+    return core_room(core, allowed, now) ||
+           (core->reserve_room_s > 0 && core_room(core, core->reserved, now));
 }
 
 /* The pass reaches the job: its reason is told from this pass. */
@@ -147,6 +178,8 @@ int core_schedule_backfill(core_state *core, double now, core_launch *out,
     core->reserved = 0;
     core->nreached = 0;
     core->head_need_mib = 0;
+    core->reserve_whole = false;
+    core->reserve_room_s = core->reserve_start = -1;
     uint64_t allowed = CORE_ALL_GPUS;
     core_job *head = NULL;
     /* GPUs only fill up during a pass, so once a plain job (a first
@@ -178,7 +211,9 @@ int core_schedule_backfill(core_state *core, double now, core_launch *out,
                      core_may_share(core, job);
         double whole = core_demand(core, job);
         double demand = core_shared_demand(core, job, whole);
-        if (plain && demand >= failed[k] && whole >= failed_whole[k]) {
+        /* one short enough for the head's GPUs may take more of them */
+        if (plain && demand >= failed[k] && whole >= failed_whole[k] &&
+            !core_reserve_fits(core, job)) {
             job = next;
             continue;
         }
@@ -186,8 +221,9 @@ int core_schedule_backfill(core_state *core, double now, core_launch *out,
         if (core_place(core, job, now, allowed, &out[n]) ||
             (head && core_place_partner(core, job, now, &out[n]))) {
             core_launch_job(core, job, &out[n++], now);
-            if (head) head->passed++;
-            room = core_room(core, allowed, now);
+            /* one that ends before the head's start cannot delay it */
+            if (head && !core_reserve_fits(core, job)) head->passed++;
+            room = pass_room(core, allowed, now);
         } else {
             if (plain) {
                 failed[k] = fmin(failed[k], demand);
@@ -195,17 +231,14 @@ int core_schedule_backfill(core_state *core, double now, core_launch *out,
             }
             if (!head) {
                 head = job;
-                core->head_id = job->spec.id;
-                core->reserved = job->spec.id == last_head &&
-                                         !core_kept_drained(core, last_kept)
-                                     ? last_kept
-                                     : core_reserve(core, job, now);
-                if (core_may_share(core, job)) core->head_need_mib = demand;
+                keep_for(core, head, last_head, last_kept, demand, now);
                 allowed = ~core->reserved;
-                room = core_room(core, allowed, now);
+                room = pass_room(core, allowed, now);
             }
         }
-        if (head && (head->alone ||
+        /* unknown when its GPUs empty, a head that must run alone is
+         * passed by none */
+        if (head && ((head->alone && core->reserve_start < 0) ||
                      head->passed >= core->cfg.backfill_max_passes))
             break;
         if (!room) {

@@ -102,6 +102,9 @@ static const config_field config_table[] = {
     NUM(fairshare_half_life_s, CONFIG_DOUBLE, 86400, 1, 1e9),
     NUM(max_gpus_per_user, CONFIG_INT, 0, 0, 1000000),
     NUM(max_jobs_per_user, CONFIG_INT, 0, 0, 1000000),
+    /* No limit for a job that gives none unless the site sets one, as
+     * Slurm's DefaultTime; at most a year, aegisd's bound on --time. */
+    NUM(default_time, CONFIG_DOUBLE, 0, 0, 365 * 86400.0),
     /* Jobs of one data feed together: a feed's batches on one GPU reach
      * its consumers there by CUDA IPC, not through host memory
      * (docs/feed.md, "The feed in the scheduler"). */

@@ -371,6 +371,7 @@ static void gpu_account(core_gpu *gpu, const core_job_spec *spec, int sign) {
 static void core_release(core_state *core, core_job *job, double now) {
     core->changes++;
     core_user_runs(core, job, -1, now);
+    core_reserve_link(core, job, -1);
     if (job->feed >= 0) core_feed_runs(core, job, -1);
     for (int k = 0; k < job->spec.num_gpus; k++) {
         core_gpu *gpu = &core->gpus[job->gpus[k]];
@@ -734,6 +735,7 @@ static void core_occupy(core_state *core, core_job *job, double now) {
         core_gpu_changed(core, gpu);
     }
     if (job->feed >= 0) core_feed_runs(core, job, +1);
+    core_reserve_link(core, job, +1);
     core->running++;
 }
 
@@ -743,6 +745,7 @@ static void core_start(core_state *core, core_job *job, const core_launch *l,
     job->exclusive = l->exclusive;
     job->admitted_mib = l->floor_mib;
     job->mig = (mig_instance){l->mig, l->mig_start};
+    job->started_at = now;
     for (int k = 0; k < l->num_gpus; k++) {
         core_gpu *gpu = &core->gpus[l->gpus[k]];
         job->gpus[k] = l->gpus[k];
@@ -811,6 +814,7 @@ int core_adopt(core_state *core, const core_job_spec *job,
     j->mig = inst;
     j->admitted_mib = a->admitted_mib;
     j->dispatch_free_mib = CORE_UNKNOWN;
+    j->started_at = a->started_at;
     /* Jobs adopted before it on its GPUs shared them with it, whichever
      * of the two was placed first. */
     j->exclusive = a->exclusive;

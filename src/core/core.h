@@ -76,6 +76,9 @@ typedef struct core_config {
     int max_gpus_per_user;     /* GPUs a user's running jobs may hold; 0: no
                                   limit (0) */
     int max_jobs_per_user;     /* jobs a user may run at once; 0: no limit (0) */
+    double default_time;       /* seconds: the time limit of a job that
+                                  gives none (Slurm's DefaultTime); 0: such
+                                  a job has none (0) */
     int feed_colocate;         /* 1: a job of a data feed goes beside the
                                   feed's running jobs first, and waits for
                                   their GPU while it only observes (feeds.c);
@@ -122,7 +125,17 @@ typedef struct core_job_spec {
                             while it is queued */
     uint32_t feed_owner; /* whose feed of that name (a uid): feeds of one
                             name and different owners are apart */
+    double time_limit_s; /* each attempt's limit (--time), seconds; 0: none
+                            given, default_time applies. The driver stops
+                            an attempt at it: the reservations of
+                            aegis-plus count on that (reserve.c) */
 } core_job_spec;
+
+/* Seconds between SIGTERM and SIGKILL when aegisd stops a running job (a
+ * cancel, a time limit): time for a training loop to write a checkpoint.
+ * The reservations add it to every limit, since the GPU is the job's
+ * until then. */
+#define CORE_KILL_GRACE_S 10.0
 
 /* The longest feed name the core keeps (the feed library's is shorter). */
 #define CORE_FEED_NAME_MAX 63
@@ -211,6 +224,11 @@ typedef enum core_wait {
     CORE_WAIT_MPS_USER,     /* `gpu` shares through MPS and runs jobs of
                                `user`, another user: MPS serves one user
                                at a time */
+    CORE_WAIT_RESERVING,    /* the head of the queue, wide or alone, keeps
+                               the GPUs `gpus`, where `count` jobs run:
+                               it starts once they end, at `until` at the
+                               latest by their time limits (< 0: unknown,
+                               job `job` has none) */
     CORE_WAIT_KINDS
 } core_wait;
 
@@ -229,6 +247,7 @@ typedef struct core_reason {
                                the plural) */
     const char *feed;       /* FEED: its name, held by the core */
     uint32_t user;          /* MPS_USER: the user whose jobs hold `gpu` */
+    uint64_t gpus;          /* RESERVING: bit g for GPU g */
 } core_reason;
 
 /* The one-word name of a kind, as JSON keys and `aegis ls` read it:
@@ -239,6 +258,13 @@ const char *core_wait_name(core_wait kind);
  * 30720 MiB on GPU 1)"; a time is told as seconds from `now`, in the
  * clock the reason was asked in. Returns what snprintf returns. */
 int core_reason_text(const core_reason *r, double now, char *buf, size_t len);
+
+/* A CORE_WAIT_RESERVING reason as text, its expected start told as
+ * `start` ("14:20" by aegisd's clock, "in 300 s" by core_reason_text()):
+ * "reserving GPUs 0-7: 3 jobs on them, expected start 14:20". `start` is
+ * not read when the start is unknown. Returns what snprintf returns. */
+int core_reserve_text(const core_reason *r, const char *start, char *buf,
+                      size_t len);
 
 /* ---- the state ------------------------------------------------------------ */
 
@@ -299,6 +325,8 @@ typedef struct core_adopted {
                                a MIG instance); a profile of the model given
                                to core_gpu_share(), matched by name */
     int mig_start;          /* core_launch.mig_start of the attempt */
+    double started_at;      /* when the attempt started (`now` units): its
+                               time limit runs from there */
 } core_adopted;
 
 /* Reports the place on the ladder of a job the core holds (queued or

@@ -46,6 +46,10 @@ typedef struct core_job {
     mig_instance mig;       /* its MIG instance; profile NULL when it runs
                                on whole GPUs */
     uint64_t placed_seen[CORE_MAX_JOB_GPUS]; /* GPU placement counts at launch */
+    double started_at;      /* its attempt's start: its limit runs from here */
+    /* the jobs on each of its GPUs, gpus[k]'s through on_next[k] and
+     * on_prev[k] (reserve.c) */
+    struct core_job *on_next[CORE_MAX_JOB_GPUS], *on_prev[CORE_MAX_JOB_GPUS];
     /* backfill (aegis-plus): */
     int user;               /* its user's place in core_state.users */
     uint64_t seq;           /* submit order */
@@ -127,6 +131,7 @@ typedef struct core_gpu {
                                an MPS GPU's (share_gpu_mps()) jobs are all
                                that user's */
     share_gpu share;        /* sharing mode and MIG instances */
+    struct core_job *jobs;  /* the jobs placed here (reserve.c) */
 } core_gpu;
 
 struct core_state {
@@ -152,7 +157,16 @@ struct core_state {
     int64_t head_id;        /* the head it left waiting; -1: none */
     uint64_t reserved;      /* GPUs it kept for that head */
     double head_need_mib;   /* what the head demands beside other jobs;
-                               0 when it waits for idle GPUs */
+                               0 when it waits for idle GPUs or keeps its
+                               GPUs whole */
+    bool reserve_whole;     /* the head is wide or must run alone: its
+                               GPUs take no partner (reserve.c) */
+    double reserve_start;   /* when the head starts at the latest, by the
+                               limits of the jobs on its GPUs; < 0:
+                               unknown */
+    double reserve_room_s;  /* reserve_start less the pass's now: a job
+                               whose limit and grace fit in it may start
+                               on the head's GPUs; < 0: none may */
     int64_t reached[CORE_BACKFILL_DEPTH]; /* the jobs it reached, in order */
     int nreached;
     uint64_t changes;       /* events that can change a gate's answer */
@@ -307,6 +321,25 @@ uint64_t core_feed_gpus(const core_state *core, const core_job *job,
  * why. */
 bool core_feed_waits(core_state *core, const core_job *job, double now,
                      core_reason *r);
+
+/* ---- reserve.c ------------------------------------------------------------- */
+
+/* The job starts (sign +1) or stops (-1) running on its GPUs' lists. */
+void core_reserve_link(core_state *core, core_job *job, int sign);
+/* The job's time limit, its own or default_time; 0: none. */
+double core_job_limit(const core_state *core, const core_job *job);
+/* Whether the head is wide (2 GPUs or more) or must run alone: its GPUs
+ * are kept whole, with no partner. */
+bool core_reserve_whole(const core_state *core, const core_job *head);
+/* Sets core->reserve_start and reserve_room_s for the head's GPUs
+ * (core->reserved) at `now`. */
+void core_reserve_plan(core_state *core, double now);
+/* Whether the job's limit and grace end before the head's start. */
+bool core_reserve_fits(const core_state *core, const core_job *job);
+/* The head's reason while it keeps GPUs whole with jobs on them; false
+ * when it has none such. */
+bool core_reserve_reason(const core_state *core, const core_job *job,
+                         core_reason *r);
 
 /* ---- backfill.c ------------------------------------------------------------ */
 

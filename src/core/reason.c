@@ -13,7 +13,7 @@
 static const char *const wait_names[CORE_WAIT_KINDS] = {
     "", "behind", "memory", "observing", "window", "pressure", "idle",
     "policy", "mig", "drained", "user_limit", "dependency", "held", "feed",
-    "mps_user"};
+    "mps_user", "reserving"};
 
 const char *core_wait_name(core_wait kind) {
     return (unsigned)kind < CORE_WAIT_KINDS ? wait_names[kind] : "?";
@@ -235,6 +235,8 @@ int core_job_reason(core_state *core, int64_t job_id, double now,
     if (job->over_limit && core_user_over_limit(core, job, r)) return 0;
     if (core_feed_waits(core, job, now, r)) return 0;
     core_explain(core, job, now, CORE_ALL_GPUS, r);
+    if (r->kind != CORE_WAIT_NONE && core_reserve_reason(core, job, r))
+        return 0;
     if (job->spec.id == core->head_id || core->reserved == 0) return 0;
     explain_past_head(core, job, now, r);
     return 0;
@@ -296,6 +298,12 @@ int core_reason_text(const core_reason *r, double now, char *buf,
         return snprintf(buf, len, "GPU %d runs MPS clients of user %lu "
                         "(MPS serves one user at a time)", r->gpu,
                         (unsigned long)r->user);
+    case CORE_WAIT_RESERVING: {
+        char start[32];
+        snprintf(start, sizeof(start), "in %.0f s",
+                 r->until > now ? r->until - now : 0);
+        return core_reserve_text(r, start, buf, len);
+    }
     case CORE_WAIT_KINDS: break;
     }
     return snprintf(buf, len, "?");

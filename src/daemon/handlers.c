@@ -16,10 +16,12 @@
 #include "exec.h"
 
 #include <errno.h>
+#include <math.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Bytes of log per `log` answer: big enough that following a log is cheap,
@@ -38,6 +40,26 @@ void d_user_name(uid_t uid, char *user, size_t len, gid_t *gid) {
     if (found) snprintf(user, len, "%s", found->pw_name);
     else snprintf(user, len, "%d", (int)uid);
     if (found && gid) *gid = found->pw_gid;
+}
+
+/* A head that reserves GPUs: its REASON with the expected start by this
+ * host's clock ("14:20", the date too when not within a day), rounded up
+ * to the minute so it is never earlier than the start, and the start as
+ * "expected_start" (Unix time; null when unknown). */
+static void d_reserve_fields(const core_reason *r, double now, json_t *row,
+                             char *text, size_t len) {
+    double wall = d_wall(), start = wall + (r->until - now);
+    char when[48] = "";
+    if (r->until >= 0) {
+        time_t t = (time_t)ceil(start / 60) * 60;
+        struct tm tm;
+        localtime_r(&t, &tm);
+        strftime(when, sizeof(when),
+                 start - wall < 86400 ? "%H:%M" : "%Y-%m-%d %H:%M", &tm);
+    }
+    core_reserve_text(r, when, text, len);
+    json_object_set_new(row, "expected_start",
+                        r->until >= 0 ? json_real(start) : json_null());
 }
 
 /* Why a job waits, as Slurm's REASON column says it: a job held by
@@ -66,6 +88,8 @@ static void d_reason_fields(d_daemon *d, const d_job *job, json_t *row,
     if (r.kind == CORE_WAIT_FEED && job->producer && !job->in_core)
         snprintf(text, sizeof(text), "no job of feed %s queued yet",
                  job->feed);
+    else if (r.kind == CORE_WAIT_RESERVING)
+        d_reserve_fields(&r, now, row, text, sizeof(text));
     else
         core_reason_text(&r, now, text, sizeof(text));
     json_object_set_new(row, "wait_reason", json_string(text));
@@ -181,6 +205,18 @@ int d_job_fits(const d_daemon *d, int gpus, double mem_mib,
     return 0;
 }
 
+/* A job that gives no --time gets the site's default_time as its own
+ * limit, stored with it, as Slurm stamps DefaultTime at submission: a
+ * later change of the default leaves it be. A feed's producer gets none:
+ * it runs as long as its consumers do (d_feed_consumer_left()). */
+static void d_default_time(const d_daemon *d, const proto_request *req) {
+    for (size_t i = 0; i < req->njobs; i++) {
+        proto_job *j = &req->jobs[i];
+        if (j->time_limit_s <= 0 && !j->feed_producer)
+            j->time_limit_s = d->cfg.default_time;
+    }
+}
+
 static void d_on_submit(d_conn *c, const proto_request *req) {
     d_daemon *d = c->d;
     if (d_refuse_unwritable(c)) return;
@@ -215,6 +251,7 @@ static void d_on_submit(d_conn *c, const proto_request *req) {
         d_reply_error(c, "%s", err);
         return;
     }
+    d_default_time(d, req);
     store_owner owner = {.uid = c->uid, .gid = c->gid, .user = user};
     d_user_name(c->uid, user, sizeof(user), &owner.gid);
     int64_t first;

@@ -27,10 +27,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Seconds between SIGTERM and SIGKILL when a running job is cancelled:
- * time for a training loop to write a checkpoint. */
-#define D_KILL_GRACE_S 10.0
-
 /* Attempts lost in a row (their watcher died, or aegisd found them gone
  * after a restart) before the job is failed instead of requeued: a job
  * that keeps vanishing must not loop forever. */
@@ -214,6 +210,7 @@ static core_job_spec d_job_spec(d_daemon *d, const d_job *job) {
         .sharing_score = -1, .user = (uint32_t)job->uid, .nice = job->nice,
         .feed = job->feed, .feed_producer = job->producer,
         .feed_owner = job->feed[0] ? (uint32_t)d_feed_owner(d, job) : 0,
+        .time_limit_s = job->time_limit_s,
     };
     return spec;
 }
@@ -726,7 +723,7 @@ void d_jobs_check_exits(d_daemon *d) {
             continue; /* a lease: lease.c */
         if (job->cancelling && now >= job->kill_at) {
             exec_kill(job->job_pid, SIGKILL);
-            job->kill_at = now + D_KILL_GRACE_S;
+            job->kill_at = now + CORE_KILL_GRACE_S;
         }
         exec_record rec;
         d_job_probe(d, job, &rec);
@@ -751,7 +748,7 @@ void d_job_cancel(d_daemon *d, d_job *job) {
         job->ngpus = 0; /* its GPUs are the core's again */
     }
     job->cancelling = true;
-    double grace = job->cancel_at + D_KILL_GRACE_S - d_wall();
+    double grace = job->cancel_at + CORE_KILL_GRACE_S - d_wall();
     job->kill_at = d_now(d) + (grace > 0 ? grace : 0);
     exec_kill(job->job_pid, SIGTERM);
     store_event(d->st, job->id, d_wall(), "cancel: SIGTERM sent to session %d",
@@ -1038,6 +1035,9 @@ static int d_job_adopt(d_daemon *d, d_job *job) {
         /* the store keeps Unix time, the core aegisd's monotonic clock */
         .active_at = d_now(d) - (d_wall() - job->seen),
         .mig = job->mig, .mig_start = job->mig_start,
+        /* unknown: from now, so its limit ends no sooner than it does */
+        .started_at = job->started > 0 ? d_now(d) - (d_wall() - job->started)
+                                       : d_now(d),
     };
     memcpy(a.gpus, job->gpus, sizeof(a.gpus));
     char err[256], reason[400];

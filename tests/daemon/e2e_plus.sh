@@ -3,8 +3,9 @@
 # policy, aegis-plus, on the test GPUs: a small job backfilled past a big
 # blocked head, the REASON column of `aegis ls` and the wait_reason of
 # --json (a GPU under observation rather than "behind"), a per-user
-# limit holding a job back, a job over max_gpus_per_user refused, and
-# --nice.
+# limit holding a job back, a job over max_gpus_per_user refused,
+# --nice, and a 2-GPU head's reservation: its REASON and expected start,
+# a job short enough backfilled there, default_time.
 set -u; AEGISD=$1 AEGIS=$2 NVML=$3 FAKE=$4 CATALOG=$5 CASE=$6; source "$(dirname "$0")/e2e_lib.sh"
 
 is_active() { [ "$(job_field "$1" active)" = True ]; }
@@ -12,13 +13,13 @@ reason_is() { [ "$(job_field "$1" wait_reason)" = "$2" ]; }
 
 # Starts aegisd on two test GPUs of 40960 MiB and takes 30000 MiB of
 # each with a job that runs until cancelled ($big0 on GPU 0, $big1 on
-# GPU 1).
+# GPU 1), submitted with the options $1 and $2 (--time LIMIT, or none).
 two_gpus_taken() {
     export AEGIS_TEST_GPUS=2x40960
     start
     cd "$DIR/work"
-    big0=$("$AEGIS" submit --mem 30000 -- "$FAKE" --mib 30000 --seconds 600)
-    big1=$("$AEGIS" submit --mem 30000 -- "$FAKE" --mib 30000 --seconds 600)
+    big0=$("$AEGIS" submit ${1:-} --mem 30000 -- "$FAKE" --mib 30000 --seconds 600)
+    big1=$("$AEGIS" submit ${2:-} --mem 30000 -- "$FAKE" --mib 30000 --seconds 600)
     wait_until "the big jobs active" is_active "$big0"
     wait_until "the big jobs active" is_active "$big1"
 }
@@ -151,6 +152,66 @@ niced, plain = (json.loads(x)['attempt_list'][0]['started'] for x in sys.argv[1:
 assert plain < niced, (plain, niced)
 PY
         fail "the niced job went first"
+}
+
+# A head asking 2 GPUs keeps both whole (with backfill_max_passes 1, at
+# once: half of it have passed it). big0 has default_time's 600 s,
+# big1 --time 20:00, so the head starts by big1's start + 1200 s + the
+# 10 s kill grace: `show --json` gives that as expected_start, the REASON
+# tells it by the clock. A job of --time 1:00 ends well before and
+# backfills beside big0 or big1; one of --time 30:00 would not, and
+# waits behind the head.
+case_plus_reserve() {
+    printf 'default_time: 600\nbackfill_max_passes: 1\n' >> "$DIR/aegis.yaml"
+    two_gpus_taken "" "--time 20:00"
+    [ "$(job_field "$big0" time_limit_s)" = 600.0 ] ||
+        fail "default_time: $(job_field "$big0" time_limit_s)"
+    head=$("$AEGIS" submit --gpus 2 --mem 12000 -- "$FAKE" --mib 12000 --seconds 1)
+    long=$("$AEGIS" submit --time 30:00 --mem 500 -- "$FAKE" --mib 500 --seconds 1)
+    short=$("$AEGIS" submit --time 1:00 --mem 500 -- "$FAKE" --mib 500 --seconds 1)
+    "$AEGIS" wait "$short" >/dev/null || fail "the short job did not run"
+    wait_until "the head's reason" eval \
+        '[ "$(job_field "$head" wait_code)" = reserving ]'
+    "$AEGIS" show --json "$head" | pyjson "
+import math, time
+r, start = d['wait_reason'], d['expected_start']
+print(r)
+assert r.startswith('reserving GPUs 0-1: 2 jobs on them, expected start '), r
+at = time.strftime('%H:%M', time.localtime(math.ceil(start / 60) * 60))
+assert r.endswith(' ' + at), (r, at)
+print(start)" > head.txt || fail "the head's reason: $(cat head.txt)"
+    "$AEGIS" show --json "$big1" | pyjson "
+print(d['attempt_list'][0]['started'] + 1210)" > want.txt
+    python3 -c "import sys; a, b = (float(open(f).read().split()[-1]) for f in sys.argv[1:]); assert abs(a - b) < 2, (a, b)" \
+        head.txt want.txt || fail "expected_start: $(cat head.txt want.txt)"
+    is_state "$head" queued || fail "the head left the queue"
+    is_state "$long" queued || fail "the 30-minute job started"
+    [ "$(job_field "$long" wait_reason)" = "behind job $head (head of queue)" ] ||
+        fail "the 30-minute job's reason: $(job_field "$long" wait_reason)"
+    "$AEGIS" cancel "$big0" "$big1" || fail cancel
+    "$AEGIS" wait "$head" "$long" >/dev/null || fail "the head did not run"
+}
+
+# Without limits nobody knows when the head starts: the REASON says which
+# job has none, expected_start is null, and no job backfills on its GPUs.
+case_plus_reserve_unknown() {
+    echo "backfill_max_passes: 1" >> "$DIR/aegis.yaml"
+    two_gpus_taken
+    head=$("$AEGIS" submit --gpus 2 --mem 12000 -- "$FAKE" --mib 12000 --seconds 1)
+    short=$("$AEGIS" submit --time 1:00 --mem 500 -- "$FAKE" --mib 500 --seconds 1)
+    local why="reserving GPUs 0-1: 2 jobs on them, expected start unknown"
+    wait_until "the head's reason" eval \
+        '[ "$(job_field "$head" wait_code)" = reserving ]'
+    "$AEGIS" show --json "$head" | pyjson "
+r = d['wait_reason']
+assert r in ('$why (job $big0 has no time limit)',
+             '$why (job $big1 has no time limit)'), r
+assert d['expected_start'] is None, d" || fail "the head's reason"
+    [ "$(job_field "$short" wait_reason)" = "behind job $head (head of queue)" ] ||
+        fail "the short job's reason: $(job_field "$short" wait_reason)"
+    is_state "$short" queued || fail "the short job started"
+    "$AEGIS" cancel "$big0" "$big1" || fail cancel
+    "$AEGIS" wait "$head" "$short" >/dev/null || fail "the head did not run"
 }
 
 e2e_run

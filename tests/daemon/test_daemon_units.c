@@ -651,12 +651,16 @@ static void test_config_shipped(void **state) {
     assert_true(cfg.fairshare_half_life_s == def.fairshare_half_life_s);
     assert_int_equal(cfg.max_gpus_per_user, def.max_gpus_per_user);
     assert_int_equal(cfg.max_jobs_per_user, def.max_jobs_per_user);
-    /* the per-user limits are YAML keys like any core parameter */
+    assert_true(cfg.default_time == def.default_time);
+    /* the per-user limits and default_time are YAML keys like any core
+     * parameter */
     const char *path = write_file("limits.yaml", "max_gpus_per_user: 2\n"
-                                  "max_jobs_per_user: 3\n");
+                                  "max_jobs_per_user: 3\n"
+                                  "default_time: 3600\n");
     assert_int_equal(config_load(path, false, &cfg, err, sizeof(err)), 0);
     assert_int_equal(cfg.max_gpus_per_user, 2);
     assert_int_equal(cfg.max_jobs_per_user, 3);
+    assert_true(cfg.default_time == 3600);
 }
 
 /* max_gpus_per_user in aegis.yaml: aegisd's default policy applies it, so

@@ -399,6 +399,28 @@ for j in p["jobs"]:
     assert len({a["gpus"][0] // 3 for a in j["attempts"]}) == 1, j
 PY
     ;;
+wide_head)
+    # A 4-GPU job behind a stream of 1-GPU jobs on an 8-GPU server: once
+    # half of backfill_max_passes have passed it, its kept GPUs take no
+    # partner and empty for it. It waited 9086 s (all at the pressure
+    # gate of its GPUs) while partners kept coming, 7245 s since.
+    "$AEGIS" sim --trace "$SRC/tests/sim/wide_head_trace.csv" \
+        --catalog "$SRC/tests/sim/wide_head_catalog.csv" --gpus 8 \
+        --policy aegis-plus,exclusive --json >"$TMP/out.json" ||
+        fail "exit $?"
+    python3 - "$TMP/out.json" <<'PY' || fail "the wide job's wait"
+import json, sys
+runs = {p["policy"]: p for p in json.load(open(sys.argv[1]))["policies"]}
+wide = {p: [j for j in r["jobs"] if j["workload"] == "wide"][0]
+        for p, r in runs.items()}
+w = wide["aegis-plus"]
+print("wide job's wait: aegis-plus %.0f s %s, exclusive %.0f s"
+      % (w["wait_s"], w["wait_by_reason_s"], wide["exclusive"]["wait_s"]))
+assert w["wait_by_reason_s"].get("reserving", 0) > 0, w
+assert w["wait_s"] < 8000, w
+assert w["wait_s"] < wide["exclusive"]["wait_s"], wide
+PY
+    ;;
 *) fail "unknown case" ;;
 esac
 exit 0

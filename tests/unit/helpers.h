@@ -93,6 +93,16 @@ static inline int place_one(core_state *core, double now, core_launch *l) {
     return core_schedule(core, now, out, 1) == 1 ? out->gpus[0] : -1;
 }
 
+/* Queues job id of one GPU as a retry that must run alone (its ladder
+ * has no rung left). */
+static inline void submit_alone(core_state *core, int64_t id, double now) {
+    core_job_spec s = job_spec(id, 1);
+    core_retry alone = {.attempt = 3, .floor_mib = 0, .alone = true};
+    char err[256];
+    assert_int_equal(core_submit_retry(core, &s, &alone, now, err,
+                                       sizeof(err)), 0);
+}
+
 /* Fails unless job id's reason at `now` reads `want`. */
 static inline void reason_is(core_state *core, int64_t id, double now,
                              const char *want) {

@@ -283,11 +283,7 @@ static void test_no_room_is_no_limit(void **state) {
 static void test_alone_head_passed_by_none(void **state) {
     core_state *core = make_core("aegis-plus", "magm", 2);
     occupy_all(core, 2, 30000);
-    core_job_spec s = job_spec(1, 1);
-    core_retry alone = {.attempt = 3, .floor_mib = 0, .alone = true};
-    char err[256];
-    assert_int_equal(core_submit_retry(core, &s, &alone, 0, err, sizeof(err)),
-                     0);
+    submit_alone(core, 1, 0);
     submit_est(core, 2, 500, 0);
     core_launch out[4];
     assert_int_equal(core_schedule(core, 30, out, 4), 0);

@@ -1,0 +1,249 @@
+/* test_reserve.c -- the reservation of a wide head of the queue under
+ * aegis-plus (src/core/reserve.c): its GPUs take no new job once half of
+ * backfill_max_passes have passed it, a job whose
+ * time limit (and the kill grace) ends before the head's expected start
+ * backfills there, none does while that start is unknown, a site's
+ * default_time gives a job without a limit one, and the head's REASON. */
+#include "helpers.h"
+
+/* The default configuration under aegis-plus. */
+static core_config plus_config(void) {
+    core_config cfg;
+    core_config_default(&cfg);
+    cfg.policy = "aegis-plus";
+    return cfg;
+}
+
+/* aegis-plus on two GPUs of 40960 MiB. One job may pass the head before
+ * the queue waits behind it, so a wide head keeps its GPUs whole at once
+ * (after half of that, none). */
+static core_state *plus_core(double default_time) {
+    core_config cfg = plus_config();
+    cfg.backfill_max_passes = 1;
+    cfg.default_time = default_time;
+    return make_core_cfg(&cfg, 2);
+}
+
+static void submit_limited(core_state *core, int64_t id, int ngpus,
+                           double est, double limit, double now) {
+    core_job_spec s = job_spec(id, ngpus);
+    s.est_mib = est;
+    s.time_limit_s = limit;
+    char err[256];
+    assert_int_equal(core_submit(core, &s, now, err, sizeof(err)), 0);
+}
+
+/* Jobs 100 and 101 start at t=0 on GPUs 0 and 1 with these limits (0:
+ * none), active at once; each GPU reads 30000 MiB used (10960 free) from
+ * then, so from t=30 its window is full and its observation over. */
+static void two_running(core_state *core, double limit0, double limit1) {
+    submit_limited(core, 100, 1, CORE_UNKNOWN, limit0, 0);
+    submit_limited(core, 101, 1, CORE_UNKNOWN, limit1, 0);
+    core_launch out[2];
+    assert_int_equal(core_schedule(core, 0, out, 2), 2);
+    for (int g = 0; g < 2; g++) {
+        core_job_active(core, 100 + g, 0);
+        feed(core, g, 30000, 0);
+    }
+}
+
+/* plus_core(default_time) with jobs 100 and 101 running (two_running()),
+ * a 2-GPU head, job 1, demanding 12288 MiB (capped), and behind it 1-GPU
+ * jobs 2, 3, ... of 2548 MiB with these limits (0: none), all queued at
+ * t=30. */
+static core_state *wide_head(double default_time, double limit0,
+                             double limit1, const double *limits, int n) {
+    core_state *core = plus_core(default_time);
+    two_running(core, limit0, limit1);
+    submit_limited(core, 1, 2, 38000, 0, 30);
+    for (int i = 0; i < n; i++)
+        submit_limited(core, 2 + i, 1, 500, limits[i], 30);
+    return core;
+}
+
+/* Nothing starts at `now`; the head, job 1, waits for `why`, and job
+ * `behind` behind it. */
+static void head_waits(core_state *core, double now, const char *why,
+                       int64_t behind) {
+    core_launch out[4];
+    assert_int_equal(core_schedule(core, now, out, 4), 0);
+    reason_is(core, 1, now, why);
+    reason_is(core, behind, now, "behind job 1 (head of queue)");
+}
+
+/* A 2-GPU head demanding 12288 MiB (capped) fits beside neither job; a
+ * 1-GPU job of 2548 MiB would fit beside it on either GPU, and the
+ * partner rule let it start there. The head keeps both GPUs whole: the
+ * small job waits behind it, and the head starts once the two jobs it
+ * found end. */
+static void test_reservation_blocks_its_gpus(void **state) {
+    (void)state;
+    core_state *core = wide_head(0, 0, 0, (double[]){0}, 1);
+    head_waits(core, 30, "reserving GPUs 0-1: 2 jobs on them, expected "
+               "start unknown (job 101 has no time limit)", 2);
+    core_launch out[4];
+    core_reason r;
+    assert_int_equal(core_job_reason(core, 1, 30, &r), 0);
+    assert_string_equal(core_wait_name(r.kind), "reserving");
+    assert_true(r.until < 0);
+    assert_int_equal(core_job_exit(core, 100, CORE_EXIT_OK, 40, NULL),
+                     CORE_DONE);
+    assert_int_equal(core_schedule(core, 40, out, 4), 0);
+    reason_is(core, 1, 40, "reserving GPUs 0-1: 1 job on them, expected "
+              "start unknown (job 101 has no time limit)");
+    assert_int_equal(core_job_exit(core, 101, CORE_EXIT_OK, 50, NULL),
+                     CORE_DONE);
+    assert_int_equal(core_schedule(core, 50, out, 4), 1);
+    assert_int_equal(out[0].job_id, 1);
+    assert_int_equal(out[0].num_gpus, 2);
+    assert_true(out[0].exclusive);
+    core_destroy(core);
+}
+
+/* Jobs 100 and 101 have an hour each: the head starts by 3610 at the
+ * latest (the kill grace included). At t=30 a job of 1800 s ends by 1840
+ * and backfills on a kept GPU, and so does one of 1000 s: neither counts
+ * against the one job that backfill_max_passes lets pass the head. One of
+ * 3600 s would end by 3640 and waits, as does the one that ends exactly
+ * when the head starts, plus a second. */
+static void test_short_job_backfills(void **state) {
+    (void)state;
+    core_state *core = wide_head(0, 3600, 3600,
+                                 (double[]){3600, 3571, 1800, 1000}, 4);
+    core_launch out[4];
+    assert_int_equal(core_schedule(core, 30, out, 4), 2);
+    assert_int_equal(out[0].job_id, 4);
+    assert_int_equal(out[1].job_id, 5);
+    reason_is(core, 1, 30, "reserving GPUs 0-1: 4 jobs on them, expected "
+              "start in 3580 s");
+    reason_is(core, 2, 30, "behind job 1 (head of queue)");
+    reason_is(core, 3, 30, "behind job 1 (head of queue)");
+    core_reason r;
+    assert_int_equal(core_job_reason(core, 1, 30, &r), 0);
+    assert_double_equal(r.until, 3610, 1e-9);
+    core_destroy(core);
+
+    /* 3570 s from t=30 with the grace is 3610: it fits exactly */
+    core = wide_head(0, 3600, 3600, (double[]){3570}, 1);
+    assert_int_equal(core_schedule(core, 30, out, 4), 1);
+    assert_int_equal(out[0].job_id, 2);
+    core_destroy(core);
+}
+
+/* With backfill_max_passes 4, a wide head takes partners as a one-GPU
+ * head does until 2 jobs have passed it; from the next pass on its GPUs
+ * are kept whole. Three GPUs each run a job; GPU 2 has too little room
+ * for anyone. The head keeps GPUs 0 and 1, where jobs 2 and 3 start as
+ * its partners; then job 4 finds them whole. */
+static void test_wide_head_whole_after_half(void **state) {
+    (void)state;
+    core_config cfg = plus_config();
+    cfg.backfill_max_passes = 4;
+    core_state *core = make_core_cfg(&cfg, 3);
+    occupy_all(core, 3, 30000);
+    feed(core, 2, 39000, 1);
+    submit_limited(core, 1, 2, 38000, 0, 30);
+    for (int64_t id = 2; id <= 4; id++) submit_limited(core, id, 1, 500, 0, 30);
+    core_launch out[4];
+    assert_int_equal(core_schedule(core, 40, out, 4), 2);
+    assert_int_equal(out[0].job_id, 2);
+    assert_int_equal(out[0].gpus[0], 0);
+    assert_int_equal(out[1].job_id, 3);
+    assert_int_equal(out[1].gpus[0], 1);
+    core_reason r;
+    assert_int_equal(core_job_reason(core, 1, 40, &r), 0);
+    assert_int_equal(r.kind, CORE_WAIT_MEMORY);
+    core_job_active(core, 2, 41);
+    core_job_active(core, 3, 41);
+    head_waits(core, 100, "reserving GPUs 0-1: 4 jobs on them, expected "
+               "start unknown (job 101 has no time limit)", 4);
+    core_destroy(core);
+}
+
+/* A head that must run alone keeps GPU 0 (the fewest jobs, the lower
+ * index breaking the tie). While its start is unknown none passes it (as
+ * test_plus shows); once every job there has a limit, it is reserved as a
+ * wide head is: a job may start on GPU 1, not on GPU 0. */
+static void test_alone_head_reserves(void **state) {
+    (void)state;
+    core_state *core = plus_core(0);
+    two_running(core, 3600, 600);
+    submit_alone(core, 1, 30);
+    submit_limited(core, 2, 1, 500, 0, 30);
+    submit_limited(core, 3, 1, 500, 0, 30);
+    core_launch out[4];
+    assert_int_equal(core_schedule(core, 30, out, 4), 1);
+    assert_int_equal(out[0].job_id, 2);
+    assert_int_equal(out[0].gpus[0], 1);
+    reason_is(core, 1, 30, "reserving GPU 0: 1 job on it, expected start "
+              "in 3580 s");
+    core_destroy(core);
+}
+
+/* One job on the kept GPUs without a limit: nobody knows when the head
+ * starts, so no job backfills there, however short. */
+static void test_unknown_start_no_backfill(void **state) {
+    (void)state;
+    core_state *core = wide_head(0, 3600, 0, (double[]){60}, 1);
+    head_waits(core, 30, "reserving GPUs 0-1: 2 jobs on them, expected "
+               "start unknown (job 101 has no time limit)", 2);
+    core_destroy(core);
+}
+
+/* default_time gives every job without a limit one: the running jobs end
+ * by 3610, so a job of 1800 s backfills, and one without a limit (an hour
+ * by default) does not. */
+static void test_default_time(void **state) {
+    (void)state;
+    core_state *core = wide_head(3600, 0, 0, (double[]){0, 1800}, 2);
+    core_launch out[4];
+    assert_int_equal(core_schedule(core, 30, out, 4), 1);
+    assert_int_equal(out[0].job_id, 3);
+    reason_is(core, 1, 30, "reserving GPUs 0-1: 3 jobs on them, expected "
+              "start in 3580 s");
+    core_destroy(core);
+
+    core_config cfg;
+    core_config_default(&cfg);
+    char err[128];
+    assert_int_equal(core_config_set(&cfg, "default_time", "7200", err,
+                                     sizeof(err)), 0);
+    assert_double_equal(cfg.default_time, 7200, 0);
+    assert_int_equal(core_config_set(&cfg, "default_time", "-1", err,
+                                     sizeof(err)), -1);
+    assert_non_null(strstr(err, "default_time"));
+}
+
+/* A one-GPU head keeps its partner rule, and a job short enough to leave
+ * before the head's start may also take its GPU. */
+static void test_one_gpu_head_short_job(void **state) {
+    (void)state;
+    core_config cfg = plus_config();
+    cfg.est_cap_mib = 0;
+    core_state *core = make_core_cfg(&cfg, 1);
+    submit_limited(core, 100, 1, CORE_UNKNOWN, 600, 0);
+    core_launch out[4];
+    assert_int_equal(core_schedule(core, 0, out, 4), 1);
+    core_job_active(core, 100, 0);
+    feed(core, 0, 30000, 0);
+    submit_limited(core, 1, 1, 30000, 0, 30);   /* 32048: waits */
+    submit_limited(core, 2, 1, 7000, 500, 30);  /* no partner; ends by 540 */
+    assert_int_equal(core_schedule(core, 30, out, 4), 1);
+    assert_int_equal(out[0].job_id, 2);
+    reason_is(core, 1, 30, "no GPU with 32560 MiB free (largest free: "
+              "10960 MiB on GPU 0)");
+    core_destroy(core);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_reservation_blocks_its_gpus),
+        cmocka_unit_test(test_short_job_backfills),
+        cmocka_unit_test(test_wide_head_whole_after_half),
+        cmocka_unit_test(test_alone_head_reserves),
+        cmocka_unit_test(test_unknown_start_no_backfill),
+        cmocka_unit_test(test_default_time),
+        cmocka_unit_test(test_one_gpu_head_short_job),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
