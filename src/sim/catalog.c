@@ -150,23 +150,6 @@ static int find_columns(const csv_file *f, cat_columns *c, char *err,
     return 0;
 }
 
-/* Reads optional column col into *out (unchanged when absent or empty) and
- * checks it lies in [lo, hi]. */
-static int read_number(const csv_file *f, int col, double lo, double hi,
-                       double *out, char *err, size_t errlen) {
-    if (col < 0) return 0;
-    double v = *out;
-    int rc = csv_double(f, col, &v, err, errlen);
-    if (rc < 0) return -1;
-    if (rc == 0 && (v < lo || v > hi)) {
-        snprintf(err, errlen, "%s:%d: field '%s': %g is outside [%g, %g]",
-                 f->path, f->line, f->cols[col], v, lo, hi);
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
 static int read_row(const csv_file *f, const cat_columns *c, cat_workload *w,
                     char *err, size_t errlen) {
     const double big = 1e12;
@@ -175,18 +158,18 @@ static int read_row(const csv_file *f, const cat_columns *c, cat_workload *w,
     w->smact = w->smocc = w->drama = 0;
     w->util_pct = CORE_UNKNOWN;
     for (int i = 0; i < CAT_NEST; i++) w->est_mib[i] = CORE_UNKNOWN;
-    if (read_number(f, c->num_gpus, 1, CORE_MAX_JOB_GPUS, &gpus, err, errlen) ||
-        read_number(f, c->solo, 1e-3, big, &w->solo_s, err, errlen) ||
-        read_number(f, c->peak, 0, big, &w->peak_mib, err, errlen) ||
-        read_number(f, c->peak_b, 0, big, &w->peak_b_mib, err, errlen) ||
-        read_number(f, c->smact, 0, 1, &w->smact, err, errlen) ||
-        read_number(f, c->smocc, 0, 1, &w->smocc, err, errlen) ||
-        read_number(f, c->drama, 0, 1, &w->drama, err, errlen) ||
-        read_number(f, c->util, 0, 100, &w->util_pct, err, errlen) ||
-        read_number(f, c->ss, 0, 2, &ss, err, errlen))
+    if (csv_bounded(f, c->num_gpus, 1, CORE_MAX_JOB_GPUS, &gpus, err, errlen) ||
+        csv_bounded(f, c->solo, 1e-3, big, &w->solo_s, err, errlen) ||
+        csv_bounded(f, c->peak, 0, big, &w->peak_mib, err, errlen) ||
+        csv_bounded(f, c->peak_b, 0, big, &w->peak_b_mib, err, errlen) ||
+        csv_bounded(f, c->smact, 0, 1, &w->smact, err, errlen) ||
+        csv_bounded(f, c->smocc, 0, 1, &w->smocc, err, errlen) ||
+        csv_bounded(f, c->drama, 0, 1, &w->drama, err, errlen) ||
+        csv_bounded(f, c->util, 0, 100, &w->util_pct, err, errlen) ||
+        csv_bounded(f, c->ss, 0, 2, &ss, err, errlen))
         return -1;
     for (int i = 0; i < CAT_NEST; i++)
-        if (read_number(f, c->est[i], 0, big, &w->est_mib[i], err, errlen))
+        if (csv_bounded(f, c->est[i], 0, big, &w->est_mib[i], err, errlen))
             return -1;
     const char *missing = f->row[c->name][0] == '\0' ? "name"
                         : gpus == CORE_UNKNOWN       ? "num_gpus"

@@ -232,7 +232,8 @@ static int on_arrival(replay *r, int32_t j, double t) {
     if (feed_of(r, j)) snprintf(feed, sizeof(feed), "f%08x", feed_of(r, j));
     core_job_spec spec = {
         .id = j, .num_gpus = w->num_gpus,
-        .est_mib = w->est_mib[r->opt->estimator], .peak_mib = w->peak_mib,
+        .est_mib = w->est_mib[r->opt->estimator], .mem_declared = w->declared,
+        .peak_mib = w->peak_mib,
         .util_pct = w->util_pct, .sharing_score = w->sharing_score,
         .user = row_of(r, j)->user, .feed = feed};
     char why[256];
