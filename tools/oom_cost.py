@@ -24,7 +24,7 @@ Standard library only; docs/model.md, "What an OOM costs", has the model.
 """
 import argparse, csv, json, os, subprocess, sys
 
-from fidelity import SETTINGS, TRACES, read_csv
+from fidelity import SETTINGS, TRACES, add_sources, read_csv
 
 REAL_POLICY = "AEGIS - EstimatorFree"   # aegis sim's policy aegis
 BOUND = 0.25                            # the issue's goal, either way
@@ -109,14 +109,9 @@ def fit(data):
 
 
 def main():
-    here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--aegis", metavar="BIN",
-                    default=os.path.join(here, "..", "build", "src", "cli", "aegis"),
-                    help="the aegis binary (default: this checkout's build/src/cli/aegis)")
-    ap.add_argument("--data", metavar="DIR", default=os.path.join(here, "..", "data"),
-                    help="the traces and measurements (default: this checkout's data)")
+    add_sources(ap)
     ap.add_argument("--check", action="store_true",
                     help=f"exit 1 unless the summed OOMs and time lost are within "
                          f"{100 * BOUND:.0f}%% of the real runs'")

@@ -153,12 +153,13 @@ static int find_columns(const csv_file *f, cat_columns *c, char *err,
 static int read_row(const csv_file *f, const cat_columns *c, cat_workload *w,
                     char *err, size_t errlen) {
     const double big = 1e12;
-    double gpus = CORE_UNKNOWN, ss = CORE_UNKNOWN;
+    double ss = CORE_UNKNOWN;
+    int gpus = -1;
     w->solo_s = w->peak_mib = w->peak_b_mib = CORE_UNKNOWN;
     w->smact = w->smocc = w->drama = 0;
     w->util_pct = CORE_UNKNOWN;
     for (int i = 0; i < CAT_NEST; i++) w->est_mib[i] = CORE_UNKNOWN;
-    if (csv_bounded(f, c->num_gpus, 1, CORE_MAX_JOB_GPUS, &gpus, err, errlen) ||
+    if (csv_count(f, c->num_gpus, 1, CORE_MAX_JOB_GPUS, &gpus, err, errlen) ||
         csv_bounded(f, c->solo, 1e-3, big, &w->solo_s, err, errlen) ||
         csv_bounded(f, c->peak, 0, big, &w->peak_mib, err, errlen) ||
         csv_bounded(f, c->peak_b, 0, big, &w->peak_b_mib, err, errlen) ||
@@ -172,7 +173,7 @@ static int read_row(const csv_file *f, const cat_columns *c, cat_workload *w,
         if (csv_bounded(f, c->est[i], 0, big, &w->est_mib[i], err, errlen))
             return -1;
     const char *missing = f->row[c->name][0] == '\0' ? "name"
-                        : gpus == CORE_UNKNOWN       ? "num_gpus"
+                        : gpus < 0                   ? "num_gpus"
                         : w->solo_s == CORE_UNKNOWN  ? "solo_duration_s"
                         : w->peak_mib == CORE_UNKNOWN ? "peak_memory_mib"
                                                       : NULL;
@@ -181,12 +182,7 @@ static int read_row(const csv_file *f, const cat_columns *c, cat_workload *w,
                  f->path, f->line, missing);
         return -1;
     }
-    if (gpus != (int)gpus) {
-        snprintf(err, errlen, "%s:%d: field 'num_gpus': %g is not whole",
-                 f->path, f->line, gpus);
-        return -1;
-    }
-    w->num_gpus = (int)gpus;
+    w->num_gpus = gpus;
     w->sharing_score = ss == CORE_UNKNOWN ? -1 : (int)ss;
     if (w->peak_b_mib == CORE_UNKNOWN) w->peak_b_mib = w->peak_mib;
     w->name = strdup(f->row[c->name]);

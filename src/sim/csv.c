@@ -358,3 +358,16 @@ int csv_bounded(const csv_file *f, int col, double lo, double hi,
     *out = v;
     return 0;
 }
+
+int csv_count(const csv_file *f, int col, int lo, int hi, int *out,
+              char *err, size_t errlen) {
+    double v = *out;
+    if (csv_bounded(f, col, lo, hi, &v, err, errlen) < 0) return -1;
+    if (v != (int)v) {
+        snprintf(err, errlen, "%s:%d: field '%s': %g is not whole", f->path,
+                 f->line, f->cols[col], v);
+        return -1;
+    }
+    *out = (int)v;
+    return 0;
+}

@@ -100,4 +100,8 @@ int csv_double(const csv_file *f, int col, double *out, char *err,
 int csv_bounded(const csv_file *f, int col, double lo, double hi,
                 double *out, char *err, size_t errlen);
 
+/* The same for a whole number in [lo, hi]. */
+int csv_count(const csv_file *f, int col, int lo, int hi, int *out,
+              char *err, size_t errlen);
+
 #endif

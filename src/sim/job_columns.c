@@ -63,20 +63,13 @@ static void unnamed(cat_workload *w) {
     for (int i = 0; i < CAT_NEST; i++) w->est_mib[i] = CORE_UNKNOWN;
 }
 
-/* The GPU count, a whole number of 1..CORE_MAX_JOB_GPUS. */
-static int read_gpus(const job_columns *c, const csv_file *f,
-                     cat_workload *w, char *err, size_t errlen) {
-    double gpus = w->num_gpus;
-    if (csv_bounded(f, c->num_gpus, 1, CORE_MAX_JOB_GPUS, &gpus, err,
-                    errlen) < 0)
-        return -1;
-    if (gpus != (int)gpus) {
-        snprintf(err, errlen, "%s:%d: field 'num_gpus': %g is not whole",
-                 f->path, f->line, gpus);
-        return -1;
-    }
-    w->num_gpus = (int)gpus;
-    return 0;
+/* The fault of a row that names no workload and leaves field empty,
+ * which it may not (what else is empty: why). Returns -1. */
+static int required(const csv_file *f, const char *field, const char *why,
+                    char *err, size_t errlen) {
+    snprintf(err, errlen, "%s:%d: field '%s': empty%s where the row names "
+             "no workload", f->path, f->line, field, why);
+    return -1;
 }
 
 /* The memory: a declared mem_mib is every estimator's figure, and the
@@ -93,12 +86,8 @@ static int read_memory(const job_columns *c, const csv_file *f,
     }
     if (peak == CORE_UNKNOWN && w->peak_mib == CORE_UNKNOWN) peak = mem;
     if (peak != CORE_UNKNOWN) w->peak_mib = w->peak_b_mib = peak;
-    if (w->peak_mib == CORE_UNKNOWN) {
-        snprintf(err, errlen, "%s:%d: field 'peak_mib': empty, and so is "
-                 "mem_mib, where the row names no workload", f->path,
-                 f->line);
-        return -1;
-    }
+    if (w->peak_mib == CORE_UNKNOWN)
+        return required(f, "peak_mib", ", and so is mem_mib,", err, errlen);
     return 0;
 }
 
@@ -107,7 +96,8 @@ int job_columns_read(const job_columns *c, const csv_file *f,
                      size_t errlen) {
     if (base) *w = *base;
     else unnamed(w);
-    if (read_gpus(c, f, w, err, errlen) < 0 ||
+    if (csv_count(f, c->num_gpus, 1, CORE_MAX_JOB_GPUS, &w->num_gpus, err,
+                  errlen) < 0 ||
         read_memory(c, f, w, err, errlen) < 0 ||
         csv_bounded(f, c->duration, 1e-3, JOB_BIG, &w->solo_s, err,
                     errlen) < 0 ||
@@ -115,12 +105,8 @@ int job_columns_read(const job_columns *c, const csv_file *f,
         csv_bounded(f, c->smocc, 0, 1, &w->smocc, err, errlen) < 0 ||
         csv_bounded(f, c->drama, 0, 1, &w->drama, err, errlen) < 0)
         return -1;
-    if (w->solo_s == CORE_UNKNOWN) {
-        snprintf(err, errlen, "%s:%d: field 'duration_s': empty, but "
-                 "required where the row names no workload", f->path,
-                 f->line);
-        return -1;
-    }
+    if (w->solo_s == CORE_UNKNOWN)
+        return required(f, "duration_s", ", but required", err, errlen);
     return 0;
 }
 
