@@ -158,6 +158,7 @@ static int read_row(const csv_file *f, const cat_columns *c, cat_workload *w,
     w->solo_s = w->peak_mib = w->peak_b_mib = CORE_UNKNOWN;
     w->smact = w->smocc = w->drama = 0;
     w->util_pct = CORE_UNKNOWN;
+    w->declared = false; /* a catalog's figures are estimates */
     for (int i = 0; i < CAT_NEST; i++) w->est_mib[i] = CORE_UNKNOWN;
     if (csv_count(f, c->num_gpus, 1, CORE_MAX_JOB_GPUS, &gpus, err, errlen) ||
         csv_bounded(f, c->solo, 1e-3, big, &w->solo_s, err, errlen) ||
