@@ -297,10 +297,9 @@ def name_values(ap, flag, items):
     return dict(pairs)
 
 
-def main():
+def add_sources(ap):
+    """--aegis and --data, which tools/oom_cost.py takes too."""
     here = os.path.dirname(os.path.abspath(__file__))
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--aegis", metavar="BIN",
                     default=os.path.join(here, "..", "build", "src", "cli", "aegis"),
                     help="the aegis binary whose sim is compared (default: this checkout's "
@@ -308,6 +307,12 @@ def main():
     ap.add_argument("--data", metavar="DIR", default=os.path.join(here, "..", "data"),
                     help="the traces and measurements of the real runs (default: this "
                          "checkout's data)")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_sources(ap)
     ap.add_argument("--model", action="append", default=[], metavar="NAME=VALUE",
                     help="an interference model parameter (beta, threshold, delta, gamma) "
                          "for `aegis sim --model`; repeatable (default: sim's own)")

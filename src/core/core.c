@@ -834,7 +834,8 @@ core_job *core_head(core_state *core) {
 double core_shared_demand(const core_state *core, const core_job *job,
                           double demand) {
     double cap = core->cfg.est_cap_mib;
-    if (!core->pol->caps_estimates || job->floor_mib > 0 || cap <= 0)
+    if (!core->pol->caps_estimates || job->spec.mem_declared ||
+        job->floor_mib > 0 || cap <= 0)
         return demand;
     return demand < cap ? demand : cap;
 }

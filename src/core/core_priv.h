@@ -253,8 +253,9 @@ core_job *core_head(core_state *core);
 /* The memory the job is admitted with on this attempt. */
 double core_demand(const core_state *core, const core_job *job);
 /* The demand, core_demand(), with which a first attempt joins a busy
- * whole GPU: capped at est_cap_mib under a policy that caps estimates. An
- * idle GPU or a MIG instance is chosen by the whole demand. */
+ * whole GPU: capped at est_cap_mib under a policy that caps estimates,
+ * unless the job declared it (mem_declared). An idle GPU or a MIG
+ * instance is chosen by the whole demand. */
 double core_shared_demand(const core_state *core, const core_job *job,
                           double demand);
 /* Whether the job may join a busy GPU; if not, it waits for idle ones. */

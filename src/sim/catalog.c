@@ -152,46 +152,31 @@ static int find_columns(const csv_file *f, cat_columns *c, char *err,
     return 0;
 }
 
-/* Reads optional column col into *out (unchanged when absent or empty) and
- * checks it lies in [lo, hi]. */
-static int read_number(const csv_file *f, int col, double lo, double hi,
-                       double *out, char *err, size_t errlen) {
-    if (col < 0) return 0;
-    double v = *out;
-    int rc = csv_double(f, col, &v, err, errlen);
-    if (rc < 0) return -1;
-    if (rc == 0 && (v < lo || v > hi)) {
-        snprintf(err, errlen, "%s:%d: field '%s': %g is outside [%g, %g]",
-                 f->path, f->line, f->cols[col], v, lo, hi);
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
 static int read_row(const csv_file *f, const cat_columns *c, cat_workload *w,
                     char *err, size_t errlen) {
     const double big = 1e12;
-    double gpus = CORE_UNKNOWN, ss = CORE_UNKNOWN;
+    double ss = CORE_UNKNOWN;
+    int gpus = -1;
     w->solo_s = w->peak_mib = w->peak_b_mib = CORE_UNKNOWN;
     w->smact = w->smocc = w->drama = 0;
     w->util_pct = CORE_UNKNOWN;
+    w->declared = false; /* a catalog's figures are estimates */
     for (int i = 0; i < CAT_NEST; i++) w->est_mib[i] = CORE_UNKNOWN;
-    if (read_number(f, c->num_gpus, 1, CORE_MAX_JOB_GPUS, &gpus, err, errlen) ||
-        read_number(f, c->solo, 1e-3, big, &w->solo_s, err, errlen) ||
-        read_number(f, c->peak, 0, big, &w->peak_mib, err, errlen) ||
-        read_number(f, c->peak_b, 0, big, &w->peak_b_mib, err, errlen) ||
-        read_number(f, c->smact, 0, 1, &w->smact, err, errlen) ||
-        read_number(f, c->smocc, 0, 1, &w->smocc, err, errlen) ||
-        read_number(f, c->drama, 0, 1, &w->drama, err, errlen) ||
-        read_number(f, c->util, 0, 100, &w->util_pct, err, errlen) ||
-        read_number(f, c->ss, 0, 2, &ss, err, errlen))
+    if (csv_count(f, c->num_gpus, 1, CORE_MAX_JOB_GPUS, &gpus, err, errlen) ||
+        csv_bounded(f, c->solo, 1e-3, big, &w->solo_s, err, errlen) ||
+        csv_bounded(f, c->peak, 0, big, &w->peak_mib, err, errlen) ||
+        csv_bounded(f, c->peak_b, 0, big, &w->peak_b_mib, err, errlen) ||
+        csv_bounded(f, c->smact, 0, 1, &w->smact, err, errlen) ||
+        csv_bounded(f, c->smocc, 0, 1, &w->smocc, err, errlen) ||
+        csv_bounded(f, c->drama, 0, 1, &w->drama, err, errlen) ||
+        csv_bounded(f, c->util, 0, 100, &w->util_pct, err, errlen) ||
+        csv_bounded(f, c->ss, 0, 2, &ss, err, errlen))
         return -1;
     for (int i = 0; i < CAT_NEST; i++)
-        if (read_number(f, c->est[i], 0, big, &w->est_mib[i], err, errlen))
+        if (csv_bounded(f, c->est[i], 0, big, &w->est_mib[i], err, errlen))
             return -1;
     const char *missing = f->row[c->name][0] == '\0' ? "name"
-                        : gpus == CORE_UNKNOWN       ? "num_gpus"
+                        : gpus < 0                   ? "num_gpus"
                         : w->solo_s == CORE_UNKNOWN  ? "solo_duration_s"
                         : w->peak_mib == CORE_UNKNOWN ? "peak_memory_mib"
                                                       : NULL;
@@ -200,12 +185,7 @@ static int read_row(const csv_file *f, const cat_columns *c, cat_workload *w,
                  f->path, f->line, missing);
         return -1;
     }
-    if (gpus != (int)gpus) {
-        snprintf(err, errlen, "%s:%d: field 'num_gpus': %g is not whole",
-                 f->path, f->line, gpus);
-        return -1;
-    }
-    w->num_gpus = (int)gpus;
+    w->num_gpus = gpus;
     w->sharing_score = ss == CORE_UNKNOWN ? -1 : (int)ss;
     w->derived = c->derived_from >= 0 && f->row[c->derived_from][0] != '\0';
     if (w->peak_b_mib == CORE_UNKNOWN) w->peak_b_mib = w->peak_mib;

@@ -11,6 +11,7 @@
 #ifndef AEGIS_CATALOG_H
 #define AEGIS_CATALOG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* Memory estimators a catalog can carry, in the order of cat_workload.est. */
@@ -28,6 +29,9 @@ typedef struct cat_workload {
     double smact, smocc, drama; /* mean DCGM activity, 0..1 (0 if unknown) */
     double util_pct;        /* mean GPU utilization, 0..100 (horus) */
     double est_mib[CAT_NEST]; /* memory estimates, or CORE_UNKNOWN */
+    bool declared;          /* est_mib is the job's own declaration (a
+                               trace's mem_mib, job_columns.h): trusted
+                               whole, never capped at est_cap_mib */
     int sharing_score;      /* Lucid: 0 tiny, 1 medium, 2 jumbo, -1 unknown */
     int derived;            /* 1 when derived_from names the measured row
                                this one was computed from (docs/model.md) */

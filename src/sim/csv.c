@@ -343,3 +343,31 @@ int csv_double(const csv_file *f, int col, double *out, char *err,
     *out = v;
     return 0;
 }
+
+int csv_bounded(const csv_file *f, int col, double lo, double hi,
+                double *out, char *err, size_t errlen) {
+    if (col < 0) return 0;
+    double v = *out;
+    int rc = csv_double(f, col, &v, err, errlen);
+    if (rc < 0) return -1;
+    if (rc == 0 && (v < lo || v > hi)) {
+        snprintf(err, errlen, "%s:%d: field '%s': %g is outside [%g, %g]",
+                 f->path, f->line, f->cols[col], v, lo, hi);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+int csv_count(const csv_file *f, int col, int lo, int hi, int *out,
+              char *err, size_t errlen) {
+    double v = *out;
+    if (csv_bounded(f, col, lo, hi, &v, err, errlen) < 0) return -1;
+    if (v != (int)v) {
+        snprintf(err, errlen, "%s:%d: field '%s': %g is not whole", f->path,
+                 f->line, f->cols[col], v);
+        return -1;
+    }
+    *out = (int)v;
+    return 0;
+}

@@ -93,4 +93,15 @@ void csv_skip_row(csv_file *f, const char *next);
 int csv_double(const csv_file *f, int col, double *out, char *err,
                size_t errlen);
 
+/* Reads optional column col (-1: absent) of the current row into *out,
+ * left alone when the column is absent or the field empty, and checks it
+ * lies in [lo, hi]. Returns 0, or -1 with "PATH:LINE: field 'NAME': ..."
+ * in err. */
+int csv_bounded(const csv_file *f, int col, double lo, double hi,
+                double *out, char *err, size_t errlen);
+
+/* The same for a whole number in [lo, hi]. */
+int csv_count(const csv_file *f, int col, int lo, int hi, int *out,
+              char *err, size_t errlen);
+
 #endif

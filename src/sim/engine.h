@@ -45,7 +45,8 @@ typedef struct sim_options {
                                    (sim_result.wait_by_reason) */
 } sim_options;
 
-/* One run of a job on its GPUs; an OOM ends it at its first activity. */
+/* One run of a job on its GPUs; one that finds no room at its first
+ * activity crashes later (sim_model_crash_s()) with oom set. */
 typedef struct sim_attempt {
     double start_s;             /* launched by the core */
     double active_s;            /* first GPU activity */

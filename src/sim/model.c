@@ -26,6 +26,10 @@
  * |                    |         |   README "Sharing modes" shows 0.5 and 1   |
  * | mig_sm_frac        | 0.907   | A100: MIG exposes 7 x 14 = 98 of 108 SMs   |
  * |                    |         |   (NVIDIA MIG user guide, 1g = 14 SMs)     |
+ * | oom_crash_s        | 10.3    | least squares on the 16 failed attempts of |
+ * | oom_knee_mib       | 18432   |   data/results_per_job.csv against their   |
+ * | oom_s_per_gib      | 2.19    |   peaks (tools/fidelity.py --oom; the knee |
+ * |                    |         |   is the best of a 2 GiB grid)             |
  */
 typedef struct model_param {
     const char *name;
@@ -59,6 +63,13 @@ static const model_param params[] = {
     {"feed_share", offsetof(sim_model, feed_share), 1, 0, 1,
      "1: jobs of one feed share its data loading per GPU; 0: each job"
      " loads its own (independent loaders)"},
+    {"oom_crash_s", offsetof(sim_model, oom_crash_s), 10.3, 0, 1e6,
+     "launch to the crash of an attempt out of memory, s, for a peak up"
+     " to oom_knee_mib (fitted to the measured failed attempts)"},
+    {"oom_knee_mib", offsetof(sim_model, oom_knee_mib), 18432, 0, 1e12,
+     "peak memory above which an attempt out of memory crashes later, MiB"},
+    {"oom_s_per_gib", offsetof(sim_model, oom_s_per_gib), 2.19, 0, 1e6,
+     "seconds later per GiB of peak above oom_knee_mib"},
 };
 
 #define NPARAMS (sizeof(params) / sizeof(*params))
@@ -122,4 +133,10 @@ double sim_model_slowdown(const sim_model *m, double smact_sum,
 double sim_model_power_w(const sim_model *m, double smact_sum) {
     double busy = smact_sum < 1 ? smact_sum : 1;
     return m->idle_w + (m->max_w - m->idle_w) * busy;
+}
+
+double sim_model_crash_s(const sim_model *m, double peak_mib) {
+    /* Bigger models load and build longer before they reach their peak. */
+    double above = fmax(0, peak_mib - m->oom_knee_mib) / 1024;
+    return m->oom_crash_s + m->oom_s_per_gib * above;
 }

@@ -25,6 +25,10 @@ typedef struct sim_model {
     double feed_share;          /* 1: the jobs of a feed share its loading
                                    (loaders.h) and the core sees their feed;
                                    0: each job loads its own data */
+    /* An OOM's cost, launch to crash (sim_model_crash_s()): */
+    double oom_crash_s;         /* of a job whose peak is up to the knee */
+    double oom_knee_mib;        /* peak above which a job crashes later */
+    double oom_s_per_gib;       /* later by this per GiB above the knee */
 } sim_model;
 
 void sim_model_default(sim_model *m);
@@ -42,6 +46,11 @@ void sim_model_describe(void (*line)(const char *text, void *ctx), void *ctx);
  * and its co-runners sum to others_drama DRAMA. A job alone gets 1. */
 double sim_model_slowdown(const sim_model *m, double smact_sum,
                           double own_smact, double others_drama, int n_others);
+
+/* Seconds from launch to the crash of an attempt that runs out of
+ * memory, for a job of that peak memory: the measured failed attempts'
+ * run time, start-up included (docs/model.md, "What an OOM costs"). */
+double sim_model_crash_s(const sim_model *m, double peak_mib);
 
 /* Power draw of a GPU whose active jobs sum to smact_sum SMACT, W. */
 double sim_model_power_w(const sim_model *m, double smact_sum);

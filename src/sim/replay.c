@@ -232,9 +232,12 @@ static int on_arrival(replay *r, int32_t j, double t) {
     if (feed_of(r, j)) snprintf(feed, sizeof(feed), "f%08x", feed_of(r, j));
     core_job_spec spec = {
         .id = j, .num_gpus = w->num_gpus,
-        .est_mib = w->est_mib[r->opt->estimator], .peak_mib = w->peak_mib,
+        .est_mib = w->est_mib[r->opt->estimator], .mem_declared = w->declared,
+        .peak_mib = w->peak_mib,
         .util_pct = w->util_pct, .sharing_score = w->sharing_score,
-        .user = row_of(r, j)->user, .feed = feed};
+        .user = row_of(r, j)->user, .feed = feed,
+        /* read by reservations; the replay does not stop a job at it */
+        .time_limit_s = row_of(r, j)->time_limit_s};
     char why[256];
     if (core_submit(r->core, &spec, t, why, sizeof(why)) < 0) {
         snprintf(r->err, sizeof(r->err), "job %lld (%s): core refused it: %s",
@@ -250,6 +253,21 @@ static int on_arrival(replay *r, int32_t j, double t) {
     return 0;
 }
 
+/* Job j's attempt does not fit at its first activity at t: it crashes
+ * when the measured failed attempts say, counted from its launch, as their
+ * run time includes start-up (docs/model.md, "What an OOM costs"). The
+ * core sees it active, as aegisd sees its process on the GPU before the
+ * crash; it joins no GPU's readings, and its completion event is the
+ * crash (on_complete). */
+static int crash_later(replay *r, int32_t j, double t) {
+    core_job_active(r->core, j, t);
+    double crash = attempt_of(r, j)->start_s +
+                   sim_model_crash_s(&r->opt->model, r->progress[j].work->peak_mib);
+    if (sim_heap_update(&r->heap, crash > t ? crash : t, j) < 0)
+        return heap_failed(r);
+    return 0;
+}
+
 /* The job shows first activity: it crashes if the true peaks on one of its
  * GPUs no longer fit, otherwise it joins its GPUs and starts working. */
 static int on_activate(replay *r, int32_t j, double t) {
@@ -257,13 +275,10 @@ static int on_activate(replay *r, int32_t j, double t) {
     job_progress *p = &r->progress[j];
     const uint8_t *g = p->gpus;
     attempt_of(r, j)->active_s = t;
-    for (int k = 0; k < p->ngpus; k++) {
+    for (int k = 0; k < p->ngpus; k++)
         if (!share_model_fits(p->mig, mem_on(r, j, g[k]), r->gpu[g[k]].used_mib,
-                              r->opt->gpu_mem_mib)) {
-            end_attempt(r, j, CORE_EXIT_OOM, t);
-            return 0;
-        }
-    }
+                              r->opt->gpu_mem_mib))
+            return crash_later(r, j, t);
     for (int k = 0; k < p->ngpus; k++) {
         gpu_account(r, g[k], t);
         if (gpu_add(r, g[k], j) < 0) return -1;
@@ -292,6 +307,10 @@ static int on_activate(replay *r, int32_t j, double t) {
 }
 
 static int on_complete(replay *r, int32_t j, double t) {
+    if (r->jobs[j].state == SIM_LAUNCHED) { /* its crash (crash_later) */
+        end_attempt(r, j, CORE_EXIT_OOM, t);
+        return 0;
+    }
     if (r->jobs[j].state != SIM_ACTIVE) return 0;
     const job_progress *p = &r->progress[j];
     for (int k = 0; k < p->ngpus; k++) {

@@ -32,11 +32,12 @@ static span task_stem(span path) {
 
 /* What the fast path (read_plain_row) does with a column's field. */
 enum { ROLE_SKIP, ROLE_SUBMIT, ROLE_INDEX, ROLE_WORK, ROLE_TASK, ROLE_USER,
-       ROLE_FEED, ROLE_LOAD };
+       ROLE_FEED, ROLE_LOAD, ROLE_LIMIT, ROLE_OWN };
 
 /* Column indexes of the fields read; -1 for a column absent. */
 typedef struct trace_columns {
-    int submit, work, task, index, user, feed, load;
+    int submit, work, task, index, user, feed, load, limit;
+    job_columns own;            /* the per-job columns (job_columns.h) */
     unsigned char role[CSV_MAX_FIELDS]; /* ROLE_ of each column */
 } trace_columns;
 
@@ -69,6 +70,7 @@ typedef struct trace_part {
     /* The names of users and feeds its rows hold, numbered in this part:
      * join_parts() renumbers the second half's as the first half's. */
     sim_names users, feeds;
+    job_works own;              /* its rows' own workloads */
     int rc;                     /* 0, or -1 with a message in err */
     char err[512];
     /* The second half only, until settle_lines(): the first half, read in
@@ -187,6 +189,23 @@ static span field(const csv_file *f, int col) {
     return (span){text, strlen(text)};
 }
 
+/* Sets job's workload: base (NULL: the row names none), or one of its
+ * own where the row gives per-job figures or names no workload. Returns
+ * -1 with a message in p->err for a fault in them. */
+static int own_workload(trace_part *p, trace_job *job,
+                        const cat_workload *base) {
+    job->work = base;
+    if (base && !job_columns_given(&p->cols->own, p->f)) return 0;
+    cat_workload *w = job_works_add(&p->own);
+    if (!w) {
+        snprintf(p->err, sizeof(p->err), "%s: out of memory", p->f->path);
+        return -1;
+    }
+    job->work = w;
+    return job_columns_read(&p->cols->own, p->f, base, w, p->err,
+                            sizeof(p->err));
+}
+
 /* Reads p's current row, split by csv_next(), into job: the general path,
  * which names every fault. */
 static int read_job(trace_part *p, trace_job *job) {
@@ -234,10 +253,19 @@ static int read_job(trace_part *p, trace_job *job) {
         return -1;
     }
     job->load_cpus = (float)load;
+    double limit = 0;
+    if (csv_bounded(f, c->limit, 0, TRACE_MAX_LIMIT_S, &limit, err,
+                    errlen) < 0)
+        return -1;
+    job->time_limit_s = (float)limit;
     span work = field(f, c->work);
     span name = workload_name(c, work, field(f, c->task));
-    job->work = cat_find(p->cat, name.text, name.len);
-    if (!job->work) {
+    /* An empty name is a job of its own where the trace has the columns
+     * to give one. */
+    bool named = name.len > 0 || !job_columns_any(&c->own);
+    const cat_workload *base = named ? cat_find(p->cat, name.text, name.len)
+                                     : NULL;
+    if (named && !base) {
         int col = workload_column(c, work);
         char near[256];
         cat_suggest(p->cat, name.text, name.len, near, sizeof(near));
@@ -246,7 +274,7 @@ static int read_job(trace_part *p, trace_job *job) {
                  (int)(name.len > 80 ? 80 : name.len), name.text, near);
         return -1;
     }
-    return 0;
+    return own_workload(p, job, base);
 }
 
 /* Whether the bytes from s to stop are a user name taken as it is:
@@ -257,6 +285,20 @@ static bool plain_user(const char *s, const char *stop) {
     for (; s < stop; s++)
         if ((unsigned char)*s > '~') return false;
     return true;
+}
+
+static bool field_empty(const char *s) {
+    return *s == ',' || *s == '\n' || *s == '\r';
+}
+
+/* The optional number at s, 0 where the field is empty, into *out;
+ * NULL when it is not plain or not in [0, hi] (read_job names it). */
+static const char *plain_optional(const char *s, double hi, float *out) {
+    double v = 0;
+    if (!field_empty(s)) s = csv_plain_number(s, &v);
+    if (!s || !(v >= 0 && v <= hi)) return NULL;
+    *out = (float)v;
+    return s;
 }
 
 /* Parses the field at s as its column's role asks, into job or names;
@@ -273,13 +315,12 @@ static const char *plain_field(trace_part *p, int role, const char *s,
         return s;
     }
     if (role == ROLE_INDEX) return job_number_digits(s, &job->index);
-    if (role == ROLE_LOAD) {
-        double v = 0;
-        if (*s != ',' && *s != '\n' && *s != '\r') s = csv_plain_number(s, &v);
-        if (!s || !(v >= 0 && v <= TRACE_MAX_LOAD_CPUS)) return NULL;
-        job->load_cpus = (float)v;
-        return s;
-    }
+    if (role == ROLE_LOAD)
+        return plain_optional(s, TRACE_MAX_LOAD_CPUS, &job->load_cpus);
+    if (role == ROLE_LIMIT)
+        return plain_optional(s, TRACE_MAX_LIMIT_S, &job->time_limit_s);
+    /* a job's own figures: read_job's, where the row gives any */
+    if (role == ROLE_OWN) return field_empty(s) ? s : NULL;
     const char *stop = csv_plain_end(s, end);
     size_t len = (size_t)(stop - s);
     /* A name is interned only whole: one that stops short (at a space,
@@ -309,6 +350,7 @@ static int read_plain_row(trace_part *p, trace_job *job) {
     job->user = 0;
     job->feed = 0;
     job->load_cpus = 0;
+    job->time_limit_s = 0;
     span names[2] = {{"", 0}, {"", 0}};
     for (int col = 0;; col++) {
         s = plain_field(p, c->role[col], s, end, job, names);
@@ -349,11 +391,15 @@ static int sort_jobs(trace_job *jobs, int count) {
 
 /* Marks the columns read_plain_row() parses; the rest it skips. */
 static void set_roles(trace_columns *c) {
+    const job_columns *o = &c->own;
     const int cols[] = {c->submit, c->index, c->work, c->task, c->user,
-                        c->feed, c->load};
+                        c->feed, c->load, c->limit, o->num_gpus, o->mem,
+                        o->peak, o->duration, o->smact, o->smocc, o->drama};
     const unsigned char roles[] = {ROLE_SUBMIT, ROLE_INDEX, ROLE_WORK,
-                                   ROLE_TASK, ROLE_USER, ROLE_FEED, ROLE_LOAD};
-    for (int i = 0; i < 7; i++)
+                                   ROLE_TASK, ROLE_USER, ROLE_FEED, ROLE_LOAD,
+                                   ROLE_LIMIT, ROLE_OWN, ROLE_OWN, ROLE_OWN,
+                                   ROLE_OWN, ROLE_OWN, ROLE_OWN, ROLE_OWN};
+    for (size_t i = 0; i < sizeof(cols) / sizeof(*cols); i++)
         if (cols[i] >= 0) c->role[cols[i]] = roles[i];
 }
 
@@ -491,6 +537,7 @@ static int join_parts(trace_part *head, trace_part *tail, bool numbered) {
     }
     free(users);
     free(feeds);
+    job_works_join(&head->own, &tail->own);
     head->unsorted |= tail->unsorted ||
                       all[head->count].submit_s < head->last_submit;
     head->last_submit = tail->last_submit;
@@ -549,10 +596,14 @@ trace *trace_load(const char *path, const cat_catalog *cat, char *err,
     trace_columns cols = {csv_col(f, "submit_time_s"), csv_col(f, "workload"),
                           csv_col(f, "task_path"), csv_col(f, "job_index"),
                           csv_col(f, "user"), csv_col(f, "feed"),
-                          csv_col(f, "load_cpus"), {0}};
-    if (cols.submit < 0 || (cols.work < 0 && cols.task < 0)) {
+                          csv_col(f, "load_cpus"), csv_col(f, "time_limit_s"),
+                          {0}, {0}};
+    job_columns_find(f, &cols.own);
+    if (cols.submit < 0 ||
+        (cols.work < 0 && cols.task < 0 && cols.own.duration < 0)) {
         snprintf(err, errlen, "%s:%d: missing column '%s'", path, f->line,
-                 cols.submit < 0 ? "submit_time_s" : "workload (or task_path)");
+                 cols.submit < 0 ? "submit_time_s"
+                                 : "workload (or task_path, or duration_s)");
         csv_close(f);
         return NULL;
     }
@@ -571,6 +622,7 @@ trace *trace_load(const char *path, const cat_catalog *cat, char *err,
     free(tail.jobs);
     names_free(&tail.users);
     names_free(&tail.feeds);
+    job_works_free(&tail.own); /* joined into head's, unless it failed */
     names_free(&head.feeds); /* their numbers are all a replay needs */
     if (rc == 0 && cols.index >= 0)
         rc = check_numbers_differ(path, &head, err, errlen);
@@ -587,12 +639,13 @@ trace *trace_load(const char *path, const cat_catalog *cat, char *err,
     if (rc < 0) {
         free(head.jobs);
         names_free(&head.users);
+        job_works_free(&head.own);
         free(t);
         return NULL;
     }
     *t = (trace){.jobs = head.jobs, .count = head.count,
                  .max_gpus = head.max_gpus, .has_users = cols.user >= 0,
-                 .users = head.users};
+                 .users = head.users, .own = head.own};
     return t;
 }
 
@@ -604,5 +657,6 @@ void trace_free(trace *t) {
     if (!t) return;
     free(t->jobs);
     names_free(&t->users);
+    job_works_free(&t->own);
     free(t);
 }

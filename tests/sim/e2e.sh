@@ -421,6 +421,95 @@ assert w["wait_s"] < 8000, w
 assert w["wait_s"] < wide["exclusive"]["wait_s"], wide
 PY
     ;;
+job_columns)
+    # Jobs given by the per-job columns (job_columns.h), not the catalog.
+    # A declared mem_mib is trusted whole, as aegisd trusts submit --mem:
+    # jobs that declare a whole GPU are not capped at est_cap_mib and put
+    # beside others, so none crashes (issue 25: 544 OOMs in one window).
+    python3 -c '
+print("submit_time_s,mem_mib,peak_mib,duration_s")
+for i in range(12):
+    print("%d,40960,%d,600" % (i * 10, 38000 if i % 2 else 2000))' >"$TMP/d.csv"
+    "$AEGIS" sim --trace "$TMP/d.csv" --gpus 3 --policy aegis-plus --json \
+        >"$TMP/d.json" || fail "declared: exit $?"
+    # The peak decides an OOM: the second job declares 4000 MiB but
+    # reaches 30000 beside the first's 20000 on one 40960-MiB GPU. A row
+    # over a catalog workload keeps the catalog's figures but its own.
+    printf 'submit_time_s,workload,mem_mib,peak_mib,duration_s,time_limit_s\n0,,20000,,600,\n1,,4000,30000,300,3600\n2,%s,,,100,\n' \
+        $W >"$TMP/p.csv"
+    "$AEGIS" sim --trace "$TMP/p.csv" --gpus 1 --policy aegis-est,exclusive \
+        --json >"$TMP/p.json" || fail "peak: exit $?"
+    python3 - "$TMP" "$W" <<'PY' || fail "per-job columns"
+import json, sys
+d, w = sys.argv[1], sys.argv[2]
+plus = json.load(open(d + "/d.json"))["policies"][0]
+assert plus["ooms"] == 0, plus["ooms"]
+assert [j["status"] for j in plus["jobs"]] == ["done"] * 12
+assert {j["workload"] for j in plus["jobs"]} == {"-"}
+est, excl = json.load(open(d + "/p.json"))["policies"]
+assert [a["oom"] for a in est["jobs"][1]["attempts"]][0], est["jobs"][1]
+assert excl["ooms"] == 0, excl["ooms"]
+bert = excl["jobs"][2]
+assert bert["workload"] == w, bert
+run = bert["attempts"][0]
+assert abs(run["end_s"] - run["start_s"] - 101) < 1e-6, run
+PY
+    ;;
+job_columns_bad)
+    # Each fault in a per-job column is named with its line and field.
+    bad() { printf "$1\n" >"$TMP/t.csv"; expect_bad "$TMP/t.csv" "$2"; }
+    bad 'submit_time_s,mem_mib,duration_s\n0,4000,' \
+        "t.csv:2: field 'duration_s': empty, but required where the row names no workload"
+    bad 'submit_time_s,peak_mib,duration_s\n0,,60' \
+        "t.csv:2: field 'peak_mib': empty, and so is mem_mib"
+    bad 'submit_time_s,peak_mib,duration_s,num_gpus\n0,1000,60,1.5' \
+        "t.csv:2: field 'num_gpus': 1.5 is not whole"
+    bad 'submit_time_s,peak_mib,duration_s,num_gpus\n0,1000,60,9' \
+        "t.csv:2: field 'num_gpus': 9 is outside \[1, 8\]"
+    bad 'submit_time_s,workload,smact\n0,'$W',2' \
+        "t.csv:2: field 'smact': 2 is outside \[0, 1\]"
+    bad 'submit_time_s,mem_mib,duration_s\n0,lots,60' \
+        "t.csv:2: field 'mem_mib': 'lots' is not a number"
+    bad 'submit_time_s,workload,duration_s\n0,no_such_model,60' \
+        "t.csv:2: field 'workload': unknown workload 'no_such_model'"
+    bad 'submit_time_s,user\n0,alice' \
+        "t.csv:1: missing column 'workload (or task_path, or duration_s)'"
+    # the fast reader's path (a plain row) and the general one alike
+    bad 'submit_time_s,workload,time_limit_s\n0,'$W',-5' \
+        "t.csv:2: field 'time_limit_s': -5 is outside \[0, 3.1536e+07\]"
+    bad 'submit_time_s,workload,time_limit_s\n0,'$W',1e9' \
+        "t.csv:2: field 'time_limit_s': 1e+09 is outside" ;;
+sacct_recipe)
+    # docs/simulator.md's recipe: sacct --parsable2 output to a trace, and
+    # that trace replayed under every policy.
+    python3 "$SRC/tools/sacct_trace.py" "$SRC/tests/sim/sacct_sample.txt" \
+        >"$TMP/s.csv" 2>"$TMP/err" || fail "recipe: exit $?"
+    grep -q "left out 1 GPU jobs with neither" "$TMP/err" ||
+        fail "the unsized job is not reported"
+    cat >"$TMP/want.csv" <<'CSV'
+job_index,submit_time_s,user,num_gpus,duration_s,time_limit_s,mem_mib,peak_mib,load_cpus
+1008,0,erin,1,240,600,8000,2560,0.502083
+1001,120,alice,1,1800,3600,20000,18000,3
+1002,450,bob,2,7200,14400,30000,26624,2
+1003,1320,alice,1,600,,,9000,0.5
+1007,2520,bob,8,1830,1800,40960,38400,51.1475
+CSV
+    cmp -s "$TMP/want.csv" "$TMP/s.csv" || { diff "$TMP/want.csv" "$TMP/s.csv"; fail "trace differs"; }
+    "$AEGIS" sim --trace "$TMP/s.csv" --gpus 8 --policy all --json \
+        >"$TMP/out.json" || fail "sim: exit $?"
+    python3 - "$TMP/out.json" <<'PY' || fail "replay"
+import json, sys
+runs = json.load(open(sys.argv[1]))["policies"]
+assert len(runs) == 7, [p["policy"] for p in runs]
+for p in runs:
+    assert sorted(j["index"] for j in p["jobs"]) == [1001, 1002, 1003, 1007, 1008]
+    assert {j["status"] for j in p["jobs"]} == {"done"}, p["policy"]
+    assert {j["user"] for j in p["jobs"]} == {"alice", "bob", "erin"}
+PY
+    printf 'JobIDRaw|User\n1|a\n' >"$TMP/bad.txt"
+    python3 "$SRC/tools/sacct_trace.py" "$TMP/bad.txt" >"$TMP/o" 2>"$TMP/err" &&
+        fail "a short header was taken"
+    grep -q "bad.txt:1: missing field Submit" "$TMP/err" || fail "no message" ;;
 *) fail "unknown case" ;;
 esac
 exit 0

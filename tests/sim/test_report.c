@@ -18,8 +18,8 @@ static cat_workload works[] = {
     {.name = "light", .num_gpus = 1, .solo_s = 100, .smact = 0.2},
     {.name = "idle", .num_gpus = 1, .solo_s = 40, .smact = 0},
 };
-static trace_job src[] = {{0, 1, &works[0], 0, 0, 0}, {0, 2, &works[1], 0, 0, 0},
-                          {10, 3, &works[2], 0, 0, 0}};
+static trace_job src[] = {{0, 1, &works[0], 0, 0, 0, 0}, {0, 2, &works[1], 0, 0, 0, 0},
+                          {10, 3, &works[2], 0, 0, 0, 0}};
 static int32_t gpus[] = {0, 0, 1, 0};
 /* job 1 (light) crashed at its first activity at 20, ran again 50..150 */
 static sim_attempt atts[] = {

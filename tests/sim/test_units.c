@@ -385,6 +385,76 @@ static void test_trace_sorted_across_cut(void **state) {
     cat_free(cat);
 }
 
+/* Per-job columns (job_columns.h): a row that names no workload is its
+ * own, with the documented defaults; a row over a catalog workload keeps
+ * the catalog's figures but those it gives; mem_mib is a declaration,
+ * every estimator's figure; time_limit_s is read by both readers. */
+static void test_trace_job_columns(void **state) {
+    cat_catalog *cat = cat_load(TEMP(catalog_text), err, sizeof(err));
+    trace *t = trace_load(TEMP("submit_time_s,workload,num_gpus,mem_mib,"
+                               "peak_mib,duration_s,smact,time_limit_s\n"
+                               "0,,2,20000,,600,,3600\n"
+                               "1,small,,,,50,0.9,\n"
+                               "2,small,,,,,,7200\n"
+                               "3,,,,8000,60,,\n"), cat, err, sizeof(err));
+    assert_non_null(t);
+    const cat_workload *own = t->jobs[0].work, *over = t->jobs[1].work;
+    assert_string_equal(own->name, JOB_OWN_NAME);
+    assert_int_equal(own->num_gpus, 2);
+    assert_true(own->declared);
+    for (int e = 0; e < CAT_NEST; e++) assert_true(own->est_mib[e] == 20000);
+    assert_true(own->peak_mib == 20000 && own->peak_b_mib == 20000);
+    assert_true(own->solo_s == 600 && own->smact == JOB_DEFAULT_SMACT);
+    assert_true(own->drama == JOB_DEFAULT_DRAMA && own->util_pct < 0);
+    assert_true(t->jobs[0].time_limit_s == 3600);
+    assert_string_equal(over->name, "small");
+    assert_true(over->solo_s == 50 && over->smact == 0.9);
+    assert_true(over->peak_mib == 1000 && over->est_mib[CAT_EST_HORUS] == 900);
+    assert_false(over->declared);
+    /* a plain row (the fast reader's) is the catalog's own entry */
+    assert_ptr_equal(t->jobs[2].work, cat_find(cat, "small", 5));
+    assert_true(t->jobs[2].time_limit_s == 7200);
+    assert_false(t->jobs[3].work->declared);
+    assert_true(t->jobs[3].work->est_mib[CAT_EST_HORUS] < 0);
+    assert_true(t->jobs[3].work->peak_mib == 8000);
+    assert_int_equal(t->max_gpus, 2);
+    trace_free(t);
+    cat_free(cat);
+}
+
+/* Rows with their own workloads in both halves of a file read in two
+ * threads: each keeps its own figures once the halves are joined. */
+static void test_trace_job_columns_in_two(void **state) {
+    cat_catalog *cat = cat_load(TEMP(catalog_text), err, sizeof(err));
+    const int rows = 100000; /* 1.6 MB: over TRACE_SPLIT_BYTES */
+    size_t cap = 64 + (size_t)rows * 40, len = 0;
+    char *text = malloc(cap);
+    assert_non_null(text);
+    len += (size_t)snprintf(text, cap, "submit_time_s,workload,duration_s\n");
+    for (int i = 0; i < rows; i++)
+        len += (size_t)snprintf(text + len, cap - len, "%d,small,%d\n", i,
+                                i + 1);
+    trace *t = trace_load(write_temp(text, len), cat, err, sizeof(err));
+    free(text);
+    assert_non_null(t);
+    for (int i = 0; i < rows; i++) assert_true(t->jobs[i].work->solo_s == i + 1);
+    trace_free(t);
+    cat_free(cat);
+}
+
+/* An OOM's cost (docs/model.md): 10.3 s up to an 18 GiB peak, 2.19 s a
+ * GiB above. */
+static void test_model_crash(void **state) {
+    sim_model m;
+    sim_model_default(&m);
+    assert_float_equal(sim_model_crash_s(&m, 7000), 10.3, 1e-12);
+    assert_float_equal(sim_model_crash_s(&m, 18432), 10.3, 1e-12);
+    assert_float_equal(sim_model_crash_s(&m, 18432 + 10 * 1024), 10.3 + 21.9,
+                       1e-9);
+    assert_int_equal(sim_model_set(&m, "oom_crash_s", "-1", err, sizeof(err)),
+                     -1);
+}
+
 static void test_model(void **state) {
     sim_model m;
     sim_model_default(&m);
@@ -502,6 +572,9 @@ int main(void) {
         cmocka_unit_test(test_trace_user_refused),
         cmocka_unit_test(test_trace_read_in_two),
         cmocka_unit_test(test_trace_sorted_across_cut),
+        cmocka_unit_test(test_trace_job_columns),
+        cmocka_unit_test(test_trace_job_columns_in_two),
+        cmocka_unit_test(test_model_crash),
         cmocka_unit_test(test_model),
         cmocka_unit_test(test_heap_order),
         cmocka_unit_test(test_heap_packs_id_and_kind),

@@ -385,6 +385,22 @@ static void test_demand_cap(void **state) {
     core_destroy(core);
 }
 
+/* A declared demand (a simulated trace's mem_mib) is trusted whole, as
+ * aegisd trusts --mem: under the cap it is not placed beside the 20000
+ * MiB job, where 38000 MiB cannot fit. */
+static void test_declared_not_capped(void **state) {
+    core_config cfg = plus_config();
+    core_state *core = make_core_cfg(&cfg, 1);
+    occupy_all(core, 1, 20000);
+    core_job_spec s = job_spec(1, 1);
+    s.est_mib = 38000;
+    s.mem_declared = true;
+    char err[256];
+    assert_int_equal(core_submit(core, &s, 0, err, sizeof(err)), 0);
+    assert_int_equal(place_one(core, 30, NULL), -1);
+    core_destroy(core);
+}
+
 static void submit_as(core_state *core, int64_t id, uint32_t user, int nice,
                       double now) {
     core_job_spec s = job_spec(id, 1);
@@ -595,6 +611,7 @@ int main(void) {
         cmocka_unit_test(test_reason_observing),
         cmocka_unit_test(test_reason_idle_and_unknown),
         cmocka_unit_test(test_demand_cap),
+        cmocka_unit_test(test_declared_not_capped),
         cmocka_unit_test(test_fair_share),
         cmocka_unit_test(test_user_limits),
         cmocka_unit_test(test_user_limit_plural),

@@ -1,0 +1,179 @@
+#!/usr/bin/python3
+"""Turn Slurm accounting (`sacct --parsable2`) into an `aegis sim` trace.
+
+    sacct --allusers --parsable2 --starttime 2026-06-01 --endtime 2026-06-08 \\
+        --format JobIDRaw,User,Submit,ElapsedRaw,TimelimitRaw,AllocTRES,ReqTRES,TRESUsageInMax,TotalCPU \\
+        > sacct.txt
+    tools/sacct_trace.py sacct.txt > trace.csv
+    aegis sim --trace trace.csv --gpus 8 --policy all
+
+Reads the '|'-separated output with its header line (fields in any order,
+others ignored) and writes one trace row per job that held GPUs and ran,
+in submit order, with the per-job columns of docs/simulator.md ("Per-job
+columns"):
+
+    job_index      JobIDRaw of the job's own line (no '.' in it)
+    submit_time_s  Submit, in seconds after the earliest Submit kept
+    user           User
+    num_gpus       gres/gpu=N of AllocTRES
+    duration_s     ElapsedRaw
+    time_limit_s   TimelimitRaw (minutes) x 60; empty when not a number
+                   (UNLIMITED, Partition_Limit)
+    mem_mib        gres/aegis_mem=N of ReqTRES (the job's --aegis-mem, as
+                   cli_filter.lua asks Slurm for it) / num_gpus; empty
+                   without it
+    peak_mib       the largest gres/gpumem of TRESUsageInMax over the job's
+                   steps (Slurm sums it over the job's GPUs; AutoDetect=nvml
+                   gathers it) / num_gpus; empty without it
+    load_cpus      TotalCPU / ElapsedRaw: the cores the job kept busy
+
+A job that held no GPU (no gres/gpu in AllocTRES) or never ran (ElapsedRaw
+0) is left out; so is one with neither mem_mib nor peak_mib, which the
+simulator could not size, and the count of those is said on stderr.
+Standard library only.
+"""
+import argparse, csv, datetime, sys
+
+FIELDS = ("JobIDRaw", "User", "Submit", "ElapsedRaw", "TimelimitRaw",
+          "AllocTRES", "ReqTRES", "TRESUsageInMax", "TotalCPU")
+UNITS = {"": 1, "K": 2 ** 10, "M": 2 ** 20, "G": 2 ** 30, "T": 2 ** 40, "P": 2 ** 50}
+
+
+class BadInput(Exception):
+    pass
+
+
+def tres(text, name):
+    """The value of name in a TRES list ('cpu=4,gres/gpu=2,...'), or None."""
+    for part in text.split(","):
+        key, _, value = part.partition("=")
+        if key == name:
+            return value
+    return None
+
+
+def size_bytes(value, where):
+    """A TRES size ('30000M', '2G', '1234' bytes) in bytes."""
+    unit = value[-1:] if value[-1:].isalpha() else ""
+    try:
+        return float(value[:len(value) - len(unit)]) * UNITS[unit.upper()]
+    except (KeyError, ValueError):
+        raise BadInput(f"{where}: '{value}' is not a size")
+
+
+def cpu_seconds(text, where):
+    """TotalCPU, [D-][HH:]MM:SS[.fff], in seconds."""
+    days, _, clock = text.rpartition("-")
+    parts = clock.split(":")
+    try:
+        if not 2 <= len(parts) <= 3:
+            raise ValueError
+        seconds = sum(float(p) * 60 ** i for i, p in enumerate(reversed(parts)))
+        return seconds + 86400 * int(days or 0)
+    except ValueError:
+        raise BadInput(f"{where}: TotalCPU '{text}' is not [D-][HH:]MM:SS")
+
+
+def submit_time(text, where):
+    """Submit as sacct prints it (2026-06-01T10:00:00), a naive date:
+    only differences count, so the time zone does not matter."""
+    try:
+        return datetime.datetime.fromisoformat(text)
+    except ValueError:
+        raise BadInput(f"{where}: Submit '{text}' is not YYYY-MM-DDTHH:MM:SS")
+
+
+def number(text, where, what):
+    try:
+        return float(text)
+    except ValueError:
+        raise BadInput(f"{where}: {what} '{text}' is not a number")
+
+
+def read_rows(f, name):
+    """(line number, row) of every line after the header."""
+    reader = csv.DictReader(f, delimiter="|", quoting=csv.QUOTE_NONE)
+    missing = [k for k in FIELDS if k not in (reader.fieldnames or ())]
+    if missing:
+        raise BadInput(f"{name}:1: missing field {', '.join(missing)} "
+                       f"(sacct --format {','.join(FIELDS)})")
+    for row in reader:
+        yield reader.line_num, row
+
+
+def job_of(row, where):
+    """The trace figures of a job's own line, or None for one left out."""
+    gpus = number(tres(row["AllocTRES"], "gres/gpu") or "0", where, "gres/gpu")
+    elapsed = number(row["ElapsedRaw"] or "0", where, "ElapsedRaw")
+    if gpus <= 0 or elapsed <= 0:
+        return None
+    gpus = int(gpus)
+    limit = row["TimelimitRaw"]
+    mem = tres(row["ReqTRES"], "gres/aegis_mem")
+    return {"job_index": row["JobIDRaw"], "submit": submit_time(row["Submit"], where),
+            "user": row["User"],
+            "num_gpus": gpus, "duration_s": elapsed,
+            "time_limit_s": number(limit, where, "TimelimitRaw") * 60
+            if limit.isdigit() else None,
+            "mem_mib": number(mem, where, "gres/aegis_mem") / gpus if mem else None,
+            "load_cpus": cpu_seconds(row["TotalCPU"], where) / elapsed
+            if row["TotalCPU"] else None,
+            "peak_bytes": None}
+
+
+def read_jobs(f, name):
+    """The jobs of the sacct output, their steps' peaks folded in."""
+    jobs = {}
+    for line, row in read_rows(f, name):
+        where = f"{name}:{line}"
+        jobid, _, step = row["JobIDRaw"].partition(".")
+        if not step:
+            job = job_of(row, where)
+            if job:
+                jobs[jobid] = job
+            continue
+        used = tres(row["TRESUsageInMax"], "gres/gpumem")
+        if used and jobid in jobs:
+            peak = jobs[jobid]["peak_bytes"] or 0
+            jobs[jobid]["peak_bytes"] = max(peak, size_bytes(used, where))
+    return list(jobs.values())
+
+
+def fmt(value):
+    return "" if value is None else f"{value:.6g}"
+
+
+def write_trace(jobs, out):
+    start = min(j["submit"] for j in jobs)
+    w = csv.writer(out, lineterminator="\n")
+    w.writerow(["job_index", "submit_time_s", "user", "num_gpus", "duration_s",
+                "time_limit_s", "mem_mib", "peak_mib", "load_cpus"])
+    for j in sorted(jobs, key=lambda j: (j["submit"], int(j["job_index"]))):
+        peak = j["peak_bytes"] and j["peak_bytes"] / 2 ** 20 / j["num_gpus"]
+        w.writerow([j["job_index"], fmt((j["submit"] - start).total_seconds()),
+                    j["user"], j["num_gpus"],
+                    fmt(j["duration_s"]), fmt(j["time_limit_s"]), fmt(j["mem_mib"]),
+                    fmt(peak), fmt(j["load_cpus"])])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("sacct", help="sacct --parsable2 output ('-': standard input)")
+    args = ap.parse_args()
+    try:
+        with (sys.stdin if args.sacct == "-" else open(args.sacct)) as f:
+            jobs = read_jobs(f, args.sacct)
+    except (OSError, BadInput) as e:
+        sys.exit(f"sacct_trace: {e}")
+    sized = [j for j in jobs if j["mem_mib"] is not None or j["peak_bytes"]]
+    if len(sized) < len(jobs):
+        print(f"sacct_trace: left out {len(jobs) - len(sized)} GPU jobs with "
+              "neither gres/aegis_mem nor gres/gpumem", file=sys.stderr)
+    if not sized:
+        sys.exit(f"sacct_trace: {args.sacct}: no GPU job that ran and is sized")
+    write_trace(sized, sys.stdout)
+
+
+if __name__ == "__main__":
+    main()
