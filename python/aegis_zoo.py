@@ -219,24 +219,24 @@ def entry(name):
 
 # ---- measuring --------------------------------------------------------------
 
-def _tensors(value):
+def tensors_of(value):
     if isinstance(value, torch.Tensor):
         yield value
     elif isinstance(value, dict):
         for item in value.values():
-            yield from _tensors(item)
+            yield from tensors_of(item)
     elif isinstance(value, (list, tuple)):
         for item in value:
-            yield from _tensors(item)
+            yield from tensors_of(item)
 
 
-def _call(module, example):
+def call_with(module, example):
     if isinstance(example, tuple):
         return module(*example)
     return module(example)
 
 
-class _Held:
+class Held:
     """A saved tensor, detached: holding a saved output with its grad_fn
     would make a cycle through the graph that is never freed."""
     __slots__ = ("tensor", "__weakref__")
@@ -261,17 +261,17 @@ def saved_bytes_on_cpu(module, example):
     held = []
 
     def pack(tensor):
-        holder = _Held(tensor)
+        holder = Held(tensor)
         held.append(weakref.ref(holder))
         return holder
 
     skip = {t.data_ptr() for t in module.parameters()}
     skip |= {t.data_ptr() for t in module.buffers()}
-    skip |= {t.data_ptr() for t in _tensors(example)}
+    skip |= {t.data_ptr() for t in tensors_of(example)}
     try:
         with torch.enable_grad(), torch.autograd.graph.saved_tensors_hooks(
                 pack, lambda holder: holder.tensor):
-            output = _call(module, example)
+            output = call_with(module, example)
         total, seen = 0, set()
         for ref in held:
             holder = ref()

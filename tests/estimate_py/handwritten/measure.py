@@ -17,21 +17,13 @@ import weakref
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+# aegis_zoo's measuring side, which shares no code with the extractor.
+from aegis_zoo import Held, call_with as call, tensors_of as tensors
+
 MIB = 1024.0 * 1024.0
 CUDA_CONTEXT_MIB = 512.0
 # Optimizer state per parameter element, as the descriptions' "adam".
 ADAM_STATES = 2
-
-
-def tensors(value):
-    if isinstance(value, torch.Tensor):
-        yield value
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from tensors(item)
-    elif isinstance(value, (list, tuple)):
-        for item in value:
-            yield from tensors(item)
 
 
 def batched(example, batch):
@@ -42,20 +34,8 @@ def batched(example, batch):
     return tuple(batched(item, batch) for item in example)
 
 
-def call(module, example):
-    return module(*example) if isinstance(example, tuple) else \
-        module(example)
-
-
 def _ptr(tensor):
     return tensor.storage().data_ptr()
-
-
-class _Held:
-    __slots__ = ("tensor", "__weakref__")
-
-    def __init__(self, tensor):
-        self.tensor = tensor if tensor.grad_fn is None else tensor.detach()
 
 
 class _Casts(TorchDispatchMode):
@@ -81,7 +61,7 @@ def activation_bytes(module, example):
     held = []
 
     def pack(tensor):
-        holder = _Held(tensor)
+        holder = Held(tensor)
         held.append(weakref.ref(holder))
         return holder
 

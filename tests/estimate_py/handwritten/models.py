@@ -76,7 +76,7 @@ class GPT2(nn.Module):
     """GPT-2: token and position embeddings, causal blocks, a final norm
     and an output head tied to the token embedding through F.linear."""
 
-    def __init__(self, vocab=8192, dim=256, heads=4, layers=4, length=128,
+    def __init__(self, vocab=4096, dim=256, heads=4, layers=4, length=128,
                  ckpt=False):
         super().__init__()
         self.wte = nn.Embedding(vocab, dim)
@@ -102,7 +102,7 @@ class BERT(nn.Module):
     post-norm encoder blocks under a padding mask, and the head and loss
     on the masked positions only (hidden[labels != -100])."""
 
-    def __init__(self, vocab=8192, dim=256, heads=4, layers=4, length=128):
+    def __init__(self, vocab=4096, dim=256, heads=4, layers=4, length=128):
         super().__init__()
         self.tok = nn.Embedding(vocab, dim)
         self.pos = nn.Embedding(length, dim)
@@ -120,7 +120,7 @@ class BERT(nn.Module):
         return F.cross_entropy(self.head(h[picked]), labels[picked])
 
 
-def _bert_example(length=128, vocab=8192):
+def _bert_example(length=64, vocab=4096):
     ids = _ids(length, vocab)
     mask = torch.ones(1, length, dtype=torch.long)
     mask[:, length * 3 // 4:] = 0
@@ -172,7 +172,7 @@ class T5(nn.Module):
     """T5: a shared embedding, an encoder and a decoder with a learned
     relative-position bias table owned by the model, and an LM head."""
 
-    def __init__(self, vocab=8192, dim=256, heads=4, layers=2, buckets=32):
+    def __init__(self, vocab=4096, dim=256, heads=4, layers=2, buckets=32):
         super().__init__()
         self.shared = nn.Embedding(vocab, dim)
         self.rel = nn.Parameter(torch.zeros(buckets, heads))
@@ -240,7 +240,7 @@ class LSTMLM(nn.Module):
     """An LSTM language model: embedding, two LSTM layers with dropout,
     a vocabulary head, the loss."""
 
-    def __init__(self, vocab=8192, dim=256, hidden=512):
+    def __init__(self, vocab=4096, dim=128, hidden=256):
         super().__init__()
         self.embed = nn.Embedding(vocab, dim)
         self.lstm = nn.LSTM(dim, hidden, 2, dropout=0.2, batch_first=True)
@@ -258,7 +258,7 @@ class GRUSeq2Seq(nn.Module):
     outputs with dot-product attention; the head reads the time-major
     outputs transposed to batch-major (a copy, except at batch 1)."""
 
-    def __init__(self, vocab=4096, dim=256, hidden=512):
+    def __init__(self, vocab=4096, dim=128, hidden=256):
         super().__init__()
         self.src_embed = nn.Embedding(vocab, dim)
         self.tgt_embed = nn.Embedding(vocab, dim)
@@ -354,7 +354,7 @@ class MoE(nn.Module):
     """A transformer with a top-2 mixture-of-experts feed-forward: each
     token goes to its two best experts, gathered by index."""
 
-    def __init__(self, vocab=8192, dim=256, heads=4, experts=4):
+    def __init__(self, vocab=4096, dim=256, heads=4, experts=4):
         super().__init__()
         self.embed = nn.Embedding(vocab, dim)
         self.attn = Attention(dim, heads, causal=True)
@@ -384,7 +384,8 @@ class C3D(nn.Module):
     """C3D for clips: 3-D convolutions and max pooling, two dropout
     fully connected layers, a class head."""
 
-    def __init__(self, classes=101, widths=(32, 64, 128, 128)):
+    def __init__(self, classes=101, widths=(32, 64, 128, 128), frames=16,
+                 size=48):
         super().__init__()
         layers, cin = [], 3
         for i, width in enumerate(widths):
@@ -392,7 +393,8 @@ class C3D(nn.Module):
                        nn.MaxPool3d((1, 2, 2) if i == 0 else 2)]
             cin = width
         self.features = nn.Sequential(*layers)
-        self.fc = nn.Sequential(nn.Flatten(), nn.Linear(cin * 2 * 4 * 4, 1024),
+        self.fc = nn.Sequential(nn.Flatten(), nn.Linear(
+            cin * (frames // 8) * (size // 16) ** 2, 1024),
                                 nn.ReLU(), nn.Dropout(0.5),
                                 nn.Linear(1024, 1024), nn.ReLU(),
                                 nn.Dropout(0.5), nn.Linear(1024, classes))
@@ -405,7 +407,7 @@ class ALBERT(nn.Module):
     """ALBERT: a factorised embedding (small E projected to the hidden
     size) and ONE block whose weights every layer shares."""
 
-    def __init__(self, vocab=8192, emb=128, dim=256, heads=4, layers=4):
+    def __init__(self, vocab=4096, emb=128, dim=256, heads=4, layers=4):
         super().__init__()
         self.tok = nn.Embedding(vocab, emb)
         self.project = nn.Linear(emb, dim)
@@ -424,7 +426,7 @@ class InplaceAttention(nn.Module):
     """A causal transformer whose attention scales, masks and drops out
     its scores in place, and whose MLP activation is in place."""
 
-    def __init__(self, vocab=8192, dim=256, heads=4, layers=3):
+    def __init__(self, vocab=4096, dim=256, heads=4, layers=3):
         super().__init__()
         self.embed = nn.Embedding(vocab, dim)
         self.qkv = nn.ModuleList(nn.Linear(dim, 3 * dim)
@@ -457,22 +459,22 @@ class InplaceAttention(nn.Module):
 
 
 KINDS = [
-    Kind("gpt2", GPT2, lambda: _ids(128, 8192), 4, "fp32"),
+    Kind("gpt2", GPT2, lambda: _ids(64, 4096), 4, "fp32"),
     Kind("bert_padding_mask", BERT, _bert_example, 4, "fp32"),
-    Kind("t5", T5, lambda: (_ids(96, 8192), _ids(64, 8192, 2)), 4, "fp32"),
+    Kind("t5", T5, lambda: (_ids(64, 4096), _ids(48, 4096, 2)), 4, "fp32"),
     Kind("vit", ViT, lambda: torch.rand(1, 3, 64, 64), 8, "fp32"),
-    Kind("lstm_lm", LSTMLM, lambda: _ids(65, 8192), 4, "fp32"),
+    Kind("lstm_lm", LSTMLM, lambda: _ids(65, 4096), 4, "fp32"),
     Kind("gru_seq2seq", GRUSeq2Seq,
          lambda: (_ids(64, 4096), _ids(65, 4096, 2)), 4, "fp32"),
     Kind("unet", UNet, lambda: torch.rand(1, 3, 64, 64), 4, "fp32"),
     Kind("dlrm", DLRM, _dlrm_example, 128, "fp32"),
-    Kind("moe", MoE, lambda: _ids(128, 8192), 4, "fp32"),
+    Kind("moe", MoE, lambda: _ids(64, 4096), 4, "fp32"),
     Kind("gpt2_checkpointed", lambda: GPT2(ckpt=True),
-         lambda: _ids(128, 8192), 4, "fp32"),
+         lambda: _ids(64, 4096), 4, "fp32"),
     Kind("vit_autocast_bf16", AutocastViT, lambda: torch.rand(1, 3, 64, 64),
          8, "amp_bf16"),
-    Kind("c3d", C3D, lambda: torch.rand(1, 3, 16, 64, 64), 2, "fp32"),
-    Kind("albert", ALBERT, lambda: _ids(128, 8192), 4, "fp32"),
-    Kind("inplace_attention", InplaceAttention, lambda: _ids(128, 8192), 4,
+    Kind("c3d", C3D, lambda: torch.rand(1, 3, 16, 48, 48), 2, "fp32"),
+    Kind("albert", ALBERT, lambda: _ids(64, 4096), 4, "fp32"),
+    Kind("inplace_attention", InplaceAttention, lambda: _ids(64, 4096), 4,
          "fp32"),
 ]
