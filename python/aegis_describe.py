@@ -10,12 +10,14 @@ pass runs on the meta device when the model allows it: meta tensors carry
 shapes but no storage, so even GPT-2 XL is described in well under a second
 and without gigabytes of RAM (a module with real weights is copied
 structurally, its weights replaced by meta tensors, never copied). Models
-whose forward needs real values fall back to a CPU pass with batch 1 on the
-module itself, said out loud, and run twice to see whether the description
-depends on the input's values.
+whose forward needs real values fall back to a CPU pass (one or two
+samples) on the module itself, said out loud, and run twice to see whether
+the description depends on the input's values (labels and masks included).
 
-The per-sample figure is exact because the pass uses a batch of one: the
-estimator multiplies by the job's batch size itself.
+The figures are per sample: the estimator multiplies by the job's batch
+size itself. For a job of two samples or more the pass runs on two and
+halves them, because a batch of one takes views where a larger batch
+copies, and tensors of the whole step are then not counted once a sample.
 
 Importable (describe, describe_builder, to_json) and a command line tool; run
 it with --help for the manual.
@@ -403,8 +405,8 @@ def describe(module, example_input, batch_size, optimizer="adam",
     describe(model, ([image], [target]), ...).
     device: "meta" runs the pass on meta tensors (a structural copy of the
     module, no weights copied, unless it is on meta already), "cpu" on the
-    module itself with batch 1, "auto" tries meta and falls back to CPU
-    when the forward pass needs real values. A CPU pass runs twice, on the
+    module itself (one or two samples), "auto" tries meta and falls back to
+    CPU when the forward pass needs real values. A CPU pass runs twice, on the
     example and on other values of the same shape, to see whether the
     description depends on them.
     input_elements defaults to the elements of example_input (tokens for
@@ -602,15 +604,25 @@ DESCRIPTION
     optimizer, precision and attention kind.
 
     The pass runs on the meta device (shapes only: no memory, milliseconds)
-    and falls back to a CPU pass with batch 1 when the model needs real
-    values (detection models always do). The fallback is said on stderr
-    and in the description's "warnings" (why, how long); it runs twice, on
-    the example and on other values, and warns when the two differ: the
-    description then depends on the input's values. Functional steps that
-    a container's forward calls between its modules (torch.cat, +,
-    F.avg_pool2d, F.relu, F.interpolate, ...) are layers too, named by the
+    and falls back to a CPU pass (on the same one or two samples) when the
+    model needs real values (detection models always do). The fallback is
+    said on stderr and in the description's "warnings" (why, how long); it
+    runs twice, on the example and on other values (of the first argument
+    and of every integer or boolean tensor of the others: labels, masks),
+    and warns when the two differ: the description then depends on the
+    input's values. Functional steps that a container's forward calls
+    between its modules (torch.cat, +, F.avg_pool2d, F.relu, F.interpolate,
+    F.linear with a tied weight, ...) are layers too, named by the
     function, and so is any other function there that uses a parameter or
     makes a tensor autograd keeps.
+
+    With --batch-size 2 or more the pass runs on two samples and its
+    figures are halved (a batch of one makes views where a larger batch
+    copies). A forward that runs torch.autocast itself is described on the
+    CPU, with the dtypes autocast gives, its weight copies left to the
+    estimate's weights. torch.utils.checkpoint segments are warned about,
+    and the largest one's recomputation during backward is a layer
+    "checkpoint_recompute".
 
 OPTIONS
     --batch-size B      Per-GPU batch size written to the description

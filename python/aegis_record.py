@@ -303,7 +303,8 @@ class Recorder:
     def pack(self, tensor):
         """saved_tensors_hooks' pack: note who saved what (nothing of what
         a fused kernel saves inside)."""
-        if self.paused or (self.running and id(self.running[-1]) in self._fused):
+        if self.paused or (self.running and
+                           id(self.running[-1]) in self._fused):
             return _Saved(tensor)
         key = storage_key(tensor)
         entry = self._producer(key) or (self.running[-1] if self.running
