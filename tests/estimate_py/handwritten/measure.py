@@ -18,7 +18,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 # aegis_zoo's measuring side, which shares no code with the extractor.
-from aegis_zoo import Held, call_with as call, tensors_of as tensors
+from aegis_zoo import call_with as call, saved_storages, tensors_of as tensors
 
 MIB = 1024.0 * 1024.0
 CUDA_CONTEXT_MIB = 512.0
@@ -58,32 +58,15 @@ class _Casts(TorchDispatchMode):
 def activation_bytes(module, example):
     """Bytes autograd keeps after one training-mode forward pass of
     example (batch norm in eval mode, as the extractor describes it)."""
-    held = []
-
-    def pack(tensor):
-        holder = Held(tensor)
-        held.append(weakref.ref(holder))
-        return holder
-
     state = {_ptr(t) for t in module.parameters()}
     state |= {_ptr(t) for t in module.buffers()}
-    skip = state | {_ptr(t) for t in tensors(example)}
     casts = _Casts(state)
-    with torch.enable_grad(), torch.autograd.graph.saved_tensors_hooks(
-            pack, lambda holder: holder.tensor), casts:
-        output = call(module, example)
-    total, seen = 0, set()
-    for ref in held:
-        holder = ref()
-        if holder is None:
-            continue
-        storage = holder.tensor.storage()
+    total = 0
+    for storage in saved_storages(module, example, casts):
         ptr = storage.data_ptr()
-        if ptr in skip or ptr in seen or ptr in casts.copies:
-            continue
-        seen.add(ptr)
-        total += storage.size() if ptr in casts.masks else storage.nbytes()
-    del output
+        if ptr not in casts.copies:
+            total += storage.size() if ptr in casts.masks else \
+                storage.nbytes()
     return total
 
 
