@@ -289,11 +289,8 @@ class UNet(nn.Module):
 
     def __init__(self, widths=(32, 64, 128, 256), classes=4):
         super().__init__()
-        self.down = nn.ModuleList()
-        cin = 3
-        for width in widths:
-            self.down.append(_conv_block(cin, width))
-            cin = width
+        self.down = nn.ModuleList(_conv_block(cin, cout) for cin, cout in
+                                  zip((3,) + widths[:-1], widths))
         self.up = nn.ModuleList(nn.ConvTranspose2d(w, w // 2, 2, stride=2)
                                 for w in reversed(widths[1:]))
         self.merge = nn.ModuleList(_conv_block(w, w // 2)
