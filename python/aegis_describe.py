@@ -10,12 +10,14 @@ pass runs on the meta device when the model allows it: meta tensors carry
 shapes but no storage, so even GPT-2 XL is described in well under a second
 and without gigabytes of RAM (a module with real weights is copied
 structurally, its weights replaced by meta tensors, never copied). Models
-whose forward needs real values fall back to a CPU pass with batch 1 on the
-module itself, said out loud, and run twice to see whether the description
-depends on the input's values.
+whose forward needs real values fall back to a CPU pass (one or two
+samples) on the module itself, said out loud, and run twice to see whether
+the description depends on the input's values (labels and masks included).
 
-The per-sample figure is exact because the pass uses a batch of one: the
-estimator multiplies by the job's batch size itself.
+The figures are per sample: the estimator multiplies by the job's batch
+size itself. For a job of two samples or more the pass runs on two and
+halves them, because a batch of one takes views where a larger batch
+copies, and tensors of the whole step are then not counted once a sample.
 
 Importable (describe, describe_builder, to_json) and a command line tool; run
 it with --help for the manual.
@@ -214,18 +216,63 @@ def _other_values(tensor):
         tensor.dtype)
 
 
-def _with_other_values(example_input):
-    """The example with other values in its first argument (the images of
-    a detection model, not their targets; the token ids of a language
-    model, not its mask)."""
+def _other_labels(tensor):
+    """Other values for a tensor of a later argument: labels, masks and
+    indices (integers, booleans) get them, as memory may follow them
+    (hidden[labels != -100]); floats (a detection target's boxes, whose
+    order the model checks) stay as they are."""
+    if tensor.is_floating_point():
+        return tensor
+    return _other_values(tensor)
+
+
+def _with_other_values(example_input, all_arguments=True):
+    """The example with other values in its first argument (images,
+    token ids) and, with all_arguments, in the integer and boolean
+    tensors of the others (labels, masks)."""
     first = _first_argument(example_input)
     other = _map_tensors(first, _other_values)
+    rest = _other_labels if all_arguments else (lambda t: t)
     if isinstance(example_input, dict):
         key = next(iter(example_input))
-        return dict(example_input, **{key: other})
+        changed = {k: _map_tensors(v, rest)
+                   for k, v in example_input.items()}
+        return dict(changed, **{key: other})
     if isinstance(example_input, tuple):
-        return (other,) + example_input[1:]
+        return (other,) + _map_tensors(example_input[1:], rest)
     return other
+
+
+def _doubled(example_input):
+    """The example at batch 2: every tensor whose leading dimension is 1
+    twice; None where the first argument is a list (detection's images,
+    which the model batches itself)."""
+    torch = _torch()
+    if isinstance(_first_argument(example_input), list):
+        return None
+
+    def twice(tensor):
+        if tensor.dim() and tensor.shape[0] == 1:
+            return torch.cat([tensor, tensor])
+        return tensor
+    return _map_tensors(example_input, twice)
+
+
+_PER_SAMPLE_FIELDS = ("activations", "saved", "saved_bytes", "masks")
+
+
+def _per_sample(entries, samples):
+    """Entries of a pass over several samples, per sample (rounded up)."""
+    if samples == 1:
+        return entries
+    out = []
+    for entry in entries:
+        entry = dict(entry)
+        for field in _PER_SAMPLE_FIELDS:
+            if field in entry:
+                entry[field] = -(-entry[field] // samples)
+        out.append(entry)
+    return out
 
 
 _PARAMETER_NAMES_SHOWN = 8
@@ -252,6 +299,15 @@ def _unused_entry(unused, warnings):
     return entry
 
 
+def _record_other_values(module, example_input):
+    """The pass on other values of every argument; where the model
+    rejects those (a later argument it checks), of the first only."""
+    try:
+        return _record(module, _with_other_values(example_input))
+    except Exception:  # any failure of a forward we do not own
+        return _record(module, _with_other_values(example_input, False))
+
+
 def _layers_on_cpu(module, example_input, warnings, why):
     """The CPU pass, said out loud (why, how long), and run a second time
     on other input values: where the two differ, the description depends
@@ -260,9 +316,12 @@ def _layers_on_cpu(module, example_input, warnings, why):
     started = time.monotonic()
     cpu_input = _map_tensors(example_input, lambda t: t.to("cpu"))
     result = _record(module, cpu_input)
-    other = _record(module, _with_other_values(cpu_input))
-    warnings.append("described by a forward pass on the CPU with batch 1 "
-                    "(%.1f s, twice), %s" % (time.monotonic() - started, why))
+    other = _record_other_values(module, cpu_input)
+    samples = _first_argument(cpu_input)
+    batch = samples.shape[0] if hasattr(samples, "shape") else 1
+    warnings.append("described by a forward pass on the CPU with batch %d "
+                    "(%.1f s, twice), %s"
+                    % (batch, time.monotonic() - started, why))
     if other[0] != result[0]:
         warnings.append(
             "the description depends on the example input's values: "
@@ -270,6 +329,56 @@ def _layers_on_cpu(module, example_input, warnings, why):
             "(%d layers against %d); the estimate holds for inputs like the "
             "example" % (len(other[0]), len(result[0])))
     return result
+
+
+def _one_pass(module, example_input, device, warnings):
+    """The recorded pass on meta or, where that fails and device allows,
+    on the CPU (said in warnings)."""
+    why = "as asked (device cpu)"
+    if device in ("auto", "meta"):
+        runner = module if _is_meta(module) else _meta_copy(module)
+        meta_input = _map_tensors(example_input, lambda t: t.to("meta"))
+        try:
+            return _record(runner, meta_input)
+        except Exception as err:  # any failure of a forward we do not own
+            if device == "meta" or _is_meta(module):
+                raise DescribeError("the forward pass does not run on the "
+                                    "meta device: %s" % err) from err
+            why = ("because the pass on the meta device failed (%s): an "
+                   "operation needs real values, so the description may "
+                   "depend on them" % _first_line(err))
+    return _layers_on_cpu(module, example_input, warnings, why)
+
+
+def _per_sample_pass(module, example_input, batch_size, device, warnings):
+    """The pass, per sample. A job of two samples or more is described
+    from a pass over two, halved: some operators make a view of a batch
+    of one where they copy a larger batch (a transpose made contiguous),
+    and tensors of the step rather than of a sample (index tables, masks)
+    are then spread over the batch instead of counted once a sample.
+    Where the pass over two fails, one sample it is, said in warnings."""
+    doubled = _doubled(example_input) if batch_size >= 2 else None
+    if doubled is not None:
+        try:
+            result = _one_pass(module, doubled, device, warnings)
+            return (_per_sample(result[0], 2),) + tuple(result[1:])
+        except Exception as err:  # any failure of a forward we do not own
+            warnings.append("described from one sample: the pass over two "
+                            "failed (%s)" % _first_line(err))
+    return _one_pass(module, example_input, device, warnings)
+
+
+def _warn_checkpointing(layers, warnings):
+    """Says that activation checkpointing was seen and how it is counted."""
+    import aegis_record
+    for layer in layers:
+        if layer["type"] == aegis_record.CHECKPOINT_RECOMPUTE:
+            warnings.append(
+                "activation checkpointing: the checkpointed segments keep "
+                "only their inputs in forward, and backward runs each again; "
+                "the largest one's recomputed tensors (%d elements a sample) "
+                "are counted as the layer %s"
+                % (layer["saved"], aegis_record.CHECKPOINT_RECOMPUTE))
 
 
 def _check_choice(name, value, choices):
@@ -296,8 +405,8 @@ def describe(module, example_input, batch_size, optimizer="adam",
     describe(model, ([image], [target]), ...).
     device: "meta" runs the pass on meta tensors (a structural copy of the
     module, no weights copied, unless it is on meta already), "cpu" on the
-    module itself with batch 1, "auto" tries meta and falls back to CPU
-    when the forward pass needs real values. A CPU pass runs twice, on the
+    module itself (one or two samples), "auto" tries meta and falls back to
+    CPU when the forward pass needs real values. A CPU pass runs twice, on the
     example and on other values of the same shape, to see whether the
     description depends on them.
     input_elements defaults to the elements of example_input (tokens for
@@ -316,23 +425,10 @@ def describe(module, example_input, batch_size, optimizer="adam",
     if input_elements is None:
         input_elements = sample_elements
     warnings = []
-    result = None
-    why = "as asked (device cpu)"
-    if device in ("auto", "meta"):
-        runner = module if _is_meta(module) else _meta_copy(module)
-        meta_input = _map_tensors(example_input, lambda t: t.to("meta"))
-        try:
-            result = _record(runner, meta_input)
-        except Exception as err:  # any failure of a forward we do not own
-            if device == "meta" or _is_meta(module):
-                raise DescribeError("the forward pass does not run on the "
-                                    "meta device: %s" % err) from err
-            why = ("because the pass on the meta device failed (%s): an "
-                   "operation needs real values, so the description may "
-                   "depend on them" % _first_line(err))
-    if result is None:
-        result = _layers_on_cpu(module, example_input, warnings, why)
+    result = _per_sample_pass(module, example_input, batch_size, device,
+                              warnings)
     layers = list(result[0])
+    _warn_checkpointing(layers, warnings)
     unused = _unused_entry(result[1:], warnings)
     if unused:
         layers.append(unused)
@@ -508,15 +604,25 @@ DESCRIPTION
     optimizer, precision and attention kind.
 
     The pass runs on the meta device (shapes only: no memory, milliseconds)
-    and falls back to a CPU pass with batch 1 when the model needs real
-    values (detection models always do). The fallback is said on stderr
-    and in the description's "warnings" (why, how long); it runs twice, on
-    the example and on other values, and warns when the two differ: the
-    description then depends on the input's values. Functional steps that
-    a container's forward calls between its modules (torch.cat, +,
-    F.avg_pool2d, F.relu, F.interpolate, ...) are layers too, named by the
+    and falls back to a CPU pass (on the same one or two samples) when the
+    model needs real values (detection models always do). The fallback is
+    said on stderr and in the description's "warnings" (why, how long); it
+    runs twice, on the example and on other values (of the first argument
+    and of every integer or boolean tensor of the others: labels, masks),
+    and warns when the two differ: the description then depends on the
+    input's values. Functional steps that a container's forward calls
+    between its modules (torch.cat, +, F.avg_pool2d, F.relu, F.interpolate,
+    F.linear with a tied weight, ...) are layers too, named by the
     function, and so is any other function there that uses a parameter or
     makes a tensor autograd keeps.
+
+    With --batch-size 2 or more the pass runs on two samples and its
+    figures are halved (a batch of one makes views where a larger batch
+    copies). A forward that runs torch.autocast itself is described on the
+    CPU, with the dtypes autocast gives, its weight copies left to the
+    estimate's weights. torch.utils.checkpoint segments are warned about,
+    and the largest one's recomputation during backward is a layer
+    "checkpoint_recompute".
 
 OPTIONS
     --batch-size B      Per-GPU batch size written to the description

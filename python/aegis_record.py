@@ -27,19 +27,27 @@ autograd itself. The same code runs on meta tensors (shapes only) and on
 CPU ones.
 """
 
+import contextlib
 import weakref
 
 import torch
+import torch.utils.checkpoint as checkpoint_module
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 # Functions recorded as layers whenever a container's forward calls them,
 # whether or not autograd keeps their output: the ones that make a new
 # tensor of activations (Inception's branch pools and concatenations,
-# MobileNet's residual sums). Any other function called there is recorded
-# only when it uses a parameter or makes a tensor that autograd keeps.
+# MobileNet's residual sums, a language model's logits from a tied
+# weight, F.linear(h, self.embed.weight), whose weight is claimed already
+# and whose output autograd does not keep, yet is the largest tensor and
+# gradient of the step). Any other function called there is recorded only
+# when it uses a parameter or makes a tensor that autograd keeps.
 FUNCTIONAL_STEPS = frozenset([
     "cat", "concat", "stack", "add", "sub", "mul", "matmul", "bmm",
+    "linear", "bilinear", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
+    "conv_transpose2d", "conv_transpose3d", "embedding", "embedding_bag",
+    "einsum", "mm", "addmm", "baddbmm",
     "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d",
     "avg_pool3d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
     "adaptive_avg_pool3d", "adaptive_max_pool1d", "adaptive_max_pool2d",
@@ -47,6 +55,11 @@ FUNCTIONAL_STEPS = frozenset([
     "sigmoid", "tanh", "hardswish", "hardsigmoid", "softmax",
     "log_softmax", "dropout", "interpolate", "layer_norm", "batch_norm",
 ])
+
+# The entry that stands for activation checkpointing's recomputation: its
+# "saved" is what the largest checkpointed segment keeps while backward
+# runs it again (nothing of it is kept during forward).
+CHECKPOINT_RECOMPUTE = "checkpoint_recompute"
 
 # Dropout's random mask: CPU and meta tensors draw it with bernoulli_ into
 # a float tensor, a GPU's fused kernel (native_dropout) keeps it as bytes.
@@ -153,10 +166,21 @@ class Recorder:
         self._state_keys |= {storage_key(t) for t in module.buffers()}
         self._input_keys = {storage_key(t) for t in tensors_in(inputs)}
         self._made_by = {}              # storage key -> (entry, reference)
-        self._saves = []                # (weakref to _Saved, key, entry)
+        # (weakref to _Saved, key, entry, saved under autocast)
+        self._saves = []
         self._kept = []                 # _Saved of fused kernels' tensors
         self._fused = set()             # ids of fused kernels' entries
-        self.noise = set()              # storage keys of random masks
+        # Storage keys of dropout's random masks and of autocast's copies
+        # of the weights, each with its tensor, held until the pass ends:
+        # the key of a freed mask (a checkpointed segment's) would be
+        # reused by a later activation, on meta too. (A weak reference
+        # would not do: autograd keeps a saved tensor's storage through
+        # another tensor object than the one the operator made.)
+        self.noise = {}
+        self.weight_copies = {}
+        self.paused = 0                 # > 0 while a segment is re-run
+        self.checkpoints = 0            # checkpointed segments run
+        self.recompute = 0              # the largest one's saved elements
 
     # -- parameters -------------------------------------------------------
 
@@ -210,6 +234,8 @@ class Recorder:
     # -- hooks ------------------------------------------------------------
 
     def enter_layer(self, mod, _inputs):
+        if self.paused:
+            return
         self.depth += 1
         entry = _entry(type(mod).__name__)
         if getattr(mod, "fused_kernel", False):
@@ -217,6 +243,8 @@ class Recorder:
         self.running.append(entry)
 
     def leave_layer(self, mod, inputs, output):
+        if self.paused:
+            return
         self.depth -= 1
         entry = self.running.pop()
         self._claim(entry, mod.parameters())
@@ -229,6 +257,8 @@ class Recorder:
 
     def enter_container(self, mod, _inputs):
         # Only the container's own tensors: its children report themselves.
+        if self.paused:
+            return
         entry = _entry(type(mod).__name__)
         self._claim(entry, mod.parameters(recurse=False))
         self._claim(entry, mod.buffers(recurse=False))
@@ -237,6 +267,8 @@ class Recorder:
     def enter_function(self, name, args, kwargs):
         """A torch function is about to run; returns the entry pushed for
         it, if any (pop it, then pass it to leave_function)."""
+        if self.paused:
+            return None
         if self.depth:
             # Inside a layer: its work. Claim what it is handed (a layer
             # may use a weight it does not own).
@@ -264,21 +296,71 @@ class Recorder:
             self._kept.append(holder)
             key = storage_key(tensor)
             self._saves.append((weakref.ref(holder), key,
-                                self._producer(key) or entry))
+                                self._producer(key) or entry, False))
         for tensor in tensors_in(output):
             entry["saved"] += tensor.numel() // max(tensor.shape[-1], 1)
 
     def pack(self, tensor):
         """saved_tensors_hooks' pack: note who saved what (nothing of what
         a fused kernel saves inside)."""
-        if self.running and id(self.running[-1]) in self._fused:
+        if self.paused or (self.running and
+                           id(self.running[-1]) in self._fused):
             return _Saved(tensor)
         key = storage_key(tensor)
         entry = self._producer(key) or (self.running[-1] if self.running
                                         else None)
         holder = _Saved(tensor)
-        self._saves.append((weakref.ref(holder), key, entry))
+        self._saves.append((weakref.ref(holder), key, entry,
+                            _autocast_on()))
         return holder
+
+    # -- tensors made by ATen operators -----------------------------------
+
+    def note_op(self, op_name, args, output):
+        """Notes a dropout mask (bernoulli's output) or an autocast copy of
+        a weight (_to_copy of a parameter's storage)."""
+        if self.paused:
+            return
+        if op_name in _NOISE_OPS:
+            notes = self.noise
+        elif op_name == "_to_copy" and args and \
+                isinstance(args[0], torch.Tensor) and \
+                storage_key(args[0]) in self._state_keys:
+            notes = self.weight_copies
+        else:
+            return
+        for tensor in tensors_in(output):
+            notes[storage_key(tensor)] = tensor
+
+    # -- activation checkpointing -----------------------------------------
+
+    def checkpointed(self, function, args, kwargs):
+        """A checkpointed segment is about to run: its tensors are not
+        kept, but backward runs it again and holds what it keeps while
+        its gradients are computed. That is measured here, by running the
+        segment once more with autograd on and this recorder paused; the
+        largest segment's is what the description adds."""
+        held = []
+
+        def pack(tensor):
+            holder = _Saved(tensor)
+            held.append(weakref.ref(holder))
+            return holder
+        given = [a.detach().requires_grad_(a.is_floating_point())
+                 if isinstance(a, torch.Tensor) else a for a in args]
+        skip = set(self._state_keys) | {storage_key(t) for t in
+                                         tensors_in(given)}
+        self.paused += 1
+        try:
+            with torch.enable_grad(), torch.autograd.graph.saved_tensors_hooks(
+                    pack, lambda holder: holder.tensor):
+                output = function(*given, **kwargs)
+            elements = _saved_elements(held, skip)
+            del output
+        finally:
+            self.paused -= 1
+        self.checkpoints += 1
+        self.recompute = max(self.recompute, elements)
 
     # -- the result -------------------------------------------------------
 
@@ -290,9 +372,12 @@ class Recorder:
             self._numel[id(tensor)] = tensor.numel()
         counted = set(self._state_keys) | self._input_keys
         stray = None
-        for ref, key, entry in self._saves:
+        for ref, key, entry, autocast in self._saves:
             holder = ref()
-            if holder is None or key in counted:
+            if holder is None or key in counted or \
+                    key in self.weight_copies:
+                # (An autocast copy of a weight is made once a step, not per
+                # sample: the estimate counts it with the weights.)
                 continue
             counted.add(key)
             tensor = holder.tensor
@@ -304,13 +389,41 @@ class Recorder:
                 entry = stray
             if key in self.noise:
                 entry["masks"] += size
-            elif tensor.dtype in _ACTIVATION_DTYPES:
+            elif tensor.dtype in _ACTIVATION_DTYPES and not (
+                    autocast and tensor.dtype == torch.float32):
                 entry["saved"] += size
             else:
                 entry["saved_bytes"] += size * tensor.element_size()
             self._always.add(id(entry))
+        if self.checkpoints:
+            entry = _entry(CHECKPOINT_RECOMPUTE)
+            entry["saved"] = self.recompute
+            self.entries.append(entry)
+            self._always.add(id(entry))
         return [_tidy(e) for e in self.entries
                 if id(e) in self._always or e["params"] or e["buffers"]]
+
+
+def _autocast_on():
+    """Whether torch.autocast runs now: a float32 tensor saved under it is
+    one autocast keeps in float32 (norms, softmax), 4 bytes whatever the
+    job's precision, so it is counted in saved_bytes."""
+    return torch.is_autocast_enabled() or torch.is_autocast_cpu_enabled()
+
+
+def _saved_elements(held, skip):
+    """Elements of the storages still saved among held (weak references
+    to _Saved), each once, those of skip left out."""
+    seen, elements = set(skip), 0
+    for ref in held:
+        holder = ref()
+        if holder is None:
+            continue
+        key = storage_key(holder.tensor)
+        if key not in seen:
+            seen.add(key)
+            elements += holder.tensor.storage().size()
+    return elements
 
 
 def _tidy(entry):
@@ -350,10 +463,10 @@ class _FunctionMode(TorchFunctionMode):
         return output
 
 
-class _NoiseMode(TorchDispatchMode):
-    """Notes the tensors that dropout's random draw makes, at the level of
-    the ATen operators, where a dropout deep inside another function
-    (nn.MultiheadAttention's) shows too."""
+class _OpMode(TorchDispatchMode):
+    """Reports every ATen operator's output to the recorder (note_op), at
+    the level where a dropout deep inside another function
+    (nn.MultiheadAttention's) and autocast's casts show too."""
 
     def __init__(self, recorder):
         super().__init__()
@@ -361,10 +474,35 @@ class _NoiseMode(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         output = func(*args, **(kwargs or {}))
-        if func.overloadpacket.__name__ in _NOISE_OPS:
-            self.recorder.noise.update(storage_key(t)
-                                       for t in tensors_in(output))
+        self.recorder.note_op(func.overloadpacket.__name__, args, output)
         return output
+
+
+@contextlib.contextmanager
+def _checkpoints_seen(recorder):
+    """torch.utils.checkpoint's two paths (reentrant: CheckpointFunction;
+    not: _checkpoint_without_reentrant) report each segment to the
+    recorder before running it as they would."""
+    plain_forward = checkpoint_module.CheckpointFunction.forward
+    plain_function = checkpoint_module._checkpoint_without_reentrant
+
+    def forward(ctx, run_function, preserve_rng_state, *args):
+        recorder.checkpointed(run_function, args, {})
+        return plain_forward(ctx, run_function, preserve_rng_state, *args)
+
+    def without_reentrant(function, preserve_rng_state=True, *args,
+                          **kwargs):
+        recorder.checkpointed(function, args, kwargs)
+        return plain_function(function, preserve_rng_state, *args, **kwargs)
+
+    checkpoint_module.CheckpointFunction.forward = staticmethod(forward)
+    checkpoint_module._checkpoint_without_reentrant = without_reentrant
+    try:
+        yield
+    finally:
+        checkpoint_module.CheckpointFunction.forward = \
+            staticmethod(plain_forward)
+        checkpoint_module._checkpoint_without_reentrant = plain_function
 
 
 def call(module, example_input):
@@ -392,7 +530,8 @@ def record(module, example_input):
         with torch.enable_grad(), \
                 torch.autograd.graph.saved_tensors_hooks(
                     recorder.pack, lambda holder: holder.tensor), \
-                _FunctionMode(recorder), _NoiseMode(recorder):
+                _FunctionMode(recorder), _OpMode(recorder), \
+                _checkpoints_seen(recorder):
             output = call(module, example_input)
         entries = recorder.finish(module)
         del output

@@ -219,18 +219,18 @@ def entry(name):
 
 # ---- measuring --------------------------------------------------------------
 
-def _tensors(value):
+def tensors_of(value):
     if isinstance(value, torch.Tensor):
         yield value
     elif isinstance(value, dict):
         for item in value.values():
-            yield from _tensors(item)
+            yield from tensors_of(item)
     elif isinstance(value, (list, tuple)):
         for item in value:
-            yield from _tensors(item)
+            yield from tensors_of(item)
 
 
-def _call(module, example):
+def call_with(module, example):
     if isinstance(example, tuple):
         return module(*example)
     return module(example)
@@ -252,12 +252,24 @@ def saved_bytes_on_cpu(module, example):
     pass on CPU (batch norm in eval mode, as the extractor runs it): each
     storage once, parameters, buffers and the input's storages not
     counted, nor what a dropped branch saved."""
-    import weakref
     flags = [(m, m.training) for m in module.modules()]
     module.train()
     for mod in module.modules():
         if isinstance(mod, nn.modules.batchnorm._BatchNorm):
             mod.eval()
+    try:
+        return sum(s.nbytes() for s in saved_storages(module, example))
+    finally:
+        for mod, training in flags:
+            mod.training = training
+
+
+def saved_storages(module, example, mode=None):
+    """The storages autograd keeps after one forward pass of example (in
+    the module's train/eval state; under mode, a dispatch mode, if given),
+    each once, those of parameters, buffers and the input left out."""
+    import contextlib
+    import weakref
     held = []
 
     def pack(tensor):
@@ -267,26 +279,22 @@ def saved_bytes_on_cpu(module, example):
 
     skip = {t.data_ptr() for t in module.parameters()}
     skip |= {t.data_ptr() for t in module.buffers()}
-    skip |= {t.data_ptr() for t in _tensors(example)}
-    try:
-        with torch.enable_grad(), torch.autograd.graph.saved_tensors_hooks(
-                pack, lambda holder: holder.tensor):
-            output = _call(module, example)
-        total, seen = 0, set()
-        for ref in held:
-            holder = ref()
-            if holder is None:
-                continue
-            storage = holder.tensor.storage()
-            if storage.data_ptr() in skip or storage.data_ptr() in seen:
-                continue
-            seen.add(storage.data_ptr())
-            total += storage.nbytes()
-        del output
-    finally:
-        for mod, training in flags:
-            mod.training = training
-    return total
+    skip |= {t.data_ptr() for t in tensors_of(example)}
+    with torch.enable_grad(), torch.autograd.graph.saved_tensors_hooks(
+            pack, lambda holder: holder.tensor), \
+            mode or contextlib.nullcontext():
+        output = call_with(module, example)
+    storages = []
+    for ref in held:
+        holder = ref()
+        if holder is None:
+            continue
+        storage = holder.tensor.storage()
+        if storage.data_ptr() not in skip:
+            skip.add(storage.data_ptr())
+            storages.append(storage)
+    del output
+    return storages
 
 
 def description_cpu_bytes(desc):

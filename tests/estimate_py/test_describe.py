@@ -41,7 +41,7 @@ class Tiny(nn.Module):
         x = self.act(self.up(x))
         x = self.act(self.down(x))
         x = self.skip(self.frozen(self.norm(x)))
-        x = torch.cat([x, x], dim=1).view(1, 6, 4)[:, :3]
+        x = torch.cat([x, x], dim=1).view(-1, 6, 4)[:, :3]
         x = nn.functional.relu(x, inplace=True)
         return self.head(x)
 
@@ -51,7 +51,10 @@ class Tiny(nn.Module):
 # product (the Linear after it keeps its input), each ReLU's own output,
 # the layer norm's mean and 1/std per token (its output goes to a Linear
 # with a frozen weight, which needs no input), the whole concatenation (of
-# which the head's input is a slice; the in-place relu keeps it too).
+# which the head's input is a slice; the in-place relu keeps it too), and
+# the head's copy of that slice: at batch 4 (described from a pass over
+# two samples) the slice is not contiguous and the head copies it; at
+# batch 1 it would be a view.
 TINY_LAYERS = [
     {"type": "Tiny", "activations": 0, "params": 1, "buffers": 3,
      "saved": 0},
@@ -67,7 +70,7 @@ TINY_LAYERS = [
     {"type": "Identity", "activations": 0, "params": 0, "saved": 0},
     {"type": "cat", "activations": 24, "params": 0, "saved": 24},
     {"type": "relu", "activations": 0, "params": 0, "saved": 0},
-    {"type": "Linear", "activations": 30, "params": 0, "saved": 0},
+    {"type": "Linear", "activations": 30, "params": 0, "saved": 12},
 ]
 
 TOKENS = torch.zeros((1, 3), dtype=torch.long)
