@@ -65,12 +65,14 @@ static int parse_value(const ctx *c, const yaml_node_t *n, const char *field,
         v->type = DIPP_PARAM_INT;
         return 0;
     }
+    v->i = 0;
     v->f = strtod(s, &end);
     if (*s && !*end && !errno) {
         v->type = DIPP_PARAM_FLOAT;
         return 0;
     }
 text:
+    v->i = 0, v->f = 0;
     if (strlen(s) >= DIPP_PARAM_STR_MAX)
         return fail(c, n, field, "longer than %u characters", DIPP_PARAM_STR_MAX - 1);
     v->type = DIPP_PARAM_STR;
