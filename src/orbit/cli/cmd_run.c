@@ -113,8 +113,11 @@ static int one(runner *r, const run_opts *o, const pdef *d, unsigned frame,
     uint64_t bytes = 0;
     for (uint32_t k = 0; k < out.api.count; k++)
         bytes += out.api.images[k].size;
-    printf("frame %u pipeline %u: ok: %u images, %llu bytes\n", frame, (unsigned)d->id,
-           (unsigned)out.api.count, (unsigned long long)bytes);
+    printf("frame %u pipeline %u: ok: %u images, %llu bytes; ms:", frame,
+           (unsigned)d->id, (unsigned)out.api.count, (unsigned long long)bytes);
+    for (uint32_t k = 0; k < d->count; k++)
+        printf(" %s %u", d->step[k].name, (unsigned)rep.ms[k]);
+    putchar('\n');
     if (o->out)
         save(o, frame, d->id, &out);
     batch_close(&out);
