@@ -80,52 +80,59 @@ text:
     return 0;
 }
 
-static int parse_params(const ctx *c, const yaml_node_t *n, const char *field,
-                        dipp_params *p) {
+/* Calls fn for each key: value of mapping n (else fails with what it
+ * should be), sub being "field.key" for the messages. */
+typedef int (*pair_fn)(const ctx *c, const char *key, const yaml_node_t *k,
+                       const yaml_node_t *v, const char *sub, void *arg);
+
+static int each_pair(const ctx *c, const yaml_node_t *n, const char *field,
+                     const char *what, pair_fn fn, void *arg) {
     if (n->type != YAML_MAPPING_NODE)
-        return fail(c, n, field, "expected a mapping of name: value");
+        return fail(c, n, field, "expected %s", what);
     for (yaml_node_pair_t *kv = n->data.mapping.pairs.start;
          kv < n->data.mapping.pairs.top; kv++) {
-        yaml_node_t *k = node(c, kv->key), *v = node(c, kv->value);
-        const char *name = scalar(k);
+        const yaml_node_t *k = node(c, kv->key), *v = node(c, kv->value);
+        const char *key = scalar(k);
         char sub[96];
-        snprintf(sub, sizeof sub, "%s.%s", field, name ? name : "?");
-        if (!name || !*name || strlen(name) >= DIPP_PARAM_NAME_MAX)
-            return fail(c, k, sub, "a parameter name has 1 to %u characters",
-                        DIPP_PARAM_NAME_MAX - 1);
-        if (p->count == DIPP_PARAMS_MAX)
-            return fail(c, k, sub, "more than %u parameters", DIPP_PARAMS_MAX);
-        dipp_param *dst = &p->item[p->count++];
-        snprintf(dst->name, sizeof dst->name, "%s", name);
-        if (parse_value(c, v, sub, dst))
+        snprintf(sub, sizeof sub, "%s%s%s", field, *field ? "." : "", key ? key : "?");
+        if (fn(c, key, k, v, sub, arg))
             return -1;
     }
     return 0;
 }
 
+static int param_pair(const ctx *c, const char *name, const yaml_node_t *k,
+                      const yaml_node_t *v, const char *sub, void *arg) {
+    dipp_params *p = arg;
+    if (!name || !*name || strlen(name) >= DIPP_PARAM_NAME_MAX)
+        return fail(c, k, sub, "a parameter name has 1 to %u characters",
+                    DIPP_PARAM_NAME_MAX - 1);
+    if (p->count == DIPP_PARAMS_MAX)
+        return fail(c, k, sub, "more than %u parameters", DIPP_PARAMS_MAX);
+    dipp_param *dst = &p->item[p->count++];
+    snprintf(dst->name, sizeof dst->name, "%s", name);
+    return parse_value(c, v, sub, dst);
+}
+
+static int step_pair(const ctx *c, const char *key, const yaml_node_t *k,
+                     const yaml_node_t *v, const char *sub, void *arg) {
+    pdef_step *s = arg;
+    const char *name;
+    if (key && strcmp(key, "params") == 0)
+        return each_pair(c, v, sub, "a mapping of name: value", param_pair, &s->params);
+    if (!key || strcmp(key, "name") != 0)
+        return fail(c, k, sub, "unknown field (name, params)");
+    if (!(name = scalar(v)) || !runner_name_ok(name))
+        return fail(c, v, sub, "a module name is [a-z0-9_], 1 to 23 characters");
+    snprintf(s->name, sizeof s->name, "%s", name);
+    return 0;
+}
+
 static int parse_step(const ctx *c, const yaml_node_t *n, const char *field,
                       pdef_step *s) {
-    if (n->type != YAML_MAPPING_NODE)
-        return fail(c, n, field, "expected a mapping with name and params");
-    const char *name = NULL;
-    for (yaml_node_pair_t *kv = n->data.mapping.pairs.start;
-         kv < n->data.mapping.pairs.top; kv++) {
-        yaml_node_t *k = node(c, kv->key), *v = node(c, kv->value);
-        const char *key = scalar(k);
-        char sub[96];
-        snprintf(sub, sizeof sub, "%s.%s", field, key ? key : "?");
-        if (key && strcmp(key, "name") == 0) {
-            if (!(name = scalar(v)) || !runner_name_ok(name))
-                return fail(c, v, sub, "a module name is [a-z0-9_], 1 to 23 characters");
-            snprintf(s->name, sizeof s->name, "%s", name);
-        } else if (key && strcmp(key, "params") == 0) {
-            if (parse_params(c, v, sub, &s->params))
-                return -1;
-        } else {
-            return fail(c, k, sub, "unknown field (name, params)");
-        }
-    }
-    return name ? 0 : fail(c, n, field, "no module name");
+    if (each_pair(c, n, field, "a mapping with name and params", step_pair, s))
+        return -1;
+    return s->name[0] ? 0 : fail(c, n, field, "no module name");
 }
 
 static int parse_modules(const ctx *c, const yaml_node_t *n, pdef *d) {
@@ -153,25 +160,23 @@ static int parse_id(const ctx *c, const yaml_node_t *n, pdef *d) {
     return 0;
 }
 
+static int root_pair(const ctx *c, const char *key, const yaml_node_t *k,
+                     const yaml_node_t *v, const char *sub, void *arg) {
+    if (key && !strcmp(key, "pipeline"))
+        return parse_id(c, v, arg);
+    if (key && !strcmp(key, "modules"))
+        return parse_modules(c, v, arg);
+    return fail(c, k, sub, "unknown field (pipeline, modules)");
+}
+
 static int parse_root(const ctx *c, const yaml_node_t *root, pdef *d) {
-    if (!root || root->type != YAML_MAPPING_NODE) {
-        snprintf(c->err, c->errlen, "%s: not a YAML mapping (pipeline, modules)", c->path);
+    if (!root) {
+        snprintf(c->err, c->errlen, "%s: empty (pipeline, modules)", c->path);
         return -1;
     }
-    int have_modules = 0;
-    for (yaml_node_pair_t *kv = root->data.mapping.pairs.start;
-         kv < root->data.mapping.pairs.top; kv++) {
-        yaml_node_t *k = node(c, kv->key), *v = node(c, kv->value);
-        const char *key = scalar(k);
-        int rc = key && !strcmp(key, "pipeline") ? parse_id(c, v, d)
-                 : key && !strcmp(key, "modules") ? (have_modules = 1, parse_modules(c, v, d))
-                 : fail(c, k, key ? key : "?", "unknown field (pipeline, modules)");
-        if (rc)
-            return -1;
-    }
-    if (!have_modules)
-        return fail(c, root, "modules", "missing");
-    return 0;
+    if (each_pair(c, root, "", "a mapping (pipeline, modules)", root_pair, d))
+        return -1;
+    return d->count ? 0 : fail(c, root, "modules", "missing");
 }
 
 int pdef_from_yaml(const char *path, const char *text, size_t len, pdef *d,

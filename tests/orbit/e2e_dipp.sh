@@ -54,13 +54,17 @@ head -c 9 "$DIR/store/config-4" > "$DIR/t" && mv "$DIR/t" "$DIR/store/config-4"
 d slots --store "$DIR/store"; [ $rc = 1 ] || fail "torn slot listed fine: $rc"
 has "config-4: BAD" out
 
-# The flight camera's frame, whole, through the example modules.
+# The flight camera's frame, whole, through the example modules: 400 JPEG
+# tiles, and a PNG overview from the same frame.
 mkdir "$DIR/img"
-d run --modules "$MODS" --out "$DIR/img" "$DIR/mission.yaml"
+printf 'pipeline: 2\nmodules:\n  - name: debayer\n  - name: downsample\n    params: {factor: 16}\n  - name: encode_png\n' > "$DIR/overview.yaml"
+d run --modules "$MODS" --out "$DIR/img" "$DIR/mission.yaml" "$DIR/overview.yaml"
 [ $rc = 0 ] || fail "mission run: $rc"
 has "frame 1 pipeline 1: ok: 400 images" out
-[ "$(head -c 2 "$DIR/img/f1-p1-0.jpg" | od -An -tx1 | tr -d ' ')" = ffd8 ] ||
-    fail "tile 0 is not a JPEG"
+has "frame 1 pipeline 2: ok: 1 images" out
+magic() { head -c 4 "$1" | od -An -tx1 | tr -d ' \n'; }
+[ "$(magic "$DIR/img/f1-p1-0.jpg" | head -c 4)" = ffd8 ] || fail "tile 0 is not a JPEG"
+[ "$(magic "$DIR/img/f1-p2-0.png")" = 89504e47 ] || fail "the overview is not a PNG"
 
 # Bad modules beside a good pipeline, over two frames: each bad one loses
 # its own batch, with its code, and the good one is processed every frame.

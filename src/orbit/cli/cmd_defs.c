@@ -113,11 +113,31 @@ int cmd_decode(int argc, char **argv) {
     return 0;
 }
 
-static const struct option store_opts[] = {
-    {"store", required_argument, NULL, 's'},
-    {"config", required_argument, NULL, 'c'},
-    {NULL, 0, NULL, 0},
-};
+/* --store DIR (and --config N for store) then need operands: -1 to go
+ * on, else the exit status. */
+static int store_args(int argc, char **argv, int need, const char **dir,
+                      int *config, const char *text) {
+    static const struct option opts[] = {
+        {"store", required_argument, NULL, 's'},
+        {"config", required_argument, NULL, 'c'},
+        {NULL, 0, NULL, 0},
+    };
+    int ch;
+    if (cli_help(argc, argv, text))
+        return 0;
+    optind = 1;
+    while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1)
+        if (ch == 's')
+            *dir = optarg;
+        else if (ch == 'c' && config && (*config = atoi(optarg)) < 1) {
+            fprintf(stderr, "dipp: --config %s: a slot number from 1\n", optarg);
+            return EXIT_USAGE;
+        } else if (ch != 'c' || !config)
+            return EXIT_USAGE;
+    if (!operands_ok(argc, need, text) || !*dir)
+        return EXIT_USAGE;
+    return -1;
+}
 
 int cmd_store(int argc, char **argv) {
     static const char text[] =
@@ -126,19 +146,9 @@ int cmd_store(int argc, char **argv) {
         "number), or with --config into module-configuration slot N (1-20).\n"
         "A slot is replaced whole: after a power cut it holds the old or the new.\n";
     const char *dir = NULL;
-    int ch, config = 0;
-    if (cli_help(argc, argv, text))
-        return 0;
-    optind = 1;
-    while ((ch = getopt_long(argc, argv, "", store_opts, NULL)) != -1)
-        if (ch == 's')
-            dir = optarg;
-        else if (ch == 'c')
-            config = atoi(optarg);
-        else
-            return EXIT_USAGE;
-    if (!operands_ok(argc, 1, text) || !dir)
-        return EXIT_USAGE;
+    int config = 0, rc = store_args(argc, argv, 1, &dir, &config, text);
+    if (rc >= 0)
+        return rc;
     pdef d;
     uint8_t buf[PDEF_MAX_BYTES];
     char err[512];
@@ -185,17 +195,9 @@ int cmd_slots(int argc, char **argv) {
         "Lists the 6 pipeline and 20 module-configuration slots: empty, the\n"
         "modules a definition names, or BAD with why (exit 1 then).\n";
     const char *dir = NULL;
-    int ch;
-    if (cli_help(argc, argv, text))
-        return 0;
-    optind = 1;
-    while ((ch = getopt_long(argc, argv, "", store_opts, NULL)) != -1)
-        if (ch == 's')
-            dir = optarg;
-        else
-            return EXIT_USAGE;
-    if (!operands_ok(argc, 0, text) || !dir)
-        return EXIT_USAGE;
+    int rc = store_args(argc, argv, 0, &dir, NULL, text);
+    if (rc >= 0)
+        return rc;
     int bad = list_kind(dir, SLOT_PIPELINE) | list_kind(dir, SLOT_CONFIG);
     return bad ? EXIT_BAD : 0;
 }

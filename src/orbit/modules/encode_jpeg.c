@@ -9,8 +9,7 @@
 #include <jpeglib.h>
 
 #include "dipp_module.h"
-
-#define ENCODER_FAILED 4 /* published as 704 */
+#include "encode_each.h"
 
 static const dipp_param_decl params[] = {
     {"quality", DIPP_PARAM_INT, 85, 1, 100, "JPEG quality"},
@@ -65,21 +64,7 @@ static int encode(const dipp_image *in, int quality, dipp_image *o) {
 }
 
 static int run(const dipp_batch *in, const dipp_params *p, dipp_batch *out) {
-    int quality = (int)dipp_param_int(p, "quality");
-    for (uint32_t k = 0; k < in->count; k++) {
-        const dipp_image *img = &in->images[k];
-        if (img->format != DIPP_FMT_RGB8 && img->format != DIPP_FMT_GRAY8)
-            return DIPP_ERR_FORMAT;
-        dipp_image *o = out->add(out, img->width, img->height, DIPP_FMT_JPEG,
-                                 img->size + 65536);
-        if (!o)
-            return DIPP_ERR_NOSPACE;
-        o->x = img->x, o->y = img->y, o->value = img->value;
-        int rc = encode(img, quality, o);
-        if (rc)
-            return rc;
-    }
-    return DIPP_OK;
+    return encode_each(in, out, DIPP_FMT_JPEG, encode, (int)dipp_param_int(p, "quality"));
 }
 
 DIPP_MODULE("encode_jpeg", "1.0.0", params, run);

@@ -6,8 +6,7 @@
 #include <png.h>
 
 #include "dipp_module.h"
-
-#define ENCODER_FAILED 4 /* published as 704 */
+#include "encode_each.h"
 
 static const dipp_param_decl params[] = {
     {"level", DIPP_PARAM_INT, 6, 0, 9, "zlib compression level"},
@@ -58,21 +57,7 @@ static int encode(const dipp_image *in, int level, dipp_image *o) {
 }
 
 static int run(const dipp_batch *in, const dipp_params *p, dipp_batch *out) {
-    int level = (int)dipp_param_int(p, "level");
-    for (uint32_t k = 0; k < in->count; k++) {
-        const dipp_image *img = &in->images[k];
-        if (img->format != DIPP_FMT_RGB8 && img->format != DIPP_FMT_GRAY8)
-            return DIPP_ERR_FORMAT;
-        dipp_image *o = out->add(out, img->width, img->height, DIPP_FMT_PNG,
-                                 img->size + 65536);
-        if (!o)
-            return DIPP_ERR_NOSPACE;
-        o->x = img->x, o->y = img->y, o->value = img->value;
-        int rc = encode(img, level, o);
-        if (rc)
-            return rc;
-    }
-    return DIPP_OK;
+    return encode_each(in, out, DIPP_FMT_PNG, encode, (int)dipp_param_int(p, "level"));
 }
 
 DIPP_MODULE("encode_png", "1.0.0", params, run);
