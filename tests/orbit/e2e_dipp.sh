@@ -73,7 +73,7 @@ for m in copy crash spin absent; do
     printf 'pipeline: %d\nmodules:\n  - name: copy\n  - name: %s\n' $i $m > "$DIR/p$i.yaml"
     i=$((i + 1))
 done
-d run --modules "$TMODS" --frames 2 --size 256 --timeout-ms 1000 \
+d run --modules "$TMODS" --frames 2 --size 256 --timeout-ms 3000 \
     "$DIR"/p1.yaml "$DIR"/p2.yaml "$DIR"/p3.yaml "$DIR"/p4.yaml
 [ $rc = 3 ] || fail "bad modules: exit $rc, not 3"
 for f in 1 2; do
@@ -82,6 +82,14 @@ for f in 1 2; do
     has "frame $f pipeline 3: lost: error 602302 (timeout)" out
     has "frame $f pipeline 4: lost: error 501402 (missing module)" out
 done
+# What the store holds runs as on board; a torn slot is skipped, said so.
+d store --store "$DIR/store" "$DIR/p2.yaml"; [ $rc = 0 ] || fail "store p2: $rc"
+d store --store "$DIR/store" "$DIR/p1.yaml"; [ $rc = 0 ] || fail "store p1: $rc"
+head -c 9 "$DIR/p2.yaml" > "$DIR/store/pipeline-2"
+d run --modules "$TMODS" --size 64 --store "$DIR/store"
+[ $rc = 0 ] || fail "run --store: $rc"
+has "frame 1 pipeline 1: ok: 1 images" out
+has "pipeline-2: not a slot file (torn or foreign): slot skipped" err
 d run --modules "$TMODS" --frames x "$DIR/p1.yaml"; [ $rc = 2 ] || fail "--frames x: $rc"
 has "--frames x: not a number" err
 echo "e2e_dipp: all passed"

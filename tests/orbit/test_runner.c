@@ -1,7 +1,7 @@
 /* test_runner.c -- a bad module loses its batch, with the right DIPP code,
  * and nothing else: after each bad one (crash, abort, spin, allocation
- * bomb, wrong ABI, missing symbol, missing file, open(), socket(), an error
- * of its own, bad parameters) the next good batch is processed. */
+ * bomb, wrong ABI, missing symbol, missing file, open(), socket(), a write
+ * into its input, an error of its own, bad parameters) the next good batch is processed. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -22,7 +22,7 @@ static dbatch frame;
 
 static int setup(void **state) {
     (void)state;
-    plat_limits lim = {1500, 64u << 20};
+    plat_limits lim = {3000, 64u << 20}; /* 3 s: a loaded machine */
     if (runner_start(&r, DIPP_TEST_MODULES, lim))
         return -1;
     return batch_create(&frame, 64 * 64) || camera_shoot(&frame, 64, 7);
@@ -77,6 +77,15 @@ static void test_missing(void **s) {
     loses_only_its_batch("absent", DIPP_E_MISSING_MODULE);
     loses_only_its_batch("../copy", DIPP_E_MISSING_MODULE);
 }
+/* The input is mapped read-only in the child: the write faults, and the
+ * frame the next module reads is unchanged. */
+static void test_input_is_read_only(void **s) {
+    (void)s;
+    uint8_t first = frame.api.images[0].data[0];
+    loses_only_its_batch("scribble", DIPP_E_CRASH);
+    assert_int_equal(frame.api.images[0].data[0], first);
+}
+
 static void test_own_error(void **s) { (void)s; loses_only_its_batch("fail", 742); }
 static void test_socket(void **s) { (void)s; loses_only_its_batch("socketer", DIPP_E_SANDBOX); }
 
@@ -126,7 +135,7 @@ int main(void) {
         cmocka_unit_test(test_symbol),      cmocka_unit_test(test_missing),
         cmocka_unit_test(test_own_error),   cmocka_unit_test(test_socket),
         cmocka_unit_test(test_open),        cmocka_unit_test(test_params),
-        cmocka_unit_test(test_pipeline_number),
+        cmocka_unit_test(test_pipeline_number), cmocka_unit_test(test_input_is_read_only),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

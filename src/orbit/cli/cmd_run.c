@@ -14,15 +14,18 @@
 #include "pipeline.h"
 #include "platform.h"
 #include "runner.h"
+#include "slots.h"
 
 static const char text[] =
-    "Usage: dipp run --modules DIR [OPTIONS] DEF.yaml...\n"
+    "Usage: dipp run --modules DIR [OPTIONS] [DEF.yaml...]\n"
     "Runs each pipeline definition on each frame of the simulated camera\n"
     "(synthetic Earth with clouds, raw RGGB Bayer). Prints one line a\n"
     "pipeline and frame: ok with its images, or lost with the error number\n"
     "code*1000 + pipeline*100 + module and why. A lost batch never stops the\n"
     "run; the exit status is 3 when one was lost.\n"
     "  --modules DIR    folder of the modules (NAME.so)\n"
+    "  --store DIR      also run the definitions in the store's pipeline slots\n"
+    "                   (as on board; a bad slot is reported and skipped)\n"
     "  --frames N       camera frames (default 1)\n"
     "  --size N         frame side in pixels (default 4512, the flight camera's)\n"
     "  --seed N         scene of the first frame (default 1; then seed+1...)\n"
@@ -31,7 +34,7 @@ static const char text[] =
     "  --out DIR        write each pipeline's output images there\n";
 
 typedef struct run_opts {
-    const char *modules, *out;
+    const char *modules, *out, *store;
     unsigned frames, size, seed;
     plat_limits lim;
 } run_opts;
@@ -40,7 +43,8 @@ static const struct option opts[] = {
     {"modules", required_argument, NULL, 'm'}, {"frames", required_argument, NULL, 'f'},
     {"size", required_argument, NULL, 's'},    {"seed", required_argument, NULL, 'e'},
     {"timeout-ms", required_argument, NULL, 't'}, {"mem-mib", required_argument, NULL, 'M'},
-    {"out", required_argument, NULL, 'o'},     {NULL, 0, NULL, 0},
+    {"out", required_argument, NULL, 'o'},     {"store", required_argument, NULL, 'S'},
+    {NULL, 0, NULL, 0},
 };
 
 static int number(const char *s, unsigned lo, unsigned hi, unsigned *v) {
@@ -54,7 +58,7 @@ static int number(const char *s, unsigned lo, unsigned hi, unsigned *v) {
 
 static int parse(int argc, char **argv, run_opts *o) {
     unsigned mib = 512, ms = 10000;
-    *o = (run_opts){NULL, NULL, 1, CAMERA_SIZE, 1, {0, 0}};
+    *o = (run_opts){NULL, NULL, NULL, 1, CAMERA_SIZE, 1, {0, 0}};
     int ch, bad = 0;
     optind = 1;
     while (!bad && (ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -63,6 +67,7 @@ static int parse(int argc, char **argv, run_opts *o) {
         bad = ch == '?' ? 1
             : ch == 'm' ? (o->modules = optarg, 0)
             : ch == 'o' ? (o->out = optarg, 0)
+            : ch == 'S' ? (o->store = optarg, 0)
             : ch == 'f' ? number(optarg, 1, 1000000, &o->frames)
             : ch == 's' ? number(optarg, 2, 16384, &o->size)
             : ch == 'e' ? number(optarg, 0, 4000000000u, &o->seed)
@@ -72,7 +77,7 @@ static int parse(int argc, char **argv, run_opts *o) {
             fprintf(stderr, "dipp run: %s %s: not a number in range\n", what, optarg);
     }
     o->lim = (plat_limits){ms, (uint64_t)mib << 20};
-    if (!bad && (!o->modules || optind == argc)) {
+    if (!bad && (!o->modules || (optind == argc && !o->store))) {
         fputs(text, stderr);
         bad = 1;
     }
@@ -141,6 +146,33 @@ static int frames(runner *r, const run_opts *o, const pdef *defs, int ndefs) {
     return lost ? EXIT_LOST : 0;
 }
 
+/* The definitions of the store's pipeline slots, after defs[0..n). */
+static int load_store(const char *dir, pdef *defs, int n) {
+    for (unsigned k = 1; k <= SLOT_PIPELINES; k++) {
+        uint8_t buf[SLOT_MAX_BYTES];
+        size_t len;
+        char err[512];
+        int rc = slot_read(dir, SLOT_PIPELINE, k, buf, &len, err, sizeof err);
+        if (rc == 0 && pdef_decode(buf, len, &defs[n], err, sizeof err))
+            rc = -1;
+        if (rc < 0)
+            fprintf(stderr, "dipp run: %s: slot skipped\n", err);
+        n += rc == 0;
+    }
+    return n;
+}
+
+/* The YAML files' definitions, then the store's: how many, or -1. */
+static int load_defs(const run_opts *o, int nfiles, char **files, pdef *defs) {
+    for (int k = 0; k < nfiles; k++)
+        if (cli_read_def(files[k], &defs[k]))
+            return -1;
+    int n = o->store ? load_store(o->store, defs, nfiles) : nfiles;
+    if (n == 0)
+        fprintf(stderr, "dipp run: no definition to run in %s\n", o->store);
+    return n ? n : -1;
+}
+
 int cmd_run(int argc, char **argv) {
     run_opts o;
     runner r;
@@ -148,16 +180,13 @@ int cmd_run(int argc, char **argv) {
         return 0;
     if (parse(argc, argv, &o))
         return EXIT_USAGE;
-    int ndefs = argc - optind;
-    pdef *defs = calloc((size_t)ndefs, sizeof *defs);
-    for (int k = 0; defs && k < ndefs; k++)
-        if (cli_read_def(argv[optind + k], &defs[k])) {
-            free(defs);
-            return EXIT_BAD;
-        }
-    int rc = defs ? runner_start(&r, o.modules, o.lim) : -1;
+    int nfiles = argc - optind;
+    pdef *defs = calloc((size_t)nfiles + SLOT_PIPELINES, sizeof *defs);
+    int ndefs = defs ? load_defs(&o, nfiles, argv + optind, defs) : -1;
+    int rc = ndefs > 0 ? runner_start(&r, o.modules, o.lim) : -1;
     if (rc) {
-        fprintf(stderr, "dipp run: cannot start the fork server\n");
+        if (ndefs > 0)
+            fprintf(stderr, "dipp run: cannot start the fork server\n");
         free(defs);
         return EXIT_BAD;
     }
