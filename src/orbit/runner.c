@@ -57,6 +57,13 @@ static int code_of_end(const plat_outcome *o, const run_result *res,
     return DIPP_E_OUTPUT;
 }
 
+/* The fork server is gone (killed, crashed): this batch is lost, and a new
+ * server, forked from the caller now, takes the next. */
+static int restart(runner *r) {
+    plat_forksrv_stop(&r->srv);
+    return plat_forksrv_start(&r->srv, runner_child, preload);
+}
+
 static int call(runner *r, const run_req *q, const dbatch *in, dbatch *out,
                 run_report *rep) {
     int fds[2] = {in->fd, out->fd};
@@ -65,7 +72,8 @@ static int call(runner *r, const run_req *q, const dbatch *in, dbatch *out,
     memset(&res, 0, sizeof res);
     int rc = plat_forksrv_call(&r->srv, q, sizeof *q, fds, 2, &r->lim, &o, &res);
     if (rc) {
-        snprintf(rep->detail, sizeof rep->detail, "fork server: %s", strerror(-rc));
+        snprintf(rep->detail, sizeof rep->detail, "fork server: %s; %s", strerror(-rc),
+                 restart(r) ? "could not restart it" : "restarted");
         return DIPP_E_RUNNER;
     }
     rep->ms = o.ms;

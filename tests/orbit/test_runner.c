@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <signal.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -86,6 +87,17 @@ static void test_input_is_read_only(void **s) {
     assert_int_equal(frame.api.images[0].data[0], first);
 }
 
+/* A fork server that dies loses the batch in flight (605), and a new one
+ * takes the next. */
+static void test_fork_server_killed(void **s) {
+    (void)s;
+    uint32_t n;
+    kill(r.srv.pid, SIGKILL);
+    assert_int_equal(run_one("copy", NULL, &n), DIPP_E_RUNNER);
+    assert_int_equal(run_one("copy", NULL, &n), 0);
+    assert_int_equal(n, 1);
+}
+
 static void test_own_error(void **s) { (void)s; loses_only_its_batch("fail", 742); }
 static void test_socket(void **s) { (void)s; loses_only_its_batch("socketer", DIPP_E_SANDBOX); }
 
@@ -136,6 +148,7 @@ int main(void) {
         cmocka_unit_test(test_own_error),   cmocka_unit_test(test_socket),
         cmocka_unit_test(test_open),        cmocka_unit_test(test_params),
         cmocka_unit_test(test_pipeline_number), cmocka_unit_test(test_input_is_read_only),
+        cmocka_unit_test(test_fork_server_killed),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
