@@ -14,10 +14,15 @@
 #define PDEF_MAX_STEPS 8
 #define PDEF_MAX_BYTES 188 /* the flight system's parameter size */
 #define PDEF_PIPELINES 6   /* pipeline slots 1..6 */
+#define PDEF_CONFIGS 20    /* module-configuration slots 1..20 */
 
 typedef struct pdef_step {
     char name[DIPP_PARAM_NAME_MAX]; /* module name */
     dipp_params params;
+    /* 0, or the module-configuration slot whose parameters this step
+     * takes (its own params override them): a configuration change is
+     * then one slot, not the pipeline. */
+    uint32_t config;
 } pdef_step;
 
 typedef struct pdef {
@@ -36,6 +41,10 @@ int pdef_encode(const pdef *d, uint8_t *out, char *err, size_t errlen);
 /* Decodes what pdef_encode wrote; anything else is refused (-1, err). */
 int pdef_decode(const uint8_t *in, size_t len, pdef *d, char *err,
                 size_t errlen);
+/* Fills in the parameters of each step that names a configuration slot,
+ * from the store dir (a slot holds a one-module definition of the same
+ * module). 0, or -1 with "modules[N]: why" in err. */
+int pdef_apply_configs(pdef *d, const char *dir, char *err, size_t errlen);
 /* Writes d as YAML that pdef_from_yaml reads back to d. */
 void pdef_print_yaml(const pdef *d, FILE *f);
 

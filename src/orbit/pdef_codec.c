@@ -7,6 +7,8 @@
  *
  *   [version=1, pipeline, [[module name, {param: value, ...}], ...]]
  *
+ * where a step that takes a module-configuration slot has it third:
+ * [module name, {param: value, ...}, slot].
  * with integers in their shortest form and floats as float32 when exact.
  * Short definitions rarely compress (zstd's frame header costs ~6 bytes),
  * hence the choice per definition. */
@@ -65,12 +67,14 @@ static int add_pair(cbor_item_t *map, const dipp_param *v) {
 }
 
 static cbor_item_t *build_step(const pdef_step *s) {
-    cbor_item_t *step = cbor_new_definite_array(2);
+    cbor_item_t *step = cbor_new_definite_array(s->config ? 3 : 2);
     int ok = push(step, cbor_build_string(s->name));
     cbor_item_t *map = cbor_new_definite_map(s->params.count);
     for (uint32_t k = 0; ok && k < s->params.count; k++)
         ok = add_pair(map, &s->params.item[k]);
     ok = push(step, map) && ok;
+    if (s->config)
+        ok = push(step, build_int(s->config)) && ok;
     if (!ok && step)
         cbor_decref(&step);
     return ok ? step : NULL;
@@ -161,11 +165,15 @@ static int get_params(const cbor_item_t *m, dipp_params *p) {
 }
 
 static int get_step(const cbor_item_t *i, pdef_step *s) {
-    if (!cbor_isa_array(i) || cbor_array_size(i) != 2)
+    size_t n = cbor_isa_array(i) ? cbor_array_size(i) : 0;
+    if (n != 2 && n != 3)
         return -1;
     cbor_item_t **f = cbor_array_handle(i);
-    if (get_text(f[0], s->name, sizeof s->name) || !runner_name_ok(s->name))
+    uint64_t config = 0;
+    if (get_text(f[0], s->name, sizeof s->name) || !runner_name_ok(s->name) ||
+        (n == 3 && (get_uint(f[2], PDEF_CONFIGS, &config) || !config)))
         return -1;
+    s->config = (uint32_t)config;
     return get_params(f[1], &s->params);
 }
 

@@ -6,6 +6,8 @@
  *     - name: debayer
  *     - name: downsample
  *       params: {factor: 4}
+ *     - name: encode_jpeg
+ *       config: 3          # parameters from module-configuration slot 3
  *
  * A scalar parameter is an integer if it reads as one, else a number if it
  * reads as one, else a string. */
@@ -80,6 +82,18 @@ text:
     return 0;
 }
 
+/* A slot number from 1 to max. */
+static int parse_number(const ctx *c, const yaml_node_t *n, const char *field,
+                        unsigned max, uint32_t *out) {
+    const char *s = scalar(n);
+    char *end = NULL;
+    long v = s ? strtol(s, &end, 10) : 0;
+    if (!s || *end || v < 1 || v > (long)max)
+        return fail(c, n, field, "a slot number from 1 to %u", max);
+    *out = (uint32_t)v;
+    return 0;
+}
+
 /* Calls fn for each key: value of mapping n (else fails with what it
  * should be), sub being "field.key" for the messages. */
 typedef int (*pair_fn)(const ctx *c, const char *key, const yaml_node_t *k,
@@ -120,8 +134,10 @@ static int step_pair(const ctx *c, const char *key, const yaml_node_t *k,
     const char *name;
     if (key && strcmp(key, "params") == 0)
         return each_pair(c, v, sub, "a mapping of name: value", param_pair, &s->params);
+    if (key && strcmp(key, "config") == 0)
+        return parse_number(c, v, sub, PDEF_CONFIGS, &s->config);
     if (!key || strcmp(key, "name") != 0)
-        return fail(c, k, sub, "unknown field (name, params)");
+        return fail(c, k, sub, "unknown field (name, params, config)");
     if (!(name = scalar(v)) || !runner_name_ok(name))
         return fail(c, v, sub, "a module name is [a-z0-9_], 1 to 23 characters");
     snprintf(s->name, sizeof s->name, "%s", name);
@@ -151,13 +167,7 @@ static int parse_modules(const ctx *c, const yaml_node_t *n, pdef *d) {
 }
 
 static int parse_id(const ctx *c, const yaml_node_t *n, pdef *d) {
-    const char *s = scalar(n);
-    char *end = NULL;
-    long v = s ? strtol(s, &end, 10) : 0;
-    if (!s || *end || v < 1 || v > PDEF_PIPELINES)
-        return fail(c, n, "pipeline", "a pipeline number from 1 to %d", PDEF_PIPELINES);
-    d->id = (uint32_t)v;
-    return 0;
+    return parse_number(c, n, "pipeline", PDEF_PIPELINES, &d->id);
 }
 
 static int root_pair(const ctx *c, const char *key, const yaml_node_t *k,
@@ -217,6 +227,8 @@ void pdef_print_yaml(const pdef *d, FILE *f) {
     for (uint32_t k = 0; k < d->count; k++) {
         const pdef_step *s = &d->step[k];
         fprintf(f, "  - name: %s\n", s->name);
+        if (s->config)
+            fprintf(f, "    config: %u\n", (unsigned)s->config);
         if (!s->params.count)
             continue;
         fprintf(f, "    params:\n");

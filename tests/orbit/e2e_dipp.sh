@@ -90,6 +90,19 @@ d run --modules "$TMODS" --size 64 --store "$DIR/store"
 [ $rc = 0 ] || fail "run --store: $rc"
 has "frame 1 pipeline 1: ok: 1 images" out
 has "pipeline-2: not a slot file (torn or foreign): slot skipped" err
+# A step taking its parameters from a module-configuration slot: the
+# slot's factor 4 applies (64 -> 16 wide), the step's own would override.
+printf 'modules:\n  - name: downsample\n    params: {factor: 4}\n' > "$DIR/ds4.yaml"
+d store --store "$DIR/store" --config 7 "$DIR/ds4.yaml"; [ $rc = 0 ] || fail "store config 7: $rc"
+printf 'pipeline: 5\nmodules:\n  - name: debayer\n  - name: downsample\n    config: 7\n' > "$DIR/cfg.yaml"
+mkdir "$DIR/cfgimg"
+d run --modules "$TMODS" --size 64 --out "$DIR/cfgimg" --store "$DIR/store" "$DIR/cfg.yaml"
+has "frame 1 pipeline 5: ok: 1 images" out
+[ "$(sed -n 2p "$DIR/cfgimg/f1-p5-0.ppm")" = "16 16" ] || fail "config 7's factor not applied"
+printf 'modules:\n  - name: copy\n    config: 9\n' > "$DIR/nocfg.yaml"
+d run --modules "$TMODS" --size 64 --store "$DIR/store" "$DIR/nocfg.yaml"
+[ $rc = 1 ] || fail "empty config slot: $rc"
+has "nocfg.yaml: modules[0]: $DIR/store/config-9: empty" err
 d run --modules "$TMODS" --frames x "$DIR/p1.yaml"; [ $rc = 2 ] || fail "--frames x: $rc"
 has "--frames x: not a number" err
 echo "e2e_dipp: all passed"

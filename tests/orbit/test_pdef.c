@@ -24,6 +24,7 @@ static const char mission[] =
     "  - name: downsample\n"
     "    params: {factor: 2, gain: 1.25, mode: 'box'}\n"
     "  - name: encode_jpeg\n"
+    "    config: 20\n"
     "    params: {quality: 85, offset: -7}\n";
 
 static int parse(const char *text, pdef *d, char *err) {
@@ -89,6 +90,7 @@ static void test_errors_name_line_and_field(void **s) {
     expect_error("modules:\n  - name: a\n    params: [1]\n", "modules[0].params");
     expect_error("modules: [\n", "m.yaml:2:1: YAML");
     expect_error("pipeline: 1\n", "modules: missing");
+    expect_error("modules:\n  - name: a\n    config: 21\n", "m.yaml:3:13: modules[0].config");
 }
 
 /* Every truncation and every single-bit flip of a good encoding is either

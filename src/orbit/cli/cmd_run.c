@@ -153,7 +153,8 @@ static int load_store(const char *dir, pdef *defs, int n) {
         size_t len;
         char err[512];
         int rc = slot_read(dir, SLOT_PIPELINE, k, buf, &len, err, sizeof err);
-        if (rc == 0 && pdef_decode(buf, len, &defs[n], err, sizeof err))
+        if (rc == 0 && (pdef_decode(buf, len, &defs[n], err, sizeof err) ||
+                        pdef_apply_configs(&defs[n], dir, err, sizeof err)))
             rc = -1;
         if (rc < 0)
             fprintf(stderr, "dipp run: %s: slot skipped\n", err);
@@ -164,9 +165,15 @@ static int load_store(const char *dir, pdef *defs, int n) {
 
 /* The YAML files' definitions, then the store's: how many, or -1. */
 static int load_defs(const run_opts *o, int nfiles, char **files, pdef *defs) {
-    for (int k = 0; k < nfiles; k++)
+    char err[512];
+    for (int k = 0; k < nfiles; k++) {
         if (cli_read_def(files[k], &defs[k]))
             return -1;
+        if (pdef_apply_configs(&defs[k], o->store, err, sizeof err)) {
+            fprintf(stderr, "dipp run: %s: %s\n", files[k], err);
+            return -1;
+        }
+    }
     int n = o->store ? load_store(o->store, defs, nfiles) : nfiles;
     if (n == 0)
         fprintf(stderr, "dipp run: no definition to run in %s\n", o->store);
