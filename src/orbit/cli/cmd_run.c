@@ -197,6 +197,8 @@ int cmd_run(int argc, char **argv) {
         free(defs);
         return EXIT_BAD;
     }
+    if (plat_sandbox_loosening())
+        fprintf(stderr, "dipp run: note: %s\n", plat_sandbox_loosening());
     rc = frames(&r, &o, defs, ndefs);
     runner_stop(&r);
     free(defs);
