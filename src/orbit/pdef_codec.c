@@ -195,6 +195,39 @@ static int get_def(const cbor_item_t *root, pdef *d) {
     return 0;
 }
 
+/* cbor_load allocates a container's slots from the count it declares
+ * before reading them: a damaged count could ask for gigabytes. A first
+ * pass with the streaming decoder refuses any container that claims more
+ * items than bytes are left (each item takes at least one). */
+typedef struct scan {
+    size_t left;
+    int too_big;
+} scan;
+
+static void on_container(void *ctx, size_t items) {
+    scan *sc = ctx;
+    sc->too_big |= items > sc->left;
+}
+
+static void on_map(void *ctx, size_t pairs) {
+    on_container(ctx, pairs > SIZE_MAX / 2 ? SIZE_MAX : pairs * 2);
+}
+
+static int counts_plausible(const uint8_t *p, size_t n) {
+    struct cbor_callbacks cb = cbor_empty_callbacks;
+    cb.array_start = on_container;
+    cb.map_start = on_map;
+    scan sc = {n, 0};
+    for (size_t at = 0; at < n && !sc.too_big;) {
+        sc.left = n - at;
+        struct cbor_decoder_result r = cbor_stream_decode(p + at, n - at, &cb, &sc);
+        if (r.status != CBOR_DECODER_FINISHED || r.read == 0)
+            return 0;
+        at += r.read;
+    }
+    return !sc.too_big;
+}
+
 /* The CBOR bytes of an envelope, decompressed into buf when needed. */
 static long unwrap(const uint8_t *in, size_t len, uint8_t *buf) {
     if (len < 2 || len > PDEF_MAX_BYTES || in[0] > ENV_ZSTD)
@@ -213,7 +246,8 @@ int pdef_decode(const uint8_t *in, size_t len, pdef *d, char *err,
     memset(d, 0, sizeof *d);
     long n = unwrap(in, len, raw);
     struct cbor_load_result res;
-    cbor_item_t *root = n > 0 ? cbor_load(raw, (size_t)n, &res) : NULL;
+    int plausible = n > 0 && counts_plausible(raw, (size_t)n);
+    cbor_item_t *root = plausible ? cbor_load(raw, (size_t)n, &res) : NULL;
     int rc = root && res.read == (size_t)n ? get_def(root, d) : -1;
     if (root)
         cbor_decref(&root);

@@ -112,6 +112,17 @@ static void test_damaged_bytes(void **s) {
     }
 }
 
+/* A container claiming 2^36 items in a 14-byte definition is refused
+ * before any allocation for them (cbor_load would reserve 512 GiB). */
+static void test_huge_count_refused(void **s) {
+    (void)s;
+    static const uint8_t lie[] = {0x00, 0x83, 0x01, 0x01, 0x9b, 0, 0, 0, 0x10,
+                                  0, 0, 0, 0, 0x80};
+    pdef d;
+    char err[256];
+    assert_int_equal(pdef_decode(lie, sizeof lie, &d, err, sizeof err), -1);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip_fits),
@@ -119,6 +130,7 @@ int main(void) {
         cmocka_unit_test(test_too_big_is_refused),
         cmocka_unit_test(test_errors_name_line_and_field),
         cmocka_unit_test(test_damaged_bytes),
+        cmocka_unit_test(test_huge_count_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
