@@ -48,7 +48,7 @@ static dipp_param default_of(const dipp_param_decl *d) {
 static int resolve(const dipp_module_info *m, const dipp_params *given,
                    dipp_params *out, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
-    for (uint32_t k = 0; k < m->param_count && k < DIPP_PARAMS_MAX; k++)
+    for (uint32_t k = 0; k < m->param_count; k++)
         out->item[out->count++] = default_of(&m->params[k]);
     for (uint32_t k = 0; k < given->count && k < DIPP_PARAMS_MAX; k++) {
         dipp_param v = given->item[k];
@@ -78,6 +78,11 @@ static int load(const run_req *q, const dipp_module_info **info, char *err,
     if ((*info)->abi_version != DIPP_ABI_VERSION) {
         snprintf(err, errlen, "%s: built for ABI %u, this runner has %u",
                  q->path, (unsigned)(*info)->abi_version, DIPP_ABI_VERSION);
+        return DIPP_E_ABI;
+    }
+    if ((*info)->param_count > DIPP_PARAMS_MAX) {
+        snprintf(err, errlen, "%s: declares %u parameters, the ABI has room for %u",
+                 q->path, (unsigned)(*info)->param_count, DIPP_PARAMS_MAX);
         return DIPP_E_ABI;
     }
     return 0;
