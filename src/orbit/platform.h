@@ -38,6 +38,9 @@ int plat_shm_create(const char *tag, uint64_t size);
 uint64_t plat_shm_size(int fd);
 void *plat_shm_map(int fd, uint64_t size, int writable);
 void plat_shm_unmap(void *p, uint64_t size);
+/* Fills the page tables of the first len bytes of mapping p at once (a
+ * hint: where the OS cannot, pages fault in one by one as read). */
+void plat_shm_prefault(void *p, uint64_t len);
 void plat_close(int fd);
 
 /* ---- loadable libraries (modules) ---- */

@@ -132,6 +132,16 @@ void *plat_shm_map(int fd, uint64_t size, int writable) {
     return p == MAP_FAILED ? NULL : p;
 }
 
+void plat_shm_prefault(void *p, uint64_t len) {
+#ifdef MADV_POPULATE_READ /* Linux 5.14 */
+    long page = sysconf(_SC_PAGESIZE);
+    madvise(p, (len + (uint64_t)page - 1) / (uint64_t)page * (uint64_t)page,
+            MADV_POPULATE_READ);
+#else
+    (void)p, (void)len;
+#endif
+}
+
 void plat_shm_unmap(void *p, uint64_t size) {
     if (p)
         munmap(p, size);

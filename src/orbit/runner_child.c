@@ -45,7 +45,7 @@ static dipp_param default_of(const dipp_param_decl *d) {
     return v;
 }
 
-static int resolve(const dipp_module_info *m, const dipp_params *given,
+int runner_resolve(const dipp_module_info *m, const dipp_params *given,
                    dipp_params *out, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
     for (uint32_t k = 0; k < m->param_count; k++)
@@ -105,13 +105,15 @@ static int child_run(const run_req *q, const int *fds, const plat_limits *lim,
     const dipp_module_info *m = NULL;
     if (batch_open(&in, fds[0], 0) || batch_load(&in, err, errlen))
         return DIPP_E_INPUT;
+    /* a module reads its input whole: one call, not a fault a page */
+    plat_shm_prefault(in.hdr, in.hdr->used < in.capacity ? in.hdr->used : in.capacity);
     if (batch_open(&out, fds[1], 1)) {
         snprintf(err, errlen, "cannot map the output batch");
         return DIPP_E_RUNNER;
     }
     int code = load(q, &m, err, errlen);
     if (!code)
-        code = resolve(m, &q->params, &params, err, errlen);
+        code = runner_resolve(m, &q->params, &params, err, errlen);
     if (code)
         return code;
     int rc = plat_sandbox_enter(lim);

@@ -19,6 +19,11 @@ typedef struct run_result {
     char detail[240];
 } run_result;
 
+/* The parameters module m runs with: its declared defaults, overridden by
+ * given (converted to the declared types). 0, or DIPP_E_PARAM with why. */
+int runner_resolve(const dipp_module_info *m, const dipp_params *given,
+                   dipp_params *out, char *err, size_t errlen);
+
 /* plat_child_fn of the fork server: fds are the input and output batch. */
 void runner_child(const void *req, size_t req_len, const int *fds, int nfds,
                   const plat_limits *lim, int result_fd);
