@@ -1,0 +1,130 @@
+/* bench_decompose.c -- what decomposing costs: the 5-module mission
+ * pipeline (debayer, 224x224 tiles, cloud cover, downsample, JPEG) on
+ * 4512x4512 camera frames, run by DIPP (each module in a sandboxed child of
+ * the fork server) against the same modules called one after another in
+ * this one process (the monolithic reference), frame by frame alternating,
+ * in the same run. Prints each one's median time per frame and the ratio
+ * (goal: DIPP within 5 %, ratio <= 1.05).
+ *
+ * Usage: bench_decompose MODULE_DIR [FRAMES] [SIZE] */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "camera.h"
+#include "pipeline.h"
+#include "platform.h"
+#include "runner.h"
+#include "runner_child.h"
+
+static const char *const steps[] = {"debayer", "crop_tile", "cloud", "downsample",
+                                    "encode_jpeg"};
+#define NSTEPS 5
+
+static int load(const char *dir, const dipp_module_info **mods, pdef *d) {
+    memset(d, 0, sizeof *d);
+    d->id = 1, d->count = NSTEPS;
+    for (int k = 0; k < NSTEPS; k++) {
+        char path[1024], err[256];
+        snprintf(path, sizeof path, "%s/%s.so", dir, steps[k]);
+        snprintf(d->step[k].name, sizeof d->step[k].name, "%s", steps[k]);
+        void *lib = plat_lib_open(path, err, sizeof err);
+        mods[k] = lib ? plat_lib_sym(lib, DIPP_MODULE_SYMBOL) : NULL;
+        if (!mods[k]) {
+            fprintf(stderr, "bench_decompose: %s: %s\n", path, lib ? "no symbol" : err);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Milliseconds each step took, summed over the frames. */
+static double step_mono[NSTEPS], step_dipp[NSTEPS];
+
+/* The monolithic reference: each module's run, in turn, in this process. */
+static double mono(const dipp_module_info **mods, const dbatch *in) {
+    static const dipp_params none;
+    uint64_t t0 = plat_now_ms(), t = t0;
+    dbatch cur[2];
+    const dbatch *src = in;
+    for (int k = 0; k < NSTEPS; k++) {
+        dipp_params p;
+        char err[256];
+        dbatch *dst = &cur[k % 2];
+        if (runner_resolve(mods[k], &none, &p, err, sizeof err) ||
+            batch_create(dst, 4 * batch_used(src) + (1u << 20)) ||
+            mods[k]->run(&src->api, &p, &dst->api) || batch_commit(dst, err, sizeof err)) {
+            fprintf(stderr, "bench_decompose: %s failed in process\n", steps[k]);
+            exit(1);
+        }
+        if (src != in)
+            batch_close((dbatch *)src);
+        src = dst;
+        step_mono[k] += (double)(plat_now_ms() - t);
+        t = plat_now_ms();
+    }
+    batch_close((dbatch *)src);
+    return (double)(plat_now_ms() - t0);
+}
+
+static double dipp(runner *r, const pdef *d, const dbatch *in) {
+    dbatch out;
+    pipe_report rep;
+    uint64_t t0 = plat_now_ms();
+    if (pipeline_run(r, d, in, &out, &rep)) {
+        fprintf(stderr, "bench_decompose: %s: %s\n", rep.name, rep.detail);
+        exit(1);
+    }
+    batch_close(&out);
+    for (int k = 0; k < NSTEPS; k++)
+        step_dipp[k] += rep.ms[k];
+    return (double)(plat_now_ms() - t0);
+}
+
+static int cmp(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, cmp);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+int main(int argc, char **argv) {
+    int frames = argc > 2 ? atoi(argv[2]) : 5;
+    unsigned size = argc > 3 ? (unsigned)atoi(argv[3]) : CAMERA_SIZE;
+    const dipp_module_info *mods[NSTEPS];
+    pdef d;
+    runner r;
+    if (argc < 2 || frames < 1 || frames > 1000 || size < 224) {
+        fprintf(stderr, "usage: bench_decompose MODULE_DIR [FRAMES 1-1000] [SIZE >= 224]\n");
+        return 2;
+    }
+    if (runner_start(&r, argv[1], (plat_limits){60000, 4096ull << 20}) ||
+        load(argv[1], mods, &d))
+        return 1;
+    double t_mono[1000], t_dipp[1000];
+    for (int f = 0; f < frames; f++) {
+        dbatch in;
+        if (batch_create(&in, (uint64_t)size * size) || camera_shoot(&in, size, 1u + (unsigned)f))
+            return 1;
+        int dipp_first = f % 2; /* alternate, so neither always runs warm */
+        if (dipp_first)
+            t_dipp[f] = dipp(&r, &d, &in);
+        t_mono[f] = mono(mods, &in);
+        if (!dipp_first)
+            t_dipp[f] = dipp(&r, &d, &in);
+        batch_close(&in);
+    }
+    runner_stop(&r);
+    double m = median(t_mono, frames), p = median(t_dipp, frames);
+    printf("bench_decompose: %d frames of %ux%u, 5 modules\n", frames, size, size);
+    printf("monolithic (one process): %.0f ms/frame (median)\n", m);
+    printf("DIPP (sandboxed children): %.0f ms/frame (median)\n", p);
+    for (int k = 0; k < NSTEPS; k++)
+        printf("  %-12s %6.0f ms in process, %6.0f ms in its child\n", steps[k],
+               step_mono[k] / frames, step_dipp[k] / frames);
+    printf("DIPP/monolithic %.3f (goal <= 1.05): %s\n", p / m, p / m <= 1.05 ? "met" : "NOT met");
+    return 0;
+}

@@ -1,0 +1,241 @@
+/* pdef_yaml.c -- reads a pipeline definition from YAML (libyaml's document
+ * API, which keeps each node's line and column for the error messages):
+ *
+ *   pipeline: 1            # its slot, 1..6
+ *   modules:
+ *     - name: debayer
+ *     - name: downsample
+ *       params: {factor: 4}
+ *     - name: encode_jpeg
+ *       config: 3          # parameters from module-configuration slot 3
+ *
+ * A scalar parameter is an integer if it reads as one, else a number if it
+ * reads as one, else a string. */
+#include "pdef.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yaml.h>
+
+#include "runner.h"
+
+typedef struct ctx {
+    yaml_document_t *doc;
+    const char *path;
+    char *err;
+    size_t errlen;
+} ctx;
+
+static int fail(const ctx *c, const yaml_node_t *n, const char *field,
+                const char *fmt, ...) {
+    char why[160];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    snprintf(c->err, c->errlen, "%s:%lu:%lu: %s: %s", c->path,
+             (unsigned long)n->start_mark.line + 1,
+             (unsigned long)n->start_mark.column + 1, field, why);
+    return -1;
+}
+
+static const char *scalar(const yaml_node_t *n) {
+    return n && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value
+                                            : NULL;
+}
+
+static yaml_node_t *node(const ctx *c, int id) {
+    return yaml_document_get_node(c->doc, id);
+}
+
+static int parse_value(const ctx *c, const yaml_node_t *n, const char *field,
+                       dipp_param *v) {
+    const char *s = scalar(n);
+    if (!s)
+        return fail(c, n, field, "a parameter is a number or a string");
+    char *end;
+    errno = 0;
+    int quoted = n->data.scalar.style == YAML_SINGLE_QUOTED_SCALAR_STYLE ||
+                 n->data.scalar.style == YAML_DOUBLE_QUOTED_SCALAR_STYLE;
+    if (quoted)
+        goto text;
+    v->i = strtoll(s, &end, 10);
+    if (*s && !*end && !errno) {
+        v->type = DIPP_PARAM_INT;
+        return 0;
+    }
+    v->i = 0;
+    v->f = strtod(s, &end);
+    if (*s && !*end && !errno) {
+        v->type = DIPP_PARAM_FLOAT;
+        return 0;
+    }
+text:
+    v->i = 0, v->f = 0;
+    if (strlen(s) >= DIPP_PARAM_STR_MAX)
+        return fail(c, n, field, "longer than %u characters", DIPP_PARAM_STR_MAX - 1);
+    v->type = DIPP_PARAM_STR;
+    snprintf(v->s, sizeof v->s, "%s", s);
+    return 0;
+}
+
+/* A slot number from 1 to max. */
+static int parse_number(const ctx *c, const yaml_node_t *n, const char *field,
+                        unsigned max, uint32_t *out) {
+    const char *s = scalar(n);
+    char *end = NULL;
+    long v = s ? strtol(s, &end, 10) : 0;
+    if (!s || *end || v < 1 || v > (long)max)
+        return fail(c, n, field, "a slot number from 1 to %u", max);
+    *out = (uint32_t)v;
+    return 0;
+}
+
+/* Calls fn for each key: value of mapping n (else fails with what it
+ * should be), sub being "field.key" for the messages. */
+typedef int (*pair_fn)(const ctx *c, const char *key, const yaml_node_t *k,
+                       const yaml_node_t *v, const char *sub, void *arg);
+
+static int each_pair(const ctx *c, const yaml_node_t *n, const char *field,
+                     const char *what, pair_fn fn, void *arg) {
+    if (n->type != YAML_MAPPING_NODE)
+        return fail(c, n, field, "expected %s", what);
+    for (yaml_node_pair_t *kv = n->data.mapping.pairs.start;
+         kv < n->data.mapping.pairs.top; kv++) {
+        const yaml_node_t *k = node(c, kv->key), *v = node(c, kv->value);
+        const char *key = scalar(k);
+        char sub[96];
+        snprintf(sub, sizeof sub, "%s%s%s", field, *field ? "." : "", key ? key : "?");
+        if (fn(c, key, k, v, sub, arg))
+            return -1;
+    }
+    return 0;
+}
+
+static int param_pair(const ctx *c, const char *name, const yaml_node_t *k,
+                      const yaml_node_t *v, const char *sub, void *arg) {
+    dipp_params *p = arg;
+    if (!name || !*name || strlen(name) >= DIPP_PARAM_NAME_MAX)
+        return fail(c, k, sub, "a parameter name has 1 to %u characters",
+                    DIPP_PARAM_NAME_MAX - 1);
+    if (p->count == DIPP_PARAMS_MAX)
+        return fail(c, k, sub, "more than %u parameters", DIPP_PARAMS_MAX);
+    dipp_param *dst = &p->item[p->count++];
+    snprintf(dst->name, sizeof dst->name, "%s", name);
+    return parse_value(c, v, sub, dst);
+}
+
+static int step_pair(const ctx *c, const char *key, const yaml_node_t *k,
+                     const yaml_node_t *v, const char *sub, void *arg) {
+    pdef_step *s = arg;
+    const char *name;
+    if (key && strcmp(key, "params") == 0)
+        return each_pair(c, v, sub, "a mapping of name: value", param_pair, &s->params);
+    if (key && strcmp(key, "config") == 0)
+        return parse_number(c, v, sub, PDEF_CONFIGS, &s->config);
+    if (!key || strcmp(key, "name") != 0)
+        return fail(c, k, sub, "unknown field (name, params, config)");
+    if (!(name = scalar(v)) || !runner_name_ok(name))
+        return fail(c, v, sub, "a module name is [a-z0-9_], 1 to 23 characters");
+    snprintf(s->name, sizeof s->name, "%s", name);
+    return 0;
+}
+
+static int parse_step(const ctx *c, const yaml_node_t *n, const char *field,
+                      pdef_step *s) {
+    if (each_pair(c, n, field, "a mapping with name and params", step_pair, s))
+        return -1;
+    return s->name[0] ? 0 : fail(c, n, field, "no module name");
+}
+
+static int parse_modules(const ctx *c, const yaml_node_t *n, pdef *d) {
+    if (n->type != YAML_SEQUENCE_NODE)
+        return fail(c, n, "modules", "expected a list of modules");
+    for (yaml_node_item_t *it = n->data.sequence.items.start;
+         it < n->data.sequence.items.top; it++) {
+        char field[32];
+        snprintf(field, sizeof field, "modules[%u]", (unsigned)d->count);
+        if (d->count == PDEF_MAX_STEPS)
+            return fail(c, node(c, *it), field, "more than %d modules", PDEF_MAX_STEPS);
+        if (parse_step(c, node(c, *it), field, &d->step[d->count++]))
+            return -1;
+    }
+    return d->count ? 0 : fail(c, n, "modules", "a pipeline has at least one module");
+}
+
+static int parse_id(const ctx *c, const yaml_node_t *n, pdef *d) {
+    return parse_number(c, n, "pipeline", PDEF_PIPELINES, &d->id);
+}
+
+static int root_pair(const ctx *c, const char *key, const yaml_node_t *k,
+                     const yaml_node_t *v, const char *sub, void *arg) {
+    if (key && !strcmp(key, "pipeline"))
+        return parse_id(c, v, arg);
+    if (key && !strcmp(key, "modules"))
+        return parse_modules(c, v, arg);
+    return fail(c, k, sub, "unknown field (pipeline, modules)");
+}
+
+static int parse_root(const ctx *c, const yaml_node_t *root, pdef *d) {
+    if (!root) {
+        snprintf(c->err, c->errlen, "%s: empty (pipeline, modules)", c->path);
+        return -1;
+    }
+    if (each_pair(c, root, "", "a mapping (pipeline, modules)", root_pair, d))
+        return -1;
+    return d->count ? 0 : fail(c, root, "modules", "missing");
+}
+
+int pdef_from_yaml(const char *path, const char *text, size_t len, pdef *d,
+                   char *err, size_t errlen) {
+    yaml_parser_t parser;
+    yaml_document_t doc;
+    memset(d, 0, sizeof *d);
+    d->id = 1;
+    yaml_parser_initialize(&parser);
+    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+    if (!yaml_parser_load(&parser, &doc)) {
+        snprintf(err, errlen, "%s:%lu:%lu: YAML: %s", path,
+                 (unsigned long)parser.problem_mark.line + 1,
+                 (unsigned long)parser.problem_mark.column + 1,
+                 parser.problem ? parser.problem : "unreadable");
+        yaml_parser_delete(&parser);
+        return -1;
+    }
+    ctx c = {&doc, path, err, errlen};
+    int rc = parse_root(&c, yaml_document_get_root_node(&doc), d);
+    yaml_document_delete(&doc);
+    yaml_parser_delete(&parser);
+    return rc;
+}
+
+static void print_value(const dipp_param *v, FILE *f) {
+    if (v->type == DIPP_PARAM_INT)
+        fprintf(f, "%lld", (long long)v->i);
+    else if (v->type == DIPP_PARAM_FLOAT)
+        fprintf(f, v->f == (double)(long long)v->f &&
+                       v->f < 1e15 && v->f > -1e15 ? "%.1f" : "%.17g", v->f);
+    else
+        fprintf(f, "\"%s\"", v->s);
+}
+
+void pdef_print_yaml(const pdef *d, FILE *f) {
+    fprintf(f, "pipeline: %u\nmodules:\n", (unsigned)d->id);
+    for (uint32_t k = 0; k < d->count; k++) {
+        const pdef_step *s = &d->step[k];
+        fprintf(f, "  - name: %s\n", s->name);
+        if (s->config)
+            fprintf(f, "    config: %u\n", (unsigned)s->config);
+        if (!s->params.count)
+            continue;
+        fprintf(f, "    params:\n");
+        for (uint32_t j = 0; j < s->params.count; j++) {
+            fprintf(f, "      %s: ", s->params.item[j].name);
+            print_value(&s->params.item[j], f);
+            fputc('\n', f);
+        }
+    }
+}

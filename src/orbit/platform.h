@@ -1,0 +1,110 @@
+/* platform.h -- everything DIPP's runtime asks of the operating system,
+ * behind one small interface so the portable core (batches, definitions,
+ * slots, the runner's logic) builds unchanged for another target: a board
+ * port replaces platform_posix.c and platform_sandbox_linux.c only.
+ *
+ * Groups: time; files (whole-file read, crash-safe replace); shared memory
+ * (anonymous, passed as a descriptor); loadable libraries; the fork server
+ * that runs a function in a sandboxed child with a deadline and limits. */
+#ifndef DIPP_PLATFORM_H
+#define DIPP_PLATFORM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- time ---- */
+uint64_t plat_now_ms(void); /* monotonic */
+
+/* ---- files ---- */
+/* Reads all of path into a malloc'ed buffer (NUL-terminated, *len without
+ * it). 0 or -errno. */
+int plat_file_read(const char *path, uint8_t **data, size_t *len);
+/* Replaces dir/name with data so that after a power cut at any moment the
+ * file holds either its old or its new content: write to a temporary in
+ * dir, fsync, rename over name, fsync dir. 0 or -errno. */
+int plat_file_replace(const char *dir, const char *name, const void *data,
+                      size_t len);
+/* Tests only: plat_file_replace kills its process (SIGKILL, no cleanup)
+ * just before step n: 1 half the data written, 2 before fsync, 3 before
+ * rename, 4 before the folder's fsync. 0 (the default) never. */
+extern int plat_crash_step;
+
+/* ---- shared memory ---- */
+/* A new anonymous shared memory object of size bytes (sparse: pages cost
+ * memory only once written), as a descriptor to map or pass on. */
+int plat_shm_create(const char *tag, uint64_t size);
+/* Maps fd's size bytes, writable or read-only. NULL on error. */
+/* The size of shared memory object fd, or 0 on error. */
+uint64_t plat_shm_size(int fd);
+void *plat_shm_map(int fd, uint64_t size, int writable);
+void plat_shm_unmap(void *p, uint64_t size);
+/* Fills the page tables of the first len bytes of mapping p at once (a
+ * hint: where the OS cannot, pages fault in one by one as read). */
+void plat_shm_prefault(void *p, uint64_t len);
+void plat_close(int fd);
+
+/* ---- loadable libraries (modules) ---- */
+void *plat_lib_open(const char *path, char *err, size_t errlen);
+void *plat_lib_sym(void *lib, const char *name);
+
+/* ---- sandboxed children ---- */
+typedef struct plat_limits {
+    uint32_t timeout_ms; /* wall clock, from the fork to the result */
+    uint64_t mem_bytes;  /* address space the child may add once sandboxed */
+} plat_limits;
+
+/* Enters the sandbox in a child: memory limit, then the system call filter
+ * (no open*, socket, exec, fork...). After this the child can only compute,
+ * map memory and write to descriptors it already holds. 0 or -errno. */
+int plat_sandbox_enter(const plat_limits *lim);
+/* What plat_sandbox_enter's filter allows beyond the flight one, in words
+ * (the sanitizer build's looser filter), or NULL. */
+const char *plat_sandbox_loosening(void);
+
+/* How a child ended. */
+typedef enum plat_end {
+    PLAT_END_RESULT = 0,  /* it sent a result and exited */
+    PLAT_END_NORESULT,    /* it exited (status) without a result */
+    PLAT_END_SIGNAL,      /* killed by signal */
+    PLAT_END_TIMEOUT,     /* past its deadline: killed by the watchdog */
+    PLAT_END_SPAWN,       /* the fork server could not fork it */
+} plat_end;
+
+typedef struct plat_outcome {
+    plat_end end;
+    int status;  /* exit status or signal number */
+    uint32_t ms; /* wall time of the child */
+    size_t result_len;
+} plat_outcome;
+
+#define PLAT_MAX_FDS 4
+#define PLAT_MAX_REQ 4096
+#define PLAT_MAX_RESULT 512
+
+/* Runs in the child: req is the caller's request, fds the descriptors it
+ * passed (already in the child), lim the call's limits (the function
+ * enters the sandbox with them when it is ready), result_fd where the result goes (write
+ * it whole, at most PLAT_MAX_RESULT bytes). The child exits on return. */
+typedef void (*plat_child_fn)(const void *req, size_t req_len,
+                              const int *fds, int nfds,
+                              const plat_limits *lim, int result_fd);
+
+typedef struct plat_forksrv {
+    int sock;  /* the caller's end */
+    int pid;   /* the fork server */
+} plat_forksrv;
+
+/* Starts the fork server: a small process forked now, before the caller
+ * grows, that dlopens the preload libraries (NULL-terminated list of
+ * sonames; a missing one is skipped) once, so every child has them mapped
+ * before its filter. 0 or -errno. */
+int plat_forksrv_start(plat_forksrv *s, plat_child_fn fn,
+                       const char *const *preload);
+/* Runs one child: sends req and fds, waits for its outcome. result gets at
+ * most PLAT_MAX_RESULT bytes. 0, or -errno when the server is gone. */
+int plat_forksrv_call(plat_forksrv *s, const void *req, size_t req_len,
+                      const int *fds, int nfds, const plat_limits *lim,
+                      plat_outcome *out, void *result);
+void plat_forksrv_stop(plat_forksrv *s);
+
+#endif

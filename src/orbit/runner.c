@@ -1,0 +1,102 @@
+/* runner.c -- the parent side of running a module: starts the fork server
+ * (with the libraries modules may use preloaded), sends it one request per
+ * module run, and maps how the child ended to DIPP's codes. */
+#include "runner.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "errors.h"
+#include "runner_child.h"
+
+/* Libraries a module may link (the encoders'): mapped once in the fork
+ * server, so a child finds them loaded when it dlopens its module. */
+static const char *const preload[] = {"libjpeg.so.62", "libpng16.so.16", NULL};
+
+int runner_name_ok(const char *name) {
+    size_t n = strlen(name);
+    if (n == 0 || n >= DIPP_PARAM_NAME_MAX)
+        return 0;
+    return strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789_") == n;
+}
+
+int runner_start(runner *r, const char *module_dir, plat_limits lim) {
+    memset(r, 0, sizeof *r);
+    r->lim = lim;
+    snprintf(r->module_dir, sizeof r->module_dir, "%s", module_dir);
+    return plat_forksrv_start(&r->srv, runner_child, preload);
+}
+
+static int code_of_end(const plat_outcome *o, const run_result *res,
+                       const runner *r, run_report *rep) {
+    switch (o->end) {
+    case PLAT_END_RESULT:
+        if (o->result_len != sizeof *res)
+            break;
+        snprintf(rep->detail, sizeof rep->detail, "%s", res->detail);
+        return res->code;
+    case PLAT_END_NORESULT:
+        snprintf(rep->detail, sizeof rep->detail,
+                 "exited with status %d before its result", o->status);
+        return DIPP_E_CRASH;
+    case PLAT_END_SIGNAL:
+        snprintf(rep->detail, sizeof rep->detail, "killed by signal %d (%s)",
+                 o->status, strsignal(o->status));
+        return o->status == SIGSYS ? DIPP_E_SANDBOX : DIPP_E_CRASH;
+    case PLAT_END_TIMEOUT:
+        snprintf(rep->detail, sizeof rep->detail,
+                 "still running after its %u ms: killed", (unsigned)r->lim.timeout_ms);
+        return DIPP_E_TIMEOUT;
+    case PLAT_END_SPAWN:
+        snprintf(rep->detail, sizeof rep->detail, "fork: %s", strerror(o->status));
+        return DIPP_E_RUNNER;
+    }
+    snprintf(rep->detail, sizeof rep->detail, "malformed result");
+    return DIPP_E_OUTPUT;
+}
+
+/* The fork server is gone (killed, crashed): this batch is lost, and a new
+ * server, forked from the caller now, takes the next. */
+static int restart(runner *r) {
+    plat_forksrv_stop(&r->srv);
+    return plat_forksrv_start(&r->srv, runner_child, preload);
+}
+
+static int call(runner *r, const run_req *q, const dbatch *in, dbatch *out,
+                run_report *rep) {
+    int fds[2] = {in->fd, out->fd};
+    plat_outcome o;
+    run_result res;
+    memset(&res, 0, sizeof res);
+    int rc = plat_forksrv_call(&r->srv, q, sizeof *q, fds, 2, &r->lim, &o, &res);
+    if (rc) {
+        snprintf(rep->detail, sizeof rep->detail, "fork server: %s; %s", strerror(-rc),
+                 restart(r) ? "could not restart it" : "restarted");
+        return DIPP_E_RUNNER;
+    }
+    rep->ms = o.ms;
+    int code = code_of_end(&o, &res, r, rep);
+    if (!code && batch_load(out, rep->detail, sizeof rep->detail))
+        code = DIPP_E_OUTPUT;
+    return code;
+}
+
+int runner_run(runner *r, const char *name, const dipp_params *p,
+               const dbatch *in, dbatch *out, run_report *rep) {
+    static run_req q;
+    memset(rep, 0, sizeof *rep);
+    memset(&q, 0, sizeof q);
+    if (!runner_name_ok(name)) {
+        snprintf(rep->detail, sizeof rep->detail, "'%s' is not a module name", name);
+        return rep->code = DIPP_E_MISSING_MODULE;
+    }
+    snprintf(q.path, sizeof q.path, "%s/%s.so", r->module_dir, name);
+    q.params = *p;
+    return rep->code = call(r, &q, in, out, rep);
+}
+
+void runner_stop(runner *r) {
+    plat_forksrv_stop(&r->srv);
+}

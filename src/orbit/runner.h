@@ -1,0 +1,37 @@
+/* runner.h -- runs one module on one batch in a sandboxed child of the
+ * fork server, and turns how the child ended into a DIPP error code. */
+#ifndef DIPP_RUNNER_H
+#define DIPP_RUNNER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "batch.h"
+#include "dipp_module.h"
+#include "platform.h"
+
+typedef struct runner {
+    plat_forksrv srv;
+    plat_limits lim;
+    char module_dir[512];
+} runner;
+
+typedef struct run_report {
+    int code;         /* errors.h; 0 when the module succeeded */
+    uint32_t ms;      /* the child's wall time */
+    char detail[256]; /* why, in words, when code != 0 */
+} run_report;
+
+/* Starts the fork server. Call it early: the server is a copy of the
+ * caller as it is now. Modules are module_dir/NAME.so. 0 or -errno. */
+int runner_start(runner *r, const char *module_dir, plat_limits lim);
+/* Runs module name with parameters p on in; its images go to out (an
+ * empty batch). Returns rep->code. */
+int runner_run(runner *r, const char *name, const dipp_params *p,
+               const dbatch *in, dbatch *out, run_report *rep);
+void runner_stop(runner *r);
+
+/* Whether name is a valid module name: [a-z0-9_], 1 to 23 characters. */
+int runner_name_ok(const char *name);
+
+#endif

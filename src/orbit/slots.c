@@ -1,0 +1,105 @@
+/* slots.c -- numbered slots as files "pipeline-N" and "config-N": a
+ * 12-byte header (magic "DSL1", length, CRC-32 of the content, both little
+ * endian) and the content. */
+#include "slots.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "platform.h"
+
+#define HDR 12
+
+static uint32_t crc32(const uint8_t *p, size_t n) {
+    uint32_t c = 0xFFFFFFFFu;
+    for (size_t k = 0; k < n; k++) {
+        c ^= p[k];
+        for (int b = 0; b < 8; b++)
+            c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1u)));
+    }
+    return ~c;
+}
+
+static void put32(uint8_t *p, uint32_t v) {
+    for (int k = 0; k < 4; k++)
+        p[k] = (uint8_t)(v >> (8 * k));
+}
+
+static uint32_t get32(const uint8_t *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+           (uint32_t)p[3] << 24;
+}
+
+unsigned slot_count(slot_kind kind) {
+    return kind == SLOT_PIPELINE ? SLOT_PIPELINES : SLOT_CONFIGS;
+}
+
+const char *slot_kind_name(slot_kind kind) {
+    return kind == SLOT_PIPELINE ? "pipeline" : "config";
+}
+
+static int name_of(slot_kind kind, unsigned n, char *name, size_t cap) {
+    snprintf(name, cap, "%s-%u", slot_kind_name(kind), n);
+    return n >= 1 && n <= slot_count(kind) ? 0 : -1;
+}
+
+int slot_write(const char *dir, slot_kind kind, unsigned n, const uint8_t *data,
+               size_t len, char *err, size_t errlen) {
+    char name[32];
+    uint8_t buf[HDR + SLOT_MAX_BYTES];
+    if (name_of(kind, n, name, sizeof name) || len > SLOT_MAX_BYTES) {
+        snprintf(err, errlen, "%s/%s: no such slot (1..%u), or %zu bytes over %d",
+                 dir, name, slot_count(kind), len, SLOT_MAX_BYTES);
+        return -1;
+    }
+    memcpy(buf, "DSL1", 4);
+    put32(buf + 4, (uint32_t)len);
+    put32(buf + 8, crc32(data, len));
+    memcpy(buf + HDR, data, len);
+    int rc = plat_file_replace(dir, name, buf, HDR + len);
+    if (rc)
+        snprintf(err, errlen, "%s/%s: %s", dir, name, strerror(-rc));
+    return rc ? -1 : 0;
+}
+
+static int check(const uint8_t *buf, size_t got, const char *path, char *err,
+                 size_t errlen) {
+    if (got < HDR || memcmp(buf, "DSL1", 4) != 0)
+        snprintf(err, errlen, "%s: not a slot file (torn or foreign)", path);
+    else if (get32(buf + 4) != got - HDR || got - HDR > SLOT_MAX_BYTES)
+        snprintf(err, errlen, "%s: length %u, file has %zu: torn", path,
+                 (unsigned)get32(buf + 4), got - HDR);
+    else if (get32(buf + 8) != crc32(buf + HDR, got - HDR))
+        snprintf(err, errlen, "%s: CRC mismatch: corrupt", path);
+    else
+        return 0;
+    return -1;
+}
+
+int slot_read(const char *dir, slot_kind kind, unsigned n, uint8_t *data,
+              size_t *len, char *err, size_t errlen) {
+    char name[32], path[4200];
+    if (name_of(kind, n, name, sizeof name)) {
+        snprintf(err, errlen, "%s/%s: no such slot (1..%u)", dir, name, slot_count(kind));
+        return -1;
+    }
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    uint8_t *buf;
+    size_t got;
+    int rc = plat_file_read(path, &buf, &got);
+    if (rc == -ENOENT)
+        return 1;
+    if (rc) {
+        snprintf(err, errlen, "%s: %s", path, strerror(-rc));
+        return -1;
+    }
+    rc = check(buf, got, path, err, errlen);
+    if (!rc) {
+        *len = got - HDR;
+        memcpy(data, buf + HDR, *len);
+    }
+    free(buf);
+    return rc;
+}

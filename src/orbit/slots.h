@@ -1,0 +1,30 @@
+/* slots.h -- the on-board store of definitions: 6 numbered pipeline slots
+ * and 20 module-configuration slots, each a small file in one folder,
+ * replaced whole and crash-safe (platform.h's plat_file_replace): after a
+ * power cut at any moment a slot holds its old or its new content, and a
+ * torn or corrupted file is detected (length and CRC-32) and reported,
+ * never used. */
+#ifndef DIPP_SLOTS_H
+#define DIPP_SLOTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SLOT_PIPELINES 6
+#define SLOT_CONFIGS 20
+#define SLOT_MAX_BYTES 188
+
+typedef enum slot_kind { SLOT_PIPELINE, SLOT_CONFIG } slot_kind;
+
+/* 0, or -1 with "store/pipeline-3: why" in err. */
+int slot_write(const char *dir, slot_kind kind, unsigned n, const uint8_t *data,
+               size_t len, char *err, size_t errlen);
+/* 0 with the content in data (SLOT_MAX_BYTES), 1 when the slot is empty,
+ * -1 when it is unreadable or corrupt (err says which). */
+int slot_read(const char *dir, slot_kind kind, unsigned n, uint8_t *data,
+              size_t *len, char *err, size_t errlen);
+/* Slots of a kind: 6 or 20. */
+unsigned slot_count(slot_kind kind);
+const char *slot_kind_name(slot_kind kind);
+
+#endif

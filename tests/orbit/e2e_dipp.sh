@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# e2e_dipp.sh DIPP EXAMPLE_MODULES TEST_MODULES -- the `dipp` command end to
+# end: help and usage errors, a bad YAML named by file/line/field, encode and
+# decode, slots written and listed (a torn one reported), a full 4512x4512
+# camera frame through the example modules into 400 JPEG tiles, and bad
+# modules losing only their pipeline's batch, frame after frame, with the
+# published codes. Every dipp call is bounded by `timeout`.
+set -u
+DIPP=$1 MODS=$2 TMODS=$3
+DIR=$(mktemp -d /tmp/dipp-e2e-XXXXXX)
+trap 'rm -rf "$DIR"' EXIT
+fail() { echo "FAIL: $*" >&2; cat "$DIR/out" "$DIR/err" >&2 2>/dev/null; exit 1; }
+# d ARGS...: runs dipp (at most 120 s), stdout in $DIR/out, stderr in
+# $DIR/err; its exit status in $rc.
+d() { timeout 120 "$DIPP" "$@" >"$DIR/out" 2>"$DIR/err"; rc=$?; }
+has() { grep -qF -- "$1" "$DIR/$2" || fail "no '$1' in $2"; }
+
+d --help; [ $rc = 0 ] || fail "--help: $rc"; has "run --modules DIR" out
+d; [ $rc = 2 ] || fail "no command: $rc"
+d frobnicate; [ $rc = 2 ] || fail "unknown command: $rc"
+d run --help; [ $rc = 0 ] || fail "run --help: $rc"; has "--timeout-ms" out
+
+cat > "$DIR/mission.yaml" <<'YAML'
+pipeline: 1
+modules:
+  - name: debayer
+  - name: crop_tile
+    params: {tile: 224}
+  - name: downsample
+    params: {factor: 2}
+  - name: encode_jpeg
+    params: {quality: 80}
+YAML
+printf 'pipeline: 2\nmodules:\n  - name: debayer\n    params: {gain: [1]}\n' > "$DIR/bad.yaml"
+d encode "$DIR/bad.yaml"; [ $rc = 1 ] || fail "bad yaml: $rc"
+has "bad.yaml:4:20: modules[0].params.gain" err
+
+d encode "$DIR/mission.yaml" -o "$DIR/m.bin"; [ $rc = 0 ] || fail "encode: $rc"
+has "bytes of 188" out
+d decode "$DIR/m.bin"; [ $rc = 0 ] || fail "decode: $rc"
+cp "$DIR/out" "$DIR/back.yaml"
+d encode "$DIR/back.yaml" -o "$DIR/m2.bin"
+cmp -s "$DIR/m.bin" "$DIR/m2.bin" || fail "decode then encode differs"
+head -c 20 /dev/urandom > "$DIR/junk.bin"
+d decode "$DIR/junk.bin"; [ $rc = 1 ] || fail "junk decoded: $rc"
+
+mkdir "$DIR/store"
+d store --store "$DIR/store" "$DIR/mission.yaml"; [ $rc = 0 ] || fail "store: $rc"
+d store --store "$DIR/store" --config 4 "$DIR/mission.yaml"; [ $rc = 0 ] || fail "store config: $rc"
+d slots --store "$DIR/store"; [ $rc = 0 ] || fail "slots: $rc"
+has "pipeline-1: " out; has "debayer crop_tile downsample encode_jpeg" out
+has "config-4: " out; has "pipeline-6: empty" out
+head -c 9 "$DIR/store/config-4" > "$DIR/t" && mv "$DIR/t" "$DIR/store/config-4"
+d slots --store "$DIR/store"; [ $rc = 1 ] || fail "torn slot listed fine: $rc"
+has "config-4: BAD" out
+
+# The flight camera's frame, whole, through the example modules: 400 JPEG
+# tiles, and a PNG overview from the same frame.
+mkdir "$DIR/img"
+printf 'pipeline: 2\nmodules:\n  - name: debayer\n  - name: downsample\n    params: {factor: 16}\n  - name: encode_png\n' > "$DIR/overview.yaml"
+d run --modules "$MODS" --out "$DIR/img" "$DIR/mission.yaml" "$DIR/overview.yaml"
+[ $rc = 0 ] || fail "mission run: $rc"
+has "frame 1 pipeline 1: ok: 400 images" out
+has "frame 1 pipeline 2: ok: 1 images" out
+magic() { head -c 4 "$1" | od -An -tx1 | tr -d ' \n'; }
+[ "$(magic "$DIR/img/f1-p1-0.jpg" | head -c 4)" = ffd8 ] || fail "tile 0 is not a JPEG"
+[ "$(magic "$DIR/img/f1-p2-0.png")" = 89504e47 ] || fail "the overview is not a PNG"
+
+# Bad modules beside a good pipeline, over two frames: each bad one loses
+# its own batch, with its code, and the good one is processed every frame.
+i=1
+for m in copy crash spin absent; do
+    printf 'pipeline: %d\nmodules:\n  - name: copy\n  - name: %s\n' $i $m > "$DIR/p$i.yaml"
+    i=$((i + 1))
+done
+d run --modules "$TMODS" --frames 2 --size 256 --timeout-ms 3000 \
+    "$DIR"/p1.yaml "$DIR"/p2.yaml "$DIR"/p3.yaml "$DIR"/p4.yaml
+[ $rc = 3 ] || fail "bad modules: exit $rc, not 3"
+for f in 1 2; do
+    has "frame $f pipeline 1: ok: 1 images" out
+    has "frame $f pipeline 2: lost: error 600202 (crash) in module 2 'crash'" out
+    has "frame $f pipeline 3: lost: error 602302 (timeout)" out
+    has "frame $f pipeline 4: lost: error 501402 (missing module)" out
+done
+# What the store holds runs as on board; a torn slot is skipped, said so.
+d store --store "$DIR/store" "$DIR/p2.yaml"; [ $rc = 0 ] || fail "store p2: $rc"
+d store --store "$DIR/store" "$DIR/p1.yaml"; [ $rc = 0 ] || fail "store p1: $rc"
+head -c 9 "$DIR/p2.yaml" > "$DIR/store/pipeline-2"
+d run --modules "$TMODS" --size 64 --store "$DIR/store"
+[ $rc = 0 ] || fail "run --store: $rc"
+has "frame 1 pipeline 1: ok: 1 images" out
+has "pipeline-2: not a slot file (torn or foreign): slot skipped" err
+# A step taking its parameters from a module-configuration slot: the
+# slot's factor 4 applies (64 -> 16 wide), the step's own would override.
+printf 'modules:\n  - name: downsample\n    params: {factor: 4}\n' > "$DIR/ds4.yaml"
+d store --store "$DIR/store" --config 7 "$DIR/ds4.yaml"; [ $rc = 0 ] || fail "store config 7: $rc"
+printf 'pipeline: 5\nmodules:\n  - name: debayer\n  - name: downsample\n    config: 7\n' > "$DIR/cfg.yaml"
+mkdir "$DIR/cfgimg"
+d run --modules "$TMODS" --size 64 --out "$DIR/cfgimg" --store "$DIR/store" "$DIR/cfg.yaml"
+has "frame 1 pipeline 5: ok: 1 images" out
+[ "$(sed -n 2p "$DIR/cfgimg/f1-p5-0.ppm")" = "16 16" ] || fail "config 7's factor not applied"
+printf 'modules:\n  - name: copy\n    config: 9\n' > "$DIR/nocfg.yaml"
+d run --modules "$TMODS" --size 64 --store "$DIR/store" "$DIR/nocfg.yaml"
+[ $rc = 1 ] || fail "empty config slot: $rc"
+has "nocfg.yaml: modules[0]: $DIR/store/config-9: empty" err
+d run --modules "$TMODS" --frames x "$DIR/p1.yaml"; [ $rc = 2 ] || fail "--frames x: $rc"
+has "--frames x: not a number" err
+echo "e2e_dipp: all passed"

@@ -1,0 +1,136 @@
+/* test_pdef.c -- pipeline definitions: YAML read with errors that name the
+ * file, line and field; the encoded form round-trips and fits the 188-byte
+ * parameter (or is refused saying by how much); damaged bytes are refused,
+ * never crash. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "pdef.h"
+
+static const char mission[] =
+    "pipeline: 3\n"
+    "modules:\n"
+    "  - name: debayer\n"
+    "  - name: crop_tile\n"
+    "    params: {x: 16, y: 16, tile: 224}\n"
+    "  - name: cloud\n"
+    "    params: {bright: 180, max_cover: 300}\n"
+    "  - name: downsample\n"
+    "    params: {factor: 2, gain: 1.25, mode: 'box'}\n"
+    "  - name: encode_jpeg\n"
+    "    config: 20\n"
+    "    params: {quality: 85, offset: -7}\n";
+
+static int parse(const char *text, pdef *d, char *err) {
+    return pdef_from_yaml("m.yaml", text, strlen(text), d, err, 256);
+}
+
+static void test_round_trip_fits(void **s) {
+    (void)s;
+    pdef d, back;
+    char err[256];
+    uint8_t buf[PDEF_MAX_BYTES];
+    assert_int_equal(parse(mission, &d, err), 0);
+    assert_int_equal(d.id, 3);
+    assert_int_equal(d.count, 5);
+    int n = pdef_encode(&d, buf, err, sizeof err);
+    assert_true(n > 0 && n <= PDEF_MAX_BYTES);
+    print_message("5-module definition: %d bytes\n", n);
+    assert_int_equal(pdef_decode(buf, (size_t)n, &back, err, sizeof err), 0);
+    assert_memory_equal(&d, &back, sizeof d);
+}
+
+static void test_printed_yaml_reads_back(void **s) {
+    (void)s;
+    pdef d, back;
+    char err[256], text[4096];
+    assert_int_equal(parse(mission, &d, err), 0);
+    FILE *f = fmemopen(text, sizeof text, "w");
+    pdef_print_yaml(&d, f);
+    fclose(f);
+    assert_int_equal(parse(text, &back, err), 0);
+    assert_memory_equal(&d, &back, sizeof d);
+}
+
+static void test_too_big_is_refused(void **s) {
+    (void)s;
+    pdef d;
+    char err[256], text[4096] = "modules:\n";
+    uint8_t buf[PDEF_MAX_BYTES];
+    /* names and numbers that do not compress */
+    for (unsigned k = 0; k < PDEF_MAX_STEPS; k++)
+        snprintf(text + strlen(text), sizeof text - strlen(text),
+                 "  - name: m%08x\n    params: {p%08x: %u.5, q: %u}\n", k * 2654435761u,
+                 k * 40503u + 977u, k * 2246822519u, k * 7919u);
+    assert_int_equal(parse(text, &d, err), 0);
+    assert_int_equal(pdef_encode(&d, buf, err, sizeof err), -1);
+    assert_non_null(strstr(err, "over the 188-byte parameter"));
+}
+
+static void expect_error(const char *text, const char *where) {
+    pdef d;
+    char err[256];
+    assert_int_equal(parse(text, &d, err), -1);
+    print_message("%s\n", err);
+    assert_non_null(strstr(err, where));
+}
+
+static void test_errors_name_line_and_field(void **s) {
+    (void)s;
+    expect_error("modules:\n  - name: debayer\n  - name: Bad/Name\n",
+                 "m.yaml:3:11: modules[1].name");
+    expect_error("pipeline: 9\nmodules:\n  - name: a\n", "m.yaml:1:11: pipeline");
+    expect_error("modules:\n  - name: a\n    parms: {}\n", "m.yaml:3:5: modules[0].parms");
+    expect_error("modules:\n  - name: a\n    params: [1]\n", "modules[0].params");
+    expect_error("modules: [\n", "m.yaml:2:1: YAML");
+    expect_error("pipeline: 1\n", "modules: missing");
+    expect_error("modules:\n  - name: a\n    config: 21\n", "m.yaml:3:13: modules[0].config");
+}
+
+/* Every truncation and every single-bit flip of a good encoding is either
+ * refused or decodes to a valid definition: never a crash (ASan watches). */
+static void test_damaged_bytes(void **s) {
+    (void)s;
+    pdef d, back;
+    char err[256];
+    uint8_t buf[PDEF_MAX_BYTES], bad[PDEF_MAX_BYTES];
+    assert_int_equal(parse(mission, &d, err), 0);
+    int n = pdef_encode(&d, buf, err, sizeof err);
+    for (int len = 0; len < n; len++)
+        assert_int_equal(pdef_decode(buf, (size_t)len, &back, err, sizeof err), -1);
+    for (int bit = 0; bit < n * 8; bit++) {
+        memcpy(bad, buf, (size_t)n);
+        bad[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+        if (pdef_decode(bad, (size_t)n, &back, err, sizeof err) == 0)
+            assert_true(back.count >= 1 && back.count <= PDEF_MAX_STEPS);
+    }
+}
+
+/* A container claiming 2^36 items in a 14-byte definition is refused
+ * before any allocation for them (cbor_load would reserve 512 GiB). */
+static void test_huge_count_refused(void **s) {
+    (void)s;
+    static const uint8_t lie[] = {0x00, 0x83, 0x01, 0x01, 0x9b, 0, 0, 0, 0x10,
+                                  0, 0, 0, 0, 0x80};
+    pdef d;
+    char err[256];
+    assert_int_equal(pdef_decode(lie, sizeof lie, &d, err, sizeof err), -1);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_round_trip_fits),
+        cmocka_unit_test(test_printed_yaml_reads_back),
+        cmocka_unit_test(test_too_big_is_refused),
+        cmocka_unit_test(test_errors_name_line_and_field),
+        cmocka_unit_test(test_damaged_bytes),
+        cmocka_unit_test(test_huge_count_refused),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
