@@ -502,6 +502,21 @@ static void d_jobs_launch(d_daemon *d, const core_launch *out, int n) {
  * has read its clients. */
 #define D_LAUNCHES_PER_TURN 2
 
+/* The sanitizer build (AEGIS_CORE_CHECK) recounts the core's bookkeeping
+ * after every pass: a count kept wrong stops aegisd there, the difference
+ * in its log, instead of misplacing jobs long after the event that broke
+ * it. Other builds spare the walk over every job. */
+static void d_core_check(const d_daemon *d) {
+#ifdef AEGIS_CORE_CHECK
+    char why[512];
+    if (core_check(d->core, why, sizeof(why)) == 0) return;
+    d_log("core_check after a scheduling pass: %s", why);
+    abort();
+#else
+    (void)d;
+#endif
+}
+
 void d_jobs_schedule(d_daemon *d) {
     core_launch out[D_LAUNCHES_PER_TURN];
     /* No job starts while its start cannot be recorded. */
@@ -513,6 +528,7 @@ void d_jobs_schedule(d_daemon *d) {
     /* the pass's decisions take this long (the launches aside) */
     mtext_hist_observe(&d->counts.pass_s, (double)(uv_hrtime() - began) / 1e9);
     if (n > 0) d_jobs_launch(d, out, n);
+    d_core_check(d);
     d_turn_end(d);
     if (n == D_LAUNCHES_PER_TURN) d_schedule_more(d);
 }
