@@ -149,6 +149,10 @@ static const char help_tail[] =
 "                         job's energy is its SMACT share of its GPUs'\n"
 "                         modelled power while it is active on them\n"
 "    --quiet              print nothing but errors\n"
+"    --check              recount the core's bookkeeping (each GPU's job\n"
+"                         count and sums, the running count, the queues)\n"
+"                         from its jobs after every event, and fail at the\n"
+"                         first count kept wrong; slower (off by default)\n"
 "    --help               this text\n"
 "\n"
 "MODEL\n"
@@ -370,6 +374,7 @@ static int parse_args(sim_cmd *cmd, int argc, char **argv) {
         {"set", required_argument, NULL, 'S'},
         {"model", required_argument, NULL, 'M'},
         {"quiet", no_argument, NULL, 'q'},
+        {"check", no_argument, NULL, 'K'},
         {"grid-intensity", required_argument, NULL, 'G'},
         {"pue", required_argument, NULL, 'P'},
         {"report-csv", required_argument, NULL, 'R'},
@@ -409,6 +414,7 @@ static int parse_args(sim_cmd *cmd, int argc, char **argv) {
         case 'S': rc = set_core(cmd, optarg); break;
         case 'M': rc = set_model(cmd, optarg); break;
         case 'q': cmd->quiet = true; break;
+        case 'K': cmd->opt.check = true; break;
         case 'G':
             rc = cli_parse_double("sim", "grid-intensity", optarg, 0,
                                   ACCT_GRID_MAX, &cmd->acct.grid_g_per_kwh);

@@ -10,7 +10,9 @@
  * down the queue instead, keeping the head's GPUs for it (backfill.c).
  */
 #include "core_priv.h"
+#include "alloc.h"
 
+#include <assert.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,7 +37,7 @@ core_job *core_find(const core_state *core, int64_t id) {
 
 static int core_table_grow(core_state *core) {
     size_t size = core->table_size * 2;
-    core_job **table = calloc(size, sizeof(*table));
+    core_job **table = core_calloc(size, sizeof(*table));
     if (!table) return -1;
     core_job **old = core->table;
     size_t old_size = core->table_size;
@@ -56,6 +58,7 @@ static void core_forget(core_state *core, core_job *job) {
     core_job **at = &core->table[core_hash(core, job->spec.id)];
     while (*at != job) at = &(*at)->hnext;
     *at = job->hnext;
+    assert(core->njobs > 0);
     core->njobs--;
     job->hnext = core->spare;
     core->spare = job;
@@ -65,7 +68,7 @@ static void core_forget(core_state *core, core_job *job) {
  * queued job reads, and clearing the rest was a tenth of a submit. */
 static core_job *core_job_alloc(core_state *core) {
     core_job *j = core->spare;
-    if (!j) return malloc(sizeof(*j));
+    if (!j) return core_malloc(sizeof(*j));
     core->spare = j->hnext;
     return j;
 }
@@ -86,6 +89,7 @@ static void queue_unlink(core_queue *q, core_job *job) {
     else q->head = job->next;
     if (job->next) job->next->prev = job->prev;
     else q->tail = job->prev;
+    assert(q->len > 0);
     q->len--;
 }
 
@@ -169,7 +173,7 @@ core_state *core_create(const core_config *cfg, int num_gpus,
     if (core_check_config(cfg, err, errlen) != 0 ||
         core_check_gpus(num_gpus, gpu_total_mib, err, errlen) != 0)
         return NULL;
-    core_state *core = calloc(1, sizeof(*core));
+    core_state *core = core_calloc(1, sizeof(*core));
     if (!core) goto oom;
     core_set_config(core, cfg);
     core->num_gpus = num_gpus;
@@ -177,7 +181,7 @@ core_state *core_create(const core_config *cfg, int num_gpus,
         core->half_gpu_mib = fmax(core->half_gpu_mib, gpu_total_mib[g] / 2);
     core->head_id = -1;
     core->table_size = 64;
-    core->table = calloc(core->table_size, sizeof(*core->table));
+    core->table = core_calloc(core->table_size, sizeof(*core->table));
     if (!core->table) goto oom;
     for (int g = 0; g < num_gpus; g++) {
         core_gpu *gpu = &core->gpus[g];
@@ -364,6 +368,7 @@ static void gpu_account(core_gpu *gpu, const core_job_spec *spec, int sign) {
     gpu->view.util_pct_sum += sign * (spec->util_pct >= 0 ? spec->util_pct : 0);
     gpu->view.score_sum += sign * (spec->sharing_score >= 0 ? spec->sharing_score : 0);
     gpu->view.peak_sum_mib += sign * (spec->peak_mib >= 0 ? spec->peak_mib : 0);
+    assert(gpu->view.njobs >= 0 && gpu->view.score_sum >= 0);
 }
 
 /* Takes a running job off its GPUs. A GPU left empty has nothing to
@@ -377,6 +382,7 @@ static void core_release(core_state *core, core_job *job, double now) {
         core_gpu *gpu = &core->gpus[job->gpus[k]];
         gpu_account(gpu, &job->spec, -1);
         if (!job->active) gpu->unseen--;
+        assert(gpu->unseen >= 0);
         if (job->alone) gpu->alone = false;
         if (job->mig.profile) share_gpu_remove(&gpu->share, job->mig.start);
         if (gpu->view.njobs == 0) {
@@ -386,6 +392,7 @@ static void core_release(core_state *core, core_job *job, double now) {
         }
         core_gpu_changed(core, gpu);
     }
+    assert(core->running > 0);
     core->running--;
 }
 
@@ -413,6 +420,7 @@ void core_job_active(core_state *core, int64_t job_id, double now) {
     job->active = true;
     for (int k = 0; k < job->spec.num_gpus; k++) {
         core_gpu *gpu = &core->gpus[job->gpus[k]];
+        assert(gpu->unseen > 0);
         gpu->unseen--;
         gpu->open_at = fmax(gpu->open_at, now + core->cfg.observe_s);
     }

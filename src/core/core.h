@@ -521,4 +521,24 @@ int core_idle_gpu_count(const core_state *core);
 int core_ladder(double total_mib, double max_step_mib, double *buckets,
                 int max);
 
+/* Recounts, from the jobs themselves, every sum and count the events keep
+ * (per GPU: njobs, util_pct_sum, score_sum, peak_sum_mib, unseen, MIG
+ * instances, the idle bit; the running count, both queues' links and
+ * membership, each user's and feed's counts). Returns 0, or -1 with the
+ * first difference in err, naming the GPU, job, user or feed, the field
+ * and both values. Reads every job: for tests, `aegis sim --check` and the
+ * sanitizer build's daemon (check.c). */
+int core_check(const core_state *core, char *err, size_t errlen);
+
+/* The allocator the core takes its memory from: the C library's unless
+ * a test swaps in one that fails on purpose, as SQLite's fault injection
+ * does, to walk the out-of-memory paths. NULL restores the C library's.
+ * Not thread-safe: set it before any core exists. */
+typedef struct core_allocator {
+    void *(*malloc)(size_t size);
+    void *(*calloc)(size_t n, size_t size);
+    void *(*realloc)(void *p, size_t size);
+} core_allocator;
+void core_set_allocator(const core_allocator *a);
+
 #endif

@@ -25,7 +25,9 @@
  * and where it lands says where they go.
  */
 #include "core_priv.h"
+#include "alloc.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,12 +46,13 @@ int core_feed_index(core_state *core, const core_job_spec *spec, char *err,
             return i;
     if (core->nfeeds == core->feeds_cap) {
         int cap = core->feeds_cap ? core->feeds_cap * 2 : 4;
-        core_feed **more = realloc(core->feeds, (size_t)cap * sizeof(*more));
+        core_feed **more =
+            core_realloc(core->feeds, (size_t)cap * sizeof(*more));
         if (!more) goto oom;
         core->feeds = more;
         core->feeds_cap = cap;
     }
-    core_feed *f = calloc(1, sizeof(*f));
+    core_feed *f = core_calloc(1, sizeof(*f));
     if (!f) goto oom;
     snprintf(f->name, sizeof(f->name), "%s", spec->feed);
     f->owner = spec->feed_owner;
@@ -69,6 +72,7 @@ void core_feed_queued(core_state *core, const core_job *job, int sign) {
     if (job->feed < 0 || !job->spec.feed_producer) return;
     core_feed *f = core->feeds[job->feed];
     f->producers_queued += sign;
+    assert(f->producers_queued >= 0);
     if (sign > 0) f->producer = job->spec.id;
 }
 
@@ -78,6 +82,7 @@ void core_feed_runs(core_state *core, const core_job *job, int sign) {
     for (int k = 0; k < job->spec.num_gpus; k++) {
         int g = job->gpus[k];
         f->on_gpu[g] += sign;
+        assert(f->on_gpu[g] >= 0);
         uint64_t bit = (uint64_t)1 << g;
         f->gpus = f->on_gpu[g] > 0 ? f->gpus | bit : f->gpus & ~bit;
     }

@@ -21,7 +21,9 @@
  * as Slurm's DenyOnLimit does.
  */
 #include "core_priv.h"
+#include "alloc.h"
 
+#include <assert.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,7 +51,7 @@ static int *user_slot(const core_state *core, uint32_t uid) {
 static int user_slots_grow(core_state *core) {
     if (2 * (core->nusers + 1) <= core->user_slots_size) return 0;
     int size = core->user_slots_size ? core->user_slots_size * 2 : 16;
-    int *slots = calloc((size_t)size, sizeof(*slots));
+    int *slots = core_calloc((size_t)size, sizeof(*slots));
     if (!slots) return -1;
     free(core->user_slots);
     core->user_slots = slots;
@@ -67,14 +69,16 @@ int core_user_index(core_state *core, uint32_t uid) {
     if (user_slots_grow(core) != 0) return -1;
     if (core->nusers == core->users_cap) {
         int cap = core->users_cap ? core->users_cap * 2 : 4;
-        core_user *more = realloc(core->users, (size_t)cap * sizeof(*more));
+        core_user *more =
+            core_realloc(core->users, (size_t)cap * sizeof(*more));
         if (more) core->users = more;
-        int *active = realloc(core->active, (size_t)cap * sizeof(*active));
+        int *active = core_realloc(core->active, (size_t)cap * sizeof(*active));
         if (active) core->active = active;
         core_order_entry *heap =
-            realloc(core->order_heap, (size_t)cap * sizeof(*heap));
+            core_realloc(core->order_heap, (size_t)cap * sizeof(*heap));
         if (heap) core->order_heap = heap;
-        double *base = realloc(core->order_base, (size_t)cap * sizeof(*base));
+        double *base =
+            core_realloc(core->order_base, (size_t)cap * sizeof(*base));
         if (base) core->order_base = base;
         if (!more || !active || !heap || !base) return -1;
         core->users_cap = cap;
@@ -153,6 +157,7 @@ void core_user_dequeue(core_state *core, core_job *job) {
     else u->head = job->unext;
     if (job->unext) job->unext->uprev = job->uprev;
     else u->tail = job->uprev;
+    assert(u->queued > 0);
     u->queued--;
     user_track(core, job->user);
 }
@@ -180,6 +185,7 @@ void core_user_runs(core_state *core, const core_job *job, int sign,
     }
     u->jobs += sign;
     u->gpus += sign * job->spec.num_gpus;
+    assert(u->jobs >= 0 && u->gpus >= 0);
     user_track(core, job->user);
 }
 

@@ -14,6 +14,7 @@
  * peak (core_start) but only collocation attempts read the scores.
  */
 #include "window.h"
+#include "alloc.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -46,12 +47,12 @@ int win_init(win *w, int samples, double period) {
     w->full_from = INFINITY;
     w->cache_from = NAN;
     w->capsteps = WIN_STEPS0;
-    w->base = w->steps = malloc(sizeof(*w->steps) * (size_t)w->capsteps);
-    w->run_step = malloc(sizeof(*w->run_step) * (size_t)samples);
-    w->run_count = malloc(sizeof(*w->run_count) * (size_t)samples);
-    w->runs = malloc(sizeof(*w->runs) * (size_t)samples);
-    w->sorted = malloc(sizeof(*w->sorted) * (size_t)samples);
-    w->keep_pow = malloc(sizeof(*w->keep_pow) * (size_t)(samples + 1));
+    w->base = w->steps = core_malloc(sizeof(*w->steps) * (size_t)w->capsteps);
+    w->run_step = core_malloc(sizeof(*w->run_step) * (size_t)samples);
+    w->run_count = core_malloc(sizeof(*w->run_count) * (size_t)samples);
+    w->runs = core_malloc(sizeof(*w->runs) * (size_t)samples);
+    w->sorted = core_malloc(sizeof(*w->sorted) * (size_t)samples);
+    w->keep_pow = core_malloc(sizeof(*w->keep_pow) * (size_t)(samples + 1));
     if (!w->steps || !w->run_step || !w->run_count || !w->runs || !w->sorted ||
         !w->keep_pow) {
         win_free(w);
@@ -93,7 +94,7 @@ static int win_make_room(win *w) {
         memmove(w->base, w->steps, sizeof(*w->steps) * (size_t)w->nsteps);
     } else {
         int cap = w->capsteps * 2;
-        win_step *grown = realloc(w->base, sizeof(*grown) * (size_t)cap);
+        win_step *grown = core_realloc(w->base, sizeof(*grown) * (size_t)cap);
         if (!grown) return -1;
         w->base = grown;
         w->capsteps = cap;

@@ -750,6 +750,7 @@ int d_run(const d_options *opt) {
     d->loop = uv_default_loop();
     d->t0 = (double)uv_hrtime() / 1e9;
     metrics_counts_init(&d->counts);
+    d_handlers_register(d);
     uv_idle_init(d->loop, &d->wake);
     d->wake.data = d;
     uv_check_init(d->loop, &d->reap);

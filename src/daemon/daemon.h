@@ -3,7 +3,11 @@
  * others. Not a public API: only src/daemon includes it.
  *
  *   daemon.c    the libuv loop: socket server, timer, signals, start/stop
- *   jobs.c      a job's life: queue, launch, observe, exit, recovery
+ *   jobs.c      the table of unfinished jobs; a job's life in
+ *               jobs_queue.c (submit, queue, finish), jobs_run.c (launch,
+ *               exit, requeue, cancel), jobs_tick.c (the per-tick GPU
+ *               work), jobs_recover.c (restart); what differs by kind of
+ *               job in its d_job_kind (kinds.c lists them)
  *   handlers.c  one function per request op
  *   deps.c      the jobs a job waits for (--after)
  *   limits.c    what keeps a job or a GPU from running: holds, time
@@ -79,6 +83,9 @@ typedef struct d_lease {
                                    plugin's lease_exit to say how */
 } d_lease;
 
+/* What differs between kinds of job (below, after d_share_start). */
+typedef struct d_job_kind d_job_kind;
+
 /* One job a job waits for. */
 typedef struct d_dep {
     int64_t id;
@@ -126,10 +133,12 @@ typedef struct d_job {
     int gpus[CORE_MAX_JOB_GPUS];
     bool exclusive;
     double floor_mib;
-    pid_t shim_pid;
+    pid_t shim_pid;             /* 0 until its spawn returned (spawn.c) */
     unsigned long long shim_start;
     pid_t job_pid;
     long long err_offset;
+    exec_pending *spawning;     /* readied by its kind's grant, its shim not
+                                   handed to d_spawn_later yet */
     double started;             /* Unix time the attempt started */
     bool active;                /* seen on its GPUs */
     double seen;                /* Unix time it was first seen; 0 before */
@@ -153,6 +162,8 @@ typedef struct d_job {
     int mig_start;              /* its first memory slice */
     unsigned int mig_gi, mig_ci; /* its GPU and compute instance ids */
     d_lease lease;              /* a Slurm job's (lease.slurm_job > 0) */
+    const d_job_kind *kind;     /* what its kind does its own way; never
+                                   NULL (d_kind_own by default) */
 } d_job;
 
 /* A job that finished while its end could not be saved: what `wait`,
@@ -309,6 +320,10 @@ typedef struct d_daemon {
     struct d_scontrol_run *scontrols; /* keys.slurm_scontrol's runs not
                                        * reaped yet */
     double t0;                  /* uv_hrtime at start, for d_now */
+    /* Told of each job's end once it left the table: the handlers'
+     * waiters (d_handlers_register); NULL: no one. */
+    void (*job_done)(struct d_daemon *d, int64_t id, const char *state,
+                     const char *reason);
 } d_daemon;
 
 int d_run(const d_options *opt);
@@ -465,6 +480,58 @@ typedef struct d_share_start {
  * not the job's failure; launch it again later. */
 #define D_SHARE_BUSY (-2)
 
+/* A kind of job: what jobs*.c asks a job's kind to do where kinds differ,
+ * so that they never branch on which kind a job is. aegisd's own jobs
+ * (d_kind_own, jobs_run.c), Slurm leases (d_kind_lease, lease.c), feeds'
+ * managed producers (d_kind_producer, feeds.c); a new kind adds a row to
+ * kinds.c. A NULL hook means "as aegisd's own jobs": nothing more. */
+struct d_job_kind {
+    const char *name;
+    bool watched;               /* aegisd watches its attempts: their shim,
+                                   status file and session (exec.h); false:
+                                   the kind does (a lease its tasks' pids) */
+    /* Whether the job (row: its store row after a restart; NULL at a
+     * submit) is of this kind. */
+    bool (*claims)(const d_job *job, json_t *row);
+    /* After a restart (row: the job's store row, state its state): what
+     * the kind keeps besides; false when it ended the job instead. */
+    bool (*load)(d_daemon *d, d_job *job, json_t *row, const char *state);
+    /* Starts the placed job on the GPUs `visible` (row: its store row, ss:
+     * what the sharing modes add): 0, or -1 with why, as exec_start(). */
+    int (*grant)(d_daemon *d, d_job *job, json_t *row, const char *visible,
+                 d_share_start *ss, exec_run *run, char *err, size_t errlen);
+    /* The start is recorded and the job running. */
+    void (*granted)(d_daemon *d, d_job *job);
+    /* Whether process pid is the job's (its memory and energy on its
+     * GPUs are the job's). */
+    bool (*owns)(const d_job *job, pid_t pid);
+    /* The core requeued the job after an OOM at ladder place r: true when
+     * the kind has it run again its own way (and ended this job). */
+    bool (*requeue)(d_daemon *d, d_job *job, const core_retry *r,
+                    const char *why);
+    /* The job finishes (state, reason), still in the table. */
+    void (*finish)(d_daemon *d, d_job *job, const char *state,
+                   const char *reason);
+    /* Whether the job sleeps (held) rather than join the queue. */
+    bool (*dormant)(d_daemon *d, const d_job *job);
+    /* A cancelled attempt ended: true when the kind keeps the job (it
+     * sleeps again) rather than let it finish. */
+    bool (*stopped)(d_daemon *d, d_job *job);
+    /* Attempt failed or lost (how, why): true when it runs again at its
+     * floor rather than count as lost. */
+    bool (*restart)(d_daemon *d, d_job *job, core_exit how, const char *why);
+};
+
+extern const d_job_kind d_kind_own, d_kind_lease, d_kind_producer;
+/* kinds.c: the kind of a job (row as in claims), d_kind_own when no other
+ * claims it. */
+const d_job_kind *d_job_kind_of(const d_job *job, json_t *row);
+/* jobs_run.c: aegisd's own start and ownership of a job, for the kinds
+ * that run their jobs as aegisd's own (a feed's producer). */
+int d_own_grant(d_daemon *d, d_job *job, json_t *row, const char *visible,
+                d_share_start *ss, exec_run *run, char *err, size_t errlen);
+bool d_own_owns(const d_job *job, pid_t pid);
+
 /* Readies the GPUs for a launch: the MIG instance the core chose is made
  * (MIG mode turned on first where needed), a whole-GPU job on a mig or
  * auto GPU gets MIG mode off, an MPS job its variables (with
@@ -574,17 +641,22 @@ bool d_refuse_unwritable(d_conn *c);
  * (naming the field as `where`). */
 int d_job_fits(const d_daemon *d, int gpus, double mem_mib,
                const char *where, char *err, size_t errlen);
-void d_waiters_job_done(d_daemon *d, int64_t id, const char *state,
-                        const char *reason);
+/* Registers the handlers' hooks in d (d->job_done: answers the waits). */
+void d_handlers_register(d_daemon *d);
 
-/* jobs.c, for lease.c */
-/* A new lease job (store row id) of owner, named name, queued in the
- * core; at retry->attempt > 1 it joins the recovery queue with its floor
- * (the ladder's place of the Slurm job's earlier run). NULL when it ended
- * at once (the core refused it) or out of memory, with why in err. */
-d_job *d_job_lease_new(d_daemon *d, int64_t id, const store_owner *owner,
-                       const char *name, const proto_lease *pl,
-                       const core_retry *retry, char *err, size_t errlen);
+/* jobs_queue.c, for the kinds that make their own jobs (lease.c) */
+/* A new job (store row id) of owner, named name, of kind `kind`, in the
+ * table and not queued: its kind sets what it keeps, then
+ * d_job_submit_at() queues it. NULL when out of memory, with why. */
+d_job *d_job_create(d_daemon *d, int64_t id, const store_owner *owner,
+                    const char *name, int gpus, double mem_mib,
+                    const d_job_kind *kind, char *err, size_t errlen);
+/* Queues the job in the core; at retry->attempt > 1 it joins the recovery
+ * queue with its floor (the ladder's place of an earlier run). -1 with
+ * why in err when it ended at once (the core refused it). */
+int d_job_submit_at(d_daemon *d, d_job *job, const core_retry *retry,
+                    char *err, size_t errlen);
+/* jobs_run.c, for lease.c */
 /* A lease job's tasks have ended (how, the last status, why): settled as
  * an attempt's exit is (core_job_exit); its OOM climbs the ladder, kept by
  * Slurm job for its next run, and has Slurm requeue it. */

@@ -6,7 +6,7 @@
  * them can no longer be met (an afterok job failed, an afternotok job
  * succeeded), not left held forever. A dependency names an existing job
  * or an earlier job of the same submit, so a job's dependencies always
- * have smaller ids than it: no cycle can form, and jobs.c finds the
+ * have smaller ids than it: no cycle can form, and jobs_queue.c finds the
  * dependents of a finished job after it in id order.
  */
 #include "daemon.h"

@@ -230,3 +230,18 @@ bool d_feed_restart(d_daemon *d, d_job *job, core_exit how, const char *why) {
                 D_FEED_MAX_RESTARTS);
     return true;
 }
+
+/* ---- the managed producer as a kind of job (d_job_kind) ---------------------- */
+
+static bool d_feed_claims(const d_job *job, json_t *row) {
+    return job->producer;
+}
+
+/* Run as aegisd's own job; it sleeps while no consumer needs it, sleeps
+ * again when stopped with jobs of its feed held, and restarts for its
+ * consumers. */
+const d_job_kind d_kind_producer = {
+    .name = "producer", .watched = true, .claims = d_feed_claims,
+    .grant = d_own_grant, .owns = d_own_owns, .dormant = d_feed_dormant,
+    .stopped = d_feed_stopped, .restart = d_feed_restart,
+};

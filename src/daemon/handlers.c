@@ -479,8 +479,8 @@ static size_t d_unique_ids(const proto_request *req, int64_t **ids) {
 }
 
 /* Answers at once when every job named has finished, else once the last
- * one has (d_waiters_job_done). A job named twice is one job to wait for,
- * and one row of the answer. */
+ * one has (d_waiters_job_done, the d->job_done hook). A job named twice
+ * is one job to wait for, and one row of the answer. */
 static void d_on_wait(d_conn *c, const proto_request *req) {
     d_daemon *d = c->d;
     int64_t *ids;
@@ -519,8 +519,9 @@ static void d_on_wait(d_conn *c, const proto_request *req) {
     c->wait_result = result;
 }
 
-void d_waiters_job_done(d_daemon *d, int64_t id, const char *state,
-                        const char *reason) {
+/* d->job_done: the waits that named job id hear of its end. */
+static void d_waiters_job_done(d_daemon *d, int64_t id, const char *state,
+                               const char *reason) {
     for (d_conn *c = d->conns, *next; c; c = next) {
         next = c->next;
         size_t i = 0;
@@ -691,3 +692,5 @@ void d_handle(d_conn *c, const proto_request *req) {
     case PROTO_LEASE_END: d_on_lease_end(c, req); break;
     }
 }
+
+void d_handlers_register(d_daemon *d) { d->job_done = d_waiters_job_done; }

@@ -13,7 +13,7 @@
  * pidfds, since they are not aegisd's children; D_LEASE_GRACE_S later,
  * so that the plugin's lease_exit can say how), when a task's exit is
  * classified OOM (Slurm then requeues the job, and its next run's lease
- * climbs the ladder: jobs.c), or at the node's Epilog (lease_end). A
+ * climbs the ladder: d_kind_lease below), or at the node's Epilog (lease_end). A
  * task that hangs up before the grant withdraws its request, and the
  * lease with it when no other task waits.
  *
@@ -432,6 +432,22 @@ static bool d_slurm_peer(d_conn *c, const char *op) {
     return false;
 }
 
+/* A new lease job (store row id) of owner, named name, queued in the
+ * core; with retry, at the ladder's place of the Slurm job's earlier run.
+ * NULL when it ended at once (the core refused it) or out of memory, with
+ * why in err. */
+static d_job *d_lease_job_new(d_daemon *d, int64_t id,
+                              const store_owner *owner, const char *name,
+                              const proto_lease *pl, const core_retry *retry,
+                              char *err, size_t errlen) {
+    d_job *job = d_job_create(d, id, owner, name, pl->gpus, pl->mem_mib,
+                              &d_kind_lease, err, errlen);
+    if (!job) return NULL;
+    job->lease.slurm_job = pl->slurm_job;
+    job->lease.restart = pl->restart;
+    return d_job_submit_at(d, job, retry, err, errlen) == 0 ? job : NULL;
+}
+
 /* A new lease job for the first task of a Slurm job's run: in the store,
  * then in the core, where a run after an OOM takes up the ladder. NULL
  * with why (fault: aegisd's, not the request's). */
@@ -466,7 +482,7 @@ static d_job *d_lease_new(d_daemon *d, const proto_lease *pl, char *err,
     store_event(d->st, id, d_wall(), "lease of Slurm job %u, restart %d, "
                 "mode %s%s", pl->slurm_job, pl->restart, pl->mode,
                 climb ? ", on its ladder after an OOM" : "");
-    d_job *job = d_job_lease_new(d, id, &owner, pj.name, pl,
+    d_job *job = d_lease_job_new(d, id, &owner, pj.name, pl,
                                  climb || r.alone ? &r : NULL, err, errlen);
     store_commit(d->st);
     return job;
@@ -601,3 +617,56 @@ void d_on_lease_end(d_conn *c, const proto_request *req) {
     d_reply(c, json_pack("{s:b, s:I}", "ok", 1, "ended", (json_int_t)n));
     d_jobs_schedule(d);
 }
+
+/* ---- the lease as a kind of job (d_job_kind) -------------------------------- */
+
+/* A stored row is a lease's when it names its Slurm job; a lease made
+ * now takes its kind from d_lease_job_new(). */
+static bool d_lease_claims(const d_job *job, json_t *row) {
+    return row && json_integer_value(json_object_get(row, "slurm_job")) > 0;
+}
+
+/* Its pids and grant back after a restart; one not granted then is
+ * withdrawn: its task asks again. */
+static bool d_lease_kind_load(d_daemon *d, d_job *job, json_t *row,
+                              const char *state) {
+    d_lease_load(d, job, row);
+    if (strcmp(state, "running") == 0) return true;
+    d_job_withdraw(d, job, "not granted when aegisd stopped");
+    return false;
+}
+
+/* The Slurm task runs it: the grant answers the tasks waiting. */
+static int d_lease_kind_grant(d_daemon *d, d_job *job, json_t *row,
+                              const char *visible, d_share_start *ss,
+                              exec_run *run, char *err, size_t errlen) {
+    return d_lease_grant(d, job, visible, ss, run, err, errlen);
+}
+
+/* A lease that ran out of memory: Slurm runs the job again (scontrol
+ * requeue), and its next run's lease starts at the ladder's place r, kept
+ * by Slurm job. This lease ends here. */
+static bool d_lease_kind_requeue(d_daemon *d, d_job *job, const core_retry *r,
+                                 const char *why) {
+    char reason[400];
+    core_cancel(d->core, job->id, d_now(d)); /* its next run is a new job */
+    store_ladder_set(d->st, job->lease.slurm_job, r->attempt, r->floor_mib,
+                     r->alone);
+    if (r->alone)
+        snprintf(reason, sizeof(reason), "%s; Slurm requeues job %u, to run "
+                 "alone next", why, job->lease.slurm_job);
+    else
+        snprintf(reason, sizeof(reason), "%s; Slurm requeues job %u, next "
+                 "with %.0f MiB", why, job->lease.slurm_job, r->floor_mib);
+    d_lease_requeue(d, job);
+    d_job_finish(d, job, "failed", reason);
+    return true;
+}
+
+/* Its tasks' processes are watched here (pidfds), not by jobs_run.c. */
+const d_job_kind d_kind_lease = {
+    .name = "slurm", .watched = false, .claims = d_lease_claims,
+    .load = d_lease_kind_load, .grant = d_lease_kind_grant,
+    .granted = d_lease_granted, .owns = d_lease_owns,
+    .requeue = d_lease_kind_requeue, .finish = d_lease_finish,
+};

@@ -43,6 +43,9 @@ typedef struct sim_options {
     int threads;                /* servers replayed at once; 0: one per CPU */
     bool reasons;               /* count each job's waiting time by reason
                                    (sim_result.wait_by_reason) */
+    bool check;                 /* core_check() after every event: the run
+                                   fails at the first count the core keeps
+                                   wrong (aegis sim --check) */
 } sim_options;
 
 /* One run of a job on its GPUs; one that finds no room at its first

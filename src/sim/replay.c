@@ -429,6 +429,17 @@ static int schedule(replay *r, double t, bool place) {
 
 /* ---- the loop ------------------------------------------------------------ */
 
+/* With --check, the core's counts recounted after an event at t; -1 with
+ * the first difference when one is wrong. */
+static int check_core(replay *r, double t) {
+    if (!r->opt->check) return 0;
+    char why[200];
+    if (core_check(r->core, why, sizeof(why)) == 0) return 0;
+    snprintf(r->err, sizeof(r->err), "simulator: server %d at t=%.17g: "
+             "core_check: %s", r->server, t, why);
+    return -1;
+}
+
 static int handle(replay *r, const sim_event *ev) {
     switch (ev->kind) {
     case SIM_EV_ACTIVATE: return on_activate(r, ev->id, ev->t);
@@ -456,7 +467,7 @@ int replay_events(replay *r, double t) {
         sim_heap_pop(&r->heap, &ev);
         r->only_wakeups &= ev.kind == SIM_EV_WAKEUP;
         r->only_arrivals = false;
-        if (handle(r, &ev) < 0) return -1;
+        if (handle(r, &ev) < 0 || check_core(r, t) < 0) return -1;
     }
     return 0;
 }
@@ -464,13 +475,14 @@ int replay_events(replay *r, double t) {
 int replay_settle(replay *r, double t) {
     while (r->next < r->njobs && row_of(r, r->next)->submit_s == t) {
         r->only_wakeups = false;
-        if (on_arrival(r, r->next++, t) < 0) return -1;
+        if (on_arrival(r, r->next++, t) < 0 || check_core(r, t) < 0)
+            return -1;
     }
     if (r->dirty || r->rewake) {
         bool place = r->dirty;
         int was_running = r->running;
         r->dirty = r->rewake = false;
-        if (schedule(r, t, place) < 0) return -1;
+        if (schedule(r, t, place) < 0 || check_core(r, t) < 0) return -1;
         r->only_arrivals &= r->running == was_running; /* no launch */
     }
     if (r->waits.by_reason)

@@ -24,6 +24,7 @@
 
 #include "tel_dcgm.h"
 #include "tel_priv.h"
+#include "tel_syms.h"
 
 /* Tried in order when neither the caller nor the environment names a
  * library: DCGM 4's soname, then DCGM 3's, then the development link. */

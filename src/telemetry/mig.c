@@ -10,6 +10,7 @@
 
 #include "tel_mig.h"
 #include "tel_state.h"
+#include "tel_syms.h"
 
 static const tel_sym tel_mig_syms[] = {
     {{"nvmlDeviceGetMigMode"}, offsetof(tel_mig_fns, mode), 1},

@@ -26,6 +26,7 @@
 
 #include "tel_mig.h"
 #include "tel_state.h"
+#include "tel_syms.h"
 
 /* The library tried when neither the caller nor the environment name one:
  * the soname the driver package installs. */
@@ -64,36 +65,6 @@ static const tel_sym tel_syms[] = {
     {{"nvmlDeviceGetProcessUtilization"}, offsetof(tel_fns, proc_util), 1},
     {{"nvmlSystemGetDriverVersion"}, offsetof(tel_fns, driver_version), 1},
 };
-
-void tel_fail(const tel_state *tel, const char *call, int gpu,
-              nvmlReturn_t rc, char *err, size_t errlen) {
-    const char *why = tel->fn.error_string ? tel->fn.error_string(rc) : NULL;
-    if (gpu >= 0)
-        snprintf(err, errlen, "%s: %s (GPU %d): %s (NVML error %d)",
-                 tel->path, call, gpu, why ? why : "?", rc);
-    else
-        snprintf(err, errlen, "%s: %s: %s (NVML error %d)", tel->path, call,
-                 why ? why : "?", rc);
-}
-
-int tel_syms_load(void *lib, const char *path, const tel_sym *syms,
-                  size_t nsyms, void *fns, const char *hint, char *err,
-                  size_t errlen) {
-    for (size_t i = 0; i < nsyms; i++) {
-        const tel_sym *s = &syms[i];
-        void *addr = NULL;
-        for (int n = 0; n < TEL_SYM_NAMES && s->names[n] && !addr; n++)
-            addr = dlsym(lib, s->names[n]);
-        if (!addr && !s->optional) {
-            snprintf(err, errlen, "%s: dlsym %s: not found (%s)", path,
-                     s->names[0], hint);
-            return -1;
-        }
-        /* POSIX guarantees data and function pointers convert via dlsym. */
-        memcpy((char *)fns + s->slot, &addr, sizeof addr);
-    }
-    return 0;
-}
 
 /* Fills tel->fn from the library. Returns 0, or -1 naming the first
  * required function that is missing. */

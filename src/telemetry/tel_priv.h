@@ -13,23 +13,6 @@
 
 #include "core.h"
 
-/* Names one symbol may have, newest first. */
-#define TEL_SYM_NAMES 3
-
-/* One symbol to look up: the first of its names the library has wins. */
-typedef struct tel_sym {
-    const char *names[TEL_SYM_NAMES];
-    size_t slot;                    /* offsetof(the table, its pointer) */
-    int optional;                   /* missing: NULL, not an error */
-} tel_sym;
-
-/* Fills the table of function pointers fns from lib, the library loaded
- * from path. Returns 0, or -1 with "<path>: dlsym <name>: not found
- * (<hint>)" in err for the first required symbol missing. */
-int tel_syms_load(void *lib, const char *path, const tel_sym *syms,
-                  size_t nsyms, void *fns, const char *hint, char *err,
-                  size_t errlen);
-
 typedef struct tel_dcgm tel_dcgm;
 
 /* Loads DCGM (see tel_open_dcgm in tel.h) for NVML's ngpus GPUs. Returns a

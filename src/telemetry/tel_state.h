@@ -98,11 +98,6 @@ struct tel_state {
                                        unknown */
 };
 
-/* Formats "<library>: <call> (GPU <gpu>): <NVML's message> (NVML error
- * <rc>)" into err; gpu < 0 leaves the GPU out. */
-void tel_fail(const tel_state *tel, const char *call, int gpu,
-              nvmlReturn_t rc, char *err, size_t errlen);
-
 /* Fills tel->mig from tel->lib (mig.c). Never fails: what is missing only
  * turns MIG off. */
 void tel_mig_load(tel_state *tel);

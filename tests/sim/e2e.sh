@@ -246,6 +246,23 @@ threads_same)
         fail "1 and 3 threads differ"
     python3 "$SRC/tests/sim/check_json.py" "$TMP/out1.json" 20000 32 4 ||
         fail "JSON checks" ;;
+core_check)
+    # --check recounts the core's bookkeeping after every event: the
+    # policies (FIFO, backfill, feeds' none), MIG and MPS, both dispatches
+    # of a busy generated trace keep it whole, and the check changes
+    # nothing of the results.
+    "$AEGIS" gen-trace --jobs 800 --seed 11 --mean-gap-s 0.5 >"$TMP/t.csv"
+    for d in work slurm; do
+        for c in "" --check; do
+            "$AEGIS" sim --trace "$TMP/t.csv" --servers 2 --gpus 4 \
+                --dispatch $d --policy aegis,aegis-plus,lucid \
+                --sharing naive,mps,mig --json $c \
+                >"$TMP/out$c.json" || fail "$d $c: exit $?"
+        done
+        cmp -s "$TMP/out.json" "$TMP/out--check.json" ||
+            fail "$d: --check changed the results"
+    done
+    "$AEGIS" sim --help | grep -q -- "--check" || fail "--help lacks --check" ;;
 many_retries)
     # More OOM retries than a replay's first guess at its attempt count
     # (a job each, a sixteenth more and 16): its server's log must grow.

@@ -1,5 +1,6 @@
 /* helpers.h -- small builders shared by the core's unit tests: a core of
- * N equal GPUs, job specs with every hint unknown, and readings. */
+ * N equal GPUs, job specs with every hint unknown, and readings; and
+ * core_check() after every event a test sends the core. */
 #ifndef AEGIS_TEST_HELPERS_H
 #define AEGIS_TEST_HELPERS_H
 
@@ -12,6 +13,55 @@
 #include <cmocka.h>
 
 #include "core.h"
+
+/* Fails the test at file:line unless core_check() finds the core's sums
+ * and counts as its jobs make them. */
+static inline void check_core(const core_state *core, const char *file,
+                              int line) {
+    char err[512];
+    if (core_check(core, err, sizeof(err)) == 0) return;
+    print_error("core_check: %s\n", err);
+    _fail(file, line);
+}
+
+static inline int checked_int(int rc, const core_state *core,
+                              const char *file, int line) {
+    check_core(core, file, line);
+    return rc;
+}
+
+static inline core_outcome checked_outcome(core_outcome out,
+                                           const core_state *core,
+                                           const char *file, int line) {
+    check_core(core, file, line);
+    return out;
+}
+
+/* Every event call in the tests, and in the helpers below, is followed by
+ * core_check(). A function-like macro is not expanded again inside its
+ * own replacement, so the call there is the core's function. */
+#define CHECKED_INT(fn, core, ...) \
+    checked_int(fn((core), __VA_ARGS__), (core), __FILE__, __LINE__)
+#define CHECKED_VOID(fn, core, ...) \
+    (fn((core), __VA_ARGS__), check_core((core), __FILE__, __LINE__))
+#define core_submit(core, ...) CHECKED_INT(core_submit, core, __VA_ARGS__)
+#define core_submit_retry(core, ...) \
+    CHECKED_INT(core_submit_retry, core, __VA_ARGS__)
+#define core_adopt(core, ...) CHECKED_INT(core_adopt, core, __VA_ARGS__)
+#define core_reconfigure(core, ...) \
+    CHECKED_INT(core_reconfigure, core, __VA_ARGS__)
+#define core_cancel(core, ...) CHECKED_INT(core_cancel, core, __VA_ARGS__)
+#define core_gpu_share(core, ...) CHECKED_INT(core_gpu_share, core, __VA_ARGS__)
+#define core_schedule(core, ...) CHECKED_INT(core_schedule, core, __VA_ARGS__)
+#define core_sample(core, ...) CHECKED_VOID(core_sample, core, __VA_ARGS__)
+#define core_job_active(core, ...) \
+    CHECKED_VOID(core_job_active, core, __VA_ARGS__)
+#define core_gpu_drain(core, ...) CHECKED_VOID(core_gpu_drain, core, __VA_ARGS__)
+#define core_gpu_foreign(core, ...) \
+    CHECKED_VOID(core_gpu_foreign, core, __VA_ARGS__)
+#define core_job_exit(core, ...) \
+    checked_outcome(core_job_exit((core), __VA_ARGS__), (core), __FILE__, \
+                    __LINE__)
 
 #define GPU_MIB 40960.0
 

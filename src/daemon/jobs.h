@@ -1,0 +1,49 @@
+/* jobs.h -- what the files of aegisd's job table share with each other:
+ * jobs.c (the table), jobs_queue.c, jobs_run.c, jobs_tick.c and
+ * jobs_recover.c. Not for the rest of aegisd, which has daemon.h.
+ */
+#ifndef AEGIS_DAEMON_JOBS_H
+#define AEGIS_DAEMON_JOBS_H
+
+#include "daemon.h"
+
+/* Why an attempt recorded as started at a restart never ran. */
+#define D_STOPPED_STARTING "aegisd stopped while starting it"
+
+/* ---- jobs.c ---- */
+/* The place of id in the table, or where it would go. */
+size_t d_job_index(const d_daemon *d, int64_t id);
+/* Into the table; -1 when out of memory. */
+int d_job_add(d_daemon *d, d_job *job);
+/* Out of the table, and freed. */
+void d_job_remove(d_daemon *d, d_job *job);
+/* Notes a job's end until the state is saved: its commit may yet fail. */
+void d_unsaved_add(d_daemon *d, int64_t id, const char *state,
+                   const char *reason);
+/* A job of aegisd's own kind with room for ndeps dependencies after it,
+ * freed with it; NULL when out of memory. */
+d_job *d_job_new(int64_t id, uid_t uid, gid_t gid, const char *user,
+                 const char *name, int num_gpus, double mem_mib,
+                 size_t ndeps);
+
+/* ---- jobs_queue.c ---- */
+/* What the core is told of the job. */
+core_job_spec d_job_spec(d_daemon *d, const d_job *job);
+
+/* ---- jobs_run.c ---- */
+/* What the attempt's status file says (exec_probe), the pids of a live
+ * attempt taken into the job. */
+void d_job_probe(d_daemon *d, d_job *job, exec_record *rec);
+/* Attempt job->attempts never ran (why): forgotten, the job queued again. */
+void d_job_unstarted(d_daemon *d, d_job *job, const char *why);
+/* The attempt's shim is gone (rec: its status file): classified, settled. */
+void d_job_ended(d_daemon *d, d_job *job, const exec_record *rec);
+
+/* ---- jobs_tick.c ---- */
+/* Notes memory on GPU g held by processes aegisd did not place there. */
+void d_gpu_note_foreign(d_daemon *d, int g);
+/* exec_status_each()'s callback: removes the status file of an attempt
+ * not running. */
+void d_status_sweep(void *ctx, int64_t id, int attempt);
+
+#endif

@@ -1,0 +1,514 @@
+/* jobs_run.c -- a queued job's attempts: launched as the core decides
+ * (recorded, then started by its kind: aegisd's own under a shim, a lease
+ * granted to its Slurm task), their exits classified and settled (done,
+ * requeued by the OOM ladder, failed), and cancels.
+ *
+ * Crashes: an attempt is committed before it starts and its outcome read
+ * from its status file (exec.h), which goes only once the outcome is
+ * committed, so a restarted aegisd neither starts a second copy nor runs a
+ * finished attempt again; a cancel is committed before it is answered.
+ * While the state cannot be written (store_failing), no job starts.
+ */
+#include "daemon.h"
+#include "jobs.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Attempts lost in a row (their watcher died, or aegisd found them gone
+ * after a restart) before the job is failed instead of requeued: a job
+ * that keeps vanishing must not loop forever. */
+#define D_MAX_LOST 5
+
+/* Launches put back in a row because the GPU was busy (D_SHARE_BUSY)
+ * before the job is failed: about a minute of ticks, for processes to
+ * leave a GPU whose MIG mode must change, or a MIG instance. */
+#define D_MAX_BUSY 60
+
+/* ---- launching ------------------------------------------------------------ */
+
+const char **d_strings(json_t *arr) {
+    size_t n = json_array_size(arr);
+    const char **v = calloc(n + 1, sizeof(*v));
+    for (size_t i = 0; v && i < n; i++)
+        v[i] = json_string_value(json_array_get(arr, i));
+    return v;
+}
+
+static void d_gpu_list(char *out, size_t outlen, const int *gpus, int n,
+                       const tel_state *tel) {
+    size_t at = 0;
+    out[0] = '\0';
+    for (int i = 0; i < n && at < outlen; i++) {
+        int w = tel ? snprintf(out + at, outlen - at, "%s%s", i ? "," : "",
+                               tel_gpu_uuid(tel, gpus[i]))
+                    : snprintf(out + at, outlen - at, "%s%d", i ? "," : "",
+                               gpus[i]);
+        if (w < 0) break;
+        at += (size_t)w;
+    }
+}
+
+/* Readies the GPUs for the attempt as its sharing modes ask (ss: what
+ * they add to its start), then has its kind start it. */
+static int d_job_exec(d_daemon *d, d_job *job, const core_launch *l,
+                      d_share_start *ss, exec_run *run, char *err,
+                      size_t errlen) {
+    json_t *row = store_job(d->st, job->id, true);
+    int pct = (int)json_integer_value(json_object_get(row, "mps_threads_pct"));
+    int prepared = d_share_prepare(d, job, l, pct, ss, err, errlen);
+    if (prepared != 0) {
+        json_decref(row);
+        return prepared;
+    }
+    char visible[CORE_MAX_JOB_GPUS * 48];
+    if (ss->visible[0])
+        snprintf(visible, sizeof(visible), "%s", ss->visible);
+    else
+        d_gpu_list(visible, sizeof(visible), l->gpus, l->num_gpus, d->tel);
+    int rc = job->kind->grant(d, job, row, visible, ss, run, err, errlen);
+    json_decref(row);
+    return rc;
+}
+
+/* aegisd's own start of a placed job: its command, as its user, under a
+ * shim that watches it (exec.h). The shim is spawned off the loop
+ * (job->spawning, handed to d_spawn_later by d_job_launch). */
+int d_own_grant(d_daemon *d, d_job *job, json_t *row, const char *visible,
+                d_share_start *ss, exec_run *run, char *err, size_t errlen) {
+    const char **argv = d_strings(json_object_get(row, "cmd"));
+    const char **env = d_strings(json_object_get(row, "env"));
+    exec_spec spec = {
+        .id = job->id, .attempt = job->attempts + 1,
+        .argv = argv, .cwd = json_string_value(json_object_get(row, "cwd")),
+        .env = env, .visible = visible, .extra_env = ss->env,
+        .as_user = d->as_root,
+        .uid = job->uid, .gid = job->gid, .user = job->user,
+        .log_dirfd = d->log_dirfd, .log_dir = d->log_dir,
+        .log_max_bytes = (long long)(d->keys.log_max_mib * 1048576),
+        .run_dir = d->run_dir, .shim_path = d->shim_path,
+    };
+    int rc = -1;
+    if (!row || !argv || !env || !argv[0] || !spec.cwd)
+        snprintf(err, errlen, "job %lld: its row is unreadable: %s",
+                 (long long)job->id, store_errmsg(d->st));
+    else
+        rc = exec_prepare(&spec, run, &job->spawning, err, errlen);
+    free(argv);
+    free(env);
+    return rc;
+}
+
+/* Whether process pid is in the job's session. */
+bool d_own_owns(const d_job *job, pid_t pid) {
+    return exec_in_job(pid, job->job_pid);
+}
+
+const d_job_kind d_kind_own = {
+    .name = "own", .watched = true, .grant = d_own_grant,
+    .owns = d_own_owns,
+};
+
+/* Forgets attempt n of job id, recorded before its start, which did not
+ * happen: the job is queued again in the store. */
+static void d_job_unrecord(d_daemon *d, int64_t id, int n) {
+    store_begin(d->st);
+    store_attempt_drop(d->st, id, n);
+    store_job_state(d->st, id, "queued", NULL, d_wall());
+    store_commit(d->st);
+}
+
+/* Back to the core's queue at the attempt it was placed for: its start
+ * could not be recorded, or it never happened. */
+static void d_job_requeue_unstarted(d_daemon *d, d_job *job) {
+    char err[256];
+    if (job->in_core) core_cancel(d->core, job->id, d_now(d));
+    job->in_core = false;
+    job->ngpus = 0;
+    if (d_job_to_core(d, job, err, sizeof(err)) != 0)
+        d_job_finish(d, job, "failed", err);
+}
+
+/* The attempt of a launch, recorded before its start: an aegisd killed in
+ * between finds it, and by its status file whether it started. */
+static void d_job_record_start(d_daemon *d, const d_job *job,
+                               const core_launch *l, double now) {
+    char gpus[CORE_MAX_JOB_GPUS * 4];
+    d_gpu_list(gpus, sizeof(gpus), l->gpus, l->num_gpus, NULL);
+    store_attempt a = {.n = job->attempts + 1, .gpus = gpus,
+                       .floor_mib = l->floor_mib, .exclusive = l->exclusive};
+    store_attempt_start(d->st, job->id, &a, now);
+    store_job_state(d->st, job->id, "running", NULL, now);
+    store_event(d->st, job->id, now,
+                "attempt %d started on GPU %s, %s, admitted with %.0f MiB",
+                a.n, gpus, l->exclusive ? "alone" : "shared", l->floor_mib);
+}
+
+/* Attempt n of job could not start (why: err): the job fails. */
+static void d_job_start_failed(d_daemon *d, d_job *job, int n,
+                               const char *err) {
+    int64_t id = job->id;
+    d_log("job %lld: %s", (long long)id, err);
+    d_share_release(d, job);
+    core_job_exit(d->core, id, CORE_EXIT_FAILED, d_now(d), NULL);
+    store_begin(d->st);
+    store_attempt_end(d->st, id, n, "failed", -1, d_wall());
+    d_job_finish(d, job, "failed", err);
+    d_status_settled(d, id, n, store_commit(d->st));
+}
+
+/* Starts the attempt d_job_record_start recorded (committed) at now. */
+static void d_job_launch(d_daemon *d, d_job *job, const core_launch *l,
+                         double now) {
+    int n = job->attempts + 1;
+    exec_run run = {0};
+    char err[1024];
+    static d_share_start ss; /* big; the loop runs one launch at a time */
+    int rc = d_job_exec(d, job, l, &ss, &run, err, sizeof(err));
+    if (rc == D_SHARE_BUSY && ++job->busy < D_MAX_BUSY) {
+        /* not the job's failure: back to the queue, same floor */
+        store_begin(d->st);
+        if (job->busy == 1) {
+            d_log("job %lld: not started, its GPU is busy (retried): %s",
+                  (long long)job->id, err);
+            store_event(d->st, job->id, d_wall(), "not started, its GPU is "
+                        "busy (retried): %s", err);
+        }
+        d_job_unrecord(d, job->id, n);
+        store_commit(d->st);
+        core_job_exit(d->core, job->id, CORE_EXIT_LOST, d_now(d), NULL);
+        return;
+    }
+    job->busy = 0;
+    if (rc == EXEC_NO_STATUS) { /* the state disk refuses its status file */
+        d_log("job %lld: %s: not started", (long long)job->id, err);
+        store_fail_because(d->st, err);
+        d_job_set_state(d, job, D_RUNNING);
+        job->attempts = n;
+        d_job_unstarted(d, job, err);
+        return;
+    }
+    if (rc != 0) {
+        d_job_start_failed(d, job, n, err);
+        return;
+    }
+    d_job_set_state(d, job, D_RUNNING);
+    job->attempts = n;
+    d->counts.placements++;
+    job->ngpus = l->num_gpus;
+    memcpy(job->gpus, l->gpus, sizeof(job->gpus));
+    job->exclusive = l->exclusive;
+    job->floor_mib = l->floor_mib;
+    job->shim_pid = run.shim_pid;
+    job->shim_start = run.shim_start;
+    job->job_pid = run.job_pid;
+    job->err_offset = run.err_offset;
+    job->active = false;
+    job->seen = 0;
+    job->used_mib = 0; /* the tick measures this attempt's */
+    job->sm_pct = CORE_UNKNOWN;
+    job->started = now;
+    /* Its pids are not written here: the job records them in its status
+     * file, where the next look at it takes them (d_job_probe), and a
+     * write now would cost the turn a second commit. */
+    if (ss.note[0])
+        store_event(d->st, job->id, now, "attempt %d: %s", n, ss.note);
+    if (job->kind->granted) job->kind->granted(d, job);
+    if (job->spawning) d_spawn_later(d, job->id, n, job->spawning);
+    job->spawning = NULL;
+}
+
+void d_job_spawned(d_daemon *d, int64_t id, int n, const exec_run *run,
+                   const char *err) {
+    d_job *job = d_job_find(d, id);
+    if (!job || job->state != D_RUNNING || job->attempts != n) return;
+    if (err) {
+        d_turn_begin(d);
+        d_job_start_failed(d, job, n, err);
+        d_turn_end(d);
+        return;
+    }
+    job->shim_pid = run->shim_pid;
+    job->shim_start = run->shim_start;
+}
+
+/* Carries out one pass's n launches: their attempts recorded, all in one
+ * commit, then each started (its pids and events join the loop turn's
+ * commit). When that commit fails, none starts: back to the queue. */
+static void d_jobs_launch(d_daemon *d, const core_launch *out, int n) {
+    double now = d_wall();
+    store_begin(d->st);
+    for (int i = 0; i < n; i++) {
+        d_job *job = d_job_find(d, out[i].job_id);
+        if (job) d_job_record_start(d, job, &out[i], now);
+        else core_cancel(d->core, out[i].job_id, d_now(d));
+    }
+    bool saved = store_commit_now(d->st) == 0;
+    for (int i = 0; i < n; i++) {
+        /* by id: a launch that failed may have changed the table */
+        d_job *job = d_job_find(d, out[i].job_id);
+        if (job && saved) d_job_launch(d, job, &out[i], now);
+        else if (job) d_job_requeue_unstarted(d, job);
+    }
+}
+
+/* At most this many jobs start in one loop turn. Each start (a spawn
+ * and its commit) keeps every client waiting; when short jobs churn, a
+ * pass of 16 starts kept root's `aegis gpus` waiting 100 ms and more.
+ * More are started in the next turn (d_schedule_more), after the loop
+ * has read its clients. */
+#define D_LAUNCHES_PER_TURN 2
+
+/* The sanitizer build (AEGIS_CORE_CHECK) recounts the core's bookkeeping
+ * after every pass: a count kept wrong stops aegisd there, the difference
+ * in its log, instead of misplacing jobs long after the event that broke
+ * it. Other builds spare the walk over every job. */
+static void d_core_check(const d_daemon *d) {
+#ifdef AEGIS_CORE_CHECK
+    char why[512];
+    if (core_check(d->core, why, sizeof(why)) == 0) return;
+    d_log("core_check after a scheduling pass: %s", why);
+    abort();
+#else
+    (void)d;
+#endif
+}
+
+void d_jobs_schedule(d_daemon *d) {
+    core_launch out[D_LAUNCHES_PER_TURN];
+    /* No job starts while its start cannot be recorded. */
+    if (d->stopping || store_failing(d->st)) /* a draining aegisd starts */
+        return;                               /* no new job */
+    d_turn_begin(d);
+    uint64_t began = uv_hrtime();
+    int n = core_schedule(d->core, d_now(d), out, D_LAUNCHES_PER_TURN);
+    /* the pass's decisions take this long (the launches aside) */
+    mtext_hist_observe(&d->counts.pass_s, (double)(uv_hrtime() - began) / 1e9);
+    if (n > 0) d_jobs_launch(d, out, n);
+    d_core_check(d);
+    d_turn_end(d);
+    if (n == D_LAUNCHES_PER_TURN) d_schedule_more(d);
+}
+
+/* ---- exits ---------------------------------------------------------------- */
+
+/* What the attempt's status file says (exec_probe), with what an attempt
+ * an older aegisd started says instead (its shim wrote the file only at
+ * its end); pids of a live attempt that aegisd did not know yet (it
+ * stopped before committing them) are taken into the job. */
+void d_job_probe(d_daemon *d, d_job *job, exec_record *rec) {
+    exec_probe(d->run_dir, job->id, job->attempts, rec);
+    if (rec->state == EXEC_ABSENT && job->shim_pid > 0) {
+        rec->state = exec_alive(job->shim_pid, job->shim_start) ? EXEC_LIVE
+                                                                : EXEC_LOST;
+        rec->job_pid = job->job_pid;
+    }
+    if (rec->err_offset == 0) rec->err_offset = job->err_offset;
+    /* a live shim's record may be read half-written: pids that do not
+     * name it are not taken */
+    if (job->job_pid > 0 || rec->job_pid <= 0 ||
+        !exec_alive(rec->shim_pid, rec->shim_start))
+        return;
+    job->shim_pid = rec->shim_pid;
+    job->shim_start = rec->shim_start;
+    job->job_pid = rec->job_pid;
+    job->err_offset = rec->err_offset;
+    store_attempt_pids(d->st, job->id, job->attempts, job->shim_pid,
+                       job->shim_start, job->job_pid, job->err_offset);
+    if (job->cancelling) exec_kill(job->job_pid, SIGTERM); /* not sent yet */
+}
+
+/* Attempt job->attempts never ran (why: what stopped it): it is
+ * forgotten, and the job queued again at that attempt. */
+void d_job_unstarted(d_daemon *d, d_job *job, const char *why) {
+    int64_t id = job->id;
+    int n = job->attempts;
+    double now = d_wall();
+    d_share_release(d, job);
+    job->attempts = n - 1;
+    d_job_set_state(d, job, D_QUEUED);
+    store_begin(d->st);
+    d_job_unrecord(d, id, n);
+    store_event(d->st, id, now, "attempt %d never started (%s): queued again",
+                n, why);
+    if (job->cancelling) {
+        if (job->in_core) core_cancel(d->core, id, d_now(d));
+        d_job_finish(d, job, "cancelled", "cancelled while queued");
+    } else {
+        d_job_requeue_unstarted(d, job);
+    }
+    d_status_settled(d, id, n, store_commit(d->st));
+}
+
+/* Records how attempt n ended (how, its wait status, why) and what becomes
+ * of the job: finished, or requeued by the core's ladder. */
+static void d_job_settle(d_daemon *d, d_job *job, core_exit how, int status,
+                         const char *why) {
+    static const char *const how_names[] = {"ok", "oom", "failed", "lost"};
+    int n = job->attempts;
+    double now = d_wall();
+    job->last_status = status;
+    if (job->started > 0) /* 0: an attempt recorded without its start */
+        metrics_count_attempt(&d->counts, job->user, job->ngpus,
+                              now - job->started);
+    if (job->cancelling) { /* by `aegis cancel`, or its time limit */
+        if (job->in_core) core_cancel(d->core, job->id, d_now(d));
+        char reason[128];
+        const char *state = d_limits_stop_state(job, reason, sizeof(reason));
+        store_attempt_end(d->st, job->id, n, state, status, now);
+        if (!job->kind->stopped || !job->kind->stopped(d, job))
+            d_job_finish(d, job, state, reason);
+        return;
+    }
+    store_attempt_end(d->st, job->id, n, how_names[how], status, now);
+    if (how == CORE_EXIT_OOM) d->counts.oom_crashes++;
+    double floor = 0;
+    bool was_alone = job->exclusive;
+    bool restart = job->kind->restart && job->kind->restart(d, job, how, why);
+    job->lost = how == CORE_EXIT_LOST && !restart ? job->lost + 1 : 0;
+    if (restart) how = CORE_EXIT_LOST; /* requeued at its floor */
+    if (job->lost >= D_MAX_LOST) {
+        core_cancel(d->core, job->id, d_now(d));
+        d_job_finish(d, job, "failed", "lost 5 attempts in a row");
+        return;
+    }
+    core_retry r;
+    switch (core_job_exit(d->core, job->id, how, d_now(d), &floor)) {
+    case CORE_DONE:
+        d_job_finish(d, job, "done", why);
+        break;
+    case CORE_REQUEUED:
+        d->counts.recoveries++;
+        core_job_retry(d->core, job->id, &r);
+        if (job->kind->requeue && job->kind->requeue(d, job, &r, why))
+            break; /* its kind runs it again its own way */
+        d_job_set_state(d, job, D_QUEUED);
+        job->retry_floor = r.floor_mib;
+        job->retry_alone = r.alone;
+        store_job_retry(d->st, job->id, r.floor_mib, r.alone);
+        store_job_energy(d->st, job->id, job->energy_j);
+        store_job_state(d->st, job->id, "queued", why, now);
+        if (floor > 0)
+            store_event(d->st, job->id, now, "attempt %d: %s; requeued with "
+                        "%.0f MiB", n, why, floor);
+        else
+            store_event(d->st, job->id, now, "attempt %d: %s; requeued to run "
+                        "alone", n, why);
+        break;
+    case CORE_STOPPED: {
+        char reason[400];
+        if (how == CORE_EXIT_OOM)
+            snprintf(reason, sizeof(reason), "%s; stopped: it ran out of "
+                     "memory %s", why, was_alone ? "on its exclusive attempt"
+                                                 : "with nowhere left to climb");
+        else
+            snprintf(reason, sizeof(reason), "%s", why);
+        d_job_finish(d, job, "failed", reason);
+        break;
+    }
+    }
+}
+
+/* The attempt's shim is gone (rec: its status file): classify, decide, and
+ * once that is committed, remove the file. */
+void d_job_ended(d_daemon *d, d_job *job, const exec_record *rec) {
+    if (rec->state == EXEC_UNSTARTED || rec->state == EXEC_ABSENT) {
+        d_job_unstarted(d, job, D_STOPPED_STARTING);
+        return;
+    }
+    int64_t id = job->id;
+    int n = job->attempts, status = -1;
+    char why[256];
+    core_exit how;
+    if (rec->state == EXEC_ENDED) {
+        status = rec->status;
+        /* the log is the job's user's, or a non-root aegisd's */
+        uid_t owner = d->as_root ? job->uid : geteuid();
+        how = exec_classify(status, d->log_dirfd, id, owner, rec->err_offset,
+                            why, sizeof(why));
+    } else {
+        /* The shim died without a word: make sure the job died with it. */
+        if (rec->job_pid > 1 && exec_in_job(rec->job_pid, rec->job_pid))
+            exec_kill(rec->job_pid, SIGKILL);
+        how = CORE_EXIT_LOST;
+        snprintf(why, sizeof(why), "its watcher process vanished");
+    }
+    /* before the core hears of it: it may give the slices away at once */
+    d_share_release(d, job);
+    store_begin(d->st);
+    if (rec->left > 0)
+        store_event(d->st, id, d_wall(), "attempt %d left %d processes behind: "
+                    "killed", n, rec->left);
+    d_job_settle(d, job, how, status, why);
+    d_status_settled(d, id, n, store_commit(d->st));
+}
+
+/* In id order, the running jobs as they were at the start: an end may
+ * end others (a feed's producer), or requeue its job. */
+void d_jobs_check_exits(d_daemon *d) {
+    double now = d_now(d);
+    d_turn_begin(d);
+    size_t n;
+    int64_t *ids = d_running_ids(d, &n);
+    for (size_t i = 0; i < n; i++) {
+        d_job *job = d_job_find(d, ids[i]);
+        if (!job || job->state != D_RUNNING || !job->kind->watched)
+            continue; /* its kind watches it (a lease: lease.c) */
+        if (job->cancelling && now >= job->kill_at) {
+            exec_kill(job->job_pid, SIGKILL);
+            job->kill_at = now + CORE_KILL_GRACE_S;
+        }
+        exec_record rec;
+        d_job_probe(d, job, &rec);
+        if (rec.state != EXEC_LIVE) d_job_ended(d, job, &rec);
+    }
+    free(ids);
+    d_turn_end(d);
+}
+
+void d_job_cancel(d_daemon *d, d_job *job) {
+    /* A job in a MIG instance keeps its slices in the core until the
+     * instance is destroyed at its end: given away sooner, they would fail
+     * the next job's instance. */
+    bool hold = job->state == D_RUNNING && job->mig;
+    if (job->in_core && !hold) core_cancel(d->core, job->id, d_now(d));
+    if (job->state != D_RUNNING) {
+        d_job_finish(d, job, "cancelled", "cancelled while queued");
+        return;
+    }
+    if (!hold) {
+        job->in_core = false;
+        job->ngpus = 0; /* its GPUs are the core's again */
+    }
+    job->cancelling = true;
+    double grace = job->cancel_at + CORE_KILL_GRACE_S - d_wall();
+    job->kill_at = d_now(d) + (grace > 0 ? grace : 0);
+    exec_kill(job->job_pid, SIGTERM);
+    store_event(d->st, job->id, d_wall(), "cancel: SIGTERM sent to session %d",
+                (int)job->job_pid);
+}
+
+/* ---- ends its kind reports ------------------------------------------------- */
+
+void d_job_lease_settle(d_daemon *d, d_job *job, core_exit how, int status,
+                        const char *why) {
+    d_share_release(d, job);
+    store_begin(d->st);
+    d_job_settle(d, job, how, status, why);
+    store_commit(d->st);
+}
+
+void d_job_withdraw(d_daemon *d, d_job *job, const char *why) {
+    bool ran = job->state == D_RUNNING;
+    if (ran) d_share_release(d, job);
+    if (job->in_core) core_cancel(d->core, job->id, d_now(d));
+    job->in_core = false;
+    store_begin(d->st);
+    if (ran)
+        store_attempt_end(d->st, job->id, job->attempts, "lost", -1, d_wall());
+    d_job_finish(d, job, ran ? "done" : "cancelled", why);
+    store_commit(d->st);
+}

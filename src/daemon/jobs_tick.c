@@ -1,0 +1,232 @@
+/* jobs_tick.c -- aegisd's work on its GPUs once a tick: each GPU read,
+ * its energy split among its jobs, jobs seen active, their history
+ * sampled, memory of processes it did not start noted; and the retry of
+ * a state that could not be written.
+ */
+#include "daemon.h"
+#include "jobs.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- telemetry ------------------------------------------------------------ */
+
+/* Memory of job's processes in a GPU's process list, and into *util the
+ * sum of their SM utilization (left CORE_UNKNOWN when none is known): its
+ * weights for the GPU's energy, and proof that it is active there. */
+static double d_job_mib_on(const tel_gpu_reading *r, const d_job *job,
+                           double *util, bool *seen) {
+    double mib = 0;
+    for (int p = 0; p < r->nprocs; p++)
+        if (job->kind->owns(job, r->procs[p].pid)) {
+            mib += r->procs[p].used_mib > 0 ? r->procs[p].used_mib : 0;
+            if (r->procs[p].sm_util >= 0)
+                *util = (*util > 0 ? *util : 0) + r->procs[p].sm_util;
+            *seen = true;
+        }
+    return mib;
+}
+
+static bool d_job_on(const d_job *job, int g) {
+    for (int i = 0; i < job->ngpus; i++)
+        if (job->gpus[i] == g) return true;
+    return false;
+}
+
+/* Splits the GPU's energy since the last tick among its running jobs by
+ * their activity there (the SM utilization NVML samples per process), else
+ * their memory, else evenly: tel_energy_split's rule. */
+static void d_gpu_energy(d_daemon *d, int g, double joules, double now) {
+    d_job *on[TEL_MAX_PROCS];
+    double mib[TEL_MAX_PROCS], util[TEL_MAX_PROCS], share[TEL_MAX_PROCS];
+    int n = 0;
+    for (size_t i = 0; i < d->nrunning && n < TEL_MAX_PROCS; i++) {
+        d_job *job = d->running[i];
+        if (!d_job_on(job, g)) continue;
+        bool seen = false;
+        util[n] = CORE_UNKNOWN;
+        mib[n] = d_job_mib_on(&d->gpus[g].last, job, &util[n], &seen);
+        job->used_mib += mib[n]; /* what /metrics shows of it */
+        if (util[n] >= 0) job->sm_pct = (job->sm_pct > 0 ? job->sm_pct : 0) +
+                                        util[n];
+        if (seen && !job->active && job->in_core) {
+            job->active = true;
+            core_job_active(d->core, job->id, now);
+            store_event(d->st, job->id, d_wall(), "seen on GPU %d", g);
+        }
+        on[n++] = job;
+    }
+    if (n == 0 || joules <= 0) return;
+    tel_energy_split(n, util, mib, joules, share);
+    for (int i = 0; i < n; i++) on[i]->energy_j += share[i];
+}
+
+/* A sample of each running job, once a history period (history.h): its
+ * processes' memory and SM utilization on its GPUs, and theirs in use
+ * and in all. All of a period's samples go in one transaction. */
+static void d_jobs_history(d_daemon *d) {
+    double now = d_now(d);
+    if (d->history_at > 0 && now - d->history_at < d->keys.history_period_s)
+        return;
+    d->history_at = now;
+    store_begin(d->st);
+    for (size_t i = 0; i < d->nrunning; i++) {
+        d_job *job = d->running[i];
+        if (job->ngpus == 0 || !history_due(&job->hist)) continue;
+        store_sample s = {.t = d_wall(), .sm_pct = CORE_UNKNOWN};
+        bool ok = true;
+        for (int k = 0; k < job->ngpus; k++) {
+            const d_gpu *gpu = &d->gpus[job->gpus[k]];
+            bool seen = false;
+            ok = ok && gpu->ok;
+            s.mem_mib += d_job_mib_on(&gpu->last, job, &s.sm_pct, &seen);
+            s.gpu_used_mib += gpu->last.r.used_mib;
+            s.gpu_total_mib += gpu->last.r.total_mib;
+        }
+        if (ok) history_add(d->st, job->id, &job->hist, &s);
+    }
+    store_commit(d->st);
+}
+
+/* Records when each running attempt was first seen on its GPUs, so that
+ * after a restart its observation time is not started over. */
+static void d_jobs_note_seen(d_daemon *d) {
+    for (size_t i = 0; i < d->nrunning; i++) {
+        d_job *job = d->running[i];
+        if (!job->active || job->seen > 0) continue;
+        job->seen = d_wall();
+        store_attempt_seen(d->st, job->id, job->attempts, job->seen);
+    }
+}
+
+/* What a GPU's readings lack (TEL_F_*: MIG mode): logged when it starts
+ * and ends, not once a second. */
+static void d_note_tel_flags(d_daemon *d, int g) {
+    unsigned int now = d->gpus[g].last.flags, was = d->gpus[g].tel_flags;
+    for (unsigned int f = 1; f <= (now | was); f <<= 1)
+        if ((now ^ was) & f)
+            d_log("GPU %d: %s%s", g, now & f ? "" : "no longer: ",
+                  tel_flag_text(f));
+    d->gpus[g].tel_flags = now;
+}
+
+/* Whether process p on GPU g is accounted for: of a job running there, or
+ * an MPS server (its control daemon, which aegisd runs, starts it for the
+ * GPU's clients and keeps it between them). */
+static bool d_proc_placed(const d_daemon *d, int g, const tel_proc *p) {
+    for (size_t i = 0; i < d->nrunning; i++) {
+        const d_job *job = d->running[i];
+        if (d_job_on(job, g) && job->kind->owns(job, p->pid)) return true;
+    }
+    return exec_named(p->pid, "nvidia-cuda-mps"); /* comm: 15 bytes */
+}
+
+/* Memory on GPU g held by processes no job of aegisd's placed there: the
+ * GPU is not idle while there is any (core_gpu_foreign); said when that
+ * starts and ends. */
+void d_gpu_note_foreign(d_daemon *d, int g) {
+    const tel_gpu_reading *r = &d->gpus[g].last;
+    double mib = 0;
+    char pids[256] = "";
+    size_t at = 0;
+    for (int p = 0; p < r->nprocs; p++) {
+        if (r->procs[p].used_mib <= 0 || d_proc_placed(d, g, &r->procs[p]))
+            continue;
+        mib += r->procs[p].used_mib;
+        int w = at < sizeof(pids)
+                    ? snprintf(pids + at, sizeof(pids) - at, "%s%d",
+                               at ? ", " : "", (int)r->procs[p].pid)
+                    : 0;
+        at += w > 0 ? (size_t)w : 0;
+    }
+    bool was = d->gpus[g].foreign_mib > 0;
+    if (mib > 0 && !was)
+        d_log("GPU %d: %.0f MiB in use by processes aegisd did not start "
+              "(pid %s): not idle until they end", g, mib, pids);
+    else if (mib <= 0 && was)
+        d_log("GPU %d: no memory in use by processes aegisd did not start "
+              "any more", g);
+    d->gpus[g].foreign_mib = mib;
+    core_gpu_foreign(d->core, g, mib > 0);
+}
+
+/* Removes the status file of an attempt not running: its outcome is
+ * committed (aegisd stopped, or could not write, between the two). */
+void d_status_sweep(void *ctx, int64_t id, int attempt) {
+    d_daemon *d = ctx;
+    d_job *job = d_job_find(d, id);
+    if (!job || job->state != D_RUNNING || job->attempts != attempt)
+        exec_status_remove(d->run_dir, id, attempt);
+}
+
+/* While the state cannot be written, each tick retries; once it can, the
+ * writes kept meanwhile are saved and the files they made stale go. */
+void d_jobs_state_retry(d_daemon *d) {
+    char err[4200];
+    if (!store_failing(d->st) ||
+        exec_run_dir_check(d->run_dir, err, sizeof(err)) != 0 ||
+        store_retry(d->st, d_wall()) != 0)
+        return;
+    d_log("state writable again: taking and starting jobs");
+    exec_status_each(d->run_dir, d_status_sweep, d);
+}
+
+/* DCGM failures only take readings back to utilization: log when they
+ * start and end, not once a second. */
+static void d_note_dcgm(d_daemon *d) {
+    const char *why = tel_dcgm_error(d->tel);
+    if (why && !d->dcgm_failing)
+        d_log("DCGM read failed, utilization-only pressure filter until it "
+              "recovers: %s", why);
+    else if (!why && d->dcgm_failing)
+        d_log("DCGM readings are back");
+    d->dcgm_failing = why != NULL;
+}
+
+/* Takes the pids of the attempts started since the last look from their
+ * status files (exec_spawn does not wait for them), so that this tick's
+ * readings find their processes on the GPUs. */
+static void d_jobs_learn_pids(d_daemon *d) {
+    for (size_t i = 0; i < d->nrunning; i++) {
+        d_job *job = d->running[i];
+        exec_record rec;
+        if (job->kind->watched && job->job_pid <= 0)
+            d_job_probe(d, job, &rec);
+    }
+}
+
+void d_jobs_tick(d_daemon *d) {
+    d_jobs_learn_pids(d);
+    if (!store_failing(d->st)) d->nunsaved = 0; /* all saved */
+    double now = d_now(d);
+    for (size_t i = 0; i < d->nrunning; i++) { /* summed over their GPUs */
+        d->running[i]->used_mib = 0;
+        d->running[i]->sm_pct = CORE_UNKNOWN;
+    }
+    for (int g = 0; g < d->ngpus; g++) {
+        d_gpu *gpu = &d->gpus[g];
+        char err[256];
+        double before = gpu->energy_seen_j;
+        gpu->ok = tel_read(d->tel, g, &gpu->last, err, sizeof(err)) == 0;
+        if (!gpu->ok) {
+            d_log("GPU %d: %s", g, err);
+            continue;
+        }
+        d_note_tel_flags(d, g);
+        core_sample(d->core, g, &gpu->last.r, now);
+        d_gpu_note_foreign(d, g);
+        double joules = 0;
+        if (gpu->last.energy_j >= 0 && before >= 0)
+            joules = gpu->last.energy_j - before;
+        else if (gpu->last.power_w >= 0)
+            joules = gpu->last.power_w * d->cfg.sample_period_s;
+        gpu->energy_seen_j = gpu->last.energy_j;
+        d_gpu_energy(d, g, joules, now);
+    }
+    d_note_dcgm(d);
+    d_jobs_note_seen(d);
+    d_jobs_history(d);
+    d_share_tick(d);
+}
+
