@@ -64,6 +64,11 @@ void sim_waits_start(sim_waits *w, int32_t j, double t) {
 
 void sim_waits_refresh(sim_waits *w, core_state *core, double t,
                        bool arrivals_only) {
+    /* Nothing a reason reads changed: each is what the last refresh
+     * found, and so is the front of the queue. */
+    uint64_t version = core_reasons_version(core, t);
+    if (version == w->version) return;
+    w->version = version;
     int64_t ids[CORE_BACKFILL_DEPTH];
     bool known[CORE_BACKFILL_DEPTH];
     int n = core_reason_front(core, ids, CORE_BACKFILL_DEPTH);
