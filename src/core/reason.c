@@ -175,16 +175,19 @@ static core_question question(const core_state *core, const core_job *job,
         .shape = shape};
 }
 
-/* The slot of the answer kept for q, and whether it holds q's answer. */
-static core_explained *explained_slot(core_state *core,
-                                      const core_question *q, bool *kept) {
+/* The answer kept for q, into *r: NULL. Else the slot to keep q's answer
+ * in, once worked out. */
+static core_explained *kept_answer(core_state *core, const core_question *q,
+                                   core_reason *r) {
     uint64_t h = ((uint64_t)(q->demand * 8) * 0x9E3779B97F4A7C15ull ^
                   q->allowed ^ q->shape) * 0x9E3779B97F4A7C15ull;
     core_explained *e = &core->explained[(h >> 40) % CORE_EXPLAINED];
-    *kept = e->q.changes == q->changes && e->q.now == q->now &&
-            e->q.demand == q->demand && e->q.allowed == q->allowed &&
-            e->q.shape == q->shape && e->q.passes == q->passes;
-    return e;
+    if (e->q.changes != q->changes || e->q.now != q->now ||
+        e->q.demand != q->demand || e->q.allowed != q->allowed ||
+        e->q.shape != q->shape || e->q.passes != q->passes)
+        return e;
+    *r = e->reason;
+    return NULL;
 }
 
 /* core_explain_now(), from the answers kept when a job asked alike at the
@@ -196,12 +199,8 @@ static void core_explain(core_state *core, const core_job *job, double now,
         return;
     }
     core_question q = question(core, job, now, allowed, false);
-    bool kept;
-    core_explained *e = explained_slot(core, &q, &kept);
-    if (kept) {
-        *r = e->reason;
-        return;
-    }
+    core_explained *e = kept_answer(core, &q, r);
+    if (!e) return;
     core_explain_now(core, job, now, allowed, r);
     *e = (core_explained){.q = q, .reason = *r};
 }
@@ -263,12 +262,8 @@ static void reached_reason_kept(core_state *core, const core_job *job,
         return;
     }
     core_question q = question(core, job, now, CORE_ALL_GPUS, true);
-    bool kept;
-    core_explained *e = explained_slot(core, &q, &kept);
-    if (kept) {
-        *r = e->reason;
-        return;
-    }
+    core_explained *e = kept_answer(core, &q, r);
+    if (!e) return;
     reached_reason(core, job, now, r);
     *e = (core_explained){.q = q, .reason = *r};
 }
