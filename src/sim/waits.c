@@ -94,4 +94,9 @@ void sim_waits_refresh(sim_waits *w, core_state *core, double t,
         if (core_job_reason(core, j, t, &why) < 0) continue;
         if ((uint8_t)why.kind != w->kind[j]) change(w, j, why.kind, t);
     }
+    /* The jobs known at the front were not asked: a pass after the
+     * arrivals may have moved them all the same (a user's job it launched
+     * before left others of that user at their limit), so the next
+     * moment asks them. */
+    if (arrivals_only) w->version = 0;
 }
