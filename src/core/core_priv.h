@@ -52,8 +52,11 @@ typedef struct core_gpu_mark {
 /* Everything core_job_reason() reads besides the job, as the last
  * core_reasons_version() found it (reason.c). */
 typedef struct core_reasons_mark {
-    uint64_t changes, submits;
-    int recovery_len, fifo_len;
+    uint64_t changes;
+    uint64_t departed;      /* jobs submitted and no longer queued: an
+                               arrival past the front changes no reason */
+    int64_t first;          /* core_head()'s id, -1: none */
+    uint64_t producers;     /* a digest of the feeds' queued producers */
     int64_t head_id;
     uint64_t reserved;
     double head_need_mib;

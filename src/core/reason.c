@@ -398,21 +398,36 @@ static void gpu_mark(core_state *core, core_gpu *gpu, double now,
                 now < gpu->placed_at + core->cfg.observe_s;
 }
 
+/* A digest of how many producers each feed has queued (a feed's job
+ * waits for them). */
+static uint64_t producers_digest(const core_state *core) {
+    uint64_t h = 0;
+    for (int f = 0; f < core->nfeeds; f++)
+        h = (h + (uint64_t)core->feeds[f]->producers_queued) *
+            0x9E3779B97F4A7C15ull;
+    return h;
+}
+
 /* Stores the queue's and the last pass's part of the mark; true when it
- * changed. */
+ * changed. An arrival that no pass reaches and that makes no job's wait
+ * for a feed's producer changes none of it. */
 static bool mark_queue(core_state *core, core_reasons_mark *m) {
     size_t n = (size_t)core->nreached * sizeof(*core->reached);
-    bool moved = m->changes != core->changes || m->submits != core->submits ||
-                 m->recovery_len != core->recovery.len ||
-                 m->fifo_len != core->fifo.len || m->head_id != core->head_id ||
+    uint64_t departed = core->submits - (uint64_t)core_queued_count(core);
+    const core_job *head = core_head(core);
+    int64_t first = head ? head->spec.id : -1;
+    uint64_t producers = producers_digest(core);
+    bool moved = m->changes != core->changes || m->departed != departed ||
+                 m->first != first || m->producers != producers ||
+                 m->head_id != core->head_id ||
                  m->reserved != core->reserved ||
                  m->head_need_mib != core->head_need_mib ||
                  m->nreached != core->nreached ||
                  memcmp(m->reached, core->reached, n) != 0;
     m->changes = core->changes;
-    m->submits = core->submits;
-    m->recovery_len = core->recovery.len;
-    m->fifo_len = core->fifo.len;
+    m->departed = departed;
+    m->first = first;
+    m->producers = producers;
     m->head_id = core->head_id;
     m->reserved = core->reserved;
     m->head_need_mib = core->head_need_mib;
