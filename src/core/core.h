@@ -499,6 +499,19 @@ int core_job_reason(core_state *core, int64_t job_id, double now,
  * a driver counting reasons asks about these alone. Returns how many. */
 int core_reason_front(core_state *core, int64_t *ids, int max);
 
+/* A number that stays the same while the front of the queue
+ * (core_reason_front()) stays and none of its jobs' reasons can change
+ * kind (their figures may: a pressure reading, seconds left); every other
+ * queued job waits behind the head. It compares what core_job_reason()
+ * reads at `now` (the head, the last pass, each GPU's gates as time moves
+ * its window and observation) with what it read at the last call, and
+ * counts a new version when anything differs; an arrival no pass reached
+ * changes none of it. Most moments of a busy replay change no reason (a
+ * window sliding past a step that moves no gate), so a driver counting
+ * time by reason asks again only when this changes. Call it where
+ * core_job_reason() may be called, after core_schedule(). */
+uint64_t core_reasons_version(core_state *core, double now);
+
 /* The earliest time after `now` at which core_schedule() could decide
  * differently without any new event (an observation ending, a telemetry
  * window filling or sliding past a change), or a negative value when

@@ -10,21 +10,61 @@
 #include "window.h"
 #include "../policy/policy.h"
 
-/* A reason worked out for a job's demand, GPU count and the GPUs it may
- * take (reason.c): the jobs at the front of a queue mostly ask alike, and
- * each answer reads every GPU's window. */
-typedef struct core_explained {
+/* A question asked of the GPUs for a reason (reason.c): a job's demand,
+ * GPU count and the GPUs it may take, at a moment. The jobs at the front
+ * of a queue mostly ask alike, and each answer reads every GPU's window.
+ * A job's whole reason, past the head included, is asked too (whole), for
+ * its user and limit as the last pass left them: a simulated front of 256
+ * jobs asks again after every change. */
+typedef struct core_question {
     uint64_t changes;       /* core_state.changes when worked out; 0: none */
+    uint64_t passes;        /* core_state.passes then (whole reasons) */
     double now, demand;
     uint64_t allowed;
-    int num_gpus;
-    bool shares, telemetry; /* core_may_share(), a retry's telemetry gates */
+    uint64_t shape;         /* GPU count, core_may_share(), a retry's
+                               telemetry gates, whole, the user and its
+                               limit, packed (reason.c) */
+} core_question;
+
+typedef struct core_explained {
+    core_question q;
     core_reason reason;
 } core_explained;
 
-/* How many of them a core keeps: more than the catalog has workloads, so
- * the front of a simulated queue rarely asks twice at one moment. */
-#define CORE_EXPLAINED 64
+/* How many of them a core keeps: more than the catalog has workloads, each
+ * asked for its whole reason and past the head, so the front of a
+ * simulated queue rarely asks twice at one moment. */
+#define CORE_EXPLAINED 256
+
+/* What a GPU's gates read for a reason's kind at one moment, beyond the
+ * counts that change only with core_state.changes (reason.c). */
+typedef struct core_gpu_mark {
+    double free_now;        /* core_gpu_free_now() */
+    double view_free, view_smact, view_smocc, view_drama, view_util;
+                            /* policy_gpu's telemetry, as the last
+                               placement left it, for a policy's admits() */
+    bool full, pressure;    /* window full; the pressure filter refuses */
+    bool observing;         /* no job unseen, now < open_at */
+    bool unseen;            /* a job unseen and now < placed_at +
+                               observe_s, with feeds (a feed's wait) */
+} core_gpu_mark;
+
+/* Everything core_job_reason() reads besides the job, as the last
+ * core_reasons_version() found it (reason.c). */
+typedef struct core_reasons_mark {
+    uint64_t changes;
+    uint64_t departed;      /* jobs submitted and no longer queued: an
+                               arrival past the front changes no reason */
+    int64_t first;          /* core_head()'s id, -1: none */
+    uint64_t producers;     /* a digest of the feeds' queued producers */
+    int64_t head_id;
+    uint64_t reserved;
+    double head_need_mib;
+    int nreached;
+    int64_t reached[CORE_BACKFILL_DEPTH];
+    core_gpu_mark gpus[CORE_MAX_GPUS];
+    uint64_t version;
+} core_reasons_mark;
 
 typedef enum job_state { JOB_QUEUED, JOB_RUNNING } job_state;
 
@@ -187,6 +227,7 @@ struct core_state {
     double *order_base;     /* each active user's priority in that pass */
     core_explained explained[CORE_EXPLAINED]; /* reasons lately told, by
                                a hash of what they were asked for */
+    core_reasons_mark reasons_mark; /* core_reasons_version() */
     core_job **table;       /* hash table of every job by id */
     size_t table_size;      /* a power of two */
     size_t njobs;

@@ -9,6 +9,7 @@
 #include "core_priv.h"
 
 #include <stdio.h>
+#include <string.h>
 
 static const char *const wait_names[CORE_WAIT_KINDS] = {
     "", "behind", "memory", "observing", "window", "pressure", "idle",
@@ -26,6 +27,21 @@ static void pressure_reading(const core_config *cfg, const policy_gpu *g,
     r->metric = dcgm ? "SMACT" : "utilization";
     r->value = dcgm ? g->smact : g->util;
     r->limit = dcgm ? cfg->smact_max : cfg->util_max;
+}
+
+/* Whether the pressure filter keeps a new job off the GPU, its window
+ * full, as core_place_shared() reads it: the GPU's view with the window's
+ * scores at `now`, into *view. */
+static bool under_pressure(core_state *core, core_gpu *gpu, double now,
+                           policy_gpu *view) {
+    if (!core_filters_pressure(core, gpu)) return false;
+    const win_scores *s = win_scores_at(&gpu->win, now);
+    *view = gpu->view;
+    view->smact = s->smact;
+    view->smocc = s->smocc;
+    view->drama = s->drama;
+    view->util = s->util;
+    return core_under_pressure(&core->cfg, view);
 }
 
 /* What keeps GPU g from taking the job beside its jobs, the gates read as
@@ -57,17 +73,10 @@ static core_wait gpu_blocker(core_state *core, const core_job *job, int g,
         r->free_mib = gpu->view.total_mib - win_used_max_at(&gpu->win, now);
         r->need_mib = core_shared_demand(core, job, demand) + guard;
         if (r->free_mib < r->need_mib) return r->kind = CORE_WAIT_MEMORY;
-        if (core_filters_pressure(core, gpu)) {
-            const win_scores *s = win_scores_at(&gpu->win, now);
-            policy_gpu view = gpu->view;
-            view.smact = s->smact;
-            view.smocc = s->smocc;
-            view.drama = s->drama;
-            view.util = s->util;
-            if (core_under_pressure(&core->cfg, &view)) {
-                pressure_reading(&core->cfg, &view, r);
-                return r->kind = CORE_WAIT_PRESSURE;
-            }
+        policy_gpu view;
+        if (under_pressure(core, gpu, now, &view)) {
+            pressure_reading(&core->cfg, &view, r);
+            return r->kind = CORE_WAIT_PRESSURE;
         }
     }
     if (pol->admits && !pol->admits(&core->cfg, &gpu->view, &job->spec))
@@ -143,35 +152,57 @@ static void core_explain_now(core_state *core, const core_job *job,
     *r = (core_reason){.kind = CORE_WAIT_DRAINED, .gpu = -1, .count = need};
 }
 
-/* core_explain_now(), from the answers kept when a job asked alike at the
- * same moment with nothing changed since. Only where a job's demand, GPU
- * count and sharing are all a gate reads: no policy rule, no MIG, no MPS
+/* Whether the answers kept are reused: where a job's demand, GPU count
+ * and sharing are all a gate reads, so no policy rule, no MIG, no MPS
  * (whose GPUs ask the job's user). */
+static bool explained_reusable(const core_state *core) {
+    return !core->pol->admits && core->mig_gpus == 0 && core->mps_gpus == 0;
+}
+
+/* The question a job asks of the GPUs of `allowed`: its answer holds for
+ * every job that asks alike at the same moment with nothing changed. A
+ * whole reason's adds the pass, the job's user and its limit. */
+static core_question question(const core_state *core, const core_job *job,
+                              double now, uint64_t allowed, bool whole) {
+    uint64_t shape = (uint64_t)job->spec.num_gpus << 8 |
+                     (uint64_t)core_may_share(core, job) << 3 |
+                     (uint64_t)(job->floor_mib > 0) << 2;
+    if (whole)
+        shape |= (uint64_t)(uint32_t)job->user << 32 | 2 | job->over_limit;
+    return (core_question){
+        .changes = core->changes + 1, .passes = whole ? core->passes : 0,
+        .now = now, .demand = core_demand(core, job), .allowed = allowed,
+        .shape = shape};
+}
+
+/* The answer kept for q, into *r: NULL. Else the slot to keep q's answer
+ * in, once worked out. */
+static core_explained *kept_answer(core_state *core, const core_question *q,
+                                   core_reason *r) {
+    uint64_t h = ((uint64_t)(q->demand * 8) * 0x9E3779B97F4A7C15ull ^
+                  q->allowed ^ q->shape) * 0x9E3779B97F4A7C15ull;
+    core_explained *e = &core->explained[(h >> 40) % CORE_EXPLAINED];
+    if (e->q.changes != q->changes || e->q.now != q->now ||
+        e->q.demand != q->demand || e->q.allowed != q->allowed ||
+        e->q.shape != q->shape || e->q.passes != q->passes)
+        return e;
+    *r = e->reason;
+    return NULL;
+}
+
+/* core_explain_now(), from the answers kept when a job asked alike at the
+ * same moment with nothing changed since. */
 static void core_explain(core_state *core, const core_job *job, double now,
                          uint64_t allowed, core_reason *r) {
-    if (core->pol->admits || core->mig_gpus > 0 || core->mps_gpus > 0) {
+    if (!explained_reusable(core)) {
         core_explain_now(core, job, now, allowed, r);
         return;
     }
-    core_explained key = {
-        .changes = core->changes + 1, .now = now,
-        .demand = core_demand(core, job), .allowed = allowed,
-        .num_gpus = job->spec.num_gpus, .shares = core_may_share(core, job),
-        .telemetry = job->floor_mib > 0};
-    uint64_t h = (uint64_t)(key.demand * 8) * 0x9E3779B97F4A7C15ull ^
-                 allowed ^ (uint64_t)(key.num_gpus * 4 + key.shares * 2 +
-                                      key.telemetry);
-    core_explained *e = &core->explained[(h >> 40) % CORE_EXPLAINED];
-    if (e->changes == key.changes && e->now == key.now &&
-        e->demand == key.demand && e->allowed == key.allowed &&
-        e->num_gpus == key.num_gpus && e->shares == key.shares &&
-        e->telemetry == key.telemetry) {
-        *r = e->reason;
-        return;
-    }
+    core_question q = question(core, job, now, allowed, false);
+    core_explained *e = kept_answer(core, &q, r);
+    if (!e) return;
     core_explain_now(core, job, now, allowed, r);
-    key.reason = *r;
-    *e = key;
+    *e = (core_explained){.q = q, .reason = *r};
 }
 
 static void behind(core_reason *r, int64_t head_id) {
@@ -210,6 +241,35 @@ static void explain_past_head(core_state *core, const core_job *job,
         behind(r, core->head_id);
 }
 
+/* Why a job the last backfill pass reached waits. */
+static void reached_reason(core_state *core, const core_job *job, double now,
+                           core_reason *r) {
+    if (job->over_limit && core_user_over_limit(core, job, r)) return;
+    if (core_feed_waits(core, job, now, r)) return;
+    core_explain(core, job, now, CORE_ALL_GPUS, r);
+    if (r->kind != CORE_WAIT_NONE && core_reserve_reason(core, job, r))
+        return;
+    if (job->spec.id == core->head_id || core->reserved == 0) return;
+    explain_past_head(core, job, now, r);
+}
+
+/* reached_reason(), from the answer kept when a job of the same user
+ * asked alike after the same pass with nothing changed since; the head
+ * and a feed's job, which ask of their own, always worked out. */
+static void reached_reason_kept(core_state *core, const core_job *job,
+                                double now, core_reason *r) {
+    if (!explained_reusable(core) || job->feed >= 0 ||
+        job->spec.id == core->head_id) {
+        reached_reason(core, job, now, r);
+        return;
+    }
+    core_question q = question(core, job, now, CORE_ALL_GPUS, true);
+    core_explained *e = kept_answer(core, &q, r);
+    if (!e) return;
+    reached_reason(core, job, now, r);
+    *e = (core_explained){.q = q, .reason = *r};
+}
+
 int core_job_reason(core_state *core, int64_t job_id, double now,
                     core_reason *r) {
     core_job *job = core_find(core, job_id);
@@ -232,13 +292,7 @@ int core_job_reason(core_state *core, int64_t job_id, double now,
         behind(r, core->head_id);
         return 0;
     }
-    if (job->over_limit && core_user_over_limit(core, job, r)) return 0;
-    if (core_feed_waits(core, job, now, r)) return 0;
-    core_explain(core, job, now, CORE_ALL_GPUS, r);
-    if (r->kind != CORE_WAIT_NONE && core_reserve_reason(core, job, r))
-        return 0;
-    if (job->spec.id == core->head_id || core->reserved == 0) return 0;
-    explain_past_head(core, job, now, r);
+    reached_reason_kept(core, job, now, r);
     return 0;
 }
 
@@ -321,4 +375,85 @@ int core_reason_front(core_state *core, int64_t *ids, int max) {
         if (job && job->state == JOB_QUEUED) ids[n++] = job->spec.id;
     }
     return n;
+}
+
+/* ---- when reasons change ------------------------------------------------ */
+
+/* What GPU g's gates read at `now` for a reason's kind (gpu_blocker(),
+ * feed_gpu_opens_later()) beyond what only changes with core->changes:
+ * the window as time moves it, the observation's end, and the telemetry
+ * the last placement left in the GPU's view for a policy's admits(). The
+ * pressure filter's answer, not its reading: the window's scores move at
+ * almost every step, the answer seldom. */
+static void gpu_mark(core_state *core, core_gpu *gpu, double now,
+                     core_gpu_mark *m) {
+    memset(m, 0, sizeof(*m)); /* padding too: marks are compared whole */
+    m->free_now = core_gpu_free_now(gpu, now);
+    m->full = win_full(&gpu->win, now);
+    policy_gpu view;
+    m->pressure = m->full && under_pressure(core, gpu, now, &view);
+    if (core->pol->admits) {
+        m->view_free = gpu->view.free_mib;
+        m->view_smact = gpu->view.smact;
+        m->view_smocc = gpu->view.smocc;
+        m->view_drama = gpu->view.drama;
+        m->view_util = gpu->view.util;
+    }
+    /* Each as its gate reads it: the end of an observation only where no
+     * job is unseen, an unseen job's observe_s only for a feed's wait. */
+    m->observing = gpu->unseen == 0 && now < gpu->open_at;
+    m->unseen = core->nfeeds > 0 && gpu->unseen > 0 &&
+                now < gpu->placed_at + core->cfg.observe_s;
+}
+
+/* A digest of how many producers each feed has queued (a feed's job
+ * waits for them). */
+static uint64_t producers_digest(const core_state *core) {
+    uint64_t h = 0;
+    for (int f = 0; f < core->nfeeds; f++)
+        h = (h + (uint64_t)core->feeds[f]->producers_queued) *
+            0x9E3779B97F4A7C15ull;
+    return h;
+}
+
+/* Stores the queue's and the last pass's part of the mark; true when it
+ * changed. An arrival that no pass reaches and that makes no job's wait
+ * for a feed's producer changes none of it. */
+static bool mark_queue(core_state *core, core_reasons_mark *m) {
+    size_t n = (size_t)core->nreached * sizeof(*core->reached);
+    uint64_t departed = core->submits - (uint64_t)core_queued_count(core);
+    const core_job *head = core_head(core);
+    int64_t first = head ? head->spec.id : -1;
+    uint64_t producers = producers_digest(core);
+    bool moved = m->changes != core->changes || m->departed != departed ||
+                 m->first != first || m->producers != producers ||
+                 m->head_id != core->head_id ||
+                 m->reserved != core->reserved ||
+                 m->head_need_mib != core->head_need_mib ||
+                 m->nreached != core->nreached ||
+                 memcmp(m->reached, core->reached, n) != 0;
+    m->changes = core->changes;
+    m->departed = departed;
+    m->first = first;
+    m->producers = producers;
+    m->head_id = core->head_id;
+    m->reserved = core->reserved;
+    m->head_need_mib = core->head_need_mib;
+    m->nreached = core->nreached;
+    memcpy(m->reached, core->reached, n);
+    return moved;
+}
+
+uint64_t core_reasons_version(core_state *core, double now) {
+    core_reasons_mark *m = &core->reasons_mark;
+    bool moved = mark_queue(core, m) || m->version == 0;
+    for (int g = 0; g < core->num_gpus; g++) {
+        core_gpu_mark at;
+        gpu_mark(core, &core->gpus[g], now, &at);
+        if (memcmp(&at, &m->gpus[g], sizeof(at)) == 0) continue;
+        memcpy(&m->gpus[g], &at, sizeof(at));
+        moved = true;
+    }
+    if (moved) m->version++;
+    return m->version;
 }

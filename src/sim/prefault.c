@@ -37,6 +37,8 @@ void prefault_huge(void *start, size_t bytes) {
 #endif
 }
 
+void prefault_now(void *start, size_t bytes) { map_pages(start, bytes); }
+
 static void *map_array(void *arg) {
     const prefault *pf = arg;
     map_pages(pf->start, pf->bytes);

@@ -31,6 +31,11 @@ void prefault_start(prefault *pf, void *start, size_t bytes);
 /* Waits for the thread, if any; call before freeing the array. */
 void prefault_finish(prefault *pf);
 
+/* Maps the pages of [start, start + bytes) now, in one call: an array its
+ * writer is about to fill, too small for huge pages, takes no fault per
+ * page (each a trap, dearer still in a virtual machine). */
+void prefault_now(void *start, size_t bytes);
+
 /* The huge page size of x86-64 and most arm64 kernels. */
 #define PREFAULT_HUGE_BYTES (2u << 20)
 

@@ -14,6 +14,7 @@
 #include "replay.h"
 
 #include "dispatch.h"
+#include "prefault.h"
 #include "share_model.h"
 
 #include <math.h>
@@ -526,9 +527,16 @@ static long copy_rows(replay *r) {
 static int log_init(sim_server_log *log, int njobs, long job_gpus) {
     log->attempts_cap = njobs + njobs / 16 + 16;
     log->gpus_cap = (int)(job_gpus + job_gpus / 16 + 16 * CORE_MAX_JOB_GPUS);
-    log->attempts = malloc((size_t)log->attempts_cap * sizeof(*log->attempts));
-    log->gpus = malloc((size_t)log->gpus_cap * sizeof(*log->gpus));
-    return log->attempts && log->gpus ? 0 : -1;
+    size_t attempts = (size_t)log->attempts_cap * sizeof(*log->attempts);
+    size_t gpus = (size_t)log->gpus_cap * sizeof(*log->gpus);
+    log->attempts = malloc(attempts);
+    log->gpus = malloc(gpus);
+    if (!log->attempts || !log->gpus) return -1;
+    /* The log stays with the result: its pages are new, and the replay
+     * writes nearly all of them. */
+    prefault_now(log->attempts, attempts);
+    prefault_now(log->gpus, gpus);
+    return 0;
 }
 
 /* Makes room in the per-job arrays for cap jobs. Returns 0, or -1 when

@@ -4,6 +4,7 @@
 #include "report.h"
 
 #include "order_key.h"
+#include "prefault.h"
 #include "waits.h"
 
 #include <stddef.h>
@@ -137,8 +138,10 @@ int report_summarize(const sim_result *r, report_summary *out) {
     out->loads = r->loads;
     double gpu_s = (double)r->servers * r->gpus_per_server * r->makespan_s;
     out->gpu_busy = gpu_s > 0 ? r->busy_gpu_s / gpu_s : 0;
-    double *jcts = malloc((size_t)r->njobs * sizeof(*jcts) + 1);
+    size_t bytes = (size_t)r->njobs * sizeof(double) + 1;
+    double *jcts = malloc(bytes);
     if (!jcts) return -1;
+    prefault_huge(jcts, bytes); /* 8 MB for a million jobs: 4 faults */
     double jct_sum = 0, wait_sum = 0, slow_sum = 0;
     for (int i = 0; i < r->njobs; i++) {
         const sim_job *job = &r->jobs[i];

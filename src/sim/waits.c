@@ -64,6 +64,11 @@ void sim_waits_start(sim_waits *w, int32_t j, double t) {
 
 void sim_waits_refresh(sim_waits *w, core_state *core, double t,
                        bool arrivals_only) {
+    /* Nothing a reason reads changed: each is what the last refresh
+     * found, and so is the front of the queue. */
+    uint64_t version = core_reasons_version(core, t);
+    if (version == w->version) return;
+    w->version = version;
     int64_t ids[CORE_BACKFILL_DEPTH];
     bool known[CORE_BACKFILL_DEPTH];
     int n = core_reason_front(core, ids, CORE_BACKFILL_DEPTH);
@@ -89,4 +94,9 @@ void sim_waits_refresh(sim_waits *w, core_state *core, double t,
         if (core_job_reason(core, j, t, &why) < 0) continue;
         if ((uint8_t)why.kind != w->kind[j]) change(w, j, why.kind, t);
     }
+    /* The jobs known at the front were not asked: a pass after the
+     * arrivals may have moved them all the same (a user's job it launched
+     * before left others of that user at their limit), so the next
+     * moment asks them. */
+    if (arrivals_only) w->version = 0;
 }

@@ -4,7 +4,8 @@
  * the time until the reason changes, or the job starts, counts against
  * that reason. Only the jobs at the front of the queue can wait for
  * anything but the head (core_reason_front()), so only they are asked,
- * after each moment of the replay; the rest wait "behind". Only a run
+ * after a moment of the replay that changed what reasons read
+ * (core_reasons_version()); the rest wait "behind". Only a run
  * that asks for it (sim_options.reasons) counts at all.
  *
  * Jobs are the replay's numbers; their figures go into the result's
@@ -33,6 +34,8 @@ typedef struct sim_waits {
     uint32_t *front_at;         /* the last refresh that found it at the
                                    front of the queue */
     uint32_t refreshes;
+    uint64_t version;           /* core_reasons_version() at the last
+                                   refresh; 0: none yet */
     int32_t front[CORE_BACKFILL_DEPTH]; /* jobs whose reason is not
                                    "behind", as the last refresh found */
     int nfront;
