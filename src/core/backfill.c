@@ -39,12 +39,12 @@ static core_job *next_in_order(core_state *core, const core_job *job) {
 /* The GPUs the head keeps: those it is likeliest to get first. A job that
  * may share waits for memory (or for gates that every job faces alike),
  * so it keeps the GPUs with the most free memory; one that must run alone
- * waits for idle GPUs, so it keeps those with the fewest jobs, the most
+ * or fills every GPU (core_needs_empty()) waits for idle GPUs, so it keeps those with the fewest jobs, the most
  * free memory breaking ties. No duration is known, so "first" is read
  * from what has to leave, not from when it will. */
 static uint64_t core_reserve(core_state *core, const core_job *head,
                              double now) {
-    bool by_jobs = !core_may_share(core, head);
+    bool by_jobs = core_needs_empty(core, head);
     /* a head waiting for its feed's GPUs keeps those */
     uint64_t kept = core_feed_waits(core, head, now, NULL)
                         ? core_feed_gpus(core, head, CORE_ALL_GPUS)

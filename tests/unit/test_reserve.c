@@ -235,6 +235,27 @@ static void test_one_gpu_head_short_job(void **state) {
     core_destroy(core);
 }
 
+/* A one-GPU head declaring a whole GPU fits beside no job: it waits for
+ * the jobs on its GPU to leave, as one that must run alone does, so it
+ * keeps the GPU with the fewest jobs (the most free memory breaking the
+ * tie: GPU 1 here) whole and is told so, where it waited for memory. */
+static void test_whole_gpu_head_reserves(void **state) {
+    (void)state;
+    core_state *core = plus_core(0);
+    two_running(core, 3600, 600);
+    feed(core, 1, 20000, 0);
+    core_job_spec s = job_spec(1, 1);
+    s.est_mib = 40960;
+    s.mem_declared = true;
+    char err[256];
+    assert_int_equal(core_submit(core, &s, 30, err, sizeof(err)), 0);
+    core_launch out[4];
+    assert_int_equal(core_schedule(core, 30, out, 4), 0);
+    reason_is(core, 1, 30, "reserving GPU 1: 1 job on it, expected start "
+              "in 580 s");
+    core_destroy(core);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reservation_blocks_its_gpus),
@@ -244,6 +265,7 @@ int main(void) {
         cmocka_unit_test(test_unknown_start_no_backfill),
         cmocka_unit_test(test_default_time),
         cmocka_unit_test(test_one_gpu_head_short_job),
+        cmocka_unit_test(test_whole_gpu_head_reserves),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
