@@ -1,8 +1,9 @@
 /* reserve.c -- the reservation of the head of the queue by time limits
  * (aegis-plus).
  *
- * A head that must run alone or fills a whole GPU, or needs 2 GPUs or more and has been passed
- * by half of backfill_max_passes jobs, keeps its GPUs whole (backfill.c
+ * A head that must run alone or fills a whole GPU, or needs 2 GPUs or
+ * more and has been passed by half of backfill_max_passes jobs, keeps its
+ * GPUs whole (backfill.c
  * chooses them): no job starts there beside the jobs it found, so it
  * starts once they have ended. Their time limits say when at
  * the latest: an attempt is gone by its start + its limit + the kill
