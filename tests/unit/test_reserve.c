@@ -256,6 +256,44 @@ static void test_whole_gpu_head_reserves(void **state) {
     core_destroy(core);
 }
 
+/* A head waiting for empty GPUs moves its reservation to a GPU that has
+ * emptied: it keeps GPUs 0 and 1 at first (one job each), GPU 2 empties
+ * at t=40, and it keeps GPUs 0 and 2 from then on, so job 2 starts beside
+ * the job on GPU 1, not on the idle GPU 2 that would have kept the head
+ * waiting for the job on GPU 1 as well. */
+static void test_whole_gpu_head_takes_emptied_gpu(void **state) {
+    (void)state;
+    core_config cfg = plus_config();
+    core_state *core = make_core_cfg(&cfg, 3);
+    core_launch out[4];
+    for (int g = 0; g < 3; g++)
+        submit_limited(core, 100 + g, 1, CORE_UNKNOWN, 0, 0);
+    assert_int_equal(core_schedule(core, 0, out, 4), 3);
+    int64_t on2 = -1;
+    for (int g = 0; g < 3; g++) {
+        core_job_active(core, 100 + g, 0);
+        feed(core, out[g].gpus[0], 30000, 0);
+        if (out[g].gpus[0] == 2) on2 = out[g].job_id;
+    }
+    core_job_spec s = job_spec(1, 2);
+    s.est_mib = 40960;
+    s.mem_declared = true;
+    char err[256];
+    assert_int_equal(core_submit(core, &s, 30, err, sizeof(err)), 0);
+    assert_int_equal(core_schedule(core, 30, out, 4), 0);
+    reason_is(core, 1, 30, "reserving GPUs 0-1: 2 jobs on them, expected "
+              "start unknown (job 101 has no time limit)");
+    assert_int_equal(core_job_exit(core, on2, CORE_EXIT_OK, 40, NULL),
+                     CORE_DONE);
+    submit_limited(core, 2, 1, 500, 0, 40);
+    assert_int_equal(core_schedule(core, 40, out, 4), 1);
+    assert_int_equal(out[0].job_id, 2);
+    assert_int_equal(out[0].gpus[0], 1);
+    reason_is(core, 1, 40, "reserving GPUs 0,2: 1 job on them, expected "
+              "start unknown (job 100 has no time limit)");
+    core_destroy(core);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reservation_blocks_its_gpus),
@@ -266,6 +304,7 @@ int main(void) {
         cmocka_unit_test(test_default_time),
         cmocka_unit_test(test_one_gpu_head_short_job),
         cmocka_unit_test(test_whole_gpu_head_reserves),
+        cmocka_unit_test(test_whole_gpu_head_takes_emptied_gpu),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
