@@ -36,31 +36,37 @@ static core_job *next_in_order(core_state *core, const core_job *job) {
     return core_order_next(core);
 }
 
-/* The GPUs the head keeps: those it is likeliest to get first. A job that
+/* The GPUs the head keeps: those it is likeliest to get first, those of
+ * `prefer` first among equals. A job that
  * may share waits for memory (or for gates that every job faces alike),
  * so it keeps the GPUs with the most free memory; one that must run alone
- * waits for idle GPUs, so it keeps those with the fewest jobs, the most
+ * or fills every GPU (core_needs_empty()) waits for idle GPUs, so it keeps those with the fewest jobs, the most
  * free memory breaking ties. No duration is known, so "first" is read
  * from what has to leave, not from when it will. */
 static uint64_t core_reserve(core_state *core, const core_job *head,
-                             double now) {
-    bool by_jobs = !core_may_share(core, head);
+                             double now, uint64_t prefer) {
+    bool by_jobs = core_needs_empty(core, head);
     /* a head waiting for its feed's GPUs keeps those */
     uint64_t kept = core_feed_waits(core, head, now, NULL)
                         ? core_feed_gpus(core, head, CORE_ALL_GPUS)
                         : 0;
     for (int k = __builtin_popcountll(kept); k < head->spec.num_gpus; k++) {
         int best = -1, best_jobs = 0;
+        bool best_pref = false;
         double best_free = 0;
         for (int g = 0; g < core->num_gpus; g++) {
             core_gpu *gpu = &core->gpus[g];
             if ((kept >> g & 1) || gpu->drained) continue;
             int jobs = by_jobs ? gpu->view.njobs : 0;
             double free_mib = core_gpu_free_now(gpu, now);
+            bool pref = prefer >> g & 1;
             if (best < 0 || jobs < best_jobs ||
-                (jobs == best_jobs && free_mib > best_free)) {
+                (jobs == best_jobs &&
+                 (pref > best_pref ||
+                  (pref == best_pref && free_mib > best_free)))) {
                 best = g;
                 best_jobs = jobs;
+                best_pref = pref;
                 best_free = free_mib;
             }
         }
@@ -117,15 +123,21 @@ static bool core_kept_drained(const core_state *core, uint64_t kept) {
 
 /* The head keeps its GPUs: the same as at the last pass while it was the
  * head then and none of them is drained; a one-GPU head that may share
- * takes partners there, demanding `demand`. */
+ * takes partners there, demanding `demand`. A head waiting for empty GPUs
+ * (core_needs_empty()) takes no partner, so nothing it keeps can be lost
+ * by moving: it trades a kept GPU still running jobs for one running
+ * fewer (an idle one, say), else it would wait for the longest job on its
+ * first picks while other GPUs emptied and filled again beside it. */
 static void keep_for(core_state *core, const core_job *head,
                      int64_t last_head, uint64_t last_kept, double demand,
                      double now) {
     core->head_id = head->spec.id;
-    core->reserved = head->spec.id == last_head &&
-                             !core_kept_drained(core, last_kept)
-                         ? last_kept
-                         : core_reserve(core, head, now);
+    bool same = head->spec.id == last_head &&
+                !core_kept_drained(core, last_kept);
+    if (same && core_needs_empty(core, head))
+        core->reserved = core_reserve(core, head, now, last_kept);
+    else
+        core->reserved = same ? last_kept : core_reserve(core, head, now, 0);
     core->reserve_whole = core_reserve_whole(core, head);
     if (!core->reserve_whole) core->head_need_mib = demand;
     core_reserve_plan(core, now);

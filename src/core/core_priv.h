@@ -372,6 +372,7 @@ void core_reserve_link(core_state *core, core_job *job, int sign);
 double core_job_limit(const core_state *core, const core_job *job);
 /* Whether the head is wide (2 GPUs or more) or must run alone: its GPUs
  * are kept whole, with no partner. */
+bool core_needs_empty(const core_state *core, const core_job *job);
 bool core_reserve_whole(const core_state *core, const core_job *head);
 /* Sets core->reserve_start and reserve_room_s for the head's GPUs
  * (core->reserved) at `now`. */

@@ -1,8 +1,9 @@
 /* reserve.c -- the reservation of the head of the queue by time limits
  * (aegis-plus).
  *
- * A head that must run alone, or needs 2 GPUs or more and has been passed
- * by half of backfill_max_passes jobs, keeps its GPUs whole (backfill.c
+ * A head that must run alone or fills a whole GPU, or needs 2 GPUs or
+ * more and has been passed by half of backfill_max_passes jobs, keeps its
+ * GPUs whole (backfill.c
  * chooses them): no job starts there beside the jobs it found, so it
  * starts once they have ended. Their time limits say when at
  * the latest: an attempt is gone by its start + its limit + the kill
@@ -53,13 +54,29 @@ double core_job_limit(const core_state *core, const core_job *job) {
                                       : core->cfg.default_time;
 }
 
+/* A job that may share but whose demand and guard fill every GPU it could
+ * take (one declaring a whole GPU) can start only on an empty GPU, as one
+ * that must run alone: no partner fits beside it, so what it waits for is
+ * the jobs on its GPUs to leave, not memory to free. */
+bool core_needs_empty(const core_state *core, const core_job *job) {
+    if (!core_may_share(core, job)) return true;
+    double demand = core_shared_demand(core, job, core_demand(core, job));
+    for (int g = 0; g < core->num_gpus; g++) {
+        const core_gpu *gpu = &core->gpus[g];
+        if (!gpu->drained &&
+            demand + core_guard(core, gpu) < gpu->view.total_mib)
+            return false;
+    }
+    return true;
+}
+
 /* A wide head takes partners as a one-GPU head does at first: it most
  * often starts beside them soon, and on the real traces keeping its GPUs
  * whole at once cost more than it gained (docs/design.md). Once half of
  * its backfill_max_passes have passed it, its GPUs are kept whole, so
  * they empty together however many small jobs keep coming. */
 bool core_reserve_whole(const core_state *core, const core_job *head) {
-    return !core_may_share(core, head) ||
+    return core_needs_empty(core, head) ||
            (head->spec.num_gpus >= 2 &&
             head->passed >= core->cfg.backfill_max_passes / 2);
 }

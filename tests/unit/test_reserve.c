@@ -33,6 +33,24 @@ static void submit_limited(core_state *core, int64_t id, int ngpus,
     assert_int_equal(core_submit(core, &s, now, err, sizeof(err)), 0);
 }
 
+/* A job of `ngpus` GPUs declaring a whole GPU of 40960 MiB on each. */
+static void submit_whole_gpu(core_state *core, int64_t id, int ngpus,
+                             double now) {
+    core_job_spec s = job_spec(id, ngpus);
+    s.est_mib = 40960;
+    s.mem_declared = true;
+    char err[256];
+    assert_int_equal(core_submit(core, &s, now, err, sizeof(err)), 0);
+}
+
+/* A pass at `now` starts job `id` alone, on GPU `gpu`. */
+static void starts_on(core_state *core, double now, int64_t id, int gpu) {
+    core_launch out[4];
+    assert_int_equal(core_schedule(core, now, out, 4), 1);
+    assert_int_equal(out[0].job_id, id);
+    assert_int_equal(out[0].gpus[0], gpu);
+}
+
 /* Jobs 100 and 101 start at t=0 on GPUs 0 and 1 with these limits (0:
  * none), active at once; each GPU reads 30000 MiB used (10960 free) from
  * then, so from t=30 its window is full and its observation over. */
@@ -171,10 +189,7 @@ static void test_alone_head_reserves(void **state) {
     submit_alone(core, 1, 30);
     submit_limited(core, 2, 1, 500, 0, 30);
     submit_limited(core, 3, 1, 500, 0, 30);
-    core_launch out[4];
-    assert_int_equal(core_schedule(core, 30, out, 4), 1);
-    assert_int_equal(out[0].job_id, 2);
-    assert_int_equal(out[0].gpus[0], 1);
+    starts_on(core, 30, 2, 1);
     reason_is(core, 1, 30, "reserving GPU 0: 1 job on it, expected start "
               "in 3580 s");
     core_destroy(core);
@@ -235,6 +250,55 @@ static void test_one_gpu_head_short_job(void **state) {
     core_destroy(core);
 }
 
+/* A one-GPU head declaring a whole GPU fits beside no job: it waits for
+ * the jobs on its GPU to leave, as one that must run alone does, so it
+ * keeps the GPU with the fewest jobs (the most free memory breaking the
+ * tie: GPU 1 here) whole and is told so, where it waited for memory. */
+static void test_whole_gpu_head_reserves(void **state) {
+    (void)state;
+    core_state *core = plus_core(0);
+    two_running(core, 3600, 600);
+    feed(core, 1, 20000, 0);
+    submit_whole_gpu(core, 1, 1, 30);
+    core_launch out[4];
+    assert_int_equal(core_schedule(core, 30, out, 4), 0);
+    reason_is(core, 1, 30, "reserving GPU 1: 1 job on it, expected start "
+              "in 580 s");
+    core_destroy(core);
+}
+
+/* A head waiting for empty GPUs moves its reservation to a GPU that has
+ * emptied: it keeps GPUs 0 and 1 at first (one job each), GPU 2 empties
+ * at t=40, and it keeps GPUs 0 and 2 from then on, so job 2 starts beside
+ * the job on GPU 1, not on the idle GPU 2 that would have kept the head
+ * waiting for the job on GPU 1 as well. */
+static void test_whole_gpu_head_takes_emptied_gpu(void **state) {
+    (void)state;
+    core_config cfg = plus_config();
+    core_state *core = make_core_cfg(&cfg, 3);
+    core_launch out[4];
+    for (int g = 0; g < 3; g++)
+        submit_limited(core, 100 + g, 1, CORE_UNKNOWN, 0, 0);
+    assert_int_equal(core_schedule(core, 0, out, 4), 3);
+    int64_t on2 = -1;
+    for (int g = 0; g < 3; g++) {
+        core_job_active(core, 100 + g, 0);
+        feed(core, out[g].gpus[0], 30000, 0);
+        if (out[g].gpus[0] == 2) on2 = out[g].job_id;
+    }
+    submit_whole_gpu(core, 1, 2, 30);
+    assert_int_equal(core_schedule(core, 30, out, 4), 0);
+    reason_is(core, 1, 30, "reserving GPUs 0-1: 2 jobs on them, expected "
+              "start unknown (job 101 has no time limit)");
+    assert_int_equal(core_job_exit(core, on2, CORE_EXIT_OK, 40, NULL),
+                     CORE_DONE);
+    submit_limited(core, 2, 1, 500, 0, 40);
+    starts_on(core, 40, 2, 1);
+    reason_is(core, 1, 40, "reserving GPUs 0,2: 1 job on them, expected "
+              "start unknown (job 100 has no time limit)");
+    core_destroy(core);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reservation_blocks_its_gpus),
@@ -244,6 +308,8 @@ int main(void) {
         cmocka_unit_test(test_unknown_start_no_backfill),
         cmocka_unit_test(test_default_time),
         cmocka_unit_test(test_one_gpu_head_short_job),
+        cmocka_unit_test(test_whole_gpu_head_reserves),
+        cmocka_unit_test(test_whole_gpu_head_takes_emptied_gpu),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
