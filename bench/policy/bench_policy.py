@@ -20,8 +20,9 @@ compares, and fails when the table there is not what this run measured.
 usage: bench_policy.py AEGIS [--root DIR] [--seeds LIST] [--held-out LIST]
        [--readme FILE | --check-readme FILE]
        (a LIST is comma-separated seeds or ranges: 101-108,201)
-Exit status: 0 when every goal holds, 1 when one does not or the README's
-table is stale (--check-readme), 2 on bad usage.
+Exit status: 0 when every goal holds, 1 when one does not, 2 on bad
+usage. With --check-readme it is 1 only when the README's table is stale:
+the goals are printed, and judged by a run without it (bench-policy).
 """
 import argparse
 import json
@@ -334,6 +335,8 @@ def main():
         if err:
             print(err, file=sys.stderr)
             return 1
+        if args.check_readme:
+            return 0
     return 1 if goals.failed else 0
 
 
