@@ -23,6 +23,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -855,6 +856,10 @@ int exec_shim_main(int argc, char **argv) {
         free(envp);
         return 2;
     }
+    /* aegisd may run at a higher priority than its jobs (aegisd.service:
+     * Nice=-5), to answer its clients while jobs load every CPU; the
+     * watcher and what it starts take the default's back. */
+    setpriority(PRIO_PROCESS, 0, 0);
     if (strcmp(a.mode, "job") == 0) return exec_shim_job(&a, envp, tail);
     exec_notify_spec spec = {.id = a.id, .cmd = tail[0], .cwd = a.cwd,
                              .as_user = a.as_user, .uid = a.uid,
