@@ -31,12 +31,17 @@ static void on_spawn_work(uv_work_t *w) {
     s->rc = exec_spawn(s->pending, &s->run, s->err, sizeof(s->err));
 }
 
-static void on_spawned(uv_work_t *w, int status) {
-    d_spawn *s = w->data;
-    exec_pending_free(s->pending); /* the shim holds the lock now */
+/* The spawn's outcome, on the loop: aegisd's descriptors closed (the shim
+ * holds the lock now), the job told. */
+static void d_spawn_finish(d_spawn *s) {
+    exec_pending_free(s->pending);
     d_job_spawned(s->d, s->id, s->attempt, &s->run,
                   s->rc == 0 ? NULL : s->err);
-    free(s);
+}
+
+static void on_spawned(uv_work_t *w, int status) {
+    d_spawn_finish(w->data);
+    free(w->data);
 }
 
 void d_spawn_later(d_daemon *d, int64_t id, int attempt,
@@ -48,12 +53,11 @@ void d_spawn_later(d_daemon *d, int64_t id, int attempt,
         s->work.data = s;
         if (uv_queue_work(d->loop, &s->work, on_spawn_work, on_spawned) == 0)
             return;
+        free(s);
     }
     /* no request or no pool: spawned here, on the loop, as before */
-    exec_run run = {0};
-    char err[1024];
-    int rc = exec_spawn(pending, &run, err, sizeof(err));
-    exec_pending_free(pending);
-    free(s);
-    d_job_spawned(d, id, attempt, &run, rc == 0 ? NULL : err);
+    d_spawn now = {.d = d, .id = id, .attempt = attempt, .pending = pending};
+    now.work.data = &now;
+    on_spawn_work(&now.work);
+    d_spawn_finish(&now);
 }
