@@ -21,7 +21,6 @@
 #include "daemon.h"
 
 #include <errno.h>
-#include <stddef.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -65,12 +64,12 @@ void d_wal_answer(d_daemon *d, unsigned long commits_before) {
 /* The only code off the loop thread: it touches nothing but the work's
  * own fields, which the loop leaves alone while d->wal.syncing. */
 static void on_sync_work(uv_work_t *w) {
-    d_wal *wal = w->data;
+    d_wal *wal = &((d_daemon *)w->data)->wal;
     wal->work_rc = fdatasync(wal->work_fd) == 0 ? 0 : errno;
 }
 
 static void on_sync_done(uv_work_t *w, int status) {
-    d_daemon *d = (d_daemon *)((char *)w->data - offsetof(d_daemon, wal));
+    d_daemon *d = w->data;
     close(d->wal.work_fd);
     d->wal.syncing = false;
     d_wal_synced(d, d->wal.work_upto, d->wal.work_rc, d->wal.work_rc);
@@ -83,7 +82,7 @@ void d_wal_sync_later(d_daemon *d) {
     /* its own descriptor: d_wal_close may close the shared one meanwhile */
     if (fd < 0 || (d->wal.work_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0)) < 0) return;
     d->wal.work_upto = upto;
-    d->wal.work.data = &d->wal;
+    d->wal.work.data = d;
     if (uv_queue_work(d->loop, &d->wal.work, on_sync_work, on_sync_done) != 0)
         close(d->wal.work_fd);
     else
