@@ -1,0 +1,41 @@
+/* trigger.h -- when a pipeline retrains: Modyn's triggering policies
+ * (DataAmountTrigger, TimeTrigger, DataDriftTrigger, EnsembleTrigger) fed
+ * the samples in order.
+ *
+ * A trigger is a pure function of the samples (and features) it is fed:
+ * fed the same stream again it fires at the same places. The supervisor
+ * relies on that to rebuild a trigger after a crash by feeding it the
+ * dataset from key 0, submitting only triggers its own log lacks.
+ */
+#ifndef AEGIS_PL_TRIGGER_H
+#define AEGIS_PL_TRIGGER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <jansson.h>
+
+#include "sample.h"
+
+typedef struct pl_trigger pl_trigger;
+
+/* Builds the trigger the pipeline's `trigger` section describes (the
+ * YAML as JSON, Modyn's key names). On a bad or unknown key returns NULL
+ * and writes "trigger.KEY.PATH: what is wrong" to err, so the caller can
+ * name the line the key is on. */
+pl_trigger *pl_trigger_new(const json_t *section, char *err, size_t errlen);
+void pl_trigger_free(pl_trigger *t);
+
+/* Whether it needs each sample's features (a drift trigger does), and how
+ * many per sample (0: whatever the dataset has). */
+bool pl_trigger_needs_features(const pl_trigger *t);
+
+/* Feeds n samples, in key order, with n x dim features when it needs
+ * them (NULL otherwise). Writes to fires[] the index in s of each sample
+ * after which it fires (at most n), and their number to *nfires.
+ * 0, or -1 with err. */
+int pl_trigger_inform(pl_trigger *t, const pl_sample *s, const float *features,
+                      size_t dim, size_t n, size_t *fires, size_t *nfires,
+                      char *err, size_t errlen);
+
+#endif
