@@ -1,6 +1,7 @@
 /* core_priv.h -- the scheduling core's state, shared by the files of
- * src/core that make up the core (core.c, backfill.c, reason.c); nothing
- * outside src/core includes it: core.h is the interface.
+ * src/core that make up the core (core.c, place.c, fifo.c, backfill.c,
+ * reason.c, ...); nothing outside src/core includes it: core.h is the
+ * interface.
  */
 #ifndef AEGIS_CORE_PRIV_H
 #define AEGIS_CORE_PRIV_H
@@ -286,13 +287,19 @@ static inline bool core_filters_pressure(const core_state *core,
            !(core->pol->pairs_unfiltered && gpu->view.njobs == 1);
 }
 
-/* ---- core.c, for backfill.c and reason.c ---------------------------------- */
+/* ---- core.c: the job table, queues and events ------------------------------ */
 
 core_job *core_find(const core_state *core, int64_t id);
 /* The first job in queue order: the recovery queue's, else the FIFO's. */
 core_job *core_head(core_state *core);
 /* The memory the job is admitted with on this attempt. */
 double core_demand(const core_state *core, const core_job *job);
+/* Starts the job as l (core_place()) says: off its queue, onto its GPUs. */
+void core_launch_job(core_state *core, core_job *job, core_launch *l,
+                     double now);
+
+/* ---- place.c: where a job would go ------------------------------------------ */
+
 /* The demand, core_demand(), with which a first attempt joins a busy
  * whole GPU: capped at est_cap_mib under a policy that caps estimates,
  * unless the job declared it (mem_declared). An idle GPU or a MIG
@@ -301,13 +308,11 @@ double core_shared_demand(const core_state *core, const core_job *job,
                           double demand);
 /* Whether the job may join a busy GPU; if not, it waits for idle ones. */
 bool core_may_share(const core_state *core, const core_job *job);
-/* Tries to place the job on GPUs of `allowed` (exclusive first, then a
- * MIG instance, then beside others); fills l either way. */
+/* Tries to place the job on GPUs of `allowed` (beside its feed's jobs,
+ * exclusive, then a MIG instance, then beside others); fills l either
+ * way, and changes no job or count. */
 bool core_place(core_state *core, const core_job *job, double now,
                 uint64_t allowed, core_launch *l);
-/* Starts the job as l says: off its queue, onto its GPUs. */
-void core_launch_job(core_state *core, core_job *job, core_launch *l,
-                     double now);
 bool core_wants_mig(const core_state *core, const core_job *job,
                     double demand, const core_gpu *gpu);
 /* Free memory as the telemetry shows it at `now`. */

@@ -5,13 +5,16 @@ file, read with regular expressions, not a compiler: good enough for the
 house style, where every definition starts at column 0).
 
 Rules (issue 27):
+  - core/core.c (job table, queues, events) defines no placement
+    function, and core/place.c calls nothing of the queue walks above it
+    (core/fifo.c, core/backfill.c);
   - the telemetry files form no circle: no file reaches itself through
     the functions it calls;
   - daemon/jobs*.c (the job table and its parts) has no branch on a
     lease's slurm_job, and calls no function defined in the handlers
     (daemon/handlers.c): the handlers register a hook instead.
 
-Usage: check_layers.py SRC_DIR RULE..., each RULE telemetry or jobs.
+Usage: check_layers.py SRC_DIR RULE..., each RULE core, telemetry or jobs.
 Prints each break of the rules; exits 1 if any.
 """
 import glob
@@ -40,6 +43,12 @@ def definitions(text):
         if brace >= 0 and (semi < 0 or brace < semi):
             names.add(m.group(1))
     return names
+
+
+# Any function definition at column 0, static or not.
+ANY_DEF = re.compile(r"^(?:static\s+)?(?:inline\s+)?[A-Za-z_][\w \*]*?"
+                     r"\b([A-Za-z_]\w*)\([^;{]*\)\s*\{", re.M)
+PLACEMENT = re.compile(r"place|telemetry_(gates|admits)|candidate|take_best")
 
 
 def read_files(paths):
@@ -92,6 +101,22 @@ def check_telemetry(src):
     return []
 
 
+def check_core(src):
+    core = os.path.join(src, "core")
+    files = read_files([os.path.join(core, f) for f in
+                        ("core.c", "place.c", "fifo.c", "backfill.c")])
+    text = {os.path.basename(p): t for p, t in files.items()}
+    problems = [f"core/core.c: defines {m.group(1)}(), which is placement "
+                "(core/place.c's)"
+                for m in ANY_DEF.finditer(text["core.c"])
+                if PLACEMENT.search(m.group(1))]
+    walks = definitions(text["fifo.c"]) | definitions(text["backfill.c"])
+    for name in sorted(set(CALL.findall(text["place.c"])) & walks):
+        problems.append(f"core/place.c: calls {name}() of the queue walks "
+                        "above it (fifo.c, backfill.c)")
+    return problems
+
+
 def check_jobs(src):
     daemon = os.path.join(src, "daemon")
     jobs = read_files(sorted(glob.glob(os.path.join(daemon, "jobs*.c"))))
@@ -110,7 +135,8 @@ def check_jobs(src):
     return problems
 
 
-RULES = {"telemetry": check_telemetry, "jobs": check_jobs}
+RULES = {"core": check_core, "telemetry": check_telemetry,
+         "jobs": check_jobs}
 
 
 def main():
