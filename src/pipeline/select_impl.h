@@ -1,0 +1,78 @@
+/* select_impl.h -- the selector's parts behind select.h: its settings
+ * (select.c reads them), the pool of candidate samples and the random
+ * choices every strategy makes from it (select_pool.c), and presampling
+ * (select_presample.c).
+ *
+ * A pool is a range of sample indices [lo, hi): samples are dense, so
+ * the data of the last k+1 triggers is one range. Chosen samples become
+ * items in key order, weight 1 (presampling weighs nothing, as Modyn's).
+ */
+#ifndef AEGIS_PL_SELECT_IMPL_H
+#define AEGIS_PL_SELECT_IMPL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "pl_rng.h"
+#include "select.h"
+
+typedef enum sel_kind {
+    SEL_NEW_DATA,    /* NewDataStrategy */
+    SEL_FRESHNESS,   /* FreshnessSamplingStrategy */
+    SEL_CORESET,     /* CoresetStrategy (presampling only) */
+} sel_kind;
+
+typedef enum sel_presample_kind {
+    PRE_RANDOM, PRE_RANDOM_NO_REPLACEMENT, PRE_LABEL_BALANCED,
+    PRE_TRIGGER_BALANCED, PRE_NONE,
+} sel_presample_kind;
+
+struct pl_selector {
+    sel_kind kind;
+    uint64_t seed;
+    bool all_data;            /* tail_triggers absent or null */
+    int64_t tail_triggers;    /* earlier triggers' data kept besides the new */
+    int64_t limit;            /* most samples per set; -1: no limit */
+    bool limit_uar;           /* limit_reset sampleUAR, else lastX */
+    int64_t unused_ratio;     /* freshness: percent of never-used samples */
+    sel_presample_kind presample;
+    int64_t ratio, ratio_max; /* presampling keeps ratio/ratio_max */
+    int64_t warmup_triggers;  /* coreset: triggers trained on whole pools */
+    uint64_t *used;           /* bitmap by key: trained on by an earlier set */
+    uint64_t used_words;
+};
+
+/* A growing list of chosen items. */
+typedef struct sel_out {
+    pl_trainset_item *items;
+    size_t count, cap;
+} sel_out;
+
+int sel_out_add(sel_out *out, uint64_t key);
+/* Sorts by key (after choices from several lists). */
+void sel_out_sort(sel_out *out);
+
+/* k of the samples [lo, hi) uniformly at random, in key order
+ * (selection sampling: one pass, no list of candidates). */
+int sel_choose_range(const pl_sample *s, uint64_t lo, uint64_t hi, uint64_t k,
+                     pl_rng *rng, sel_out *out);
+/* k of the n indices in idx, uniformly at random, in their order. */
+int sel_choose_list(const pl_sample *s, const uint64_t *idx, uint64_t n,
+                    uint64_t k, pl_rng *rng, sel_out *out);
+
+/* Whether key was trained on, and marking it so. */
+bool sel_used(const pl_selector *sel, uint64_t key);
+int sel_mark_used(pl_selector *sel, uint64_t key);
+
+/* The pool's indices split by sel_used: unused first (*nunused of them),
+ * then used; malloc'd, NULL when out of memory. */
+uint64_t *sel_split_used(const pl_selector *sel, const pl_sample *s,
+                         uint64_t lo, uint64_t hi, uint64_t *nunused);
+
+/* Presamples the pool [lo, hi) into out. bounds/trigger as in select.h
+ * (TriggerBalanced groups by them). */
+int sel_presample(pl_selector *sel, const pl_sample *s, uint64_t lo,
+                  uint64_t hi, const uint64_t *bounds, uint32_t trigger,
+                  pl_rng *rng, sel_out *out);
+
+#endif
