@@ -16,9 +16,10 @@
 
 /* ---- metrics ---------------------------------------------------------- */
 
-/* The bandwidth of the Gaussian kernel by the median heuristic: the median
- * distance between rows of x (at most its first DRIFT_SIGMA_ROWS rows).
- * 1 when all rows coincide. */
+/* The bandwidth of the Gaussian kernel by the median heuristic, as
+ * alibi-detect (Modyn's MMD) sets it: sqrt(median squared distance / 2)
+ * between rows of x (at most its first DRIFT_SIGMA_ROWS rows). 1 when all
+ * rows coincide. */
 #define DRIFT_SIGMA_ROWS 1000
 double drift_median_sigma(const float *x, size_t n, size_t dim);
 
@@ -81,7 +82,7 @@ void drift_criterion_free(drift_criterion *c);
  * given: chosen with bench/pipeline/bench_drift.c (docs/benchmarks.md) so
  * that the generator's default drift is caught and no-drift windows of
  * 1,000 samples rarely cross it. */
-#define DRIFT_MMD_DEFAULT_THRESHOLD 0.02
+#define DRIFT_MMD_DEFAULT_THRESHOLD 0.01
 
 typedef struct drift_metric {
     char name[64];          /* its key under `metrics` */

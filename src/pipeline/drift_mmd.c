@@ -41,9 +41,11 @@ double drift_median_sigma(const float *x, size_t n, size_t dim)
         for (size_t j = i + 1; j < n; j++)
             d[p++] = sq_dist(x + i * dim, x + j * dim, dim);
     qsort(d, pairs, sizeof *d, cmp_double);
-    double median = sqrt(d[pairs / 2]);
+    /* As alibi-detect's sigma_median: sigma^2 is half the median squared
+     * distance, so the kernel is exp(-|a-b|^2 / median). */
+    double sigma = sqrt(d[pairs / 2] / 2.0);
     free(d);
-    return median > 0 ? median : 1.0;
+    return sigma > 0 ? sigma : 1.0;
 }
 
 /* The statistic from the three sums of kernel values: within x (i != j),
