@@ -13,8 +13,10 @@
  *   CoresetStrategy            presampling (select_presample.c) after
  *                              warmup_triggers whole pools.
  * Random choices draw from a generator seeded by (seed, trigger), so a set
- * is rebuilt byte for byte; keys a set takes count as used from then on.
+ * is rebuilt byte for byte. Strategies that prefer unused samples record
+ * the keys each set takes; the others stream theirs to the file.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -287,6 +289,41 @@ static int check_bounds(const uint64_t *bounds, uint32_t trigger, uint64_t end,
     return 0;
 }
 
+/* Whether the strategy's choices come in key order, so they can stream to
+ * the file as they are made. */
+static bool choices_in_order(const pl_selector *sel, uint32_t trigger)
+{
+    if (sel->kind == SEL_NEW_DATA)
+        return true;
+    return sel->kind == SEL_CORESET &&
+           (trigger < (uint64_t)sel->warmup_triggers ||
+            sel->presample == PRE_RANDOM || sel->presample == PRE_NONE);
+}
+
+/* Whether the strategy reads which keys were used (and so must record
+ * them as it goes). */
+static bool tracks_use(const pl_selector *sel)
+{
+    return sel->kind == SEL_FRESHNESS ||
+           (sel->kind == SEL_CORESET && sel->presample == PRE_RANDOM_NO_REPLACEMENT);
+}
+
+/* Chooses into a list, sorts it and writes it to the file. */
+static int choose_listed(pl_selector *sel, const pl_sample *s, uint64_t lo,
+                         uint64_t end, const uint64_t *bounds, uint32_t trigger,
+                         pl_rng *rng, sel_out *file)
+{
+    sel_out list = {0};
+    int rc = choose(sel, s, lo, end, bounds, trigger, rng, &list);
+    if (rc < 0)
+        snprintf(file->err, sizeof file->err, "%s",
+                 list.err[0] ? list.err : "selection: out of memory");
+    for (size_t i = 0; rc == 0 && i < list.count; i++)
+        rc = sel_out_add(file, list.items[i].key);
+    free(list.items);
+    return rc;
+}
+
 int pl_selector_build(pl_selector *sel, const pl_sample *samples, uint64_t end,
                       const uint64_t *bounds, uint32_t trigger,
                       const char *path, char *err, size_t errlen)
@@ -295,18 +332,19 @@ int pl_selector_build(pl_selector *sel, const pl_sample *samples, uint64_t end,
         return -1;
     pl_rng rng;
     pl_rng_seed(&rng, sel->seed, trigger);
-    sel_out out = {0};
+    sel_out file = {.stream = pl_trainset_begin(path, err, errlen),
+                    .mark = tracks_use(sel) ? sel : NULL};
+    if (!file.stream)
+        return -1;
     uint64_t lo = pool_start(sel, bounds, trigger);
-    if (choose(sel, samples, lo, end, bounds, trigger, &rng, &out) < 0) {
-        free(out.items);
-        snprintf(err, errlen, "selection: out of memory building trigger %u's "
-                 "set", trigger);
+    int rc = choices_in_order(sel, trigger)
+                 ? choose(sel, samples, lo, end, bounds, trigger, &rng, &file)
+                 : choose_listed(sel, samples, lo, end, bounds, trigger, &rng, &file);
+    if (rc < 0) {
+        pl_trainset_abort(file.stream);
+        snprintf(err, errlen, "%s (building trigger %u's set)",
+                 file.err[0] ? file.err : "selection: out of memory", trigger);
         return -1;
     }
-    int rc = pl_trainset_write(path, out.items, out.count, sel->seed, trigger,
-                               err, errlen);
-    if (rc == 0)
-        pl_selector_note_used(sel, out.items, out.count);
-    free(out.items);
-    return rc;
+    return pl_trainset_finish(file.stream, sel->seed, trigger, err, errlen);
 }

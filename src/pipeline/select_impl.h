@@ -6,6 +6,7 @@
  * A pool is a range of sample indices [lo, hi): samples are dense, so
  * the data of the last k+1 triggers is one range. Chosen samples become
  * items in key order, weight 1 (presampling weighs nothing, as Modyn's).
+ * Choices errors (out of memory, a failed write) are in sel_out's err.
  */
 #ifndef AEGIS_PL_SELECT_IMPL_H
 #define AEGIS_PL_SELECT_IMPL_H
@@ -15,6 +16,7 @@
 
 #include "pl_rng.h"
 #include "select.h"
+#include "trainset_writer.h"
 
 typedef enum sel_kind {
     SEL_NEW_DATA,    /* NewDataStrategy */
@@ -42,14 +44,19 @@ struct pl_selector {
     uint64_t used_words;
 };
 
-/* A growing list of chosen items. */
+/* Where chosen keys go: straight to the set's file when the choices come
+ * in key order (stream), else a list sorted before it is written. */
 typedef struct sel_out {
-    pl_trainset_item *items;
+    pl_trainset_writer *stream;  /* the file, or NULL for the list */
+    pl_selector *mark;           /* marks each written key used, or NULL */
+    pl_trainset_item *items;     /* the list */
     size_t count, cap;
+    char err[512];               /* why an add failed */
 } sel_out;
 
+/* 0, or -1 with out->err. */
 int sel_out_add(sel_out *out, uint64_t key);
-/* Sorts by key (after choices from several lists). */
+/* Sorts the list by key (after choices from several lists). */
 void sel_out_sort(sel_out *out);
 
 /* k of the samples [lo, hi) uniformly at random, in key order

@@ -1,23 +1,37 @@
 /* select_pool.c -- the random choices selection strategies make from a
  * pool of samples, and the record of which keys were trained on
  * (select_impl.h). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "select_impl.h"
 
-int sel_out_add(sel_out *out, uint64_t key)
+static int append(sel_out *out, uint64_t key)
 {
     if (out->count == out->cap) {
         size_t cap = out->cap ? out->cap * 2 : 1024;
         pl_trainset_item *items = realloc(out->items, cap * sizeof *items);
-        if (!items)
+        if (!items) {
+            snprintf(out->err, sizeof out->err, "selection: out of memory");
             return -1;
+        }
         out->items = items;
         out->cap = cap;
     }
     out->items[out->count++] = (pl_trainset_item){key, 1.0f, 0};
     return 0;
+}
+
+int sel_out_add(sel_out *out, uint64_t key)
+{
+    if (!out->stream)
+        return append(out, key);
+    if (out->mark && sel_mark_used(out->mark, key) < 0) {
+        snprintf(out->err, sizeof out->err, "selection: out of memory");
+        return -1;
+    }
+    return pl_trainset_add(out->stream, key, 1.0f, out->err, sizeof out->err);
 }
 
 static int cmp_item(const void *a, const void *b)
@@ -32,54 +46,36 @@ void sel_out_sort(sel_out *out)
     qsort(out->items, out->count, sizeof *out->items, cmp_item);
 }
 
-/* Room for k more items at once, so the choosing loops do not grow the
- * array item by item. */
-static int reserve(sel_out *out, uint64_t k)
-{
-    if (out->count + k <= out->cap)
-        return 0;
-    size_t cap = out->count + k;
-    pl_trainset_item *items = realloc(out->items, (cap ? cap : 1) * sizeof *items);
-    if (!items)
-        return -1;
-    out->items = items;
-    out->cap = cap;
-    return 0;
-}
-
 int sel_choose_range(const pl_sample *s, uint64_t lo, uint64_t hi, uint64_t k,
                      pl_rng *rng, sel_out *out)
 {
-    uint64_t n = hi - lo;
-    if (k > n)
-        k = n;
-    if (reserve(out, k) < 0)
-        return -1;
-    pl_trainset_item *dst = out->items + out->count;
     uint64_t taken = 0;
+    if (k > hi - lo)
+        k = hi - lo;
     /* Knuth's algorithm S: sample i is kept with probability
      * (still wanted) / (still left), which gives every k-subset the same
      * chance and ends with exactly k. */
     for (uint64_t i = lo; i < hi && taken < k; i++)
-        if (k - taken == hi - i || pl_rng_below(rng, hi - i) < k - taken)
-            dst[taken++] = (pl_trainset_item){s[i].key, 1.0f, 0};
-    out->count += taken;
+        if (k - taken == hi - i || pl_rng_below(rng, hi - i) < k - taken) {
+            if (sel_out_add(out, s[i].key) < 0)
+                return -1;
+            taken++;
+        }
     return 0;
 }
 
 int sel_choose_list(const pl_sample *s, const uint64_t *idx, uint64_t n,
                     uint64_t k, pl_rng *rng, sel_out *out)
 {
+    uint64_t taken = 0;
     if (k > n)
         k = n;
-    if (reserve(out, k) < 0)
-        return -1;
-    uint64_t taken = 0;
     for (uint64_t i = 0; i < n && taken < k; i++)
-        if (k - taken == n - i || pl_rng_below(rng, n - i) < k - taken)
-            out->items[out->count + taken++] =
-                (pl_trainset_item){s[idx[i]].key, 1.0f, 0};
-    out->count += taken;
+        if (k - taken == n - i || pl_rng_below(rng, n - i) < k - taken) {
+            if (sel_out_add(out, s[idx[i]].key) < 0)
+                return -1;
+            taken++;
+        }
     return 0;
 }
 

@@ -1,11 +1,12 @@
 /* trainset.c -- writing and reading a trigger's training set (trainset.h).
  *
- * The writer streams the set through a small buffer, so a set of any size
- * costs one pass and no copy of the caller's array; the file appears under
+ * The writer streams the set through a small buffer (trainset_writer.h),
+ * so a set of any size costs one pass and no copy; the file appears under
  * its name only once it is whole and on disk (temporary name, fsync,
  * rename, fsync of the folder).
  */
 #include "trainset.h"
+#include "trainset_writer.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -34,12 +35,15 @@ _Static_assert(sizeof(trainset_header) == 32, "trainset header layout");
 /* Items per write: 64 KiB, big enough that system calls do not show. */
 #define TRAINSET_CHUNK 4096
 
-/* A file being written: its descriptor, running CRC and name for errors. */
-typedef struct ts_out {
+struct pl_trainset_writer {
     int fd;
-    uLong crc;
-    const char *path;
-} ts_out;
+    uLong items_crc;             /* CRC-32 of the items written so far */
+    uint64_t count;              /* items written so far */
+    size_t nbuf;                 /* items waiting in buf */
+    pl_trainset_item buf[TRAINSET_CHUNK];
+    char path[4096];             /* where the set goes */
+    char tmp[4104];              /* path.tmp, while it is written */
+};
 
 static int fail_errno(char *err, size_t errlen, const char *path,
                       const char *what)
@@ -48,52 +52,88 @@ static int fail_errno(char *err, size_t errlen, const char *path,
     return -1;
 }
 
-static int out_write(ts_out *out, const void *buf, size_t len, char *err,
-                     size_t errlen)
+static int write_all(int fd, const void *buf, size_t len, const char *path,
+                     char *err, size_t errlen)
 {
-    out->crc = crc32_z(out->crc, buf, len);
     const char *p = buf;
     while (len > 0) {
-        ssize_t n = write(out->fd, p, len);
+        ssize_t n = write(fd, p, len);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0)
-            return fail_errno(err, errlen, out->path, "write");
+            return fail_errno(err, errlen, path, "write");
         p += n;
         len -= (size_t)n;
     }
     return 0;
 }
 
-/* The items, with their reserved field written as 0 whatever the caller's
- * array holds, so the file matches its layout. */
-static int write_items(ts_out *out, const pl_trainset_item *items,
-                       size_t count, char *err, size_t errlen)
+static int flush_items(pl_trainset_writer *w, char *err, size_t errlen)
 {
-    pl_trainset_item chunk[TRAINSET_CHUNK];
-    for (size_t done = 0; done < count;) {
-        size_t n = count - done < TRAINSET_CHUNK ? count - done : TRAINSET_CHUNK;
-        for (size_t i = 0; i < n; i++)
-            chunk[i] = (pl_trainset_item){items[done + i].key,
-                                          items[done + i].weight, 0};
-        if (out_write(out, chunk, n * sizeof chunk[0], err, errlen) < 0)
-            return -1;
-        done += n;
-    }
-    return 0;
+    size_t bytes = w->nbuf * sizeof w->buf[0];
+    w->items_crc = crc32_z(w->items_crc, (const Bytef *)w->buf, bytes);
+    w->nbuf = 0;
+    return write_all(w->fd, w->buf, bytes, w->tmp, err, errlen);
 }
 
-static int write_body(ts_out *out, const pl_trainset_item *items,
-                      size_t count, uint64_t seed, uint32_t trigger,
+pl_trainset_writer *pl_trainset_begin(const char *path, char *err,
+                                      size_t errlen)
+{
+    pl_trainset_writer *w = calloc(1, sizeof *w);
+    if (!w || strlen(path) >= sizeof w->path) {
+        snprintf(err, errlen, "%s: %s", path, w ? "path too long" : "out of memory");
+        free(w);
+        return NULL;
+    }
+    snprintf(w->path, sizeof w->path, "%s", path);
+    snprintf(w->tmp, sizeof w->tmp, "%s.tmp", path);
+    w->items_crc = crc32(0, NULL, 0);
+    w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    /* The header's place, filled in by pl_trainset_finish. */
+    trainset_header blank = {0};
+    if (w->fd < 0 || write_all(w->fd, &blank, sizeof blank, w->tmp, err, errlen) < 0) {
+        if (w->fd < 0)
+            fail_errno(err, errlen, w->tmp, "create");
+        pl_trainset_abort(w);
+        return NULL;
+    }
+    return w;
+}
+
+int pl_trainset_add(pl_trainset_writer *w, uint64_t key, float weight,
+                    char *err, size_t errlen)
+{
+    w->buf[w->nbuf++] = (pl_trainset_item){key, weight, 0};
+    w->count++;
+    return w->nbuf == TRAINSET_CHUNK ? flush_items(w, err, errlen) : 0;
+}
+
+void pl_trainset_abort(pl_trainset_writer *w)
+{
+    if (w->fd >= 0) {
+        close(w->fd);
+        unlink(w->tmp);
+    }
+    free(w);
+}
+
+/* The header at the front and the checksum at the end: the CRC of the
+ * whole file is the header's combined with the items' (zlib's
+ * crc32_combine), so the items are not read back. */
+static int write_ends(pl_trainset_writer *w, uint64_t seed, uint32_t trigger,
                       char *err, size_t errlen)
 {
-    trainset_header h = {.count = count, .seed = seed, .trigger = trigger};
+    trainset_header h = {.count = w->count, .seed = seed, .trigger = trigger};
     memcpy(h.magic, PL_TRAINSET_MAGIC, sizeof h.magic);
-    if (out_write(out, &h, sizeof h, err, errlen) < 0 ||
-        write_items(out, items, count, err, errlen) < 0)
+    uLong crc = crc32_combine(crc32_z(crc32(0, NULL, 0), (const Bytef *)&h, sizeof h),
+                              w->items_crc,
+                              (z_off_t)(w->count * sizeof(pl_trainset_item)));
+    uint32_t trailer = (uint32_t)crc;
+    if (write_all(w->fd, &trailer, sizeof trailer, w->tmp, err, errlen) < 0)
         return -1;
-    uint32_t crc = (uint32_t)out->crc;
-    return out_write(out, &crc, sizeof crc, err, errlen);
+    if (pwrite(w->fd, &h, sizeof h, 0) != (ssize_t)sizeof h)
+        return fail_errno(err, errlen, w->tmp, "write header");
+    return 0;
 }
 
 /* Makes the rename durable: fsync of the folder that holds PATH. */
@@ -110,31 +150,44 @@ static int sync_parent(const char *path, char *err, size_t errlen)
     return rc < 0 ? fail_errno(err, errlen, dir, "fsync folder") : 0;
 }
 
+int pl_trainset_finish(pl_trainset_writer *w, uint64_t seed, uint32_t trigger,
+                       char *err, size_t errlen)
+{
+    if (flush_items(w, err, errlen) < 0 ||
+        write_ends(w, seed, trigger, err, errlen) < 0)
+        goto fail;
+    if (fsync(w->fd) < 0) {
+        fail_errno(err, errlen, w->tmp, "fsync");
+        goto fail;
+    }
+    int rc = close(w->fd);
+    w->fd = -1;
+    if (rc < 0 || rename(w->tmp, w->path) < 0) {
+        fail_errno(err, errlen, w->path, rc < 0 ? "close" : "rename into place");
+        unlink(w->tmp);
+        goto fail;
+    }
+    rc = sync_parent(w->path, err, errlen);
+    free(w);
+    return rc;
+fail:
+    pl_trainset_abort(w);
+    return -1;
+}
+
 int pl_trainset_write(const char *path, const pl_trainset_item *items,
                       size_t count, uint64_t seed, uint32_t trigger,
                       char *err, size_t errlen)
 {
-    char tmp[4096];
-    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", path) >= sizeof tmp) {
-        snprintf(err, errlen, "%s: path too long", path);
+    pl_trainset_writer *w = pl_trainset_begin(path, err, errlen);
+    if (!w)
         return -1;
-    }
-    ts_out out = {.crc = crc32(0, NULL, 0), .path = tmp};
-    out.fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (out.fd < 0)
-        return fail_errno(err, errlen, tmp, "create");
-    int rc = write_body(&out, items, count, seed, trigger, err, errlen);
-    if (rc == 0 && fsync(out.fd) < 0)
-        rc = fail_errno(err, errlen, tmp, "fsync");
-    if (close(out.fd) < 0 && rc == 0)
-        rc = fail_errno(err, errlen, tmp, "close");
-    if (rc == 0 && rename(tmp, path) < 0)
-        rc = fail_errno(err, errlen, path, "rename into place");
-    if (rc < 0) {
-        unlink(tmp);
-        return -1;
-    }
-    return sync_parent(path, err, errlen);
+    for (size_t i = 0; i < count; i++)
+        if (pl_trainset_add(w, items[i].key, items[i].weight, err, errlen) < 0) {
+            pl_trainset_abort(w);
+            return -1;
+        }
+    return pl_trainset_finish(w, seed, trigger, err, errlen);
 }
 
 /* The whole file in memory: a set is read once, at a training's start. */
