@@ -196,17 +196,17 @@ void pl_selector_note_used(pl_selector *sel, const pl_trainset_item *items,
 
 /* ---- building a set --------------------------------------------------- */
 
-static int new_data(const pl_selector *sel, const pl_sample *s, uint64_t lo,
-                    uint64_t hi, pl_rng *rng, sel_out *out)
+static int new_data(const pl_selector *sel, uint64_t lo, uint64_t hi,
+                    pl_rng *rng, sel_out *out)
 {
     uint64_t n = hi - lo;
     if (sel->limit < 0 || n <= (uint64_t)sel->limit)
-        return sel_choose_range(s, lo, hi, n, rng, out);
+        return sel_choose_range(lo, hi, n, rng, out);
     bool newest = !sel->all_data && sel->tail_triggers == 0 && !sel->limit_uar;
     if (newest)
-        return sel_choose_range(s, hi - (uint64_t)sel->limit, hi,
+        return sel_choose_range(hi - (uint64_t)sel->limit, hi,
                                 (uint64_t)sel->limit, rng, out);
-    return sel_choose_range(s, lo, hi, (uint64_t)sel->limit, rng, out);
+    return sel_choose_range(lo, hi, (uint64_t)sel->limit, rng, out);
 }
 
 /* How many never-used (*fresh) and used (*old) samples a freshness set
@@ -228,17 +228,17 @@ static void freshness_split(const pl_selector *sel, uint64_t nunused,
         *old = nused;
 }
 
-static int freshness(const pl_selector *sel, const pl_sample *s, uint64_t lo,
-                     uint64_t hi, pl_rng *rng, sel_out *out)
+static int freshness(const pl_selector *sel, uint64_t lo, uint64_t hi,
+                     pl_rng *rng, sel_out *out)
 {
     uint64_t nunused, fresh, old;
-    uint64_t *idx = sel_split_used(sel, s, lo, hi, &nunused);
+    uint64_t *idx = sel_split_used(sel, lo, hi, &nunused);
     if (!idx)
         return -1;
     freshness_split(sel, nunused, hi - lo - nunused, &fresh, &old);
-    int rc = sel_choose_list(s, idx, nunused, fresh, rng, out);
+    int rc = sel_choose_list(idx, nunused, fresh, rng, out);
     if (rc == 0)
-        rc = sel_choose_list(s, idx + nunused, hi - lo - nunused, old, rng, out);
+        rc = sel_choose_list(idx + nunused, hi - lo - nunused, old, rng, out);
     free(idx);
     sel_out_sort(out);
     return rc;
@@ -250,9 +250,9 @@ static int choose(pl_selector *sel, const pl_sample *s, uint64_t lo,
 {
     switch (sel->kind) {
     case SEL_NEW_DATA:
-        return new_data(sel, s, lo, hi, rng, out);
+        return new_data(sel, lo, hi, rng, out);
     case SEL_FRESHNESS:
-        return freshness(sel, s, lo, hi, rng, out);
+        return freshness(sel, lo, hi, rng, out);
     case SEL_CORESET:
         if (trigger < (uint64_t)sel->warmup_triggers) {
             sel_presample_kind keep = sel->presample;
@@ -276,9 +276,18 @@ static uint64_t pool_start(const pl_selector *sel, const uint64_t *bounds,
     return bounds[trigger - (uint32_t)sel->tail_triggers - 1];
 }
 
-static int check_bounds(const uint64_t *bounds, uint32_t trigger, uint64_t end,
-                        char *err, size_t errlen)
+/* The bounds in order and within the samples, and the samples dense
+ * (the last one's key is its index), as the choices rely on. */
+static int check_bounds(const pl_sample *samples, const uint64_t *bounds,
+                        uint32_t trigger, uint64_t end, char *err,
+                        size_t errlen)
 {
+    if (end > 0 && samples[end - 1].key != end - 1) {
+        snprintf(err, errlen, "selection: sample %llu has key %llu; keys must "
+                 "be dense from 0", (unsigned long long)(end - 1),
+                 (unsigned long long)samples[end - 1].key);
+        return -1;
+    }
     for (uint32_t i = 0; i < trigger; i++)
         if (bounds[i] > end || (i > 0 && bounds[i] < bounds[i - 1])) {
             snprintf(err, errlen, "selection: trigger %u ends at key %llu, "
@@ -328,7 +337,7 @@ int pl_selector_build(pl_selector *sel, const pl_sample *samples, uint64_t end,
                       const uint64_t *bounds, uint32_t trigger,
                       const char *path, char *err, size_t errlen)
 {
-    if (check_bounds(bounds, trigger, end, err, errlen) < 0)
+    if (check_bounds(samples, bounds, trigger, end, err, errlen) < 0)
         return -1;
     pl_rng rng;
     pl_rng_seed(&rng, sel->seed, trigger);

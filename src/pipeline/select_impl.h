@@ -3,8 +3,9 @@
  * choices every strategy makes from it (select_pool.c), and presampling
  * (select_presample.c).
  *
- * A pool is a range of sample indices [lo, hi): samples are dense, so
- * the data of the last k+1 triggers is one range. Chosen samples become
+ * A pool is a range of keys [lo, hi): keys are dense and sample i has key
+ * i (sample.h), so the data of the last k+1 triggers is one range and a
+ * choice need not read the samples, only their labels when it balances. Chosen samples become
  * items in key order, weight 1 (presampling weighs nothing, as Modyn's).
  * Choices errors (out of memory, a failed write) are in sel_out's err.
  */
@@ -59,22 +60,22 @@ int sel_out_add(sel_out *out, uint64_t key);
 /* Sorts the list by key (after choices from several lists). */
 void sel_out_sort(sel_out *out);
 
-/* k of the samples [lo, hi) uniformly at random, in key order
- * (selection sampling: one pass, no list of candidates). */
-int sel_choose_range(const pl_sample *s, uint64_t lo, uint64_t hi, uint64_t k,
-                     pl_rng *rng, sel_out *out);
-/* k of the n indices in idx, uniformly at random, in their order. */
-int sel_choose_list(const pl_sample *s, const uint64_t *idx, uint64_t n,
-                    uint64_t k, pl_rng *rng, sel_out *out);
+/* k of the keys [lo, hi) uniformly at random, in key order (selection
+ * sampling: one pass, no list of candidates). */
+int sel_choose_range(uint64_t lo, uint64_t hi, uint64_t k, pl_rng *rng,
+                     sel_out *out);
+/* k of the n keys in idx, uniformly at random, in their order. */
+int sel_choose_list(const uint64_t *idx, uint64_t n, uint64_t k, pl_rng *rng,
+                    sel_out *out);
 
 /* Whether key was trained on, and marking it so. */
 bool sel_used(const pl_selector *sel, uint64_t key);
 int sel_mark_used(pl_selector *sel, uint64_t key);
 
-/* The pool's indices split by sel_used: unused first (*nunused of them),
+/* The pool's keys split by sel_used: unused first (*nunused of them),
  * then used; malloc'd, NULL when out of memory. */
-uint64_t *sel_split_used(const pl_selector *sel, const pl_sample *s,
-                         uint64_t lo, uint64_t hi, uint64_t *nunused);
+uint64_t *sel_split_used(const pl_selector *sel, uint64_t lo, uint64_t hi,
+                         uint64_t *nunused);
 
 /* Presamples the pool [lo, hi) into out. bounds/trigger as in select.h
  * (TriggerBalanced groups by them). */

@@ -46,8 +46,8 @@ void sel_out_sort(sel_out *out)
     qsort(out->items, out->count, sizeof *out->items, cmp_item);
 }
 
-int sel_choose_range(const pl_sample *s, uint64_t lo, uint64_t hi, uint64_t k,
-                     pl_rng *rng, sel_out *out)
+int sel_choose_range(uint64_t lo, uint64_t hi, uint64_t k, pl_rng *rng,
+                     sel_out *out)
 {
     uint64_t taken = 0;
     if (k > hi - lo)
@@ -57,22 +57,22 @@ int sel_choose_range(const pl_sample *s, uint64_t lo, uint64_t hi, uint64_t k,
      * chance and ends with exactly k. */
     for (uint64_t i = lo; i < hi && taken < k; i++)
         if (k - taken == hi - i || pl_rng_below(rng, hi - i) < k - taken) {
-            if (sel_out_add(out, s[i].key) < 0)
+            if (sel_out_add(out, i) < 0)
                 return -1;
             taken++;
         }
     return 0;
 }
 
-int sel_choose_list(const pl_sample *s, const uint64_t *idx, uint64_t n,
-                    uint64_t k, pl_rng *rng, sel_out *out)
+int sel_choose_list(const uint64_t *idx, uint64_t n, uint64_t k, pl_rng *rng,
+                    sel_out *out)
 {
     uint64_t taken = 0;
     if (k > n)
         k = n;
     for (uint64_t i = 0; i < n && taken < k; i++)
         if (k - taken == n - i || pl_rng_below(rng, n - i) < k - taken) {
-            if (sel_out_add(out, s[idx[i]].key) < 0)
+            if (sel_out_add(out, idx[i]) < 0)
                 return -1;
             taken++;
         }
@@ -103,8 +103,8 @@ int sel_mark_used(pl_selector *sel, uint64_t key)
     return 0;
 }
 
-uint64_t *sel_split_used(const pl_selector *sel, const pl_sample *s,
-                         uint64_t lo, uint64_t hi, uint64_t *nunused)
+uint64_t *sel_split_used(const pl_selector *sel, uint64_t lo, uint64_t hi,
+                         uint64_t *nunused)
 {
     uint64_t n = hi - lo;
     uint64_t *idx = malloc((n ? n : 1) * sizeof *idx);
@@ -112,10 +112,10 @@ uint64_t *sel_split_used(const pl_selector *sel, const pl_sample *s,
         return NULL;
     uint64_t front = 0, back = n;
     for (uint64_t i = lo; i < hi; i++)
-        if (!sel_used(sel, s[i].key))
+        if (!sel_used(sel, i))
             idx[front++] = i;
     for (uint64_t i = hi; i-- > lo;)
-        if (sel_used(sel, s[i].key))
+        if (sel_used(sel, i))
             idx[--back] = i;
     *nunused = front;
     return idx;

@@ -106,8 +106,8 @@ static size_t group_runs(const grouped *g, uint64_t n, uint64_t *start,
     return runs;
 }
 
-static int choose_balanced(const pl_sample *s, const grouped *g, uint64_t n,
-                           uint64_t target, pl_rng *rng, sel_out *out)
+static int choose_balanced(const grouped *g, uint64_t n, uint64_t target,
+                           pl_rng *rng, sel_out *out)
 {
     uint64_t *start = malloc(3 * (n ? n : 1) * sizeof *start);
     uint64_t *idx = malloc((n ? n : 1) * sizeof *idx);
@@ -122,7 +122,7 @@ static int choose_balanced(const pl_sample *s, const grouped *g, uint64_t n,
         idx[i] = g[i].idx;
     rc = 0;
     for (size_t r = 0; r < runs && rc == 0; r++)
-        rc = sel_choose_list(s, idx + start[r], size[r], quota[r], rng, out);
+        rc = sel_choose_list(idx + start[r], size[r], quota[r], rng, out);
     sel_out_sort(out);
 out:
     free(start);
@@ -130,18 +130,18 @@ out:
     return rc;
 }
 
-static int choose_unused_first(pl_selector *sel, const pl_sample *s,
-                               uint64_t lo, uint64_t hi, uint64_t target,
-                               pl_rng *rng, sel_out *out)
+static int choose_unused_first(const pl_selector *sel, uint64_t lo,
+                               uint64_t hi, uint64_t target, pl_rng *rng,
+                               sel_out *out)
 {
     uint64_t nunused;
-    uint64_t *idx = sel_split_used(sel, s, lo, hi, &nunused);
+    uint64_t *idx = sel_split_used(sel, lo, hi, &nunused);
     if (!idx)
         return -1;
     uint64_t fresh = target < nunused ? target : nunused;
-    int rc = sel_choose_list(s, idx, nunused, fresh, rng, out);
+    int rc = sel_choose_list(idx, nunused, fresh, rng, out);
     if (rc == 0)
-        rc = sel_choose_list(s, idx + nunused, hi - lo - nunused,
+        rc = sel_choose_list(idx + nunused, hi - lo - nunused,
                              target - fresh, rng, out);
     free(idx);
     sel_out_sort(out);
@@ -156,9 +156,9 @@ int sel_presample(pl_selector *sel, const pl_sample *s, uint64_t lo,
     switch (sel->presample) {
     case PRE_NONE:
     case PRE_RANDOM:
-        return sel_choose_range(s, lo, hi, target, rng, out);
+        return sel_choose_range(lo, hi, target, rng, out);
     case PRE_RANDOM_NO_REPLACEMENT:
-        return choose_unused_first(sel, s, lo, hi, target, rng, out);
+        return choose_unused_first(sel, lo, hi, target, rng, out);
     case PRE_LABEL_BALANCED:
     case PRE_TRIGGER_BALANCED:
         break;
@@ -166,7 +166,7 @@ int sel_presample(pl_selector *sel, const pl_sample *s, uint64_t lo,
     grouped *g = group_pool(sel, s, lo, hi, bounds, trigger);
     if (!g)
         return -1;
-    int rc = choose_balanced(s, g, hi - lo, target, rng, out);
+    int rc = choose_balanced(g, hi - lo, target, rng, out);
     free(g);
     return rc;
 }
