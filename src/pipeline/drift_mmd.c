@@ -1,6 +1,7 @@
 /* drift_mmd.c -- maximum mean discrepancy with a Gaussian kernel between
  * two windows (drift.h): the distance Modyn's AlibiDetectMmdDriftMetric
- * measures, with its permutation test.
+ * measures, with its permutation test. The kernel averages Gaussians at
+ * several bandwidths around the median heuristic's (DRIFT_MMD_SCALES).
  *
  * The permutation test computes the kernel between every pair of rows
  * once ((nx+ny)^2 floats) and then only re-sums it per permutation.
@@ -42,7 +43,7 @@ double drift_median_sigma(const float *x, size_t n, size_t dim)
             d[p++] = sq_dist(x + i * dim, x + j * dim, dim);
     qsort(d, pairs, sizeof *d, cmp_double);
     /* As alibi-detect's sigma_median: sigma^2 is half the median squared
-     * distance, so the kernel is exp(-|a-b|^2 / median). */
+     * distance: the widest kernel is exp(-|a-b|^2 / median). */
     double sigma = sqrt(d[pairs / 2] / 2.0);
     free(d);
     return sigma > 0 ? sigma : 1.0;
@@ -81,21 +82,36 @@ static double mmd2_split(const float *k, const uint32_t *order, size_t nx,
     return mmd2_of(kxx - (double)nx, kyy - (double)(n - nx), kxy, nx, n - nx);
 }
 
+/* The kernel at squared distance d2: the mean of Gaussians at the
+ * bandwidths sigma * DRIFT_MMD_SCALES. */
+static double kernel(double d2, const double *neg_half_inv_var)
+{
+    static const double scales[] = DRIFT_MMD_SCALES;
+    enum { NSCALES = sizeof scales / sizeof scales[0] };
+    double sum = 0;
+    for (int s = 0; s < NSCALES; s++)
+        sum += exp(d2 * neg_half_inv_var[s]);
+    return sum / NSCALES;
+}
+
 /* The kernel between every pair of the rows of x then y. */
 static float *kernel_matrix(const float *x, size_t nx, const float *y,
                             size_t ny, size_t dim, double sigma)
 {
+    static const double scales[] = DRIFT_MMD_SCALES;
+    double coef[sizeof scales / sizeof scales[0]];
+    for (size_t s = 0; s < sizeof scales / sizeof scales[0]; s++)
+        coef[s] = -1.0 / (2.0 * sigma * scales[s] * sigma * scales[s]);
     size_t n = nx + ny;
     float *k = malloc(n * n * sizeof *k);
     if (!k)
         return NULL;
-    double scale = -1.0 / (2.0 * sigma * sigma);
     for (size_t i = 0; i < n; i++) {
         const float *a = i < nx ? x + i * dim : y + (i - nx) * dim;
         k[i * n + i] = 1.0f;
         for (size_t j = i + 1; j < n; j++) {
             const float *b = j < nx ? x + j * dim : y + (j - nx) * dim;
-            k[i * n + j] = k[j * n + i] = (float)exp(sq_dist(a, b, dim) * scale);
+            k[i * n + j] = k[j * n + i] = (float)kernel(sq_dist(a, b, dim), coef);
         }
     }
     return k;
