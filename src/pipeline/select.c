@@ -56,7 +56,9 @@ static int new_data(const pl_selector *sel, uint64_t lo, uint64_t hi,
 }
 
 /* How many never-used (*fresh) and used (*old) samples a freshness set
- * takes from a pool with nunused and nused of them. */
+ * takes from a pool with nunused and nused of them: the ratio where both
+ * kinds last; with a limit, a kind that runs short leaves its room to the
+ * other. */
 static void freshness_split(const pl_selector *sel, uint64_t nunused,
                             uint64_t nused, uint64_t *fresh, uint64_t *old)
 {
@@ -64,14 +66,15 @@ static void freshness_split(const pl_selector *sel, uint64_t nunused,
     if (sel->limit < 0) {
         *fresh = nunused;
         *old = nunused * (100 - r) / r;
-    } else {
-        uint64_t total = (uint64_t)sel->limit;
-        uint64_t want = total * r / 100;
-        *fresh = want < nunused ? want : nunused;
-        *old = total - *fresh;
+        if (*old > nused)
+            *old = nused;
+        return;
     }
-    if (*old > nused)
-        *old = nused;
+    uint64_t total = (uint64_t)sel->limit;
+    uint64_t want = total * r / 100;
+    *fresh = want < nunused ? want : nunused;
+    *old = total - *fresh < nused ? total - *fresh : nused;
+    *fresh = total - *old < nunused ? total - *old : nunused;
 }
 
 static int freshness(const pl_selector *sel, uint64_t lo, uint64_t hi,

@@ -152,6 +152,30 @@ static void freshness(void **state)
     pl_selector_free(sel);
 }
 
+static size_t count_if(const uint64_t *keys, size_t n, uint64_t lo, uint64_t hi)
+{
+    size_t c = 0;
+    for (size_t i = 0; i < n; i++)
+        c += keys[i] >= lo && keys[i] < hi;
+    return c;
+}
+
+static void freshness_limit(void **state)
+{
+    /* A limit of 4 at 50%: trigger 0 has no used keys, so unused ones
+     * fill all 4; trigger 1 takes 2 of those 4 and 2 never used. */
+    pl_selector *sel = selector("{\"name\": \"FreshnessSamplingStrategy\", "
+        "\"unused_data_ratio\": 50, \"limit\": 4}", 3);
+    uint64_t first[N], keys[N];
+    assert_int_equal(build(sel, 0, 5, first), 4);
+    assert_int_equal(build(sel, 1, 10, keys), 4);
+    size_t reused = 0;
+    for (int i = 0; i < 4; i++)
+        reused += contains(first, 4, keys[i]);
+    assert_int_equal(reused, 2);
+    pl_selector_free(sel);
+}
+
 static void presample_random(void **state)
 {
     pl_selector *sel = selector("{\"name\": \"CoresetStrategy\", "
@@ -185,13 +209,6 @@ static void presample_no_replacement(void **state)
     pl_selector_free(sel);
 }
 
-static size_t count_if(const uint64_t *keys, size_t n, uint64_t lo, uint64_t hi)
-{
-    size_t c = 0;
-    for (size_t i = 0; i < n; i++)
-        c += keys[i] >= lo && keys[i] < hi;
-    return c;
-}
 
 static void presample_balanced(void **state)
 {
@@ -262,7 +279,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(new_data_tail), cmocka_unit_test(new_data_limit),
-        cmocka_unit_test(freshness), cmocka_unit_test(presample_random),
+        cmocka_unit_test(freshness), cmocka_unit_test(freshness_limit),
+        cmocka_unit_test(presample_random),
         cmocka_unit_test(presample_no_replacement),
         cmocka_unit_test(presample_balanced), cmocka_unit_test(bad_config),
     };
