@@ -202,6 +202,21 @@ static void warmup_policy_decides(void **state)
     assert_int_equal(got[i], 3499);
 }
 
+static void ensemble_of_drift(void **state)
+{
+    /* An ensemble needs features when a sub-trigger does, and hands them
+     * on: drift (fires at 499 and 3499) AND every 500 samples. */
+    const uint64_t want[] = {499, 3499};
+    expect_drift_fires("{\"id\": \"EnsembleTrigger\", "
+        "\"detection_interval_data_points\": 500, \"subtriggers\": {"
+        "\"drift\": {\"id\": \"DataDriftTrigger\", "
+        "\"evaluation_interval_data_points\": 500, \"windowing_strategy\": "
+        "{\"id\": \"AmountWindowingStrategy\", \"amount_ref\": 500, "
+        "\"amount_cur\": 500}}, \"amount\": {\"id\": \"DataAmountTrigger\", "
+        "\"num_samples\": 500}}, \"ensemble_strategy\": {\"id\": \"AtLeastN\", "
+        "\"n\": 2}}", want, 2);
+}
+
 static void feature_errors(void **state)
 {
     json_t *section = json_loads("{\"id\": \"DataDriftTrigger\"}", 0, NULL);
@@ -228,6 +243,7 @@ int main(void)
         cmocka_unit_test(mmd_separates), cmocka_unit_test(ks_separates),
         cmocka_unit_test(criteria), cmocka_unit_test(fires_after_drift),
         cmocka_unit_test(default_config), cmocka_unit_test(warmup_policy_decides),
+        cmocka_unit_test(ensemble_of_drift),
         cmocka_unit_test(feature_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
