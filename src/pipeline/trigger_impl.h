@@ -1,0 +1,51 @@
+/* trigger_impl.h -- what every trigger kind provides behind trigger.h: one
+ * sample at a time in, "fires after it" out. Each kind's struct starts
+ * with a pl_trigger, so one pointer serves both views.
+ */
+#ifndef AEGIS_PL_TRIGGER_IMPL_H
+#define AEGIS_PL_TRIGGER_IMPL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <jansson.h>
+
+#include "trigger.h"
+
+typedef struct pl_trigger_ops {
+    /* Feeds one sample (its dim features, or NULL when the kind needs
+     * none); sets *fire when the trigger fires after it. 0, or -1 with
+     * err. */
+    int (*feed)(pl_trigger *t, const pl_sample *s, const float *features,
+                size_t dim, bool *fire, char *err, size_t errlen);
+    void (*free)(pl_trigger *t);
+} pl_trigger_ops;
+
+struct pl_trigger {
+    const pl_trigger_ops *ops;
+    bool needs_features;
+};
+
+/* The trigger section at PATH (errors name PATH.KEY). simple_only admits
+ * only DataAmountTrigger and TimeTrigger (a drift trigger's warm-up
+ * policy). */
+pl_trigger *trig_new_at(const json_t *section, const char *path,
+                        bool simple_only, char *err, size_t errlen);
+
+pl_trigger *trig_amount_new(const json_t *section, const char *path,
+                            char *err, size_t errlen);
+pl_trigger *trig_time_new(const json_t *section, const char *path,
+                          char *err, size_t errlen);
+pl_trigger *trig_drift_new(const json_t *section, const char *path,
+                           char *err, size_t errlen);
+pl_trigger *trig_ensemble_new(const json_t *section, const char *path,
+                              char *err, size_t errlen);
+
+static inline int trig_feed(pl_trigger *t, const pl_sample *s,
+                            const float *features, size_t dim, bool *fire,
+                            char *err, size_t errlen)
+{
+    return t->ops->feed(t, s, features, dim, fire, err, errlen);
+}
+
+#endif

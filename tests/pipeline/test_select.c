@@ -1,0 +1,288 @@
+/* test_select.c -- each selection strategy's exact set on small streams:
+ * tail_triggers 0, k and all; limit with lastX and sampleUAR; freshness
+ * (also after a restart); the presampling strategies; determinism; and
+ * bad keys named by their path.
+ *
+ * The stream: 20 samples, trigger 0 took keys 0-4, trigger 1 keys 5-9,
+ * trigger 2 (the one built) keys 10-19. Labels: 0 below key 16, else 1.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "select.h"
+
+enum { N = 20 };
+static pl_sample samples[N];
+static const uint64_t bounds[] = {5, 10};
+static char dir[] = "/tmp/aegis-select-XXXXXX";
+static char path[256];
+
+static int setup(void **state)
+{
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/set.bin", dir);
+    for (int i = 0; i < N; i++)
+        samples[i] = (pl_sample){.key = (uint64_t)i, .ts = i, .label = i >= 16};
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    unlink(path);
+    rmdir(dir);
+    return 0;
+}
+
+static pl_selector *selector(const char *config, uint64_t seed)
+{
+    json_t *section = json_loads(config, 0, NULL);
+    assert_non_null(section);
+    char err[256] = "";
+    pl_selector *sel = pl_selector_new(section, seed, err, sizeof err);
+    if (!sel)
+        fail_msg("%s", err);
+    json_decref(section);
+    return sel;
+}
+
+/* Builds TRIGGER's set (end: one past its last key) and reads its keys. */
+static size_t build(pl_selector *sel, uint32_t trigger, uint64_t end,
+                    uint64_t *keys)
+{
+    char err[256];
+    if (pl_selector_build(sel, samples, end, bounds, trigger, path, err,
+                          sizeof err) < 0)
+        fail_msg("%s", err);
+    pl_trainset_item *items;
+    size_t count;
+    uint64_t seed;
+    uint32_t got_trigger;
+    assert_int_equal(pl_trainset_read(path, &items, &count, &seed, &got_trigger,
+                                      err, sizeof err), 0);
+    assert_int_equal(got_trigger, trigger);
+    for (size_t i = 0; i < count; i++) {
+        keys[i] = items[i].key;
+        assert_true(items[i].weight == 1.0f);
+        if (i > 0)
+            assert_true(keys[i] > keys[i - 1]);  /* key order, no repeat */
+    }
+    free(items);
+    return count;
+}
+
+static void expect_range(const char *config, uint64_t lo, uint64_t hi)
+{
+    pl_selector *sel = selector(config, 1);
+    uint64_t keys[N];
+    size_t n = build(sel, 2, N, keys);
+    assert_int_equal(n, hi - lo);
+    for (size_t i = 0; i < n; i++)
+        assert_int_equal(keys[i], lo + i);
+    pl_selector_free(sel);
+}
+
+static void new_data_tail(void **state)
+{
+    expect_range("{\"name\": \"NewDataStrategy\", \"tail_triggers\": 0}", 10, 20);
+    expect_range("{\"name\": \"NewDataStrategy\", \"tail_triggers\": 1}", 5, 20);
+    expect_range("{\"name\": \"NewDataStrategy\", \"tail_triggers\": 7}", 0, 20);
+    expect_range("{\"name\": \"NewDataStrategy\", \"tail_triggers\": null}", 0, 20);
+    expect_range("{\"name\": \"NewDataStrategy\", \"maximum_keys_in_memory\": 1000}",
+                 0, 20);
+}
+
+static void new_data_limit(void **state)
+{
+    expect_range("{\"name\": \"NewDataStrategy\", \"tail_triggers\": 0, "
+                 "\"limit\": 3, \"limit_reset\": \"lastX\"}", 17, 20);
+    uint64_t a[N], b[N];
+    pl_selector *sel = selector("{\"name\": \"NewDataStrategy\", "
+        "\"tail_triggers\": 0, \"limit\": 3, \"limit_reset\": \"sampleUAR\"}", 5);
+    assert_int_equal(build(sel, 2, N, a), 3);
+    assert_int_equal(build(sel, 2, N, b), 3);
+    for (int i = 0; i < 3; i++) {
+        assert_true(a[i] >= 10 && a[i] < 20);
+        assert_int_equal(a[i], b[i]);  /* same seed and trigger, same set */
+    }
+    pl_selector_free(sel);
+    sel = selector("{\"name\": \"NewDataStrategy\", \"limit\": 4}", 5);
+    assert_int_equal(build(sel, 2, N, a), 4);
+    pl_selector_free(sel);
+}
+
+static bool contains(const uint64_t *keys, size_t n, uint64_t key)
+{
+    for (size_t i = 0; i < n; i++)
+        if (keys[i] == key)
+            return true;
+    return false;
+}
+
+static void freshness(void **state)
+{
+    const char *config = "{\"name\": \"FreshnessSamplingStrategy\", "
+                         "\"unused_data_ratio\": 80, \"tail_triggers\": null}";
+    pl_selector *sel = selector(config, 3);
+    uint64_t first[N], second[N], again[N];
+    assert_int_equal(build(sel, 0, 5, first), 5);   /* all unused */
+    /* Trigger 1: the 5 unused keys 5-9 are 80%, so one used key joins. */
+    size_t n = build(sel, 1, 10, second);
+    assert_int_equal(n, 6);
+    for (uint64_t k = 5; k < 10; k++)
+        assert_true(contains(second, n, k));
+    assert_true(second[0] < 5);
+    pl_selector_free(sel);
+    /* After a restart the sets on disk are replayed: the same set. */
+    sel = selector(config, 3);
+    pl_trainset_item used[5];
+    for (int i = 0; i < 5; i++)
+        used[i] = (pl_trainset_item){first[i], 1.0f, 0};
+    pl_selector_note_used(sel, used, 5);
+    assert_int_equal(build(sel, 1, 10, again), 6);
+    assert_memory_equal(again, second, 6 * sizeof again[0]);
+    pl_selector_free(sel);
+}
+
+static size_t count_if(const uint64_t *keys, size_t n, uint64_t lo, uint64_t hi)
+{
+    size_t c = 0;
+    for (size_t i = 0; i < n; i++)
+        c += keys[i] >= lo && keys[i] < hi;
+    return c;
+}
+
+static void freshness_limit(void **state)
+{
+    /* A limit of 4 at 50%: trigger 0 has no used keys, so unused ones
+     * fill all 4; trigger 1 takes 2 of those 4 and 2 never used. */
+    pl_selector *sel = selector("{\"name\": \"FreshnessSamplingStrategy\", "
+        "\"unused_data_ratio\": 50, \"limit\": 4}", 3);
+    uint64_t first[N], keys[N];
+    assert_int_equal(build(sel, 0, 5, first), 4);
+    assert_int_equal(build(sel, 1, 10, keys), 4);
+    size_t reused = 0;
+    for (int i = 0; i < 4; i++)
+        reused += contains(first, 4, keys[i]);
+    assert_int_equal(reused, 2);
+    pl_selector_free(sel);
+}
+
+static void presample_random(void **state)
+{
+    pl_selector *sel = selector("{\"name\": \"CoresetStrategy\", "
+        "\"tail_triggers\": null, \"presampling_config\": "
+        "{\"strategy\": \"Random\", \"ratio\": 50}}", 9);
+    uint64_t a[N], b[N];
+    assert_int_equal(build(sel, 2, N, a), 10);
+    assert_int_equal(build(sel, 2, N, b), 10);
+    assert_memory_equal(a, b, 10 * sizeof a[0]);
+    pl_selector_free(sel);
+}
+
+static void presample_no_replacement(void **state)
+{
+    pl_selector *sel = selector("{\"name\": \"CoresetStrategy\", "
+        "\"tail_triggers\": null, \"presampling_config\": "
+        "{\"strategy\": \"RandomNoReplacement\", \"ratio\": 50}}", 9);
+    uint64_t seen[N], keys[N];
+    size_t nseen = build(sel, 0, 5, seen);     /* 2 of keys 0-4 */
+    assert_int_equal(nseen, 2);
+    size_t n = build(sel, 1, 10, keys);        /* 5 of the 8 unused */
+    assert_int_equal(n, 5);
+    for (size_t i = 0; i < n; i++)
+        assert_false(contains(seen, nseen, keys[i]));
+    memcpy(seen + nseen, keys, n * sizeof keys[0]);
+    nseen += n;
+    n = build(sel, 2, N, keys);                /* 10 of the 13 unused */
+    assert_int_equal(n, 10);
+    for (size_t i = 0; i < n; i++)
+        assert_false(contains(seen, nseen, keys[i]));
+    pl_selector_free(sel);
+}
+
+
+static void presample_balanced(void **state)
+{
+    /* Labels: 16 of label 0, 4 of label 1; half of 20 is 10: label 1
+     * gives all 4 it has, label 0 the other 6. */
+    pl_selector *sel = selector("{\"name\": \"CoresetStrategy\", "
+        "\"presampling_config\": {\"strategy\": \"LabelBalanced\", \"ratio\": 50}}", 2);
+    uint64_t keys[N];
+    assert_int_equal(build(sel, 2, N, keys), 10);
+    assert_int_equal(count_if(keys, 10, 16, 20), 4);
+    pl_selector_free(sel);
+    /* Triggers of 5, 5 and 10 samples; 30% of 20 is 6: two from each. */
+    sel = selector("{\"name\": \"CoresetStrategy\", \"presampling_config\": "
+                   "{\"strategy\": \"TriggerBalanced\", \"ratio\": 30}}", 2);
+    assert_int_equal(build(sel, 2, N, keys), 6);
+    assert_int_equal(count_if(keys, 6, 0, 5), 2);
+    assert_int_equal(count_if(keys, 6, 5, 10), 2);
+    assert_int_equal(count_if(keys, 6, 10, 20), 2);
+    pl_selector_free(sel);
+    /* warmup_triggers: trigger 0 trains on its whole pool. */
+    sel = selector("{\"name\": \"CoresetStrategy\", \"warmup_triggers\": 1, "
+                   "\"presampling_config\": {\"strategy\": \"Random\", "
+                   "\"ratio\": 10}}", 2);
+    assert_int_equal(build(sel, 0, 5, keys), 5);
+    assert_int_equal(build(sel, 1, 10, keys), 1);
+    pl_selector_free(sel);
+}
+
+static void expect_error(const char *config, const char *message)
+{
+    json_t *section = json_loads(config, 0, NULL);
+    assert_non_null(section);
+    char err[256] = "";
+    assert_null(pl_selector_new(section, 1, err, sizeof err));
+    if (!strstr(err, message))
+        fail_msg("error '%s' lacks '%s'", err, message);
+    json_decref(section);
+}
+
+static void bad_config(void **state)
+{
+    expect_error("{\"name\": \"NewDataStrategy\", \"tail_trigger\": 0}",
+                 "selection_strategy.tail_trigger: unknown key");
+    expect_error("{\"tail_triggers\": 0}", "selection_strategy.name: missing");
+    expect_error("{\"name\": \"NewDataStrategy\", \"limit_reset\": \"first\"}",
+                 "selection_strategy.limit_reset: 'first' is not one of lastX, sampleUAR");
+    expect_error("{\"name\": \"FreshnessSamplingStrategy\", \"unused_data_ratio\": 0}",
+                 "selection_strategy.unused_data_ratio: must be between 1 and 99");
+    expect_error("{\"name\": \"CoresetStrategy\", \"presampling_config\": "
+                 "{\"strategy\": \"Random\", \"ratio\": 150}}",
+                 "selection_strategy.presampling_config.ratio: must be between 0 and 100");
+    expect_error("{\"name\": \"CoresetStrategy\", \"downsampling_config\": "
+                 "{\"strategy\": \"Loss\", \"ratio\": 10}}",
+                 "selection_strategy.downsampling_config.strategy: not supported");
+    expect_error("{\"name\": \"CoresetStrategy\", \"limit_reset\": \"lastX\"}",
+                 "selection_strategy.limit_reset: unknown key");
+
+    pl_selector *sel = selector("{\"name\": \"NewDataStrategy\"}", 1);
+    const uint64_t backwards[] = {10, 5};
+    char err[256] = "";
+    assert_int_equal(pl_selector_build(sel, samples, N, backwards, 2, path, err,
+                                       sizeof err), -1);
+    assert_non_null(strstr(err, "trigger 1 ends at key 5"));
+    pl_selector_free(sel);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(new_data_tail), cmocka_unit_test(new_data_limit),
+        cmocka_unit_test(freshness), cmocka_unit_test(freshness_limit),
+        cmocka_unit_test(presample_random),
+        cmocka_unit_test(presample_no_replacement),
+        cmocka_unit_test(presample_balanced), cmocka_unit_test(bad_config),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
