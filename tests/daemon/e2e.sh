@@ -125,8 +125,15 @@ case_crash() {
     for c in 1 2 3 4; do client $c & done
     clients=$(jobs -p)
     kills=0
+    acked_now() { cat acked.* 2>/dev/null | wc -l; }
     while kill -0 $clients 2>/dev/null || [ "$kills" -lt 3 ]; do
+        # each aegisd lives until the clients got 10 more submits through
+        # (or are done), so a slow machine, where a start takes longer
+        # than the pause, still makes progress between kills
+        before=$(acked_now)
         sleep 0.4
+        while kill -0 $clients 2>/dev/null &&
+              [ "$(acked_now)" -lt $((before + 10)) ]; do sleep 0.05; done
         p=$(daemon_pid); [ -n "$p" ] && kill -9 "$p" && kills=$((kills + 1))
         until "$AEGISD" --socket "$AEGIS_SOCKET" --state-dir "$DIR/state" \
                 --config "$DIR/aegis.yaml" 2>/dev/null; do sleep 0.1; done
@@ -468,11 +475,18 @@ case_mig() {
     echo "sharing: mig" >> "$DIR/aegis.yaml"
     start
     cd "$DIR/work"
-    # distinct lengths, so the instances go in a known order
-    a=$("$AEGIS" submit --mem 2000 -- "$FAKE" --mib 2000 --seconds 2)  # 1g.5gb
-    b=$("$AEGIS" submit --mem 7000 -- "$FAKE" --mib 7000 --seconds 3)  # 1g.10gb
-    c=$("$AEGIS" submit --mem 15000 -- "$FAKE" --mib 15000 --seconds 4) # 3g.20gb
-    "$AEGIS" wait "$a" "$b" "$c" >/dev/null || fail "MIG jobs"
+    # all three placed, then released one by one, so the instances go in
+    # a known order however fast this machine is
+    a=$("$AEGIS" submit --mem 2000 -- "$FAKE" --mib 2000 --seconds 0 --until "$DIR/release.a")  # 1g.5gb
+    b=$("$AEGIS" submit --mem 7000 -- "$FAKE" --mib 7000 --seconds 0 --until "$DIR/release.b")  # 1g.10gb
+    c=$("$AEGIS" submit --mem 15000 -- "$FAKE" --mib 15000 --seconds 0 --until "$DIR/release.c") # 3g.20gb
+    for j in a b c; do
+        until "$AEGIS" show "${!j}" | grep -q "MIG instance .* created"; do sleep 0.1; done
+    done
+    for j in a b c; do
+        touch "$DIR/release.$j"
+        "$AEGIS" wait "${!j}" >/dev/null || fail "MIG job $j"
+    done
     oom=$("$AEGIS" submit --mem 2000 -- "$FAKE" --mib 6000 --seconds 0)
     "$AEGIS" wait "$oom" >/dev/null || fail "OOM in a slice not recovered"
     big=$("$AEGIS" submit --mem 39000 -- "$FAKE" --mib 30000 --seconds 0)
@@ -538,19 +552,25 @@ assert a[1]['floor_mib']==9856, a" || fail "OOM in 1g.5gb did not climb to 1g.10
     grep -q "^gi " "$AEGIS_TEST_GPU_DIR/mig0" && fail "instances left: $(cat "$AEGIS_TEST_GPU_DIR/mig0")"
     # fragmentation: 1g.5gb jobs on slices 0..5, of which those on 1 and 5
     # stay; a 3g.20gb job (starts 0 or 4) then finds 6 free slices but no
-    # valid start, and waits until the job on slice 1 ends to take slice 0
+    # valid start, and waits until the job on slice 1 ends to take slice 0.
+    # Each job runs until the test releases it (release.K), so where they
+    # go does not depend on how fast this machine submits.
     ids=""
-    for secs in 2 5 2 2 2 8; do
-        ids="$ids $("$AEGIS" submit --mem 2000 -- "$FAKE" --mib 2000 --seconds $secs)"
+    for k in 1 2 3 4 5 6; do
+        ids="$ids $("$AEGIS" submit --mem 2000 -- "$FAKE" --mib 2000 --seconds 0 --until "$DIR/release.$k")"
     done
     set -- $ids
-    "$AEGIS" wait "$1" "$3" "$4" "$5" >/dev/null || fail "short 1g.5gb jobs"
     for k in 1 2 3 4 5 6; do
+        until "$AEGIS" show "${!k}" | grep -q "1g.5gb created at memory slice"; do sleep 0.1; done
         "$AEGIS" show "${!k}" | grep -q "1g.5gb created at memory slice $((k - 1)) " ||
             fail "job on slice $((k - 1)): $("$AEGIS" show "${!k}")"
     done
+    touch "$DIR/release.1" "$DIR/release.3" "$DIR/release.4" "$DIR/release.5"
+    "$AEGIS" wait "$1" "$3" "$4" "$5" >/dev/null || fail "short 1g.5gb jobs"
     frag=$("$AEGIS" submit --mem 15000 -- "$FAKE" --mib 15000 --seconds 0)
-    "$AEGIS" wait "$frag" "$2" "$6" >/dev/null || fail "3g.20gb after fragmentation"
+    until "$AEGIS" show "$frag" | grep -q "^waiting .*MIG instance"; do sleep 0.1; done
+    touch "$DIR/release.2"
+    "$AEGIS" wait "$frag" "$2" >/dev/null || fail "3g.20gb after fragmentation"
     "$AEGIS" show "$frag" | grep -q "3g.20gb created at memory slice 0 " ||
         fail "fragmented job: $("$AEGIS" show "$frag")"
     # it waited for the job on slice 1, whose end frees the start 0
@@ -558,6 +578,8 @@ assert a[1]['floor_mib']==9856, a" || fail "OOM in 1g.5gb did not climb to 1g.10
     "$AEGIS" show --json "$frag" | pyjson "
 assert d['submitted'] < $freed <= d['attempt_list'][0]['started'], (d, $freed)" ||
         fail "3g.20gb did not wait for a valid start"
+    touch "$DIR/release.6"
+    "$AEGIS" wait "$6" >/dev/null || fail "the job on slice 5"
     [ "$(grep -c CreateGpuInstance "$AEGIS_TEST_GPU_DIR/mig-calls.log")" = \
       "$(grep -c 'nvmlGpuInstanceDestroy.* -> 0' "$AEGIS_TEST_GPU_DIR/mig-calls.log")" ] ||
         fail "instances created and destroyed differ"
