@@ -13,8 +13,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "client.h"
 #include "submit.h"
+
+/* How long a supervisor waiting for a training waits for aegisd to come
+ * back after it went away (seconds, one try a second). */
+#define SUP_AEGISD_GONE_S 120
 
 /* Trigger n's file in the pipeline's folder: its training set
  * ("trainsets", "tset") or its model ("models", "model"). */
@@ -123,12 +128,19 @@ static int64_t sup_submit(sup *s, uint32_t n) {
 }
 
 /* Waits for job id's end (aegisd's wait answers then): its state into
- * state. 0, or -1 when aegisd could not say. */
+ * state. An aegisd that goes away meanwhile (a restart: the job goes on)
+ * is asked again once it is back, for SUP_AEGISD_GONE_S. 0, or -1 when
+ * aegisd could not say. */
 static int sup_wait_job(sup *s, int64_t id, char *state, size_t size) {
-    int rc;
-    json_t *ans = client_call("pipeline", s->socket,
-                              json_pack("{s:s, s:[I]}", "op", "wait", "ids",
-                                        (json_int_t)id), &rc);
+    int rc = CLI_FAIL;
+    json_t *ans = NULL;
+    for (int tries = 0; !ans && rc == CLI_FAIL && tries < SUP_AEGISD_GONE_S;
+         tries++) {
+        if (tries > 0) sleep(1);
+        ans = client_call("pipeline", s->socket,
+                          json_pack("{s:s, s:[I]}", "op", "wait", "ids",
+                                    (json_int_t)id), &rc);
+    }
     const char *st = json_string_value(
         json_object_get(json_array_get(json_object_get(ans, "jobs"), 0),
                         "state"));

@@ -1,0 +1,220 @@
+#!/bin/bash
+# e2e_pipeline.sh -- pipelines end to end: a supervisor that aegisd runs
+# as its owner with no GPU, restarts with a back-off (at most 5 times an
+# hour) and recovers after its own restart; a pipeline whose triggers'
+# trainings run through aegisd on the test GPUs, once each across kill -9
+# of the supervisor and of aegisd; one user's pipeline out of another's
+# reach; the example of docs/pipelines.md.
+#
+# usage: e2e_pipeline.sh AEGISD AEGIS TESTNVML FAKEGPU CATALOG CASE; exit
+# 0 pass, 1 fail, 77 skipped. Every wait is for an event (a state, a
+# file), bounded; none is a fixed sleep.
+set -u
+AEGISD=$1 AEGIS=$2 NVML=$3 FAKE=$4 CATALOG=$5 CASE=$6
+source "$(dirname "$0")/../daemon/e2e_lib.sh"
+HERE=$(cd "$(dirname "$0")" && pwd)
+export AEGIS_STATE_HOME=$DIR/home
+mkdir -p "$AEGIS_STATE_HOME"
+cd "$DIR/work" || exit 1
+
+# add_samples DATASET N: N more samples (timestamp, label) registered in
+# DATASET. The stand-in dataset library (stand_in/dataset_stand_in.c)
+# reads them from samples.csv; with the real one this is `aegis dataset
+# add` of a folder the test writes its files into.
+add_samples() {
+    local ds=$AEGIS_STATE_HOME/datasets/$1 n=$2 i
+    mkdir -p "$ds"
+    local have; have=$(cat "$ds/samples.csv" 2>/dev/null | wc -l)
+    for ((i = have; i < have + n; i++)); do
+        echo "$((1700000000 + i)),$((i % 2))"
+    done >> "$ds/samples.csv"
+}
+
+# pipeline_file NAME NUM_SAMPLES [EXTRA TRAINING LINES...]: a pipeline
+# whose training appends "trigger N" to $DIR/runs (one line a run) and
+# writes its model, after waiting for $DIR/go when it exists as a
+# folder's flag (hold).
+pipeline_file() {
+    local name=$1 every=$2; shift 2
+    cat > "$name.yaml" <<YAML
+pipeline:
+  name: $name
+  maximum_triggers: 3
+data:
+  dataset_id: tiny
+trigger:
+  id: DataAmountTrigger
+  num_samples: $every
+selection_strategy:
+  name: NewDataStrategy
+  tail_triggers: 0
+training:
+  command: sh $HERE/train_stand_in.sh
+  use_previous_model: true
+$(printf '  %s\n' "$@")
+model_storage:
+  keep_last: 2
+YAML
+}
+
+# The supervisor job of the newest `aegis pipeline start` ($SUP).
+start_pipeline() {
+    SUP=$("$AEGIS" pipeline start "$1" | sed -n 's/.*supervisor job \([0-9]*\)$/\1/p')
+    [ -n "$SUP" ] || fail "pipeline start $1 printed no job"
+}
+# The live pid of job $1's running attempt.
+job_pid() { "$AEGIS" show --json "$1" | pyjson "print(d.get('pid', 0))"; }
+until_running() {
+    until_job "$1" "assert d['state'] == 'running' and d.get('pid', 0) > 0 \
+and d['attempts'] == ${2:-d['attempts']}"
+}
+
+case_sup_kind() {
+    start
+    pipeline_file p 2
+    start_pipeline p.yaml
+    until_running "$SUP"
+    "$AEGIS" ls --json | pyjson "r = [j for j in d if j['id'] == $SUP][0]; \
+assert r['kind'] == 'pipeline' and r['pipeline'] == 'p' and r['gpus'] == 0, r" ||
+        fail "aegis ls does not show the supervisor as kind pipeline"
+    local pid; pid=$(job_pid "$SUP")
+    [ "$(stat -c %u /proc/$pid)" = "$(id -u)" ] || fail "supervisor not run as its owner"
+    tr '\0' '\n' < /proc/$pid/environ | grep -qx 'CUDA_VISIBLE_DEVICES=' ||
+        fail "the supervisor sees a GPU"
+    "$AEGIS" pipeline ls --json | pyjson "assert d['name'] == 'p' and d['state'] == 'running'" ||
+        fail "aegis pipeline ls lacks p"
+    aegis_refused "runs already" pipeline start p.yaml
+    "$AEGIS" pipeline stop p > /dev/null || fail "stop"
+    until_job "$SUP" "assert d['state'] == 'cancelled'"
+}
+
+# kill -9 of the supervisor: restarted after 1, 2, 4, 8, 16 s, then no
+# more within the hour.
+case_sup_restart() {
+    start
+    pipeline_file p 2
+    start_pipeline p.yaml
+    local n
+    for n in 1 2 3 4 5 6; do
+        until_running "$SUP" "$n"
+        kill -KILL "$(job_pid "$SUP")"
+    done
+    until_job "$SUP" "assert d['state'] == 'failed'"
+    "$AEGIS" show --json "$SUP" | pyjson "assert d['attempts'] == 6, d['attempts']" ||
+        fail "restarted more than 5 times"
+}
+
+# aegisd stopped, and killed: the supervisor keeps running, adopted by the
+# next aegisd, which restarts it when it dies.
+case_sup_recover() {
+    start
+    pipeline_file p 2
+    start_pipeline p.yaml
+    until_running "$SUP" 1
+    local pid; pid=$(job_pid "$SUP")
+    restart
+    until_running "$SUP" 1
+    [ "$(job_pid "$SUP")" = "$pid" ] || fail "a second supervisor after a restart"
+    kill -KILL "$(daemon_pid)"
+    while [ -n "$(daemon_pid)" ]; do sleep 0.1; done
+    start
+    until_running "$SUP" 1
+    kill -KILL "$pid"
+    until_running "$SUP" 2
+    "$AEGIS" ls --json | pyjson "assert any(j['id'] == $SUP and j['kind'] == 'pipeline' \
+for j in d)" || fail "aegis ls lost the supervisor"
+}
+
+# Three triggers of two samples: three trainings through aegisd, each
+# from the model before (use_previous_model), the oldest model removed
+# (keep_last: 2); the supervisor ends with its maximum_triggers.
+case_train() {
+    start
+    pipeline_file p 2 "mem: 1g"
+    start_pipeline p.yaml
+    add_samples tiny 3
+    until_file "$AEGIS_STATE_HOME/pipelines/p/models/0.model"
+    add_samples tiny 3
+    until_job "$SUP" "assert d['state'] == 'done'"
+    [ "$(sort "$DIR/runs" | uniq -c | awk '{print $1}' | sort -u)" = 1 ] ||
+        fail "a trigger trained twice: $(cat "$DIR/runs")"
+    [ "$(wc -l < "$DIR/runs")" = 3 ] || fail "not three trainings: $(cat "$DIR/runs")"
+    "$AEGIS" ls --json --all | pyjson "n = sorted(j['name'] for j in d \
+if j['name'].startswith('p:t')); assert n == ['p:t0', 'p:t1', 'p:t2'], n" ||
+        fail "the trainings are not aegis jobs named p:tN"
+    "$AEGIS" pipeline models --json p > models.json
+    python3 - models.json <<'PY' || fail "models: $(cat models.json)"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+assert [r["trigger"] for r in rows] == [0, 1, 2], rows
+assert [r["parent"] for r in rows] == [None, 0, 1], rows
+assert [r["kept"] for r in rows] == [False, True, True], rows
+PY
+    grep -q "from .*1.model" "$AEGIS_STATE_HOME/pipelines/p/models/2.model" ||
+        fail "trigger 2 did not start from trigger 1's model"
+}
+
+# kill -9 of the supervisor while a training runs, then of aegisd: the
+# training is waited for, not trained again.
+case_crash() {
+    start
+    mkdir "$DIR/hold"
+    pipeline_file p 2
+    start_pipeline p.yaml
+    add_samples tiny 2
+    until_file "$DIR/holding.0"
+    kill -KILL "$(job_pid "$SUP")"
+    until_running "$SUP" 2
+    kill -KILL "$(daemon_pid)"
+    while [ -n "$(daemon_pid)" ]; do sleep 0.1; done
+    start
+    until_running "$SUP"
+    add_samples tiny 4
+    rmdir "$DIR/hold"
+    until_job "$SUP" "assert d['state'] == 'done'"
+    [ "$(cat "$DIR/runs")" = "$(printf 'trigger 0\ntrigger 1\ntrigger 2')" ] ||
+        fail "trainings: $(cat "$DIR/runs")"
+}
+
+# User nobody's pipeline runs as nobody; root's pipeline commands do not
+# reach it (names are per owner), and nobody cannot stop root's.
+case_isolation() {
+    needs_root
+    start
+    local home=$DIR/nobody
+    mkdir -p "$home" && chown nobody "$home" && chmod 700 "$home"
+    pipeline_file q 2
+    cp q.yaml "$home/q.yaml" && chown nobody "$home/q.yaml"
+    SUP=$(as nobody env AEGIS_STATE_HOME="$home" "$AEGIS" pipeline start "$home/q.yaml" |
+          sed -n 's/.*supervisor job \([0-9]*\)$/\1/p')
+    [ -n "$SUP" ] || fail "nobody's pipeline did not start"
+    until_running "$SUP"
+    [ "$(stat -c %u /proc/"$(job_pid "$SUP")")" = "$(id -u nobody)" ] ||
+        fail "nobody's supervisor does not run as nobody"
+    aegis_refused "no pipeline q of yours" pipeline stop q
+    pipeline_file p 2
+    start_pipeline p.yaml
+    as nobody env AEGIS_STATE_HOME="$home" "$AEGIS" pipeline stop p 2> err.txt &&
+        fail "nobody stopped root's pipeline"
+    grep -q "no pipeline p of yours" err.txt || fail "$(cat err.txt)"
+    as nobody env AEGIS_STATE_HOME="$AEGIS_STATE_HOME" "$AEGIS" pipeline models p \
+        > /dev/null 2>&1 && fail "nobody read root's pipeline's models"
+    is_state "$SUP" running || fail "nobody's supervisor stopped"
+}
+
+# The example pipeline of docs/pipelines.md, started as the page says.
+case_docs() {
+    start
+    python3 - "$HERE/../../docs/pipelines.md" > tiny.yaml <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+print(re.search(r"```yaml\n(pipeline:.*?)```", text, re.S).group(1))
+PY
+    sed -i "s|python3 train.py|sh $HERE/train_stand_in.sh|" tiny.yaml
+    start_pipeline tiny.yaml
+    add_samples tiny_dataset 20
+    until_job "$SUP" "assert d['state'] == 'done'"
+    "$AEGIS" pipeline models tiny | grep -q "^0 " || fail "no model of trigger 0"
+}
+
+e2e_run
