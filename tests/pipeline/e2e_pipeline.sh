@@ -64,6 +64,12 @@ start_pipeline() {
 }
 # The live pid of job $1's running attempt.
 job_pid() { "$AEGIS" show --json "$1" | pyjson "print(d.get('pid', 0))"; }
+# kill -9 of job $1's running attempt (never of pid 0: the test's group).
+kill_job() {
+    local pid; pid=$(job_pid "$1")
+    [ "${pid:-0}" -gt 1 ] || fail "job $1 has no pid to kill"
+    kill -KILL "$pid"
+}
 until_running() {
     until_job "$1" "assert d['state'] == 'running' and d.get('pid', 0) > 0 \
 and d['attempts'] == ${2:-d['attempts']}"
@@ -97,7 +103,7 @@ case_sup_restart() {
     local n
     for n in 1 2 3 4 5 6; do
         until_running "$SUP" "$n"
-        kill -KILL "$(job_pid "$SUP")"
+        kill_job "$SUP"
     done
     until_job "$SUP" "assert d['state'] == 'failed'"
     "$AEGIS" show --json "$SUP" | pyjson "assert d['attempts'] == 6, d['attempts']" ||
@@ -163,7 +169,8 @@ case_crash() {
     start_pipeline p.yaml
     add_samples tiny 2
     until_file "$DIR/holding.0"
-    kill -KILL "$(job_pid "$SUP")"
+    until_running "$SUP" 1
+    kill_job "$SUP"
     until_running "$SUP" 2
     kill -KILL "$(daemon_pid)"
     while [ -n "$(daemon_pid)" ]; do sleep 0.1; done
