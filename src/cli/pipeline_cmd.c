@@ -217,11 +217,20 @@ static int pl_start(const pl_opts *o, char **argv) {
 /* A replay: run as a supervisor of NAME.replay, waited for. */
 static int pl_replay(const pl_opts *o, char **argv) {
     long from, to;
-    if (!o->from || !o->to ||
-        cli_parse_long("pipeline replay", "from", o->from, 0, 0x7fffffffL,
+    if (!o->from || !o->to) {
+        fputs("usage: aegis pipeline replay FILE.yaml --from T --to T (try "
+              "'aegis pipeline --help')\n", stderr);
+        return CLI_USAGE;
+    }
+    if (cli_parse_long("pipeline replay", "from", o->from, 0, 0x7fffffffL,
                        &from) ||
         cli_parse_long("pipeline replay", "to", o->to, 0, 0x7fffffffL, &to))
         return CLI_USAGE;
+    if (from >= to) {
+        fprintf(stderr, "aegis pipeline replay: --from %ld is not before --to "
+                "%ld\n", from, to);
+        return CLI_USAGE;
+    }
     const char *args[] = {"replay", o->from, o->to, NULL};
     int rc;
     json_int_t id = pl_launch(o, argv[o->first], ".replay", args, &rc);

@@ -209,6 +209,28 @@ case_isolation() {
     is_state "$SUP" running || fail "nobody's supervisor stopped"
 }
 
+# A replay of the samples with timestamps in [T0 + 2, T0 + 7): five of
+# them, in timestamp order, two triggers; the command waits for its end.
+case_replay() {
+    start
+    pipeline_file p 2
+    add_samples tiny 10
+    aegis_refused "usage" pipeline replay p.yaml --from 1700000002
+    "$AEGIS" pipeline replay p.yaml --from 1700000002 --to 1700000007 > out.txt ||
+        fail "replay: $(cat out.txt)"
+    grep -q "replay: supervisor job [0-9]* done" out.txt || fail "$(cat out.txt)"
+    [ "$(cat "$DIR/runs")" = "$(printf 'trigger 0\ntrigger 1')" ] ||
+        fail "replay trainings: $(cat "$DIR/runs")"
+    python3 - "$AEGIS_STATE_HOME/pipelines/p.replay/trainsets/1.tset" <<'PY' ||
+import struct, sys
+raw = open(sys.argv[1], "rb").read()
+count = struct.unpack_from("<Q", raw, 8)[0]
+keys = [struct.unpack_from("<Q", raw, 32 + 16 * i)[0] for i in range(count)]
+assert keys == [4, 5], keys
+PY
+        fail "replay's second training set is not samples 4 and 5"
+}
+
 # The example pipeline of docs/pipelines.md, started as the page says.
 case_docs() {
     start
