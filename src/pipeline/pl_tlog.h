@@ -15,7 +15,8 @@
  *   skip N END       trigger N was coalesced into a later one
  *   job N ID P       its training was submitted as aegisd's job ID,
  *                    starting from trigger P's model (-1: none)
- *   end N STATE      that job ended (done, failed, cancelled, timeout)
+ *   end N STATE      that job ended (done, failed, cancelled, timeout),
+ *                    or aegisd refused it (refused: never retried)
  *   drop N           its model was removed (model_storage.keep_last)
  * A last line without its newline is a write a crash cut: it is cut off
  * at the next open, as if never written (its action never happened:

@@ -108,7 +108,13 @@ static int64_t sup_find_job(sup *s, uint32_t n) {
     return id;
 }
 
-/* Submits trigger n's training: its id, or -1. */
+/* sup_submit's answer when aegisd refused the job (it asks for more than
+ * the server has, or of what the user may have): not a fault to restart
+ * for, the trigger ends as refused. */
+#define SUP_REFUSED (-2)
+
+/* Submits trigger n's training: its id, SUP_REFUSED, or -1 (aegisd could
+ * not be reached or failed). */
 static int64_t sup_submit(sup *s, uint32_t n) {
     char name[128];
     sup_job_name(s, n, name, sizeof(name));
@@ -124,6 +130,7 @@ static int64_t sup_submit(sup *s, uint32_t n) {
     int64_t id = json_integer_value(json_array_get(json_object_get(ans, "ids"),
                                                    0));
     json_decref(ans);
+    if (!ans && req && rc == CLI_USAGE) return SUP_REFUSED;
     return id > 0 ? id : -1;
 }
 
@@ -183,6 +190,11 @@ static int sup_train(sup *s, uint32_t n, char *err, size_t errlen) {
     }
     int64_t id = sup_trig(s, n)->job;
     if (id == 0 && (id = sup_find_job(s, n)) == 0) id = sup_submit(s, n);
+    if (id == SUP_REFUSED) {
+        printf("trigger %u: aegisd refused its training job (why: above)\n",
+               n);
+        return pl_tlog_end(&s->log, n, "refused", err, errlen);
+    }
     if (id < 0) {
         snprintf(err, errlen, "trigger %u: aegisd took no training job", n);
         return -1;
