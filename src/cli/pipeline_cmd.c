@@ -8,7 +8,7 @@
 #include "cli.h"
 #include "client.h"
 #include "pipeline_view.h"
-#include "submit.h"
+#include "supervise.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -196,16 +196,10 @@ static json_int_t pl_launch(const pl_opts *o, const char *file,
     json_t *cmd = json_pack("[s, s, s]", sup, args[0], copy);
     for (size_t i = 1; args[i]; i++)
         json_array_append_new(cmd, json_string(args[i]));
-    json_t *jobs = json_pack("[{s:o, s:s}]", "cmd", cmd, "pipeline", name);
-    json_t *req = submit_request(jobs);
-    json_t *ans = req ? client_call("pipeline", o->socket, req, rc) : NULL;
-    json_int_t id = json_integer_value(json_array_get(json_object_get(ans,
-                                                                      "ids"),
-                                                      0));
-    json_decref(ans);
-    if (ans) printf("pipeline %s: supervisor job %" JSON_INTEGER_FORMAT "\n",
-                    name, id);
-    return ans ? id : -1;
+    json_int_t id = supervise(o->socket, name, cmd, rc);
+    if (id > 0) printf("pipeline %s: supervisor job %" JSON_INTEGER_FORMAT
+                       "\n", name, id);
+    return id;
 }
 
 static int pl_start(const pl_opts *o, char **argv) {

@@ -83,8 +83,15 @@ static void d_reason_fields(d_daemon *d, const d_job *job, json_t *row,
     } else if (job->state == D_HELD && job->producer) {
         r.kind = CORE_WAIT_FEED; /* asleep until a consumer comes */
     }
-    if (r.kind == CORE_WAIT_NONE) return;
     char text[256];
+    if (r.kind == CORE_WAIT_NONE && job->state == D_HELD &&
+        job->restart_at > 0) { /* a supervisor's back-off (pipelines.c) */
+        snprintf(text, sizeof(text), "restarted in %.0f s (back-off after "
+                 "its end)", job->restart_at > now ? job->restart_at - now : 0);
+        json_object_set_new(row, "wait_reason", json_string(text));
+        return;
+    }
+    if (r.kind == CORE_WAIT_NONE) return;
     if (r.kind == CORE_WAIT_FEED && job->producer && !job->in_core)
         snprintf(text, sizeof(text), "no job of feed %s queued yet",
                  job->feed);
