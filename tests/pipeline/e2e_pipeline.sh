@@ -64,11 +64,12 @@ start_pipeline() {
 }
 # The live pid of job $1's running attempt.
 job_pid() { "$AEGIS" show --json "$1" | pyjson "print(d.get('pid', 0))"; }
-# kill -9 of job $1's running attempt (never of pid 0: the test's group).
+# kill -9 of job $1's running attempt (never of pid 0: the test's group);
+# one that ended meanwhile (its last trigger trained) is left be.
 kill_job() {
     local pid; pid=$(job_pid "$1")
     [ "${pid:-0}" -gt 1 ] || fail "job $1 has no pid to kill"
-    kill -KILL "$pid"
+    kill -KILL "$pid" 2>/dev/null
 }
 until_running() {
     until_job "$1" "assert d['state'] == 'running' and d.get('pid', 0) > 0 \
@@ -180,6 +181,30 @@ case_crash() {
     rmdir "$DIR/hold"
     until_job "$SUP" "assert d['state'] == 'done'"
     [ "$(cat "$DIR/runs")" = "$(printf 'trigger 0\ntrigger 1\ntrigger 2')" ] ||
+        fail "trainings: $(cat "$DIR/runs")"
+}
+
+# kill -9 of the supervisor the moment each trigger's fire is logged (its
+# job being submitted, or not yet), and of aegisd once: each trigger is
+# trained once.
+case_chaos() {
+    start
+    pipeline_file p 2
+    start_pipeline p.yaml
+    local log=$AEGIS_STATE_HOME/pipelines/p/triggers.log k
+    for k in 0 1 2; do
+        until_running "$SUP" $((k + 1))
+        add_samples tiny 2
+        wait_until "trigger $k's fire" grep -q "^fire $k " "$log"
+        kill_job "$SUP"
+        if [ $k = 1 ]; then
+            kill -KILL "$(daemon_pid)"
+            while [ -n "$(daemon_pid)" ]; do sleep 0.1; done
+            start
+        fi
+    done
+    until_job "$SUP" "assert d['state'] == 'done'"
+    [ "$(sort "$DIR/runs")" = "$(printf 'trigger 0\ntrigger 1\ntrigger 2')" ] ||
         fail "trainings: $(cat "$DIR/runs")"
 }
 
