@@ -167,7 +167,8 @@ static int pl_copy(const char *file, const char *path) {
     return -1;
 }
 
-/* Checks file, keeps it in the pipeline's folder (name plus suffix) and
+/* Checks file (the supervisor's check warns of Modyn's keys it ignores),
+ * keeps it in the pipeline's folder (name plus suffix) and
  * has aegisd run the supervisor with args: its job id, or -1 (*rc).
  * The supervisor inherits this directory and environment, as a submit's
  * job does. */
@@ -177,7 +178,7 @@ static json_int_t pl_launch(const pl_opts *o, const char *file,
     pl_file cfg;
     char err[2048], sup[4096], name[128], dir[4200], copy[4400];
     *rc = CLI_USAGE;
-    if (pl_file_load(file, true, &cfg, err, sizeof(err)) != 0) {
+    if (pl_file_load(file, false, &cfg, err, sizeof(err)) != 0) {
         fprintf(stderr, "aegis pipeline: %s\n", err);
         return -1;
     }
