@@ -361,7 +361,9 @@ static void on_connection(uv_stream_t *server, int status) {
 
 static void d_maybe_exit(d_daemon *d) {
     if (!d->stopping) return;
-    if (d->opt.drain_on_stop && d->nrunning > 0) return;
+    /* a drain waits for the jobs that end, not the supervisors (which run
+     * until stopped, and are adopted again by the next aegisd) */
+    if (d->opt.drain_on_stop && d->nrunning > d_pipelines_running(d)) return;
     uv_stop(d->loop);
 }
 

@@ -624,6 +624,9 @@ bool d_feed_restart(d_daemon *d, d_job *job, core_exit how, const char *why);
 d_job *d_pipeline_supervisor(d_daemon *d, uid_t uid, const char *name);
 /* Each tick: supervisors whose back-off is over are started again. */
 void d_pipelines_tick(d_daemon *d);
+/* The running jobs of kinds outside placement (supervisors): a drain
+ * does not wait for them. */
+size_t d_pipelines_running(const d_daemon *d);
 
 /* notify.c */
 /* Which notifier a job's submit asked for (NULL: the config's). */

@@ -686,8 +686,9 @@ static void d_on_report(d_conn *c, const proto_request *req) {
 static void d_on_shutdown(d_conn *c, const proto_request *req) {
     d_daemon *d = c->d;
     if (!d_admin(c, "shut aegisd down")) return;
-    int running = (int)d->nrunning;
     bool drain = req->drain_jobs || d->opt.drain_on_stop;
+    /* a drain does not wait for supervisors: they run until stopped */
+    int running = (int)(d->nrunning - (drain ? d_pipelines_running(d) : 0));
     d_reply(c, json_pack("{s:b, s:i, s:b}", "ok", 1, "running", running,
                          "drain", drain));
     char why[64];

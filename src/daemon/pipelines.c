@@ -91,6 +91,13 @@ void d_pipelines_tick(d_daemon *d) {
     }
 }
 
+size_t d_pipelines_running(const d_daemon *d) {
+    size_t n = 0;
+    for (size_t i = 0; i < d->nrunning; i++)
+        n += d->running[i]->kind->outside;
+    return n;
+}
+
 static bool d_pipeline_claims(const d_job *job, json_t *row) {
     (void)row;
     return job->pipeline[0] != '\0';

@@ -130,6 +130,13 @@ case_sup_recover() {
     until_running "$SUP" 2
     "$AEGIS" ls --json | pyjson "assert any(j['id'] == $SUP and j['kind'] == 'pipeline' \
 for j in d)" || fail "aegis ls lost the supervisor"
+    # a drain waits for jobs that end, not for a supervisor
+    pid=$(job_pid "$SUP")
+    timeout 60 "$AEGIS" shutdown --drain > /dev/null || fail "shutdown --drain"
+    while [ -n "$(daemon_pid)" ]; do sleep 0.1; done
+    kill -0 "$pid" || fail "the drain ended the supervisor"
+    start
+    until_running "$SUP" 2
 }
 
 # Three triggers of two samples: three trainings through aegisd, each
