@@ -67,7 +67,8 @@ static int sup_replay_order(sup *s, char *err, size_t errlen) {
     uint64_t n = pl_dataset_count(s->ds);
     const pl_sample *all = pl_dataset_samples(s->ds);
     s->order = malloc(sizeof(*s->order) * (n ? n : 1));
-    if (!s->order) {
+    s->order_keys = malloc(sizeof(*s->order_keys) * (n ? n : 1));
+    if (!s->order || !s->order_keys) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
@@ -75,6 +76,10 @@ static int sup_replay_order(sup *s, char *err, size_t errlen) {
         if (all[k].ts >= s->from && all[k].ts < s->to)
             s->order[s->norder++] = all[k];
     qsort(s->order, s->norder, sizeof(*s->order), sup_ts_cmp);
+    for (uint64_t i = 0; i < s->norder; i++) {
+        s->order_keys[i] = s->order[i].key;
+        s->order[i].key = i;
+    }
     return 0;
 }
 
@@ -100,6 +105,7 @@ static void sup_close(sup *s) {
     pl_file_free(&s->cfg);
     free(s->bounds);
     free(s->order);
+    free(s->order_keys);
 }
 
 /* Parses a replay bound (Unix time, seconds). */

@@ -173,16 +173,45 @@ static int sup_retain(sup *s, char *err, size_t errlen) {
     return 0;
 }
 
+/* A replay's set, built on places in its order (path.place), as the
+ * dataset's keys at path. */
+static int sup_rekey(sup *s, const char *place, const char *path, char *err,
+                     size_t errlen) {
+    pl_trainset_item *items;
+    size_t count;
+    uint64_t seed;
+    uint32_t trigger;
+    if (pl_trainset_read(place, &items, &count, &seed, &trigger, err,
+                         errlen) != 0)
+        return -1;
+    for (size_t i = 0; i < count; i++)
+        items[i].key = s->order_keys[items[i].key];
+    int rc = pl_trainset_write(path, items, count, seed, trigger, err, errlen);
+    free(items);
+    unlink(place);
+    return rc;
+}
+
+/* Trigger n's training set, written to path. */
+static int sup_build_set(sup *s, uint32_t n, const char *path, char *err,
+                         size_t errlen) {
+    char place[4500];
+    uint64_t count;
+    const pl_sample *samples = sup_samples(s, &count);
+    snprintf(place, sizeof(place), "%s.place", path);
+    if (pl_selector_build(s->selector, samples, s->bounds[n], s->bounds, n,
+                          s->replay ? place : path, err, errlen) != 0)
+        return -1;
+    return s->replay ? sup_rekey(s, place, path, err, errlen) : 0;
+}
+
 /* Trigger n: what its log lacks of fire, job and end, done in order. */
 static int sup_train(sup *s, uint32_t n, char *err, size_t errlen) {
     const pl_trig *t = sup_trig(s, n);
     if (!t || !t->fired) {
         char path[4400];
-        uint64_t count;
-        const pl_sample *samples = sup_samples(s, &count);
         sup_file(s, "trainsets", "tset", n, path, sizeof(path));
-        if (pl_selector_build(s->selector, samples, s->bounds[n], s->bounds,
-                              n, path, err, errlen) != 0 ||
+        if (sup_build_set(s, n, path, err, errlen) != 0 ||
             pl_tlog_fire(&s->log, n, s->bounds[n], false, err, errlen) != 0)
             return -1;
         printf("trigger %u: fired after %" PRIu64 " samples; training set "

@@ -40,7 +40,10 @@ typedef struct sup {
     /* replay: only samples with from <= ts < to, in timestamp order */
     bool replay;
     int64_t from, to;
-    pl_sample *order;       /* replay: the samples in the order fed */
+    pl_sample *order;       /* replay: the samples in the order fed,
+                               keyed by their place (the selection takes
+                               dense keys: select.h) */
+    uint64_t *order_keys;   /*   and their keys in the dataset */
     uint64_t norder;
     uint64_t fed;           /* samples fed to the trigger so far */
     uint64_t *bounds;       /* bounds[n]: first sample after fire n */

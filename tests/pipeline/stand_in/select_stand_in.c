@@ -1,7 +1,7 @@
 /* select_stand_in.c -- a stand-in for aegis_select (src/pipeline/
  * trigger.h, select.h, trainset.h) while the real library is built on its
  * own branch: DataAmountTrigger{num_samples} and NewDataStrategy with
- * tail_triggers 0 only. The supervisor's tests link it only when no
+ * tail_triggers 0 only; the training-set file without its checks. The supervisor's tests link it only when no
  * aegis_select target exists.
  */
 #include "select.h"
@@ -122,4 +122,24 @@ int pl_trainset_write(const char *path, const pl_trainset_item *items,
     fsync(fileno(f));
     fclose(f);
     return rename(tmp, path);
+}
+
+int pl_trainset_read(const char *path, pl_trainset_item **items,
+                     size_t *count, uint64_t *seed, uint32_t *trigger,
+                     char *err, size_t errlen) {
+    unsigned char head[32];
+    FILE *f = fopen(path, "rb");
+    uint64_t n = 0;
+    if (!f || fread(head, 1, sizeof(head), f) != sizeof(head)) {
+        snprintf(err, errlen, "%s: cannot read", path);
+        if (f) fclose(f);
+        return -1;
+    }
+    memcpy(&n, head + 8, 8);
+    memcpy(seed, head + 16, 8);
+    memcpy(trigger, head + 24, 4);
+    *items = calloc(n ? n : 1, sizeof(**items));
+    *count = *items ? fread(*items, sizeof(**items), n, f) : 0;
+    fclose(f);
+    return *items && *count == n ? 0 : -1;
 }
