@@ -18,16 +18,31 @@ mkdir -p "$AEGIS_STATE_HOME"
 cd "$DIR/work" || exit 1
 
 # add_samples DATASET N: N more samples (timestamp, label) registered in
-# DATASET. The stand-in dataset library (stand_in/dataset_stand_in.c)
-# reads them from samples.csv; with the real one this is `aegis dataset
-# add` of a folder the test writes its files into.
+# DATASET, sample i at time 1700000000 + i with label i % 2. With the
+# dataset library (`aegis dataset`): a CSV file of them moved into the
+# dataset's folder and registered by one pass of its watcher; before it
+# lands, the stand-in (stand_in/dataset_stand_in.c) reads samples.csv.
 add_samples() {
-    local ds=$AEGIS_STATE_HOME/datasets/$1 n=$2 i
-    mkdir -p "$ds"
-    local have; have=$(cat "$ds/samples.csv" 2>/dev/null | wc -l)
+    local name=$1 n=$2 have i
+    have=$(cat "$DIR/$name.count" 2>/dev/null || echo 0)
+    echo $((have + n)) > "$DIR/$name.count"
     for ((i = have; i < have + n; i++)); do
         echo "$((1700000000 + i)),$((i % 2))"
-    done >> "$ds/samples.csv"
+    done > "$DIR/batch.tmp"
+    if ! "$AEGIS" dataset --help > /dev/null 2>&1; then
+        mkdir -p "$AEGIS_STATE_HOME/datasets/$name"
+        cat "$DIR/batch.tmp" >> "$AEGIS_STATE_HOME/datasets/$name/samples.csv"
+        return
+    fi
+    local dir=$DIR/data/$name
+    if [ ! -d "$dir" ]; then
+        mkdir -p "$dir"
+        "$AEGIS" dataset add "$name" --dir "$dir" --format csv --ts-column 0 \
+            --label-column 1 > /dev/null || fail "dataset add $name"
+    fi
+    mv "$DIR/batch.tmp" "$dir/batch$have.csv"
+    "$AEGIS" dataset watch "$name" --once --quiet > /dev/null ||
+        fail "dataset watch $name --once"
 }
 
 # pipeline_file NAME NUM_SAMPLES [EXTRA TRAINING LINES...]: a pipeline
