@@ -101,9 +101,11 @@ int sup_feed(sup *s, char *err, size_t errlen) {
 }
 
 /* The dataset's folder, watched for its key log's growth; a look every
- * timeout_ms all the same (a change the watch missed, or none made). */
+ * timeout_ms all the same (a change the watch missed, or none made). A
+ * folder that cannot be watched yet (not made yet) is tried again the
+ * next time. */
 void sup_wait_data(sup *s, int timeout_ms) {
-    if (s->watch_fd == -2) {
+    if (s->watch_fd < 0) {
         char dir[4300];
         snprintf(dir, sizeof(dir), "%s/datasets/%s", s->state,
                  s->cfg.dataset);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "client.h"
@@ -33,6 +34,21 @@ static int sup_build(sup *s, char *err, size_t errlen) {
                                       sizeof(msg));
     if (s->trigger && s->selector) return 0;
     pl_yaml_locate(&s->cfg.doc, msg, err, errlen);
+    return -1;
+}
+
+/* check: the file's dataset is one of the owner's (it can be opened). */
+static int sup_check_dataset(sup *s, char *err, size_t errlen) {
+    char msg[1024];
+    if (!pl_state_dir(s->state, sizeof(s->state))) {
+        snprintf(err, errlen, "no state folder: set AEGIS_STATE_HOME or HOME");
+        return -1;
+    }
+    if (pl_dataset_open(s->state, s->cfg.dataset, &s->ds, msg,
+                        sizeof(msg)) == 0)
+        return 0;
+    pl_yaml_error(&s->cfg.doc, "data.dataset_id", err, errlen, "%s (aegis "
+                  "dataset ls lists yours)", msg);
     return -1;
 }
 
@@ -101,6 +117,7 @@ static void sup_close(sup *s) {
     pl_trigger_free(s->trigger);
     pl_selector_free(s->selector);
     if (s->ds) pl_dataset_close(s->ds);
+    if (s->watch_fd >= 0) close(s->watch_fd);
     pl_tlog_close(&s->log);
     pl_file_free(&s->cfg);
     free(s->bounds);
@@ -119,7 +136,7 @@ static int sup_time(const char *text, int64_t *out) {
 int main(int argc, char **argv) {
     bool run = argc == 3 && strcmp(argv[1], "run") == 0;
     bool check = argc == 3 && strcmp(argv[1], "check") == 0;
-    sup s = {.watch_fd = -2, .socket = client_socket(NULL), .log.fd = -1};
+    sup s = {.watch_fd = -1, .socket = client_socket(NULL), .log.fd = -1};
     s.replay = argc == 5 && strcmp(argv[1], "replay") == 0;
     if ((!run && !check && !s.replay) ||
         (s.replay && (sup_time(argv[3], &s.from) || sup_time(argv[4], &s.to)))) {
@@ -129,7 +146,8 @@ int main(int argc, char **argv) {
     char err[2048];
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (pl_file_load(argv[2], check, &s.cfg, err, sizeof(err)) != 0 ||
-        sup_build(&s, err, sizeof(err)) != 0) {
+        sup_build(&s, err, sizeof(err)) != 0 ||
+        (check && sup_check_dataset(&s, err, sizeof(err)) != 0)) {
         fprintf(stderr, "aegis-pipeline: %s\n", err);
         sup_close(&s);
         return CLI_USAGE;

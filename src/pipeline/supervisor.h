@@ -49,8 +49,8 @@ typedef struct sup {
     uint64_t *bounds;       /* bounds[n]: first sample after fire n */
     uint32_t nfires, capfires;
     uint32_t next;          /* the first fire not yet settled */
-    int watch_fd;           /* inotify on the dataset's folder; -1: none,
-                               -2: not set up yet */
+    int watch_fd;           /* inotify on the dataset's folder; -1: none
+                               yet */
 } sup;
 
 /* sup_feed.c */
