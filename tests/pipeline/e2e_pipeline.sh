@@ -14,33 +14,41 @@ AEGISD=$1 AEGIS=$2 NVML=$3 FAKE=$4 CATALOG=$5 CASE=$6
 source "$(dirname "$0")/../daemon/e2e_lib.sh"
 HERE=$(cd "$(dirname "$0")" && pwd)
 export AEGIS_STATE_HOME=$DIR/home
-mkdir -p "$AEGIS_STATE_HOME"
+mkdir -p -m 700 "$AEGIS_STATE_HOME" # as XDG's state folder is
 cd "$DIR/work" || exit 1
 
-# add_samples DATASET N: N more samples (timestamp, label) registered in
-# DATASET, sample i at time 1700000000 + i with label i % 2. With the
-# dataset library (`aegis dataset`): a CSV file of them moved into the
-# dataset's folder and registered by one pass of its watcher; before it
-# lands, the stand-in (stand_in/dataset_stand_in.c) reads samples.csv.
+# dataset_add DATASET: registers DATASET (once), its folder $DIR/data/
+# DATASET, with the dataset library (`aegis dataset add`, CSV files of
+# "timestamp,label" lines); before that library lands, the stand-in
+# (stand_in/dataset_stand_in.c) reads samples.csv in its state folder.
+dataset_add() {
+    local dir=$DIR/data/$1
+    [ -d "$dir" ] && return
+    mkdir -p "$dir"
+    if "$AEGIS" dataset --help > /dev/null 2>&1; then
+        "$AEGIS" dataset add "$1" --dir "$dir" --format csv --ts-column 0 \
+            --label-column 1 > /dev/null || fail "dataset add $1"
+    else
+        mkdir -p "$AEGIS_STATE_HOME/datasets/$1"
+    fi
+}
+
+# add_samples DATASET N: N more samples registered in DATASET, sample i at
+# time 1700000000 + i with label i % 2: a CSV file of them moved into the
+# dataset's folder and registered by one pass of its watcher.
 add_samples() {
     local name=$1 n=$2 have i
+    dataset_add "$name"
     have=$(cat "$DIR/$name.count" 2>/dev/null || echo 0)
     echo $((have + n)) > "$DIR/$name.count"
     for ((i = have; i < have + n; i++)); do
         echo "$((1700000000 + i)),$((i % 2))"
     done > "$DIR/batch.tmp"
     if ! "$AEGIS" dataset --help > /dev/null 2>&1; then
-        mkdir -p "$AEGIS_STATE_HOME/datasets/$name"
         cat "$DIR/batch.tmp" >> "$AEGIS_STATE_HOME/datasets/$name/samples.csv"
         return
     fi
-    local dir=$DIR/data/$name
-    if [ ! -d "$dir" ]; then
-        mkdir -p "$dir"
-        "$AEGIS" dataset add "$name" --dir "$dir" --format csv --ts-column 0 \
-            --label-column 1 > /dev/null || fail "dataset add $name"
-    fi
-    mv "$DIR/batch.tmp" "$dir/batch$have.csv"
+    mv "$DIR/batch.tmp" "$DIR/data/$name/batch$have.csv"
     "$AEGIS" dataset watch "$name" --once --quiet > /dev/null ||
         fail "dataset watch $name --once"
 }
@@ -51,6 +59,7 @@ add_samples() {
 # folder's flag (hold).
 pipeline_file() {
     local name=$1 every=$2; shift 2
+    dataset_add tiny
     cat > "$name.yaml" <<YAML
 pipeline:
   name: $name
@@ -231,12 +240,20 @@ case_chaos() {
 }
 
 # User nobody's pipeline runs as nobody; root's pipeline commands do not
-# reach it (names are per owner), and nobody cannot stop root's.
+# reach it (names are per owner), nobody cannot stop root's, nor start a
+# pipeline on root's dataset.
 case_isolation() {
     needs_root
     start
     local home=$DIR/nobody
-    mkdir -p "$home" && chown nobody "$home" && chmod 700 "$home"
+    mkdir -p "$home/data" && chown nobody "$home" "$home/data" && chmod 700 "$home"
+    if "$AEGIS" dataset --help > /dev/null 2>&1; then
+        as nobody env AEGIS_STATE_HOME="$home" "$AEGIS" dataset add tiny \
+            --dir "$home/data" --format csv --ts-column 0 --label-column 1 \
+            > /dev/null || fail "nobody's dataset add"
+    else
+        as nobody mkdir -p "$home/datasets/tiny"
+    fi
     pipeline_file q 2
     cp q.yaml "$home/q.yaml" && chown nobody "$home/q.yaml"
     SUP=$(as nobody env AEGIS_STATE_HOME="$home" "$AEGIS" pipeline start "$home/q.yaml" |
@@ -254,6 +271,11 @@ case_isolation() {
     as nobody env AEGIS_STATE_HOME="$AEGIS_STATE_HOME" "$AEGIS" pipeline models p \
         > /dev/null 2>&1 && fail "nobody read root's pipeline's models"
     is_state "$SUP" running || fail "nobody's supervisor stopped"
+    cp p.yaml "$home/p.yaml" && chown nobody "$home/p.yaml"
+    as nobody env AEGIS_STATE_HOME="$AEGIS_STATE_HOME" "$AEGIS" pipeline start \
+        "$home/p.yaml" > out.txt 2>&1 && fail "nobody started a pipeline on root's dataset"
+    "$AEGIS" ls --json | pyjson "assert not [j for j in d if j['kind'] == 'pipeline' \
+and j['pipeline'] == 'p' and j['user'] == 'nobody']" || fail "nobody's p runs"
 }
 
 # A replay of the samples with timestamps in [T0 + 2, T0 + 7): five of
@@ -335,6 +357,7 @@ text = open(sys.argv[1]).read()
 print(re.search(r"```yaml\n(pipeline:.*?)```", text, re.S).group(1))
 PY
     sed -i "s|python3 train.py|sh $HERE/train_stand_in.sh|" tiny.yaml
+    dataset_add tiny_dataset
     start_pipeline tiny.yaml
     add_samples tiny_dataset 20
     until_job "$SUP" "assert d['state'] == 'done'"
