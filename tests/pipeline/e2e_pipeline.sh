@@ -227,6 +227,11 @@ case_chaos() {
         until_running "$SUP" $((k + 1))
         add_samples tiny 2
         wait_until "trigger $k's fire" grep -q "^fire $k " "$log"
+        if [ $k = 2 ]; then # it may have trained its last trigger already
+            local pid; pid=$(job_pid "$SUP")
+            [ "${pid:-0}" -gt 1 ] && kill -KILL "$pid" 2>/dev/null
+            break
+        fi
         kill_job "$SUP"
         if [ $k = 1 ]; then
             kill -KILL "$(daemon_pid)"
