@@ -8,20 +8,17 @@
  * owner, under a shim as any job (its log, its status file, its
  * recovery after a restart of aegisd). When it dies otherwise than by a
  * stop it is started again after a back-off that doubles (1 s, 2 s, ...),
- * at most D_PIPELINE_MAX_RESTARTS times in an hour: a supervisor that
- * keeps dying (a file it cannot read) must not loop for ever. Its
+ * at most BACKOFF_MAX_RESTARTS times in an hour (backoff.h): a supervisor
+ * that keeps dying (a file it cannot read) must not loop for ever. Its
  * pipeline's state is in its owner's state folder, where the restarted
  * supervisor finds what its trigger log says was trained.
  */
 #include "daemon.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-/* Restarts in an hour before a dying supervisor is left failed. */
-#define D_PIPELINE_MAX_RESTARTS 5
-#define D_PIPELINE_WINDOW_S 3600.0
+#include "backoff.h"
 
 d_job *d_pipeline_supervisor(d_daemon *d, uid_t uid, const char *name) {
     for (size_t i = 0; i < d->njobs; i++)
@@ -31,18 +28,12 @@ d_job *d_pipeline_supervisor(d_daemon *d, uid_t uid, const char *name) {
     return NULL;
 }
 
-/* The restarts of job started in the last hour: attempts after its first
- * one, as the store keeps them (so a restarted aegisd counts them too). */
+/* The restarts of job in the window, as the store keeps its attempts
+ * (so a restarted aegisd counts them too). */
 static int d_pipeline_recent_restarts(d_daemon *d, const d_job *job) {
-    json_t *row = store_job(d->st, job->id, false), *att;
-    double since = d_wall() - D_PIPELINE_WINDOW_S;
-    size_t i;
-    int n = 0;
-    json_array_foreach(json_object_get(row, "attempt_list"), i, att) {
-        int number = (int)json_integer_value(json_object_get(att, "n"));
-        double started = json_number_value(json_object_get(att, "started"));
-        n += number > 1 && started >= since;
-    }
+    json_t *row = store_job(d->st, job->id, false);
+    int n = backoff_restarts_since(json_object_get(row, "attempt_list"),
+                                   d_wall() - BACKOFF_WINDOW_S);
     json_decref(row);
     return n;
 }
@@ -54,19 +45,19 @@ static bool d_pipeline_restart(d_daemon *d, d_job *job, core_exit how,
                                const char *why) {
     if (how == CORE_EXIT_OK) return false;
     int recent = d_pipeline_recent_restarts(d, job);
-    if (recent >= D_PIPELINE_MAX_RESTARTS) {
+    double wait_s = backoff_delay_s(recent);
+    if (wait_s < 0) {
         d_log("pipeline %s: supervisor job %lld: %s; not restarted: "
               "restarted %d times in the last hour", job->pipeline,
               (long long)job->id, why, recent);
         return false;
     }
-    double wait_s = ldexp(1.0, recent);
     job->restart_at = d_now(d) + wait_s;
     d_job_set_state(d, job, D_HELD);
     store_job_state(d->st, job->id, "queued", why, d_wall());
     store_event(d->st, job->id, d_wall(), "attempt %d: %s; restarted in "
                 "%.0f s (restart %d of %d in an hour)", job->attempts, why,
-                wait_s, recent + 1, D_PIPELINE_MAX_RESTARTS);
+                wait_s, recent + 1, BACKOFF_MAX_RESTARTS);
     d_log("pipeline %s: supervisor job %lld: %s; restarted in %.0f s",
           job->pipeline, (long long)job->id, why, wait_s);
     return true;
