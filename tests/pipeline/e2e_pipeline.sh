@@ -268,14 +268,19 @@ case_isolation() {
     [ "$(stat -c %u /proc/"$(job_pid "$SUP")")" = "$(id -u nobody)" ] ||
         fail "nobody's supervisor does not run as nobody"
     aegis_refused "no pipeline q of yours" pipeline stop q
+    local nobody_sup=$SUP
     pipeline_file p 2
     start_pipeline p.yaml
+    until_running "$SUP"
     as nobody env AEGIS_STATE_HOME="$home" "$AEGIS" pipeline stop p 2> err.txt &&
         fail "nobody stopped root's pipeline"
     grep -q "no pipeline p of yours" err.txt || fail "$(cat err.txt)"
     as nobody env AEGIS_STATE_HOME="$AEGIS_STATE_HOME" "$AEGIS" pipeline models p \
         > /dev/null 2>&1 && fail "nobody read root's pipeline's models"
-    is_state "$SUP" running || fail "nobody's supervisor stopped"
+    as nobody "$AEGIS" log "$SUP" > /dev/null 2>&1 && fail "nobody read root's supervisor's log"
+    as nobody "$AEGIS" cancel "$SUP" > /dev/null 2>&1 && fail "nobody cancelled root's supervisor"
+    is_state "$SUP" running || fail "root's supervisor stopped"
+    is_state "$nobody_sup" running || fail "nobody's supervisor stopped"
     cp p.yaml "$home/p.yaml" && chown nobody "$home/p.yaml"
     as nobody env AEGIS_STATE_HOME="$AEGIS_STATE_HOME" "$AEGIS" pipeline start \
         "$home/p.yaml" > out.txt 2>&1 && fail "nobody started a pipeline on root's dataset"
