@@ -244,6 +244,38 @@ case_chaos() {
         fail "trainings: $(cat "$DIR/runs")"
 }
 
+# The id of the job named $1.
+job_named() {
+    "$AEGIS" ls --json --all | pyjson "print([j['id'] for j in d if j['name'] == '$1'][0])"
+}
+
+# stop: the training running finishes and its model is kept, and a start
+# again records its end; stop --cancel-training cancels it too.
+case_stop() {
+    start
+    mkdir "$DIR/hold"
+    pipeline_file p 2
+    start_pipeline p.yaml
+    add_samples tiny 2
+    until_file "$DIR/holding.0"
+    "$AEGIS" pipeline stop p > /dev/null || fail "stop"
+    until_job "$SUP" "assert d['state'] == 'cancelled'"
+    local t0; t0=$(job_named p:t0)
+    is_state "$t0" running || fail "stop ended the training"
+    rmdir "$DIR/hold"
+    until_job "$t0" "assert d['state'] == 'done'"
+    [ -e "$AEGIS_STATE_HOME/pipelines/p/models/0.model" ] || fail "model 0 not kept"
+    mkdir "$DIR/hold"
+    start_pipeline p.yaml
+    add_samples tiny 2
+    until_file "$DIR/holding.1"
+    "$AEGIS" pipeline show --json p | pyjson "s = [t['state'] for t in d['trigger_list']]; \
+assert s == ['done', 'training'], s" || fail "show: $("$AEGIS" pipeline show p)"
+    "$AEGIS" pipeline stop --cancel-training p > /dev/null || fail "stop --cancel-training"
+    until_job "$(job_named p:t1)" "assert d['state'] == 'cancelled'"
+    until_job "$SUP" "assert d['state'] == 'cancelled'"
+}
+
 # User nobody's pipeline runs as nobody; root's pipeline commands do not
 # reach it (names are per owner), nobody cannot stop root's, nor start a
 # pipeline on root's dataset.
