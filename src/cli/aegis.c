@@ -38,6 +38,7 @@ static const cli_command commands[] = {
     {"resume", cli_resume, "put a drained GPU back"},
     {"shutdown", cli_shutdown, "stop aegisd"},
     {"feed", cli_feed, "list, clean up or start the shared data feeds"},
+    {"pipeline", cli_pipeline, "continuous training: retrain as data grows"},
     {"report", cli_report, "energy, CO2 and GPU-hours of aegisd's jobs"},
     {"estimate", cli_estimate, "GPU memory a training job will need"},
 };

@@ -12,6 +12,7 @@ enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
 int cli_sim(int argc, char **argv);
 int cli_gen_trace(int argc, char **argv);
 int cli_feed(int argc, char **argv);
+int cli_pipeline(int argc, char **argv);
 int cli_estimate(int argc, char **argv);
 
 /* The catalog used when --catalog is not given: the source tree's

@@ -33,6 +33,9 @@ typedef struct submit_defaults {
 
 /* A job of command cmd (taken) with the defaults. */
 json_t *submit_job(json_t *cmd, const submit_defaults *def);
+/* The submit request of jobs (taken): this directory, this environment
+ * (environ); NULL once the fault is told (it is the input's: exit 2). */
+json_t *submit_request(json_t *jobs);
 /* ["/bin/sh", "-c", line]; NULL when line is not UTF-8. */
 json_t *submit_shell(const char *line);
 /* aegis's estimate (with its safety margin) of the model described in

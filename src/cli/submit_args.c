@@ -1,6 +1,7 @@
 /* submit_args.c -- the values `aegis submit` takes and the jobs it builds
  * from them: memory with units, Slurm's dependency forms, array ranges,
- * a command string that needs a shell, a program on PATH.
+ * a command string that needs a shell, a program on PATH; the request
+ * that carries them with this directory and environment.
  *
  * Each parser refuses what it cannot take whole (a unit it does not know,
  * an id that is not one, a range running backwards) rather than guess, so
@@ -20,6 +21,8 @@
 #include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+extern char **environ;
 
 json_t *submit_job(json_t *cmd, const submit_defaults *def) {
     json_t *job = json_pack("{s:o, s:i}", "cmd", cmd, "gpus", (int)def->gpus);
@@ -260,4 +263,35 @@ char *submit_find_program(const char *name) {
         if (*dir == ':') dir++;
     }
     return NULL;
+}
+
+/* The request is JSON,
+ * which holds UTF-8 text only: a directory that is not cannot be sent, and
+ * a variable that is not is left out, saying so. */
+json_t *submit_request(json_t *jobs) {
+    char cwd[4096];
+    if (!getcwd(cwd, sizeof(cwd))) {
+        perror("aegis submit: the current directory");
+        json_decref(jobs);
+        return NULL;
+    }
+    json_t *dir = json_string(cwd);
+    if (!dir) {
+        fprintf(stderr, "aegis submit: the current directory's path is "
+                "not UTF-8, and aegisd's requests (JSON) carry UTF-8 text "
+                "only: submit from a directory whose path is UTF-8\n");
+        json_decref(jobs);
+        return NULL;
+    }
+    json_t *env = json_array();
+    for (char **e = environ; *e; e++) {
+        json_t *s = json_string(*e);
+        if (s && strchr(*e, '=') && **e != '=') json_array_append_new(env, s);
+        else json_decref(s);
+        if (!s)
+            fprintf(stderr, "aegis submit: %.*s is not passed to the job: "
+                    "not UTF-8 text\n", (int)strcspn(*e, "="), *e);
+    }
+    return json_pack("{s:s, s:o, s:o, s:o}", "op", "submit", "cwd", dir,
+                     "env", env, "jobs", jobs);
 }

@@ -24,7 +24,6 @@
 #include <string.h>
 #include <unistd.h>
 
-extern char **environ;
 
 static const char help[] =
 "NAME\n"
@@ -277,38 +276,6 @@ static bool submit_is_spec(const char *arg) {
     size_t n = strlen(arg);
     return (n > 5 && !strcmp(arg + n - 5, ".yaml")) ||
            (n > 4 && !strcmp(arg + n - 4, ".yml"));
-}
-
-/* The submit request: this directory, this environment, the jobs; NULL
- * once the fault is told (it is the input's: exit 2). The request is JSON,
- * which holds UTF-8 text only: a directory that is not cannot be sent, and
- * a variable that is not is left out, saying so. */
-static json_t *submit_request(json_t *jobs) {
-    char cwd[4096];
-    if (!getcwd(cwd, sizeof(cwd))) {
-        perror("aegis submit: the current directory");
-        json_decref(jobs);
-        return NULL;
-    }
-    json_t *dir = json_string(cwd);
-    if (!dir) {
-        fprintf(stderr, "aegis submit: the current directory's path is "
-                "not UTF-8, and aegisd's requests (JSON) carry UTF-8 text "
-                "only: submit from a directory whose path is UTF-8\n");
-        json_decref(jobs);
-        return NULL;
-    }
-    json_t *env = json_array();
-    for (char **e = environ; *e; e++) {
-        json_t *s = json_string(*e);
-        if (s && strchr(*e, '=') && **e != '=') json_array_append_new(env, s);
-        else json_decref(s);
-        if (!s)
-            fprintf(stderr, "aegis submit: %.*s is not passed to the job: "
-                    "not UTF-8 text\n", (int)strcspn(*e, "="), *e);
-    }
-    return json_pack("{s:s, s:o, s:o, s:o}", "op", "submit", "cwd", dir,
-                     "env", env, "jobs", jobs);
 }
 
 /* Option opt's value when it is UTF-8 text; NULL after saying not. */

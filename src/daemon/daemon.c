@@ -361,7 +361,9 @@ static void on_connection(uv_stream_t *server, int status) {
 
 static void d_maybe_exit(d_daemon *d) {
     if (!d->stopping) return;
-    if (d->opt.drain_on_stop && d->nrunning > 0) return;
+    /* a drain waits for the jobs that end, not the supervisors (which run
+     * until stopped, and are adopted again by the next aegisd) */
+    if (d->opt.drain_on_stop && d->nrunning > d_pipelines_running(d)) return;
     uv_stop(d->loop);
 }
 
@@ -372,6 +374,7 @@ static void on_tick(uv_timer_t *t) {
     d_turn_begin(d);
     d_jobs_tick(d);
     d_limits_tick(d);
+    d_pipelines_tick(d);
     d_notify_tick(d);
     d_leases_tick(d);
     d_scontrol_tick(d);

@@ -16,6 +16,8 @@
  *               environment and MIG instance a job gets from it
  *   feeds.c     a data feed's managed producer: started with its first
  *               consumer, restarted, stopped after its last
+ *   pipelines.c a pipeline's supervisor: started at once as its owner,
+ *               with no GPU, restarted with a back-off
  *   notify.c    the notifiers run at jobs' ends (notify.h)
  *   metrics.c   the Prometheus exposition of GPUs, jobs, users and the
  *               scheduler (docs/metrics.md)
@@ -112,6 +114,10 @@ typedef struct d_job {
                                    ended (ends as done) */
     int restarts;               /* a producer's restarts (feeds.c), kept in
                                    the store as feed_stop is */
+    char pipeline[PROTO_MAX_PIPELINE + 1]; /* the pipeline whose supervisor
+                                   it is (pipelines.c); "" none */
+    double restart_at;          /* a supervisor waiting out its back-off:
+                                   started again at d_now() >= this */
     d_dep *deps;                /* ndeps jobs it waits for, allocated */
     size_t ndeps;               /*   with the job (d_job_new) */
     d_state state;              /* set by d_job_set_state() */
@@ -396,6 +402,9 @@ void d_job_enqueue(d_daemon *d, d_job *job);
 /* Hands the job to the core's queue (a retry, or a job that must run
  * alone, to its recovery queue): 0, or -1 with the core's reason in err. */
 int d_job_to_core(d_daemon *d, d_job *job, char *err, size_t errlen);
+/* Starts a job of a kind outside placement now, with no GPU: its attempt
+ * recorded and committed first, as a launch's is (jobs_run.c). */
+void d_job_start_outside(d_daemon *d, d_job *job);
 /* Ends a job: its state and reason committed, its waiters told. */
 void d_job_finish(d_daemon *d, d_job *job, const char *state,
                   const char *reason);
@@ -490,6 +499,10 @@ struct d_job_kind {
     bool watched;               /* aegisd watches its attempts: their shim,
                                    status file and session (exec.h); false:
                                    the kind does (a lease its tasks' pids) */
+    bool outside;               /* needs no GPU and is outside placement:
+                                   the core never holds it, d_job_enqueue
+                                   starts it at once (d_job_start_outside)
+                                   and its ends are its kind's (restart) */
     /* Whether the job (row: its store row after a restart; NULL at a
      * submit) is of this kind. */
     bool (*claims)(const d_job *job, json_t *row);
@@ -522,7 +535,8 @@ struct d_job_kind {
     bool (*restart)(d_daemon *d, d_job *job, core_exit how, const char *why);
 };
 
-extern const d_job_kind d_kind_own, d_kind_lease, d_kind_producer;
+extern const d_job_kind d_kind_own, d_kind_lease, d_kind_producer,
+    d_kind_supervisor;
 /* kinds.c: the kind of a job (row as in claims), d_kind_own when no other
  * claims it. */
 const d_job_kind *d_job_kind_of(const d_job *job, json_t *row);
@@ -603,6 +617,16 @@ void d_feeds_recover(d_daemon *d);
 /* Whether a producer whose attempt ended (how, why) is started again: its
  * consumers run, it failed or vanished, and it has restarts left. */
 bool d_feed_restart(d_daemon *d, d_job *job, core_exit how, const char *why);
+
+/* pipelines.c */
+/* User uid's unfinished supervisor of pipeline name, or NULL: a pipeline
+ * is its owner's, each user may run one of a name. */
+d_job *d_pipeline_supervisor(d_daemon *d, uid_t uid, const char *name);
+/* Each tick: supervisors whose back-off is over are started again. */
+void d_pipelines_tick(d_daemon *d);
+/* The running jobs of kinds outside placement (supervisors): a drain
+ * does not wait for them. */
+size_t d_pipelines_running(const d_daemon *d);
 
 /* notify.c */
 /* Which notifier a job's submit asked for (NULL: the config's). */

@@ -83,8 +83,15 @@ static void d_reason_fields(d_daemon *d, const d_job *job, json_t *row,
     } else if (job->state == D_HELD && job->producer) {
         r.kind = CORE_WAIT_FEED; /* asleep until a consumer comes */
     }
-    if (r.kind == CORE_WAIT_NONE) return;
     char text[256];
+    if (r.kind == CORE_WAIT_NONE && job->state == D_HELD &&
+        job->restart_at > 0) { /* a supervisor's back-off (pipelines.c) */
+        snprintf(text, sizeof(text), "restarted in %.0f s (back-off after "
+                 "its end)", job->restart_at > now ? job->restart_at - now : 0);
+        json_object_set_new(row, "wait_reason", json_string(text));
+        return;
+    }
+    if (r.kind == CORE_WAIT_NONE) return;
     if (r.kind == CORE_WAIT_FEED && job->producer && !job->in_core)
         snprintf(text, sizeof(text), "no job of feed %s queued yet",
                  job->feed);
@@ -101,16 +108,21 @@ static void d_reason_fields(d_daemon *d, const d_job *job, json_t *row,
 }
 
 /* A job's kind, "feed" for a managed producer (with "consumers": its
- * feed's jobs queued or running), "slurm" for a Slurm job's lease, else
- * "job", for the store's feed_producer (0 or 1) and slurm_job. */
+ * feed's jobs queued or running), "slurm" for a Slurm job's lease,
+ * "pipeline" for a pipeline's supervisor (with "pipeline": its name), else
+ * "job", for the store's feed_producer (0 or 1), slurm_job and pipeline. */
 static void d_kind_fields(d_daemon *d, json_t *row, const d_job *job) {
     bool producer = json_integer_value(json_object_get(row, "feed_producer"));
     bool lease = json_is_integer(json_object_get(row, "slurm_job"));
+    const char *pipeline = json_string_value(json_object_get(row, "pipeline"));
+    bool supervisor = pipeline && pipeline[0];
     json_object_del(row, "feed_producer");
     json_object_del(row, "feed_stop"); /* its end's reason tells */
-    json_object_set_new(row, "kind", json_string(producer ? "feed"
-                                                 : lease  ? "slurm"
-                                                          : "job"));
+    if (!supervisor) json_object_del(row, "pipeline");
+    json_object_set_new(row, "kind", json_string(producer     ? "feed"
+                                                 : lease      ? "slurm"
+                                                 : supervisor ? "pipeline"
+                                                              : "job"));
     if (producer && job)
         json_object_set_new(row, "consumers",
                             json_integer(d_feed_consumers(d, job)));
@@ -212,7 +224,8 @@ int d_job_fits(const d_daemon *d, int gpus, double mem_mib,
 static void d_default_time(const d_daemon *d, const proto_request *req) {
     for (size_t i = 0; i < req->njobs; i++) {
         proto_job *j = &req->jobs[i];
-        if (j->time_limit_s <= 0 && !j->feed_producer)
+        if (j->time_limit_s <= 0 && !j->feed_producer &&
+            !(j->pipeline && j->pipeline[0]))
             j->time_limit_s = d->cfg.default_time;
     }
 }
@@ -230,6 +243,8 @@ static void d_on_submit(d_conn *c, const proto_request *req) {
     for (size_t i = 0; i < req->njobs; i++) {
         char where[32];
         snprintf(where, sizeof(where), "jobs[%zu].", i);
+        if (req->jobs[i].pipeline && req->jobs[i].pipeline[0])
+            continue; /* a supervisor takes no GPU */
         if (d_job_fits(d, req->jobs[i].gpus, req->jobs[i].mem_mib, where, err,
                        sizeof(err)) != 0) {
             d_reply_error(c, "%s", err);
@@ -244,6 +259,15 @@ static void d_on_submit(d_conn *c, const proto_request *req) {
             d_reply_error(c, "jobs[%zu].feed_producer: your feed %s has a "
                           "producer already (job %lld)", i, j->feed,
                           (long long)p->id);
+            return;
+        }
+        const d_job *s = j->pipeline && j->pipeline[0]
+                             ? d_pipeline_supervisor(d, c->uid, j->pipeline)
+                             : NULL;
+        if (s) {
+            d_reply_error(c, "jobs[%zu].pipeline: your pipeline %s runs "
+                          "already (job %lld)", i, j->pipeline,
+                          (long long)s->id);
             return;
         }
     }
@@ -662,8 +686,9 @@ static void d_on_report(d_conn *c, const proto_request *req) {
 static void d_on_shutdown(d_conn *c, const proto_request *req) {
     d_daemon *d = c->d;
     if (!d_admin(c, "shut aegisd down")) return;
-    int running = (int)d->nrunning;
     bool drain = req->drain_jobs || d->opt.drain_on_stop;
+    /* a drain does not wait for supervisors: they run until stopped */
+    int running = (int)(d->nrunning - (drain ? d_pipelines_running(d) : 0));
     d_reply(c, json_pack("{s:b, s:i, s:b}", "ok", 1, "running", running,
                          "drain", drain));
     char why[64];

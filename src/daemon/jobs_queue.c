@@ -91,6 +91,10 @@ void d_job_enqueue(d_daemon *d, d_job *job) {
         d_job_set_state(d, job, D_HELD);
         return;
     }
+    if (job->kind->outside) { /* no GPU: no placement to wait for */
+        d_job_start_outside(d, job);
+        return;
+    }
     char err[256];
     if (d_job_to_core(d, job, err, sizeof(err)) != 0)
         d_job_finish(d, job, "failed", err);
@@ -110,6 +114,8 @@ int d_jobs_submitted(d_daemon *d, const store_owner *owner,
             job->notify = d_notify_kind_of(pj->notify);
             snprintf(job->feed, sizeof(job->feed), "%s", pj->feed);
             job->producer = pj->feed_producer;
+            snprintf(job->pipeline, sizeof(job->pipeline), "%s",
+                     pj->pipeline ? pj->pipeline : "");
             job->kind = d_job_kind_of(job, NULL);
         }
         if (!job || d_job_add(d, job) != 0) {

@@ -53,6 +53,7 @@ static void d_job_load_attempt(d_daemon *d, d_job *job, json_t *att) {
  * are no longer on this server) is killed and failed: 0, or -1 when the
  * job is finished. */
 static int d_job_adopt(d_daemon *d, d_job *job) {
+    if (job->kind->outside) return 0; /* never the core's */
     core_job_spec spec = d_job_spec(d, job);
     core_adopted a = {
         .retry = {.attempt = job->attempts, .floor_mib = job->retry_floor,
@@ -146,6 +147,10 @@ static void d_job_recover(void *ctx, json_t *row) {
         job->producer = d_int(row, "feed_producer") != 0;
         job->restarts = (int)d_int(row, "feed_restarts");
         job->feed_stop = d_int(row, "feed_stop") != 0;
+        const char *pipeline =
+            json_string_value(json_object_get(row, "pipeline"));
+        snprintf(job->pipeline, sizeof(job->pipeline), "%s",
+                 pipeline ? pipeline : "");
         job->kind = d_job_kind_of(job, row);
     }
     if (!job || d_job_add(d, job) != 0) {

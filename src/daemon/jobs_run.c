@@ -28,6 +28,11 @@
  * leave a GPU whose MIG mode must change, or a MIG instance. */
 #define D_MAX_BUSY 60
 
+/* A job outside placement whose start cannot be recorded now (the state
+ * cannot be written, aegisd stops) or never happened is started again
+ * this much later (d_pipelines_tick). */
+#define D_OUTSIDE_RETRY_S 5.0
+
 /* ---- launching ------------------------------------------------------------ */
 
 const char **d_strings(json_t *arr) {
@@ -125,6 +130,11 @@ static void d_job_unrecord(d_daemon *d, int64_t id, int n) {
  * could not be recorded, or it never happened. */
 static void d_job_requeue_unstarted(d_daemon *d, d_job *job) {
     char err[256];
+    if (job->kind->outside) {
+        d_job_set_state(d, job, D_HELD);
+        job->restart_at = d_now(d) + D_OUTSIDE_RETRY_S;
+        return;
+    }
     if (job->in_core) core_cancel(d->core, job->id, d_now(d));
     job->in_core = false;
     job->ngpus = 0;
@@ -142,9 +152,13 @@ static void d_job_record_start(d_daemon *d, const d_job *job,
                        .floor_mib = l->floor_mib, .exclusive = l->exclusive};
     store_attempt_start(d->st, job->id, &a, now);
     store_job_state(d->st, job->id, "running", NULL, now);
-    store_event(d->st, job->id, now,
-                "attempt %d started on GPU %s, %s, admitted with %.0f MiB",
-                a.n, gpus, l->exclusive ? "alone" : "shared", l->floor_mib);
+    if (l->num_gpus == 0)
+        store_event(d->st, job->id, now, "attempt %d started, with no GPU",
+                    a.n);
+    else
+        store_event(d->st, job->id, now,
+                    "attempt %d started on GPU %s, %s, admitted with %.0f MiB",
+                    a.n, gpus, l->exclusive ? "alone" : "shared", l->floor_mib);
 }
 
 /* Attempt n of job could not start (why: err): the job fails. */
@@ -233,6 +247,22 @@ void d_job_spawned(d_daemon *d, int64_t id, int n, const exec_run *run,
     }
     job->shim_pid = run->shim_pid;
     job->shim_start = run->shim_start;
+}
+
+void d_job_start_outside(d_daemon *d, d_job *job) {
+    core_launch l = {.job_id = job->id, .num_gpus = 0};
+    double now = d_wall();
+    d_job_set_state(d, job, D_HELD);
+    job->restart_at = d_now(d) + D_OUTSIDE_RETRY_S;
+    if (d->stopping || store_failing(d->st)) return;
+    d_turn_begin(d);
+    store_begin(d->st);
+    d_job_record_start(d, job, &l, now);
+    if (store_commit_now(d->st) == 0) {
+        job->restart_at = 0;
+        d_job_launch(d, job, &l, now);
+    }
+    d_turn_end(d);
 }
 
 /* Carries out one pass's n launches: their attempts recorded, all in one
@@ -373,6 +403,11 @@ static void d_job_settle(d_daemon *d, d_job *job, core_exit how, int status,
     if (job->lost >= D_MAX_LOST) {
         core_cancel(d->core, job->id, d_now(d));
         d_job_finish(d, job, "failed", "lost 5 attempts in a row");
+        return;
+    }
+    if (job->kind->outside) { /* the core never held it */
+        if (!restart)
+            d_job_finish(d, job, how == CORE_EXIT_OK ? "done" : "failed", why);
         return;
     }
     core_retry r;

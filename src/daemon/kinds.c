@@ -8,6 +8,7 @@
 static const d_job_kind *const d_job_kinds[] = {
     &d_kind_lease,      /* a Slurm job step's lease (lease.c) */
     &d_kind_producer,   /* a data feed's managed producer (feeds.c) */
+    &d_kind_supervisor, /* a pipeline's supervisor (pipelines.c) */
 };
 
 const d_job_kind *d_job_kind_of(const d_job *job, json_t *row) {

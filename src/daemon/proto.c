@@ -63,7 +63,8 @@ static const char *const lease_modes[] = {"shared", "mps", "mig",
 static const char *const job_fields[] = {"cmd", "gpus", "mem_mib", "name",
                                          "feed", "after", "mps_threads_pct",
                                          "meta", "time_limit_s",
-                                         "nice", "notify", "feed_producer", NULL};
+                                         "nice", "notify", "feed_producer",
+                                         "pipeline", NULL};
 
 static const char *const dep_fields[] = {"id", "index", "kind"};
 
@@ -332,6 +333,37 @@ static int proto_parse_meta(json_t *v, const char *where, proto_job *job,
     return 0;
 }
 
+/* A pipeline's supervisor (key "pipeline"): a process of its owner that
+ * needs no GPU and is placed by no one, so none of what a placed job
+ * asks for may come with it (its name is the pipeline's). */
+static int proto_parse_supervisor(json_t *obj, const char *where,
+                                  proto_job *job, char *err, size_t errlen) {
+    static const char *const placed[] = {
+        "gpus", "mem_mib", "feed", "feed_producer", "after",
+        "mps_threads_pct", "time_limit_s", "nice", "name", "notify"};
+    if (proto_label(obj, "pipeline", where, PROTO_MAX_PIPELINE, true,
+                    &job->pipeline, err, errlen))
+        return -1;
+    if (!json_object_get(obj, "pipeline")) return 0;
+    if (!job->pipeline[0]) {
+        snprintf(err, errlen, "%s.pipeline: expected a name", where);
+        return -1;
+    }
+    for (size_t k = 0; k < sizeof(placed) / sizeof(*placed); k++)
+        if (json_object_get(obj, placed[k])) {
+            snprintf(err, errlen, "%s.%s: a pipeline's supervisor is not "
+                     "placed on a GPU and takes no %s", where, placed[k],
+                     placed[k]);
+            return -1;
+        }
+    job->gpus = 0;
+    job->mem_mib = -1;
+    job->name = job->pipeline;
+    job->feed = "";
+    return proto_parse_meta(json_object_get(obj, "meta"), where, job, err,
+                            errlen);
+}
+
 static int proto_parse_job(json_t *obj, size_t i, proto_job *job, char *err,
                            size_t errlen) {
     char where[48], field[64];
@@ -353,6 +385,8 @@ static int proto_parse_job(json_t *obj, size_t i, proto_job *job, char *err,
     if (proto_strings(cmd, field, 1, PROTO_MAX_ARGS, false, &job->argv,
                       &job->argc, err, errlen))
         return -1;
+    if (proto_parse_supervisor(obj, where, job, err, errlen)) return -1;
+    if (job->pipeline[0]) return 0;
     int64_t v;
     job->gpus = 1;
     json_t *g = json_object_get(obj, "gpus");

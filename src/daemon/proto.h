@@ -8,7 +8,8 @@
  *
  * Requests ("op" and its fields):
  *   submit  cwd, env [..."K=V"], jobs [{cmd [...], gpus, mem_mib, name, feed,
- *           after, mps_threads_pct, meta, time_limit_s, nice, notify}]
+ *           after, mps_threads_pct, meta, time_limit_s, nice, notify,
+ *           pipeline}]
  *           after: [{id or index, kind}...] -- the jobs it waits for: an
  *           existing job by id, or an earlier job of the same submit by
  *           its index in jobs; kind is afterok, afterany or afternotok
@@ -74,6 +75,9 @@
 #define PROTO_MAX_NAME 128
 /* A feed name: the feed library's own limit (FEED_NAME_MAX). */
 #define PROTO_MAX_FEED 48
+/* A pipeline's name (docs/pipelines.md): a file name in its owner's
+ * state folder, as a feed's is under /dev/shm. */
+#define PROTO_MAX_PIPELINE 48
 /* Jobs one job may wait for. */
 #define PROTO_MAX_DEPS 64
 /* A job's meta object, serialized: a spec's estimates and profile are a
@@ -115,7 +119,12 @@ typedef struct proto_job {
     bool feed_producer;     /* the feed's managed producer: aegisd starts
                                it with the feed's first consumer and stops
                                it after the last (feeds.c) */
-    int gpus;               /* 1..CORE_MAX_JOB_GPUS (1) */
+    const char *pipeline;   /* the pipeline whose supervisor it is; ""
+                               for none. A supervisor takes no GPU (gpus
+                               0) and starts outside placement
+                               (daemon/pipelines.c) */
+    int gpus;               /* 1..CORE_MAX_JOB_GPUS (1); 0 for a
+                               pipeline's supervisor */
     double mem_mib;         /* memory estimate, MiB; < 0 when not given */
     int mps_threads_pct;    /* CUDA_MPS_ACTIVE_THREAD_PERCENTAGE under MPS,
                                1..100; 0 when not given */

@@ -130,6 +130,9 @@ static const char *const store_added[][3] = {
     /* 1: a producer stopped since its feed's last consumer ended: it
      * ends as done, also when aegisd restarts while it winds down */
     {"jobs", "feed_stop", "INTEGER NOT NULL DEFAULT 0"},
+    /* the pipeline whose supervisor the job is (daemon/pipelines.c); "":
+     * not a supervisor */
+    {"jobs", "pipeline", "TEXT NOT NULL DEFAULT ''"},
 };
 #define STORE_ADDED (sizeof(store_added) / sizeof(store_added[0]))
 
@@ -165,9 +168,9 @@ static const char *const sql[S_COUNT] = {
     [S_ENV] = "INSERT INTO envs(cwd, env) VALUES(?1, ?2)",
     [S_JOB] = "INSERT INTO jobs(uid, gid, user, name, cmd, env_id, gpus,"
               " mem_mib, state, submitted, feed, mps_threads_pct, deps, meta,"
-              " time_limit_s, nice, notify, feed_producer)"
+              " time_limit_s, nice, notify, feed_producer, pipeline)"
               " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'queued', ?9, ?10, ?11,"
-              " ?12, ?13, ?14, ?15, ?16, ?17)",
+              " ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
     [S_ATT_START] = "INSERT OR REPLACE INTO attempts(job_id, n, gpus,"
                     " floor_mib, exclusive, shim_pid, shim_start, job_pid,"
                     " started, err_offset)"
@@ -184,7 +187,7 @@ static const char *const sql[S_COUNT] = {
     [S_GET] = "SELECT id, user, uid, name, cmd, gpus, mem_mib, " STORE_DEPS("")
               ", state, reason, submitted, finished, attempts, energy_j, feed,"
               " retry_floor, retry_alone, meta, held, time_limit_s, nice,"
-              " slurm_job, slurm_restart, slurm_mode, feed_producer"
+              " slurm_job, slurm_restart, slurm_mode, feed_producer, pipeline"
               " FROM jobs WHERE id = ?1",
     [S_GET_FULL] = "SELECT j.id, j.user, j.uid, j.gid, j.name, j.cmd, j.gpus,"
                    " j.mem_mib, " STORE_DEPS("j.") ", j.state, j.reason, j.submitted,"
@@ -193,6 +196,7 @@ static const char *const sql[S_COUNT] = {
                    " j.held, j.time_limit_s, j.nice, j.notify, j.slurm_job,"
                    " j.slurm_restart, j.slurm_mode, j.slurm_pids,"
                    " j.slurm_env, j.feed_producer, j.feed_restarts, j.feed_stop,"
+                   " j.pipeline,"
                    " e.cwd, e.env"
                    " FROM jobs j JOIN envs e ON e.id = j.env_id"
                    " WHERE j.id = ?1",
@@ -206,13 +210,13 @@ static const char *const sql[S_COUNT] = {
                    " mem_mib, "
                    STORE_DEPS("") ", state, reason, submitted, finished,"
                    " attempts, energy_j, feed, held, time_limit_s, nice,"
-                   " slurm_job, slurm_restart, slurm_mode, feed_producer"
+                   " slurm_job, slurm_restart, slurm_mode, feed_producer, pipeline"
                    " FROM jobs WHERE " STORE_LS_FILTER
                    " ORDER BY id DESC LIMIT ?1) ORDER BY id",
     [S_LIST_ACTIVE] = "SELECT id, user, uid, name, cmd, gpus, mem_mib, "
                       STORE_DEPS("") ", state, reason, submitted, finished,"
                       " attempts, energy_j, feed, held, time_limit_s, nice,"
-                      " slurm_job, slurm_restart, slurm_mode, feed_producer"
+                      " slurm_job, slurm_restart, slurm_mode, feed_producer, pipeline"
                       " FROM jobs WHERE state IN ('queued','running')"
                       " AND " STORE_LS_FILTER " ORDER BY id LIMIT ?1",
     [S_RETRY] = "UPDATE jobs SET retry_floor = ?2, retry_alone = ?3"
@@ -613,6 +617,8 @@ static int store_insert_jobs(store *st, const store_owner *owner,
         sqlite3_bind_int(s, 15, j->nice);
         if (j->notify) sqlite3_bind_text(s, 16, j->notify, -1, SQLITE_STATIC);
         sqlite3_bind_int(s, 17, j->feed_producer);
+        sqlite3_bind_text(s, 18, j->pipeline ? j->pipeline : "", -1,
+                          SQLITE_STATIC);
         if ((j->nafter > 0 && !deps) || (j->meta && !meta)) {
             sqlite3_reset(s);
             sqlite3_clear_bindings(s);

@@ -1,0 +1,26 @@
+/* pipeline_view.h -- what `aegis pipeline ls|show|models` print: a
+ * pipeline's supervisor job as aegisd lists it, and its triggers and
+ * models as its trigger log (pl_tlog.h) says, in the caller's own state
+ * folder. Shared by pipeline_cmd.c, which starts and stops them.
+ */
+#ifndef AEGIS_PIPELINE_VIEW_H
+#define AEGIS_PIPELINE_VIEW_H
+
+#include <stdbool.h>
+
+#include <jansson.h>
+
+/* The caller's pipelines' supervisor jobs (kind "pipeline"), oldest
+ * first; all: finished ones too. NULL after saying why (*rc set). */
+json_t *pv_supervisors(const char *socket, bool all, int *rc);
+/* The newest of them for pipeline name (borrowed from list), or NULL. */
+json_t *pv_find(json_t *list, const char *name);
+/* The pipeline's folder into buf (pl_dir of pl_state_dir): buf, or NULL
+ * after saying why. */
+char *pv_dir(const char *name, char *buf, size_t size);
+
+int pv_ls(const char *socket, bool json);
+int pv_show(const char *socket, const char *name, bool json);
+int pv_models(const char *name, bool json);
+
+#endif

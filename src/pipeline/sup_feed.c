@@ -1,0 +1,127 @@
+/* sup_feed.c -- a supervisor's dataset fed to its trigger (supervisor.h):
+ * the samples registered since the last look, in key order (a replay's
+ * in timestamp order, chosen once), their features when the trigger
+ * needs them; each fire's bound kept.
+ */
+#include "supervisor.h"
+
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <unistd.h>
+
+/* Samples fed to the trigger at once, and the features one may have. */
+#define SUP_CHUNK 4096
+#define SUP_MAX_DIM 1024
+
+const pl_sample *sup_samples(const sup *s, uint64_t *count) {
+    if (s->replay) {
+        *count = s->norder;
+        return s->order;
+    }
+    *count = pl_dataset_count(s->ds);
+    return pl_dataset_samples(s->ds);
+}
+
+static int sup_add_fire(sup *s, uint64_t bound, char *err, size_t errlen) {
+    if (s->nfires == s->capfires) {
+        uint32_t cap = s->capfires ? s->capfires * 2 : 64;
+        uint64_t *grown = realloc(s->bounds, cap * sizeof(*grown));
+        if (!grown) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        s->bounds = grown;
+        s->capfires = cap;
+    }
+    s->bounds[s->nfires++] = bound;
+    return 0;
+}
+
+/* The features of samples[0..n) into out (n x *dim). 0, or -1 with err. */
+static int sup_features(sup *s, const pl_sample *samples, size_t n,
+                        float *out, size_t *dim, char *err, size_t errlen) {
+    *dim = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t d;
+        float *row = out + i * (*dim ? *dim : SUP_MAX_DIM);
+        if (pl_dataset_features(s->ds, samples[i].key, row, SUP_MAX_DIM, &d,
+                                err, errlen) != 0)
+            return -1;
+        if (i == 0) *dim = d;
+        if (d != *dim) {
+            snprintf(err, errlen, "sample %llu has %zu features, the ones "
+                     "before %zu", (unsigned long long)samples[i].key, d,
+                     *dim);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Feeds samples[0..n) (from s->fed on), the fires' bounds kept. */
+static int sup_feed_chunk(sup *s, const pl_sample *samples, size_t n,
+                          float *features, char *err, size_t errlen) {
+    size_t fires[SUP_CHUNK], nfires = 0, dim = 0;
+    bool needs = pl_trigger_needs_features(s->trigger);
+    if (needs && sup_features(s, samples, n, features, &dim, err, errlen))
+        return -1;
+    if (pl_trigger_inform(s->trigger, samples, needs ? features : NULL, dim,
+                          n, fires, &nfires, err, errlen) != 0)
+        return -1;
+    for (size_t k = 0; k < nfires; k++) {
+        if (s->cfg.max_triggers > 0 && s->nfires >= s->cfg.max_triggers)
+            break;
+        if (sup_add_fire(s, s->fed + fires[k] + 1, err, errlen)) return -1;
+    }
+    s->fed += n;
+    return 0;
+}
+
+int sup_feed(sup *s, char *err, size_t errlen) {
+    if (!s->replay && pl_dataset_refresh(s->ds, err, errlen) != 0) return -1;
+    uint64_t count;
+    const pl_sample *all = sup_samples(s, &count);
+    float *features = NULL;
+    if (pl_trigger_needs_features(s->trigger) &&
+        !(features = malloc(sizeof(float) * SUP_CHUNK * SUP_MAX_DIM))) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    int rc = 0;
+    while (rc == 0 && s->fed < count) {
+        size_t n = count - s->fed < SUP_CHUNK ? (size_t)(count - s->fed)
+                                              : SUP_CHUNK;
+        rc = sup_feed_chunk(s, all + s->fed, n, features, err, errlen);
+    }
+    free(features);
+    return rc;
+}
+
+/* The dataset's folder, watched for its key log's growth; a look every
+ * timeout_ms all the same (a change the watch missed, or none made). A
+ * folder that cannot be watched yet (not made yet) is tried again the
+ * next time. */
+void sup_wait_data(sup *s, int timeout_ms) {
+    if (s->watch_fd < 0) {
+        char dir[4300];
+        snprintf(dir, sizeof(dir), "%s/datasets/%s", s->state,
+                 s->cfg.dataset);
+        int fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+        if (fd >= 0 &&
+            inotify_add_watch(fd, dir, IN_MODIFY | IN_CLOSE_WRITE |
+                                           IN_MOVED_TO | IN_CREATE) < 0) {
+            close(fd);
+            fd = -1;
+        }
+        s->watch_fd = fd;
+    }
+    int fd = s->watch_fd;
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    if (poll(&p, fd >= 0 ? 1 : 0, timeout_ms) > 0) {
+        char buf[4096];
+        while (read(fd, buf, sizeof(buf)) > 0) {}
+    }
+}

@@ -1,0 +1,275 @@
+/* sup_train.c -- a supervisor's fires settled in order (supervisor.h):
+ * each one's training set written, its training submitted to aegisd as
+ * an ordinary job named PIPELINE:tN, waited for, and its model kept
+ * (model_storage.keep_last the newest); or, with
+ * training.coalesce_triggers, fires waiting behind a later one logged as
+ * coalesced into it.
+ */
+#include "supervisor.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "client.h"
+#include "submit.h"
+
+/* How long a supervisor waiting for a training waits for aegisd to come
+ * back after it went away (seconds, one try a second). */
+#define SUP_AEGISD_GONE_S 120
+
+/* Trigger n's file in the pipeline's folder: its training set
+ * ("trainsets", "tset") or its model ("models", "model"). */
+static void sup_file(const sup *s, const char *sub, const char *ext,
+                     uint32_t n, char *buf, size_t size) {
+    snprintf(buf, size, "%s/%s/%u.%s", s->dir, sub, n, ext);
+}
+
+static const pl_trig *sup_trig(const sup *s, uint32_t n) {
+    return n < s->log.ntrigs ? &s->log.trigs[n] : NULL;
+}
+
+/* The newest trigger before n whose model is kept; -1: none. */
+static int64_t sup_parent(const sup *s, uint32_t n) {
+    for (uint32_t k = n; k-- > 0;) {
+        const pl_trig *t = sup_trig(s, k);
+        if (t && strcmp(t->state, "done") == 0 && !t->dropped) return k;
+    }
+    return -1;
+}
+
+/* The trigger whose model trigger n's training starts from: the newest
+ * kept with use_previous_model, else none (-1). */
+static int64_t sup_start_model(const sup *s, uint32_t n) {
+    return s->cfg.use_previous_model ? sup_parent(s, n) : -1;
+}
+
+static void sup_setenv_u(const char *key, unsigned long long v) {
+    char text[32];
+    snprintf(text, sizeof(text), "%llu", v);
+    setenv(key, text, 1);
+}
+
+/* What trigger n's training finds in its environment (docs/pipelines.md,
+ * "The training command"): the supervisor's own, which the submit
+ * carries, plus these. */
+static void sup_training_env(const sup *s, uint32_t n) {
+    char path[4400];
+    sup_file(s, "trainsets", "tset", n, path, sizeof(path));
+    setenv("AEGIS_TRAINSET", path, 1);
+    snprintf(path, sizeof(path), "%s/datasets/%s", s->state, s->cfg.dataset);
+    setenv("AEGIS_DATASET", path, 1);
+    sup_file(s, "models", "model", n, path, sizeof(path));
+    setenv("AEGIS_MODEL_OUT", path, 1);
+    setenv("AEGIS_PIPELINE", s->cfg.name, 1);
+    sup_setenv_u("AEGIS_TRIGGER", n);
+    sup_setenv_u("AEGIS_EPOCHS_PER_TRIGGER", (unsigned long long)s->cfg.epochs);
+    sup_setenv_u("AEGIS_BATCH_SIZE", (unsigned long long)s->cfg.batch_size);
+    sup_setenv_u("AEGIS_SEED", s->cfg.seed);
+    int64_t parent = sup_start_model(s, n);
+    if (parent >= 0) {
+        sup_file(s, "models", "model", (uint32_t)parent, path, sizeof(path));
+        setenv("AEGIS_PREV_MODEL", path, 1);
+    } else {
+        unsetenv("AEGIS_PREV_MODEL");
+    }
+}
+
+static void sup_job_name(const sup *s, uint32_t n, char *buf, size_t size) {
+    snprintf(buf, size, "%s:t%u", s->cfg.name, n);
+}
+
+/* Trigger n's job submitted before a crash cut the log short: the
+ * owner's job of its name submitted since the pipeline started. 0: none,
+ * -1: aegisd could not say. */
+static int64_t sup_find_job(sup *s, uint32_t n) {
+    char name[128], uid[32];
+    sup_job_name(s, n, name, sizeof(name));
+    snprintf(uid, sizeof(uid), "%u", (unsigned)getuid());
+    int rc;
+    json_t *ans = client_call("pipeline", s->socket,
+                              json_pack("{s:s, s:b, s:s}", "op", "ls", "all",
+                                        1, "user", uid), &rc), *row;
+    if (!ans) return -1;
+    int64_t id = 0;
+    size_t i;
+    json_array_foreach(json_object_get(ans, "jobs"), i, row) {
+        const char *rn = json_string_value(json_object_get(row, "name"));
+        double at = json_number_value(json_object_get(row, "submitted"));
+        if (rn && strcmp(rn, name) == 0 && at >= s->log.started - 1) {
+            id = json_integer_value(json_object_get(row, "id"));
+            break;
+        }
+    }
+    json_decref(ans);
+    return id;
+}
+
+/* sup_submit's answer when aegisd refused the job (it asks for more than
+ * the server has, or of what the user may have): not a fault to restart
+ * for, the trigger ends as refused. */
+#define SUP_REFUSED (-2)
+
+/* Submits trigger n's training: its id, SUP_REFUSED, or -1 (aegisd could
+ * not be reached or failed). */
+static int64_t sup_submit(sup *s, uint32_t n) {
+    char name[128];
+    sup_job_name(s, n, name, sizeof(name));
+    submit_defaults def = {.gpus = s->cfg.gpus, .mem = s->cfg.mem_mib,
+                           .name = name, .mps_threads = s->cfg.mps_threads_pct};
+    sup_training_env(s, n);
+    json_t *jobs = json_array();
+    json_array_append_new(jobs, submit_job(json_deep_copy(s->cfg.command),
+                                           &def));
+    json_t *req = submit_request(jobs);
+    int rc;
+    json_t *ans = req ? client_call("pipeline", s->socket, req, &rc) : NULL;
+    int64_t id = json_integer_value(json_array_get(json_object_get(ans, "ids"),
+                                                   0));
+    json_decref(ans);
+    if (!ans && req && rc == CLI_USAGE) return SUP_REFUSED;
+    return id > 0 ? id : -1;
+}
+
+/* Waits for job id's end (aegisd's wait answers then): its state into
+ * state. An aegisd that goes away meanwhile (a restart: the job goes on)
+ * is asked again once it is back, for SUP_AEGISD_GONE_S. 0, or -1 when
+ * aegisd could not say. */
+static int sup_wait_job(sup *s, int64_t id, char *state, size_t size) {
+    int rc = CLI_FAIL;
+    json_t *ans = NULL;
+    for (int tries = 0; !ans && rc == CLI_FAIL && tries < SUP_AEGISD_GONE_S;
+         tries++) {
+        if (tries > 0) sleep(1);
+        ans = client_call("pipeline", s->socket,
+                          json_pack("{s:s, s:[I]}", "op", "wait", "ids",
+                                    (json_int_t)id), &rc);
+    }
+    const char *st = json_string_value(
+        json_object_get(json_array_get(json_object_get(ans, "jobs"), 0),
+                        "state"));
+    if (st) snprintf(state, size, "%s", st);
+    json_decref(ans);
+    return st ? 0 : -1;
+}
+
+/* model_storage.keep_last: the oldest kept models past the newest N go. */
+static int sup_retain(sup *s, char *err, size_t errlen) {
+    long keep = s->cfg.keep_models, kept = 0;
+    for (uint32_t k = (uint32_t)s->log.ntrigs; keep > 0 && k-- > 0;) {
+        const pl_trig *t = sup_trig(s, k);
+        if (!t || strcmp(t->state, "done") != 0 || t->dropped) continue;
+        if (++kept <= keep) continue;
+        char path[4400];
+        sup_file(s, "models", "model", k, path, sizeof(path));
+        unlink(path);
+        if (pl_tlog_drop(&s->log, k, err, errlen) != 0) return -1;
+        printf("trigger %u: model removed (model_storage.keep_last %ld)\n", k,
+               keep);
+    }
+    return 0;
+}
+
+/* A replay's set, built on places in its order (path.place), as the
+ * dataset's keys at path. */
+static int sup_rekey(sup *s, const char *place, const char *path, char *err,
+                     size_t errlen) {
+    pl_trainset_item *items;
+    size_t count;
+    uint64_t seed;
+    uint32_t trigger;
+    if (pl_trainset_read(place, &items, &count, &seed, &trigger, err,
+                         errlen) != 0)
+        return -1;
+    for (size_t i = 0; i < count; i++)
+        items[i].key = s->order_keys[items[i].key];
+    int rc = pl_trainset_write(path, items, count, seed, trigger, err, errlen);
+    free(items);
+    unlink(place);
+    return rc;
+}
+
+/* Trigger n's training set, written to path. */
+static int sup_build_set(sup *s, uint32_t n, const char *path, char *err,
+                         size_t errlen) {
+    char place[4500];
+    uint64_t count;
+    const pl_sample *samples = sup_samples(s, &count);
+    snprintf(place, sizeof(place), "%s.place", path);
+    if (pl_selector_build(s->selector, samples, s->bounds[n], s->bounds, n,
+                          s->replay ? place : path, err, errlen) != 0)
+        return -1;
+    return s->replay ? sup_rekey(s, place, path, err, errlen) : 0;
+}
+
+/* Trigger n: what its log lacks of fire, job and end, done in order. */
+static int sup_train(sup *s, uint32_t n, char *err, size_t errlen) {
+    const pl_trig *t = sup_trig(s, n);
+    if (!t || !t->fired) {
+        char path[4400];
+        sup_file(s, "trainsets", "tset", n, path, sizeof(path));
+        if (sup_build_set(s, n, path, err, errlen) != 0 ||
+            pl_tlog_fire(&s->log, n, s->bounds[n], false, err, errlen) != 0)
+            return -1;
+        printf("trigger %u: fired after %" PRIu64 " samples; training set "
+               "%s\n", n, s->bounds[n], path);
+    }
+    int64_t id = sup_trig(s, n)->job;
+    if (id == 0 && (id = sup_find_job(s, n)) == 0) id = sup_submit(s, n);
+    if (id == SUP_REFUSED) {
+        printf("trigger %u: aegisd refused its training job (why: above)\n",
+               n);
+        return pl_tlog_end(&s->log, n, "refused", err, errlen);
+    }
+    if (id < 0) {
+        snprintf(err, errlen, "trigger %u: aegisd took no training job", n);
+        return -1;
+    }
+    if (sup_trig(s, n)->job == 0) {
+        if (pl_tlog_job(&s->log, n, id, sup_start_model(s, n), err,
+                        errlen) != 0)
+            return -1;
+        printf("trigger %u: training job %" PRId64 "\n", n, id);
+    }
+    fflush(stdout);
+    char state[16];
+    if (sup_wait_job(s, id, state, sizeof(state)) != 0) {
+        snprintf(err, errlen, "trigger %u: job %" PRId64 ": aegisd did not "
+                 "say how it ended", n, id);
+        return -1;
+    }
+    printf("trigger %u: job %" PRId64 " %s\n", n, id, state);
+    if (pl_tlog_end(&s->log, n, state, err, errlen) != 0) return -1;
+    return strcmp(state, "done") == 0 ? sup_retain(s, err, errlen) : 0;
+}
+
+int sup_settle(sup *s, char *err, size_t errlen) {
+    while (s->next < s->nfires) {
+        uint32_t n = s->next;
+        const pl_trig *t = sup_trig(s, n);
+        if (t && (t->skipped || t->state[0])) {
+            s->next++;
+            continue;
+        }
+        bool later = n + 1 < s->nfires;
+        if (s->cfg.coalesce && later && !(t && t->fired)) {
+            if (pl_tlog_fire(&s->log, n, s->bounds[n], true, err, errlen))
+                return -1;
+            printf("trigger %u: coalesced into a later one\n", n);
+            s->next++;
+            continue;
+        }
+        int rc = sup_train(s, n, err, errlen);
+        if (rc == 0) s->next++;
+        fflush(stdout);
+        return rc; /* one training a call: the caller feeds new data */
+    }
+    return 0;
+}
+
+bool sup_done(const sup *s) {
+    return s->cfg.max_triggers > 0 && s->next >= s->cfg.max_triggers;
+}

@@ -1,0 +1,179 @@
+/* test_pl_file.c -- a pipeline file's errors name the file, the line and
+ * the key (pl_file.h, pl_yaml.h); what it reads from a good one. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "pl_file.h"
+
+static const char good[] =
+    "pipeline:\n"
+    "  name: tiny\n"
+    "  maximum_triggers: 3\n"
+    "data:\n"
+    "  dataset_id: tiny_dataset\n"
+    "trigger:\n"
+    "  id: DataAmountTrigger\n"
+    "  num_samples: 2\n"
+    "selection_strategy:\n"
+    "  name: NewDataStrategy\n"
+    "  tail_triggers: 0\n"
+    "training:\n"
+    "  command: python3 train.py\n"
+    "  epochs_per_trigger: 2\n"
+    "  batch_size: 4\n"
+    "  use_previous_model: true\n"
+    "  mem: 2g\n"
+    "model_storage:\n"
+    "  keep_last: 2\n";
+
+/* Writes text to a temporary file, loads it: the rc, err holding why. */
+static int load(const char *text, pl_file *cfg, char *err, size_t errlen,
+                char *path) {
+    strcpy(path, "/tmp/aegis-plfile-XXXXXX");
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+    int rc = pl_file_load(path, false, cfg, err, errlen);
+    unlink(path);
+    return rc;
+}
+
+/* text fails to load with "PATH:LINE: want...". */
+static void expect_error(const char *text, int line, const char *want) {
+    pl_file cfg;
+    char err[2048], path[64], head[128];
+    assert_int_equal(load(text, &cfg, err, sizeof(err), path), -1);
+    snprintf(head, sizeof(head), "%s:%d: ", path, line);
+    if (strncmp(err, head, strlen(head)) != 0 || !strstr(err, want))
+        fail_msg("got '%s', want '%s%s'", err, head, want);
+}
+
+/* good with its line `from` replaced by `to` (the first match). */
+static char *edit(const char *from, const char *to) {
+    static char out[4096];
+    const char *at = strstr(good, from);
+    assert_non_null(at);
+    snprintf(out, sizeof(out), "%.*s%s%s", (int)(at - good), good, to,
+             at + strlen(from));
+    return out;
+}
+
+static void test_good(void **state) {
+    (void)state;
+    pl_file cfg;
+    char err[1024], path[64];
+    assert_int_equal(load(good, &cfg, err, sizeof(err), path), 0);
+    assert_string_equal(cfg.name, "tiny");
+    assert_string_equal(cfg.dataset, "tiny_dataset");
+    assert_int_equal(cfg.max_triggers, 3);
+    assert_int_equal(cfg.epochs, 2);
+    assert_int_equal(cfg.batch_size, 4);
+    assert_true(cfg.use_previous_model);
+    assert_false(cfg.coalesce);
+    assert_int_equal(cfg.gpus, 1);
+    assert_true(cfg.mem_mib == 2048);
+    assert_int_equal(cfg.keep_models, 2);
+    assert_string_equal(json_string_value(json_array_get(cfg.command, 2)),
+                        "python3 train.py");
+    assert_int_equal(json_integer_value(json_object_get(cfg.trigger,
+                                                        "num_samples")), 2);
+    assert_int_equal(pl_yaml_line(&cfg.doc, "trigger.num_samples"), 8);
+    pl_file_free(&cfg);
+}
+
+static void test_unknown_key(void **state) {
+    (void)state;
+    expect_error(edit("  batch_size: 4\n", "  batch_sise: 4\n"), 15,
+                 "training.batch_sise: unknown key");
+    expect_error(edit("data:\n", "datta:\n"), 4, "datta: unknown key");
+}
+
+static void test_bad_values(void **state) {
+    (void)state;
+    expect_error(edit("  epochs_per_trigger: 2\n",
+                      "  epochs_per_trigger: two\n"), 14,
+                 "training.epochs_per_trigger: expected a whole number");
+    expect_error(edit("  epochs_per_trigger: 2\n",
+                      "  epochs_per_trigger: 0\n"), 14,
+                 "training.epochs_per_trigger: expected 1 to");
+    expect_error(edit("  mem: 2g\n", "  mem: 2 gallons\n"), 17,
+                 "training.mem: expected an amount of memory");
+    expect_error(edit("  use_previous_model: true\n",
+                      "  use_previous_model: 1\n"), 16,
+                 "training.use_previous_model: expected true or false");
+    expect_error(edit("  name: tiny\n", "  name: ../etc\n"), 2,
+                 "pipeline.name: expected 1 to 40 letters");
+    expect_error(edit("  command: python3 train.py\n", "  command: [1, 2]\n"),
+                 13, "training.command[0]: expected a word");
+}
+
+static void test_missing(void **state) {
+    (void)state;
+    expect_error(edit("  command: python3 train.py\n", ""), 12,
+                 "training: missing key command");
+    expect_error(edit("  dataset_id: tiny_dataset\n", ""), 4,
+                 "data: missing key dataset_id");
+    expect_error("pipeline:\n  name: x\n", 1, "data: missing section");
+}
+
+static void test_yaml_syntax(void **state) {
+    (void)state;
+    expect_error(edit("  num_samples: 2\n", "  num_samples: [2\n"), 9, "");
+    expect_error(edit("  num_samples: 2\n", "  num_samples: 2\n  id: X\n"), 9,
+                 "trigger.id: given twice");
+    expect_error("- a\n- b\n", 1, "expected a mapping of sections");
+}
+
+/* A constructor's "trigger.KEY: ..." gets KEY's line; an unknown path its
+ * section's. */
+static void test_locate(void **state) {
+    (void)state;
+    pl_file cfg;
+    char err[1024], path[64], out[2048], want[256];
+    assert_int_equal(load(good, &cfg, err, sizeof(err), path), 0);
+    pl_yaml_locate(&cfg.doc, "trigger.num_samples: must be positive", out,
+                   sizeof(out));
+    snprintf(want, sizeof(want), "%s:8: trigger.num_samples: must be "
+             "positive", path);
+    assert_string_equal(out, want);
+    pl_yaml_locate(&cfg.doc, "selection_strategy.presampling.ratio: bad",
+                   out, sizeof(out));
+    snprintf(want, sizeof(want), "%s:9: selection_strategy.presampling."
+             "ratio: bad", path);
+    assert_string_equal(out, want);
+    pl_file_free(&cfg);
+}
+
+/* Modyn's keys that aegis leaves to the training command are ignored,
+ * not errors: a Modyn file loads. */
+static void test_modyn_keys(void **state) {
+    (void)state;
+    pl_file cfg;
+    char err[1024], path[64];
+    const char *text = edit("  batch_size: 4\n",
+                            "  batch_size: 4\n  device: cuda:0\n"
+                            "  optimizers: [{name: default}]\n");
+    assert_int_equal(load(text, &cfg, err, sizeof(err), path), 0);
+    assert_null(json_object_get(json_object_get(cfg.doc.root, "training"),
+                                "device"));
+    pl_file_free(&cfg);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_good),        cmocka_unit_test(test_unknown_key),
+        cmocka_unit_test(test_bad_values),  cmocka_unit_test(test_missing),
+        cmocka_unit_test(test_yaml_syntax), cmocka_unit_test(test_locate),
+        cmocka_unit_test(test_modyn_keys),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
