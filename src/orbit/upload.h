@@ -75,7 +75,8 @@ typedef struct up_store {
 up_config up_config_default(void);
 /* Opens dir's store (first_pk installed as key 1 in a new one), finishes
  * what a power cut interrupted, and completes an upload whose chunks are
- * all on board. 0, or -1 with r's code and detail. */
+ * all on board (its outcome in r). 0, or -1 when the index is unreadable
+ * (r's code and detail say why). */
 int up_open(up_store *s, const char *dir, const uint8_t first_pk[UP_PK_BYTES],
             const up_config *cfg, up_test_fn test, void *test_ctx,
             up_result *r);

@@ -94,7 +94,7 @@ int up_open(up_store *s, const char *dir, const uint8_t first_pk[UP_PK_BYTES],
         return -1;
     r->missing = up_missing(s, NULL, 0);
     if (s->idx.uploading && r->missing == 0)
-        return up_install(s, r) ? -1 : 0;
+        up_install(s, r); /* its outcome is r's, the store is open */
     return 0;
 }
 
