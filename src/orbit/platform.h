@@ -1,7 +1,8 @@
 /* platform.h -- everything DIPP's runtime asks of the operating system,
  * behind one small interface so the portable core (batches, definitions,
  * slots, the runner's logic) builds unchanged for another target: a board
- * port replaces platform_posix.c and platform_sandbox_linux.c only.
+ * port replaces platform_posix.c, platform_forksrv_posix.c,
+ * platform_sandbox_linux.c and platform_fs_posix.c only.
  *
  * Groups: time; files (whole-file read, crash-safe replace); shared memory
  * (anonymous, passed as a descriptor); loadable libraries; the fork server
