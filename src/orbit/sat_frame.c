@@ -63,9 +63,12 @@ unsigned sat_process_frame(sat *s) {
     dbatch in, out;
     unsigned kept = 0;
     int n = pdef_load_slots(s->slots_dir, defs, skipped, s);
-    if (batch_create(&in, (uint64_t)s->frame_size * s->frame_size) ||
-        camera_shoot(&in, s->frame_size, s->seed++))
+    if (batch_create(&in, (uint64_t)s->frame_size * s->frame_size))
         return 0;
+    if (camera_shoot(&in, s->frame_size, s->seed++)) {
+        batch_close(&in);
+        return 0;
+    }
     s->st.frames++;
     for (int k = 0; k < n; k++) {
         pipe_report rep;

@@ -15,13 +15,18 @@ static int reference(dbatch *in, uint32_t format) {
     dbatch raw;
     uint32_t side = UP_TEST_SIDE, bpp = dipp_format_bpp(format);
     uint64_t px = (uint64_t)side * side;
-    if (batch_create(&raw, px) || camera_shoot(&raw, side, 7)) /* scene 7 */
+    if (batch_create(&raw, px))
         return -1;
-    dipp_image *img = batch_create(in, px * 3 + 4096) ? NULL
-                      : in->api.add(&in->api, side, side, format, px * bpp);
+    if (camera_shoot(&raw, side, 7) || batch_create(in, px * 3 + 4096)) { /* scene 7 */
+        batch_close(&raw);
+        return -1;
+    }
+    dipp_image *img = in->api.add(&in->api, side, side, format, px * bpp);
     for (uint64_t k = 0; img && k < px * bpp; k++)
         img->data[k] = raw.api.images[0].data[k / bpp];
     batch_close(&raw);
+    if (!img)
+        batch_close(in);
     return img ? 0 : -1;
 }
 
@@ -50,7 +55,12 @@ int up_test_in_sandbox(void *ctx, const char *path, const up_manifest *m,
     dipp_params none;
     run_report rep;
     memset(&none, 0, sizeof none);
-    if (reference(&in, m->in_format) || batch_create(&out, 16u << 20)) {
+    if (reference(&in, m->in_format)) {
+        snprintf(detail, cap, "%s v%u: no memory for the test-run", m->name, m->version);
+        return DIPP_E_RUNNER;
+    }
+    if (batch_create(&out, 16u << 20)) {
+        batch_close(&in);
         snprintf(detail, cap, "%s v%u: no memory for the test-run", m->name, m->version);
         return DIPP_E_RUNNER;
     }
