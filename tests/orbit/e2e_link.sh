@@ -5,7 +5,8 @@
 # satellite test-runs and activates it; the camera's frames go through a
 # pipeline using it; telemetry shows the counts; a crashing upload is
 # refused at its test-run, and one that fails in flight is rolled back;
-# images come down. Every process is bounded by `timeout` and stopped.
+# images come down; help and usage errors of the three commands. Every
+# process is bounded by `timeout` and stopped.
 set -u
 DIPP=$1 MODS=$2 TMODS=$3
 DIR=$(mktemp -d /tmp/dipp-link-XXXXXX)
@@ -26,6 +27,11 @@ until_tm() {
     fail "telemetry never showed '$1'"
 }
 
+for c in sat link ground; do
+    timeout 20 "$DIPP" $c --help >"$DIR/out" 2>&1 || fail "$c --help"
+    timeout 20 "$DIPP" $c >/dev/null 2>&1; [ $? = 2 ] || fail "$c without arguments: not 2"
+done
+g upload --version 1 copy; [ $rc = 2 ] || fail "upload without a key: $rc"
 g keygen "$DIR/k1"; [ $rc = 0 ] || fail "keygen: $rc"
 timeout 300 "$DIPP" link --ground "$GPORT" --sat "$SPORT" --loss 0.1 --corrupt 0.02 \
     --latency-ms 20 --bit-rate 2000000 --pass-s 4 --period-s 5 --seed 7 >"$DIR/link.log" 2>&1 &
