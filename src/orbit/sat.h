@@ -20,7 +20,7 @@ typedef struct sat_stats {
     uint64_t frames, images, batches_lost;
     uint64_t installed, refused, rollbacks;
     uint32_t last_error;    /* the last lost batch's or update's number */
-    char last_detail[200];
+    char last_detail[320]; /* room for a module name and a run detail */
     char mod_name[SAT_TRACKED][UP_NAME_MAX];
     uint32_t mod_ms[SAT_TRACKED]; /* its last run time */
     unsigned mods;
