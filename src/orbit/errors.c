@@ -19,6 +19,16 @@ const char *dipp_code_name(int code) {
     case DIPP_E_SANDBOX: return "killed by the sandbox";
     case DIPP_E_OUTPUT: return "malformed output";
     case DIPP_E_RUNNER: return "runner failure";
+    case DIPP_E_UP_MESSAGE: return "malformed update message";
+    case DIPP_E_UP_SIGNATURE: return "bad signature";
+    case DIPP_E_UP_REPLAY: return "old or replayed version";
+    case DIPP_E_UP_ARCH: return "wrong architecture";
+    case DIPP_E_UP_HASH: return "hash mismatch";
+    case DIPP_E_UP_DELTA: return "delta does not apply";
+    case DIPP_E_UP_QUOTA: return "over storage quota";
+    case DIPP_E_UP_STORE: return "store I/O error";
+    case DIPP_E_UP_ROLLBACK: return "rolled back";
+    case DIPP_E_UP_TESTRUN: return "test-run output of the wrong shape";
     default: return code > DIPP_E_MODULE && code < 1000 ? "module error" : "unknown";
     }
 }

@@ -21,6 +21,18 @@ enum dipp_code {
     DIPP_E_OUTPUT = 604,         /* its output batch or return value is malformed */
     DIPP_E_RUNNER = 605,         /* the runner could not start it (fork, memory) */
     DIPP_E_MODULE = 700,         /* 700 + the module's own code (1..299) */
+    /* updates (upload.h), above the modules' 700-999; published with
+     * pipeline 0 and module 0 */
+    DIPP_E_UP_MESSAGE = 1001,  /* a malformed manifest, chunk or key message */
+    DIPP_E_UP_SIGNATURE = 1002, /* the signature does not verify */
+    DIPP_E_UP_REPLAY = 1003,   /* version not above the highest accepted */
+    DIPP_E_UP_ARCH = 1004,     /* built for another architecture */
+    DIPP_E_UP_HASH = 1005,     /* SHA-256 of the payload or result differs */
+    DIPP_E_UP_DELTA = 1006,    /* delta base not on board, or it does not apply */
+    DIPP_E_UP_QUOTA = 1007,    /* over the on-board storage quota */
+    DIPP_E_UP_STORE = 1008,    /* the store could not be read or written */
+    DIPP_E_UP_ROLLBACK = 1009, /* failed in flight too often: rolled back */
+    DIPP_E_UP_TESTRUN = 1010,  /* test-run output not of the declared shape */
 };
 
 /* The published number: code*1000 + pipeline*100 + module. */

@@ -45,6 +45,11 @@ int pdef_decode(const uint8_t *in, size_t len, pdef *d, char *err,
  * from the store dir (a slot holds a one-module definition of the same
  * module). 0, or -1 with "modules[N]: why" in err. */
 int pdef_apply_configs(pdef *d, const char *dir, char *err, size_t errlen);
+/* The definitions in dir's pipeline slots, in slot order, into defs (room
+ * for PDEF_PIPELINES): how many. A corrupt slot or one whose configuration
+ * slot is bad is told to warn (why, naming the slot) and skipped. */
+int pdef_load_slots(const char *dir, pdef *defs,
+                    void (*warn)(void *ctx, const char *why), void *ctx);
 /* Writes d as YAML that pdef_from_yaml reads back to d. */
 void pdef_print_yaml(const pdef *d, FILE *f);
 

@@ -1,6 +1,7 @@
 /* pdef_config.c -- a step's parameters from a module-configuration slot:
  * the slot holds a definition of that one module (encoded as any
- * definition); its parameters come first, the step's own override them. */
+ * definition); its parameters come first, the step's own override them.
+ * Also loading the pipelines the store's slots hold. */
 #include <stdio.h>
 #include <string.h>
 
@@ -47,4 +48,22 @@ int pdef_apply_configs(pdef *d, const char *dir, char *err, size_t errlen) {
         }
     }
     return 0;
+}
+
+int pdef_load_slots(const char *dir, pdef *defs,
+                    void (*warn)(void *ctx, const char *why), void *ctx) {
+    int n = 0;
+    for (unsigned k = 1; k <= SLOT_PIPELINES; k++) {
+        uint8_t buf[SLOT_MAX_BYTES];
+        size_t len;
+        char err[512];
+        int rc = slot_read(dir, SLOT_PIPELINE, k, buf, &len, err, sizeof err);
+        if (rc == 0 && (pdef_decode(buf, len, &defs[n], err, sizeof err) ||
+                        pdef_apply_configs(&defs[n], dir, err, sizeof err)))
+            rc = -1;
+        if (rc < 0)
+            warn(ctx, err);
+        n += rc == 0;
+    }
+    return n;
 }

@@ -1,7 +1,8 @@
 /* platform.h -- everything DIPP's runtime asks of the operating system,
  * behind one small interface so the portable core (batches, definitions,
  * slots, the runner's logic) builds unchanged for another target: a board
- * port replaces platform_posix.c and platform_sandbox_linux.c only.
+ * port replaces platform_posix.c, platform_forksrv_posix.c,
+ * platform_sandbox_linux.c and platform_fs_posix.c only.
  *
  * Groups: time; files (whole-file read, crash-safe replace); shared memory
  * (anonymous, passed as a descriptor); loadable libraries; the fork server
@@ -16,6 +17,9 @@
 uint64_t plat_now_ms(void); /* monotonic */
 
 /* ---- files ---- */
+/* Every file the runtime keeps (slots, the update store) goes through
+ * these, so a test can put a power-cut fault layer under them
+ * (plat_fs_use). */
 /* Reads all of path into a malloc'ed buffer (NUL-terminated, *len without
  * it). 0 or -errno. */
 int plat_file_read(const char *path, uint8_t **data, size_t *len);
@@ -24,6 +28,25 @@ int plat_file_read(const char *path, uint8_t **data, size_t *len);
  * dir, fsync, rename over name, fsync dir. 0 or -errno. */
 int plat_file_replace(const char *dir, const char *name, const void *data,
                       size_t len);
+/* Writes len bytes at off into dir/name (created when missing), then
+ * syncs the file and, for a new one, dir: once it returns 0 the bytes
+ * survive a power cut. 0 or -errno. */
+int plat_file_write_synced(const char *dir, const char *name, uint64_t off,
+                           const void *data, size_t len);
+/* Removes dir/name and syncs dir; a missing file is no error. 0 or -errno. */
+int plat_file_remove(const char *dir, const char *name);
+
+/* The operations above, as a table: the OS's by default. */
+typedef struct plat_fs {
+    int (*read)(const char *path, uint8_t **data, size_t *len);
+    int (*replace)(const char *dir, const char *name, const void *data,
+                   size_t len);
+    int (*write_synced)(const char *dir, const char *name, uint64_t off,
+                        const void *data, size_t len);
+    int (*remove)(const char *dir, const char *name);
+} plat_fs;
+/* Routes the file operations through fs from now on; NULL: the OS's. */
+void plat_fs_use(const plat_fs *fs);
 /* Tests only: plat_file_replace kills its process (SIGKILL, no cleanup)
  * just before step n: 1 half the data written, 2 before fsync, 3 before
  * rename, 4 before the folder's fsync. 0 (the default) never. */

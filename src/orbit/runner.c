@@ -83,18 +83,27 @@ static int call(runner *r, const run_req *q, const dbatch *in, dbatch *out,
     return code;
 }
 
-int runner_run(runner *r, const char *name, const dipp_params *p,
-               const dbatch *in, dbatch *out, run_report *rep) {
+int runner_run_path(runner *r, const char *path, const dipp_params *p,
+                    const dbatch *in, dbatch *out, run_report *rep) {
     static run_req q;
     memset(rep, 0, sizeof *rep);
     memset(&q, 0, sizeof q);
+    snprintf(q.path, sizeof q.path, "%s", path);
+    q.params = *p;
+    return rep->code = call(r, &q, in, out, rep);
+}
+
+int runner_run(runner *r, const char *name, const dipp_params *p,
+               const dbatch *in, dbatch *out, run_report *rep) {
+    char path[1024];
     if (!runner_name_ok(name)) {
+        memset(rep, 0, sizeof *rep);
         snprintf(rep->detail, sizeof rep->detail, "'%s' is not a module name", name);
         return rep->code = DIPP_E_MISSING_MODULE;
     }
-    snprintf(q.path, sizeof q.path, "%s/%s.so", r->module_dir, name);
-    q.params = *p;
-    return rep->code = call(r, &q, in, out, rep);
+    if (!r->locate || r->locate(r->locate_ctx, name, path, sizeof path))
+        snprintf(path, sizeof path, "%s/%s.so", r->module_dir, name);
+    return runner_run_path(r, path, p, in, out, rep);
 }
 
 void runner_stop(runner *r) {

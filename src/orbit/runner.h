@@ -10,10 +10,18 @@
 #include "dipp_module.h"
 #include "platform.h"
 
+/* Where module name's file is, when something other than module_dir
+ * holds it (the update store's active version): 0 with path set, or -1
+ * to look in module_dir. */
+typedef int (*runner_locate_fn)(void *ctx, const char *name, char *path,
+                                size_t cap);
+
 typedef struct runner {
     plat_forksrv srv;
     plat_limits lim;
     char module_dir[512];
+    runner_locate_fn locate; /* optional */
+    void *locate_ctx;
 } runner;
 
 typedef struct run_report {
@@ -29,6 +37,9 @@ int runner_start(runner *r, const char *module_dir, plat_limits lim);
  * empty batch). Returns rep->code. */
 int runner_run(runner *r, const char *name, const dipp_params *p,
                const dbatch *in, dbatch *out, run_report *rep);
+/* Runs the module file at path (a candidate's test-run). */
+int runner_run_path(runner *r, const char *path, const dipp_params *p,
+                    const dbatch *in, dbatch *out, run_report *rep);
 void runner_stop(runner *r);
 
 /* Whether name is a valid module name: [a-z0-9_], 1 to 23 characters. */

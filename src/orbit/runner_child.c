@@ -71,17 +71,17 @@ static int load(const run_req *q, const dipp_module_info **info, char *err,
         return DIPP_E_MISSING_MODULE;
     *info = plat_lib_sym(lib, DIPP_MODULE_SYMBOL);
     if (!*info || !(*info)->run) {
-        snprintf(err, errlen, "%s: no %s symbol with a run function", q->path,
+        snprintf(err, errlen, "%.160s: no %s symbol with a run function", q->path,
                  DIPP_MODULE_SYMBOL);
         return DIPP_E_MISSING_SYMBOL;
     }
     if ((*info)->abi_version != DIPP_ABI_VERSION) {
-        snprintf(err, errlen, "%s: built for ABI %u, this runner has %u",
+        snprintf(err, errlen, "%.160s: built for ABI %u, this runner has %u",
                  q->path, (unsigned)(*info)->abi_version, DIPP_ABI_VERSION);
         return DIPP_E_ABI;
     }
     if ((*info)->param_count > DIPP_PARAMS_MAX) {
-        snprintf(err, errlen, "%s: declares %u parameters, the ABI has room for %u",
+        snprintf(err, errlen, "%.160s: declares %u parameters, the ABI has room for %u",
                  q->path, (unsigned)(*info)->param_count, DIPP_PARAMS_MAX);
         return DIPP_E_ABI;
     }

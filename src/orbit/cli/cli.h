@@ -15,6 +15,9 @@ int cmd_encode(int argc, char **argv);
 int cmd_decode(int argc, char **argv);
 int cmd_store(int argc, char **argv);
 int cmd_slots(int argc, char **argv);
+int cmd_sat(int argc, char **argv);
+int cmd_link(int argc, char **argv);
+int cmd_ground(int argc, char **argv);
 
 /* Prints text and returns 1 when argv asks for --help. */
 int cli_help(int argc, char **argv, const char *text);

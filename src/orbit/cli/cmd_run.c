@@ -146,21 +146,9 @@ static int frames(runner *r, const run_opts *o, const pdef *defs, int ndefs) {
     return lost ? EXIT_LOST : 0;
 }
 
-/* The definitions of the store's pipeline slots, after defs[0..n). */
-static int load_store(const char *dir, pdef *defs, int n) {
-    for (unsigned k = 1; k <= SLOT_PIPELINES; k++) {
-        uint8_t buf[SLOT_MAX_BYTES];
-        size_t len;
-        char err[512];
-        int rc = slot_read(dir, SLOT_PIPELINE, k, buf, &len, err, sizeof err);
-        if (rc == 0 && (pdef_decode(buf, len, &defs[n], err, sizeof err) ||
-                        pdef_apply_configs(&defs[n], dir, err, sizeof err)))
-            rc = -1;
-        if (rc < 0)
-            fprintf(stderr, "dipp run: %s: slot skipped\n", err);
-        n += rc == 0;
-    }
-    return n;
+static void skipped(void *ctx, const char *why) {
+    (void)ctx;
+    fprintf(stderr, "dipp run: %s: slot skipped\n", why);
 }
 
 /* The YAML files' definitions, then the store's: how many, or -1. */
@@ -174,7 +162,7 @@ static int load_defs(const run_opts *o, int nfiles, char **files, pdef *defs) {
             return -1;
         }
     }
-    int n = o->store ? load_store(o->store, defs, nfiles) : nfiles;
+    int n = nfiles + (o->store ? pdef_load_slots(o->store, defs + nfiles, skipped, NULL) : 0);
     if (n == 0)
         fprintf(stderr, "dipp run: no definition to run in %s\n", o->store);
     return n ? n : -1;

@@ -24,6 +24,14 @@ static const char usage[] =
     "                 module-configuration slot N (1-20), crash-safe\n"
     "  slots --store DIR\n"
     "                 list the slots and what each holds\n"
+    "  sat --store DIR --modules DIR --key GROUND.pub\n"
+    "                 the satellite's daemon on a CSP ZMQ hub (node 162)\n"
+    "  link --ground PORT --sat PORT [OPTIONS]\n"
+    "                 the link simulator between two hubs (loss, corruption,\n"
+    "                 latency, passes)\n"
+    "  ground COMMAND ...\n"
+    "                 the ground station: keys, signed uploads, key rotation,\n"
+    "                 slots, telemetry, images (node 10)\n"
     "\n"
     "`dipp COMMAND --help` tells a command's options.\n"
     "Exit status: 0 success, 1 bad input, 2 usage, 3 run lost a batch.\n";
@@ -33,7 +41,8 @@ int main(int argc, char **argv) {
         const char *name;
         int (*fn)(int, char **);
     } cmds[] = {{"run", cmd_run}, {"encode", cmd_encode}, {"decode", cmd_decode},
-                {"store", cmd_store}, {"slots", cmd_slots}};
+                {"store", cmd_store}, {"slots", cmd_slots},
+                {"sat", cmd_sat}, {"link", cmd_link}, {"ground", cmd_ground}};
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         fputs(usage, argc < 2 ? stderr : stdout);
         return argc < 2 ? EXIT_USAGE : 0;

@@ -1,0 +1,35 @@
+/* cli_opts.c -- options the link commands share (cli_opts.h). */
+#include "cli_opts.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+volatile int cli_stop;
+
+int cli_number(const char *cmd, const char *opt, const char *s, double lo,
+               double hi, double *v) {
+    char *end;
+    double x = strtod(s, &end);
+    if (!*s || *end || x < lo || x > hi) {
+        fprintf(stderr, "dipp %s: %s %s: not a number from %g to %g\n", cmd, opt, s, lo, hi);
+        return -1;
+    }
+    *v = x;
+    return 0;
+}
+
+void cli_hub(unsigned port, char *sub, char *pub, int cap) {
+    snprintf(sub, (size_t)cap, "tcp://127.0.0.1:%u", port);
+    snprintf(pub, (size_t)cap, "tcp://127.0.0.1:%u", port + 1000);
+}
+
+static void on_signal(int sig) {
+    (void)sig;
+    cli_stop = 1;
+}
+
+void cli_on_stop(void) {
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+}

@@ -1,0 +1,61 @@
+/* cmd_ground.c -- `dipp ground`: the ground station's tool. It makes keys,
+ * and over a CSP ZMQ hub uploads signed modules (whole or as a delta
+ * against the version on board), rotates the key, writes pipeline and
+ * configuration slots, and reads telemetry and images. */
+#define _GNU_SOURCE /* getopt_long */
+#include <getopt.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "cli_opts.h"
+#include "csp_zmq.h"
+#include "errors.h"
+#include "ground.h"
+#include "platform.h"
+#include "proto.h"
+
+static const char text[] =
+    "Usage: dipp ground [--hub PORT] [--timeout-ms N] COMMAND ...\n"
+    "The ground station, node 10 on the CSP ZMQ hub PORT (default 6000).\n"
+    "  keygen PREFIX       write PREFIX.pub and PREFIX.key (Ed25519)\n"
+    "  upload --key K.key [--serial N] --version V [--base OLD.so]\n"
+    "         [--in gray|rgb|bayer] [--out FMT] [--width W --height H] NAME FILE.so\n"
+    "                      upload module NAME (a delta against OLD.so, the version\n"
+    "                      on board, when given); waits until it is installed or\n"
+    "                      refused, and prints the outcome and its number\n"
+    "  rotate --key OLD.key --serial N NEW.pub\n"
+    "                      install NEW.pub as key N, signed with the old key\n"
+    "  slot (--pipeline|--config) N DEF.yaml\n"
+    "                      write a definition into a slot on board\n"
+    "  telemetry           print the satellite's status parameters\n"
+    "  images --out DIR [--max N]\n"
+    "                      downlink the ring's images, best first (N at most)\n"
+    "  ping                ask node 162 for an echo\n"
+    "Exit status: 0 done, 1 refused or no answer (the number says why), 2 usage.\n";
+
+int cmd_ground(int argc, char **argv) {
+    static const struct option opts[] = {
+        {"hub", 1, NULL, 'h'}, {"timeout-ms", 1, NULL, 't'}, {NULL, 0, NULL, 0}};
+    double hub = 6000, timeout = 3000;
+    int ch, bad = 0;
+    if (argc < 2 || cli_help(argc, argv, text)) {
+        fputs(text, argc < 2 ? stderr : stdout);
+        return argc < 2 ? EXIT_USAGE : 0;
+    }
+    optind = 1;
+    while (!bad && (ch = getopt_long(argc, argv, "+", opts, NULL)) != -1)
+        bad = ch == '?' ? -1
+            : ch == 'h' ? cli_number("ground", "--hub", optarg, 1, 64535, &hub)
+                        : cli_number("ground", "--timeout-ms", optarg, 1, 3600000, &timeout);
+    if (bad || optind >= argc) {
+        fputs(text, stderr);
+        return EXIT_USAGE;
+    }
+    if (sodium_init() < 0)
+        return EXIT_BAD;
+    ground g = {(unsigned)hub, (int)timeout, {0}};
+    return ground_command(&g, argc - optind, argv + optind);
+}

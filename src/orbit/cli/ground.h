@@ -1,0 +1,32 @@
+/* ground.h -- the ground station's commands (`dipp ground`), apart from
+ * option parsing: each opens node 10 on the hub and asks node 162. */
+#ifndef DIPP_GROUND_H
+#define DIPP_GROUND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "csp_zmq.h"
+
+typedef struct ground {
+    unsigned hub;
+    int timeout_ms;
+    csp_node node;
+} ground;
+
+/* Runs argv[0] (keygen, upload, rotate, slot, telemetry, images, ping):
+ * an exit status. */
+int ground_command(ground *g, int argc, char **argv);
+
+/* Sends msg to port and waits for a reply of type want answering seq
+ * (bytes 1-2), asking again after each timeout, `tries` times: its length,
+ * or -1. */
+long ground_ask(ground *g, uint8_t port, const uint8_t *msg, size_t len,
+                uint8_t want, uint8_t *reply, size_t cap, int tries);
+
+/* The commands, argv[0] their name. */
+int ground_keygen(int argc, char **argv);
+int ground_upload_cmd(ground *g, int argc, char **argv);
+int ground_rotate(ground *g, int argc, char **argv);
+
+#endif

@@ -1,0 +1,196 @@
+/* ground_cmds.c -- the ground station's commands that change the
+ * satellite's code: keygen, upload, rotate (ground.h). */
+#define _GNU_SOURCE /* getopt_long */
+#include <getopt.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "cli_opts.h"
+#include "errors.h"
+#include "ground.h"
+#include "pdef.h"
+#include "platform.h"
+#include "proto.h"
+
+#define TRIES 40
+
+static uint16_t next_seq = 1;
+
+long ground_ask(ground *g, uint8_t port, const uint8_t *msg, size_t len,
+                uint8_t want, uint8_t *reply, size_t cap, int tries) {
+    for (int t = 0; t < tries; t++) {
+        csp_id id;
+        size_t got;
+        csp_node_send(&g->node, DIPP_NODE, port, port, msg, len);
+        while (csp_node_recv(&g->node, g->timeout_ms, &id, reply, cap, &got) == 1)
+            if (id.dport == port && got >= 3 && reply[0] == want &&
+                (len < 3 || memcmp(reply + 1, msg + 1, 2) == 0))
+                return (long)got;
+    }
+    return -1;
+}
+
+static int read_whole(const char *path, uint8_t **data, size_t *len, size_t want) {
+    int rc = plat_file_read(path, data, len);
+    if (rc || (want && *len != want)) {
+        fprintf(stderr, "dipp ground: %s: %s\n", path,
+                rc ? strerror(-rc) : "not a key of the right size");
+        if (!rc)
+            free(*data);
+        return -1;
+    }
+    return 0;
+}
+
+static int write_whole(const char *path, const uint8_t *data, size_t len) {
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(data, 1, len, f) != len || fclose(f)) {
+        fprintf(stderr, "dipp ground: %s: cannot write\n", path);
+        return -1;
+    }
+    return 0;
+}
+
+int ground_keygen(int argc, char **argv) {
+    uint8_t pk[UP_PK_BYTES], sk[UP_SK_BYTES];
+    char path[4096];
+    if (argc != 2) {
+        fprintf(stderr, "Usage: dipp ground keygen PREFIX\n");
+        return EXIT_USAGE;
+    }
+    crypto_sign_keypair(pk, sk);
+    snprintf(path, sizeof path, "%s.pub", argv[1]);
+    if (write_whole(path, pk, sizeof pk))
+        return EXIT_BAD;
+    snprintf(path, sizeof path, "%s.key", argv[1]);
+    return write_whole(path, sk, sizeof sk) ? EXIT_BAD : 0;
+}
+
+/* ZMQ transport of ground_upload: port 20, replies to port 20. */
+static int io_send(void *ctx, const uint8_t *msg, size_t len) {
+    ground *g = ctx;
+    return csp_node_send(&g->node, DIPP_NODE, DIPP_PORT_UPLOAD, DIPP_PORT_UPLOAD, msg, len);
+}
+
+static int io_recv(void *ctx, int timeout_ms, uint8_t *msg, size_t cap, size_t *len) {
+    ground *g = ctx;
+    csp_id id;
+    int got;
+    while ((got = csp_node_recv(&g->node, timeout_ms, &id, msg, cap, len)) == 1)
+        if (id.dport == DIPP_PORT_UPLOAD)
+            return 1;
+    return got;
+}
+
+static uint8_t format_of(const char *s) {
+    return !strcmp(s, "gray") ? DIPP_FMT_GRAY8 : !strcmp(s, "rgb") ? DIPP_FMT_RGB8
+         : !strcmp(s, "bayer") ? DIPP_FMT_BAYER_RGGB8 : !strcmp(s, "jpeg") ? DIPP_FMT_JPEG
+         : !strcmp(s, "png") ? DIPP_FMT_PNG : 0;
+}
+
+typedef struct upload_opts {
+    const char *key, *base;
+    double serial, version, base_version, width, height;
+    uint8_t in, out;
+} upload_opts;
+
+static int upload_parse(int argc, char **argv, upload_opts *o) {
+    static const struct option opts[] = {
+        {"key", 1, NULL, 'k'}, {"serial", 1, NULL, 's'}, {"version", 1, NULL, 'v'},
+        {"base", 1, NULL, 'b'}, {"base-version", 1, NULL, 'B'}, {"in", 1, NULL, 'i'},
+        {"out", 1, NULL, 'o'}, {"width", 1, NULL, 'w'}, {"height", 1, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    *o = (upload_opts){NULL, NULL, 1, 0, 0, 0, 0, DIPP_FMT_GRAY8, DIPP_FMT_GRAY8};
+    int ch, bad = 0;
+    optind = 1;
+    while (!bad && (ch = getopt_long(argc, argv, "", opts, NULL)) != -1)
+        bad = ch == '?' ? -1
+            : ch == 'k' ? (o->key = optarg, 0)
+            : ch == 'b' ? (o->base = optarg, 0)
+            : ch == 'i' ? ((o->in = format_of(optarg)) ? 0 : -1)
+            : ch == 'o' ? ((o->out = format_of(optarg)) ? 0 : -1)
+            : ch == 's' ? cli_number("ground", "--serial", optarg, 1, 4e9, &o->serial)
+            : ch == 'v' ? cli_number("ground", "--version", optarg, 1, 4e9, &o->version)
+            : ch == 'B' ? cli_number("ground", "--base-version", optarg, 1, 4e9, &o->base_version)
+            : ch == 'w' ? cli_number("ground", "--width", optarg, 0, 65535, &o->width)
+                        : cli_number("ground", "--height", optarg, 0, 65535, &o->height);
+    if (bad || !o->key || !o->version || argc - optind != 2) {
+        fputs("Usage: dipp ground upload --key K.key --version V [OPTIONS] NAME FILE.so\n"
+              "(dipp ground --help)\n", stderr);
+        return -1;
+    }
+    if (o->base && !o->base_version)
+        o->base_version = o->version - 1;
+    return 0;
+}
+
+int ground_upload_cmd(ground *g, int argc, char **argv) {
+    upload_opts o;
+    uint8_t *sk, *mod, *base = NULL, *payload;
+    size_t sk_len, len, base_len = 0;
+    char err[256];
+    if (upload_parse(argc, argv, &o))
+        return EXIT_USAGE;
+    const char *name = argv[optind], *file = argv[optind + 1];
+    if (read_whole(o.key, &sk, &sk_len, UP_SK_BYTES) || read_whole(file, &mod, &len, 0) ||
+        (o.base && read_whole(o.base, &base, &base_len, 0)))
+        return EXIT_BAD;
+    up_manifest m = {1, 0, 1900, {0}, (uint32_t)o.version, DIPP_ABI_VERSION,
+                     up_board_arch(), o.in, o.out, (uint16_t)o.width, (uint16_t)o.height,
+                     (uint32_t)o.base_version, 0, 0, (uint32_t)o.serial, {0}, {0}, {0}};
+    snprintf(m.name, sizeof m.name, "%s", name);
+    int rc = up_prepare(&m, mod, len, base, base_len, 19, sk, &payload, err, sizeof err);
+    free(sk), free(mod), free(base);
+    if (rc) {
+        fprintf(stderr, "dipp ground: %s: %s\n", file, err);
+        return EXIT_BAD;
+    }
+    ground_io io = {io_send, io_recv, g, g->timeout_ms, TRIES};
+    uint64_t sent;
+    proto_status st;
+    int code = ground_upload(&io, &m, payload, &sent, &st);
+    free(payload);
+    if (code == 0)
+        printf("%s v%u installed: %u bytes sent as %llu chunks\n", name, m.version,
+               m.payload_size, (unsigned long long)sent);
+    else if (code > 0)
+        printf("%s v%u refused: error %u (%s)\n", name, m.version,
+               dipp_error_number(code, 0, 0), dipp_code_name(code));
+    else
+        printf("%s v%u: no answer from node %d\n", name, m.version, DIPP_NODE);
+    return code ? EXIT_BAD : 0;
+}
+
+int ground_rotate(ground *g, int argc, char **argv) {
+    uint8_t *sk, *pk, msg[3 + UP_ROTATE_BYTES], reply[2048];
+    size_t sk_len, pk_len;
+    double serial = 0;
+    if (argc != 6 || strcmp(argv[1], "--key") || strcmp(argv[3], "--serial") ||
+        cli_number("ground", "--serial", argv[4], 2, 4e9, &serial)) {
+        fprintf(stderr, "Usage: dipp ground rotate --key OLD.key --serial N NEW.pub\n");
+        return EXIT_USAGE;
+    }
+    if (read_whole(argv[2], &sk, &sk_len, UP_SK_BYTES) ||
+        read_whole(argv[5], &pk, &pk_len, UP_PK_BYTES))
+        return EXIT_BAD;
+    msg[0] = 'R';
+    proto_put16(msg + 1, next_seq++);
+    up_rotate_build((uint32_t)serial, pk, sk, msg + 3);
+    free(sk), free(pk);
+    long n = ground_ask(g, DIPP_PORT_UPLOAD, msg, sizeof msg, 'S', reply, sizeof reply, TRIES);
+    proto_status st;
+    if (n < 0 || proto_status_parse(reply, (size_t)n, &st)) {
+        printf("rotation: no answer from node %d\n", DIPP_NODE);
+        return EXIT_BAD;
+    }
+    if (st.code) {
+        printf("rotation refused: error %u (%s)\n", dipp_error_number((int)st.code, 0, 0),
+               dipp_code_name((int)st.code));
+        return EXIT_BAD;
+    }
+    printf("key %u installed\n", (unsigned)serial);
+    return 0;
+}

@@ -1,0 +1,185 @@
+/* ground_read.c -- the ground station's commands that set parameters and
+ * read the satellite (slot, telemetry, images, ping), and the dispatch of
+ * `dipp ground`'s commands (ground.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "cli_opts.h"
+#include "errors.h"
+#include "ground.h"
+#include "pdef.h"
+#include "proto.h"
+
+#define TRIES 40
+
+static uint16_t seq = 1;
+
+static int slot(ground *g, int argc, char **argv) {
+    uint8_t msg[5 + PDEF_MAX_BYTES], reply[64];
+    char err[512];
+    pdef d;
+    long n = 0;
+    int config = argc == 4 && !strcmp(argv[1], "--config");
+    unsigned slot_n = argc == 4 ? (unsigned)atoi(argv[2]) : 0;
+    if (argc != 4 || (!config && strcmp(argv[1], "--pipeline")) || slot_n < 1 ||
+        slot_n > (config ? PDEF_CONFIGS : PDEF_PIPELINES)) {
+        fprintf(stderr, "Usage: dipp ground slot (--pipeline 1-6|--config 1-20) DEF.yaml\n");
+        return EXIT_USAGE;
+    }
+    if (cli_read_def(argv[3], &d))
+        return EXIT_BAD;
+    if (!config)
+        d.id = slot_n;
+    int len = pdef_encode(&d, msg + 5, err, sizeof err);
+    if (len < 0) {
+        fprintf(stderr, "dipp ground: %s: %s\n", argv[3], err);
+        return EXIT_BAD;
+    }
+    msg[0] = 'P', msg[3] = config ? 2 : 1, msg[4] = (uint8_t)slot_n;
+    proto_put16(msg + 1, seq++);
+    n = ground_ask(g, DIPP_PORT_PARAM, msg, 5 + (size_t)len, 'A', reply, sizeof reply, TRIES);
+    uint32_t code = n >= 7 ? proto_get32(reply + 3) : 0;
+    if (n < 7 || code)
+        printf("%s: %s\n", argv[3], n < 7 ? "no answer" : "refused by the satellite");
+    else
+        printf("%s: %d bytes in %s slot %u\n", argv[3], len, config ? "config" : "pipeline",
+               slot_n);
+    return n < 7 || code ? EXIT_BAD : 0;
+}
+
+static int telemetry(ground *g) {
+    uint8_t msg[3] = {'T', 0, 0}, reply[CSP_MTU + 1];
+    proto_put16(msg + 1, seq++);
+    long n = ground_ask(g, DIPP_PORT_PARAM, msg, sizeof msg, 'V', reply, CSP_MTU, TRIES);
+    if (n < 0) {
+        printf("telemetry: no answer from node %d\n", DIPP_NODE);
+        return EXIT_BAD;
+    }
+    reply[n] = 0;
+    fputs((char *)reply + 3, stdout);
+    return 0;
+}
+
+static const char *suffix(uint8_t format) {
+    return format == DIPP_FMT_JPEG ? "jpg" : format == DIPP_FMT_PNG ? "png" : "raw";
+}
+
+#define PART 1800 /* an image part's bytes, the last one shorter */
+
+typedef struct image_in {
+    uint32_t id, parts, got, priority;
+    uint8_t format, *bytes, have[4096];
+    size_t len;
+} image_in;
+
+/* Asks for image in->id (0: the best) from its first missing part, and
+ * keeps the parts that come: 1 when whole, 0 when the ring is empty,
+ * -1 when parts are still missing, -2 when the image is gone. */
+static int fetch(ground *g, image_in *in) {
+    uint8_t msg[9] = {'D'}, part[CSP_MTU];
+    uint32_t from = 0;
+    while (from < in->parts && in->have[from])
+        from++;
+    proto_put16(msg + 1, seq++), proto_put32(msg + 3, in->id), proto_put16(msg + 7, from);
+    csp_node_send(&g->node, DIPP_NODE, DIPP_PORT_IMAGES, DIPP_PORT_IMAGES, msg, sizeof msg);
+    csp_id id;
+    size_t len;
+    while (csp_node_recv(&g->node, g->timeout_ms, &id, part, sizeof part, &len) == 1) {
+        uint32_t pid = len >= 14 ? proto_get32(part + 1) : 1, p = proto_get16(part + 5);
+        if (id.dport != DIPP_PORT_IMAGES || part[0] != 'I' || (in->id && pid != in->id))
+            continue;
+        if (pid == 0)
+            return 0;
+        if (proto_get16(part + 7) == 0)
+            return -2; /* gone: downlinked already (our ack came late) */
+        if (!in->id) { /* the best image: now this one */
+            in->id = pid, in->parts = proto_get16(part + 7);
+            in->priority = proto_get32(part + 9), in->format = part[13];
+            in->bytes = calloc(in->parts ? in->parts : 1, PART);
+        }
+        if (p >= in->parts || p >= sizeof in->have || in->have[p] || !in->bytes)
+            continue;
+        memcpy(in->bytes + (size_t)p * PART, part + 14, len - 14);
+        in->have[p] = 1, in->got++;
+        if (p + 1 == in->parts)
+            in->len = (size_t)p * PART + len - 14;
+        if (in->got == in->parts)
+            return 1;
+    }
+    return -1;
+}
+
+/* Downlinks the best image into dir and acknowledges it: its id, 0 when
+ * the ring is empty, -1 when it did not come whole, -2 when it went. */
+static long one_image(ground *g, const char *dir) {
+    image_in in;
+    int rc = -1;
+    memset(&in, 0, sizeof in);
+    for (int t = 0; t < TRIES && rc == -1; t++)
+        rc = fetch(g, &in);
+    if (rc == 1) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/image-%u-p%u.%s", dir, in.id, in.priority,
+                 suffix(in.format));
+        FILE *f = fopen(path, "wb");
+        int ok = f && fwrite(in.bytes, 1, in.len, f) == in.len;
+        rc = f && !fclose(f) && ok ? 1 : -1;
+        uint8_t ack[5] = {'K'};
+        proto_put32(ack + 1, in.id);
+        csp_node_send(&g->node, DIPP_NODE, DIPP_PORT_IMAGES, DIPP_PORT_IMAGES, ack, 5);
+    }
+    free(in.bytes);
+    return rc == 1 ? (long)in.id : rc;
+}
+
+static int images(ground *g, int argc, char **argv) {
+    unsigned count = 0, failures = 0;
+    double max = 1e9;
+    if ((argc != 3 && argc != 5) || strcmp(argv[1], "--out") ||
+        (argc == 5 && (strcmp(argv[3], "--max") ||
+                       cli_number("ground", "--max", argv[4], 1, 1e9, &max)))) {
+        fprintf(stderr, "Usage: dipp ground images --out DIR [--max N]\n");
+        return EXIT_USAGE;
+    }
+    for (long id; failures < 3 && count < max && (id = one_image(g, argv[2])) != 0;) {
+        failures += id == -1;
+        count += id > 0;
+    }
+    printf("%u images downlinked to %s\n", count, argv[2]);
+    return failures < 3 ? 0 : EXIT_BAD;
+}
+
+static int ping(ground *g) {
+    uint8_t msg[3] = {'p', 0, 0}, reply[16];
+    proto_put16(msg + 1, seq++);
+    if (ground_ask(g, CSP_PORT_PING, msg, sizeof msg, 'p', reply, sizeof reply, TRIES) < 0) {
+        printf("ping: no answer from node %d\n", DIPP_NODE);
+        return EXIT_BAD;
+    }
+    printf("ping: node %d answers\n", DIPP_NODE);
+    return 0;
+}
+
+int ground_command(ground *g, int argc, char **argv) {
+    char sub[64], pub[64];
+    if (!strcmp(argv[0], "keygen"))
+        return ground_keygen(argc, argv);
+    cli_hub(g->hub, sub, pub, sizeof sub);
+    if (csp_node_open(&g->node, GROUND_NODE, sub, pub, 0)) {
+        fprintf(stderr, "dipp ground: cannot join the hub at %s / %s\n", sub, pub);
+        return EXIT_BAD;
+    }
+    int rc = !strcmp(argv[0], "upload")      ? ground_upload_cmd(g, argc, argv)
+           : !strcmp(argv[0], "rotate")      ? ground_rotate(g, argc, argv)
+           : !strcmp(argv[0], "slot")        ? slot(g, argc, argv)
+           : !strcmp(argv[0], "telemetry")   ? telemetry(g)
+           : !strcmp(argv[0], "images")      ? images(g, argc, argv)
+           : !strcmp(argv[0], "ping")        ? ping(g)
+                                             : -1;
+    csp_node_close(&g->node);
+    if (rc == -1)
+        fprintf(stderr, "dipp ground: unknown command '%s' (dipp ground --help)\n", argv[0]);
+    return rc == -1 ? EXIT_USAGE : rc;
+}

@@ -1,0 +1,115 @@
+/* proto.c -- the status reply of the update port and the ground's upload
+ * loop (proto.h): ask, resend what the status marks missing, ask again. */
+#include "proto.h"
+
+#include <string.h>
+
+void proto_put16(uint8_t *p, uint32_t v) {
+    p[0] = (uint8_t)(v >> 8), p[1] = (uint8_t)v;
+}
+
+void proto_put32(uint8_t *p, uint32_t v) {
+    proto_put16(p, v >> 16), proto_put16(p + 2, v & 0xFFFFu);
+}
+
+uint32_t proto_get16(const uint8_t *p) {
+    return (uint32_t)p[0] << 8 | p[1];
+}
+
+uint32_t proto_get32(const uint8_t *p) {
+    return proto_get16(p) << 16 | proto_get16(p + 2);
+}
+
+enum { S_SEQ = 1, S_CODE = 3, S_INST = 7, S_MISSING = 8, S_FIRST = 12, S_NBITS = 16,
+       S_MAP = 18 };
+
+size_t proto_status_build(const up_store *s, const up_result *r, uint16_t seq,
+                          uint8_t *out) {
+    uint32_t first = 0, nbits = 0, list[PROTO_BITMAP_BITS];
+    uint32_t missing = up_missing(s, list, PROTO_BITMAP_BITS);
+    uint32_t listed = missing < PROTO_BITMAP_BITS ? missing : PROTO_BITMAP_BITS;
+    if (listed) {
+        first = list[0];
+        for (uint32_t k = 0; k < listed && list[k] - first < PROTO_BITMAP_BITS; k++)
+            nbits = list[k] - first + 1;
+    }
+    nbits = (nbits + 7) / 8 * 8;
+    out[0] = 'S';
+    proto_put16(out + S_SEQ, seq), proto_put32(out + S_CODE, (uint32_t)r->code);
+    out[S_INST] = (uint8_t)r->installed;
+    proto_put32(out + S_MISSING, missing), proto_put32(out + S_FIRST, first);
+    proto_put16(out + S_NBITS, nbits);
+    memset(out + S_MAP, 0, nbits / 8);
+    for (uint32_t k = 0; k < listed && list[k] - first < nbits; k++)
+        out[S_MAP + (list[k] - first) / 8] |= (uint8_t)(1u << ((list[k] - first) % 8));
+    return S_MAP + nbits / 8;
+}
+
+int proto_status_parse(const uint8_t *msg, size_t len, proto_status *st) {
+    if (len < S_MAP || msg[0] != 'S')
+        return -1;
+    st->seq = (uint16_t)proto_get16(msg + S_SEQ), st->code = proto_get32(msg + S_CODE);
+    st->installed = msg[S_INST];
+    st->missing = proto_get32(msg + S_MISSING), st->first = proto_get32(msg + S_FIRST);
+    st->nbits = (uint16_t)proto_get16(msg + S_NBITS);
+    if (st->nbits > PROTO_BITMAP_BITS || len != S_MAP + st->nbits / 8u)
+        return -1;
+    memcpy(st->bitmap, msg + S_MAP, st->nbits / 8u);
+    return 0;
+}
+
+/* Asks (a manifest until one is answered, then a status query) and
+ * waits for the answer to this very question. */
+static int ask(const ground_io *io, const up_manifest *m, int answered,
+               uint16_t seq, proto_status *st) {
+    uint8_t msg[3 + UP_MANIFEST_BYTES], reply[64 + PROTO_BITMAP_BITS / 8];
+    size_t len;
+    msg[0] = answered ? 'Q' : 'M';
+    proto_put16(msg + 1, seq);
+    if (!answered)
+        up_manifest_encode(m, msg + 3);
+    if (io->send(io->ctx, msg, answered ? 3 : sizeof msg))
+        return -1;
+    while (io->recv(io->ctx, io->timeout_ms, reply, sizeof reply, &len) == 1)
+        if (proto_status_parse(reply, len, st) == 0 && st->seq == seq)
+            return 0;
+    return -1;
+}
+
+static int resend(const ground_io *io, const up_manifest *m, const uint8_t *payload,
+                  const proto_status *st, uint64_t *sent) {
+    uint8_t msg[1 + UP_CHUNK_HDR + UP_CHUNK_MAX];
+    msg[0] = 'C';
+    for (uint32_t b = 0; b < st->nbits; b++) {
+        if (!(st->bitmap[b / 8] & (1u << (b % 8))) || st->first + b >= up_chunk_count(m))
+            continue;
+        size_t len = up_chunk_build(m, payload, st->first + b, msg + 1);
+        if (io->send(io->ctx, msg, 1 + len))
+            return -1;
+        (*sent)++;
+    }
+    return 0;
+}
+
+int ground_upload(const ground_io *io, const up_manifest *m,
+                  const uint8_t *payload, uint64_t *sent, proto_status *last) {
+    uint16_t seq = 0;
+    unsigned unanswered = 0;
+    int answered = 0;
+    *sent = 0;
+    memset(last, 0, sizeof *last);
+    while (unanswered < io->max_asks) {
+        if (ask(io, m, answered, ++seq, last)) {
+            unanswered++;
+            continue;
+        }
+        unanswered = 0, answered = 1;
+        if (last->code || last->installed)
+            return (int)last->code;
+        if (last->missing == 0) /* a restart finished it, or a stale store */
+            answered = 0;
+        else if (resend(io, m, payload, last, sent))
+            return -1;
+    }
+    return -1;
+}

@@ -1,0 +1,59 @@
+/* proto.h -- what ground and satellite say over CSP (docs/orbit.md, "The
+ * link"), the first byte of each message its type, integers big endian:
+ *   port 20 (updates)  ground: 'M' seq manifest | 'C' chunk | 'R' seq rotation
+ *                              | 'Q' seq (status?)
+ *                      sat:    'S' seq code installed missing first nbits bitmap
+ *   port 10 (params)   ground: 'T' seq (telemetry?) | 'P' seq kind slot bytes
+ *                      sat:    'V' seq text | 'A' seq code
+ *   port 22 (images)   ground: 'D' seq id from (image id, or the best when 0,
+ *                              its parts from `from` on) | 'K' id (got it)
+ *                      sat:    'I' id part parts priority bytes
+ * A status's bitmap marks the chunks still missing, from chunk `first` on,
+ * so one reply tells the ground what to resend for up to 8192 chunks. */
+#ifndef DIPP_PROTO_H
+#define DIPP_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "upload.h"
+
+#define PROTO_BITMAP_BITS 8192
+
+typedef struct proto_status {
+    uint16_t seq;
+    uint32_t code;
+    uint8_t installed;
+    uint32_t missing, first;
+    uint16_t nbits;
+    uint8_t bitmap[PROTO_BITMAP_BITS / 8];
+} proto_status;
+
+/* The store's status after r, answering seq: its encoded length in out. */
+size_t proto_status_build(const up_store *s, const up_result *r, uint16_t seq,
+                          uint8_t *out);
+int proto_status_parse(const uint8_t *msg, size_t len, proto_status *st);
+
+void proto_put16(uint8_t *p, uint32_t v);
+void proto_put32(uint8_t *p, uint32_t v);
+uint32_t proto_get16(const uint8_t *p);
+uint32_t proto_get32(const uint8_t *p);
+
+/* The ground's side of an upload over any transport: send puts one message
+ * on port 20, recv waits up to timeout_ms for the satellite's reply
+ * (1 got, 0 none). */
+typedef struct ground_io {
+    int (*send)(void *ctx, const uint8_t *msg, size_t len);
+    int (*recv)(void *ctx, int timeout_ms, uint8_t *msg, size_t cap, size_t *len);
+    void *ctx;
+    int timeout_ms;  /* a reply's wait before asking again */
+    unsigned max_asks; /* unanswered questions in a row before giving up */
+} ground_io;
+
+/* Sends m and its payload until the satellite installs or refuses it:
+ * the satellite's code (0 installed), or -1 when it stopped answering.
+ * *sent counts the chunk messages sent. */
+int ground_upload(const ground_io *io, const up_manifest *m,
+                  const uint8_t *payload, uint64_t *sent, proto_status *last);
+
+#endif

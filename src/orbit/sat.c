@@ -1,0 +1,194 @@
+/* sat.c -- the satellite's message handling (sat.h): the update port
+ * drives the update store, the parameter port the slots and telemetry,
+ * the image port the ring. */
+#include "sat.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "errors.h"
+#include "proto.h"
+#include "slots.h"
+#include "upload_testrun.h"
+
+static int locate(void *ctx, const char *name, char *path, size_t cap) {
+    return up_active_path(ctx, name, path, cap);
+}
+
+int sat_open(sat *s, const sat_cfg *cfg, const uint8_t first_pk[UP_PK_BYTES]) {
+    up_result r;
+    memset(s, 0, sizeof *s);
+    if (runner_start(&s->run, cfg->module_dir, cfg->lim)) {
+        fprintf(stderr, "dipp sat: cannot start the fork server\n");
+        return -1;
+    }
+    if (up_open(&s->up, cfg->updates_dir, first_pk, &cfg->up, up_test_in_sandbox,
+                &s->run, &r)) {
+        fprintf(stderr, "dipp sat: %s\n", r.detail);
+        runner_stop(&s->run);
+        return -1;
+    }
+    s->run.locate = locate, s->run.locate_ctx = &s->up;
+    s->slots_dir = cfg->slots_dir;
+    s->frame_size = cfg->frame_size, s->seed = 1;
+    ring_init(&s->images, RING_MAX, 64u << 20);
+    return 0;
+}
+
+void sat_close(sat *s) {
+    runner_stop(&s->run);
+    ring_free(&s->images);
+}
+
+/* An upload ended (installed or refused): remembered for status queries
+ * and counted. */
+static void upload_ended(sat *s, const up_result *r) {
+    if (!r->code && !r->installed)
+        return;
+    s->last_done = *r;
+    if (r->installed)
+        s->st.installed++;
+    else {
+        s->st.refused++;
+        s->st.last_error = dipp_error_number(r->code, 0, 0);
+        snprintf(s->st.last_detail, sizeof s->st.last_detail, "%s", r->detail);
+    }
+}
+
+/* A manifest of the version already active is answered as installed: the
+ * ground's answer was lost, not the upload. */
+static int already_active(const sat *s, const uint8_t *wire, size_t len) {
+    up_manifest m;
+    char err[160];
+    if (up_manifest_decode(wire, len, &m, err, sizeof err))
+        return 0;
+    const up_module *mod = up_find(&s->up, m.name);
+    return mod && mod->active == m.version &&
+           memcmp(mod->active_sha, m.sha256, UP_SHA_BYTES) == 0;
+}
+
+static void on_update(sat *s, const uint8_t *msg, size_t len, uint8_t port,
+                      sat_reply_fn reply, void *ctx) {
+    uint8_t out[64 + PROTO_BITMAP_BITS / 8];
+    up_result r;
+    memset(&r, 0, sizeof r);
+    uint16_t seq = len >= 3 ? (uint16_t)proto_get16(msg + 1) : 0;
+    if (msg[0] == 'C') {
+        /* a stray chunk (late, of an upload already over) is no outcome */
+        if (up_on_chunk(&s->up, msg + 1, len - 1, &r) != DIPP_E_UP_MESSAGE)
+            upload_ended(s, &r);
+        return; /* chunks are not answered: the next question is */
+    }
+    if (len < 3)
+        return;
+    if (msg[0] == 'M' && already_active(s, msg + 3, len - 3))
+        r.installed = 1;
+    else if (msg[0] == 'M' && up_on_manifest(&s->up, msg + 3, len - 3, &r) == 0 &&
+             !r.installed)
+        memset(&s->last_done, 0, sizeof s->last_done);
+    else if (msg[0] == 'R')
+        up_on_rotate(&s->up, msg + 3, len - 3, &r);
+    else if (msg[0] == 'Q' && !s->up.idx.uploading)
+        r = s->last_done;
+    else if (msg[0] != 'Q' && msg[0] != 'M')
+        return;
+    if (msg[0] == 'M')
+        upload_ended(s, &r);
+    reply(ctx, port, out, proto_status_build(&s->up, &r, seq, out));
+}
+
+size_t sat_telemetry(const sat *s, char *out, size_t cap) {
+    const sat_stats *t = &s->st;
+    int n = snprintf(out, cap,
+                     "frames=%llu\nimages_processed=%llu\nbatches_lost=%llu\n"
+                     "last_error=%u\nlast_detail=%s\nuploads_installed=%llu\n"
+                     "uploads_refused=%llu\nrollbacks=%llu\nring_images=%u\n"
+                     "ring_dropped=%llu\nkey_serial=%u\n",
+                     (unsigned long long)t->frames, (unsigned long long)t->images,
+                     (unsigned long long)t->batches_lost, t->last_error, t->last_detail,
+                     (unsigned long long)t->installed, (unsigned long long)t->refused,
+                     (unsigned long long)t->rollbacks, s->images.count,
+                     (unsigned long long)s->images.dropped, s->up.idx.key_serial);
+    for (unsigned k = 0; k < t->mods && n > 0 && (size_t)n < cap; k++)
+        n += snprintf(out + n, cap - (size_t)n, "ms.%s=%u\n", t->mod_name[k], t->mod_ms[k]);
+    for (uint32_t k = 0; k < s->up.idx.nmods && n > 0 && (size_t)n < cap; k++)
+        n += snprintf(out + n, cap - (size_t)n, "module.%s=v%u\n", s->up.idx.mod[k].name,
+                      s->up.idx.mod[k].active);
+    return n < 0 ? 0 : (size_t)n < cap ? (size_t)n : cap - 1;
+}
+
+static void on_param(sat *s, const uint8_t *msg, size_t len, uint8_t port,
+                     sat_reply_fn reply, void *ctx) {
+    uint8_t out[CSP_MTU];
+    char err[256];
+    if (len < 3)
+        return;
+    out[0] = msg[0] == 'T' ? 'V' : 'A';
+    memcpy(out + 1, msg + 1, 2);
+    if (msg[0] == 'T') {
+        reply(ctx, port, out, 3 + sat_telemetry(s, (char *)out + 3, sizeof out - 3));
+        return;
+    }
+    if (msg[0] != 'P' || len < 5)
+        return;
+    slot_kind kind = msg[3] == 1 ? SLOT_PIPELINE : SLOT_CONFIG;
+    int rc = slot_write(s->slots_dir, kind, msg[4], msg + 5, len - 5, err, sizeof err);
+    proto_put32(out + 3, rc ? DIPP_E_UP_MESSAGE : 0);
+    reply(ctx, port, out, 7);
+}
+
+#define IMAGE_PART 1800
+
+/* 'D' seq id from: the parts of image id (the best one when id is 0)
+ * from part `from` on; an empty ring answers with id 0, an image no longer
+ * there with its id and no parts. */
+static void on_images(sat *s, const uint8_t *msg, size_t len, uint8_t port,
+                      sat_reply_fn reply, void *ctx) {
+    uint8_t out[24 + IMAGE_PART];
+    if (msg[0] == 'K' && len >= 5) {
+        ring_remove(&s->images, proto_get32(msg + 1));
+        return;
+    }
+    if (msg[0] != 'D' || len < 9)
+        return;
+    uint32_t want = proto_get32(msg + 3);
+    const ring_image *img = want ? NULL : ring_best(&s->images);
+    for (unsigned k = 0; k < s->images.count; k++)
+        if (s->images.img[k].id == want)
+            img = &s->images.img[k];
+    if (!img && want) { /* gone: id, no parts */
+        memset(out, 0, 14);
+        out[0] = 'I';
+        proto_put32(out + 1, want);
+        reply(ctx, port, out, 14);
+        return;
+    }
+    uint32_t parts = img ? (uint32_t)((img->len + IMAGE_PART - 1) / IMAGE_PART) : 1;
+    for (uint32_t p = img ? proto_get16(msg + 7) : 0; p < parts; p++) {
+        size_t off = (size_t)p * IMAGE_PART, n = 0;
+        if (img)
+            n = img->len - off < IMAGE_PART ? img->len - off : IMAGE_PART;
+        out[0] = 'I';
+        proto_put32(out + 1, img ? img->id : 0), proto_put16(out + 5, p);
+        proto_put16(out + 7, img ? parts : 0);
+        proto_put32(out + 9, img ? (uint32_t)img->priority : 0);
+        out[13] = img ? (uint8_t)img->format : 0;
+        if (n)
+            memcpy(out + 14, img->bytes + off, n);
+        reply(ctx, port, out, 14 + n);
+    }
+}
+
+void sat_handle(sat *s, const csp_id *id, const uint8_t *msg, size_t len,
+                sat_reply_fn reply, void *ctx) {
+    if (len == 0)
+        return;
+    if (id->dport == CSP_PORT_PING)
+        reply(ctx, id->sport, msg, len);
+    else if (id->dport == DIPP_PORT_UPLOAD)
+        on_update(s, msg, len, id->sport, reply, ctx);
+    else if (id->dport == DIPP_PORT_PARAM)
+        on_param(s, msg, len, id->sport, reply, ctx);
+    else if (id->dport == DIPP_PORT_IMAGES)
+        on_images(s, msg, len, id->sport, reply, ctx);
+}

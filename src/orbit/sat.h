@@ -1,0 +1,63 @@
+/* sat.h -- the satellite side of DIPP, apart from any transport: it
+ * answers the ground's messages (updates, parameters and telemetry, the
+ * image downlink; proto.h), and processes camera frames through the
+ * pipelines its slots hold, feeding the image ring, the telemetry and
+ * each uploaded module's in-flight record (its rollback). */
+#ifndef DIPP_SAT_H
+#define DIPP_SAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "csp.h"
+#include "ring.h"
+#include "runner.h"
+#include "upload.h"
+
+#define SAT_TRACKED 16 /* modules whose run time telemetry keeps */
+
+typedef struct sat_stats {
+    uint64_t frames, images, batches_lost;
+    uint64_t installed, refused, rollbacks;
+    uint32_t last_error;    /* the last lost batch's or update's number */
+    char last_detail[320]; /* room for a module name and a run detail */
+    char mod_name[SAT_TRACKED][UP_NAME_MAX];
+    uint32_t mod_ms[SAT_TRACKED]; /* its last run time */
+    unsigned mods;
+} sat_stats;
+
+typedef struct sat_cfg {
+    const char *slots_dir, *updates_dir, *module_dir;
+    uint32_t frame_size;
+    plat_limits lim;
+    up_config up;
+} sat_cfg;
+
+typedef struct sat {
+    runner run;
+    up_store up;
+    const char *slots_dir;
+    ring images;
+    sat_stats st;
+    up_result last_done; /* the last upload's outcome, for status queries */
+    uint32_t frame_size, seed;
+} sat;
+
+/* Sends msg to the ground's port. */
+typedef void (*sat_reply_fn)(void *ctx, uint8_t port, const uint8_t *msg, size_t len);
+
+/* Starts the fork server first (call early), then opens the update store
+ * (first_pk: the ground's key for a new store). 0, or -1 with why on
+ * stderr. */
+int sat_open(sat *s, const sat_cfg *cfg, const uint8_t first_pk[UP_PK_BYTES]);
+/* One message from the ground. */
+void sat_handle(sat *s, const csp_id *id, const uint8_t *msg, size_t len,
+                sat_reply_fn reply, void *ctx);
+/* Shoots one frame and runs every stored pipeline on it: the images it
+ * added to the ring. */
+unsigned sat_process_frame(sat *s);
+/* The telemetry as "key=value" lines into out: its length. */
+size_t sat_telemetry(const sat *s, char *out, size_t cap);
+void sat_close(sat *s);
+
+#endif

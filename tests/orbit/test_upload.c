@@ -1,0 +1,266 @@
+/* test_upload.c -- the update store (upload.h) on disk: an upload resumed
+ * across passes (and a restart) installs; an old or replayed version, a
+ * bad or stale signature, the wrong ABI or architecture, a corrupted or
+ * truncated chunk, a delta against the wrong base, and a full quota are
+ * refused with their codes; a module failing its test-run is refused, one
+ * failing in flight is rolled back; keys rotate only by the old key; and the real sandbox test-run rejects
+ * crashing, hanging, wrong-ABI and symbol-less modules. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "dipp_module.h"
+#include "errors.h"
+#include "platform.h"
+#include "upload.h"
+#include "upload_helpers.h"
+#include "upload_testrun.h"
+
+static char dir[64];
+static up_store st;
+static up_result res;
+static test_key key1, key2;
+static runner sandbox; /* started in the group's setup: before cmocka's
+                          signal handlers, which the children must not have */
+
+static int setup(void **state) {
+    (void)state;
+    snprintf(dir, sizeof dir, "/tmp/dipp-upload-XXXXXX");
+    key1 = test_key_make(1), key2 = test_key_make(2);
+    plat_limits lim = {2000, 64u << 20};
+    if (!mkdtemp(dir) || runner_start(&sandbox, DIPP_TEST_MODULES, lim))
+        return -1;
+    return up_open(&st, dir, key1.pk, NULL, test_stub_run, NULL, &res);
+}
+
+static int teardown(void **state) {
+    (void)state;
+    char cmd[128];
+    runner_stop(&sandbox);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    return system(cmd);
+}
+
+/* Uploads name v (v-1 as delta base when base), expecting code. */
+static int upload(const char *name, uint32_t v, const uint8_t *mod, size_t len,
+                  const uint8_t *base, size_t base_len, const test_key *k) {
+    uint8_t *payload;
+    up_manifest m = test_manifest(name, v, mod, len, base, base_len, k, &payload);
+    int code = test_send(&st, &m, payload, &res);
+    if (code)
+        print_message("%s v%u: %d %s\n", name, v, code, res.detail);
+    free(payload);
+    return code;
+}
+
+static void assert_active(const char *name, uint32_t v, const uint8_t *mod,
+                          size_t len) {
+    char path[600];
+    uint8_t *bytes;
+    size_t got;
+    assert_int_equal(up_active_path(&st, name, path, sizeof path), 0);
+    assert_int_equal(up_find(&st, name)->active, v);
+    assert_int_equal(plat_file_read(path, &bytes, &got), 0);
+    assert_int_equal(got, len);
+    assert_memory_equal(bytes, mod, len);
+    free(bytes);
+}
+
+static void test_resumed_across_passes_and_restart(void **s) {
+    (void)s;
+    uint8_t *mod = test_elf(40000, 1, NULL), *payload, wire[UP_MANIFEST_BYTES];
+    uint8_t chunk[UP_CHUNK_HDR + UP_CHUNK_MAX];
+    up_manifest m = test_manifest("blur", 1, mod, 40000, NULL, 0, &key1, &payload);
+    up_manifest_encode(&m, wire);
+    assert_int_equal(up_on_manifest(&st, wire, sizeof wire, &res), 0);
+    uint32_t total = res.missing;
+    assert_true(total > 2);
+    for (uint32_t k = 0; k < total; k += 2) /* first pass: every other chunk */
+        assert_int_equal(up_on_chunk(&st, chunk, up_chunk_build(&m, payload, k, chunk),
+                                     &res), 0);
+    assert_int_equal(up_open(&st, dir, key1.pk, NULL, test_stub_run, NULL, &res), 0);
+    assert_int_equal(up_on_manifest(&st, wire, sizeof wire, &res), 0); /* next pass */
+    assert_int_equal(res.missing, total / 2);
+    assert_int_equal(test_send(&st, &m, payload, &res), 0);
+    assert_true(res.installed);
+    assert_active("blur", 1, mod, 40000);
+    free(payload);
+    free(mod);
+}
+
+static void test_replay_and_old_versions_refused(void **s) {
+    (void)s;
+    uint8_t *mod = test_elf(3000, 2, NULL);
+    assert_int_equal(upload("sharpen", 5, mod, 3000, NULL, 0, &key1), 0);
+    assert_int_equal(upload("sharpen", 5, mod, 3000, NULL, 0, &key1), DIPP_E_UP_REPLAY);
+    assert_int_equal(upload("sharpen", 4, mod, 3000, NULL, 0, &key1), DIPP_E_UP_REPLAY);
+    assert_active("sharpen", 5, mod, 3000);
+    free(mod);
+}
+
+static void test_signature_abi_and_arch_checked(void **s) {
+    (void)s;
+    uint8_t *mod = test_elf(3000, 3, NULL), *payload, wire[UP_MANIFEST_BYTES];
+    up_manifest m = test_manifest("edge", 1, mod, 3000, NULL, 0, &key1, &payload);
+    up_manifest forged = m;
+    forged.version = 9; /* changed after signing */
+    up_manifest_encode(&forged, wire);
+    assert_int_equal(up_on_manifest(&st, wire, sizeof wire, &res), DIPP_E_UP_SIGNATURE);
+    uint8_t *other_payload;
+    up_manifest other = test_manifest("edge", 1, mod, 3000, NULL, 0, &key2, &other_payload);
+    other.key_serial = 1; /* claims the board's key, signed by another */
+    up_sign(&other, key2.sk);
+    assert_int_equal(test_send(&st, &other, other_payload, &res), DIPP_E_UP_SIGNATURE);
+    free(other_payload);
+    up_manifest abi = m;
+    abi.abi = DIPP_ABI_VERSION + 1;
+    up_sign(&abi, key1.sk);
+    assert_int_equal(test_send(&st, &abi, payload, &res), DIPP_E_ABI);
+    up_manifest arch = m;
+    arch.arch = up_board_arch() + 1;
+    up_sign(&arch, key1.sk);
+    assert_int_equal(test_send(&st, &arch, payload, &res), DIPP_E_UP_ARCH);
+    free(payload);
+    mod[18] ^= 0x40; /* e_machine of another board, manifest unchanged */
+    assert_int_equal(upload("edge", 2, mod, 3000, NULL, 0, &key1), DIPP_E_UP_ARCH);
+    assert_int_equal(up_find(&st, "edge")->active, 0);
+    free(mod);
+}
+
+static void test_delta_small_and_checked(void **s) {
+    (void)s;
+    uint8_t *v1 = test_elf(60000, 4, NULL), *v2 = test_elf(60000, 4, NULL);
+    memcpy(v2 + 30000, "a changed function body", 23);
+    uint8_t *full, *delta;
+    up_manifest mf = test_manifest("tile", 2, v2, 60000, NULL, 0, &key1, &full);
+    up_manifest md = test_manifest("tile", 2, v2, 60000, v1, 60000, &key1, &delta);
+    print_message("full zstd %u bytes, delta %u bytes\n", mf.payload_size, md.payload_size);
+    assert_true(md.payload_size * 10 < mf.payload_size);
+    assert_int_equal(test_send(&st, &md, delta, &res), DIPP_E_UP_DELTA); /* no v1 */
+    assert_int_equal(upload("tile", 1, v1, 60000, NULL, 0, &key1), 0);
+    assert_int_equal(test_send(&st, &md, delta, &res), 0);
+    assert_active("tile", 2, v2, 60000);
+    free(full), free(delta), free(v1), free(v2);
+}
+
+static void test_bad_chunks(void **s) {
+    (void)s;
+    uint8_t *mod = test_elf(5000, 5, NULL), *payload, wire[UP_MANIFEST_BYTES];
+    uint8_t chunk[UP_CHUNK_HDR + UP_CHUNK_MAX];
+    up_manifest m = test_manifest("cloud2", 1, mod, 5000, NULL, 0, &key1, &payload);
+    up_manifest_encode(&m, wire);
+    assert_int_equal(up_on_manifest(&st, wire, sizeof wire, &res), 0);
+    size_t len = up_chunk_build(&m, payload, 0, chunk);
+    assert_int_equal(up_on_chunk(&st, chunk, len - 1, &res), DIPP_E_UP_MESSAGE);
+    chunk[0] ^= 1; /* another upload's tag */
+    assert_int_equal(up_on_chunk(&st, chunk, len, &res), DIPP_E_UP_MESSAGE);
+    chunk[0] ^= 1;
+    chunk[UP_CHUNK_HDR + 3] ^= 0x10; /* corrupted on the way, right length */
+    assert_int_equal(up_on_chunk(&st, chunk, len, &res), 0);
+    uint32_t total = up_chunk_count(&m), k = 1, code = 0;
+    for (; k < total && !code; k++)
+        code = (uint32_t)up_on_chunk(&st, chunk, up_chunk_build(&m, payload, k, chunk), &res);
+    assert_int_equal(code, DIPP_E_UP_HASH);
+    assert_int_equal(res.missing, total); /* asked for again, whole */
+    assert_int_equal(test_send(&st, &m, payload, &res), 0);
+    assert_active("cloud2", 1, mod, 5000);
+    free(payload);
+    free(mod);
+}
+
+static void test_key_rotation(void **s) {
+    (void)s;
+    uint8_t rot[UP_ROTATE_BYTES], *mod = test_elf(2000, 6, NULL), *payload;
+    up_rotate_build(2, key2.pk, key2.sk, rot); /* not signed by the old key */
+    assert_int_equal(up_on_rotate(&st, rot, sizeof rot, &res), DIPP_E_UP_SIGNATURE);
+    up_rotate_build(2, key2.pk, key1.sk, rot);
+    assert_int_equal(up_on_rotate(&st, rot, sizeof rot, &res), 0);
+    assert_int_equal(up_on_rotate(&st, rot, sizeof rot, &res), DIPP_E_UP_SIGNATURE);
+    assert_int_equal(upload("rot", 1, mod, 2000, NULL, 0, &key1), DIPP_E_UP_SIGNATURE);
+    up_manifest m = test_manifest("rot", 1, mod, 2000, NULL, 0, &key2, &payload);
+    assert_int_equal(test_send(&st, &m, payload, &res), 0);
+    up_rotate_build(2, key1.pk, key2.sk, rot); /* back to an old serial */
+    assert_int_equal(up_on_rotate(&st, rot, sizeof rot, &res), DIPP_E_UP_REPLAY);
+    free(payload);
+    free(mod);
+}
+
+static void test_testrun_failure_and_rollback(void **s) {
+    (void)s;
+    uint8_t *v1 = test_elf(2000, 7, NULL), *v2 = test_elf(2000, 8, NULL);
+    uint8_t *bad = test_elf(2000, 9, "BAD");
+    assert_int_equal(upload("roll", 1, v1, 2000, NULL, 0, &key1), 0);
+    assert_int_equal(upload("roll", 2, bad, 2000, NULL, 0, &key1), DIPP_E_CRASH);
+    assert_active("roll", 1, v1, 2000);
+    assert_int_equal(upload("roll", 2, bad, 2000, NULL, 0, &key1), DIPP_E_UP_REPLAY);
+    assert_int_equal(upload("roll", 3, v2, 2000, NULL, 0, &key1), 0);
+    assert_int_equal(up_on_run(&st, "roll", DIPP_E_CRASH, &res), 0);
+    assert_int_equal(up_on_run(&st, "roll", 0, &res), 0); /* not in a row */
+    assert_int_equal(up_on_run(&st, "roll", DIPP_E_TIMEOUT, &res), 0);
+    assert_int_equal(up_on_run(&st, "roll", DIPP_E_CRASH, &res), 0);
+    assert_int_equal(up_on_run(&st, "roll", DIPP_E_CRASH, &res), DIPP_E_UP_ROLLBACK);
+    print_message("%s\n", res.detail);
+    assert_active("roll", 1, v1, 2000);
+    char gone[200];
+    snprintf(gone, sizeof gone, "%s/roll@3.so", dir);
+    assert_int_equal(access(gone, F_OK), -1);
+    free(v1), free(v2), free(bad);
+}
+
+static void test_quota(void **s) {
+    (void)s;
+    up_config cfg = up_config_default();
+    cfg.quota_bytes = 200000;
+    assert_int_equal(up_open(&st, dir, key1.pk, &cfg, test_stub_run, NULL, &res), 0);
+    uint8_t *mod = test_elf(300000, 10, NULL);
+    assert_int_equal(upload("big", 1, mod, 300000, NULL, 0, &key2), DIPP_E_UP_QUOTA);
+    free(mod);
+}
+
+/* The sandbox's test-run with real modules: a good one is activated,
+ * each bad one is refused with its runner code. */
+static void test_real_testrun(void **s) {
+    (void)s;
+    static const struct { const char *file; int code; } cases[] = {
+        {"copy", 0}, {"crash", DIPP_E_CRASH}, {"spin", DIPP_E_TIMEOUT},
+        {"wrong_abi", DIPP_E_ABI}, {"no_symbol", DIPP_E_MISSING_SYMBOL},
+        {"fail", DIPP_E_MODULE + 42}, {"copy", 0},
+    };
+    assert_int_equal(up_open(&st, dir, key1.pk, NULL, up_test_in_sandbox, &sandbox,
+                             &res), 0);
+    for (uint32_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        char path[600];
+        uint8_t *mod, *payload;
+        size_t len;
+        snprintf(path, sizeof path, "%s/%s.so", DIPP_TEST_MODULES, cases[k].file);
+        assert_int_equal(plat_file_read(path, &mod, &len), 0);
+        up_manifest m = test_manifest("real", 10 + k, mod, len, NULL, 0, &key2, &payload);
+        int code = test_send(&st, &m, payload, &res);
+        print_message("%s: %d %s\n", cases[k].file, code, res.detail);
+        assert_int_equal(code, cases[k].code);
+        free(mod), free(payload);
+    }
+    assert_int_equal(up_find(&st, "real")->active, 16);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_resumed_across_passes_and_restart),
+        cmocka_unit_test(test_replay_and_old_versions_refused),
+        cmocka_unit_test(test_signature_abi_and_arch_checked),
+        cmocka_unit_test(test_delta_small_and_checked),
+        cmocka_unit_test(test_bad_chunks),
+        cmocka_unit_test(test_testrun_failure_and_rollback),
+        cmocka_unit_test(test_key_rotation),
+        cmocka_unit_test(test_quota),
+        cmocka_unit_test(test_real_testrun),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
