@@ -31,7 +31,8 @@ endif()
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "python3-numpy")
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "python3-torch, python3-torchvision")
 # The admin's configuration: kept on remove and upgrade, gone on purge.
-file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/conffiles "${AEGIS_CONFIG_FILE}\n")
+file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/conffiles
+     "${AEGIS_CONFIG_FILE}\n${AEGIS_PAM_DIR}/aegis\n")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA ${CMAKE_CURRENT_BINARY_DIR}/conffiles)
 
 # A package built under /usr/local would point at files it does not hold.

@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# e2e_admin.sh -- what an admin meets running aegisd for a lab: its log
+# (timestamped, levelled, its start-up lines; the journal's form; JSON),
+# --check-config reporting every problem at once, a missing socket folder
+# named as such, socket_group, the test GPU shared by several users' jobs,
+# and a job getting its user's limits as a login shell does (PAM).
+set -u; AEGISD=$1 AEGIS=$2 NVML=$3 FAKE=$4 CATALOG=$5 CASE=$6; source "$(dirname "$0")/e2e_lib.sh"
+cd "$DIR/work"
+
+# Waits until the socket answers (aegisd started in the foreground).
+until_listening() {
+    wait_until "aegisd listening" "$AEGIS" gpus >/dev/null 2>&1
+}
+stop_daemon() {
+    "$AEGIS" shutdown >/dev/null || fail "aegis shutdown"
+}
+TS='[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z'
+
+case_admin_log() {
+    PORT=$(python3 -c "import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); print(s.getsockname()[1])")
+    echo "metrics_listen: 127.0.0.1:$PORT" >> "$DIR/aegis.yaml"
+    start
+    stop_daemon
+    wait_until "aegisd stopped" test -z "$(daemon_pid)"
+    local log=$DIR/state/aegisd.log
+    # every line: time, level, message
+    grep -Evq "^$TS (info|warning|error): " "$log" && fail "a line without time and level"
+    for want in "info: GPU 0: .*GPU-" "info: GPU 2: " "recovered 0 unfinished jobs" \
+                "listening on $AEGIS_SOCKET" \
+                "serving metrics on http://127.0.0.1:$PORT/metrics" \
+                "info: stopped"; do
+        grep -Eq "$want" "$log" || fail "no start-up line '$want'"
+    done
+    # Under the journal (stderr is the stream JOURNAL_STREAM names): no
+    # time of its own, the priority as <N>.
+    : > "$DIR/journal"
+    JOURNAL_STREAM=$(stat -c '%d:%i' "$DIR/journal") \
+        "$AEGISD" --foreground --socket "$AEGIS_SOCKET" --state-dir "$DIR/state" \
+        --config "$DIR/aegis.yaml" 2>>"$DIR/journal" &
+    until_listening
+    stop_daemon
+    wait "$!"
+    grep -q "^<6>recovered 0 unfinished jobs" "$DIR/journal" || fail "journal: $(cat "$DIR/journal")"
+    grep -Eq "^$TS" "$DIR/journal" && fail "journal lines carry their own time"
+    # JSON: one object a line
+    "$AEGISD" --foreground --log-format json --socket "$AEGIS_SOCKET" \
+        --state-dir "$DIR/state" --config "$DIR/aegis.yaml" 2>"$DIR/json" &
+    until_listening
+    stop_daemon
+    wait "$!"
+    python3 - "$DIR/json" <<'PY' || fail "json log: $(cat "$DIR/json")"
+import json, sys
+recs = [json.loads(line) for line in open(sys.argv[1])]
+assert recs and all(set(r) == {"time", "level", "message"} for r in recs), recs
+assert any(r["message"].startswith("listening on ") for r in recs), recs
+PY
+    "$AEGISD" --log-format xml --check-config "$DIR/aegis.yaml" 2>/dev/null
+    [ $? = 2 ] || fail "--log-format xml accepted"
+}
+
+case_admin_check() {
+    printf 'policy: fifo\nwindow_samplez: 3\nsharing:\n  default: mps\n  x: mig\npue: 0.5\nsocket_group: no-such-group-e2e\nobserve_s: 1\n' \
+        > "$DIR/bad.yaml"
+    "$AEGISD" --check-config "$DIR/bad.yaml" > "$DIR/out" 2> "$DIR/err"
+    [ $? = 2 ] || fail "bad config: not exit 2"
+    for want in "bad.yaml:1: .*'fifo' \(valid: .*aegis-plus" "bad.yaml:2: .*window_samplez" \
+                "bad.yaml:5: sharing: x" "bad.yaml:6: pue" "bad.yaml:7: socket_group: no group"; do
+        grep -Eq "^aegisd: $DIR/$want" "$DIR/err" || fail "no '$want' in: $(cat "$DIR/err")"
+    done
+    [ "$(wc -l < "$DIR/err")" = 5 ] || fail "not one line a problem: $(cat "$DIR/err")"
+    # aegisd itself refuses it at start with the same lines, in its log
+    "$AEGISD" --foreground --socket "$AEGIS_SOCKET" --state-dir "$DIR/state" \
+        --config "$DIR/bad.yaml" 2> "$DIR/start.err"
+    [ $? = 1 ] || fail "aegisd started with a bad config"
+    [ "$(grep -c "error: $DIR/bad.yaml:" "$DIR/start.err")" = 5 ] ||
+        fail "start: $(cat "$DIR/start.err")"
+}
+
+case_admin_socketdir() {
+    AEGIS_SOCKET=$DIR/no-such-folder/aegis.sock
+    "$AEGISD" --foreground --socket "$AEGIS_SOCKET" --state-dir "$DIR/state" \
+        --config "$DIR/aegis.yaml" 2> "$DIR/err"
+    [ $? = 1 ] || fail "started without its socket's folder"
+    grep -q "error: $AEGIS_SOCKET: no such folder $DIR/no-such-folder" "$DIR/err" ||
+        fail "the cause is not named: $(cat "$DIR/err")"
+    grep -qi "permission denied" "$DIR/err" && fail "said permission denied"
+}
+
+case_admin_group() {
+    needs_root
+    local group
+    group=$(id -gn daemon)
+    echo "socket_group: $group" >> "$DIR/aegis.yaml"
+    start
+    [ "$(stat -c '%a %G' "$AEGIS_SOCKET")" = "660 $group" ] ||
+        fail "socket: $(stat -c '%a %G' "$AEGIS_SOCKET")"
+    grep -q "listening on $AEGIS_SOCKET (mode 0660: .*group $group)" \
+        "$DIR/state/aegisd.log" || fail "the log does not say who may connect"
+    as daemon "$AEGIS" ls >/dev/null || fail "a member of $group cannot connect"
+    as nobody "$AEGIS" ls >/dev/null 2>&1 && fail "nobody (not in $group) connected"
+    stop_daemon
+}
+
+# The test GPU of a root aegisd, used by two users' jobs whose own
+# environments name no test GPU, under aegisd's umask 077: each job's
+# allocation is readable by the others (0644), and both run.
+case_admin_testgpu() {
+    needs_root
+    export AEGIS_TEST_GPUS=1x40960
+    ( umask 077; start )
+    local ids=() u
+    for u in daemon nobody; do
+        ids+=("$(runuser -u "$u" -- env -u AEGIS_TEST_GPUS -u AEGIS_TEST_GPU_DIR \
+                 AEGIS_SOCKET="$AEGIS_SOCKET" "$AEGIS" submit --mem 2000 -- \
+                 "$FAKE" --mib 2000 --seconds 60)") || fail "submit as $u"
+    done
+    # both run on the one GPU, side by side, each seeing the other's memory
+    for id in "${ids[@]}"; do until_job "$id" "assert d['state'] == 'running'"; done
+    wait_until "both jobs' allocations" \
+        sh -c "[ \$(ls '$AEGIS_TEST_GPU_DIR' | grep -c '^gpu0[.]') = 2 ]"
+    for f in "$AEGIS_TEST_GPU_DIR"/gpu0.* "$AEGIS_TEST_GPU_DIR"/lock; do
+        [ "$(stat -c %a "$f")" = 644 ] || fail "$f: mode $(stat -c %a "$f")"
+    done
+    "$AEGIS" cancel "${ids[@]}" >/dev/null || fail "cancel"
+    stop_daemon
+}
+
+# A job sees what a login shell of its user sees: limits (through aegis's
+# PAM service, pam_limits), groups, /tmp, /home and /dev.
+case_admin_login() {
+    needs_root
+    local user=aegis-e2e-lim limits=/etc/security/limits.d/aegis-e2e-$$.conf
+    userdel "$user" >/dev/null 2>&1
+    useradd -M -N -s /bin/sh "$user" || fail "useradd"
+    trap 'userdel "$user" 2>/dev/null; rm -f "$limits"; cleanup' EXIT
+    printf '%s soft nofile 777\n%s hard nofile 888\n' "$user" "$user" > "$limits"
+    mkdir "$DIR/pam"
+    cp "$(dirname "$0")/../../src/daemon/aegis.pam" "$DIR/pam/aegis"
+    AEGIS_PAM_DIR=$DIR/pam start
+    local probe='ulimit -Sn; ulimit -Hn; id -u; id -G; test -w /tmp && echo tmp; ls -d /home /dev/null'
+    id=$(runuser -u "$user" -- env AEGIS_SOCKET="$AEGIS_SOCKET" "$AEGIS" submit -- sh -c "$probe") ||
+        fail "submit as $user"
+    "$AEGIS" wait "$id" >/dev/null || fail "job $id: $("$AEGIS" log --stderr "$id")"
+    "$AEGIS" log "$id" > "$DIR/job.txt"
+    (cd / && runuser -l "$user" -c "$probe") > "$DIR/login.txt"
+    diff "$DIR/login.txt" "$DIR/job.txt" >&2 || fail "the job sees other than a login shell"
+    grep -qx 777 "$DIR/job.txt" || fail "limits.conf not applied: $(cat "$DIR/job.txt")"
+    stop_daemon
+}
+
+e2e_run
