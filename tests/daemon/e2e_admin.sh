@@ -148,4 +148,21 @@ case_admin_login() {
     stop_daemon
 }
 
+# The completion offers the ids of the jobs aegisd lists after a command
+# that takes an ID (pkg/aegis.bash).
+case_admin_completion() {
+    start
+    local id
+    id=$("$AEGIS" submit --name comp -- "$FAKE" --mib 100 --seconds 60) || fail "submit"
+    source "$(dirname "$0")/../../pkg/aegis.bash"
+    COMP_WORDS=("$AEGIS" show "") COMP_CWORD=2
+    _aegis
+    [ "${COMPREPLY[*]}" = "$id" ] || fail "aegis show <TAB>: '${COMPREPLY[*]}', not $id"
+    COMP_WORDS=("$AEGIS" cancel "") COMP_CWORD=2
+    _aegis
+    [ "${COMPREPLY[*]}" = "$id" ] || fail "aegis cancel <TAB>: '${COMPREPLY[*]}'"
+    "$AEGIS" cancel "$id" >/dev/null
+    stop_daemon
+}
+
 e2e_run

@@ -62,6 +62,15 @@ depends=$(dpkg-deb -f "$deb" Depends)
 for lib in libjansson4 libsqlite3-0 libyaml-0-2 libuv1 python3; do
     grep -q "$lib" <<<"$depends" || fail "Depends lacks $lib: $depends"
 done
+recommends=$(dpkg-deb -f "$deb" Recommends)
+grep -q bash-completion <<<"$recommends" || fail "Recommends lacks bash-completion"
+# Debian's own checks: no error and no warning, beside the few overrides
+# the package carries (pkg/lintian-overrides, each with its reason).
+overrides=$(grep -c '^[a-z]' "$SRC/pkg/lintian-overrides" || true)
+[ "$overrides" -le 5 ] || fail "$overrides lintian overrides (at most 5)"
+say "lintian $(basename "$deb")"
+lintian --fail-on error,warning --no-tag-display-limit "$deb" ||
+    fail "lintian found errors or warnings (above)"
 # Every file of the package, for the check after removal.
 dpkg-deb -c "$deb" | awk '$1 !~ /^d/ {print substr($6, 2)}' >"$TMP/files"
 
@@ -113,6 +122,27 @@ timeout 60 aegis wait "$id" || fail "job $id: $(aegis show "$id")"
 aegis show "$id" | grep -q "done" || fail "job $id: $(aegis show "$id")"
 kill "$(daemon_pid)"
 wait_until 20 daemon_gone || fail "aegisd did not stop"
+
+say "install.md's trial, as a user who is not root"
+# The first ```sh block under "## Trying aegis without a GPU" (the second,
+# for several users, is what daemon_e2e_admin_testgpu does), run by
+# a user made for it (aegisd is in /usr/sbin, off such a user's PATH).
+trial_user=aegis-deb-trial
+userdel -r "$trial_user" >/dev/null 2>&1 || true
+useradd -m -s /bin/bash "$trial_user"
+awk '/^## / { inside = ($0 ~ /Trying aegis without a GPU/); next }
+     inside && !done && /^```sh/ { code = 1; next }
+     inside && code && /^```/ { code = 0; done = 1; next }
+     inside && code { print }' "$SRC/docs/install.md" >"$TMP/trial.sh"
+grep -q aegisd "$TMP/trial.sh" || fail "install.md has no trial block"
+chmod 644 "$TMP/trial.sh"
+trial_rc=0
+(cd / && timeout 120 runuser -l "$trial_user" -c "bash -euo pipefail $TMP/trial.sh") ||
+    trial_rc=$?
+# what a failed trial left running: its user's processes, by their ids
+ps -o pid= -u "$trial_user" | xargs -r kill -9 2>/dev/null || true
+userdel -r "$trial_user" >/dev/null 2>&1 || true
+[ $trial_rc = 0 ] || fail "install.md's trial failed as $trial_user (exit $trial_rc)"
 
 say "removing"
 apt-get remove -y -qq aegis >/dev/null
