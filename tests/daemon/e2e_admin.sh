@@ -165,4 +165,44 @@ case_admin_completion() {
     stop_daemon
 }
 
+# Every query of the Grafana dashboard returns data from a real Prometheus
+# that has scraped aegisd at least 3 times, with a job running, one queued
+# for memory, one held and one finished (tests/monitoring/check_dashboard.py
+# lists the panels that show an absence).
+case_admin_dashboard() {
+    command -v prometheus > /dev/null || { echo "no prometheus: skipped"; exit 77; }
+    export AEGIS_TEST_GPUS=1x40960
+    local port prom
+    port=$(python3 -c "import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); print(s.getsockname()[1])")
+    echo "metrics_listen: 127.0.0.1:$port" >> "$DIR/aegis.yaml"
+    start
+    local done_id run_id
+    done_id=$("$AEGIS" submit --name short -- "$FAKE" --mib 500 --seconds 1) || fail submit
+    "$AEGIS" wait "$done_id" >/dev/null || fail "job $done_id"
+    run_id=$("$AEGIS" submit --name big --mem 36000 -- "$FAKE" --mib 36000 --seconds 120) || fail submit
+    until_job "$run_id" "assert d['state'] == 'running'"
+    "$AEGIS" submit --name waits --mem 8000 -- "$FAKE" --mib 8000 --seconds 1 >/dev/null || fail submit
+    "$AEGIS" hold "$("$AEGIS" submit --name held -- true)" >/dev/null || fail hold
+    prom=$(python3 -c "import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); print(s.getsockname()[1])")
+    printf 'global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: aegis\n    static_configs:\n      - targets: [\x27127.0.0.1:%s\x27]\n' \
+        "$port" > prometheus.yml
+    prometheus --config.file=prometheus.yml --storage.tsdb.path="$DIR/work/tsdb" \
+        --web.listen-address="127.0.0.1:$prom" > prometheus.log 2>&1 &
+    scrapes() {
+        curl -s -m 3 "http://127.0.0.1:$prom/api/v1/query" \
+            --data-urlencode 'query=count_over_time(up{job="aegis"}[5m]) >= 4' |
+            grep -q '"value"'
+    }
+    local deadline=$((SECONDS + 60))
+    until scrapes; do
+        [ $SECONDS -lt $deadline ] || fail "Prometheus never scraped aegisd 4 times: $(tail prometheus.log)"
+        sleep 0.5
+    done
+    /usr/bin/python3 "$(dirname "$0")/../monitoring/check_dashboard.py" \
+        "http://127.0.0.1:$prom" "$(dirname "$0")/../../pkg/grafana/aegis-dashboard.json" ||
+        fail "a dashboard query returned no data"
+    "$AEGIS" cancel "$run_id" >/dev/null
+    stop_daemon
+}
+
 e2e_run
