@@ -140,7 +140,8 @@ awk '/^## / { inside = ($0 ~ /Trying aegis without a GPU/); next }
 grep -q aegisd "$TMP/trial.sh" || fail "install.md has no trial block"
 chmod 644 "$TMP/trial.sh"
 trial_rc=0
-(cd / && timeout 120 runuser -l "$trial_user" -c "bash -euo pipefail $TMP/trial.sh") ||
+# (its mktemp folders in its home, which userdel -r removes)
+(cd / && timeout 120 runuser -l "$trial_user" -c "TMPDIR=\$HOME bash -euo pipefail $TMP/trial.sh") ||
     trial_rc=$?
 # what a failed trial left running: its user's processes, by their ids
 ps -o pid= -u "$trial_user" | xargs -r kill -9 2>/dev/null || true
@@ -150,15 +151,17 @@ userdel -r "$trial_user" >/dev/null 2>&1 || true
 say "removing"
 apt-get remove -y -qq aegis >/dev/null
 left=$(while read -r f; do
-           [ "$f" = /etc/aegis/aegis.yaml ] || [ ! -e "$f" ] || echo "$f"
+           case $f in /etc/aegis/aegis.yaml | /etc/pam.d/aegis) continue ;; esac
+           [ ! -e "$f" ] || echo "$f"
        done <"$TMP/files")
 [ -z "$left" ] || fail "left after remove: $left"
 # Debian keeps a removed package's conffiles until it is purged.
 [ -f /etc/aegis/aegis.yaml ] || fail "remove deleted the admin's configuration"
+[ -f /etc/pam.d/aegis ] || fail "remove deleted the PAM service (a conffile)"
 apt-get purge -y -qq aegis >/dev/null
 installed_by_us=0
 ! dpkg -s aegis >/dev/null 2>&1 || fail "still known to dpkg after purge"
-for d in /etc/aegis /usr/share/aegis /usr/lib/aegis; do
+for d in /etc/aegis /etc/pam.d/aegis /usr/share/aegis /usr/lib/aegis; do
     [ ! -e "$d" ] || fail "$d left after purge"
 done
 say "ok: installed, ran job $id, removed and purged"
