@@ -165,6 +165,38 @@ case_admin_completion() {
     stop_daemon
 }
 
+# Type=notify: aegisd sends READY=1 to $NOTIFY_SOCKET only once its socket
+# answers (the client's first request, made as soon as READY=1 arrives,
+# is served), and STOPPING=1 when it stops.
+case_admin_notify() {
+    python3 - "$DIR/notify.sock" "$AEGIS" "$DIR/notify.out" <<'PY' &
+import socket, subprocess, sys
+path, aegis, out = sys.argv[1:]
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(path)
+s.settimeout(60)
+with open(out, "w") as f:
+    while True:
+        msg = s.recv(4096).decode()
+        if "READY=1" in msg:
+            rc = subprocess.run([aegis, "gpus"], capture_output=True).returncode
+            f.write(f"ready, gpus exit {rc}\n")
+            f.flush()
+        if "STOPPING=1" in msg:
+            f.write("stopping\n")
+            break
+PY
+    local listener=$!
+    wait_until "the notify socket" test -S "$DIR/notify.sock"
+    NOTIFY_SOCKET=$DIR/notify.sock "$AEGISD" --foreground --socket "$AEGIS_SOCKET" \
+        --state-dir "$DIR/state" --config "$DIR/aegis.yaml" 2>"$DIR/fg.log" &
+    wait_until "READY=1" grep -q ready "$DIR/notify.out"
+    grep -q "ready, gpus exit 0" "$DIR/notify.out" || fail "READY=1 before the socket served: $(cat "$DIR/notify.out")"
+    stop_daemon
+    wait "$listener" || fail "no STOPPING=1"
+    grep -q stopping "$DIR/notify.out" || fail "no STOPPING=1: $(cat "$DIR/notify.out")"
+}
+
 # Every query of the Grafana dashboard returns data from a real Prometheus
 # that has scraped aegisd at least 3 times, with a job running, one queued
 # for memory, one held and one finished (tests/monitoring/check_dashboard.py
