@@ -151,7 +151,8 @@ static void config_unknown_name(const char *name, const char *value,
     for (int i = 0; names[i] && n >= 0 && (size_t)n < errlen; i++)
         n += snprintf(err + n, errlen - (size_t)n, "%s %s", i ? "," : "",
                       names[i]);
-    if (n >= 0 && (size_t)n < errlen) snprintf(err + n, errlen - (size_t)n, ")");
+    if (n >= 0 && (size_t)n < errlen)
+        snprintf(err + n, errlen - (size_t)n, ")");
 }
 
 /* Whether num is a value of f: in its range, and whole for an integer. */

@@ -444,7 +444,7 @@ static void on_sighup(uv_signal_t *s, int signum) {
                            &keys, err, sizeof(err)) != 0 ||
         d_share_check_reload(d, &share, err, sizeof(err)) != 0 ||
         core_reconfigure(d->core, &cfg, err, sizeof(err)) != 0) {
-        d_log("SIGHUP: configuration not reloaded: %s", err);
+        d_error("SIGHUP: configuration not reloaded: %s", err);
         return;
     }
     d_share_reload(d, &share);
@@ -481,13 +481,13 @@ static int d_state_dir(int at, const char *name, const char *path) {
         d_error("%s: %s", path, strerror(errno));
     } else if (st.st_uid != geteuid()) {
         d_error("%s: owned by uid %d, not by aegisd's uid %d: refused as "
-              "aegisd's state (its owner could plant links in it); chown it "
-              "or use another --state-dir", path, (int)st.st_uid,
-              (int)geteuid());
+                "aegisd's state (its owner could plant links in it); chown it "
+                "or use another --state-dir", path, (int)st.st_uid,
+                (int)geteuid());
     } else if (st.st_mode & (S_IWGRP | S_IWOTH)) {
         d_error("%s: writable by its group or others (mode %04o): refused as "
-              "aegisd's state; chmod go-w it", path,
-              (unsigned)(st.st_mode & 07777));
+                "aegisd's state; chmod go-w it", path,
+                (unsigned)(st.st_mode & 07777));
     } else {
         return fd;
     }
@@ -531,9 +531,9 @@ static int d_check_new_db(d_daemon *d, const char *db_path) {
     closedir(dir);
     if (!name[0]) return 0;
     d_error("%s is %s, but %s holds the logs of earlier jobs (%s, ...): a new "
-          "database would give their ids, and so their logs, to new jobs. "
-          "Restore the database, or move %s away to start afresh", db_path,
-          missing ? "missing" : "empty", d->log_dir, name, d->log_dir);
+            "database would give their ids, and so their logs, to new jobs. "
+            "Restore the database, or move %s away to start afresh", db_path,
+            missing ? "missing" : "empty", d->log_dir, name, d->log_dir);
     return -1;
 }
 
@@ -546,8 +546,9 @@ static int d_lock(const char *state_dir) {
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) != 0) {
         d_error("%s: %s", path,
-              errno == EWOULDBLOCK ? "another aegisd uses this state directory"
-                                   : strerror(errno));
+                errno == EWOULDBLOCK
+                    ? "another aegisd uses this state directory"
+                    : strerror(errno));
         if (fd >= 0) close(fd);
         return -1;
     }
@@ -571,13 +572,13 @@ static int d_socket_free(const char *path) {
     }
     if (!S_ISSOCK(st.st_mode)) {
         d_error("%s: exists and is not a socket: left alone; give --socket a "
-              "free path", path);
+                "free path", path);
         return -1;
     }
     if (usock_answers(path, SOCK_STREAM)) {
         d_error("%s: another aegisd answers on this socket (or another "
-              "server): left alone; stop it first, or give this aegisd "
-              "another --socket", path);
+                "server): left alone; stop it first, or give this aegisd "
+                "another --socket", path);
         return -1;
     }
     if (unlink(path) != 0 && errno != ENOENT) {
@@ -644,7 +645,7 @@ static int d_listen(d_daemon *d) {
 }
 
 static int d_open(d_daemon *d) {
-    char err[512], path[4200];
+    char err[4096], path[4200]; /* err: every problem of the config */
     const char *cfg_path = d->opt.config_path ? d->opt.config_path
                                               : CONFIG_DEFAULT_PATH;
     if (exec_shim_path(d->shim_path, sizeof(d->shim_path), err,
@@ -661,8 +662,8 @@ static int d_open(d_daemon *d) {
     d->tel = tel_open(d->opt.nvml_path, err, sizeof(err));
     if (!d->tel) {
         d_error("no GPU telemetry: %s (aegisd needs NVML: the driver's "
-              "libnvidia-ml.so.1, or a test library given with "
-              "--nvml-library)", err);
+                "libnvidia-ml.so.1, or a test library given with "
+                "--nvml-library)", err);
         return -1;
     }
     d_log("NVML: %d GPUs, driver %s", tel_gpu_count(d->tel),
@@ -677,7 +678,7 @@ static int d_open(d_daemon *d) {
     d->ngpus = tel_gpu_count(d->tel);
     if (d->ngpus < 1 || d->ngpus > CORE_MAX_GPUS) {
         d_error("NVML reports %d GPUs; aegisd manages 1 to %d", d->ngpus,
-              CORE_MAX_GPUS);
+                CORE_MAX_GPUS);
         return -1;
     }
     double total[CORE_MAX_GPUS];
