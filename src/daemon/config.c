@@ -33,8 +33,8 @@ typedef struct config_report {
     int problems;
 } config_report;
 
-/* Adds "PATH:LINE: message" (without LINE when it is 0) as err's next
- * line. Past err's end the line is cut, but still counted. */
+/* Adds "PATH:LINE: message" as err's next line. Past err's end the line
+ * is cut, but still counted. */
 static void config_problem(config_report *rep, int line, const char *fmt,
                            ...) __attribute__((format(printf, 3, 4)));
 static void config_problem(config_report *rep, int line, const char *fmt,
@@ -46,14 +46,10 @@ static void config_problem(config_report *rep, int line, const char *fmt,
     va_end(ap);
     rep->problems++;
     if (rep->used + 1 >= rep->errlen) return;
-    char *at = rep->err + rep->used;
     size_t room = rep->errlen - rep->used;
-    int n = line > 0 ? snprintf(at, room, "%s%s:%d: %s", rep->used ? "\n" : "",
-                                rep->path, line, msg)
-                     : snprintf(at, room, "%s%s: %s", rep->used ? "\n" : "",
-                                rep->path, msg);
-    rep->used = n < 0 ? rep->used : rep->used + ((size_t)n < room ? (size_t)n
-                                                                  : room - 1);
+    int n = snprintf(rep->err + rep->used, room, "%s%s:%d: %s",
+                     rep->used ? "\n" : "", rep->path, line, msg);
+    if (n > 0) rep->used += (size_t)n < room ? (size_t)n : room - 1;
 }
 
 /* The line of an event, 1-based. */

@@ -3,7 +3,6 @@
  * and pam_limits has nothing to undo at a close. */
 #include "user_limits.h"
 
-#include <errno.h>
 #include <limits.h>
 #include <security/pam_appl.h>
 #include <stdio.h>
