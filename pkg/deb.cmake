@@ -6,7 +6,11 @@
 set(CPACK_PACKAGE_NAME aegis)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_VENDOR "aegis")
-set(CPACK_PACKAGE_CONTACT "aegis maintainers <aegis@localhost>")
+# The project maintains the package; a lab that rebuilds it may put its
+# own team here (-DAEGIS_MAINTAINER=...).
+set(AEGIS_MAINTAINER "aegis project <maintainers@aegis-gpu.org>" CACHE STRING
+    "the Debian package's Maintainer field")
+set(CPACK_PACKAGE_CONTACT "${AEGIS_MAINTAINER}")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
     "share the GPUs of a server safely among deep-learning training jobs")
 set(CPACK_PACKAGE_DESCRIPTION "\
@@ -28,10 +32,12 @@ if(Python3_FOUND)
   set(CPACK_DEBIAN_PACKAGE_DEPENDS
       "python3 (>= ${Python3_VERSION_MAJOR}.${Python3_VERSION_MINOR}~), python3 (<< ${Python3_VERSION_MAJOR}.${next_minor})")
 endif()
-set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "python3-numpy")
+# bash-completion loads pkg/aegis.bash; without it completion is off.
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "python3-numpy, bash-completion")
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "python3-torch, python3-torchvision")
 # The admin's configuration: kept on remove and upgrade, gone on purge.
-file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/conffiles "${AEGIS_CONFIG_FILE}\n")
+file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/conffiles
+     "${AEGIS_CONFIG_FILE}\n${AEGIS_PAM_DIR}/aegis\n")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA ${CMAKE_CURRENT_BINARY_DIR}/conffiles)
 
 # A package built under /usr/local would point at files it does not hold.

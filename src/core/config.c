@@ -141,6 +141,20 @@ static const char *config_known_name(const char *const *names,
     return NULL;
 }
 
+/* "config NAME: unknown name 'VALUE' (valid: a, b, c)": the valid names
+ * with the error, so that a typo is fixed without a trip to the docs. */
+static void config_unknown_name(const char *name, const char *value,
+                                const char *const *names, char *err,
+                                size_t errlen) {
+    int n = snprintf(err, errlen, "config %s: unknown name '%s' (valid:",
+                     name, value);
+    for (int i = 0; names[i] && n >= 0 && (size_t)n < errlen; i++)
+        n += snprintf(err + n, errlen - (size_t)n, "%s %s", i ? "," : "",
+                      names[i]);
+    if (n >= 0 && (size_t)n < errlen)
+        snprintf(err + n, errlen - (size_t)n, ")");
+}
+
 /* Whether num is a value of f: in its range, and whole for an integer. */
 static bool config_in_range(const config_field *f, double num) {
     return num >= f->lo && num <= f->hi &&
@@ -196,7 +210,7 @@ int core_config_set(core_config *cfg, const char *name, const char *value,
                                            : core_placement_names();
             const char *known = config_known_name(names, value);
             if (!known) {
-                snprintf(err, errlen, "config %s: unknown name '%s'", name, value);
+                config_unknown_name(name, value, names, err, errlen);
                 return -1;
             }
             config_store(cfg, f, 0, known);

@@ -4,13 +4,19 @@
  * The file is a flat mapping of scalars (comments and blank lines are
  * fine), but for `sharing:`, which may be a mapping of its own. libyaml's
  * event parser gives each scalar its line, so every error names FILE:LINE.
+ * A bad value does not stop the reading: every problem of the file is
+ * reported at once, one "FILE:LINE: message" line each, so that an admin
+ * fixes them in one go (--check-config). Only a YAML syntax error stops it,
+ * as what follows it cannot be told apart.
  */
 #include "config.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <grp.h>
 #include <math.h>
 #include <netinet/in.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -18,18 +24,57 @@
 #include <string.h>
 #include <yaml.h>
 
+/* Where the problems of one file go: err holds them one a line. */
+typedef struct config_report {
+    const char *path;
+    char *err;
+    size_t errlen;
+    size_t used;                    /* bytes of err written */
+    int problems;
+} config_report;
+
+/* Adds "PATH:LINE: message" as err's next line. Past err's end the line
+ * is cut, but still counted. */
+static void config_problem(config_report *rep, int line, const char *fmt,
+                           ...) __attribute__((format(printf, 3, 4)));
+static void config_problem(config_report *rep, int line, const char *fmt,
+                           ...) {
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    rep->problems++;
+    if (rep->used + 1 >= rep->errlen) return;
+    size_t room = rep->errlen - rep->used;
+    int n = snprintf(rep->err + rep->used, room, "%s%s:%d: %s",
+                     rep->used ? "\n" : "", rep->path, line, msg);
+    if (n > 0) rep->used += (size_t)n < room ? (size_t)n : room - 1;
+}
+
 /* The line of an event, 1-based. */
 static int config_line(const yaml_event_t *ev) {
     return (int)ev->start_mark.line + 1;
 }
 
 /* The next event, or -1 with libyaml's complaint at FILE:LINE. */
-static int config_next(yaml_parser_t *p, const char *path, yaml_event_t *ev,
-                       char *err, size_t errlen) {
+static int config_next(yaml_parser_t *p, config_report *rep, yaml_event_t *ev) {
     if (yaml_parser_parse(p, ev)) return 0;
-    snprintf(err, errlen, "%s:%d: %s", path, (int)p->problem_mark.line + 1,
-             p->problem);
+    config_problem(rep, (int)p->problem_mark.line + 1, "%s", p->problem);
     return -1;
+}
+
+/* socket_group: "" or a group that exists (1), else -1 with a message. */
+static int config_group_set(char *socket_group, const char *value, char *msg,
+                            size_t msglen) {
+    if (value[0] && (strlen(value) >= CONFIG_GROUP_MAX || !getgrnam(value))) {
+        snprintf(msg, msglen, "socket_group: no group '%s' (a group of "
+                 "/etc/group, e.g. made with `groupadd aegis`, or '' for a "
+                 "socket any local user may use)", value);
+        return -1;
+    }
+    snprintf(socket_group, CONFIG_GROUP_MAX, "%s", value);
+    return 1;
 }
 
 /* Sets one of the daemon's own keys (not the core's): 1 when key is one,
@@ -56,6 +101,8 @@ static int config_daemon_set(acct_params *acct, config_keys *keys,
                  value);
         return 1;
     }
+    if (strcmp(key, "socket_group") == 0)
+        return config_group_set(keys->socket_group, value, msg, msglen);
     const struct {
         const char *name;
         double *to;
@@ -147,14 +194,14 @@ static int config_listen_set(char *metrics_listen, const char *key,
 }
 
 /* The mapping form of `sharing:` (its start already read): `default` and
- * GPU indexes, each to a mode. */
-static int config_sharing_map(yaml_parser_t *p, const char *path,
-                              sharing_config *share, char *err,
-                              size_t errlen) {
+ * GPU indexes, each to a mode. A bad entry is reported and skipped; -1
+ * only when the YAML itself cannot be read on. */
+static int config_sharing_map(yaml_parser_t *p, config_report *rep,
+                              sharing_config *share) {
     char key[128], msg[256];
     for (;;) {
         yaml_event_t ev;
-        if (config_next(p, path, &ev, err, errlen) != 0) return -1;
+        if (config_next(p, rep, &ev) != 0) return -1;
         int line = config_line(&ev);
         if (ev.type == YAML_MAPPING_END_EVENT) {
             yaml_event_delete(&ev);
@@ -164,34 +211,50 @@ static int config_sharing_map(yaml_parser_t *p, const char *path,
         if (scalar)
             snprintf(key, sizeof(key), "%s", (const char *)ev.data.scalar.value);
         yaml_event_delete(&ev);
-        if (!scalar || config_next(p, path, &ev, err, errlen) != 0) {
-            if (!scalar)
-                snprintf(err, errlen, "%s:%d: sharing: expected 'GPU: mode'",
-                         path, line);
+        if (!scalar) {
+            config_problem(rep, line, "sharing: expected 'GPU: mode'");
             return -1;
         }
+        if (config_next(p, rep, &ev) != 0) return -1;
         int rc = ev.type == YAML_SCALAR_EVENT
                      ? sharing_config_set_gpu(share, key,
                                               (const char *)ev.data.scalar.value,
                                               line, msg, sizeof(msg))
                      : (snprintf(msg, sizeof(msg), "sharing: %s: expected a "
                                  "single mode", key), -1);
+        bool nested = ev.type != YAML_SCALAR_EVENT;
         yaml_event_delete(&ev);
-        if (rc != 0) {
-            snprintf(err, errlen, "%s:%d: %s", path, line, msg);
-            return -1;
-        }
+        if (rc != 0) config_problem(rep, line, "%s", msg);
+        if (nested) return -1;      /* its events would be read as keys */
     }
 }
 
-/* Reads key/value scalar pairs until the mapping ends. */
-static int config_pairs(yaml_parser_t *p, const char *path, core_config *cfg,
+/* Sets key to value, trying the daemon's keys, the metrics address, the
+ * sharing keys and the core's in turn; a bad value is reported. */
+static void config_pair(config_report *rep, int line, core_config *cfg,
                         acct_params *acct, sharing_config *share,
-                        config_keys *keys, char *err, size_t errlen) {
+                        config_keys *keys, const char *key,
+                        const char *value) {
+    char msg[512];
+    int rc = config_daemon_set(acct, keys, key, value, msg, sizeof(msg));
+    if (rc == 0)
+        rc = config_listen_set(keys->metrics_listen, key, value, msg,
+                               sizeof(msg));
+    if (rc == 0) rc = sharing_config_set(share, key, value, msg, sizeof(msg));
+    if (rc == 0) rc = core_config_set(cfg, key, value, msg, sizeof(msg));
+    else if (rc > 0) rc = 0;
+    if (rc != 0) config_problem(rep, line, "%s", msg);
+}
+
+/* Reads key/value scalar pairs until the mapping ends; a bad value is
+ * reported and the next pair read. -1 when the YAML cannot be read on. */
+static int config_pairs(yaml_parser_t *p, config_report *rep,
+                        core_config *cfg, acct_params *acct,
+                        sharing_config *share, config_keys *keys) {
     char key[128];
     for (;;) {
         yaml_event_t ev;
-        if (config_next(p, path, &ev, err, errlen) != 0) return -1;
+        if (config_next(p, rep, &ev) != 0) return -1;
         int line = config_line(&ev);
         yaml_event_type_t type = ev.type;
         if (type == YAML_MAPPING_END_EVENT) {
@@ -200,52 +263,35 @@ static int config_pairs(yaml_parser_t *p, const char *path, core_config *cfg,
         }
         if (type != YAML_SCALAR_EVENT) {
             yaml_event_delete(&ev);
-            snprintf(err, errlen, "%s:%d: expected 'name: value'", path, line);
+            config_problem(rep, line, "expected 'name: value'");
             return -1;
         }
         snprintf(key, sizeof(key), "%s", (const char *)ev.data.scalar.value);
         yaml_event_delete(&ev);
-        if (config_next(p, path, &ev, err, errlen) != 0) return -1;
+        if (config_next(p, rep, &ev) != 0) return -1;
         line = config_line(&ev);
-        if (ev.type == YAML_MAPPING_START_EVENT &&
-            strcmp(key, "sharing") == 0) {
-            yaml_event_delete(&ev);
-            if (config_sharing_map(p, path, share, err, errlen) != 0)
-                return -1;
-            continue;
-        }
-        if (ev.type != YAML_SCALAR_EVENT) {
-            yaml_event_delete(&ev);
-            snprintf(err, errlen, "%s:%d: %s: expected a single value", path,
-                     line, key);
-            return -1;
-        }
-        char msg[256];
-        const char *value = (const char *)ev.data.scalar.value;
-        int rc = config_daemon_set(acct, keys, key, value, msg,
-                                   sizeof(msg));
-        if (rc == 0)
-            rc = config_listen_set(keys->metrics_listen, key, value, msg,
-                                   sizeof(msg));
-        if (rc == 0) rc = sharing_config_set(share, key, value, msg, sizeof(msg));
-        if (rc == 0) rc = core_config_set(cfg, key, value, msg, sizeof(msg));
-        else if (rc > 0) rc = 0;
+        type = ev.type;
+        if (type == YAML_SCALAR_EVENT)
+            config_pair(rep, line, cfg, acct, share, keys, key,
+                        (const char *)ev.data.scalar.value);
         yaml_event_delete(&ev);
-        if (rc != 0) {
-            snprintf(err, errlen, "%s:%d: %s", path, line, msg);
-            return -1;
+        if (type == YAML_MAPPING_START_EVENT && strcmp(key, "sharing") == 0) {
+            if (config_sharing_map(p, rep, share) != 0) return -1;
+        } else if (type != YAML_SCALAR_EVENT) {
+            config_problem(rep, line, "%s: expected a single value", key);
+            return -1;              /* its events would be read as keys */
         }
     }
 }
 
 /* Walks stream/document starts to the top mapping; an empty document is
  * an empty configuration. */
-static int config_parse(yaml_parser_t *p, const char *path, core_config *cfg,
-                        acct_params *acct, sharing_config *share,
-                        config_keys *keys, char *err, size_t errlen) {
+static int config_parse(yaml_parser_t *p, config_report *rep,
+                        core_config *cfg, acct_params *acct,
+                        sharing_config *share, config_keys *keys) {
     for (;;) {
         yaml_event_t ev;
-        if (config_next(p, path, &ev, err, errlen) != 0) return -1;
+        if (config_next(p, rep, &ev) != 0) return -1;
         yaml_event_type_t type = ev.type;
         int line = config_line(&ev);
         /* a document of only "~" or "" is empty, any other scalar is not */
@@ -262,11 +308,9 @@ static int config_parse(yaml_parser_t *p, const char *path, core_config *cfg,
         case YAML_DOCUMENT_END_EVENT:
             return 0;
         case YAML_MAPPING_START_EVENT:
-            return config_pairs(p, path, cfg, acct, share, keys, err,
-                                errlen);
+            return config_pairs(p, rep, cfg, acct, share, keys);
         default:
-            snprintf(err, errlen, "%s:%d: expected a mapping of name: value",
-                     path, line);
+            config_problem(rep, line, "expected a mapping of name: value");
             return -1;
         }
     }
@@ -321,8 +365,10 @@ int config_load_daemon(const char *path, bool missing_ok, core_config *cfg,
         return -1;
     }
     yaml_parser_set_input_file(&p, f);
-    int rc = config_parse(&p, path, cfg, acct, share, keys, err, errlen);
+    config_report rep = {.path = path, .err = err, .errlen = errlen};
+    if (errlen) err[0] = '\0';
+    config_parse(&p, &rep, cfg, acct, share, keys);
     yaml_parser_delete(&p);
     fclose(f);
-    return rc;
+    return rep.problems ? -1 : 0;
 }

@@ -12,8 +12,8 @@
  * (history_period_s: history.h), the notifications at their ends
  * (notify, notify_timeout_s: notify.h), the Prometheus endpoint
  * (metrics_listen, metrics_cache_s, metrics_max_jobs: docs/metrics.md)
- * and Slurm's scontrol
- * (slurm_scontrol: docs/slurm.md), and nothing else.
+ * Slurm's scontrol (slurm_scontrol: docs/slurm.md) and who may connect
+ * (socket_group), and nothing else.
  */
 #ifndef AEGIS_CONFIG_H
 #define AEGIS_CONFIG_H
@@ -66,6 +66,11 @@ int config_listen_addr(const char *text, struct sockaddr_storage *sa,
  * PATH when not a path). */
 #define CONFIG_SCONTROL_DEFAULT "scontrol"
 
+/* socket_group: the group whose members (with root and aegisd's user)
+ * may connect to the socket, made 0660; "" (the default): anyone, 0666.
+ * A name, checked against the group database when the file is read. */
+#define CONFIG_GROUP_MAX 64
+
 /* The daemon's own keys that are neither the core's, the reports' nor
  * the sharing modes'. */
 typedef struct config_keys {
@@ -80,11 +85,13 @@ typedef struct config_keys {
     double metrics_max_jobs;        /* jobs with series of their own (a
                                        whole number) */
     char slurm_scontrol[1024];      /* run for Slurm's leases (scontrol.c) */
+    char socket_group[CONFIG_GROUP_MAX]; /* "" (default): a 0666 socket */
 } config_keys;
 
 /* Fills cfg with the defaults, then the keys of the file at path. A missing
- * file is an error unless missing_ok. Returns 0, or -1 with "FILE:LINE:
- * message" in err; cfg is then unusable. */
+ * file is an error unless missing_ok. Returns 0, or -1 with every problem
+ * of the file in err, one "FILE:LINE: message" a line (those past errlen
+ * cut); cfg is then unusable. */
 int config_load(const char *path, bool missing_ok, core_config *cfg,
                 char *err, size_t errlen);
 /* The same, also filling acct with the report keys (defaults when absent);

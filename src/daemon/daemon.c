@@ -12,6 +12,7 @@
 
 #include "config.h"
 #include "exec.h"
+#include "ready.h"
 #include "usock.h"
 
 #include <dirent.h>
@@ -20,6 +21,8 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <libgen.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,15 +54,6 @@ double d_wall(void) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-void d_log(const char *fmt, ...) {
-    char line[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof(line), fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "aegisd: %s\n", line);
 }
 
 /* ---- connections --------------------------------------------------------- */
@@ -427,6 +421,7 @@ void d_stop(d_daemon *d, const char *why, bool drain) {
           d->opt.drain_on_stop ? "waiting for running jobs"
                                : "running jobs keep running");
     d->stopping = true;
+    d_ready_stopping(why);
     uv_close((uv_handle_t *)&d->server, NULL);
     unlink(d->opt.socket_path);
 }
@@ -452,7 +447,7 @@ static void on_sighup(uv_signal_t *s, int signum) {
                            &keys, err, sizeof(err)) != 0 ||
         d_share_check_reload(d, &share, err, sizeof(err)) != 0 ||
         core_reconfigure(d->core, &cfg, err, sizeof(err)) != 0) {
-        d_log("SIGHUP: configuration not reloaded: %s", err);
+        d_error("SIGHUP: configuration not reloaded: %s", err);
         return;
     }
     d_share_reload(d, &share);
@@ -479,23 +474,23 @@ static void on_sighup(uv_signal_t *s, int signum) {
  * database. Returns its descriptor, or -1 with a log line naming path. */
 static int d_state_dir(int at, const char *name, const char *path) {
     if (mkdirat(at, name, 0700) != 0 && errno != EEXIST) {
-        d_log("%s: %s", path, strerror(errno));
+        d_error("%s: %s", path, strerror(errno));
         return -1;
     }
     int fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC |
                                   (at == AT_FDCWD ? 0 : O_NOFOLLOW));
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0) {
-        d_log("%s: %s", path, strerror(errno));
+        d_error("%s: %s", path, strerror(errno));
     } else if (st.st_uid != geteuid()) {
-        d_log("%s: owned by uid %d, not by aegisd's uid %d: refused as "
-              "aegisd's state (its owner could plant links in it); chown it "
-              "or use another --state-dir", path, (int)st.st_uid,
-              (int)geteuid());
+        d_error("%s: owned by uid %d, not by aegisd's uid %d: refused as "
+                "aegisd's state (its owner could plant links in it); chown it "
+                "or use another --state-dir", path, (int)st.st_uid,
+                (int)geteuid());
     } else if (st.st_mode & (S_IWGRP | S_IWOTH)) {
-        d_log("%s: writable by its group or others (mode %04o): refused as "
-              "aegisd's state; chmod go-w it", path,
-              (unsigned)(st.st_mode & 07777));
+        d_error("%s: writable by its group or others (mode %04o): refused as "
+                "aegisd's state; chmod go-w it", path,
+                (unsigned)(st.st_mode & 07777));
     } else {
         return fd;
     }
@@ -526,7 +521,7 @@ static int d_check_new_db(d_daemon *d, const char *db_path) {
     int fd = openat(d->log_dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     DIR *dir = fd < 0 ? NULL : fdopendir(fd);
     if (!dir) {
-        d_log("%s: %s", d->log_dir, strerror(errno));
+        d_error("%s: %s", d->log_dir, strerror(errno));
         if (fd >= 0) close(fd);
         return -1;
     }
@@ -538,10 +533,10 @@ static int d_check_new_db(d_daemon *d, const char *db_path) {
     if (e) snprintf(name, sizeof(name), "%s", e->d_name);
     closedir(dir);
     if (!name[0]) return 0;
-    d_log("%s is %s, but %s holds the logs of earlier jobs (%s, ...): a new "
-          "database would give their ids, and so their logs, to new jobs. "
-          "Restore the database, or move %s away to start afresh", db_path,
-          missing ? "missing" : "empty", d->log_dir, name, d->log_dir);
+    d_error("%s is %s, but %s holds the logs of earlier jobs (%s, ...): a new "
+            "database would give their ids, and so their logs, to new jobs. "
+            "Restore the database, or move %s away to start afresh", db_path,
+            missing ? "missing" : "empty", d->log_dir, name, d->log_dir);
     return -1;
 }
 
@@ -553,16 +548,17 @@ static int d_lock(const char *state_dir) {
     snprintf(path, sizeof(path), "%s/aegisd.lock", state_dir);
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) != 0) {
-        d_log("%s: %s", path,
-              errno == EWOULDBLOCK ? "another aegisd uses this state directory"
-                                   : strerror(errno));
+        d_error("%s: %s", path,
+                errno == EWOULDBLOCK
+                    ? "another aegisd uses this state directory"
+                    : strerror(errno));
         if (fd >= 0) close(fd);
         return -1;
     }
     char pid[32];
     int n = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
     if (ftruncate(fd, 0) != 0 || write(fd, pid, (size_t)n) != n)
-        d_log("%s: cannot record the pid: %s", path, strerror(errno));
+        d_error("%s: cannot record the pid: %s", path, strerror(errno));
     return fd;
 }
 
@@ -574,78 +570,124 @@ static int d_socket_free(const char *path) {
     struct stat st;
     if (lstat(path, &st) != 0) {
         if (errno == ENOENT) return 0;
-        d_log("%s: %s", path, strerror(errno));
+        d_error("%s: %s", path, strerror(errno));
         return -1;
     }
     if (!S_ISSOCK(st.st_mode)) {
-        d_log("%s: exists and is not a socket: left alone; give --socket a "
-              "free path", path);
+        d_error("%s: exists and is not a socket: left alone; give --socket a "
+                "free path", path);
         return -1;
     }
     if (usock_answers(path, SOCK_STREAM)) {
-        d_log("%s: another aegisd answers on this socket (or another "
-              "server): left alone; stop it first, or give this aegisd "
-              "another --socket", path);
+        d_error("%s: another aegisd answers on this socket (or another "
+                "server): left alone; stop it first, or give this aegisd "
+                "another --socket", path);
         return -1;
     }
     if (unlink(path) != 0 && errno != ENOENT) {
-        d_log("%s: stale socket not removed: %s", path, strerror(errno));
+        d_error("%s: stale socket not removed: %s", path, strerror(errno));
         return -1;
     }
     return 0;
 }
 
+/* The socket's folder must exist: aegisd makes none (systemd's
+ * RuntimeDirectory does), and libuv's bind reports a missing one as
+ * "permission denied". 0, or -1 with a log line naming the folder. */
+static int d_socket_folder(const char *path) {
+    char copy[4096];
+    snprintf(copy, sizeof(copy), "%s", path);
+    const char *folder = dirname(copy);
+    struct stat st;
+    if (stat(folder, &st) == 0 && S_ISDIR(st.st_mode)) return 0;
+    d_error("%s: no such folder %s (make it, or give --socket a path in a "
+            "folder that exists)", path, folder);
+    return -1;
+}
+
+/* Who may connect: anyone (0666; each request is checked against the
+ * peer's uid), or with the config's socket_group only root, aegisd's user
+ * and that group's members (0660). Logged, as the first thing an admin
+ * checks when a user cannot reach aegisd. A group that cannot be given
+ * leaves the socket to aegisd's user alone (0600): closed, not open. */
+static void d_socket_access(d_daemon *d) {
+    const char *path = d->opt.socket_path;
+    const char *group = d->keys.socket_group;
+    if (!group[0]) {
+        chmod(path, 0666);
+        d_log("listening on %s (mode 0666: any local user)", path);
+        return;
+    }
+    struct group *gr = getgrnam(group);
+    if (!gr || chown(path, (uid_t)-1, gr->gr_gid) != 0 ||
+        chmod(path, 0660) != 0) {
+        d_error("%s: socket_group %s: %s: only aegisd's user may connect",
+                path, group, gr ? strerror(errno) : "no such group");
+        chmod(path, 0600);
+        return;
+    }
+    d_log("listening on %s (mode 0660: root, aegisd's user and group %s)",
+          path, group);
+}
+
 static int d_listen(d_daemon *d) {
     uv_pipe_init(d->loop, &d->server, 0);
     d->server.data = d;
-    if (d_socket_free(d->opt.socket_path) != 0) return -1;
-    mode_t old = umask(0); /* anyone may connect; requests check the peer */
+    if (d_socket_folder(d->opt.socket_path) != 0 ||
+        d_socket_free(d->opt.socket_path) != 0)
+        return -1;
+    /* made closed when a group is to be given it, so that no other user
+     * connects before it is; else anyone may (requests check the peer) */
+    mode_t old = umask(d->keys.socket_group[0] ? 0177 : 0);
     int rc = uv_pipe_bind(&d->server, d->opt.socket_path);
     if (rc == 0) rc = uv_listen((uv_stream_t *)&d->server, 128, on_connection);
     umask(old);
-    if (rc == 0) chmod(d->opt.socket_path, 0666);
-    if (rc != 0) d_log("%s: %s", d->opt.socket_path, uv_strerror(rc));
+    if (rc != 0) d_error("%s: %s", d->opt.socket_path, uv_strerror(rc));
+    else d_socket_access(d);
     return rc;
 }
 
 static int d_open(d_daemon *d) {
-    char err[512], path[4200];
+    char err[4096], path[4200]; /* err: every problem of the config */
     const char *cfg_path = d->opt.config_path ? d->opt.config_path
                                               : CONFIG_DEFAULT_PATH;
     if (exec_shim_path(d->shim_path, sizeof(d->shim_path), err,
                        sizeof(err)) != 0) {
-        d_log("%s", err);
+        d_error("%s", err);
         return -1;
     }
     if (config_load_daemon(cfg_path, !d->opt.config_path, &d->cfg, &d->acct,
                            &d->share, &d->keys, err,
                            sizeof(err)) != 0) {
-        d_log("%s", err);
+        d_error("%s", err);
         return -1;
     }
     d->tel = tel_open(d->opt.nvml_path, err, sizeof(err));
     if (!d->tel) {
-        d_log("no GPU telemetry: %s (aegisd needs NVML: the driver's "
-              "libnvidia-ml.so.1, or a test library given with "
-              "--nvml-library)", err);
+        d_error("no GPU telemetry: %s (aegisd needs NVML: the driver's "
+                "libnvidia-ml.so.1, or a test library given with "
+                "--nvml-library)", err);
         return -1;
     }
     d_log("NVML: %d GPUs, driver %s", tel_gpu_count(d->tel),
           tel_driver_version(d->tel));
+    for (int g = 0; g < tel_gpu_count(d->tel) && g < CORE_MAX_GPUS; g++)
+        d_log("GPU %d: %s, %s", g, tel_gpu_name(d->tel, g),
+              tel_gpu_uuid(d->tel, g));
     if (tel_open_dcgm(d->tel, d->opt.dcgm_path, err, sizeof(err)) == 0)
         d_log("DCGM: SMACT/SMOCC/DRAMA pressure filter");
     else
         d_log("no DCGM: utilization-only pressure filter (%s)", err);
     d->ngpus = tel_gpu_count(d->tel);
     if (d->ngpus < 1 || d->ngpus > CORE_MAX_GPUS) {
-        d_log("NVML reports %d GPUs; aegisd manages 1 to %d", d->ngpus,
-              CORE_MAX_GPUS);
+        d_error("NVML reports %d GPUs; aegisd manages 1 to %d", d->ngpus,
+                CORE_MAX_GPUS);
         return -1;
     }
     double total[CORE_MAX_GPUS];
     for (int g = 0; g < d->ngpus; g++) {
         if (tel_read(d->tel, g, &d->gpus[g].last, err, sizeof(err)) != 0) {
-            d_log("GPU %d: %s", g, err);
+            d_error("GPU %d: %s", g, err);
             return -1;
         }
         d->gpus[g].ok = true;
@@ -654,14 +696,14 @@ static int d_open(d_daemon *d) {
     }
     d->core = core_create(&d->cfg, d->ngpus, total, err, sizeof(err));
     if (!d->core) {
-        d_log("%s: %s", cfg_path, err);
+        d_error("%s: %s", cfg_path, err);
         return -1;
     }
     snprintf(path, sizeof(path), "%s/aegis.db", d->opt.state_dir);
     if (d_check_new_db(d, path) != 0) return -1;
     d->st = store_open(path, err, sizeof(err));
     if (!d->st) {
-        d_log("%s", err);
+        d_error("%s", err);
         return -1;
     }
     return d_share_open(d); /* after the store: it knows aegisd's MIG
@@ -687,15 +729,25 @@ static int d_daemonize(int *ready_fd) {
     return 0;
 }
 
-/* In the background, from the moment the parent has exited: stdin from
- * /dev/null, stdout and stderr to STATE_DIR/aegisd.log. */
-static void d_log_to_file(const char *state_dir) {
+/* In the background: STATE_DIR/aegisd.log, opened as soon as the state
+ * folder is known good. Until aegisd listens, its lines go both there and
+ * to the terminal that started it (which sees why a start failed); -1
+ * when it cannot be opened. */
+static int d_log_open(const char *state_dir) {
     char path[4200];
     snprintf(path, sizeof(path), "%s/aegisd.log", state_dir);
+    int log = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    dlog_copy_to(log);
+    return log;
+}
+
+/* From the moment the parent has exited: stdin from /dev/null, stdout and
+ * stderr to the log (log, from d_log_open, is closed). */
+static void d_log_to_file(int log) {
     int in = open("/dev/null", O_RDONLY);
-    int log = open(path, O_WRONLY | O_CREAT | O_APPEND, 0600);
     if (in >= 0) dup2(in, 0), close(in);
     if (log >= 0) dup2(log, 1), dup2(log, 2), close(log);
+    dlog_copy_to(-1);
 }
 
 static void d_signals(d_daemon *d) {
@@ -743,12 +795,14 @@ int d_run(const d_options *opt) {
     d->wal.fd = -1;
     snprintf(d->log_dir, sizeof(d->log_dir), "%s/logs", opt->state_dir);
     snprintf(d->run_dir, sizeof(d->run_dir), "%s/run", opt->state_dir);
-    int ready_fd = -1;
+    int ready_fd = -1, log_fd = -1;
+    dlog_setup(opt->log_format);
     if (d_state_dirs(d) != 0) return 1;
     if (!opt->foreground && d_daemonize(&ready_fd) != 0) {
-        d_log("cannot start in the background: %s", strerror(errno));
+        d_error("cannot start in the background: %s", strerror(errno));
         return 1;
     }
+    if (!opt->foreground) log_fd = d_log_open(opt->state_dir);
     int lock = d_lock(opt->state_dir);
     d->loop = uv_default_loop();
     d->t0 = (double)uv_hrtime() / 1e9;
@@ -778,14 +832,20 @@ int d_run(const d_options *opt) {
     uv_timer_init(d->loop, &d->tick);
     d->tick.data = d;
     uv_timer_start(&d->tick, on_tick, 1000, 1000);
-    d_log("serving %s: %d GPUs, policy %s, state in %s", opt->socket_path,
-          d->ngpus, d->cfg.policy, opt->state_dir);
+    char status[4400];
+    snprintf(status, sizeof(status), "serving %s: %d GPUs, policy %s, "
+             "state in %s", opt->socket_path, d->ngpus, d->cfg.policy,
+             opt->state_dir);
+    d_log("%s", status);
+    d_ready_notify(status);
     if (ready_fd >= 0) {
         char ok = 1;
         if (write(ready_fd, &ok, 1) != 1) goto out;
         close(ready_fd);
         ready_fd = -1;
-        d_log_to_file(opt->state_dir);
+        d_log_to_file(log_fd);
+        log_fd = -1;
+        dlog_setup(opt->log_format);
     }
     d_jobs_schedule(d);
     uv_run(d->loop, UV_RUN_DEFAULT);
@@ -800,6 +860,7 @@ out:
     uv_loop_close(d->loop);
     d_free(d);
     if (lock >= 0) close(lock);
+    if (log_fd >= 0) close(log_fd);
     close(d->log_dirfd);
     return rc;
 }

@@ -43,6 +43,7 @@
 #include "acct.h"
 #include "config.h"
 #include "core.h"
+#include "dlog.h"
 #include "exec.h"
 #include "history.h"
 #include "metrics_counts.h"
@@ -59,6 +60,7 @@ typedef struct d_options {
     const char *dcgm_path;      /* NULL: $AEGIS_DCGM_LIBRARY or libdcgm.so.4 */
     bool foreground;
     bool drain_on_stop;         /* SIGTERM waits for running jobs */
+    dlog_format log_format;     /* --log-format */
 } d_options;
 
 typedef enum d_state {
@@ -360,7 +362,6 @@ void d_schedule_more(d_daemon *d);
  * --drain-on-stop) asks it to wait for them. */
 void d_stop(d_daemon *d, const char *why, bool drain);
 double d_wall(void);                        /* Unix time */
-void d_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void d_reply(d_conn *c, json_t *msg);       /* takes msg */
 /* {"ok": false, "error": ...}: the request was refused (bad input, no
  * such job, not the peer's to touch). */

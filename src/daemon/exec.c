@@ -9,6 +9,7 @@
  * until exec.
  */
 #include "exec.h"
+#include "user_limits.h"
 #include "job_file.h"
 
 #include <dirent.h>
@@ -246,10 +247,17 @@ static char **exec_env_over(const char *const *env, char **sets, size_t n) {
     return envp;
 }
 
+/* The test GPU's settings (src/testgpu), which aegisd passes on from its
+ * own environment: the jobs of every user then use the GPUs aegisd
+ * models, without setting them in their own environments. A production
+ * aegisd has none of them set. */
+static const char *const exec_test_gpu_vars[] = {
+    "AEGIS_TEST_GPUS", "AEGIS_TEST_GPU_DIR", "AEGIS_TEST_GPU_MODEL", NULL};
+
 char **exec_job_vars(const exec_spec *spec, size_t *nvars) {
-    size_t nextra = 0;
+    size_t nextra = 0, ntest = 0;
     while (spec->extra_env && spec->extra_env[nextra]) nextra++;
-    char **vars = calloc(3 + nextra + 1, sizeof(*vars));
+    char **vars = calloc(3 + nextra + 3 + 1, sizeof(*vars));
     if (!vars) return NULL;
     char buf[3][4200];
     snprintf(buf[0], sizeof(buf[0]), "CUDA_VISIBLE_DEVICES=%s", spec->visible);
@@ -260,7 +268,17 @@ char **exec_job_vars(const exec_spec *spec, size_t *nvars) {
             exec_job_vars_free(vars);
             return NULL;
         }
-    *nvars = 3 + nextra;
+    for (const char *const *name = exec_test_gpu_vars; *name; name++) {
+        const char *value = getenv(*name);
+        if (!value) continue;
+        char **at = &vars[3 + nextra + ntest++];
+        if (asprintf(at, "%s=%s", *name, value) < 0) {
+            *at = NULL;
+            exec_job_vars_free(vars);
+            return NULL;
+        }
+    }
+    *nvars = 3 + nextra + ntest;
     return vars;
 }
 
@@ -293,6 +311,7 @@ static void exec_free_envp(char **envp, size_t nset) {
  * drops). 0, or -1 said on stderr. */
 static int exec_become_user(uid_t uid, gid_t gid, const char *user,
                             int64_t id) {
+    if (user_limits_apply(user, id) != 0) return -1;
     if (setgid(gid) == 0 && initgroups(user, gid) == 0 && setuid(uid) == 0)
         return 0;
     dprintf(2, "aegisd: job %lld: cannot become user %s: %s\n",

@@ -197,7 +197,8 @@ core_exit exec_classify_tail(int status, const char *tail, size_t n,
 
 /* The variables aegisd sets for an attempt, as "K=V" strings (malloc'd,
  * NULL-terminated, *nvars of them): CUDA_VISIBLE_DEVICES (spec->visible),
- * AEGIS_JOB_ID, AEGIS_ATTEMPT, then spec->extra_env (the sharing mode's).
+ * AEGIS_JOB_ID, AEGIS_ATTEMPT, then spec->extra_env (the sharing mode's),
+ * then the test GPU's AEGIS_TEST_GPU* that aegisd's own environment sets.
  * Only id, attempt, visible and extra_env of spec are read. A Slurm
  * task's lease gets exactly these. NULL when out of memory. */
 char **exec_job_vars(const exec_spec *spec, size_t *nvars);

@@ -182,11 +182,11 @@ static void d_share_mps_reach(const d_daemon *d) {
     if (!d->as_root ||
         !mps_dir_blocked(d->mps_dir, blocker, sizeof(blocker), &mode))
         return;
-    d_log("WARNING: the MPS folder %s is inside %s (mode %04o), which other "
-          "users cannot enter: their jobs on mps and auto GPUs cannot reach "
-          "the MPS control daemon and will fail. Set mps_dir in %s to a "
-          "folder every user can reach (e.g. /run/aegis-mps)", d->mps_dir,
-          blocker, mode, d_share_config_path(d));
+    d_warn("the MPS folder %s is inside %s (mode %04o), which other "
+           "users cannot enter: their jobs on mps and auto GPUs cannot reach "
+           "the MPS control daemon and will fail. Set mps_dir in %s to a "
+           "folder every user can reach (e.g. /run/aegis-mps)", d->mps_dir,
+           blocker, mode, d_share_config_path(d));
 }
 
 int d_share_open(d_daemon *d) {

@@ -237,5 +237,6 @@ void d_jobs_recover(d_daemon *d) {
     d_leases_recover(d);
     for (int g = 0; g < d->ngpus; g++) d_gpu_note_foreign(d, g);
     d_feeds_recover(d);
-    if (d->njobs > 0) d_log("recovered %zu unfinished jobs", d->njobs);
+    d_log("recovered %zu unfinished jobs (%zu running)", d->njobs,
+          d->nrunning);
 }

@@ -15,7 +15,7 @@ static const char help[] =
 "SYNOPSIS\n"
 "    aegisd --socket PATH --state-dir DIR [--config FILE]\n"
 "           [--nvml-library PATH] [--dcgm-library PATH] [--foreground]\n"
-"           [--drain-on-stop]\n"
+"           [--drain-on-stop] [--log-format text|json]\n"
 "    aegisd --check-config FILE\n"
 "\n"
 "DESCRIPTION\n"
@@ -85,8 +85,10 @@ static const char help[] =
 "    back or cleans it up. Whole-GPU jobs there get MIG mode off first.\n"
 "\n"
 "OPTIONS\n"
-"    --socket PATH        the socket to listen on (created mode 0666;\n"
-"                         requests are checked against the peer's uid);\n"
+"    --socket PATH        the socket to listen on, in a folder that\n"
+"                         exists (created mode 0666, or 0660 for the\n"
+"                         config's socket_group; requests are checked\n"
+"                         against the peer's uid);\n"
 "                         a socket file already there is replaced only\n"
 "                         when nothing answers on it; anything else there\n"
 "                         makes aegisd refuse to start\n"
@@ -106,9 +108,17 @@ static const char help[] =
 "                         DIR/aegisd.log\n"
 "    --drain-on-stop      on SIGTERM or aegis shutdown, wait for running\n"
 "                         jobs to end\n"
+"    --log-format FORMAT  text (default): each line starts with its UTC\n"
+"                         time and level (info, warning, error); under\n"
+"                         systemd's journal (JOURNAL_STREAM) plain lines\n"
+"                         with a <N> priority prefix instead, as journald\n"
+"                         stamps the time itself. json: one object a line,\n"
+"                         {\"time\", \"level\", \"message\"}, anywhere\n"
 "    --check-config FILE  check the configuration FILE and exit: 0 and\n"
 "                         \"FILE: ok\" when aegisd would start with it, 2\n"
-"                         and FILE:LINE: errors when not; starts nothing\n"
+"                         and every problem, one FILE:LINE: line each,\n"
+"                         when not (a name's valid values listed); starts\n"
+"                         nothing\n"
 "    --help               this text\n"
 "\n"
 "    Held jobs (aegis hold), time limits (aegis submit --time) and drained\n"
@@ -154,10 +164,11 @@ static int check_config(const char *path) {
     acct_params acct;
     sharing_config share;
     config_keys keys;
-    char err[1024];
+    char err[16384];
     if (config_load_daemon(path, false, &cfg, &acct, &share, &keys,
                            err, sizeof(err)) != 0) {
-        fprintf(stderr, "aegisd: %s\n", err);
+        for (char *line = strtok(err, "\n"); line; line = strtok(NULL, "\n"))
+            fprintf(stderr, "aegisd: %s\n", line);
         return 2;
     }
     printf("%s: ok\n", path);
@@ -174,6 +185,7 @@ int main(int argc, char **argv) {
         {"foreground", no_argument, NULL, 'f'},
         {"drain-on-stop", no_argument, NULL, 'D'},
         {"check-config", required_argument, NULL, 'C'},
+        {"log-format", required_argument, NULL, 'L'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -190,6 +202,11 @@ int main(int argc, char **argv) {
         case 'f': opt.foreground = true; break;
         case 'D': opt.drain_on_stop = true; break;
         case 'C': check_path = optarg; break;
+        case 'L':
+            if (dlog_format_parse(optarg, &opt.log_format) == 0) break;
+            fprintf(stderr, "aegisd: --log-format: '%s' is not text or json\n",
+                    optarg);
+            return 2;
         case 'h': fputs(help, stdout); return 0;
         default: fputs("Run 'aegisd --help' for usage.\n", stderr); return 2;
         }

@@ -283,6 +283,11 @@ static void metrics_queue(d_daemon *d, mtext *t) {
 static void metrics_scheduler(d_daemon *d, mtext *t) {
     const metrics_counts *m = &d->counts;
     metrics_queue(d, t);
+    /* the alert "state not saved" (pkg/prometheus/aegis.rules.yml) */
+    mtext_family(t, "aegis_state_saved", "gauge",
+                 "1 while aegisd's database takes its writes; 0 while they "
+                 "fail and its changes wait in memory.");
+    mtext_sample(t, "aegis_state_saved", NULL, store_failing(d->st) ? 0 : 1);
     mtext_family(t, "aegis_placements_total", "counter",
                  "Attempts started since aegisd started.");
     mtext_sample(t, "aegis_placements_total", NULL, (double)m->placements);

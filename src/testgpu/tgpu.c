@@ -154,9 +154,15 @@ int tgpu_write_file(const tgpu_config *c, const char *name, const char *text) {
     char tmp[sizeof c->dir + 96], path[sizeof c->dir + 64];
     snprintf(tmp, sizeof tmp, "%s/.%s.%ld.tmp", c->dir, name, (long)getpid());
     snprintf(path, sizeof path, "%s/%s", c->dir, name);
-    FILE *f = fopen(tmp, "w");
-    if (!f)
+    /* 0644 whatever the writer's umask: the test GPUs are shared by the
+     * jobs of every user, and each reads the others' allocations */
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    FILE *f = fd < 0 || fchmod(fd, 0644) < 0 ? NULL : fdopen(fd, "w");
+    if (!f) {
+        if (fd >= 0)
+            close(fd);
         return -1;
+    }
     int ok = fputs(text, f) >= 0;
     ok = (fclose(f) == 0) && ok;
     if (!ok || rename(tmp, path) < 0) {
@@ -190,9 +196,13 @@ int tgpu_lock(const tgpu_config *c) {
     snprintf(path, sizeof path, "%s/lock", c->dir);
     /* read-only: flock() needs no more, and a lock file another user
      * made (mode 0644 under their umask) can still be opened so */
-    int fd = open(path, O_RDONLY | O_CREAT | O_CLOEXEC, 0666);
+    int fd = open(path, O_RDONLY | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0)
         return -1;
+    /* readable by all whatever its maker's umask (a root aegisd's may be
+     * 077); only the maker may change it, so the others' attempt fails,
+     * harmlessly */
+    (void)fchmod(fd, 0644);
     while (flock(fd, LOCK_EX) < 0) {
         if (errno != EINTR) {
             int saved = errno;

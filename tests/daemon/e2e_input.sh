@@ -114,12 +114,12 @@ case_input_mps_dir() {
         kill -0 "$pid" 2>/dev/null || fail "aegisd exited: $(cat run1.err)"
         sleep 0.1
     done
-    grep -q "WARNING: .*$DIR/state/mps.*$DIR/state" run1.err ||
+    grep -q " warning: .*$DIR/state/mps.*$DIR/state" run1.err ||
         fail "no warning: $(cat run1.err)"
     kill -TERM "$pid"; wait "$pid"
     printf 'mps_dir: %s\n' "$DIR/mps" >> "$DIR/aegis.yaml"
     start 2> run2.err
-    grep -q "WARNING" run2.err && fail "warned about $DIR/mps: $(cat run2.err)"
+    grep -q " warning: " run2.err && fail "warned about $DIR/mps: $(cat run2.err)"
     "$AEGIS" gpus --json | pyjson "
 assert [g['sharing'] for g in d['gpus']] == ['mps'] * 3, d" || fail "not mps"
 }

@@ -715,6 +715,32 @@ static void test_config_bad(void **state) {
     }
 }
 
+/* Every problem of a file is reported, one line each in file order, with
+ * a name's valid values; a cut-short buffer still fails the load. */
+static void test_config_every_problem(void **state) {
+    core_config cfg;
+    char err[1024], tiny[16];
+    const char *path = write_file("many.yaml",
+                                  "policy: fifo\nobserve_s: 5\nplacement: x\n"
+                                  "guard_frac: 5\nsmact_mux: 1\n");
+    assert_int_equal(config_load(path, false, &cfg, err, sizeof(err)), -1);
+    const char *want[] = {"many.yaml:1: config policy: unknown name 'fifo' "
+                          "(valid: exclusive, ",
+                          "many.yaml:3: config placement: unknown name 'x' "
+                          "(valid: ",
+                          "many.yaml:4: config guard_frac",
+                          "many.yaml:5: config: unknown field 'smact_mux'"};
+    const char *at = err;
+    for (size_t i = 0; i < sizeof(want) / sizeof(*want); i++) {
+        const char *found = strstr(at, want[i]);
+        if (!found) fail_msg("no '%s' after '%s'", want[i], at);
+        at = found + 1;
+    }
+    assert_null(strstr(err, "many.yaml:2:"));
+    assert_int_equal(config_load(path, false, &cfg, tiny, sizeof(tiny)), -1);
+    assert_true(strlen(tiny) < sizeof(tiny));
+}
+
 /* log_max_mib: 1024 MiB unless set, at least 1 MiB, named by file:line;
  * slurm_scontrol: "scontrol" unless set. */
 static void test_config_log_max(void **state) {
@@ -824,6 +850,9 @@ static void test_job_vars(void **state) {
     exec_spec spec = {.id = 7, .attempt = 2, .visible = "GPU-a,GPU-b",
                       .extra_env = extra};
     size_t n = 0;
+    unsetenv("AEGIS_TEST_GPUS"); /* a test GPU's, as below, aside */
+    unsetenv("AEGIS_TEST_GPU_DIR");
+    unsetenv("AEGIS_TEST_GPU_MODEL");
     char **vars = exec_job_vars(&spec, &n);
     assert_non_null(vars);
     assert_int_equal(n, 4);
@@ -833,6 +862,18 @@ static void test_job_vars(void **state) {
     assert_string_equal(vars[3], "CUDA_MPS_PIPE_DIRECTORY=/run/mps/0");
     assert_null(vars[4]);
     exec_job_vars_free(vars);
+    /* aegisd's test GPU settings go to every job, after the others */
+    setenv("AEGIS_TEST_GPUS", "2x1000", 1);
+    setenv("AEGIS_TEST_GPU_DIR", "/tmp/tgpu", 1);
+    vars = exec_job_vars(&spec, &n);
+    assert_non_null(vars);
+    assert_int_equal(n, 6);
+    assert_string_equal(vars[4], "AEGIS_TEST_GPUS=2x1000");
+    assert_string_equal(vars[5], "AEGIS_TEST_GPU_DIR=/tmp/tgpu");
+    assert_null(vars[6]);
+    exec_job_vars_free(vars);
+    unsetenv("AEGIS_TEST_GPUS");
+    unsetenv("AEGIS_TEST_GPU_DIR");
 }
 
 /* ---- status files ---------------------------------------------------------- */
@@ -954,6 +995,7 @@ int main(void) {
         cmocka_unit_test(test_config_log_max),
         cmocka_unit_test(test_config_gpu_limit_refuses),
         cmocka_unit_test(test_config_bad),
+        cmocka_unit_test(test_config_every_problem),
         cmocka_unit_test(test_classify),
         cmocka_unit_test(test_classify_tail),
         cmocka_unit_test(test_job_vars),

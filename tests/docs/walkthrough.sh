@@ -10,7 +10,8 @@
 # `mktemp -d` (its socket, state and test GPUs) lands there too. The
 # walkthrough must stop the daemon it starts; whatever it leaves running
 # (found by the test GPU folder in its environment) is stopped and counted
-# as a failure.
+# as a failure. Run as root (CI), it runs the walkthrough as a user made
+# for it, as a new user of the README would.
 set -u
 SRC=$1 BIN=$2
 README=$SRC/README.md
@@ -31,10 +32,12 @@ leftovers() {
         echo "$p"
     done
 }
+WALK_USER=aegis-docs-walk
 cleanup() {
     local p
     for p in $(leftovers ""); do kill -9 "$p" 2>/dev/null; done
     rm -rf "$SCRATCH"
+    [ "$(id -u)" != 0 ] || userdel "$WALK_USER" 2>/dev/null
 }
 trap cleanup EXIT
 
@@ -54,7 +57,14 @@ grep -q 'aegisd ' "$SCRATCH/walkthrough.sh" ||
 ln -s "$BIN" "$SCRATCH/build"
 ln -s "$SRC/data" "$SCRATCH/data"
 mkdir "$SCRATCH/tmp"
-( cd "$SCRATCH" && TMPDIR=$SCRATCH/tmp timeout 50 \
+as_user=()
+if [ "$(id -u)" = 0 ]; then
+    userdel "$WALK_USER" 2>/dev/null
+    useradd -M -N -s /bin/bash "$WALK_USER" || fail "useradd $WALK_USER"
+    chown -R "$WALK_USER" "$SCRATCH"
+    as_user=(runuser -u "$WALK_USER" -- env HOME="$SCRATCH")
+fi
+( cd "$SCRATCH" && TMPDIR=$SCRATCH/tmp timeout 50 "${as_user[@]}" \
     bash -euo pipefail walkthrough.sh ) > "$SCRATCH/out" 2>&1
 rc=$?
 cat "$SCRATCH/out"

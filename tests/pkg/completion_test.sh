@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # completion_test.sh AEGIS SOURCE_DIR -- the bash completion of pkg/aegis.bash
 # against the built aegis: commands, each command's options, file names
-# after an option that takes a FILE, nothing after one that takes a number.
+# after an option that takes a FILE, nothing after one that takes a number,
+# and the values of --state, --user and --workloads.
 set -u
 AEGIS=$1 SRC=$2
 cd "$SRC" || exit 1
@@ -47,4 +48,10 @@ expect "aegis sim --trace data/traces/de" data/traces/demo.csv
 expect "aegis sim --catalog data/cat" data/catalog.csv
 expect_none "aegis submit --gpus "
 expect_none "aegis nosuchcommand --"
+# values: job states, users, workload names (job ids: daemon_e2e_admin_completion)
+expect "aegis ls --state " queued running done failed cancelled timeout
+expect "aegis ls --state queued,r" queued,running
+expect "aegis ls --user roo" root
+expect "aegis ls -u roo" root
+expect "aegis gen-trace --workloads bert_b" bert_base_wiki_bs32_1gpu
 exit $status

@@ -62,6 +62,18 @@ depends=$(dpkg-deb -f "$deb" Depends)
 for lib in libjansson4 libsqlite3-0 libyaml-0-2 libuv1 python3; do
     grep -q "$lib" <<<"$depends" || fail "Depends lacks $lib: $depends"
 done
+recommends=$(dpkg-deb -f "$deb" Recommends)
+grep -q bash-completion <<<"$recommends" || fail "Recommends lacks bash-completion"
+# Debian's own checks: no error and no warning. The package carries no
+# lintian overrides today; should one be needed, at most 5, each with its
+# reason on the line above it.
+overrides=$(dpkg-deb --fsys-tarfile "$deb" |
+            tar -xOf - ./usr/share/lintian/overrides/aegis 2>/dev/null |
+            grep -c '^[a-z]' || true)
+[ "$overrides" -le 5 ] || fail "$overrides lintian overrides (at most 5)"
+say "lintian $(basename "$deb")"
+lintian --fail-on error,warning --tag-display-limit 0 "$deb" ||
+    fail "lintian found errors or warnings (above)"
 # Every file of the package, for the check after removal.
 dpkg-deb -c "$deb" | awk '$1 !~ /^d/ {print substr($6, 2)}' >"$TMP/files"
 
@@ -114,18 +126,42 @@ aegis show "$id" | grep -q "done" || fail "job $id: $(aegis show "$id")"
 kill "$(daemon_pid)"
 wait_until 20 daemon_gone || fail "aegisd did not stop"
 
+say "install.md's trial, as a user who is not root"
+# The first ```sh block under "## Trying aegis without a GPU" (the second,
+# for several users, is what daemon_e2e_admin_testgpu does), run by
+# a user made for it (aegisd is in /usr/sbin, off such a user's PATH).
+trial_user=aegis-deb-trial
+userdel -r "$trial_user" >/dev/null 2>&1 || true
+useradd -m -s /bin/bash "$trial_user"
+awk '/^## / { inside = ($0 ~ /Trying aegis without a GPU/); next }
+     inside && !done && /^```sh/ { code = 1; next }
+     inside && code && /^```/ { code = 0; done = 1; next }
+     inside && code { print }' "$SRC/docs/install.md" >"$TMP/trial.sh"
+grep -q aegisd "$TMP/trial.sh" || fail "install.md has no trial block"
+chmod 644 "$TMP/trial.sh"
+trial_rc=0
+# (its mktemp folders in its home, which userdel -r removes)
+(cd / && timeout 120 runuser -l "$trial_user" -c "TMPDIR=\$HOME bash -euo pipefail $TMP/trial.sh") ||
+    trial_rc=$?
+# what a failed trial left running: its user's processes, by their ids
+ps -o pid= -u "$trial_user" | xargs -r kill -9 2>/dev/null || true
+userdel -r "$trial_user" >/dev/null 2>&1 || true
+[ $trial_rc = 0 ] || fail "install.md's trial failed as $trial_user (exit $trial_rc)"
+
 say "removing"
 apt-get remove -y -qq aegis >/dev/null
 left=$(while read -r f; do
-           [ "$f" = /etc/aegis/aegis.yaml ] || [ ! -e "$f" ] || echo "$f"
+           case $f in /etc/aegis/aegis.yaml | /etc/pam.d/aegis) continue ;; esac
+           [ ! -e "$f" ] || echo "$f"
        done <"$TMP/files")
 [ -z "$left" ] || fail "left after remove: $left"
 # Debian keeps a removed package's conffiles until it is purged.
 [ -f /etc/aegis/aegis.yaml ] || fail "remove deleted the admin's configuration"
+[ -f /etc/pam.d/aegis ] || fail "remove deleted the PAM service (a conffile)"
 apt-get purge -y -qq aegis >/dev/null
 installed_by_us=0
 ! dpkg -s aegis >/dev/null 2>&1 || fail "still known to dpkg after purge"
-for d in /etc/aegis /usr/share/aegis /usr/lib/aegis; do
+for d in /etc/aegis /etc/pam.d/aegis /usr/share/aegis /usr/lib/aegis; do
     [ ! -e "$d" ] || fail "$d left after purge"
 done
 say "ok: installed, ran job $id, removed and purged"
