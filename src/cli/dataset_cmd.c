@@ -1,0 +1,39 @@
+/* dataset_cmd.c -- `aegis dataset`: finds the subcommand (add, rm, ls,
+ * show, watch, gen) and runs it. */
+#include "cli.h"
+#include "dataset_cmd.h"
+
+#include <stdio.h>
+#include <string.h>
+
+typedef struct dataset_sub {
+    const char *name;
+    int (*run)(int argc, char **argv);
+} dataset_sub;
+
+static const dataset_sub subs[] = {
+    {"gen", cli_dataset_gen},
+};
+
+static const char help[] =
+"usage: aegis dataset gen KIND --out DIR [OPTIONS]\n"
+"\n"
+"Datasets that grow: a folder whose new files' samples are registered as\n"
+"they arrive (docs/pipelines.md, Datasets).\n"
+"\n"
+"  gen    write a synthetic stream with known drift\n"
+"\n"
+"Run 'aegis dataset SUBCOMMAND --help' for its options.\n";
+
+int cli_dataset(int argc, char **argv) {
+    if (argc < 2 || strcmp(argv[1], "--help") == 0) {
+        fputs(help, argc < 2 ? stderr : stdout);
+        return argc < 2 ? CLI_USAGE : CLI_OK;
+    }
+    for (size_t i = 0; i < sizeof(subs) / sizeof(*subs); i++)
+        if (strcmp(argv[1], subs[i].name) == 0)
+            return subs[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "aegis dataset: unknown subcommand '%s' (see --help)\n",
+            argv[1]);
+    return CLI_USAGE;
+}

@@ -1,0 +1,8 @@
+/* dataset_cmd.h -- the subcommands of `aegis dataset`, one file each
+ * (dataset_cmd.c dispatches; its help lists them). */
+#ifndef AEGIS_DATASET_CMD_H
+#define AEGIS_DATASET_CMD_H
+
+int cli_dataset_gen(int argc, char **argv);
+
+#endif
