@@ -14,6 +14,10 @@ static const char *const format_names[] = {
 
 const char *pl_format_name(pl_format f) { return format_names[f]; }
 
+const char *pl_format_default_pattern(pl_format f) {
+    return f == PL_FORMAT_BINARY ? "*.bin" : f == PL_FORMAT_CSV ? "*.csv" : "*";
+}
+
 int pl_format_parse(const char *name, pl_format *out) {
     for (size_t i = 0; i < sizeof(format_names) / sizeof(*format_names); i++)
         if (strcmp(name, format_names[i]) == 0) {
@@ -87,13 +91,18 @@ static int read_fields(json_t *doc, pl_dsconf *c, const char *path, char *err,
         copy_string(doc, "label_column", c->label_column,
                     sizeof(c->label_column), path, err, errlen) ||
         copy_string(doc, "ts_column", c->ts_column, sizeof(c->ts_column), path,
-                    err, errlen))
+                    err, errlen) ||
+        copy_string(doc, "pattern", c->pattern, sizeof(c->pattern), path, err,
+                    errlen))
         return -1;
     if (pl_format_parse(format, &c->format) < 0) {
         snprintf(err, errlen, "%s: format: unknown format '%s'", path, format);
         return -1;
     }
     c->sep = sep[0] ? sep[0] : ',';
+    if (!c->pattern[0])
+        snprintf(c->pattern, sizeof(c->pattern), "%s",
+                 pl_format_default_pattern(c->format));
     c->record_size = (uint32_t)get_int(doc, "record_size");
     c->label_size = (uint32_t)get_int(doc, "label_size");
     c->classes = get_int(doc, "classes");
@@ -125,14 +134,15 @@ int pl_dsconf_load(const char *dsdir, pl_dsconf *c, char *err, size_t errlen) {
 
 static json_t *to_json(const pl_dsconf *c) {
     char sep[2] = {c->sep, '\0'};
-    return json_pack("{s:s, s:s, s:s, s:i, s:i, s:I, s:I, s:s, s:b, s:s, s:s}",
+    return json_pack("{s:s, s:s, s:s, s:i, s:i, s:I, s:I, s:s, s:b, s:s, s:s, "
+                     "s:s}",
                      "name", c->name, "dir", c->dir, "format",
                      pl_format_name(c->format), "record_size",
                      (int)c->record_size, "label_size", (int)c->label_size,
                      "classes", (json_int_t)c->classes, "max_bytes",
                      (json_int_t)c->max_bytes, "sep", sep, "header", c->header,
                      "label_column", c->label_column, "ts_column",
-                     c->ts_column);
+                     c->ts_column, "pattern", c->pattern);
 }
 
 int pl_dsconf_save(const char *dsdir, const pl_dsconf *c, char *err,

@@ -31,9 +31,13 @@ typedef struct pl_dsconf {
     int header;                  /* csv: the first line names the columns */
     char label_column[PL_COLUMN_MAX]; /* csv: name, or index from 0 */
     char ts_column[PL_COLUMN_MAX];    /* csv: name or index; "": mtime */
+    char pattern[PL_COLUMN_MAX]; /* names of the data files (fnmatch) */
 } pl_dsconf;
 
 const char *pl_format_name(pl_format f);
+/* The data files' names a format takes without --pattern: *.bin, *.csv,
+ * and every name for one sample per file (NAME.label beside NAME). */
+const char *pl_format_default_pattern(pl_format f);
 /* 0 and *out, or -1 for an unknown name. */
 int pl_format_parse(const char *name, pl_format *out);
 
