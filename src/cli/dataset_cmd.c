@@ -12,15 +12,32 @@ typedef struct dataset_sub {
 } dataset_sub;
 
 static const dataset_sub subs[] = {
+    {"add", cli_dataset_add},
+    {"rm", cli_dataset_rm},
+    {"ls", cli_dataset_ls},
+    {"show", cli_dataset_show},
+    {"watch", cli_dataset_watch},
     {"gen", cli_dataset_gen},
 };
 
 static const char help[] =
-"usage: aegis dataset gen KIND --out DIR [OPTIONS]\n"
+"usage: aegis dataset add NAME --dir DIR --format FORMAT [OPTIONS]\n"
+"       aegis dataset rm NAME\n"
+"       aegis dataset ls [--json]\n"
+"       aegis dataset show NAME [--json]\n"
+"       aegis dataset watch NAME [--interval-s X] [--once]\n"
+"       aegis dataset gen KIND --out DIR [OPTIONS]\n"
 "\n"
 "Datasets that grow: a folder whose new files' samples are registered as\n"
-"they arrive (docs/pipelines.md, Datasets).\n"
+"they arrive, each with a dense key, a timestamp and a label, in a key log\n"
+"in your state folder ($AEGIS_STATE_HOME, else $XDG_STATE_HOME/aegis,\n"
+"else ~/.local/state/aegis). See docs/pipelines.md, Datasets.\n"
 "\n"
+"  add    register a folder as a dataset\n"
+"  rm     forget a dataset (its files stay)\n"
+"  ls     your datasets\n"
+"  show   one dataset, with its bad records\n"
+"  watch  register new files' samples as they arrive\n"
 "  gen    write a synthetic stream with known drift\n"
 "\n"
 "Run 'aegis dataset SUBCOMMAND --help' for its options.\n";

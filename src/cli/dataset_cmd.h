@@ -3,6 +3,11 @@
 #ifndef AEGIS_DATASET_CMD_H
 #define AEGIS_DATASET_CMD_H
 
+int cli_dataset_add(int argc, char **argv);
+int cli_dataset_rm(int argc, char **argv);
+int cli_dataset_ls(int argc, char **argv);
+int cli_dataset_show(int argc, char **argv);
+int cli_dataset_watch(int argc, char **argv);
 int cli_dataset_gen(int argc, char **argv);
 
 #endif

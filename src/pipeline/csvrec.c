@@ -62,6 +62,17 @@ static int find_column(const pl_dsconf *c, const char *want,
     return -1;
 }
 
+static int count_fields(const pl_dsconf *c, const unsigned char *line,
+                        size_t len) {
+    field_iter it = {line, line + len, c->sep, 0};
+    const unsigned char *f;
+    size_t flen;
+    int n = 0;
+    while (next_field(&it, &f, &flen))
+        n++;
+    return n;
+}
+
 static size_t line_len(const unsigned char *p, size_t len) {
     return len && p[len - 1] == '\r' ? len - 1 : len;
 }
@@ -76,6 +87,7 @@ int pl_csv_columns(const pl_dsconf *c, const unsigned char *base,
     cols->first_row = nl ? (uint64_t)(nl - base) + 1 : 0;
     cols->label = find_column(c, c->label_column, base, hlen);
     cols->ts = c->ts_column[0] ? find_column(c, c->ts_column, base, hlen) : -1;
+    cols->fields = c->header ? count_fields(c, base, hlen) : 0;
     const char *missing = cols->label < 0 ? c->label_column
                           : c->ts_column[0] && cols->ts < 0 ? c->ts_column
                                                            : NULL;
@@ -94,7 +106,8 @@ static void take_row(const pl_dsconf *c, const pl_csv_cols *cols,
     field_iter it = {base + at, base + at + len, c->sep, 0};
     const unsigned char *f, *label_f = NULL, *ts_f = NULL;
     size_t flen, label_len = 0, ts_len = 0;
-    for (int i = 0; next_field(&it, &f, &flen); i++) {
+    int i;
+    for (i = 0; next_field(&it, &f, &flen); i++) {
         if (i == cols->label)
             label_f = f, label_len = flen;
         if (i == cols->ts)
@@ -102,7 +115,8 @@ static void take_row(const pl_dsconf *c, const pl_csv_cols *cols,
     }
     int64_t label, ts = mtime;
     pl_bad_reason why = 0;
-    if (!label_f || (cols->ts >= 0 && !ts_f))
+    if (!label_f || (cols->ts >= 0 && !ts_f) ||
+        (cols->fields && i != cols->fields))
         why = PL_BAD_FIELDS;
     else if (parse_int(label_f, label_len, &label) < 0 || !pl_label_ok(c, label))
         why = PL_BAD_LABEL;

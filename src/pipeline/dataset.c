@@ -102,6 +102,8 @@ static int take_block(void *ctx, const pl_block_head *h,
 static int read_log(pl_dataset *ds, char *err, size_t errlen) {
     int fd = open(ds->keys_path, O_RDONLY | O_CLOEXEC);
     struct stat st;
+    if (fd < 0 && errno == ENOENT) /* no watcher has run yet */
+        return 0;
     if (fd < 0 || fstat(fd, &st) < 0) {
         snprintf(err, errlen, "opening %s: %s", ds->keys_path, strerror(errno));
         if (fd >= 0)

@@ -12,7 +12,7 @@
 
 static const char *const reason_texts[] = {
     [PL_BAD_TRUNCATED] = "truncated record",
-    [PL_BAD_FIELDS] = "too few fields",
+    [PL_BAD_FIELDS] = "wrong number of fields",
     [PL_BAD_LABEL] = "bad or out-of-range label",
     [PL_BAD_TIMESTAMP] = "bad timestamp",
     [PL_BAD_LABEL_FILE] = "missing or bad label file",

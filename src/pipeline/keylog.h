@@ -45,7 +45,8 @@ _Static_assert(sizeof(pl_block_head) == 40, "block head layout");
 /* Why a record was skipped (shown by `aegis dataset show`). */
 typedef enum pl_bad_reason {
     PL_BAD_TRUNCATED = 1, /* a partial record at the end of a closed file */
-    PL_BAD_FIELDS,        /* a CSV row with too few fields */
+    PL_BAD_FIELDS,        /* a CSV row with too few (or, with a header,
+                             too many) fields */
     PL_BAD_LABEL,         /* a label that is no number, or out of range */
     PL_BAD_TIMESTAMP,     /* a timestamp field that is no whole number */
     PL_BAD_LABEL_FILE,    /* one-sample-per-file: an unreadable NAME.label */

@@ -8,7 +8,8 @@
  * csv: one sample per line ('\n', a '\r' before it ignored), fields split
  *   at the separator with no quoting; the label column holds a whole
  *   number, the timestamp column (when named) whole seconds since the
- *   epoch; the sample's bytes are the line without its end.
+ *   epoch; with a header, a row has as many fields as it. The sample's
+ *   bytes are the line without its end.
  */
 #ifndef AEGIS_PL_RECORDS_H
 #define AEGIS_PL_RECORDS_H
@@ -27,10 +28,10 @@ typedef struct pl_found {
     uint64_t done;             /* the file's progress after the pass */
 } pl_found;
 
-/* Where a CSV file's label and timestamp are (-1: none), and where its
- * rows start (after the header). */
+/* Where a CSV file's label and timestamp are (-1: none), the fields a row
+ * must have (the header's; 0 without one), and where its rows start. */
 typedef struct pl_csv_cols {
-    int label, ts;
+    int label, ts, fields;
     uint64_t first_row;
 } pl_csv_cols;
 
