@@ -82,6 +82,9 @@ static int replay_log(pl_watch *w, char *err, size_t errlen) {
 }
 
 static int open_logs(pl_watch *w, char *err, size_t errlen) {
+    w->dir_fd = open(w->conf.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (w->dir_fd < 0)
+        return fail(err, errlen, "opening the dataset's folder", w->conf.dir);
     w->keys_fd = open(w->keys_path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC,
                       0644);
     if (w->keys_fd < 0)

@@ -4,9 +4,11 @@
  * keys.log); it runs as the dataset's owner (`aegis dataset watch`, or a
  * pipeline's supervisor).
  *
- * A file counts once it is complete: closed after writing (IN_CLOSE_WRITE)
- * or moved into the folder (IN_MOVED_TO); a periodic scan is the safety
- * net for missed events and takes whole records of files still growing.
+ * Files are read when closed after writing (IN_CLOSE_WRITE) or moved into
+ * the folder (IN_MOVED_TO), and by a periodic scan, the safety net for
+ * missed events, which also takes the new whole records of files still
+ * growing. Only whole records and lines are taken until the file is
+ * complete (PL_SETTLE_S).
  * Names starting with '.' or ending in ".tmp" are never read (write there,
  * then rename). Bad records are logged and skipped, never fatal.
  */
@@ -20,8 +22,9 @@
 
 typedef struct pl_watch pl_watch;
 
-/* A scan treats a file unchanged this long as complete (its last CSV line
- * may then lack its '\n'; a partial record at its end is bad). */
+/* A file unchanged this long is complete: its last CSV line may then lack
+ * its '\n', and a partial record at its end is bad. Until then only whole
+ * lines and records are taken. */
 #define PL_SETTLE_S 60
 
 /* Opens dataset NAME under STATE for registering: takes the lock, cuts a
@@ -35,8 +38,8 @@ void pl_watch_close(pl_watch *w);
 /* Where warnings about single files go (default stderr; NULL: nowhere). */
 void pl_watch_set_warnings(pl_watch *w, FILE *warn);
 
-/* Registers what is new in file NAME of the folder (complete: it was
- * closed or moved in). The number of samples registered, or -1 with err
+/* Registers what is new in file NAME of the folder (complete: nothing
+ * more will be written to it). The number of samples registered, or -1 with err
  * when the log cannot be written (a bad or unreadable file is not an
  * error: it is logged or warned about). */
 int64_t pl_watch_file(pl_watch *w, const char *name, int complete, char *err,

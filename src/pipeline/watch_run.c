@@ -20,17 +20,6 @@ static int by_name(const void *a, const void *b) {
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static int open_dir(pl_watch *w, char *err, size_t errlen) {
-    if (w->dir_fd >= 0)
-        return 0;
-    w->dir_fd = open(w->conf.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (w->dir_fd < 0) {
-        snprintf(err, errlen, "opening %s: %s", w->conf.dir, strerror(errno));
-        return -1;
-    }
-    return 0;
-}
-
 /* The folder's entry names, sorted; NULL with err. */
 static char **list_names(pl_watch *w, size_t *count, char *err,
                          size_t errlen) {
@@ -65,7 +54,10 @@ static char **list_names(pl_watch *w, size_t *count, char *err,
     return names ? names : calloc(1, sizeof(*names));
 }
 
-/* Whether a scan takes the file as complete: unchanged PL_SETTLE_S. */
+/* Whether the file is complete: unchanged for PL_SETTLE_S. A close is not
+ * enough: a file appended to by one writer after another (a growing
+ * binary file, a CSV log) is closed between the appends, and a partial
+ * record at its end then is the start of the next append. */
 static int settled(pl_watch *w, const char *name) {
     struct stat st;
     return fstatat(w->dir_fd, name, &st, 0) == 0 &&
@@ -74,8 +66,6 @@ static int settled(pl_watch *w, const char *name) {
 
 int64_t pl_watch_scan(pl_watch *w, char *err, size_t errlen) {
     size_t count = 0;
-    if (open_dir(w, err, errlen) < 0)
-        return -1;
     char **names = list_names(w, &count, err, errlen);
     if (!names)
         return -1;
@@ -106,7 +96,8 @@ static int64_t take_events(pl_watch *w, int ino, char *err, size_t errlen) {
             overflow |= (ev->mask & IN_Q_OVERFLOW) != 0;
             if (!ev->len || total < 0)
                 continue;
-            int64_t n = pl_watch_file(w, ev->name, 1, err, errlen);
+            int64_t n = pl_watch_file(w, ev->name, settled(w, ev->name), err,
+                                      errlen);
             total = n < 0 ? -1 : total + n;
         }
     return total >= 0 && overflow ? -2 : total;
@@ -135,8 +126,6 @@ static int watch_events(pl_watch *w, char *err, size_t errlen) {
 
 int pl_watch_run(pl_watch *w, double interval_s, volatile sig_atomic_t *stop,
                  FILE *progress, char *err, size_t errlen) {
-    if (open_dir(w, err, errlen) < 0)
-        return -1;
     int ino = watch_events(w, err, errlen); /* before the scan: none missed */
     if (ino < 0)
         return -1;
