@@ -149,6 +149,7 @@ void pl_watch_close(pl_watch *w) {
     free(w->done);
     free(w->found.samples);
     free(w->found.bads);
+    free(w->chunk);
     free(w);
 }
 

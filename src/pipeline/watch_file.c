@@ -1,5 +1,6 @@
 /* watch_file.c -- registering what is new in one file of a dataset
- * (pl_watch_file): binary and CSV files from their progress on, a sample
+ * (pl_watch_file): binary files read and CSV files mapped from their
+ * progress on, a sample
  * of the one-per-file format once its label file is there. */
 #include "watch_int.h"
 
@@ -13,56 +14,46 @@
 
 #define LABEL_SUFFIX ".label"
 #define LABEL_MAX 64
+#define CHUNK_BYTES (512u << 10) /* stays in the cache while parsed */
 
 static void reset_found(pl_watch *w) {
     w->found.count = 0;
     w->found.nbad = 0;
 }
 
-/* One pass over base[done, size) by format; 1 when it moved on. */
-static int find_records(pl_watch *w, const pl_csv_cols *cols,
-                        const unsigned char *base, uint64_t size,
-                        uint64_t done, int complete, int64_t mtime,
-                        uint32_t file) {
-    reset_found(w);
-    if (w->conf.format == PL_FORMAT_BINARY)
-        pl_binary_find(&w->conf, base, done, size, complete, mtime, file,
-                       &w->found);
-    else
-        pl_csv_find(&w->conf, cols, base, done, size, complete, mtime, file,
-                    &w->found);
-    return w->found.done > done;
-}
-
-/* Registers base[done, size) of a binary or CSV file in blocks. */
-static int64_t register_records(pl_watch *w, const char *name,
-                                const unsigned char *base, uint64_t size,
-                                int complete, int64_t mtime, char *err,
-                                size_t errlen) {
+/* Registers base[done, size) of a CSV file in blocks. */
+static int64_t register_rows(pl_watch *w, const char *name,
+                             const unsigned char *base, uint64_t size,
+                             int complete, int64_t mtime, char *err,
+                             size_t errlen) {
     pl_csv_cols cols = {0};
     char why[256];
-    if (w->conf.format == PL_FORMAT_CSV) {
-        int rc = pl_csv_columns(&w->conf, base, size, &cols, why, sizeof(why));
-        if (rc != 0) {
-            if (rc < 0)
-                pl_watch_warn(w, name, why);
-            return 0;
-        }
+    int rc = pl_csv_columns(&w->conf, base, size, &cols, why, sizeof(why));
+    if (rc != 0) {
+        if (rc < 0)
+            pl_watch_warn(w, name, why);
+        return 0;
     }
     int64_t file = pl_watch_index(w, name, err, errlen);
     if (file < 0)
         return -1;
     uint64_t before = w->samples;
-    while (!w->full && find_records(w, &cols, base, size, w->done[file],
-                                    complete, mtime, (uint32_t)file))
+    for (uint64_t done = w->done[file]; !w->full; done = w->done[file]) {
+        reset_found(w);
+        pl_csv_find(&w->conf, &cols, base, done, size, complete, mtime,
+                    (uint32_t)file, &w->found);
+        if (w->found.done == done)
+            break;
         if (pl_watch_commit(w, (uint32_t)file, name, err, errlen) < 0)
             return -1;
+    }
     return (int64_t)(w->samples - before);
 }
 
-static int64_t register_mapped(pl_watch *w, const char *name, int fd,
-                               const struct stat *st, int complete, char *err,
-                               size_t errlen) {
+/* CSV files are mapped: rows of any length, the header at the start. */
+static int64_t register_csv(pl_watch *w, const char *name, int fd,
+                            const struct stat *st, int complete, char *err,
+                            size_t errlen) {
     int64_t index = pl_filetab_find(&w->files, name);
     uint64_t size = (uint64_t)st->st_size;
     if (size == 0 || (index >= 0 && w->done[index] >= size))
@@ -72,10 +63,71 @@ static int64_t register_mapped(pl_watch *w, const char *name, int fd,
         pl_watch_warn(w, name, strerror(errno));
         return 0;
     }
-    int64_t n = register_records(w, name, base, size, complete,
-                                 (int64_t)st->st_mtime, err, errlen);
+    int64_t n = register_rows(w, name, base, size, complete,
+                              (int64_t)st->st_mtime, err, errlen);
     munmap(base, size);
     return n;
+}
+
+/* The read buffer of binary files: whole records, about CHUNK_BYTES. */
+static size_t chunk_size(pl_watch *w) {
+    size_t rs = w->conf.record_size;
+    size_t want = rs < CHUNK_BYTES ? CHUNK_BYTES / rs * rs : rs;
+    if (w->chunk_cap < want) {
+        free(w->chunk);
+        w->chunk = malloc(want);
+        w->chunk_cap = w->chunk ? want : 0;
+    }
+    return w->chunk_cap;
+}
+
+/* Finds the records of file[done, done + n), read into w->chunk; the
+ * offsets are the file's. */
+static void find_in_chunk(pl_watch *w, uint64_t done, size_t n, int last,
+                          int64_t mtime, uint32_t file) {
+    reset_found(w);
+    pl_binary_find(&w->conf, w->chunk, 0, n, last, mtime, file, &w->found);
+    for (uint32_t i = 0; i < w->found.count; i++)
+        w->found.samples[i].offset += done;
+    for (uint32_t i = 0; i < w->found.nbad; i++)
+        w->found.bads[i].offset += done;
+    w->found.done += done;
+}
+
+/* Binary files are read in chunks rather than mapped: the scan reads one
+ * label per record, and a mapping costs a cache miss and a TLB miss for
+ * each, where read() streams the file (registration then costs little
+ * more than reading the file: bench/pipeline/bench_register.c). */
+static int64_t register_binary(pl_watch *w, const char *name, int fd,
+                               const struct stat *st, int complete, char *err,
+                               size_t errlen) {
+    int64_t index = pl_filetab_find(&w->files, name);
+    uint64_t size = (uint64_t)st->st_size, before = w->samples;
+    if (size == 0 || (index >= 0 && w->done[index] >= size))
+        return 0;
+    size_t chunk = chunk_size(w);
+    if (!chunk) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    if ((index = pl_watch_index(w, name, err, errlen)) < 0)
+        return -1;
+    for (uint64_t done = w->done[index]; !w->full && done < size;
+         done = w->done[index]) {
+        size_t want = size - done < chunk ? (size_t)(size - done) : chunk;
+        ssize_t n = pread(fd, w->chunk, want, (off_t)done);
+        if (n <= 0) {
+            pl_watch_warn(w, name, n < 0 ? strerror(errno) : "shrank");
+            break;
+        }
+        find_in_chunk(w, done, (size_t)n, complete && done + n == size,
+                      (int64_t)st->st_mtime, (uint32_t)index);
+        if (w->found.done == done) /* a partial record: wait for more */
+            break;
+        if (pl_watch_commit(w, (uint32_t)index, name, err, errlen) < 0)
+            return -1;
+    }
+    return (int64_t)(w->samples - before);
 }
 
 /* The label in the file NAME.label: 0, or -1 when it is not a number. */
@@ -164,9 +216,12 @@ int64_t pl_watch_file(pl_watch *w, const char *name, int complete, char *err,
         close(fd); /* a folder or device among the files: not data */
         return 0;
     }
-    int64_t n = w->conf.format == PL_FORMAT_FILE
-                    ? register_single(w, name, fd, &st, err, errlen)
-                    : register_mapped(w, name, fd, &st, complete, err, errlen);
+    int64_t n =
+        w->conf.format == PL_FORMAT_FILE
+            ? register_single(w, name, fd, &st, err, errlen)
+        : w->conf.format == PL_FORMAT_BINARY
+            ? register_binary(w, name, fd, &st, complete, err, errlen)
+            : register_csv(w, name, fd, &st, complete, err, errlen);
     close(fd);
     return n;
 }

@@ -19,6 +19,8 @@ struct pl_watch {
     uint32_t done_cap;
     uint64_t samples, nbad, bytes;
     pl_found found;     /* one pass's buffers */
+    unsigned char *chunk; /* binary files are read through it */
+    size_t chunk_cap;
     int full;           /* the size limit was reached */
     FILE *warn;
 };
