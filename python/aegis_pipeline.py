@@ -48,20 +48,40 @@ _FILE_ENTRY = struct.Struct("<III")   # crc, index, len (filetab.h)
 _TRAINSET_HEADER = struct.Struct("<8sQQII")
 
 
-def _block_valid(data, at, next_key):
-    """The block at `at`: (head, end) when whole and valid, else None."""
+_RUN = struct.Struct("<QqII")         # pl_run_head (keylog.h)
+_BLOCK_RUN = 1
+
+
+def _samples_size(count, flags):
+    if flags & _BLOCK_RUN:
+        return _RUN.size + 4 * count
+    return count * SAMPLE_DTYPE.itemsize
+
+
+def _block_samples(data, at, next_key):
+    """The samples of the block at `at` and where the next block starts,
+    or None when the block is torn or corrupt."""
     if len(data) - at < _BLOCK.size:
         return None
-    magic, count, nbad, _file, first, _done, crc, res = \
+    magic, count, nbad, file, first, done, crc, flags = \
         _BLOCK.unpack_from(data, at)
-    end = at + _BLOCK.size + count * SAMPLE_DTYPE.itemsize + \
-        nbad * _BAD_DTYPE.itemsize
-    if magic != _BLOCK_MAGIC or first != next_key or end > len(data):
+    start = at + _BLOCK.size
+    end = start + _samples_size(count, flags) + nbad * _BAD_DTYPE.itemsize
+    if magic != _BLOCK_MAGIC or first != next_key or flags & ~_BLOCK_RUN \
+            or end > len(data):
         return None
-    zeroed = _BLOCK.pack(magic, count, nbad, _file, first, _done, 0, res)
-    if zlib.crc32(data[at + _BLOCK.size:end], zlib.crc32(zeroed)) != crc:
+    zeroed = _BLOCK.pack(magic, count, nbad, file, first, done, 0, flags)
+    if zlib.crc32(data[start:end], zlib.crc32(zeroed)) != crc:
         return None
-    return count, end
+    if not flags & _BLOCK_RUN:
+        return np.frombuffer(data, SAMPLE_DTYPE, count, start), end, file
+    offset, ts, size, _ = _RUN.unpack_from(data, start)
+    run = np.empty(count, SAMPLE_DTYPE)
+    run["key"] = np.arange(first, first + count)
+    run["ts"], run["file"], run["len"] = ts, file, size
+    run["label"] = np.frombuffer(data, "<i4", count, start + _RUN.size)
+    run["offset"] = offset + np.arange(count, dtype=np.uint64) * size
+    return run, end, file
 
 
 def read_keys(path, nfiles):
@@ -75,14 +95,12 @@ def read_keys(path, nfiles):
         raise ValueError(f"{path}: not a key log (bad header)")
     parts, at, next_key = [], _KEYLOG_HEADER.size, 0
     while True:
-        block = _block_valid(data, at, next_key)
-        if block is None or _BLOCK.unpack_from(data, at)[3] >= nfiles:
+        block = _block_samples(data, at, next_key)
+        if block is None or block[2] >= nfiles:
             break
-        count, end = block
-        start = at + _BLOCK.size
-        parts.append(np.frombuffer(data, SAMPLE_DTYPE, count, start))
-        next_key += count
-        at = end
+        samples, at, _ = block
+        parts.append(samples)
+        next_key += len(samples)
     return np.concatenate(parts) if parts else np.empty(0, SAMPLE_DTYPE)
 
 

@@ -90,13 +90,24 @@ def epoch_rate(loader):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--aegis", required=True)
-    ap.add_argument("--samples", type=int, default=1_000_000)
-    ap.add_argument("--ratio", type=float, default=0.1)
-    ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--batch", type=int, default=256)
-    ap.add_argument("--rounds", type=int, default=3)
+    ap = argparse.ArgumentParser(description=(
+        "Reads a trigger's training set through aegis_pipeline and the "
+        "same samples from one contiguous file with a plain DataLoader, "
+        "and prints the ratio of their samples/s against the goal."))
+    ap.add_argument("--aegis", required=True,
+                    help="the aegis command (it generates and registers "
+                         "the dataset)")
+    ap.add_argument("--samples", type=int, default=1_000_000,
+                    help="samples in the dataset (default 1,000,000)")
+    ap.add_argument("--ratio", type=float, default=0.1,
+                    help="share of them in the training set (default 0.1)")
+    ap.add_argument("--workers", type=int, default=2,
+                    help="DataLoader workers of both loaders (default 2)")
+    ap.add_argument("--batch", type=int, default=256,
+                    help="batch size (default 256)")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="epochs measured after one to warm up; the best "
+                         "counts (default 3)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         ds = make_dataset(tmp, args.aegis, args.samples)

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -25,18 +26,24 @@ const char *pl_bad_reason_text(uint32_t reason) {
     return reason_texts[reason];
 }
 
+static uint64_t samples_size(const pl_block_head *h) {
+    return h->flags & PL_BLOCK_RUN
+               ? sizeof(pl_run_head) + (uint64_t)h->count * sizeof(int32_t)
+               : (uint64_t)h->count * sizeof(pl_sample);
+}
+
+static uint64_t block_size(const pl_block_head *h) {
+    return sizeof(*h) + samples_size(h) +
+           (uint64_t)h->nbad * sizeof(pl_bad_entry);
+}
+
 static uint32_t block_crc(const pl_block_head *h, const void *samples,
                           const void *bads) {
     pl_block_head zeroed = *h;
     zeroed.crc = 0;
     uLong crc = crc32(0L, (const Bytef *)&zeroed, sizeof(zeroed));
-    crc = crc32(crc, samples, (uInt)(h->count * sizeof(pl_sample)));
+    crc = crc32(crc, samples, (uInt)samples_size(h));
     return (uint32_t)crc32(crc, bads, (uInt)(h->nbad * sizeof(pl_bad_entry)));
-}
-
-static uint64_t block_size(const pl_block_head *h) {
-    return sizeof(*h) + (uint64_t)h->count * sizeof(pl_sample) +
-           (uint64_t)h->nbad * sizeof(pl_bad_entry);
 }
 
 /* Whether the block at p (left bytes to the end) is whole and valid. */
@@ -46,11 +53,35 @@ static int block_ok(const unsigned char *p, uint64_t left, uint64_t next_key) {
         return 0;
     memcpy(&h, p, sizeof(h));
     if (h.magic != PL_BLOCK_MAGIC || h.first_key != next_key ||
-        block_size(&h) > left)
+        (h.flags & ~PL_BLOCK_RUN) || block_size(&h) > left)
         return 0;
     const unsigned char *samples = p + sizeof(h);
-    return block_crc(&h, samples, samples + h.count * sizeof(pl_sample)) ==
-           h.crc;
+    return block_crc(&h, samples, samples + samples_size(&h)) == h.crc;
+}
+
+/* A run block's samples as pl_samples, into *buf (grown as needed). */
+static const pl_sample *expand_run(const pl_block_head *h,
+                                   const unsigned char *payload,
+                                   pl_sample **buf, uint32_t *cap) {
+    pl_run_head run;
+    memcpy(&run, payload, sizeof(run));
+    if (h->count > *cap) {
+        pl_sample *grown = realloc(*buf, h->count * sizeof(*grown));
+        if (!grown)
+            return NULL;
+        *buf = grown;
+        *cap = h->count;
+    }
+    const unsigned char *labels = payload + sizeof(run);
+    for (uint32_t i = 0; i < h->count; i++) {
+        int32_t label;
+        memcpy(&label, labels + i * sizeof(label), sizeof(label));
+        (*buf)[i] = (pl_sample){
+            .key = h->first_key + i, .ts = run.ts, .label = label,
+            .file = h->file, .len = run.record_size,
+            .offset = run.first_offset + (uint64_t)i * run.record_size};
+    }
+    return *buf;
 }
 
 static int header_ok(const unsigned char *base, uint64_t size) {
@@ -68,15 +99,26 @@ int pl_keylog_scan(const unsigned char *base, uint64_t size, uint64_t *pos,
         snprintf(err, errlen, "not a key log (bad header)");
         return -1;
     }
-    while (block_ok(base + *pos, size - *pos, *next_key)) {
+    pl_sample *expanded = NULL;
+    uint32_t cap = 0;
+    int stop = 0;
+    while (!stop && block_ok(base + *pos, size - *pos, *next_key)) {
         const pl_block_head *h = (const pl_block_head *)(base + *pos);
-        const pl_sample *samples = (const pl_sample *)(h + 1);
-        if (visit && visit(ctx, h, samples,
-                           (const pl_bad_entry *)(samples + h->count)))
-            return 0;
-        *pos += block_size(h);
-        *next_key += h->count;
+        const unsigned char *payload = (const unsigned char *)(h + 1);
+        const pl_sample *samples =
+            h->flags & PL_BLOCK_RUN
+                ? expand_run(h, payload, &expanded, &cap)
+                : (const pl_sample *)payload;
+        stop = !samples ||
+               (visit && visit(ctx, h, samples,
+                               (const pl_bad_entry *)(payload +
+                                                      samples_size(h))));
+        if (!stop) {
+            *pos += block_size(h);
+            *next_key += h->count;
+        }
     }
+    free(expanded);
     return 0;
 }
 
@@ -102,6 +144,34 @@ int pl_keylog_header(int fd, const char *path, char *err, size_t errlen) {
     return 0;
 }
 
+/* Whether samples make a run: one after another, of one size and time,
+ * labels that fit in int32. */
+static int is_run(const pl_sample *samples, uint32_t count) {
+    for (uint32_t i = 0; i < count; i++)
+        if (samples[i].len != samples[0].len ||
+            samples[i].ts != samples[0].ts ||
+            samples[i].offset != samples[0].offset +
+                                     (uint64_t)i * samples[0].len ||
+            samples[i].label != (int32_t)samples[i].label)
+            return 0;
+    return count > 0;
+}
+
+/* The run payload of samples, malloc'd; NULL when memory runs out. */
+static unsigned char *run_payload(const pl_sample *samples, uint32_t count) {
+    pl_run_head run = {.first_offset = samples[0].offset,
+                       .ts = samples[0].ts, .record_size = samples[0].len};
+    unsigned char *p = malloc(sizeof(run) + count * sizeof(int32_t));
+    if (!p)
+        return NULL;
+    memcpy(p, &run, sizeof(run));
+    for (uint32_t i = 0; i < count; i++) {
+        int32_t label = (int32_t)samples[i].label;
+        memcpy(p + sizeof(run) + i * sizeof(label), &label, sizeof(label));
+    }
+    return p;
+}
+
 int pl_keylog_append(int fd, const char *path, uint32_t file,
                      uint64_t first_key, uint64_t done,
                      const pl_sample *samples, uint32_t count,
@@ -109,13 +179,18 @@ int pl_keylog_append(int fd, const char *path, uint32_t file,
                      size_t errlen) {
     pl_block_head h = {.magic = PL_BLOCK_MAGIC, .count = count, .nbad = nbad,
                        .file = file, .first_key = first_key, .done = done};
-    h.crc = block_crc(&h, samples, bads);
+    unsigned char *run = is_run(samples, count) ? run_payload(samples, count)
+                                                : NULL;
+    h.flags = run ? PL_BLOCK_RUN : 0;
+    const void *payload = run ? (const void *)run : (const void *)samples;
+    h.crc = block_crc(&h, payload, bads);
     struct iovec iov[3] = {
         {&h, sizeof(h)},
-        {(void *)samples, count * sizeof(pl_sample)},
+        {(void *)payload, samples_size(&h)},
         {(void *)bads, nbad * sizeof(pl_bad_entry)}};
     ssize_t want = (ssize_t)block_size(&h);
     ssize_t n = writev(fd, iov, 3);
+    free(run);
     if (n != want) {
         snprintf(err, errlen, "%s: appending a block: %s", path,
                  n < 0 ? strerror(errno) : "short write");

@@ -4,8 +4,12 @@
  * Layout, little-endian:
  *   header  char magic[8] = "AEGKEYS1"; uint32 version (1);
  *           uint32 sample_size (40)
- *   blocks  each: pl_block_head, then count x pl_sample (sample.h, key
- *           first_key + i), then nbad x pl_bad_entry
+ *   blocks  each: pl_block_head, then its samples, then nbad x
+ *           pl_bad_entry. The samples are count x pl_sample (sample.h, key
+ *           first_key + i), or, in a run block (flags PL_BLOCK_RUN: records
+ *           of one size one after another with one timestamp, as a binary
+ *           file's are), a pl_run_head and count x int32 labels: 4 bytes a
+ *           sample instead of 40, which readers expand.
  * A block holds what one pass over one file found, and the file's
  * progress after it (done): appended with one write, checksummed (CRC-32
  * of the head with crc = 0, then the payload), so a torn or corrupt tail
@@ -37,8 +41,20 @@ typedef struct pl_block_head {
     uint64_t done;      /* bytes of the file consumed after this block
                            (one-sample-per-file: 1 once registered) */
     uint32_t crc;
-    uint32_t reserved;
+    uint32_t flags;     /* PL_BLOCK_RUN */
 } pl_block_head;
+
+#define PL_BLOCK_RUN 1u
+
+/* A run block's samples: sample i at first_offset + i * record_size. */
+typedef struct pl_run_head {
+    uint64_t first_offset;
+    int64_t ts;
+    uint32_t record_size;
+    uint32_t reserved;
+} pl_run_head;
+
+_Static_assert(sizeof(pl_run_head) == 24, "run head layout");
 
 _Static_assert(sizeof(pl_block_head) == 40, "block head layout");
 
@@ -61,7 +77,8 @@ typedef struct pl_bad_entry {
 
 const char *pl_bad_reason_text(uint32_t reason);
 
-/* Called for each whole, valid block in order. Nonzero stops the read. */
+/* Called for each whole, valid block in order, with its samples (a run
+ * block's expanded). Nonzero stops the read. */
 typedef int (*pl_block_visit)(void *ctx, const pl_block_head *h,
                               const pl_sample *samples,
                               const pl_bad_entry *bads);
@@ -78,7 +95,8 @@ int pl_keylog_scan(const unsigned char *base, uint64_t size, uint64_t *pos,
 /* Checks or writes the header of the log open as fd. 0, or -1 with err. */
 int pl_keylog_header(int fd, const char *path, char *err, size_t errlen);
 
-/* Appends one block (samples' keys already set). 0, or -1 with err. */
+/* Appends one block (samples' keys already set), as a run block when the
+ * samples make one. 0, or -1 with err. */
 int pl_keylog_append(int fd, const char *path, uint32_t file,
                      uint64_t first_key, uint64_t done,
                      const pl_sample *samples, uint32_t count,
