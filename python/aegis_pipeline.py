@@ -168,20 +168,24 @@ class Dataset:
     def file_path(self, index):
         return os.path.join(self.conf["dir"], self.files[index])
 
-    def view(self, file, offset, length):
-        """A memoryview of `length` bytes at `offset` of file `file`,
-        mapped copy-on-write (an older, shorter map of a file that grew
-        lives on while its views do)."""
+    def mapped(self, file, end):
+        """File `file` mapped copy-on-write, at least `end` bytes of it, as
+        a memoryview (an older, shorter map of a file that grew lives on
+        while views of it do)."""
         mapped = self._maps.get(file)
-        if mapped is None or len(mapped) < offset + length:
+        if mapped is None or len(mapped) < end:
             with open(self.file_path(file), "rb") as f:
                 mapped = memoryview(mmap.mmap(f.fileno(), 0,
                                               access=mmap.ACCESS_COPY))
-            if len(mapped) < offset + length:
+            if len(mapped) < end:
                 raise ValueError(f"{self.file_path(file)}: shorter than its "
                                  f"registered samples")
             self._maps[file] = mapped
-        return mapped[offset:offset + length]
+        return mapped
+
+    def view(self, file, offset, length):
+        """A memoryview of `length` bytes at `offset` of file `file`."""
+        return self.mapped(file, offset + length)[offset:offset + length]
 
     def bytes(self, key):
         s = self.samples[key]
@@ -231,7 +235,8 @@ def _torch_iterable():
 
 class TrainingSet(_torch_iterable()):
     """The samples of a trigger's training set, as (sample, label, weight)
-    tuples; see the module's docstring.
+    tuples, or (sample, label) with weights=False; see the module's
+    docstring.
 
     trainset: its path (default $AEGIS_TRAINSET); dataset: a Dataset or
     its state folder (default $AEGIS_DATASET); bytes_parser(memoryview)
@@ -241,7 +246,7 @@ class TrainingSet(_torch_iterable()):
 
     def __init__(self, trainset=None, dataset=None, bytes_parser=None,
                  transform=None, label_transform=None, seed=None,
-                 shuffle=True):
+                 shuffle=True, weights=True):
         super().__init__()
         path = trainset or os.environ["AEGIS_TRAINSET"]
         self.keys, self.weights, own_seed, self.trigger = read_trainset(path)
@@ -256,6 +261,7 @@ class TrainingSet(_torch_iterable()):
         self.label_transform = label_transform
         self.seed = own_seed if seed is None else seed
         self.shuffle = shuffle
+        self.with_weights = weights
         self.epoch = 0
 
     def __len__(self):
@@ -274,18 +280,39 @@ class TrainingSet(_torch_iterable()):
         info = torch.utils.data.get_worker_info()
         return order if info is None else order[info.id::info.num_workers]
 
+    def _views(self, meta):
+        """Each file of the share mapped to its last sample's end, indexed
+        by file (None for the others)."""
+        ends = meta["offset"] + meta["len"]
+        views = [None] * (int(meta["file"].max()) + 1 if len(meta) else 0)
+        for file in np.unique(meta["file"]).tolist():
+            views[file] = self.dataset.mapped(
+                file, int(ends[meta["file"] == file].max()))
+        return views
+
+    def _make(self):
+        """bytes -> sample: the parser, then the transform."""
+        parse, transform = self.parser, self.transform
+        if transform is None:
+            return parse
+        return lambda mv: transform(parse(mv))
+
     def __iter__(self):
+        # The loop is the whole cost of a DataLoader-only epoch: lists, not
+        # numpy scalars, and no per-sample branches.
         share = self._my_share()
         meta = self.dataset.samples[self.keys[share]]
-        view, parse = self.dataset.view, self.parser
-        transform, label_transform = self.transform, self.label_transform
-        for file, offset, length, label, weight in zip(
-                meta["file"].tolist(), meta["offset"].tolist(),
-                meta["len"].tolist(), meta["label"].tolist(),
-                self.weights[share].tolist()):
-            x = parse(view(file, offset, length))
-            if transform is not None:
-                x = transform(x)
-            if label_transform is not None:
-                label = label_transform(label)
-            yield x, label, weight
+        views, make = self._views(meta), self._make()
+        starts = meta["offset"].tolist()
+        ends = (meta["offset"] + meta["len"]).tolist()
+        labels = meta["label"].tolist()
+        if self.label_transform is not None:
+            labels = [self.label_transform(label) for label in labels]
+        rows = zip(meta["file"].tolist(), starts, ends, labels)
+        if not self.with_weights:
+            for file, start, end, label in rows:
+                yield make(views[file][start:end]), label
+            return
+        for (file, start, end, label), weight in zip(
+                rows, self.weights[share].tolist()):
+            yield make(views[file][start:end]), label, weight
