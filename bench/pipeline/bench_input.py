@@ -13,6 +13,7 @@ import json
 import os
 import struct
 import subprocess
+import sys
 import tempfile
 import time
 import zlib
@@ -20,7 +21,10 @@ import zlib
 import numpy as np
 import torch.utils.data
 
-import aegis_pipeline
+# The source tree's python/ unless PYTHONPATH names another aegis_pipeline.
+sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                             "..", "..", "python"))
+import aegis_pipeline  # noqa: E402
 
 LABEL = 4
 
