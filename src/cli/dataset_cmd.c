@@ -1,5 +1,5 @@
 /* dataset_cmd.c -- `aegis dataset`: finds the subcommand (add, rm, ls,
- * show, watch, gen) and runs it. */
+ * show, watch, share, unshare, gen) and runs it. */
 #include "cli.h"
 #include "dataset_cmd.h"
 
@@ -17,6 +17,8 @@ static const dataset_sub subs[] = {
     {"ls", cli_dataset_ls},
     {"show", cli_dataset_show},
     {"watch", cli_dataset_watch},
+    {"share", cli_dataset_share},
+    {"unshare", cli_dataset_unshare},
     {"gen", cli_dataset_gen},
 };
 
@@ -26,6 +28,7 @@ static const char help[] =
 "       aegis dataset ls [--json]\n"
 "       aegis dataset show NAME [--json]\n"
 "       aegis dataset watch NAME [--interval-s X] [--once]\n"
+"       aegis dataset share|unshare NAME USER...\n"
 "       aegis dataset gen KIND --out DIR [OPTIONS]\n"
 "\n"
 "Datasets that grow: a folder whose new files' samples are registered as\n"
@@ -38,6 +41,7 @@ static const char help[] =
 "  ls     your datasets\n"
 "  show   one dataset, with its bad records\n"
 "  watch  register new files' samples as they arrive\n"
+"  share  let named users read a dataset (unshare: no longer)\n"
 "  gen    write a synthetic stream with known drift\n"
 "\n"
 "Run 'aegis dataset SUBCOMMAND --help' for its options.\n";

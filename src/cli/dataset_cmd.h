@@ -8,6 +8,8 @@ int cli_dataset_rm(int argc, char **argv);
 int cli_dataset_ls(int argc, char **argv);
 int cli_dataset_show(int argc, char **argv);
 int cli_dataset_watch(int argc, char **argv);
+int cli_dataset_share(int argc, char **argv);
+int cli_dataset_unshare(int argc, char **argv);
 int cli_dataset_gen(int argc, char **argv);
 
 #endif
