@@ -179,9 +179,9 @@ static int64_t register_single(pl_watch *w, const char *name, int fd,
         w->found.samples[w->found.count++] = (pl_sample){
             .ts = st->st_mtime, .label = label, .file = (uint32_t)file,
             .len = (uint32_t)st->st_size};
-    if (w->full || pl_watch_commit(w, (uint32_t)file, name, err, errlen) < 0)
-        return w->full ? 0 : -1;
-    return w->found.count;
+    if (pl_watch_commit(w, (uint32_t)file, name, err, errlen) < 0)
+        return -1;
+    return w->found.count; /* 0 when the size limit left it out */
 }
 
 /* The data file an event's name stands for: NAME.label stands for NAME in
