@@ -53,8 +53,8 @@ _BLOCK_RUN = 1
 
 
 def _samples_size(count, flags):
-    if flags & _BLOCK_RUN:
-        return _RUN.size + 4 * count
+    if flags & _BLOCK_RUN:           # labels padded to 8 bytes
+        return _RUN.size + (4 * count + 7) // 8 * 8
     return count * SAMPLE_DTYPE.itemsize
 
 

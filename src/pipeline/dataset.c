@@ -92,7 +92,9 @@ static int take_block(void *ctx, const pl_block_head *h,
     if (h->file >= ds->files.count || grow_samples(ds, h->count) < 0 ||
         add_bads(ds, h, bads) < 0)
         return 1;
-    memcpy(ds->samples + ds->count, samples, h->count * sizeof(*samples));
+    if (h->count) /* a block of bad records only: ds->samples may be NULL */
+        memcpy(ds->samples + ds->count, samples,
+               h->count * sizeof(*samples));
     for (uint32_t i = 0; i < h->count; i++)
         ds->bytes += samples[i].len;
     ds->count += h->count;

@@ -26,10 +26,12 @@ const char *pl_bad_reason_text(uint32_t reason) {
     return reason_texts[reason];
 }
 
+/* A run's labels are padded to 8 bytes, so every block, sample and bad
+ * record in the log lies 8-byte aligned (the readers cast the mapping). */
 static uint64_t samples_size(const pl_block_head *h) {
-    return h->flags & PL_BLOCK_RUN
-               ? sizeof(pl_run_head) + (uint64_t)h->count * sizeof(int32_t)
-               : (uint64_t)h->count * sizeof(pl_sample);
+    uint64_t labels = ((uint64_t)h->count * sizeof(int32_t) + 7) & ~7ull;
+    return h->flags & PL_BLOCK_RUN ? sizeof(pl_run_head) + labels
+                                   : (uint64_t)h->count * sizeof(pl_sample);
 }
 
 static uint64_t block_size(const pl_block_head *h) {
@@ -161,7 +163,8 @@ static int is_run(const pl_sample *samples, uint32_t count) {
 static unsigned char *run_payload(const pl_sample *samples, uint32_t count) {
     pl_run_head run = {.first_offset = samples[0].offset,
                        .ts = samples[0].ts, .record_size = samples[0].len};
-    unsigned char *p = malloc(sizeof(run) + count * sizeof(int32_t));
+    size_t labels = (count * sizeof(int32_t) + 7) & ~(size_t)7;
+    unsigned char *p = calloc(1, sizeof(run) + labels);
     if (!p)
         return NULL;
     memcpy(p, &run, sizeof(run));

@@ -8,8 +8,9 @@
  *           pl_bad_entry. The samples are count x pl_sample (sample.h, key
  *           first_key + i), or, in a run block (flags PL_BLOCK_RUN: records
  *           of one size one after another with one timestamp, as a binary
- *           file's are), a pl_run_head and count x int32 labels: 4 bytes a
- *           sample instead of 40, which readers expand.
+ *           file's are), a pl_run_head and count x int32 labels, padded
+ *           with zeros to a multiple of 8 bytes: 4 bytes a sample instead
+ *           of 40, which readers expand.
  * A block holds what one pass over one file found, and the file's
  * progress after it (done): appended with one write, checksummed (CRC-32
  * of the head with crc = 0, then the payload), so a torn or corrupt tail

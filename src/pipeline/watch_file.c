@@ -153,7 +153,7 @@ static int read_label_file(pl_watch *w, const char *label_name,
 }
 
 /* One sample per file: registered once both NAME and NAME.label are. */
-static int64_t register_single(pl_watch *w, const char *name, int fd,
+static int64_t register_single(pl_watch *w, const char *name,
                                const struct stat *st, char *err,
                                size_t errlen) {
     char label_name[4200];
@@ -218,7 +218,7 @@ int64_t pl_watch_file(pl_watch *w, const char *name, int complete, char *err,
     }
     int64_t n =
         w->conf.format == PL_FORMAT_FILE
-            ? register_single(w, name, fd, &st, err, errlen)
+            ? register_single(w, name, &st, err, errlen)
         : w->conf.format == PL_FORMAT_BINARY
             ? register_binary(w, name, fd, &st, complete, err, errlen)
             : register_csv(w, name, fd, &st, complete, err, errlen);
