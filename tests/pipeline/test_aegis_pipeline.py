@@ -1,6 +1,6 @@
 """aegis_pipeline against a dataset registered by the real aegis command:
 every key of a training set read exactly once over two DataLoader
-workers, with its own bytes, label and weight; the order fixed by the
+workers, a CSV row's features without a parser, with its own bytes, label and weight; the order fixed by the
 seed and changed by the epoch; a user's bytes_parser and transforms
 applied; a damaged training set refused with its path named.
 
@@ -115,8 +115,30 @@ def check_refused(state, tmp, keys, weights):
         raise AssertionError("a damaged training set was read")
 
 
+def check_csv_default_parser(tmp):
+    """A CSV dataset without a bytes_parser: each sample is its row's
+    features (the label and timestamp columns left out)."""
+    env = dict(os.environ, AEGIS_STATE_HOME=os.path.join(tmp, "state"))
+    data = os.path.join(tmp, "csv")
+    aegis("dataset", "gen", "tabular", "--out", data, "--samples", "50",
+          "--files", "1", "--format", "csv", env=env)
+    with open(os.path.join(data, "drift.json")) as f:
+        add_args = json.load(f)["dataset_add"].split()
+    aegis("dataset", "add", "c", "--dir", data, *add_args, env=env)
+    aegis("dataset", "watch", "c", "--once", "--quiet", env=env)
+    state = os.path.join(tmp, "state", "datasets", "c")
+    trainset = os.path.join(tmp, "c.tset")
+    write_trainset(trainset, [3], [1.0])
+    (x, label, _), = read_all(aegis_pipeline.TrainingSet(trainset, state), 0)
+    with open(os.path.join(data, "part-00000.csv")) as f:
+        row = f.readlines()[4].strip().split(",")
+    assert label == int(row[0])
+    assert np.allclose(np.asarray(x), [float(v) for v in row[2:]], atol=1e-5)
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
+        check_csv_default_parser(tmp)
         state, data = make_dataset(tmp)
         rng = np.random.default_rng(1)
         keys = rng.choice(3000, 300, replace=False).tolist()
