@@ -19,7 +19,8 @@ static const char help[] =
 "later (POSIX ACL entries, and default entries on the two folders). The\n"
 "folders above your state folder that you own get a search entry for\n"
 "USER, so USER can reach the dataset (it lists nothing). USER reads the\n"
-"dataset by its path, e.g. aegis_pipeline.Dataset(PATH). unshare takes\n"
+"dataset by the path of its state folder: aegis dataset show PATH, or\n"
+"aegis_pipeline.Dataset(PATH). unshare takes\n"
 "the entries back. The file system must support POSIX ACLs.\n"
 "\n"
 "Exit status: 0 success, 1 failure, 2 bad usage or an unknown user.\n";

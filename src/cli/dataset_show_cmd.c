@@ -22,11 +22,12 @@ static const char ls_help[] =
 "the samples (and the limit), folder.\n";
 
 static const char show_help[] =
-"usage: aegis dataset show NAME [--json]\n"
+"usage: aegis dataset show NAME|PATH [--json]\n"
 "\n"
 "Everything about dataset NAME: its configuration, what is registered,\n"
 "and each bad record skipped (file, byte offset, why; the first 20\n"
-"without --json).\n";
+"without --json). A dataset another user shared with you is named by\n"
+"the path of its state folder (.../datasets/NAME).\n";
 
 static json_t *summary_json(const pl_dataset *ds) {
     const pl_dsconf *c = pl_dataset_conf(ds);
@@ -168,6 +169,28 @@ static int state_or_fail(const char *cmd, char *state, size_t size) {
     return -1;
 }
 
+/* STATE/datasets/NAME (a trailing '/' allowed) into STATE and NAME. */
+static int split_path(const char *path, char *state, size_t size,
+                      const char **name) {
+    size_t len = strlen(path);
+    while (len > 1 && path[len - 1] == '/')
+        len--;
+    if (len >= size)
+        return -1;
+    memcpy(state, path, len);
+    state[len] = '\0';
+    char *slash = strrchr(state, '/');
+    if (!slash || slash == state)
+        return -1;
+    *slash = '\0';
+    *name = slash + 1; /* in the buffer, after the NUL ending STATE */
+    char *parent = strrchr(state, '/');
+    if (!parent || strcmp(parent, "/datasets") != 0)
+        return -1;
+    *parent = '\0';
+    return 0;
+}
+
 int cli_dataset_ls(int argc, char **argv) {
     int json = argc == 2 && strcmp(argv[1], "--json") == 0;
     char state[4096];
@@ -194,10 +217,18 @@ int cli_dataset_show(int argc, char **argv) {
         fputs(show_help, stderr);
         return CLI_USAGE;
     }
-    if (state_or_fail("show", state, sizeof(state)) < 0)
+    const char *name = argv[1];
+    if (strchr(name, '/')) {
+        if (split_path(name, state, sizeof(state), &name) < 0) {
+            fprintf(stderr, "aegis dataset show: PATH: '%s' is not "
+                    "STATE/datasets/NAME\n", argv[1]);
+            return CLI_USAGE;
+        }
+    } else if (state_or_fail("show", state, sizeof(state)) < 0) {
         return CLI_FAIL;
+    }
     pl_dataset *ds;
-    if (pl_dataset_open(state, argv[1], &ds, err, sizeof(err)) < 0) {
+    if (pl_dataset_open(state, name, &ds, err, sizeof(err)) < 0) {
         fprintf(stderr, "aegis dataset show: %s\n", err);
         return CLI_FAIL;
     }

@@ -29,6 +29,8 @@ for f in "$keys" "$tmp/state/datasets/d/files.log" \
          "$tmp/state/datasets/d/dataset.json" "$tmp/data/part-00001.bin"; do
     readable "$f" || fail "nobody cannot read $f after share"
 done
+as_nobody "$AEGIS" dataset show "$tmp/state/datasets/d" | grep -q "400 in 2" ||
+    fail "nobody cannot show the shared dataset by its path"
 cp "$tmp/data/part-00000.bin" "$tmp/data/later.bin"
 readable "$tmp/data/later.bin" || fail "a file written after share is not readable"
 as_nobody ls "$tmp/state/datasets" >/dev/null 2>&1 &&
