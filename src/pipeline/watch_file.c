@@ -1,7 +1,7 @@
 /* watch_file.c -- registering what is new in one file of a dataset
  * (pl_watch_file): binary files read and CSV files mapped from their
- * progress on, a sample
- * of the one-per-file format once its label file is there. */
+ * progress on, a sample of the one-per-file format once its label file
+ * is there. */
 #include "watch_int.h"
 
 #include <errno.h>
@@ -130,7 +130,9 @@ static int64_t register_binary(pl_watch *w, const char *name, int fd,
     return (int64_t)(w->samples - before);
 }
 
-/* The label in the file NAME.label: 0, or -1 when it is not a number. */
+/* The label in the file NAME.label: 0, 1 when the file is still empty
+ * (being written: the sample waits for it), or -1 when it is not a
+ * number. */
 static int read_label_file(pl_watch *w, const char *label_name,
                            int64_t *label) {
     char buf[LABEL_MAX + 1];
@@ -139,7 +141,7 @@ static int read_label_file(pl_watch *w, const char *label_name,
     if (fd >= 0)
         close(fd);
     if (n <= 0)
-        return -1;
+        return n == 0 ? 1 : -1;
     buf[n] = '\0';
     char *end;
     errno = 0;
@@ -163,6 +165,9 @@ static int64_t register_single(pl_watch *w, const char *name,
     if (pl_filetab_find(&w->files, name) >= 0 ||
         fstatat(w->dir_fd, label_name, &lst, 0) < 0)
         return 0;
+    int label_rc = read_label_file(w, label_name, &label);
+    if (label_rc == 1)
+        return 0;
     int64_t file = pl_watch_index(w, name, err, errlen);
     if (file < 0)
         return -1;
@@ -171,8 +176,7 @@ static int64_t register_single(pl_watch *w, const char *name,
     if (st->st_size > UINT32_MAX)
         w->found.bads[w->found.nbad++] =
             (pl_bad_entry){.reason = PL_BAD_TOO_LONG};
-    else if (read_label_file(w, label_name, &label) < 0 ||
-             !pl_label_ok(&w->conf, label))
+    else if (label_rc < 0 || !pl_label_ok(&w->conf, label))
         w->found.bads[w->found.nbad++] =
             (pl_bad_entry){.reason = PL_BAD_LABEL_FILE};
     else
@@ -205,7 +209,7 @@ int64_t pl_watch_file(pl_watch *w, const char *name, int complete, char *err,
     name = data_name(w, name, buf, sizeof(buf));
     if (!name || w->full || !pl_watch_wanted(w, name))
         return 0;
-    int fd = openat(w->dir_fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    int fd = openat(w->dir_fd, name, O_RDONLY | O_CLOEXEC);
     struct stat st;
     if (fd < 0) {
         if (errno != ENOENT) /* gone again: nothing to say */

@@ -261,6 +261,7 @@ static void one_sample_per_file_waits_for_its_label(void **state) {
     strcpy(c.pattern, "*.img");
     add_dataset(f, c);
     write_file(f, "a.img", "pixels", 6);
+    write_file(f, "a.img.label", "", 0); /* being written */
     write_file(f, "b.img", "more", 4);
     write_file(f, "b.img.label", "9\n", 2); /* out of range */
     assert_int_equal(scan_once(f), 0);
