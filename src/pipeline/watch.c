@@ -120,7 +120,7 @@ int pl_watch_open(const char *state, const char *name, pl_watch **out,
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    w->keys_fd = w->files_fd = w->dir_fd = -1;
+    w->keys_fd = w->files_fd = w->dir_fd = w->ino = -1;
     w->warn = stderr;
     pl_filetab_init(&w->files);
     if (pl_dataset_dir(state, name, w->dsdir, sizeof(w->dsdir)) < 0) {
@@ -141,7 +141,7 @@ int pl_watch_open(const char *state, const char *name, pl_watch **out,
 void pl_watch_close(pl_watch *w) {
     if (!w)
         return;
-    int fds[] = {w->keys_fd, w->files_fd, w->dir_fd};
+    int fds[] = {w->keys_fd, w->files_fd, w->dir_fd, w->ino};
     for (size_t i = 0; i < sizeof(fds) / sizeof(*fds); i++)
         if (fds[i] >= 0)
             close(fds[i]);

@@ -48,6 +48,16 @@ int64_t pl_watch_file(pl_watch *w, const char *name, int complete, char *err,
 /* Registers what is new in every file of the folder, in name order. */
 int64_t pl_watch_scan(pl_watch *w, char *err, size_t errlen);
 
+/* For a caller with its own event loop (a pipeline's supervisor): starts
+ * watching the folder and returns the inotify descriptor to poll for
+ * reading (the same one on later calls), or -1 with err. Scan once after
+ * it (pl_watch_scan), then call pl_watch_events whenever it is readable,
+ * and pl_watch_scan every few seconds as the safety net. */
+int pl_watch_start(pl_watch *w, char *err, size_t errlen);
+/* Registers the files named by the events waiting (a scan instead after
+ * an overflow of the event queue). Samples registered, or -1 with err. */
+int64_t pl_watch_events(pl_watch *w, char *err, size_t errlen);
+
 /* Watches the folder until *stop is set (by a signal handler): inotify
  * events, and a scan at the start and every interval_s. Prints a line to
  * progress (when not NULL) after each pass that registered something.

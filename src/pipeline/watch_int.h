@@ -13,7 +13,7 @@
 struct pl_watch {
     pl_dsconf conf;
     char dsdir[4200], keys_path[4300], files_path[4300];
-    int keys_fd, files_fd, dir_fd;
+    int keys_fd, files_fd, dir_fd, ino; /* ino: inotify, once started */
     pl_filetab files;
     uint64_t *done;     /* each file's progress, by index */
     uint32_t done_cap;

@@ -103,6 +103,26 @@ static int64_t take_events(pl_watch *w, int ino, char *err, size_t errlen) {
     return total >= 0 && overflow ? -2 : total;
 }
 
+int64_t pl_watch_events(pl_watch *w, char *err, size_t errlen) {
+    int64_t added = take_events(w, w->ino, err, errlen);
+    return added == -2 ? pl_watch_scan(w, err, errlen) : added;
+}
+
+int pl_watch_start(pl_watch *w, char *err, size_t errlen) {
+    if (w->ino >= 0)
+        return w->ino;
+    w->ino = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    if (w->ino < 0 ||
+        inotify_add_watch(w->ino, w->conf.dir, IN_CLOSE_WRITE | IN_MOVED_TO) <
+            0) {
+        snprintf(err, errlen, "watching %s: %s", w->conf.dir, strerror(errno));
+        if (w->ino >= 0)
+            close(w->ino);
+        w->ino = -1;
+    }
+    return w->ino;
+}
+
 static void report(pl_watch *w, FILE *progress, int64_t added) {
     if (!progress || added <= 0)
         return;
@@ -112,21 +132,9 @@ static void report(pl_watch *w, FILE *progress, int64_t added) {
     fflush(progress);
 }
 
-static int watch_events(pl_watch *w, char *err, size_t errlen) {
-    int ino = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-    if (ino < 0 ||
-        inotify_add_watch(ino, w->conf.dir, IN_CLOSE_WRITE | IN_MOVED_TO) < 0) {
-        snprintf(err, errlen, "watching %s: %s", w->conf.dir, strerror(errno));
-        if (ino >= 0)
-            close(ino);
-        return -1;
-    }
-    return ino;
-}
-
 int pl_watch_run(pl_watch *w, double interval_s, volatile sig_atomic_t *stop,
                  FILE *progress, char *err, size_t errlen) {
-    int ino = watch_events(w, err, errlen); /* before the scan: none missed */
+    int ino = pl_watch_start(w, err, errlen); /* before the scan: none missed */
     if (ino < 0)
         return -1;
     int64_t added = pl_watch_scan(w, err, errlen);
@@ -137,16 +145,11 @@ int pl_watch_run(pl_watch *w, double interval_s, volatile sig_atomic_t *stop,
         if (ready < 0 && errno != EINTR) {
             snprintf(err, errlen, "waiting for events: %s", strerror(errno));
             added = -1;
-        } else if (ready > 0) {
-            added = take_events(w, ino, err, errlen);
-            if (added == -2)
-                added = pl_watch_scan(w, err, errlen);
-        } else if (ready == 0) {
-            added = pl_watch_scan(w, err, errlen);
         } else {
-            added = 0;
+            added = ready > 0    ? pl_watch_events(w, err, errlen)
+                    : ready == 0 ? pl_watch_scan(w, err, errlen)
+                                 : 0; /* a signal: see *stop */
         }
     }
-    close(ino);
     return added < 0 ? -1 : 0;
 }

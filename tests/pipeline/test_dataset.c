@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -308,6 +309,26 @@ static void one_watcher_at_a_time(void **state) {
     pl_watch_close(w);
 }
 
+/* The embeddable loop: a file closed in the folder is an event on the
+ * descriptor, and its records are registered from it. */
+static void events_for_an_outside_loop(void **state) {
+    fixture *f = *state;
+    add_dataset(f, binary12);
+    pl_watch *w;
+    char err[256];
+    assert_int_equal(pl_watch_open(f->state, "d", &w, err, sizeof(err)), 0);
+    int fd = pl_watch_start(w, err, sizeof(err));
+    assert_true(fd >= 0);
+    assert_int_equal(pl_watch_start(w, err, sizeof(err)), fd);
+    assert_int_equal(pl_watch_scan(w, err, sizeof(err)), 0);
+    write_records(f, "a.bin", 0, 7);
+    struct pollfd pfd = {.fd = fd, .events = POLLIN};
+    assert_int_equal(poll(&pfd, 1, 30000), 1); /* bound: a loaded machine */
+    assert_int_equal(pl_watch_events(w, err, sizeof(err)), 7);
+    pl_watch_close(w);
+    assert_keys_in_order(f, 7);
+}
+
 static void bad_configuration_named(void **state) {
     fixture *f = *state;
     pl_dsconf c = binary12;
@@ -339,6 +360,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(size_limit_stops_registering, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(one_watcher_at_a_time, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(events_for_an_outside_loop, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(bad_configuration_named, setup,
                                         teardown),
