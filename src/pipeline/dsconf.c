@@ -5,6 +5,7 @@
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char *const format_names[] = {
     [PL_FORMAT_FILE] = "file",
@@ -115,6 +116,11 @@ int pl_dsconf_load(const char *dsdir, pl_dsconf *c, char *err, size_t errlen) {
     char path[4200];
     json_error_t jerr;
     snprintf(path, sizeof(path), "%s/dataset.json", dsdir);
+    if (access(path, F_OK) < 0) {
+        snprintf(err, errlen, "no dataset at %s (%s: %s)", dsdir, path,
+                 strerror(errno));
+        return -1;
+    }
     json_t *doc = json_load_file(path, 0, &jerr);
     if (!doc) {
         snprintf(err, errlen, "%s:%d: %s", path, jerr.line, jerr.text);
