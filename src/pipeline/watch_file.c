@@ -158,11 +158,13 @@ static int read_label_file(pl_watch *w, const char *label_name,
 static int64_t register_single(pl_watch *w, const char *name,
                                const struct stat *st, char *err,
                                size_t errlen) {
-    char label_name[4200];
+    char label_name[4400];
     struct stat lst;
     int64_t label;
-    snprintf(label_name, sizeof(label_name), "%s%s", name, LABEL_SUFFIX);
-    if (pl_filetab_find(&w->files, name) >= 0 ||
+    int n = snprintf(label_name, sizeof(label_name), "%s%s", name,
+                     LABEL_SUFFIX);
+    if (n < 0 || (size_t)n >= sizeof(label_name) ||
+        pl_filetab_find(&w->files, name) >= 0 ||
         fstatat(w->dir_fd, label_name, &lst, 0) < 0)
         return 0;
     int label_rc = read_label_file(w, label_name, &label);
