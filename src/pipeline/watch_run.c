@@ -49,9 +49,11 @@ static char **list_names(pl_watch *w, size_t *count, char *err,
         n++;
     }
     closedir(d);
-    qsort(names, n, sizeof(*names), by_name);
     *count = n;
-    return names ? names : calloc(1, sizeof(*names));
+    if (!names) /* an empty folder */
+        return calloc(1, sizeof(*names));
+    qsort(names, n, sizeof(*names), by_name);
+    return names;
 }
 
 /* Whether the file is complete: unchanged for PL_SETTLE_S. A close is not
