@@ -109,9 +109,9 @@ def main():
                     help="DataLoader workers of both loaders (default 2)")
     ap.add_argument("--batch", type=int, default=256,
                     help="batch size (default 256)")
-    ap.add_argument("--rounds", type=int, default=5,
+    ap.add_argument("--rounds", type=int, default=9,
                     help="epochs measured after one to warm up; the best "
-                         "counts (default 5)")
+                         "counts (default 9)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         ds = make_dataset(tmp, args.aegis, args.samples)
