@@ -41,6 +41,7 @@ static const cli_command commands[] = {
     {"pipeline", cli_pipeline, "continuous training: retrain as data grows"},
     {"report", cli_report, "energy, CO2 and GPU-hours of aegisd's jobs"},
     {"estimate", cli_estimate, "GPU memory a training job will need"},
+    {"dataset", cli_dataset, "datasets that grow, and synthetic streams"},
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(*commands))

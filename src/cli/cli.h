@@ -14,6 +14,7 @@ int cli_gen_trace(int argc, char **argv);
 int cli_feed(int argc, char **argv);
 int cli_pipeline(int argc, char **argv);
 int cli_estimate(int argc, char **argv);
+int cli_dataset(int argc, char **argv);
 
 /* The catalog used when --catalog is not given: the source tree's
  * data/catalog.csv when it is there, else the installed copy. */

@@ -1,0 +1,318 @@
+"""aegis_pipeline -- a retraining job's PyTorch dataset over its trigger's
+training set.
+
+A pipeline's training job gets two paths in its environment:
+AEGIS_TRAINSET, the trigger's training set (the keys it trains on and
+their weights, src/pipeline/trainset.h), and AEGIS_DATASET, the state
+folder of the dataset the keys belong to (dataset.json, keys.log,
+files.log: src/pipeline/keylog.h, filetab.h). TrainingSet reads both:
+
+    from aegis_pipeline import TrainingSet
+    ds = TrainingSet(bytes_parser=parse, transform=normalise, seed=1)
+    loader = torch.utils.data.DataLoader(ds, batch_size=64, num_workers=2)
+    for epoch in range(epochs):
+        ds.set_epoch(epoch)
+        for x, label, weight in loader:
+            ...
+
+Each DataLoader worker takes its own share of the keys (every n-th of one
+shuffled order, the same in every worker: a permutation of the keys drawn
+from seed + epoch), and reads each sample's bytes from its file mapped
+into memory, with no copy: bytes_parser gets a memoryview of the sample.
+Without a bytes_parser a sample is its numpy view: the float32 features of
+a binary record, the numeric fields of a CSV row, or the bytes of a file.
+The files are mapped copy-on-write, so the arrays are writable and a
+write stays in the process.
+"""
+import json
+import mmap
+import os
+import struct
+import zlib
+
+import numpy as np
+
+__all__ = ["Dataset", "TrainingSet", "read_trainset", "SAMPLE_DTYPE"]
+
+# pl_sample (src/pipeline/sample.h), the key log's record.
+SAMPLE_DTYPE = np.dtype([("key", "<u8"), ("ts", "<i8"), ("label", "<i8"),
+                         ("file", "<u4"), ("len", "<u4"), ("offset", "<u8")])
+_BAD_DTYPE = np.dtype([("offset", "<u8"), ("reason", "<u4"),
+                       ("reserved", "<u4")])
+_ITEM_DTYPE = np.dtype([("key", "<u8"), ("weight", "<f4"),
+                        ("reserved", "<u4")])
+_KEYLOG_HEADER = struct.Struct("<8sII")
+_BLOCK = struct.Struct("<IIIIQQII")   # pl_block_head (keylog.h)
+_BLOCK_MAGIC = 0x314B4241
+_FILE_ENTRY = struct.Struct("<III")   # crc, index, len (filetab.h)
+_TRAINSET_HEADER = struct.Struct("<8sQQII")
+
+
+_RUN = struct.Struct("<QqII")         # pl_run_head (keylog.h)
+_BLOCK_RUN = 1
+
+
+def _samples_size(count, flags):
+    if flags & _BLOCK_RUN:           # labels padded to 8 bytes
+        return _RUN.size + (4 * count + 7) // 8 * 8
+    return count * SAMPLE_DTYPE.itemsize
+
+
+def _block_samples(data, at, next_key):
+    """The samples of the block at `at` and where the next block starts,
+    or None when the block is torn or corrupt."""
+    if len(data) - at < _BLOCK.size:
+        return None
+    magic, count, nbad, file, first, done, crc, flags = \
+        _BLOCK.unpack_from(data, at)
+    start = at + _BLOCK.size
+    end = start + _samples_size(count, flags) + nbad * _BAD_DTYPE.itemsize
+    if magic != _BLOCK_MAGIC or first != next_key or flags & ~_BLOCK_RUN \
+            or end > len(data):
+        return None
+    zeroed = _BLOCK.pack(magic, count, nbad, file, first, done, 0, flags)
+    if zlib.crc32(data[start:end], zlib.crc32(zeroed)) != crc:
+        return None
+    if not flags & _BLOCK_RUN:
+        return np.frombuffer(data, SAMPLE_DTYPE, count, start), end, file
+    offset, ts, size, _ = _RUN.unpack_from(data, start)
+    run = np.empty(count, SAMPLE_DTYPE)
+    run["key"] = np.arange(first, first + count)
+    run["ts"], run["file"], run["len"] = ts, file, size
+    run["label"] = np.frombuffer(data, "<i4", count, start + _RUN.size)
+    run["offset"] = offset + np.arange(count, dtype=np.uint64) * size
+    return run, end, file
+
+
+def read_keys(path, nfiles):
+    """The samples of key log `path` (a numpy array of SAMPLE_DTYPE, key i
+    at index i), up to its first torn block or one naming a file beyond
+    the table's nfiles."""
+    with open(path, "rb") as f:
+        data = f.read()
+    magic, version, size = _KEYLOG_HEADER.unpack_from(data, 0)
+    if magic != b"AEGKEYS1" or version != 1 or size != SAMPLE_DTYPE.itemsize:
+        raise ValueError(f"{path}: not a key log (bad header)")
+    parts, at, next_key = [], _KEYLOG_HEADER.size, 0
+    while True:
+        block = _block_samples(data, at, next_key)
+        if block is None or block[2] >= nfiles:
+            break
+        samples, at, _ = block
+        parts.append(samples)
+        next_key += len(samples)
+    return np.concatenate(parts) if parts else np.empty(0, SAMPLE_DTYPE)
+
+
+def read_files(path):
+    """The file table at `path`: the names, by index."""
+    names = []
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        return names
+    if data[:8] != b"AEGFILE1":
+        raise ValueError(f"{path}: not a file table (bad header)")
+    at = 16
+    while len(data) - at >= _FILE_ENTRY.size:
+        crc, index, n = _FILE_ENTRY.unpack_from(data, at)
+        name = data[at + _FILE_ENTRY.size:at + _FILE_ENTRY.size + n]
+        if index != len(names) or len(name) != n or \
+                zlib.crc32(name, zlib.crc32(struct.pack("<II", index, n))) \
+                != crc:
+            break
+        names.append(name.decode())
+        at += _FILE_ENTRY.size + n
+    return names
+
+
+def read_trainset(path):
+    """A trigger's training set (src/pipeline/trainset.h):
+    (keys uint64 array, weights float32 array, seed, trigger). Raises
+    ValueError naming the file when it is not whole."""
+    with open(path, "rb") as f:
+        data = f.read()
+    head = _TRAINSET_HEADER.size
+    if len(data) < head + 4:
+        raise ValueError(f"{path}: too short for a training set")
+    magic, count, seed, trigger, _ = _TRAINSET_HEADER.unpack_from(data, 0)
+    if magic != b"AEGTSET1":
+        raise ValueError(f"{path}: not a training set (bad magic)")
+    if len(data) != head + count * _ITEM_DTYPE.itemsize + 4:
+        raise ValueError(f"{path}: size does not match its {count} keys")
+    if zlib.crc32(data[:-4]) != struct.unpack_from("<I", data, len(data) - 4)[0]:
+        raise ValueError(f"{path}: bad checksum")
+    items = np.frombuffer(data, _ITEM_DTYPE, count, head)
+    return items["key"].copy(), items["weight"].copy(), seed, trigger
+
+
+class Dataset:
+    """A registered dataset, read from its state folder: its
+    configuration (`conf`), its files (`files`) and samples (`samples`,
+    SAMPLE_DTYPE: key, ts, label, file, len, offset)."""
+
+    def __init__(self, path=None):
+        self.path = path or os.environ["AEGIS_DATASET"]
+        with open(os.path.join(self.path, "dataset.json")) as f:
+            self.conf = json.load(f)
+        self.files = read_files(os.path.join(self.path, "files.log"))
+        keys = os.path.join(self.path, "keys.log")
+        self.samples = read_keys(keys, len(self.files)) \
+            if os.path.exists(keys) else np.empty(0, SAMPLE_DTYPE)
+        self._maps = {}
+
+    def __len__(self):
+        return len(self.samples)
+
+    def file_path(self, index):
+        return os.path.join(self.conf["dir"], self.files[index])
+
+    def mapped(self, file, end):
+        """File `file` mapped copy-on-write, at least `end` bytes of it, as
+        a memoryview (an older, shorter map of a file that grew lives on
+        while views of it do)."""
+        mapped = self._maps.get(file)
+        if mapped is None or len(mapped) < end:
+            with open(self.file_path(file), "rb") as f:
+                mapped = memoryview(mmap.mmap(f.fileno(), 0,
+                                              access=mmap.ACCESS_COPY))
+            if len(mapped) < end:
+                raise ValueError(f"{self.file_path(file)}: shorter than its "
+                                 f"registered samples")
+            self._maps[file] = mapped
+        return mapped
+
+    def view(self, file, offset, length):
+        """A memoryview of `length` bytes at `offset` of file `file`."""
+        return self.mapped(file, offset + length)[offset:offset + length]
+
+    def bytes(self, key):
+        s = self.samples[key]
+        return self.view(int(s["file"]), int(s["offset"]), int(s["len"]))
+
+    def default_parser(self):
+        """What a sample is without a bytes_parser (see the module's
+        docstring)."""
+        fmt = self.conf["format"]
+        if fmt == "binary":
+            skip = self.conf["label_size"]
+            return lambda mv: np.frombuffer(mv, "<f4", offset=skip)
+        if fmt == "csv":
+            return _CsvFeatures(self)
+        return lambda mv: np.frombuffer(mv, np.uint8)
+
+
+class _CsvFeatures:
+    """A CSV row's numeric fields other than its label and timestamp (the
+    columns resolved once, from the first file's header)."""
+
+    def __init__(self, ds):
+        self.sep = ds.conf["sep"].encode()
+        header = None
+        if ds.conf["header"] and ds.files:
+            with open(ds.file_path(0), "rb") as f:
+                header = f.readline().rstrip(b"\r\n").split(self.sep)
+        self.skip = {self._column(ds.conf[k], header)
+                     for k in ("label_column", "ts_column") if ds.conf[k]}
+
+    @staticmethod
+    def _column(spec, header):
+        if spec.isdigit():
+            return int(spec)
+        return header.index(spec.encode()) if header else -1
+
+    def __call__(self, mv):
+        fields = bytes(mv).split(self.sep)
+        return np.array([float(v) for i, v in enumerate(fields)
+                         if i not in self.skip], dtype=np.float32)
+
+
+def _torch_iterable():
+    import torch.utils.data
+    return torch.utils.data.IterableDataset
+
+
+class TrainingSet(_torch_iterable()):
+    """The samples of a trigger's training set, as (sample, label, weight)
+    tuples, or (sample, label) with weights=False; see the module's
+    docstring.
+
+    trainset: its path (default $AEGIS_TRAINSET); dataset: a Dataset or
+    its state folder (default $AEGIS_DATASET); bytes_parser(memoryview)
+    makes a sample of its bytes; transform and label_transform apply
+    after it; seed (default the training set's own) and shuffle decide
+    the order, with set_epoch(e) giving each epoch its own."""
+
+    def __init__(self, trainset=None, dataset=None, bytes_parser=None,
+                 transform=None, label_transform=None, seed=None,
+                 shuffle=True, weights=True):
+        super().__init__()
+        path = trainset or os.environ["AEGIS_TRAINSET"]
+        self.keys, self.weights, own_seed, self.trigger = read_trainset(path)
+        self.dataset = dataset if isinstance(dataset, Dataset) \
+            else Dataset(dataset)
+        if len(self.keys) and int(self.keys.max()) >= len(self.dataset):
+            raise ValueError(f"{path}: key {int(self.keys.max())} is not in "
+                             f"dataset {self.dataset.path} "
+                             f"({len(self.dataset)} samples)")
+        self.parser = bytes_parser or self.dataset.default_parser()
+        self.transform = transform
+        self.label_transform = label_transform
+        self.seed = own_seed if seed is None else seed
+        self.shuffle = shuffle
+        self.with_weights = weights
+        self.epoch = 0
+
+    def __len__(self):
+        return len(self.keys)
+
+    def set_epoch(self, epoch):
+        self.epoch = epoch
+
+    def _my_share(self):
+        """The positions of the keys this worker reads, in order."""
+        import torch.utils.data
+        order = np.arange(len(self.keys))
+        if self.shuffle:
+            order = np.random.default_rng(self.seed + self.epoch) \
+                .permutation(len(self.keys))
+        info = torch.utils.data.get_worker_info()
+        return order if info is None else order[info.id::info.num_workers]
+
+    def _views(self, meta):
+        """Each file of the share mapped to its last sample's end, indexed
+        by file (None for the others)."""
+        ends = meta["offset"] + meta["len"]
+        views = [None] * (int(meta["file"].max()) + 1 if len(meta) else 0)
+        for file in np.unique(meta["file"]).tolist():
+            views[file] = self.dataset.mapped(
+                file, int(ends[meta["file"] == file].max()))
+        return views
+
+    def _make(self):
+        """bytes -> sample: the parser, then the transform."""
+        parse, transform = self.parser, self.transform
+        if transform is None:
+            return parse
+        return lambda mv: transform(parse(mv))
+
+    def __iter__(self):
+        # The loop is the whole cost of a DataLoader-only epoch: lists, not
+        # numpy scalars, and no per-sample branches.
+        share = self._my_share()
+        meta = self.dataset.samples[self.keys[share]]
+        views, make = self._views(meta), self._make()
+        starts = meta["offset"].tolist()
+        ends = (meta["offset"] + meta["len"]).tolist()
+        labels = meta["label"].tolist()
+        if self.label_transform is not None:
+            labels = [self.label_transform(label) for label in labels]
+        rows = zip(meta["file"].tolist(), starts, ends, labels)
+        if not self.with_weights:
+            for file, start, end, label in rows:
+                yield make(views[file][start:end]), label
+            return
+        for (file, start, end, label), weight in zip(
+                rows, self.weights[share].tolist()):
+            yield make(views[file][start:end]), label, weight

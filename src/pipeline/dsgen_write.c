@@ -1,0 +1,206 @@
+/* dsgen_write.c -- writes a synthetic stream (dsgen.h) as dataset files in
+ * one of the formats the watcher reads, each file's mtime set to its last
+ * sample's timestamp, and drift.json: the schedule the tests score
+ * triggers against, and the `aegis dataset add` options that read it. */
+#include "dsgen.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#define LABEL_SIZE 4 /* binary records: int32 label, little-endian */
+
+typedef struct gen_out {
+    const pl_gen_opts *o;
+    pl_gen_state g;
+    float *x;
+    uint32_t dim;
+    char *err;
+    size_t errlen;
+} gen_out;
+
+static int fail_errno(gen_out *w, const char *what, const char *path) {
+    snprintf(w->err, w->errlen, "%s %s: %s", what, path, strerror(errno));
+    return -1;
+}
+
+static int set_mtime(gen_out *w, const char *path, int64_t ts) {
+    struct timespec times[2] = {{.tv_sec = ts}, {.tv_sec = ts}};
+    if (utimensat(AT_FDCWD, path, times, 0) < 0)
+        return fail_errno(w, "setting the mtime of", path);
+    return 0;
+}
+
+static void put_binary(gen_out *w, FILE *f, int32_t label) {
+    uint32_t u = (uint32_t)label;
+    unsigned char le[LABEL_SIZE] = {u & 0xff, (u >> 8) & 0xff,
+                                    (u >> 16) & 0xff, u >> 24};
+    fwrite(le, 1, sizeof(le), f);
+    fwrite(w->x, sizeof(float), w->dim, f); /* IEEE little-endian hosts */
+}
+
+static void put_csv_header(gen_out *w, FILE *f) {
+    fputs("label,ts", f);
+    for (uint32_t d = 0; d < w->dim; d++)
+        fprintf(f, ",f%u", d);
+    fputc('\n', f);
+}
+
+static void put_csv(gen_out *w, FILE *f, int32_t label, int64_t ts) {
+    fprintf(f, "%d,%lld", label, (long long)ts);
+    for (uint32_t d = 0; d < w->dim; d++)
+        fprintf(f, ",%.6g", w->x[d]);
+    fputc('\n', f);
+}
+
+static int64_t sample_ts(const pl_gen_opts *o, uint64_t i) {
+    return o->start_ts + (int64_t)i * o->interval_s;
+}
+
+static int close_file(gen_out *w, FILE *f, const char *path, int64_t ts) {
+    int bad = ferror(f);
+    if (fclose(f) != 0 || bad)
+        return fail_errno(w, "writing", path);
+    return set_mtime(w, path, ts);
+}
+
+/* One file of samples [first, end) in the binary or CSV format. */
+static int write_part(gen_out *w, uint32_t part, uint64_t first, uint64_t end) {
+    const pl_gen_opts *o = w->o;
+    int csv = o->format == PL_FORMAT_CSV;
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/part-%05u.%s", o->out, part,
+             csv ? "csv" : "bin");
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return fail_errno(w, "creating", path);
+    if (csv)
+        put_csv_header(w, f);
+    for (uint64_t i = first; i < end; i++) {
+        int32_t label;
+        pl_gen_sample(&w->g, i, w->x, &label);
+        if (csv)
+            put_csv(w, f, label, sample_ts(o, i));
+        else
+            put_binary(w, f, label);
+    }
+    return close_file(w, f, path, sample_ts(o, end - 1));
+}
+
+/* One sample per file: s-KEY.bin (float32 features) and then, completing
+ * the sample, s-KEY.bin.label (its label in decimal). */
+static int write_single(gen_out *w, uint64_t i) {
+    char path[4200], label_path[4300];
+    int32_t label;
+    pl_gen_sample(&w->g, i, w->x, &label);
+    snprintf(path, sizeof(path), "%s/s-%08llu.bin", w->o->out,
+             (unsigned long long)i);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return fail_errno(w, "creating", path);
+    fwrite(w->x, sizeof(float), w->dim, f);
+    if (close_file(w, f, path, sample_ts(w->o, i)) < 0)
+        return -1;
+    snprintf(label_path, sizeof(label_path), "%s.label", path);
+    if (!(f = fopen(label_path, "w")))
+        return fail_errno(w, "creating", label_path);
+    fprintf(f, "%d\n", label);
+    return close_file(w, f, label_path, sample_ts(w->o, i));
+}
+
+static int write_samples(gen_out *w) {
+    const pl_gen_opts *o = w->o;
+    if (o->format == PL_FORMAT_FILE) {
+        for (uint64_t i = 0; i < o->samples; i++)
+            if (write_single(w, i) < 0)
+                return -1;
+        return 0;
+    }
+    for (uint32_t p = 0; p < o->files; p++) {
+        uint64_t first = o->samples * p / o->files;
+        uint64_t end = o->samples * (p + 1) / o->files;
+        if (end > first && write_part(w, p, first, end) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static json_t *at_key(const pl_gen_opts *o, const char *type, uint64_t key) {
+    return json_pack("{s:s, s:I, s:I}", "type", type, "key", (json_int_t)key,
+                     "ts", (json_int_t)sample_ts(o, key));
+}
+
+static json_t *drift_points(const pl_gen_opts *o) {
+    uint64_t n = o->samples;
+    json_t *gradual = json_pack(
+        "{s:s, s:I, s:I, s:I, s:I}", "type", "gradual",
+        "start_key", (json_int_t)(n / 2), "end_key", (json_int_t)(5 * n / 8),
+        "start_ts", (json_int_t)sample_ts(o, n / 2),
+        "end_ts", (json_int_t)sample_ts(o, 5 * n / 8));
+    return json_pack("[o, o, o]", at_key(o, "abrupt", n / 4), gradual,
+                     at_key(o, "label_shift", 3 * n / 4));
+}
+
+/* The options of `aegis dataset add` that read what was written. */
+static json_t *dataset_args(const pl_gen_opts *o, uint32_t record_size) {
+    char args[256];
+    if (o->format == PL_FORMAT_BINARY)
+        snprintf(args, sizeof(args),
+                 "--format binary --record-size %u --label-size %d "
+                 "--classes %u", record_size, LABEL_SIZE, o->classes);
+    else if (o->format == PL_FORMAT_CSV)
+        snprintf(args, sizeof(args),
+                 "--format csv --header --label-column label "
+                 "--ts-column ts --classes %u", o->classes);
+    else
+        snprintf(args, sizeof(args), "--format file --classes %u", o->classes);
+    return json_string(args);
+}
+
+static int write_drift_json(gen_out *w) {
+    const pl_gen_opts *o = w->o;
+    uint32_t record_size = LABEL_SIZE + 4 * w->dim;
+    json_t *doc = json_pack(
+        "{s:s, s:s, s:I, s:i, s:i, s:i, s:I, s:I, s:I, s:i, s:i, s:s, s:o, "
+        "s:o}",
+        "kind", o->kind == PL_GEN_IMAGE ? "image" : "tabular",
+        "format", pl_format_name(o->format), "samples", (json_int_t)o->samples,
+        "files", (int)o->files, "dim", (int)w->dim, "classes", (int)o->classes,
+        "seed", (json_int_t)o->seed, "start_ts", (json_int_t)o->start_ts,
+        "interval_s", (json_int_t)o->interval_s, "record_size",
+        (int)record_size, "label_size", LABEL_SIZE, "drift_size",
+        o->kind == PL_GEN_IMAGE
+            ? "grating frequency +1.5 cycles, contrast -0.1, brightness +0.1 "
+              "per concept step"
+            : "every class mean moves 2 standard deviations in each pair of "
+              "features per concept step (60 degree rotation at radius 2)",
+        "drifts", drift_points(o), "dataset_add", dataset_args(o, record_size));
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/drift.json", o->out);
+    int rc = json_dump_file(doc, path, JSON_INDENT(2) | JSON_SORT_KEYS);
+    json_decref(doc);
+    if (rc < 0)
+        return fail_errno(w, "writing", path);
+    return 0;
+}
+
+int pl_gen_write(const pl_gen_opts *o, char *err, size_t errlen) {
+    gen_out w = {.o = o, .dim = pl_gen_dim(o), .err = err, .errlen = errlen};
+    if (mkdir(o->out, 0777) < 0 && errno != EEXIST)
+        return fail_errno(&w, "creating", o->out);
+    if (!(w.x = malloc(sizeof(float) * w.dim))) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    pl_gen_init(&w.g, o);
+    int rc = write_samples(&w);
+    if (rc == 0)
+        rc = write_drift_json(&w);
+    free(w.x);
+    return rc;
+}

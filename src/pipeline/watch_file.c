@@ -1,0 +1,233 @@
+/* watch_file.c -- registering what is new in one file of a dataset
+ * (pl_watch_file): binary files read and CSV files mapped from their
+ * progress on, a sample of the one-per-file format once its label file
+ * is there. */
+#include "watch_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define LABEL_SUFFIX ".label"
+#define LABEL_MAX 64
+#define CHUNK_BYTES (512u << 10) /* stays in the cache while parsed */
+
+static void reset_found(pl_watch *w) {
+    w->found.count = 0;
+    w->found.nbad = 0;
+}
+
+/* Registers base[done, size) of a CSV file in blocks. */
+static int64_t register_rows(pl_watch *w, const char *name,
+                             const unsigned char *base, uint64_t size,
+                             int complete, int64_t mtime, char *err,
+                             size_t errlen) {
+    pl_csv_cols cols = {0};
+    char why[256];
+    int rc = pl_csv_columns(&w->conf, base, size, &cols, why, sizeof(why));
+    if (rc != 0) {
+        if (rc < 0)
+            pl_watch_warn(w, name, why);
+        return 0;
+    }
+    int64_t file = pl_watch_index(w, name, err, errlen);
+    if (file < 0)
+        return -1;
+    uint64_t before = w->samples;
+    for (uint64_t done = w->done[file]; !w->full; done = w->done[file]) {
+        reset_found(w);
+        pl_csv_find(&w->conf, &cols, base, done, size, complete, mtime,
+                    (uint32_t)file, &w->found);
+        if (w->found.done == done)
+            break;
+        if (pl_watch_commit(w, (uint32_t)file, name, err, errlen) < 0)
+            return -1;
+    }
+    return (int64_t)(w->samples - before);
+}
+
+/* CSV files are mapped: rows of any length, the header at the start. */
+static int64_t register_csv(pl_watch *w, const char *name, int fd,
+                            const struct stat *st, int complete, char *err,
+                            size_t errlen) {
+    int64_t index = pl_filetab_find(&w->files, name);
+    uint64_t size = (uint64_t)st->st_size;
+    if (size == 0 || (index >= 0 && w->done[index] >= size))
+        return 0;
+    void *base = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
+    if (base == MAP_FAILED) {
+        pl_watch_warn(w, name, strerror(errno));
+        return 0;
+    }
+    int64_t n = register_rows(w, name, base, size, complete,
+                              (int64_t)st->st_mtime, err, errlen);
+    munmap(base, size);
+    return n;
+}
+
+/* The read buffer of binary files: whole records, about CHUNK_BYTES. */
+static size_t chunk_size(pl_watch *w) {
+    size_t rs = w->conf.record_size;
+    size_t want = rs < CHUNK_BYTES ? CHUNK_BYTES / rs * rs : rs;
+    if (w->chunk_cap < want) {
+        free(w->chunk);
+        w->chunk = malloc(want);
+        w->chunk_cap = w->chunk ? want : 0;
+    }
+    return w->chunk_cap;
+}
+
+/* Finds the records of file[done, done + n), read into w->chunk; the
+ * offsets are the file's. */
+static void find_in_chunk(pl_watch *w, uint64_t done, size_t n, int last,
+                          int64_t mtime, uint32_t file) {
+    reset_found(w);
+    pl_binary_find(&w->conf, w->chunk, 0, n, last, mtime, file, &w->found);
+    for (uint32_t i = 0; i < w->found.count; i++)
+        w->found.samples[i].offset += done;
+    for (uint32_t i = 0; i < w->found.nbad; i++)
+        w->found.bads[i].offset += done;
+    w->found.done += done;
+}
+
+/* Binary files are read in chunks rather than mapped: the scan reads one
+ * label per record, and a mapping costs a cache miss and a TLB miss for
+ * each, where read() streams the file (registration then costs little
+ * more than reading the file: bench/pipeline/bench_register.c). */
+static int64_t register_binary(pl_watch *w, const char *name, int fd,
+                               const struct stat *st, int complete, char *err,
+                               size_t errlen) {
+    int64_t index = pl_filetab_find(&w->files, name);
+    uint64_t size = (uint64_t)st->st_size, before = w->samples;
+    if (size == 0 || (index >= 0 && w->done[index] >= size))
+        return 0;
+    size_t chunk = chunk_size(w);
+    if (!chunk) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    if ((index = pl_watch_index(w, name, err, errlen)) < 0)
+        return -1;
+    for (uint64_t done = w->done[index]; !w->full && done < size;
+         done = w->done[index]) {
+        size_t want = size - done < chunk ? (size_t)(size - done) : chunk;
+        ssize_t n = pread(fd, w->chunk, want, (off_t)done);
+        if (n <= 0) {
+            pl_watch_warn(w, name, n < 0 ? strerror(errno) : "shrank");
+            break;
+        }
+        find_in_chunk(w, done, (size_t)n, complete && done + n == size,
+                      (int64_t)st->st_mtime, (uint32_t)index);
+        if (w->found.done == done) /* a partial record: wait for more */
+            break;
+        if (pl_watch_commit(w, (uint32_t)index, name, err, errlen) < 0)
+            return -1;
+    }
+    return (int64_t)(w->samples - before);
+}
+
+/* The label in the file NAME.label: 0, 1 when the file is still empty
+ * (being written: the sample waits for it), or -1 when it is not a
+ * number. */
+static int read_label_file(pl_watch *w, const char *label_name,
+                           int64_t *label) {
+    char buf[LABEL_MAX + 1];
+    int fd = openat(w->dir_fd, label_name, O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd < 0 ? -1 : read(fd, buf, LABEL_MAX);
+    if (fd >= 0)
+        close(fd);
+    if (n <= 0)
+        return n == 0 ? 1 : -1;
+    buf[n] = '\0';
+    char *end;
+    errno = 0;
+    long long v = strtoll(buf, &end, 10);
+    while (*end == '\n' || *end == '\r' || *end == ' ')
+        end++;
+    if (errno || end == buf || *end != '\0')
+        return -1;
+    *label = v;
+    return 0;
+}
+
+/* One sample per file: registered once both NAME and NAME.label are. */
+static int64_t register_single(pl_watch *w, const char *name,
+                               const struct stat *st, char *err,
+                               size_t errlen) {
+    char label_name[4400];
+    struct stat lst;
+    int64_t label;
+    int n = snprintf(label_name, sizeof(label_name), "%s%s", name,
+                     LABEL_SUFFIX);
+    if (n < 0 || (size_t)n >= sizeof(label_name) ||
+        pl_filetab_find(&w->files, name) >= 0 ||
+        fstatat(w->dir_fd, label_name, &lst, 0) < 0)
+        return 0;
+    int label_rc = read_label_file(w, label_name, &label);
+    if (label_rc == 1)
+        return 0;
+    int64_t file = pl_watch_index(w, name, err, errlen);
+    if (file < 0)
+        return -1;
+    reset_found(w);
+    w->found.done = 1;
+    if (st->st_size > UINT32_MAX)
+        w->found.bads[w->found.nbad++] =
+            (pl_bad_entry){.reason = PL_BAD_TOO_LONG};
+    else if (label_rc < 0 || !pl_label_ok(&w->conf, label))
+        w->found.bads[w->found.nbad++] =
+            (pl_bad_entry){.reason = PL_BAD_LABEL_FILE};
+    else
+        w->found.samples[w->found.count++] = (pl_sample){
+            .ts = st->st_mtime, .label = label, .file = (uint32_t)file,
+            .len = (uint32_t)st->st_size};
+    if (pl_watch_commit(w, (uint32_t)file, name, err, errlen) < 0)
+        return -1;
+    return w->found.count; /* 0 when the size limit left it out */
+}
+
+/* The data file an event's name stands for: NAME.label stands for NAME in
+ * the one-per-file format. */
+static const char *data_name(const pl_watch *w, const char *name, char *buf,
+                             size_t size) {
+    size_t len = strlen(name), slen = strlen(LABEL_SUFFIX);
+    if (w->conf.format != PL_FORMAT_FILE || len <= slen ||
+        strcmp(name + len - slen, LABEL_SUFFIX) != 0)
+        return name;
+    if (len - slen >= size)
+        return NULL;
+    memcpy(buf, name, len - slen);
+    buf[len - slen] = '\0';
+    return buf;
+}
+
+int64_t pl_watch_file(pl_watch *w, const char *name, int complete, char *err,
+                      size_t errlen) {
+    char buf[4200];
+    name = data_name(w, name, buf, sizeof(buf));
+    if (!name || w->full || !pl_watch_wanted(w, name))
+        return 0;
+    int fd = openat(w->dir_fd, name, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0) {
+        if (errno != ENOENT) /* gone again: nothing to say */
+            pl_watch_warn(w, name, strerror(errno));
+        return 0;
+    }
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+        close(fd); /* a folder or device among the files: not data */
+        return 0;
+    }
+    int64_t n =
+        w->conf.format == PL_FORMAT_FILE
+            ? register_single(w, name, &st, err, errlen)
+        : w->conf.format == PL_FORMAT_BINARY
+            ? register_binary(w, name, fd, &st, complete, err, errlen)
+            : register_csv(w, name, fd, &st, complete, err, errlen);
+    close(fd);
+    return n;
+}

@@ -1,0 +1,40 @@
+/* watch_int.h -- the watcher's state, shared by its files: watch.c (the
+ * log, progress, blocks), watch_file.c (one file, by format) and
+ * watch_run.c (scans and the inotify loop). Not for other callers. */
+#ifndef AEGIS_PL_WATCH_INT_H
+#define AEGIS_PL_WATCH_INT_H
+
+#include "dsconf.h"
+#include "filetab.h"
+#include "keylog.h"
+#include "records.h"
+#include "watch.h"
+
+struct pl_watch {
+    pl_dsconf conf;
+    char dsdir[4200], keys_path[4300], files_path[4300];
+    int keys_fd, files_fd, dir_fd, ino; /* ino: inotify, once started */
+    pl_filetab files;
+    uint64_t *done;     /* each file's progress, by index */
+    uint32_t done_cap;
+    uint64_t samples, nbad, bytes;
+    pl_found found;     /* one pass's buffers */
+    unsigned char *chunk; /* binary files are read through it */
+    size_t chunk_cap;
+    int full;           /* the size limit was reached */
+    FILE *warn;
+};
+
+/* Whether NAME is a data file of the dataset (its pattern, no dot file,
+ * no .tmp). */
+int pl_watch_wanted(const pl_watch *w, const char *name);
+/* NAME's index in the file table, added when new; -1 with err. */
+int64_t pl_watch_index(pl_watch *w, const char *name, char *err,
+                       size_t errlen);
+/* Appends w->found as file's block (keys assigned, size limit applied),
+ * and takes its progress. 0, or -1 with err. */
+int pl_watch_commit(pl_watch *w, uint32_t file, const char *name, char *err,
+                    size_t errlen);
+void pl_watch_warn(pl_watch *w, const char *name, const char *what);
+
+#endif

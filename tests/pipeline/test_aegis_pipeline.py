@@ -1,0 +1,156 @@
+"""aegis_pipeline against a dataset registered by the real aegis command:
+every key of a training set read exactly once over two DataLoader
+workers, a CSV row's features without a parser, with its own bytes, label and weight; the order fixed by the
+seed and changed by the epoch; a user's bytes_parser and transforms
+applied; a damaged training set refused with its path named.
+
+usage: test_aegis_pipeline.py AEGIS (PYTHONPATH names python/)."""
+import json
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+import zlib
+
+import numpy as np
+import torch.utils.data
+
+import aegis_pipeline
+
+AEGIS = sys.argv[1]
+
+
+def write_trainset(path, keys, weights, seed=7, trigger=3):
+    """A training set as src/pipeline/trainset.h lays it out."""
+    body = struct.pack("<8sQQII", b"AEGTSET1", len(keys), seed, trigger, 0)
+    for k, w in zip(keys, weights):
+        body += struct.pack("<QfI", k, w, 0)
+    with open(path, "wb") as f:
+        f.write(body + struct.pack("<I", zlib.crc32(body)))
+
+
+def aegis(*args, env):
+    subprocess.run([AEGIS, *args], check=True, env=env,
+                   stdout=subprocess.DEVNULL)
+
+
+def make_dataset(tmp):
+    """A generated tabular stream (binary records), registered."""
+    env = dict(os.environ, AEGIS_STATE_HOME=os.path.join(tmp, "state"))
+    data = os.path.join(tmp, "data")
+    aegis("dataset", "gen", "tabular", "--out", data, "--samples", "3000",
+          "--files", "3", env=env)
+    with open(os.path.join(data, "drift.json")) as f:
+        add_args = json.load(f)["dataset_add"].split()
+    aegis("dataset", "add", "t", "--dir", data, *add_args, env=env)
+    aegis("dataset", "watch", "t", "--once", "--quiet", env=env)
+    return os.path.join(tmp, "state", "datasets", "t"), data
+
+
+def file_records(data):
+    """Every record of the generated files, in key order."""
+    dtype = np.dtype([("label", "<i4"), ("x", "<f4", 8)])
+    return np.concatenate([np.fromfile(os.path.join(data, f"part-0000{i}.bin"),
+                                       dtype) for i in range(3)])
+
+
+def read_all(ds, workers):
+    loader = torch.utils.data.DataLoader(ds, batch_size=None,
+                                         num_workers=workers)
+    return [(x, label, w) for x, label, w in loader]
+
+
+def check_contents(state, data, trainset, keys, weights):
+    records = file_records(data)
+    ds = aegis_pipeline.TrainingSet(trainset, state, seed=5)
+    got = read_all(ds, 2)
+    assert len(got) == len(keys), (len(got), len(keys))
+    by_features = {np.asarray(x).tobytes(): (label, w) for x, label, w in got}
+    for k, w in zip(keys, weights):
+        label, weight = by_features[records[k]["x"].tobytes()]
+        assert label == records[k]["label"], (k, label)
+        assert abs(weight - w) < 1e-6, (k, weight, w)
+
+
+def check_order(state, trainset):
+    first = [np.asarray(x).tobytes() for x, _, _ in read_all(
+        aegis_pipeline.TrainingSet(trainset, state, seed=5), 0)]
+    again = [np.asarray(x).tobytes() for x, _, _ in read_all(
+        aegis_pipeline.TrainingSet(trainset, state, seed=5), 0)]
+    assert first == again, "the same seed gave another order"
+    ds = aegis_pipeline.TrainingSet(trainset, state, seed=5)
+    ds.set_epoch(1)
+    other = [np.asarray(x).tobytes() for x, _, _ in read_all(ds, 0)]
+    assert other != first and sorted(other) == sorted(first)
+
+
+def check_user_functions(state, trainset, keys):
+    seen = []
+
+    def parser(mv):
+        assert isinstance(mv, memoryview) and len(mv) == 36
+        seen.append(1)
+        return np.frombuffer(mv, "<i4", count=1)[0]
+
+    ds = aegis_pipeline.TrainingSet(trainset, state, bytes_parser=parser,
+                                    transform=lambda v: v + 1000,
+                                    label_transform=lambda v: -v)
+    got = read_all(ds, 0)
+    assert len(seen) == len(keys)
+    assert all(x == -label + 1000 for x, label, _ in got)
+
+
+def check_refused(state, tmp, keys, weights):
+    bad = os.path.join(tmp, "bad.tset")
+    write_trainset(bad, keys, weights)
+    with open(bad, "r+b") as f:
+        f.seek(40)
+        f.write(b"\xff")
+    try:
+        aegis_pipeline.TrainingSet(bad, state)
+    except ValueError as e:
+        assert bad in str(e) and "checksum" in str(e), e
+    else:
+        raise AssertionError("a damaged training set was read")
+
+
+def check_csv_default_parser(tmp):
+    """A CSV dataset without a bytes_parser: each sample is its row's
+    features (the label and timestamp columns left out)."""
+    env = dict(os.environ, AEGIS_STATE_HOME=os.path.join(tmp, "state"))
+    data = os.path.join(tmp, "csv")
+    aegis("dataset", "gen", "tabular", "--out", data, "--samples", "50",
+          "--files", "1", "--format", "csv", env=env)
+    with open(os.path.join(data, "drift.json")) as f:
+        add_args = json.load(f)["dataset_add"].split()
+    aegis("dataset", "add", "c", "--dir", data, *add_args, env=env)
+    aegis("dataset", "watch", "c", "--once", "--quiet", env=env)
+    state = os.path.join(tmp, "state", "datasets", "c")
+    trainset = os.path.join(tmp, "c.tset")
+    write_trainset(trainset, [3], [1.0])
+    (x, label, _), = read_all(aegis_pipeline.TrainingSet(trainset, state), 0)
+    with open(os.path.join(data, "part-00000.csv")) as f:
+        row = f.readlines()[4].strip().split(",")
+    assert label == int(row[0])
+    assert np.allclose(np.asarray(x), [float(v) for v in row[2:]], atol=1e-5)
+
+
+def main():
+    with tempfile.TemporaryDirectory() as tmp:
+        check_csv_default_parser(tmp)
+        state, data = make_dataset(tmp)
+        rng = np.random.default_rng(1)
+        keys = rng.choice(3000, 300, replace=False).tolist()
+        weights = rng.random(300).astype(np.float32).tolist()
+        trainset = os.path.join(tmp, "t.tset")
+        write_trainset(trainset, keys, weights)
+        check_contents(state, data, trainset, keys, weights)
+        check_order(state, trainset)
+        check_user_functions(state, trainset, keys)
+        check_refused(state, tmp, keys, weights)
+    print("aegis_pipeline: ok")
+
+
+if __name__ == "__main__":
+    main()

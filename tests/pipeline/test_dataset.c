@@ -1,0 +1,370 @@
+/* test_dataset.c -- the dataset wing's storage under cmocka: the key
+ * log's torn or corrupt tail cut and re-registered exactly, the binary,
+ * CSV and one-per-file formats, bad records with their offsets, the size
+ * limit, the watcher's lock and the zero-copy reader. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "dataset.h"
+#include "dataset_info.h"
+#include "dsconf.h"
+#include "keylog.h"
+#include "watch.h"
+
+typedef struct fixture {
+    char root[64], state[96], data[96];
+} fixture;
+
+static int setup(void **state) {
+    fixture *f = calloc(1, sizeof(*f));
+    strcpy(f->root, "/tmp/aegis-dataset-XXXXXX");
+    assert_non_null(mkdtemp(f->root));
+    snprintf(f->state, sizeof(f->state), "%s/state", f->root);
+    snprintf(f->data, sizeof(f->data), "%s/data", f->root);
+    assert_int_equal(mkdir(f->data, 0700), 0);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state) {
+    fixture *f = *state;
+    char cmd[128];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", f->root);
+    assert_int_equal(system(cmd), 0);
+    free(f);
+    return 0;
+}
+
+/* Dataset "d" over f->data as c says. */
+static void add_dataset(fixture *f, pl_dsconf c) {
+    char dsdir[256], err[256];
+    strcpy(c.name, "d");
+    strcpy(c.dir, f->data);
+    if (!c.pattern[0])
+        strcpy(c.pattern, pl_format_default_pattern(c.format));
+    if (!c.sep)
+        c.sep = ',';
+    snprintf(dsdir, sizeof(dsdir), "%s/datasets", f->state);
+    mkdir(f->state, 0700);
+    mkdir(dsdir, 0700);
+    assert_int_equal(pl_dataset_dir(f->state, "d", dsdir, sizeof(dsdir)), 0);
+    assert_int_equal(mkdir(dsdir, 0700), 0);
+    assert_int_equal(pl_dsconf_save(dsdir, &c, err, sizeof(err)), 0);
+}
+
+static void write_file(fixture *f, const char *name, const void *data,
+                       size_t len) {
+    char path[256];
+    snprintf(path, sizeof(path), "%s/%s", f->data, name);
+    FILE *fp = fopen(path, "a");
+    assert_non_null(fp);
+    assert_int_equal(fwrite(data, 1, len, fp), len);
+    fclose(fp);
+}
+
+/* n records of 12 bytes: int32 label i % 4, then float32 i and -i. */
+static void write_records(fixture *f, const char *name, int first, int n) {
+    for (int i = first; i < first + n; i++) {
+        int32_t label = i % 4;
+        float x[2] = {(float)i, (float)-i};
+        unsigned char rec[12];
+        memcpy(rec, &label, 4);
+        memcpy(rec + 4, x, 8);
+        write_file(f, name, rec, sizeof(rec));
+    }
+}
+
+static const pl_dsconf binary12 = {.format = PL_FORMAT_BINARY,
+                                   .record_size = 12, .label_size = 4,
+                                   .classes = 4};
+
+/* Runs one scan as a fresh watcher would; the samples registered. */
+static int64_t scan_once(fixture *f) {
+    pl_watch *w;
+    char err[256];
+    assert_int_equal(pl_watch_open(f->state, "d", &w, err, sizeof(err)), 0);
+    pl_watch_set_warnings(w, NULL);
+    int64_t n = pl_watch_scan(w, err, sizeof(err));
+    pl_watch_close(w);
+    return n;
+}
+
+static pl_dataset *open_dataset(fixture *f) {
+    pl_dataset *ds;
+    char err[256];
+    assert_int_equal(pl_dataset_open(f->state, "d", &ds, err, sizeof(err)), 0);
+    return ds;
+}
+
+/* Every key's bytes hold feature x == key: nothing twice, nothing lost. */
+static void assert_keys_in_order(fixture *f, uint64_t count) {
+    pl_dataset *ds = open_dataset(f);
+    assert_int_equal(pl_dataset_count(ds), count);
+    for (uint64_t k = 0; k < count; k++) {
+        float x[4];
+        size_t dim;
+        char err[256];
+        assert_int_equal(pl_dataset_features(ds, k, x, 4, &dim, err,
+                                             sizeof(err)), 0);
+        assert_int_equal(dim, 2);
+        assert_true(x[0] == (float)k);
+        assert_int_equal(pl_dataset_samples(ds)[k].label, (int64_t)(k % 4));
+    }
+    pl_dataset_close(ds);
+}
+
+static off_t keylog_size(fixture *f) {
+    char path[256];
+    struct stat st;
+    snprintf(path, sizeof(path), "%s/datasets/d/keys.log", f->state);
+    assert_int_equal(stat(path, &st), 0);
+    return st.st_size;
+}
+
+static void cut_keylog(fixture *f, off_t size) {
+    char path[256];
+    snprintf(path, sizeof(path), "%s/datasets/d/keys.log", f->state);
+    assert_int_equal(truncate(path, size), 0);
+}
+
+static void flip_keylog_byte(fixture *f, off_t at) {
+    char path[256];
+    unsigned char b;
+    snprintf(path, sizeof(path), "%s/datasets/d/keys.log", f->state);
+    int fd = open(path, O_RDWR);
+    assert_int_equal(pread(fd, &b, 1, at), 1);
+    b ^= 0x55;
+    assert_int_equal(pwrite(fd, &b, 1, at), 1);
+    close(fd);
+}
+
+static void torn_tail_is_cut_and_registered_again(void **state) {
+    fixture *f = *state;
+    add_dataset(f, binary12);
+    write_records(f, "a.bin", 0, 100);
+    assert_int_equal(scan_once(f), 100);
+    off_t one_block = keylog_size(f);
+    write_records(f, "a.bin", 100, 50); /* the file grows: a second block */
+    assert_int_equal(scan_once(f), 50);
+    cut_keylog(f, keylog_size(f) - 7); /* a crash in the second append */
+    assert_int_equal(keylog_size(f) > one_block, 1);
+    assert_keys_in_order(f, 100);      /* readers stop before the tear */
+    assert_int_equal(scan_once(f), 50);
+    assert_keys_in_order(f, 150);
+    flip_keylog_byte(f, keylog_size(f) - 3); /* a corrupt last block */
+    assert_int_equal(scan_once(f), 50);
+    assert_keys_in_order(f, 150);
+    assert_int_equal(scan_once(f), 0);
+}
+
+static void binary_growing_file_and_truncated_record(void **state) {
+    fixture *f = *state;
+    add_dataset(f, binary12);
+    write_records(f, "a.bin", 0, 10);
+    write_file(f, "a.bin", "12345", 5); /* half a record, still written */
+    pl_watch *w;
+    char err[256];
+    assert_int_equal(pl_watch_open(f->state, "d", &w, err, sizeof(err)), 0);
+    assert_int_equal(pl_watch_file(w, "a.bin", 0, err, sizeof(err)), 10);
+    assert_int_equal(pl_watch_bad(w), 0);
+    assert_int_equal(pl_watch_file(w, "a.bin", 1, err, sizeof(err)), 0);
+    assert_int_equal(pl_watch_bad(w), 1); /* closed: the half is bad */
+    pl_watch_close(w);
+    pl_dataset *ds = open_dataset(f);
+    assert_int_equal(pl_dataset_bad_count(ds), 1);
+    assert_int_equal(pl_dataset_bad(ds)[0].offset, 120);
+    assert_int_equal(pl_dataset_bad(ds)[0].reason, PL_BAD_TRUNCATED);
+    assert_string_equal(pl_dataset_file_name(ds, 0), "a.bin");
+    pl_dataset_close(ds);
+}
+
+static void binary_label_out_of_range(void **state) {
+    fixture *f = *state;
+    pl_dsconf c = binary12;
+    c.record_size = 9;
+    c.label_size = 1;
+    add_dataset(f, c);
+    unsigned char recs[3][9] = {{2}, {0xff}, {4}}; /* 2, -1, 4 */
+    write_file(f, "a.bin", recs, sizeof(recs));
+    assert_int_equal(scan_once(f), 1);
+    pl_dataset *ds = open_dataset(f);
+    assert_int_equal(pl_dataset_samples(ds)[0].label, 2);
+    assert_int_equal(pl_dataset_bad_count(ds), 2);
+    assert_int_equal(pl_dataset_bad(ds)[0].offset, 9);
+    assert_int_equal(pl_dataset_bad(ds)[1].offset, 18);
+    assert_int_equal(pl_dataset_bad(ds)[1].reason, PL_BAD_LABEL);
+    pl_dataset_close(ds);
+}
+
+static const char csv_text[] =
+    "ts;label;x;y\r\n"
+    "100;1;0.5;2\r\n"
+    "101;7;1;1\n"      /* label out of range: bad at 27 */
+    "102;2\n"          /* too few fields: bad at 37 */
+    "abc;3;1;1\n"      /* bad timestamp: bad at 43 */
+    "103;0;-1;3";      /* no '\n': whole only once the file is complete */
+
+static void csv_rows_and_bad_rows(void **state) {
+    fixture *f = *state;
+    pl_dsconf c = {.format = PL_FORMAT_CSV, .sep = ';', .header = 1,
+                   .classes = 4};
+    strcpy(c.label_column, "label");
+    strcpy(c.ts_column, "0");
+    add_dataset(f, c);
+    write_file(f, "a.csv", csv_text, strlen(csv_text));
+    pl_watch *w;
+    char err[256];
+    assert_int_equal(pl_watch_open(f->state, "d", &w, err, sizeof(err)), 0);
+    pl_watch_set_warnings(w, NULL);
+    assert_int_equal(pl_watch_file(w, "a.csv", 0, err, sizeof(err)), 1);
+    assert_int_equal(pl_watch_file(w, "a.csv", 1, err, sizeof(err)), 1);
+    pl_watch_close(w);
+    pl_dataset *ds = open_dataset(f);
+    assert_int_equal(pl_dataset_count(ds), 2);
+    const pl_sample *s = pl_dataset_samples(ds);
+    assert_int_equal(s[0].ts, 100);
+    assert_int_equal(s[1].ts, 103);
+    assert_int_equal(s[1].label, 0);
+    size_t len, dim;
+    float x[4];
+    const char *row = pl_dataset_bytes(ds, 0, &len, err, sizeof(err));
+    assert_int_equal(len, 11); /* "100;1;0.5;2" without "\r\n" */
+    assert_memory_equal(row, "100;1;0.5;2", 11);
+    assert_int_equal(pl_dataset_features(ds, 1, x, 4, &dim, err,
+                                         sizeof(err)), 0);
+    assert_int_equal(dim, 2);
+    assert_true(x[0] == -1.0f && x[1] == 3.0f);
+    uint32_t want_reason[] = {PL_BAD_LABEL, PL_BAD_FIELDS, PL_BAD_TIMESTAMP};
+    uint64_t want_offset[] = {27, 37, 43};
+    assert_int_equal(pl_dataset_bad_count(ds), 3);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(pl_dataset_bad(ds)[i].reason, want_reason[i]);
+        assert_int_equal(pl_dataset_bad(ds)[i].offset, want_offset[i]);
+    }
+    pl_dataset_close(ds);
+}
+
+static void one_sample_per_file_waits_for_its_label(void **state) {
+    fixture *f = *state;
+    pl_dsconf c = {.format = PL_FORMAT_FILE, .classes = 4};
+    strcpy(c.pattern, "*.img");
+    add_dataset(f, c);
+    write_file(f, "a.img", "pixels", 6);
+    write_file(f, "a.img.label", "", 0); /* being written */
+    write_file(f, "b.img", "more", 4);
+    write_file(f, "b.img.label", "9\n", 2); /* out of range */
+    assert_int_equal(scan_once(f), 0);
+    write_file(f, "a.img.label", "3\n", 2);
+    assert_int_equal(scan_once(f), 1);
+    assert_int_equal(scan_once(f), 0);
+    pl_dataset *ds = open_dataset(f);
+    size_t len;
+    char err[256];
+    const char *bytes = pl_dataset_bytes(ds, 0, &len, err, sizeof(err));
+    assert_int_equal(len, 6);
+    assert_memory_equal(bytes, "pixels", 6);
+    assert_int_equal(pl_dataset_samples(ds)[0].label, 3);
+    assert_int_equal(pl_dataset_bad_count(ds), 1);
+    assert_int_equal(pl_dataset_bad(ds)[0].reason, PL_BAD_LABEL_FILE);
+    assert_null(pl_dataset_bytes(ds, 1, &len, err, sizeof(err)));
+    assert_non_null(strstr(err, "no sample with key 1"));
+    pl_dataset_close(ds);
+}
+
+static void size_limit_stops_registering(void **state) {
+    fixture *f = *state;
+    pl_dsconf c = binary12;
+    c.max_bytes = 12 * 30;
+    add_dataset(f, c);
+    write_records(f, "a.bin", 0, 20);
+    write_records(f, "b.bin", 20, 20);
+    assert_int_equal(scan_once(f), 30);
+    assert_int_equal(scan_once(f), 0);
+    assert_keys_in_order(f, 30);
+}
+
+static void one_watcher_at_a_time(void **state) {
+    fixture *f = *state;
+    add_dataset(f, binary12);
+    pl_watch *w, *other;
+    char err[256];
+    assert_int_equal(pl_watch_open(f->state, "d", &w, err, sizeof(err)), 0);
+    assert_int_equal(pl_watch_open(f->state, "d", &other, err, sizeof(err)),
+                     -1);
+    assert_non_null(strstr(err, "another watcher"));
+    pl_watch_close(w);
+    assert_int_equal(pl_watch_open(f->state, "d", &w, err, sizeof(err)), 0);
+    pl_watch_close(w);
+}
+
+/* The embeddable loop: a file closed in the folder is an event on the
+ * descriptor, and its records are registered from it. */
+static void events_for_an_outside_loop(void **state) {
+    fixture *f = *state;
+    add_dataset(f, binary12);
+    pl_watch *w;
+    char err[256];
+    assert_int_equal(pl_watch_open(f->state, "d", &w, err, sizeof(err)), 0);
+    int fd = pl_watch_start(w, err, sizeof(err));
+    assert_true(fd >= 0);
+    assert_int_equal(pl_watch_start(w, err, sizeof(err)), fd);
+    assert_int_equal(pl_watch_scan(w, err, sizeof(err)), 0);
+    write_records(f, "a.bin", 0, 7);
+    struct pollfd pfd = {.fd = fd, .events = POLLIN};
+    assert_int_equal(poll(&pfd, 1, 30000), 1); /* bound: a loaded machine */
+    assert_int_equal(pl_watch_events(w, err, sizeof(err)), 7);
+    pl_watch_close(w);
+    assert_keys_in_order(f, 7);
+}
+
+static void bad_configuration_named(void **state) {
+    fixture *f = *state;
+    pl_dsconf c = binary12;
+    char err[256];
+    c.record_size = 10; /* 4 + 6: not whole float32s */
+    strcpy(c.dir, "/x");
+    assert_int_equal(pl_dsconf_check(&c, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "record_size"));
+    pl_dataset *ds;
+    assert_int_equal(pl_dataset_open(f->state, "nope", &ds, err, sizeof(err)),
+                     -1);
+    assert_non_null(strstr(err, "dataset.json"));
+    assert_int_equal(pl_dataset_open(f->state, "../x", &ds, err, sizeof(err)),
+                     -1);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(torn_tail_is_cut_and_registered_again,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            binary_growing_file_and_truncated_record, setup, teardown),
+        cmocka_unit_test_setup_teardown(binary_label_out_of_range, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(csv_rows_and_bad_rows, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(
+            one_sample_per_file_waits_for_its_label, setup, teardown),
+        cmocka_unit_test_setup_teardown(size_limit_stops_registering, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(one_watcher_at_a_time, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(events_for_an_outside_loop, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(bad_configuration_named, setup,
+                                        teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
