@@ -20,18 +20,12 @@ mkdir -p "$TMP/gpu" && mkdir -p -m 700 "$AEGIS_STATE_HOME"
 "$AEGISD" --socket "$AEGIS_SOCKET" --state-dir "$TMP/state" --nvml-library "$NVML"
 trap 'kill $(cat "$TMP/state/aegisd.lock") 2>/dev/null; rm -rf "$TMP"' EXIT
 # The 20 samples, registered: a CSV file of "timestamp,label" lines and
-# one pass of the dataset's watcher (before `aegis dataset` lands, the
-# stand-in dataset's samples.csv: tests/pipeline/stand_in).
+# one pass of the dataset's watcher.
 for i in $(seq 0 19); do echo "$((1700000000 + i)),$((i % 2))"; done > "$TMP/tiny.csv"
-if "$AEGIS" dataset --help > /dev/null 2>&1; then
-    mkdir "$TMP/data" && mv "$TMP/tiny.csv" "$TMP/data/"
-    "$AEGIS" dataset add tiny_dataset --dir "$TMP/data" --format csv \
-        --ts-column 0 --label-column 1 > /dev/null
-    "$AEGIS" dataset watch tiny_dataset --once --quiet > /dev/null
-else
-    mkdir -p "$AEGIS_STATE_HOME/datasets/tiny_dataset"
-    mv "$TMP/tiny.csv" "$AEGIS_STATE_HOME/datasets/tiny_dataset/samples.csv"
-fi
+mkdir "$TMP/data" && mv "$TMP/tiny.csv" "$TMP/data/"
+"$AEGIS" dataset add tiny_dataset --dir "$TMP/data" --format csv \
+    --ts-column 0 --label-column 1 > /dev/null
+"$AEGIS" dataset watch tiny_dataset --once --quiet > /dev/null
 
 now() { date +%s.%N; }
 median() { sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }

@@ -5,12 +5,9 @@
  */
 #include "supervisor.h"
 
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/inotify.h>
-#include <unistd.h>
 
 /* Samples fed to the trigger at once, and the features one may have. */
 #define SUP_CHUNK 4096
@@ -98,30 +95,4 @@ int sup_feed(sup *s, char *err, size_t errlen) {
     }
     free(features);
     return rc;
-}
-
-/* The dataset's folder, watched for its key log's growth; a look every
- * timeout_ms all the same (a change the watch missed, or none made). A
- * folder that cannot be watched yet (not made yet) is tried again the
- * next time. */
-void sup_wait_data(sup *s, int timeout_ms) {
-    if (s->watch_fd < 0) {
-        char dir[4300];
-        snprintf(dir, sizeof(dir), "%s/datasets/%s", s->state,
-                 s->cfg.dataset);
-        int fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-        if (fd >= 0 &&
-            inotify_add_watch(fd, dir, IN_MODIFY | IN_CLOSE_WRITE |
-                                           IN_MOVED_TO | IN_CREATE) < 0) {
-            close(fd);
-            fd = -1;
-        }
-        s->watch_fd = fd;
-    }
-    int fd = s->watch_fd;
-    struct pollfd p = {.fd = fd, .events = POLLIN};
-    if (poll(&p, fd >= 0 ? 1 : 0, timeout_ms) > 0) {
-        char buf[4096];
-        while (read(fd, buf, sizeof(buf)) > 0) {}
-    }
 }

@@ -68,7 +68,8 @@ static int sup_open(sup *s, const char *suffix, char *err, size_t errlen) {
     }
     snprintf(sub, sizeof(sub), "%s/triggers.log", s->dir);
     return pl_tlog_open(sub, true, &s->log, err, errlen) ||
-           pl_dataset_open(s->state, s->cfg.dataset, &s->ds, err, errlen);
+           pl_dataset_open(s->state, s->cfg.dataset, &s->ds, err, errlen) ||
+           (!s->replay && sup_watch_open(s, err, errlen));
 }
 
 static int sup_ts_cmp(const void *a, const void *b) {
@@ -118,6 +119,7 @@ static void sup_close(sup *s) {
     pl_selector_free(s->selector);
     if (s->ds) pl_dataset_close(s->ds);
     if (s->watch_fd >= 0) close(s->watch_fd);
+    if (s->watcher) pl_watch_close(s->watcher);
     pl_tlog_close(&s->log);
     pl_file_free(&s->cfg);
     free(s->bounds);
@@ -136,7 +138,7 @@ static int sup_time(const char *text, int64_t *out) {
 int main(int argc, char **argv) {
     bool run = argc == 3 && strcmp(argv[1], "run") == 0;
     bool check = argc == 3 && strcmp(argv[1], "check") == 0;
-    sup s = {.watch_fd = -1, .socket = client_socket(NULL), .log.fd = -1};
+    sup s = {.watch_fd = -1, .watcher_fd = -1, .socket = client_socket(NULL), .log.fd = -1};
     s.replay = argc == 5 && strcmp(argv[1], "replay") == 0;
     if ((!run && !check && !s.replay) ||
         (s.replay && (sup_time(argv[3], &s.from) || sup_time(argv[4], &s.to)))) {

@@ -27,6 +27,7 @@
 #include "pl_tlog.h"
 #include "select.h"
 #include "trigger.h"
+#include "watch.h"
 
 typedef struct sup {
     pl_file cfg;
@@ -49,9 +50,22 @@ typedef struct sup {
     uint64_t *bounds;       /* bounds[n]: first sample after fire n */
     uint32_t nfires, capfires;
     uint32_t next;          /* the first fire not yet settled */
-    int watch_fd;           /* inotify on the dataset's folder; -1: none
-                               yet */
+    pl_watch *watcher;      /* the dataset's watcher, run here; NULL when
+                               another process watches it (or a replay) */
+    int watcher_fd;         /*   its inotify on the data folder */
+    int watch_fd;           /* otherwise inotify on the dataset's state
+                               folder (its key log grows); -1: none yet */
 } sup;
+
+/* sup_watch.c */
+/* Runs the dataset's watcher in the supervisor when no other process
+ * does (`aegis dataset watch` holds its lock): registers what is there.
+ * A watcher elsewhere is not an error. 0, or -1 with err. */
+int sup_watch_open(sup *s, char *err, size_t errlen);
+/* Waits up to timeout_ms for data: the watcher's events registered, or
+ * a scan when none came (its safety net); without a watcher here, for the
+ * key log's growth. */
+void sup_wait_data(sup *s, int timeout_ms);
 
 /* sup_feed.c */
 /* Feeds the samples registered since the last call to the trigger, its
@@ -59,9 +73,6 @@ typedef struct sup {
 int sup_feed(sup *s, char *err, size_t errlen);
 /* The samples as the trigger was fed them, and how many. */
 const pl_sample *sup_samples(const sup *s, uint64_t *count);
-/* Blocks until the dataset may have grown (its folder changed) or
- * timeout_ms passed. */
-void sup_wait_data(sup *s, int timeout_ms);
 
 /* sup_train.c */
 /* Settles the fires from s->next on, in order: each trained (its job
