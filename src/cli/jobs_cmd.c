@@ -53,6 +53,8 @@
 "                    at the latest, by the time limits of the jobs on them\n" \
 "                    (null while one of them has none)\n" \
 "    nice            its submit --nice (0: none)\n" \
+"    priority        with ls --priority: a queued job's priority under\n" \
+"                    aegis-plus (aegis priority), else null\n" \
 "    time_limit_s    its submit --time, seconds per attempt, or aegisd's\n" \
 "                    default_time when it gave none (null: none)\n" \
 "    submitted       when it was submitted\n" \
@@ -80,7 +82,7 @@
 static const char ls_help[] =
 "NAME\n    aegis ls - list aegisd's jobs\n\n"
 "SYNOPSIS\n    aegis ls [--all] [--user USER] [--state STATE[,STATE...]] [--json]\n"
-"             [--limit N] [--socket PATH]\n\n"
+"             [--priority] [--limit N] [--socket PATH]\n\n"
 "DESCRIPTION\n"
 "    Lists queued and running jobs (with --all, finished ones too), in\n"
 "    submission order, one a line under these columns (1000 jobs only,\n"
@@ -109,13 +111,17 @@ static const char ls_help[] =
 "    --all           finished jobs too\n"
 "    --user USER     only USER's jobs (a login name or a uid); -u USER\n"
 "    --state STATE   only jobs in these states (comma-separated: queued,\n"
-"                    running, done, failed, cancelled, timeout; a held\n"
-"                    job is queued); a finished state implies --all.\n"
+"                    held, running, done, failed, cancelled, timeout;\n"
+"                    held is a job `aegis hold` holds, which queued does\n"
+"                    not match); a finished state implies --all.\n"
 "                    aegisd filters by user and state before --limit, and\n"
 "                    counts only the jobs that pass\n"
 "    --json          a JSON array of jobs, each an object with the fields\n"
 "                    below (times are Unix times, in seconds); every job\n"
 "                    unless --limit is given\n"
+"    --priority      a PRIORITY column after STATE: a queued job's priority\n"
+"                    under aegis-plus (aegis priority shows its parts); '-'\n"
+"                    for other jobs and under other policies\n"
 "    --limit N       the first N jobs only, or with --all the last N (the\n"
 "                    newest, in id order); default 1000 without --json;\n"
 "                    0: every job. A queue of 100,000 jobs takes seconds\n"
@@ -246,8 +252,10 @@ static const char hold_help[] =
 "    ahead of it. A released job joins the queue again at its end (a job\n"
 "    still waiting for its --after jobs goes on waiting for them). A hold\n"
 "    outlasts restarts of aegisd. Only a queued job can be held: a running\n"
-"    one is stopped with aegis cancel. Only a job's owner or root may hold\n"
-"    or release it, and nothing is done unless all IDs may be.\n\n"
+"    one is stopped with aegis cancel. Only a held job can be released:\n"
+"    release of any other is an error (exit 2). Only a job's owner or root\n"
+"    may hold or release it, and nothing is done unless all IDs may be.\n"
+"    aegis ls --state held lists the held jobs.\n\n"
 "    With --slurm-job, release ends the leases aegisd holds for that Slurm\n"
 "    job on this node (docs/slurm.md): what the node's Epilog runs. It\n"
 "    always exits 0, with a warning on stderr when aegisd cannot be\n"
@@ -324,8 +332,10 @@ static json_t *call_with_ids(const char *op, int argc, char **argv,
 /* aegisd's own bound (PROTO_MAX_LS_LIMIT). */
 #define LS_MAX_LIMIT 1000000000
 
-static const char *const job_states[] = {"queued", "running", "done",
+static const char *const job_states[] = {"queued", "held", "running", "done",
                                          "failed", "cancelled", "timeout"};
+/* job_states[k] from here on are finished states, which only --all lists */
+#define FIRST_FINISHED 3
 #define NSTATES (sizeof(job_states) / sizeof(*job_states))
 
 /* Whether word is one of the comma-separated items of list. */
@@ -344,7 +354,7 @@ static bool ls_listed(const char *list, const char *word) {
 static int ls_states(const char *list, int *finished) {
     if (!*list) {
         fprintf(stderr, "aegis ls: --state: name at least one state: queued, "
-                "running, done, failed, cancelled or timeout\n");
+                "held, running, done, failed, cancelled or timeout\n");
         return -1;
     }
     for (const char *p = list; *p;) {
@@ -355,11 +365,12 @@ static int ls_states(const char *list, int *finished) {
             k++;
         if (k == NSTATES) {
             fprintf(stderr, "aegis ls: --state: '%.*s' is not a state: "
-                    "queued, running, done, failed, cancelled or timeout\n",
+                    "queued, held, running, done, failed, cancelled or "
+                    "timeout\n",
                     (int)len, p);
             return -1;
         }
-        if (k >= 2) *finished = 1;
+        if (k >= FIRST_FINISHED) *finished = 1;
         p += len + (p[len] == ',');
     }
     return 0;
@@ -410,10 +421,26 @@ static void slurm_label(json_t *job, char *what, size_t len) {
     snprintf(what, len, "%s", text);
 }
 
-/* The rows as `aegis ls` prints them, under their header. */
-static void ls_table(json_t *jobs) {
-    printf("%-7s %-10s %-9s %4s %4s %9s  %-30s  %s\n", "ID", "USER",
-           "STATE", "GPUS", "ATT", "ENERGY_KJ", "NAME/COMMAND", "REASON");
+/* A job's PRIORITY cell: its priority from `aegis priority`'s rows
+ * (prio), "-" for a job it does not list. */
+static void ls_priority_cell(json_t *prio, json_int_t id, char *cell,
+                             size_t len) {
+    size_t i;
+    json_t *row;
+    snprintf(cell, len, "-");
+    json_array_foreach(prio, i, row)
+        if (json_integer_value(json_object_get(row, "id")) == id)
+            snprintf(cell, len, "%.0f",
+                     json_number_value(json_object_get(row, "priority")));
+}
+
+/* The rows as `aegis ls` prints them, under their header; with a
+ * PRIORITY column when prio (`aegis priority`'s rows) is not NULL. */
+static void ls_table(json_t *jobs, json_t *prio) {
+    printf("%-7s %-10s %-9s ", "ID", "USER", "STATE");
+    if (prio) printf("%8s ", "PRIORITY");
+    printf("%4s %4s %9s  %-30s  %s\n", "GPUS", "ATT", "ENERGY_KJ",
+           "NAME/COMMAND", "REASON");
     size_t i;
     json_t *j;
     json_array_foreach(jobs, i, j) {
@@ -429,19 +456,44 @@ static void ls_table(json_t *jobs) {
         char safe[sizeof(what)], why[1024];
         text_safe(safe, sizeof(safe), what);
         text_safe(why, sizeof(why), str(j, "wait_reason"));
-        printf("%-7lld %-10.10s %-9s %4lld %4lld %9.1f  %-30.30s  %s\n",
-               (long long)num(j, "id"), str(j, "user"),
+        printf("%-7lld %-10.10s %-9s ", (long long)num(j, "id"),
+               str(j, "user"),
                json_is_true(json_object_get(j, "held")) ? "held"
-                                                        : str(j, "state"),
+                                                        : str(j, "state"));
+        char cell[32];
+        ls_priority_cell(prio, num(j, "id"), cell, sizeof(cell));
+        if (prio) printf("%8s ", cell);
+        printf("%4lld %4lld %9.1f  %-30.30s  %s\n",
                (long long)num(j, "gpus"), (long long)num(j, "attempts"),
                json_number_value(json_object_get(j, "energy_j")) / 1000,
                safe, why[0] ? why : "-");
     }
 }
 
+/* --priority: `aegis priority`'s rows into *prio, and each listed job's
+ * "priority" into its JSON row. -1 when aegisd did not answer (*rc). */
+static int ls_add_priorities(const client_flags *f, json_t *jobs,
+                             json_t **prio, int *rc) {
+    json_t *ans = client_call("ls", client_socket(f->socket),
+                              json_pack("{s:s}", "op", "priority"), rc);
+    if (!ans) return -1;
+    *prio = json_incref(json_object_get(ans, "jobs"));
+    json_decref(ans);
+    size_t i;
+    json_t *j;
+    json_array_foreach(jobs, i, j) {
+        char cell[32];
+        ls_priority_cell(*prio, num(j, "id"), cell, sizeof(cell));
+        json_object_set_new(j, "priority", cell[0] == '-'
+                                               ? json_null()
+                                               : json_integer(atoll(cell)));
+    }
+    return 0;
+}
+
 int cli_ls(int argc, char **argv) {
     client_flags f;
-    int rc = client_options("ls", argc, argv, ls_help, "jauSl", 0, 0, &f);
+    int rc = client_options("ls", argc, argv, ls_help, "jauSlP", 0, 0, &f);
     if (rc) return rc < 0 ? CLI_OK : rc;
     if (f.states && ls_states(f.states, &f.all)) return CLI_USAGE;
     long long limit, total;
@@ -457,8 +509,15 @@ int cli_ls(int argc, char **argv) {
         fprintf(stderr, "aegis ls: the %s %zu of %lld jobs (--limit 0 lists "
                 "them all)\n", f.all ? "last" : "first",
                 json_array_size(jobs), total);
+    json_t *prio = NULL;
+    if (f.priority && ls_add_priorities(&f, jobs, &prio, &rc) != 0) {
+        json_decref(jobs);
+        json_decref(ans);
+        return rc;
+    }
     if (f.json) client_print_json(jobs);
-    else ls_table(jobs);
+    else ls_table(jobs, prio);
+    json_decref(prio);
     json_decref(jobs);
     json_decref(ans);
     return CLI_OK;

@@ -109,12 +109,15 @@ static const char help[] =
 "\n"
 "OPTIONS\n"
 "    --gpus N        GPUs per job (default 1)\n"
-"    --mem SIZE      the job's expected peak GPU memory: 4g, 4GiB, 4000m\n"
+"    --gpu-mem SIZE  the job's expected peak GPU memory on each of its\n"
+"                    GPUs (per GPU, not host RAM): 4g, 4GiB, 4000m\n"
 "                    (binary units; a plain number is MiB). aegis admits\n"
 "                    it where SIZE + 2048 MiB fit; a SIZE larger than the\n"
 "                    server's largest GPU is refused. Without it, 5120 MiB\n"
 "                    are assumed and an out-of-memory exit climbs the\n"
 "                    recovery ladder\n"
+"    --mem SIZE      the older name of --gpu-mem (GPU memory per GPU; not\n"
+"                    Slurm's --mem, which is host RAM)\n"
 "    --model FILE    a model description (aegis-model/1 JSON): the job's\n"
 "                    memory is aegis's estimate of it (as printed by\n"
 "                    `aegis estimate FILE`); --mem, if also given, wins\n"
@@ -329,6 +332,7 @@ static int submit_options(int argc, char **argv, submit_opts *o) {
     static const struct option opts[] = {
         {"gpus", required_argument, NULL, 'g'},
         {"mem", required_argument, NULL, 'm'},
+        {"gpu-mem", required_argument, NULL, 'm'},
         {"model", required_argument, NULL, 'M'},
         {"name", required_argument, NULL, 'n'},
         {"feed", required_argument, NULL, 'F'},
@@ -354,7 +358,7 @@ static int submit_options(int argc, char **argv, submit_opts *o) {
             break;
         case 'm':
             if (submit_parse_mem(optarg, &o->def.mem)) {
-                fprintf(stderr, "aegis submit: --mem: '%s' is not an amount "
+                fprintf(stderr, "aegis submit: --gpu-mem: '%s' is not an amount "
                         "of memory: 4g, 4GiB, 4000m (a plain number is MiB; "
                         "at most 1 TiB)\n", optarg);
                 return CLI_USAGE;

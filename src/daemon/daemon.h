@@ -641,6 +641,13 @@ bool d_refuse_unwritable(d_conn *c);
  * (naming the field as `where`). */
 int d_job_fits(const d_daemon *d, int gpus, double mem_mib,
                const char *where, char *err, size_t errlen);
+/* Whether the peer may `op` job id, unfinished and run by aegisd: 0, else
+ * -1 with why in why. */
+int d_may_act(d_conn *c, int64_t id, const char *op, char *why, size_t len);
+/* queue_ctl.c: update, priority and fairshare. */
+void d_on_update(d_conn *c, const proto_request *req);
+void d_on_priority(d_conn *c, const proto_request *req);
+void d_on_fairshare(d_conn *c, const proto_request *req);
 /* Registers the handlers' hooks in d (d->job_done: answers the waits). */
 void d_handlers_register(d_daemon *d);
 

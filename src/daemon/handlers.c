@@ -361,8 +361,7 @@ static json_t *d_owned_job(d_conn *c, int64_t id, const char *op) {
 /* Whether the peer may `op` job id, unfinished: 0, else -1 with why. An
  * unfinished job's owner is known without a query: a bulk cancel of
  * 50,000 jobs makes none. */
-static int d_may_act(d_conn *c, int64_t id, const char *op, char *why,
-                     size_t len) {
+int d_may_act(d_conn *c, int64_t id, const char *op, char *why, size_t len) {
     d_job *job = d_job_find(c->d, id);
     if (!job) { /* finished, or none: the store says which, and whose */
         json_t *row = d_job_for(c, id, op, why, len);
@@ -443,6 +442,12 @@ static void d_on_hold(d_conn *c, const proto_request *req) {
             d_reply_error(c, "job %lld: running; only a queued job can be "
                           "held (aegis cancel stops it)",
                           (long long)req->ids[i]);
+            return;
+        }
+    for (size_t i = 0; !hold && i < req->nids; i++)
+        if (!d_job_find(d, req->ids[i])->held) {
+            d_reply_error(c, "job %lld: not held; only a job held by aegis "
+                          "hold can be released", (long long)req->ids[i]);
             return;
         }
     char user[64];
@@ -690,6 +695,9 @@ void d_handle(d_conn *c, const proto_request *req) {
     case PROTO_LEASE: d_on_lease(c, req); break;
     case PROTO_LEASE_EXIT: d_on_lease_exit(c, req); break;
     case PROTO_LEASE_END: d_on_lease_end(c, req); break;
+    case PROTO_UPDATE: d_on_update(c, req); break;
+    case PROTO_PRIORITY: d_on_priority(c, req); break;
+    case PROTO_FAIRSHARE: d_on_fairshare(c, req); break;
     }
 }
 

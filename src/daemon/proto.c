@@ -29,7 +29,8 @@ static const char *const op_names[] = {
     [PROTO_REPORT] = "report", [PROTO_HOLD] = "hold",
     [PROTO_RELEASE] = "release", [PROTO_SHUTDOWN] = "shutdown",
     [PROTO_LEASE] = "lease", [PROTO_LEASE_EXIT] = "lease_exit",
-    [PROTO_LEASE_END] = "lease_end",
+    [PROTO_LEASE_END] = "lease_end", [PROTO_UPDATE] = "update",
+    [PROTO_PRIORITY] = "priority", [PROTO_FAIRSHARE] = "fairshare",
 };
 #define NOPS (sizeof(op_names) / sizeof(*op_names))
 
@@ -55,6 +56,9 @@ static const char *const op_fields[NOPS][OP_FIELDS_MAX] = {
     [PROTO_LEASE_EXIT] = {"slurm_job", "restart", "pid", "status",
                           "stderr_tail"},
     [PROTO_LEASE_END] = {"slurm_job"},
+    [PROTO_UPDATE] = {"id", "time_limit_s", "nice", "mem_mib", "name"},
+    [PROTO_PRIORITY] = {NULL},
+    [PROTO_FAIRSHARE] = {NULL},
 };
 
 static const char *const lease_modes[] = {"shared", "mps", "mig",
@@ -621,9 +625,37 @@ static int proto_parse_lease(json_t *root, proto_request *req, char *err,
                : 0;
 }
 
+/* update: the job and at least one new value. */
+static int proto_parse_update(json_t *root, proto_request *req, char *err,
+                              size_t errlen) {
+    proto_update *u = &req->update;
+    if (proto_parse_ids(root, false, req, err, errlen)) return -1;
+    u->has_time = json_object_get(root, "time_limit_s") != NULL;
+    u->has_mem = json_object_get(root, "mem_mib") != NULL;
+    u->has_nice = json_object_get(root, "nice") != NULL;
+    int64_t nice = 0;
+    if (proto_number(root, "time_limit_s", "update", 1, TIMELIMIT_MAX_S,
+                     &u->time_limit_s, err, errlen) ||
+        proto_number(root, "mem_mib", "update", 0, PROTO_MAX_MEM_MIB,
+                     &u->mem_mib, err, errlen) ||
+        proto_field_int(root, "nice", false, 0, CORE_NICE_MAX, &nice, err,
+                        errlen) ||
+        proto_label(root, "name", "update", PROTO_MAX_NAME, false, &u->name,
+                    err, errlen))
+        return -1;
+    u->nice = (int)nice;
+    if (!json_object_get(root, "name")) u->name = NULL;
+    if (!u->has_time && !u->has_mem && !u->has_nice && !u->name) {
+        snprintf(err, errlen, "update: name at least one of time_limit_s, "
+                 "nice, mem_mib and name");
+        return -1;
+    }
+    return 0;
+}
+
 /* The states a job may be in, as `ls` filters them. */
-static const char *const proto_job_states[] = {"queued", "running", "done",
-                                               "failed", "cancelled",
+static const char *const proto_job_states[] = {"queued", "held", "running",
+                                               "done", "failed", "cancelled",
                                                "timeout"};
 
 /* ls's optional "states": a non-empty array of known states. */
@@ -644,8 +676,8 @@ static int proto_ls_states(json_t *v, proto_request *req, char *err,
                           strcmp(json_string_value(s), proto_job_states[k]) == 0))
             k++;
         if (k == n) {
-            snprintf(err, errlen, "states[%zu]: expected queued, running, "
-                     "done, failed, cancelled or timeout", i);
+            snprintf(err, errlen, "states[%zu]: expected queued, held, "
+                     "running, done, failed, cancelled or timeout", i);
             return -1;
         }
     }
@@ -721,6 +753,9 @@ static int proto_parse_op(json_t *root, proto_request *req, char *err,
     case PROTO_LEASE:
     case PROTO_LEASE_EXIT:
     case PROTO_LEASE_END: return proto_parse_lease(root, req, err, errlen);
+    case PROTO_UPDATE: return proto_parse_update(root, req, err, errlen);
+    case PROTO_PRIORITY:
+    case PROTO_FAIRSHARE: return 0;
     }
     return 0;
 }

@@ -23,8 +23,9 @@
  *           --array: the command travels once, not once per index)
  *   ls      all (bool), limit (optional: the first rows only, or with
  *           all the newest, and the count of them all), user (optional:
- *           a login name or a uid), states (optional: [queued, running,
- *           done, failed, cancelled, timeout...]; a held job is queued)
+ *           a login name or a uid), states (optional: [queued, held,
+ *           running, done, failed, cancelled, timeout...]; held: held by
+ *           `aegis hold`, which queued no longer matches)
  *   show    id, history (bool: its samples)
  *   cancel  ids [...]           wait   ids [...]
  *   hold    ids [...]           release ids [...]
@@ -40,6 +41,11 @@
  *           a lease ended (root only): answered with its class
  *   lease_end   slurm_job -- the node's Epilog: every lease of that job ends
  *           (docs/slurm.md, "How aegisd serves Slurm jobs")
+ *   update  id, and one or more of time_limit_s, nice, mem_mib, name: a
+ *           queued or held job's new values (its owner may only lower
+ *           its priority and its limit; root may raise either)
+ *   priority   each queued job's priority and its parts (aegis-plus)
+ *   fairshare  each user's GPU time, decayed usage, share and factor
  * Responses: {"ok":true, ...} or {"ok":false, "error":"..."}, the latter
  * with "server_error":true when aegisd is busy or failed, not the request.
  * A `log` answer carries the bytes in "base64": logs need not be text.
@@ -92,7 +98,7 @@ typedef enum proto_op {
     PROTO_SUBMIT, PROTO_LS, PROTO_SHOW, PROTO_CANCEL, PROTO_WAIT, PROTO_LOG,
     PROTO_GPUS, PROTO_DRAIN, PROTO_RESUME, PROTO_REPORT, PROTO_HOLD,
     PROTO_RELEASE, PROTO_SHUTDOWN, PROTO_LEASE, PROTO_LEASE_EXIT,
-    PROTO_LEASE_END
+    PROTO_LEASE_END, PROTO_UPDATE, PROTO_PRIORITY, PROTO_FAIRSHARE
 } proto_op;
 
 /* What a dependency waits for (Slurm's names): its job's success, its end
@@ -128,6 +134,15 @@ typedef struct proto_job {
                                (aegis-plus); 0 when not given */
     const char *notify;     /* run at its end; NULL when not given */
 } proto_job;
+
+/* An update's new values: each field only when has_* (name: NULL). */
+typedef struct proto_update {
+    bool has_time, has_nice, has_mem;
+    double time_limit_s;
+    int nice;
+    double mem_mib;
+    const char *name;
+} proto_update;
 
 /* A lease, lease_exit or lease_end: one Slurm job's task (the SPANK
  * plugin's side of the protocol). */
@@ -169,6 +184,7 @@ typedef struct proto_request {
     bool drain_jobs;        /* shutdown: once running jobs have ended */
     double since;           /* report: jobs submitted at or after; 0 all */
     proto_lease lease;      /* lease, lease_exit, lease_end */
+    proto_update update;    /* update (its job: ids[0]) */
     json_t *root;           /* owns every string above */
 } proto_request;
 

@@ -141,7 +141,7 @@ enum {
     S_ATT_PIDS, S_ATT_DROP, S_CANCEL, S_PROBE, S_HELD, S_FEED, S_DRAIN_SET,
     S_DRAIN_DEL, S_DRAIN_GET, S_HIST_ADD, S_HIST_THIN, S_HIST_STEP,
     S_HIST_GET, S_HIST_STATE, S_LEASE_SET, S_LEASE_PIDS, S_LEASE_ENV,
-    S_LADDER_SET, S_LADDER_GET, S_COUNT_ALL, S_COUNT_ACTIVE, S_COUNT
+    S_LADDER_SET, S_LADDER_GET, S_COUNT_ALL, S_COUNT_ACTIVE, S_UPDATE, S_COUNT
 };
 
 /* A job's dependencies as a column "deps": a row written before they
@@ -152,11 +152,13 @@ enum {
     " AS deps"
 
 /* `aegis ls -u USER --state S,...`: ?2 a login name or a uid as decimal
- * text, ?3 a JSON array of states; NULL: any. A held job's state is
- * queued. */
+ * text, ?3 a JSON array of states; NULL: any. A job held by `aegis
+ * hold` is stored as queued, and `ls` shows it as held: it is held, not
+ * queued, here too. */
 #define STORE_LS_FILTER                                                    \
     "(?2 IS NULL OR user = ?2 OR CAST(uid AS TEXT) = ?2)"                  \
-    " AND (?3 IS NULL OR state IN (SELECT value FROM json_each(?3)))"
+    " AND (?3 IS NULL OR (CASE WHEN held AND state = 'queued' THEN 'held'" \
+    " ELSE state END) IN (SELECT value FROM json_each(?3)))"
 
 static const char *const sql[S_COUNT] = {
     [S_BEGIN] = "BEGIN IMMEDIATE",
@@ -238,6 +240,8 @@ static const char *const sql[S_COUNT] = {
                  " (SELECT value FROM json_each(?1)) AND cancel_at IS NULL",
     [S_PROBE] = "INSERT OR REPLACE INTO probe(id, t) VALUES(1, ?1)",
     [S_HELD] = "UPDATE jobs SET held = ?2 WHERE id = ?1",
+    [S_UPDATE] = "UPDATE jobs SET time_limit_s = ?2, nice = ?3,"
+                 " mem_mib = ?4, name = ?5 WHERE id = ?1",
     /* a producer not being stopped for its feed has no stop committed:
      * one that sleeps again after its stop forgets it */
     [S_FEED] = "UPDATE jobs SET feed_restarts = ?2, feed_stop = ?3,"
@@ -817,6 +821,17 @@ void store_job_held(store *st, int64_t id, bool held) {
     sqlite3_bind_int64(s, 1, id);
     sqlite3_bind_int(s, 2, held);
     store_write(st, S_HELD, id);
+}
+
+void store_job_update(store *st, int64_t id, double time_limit_s, int nice,
+                      double mem_mib, const char *name) {
+    sqlite3_stmt *s = st->st[S_UPDATE];
+    sqlite3_bind_int64(s, 1, id);
+    if (time_limit_s > 0) sqlite3_bind_double(s, 2, time_limit_s);
+    sqlite3_bind_int(s, 3, nice);
+    if (mem_mib >= 0) sqlite3_bind_double(s, 4, mem_mib);
+    sqlite3_bind_text(s, 5, name, -1, SQLITE_STATIC);
+    store_write(st, S_UPDATE, id);
 }
 
 void store_job_feed(store *st, int64_t id, int restarts, bool stop) {

@@ -142,6 +142,10 @@ void store_job_state(store *st, int64_t id, const char *state,
 void store_job_energy(store *st, int64_t id, double energy_j);
 /* `aegis hold` (true) or `release` (false) of a queued job. */
 void store_job_held(store *st, int64_t id, bool held);
+/* `aegis update`: a queued job's limit (0: none), nice, memory (< 0:
+ * none given) and name, all of them as they are now. */
+void store_job_update(store *st, int64_t id, double time_limit_s, int nice,
+                      double mem_mib, const char *name);
 /* A managed producer's restarts and whether it is being stopped for its
  * feed's last consumer (d_job.restarts, d_job.feed_stop). */
 void store_job_feed(store *st, int64_t id, int restarts, bool stop);
