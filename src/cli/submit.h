@@ -63,6 +63,12 @@ bool submit_is_shell(const char *word);
 /* The path of program name on $PATH (malloc'd), or NULL. */
 char *submit_find_program(const char *name);
 
+/* Checks each job's program as this user (submit_check.c): -1 after
+ * saying why one cannot run (a plain command missing from PATH, or not
+ * executable by the user), else 0, after warning of a job that runs after
+ * others whose program is missing now. */
+int submit_check_programs(json_t *jobs);
+
 /* Reads a YAML job spec, aegis's own or AEGIS's (version: 1), appending
  * its jobs to jobs: -1 after saying why, naming FILE:LINE and the key. */
 int submit_spec(const char *path, const submit_defaults *def, json_t *jobs);

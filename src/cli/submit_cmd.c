@@ -49,6 +49,12 @@ static const char help[] =
 "    spec and array lines do: aegis submit 'python a.py && python b.py'.\n"
 "    Several words run as they are, without a shell.\n"
 "\n"
+"    A command run without a shell is checked first, as you: one that is\n"
+"    not on your PATH (or, with a '/', not there) or that you may not\n"
+"    execute is not queued, and the reason is said (exit 2). A job that\n"
+"    runs --after others (which may build it) is queued with a warning;\n"
+"    shell strings and conda environments find their program later.\n"
+"\n"
 "    With --array FILE, each non-empty line of FILE not starting with '#'\n"
 "    is a shell command (run with /bin/sh -c). With --array RANGE and a\n"
 "    command, the command is queued once per index of RANGE (0-99, 2-8:3\n"
@@ -493,6 +499,7 @@ int cli_submit(int argc, char **argv) {
         rc = got < 0 ? CLI_USAGE : got > 0 ? -1 : 0;
     }
     json_decref(o.after);
+    if (rc == 0 && submit_check_programs(jobs) != 0) rc = CLI_USAGE;
     if (rc != 0) {
         json_decref(jobs);
         return rc < 0 ? CLI_OK : rc;

@@ -10,6 +10,7 @@
  */
 #include "exec.h"
 #include "job_file.h"
+#include "oom_text.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -46,14 +47,6 @@
  * every later write lands in the space taken when the file was made. */
 #define EXEC_RECORD_BYTES 128
 #define EXEC_RECORD_TAG "aegis-status"
-
-/* What OOM looks like on stderr: PyTorch ("CUDA out of memory",
- * torch.OutOfMemoryError), TensorFlow/JAX/XLA ("RESOURCE_EXHAUSTED"), and
- * the generic wording of CUDA and most tools ("out of memory"). */
-static const char *const oom_patterns[] = {
-    "CUDA out of memory", "OutOfMemoryError", "RESOURCE_EXHAUSTED",
-    "out of memory",
-};
 
 /* A job's log in the log folder: "ID.out" or "ID.err". */
 static void exec_log_name(char *out, size_t outlen, int64_t id,
@@ -1105,28 +1098,15 @@ core_exit exec_classify_tail(int status, const char *tail, size_t n,
                              char *why, size_t whylen) {
     char code[48];
     exec_status_text(status, code, sizeof(code));
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
-        snprintf(why, whylen, "%s", code);
-        return CORE_EXIT_OK;
+    bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    const char *oom = ok ? NULL : oom_text_find(tail, n);
+    if (oom) {
+        snprintf(why, whylen, "%s, out of GPU memory (\"%s\" on stderr)",
+                 code, oom);
+        return CORE_EXIT_OOM;
     }
-    /* The tail may hold NUL bytes and need not end in one: search it
-     * piecewise, from a copy that does. */
-    char *text = malloc(n + 1);
-    if (text) {
-        memcpy(text, tail, n);
-        text[n] = '\0';
-    }
-    for (size_t at = 0; text && at < n; at += strlen(text + at) + 1)
-        for (size_t p = 0; p < sizeof(oom_patterns) / sizeof(*oom_patterns); p++)
-            if (strstr(text + at, oom_patterns[p])) {
-                snprintf(why, whylen, "%s, out of GPU memory (\"%s\" on stderr)",
-                         code, oom_patterns[p]);
-                free(text);
-                return CORE_EXIT_OOM;
-            }
-    free(text);
     snprintf(why, whylen, "%s", code);
-    return CORE_EXIT_FAILED;
+    return ok ? CORE_EXIT_OK : CORE_EXIT_FAILED;
 }
 
 core_exit exec_classify(int status, int log_dirfd, int64_t id, uid_t owner,

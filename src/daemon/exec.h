@@ -190,8 +190,8 @@ core_exit exec_classify(int status, int log_dirfd, int64_t id, uid_t owner,
                         long long err_offset, char *why, size_t whylen);
 
 /* The same from a stderr tail already read (n bytes, NUL bytes allowed):
- * exit 0 is ok; else an OOM message in the tail makes it oom, anything
- * else failed. A Slurm task's lease_exit is classified by this too. */
+ * exit 0 is ok; else a framework's OOM message in the tail (oom_text.h:
+ * not the words inside a usage text) makes it oom, anything else failed. A Slurm task's lease_exit is classified by this too. */
 core_exit exec_classify_tail(int status, const char *tail, size_t n,
                              char *why, size_t whylen);
 
