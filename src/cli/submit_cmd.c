@@ -364,7 +364,7 @@ static int submit_options(int argc, char **argv, submit_opts *o) {
             break;
         case 'm':
             if (submit_parse_mem(optarg, &o->def.mem)) {
-                fprintf(stderr, "aegis submit: --gpu-mem: '%s' is not an amount "
+                fprintf(stderr, "aegis submit: --gpu-mem, --mem: '%s' is not an amount "
                         "of memory: 4g, 4GiB, 4000m (a plain number is MiB; "
                         "at most 1 TiB)\n", optarg);
                 return CLI_USAGE;
