@@ -29,6 +29,9 @@ typedef struct submit_defaults {
     long nice;              /* 0..CORE_NICE_MAX: lower among the queue */
     const char *notify;     /* a shell command run at its end ("": none,
                                not even the config's); NULL: not given */
+    long cpus;              /* CPUs of its cgroup; 0: aegisd's default */
+    double host_mem;        /* host RAM of its cgroup, MiB; 0: aegisd's
+                               default */
 } submit_defaults;
 
 /* A job of command cmd (taken) with the defaults. */

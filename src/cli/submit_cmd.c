@@ -122,6 +122,13 @@ static const char help[] =
 "                    server's largest GPU is refused. Without it, 5120 MiB\n"
 "                    are assumed and an out-of-memory exit climbs the\n"
 "                    recovery ladder\n"
+"    --cpus N        the CPUs the job may use (its cgroup's CPU quota;\n"
+"                    default: aegisd's cpus_per_gpu times its GPUs, or\n"
+"                    none)\n"
+"    --host-mem SIZE the host RAM the job may hold (its cgroup's memory\n"
+"                    limit): over it, the kernel kills it, and it fails as\n"
+"                    over its host memory, not as a GPU OOM (default:\n"
+"                    aegisd's host_mem_per_gpu_mib times its GPUs, or none)\n"
 "    --mem SIZE      the older name of --gpu-mem (GPU memory per GPU; not\n"
 "                    Slurm's --mem, which is host RAM)\n"
 "    --model FILE    a model description (aegis-model/1 JSON): the job's\n"
@@ -339,6 +346,8 @@ static int submit_options(int argc, char **argv, submit_opts *o) {
         {"gpus", required_argument, NULL, 'g'},
         {"mem", required_argument, NULL, 'm'},
         {"gpu-mem", required_argument, NULL, 'm'},
+        {"cpus", required_argument, NULL, 'C'},
+        {"host-mem", required_argument, NULL, 'R'},
         {"model", required_argument, NULL, 'M'},
         {"name", required_argument, NULL, 'n'},
         {"feed", required_argument, NULL, 'F'},
@@ -373,6 +382,19 @@ static int submit_options(int argc, char **argv, submit_opts *o) {
             break;
         case 'M':
             if (submit_model_mem(optarg, &o->model_mem) < 0) return CLI_USAGE;
+            break;
+        case 'C':
+            if (cli_parse_long("submit", "cpus", optarg, 1, PROTO_MAX_CPUS,
+                               &o->def.cpus))
+                return CLI_USAGE;
+            break;
+        case 'R':
+            if (submit_parse_mem(optarg, &o->def.host_mem) ||
+                o->def.host_mem <= 0) {
+                fprintf(stderr, "aegis submit: --host-mem: '%s' is not an "
+                        "amount of memory: 4g, 4GiB, 4000m\n", optarg);
+                return CLI_USAGE;
+            }
             break;
         case 'n':
             if (!(o->def.name = submit_text_option("name", optarg)))

@@ -66,6 +66,12 @@ int config_listen_addr(const char *text, struct sockaddr_storage *sa,
  * PATH when not a path). */
 #define CONFIG_SCONTROL_DEFAULT "scontrol"
 
+/* cgroup_root: where the cgroup hierarchies are mounted (cgroup.h); "":
+ * no per-job cgroups, and a job asking for limits fails to start. */
+#define CONFIG_CGROUP_ROOT_DEFAULT "/sys/fs/cgroup"
+/* The most CPUs a job (or cpus_per_gpu) may ask. */
+#define CONFIG_CPUS_MAX 4096.0
+
 /* The daemon's own keys that are neither the core's, the reports' nor
  * the sharing modes'. */
 typedef struct config_keys {
@@ -80,6 +86,11 @@ typedef struct config_keys {
     double metrics_max_jobs;        /* jobs with series of their own (a
                                        whole number) */
     char slurm_scontrol[1024];      /* run for Slurm's leases (scontrol.c) */
+    char cgroup_root[256];          /* per-job cgroups under it (cgroup.h) */
+    double cpus_per_gpu;            /* a job's CPUs per GPU when it gives no
+                                       --cpus; 0: no limit */
+    double host_mem_per_gpu_mib;    /* its host RAM per GPU when it gives no
+                                       --host-mem, MiB; 0: no limit */
 } config_keys;
 
 /* Fills cfg with the defaults, then the keys of the file at path. A missing

@@ -42,6 +42,7 @@
 #include "config.h"
 #include "core.h"
 #include "exec.h"
+#include "cgroup.h"
 #include "history.h"
 #include "metrics_counts.h"
 #include "proto.h"
@@ -122,6 +123,9 @@ typedef struct d_job {
     bool held;                  /* by `aegis hold`: not placed until
                                    released */
     double time_limit_s;        /* each attempt's limit (--time); 0: none */
+    int cpus;                   /* --cpus; 0: the per-GPU default */
+    double host_mem_mib;        /* --host-mem, MiB; 0: the per-GPU default */
+    cg_job cg;                  /* the running attempt's cgroup (cgroup.h) */
     int attempts;               /* attempts started so far */
     double retry_floor;         /* its place on the recovery ladder, as */
     bool retry_alone;           /*   core_job_retry() gave it at a requeue */

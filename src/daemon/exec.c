@@ -11,6 +11,7 @@
 #include "exec.h"
 #include "job_file.h"
 #include "oom_text.h"
+#include "cgroup.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -310,6 +311,12 @@ static void exec_job_child(const exec_spec *spec, char **envp, int out_fd,
     if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(out_fd, 1) < 0 ||
         dup2(err_fd, 2) < 0)
         _exit(126);
+    /* as root still, and before the command: nothing escapes its limits */
+    if (cg_join(spec->cgroups) != 0) {
+        dprintf(2, "aegisd: job %lld: cannot join its cgroup (%s): %s\n",
+                (long long)spec->id, spec->cgroups, strerror(errno));
+        _exit(126);
+    }
     if (spec->as_user && exec_become_user(spec->uid, spec->gid, spec->user,
                                           spec->id) != 0)
         _exit(126);
@@ -578,8 +585,8 @@ static void exec_shim(const exec_spec *spec, char **envp, int out_fd,
 enum { SHIM_OUT_FD = 3, SHIM_ERR_FD, SHIM_STATUS_FD, SHIM_NFDS = 3 };
 /* The shim's arguments before the environment (see exec_shim_argv). */
 enum { SHIM_MODE = 1, SHIM_ID, SHIM_ATTEMPT, SHIM_ERR_OFFSET, SHIM_LOG_MAX,
-       SHIM_AS_USER, SHIM_UID, SHIM_GID, SHIM_USER, SHIM_CWD, SHIM_NENV,
-       SHIM_FIXED };
+       SHIM_AS_USER, SHIM_UID, SHIM_GID, SHIM_USER, SHIM_CWD, SHIM_CGROUPS,
+       SHIM_NENV, SHIM_FIXED };
 
 /* What aegisd asks of the shim: watch a job's attempt ("job"), or run a
  * job's notifier ("notify"). */
@@ -592,6 +599,7 @@ typedef struct exec_shim_args {
     uid_t uid;
     gid_t gid;
     const char *user, *cwd;
+    const char *cgroups;        /* the job's cgroup.procs files (cgroup.h) */
 } exec_shim_args;
 
 static void exec_shim_argv_free(char **v) {
@@ -631,6 +639,7 @@ static char **exec_shim_argv(const exec_shim_args *a, char *const *envp,
          asprintf(&v[SHIM_GID], "%u", (unsigned)a->gid) >= 0 &&
          asprintf(&v[SHIM_USER], "%s", a->user ? a->user : "") >= 0 &&
          asprintf(&v[SHIM_CWD], "%s", a->cwd ? a->cwd : "/") >= 0 &&
+         asprintf(&v[SHIM_CGROUPS], "%s", a->cgroups ? a->cgroups : "") >= 0 &&
          asprintf(&v[SHIM_NENV], "%zu", nenv) >= 0 &&
          exec_argv_copy(v, SHIM_FIXED, envp) == 0 &&
          exec_argv_copy(v, SHIM_FIXED + nenv, tail) == 0;
@@ -724,7 +733,7 @@ int exec_prepare(const exec_spec *spec, exec_run *run, exec_pending **out,
                         .log_max_bytes = spec->log_max_bytes,
                         .as_user = spec->as_user, .uid = spec->uid,
                         .gid = spec->gid, .user = spec->user,
-                        .cwd = spec->cwd};
+                        .cwd = spec->cwd, .cgroups = spec->cgroups};
     if (envp) p->argv = exec_shim_argv(&a, envp, (char *const *)spec->argv);
     if (rc == 0 && (!p->argv || exec_fds_above_shim(p->fds, SHIM_NFDS) != 0)) {
         snprintf(err, errlen, "job %lld: cannot start: %s",
@@ -811,7 +820,7 @@ static int exec_shim_parse(int argc, char **argv, exec_shim_args *a,
         .log_max_bytes = nums[SHIM_LOG_MAX],
         .as_user = nums[SHIM_AS_USER] != 0, .uid = (uid_t)nums[SHIM_UID],
         .gid = (gid_t)nums[SHIM_GID], .user = argv[SHIM_USER],
-        .cwd = argv[SHIM_CWD]};
+        .cwd = argv[SHIM_CWD], .cgroups = argv[SHIM_CGROUPS]};
     if (!(*envp = calloc((size_t)nenv + 1, sizeof(**envp)))) return -1;
     memcpy(*envp, argv + SHIM_FIXED, (size_t)nenv * sizeof(**envp));
     *tail = argv + SHIM_FIXED + nenv;
@@ -833,6 +842,7 @@ static int exec_shim_job(const exec_shim_args *a, char **envp, char **argv) {
         .argv = (const char *const *)argv, .cwd = a->cwd,
         .as_user = a->as_user, .uid = a->uid, .gid = a->gid,
         .user = a->user, .log_max_bytes = a->log_max_bytes,
+        .cgroups = a->cgroups,
     };
     exec_shim(&spec, envp, SHIM_OUT_FD, SHIM_ERR_FD, SHIM_STATUS_FD,
               a->err_offset);

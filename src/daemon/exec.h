@@ -66,6 +66,8 @@ typedef struct exec_spec {
                                    on disk */
     const char *run_dir;        /* holds the shims' status files */
     const char *shim_path;      /* the aegis-shim program (exec_shim_path) */
+    const char *cgroups;        /* cgroup.procs files its process joins
+                                   (cgroup.h); NULL or "": none */
 } exec_spec;
 
 typedef struct exec_run {

@@ -67,7 +67,8 @@ static const char *const lease_modes[] = {"shared", "mps", "mig",
 static const char *const job_fields[] = {"cmd", "gpus", "mem_mib", "name",
                                          "feed", "after", "mps_threads_pct",
                                          "meta", "time_limit_s",
-                                         "nice", "notify", "feed_producer", NULL};
+                                         "nice", "notify", "feed_producer",
+                                         "cpus", "host_mem_mib", NULL};
 
 static const char *const dep_fields[] = {"id", "index", "kind"};
 
@@ -406,6 +407,15 @@ static int proto_parse_job(json_t *obj, size_t i, proto_job *job, char *err,
         return -1;
     }
     job->notify = notify ? json_string_value(notify) : NULL;
+    json_t *cpus = json_object_get(obj, "cpus");
+    snprintf(field, sizeof(field), "%s.cpus", where);
+    if (cpus && proto_int(cpus, field, 1, PROTO_MAX_CPUS, &v, err, errlen))
+        return -1;
+    job->cpus = cpus ? (int)v : 0;
+    job->host_mem_mib = 0;
+    if (proto_number(obj, "host_mem_mib", where, 1, PROTO_MAX_MEM_MIB,
+                     &job->host_mem_mib, err, errlen))
+        return -1;
     return proto_parse_meta(json_object_get(obj, "meta"), where, job, err,
                             errlen);
 }

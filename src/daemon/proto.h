@@ -8,7 +8,8 @@
  *
  * Requests ("op" and its fields):
  *   submit  cwd, env [..."K=V"], jobs [{cmd [...], gpus, mem_mib, name, feed,
- *           after, mps_threads_pct, meta, time_limit_s, nice, notify}]
+ *           after, mps_threads_pct, meta, time_limit_s, nice, notify, cpus,
+ *           host_mem_mib}]
  *           after: [{id or index, kind}...] -- the jobs it waits for: an
  *           existing job by id, or an earlier job of the same submit by
  *           its index in jobs; kind is afterok, afterany or afternotok
@@ -91,6 +92,8 @@
 #define PROTO_MAX_NOTIFY 4096
 /* Memory a job may ask for, MiB (1 TiB: above any GPU made). */
 #define PROTO_MAX_MEM_MIB (1024.0 * 1024.0)
+/* CPUs a job may ask for its cgroup. */
+#define PROTO_MAX_CPUS 4096
 /* The end of a Slurm task's stderr a lease_exit carries (lease.md). */
 #define PROTO_MAX_TAIL 8192
 
@@ -133,6 +136,10 @@ typedef struct proto_job {
     int nice;               /* lowers it among the queue, 0..CORE_NICE_MAX
                                (aegis-plus); 0 when not given */
     const char *notify;     /* run at its end; NULL when not given */
+    int cpus;               /* CPUs its cgroup may use (--cpus); 0: the
+                               config's per-GPU default */
+    double host_mem_mib;    /* host RAM its cgroup may hold, MiB
+                               (--host-mem); 0: the per-GPU default */
 } proto_job;
 
 /* An update's new values: each field only when has_* (name: NULL). */

@@ -118,6 +118,10 @@ static const char *const store_added[][3] = {
     /* a Slurm job step's lease (lease.c): its Slurm job, restart count
      * and mode; its tasks' pids ("12,13") and the grant's variables (JSON
      * ["K=V"...]), for a restarted aegisd. NULL for aegisd's own jobs */
+    /* `aegis submit --cpus`, `--host-mem`: its cgroup's limits; NULL:
+     * the config's per-GPU defaults */
+    {"jobs", "cpus", "INTEGER"},
+    {"jobs", "host_mem_mib", "REAL"},
     {"jobs", "slurm_job", "INTEGER"},
     {"jobs", "slurm_restart", "INTEGER"},
     {"jobs", "slurm_mode", "TEXT"},
@@ -167,9 +171,9 @@ static const char *const sql[S_COUNT] = {
     [S_ENV] = "INSERT INTO envs(cwd, env) VALUES(?1, ?2)",
     [S_JOB] = "INSERT INTO jobs(uid, gid, user, name, cmd, env_id, gpus,"
               " mem_mib, state, submitted, feed, mps_threads_pct, deps, meta,"
-              " time_limit_s, nice, notify, feed_producer)"
+              " time_limit_s, nice, notify, feed_producer, cpus, host_mem_mib)"
               " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'queued', ?9, ?10, ?11,"
-              " ?12, ?13, ?14, ?15, ?16, ?17)",
+              " ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)",
     [S_ATT_START] = "INSERT OR REPLACE INTO attempts(job_id, n, gpus,"
                     " floor_mib, exclusive, shim_pid, shim_start, job_pid,"
                     " started, err_offset)"
@@ -193,7 +197,8 @@ static const char *const sql[S_COUNT] = {
                    " j.finished, j.attempts, j.energy_j, j.feed, j.retry_floor,"
                    " j.retry_alone, j.mps_threads_pct, j.meta, j.cancel_at,"
                    " j.held, j.time_limit_s, j.nice, j.notify, j.slurm_job,"
-                   " j.slurm_restart, j.slurm_mode, j.slurm_pids,"
+                   " j.slurm_restart, j.slurm_mode, j.slurm_pids, j.cpus,"
+                   " j.host_mem_mib,"
                    " j.slurm_env, j.feed_producer, j.feed_restarts, j.feed_stop,"
                    " e.cwd, e.env"
                    " FROM jobs j JOIN envs e ON e.id = j.env_id"
@@ -617,6 +622,8 @@ static int store_insert_jobs(store *st, const store_owner *owner,
         sqlite3_bind_int(s, 15, j->nice);
         if (j->notify) sqlite3_bind_text(s, 16, j->notify, -1, SQLITE_STATIC);
         sqlite3_bind_int(s, 17, j->feed_producer);
+        if (j->cpus > 0) sqlite3_bind_int(s, 18, j->cpus);
+        if (j->host_mem_mib > 0) sqlite3_bind_double(s, 19, j->host_mem_mib);
         if ((j->nafter > 0 && !deps) || (j->meta && !meta)) {
             sqlite3_reset(s);
             sqlite3_clear_bindings(s);
