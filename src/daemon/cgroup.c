@@ -65,6 +65,37 @@ static int cg_make_job_dir(const char *parent, int64_t id, int attempt,
     return cg_mkdir(base, err, errlen) || cg_mkdir(dir, err, errlen) ? -1 : 0;
 }
 
+/* aegisd's own cgroup path in the unified tree ("/system.slice/x"),
+ * from /proc/self/cgroup's "0::" line; "" when none. */
+static void cg_self_path(char *out, size_t len) {
+    char line[1024];
+    FILE *f = fopen("/proc/self/cgroup", "re");
+    out[0] = '\0';
+    while (f && fgets(line, sizeof(line), f))
+        if (strncmp(line, "0::", 3) == 0) {
+            line[strcspn(line, "\n")] = '\0';
+            snprintf(out, len, "%s", strcmp(line + 3, "/") ? line + 3 : "");
+        }
+    if (f) fclose(f);
+}
+
+int cg_v2_delegate(const char *root, char *out, size_t len, char *err,
+                   size_t errlen) {
+    char self[512], leaf[600];
+    cg_self_path(self, sizeof(self));
+    /* already moved: its own cgroup is the leaf, its parent the base */
+    size_t n = strlen(self);
+    if (n >= 7 && strcmp(self + n - 7, "/aegisd") == 0) self[n - 7] = '\0';
+    snprintf(out, len, "%s%s", root, self);
+    snprintf(leaf, sizeof(leaf), "%s/aegisd", out);
+    return cg_mkdir(leaf, err, errlen) != 0 ||
+                   cg_write(leaf, "cgroup.procs", "0", err, errlen) != 0 ||
+                   cg_write(out, "cgroup.subtree_control", "+memory +cpu",
+                            err, errlen) != 0
+               ? -1
+               : 0;
+}
+
 static int cg_create_v2(const char *root, int64_t id, int attempt, int cpus,
                         double mem_mib, cg_job *out, char *err,
                         size_t errlen) {

@@ -6,12 +6,13 @@
  * nothing it starts escapes it.
  *
  * Both hierarchies are served, under a root folder (/sys/fs/cgroup):
- *   v2 (a unified tree: root/cgroup.controllers exists): root/aegis/
- *      job-ID.ATT, with memory.max, memory.swap.max 0 and cpu.max
- *      "QUOTA PERIOD". v2 lets processes live only in leaves, so aegisd
- *      enables the controllers in root/aegis (cgroup.subtree_control)
- *      and holds no process there; under systemd, the unit's
- *      Delegate=yes makes its cgroup aegisd's to divide.
+ *   v2 (a unified tree: root/cgroup.controllers exists): D/aegis/
+ *      job-ID.ATT, D being aegisd's own cgroup (under systemd, its
+ *      unit's, which Delegate=yes makes aegisd's to divide), with
+ *      memory.max, memory.swap.max 0 and cpu.max "QUOTA PERIOD". v2
+ *      lets processes live only in leaves, so aegisd moves itself into
+ *      D/aegisd and enables the controllers in D and D/aegis
+ *      (cgroup.subtree_control), which hold no process.
  *   v1 (one tree per controller): root/memory/aegis/job-ID.ATT with
  *      memory.limit_in_bytes (and memory.memsw.limit_in_bytes where swap
  *      is counted: the job cannot swap past its limit), and
@@ -41,7 +42,16 @@ typedef struct cg_job {
  * CG_NONE. */
 cg_version cg_detect(const char *root);
 
-/* Makes attempt `attempt` of job id's cgroup under root, limited to cpus
+/* v2: the folder under root of the cgroup aegisd is in (its line "0::PATH"
+ * of /proc/self/cgroup: under systemd, the unit's cgroup that
+ * Delegate=yes hands it), into out; aegisd moves itself into its leaf
+ * OUT/aegisd, so that OUT may give its children controllers (v2's rule:
+ * no processes in a cgroup that does). 0, or -1 with why in err. */
+int cg_v2_delegate(const char *root, char *out, size_t len, char *err,
+                   size_t errlen);
+
+/* Makes attempt `attempt` of job id's cgroup under root (for v2, the
+ * folder cg_v2_delegate() gave), limited to cpus
  * CPUs (0: no limit) and host_mem_mib MiB (0: no limit). 0, or -1 with
  * why in err (the folder or file named). */
 int cg_job_create(const char *root, cg_version v, int64_t id, int attempt,

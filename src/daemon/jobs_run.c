@@ -92,10 +92,15 @@ static int d_job_cgroup(d_daemon *d, d_job *job, char *procs, size_t len,
     int cpus;
     double mem_mib;
     d_job_limits(d, job, &cpus, &mem_mib);
-    char why[1024];
-    if (cg_job_create(d->keys.cgroup_root, cg_detect(d->keys.cgroup_root),
-                      job->id, job->attempts + 1, cpus, mem_mib, &job->cg,
-                      why, sizeof(why)) != 0) {
+    char why[1024], base[512];
+    snprintf(base, sizeof(base), "%s", d->keys.cgroup_root);
+    cg_version v = cg_detect(base);
+    bool limited = cpus > 0 || mem_mib > 0;
+    if ((limited && v == CG_V2 &&
+         cg_v2_delegate(d->keys.cgroup_root, base, sizeof(base), why,
+                        sizeof(why)) != 0) ||
+        cg_job_create(base, v, job->id, job->attempts + 1, cpus, mem_mib,
+                      &job->cg, why, sizeof(why)) != 0) {
         snprintf(err, errlen, "job %lld: its limits (%d CPUs, %.0f MiB of "
                  "host memory): %s", (long long)job->id, cpus, mem_mib, why);
         return -1;

@@ -98,6 +98,39 @@ static void test_v2(void **state) {
     assert_string_equal(text_of("aegis/job-7.2/cgroup.procs"), "0");
 }
 
+/* This process's path in the unified tree ("" for its root). */
+static void self_path(char *out, size_t len) {
+    char line[512];
+    FILE *f = fopen("/proc/self/cgroup", "r");
+    out[0] = '\0';
+    while (f && fgets(line, sizeof(line), f))
+        if (!strncmp(line, "0::", 3)) {
+            line[strcspn(line, "\n")] = '\0';
+            snprintf(out, len, "%s", strcmp(line + 3, "/") ? line + 3 : "");
+        }
+    if (f) fclose(f);
+}
+
+/* v2 under a delegated cgroup (the unit's): aegisd moves itself into its
+ * leaf, and enables the controllers where it made room. */
+static void test_v2_delegate(void **state) {
+    (void)state;
+    char self[256], rel[320], base[512], err[512], want[600];
+    self_path(self, sizeof(self));
+    snprintf(rel, sizeof(rel), "%s/aegisd/cgroup.procs", self + (self[0] == '/'));
+    make(rel);
+    snprintf(rel, sizeof(rel), "%s/cgroup.subtree_control",
+             self + (self[0] == '/'));
+    make(rel);
+    assert_int_equal(cg_v2_delegate(root, base, sizeof(base), err,
+                                    sizeof(err)), 0);
+    snprintf(want, sizeof(want), "%s%s", root, self);
+    assert_string_equal(base, want);
+    assert_string_equal(text_of(rel), "+memory +cpu");
+    snprintf(rel, sizeof(rel), "%s/aegisd/cgroup.procs", self + (self[0] == '/'));
+    assert_string_equal(text_of(rel), "0");
+}
+
 /* v1: memory and cpu trees, each job's folder in both; swap counted
  * (memsw) is limited as the memory is; the kill count in oom_control. */
 static void test_v1(void **state) {
@@ -150,6 +183,7 @@ static void test_none(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_v2, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_v2_delegate, setup, teardown),
         cmocka_unit_test_setup_teardown(test_v1, setup, teardown),
         cmocka_unit_test_setup_teardown(test_none, setup, teardown),
     };
