@@ -647,7 +647,9 @@ static void d_on_drain(d_conn *c, const proto_request *req) {
 }
 
 static void d_on_report(d_conn *c, const proto_request *req) {
-    json_t *jobs = store_report(c->d->st, req->since);
+    store_report_query q = {.since = req->since, .until = req->until,
+                            .user = req->user};
+    json_t *jobs = store_report(c->d->st, &q);
     size_t i;
     json_t *row;
     json_array_foreach(jobs, i, row) d_live_fields(c->d, row);

@@ -47,7 +47,7 @@ static const char *const op_fields[NOPS][OP_FIELDS_MAX] = {
     [PROTO_GPUS] = {NULL},
     [PROTO_DRAIN] = {"gpu", "reason"},
     [PROTO_RESUME] = {"gpu"},
-    [PROTO_REPORT] = {"since"},
+    [PROTO_REPORT] = {"since", "until", "user"},
     [PROTO_HOLD] = {"ids"},
     [PROTO_RELEASE] = {"ids"},
     [PROTO_SHUTDOWN] = {"drain"},
@@ -559,12 +559,15 @@ static int proto_parse_ids(json_t *root, bool many, proto_request *req,
     return 0;
 }
 
-/* An optional Unix time, seconds (fractions allowed), not negative. */
-static int proto_since(json_t *v, double *out, char *err, size_t errlen) {
+/* An optional Unix time (field), seconds (fractions allowed), not
+ * negative. */
+static int proto_since(json_t *v, const char *field, double *out, char *err,
+                       size_t errlen) {
     if (!v) return 0;
     if (!json_is_number(v) || !isfinite(json_number_value(v)) ||
         json_number_value(v) < 0) {
-        snprintf(err, errlen, "since: expected a Unix time in seconds, >= 0");
+        snprintf(err, errlen, "%s: expected a Unix time in seconds, >= 0",
+                 field);
         return -1;
     }
     *out = json_number_value(v);
@@ -695,10 +698,9 @@ static int proto_ls_states(json_t *v, proto_request *req, char *err,
     return 0;
 }
 
-/* ls: all, and the optional limit, user and states. */
-static int proto_parse_ls(json_t *root, proto_request *req, char *err,
-                          size_t errlen) {
-    json_t *user = json_object_get(root, "user");
+/* ls's and report's optional user: a login name or a uid. */
+static int proto_user(json_t *user, proto_request *req, char *err,
+                      size_t errlen) {
     if (user && (!json_is_string(user) || json_string_length(user) == 0 ||
                  json_string_length(user) > PROTO_MAX_NAME)) {
         snprintf(err, errlen, "user: expected a login name or a uid of 1 to "
@@ -706,6 +708,14 @@ static int proto_parse_ls(json_t *root, proto_request *req, char *err,
         return -1;
     }
     req->user = user ? json_string_value(user) : NULL;
+    return 0;
+}
+
+/* ls: all, and the optional limit, user and states. */
+static int proto_parse_ls(json_t *root, proto_request *req, char *err,
+                          size_t errlen) {
+    if (proto_user(json_object_get(root, "user"), req, err, errlen))
+        return -1;
     if (json_object_get(root, "limit") &&
         proto_int(json_object_get(root, "limit"), "limit", 0,
                   PROTO_MAX_LS_LIMIT, &req->limit, err, errlen))
@@ -755,8 +765,14 @@ static int proto_parse_op(json_t *root, proto_request *req, char *err,
         return proto_label(root, "reason", "drain", PROTO_MAX_REASON, false,
                            &req->reason, err, errlen);
     case PROTO_REPORT:
-        return proto_since(json_object_get(root, "since"), &req->since, err,
-                           errlen);
+        return proto_since(json_object_get(root, "since"), "since",
+                           &req->since, err, errlen) ||
+                       proto_since(json_object_get(root, "until"), "until",
+                                   &req->until, err, errlen) ||
+                       proto_user(json_object_get(root, "user"), req, err,
+                                  errlen)
+                   ? -1
+                   : 0;
     case PROTO_SHUTDOWN:
         return proto_bool(json_object_get(root, "drain"), "drain",
                           &req->drain_jobs, err, errlen);

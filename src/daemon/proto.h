@@ -33,7 +33,8 @@
  *   log     id, offset, stderr (bool)
  *   gpus                        drain  gpu, reason (optional)
  *   resume  gpu
- *   report  since (Unix time; optional: every job)
+ *   report  since, until (Unix times; optional: every job), user
+ *           (optional: a login name or a uid)
  *   shutdown  drain (bool: wait for running jobs first)
  *   lease   slurm_job, restart, uid, mem_mib, mode, pid, gpus, name -- a
  *           Slurm job step's task asks for its GPUs (root only; answered
@@ -180,7 +181,8 @@ typedef struct proto_request {
     bool all;               /* ls: finished jobs too */
     int64_t limit;          /* ls: at most this many rows, the first by
                                id (with all: the newest); 0: every one */
-    const char *user;       /* ls: one user's jobs only; NULL: anyone's */
+    const char *user;       /* ls, report: one user's jobs only; NULL:
+                               anyone's */
     json_t *states;         /* ls: jobs in these states only (an array of
                                known states, in root); NULL: any */
     bool history;           /* show: with the job's samples */
@@ -190,6 +192,7 @@ typedef struct proto_request {
     const char *reason;     /* drain: why, "" when not given */
     bool drain_jobs;        /* shutdown: once running jobs have ended */
     double since;           /* report: jobs submitted at or after; 0 all */
+    double until;           /* report: and before; 0: no end */
     proto_lease lease;      /* lease, lease_exit, lease_end */
     proto_update update;    /* update (its job: ids[0]) */
     json_t *root;           /* owns every string above */

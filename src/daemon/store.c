@@ -164,6 +164,14 @@ enum {
     " AND (?3 IS NULL OR (CASE WHEN held AND state = 'queued' THEN 'held'" \
     " ELSE state END) IN (SELECT value FROM json_each(?3)))"
 
+/* `aegis report --since T --until U -u USER`: jobs submitted in [?1, ?2)
+ * (?2 NULL: no end) of user ?3 (a login name or a uid as text; NULL:
+ * anyone's). Column names unqualified: both report queries read them
+ * from jobs alone. */
+#define STORE_REPORT_FILTER                                                \
+    "submitted >= ?1 AND (?2 IS NULL OR submitted < ?2)"                   \
+    " AND (?3 IS NULL OR user = ?3 OR CAST(uid AS TEXT) = ?3)"
+
 static const char *const sql[S_COUNT] = {
     [S_BEGIN] = "BEGIN IMMEDIATE",
     [S_COMMIT] = "COMMIT",
@@ -226,11 +234,12 @@ static const char *const sql[S_COUNT] = {
                 " WHERE id = ?1",
     [S_SEEN] = "UPDATE attempts SET seen = ?3 WHERE job_id = ?1 AND n = ?2",
     [S_REPORT_JOBS] = "SELECT id, user, uid, name, gpus, state, submitted,"
-                      " finished, energy_j FROM jobs WHERE submitted >= ?1"
+                      " finished, energy_j FROM jobs WHERE " STORE_REPORT_FILTER
                       " ORDER BY id",
     [S_REPORT_ATTEMPTS] = "SELECT a.job_id, a.gpus, a.started, a.ended"
                           " FROM attempts a JOIN jobs j ON j.id = a.job_id"
-                          " WHERE j.submitted >= ?1 ORDER BY a.job_id, a.n",
+                          " WHERE " STORE_REPORT_FILTER
+                          " ORDER BY a.job_id, a.n",
     [S_MIG_ADD] = "INSERT OR REPLACE INTO mig_instances(gpu, gi, ci, job_id, n,"
                   " profile, start, uuid) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7,"
                   " ?8)",
@@ -948,10 +957,17 @@ int64_t store_count(store *st, const store_query *q) {
     return n;
 }
 
-json_t *store_report(store *st, double since) {
-    sqlite3_bind_double(st->st[S_REPORT_JOBS], 1, since);
+/* Binds a report's period and user (STORE_REPORT_FILTER) to s. */
+static void store_bind_report(sqlite3_stmt *s, const store_report_query *q) {
+    sqlite3_bind_double(s, 1, q->since);
+    if (q->until > 0) sqlite3_bind_double(s, 2, q->until);
+    if (q->user) sqlite3_bind_text(s, 3, q->user, -1, SQLITE_STATIC);
+}
+
+json_t *store_report(store *st, const store_report_query *q) {
+    store_bind_report(st->st[S_REPORT_JOBS], q);
     json_t *jobs = store_collect(st->st[S_REPORT_JOBS]);
-    sqlite3_bind_double(st->st[S_REPORT_ATTEMPTS], 1, since);
+    store_bind_report(st->st[S_REPORT_ATTEMPTS], q);
     json_t *atts = store_collect(st->st[S_REPORT_ATTEMPTS]);
     /* both in job id order: one merge pass */
     size_t a = 0, i;

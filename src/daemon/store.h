@@ -176,10 +176,16 @@ json_t *store_list(store *st, const store_query *q);
 /* How many jobs store_list() would give without a limit. */
 int64_t store_count(store *st, const store_query *q);
 
-/* Jobs submitted at or after `since` (Unix time) in id order, each with
- * its attempts' start, end and GPUs in "attempt_list": what a report
- * needs, and no command. */
-json_t *store_report(store *st, double since);
+/* A report's jobs: submitted in [since, until) (Unix times; until 0: no
+ * end), of user (a login name or a uid; NULL: anyone's). */
+typedef struct store_report_query {
+    double since, until;
+    const char *user;
+} store_report_query;
+
+/* The jobs of q in id order, each with its attempts' start, end and GPUs
+ * in "attempt_list": what a report needs, and no command. */
+json_t *store_report(store *st, const store_report_query *q);
 
 /* Calls fn for each queued or running job in id order with its row and,
  * for a running one, its latest attempt ("attempt" key): the daemon's

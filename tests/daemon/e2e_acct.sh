@@ -1,0 +1,30 @@
+#!/bin/bash
+# e2e_acct.sh AEGISD AEGIS NVML FAKE CATALOG CASE -- accounting over a
+# period (issue 30 item 8): `aegis report -u USER --since T --until T
+# [--csv]` counts one user's jobs submitted in [since, until).
+set -u; AEGISD=$1 AEGIS=$2 NVML=$3 FAKE=$4 CATALOG=$5 CASE=$6; source "$(dirname "$0")/e2e_lib.sh"
+
+case_acct_report() {
+    needs_root
+    start
+    cd "$DIR/work"
+    a=$(as nobody "$AEGIS" submit -- true) || fail "submit a"
+    b=$("$AEGIS" submit -- true) || fail "submit b"
+    c=$(as nobody "$AEGIS" submit -- true) || fail "submit c"
+    "$AEGIS" wait "$a" "$b" "$c" > /dev/null || fail "jobs failed"
+    "$AEGIS" report -u nobody --json | pyjson "
+assert [j['job_id'] for j in d['jobs']]==[$a, $c], d['jobs']
+assert [u['user'] for u in d['users']]==['nobody'], d['users']" ||
+        fail "report -u nobody"
+    ta=$(job_field "$a" submitted) tc=$(job_field "$c" submitted)
+    "$AEGIS" report -u nobody --since "$ta" --until "$tc" --json | pyjson "
+assert [j['job_id'] for j in d['jobs']]==[$a], d['jobs']" || fail "--until"
+    "$AEGIS" report --user nobody --since "$ta" --until "$tc" --csv > r.csv ||
+        fail "report --csv"
+    [ "$(wc -l < r.csv)" = 2 ] || fail "csv: $(cat r.csv)"
+    grep -q ",$a,nobody," r.csv || fail "csv row: $(cat r.csv)"
+    "$AEGIS" report --until later 2> err.txt; [ $? = 2 ] || fail "bad --until: exit"
+    grep -q -- "--until: 'later'" err.txt || fail "bad --until: $(cat err.txt)"
+}
+
+e2e_run
