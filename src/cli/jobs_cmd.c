@@ -270,10 +270,12 @@ SOCKET_OPT EXIT_STATUS;
 
 static const char log_help[] =
 "NAME\n    aegis log - print a job's output\n\n"
-"SYNOPSIS\n    aegis log ID [-f] [--stderr | --both] [--socket PATH]\n\n"
+"SYNOPSIS\n    aegis log [ID] [-f] [--stderr | --both] [--socket PATH]\n\n"
 "DESCRIPTION\n"
 "    Prints what the job wrote to stdout (with --stderr, to stderr) over\n"
-"    all its attempts. Only the job's owner or root may read it.\n\n"
+"    all its attempts. Only the job's owner or root may read it. Without\n"
+"    an ID, the job is the last one you submitted: aegis log -f follows\n"
+"    it, as task-spooler's tsp -t does.\n\n"
 "OPTIONS\n"
 "    -f, --follow    keep printing new output until the job finishes\n"
 "    --stderr        the job's stderr instead of its stdout\n"
@@ -768,9 +770,28 @@ static int log_step(const client_flags *f, json_int_t id, int err_stream,
     return rc;
 }
 
+/* The id of the last job this user submitted (the newest of theirs,
+ * finished or not) into *id: 0, or an exit status after saying why. */
+static int log_last_job(const client_flags *f, json_int_t *id) {
+    char uid[32];
+    snprintf(uid, sizeof(uid), "%u", (unsigned)getuid());
+    int rc;
+    json_t *ans = client_call("log", client_socket(f->socket),
+                              json_pack("{s:s, s:b, s:i, s:s}", "op", "ls",
+                                        "all", 1, "limit", 1, "user", uid),
+                              &rc);
+    if (!ans) return rc;
+    json_t *last = json_array_get(json_object_get(ans, "jobs"), 0);
+    *id = json_integer_value(json_object_get(last, "id"));
+    json_decref(ans);
+    if (last) return 0;
+    fprintf(stderr, "aegis log: you have no jobs (name one: aegis log ID)\n");
+    return CLI_USAGE;
+}
+
 int cli_log(int argc, char **argv) {
     client_flags f;
-    int rc = client_options("log", argc, argv, log_help, "feb", 1, 1, &f);
+    int rc = client_options("log", argc, argv, log_help, "feb", 0, 1, &f);
     if (rc) return rc < 0 ? CLI_OK : rc;
     if (f.both && f.err_stream) {
         fprintf(stderr, "aegis log: --both already includes --stderr: give "
@@ -778,7 +799,11 @@ int cli_log(int argc, char **argv) {
         return CLI_USAGE;
     }
     json_int_t id, offset[2] = {0, 0};
-    if (client_parse_id("log", argv[f.first_arg], &id)) return CLI_USAGE;
+    if (f.first_arg == argc) {
+        if ((rc = log_last_job(&f, &id))) return rc;
+    } else if (client_parse_id("log", argv[f.first_arg], &id)) {
+        return CLI_USAGE;
+    }
     /* A job seen finished gets one more pass: what it wrote to one stream
      * while the other was read is not lost. */
     bool ended = false;

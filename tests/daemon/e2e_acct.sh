@@ -1,7 +1,9 @@
 #!/bin/bash
 # e2e_acct.sh AEGISD AEGIS NVML FAKE CATALOG CASE -- accounting over a
 # period (issue 30 item 8): `aegis report -u USER --since T --until T
-# [--csv]` counts one user's jobs submitted in [since, until).
+# [--csv]` counts one user's jobs submitted in [since, until); `aegis
+# log -f` without an id follows the user's last job (task-spooler's tsp
+# -t).
 set -u; AEGISD=$1 AEGIS=$2 NVML=$3 FAKE=$4 CATALOG=$5 CASE=$6; source "$(dirname "$0")/e2e_lib.sh"
 
 case_acct_report() {
@@ -25,6 +27,24 @@ assert [j['job_id'] for j in d['jobs']]==[$a], d['jobs']" || fail "--until"
     grep -q ",$a,nobody," r.csv || fail "csv row: $(cat r.csv)"
     "$AEGIS" report --until later 2> err.txt; [ $? = 2 ] || fail "bad --until: exit"
     grep -q -- "--until: 'later'" err.txt || fail "bad --until: $(cat err.txt)"
+}
+
+case_acct_log_last() {
+    needs_root
+    start
+    cd "$DIR/work"
+    as nobody "$AEGIS" log -f 2> err.txt; [ $? = 2 ] || fail "no jobs: exit"
+    grep -q "you have no jobs" err.txt || fail "no jobs: $(cat err.txt)"
+    as nobody "$AEGIS" submit -- sh -c 'echo first' > /dev/null || fail "submit first"
+    # root's job comes later: nobody's last job is still its own
+    "$AEGIS" submit -- sh -c 'echo root' > /dev/null || fail "submit root"
+    last=$(as nobody "$AEGIS" submit -- sh -c 'echo go; echo done-last') || fail submit
+    [ "$(as nobody "$AEGIS" log -f)" = "go
+done-last" ] || fail "log -f: $(as nobody "$AEGIS" log -f)"
+    [ "$(as nobody "$AEGIS" log)" = "go
+done-last" ] || fail "log without -f"
+    "$AEGIS" show --json "$last" | pyjson "assert d['state']=='done', d" ||
+        fail "log -f returned before its end"
 }
 
 e2e_run
