@@ -40,6 +40,7 @@ static const cli_command commands[] = {
     {"drain", cli_drain, "take a GPU out of placement"},
     {"resume", cli_resume, "put a drained GPU back"},
     {"shutdown", cli_shutdown, "stop aegisd"},
+    {"db", cli_db, "back up aegisd's database (db backup FILE)"},
     {"feed", cli_feed, "list, clean up or start the shared data feeds"},
     {"report", cli_report, "energy, CO2 and GPU-hours of aegisd's jobs"},
     {"estimate", cli_estimate, "GPU memory a training job will need"},

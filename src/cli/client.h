@@ -21,6 +21,7 @@ int cli_hold(int argc, char **argv);
 int cli_update(int argc, char **argv);
 int cli_priority(int argc, char **argv);
 int cli_fairshare(int argc, char **argv);
+int cli_db(int argc, char **argv);
 int cli_release(int argc, char **argv);
 int cli_shutdown(int argc, char **argv);
 

@@ -663,6 +663,21 @@ static void d_on_report(d_conn *c, const proto_request *req) {
     d_reply(c, ans);
 }
 
+/* A copy of the database, by SQLite's online backup, written by aegisd
+ * where the admin says: a backup while aegisd runs, which copying the
+ * file (and its WAL) by hand would not make consistent. */
+static void d_on_db_backup(d_conn *c, const proto_request *req) {
+    if (!d_admin(c, "back up the database")) return;
+    char err[4300];
+    if (store_backup(c->d->st, req->path, err, sizeof(err)) != 0) {
+        d_reply_error(c, "db backup: %s", err);
+        return;
+    }
+    d_log("database copied to %s (aegis db backup by uid %d)", req->path,
+          (int)c->uid);
+    d_reply(c, json_pack("{s:b, s:s}", "ok", 1, "path", req->path));
+}
+
 /* Answers first, with the running jobs that keep running (or are waited
  * for); aegisd exits at its next tick, and the client, which keeps the
  * connection open, sees it close then. */
@@ -700,6 +715,7 @@ void d_handle(d_conn *c, const proto_request *req) {
     case PROTO_UPDATE: d_on_update(c, req); break;
     case PROTO_PRIORITY: d_on_priority(c, req); break;
     case PROTO_FAIRSHARE: d_on_fairshare(c, req); break;
+    case PROTO_DB_BACKUP: d_on_db_backup(c, req); break;
     }
 }
 

@@ -31,6 +31,7 @@ static const char *const op_names[] = {
     [PROTO_LEASE] = "lease", [PROTO_LEASE_EXIT] = "lease_exit",
     [PROTO_LEASE_END] = "lease_end", [PROTO_UPDATE] = "update",
     [PROTO_PRIORITY] = "priority", [PROTO_FAIRSHARE] = "fairshare",
+    [PROTO_DB_BACKUP] = "db_backup",
 };
 #define NOPS (sizeof(op_names) / sizeof(*op_names))
 
@@ -59,6 +60,7 @@ static const char *const op_fields[NOPS][OP_FIELDS_MAX] = {
     [PROTO_UPDATE] = {"id", "time_limit_s", "nice", "mem_mib", "name"},
     [PROTO_PRIORITY] = {NULL},
     [PROTO_FAIRSHARE] = {NULL},
+    [PROTO_DB_BACKUP] = {"path"},
 };
 
 static const char *const lease_modes[] = {"shared", "mps", "mig",
@@ -782,6 +784,16 @@ static int proto_parse_op(json_t *root, proto_request *req, char *err,
     case PROTO_UPDATE: return proto_parse_update(root, req, err, errlen);
     case PROTO_PRIORITY:
     case PROTO_FAIRSHARE: return 0;
+    case PROTO_DB_BACKUP: {
+        json_t *path = json_object_get(root, "path");
+        if (!json_is_string(path) || json_string_value(path)[0] != '/' ||
+            json_string_length(path) >= 4096) {
+            snprintf(err, errlen, "path: expected an absolute file name");
+            return -1;
+        }
+        req->path = json_string_value(path);
+        return 0;
+    }
     }
     return 0;
 }

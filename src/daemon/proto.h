@@ -48,6 +48,8 @@
  *           its priority and its limit; root may raise either)
  *   priority   each queued job's priority and its parts (aegis-plus)
  *   fairshare  each user's GPU time, decayed usage, share and factor
+ *   db_backup  path (absolute, new): a copy of the database (root or
+ *           aegisd's user only)
  * Responses: {"ok":true, ...} or {"ok":false, "error":"..."}, the latter
  * with "server_error":true when aegisd is busy or failed, not the request.
  * A `log` answer carries the bytes in "base64": logs need not be text.
@@ -102,7 +104,8 @@ typedef enum proto_op {
     PROTO_SUBMIT, PROTO_LS, PROTO_SHOW, PROTO_CANCEL, PROTO_WAIT, PROTO_LOG,
     PROTO_GPUS, PROTO_DRAIN, PROTO_RESUME, PROTO_REPORT, PROTO_HOLD,
     PROTO_RELEASE, PROTO_SHUTDOWN, PROTO_LEASE, PROTO_LEASE_EXIT,
-    PROTO_LEASE_END, PROTO_UPDATE, PROTO_PRIORITY, PROTO_FAIRSHARE
+    PROTO_LEASE_END, PROTO_UPDATE, PROTO_PRIORITY, PROTO_FAIRSHARE,
+    PROTO_DB_BACKUP
 } proto_op;
 
 /* What a dependency waits for (Slurm's names): its job's success, its end
@@ -190,6 +193,7 @@ typedef struct proto_request {
     bool err_stream;        /* log: stderr instead of stdout */
     int gpu;                /* drain, resume */
     const char *reason;     /* drain: why, "" when not given */
+    const char *path;       /* db_backup: the copy's file */
     bool drain_jobs;        /* shutdown: once running jobs have ended */
     double since;           /* report: jobs submitted at or after; 0 all */
     double until;           /* report: and before; 0: no end */

@@ -19,12 +19,15 @@
  */
 #include "store.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <sqlite3.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char schema[] =
     "PRAGMA journal_mode=WAL;"
@@ -317,6 +320,33 @@ struct store {
 const char *store_errmsg(store *st) { return sqlite3_errmsg(st->db); }
 
 bool store_failing(const store *st) { return st->failing; }
+
+int store_backup(store *st, const char *path, char *err, size_t errlen) {
+    /* made here, new and 0600: the copy holds every job's environment */
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    close(fd);
+    sqlite3 *copy = NULL;
+    int rc = sqlite3_open_v2(path, &copy, SQLITE_OPEN_READWRITE, NULL);
+    sqlite3_backup *b = rc == SQLITE_OK
+                            ? sqlite3_backup_init(copy, "main", st->db, "main")
+                            : NULL;
+    if (b) {
+        rc = sqlite3_backup_step(b, -1); /* every page, in one step */
+        sqlite3_backup_finish(b);
+        if (rc == SQLITE_DONE) rc = SQLITE_OK;
+    } else if (rc == SQLITE_OK) {
+        rc = sqlite3_errcode(copy);
+    }
+    if (rc != SQLITE_OK)
+        snprintf(err, errlen, "%s: %s", path,
+                 copy ? sqlite3_errmsg(copy) : sqlite3_errstr(rc));
+    sqlite3_close(copy);
+    return rc == SQLITE_OK ? 0 : -1;
+}
 
 const char *store_failure(const store *st) { return st->why; }
 

@@ -142,6 +142,10 @@ void store_job_state(store *st, int64_t id, const char *state,
 void store_job_energy(store *st, int64_t id, double energy_j);
 /* `aegis hold` (true) or `release` (false) of a queued job. */
 void store_job_held(store *st, int64_t id, bool held);
+/* `aegis db backup`: a copy of the database at path, a new file, by
+ * SQLite's online backup (a consistent copy while aegisd runs). 0, or -1
+ * with why in err. */
+int store_backup(store *st, const char *path, char *err, size_t errlen);
 /* `aegis update`: a queued job's limit (0: none), nice, memory (< 0:
  * none given) and name, all of them as they are now. */
 void store_job_update(store *st, int64_t id, double time_limit_s, int nice,

@@ -3,7 +3,8 @@
 # period (issue 30 item 8): `aegis report -u USER --since T --until T
 # [--csv]` counts one user's jobs submitted in [since, until); `aegis
 # log -f` without an id follows the user's last job (task-spooler's tsp
-# -t).
+# -t); `aegis db backup FILE` writes a copy of the database by SQLite's
+# online backup, for root or aegisd's user only.
 set -u; AEGISD=$1 AEGIS=$2 NVML=$3 FAKE=$4 CATALOG=$5 CASE=$6; source "$(dirname "$0")/e2e_lib.sh"
 
 case_acct_report() {
@@ -45,6 +46,29 @@ done-last" ] || fail "log -f: $(as nobody "$AEGIS" log -f)"
 done-last" ] || fail "log without -f"
     "$AEGIS" show --json "$last" | pyjson "assert d['state']=='done', d" ||
         fail "log -f returned before its end"
+}
+
+case_acct_backup() {
+    needs_root
+    start
+    cd "$DIR/work"
+    id=$("$AEGIS" submit --name kept -- true) || fail submit
+    "$AEGIS" wait "$id" > /dev/null || fail "job failed"
+    "$AEGIS" db backup copy.db > /dev/null || fail "db backup"
+    [ "$(stat -c %a copy.db)" = 600 ] || fail "mode $(stat -c %a copy.db)"
+    python3 - "$DIR/work/copy.db" "$id" <<'PY' || fail "the copy lacks the job"
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+row = db.execute("SELECT name, state FROM jobs WHERE id = ?", (int(sys.argv[2]),)).fetchone()
+assert row == ("kept", "done"), row
+assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+PY
+    aegis_refused "copy.db: File exists" db backup copy.db
+    as nobody "$AEGIS" db backup /tmp/nobody.db 2> err.txt && fail "nobody backed up"
+    grep -q "permission denied: only root or aegisd's user" err.txt ||
+        fail "nobody: $(cat err.txt)"
+    [ ! -e /tmp/nobody.db ] || fail "nobody's copy written"
+    aegis_refused "not a db command" db restore x.db
 }
 
 e2e_run
