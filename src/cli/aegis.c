@@ -33,6 +33,7 @@ static const cli_command commands[] = {
     {"update", cli_update, "change a queued job's limit, nice, memory, name"},
     {"priority", cli_priority, "queued jobs' priorities and their parts"},
     {"fairshare", cli_fairshare, "each user's GPU time and fair share"},
+    {"clear", cli_clear, "take your finished jobs out of ls (tsp -C)"},
     {"log", cli_log, "print a job's output"},
     {"wait", cli_wait, "wait for jobs to finish"},
     {"gpus", cli_gpus, "the GPUs aegisd manages"},

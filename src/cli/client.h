@@ -22,6 +22,7 @@ int cli_update(int argc, char **argv);
 int cli_priority(int argc, char **argv);
 int cli_fairshare(int argc, char **argv);
 int cli_db(int argc, char **argv);
+int cli_clear(int argc, char **argv);
 int cli_release(int argc, char **argv);
 int cli_shutdown(int argc, char **argv);
 

@@ -1,5 +1,6 @@
-/* queue_cmd.c -- `aegis update`, `aegis priority` and `aegis fairshare`:
- * Slurm's scontrol update, sprio and sshare for aegisd's queue. Each is
+/* queue_cmd.c -- `aegis update`, `aegis priority`, `aegis fairshare` and
+ * `aegis clear`: Slurm's scontrol update, sprio and sshare, and
+ * task-spooler's tsp -C, for aegisd's queue. Each is
  * one request; aegisd decides who may change what (queue_ctl.c).
  */
 #include "cli.h"
@@ -86,6 +87,18 @@ static const char fairshare_help[] =
 "    --json          aegisd's answer: {policy, priorities, half_life_s,\n"
 "                    users: [{uid, user, usage_gpu_s, decayed_gpu_s,\n"
 "                    share_gpu_s, factor, running, queued}]}\n"
+SOCKET_OPT EXIT_STATUS;
+
+static const char clear_help[] =
+"NAME\n    aegis clear - take your finished jobs out of aegis ls (tsp -C)\n\n"
+"SYNOPSIS\n    aegis clear [--json] [--socket PATH]\n\n"
+"DESCRIPTION\n"
+"    Your finished jobs (done, failed, cancelled, timeout) no longer show\n"
+"    in aegis ls and aegis ls --all, as task-spooler's tsp -C clears its\n"
+"    list. They are kept: aegis show ID and aegis log ID still give them,\n"
+"    and aegis report still counts them. Queued and running jobs stay.\n\n"
+"OPTIONS\n"
+"    --json          aegisd's answer: {cleared: how many}\n"
 SOCKET_OPT EXIT_STATUS;
 
 /* Reads update's options into req; 0, -1 after --help, or CLI_USAGE. */
@@ -234,6 +247,19 @@ int cli_fairshare(int argc, char **argv) {
                    field(row, "share_gpu_s") / 3600, field(row, "factor"),
                    field(row, "running"), field(row, "queued"));
     }
+    json_decref(ans);
+    return CLI_OK;
+}
+
+int cli_clear(int argc, char **argv) {
+    client_flags f;
+    int rc;
+    json_t *ans = call_plain("clear", clear_help, argc, argv, &f, &rc);
+    if (!ans) return rc;
+    if (f.json) client_print_json(ans);
+    else
+        printf("cleared %lld finished jobs from your listings\n",
+               (long long)json_integer_value(json_object_get(ans, "cleared")));
     json_decref(ans);
     return CLI_OK;
 }

@@ -652,6 +652,7 @@ int d_may_act(d_conn *c, int64_t id, const char *op, char *why, size_t len);
 void d_on_update(d_conn *c, const proto_request *req);
 void d_on_priority(d_conn *c, const proto_request *req);
 void d_on_fairshare(d_conn *c, const proto_request *req);
+void d_on_clear(d_conn *c, const proto_request *req);
 /* Registers the handlers' hooks in d (d->job_done: answers the waits). */
 void d_handlers_register(d_daemon *d);
 

@@ -716,6 +716,7 @@ void d_handle(d_conn *c, const proto_request *req) {
     case PROTO_PRIORITY: d_on_priority(c, req); break;
     case PROTO_FAIRSHARE: d_on_fairshare(c, req); break;
     case PROTO_DB_BACKUP: d_on_db_backup(c, req); break;
+    case PROTO_CLEAR: d_on_clear(c, req); break;
     }
 }
 

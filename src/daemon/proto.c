@@ -31,7 +31,7 @@ static const char *const op_names[] = {
     [PROTO_LEASE] = "lease", [PROTO_LEASE_EXIT] = "lease_exit",
     [PROTO_LEASE_END] = "lease_end", [PROTO_UPDATE] = "update",
     [PROTO_PRIORITY] = "priority", [PROTO_FAIRSHARE] = "fairshare",
-    [PROTO_DB_BACKUP] = "db_backup",
+    [PROTO_DB_BACKUP] = "db_backup", [PROTO_CLEAR] = "clear",
 };
 #define NOPS (sizeof(op_names) / sizeof(*op_names))
 
@@ -61,6 +61,7 @@ static const char *const op_fields[NOPS][OP_FIELDS_MAX] = {
     [PROTO_PRIORITY] = {NULL},
     [PROTO_FAIRSHARE] = {NULL},
     [PROTO_DB_BACKUP] = {"path"},
+    [PROTO_CLEAR] = {NULL},
 };
 
 static const char *const lease_modes[] = {"shared", "mps", "mig",
@@ -783,7 +784,8 @@ static int proto_parse_op(json_t *root, proto_request *req, char *err,
     case PROTO_LEASE_END: return proto_parse_lease(root, req, err, errlen);
     case PROTO_UPDATE: return proto_parse_update(root, req, err, errlen);
     case PROTO_PRIORITY:
-    case PROTO_FAIRSHARE: return 0;
+    case PROTO_FAIRSHARE:
+    case PROTO_CLEAR: return 0;
     case PROTO_DB_BACKUP: {
         json_t *path = json_object_get(root, "path");
         if (!json_is_string(path) || json_string_value(path)[0] != '/' ||

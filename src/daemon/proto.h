@@ -50,6 +50,7 @@
  *   fairshare  each user's GPU time, decayed usage, share and factor
  *   db_backup  path (absolute, new): a copy of the database (root or
  *           aegisd's user only)
+ *   clear   the peer's finished jobs leave ls and ls --all (tsp -C)
  * Responses: {"ok":true, ...} or {"ok":false, "error":"..."}, the latter
  * with "server_error":true when aegisd is busy or failed, not the request.
  * A `log` answer carries the bytes in "base64": logs need not be text.
@@ -105,7 +106,7 @@ typedef enum proto_op {
     PROTO_GPUS, PROTO_DRAIN, PROTO_RESUME, PROTO_REPORT, PROTO_HOLD,
     PROTO_RELEASE, PROTO_SHUTDOWN, PROTO_LEASE, PROTO_LEASE_EXIT,
     PROTO_LEASE_END, PROTO_UPDATE, PROTO_PRIORITY, PROTO_FAIRSHARE,
-    PROTO_DB_BACKUP
+    PROTO_DB_BACKUP, PROTO_CLEAR
 } proto_op;
 
 /* What a dependency waits for (Slurm's names): its job's success, its end

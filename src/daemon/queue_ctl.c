@@ -2,7 +2,8 @@
  * and sshare give it: `aegis update` changes a waiting job; `aegis
  * priority` and `aegis fairshare` show the priorities aegis-plus orders
  * the queue by, as the core computes them (core_job_priority(),
- * core_fairshare()).
+ * core_fairshare()); `aegis clear` takes a user's finished jobs out of
+ * their listings, as task-spooler's tsp -C does.
  *
  * Who may do what: anyone may read the priorities and the usage (the
  * queue and its users are public, as `ls` shows them). A job's owner may
@@ -153,4 +154,16 @@ void d_on_fairshare(d_conn *c, const proto_request *req) {
                          d->cfg.policy, "priorities",
                          core_has_priorities(d->core), "half_life_s",
                          d->cfg.fairshare_half_life_s, "users", rows));
+}
+
+/* Each user clears their own jobs only; a report still counts them. */
+void d_on_clear(d_conn *c, const proto_request *req) {
+    (void)req;
+    if (d_refuse_unwritable(c)) return;
+    int64_t n = store_clear(c->d->st, c->uid);
+    if (n < 0) {
+        d_reply_fault(c, "clear: %s", store_failure(c->d->st));
+        return;
+    }
+    d_reply(c, json_pack("{s:b, s:I}", "ok", 1, "cleared", (json_int_t)n));
 }

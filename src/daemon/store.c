@@ -123,6 +123,9 @@ static const char *const store_added[][3] = {
      * ["K=V"...]), for a restarted aegisd. NULL for aegisd's own jobs */
     /* `aegis submit --cpus`, `--host-mem`: its cgroup's limits; NULL:
      * the config's per-GPU defaults */
+    /* `aegis clear`: a finished job its owner hid from ls (tsp -C);
+     * reports still count it */
+    {"jobs", "cleared", "INTEGER NOT NULL DEFAULT 0"},
     {"jobs", "cpus", "INTEGER"},
     {"jobs", "host_mem_mib", "REAL"},
     {"jobs", "slurm_job", "INTEGER"},
@@ -148,7 +151,8 @@ enum {
     S_ATT_PIDS, S_ATT_DROP, S_CANCEL, S_PROBE, S_HELD, S_FEED, S_DRAIN_SET,
     S_DRAIN_DEL, S_DRAIN_GET, S_HIST_ADD, S_HIST_THIN, S_HIST_STEP,
     S_HIST_GET, S_HIST_STATE, S_LEASE_SET, S_LEASE_PIDS, S_LEASE_ENV,
-    S_LADDER_SET, S_LADDER_GET, S_COUNT_ALL, S_COUNT_ACTIVE, S_UPDATE, S_COUNT
+    S_LADDER_SET, S_LADDER_GET, S_COUNT_ALL, S_COUNT_ACTIVE, S_UPDATE,
+    S_CLEAR, S_COUNT
 };
 
 /* A job's dependencies as a column "deps": a row written before they
@@ -161,9 +165,9 @@ enum {
 /* `aegis ls -u USER --state S,...`: ?2 a login name or a uid as decimal
  * text, ?3 a JSON array of states; NULL: any. A job held by `aegis
  * hold` is stored as queued, and `ls` shows it as held: it is held, not
- * queued, here too. */
+ * queued, here too. A job its owner cleared is left out. */
 #define STORE_LS_FILTER                                                    \
-    "(?2 IS NULL OR user = ?2 OR CAST(uid AS TEXT) = ?2)"                  \
+    "cleared = 0 AND (?2 IS NULL OR user = ?2 OR CAST(uid AS TEXT) = ?2)"  \
     " AND (?3 IS NULL OR (CASE WHEN held AND state = 'queued' THEN 'held'" \
     " ELSE state END) IN (SELECT value FROM json_each(?3)))"
 
@@ -257,6 +261,8 @@ static const char *const sql[S_COUNT] = {
                  " (SELECT value FROM json_each(?1)) AND cancel_at IS NULL",
     [S_PROBE] = "INSERT OR REPLACE INTO probe(id, t) VALUES(1, ?1)",
     [S_HELD] = "UPDATE jobs SET held = ?2 WHERE id = ?1",
+    [S_CLEAR] = "UPDATE jobs SET cleared = 1 WHERE uid = ?1 AND cleared = 0"
+                " AND state NOT IN ('queued', 'running')",
     [S_UPDATE] = "UPDATE jobs SET time_limit_s = ?2, nice = ?3,"
                  " mem_mib = ?4, name = ?5 WHERE id = ?1",
     /* a producer not being stopped for its feed has no stop committed:
@@ -867,6 +873,13 @@ void store_job_held(store *st, int64_t id, bool held) {
     sqlite3_bind_int64(s, 1, id);
     sqlite3_bind_int(s, 2, held);
     store_write(st, S_HELD, id);
+}
+
+int64_t store_clear(store *st, uid_t uid) {
+    sqlite3_stmt *s = st->st[S_CLEAR];
+    sqlite3_bind_int64(s, 1, uid);
+    store_write(st, S_CLEAR, 0);
+    return st->failing ? -1 : sqlite3_changes(st->db);
 }
 
 void store_job_update(store *st, int64_t id, double time_limit_s, int nice,

@@ -142,6 +142,9 @@ void store_job_state(store *st, int64_t id, const char *state,
 void store_job_energy(store *st, int64_t id, double energy_j);
 /* `aegis hold` (true) or `release` (false) of a queued job. */
 void store_job_held(store *st, int64_t id, bool held);
+/* `aegis clear`: hides uid's finished jobs from ls and ls --all (reports
+ * still count them). How many it hid, or -1 when it could not write. */
+int64_t store_clear(store *st, uid_t uid);
 /* `aegis db backup`: a copy of the database at path, a new file, by
  * SQLite's online backup (a consistent copy while aegisd runs). 0, or -1
  * with why in err. */

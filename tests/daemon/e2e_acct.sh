@@ -4,7 +4,9 @@
 # [--csv]` counts one user's jobs submitted in [since, until); `aegis
 # log -f` without an id follows the user's last job (task-spooler's tsp
 # -t); `aegis db backup FILE` writes a copy of the database by SQLite's
-# online backup, for root or aegisd's user only.
+# online backup, for root or aegisd's user only; `aegis clear` takes a
+# user's finished jobs out of ls and ls --all (tsp -C), report still
+# counts them.
 set -u; AEGISD=$1 AEGIS=$2 NVML=$3 FAKE=$4 CATALOG=$5 CASE=$6; source "$(dirname "$0")/e2e_lib.sh"
 
 case_acct_report() {
@@ -69,6 +71,29 @@ PY
         fail "nobody: $(cat err.txt)"
     [ ! -e /tmp/nobody.db ] || fail "nobody's copy written"
     aegis_refused "not a db command" db restore x.db
+}
+
+case_acct_clear() {
+    needs_root
+    start
+    cd "$DIR/work"
+    mine=$(as nobody "$AEGIS" submit -- true) || fail "submit mine"
+    theirs=$("$AEGIS" submit -- true) || fail "submit theirs"
+    as nobody "$AEGIS" wait "$mine" > /dev/null || fail "mine failed"
+    "$AEGIS" wait "$theirs" > /dev/null || fail "theirs failed"
+    queued=$(as nobody "$AEGIS" submit --gpus 3 -- "$FAKE" --mib 100 --seconds 600) ||
+        fail "submit queued"
+    [ "$(as nobody "$AEGIS" clear)" = "cleared 1 finished jobs from your listings" ] ||
+        fail "clear said: $(as nobody "$AEGIS" clear)"
+    "$AEGIS" ls --all --json | pyjson "
+ids=[j['id'] for j in d]
+assert $mine not in ids and $theirs in ids and $queued in ids, ids" ||
+        fail "ls --all after clear"
+    "$AEGIS" show --json "$mine" | pyjson "assert d['state']=='done', d" ||
+        fail "a cleared job is gone from show"
+    "$AEGIS" report --json | pyjson "
+assert $mine in [j['job_id'] for j in d['jobs']], d['jobs']" ||
+        fail "report lost a cleared job"
 }
 
 e2e_run
