@@ -87,6 +87,9 @@ typedef struct config_keys {
                                        whole number) */
     char slurm_scontrol[1024];      /* run for Slurm's leases (scontrol.c) */
     char cgroup_root[256];          /* per-job cgroups under it (cgroup.h) */
+    double history_days;            /* finished jobs are forgotten, with
+                                       their logs, this long after their
+                                       end; 0: kept for ever */
     double cpus_per_gpu;            /* a job's CPUs per GPU when it gives no
                                        --cpus; 0: no limit */
     double host_mem_per_gpu_mib;    /* its host RAM per GPU when it gives no

@@ -292,6 +292,7 @@ typedef struct d_daemon {
                                    period, notifier and its time limit,
                                    metrics address, Slurm's scontrol */
     double history_at;          /* d_now of the last history sample */
+    double pruned_at;           /* d_now of the last retention pass */
     d_notifier *notifiers;      /* running, nnotifiers of them */
     size_t nnotifiers, capnotifiers;
     d_notice *notices;          /* ends waiting for their notifiers to */
@@ -555,6 +556,11 @@ void d_share_tick(d_daemon *d);
 /* After a restart: gives the running attempts (loaded, not yet adopted)
  * their MIG instances back from the store, and destroys the others. */
 void d_share_recover(d_daemon *d);
+
+/* retention.c */
+/* Each tick: once history_days allows, forgets the jobs that finished
+ * more than history_days ago, with their logs. */
+void d_retention_tick(d_daemon *d);
 
 /* limits.c */
 /* A recovered job's hold and time limit, from its stored row. */

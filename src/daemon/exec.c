@@ -72,6 +72,14 @@ static int exec_log_open(int log_dirfd, int64_t id, bool err_stream,
     return job_file_open(log_dirfd, name, owner, NULL);
 }
 
+void exec_log_remove(int log_dirfd, int64_t id) {
+    for (int err_stream = 0; err_stream < 2; err_stream++) {
+        char name[64];
+        exec_log_name(name, sizeof(name), id, err_stream);
+        unlinkat(log_dirfd, name, 0);
+    }
+}
+
 ssize_t exec_log_read(int log_dirfd, int64_t id, bool err_stream, uid_t owner,
                       long long *offset, char *buf, size_t len) {
     int fd = exec_log_open(log_dirfd, id, err_stream, owner);

@@ -219,6 +219,9 @@ bool exec_named(pid_t pid, const char *name);
 /* Signals the job's whole session. */
 void exec_kill(pid_t job_pid, int sig);
 
+/* Removes job id's logs (history_days: the job is forgotten). */
+void exec_log_remove(int log_dirfd, int64_t id);
+
 /* Reads up to len bytes of a job's log from *offset on. Bytes the cap
  * dropped are skipped: *offset moves to the first byte kept after it.
  * Returns how many (0 at the end, or when there is no log yet), or -1

@@ -152,7 +152,8 @@ enum {
     S_DRAIN_DEL, S_DRAIN_GET, S_HIST_ADD, S_HIST_THIN, S_HIST_STEP,
     S_HIST_GET, S_HIST_STATE, S_LEASE_SET, S_LEASE_PIDS, S_LEASE_ENV,
     S_LADDER_SET, S_LADDER_GET, S_COUNT_ALL, S_COUNT_ACTIVE, S_UPDATE,
-    S_CLEAR, S_COUNT
+    S_CLEAR, S_PRUNE_IDS, S_PRUNE_ATT, S_PRUNE_EV, S_PRUNE_HIST, S_PRUNE_JOBS,
+    S_PRUNE_ENVS, S_COUNT
 };
 
 /* A job's dependencies as a column "deps": a row written before they
@@ -263,6 +264,21 @@ static const char *const sql[S_COUNT] = {
     [S_HELD] = "UPDATE jobs SET held = ?2 WHERE id = ?1",
     [S_CLEAR] = "UPDATE jobs SET cleared = 1 WHERE uid = ?1 AND cleared = 0"
                 " AND state NOT IN ('queued', 'running')",
+    [S_PRUNE_IDS] = "SELECT id FROM jobs WHERE finished < ?1"
+                    " AND state NOT IN ('queued', 'running')"
+                    " ORDER BY id LIMIT ?2",
+    /* ?1: the ids, a JSON array; and what hangs on them; an env row once
+     * no job uses it */
+    [S_PRUNE_ATT] = "DELETE FROM attempts WHERE job_id IN"
+                    " (SELECT value FROM json_each(?1))",
+    [S_PRUNE_EV] = "DELETE FROM events WHERE job_id IN"
+                   " (SELECT value FROM json_each(?1))",
+    [S_PRUNE_HIST] = "DELETE FROM history WHERE job_id IN"
+                     " (SELECT value FROM json_each(?1))",
+    [S_PRUNE_JOBS] = "DELETE FROM jobs WHERE id IN"
+                     " (SELECT value FROM json_each(?1))",
+    [S_PRUNE_ENVS] = "DELETE FROM envs WHERE id NOT IN"
+                     " (SELECT env_id FROM jobs)",
     [S_UPDATE] = "UPDATE jobs SET time_limit_s = ?2, nice = ?3,"
                  " mem_mib = ?4, name = ?5 WHERE id = ?1",
     /* a producer not being stopped for its feed has no stop committed:
@@ -880,6 +896,33 @@ int64_t store_clear(store *st, uid_t uid) {
     sqlite3_bind_int64(s, 1, uid);
     store_write(st, S_CLEAR, 0);
     return st->failing ? -1 : sqlite3_changes(st->db);
+}
+
+static json_t *store_collect(sqlite3_stmt *s);
+
+json_t *store_prune_ids(store *st, double before, int limit) {
+    sqlite3_bind_double(st->st[S_PRUNE_IDS], 1, before);
+    sqlite3_bind_int(st->st[S_PRUNE_IDS], 2, limit);
+    json_t *rows = store_collect(st->st[S_PRUNE_IDS]);
+    json_t *ids = json_array();
+    size_t i;
+    json_t *row;
+    json_array_foreach(rows, i, row)
+        json_array_append(ids, json_object_get(row, "id"));
+    json_decref(rows);
+    return ids;
+}
+
+void store_prune(store *st, const char *ids) {
+    static const int deletes[] = {S_PRUNE_ATT, S_PRUNE_EV, S_PRUNE_HIST,
+                                  S_PRUNE_JOBS};
+    store_begin(st);
+    for (size_t i = 0; i < sizeof(deletes) / sizeof(*deletes); i++) {
+        sqlite3_bind_text(st->st[deletes[i]], 1, ids, -1, SQLITE_TRANSIENT);
+        store_write(st, deletes[i], 0);
+    }
+    store_write(st, S_PRUNE_ENVS, 0);
+    store_commit(st);
 }
 
 void store_job_update(store *st, int64_t id, double time_limit_s, int nice,

@@ -142,6 +142,12 @@ void store_job_state(store *st, int64_t id, const char *state,
 void store_job_energy(store *st, int64_t id, double energy_j);
 /* `aegis hold` (true) or `release` (false) of a queued job. */
 void store_job_held(store *st, int64_t id, bool held);
+/* history_days: the ids of at most limit jobs that finished before
+ * `before` (Unix time), a JSON array; and the removal of the jobs of ids
+ * (that array as text) with their attempts, events, samples and unused
+ * environments, in one transaction. */
+json_t *store_prune_ids(store *st, double before, int limit);
+void store_prune(store *st, const char *ids);
 /* `aegis clear`: hides uid's finished jobs from ls and ls --all (reports
  * still count them). How many it hid, or -1 when it could not write. */
 int64_t store_clear(store *st, uid_t uid);

@@ -6,7 +6,7 @@
 # -t); `aegis db backup FILE` writes a copy of the database by SQLite's
 # online backup, for root or aegisd's user only; `aegis clear` takes a
 # user's finished jobs out of ls and ls --all (tsp -C), report still
-# counts them.
+# counts them; history_days forgets finished jobs, with their logs.
 set -u; AEGISD=$1 AEGIS=$2 NVML=$3 FAKE=$4 CATALOG=$5 CASE=$6; source "$(dirname "$0")/e2e_lib.sh"
 
 case_acct_report() {
@@ -94,6 +94,24 @@ assert $mine not in ids and $theirs in ids and $queued in ids, ids" ||
     "$AEGIS" report --json | pyjson "
 assert $mine in [j['job_id'] for j in d['jobs']], d['jobs']" ||
         fail "report lost a cleared job"
+}
+
+case_acct_retention() {
+    echo "history_days: 0.00002" >> "$DIR/aegis.yaml" # 1.7 s
+    start
+    cd "$DIR/work"
+    old=$("$AEGIS" submit -- sh -c 'echo old') || fail "submit old"
+    "$AEGIS" wait "$old" > /dev/null || fail "old failed"
+    [ -e "$DIR/state/logs/$old.out" ] || fail "no log to prune: $(ls "$DIR/state/logs")"
+    kept=$("$AEGIS" submit -- "$FAKE" --mib 100 --seconds 600) || fail "submit kept"
+    wait_until "the old job forgotten" eval \
+        '! "$AEGIS" show "$old" > /dev/null 2>&1'
+    "$AEGIS" show "$old" 2>&1 | grep -q "no such job" || fail "show: $("$AEGIS" show "$old" 2>&1)"
+    [ ! -e "$DIR/state/logs/$old.out" ] && [ ! -e "$DIR/state/logs/$old.err" ] ||
+        fail "its logs kept: $(ls "$DIR/state/logs")"
+    "$AEGIS" show --json "$kept" > /dev/null || fail "a running job was forgotten"
+    grep -q "history_days 2e-05: forgot 1 finished jobs" "$DIR/state/aegisd.log" ||
+        fail "no log line"
 }
 
 e2e_run
