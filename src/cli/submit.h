@@ -32,6 +32,8 @@ typedef struct submit_defaults {
     long cpus;              /* CPUs of its cgroup; 0: aegisd's default */
     double host_mem;        /* host RAM of its cgroup, MiB; 0: aegisd's
                                default */
+    const char *stdout_path; /* -o and -e patterns; NULL: none */
+    const char *stderr_path;
 } submit_defaults;
 
 /* A job of command cmd (taken) with the defaults. */

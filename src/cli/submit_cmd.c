@@ -122,6 +122,14 @@ static const char help[] =
 "                    server's largest GPU is refused. Without it, 5120 MiB\n"
 "                    are assumed and an out-of-memory exit climbs the\n"
 "                    recovery ladder\n"
+"    -o, --output PATTERN\n"
+"                    also write the job's stdout to this file (appended),\n"
+"                    as Slurm's -o: %j is the job's id, %x its name, %u\n"
+"                    its user, %a its array index, %% a %; relative to its\n"
+"                    directory. The job's own process opens it, as you;\n"
+"                    aegis log still has the output\n"
+"    -e, --error PATTERN\n"
+"                    the same for its stderr\n"
 "    --cpus N        the CPUs the job may use (its cgroup's CPU quota;\n"
 "                    default: aegisd's cpus_per_gpu times its GPUs, or\n"
 "                    none)\n"
@@ -347,6 +355,8 @@ static int submit_options(int argc, char **argv, submit_opts *o) {
         {"mem", required_argument, NULL, 'm'},
         {"gpu-mem", required_argument, NULL, 'm'},
         {"cpus", required_argument, NULL, 'C'},
+        {"output", required_argument, NULL, 'o'},
+        {"error", required_argument, NULL, 'e'},
         {"host-mem", required_argument, NULL, 'R'},
         {"model", required_argument, NULL, 'M'},
         {"name", required_argument, NULL, 'n'},
@@ -365,7 +375,7 @@ static int submit_options(int argc, char **argv, submit_opts *o) {
     };
     char err[256];
     int ch;
-    while ((ch = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "+ho:e:", opts, NULL)) != -1) {
         switch (ch) {
         case 'g':
             if (cli_parse_long("submit", "gpus", optarg, 1, 64, &o->def.gpus))
@@ -382,6 +392,14 @@ static int submit_options(int argc, char **argv, submit_opts *o) {
             break;
         case 'M':
             if (submit_model_mem(optarg, &o->model_mem) < 0) return CLI_USAGE;
+            break;
+        case 'o':
+            if (!(o->def.stdout_path = submit_text_option("output", optarg)))
+                return CLI_USAGE;
+            break;
+        case 'e':
+            if (!(o->def.stderr_path = submit_text_option("error", optarg)))
+                return CLI_USAGE;
             break;
         case 'C':
             if (cli_parse_long("submit", "cpus", optarg, 1, PROTO_MAX_CPUS,

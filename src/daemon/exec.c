@@ -12,6 +12,7 @@
 #include "job_file.h"
 #include "oom_text.h"
 #include "cgroup.h"
+#include "outfile.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -333,6 +334,14 @@ static void exec_job_child(const exec_spec *spec, char **envp, int out_fd,
                 (long long)spec->id, spec->cwd, strerror(errno));
         _exit(126);
     }
+    /* its own files, opened as its user in its directory (outfile.h) */
+    if (outfile_start(spec->out_path, spec->err_path) != 0) {
+        dprintf(2, "aegisd: job %lld: cannot open its output file (%s%s%s): "
+                "%s\n", (long long)spec->id, spec->out_path ? spec->out_path : "",
+                spec->err_path && spec->err_path[0] ? " " : "",
+                spec->err_path ? spec->err_path : "", strerror(errno));
+        _exit(126);
+    }
     /* execvp searches the PATH of environ (execvpe too: the PATH of its
      * caller, not of envp): make it the job's, so the command is found
      * where the submitter would find it, as the submitter */
@@ -594,7 +603,7 @@ enum { SHIM_OUT_FD = 3, SHIM_ERR_FD, SHIM_STATUS_FD, SHIM_NFDS = 3 };
 /* The shim's arguments before the environment (see exec_shim_argv). */
 enum { SHIM_MODE = 1, SHIM_ID, SHIM_ATTEMPT, SHIM_ERR_OFFSET, SHIM_LOG_MAX,
        SHIM_AS_USER, SHIM_UID, SHIM_GID, SHIM_USER, SHIM_CWD, SHIM_CGROUPS,
-       SHIM_NENV, SHIM_FIXED };
+       SHIM_OUT_PATH, SHIM_ERR_PATH, SHIM_NENV, SHIM_FIXED };
 
 /* What aegisd asks of the shim: watch a job's attempt ("job"), or run a
  * job's notifier ("notify"). */
@@ -608,6 +617,7 @@ typedef struct exec_shim_args {
     gid_t gid;
     const char *user, *cwd;
     const char *cgroups;        /* the job's cgroup.procs files (cgroup.h) */
+    const char *out_path, *err_path; /* its -o and -e files (outfile.h) */
 } exec_shim_args;
 
 static void exec_shim_argv_free(char **v) {
@@ -648,6 +658,8 @@ static char **exec_shim_argv(const exec_shim_args *a, char *const *envp,
          asprintf(&v[SHIM_USER], "%s", a->user ? a->user : "") >= 0 &&
          asprintf(&v[SHIM_CWD], "%s", a->cwd ? a->cwd : "/") >= 0 &&
          asprintf(&v[SHIM_CGROUPS], "%s", a->cgroups ? a->cgroups : "") >= 0 &&
+         asprintf(&v[SHIM_OUT_PATH], "%s", a->out_path ? a->out_path : "") >= 0 &&
+         asprintf(&v[SHIM_ERR_PATH], "%s", a->err_path ? a->err_path : "") >= 0 &&
          asprintf(&v[SHIM_NENV], "%zu", nenv) >= 0 &&
          exec_argv_copy(v, SHIM_FIXED, envp) == 0 &&
          exec_argv_copy(v, SHIM_FIXED + nenv, tail) == 0;
@@ -741,7 +753,9 @@ int exec_prepare(const exec_spec *spec, exec_run *run, exec_pending **out,
                         .log_max_bytes = spec->log_max_bytes,
                         .as_user = spec->as_user, .uid = spec->uid,
                         .gid = spec->gid, .user = spec->user,
-                        .cwd = spec->cwd, .cgroups = spec->cgroups};
+                        .cwd = spec->cwd, .cgroups = spec->cgroups,
+                        .out_path = spec->out_path,
+                        .err_path = spec->err_path};
     if (envp) p->argv = exec_shim_argv(&a, envp, (char *const *)spec->argv);
     if (rc == 0 && (!p->argv || exec_fds_above_shim(p->fds, SHIM_NFDS) != 0)) {
         snprintf(err, errlen, "job %lld: cannot start: %s",
@@ -828,7 +842,8 @@ static int exec_shim_parse(int argc, char **argv, exec_shim_args *a,
         .log_max_bytes = nums[SHIM_LOG_MAX],
         .as_user = nums[SHIM_AS_USER] != 0, .uid = (uid_t)nums[SHIM_UID],
         .gid = (gid_t)nums[SHIM_GID], .user = argv[SHIM_USER],
-        .cwd = argv[SHIM_CWD], .cgroups = argv[SHIM_CGROUPS]};
+        .cwd = argv[SHIM_CWD], .cgroups = argv[SHIM_CGROUPS],
+        .out_path = argv[SHIM_OUT_PATH], .err_path = argv[SHIM_ERR_PATH]};
     if (!(*envp = calloc((size_t)nenv + 1, sizeof(**envp)))) return -1;
     memcpy(*envp, argv + SHIM_FIXED, (size_t)nenv * sizeof(**envp));
     *tail = argv + SHIM_FIXED + nenv;
@@ -850,7 +865,8 @@ static int exec_shim_job(const exec_shim_args *a, char **envp, char **argv) {
         .argv = (const char *const *)argv, .cwd = a->cwd,
         .as_user = a->as_user, .uid = a->uid, .gid = a->gid,
         .user = a->user, .log_max_bytes = a->log_max_bytes,
-        .cgroups = a->cgroups,
+        .cgroups = a->cgroups, .out_path = a->out_path,
+        .err_path = a->err_path,
     };
     exec_shim(&spec, envp, SHIM_OUT_FD, SHIM_ERR_FD, SHIM_STATUS_FD,
               a->err_offset);

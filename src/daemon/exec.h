@@ -68,6 +68,8 @@ typedef struct exec_spec {
     const char *shim_path;      /* the aegis-shim program (exec_shim_path) */
     const char *cgroups;        /* cgroup.procs files its process joins
                                    (cgroup.h); NULL or "": none */
+    const char *out_path;       /* its -o and -e files, expanded, relative */
+    const char *err_path;       /*   to cwd (outfile.h); NULL or "": none */
 } exec_spec;
 
 typedef struct exec_run {

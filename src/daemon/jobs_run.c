@@ -11,6 +11,7 @@
  */
 #include "daemon.h"
 #include "jobs.h"
+#include "outfile.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -109,6 +110,26 @@ static int d_job_cgroup(d_daemon *d, d_job *job, char *procs, size_t len,
     return 0;
 }
 
+/* The job's -o and -e patterns of row, expanded into out and err (""
+ * for none): 0, or -1 with why in why. aegisd only makes the names; the
+ * job's process opens them, as its user (outfile.h). */
+static int d_job_outfiles(const d_job *job, json_t *row,
+                          const char *const *argv, char *out, char *err,
+                          size_t len, char *why, size_t whylen) {
+    outfile_job of = {.id = job->id, .name = job->name, .user = job->user,
+                      .array_index = outfile_array_index(argv)};
+    const char *keys[2] = {"stdout_path", "stderr_path"};
+    char *into[2] = {out, err};
+    for (int i = 0; i < 2; i++) {
+        const char *pattern = json_string_value(json_object_get(row, keys[i]));
+        into[i][0] = '\0';
+        if (pattern && outfile_expand(pattern, &of, into[i], len, why,
+                                      whylen) != 0)
+            return -1;
+    }
+    return 0;
+}
+
 /* aegisd's own start of a placed job: its command, as its user, under a
  * shim that watches it (exec.h). The shim is spawned off the loop
  * (job->spawning, handed to d_spawn_later by d_job_launch). */
@@ -127,12 +148,16 @@ int d_own_grant(d_daemon *d, d_job *job, json_t *row, const char *visible,
         .run_dir = d->run_dir, .shim_path = d->shim_path,
     };
     int rc = -1;
-    char procs[1100];
+    char procs[1100], out[4096], errfile[4096];
     if (!row || !argv || !env || !argv[0] || !spec.cwd)
         snprintf(err, errlen, "job %lld: its row is unreadable: %s",
                  (long long)job->id, store_errmsg(d->st));
-    else if (d_job_cgroup(d, job, procs, sizeof(procs), err, errlen) == 0) {
+    else if (d_job_outfiles(job, row, argv, out, errfile, sizeof(out), err,
+                            errlen) == 0 &&
+             d_job_cgroup(d, job, procs, sizeof(procs), err, errlen) == 0) {
         spec.cgroups = procs;
+        spec.out_path = out;
+        spec.err_path = errfile;
         rc = exec_prepare(&spec, run, &job->spawning, err, errlen);
     }
     free(argv);

@@ -71,7 +71,8 @@ static const char *const job_fields[] = {"cmd", "gpus", "mem_mib", "name",
                                          "feed", "after", "mps_threads_pct",
                                          "meta", "time_limit_s",
                                          "nice", "notify", "feed_producer",
-                                         "cpus", "host_mem_mib", NULL};
+                                         "cpus", "host_mem_mib",
+                                         "stdout_path", "stderr_path", NULL};
 
 static const char *const dep_fields[] = {"id", "index", "kind"};
 
@@ -240,6 +241,23 @@ static int proto_label(json_t *obj, const char *key, const char *where,
             return -1;
         }
         c += len;
+    }
+    *out = json_string_value(v);
+    return 0;
+}
+
+/* An optional output file pattern of a job (key in obj): NULL when
+ * absent; a non-empty string of at most 4095 bytes. */
+static int proto_path(json_t *obj, const char *key, const char *where,
+                      const char **out, char *err, size_t errlen) {
+    json_t *v = json_object_get(obj, key);
+    *out = NULL;
+    if (!v) return 0;
+    if (!json_is_string(v) || json_string_length(v) == 0 ||
+        json_string_length(v) > 4095) {
+        snprintf(err, errlen, "%s.%s: expected a file name pattern of 1 to "
+                 "4095 bytes", where, key);
+        return -1;
     }
     *out = json_string_value(v);
     return 0;
@@ -417,7 +435,10 @@ static int proto_parse_job(json_t *obj, size_t i, proto_job *job, char *err,
     job->cpus = cpus ? (int)v : 0;
     job->host_mem_mib = 0;
     if (proto_number(obj, "host_mem_mib", where, 1, PROTO_MAX_MEM_MIB,
-                     &job->host_mem_mib, err, errlen))
+                     &job->host_mem_mib, err, errlen) ||
+        proto_path(obj, "stdout_path", where, &job->stdout_path, err,
+                   errlen) ||
+        proto_path(obj, "stderr_path", where, &job->stderr_path, err, errlen))
         return -1;
     return proto_parse_meta(json_object_get(obj, "meta"), where, job, err,
                             errlen);

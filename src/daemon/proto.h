@@ -9,7 +9,7 @@
  * Requests ("op" and its fields):
  *   submit  cwd, env [..."K=V"], jobs [{cmd [...], gpus, mem_mib, name, feed,
  *           after, mps_threads_pct, meta, time_limit_s, nice, notify, cpus,
- *           host_mem_mib}]
+ *           host_mem_mib, stdout_path, stderr_path}]
  *           after: [{id or index, kind}...] -- the jobs it waits for: an
  *           existing job by id, or an earlier job of the same submit by
  *           its index in jobs; kind is afterok, afterany or afternotok
@@ -145,6 +145,8 @@ typedef struct proto_job {
                                config's per-GPU default */
     double host_mem_mib;    /* host RAM its cgroup may hold, MiB
                                (--host-mem); 0: the per-GPU default */
+    const char *stdout_path; /* -o and -e patterns (outfile.h); NULL: */
+    const char *stderr_path; /*   none */
 } proto_job;
 
 /* An update's new values: each field only when has_* (name: NULL). */

@@ -127,6 +127,9 @@ static const char *const store_added[][3] = {
      * reports still count it */
     {"jobs", "cleared", "INTEGER NOT NULL DEFAULT 0"},
     {"jobs", "cpus", "INTEGER"},
+    /* `aegis submit -o`, `-e`: its output file patterns; NULL: none */
+    {"jobs", "stdout_path", "TEXT"},
+    {"jobs", "stderr_path", "TEXT"},
     {"jobs", "host_mem_mib", "REAL"},
     {"jobs", "slurm_job", "INTEGER"},
     {"jobs", "slurm_restart", "INTEGER"},
@@ -187,9 +190,10 @@ static const char *const sql[S_COUNT] = {
     [S_ENV] = "INSERT INTO envs(cwd, env) VALUES(?1, ?2)",
     [S_JOB] = "INSERT INTO jobs(uid, gid, user, name, cmd, env_id, gpus,"
               " mem_mib, state, submitted, feed, mps_threads_pct, deps, meta,"
-              " time_limit_s, nice, notify, feed_producer, cpus, host_mem_mib)"
+              " time_limit_s, nice, notify, feed_producer, cpus, host_mem_mib,"
+              " stdout_path, stderr_path)"
               " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'queued', ?9, ?10, ?11,"
-              " ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)",
+              " ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)",
     [S_ATT_START] = "INSERT OR REPLACE INTO attempts(job_id, n, gpus,"
                     " floor_mib, exclusive, shim_pid, shim_start, job_pid,"
                     " started, err_offset)"
@@ -214,7 +218,7 @@ static const char *const sql[S_COUNT] = {
                    " j.retry_alone, j.mps_threads_pct, j.meta, j.cancel_at,"
                    " j.held, j.time_limit_s, j.nice, j.notify, j.slurm_job,"
                    " j.slurm_restart, j.slurm_mode, j.slurm_pids, j.cpus,"
-                   " j.host_mem_mib,"
+                   " j.host_mem_mib, j.stdout_path, j.stderr_path,"
                    " j.slurm_env, j.feed_producer, j.feed_restarts, j.feed_stop,"
                    " e.cwd, e.env"
                    " FROM jobs j JOIN envs e ON e.id = j.env_id"
@@ -685,6 +689,10 @@ static int store_insert_jobs(store *st, const store_owner *owner,
         sqlite3_bind_int(s, 17, j->feed_producer);
         if (j->cpus > 0) sqlite3_bind_int(s, 18, j->cpus);
         if (j->host_mem_mib > 0) sqlite3_bind_double(s, 19, j->host_mem_mib);
+        if (j->stdout_path)
+            sqlite3_bind_text(s, 20, j->stdout_path, -1, SQLITE_STATIC);
+        if (j->stderr_path)
+            sqlite3_bind_text(s, 21, j->stderr_path, -1, SQLITE_STATIC);
         if ((j->nafter > 0 && !deps) || (j->meta && !meta)) {
             sqlite3_reset(s);
             sqlite3_clear_bindings(s);
