@@ -203,6 +203,8 @@ SOCKET_OPT
 "                    cpus_per_gpu)\n"
 "    host_mem_mib    its submit --host-mem, MiB (null: aegisd's\n"
 "                    host_mem_per_gpu_mib)\n"
+"    stdout_path     its submit -o pattern (null: none)\n"
+"    stderr_path     its submit -e pattern (null: none)\n"
 "    meta            the object it was submitted with (an AEGIS spec's),\n"
 "                    or null\n"
 "    slurm_pids      a lease's tasks' pids (\"12,13\"), else null\n"
