@@ -429,17 +429,24 @@ static void slurm_label(json_t *job, char *what, size_t len) {
     snprintf(what, len, "%s", text);
 }
 
-/* A job's PRIORITY cell: its priority from `aegis priority`'s rows
- * (prio), "-" for a job it does not list. */
-static void ls_priority_cell(json_t *prio, json_int_t id, char *cell,
-                             size_t len) {
+/* Job id's row of `aegis priority`'s rows (prio), or NULL. */
+static json_t *ls_priority_row(json_t *prio, json_int_t id) {
     size_t i;
     json_t *row;
-    snprintf(cell, len, "-");
     json_array_foreach(prio, i, row)
-        if (json_integer_value(json_object_get(row, "id")) == id)
-            snprintf(cell, len, "%.0f",
-                     json_number_value(json_object_get(row, "priority")));
+        if (json_integer_value(json_object_get(row, "id")) == id) return row;
+    return NULL;
+}
+
+/* A job's PRIORITY cell: its priority, rounded, "-" when it has none. */
+static void ls_priority_cell(json_t *prio, json_int_t id, char *cell,
+                             size_t len) {
+    json_t *row = ls_priority_row(prio, id);
+    if (row)
+        snprintf(cell, len, "%.0f",
+                 json_number_value(json_object_get(row, "priority")));
+    else
+        snprintf(cell, len, "-");
 }
 
 /* The rows as `aegis ls` prints them, under their header; with a
@@ -490,11 +497,9 @@ static int ls_add_priorities(const client_flags *f, json_t *jobs,
     size_t i;
     json_t *j;
     json_array_foreach(jobs, i, j) {
-        char cell[32];
-        ls_priority_cell(*prio, num(j, "id"), cell, sizeof(cell));
-        json_object_set_new(j, "priority", cell[0] == '-'
-                                               ? json_null()
-                                               : json_integer(atoll(cell)));
+        json_t *row = ls_priority_row(*prio, num(j, "id"));
+        json_object_set(j, "priority",
+                        row ? json_object_get(row, "priority") : json_null());
     }
     return 0;
 }
