@@ -49,6 +49,7 @@ int client_options(const char *cmd, int argc, char **argv, const char *help,
         {"spark", no_argument, NULL, 'k'},
         {"svg", required_argument, NULL, 'g'},
         {"slurm-job", required_argument, NULL, 'L'},
+        {"priority", no_argument, NULL, 'P'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -79,6 +80,7 @@ int client_options(const char *cmd, int argc, char **argv, const char *help,
         case 'k': f->history = f->spark = 1; break;
         case 'g': f->history = 1; f->svg = optarg; break;
         case 'L': f->slurm_job = optarg; break;
+        case 'P': f->priority = 1; break;
         }
     }
     f->first_arg = optind;

@@ -18,6 +18,11 @@ int cli_drain(int argc, char **argv);
 int cli_resume(int argc, char **argv);
 int cli_report(int argc, char **argv);
 int cli_hold(int argc, char **argv);
+int cli_update(int argc, char **argv);
+int cli_priority(int argc, char **argv);
+int cli_fairshare(int argc, char **argv);
+int cli_db(int argc, char **argv);
+int cli_clear(int argc, char **argv);
 int cli_release(int argc, char **argv);
 int cli_shutdown(int argc, char **argv);
 
@@ -64,12 +69,14 @@ typedef struct client_flags {
     int spark;              /* --spark (show): implies --history */
     const char *svg;        /* --svg FILE (show): implies --history */
     const char *slurm_job;  /* --slurm-job ID (release); NULL: none */
+    int priority;           /* --priority (ls): a PRIORITY column */
     int first_arg;          /* argv index of the first operand */
 } client_flags;
 
 /* Parses the options in `allowed` (letters: j --json, a --all, f
  * --follow, e --stderr, b --both, u --user, S --state, l --limit, r
- * --reason, d --drain, H --history, k --spark, g --svg, L --slurm-job;
+ * --reason, d --drain, H --history, k --spark, g --svg, L --slurm-job,
+ * P --priority;
  * --socket and --help always) and checks the operand
  * count is in [min_args, max_args] (-1: any). Returns -1 after --help
  * (printed), CLI_USAGE on bad usage (explained), 0 otherwise. */

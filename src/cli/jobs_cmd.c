@@ -53,6 +53,8 @@
 "                    at the latest, by the time limits of the jobs on them\n" \
 "                    (null while one of them has none)\n" \
 "    nice            its submit --nice (0: none)\n" \
+"    priority        with ls --priority: a queued job's priority under\n" \
+"                    aegis-plus (aegis priority), else null\n" \
 "    time_limit_s    its submit --time, seconds per attempt, or aegisd's\n" \
 "                    default_time when it gave none (null: none)\n" \
 "    submitted       when it was submitted\n" \
@@ -80,7 +82,7 @@
 static const char ls_help[] =
 "NAME\n    aegis ls - list aegisd's jobs\n\n"
 "SYNOPSIS\n    aegis ls [--all] [--user USER] [--state STATE[,STATE...]] [--json]\n"
-"             [--limit N] [--socket PATH]\n\n"
+"             [--priority] [--limit N] [--socket PATH]\n\n"
 "DESCRIPTION\n"
 "    Lists queued and running jobs (with --all, finished ones too), in\n"
 "    submission order, one a line under these columns (1000 jobs only,\n"
@@ -109,13 +111,17 @@ static const char ls_help[] =
 "    --all           finished jobs too\n"
 "    --user USER     only USER's jobs (a login name or a uid); -u USER\n"
 "    --state STATE   only jobs in these states (comma-separated: queued,\n"
-"                    running, done, failed, cancelled, timeout; a held\n"
-"                    job is queued); a finished state implies --all.\n"
+"                    held, running, done, failed, cancelled, timeout;\n"
+"                    held is a job `aegis hold` holds, which queued does\n"
+"                    not match); a finished state implies --all.\n"
 "                    aegisd filters by user and state before --limit, and\n"
 "                    counts only the jobs that pass\n"
 "    --json          a JSON array of jobs, each an object with the fields\n"
 "                    below (times are Unix times, in seconds); every job\n"
 "                    unless --limit is given\n"
+"    --priority      a PRIORITY column after STATE: a queued job's priority\n"
+"                    under aegis-plus (aegis priority shows its parts); '-'\n"
+"                    for other jobs and under other policies\n"
 "    --limit N       the first N jobs only, or with --all the last N (the\n"
 "                    newest, in id order); default 1000 without --json;\n"
 "                    0: every job. A queue of 100,000 jobs takes seconds\n"
@@ -193,6 +199,12 @@ SOCKET_OPT
 "                    with, MiB (0: none)\n"
 "    retry_alone     1 when its next attempt runs alone\n"
 "    mps_threads_pct  its submit --mps-threads (0: none)\n"
+"    cpus            its submit --cpus, its cgroup's CPUs (null: aegisd's\n"
+"                    cpus_per_gpu)\n"
+"    host_mem_mib    its submit --host-mem, MiB (null: aegisd's\n"
+"                    host_mem_per_gpu_mib)\n"
+"    stdout_path     its submit -o pattern (null: none)\n"
+"    stderr_path     its submit -e pattern (null: none)\n"
 "    meta            the object it was submitted with (an AEGIS spec's),\n"
 "                    or null\n"
 "    slurm_pids      a lease's tasks' pids (\"12,13\"), else null\n"
@@ -246,8 +258,10 @@ static const char hold_help[] =
 "    ahead of it. A released job joins the queue again at its end (a job\n"
 "    still waiting for its --after jobs goes on waiting for them). A hold\n"
 "    outlasts restarts of aegisd. Only a queued job can be held: a running\n"
-"    one is stopped with aegis cancel. Only a job's owner or root may hold\n"
-"    or release it, and nothing is done unless all IDs may be.\n\n"
+"    one is stopped with aegis cancel. Only a held job can be released:\n"
+"    release of any other is an error (exit 2). Only a job's owner or root\n"
+"    may hold or release it, and nothing is done unless all IDs may be.\n"
+"    aegis ls --state held lists the held jobs.\n\n"
 "    With --slurm-job, release ends the leases aegisd holds for that Slurm\n"
 "    job on this node (docs/slurm.md): what the node's Epilog runs. It\n"
 "    always exits 0, with a warning on stderr when aegisd cannot be\n"
@@ -258,10 +272,12 @@ SOCKET_OPT EXIT_STATUS;
 
 static const char log_help[] =
 "NAME\n    aegis log - print a job's output\n\n"
-"SYNOPSIS\n    aegis log ID [-f] [--stderr | --both] [--socket PATH]\n\n"
+"SYNOPSIS\n    aegis log [ID] [-f] [--stderr | --both] [--socket PATH]\n\n"
 "DESCRIPTION\n"
 "    Prints what the job wrote to stdout (with --stderr, to stderr) over\n"
-"    all its attempts. Only the job's owner or root may read it.\n\n"
+"    all its attempts. Only the job's owner or root may read it. Without\n"
+"    an ID, the job is the last one you submitted: aegis log -f follows\n"
+"    it, as task-spooler's tsp -t does.\n\n"
 "OPTIONS\n"
 "    -f, --follow    keep printing new output until the job finishes\n"
 "    --stderr        the job's stderr instead of its stdout\n"
@@ -324,8 +340,10 @@ static json_t *call_with_ids(const char *op, int argc, char **argv,
 /* aegisd's own bound (PROTO_MAX_LS_LIMIT). */
 #define LS_MAX_LIMIT 1000000000
 
-static const char *const job_states[] = {"queued", "running", "done",
+static const char *const job_states[] = {"queued", "held", "running", "done",
                                          "failed", "cancelled", "timeout"};
+/* job_states[k] from here on are finished states, which only --all lists */
+#define FIRST_FINISHED 3
 #define NSTATES (sizeof(job_states) / sizeof(*job_states))
 
 /* Whether word is one of the comma-separated items of list. */
@@ -344,7 +362,7 @@ static bool ls_listed(const char *list, const char *word) {
 static int ls_states(const char *list, int *finished) {
     if (!*list) {
         fprintf(stderr, "aegis ls: --state: name at least one state: queued, "
-                "running, done, failed, cancelled or timeout\n");
+                "held, running, done, failed, cancelled or timeout\n");
         return -1;
     }
     for (const char *p = list; *p;) {
@@ -355,11 +373,12 @@ static int ls_states(const char *list, int *finished) {
             k++;
         if (k == NSTATES) {
             fprintf(stderr, "aegis ls: --state: '%.*s' is not a state: "
-                    "queued, running, done, failed, cancelled or timeout\n",
+                    "queued, held, running, done, failed, cancelled or "
+                    "timeout\n",
                     (int)len, p);
             return -1;
         }
-        if (k >= 2) *finished = 1;
+        if (k >= FIRST_FINISHED) *finished = 1;
         p += len + (p[len] == ',');
     }
     return 0;
@@ -410,10 +429,33 @@ static void slurm_label(json_t *job, char *what, size_t len) {
     snprintf(what, len, "%s", text);
 }
 
-/* The rows as `aegis ls` prints them, under their header. */
-static void ls_table(json_t *jobs) {
-    printf("%-7s %-10s %-9s %4s %4s %9s  %-30s  %s\n", "ID", "USER",
-           "STATE", "GPUS", "ATT", "ENERGY_KJ", "NAME/COMMAND", "REASON");
+/* Job id's row of `aegis priority`'s rows (prio), or NULL. */
+static json_t *ls_priority_row(json_t *prio, json_int_t id) {
+    size_t i;
+    json_t *row;
+    json_array_foreach(prio, i, row)
+        if (json_integer_value(json_object_get(row, "id")) == id) return row;
+    return NULL;
+}
+
+/* A job's PRIORITY cell: its priority, rounded, "-" when it has none. */
+static void ls_priority_cell(json_t *prio, json_int_t id, char *cell,
+                             size_t len) {
+    json_t *row = ls_priority_row(prio, id);
+    if (row)
+        snprintf(cell, len, "%.0f",
+                 json_number_value(json_object_get(row, "priority")));
+    else
+        snprintf(cell, len, "-");
+}
+
+/* The rows as `aegis ls` prints them, under their header; with a
+ * PRIORITY column when prio (`aegis priority`'s rows) is not NULL. */
+static void ls_table(json_t *jobs, json_t *prio) {
+    printf("%-7s %-10s %-9s ", "ID", "USER", "STATE");
+    if (prio) printf("%8s ", "PRIORITY");
+    printf("%4s %4s %9s  %-30s  %s\n", "GPUS", "ATT", "ENERGY_KJ",
+           "NAME/COMMAND", "REASON");
     size_t i;
     json_t *j;
     json_array_foreach(jobs, i, j) {
@@ -429,19 +471,42 @@ static void ls_table(json_t *jobs) {
         char safe[sizeof(what)], why[1024];
         text_safe(safe, sizeof(safe), what);
         text_safe(why, sizeof(why), str(j, "wait_reason"));
-        printf("%-7lld %-10.10s %-9s %4lld %4lld %9.1f  %-30.30s  %s\n",
-               (long long)num(j, "id"), str(j, "user"),
+        printf("%-7lld %-10.10s %-9s ", (long long)num(j, "id"),
+               str(j, "user"),
                json_is_true(json_object_get(j, "held")) ? "held"
-                                                        : str(j, "state"),
+                                                        : str(j, "state"));
+        char cell[32];
+        ls_priority_cell(prio, num(j, "id"), cell, sizeof(cell));
+        if (prio) printf("%8s ", cell);
+        printf("%4lld %4lld %9.1f  %-30.30s  %s\n",
                (long long)num(j, "gpus"), (long long)num(j, "attempts"),
                json_number_value(json_object_get(j, "energy_j")) / 1000,
                safe, why[0] ? why : "-");
     }
 }
 
+/* --priority: `aegis priority`'s rows into *prio, and each listed job's
+ * "priority" into its JSON row. -1 when aegisd did not answer (*rc). */
+static int ls_add_priorities(const client_flags *f, json_t *jobs,
+                             json_t **prio, int *rc) {
+    json_t *ans = client_call("ls", client_socket(f->socket),
+                              json_pack("{s:s}", "op", "priority"), rc);
+    if (!ans) return -1;
+    *prio = json_incref(json_object_get(ans, "jobs"));
+    json_decref(ans);
+    size_t i;
+    json_t *j;
+    json_array_foreach(jobs, i, j) {
+        json_t *row = ls_priority_row(*prio, num(j, "id"));
+        json_object_set(j, "priority",
+                        row ? json_object_get(row, "priority") : json_null());
+    }
+    return 0;
+}
+
 int cli_ls(int argc, char **argv) {
     client_flags f;
-    int rc = client_options("ls", argc, argv, ls_help, "jauSl", 0, 0, &f);
+    int rc = client_options("ls", argc, argv, ls_help, "jauSlP", 0, 0, &f);
     if (rc) return rc < 0 ? CLI_OK : rc;
     if (f.states && ls_states(f.states, &f.all)) return CLI_USAGE;
     long long limit, total;
@@ -457,8 +522,15 @@ int cli_ls(int argc, char **argv) {
         fprintf(stderr, "aegis ls: the %s %zu of %lld jobs (--limit 0 lists "
                 "them all)\n", f.all ? "last" : "first",
                 json_array_size(jobs), total);
+    json_t *prio = NULL;
+    if (f.priority && ls_add_priorities(&f, jobs, &prio, &rc) != 0) {
+        json_decref(jobs);
+        json_decref(ans);
+        return rc;
+    }
     if (f.json) client_print_json(jobs);
-    else ls_table(jobs);
+    else ls_table(jobs, prio);
+    json_decref(prio);
     json_decref(jobs);
     json_decref(ans);
     return CLI_OK;
@@ -705,9 +777,28 @@ static int log_step(const client_flags *f, json_int_t id, int err_stream,
     return rc;
 }
 
+/* The id of the last job this user submitted (the newest of theirs,
+ * finished or not) into *id: 0, or an exit status after saying why. */
+static int log_last_job(const client_flags *f, json_int_t *id) {
+    char uid[32];
+    snprintf(uid, sizeof(uid), "%u", (unsigned)getuid());
+    int rc;
+    json_t *ans = client_call("log", client_socket(f->socket),
+                              json_pack("{s:s, s:b, s:i, s:s}", "op", "ls",
+                                        "all", 1, "limit", 1, "user", uid),
+                              &rc);
+    if (!ans) return rc;
+    json_t *last = json_array_get(json_object_get(ans, "jobs"), 0);
+    *id = json_integer_value(json_object_get(last, "id"));
+    json_decref(ans);
+    if (last) return 0;
+    fprintf(stderr, "aegis log: you have no jobs (name one: aegis log ID)\n");
+    return CLI_USAGE;
+}
+
 int cli_log(int argc, char **argv) {
     client_flags f;
-    int rc = client_options("log", argc, argv, log_help, "feb", 1, 1, &f);
+    int rc = client_options("log", argc, argv, log_help, "feb", 0, 1, &f);
     if (rc) return rc < 0 ? CLI_OK : rc;
     if (f.both && f.err_stream) {
         fprintf(stderr, "aegis log: --both already includes --stderr: give "
@@ -715,7 +806,11 @@ int cli_log(int argc, char **argv) {
         return CLI_USAGE;
     }
     json_int_t id, offset[2] = {0, 0};
-    if (client_parse_id("log", argv[f.first_arg], &id)) return CLI_USAGE;
+    if (f.first_arg == argc) {
+        if ((rc = log_last_job(&f, &id))) return rc;
+    } else if (client_parse_id("log", argv[f.first_arg], &id)) {
+        return CLI_USAGE;
+    }
     /* A job seen finished gets one more pass: what it wrote to one stream
      * while the other was read is not lost. */
     bool ended = false;

@@ -17,10 +17,12 @@
 
 static const char report_help[] =
 "NAME\n    aegis report - energy, CO2 and GPU time of aegisd's jobs\n\n"
-"SYNOPSIS\n    aegis report [--since T] [--csv | --json] [--socket PATH]\n\n"
+"SYNOPSIS\n    aegis report [-u USER] [--since T] [--until T] [--csv | --json]\n"
+"                 [--socket PATH]\n\n"
 "DESCRIPTION\n"
-"    One row per job submitted since T (every job without --since), then\n"
-"    totals per user and overall:\n\n"
+"    One row per job submitted since T and before --until's T (every job\n"
+"    without them), of one user with -u, then totals per user and overall\n"
+"    (accounting over a period, as Slurm's sreport):\n\n"
 "    WAIT_S    queued: from submission to the first attempt, between\n"
 "              attempts (after an OOM), and since the last one for a job\n"
 "              queued again or cancelled while queued\n"
@@ -39,6 +41,8 @@ static const char report_help[] =
 "    --since T       jobs submitted at or after T: Unix seconds, a date\n"
 "                    YYYY-MM-DD or YYYY-MM-DDTHH:MM:SS (UTC), or an age\n"
 "                    such as 90m, 12h, 7d\n"
+"    --until T       jobs submitted before T, in the same forms\n"
+"    -u, --user USER only USER's jobs (a login name or a uid)\n"
 "    --csv           a header and one line per job; the columns are\n"
 "                    CodeCarbon's emissions.csv names in its units where\n"
 "                    the meanings agree (timestamp, project_name,\n"
@@ -142,35 +146,41 @@ static void report_text(json_t *ans) {
 int cli_report(int argc, char **argv) {
     static const struct option opts[] = {
         {"since", required_argument, NULL, 't'},
+        {"until", required_argument, NULL, 'U'},
+        {"user", required_argument, NULL, 'u'},
         {"csv", no_argument, NULL, 'c'},
         {"json", no_argument, NULL, 'j'},
         {"socket", required_argument, NULL, 's'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    const char *socket = NULL;
+    const char *socket = NULL, *user = NULL;
     int csv = 0, json = 0, ch;
-    double since = 0;
-    while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    double since = 0, until = 0;
+    while ((ch = getopt_long(argc, argv, "hu:", opts, NULL)) != -1) {
         switch (ch) {
         case 'h': fputs(report_help, stdout); return CLI_OK;
         case 's': socket = optarg; break;
         case 'c': csv = 1; break;
         case 'j': json = 1; break;
+        case 'u': user = optarg; break;
         case 't':
-            if (report_parse_since(optarg, &since) == 0) break;
-            fprintf(stderr, "aegis report: --since: '%s' is not a Unix time, "
+        case 'U':
+            if (report_parse_since(optarg, ch == 't' ? &since : &until) == 0)
+                break;
+            fprintf(stderr, "aegis report: --%s: '%s' is not a Unix time, "
                     "a date (YYYY-MM-DD[THH:MM:SS]) or an age (7d, 12h)\n",
-                    optarg);
+                    ch == 't' ? "since" : "until", optarg);
             return CLI_USAGE;
         default: goto usage;
         }
     }
     if (optind != argc || (csv && json)) goto usage;
     int rc;
-    json_t *ans = client_call("report", client_socket(socket),
-                              json_pack("{s:s, s:f}", "op", "report", "since",
-                                        since), &rc);
+    json_t *req = json_pack("{s:s, s:f}", "op", "report", "since", since);
+    if (until > 0) json_object_set_new(req, "until", json_real(until));
+    if (user) json_object_set_new(req, "user", json_string(user));
+    json_t *ans = client_call("report", client_socket(socket), req, &rc);
     if (!ans) return rc;
     if (json) {
         json_object_del(ans, "ok");

@@ -1,7 +1,8 @@
 /* spec.c -- YAML job specs for `aegis submit`, in two formats.
  *
  * aegis's own: one job as a mapping (command, name, feed, feed_producer,
- * gpus, mem, mem_mib, model, after, mps_threads_pct, time, nice, notify),
+ * gpus, mem, mem_mib, model, after, mps_threads_pct, time, nice, notify,
+ * cpus, host_mem),
  * or several under `jobs:`. A job names another of the same file in
  * `after:` by its name; the names are resolved once the whole file is read, to the
  * index of that job in the request, which aegisd turns into its id. A
@@ -235,10 +236,19 @@ static int spec_job(spec *s, yaml_node_t *map, const submit_defaults *def,
             d.nice = (long)num;
         } else if (!strcmp(k, "notify")) {
             rc = spec_text(s, v, k, "expected a shell command", &d.notify);
+        } else if (!strcmp(k, "cpus")) {
+            rc = spec_number(s, v, k, 1, PROTO_MAX_CPUS, true, &num);
+            d.cpus = (long)num;
+        } else if (!strcmp(k, "host_mem")) {
+            const char *text = spec_scalar(v);
+            if (!text || submit_parse_mem(text, &d.host_mem) || d.host_mem <= 0)
+                rc = spec_error(s, v, "expected an amount of memory: 4g, "
+                                "4000m, 4GiB (a plain number is MiB)", k);
         } else {
             rc = spec_error(s, kn, "unknown key (command, name, feed, "
                             "feed_producer, gpus, mem, mem_mib, model, after, "
-                            "mps_threads_pct, time, nice, notify)", k);
+                            "mps_threads_pct, time, nice, notify, cpus, "
+                            "host_mem)", k);
         }
     }
     if (rc == 0 && !cmd) rc = spec_error(s, map, "command: missing", NULL);

@@ -29,6 +29,11 @@ typedef struct submit_defaults {
     long nice;              /* 0..CORE_NICE_MAX: lower among the queue */
     const char *notify;     /* a shell command run at its end ("": none,
                                not even the config's); NULL: not given */
+    long cpus;              /* CPUs of its cgroup; 0: aegisd's default */
+    double host_mem;        /* host RAM of its cgroup, MiB; 0: aegisd's
+                               default */
+    const char *stdout_path; /* -o and -e patterns; NULL: none */
+    const char *stderr_path;
 } submit_defaults;
 
 /* A job of command cmd (taken) with the defaults. */
@@ -65,6 +70,12 @@ bool submit_is_shell(const char *word);
 
 /* The path of program name on $PATH (malloc'd), or NULL. */
 char *submit_find_program(const char *name);
+
+/* Checks each job's program as this user (submit_check.c): -1 after
+ * saying why one cannot run (a plain command missing from PATH, or not
+ * executable by the user), else 0, after warning of a job that runs after
+ * others whose program is missing now. */
+int submit_check_programs(json_t *jobs);
 
 /* Reads a YAML job spec, aegis's own or AEGIS's (version: 1), appending
  * its jobs to jobs: -1 after saying why, naming FILE:LINE and the key. */

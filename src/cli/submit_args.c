@@ -41,6 +41,13 @@ json_t *submit_job(json_t *cmd, const submit_defaults *def) {
     if (def->nice > 0) json_object_set_new(job, "nice", json_integer(def->nice));
     if (def->notify)
         json_object_set_new(job, "notify", json_string(def->notify));
+    if (def->cpus > 0) json_object_set_new(job, "cpus", json_integer(def->cpus));
+    if (def->host_mem > 0)
+        json_object_set_new(job, "host_mem_mib", json_real(def->host_mem));
+    if (def->stdout_path)
+        json_object_set_new(job, "stdout_path", json_string(def->stdout_path));
+    if (def->stderr_path)
+        json_object_set_new(job, "stderr_path", json_string(def->stderr_path));
     return job;
 }
 

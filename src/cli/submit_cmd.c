@@ -48,6 +48,12 @@ static const char help[] =
 "    spec and array lines do: aegis submit 'python a.py && python b.py'.\n"
 "    Several words run as they are, without a shell.\n"
 "\n"
+"    A command run without a shell is checked first, as you: one that is\n"
+"    not on your PATH (or, with a '/', not there) or that you may not\n"
+"    execute is not queued, and the reason is said (exit 2). A job that\n"
+"    runs --after others (which may build it) is queued with a warning;\n"
+"    shell strings and conda environments find their program later.\n"
+"\n"
 "    With --array FILE, each non-empty line of FILE not starting with '#'\n"
 "    is a shell command (run with /bin/sh -c). With --array RANGE and a\n"
 "    command, the command is queued once per index of RANGE (0-99, 2-8:3\n"
@@ -108,12 +114,30 @@ static const char help[] =
 "\n"
 "OPTIONS\n"
 "    --gpus N        GPUs per job (default 1)\n"
-"    --mem SIZE      the job's expected peak GPU memory: 4g, 4GiB, 4000m\n"
+"    --gpu-mem SIZE  the job's expected peak GPU memory on each of its\n"
+"                    GPUs (per GPU, not host RAM): 4g, 4GiB, 4000m\n"
 "                    (binary units; a plain number is MiB). aegis admits\n"
 "                    it where SIZE + 2048 MiB fit; a SIZE larger than the\n"
 "                    server's largest GPU is refused. Without it, 5120 MiB\n"
 "                    are assumed and an out-of-memory exit climbs the\n"
 "                    recovery ladder\n"
+"    -o, --output PATTERN\n"
+"                    also write the job's stdout to this file (appended),\n"
+"                    as Slurm's -o: %j is the job's id, %x its name, %u\n"
+"                    its user, %a its array index, %% a %; relative to its\n"
+"                    directory. The job's own process opens it, as you;\n"
+"                    aegis log still has the output\n"
+"    -e, --error PATTERN\n"
+"                    the same for its stderr\n"
+"    --cpus N        the CPUs the job may use (its cgroup's CPU quota;\n"
+"                    default: aegisd's cpus_per_gpu times its GPUs, or\n"
+"                    none)\n"
+"    --host-mem SIZE the host RAM the job may hold (its cgroup's memory\n"
+"                    limit): over it, the kernel kills it, and it fails as\n"
+"                    over its host memory, not as a GPU OOM (default:\n"
+"                    aegisd's host_mem_per_gpu_mib times its GPUs, or none)\n"
+"    --mem SIZE      the older name of --gpu-mem (GPU memory per GPU; not\n"
+"                    Slurm's --mem, which is host RAM)\n"
 "    --model FILE    a model description (aegis-model/1 JSON): the job's\n"
 "                    memory is aegis's estimate of it (as printed by\n"
 "                    `aegis estimate FILE`); --mem, if also given, wins\n"
@@ -296,6 +320,11 @@ static int submit_options(int argc, char **argv, submit_opts *o) {
     static const struct option opts[] = {
         {"gpus", required_argument, NULL, 'g'},
         {"mem", required_argument, NULL, 'm'},
+        {"gpu-mem", required_argument, NULL, 'm'},
+        {"cpus", required_argument, NULL, 'C'},
+        {"output", required_argument, NULL, 'o'},
+        {"error", required_argument, NULL, 'e'},
+        {"host-mem", required_argument, NULL, 'R'},
         {"model", required_argument, NULL, 'M'},
         {"name", required_argument, NULL, 'n'},
         {"feed", required_argument, NULL, 'F'},
@@ -313,7 +342,7 @@ static int submit_options(int argc, char **argv, submit_opts *o) {
     };
     char err[256];
     int ch;
-    while ((ch = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "+ho:e:", opts, NULL)) != -1) {
         switch (ch) {
         case 'g':
             if (cli_parse_long("submit", "gpus", optarg, 1, 64, &o->def.gpus))
@@ -321,7 +350,7 @@ static int submit_options(int argc, char **argv, submit_opts *o) {
             break;
         case 'm':
             if (submit_parse_mem(optarg, &o->def.mem)) {
-                fprintf(stderr, "aegis submit: --mem: '%s' is not an amount "
+                fprintf(stderr, "aegis submit: --gpu-mem, --mem: '%s' is not an amount "
                         "of memory: 4g, 4GiB, 4000m (a plain number is MiB; "
                         "at most 1 TiB)\n", optarg);
                 return CLI_USAGE;
@@ -330,6 +359,27 @@ static int submit_options(int argc, char **argv, submit_opts *o) {
             break;
         case 'M':
             if (submit_model_mem(optarg, &o->model_mem) < 0) return CLI_USAGE;
+            break;
+        case 'o':
+            if (!(o->def.stdout_path = submit_text_option("output", optarg)))
+                return CLI_USAGE;
+            break;
+        case 'e':
+            if (!(o->def.stderr_path = submit_text_option("error", optarg)))
+                return CLI_USAGE;
+            break;
+        case 'C':
+            if (cli_parse_long("submit", "cpus", optarg, 1, PROTO_MAX_CPUS,
+                               &o->def.cpus))
+                return CLI_USAGE;
+            break;
+        case 'R':
+            if (submit_parse_mem(optarg, &o->def.host_mem) ||
+                o->def.host_mem <= 0) {
+                fprintf(stderr, "aegis submit: --host-mem: '%s' is not an "
+                        "amount of memory: 4g, 4GiB, 4000m\n", optarg);
+                return CLI_USAGE;
+            }
             break;
         case 'n':
             if (!(o->def.name = submit_text_option("name", optarg)))
@@ -456,6 +506,7 @@ int cli_submit(int argc, char **argv) {
         rc = got < 0 ? CLI_USAGE : got > 0 ? -1 : 0;
     }
     json_decref(o.after);
+    if (rc == 0 && submit_check_programs(jobs) != 0) rc = CLI_USAGE;
     if (rc != 0) {
         json_decref(jobs);
         return rc < 0 ? CLI_OK : rc;

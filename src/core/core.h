@@ -523,6 +523,49 @@ double core_next_wakeup(core_state *core, double now);
  * core_schedule() again for it. */
 bool core_queue_blocks(const core_state *core);
 
+/* ---- priorities (aegis-plus; `aegis priority`, `aegis fairshare`) -------- */
+
+/* A queued first attempt's priority as a backfill pass orders users'
+ * next jobs: fair_share - nice, the higher first. head_start_s is how much
+ * earlier than its submission it stands in its user's queue (a job
+ * demanding over half a GPU, big_advance_s). */
+typedef struct core_priority {
+    double priority;
+    double fair_share;      /* its user's factor times CORE_NICE_MAX */
+    int nice;
+    double head_start_s;
+} core_priority;
+
+/* Whether the policy orders the queue by priority (aegis-plus); the
+ * others run it in submit order and have none. */
+bool core_has_priorities(const core_state *core);
+
+/* Job job_id's priority at now: 0, or -1 when the policy has none, the
+ * job is unknown, running, or a retry (the recovery queue goes first). */
+int core_job_priority(core_state *core, int64_t job_id, double now,
+                      core_priority *p);
+
+/* A user's fair share at now (Slurm's sshare): raw and decayed
+ * GPU-seconds, the share (the mean decayed usage of the users with jobs
+ * queued or running) and the factor 2^(-decayed/share). */
+typedef struct core_user_usage {
+    uint32_t uid;
+    double raw_gpu_s, decayed_gpu_s, share_gpu_s, factor;
+    int running_jobs, queued_jobs;
+} core_user_usage;
+
+/* Every user the core has seen, up to max, into out; returns how many
+ * there are. */
+int core_fairshare(core_state *core, double now, core_user_usage *out,
+                   int max);
+
+/* Changes a queued job's nice, memory estimate and time limit to spec's
+ * (its other fields are kept): it keeps its place in submit order and
+ * moves in its user's queue as nice says. 0, or -1 when the job is not
+ * queued. */
+int core_job_update(core_state *core, int64_t job_id,
+                    const core_job_spec *spec);
+
 /* Jobs waiting (both queues) and jobs placed, for dispatchers and listings. */
 int core_queued_count(const core_state *core);
 int core_running_count(const core_state *core);

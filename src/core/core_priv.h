@@ -149,6 +149,9 @@ typedef struct core_user {
     int jobs, gpus;         /* its jobs running, the GPUs they hold */
     double usage;           /* decayed GPU-seconds, as of usage_at */
     double usage_at;
+    double raw_usage;       /* GPU-seconds held since the core began,
+                               undecayed, as of raw_at (`aegis fairshare`) */
+    double raw_at;
     core_job *head, *tail;  /* its first attempts waiting: nice, then submit */
     int queued;
     bool active;            /* on core_state.active: queued or running */
@@ -345,6 +348,14 @@ bool core_user_over_limit(const core_state *core, const core_job *job,
  * submit order): core_order_start() at the start of a pass, then
  * core_order_next() until it gives NULL. */
 void core_order_start(core_state *core, double now);
+/* A user's decayed GPU-seconds at now (users.c). */
+double core_user_usage_at(const core_state *core, const core_user *u,
+                          double now);
+/* Each active user's share at now: the mean of their decayed usage. It
+ * leaves each one's usage in core->order_base, a pass's scratch. */
+double core_users_share(core_state *core, double now);
+/* Slurm's fair-share factor, 2^(-usage/share); 1 while no one used any. */
+double core_fair_factor(double usage, double share);
 core_job *core_order_next(core_state *core);
 
 /* ---- feeds.c ------------------------------------------------------------------ */

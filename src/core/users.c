@@ -165,8 +165,8 @@ void core_user_dequeue(core_state *core, core_job *job) {
 /* The user's decayed GPU-seconds at `now`: what it had at usage_at, halved
  * every half-life, plus its GPUs held since, each second decayed from the
  * moment it was used. */
-static double user_usage_at(const core_state *core, const core_user *u,
-                            double now) {
+double core_user_usage_at(const core_state *core, const core_user *u,
+                          double now) {
     double dt = now - u->usage_at;
     if (dt <= 0) return u->usage;
     double h = core->cfg.fairshare_half_life_s;
@@ -180,9 +180,11 @@ void core_user_runs(core_state *core, const core_job *job, int sign,
     /* Only a policy with fair share reads the usage: the others spare the
      * decay, a call to exp2() at every start and end of a replay. */
     if (core->pol->backfill) {
-        u->usage = user_usage_at(core, u, now);
+        u->usage = core_user_usage_at(core, u, now);
         u->usage_at = now;
     }
+    if (now > u->raw_at) u->raw_usage += u->gpus * (now - u->raw_at);
+    u->raw_at = now;
     u->jobs += sign;
     u->gpus += sign * job->spec.num_gpus;
     assert(u->jobs >= 0 && u->gpus >= 0);
@@ -267,20 +269,28 @@ static void order_sift(core_state *core, int k) {
 
 /* The share is an equal part of the active users' usage, and the heap
  * holds each one's next job: the cost is theirs, not every user's. */
-void core_order_start(core_state *core, double now) {
+double core_users_share(core_state *core, double now) {
     double total = 0;
     for (int k = 0; k < core->nactive; k++) {
         int i = core->active[k];
-        core->order_base[i] = user_usage_at(core, &core->users[i], now);
+        core->order_base[i] = core_user_usage_at(core, &core->users[i], now);
         total += core->order_base[i];
     }
-    double share = core->nactive > 0 ? total / core->nactive : 0;
+    return core->nactive > 0 ? total / core->nactive : 0;
+}
+
+double core_fair_factor(double usage, double share) {
+    return share > 0 ? exp2(-usage / share) : 1;
+}
+
+void core_order_start(core_state *core, double now) {
+    double share = core_users_share(core, now);
     core->order_len = 0;
     for (int k = 0; k < core->nactive; k++) {
         int i = core->active[k];
         core_job *head = core->users[i].head;
         if (!head) continue; /* only running: no priority to read */
-        double factor = share > 0 ? exp2(-core->order_base[i] / share) : 1;
+        double factor = core_fair_factor(core->order_base[i], share);
         core->order_base[i] = factor * CORE_NICE_MAX;
         core->order_heap[core->order_len++] = order_entry(core, head);
     }

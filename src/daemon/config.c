@@ -91,6 +91,15 @@ static int config_daemon_set(acct_params *acct, config_keys *keys,
         snprintf(keys->notify, sizeof(keys->notify), "%s", value);
         return 1;
     }
+    if (strcmp(key, "cgroup_root") == 0) {
+        if (strlen(value) >= sizeof(keys->cgroup_root)) {
+            snprintf(msg, msglen, "%s: longer than %zu bytes", key,
+                     sizeof(keys->cgroup_root) - 1);
+            return -1;
+        }
+        snprintf(keys->cgroup_root, sizeof(keys->cgroup_root), "%s", value);
+        return 1;
+    }
     if (strcmp(key, "slurm_scontrol") == 0) {
         if (value[0] == '\0' || strlen(value) >= sizeof(keys->slurm_scontrol)) {
             snprintf(msg, msglen, "%s: expected a program, up to %zu bytes",
@@ -122,6 +131,10 @@ static int config_daemon_set(acct_params *acct, config_keys *keys,
          CONFIG_METRICS_CACHE_MAX_S, false},
         {"metrics_max_jobs", &keys->metrics_max_jobs, 0,
          CONFIG_METRICS_JOBS_MAX, true},
+        {"history_days", &keys->history_days, 0, 36500, false},
+        {"cpus_per_gpu", &keys->cpus_per_gpu, 0, CONFIG_CPUS_MAX, true},
+        {"host_mem_per_gpu_mib", &keys->host_mem_per_gpu_mib, 0,
+         PROTO_MAX_MEM_MIB, false},
     };
     for (size_t i = 0; i < sizeof(nums) / sizeof(*nums); i++) {
         if (strcmp(key, nums[i].name) != 0) continue;
@@ -341,7 +354,8 @@ int config_load_daemon(const char *path, bool missing_ok, core_config *cfg,
                           .notify_timeout_s = NOTIFY_DEFAULT_TIMEOUT_S,
                           .metrics_cache_s = CONFIG_METRICS_CACHE_DEFAULT_S,
                           .metrics_max_jobs = CONFIG_METRICS_JOBS_DEFAULT,
-                          .slurm_scontrol = CONFIG_SCONTROL_DEFAULT};
+                          .slurm_scontrol = CONFIG_SCONTROL_DEFAULT,
+                          .cgroup_root = CONFIG_CGROUP_ROOT_DEFAULT};
     /* On a live server users may declare a job's memory (submit --mem),
      * and several users share it. aegis-plus admits a job with that figure
      * + est_margin_mib (up to est_cap_mib), any other with the

@@ -70,6 +70,11 @@ int config_listen_addr(const char *text, struct sockaddr_storage *sa,
  * may connect to the socket, made 0660; "" (the default): anyone, 0666.
  * A name, checked against the group database when the file is read. */
 #define CONFIG_GROUP_MAX 64
+/* cgroup_root: where the cgroup hierarchies are mounted (cgroup.h); "":
+ * no per-job cgroups, and a job asking for limits fails to start. */
+#define CONFIG_CGROUP_ROOT_DEFAULT "/sys/fs/cgroup"
+/* The most CPUs a job (or cpus_per_gpu) may ask. */
+#define CONFIG_CPUS_MAX 4096.0
 
 /* The daemon's own keys that are neither the core's, the reports' nor
  * the sharing modes'. */
@@ -86,6 +91,14 @@ typedef struct config_keys {
                                        whole number) */
     char slurm_scontrol[1024];      /* run for Slurm's leases (scontrol.c) */
     char socket_group[CONFIG_GROUP_MAX]; /* "" (default): a 0666 socket */
+    char cgroup_root[256];          /* per-job cgroups under it (cgroup.h) */
+    double history_days;            /* finished jobs are forgotten, with
+                                       their logs, this long after their
+                                       end; 0: kept for ever */
+    double cpus_per_gpu;            /* a job's CPUs per GPU when it gives no
+                                       --cpus; 0: no limit */
+    double host_mem_per_gpu_mib;    /* its host RAM per GPU when it gives no
+                                       --host-mem, MiB; 0: no limit */
 } config_keys;
 
 /* Fills cfg with the defaults, then the keys of the file at path. A missing

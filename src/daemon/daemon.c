@@ -369,6 +369,7 @@ static void on_tick(uv_timer_t *t) {
     d_jobs_tick(d);
     d_limits_tick(d);
     d_pipelines_tick(d);
+    d_retention_tick(d);
     d_notify_tick(d);
     d_leases_tick(d);
     d_scontrol_tick(d);

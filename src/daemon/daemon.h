@@ -45,6 +45,7 @@
 #include "core.h"
 #include "dlog.h"
 #include "exec.h"
+#include "cgroup.h"
 #include "history.h"
 #include "metrics_counts.h"
 #include "proto.h"
@@ -130,6 +131,9 @@ typedef struct d_job {
     bool held;                  /* by `aegis hold`: not placed until
                                    released */
     double time_limit_s;        /* each attempt's limit (--time); 0: none */
+    int cpus;                   /* --cpus; 0: the per-GPU default */
+    double host_mem_mib;        /* --host-mem, MiB; 0: the per-GPU default */
+    cg_job cg;                  /* the running attempt's cgroup (cgroup.h) */
     int attempts;               /* attempts started so far */
     double retry_floor;         /* its place on the recovery ladder, as */
     bool retry_alone;           /*   core_job_retry() gave it at a requeue */
@@ -296,6 +300,7 @@ typedef struct d_daemon {
                                    period, notifier and its time limit,
                                    metrics address, Slurm's scontrol */
     double history_at;          /* d_now of the last history sample */
+    double pruned_at;           /* d_now of the last retention pass */
     d_notifier *notifiers;      /* running, nnotifiers of them */
     size_t nnotifiers, capnotifiers;
     d_notice *notices;          /* ends waiting for their notifiers to */
@@ -567,6 +572,11 @@ void d_share_tick(d_daemon *d);
  * their MIG instances back from the store, and destroys the others. */
 void d_share_recover(d_daemon *d);
 
+/* retention.c */
+/* Each tick: once history_days allows, forgets the jobs that finished
+ * more than history_days ago, with their logs. */
+void d_retention_tick(d_daemon *d);
+
 /* limits.c */
 /* A recovered job's hold and time limit, from its stored row. */
 void d_limits_load(d_job *job, json_t *row);
@@ -666,6 +676,14 @@ bool d_refuse_unwritable(d_conn *c);
  * (naming the field as `where`). */
 int d_job_fits(const d_daemon *d, int gpus, double mem_mib,
                const char *where, char *err, size_t errlen);
+/* Whether the peer may `op` job id, unfinished and run by aegisd: 0, else
+ * -1 with why in why. */
+int d_may_act(d_conn *c, int64_t id, const char *op, char *why, size_t len);
+/* queue_ctl.c: update, priority and fairshare. */
+void d_on_update(d_conn *c, const proto_request *req);
+void d_on_priority(d_conn *c, const proto_request *req);
+void d_on_fairshare(d_conn *c, const proto_request *req);
+void d_on_clear(d_conn *c, const proto_request *req);
 /* Registers the handlers' hooks in d (d->job_done: answers the waits). */
 void d_handlers_register(d_daemon *d);
 

@@ -11,6 +11,9 @@
 #include "exec.h"
 #include "user_limits.h"
 #include "job_file.h"
+#include "oom_text.h"
+#include "cgroup.h"
+#include "outfile.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -48,14 +51,6 @@
 #define EXEC_RECORD_BYTES 128
 #define EXEC_RECORD_TAG "aegis-status"
 
-/* What OOM looks like on stderr: PyTorch ("CUDA out of memory",
- * torch.OutOfMemoryError), TensorFlow/JAX/XLA ("RESOURCE_EXHAUSTED"), and
- * the generic wording of CUDA and most tools ("out of memory"). */
-static const char *const oom_patterns[] = {
-    "CUDA out of memory", "OutOfMemoryError", "RESOURCE_EXHAUSTED",
-    "out of memory",
-};
-
 /* A job's log in the log folder: "ID.out" or "ID.err". */
 static void exec_log_name(char *out, size_t outlen, int64_t id,
                           bool err_stream) {
@@ -77,6 +72,14 @@ static int exec_log_open(int log_dirfd, int64_t id, bool err_stream,
     char name[64];
     exec_log_name(name, sizeof(name), id, err_stream);
     return job_file_open(log_dirfd, name, owner, NULL);
+}
+
+void exec_log_remove(int log_dirfd, int64_t id) {
+    for (int err_stream = 0; err_stream < 2; err_stream++) {
+        char name[64];
+        exec_log_name(name, sizeof(name), id, err_stream);
+        unlinkat(log_dirfd, name, 0);
+    }
 }
 
 ssize_t exec_log_read(int log_dirfd, int64_t id, bool err_stream, uid_t owner,
@@ -336,12 +339,26 @@ static void exec_job_child(const exec_spec *spec, char **envp, int out_fd,
     if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(out_fd, 1) < 0 ||
         dup2(err_fd, 2) < 0)
         _exit(126);
+    /* as root still, and before the command: nothing escapes its limits */
+    if (cg_join(spec->cgroups) != 0) {
+        dprintf(2, "aegisd: job %lld: cannot join its cgroup (%s): %s\n",
+                (long long)spec->id, spec->cgroups, strerror(errno));
+        _exit(126);
+    }
     if (spec->as_user && exec_become_user(spec->uid, spec->gid, spec->user,
                                           spec->id) != 0)
         _exit(126);
     if (chdir(spec->cwd) != 0) {
         dprintf(2, "aegisd: job %lld: cannot enter %s: %s\n",
                 (long long)spec->id, spec->cwd, strerror(errno));
+        _exit(126);
+    }
+    /* its own files, opened as its user in its directory (outfile.h) */
+    if (outfile_start(spec->out_path, spec->err_path) != 0) {
+        dprintf(2, "aegisd: job %lld: cannot open its output file (%s%s%s): "
+                "%s\n", (long long)spec->id, spec->out_path ? spec->out_path : "",
+                spec->err_path && spec->err_path[0] ? " " : "",
+                spec->err_path ? spec->err_path : "", strerror(errno));
         _exit(126);
     }
     /* execvp searches the PATH of environ (execvpe too: the PATH of its
@@ -604,8 +621,8 @@ static void exec_shim(const exec_spec *spec, char **envp, int out_fd,
 enum { SHIM_OUT_FD = 3, SHIM_ERR_FD, SHIM_STATUS_FD, SHIM_NFDS = 3 };
 /* The shim's arguments before the environment (see exec_shim_argv). */
 enum { SHIM_MODE = 1, SHIM_ID, SHIM_ATTEMPT, SHIM_ERR_OFFSET, SHIM_LOG_MAX,
-       SHIM_AS_USER, SHIM_UID, SHIM_GID, SHIM_USER, SHIM_CWD, SHIM_NENV,
-       SHIM_FIXED };
+       SHIM_AS_USER, SHIM_UID, SHIM_GID, SHIM_USER, SHIM_CWD, SHIM_CGROUPS,
+       SHIM_OUT_PATH, SHIM_ERR_PATH, SHIM_NENV, SHIM_FIXED };
 
 /* What aegisd asks of the shim: watch a job's attempt ("job"), or run a
  * job's notifier ("notify"). */
@@ -618,6 +635,8 @@ typedef struct exec_shim_args {
     uid_t uid;
     gid_t gid;
     const char *user, *cwd;
+    const char *cgroups;        /* the job's cgroup.procs files (cgroup.h) */
+    const char *out_path, *err_path; /* its -o and -e files (outfile.h) */
 } exec_shim_args;
 
 static void exec_shim_argv_free(char **v) {
@@ -657,6 +676,9 @@ static char **exec_shim_argv(const exec_shim_args *a, char *const *envp,
          asprintf(&v[SHIM_GID], "%u", (unsigned)a->gid) >= 0 &&
          asprintf(&v[SHIM_USER], "%s", a->user ? a->user : "") >= 0 &&
          asprintf(&v[SHIM_CWD], "%s", a->cwd ? a->cwd : "/") >= 0 &&
+         asprintf(&v[SHIM_CGROUPS], "%s", a->cgroups ? a->cgroups : "") >= 0 &&
+         asprintf(&v[SHIM_OUT_PATH], "%s", a->out_path ? a->out_path : "") >= 0 &&
+         asprintf(&v[SHIM_ERR_PATH], "%s", a->err_path ? a->err_path : "") >= 0 &&
          asprintf(&v[SHIM_NENV], "%zu", nenv) >= 0 &&
          exec_argv_copy(v, SHIM_FIXED, envp) == 0 &&
          exec_argv_copy(v, SHIM_FIXED + nenv, tail) == 0;
@@ -750,7 +772,9 @@ int exec_prepare(const exec_spec *spec, exec_run *run, exec_pending **out,
                         .log_max_bytes = spec->log_max_bytes,
                         .as_user = spec->as_user, .uid = spec->uid,
                         .gid = spec->gid, .user = spec->user,
-                        .cwd = spec->cwd};
+                        .cwd = spec->cwd, .cgroups = spec->cgroups,
+                        .out_path = spec->out_path,
+                        .err_path = spec->err_path};
     if (envp) p->argv = exec_shim_argv(&a, envp, (char *const *)spec->argv);
     if (rc == 0 && (!p->argv || exec_fds_above_shim(p->fds, SHIM_NFDS) != 0)) {
         snprintf(err, errlen, "job %lld: cannot start: %s",
@@ -837,7 +861,8 @@ static int exec_shim_parse(int argc, char **argv, exec_shim_args *a,
         .log_max_bytes = nums[SHIM_LOG_MAX],
         .as_user = nums[SHIM_AS_USER] != 0, .uid = (uid_t)nums[SHIM_UID],
         .gid = (gid_t)nums[SHIM_GID], .user = argv[SHIM_USER],
-        .cwd = argv[SHIM_CWD]};
+        .cwd = argv[SHIM_CWD], .cgroups = argv[SHIM_CGROUPS],
+        .out_path = argv[SHIM_OUT_PATH], .err_path = argv[SHIM_ERR_PATH]};
     if (!(*envp = calloc((size_t)nenv + 1, sizeof(**envp)))) return -1;
     memcpy(*envp, argv + SHIM_FIXED, (size_t)nenv * sizeof(**envp));
     *tail = argv + SHIM_FIXED + nenv;
@@ -859,6 +884,8 @@ static int exec_shim_job(const exec_shim_args *a, char **envp, char **argv) {
         .argv = (const char *const *)argv, .cwd = a->cwd,
         .as_user = a->as_user, .uid = a->uid, .gid = a->gid,
         .user = a->user, .log_max_bytes = a->log_max_bytes,
+        .cgroups = a->cgroups, .out_path = a->out_path,
+        .err_path = a->err_path,
     };
     exec_shim(&spec, envp, SHIM_OUT_FD, SHIM_ERR_FD, SHIM_STATUS_FD,
               a->err_offset);
@@ -1124,28 +1151,15 @@ core_exit exec_classify_tail(int status, const char *tail, size_t n,
                              char *why, size_t whylen) {
     char code[48];
     exec_status_text(status, code, sizeof(code));
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
-        snprintf(why, whylen, "%s", code);
-        return CORE_EXIT_OK;
+    bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    const char *oom = ok ? NULL : oom_text_find(tail, n);
+    if (oom) {
+        snprintf(why, whylen, "%s, out of GPU memory (\"%s\" on stderr)",
+                 code, oom);
+        return CORE_EXIT_OOM;
     }
-    /* The tail may hold NUL bytes and need not end in one: search it
-     * piecewise, from a copy that does. */
-    char *text = malloc(n + 1);
-    if (text) {
-        memcpy(text, tail, n);
-        text[n] = '\0';
-    }
-    for (size_t at = 0; text && at < n; at += strlen(text + at) + 1)
-        for (size_t p = 0; p < sizeof(oom_patterns) / sizeof(*oom_patterns); p++)
-            if (strstr(text + at, oom_patterns[p])) {
-                snprintf(why, whylen, "%s, out of GPU memory (\"%s\" on stderr)",
-                         code, oom_patterns[p]);
-                free(text);
-                return CORE_EXIT_OOM;
-            }
-    free(text);
     snprintf(why, whylen, "%s", code);
-    return CORE_EXIT_FAILED;
+    return ok ? CORE_EXIT_OK : CORE_EXIT_FAILED;
 }
 
 core_exit exec_classify(int status, int log_dirfd, int64_t id, uid_t owner,

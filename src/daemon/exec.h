@@ -66,6 +66,10 @@ typedef struct exec_spec {
                                    on disk */
     const char *run_dir;        /* holds the shims' status files */
     const char *shim_path;      /* the aegis-shim program (exec_shim_path) */
+    const char *cgroups;        /* cgroup.procs files its process joins
+                                   (cgroup.h); NULL or "": none */
+    const char *out_path;       /* its -o and -e files, expanded, relative */
+    const char *err_path;       /*   to cwd (outfile.h); NULL or "": none */
 } exec_spec;
 
 typedef struct exec_run {
@@ -190,8 +194,8 @@ core_exit exec_classify(int status, int log_dirfd, int64_t id, uid_t owner,
                         long long err_offset, char *why, size_t whylen);
 
 /* The same from a stderr tail already read (n bytes, NUL bytes allowed):
- * exit 0 is ok; else an OOM message in the tail makes it oom, anything
- * else failed. A Slurm task's lease_exit is classified by this too. */
+ * exit 0 is ok; else a framework's OOM message in the tail (oom_text.h:
+ * not the words inside a usage text) makes it oom, anything else failed. A Slurm task's lease_exit is classified by this too. */
 core_exit exec_classify_tail(int status, const char *tail, size_t n,
                              char *why, size_t whylen);
 
@@ -217,6 +221,9 @@ bool exec_named(pid_t pid, const char *name);
 
 /* Signals the job's whole session. */
 void exec_kill(pid_t job_pid, int sig);
+
+/* Removes job id's logs (history_days: the job is forgotten). */
+void exec_log_remove(int log_dirfd, int64_t id);
 
 /* Reads up to len bytes of a job's log from *offset on. Bytes the cap
  * dropped are skipped: *offset moves to the first byte kept after it.

@@ -385,8 +385,7 @@ static json_t *d_owned_job(d_conn *c, int64_t id, const char *op) {
 /* Whether the peer may `op` job id, unfinished: 0, else -1 with why. An
  * unfinished job's owner is known without a query: a bulk cancel of
  * 50,000 jobs makes none. */
-static int d_may_act(d_conn *c, int64_t id, const char *op, char *why,
-                     size_t len) {
+int d_may_act(d_conn *c, int64_t id, const char *op, char *why, size_t len) {
     d_job *job = d_job_find(c->d, id);
     if (!job) { /* finished, or none: the store says which, and whose */
         json_t *row = d_job_for(c, id, op, why, len);
@@ -467,6 +466,12 @@ static void d_on_hold(d_conn *c, const proto_request *req) {
             d_reply_error(c, "job %lld: running; only a queued job can be "
                           "held (aegis cancel stops it)",
                           (long long)req->ids[i]);
+            return;
+        }
+    for (size_t i = 0; !hold && i < req->nids; i++)
+        if (!d_job_find(d, req->ids[i])->held) {
+            d_reply_error(c, "job %lld: not held; only a job held by aegis "
+                          "hold can be released", (long long)req->ids[i]);
             return;
         }
     char user[64];
@@ -666,7 +671,9 @@ static void d_on_drain(d_conn *c, const proto_request *req) {
 }
 
 static void d_on_report(d_conn *c, const proto_request *req) {
-    json_t *jobs = store_report(c->d->st, req->since);
+    store_report_query q = {.since = req->since, .until = req->until,
+                            .user = req->user};
+    json_t *jobs = store_report(c->d->st, &q);
     size_t i;
     json_t *row;
     json_array_foreach(jobs, i, row) d_live_fields(c->d, row);
@@ -678,6 +685,21 @@ static void d_on_report(d_conn *c, const proto_request *req) {
     }
     json_object_set_new(ans, "ok", json_true());
     d_reply(c, ans);
+}
+
+/* A copy of the database, by SQLite's online backup, written by aegisd
+ * where the admin says: a backup while aegisd runs, which copying the
+ * file (and its WAL) by hand would not make consistent. */
+static void d_on_db_backup(d_conn *c, const proto_request *req) {
+    if (!d_admin(c, "back up the database")) return;
+    char err[4300];
+    if (store_backup(c->d->st, req->path, err, sizeof(err)) != 0) {
+        d_reply_error(c, "db backup: %s", err);
+        return;
+    }
+    d_log("database copied to %s (aegis db backup by uid %d)", req->path,
+          (int)c->uid);
+    d_reply(c, json_pack("{s:b, s:s}", "ok", 1, "path", req->path));
 }
 
 /* Answers first, with the running jobs that keep running (or are waited
@@ -715,6 +737,11 @@ void d_handle(d_conn *c, const proto_request *req) {
     case PROTO_LEASE: d_on_lease(c, req); break;
     case PROTO_LEASE_EXIT: d_on_lease_exit(c, req); break;
     case PROTO_LEASE_END: d_on_lease_end(c, req); break;
+    case PROTO_UPDATE: d_on_update(c, req); break;
+    case PROTO_PRIORITY: d_on_priority(c, req); break;
+    case PROTO_FAIRSHARE: d_on_fairshare(c, req); break;
+    case PROTO_DB_BACKUP: d_on_db_backup(c, req); break;
+    case PROTO_CLEAR: d_on_clear(c, req); break;
     }
 }
 

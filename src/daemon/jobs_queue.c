@@ -111,6 +111,8 @@ int d_jobs_submitted(d_daemon *d, const store_owner *owner,
             d_deps_from_request(pj, first_id, job->deps);
             job->time_limit_s = pj->time_limit_s;
             job->nice = pj->nice;
+            job->cpus = pj->cpus;
+            job->host_mem_mib = pj->host_mem_mib;
             job->notify = d_notify_kind_of(pj->notify);
             snprintf(job->feed, sizeof(job->feed), "%s", pj->feed);
             job->producer = pj->feed_producer;

@@ -11,6 +11,7 @@
  */
 #include "daemon.h"
 #include "jobs.h"
+#include "outfile.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -79,6 +80,61 @@ static int d_job_exec(d_daemon *d, d_job *job, const core_launch *l,
     return rc;
 }
 
+/* The limits of the job's cgroup: its own, else the per-GPU defaults
+ * times its GPUs (0: none). */
+static void d_job_limits(const d_daemon *d, const d_job *job, int *cpus,
+                         double *mem_mib) {
+    *cpus = job->cpus > 0 ? job->cpus
+                          : (int)d->keys.cpus_per_gpu * job->num_gpus;
+    *mem_mib = job->host_mem_mib > 0
+                   ? job->host_mem_mib
+                   : d->keys.host_mem_per_gpu_mib * job->num_gpus;
+}
+
+/* The attempt's cgroup, made when it has limits; its cgroup.procs files
+ * into procs ("" when none). 0, or -1 with why in err. */
+static int d_job_cgroup(d_daemon *d, d_job *job, char *procs, size_t len,
+                        char *err, size_t errlen) {
+    int cpus;
+    double mem_mib;
+    d_job_limits(d, job, &cpus, &mem_mib);
+    char why[1024], base[512];
+    snprintf(base, sizeof(base), "%s", d->keys.cgroup_root);
+    cg_version v = cg_detect(base);
+    bool limited = cpus > 0 || mem_mib > 0;
+    if ((limited && v == CG_V2 &&
+         cg_v2_delegate(d->keys.cgroup_root, base, sizeof(base), why,
+                        sizeof(why)) != 0) ||
+        cg_job_create(base, v, job->id, job->attempts + 1, cpus, mem_mib,
+                      &job->cg, why, sizeof(why)) != 0) {
+        snprintf(err, errlen, "job %lld: its limits (%d CPUs, %.0f MiB of "
+                 "host memory): %s", (long long)job->id, cpus, mem_mib, why);
+        return -1;
+    }
+    cg_job_procs(&job->cg, procs, len);
+    return 0;
+}
+
+/* The job's -o and -e patterns of row, expanded into out and err (""
+ * for none): 0, or -1 with why in why. aegisd only makes the names; the
+ * job's process opens them, as its user (outfile.h). */
+static int d_job_outfiles(const d_job *job, json_t *row,
+                          const char *const *argv, char *out, char *err,
+                          size_t len, char *why, size_t whylen) {
+    outfile_job of = {.id = job->id, .name = job->name, .user = job->user,
+                      .array_index = outfile_array_index(argv)};
+    const char *keys[2] = {"stdout_path", "stderr_path"};
+    char *into[2] = {out, err};
+    for (int i = 0; i < 2; i++) {
+        const char *pattern = json_string_value(json_object_get(row, keys[i]));
+        into[i][0] = '\0';
+        if (pattern && outfile_expand(pattern, &of, into[i], len, why,
+                                      whylen) != 0)
+            return -1;
+    }
+    return 0;
+}
+
 /* aegisd's own start of a placed job: its command, as its user, under a
  * shim that watches it (exec.h). The shim is spawned off the loop
  * (job->spawning, handed to d_spawn_later by d_job_launch). */
@@ -97,11 +153,18 @@ int d_own_grant(d_daemon *d, d_job *job, json_t *row, const char *visible,
         .run_dir = d->run_dir, .shim_path = d->shim_path,
     };
     int rc = -1;
+    char procs[1100], out[4096], errfile[4096];
     if (!row || !argv || !env || !argv[0] || !spec.cwd)
         snprintf(err, errlen, "job %lld: its row is unreadable: %s",
                  (long long)job->id, store_errmsg(d->st));
-    else
+    else if (d_job_outfiles(job, row, argv, out, errfile, sizeof(out), err,
+                            errlen) == 0 &&
+             d_job_cgroup(d, job, procs, sizeof(procs), err, errlen) == 0) {
+        spec.cgroups = procs;
+        spec.out_path = out;
+        spec.err_path = errfile;
         rc = exec_prepare(&spec, run, &job->spawning, err, errlen);
+    }
     free(argv);
     free(env);
     return rc;
@@ -447,6 +510,24 @@ static void d_job_settle(d_daemon *d, d_job *job, core_exit how, int status,
     }
 }
 
+/* A job the kernel killed in its cgroup for its memory ran out of host
+ * RAM, not GPU memory: a failure of its own, which a retry on another
+ * GPU would not cure. */
+static void d_host_oom(const d_daemon *d, const d_job *job, core_exit *how,
+                       char *why, size_t len) {
+    if (!cg_oom_killed(&job->cg)) return;
+    int cpus;
+    double mem_mib;
+    d_job_limits(d, job, &cpus, &mem_mib);
+    char code[128];
+    snprintf(code, sizeof(code), "%s", why);
+    char *oom = strstr(code, ", out of GPU memory");
+    if (oom) *oom = '\0';
+    snprintf(why, len, "%s, over its host memory limit (%.0f MiB, "
+             "--host-mem): killed by the kernel", code, mem_mib);
+    *how = CORE_EXIT_FAILED;
+}
+
 /* The attempt's shim is gone (rec: its status file): classify, decide, and
  * once that is committed, remove the file. */
 void d_job_ended(d_daemon *d, d_job *job, const exec_record *rec) {
@@ -464,6 +545,7 @@ void d_job_ended(d_daemon *d, d_job *job, const exec_record *rec) {
         uid_t owner = d->as_root ? job->uid : geteuid();
         how = exec_classify(status, d->log_dirfd, id, owner, rec->err_offset,
                             why, sizeof(why));
+        d_host_oom(d, job, &how, why, sizeof(why));
     } else {
         /* The shim died without a word: make sure the job died with it. */
         if (rec->job_pid > 1 && exec_in_job(rec->job_pid, rec->job_pid))
@@ -471,6 +553,8 @@ void d_job_ended(d_daemon *d, d_job *job, const exec_record *rec) {
         how = CORE_EXIT_LOST;
         snprintf(why, sizeof(why), "its watcher process vanished");
     }
+    cg_job_remove(&job->cg);
+    memset(&job->cg, 0, sizeof(job->cg));
     /* before the core hears of it: it may give the slices away at once */
     d_share_release(d, job);
     store_begin(d->st);

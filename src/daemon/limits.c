@@ -19,6 +19,9 @@ void d_limits_load(d_job *job, json_t *row) {
     job->held = json_integer_value(json_object_get(row, "held")) != 0;
     job->time_limit_s = json_number_value(json_object_get(row,
                                                           "time_limit_s"));
+    job->cpus = (int)json_integer_value(json_object_get(row, "cpus"));
+    job->host_mem_mib = json_number_value(json_object_get(row,
+                                                          "host_mem_mib"));
 }
 
 void d_job_hold(d_daemon *d, d_job *job, bool hold, const char *user) {

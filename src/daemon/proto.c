@@ -29,7 +29,9 @@ static const char *const op_names[] = {
     [PROTO_REPORT] = "report", [PROTO_HOLD] = "hold",
     [PROTO_RELEASE] = "release", [PROTO_SHUTDOWN] = "shutdown",
     [PROTO_LEASE] = "lease", [PROTO_LEASE_EXIT] = "lease_exit",
-    [PROTO_LEASE_END] = "lease_end",
+    [PROTO_LEASE_END] = "lease_end", [PROTO_UPDATE] = "update",
+    [PROTO_PRIORITY] = "priority", [PROTO_FAIRSHARE] = "fairshare",
+    [PROTO_DB_BACKUP] = "db_backup", [PROTO_CLEAR] = "clear",
 };
 #define NOPS (sizeof(op_names) / sizeof(*op_names))
 
@@ -46,7 +48,7 @@ static const char *const op_fields[NOPS][OP_FIELDS_MAX] = {
     [PROTO_GPUS] = {NULL},
     [PROTO_DRAIN] = {"gpu", "reason"},
     [PROTO_RESUME] = {"gpu"},
-    [PROTO_REPORT] = {"since"},
+    [PROTO_REPORT] = {"since", "until", "user"},
     [PROTO_HOLD] = {"ids"},
     [PROTO_RELEASE] = {"ids"},
     [PROTO_SHUTDOWN] = {"drain"},
@@ -55,6 +57,11 @@ static const char *const op_fields[NOPS][OP_FIELDS_MAX] = {
     [PROTO_LEASE_EXIT] = {"slurm_job", "restart", "pid", "status",
                           "stderr_tail"},
     [PROTO_LEASE_END] = {"slurm_job"},
+    [PROTO_UPDATE] = {"id", "time_limit_s", "nice", "mem_mib", "name"},
+    [PROTO_PRIORITY] = {NULL},
+    [PROTO_FAIRSHARE] = {NULL},
+    [PROTO_DB_BACKUP] = {"path"},
+    [PROTO_CLEAR] = {NULL},
 };
 
 static const char *const lease_modes[] = {"shared", "mps", "mig",
@@ -64,7 +71,8 @@ static const char *const job_fields[] = {"cmd", "gpus", "mem_mib", "name",
                                          "feed", "after", "mps_threads_pct",
                                          "meta", "time_limit_s",
                                          "nice", "notify", "feed_producer",
-                                         "pipeline", NULL};
+                                         "pipeline", "cpus", "host_mem_mib",
+                                         "stdout_path", "stderr_path", NULL};
 
 static const char *const dep_fields[] = {"id", "index", "kind"};
 
@@ -233,6 +241,23 @@ static int proto_label(json_t *obj, const char *key, const char *where,
             return -1;
         }
         c += len;
+    }
+    *out = json_string_value(v);
+    return 0;
+}
+
+/* An optional output file pattern of a job (key in obj): NULL when
+ * absent; a non-empty string of at most 4095 bytes. */
+static int proto_path(json_t *obj, const char *key, const char *where,
+                      const char **out, char *err, size_t errlen) {
+    json_t *v = json_object_get(obj, key);
+    *out = NULL;
+    if (!v) return 0;
+    if (!json_is_string(v) || json_string_length(v) == 0 ||
+        json_string_length(v) > 4095) {
+        snprintf(err, errlen, "%s.%s: expected a file name pattern of 1 to "
+                 "4095 bytes", where, key);
+        return -1;
     }
     *out = json_string_value(v);
     return 0;
@@ -436,6 +461,18 @@ static int proto_parse_job(json_t *obj, size_t i, proto_job *job, char *err,
         return -1;
     }
     job->notify = notify ? json_string_value(notify) : NULL;
+    json_t *cpus = json_object_get(obj, "cpus");
+    snprintf(field, sizeof(field), "%s.cpus", where);
+    if (cpus && proto_int(cpus, field, 1, PROTO_MAX_CPUS, &v, err, errlen))
+        return -1;
+    job->cpus = cpus ? (int)v : 0;
+    job->host_mem_mib = 0;
+    if (proto_number(obj, "host_mem_mib", where, 1, PROTO_MAX_MEM_MIB,
+                     &job->host_mem_mib, err, errlen) ||
+        proto_path(obj, "stdout_path", where, &job->stdout_path, err,
+                   errlen) ||
+        proto_path(obj, "stderr_path", where, &job->stderr_path, err, errlen))
+        return -1;
     return proto_parse_meta(json_object_get(obj, "meta"), where, job, err,
                             errlen);
 }
@@ -579,12 +616,15 @@ static int proto_parse_ids(json_t *root, bool many, proto_request *req,
     return 0;
 }
 
-/* An optional Unix time, seconds (fractions allowed), not negative. */
-static int proto_since(json_t *v, double *out, char *err, size_t errlen) {
+/* An optional Unix time (field), seconds (fractions allowed), not
+ * negative. */
+static int proto_since(json_t *v, const char *field, double *out, char *err,
+                       size_t errlen) {
     if (!v) return 0;
     if (!json_is_number(v) || !isfinite(json_number_value(v)) ||
         json_number_value(v) < 0) {
-        snprintf(err, errlen, "since: expected a Unix time in seconds, >= 0");
+        snprintf(err, errlen, "%s: expected a Unix time in seconds, >= 0",
+                 field);
         return -1;
     }
     *out = json_number_value(v);
@@ -655,9 +695,37 @@ static int proto_parse_lease(json_t *root, proto_request *req, char *err,
                : 0;
 }
 
+/* update: the job and at least one new value. */
+static int proto_parse_update(json_t *root, proto_request *req, char *err,
+                              size_t errlen) {
+    proto_update *u = &req->update;
+    if (proto_parse_ids(root, false, req, err, errlen)) return -1;
+    u->has_time = json_object_get(root, "time_limit_s") != NULL;
+    u->has_mem = json_object_get(root, "mem_mib") != NULL;
+    u->has_nice = json_object_get(root, "nice") != NULL;
+    int64_t nice = 0;
+    if (proto_number(root, "time_limit_s", "update", 1, TIMELIMIT_MAX_S,
+                     &u->time_limit_s, err, errlen) ||
+        proto_number(root, "mem_mib", "update", 0, PROTO_MAX_MEM_MIB,
+                     &u->mem_mib, err, errlen) ||
+        proto_field_int(root, "nice", false, 0, CORE_NICE_MAX, &nice, err,
+                        errlen) ||
+        proto_label(root, "name", "update", PROTO_MAX_NAME, false, &u->name,
+                    err, errlen))
+        return -1;
+    u->nice = (int)nice;
+    if (!json_object_get(root, "name")) u->name = NULL;
+    if (!u->has_time && !u->has_mem && !u->has_nice && !u->name) {
+        snprintf(err, errlen, "update: name at least one of time_limit_s, "
+                 "nice, mem_mib and name");
+        return -1;
+    }
+    return 0;
+}
+
 /* The states a job may be in, as `ls` filters them. */
-static const char *const proto_job_states[] = {"queued", "running", "done",
-                                               "failed", "cancelled",
+static const char *const proto_job_states[] = {"queued", "held", "running",
+                                               "done", "failed", "cancelled",
                                                "timeout"};
 
 /* ls's optional "states": a non-empty array of known states. */
@@ -678,8 +746,8 @@ static int proto_ls_states(json_t *v, proto_request *req, char *err,
                           strcmp(json_string_value(s), proto_job_states[k]) == 0))
             k++;
         if (k == n) {
-            snprintf(err, errlen, "states[%zu]: expected queued, running, "
-                     "done, failed, cancelled or timeout", i);
+            snprintf(err, errlen, "states[%zu]: expected queued, held, "
+                     "running, done, failed, cancelled or timeout", i);
             return -1;
         }
     }
@@ -687,10 +755,9 @@ static int proto_ls_states(json_t *v, proto_request *req, char *err,
     return 0;
 }
 
-/* ls: all, and the optional limit, user and states. */
-static int proto_parse_ls(json_t *root, proto_request *req, char *err,
-                          size_t errlen) {
-    json_t *user = json_object_get(root, "user");
+/* ls's and report's optional user: a login name or a uid. */
+static int proto_user(json_t *user, proto_request *req, char *err,
+                      size_t errlen) {
     if (user && (!json_is_string(user) || json_string_length(user) == 0 ||
                  json_string_length(user) > PROTO_MAX_NAME)) {
         snprintf(err, errlen, "user: expected a login name or a uid of 1 to "
@@ -698,6 +765,14 @@ static int proto_parse_ls(json_t *root, proto_request *req, char *err,
         return -1;
     }
     req->user = user ? json_string_value(user) : NULL;
+    return 0;
+}
+
+/* ls: all, and the optional limit, user and states. */
+static int proto_parse_ls(json_t *root, proto_request *req, char *err,
+                          size_t errlen) {
+    if (proto_user(json_object_get(root, "user"), req, err, errlen))
+        return -1;
     if (json_object_get(root, "limit") &&
         proto_int(json_object_get(root, "limit"), "limit", 0,
                   PROTO_MAX_LS_LIMIT, &req->limit, err, errlen))
@@ -747,14 +822,34 @@ static int proto_parse_op(json_t *root, proto_request *req, char *err,
         return proto_label(root, "reason", "drain", PROTO_MAX_REASON, false,
                            &req->reason, err, errlen);
     case PROTO_REPORT:
-        return proto_since(json_object_get(root, "since"), &req->since, err,
-                           errlen);
+        return proto_since(json_object_get(root, "since"), "since",
+                           &req->since, err, errlen) ||
+                       proto_since(json_object_get(root, "until"), "until",
+                                   &req->until, err, errlen) ||
+                       proto_user(json_object_get(root, "user"), req, err,
+                                  errlen)
+                   ? -1
+                   : 0;
     case PROTO_SHUTDOWN:
         return proto_bool(json_object_get(root, "drain"), "drain",
                           &req->drain_jobs, err, errlen);
     case PROTO_LEASE:
     case PROTO_LEASE_EXIT:
     case PROTO_LEASE_END: return proto_parse_lease(root, req, err, errlen);
+    case PROTO_UPDATE: return proto_parse_update(root, req, err, errlen);
+    case PROTO_PRIORITY:
+    case PROTO_FAIRSHARE:
+    case PROTO_CLEAR: return 0;
+    case PROTO_DB_BACKUP: {
+        json_t *path = json_object_get(root, "path");
+        if (!json_is_string(path) || json_string_value(path)[0] != '/' ||
+            json_string_length(path) >= 4096) {
+            snprintf(err, errlen, "path: expected an absolute file name");
+            return -1;
+        }
+        req->path = json_string_value(path);
+        return 0;
+    }
     }
     return 0;
 }

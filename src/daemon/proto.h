@@ -8,7 +8,8 @@
  *
  * Requests ("op" and its fields):
  *   submit  cwd, env [..."K=V"], jobs [{cmd [...], gpus, mem_mib, name, feed,
- *           after, mps_threads_pct, meta, time_limit_s, nice, notify,
+ *           after, mps_threads_pct, meta, time_limit_s, nice, notify, cpus,
+ *           host_mem_mib, stdout_path, stderr_path,
  *           pipeline}]
  *           after: [{id or index, kind}...] -- the jobs it waits for: an
  *           existing job by id, or an earlier job of the same submit by
@@ -24,15 +25,17 @@
  *           --array: the command travels once, not once per index)
  *   ls      all (bool), limit (optional: the first rows only, or with
  *           all the newest, and the count of them all), user (optional:
- *           a login name or a uid), states (optional: [queued, running,
- *           done, failed, cancelled, timeout...]; a held job is queued)
+ *           a login name or a uid), states (optional: [queued, held,
+ *           running, done, failed, cancelled, timeout...]; held: held by
+ *           `aegis hold`, which queued no longer matches)
  *   show    id, history (bool: its samples)
  *   cancel  ids [...]           wait   ids [...]
  *   hold    ids [...]           release ids [...]
  *   log     id, offset, stderr (bool)
  *   gpus                        drain  gpu, reason (optional)
  *   resume  gpu
- *   report  since (Unix time; optional: every job)
+ *   report  since, until (Unix times; optional: every job), user
+ *           (optional: a login name or a uid)
  *   shutdown  drain (bool: wait for running jobs first)
  *   lease   slurm_job, restart, uid, mem_mib, mode, pid, gpus, name -- a
  *           Slurm job step's task asks for its GPUs (root only; answered
@@ -41,6 +44,14 @@
  *           a lease ended (root only): answered with its class
  *   lease_end   slurm_job -- the node's Epilog: every lease of that job ends
  *           (docs/slurm.md, "How aegisd serves Slurm jobs")
+ *   update  id, and one or more of time_limit_s, nice, mem_mib, name: a
+ *           queued or held job's new values (its owner may only lower
+ *           its priority and its limit; root may raise either)
+ *   priority   each queued job's priority and its parts (aegis-plus)
+ *   fairshare  each user's GPU time, decayed usage, share and factor
+ *   db_backup  path (absolute, new): a copy of the database (root or
+ *           aegisd's user only)
+ *   clear   the peer's finished jobs leave ls and ls --all (tsp -C)
  * Responses: {"ok":true, ...} or {"ok":false, "error":"..."}, the latter
  * with "server_error":true when aegisd is busy or failed, not the request.
  * A `log` answer carries the bytes in "base64": logs need not be text.
@@ -89,6 +100,8 @@
 #define PROTO_MAX_NOTIFY 4096
 /* Memory a job may ask for, MiB (1 TiB: above any GPU made). */
 #define PROTO_MAX_MEM_MIB (1024.0 * 1024.0)
+/* CPUs a job may ask for its cgroup. */
+#define PROTO_MAX_CPUS 4096
 /* The end of a Slurm task's stderr a lease_exit carries (lease.md). */
 #define PROTO_MAX_TAIL 8192
 
@@ -96,7 +109,8 @@ typedef enum proto_op {
     PROTO_SUBMIT, PROTO_LS, PROTO_SHOW, PROTO_CANCEL, PROTO_WAIT, PROTO_LOG,
     PROTO_GPUS, PROTO_DRAIN, PROTO_RESUME, PROTO_REPORT, PROTO_HOLD,
     PROTO_RELEASE, PROTO_SHUTDOWN, PROTO_LEASE, PROTO_LEASE_EXIT,
-    PROTO_LEASE_END
+    PROTO_LEASE_END, PROTO_UPDATE, PROTO_PRIORITY, PROTO_FAIRSHARE,
+    PROTO_DB_BACKUP, PROTO_CLEAR
 } proto_op;
 
 /* What a dependency waits for (Slurm's names): its job's success, its end
@@ -136,7 +150,22 @@ typedef struct proto_job {
     int nice;               /* lowers it among the queue, 0..CORE_NICE_MAX
                                (aegis-plus); 0 when not given */
     const char *notify;     /* run at its end; NULL when not given */
+    int cpus;               /* CPUs its cgroup may use (--cpus); 0: the
+                               config's per-GPU default */
+    double host_mem_mib;    /* host RAM its cgroup may hold, MiB
+                               (--host-mem); 0: the per-GPU default */
+    const char *stdout_path; /* -o and -e patterns (outfile.h); NULL: */
+    const char *stderr_path; /*   none */
 } proto_job;
+
+/* An update's new values: each field only when has_* (name: NULL). */
+typedef struct proto_update {
+    bool has_time, has_nice, has_mem;
+    double time_limit_s;
+    int nice;
+    double mem_mib;
+    const char *name;
+} proto_update;
 
 /* A lease, lease_exit or lease_end: one Slurm job's task (the SPANK
  * plugin's side of the protocol). */
@@ -167,7 +196,8 @@ typedef struct proto_request {
     bool all;               /* ls: finished jobs too */
     int64_t limit;          /* ls: at most this many rows, the first by
                                id (with all: the newest); 0: every one */
-    const char *user;       /* ls: one user's jobs only; NULL: anyone's */
+    const char *user;       /* ls, report: one user's jobs only; NULL:
+                               anyone's */
     json_t *states;         /* ls: jobs in these states only (an array of
                                known states, in root); NULL: any */
     bool history;           /* show: with the job's samples */
@@ -175,9 +205,12 @@ typedef struct proto_request {
     bool err_stream;        /* log: stderr instead of stdout */
     int gpu;                /* drain, resume */
     const char *reason;     /* drain: why, "" when not given */
+    const char *path;       /* db_backup: the copy's file */
     bool drain_jobs;        /* shutdown: once running jobs have ended */
     double since;           /* report: jobs submitted at or after; 0 all */
+    double until;           /* report: and before; 0: no end */
     proto_lease lease;      /* lease, lease_exit, lease_end */
+    proto_update update;    /* update (its job: ids[0]) */
     json_t *root;           /* owns every string above */
 } proto_request;
 

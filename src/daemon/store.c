@@ -19,12 +19,15 @@
  */
 #include "store.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <sqlite3.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char schema[] =
     "PRAGMA journal_mode=WAL;"
@@ -118,6 +121,16 @@ static const char *const store_added[][3] = {
     /* a Slurm job step's lease (lease.c): its Slurm job, restart count
      * and mode; its tasks' pids ("12,13") and the grant's variables (JSON
      * ["K=V"...]), for a restarted aegisd. NULL for aegisd's own jobs */
+    /* `aegis submit --cpus`, `--host-mem`: its cgroup's limits; NULL:
+     * the config's per-GPU defaults */
+    /* `aegis clear`: a finished job its owner hid from ls (tsp -C);
+     * reports still count it */
+    {"jobs", "cleared", "INTEGER NOT NULL DEFAULT 0"},
+    {"jobs", "cpus", "INTEGER"},
+    /* `aegis submit -o`, `-e`: its output file patterns; NULL: none */
+    {"jobs", "stdout_path", "TEXT"},
+    {"jobs", "stderr_path", "TEXT"},
+    {"jobs", "host_mem_mib", "REAL"},
     {"jobs", "slurm_job", "INTEGER"},
     {"jobs", "slurm_restart", "INTEGER"},
     {"jobs", "slurm_mode", "TEXT"},
@@ -144,7 +157,9 @@ enum {
     S_ATT_PIDS, S_ATT_DROP, S_CANCEL, S_PROBE, S_HELD, S_FEED, S_DRAIN_SET,
     S_DRAIN_DEL, S_DRAIN_GET, S_HIST_ADD, S_HIST_THIN, S_HIST_STEP,
     S_HIST_GET, S_HIST_STATE, S_LEASE_SET, S_LEASE_PIDS, S_LEASE_ENV,
-    S_LADDER_SET, S_LADDER_GET, S_COUNT_ALL, S_COUNT_ACTIVE, S_COUNT
+    S_LADDER_SET, S_LADDER_GET, S_COUNT_ALL, S_COUNT_ACTIVE, S_UPDATE,
+    S_CLEAR, S_PRUNE_IDS, S_PRUNE_ATT, S_PRUNE_EV, S_PRUNE_HIST, S_PRUNE_JOBS,
+    S_PRUNE_ENVS, S_COUNT
 };
 
 /* A job's dependencies as a column "deps": a row written before they
@@ -155,11 +170,21 @@ enum {
     " AS deps"
 
 /* `aegis ls -u USER --state S,...`: ?2 a login name or a uid as decimal
- * text, ?3 a JSON array of states; NULL: any. A held job's state is
- * queued. */
+ * text, ?3 a JSON array of states; NULL: any. A job held by `aegis
+ * hold` is stored as queued, and `ls` shows it as held: it is held, not
+ * queued, here too. A job its owner cleared is left out. */
 #define STORE_LS_FILTER                                                    \
-    "(?2 IS NULL OR user = ?2 OR CAST(uid AS TEXT) = ?2)"                  \
-    " AND (?3 IS NULL OR state IN (SELECT value FROM json_each(?3)))"
+    "cleared = 0 AND (?2 IS NULL OR user = ?2 OR CAST(uid AS TEXT) = ?2)"  \
+    " AND (?3 IS NULL OR (CASE WHEN held AND state = 'queued' THEN 'held'" \
+    " ELSE state END) IN (SELECT value FROM json_each(?3)))"
+
+/* `aegis report --since T --until U -u USER`: jobs submitted in [?1, ?2)
+ * (?2 NULL: no end) of user ?3 (a login name or a uid as text; NULL:
+ * anyone's). Column names unqualified: both report queries read them
+ * from jobs alone. */
+#define STORE_REPORT_FILTER                                                \
+    "submitted >= ?1 AND (?2 IS NULL OR submitted < ?2)"                   \
+    " AND (?3 IS NULL OR user = ?3 OR CAST(uid AS TEXT) = ?3)"
 
 static const char *const sql[S_COUNT] = {
     [S_BEGIN] = "BEGIN IMMEDIATE",
@@ -168,9 +193,10 @@ static const char *const sql[S_COUNT] = {
     [S_ENV] = "INSERT INTO envs(cwd, env) VALUES(?1, ?2)",
     [S_JOB] = "INSERT INTO jobs(uid, gid, user, name, cmd, env_id, gpus,"
               " mem_mib, state, submitted, feed, mps_threads_pct, deps, meta,"
-              " time_limit_s, nice, notify, feed_producer, pipeline)"
+              " time_limit_s, nice, notify, feed_producer, pipeline, cpus,"
+              " host_mem_mib, stdout_path, stderr_path)"
               " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'queued', ?9, ?10, ?11,"
-              " ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
+              " ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)",
     [S_ATT_START] = "INSERT OR REPLACE INTO attempts(job_id, n, gpus,"
                     " floor_mib, exclusive, shim_pid, shim_start, job_pid,"
                     " started, err_offset)"
@@ -194,7 +220,8 @@ static const char *const sql[S_COUNT] = {
                    " j.finished, j.attempts, j.energy_j, j.feed, j.retry_floor,"
                    " j.retry_alone, j.mps_threads_pct, j.meta, j.cancel_at,"
                    " j.held, j.time_limit_s, j.nice, j.notify, j.slurm_job,"
-                   " j.slurm_restart, j.slurm_mode, j.slurm_pids,"
+                   " j.slurm_restart, j.slurm_mode, j.slurm_pids, j.cpus,"
+                   " j.host_mem_mib, j.stdout_path, j.stderr_path,"
                    " j.slurm_env, j.feed_producer, j.feed_restarts, j.feed_stop,"
                    " j.pipeline,"
                    " e.cwd, e.env"
@@ -223,11 +250,12 @@ static const char *const sql[S_COUNT] = {
                 " WHERE id = ?1",
     [S_SEEN] = "UPDATE attempts SET seen = ?3 WHERE job_id = ?1 AND n = ?2",
     [S_REPORT_JOBS] = "SELECT id, user, uid, name, gpus, state, submitted,"
-                      " finished, energy_j FROM jobs WHERE submitted >= ?1"
+                      " finished, energy_j FROM jobs WHERE " STORE_REPORT_FILTER
                       " ORDER BY id",
     [S_REPORT_ATTEMPTS] = "SELECT a.job_id, a.gpus, a.started, a.ended"
                           " FROM attempts a JOIN jobs j ON j.id = a.job_id"
-                          " WHERE j.submitted >= ?1 ORDER BY a.job_id, a.n",
+                          " WHERE " STORE_REPORT_FILTER
+                          " ORDER BY a.job_id, a.n",
     [S_MIG_ADD] = "INSERT OR REPLACE INTO mig_instances(gpu, gi, ci, job_id, n,"
                   " profile, start, uuid) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7,"
                   " ?8)",
@@ -242,6 +270,25 @@ static const char *const sql[S_COUNT] = {
                  " (SELECT value FROM json_each(?1)) AND cancel_at IS NULL",
     [S_PROBE] = "INSERT OR REPLACE INTO probe(id, t) VALUES(1, ?1)",
     [S_HELD] = "UPDATE jobs SET held = ?2 WHERE id = ?1",
+    [S_CLEAR] = "UPDATE jobs SET cleared = 1 WHERE uid = ?1 AND cleared = 0"
+                " AND state NOT IN ('queued', 'running')",
+    [S_PRUNE_IDS] = "SELECT id FROM jobs WHERE finished < ?1"
+                    " AND state NOT IN ('queued', 'running')"
+                    " ORDER BY id LIMIT ?2",
+    /* ?1: the ids, a JSON array; and what hangs on them; an env row once
+     * no job uses it */
+    [S_PRUNE_ATT] = "DELETE FROM attempts WHERE job_id IN"
+                    " (SELECT value FROM json_each(?1))",
+    [S_PRUNE_EV] = "DELETE FROM events WHERE job_id IN"
+                   " (SELECT value FROM json_each(?1))",
+    [S_PRUNE_HIST] = "DELETE FROM history WHERE job_id IN"
+                     " (SELECT value FROM json_each(?1))",
+    [S_PRUNE_JOBS] = "DELETE FROM jobs WHERE id IN"
+                     " (SELECT value FROM json_each(?1))",
+    [S_PRUNE_ENVS] = "DELETE FROM envs WHERE id NOT IN"
+                     " (SELECT env_id FROM jobs)",
+    [S_UPDATE] = "UPDATE jobs SET time_limit_s = ?2, nice = ?3,"
+                 " mem_mib = ?4, name = ?5 WHERE id = ?1",
     /* a producer not being stopped for its feed has no stop committed:
      * one that sleeps again after its stop forgets it */
     [S_FEED] = "UPDATE jobs SET feed_restarts = ?2, feed_stop = ?3,"
@@ -303,6 +350,33 @@ struct store {
 const char *store_errmsg(store *st) { return sqlite3_errmsg(st->db); }
 
 bool store_failing(const store *st) { return st->failing; }
+
+int store_backup(store *st, const char *path, char *err, size_t errlen) {
+    /* made here, new and 0600: the copy holds every job's environment */
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    close(fd);
+    sqlite3 *copy = NULL;
+    int rc = sqlite3_open_v2(path, &copy, SQLITE_OPEN_READWRITE, NULL);
+    sqlite3_backup *b = rc == SQLITE_OK
+                            ? sqlite3_backup_init(copy, "main", st->db, "main")
+                            : NULL;
+    if (b) {
+        rc = sqlite3_backup_step(b, -1); /* every page, in one step */
+        sqlite3_backup_finish(b);
+        if (rc == SQLITE_DONE) rc = SQLITE_OK;
+    } else if (rc == SQLITE_OK) {
+        rc = sqlite3_errcode(copy);
+    }
+    if (rc != SQLITE_OK)
+        snprintf(err, errlen, "%s: %s", path,
+                 copy ? sqlite3_errmsg(copy) : sqlite3_errstr(rc));
+    sqlite3_close(copy);
+    return rc == SQLITE_OK ? 0 : -1;
+}
 
 const char *store_failure(const store *st) { return st->why; }
 
@@ -619,6 +693,12 @@ static int store_insert_jobs(store *st, const store_owner *owner,
         sqlite3_bind_int(s, 17, j->feed_producer);
         sqlite3_bind_text(s, 18, j->pipeline ? j->pipeline : "", -1,
                           SQLITE_STATIC);
+        if (j->cpus > 0) sqlite3_bind_int(s, 19, j->cpus);
+        if (j->host_mem_mib > 0) sqlite3_bind_double(s, 20, j->host_mem_mib);
+        if (j->stdout_path)
+            sqlite3_bind_text(s, 21, j->stdout_path, -1, SQLITE_STATIC);
+        if (j->stderr_path)
+            sqlite3_bind_text(s, 22, j->stderr_path, -1, SQLITE_STATIC);
         if ((j->nafter > 0 && !deps) || (j->meta && !meta)) {
             sqlite3_reset(s);
             sqlite3_clear_bindings(s);
@@ -825,6 +905,51 @@ void store_job_held(store *st, int64_t id, bool held) {
     store_write(st, S_HELD, id);
 }
 
+int64_t store_clear(store *st, uid_t uid) {
+    sqlite3_stmt *s = st->st[S_CLEAR];
+    sqlite3_bind_int64(s, 1, uid);
+    store_write(st, S_CLEAR, 0);
+    return st->failing ? -1 : sqlite3_changes(st->db);
+}
+
+static json_t *store_collect(sqlite3_stmt *s);
+
+json_t *store_prune_ids(store *st, double before, int limit) {
+    sqlite3_bind_double(st->st[S_PRUNE_IDS], 1, before);
+    sqlite3_bind_int(st->st[S_PRUNE_IDS], 2, limit);
+    json_t *rows = store_collect(st->st[S_PRUNE_IDS]);
+    json_t *ids = json_array();
+    size_t i;
+    json_t *row;
+    json_array_foreach(rows, i, row)
+        json_array_append(ids, json_object_get(row, "id"));
+    json_decref(rows);
+    return ids;
+}
+
+void store_prune(store *st, const char *ids) {
+    static const int deletes[] = {S_PRUNE_ATT, S_PRUNE_EV, S_PRUNE_HIST,
+                                  S_PRUNE_JOBS};
+    store_begin(st);
+    for (size_t i = 0; i < sizeof(deletes) / sizeof(*deletes); i++) {
+        sqlite3_bind_text(st->st[deletes[i]], 1, ids, -1, SQLITE_TRANSIENT);
+        store_write(st, deletes[i], 0);
+    }
+    store_write(st, S_PRUNE_ENVS, 0);
+    store_commit(st);
+}
+
+void store_job_update(store *st, int64_t id, double time_limit_s, int nice,
+                      double mem_mib, const char *name) {
+    sqlite3_stmt *s = st->st[S_UPDATE];
+    sqlite3_bind_int64(s, 1, id);
+    if (time_limit_s > 0) sqlite3_bind_double(s, 2, time_limit_s);
+    sqlite3_bind_int(s, 3, nice);
+    if (mem_mib >= 0) sqlite3_bind_double(s, 4, mem_mib);
+    sqlite3_bind_text(s, 5, name, -1, SQLITE_STATIC);
+    store_write(st, S_UPDATE, id);
+}
+
 void store_job_feed(store *st, int64_t id, int restarts, bool stop) {
     sqlite3_stmt *s = st->st[S_FEED];
     sqlite3_bind_int64(s, 1, id);
@@ -932,10 +1057,17 @@ int64_t store_count(store *st, const store_query *q) {
     return n;
 }
 
-json_t *store_report(store *st, double since) {
-    sqlite3_bind_double(st->st[S_REPORT_JOBS], 1, since);
+/* Binds a report's period and user (STORE_REPORT_FILTER) to s. */
+static void store_bind_report(sqlite3_stmt *s, const store_report_query *q) {
+    sqlite3_bind_double(s, 1, q->since);
+    if (q->until > 0) sqlite3_bind_double(s, 2, q->until);
+    if (q->user) sqlite3_bind_text(s, 3, q->user, -1, SQLITE_STATIC);
+}
+
+json_t *store_report(store *st, const store_report_query *q) {
+    store_bind_report(st->st[S_REPORT_JOBS], q);
     json_t *jobs = store_collect(st->st[S_REPORT_JOBS]);
-    sqlite3_bind_double(st->st[S_REPORT_ATTEMPTS], 1, since);
+    store_bind_report(st->st[S_REPORT_ATTEMPTS], q);
     json_t *atts = store_collect(st->st[S_REPORT_ATTEMPTS]);
     /* both in job id order: one merge pass */
     size_t a = 0, i;

@@ -142,6 +142,23 @@ void store_job_state(store *st, int64_t id, const char *state,
 void store_job_energy(store *st, int64_t id, double energy_j);
 /* `aegis hold` (true) or `release` (false) of a queued job. */
 void store_job_held(store *st, int64_t id, bool held);
+/* history_days: the ids of at most limit jobs that finished before
+ * `before` (Unix time), a JSON array; and the removal of the jobs of ids
+ * (that array as text) with their attempts, events, samples and unused
+ * environments, in one transaction. */
+json_t *store_prune_ids(store *st, double before, int limit);
+void store_prune(store *st, const char *ids);
+/* `aegis clear`: hides uid's finished jobs from ls and ls --all (reports
+ * still count them). How many it hid, or -1 when it could not write. */
+int64_t store_clear(store *st, uid_t uid);
+/* `aegis db backup`: a copy of the database at path, a new file, by
+ * SQLite's online backup (a consistent copy while aegisd runs). 0, or -1
+ * with why in err. */
+int store_backup(store *st, const char *path, char *err, size_t errlen);
+/* `aegis update`: a queued job's limit (0: none), nice, memory (< 0:
+ * none given) and name, all of them as they are now. */
+void store_job_update(store *st, int64_t id, double time_limit_s, int nice,
+                      double mem_mib, const char *name);
 /* A managed producer's restarts and whether it is being stopped for its
  * feed's last consumer (d_job.restarts, d_job.feed_stop). */
 void store_job_feed(store *st, int64_t id, int restarts, bool stop);
@@ -172,10 +189,16 @@ json_t *store_list(store *st, const store_query *q);
 /* How many jobs store_list() would give without a limit. */
 int64_t store_count(store *st, const store_query *q);
 
-/* Jobs submitted at or after `since` (Unix time) in id order, each with
- * its attempts' start, end and GPUs in "attempt_list": what a report
- * needs, and no command. */
-json_t *store_report(store *st, double since);
+/* A report's jobs: submitted in [since, until) (Unix times; until 0: no
+ * end), of user (a login name or a uid; NULL: anyone's). */
+typedef struct store_report_query {
+    double since, until;
+    const char *user;
+} store_report_query;
+
+/* The jobs of q in id order, each with its attempts' start, end and GPUs
+ * in "attempt_list": what a report needs, and no command. */
+json_t *store_report(store *st, const store_report_query *q);
 
 /* Calls fn for each queued or running job in id order with its row and,
  * for a running one, its latest attempt ("attempt" key): the daemon's

@@ -56,7 +56,8 @@ def hangup(proto_c, job_id):
     # root), or else malformed, it is refused.
     root = os.geteuid() == 0
     senders = {'shutdown': 'nobody' if root else None,
-               'lease': 'nobody' if root else None}
+               'lease': 'nobody' if root else None,
+               'db_backup': 'nobody' if root else None}
     reqs = {
         'submit': {'op': 'submit', 'cwd': '/', 'jobs': [{'cmd': ['true']}]},
         'ls': {'op': 'ls', 'all': True},
@@ -70,6 +71,12 @@ def hangup(proto_c, job_id):
         'report': {'op': 'report'},
         'hold': {'op': 'hold', 'ids': [job_id]},
         'release': {'op': 'release', 'ids': [job_id]},
+        'update': {'op': 'update', 'id': job_id, 'nice': 1},
+        'priority': {'op': 'priority'},
+        'fairshare': {'op': 'fairshare'},
+        'clear': {'op': 'clear'},
+        # root's or aegisd's only, and into a folder that is not there
+        'db_backup': {'op': 'db_backup', 'path': '/nonexistent/aegis.db'},
         'shutdown': {'op': 'shutdown', 'drain': True if root else 'yes'},
         # Slurm's, root's only: a lease taken would hold a GPU
         'lease': {'op': 'lease', 'slurm_job': 1, 'uid': 0, 'pid': os.getpid()},

@@ -1,0 +1,117 @@
+#!/bin/bash
+# e2e_acct.sh AEGISD AEGIS NVML FAKE CATALOG CASE -- accounting over a
+# period (issue 30 item 8): `aegis report -u USER --since T --until T
+# [--csv]` counts one user's jobs submitted in [since, until); `aegis
+# log -f` without an id follows the user's last job (task-spooler's tsp
+# -t); `aegis db backup FILE` writes a copy of the database by SQLite's
+# online backup, for root or aegisd's user only; `aegis clear` takes a
+# user's finished jobs out of ls and ls --all (tsp -C), report still
+# counts them; history_days forgets finished jobs, with their logs.
+set -u; AEGISD=$1 AEGIS=$2 NVML=$3 FAKE=$4 CATALOG=$5 CASE=$6; source "$(dirname "$0")/e2e_lib.sh"
+
+case_acct_report() {
+    needs_root
+    start
+    cd "$DIR/work"
+    a=$(as nobody "$AEGIS" submit -- true) || fail "submit a"
+    b=$("$AEGIS" submit -- true) || fail "submit b"
+    c=$(as nobody "$AEGIS" submit -- true) || fail "submit c"
+    "$AEGIS" wait "$a" "$b" "$c" > /dev/null || fail "jobs failed"
+    "$AEGIS" report -u nobody --json | pyjson "
+assert [j['job_id'] for j in d['jobs']]==[$a, $c], d['jobs']
+assert [u['user'] for u in d['users']]==['nobody'], d['users']" ||
+        fail "report -u nobody"
+    ta=$(job_field "$a" submitted) tc=$(job_field "$c" submitted)
+    "$AEGIS" report -u nobody --since "$ta" --until "$tc" --json | pyjson "
+assert [j['job_id'] for j in d['jobs']]==[$a], d['jobs']" || fail "--until"
+    "$AEGIS" report --user nobody --since "$ta" --until "$tc" --csv > r.csv ||
+        fail "report --csv"
+    [ "$(wc -l < r.csv)" = 2 ] || fail "csv: $(cat r.csv)"
+    grep -q ",$a,nobody," r.csv || fail "csv row: $(cat r.csv)"
+    "$AEGIS" report --until later 2> err.txt; [ $? = 2 ] || fail "bad --until: exit"
+    grep -q -- "--until: 'later'" err.txt || fail "bad --until: $(cat err.txt)"
+}
+
+case_acct_log_last() {
+    needs_root
+    start
+    cd "$DIR/work"
+    as nobody "$AEGIS" log -f 2> err.txt; [ $? = 2 ] || fail "no jobs: exit"
+    grep -q "you have no jobs" err.txt || fail "no jobs: $(cat err.txt)"
+    as nobody "$AEGIS" submit -- sh -c 'echo first' > /dev/null || fail "submit first"
+    # root's job comes later: nobody's last job is still its own
+    "$AEGIS" submit -- sh -c 'echo root' > /dev/null || fail "submit root"
+    last=$(as nobody "$AEGIS" submit -- sh -c 'echo go; echo done-last') || fail submit
+    [ "$(as nobody "$AEGIS" log -f)" = "go
+done-last" ] || fail "log -f: $(as nobody "$AEGIS" log -f)"
+    [ "$(as nobody "$AEGIS" log)" = "go
+done-last" ] || fail "log without -f"
+    "$AEGIS" show --json "$last" | pyjson "assert d['state']=='done', d" ||
+        fail "log -f returned before its end"
+}
+
+case_acct_backup() {
+    needs_root
+    start
+    cd "$DIR/work"
+    id=$("$AEGIS" submit --name kept -- true) || fail submit
+    "$AEGIS" wait "$id" > /dev/null || fail "job failed"
+    "$AEGIS" db backup copy.db > /dev/null || fail "db backup"
+    [ "$(stat -c %a copy.db)" = 600 ] || fail "mode $(stat -c %a copy.db)"
+    python3 - "$DIR/work/copy.db" "$id" <<'PY' || fail "the copy lacks the job"
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+row = db.execute("SELECT name, state FROM jobs WHERE id = ?", (int(sys.argv[2]),)).fetchone()
+assert row == ("kept", "done"), row
+assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+PY
+    aegis_refused "copy.db: File exists" db backup copy.db
+    as nobody "$AEGIS" db backup /tmp/nobody.db 2> err.txt && fail "nobody backed up"
+    grep -q "permission denied: only root or aegisd's user" err.txt ||
+        fail "nobody: $(cat err.txt)"
+    [ ! -e /tmp/nobody.db ] || fail "nobody's copy written"
+    aegis_refused "not a db command" db restore x.db
+}
+
+case_acct_clear() {
+    needs_root
+    start
+    cd "$DIR/work"
+    mine=$(as nobody "$AEGIS" submit -- true) || fail "submit mine"
+    theirs=$("$AEGIS" submit -- true) || fail "submit theirs"
+    as nobody "$AEGIS" wait "$mine" > /dev/null || fail "mine failed"
+    "$AEGIS" wait "$theirs" > /dev/null || fail "theirs failed"
+    queued=$(as nobody "$AEGIS" submit --gpus 3 -- "$FAKE" --mib 100 --seconds 600) ||
+        fail "submit queued"
+    [ "$(as nobody "$AEGIS" clear)" = "cleared 1 finished jobs from your listings" ] ||
+        fail "clear said: $(as nobody "$AEGIS" clear)"
+    "$AEGIS" ls --all --json | pyjson "
+ids=[j['id'] for j in d]
+assert $mine not in ids and $theirs in ids and $queued in ids, ids" ||
+        fail "ls --all after clear"
+    "$AEGIS" show --json "$mine" | pyjson "assert d['state']=='done', d" ||
+        fail "a cleared job is gone from show"
+    "$AEGIS" report --json | pyjson "
+assert $mine in [j['job_id'] for j in d['jobs']], d['jobs']" ||
+        fail "report lost a cleared job"
+}
+
+case_acct_retention() {
+    echo "history_days: 0.00002" >> "$DIR/aegis.yaml" # 1.7 s
+    start
+    cd "$DIR/work"
+    old=$("$AEGIS" submit -- sh -c 'echo old') || fail "submit old"
+    "$AEGIS" wait "$old" > /dev/null || fail "old failed"
+    [ -e "$DIR/state/logs/$old.out" ] || fail "no log to prune: $(ls "$DIR/state/logs")"
+    kept=$("$AEGIS" submit -- "$FAKE" --mib 100 --seconds 600) || fail "submit kept"
+    wait_until "the old job forgotten" eval \
+        '! "$AEGIS" show "$old" > /dev/null 2>&1'
+    "$AEGIS" show "$old" 2>&1 | grep -q "no such job" || fail "show: $("$AEGIS" show "$old" 2>&1)"
+    [ ! -e "$DIR/state/logs/$old.out" ] && [ ! -e "$DIR/state/logs/$old.err" ] ||
+        fail "its logs kept: $(ls "$DIR/state/logs")"
+    "$AEGIS" show --json "$kept" > /dev/null || fail "a running job was forgotten"
+    grep -q "history_days 2e-05: forgot 1 finished jobs" "$DIR/state/aegisd.log" ||
+        fail "no log line"
+}
+
+e2e_run

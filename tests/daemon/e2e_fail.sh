@@ -1,0 +1,54 @@
+#!/bin/bash
+# e2e_fail.sh AEGISD AEGIS NVML FAKE CATALOG CASE -- failures told apart
+# (issue 30 item 6): a job whose usage text mentions "CUDA out of memory"
+# fails as itself, not as an OOM retried; a framework's OOM line still is
+# an OOM; a plain command missing from the user's PATH, or not executable
+# by the user, is refused at submit with why, checked as the user; a job
+# that runs after another gets a warning instead.
+set -u; AEGISD=$1 AEGIS=$2 NVML=$3 FAKE=$4 CATALOG=$5 CASE=$6; source "$(dirname "$0")/e2e_lib.sh"
+
+case_fail_usage() {
+    start
+    cd "$DIR/work"
+    cat > usage.sh <<'SH'
+#!/bin/sh
+echo "usage: train.py [-h] [--retry-oom]" >&2
+echo "  --retry-oom  retry when CUDA out of memory is raised" >&2
+echo "train.py: error: unrecognized arguments: --bacth" >&2
+exit 2
+SH
+    chmod 755 usage.sh
+    id=$("$AEGIS" submit -- ./usage.sh --bacth) || fail submit
+    "$AEGIS" wait "$id" > wait.txt && fail "the usage error succeeded"
+    grep -q "^$id failed exit 2$" wait.txt || fail "wait: $(cat wait.txt)"
+    "$AEGIS" show --json "$id" | pyjson "
+assert d['attempts']==1 and d['reason']=='exit 2', d" || fail "retried as an OOM"
+    oom=$("$AEGIS" submit -- sh -c 'echo "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB" >&2; exit 1') ||
+        fail "submit oom"
+    until_job "$oom" "assert d['attempts']>=2 or 'out of GPU memory' in (d['reason'] or ''), d"
+}
+
+case_fail_missing() {
+    needs_root
+    start
+    cd "$DIR/work"
+    aegis_refused "no-such-trainer: not found on your PATH" submit -- no-such-trainer --epochs 3
+    printf '#!/bin/sh\necho private\n' > private.sh
+    chmod 700 private.sh
+    as nobody "$AEGIS" submit -- "$DIR/work/private.sh" 2> err.txt && fail "nobody ran root's 0700 script"
+    grep -q "private.sh: not executable by you (mode 0700)" err.txt ||
+        fail "not executable: $(cat err.txt)"
+    "$AEGIS" ls --all --json | pyjson "assert d==[], d" || fail "a refused job was queued"
+    # root may execute it: queued and run
+    ok=$("$AEGIS" submit -- ./private.sh) || fail "root's own script refused"
+    "$AEGIS" wait "$ok" > /dev/null || fail "root's script"
+    # a shell string, and a job after another, are queued
+    sh=$("$AEGIS" submit 'no-such-trainer || true') || fail "shell string refused"
+    later=$("$AEGIS" submit --after "$ok" -- ./built-later.sh 2> err.txt) ||
+        fail "an --after job refused: $(cat err.txt)"
+    grep -q "warning: job 1: .*built-later.sh: No such file" err.txt ||
+        fail "no warning: $(cat err.txt)"
+    "$AEGIS" wait "$sh" > /dev/null || fail "the shell string job"
+}
+
+e2e_run

@@ -1,0 +1,57 @@
+#!/bin/bash
+# e2e_outfile.sh AEGISD AEGIS NVML FAKE CATALOG CASE -- a job's own
+# output files (issue 30 item 10): -o and -e patterns with %j, %x, %u
+# and %a, opened by the job's process as its user (a folder the user may
+# not write is refused to the job, even though aegisd runs as root), while
+# aegisd keeps reading the pipes: `aegis log` has the output, and an OOM
+# message written to the -e file is still classified.
+set -u; AEGISD=$1 AEGIS=$2 NVML=$3 FAKE=$4 CATALOG=$5 CASE=$6; source "$(dirname "$0")/e2e_lib.sh"
+
+case_outfile_patterns() {
+    needs_root
+    start
+    cd "$DIR/work"
+    id=$(as nobody "$AEGIS" submit --name nm -o 'out-%j-%u.txt' -e 'err-%x.txt' \
+        -- sh -c 'echo hello; echo oops >&2') || fail submit
+    as nobody "$AEGIS" wait "$id" > /dev/null || fail "job failed: $("$AEGIS" log --stderr "$id")"
+    [ "$(cat "out-$id-nobody.txt")" = hello ] || fail "-o file: $(ls)"
+    [ "$(cat err-nm.txt)" = oops ] || fail "-e file: $(ls)"
+    [ "$(stat -c %U "out-$id-nobody.txt")" = nobody ] || fail "not the user's file"
+    [ "$("$AEGIS" log "$id")" = hello ] || fail "aegis log lost the output"
+    [ "$("$AEGIS" log --stderr "$id")" = oops ] || fail "aegis log --stderr"
+    # appended, as Slurm's --open-mode=append
+    again=$(as nobody "$AEGIS" submit --name nm -e 'err-%x.txt' -- sh -c 'echo twice >&2') ||
+        fail "submit again"
+    as nobody "$AEGIS" wait "$again" > /dev/null || fail "again failed"
+    [ "$(cat err-nm.txt)" = "oops
+twice" ] || fail "not appended: $(cat err-nm.txt)"
+    arr=$(as nobody "$AEGIS" submit --array 0-1 -o 'arr-%a.txt' -- sh -c 'echo $AEGIS_ARRAY_INDEX' |
+          tr '\n' ' ') || fail "submit array"
+    as nobody "$AEGIS" wait $arr > /dev/null || fail "array failed"
+    [ "$(cat arr-0.txt)" = 0 ] && [ "$(cat arr-1.txt)" = 1 ] || fail "%a: $(ls)"
+    bad=$("$AEGIS" submit -o 'x-%q' -- true) || fail "submit bad pattern"
+    "$AEGIS" wait "$bad" > wait.txt && fail "a bad pattern ran"
+    grep -q "%q is not a field" wait.txt || fail "bad pattern: $(cat wait.txt)"
+}
+
+# The file is opened as the user: a folder only root may write is refused
+# to the job, which fails with why on its stderr (aegis log --stderr).
+case_outfile_as_user() {
+    needs_root
+    start
+    cd "$DIR/work"
+    mkdir -m 755 rootonly
+    id=$(as nobody "$AEGIS" submit -o rootonly/out.txt -- echo hi) || fail submit
+    as nobody "$AEGIS" wait "$id" > wait.txt && fail "wrote into root's folder"
+    grep -q "^$id failed exit 126$" wait.txt || fail "wait: $(cat wait.txt)"
+    [ ! -e rootonly/out.txt ] || fail "the file was made"
+    "$AEGIS" log --stderr "$id" | grep -q "cannot open its output file (rootonly/out.txt): Permission denied" ||
+        fail "stderr: $("$AEGIS" log --stderr "$id")"
+    # an OOM message going to an -e file is still read from the pipe
+    oom=$("$AEGIS" submit -e oom.txt -- sh -c 'echo "torch.OutOfMemoryError: CUDA out of memory." >&2; exit 1') ||
+        fail "submit oom"
+    until_job "$oom" "assert d['attempts']>=2 or 'out of GPU memory' in (d['reason'] or ''), d"
+    grep -q "CUDA out of memory" oom.txt || fail "the -e file: $(cat oom.txt)"
+}
+
+e2e_run
