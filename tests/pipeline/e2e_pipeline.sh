@@ -79,6 +79,15 @@ start_pipeline() {
     SUP=$("$AEGIS" pipeline start "$1" | sed -n 's/.*supervisor job \([0-9]*\)$/\1/p')
     [ -n "$SUP" ] || fail "pipeline start $1 printed no job"
 }
+# Pipeline p (a trigger every 2 samples) started with its trainings held
+# ($DIR/hold), and its first training running: the supervisor $SUP.
+start_held_training() {
+    mkdir "$DIR/hold"
+    pipeline_file p 2
+    start_pipeline p.yaml
+    add_samples tiny 2
+    until_file "$DIR/holding.0"
+}
 # The live pid of job $1's running attempt.
 job_pid() { "$AEGIS" show --json "$1" | pyjson "print(d.get('pid', 0))"; }
 # kill -9 of job $1's running attempt (never of pid 0: the test's group);
@@ -189,11 +198,7 @@ PY
 # training is waited for, not trained again.
 case_crash() {
     start
-    mkdir "$DIR/hold"
-    pipeline_file p 2
-    start_pipeline p.yaml
-    add_samples tiny 2
-    until_file "$DIR/holding.0"
+    start_held_training
     until_running "$SUP" 1
     kill_job "$SUP"
     until_running "$SUP" 2
@@ -246,11 +251,7 @@ job_named() {
 # again records its end; stop --cancel-training cancels it too.
 case_stop() {
     start
-    mkdir "$DIR/hold"
-    pipeline_file p 2
-    start_pipeline p.yaml
-    add_samples tiny 2
-    until_file "$DIR/holding.0"
+    start_held_training
     "$AEGIS" pipeline stop p > /dev/null || fail "stop"
     until_job "$SUP" "assert d['state'] == 'cancelled'"
     local t0; t0=$(job_named p:t0)
