@@ -205,6 +205,24 @@ static int sup_build_set(sup *s, uint32_t n, const char *path, char *err,
     return s->replay ? sup_rekey(s, place, path, err, errlen) : 0;
 }
 
+/* Trigger n's set, built before a restart, told to the selector as used,
+ * so that freshness after the restart is what it would have been without
+ * it (a set built by this process was noted as it was built). A replay's
+ * sets hold the dataset's keys, not the places the selector counts. */
+static void sup_note_set(sup *s, uint32_t n) {
+    char path[4400], err[512];
+    pl_trainset_item *items;
+    size_t count;
+    uint64_t seed;
+    uint32_t trigger;
+    sup_file(s, "trainsets", "tset", n, path, sizeof(path));
+    if (s->replay || pl_trainset_read(path, &items, &count, &seed, &trigger,
+                                      err, sizeof(err)) != 0)
+        return;
+    pl_selector_note_used(s->selector, items, count);
+    free(items);
+}
+
 /* Trigger n: what its log lacks of fire, job and end, done in order. */
 static int sup_train(sup *s, uint32_t n, char *err, size_t errlen) {
     const pl_trig *t = sup_trig(s, n);
@@ -250,6 +268,8 @@ int sup_settle(sup *s, char *err, size_t errlen) {
     while (s->next < s->nfires) {
         uint32_t n = s->next;
         const pl_trig *t = sup_trig(s, n);
+        if (t && t->fired && !t->skipped && n >= s->noted) sup_note_set(s, n);
+        if (n >= s->noted) s->noted = n + 1;
         if (t && (t->skipped || t->state[0])) {
             s->next++;
             continue;

@@ -50,6 +50,8 @@ typedef struct sup {
     uint64_t *bounds;       /* bounds[n]: first sample after fire n */
     uint32_t nfires, capfires;
     uint32_t next;          /* the first fire not yet settled */
+    uint32_t noted;         /* fires before it whose sets the selector
+                               knows as used (sup_note_set) */
     pl_watch *watcher;      /* the dataset's watcher, run here; NULL when
                                another process watches it (or a replay) */
     int watcher_fd;         /*   its inotify on the data folder */
