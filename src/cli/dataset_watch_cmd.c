@@ -1,18 +1,25 @@
 /* dataset_watch_cmd.c -- `aegis dataset watch`: the dataset's watcher in
- * the foreground (src/pipeline/watch.h), until SIGTERM or SIGINT. */
+ * the foreground (src/pipeline/watch.h), until SIGTERM or SIGINT; or,
+ * with --detach, run by aegisd as a job of the pipelines' kind
+ * (supervise.h), restarted if it dies.
+ */
 #include "cli.h"
+#include "client.h"
 #include "dataset_cmd.h"
+#include "supervise.h"
 
 #include "dataset.h"
 #include "watch.h"
 
 #include <getopt.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char help[] =
-"usage: aegis dataset watch NAME [--interval-s X] [--once] [--quiet]\n"
+"usage: aegis dataset watch NAME [--interval-s X] [--once | --detach] [--quiet]\n"
 "\n"
 "Registers the samples of dataset NAME's files as they arrive: a file\n"
 "counts once it is closed after writing or moved into the folder, and a\n"
@@ -25,6 +32,12 @@ static const char help[] =
 "\n"
 "  --interval-s X  seconds between scans (default 5)\n"
 "  --once          scan once, print the totals and exit\n"
+"  --detach        have aegisd run the watcher as your job (shown by\n"
+"                  `aegis ls` as pipeline dataset.NAME, restarted with a\n"
+"                  back-off if it dies) and print its id; stop it with\n"
+"                  `aegis pipeline stop dataset.NAME`. A pipeline's\n"
+"                  supervisor runs its dataset's watcher itself when none\n"
+"                  runs\n"
 "  --quiet         no progress lines\n"
 "\n"
 "Exit status: 0 stopped by a signal (or --once done), 1 failure (the\n"
@@ -45,6 +58,37 @@ static void catch_stop(void) {
     sigemptyset(&sa.sa_mask);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
+}
+
+/* --detach: this command, without --detach, as a job aegisd keeps
+ * running as the caller (the caller's environment names the state
+ * folder). */
+static int detach_watch(const char *name, double interval) {
+    char self[PATH_MAX], job_name[128], secs[32], state[4096] = "", err[512];
+    pl_dataset *ds;
+    if (!pl_state_dir(state, sizeof(state)) ||
+        pl_dataset_open(state, name, &ds, err, sizeof(err)) != 0) {
+        fprintf(stderr, "aegis dataset watch: %s\n",
+                state[0] ? err : "no state folder ($AEGIS_STATE_HOME, "
+                                 "$XDG_STATE_HOME or $HOME)");
+        return CLI_USAGE;
+    }
+    pl_dataset_close(ds);
+    ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    if (len <= 0) {
+        perror("aegis dataset watch: /proc/self/exe");
+        return CLI_FAIL;
+    }
+    self[len] = '\0';
+    snprintf(job_name, sizeof(job_name), "dataset.%s", name);
+    snprintf(secs, sizeof(secs), "%g", interval);
+    json_t *cmd = json_pack("[s, s, s, s, s, s]", self, "dataset", "watch",
+                            name, "--interval-s", secs);
+    int rc;
+    json_int_t id = supervise(client_socket(NULL), job_name, cmd, &rc);
+    if (id <= 0) return rc;
+    printf("dataset %s: watcher job %" JSON_INTEGER_FORMAT "\n", name, id);
+    return CLI_OK;
 }
 
 static int run_watch(const char *name, double interval, int once, int quiet) {
@@ -77,11 +121,12 @@ int cli_dataset_watch(int argc, char **argv) {
     static const struct option longopts[] = {
         {"interval-s", required_argument, 0, 'i'},
         {"once", no_argument, 0, 'o'},
+        {"detach", no_argument, 0, 'd'},
         {"quiet", no_argument, 0, 'q'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
     double interval = 5.0;
-    int once = 0, quiet = 0, opt;
+    int once = 0, quiet = 0, detach = 0, opt;
     while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
         if (opt == 'h') {
             fputs(help, stdout);
@@ -90,15 +135,16 @@ int cli_dataset_watch(int argc, char **argv) {
         if (opt == 'i' && cli_parse_double("dataset watch", "interval-s",
                                            optarg, 0.01, 86400, &interval) == 0)
             continue;
-        if (opt == 'o' || opt == 'q') {
-            *(opt == 'o' ? &once : &quiet) = 1;
+        if (opt == 'o' || opt == 'q' || opt == 'd') {
+            *(opt == 'o' ? &once : opt == 'q' ? &quiet : &detach) = 1;
             continue;
         }
         return CLI_USAGE;
     }
-    if (optind != argc - 1) {
+    if (optind != argc - 1 || (once && detach)) {
         fputs(help, stderr);
         return CLI_USAGE;
     }
+    if (detach) return detach_watch(argv[optind], interval);
     return run_watch(argv[optind], interval, once, quiet);
 }

@@ -137,6 +137,32 @@ case_sup_restart() {
         fail "restarted more than 5 times"
 }
 
+# aegis dataset watch --detach: the watcher as a job aegisd runs as its
+# owner; it registers a file moved in, is restarted after kill -9 (and
+# resumes: nothing registered twice), and ends with pipeline stop.
+dataset_has() { "$AEGIS" dataset show "$1" | grep -q "^samples *$2 in"; }
+case_watch_job() {
+    start
+    dataset_add d
+    "$AEGIS" dataset watch nosuch --detach 2> err && fail "a watcher of no dataset"
+    grep -q "nosuch" err || fail "no dataset named: $(cat err)"
+    local w; w=$("$AEGIS" dataset watch d --detach --interval-s 3600 |
+                 sed -n 's/.*watcher job \([0-9]*\)$/\1/p')
+    [ -n "$w" ] || fail "dataset watch --detach printed no job"
+    until_running "$w" 1
+    "$AEGIS" ls | grep -q "dataset.d" || fail "ls: $("$AEGIS" ls)"
+    printf '1700000000,0\n1700000001,1\n' > "$DIR/b0.tmp"
+    mv "$DIR/b0.tmp" "$DIR/data/d/b0.csv"
+    wait_until "dataset d: 2 samples" dataset_has d 2
+    kill_job "$w"
+    until_running "$w" 2
+    printf '1700000002,0\n' > "$DIR/b1.tmp"
+    mv "$DIR/b1.tmp" "$DIR/data/d/b1.csv"
+    wait_until "dataset d: 3 samples" dataset_has d 3
+    "$AEGIS" pipeline stop dataset.d > /dev/null || fail "stop the watcher"
+    until_job "$w" "assert d['state'] in ('cancelled', 'done'), d['state']"
+}
+
 # aegisd stopped, and killed: the supervisor keeps running, adopted by the
 # next aegisd, which restarts it when it dies.
 case_sup_recover() {
