@@ -25,6 +25,7 @@ static void expect_refused(const char *job, const char *want) {
     proto_request req;
     char err[512];
     assert_int_equal(parse(job, &req, err, sizeof(err)), -1);
+    proto_request_free(&req); /* proto_parse's contract: freed either way */
     if (!strstr(err, want)) fail_msg("'%s' lacks '%s'", err, want);
 }
 
