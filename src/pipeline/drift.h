@@ -115,24 +115,28 @@ void drift_metric_free(drift_metric *m);
 
 /* ---- the window of recent rows ---------------------------------------- */
 
-/* Rows in arrival order with their timestamps; old rows are dropped from
- * the front, and rows [first, count) are contiguous in memory. */
+/* Rows in arrival order with their samples' keys and timestamps; old rows
+ * are dropped from the front, and rows [first, count) are contiguous in
+ * memory. A window of dim 0 keeps keys only (a trigger measuring on a
+ * model's embeddings has the samples embedded when it compares). */
 typedef struct drift_window {
     size_t dim;
     float *rows;       /* cap x dim */
+    uint64_t *keys;    /* cap */
     int64_t *ts;       /* cap */
     size_t first;      /* index of the oldest kept row */
     size_t count;      /* one past the newest row */
     size_t cap;
 } drift_window;
 
-int drift_window_push(drift_window *w, int64_t ts, const float *row);
+int drift_window_push(drift_window *w, int64_t ts, uint64_t key,
+                      const float *row);
 size_t drift_window_len(const drift_window *w);
-/* The newest rows: at most n of them. */
-const float *drift_window_last(const drift_window *w, size_t n, size_t *got);
-/* The rows with a timestamp after ts_min. */
-const float *drift_window_since(const drift_window *w, int64_t ts_min,
-                                size_t *got);
+/* The newest rows, at most n of them: the index of the first (rows from
+ * w->rows + index * dim, keys from w->keys + index), their number in got. */
+size_t drift_window_last(const drift_window *w, size_t n, size_t *got);
+/* The rows with a timestamp after ts_min, the same way. */
+size_t drift_window_since(const drift_window *w, int64_t ts_min, size_t *got);
 /* Drops all but the newest keep rows. */
 void drift_window_keep_last(drift_window *w, size_t keep);
 /* Drops rows with a timestamp at or before ts_min. */

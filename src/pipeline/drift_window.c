@@ -1,8 +1,8 @@
-/* drift_window.c -- the drift trigger's recent rows (drift.h). Rows are
- * appended at the end and dropped from the front; the array is compacted
- * when the dropped part is as large as the kept part, so a push costs
- * O(1) amortised and every window is one contiguous slice the metrics can
- * read in place. */
+/* drift_window.c -- the drift trigger's recent rows and their keys
+ * (drift.h). Rows are appended at the end and dropped from the front; the
+ * arrays are compacted when the dropped part is as large as the kept
+ * part, so a push costs O(1) amortised and every window is one contiguous
+ * slice the metrics can read in place. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,7 +12,10 @@
 static void compact(drift_window *w)
 {
     size_t kept = w->count - w->first;
-    memmove(w->rows, w->rows + w->first * w->dim, kept * w->dim * sizeof(float));
+    if (w->dim)
+        memmove(w->rows, w->rows + w->first * w->dim,
+                kept * w->dim * sizeof(float));
+    memmove(w->keys, w->keys + w->first, kept * sizeof(uint64_t));
     memmove(w->ts, w->ts + w->first, kept * sizeof(int64_t));
     w->first = 0;
     w->count = kept;
@@ -21,10 +24,16 @@ static void compact(drift_window *w)
 static int grow(drift_window *w)
 {
     size_t cap = w->cap ? w->cap * 2 : 1024;
-    float *rows = realloc(w->rows, cap * w->dim * sizeof(float));
-    if (!rows)
+    if (w->dim) {
+        float *rows = realloc(w->rows, cap * w->dim * sizeof(float));
+        if (!rows)
+            return -1;
+        w->rows = rows;
+    }
+    uint64_t *keys = realloc(w->keys, cap * sizeof(uint64_t));
+    if (!keys)
         return -1;
-    w->rows = rows;
+    w->keys = keys;
     int64_t *ts = realloc(w->ts, cap * sizeof(int64_t));
     if (!ts)
         return -1;
@@ -33,13 +42,16 @@ static int grow(drift_window *w)
     return 0;
 }
 
-int drift_window_push(drift_window *w, int64_t ts, const float *row)
+int drift_window_push(drift_window *w, int64_t ts, uint64_t key,
+                      const float *row)
 {
     if (w->count == w->cap && w->first >= w->count / 2 && w->first > 0)
         compact(w);
     if (w->count == w->cap && grow(w) < 0)
         return -1;
-    memcpy(w->rows + w->count * w->dim, row, w->dim * sizeof(float));
+    if (w->dim)
+        memcpy(w->rows + w->count * w->dim, row, w->dim * sizeof(float));
+    w->keys[w->count] = key;
     w->ts[w->count++] = ts;
     return 0;
 }
@@ -49,11 +61,11 @@ size_t drift_window_len(const drift_window *w)
     return w->count - w->first;
 }
 
-const float *drift_window_last(const drift_window *w, size_t n, size_t *got)
+size_t drift_window_last(const drift_window *w, size_t n, size_t *got)
 {
     size_t len = drift_window_len(w);
     *got = n < len ? n : len;
-    return w->rows + (w->count - *got) * w->dim;
+    return w->count - *got;
 }
 
 /* The index of the first kept row with a timestamp after ts_min
@@ -71,12 +83,11 @@ static size_t first_after(const drift_window *w, int64_t ts_min)
     return lo;
 }
 
-const float *drift_window_since(const drift_window *w, int64_t ts_min,
-                                size_t *got)
+size_t drift_window_since(const drift_window *w, int64_t ts_min, size_t *got)
 {
     size_t from = first_after(w, ts_min);
     *got = w->count - from;
-    return w->rows + from * w->dim;
+    return from;
 }
 
 void drift_window_keep_last(drift_window *w, size_t keep)
@@ -93,6 +104,7 @@ void drift_window_drop_until(drift_window *w, int64_t ts_min)
 void drift_window_free(drift_window *w)
 {
     free(w->rows);
+    free(w->keys);
     free(w->ts);
     memset(w, 0, sizeof *w);
 }

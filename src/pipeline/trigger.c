@@ -53,6 +53,11 @@ bool pl_trigger_needs_features(const pl_trigger *t)
     return t->needs_features;
 }
 
+size_t pl_trigger_set_embedder(pl_trigger *t, pl_embed_fn embed, void *ctx)
+{
+    return t->ops->set_embedder ? t->ops->set_embedder(t, embed, ctx) : 0;
+}
+
 int pl_trigger_inform(pl_trigger *t, const pl_sample *s, const float *features,
                       size_t dim, size_t n, size_t *fires, size_t *nfires,
                       char *err, size_t errlen)

@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <jansson.h>
 
@@ -29,6 +30,22 @@ void pl_trigger_free(pl_trigger *t);
 /* Whether it needs each sample's features (a drift trigger does), and how
  * many per sample (0: whatever the dataset has). */
 bool pl_trigger_needs_features(const pl_trigger *t);
+
+/* A model's embeddings of samples, for a DataDriftTrigger that measures
+ * on them (the pipeline's `embedding` section): the supervisor runs the
+ * embedding command with the newest model (sup_embed.c). Writes n x *dim
+ * floats, row i the embedding of keys[i], to *out (malloc'd, the caller
+ * frees it). 0; 1 when there is no model yet (the detection point then
+ * votes no drift); -1 with err. Fed the same stream again it must answer
+ * the same (trigger.h's promise rests on it). */
+typedef int (*pl_embed_fn)(void *ctx, const uint64_t *keys, size_t n,
+                           float **out, size_t *dim, char *err,
+                           size_t errlen);
+
+/* Has every DataDriftTrigger in t measure on embed's embeddings instead
+ * of the samples' features; they then need keys only. Returns how many
+ * took it (0: t has no drift trigger). */
+size_t pl_trigger_set_embedder(pl_trigger *t, pl_embed_fn embed, void *ctx);
 
 /* Feeds n samples, in key order, with n x dim features when it needs
  * them (NULL otherwise). Writes to fires[] the index in s of each sample

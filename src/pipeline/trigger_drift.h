@@ -25,12 +25,18 @@ typedef struct trig_drift {
     int64_t at_least;          /* votes needed; 0: a majority */
     int64_t warmup_intervals;
     pl_trigger *warmup;        /* decides during warm-up; may be NULL */
+    pl_embed_fn embed;         /* measures on a model's embeddings of the
+                                  windows' samples; NULL: on features */
+    void *embed_ctx;
     /* state */
-    size_t dim;                /* features per sample, from the first one */
+    size_t dim;                /* features per sample, from the first one
+                                  (0 with embed: keys only) */
     drift_window recent;       /* enough rows for either window */
-    float *ref;                /* the reference window's rows */
+    float *ref;                /* the reference window's rows (features) */
+    uint64_t *ref_keys;        /*   or its samples' keys (embed) */
     size_t nref;
-    double ref_sigma;          /* kernel bandwidth from the reference */
+    double ref_sigma;          /* kernel bandwidth from the reference
+                                  (features) */
     int64_t since_detect;      /* samples since the last detection point */
     int64_t since_trigger;     /* samples since the last fire */
     int64_t detections;        /* detection points passed */

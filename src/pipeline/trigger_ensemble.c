@@ -58,7 +58,24 @@ static void ensemble_free(pl_trigger *t)
     free(e);
 }
 
-static const pl_trigger_ops ensemble_ops = {ensemble_feed, ensemble_free};
+/* Each subtrigger's embedder; the ensemble then needs features only if
+ * one of them still does. */
+static size_t ensemble_set_embedder(pl_trigger *t, pl_embed_fn embed,
+                                    void *ctx)
+{
+    trig_ensemble *e = (trig_ensemble *)t;
+    size_t took = 0;
+    e->base.needs_features = false;
+    for (size_t i = 0; i < e->nsubs; i++) {
+        took += pl_trigger_set_embedder(e->subs[i], embed, ctx);
+        e->base.needs_features = e->base.needs_features ||
+                                 e->subs[i]->needs_features;
+    }
+    return took;
+}
+
+static const pl_trigger_ops ensemble_ops = {ensemble_feed, ensemble_free,
+                                            ensemble_set_embedder};
 
 static int parse_subs(trig_ensemble *e, const json_t *subs, const char *path,
                       char *err, size_t errlen)

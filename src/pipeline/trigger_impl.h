@@ -19,6 +19,9 @@ typedef struct pl_trigger_ops {
     int (*feed)(pl_trigger *t, const pl_sample *s, const float *features,
                 size_t dim, bool *fire, char *err, size_t errlen);
     void (*free)(pl_trigger *t);
+    /* pl_trigger_set_embedder's work; NULL for kinds that never measure
+     * drift. */
+    size_t (*set_embedder)(pl_trigger *t, pl_embed_fn embed, void *ctx);
 } pl_trigger_ops;
 
 struct pl_trigger {
