@@ -23,6 +23,15 @@ Without a bytes_parser a sample is its numpy view: the float32 features of
 a binary record, the numeric fields of a CSV row, or the bytes of a file.
 The files are mapped copy-on-write, so the arrays are writable and a
 write stays in the process.
+
+A pipeline's embedding job (a drift trigger measuring on a model's
+embeddings) gets AEGIS_EMBED_KEYS, the samples to embed in a training
+set's format, AEGIS_MODEL, the newest model, and AEGIS_EMBED_OUT, where
+save_embeddings writes one row per sample, in the keys' order:
+
+    samples = TrainingSet(os.environ["AEGIS_EMBED_KEYS"], shuffle=False,
+                          weights=False)
+    save_embeddings(np.stack([embed(x) for x, _ in samples]))
 """
 import json
 import mmap
@@ -32,7 +41,8 @@ import zlib
 
 import numpy as np
 
-__all__ = ["Dataset", "TrainingSet", "read_trainset", "SAMPLE_DTYPE"]
+__all__ = ["Dataset", "TrainingSet", "read_trainset", "save_embeddings",
+           "SAMPLE_DTYPE"]
 
 # pl_sample (src/pipeline/sample.h), the key log's record.
 SAMPLE_DTYPE = np.dtype([("key", "<u8"), ("ts", "<i8"), ("label", "<i8"),
@@ -316,3 +326,17 @@ class TrainingSet(_torch_iterable()):
         for (file, start, end, label), weight in zip(
                 rows, self.weights[share].tolist()):
             yield make(views[file][start:end]), label, weight
+
+
+def save_embeddings(rows, path=None):
+    """Writes an embedding job's answer: rows (one per sample asked for,
+    in order; any array-like of numbers, 2-D) as float32 rows to path
+    (default $AEGIS_EMBED_OUT), whole or not at all."""
+    rows = np.ascontiguousarray(rows, dtype="<f4")
+    if rows.ndim != 2 or rows.shape[1] < 1:
+        raise ValueError(f"embeddings: expected rows of numbers, got shape "
+                         f"{rows.shape}")
+    path = path or os.environ["AEGIS_EMBED_OUT"]
+    with open(path + ".tmp", "wb") as f:
+        f.write(rows.tobytes())
+    os.replace(path + ".tmp", path)

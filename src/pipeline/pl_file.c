@@ -29,7 +29,7 @@ static const char modyn_data[] =
 static const pl_key top_keys[] = {
     {"pipeline", 'o', NULL}, {"data", 'o', NULL}, {"trigger", 'o', NULL},
     {"selection_strategy", 'o', NULL}, {"training", 'o', NULL},
-    {"model_storage", 'o', NULL},
+    {"model_storage", 'o', NULL}, {"embedding", 'o', NULL},
     {"model", '-', "your training command builds its model"},
     {"evaluation", '-', "not supported yet: evaluate in your training "
                         "command"},
@@ -63,6 +63,9 @@ static const pl_key training_keys[] = {
     {"optimization_criterion", '-', modyn_training},
     {"lr_scheduler", '-', modyn_training},
     {"grad_scaler_config", '-', modyn_training}, {NULL, 0, NULL}};
+static const pl_key embedding_keys[] = {
+    {"command", 'c', NULL}, {"gpus", 'i', NULL}, {"mem", 'm', NULL},
+    {NULL, 0, NULL}};
 static const pl_key storage_keys[] = {
     {"keep_last", 'i', NULL},
     {"full_model_strategy", '-', "aegis keeps the file your command writes"},
@@ -198,44 +201,47 @@ static int pl_read_pipeline(pl_file *cfg, bool warn, char *err,
                    &cfg->max_triggers, err, errlen);
 }
 
-/* training.command as argv: a list of words as it is, a line through
- * /bin/sh -c. */
-static int pl_read_command(pl_file *cfg, json_t *t, char *err,
-                           size_t errlen) {
+/* SECTION.command as argv into *out: a list of words as it is, a line
+ * through /bin/sh -c. */
+static int pl_read_command(pl_file *cfg, json_t *t, const char *section,
+                           json_t **out, char *err, size_t errlen) {
     json_t *c = json_object_get(t, "command"), *w;
+    char path[64];
     size_t i;
     if (!c || json_is_null(c)) {
-        pl_yaml_error(&cfg->doc, "training", err, errlen,
-                      "missing key command (the training job's command)");
+        pl_yaml_error(&cfg->doc, section, err, errlen, "missing key command "
+                      "(the %s job's command)", section);
         return -1;
     }
     json_array_foreach(c, i, w) if (!json_is_string(w)) {
-        char path[64];
-        snprintf(path, sizeof(path), "training.command[%zu]", i);
+        snprintf(path, sizeof(path), "%s.command[%zu]", section, i);
         pl_yaml_error(&cfg->doc, path, err, errlen, "expected a word");
         return -1;
     }
-    cfg->command = json_is_string(c) ? submit_shell(json_string_value(c))
-                                     : json_incref(c);
-    if (!cfg->command || json_array_size(cfg->command) == 0) {
-        pl_yaml_error(&cfg->doc, "training.command", err, errlen,
-                      "expected a command");
+    *out = json_is_string(c) ? submit_shell(json_string_value(c))
+                             : json_incref(c);
+    if (!*out || json_array_size(*out) == 0) {
+        snprintf(path, sizeof(path), "%s.command", section);
+        pl_yaml_error(&cfg->doc, path, err, errlen, "expected a command");
         return -1;
     }
     return 0;
 }
 
-/* training.mem, or the estimate of training.model's description. */
-static int pl_read_memory(pl_file *cfg, json_t *t, char *err,
-                          size_t errlen) {
+/* SECTION.mem into *out (< 0: not given), or the estimate of the
+ * training section's model description. */
+static int pl_read_memory(pl_file *cfg, json_t *t, const char *section,
+                          double *out, char *err, size_t errlen) {
     json_t *mem = json_object_get(t, "mem");
     const char *model = pl_string(t, "model");
-    cfg->mem_mib = -1;
+    char path[64];
+    *out = -1;
     if (json_is_number(mem)) {
-        cfg->mem_mib = json_number_value(mem);
+        *out = json_number_value(mem);
     } else if (json_is_string(mem) &&
-               submit_parse_mem(json_string_value(mem), &cfg->mem_mib) != 0) {
-        pl_yaml_error(&cfg->doc, "training.mem", err, errlen,
+               submit_parse_mem(json_string_value(mem), out) != 0) {
+        snprintf(path, sizeof(path), "%s.mem", section);
+        pl_yaml_error(&cfg->doc, path, err, errlen,
                       "expected an amount of memory (4g, 512m, or MiB) of at "
                       "most 1 TiB");
         return -1;
@@ -245,7 +251,7 @@ static int pl_read_memory(pl_file *cfg, json_t *t, char *err,
                       "give mem or model, not both");
         return -1;
     }
-    if (model && submit_model_mem(model, &cfg->mem_mib) != 0) {
+    if (model && submit_model_mem(model, out) != 0) {
         pl_yaml_error(&cfg->doc, "training.model", err, errlen,
                       "no estimate for %s (why: above)", model);
         return -1;
@@ -258,8 +264,9 @@ static int pl_read_training(pl_file *cfg, bool warn, char *err,
     json_t *t = pl_section(cfg, "training", training_keys, true, warn, err,
                            errlen);
     long seed;
-    if (!t || pl_read_command(cfg, t, err, errlen) ||
-        pl_read_memory(cfg, t, err, errlen) ||
+    if (!t ||
+        pl_read_command(cfg, t, "training", &cfg->command, err, errlen) ||
+        pl_read_memory(cfg, t, "training", &cfg->mem_mib, err, errlen) ||
         pl_long(cfg, t, "training", "epochs_per_trigger", 1, 1000000, 1,
                 &cfg->epochs, err, errlen) ||
         pl_long(cfg, t, "training", "batch_size", 0, 1L << 30, 0,
@@ -278,6 +285,21 @@ static int pl_read_training(pl_file *cfg, bool warn, char *err,
     return 0;
 }
 
+/* The embedding section, when the file has one. */
+static int pl_read_embedding(pl_file *cfg, bool warn, char *err,
+                             size_t errlen) {
+    pl_embedding *e = &cfg->embedding;
+    e->mem_mib = -1;
+    if (!json_object_get(cfg->doc.root, "embedding")) return 0;
+    json_t *t = pl_section(cfg, "embedding", embedding_keys, false, warn, err,
+                           errlen);
+    return !t ||
+           pl_read_command(cfg, t, "embedding", &e->command, err, errlen) ||
+           pl_read_memory(cfg, t, "embedding", &e->mem_mib, err, errlen) ||
+           pl_long(cfg, t, "embedding", "gpus", 1, 64, 1, &e->gpus, err,
+                   errlen) ? -1 : 0;
+}
+
 int pl_file_load(const char *path, bool warn, pl_file *cfg, char *err,
                    size_t errlen) {
     memset(cfg, 0, sizeof(*cfg));
@@ -287,6 +309,7 @@ int pl_file_load(const char *path, bool warn, pl_file *cfg, char *err,
                       errlen) ||
         pl_read_pipeline(cfg, warn, err, errlen) ||
         pl_read_training(cfg, warn, err, errlen) ||
+        pl_read_embedding(cfg, warn, err, errlen) ||
         !(cfg->trigger = pl_section(cfg, "trigger", NULL, true, warn, err,
                                     errlen)) ||
         !(cfg->selection = pl_section(cfg, "selection_strategy", NULL, true,
@@ -303,6 +326,7 @@ int pl_file_load(const char *path, bool warn, pl_file *cfg, char *err,
 
 void pl_file_free(pl_file *cfg) {
     json_decref(cfg->command);
+    json_decref(cfg->embedding.command);
     pl_yaml_free(&cfg->doc);
     memset(cfg, 0, sizeof(*cfg));
 }

@@ -23,6 +23,16 @@
  * after it: PROTO_MAX_PIPELINE). */
 #define PL_NAME_MAX 40
 
+/* The embedding section (aegis's own): the command a drift trigger's
+ * windows are embedded by, run as an aegis job with the newest model
+ * (sup_embed.c), and its resources. */
+typedef struct pl_embedding {
+    json_t *command;            /* embedding.command as argv; NULL: the
+                                   file has no embedding section */
+    long gpus;                  /* embedding.gpus (1) */
+    double mem_mib;             /* embedding.mem; < 0 none */
+} pl_embedding;
+
 typedef struct pl_file {
     pl_yaml doc;                /* the file (owns what the pointers below
                                    point into) */
@@ -43,6 +53,7 @@ typedef struct pl_file {
                                    none */
     long mps_threads_pct;       /* training.mps_threads_pct (0: none) */
     long keep_models;           /* model_storage.keep_last (0: all) */
+    pl_embedding embedding;     /* drift on a model's embeddings */
 } pl_file;
 
 /* Reads and checks the file at path. 0, or -1 with "FILE:LINE: KEY: what

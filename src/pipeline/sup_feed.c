@@ -58,20 +58,28 @@ static int sup_features(sup *s, const pl_sample *samples, size_t n,
     return 0;
 }
 
-/* Feeds samples[0..n) (from s->fed on), the fires' bounds kept. */
+/* Feeds samples[0..n) (from s->fed on), the fires' bounds kept. With
+ * embeddings, one sample at a time: a fire's bound must be known before
+ * the next detection point asks for the newest model (sup_embed.c). */
 static int sup_feed_chunk(sup *s, const pl_sample *samples, size_t n,
                           float *features, char *err, size_t errlen) {
     size_t fires[SUP_CHUNK], nfires = 0, dim = 0;
     bool needs = pl_trigger_needs_features(s->trigger);
     if (needs && sup_features(s, samples, n, features, &dim, err, errlen))
         return -1;
-    if (pl_trigger_inform(s->trigger, samples, needs ? features : NULL, dim,
-                          n, fires, &nfires, err, errlen) != 0)
-        return -1;
-    for (size_t k = 0; k < nfires; k++) {
-        if (s->cfg.max_triggers > 0 && s->nfires >= s->cfg.max_triggers)
-            break;
-        if (sup_add_fire(s, s->fed + fires[k] + 1, err, errlen)) return -1;
+    size_t step = s->cfg.embedding.command ? 1 : n;
+    for (size_t at = 0; at < n; at += step) {
+        size_t count = n - at < step ? n - at : step;
+        if (pl_trigger_inform(s->trigger, samples + at,
+                              needs ? features + at * dim : NULL, dim, count,
+                              fires, &nfires, err, errlen) != 0)
+            return -1;
+        for (size_t k = 0; k < nfires; k++) {
+            if (s->cfg.max_triggers > 0 && s->nfires >= s->cfg.max_triggers)
+                break;
+            if (sup_add_fire(s, s->fed + at + fires[k] + 1, err, errlen))
+                return -1;
+        }
     }
     s->fed += n;
     return 0;

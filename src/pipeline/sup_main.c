@@ -24,11 +24,24 @@ static const char usage[] =
  * that a change the watch missed is seen soon. */
 #define SUP_LOOK_MS 5000
 
+/* The embedding section's command embeds for every drift trigger; a
+ * section no drift trigger uses is an error. */
+static int sup_use_embedding(sup *s, char *err, size_t errlen) {
+    if (!s->cfg.embedding.command ||
+        pl_trigger_set_embedder(s->trigger, sup_embed, s) > 0)
+        return 0;
+    pl_yaml_error(&s->cfg.doc, "embedding", err, errlen, "no "
+                  "DataDriftTrigger in the trigger section measures on its "
+                  "embeddings");
+    return -1;
+}
+
 /* The trigger and selector of the file's sections; a constructor's
  * message gets its line. 0, or -1 with err. */
 static int sup_build(sup *s, char *err, size_t errlen) {
     char msg[1024];
     s->trigger = pl_trigger_new(s->cfg.trigger, msg, sizeof(msg));
+    if (s->trigger && sup_use_embedding(s, err, errlen) != 0) return -1;
     if (s->trigger)
         s->selector = pl_selector_new(s->cfg.selection, s->cfg.seed, msg,
                                       sizeof(msg));
@@ -61,8 +74,8 @@ static int sup_open(sup *s, const char *suffix, char *err, size_t errlen) {
         snprintf(err, errlen, "no state folder: set AEGIS_STATE_HOME or HOME");
         return -1;
     }
-    const char *subs[] = {"trainsets", "models"};
-    for (size_t i = 0; i < 2; i++) {
+    const char *subs[] = {"trainsets", "models", "embeddings"};
+    for (size_t i = 0; i < sizeof(subs) / sizeof(*subs); i++) {
         snprintf(sub, sizeof(sub), "%s/%s", s->dir, subs[i]);
         if (pl_mkdirs(sub, err, errlen) != 0) return -1;
     }

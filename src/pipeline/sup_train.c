@@ -17,14 +17,8 @@
 #include "client.h"
 #include "submit.h"
 
-/* How long a supervisor waiting for a training waits for aegisd to come
- * back after it went away (seconds, one try a second). */
-#define SUP_AEGISD_GONE_S 120
-
-/* Trigger n's file in the pipeline's folder: its training set
- * ("trainsets", "tset") or its model ("models", "model"). */
-static void sup_file(const sup *s, const char *sub, const char *ext,
-                     uint32_t n, char *buf, size_t size) {
+void sup_file(const sup *s, const char *sub, const char *ext, uint32_t n,
+              char *buf, size_t size) {
     snprintf(buf, size, "%s/%s/%u.%s", s->dir, sub, n, ext);
 }
 
@@ -39,6 +33,13 @@ static int64_t sup_parent(const sup *s, uint32_t n) {
         if (t && strcmp(t->state, "done") == 0 && !t->dropped) return k;
     }
     return -1;
+}
+
+int64_t sup_newest_model(const sup *s, char *path, size_t size) {
+    int64_t newest = sup_parent(s, s->nfires);
+    if (newest >= 0) sup_file(s, "models", "model", (uint32_t)newest, path,
+                              size);
+    return newest;
 }
 
 /* The trigger whose model trigger n's training starts from: the newest
@@ -66,6 +67,9 @@ static void sup_training_env(const sup *s, uint32_t n) {
     setenv("AEGIS_MODEL_OUT", path, 1);
     setenv("AEGIS_PIPELINE", s->cfg.name, 1);
     sup_setenv_u("AEGIS_TRIGGER", n);
+    unsetenv("AEGIS_EMBED_KEYS"); /* an embedding job's (sup_embed.c) */
+    unsetenv("AEGIS_EMBED_OUT");
+    unsetenv("AEGIS_MODEL");
     sup_setenv_u("AEGIS_EPOCHS_PER_TRIGGER", (unsigned long long)s->cfg.epochs);
     sup_setenv_u("AEGIS_BATCH_SIZE", (unsigned long long)s->cfg.batch_size);
     sup_setenv_u("AEGIS_SEED", s->cfg.seed);
@@ -82,78 +86,22 @@ static void sup_job_name(const sup *s, uint32_t n, char *buf, size_t size) {
     snprintf(buf, size, "%s:t%u", s->cfg.name, n);
 }
 
-/* Trigger n's job submitted before a crash cut the log short: the
- * owner's job of its name submitted since the pipeline started. 0: none,
- * -1: aegisd could not say. */
-static int64_t sup_find_job(sup *s, uint32_t n) {
-    char name[128], uid[32];
+/* Trigger n's training job submitted before a crash cut the log
+ * short, if any (sup_find_job). */
+static int64_t sup_find_training(sup *s, uint32_t n) {
+    char name[128];
     sup_job_name(s, n, name, sizeof(name));
-    snprintf(uid, sizeof(uid), "%u", (unsigned)getuid());
-    int rc;
-    json_t *ans = client_call("pipeline", s->socket,
-                              json_pack("{s:s, s:b, s:s}", "op", "ls", "all",
-                                        1, "user", uid), &rc), *row;
-    if (!ans) return -1;
-    int64_t id = 0;
-    size_t i;
-    json_array_foreach(json_object_get(ans, "jobs"), i, row) {
-        const char *rn = json_string_value(json_object_get(row, "name"));
-        double at = json_number_value(json_object_get(row, "submitted"));
-        if (rn && strcmp(rn, name) == 0 && at >= s->log.started - 1) {
-            id = json_integer_value(json_object_get(row, "id"));
-            break;
-        }
-    }
-    json_decref(ans);
-    return id;
+    return sup_find_job(s, name);
 }
 
-/* sup_submit's answer when aegisd refused the job (it asks for more than
- * the server has, or of what the user may have): not a fault to restart
- * for, the trigger ends as refused. */
-#define SUP_REFUSED (-2)
-
-/* Submits trigger n's training: its id, SUP_REFUSED, or -1 (aegisd could
- * not be reached or failed). */
+/* Submits trigger n's training: its id, SUP_REFUSED or -1 (sup_job.c). */
 static int64_t sup_submit(sup *s, uint32_t n) {
     char name[128];
     sup_job_name(s, n, name, sizeof(name));
     submit_defaults def = {.gpus = s->cfg.gpus, .mem = s->cfg.mem_mib,
                            .name = name, .mps_threads = s->cfg.mps_threads_pct};
     sup_training_env(s, n);
-    json_t *jobs = json_array();
-    json_array_append_new(jobs, submit_job(json_deep_copy(s->cfg.command),
-                                           &def));
-    json_t *req = submit_request(jobs);
-    int rc;
-    json_t *ans = req ? client_call("pipeline", s->socket, req, &rc) : NULL;
-    int64_t id = json_integer_value(json_array_get(json_object_get(ans, "ids"),
-                                                   0));
-    json_decref(ans);
-    if (!ans && req && rc == CLI_USAGE) return SUP_REFUSED;
-    return id > 0 ? id : -1;
-}
-
-/* Waits for job id's end (aegisd's wait answers then): its state into
- * state. An aegisd that goes away meanwhile (a restart: the job goes on)
- * is asked again once it is back, for SUP_AEGISD_GONE_S. 0, or -1 when
- * aegisd could not say. */
-static int sup_wait_job(sup *s, int64_t id, char *state, size_t size) {
-    int rc = CLI_FAIL;
-    json_t *ans = NULL;
-    for (int tries = 0; !ans && rc == CLI_FAIL && tries < SUP_AEGISD_GONE_S;
-         tries++) {
-        if (tries > 0) sleep(1);
-        ans = client_call("pipeline", s->socket,
-                          json_pack("{s:s, s:[I]}", "op", "wait", "ids",
-                                    (json_int_t)id), &rc);
-    }
-    const char *st = json_string_value(
-        json_object_get(json_array_get(json_object_get(ans, "jobs"), 0),
-                        "state"));
-    if (st) snprintf(state, size, "%s", st);
-    json_decref(ans);
-    return st ? 0 : -1;
+    return sup_submit_job(s, s->cfg.command, &def);
 }
 
 /* model_storage.keep_last: the oldest kept models past the newest N go. */
@@ -236,7 +184,7 @@ static int sup_train(sup *s, uint32_t n, char *err, size_t errlen) {
                "%s\n", n, s->bounds[n], path);
     }
     int64_t id = sup_trig(s, n)->job;
-    if (id == 0 && (id = sup_find_job(s, n)) == 0) id = sup_submit(s, n);
+    if (id == 0 && (id = sup_find_training(s, n)) == 0) id = sup_submit(s, n);
     if (id == SUP_REFUSED) {
         printf("trigger %u: aegisd refused its training job (why: above)\n",
                n);

@@ -5,6 +5,8 @@
  *
  *   sup_feed.c   the dataset's new samples to the trigger; fires queued
  *   sup_train.c  a fire's training set, job, wait and model
+ *   sup_embed.c  a drift trigger's windows embedded with the newest model
+ *   sup_job.c    the jobs of both in aegisd
  *   sup_main.c   the command: run, check, replay
  *
  * Crash safety: the trigger log (pl_tlog.h) says what was decided, each
@@ -26,6 +28,7 @@
 #include "pl_file.h"
 #include "pl_tlog.h"
 #include "select.h"
+#include "submit.h"
 #include "trigger.h"
 #include "watch.h"
 
@@ -57,6 +60,8 @@ typedef struct sup {
     int watcher_fd;         /*   its inotify on the data folder */
     int watch_fd;           /* otherwise inotify on the dataset's state
                                folder (its key log grows); -1: none yet */
+    uint32_t nembeds;       /* embeddings asked for since this process
+                               began feeding (sup_embed.c) */
 } sup;
 
 /* sup_watch.c */
@@ -84,5 +89,40 @@ const pl_sample *sup_samples(const sup *s, uint64_t *count);
 int sup_settle(sup *s, char *err, size_t errlen);
 /* Whether pipeline.maximum_triggers fires are all settled. */
 bool sup_done(const sup *s);
+/* Trigger n's file in the pipeline's folder, DIR/SUB/N.EXT: its training
+ * set ("trainsets", "tset"), its model ("models", "model"), an
+ * embedding's files ("embeddings"). */
+void sup_file(const sup *s, const char *sub, const char *ext, uint32_t n,
+              char *buf, size_t size);
+/* The newest kept model of the fires so far: its trigger and its path,
+ * or -1 when there is none. */
+int64_t sup_newest_model(const sup *s, char *path, size_t size);
+
+/* sup_embed.c */
+/* The pipeline's pl_embed_fn (trigger.h), ctx a sup: settles the fires
+ * so far, then has the embedding command embed keys with the newest
+ * model, or answers again what it answered before a restart. */
+int sup_embed(void *ctx, const uint64_t *keys, size_t n, float **out,
+              size_t *dim, char *err, size_t errlen);
+
+/* sup_job.c */
+/* sup_submit_job's answer when aegisd refused the job (it asks for more
+ * than the server has, or of what the user may have): not a fault to
+ * restart for. */
+#define SUP_REFUSED (-2)
+/* The owner's job NAME submitted since the pipeline started (one
+ * submitted before a crash cut the log short). 0: none, -1: aegisd could
+ * not say. */
+int64_t sup_find_job(sup *s, const char *name);
+/* Submits command as a job of def (name, gpus, memory) with the
+ * supervisor's environment: its id, SUP_REFUSED, or -1 (aegisd could not
+ * be reached or failed). */
+int64_t sup_submit_job(sup *s, const json_t *command,
+                       const submit_defaults *def);
+/* Waits for job id's end (aegisd's wait answers then): its state into
+ * state. An aegisd that goes away meanwhile (a restart: the job goes on)
+ * is asked again once it is back, for a while. 0, or -1 when aegisd
+ * could not say. */
+int sup_wait_job(sup *s, int64_t id, char *state, size_t size);
 
 #endif

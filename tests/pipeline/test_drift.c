@@ -1,12 +1,15 @@
 /* test_drift.c -- the drift metrics (MMD, KS), the decision criteria and
  * the DataDriftTrigger on streams whose drift point is known: it fires at
  * its first detection point, then right after the drift and not before,
- * the same way whatever the batching; warm-up and time windows. */
+ * the same way whatever the batching; warm-up and time windows; and on a
+ * model's embeddings of the samples, from a stand-in embedder. */
 #include <math.h>
 #include <setjmp.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -237,6 +240,118 @@ static void feature_errors(void **state)
     json_decref(section);
 }
 
+/* A stand-in embedding command: key k's embedding is N(0,1) in 2
+ * dimensions, N(3,1) in the first from key 3000 on (the stream's own
+ * features are never read). Its first answer is "no model yet". */
+typedef struct fake_embedder {
+    size_t calls;
+    uint64_t first_keys[2];   /* the first call's first reference and
+                                 current key */
+    size_t first_n;
+    bool fail;                /* answer an error */
+} fake_embedder;
+
+static int fake_embed(void *ctx, const uint64_t *keys, size_t n, float **out,
+                      size_t *dim, char *err, size_t errlen)
+{
+    fake_embedder *e = ctx;
+    if (e->fail) {
+        snprintf(err, errlen, "embedding 0: aegisd took no job");
+        return -1;
+    }
+    if (e->calls++ == 0) {
+        e->first_keys[0] = keys[0];
+        e->first_keys[1] = keys[n / 2];
+        e->first_n = n;
+        return 1;
+    }
+    *dim = 2;
+    *out = malloc(n * 2 * sizeof **out);
+    for (size_t i = 0; i < n; i++) {
+        pl_rng r;
+        pl_rng_seed(&r, keys[i], 5);
+        (*out)[2 * i] = (float)(normal(&r) + (keys[i] >= 3000 ? 3 : 0));
+        (*out)[2 * i + 1] = (float)normal(&r);
+    }
+    return 0;
+}
+
+/* Where CONFIG fires, measuring on fake embeddings, fed in batches. */
+static size_t embedded_fires(const char *config, fake_embedder *e,
+                             size_t batch, uint64_t *keys, char *err,
+                             size_t errlen)
+{
+    enum { N = 6000 };
+    static pl_sample s[N];
+    for (size_t i = 0; i < N; i++)
+        s[i] = (pl_sample){.key = i, .ts = (int64_t)i};
+    json_t *section = json_loads(config, 0, NULL);
+    pl_trigger *t = pl_trigger_new(section, err, errlen);
+    if (!t)
+        fail_msg("%s", err);
+    assert_int_equal(pl_trigger_set_embedder(t, fake_embed, e), 1);
+    assert_false(pl_trigger_needs_features(t));
+    size_t fires[N], nf, total = 0;
+    for (size_t at = 0; at < N; at += batch) {
+        size_t len = N - at < batch ? N - at : batch;
+        if (pl_trigger_inform(t, s + at, NULL, 0, len, fires, &nf, err,
+                              errlen) != 0)
+            break;
+        for (size_t j = 0; j < nf; j++)
+            keys[total++] = at + fires[j];
+    }
+    pl_trigger_free(t);
+    json_decref(section);
+    return total;
+}
+
+static const char embedded_config[] = "{\"id\": \"EnsembleTrigger\", "
+    "\"detection_interval_data_points\": 1, \"subtriggers\": {\"drift\": "
+    "{\"id\": \"DataDriftTrigger\", \"evaluation_interval_data_points\": "
+    "500, \"windowing_strategy\": {\"id\": \"AmountWindowingStrategy\", "
+    "\"amount_ref\": 500, \"amount_cur\": 500}, \"metrics\": {\"mmd\": "
+    "{\"id\": \"AlibiDetectMmdDriftMetric\", \"threshold\": 0.1}}}}, "
+    "\"ensemble_strategy\": {\"id\": \"AtLeastN\", \"n\": 1}}";
+
+static void drift_on_embeddings(void **state)
+{
+    /* The first detection point (499) fires with no embedding; the second
+     * (999) gets "no model yet" and votes no; the drift in the embeddings
+     * at 3000 fires at 3499, whatever the batching. */
+    const size_t batches[] = {6000, 1, 777};
+    for (size_t b = 0; b < 3; b++) {
+        fake_embedder e = {0};
+        uint64_t got[100];
+        char err[256] = "";
+        size_t n = embedded_fires(embedded_config, &e, batches[b], got, err,
+                                  sizeof err);
+        assert_string_equal(err, "");
+        assert_int_equal(n, 2);
+        assert_int_equal(got[0], 499);
+        assert_int_equal(got[1], 3499);
+        /* asked for the reference's keys, then the current window's */
+        assert_int_equal(e.first_n, 1000);
+        assert_int_equal(e.first_keys[0], 0);
+        assert_int_equal(e.first_keys[1], 500);
+        assert_int_equal(e.calls, 11); /* 999, 1499, ..., 5999 */
+    }
+}
+
+static void embedder_errors(void **state)
+{
+    fake_embedder e = {.fail = true};
+    uint64_t got[100];
+    char err[256] = "";
+    embedded_fires(embedded_config, &e, 6000, got, err, sizeof err);
+    assert_string_equal(err, "embedding 0: aegisd took no job");
+    json_t *amount = json_loads("{\"id\": \"DataAmountTrigger\", "
+                                "\"num_samples\": 5}", 0, NULL);
+    pl_trigger *t = pl_trigger_new(amount, err, sizeof err);
+    assert_int_equal(pl_trigger_set_embedder(t, fake_embed, &e), 0);
+    pl_trigger_free(t);
+    json_decref(amount);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -245,6 +360,8 @@ int main(void)
         cmocka_unit_test(default_config), cmocka_unit_test(warmup_policy_decides),
         cmocka_unit_test(ensemble_of_drift),
         cmocka_unit_test(feature_errors),
+        cmocka_unit_test(drift_on_embeddings),
+        cmocka_unit_test(embedder_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

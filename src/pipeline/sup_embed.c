@@ -1,0 +1,279 @@
+/* sup_embed.c -- a drift trigger's windows embedded by the pipeline's
+ * embedding command (the file's `embedding` section; trigger.h,
+ * pl_embed_fn), run as an aegis job with the newest model:
+ *
+ *   embeddings/K.tset  the samples' keys, in order (a training set's
+ *                      format, so aegis_pipeline reads them)
+ *   embeddings/K.out   what the command writes: n rows of float32
+ *   embeddings/K.emb   the answer kept: a header, then the rows
+ *
+ * Why answers are kept: a restarted supervisor feeds its trigger the
+ * stream again and so asks for the same embeddings in the same order.
+ * The K-th ask of a run gets the answer kept for K, if it is for the same
+ * keys and model, and so the trigger fires where it fired before
+ * (trigger.h) with no job run twice. An embedding that failed is kept as
+ * such (no rows): that detection point votes no drift again.
+ */
+#include "supervisor.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "trainset.h"
+
+#define EMB_MAGIC "AEGEMB1"
+
+/* K.emb's header; the rows (n x dim float32) follow. dim 0: failed. */
+typedef struct emb_head {
+    char magic[8];
+    int64_t model;          /* the trigger whose model embedded them */
+    uint64_t n, dim;
+    uint32_t keys_crc;      /* CRC-32 of the keys asked for */
+    uint32_t reserved;
+} emb_head;
+
+_Static_assert(sizeof(emb_head) == 40, "embedding header layout");
+
+/* What one ask is: its files, the keys (the dataset's), the model. */
+typedef struct emb_ask {
+    uint32_t k;
+    char tset[4400], out[4400], kept[4400], model_path[4400];
+    int64_t model;
+    const uint64_t *keys;
+    size_t n;
+    uint32_t keys_crc;
+} emb_ask;
+
+static uint32_t emb_crc(const uint64_t *keys, size_t n) {
+    uLong crc = crc32(0L, Z_NULL, 0);
+    for (size_t done = 0; done < n;) {
+        size_t part = n - done < (1u << 24) ? n - done : (1u << 24);
+        crc = crc32(crc, (const Bytef *)(keys + done),
+                    (uInt)(part * sizeof(*keys)));
+        done += part;
+    }
+    return (uint32_t)crc;
+}
+
+/* The whole of path into a malloc'd buffer. 0, or -1 (errno set). */
+static int emb_slurp(const char *path, unsigned char **data, size_t *size) {
+    FILE *f = fopen(path, "rb");
+    struct stat st;
+    if (!f) return -1;
+    *data = NULL;
+    if (fstat(fileno(f), &st) == 0 && (*data = malloc(st.st_size + 1)))
+        *size = fread(*data, 1, (size_t)st.st_size, f);
+    int failed = !*data || ferror(f);
+    fclose(f);
+    if (failed) {
+        free(*data);
+        errno = errno ? errno : EIO;
+    }
+    return failed ? -1 : 0;
+}
+
+/* The answer kept for ask a: 0 with *out and *dim (dim 0: it failed), or
+ * 1 when none is kept for these keys and this model. */
+static int emb_load(const emb_ask *a, float **out, size_t *dim) {
+    unsigned char *data;
+    size_t size;
+    if (emb_slurp(a->kept, &data, &size) != 0) return 1;
+    emb_head h;
+    int found = size >= sizeof(h);
+    if (found) memcpy(&h, data, sizeof(h));
+    found = found && memcmp(h.magic, EMB_MAGIC, 8) == 0 &&
+            h.model == a->model && h.n == a->n && h.keys_crc == a->keys_crc &&
+            h.dim <= (size - sizeof(h)) / 4 &&
+            size == sizeof(h) + h.n * h.dim * sizeof(float);
+    if (found) {
+        *dim = h.dim;
+        *out = malloc(h.n * h.dim * sizeof(float) + 1);
+        found = *out != NULL;
+        if (found) memcpy(*out, data + sizeof(h), h.n * h.dim * sizeof(float));
+    }
+    free(data);
+    return found ? 0 : 1;
+}
+
+/* Keeps the answer (dim 0: failed) in K.emb, synced, through a rename.
+ * 0, or -1 with err. */
+static int emb_keep(const emb_ask *a, const float *rows, size_t dim,
+                    char *err, size_t errlen) {
+    char tmp[4500];
+    snprintf(tmp, sizeof(tmp), "%s.tmp", a->kept);
+    emb_head h = {.model = a->model, .n = a->n, .dim = dim,
+                  .keys_crc = a->keys_crc};
+    memcpy(h.magic, EMB_MAGIC, 8);
+    FILE *f = fopen(tmp, "wb");
+    int ok = f && fwrite(&h, sizeof(h), 1, f) == 1 &&
+             (dim == 0 || fwrite(rows, sizeof(float) * dim, a->n, f) == a->n) &&
+             fflush(f) == 0 && fsync(fileno(f)) == 0;
+    if (f && fclose(f) != 0) ok = 0;
+    if (!ok || rename(tmp, a->kept) != 0) {
+        snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+/* The command's output: n rows of float32, all finite. 0 with *rows and
+ * *dim, or -1 with why. */
+static int emb_read_output(const emb_ask *a, float **rows, size_t *dim,
+                           char *why, size_t whylen) {
+    unsigned char *data;
+    size_t size;
+    if (emb_slurp(a->out, &data, &size) != 0) {
+        snprintf(why, whylen, "%s: %s", a->out, strerror(errno));
+        return -1;
+    }
+    size_t row = a->n * sizeof(float);
+    if (size == 0 || size % row != 0) {
+        snprintf(why, whylen, "%s: %zu bytes is not %zu rows of float32",
+                 a->out, size, a->n);
+        free(data);
+        return -1;
+    }
+    *dim = size / row;
+    *rows = (float *)data;
+    for (size_t i = 0; i < a->n * *dim; i++)
+        if (!isfinite((*rows)[i])) {
+            snprintf(why, whylen, "%s: row %zu holds %g", a->out, i / *dim,
+                     (double)(*rows)[i]);
+            free(data);
+            return -1;
+        }
+    return 0;
+}
+
+/* K.tset: the keys to embed, in order. 0, or -1 with err. */
+static int emb_write_keys(const emb_ask *a, char *err, size_t errlen) {
+    pl_trainset_item *items = calloc(a->n ? a->n : 1, sizeof(*items));
+    if (!items) {
+        snprintf(err, errlen, "embedding %u: out of memory", a->k);
+        return -1;
+    }
+    for (size_t i = 0; i < a->n; i++) {
+        items[i].key = a->keys[i];
+        items[i].weight = 1;
+    }
+    int rc = pl_trainset_write(a->tset, items, a->n, 0, (uint32_t)a->model,
+                               err, errlen);
+    free(items);
+    return rc;
+}
+
+/* What the embedding job finds in its environment (docs/pipelines.md,
+ * "The embedding command"). */
+static void emb_env(const sup *s, const emb_ask *a) {
+    char path[4400];
+    setenv("AEGIS_EMBED_KEYS", a->tset, 1);
+    setenv("AEGIS_EMBED_OUT", a->out, 1);
+    setenv("AEGIS_MODEL", a->model_path, 1);
+    snprintf(path, sizeof(path), "%s/datasets/%s", s->state, s->cfg.dataset);
+    setenv("AEGIS_DATASET", path, 1);
+    setenv("AEGIS_PIPELINE", s->cfg.name, 1);
+    const char *training_only[] = {"AEGIS_TRAINSET", "AEGIS_MODEL_OUT",
+                                   "AEGIS_PREV_MODEL", "AEGIS_TRIGGER"};
+    for (size_t i = 0; i < sizeof(training_only) / sizeof(*training_only); i++)
+        unsetenv(training_only[i]);
+}
+
+/* Ask a's job: one of its name from before a crash, or a new one; its
+ * end state into state. 0, or -1 with err (aegisd failed). */
+static int emb_job(sup *s, const emb_ask *a, char *state, size_t size,
+                   char *err, size_t errlen) {
+    char name[128];
+    snprintf(name, sizeof(name), "%s:e%u", s->cfg.name, a->k);
+    int64_t id = sup_find_job(s, name);
+    if (id == 0) {
+        if (emb_write_keys(a, err, errlen) != 0) return -1;
+        unlink(a->out);
+        submit_defaults def = {.gpus = s->cfg.embedding.gpus,
+                               .mem = s->cfg.embedding.mem_mib, .name = name};
+        emb_env(s, a);
+        id = sup_submit_job(s, s->cfg.embedding.command, &def);
+    }
+    if (id == SUP_REFUSED) {
+        snprintf(state, size, "refused");
+        return 0;
+    }
+    if (id < 0 || sup_wait_job(s, id, state, size) != 0) {
+        snprintf(err, errlen, "embedding %u: aegisd took no job or did not "
+                 "say how it ended", a->k);
+        return -1;
+    }
+    printf("embedding %u: job %" PRId64 " %s (model of trigger %" PRId64
+           ", %zu samples)\n", a->k, id, state, a->model, a->n);
+    return 0;
+}
+
+/* Runs ask a's job and keeps its answer (rows, or that it failed). */
+static int emb_run(sup *s, const emb_ask *a, float **out, size_t *dim,
+                   char *err, size_t errlen) {
+    char state[16], why[4600] = "";
+    if (emb_job(s, a, state, sizeof(state), err, errlen) != 0) return -1;
+    *dim = 0;
+    if (strcmp(state, "done") != 0)
+        snprintf(why, sizeof(why), "its job ended %s", state);
+    else if (emb_read_output(a, out, dim, why, sizeof(why)) != 0)
+        *dim = 0;
+    if (*dim == 0)
+        printf("embedding %u: %s; this detection point votes no drift\n",
+               a->k, why);
+    if (emb_keep(a, *out, *dim, err, errlen) != 0) return -1;
+    unlink(a->out);
+    unlink(a->tset);
+    return 0;
+}
+
+/* The dataset's keys of the trigger's (a replay feeds places). NULL when
+ * out of memory. */
+static uint64_t *emb_dataset_keys(const sup *s, const uint64_t *keys,
+                                  size_t n) {
+    uint64_t *own = malloc((n ? n : 1) * sizeof(*own));
+    for (size_t i = 0; own && i < n; i++)
+        own[i] = s->replay ? s->order_keys[keys[i]] : keys[i];
+    return own;
+}
+
+int sup_embed(void *ctx, const uint64_t *keys, size_t n, float **out,
+              size_t *dim, char *err, size_t errlen) {
+    sup *s = ctx;
+    emb_ask a = {.k = s->nembeds++, .n = n};
+    *out = NULL;
+    *dim = 0;
+    /* No fire can follow maximum_triggers: nothing to decide. */
+    if (s->cfg.max_triggers > 0 && s->nfires >= s->cfg.max_triggers) return 1;
+    while (s->next < s->nfires)
+        if (sup_settle(s, err, errlen) != 0) return -1;
+    a.model = sup_newest_model(s, a.model_path, sizeof(a.model_path));
+    if (a.model < 0) return 1;
+    uint64_t *own = emb_dataset_keys(s, keys, n);
+    if (!own) {
+        snprintf(err, errlen, "embedding %u: out of memory", a.k);
+        return -1;
+    }
+    a.keys = own;
+    a.keys_crc = emb_crc(own, n);
+    sup_file(s, "embeddings", "tset", a.k, a.tset, sizeof(a.tset));
+    sup_file(s, "embeddings", "out", a.k, a.out, sizeof(a.out));
+    sup_file(s, "embeddings", "emb", a.k, a.kept, sizeof(a.kept));
+    int rc = emb_load(&a, out, dim);
+    if (rc == 1) rc = emb_run(s, &a, out, dim, err, errlen);
+    free(own);
+    if (rc == 0 && *dim == 0) {
+        free(*out);
+        *out = NULL;
+        return 1;
+    }
+    return rc;
+}

@@ -1,0 +1,71 @@
+/* sup_job.c -- a supervisor's jobs in aegisd (supervisor.h): submitted
+ * with the supervisor's environment, found again by name after a crash,
+ * and waited for through an aegisd restart. Trainings (sup_train.c) and
+ * embeddings (sup_embed.c) are both such jobs.
+ */
+#include "supervisor.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "client.h"
+
+/* How long a supervisor waiting for a job waits for aegisd to come back
+ * after it went away (seconds, one try a second). */
+#define SUP_AEGISD_GONE_S 120
+
+int64_t sup_find_job(sup *s, const char *name) {
+    char uid[32];
+    snprintf(uid, sizeof(uid), "%u", (unsigned)getuid());
+    int rc;
+    json_t *ans = client_call("pipeline", s->socket,
+                              json_pack("{s:s, s:b, s:s}", "op", "ls", "all",
+                                        1, "user", uid), &rc), *row;
+    if (!ans) return -1;
+    int64_t id = 0;
+    size_t i;
+    json_array_foreach(json_object_get(ans, "jobs"), i, row) {
+        const char *rn = json_string_value(json_object_get(row, "name"));
+        double at = json_number_value(json_object_get(row, "submitted"));
+        if (rn && strcmp(rn, name) == 0 && at >= s->log.started - 1) {
+            id = json_integer_value(json_object_get(row, "id"));
+            break;
+        }
+    }
+    json_decref(ans);
+    return id;
+}
+
+int64_t sup_submit_job(sup *s, const json_t *command,
+                       const submit_defaults *def) {
+    json_t *jobs = json_array();
+    json_array_append_new(jobs, submit_job(json_deep_copy(command), def));
+    json_t *req = submit_request(jobs);
+    int rc;
+    json_t *ans = req ? client_call("pipeline", s->socket, req, &rc) : NULL;
+    int64_t id = json_integer_value(json_array_get(json_object_get(ans, "ids"),
+                                                   0));
+    json_decref(ans);
+    if (!ans && req && rc == CLI_USAGE) return SUP_REFUSED;
+    return id > 0 ? id : -1;
+}
+
+int sup_wait_job(sup *s, int64_t id, char *state, size_t size) {
+    int rc = CLI_FAIL;
+    json_t *ans = NULL;
+    for (int tries = 0; !ans && rc == CLI_FAIL && tries < SUP_AEGISD_GONE_S;
+         tries++) {
+        if (tries > 0) sleep(1);
+        ans = client_call("pipeline", s->socket,
+                          json_pack("{s:s, s:[I]}", "op", "wait", "ids",
+                                    (json_int_t)id), &rc);
+    }
+    const char *st = json_string_value(
+        json_object_get(json_array_get(json_object_get(ans, "jobs"), 0),
+                        "state"));
+    if (st) snprintf(state, size, "%s", st);
+    json_decref(ans);
+    return st ? 0 : -1;
+}
