@@ -403,6 +403,44 @@ assert runs[1]["after"] >= 0.8 and runs[1]["after"] > runs[1]["before"] + 0.1, r
 PY
 }
 
+# A drift trigger on a model's embeddings (tests/pipeline/embed_stand_in.py
+# embeds, drifting from key 40): its embedding jobs run through aegisd
+# with trigger 0's model, and kill -9 of the supervisor while one runs
+# neither runs an embedding twice nor moves the fire after the drift.
+case_embed() {
+    start
+    export PYTHONPATH=$HERE/../../python
+    dataset_add tiny
+    cat > p.yaml <<YAML
+pipeline: {name: p, maximum_triggers: 2}
+data: {dataset_id: tiny}
+trigger:
+  id: DataDriftTrigger
+  evaluation_interval_data_points: 10
+  windowing_strategy: {id: AmountWindowingStrategy, amount_ref: 10, amount_cur: 10}
+  metrics: {mmd: {id: AlibiDetectMmdDriftMetric, threshold: 0.1}}
+selection_strategy: {name: NewDataStrategy, tail_triggers: 0}
+training: {command: sh $HERE/train_stand_in.sh}
+embedding: {command: [/usr/bin/python3, $HERE/embed_stand_in.py]}
+YAML
+    start_pipeline p.yaml
+    add_samples tiny 20     # fires at 10 (the first detection), embeds at 20
+    until_file "$DIR/embedded.0"
+    mkdir "$DIR/hold_embed.2"
+    add_samples tiny 30     # embeds at 30, 40 (held: kill -9) and 50 (drift)
+    until_file "$DIR/embed_holding.2"
+    kill_job "$SUP"
+    rmdir "$DIR/hold_embed.2"
+    until_job "$SUP" "assert d['state'] == 'done'"
+    [ "$(cat "$DIR/embeds")" = "$(printf '%s 0.model 20\n' 0 1 2 3)" ] ||
+        fail "embeddings: $(cat "$DIR/embeds")"
+    "$AEGIS" ls --json --all | pyjson "n = sorted(j['name'] for j in d \
+if j['name'].startswith('p:')); assert n == ['p:e0', 'p:e1', 'p:e2', 'p:e3', \
+'p:t0', 'p:t1'], n" || fail "not one job per embedding and training"
+    "$AEGIS" pipeline log p | grep -q "trigger 1: fired after 50 samples" ||
+        fail "trigger 1 did not fire at the drift: $("$AEGIS" pipeline log p)"
+}
+
 # The example pipeline of docs/pipelines.md, started as the page says.
 case_docs() {
     start

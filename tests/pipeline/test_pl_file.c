@@ -168,12 +168,44 @@ static void test_modyn_keys(void **state) {
     pl_file_free(&cfg);
 }
 
+/* The embedding section: its command and resources, or errors naming
+ * its keys' lines; absent, no command. */
+static void test_embedding(void **state) {
+    (void)state;
+    pl_file cfg;
+    char err[1024], path[64];
+    assert_int_equal(load(good, &cfg, err, sizeof(err), path), 0);
+    assert_null(cfg.embedding.command);
+    pl_file_free(&cfg);
+    const char *with = edit("model_storage:\n", "embedding:\n"
+                            "  command: [python3, embed.py]\n  mem: 1g\n"
+                            "model_storage:\n");
+    assert_int_equal(load(with, &cfg, err, sizeof(err), path), 0);
+    assert_string_equal(json_string_value(json_array_get(
+                            cfg.embedding.command, 1)), "embed.py");
+    assert_int_equal(cfg.embedding.gpus, 1);
+    assert_true(cfg.embedding.mem_mib == 1024);
+    pl_file_free(&cfg);
+    expect_error(edit("model_storage:\n", "embedding:\n  gpus: 2\n"
+                      "model_storage:\n"), 18,
+                 "embedding: missing key command");
+    expect_error(edit("model_storage:\n", "embedding:\n  command: x\n"
+                      "  gpus: 0\nmodel_storage:\n"), 20,
+                 "embedding.gpus: expected 1 to 64");
+    expect_error(edit("model_storage:\n", "embedding:\n  command: x\n"
+                      "  mem: lots\nmodel_storage:\n"), 20,
+                 "embedding.mem: expected an amount of memory");
+    expect_error(edit("model_storage:\n", "embedding:\n  command: x\n"
+                      "  model: m\nmodel_storage:\n"), 20,
+                 "embedding.model: unknown key");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_good),        cmocka_unit_test(test_unknown_key),
         cmocka_unit_test(test_bad_values),  cmocka_unit_test(test_missing),
         cmocka_unit_test(test_yaml_syntax), cmocka_unit_test(test_locate),
-        cmocka_unit_test(test_modyn_keys),
+        cmocka_unit_test(test_modyn_keys),  cmocka_unit_test(test_embedding),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
