@@ -79,14 +79,20 @@ static void cg_self_path(char *out, size_t len) {
     if (f) fclose(f);
 }
 
-int cg_v2_delegate(const char *root, char *out, size_t len, char *err,
-                   size_t errlen) {
-    char self[512], leaf[600];
+/* The folder under root that aegisd divides in v2: its own cgroup, or
+ * that one's parent once it moved itself into the leaf "aegisd". */
+static void cg_v2_base(const char *root, char *out, size_t len) {
+    char self[512];
     cg_self_path(self, sizeof(self));
-    /* already moved: its own cgroup is the leaf, its parent the base */
     size_t n = strlen(self);
     if (n >= 7 && strcmp(self + n - 7, "/aegisd") == 0) self[n - 7] = '\0';
     snprintf(out, len, "%s%s", root, self);
+}
+
+int cg_v2_delegate(const char *root, char *out, size_t len, char *err,
+                   size_t errlen) {
+    char leaf[600];
+    cg_v2_base(root, out, len);
     snprintf(leaf, sizeof(leaf), "%s/aegisd", out);
     return cg_mkdir(leaf, err, errlen) != 0 ||
                    cg_write(leaf, "cgroup.procs", "0", err, errlen) != 0 ||
@@ -164,6 +170,30 @@ int cg_job_create(const char *root, cg_version v, int64_t id, int attempt,
                  root && root[0] ? root : "(cgroup_root is empty)");
     if (rc != 0) cg_job_remove(out);
     return rc;
+}
+
+/* parent/aegis/job-ID.ATT into out when that folder exists, else "". */
+static void cg_find_dir(const char *parent, int64_t id, int attempt,
+                        char *out, size_t len) {
+    struct stat st;
+    snprintf(out, len, "%s/aegis/job-%lld.%d", parent, (long long)id,
+             attempt);
+    if (stat(out, &st) != 0 || !S_ISDIR(st.st_mode)) out[0] = '\0';
+}
+
+void cg_job_find(const char *root, int64_t id, int attempt, cg_job *out) {
+    char tree[512];
+    memset(out, 0, sizeof(*out));
+    cg_version v = cg_detect(root);
+    if (v == CG_V2) {
+        cg_v2_base(root, tree, sizeof(tree));
+        cg_find_dir(tree, id, attempt, out->memory, sizeof(out->memory));
+    } else if (v == CG_V1) {
+        snprintf(tree, sizeof(tree), "%s/memory", root);
+        cg_find_dir(tree, id, attempt, out->memory, sizeof(out->memory));
+        snprintf(tree, sizeof(tree), "%s/cpu", root);
+        cg_find_dir(tree, id, attempt, out->cpu, sizeof(out->cpu));
+    }
 }
 
 void cg_job_procs(const cg_job *cg, char *out, size_t len) {

@@ -58,6 +58,13 @@ int cg_job_create(const char *root, cg_version v, int64_t id, int attempt,
                   int cpus, double host_mem_mib, cg_job *out, char *err,
                   size_t errlen);
 
+/* The cgroup folders of attempt `attempt` of job id made before aegisd
+ * restarted (cg_job_create's names under root, or under the folder
+ * cg_v2_delegate() gives), those that exist; "" for the others. A
+ * re-adopted attempt gets them back, so that its kill for memory is told
+ * as such and its folders are removed at its end. */
+void cg_job_find(const char *root, int64_t id, int attempt, cg_job *out);
+
 /* The paths a job's process writes "0" to join its cgroup, as
  * "PATH[:PATH]" into out ("" when none). */
 void cg_job_procs(const cg_job *cg, char *out, size_t len);

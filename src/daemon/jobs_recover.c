@@ -47,6 +47,7 @@ static void d_job_load_attempt(d_daemon *d, d_job *job, json_t *att) {
     job->started = d_number(att, "started");
     job->seen = d_number(att, "seen");
     job->active = job->seen > 0;
+    cg_job_find(d->keys.cgroup_root, job->id, job->attempts, &job->cg);
 }
 
 /* Hands a running attempt back to the core. One it cannot take (its GPUs

@@ -4,7 +4,8 @@
 # 3): a job allocating more host RAM than --host-mem is killed by the
 # kernel and reported as over its host memory, not as a GPU OOM, and not
 # retried; a job within its limits runs in its own cgroup, which is gone
-# after it. Skipped (77) without root or a writable hierarchy.
+# after it; a job re-adopted after kill -9 of aegisd keeps being told and
+# cleaned up that way. Skipped (77) without root or a writable hierarchy.
 set -u; AEGISD=$1 AEGIS=$2 NVML=$3 FAKE=$4 CATALOG=$5 CASE=$6; source "$(dirname "$0")/e2e_lib.sh"
 
 needs_cgroups() {
@@ -35,6 +36,29 @@ assert d['attempts']==1 and d['host_mem_mib']==64 and d['cpus'] is None, d" ||
     "$AEGIS" log "$small" | grep -q "cpu:.*/aegis/job-$small.1$" ||
         fail "not in its cpu cgroup: $("$AEGIS" log "$small")"
     [ ! -e "/sys/fs/cgroup/memory/aegis/job-$small.1" ] || fail "cgroup left behind"
+}
+
+# kill -9 of aegisd while a limited job runs: the restarted aegisd takes
+# its cgroup back, so the job's kill for memory is told as such and its
+# folder is removed.
+case_cgroup_adopt() {
+    needs_cgroups
+    start
+    cd "$DIR/work"
+    hog=$("$AEGIS" submit --host-mem 64m -- /usr/bin/python3 -c '
+import os, time
+while not os.path.exists("go"): time.sleep(0.05)
+b = bytearray(400 << 20)') || fail submit
+    until_job "$hog" "assert d['state'] == 'running' and d.get('pid', 0) > 0"
+    kill -KILL "$(daemon_pid)"
+    wait_until "aegisd gone" eval '[ -z "$(daemon_pid)" ]'
+    start
+    until_job "$hog" "assert d['state'] == 'running'"
+    touch go
+    "$AEGIS" wait "$hog" > wait.txt && fail "the hog was not killed"
+    grep -q "over its host memory limit (64 MiB, --host-mem): killed by the kernel$" wait.txt ||
+        fail "wait after the restart: $(cat wait.txt)"
+    [ ! -e "/sys/fs/cgroup/memory/aegis/job-$hog.1" ] || fail "cgroup left behind"
 }
 
 e2e_run

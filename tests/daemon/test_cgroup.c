@@ -165,6 +165,38 @@ static void test_v1(void **state) {
     assert_true(cg_oom_killed(&cg));
 }
 
+/* After a restart: the folders an attempt's cgroup had, found again by
+ * its id and attempt (v1: both trees; v2: under aegisd's own cgroup, or
+ * its parent once aegisd moved into the leaf); none for another attempt. */
+static void test_find(void **state) {
+    (void)state;
+    char self[256], rel[400], want[600];
+    cg_job cg;
+    make("memory/memory.limit_in_bytes");
+    make("cpu/cpu.cfs_quota_us");
+    make("memory/aegis/job-9.1/");
+    make("cpu/aegis/job-9.1/");
+    make("memory/aegis/job-4.1/");
+    cg_job_find(root, 9, 1, &cg);
+    snprintf(want, sizeof(want), "%s/memory/aegis/job-9.1", root);
+    assert_string_equal(cg.memory, want);
+    snprintf(want, sizeof(want), "%s/cpu/aegis/job-9.1", root);
+    assert_string_equal(cg.cpu, want);
+    cg_job_find(root, 4, 1, &cg); /* a memory limit alone */
+    assert_string_not_equal(cg.memory, "");
+    assert_string_equal(cg.cpu, "");
+    cg_job_find(root, 9, 2, &cg);
+    assert_string_equal(cg.memory, "");
+    self_path(self, sizeof(self));
+    make("cgroup.controllers");
+    snprintf(rel, sizeof(rel), "%s/aegis/job-3.2/", self + (self[0] == '/'));
+    make(rel);
+    cg_job_find(root, 3, 2, &cg);
+    snprintf(want, sizeof(want), "%s%s/aegis/job-3.2", root, self);
+    assert_string_equal(cg.memory, want);
+    assert_string_equal(cg.cpu, "");
+}
+
 /* No hierarchy, or no limit asked: none made; a job asking one fails. */
 static void test_none(void **state) {
     (void)state;
@@ -186,6 +218,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_v2_delegate, setup, teardown),
         cmocka_unit_test_setup_teardown(test_v1, setup, teardown),
         cmocka_unit_test_setup_teardown(test_none, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_find, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
