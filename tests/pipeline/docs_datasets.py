@@ -1,7 +1,9 @@
 """The examples of docs/pipelines.md's Datasets section, run as written:
 its first shell block (with `aegis dataset watch` stopped after one scan)
 in a scratch home, then its Python block over a training set of that
-dataset, which must read every sample of it.
+dataset, which must read every sample of it; and the example of its
+section "The embedding command" with a linear model over that dataset,
+which must write one row of the model's outputs per key.
 
 usage: docs_datasets.py AEGIS DOCS_PIPELINES_MD (PYTHONPATH names python/)
 """
@@ -63,7 +65,28 @@ def main():
         done = subprocess.run([sys.executable, "-c", script], env=env,
                               capture_output=True, text=True)
         assert done.returncode == 0, done.stderr
-    print("docs/pipelines.md Datasets examples: ok")
+        run_embedding(doc, dataset, trainset, home)
+    print("docs/pipelines.md Datasets and embedding examples: ok")
+
+
+def run_embedding(doc, dataset, keys, home):
+    """The embedding section's example, as an embedding job runs it."""
+    import numpy as np
+    import torch
+    import aegis_pipeline
+    python = [b for lang, b in section_blocks(doc, "The embedding command")
+              if lang == "python"][0]
+    first = aegis_pipeline.Dataset(dataset).bytes(0)
+    dim = len(aegis_pipeline.Dataset(dataset).default_parser()(first))
+    model, out = os.path.join(home, "0.model"), os.path.join(home, "0.out")
+    torch.save(torch.nn.Linear(dim, 3).state_dict(), model)
+    env = dict(os.environ, AEGIS_EMBED_KEYS=keys, AEGIS_MODEL=model,
+               AEGIS_EMBED_OUT=out, AEGIS_DATASET=dataset)
+    done = subprocess.run([sys.executable, "-c", python], env=env,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    rows = np.fromfile(out, "<f4")
+    assert rows.size == 3 * len(range(0, 20000, 7)), rows.size
 
 
 if __name__ == "__main__":
