@@ -382,7 +382,10 @@ static void track_launch(replay *r, const core_launch *l) {
     *p = (job_progress){.work = work_of(r, (int32_t)l->job_id), .mig = l->mig,
                         .share = (uint8_t)l->share[0],
                         .ngpus = (uint8_t)l->num_gpus};
-    for (int k = 0; k < l->num_gpus; k++) p->gpus[k] = (uint8_t)l->gpus[k];
+    /* the core gives at most CORE_MAX_JOB_GPUS; said again for GCC's
+     * -O2 range analysis, which otherwise warns of an overflow */
+    for (int k = 0; k < l->num_gpus && k < CORE_MAX_JOB_GPUS; k++)
+        p->gpus[k] = (uint8_t)l->gpus[k];
 }
 
 static int start_launch(replay *r, const core_launch *l, double t) {
