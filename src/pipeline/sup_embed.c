@@ -17,7 +17,6 @@
 #include "supervisor.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -30,6 +29,10 @@
 #include "trainset.h"
 
 #define EMB_MAGIC "AEGEMB1"
+
+/* The widest embedding a command may write (floats a row): bounds what a
+ * broken command can make the supervisor read. */
+#define EMB_MAX_DIM 65536
 
 /* K.emb's header; the rows (n x dim float32) follow. dim 0: failed. */
 typedef struct emb_head {
@@ -67,25 +70,33 @@ static uint32_t emb_crc(const uint64_t *keys, size_t n) {
 static int emb_slurp(const char *path, unsigned char **data, size_t *size) {
     FILE *f = fopen(path, "rb");
     struct stat st;
-    if (!f) return -1;
     *data = NULL;
+    if (!f) return -1;
     if (fstat(fileno(f), &st) == 0 && (*data = malloc(st.st_size + 1)))
         *size = fread(*data, 1, (size_t)st.st_size, f);
     int failed = !*data || ferror(f);
     fclose(f);
     if (failed) {
         free(*data);
+        *data = NULL;
         errno = errno ? errno : EIO;
     }
     return failed ? -1 : 0;
 }
 
-/* The answer kept for ask a: 0 with *out and *dim (dim 0: it failed), or
- * 1 when none is kept for these keys and this model. */
-static int emb_load(const emb_ask *a, float **out, size_t *dim) {
+/* The answer kept for ask a: 0 with *out and *dim (dim 0: it failed), 1
+ * when none is kept, or -1 with err when the one kept is for other keys
+ * or another model, or unreadable: asked the same again, a run must
+ * answer the same, and cannot here. */
+static int emb_load(const emb_ask *a, float **out, size_t *dim, char *err,
+                    size_t errlen) {
     unsigned char *data;
     size_t size;
-    if (emb_slurp(a->kept, &data, &size) != 0) return 1;
+    if (emb_slurp(a->kept, &data, &size) != 0) {
+        if (errno == ENOENT) return 1;
+        snprintf(err, errlen, "%s: %s", a->kept, strerror(errno));
+        return -1;
+    }
     emb_head h;
     int found = size >= sizeof(h);
     if (found) memcpy(&h, data, sizeof(h));
@@ -96,11 +107,15 @@ static int emb_load(const emb_ask *a, float **out, size_t *dim) {
     if (found) {
         *dim = h.dim;
         *out = malloc(h.n * h.dim * sizeof(float) + 1);
-        found = *out != NULL;
-        if (found) memcpy(*out, data + sizeof(h), h.n * h.dim * sizeof(float));
+        if (*out) memcpy(*out, data + sizeof(h), h.n * h.dim * sizeof(float));
     }
     free(data);
-    return found ? 0 : 1;
+    if (found && *out) return 0;
+    snprintf(err, errlen, "%s: %s", a->kept, found ? "out of memory"
+             : "kept for other samples or another model than this run asks "
+               "(the dataset or the trigger changed?); remove the "
+               "pipeline's embeddings folder to embed again");
+    return -1;
 }
 
 /* Keeps the answer (dim 0: failed) in K.emb, synced, through a rename.
@@ -125,32 +140,39 @@ static int emb_keep(const emb_ask *a, const float *rows, size_t dim,
     return 0;
 }
 
-/* The command's output: n rows of float32, all finite. 0 with *rows and
- * *dim, or -1 with why. */
+/* The command's output: n rows of float32, all finite, at most
+ * EMB_MAX_DIM wide. 0 with *rows and *dim, or -1 with why. */
 static int emb_read_output(const emb_ask *a, float **rows, size_t *dim,
                            char *why, size_t whylen) {
-    unsigned char *data;
-    size_t size;
-    if (emb_slurp(a->out, &data, &size) != 0) {
+    struct stat st;
+    size_t row = a->n * sizeof(float);
+    if (stat(a->out, &st) != 0) {
         snprintf(why, whylen, "%s: %s", a->out, strerror(errno));
         return -1;
     }
-    size_t row = a->n * sizeof(float);
-    if (size == 0 || size % row != 0) {
-        snprintf(why, whylen, "%s: %zu bytes is not %zu rows of float32",
-                 a->out, size, a->n);
-        free(data);
+    if (st.st_size == 0 || (size_t)st.st_size % row != 0 ||
+        (size_t)st.st_size / row > EMB_MAX_DIM) {
+        snprintf(why, whylen, "%s: %lld bytes is not %zu rows of 1 to %d "
+                 "float32", a->out, (long long)st.st_size, a->n, EMB_MAX_DIM);
         return -1;
     }
-    *dim = size / row;
-    *rows = (float *)data;
-    for (size_t i = 0; i < a->n * *dim; i++)
-        if (!isfinite((*rows)[i])) {
-            snprintf(why, whylen, "%s: row %zu holds %g", a->out, i / *dim,
-                     (double)(*rows)[i]);
+    unsigned char *data;
+    size_t size;
+    if (emb_slurp(a->out, &data, &size) != 0 || size != (size_t)st.st_size) {
+        snprintf(why, whylen, "%s: changed or unreadable while read", a->out);
+        if (data) free(data);
+        return -1;
+    }
+    const float *got = (const float *)data;
+    for (size_t i = 0; i < size / sizeof(float); i++)
+        if (!isfinite(got[i])) {
+            snprintf(why, whylen, "%s: row %zu holds %g", a->out,
+                     i / (size / row), (double)got[i]);
             free(data);
             return -1;
         }
+    *dim = size / row;
+    *rows = (float *)data;
     return 0;
 }
 
@@ -181,8 +203,10 @@ static void emb_env(const sup *s, const emb_ask *a) {
     snprintf(path, sizeof(path), "%s/datasets/%s", s->state, s->cfg.dataset);
     setenv("AEGIS_DATASET", path, 1);
     setenv("AEGIS_PIPELINE", s->cfg.name, 1);
-    const char *training_only[] = {"AEGIS_TRAINSET", "AEGIS_MODEL_OUT",
-                                   "AEGIS_PREV_MODEL", "AEGIS_TRIGGER"};
+    const char *training_only[] = {
+        "AEGIS_TRAINSET", "AEGIS_MODEL_OUT", "AEGIS_PREV_MODEL",
+        "AEGIS_TRIGGER", "AEGIS_EPOCHS_PER_TRIGGER", "AEGIS_BATCH_SIZE",
+        "AEGIS_SEED"};
     for (size_t i = 0; i < sizeof(training_only) / sizeof(*training_only); i++)
         unsetenv(training_only[i]);
 }
@@ -191,9 +215,15 @@ static void emb_env(const sup *s, const emb_ask *a) {
  * end state into state. 0, or -1 with err (aegisd failed). */
 static int emb_job(sup *s, const emb_ask *a, char *state, size_t size,
                    char *err, size_t errlen) {
+    /* the folder's name: a replay's (NAME.replay) are its own */
     char name[128];
-    snprintf(name, sizeof(name), "%s:e%u", s->cfg.name, a->k);
+    snprintf(name, sizeof(name), "%s:e%u", strrchr(s->dir, '/') + 1, a->k);
     int64_t id = sup_find_job(s, name);
+    if (id == 0 && access(a->model_path, R_OK) != 0) {
+        snprintf(err, errlen, "embedding %u: model %s: %s", a->k,
+                 a->model_path, strerror(errno));
+        return -1;
+    }
     if (id == 0) {
         if (emb_write_keys(a, err, errlen) != 0) return -1;
         unlink(a->out);
@@ -267,7 +297,7 @@ int sup_embed(void *ctx, const uint64_t *keys, size_t n, float **out,
     sup_file(s, "embeddings", "tset", a.k, a.tset, sizeof(a.tset));
     sup_file(s, "embeddings", "out", a.k, a.out, sizeof(a.out));
     sup_file(s, "embeddings", "emb", a.k, a.kept, sizeof(a.kept));
-    int rc = emb_load(&a, out, dim);
+    int rc = emb_load(&a, out, dim, err, errlen);
     if (rc == 1) rc = emb_run(s, &a, out, dim, err, errlen);
     free(own);
     if (rc == 0 && *dim == 0) {

@@ -13,8 +13,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli.h"
-#include "client.h"
 #include "submit.h"
 
 void sup_file(const sup *s, const char *sub, const char *ext, uint32_t n,
@@ -36,10 +34,16 @@ static int64_t sup_parent(const sup *s, uint32_t n) {
 }
 
 int64_t sup_newest_model(const sup *s, char *path, size_t size) {
-    int64_t newest = sup_parent(s, s->nfires);
-    if (newest >= 0) sup_file(s, "models", "model", (uint32_t)newest, path,
-                              size);
-    return newest;
+    /* dropped ones too: one dropped after a restart's log was written
+     * was the newest when it was asked for (sup_embed.c keeps what it
+     * answered then) */
+    for (uint32_t k = s->nfires; k-- > 0;) {
+        const pl_trig *t = sup_trig(s, k);
+        if (!t || strcmp(t->state, "done") != 0) continue;
+        sup_file(s, "models", "model", k, path, size);
+        return k;
+    }
+    return -1;
 }
 
 /* The trigger whose model trigger n's training starts from: the newest

@@ -94,8 +94,9 @@ bool sup_done(const sup *s);
  * embedding's files ("embeddings"). */
 void sup_file(const sup *s, const char *sub, const char *ext, uint32_t n,
               char *buf, size_t size);
-/* The newest kept model of the fires so far: its trigger and its path,
- * or -1 when there is none. */
+/* The newest model of the fires so far (kept, or dropped by
+ * model_storage.keep_last since): its trigger and its path, or -1 when
+ * there is none. */
 int64_t sup_newest_model(const sup *s, char *path, size_t size);
 
 /* sup_embed.c */

@@ -405,8 +405,11 @@ PY
 
 # A drift trigger on a model's embeddings (tests/pipeline/embed_stand_in.py
 # embeds, drifting from key 40): its embedding jobs run through aegisd
-# with trigger 0's model, and kill -9 of the supervisor while one runs
-# neither runs an embedding twice nor moves the fire after the drift.
+# with trigger 0's model; kill -9 of the supervisor while one runs
+# neither runs an embedding twice nor moves the fire after the drift; an
+# embedding holding NaN votes no drift; and a second start, once trigger
+# 0's model is removed (keep_last 1), decides the same from the kept
+# answers and runs nothing.
 case_embed() {
     start
     export PYTHONPATH=$HERE/../../python
@@ -422,8 +425,10 @@ trigger:
 selection_strategy: {name: NewDataStrategy, tail_triggers: 0}
 training: {command: sh $HERE/train_stand_in.sh}
 embedding: {command: [/usr/bin/python3, $HERE/embed_stand_in.py]}
+model_storage: {keep_last: 1}
 YAML
     start_pipeline p.yaml
+    : > "$DIR/nan.1"
     add_samples tiny 20     # fires at 10 (the first detection), embeds at 20
     until_file "$DIR/embedded.0"
     mkdir "$DIR/hold_embed.2"
@@ -439,6 +444,14 @@ if j['name'].startswith('p:')); assert n == ['p:e0', 'p:e1', 'p:e2', 'p:e3', \
 'p:t0', 'p:t1'], n" || fail "not one job per embedding and training"
     "$AEGIS" pipeline log p | grep -q "trigger 1: fired after 50 samples" ||
         fail "trigger 1 did not fire at the drift: $("$AEGIS" pipeline log p)"
+    "$AEGIS" pipeline log p | grep -q "embedding 1: .*holds nan; this detection point votes no drift" ||
+        fail "the NaN embedding was not refused: $("$AEGIS" pipeline log p)"
+    [ ! -e "$AEGIS_STATE_HOME/pipelines/p/models/0.model" ] || fail "model 0 kept"
+    start_pipeline p.yaml
+    until_job "$SUP" "assert d['state'] == 'done'"
+    "$AEGIS" ls --json --all | pyjson "n = [j['name'] for j in d \
+if j['name'].startswith('p:')]; assert len(n) == 6, n" ||
+        fail "the second start ran jobs again"
 }
 
 # The example pipeline of docs/pipelines.md, started as the page says.

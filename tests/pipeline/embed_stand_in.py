@@ -6,7 +6,8 @@ is (k % 10 / 10, k * 3 % 10 / 10), moved by 5 in its first value from key
 window 40-49 drifts. Says which embedding it made with which model in
 $DIR/embeds (DIR: the folder above its working directory) and then in
 $DIR/embedded.K; while $DIR/hold_embed.K exists it waits for its
-removal, having said so in $DIR/embed_holding.K.
+removal, having said so in $DIR/embed_holding.K. When $DIR/nan.K exists
+its first row holds NaN, which the supervisor must refuse.
 """
 import os
 import time
@@ -25,6 +26,8 @@ keys = aegis_pipeline.read_trainset(os.environ["AEGIS_EMBED_KEYS"])[0]
 keys = keys.astype(np.int64)
 rows = np.stack([keys % 10 / 10 + np.where(keys >= 40, 5.0, 0.0),
                  keys * 3 % 10 / 10], axis=1)
+if os.path.exists(os.path.join(top, f"nan.{k}")):
+    rows[0, 0] = np.nan
 aegis_pipeline.save_embeddings(rows)
 model = os.path.basename(os.environ["AEGIS_MODEL"])
 with open(os.path.join(top, "embeds"), "a") as f:
