@@ -24,26 +24,30 @@ static const pl_trig *sup_trig(const sup *s, uint32_t n) {
     return n < s->log.ntrigs ? &s->log.trigs[n] : NULL;
 }
 
-/* The newest trigger before n whose model is kept; -1: none. */
-static int64_t sup_parent(const sup *s, uint32_t n) {
+/* The newest trigger before n that trained a model, kept or also one
+ * model_storage.keep_last dropped since; -1: none. */
+static int64_t sup_newest_done(const sup *s, uint32_t n, bool or_dropped) {
     for (uint32_t k = n; k-- > 0;) {
         const pl_trig *t = sup_trig(s, k);
-        if (t && strcmp(t->state, "done") == 0 && !t->dropped) return k;
+        if (t && strcmp(t->state, "done") == 0 && (or_dropped || !t->dropped))
+            return k;
     }
     return -1;
+}
+
+/* The newest trigger before n whose model is kept; -1: none. */
+static int64_t sup_parent(const sup *s, uint32_t n) {
+    return sup_newest_done(s, n, false);
 }
 
 int64_t sup_newest_model(const sup *s, char *path, size_t size) {
     /* dropped ones too: one dropped after a restart's log was written
      * was the newest when it was asked for (sup_embed.c keeps what it
      * answered then) */
-    for (uint32_t k = s->nfires; k-- > 0;) {
-        const pl_trig *t = sup_trig(s, k);
-        if (!t || strcmp(t->state, "done") != 0) continue;
-        sup_file(s, "models", "model", k, path, size);
-        return k;
-    }
-    return -1;
+    int64_t newest = sup_newest_done(s, s->nfires, true);
+    if (newest >= 0)
+        sup_file(s, "models", "model", (uint32_t)newest, path, size);
+    return newest;
 }
 
 /* The trigger whose model trigger n's training starts from: the newest
