@@ -32,6 +32,16 @@ save_embeddings writes one row per sample, in the keys' order:
     samples = TrainingSet(os.environ["AEGIS_EMBED_KEYS"], shuffle=False,
                           weights=False)
     save_embeddings(np.stack([embed(x) for x, _ in samples]))
+
+A pipeline's evaluation job gets AEGIS_EVAL_KEYS, the samples to predict,
+AEGIS_MODEL, the model to evaluate, and AEGIS_EVAL_OUT, where
+save_predictions writes each sample's key with its predicted label or its
+scores, one per class (aegis computes the metrics from them):
+
+    samples = TrainingSet(os.environ["AEGIS_EVAL_KEYS"], shuffle=False,
+                          weights=False)
+    save_predictions(samples.keys, scores=np.stack([model(x) for x, _ in
+                                                    samples]))
 """
 import json
 import mmap
@@ -42,7 +52,7 @@ import zlib
 import numpy as np
 
 __all__ = ["Dataset", "TrainingSet", "read_trainset", "save_embeddings",
-           "SAMPLE_DTYPE"]
+           "save_predictions", "SAMPLE_DTYPE"]
 
 # pl_sample (src/pipeline/sample.h), the key log's record.
 SAMPLE_DTYPE = np.dtype([("key", "<u8"), ("ts", "<i8"), ("label", "<i8"),
@@ -56,6 +66,7 @@ _BLOCK = struct.Struct("<IIIIQQII")   # pl_block_head (keylog.h)
 _BLOCK_MAGIC = 0x314B4241
 _FILE_ENTRY = struct.Struct("<III")   # crc, index, len (filetab.h)
 _TRAINSET_HEADER = struct.Struct("<8sQQII")
+_PRED_HEADER = struct.Struct("<8sQII")  # eval.h: magic, count, width, 0
 
 
 _RUN = struct.Struct("<QqII")         # pl_run_head (keylog.h)
@@ -336,7 +347,43 @@ def save_embeddings(rows, path=None):
     if rows.ndim != 2 or rows.shape[1] < 1:
         raise ValueError(f"embeddings: expected rows of numbers, got shape "
                          f"{rows.shape}")
-    path = path or os.environ["AEGIS_EMBED_OUT"]
+    _replace_whole(path or os.environ["AEGIS_EMBED_OUT"], [rows.tobytes()])
+
+
+def _replace_whole(path, chunks):
+    """Writes chunks to path through a temporary name: whole or not at
+    all."""
     with open(path + ".tmp", "wb") as f:
-        f.write(rows.tobytes())
+        for chunk in chunks:
+            f.write(chunk)
     os.replace(path + ".tmp", path)
+
+
+def save_predictions(keys, labels=None, scores=None, path=None):
+    """Writes an evaluation job's answer (src/pipeline/eval.h's binary
+    format) to path (default $AEGIS_EVAL_OUT): for each key, its predicted
+    label (labels: whole numbers) or its scores, one per class (scores:
+    one row per key, 2 or more columns; top-n accuracy and ROC-AUC need
+    them). Give one of labels and scores."""
+    keys = np.ascontiguousarray(keys, dtype="<u8")
+    if (labels is None) == (scores is None):
+        raise ValueError("predictions: give labels or scores, not both")
+    if labels is not None:
+        width = 0
+        rows = np.zeros(len(keys), dtype=[("key", "<u8"), ("label", "<i8")])
+        rows["label"] = np.asarray(labels, dtype="<i8").reshape(-1)
+    else:
+        scores = np.asarray(scores, dtype="<f4")
+        if scores.ndim != 2 or scores.shape[1] < 2:
+            raise ValueError(f"predictions: expected one row of 2 or more "
+                             f"scores per key, got shape {scores.shape}")
+        width = scores.shape[1]
+        rows = np.zeros(len(keys), dtype=[("key", "<u8"),
+                                          ("score", "<f4", (width,))])
+        rows["score"] = scores
+    if len(rows) != len(keys):
+        raise ValueError(f"predictions: {len(keys)} keys, {len(rows)} rows")
+    rows["key"] = keys
+    header = _PRED_HEADER.pack(b"AEGPRED1", len(keys), width, 0)
+    _replace_whole(path or os.environ["AEGIS_EVAL_OUT"],
+                   [header, rows.tobytes()])

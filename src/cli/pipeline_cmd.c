@@ -30,11 +30,13 @@ static const char help[] =
 "SYNOPSIS\n"
 "    aegis pipeline start FILE.yaml\n"
 "    aegis pipeline ls [--json]\n"
-"    aegis pipeline show NAME [--json]\n"
+"    aegis pipeline show NAME [--json] [--eval]\n"
 "    aegis pipeline stop NAME [--cancel-training]\n"
 "    aegis pipeline log NAME\n"
 "    aegis pipeline models NAME [--json]\n"
 "    aegis pipeline replay FILE.yaml --from T --to T\n"
+"    aegis pipeline compare NAME... [--json] [--svg FILE] [--handler H]\n"
+"                           [--metric M]\n"
 "\n"
 "DESCRIPTION\n"
 "    A pipeline (FILE.yaml, Modyn's section names: pipeline, data,\n"
@@ -50,7 +52,8 @@ static const char help[] =
 "            4 s ... at most 5 times an hour; it carries on where its\n"
 "            trigger log says, training no trigger twice.\n"
 "    ls      your pipelines running: supervisor job, triggers, trained\n"
-"    show    one pipeline's triggers: after which sample, job, state\n"
+"    show    one pipeline's triggers: after which sample, job, state;\n"
+"            with --eval, each model's evaluation results instead\n"
 "    stop    ends the supervisor; the training running finishes and its\n"
 "            model is kept, unless --cancel-training\n"
 "    log     the supervisor's output (aegis log of its job)\n"
@@ -59,11 +62,22 @@ static const char help[] =
 "    replay  runs the pipeline over the samples already registered with\n"
 "            timestamps in [T, T), in timestamp order, as fast as its\n"
 "            trainings go, as pipeline NAME.replay, and waits for it\n"
+"    compare pipelines side by side: each one's composite model (every\n"
+"            evaluation window judged by the model that served it:\n"
+"            active, or in training then), trainings, samples trained\n"
+"            on, GPU-hours and energy; --svg draws the composite model\n"
+"            over time with each pipeline's trainings marked\n"
 "\n"
 "OPTIONS\n"
 "    --json             one JSON object per line\n"
 "    --cancel-training  stop: cancel the training job running too\n"
 "    --from T, --to T   replay: Unix times, seconds\n"
+"    --eval             show: the evaluation results\n"
+"    --svg FILE         compare: draw the composite models into FILE\n"
+"    --handler H        compare: the evaluation handler of the table and\n"
+"                       drawing (default: the first with results)\n"
+"    --metric M         compare: its metric, as results name it\n"
+"                       (Accuracy, Top-3-Accuracy, F1-macro, RocAuc...)\n"
 "    --socket PATH      aegisd's socket ($AEGIS_SOCKET, else\n"
 "                       " CLIENT_DEFAULT_SOCKET ")\n"
 "    --help             this text\n"
@@ -80,8 +94,9 @@ static const char help[] =
 
 typedef struct pl_opts {
     const char *socket;
-    bool json, cancel_training;
+    bool json, cancel_training, eval;
     const char *from, *to;
+    const char *svg, *handler, *metric;
     int first;          /* argv index of the first operand */
 } pl_opts;
 
@@ -93,6 +108,10 @@ static int pl_parse(int argc, char **argv, pl_opts *o, int *n) {
         {"cancel-training", no_argument, NULL, 'c'},
         {"from", required_argument, NULL, 'f'},
         {"to", required_argument, NULL, 't'},
+        {"eval", no_argument, NULL, 'e'},
+        {"svg", required_argument, NULL, 'g'},
+        {"handler", required_argument, NULL, 'H'},
+        {"metric", required_argument, NULL, 'm'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     memset(o, 0, sizeof(*o));
@@ -105,6 +124,10 @@ static int pl_parse(int argc, char **argv, pl_opts *o, int *n) {
         case 'c': o->cancel_training = true; break;
         case 'f': o->from = optarg; break;
         case 't': o->to = optarg; break;
+        case 'e': o->eval = true; break;
+        case 'g': o->svg = optarg; break;
+        case 'H': o->handler = optarg; break;
+        case 'm': o->metric = optarg; break;
         case 'h': fputs(help, stdout); return -1;
         default: return CLI_USAGE;
         }
@@ -301,12 +324,18 @@ static int pl_log(const pl_opts *o, const char *name) {
     return cli_log(4, args);
 }
 
+static int pl_compare(const pl_opts *o, char **names, int n) {
+    pv_compare_opts c = {.socket = o->socket, .json = o->json, .svg = o->svg,
+                         .handler = o->handler, .metric = o->metric};
+    return pv_compare(&c, names, n);
+}
+
 int cli_pipeline(int argc, char **argv) {
     static const struct {
         const char *name;
-        int operands;
+        int operands;       /* -1: one or more */
     } subs[] = {{"start", 1}, {"ls", 0}, {"show", 1}, {"stop", 1},
-                {"log", 1}, {"models", 1}, {"replay", 1}};
+                {"log", 1}, {"models", 1}, {"replay", 1}, {"compare", -1}};
     const char *sub = argc >= 2 ? argv[1] : "";
     if (strcmp(sub, "--help") == 0 || strcmp(sub, "-h") == 0) {
         fputs(help, stdout);
@@ -319,9 +348,9 @@ int cli_pipeline(int argc, char **argv) {
         k++;
     if (k == sizeof(subs) / sizeof(*subs) || (rc = pl_parse(argc, argv, &o,
                                                            &n)) > 0 ||
-        (rc == 0 && n != subs[k].operands)) {
-        fputs("usage: aegis pipeline start|ls|show|stop|log|models|replay "
-              "... (try 'aegis pipeline --help')\n", stderr);
+        (rc == 0 && (subs[k].operands < 0 ? n < 1 : n != subs[k].operands))) {
+        fputs("usage: aegis pipeline start|ls|show|stop|log|models|replay|"
+              "compare ... (try 'aegis pipeline --help')\n", stderr);
         return CLI_USAGE;
     }
     if (rc < 0) return CLI_OK;
@@ -329,10 +358,12 @@ int cli_pipeline(int argc, char **argv) {
     switch (k) {
     case 0: return pl_start(&o, argv);
     case 1: return pv_ls(o.socket, o.json);
-    case 2: return pv_show(o.socket, arg, o.json);
+    case 2: return o.eval ? pv_eval(arg, o.json)
+                          : pv_show(o.socket, arg, o.json);
     case 3: return pl_stop(&o, arg);
     case 4: return pl_log(&o, arg);
     case 5: return pv_models(arg, o.json);
-    default: return pl_replay(&o, argv);
+    case 6: return pl_replay(&o, argv);
+    default: return pl_compare(&o, argv + o.first, n);
     }
 }

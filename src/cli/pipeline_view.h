@@ -23,4 +23,19 @@ int pv_ls(const char *socket, bool json);
 int pv_show(const char *socket, const char *name, bool json);
 int pv_models(const char *name, bool json);
 
+/* pipeline_eval.c: a pipeline's kept evaluations (its folder's
+ * evals/N.E.json), in model order; `show NAME --eval` prints them. */
+json_t *pv_eval_load(const char *dir);
+int pv_eval(const char *name, bool json);
+
+/* pipeline_compare.c: `compare`. */
+typedef struct pv_compare_opts {
+    const char *socket;
+    bool json;
+    const char *svg;            /* draw into this file; NULL: no drawing */
+    const char *handler;        /* the table's (NULL: the first found) */
+    const char *metric;         /*   and metric */
+} pv_compare_opts;
+int pv_compare(const pv_compare_opts *o, char **names, int n);
+
 #endif

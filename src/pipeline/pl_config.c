@@ -145,8 +145,7 @@ int plcfg_enum(const json_t *obj, const char *path, const char *key,
     return plcfg_fail(err, errlen, path, key, "'%s' is not one of %s", s, list);
 }
 
-/* Seconds in one of Modyn's time units, 0 for an unknown unit. */
-static int64_t unit_seconds(char unit)
+int64_t plcfg_unit_seconds(char unit)
 {
     switch (unit) {
     case 's': return 1;
@@ -170,7 +169,7 @@ int plcfg_duration(const json_t *obj, const char *path, const char *key,
         return 0;
     size_t len = strlen(s);
     size_t digits = strspn(s, "0123456789");
-    int64_t unit = len ? unit_seconds(s[len - 1]) : 0;
+    int64_t unit = len ? plcfg_unit_seconds(s[len - 1]) : 0;
     if (len < 2 || digits != len - 1 || digits > 12 || unit == 0)
         return plcfg_fail(err, errlen, path, key,
                           "'%s' is not <integer><unit> with unit s, m, h, d, w or y", s);

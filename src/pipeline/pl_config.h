@@ -59,6 +59,10 @@ int plcfg_enum(const json_t *obj, const char *path, const char *key,
                const char *const *names, int def, int *out,
                char *err, size_t errlen);
 
+/* Seconds in one of Modyn's time units (s, m, h, d, w, y: 365 days), 0
+ * for an unknown unit. */
+int64_t plcfg_unit_seconds(char unit);
+
 /* Modyn's duration strings, "<int><unit>" with unit s, m, h, d, w or y
  * (a year is 365 days), into seconds; def when absent. */
 int plcfg_duration(const json_t *obj, const char *path, const char *key,

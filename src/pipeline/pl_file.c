@@ -31,8 +31,7 @@ static const pl_key top_keys[] = {
     {"selection_strategy", 'o', NULL}, {"training", 'o', NULL},
     {"model_storage", 'o', NULL}, {"embedding", 'o', NULL},
     {"model", '-', "your training command builds its model"},
-    {"evaluation", '-', "not supported yet: evaluate in your training "
-                        "command"},
+    {"evaluation", 'o', NULL},
     {NULL, 0, NULL}};
 static const pl_key pipeline_keys[] = {
     {"name", 's', NULL}, {"description", 's', NULL}, {"version", 'a', NULL},
@@ -65,6 +64,14 @@ static const pl_key training_keys[] = {
     {"grad_scaler_config", '-', modyn_training}, {NULL, 0, NULL}};
 static const pl_key embedding_keys[] = {
     {"command", 'c', NULL}, {"gpus", 'i', NULL}, {"mem", 'm', NULL},
+    {NULL, 0, NULL}};
+static const pl_key evaluation_keys[] = {
+    {"command", 'c', NULL}, {"gpus", 'i', NULL}, {"mem", 'm', NULL},
+    {"handlers", 'a', NULL}, {"datasets", 'a', NULL},
+    {"device", '-', "aegisd places the job: give gpus and mem"},
+    {"after_training_evaluation_workers", '-', "one job a model"},
+    {"after_pipeline_evaluation_workers", '-', "one job a model"},
+    {"result_writers", '-', "aegis keeps the results with the pipeline"},
     {NULL, 0, NULL}};
 static const pl_key storage_keys[] = {
     {"keep_last", 'i', NULL},
@@ -285,19 +292,20 @@ static int pl_read_training(pl_file *cfg, bool warn, char *err,
     return 0;
 }
 
-/* The embedding section, when the file has one. */
-static int pl_read_embedding(pl_file *cfg, bool warn, char *err,
-                             size_t errlen) {
-    pl_embedding *e = &cfg->embedding;
-    e->mem_mib = -1;
-    if (!json_object_get(cfg->doc.root, "embedding")) return 0;
-    json_t *t = pl_section(cfg, "embedding", embedding_keys, false, warn, err,
-                           errlen);
+/* Section name (embedding, evaluation), when the file has one: its
+ * command and resources. */
+static int pl_read_job_section(pl_file *cfg, const char *name,
+                               const pl_key *keys, pl_job_section *out,
+                               bool warn, char *err, size_t errlen) {
+    out->mem_mib = -1;
+    if (!json_object_get(cfg->doc.root, name)) return 0;
+    json_t *t = pl_section(cfg, name, keys, false, warn, err, errlen);
+    out->section = t;
     return !t ||
-           pl_read_command(cfg, t, "embedding", &e->command, err, errlen) ||
-           pl_read_memory(cfg, t, "embedding", &e->mem_mib, err, errlen) ||
-           pl_long(cfg, t, "embedding", "gpus", 1, 64, 1, &e->gpus, err,
-                   errlen) ? -1 : 0;
+           pl_read_command(cfg, t, name, &out->command, err, errlen) ||
+           pl_read_memory(cfg, t, name, &out->mem_mib, err, errlen) ||
+           pl_long(cfg, t, name, "gpus", 1, 64, 1, &out->gpus, err, errlen)
+               ? -1 : 0;
 }
 
 int pl_file_load(const char *path, bool warn, pl_file *cfg, char *err,
@@ -309,7 +317,10 @@ int pl_file_load(const char *path, bool warn, pl_file *cfg, char *err,
                       errlen) ||
         pl_read_pipeline(cfg, warn, err, errlen) ||
         pl_read_training(cfg, warn, err, errlen) ||
-        pl_read_embedding(cfg, warn, err, errlen) ||
+        pl_read_job_section(cfg, "embedding", embedding_keys,
+                            &cfg->embedding, warn, err, errlen) ||
+        pl_read_job_section(cfg, "evaluation", evaluation_keys,
+                            &cfg->evaluation, warn, err, errlen) ||
         !(cfg->trigger = pl_section(cfg, "trigger", NULL, true, warn, err,
                                     errlen)) ||
         !(cfg->selection = pl_section(cfg, "selection_strategy", NULL, true,
@@ -327,6 +338,7 @@ int pl_file_load(const char *path, bool warn, pl_file *cfg, char *err,
 void pl_file_free(pl_file *cfg) {
     json_decref(cfg->command);
     json_decref(cfg->embedding.command);
+    json_decref(cfg->evaluation.command);
     pl_yaml_free(&cfg->doc);
     memset(cfg, 0, sizeof(*cfg));
 }

@@ -23,15 +23,19 @@
  * after it: PROTO_MAX_PIPELINE). */
 #define PL_NAME_MAX 40
 
-/* The embedding section (aegis's own): the command a drift trigger's
- * windows are embedded by, run as an aegis job with the newest model
- * (sup_embed.c), and its resources. */
-typedef struct pl_embedding {
-    json_t *command;            /* embedding.command as argv; NULL: the
-                                   file has no embedding section */
-    long gpus;                  /* embedding.gpus (1) */
-    double mem_mib;             /* embedding.mem; < 0 none */
-} pl_embedding;
+/* A section that names a command aegis runs as a job with a model
+ * (aegis's own keys): the embedding section's, whose command a drift
+ * trigger's windows are embedded by (sup_embed.c), and the evaluation
+ * section's, whose command writes a model's predictions (sup_eval.c). */
+typedef struct pl_job_section {
+    json_t *command;            /* SECTION.command as argv; NULL: the file
+                                   has no such section */
+    long gpus;                  /* SECTION.gpus (1) */
+    double mem_mib;             /* SECTION.mem; < 0 none */
+    json_t *section;            /* the section (borrowed from doc): the
+                                   evaluation's handlers and datasets are
+                                   read by eval.h */
+} pl_job_section;
 
 typedef struct pl_file {
     pl_yaml doc;                /* the file (owns what the pointers below
@@ -53,7 +57,8 @@ typedef struct pl_file {
                                    none */
     long mps_threads_pct;       /* training.mps_threads_pct (0: none) */
     long keep_models;           /* model_storage.keep_last (0: all) */
-    pl_embedding embedding;     /* drift on a model's embeddings */
+    pl_job_section embedding;   /* drift on a model's embeddings */
+    pl_job_section evaluation;  /* the models judged */
 } pl_file;
 
 /* Reads and checks the file at path. 0, or -1 with "FILE:LINE: KEY: what

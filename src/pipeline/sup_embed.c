@@ -193,61 +193,44 @@ static int emb_write_keys(const emb_ask *a, char *err, size_t errlen) {
     return rc;
 }
 
-/* What the embedding job finds in its environment (docs/pipelines.md,
- * "The embedding command"). */
-static void emb_env(const sup *s, const emb_ask *a) {
+/* A new embedding job's inputs: its keys, and what it finds in its
+ * environment (docs/pipelines.md, "The embedding command"). */
+static int emb_prepare(sup *s, void *ctx, char *err, size_t errlen) {
+    const emb_ask *a = ctx;
     char path[4400];
+    if (access(a->model_path, R_OK) != 0) {
+        snprintf(err, errlen, "embedding %u: model %s: %s", a->k,
+                 a->model_path, strerror(errno));
+        return -1;
+    }
+    if (emb_write_keys(a, err, errlen) != 0) return -1;
+    unlink(a->out);
+    sup_clear_job_env();
     setenv("AEGIS_EMBED_KEYS", a->tset, 1);
     setenv("AEGIS_EMBED_OUT", a->out, 1);
     setenv("AEGIS_MODEL", a->model_path, 1);
     snprintf(path, sizeof(path), "%s/datasets/%s", s->state, s->cfg.dataset);
     setenv("AEGIS_DATASET", path, 1);
     setenv("AEGIS_PIPELINE", s->cfg.name, 1);
-    const char *training_only[] = {
-        "AEGIS_TRAINSET", "AEGIS_MODEL_OUT", "AEGIS_PREV_MODEL",
-        "AEGIS_TRIGGER", "AEGIS_EPOCHS_PER_TRIGGER", "AEGIS_BATCH_SIZE",
-        "AEGIS_SEED"};
-    for (size_t i = 0; i < sizeof(training_only) / sizeof(*training_only); i++)
-        unsetenv(training_only[i]);
+    return 0;
 }
 
-/* Ask a's job: one of its name from before a crash, or a new one; its
- * end state into state. 0, or -1 with err (aegisd failed). */
-static int emb_job(sup *s, const emb_ask *a, char *state, size_t size,
-                   char *err, size_t errlen) {
+/* Ask a's job; its end state into state. 0, or -1 with err. */
+static int emb_job(sup *s, emb_ask *a, char *state, size_t size, char *err,
+                   size_t errlen) {
     /* the folder's name: a replay's (NAME.replay) are its own */
     char name[128];
     snprintf(name, sizeof(name), "%s:e%u", strrchr(s->dir, '/') + 1, a->k);
-    int64_t id = sup_find_job(s, name);
-    if (id == 0 && access(a->model_path, R_OK) != 0) {
-        snprintf(err, errlen, "embedding %u: model %s: %s", a->k,
-                 a->model_path, strerror(errno));
+    if (sup_run_job(s, name, &s->cfg.embedding, emb_prepare, a, state, size,
+                    err, errlen) != 0)
         return -1;
-    }
-    if (id == 0) {
-        if (emb_write_keys(a, err, errlen) != 0) return -1;
-        unlink(a->out);
-        submit_defaults def = {.gpus = s->cfg.embedding.gpus,
-                               .mem = s->cfg.embedding.mem_mib, .name = name};
-        emb_env(s, a);
-        id = sup_submit_job(s, s->cfg.embedding.command, &def);
-    }
-    if (id == SUP_REFUSED) {
-        snprintf(state, size, "refused");
-        return 0;
-    }
-    if (id < 0 || sup_wait_job(s, id, state, size) != 0) {
-        snprintf(err, errlen, "embedding %u: aegisd took no job or did not "
-                 "say how it ended", a->k);
-        return -1;
-    }
-    printf("embedding %u: job %" PRId64 " %s (model of trigger %" PRId64
-           ", %zu samples)\n", a->k, id, state, a->model, a->n);
+    printf("embedding %u: %s (model of trigger %" PRId64 ", %zu samples)\n",
+           a->k, state, a->model, a->n);
     return 0;
 }
 
 /* Runs ask a's job and keeps its answer (rows, or that it failed). */
-static int emb_run(sup *s, const emb_ask *a, float **out, size_t *dim,
+static int emb_run(sup *s, emb_ask *a, float **out, size_t *dim,
                    char *err, size_t errlen) {
     char state[16], why[4600] = "";
     if (emb_job(s, a, state, sizeof(state), err, errlen) != 0) return -1;

@@ -1,11 +1,13 @@
 /* sup_job.c -- a supervisor's jobs in aegisd (supervisor.h): submitted
  * with the supervisor's environment, found again by name after a crash,
- * and waited for through an aegisd restart. Trainings (sup_train.c) and
- * embeddings (sup_embed.c) are both such jobs.
+ * and waited for through an aegisd restart. Trainings (sup_train.c),
+ * embeddings (sup_embed.c) and evaluations (sup_eval.c) are all such
+ * jobs.
  */
 #include "supervisor.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -68,4 +70,37 @@ int sup_wait_job(sup *s, int64_t id, char *state, size_t size) {
     if (st) snprintf(state, size, "%s", st);
     json_decref(ans);
     return st ? 0 : -1;
+}
+
+void sup_clear_job_env(void) {
+    static const char *const vars[] = {
+        "AEGIS_TRAINSET", "AEGIS_MODEL_OUT", "AEGIS_PREV_MODEL",
+        "AEGIS_TRIGGER", "AEGIS_EPOCHS_PER_TRIGGER", "AEGIS_BATCH_SIZE",
+        "AEGIS_SEED", "AEGIS_EMBED_KEYS", "AEGIS_EMBED_OUT", "AEGIS_MODEL",
+        "AEGIS_EVAL_KEYS", "AEGIS_EVAL_OUT", "AEGIS_DATASET"};
+    for (size_t i = 0; i < sizeof(vars) / sizeof(*vars); i++)
+        unsetenv(vars[i]);
+}
+
+int sup_run_job(sup *s, const char *name, const pl_job_section *sec,
+                sup_prepare_fn prepare, void *ctx, char *state, size_t size,
+                char *err, size_t errlen) {
+    int64_t id = sup_find_job(s, name);
+    if (id == 0) {
+        if (prepare(s, ctx, err, errlen) != 0) return -1;
+        submit_defaults def = {.gpus = sec->gpus, .mem = sec->mem_mib,
+                               .name = name};
+        id = sup_submit_job(s, sec->command, &def);
+    }
+    if (id == SUP_REFUSED) {
+        snprintf(state, size, "refused");
+        return 0;
+    }
+    if (id < 0 || sup_wait_job(s, id, state, size) != 0) {
+        snprintf(err, errlen, "%s: aegisd took no job or did not say how it "
+                 "ended", name);
+        return -1;
+    }
+    printf("%s: job %lld %s\n", name, (long long)id, state);
+    return 0;
 }

@@ -36,10 +36,16 @@ static int sup_use_embedding(sup *s, char *err, size_t errlen) {
     return -1;
 }
 
-/* The trigger and selector of the file's sections; a constructor's
- * message gets its line. 0, or -1 with err. */
+/* The trigger, selector and evaluation of the file's sections; a
+ * reader's message gets its line. 0, or -1 with err. */
 static int sup_build(sup *s, char *err, size_t errlen) {
     char msg[1024];
+    if (s->cfg.evaluation.section &&
+        pl_eval_config_parse(s->cfg.evaluation.section, &s->eval, msg,
+                             sizeof(msg)) != 0) {
+        pl_yaml_locate(&s->cfg.doc, msg, err, errlen);
+        return -1;
+    }
     s->trigger = pl_trigger_new(s->cfg.trigger, msg, sizeof(msg));
     if (s->trigger && sup_use_embedding(s, err, errlen) != 0) return -1;
     if (s->trigger)
@@ -74,7 +80,7 @@ static int sup_open(sup *s, const char *suffix, char *err, size_t errlen) {
         snprintf(err, errlen, "no state folder: set AEGIS_STATE_HOME or HOME");
         return -1;
     }
-    const char *subs[] = {"trainsets", "models", "embeddings"};
+    const char *subs[] = {"trainsets", "models", "embeddings", "evals"};
     for (size_t i = 0; i < sizeof(subs) / sizeof(*subs); i++) {
         snprintf(sub, sizeof(sub), "%s/%s", s->dir, subs[i]);
         if (pl_mkdirs(sub, err, errlen) != 0) return -1;
@@ -127,7 +133,18 @@ static int sup_loop(sup *s, char *err, size_t errlen) {
     }
 }
 
+/* The pipeline has ended: every trained model evaluated by the
+ * after_pipeline handlers, which know all models now. */
+static int sup_finish(sup *s, char *err, size_t errlen) {
+    for (uint32_t n = 0; n < s->nfires && n < s->log.ntrigs; n++)
+        if (strcmp(s->log.trigs[n].state, "done") == 0 &&
+            sup_evaluate(s, n, true, err, errlen) != 0)
+            return -1;
+    return 0;
+}
+
 static void sup_close(sup *s) {
+    pl_eval_config_free(&s->eval);
     pl_trigger_free(s->trigger);
     pl_selector_free(s->selector);
     if (s->ds) pl_dataset_close(s->ds);
@@ -171,7 +188,8 @@ int main(int argc, char **argv) {
     if (!check)
         rc = sup_open(&s, s.replay ? ".replay" : "", err, sizeof(err)) ||
              (s.replay && sup_replay_order(&s, err, sizeof(err))) ||
-             sup_loop(&s, err, sizeof(err));
+             sup_loop(&s, err, sizeof(err)) ||
+             sup_finish(&s, err, sizeof(err));
     if (rc) fprintf(stderr, "aegis-pipeline: %s: %s\n", s.cfg.name, err);
     else if (!check) printf("pipeline %s: finished\n", s.cfg.name);
     sup_close(&s);

@@ -67,6 +67,7 @@ static void sup_setenv_u(const char *key, unsigned long long v) {
  * carries, plus these. */
 static void sup_training_env(const sup *s, uint32_t n) {
     char path[4400];
+    sup_clear_job_env();
     sup_file(s, "trainsets", "tset", n, path, sizeof(path));
     setenv("AEGIS_TRAINSET", path, 1);
     snprintf(path, sizeof(path), "%s/datasets/%s", s->state, s->cfg.dataset);
@@ -75,9 +76,6 @@ static void sup_training_env(const sup *s, uint32_t n) {
     setenv("AEGIS_MODEL_OUT", path, 1);
     setenv("AEGIS_PIPELINE", s->cfg.name, 1);
     sup_setenv_u("AEGIS_TRIGGER", n);
-    unsetenv("AEGIS_EMBED_KEYS"); /* an embedding job's (sup_embed.c) */
-    unsetenv("AEGIS_EMBED_OUT");
-    unsetenv("AEGIS_MODEL");
     sup_setenv_u("AEGIS_EPOCHS_PER_TRIGGER", (unsigned long long)s->cfg.epochs);
     sup_setenv_u("AEGIS_BATCH_SIZE", (unsigned long long)s->cfg.batch_size);
     sup_setenv_u("AEGIS_SEED", s->cfg.seed);
@@ -85,8 +83,6 @@ static void sup_training_env(const sup *s, uint32_t n) {
     if (parent >= 0) {
         sup_file(s, "models", "model", (uint32_t)parent, path, sizeof(path));
         setenv("AEGIS_PREV_MODEL", path, 1);
-    } else {
-        unsetenv("AEGIS_PREV_MODEL");
     }
 }
 
@@ -217,7 +213,9 @@ static int sup_train(sup *s, uint32_t n, char *err, size_t errlen) {
     }
     printf("trigger %u: job %" PRId64 " %s\n", n, id, state);
     if (pl_tlog_end(&s->log, n, state, err, errlen) != 0) return -1;
-    return strcmp(state, "done") == 0 ? sup_retain(s, err, errlen) : 0;
+    if (strcmp(state, "done") != 0) return 0;
+    return sup_retain(s, err, errlen) || sup_evaluate(s, n, false, err,
+                                                      errlen) ? -1 : 0;
 }
 
 int sup_settle(sup *s, char *err, size_t errlen) {
@@ -227,6 +225,10 @@ int sup_settle(sup *s, char *err, size_t errlen) {
         if (t && t->fired && !t->skipped && n >= s->noted) sup_note_set(s, n);
         if (n >= s->noted) s->noted = n + 1;
         if (t && (t->skipped || t->state[0])) {
+            /* trained before a restart: its evaluation may not be kept */
+            if (strcmp(t->state, "done") == 0 &&
+                sup_evaluate(s, n, false, err, errlen) != 0)
+                return -1;
             s->next++;
             continue;
         }

@@ -6,7 +6,8 @@
  *   sup_feed.c   the dataset's new samples to the trigger; fires queued
  *   sup_train.c  a fire's training set, job, wait and model
  *   sup_embed.c  a drift trigger's windows embedded with the newest model
- *   sup_job.c    the jobs of both in aegisd
+ *   sup_eval.c   each model evaluated, its results kept
+ *   sup_job.c    the jobs of all three in aegisd
  *   sup_main.c   the command: run, check, replay
  *
  * Crash safety: the trigger log (pl_tlog.h) says what was decided, each
@@ -25,6 +26,7 @@
 #include <stdint.h>
 
 #include "dataset.h"
+#include "eval.h"
 #include "pl_file.h"
 #include "pl_tlog.h"
 #include "select.h"
@@ -62,6 +64,8 @@ typedef struct sup {
                                folder (its key log grows); -1: none yet */
     uint32_t nembeds;       /* embeddings asked for since this process
                                began feeding (sup_embed.c) */
+    pl_eval_config eval;    /* the evaluation section's handlers and
+                               dataset (nhandlers 0: none) */
 } sup;
 
 /* sup_watch.c */
@@ -106,6 +110,16 @@ int64_t sup_newest_model(const sup *s, char *path, size_t size);
 int sup_embed(void *ctx, const uint64_t *keys, size_t n, float **out,
               size_t *dim, char *err, size_t errlen);
 
+/* sup_eval.c */
+/* Evaluates trigger model's model as the evaluation section's handlers
+ * of that execution time say (at_end: after_pipeline, else
+ * after_training), and keeps the results; nothing when there are none,
+ * or they are kept already, or the model was removed. A job that fails
+ * or writes bad predictions is said in the log and kept as failed: not
+ * an error. 0, or -1 with err (aegisd or the pipeline's folder failed). */
+int sup_evaluate(sup *s, uint32_t model, bool at_end, char *err,
+                 size_t errlen);
+
 /* sup_job.c */
 /* sup_submit_job's answer when aegisd refused the job (it asks for more
  * than the server has, or of what the user may have): not a fault to
@@ -125,5 +139,19 @@ int64_t sup_submit_job(sup *s, const json_t *command,
  * is asked again once it is back, for a while. 0, or -1 when aegisd
  * could not say. */
 int sup_wait_job(sup *s, int64_t id, char *state, size_t size);
+/* Unsets every variable a supervisor's job kinds are given, so that one
+ * kind's never reach another's job through the supervisor's environment
+ * (which a submit carries). */
+void sup_clear_job_env(void);
+/* Writes a new job's inputs and sets its environment: 0, or -1 with err. */
+typedef int (*sup_prepare_fn)(sup *s, void *ctx, char *err, size_t errlen);
+/* Runs the job name of section sec (an embedding's, an evaluation's): the
+ * one of that name submitted since the pipeline started (a crash came
+ * before its answer was kept), else a new one, after prepare. Its end
+ * state into state ("refused": aegisd would not take it). 0, or -1 with
+ * err (aegisd failed, or prepare did). */
+int sup_run_job(sup *s, const char *name, const pl_job_section *sec,
+                sup_prepare_fn prepare, void *ctx, char *state, size_t size,
+                char *err, size_t errlen);
 
 #endif
