@@ -19,8 +19,9 @@ static int pe_doc_cmp(const void *a, const void *b) {
     json_int_t mx = json_integer_value(json_object_get(x, "model"));
     json_int_t my = json_integer_value(json_object_get(y, "model"));
     if (mx != my) return mx < my ? -1 : 1;
-    return strcmp(json_string_value(json_object_get(x, "execution_time")),
-                  json_string_value(json_object_get(y, "execution_time")));
+    /* after_training before after_pipeline */
+    return strcmp(json_string_value(json_object_get(y, "execution_time")),
+                  json_string_value(json_object_get(x, "execution_time")));
 }
 
 /* Whether a file name is a kept evaluation, N.train.json or N.end.json. */

@@ -454,6 +454,94 @@ if j['name'].startswith('p:')]; assert len(n) == 6, n" ||
         fail "the second start ran jobs again"
 }
 
+# eval_file NAME: a pipeline of 3 trainings on 12 samples (a trigger
+# every 4) whose models tests/pipeline/eval_stand_in.py evaluates: after
+# each training on three slices of 4 s (every model on each), and at the
+# end between the triggers (each window by the models that served it).
+eval_file() {
+    cat > "$1.yaml" <<YAML
+pipeline: {name: $1}
+data: {dataset_id: tiny}
+trigger: {id: DataAmountTrigger, num_samples: 4}
+selection_strategy: {name: NewDataStrategy, tail_triggers: 0}
+training: {command: sh $HERE/train_stand_in.sh}
+evaluation:
+  command: [/usr/bin/python3, $HERE/eval_stand_in.py]
+  handlers:
+    - name: slices
+      execution_time: after_training
+      models: matrix
+      strategy: {type: SlicingEvalStrategy, eval_every: 4s,
+                 eval_start_from: 1700000000, eval_end_at: 1700000012}
+    - name: served
+      execution_time: after_pipeline
+      models: most_recent
+      strategy: {type: BetweenTwoTriggersEvalStrategy}
+  datasets:
+    - dataset_id: tiny
+      metrics: [{name: Accuracy}, {name: F1Score, num_classes: 2}, {name: RocAuc}]
+YAML
+}
+
+# Evaluation end to end, on two replays of the same 12 samples: one job a
+# model and execution time, each covering all its intervals; the metrics
+# aegis computes from the predictions (model N wrong on keys with key % 4
+# below N); bad predictions (NaN, a missing sample, a label out of range)
+# said with the job and the file, never stopping the pipeline; `compare`
+# giving the composite model of each (worked by hand below) and its SVG.
+case_eval() {
+    start
+    export PYTHONPATH=$HERE/../../python
+    add_samples tiny 12
+    eval_file p
+    "$AEGIS" pipeline replay p.yaml --from 1700000000 --to 1700000012 > out.txt ||
+        fail "replay: $(cat out.txt)"
+    "$AEGIS" ls --json --all | pyjson "n = sorted(j['name'] for j in d \
+if ':v' in j['name'] or ':w' in j['name']); assert n == ['p.replay:v0', \
+'p.replay:v1', 'p.replay:v2', 'p.replay:w0', 'p.replay:w1', 'p.replay:w2'], n" ||
+        fail "not one evaluation job a model and execution time"
+    "$AEGIS" pipeline show p.replay --eval > eval.txt || fail "show --eval"
+    grep -q "^1 *after_training *slices *1700000004 *1700000008 *4 *Accuracy=0.7500 F1-macro=0.7333 RocAuc=0.7500" eval.txt ||
+        fail "model 1's slice: $(cat eval.txt)"
+    grep -q "^2 *after_pipeline *served *1700000012 *inf *0 *Accuracy=- " eval.txt ||
+        fail "the empty window after the last trigger: $(cat eval.txt)"
+    [ "$(grep -c "after_pipeline *served" eval.txt)" = 6 ] ||
+        fail "served windows: $(cat eval.txt)"
+    eval_file q
+    : > "$DIR/eval_nan.1.train"
+    : > "$DIR/eval_missing.2.train"
+    : > "$DIR/eval_label.0.train"
+    "$AEGIS" pipeline replay q.yaml --from 1700000000 --to 1700000012 > out.txt ||
+        fail "replay q: $(cat out.txt)"
+    local log; log=$("$AEGIS" pipeline log q.replay)
+    echo "$log" | grep -q "evaluation of model 1 (q.replay:v1): .*/evals/1.train.pred: row 0: score of class 0 is nan" ||
+        fail "NaN not said: $log"
+    echo "$log" | grep -q "evaluation of model 2 (q.replay:v2): .*2.train.pred: no prediction for 1 of the 12 samples" ||
+        fail "missing prediction not said: $log"
+    echo "$log" | grep -q "evaluation of model 0 (q.replay:v0): .*0.train.pred: .*label 7" ||
+        fail "label out of range not said: $log"
+    echo "$log" | grep -q "evaluation of model 2: 2 intervals" ||
+        fail "the end's evaluations did not go on: $log"
+    "$AEGIS" pipeline show q.replay --eval | grep -q "^1 *after_training *failed (q.replay:v1): " ||
+        fail "show --eval: $("$AEGIS" pipeline show q.replay --eval)"
+    # slices, composite of p: the active model of [04,08) is model 0 (1.0),
+    # of [08,12) model 1 (0.75): 0.875; in training: models 0, 1 and 2 on
+    # the three slices: (1 + 0.75 + 0.5) / 3 = 0.75. 3 trainings of 4.
+    "$AEGIS" pipeline compare p.replay q.replay --svg c.svg > cmp.txt ||
+        fail "compare: $(cat cmp.txt)"
+    grep -q "^p.replay *3 *12 .* 0.8750 *0.7500 *2$" cmp.txt ||
+        fail "p's composite: $(cat cmp.txt)"
+    grep -q "^q.replay *3 *12 .* nan *nan *0$" cmp.txt ||
+        fail "q's composite (no slice evaluated): $(cat cmp.txt)"
+    [ "$(grep -c "<polyline" c.svg)" = 2 ] && grep -q "p.replay (3 trainings)" c.svg ||
+        fail "the SVG: $(head -c 600 c.svg)"
+    "$AEGIS" pipeline compare p.replay --json --handler served --metric Accuracy |
+        pyjson "c = d['composite']['served']['Accuracy']; \
+assert abs(c['active'] - 0.875) < 1e-9 and c['windows'] == 2, c" ||
+        fail "compare --json: $("$AEGIS" pipeline compare p.replay --json)"
+    aegis_refused "no such pipeline" pipeline compare p.replay nothere
+}
+
 # The example pipeline of docs/pipelines.md, started as the page says.
 case_docs() {
     start

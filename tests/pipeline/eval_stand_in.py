@@ -1,0 +1,47 @@
+"""eval_stand_in.py -- a pipeline's evaluation command for the e2e tests.
+
+Predicts the samples of $AEGIS_EVAL_KEYS without a model, knowing their
+true labels: the model of trigger N gets every sample right except those
+whose key % 4 is below N, which it gets wrong. So model 0 is always
+right, model 1 right on 3 of 4 samples, model 2 on 2 of 4. It writes two
+scores a sample (the predicted class 0.9, the other 0.1) with
+aegis_pipeline.save_predictions, and says which model it evaluated on
+how many samples in $DIR/evals (DIR: the folder above its working
+directory). Flag files in $DIR break its output, which the supervisor
+must refuse, each for the job that writes N.E.pred (E: train or end):
+eval_nan.N.E (the first score NaN), eval_missing.N.E (the last sample
+left out), eval_label.N.E (labels, one of them 7, out of range).
+"""
+import os
+
+import numpy as np
+
+import aegis_pipeline
+
+top = os.path.dirname(os.getcwd())
+model = int(os.environ["AEGIS_TRIGGER"])
+keys = aegis_pipeline.read_trainset(os.environ["AEGIS_EVAL_KEYS"])[0]
+truth = aegis_pipeline.Dataset().samples["label"][keys]
+predicted = np.where(keys.astype(np.int64) % 4 < model, 1 - truth, truth)
+scores = np.full((len(keys), 2), 0.1)
+scores[np.arange(len(keys)), predicted] = 0.9
+
+
+job = os.path.basename(os.environ["AEGIS_EVAL_OUT"])[:-len(".pred")]
+
+
+def flagged(name):
+    return os.path.exists(os.path.join(top, f"{name}.{job}"))
+
+
+if flagged("eval_nan"):
+    scores[0, 0] = np.nan
+if flagged("eval_missing"):
+    keys, scores = keys[:-1], scores[:-1]
+if flagged("eval_label"):
+    predicted[0] = 7
+    aegis_pipeline.save_predictions(keys, labels=predicted)
+else:
+    aegis_pipeline.save_predictions(keys, scores=scores)
+with open(os.path.join(top, "evals"), "a") as f:
+    f.write(f"{model} {len(keys)}\n")
