@@ -3,7 +3,9 @@ its first shell block (with `aegis dataset watch` stopped after one scan)
 in a scratch home, then its Python block over a training set of that
 dataset, which must read every sample of it; and the example of its
 section "The embedding command" with a linear model over that dataset,
-which must write one row of the model's outputs per key.
+which must write one row of the model's outputs per key; and the
+evaluation command of its section "Evaluation", which must write one
+row of 4 scores (the classes) per key in the binary predictions format.
 
 usage: docs_datasets.py AEGIS DOCS_PIPELINES_MD (PYTHONPATH names python/)
 """
@@ -66,27 +68,53 @@ def main():
                               capture_output=True, text=True)
         assert done.returncode == 0, done.stderr
         run_embedding(doc, dataset, trainset, home)
-    print("docs/pipelines.md Datasets and embedding examples: ok")
+        run_evaluation(doc, dataset, trainset, home)
+    print("docs/pipelines.md Datasets, embedding and evaluation examples: "
+          "ok")
+
+
+def run_model_example(doc, heading, dataset, outputs, env):
+    """The python block of a section run as its job would run it, with a
+    linear model of the dataset's features to outputs values saved where
+    AEGIS_MODEL says; the file it wrote."""
+    import torch
+    import aegis_pipeline
+    python = [b for lang, b in section_blocks(doc, heading)
+              if lang == "python"][0]
+    first = aegis_pipeline.Dataset(dataset).bytes(0)
+    dim = len(aegis_pipeline.Dataset(dataset).default_parser()(first))
+    torch.save(torch.nn.Linear(dim, outputs).state_dict(), env["AEGIS_MODEL"])
+    done = subprocess.run([sys.executable, "-c", python],
+                          env=dict(os.environ, AEGIS_DATASET=dataset, **env),
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
 
 
 def run_embedding(doc, dataset, keys, home):
     """The embedding section's example, as an embedding job runs it."""
     import numpy as np
-    import torch
-    import aegis_pipeline
-    python = [b for lang, b in section_blocks(doc, "The embedding command")
-              if lang == "python"][0]
-    first = aegis_pipeline.Dataset(dataset).bytes(0)
-    dim = len(aegis_pipeline.Dataset(dataset).default_parser()(first))
-    model, out = os.path.join(home, "0.model"), os.path.join(home, "0.out")
-    torch.save(torch.nn.Linear(dim, 3).state_dict(), model)
-    env = dict(os.environ, AEGIS_EMBED_KEYS=keys, AEGIS_MODEL=model,
-               AEGIS_EMBED_OUT=out, AEGIS_DATASET=dataset)
-    done = subprocess.run([sys.executable, "-c", python], env=env,
-                          capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
+    out = os.path.join(home, "0.out")
+    run_model_example(doc, "The embedding command", dataset, 3, {
+        "AEGIS_EMBED_KEYS": keys, "AEGIS_EMBED_OUT": out,
+        "AEGIS_MODEL": os.path.join(home, "0.model")})
     rows = np.fromfile(out, "<f4")
     assert rows.size == 3 * len(range(0, 20000, 7)), rows.size
+
+
+def run_evaluation(doc, dataset, keys, home):
+    """The evaluation section's example, as an evaluation job runs it: a
+    binary predictions file of 4 scores a key, the keys in order."""
+    import numpy as np
+    out = os.path.join(home, "0.pred")
+    run_model_example(doc, "Evaluation", dataset, 4, {
+        "AEGIS_EVAL_KEYS": keys, "AEGIS_EVAL_OUT": out,
+        "AEGIS_MODEL": os.path.join(home, "0.model")})
+    raw = open(out, "rb").read()
+    magic, count, width, zero = struct.unpack_from("<8sQII", raw)
+    want = list(range(0, 20000, 7))
+    assert (magic, count, width, zero) == (b"AEGPRED1", len(want), 4, 0)
+    rows = np.frombuffer(raw, [("key", "<u8"), ("s", "<f4", (4,))], offset=24)
+    assert rows["key"].tolist() == want and np.isfinite(rows["s"]).all()
 
 
 if __name__ == "__main__":

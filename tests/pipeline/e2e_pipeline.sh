@@ -540,6 +540,9 @@ if ':v' in j['name'] or ':w' in j['name']); assert n == ['p.replay:v0', \
 assert abs(c['active'] - 0.875) < 1e-9 and c['windows'] == 2, c" ||
         fail "compare --json: $("$AEGIS" pipeline compare p.replay --json)"
     aegis_refused "no such pipeline" pipeline compare p.replay nothere
+    sed -i 's/eval_every: 4s/eval_every: 4x/' q.yaml
+    aegis_refused "q.yaml:12: evaluation.handlers[0].strategy.eval_every: '4x'" \
+        pipeline start q.yaml
 }
 
 # The example pipeline of docs/pipelines.md, started as the page says.
