@@ -123,9 +123,11 @@ int pl_eval_config_parse(const json_t *sec, pl_eval_config *c, char *err,
     memset(c, 0, sizeof(*c));
     const json_t *list = json_object_get(sec, "handlers");
     size_t n = json_array_size(list);
-    if (plcfg_check_keys(sec, "evaluation", section_keys, err, errlen) ||
-        parse_datasets(sec, c, err, errlen))
+    if (plcfg_check_keys(sec, "evaluation", section_keys, err, errlen))
         return -1;
+    /* only a PerformanceTrigger's command: no handlers, no dataset */
+    if (!list && !json_object_get(sec, "datasets")) return 0;
+    if (parse_datasets(sec, c, err, errlen)) return -1;
     if (!json_is_array(list) || n == 0 || n > PL_EVAL_MAX_HANDLERS)
         return plcfg_fail(err, errlen, "evaluation", "handlers", "expected a "
                           "list of 1 to %d handlers", PL_EVAL_MAX_HANDLERS);

@@ -186,36 +186,46 @@ static int ev_collect_keys(ev_run *r) {
     return 0;
 }
 
-/* The job's keys file, and what it finds in its environment
- * (docs/pipelines.md, "The evaluation command"). */
-static int ev_prepare(sup *s, void *ctx, char *err, size_t errlen) {
-    ev_run *r = ctx;
-    pl_trainset_item *items = calloc(r->nkeys ? r->nkeys : 1, sizeof(*items));
+int sup_eval_inputs(sup *s, const sup_eval_job *j, char *err,
+                    size_t errlen) {
+    pl_trainset_item *items = calloc(j->nkeys ? j->nkeys : 1, sizeof(*items));
     if (!items) {
-        snprintf(err, errlen, "evaluation of model %u: out of memory",
-                 r->model);
+        snprintf(err, errlen, "%s: out of memory", j->tset);
         return -1;
     }
-    for (size_t i = 0; i < r->nkeys; i++)
-        items[i] = (pl_trainset_item){.key = r->keys[i], .weight = 1};
-    int rc = pl_trainset_write(r->tset, items, r->nkeys, 0, r->model, err,
+    for (size_t i = 0; i < j->nkeys; i++)
+        items[i] = (pl_trainset_item){.key = j->keys[i], .weight = 1};
+    int rc = pl_trainset_write(j->tset, items, j->nkeys, 0, j->model, err,
                                errlen);
     free(items);
     if (rc != 0) return -1;
-    unlink(r->pred);
+    unlink(j->pred);
     char path[4400], num[32];
     sup_clear_job_env();
-    setenv("AEGIS_EVAL_KEYS", r->tset, 1);
-    setenv("AEGIS_EVAL_OUT", r->pred, 1);
-    setenv("AEGIS_MODEL", r->model_path, 1);
-    snprintf(path, sizeof(path), "%s/datasets/%s", s->state, r->cfg->dataset);
+    setenv("AEGIS_EVAL_KEYS", j->tset, 1);
+    setenv("AEGIS_EVAL_OUT", j->pred, 1);
+    setenv("AEGIS_MODEL", j->model_path, 1);
+    snprintf(path, sizeof(path), "%s/datasets/%s", s->state, j->dataset);
     setenv("AEGIS_DATASET", path, 1);
     setenv("AEGIS_PIPELINE", s->cfg.name, 1);
-    snprintf(num, sizeof(num), "%u", r->model);
+    snprintf(num, sizeof(num), "%u", j->model);
     setenv("AEGIS_TRIGGER", num, 1);
-    snprintf(num, sizeof(num), "%ld", r->cfg->batch_size);
-    if (r->cfg->batch_size > 0) setenv("AEGIS_BATCH_SIZE", num, 1);
+    snprintf(num, sizeof(num), "%ld", j->batch_size);
+    if (j->batch_size > 0) setenv("AEGIS_BATCH_SIZE", num, 1);
     return 0;
+}
+
+/* r's job as sup_eval_inputs takes it. */
+static sup_eval_job ev_job(const ev_run *r) {
+    return (sup_eval_job){r->keys, r->nkeys, r->model, r->tset, r->pred,
+                          r->model_path, r->cfg->dataset, r->cfg->batch_size};
+}
+
+/* The job's keys file, and what it finds in its environment
+ * (docs/pipelines.md, "The evaluation command"). */
+static int ev_prepare(sup *s, void *ctx, char *err, size_t errlen) {
+    sup_eval_job j = ev_job(ctx);
+    return sup_eval_inputs(s, &j, err, errlen);
 }
 
 /* A bound as JSON: null for the dataset's start or end. */
@@ -253,26 +263,24 @@ static json_t *ev_item_metrics(const ev_run *r, const ev_item *it,
     return rows && truth ? m : (json_decref(m), NULL);
 }
 
-/* Every key asked for has a prediction, and none other is there. */
-static int ev_check_keys(const ev_run *r, const pl_pred *p, char *why,
-                         size_t whylen) {
+int sup_eval_load(const sup_eval_job *j, pl_pred *p, char *why,
+                  size_t whylen) {
     size_t missing = 0;
     uint64_t first = 0;
-    for (size_t i = 0; i < r->nkeys; i++)
-        if (pl_pred_find(p, r->keys[i]) < 0 && missing++ == 0)
-            first = r->keys[i];
-    if (missing) {
+    if (pl_pred_load(j->pred, p, why, whylen) != 0) return -1;
+    for (size_t i = 0; i < j->nkeys; i++)
+        if (pl_pred_find(p, j->keys[i]) < 0 && missing++ == 0)
+            first = j->keys[i];
+    if (missing)
         snprintf(why, whylen, "%s: no prediction for %zu of the %zu samples "
-                 "asked for (the first: key %" PRIu64 ")", r->pred, missing,
-                 r->nkeys, first);
-        return -1;
-    }
-    if (p->count != r->nkeys) {
+                 "asked for (the first: key %" PRIu64 ")", j->pred, missing,
+                 j->nkeys, first);
+    else if (p->count != j->nkeys)
         snprintf(why, whylen, "%s: %zu predictions of samples not asked for",
-                 r->pred, p->count - r->nkeys);
-        return -1;
-    }
-    return 0;
+                 j->pred, p->count - j->nkeys);
+    if (!missing && p->count == j->nkeys) return 0;
+    pl_pred_free(p);
+    return -1;
 }
 
 /* The results of every item from the predictions file: an array, or
@@ -280,9 +288,9 @@ static int ev_check_keys(const ev_run *r, const pl_pred *p, char *why,
 static json_t *ev_results(const ev_run *r, char *why, size_t whylen) {
     pl_pred p;
     char msg[1024];
-    if (pl_pred_load(r->pred, &p, why, whylen) != 0) return NULL;
-    json_t *all = ev_check_keys(r, &p, why, whylen) == 0 ? json_array()
-                                                         : NULL;
+    sup_eval_job j = ev_job(r);
+    if (sup_eval_load(&j, &p, why, whylen) != 0) return NULL;
+    json_t *all = json_array();
     for (size_t i = 0; all && i < r->nitems; i++) {
         const ev_item *it = &r->items[i];
         json_t *m = ev_item_metrics(r, it, &p, msg, sizeof(msg));

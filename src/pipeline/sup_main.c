@@ -36,6 +36,18 @@ static int sup_use_embedding(sup *s, char *err, size_t errlen) {
     return -1;
 }
 
+/* Every PerformanceTrigger checks the newest model with the evaluation
+ * section's command, which it then needs. */
+static int sup_use_evaluator(sup *s, char *err, size_t errlen) {
+    if (pl_trigger_set_evaluator(s->trigger, sup_perf, s) == 0 ||
+        s->cfg.evaluation.command)
+        return 0;
+    pl_yaml_error(&s->cfg.doc, "trigger", err, errlen, "a PerformanceTrigger "
+                  "needs the evaluation section's command (it predicts the "
+                  "samples each check scores)");
+    return -1;
+}
+
 /* The trigger, selector and evaluation of the file's sections; a
  * reader's message gets its line. 0, or -1 with err. */
 static int sup_build(sup *s, char *err, size_t errlen) {
@@ -47,7 +59,9 @@ static int sup_build(sup *s, char *err, size_t errlen) {
         return -1;
     }
     s->trigger = pl_trigger_new(s->cfg.trigger, msg, sizeof(msg));
-    if (s->trigger && sup_use_embedding(s, err, errlen) != 0) return -1;
+    if (s->trigger && (sup_use_embedding(s, err, errlen) != 0 ||
+                       sup_use_evaluator(s, err, errlen) != 0))
+        return -1;
     if (s->trigger)
         s->selector = pl_selector_new(s->cfg.selection, s->cfg.seed, msg,
                                       sizeof(msg));
@@ -80,7 +94,8 @@ static int sup_open(sup *s, const char *suffix, char *err, size_t errlen) {
         snprintf(err, errlen, "no state folder: set AEGIS_STATE_HOME or HOME");
         return -1;
     }
-    const char *subs[] = {"trainsets", "models", "embeddings", "evals"};
+    const char *subs[] = {"trainsets", "models", "embeddings", "evals",
+                          "checks"};
     for (size_t i = 0; i < sizeof(subs) / sizeof(*subs); i++) {
         snprintf(sub, sizeof(sub), "%s/%s", s->dir, subs[i]);
         if (pl_mkdirs(sub, err, errlen) != 0) return -1;

@@ -7,7 +7,8 @@
  *   sup_train.c  a fire's training set, job, wait and model
  *   sup_embed.c  a drift trigger's windows embedded with the newest model
  *   sup_eval.c   each model evaluated, its results kept
- *   sup_job.c    the jobs of all three in aegisd
+ *   sup_perf.c   a performance trigger's checks of the newest model
+ *   sup_job.c    the jobs of all of these in aegisd
  *   sup_main.c   the command: run, check, replay
  *
  * Crash safety: the trigger log (pl_tlog.h) says what was decided, each
@@ -64,6 +65,8 @@ typedef struct sup {
                                folder (its key log grows); -1: none yet */
     uint32_t nembeds;       /* embeddings asked for since this process
                                began feeding (sup_embed.c) */
+    uint32_t nchecks;       /* performance checks asked for, the same
+                               (sup_perf.c) */
     pl_eval_config eval;    /* the evaluation section's handlers and
                                dataset (nhandlers 0: none) */
 } sup;
@@ -119,6 +122,33 @@ int sup_embed(void *ctx, const uint64_t *keys, size_t n, float **out,
  * an error. 0, or -1 with err (aegisd or the pipeline's folder failed). */
 int sup_evaluate(sup *s, uint32_t model, bool at_end, char *err,
                  size_t errlen);
+
+/* An evaluation job's inputs and output: the samples it predicts (keys,
+ * ascending), the model, its files, and the evaluation dataset. */
+typedef struct sup_eval_job {
+    const uint64_t *keys;
+    size_t nkeys;
+    uint32_t model;
+    const char *tset, *pred, *model_path, *dataset;
+    long batch_size;        /* 0: not given */
+} sup_eval_job;
+/* Writes j's keys to its tset and sets the environment an evaluation
+ * command finds (docs/pipelines.md, "The evaluation command"). 0, or -1
+ * with err. */
+int sup_eval_inputs(sup *s, const sup_eval_job *j, char *err, size_t errlen);
+/* j's predictions file, loaded and checked to hold a prediction for each
+ * key asked for and no other. 0 with *p, or -1 with why (naming the
+ * file). */
+int sup_eval_load(const sup_eval_job *j, pl_pred *p, char *why,
+                  size_t whylen);
+
+/* sup_perf.c */
+/* The pipeline's pl_perf_fn (trigger.h), ctx a sup: settles the fires so
+ * far, then has the evaluation command predict the asked samples with the
+ * newest model and scores them, or answers again what it answered before
+ * a restart. */
+int sup_perf(void *ctx, const pl_perf_ask *ask, struct perf_obs *out,
+             char *err, size_t errlen);
 
 /* sup_job.c */
 /* sup_submit_job's answer when aegisd refused the job (it asks for more

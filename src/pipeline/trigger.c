@@ -19,7 +19,8 @@ pl_trigger *trig_new_at(const json_t *section, const char *path,
         return NULL;
     if (!id) {
         plcfg_fail(err, errlen, path, "id", "missing (DataAmountTrigger, "
-                   "TimeTrigger, DataDriftTrigger or EnsembleTrigger)");
+                   "TimeTrigger, DataDriftTrigger, PerformanceTrigger or "
+                   "EnsembleTrigger)");
         return NULL;
     }
     if (strcmp(id, "DataAmountTrigger") == 0)
@@ -28,12 +29,15 @@ pl_trigger *trig_new_at(const json_t *section, const char *path,
         return trig_time_new(section, path, err, errlen);
     if (!simple_only && strcmp(id, "DataDriftTrigger") == 0)
         return trig_drift_new(section, path, err, errlen);
+    if (!simple_only && strcmp(id, "PerformanceTrigger") == 0)
+        return trig_perf_new(section, path, err, errlen);
     if (!simple_only && strcmp(id, "EnsembleTrigger") == 0)
         return trig_ensemble_new(section, path, err, errlen);
     plcfg_fail(err, errlen, path, "id", "'%s' is not %s", id,
                simple_only ? "DataAmountTrigger or TimeTrigger"
                            : "DataAmountTrigger, TimeTrigger, "
-                             "DataDriftTrigger or EnsembleTrigger");
+                             "DataDriftTrigger, PerformanceTrigger or "
+                             "EnsembleTrigger");
     return NULL;
 }
 
@@ -56,6 +60,13 @@ bool pl_trigger_needs_features(const pl_trigger *t)
 size_t pl_trigger_set_embedder(pl_trigger *t, pl_embed_fn embed, void *ctx)
 {
     return t->ops->set_embedder ? t->ops->set_embedder(t, embed, ctx) : 0;
+}
+
+size_t pl_trigger_set_evaluator(pl_trigger *t, pl_perf_fn evaluate,
+                                void *ctx)
+{
+    return t->ops->set_evaluator ? t->ops->set_evaluator(t, evaluate, ctx)
+                                 : 0;
 }
 
 int pl_trigger_inform(pl_trigger *t, const pl_sample *s, const float *features,

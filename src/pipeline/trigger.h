@@ -1,6 +1,6 @@
 /* trigger.h -- when a pipeline retrains: Modyn's triggering policies
- * (DataAmountTrigger, TimeTrigger, DataDriftTrigger, EnsembleTrigger) fed
- * the samples in order.
+ * (DataAmountTrigger, TimeTrigger, DataDriftTrigger, PerformanceTrigger,
+ * EnsembleTrigger) fed the samples in order.
  *
  * A trigger is a pure function of the samples (and features) it is fed:
  * fed the same stream again it fires at the same places. The supervisor
@@ -46,6 +46,30 @@ typedef int (*pl_embed_fn)(void *ctx, const uint64_t *keys, size_t n,
  * of the samples' features; they then need keys only. Returns how many
  * took it (0: t has no drift trigger). */
 size_t pl_trigger_set_embedder(pl_trigger *t, pl_embed_fn embed, void *ctx);
+
+/* What a PerformanceTrigger asks at a detection point: the newest
+ * model's scores on windows of samples (keys[w][0..n[w])), with the
+ * trigger's metrics. */
+typedef struct pl_perf_ask {
+    const uint64_t *const *keys;
+    const size_t *n;
+    size_t nwindows;
+    const struct pl_metric *metrics;
+    size_t nmetrics;
+} pl_perf_ask;
+
+struct perf_obs;
+/* Evaluates the newest model as ask says (the supervisor runs the
+ * evaluation command, sup_perf.c), writing one perf_obs (perf.h) per
+ * window to out. 0; 1 when there is no model yet; -1 with err. Fed the
+ * same stream again it must answer the same. */
+typedef int (*pl_perf_fn)(void *ctx, const pl_perf_ask *ask,
+                          struct perf_obs *out, char *err, size_t errlen);
+
+/* Has every PerformanceTrigger in t ask evaluate. Returns how many took
+ * it (0: t has none). */
+size_t pl_trigger_set_evaluator(pl_trigger *t, pl_perf_fn evaluate,
+                                void *ctx);
 
 /* Feeds n samples, in key order, with n x dim features when it needs
  * them (NULL otherwise). Writes to fires[] the index in s of each sample

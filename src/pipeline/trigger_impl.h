@@ -22,6 +22,9 @@ typedef struct pl_trigger_ops {
     /* pl_trigger_set_embedder's work; NULL for kinds that never measure
      * drift. */
     size_t (*set_embedder)(pl_trigger *t, pl_embed_fn embed, void *ctx);
+    /* pl_trigger_set_evaluator's work; NULL for kinds that never
+     * evaluate a model. */
+    size_t (*set_evaluator)(pl_trigger *t, pl_perf_fn evaluate, void *ctx);
 } pl_trigger_ops;
 
 struct pl_trigger {
@@ -41,6 +44,8 @@ pl_trigger *trig_time_new(const json_t *section, const char *path,
                           char *err, size_t errlen);
 pl_trigger *trig_drift_new(const json_t *section, const char *path,
                            char *err, size_t errlen);
+pl_trigger *trig_perf_new(const json_t *section, const char *path,
+                          char *err, size_t errlen);
 pl_trigger *trig_ensemble_new(const json_t *section, const char *path,
                               char *err, size_t errlen);
 

@@ -118,7 +118,7 @@ static void bad_keys(void **state)
     expect_error("{\"id\": \"TimeTrigger\", \"every\": \"3x\"}",
                  "trigger.every: '3x' is not <integer><unit>");
     expect_error("{\"every\": \"1d\"}", "trigger.id: missing");
-    expect_error("{\"id\": \"PerformanceTrigger\"}", "trigger.id: 'PerformanceTrigger'");
+    expect_error("{\"id\": \"CostTrigger\"}", "trigger.id: 'CostTrigger'");
     expect_error("{\"id\": \"EnsembleTrigger\", \"subtriggers\": {\"a\": "
                  "{\"id\": \"TimeTrigger\", \"every\": \"1d\", \"x\": 1}}, "
                  "\"ensemble_strategy\": {\"id\": \"MajorityVote\"}}",

@@ -1,0 +1,159 @@
+/* trigger_perf.c -- Modyn's PerformanceTrigger (perf.h): every
+ * evaluation_interval_data_points samples the newest model is evaluated
+ * on those samples (the pipeline's evaluation command, through the
+ * supervisor: pl_perf_fn), and the trigger fires when any decision
+ * criterion says the model has fallen behind.
+ *
+ * After a fire, the next detection point also evaluates the new model on
+ * the samples that made it fire: that score is what a fresh model is
+ * expected to reach (Modyn measures it the same way, on samples the
+ * model was trained on). Both evaluations go in one ask: one job.
+ *
+ * The first detection point fires when there is no model yet, so a
+ * pipeline has a first one. While warmup_intervals detection points
+ * pass, warmup_policy (a simple trigger) decides, and the evaluations
+ * only calibrate.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pl_config.h"
+#include "trigger_perf.h"
+
+static int perf_fail_memory(char *err, size_t errlen) {
+    snprintf(err, errlen, "trigger: out of memory for the performance "
+             "trigger's samples");
+    return -1;
+}
+
+/* A fire: the batch it came in is measured on the new model next. */
+static int perf_fired(trig_perf *p) {
+    free(p->fired_on);
+    p->fired_on = malloc((p->nbatch ? p->nbatch : 1) * sizeof(uint64_t));
+    if (!p->fired_on) return -1;
+    memcpy(p->fired_on, p->batch, p->nbatch * sizeof(uint64_t));
+    p->nfired_on = p->nbatch;
+    p->fired_ever = true;
+    for (size_t i = 0; i < p->ncriteria; i++) perf_reset(&p->criteria[i]);
+    return 0;
+}
+
+/* The criteria's decision: any one fires (each sees every evaluation:
+ * the misclassification sums must count all of them). */
+static bool perf_any(trig_perf *p, const perf_obs *o) {
+    bool fire = false;
+    for (size_t i = 0; i < p->ncriteria; i++)
+        fire = perf_decide(&p->criteria[i], &p->tracker, o) || fire;
+    return fire;
+}
+
+/* One ask of the evaluator: the batch that fired (when one is pending)
+ * and this batch. 0 with obs, 1 when there is no model, -1 with err. */
+static int perf_ask(trig_perf *p, perf_obs obs[2], bool *with_fired,
+                    char *err, size_t errlen) {
+    const uint64_t *keys[2];
+    size_t n[2], w = 0;
+    *with_fired = p->fired_on && p->nfired_on > 0;
+    if (*with_fired) {
+        keys[w] = p->fired_on;
+        n[w++] = p->nfired_on;
+    }
+    keys[w] = p->batch;
+    n[w++] = p->nbatch;
+    pl_perf_ask ask = {keys, n, w, p->metrics, p->nmetrics};
+    return p->evaluate(p->evaluate_ctx, &ask, obs, err, errlen);
+}
+
+/* What happens at a detection point. */
+static int perf_detect(trig_perf *p, bool warming, bool *fire, char *err,
+                       size_t errlen) {
+    perf_obs obs[2];
+    bool with_fired;
+    p->detections++;
+    int rc = p->nbatch ? perf_ask(p, obs, &with_fired, err, errlen) : 1;
+    if (rc < 0) return -1;
+    if (rc == 1) { /* no model yet: the first detection makes one */
+        *fire = !warming && !p->fired_ever;
+        return 0;
+    }
+    if (with_fired && perf_after_training(&p->tracker, &obs[0]) != 0)
+        return perf_fail_memory(err, errlen);
+    if (with_fired) {
+        free(p->fired_on);
+        p->fired_on = NULL;
+    }
+    *fire = !warming && perf_any(p, &obs[with_fired]);
+    return 0;
+}
+
+static int perf_feed(pl_trigger *t, const pl_sample *s, const float *features,
+                     size_t dim, bool *fire, char *err, size_t errlen) {
+    (void)features;
+    (void)dim;
+    trig_perf *p = (trig_perf *)t;
+    if (!p->batch && !(p->batch = malloc((size_t)p->interval *
+                                         sizeof(*p->batch))))
+        return perf_fail_memory(err, errlen);
+    p->batch[p->nbatch++] = s->key;
+    bool warming = p->detections < p->warmup_intervals;
+    if (warming && p->warmup &&
+        trig_feed(p->warmup, s, NULL, 0, fire, err, errlen) < 0)
+        return -1;
+    if ((int64_t)p->nbatch == p->interval) {
+        bool detected = false;
+        if (perf_detect(p, warming, &detected, err, errlen) < 0) return -1;
+        *fire = *fire || detected;
+    }
+    if (*fire && perf_fired(p) != 0) return perf_fail_memory(err, errlen);
+    if ((int64_t)p->nbatch == p->interval) p->nbatch = 0;
+    return 0;
+}
+
+static void perf_free(pl_trigger *t) {
+    trig_perf *p = (trig_perf *)t;
+    pl_trigger_free(p->warmup);
+    perf_tracker_free(&p->tracker);
+    free(p->criteria);
+    free(p->batch);
+    free(p->fired_on);
+    free(p);
+}
+
+static size_t perf_set_evaluator(pl_trigger *t, pl_perf_fn fn, void *ctx) {
+    trig_perf *p = (trig_perf *)t;
+    p->evaluate = fn;
+    p->evaluate_ctx = ctx;
+    return 1;
+}
+
+/* An evaluator that has none: a trigger built only to be checked. */
+static int perf_no_evaluator(void *ctx, const pl_perf_ask *ask,
+                             perf_obs *out, char *err, size_t errlen) {
+    (void)ctx;
+    (void)ask;
+    (void)out;
+    snprintf(err, errlen, "trigger: a PerformanceTrigger needs the "
+             "evaluation section's command");
+    return -1;
+}
+
+static const pl_trigger_ops perf_ops = {perf_feed, perf_free, NULL,
+                                        perf_set_evaluator};
+
+pl_trigger *trig_perf_new(const json_t *section, const char *path,
+                          char *err, size_t errlen) {
+    trig_perf *p = calloc(1, sizeof(*p));
+    if (!p) {
+        plcfg_fail(err, errlen, path, NULL, "out of memory");
+        return NULL;
+    }
+    p->base.ops = &perf_ops;
+    p->evaluate = perf_no_evaluator;
+    if (perf_parse(p, section, path, err, errlen) < 0) {
+        perf_free(&p->base);
+        return NULL;
+    }
+    return &p->base;
+}

@@ -1,0 +1,214 @@
+/* trigger_perf_config.c -- a PerformanceTrigger section read into a
+ * trig_perf (trigger_perf.h), Modyn's keys, errors naming the key.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pl_config.h"
+#include "trigger_perf.h"
+
+static const char *const perf_keys[] = {
+    "id", "evaluation_interval_data_points", "warmup_intervals",
+    "warmup_policy", "performance_triggers_window_size",
+    "data_density_window_size", "mode", "forecasting_method", "evaluation",
+    "decision_criteria", NULL};
+static const char *const evaluation_keys[] = {"device", "dataset", NULL};
+static const char *const dataset_keys[] = {
+    "dataset_id", "batch_size", "dataloader_workers", "metrics",
+    "bytes_parser_function", "transformations", "label_transformer_function",
+    "tokenizer", NULL};
+static const char *const criterion_ids[] = {
+    "StaticPerformanceThresholdCriterion",
+    "DynamicPerformanceThresholdCriterion",
+    "StaticNumberMisclassificationCriterion", NULL};
+static const char *const modes[] = {"hindsight", "lookahead", NULL};
+static const char *const methods[] = {"ridge_regression", "rolling_average",
+                                      NULL};
+
+/* Modyn's name of a metric kind, which criteria may use too. */
+static const char *modyn_name(const pl_metric *m) {
+    return m->kind == PL_METRIC_ACCURACY ? "Accuracy"
+         : m->kind == PL_METRIC_F1 ? "F1Score" : "RocAuc";
+}
+
+/* evaluation.dataset.metrics, which must hold Accuracy (Modyn's rule:
+ * the misclassification counts come from it). */
+static int parse_metrics(trig_perf *p, const json_t *list, const char *path,
+                         char *err, size_t errlen) {
+    size_t n = json_array_size(list);
+    bool accuracy = false;
+    if (!json_is_array(list) || n == 0 || n > PL_EVAL_MAX_METRICS)
+        return plcfg_fail(err, errlen, path, NULL, "expected a list of 1 to "
+                          "%d metrics", PL_EVAL_MAX_METRICS);
+    for (; p->nmetrics < n; p->nmetrics++) {
+        char at[PLCFG_PATH_MAX];
+        pl_metric *m = &p->metrics[p->nmetrics];
+        snprintf(at, sizeof(at), "%s[%zu]", path, p->nmetrics);
+        if (pl_metric_parse(json_array_get(list, p->nmetrics), at, m, err,
+                            errlen) != 0)
+            return -1;
+        accuracy = accuracy || m->kind == PL_METRIC_ACCURACY;
+    }
+    return accuracy ? 0 : plcfg_fail(err, errlen, path, NULL, "must hold "
+                                     "Accuracy (the performance trigger "
+                                     "counts misclassifications with it)");
+}
+
+static int parse_evaluation(trig_perf *p, const json_t *ev, const char *path,
+                            char *err, size_t errlen) {
+    char at[PLCFG_PATH_MAX], sub[PLCFG_PATH_MAX];
+    if (!ev) return plcfg_fail(err, errlen, path, NULL, "missing key");
+    if (plcfg_check_keys(ev, path, evaluation_keys, err, errlen) < 0)
+        return -1;
+    const json_t *ds = json_object_get(ev, "dataset");
+    plcfg_join(at, sizeof(at), path, "dataset");
+    if (!ds) return plcfg_fail(err, errlen, at, NULL, "missing key");
+    if (plcfg_check_keys(ds, at, dataset_keys, err, errlen) < 0) return -1;
+    if (json_object_get(ds, "label_transformer_function"))
+        return plcfg_fail(err, errlen, at, "label_transformer_function",
+                          "not supported: transform in the evaluation "
+                          "command");
+    return parse_metrics(p, json_object_get(ds, "metrics"),
+                         plcfg_join(sub, sizeof(sub), at, "metrics"), err,
+                         errlen);
+}
+
+/* The index of the trigger's metric a criterion names (by the name
+ * results use, or Modyn's), or -1. */
+static int find_metric(const trig_perf *p, const char *name) {
+    for (size_t i = 0; i < p->nmetrics; i++)
+        if (strcmp(p->metrics[i].name, name) == 0) return (int)i;
+    for (size_t i = 0; i < p->nmetrics; i++)
+        if (strcmp(modyn_name(&p->metrics[i]), name) == 0) return (int)i;
+    return -1;
+}
+
+static int parse_threshold_criterion(trig_perf *p, const json_t *obj,
+                                     const char *path, perf_criterion *c,
+                                     char *err, size_t errlen) {
+    static const char *const keys[] = {"id", "metric", "metric_threshold",
+                                       "allowed_deviation", NULL};
+    const char *metric;
+    bool dynamic = c->kind == PERF_DYNAMIC;
+    if (plcfg_check_keys(obj, path, keys, err, errlen) < 0 ||
+        plcfg_str(obj, path, "metric", "Accuracy", &metric, err, errlen) < 0 ||
+        plcfg_num(obj, path, dynamic ? "allowed_deviation" : "metric_threshold",
+                  dynamic ? 0.05 : 0.0, -1e9, 1e9, &c->threshold, err,
+                  errlen) < 0)
+        return -1;
+    if (json_object_get(obj, dynamic ? "metric_threshold" : "allowed_deviation"))
+        return plcfg_fail(err, errlen, path, dynamic ? "metric_threshold"
+                          : "allowed_deviation", "not a key of this criterion");
+    int m = find_metric(p, metric);
+    if (m < 0)
+        return plcfg_fail(err, errlen, path, "metric", "'%s' is not one of "
+                          "evaluation.dataset.metrics", metric);
+    c->metric = (size_t)m;
+    return 0;
+}
+
+static int parse_misclassification(const json_t *obj, const char *path,
+                                   perf_criterion *c, char *err,
+                                   size_t errlen) {
+    static const char *const keys[] = {
+        "id", "avoidable_misclassification_threshold", "expected_accuracy",
+        "allow_reduction", NULL};
+    if (plcfg_check_keys(obj, path, keys, err, errlen) < 0 ||
+        plcfg_int(obj, path, "avoidable_misclassification_threshold", -1, 1,
+                  INT64_MAX / 2, &c->max_avoidable, err, errlen) < 0 ||
+        plcfg_num(obj, path, "expected_accuracy", NAN, 0, 1,
+                  &c->expected_accuracy, err, errlen) < 0 ||
+        plcfg_bool(obj, path, "allow_reduction", false, &c->allow_reduction,
+                   err, errlen) < 0)
+        return -1;
+    if (c->max_avoidable < 0)
+        return plcfg_fail(err, errlen, path, NULL, "missing key "
+                          "avoidable_misclassification_threshold");
+    return 0;
+}
+
+static int parse_criterion(trig_perf *p, const json_t *obj, const char *path,
+                           perf_criterion *c, char *err, size_t errlen) {
+    int id;
+    if (!json_is_object(obj) || !json_object_get(obj, "id"))
+        return plcfg_fail(err, errlen, path, NULL, "must be a mapping with "
+                          "an id");
+    if (plcfg_enum(obj, path, "id", criterion_ids, 0, &id, err, errlen) < 0)
+        return -1;
+    c->kind = (perf_kind)id;
+    c->expected_accuracy = NAN;
+    return c->kind == PERF_MISCLASSIFICATION
+               ? parse_misclassification(obj, path, c, err, errlen)
+               : parse_threshold_criterion(p, obj, path, c, err, errlen);
+}
+
+static int parse_criteria(trig_perf *p, const json_t *obj, const char *path,
+                          char *err, size_t errlen) {
+    size_t n = json_object_size(obj);
+    if (!json_is_object(obj) || n == 0 || n > PERF_MAX_CRITERIA)
+        return plcfg_fail(err, errlen, path, NULL, "must name 1 to %d "
+                          "criteria", PERF_MAX_CRITERIA);
+    if (!(p->criteria = calloc(n, sizeof(*p->criteria))))
+        return plcfg_fail(err, errlen, path, NULL, "out of memory");
+    const char *name;
+    const json_t *c;
+    char at[PLCFG_PATH_MAX];
+    json_object_foreach((json_t *)obj, name, c) {
+        if (parse_criterion(p, c, plcfg_join(at, sizeof(at), path, name),
+                            &p->criteria[p->ncriteria], err, errlen) < 0)
+            return -1;
+        p->ncriteria++;
+    }
+    return 0;
+}
+
+/* mode (hindsight only), forecasting_method, the window of
+ * post-training scores, and the warm-up. */
+static int parse_policy(trig_perf *p, const json_t *section, const char *path,
+                        char *err, size_t errlen) {
+    int mode, method;
+    int64_t window, density;
+    char sub[PLCFG_PATH_MAX];
+    if (plcfg_enum(section, path, "mode", modes, 0, &mode, err, errlen) < 0 ||
+        plcfg_enum(section, path, "forecasting_method", methods, 0, &method,
+                   err, errlen) < 0 ||
+        plcfg_int(section, path, "performance_triggers_window_size", 10, 1,
+                  PERF_MAX_WINDOW, &window, err, errlen) < 0 ||
+        plcfg_int(section, path, "data_density_window_size", 0, 0, 1000000,
+                  &density, err, errlen) < 0 ||
+        plcfg_int(section, path, "warmup_intervals", 0, 0, 1000000,
+                  &p->warmup_intervals, err, errlen) < 0)
+        return -1;
+    if (mode != 0)
+        return plcfg_fail(err, errlen, path, "mode", "only hindsight is "
+                          "supported (as in Modyn's own experiments)");
+    p->tracker.window = (size_t)window;
+    p->tracker.ridge = method == 0;
+    const json_t *policy = json_object_get(section, "warmup_policy");
+    if (p->warmup_intervals > 0 && !policy)
+        return plcfg_fail(err, errlen, path, "warmup_policy", "required with "
+                          "warmup_intervals");
+    if (!policy) return 0;
+    p->warmup = trig_new_at(policy, plcfg_join(sub, sizeof(sub), path,
+                                               "warmup_policy"), true, err,
+                            errlen);
+    return p->warmup ? 0 : -1;
+}
+
+int perf_parse(trig_perf *p, const json_t *section, const char *path,
+               char *err, size_t errlen) {
+    char sub[PLCFG_PATH_MAX];
+    if (plcfg_check_keys(section, path, perf_keys, err, errlen) < 0 ||
+        plcfg_int(section, path, "evaluation_interval_data_points", 1000, 1,
+                  100000000, &p->interval, err, errlen) < 0 ||
+        parse_evaluation(p, json_object_get(section, "evaluation"),
+                         plcfg_join(sub, sizeof(sub), path, "evaluation"),
+                         err, errlen) < 0 ||
+        parse_criteria(p, json_object_get(section, "decision_criteria"),
+                       plcfg_join(sub, sizeof(sub), path, "decision_criteria"),
+                       err, errlen) < 0)
+        return -1;
+    return parse_policy(p, section, path, err, errlen);
+}

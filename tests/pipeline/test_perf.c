@@ -1,0 +1,192 @@
+/* test_perf.c -- the performance trigger: Modyn's forecast and decision
+ * criteria on hand-worked cases, and the trigger fed a stream whose
+ * model's accuracy drops at key 50: it fires at its first detection point
+ * (no model yet) and after the drop, never before it; the check after a
+ * fire also measures the new model on the samples that made it fire. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <math.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "perf.h"
+#include "trigger.h"
+
+static void forecasts(void **state) {
+    (void)state;
+    double two[] = {0.8, 0.9}, five[] = {1, 2, 3, 4, 5};
+    assert_float_equal(perf_forecast(two, 2, true), 0.85, 1e-12);
+    /* five points: ridge on x = 0..4, mean 3, x-bar 2, Sxy = Sxx = 10,
+     * slope 10 / (10 + 0.5) = 0.952381; at x = 5: 3 + 3 * 0.952381 */
+    assert_float_equal(perf_forecast(five, 5, true), 3 + 30 / 10.5, 1e-12);
+    assert_float_equal(perf_forecast(five, 5, false), 3, 1e-12);
+    assert_true(isnan(perf_forecast(five, 0, true)));
+}
+
+static perf_obs obs(size_t samples, size_t wrong, double value) {
+    perf_obs o = {.samples = samples, .misclassified = wrong};
+    o.values[0] = value;
+    return o;
+}
+
+static void static_and_dynamic(void **state) {
+    (void)state;
+    perf_tracker t = {.window = 10};
+    perf_criterion st = {.kind = PERF_STATIC, .threshold = 0.8};
+    perf_obs low = obs(10, 3, 0.79), at = obs(10, 2, 0.8);
+    assert_true(perf_decide(&st, &t, &low));
+    assert_false(perf_decide(&st, &t, &at));
+    /* after-training scores 0.9 and 0.8: expected 0.85, less 0.05 */
+    perf_criterion dyn = {.kind = PERF_DYNAMIC, .threshold = 0.05};
+    assert_false(perf_decide(&dyn, &t, &low)); /* nothing expected yet */
+    perf_obs a = obs(10, 1, 0.9), b = obs(10, 2, 0.8);
+    assert_int_equal(perf_after_training(&t, &a), 0);
+    assert_int_equal(perf_after_training(&t, &b), 0);
+    assert_true(perf_decide(&dyn, &t, &low));
+    perf_obs above = obs(10, 2, 0.81);
+    assert_false(perf_decide(&dyn, &t, &above));
+    perf_tracker_free(&t);
+}
+
+/* Expected accuracy 0.9 of 100 samples allows 10 wrong: 15 wrong adds
+ * 5, 16 adds 6: 11 >= 10 fires. 5 wrong adds nothing unless reduction is
+ * allowed (-5). */
+static void avoidable_misclassifications(void **state) {
+    (void)state;
+    perf_tracker t = {.window = 10};
+    perf_criterion c = {.kind = PERF_MISCLASSIFICATION, .max_avoidable = 10,
+                        .expected_accuracy = 0.9};
+    perf_obs o15 = obs(100, 15, 0), o16 = obs(100, 16, 0), o5 = obs(100, 5, 0);
+    assert_false(perf_decide(&c, &t, &o15));
+    assert_int_equal(c.avoidable, 5);
+    assert_false(perf_decide(&c, &t, &o5));
+    assert_int_equal(c.avoidable, 5);
+    assert_true(perf_decide(&c, &t, &o16));
+    perf_reset(&c);
+    assert_int_equal(c.avoidable, 0);
+    c.allow_reduction = true;
+    assert_false(perf_decide(&c, &t, &o5));
+    assert_int_equal(c.avoidable, -5);
+    /* no expected_accuracy: the after-training accuracy, 90 of 100 */
+    perf_criterion f = {.kind = PERF_MISCLASSIFICATION, .max_avoidable = 5,
+                        .expected_accuracy = NAN};
+    assert_false(perf_decide(&f, &t, &o16)); /* nothing expected yet */
+    perf_obs after = obs(100, 10, 0.9);
+    assert_int_equal(perf_after_training(&t, &after), 0);
+    assert_true(perf_decide(&f, &t, &o16));
+    perf_tracker_free(&t);
+}
+
+/* A stand-in for the supervisor's checks: the model trained after the
+ * second fire is good everywhere; the earlier one gets 5 of 10 wrong on
+ * keys from 50 on, 1 of 10 before. */
+typedef struct fake {
+    int fires;
+    int asks, windows[16];
+} fake;
+
+static int fake_evaluate(void *ctx, const pl_perf_ask *ask, perf_obs *out,
+                         char *err, size_t errlen) {
+    (void)err;
+    (void)errlen;
+    fake *f = ctx;
+    if (f->fires == 0) return 1;
+    f->windows[f->asks++] = (int)ask->nwindows;
+    for (size_t w = 0; w < ask->nwindows; w++) {
+        bool drifted = ask->keys[w][0] >= 50 && f->fires < 2;
+        out[w] = obs(ask->n[w], drifted ? 5 : 1, drifted ? 0.5 : 0.9);
+    }
+    return 0;
+}
+
+static void fires_after_the_drop(void **state) {
+    (void)state;
+    json_error_t jerr;
+    json_t *sec = json_loads(
+        "{\"id\": \"PerformanceTrigger\", \"evaluation_interval_data_points\":"
+        " 10, \"evaluation\": {\"device\": \"cpu\", \"dataset\": "
+        "{\"dataset_id\": \"d\", \"metrics\": [{\"name\": \"Accuracy\"}]}},"
+        " \"decision_criteria\": {\"acc\": {\"id\": "
+        "\"StaticPerformanceThresholdCriterion\", \"metric\": \"Accuracy\", "
+        "\"metric_threshold\": 0.7}}}", 0, &jerr);
+    char err[256];
+    pl_trigger *t = pl_trigger_new(sec, err, sizeof err);
+    assert_non_null(t);
+    fake f = {0};
+    assert_int_equal(pl_trigger_set_evaluator(t, fake_evaluate, &f), 1);
+    size_t fired_at[8], nfired = 0;
+    for (uint64_t k = 0; k < 100; k++) {
+        pl_sample s = {.key = k, .ts = (int64_t)k};
+        size_t fires[1], n;
+        assert_int_equal(pl_trigger_inform(t, &s, NULL, 0, 1, fires, &n, err,
+                                           sizeof err), 0);
+        if (n) fired_at[nfired++] = k;
+        f.fires += (int)n;
+    }
+    assert_int_equal(nfired, 2);
+    assert_int_equal(fired_at[0], 9);   /* the first: no model yet */
+    assert_int_equal(fired_at[1], 59);  /* the first check after the drop */
+    /* checks at 19..99; those after a fire (19, 69) also ask for the
+     * batch that fired, measured on the new model */
+    assert_int_equal(f.asks, 9);
+    assert_int_equal(f.windows[0], 2);
+    assert_int_equal(f.windows[1], 1);
+    assert_int_equal(f.windows[4], 1);
+    assert_int_equal(f.windows[5], 2);
+    assert_int_equal(f.windows[6], 1);
+    pl_trigger_free(t);
+    json_decref(sec);
+}
+
+static void assert_refused(const char *json, const char *says) {
+    json_error_t jerr;
+    json_t *sec = json_loads(json, 0, &jerr);
+    char err[256] = "";
+    assert_non_null(sec);
+    assert_null(pl_trigger_new(sec, err, sizeof err));
+    if (!strstr(err, says)) fail_msg("'%s' lacks '%s'", err, says);
+    json_decref(sec);
+}
+
+static void bad_sections_named(void **state) {
+    (void)state;
+    assert_refused("{\"id\": \"PerformanceTrigger\", \"decision_criteria\": "
+                   "{}}", "trigger.evaluation: missing key");
+    const char *ev = "\"evaluation\": {\"dataset\": {\"metrics\": "
+                     "[{\"name\": \"F1Score\", \"num_classes\": 2}]}}";
+    char json[512];
+    snprintf(json, sizeof json, "{\"id\": \"PerformanceTrigger\", %s}", ev);
+    assert_refused(json, "trigger.evaluation.dataset.metrics: must hold "
+                   "Accuracy");
+    assert_refused("{\"id\": \"PerformanceTrigger\", \"evaluation\": "
+                   "{\"dataset\": {\"metrics\": [{\"name\": \"Accuracy\"}]}}, "
+                   "\"decision_criteria\": {\"x\": {\"id\": "
+                   "\"StaticPerformanceThresholdCriterion\", \"metric\": "
+                   "\"RocAuc\"}}}", "trigger.decision_criteria.x.metric: "
+                   "'RocAuc' is not one of");
+    assert_refused("{\"id\": \"PerformanceTrigger\", \"mode\": \"lookahead\", "
+                   "\"evaluation\": {\"dataset\": {\"metrics\": [{\"name\": "
+                   "\"Accuracy\"}]}}, \"decision_criteria\": {\"x\": {\"id\": "
+                   "\"StaticNumberMisclassificationCriterion\", "
+                   "\"avoidable_misclassification_threshold\": 5}}}",
+                   "trigger.mode: only hindsight");
+    assert_refused("{\"id\": \"PerformanceTrigger\", \"evaluation\": "
+                   "{\"dataset\": {\"metrics\": [{\"name\": \"Accuracy\"}]}}, "
+                   "\"decision_criteria\": {\"x\": {\"id\": "
+                   "\"StaticNumberMisclassificationCriterion\"}}}",
+                   "missing key avoidable_misclassification_threshold");
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(forecasts),
+        cmocka_unit_test(static_and_dynamic),
+        cmocka_unit_test(avoidable_misclassifications),
+        cmocka_unit_test(fires_after_the_drop),
+        cmocka_unit_test(bad_sections_named),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
