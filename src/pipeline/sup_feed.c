@@ -58,16 +58,17 @@ static int sup_features(sup *s, const pl_sample *samples, size_t n,
     return 0;
 }
 
-/* Feeds samples[0..n) (from s->fed on), the fires' bounds kept. With
- * embeddings, one sample at a time: a fire's bound must be known before
- * the next detection point asks for the newest model (sup_embed.c). */
+/* Feeds samples[0..n) (from s->fed on), the fires' bounds kept. With a
+ * trigger that asks for models (embeddings, performance checks), one
+ * sample at a time: a fire's bound must be known before the next
+ * detection point asks for the newest model (sup_embed.c, sup_perf.c). */
 static int sup_feed_chunk(sup *s, const pl_sample *samples, size_t n,
                           float *features, char *err, size_t errlen) {
     size_t fires[SUP_CHUNK], nfires = 0, dim = 0;
     bool needs = pl_trigger_needs_features(s->trigger);
     if (needs && sup_features(s, samples, n, features, &dim, err, errlen))
         return -1;
-    size_t step = s->cfg.embedding.command ? 1 : n;
+    size_t step = s->asks_models ? 1 : n;
     for (size_t at = 0; at < n; at += step) {
         size_t count = n - at < step ? n - at : step;
         if (pl_trigger_inform(s->trigger, samples + at,

@@ -27,8 +27,9 @@ static const char usage[] =
 /* The embedding section's command embeds for every drift trigger; a
  * section no drift trigger uses is an error. */
 static int sup_use_embedding(sup *s, char *err, size_t errlen) {
-    if (!s->cfg.embedding.command ||
-        pl_trigger_set_embedder(s->trigger, sup_embed, s) > 0)
+    if (!s->cfg.embedding.command) return 0;
+    if ((s->asks_models = pl_trigger_set_embedder(s->trigger, sup_embed,
+                                                  s) > 0))
         return 0;
     pl_yaml_error(&s->cfg.doc, "embedding", err, errlen, "no "
                   "DataDriftTrigger in the trigger section measures on its "
@@ -39,9 +40,9 @@ static int sup_use_embedding(sup *s, char *err, size_t errlen) {
 /* Every PerformanceTrigger checks the newest model with the evaluation
  * section's command, which it then needs. */
 static int sup_use_evaluator(sup *s, char *err, size_t errlen) {
-    if (pl_trigger_set_evaluator(s->trigger, sup_perf, s) == 0 ||
-        s->cfg.evaluation.command)
-        return 0;
+    if (pl_trigger_set_evaluator(s->trigger, sup_perf, s) == 0) return 0;
+    s->asks_models = true;
+    if (s->cfg.evaluation.command) return 0;
     pl_yaml_error(&s->cfg.doc, "trigger", err, errlen, "a PerformanceTrigger "
                   "needs the evaluation section's command (it predicts the "
                   "samples each check scores)");

@@ -67,6 +67,8 @@ typedef struct sup {
                                began feeding (sup_embed.c) */
     uint32_t nchecks;       /* performance checks asked for, the same
                                (sup_perf.c) */
+    bool asks_models;       /* the trigger asks for the newest model's
+                               embeddings or scores (fed one by one) */
     pl_eval_config eval;    /* the evaluation section's handlers and
                                dataset (nhandlers 0: none) */
 } sup;

@@ -545,6 +545,48 @@ assert abs(c['active'] - 0.875) < 1e-9 and c['windows'] == 2, c" ||
         pipeline start q.yaml
 }
 
+# A PerformanceTrigger through aegisd: model 0 (trained at the first
+# detection point, when there is no model) scores 1.0 until key 40, then
+# 0.5 on the samples 40-49 (tests/pipeline/eval_stand_in.py, drop_from):
+# the trigger fires there and not before, each check one evaluation job,
+# and model 1 (0.75, above the threshold 0.7) does not fire again.
+case_perf() {
+    start
+    export PYTHONPATH=$HERE/../../python
+    add_samples tiny 60
+    echo 40 > "$DIR/drop_from"
+    cat > perf.yaml <<YAML
+pipeline: {name: perf}
+data: {dataset_id: tiny}
+trigger:
+  id: PerformanceTrigger
+  evaluation_interval_data_points: 10
+  evaluation: {dataset: {dataset_id: tiny, metrics: [{name: Accuracy}]}}
+  decision_criteria:
+    acc: {id: StaticPerformanceThresholdCriterion, metric: Accuracy,
+          metric_threshold: 0.7}
+selection_strategy: {name: NewDataStrategy, tail_triggers: 0}
+training: {command: sh $HERE/train_stand_in.sh}
+evaluation: {command: [/usr/bin/python3, $HERE/eval_stand_in.py]}
+YAML
+    "$AEGIS" pipeline replay perf.yaml --from 1700000000 --to 1700000060 > out.txt ||
+        fail "replay: $(cat out.txt)"
+    local log; log=$("$AEGIS" pipeline log perf.replay)
+    [ "$(echo "$log" | grep -c "fired after")" = 2 ] ||
+        fail "not two fires: $log"
+    echo "$log" | grep -q "trigger 0: fired after 10 samples" &&
+        echo "$log" | grep -q "trigger 1: fired after 50 samples" ||
+        fail "fires not at the first detection and the drop: $log"
+    echo "$log" | grep -q "performance check 4: model of trigger 0, 10 samples, accuracy 0.5000; cost [0-9.]* s" ||
+        fail "the check at the drop: $log"
+    "$AEGIS" ls --json --all | pyjson "n = sorted(j['name'] for j in d \
+if ':p' in j['name']); assert n == ['perf.replay:p%d' % k for k in range(1, 6)], n" ||
+        fail "not one evaluation job a check"
+    sed -i '/^evaluation:/d' perf.yaml
+    aegis_refused "a PerformanceTrigger needs the evaluation section's command" \
+        pipeline start perf.yaml
+}
+
 # The example pipeline of docs/pipelines.md, started as the page says.
 case_docs() {
     start

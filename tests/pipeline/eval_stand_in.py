@@ -3,7 +3,9 @@
 Predicts the samples of $AEGIS_EVAL_KEYS without a model, knowing their
 true labels: the model of trigger N gets every sample right except those
 whose key % 4 is below N, which it gets wrong. So model 0 is always
-right, model 1 right on 3 of 4 samples, model 2 on 2 of 4. It writes two
+right, model 1 right on 3 of 4 samples, model 2 on 2 of 4. When
+$DIR/drop_from holds a key K, model 0 also gets every even key from K on
+wrong: an accuracy drop a performance trigger must see. It writes two
 scores a sample (the predicted class 0.9, the other 0.1) with
 aegis_pipeline.save_predictions, and says which model it evaluated on
 how many samples in $DIR/evals (DIR: the folder above its working
@@ -22,7 +24,11 @@ top = os.path.dirname(os.getcwd())
 model = int(os.environ["AEGIS_TRIGGER"])
 keys = aegis_pipeline.read_trainset(os.environ["AEGIS_EVAL_KEYS"])[0]
 truth = aegis_pipeline.Dataset().samples["label"][keys]
-predicted = np.where(keys.astype(np.int64) % 4 < model, 1 - truth, truth)
+wrong = keys.astype(np.int64) % 4 < model
+drop = os.path.join(top, "drop_from")
+if model == 0 and os.path.exists(drop):
+    wrong |= (keys >= int(open(drop).read())) & (keys % 2 == 0)
+predicted = np.where(wrong, 1 - truth, truth)
 scores = np.full((len(keys), 2), 0.1)
 scores[np.arange(len(keys)), predicted] = 0.9
 
