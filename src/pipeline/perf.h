@@ -4,6 +4,7 @@
  *
  *   perf_policy.c  the tracker of scores and the decision criteria
  *   trigger_perf.c the trigger: detection points, asking for scores
+ * and the cost trigger's forecast of a training's time (trigger_cost.c).
  *
  * The criteria (any one fires):
  *   StaticPerformanceThresholdCriterion{metric, metric_threshold}
@@ -71,6 +72,11 @@ double perf_expected_accuracy(const perf_tracker *t);
  * the window dropped). 0, or -1 when out of memory. */
 int perf_after_training(perf_tracker *t, const perf_obs *o);
 void perf_tracker_free(perf_tracker *t);
+
+/* The cost triggers' model (trigger_cost.c): the training time of at
+ * samples forecast by a ridge regression (alpha 1) of y (seconds) on x
+ * (training set sizes) over n trainings; one training: its time. */
+double cost_forecast(const double *x, const double *y, size_t n, double at);
 
 /* Criterion c's decision on the newest evaluation o. */
 bool perf_decide(perf_criterion *c, const perf_tracker *t,

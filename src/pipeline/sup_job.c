@@ -104,3 +104,20 @@ int sup_run_job(sup *s, const char *name, const pl_job_section *sec,
     printf("%s: job %lld %s\n", name, (long long)id, state);
     return 0;
 }
+
+double sup_job_seconds(sup *s, int64_t id) {
+    int rc;
+    json_t *ans = client_call("pipeline", s->socket,
+                              json_pack("{s:s, s:I}", "op", "show", "id",
+                                        (json_int_t)id), &rc), *a;
+    json_t *job = json_object_get(ans, "job");
+    double seconds = job ? 0 : -1;
+    size_t i;
+    json_array_foreach(json_object_get(job, "attempt_list"), i, a) {
+        double from = json_number_value(json_object_get(a, "started"));
+        double to = json_number_value(json_object_get(a, "ended"));
+        if (to > from) seconds += to - from;
+    }
+    json_decref(ans);
+    return seconds;
+}

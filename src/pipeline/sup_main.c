@@ -49,6 +49,12 @@ static int sup_use_evaluator(sup *s, char *err, size_t errlen) {
     return -1;
 }
 
+/* Cost triggers weigh the trainings' measured costs. */
+static void sup_use_costs(sup *s) {
+    if (pl_trigger_set_coster(s->trigger, sup_costs, s) > 0)
+        s->asks_models = true;
+}
+
 /* The trigger, selector and evaluation of the file's sections; a
  * reader's message gets its line. 0, or -1 with err. */
 static int sup_build(sup *s, char *err, size_t errlen) {
@@ -63,6 +69,7 @@ static int sup_build(sup *s, char *err, size_t errlen) {
     if (s->trigger && (sup_use_embedding(s, err, errlen) != 0 ||
                        sup_use_evaluator(s, err, errlen) != 0))
         return -1;
+    if (s->trigger) sup_use_costs(s);
     if (s->trigger)
         s->selector = pl_selector_new(s->cfg.selection, s->cfg.seed, msg,
                                       sizeof(msg));
@@ -169,6 +176,8 @@ static void sup_close(sup *s) {
     pl_tlog_close(&s->log);
     pl_file_free(&s->cfg);
     free(s->bounds);
+    free(s->cost_samples);
+    free(s->cost_seconds);
     free(s->order);
     free(s->order_keys);
 }

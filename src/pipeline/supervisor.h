@@ -8,6 +8,7 @@
  *   sup_embed.c  a drift trigger's windows embedded with the newest model
  *   sup_eval.c   each model evaluated, its results kept
  *   sup_perf.c   a performance trigger's checks of the newest model
+ *   sup_cost.c   the trainings' costs, for cost triggers
  *   sup_job.c    the jobs of all of these in aegisd
  *   sup_main.c   the command: run, check, replay
  *
@@ -68,7 +69,12 @@ typedef struct sup {
     uint32_t nchecks;       /* performance checks asked for, the same
                                (sup_perf.c) */
     bool asks_models;       /* the trigger asks for the newest model's
-                               embeddings or scores (fed one by one) */
+                               embeddings or scores, or for the trainings'
+                               costs (fed one by one) */
+    double *cost_samples;   /* the trainings' set sizes and run times, */
+    double *cost_seconds;   /*   for cost triggers (sup_cost.c) */
+    size_t ncosts;
+    uint32_t costs_upto;    /* triggers looked at for them */
     pl_eval_config eval;    /* the evaluation section's handlers and
                                dataset (nhandlers 0: none) */
 } sup;
@@ -152,6 +158,12 @@ int sup_eval_load(const sup_eval_job *j, pl_pred *p, char *why,
 int sup_perf(void *ctx, const pl_perf_ask *ask, struct perf_obs *out,
              char *err, size_t errlen);
 
+/* sup_cost.c */
+/* The pipeline's pl_cost_fn (trigger.h), ctx a sup: settles the fires so
+ * far, then answers each trained one's set size and run time. */
+int sup_costs(void *ctx, const double **samples, const double **seconds,
+              size_t *n, char *err, size_t errlen);
+
 /* sup_job.c */
 /* sup_submit_job's answer when aegisd refused the job (it asks for more
  * than the server has, or of what the user may have): not a fault to
@@ -171,6 +183,9 @@ int64_t sup_submit_job(sup *s, const json_t *command,
  * is asked again once it is back, for a while. 0, or -1 when aegisd
  * could not say. */
 int sup_wait_job(sup *s, int64_t id, char *state, size_t size);
+/* The seconds job id's attempts ran, as aegisd recorded them; < 0 when
+ * aegisd could not say. */
+double sup_job_seconds(sup *s, int64_t id);
 /* Unsets every variable a supervisor's job kinds are given, so that one
  * kind's never reach another's job through the supervisor's environment
  * (which a submit carries). */

@@ -19,8 +19,8 @@ pl_trigger *trig_new_at(const json_t *section, const char *path,
         return NULL;
     if (!id) {
         plcfg_fail(err, errlen, path, "id", "missing (DataAmountTrigger, "
-                   "TimeTrigger, DataDriftTrigger, PerformanceTrigger or "
-                   "EnsembleTrigger)");
+                   "TimeTrigger, DataDriftTrigger, PerformanceTrigger, "
+                   "DataIncorporationLatencyCostTrigger or EnsembleTrigger)");
         return NULL;
     }
     if (strcmp(id, "DataAmountTrigger") == 0)
@@ -31,12 +31,15 @@ pl_trigger *trig_new_at(const json_t *section, const char *path,
         return trig_drift_new(section, path, err, errlen);
     if (!simple_only && strcmp(id, "PerformanceTrigger") == 0)
         return trig_perf_new(section, path, err, errlen);
+    if (!simple_only && strcmp(id, "DataIncorporationLatencyCostTrigger") == 0)
+        return trig_cost_new(section, path, err, errlen);
     if (!simple_only && strcmp(id, "EnsembleTrigger") == 0)
         return trig_ensemble_new(section, path, err, errlen);
     plcfg_fail(err, errlen, path, "id", "'%s' is not %s", id,
                simple_only ? "DataAmountTrigger or TimeTrigger"
                            : "DataAmountTrigger, TimeTrigger, "
-                             "DataDriftTrigger, PerformanceTrigger or "
+                             "DataDriftTrigger, PerformanceTrigger, "
+                             "DataIncorporationLatencyCostTrigger or "
                              "EnsembleTrigger");
     return NULL;
 }
@@ -67,6 +70,11 @@ size_t pl_trigger_set_evaluator(pl_trigger *t, pl_perf_fn evaluate,
 {
     return t->ops->set_evaluator ? t->ops->set_evaluator(t, evaluate, ctx)
                                  : 0;
+}
+
+size_t pl_trigger_set_coster(pl_trigger *t, pl_cost_fn trainings, void *ctx)
+{
+    return t->ops->set_coster ? t->ops->set_coster(t, trainings, ctx) : 0;
 }
 
 int pl_trigger_inform(pl_trigger *t, const pl_sample *s, const float *features,

@@ -71,6 +71,19 @@ typedef int (*pl_perf_fn)(void *ctx, const pl_perf_ask *ask,
 size_t pl_trigger_set_evaluator(pl_trigger *t, pl_perf_fn evaluate,
                                 void *ctx);
 
+/* The trainings done so far, for a cost trigger's forecast of what the
+ * next one costs: for each, the samples it trained on and its run time
+ * in seconds (as aegisd measured its attempts), oldest first, into
+ * arrays that stay valid until the next call. The supervisor settles the
+ * fires so far first (sup_cost.c). 0, or -1 with err. Fed the same
+ * stream again it must answer the same. */
+typedef int (*pl_cost_fn)(void *ctx, const double **samples,
+                          const double **seconds, size_t *n, char *err,
+                          size_t errlen);
+
+/* Has every cost trigger in t ask trainings. Returns how many took it. */
+size_t pl_trigger_set_coster(pl_trigger *t, pl_cost_fn trainings, void *ctx);
+
 /* Feeds n samples, in key order, with n x dim features when it needs
  * them (NULL otherwise). Writes to fires[] the index in s of each sample
  * after which it fires (at most n), and their number to *nfires.

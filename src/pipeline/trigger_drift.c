@@ -315,7 +315,7 @@ static size_t drift_set_embedder(pl_trigger *t, pl_embed_fn embed, void *ctx)
 }
 
 static const pl_trigger_ops drift_ops = {drift_feed, drift_free,
-                                         drift_set_embedder, NULL};
+                                         drift_set_embedder, NULL, NULL};
 
 pl_trigger *trig_drift_new(const json_t *section, const char *path,
                            char *err, size_t errlen)

@@ -85,9 +85,21 @@ static size_t ensemble_set_evaluator(pl_trigger *t, pl_perf_fn evaluate,
     return took;
 }
 
+/* Each subtrigger's trainings (a cost trigger's). */
+static size_t ensemble_set_coster(pl_trigger *t, pl_cost_fn trainings,
+                                  void *ctx)
+{
+    trig_ensemble *e = (trig_ensemble *)t;
+    size_t took = 0;
+    for (size_t i = 0; i < e->nsubs; i++)
+        took += pl_trigger_set_coster(e->subs[i], trainings, ctx);
+    return took;
+}
+
 static const pl_trigger_ops ensemble_ops = {ensemble_feed, ensemble_free,
                                             ensemble_set_embedder,
-                                            ensemble_set_evaluator};
+                                            ensemble_set_evaluator,
+                                            ensemble_set_coster};
 
 static int parse_subs(trig_ensemble *e, const json_t *subs, const char *path,
                       char *err, size_t errlen)

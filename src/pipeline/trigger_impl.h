@@ -25,6 +25,8 @@ typedef struct pl_trigger_ops {
     /* pl_trigger_set_evaluator's work; NULL for kinds that never
      * evaluate a model. */
     size_t (*set_evaluator)(pl_trigger *t, pl_perf_fn evaluate, void *ctx);
+    /* pl_trigger_set_coster's; NULL for kinds that weigh no cost. */
+    size_t (*set_coster)(pl_trigger *t, pl_cost_fn trainings, void *ctx);
 } pl_trigger_ops;
 
 struct pl_trigger {
@@ -45,6 +47,8 @@ pl_trigger *trig_time_new(const json_t *section, const char *path,
 pl_trigger *trig_drift_new(const json_t *section, const char *path,
                            char *err, size_t errlen);
 pl_trigger *trig_perf_new(const json_t *section, const char *path,
+                          char *err, size_t errlen);
+pl_trigger *trig_cost_new(const json_t *section, const char *path,
                           char *err, size_t errlen);
 pl_trigger *trig_ensemble_new(const json_t *section, const char *path,
                               char *err, size_t errlen);

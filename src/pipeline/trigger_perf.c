@@ -140,7 +140,7 @@ static int perf_no_evaluator(void *ctx, const pl_perf_ask *ask,
 }
 
 static const pl_trigger_ops perf_ops = {perf_feed, perf_free, NULL,
-                                        perf_set_evaluator};
+                                        perf_set_evaluator, NULL};
 
 pl_trigger *trig_perf_new(const json_t *section, const char *path,
                           char *err, size_t errlen) {

@@ -587,6 +587,32 @@ if ':p' in j['name']); assert n == ['perf.replay:p%d' % k for k in range(1, 6)],
         pipeline start perf.yaml
 }
 
+# A DataIncorporationLatencyCostTrigger through aegisd, on the training
+# times aegisd measured: with a second of waiting worth nothing it fires
+# only at its first detection point (to have a training to measure);
+# worth 10^9 s of training, at every detection point.
+case_cost() {
+    start
+    add_samples tiny 30
+    local worth fires
+    for worth in 0 1000000000; do
+        cat > cost$worth.yaml <<YAML
+pipeline: {name: cost$worth}
+data: {dataset_id: tiny}
+trigger: {id: DataIncorporationLatencyCostTrigger,
+          evaluation_interval_data_points: 10,
+          incorporation_delay_per_training_second: $worth}
+selection_strategy: {name: NewDataStrategy, tail_triggers: 0}
+training: {command: sh $HERE/train_stand_in.sh}
+YAML
+        "$AEGIS" pipeline replay cost$worth.yaml --from 1700000000 \
+            --to 1700000030 > out.txt || fail "replay: $(cat out.txt)"
+        fires=$("$AEGIS" pipeline log cost$worth.replay | grep -c "fired after")
+        [ "$fires" = "$([ $worth = 0 ] && echo 1 || echo 3)" ] ||
+            fail "worth $worth: $fires fires: $("$AEGIS" pipeline log cost$worth.replay)"
+    done
+}
+
 # The example pipeline of docs/pipelines.md, started as the page says.
 case_docs() {
     start

@@ -1,8 +1,10 @@
-/* test_perf.c -- the performance trigger: Modyn's forecast and decision
+/* test_perf.c -- the performance and cost triggers. Performance: Modyn's
+ * forecast and decision
  * criteria on hand-worked cases, and the trigger fed a stream whose
  * model's accuracy drops at key 50: it fires at its first detection point
  * (no model yet) and after the drop, never before it; the check after a
- * fire also measures the new model on the samples that made it fire. */
+ * fire also measures the new model on the samples that made it fire.
+ * Cost: the training-time model, and the regret that makes it fire. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -141,6 +143,63 @@ static void fires_after_the_drop(void **state) {
     json_decref(sec);
 }
 
+/* The cost model: x 100, 200 samples took y 10, 20 s. Ridge (alpha 1):
+ * x-bar 150, y-bar 15, Sxy 500, Sxx 5000: slope 500/5001; at 4 samples
+ * 15 + 500/5001 * (4 - 150). One training: its time. */
+static void cost_model(void **state) {
+    (void)state;
+    double x[] = {100, 200}, y[] = {10, 20}, one[] = {50};
+    assert_float_equal(cost_forecast(x, y, 2, 4), 15 + 500.0 / 5001 * -146,
+                       1e-9);
+    assert_float_equal(cost_forecast(x, one, 1, 7), 50, 1e-12);
+}
+
+/* The supervisor's trainings for the cost trigger: after the first fire,
+ * one training of 2 samples that ran 50 s. */
+static int fake_trainings(void *ctx, const double **samples,
+                          const double **seconds, size_t *n, char *err,
+                          size_t errlen) {
+    (void)err;
+    (void)errlen;
+    static const double size[] = {2}, secs[] = {50};
+    *samples = size;
+    *seconds = secs;
+    *n = *(int *)ctx > 0;
+    return 0;
+}
+
+/* Detection every 2 samples, one every 10 s, a second of waiting worth a
+ * second of training. At ts 10 the first detection fires. At 30: the
+ * samples at 20 and 30 waited 10 and 0 s: 10 < 50. At 50: those two
+ * waited 20 s more (40) and the new ones 10 and 0: 60 >= 50, it fires. */
+static void cost_fires_when_regret_outweighs(void **state) {
+    (void)state;
+    json_error_t jerr;
+    json_t *sec = json_loads("{\"id\": \"DataIncorporationLatencyCostTrigger\", "
+                             "\"evaluation_interval_data_points\": 2, "
+                             "\"incorporation_delay_per_training_second\": 1}",
+                             0, &jerr);
+    char err[256];
+    pl_trigger *t = pl_trigger_new(sec, err, sizeof err);
+    assert_non_null(t);
+    int fires = 0;
+    assert_int_equal(pl_trigger_set_coster(t, fake_trainings, &fires), 1);
+    size_t at[4], nat = 0;
+    for (uint64_t k = 0; k < 6; k++) {
+        pl_sample s = {.key = k, .ts = 10 * (int64_t)k};
+        size_t f[1], n;
+        assert_int_equal(pl_trigger_inform(t, &s, NULL, 0, 1, f, &n, err,
+                                           sizeof err), 0);
+        if (n) at[nat++] = k;
+        fires += (int)n;
+    }
+    assert_int_equal(nat, 2);
+    assert_int_equal(at[0], 1);
+    assert_int_equal(at[1], 5);
+    pl_trigger_free(t);
+    json_decref(sec);
+}
+
 static void assert_refused(const char *json, const char *says) {
     json_error_t jerr;
     json_t *sec = json_loads(json, 0, &jerr);
@@ -178,6 +237,8 @@ static void bad_sections_named(void **state) {
                    "\"decision_criteria\": {\"x\": {\"id\": "
                    "\"StaticNumberMisclassificationCriterion\"}}}",
                    "missing key avoidable_misclassification_threshold");
+    assert_refused("{\"id\": \"DataIncorporationLatencyCostTrigger\"}",
+                   "trigger: missing key incorporation_delay_per_training_second");
 }
 
 int main(void) {
@@ -187,6 +248,8 @@ int main(void) {
         cmocka_unit_test(avoidable_misclassifications),
         cmocka_unit_test(fires_after_the_drop),
         cmocka_unit_test(bad_sections_named),
+        cmocka_unit_test(cost_model),
+        cmocka_unit_test(cost_fires_when_regret_outweighs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
