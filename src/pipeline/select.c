@@ -27,6 +27,8 @@ void pl_selector_free(pl_selector *sel)
     if (!sel)
         return;
     free(sel->used);
+    json_decref(sel->downsampling);
+    json_decref(sel->ds_thresholds);
     free(sel);
 }
 

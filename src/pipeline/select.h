@@ -29,6 +29,13 @@ void pl_selector_free(pl_selector *sel);
 void pl_selector_note_used(pl_selector *sel, const pl_trainset_item *items,
                            size_t count);
 
+/* The downsampling config in force for trigger's training (a
+ * CoresetStrategy's downsampling_config, docs/pipelines.md): borrowed
+ * from sel, or NULL when the training takes its whole set (none given,
+ * "No", or a warm-up trigger). */
+const json_t *pl_selector_downsampling(const pl_selector *sel,
+                                       uint32_t trigger);
+
 /* Builds trigger TRIGGER's training set from samples[0 .. end) where
  * bounds[i] (i < trigger) is the first key after trigger i, and writes it
  * to PATH (pl_trainset_write). 0, or -1 with err. */

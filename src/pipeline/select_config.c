@@ -78,26 +78,6 @@ static int parse_presampling(pl_selector *sel, const json_t *p, char *err,
     return 0;
 }
 
-/* Downsampling needs per-sample model outputs from the trainer: only its
- * "No" form is accepted. */
-static int check_downsampling(const json_t *d, char *err, size_t errlen)
-{
-    static const char *const keys[] = {"strategy", "ratio", NULL};
-    static const char *const none[] = {"No", NULL};
-    const char *path = SEL_PATH ".downsampling_config";
-    int strategy;
-    if (!d)
-        return 0;
-    if (plcfg_check_keys(d, path, keys, err, errlen) < 0)
-        return -1;
-    if (plcfg_enum(d, path, "strategy", none, 0, &strategy, err, errlen) < 0) {
-        plcfg_fail(err, errlen, path, "strategy", "not supported: only \"No\" "
-                   "(downsampling needs the trainer's per-sample outputs)");
-        return -1;
-    }
-    return 0;
-}
-
 static int parse_kind(pl_selector *sel, const json_t *s, char *err,
                       size_t errlen)
 {
@@ -115,8 +95,8 @@ static int parse_kind(pl_selector *sel, const json_t *s, char *err,
                          &sel->warmup_triggers, err, errlen) < 0 ||
                        parse_presampling(sel, json_object_get(s, "presampling_config"),
                                          err, errlen) < 0 ||
-                       check_downsampling(json_object_get(s, "downsampling_config"),
-                                          err, errlen) < 0
+                       sel_parse_downsampling(sel, json_object_get(s, "downsampling_config"),
+                                              err, errlen) < 0
                    ? -1 : 0;
     }
     return 0;

@@ -43,7 +43,14 @@ struct pl_selector {
     int64_t warmup_triggers;  /* coreset: triggers trained on whole pools */
     uint64_t *used;           /* bitmap by key: trained on by an earlier set */
     uint64_t used_words;
+    json_t *downsampling;     /* coreset: the downsampling configs, in turn */
+    json_t *ds_thresholds;    /*   the trigger from which each next applies */
 };
+
+/* select_downsample.c: downsampling_config (absent: none) into sel. 0, or
+ * -1 with err naming the key. */
+int sel_parse_downsampling(pl_selector *sel, const json_t *d, char *err,
+                           size_t errlen);
 
 /* Where chosen keys go: straight to the set's file when the choices come
  * in key order (stream), else a list sorted before it is written. */

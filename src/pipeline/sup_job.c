@@ -77,7 +77,8 @@ void sup_clear_job_env(void) {
         "AEGIS_TRAINSET", "AEGIS_MODEL_OUT", "AEGIS_PREV_MODEL",
         "AEGIS_TRIGGER", "AEGIS_EPOCHS_PER_TRIGGER", "AEGIS_BATCH_SIZE",
         "AEGIS_SEED", "AEGIS_EMBED_KEYS", "AEGIS_EMBED_OUT", "AEGIS_MODEL",
-        "AEGIS_EVAL_KEYS", "AEGIS_EVAL_OUT", "AEGIS_DATASET"};
+        "AEGIS_EVAL_KEYS", "AEGIS_EVAL_OUT", "AEGIS_DATASET",
+        "AEGIS_DOWNSAMPLING"};
     for (size_t i = 0; i < sizeof(vars) / sizeof(*vars); i++)
         unsetenv(vars[i]);
 }

@@ -79,6 +79,10 @@ static void sup_training_env(const sup *s, uint32_t n) {
     sup_setenv_u("AEGIS_EPOCHS_PER_TRIGGER", (unsigned long long)s->cfg.epochs);
     sup_setenv_u("AEGIS_BATCH_SIZE", (unsigned long long)s->cfg.batch_size);
     sup_setenv_u("AEGIS_SEED", s->cfg.seed);
+    const json_t *downsampling = pl_selector_downsampling(s->selector, n);
+    char *text = downsampling ? json_dumps(downsampling, JSON_COMPACT) : NULL;
+    if (text) setenv("AEGIS_DOWNSAMPLING", text, 1);
+    free(text);
     int64_t parent = sup_start_model(s, n);
     if (parent >= 0) {
         sup_file(s, "models", "model", (uint32_t)parent, path, sizeof(path));

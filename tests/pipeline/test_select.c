@@ -261,8 +261,27 @@ static void bad_config(void **state)
                  "{\"strategy\": \"Random\", \"ratio\": 150}}",
                  "selection_strategy.presampling_config.ratio: must be between 0 and 100");
     expect_error("{\"name\": \"CoresetStrategy\", \"downsampling_config\": "
-                 "{\"strategy\": \"Loss\", \"ratio\": 10}}",
-                 "selection_strategy.downsampling_config.strategy: not supported");
+                 "{\"strategy\": \"Craig\", \"ratio\": 10}}",
+                 "selection_strategy.downsampling_config.strategy: Craig is not supported");
+    expect_error("{\"name\": \"CoresetStrategy\", \"downsampling_config\": "
+                 "{\"strategy\": \"Loss\"}}",
+                 "selection_strategy.downsampling_config.ratio: missing");
+    expect_error("{\"name\": \"CoresetStrategy\", \"downsampling_config\": "
+                 "{\"strategy\": \"Uncertainty\", \"ratio\": 50}}",
+                 "downsampling_config.score_metric: missing");
+    expect_error("{\"name\": \"CoresetStrategy\", \"downsampling_config\": "
+                 "{\"strategy\": \"RHOLoss\", \"ratio\": 50, "
+                 "\"sample_then_batch\": true}}",
+                 "downsampling_config.sample_then_batch: RHOLoss selects");
+    expect_error("{\"name\": \"CoresetStrategy\", \"downsampling_config\": "
+                 "{\"downsampling_list\": [{\"strategy\": \"RS2\", \"ratio\": 50}, "
+                 "{\"strategy\": \"Loss\", \"ratio\": 20, \"period\": -1}], "
+                 "\"downsampling_thresholds\": [3]}}",
+                 "downsampling_config.downsampling_list[1].period: must be between 0");
+    expect_error("{\"name\": \"CoresetStrategy\", \"downsampling_config\": "
+                 "{\"downsampling_list\": [{\"strategy\": \"Loss\", \"ratio\": 50}], "
+                 "\"downsampling_thresholds\": [3]}}",
+                 "downsampling_thresholds: must hold one threshold fewer");
     expect_error("{\"name\": \"CoresetStrategy\", \"limit_reset\": \"lastX\"}",
                  "selection_strategy.limit_reset: unknown key");
 
@@ -275,6 +294,32 @@ static void bad_config(void **state)
     pl_selector_free(sel);
 }
 
+/* Which downsampling config each trigger's training gets: none in the
+ * 2 warm-up triggers, RS2 from trigger 2, Loss from trigger 4; "No" is
+ * none. */
+static void downsampling_by_trigger(void **state)
+{
+    (void)state;
+    pl_selector *sel = selector(
+        "{\"name\": \"CoresetStrategy\", \"warmup_triggers\": 2, "
+        "\"downsampling_config\": {\"downsampling_list\": ["
+        "{\"strategy\": \"No\"}, {\"strategy\": \"RS2\", \"ratio\": 50}, "
+        "{\"strategy\": \"Loss\", \"ratio\": 25}], "
+        "\"downsampling_thresholds\": [1, 4]}}", 1);
+    const char *want[] = {NULL, NULL, "RS2", "RS2", "Loss", "Loss"};
+    for (uint32_t t = 0; t < 6; t++) {
+        const json_t *d = pl_selector_downsampling(sel, t);
+        const char *got = json_string_value(json_object_get(d, "strategy"));
+        if (!want[t]) assert_null(d);
+        else assert_string_equal(got, want[t]);
+    }
+    pl_selector_free(sel);
+    sel = selector("{\"name\": \"CoresetStrategy\", \"downsampling_config\": "
+                   "{\"strategy\": \"No\"}}", 1);
+    assert_null(pl_selector_downsampling(sel, 0));
+    pl_selector_free(sel);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -283,6 +328,7 @@ int main(void)
         cmocka_unit_test(presample_random),
         cmocka_unit_test(presample_no_replacement),
         cmocka_unit_test(presample_balanced), cmocka_unit_test(bad_config),
+        cmocka_unit_test(downsampling_by_trigger),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
