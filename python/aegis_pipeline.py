@@ -263,11 +263,14 @@ class TrainingSet(_torch_iterable()):
     its state folder (default $AEGIS_DATASET); bytes_parser(memoryview)
     makes a sample of its bytes; transform and label_transform apply
     after it; seed (default the training set's own) and shuffle decide
-    the order, with set_epoch(e) giving each epoch its own."""
+    the order, with set_epoch(e) giving each epoch its own. keys=True
+    (a flag; the keys themselves are the attribute `keys`) adds each
+    sample's key as the tuple's last item, for selection that must name
+    the samples it keeps (aegis_downsample)."""
 
     def __init__(self, trainset=None, dataset=None, bytes_parser=None,
                  transform=None, label_transform=None, seed=None,
-                 shuffle=True, weights=True):
+                 shuffle=True, weights=True, keys=False):
         super().__init__()
         path = trainset or os.environ["AEGIS_TRAINSET"]
         self.keys, self.weights, own_seed, self.trigger = read_trainset(path)
@@ -283,6 +286,7 @@ class TrainingSet(_torch_iterable()):
         self.seed = own_seed if seed is None else seed
         self.shuffle = shuffle
         self.with_weights = weights
+        self.with_keys = keys
         self.epoch = 0
 
     def __len__(self):
@@ -330,6 +334,9 @@ class TrainingSet(_torch_iterable()):
         if self.label_transform is not None:
             labels = [self.label_transform(label) for label in labels]
         rows = zip(meta["file"].tolist(), starts, ends, labels)
+        if self.with_keys:
+            yield from self._with_keys(rows, views, make, share)
+            return
         if not self.with_weights:
             for file, start, end, label in rows:
                 yield make(views[file][start:end]), label
@@ -337,6 +344,18 @@ class TrainingSet(_torch_iterable()):
         for (file, start, end, label), weight in zip(
                 rows, self.weights[share].tolist()):
             yield make(views[file][start:end]), label, weight
+
+    def _with_keys(self, rows, views, make, share):
+        """__iter__'s tuples with the key last (kept apart so that the
+        default loop stays as lean as it is)."""
+        keys = self.keys[share].tolist()
+        if not self.with_weights:
+            for (file, start, end, label), key in zip(rows, keys):
+                yield make(views[file][start:end]), label, key
+            return
+        for (file, start, end, label), weight, key in zip(
+                rows, self.weights[share].tolist(), keys):
+            yield make(views[file][start:end]), label, weight, key
 
 
 def save_embeddings(rows, path=None):

@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,7 @@
 #include <unistd.h>
 
 #include "pl_file.h"
+#include "submit.h"
 #include "pl_tlog.h"
 
 static const char help[] =
@@ -37,6 +39,8 @@ static const char help[] =
 "    aegis pipeline replay FILE.yaml --from T --to T\n"
 "    aegis pipeline compare NAME... [--json] [--svg FILE] [--handler H]\n"
 "                           [--metric M]\n"
+"    aegis pipeline trace NAME [--start T] [--user U] [--mem MIB]\n"
+"                         [--merge TRACE.csv]\n"
 "\n"
 "DESCRIPTION\n"
 "    A pipeline (FILE.yaml, Modyn's section names: pipeline, data,\n"
@@ -67,6 +71,10 @@ static const char help[] =
 "            active, or in training then), trainings, samples trained\n"
 "            on, GPU-hours and energy; --svg draws the composite model\n"
 "            over time with each pipeline's trainings marked\n"
+"    trace   the pipeline's trainings as jobs of an `aegis sim` trace (on\n"
+"            stdout): each submitted when its data ended, running as long\n"
+"            as aegisd measured it, on the training's GPUs and memory;\n"
+"            --merge adds them to another trace's jobs\n"
 "\n"
 "OPTIONS\n"
 "    --json             one JSON object per line\n"
@@ -78,6 +86,12 @@ static const char help[] =
 "                       drawing (default: the first with results)\n"
 "    --metric M         compare: its metric, as results name it\n"
 "                       (Accuracy, Top-3-Accuracy, F1-macro, RocAuc...)\n"
+"    --start T          trace: the sample time (Unix s) at trace time 0\n"
+"                       (default: the first training's)\n"
+"    --user U           trace: the rows' user (default: the pipeline)\n"
+"    --mem MIB          trace: the trainings' memory when the file gives\n"
+"                       none (4g, 512m, or MiB)\n"
+"    --merge TRACE.csv  trace: print TRACE's jobs and the pipeline's\n"
 "    --socket PATH      aegisd's socket ($AEGIS_SOCKET, else\n"
 "                       " CLIENT_DEFAULT_SOCKET ")\n"
 "    --help             this text\n"
@@ -97,6 +111,7 @@ typedef struct pl_opts {
     bool json, cancel_training, eval;
     const char *from, *to;
     const char *svg, *handler, *metric;
+    const char *start, *user, *mem, *merge;
     int first;          /* argv index of the first operand */
 } pl_opts;
 
@@ -112,6 +127,10 @@ static int pl_parse(int argc, char **argv, pl_opts *o, int *n) {
         {"svg", required_argument, NULL, 'g'},
         {"handler", required_argument, NULL, 'H'},
         {"metric", required_argument, NULL, 'm'},
+        {"start", required_argument, NULL, 'S'},
+        {"user", required_argument, NULL, 'u'},
+        {"mem", required_argument, NULL, 'M'},
+        {"merge", required_argument, NULL, 'G'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     memset(o, 0, sizeof(*o));
@@ -128,6 +147,10 @@ static int pl_parse(int argc, char **argv, pl_opts *o, int *n) {
         case 'g': o->svg = optarg; break;
         case 'H': o->handler = optarg; break;
         case 'm': o->metric = optarg; break;
+        case 'S': o->start = optarg; break;
+        case 'u': o->user = optarg; break;
+        case 'M': o->mem = optarg; break;
+        case 'G': o->merge = optarg; break;
         case 'h': fputs(help, stdout); return -1;
         default: return CLI_USAGE;
         }
@@ -330,12 +353,31 @@ static int pl_compare(const pl_opts *o, char **names, int n) {
     return pv_compare(&c, names, n);
 }
 
+static int pl_trace(const pl_opts *o, const char *name) {
+    pv_trace_opts t = {.name = name, .start = NAN, .user = o->user,
+                       .mem_mib = -1, .merge = o->merge};
+    char *end = NULL;
+    if (o->start) t.start = strtod(o->start, &end);
+    if (o->start && (*end || !isfinite(t.start))) {
+        fprintf(stderr, "aegis pipeline trace: --start '%s' is not a Unix "
+                "time\n", o->start);
+        return CLI_USAGE;
+    }
+    if (o->mem && submit_parse_mem(o->mem, &t.mem_mib) != 0) {
+        fprintf(stderr, "aegis pipeline trace: --mem '%s' is not an amount "
+                "of memory (4g, 512m, or MiB)\n", o->mem);
+        return CLI_USAGE;
+    }
+    return pv_trace(&t);
+}
+
 int cli_pipeline(int argc, char **argv) {
     static const struct {
         const char *name;
         int operands;       /* -1: one or more */
     } subs[] = {{"start", 1}, {"ls", 0}, {"show", 1}, {"stop", 1},
-                {"log", 1}, {"models", 1}, {"replay", 1}, {"compare", -1}};
+                {"log", 1}, {"models", 1}, {"replay", 1}, {"compare", -1},
+                {"trace", 1}};
     const char *sub = argc >= 2 ? argv[1] : "";
     if (strcmp(sub, "--help") == 0 || strcmp(sub, "-h") == 0) {
         fputs(help, stdout);
@@ -350,7 +392,7 @@ int cli_pipeline(int argc, char **argv) {
                                                            &n)) > 0 ||
         (rc == 0 && (subs[k].operands < 0 ? n < 1 : n != subs[k].operands))) {
         fputs("usage: aegis pipeline start|ls|show|stop|log|models|replay|"
-              "compare ... (try 'aegis pipeline --help')\n", stderr);
+              "compare|trace ... (try 'aegis pipeline --help')\n", stderr);
         return CLI_USAGE;
     }
     if (rc < 0) return CLI_OK;
@@ -364,6 +406,7 @@ int cli_pipeline(int argc, char **argv) {
     case 4: return pl_log(&o, arg);
     case 5: return pv_models(arg, o.json);
     case 6: return pl_replay(&o, argv);
-    default: return pl_compare(&o, argv + o.first, n);
+    case 7: return pl_compare(&o, argv + o.first, n);
+    default: return pl_trace(&o, arg);
     }
 }

@@ -19,7 +19,6 @@
 
 #include "pipeline_compare.h"
 #include "pl_tlog.h"
-#include "trainset.h"
 
 /* GPUs of an attempt's "0,1". */
 static int pc_ngpus(const char *list) {
@@ -48,8 +47,31 @@ static void pc_add_cost(const char *socket, json_int_t id, pc_row *r) {
     json_decref(ans);
 }
 
-/* Trainings from the trigger log: how many, on how many samples, and
- * their cost. false after saying why (no such pipeline). */
+/* Trained trigger n's facts (models/N.json, kept by its supervisor)
+ * added to r: its model, when its data ended, its samples, its cost. */
+static void pc_add_training(const char *socket, const char *dir, uint32_t n,
+                            int64_t job, pc_row *r) {
+    char path[4400];
+    json_error_t jerr;
+    snprintf(path, sizeof(path), "%s/models/%u.json", dir, n);
+    json_t *doc = json_load_file(path, 0, &jerr);
+    json_t *until = json_object_get(doc, "trained_until");
+    r->trainings++;
+    r->samples += json_integer_value(json_object_get(doc, "samples"));
+    pc_add_cost(socket, job, r);
+    if (json_is_integer(until)) {
+        r->models[r->nmodels] = n;
+        r->ends[r->nmodels++] = json_integer_value(until);
+    } else {
+        fprintf(stderr, "aegis pipeline compare: %s: %s (model %u left out "
+                "of the composite)\n", path, doc ? "no trained_until"
+                : jerr.text, n);
+    }
+    json_decref(doc);
+}
+
+/* The trained triggers, from the trigger log and what their supervisor
+ * kept of each. false after saying why (no such pipeline). */
 static bool pc_trainings(const char *socket, const char *dir, pc_row *r) {
     char path[4400], err[512];
     pl_tlog log;
@@ -59,43 +81,16 @@ static bool pc_trainings(const char *socket, const char *dir, pc_row *r) {
                 r->name, err);
         return false;
     }
-    for (size_t n = 0; n < log.ntrigs; n++) {
-        if (strcmp(log.trigs[n].state, "done") != 0) continue;
-        pl_trainset_item *items = NULL;
-        size_t count = 0;
-        uint64_t seed;
-        uint32_t trigger;
-        snprintf(path, sizeof(path), "%s/trainsets/%zu.tset", dir, n);
-        if (pl_trainset_read(path, &items, &count, &seed, &trigger, err,
-                             sizeof(err)) == 0)
-            r->samples += (json_int_t)count;
-        free(items);
-        r->trainings++;
-        pc_add_cost(socket, log.trigs[n].job, r);
-    }
+    size_t cap = log.ntrigs ? log.ntrigs : 1;
+    r->models = malloc(cap * sizeof(*r->models));
+    r->ends = malloc(cap * sizeof(*r->ends));
+    for (size_t n = 0; r->models && r->ends && n < log.ntrigs; n++)
+        if (strcmp(log.trigs[n].state, "done") == 0)
+            pc_add_training(socket, dir, (uint32_t)n, log.trigs[n].job, r);
     pl_tlog_close(&log);
-    return true;
-}
-
-/* The trained models and when their data ended, from the evaluations
- * (every trained model's evaluation is kept, failed or not). */
-static int pc_models(pc_row *r) {
-    size_t n = json_array_size(r->docs), i;
-    json_t *doc;
-    r->models = malloc((n ? n : 1) * sizeof(*r->models));
-    r->ends = malloc((n ? n : 1) * sizeof(*r->ends));
-    if (!r->models || !r->ends) return -1;
-    json_array_foreach(r->docs, i, doc) {
-        json_t *until = json_object_get(doc, "trained_until");
-        uint32_t m = (uint32_t)json_integer_value(json_object_get(doc,
-                                                                  "model"));
-        if (!json_is_integer(until) ||
-            (r->nmodels && r->models[r->nmodels - 1] == m))
-            continue; /* docs are in model order */
-        r->models[r->nmodels] = m;
-        r->ends[r->nmodels++] = json_integer_value(until);
-    }
-    return 0;
+    if (!r->models || !r->ends)
+        fprintf(stderr, "aegis pipeline compare: out of memory\n");
+    return r->models && r->ends;
 }
 
 /* A bound of a result: its timestamp, or the open end's sentinel. */
@@ -217,10 +212,6 @@ static bool pc_load(const char *socket, const char *name, pc_row *r) {
     if (!pv_dir(name, dir, sizeof(dir)) || !pc_trainings(socket, dir, r))
         return false;
     r->docs = pv_eval_load(dir);
-    if (pc_models(r) != 0) {
-        fprintf(stderr, "aegis pipeline compare: out of memory\n");
-        return false;
-    }
     return true;
 }
 

@@ -17,7 +17,8 @@ typedef struct pc_row {
     const char *name;
     json_t *docs;               /* its kept evaluations (pv_eval_load) */
     uint32_t *models;           /* its trained models, by trigger, */
-    int64_t *ends;              /*   and their last samples' ts */
+    int64_t *ends;              /*   and their last samples' ts
+                                   (models/N.json) */
     size_t nmodels;
     json_int_t trainings, samples;
     double gpu_hours, energy_j; /* NAN: aegisd could not say */

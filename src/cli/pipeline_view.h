@@ -38,4 +38,15 @@ typedef struct pv_compare_opts {
 } pv_compare_opts;
 int pv_compare(const pv_compare_opts *o, char **names, int n);
 
+/* pipeline_trace.c: `trace`, a pipeline's trainings as a sim trace. */
+typedef struct pv_trace_opts {
+    const char *name;
+    double start;               /* sample time at trace time 0; NAN: the
+                                   first training's */
+    const char *user;           /* the rows' user (NULL: the pipeline) */
+    double mem_mib;             /* < 0: the pipeline file's */
+    const char *merge;          /* add the rows to this trace's */
+} pv_trace_opts;
+int pv_trace(const pv_trace_opts *o);
+
 #endif

@@ -1,7 +1,8 @@
 /* sup_cost.c -- what the trainings cost, for a cost trigger's forecast
- * (trigger.h, pl_cost_fn): each trained fire's training set size and
- * the seconds aegisd recorded its attempts running. aegisd keeps those
- * records, so a restarted supervisor answers the same.
+ * (trigger.h, pl_cost_fn): each trained fire's training set size and the
+ * seconds aegisd recorded its attempts running, as kept in models/N.json
+ * when it ended (sup_trained.c), so a restarted supervisor answers the
+ * same.
  */
 #include "supervisor.h"
 
@@ -9,46 +10,33 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "trainset.h"
 
-/* Trigger n's training set size, or -1 when it cannot be read. */
-static double sc_set_size(const sup *s, uint32_t n, char *err,
-                          size_t errlen) {
-    char path[4400];
-    pl_trainset_item *items;
-    size_t count;
-    uint64_t seed;
-    uint32_t trigger;
-    sup_file(s, "trainsets", "tset", n, path, sizeof(path));
-    if (pl_trainset_read(path, &items, &count, &seed, &trigger, err,
-                         errlen) != 0)
-        return -1;
-    free(items);
-    return (double)count;
-}
-
-/* Adds trigger n's training to the costs: 0, or -1 with err. */
+/* Adds trigger n's training, as models/N.json keeps it
+ * (sup_trained.c), to the costs: 0, or -1 with err. */
 static int sc_add(sup *s, uint32_t n, char *err, size_t errlen) {
-    double size = sc_set_size(s, n, err, errlen);
-    double seconds = size < 0 ? -1 : sup_job_seconds(s, s->log.trigs[n].job);
-    if (size < 0) return -1;
-    if (seconds < 0) {
-        snprintf(err, errlen, "trigger %u: aegisd did not say how long job "
-                 "%lld ran", n, (long long)s->log.trigs[n].job);
-        return -1;
-    }
-    double *a = realloc(s->cost_samples, (s->ncosts + 1) * sizeof(*a));
+    char path[4400];
+    json_error_t jerr;
+    sup_file(s, "models", "json", n, path, sizeof(path));
+    json_t *doc = json_load_file(path, 0, &jerr);
+    json_t *size = json_object_get(doc, "samples");
+    json_t *secs = json_object_get(doc, "seconds");
+    bool known = json_is_integer(size) && json_is_number(secs);
+    double *a = known ? realloc(s->cost_samples,
+                                (s->ncosts + 1) * sizeof(*a)) : NULL;
     if (a) s->cost_samples = a;
     double *b = a ? realloc(s->cost_seconds, (s->ncosts + 1) * sizeof(*b))
                   : NULL;
-    if (!b) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
+    if (b) {
+        s->cost_seconds = b;
+        s->cost_samples[s->ncosts] = (double)json_integer_value(size);
+        s->cost_seconds[s->ncosts++] = json_number_value(secs);
+    } else {
+        snprintf(err, errlen, "%s: %s", path, !doc ? jerr.text : known
+                 ? "out of memory" : "no samples or seconds (aegisd did not "
+                                     "say how long its job ran?)");
     }
-    s->cost_seconds = b;
-    s->cost_samples[s->ncosts] = size;
-    s->cost_seconds[s->ncosts++] = seconds;
-    return 0;
+    json_decref(doc);
+    return b ? 0 : -1;
 }
 
 int sup_costs(void *ctx, const double **samples, const double **seconds,

@@ -218,8 +218,9 @@ static int sup_train(sup *s, uint32_t n, char *err, size_t errlen) {
     printf("trigger %u: job %" PRId64 " %s\n", n, id, state);
     if (pl_tlog_end(&s->log, n, state, err, errlen) != 0) return -1;
     if (strcmp(state, "done") != 0) return 0;
-    return sup_retain(s, err, errlen) || sup_evaluate(s, n, false, err,
-                                                      errlen) ? -1 : 0;
+    return sup_note_trained(s, n, err, errlen) ||
+           sup_retain(s, err, errlen) ||
+           sup_evaluate(s, n, false, err, errlen) ? -1 : 0;
 }
 
 int sup_settle(sup *s, char *err, size_t errlen) {
@@ -231,7 +232,8 @@ int sup_settle(sup *s, char *err, size_t errlen) {
         if (t && (t->skipped || t->state[0])) {
             /* trained before a restart: its evaluation may not be kept */
             if (strcmp(t->state, "done") == 0 &&
-                sup_evaluate(s, n, false, err, errlen) != 0)
+                (sup_note_trained(s, n, err, errlen) != 0 ||
+                 sup_evaluate(s, n, false, err, errlen) != 0))
                 return -1;
             s->next++;
             continue;

@@ -5,6 +5,7 @@
  *
  *   sup_feed.c   the dataset's new samples to the trigger; fires queued
  *   sup_train.c  a fire's training set, job, wait and model
+ *   sup_trained.c  a trained model's facts kept beside it
  *   sup_embed.c  a drift trigger's windows embedded with the newest model
  *   sup_eval.c   each model evaluated, its results kept
  *   sup_perf.c   a performance trigger's checks of the newest model
@@ -120,6 +121,12 @@ int64_t sup_newest_model(const sup *s, char *path, size_t size);
  * model, or answers again what it answered before a restart. */
 int sup_embed(void *ctx, const uint64_t *keys, size_t n, float **out,
               size_t *dim, char *err, size_t errlen);
+
+/* sup_trained.c */
+/* Keeps trained trigger n's facts in models/N.json (once: a restart
+ * finds it there): trained_until, samples, job, seconds. 0, or -1 with
+ * err. */
+int sup_note_trained(sup *s, uint32_t n, char *err, size_t errlen);
 
 /* sup_eval.c */
 /* Evaluates trigger model's model as the evaluation section's handlers

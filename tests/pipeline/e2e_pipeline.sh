@@ -611,6 +611,19 @@ YAML
         [ "$fires" = "$([ $worth = 0 ] && echo 1 || echo 3)" ] ||
             fail "worth $worth: $fires fires: $("$AEGIS" pipeline log cost$worth.replay)"
     done
+    # the trainings as jobs of a simulator trace, added to another's
+    aegis_refused "--mem MIB" pipeline trace cost0.replay
+    printf 'submit_time_s,workload,job_index\n0,bert_base_wiki_bs32_1gpu,7\n' > base.csv
+    "$AEGIS" pipeline trace cost1000000000.replay --mem 1g --merge base.csv \
+        > merged.csv || fail "trace: $(cat merged.csv)"
+    [ "$(head -1 merged.csv)" = "submit_time_s,workload,job_index,user,num_gpus,mem_mib,duration_s" ] &&
+        [ "$(sed -n 3p merged.csv | cut -d, -f1-5)" = "0.000,,8,cost1000000000.replay,1" ] &&
+        [ "$(sed -n 4p merged.csv | cut -d, -f1,3,6)" = "10.000,9,1024" ] &&
+        [ "$(wc -l < merged.csv)" = 5 ] || fail "merged trace: $(cat merged.csv)"
+    "$AEGIS" sim --trace merged.csv --catalog "$CATALOG" --policy aegis --json \
+        > sim.json || fail "sim of the merged trace: $(cat sim.json)"
+    pyjson "p = d['policies'][0]; assert len(p['jobs']) == 4 and p['unfinished'] == 0, p['jobs']" < sim.json ||
+        fail "sim: $(head -c 400 sim.json)"
 }
 
 # The example pipeline of docs/pipelines.md, started as the page says.

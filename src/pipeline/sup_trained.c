@@ -1,0 +1,55 @@
+/* sup_trained.c -- a trained model's facts, kept beside it as
+ * models/N.json (supervisor.h): when its data ended (the timestamp of its
+ * trigger's last sample: when it could start serving), how many samples
+ * it trained on, its job and how long aegisd recorded it running. What
+ * `aegis pipeline compare` and `aegis pipeline trace` read, so they need
+ * neither the dataset nor a replay's order.
+ */
+#include "supervisor.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "trainset.h"
+
+/* Trigger n's training set size; -1 when it cannot be read. */
+static json_int_t st_set_size(const sup *s, uint32_t n) {
+    char path[4400], err[512];
+    pl_trainset_item *items;
+    size_t count;
+    uint64_t seed;
+    uint32_t trigger;
+    sup_file(s, "trainsets", "tset", n, path, sizeof(path));
+    if (pl_trainset_read(path, &items, &count, &seed, &trigger, err,
+                         sizeof(err)) != 0)
+        return -1;
+    free(items);
+    return (json_int_t)count;
+}
+
+int sup_note_trained(sup *s, uint32_t n, char *err, size_t errlen) {
+    char path[4400], tmp[4500];
+    sup_file(s, "models", "json", n, path, sizeof(path));
+    if (access(path, F_OK) == 0) return 0;
+    uint64_t count;
+    const pl_sample *fed = sup_samples(s, &count);
+    uint64_t last = s->bounds[n] - 1;
+    int64_t job = s->log.trigs[n].job;
+    double seconds = sup_job_seconds(s, job);
+    json_t *doc = json_pack("{s:I, s:o, s:I, s:I, s:o}", "trigger",
+                            (json_int_t)n, "trained_until",
+                            last < count ? json_integer(fed[last].ts)
+                                         : json_null(),
+                            "samples", st_set_size(s, n), "job",
+                            (json_int_t)job, "seconds",
+                            seconds >= 0 ? json_real(seconds) : json_null());
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    int rc = json_dump_file(doc, tmp, JSON_COMPACT) == 0 &&
+             rename(tmp, path) == 0 ? 0 : -1;
+    json_decref(doc);
+    if (rc != 0) snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
+    return rc;
+}
