@@ -78,6 +78,12 @@ void perf_tracker_free(perf_tracker *t);
  * (training set sizes) over n trainings; one training: its time. */
 double cost_forecast(const double *x, const double *y, size_t n, double at);
 
+/* The misclassifications of o beyond what the expected accuracy (c's,
+ * else the tracker's forecast) allows: 0 for fewer, unless
+ * c->allow_reduction; NAN when nothing is expected yet. */
+double perf_new_avoidable(const perf_criterion *c, const perf_tracker *t,
+                          const perf_obs *o);
+
 /* Criterion c's decision on the newest evaluation o. */
 bool perf_decide(perf_criterion *c, const perf_tracker *t,
                  const perf_obs *o);

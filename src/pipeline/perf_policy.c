@@ -81,16 +81,22 @@ void perf_tracker_free(perf_tracker *t) {
     t->n = 0;
 }
 
-/* The misclassifications of o beyond what the expected accuracy allows,
- * summed; whether the sum reaches the threshold. */
-static bool perf_avoidable(perf_criterion *c, const perf_tracker *t,
-                           const perf_obs *o) {
+double perf_new_avoidable(const perf_criterion *c, const perf_tracker *t,
+                          const perf_obs *o) {
     double expected = isnan(c->expected_accuracy) ? perf_expected_accuracy(t)
                                                   : c->expected_accuracy;
-    if (isnan(expected)) return false; /* nothing to expect yet */
+    if (isnan(expected)) return NAN; /* nothing to expect yet */
     double extra = (double)o->misclassified -
                    (1 - expected) * (double)o->samples;
-    if (extra < 0 && !c->allow_reduction) extra = 0;
+    return extra < 0 && !c->allow_reduction ? 0 : extra;
+}
+
+/* The avoidable misclassifications summed since the last trigger;
+ * whether they reach the threshold. */
+static bool perf_avoidable(perf_criterion *c, const perf_tracker *t,
+                           const perf_obs *o) {
+    double extra = perf_new_avoidable(c, t, o);
+    if (isnan(extra)) return false;
     c->avoidable += (int64_t)llround(extra);
     return c->avoidable >= c->max_avoidable;
 }

@@ -20,7 +20,9 @@ pl_trigger *trig_new_at(const json_t *section, const char *path,
     if (!id) {
         plcfg_fail(err, errlen, path, "id", "missing (DataAmountTrigger, "
                    "TimeTrigger, DataDriftTrigger, PerformanceTrigger, "
-                   "DataIncorporationLatencyCostTrigger or EnsembleTrigger)");
+                   "DataIncorporationLatencyCostTrigger, "
+                   "AvoidableMisclassificationCostTrigger or "
+                   "EnsembleTrigger)");
         return NULL;
     }
     if (strcmp(id, "DataAmountTrigger") == 0)
@@ -30,7 +32,10 @@ pl_trigger *trig_new_at(const json_t *section, const char *path,
     if (!simple_only && strcmp(id, "DataDriftTrigger") == 0)
         return trig_drift_new(section, path, err, errlen);
     if (!simple_only && strcmp(id, "PerformanceTrigger") == 0)
-        return trig_perf_new(section, path, err, errlen);
+        return trig_perf_new(section, path, false, err, errlen);
+    if (!simple_only &&
+        strcmp(id, "AvoidableMisclassificationCostTrigger") == 0)
+        return trig_perf_new(section, path, true, err, errlen);
     if (!simple_only && strcmp(id, "DataIncorporationLatencyCostTrigger") == 0)
         return trig_cost_new(section, path, err, errlen);
     if (!simple_only && strcmp(id, "EnsembleTrigger") == 0)
@@ -39,7 +44,8 @@ pl_trigger *trig_new_at(const json_t *section, const char *path,
                simple_only ? "DataAmountTrigger or TimeTrigger"
                            : "DataAmountTrigger, TimeTrigger, "
                              "DataDriftTrigger, PerformanceTrigger, "
-                             "DataIncorporationLatencyCostTrigger or "
+                             "DataIncorporationLatencyCostTrigger, "
+                             "AvoidableMisclassificationCostTrigger or "
                              "EnsembleTrigger");
     return NULL;
 }

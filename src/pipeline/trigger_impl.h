@@ -46,7 +46,8 @@ pl_trigger *trig_time_new(const json_t *section, const char *path,
                           char *err, size_t errlen);
 pl_trigger *trig_drift_new(const json_t *section, const char *path,
                            char *err, size_t errlen);
-pl_trigger *trig_perf_new(const json_t *section, const char *path,
+/* cost: an AvoidableMisclassificationCostTrigger */
+pl_trigger *trig_perf_new(const json_t *section, const char *path, bool cost,
                           char *err, size_t errlen);
 pl_trigger *trig_cost_new(const json_t *section, const char *path,
                           char *err, size_t errlen);

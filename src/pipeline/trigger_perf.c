@@ -1,4 +1,6 @@
-/* trigger_perf.c -- Modyn's PerformanceTrigger (perf.h): every
+/* trigger_perf.c -- Modyn's PerformanceTrigger (perf.h), and its
+ * AvoidableMisclassificationCostTrigger (a performance trigger with one
+ * more criterion: the cost of not retraining, below): every
  * evaluation_interval_data_points samples the newest model is evaluated
  * on those samples (the pipeline's evaluation command, through the
  * supervisor: pl_perf_fn), and the trigger fires when any decision
@@ -8,6 +10,14 @@
  * the samples that made it fire: that score is what a fresh model is
  * expected to reach (Modyn measures it the same way, on samples the
  * model was trained on). Both evaluations go in one ask: one job.
+ *
+ * The cost criterion weighs the avoidable misclassifications (those
+ * beyond what the expected accuracy allows) by how long they stayed
+ * unaddressed: their area over sample time, each interval's new ones
+ * counted for half of it. It fires when that area times
+ * avoidable_misclassification_latency_per_training_second reaches the
+ * forecast time of training the waiting samples (cost_forecast, over the
+ * trainings aegisd measured, as trigger_cost.c).
  *
  * The first detection point fires when there is no model yet, so a
  * pipeline has a first one. While warmup_intervals detection points
@@ -28,8 +38,10 @@ static int perf_fail_memory(char *err, size_t errlen) {
     return -1;
 }
 
-/* A fire: the batch it came in is measured on the new model next. */
+/* A fire: the batch it came in is measured on the new model next; the
+ * regrets start again. */
 static int perf_fired(trig_perf *p) {
+    p->regret_now = p->regret_area = p->waiting = 0;
     free(p->fired_on);
     p->fired_on = malloc((p->nbatch ? p->nbatch : 1) * sizeof(uint64_t));
     if (!p->fired_on) return -1;
@@ -66,6 +78,27 @@ static int perf_ask(trig_perf *p, perf_obs obs[2], bool *with_fired,
     return p->evaluate(p->evaluate_ctx, &ask, obs, err, errlen);
 }
 
+/* The cost criterion on the newest evaluation o: *fire when the regret
+ * of the avoidable misclassifications outweighs a training. */
+static int perf_cost_decide(trig_perf *p, const perf_obs *o, bool *fire,
+                            char *err, size_t errlen) {
+    double duration = (double)(p->last_ts - p->prev_end);
+    double fresh = perf_new_avoidable(&p->avoidable, &p->tracker, o);
+    const double *samples, *seconds;
+    size_t n;
+    if (isnan(fresh)) return 0;
+    p->regret_area += p->regret_now * duration + fresh * duration / 2;
+    p->regret_now += fresh;
+    if (p->trainings(p->cost_ctx, &samples, &seconds, &n, err, errlen) != 0)
+        return -1;
+    size_t from = n > (size_t)p->cost_window ? n - (size_t)p->cost_window : 0;
+    if (n > from)
+        *fire = *fire || p->regret_area * p->conversion >=
+                             cost_forecast(samples + from, seconds + from,
+                                           n - from, p->waiting);
+    return 0;
+}
+
 /* What happens at a detection point. */
 static int perf_detect(trig_perf *p, bool warming, bool *fire, char *err,
                        size_t errlen) {
@@ -85,7 +118,9 @@ static int perf_detect(trig_perf *p, bool warming, bool *fire, char *err,
         p->fired_on = NULL;
     }
     *fire = !warming && perf_any(p, &obs[with_fired]);
-    return 0;
+    return p->cost && !warming
+               ? perf_cost_decide(p, &obs[with_fired], fire, err, errlen)
+               : 0;
 }
 
 static int perf_feed(pl_trigger *t, const pl_sample *s, const float *features,
@@ -96,6 +131,9 @@ static int perf_feed(pl_trigger *t, const pl_sample *s, const float *features,
     if (!p->batch && !(p->batch = malloc((size_t)p->interval *
                                          sizeof(*p->batch))))
         return perf_fail_memory(err, errlen);
+    if (p->nbatch == 0) p->prev_end = p->nfed ? p->last_ts : s->ts;
+    p->nfed++;
+    p->last_ts = s->ts;
     p->batch[p->nbatch++] = s->key;
     bool warming = p->detections < p->warmup_intervals;
     if (warming && p->warmup &&
@@ -103,6 +141,7 @@ static int perf_feed(pl_trigger *t, const pl_sample *s, const float *features,
         return -1;
     if ((int64_t)p->nbatch == p->interval) {
         bool detected = false;
+        p->waiting += (double)p->nbatch;
         if (perf_detect(p, warming, &detected, err, errlen) < 0) return -1;
         *fire = *fire || detected;
     }
@@ -139,10 +178,32 @@ static int perf_no_evaluator(void *ctx, const pl_perf_ask *ask,
     return -1;
 }
 
-static const pl_trigger_ops perf_ops = {perf_feed, perf_free, NULL,
-                                        perf_set_evaluator, NULL};
+static size_t perf_set_coster(pl_trigger *t, pl_cost_fn trainings,
+                              void *ctx) {
+    trig_perf *p = (trig_perf *)t;
+    p->trainings = trainings;
+    p->cost_ctx = ctx;
+    return p->cost;
+}
 
-pl_trigger *trig_perf_new(const json_t *section, const char *path,
+static const pl_trigger_ops perf_ops = {perf_feed, perf_free, NULL,
+                                        perf_set_evaluator, perf_set_coster};
+
+/* Trainings when no supervisor tells them: a trigger built only to be
+ * checked. */
+static int perf_no_trainings(void *ctx, const double **samples,
+                             const double **seconds, size_t *n, char *err,
+                             size_t errlen) {
+    (void)ctx;
+    (void)samples;
+    (void)seconds;
+    *n = 0;
+    snprintf(err, errlen, "trigger: a cost trigger needs the supervisor's "
+             "trainings");
+    return -1;
+}
+
+pl_trigger *trig_perf_new(const json_t *section, const char *path, bool cost,
                           char *err, size_t errlen) {
     trig_perf *p = calloc(1, sizeof(*p));
     if (!p) {
@@ -151,6 +212,8 @@ pl_trigger *trig_perf_new(const json_t *section, const char *path,
     }
     p->base.ops = &perf_ops;
     p->evaluate = perf_no_evaluator;
+    p->trainings = perf_no_trainings;
+    p->cost = cost;
     if (perf_parse(p, section, path, err, errlen) < 0) {
         perf_free(&p->base);
         return NULL;

@@ -28,6 +28,19 @@ typedef struct trig_perf {
     pl_trigger *warmup;
     pl_perf_fn evaluate;
     void *evaluate_ctx;
+    /* AvoidableMisclassificationCostTrigger: the cost criterion */
+    bool cost;
+    perf_criterion avoidable;   /* expected_accuracy, allow_reduction */
+    double conversion;          /* ..._latency_per_training_second */
+    int64_t cost_window;        /* cost_tracking_window_size */
+    pl_cost_fn trainings;
+    void *cost_ctx;
+    double regret_now;          /* avoidable misclassifications waiting */
+    double regret_area;         /*   their area over sample time */
+    double waiting;             /* samples not trained on */
+    int64_t prev_end, last_ts;  /* the last interval's end (a sample's
+                                   time), the newest sample's */
+    uint64_t nfed;              /* samples fed */
     /* state */
     perf_tracker tracker;
     uint64_t *batch;            /* keys since the last detection point */
@@ -39,8 +52,9 @@ typedef struct trig_perf {
     int64_t detections;
 } trig_perf;
 
-/* Reads a PerformanceTrigger section at PATH into p (zeroed but for its
- * base). 0, or -1 with err naming the key. */
+/* Reads a PerformanceTrigger (or, with p->cost, an
+ * AvoidableMisclassificationCostTrigger) section at PATH into p (zeroed
+ * but for its base and cost). 0, or -1 with err naming the key. */
 int perf_parse(trig_perf *p, const json_t *section, const char *path,
                char *err, size_t errlen);
 

@@ -9,11 +9,17 @@
 #include "pl_config.h"
 #include "trigger_perf.h"
 
-static const char *const perf_keys[] = {
-    "id", "evaluation_interval_data_points", "warmup_intervals",
-    "warmup_policy", "performance_triggers_window_size",
-    "data_density_window_size", "mode", "forecasting_method", "evaluation",
-    "decision_criteria", NULL};
+#define PERF_KEYS "id", "evaluation_interval_data_points", \
+    "warmup_intervals", "warmup_policy", "performance_triggers_window_size", \
+    "data_density_window_size", "mode", "forecasting_method", "evaluation", \
+    "decision_criteria"
+static const char *const perf_keys[] = {PERF_KEYS, NULL};
+/* An AvoidableMisclassificationCostTrigger's: the performance trigger's
+ * and its cost criterion's. */
+static const char *const cost_keys[] = {
+    PERF_KEYS, "avoidable_misclassification_latency_per_training_second",
+    "expected_accuracy", "allow_reduction", "cost_tracking_window_size",
+    NULL};
 static const char *const evaluation_keys[] = {"device", "dataset", NULL};
 static const char *const dataset_keys[] = {
     "dataset_id", "batch_size", "dataloader_workers", "metrics",
@@ -147,6 +153,7 @@ static int parse_criterion(trig_perf *p, const json_t *obj, const char *path,
 static int parse_criteria(trig_perf *p, const json_t *obj, const char *path,
                           char *err, size_t errlen) {
     size_t n = json_object_size(obj);
+    if (p->cost && !obj) return 0; /* the cost criterion may be alone */
     if (!json_is_object(obj) || n == 0 || n > PERF_MAX_CRITERIA)
         return plcfg_fail(err, errlen, path, NULL, "must name 1 to %d "
                           "criteria", PERF_MAX_CRITERIA);
@@ -197,10 +204,38 @@ static int parse_policy(trig_perf *p, const json_t *section, const char *path,
     return p->warmup ? 0 : -1;
 }
 
+/* The cost criterion's keys (an AvoidableMisclassificationCostTrigger),
+ * which needs a warm-up, as Modyn's: the expected accuracy calibrates. */
+static int parse_cost(trig_perf *p, const json_t *section, const char *path,
+                      char *err, size_t errlen) {
+    perf_criterion *c = &p->avoidable;
+    c->kind = PERF_MISCLASSIFICATION;
+    if (plcfg_num(section, path,
+                  "avoidable_misclassification_latency_per_training_second",
+                  -1, 0, 1e12, &p->conversion, err, errlen) < 0 ||
+        plcfg_num(section, path, "expected_accuracy", NAN, 0, 1,
+                  &c->expected_accuracy, err, errlen) < 0 ||
+        plcfg_bool(section, path, "allow_reduction", false,
+                   &c->allow_reduction, err, errlen) < 0 ||
+        plcfg_int(section, path, "cost_tracking_window_size", 1000, 1,
+                  1000000, &p->cost_window, err, errlen) < 0)
+        return -1;
+    if (p->conversion < 0)
+        return plcfg_fail(err, errlen, path, NULL, "missing key "
+                          "avoidable_misclassification_latency_per_training_"
+                          "second");
+    if (!json_object_get(section, "warmup_policy"))
+        return plcfg_fail(err, errlen, path, "warmup_policy", "required "
+                          "(the expected accuracy calibrates meanwhile)");
+    return 0;
+}
+
 int perf_parse(trig_perf *p, const json_t *section, const char *path,
                char *err, size_t errlen) {
     char sub[PLCFG_PATH_MAX];
-    if (plcfg_check_keys(section, path, perf_keys, err, errlen) < 0 ||
+    if (plcfg_check_keys(section, path, p->cost ? cost_keys : perf_keys, err,
+                         errlen) < 0 ||
+        (p->cost && parse_cost(p, section, path, err, errlen) < 0) ||
         plcfg_int(section, path, "evaluation_interval_data_points", 1000, 1,
                   100000000, &p->interval, err, errlen) < 0 ||
         parse_evaluation(p, json_object_get(section, "evaluation"),

@@ -88,7 +88,22 @@ static void avoidable_misclassifications(void **state) {
 typedef struct fake {
     int fires;
     int asks, windows[16];
+    uint64_t drop_at;   /* the first key the old model gets wrong */
 } fake;
+
+/* The supervisor's trainings after the first fire: one of 10 samples
+ * that ran 20 s (ctx a fake). */
+static int one_training(void *ctx, const double **samples,
+                        const double **seconds, size_t *n, char *err,
+                        size_t errlen) {
+    (void)err;
+    (void)errlen;
+    static const double size[] = {10}, secs[] = {20};
+    *samples = size;
+    *seconds = secs;
+    *n = ((const fake *)ctx)->fires > 0;
+    return 0;
+}
 
 static int fake_evaluate(void *ctx, const pl_perf_ask *ask, perf_obs *out,
                          char *err, size_t errlen) {
@@ -98,7 +113,7 @@ static int fake_evaluate(void *ctx, const pl_perf_ask *ask, perf_obs *out,
     if (f->fires == 0) return 1;
     f->windows[f->asks++] = (int)ask->nwindows;
     for (size_t w = 0; w < ask->nwindows; w++) {
-        bool drifted = ask->keys[w][0] >= 50 && f->fires < 2;
+        bool drifted = ask->keys[w][0] >= f->drop_at && f->fires < 2;
         out[w] = obs(ask->n[w], drifted ? 5 : 1, drifted ? 0.5 : 0.9);
     }
     return 0;
@@ -117,7 +132,7 @@ static void fires_after_the_drop(void **state) {
     char err[256];
     pl_trigger *t = pl_trigger_new(sec, err, sizeof err);
     assert_non_null(t);
-    fake f = {0};
+    fake f = {.drop_at = 50};
     assert_int_equal(pl_trigger_set_evaluator(t, fake_evaluate, &f), 1);
     size_t fired_at[8], nfired = 0;
     for (uint64_t k = 0; k < 100; k++) {
@@ -139,6 +154,46 @@ static void fires_after_the_drop(void **state) {
     assert_int_equal(f.windows[4], 1);
     assert_int_equal(f.windows[5], 2);
     assert_int_equal(f.windows[6], 1);
+    pl_trigger_free(t);
+    json_decref(sec);
+}
+
+/* AvoidableMisclassificationCostTrigger: a check every 10 samples, one a
+ * second; the warm-up policy fires at sample 9 (the first model), whose
+ * check at 19 calibrates nothing beyond the given expected accuracy 0.9.
+ * 1 of 10 wrong is as expected (0 avoidable); from key 20 the old model
+ * gets 5 of 10 wrong: 4 avoidable, new in the interval 19-29, so they
+ * count for half of its 10 s: 20 misclassification-seconds, which
+ * reach the one training's 20 s: it fires at 29. */
+static void avoidable_cost_fires(void **state) {
+    (void)state;
+    json_error_t jerr;
+    json_t *sec = json_loads(
+        "{\"id\": \"AvoidableMisclassificationCostTrigger\", "
+        "\"evaluation_interval_data_points\": 10, \"warmup_intervals\": 1, "
+        "\"warmup_policy\": {\"id\": \"DataAmountTrigger\", \"num_samples\": 10}, "
+        "\"expected_accuracy\": 0.9, "
+        "\"avoidable_misclassification_latency_per_training_second\": 1, "
+        "\"evaluation\": {\"dataset\": {\"metrics\": [{\"name\": \"Accuracy\"}]}}}",
+        0, &jerr);
+    char err[256];
+    pl_trigger *t = pl_trigger_new(sec, err, sizeof err);
+    if (!t) fail_msg("%s", err);
+    fake f = {.drop_at = 20};
+    assert_int_equal(pl_trigger_set_evaluator(t, fake_evaluate, &f), 1);
+    assert_int_equal(pl_trigger_set_coster(t, one_training, &f), 1);
+    size_t at[4], nat = 0;
+    for (uint64_t k = 0; k < 40; k++) {
+        pl_sample s = {.key = k, .ts = (int64_t)k};
+        size_t fires[1], n;
+        assert_int_equal(pl_trigger_inform(t, &s, NULL, 0, 1, fires, &n, err,
+                                           sizeof err), 0);
+        if (n) at[nat++] = k;
+        f.fires += (int)n;
+    }
+    assert_int_equal(nat, 2);
+    assert_int_equal(at[0], 9);
+    assert_int_equal(at[1], 29);
     pl_trigger_free(t);
     json_decref(sec);
 }
@@ -249,6 +304,7 @@ int main(void) {
         cmocka_unit_test(fires_after_the_drop),
         cmocka_unit_test(bad_sections_named),
         cmocka_unit_test(cost_model),
+        cmocka_unit_test(avoidable_cost_fires),
         cmocka_unit_test(cost_fires_when_regret_outweighs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
