@@ -66,19 +66,8 @@ PY
 now() { date +%s.%N; }
 # The reference: one pass per model over the union of the windows (every
 # sample the windows hold), the command alone.
-$PY - "$AEGIS_STATE_HOME/datasets/stream" $T0 $((T0 + 49 * W / 2 + W)) "$TMP/union.tset" <<'PY'
-import struct, sys, zlib
-import numpy as np
-import aegis_pipeline
-samples = aegis_pipeline.Dataset(sys.argv[1]).samples
-keys = np.sort(samples["key"][(samples["ts"] >= int(sys.argv[2])) &
-                              (samples["ts"] < int(sys.argv[3]))])
-body = struct.pack("<8sQQII", b"AEGTSET1", len(keys), 0, 0, 0)
-items = np.zeros(len(keys), [("key", "<u8"), ("w", "<f4"), ("r", "<u4")])
-items["key"], items["w"] = keys, 1
-body += items.tobytes()
-open(sys.argv[4], "wb").write(body + struct.pack("<I", zlib.crc32(body)))
-PY
+$PY "$HERE/window_keys.py" "$AEGIS_STATE_HOME/datasets/stream" $T0 \
+    $((T0 + 49 * W / 2 + W)) "$TMP/union.tset"
 t0=$(now)
 for m in $(seq 0 19); do
     AEGIS_EVAL_KEYS=$TMP/union.tset AEGIS_EVAL_OUT=$TMP/ref.pred \
@@ -88,19 +77,8 @@ for m in $(seq 0 19); do
 done
 ref=$(echo "$(now) - $t0" | bc)
 # Modyn's way before batching: a process per model and window, 5 timed.
-$PY - "$AEGIS_STATE_HOME/datasets/stream" $T0 $W "$TMP/one.tset" <<'PY'
-import struct, sys, zlib
-import numpy as np
-import aegis_pipeline
-samples = aegis_pipeline.Dataset(sys.argv[1]).samples
-t0, w = int(sys.argv[2]), int(sys.argv[3])
-keys = np.sort(samples["key"][(samples["ts"] >= t0) & (samples["ts"] < t0 + w)])
-body = struct.pack("<8sQQII", b"AEGTSET1", len(keys), 0, 0, 0)
-items = np.zeros(len(keys), [("key", "<u8"), ("w", "<f4"), ("r", "<u4")])
-items["key"], items["w"] = keys, 1
-body += items.tobytes()
-open(sys.argv[4], "wb").write(body + struct.pack("<I", zlib.crc32(body)))
-PY
+$PY "$HERE/window_keys.py" "$AEGIS_STATE_HOME/datasets/stream" $T0 \
+    $((T0 + W)) "$TMP/one.tset"
 t0=$(now)
 for r in 1 2 3 4 5; do
     AEGIS_EVAL_KEYS=$TMP/one.tset AEGIS_EVAL_OUT=$TMP/one.pred \

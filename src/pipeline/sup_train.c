@@ -161,20 +161,24 @@ static int sup_build_set(sup *s, uint32_t n, const char *path, char *err,
     return s->replay ? sup_rekey(s, place, path, err, errlen) : 0;
 }
 
+int sup_read_set(const sup *s, uint32_t n, pl_trainset_item **items,
+                 size_t *count) {
+    char path[4400], err[512];
+    uint64_t seed;
+    uint32_t trigger;
+    sup_file(s, "trainsets", "tset", n, path, sizeof(path));
+    return pl_trainset_read(path, items, count, &seed, &trigger, err,
+                            sizeof(err));
+}
+
 /* Trigger n's set, built before a restart, told to the selector as used,
  * so that freshness after the restart is what it would have been without
  * it (a set built by this process was noted as it was built). A replay's
  * sets hold the dataset's keys, not the places the selector counts. */
 static void sup_note_set(sup *s, uint32_t n) {
-    char path[4400], err[512];
     pl_trainset_item *items;
     size_t count;
-    uint64_t seed;
-    uint32_t trigger;
-    sup_file(s, "trainsets", "tset", n, path, sizeof(path));
-    if (s->replay || pl_trainset_read(path, &items, &count, &seed, &trigger,
-                                      err, sizeof(err)) != 0)
-        return;
+    if (s->replay || sup_read_set(s, n, &items, &count) != 0) return;
     pl_selector_note_used(s->selector, items, count);
     free(items);
 }

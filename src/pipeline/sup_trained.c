@@ -13,19 +13,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "trainset.h"
 
 /* Trigger n's training set size; -1 when it cannot be read. */
 static json_int_t st_set_size(const sup *s, uint32_t n) {
-    char path[4400], err[512];
     pl_trainset_item *items;
     size_t count;
-    uint64_t seed;
-    uint32_t trigger;
-    sup_file(s, "trainsets", "tset", n, path, sizeof(path));
-    if (pl_trainset_read(path, &items, &count, &seed, &trigger, err,
-                         sizeof(err)) != 0)
-        return -1;
+    if (sup_read_set(s, n, &items, &count) != 0) return -1;
     free(items);
     return (json_int_t)count;
 }

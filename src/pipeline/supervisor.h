@@ -103,6 +103,9 @@ const pl_sample *sup_samples(const sup *s, uint64_t *count);
  * 0, or -1 with err (the log or aegisd failed: the supervisor exits and
  * aegisd restarts it). */
 int sup_settle(sup *s, char *err, size_t errlen);
+/* Trigger n's training set, read (the caller frees *items). 0, or -1. */
+int sup_read_set(const sup *s, uint32_t n, pl_trainset_item **items,
+                 size_t *count);
 /* Whether pipeline.maximum_triggers fires are all settled. */
 bool sup_done(const sup *s);
 /* Trigger n's file in the pipeline's folder, DIR/SUB/N.EXT: its training

@@ -66,21 +66,44 @@ bool pl_trigger_needs_features(const pl_trigger *t)
     return t->needs_features;
 }
 
+/* Hook h set on t, where t takes it. */
+static size_t trig_set_hook(pl_trigger *t, const trig_hook *h)
+{
+    return t->ops->set_hook ? t->ops->set_hook(t, h) : 0;
+}
+
 size_t pl_trigger_set_embedder(pl_trigger *t, pl_embed_fn embed, void *ctx)
 {
-    return t->ops->set_embedder ? t->ops->set_embedder(t, embed, ctx) : 0;
+    trig_hook h = {.kind = TRIG_HOOK_EMBED, .embed = embed, .ctx = ctx};
+    return trig_set_hook(t, &h);
 }
 
 size_t pl_trigger_set_evaluator(pl_trigger *t, pl_perf_fn evaluate,
                                 void *ctx)
 {
-    return t->ops->set_evaluator ? t->ops->set_evaluator(t, evaluate, ctx)
-                                 : 0;
+    trig_hook h = {.kind = TRIG_HOOK_EVALUATE, .evaluate = evaluate,
+                   .ctx = ctx};
+    return trig_set_hook(t, &h);
 }
 
 size_t pl_trigger_set_coster(pl_trigger *t, pl_cost_fn trainings, void *ctx)
 {
-    return t->ops->set_coster ? t->ops->set_coster(t, trainings, ctx) : 0;
+    trig_hook h = {.kind = TRIG_HOOK_TRAININGS, .trainings = trainings,
+                   .ctx = ctx};
+    return trig_set_hook(t, &h);
+}
+
+int trig_no_trainings(void *ctx, const double **samples,
+                      const double **seconds, size_t *n, char *err,
+                      size_t errlen)
+{
+    (void)ctx;
+    (void)samples;
+    (void)seconds;
+    *n = 0;
+    snprintf(err, errlen, "trigger: a cost trigger needs the supervisor's "
+             "trainings");
+    return -1;
 }
 
 int pl_trigger_inform(pl_trigger *t, const pl_sample *s, const float *features,

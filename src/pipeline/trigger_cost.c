@@ -117,30 +117,16 @@ static void cost_free(pl_trigger *t) {
     free(c);
 }
 
-static size_t cost_set_coster(pl_trigger *t, pl_cost_fn trainings,
-                              void *ctx) {
+/* The supervisor's trainings, which the forecast is fitted to. */
+static size_t cost_set_hook(pl_trigger *t, const trig_hook *h) {
     trig_cost *c = (trig_cost *)t;
-    c->trainings = trainings;
-    c->ctx = ctx;
+    if (h->kind != TRIG_HOOK_TRAININGS) return 0;
+    c->trainings = h->trainings;
+    c->ctx = h->ctx;
     return 1;
 }
 
-/* Trainings when no supervisor tells them: a trigger built only to be
- * checked. */
-static int cost_no_trainings(void *ctx, const double **samples,
-                             const double **seconds, size_t *n, char *err,
-                             size_t errlen) {
-    (void)ctx;
-    (void)samples;
-    (void)seconds;
-    *n = 0;
-    snprintf(err, errlen, "trigger: a cost trigger needs the supervisor's "
-             "trainings");
-    return -1;
-}
-
-static const pl_trigger_ops cost_ops = {cost_feed, cost_free, NULL, NULL,
-                                        cost_set_coster};
+static const pl_trigger_ops cost_ops = {cost_feed, cost_free, cost_set_hook};
 
 static int cost_parse(trig_cost *c, const json_t *section, const char *path,
                       char *err, size_t errlen) {
@@ -174,7 +160,7 @@ pl_trigger *trig_cost_new(const json_t *section, const char *path,
         return NULL;
     }
     c->base.ops = &cost_ops;
-    c->trainings = cost_no_trainings;
+    c->trainings = trig_no_trainings;
     if (cost_parse(c, section, path, err, errlen) < 0) {
         cost_free(&c->base);
         return NULL;

@@ -302,20 +302,22 @@ static void drift_free(pl_trigger *t)
     free(d);
 }
 
-/* From now on the windows keep keys, embedded at each detection point
- * (it is set before any sample is fed). */
-static size_t drift_set_embedder(pl_trigger *t, pl_embed_fn embed, void *ctx)
+/* An embedder: from now on the windows keep keys, embedded at each
+ * detection point (it is set before any sample is fed). */
+static size_t drift_set_hook(pl_trigger *t, const trig_hook *h)
 {
     trig_drift *d = (trig_drift *)t;
+    if (h->kind != TRIG_HOOK_EMBED)
+        return 0;
     assert(d->recent.count == 0);
-    d->embed = embed;
-    d->embed_ctx = ctx;
+    d->embed = h->embed;
+    d->embed_ctx = h->ctx;
     d->base.needs_features = false;
     return 1;
 }
 
 static const pl_trigger_ops drift_ops = {drift_feed, drift_free,
-                                         drift_set_embedder, NULL, NULL};
+                                         drift_set_hook};
 
 pl_trigger *trig_drift_new(const json_t *section, const char *path,
                            char *err, size_t errlen)

@@ -58,48 +58,24 @@ static void ensemble_free(pl_trigger *t)
     free(e);
 }
 
-/* Each subtrigger's embedder; the ensemble then needs features only if
- * one of them still does. */
-static size_t ensemble_set_embedder(pl_trigger *t, pl_embed_fn embed,
-                                    void *ctx)
+/* The hook set on each subtrigger; with embeddings the ensemble then
+ * needs features only if one of them still does. */
+static size_t ensemble_set_hook(pl_trigger *t, const trig_hook *h)
 {
     trig_ensemble *e = (trig_ensemble *)t;
     size_t took = 0;
-    e->base.needs_features = false;
+    bool features = false;
     for (size_t i = 0; i < e->nsubs; i++) {
-        took += pl_trigger_set_embedder(e->subs[i], embed, ctx);
-        e->base.needs_features = e->base.needs_features ||
-                                 e->subs[i]->needs_features;
+        pl_trigger *sub = e->subs[i];
+        took += sub->ops->set_hook ? sub->ops->set_hook(sub, h) : 0;
+        features = features || sub->needs_features;
     }
-    return took;
-}
-
-/* Each subtrigger's evaluator (a PerformanceTrigger's). */
-static size_t ensemble_set_evaluator(pl_trigger *t, pl_perf_fn evaluate,
-                                     void *ctx)
-{
-    trig_ensemble *e = (trig_ensemble *)t;
-    size_t took = 0;
-    for (size_t i = 0; i < e->nsubs; i++)
-        took += pl_trigger_set_evaluator(e->subs[i], evaluate, ctx);
-    return took;
-}
-
-/* Each subtrigger's trainings (a cost trigger's). */
-static size_t ensemble_set_coster(pl_trigger *t, pl_cost_fn trainings,
-                                  void *ctx)
-{
-    trig_ensemble *e = (trig_ensemble *)t;
-    size_t took = 0;
-    for (size_t i = 0; i < e->nsubs; i++)
-        took += pl_trigger_set_coster(e->subs[i], trainings, ctx);
+    e->base.needs_features = features;
     return took;
 }
 
 static const pl_trigger_ops ensemble_ops = {ensemble_feed, ensemble_free,
-                                            ensemble_set_embedder,
-                                            ensemble_set_evaluator,
-                                            ensemble_set_coster};
+                                            ensemble_set_hook};
 
 static int parse_subs(trig_ensemble *e, const json_t *subs, const char *path,
                       char *err, size_t errlen)

@@ -12,6 +12,19 @@
 
 #include "trigger.h"
 
+/* What a trigger may ask of the supervisor, one kind at a time. */
+typedef enum trig_hook_kind {
+    TRIG_HOOK_EMBED, TRIG_HOOK_EVALUATE, TRIG_HOOK_TRAININGS
+} trig_hook_kind;
+
+typedef struct trig_hook {
+    trig_hook_kind kind;
+    pl_embed_fn embed;
+    pl_perf_fn evaluate;
+    pl_cost_fn trainings;
+    void *ctx;
+} trig_hook;
+
 typedef struct pl_trigger_ops {
     /* Feeds one sample (its dim features, or NULL when the kind needs
      * none); sets *fire when the trigger fires after it. 0, or -1 with
@@ -19,15 +32,18 @@ typedef struct pl_trigger_ops {
     int (*feed)(pl_trigger *t, const pl_sample *s, const float *features,
                 size_t dim, bool *fire, char *err, size_t errlen);
     void (*free)(pl_trigger *t);
-    /* pl_trigger_set_embedder's work; NULL for kinds that never measure
-     * drift. */
-    size_t (*set_embedder)(pl_trigger *t, pl_embed_fn embed, void *ctx);
-    /* pl_trigger_set_evaluator's work; NULL for kinds that never
-     * evaluate a model. */
-    size_t (*set_evaluator)(pl_trigger *t, pl_perf_fn evaluate, void *ctx);
-    /* pl_trigger_set_coster's; NULL for kinds that weigh no cost. */
-    size_t (*set_coster)(pl_trigger *t, pl_cost_fn trainings, void *ctx);
+    /* Takes hook h when the kind asks that of the supervisor (a model's
+     * embeddings, its scores, the trainings' costs): 1, else 0; an
+     * ensemble, how many of its subtriggers took it. NULL for kinds that
+     * ask nothing. */
+    size_t (*set_hook)(pl_trigger *t, const trig_hook *h);
 } pl_trigger_ops;
+
+/* Trainings when no supervisor tells them (a trigger built only to be
+ * checked): an error. */
+int trig_no_trainings(void *ctx, const double **samples,
+                      const double **seconds, size_t *n, char *err,
+                      size_t errlen);
 
 struct pl_trigger {
     const pl_trigger_ops *ops;

@@ -160,10 +160,18 @@ static void perf_free(pl_trigger *t) {
     free(p);
 }
 
-static size_t perf_set_evaluator(pl_trigger *t, pl_perf_fn fn, void *ctx) {
+/* The supervisor's checks of the newest model; a cost trigger's also
+ * its trainings. */
+static size_t perf_set_hook(pl_trigger *t, const trig_hook *h) {
     trig_perf *p = (trig_perf *)t;
-    p->evaluate = fn;
-    p->evaluate_ctx = ctx;
+    if (h->kind == TRIG_HOOK_EVALUATE) {
+        p->evaluate = h->evaluate;
+        p->evaluate_ctx = h->ctx;
+        return 1;
+    }
+    if (h->kind != TRIG_HOOK_TRAININGS || !p->cost) return 0;
+    p->trainings = h->trainings;
+    p->cost_ctx = h->ctx;
     return 1;
 }
 
@@ -178,30 +186,7 @@ static int perf_no_evaluator(void *ctx, const pl_perf_ask *ask,
     return -1;
 }
 
-static size_t perf_set_coster(pl_trigger *t, pl_cost_fn trainings,
-                              void *ctx) {
-    trig_perf *p = (trig_perf *)t;
-    p->trainings = trainings;
-    p->cost_ctx = ctx;
-    return p->cost;
-}
-
-static const pl_trigger_ops perf_ops = {perf_feed, perf_free, NULL,
-                                        perf_set_evaluator, perf_set_coster};
-
-/* Trainings when no supervisor tells them: a trigger built only to be
- * checked. */
-static int perf_no_trainings(void *ctx, const double **samples,
-                             const double **seconds, size_t *n, char *err,
-                             size_t errlen) {
-    (void)ctx;
-    (void)samples;
-    (void)seconds;
-    *n = 0;
-    snprintf(err, errlen, "trigger: a cost trigger needs the supervisor's "
-             "trainings");
-    return -1;
-}
+static const pl_trigger_ops perf_ops = {perf_feed, perf_free, perf_set_hook};
 
 pl_trigger *trig_perf_new(const json_t *section, const char *path, bool cost,
                           char *err, size_t errlen) {
@@ -212,7 +197,7 @@ pl_trigger *trig_perf_new(const json_t *section, const char *path, bool cost,
     }
     p->base.ops = &perf_ops;
     p->evaluate = perf_no_evaluator;
-    p->trainings = perf_no_trainings;
+    p->trainings = trig_no_trainings;
     p->cost = cost;
     if (perf_parse(p, section, path, err, errlen) < 0) {
         perf_free(&p->base);

@@ -33,7 +33,7 @@ static void simple_free(pl_trigger *t)
     free(t);
 }
 
-static const pl_trigger_ops amount_ops = {amount_feed, simple_free, NULL, NULL, NULL};
+static const pl_trigger_ops amount_ops = {amount_feed, simple_free, NULL};
 
 pl_trigger *trig_amount_new(const json_t *section, const char *path,
                             char *err, size_t errlen)
@@ -83,7 +83,7 @@ static int time_feed(pl_trigger *t, const pl_sample *s, const float *f,
     return 0;
 }
 
-static const pl_trigger_ops time_ops = {time_feed, simple_free, NULL, NULL, NULL};
+static const pl_trigger_ops time_ops = {time_feed, simple_free, NULL};
 
 pl_trigger *trig_time_new(const json_t *section, const char *path,
                           char *err, size_t errlen)
