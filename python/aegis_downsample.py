@@ -86,20 +86,20 @@ __all__ = ["from_env", "make", "config_in_force", "Downsampler", "Loss",
 # downsampling_config.py), checked here as the training job's own guard
 # (the supervisor checks them too, but a job can be run by hand).
 
-REQUIRED = object()
-_COMMON = {"strategy": REQUIRED, "ratio": REQUIRED, "ratio_max": 100,
+_REQUIRED = object()
+_COMMON = {"strategy": _REQUIRED, "ratio": _REQUIRED, "ratio_max": 100,
            "sample_then_batch": False, "period": 1}
 _OWN = {
     "No": {},
     "Loss": {},
     "GradNorm": {},
-    "Uncertainty": {"score_metric": REQUIRED, "balance": False},
+    "Uncertainty": {"score_metric": _REQUIRED, "balance": False},
     # Modyn requires the holdout keys to train its IL model; aegis leaves
     # that model to the user (see RHOLoss), so they are checked, not
     # required.
     "RHOLoss": {"holdout_set_ratio": None, "holdout_set_ratio_max": 100,
                 "holdout_set_strategy": None, "il_training_config": None},
-    "RS2": {"with_replacement": REQUIRED},
+    "RS2": {"with_replacement": _REQUIRED},
 }
 _MODYN_ONLY = ("Craig", "GradMatch", "Submodular", "KcenterGreedy",
                "TokenUncertainty")
@@ -127,8 +127,8 @@ def _bool(conf, where, key):
 
 
 def _strategy(config, where):
-    name = config.get("strategy", REQUIRED)
-    if name is REQUIRED:
+    name = config.get("strategy", _REQUIRED)
+    if name is _REQUIRED:
         raise _fail(where, "strategy", "missing")
     if name not in _OWN:
         known = ", ".join(_OWN)
@@ -155,7 +155,7 @@ def _checked(config, where="downsampling_config"):
                         f"(known: {', '.join(keys)})")
     conf = dict(keys, **config)
     for key, value in conf.items():
-        if value is REQUIRED:
+        if value is _REQUIRED:
             raise _fail(where, key, f"missing (strategy {name} needs it)")
     _check_common(conf, where, name)
     _check_own(conf, where, name)
@@ -167,9 +167,9 @@ def _check_common(conf, where, name):
     _int(conf, where, "ratio", 0, ratio_max)
     _int(conf, where, "period", 0)
     _bool(conf, where, "sample_then_batch")
-    if name == "No" and conf["ratio"] != ratio_max:
-        raise _fail(where, "ratio", "strategy No keeps everything "
-                    "(ratio = ratio_max)")
+    if name == "No" and conf["ratio"] != 100:
+        raise _fail(where, "ratio", "strategy No keeps everything (ratio "
+                    "100, as Modyn's)")
     if name == "RS2" and not conf["sample_then_batch"]:
         raise _fail(where, "sample_then_batch", "RS2 selects before "
                     "batching (it needs no forward pass), as Modyn's")
@@ -479,6 +479,8 @@ class Downsampler:
                              embedding if embedding is None
                              else _tensor(embedding), forward_input)
         self._ids.append(sample_ids)
+        # The choice is made on the CPU, where the seeded generator draws:
+        # one small copy a batch, and the same draws whatever the device.
         self._scores.append(scores.detach().float().cpu().reshape(-1))
         if self.needs_targets:
             self._targets.append(target.detach().cpu().reshape(-1))
@@ -490,13 +492,19 @@ class Downsampler:
         """The choice among the samples informed since the last one: their
         positions in the order informed (a rising int64 tensor) and their
         weights (float32 tensor); starts afresh. What batch-then-sample
-        uses, without keys."""
+        uses, without keys.
+
+        Modyn returns some strategies' choices in draw order or shuffled;
+        aegis keeps the order informed, which is reproducible and costs
+        nothing: a batch's order does not change its gradient, and
+        sample-then-batch writes its keys in key order for TrainingSet to
+        shuffle by epoch."""
         scores = torch.cat(self._scores) if self._scores else torch.empty(0)
         targets = torch.cat(self._targets) if self._targets else None
         self._reset()
         positions, weights = self._choose(scores, targets)
-        order = torch.argsort(positions)
-        return positions[order], weights[order].float()
+        positions, order = torch.sort(positions)
+        return positions, weights[order].float()
 
     def select_points(self):
         """The keys chosen among the samples informed since the last
@@ -512,21 +520,22 @@ class Downsampler:
         raise NotImplementedError
 
 
-def _proportional(scores, k, gen):
+def _proportional(scores, k, gen, all_positive):
     """k positions drawn without replacement, each draw in proportion to
     the scores not yet drawn: in distribution Modyn's
     torch.multinomial(p, k, replacement=False), in one vectorised pass
     instead of k draws (Efraimidis and Spirakis: the k smallest E_i / s_i,
     E_i exponential). Zero scores are drawn last, uniformly, only when
     fewer than k scores are positive (torch.multinomial fails there)."""
-    s = scores.double()
-    e = torch.empty(len(s), dtype=torch.float64).exponential_(generator=gen)
-    positive = s > 0
-    keys = torch.where(positive, e / s.clamp_min(1e-300), math.inf)
-    npos = int(positive.sum())
-    if npos < k:
-        top = float(keys[positive].max()) if npos else 0.0
-        keys = torch.where(positive, keys, top + 1 + e)
+    e = torch.empty(len(scores), dtype=scores.dtype).exponential_(
+        generator=gen)
+    keys = e / scores                          # a zero score: infinity
+    if not all_positive:
+        positive = scores > 0
+        npos = int(positive.sum())
+        if npos < k:
+            top = float(keys[positive].max()) if npos else 0.0
+            keys = torch.where(positive, keys, top + 1 + e)
     return torch.topk(keys, k, largest=False).indices
 
 
@@ -540,21 +549,24 @@ class _ImportanceSampling(Downsampler):
         k = self.target_size(n)
         if k == 0:
             return torch.empty(0, dtype=torch.long), torch.empty(0)
-        if not bool(torch.isfinite(scores).all()) or bool((scores < 0).any()):
+        lo, hi = (float(v) for v in torch.aminmax(scores))
+        if not (lo >= 0 and math.isfinite(hi)):   # NaN fails both
             raise ValueError(f"{type(self).__name__}: scores must be finite "
-                             f"and >= 0 to draw in proportion to them")
-        total = float(scores.double().sum())
+                             f"and >= 0 to draw in proportion to them (got "
+                             f"{lo} to {hi})")
+        total = float(scores.sum(dtype=torch.float64))
         if total == 0:
             # Nothing to prefer (all losses zero): uniform, weight 1, as
             # Modyn's guarded version does.
             return torch.randperm(n, generator=self._gen)[:k], torch.ones(k)
-        chosen = _proportional(scores, k, self._gen)
-        s = scores.double()[chosen]
-        # A zero score drawn to make up k (see _proportional) has weight
-        # 0: its loss is 0, so leaving it out keeps the estimate unbiased
-        # where Modyn's 1 / (n * 0) would be infinite.
-        weights = torch.where(s > 0, total / (n * s.clamp_min(1e-300)),
-                              torch.zeros_like(s))
+        chosen = _proportional(scores, k, self._gen, lo > 0)
+        s = scores[chosen].double()
+        weights = total / (n * s)
+        if lo == 0:
+            # A zero score drawn to make up k (see _proportional) has
+            # weight 0: its loss is 0, so leaving it out keeps the estimate
+            # unbiased where Modyn's 1 / (n * 0) is infinite.
+            weights = torch.where(s > 0, weights, torch.zeros_like(s))
         return chosen, weights
 
 
@@ -884,7 +896,7 @@ class BatchThenSample:
                          forward_input=inputs)
         positions, kept = d.select_positions()
         if weights is not None:
-            kept = kept * _tensor(weights, torch.float32).cpu()[positions]
+            kept = kept * _take(_tensor(weights), positions).cpu().float()
         device = targets.device if isinstance(targets, torch.Tensor) \
             else None
         return (_take(inputs, positions), _take(targets, positions),

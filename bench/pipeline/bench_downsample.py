@@ -68,7 +68,8 @@ def loader(x, y, batch, epoch, clock):
                                .manual_seed(epoch))
         for start in range(0, len(x), batch):
             ids = order[start:start + batch]
-            yield x[ids], y[ids], torch.ones(len(ids), dtype=torch.float64), ids
+            ones = torch.ones(len(ids), dtype=torch.float64)
+            yield x[ids], y[ids], ones, ids
     it = batches()
     step = clock.timed("loading", lambda: next(it, None))
     while True:
@@ -134,10 +135,10 @@ def measure(kind, args, x, y):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--samples", type=int, default=32768)
+    ap.add_argument("--samples", type=int, default=16384)
     ap.add_argument("--batch", type=int, default=256)
-    ap.add_argument("--dim", type=int, default=256)
-    ap.add_argument("--hidden", type=int, default=512)
+    ap.add_argument("--dim", type=int, default=128)
+    ap.add_argument("--hidden", type=int, default=256)
     ap.add_argument("--epochs", type=int, default=3)
     ap.add_argument("--ratio", type=int, default=50)
     args = ap.parse_args()
@@ -153,7 +154,8 @@ def main():
     overhead = down - clock["scoring"] - clock["training"]
     share = overhead / down
     print(f"full epoch:        {full * 1e3:8.1f} ms (training steps "
-          f"{fclock['training'] * 1e3:.1f}, loading {fclock['loading'] * 1e3:.1f})")
+          f"{fclock['training'] * 1e3:.1f}, loading "
+          f"{fclock['loading'] * 1e3:.1f})")
     print(f"downsampled epoch: {down * 1e3:8.1f} ms, {trained} of "
           f"{args.samples} samples trained on")
     print(f"  scoring forward passes {clock['scoring'] * 1e3:8.1f} ms")

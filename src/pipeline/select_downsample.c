@@ -5,9 +5,9 @@
  * Python module, which has the model's per-sample outputs.
  *
  * One config, or MultiDownsamplingConfig {downsampling_list,
- * downsampling_thresholds}: the i-th threshold is the trigger from which
- * the (i+1)-th config applies. The strategy's warmup_triggers train
- * without downsampling.
+ * downsampling_thresholds}: the i-th threshold is the trigger, counted
+ * after the warm-up, from which the (i+1)-th config applies. The
+ * strategy's warmup_triggers train without downsampling.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,14 +21,15 @@
 static const char *const ds_names[] = {"No", "Loss", "GradNorm",
                                        "Uncertainty", "RHOLoss", "RS2", NULL};
 /* Each strategy's keys beyond the common ones. */
-static const char *const ds_keys[][9] = {
+static const char *const ds_keys[][10] = {
     {"strategy", "ratio", "ratio_max", "sample_then_batch", "period", NULL},
     {"strategy", "ratio", "ratio_max", "sample_then_batch", "period", NULL},
     {"strategy", "ratio", "ratio_max", "sample_then_batch", "period", NULL},
     {"strategy", "ratio", "ratio_max", "sample_then_batch", "period",
      "score_metric", "balance", NULL},
     {"strategy", "ratio", "ratio_max", "sample_then_batch", "period",
-     "holdout_set_ratio", "holdout_set_strategy", "il_training_config", NULL},
+     "holdout_set_ratio", "holdout_set_ratio_max", "holdout_set_strategy",
+     "il_training_config", NULL},
     {"strategy", "ratio", "ratio_max", "sample_then_batch", "period",
      "with_replacement", NULL},
 };
@@ -75,6 +76,18 @@ static int ds_check_values(const json_t *d, const char *path, int kind,
         return plcfg_fail(err, errlen, path, "sample_then_batch", "RS2 "
                           "selects before batching (it needs no forward "
                           "pass)");
+    if (kind == DS_RS2 && (!json_is_boolean(json_object_get(
+                               d, "with_replacement")) || period != 1))
+        return plcfg_fail(err, errlen, path, json_object_get(
+                              d, "with_replacement") ? "period"
+                                                     : "with_replacement",
+                          "RS2 needs with_replacement (true or false) and "
+                          "period 1, as Modyn's");
+    if (kind == DS_UNCERTAINTY &&
+        json_is_true(json_object_get(d, "balance")) && !then_batch)
+        return plcfg_fail(err, errlen, path, "balance", "needs "
+                          "sample_then_batch (classes are balanced over the "
+                          "whole set)");
     if (kind == DS_UNCERTAINTY && !json_object_get(d, "score_metric"))
         return plcfg_fail(err, errlen, path, "score_metric", "missing "
                           "(LeastConfidence, Entropy or Margin)");
@@ -143,10 +156,11 @@ const json_t *pl_selector_downsampling(const pl_selector *sel,
                                        uint32_t trigger) {
     if (!sel->downsampling || (int64_t)trigger < sel->warmup_triggers)
         return NULL;
+    /* thresholds count the triggers after the warm-up, as Modyn's */
+    json_int_t after = (json_int_t)trigger - sel->warmup_triggers;
     size_t i = 0, n = json_array_size(sel->ds_thresholds);
-    while (i < n && (json_int_t)trigger >=
-                        json_integer_value(json_array_get(sel->ds_thresholds,
-                                                          i)))
+    while (i < n && after >= json_integer_value(
+                                 json_array_get(sel->ds_thresholds, i)))
         i++;
     const json_t *d = json_array_get(sel->downsampling, i);
     const char *name = json_string_value(json_object_get(d, "strategy"));

@@ -19,6 +19,7 @@ import zlib
 import numpy as np
 import torch
 import torch.nn.functional as F
+import torch.utils.data
 
 import aegis_downsample as ads
 import aegis_pipeline
@@ -51,8 +52,8 @@ class LossSampling(unittest.TestCase):
         for epoch in range(4000):
             ids, w = choose(d, [1.0, 3.0], [7, 9], epoch)
             self.assertEqual(len(ids), 1)
-            self.assertAlmostEqual(float(w[0]), {7: 2.0, 9: 2 / 3}[int(ids[0])],
-                                   places=6)
+            want = {7: 2.0, 9: 2 / 3}[int(ids[0])]
+            self.assertAlmostEqual(float(w[0]), want, places=6)
             second += int(ids[0]) == 9
         self.assertAlmostEqual(second / 4000, 0.75, delta=0.03)
 
@@ -277,8 +278,9 @@ class RS2Subsets(unittest.TestCase):
         # in another order.
         d = self.rs2(False)
         subsets = [self.subset(d, e) for e in range(4)]
-        self.assertEqual(sorted(subsets[0] + subsets[1]), list(range(100, 110)))
-        self.assertEqual(sorted(subsets[2] + subsets[3]), list(range(100, 110)))
+        every = list(range(100, 110))
+        self.assertEqual(sorted(subsets[0] + subsets[1]), every)
+        self.assertEqual(sorted(subsets[2] + subsets[3]), every)
         self.assertNotEqual(sorted(subsets[0]), sorted(subsets[2]))
         self.assertTrue(all(len(s) == 5 for s in subsets))
 
@@ -343,7 +345,8 @@ class BatchThenSampleEpoch(unittest.TestCase):
         for b in range(nbatches):
             ids = torch.arange(b * size, (b + 1) * size)
             x = ids.float()[:, None].repeat(1, 3)
-            yield x, ids % 3, torch.full((size,), 2.0, dtype=torch.float64), ids
+            w = torch.full((size,), 2.0, dtype=torch.float64)
+            yield x, ids % 3, w, ids
 
     def run_epoch(self, nbatches, seed=0):
         d = ads.make({"strategy": "Loss", "ratio": 50}, seed)
@@ -483,8 +486,8 @@ class ConfigInForce(unittest.TestCase):
         self.assertEqual(got, [None, None, self.A, self.B, self.B, None, None])
 
     def test_single(self):
-        self.assertEqual([ads.config_in_force(self.A, t, 1) for t in (0, 1, 9)],
-                         [None, self.A, self.A])
+        got = [ads.config_in_force(self.A, t, 1) for t in (0, 1, 9)]
+        self.assertEqual(got, [None, self.A, self.A])
         self.assertIsNone(ads.config_in_force(None, 4))
 
     def test_bad_schedules(self):
@@ -640,6 +643,13 @@ class SampleThenBatch(unittest.TestCase):
             self.assertEqual(label, self.records["label"][key])
             self.assertEqual(weight, 1.0)
         self.assertEqual(sorted(k for *_, k in rows), got.keys.tolist())
+        # two DataLoader workers: each key once, with its own sample
+        loader = torch.utils.data.DataLoader(got, batch_size=None,
+                                             num_workers=2)
+        rows = [(x, key) for x, _, _, key in loader]
+        self.assertEqual(sorted(k for _, k in rows), got.keys.tolist())
+        self.assertTrue(all(np.array_equal(x, self.records["x"][k])
+                            for x, k in rows))
         plain = aegis_pipeline.TrainingSet(self.trainset + ".sel0",
                                            self.state, weights=False)
         self.assertEqual(len(next(iter(plain))), 2)   # the default unchanged

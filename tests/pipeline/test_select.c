@@ -274,10 +274,14 @@ static void bad_config(void **state)
                  "\"sample_then_batch\": true}}",
                  "downsampling_config.sample_then_batch: RHOLoss selects");
     expect_error("{\"name\": \"CoresetStrategy\", \"downsampling_config\": "
-                 "{\"downsampling_list\": [{\"strategy\": \"RS2\", \"ratio\": 50}, "
+                 "{\"downsampling_list\": [{\"strategy\": \"RS2\", \"ratio\": 50, "
+                 "\"with_replacement\": true}, "
                  "{\"strategy\": \"Loss\", \"ratio\": 20, \"period\": -1}], "
                  "\"downsampling_thresholds\": [3]}}",
                  "downsampling_config.downsampling_list[1].period: must be between 0");
+    expect_error("{\"name\": \"CoresetStrategy\", \"downsampling_config\": "
+                 "{\"strategy\": \"RS2\", \"ratio\": 50}}",
+                 "downsampling_config.with_replacement: RS2 needs");
     expect_error("{\"name\": \"CoresetStrategy\", \"downsampling_config\": "
                  "{\"downsampling_list\": [{\"strategy\": \"Loss\", \"ratio\": 50}], "
                  "\"downsampling_thresholds\": [3]}}",
@@ -295,19 +299,20 @@ static void bad_config(void **state)
 }
 
 /* Which downsampling config each trigger's training gets: none in the
- * 2 warm-up triggers, RS2 from trigger 2, Loss from trigger 4; "No" is
- * none. */
+ * 2 warm-up triggers; then, counting after them, "No" (none) for one,
+ * RS2 from the first and Loss from the fourth: triggers 3 and 6. */
 static void downsampling_by_trigger(void **state)
 {
     (void)state;
     pl_selector *sel = selector(
         "{\"name\": \"CoresetStrategy\", \"warmup_triggers\": 2, "
         "\"downsampling_config\": {\"downsampling_list\": ["
-        "{\"strategy\": \"No\"}, {\"strategy\": \"RS2\", \"ratio\": 50}, "
+        "{\"strategy\": \"No\"}, {\"strategy\": \"RS2\", \"ratio\": 50, "
+        "\"with_replacement\": false}, "
         "{\"strategy\": \"Loss\", \"ratio\": 25}], "
         "\"downsampling_thresholds\": [1, 4]}}", 1);
-    const char *want[] = {NULL, NULL, "RS2", "RS2", "Loss", "Loss"};
-    for (uint32_t t = 0; t < 6; t++) {
+    const char *want[] = {NULL, NULL, NULL, "RS2", "RS2", "RS2", "Loss"};
+    for (uint32_t t = 0; t < 7; t++) {
         const json_t *d = pl_selector_downsampling(sel, t);
         const char *got = json_string_value(json_object_get(d, "strategy"));
         if (!want[t]) assert_null(d);
