@@ -255,6 +255,46 @@ static void cost_fires_when_regret_outweighs(void **state) {
     json_decref(sec);
 }
 
+/* Both join an EnsembleTrigger: each subtrigger gets what it asks of
+ * the supervisor, and the ensemble votes on its fires. */
+static void in_an_ensemble(void **state) {
+    (void)state;
+    json_error_t jerr;
+    json_t *sec = json_loads(
+        "{\"id\": \"EnsembleTrigger\", \"detection_interval_data_points\": 10, "
+        "\"ensemble_strategy\": {\"id\": \"AtLeastN\", \"n\": 1}, "
+        "\"subtriggers\": {\"perf\": {\"id\": \"PerformanceTrigger\", "
+        "\"evaluation_interval_data_points\": 10, \"evaluation\": "
+        "{\"dataset\": {\"metrics\": [{\"name\": \"Accuracy\"}]}}, "
+        "\"decision_criteria\": {\"a\": {\"id\": "
+        "\"StaticPerformanceThresholdCriterion\", \"metric_threshold\": 0.7}}}, "
+        "\"cost\": {\"id\": \"DataIncorporationLatencyCostTrigger\", "
+        "\"evaluation_interval_data_points\": 10, "
+        "\"incorporation_delay_per_training_second\": 0}}}", 0, &jerr);
+    char err[256];
+    pl_trigger *t = pl_trigger_new(sec, err, sizeof err);
+    if (!t) fail_msg("%s", err);
+    fake f = {.drop_at = 50};
+    assert_int_equal(pl_trigger_set_evaluator(t, fake_evaluate, &f), 1);
+    assert_int_equal(pl_trigger_set_coster(t, one_training, &f), 1);
+    size_t at[4], nat = 0;
+    for (uint64_t k = 0; k < 100; k++) {
+        pl_sample s = {.key = k, .ts = (int64_t)k};
+        size_t fires[1], n;
+        assert_int_equal(pl_trigger_inform(t, &s, NULL, 0, 1, fires, &n, err,
+                                           sizeof err), 0);
+        if (n) at[nat++] = k;
+        f.fires += (int)n;
+    }
+    /* both fire at their first detection; then only the performance
+     * trigger, at the drop (the cost trigger's regret is worth 0) */
+    assert_int_equal(nat, 2);
+    assert_int_equal(at[0], 9);
+    assert_int_equal(at[1], 59);
+    pl_trigger_free(t);
+    json_decref(sec);
+}
+
 static void assert_refused(const char *json, const char *says) {
     json_error_t jerr;
     json_t *sec = json_loads(json, 0, &jerr);
@@ -305,6 +345,7 @@ int main(void) {
         cmocka_unit_test(bad_sections_named),
         cmocka_unit_test(cost_model),
         cmocka_unit_test(avoidable_cost_fires),
+        cmocka_unit_test(in_an_ensemble),
         cmocka_unit_test(cost_fires_when_regret_outweighs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
