@@ -321,24 +321,6 @@ static json_t *ev_trained_until(const ev_run *r) {
     return json_null();
 }
 
-/* N.E.json, synced, through a rename. 0, or -1 with err. */
-static int ev_keep(const ev_run *r, json_t *doc, char *err, size_t errlen) {
-    char tmp[4500];
-    snprintf(tmp, sizeof(tmp), "%s.tmp", r->kept);
-    char *text = json_dumps(doc, JSON_INDENT(1) | JSON_SORT_KEYS);
-    FILE *f = text ? fopen(tmp, "w") : NULL;
-    int ok = f && fputs(text, f) >= 0 && fputc('\n', f) != EOF &&
-             fflush(f) == 0 && fsync(fileno(f)) == 0;
-    if (f && fclose(f) != 0) ok = 0;
-    free(text);
-    if (!ok || rename(tmp, r->kept) != 0) {
-        snprintf(err, errlen, "%s: %s", tmp, strerror(errno ? errno : EIO));
-        unlink(tmp);
-        return -1;
-    }
-    return 0;
-}
-
 /* Keeps r's results (NULL: none, and why). */
 static int ev_keep_results(const ev_run *r, json_t *results, const char *why,
                            char *err, size_t errlen) {
@@ -348,7 +330,7 @@ static int ev_keep_results(const ev_run *r, json_t *results, const char *why,
         "state", results ? "done" : "failed", "trained_until",
         ev_trained_until(r), "results", results ? results : json_array(),
         "error", results ? json_null() : json_string(why));
-    int rc = ev_keep(r, doc, err, errlen);
+    int rc = sup_keep_json(r->kept, doc, err, errlen);
     json_decref(doc);
     if (results)
         printf("evaluation of model %u: %zu intervals, %zu samples; %s\n",

@@ -15,7 +15,6 @@
  */
 #include "supervisor.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -104,24 +103,11 @@ static int pf_load(const pf_check *c, perf_obs *out, char *err,
     return -1;
 }
 
-/* doc into c's kept file, synced, through a rename. */
+/* doc, with what identifies the ask, into c's kept file. */
 static int pf_keep(const pf_check *c, json_t *doc, char *err, size_t errlen) {
-    char tmp[4500];
-    snprintf(tmp, sizeof(tmp), "%s.tmp", c->kept);
     json_object_set_new(doc, "model", json_integer(c->model));
     json_object_set_new(doc, "keys_crc", json_integer(c->crc));
-    char *text = json_dumps(doc, JSON_COMPACT);
-    FILE *f = text ? fopen(tmp, "w") : NULL;
-    int ok = f && fputs(text, f) >= 0 && fflush(f) == 0 &&
-             fsync(fileno(f)) == 0;
-    if (f && fclose(f) != 0) ok = 0;
-    free(text);
-    if (!ok || rename(tmp, c->kept) != 0) {
-        snprintf(err, errlen, "%s: %s", tmp, strerror(errno ? errno : EIO));
-        unlink(tmp);
-        return -1;
-    }
-    return 0;
+    return sup_keep_json(c->kept, doc, err, errlen);
 }
 
 /* Window w's scores from the predictions: its samples' true labels from

@@ -7,12 +7,8 @@
  */
 #include "supervisor.h"
 
-#include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <unistd.h>
-
 
 /* Trigger n's training set size; -1 when it cannot be read. */
 static json_int_t st_set_size(const sup *s, uint32_t n) {
@@ -24,7 +20,7 @@ static json_int_t st_set_size(const sup *s, uint32_t n) {
 }
 
 int sup_note_trained(sup *s, uint32_t n, char *err, size_t errlen) {
-    char path[4400], tmp[4500];
+    char path[4400];
     sup_file(s, "models", "json", n, path, sizeof(path));
     if (access(path, F_OK) == 0) return 0;
     uint64_t count;
@@ -39,10 +35,7 @@ int sup_note_trained(sup *s, uint32_t n, char *err, size_t errlen) {
                             "samples", st_set_size(s, n), "job",
                             (json_int_t)job, "seconds",
                             seconds >= 0 ? json_real(seconds) : json_null());
-    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-    int rc = json_dump_file(doc, tmp, JSON_COMPACT) == 0 &&
-             rename(tmp, path) == 0 ? 0 : -1;
+    int rc = sup_keep_json(path, doc, err, errlen);
     json_decref(doc);
-    if (rc != 0) snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
     return rc;
 }

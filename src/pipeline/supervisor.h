@@ -125,6 +125,12 @@ int64_t sup_newest_model(const sup *s, char *path, size_t size);
 int sup_embed(void *ctx, const uint64_t *keys, size_t n, float **out,
               size_t *dim, char *err, size_t errlen);
 
+/* sup_keep.c */
+/* Writes doc to path whole: a temporary, synced, renamed over path. 0,
+ * or -1 with err naming the file. */
+int sup_keep_json(const char *path, const json_t *doc, char *err,
+                  size_t errlen);
+
 /* sup_trained.c */
 /* Keeps trained trigger n's facts in models/N.json (once: a restart
  * finds it there): trained_until, samples, job, seconds. 0, or -1 with

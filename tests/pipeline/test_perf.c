@@ -119,30 +119,47 @@ static int fake_evaluate(void *ctx, const pl_perf_ask *ask, perf_obs *out,
     return 0;
 }
 
+/* The trigger of a section in JSON text; fails the test when refused. */
+static pl_trigger *trigger_of(const char *json) {
+    json_error_t jerr;
+    json_t *sec = json_loads(json, 0, &jerr);
+    char err[256] = "";
+    assert_non_null(sec);
+    pl_trigger *t = pl_trigger_new(sec, err, sizeof err);
+    json_decref(sec);
+    if (!t) fail_msg("%s", err);
+    return t;
+}
+
+/* Feeds samples 0..n-1 one at a time (key k at time k * step), counting
+ * fires in f; the samples it fired after into at (room for 8). Their
+ * number. */
+static size_t feed(pl_trigger *t, uint64_t n, int64_t step, fake *f,
+                   size_t *at) {
+    size_t nat = 0;
+    char err[256];
+    for (uint64_t k = 0; k < n; k++) {
+        pl_sample s = {.key = k, .ts = (int64_t)k * step};
+        size_t fires[1], got;
+        assert_int_equal(pl_trigger_inform(t, &s, NULL, 0, 1, fires, &got,
+                                           err, sizeof err), 0);
+        if (got && nat < 8) at[nat++] = k;
+        f->fires += (int)got;
+    }
+    return nat;
+}
+
 static void fires_after_the_drop(void **state) {
     (void)state;
-    json_error_t jerr;
-    json_t *sec = json_loads(
-        "{\"id\": \"PerformanceTrigger\", \"evaluation_interval_data_points\":"
+    pl_trigger *t = trigger_of("{\"id\": \"PerformanceTrigger\", \"evaluation_interval_data_points\":"
         " 10, \"evaluation\": {\"device\": \"cpu\", \"dataset\": "
         "{\"dataset_id\": \"d\", \"metrics\": [{\"name\": \"Accuracy\"}]}},"
         " \"decision_criteria\": {\"acc\": {\"id\": "
         "\"StaticPerformanceThresholdCriterion\", \"metric\": \"Accuracy\", "
-        "\"metric_threshold\": 0.7}}}", 0, &jerr);
-    char err[256];
-    pl_trigger *t = pl_trigger_new(sec, err, sizeof err);
-    assert_non_null(t);
+        "\"metric_threshold\": 0.7}}}");
     fake f = {.drop_at = 50};
     assert_int_equal(pl_trigger_set_evaluator(t, fake_evaluate, &f), 1);
-    size_t fired_at[8], nfired = 0;
-    for (uint64_t k = 0; k < 100; k++) {
-        pl_sample s = {.key = k, .ts = (int64_t)k};
-        size_t fires[1], n;
-        assert_int_equal(pl_trigger_inform(t, &s, NULL, 0, 1, fires, &n, err,
-                                           sizeof err), 0);
-        if (n) fired_at[nfired++] = k;
-        f.fires += (int)n;
-    }
+    size_t fired_at[8], nfired = feed(t, 100, 1, &f, fired_at);
     assert_int_equal(nfired, 2);
     assert_int_equal(fired_at[0], 9);   /* the first: no model yet */
     assert_int_equal(fired_at[1], 59);  /* the first check after the drop */
@@ -155,7 +172,6 @@ static void fires_after_the_drop(void **state) {
     assert_int_equal(f.windows[5], 2);
     assert_int_equal(f.windows[6], 1);
     pl_trigger_free(t);
-    json_decref(sec);
 }
 
 /* AvoidableMisclassificationCostTrigger: a check every 10 samples, one a
@@ -167,35 +183,20 @@ static void fires_after_the_drop(void **state) {
  * reach the one training's 20 s: it fires at 29. */
 static void avoidable_cost_fires(void **state) {
     (void)state;
-    json_error_t jerr;
-    json_t *sec = json_loads(
-        "{\"id\": \"AvoidableMisclassificationCostTrigger\", "
+    pl_trigger *t = trigger_of("{\"id\": \"AvoidableMisclassificationCostTrigger\", "
         "\"evaluation_interval_data_points\": 10, \"warmup_intervals\": 1, "
         "\"warmup_policy\": {\"id\": \"DataAmountTrigger\", \"num_samples\": 10}, "
         "\"expected_accuracy\": 0.9, "
         "\"avoidable_misclassification_latency_per_training_second\": 1, "
-        "\"evaluation\": {\"dataset\": {\"metrics\": [{\"name\": \"Accuracy\"}]}}}",
-        0, &jerr);
-    char err[256];
-    pl_trigger *t = pl_trigger_new(sec, err, sizeof err);
-    if (!t) fail_msg("%s", err);
+        "\"evaluation\": {\"dataset\": {\"metrics\": [{\"name\": \"Accuracy\"}]}}}");
     fake f = {.drop_at = 20};
     assert_int_equal(pl_trigger_set_evaluator(t, fake_evaluate, &f), 1);
     assert_int_equal(pl_trigger_set_coster(t, one_training, &f), 1);
-    size_t at[4], nat = 0;
-    for (uint64_t k = 0; k < 40; k++) {
-        pl_sample s = {.key = k, .ts = (int64_t)k};
-        size_t fires[1], n;
-        assert_int_equal(pl_trigger_inform(t, &s, NULL, 0, 1, fires, &n, err,
-                                           sizeof err), 0);
-        if (n) at[nat++] = k;
-        f.fires += (int)n;
-    }
+    size_t at[8], nat = feed(t, 40, 1, &f, at);
     assert_int_equal(nat, 2);
     assert_int_equal(at[0], 9);
     assert_int_equal(at[1], 29);
     pl_trigger_free(t);
-    json_decref(sec);
 }
 
 /* The cost model: x 100, 200 samples took y 10, 20 s. Ridge (alpha 1):
@@ -219,7 +220,7 @@ static int fake_trainings(void *ctx, const double **samples,
     static const double size[] = {2}, secs[] = {50};
     *samples = size;
     *seconds = secs;
-    *n = *(int *)ctx > 0;
+    *n = ((const fake *)ctx)->fires > 0;
     return 0;
 }
 
@@ -229,39 +230,23 @@ static int fake_trainings(void *ctx, const double **samples,
  * waited 20 s more (40) and the new ones 10 and 0: 60 >= 50, it fires. */
 static void cost_fires_when_regret_outweighs(void **state) {
     (void)state;
-    json_error_t jerr;
-    json_t *sec = json_loads("{\"id\": \"DataIncorporationLatencyCostTrigger\", "
+    pl_trigger *t = trigger_of("{\"id\": \"DataIncorporationLatencyCostTrigger\", "
                              "\"evaluation_interval_data_points\": 2, "
-                             "\"incorporation_delay_per_training_second\": 1}",
-                             0, &jerr);
-    char err[256];
-    pl_trigger *t = pl_trigger_new(sec, err, sizeof err);
-    assert_non_null(t);
-    int fires = 0;
-    assert_int_equal(pl_trigger_set_coster(t, fake_trainings, &fires), 1);
-    size_t at[4], nat = 0;
-    for (uint64_t k = 0; k < 6; k++) {
-        pl_sample s = {.key = k, .ts = 10 * (int64_t)k};
-        size_t f[1], n;
-        assert_int_equal(pl_trigger_inform(t, &s, NULL, 0, 1, f, &n, err,
-                                           sizeof err), 0);
-        if (n) at[nat++] = k;
-        fires += (int)n;
-    }
+                             "\"incorporation_delay_per_training_second\": 1}");
+    fake f = {0};
+    assert_int_equal(pl_trigger_set_coster(t, fake_trainings, &f), 1);
+    size_t at[8], nat = feed(t, 6, 10, &f, at);
     assert_int_equal(nat, 2);
     assert_int_equal(at[0], 1);
     assert_int_equal(at[1], 5);
     pl_trigger_free(t);
-    json_decref(sec);
 }
 
 /* Both join an EnsembleTrigger: each subtrigger gets what it asks of
  * the supervisor, and the ensemble votes on its fires. */
 static void in_an_ensemble(void **state) {
     (void)state;
-    json_error_t jerr;
-    json_t *sec = json_loads(
-        "{\"id\": \"EnsembleTrigger\", \"detection_interval_data_points\": 10, "
+    pl_trigger *t = trigger_of("{\"id\": \"EnsembleTrigger\", \"detection_interval_data_points\": 10, "
         "\"ensemble_strategy\": {\"id\": \"AtLeastN\", \"n\": 1}, "
         "\"subtriggers\": {\"perf\": {\"id\": \"PerformanceTrigger\", "
         "\"evaluation_interval_data_points\": 10, \"evaluation\": "
@@ -270,29 +255,17 @@ static void in_an_ensemble(void **state) {
         "\"StaticPerformanceThresholdCriterion\", \"metric_threshold\": 0.7}}}, "
         "\"cost\": {\"id\": \"DataIncorporationLatencyCostTrigger\", "
         "\"evaluation_interval_data_points\": 10, "
-        "\"incorporation_delay_per_training_second\": 0}}}", 0, &jerr);
-    char err[256];
-    pl_trigger *t = pl_trigger_new(sec, err, sizeof err);
-    if (!t) fail_msg("%s", err);
+        "\"incorporation_delay_per_training_second\": 0}}}");
     fake f = {.drop_at = 50};
     assert_int_equal(pl_trigger_set_evaluator(t, fake_evaluate, &f), 1);
     assert_int_equal(pl_trigger_set_coster(t, one_training, &f), 1);
-    size_t at[4], nat = 0;
-    for (uint64_t k = 0; k < 100; k++) {
-        pl_sample s = {.key = k, .ts = (int64_t)k};
-        size_t fires[1], n;
-        assert_int_equal(pl_trigger_inform(t, &s, NULL, 0, 1, fires, &n, err,
-                                           sizeof err), 0);
-        if (n) at[nat++] = k;
-        f.fires += (int)n;
-    }
+    size_t at[8], nat = feed(t, 100, 1, &f, at);
     /* both fire at their first detection; then only the performance
      * trigger, at the drop (the cost trigger's regret is worth 0) */
     assert_int_equal(nat, 2);
     assert_int_equal(at[0], 9);
     assert_int_equal(at[1], 59);
     pl_trigger_free(t);
-    json_decref(sec);
 }
 
 static void assert_refused(const char *json, const char *says) {
