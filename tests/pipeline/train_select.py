@@ -4,9 +4,14 @@ units) of a generated tabular stream's features, trained on the CPU on
 its trigger's training set, from the previous trigger's model, with
 learned selection whenever the pipeline's downsampling_config gives one
 ($AEGIS_DOWNSAMPLING, through aegis_downsample): batch then sample, or
-sample then batch, as the config says.
+sample then batch, as the config says. With $E2E_TIMES set it appends
+{"pipeline", "trigger", "loop_s"} (the training loop's own seconds, with
+the scoring passes, without Python's and PyTorch's start) to that file,
+one JSON line a run.
 """
+import json
 import os
+import time
 
 import torch
 import torch.nn.functional as F
@@ -55,6 +60,7 @@ def main():
         model.load_state_dict(torch.load(prev))
     opt = torch.optim.Adam(model.parameters(), lr=0.01)
     ds = from_env()
+    began = time.perf_counter()
     for epoch in range(int(os.environ.get("AEGIS_EPOCHS_PER_TRIGGER") or 1)):
         train.set_epoch(epoch)
         for batch in epoch_batches(train, ds, model, epoch):
@@ -64,9 +70,20 @@ def main():
             opt.zero_grad()
             weighted_loss(per_sample, w).backward()
             opt.step()
+    note_time(time.perf_counter() - began)
     out = os.environ["AEGIS_MODEL_OUT"]
     torch.save(model.state_dict(), out + ".tmp")
     os.replace(out + ".tmp", out)
+
+
+def note_time(seconds):
+    """The training loop's seconds, for bench-pipeline-goals."""
+    path = os.environ.get("E2E_TIMES")
+    if path:
+        with open(path, "a") as f:
+            f.write(json.dumps({"pipeline": os.environ["AEGIS_PIPELINE"],
+                                "trigger": int(os.environ["AEGIS_TRIGGER"]),
+                                "loop_s": seconds}) + "\n")
 
 
 if __name__ == "__main__":
