@@ -78,7 +78,7 @@ __all__ = ["from_env", "make", "config_in_force", "Downsampler", "Loss",
            "GradNorm", "Uncertainty", "RHOLoss", "RS2", "BatchThenSample",
            "BatchAccumulator", "sample_then_batch", "selection_path",
            "weighted_loss", "per_sample_loss", "gradnorm_scores",
-           "uncertainty_scores"]
+           "uncertainty_scores", "irreducible_losses"]
 
 
 # ---------------------------------------------------------------------------
@@ -255,7 +255,21 @@ def from_env(environ=None, **options):
         raise ValueError(f"AEGIS_DOWNSAMPLING: not JSON ({e})") from None
     seed, trigger = (_env_int(env, k) for k in ("AEGIS_SEED",
                                                  "AEGIS_TRIGGER"))
+    losses = env.get("AEGIS_IL_LOSSES")
+    if losses and "irreducible_loss" not in options:
+        options["irreducible_loss"] = irreducible_losses(losses)
     return make(config, seed, trigger, where="AEGIS_DOWNSAMPLING", **options)
+
+
+def irreducible_losses(path):
+    """The irreducible losses the supervisor's IL models gave (a training
+    set's file, each key's weight its loss: src/pipeline/sup_rho.c), as an
+    array indexed by key (NaN for keys it has none of)."""
+    keys, losses, _, _ = aegis_pipeline.read_trainset(path)
+    by_key = np.full(int(keys.max()) + 1 if len(keys) else 0, np.nan,
+                     dtype=np.float32)
+    by_key[keys.astype(np.int64)] = losses
+    return by_key
 
 
 def _env_int(env, name):

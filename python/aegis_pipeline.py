@@ -52,7 +52,7 @@ import zlib
 import numpy as np
 
 __all__ = ["Dataset", "TrainingSet", "read_trainset", "save_embeddings",
-           "save_predictions", "SAMPLE_DTYPE"]
+           "save_predictions", "save_losses", "SAMPLE_DTYPE"]
 
 # pl_sample (src/pipeline/sample.h), the key log's record.
 SAMPLE_DTYPE = np.dtype([("key", "<u8"), ("ts", "<i8"), ("label", "<i8"),
@@ -406,3 +406,11 @@ def save_predictions(keys, labels=None, scores=None, path=None):
     header = _PRED_HEADER.pack(b"AEGPRED1", len(keys), width, 0)
     _replace_whole(path or os.environ["AEGIS_EVAL_OUT"],
                    [header, rows.tobytes()])
+
+
+def save_losses(losses, path=None):
+    """Writes an IL job's answer (RHO-LOSS's irreducible-loss model,
+    docs/pipelines.md): one loss per sample of $AEGIS_IL_KEYS, in order,
+    as float32, to path (default $AEGIS_IL_OUT), whole or not at all."""
+    losses = np.ascontiguousarray(losses, dtype="<f4").reshape(-1)
+    _replace_whole(path or os.environ["AEGIS_IL_OUT"], [losses.tobytes()])

@@ -52,6 +52,44 @@ static int ds_not_supported(const json_t *d, const char *path, char *err,
     return 0;
 }
 
+/* RHOLoss's il_training_config: with a command (aegis's own key), the
+ * supervisor trains the IL model on a holdout (sup_rho.c), which Simple
+ * sizes by holdout_set_ratio; without one the training job brings its
+ * own irreducible losses. */
+static int ds_check_il(const json_t *d, const char *path, char *err,
+                       size_t errlen) {
+    static const char *const ways[] = {"Simple", "Twin", NULL};
+    const json_t *il = json_object_get(d, "il_training_config");
+    const json_t *cmd = json_object_get(il, "command"), *w;
+    char at[PLCFG_PATH_MAX];
+    int way;
+    size_t i;
+    if (plcfg_enum(d, path, "holdout_set_strategy", ways, 0, &way, err,
+                   errlen) != 0)
+        return -1;
+    if (il && !json_is_object(il))
+        return plcfg_fail(err, errlen, path, "il_training_config",
+                          "must be a mapping");
+    plcfg_join(at, sizeof(at), path, "il_training_config");
+    json_array_foreach(cmd, i, w) if (!json_is_string(w))
+        return plcfg_fail(err, errlen, at, "command", "expected words");
+    if (cmd && !json_is_string(cmd) && json_array_size(cmd) == 0)
+        return plcfg_fail(err, errlen, at, "command", "expected a command "
+                          "line or a list of words");
+    const json_t *ratio = json_object_get(d, "holdout_set_ratio");
+    const json_t *max = json_object_get(d, "holdout_set_ratio_max");
+    json_int_t half = (max ? json_integer_value(max) : 100) / 2;
+    if (way == 1 && ratio && json_integer_value(ratio) != half)
+        return plcfg_fail(err, errlen, path, "holdout_set_ratio", "Twin "
+                          "splits the set in halves (half of "
+                          "holdout_set_ratio_max), as Modyn's");
+    if (cmd && way == 0 && !json_is_integer(ratio))
+        return plcfg_fail(err, errlen, path, "holdout_set_ratio", "missing "
+                          "(the share of each training set the IL model "
+                          "trains on)");
+    return 0;
+}
+
 /* The keys of one strategy's config, and their ranges. */
 static int ds_check_values(const json_t *d, const char *path, int kind,
                            char *err, size_t errlen) {
@@ -88,6 +126,8 @@ static int ds_check_values(const json_t *d, const char *path, int kind,
         return plcfg_fail(err, errlen, path, "balance", "needs "
                           "sample_then_batch (classes are balanced over the "
                           "whole set)");
+    if (kind == DS_RHO && ds_check_il(d, path, err, errlen) != 0)
+        return -1;
     if (kind == DS_UNCERTAINTY && !json_object_get(d, "score_metric"))
         return plcfg_fail(err, errlen, path, "score_metric", "missing "
                           "(LeastConfidence, Entropy or Margin)");

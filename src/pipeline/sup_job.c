@@ -78,7 +78,8 @@ void sup_clear_job_env(void) {
         "AEGIS_TRIGGER", "AEGIS_EPOCHS_PER_TRIGGER", "AEGIS_BATCH_SIZE",
         "AEGIS_SEED", "AEGIS_EMBED_KEYS", "AEGIS_EMBED_OUT", "AEGIS_MODEL",
         "AEGIS_EVAL_KEYS", "AEGIS_EVAL_OUT", "AEGIS_DATASET",
-        "AEGIS_DOWNSAMPLING"};
+        "AEGIS_DOWNSAMPLING", "AEGIS_IL_LOSSES", "AEGIS_IL_KEYS",
+        "AEGIS_IL_OUT", "AEGIS_IL_CONFIG"};
     for (size_t i = 0; i < sizeof(vars) / sizeof(*vars); i++)
         unsetenv(vars[i]);
 }

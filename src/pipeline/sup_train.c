@@ -65,11 +65,11 @@ static void sup_setenv_u(const char *key, unsigned long long v) {
 /* What trigger n's training finds in its environment (docs/pipelines.md,
  * "The training command"): the supervisor's own, which the submit
  * carries, plus these. */
-static void sup_training_env(const sup *s, uint32_t n) {
+static void sup_training_env(const sup *s, uint32_t n, const sup_rho *rho) {
     char path[4400];
     sup_clear_job_env();
     sup_file(s, "trainsets", "tset", n, path, sizeof(path));
-    setenv("AEGIS_TRAINSET", path, 1);
+    setenv("AEGIS_TRAINSET", rho->trainset[0] ? rho->trainset : path, 1);
     snprintf(path, sizeof(path), "%s/datasets/%s", s->state, s->cfg.dataset);
     setenv("AEGIS_DATASET", path, 1);
     sup_file(s, "models", "model", n, path, sizeof(path));
@@ -79,10 +79,12 @@ static void sup_training_env(const sup *s, uint32_t n) {
     sup_setenv_u("AEGIS_EPOCHS_PER_TRIGGER", (unsigned long long)s->cfg.epochs);
     sup_setenv_u("AEGIS_BATCH_SIZE", (unsigned long long)s->cfg.batch_size);
     sup_setenv_u("AEGIS_SEED", s->cfg.seed);
-    const json_t *downsampling = pl_selector_downsampling(s->selector, n);
+    const json_t *downsampling = rho->failed ? NULL
+                                 : pl_selector_downsampling(s->selector, n);
     char *text = downsampling ? json_dumps(downsampling, JSON_COMPACT) : NULL;
     if (text) setenv("AEGIS_DOWNSAMPLING", text, 1);
     free(text);
+    if (rho->il[0] && !rho->failed) setenv("AEGIS_IL_LOSSES", rho->il, 1);
     int64_t parent = sup_start_model(s, n);
     if (parent >= 0) {
         sup_file(s, "models", "model", (uint32_t)parent, path, sizeof(path));
@@ -102,13 +104,17 @@ static int64_t sup_find_training(sup *s, uint32_t n) {
     return sup_find_job(s, name);
 }
 
-/* Submits trigger n's training: its id, SUP_REFUSED or -1 (sup_job.c). */
-static int64_t sup_submit(sup *s, uint32_t n) {
+/* Submits trigger n's training (after RHO-LOSS's IL models, when its
+ * downsampling needs them): its id, SUP_REFUSED or -1 (sup_job.c), with
+ * err when the IL models could not be run. */
+static int64_t sup_submit(sup *s, uint32_t n, char *err, size_t errlen) {
     char name[128];
+    sup_rho rho;
     sup_job_name(s, n, name, sizeof(name));
     submit_defaults def = {.gpus = s->cfg.gpus, .mem = s->cfg.mem_mib,
                            .name = name, .mps_threads = s->cfg.mps_threads_pct};
-    sup_training_env(s, n);
+    if (sup_rho_prepare(s, n, &rho, err, errlen) != 0) return -1;
+    sup_training_env(s, n, &rho);
     return sup_submit_job(s, s->cfg.command, &def);
 }
 
@@ -196,14 +202,16 @@ static int sup_train(sup *s, uint32_t n, char *err, size_t errlen) {
                "%s\n", n, s->bounds[n], path);
     }
     int64_t id = sup_trig(s, n)->job;
-    if (id == 0 && (id = sup_find_training(s, n)) == 0) id = sup_submit(s, n);
+    char why[1024] = "aegisd took no training job";
+    if (id == 0 && (id = sup_find_training(s, n)) == 0)
+        id = sup_submit(s, n, why, sizeof(why));
     if (id == SUP_REFUSED) {
         printf("trigger %u: aegisd refused its training job (why: above)\n",
                n);
         return pl_tlog_end(&s->log, n, "refused", err, errlen);
     }
     if (id < 0) {
-        snprintf(err, errlen, "trigger %u: aegisd took no training job", n);
+        snprintf(err, errlen, "trigger %u: %s", n, why);
         return -1;
     }
     if (sup_trig(s, n)->job == 0) {

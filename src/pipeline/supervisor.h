@@ -10,6 +10,7 @@
  *   sup_eval.c   each model evaluated, its results kept
  *   sup_perf.c   a performance trigger's checks of the newest model
  *   sup_cost.c   the trainings' costs, for cost triggers
+ *   sup_rho.c    RHO-LOSS's irreducible-loss models, on a holdout
  *   sup_job.c    the jobs of all of these in aegisd
  *   sup_main.c   the command: run, check, replay
  *
@@ -124,6 +125,20 @@ int64_t sup_newest_model(const sup *s, char *path, size_t size);
  * model, or answers again what it answered before a restart. */
 int sup_embed(void *ctx, const uint64_t *keys, size_t n, float **out,
               size_t *dim, char *err, size_t errlen);
+
+/* sup_rho.c */
+/* What a trigger's training gets from RHO-LOSS's auxiliary pipeline. */
+typedef struct sup_rho {
+    char trainset[4400];    /* the set it trains on; "": the trigger's */
+    char il[4400];          /* its samples' irreducible losses; "": none */
+    bool failed;            /* the IL model failed: no downsampling */
+} sup_rho;
+/* Trains trigger n's IL model(s) on a holdout when its downsampling is
+ * RHOLoss with an il_training_config command, or finds them trained
+ * before a restart. 0 (out says what the training gets), or -1 with err
+ * (aegisd or the pipeline's folder failed). */
+int sup_rho_prepare(sup *s, uint32_t n, sup_rho *out, char *err,
+                    size_t errlen);
 
 /* sup_keep.c */
 /* Writes doc to path whole: a temporary, synced, renamed over path. 0,

@@ -690,6 +690,59 @@ PY
     [ "$(grep -c "<polyline" c.svg)" = 3 ] || fail "the SVG: $(head -c 400 c.svg)"
 }
 
+# RHO-LOSS's auxiliary pipeline: the supervisor trains the IL model
+# (tests/pipeline/il_stand_in.py) on a holdout of each training set
+# before the training (train_select.py, RHOLoss through aegis_downsample):
+# Simple holds out 25% and trains on the rest, Twin trains two IL models
+# on the halves (holdout_set_ratio 50, as Modyn's) and the training on
+# the whole set.
+case_rho() {
+    start
+    export PYTHONPATH=$HERE/../../python:$HERE
+    "$AEGIS" dataset gen tabular --out gen --samples 1000 --format csv \
+        --start-ts 1700000000 > /dev/null || fail "dataset gen"
+    local add way
+    add=$(python3 -c "import json; a = json.load(open('gen/drift.json'))['dataset_add']; print(a if isinstance(a, str) else ' '.join(a))")
+    "$AEGIS" dataset add gen --dir gen $add > /dev/null || fail "dataset add"
+    "$AEGIS" dataset watch gen --once --quiet > /dev/null || fail "watch"
+    for way in Simple Twin; do
+        cat > $way.yaml <<YAML
+pipeline: {name: $way, maximum_triggers: 2}
+data: {dataset_id: gen}
+trigger: {id: DataAmountTrigger, num_samples: 500}
+selection_strategy:
+  name: CoresetStrategy
+  tail_triggers: 0
+  downsampling_config:
+    strategy: RHOLoss
+    ratio: 50
+    holdout_set_ratio: $([ $way = Twin ] && echo 50 || echo 25)
+    holdout_set_strategy: $way
+    il_training_config: {command: [/usr/bin/python3, $HERE/il_stand_in.py]}
+training: {command: [/usr/bin/python3, $HERE/train_select.py]}
+YAML
+        "$AEGIS" pipeline replay $way.yaml --from 1700000000 --to 1700060000 \
+            > out.txt || fail "replay $way: $(cat out.txt)"
+        "$AEGIS" pipeline models $way.replay | grep -q "^1 " ||
+            fail "$way: no model 1: $("$AEGIS" pipeline log $way.replay)"
+    done
+    "$AEGIS" ls --json --all | pyjson "n = sorted(j['name'] for j in d \
+if ':i' in j['name'] and j['state'] == 'done'); assert n == ['Simple.replay:i0.0', \
+'Simple.replay:i1.0', 'Twin.replay:i0.0', 'Twin.replay:i0.1', 'Twin.replay:i1.0', \
+'Twin.replay:i1.1'], n" || fail "not the IL jobs: $("$AEGIS" ls --all)"
+    /usr/bin/python3 - "$AEGIS_STATE_HOME/pipelines" <<'PY' || fail "the IL losses"
+import sys
+from aegis_pipeline import read_trainset
+top = sys.argv[1]
+keys, losses, _, _ = read_trainset(f"{top}/Simple.replay/trainsets/0.il")
+rest = read_trainset(f"{top}/Simple.replay/trainsets/0.rest.tset")[0]
+assert len(keys) == 375 and list(keys) == list(rest), len(keys)
+assert (losses == keys % 3).all()
+keys, losses, _, _ = read_trainset(f"{top}/Twin.replay/trainsets/1.il")
+assert len(keys) == 500 and (losses == keys % 3).all(), len(keys)
+PY
+}
+
 # The example pipeline of docs/pipelines.md, started as the page says.
 case_docs() {
     start

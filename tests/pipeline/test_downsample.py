@@ -260,6 +260,23 @@ class RHOLossTopK(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "irreducible_loss"):
             ads.make({"strategy": "RHOLoss", "ratio": 50})
 
+    def test_losses_of_the_supervisors_il_models(self):
+        # the supervisor's N.il (sup_rho.c): keys 10..13 with the IL
+        # losses as weights; from_env finds them through AEGIS_IL_LOSSES
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "0.il")
+            write_trainset(path, [10, 11, 12, 13], self.IL)
+            env = {"AEGIS_DOWNSAMPLING": json.dumps(
+                       {"strategy": "RHOLoss", "ratio": 50}),
+                   "AEGIS_IL_LOSSES": path}
+            d = ads.from_env(env, loss=given_losses)
+            by_key = ads.irreducible_losses(path)
+        self.assertTrue(np.isnan(by_key[:10]).all())
+        np.testing.assert_allclose(by_key[10:], self.IL, rtol=1e-6)
+        d.inform_samples([10, 11, 12, 13], torch.tensor(self.LOSSES),
+                         torch.zeros(4), forward_input=torch.zeros(4, 2))
+        self.assertEqual(d.select_points()[0].tolist(), [10, 11])
+
 
 class RS2Subsets(unittest.TestCase):
     def rs2(self, replacement, seed=0):

@@ -1,0 +1,149 @@
+/* dish_lex.c -- the DISH lexer (dish_lex.h). Comments run from '#' to the
+ * end of the line; numbers are decimal, with a point for fixed point. */
+#include "dish_lex.h"
+
+#include "dish.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef struct lexer {
+    const char *file, *s, *end;
+    int line, col;
+    char *err;
+    size_t errlen;
+} lexer;
+
+static int lex_fail(lexer *x, const char *what) {
+    snprintf(x->err, x->errlen, "%s:%d:%d: %s", x->file, x->line, x->col, what);
+    return -1;
+}
+
+static void advance(lexer *x) {
+    if (*x->s == '\n') {
+        x->line++;
+        x->col = 1;
+    } else {
+        x->col++;
+    }
+    x->s++;
+}
+
+static void skip_space(lexer *x) {
+    while (x->s < x->end) {
+        if (*x->s == '#')
+            while (x->s < x->end && *x->s != '\n')
+                advance(x);
+        else if (isspace((unsigned char)*x->s))
+            advance(x);
+        else
+            return;
+    }
+}
+
+/* Digits into *v (at most max), counting them in *ndig. */
+static int digits(lexer *x, int64_t max, int64_t *v, int *ndig) {
+    *v = 0;
+    *ndig = 0;
+    while (x->s < x->end && isdigit((unsigned char)*x->s)) {
+        *v = *v * 10 + (*x->s - '0');
+        if (*v > max)
+            return lex_fail(x, "number too large");
+        ++*ndig;
+        advance(x);
+    }
+    return 0;
+}
+
+/* The fraction after a point, as a rounded Q16.16 part. */
+static int fraction(lexer *x, int64_t *q) {
+    int64_t f;
+    int n;
+    if (digits(x, 999999999, &f, &n))
+        return -1;
+    if (!n)
+        return lex_fail(x, "digits expected after the point");
+    int64_t scale = 1;
+    while (n--)
+        scale *= 10;
+    *q = (f * DISH_FIX_ONE + scale / 2) / scale;
+    return 0;
+}
+
+static int number(lexer *x, dish_tok *t) {
+    int64_t v, q = 0;
+    int n;
+    if (digits(x, INT32_MAX, &v, &n))
+        return -1;
+    t->kind = DISH_T_INT;
+    if (x->s < x->end && *x->s == '.') {
+        advance(x);
+        if (v > 32767)
+            return lex_fail(x, "fixed-point number over 32767");
+        if (fraction(x, &q))
+            return -1;
+        t->kind = DISH_T_FIX;
+        v = v * DISH_FIX_ONE + q;
+        if (v > INT32_MAX)
+            return lex_fail(x, "fixed-point number over 32767");
+    }
+    t->value = (int32_t)v;
+    return 0;
+}
+
+static int punct(lexer *x, dish_tok *t) {
+    static const char *two[] = {"==", "!=", "<=", ">="};
+    static const char one[] = "(){},:=+-*/%<>";
+    for (size_t k = 0; k < sizeof two / sizeof *two; k++)
+        if (x->end - x->s >= 2 && !strncmp(x->s, two[k], 2)) {
+            memcpy(t->p, two[k], 3);
+            advance(x);
+            advance(x);
+            return 0;
+        }
+    if (!strchr(one, *x->s) || !*x->s) {
+        char what[48];
+        snprintf(what, sizeof what, "unexpected character '%c'",
+                 isprint((unsigned char)*x->s) ? *x->s : '?');
+        return lex_fail(x, what);
+    }
+    t->p[0] = *x->s;
+    advance(x);
+    return 0;
+}
+
+static int one_token(lexer *x, dish_tok *t) {
+    memset(t, 0, sizeof *t);
+    t->s = x->s;
+    t->line = x->line;
+    t->col = x->col;
+    int rc = 0;
+    if (x->s == x->end) {
+        t->kind = DISH_T_EOF;
+    } else if (isdigit((unsigned char)*x->s)) {
+        rc = number(x, t);
+    } else if (isalpha((unsigned char)*x->s) || *x->s == '_') {
+        t->kind = DISH_T_NAME;
+        while (x->s < x->end && (isalnum((unsigned char)*x->s) || *x->s == '_'))
+            advance(x);
+    } else {
+        t->kind = DISH_T_PUNCT;
+        rc = punct(x, t);
+    }
+    t->len = (int)(x->s - t->s);
+    return rc;
+}
+
+int dish_lex(const char *file, const char *src, size_t len, dish_tok *toks, int cap,
+             char *err, size_t errlen) {
+    lexer x = {file, src, src + len, 1, 1, err, errlen};
+    for (int n = 0; n < cap; n++) {
+        skip_space(&x);
+        if (one_token(&x, &toks[n]))
+            return -1;
+        if (toks[n].kind == DISH_T_EOF)
+            return n + 1;
+    }
+    return lex_fail(&x, "too many tokens");
+}

@@ -1,0 +1,33 @@
+/* dish_verify.h -- the one verifier of DISH bytecode, run by the ground
+ * compiler before upload and by the runtime before it installs an image:
+ * whatever it accepts runs in bounded time, stack and memory. */
+#ifndef DISH_VERIFY_H
+#define DISH_VERIFY_H
+
+#include "dish.h"
+
+/* What the board already holds in a slot, for calls into it. */
+typedef struct dish_slotinfo {
+    uint8_t used, nargs;
+    uint8_t depth;  /* frames of its deepest call chain, itself included */
+    uint16_t need;  /* arena words of that chain */
+} dish_slotinfo;
+
+/* A verified image: its procedures and what the verifier derived. */
+typedef struct dish_image {
+    int nprocs;
+    dish_proc proc[DISH_MAX_PROCS];
+    const uint8_t *code; /* the code section, inside the caller's buffer */
+    uint8_t maxstack[DISH_MAX_PROCS];
+    uint8_t depth[DISH_MAX_PROCS];
+    uint16_t need[DISH_MAX_PROCS];
+} dish_image;
+
+/* Checks the image img[0..len) against the runtime's limits and the slots
+ * already on board (onboard[DISH_SLOTS], or NULL for an empty board).
+ * 0 and *out filled, or -1 and a sentence in err naming the procedure and
+ * the code offset. */
+int dish_verify(const uint8_t *img, size_t len, const dish_slotinfo *onboard,
+                dish_image *out, char *err, size_t errlen);
+
+#endif

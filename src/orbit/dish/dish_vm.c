@@ -1,0 +1,488 @@
+/* dish_vm.c -- the DISH runtime (dish_vm.h). Code reaches a slot only
+ * through the verifier, so the interpreter's checks of stack and frame
+ * bounds are a second line: a verifier bug ends one run, never the VM.
+ * Arithmetic saturates instead of wrapping, division by zero stops the
+ * run. A run yields at a wait, a sleep, or after DISH_BUDGET
+ * instructions. */
+#include "dish_vm.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* ---- telemetry and run lifetime ---- */
+
+static void report(dish_vm *vm, dish_tlm_kind kind, int run, int slot, int32_t code,
+                   int32_t value) {
+    dish_tlm t = {dish_vm_clock(vm), kind, run, slot, code, value};
+    vm->pl->telemetry(vm->pl->ctx, &t);
+}
+
+static void end_run(dish_vm *vm, int ri, dish_tlm_kind kind, int32_t code, int32_t value) {
+    dish_run *r = &vm->runs[ri];
+    report(vm, kind, ri, r->fr[0].slot, code, value);
+    r->state = DISH_R_FREE;
+    r->nfr = 0;
+}
+
+static void fault(dish_vm *vm, int ri, dish_fault why) {
+    dish_run *r = &vm->runs[ri];
+    end_run(vm, ri, DISH_TLM_FAULT, why, r->nfr ? r->fr[r->nfr - 1].pc : 0);
+}
+
+/* ---- the clock ---- */
+
+static int64_t local_now(const dish_vm *vm) {
+    return vm->pl->now_ms(vm->pl->ctx);
+}
+
+int64_t dish_vm_clock(const dish_vm *vm) {
+    return local_now(vm) + vm->offset_ms;
+}
+
+int64_t dish_vm_clock_bound(const dish_vm *vm) {
+    if (!vm->synced)
+        return -1;
+    return (local_now(vm) - vm->last_fix_local) * DISH_DRIFT_PPM / 1000000;
+}
+
+/* A new fix sets the clock: the first one from nothing, later ones
+ * correct the drift since, reported when it grew past the threshold. */
+static void take_fix(dish_vm *vm) {
+    vm->pl->gnss(vm->pl->ctx, &vm->fix);
+    if (!vm->fix.valid)
+        return;
+    int64_t local = local_now(vm), err = local + vm->offset_ms - vm->fix.time_ms;
+    int was = vm->synced;
+    vm->offset_ms = vm->fix.time_ms - local;
+    vm->last_fix_local = local;
+    vm->synced = 1;
+    if (!was) {
+        report(vm, DISH_TLM_CLOCK, -1, -1, 0, 0);
+        return;
+    }
+    int64_t mag = err < 0 ? -err : err;
+    if (mag > vm->max_drift_ms)
+        vm->max_drift_ms = mag;
+    if (mag >= DISH_DRIFT_REPORT_MS)
+        report(vm, DISH_TLM_CLOCK, -1, -1, 1, (int32_t)(err > INT32_MAX ? INT32_MAX : err));
+}
+
+/* ---- operand stack ---- */
+
+static dish_frame *top_frame(dish_run *r) {
+    return &r->fr[r->nfr - 1];
+}
+
+/* Where the operand stack of the current frame starts. */
+static unsigned stack_base(const dish_vm *vm, dish_run *r) {
+    const dish_frame *f = top_frame(r);
+    const dish_proc *p = &vm->slots[f->slot].p;
+    return (unsigned)f->base + p->nlocals + p->ncounters;
+}
+
+static int push(dish_run *r, int32_t v) {
+    if (r->sp >= DISH_ARENA_WORDS)
+        return -1;
+    r->arena[r->sp++] = v;
+    return 0;
+}
+
+static int pop(const dish_vm *vm, dish_run *r, int32_t *v) {
+    if (r->sp <= stack_base(vm, r))
+        return -1;
+    *v = r->arena[--r->sp];
+    return 0;
+}
+
+/* ---- arithmetic ---- */
+
+static int32_t sat(int64_t v) {
+    return v > INT32_MAX ? INT32_MAX : v < INT32_MIN ? INT32_MIN : (int32_t)v;
+}
+
+/* a op b for the binary opcodes; -1 on division by zero. */
+static int binary(int op, int32_t a, int32_t b, int32_t *out) {
+    int64_t x = a, y = b;
+    if ((op == DISH_OP_DIV || op == DISH_OP_MOD || op == DISH_OP_FDIV) && !b)
+        return -1;
+    switch (op) {
+    case DISH_OP_ADD: *out = sat(x + y); break;
+    case DISH_OP_SUB: *out = sat(x - y); break;
+    case DISH_OP_MUL: *out = sat(x * y); break;
+    case DISH_OP_DIV: *out = sat(x / y); break;
+    case DISH_OP_MOD: *out = (int32_t)(x % y); break;
+    case DISH_OP_FMUL: *out = sat(x * y / DISH_FIX_ONE); break;
+    case DISH_OP_FDIV: *out = sat(x * DISH_FIX_ONE / y); break;
+    case DISH_OP_EQ: *out = a == b; break;
+    case DISH_OP_NE: *out = a != b; break;
+    case DISH_OP_LT: *out = a < b; break;
+    case DISH_OP_LE: *out = a <= b; break;
+    case DISH_OP_AND: *out = a && b; break;
+    default: *out = a || b; break; /* OR */
+    }
+    return 0;
+}
+
+static int32_t unary(int op, int32_t a) {
+    switch (op) {
+    case DISH_OP_NEG: return sat(-(int64_t)a);
+    case DISH_OP_NOT: return !a;
+    case DISH_OP_ITOF: return sat((int64_t)a * DISH_FIX_ONE);
+    default: return a / DISH_FIX_ONE; /* FTOI: toward zero */
+    }
+}
+
+static int is_binary(int op) {
+    return op >= DISH_OP_ADD && op <= DISH_OP_OR;
+}
+
+static int is_unary(int op) {
+    return op >= DISH_OP_NEG && op <= DISH_OP_FTOI;
+}
+
+/* ---- platform readings ---- */
+
+static int in_box(const dish_fix *f, const int32_t *b) {
+    if (!f->valid || f->lat < b[0] || f->lat > b[1])
+        return 0;
+    if (b[2] <= b[3])
+        return f->lon >= b[2] && f->lon <= b[3];
+    return f->lon >= b[2] || f->lon <= b[3]; /* across the antimeridian */
+}
+
+static int32_t clock_s(const dish_vm *vm) {
+    return sat(dish_vm_clock(vm) / 1000);
+}
+
+static int64_t seconds_ms(int32_t s) {
+    int64_t c = s < 0 ? 0 : s > DISH_MAX_WAIT_S ? DISH_MAX_WAIT_S : s;
+    return c * 1000;
+}
+
+static int64_t wake_at(const dish_vm *vm, const dish_run *r) {
+    return r->wake_abs ? r->wake - vm->offset_ms : r->wake;
+}
+
+/* ---- instructions ---- */
+
+typedef enum { GO, YIELD, STOP } flow;
+
+static flow do_call(dish_vm *vm, int ri, dish_run *r, unsigned slot, unsigned nargs) {
+    const dish_slot *s = &vm->slots[slot];
+    unsigned base = r->sp - nargs;
+    if (!s->info.used) {
+        fault(vm, ri, DISH_FAULT_SLOT);
+        return STOP;
+    }
+    unsigned top = base + s->p.nlocals + s->p.ncounters;
+    if (r->nfr >= DISH_MAX_DEPTH || r->sp < nargs || base < stack_base(vm, r) ||
+        top > DISH_ARENA_WORDS) {
+        fault(vm, ri, DISH_FAULT_STACK);
+        return STOP;
+    }
+    memset(r->arena + r->sp, 0, sizeof(int32_t) * (top - r->sp));
+    r->sp = (uint16_t)top;
+    r->fr[r->nfr++] = (dish_frame){(uint8_t)slot, 0, (uint16_t)base};
+    return GO;
+}
+
+static flow do_ret(dish_vm *vm, int ri, dish_run *r, int32_t v) {
+    r->sp = top_frame(r)->base;
+    if (--r->nfr == 0) {
+        r->nfr = 1; /* end_run names the root's slot */
+        end_run(vm, ri, DISH_TLM_END, 0, v);
+        return STOP;
+    }
+    return push(r, v) ? (fault(vm, ri, DISH_FAULT_STACK), STOP) : GO;
+}
+
+/* WAIT: go on when the condition held, take the else branch past the
+ * deadline, otherwise sleep on the condition's events. */
+static flow do_wait(dish_vm *vm, dish_run *r, const uint8_t *o, int32_t cond) {
+    if (cond)
+        return GO;
+    int64_t now = local_now(vm);
+    if (now >= r->deadline) {
+        top_frame(r)->pc = dish_get16(o + 2);
+        return GO;
+    }
+    top_frame(r)->pc = dish_get16(o);
+    r->mask = o[4];
+    r->next_poll = now + DISH_POLL_MS;
+    r->state = DISH_R_WAIT;
+    return YIELD;
+}
+
+static flow do_sleep(dish_vm *vm, dish_run *r, int op, int32_t s) {
+    r->wake_abs = op == DISH_OP_SLEEPU;
+    r->wake = r->wake_abs ? (int64_t)s * 1000 : local_now(vm) + seconds_ms(s);
+    r->state = DISH_R_SLEEP;
+    return YIELD;
+}
+
+/* Opcodes that pop one value and act on it. */
+static flow pop_one(dish_vm *vm, int ri, dish_run *r, int op, const uint8_t *o, int32_t v) {
+    const dish_platform *pl = vm->pl;
+    dish_frame *f = top_frame(r);
+    const dish_proc *p = &vm->slots[f->slot].p;
+    switch (op) {
+    case DISH_OP_STORE: r->arena[f->base + o[0] % p->nlocals] = v; return GO;
+    case DISH_OP_POP: return GO;
+    case DISH_OP_JZ: if (!v) f->pc = dish_get16(o); return GO;
+    case DISH_OP_WSET: r->deadline = local_now(vm) + seconds_ms(v); return GO;
+    case DISH_OP_WAIT: return do_wait(vm, r, o, v);
+    case DISH_OP_SLEEP: case DISH_OP_SLEEPU: return do_sleep(vm, r, op, v);
+    case DISH_OP_RET: return do_ret(vm, ri, r, v);
+    case DISH_OP_PSET:
+        if (pl->param_set(pl->ctx, o[0], o[1], v)) {
+            fault(vm, ri, DISH_FAULT_PARAM);
+            return STOP;
+        }
+        vm->events |= DISH_EV_PARAM;
+        return GO;
+    }
+    int32_t code;
+    if (pop(vm, r, &code)) { /* TLM: code under value */
+        fault(vm, ri, DISH_FAULT_STACK);
+        return STOP;
+    }
+    report(vm, DISH_TLM_USER, ri, r->fr[0].slot, code, v);
+    return GO;
+}
+
+/* Opcodes that push one value without popping: the value, or -1 to fault. */
+static int produce(dish_vm *vm, dish_run *r, int op, const uint8_t *o, int32_t *v) {
+    const dish_platform *pl = vm->pl;
+    const dish_frame *f = top_frame(r);
+    const dish_proc *p = &vm->slots[f->slot].p;
+    switch (op) {
+    case DISH_OP_PUSH8: *v = (int8_t)o[0]; return 0;
+    case DISH_OP_PUSH32: *v = dish_get32(o); return 0;
+    case DISH_OP_LOAD: *v = r->arena[f->base + o[0] % p->nlocals]; return 0;
+    case DISH_OP_CTR: *v = r->arena[f->base + p->nlocals + o[0] % p->ncounters]; return 0;
+    case DISH_OP_NOW: *v = clock_s(vm); return 0;
+    case DISH_OP_HASFIX: *v = vm->fix.valid; return 0;
+    case DISH_OP_LAT: *v = vm->fix.valid ? vm->fix.lat : 0; return 0;
+    case DISH_OP_LON: *v = vm->fix.valid ? vm->fix.lon : 0; return 0;
+    case DISH_OP_PGET: return pl->param_get(pl->ctx, o[0], o[1], v);
+    case DISH_OP_PSTART: *v = pl->pipe_start(pl->ctx, o[0]); return 0;
+    default: *v = pl->pipe_status(pl->ctx, o[0]); return 0; /* PSTAT */
+    }
+}
+
+/* INIT, TEST, NEXT on the counter in the frame. */
+static void counted_loop(const dish_vm *vm, dish_run *r, int op, const uint8_t *o) {
+    dish_frame *f = top_frame(r);
+    const dish_proc *p = &vm->slots[f->slot].p;
+    if (op == DISH_OP_NEXT) {
+        f->pc = dish_get16(o);
+        return;
+    }
+    int32_t *c = &r->arena[f->base + p->nlocals + o[0] % p->ncounters];
+    if (op == DISH_OP_INIT)
+        *c = dish_get16(o + 1);
+    else if (*c <= 0)
+        f->pc = dish_get16(o + 1);
+    else
+        --*c;
+}
+
+/* Pops n values into v[0..n) in push order; -1 when the frame lacks them. */
+static int pop_n(const dish_vm *vm, dish_run *r, int32_t *v, int n) {
+    for (int k = n - 1; k >= 0; k--)
+        if (pop(vm, r, &v[k]))
+            return -1;
+    return 0;
+}
+
+static flow step_stack(dish_vm *vm, int ri, dish_run *r, int op, const uint8_t *o) {
+    const dish_opinfo *in = &dish_ops[op];
+    int32_t v[4], out;
+    if (pop_n(vm, r, v, in->pops == 2 && !is_binary(op) ? 1 : in->pops))
+        return fault(vm, ri, DISH_FAULT_STACK), STOP;
+    if (is_binary(op)) {
+        if (binary(op, v[0], v[1], &out))
+            return fault(vm, ri, DISH_FAULT_DIV0), STOP;
+    } else if (is_unary(op)) {
+        out = unary(op, v[0]);
+    } else if (op == DISH_OP_INBOX) {
+        out = in_box(&vm->fix, v);
+    } else if (in->pops) {
+        return pop_one(vm, ri, r, op, o, v[0]);
+    } else if (produce(vm, r, op, o, &out)) {
+        return fault(vm, ri, DISH_FAULT_PARAM), STOP;
+    }
+    return push(r, out) ? (fault(vm, ri, DISH_FAULT_STACK), STOP) : GO;
+}
+
+/* Executes the instruction at the run's pc. */
+static flow step(dish_vm *vm, int ri, dish_run *r) {
+    dish_frame *f = top_frame(r);
+    const dish_slot *s = &vm->slots[f->slot];
+    if (f->pc >= s->p.len)
+        return fault(vm, ri, DISH_FAULT_STACK), STOP;
+    int op = s->code[f->pc];
+    const uint8_t *o = s->code + f->pc + 1;
+    f->pc = (uint16_t)(f->pc + 1 + dish_ops[op].operand_bytes);
+    switch (op) {
+    case DISH_OP_JMP: f->pc = dish_get16(o); return GO;
+    case DISH_OP_INIT: case DISH_OP_TEST: case DISH_OP_NEXT:
+        counted_loop(vm, r, op, o);
+        return GO;
+    case DISH_OP_CALL: return do_call(vm, ri, r, o[0], o[1]);
+    case DISH_OP_WAKE: case DISH_OP_SUSPEND:
+        vm->pl->power(vm->pl->ctx, op == DISH_OP_WAKE);
+        return GO;
+    }
+    return step_stack(vm, ri, r, op, o);
+}
+
+static void execute(dish_vm *vm, int ri) {
+    dish_run *r = &vm->runs[ri];
+    for (int n = 0; n < DISH_BUDGET && r->state == DISH_R_READY; n++)
+        if (step(vm, ri, r) != GO)
+            return;
+}
+
+/* ---- slots ---- */
+
+void dish_vm_init(dish_vm *vm, const dish_platform *pl) {
+    memset(vm, 0, sizeof *vm);
+    vm->pl = pl;
+    take_fix(vm);
+}
+
+/* Adds d to the caller count of every slot the procedure calls. */
+static void count_calls(dish_vm *vm, const dish_slot *s, int d) {
+    for (unsigned pc = 0; pc < s->p.len; pc += 1u + dish_ops[s->code[pc]].operand_bytes)
+        if (s->code[pc] == DISH_OP_CALL)
+            vm->slots[s->code[pc + 1]].callers = (uint8_t)(vm->slots[s->code[pc + 1]].callers + d);
+}
+
+int dish_vm_load(dish_vm *vm, const uint8_t *img, size_t len, char *err, size_t errlen) {
+    static dish_image im; /* one load at a time: kept off the task's stack */
+    dish_slotinfo onboard[DISH_SLOTS];
+    for (int k = 0; k < DISH_SLOTS; k++)
+        onboard[k] = vm->slots[k].info;
+    if (dish_verify(img, len, onboard, &im, err, errlen))
+        return -1;
+    for (int k = 0; k < im.nprocs; k++) {
+        dish_slot *s = &vm->slots[im.proc[k].slot];
+        s->p = im.proc[k];
+        s->info = (dish_slotinfo){1, im.proc[k].nargs, im.depth[k], im.need[k]};
+        memcpy(s->code, im.code + im.proc[k].off, im.proc[k].len);
+    }
+    for (int k = 0; k < im.nprocs; k++)
+        count_calls(vm, &vm->slots[im.proc[k].slot], 1);
+    return 0;
+}
+
+static int slot_running(const dish_vm *vm, unsigned slot) {
+    for (int k = 0; k < DISH_MAX_RUNS; k++)
+        for (int j = 0; vm->runs[k].state != DISH_R_FREE && j < vm->runs[k].nfr; j++)
+            if (vm->runs[k].fr[j].slot == slot)
+                return 1;
+    return 0;
+}
+
+int dish_vm_delete(dish_vm *vm, unsigned slot, char *err, size_t errlen) {
+    dish_slot *s = slot < DISH_SLOTS ? &vm->slots[slot] : NULL;
+    const char *why = !s || !s->info.used ? "is empty"
+                      : s->callers        ? "is called by another procedure"
+                      : slot_running(vm, slot) ? "is running"
+                                               : NULL;
+    if (why) {
+        snprintf(err, errlen, "slot %u %s: not deleted", slot, why);
+        return -1;
+    }
+    count_calls(vm, s, -1);
+    memset(s, 0, sizeof *s);
+    return 0;
+}
+
+/* ---- runs and the scheduler ---- */
+
+int dish_vm_start(dish_vm *vm, unsigned slot, const int32_t *args, int nargs) {
+    if (slot >= DISH_SLOTS || !vm->slots[slot].info.used || nargs != vm->slots[slot].p.nargs)
+        return -1;
+    for (int ri = 0; ri < DISH_MAX_RUNS; ri++) {
+        dish_run *r = &vm->runs[ri];
+        if (r->state != DISH_R_FREE)
+            continue;
+        const dish_proc *p = &vm->slots[slot].p;
+        memset(r, 0, sizeof *r);
+        memcpy(r->arena, args, sizeof(int32_t) * (size_t)nargs);
+        r->sp = (uint16_t)(p->nlocals + p->ncounters);
+        r->fr[0] = (dish_frame){(uint8_t)slot, 0, 0};
+        r->nfr = 1;
+        r->state = DISH_R_READY;
+        report(vm, DISH_TLM_START, ri, (int)slot, (int32_t)slot, 0);
+        return ri;
+    }
+    return -1;
+}
+
+void dish_vm_stop(dish_vm *vm, int r) {
+    if (r >= 0 && r < DISH_MAX_RUNS && vm->runs[r].state != DISH_R_FREE)
+        fault(vm, r, DISH_FAULT_KILLED);
+}
+
+static void wake(const dish_vm *vm, dish_run *r, unsigned ev, int64_t now) {
+    if (r->state == DISH_R_WAIT &&
+        ((ev & r->mask) || now >= r->deadline ||
+         ((r->mask & DISH_EV_TIME) && now >= r->next_poll)))
+        r->state = DISH_R_READY;
+    if (r->state == DISH_R_SLEEP && now >= wake_at(vm, r))
+        r->state = DISH_R_READY;
+}
+
+void dish_vm_tick(dish_vm *vm, unsigned events) {
+    events |= vm->events;
+    vm->events = 0;
+    if (events & DISH_EV_GNSS)
+        take_fix(vm);
+    int64_t now = local_now(vm);
+    for (int ri = 0; ri < DISH_MAX_RUNS; ri++) {
+        wake(vm, &vm->runs[ri], events, now);
+        if (vm->runs[ri].state == DISH_R_READY)
+            execute(vm, ri);
+    }
+}
+
+static int64_t due(const dish_vm *vm, const dish_run *r, int64_t now) {
+    switch (r->state) {
+    case DISH_R_READY: return now;
+    case DISH_R_SLEEP: return wake_at(vm, r);
+    case DISH_R_WAIT:
+        return (r->mask & DISH_EV_TIME) && r->next_poll < r->deadline ? r->next_poll
+                                                                       : r->deadline;
+    default: return INT64_MAX;
+    }
+}
+
+int64_t dish_vm_next(const dish_vm *vm) {
+    int64_t now = local_now(vm), next = INT64_MAX;
+    for (int ri = 0; ri < DISH_MAX_RUNS; ri++) {
+        int64_t d = due(vm, &vm->runs[ri], now);
+        next = d < next ? d : next;
+    }
+    return vm->events && next != INT64_MAX ? now : next;
+}
+
+int dish_vm_alive(const dish_vm *vm) {
+    int n = 0;
+    for (int ri = 0; ri < DISH_MAX_RUNS; ri++)
+        n += vm->runs[ri].state != DISH_R_FREE;
+    return n;
+}
+
+int dish_vm_run(dish_vm *vm, int64_t until_ms) {
+    unsigned ev = 0;
+    for (;;) {
+        dish_vm_tick(vm, ev);
+        int64_t next = dish_vm_next(vm);
+        if (!dish_vm_alive(vm) || local_now(vm) >= until_ms)
+            return dish_vm_alive(vm);
+        ev = vm->pl->wait_event(vm->pl->ctx, next < until_ms ? next : until_ms);
+    }
+}
