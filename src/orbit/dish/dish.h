@@ -1,7 +1,7 @@
 /* dish.h -- what the DISH compiler, verifier, VM and disassembler agree
  * on: the limits of the co-processor's runtime, the opcodes with their
  * operand sizes and stack effects, and the bytecode image's layout
- * (docs/dish.md). Nothing here depends on the platform. */
+ * (docs/orbit.md, "DISH"). Nothing here depends on the platform. */
 #ifndef DISH_H
 #define DISH_H
 
@@ -59,9 +59,10 @@ typedef struct dish_proc {
 #define DISH_PIPE_IDLE 2
 
 /* ---- opcodes: X(name, operand bytes, pops, pushes, flags) ----
- * Operands: u8 local / counter / node / param / pipeline / slot; u16 code
+ * Operands: u8 local / counter / node / param / slot; u16 code
  * offsets (absolute within the procedure); i8 or i32 immediates. CALL
- * pops its nargs operand. F_PURE: may appear in a wait's condition. */
+ * pops its nargs operand. A pipeline number is a value, checked when
+ * used: outside 1..DISH_PIPELINES it starts nothing and reads idle. F_PURE: may appear in a wait's condition. */
 #define DISH_F_PURE 1
 #define DISH_F_JUMP 2
 #define DISH_OPS(X)                                                       \
@@ -106,8 +107,8 @@ typedef struct dish_proc {
     X(INBOX, 0, 4, 1, DISH_F_PURE)   /* lat0 lat1 lon0 lon1 */            \
     X(PGET, 2, 0, 1, DISH_F_PURE)    /* node, param */                    \
     X(PSET, 2, 1, 0, 0)              /* node, param */                    \
-    X(PSTART, 1, 0, 1, 0)            /* pipeline: 0 started, -1 refused */\
-    X(PSTAT, 1, 0, 1, DISH_F_PURE)   /* pipeline */                       \
+    X(PSTART, 0, 1, 1, 0)            /* pipeline: 0 started, -1 refused */\
+    X(PSTAT, 0, 1, 1, DISH_F_PURE)   /* pipeline: its DISH_PIPE_* */      \
     X(WAKE, 0, 0, 0, 0)                                                   \
     X(SUSPEND, 0, 0, 0, 0)                                                \
     X(TLM, 0, 2, 0, 0)               /* code, value */

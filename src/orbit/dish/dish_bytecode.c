@@ -3,7 +3,6 @@
 #include "dish.h"
 
 #include <stdio.h>
-#include <stdlib.h>
 
 const dish_opinfo dish_ops[DISH_NOPS] = {
 #define DISH_INFO(n, b, po, pu, f) {#n, b, po, pu, f},

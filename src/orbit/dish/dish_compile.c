@@ -3,7 +3,7 @@
  * is known when its closing brace is read). Types are int and fix
  * (Q16.16); an int meets a fix by widening, never the other way without
  * int(). A first scan reads every procedure's header, so calls may come
- * before the callee's definition. docs/dish.md has the grammar. */
+ * before the callee's definition. docs/orbit.md, "DISH" has the grammar. */
 #include "dish_compile.h"
 
 #include <setjmp.h>
@@ -277,7 +277,10 @@ static int call_proc(comp *c, const dish_tok *t, sig *s) {
     return s->ret;
 }
 
-static int builtin_const_args(comp *c, const dish_tok *t, int op) {
+static void int_expr(comp *c, const char *what);
+
+/* param(NODE, ID), pipe(P), start(P) */
+static int builtin_fixed_args(comp *c, const dish_tok *t, int op) {
     c->i++;
     expect(c, "(");
     if (op == DISH_OP_PGET) {
@@ -291,9 +294,8 @@ static int builtin_const_args(comp *c, const dish_tok *t, int op) {
     } else {
         if (op == DISH_OP_PSTART)
             need_pure(c, t, "start()");
-        int p = const_int(c, 1, DISH_PIPELINES, "pipeline");
+        int_expr(c, "a pipeline number");
         emit(c, op);
-        emit(c, p);
         c->wait_events |= op == DISH_OP_PSTAT ? DISH_EV_PIPE : 0;
     }
     expect(c, ")");
@@ -302,11 +304,11 @@ static int builtin_const_args(comp *c, const dish_tok *t, int op) {
 
 static int builtin_call(comp *c, const dish_tok *t) {
     if (is(t, "param"))
-        return builtin_const_args(c, t, DISH_OP_PGET);
+        return builtin_fixed_args(c, t, DISH_OP_PGET);
     if (is(t, "pipe"))
-        return builtin_const_args(c, t, DISH_OP_PSTAT);
+        return builtin_fixed_args(c, t, DISH_OP_PSTAT);
     if (is(t, "start"))
-        return builtin_const_args(c, t, DISH_OP_PSTART);
+        return builtin_fixed_args(c, t, DISH_OP_PSTART);
     c->i++;
     if (is(t, "inside")) {
         static const uint8_t fx[4] = {TY_FIX, TY_FIX, TY_FIX, TY_FIX};
@@ -404,12 +406,12 @@ static int unary(comp *c) {
     return primary(c);
 }
 
-/* Brings two operands to one type: the left one starts at lpos. */
-static int unify(comp *c, int lpos, int lt, int rt) {
+/* Brings two operands to one type: the right one's code starts at rpos. */
+static int unify(comp *c, int rpos, int lt, int rt) {
     if (lt == rt)
         return lt;
     if (lt == TY_INT)
-        insert_op(c, lpos, DISH_OP_ITOF);
+        insert_op(c, rpos, DISH_OP_ITOF);
     else
         emit(c, DISH_OP_ITOF);
     return TY_FIX;
@@ -427,25 +429,27 @@ static int mul_op(comp *c, const dish_tok *t, int ty) {
 }
 
 static int term(comp *c) {
-    int lpos = c->pc, ty = unary(c);
+    int ty = unary(c);
     for (;;) {
         const dish_tok *t = peek(c);
         if (!is(t, "*") && !is(t, "/") && !is(t, "%"))
             return ty;
         c->i++;
-        ty = unify(c, lpos, ty, unary(c));
+        int rpos = c->pc;
+        ty = unify(c, rpos, ty, unary(c));
         emit(c, mul_op(c, t, ty));
     }
 }
 
 static int sum(comp *c) {
-    int lpos = c->pc, ty = term(c);
+    int ty = term(c);
     for (;;) {
         const dish_tok *t = peek(c);
         if (!is(t, "+") && !is(t, "-"))
             return ty;
         c->i++;
-        ty = unify(c, lpos, ty, term(c));
+        int rpos = c->pc;
+        ty = unify(c, rpos, ty, term(c));
         emit(c, is(t, "+") ? DISH_OP_ADD : DISH_OP_SUB);
     }
 }
@@ -454,10 +458,11 @@ static int comparison(comp *c) {
     static const struct { const char *p; int op, negate; } rel[] = {
         {"==", DISH_OP_EQ, 0}, {"!=", DISH_OP_NE, 0}, {"<", DISH_OP_LT, 0},
         {"<=", DISH_OP_LE, 0}, {">", DISH_OP_LE, 1}, {">=", DISH_OP_LT, 1}};
-    int lpos = c->pc, ty = sum(c);
+    int ty = sum(c);
     for (size_t k = 0; k < sizeof rel / sizeof *rel; k++)
         if (accept(c, rel[k].p)) {
-            unify(c, lpos, ty, sum(c));
+            int rpos = c->pc;
+            unify(c, rpos, ty, sum(c));
             emit(c, rel[k].op);
             if (rel[k].negate)
                 emit(c, DISH_OP_NOT);
@@ -598,7 +603,8 @@ static void stmt_return(comp *c) {
 /* timeout; WSET; top: cond; WAIT top else mask; [JMP end; else: block]; end: */
 static void stmt_wait(comp *c) {
     int cond_tok = c->i;
-    while (!is(peek(c), "within") && peek(c)->kind != DISH_T_EOF && !is(peek(c), "{"))
+    while (!is(peek(c), "within") && peek(c)->kind != DISH_T_EOF && !is(peek(c), "{") &&
+           !is(peek(c), "}"))
         c->i++; /* the timeout is evaluated first: skip to it, come back */
     expect(c, "within");
     int_expr(c, "a wait's timeout");

@@ -42,14 +42,14 @@ static void skip_space(lexer *x) {
     }
 }
 
-/* Digits into *v (at most max), counting them in *ndig. */
+/* Digits into *v (at most max: -1 past it), counting them in *ndig. */
 static int digits(lexer *x, int64_t max, int64_t *v, int *ndig) {
     *v = 0;
     *ndig = 0;
     while (x->s < x->end && isdigit((unsigned char)*x->s)) {
         *v = *v * 10 + (*x->s - '0');
         if (*v > max)
-            return lex_fail(x, "number too large");
+            return -1;
         ++*ndig;
         advance(x);
     }
@@ -61,7 +61,7 @@ static int fraction(lexer *x, int64_t *q) {
     int64_t f;
     int n;
     if (digits(x, 999999999, &f, &n))
-        return -1;
+        return lex_fail(x, "too many digits after the point");
     if (!n)
         return lex_fail(x, "digits expected after the point");
     int64_t scale = 1;
@@ -74,8 +74,10 @@ static int fraction(lexer *x, int64_t *q) {
 static int number(lexer *x, dish_tok *t) {
     int64_t v, q = 0;
     int n;
-    if (digits(x, INT32_MAX, &v, &n))
-        return -1;
+    if (digits(x, INT32_MAX, &v, &n)) {
+        x->line = t->line, x->col = t->col; /* name the number's start */
+        return lex_fail(x, "number too large");
+    }
     t->kind = DISH_T_INT;
     if (x->s < x->end && *x->s == '.') {
         advance(x);

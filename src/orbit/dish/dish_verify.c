@@ -7,7 +7,7 @@
  * by a deadline); loops nest and nothing jumps into one from outside; a
  * single stack depth at every instruction (abstract interpretation); no
  * path runs off the end; calls form no cycle and their depth and arena
- * need stay bounded. docs/dish.md explains why each is enough. */
+ * need stay bounded. docs/orbit.md, "DISH" explains why each is enough. */
 #include "dish_verify.h"
 
 #include <stdarg.h>
@@ -238,8 +238,6 @@ static int check_operands(vproc *v, unsigned pc, uint8_t *inits) {
     case DISH_OP_PGET: case DISH_OP_PSET:
         return check_range(v, pc, o[0], 0, DISH_NODES - 1, "node") ||
                check_range(v, pc, o[1], 0, DISH_PARAMS - 1, "parameter");
-    case DISH_OP_PSTART: case DISH_OP_PSTAT:
-        return check_range(v, pc, o[0], 1, DISH_PIPELINES, "pipeline");
     case DISH_OP_CALL:
         if (o[0] >= DISH_SLOTS || callee_nargs(v, o[0]) < 0)
             return vfail(v, pc, "call of slot %u, which is empty or out of range", o[0]);

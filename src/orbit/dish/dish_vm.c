@@ -142,6 +142,14 @@ static int is_unary(int op) {
 
 /* ---- platform readings ---- */
 
+/* PSTART or PSTAT of pipeline p, which only the range check guards. */
+static int32_t pipeline(const dish_vm *vm, int op, int32_t p) {
+    const dish_platform *pl = vm->pl;
+    if (p < 1 || p > DISH_PIPELINES)
+        return op == DISH_OP_PSTART ? -1 : DISH_PIPE_IDLE;
+    return op == DISH_OP_PSTART ? pl->pipe_start(pl->ctx, p) : pl->pipe_status(pl->ctx, p);
+}
+
 static int in_box(const dish_fix *f, const int32_t *b) {
     if (!f->valid || f->lat < b[0] || f->lat > b[1])
         return 0;
@@ -220,13 +228,26 @@ static flow do_sleep(dish_vm *vm, dish_run *r, int op, int32_t s) {
     return YIELD;
 }
 
+/* Local (or, past the locals, loop counter) idx of the current frame, or
+ * NULL outside the frame's limit. */
+static int32_t *cell(const dish_vm *vm, dish_run *r, unsigned idx, unsigned counter) {
+    const dish_frame *f = top_frame(r);
+    const dish_proc *p = &vm->slots[f->slot].p;
+    unsigned limit = counter ? p->ncounters : p->nlocals;
+    return idx < limit ? &r->arena[f->base + (counter ? p->nlocals : 0) + idx] : NULL;
+}
+
 /* Opcodes that pop one value and act on it. */
 static flow pop_one(dish_vm *vm, int ri, dish_run *r, int op, const uint8_t *o, int32_t v) {
     const dish_platform *pl = vm->pl;
     dish_frame *f = top_frame(r);
-    const dish_proc *p = &vm->slots[f->slot].p;
+    int32_t *c;
     switch (op) {
-    case DISH_OP_STORE: r->arena[f->base + o[0] % p->nlocals] = v; return GO;
+    case DISH_OP_STORE:
+        if (!(c = cell(vm, r, o[0], 0)))
+            return fault(vm, ri, DISH_FAULT_STACK), STOP;
+        *c = v;
+        return GO;
     case DISH_OP_POP: return GO;
     case DISH_OP_JZ: if (!v) f->pc = dish_get16(o); return GO;
     case DISH_OP_WSET: r->deadline = local_now(vm) + seconds_ms(v); return GO;
@@ -250,41 +271,44 @@ static flow pop_one(dish_vm *vm, int ri, dish_run *r, int op, const uint8_t *o, 
     return GO;
 }
 
-/* Opcodes that push one value without popping: the value, or -1 to fault. */
+/* Opcodes that push one value without popping: 0 and the value, or the
+ * fault. */
 static int produce(dish_vm *vm, dish_run *r, int op, const uint8_t *o, int32_t *v) {
     const dish_platform *pl = vm->pl;
-    const dish_frame *f = top_frame(r);
-    const dish_proc *p = &vm->slots[f->slot].p;
+    const int32_t *c;
     switch (op) {
     case DISH_OP_PUSH8: *v = (int8_t)o[0]; return 0;
     case DISH_OP_PUSH32: *v = dish_get32(o); return 0;
-    case DISH_OP_LOAD: *v = r->arena[f->base + o[0] % p->nlocals]; return 0;
-    case DISH_OP_CTR: *v = r->arena[f->base + p->nlocals + o[0] % p->ncounters]; return 0;
+    case DISH_OP_LOAD: case DISH_OP_CTR:
+        if (!(c = cell(vm, r, o[0], op == DISH_OP_CTR)))
+            return DISH_FAULT_STACK;
+        *v = *c;
+        return 0;
     case DISH_OP_NOW: *v = clock_s(vm); return 0;
     case DISH_OP_HASFIX: *v = vm->fix.valid; return 0;
     case DISH_OP_LAT: *v = vm->fix.valid ? vm->fix.lat : 0; return 0;
     case DISH_OP_LON: *v = vm->fix.valid ? vm->fix.lon : 0; return 0;
-    case DISH_OP_PGET: return pl->param_get(pl->ctx, o[0], o[1], v);
-    case DISH_OP_PSTART: *v = pl->pipe_start(pl->ctx, o[0]); return 0;
-    default: *v = pl->pipe_status(pl->ctx, o[0]); return 0; /* PSTAT */
+    default: return pl->param_get(pl->ctx, o[0], o[1], v) ? DISH_FAULT_PARAM : 0;
     }
 }
 
-/* INIT, TEST, NEXT on the counter in the frame. */
-static void counted_loop(const dish_vm *vm, dish_run *r, int op, const uint8_t *o) {
+/* INIT, TEST, NEXT on the counter in the frame: -1 outside its limit. */
+static int counted_loop(const dish_vm *vm, dish_run *r, int op, const uint8_t *o) {
     dish_frame *f = top_frame(r);
-    const dish_proc *p = &vm->slots[f->slot].p;
     if (op == DISH_OP_NEXT) {
         f->pc = dish_get16(o);
-        return;
+        return 0;
     }
-    int32_t *c = &r->arena[f->base + p->nlocals + o[0] % p->ncounters];
+    int32_t *c = cell(vm, r, o[0], 1);
+    if (!c)
+        return -1;
     if (op == DISH_OP_INIT)
         *c = dish_get16(o + 1);
     else if (*c <= 0)
         f->pc = dish_get16(o + 1);
     else
         --*c;
+    return 0;
 }
 
 /* Pops n values into v[0..n) in push order; -1 when the frame lacks them. */
@@ -298,7 +322,9 @@ static int pop_n(const dish_vm *vm, dish_run *r, int32_t *v, int n) {
 static flow step_stack(dish_vm *vm, int ri, dish_run *r, int op, const uint8_t *o) {
     const dish_opinfo *in = &dish_ops[op];
     int32_t v[4], out;
-    if (pop_n(vm, r, v, in->pops == 2 && !is_binary(op) ? 1 : in->pops))
+    int bad;
+    /* TLM pops its second value itself (pop_one) */
+    if (pop_n(vm, r, v, op == DISH_OP_TLM ? 1 : in->pops))
         return fault(vm, ri, DISH_FAULT_STACK), STOP;
     if (is_binary(op)) {
         if (binary(op, v[0], v[1], &out))
@@ -307,10 +333,12 @@ static flow step_stack(dish_vm *vm, int ri, dish_run *r, int op, const uint8_t *
         out = unary(op, v[0]);
     } else if (op == DISH_OP_INBOX) {
         out = in_box(&vm->fix, v);
+    } else if (op == DISH_OP_PSTART || op == DISH_OP_PSTAT) {
+        out = pipeline(vm, op, v[0]);
     } else if (in->pops) {
         return pop_one(vm, ri, r, op, o, v[0]);
-    } else if (produce(vm, r, op, o, &out)) {
-        return fault(vm, ri, DISH_FAULT_PARAM), STOP;
+    } else if ((bad = produce(vm, r, op, o, &out))) {
+        return fault(vm, ri, (dish_fault)bad), STOP;
     }
     return push(r, out) ? (fault(vm, ri, DISH_FAULT_STACK), STOP) : GO;
 }
@@ -327,8 +355,7 @@ static flow step(dish_vm *vm, int ri, dish_run *r) {
     switch (op) {
     case DISH_OP_JMP: f->pc = dish_get16(o); return GO;
     case DISH_OP_INIT: case DISH_OP_TEST: case DISH_OP_NEXT:
-        counted_loop(vm, r, op, o);
-        return GO;
+        return counted_loop(vm, r, op, o) ? (fault(vm, ri, DISH_FAULT_STACK), STOP) : GO;
     case DISH_OP_CALL: return do_call(vm, ri, r, o[0], o[1]);
     case DISH_OP_WAKE: case DISH_OP_SUSPEND:
         vm->pl->power(vm->pl->ctx, op == DISH_OP_WAKE);
@@ -411,7 +438,8 @@ int dish_vm_start(dish_vm *vm, unsigned slot, const int32_t *args, int nargs) {
             continue;
         const dish_proc *p = &vm->slots[slot].p;
         memset(r, 0, sizeof *r);
-        memcpy(r->arena, args, sizeof(int32_t) * (size_t)nargs);
+        if (nargs) /* args may be NULL then */
+            memcpy(r->arena, args, sizeof(int32_t) * (size_t)nargs);
         r->sp = (uint16_t)(p->nlocals + p->ncounters);
         r->fr[0] = (dish_frame){(uint8_t)slot, 0, 0};
         r->nfr = 1;

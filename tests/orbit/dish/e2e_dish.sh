@@ -1,0 +1,31 @@
+#!/bin/bash
+# e2e_dish.sh DISH PROCEDURES -- the `dish` command end to end: a good
+# procedure checks, compiles, disassembles and runs on the simulator; a
+# bad source, corrupt bytecode and wrong usage give exit codes 1, 1, 2.
+set -u
+dish=$1 procs=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+"$dish" check "$procs/retry_capture.dish" | grep -q "1 procedures" || fail check
+"$dish" compile "$procs/retry_capture.dish" -o "$tmp/r.dbc" || fail compile
+"$dish" disasm "$tmp/r.dbc" | grep -q "WAIT cond" || fail disasm
+out=$("$dish" run --sim --hours 1 "$tmp/r.dbc") || fail run
+grep -q "end   0 1" <<<"$out" || fail "run: $out"
+grep -q "awake 1 times" <<<"$out" || fail "power: $out"
+
+printf 'proc p() {\n  let x = \n}\n' > "$tmp/bad.dish"
+"$dish" check "$tmp/bad.dish" 2> "$tmp/err"
+[ $? -eq 1 ] || fail "bad source exit"
+grep -q "bad.dish:3:1: an expression expected" "$tmp/err" || fail "message: $(cat "$tmp/err")"
+
+head -c 20 "$tmp/r.dbc" > "$tmp/cut.dbc"
+"$dish" disasm "$tmp/cut.dbc" 2>/dev/null
+[ $? -eq 1 ] || fail "truncated bytecode exit"
+"$dish" run "$tmp/r.dbc" 2>/dev/null
+[ $? -eq 2 ] || fail "run without --sim exit"
+"$dish" frobnicate 2>/dev/null
+[ $? -eq 2 ] || fail "unknown command exit"
+"$dish" --help | grep -q "Exit status" || fail help
+echo ok

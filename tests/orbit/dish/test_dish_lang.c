@@ -1,0 +1,182 @@
+/* test_dish_lang.c -- the DISH language end to end: lexer and parser
+ * errors name FILE:LINE:COL; compiled programs compute what they say on
+ * the VM (int and fixed-point arithmetic, nested if, counted loops,
+ * calls) and their waits and sleeps follow the simulated clock. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "dish_helpers.h"
+
+static bench b;
+
+static void compile_error(const char *src, const char *want) {
+    uint8_t img[DISH_MAX_IMAGE];
+    char err[256] = "";
+    assert_int_equal(compile_src(src, img, err, sizeof err), -1);
+    if (!strstr(err, want))
+        print_message("got: %s\nwant: %s\n", err, want);
+    assert_non_null(strstr(err, want));
+}
+
+static void errors_have_positions(void **state) {
+    (void)state;
+    compile_error("proc p() {\n  let x = 1 $ 2\n}", "t.dish:2:13: unexpected character '$'");
+    compile_error("proc p() {\n  y = 3\n}", "t.dish:2:3: 'y' is not a local");
+    compile_error("proc p() {\n  let x = 1\n", "t.dish:3:1: '}' expected before the end");
+    compile_error("proc p() {\n  if 1 { return 2 \n}", "t.dish:3:2: '}' expected");
+    compile_error("proc p() { let x = 1.5 % 2.0 }", "t.dish:1:24: '%' takes ints");
+    compile_error("proc p() { let x = 0\n x = 2.5 }", "t.dish:2:6: a fix value where an int");
+    compile_error("proc p() { repeat n { } }", "t.dish:1:19: loop bound must be an integer constant");
+    compile_error("proc p() { repeat 20000 { } }", "t.dish:1:19: loop bound 20000 out of range");
+    compile_error("proc p() { let v = param(64, 1) }", "t.dish:1:26: node 64 out of range");
+    compile_error("proc p() { wait q() == 1 within 5 }\nproc q() { }",
+                  "t.dish:1:17: a call is not allowed in a wait condition");
+    compile_error("proc p() { q(1) }\nproc q() { }", "t.dish:1:12: 1 arguments given, 0 expected");
+    compile_error("proc p() { break }", "t.dish:1:12: break outside a repeat");
+    compile_error("proc p() { wait 1 }", "t.dish:1:19: 'within' expected");
+    compile_error("proc p() { let x = 99999999999 }", "t.dish:1:20: number too large");
+    compile_error("proc p() { }\nproc p() { }", "t.dish:2:1: procedure 'p' defined twice");
+}
+
+/* Recursion is legal syntax; the verifier refuses it at compile time. */
+static void recursion_refused(void **state) {
+    (void)state;
+    compile_error("proc p() { return p() }", "no recursion");
+    compile_error("proc a() { return b() }\nproc b() { return a() }", "no recursion");
+}
+
+static void arithmetic(void **state) {
+    (void)state;
+    bench_init(&b);
+    assert_int_equal(run_src(&b, "proc p(a, b2) { return (a + b2) * 3 - a / 2 % 3 }",
+                             (int32_t[]){7, 5}, 2, 1), 36); /* 7 / 2 % 3 is 0 */
+    bench_init(&b);
+    assert_int_equal(run_src(&b, "proc p() { return 2147483647 + 1 }", NULL, 0, 1),
+                     2147483647); /* saturates */
+    bench_init(&b);
+    /* 1.5 * 2.25 = 3.375; * 1000 = 3375 */
+    assert_int_equal(run_src(&b, "proc p() { return int(1.5 * 2.25 * 1000) }", NULL, 0, 1),
+                     3375);
+    bench_init(&b);
+    /* an int widened beside a fix: 7 / 2.0 = 3.5, then 3.5 + 1 = 4.5 */
+    assert_int_equal(run_src(&b, "proc p() { let h = 7 / 2.0 + 1\n return int(h * 10) }",
+                             NULL, 0, 1), 45);
+    bench_init(&b);
+    assert_int_equal(run_src(&b, "proc p() { return int(-0.5 * 3) }", NULL, 0, 1), -1);
+}
+
+static void division_by_zero_faults(void **state) {
+    (void)state;
+    bench_init(&b);
+    assert_int_equal(run_src(&b, "proc p(z) { return 1 / z }", (int32_t[]){0}, 1, 1),
+                     INT32_MIN);
+    const dish_tlm *t = dish_sim_find(&b.sim, DISH_TLM_FAULT, -1);
+    assert_non_null(t);
+    assert_int_equal(t->code, DISH_FAULT_DIV0);
+}
+
+static const char nested[] =
+    "proc p(x) {\n"
+    "  if x > 10 {\n"
+    "    if x > 100 { return 3 } else { return 2 }\n"
+    "  } else if x >= 0 and not (x == 5) {\n"
+    "    return 1\n"
+    "  } else { return 0 }\n"
+    "}\n";
+
+static void nested_if(void **state) {
+    (void)state;
+    int32_t in[] = {500, 50, 7, 5, -3}, want[] = {3, 2, 1, 0, 0};
+    for (int k = 0; k < 5; k++) {
+        bench_init(&b);
+        assert_int_equal(run_src(&b, nested, &in[k], 1, 1), want[k]);
+    }
+}
+
+static void counted_loops_and_break(void **state) {
+    (void)state;
+    bench_init(&b);
+    assert_int_equal(run_src(&b,
+        "proc p() { let s = 0\n repeat 10 as i { repeat 3 as j { s = s + i * j } }\n"
+        " return s }", NULL, 0, 1), 45 * 3);
+    bench_init(&b);
+    assert_int_equal(run_src(&b,
+        "proc p() { let n = 0\n repeat 100 as i { if i == 7 { break }\n n = n + 1 }\n"
+        " return n }", NULL, 0, 1), 7);
+    bench_init(&b); /* 10 000 x 10 iterations: the scheduler's budget yields */
+    assert_int_equal(run_src(&b,
+        "proc p() { let n = 0\n repeat 10000 { repeat 10 { n = n + 1 } }\n return n }",
+        NULL, 0, 1), 100000);
+}
+
+static void calls(void **state) {
+    (void)state;
+    bench_init(&b);
+    assert_int_equal(run_src(&b,
+        "proc p() { return sq(3) + half(9.0) }\n"
+        "proc sq(v) { return v * v }\n"
+        "proc half(v: fix) { return int(v / 2) }\n", NULL, 0, 1), 9 + 4);
+}
+
+static const char timed[] =
+    "proc p() {\n"
+    "  let t0 = now\n"
+    "  wait now >= t0 + 1000000 within 30 else { tm(1, now - t0) }\n"
+    "  sleep 100\n"
+    "  tm(2, now - t0)\n"
+    "  wait pipe(4) == 1 within 60 else { return -1 }\n"
+    "  return now - t0\n"
+    "}\n";
+
+static void waits_follow_the_clock(void **state) {
+    (void)state;
+    bench_init(&b);
+    b.sim.fix_after_ms = 1000000000; /* no fix: the local clock alone */
+    b.sim.pl.power(b.sim.pl.ctx, 1);
+    b.sim.pipe_ms = 50000;
+    b.sim.pl.pipe_start(b.sim.pl.ctx, 4); /* done at 50 s */
+    assert_int_equal(run_src(&b, timed, NULL, 0, 3600), 130);
+    const dish_tlm *t1 = dish_sim_find(&b.sim, DISH_TLM_USER, 1);
+    const dish_tlm *t2 = dish_sim_find(&b.sim, DISH_TLM_USER, 2);
+    assert_non_null(t1);
+    assert_non_null(t2);
+    assert_int_equal(t1->value, 30); /* timed out at 30 s, polled each second */
+    assert_int_equal(t2->value, 130);
+}
+
+static void wait_timeout_and_events(void **state) {
+    (void)state;
+    bench_init(&b);
+    /* no fix for an hour: the GNSS wait times out at 600 s */
+    b.sim.fix_after_ms = 3600 * 1000;
+    assert_int_equal(run_src(&b, "proc p() { wait hasfix within 600 else { return 0 }\n"
+                                 "return 1 }", NULL, 0, 7200), 0);
+    assert_int_equal(b.sim.local_ms, 600 * 1000);
+    bench_init(&b);
+    b.sim.fix_after_ms = 45 * 1000;
+    assert_int_equal(run_src(&b, "proc p() { wait hasfix within 600 else { return 0 }\n"
+                                 "return 1 }", NULL, 0, 7200), 1);
+    assert_int_equal(b.sim.local_ms, 45 * 1000);
+    assert_true(b.vm.synced);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(errors_have_positions),
+        cmocka_unit_test(recursion_refused),
+        cmocka_unit_test(arithmetic),
+        cmocka_unit_test(division_by_zero_faults),
+        cmocka_unit_test(nested_if),
+        cmocka_unit_test(counted_loops_and_break),
+        cmocka_unit_test(calls),
+        cmocka_unit_test(waits_follow_the_clock),
+        cmocka_unit_test(wait_timeout_and_events),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,191 @@
+/* test_dish_verify.c -- the verifier refuses each kind of hostile
+ * bytecode with a reason (bad jumps, unbounded loops, stack overflow and
+ * underflow, out-of-range locals, slots and parameters, recursion, call
+ * depth, arena, truncation, corruption, unknown versions), and the
+ * runtime refuses to delete a procedure another one calls. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "dish_helpers.h"
+
+enum {
+    PUSH8 = DISH_OP_PUSH8, RET = DISH_OP_RET, JMP = DISH_OP_JMP, ADD = DISH_OP_ADD,
+    LOAD = DISH_OP_LOAD, CALL = DISH_OP_CALL, PGET = DISH_OP_PGET, INIT = DISH_OP_INIT,
+    TEST = DISH_OP_TEST, NEXT = DISH_OP_NEXT, WAIT = DISH_OP_WAIT, HASFIX = DISH_OP_HASFIX,
+    POP = DISH_OP_POP, JZ = DISH_OP_JZ,
+};
+
+/* One procedure at slot 1 with nlocals 1 over code: the verifier's error. */
+static void refused1(const uint8_t *code, int len, int ncounters, const char *want) {
+    uint8_t img[DISH_MAX_IMAGE];
+    dish_image im;
+    char err[256] = "";
+    dish_proc p = {1, 0, 1, (uint8_t)ncounters, 0, (uint16_t)len};
+    int n = craft(img, &p, 1, code, len);
+    assert_int_equal(dish_verify(img, (size_t)n, NULL, &im, err, sizeof err), -1);
+    if (!strstr(err, want))
+        print_message("got: %s\nwant: %s\n", err, want);
+    assert_non_null(strstr(err, want));
+}
+
+static void good_code_accepted(void **state) {
+    (void)state;
+    uint8_t img[DISH_MAX_IMAGE];
+    dish_image im;
+    char err[256];
+    static const uint8_t code[] = {INIT, 0, 10, 0, TEST, 0, 11, 0, NEXT, 4, 0,
+                                   PUSH8, 1, RET};
+    dish_proc p = {1, 0, 1, 1, 0, sizeof code};
+    int n = craft(img, &p, 1, code, sizeof code);
+    assert_int_equal(dish_verify(img, (size_t)n, NULL, &im, err, sizeof err), 0);
+    assert_int_equal(im.maxstack[0], 1);
+}
+
+static void bad_jumps(void **state) {
+    (void)state;
+    refused1((uint8_t[]){JMP, 4, 0, PUSH8, 1, RET}, 6, 0, "jump to 4 is not an instruction");
+    refused1((uint8_t[]){JMP, 90, 0, PUSH8, 1, RET}, 6, 0, "jump to 90 is not an instruction");
+    refused1((uint8_t[]){PUSH8, 0, JMP, 20, 0}, 5, 0, "jump to 20");
+    refused1((uint8_t[]){PUSH8, 1, RET, 77}, 4, 0, "unknown opcode 77");
+    refused1((uint8_t[]){PUSH8, 1, DISH_OP_PUSH32, 1}, 4, 0, "cut short");
+}
+
+static void unbounded_loops(void **state) {
+    (void)state;
+    /* a plain backward jump */
+    refused1((uint8_t[]){PUSH8, 1, POP, JMP, 0, 0}, 6, 0, "backward jump");
+    /* NEXT onto something that is not a counted loop's test */
+    refused1((uint8_t[]){PUSH8, 1, POP, NEXT, 0, 0, PUSH8, 1, RET}, 9, 1,
+             "is not a counted loop's test");
+    /* a counter set again inside its own loop */
+    refused1((uint8_t[]){INIT, 0, 5, 0, TEST, 0, 15, 0, INIT, 0, 5, 0, NEXT, 4, 0,
+                         PUSH8, 1, RET}, 18, 1, "set twice");
+    /* a loop bound over the limit */
+    refused1((uint8_t[]){INIT, 0, 0x30, 0x75, TEST, 0, 11, 0, NEXT, 4, 0, PUSH8, 1, RET},
+             14, 1, "loop bound 30000 out of range");
+    /* a jump into a loop from outside, past its test */
+    refused1((uint8_t[]){PUSH8, 0, JZ, 13, 0, INIT, 0, 3, 0, TEST, 0, 19, 0, PUSH8, 1,
+                         POP, NEXT, 9, 0, PUSH8, 1, RET}, 22, 1, "jump into the loop");
+    /* a wait whose re-check is not preceded by its deadline */
+    refused1((uint8_t[]){HASFIX, WAIT, 0, 0, 7, 0, 2, PUSH8, 1, RET}, 10, 0,
+             "not preceded by its deadline");
+}
+
+static void stack_limits(void **state) {
+    (void)state;
+    uint8_t code[80];
+    int n = 0;
+    for (int k = 0; k < 33; k++)
+        code[n++] = PUSH8, code[n++] = 1;
+    code[n++] = RET;
+    refused1(code, n, 0, "stack depth 33 over the limit 32");
+    refused1((uint8_t[]){ADD, RET}, 2, 0, "ADD pops 2 values, the stack holds 0");
+    /* two paths meeting with different depths */
+    refused1((uint8_t[]){PUSH8, 1, JZ, 7, 0, PUSH8, 2, PUSH8, 3, RET}, 10, 0,
+             "stack depth 0 here on one path and 1 on another");
+    refused1((uint8_t[]){PUSH8, 1, POP}, 3, 0, "runs off the end");
+}
+
+static void out_of_range(void **state) {
+    (void)state;
+    refused1((uint8_t[]){LOAD, 5, RET}, 3, 0, "local 5 out of range");
+    refused1((uint8_t[]){CALL, 60, 0, RET}, 4, 0, "call of slot 60");
+    refused1((uint8_t[]){CALL, 7, 0, RET}, 4, 0, "call of slot 7, which is empty");
+    refused1((uint8_t[]){PGET, 64, 1, RET}, 4, 0, "node 64 out of range");
+    refused1((uint8_t[]){PGET, 2, 200, RET}, 4, 0, "parameter 200 out of range");
+    refused1((uint8_t[]){DISH_OP_CTR, 0, RET}, 3, 0, "loop counter 0 out of range");
+}
+
+static void call_graph(void **state) {
+    (void)state;
+    uint8_t img[DISH_MAX_IMAGE], code[64];
+    dish_image im;
+    char err[256];
+    dish_proc p[DISH_MAX_PROCS];
+    /* ten procedures each calling the next: 10 frames deep */
+    for (int k = 0; k < 10; k++) {
+        uint8_t *c = code + 4 * k;
+        c[0] = k < 9 ? CALL : PUSH8, c[1] = (uint8_t)(k < 9 ? k + 2 : 0);
+        c[2] = k < 9 ? 0 : RET, c[3] = RET;
+        p[k] = (dish_proc){(uint8_t)(k + 1), 0, 0, 0, (uint16_t)(4 * k), k < 9 ? 4 : 3};
+    }
+    int n = craft(img, p, 10, code, 39);
+    assert_int_equal(dish_verify(img, (size_t)n, NULL, &im, err, sizeof err), -1);
+    assert_non_null(strstr(err, "calls nest 9 deep"));
+    /* seven frames deep is allowed, but not with 32 locals and 8 counters
+     * each: 7 x 41 words over the run's arena */
+    for (int k = 0; k < 7; k++) {
+        uint8_t *c = code + 4 * k;
+        c[0] = k < 6 ? CALL : PUSH8, c[1] = (uint8_t)(k < 6 ? k + 2 : 0);
+        c[2] = k < 6 ? 0 : RET, c[3] = RET;
+        p[k] = (dish_proc){(uint8_t)(k + 1), 0, 32, 8, (uint16_t)(4 * k), k < 6 ? 4 : 3};
+    }
+    n = craft(img, p, 7, code, 27);
+    assert_int_equal(dish_verify(img, (size_t)n, NULL, &im, err, sizeof err), -1);
+    assert_non_null(strstr(err, "needs 287 arena words"));
+}
+
+static void header_checks(void **state) {
+    (void)state;
+    uint8_t img[DISH_MAX_IMAGE], good[DISH_MAX_IMAGE];
+    dish_image im;
+    char err[256];
+    int n = compile_src("proc p() { return 1 }", good, err, sizeof err);
+    assert_true(n > 0);
+    memcpy(img, good, (size_t)n);
+    img[4] = 2;
+    recrc(img, (size_t)n);
+    assert_int_equal(dish_verify(img, (size_t)n, NULL, &im, err, sizeof err), -1);
+    assert_non_null(strstr(err, "version 2 is unknown"));
+    assert_int_equal(dish_verify(good, (size_t)n - 1, NULL, &im, err, sizeof err), -1);
+    assert_non_null(strstr(err, "truncated"));
+    memcpy(img, good, (size_t)n);
+    img[n - 1] ^= 0x40;
+    assert_int_equal(dish_verify(img, (size_t)n, NULL, &im, err, sizeof err), -1);
+    assert_non_null(strstr(err, "CRC-32"));
+    assert_int_equal(dish_verify(good, 5, NULL, &im, err, sizeof err), -1);
+    assert_non_null(strstr(err, "truncated"));
+}
+
+static void delete_of_a_callee_refused(void **state) {
+    (void)state;
+    static bench b;
+    uint8_t img[DISH_MAX_IMAGE];
+    char err[256];
+    bench_init(&b);
+    int n = compile_src("slot 30\nproc helper() { return 4 }", img, err, sizeof err);
+    assert_int_equal(dish_vm_load(&b.vm, img, (size_t)n, err, sizeof err), 0);
+    /* a second image calling into slot 30: the call is checked against
+     * what the board holds */
+    static const uint8_t code[] = {CALL, 30, 0, RET};
+    dish_proc p = {31, 0, 0, 0, 0, sizeof code};
+    n = craft(img, &p, 1, code, sizeof code);
+    assert_int_equal(dish_vm_load(&b.vm, img, (size_t)n, err, sizeof err), 0);
+    assert_int_equal(dish_vm_delete(&b.vm, 30, err, sizeof err), -1);
+    assert_non_null(strstr(err, "called by another"));
+    assert_int_equal(dish_vm_load(&b.vm, img, (size_t)n, err, sizeof err), -1);
+    assert_non_null(strstr(err, "slot 31 is taken"));
+    assert_int_equal(dish_vm_delete(&b.vm, 31, err, sizeof err), 0);
+    assert_int_equal(dish_vm_delete(&b.vm, 30, err, sizeof err), 0);
+    assert_int_equal(dish_vm_start(&b.vm, 30, NULL, 0), -1);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(good_code_accepted),
+        cmocka_unit_test(bad_jumps),
+        cmocka_unit_test(unbounded_loops),
+        cmocka_unit_test(stack_limits),
+        cmocka_unit_test(out_of_range),
+        cmocka_unit_test(call_graph),
+        cmocka_unit_test(header_checks),
+        cmocka_unit_test(delete_of_a_callee_refused),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
