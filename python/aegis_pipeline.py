@@ -52,7 +52,7 @@ import zlib
 import numpy as np
 
 __all__ = ["Dataset", "TrainingSet", "read_trainset", "save_embeddings",
-           "save_predictions", "save_losses", "SAMPLE_DTYPE"]
+           "save_predictions", "save_losses", "downsampler", "SAMPLE_DTYPE"]
 
 # pl_sample (src/pipeline/sample.h), the key log's record.
 SAMPLE_DTYPE = np.dtype([("key", "<u8"), ("ts", "<i8"), ("label", "<i8"),
@@ -414,3 +414,14 @@ def save_losses(losses, path=None):
     as float32, to path (default $AEGIS_IL_OUT), whole or not at all."""
     losses = np.ascontiguousarray(losses, dtype="<f4").reshape(-1)
     _replace_whole(path or os.environ["AEGIS_IL_OUT"], [losses.tobytes()])
+
+
+def downsampler(**options):
+    """The training loop's hook for learned selection: the downsampler of
+    this trigger's downsampling_config ($AEGIS_DOWNSAMPLING), or None when
+    it trains on everything. Show it sample ids with the model's outputs
+    (inform_samples: per-sample loss from logits, last-layer gradients,
+    embeddings) and it returns the kept ids with their weights
+    (select_points); see the aegis_downsample module."""
+    import aegis_downsample
+    return aegis_downsample.from_env(**options)

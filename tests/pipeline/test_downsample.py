@@ -260,6 +260,19 @@ class RHOLossTopK(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "irreducible_loss"):
             ads.make({"strategy": "RHOLoss", "ratio": 50})
 
+    def test_aegis_pipeline_hook(self):
+        # aegis_pipeline.downsampler() is from_env() of this process
+        old = os.environ.get("AEGIS_DOWNSAMPLING")
+        os.environ["AEGIS_DOWNSAMPLING"] = json.dumps({"strategy": "Loss",
+                                                       "ratio": 50})
+        try:
+            self.assertIsInstance(aegis_pipeline.downsampler(), ads.Loss)
+        finally:
+            if old is None:
+                del os.environ["AEGIS_DOWNSAMPLING"]
+            else:
+                os.environ["AEGIS_DOWNSAMPLING"] = old
+
     def test_losses_of_the_supervisors_il_models(self):
         # the supervisor's N.il (sup_rho.c): keys 10..13 with the IL
         # losses as weights; from_env finds them through AEGIS_IL_LOSSES
