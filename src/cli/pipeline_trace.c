@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "csv.h"
 #include "pl_file.h"
@@ -169,6 +170,11 @@ int pv_trace(const pv_trace_opts *o) {
     char dir[4200];
     pt_job j = {.user = o->user ? o->user : o->name};
     if (!pv_dir(o->name, dir, sizeof(dir))) return CLI_FAIL;
+    if (access(dir, F_OK) != 0) {
+        fprintf(stderr, "aegis pipeline trace: you have no pipeline %s\n",
+                o->name);
+        return CLI_USAGE;
+    }
     if (pt_resources(dir, o->mem_mib, &j) != 0 ||
         pt_rows(dir, o->start, &j) != 0) {
         free(j.rows);
