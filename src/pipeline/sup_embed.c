@@ -197,7 +197,6 @@ static int emb_write_keys(const emb_ask *a, char *err, size_t errlen) {
  * environment (docs/pipelines.md, "The embedding command"). */
 static int emb_prepare(sup *s, void *ctx, char *err, size_t errlen) {
     const emb_ask *a = ctx;
-    char path[4400];
     if (access(a->model_path, R_OK) != 0) {
         snprintf(err, errlen, "embedding %u: model %s: %s", a->k,
                  a->model_path, strerror(errno));
@@ -205,13 +204,10 @@ static int emb_prepare(sup *s, void *ctx, char *err, size_t errlen) {
     }
     if (emb_write_keys(a, err, errlen) != 0) return -1;
     unlink(a->out);
-    sup_clear_job_env();
+    sup_job_env(s, s->cfg.dataset);
     setenv("AEGIS_EMBED_KEYS", a->tset, 1);
     setenv("AEGIS_EMBED_OUT", a->out, 1);
     setenv("AEGIS_MODEL", a->model_path, 1);
-    snprintf(path, sizeof(path), "%s/datasets/%s", s->state, s->cfg.dataset);
-    setenv("AEGIS_DATASET", path, 1);
-    setenv("AEGIS_PIPELINE", s->cfg.name, 1);
     return 0;
 }
 

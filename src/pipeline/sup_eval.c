@@ -200,18 +200,13 @@ int sup_eval_inputs(sup *s, const sup_eval_job *j, char *err,
     free(items);
     if (rc != 0) return -1;
     unlink(j->pred);
-    char path[4400], num[32];
-    sup_clear_job_env();
+    sup_job_env(s, j->dataset);
     setenv("AEGIS_EVAL_KEYS", j->tset, 1);
     setenv("AEGIS_EVAL_OUT", j->pred, 1);
     setenv("AEGIS_MODEL", j->model_path, 1);
-    snprintf(path, sizeof(path), "%s/datasets/%s", s->state, j->dataset);
-    setenv("AEGIS_DATASET", path, 1);
-    setenv("AEGIS_PIPELINE", s->cfg.name, 1);
-    snprintf(num, sizeof(num), "%u", j->model);
-    setenv("AEGIS_TRIGGER", num, 1);
-    snprintf(num, sizeof(num), "%ld", j->batch_size);
-    if (j->batch_size > 0) setenv("AEGIS_BATCH_SIZE", num, 1);
+    sup_setenv_u("AEGIS_TRIGGER", j->model);
+    if (j->batch_size > 0)
+        sup_setenv_u("AEGIS_BATCH_SIZE", (unsigned long long)j->batch_size);
     return 0;
 }
 

@@ -72,7 +72,7 @@ int sup_wait_job(sup *s, int64_t id, char *state, size_t size) {
     return st ? 0 : -1;
 }
 
-void sup_clear_job_env(void) {
+void sup_job_env(const sup *s, const char *dataset) {
     static const char *const vars[] = {
         "AEGIS_TRAINSET", "AEGIS_MODEL_OUT", "AEGIS_PREV_MODEL",
         "AEGIS_TRIGGER", "AEGIS_EPOCHS_PER_TRIGGER", "AEGIS_BATCH_SIZE",
@@ -82,6 +82,16 @@ void sup_clear_job_env(void) {
         "AEGIS_IL_OUT", "AEGIS_IL_CONFIG"};
     for (size_t i = 0; i < sizeof(vars) / sizeof(*vars); i++)
         unsetenv(vars[i]);
+    char path[4400];
+    snprintf(path, sizeof(path), "%s/datasets/%s", s->state, dataset);
+    setenv("AEGIS_DATASET", path, 1);
+    setenv("AEGIS_PIPELINE", s->cfg.name, 1);
+}
+
+void sup_setenv_u(const char *key, unsigned long long v) {
+    char text[32];
+    snprintf(text, sizeof(text), "%llu", v);
+    setenv(key, text, 1);
 }
 
 int sup_run_job(sup *s, const char *name, const pl_job_section *sec,

@@ -83,20 +83,15 @@ static int rho_write_part(pl_trainset_item *part, size_t count,
 /* What IL job m's command finds in its environment. */
 static int rho_prepare(sup *s, void *ctx, char *err, size_t errlen) {
     const rho_job *j = ctx;
-    char path[4400], num[32];
     if (pl_trainset_write(j->keys, j->score, j->nscore, 0, j->n, err,
                           errlen) != 0)
         return -1;
     unlink(j->out);
-    sup_clear_job_env();
+    sup_job_env(s, s->cfg.dataset);
     setenv("AEGIS_TRAINSET", j->train, 1);
     setenv("AEGIS_IL_KEYS", j->keys, 1);
     setenv("AEGIS_IL_OUT", j->out, 1);
-    snprintf(path, sizeof(path), "%s/datasets/%s", s->state, s->cfg.dataset);
-    setenv("AEGIS_DATASET", path, 1);
-    setenv("AEGIS_PIPELINE", s->cfg.name, 1);
-    snprintf(num, sizeof(num), "%u", j->n);
-    setenv("AEGIS_TRIGGER", num, 1);
+    sup_setenv_u("AEGIS_TRIGGER", j->n);
     char *text = json_dumps(j->il, JSON_COMPACT);
     if (text) setenv("AEGIS_IL_CONFIG", text, 1);
     free(text);

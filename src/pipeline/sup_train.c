@@ -56,25 +56,16 @@ static int64_t sup_start_model(const sup *s, uint32_t n) {
     return s->cfg.use_previous_model ? sup_parent(s, n) : -1;
 }
 
-static void sup_setenv_u(const char *key, unsigned long long v) {
-    char text[32];
-    snprintf(text, sizeof(text), "%llu", v);
-    setenv(key, text, 1);
-}
-
 /* What trigger n's training finds in its environment (docs/pipelines.md,
  * "The training command"): the supervisor's own, which the submit
  * carries, plus these. */
 static void sup_training_env(const sup *s, uint32_t n, const sup_rho *rho) {
     char path[4400];
-    sup_clear_job_env();
+    sup_job_env(s, s->cfg.dataset);
     sup_file(s, "trainsets", "tset", n, path, sizeof(path));
     setenv("AEGIS_TRAINSET", rho->trainset[0] ? rho->trainset : path, 1);
-    snprintf(path, sizeof(path), "%s/datasets/%s", s->state, s->cfg.dataset);
-    setenv("AEGIS_DATASET", path, 1);
     sup_file(s, "models", "model", n, path, sizeof(path));
     setenv("AEGIS_MODEL_OUT", path, 1);
-    setenv("AEGIS_PIPELINE", s->cfg.name, 1);
     sup_setenv_u("AEGIS_TRIGGER", n);
     sup_setenv_u("AEGIS_EPOCHS_PER_TRIGGER", (unsigned long long)s->cfg.epochs);
     sup_setenv_u("AEGIS_BATCH_SIZE", (unsigned long long)s->cfg.batch_size);

@@ -219,8 +219,11 @@ int sup_wait_job(sup *s, int64_t id, char *state, size_t size);
 double sup_job_seconds(sup *s, int64_t id);
 /* Unsets every variable a supervisor's job kinds are given, so that one
  * kind's never reach another's job through the supervisor's environment
- * (which a submit carries). */
-void sup_clear_job_env(void);
+ * (which a submit carries), then sets what every kind gets: the folder of
+ * dataset (AEGIS_DATASET) and the pipeline's name (AEGIS_PIPELINE). */
+void sup_job_env(const sup *s, const char *dataset);
+/* setenv of a whole number. */
+void sup_setenv_u(const char *key, unsigned long long v);
 /* Writes a new job's inputs and sets its environment: 0, or -1 with err. */
 typedef int (*sup_prepare_fn)(sup *s, void *ctx, char *err, size_t errlen);
 /* Runs the job name of section sec (an embedding's, an evaluation's): the
