@@ -22,6 +22,15 @@
 #define DISH_MAX_IMAGE 4096    /* bytes per image */
 #define DISH_MAX_LOOP 10000    /* iterations of one counted loop */
 #define DISH_MAX_WAIT_S (7 * 86400) /* longest sleep or wait timeout */
+/* Instructions one run may execute, each wait's condition counted once
+ * (its re-checks, one per event, aside): the verifier's static bound
+ * (dish_bound.c). 10 million is 5,000 of the scheduler's DISH_BUDGET
+ * slices, about 10 s of interpretation on a slow co-processor (a
+ * Cortex-M7 at 100 MHz and some 100 cycles an instruction, 1 million a
+ * second), against a 94-minute orbit; a procedure only waits and
+ * commands, so one needing more is a mistake: two nested loops of 10,000
+ * already come to 100 million. */
+#define DISH_MAX_STEPS 10000000
 #define DISH_NODES 64          /* parameter nodes 0..63 */
 #define DISH_PARAMS 128        /* parameter ids 0..127 per node */
 #define DISH_PIPELINES 6       /* DIPP's pipeline slots 1..6 */

@@ -33,9 +33,10 @@ void dish_disasm(FILE *f, const dish_image *im) {
         const dish_proc *p = &im->proc[k];
         const uint8_t *c = im->code + p->off;
         fprintf(f, "proc slot %u: %u args, %u locals, %u loops, %u bytes; stack %u, "
-                   "call depth %u, arena %u words\n",
+                   "call depth %u, arena %u words; at most %lu instructions a run, "
+                   "%u more a wait re-check\n",
                 p->slot, p->nargs, p->nlocals, p->ncounters, p->len, im->maxstack[k],
-                im->depth[k], im->need[k]);
+                im->depth[k], im->need[k], (unsigned long)im->steps[k], im->recheck[k]);
         for (unsigned pc = 0; pc < p->len; pc += 1u + dish_ops[c[pc]].operand_bytes) {
             fprintf(f, "  %4u %s", pc, dish_ops[c[pc]].name);
             operands(f, c + pc);

@@ -7,12 +7,16 @@
  * by a deadline); loops nest and nothing jumps into one from outside; a
  * single stack depth at every instruction (abstract interpretation); no
  * path runs off the end; calls form no cycle and their depth and arena
- * need stay bounded. docs/orbit.md, "DISH" explains why each is enough. */
+ * need stay bounded; the instructions one run may execute stay within
+ * DISH_MAX_STEPS (dish_bound.c). docs/orbit.md, "DISH" explains why each
+ * is enough. */
 #include "dish_verify.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+
+#include "dish_bound.h"
 
 typedef struct region {
     uint16_t top, end; /* [top, end]: the loop's TEST..NEXT, or cond..WAIT */
@@ -357,41 +361,98 @@ static int verify_code(vproc *v, int *maxd) {
 
 /* ---- the call graph ---- */
 
-/* Depth and need of procedure k, its callees first; state 1 marks the path
- * being explored, so meeting it again is recursion. */
-static int chain(dish_image *im, const dish_slotinfo *onboard, int k, uint8_t *state,
-                 char *err, size_t errlen) {
-    if (state[k] == 2)
-        return 0;
-    if (state[k] == 1)
-        return fail(err, errlen, "slot %u calls itself through a cycle (no recursion)",
-                    im->proc[k].slot);
-    state[k] = 1;
-    const dish_proc *p = &im->proc[k];
-    const uint8_t *c = im->code + p->off;
-    unsigned depth = 0, need = 0;
+/* The walk over the calls, callees first. */
+typedef struct vgraph {
+    dish_image *im;
+    const dish_slotinfo *onboard;
+    uint8_t state[DISH_MAX_PROCS]; /* 1: on the path being explored, 2: done */
+    /* each slot's bound, for the calls into it; a slot on board adds 0
+     * until dish_slotinfo records its bound (docs/orbit.md, "DISH") */
+    uint32_t steps[DISH_SLOTS];
+    uint32_t scratch[DISH_MAX_CODE];
+    char *err;
+    size_t errlen;
+} vgraph;
+
+dish_slotinfo dish_image_slotinfo(const dish_image *im, int k) {
+    return (dish_slotinfo){.used = 1, .nargs = im->proc[k].nargs, .depth = im->depth[k],
+                           .need = im->need[k]};
+}
+
+static int chain(vgraph *g, int k);
+
+/* The deepest depth and need among the procedures k calls, into *most. */
+static int callees(vgraph *g, int k, dish_slotinfo *most) {
+    const dish_proc *p = &g->im->proc[k];
+    const uint8_t *c = g->im->code + p->off;
+    *most = (dish_slotinfo){0};
     for (unsigned pc = 0; pc < p->len; pc += 1u + dish_ops[c[pc]].operand_bytes) {
         if (c[pc] != DISH_OP_CALL)
             continue;
-        int j = slot_in_image(im, c[pc + 1]);
-        if (j >= 0 && chain(im, onboard, j, state, err, errlen))
+        int j = slot_in_image(g->im, c[pc + 1]);
+        if (j >= 0 && chain(g, j))
             return -1;
-        unsigned cd = j >= 0 ? im->depth[j] : onboard[c[pc + 1]].depth;
-        unsigned cn = j >= 0 ? im->need[j] : onboard[c[pc + 1]].need;
-        depth = cd > depth ? cd : depth;
-        need = cn > need ? cn : need;
+        dish_slotinfo in = j >= 0 ? dish_image_slotinfo(g->im, j) : g->onboard[c[pc + 1]];
+        most->depth = in.depth > most->depth ? in.depth : most->depth;
+        most->need = in.need > most->need ? in.need : most->need;
     }
-    depth += 1;
-    need += (unsigned)p->nlocals + p->ncounters + im->maxstack[k];
+    return 0;
+}
+
+/* Procedure k's instruction bound, within DISH_MAX_STEPS. */
+static int bound(vgraph *g, int k) {
+    const dish_proc *p = &g->im->proc[k];
+    const uint8_t *c = g->im->code + p->off;
+    uint32_t steps = dish_bound_steps(c, p->len, g->steps, g->scratch);
+    if (steps > DISH_MAX_STEPS)
+        return fail(g->err, g->errlen,
+                    "slot %u: a run may execute %lu%s instructions, the limit is %lu "
+                    "(loops multiply their body, calls add their callee's)",
+                    p->slot, (unsigned long)steps, steps == UINT32_MAX ? " or more" : "",
+                    (unsigned long)DISH_MAX_STEPS);
+    g->im->steps[k] = g->steps[p->slot] = steps;
+    g->im->recheck[k] = (uint16_t)dish_bound_recheck(c, p->len);
+    return 0;
+}
+
+/* Depth, need and bound of procedure k, its callees first; meeting a
+ * procedure on the path being explored again is recursion. */
+static int chain(vgraph *g, int k) {
+    dish_image *im = g->im;
+    const dish_proc *p = &im->proc[k];
+    dish_slotinfo most;
+    if (g->state[k] == 2)
+        return 0;
+    if (g->state[k] == 1)
+        return fail(g->err, g->errlen, "slot %u calls itself through a cycle (no recursion)",
+                    p->slot);
+    g->state[k] = 1;
+    if (callees(g, k, &most))
+        return -1;
+    unsigned depth = most.depth + 1u;
+    unsigned need = most.need + (unsigned)p->nlocals + p->ncounters + im->maxstack[k];
     if (depth > DISH_MAX_DEPTH)
-        return fail(err, errlen, "slot %u: calls nest %u deep, the limit is %d", p->slot,
-                    depth, DISH_MAX_DEPTH);
+        return fail(g->err, g->errlen, "slot %u: calls nest %u deep, the limit is %d",
+                    p->slot, depth, DISH_MAX_DEPTH);
     if (need > DISH_ARENA_WORDS)
-        return fail(err, errlen, "slot %u: needs %u arena words, a run has %d", p->slot,
-                    need, DISH_ARENA_WORDS);
+        return fail(g->err, g->errlen, "slot %u: needs %u arena words, a run has %d",
+                    p->slot, need, DISH_ARENA_WORDS);
     im->depth[k] = (uint8_t)depth;
     im->need[k] = (uint16_t)need;
-    state[k] = 2;
+    if (bound(g, k))
+        return -1;
+    g->state[k] = 2;
+    return 0;
+}
+
+/* Each procedure's depth, need and bound, against the slots on board. */
+static int check_calls(dish_image *im, const dish_slotinfo *onboard, char *err,
+                       size_t errlen) {
+    static vgraph g; /* 2 KiB of scratch: kept off the task's stack */
+    g = (vgraph){.im = im, .onboard = onboard, .err = err, .errlen = errlen};
+    for (int k = 0; k < im->nprocs; k++)
+        if (chain(&g, k))
+            return -1;
     return 0;
 }
 
@@ -418,9 +479,5 @@ int dish_verify(const uint8_t *img, size_t len, const dish_slotinfo *onboard,
             return -1;
         out->maxstack[k] = (uint8_t)maxd;
     }
-    uint8_t state[DISH_MAX_PROCS] = {0};
-    for (int k = 0; k < out->nprocs; k++)
-        if (chain(out, onboard, k, state, err, errlen))
-            return -1;
-    return 0;
+    return check_calls(out, onboard, err, errlen);
 }

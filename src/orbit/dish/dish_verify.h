@@ -21,6 +21,13 @@ typedef struct dish_image {
     uint8_t maxstack[DISH_MAX_PROCS];
     uint8_t depth[DISH_MAX_PROCS];
     uint16_t need[DISH_MAX_PROCS];
+    /* The most instructions one call executes, callees included, when
+     * each wait's condition is evaluated once: at most DISH_MAX_STEPS.
+     * Each further evaluation, one per event the wait is woken by, costs
+     * at most recheck instructions (its longest wait's). No stretch
+     * between two yields of a run is longer than steps. */
+    uint32_t steps[DISH_MAX_PROCS];
+    uint16_t recheck[DISH_MAX_PROCS];
 } dish_image;
 
 /* Checks the image img[0..len) against the runtime's limits and the slots
@@ -29,5 +36,9 @@ typedef struct dish_image {
  * the code offset. */
 int dish_verify(const uint8_t *img, size_t len, const dish_slotinfo *onboard,
                 dish_image *out, char *err, size_t errlen);
+
+/* What the board records of procedure k of a verified image once it is
+ * installed: what later images' calls into its slot are checked against. */
+dish_slotinfo dish_image_slotinfo(const dish_image *im, int k);
 
 #endif

@@ -2,7 +2,9 @@
  * bytecode with a reason (bad jumps, unbounded loops, stack overflow and
  * underflow, out-of-range locals, slots and parameters, recursion, call
  * depth, arena, truncation, corruption, unknown versions), and the
- * runtime refuses to delete a procedure another one calls. */
+ * runtime refuses to delete a procedure another one calls; the bound on
+ * a run's instructions: loops multiply, calls add, a break or a wait
+ * counts once, and a procedure over DISH_MAX_STEPS is refused. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,7 +20,7 @@ enum {
     PUSH8 = DISH_OP_PUSH8, RET = DISH_OP_RET, JMP = DISH_OP_JMP, ADD = DISH_OP_ADD,
     LOAD = DISH_OP_LOAD, CALL = DISH_OP_CALL, PGET = DISH_OP_PGET, INIT = DISH_OP_INIT,
     TEST = DISH_OP_TEST, NEXT = DISH_OP_NEXT, WAIT = DISH_OP_WAIT, HASFIX = DISH_OP_HASFIX,
-    POP = DISH_OP_POP, JZ = DISH_OP_JZ,
+    POP = DISH_OP_POP, JZ = DISH_OP_JZ, WSET = DISH_OP_WSET,
 };
 
 /* One procedure at slot 1 with nlocals 1 over code: the verifier's error. */
@@ -131,6 +133,98 @@ static void call_graph(void **state) {
     assert_non_null(strstr(err, "needs 287 arena words"));
 }
 
+/* Verifies n procedures p[] over code: the derived image. */
+static void accepted(const dish_proc *p, int n, const uint8_t *code, int len,
+                     dish_image *im) {
+    uint8_t img[DISH_MAX_IMAGE];
+    char err[256] = "";
+    int total = craft(img, p, n, code, len);
+    if (dish_verify(img, (size_t)total, NULL, im, err, sizeof err))
+        print_message("refused: %s\n", err);
+    assert_int_equal(dish_verify(img, (size_t)total, NULL, im, err, sizeof err), 0);
+}
+
+static void bound_nested_loops_multiply(void **state) {
+    (void)state;
+    dish_image im;
+    /* INIT 10; TEST; INIT 20; TEST; PUSH8 POP; NEXT; NEXT; PUSH8 RET.
+     * The inner loop: 20 x (test + 3) + the last test + the outer's NEXT
+     * = 82; the outer: 10 x (test + INIT + 82) + the last test + 2 = 843;
+     * and the first INIT. */
+    static const uint8_t code[] = {INIT, 0, 10, 0, TEST, 0, 25, 0, INIT, 1, 20, 0,
+                                   TEST, 1, 22, 0, PUSH8, 1, POP, NEXT, 12, 0,
+                                   NEXT, 4, 0, PUSH8, 0, RET};
+    dish_proc p = {1, 0, 0, 2, 0, sizeof code};
+    accepted(&p, 1, code, sizeof code, &im);
+    assert_int_equal(im.steps[0], 844);
+    assert_int_equal(im.recheck[0], 0);
+}
+
+static void bound_call_adds(void **state) {
+    (void)state;
+    dish_image im;
+    /* slot 1 calls slot 2 (PUSH8 RET: 2) five times: 5 x (test + CALL
+     * + 2 + POP + NEXT) + the last test + PUSH8 RET + the INIT */
+    static const uint8_t code[] = {INIT, 0, 5, 0, TEST, 0, 15, 0, CALL, 2, 0, POP,
+                                   NEXT, 4, 0, PUSH8, 0, RET, PUSH8, 7, RET};
+    dish_proc p[2] = {{1, 0, 0, 1, 0, 18}, {2, 0, 0, 0, 18, 3}};
+    accepted(p, 2, code, sizeof code, &im);
+    assert_int_equal(im.steps[1], 2);
+    assert_int_equal(im.steps[0], 34);
+}
+
+static void bound_break_and_wait(void **state) {
+    (void)state;
+    dish_image im;
+    /* A break leaves the loop (here to a longer way out than the loop's
+     * own exit): what follows is counted once, at the costliest exit, not
+     * once per iteration: 3 x (test + PUSH8 JZ + JMP or NEXT) + the last
+     * test + the 6 after the break + the INIT = 20. */
+    static const uint8_t brk[] = {INIT, 0, 3, 0, TEST, 0, 19, 0, PUSH8, 1, JZ, 16, 0,
+                                  JMP, 22, 0, NEXT, 4, 0, PUSH8, 0, RET,
+                                  PUSH8, 1, POP, PUSH8, 1, POP, PUSH8, 0, RET};
+    dish_proc p = {1, 0, 0, 1, 0, sizeof brk};
+    accepted(&p, 1, brk, sizeof brk, &im);
+    assert_int_equal(im.steps[0], 20);
+    /* A wait's condition counts once per pass (2 x (test + PUSH8 WSET
+     * HASFIX WAIT + NEXT) + the last test + PUSH8 RET + the INIT); each
+     * re-check costs HASFIX WAIT. */
+    static const uint8_t wait[] = {INIT, 0, 2, 0, TEST, 0, 21, 0, PUSH8, 5, WSET,
+                                   HASFIX, WAIT, 11, 0, 18, 0, DISH_EV_GNSS,
+                                   NEXT, 4, 0, PUSH8, 0, RET};
+    p.len = sizeof wait;
+    accepted(&p, 1, wait, sizeof wait, &im);
+    assert_int_equal(im.steps[0], 16);
+    assert_int_equal(im.recheck[0], 2);
+}
+
+static void bound_over_the_limit_refused(void **state) {
+    (void)state;
+    uint8_t img[DISH_MAX_IMAGE];
+    char err[256];
+    /* two nested loops of 10,000: inner 10,000 x (test + PUSH8 PUSH8 TLM
+     * NEXT) + 2, outer 10,000 x (test + INIT + that) + 3, and the INIT */
+    int n = compile_src("proc p() {\n  repeat 10000 {\n    repeat 10000 {\n"
+                        "      tm(1, 2)\n    }\n  }\n}", img, err, sizeof err);
+    assert_int_equal(n, -1);
+    const char *want = "the verifier refuses the result: slot 1: a run may execute "
+                       "500040004 instructions, the limit is 10000000 (loops multiply";
+    if (!strstr(err, want))
+        print_message("got: %s\n", err);
+    assert_non_null(strstr(err, want));
+    /* one loop of 10,000 is fine */
+    n = compile_src("proc p() {\n  repeat 10000 {\n    tm(1, 2)\n  }\n}", img, err,
+                    sizeof err);
+    assert_true(n > 0);
+    /* four nested loops saturate the count rather than wrap it */
+    static const uint8_t code[] = {
+        INIT, 0, 0x10, 0x27, TEST, 0, 47, 0, INIT, 1, 0x10, 0x27, TEST, 1, 44, 0,
+        INIT, 2, 0x10, 0x27, TEST, 2, 41, 0, INIT, 3, 0x10, 0x27, TEST, 3, 38, 0,
+        PUSH8, 1, POP, NEXT, 28, 0, NEXT, 20, 0, NEXT, 12, 0, NEXT, 4, 0,
+        PUSH8, 0, RET};
+    refused1(code, sizeof code, 4, "a run may execute 4294967295 or more instructions");
+}
+
 static void header_checks(void **state) {
     (void)state;
     uint8_t img[DISH_MAX_IMAGE], good[DISH_MAX_IMAGE];
@@ -184,6 +278,10 @@ int main(void) {
         cmocka_unit_test(stack_limits),
         cmocka_unit_test(out_of_range),
         cmocka_unit_test(call_graph),
+        cmocka_unit_test(bound_nested_loops_multiply),
+        cmocka_unit_test(bound_call_adds),
+        cmocka_unit_test(bound_break_and_wait),
+        cmocka_unit_test(bound_over_the_limit_refused),
         cmocka_unit_test(header_checks),
         cmocka_unit_test(delete_of_a_callee_refused),
     };

@@ -21,7 +21,8 @@ static const char usage[] =
     "verified on the ground, verified again and run on board.\n"
     "\n"
     "Commands:\n"
-    "  check FILE.dish            compile and verify, print the size\n"
+    "  check FILE.dish            compile and verify, print the size and each\n"
+    "                             procedure's bound on the instructions of a run\n"
     "  compile FILE.dish [-o FILE.dbc]\n"
     "                             write the bytecode (default: FILE.dbc)\n"
     "  disasm FILE.dbc            verify and print the bytecode\n"
@@ -68,6 +69,17 @@ static int compile_file(const char *path, uint8_t *img) {
     return len;
 }
 
+/* The verifier's instruction bound of each procedure of img[0..n). */
+static void print_bounds(const uint8_t *img, int n) {
+    static dish_image im;
+    char err[256];
+    if (dish_verify(img, (size_t)n, NULL, &im, err, sizeof err)) /* compile_file's did not */
+        return;
+    for (int k = 0; k < im.nprocs; k++)
+        printf("  slot %u: at most %lu instructions a run, %u more per wait re-check\n",
+               im.proc[k].slot, (unsigned long)im.steps[k], im.recheck[k]);
+}
+
 static int cmd_check(int argc, char **argv) {
     uint8_t img[DISH_MAX_IMAGE];
     if (argc != 2) {
@@ -79,6 +91,7 @@ static int cmd_check(int argc, char **argv) {
         return EXIT_BAD;
     printf("%s: %u procedures, %d bytes, %d uplink chunks of %d bytes\n", argv[1], img[5], n,
            (n + DISH_PACKET - 1) / DISH_PACKET, DISH_PACKET);
+    print_bounds(img, n);
     return 0;
 }
 
