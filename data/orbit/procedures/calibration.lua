@@ -11,7 +11,7 @@ function calibration()
   set_param(CAM, MODE, DARK)
   wake()
   local good = 0
-  for i = 1, 4 do
+  for _ = 1, 4 do
     if start_pipeline(2) then
       wait_until(function() return pipeline_status(2) ~= "running" end, 120)
       if pipeline_status(2) == "ok" then

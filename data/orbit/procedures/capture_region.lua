@@ -17,6 +17,6 @@ function capture_region()
     return false
   end
   local ok = capture(1)
-  tm(2, ok and 1 or 0)
+  tm(2, ok)
   return ok
 end

@@ -10,12 +10,12 @@ function exposure_ladder()
   end
   local exposure = base
   wake()
-  for i = 1, 5 do
-    set_param(CAM, EXPOSURE, math.floor(exposure))
+  for _ = 1, 5 do
+    set_param(CAM, EXPOSURE, exposure)
     if start_pipeline(1) then
       wait_until(function() return pipeline_status(1) ~= "running" end, 120)
     end
-    tm(80, math.floor(exposure))
+    tm(80, exposure)
     exposure = exposure * 1.5
   end
   suspend()

@@ -11,7 +11,7 @@ function fix_then_capture()
   start_pipeline(1)
   wait_until(function() return pipeline_status(1) ~= "running" end, 120)
   suspend()
-  tm(41, math.floor(lat * 100))
-  tm(42, math.floor(lon * 100))
+  tm(41, lat * 100)
+  tm(42, lon * 100)
   return pipeline_status(1) == "ok"
 end

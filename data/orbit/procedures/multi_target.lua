@@ -9,10 +9,7 @@ local function shoot(lat0, lat1, lon0, lon1)
   start_pipeline(1)
   wait_until(function() return pipeline_status(1) ~= "running" end, 120)
   suspend()
-  if pipeline_status(1) == "ok" then
-    return 1
-  end
-  return 0
+  return pipeline_status(1) == "ok" and 1 or 0
 end
 
 function multi_target()

@@ -4,11 +4,9 @@
 local EPS, BATTERY = 2, 1
 
 function power_budget()
-  if param(EPS, BATTERY) < 40 then
-    if not wait_until(function() return param(EPS, BATTERY) >= 40 end, 3600) then
-      tm(30, param(EPS, BATTERY))
-      return false
-    end
+  if not wait_until(function() return param(EPS, BATTERY) >= 40 end, 3600) then
+    tm(30, param(EPS, BATTERY))
+    return false
   end
   wake()
   local ok = start_pipeline(1)

@@ -80,10 +80,17 @@ static unsigned stack_base(const dish_vm *vm, dish_run *r) {
     return (unsigned)f->base + p->nlocals + p->ncounters;
 }
 
+/* Keeps the arena's high-water mark (dish_run.peak) as sp rises. */
+static void grew(dish_run *r) {
+    if (r->sp > r->peak)
+        r->peak = r->sp;
+}
+
 static int push(dish_run *r, int32_t v) {
     if (r->sp >= DISH_ARENA_WORDS)
         return -1;
     r->arena[r->sp++] = v;
+    grew(r);
     return 0;
 }
 
@@ -190,6 +197,7 @@ static flow do_call(dish_vm *vm, int ri, dish_run *r, unsigned slot, unsigned na
     }
     memset(r->arena + r->sp, 0, sizeof(int32_t) * (top - r->sp));
     r->sp = (uint16_t)top;
+    grew(r);
     r->fr[r->nfr++] = (dish_frame){(uint8_t)slot, 0, (uint16_t)base};
     return GO;
 }
@@ -441,6 +449,7 @@ int dish_vm_start(dish_vm *vm, unsigned slot, const int32_t *args, int nargs) {
         if (nargs) /* args may be NULL then */
             memcpy(r->arena, args, sizeof(int32_t) * (size_t)nargs);
         r->sp = (uint16_t)(p->nlocals + p->ncounters);
+        grew(r);
         r->fr[0] = (dish_frame){(uint8_t)slot, 0, 0};
         r->nfr = 1;
         r->state = DISH_R_READY;

@@ -37,6 +37,7 @@ typedef struct dish_run {
     int nfr;
     dish_frame fr[DISH_MAX_DEPTH];
     uint16_t sp;               /* next free arena word */
+    uint16_t peak;             /* the most arena words this run has held */
     unsigned mask;             /* a wait's events */
     int64_t deadline, next_poll, wake; /* local ms */
     int wake_abs;              /* wake is GNSS-time ms (sleep until) */
