@@ -329,68 +329,83 @@ static void m_tlm(void *ctx, const dish_tlm *t) {
     m->in->telemetry(m->in->ctx, t);
 }
 
+/* One side of the day: the VM with the target image, or a Lua state. */
+typedef struct side {
+    const char *dish_path, *lua_path; /* lua_path NULL: DISH */
+    dish_vm vm;
+    dish_lua h;
+    uint8_t img[DISH_MAX_IMAGE];
+} side;
+
+static int side_open(side *e, const dish_platform *pl, char *err, size_t n) {
+    if (e->lua_path) {
+        int rc = dish_lua_open(&e->h, pl, e->lua_path);
+        if (rc)
+            snprintf(err, n, "%s", e->h.err);
+        return rc;
+    }
+    int len = dvl_compile(e->dish_path, e->img, NULL, err, n);
+    dish_vm_init(&e->vm, pl);
+    return len < 0 || dish_vm_load(&e->vm, e->img, (size_t)len, err, n) ? -1 : 0;
+}
+
+/* Starts the target procedure on box b and runs it to its end, or to
+ * local time end: 0, or -1 when it could not start. */
+static int side_target(side *e, const dvl_box *b, int64_t end, char *err, size_t n) {
+    if (e->lua_path) {
+        double a[4] = {(double)b->lat0 / DISH_FIX_ONE, (double)b->lat1 / DISH_FIX_ONE,
+                       (double)b->lon0 / DISH_FIX_ONE, (double)b->lon1 / DISH_FIX_ONE};
+        if (dish_lua_start(&e->h, "target", a, 4)) {
+            snprintf(err, n, "%s", e->h.err);
+            return -1;
+        }
+        dish_lua_run(&e->h, end);
+        return 0;
+    }
+    int32_t a[4] = {b->lat0, b->lat1, b->lon0, b->lon1};
+    if (dish_vm_start(&e->vm, e->img[DISH_HDR], a, 4) < 0) {
+        snprintf(err, n, "%s: its first procedure does not take 4 arguments", e->dish_path);
+        return -1;
+    }
+    dish_vm_run(&e->vm, end);
+    return 0;
+}
+
+/* The records since *seen: misses counted, USER, END and FAULT kept. */
+static void day_records(const dish_sim *sim, int *seen, dvl_day *d, dish_tlm *all, int cap,
+                        int *nall) {
+    for (; *seen < sim->ntlm; ++*seen) {
+        const dish_tlm *t = &sim->tlm[*seen % DISH_SIM_TLM];
+        d->missed += t->kind == DISH_TLM_USER && t->code == 100;
+        if ((t->kind == DISH_TLM_USER || t->kind == DISH_TLM_END || t->kind == DISH_TLM_FAULT) &&
+            *nall < cap)
+            all[(*nall)++] = *t;
+    }
+}
+
 int dvl_run_day(const char *dish_path, const char *lua_path, dvl_day *d, dish_tlm *all,
                 int cap, int *nall) {
     static dish_sim sim;
-    static dish_vm vm;
-    static dish_lua h;
+    static side e;
     static meter m;
-    static uint8_t img[DISH_MAX_IMAGE];
     dvl_box box[DVL_DAY_TARGETS];
+    int64_t end = DVL_DAY_ORBITS * DVL_ORBIT_MS;
     memset(d, 0, sizeof *d);
     *nall = 0;
     dvl_day_boxes(box);
     dish_sim_init(&sim);
     m = (meter){{&m, m_now, m_wait, m_pget, m_pset, m_gnss, m_power, m_start, m_status, m_tlm},
                 &sim.pl, {0}, {0}, d};
-    int len = 0;
-    if (lua_path) {
-        if (dish_lua_open(&h, &m.pl, lua_path)) {
-            snprintf(d->err, sizeof d->err, "%s", h.err);
-            dish_lua_close(&h);
-            return -1;
-        }
-    } else {
-        len = dvl_compile(dish_path, img, NULL, d->err, sizeof d->err);
-        if (len < 0)
-            return -1;
-        dish_vm_init(&vm, &m.pl);
-        if (dish_vm_load(&vm, img, (size_t)len, d->err, sizeof d->err))
-            return -1;
-    }
-    int64_t end = DVL_DAY_ORBITS * DVL_ORBIT_MS;
-    int seen = 0;
-    for (int k = 0; k < DVL_DAY_TARGETS && sim.local_ms < end; k++) {
-        const dvl_box *b = &box[k];
-        if (lua_path) {
-            double a[4] = {(double)b->lat0 / DISH_FIX_ONE, (double)b->lat1 / DISH_FIX_ONE,
-                           (double)b->lon0 / DISH_FIX_ONE, (double)b->lon1 / DISH_FIX_ONE};
-            if (dish_lua_start(&h, "target", a, 4)) {
-                snprintf(d->err, sizeof d->err, "%s", h.err);
-                break;
-            }
-            dish_lua_run(&h, end);
-        } else {
-            int32_t a[4] = {b->lat0, b->lat1, b->lon0, b->lon1};
-            if (dish_vm_start(&vm, img[DISH_HDR], a, 4) < 0) {
-                snprintf(d->err, sizeof d->err, "%s: its first procedure does not take 4 "
-                         "arguments", dish_path);
-                break;
-            }
-            dish_vm_run(&vm, end);
-        }
-        for (; seen < sim.ntlm; seen++) {
-            const dish_tlm *t = &sim.tlm[seen % DISH_SIM_TLM];
-            if (t->kind == DISH_TLM_USER && t->code == 100)
-                d->missed++;
-            if ((t->kind == DISH_TLM_USER || t->kind == DISH_TLM_END ||
-                 t->kind == DISH_TLM_FAULT) && *nall < cap)
-                all[(*nall)++] = *t;
-        }
+    e.dish_path = dish_path;
+    e.lua_path = lua_path;
+    int rc = side_open(&e, &m.pl, d->err, sizeof d->err), seen = 0;
+    for (int k = 0; !rc && k < DVL_DAY_TARGETS && sim.local_ms < end; k++) {
+        rc = side_target(&e, &box[k], end, d->err, sizeof d->err);
+        day_records(&sim, &seen, d, all, cap, nall);
     }
     if (lua_path)
-        dish_lua_close(&h);
+        dish_lua_close(&e.h);
     d->nawake = sim.nawake;
     d->awake_ms = sim.awake_total_ms + (sim.awake ? sim.local_ms - sim.awake_since : 0);
-    return d->err[0] ? -1 : 0;
+    return rc;
 }
