@@ -24,6 +24,7 @@ enum csp_port {
     DIPP_PORT_PARAM = 10,  /* get and set parameters, telemetry */
     DIPP_PORT_UPLOAD = 20, /* manifests, chunks, key rotations */
     DIPP_PORT_IMAGES = 22, /* the downlink of processed images */
+    DIPP_PORT_PROCS = 24,  /* DISH procedures: list, run, delete */
 };
 
 /* Node addresses: the flight DIPP's, and a ground station's. */

@@ -1,6 +1,9 @@
 /* errors.c -- names and the published number of DIPP's error codes. */
 #include "errors.h"
 
+#include <stdarg.h>
+#include <stdio.h>
+
 uint32_t dipp_error_number(int code, unsigned pipeline, unsigned module) {
     return (uint32_t)code * 1000u + pipeline * 100u + module;
 }
@@ -29,6 +32,15 @@ const char *dipp_code_name(int code) {
     case DIPP_E_UP_STORE: return "store I/O error";
     case DIPP_E_UP_ROLLBACK: return "rolled back";
     case DIPP_E_UP_TESTRUN: return "test-run output of the wrong shape";
+    case DIPP_E_UP_PROCS: return "refused by the procedure runtime";
     default: return code > DIPP_E_MODULE && code < 1000 ? "module error" : "unknown";
     }
+}
+
+int dipp_say(char *detail, size_t cap, int code, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(detail, cap, fmt, ap);
+    va_end(ap);
+    return code;
 }

@@ -5,6 +5,7 @@
 #ifndef DIPP_ERRORS_H
 #define DIPP_ERRORS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 enum dipp_code {
@@ -33,11 +34,16 @@ enum dipp_code {
     DIPP_E_UP_STORE = 1008,    /* the store could not be read or written */
     DIPP_E_UP_ROLLBACK = 1009, /* failed in flight too often: rolled back */
     DIPP_E_UP_TESTRUN = 1010,  /* test-run output not of the declared shape */
+    DIPP_E_UP_PROCS = 1011,    /* procedures refused by the DISH runtime on board */
 };
 
 /* The published number: code*1000 + pipeline*100 + module. */
 uint32_t dipp_error_number(int code, unsigned pipeline, unsigned module);
 /* A short name for code ("crash", "timeout", "module error"...). */
 const char *dipp_code_name(int code);
+/* Writes why (printf) into detail[cap]: returns code, so a refusal is
+ * one statement. */
+int dipp_say(char *detail, size_t cap, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 #endif

@@ -42,7 +42,9 @@ size_t proto_status_build(const up_store *s, const up_result *r, uint16_t seq,
     memset(out + S_MAP, 0, nbits / 8);
     for (uint32_t k = 0; k < listed && list[k] - first < nbits; k++)
         out[S_MAP + (list[k] - first) / 8] |= (uint8_t)(1u << ((list[k] - first) % 8));
-    return S_MAP + nbits / 8;
+    size_t said = r->code || r->installed ? strnlen(r->detail, PROTO_DETAIL - 1) : 0;
+    memcpy(out + S_MAP + nbits / 8, r->detail, said);
+    return S_MAP + nbits / 8 + said;
 }
 
 int proto_status_parse(const uint8_t *msg, size_t len, proto_status *st) {
@@ -52,9 +54,17 @@ int proto_status_parse(const uint8_t *msg, size_t len, proto_status *st) {
     st->installed = msg[S_INST];
     st->missing = proto_get32(msg + S_MISSING), st->first = proto_get32(msg + S_FIRST);
     st->nbits = (uint16_t)proto_get16(msg + S_NBITS);
-    if (st->nbits > PROTO_BITMAP_BITS || len != S_MAP + st->nbits / 8u)
+    if (st->nbits > PROTO_BITMAP_BITS || st->nbits % 8 || len < S_MAP + st->nbits / 8u)
+        return -1;
+    size_t said = len - S_MAP - st->nbits / 8u; /* the sentence after the bitmap */
+    if (said >= PROTO_DETAIL)
         return -1;
     memcpy(st->bitmap, msg + S_MAP, st->nbits / 8u);
+    memcpy(st->detail, msg + S_MAP + st->nbits / 8u, said);
+    st->detail[said] = 0;
+    for (size_t k = 0; k < said; k++) /* it is printed: printable only */
+        if ((unsigned char)st->detail[k] < 32 || st->detail[k] == 127)
+            st->detail[k] = '?';
     return 0;
 }
 
@@ -62,7 +72,7 @@ int proto_status_parse(const uint8_t *msg, size_t len, proto_status *st) {
  * waits for the answer to this very question. */
 static int ask(const ground_io *io, const up_manifest *m, int answered,
                uint16_t seq, proto_status *st) {
-    uint8_t msg[3 + UP_MANIFEST_BYTES], reply[64 + PROTO_BITMAP_BITS / 8];
+    uint8_t msg[3 + UP_MANIFEST_BYTES], reply[PROTO_STATUS_MAX];
     size_t len;
     msg[0] = answered ? 'Q' : 'M';
     proto_put16(msg + 1, seq);

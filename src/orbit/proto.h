@@ -3,11 +3,21 @@
  *   port 20 (updates)  ground: 'M' seq manifest | 'C' chunk | 'R' seq rotation
  *                              | 'Q' seq (status?)
  *                      sat:    'S' seq code installed missing first nbits bitmap
- *   port 10 (params)   ground: 'T' seq (telemetry?) | 'P' seq kind slot bytes
+ *                              [detail: a sentence, to the end of the message]
+ *                      (a manifest of kind 2 carries an image of DISH
+ *                      procedures: the same chunks, status and resume)
+ *   port 10 (params)   ground: 'T' seq [from] (telemetry?, with the DISH run
+ *                              records from index `from` when given)
+ *                              | 'P' seq kind slot bytes
  *                      sat:    'V' seq text | 'A' seq code
  *   port 22 (images)   ground: 'D' seq id from (image id, or the best when 0,
  *                              its parts from `from` on) | 'K' id (got it)
  *                      sat:    'I' id part parts priority bytes
+ *   port 24 (procs)    ground: 'L' seq (list?) | 'X' seq slot nargs arg... (run;
+ *                              each argument 4 bytes, signed) | 'E' seq slot
+ *                              (delete)
+ *                      sat:    'A' seq code text (the listing, or what was
+ *                              done, or why not)
  * A status's bitmap marks the chunks still missing, from chunk `first` on,
  * so one reply tells the ground what to resend for up to 8192 chunks. */
 #ifndef DIPP_PROTO_H
@@ -19,6 +29,9 @@
 #include "upload.h"
 
 #define PROTO_BITMAP_BITS 8192
+#define PROTO_DETAIL 256 /* the status's closing sentence, NUL included */
+/* The longest status: its fields, a full bitmap, the sentence. */
+#define PROTO_STATUS_MAX (18 + PROTO_BITMAP_BITS / 8 + PROTO_DETAIL)
 
 typedef struct proto_status {
     uint16_t seq;
@@ -27,9 +40,11 @@ typedef struct proto_status {
     uint32_t missing, first;
     uint16_t nbits;
     uint8_t bitmap[PROTO_BITMAP_BITS / 8];
+    char detail[PROTO_DETAIL]; /* why refused, or what was installed; may be empty */
 } proto_status;
 
-/* The store's status after r, answering seq: its encoded length in out. */
+/* The store's status after r, answering seq, with r's detail when it ends
+ * an upload: its encoded length in out (PROTO_STATUS_MAX bytes). */
 size_t proto_status_build(const up_store *s, const up_result *r, uint16_t seq,
                           uint8_t *out);
 int proto_status_parse(const uint8_t *msg, size_t len, proto_status *st);

@@ -1,12 +1,14 @@
 /* sat.c -- the satellite's message handling (sat.h): the update port
  * drives the update store, the parameter port the slots and telemetry,
- * the image port the ring. */
+ * the image port the ring, the procedure port DISH (sat_dish.c); and
+ * the step that keeps DISH's clock and captures going. */
 #include "sat.h"
 
 #include <stdio.h>
 #include <string.h>
 
 #include "errors.h"
+#include "platform.h"
 #include "proto.h"
 #include "slots.h"
 #include "upload_testrun.h"
@@ -17,12 +19,17 @@ static int locate(void *ctx, const char *name, char *path, size_t cap) {
 
 int sat_open(sat *s, const sat_cfg *cfg, const uint8_t first_pk[UP_PK_BYTES]) {
     up_result r;
+    up_config up = cfg->up;
     memset(s, 0, sizeof *s);
     if (runner_start(&s->run, cfg->module_dir, cfg->lim)) {
         fprintf(stderr, "dipp sat: cannot start the fork server\n");
         return -1;
     }
-    if (up_open(&s->up, cfg->updates_dir, first_pk, &cfg->up, up_test_in_sandbox,
+    /* the procedures on board first: opening the update store may finish
+     * an upload of procedures that a power cut interrupted */
+    sat_dish_open(&s->dish, cfg->slots_dir, plat_now_ms());
+    up.accept = sat_dish_accept, up.accept_ctx = &s->dish;
+    if (up_open(&s->up, cfg->updates_dir, first_pk, &up, up_test_in_sandbox,
                 &s->run, &r)) {
         fprintf(stderr, "dipp sat: %s\n", r.detail);
         runner_stop(&s->run);
@@ -69,7 +76,7 @@ static int already_active(const sat *s, const uint8_t *wire, size_t len) {
 
 static void on_update(sat *s, const uint8_t *msg, size_t len, uint8_t port,
                       sat_reply_fn reply, void *ctx) {
-    uint8_t out[64 + PROTO_BITMAP_BITS / 8];
+    uint8_t out[PROTO_STATUS_MAX];
     up_result r;
     memset(&r, 0, sizeof r);
     uint16_t seq = len >= 3 ? (uint16_t)proto_get16(msg + 1) : 0;
@@ -100,11 +107,13 @@ static void on_update(sat *s, const uint8_t *msg, size_t len, uint8_t port,
 size_t sat_telemetry(const sat *s, char *out, size_t cap) {
     const sat_stats *t = &s->st;
     int n = snprintf(out, cap,
-                     "frames=%llu\nimages_processed=%llu\nbatches_lost=%llu\n"
+                     "frames=%llu\nframes_asleep=%llu\nimages_processed=%llu\n"
+                     "batches_lost=%llu\n"
                      "last_error=%u\nlast_detail=%s\nuploads_installed=%llu\n"
                      "uploads_refused=%llu\nrollbacks=%llu\nring_images=%u\n"
                      "ring_dropped=%llu\nkey_serial=%u\n",
-                     (unsigned long long)t->frames, (unsigned long long)t->images,
+                     (unsigned long long)t->frames, (unsigned long long)t->frames_asleep,
+                     (unsigned long long)t->images,
                      (unsigned long long)t->batches_lost, t->last_error, t->last_detail,
                      (unsigned long long)t->installed, (unsigned long long)t->refused,
                      (unsigned long long)t->rollbacks, s->images.count,
@@ -112,8 +121,11 @@ size_t sat_telemetry(const sat *s, char *out, size_t cap) {
     for (unsigned k = 0; k < t->mods && n > 0 && (size_t)n < cap; k++)
         n += snprintf(out + n, cap - (size_t)n, "ms.%s=%u\n", t->mod_name[k], t->mod_ms[k]);
     for (uint32_t k = 0; k < s->up.idx.nmods && n > 0 && (size_t)n < cap; k++)
-        n += snprintf(out + n, cap - (size_t)n, "module.%s=v%u\n", s->up.idx.mod[k].name,
+        if (s->up.idx.mod[k].active) /* procedures' names keep only a version floor */
+            n += snprintf(out + n, cap - (size_t)n, "module.%s=v%u\n", s->up.idx.mod[k].name,
                       s->up.idx.mod[k].active);
+    if (n > 0 && (size_t)n < cap)
+        n += (int)sat_dish_status(&s->dish, out + n, cap - (size_t)n);
     return n < 0 ? 0 : (size_t)n < cap ? (size_t)n : cap - 1;
 }
 
@@ -125,8 +137,12 @@ static void on_param(sat *s, const uint8_t *msg, size_t len, uint8_t port,
         return;
     out[0] = msg[0] == 'T' ? 'V' : 'A';
     memcpy(out + 1, msg + 1, 2);
-    if (msg[0] == 'T') {
-        reply(ctx, port, out, 3 + sat_telemetry(s, (char *)out + 3, sizeof out - 3));
+    if (msg[0] == 'T') { /* with 4 more bytes: the run records from that index */
+        size_t n = 3 + sat_telemetry(s, (char *)out + 3, sizeof out - 3);
+        if (len == 7)
+            n += sat_dish_records(&s->dish, proto_get32(msg + 3), (char *)out + n,
+                                  sizeof out - n);
+        reply(ctx, port, out, n);
         return;
     }
     if (msg[0] != 'P' || len < 5)
@@ -179,6 +195,14 @@ static void on_images(sat *s, const uint8_t *msg, size_t len, uint8_t port,
     }
 }
 
+static void on_procs(sat *s, const uint8_t *msg, size_t len, uint8_t port,
+                     sat_reply_fn reply, void *ctx) {
+    uint8_t out[CSP_MTU];
+    size_t n = sat_dish_handle(&s->dish, msg, len, out, sizeof out);
+    if (n)
+        reply(ctx, port, out, n);
+}
+
 void sat_handle(sat *s, const csp_id *id, const uint8_t *msg, size_t len,
                 sat_reply_fn reply, void *ctx) {
     if (len == 0)
@@ -191,4 +215,17 @@ void sat_handle(sat *s, const csp_id *id, const uint8_t *msg, size_t len,
         on_param(s, msg, len, id->sport, reply, ctx);
     else if (id->dport == DIPP_PORT_IMAGES)
         on_images(s, msg, len, id->sport, reply, ctx);
+    else if (id->dport == DIPP_PORT_PROCS)
+        on_procs(s, msg, len, id->sport, reply, ctx);
+}
+
+int sat_idle_ms(const sat *s, int cap) {
+    return sat_dish_idle_ms(&s->dish, plat_now_ms(), cap);
+}
+
+void sat_step(sat *s) {
+    sat_dish_step(&s->dish, plat_now_ms());
+    for (int p = 1; p <= DISH_PIPELINES; p++)
+        if (s->dish.captures & (1u << p))
+            sat_dish_captured(&s->dish, p, sat_capture(s, (unsigned)p) == 0);
 }

@@ -2,7 +2,8 @@
  * answers the ground's messages (updates, parameters and telemetry, the
  * image downlink; proto.h), and processes camera frames through the
  * pipelines its slots hold, feeding the image ring, the telemetry and
- * each uploaded module's in-flight record (its rollback). */
+ * each uploaded module's in-flight record (its rollback); and runs the
+ * DISH procedures the ground uploads (sat_dish.h). */
 #ifndef DIPP_SAT_H
 #define DIPP_SAT_H
 
@@ -12,12 +13,14 @@
 #include "csp.h"
 #include "ring.h"
 #include "runner.h"
+#include "sat_dish.h"
 #include "upload.h"
 
 #define SAT_TRACKED 16 /* modules whose run time telemetry keeps */
 
 typedef struct sat_stats {
     uint64_t frames, images, batches_lost;
+    uint64_t frames_asleep; /* shot while the main processor slept: not processed */
     uint64_t installed, refused, rollbacks;
     uint32_t last_error;    /* the last lost batch's or update's number */
     char last_detail[320]; /* room for a module name and a run detail */
@@ -41,6 +44,7 @@ typedef struct sat {
     sat_stats st;
     up_result last_done; /* the last upload's outcome, for status queries */
     uint32_t frame_size, seed;
+    sat_dish dish;       /* the procedures, their runtime and its platform */
 } sat;
 
 /* Sends msg to the ground's port. */
@@ -53,9 +57,18 @@ int sat_open(sat *s, const sat_cfg *cfg, const uint8_t first_pk[UP_PK_BYTES]);
 /* One message from the ground. */
 void sat_handle(sat *s, const csp_id *id, const uint8_t *msg, size_t len,
                 sat_reply_fn reply, void *ctx);
-/* Shoots one frame and runs every stored pipeline on it: the images it
- * added to the ring. */
+/* Shoots one frame and, unless the main processor sleeps, runs every
+ * stored pipeline on it: the images it added to the ring. */
 unsigned sat_process_frame(sat *s);
+/* Shoots one frame and runs pipeline p on it: 0, or -1 when the batch was
+ * lost or the slot holds no pipeline (last_detail says). */
+int sat_capture(sat *s, unsigned p);
+/* Moves DISH's clock on to now and ticks its runtime, then captures for
+ * the pipelines its procedures started. */
+void sat_step(sat *s);
+/* Wall ms the satellite's loop may wait for the link before sat_step is
+ * due again, at most cap. */
+int sat_idle_ms(const sat *s, int cap);
 /* The telemetry as "key=value" lines into out: its length. */
 size_t sat_telemetry(const sat *s, char *out, size_t cap);
 void sat_close(sat *s);

@@ -2,7 +2,8 @@
  * runs on it; a lost batch is counted and published as the last error,
  * and tells the update store which module failed (so an uploaded module
  * failing in a row is rolled back); the images of a good batch go to the
- * ring, the least cloudy first. */
+ * ring, the least cloudy first. A DISH procedure's capture runs one
+ * pipeline on a frame of its own. */
 #include <stdio.h>
 #include <string.h>
 
@@ -58,11 +59,14 @@ static void skipped(void *ctx, const char *why) {
     snprintf(s->st.last_detail, sizeof s->st.last_detail, "%s", why);
 }
 
-unsigned sat_process_frame(sat *s) {
+/* Shoots a frame and runs on it the stored pipelines `only` selects (0:
+ * all): the images kept; *ran and *failed count the pipelines. */
+static unsigned shoot_and_run(sat *s, unsigned only, unsigned *ran, unsigned *failed) {
     static pdef defs[PDEF_PIPELINES];
     dbatch in, out;
     unsigned kept = 0;
     int n = pdef_load_slots(s->slots_dir, defs, skipped, s);
+    *ran = *failed = 0;
     if (batch_create(&in, (uint64_t)s->frame_size * s->frame_size))
         return 0;
     if (camera_shoot(&in, s->frame_size, s->seed++)) {
@@ -72,8 +76,12 @@ unsigned sat_process_frame(sat *s) {
     s->st.frames++;
     for (int k = 0; k < n; k++) {
         pipe_report rep;
+        if (only && defs[k].id != only)
+            continue;
+        ++*ran;
         if (pipeline_run(&s->run, &defs[k], &in, &out, &rep)) {
             lost(s, &defs[k], &rep);
+            ++*failed;
             continue;
         }
         kept += keep(s, &defs[k], &out, &rep);
@@ -81,4 +89,22 @@ unsigned sat_process_frame(sat *s) {
     }
     batch_close(&in);
     return kept;
+}
+
+unsigned sat_process_frame(sat *s) {
+    unsigned ran, failed;
+    if (!sat_dish_awake(&s->dish)) { /* the camera's frame waits for nobody */
+        s->st.frames_asleep++;
+        return 0;
+    }
+    return shoot_and_run(s, 0, &ran, &failed);
+}
+
+int sat_capture(sat *s, unsigned p) {
+    unsigned ran, failed;
+    shoot_and_run(s, p, &ran, &failed);
+    if (!ran)
+        snprintf(s->st.last_detail, sizeof s->st.last_detail, "capture: pipeline %u: "
+                 "nothing ran (its slot is empty, or the camera gave no frame)", p);
+    return ran == 1 && !failed ? 0 : -1;
 }

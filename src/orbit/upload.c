@@ -28,13 +28,17 @@ static uint64_t bytes_kept(const up_store *s) {
 /* What a manifest must pass before its upload starts. */
 static int admit(const up_store *s, const up_manifest *m, up_result *r) {
     const up_module *mod = up_find(s, m->name);
+    int procs = m->kind == UP_KIND_PROCS;
     if (m->key_serial != s->idx.key_serial || !up_manifest_verify(m, s->idx.pk))
         return up_fail(r, DIPP_E_UP_SIGNATURE, "%s v%u: signature does not verify "
                        "with key %u", m->name, m->version, s->idx.key_serial);
-    if (m->abi != DIPP_ABI_VERSION)
+    if (procs && !s->cfg.accept)
+        return up_fail(r, DIPP_E_UP_PROCS, "%s v%u: this board runs no procedures",
+                       m->name, m->version);
+    if (!procs && m->abi != DIPP_ABI_VERSION)
         return up_fail(r, DIPP_E_ABI, "%s v%u: ABI version %u, board runs %u",
                        m->name, m->version, m->abi, DIPP_ABI_VERSION);
-    if (m->arch != s->cfg.arch)
+    if (!procs && m->arch != s->cfg.arch)
         return up_fail(r, DIPP_E_UP_ARCH, "%s v%u: architecture %u, board is %u",
                        m->name, m->version, m->arch, s->cfg.arch);
     if (mod && m->version <= mod->highest)

@@ -46,10 +46,20 @@ typedef struct up_index {
     uint8_t sum[UP_SHA_BYTES];
 } up_index;
 
+/* Takes a complete image of procedures (an update of kind UP_KIND_PROCS,
+ * its hash checked): verifies, loads and stores it, or refuses it. An
+ * errors.h code, what happened in detail either way. Taking the same
+ * name and version again (a power cut came before the index said so)
+ * must succeed. */
+typedef int (*up_accept_fn)(void *ctx, const up_manifest *m, const uint8_t *bytes,
+                            char *detail, size_t cap);
+
 typedef struct up_config {
     uint64_t quota_bytes; /* module versions and the upload; 16 MiB */
     uint32_t fail_limit;  /* consecutive failures before a rollback; 3 */
     uint32_t arch;        /* ELF e_machine accepted; the board's */
+    up_accept_fn accept;  /* procedures; NULL: the board takes none */
+    void *accept_ctx;
 } up_config;
 
 typedef struct up_result {

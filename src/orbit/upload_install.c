@@ -1,7 +1,9 @@
 /* upload_install.c -- turning a complete upload into the active version:
  * the payload's hash, the delta against the version on board, the
  * module's hash and architecture, the candidate's test-run in the sandbox,
- * then the switch, which is one save of the index. A failure drops the
+ * then the switch, which is one save of the index. An image of procedures
+ * is handed to the runtime (up_config's accept) where a module is
+ * test-run, and only its version is kept here. A failure drops the
  * upload (reported with its code) and leaves the active version as it was;
  * a payload whose hash is wrong is asked for again, whole. */
 #include "upload.h"
@@ -83,7 +85,7 @@ static int module_of(up_store *s, const up_manifest *m, const uint8_t *payload,
     if (memcmp(sha, m->sha256, UP_SHA_BYTES) != 0)
         return up_fail(r, DIPP_E_UP_HASH, "%s v%u: module hash differs", m->name,
                        m->version);
-    if (!up_elf_arch_ok(*mod, m->size, s->cfg.arch))
+    if (m->kind == UP_KIND_MODULE && !up_elf_arch_ok(*mod, m->size, s->cfg.arch))
         return up_fail(r, DIPP_E_UP_ARCH, "%s v%u: not a shared object for "
                        "architecture %u", m->name, m->version, s->cfg.arch);
     return 0;
@@ -111,9 +113,24 @@ static int activate(up_store *s, const up_manifest *m, up_module *mod,
     return 0;
 }
 
+/* Procedures are the runtime's to keep (cfg.accept stores them): the
+ * update store keeps only the version, the floor of the next. */
+static int taken(up_store *s, const up_manifest *m, up_module *mod, up_result *r) {
+    mod->highest = m->version;
+    s->idx.uploading = 0, s->idx.received = 0;
+    if (up_index_save(s, r))
+        return r->code;
+    plat_file_remove(s->dir, "upload.part");
+    r->installed = 1;
+    return 0;
+}
+
 static int test_run(up_store *s, const up_manifest *m, const uint8_t *bytes,
                     up_result *r) {
     char file[UP_NAME_MAX + 16], path[600];
+    if (m->kind == UP_KIND_PROCS)
+        return r->code = s->cfg.accept(s->cfg.accept_ctx, m, bytes, r->detail,
+                                       sizeof r->detail);
     up_version_file(m->name, m->version, file, sizeof file);
     int rc = plat_file_replace(s->dir, file, bytes, m->size);
     if (rc)
@@ -141,5 +158,5 @@ int up_install(up_store *s, up_result *r) {
     free(bytes);
     if (code)
         return drop(s, &m, code, r);
-    return activate(s, &m, mod, r);
+    return m.kind == UP_KIND_PROCS ? taken(s, &m, mod, r) : activate(s, &m, mod, r);
 }

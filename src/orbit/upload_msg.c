@@ -52,9 +52,11 @@ void up_manifest_encode(const up_manifest *m, uint8_t out[UP_MANIFEST_BYTES]) {
 
 static const char *bad_field(const up_manifest *m, size_t len) {
     if (len != UP_MANIFEST_BYTES) return "length";
-    if (m->kind != 1) return "kind";
+    if (m->kind != UP_KIND_MODULE && m->kind != UP_KIND_PROCS) return "kind";
     if (m->flags & ~(unsigned)(UP_FLAG_ZSTD | UP_FLAG_DELTA)) return "flags";
     if ((m->flags & UP_FLAG_DELTA) && !(m->flags & UP_FLAG_ZSTD)) return "flags";
+    /* procedures travel whole: there is no version file to patch */
+    if ((m->flags & UP_FLAG_DELTA) && m->kind == UP_KIND_PROCS) return "flags";
     if (m->chunk_size < UP_CHUNK_MIN || m->chunk_size > UP_CHUNK_MAX) return "chunk_size";
     if (!m->name[0] || strspn(m->name, "abcdefghijklmnopqrstuvwxyz0123456789_") !=
                            strlen(m->name)) return "name";
@@ -63,6 +65,7 @@ static const char *bad_field(const up_manifest *m, size_t len) {
     if (m->payload_size == 0 || m->payload_size > UP_MAX_SIZE) return "payload_size";
     if (up_chunk_count(m) > UP_MAX_CHUNKS) return "chunk_size";
     if (!(m->flags & UP_FLAG_ZSTD) && m->payload_size != m->size) return "payload_size";
+    if (m->kind == UP_KIND_PROCS) return NULL; /* no test-run: no formats */
     if (dipp_format_bpp(m->in_format) == 0) return "in_format";
     if (m->out_format < DIPP_FMT_BAYER_RGGB8 || m->out_format > DIPP_FMT_PNG) return "out_format";
     return NULL;

@@ -23,18 +23,24 @@
 #define UP_MAX_CHUNKS 16384
 #define UP_MAX_SIZE (8u << 20) /* a module, and a payload, at most 8 MiB */
 
+/* What an update carries. */
+enum up_kind {
+    UP_KIND_MODULE = 1, /* a module's shared object, test-run before the switch */
+    UP_KIND_PROCS = 2,  /* a DISH image of procedures, verified and loaded on board */
+};
+
 enum up_flags {
     UP_FLAG_ZSTD = 1,  /* the payload is a zstd frame */
     UP_FLAG_DELTA = 2, /* ... compressed against base_version's bytes */
 };
 
 typedef struct up_manifest {
-    uint8_t kind; /* 1: a module */
+    uint8_t kind; /* up_kind */
     uint8_t flags;
     uint16_t chunk_size;
     char name[UP_NAME_MAX];
-    uint32_t version, abi, arch; /* arch: ELF e_machine */
-    uint8_t in_format, out_format; /* the test-run's image formats */
+    uint32_t version, abi, arch; /* arch: ELF e_machine; procedures: 0, 0 */
+    uint8_t in_format, out_format; /* the test-run's image formats; procedures: 0 */
     uint16_t out_width, out_height; /* its output's shape; 0: any */
     uint32_t base_version; /* a delta's base */
     uint32_t size, payload_size;

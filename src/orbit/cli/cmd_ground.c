@@ -34,6 +34,8 @@ static const char text[] =
     "  images --out DIR [--max N]\n"
     "                      downlink the ring's images, best first (N at most)\n"
     "  ping                ask node 162 for an echo\n"
+    "  proc upload|list|run|delete|log ...\n"
+    "                      DISH procedures on board (dipp ground proc for more)\n"
     "Exit status: 0 done, 1 refused or no answer (the number says why), 2 usage.\n";
 
 int cmd_ground(int argc, char **argv) {

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "csp_zmq.h"
+#include "upload_msg.h"
 
 typedef struct ground {
     unsigned hub;
@@ -24,9 +25,19 @@ int ground_command(ground *g, int argc, char **argv);
 long ground_ask(ground *g, uint8_t port, const uint8_t *msg, size_t len,
                 uint8_t want, uint8_t *reply, size_t cap, int tries);
 
+/* Uploads m and its payload over port 20 until installed or refused,
+ * and prints the outcome, its number and the satellite's sentence: an
+ * exit status. */
+int ground_send_update(ground *g, const up_manifest *m, const uint8_t *payload);
+
 /* The commands, argv[0] their name. */
 int ground_keygen(int argc, char **argv);
 int ground_upload_cmd(ground *g, int argc, char **argv);
 int ground_rotate(ground *g, int argc, char **argv);
+/* proc upload|list|run|delete|log (ground_procs.c). */
+int ground_procs(ground *g, int argc, char **argv);
+/* Reads the whole file at path, of want bytes when want is not 0; prints
+ * why not and returns -1. */
+int ground_read_file(const char *path, uint8_t **data, size_t *len, size_t want);
 
 #endif

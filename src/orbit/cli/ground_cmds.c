@@ -33,7 +33,7 @@ long ground_ask(ground *g, uint8_t port, const uint8_t *msg, size_t len,
     return -1;
 }
 
-static int read_whole(const char *path, uint8_t **data, size_t *len, size_t want) {
+int ground_read_file(const char *path, uint8_t **data, size_t *len, size_t want) {
     int rc = plat_file_read(path, data, len);
     if (rc || (want && *len != want)) {
         fprintf(stderr, "dipp ground: %s: %s\n", path,
@@ -135,8 +135,9 @@ int ground_upload_cmd(ground *g, int argc, char **argv) {
     if (upload_parse(argc, argv, &o))
         return EXIT_USAGE;
     const char *name = argv[optind], *file = argv[optind + 1];
-    if (read_whole(o.key, &sk, &sk_len, UP_SK_BYTES) || read_whole(file, &mod, &len, 0) ||
-        (o.base && read_whole(o.base, &base, &base_len, 0)))
+    if (ground_read_file(o.key, &sk, &sk_len, UP_SK_BYTES) ||
+        ground_read_file(file, &mod, &len, 0) ||
+        (o.base && ground_read_file(o.base, &base, &base_len, 0)))
         return EXIT_BAD;
     up_manifest m = {1, 0, 1900, {0}, (uint32_t)o.version, DIPP_ABI_VERSION,
                      up_board_arch(), o.in, o.out, (uint16_t)o.width, (uint16_t)o.height,
@@ -148,19 +149,26 @@ int ground_upload_cmd(ground *g, int argc, char **argv) {
         fprintf(stderr, "dipp ground: %s: %s\n", file, err);
         return EXIT_BAD;
     }
+    rc = ground_send_update(g, &m, payload);
+    free(payload);
+    return rc;
+}
+
+int ground_send_update(ground *g, const up_manifest *m, const uint8_t *payload) {
     ground_io io = {io_send, io_recv, g, g->timeout_ms, TRIES};
     uint64_t sent;
     proto_status st;
-    int code = ground_upload(&io, &m, payload, &sent, &st);
-    free(payload);
+    int code = ground_upload(&io, m, payload, &sent, &st);
     if (code == 0)
-        printf("%s v%u installed: %u bytes sent as %llu chunks\n", name, m.version,
-               m.payload_size, (unsigned long long)sent);
+        printf("%s v%u installed: %u bytes sent as %llu chunks\n", m->name, m->version,
+               m->payload_size, (unsigned long long)sent);
     else if (code > 0)
-        printf("%s v%u refused: error %u (%s)\n", name, m.version,
+        printf("%s v%u refused: error %u (%s)\n", m->name, m->version,
                dipp_error_number(code, 0, 0), dipp_code_name(code));
     else
-        printf("%s v%u: no answer from node %d\n", name, m.version, DIPP_NODE);
+        printf("%s v%u: no answer from node %d\n", m->name, m->version, DIPP_NODE);
+    if (code >= 0 && st.detail[0])
+        printf("  %s\n", st.detail);
     return code ? EXIT_BAD : 0;
 }
 
@@ -173,8 +181,8 @@ int ground_rotate(ground *g, int argc, char **argv) {
         fprintf(stderr, "Usage: dipp ground rotate --key OLD.key --serial N NEW.pub\n");
         return EXIT_USAGE;
     }
-    if (read_whole(argv[2], &sk, &sk_len, UP_SK_BYTES) ||
-        read_whole(argv[5], &pk, &pk_len, UP_PK_BYTES))
+    if (ground_read_file(argv[2], &sk, &sk_len, UP_SK_BYTES) ||
+        ground_read_file(argv[5], &pk, &pk_len, UP_PK_BYTES))
         return EXIT_BAD;
     msg[0] = 'R';
     proto_put16(msg + 1, next_seq++);

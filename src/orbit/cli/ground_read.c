@@ -177,6 +177,7 @@ int ground_command(ground *g, int argc, char **argv) {
            : !strcmp(argv[0], "telemetry")   ? telemetry(g)
            : !strcmp(argv[0], "images")      ? images(g, argc, argv)
            : !strcmp(argv[0], "ping")        ? ping(g)
+           : !strcmp(argv[0], "proc")        ? ground_procs(g, argc - 1, argv + 1)
                                              : -1;
     csp_node_close(&g->node);
     if (rc == -1)

@@ -4,6 +4,7 @@
  * time once the receiver has one. */
 #include "dish_sim.h"
 
+#include <assert.h>
 #include <math.h>
 #include <string.h>
 #include <time.h>
@@ -119,10 +120,17 @@ static int sim_pipe_status(void *ctx, int p) {
     return p < 1 || p > DISH_PIPELINES ? DISH_PIPE_IDLE : s->pipes[p].status;
 }
 
-void dish_sim_print(FILE *f, const dish_tlm *t) {
+int dish_tlm_format(char *out, size_t cap, const dish_tlm *t) {
     static const char *kinds[] = {"tm", "start", "end", "fault", "clock"};
-    fprintf(f, "%10.3f run %2d slot %2d %-5s %d %d\n", (double)t->t_ms / 1000.0, t->run,
-            t->slot, kinds[t->kind], t->code, t->value);
+    unsigned kind = (unsigned)t->kind < sizeof kinds / sizeof *kinds ? (unsigned)t->kind : 0;
+    return snprintf(out, cap, "%10.3f run %2d slot %2d %-5s %d %d", (double)t->t_ms / 1000.0,
+                    t->run, t->slot, kinds[kind], t->code, t->value);
+}
+
+void dish_sim_print(FILE *f, const dish_tlm *t) {
+    char line[128];
+    dish_tlm_format(line, sizeof line, t);
+    fprintf(f, "%s\n", line);
 }
 
 static void sim_telemetry(void *ctx, const dish_tlm *t) {
@@ -186,21 +194,39 @@ static void pace(const dish_sim *s, int64_t ms) {
     nanosleep(&ts, NULL);
 }
 
-static unsigned sim_wait(void *ctx, int64_t until) {
-    dish_sim *s = ctx_sim(ctx);
-    if (until <= s->local_ms)
-        return 0;
-    int64_t pipe = next_pipe(s), to = until;
-    to = s->next_fix_ms < to ? s->next_fix_ms : to;
-    to = pipe < to ? pipe : to;
-    pace(s, to - s->local_ms);
-    s->local_ms = to;
+int64_t dish_sim_next(const dish_sim *s) {
+    int64_t pipe = next_pipe(s);
+    return pipe < s->next_fix_ms ? pipe : s->next_fix_ms;
+}
+
+unsigned dish_sim_advance(dish_sim *s, int64_t to) {
+    int64_t next = dish_sim_next(s);
+    to = to < next ? to : next;   /* no event is passed over */
+    if (to > s->local_ms)         /* and the clock never goes back */
+        s->local_ms = to;
     unsigned ev = finish_pipes(s);
     if (s->local_ms >= s->next_fix_ms) {
         s->next_fix_ms += 1000;
         ev |= orbit_params(s) | (has_fix(s) ? DISH_EV_GNSS : 0);
     }
     return ev;
+}
+
+static unsigned sim_wait(void *ctx, int64_t until) {
+    dish_sim *s = ctx_sim(ctx);
+    int64_t next = dish_sim_next(s), to = until < next ? until : next;
+    if (until <= s->local_ms)
+        return 0;
+    pace(s, to - s->local_ms);
+    return dish_sim_advance(s, to);
+}
+
+void dish_sim_pipe_result(dish_sim *s, int p, int ok) {
+    assert(p >= 1 && p <= DISH_PIPELINES);
+    dish_sim_pipe *q = &s->pipes[p];
+    int64_t d = q->done_at < 0 ? -q->done_at : q->done_at;
+    if (q->status == DISH_PIPE_RUNNING)
+        q->done_at = ok ? d : -d;
 }
 
 void dish_sim_init(dish_sim *s) {

@@ -13,6 +13,8 @@
 #ifndef DISH_SIM_H
 #define DISH_SIM_H
 
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "dish.h"
@@ -61,5 +63,17 @@ void dish_sim_gnss_outage(dish_sim *sim, int64_t until_ms);
 const dish_tlm *dish_sim_find(const dish_sim *sim, dish_tlm_kind kind, int32_t code);
 /* Prints one telemetry record as a line. */
 void dish_sim_print(FILE *f, const dish_tlm *t);
+/* The same line, without its newline, into out: snprintf's count. */
+int dish_tlm_format(char *out, size_t cap, const dish_tlm *t);
+
+/* For a host that drives the clock itself (the DIPP satellite, which
+ * waits on its link rather than in wait_event): the local time of the
+ * next event (a fix, a pipeline ending), and moving the clock to `to`,
+ * never past that event: the events it brings (DISH_EV_*). */
+int64_t dish_sim_next(const dish_sim *sim);
+unsigned dish_sim_advance(dish_sim *sim, int64_t to);
+/* How the run of pipeline p now going ends when its time is up: ok, or
+ * failed (the host ran the real pipeline and knows). */
+void dish_sim_pipe_result(dish_sim *sim, int p, int ok);
 
 #endif

@@ -1,0 +1,275 @@
+/* ground_procs.c -- `dipp ground proc`: DISH procedures on board. An
+ * upload is an update of kind 2 (signed, chunked, resumed, as a module's:
+ * proto.c's loop), the rest are questions on the procedure port 24, and
+ * the log pages through the run records the telemetry carries. */
+#define _GNU_SOURCE /* getopt_long */
+#include <getopt.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "cli_opts.h"
+#include "dish.h"
+#include "dish_compile.h"
+#include "errors.h"
+#include "ground.h"
+#include "proto.h"
+
+#define TRIES 40
+
+static const char usage[] =
+    "Usage: dipp ground proc COMMAND ...\n"
+    "  upload --key K.key [--serial N] --version V [--name NAME] FILE.dish|FILE.dbc\n"
+    "                      compile (a .dish) and upload an image of procedures,\n"
+    "                      signed; the satellite verifies, stores and loads it\n"
+    "                      (NAME: the file's, without its extension)\n"
+    "  list                the procedures on board, one line per slot\n"
+    "  run SLOT [ARG...]   start the procedure in SLOT (an ARG with a point is a\n"
+    "                      fix, Q16.16)\n"
+    "  delete SLOT         delete the procedure in SLOT (refused while another\n"
+    "                      calls it or it runs)\n"
+    "  log [--from N]      the run records from index N on (start, end, fault, tm)\n";
+
+/* A request's sequence number: random at start, so a request of another
+ * ground run is never taken for a resent one. */
+static uint16_t next_seq(void) {
+    static uint16_t seq;
+    if (!seq)
+        seq = (uint16_t)(1 + randombytes_uniform(65535));
+    return seq++;
+}
+
+/* ---- upload ---- */
+
+typedef struct upload_opts {
+    const char *key, *name;
+    double serial, version;
+} upload_opts;
+
+static int upload_parse(int argc, char **argv, upload_opts *o) {
+    static const struct option opts[] = {
+        {"key", 1, NULL, 'k'}, {"serial", 1, NULL, 's'}, {"version", 1, NULL, 'v'},
+        {"name", 1, NULL, 'n'}, {NULL, 0, NULL, 0}};
+    *o = (upload_opts){NULL, NULL, 1, 0};
+    int ch, bad = 0;
+    optind = 1;
+    while (!bad && (ch = getopt_long(argc, argv, "", opts, NULL)) != -1)
+        bad = ch == '?' ? -1
+            : ch == 'k' ? (o->key = optarg, 0)
+            : ch == 'n' ? (o->name = optarg, 0)
+            : ch == 's' ? cli_number("ground", "--serial", optarg, 1, 4e9, &o->serial)
+                        : cli_number("ground", "--version", optarg, 1, 4e9, &o->version);
+    if (bad || !o->key || !o->version || argc - optind != 1) {
+        fputs("Usage: dipp ground proc upload --key K.key --version V [--serial N] "
+              "[--name NAME] FILE.dish|FILE.dbc\n", stderr);
+        return -1;
+    }
+    return 0;
+}
+
+static int ends_with(const char *s, const char *tail) {
+    size_t n = strlen(s), t = strlen(tail);
+    return n >= t && !strcmp(s + n - t, tail);
+}
+
+/* The image: a .dish compiled (and verified) here, anything else sent as
+ * it is, for the board's verifier to judge. Its length, or -1. */
+static int image_of(const char *path, uint8_t *img) {
+    uint8_t *data;
+    size_t len;
+    char err[256];
+    if (ground_read_file(path, &data, &len, 0))
+        return -1;
+    int n = -1;
+    if (ends_with(path, ".dish"))
+        n = dish_compile(path, (const char *)data, len, img, DISH_MAX_IMAGE, err, sizeof err);
+    else if (len <= UP_MAX_SIZE) /* the board refuses what is over DISH_MAX_IMAGE */
+        memcpy(img, data, (size_t)(n = (int)len));
+    else
+        snprintf(err, sizeof err, "%s: %zu bytes, not a DISH image", path, len);
+    if (n < 0)
+        fprintf(stderr, "dipp ground: %s\n", err);
+    free(data);
+    return n;
+}
+
+/* NAME from FILE: its base name up to the first dot. */
+static void name_of(const char *path, char *name, size_t cap) {
+    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    snprintf(name, cap, "%.*s", (int)strcspn(base, "."), base);
+}
+
+static int upload(ground *g, int argc, char **argv) {
+    static uint8_t img[UP_MAX_SIZE];
+    uint8_t *sk, *payload, wire[UP_MANIFEST_BYTES];
+    size_t sk_len;
+    char err[256];
+    upload_opts o;
+    if (upload_parse(argc, argv, &o))
+        return EXIT_USAGE;
+    int n = image_of(argv[optind], img);
+    if (n < 0 || ground_read_file(o.key, &sk, &sk_len, UP_SK_BYTES))
+        return EXIT_BAD;
+    /* the ABI field carries the bytecode's version; no architecture, no
+     * test-run formats */
+    up_manifest m = {.kind = UP_KIND_PROCS, .chunk_size = DISH_PACKET,
+                     .version = (uint32_t)o.version, .abi = n > 4 ? img[4] : 0,
+                     .key_serial = (uint32_t)o.serial};
+    if (o.name)
+        snprintf(m.name, sizeof m.name, "%s", o.name);
+    else
+        name_of(argv[optind], m.name, sizeof m.name);
+    int rc = up_prepare(&m, img, (size_t)n, NULL, 0, 0, sk, &payload, err, sizeof err);
+    free(sk);
+    up_manifest_encode(&m, wire);
+    if (!rc && up_manifest_decode(wire, sizeof wire, &m, err, sizeof err)) { /* the name */
+        free(payload);
+        rc = -1;
+    }
+    if (rc) {
+        fprintf(stderr, "dipp ground: %s: %s\n", argv[optind], err);
+        return EXIT_BAD;
+    }
+    rc = ground_send_update(g, &m, payload);
+    free(payload);
+    return rc;
+}
+
+/* ---- questions on the procedure port ---- */
+
+/* Asks msg (its seq filled in here) and prints the answer's text: an exit
+ * status (refused: EXIT_BAD, with the number). */
+static int ask(ground *g, uint8_t *msg, size_t len, const char *what) {
+    uint8_t reply[CSP_MTU + 1];
+    proto_put16(msg + 1, next_seq());
+    long n = ground_ask(g, DIPP_PORT_PROCS, msg, len, 'A', reply, CSP_MTU, TRIES);
+    if (n < 7) {
+        printf("%s: no answer from node %d\n", what, DIPP_NODE);
+        return EXIT_BAD;
+    }
+    reply[n] = 0;
+    uint32_t code = proto_get32(reply + 3);
+    const char *text = (const char *)reply + 7;
+    if (code) {
+        printf("%s refused: error %u (%s): %s\n", what, dipp_error_number((int)code, 0, 0),
+               dipp_code_name((int)code), text);
+        return EXIT_BAD;
+    }
+    fputs(*text ? text : "no procedures on board\n", stdout);
+    if (*text && text[strlen(text) - 1] != '\n')
+        putchar('\n');
+    return 0;
+}
+
+static int slot_arg(const char *s, unsigned *slot) {
+    double v;
+    if (cli_number("ground", "SLOT", s, 0, DISH_SLOTS - 1, &v))
+        return -1;
+    *slot = (unsigned)v;
+    return 0;
+}
+
+/* An argument: an integer, or with a point a Q16.16 fix, in int32. */
+static int value_arg(const char *s, int32_t *v) {
+    double x;
+    if (cli_number("ground", "ARG", s, -2147483648.0, 2147483647.0, &x))
+        return -1;
+    if (strchr(s, '.')) /* to the nearest fix */
+        x = x * DISH_FIX_ONE + (x < 0 ? -0.5 : 0.5);
+    if (x < -2147483648.0 || x > 2147483647.0) {
+        fprintf(stderr, "dipp ground: ARG %s: out of a fix's range\n", s);
+        return -1;
+    }
+    *v = (int32_t)x;
+    return 0;
+}
+
+static int run(ground *g, int argc, char **argv) {
+    uint8_t msg[5 + 4 * DISH_MAX_LOCALS] = {'X'};
+    unsigned slot;
+    int nargs = argc - 2;
+    if (argc < 2 || nargs > DISH_MAX_LOCALS || slot_arg(argv[1], &slot)) {
+        fprintf(stderr, "Usage: dipp ground proc run SLOT [ARG...] (at most %d)\n",
+                DISH_MAX_LOCALS);
+        return EXIT_USAGE;
+    }
+    msg[3] = (uint8_t)slot, msg[4] = (uint8_t)nargs;
+    for (int k = 0; k < nargs; k++) {
+        int32_t v;
+        if (value_arg(argv[2 + k], &v))
+            return EXIT_USAGE;
+        proto_put32(msg + 5 + 4 * k, (uint32_t)v);
+    }
+    return ask(g, msg, 5 + 4 * (size_t)nargs, "run");
+}
+
+static int delete(ground *g, int argc, char **argv) {
+    uint8_t msg[4] = {'E'};
+    unsigned slot;
+    if (argc != 2 || slot_arg(argv[1], &slot)) {
+        fprintf(stderr, "Usage: dipp ground proc delete SLOT\n");
+        return EXIT_USAGE;
+    }
+    msg[3] = (uint8_t)slot;
+    return ask(g, msg, sizeof msg, "delete");
+}
+
+/* ---- the run records ---- */
+
+/* Prints the records of one telemetry answer from *from on: how many;
+ * *from moves past them, *next is the board's count. */
+static int print_records(char *text, uint32_t *from, uint32_t *next) {
+    int printed = 0;
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        unsigned long k;
+        int at = 0;
+        if (sscanf(line, "dish.next=%lu", &k) == 1)
+            *next = (uint32_t)k;
+        else if (sscanf(line, "dish.%lu=%n", &k, &at) == 1 && at && k >= *from) {
+            printf("%lu %s\n", k, line + at);
+            *from = (uint32_t)k + 1, printed++;
+        }
+    }
+    return printed;
+}
+
+static int log_cmd(ground *g, int argc, char **argv) {
+    uint8_t msg[7] = {'T'}, reply[CSP_MTU + 1];
+    double start = 0;
+    if ((argc != 1 && argc != 3) ||
+        (argc == 3 && (strcmp(argv[1], "--from") ||
+                       cli_number("ground", "--from", argv[2], 0, 4e9, &start)))) {
+        fprintf(stderr, "Usage: dipp ground proc log [--from N]\n");
+        return EXIT_USAGE;
+    }
+    uint32_t from = (uint32_t)start, next = UINT32_MAX;
+    do {
+        proto_put16(msg + 1, next_seq()), proto_put32(msg + 3, from);
+        long n = ground_ask(g, DIPP_PORT_PARAM, msg, sizeof msg, 'V', reply, CSP_MTU, TRIES);
+        if (n < 0) {
+            printf("log: no answer from node %d\n", DIPP_NODE);
+            return EXIT_BAD;
+        }
+        reply[n] = 0;
+        if (!print_records((char *)reply + 3, &from, &next) && from < next)
+            from = next; /* gone from the board's log: nothing more to read */
+    } while (from < next);
+    printf("next %u\n", next);
+    return 0;
+}
+
+int ground_procs(ground *g, int argc, char **argv) {
+    if (argc < 1) {
+        fputs(usage, stderr);
+        return EXIT_USAGE;
+    }
+    if (!strcmp(argv[0], "list") && argc == 1)
+        return ask(g, (uint8_t[3]){'L'}, 3, "list");
+    return !strcmp(argv[0], "upload") ? upload(g, argc, argv)
+         : !strcmp(argv[0], "run")    ? run(g, argc, argv)
+         : !strcmp(argv[0], "delete") ? delete(g, argc, argv)
+         : !strcmp(argv[0], "log")    ? log_cmd(g, argc, argv)
+                                      : (fputs(usage, stderr), EXIT_USAGE);
+}
