@@ -52,10 +52,8 @@ static bool oom_usage_line(const char *line) {
     return strncasecmp(line, "usage:", 6) == 0;
 }
 
-/* The next line of text[0..n) from *at, copied into buf (cut at its
- * size); a NUL ends a line as a newline does. false at the end. */
-static bool oom_next_line(const char *text, size_t n, size_t *at, char *buf,
-                          size_t size) {
+bool oom_text_line(const char *text, size_t n, size_t *at, char *buf,
+                   size_t size) {
     if (*at >= n) return false;
     size_t len = 0;
     for (; *at < n && text[*at] != '\n' && text[*at] != '\0'; (*at)++)
@@ -68,7 +66,7 @@ static bool oom_next_line(const char *text, size_t n, size_t *at, char *buf,
 const char *oom_text_find(const char *text, size_t n) {
     char line[1024];
     const char *found = NULL;
-    for (size_t at = 0; oom_next_line(text, n, &at, line, sizeof(line));) {
+    for (size_t at = 0; oom_text_line(text, n, &at, line, sizeof(line));) {
         if (oom_usage_line(line)) return NULL;
         if (!found) found = oom_in_line(line);
     }

@@ -15,11 +15,19 @@
 #ifndef AEGIS_OOM_TEXT_H
 #define AEGIS_OOM_TEXT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* The framework message found in the n bytes of text (which may hold
  * NUL bytes and need not end in one), as a static string ("CUDA out of
  * memory"), or NULL when it says no OOM. */
 const char *oom_text_find(const char *text, size_t n);
+
+/* The next line of text[0..n) from *at, copied into buf (cut at its
+ * size, NUL-terminated, without its newline); a NUL ends a line as a
+ * newline does. false at the end. The readers of a job's output here
+ * (oom_numbers.h too) go through it line by line. */
+bool oom_text_line(const char *text, size_t n, size_t *at, char *buf,
+                   size_t size);
 
 #endif
