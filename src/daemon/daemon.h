@@ -47,6 +47,7 @@
 #include "exec.h"
 #include "cgroup.h"
 #include "history.h"
+#include "oom_seen.h"
 #include "metrics_counts.h"
 #include "proto.h"
 #include "sharing.h"
@@ -165,6 +166,8 @@ typedef struct d_job {
                                    seen (for its notifier) */
     d_notify_kind notify;       /* which notifier its end runs */
     history_track hist;         /* its samples (history.h) */
+    oom_seen oom_seen;          /* its GPUs at the last reading with the
+                                   running attempt on them (oom_seen.h) */
     double used_mib;            /* its processes' memory on its GPUs, and */
     double sm_pct;              /*   their SM utilization summed (0..100
                                    a GPU; CORE_UNKNOWN: none known), at

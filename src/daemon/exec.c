@@ -1162,8 +1162,23 @@ core_exit exec_classify_tail(int status, const char *tail, size_t n,
     return ok ? CORE_EXIT_OK : CORE_EXIT_FAILED;
 }
 
+/* An OOM the tail's message claims, checked against the attempt's GPUs
+ * (oom_check.h): one they contradict is a failure, with their numbers in
+ * its reason. */
+static core_exit exec_check_oom(int status, const char *tail, size_t n,
+                                const oom_gpu_mem *mem, int nmem, char *why,
+                                size_t whylen) {
+    char room[400], code[48];
+    if (oom_check(tail, n, mem, nmem, room, sizeof(room)) != OOM_CONTRADICTED)
+        return CORE_EXIT_OOM;
+    exec_status_text(status, code, sizeof(code));
+    snprintf(why, whylen, "%s: %s", code, room);
+    return CORE_EXIT_FAILED;
+}
+
 core_exit exec_classify(int status, int log_dirfd, int64_t id, uid_t owner,
-                        long long err_offset, char *why, size_t whylen) {
+                        long long err_offset, const oom_gpu_mem *mem,
+                        int nmem, char *why, size_t whylen) {
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
         return exec_classify_tail(status, "", 0, why, whylen);
     char tail[EXEC_TAIL_BYTES];
@@ -1183,6 +1198,9 @@ core_exit exec_classify(int status, int log_dirfd, int64_t id, uid_t owner,
         n = job_file_tail(fd, err_offset, tail, sizeof(tail));
     }
     if (fd >= 0) close(fd);
-    return exec_classify_tail(status, tail, n > 0 ? (size_t)n : 0, why,
-                              whylen);
+    size_t len = n > 0 ? (size_t)n : 0;
+    core_exit how = exec_classify_tail(status, tail, len, why, whylen);
+    return how == CORE_EXIT_OOM
+               ? exec_check_oom(status, tail, len, mem, nmem, why, whylen)
+               : how;
 }

@@ -41,6 +41,7 @@
 #include <sys/types.h>
 
 #include "core.h"
+#include "oom_check.h"
 
 /* Bytes of the end of a job's stderr searched for an OOM message: the
  * frameworks print the error last, after at most a few KiB of traceback. */
@@ -188,10 +189,13 @@ bool exec_alive(pid_t pid, unsigned long long start);
 
 /* Classifies an ended attempt of job id from its wait status and the
  * tail of its stderr log from err_offset on, read only when the log is a
- * regular file of owner (job_file_open); writes a one-line reason to
- * why. */
+ * regular file of owner (job_file_open), as exec_classify_tail does; an
+ * OOM message is then checked against its GPUs' nmem last readings with
+ * it on them (oom_check.h; none: trusted), and one they contradict makes
+ * it failed. Writes a one-line reason to why. */
 core_exit exec_classify(int status, int log_dirfd, int64_t id, uid_t owner,
-                        long long err_offset, char *why, size_t whylen);
+                        long long err_offset, const oom_gpu_mem *mem,
+                        int nmem, char *why, size_t whylen);
 
 /* The same from a stderr tail already read (n bytes, NUL bytes allowed):
  * exit 0 is ok; else a framework's OOM message in the tail (oom_text.h:

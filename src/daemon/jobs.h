@@ -1,6 +1,7 @@
 /* jobs.h -- what the files of aegisd's job table share with each other:
- * jobs.c (the table), jobs_queue.c, jobs_run.c, jobs_tick.c and
- * jobs_recover.c. Not for the rest of aegisd, which has daemon.h.
+ * jobs.c (the table), jobs_queue.c, jobs_run.c, jobs_tick.c,
+ * jobs_recover.c and jobs_oom.c. Not for the rest of aegisd, which has
+ * daemon.h.
  */
 #ifndef AEGIS_DAEMON_JOBS_H
 #define AEGIS_DAEMON_JOBS_H
@@ -38,6 +39,14 @@ void d_job_probe(d_daemon *d, d_job *job, exec_record *rec);
 void d_job_unstarted(d_daemon *d, d_job *job, const char *why);
 /* The attempt's shim is gone (rec: its status file): classified, settled. */
 void d_job_ended(d_daemon *d, d_job *job, const exec_record *rec);
+
+/* ---- jobs_oom.c ---- */
+/* The readings the running attempt's OOM message is checked against at
+ * its end (*out; oom_check.h), and their count: 0, for the message to be
+ * trusted, when none showed it, when it had only part of a GPU (MIG, MPS
+ * pinned memory), or when the kernel killed it for host memory. */
+int d_job_oom_readings(const d_daemon *d, const d_job *job,
+                       const oom_gpu_mem **out);
 
 /* ---- jobs_tick.c ---- */
 /* Notes memory on GPU g held by processes aegisd did not place there. */

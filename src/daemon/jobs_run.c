@@ -543,8 +543,10 @@ void d_job_ended(d_daemon *d, d_job *job, const exec_record *rec) {
         status = rec->status;
         /* the log is the job's user's, or a non-root aegisd's */
         uid_t owner = d->as_root ? job->uid : geteuid();
+        const oom_gpu_mem *mem;
+        int nmem = d_job_oom_readings(d, job, &mem);
         how = exec_classify(status, d->log_dirfd, id, owner, rec->err_offset,
-                            why, sizeof(why));
+                            mem, nmem, why, sizeof(why));
         d_host_oom(d, job, &how, why, sizeof(why));
     } else {
         /* The shim died without a word: make sure the job died with it. */

@@ -50,6 +50,9 @@ static void d_gpu_energy(d_daemon *d, int g, double joules, double now) {
         job->used_mib += mib[n]; /* what /metrics shows of it */
         if (util[n] >= 0) job->sm_pct = (job->sm_pct > 0 ? job->sm_pct : 0) +
                                         util[n];
+        if (seen) /* what its OOM message is checked against */
+            oom_seen_note(&job->oom_seen, job->attempts, g,
+                          &d->gpus[g].last.r);
         if (seen && !job->active && job->in_core) {
             job->active = true;
             core_job_active(d->core, job->id, now);

@@ -4,7 +4,10 @@
 # fails as itself, not as an OOM retried; a framework's OOM line still is
 # an OOM; a plain command missing from the user's PATH, or not executable
 # by the user, is refused at submit with why, checked as the user; a job
-# that runs after another gets a warning instead.
+# that runs after another gets a warning instead. An OOM message is
+# checked against the GPU's memory at the job's end: printed while its GPU
+# had room, the job fails as itself; while its GPU was near full, it is
+# retried as an OOM.
 set -u; AEGISD=$1 AEGIS=$2 NVML=$3 FAKE=$4 CATALOG=$5 CASE=$6; source "$(dirname "$0")/e2e_lib.sh"
 
 case_fail_usage() {
@@ -26,6 +29,59 @@ assert d['attempts']==1 and d['reason']=='exit 2', d" || fail "retried as an OOM
     oom=$("$AEGIS" submit -- sh -c 'echo "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB" >&2; exit 1') ||
         fail "submit oom"
     until_job "$oom" "assert d['attempts']>=2 or 'out of GPU memory' in (d['reason'] or ''), d"
+}
+
+# A job that holds $1 MiB of its GPU until the file go.$2 exists, then
+# says it ran out of GPU memory, as PyTorch does, with no numbers (the
+# GPU's last reading with it on it decides).
+claims_oom_script() {
+    cat > claims.sh <<SH
+#!/bin/sh
+"$FAKE" --mib \$1 --seconds 0 --until "$DIR/work/go.\$2" || exit 3
+echo "torch.OutOfMemoryError: CUDA out of memory." >&2
+exit 1
+SH
+    chmod 755 claims.sh
+}
+
+case_fail_oom_room() {
+    start
+    cd "$DIR/work"
+    claims_oom_script
+    id=$("$AEGIS" submit -- ./claims.sh 2000 room) || fail submit
+    # seen on its GPU: the reading its message is checked against is taken
+    until_job "$id" "assert d['active'], d"
+    touch go.room
+    "$AEGIS" wait "$id" > wait.txt && fail "the claim succeeded"
+    "$AEGIS" show --json "$id" | pyjson "
+import re
+assert d['attempts']==1 and d['attempt_list'][0]['how']=='failed', d
+assert re.fullmatch(r'exit 1: stderr says out of GPU memory \\(\"CUDA out of memory\"\\), '
+    r'but GPU [0-2] had 38,960 of 40,960 MiB free at its last sample: '
+    r'not retried as an OOM', d['reason']), d['reason']" ||
+        fail "retried as an OOM: $("$AEGIS" show "$id")"
+}
+
+# Beside a neighbour's 30000 MiB, a job that holds 6000 more leaves 4960
+# of 40960 free (12%, under the 30% margin): its message stands, and it is
+# requeued up the ladder as an OOM.
+case_fail_oom_full() {
+    export AEGIS_TEST_GPUS=1x40960
+    start
+    cd "$DIR/work"
+    claims_oom_script
+    big=$("$AEGIS" submit --name neighbour --mem 30000 -- \
+          "$FAKE" --mib 30000 --seconds 0 --until "$DIR/work/go.big") ||
+        fail "submit neighbour"
+    until_job "$big" "assert d['state']=='running' and d['active'], d"
+    id=$("$AEGIS" submit --mem 4000 -- ./claims.sh 6000 full) || fail submit
+    until_job "$id" "assert d['active'], d"
+    touch go.full
+    until_job "$id" "assert d['attempt_list'][0]['how']=='oom', d"
+    "$AEGIS" show "$id" | grep -q 'attempt 1: exit 1, out of GPU memory ("CUDA out of memory" on stderr); requeued' ||
+        fail "not requeued as an OOM: $("$AEGIS" show "$id")"
+    touch go.big
+    "$AEGIS" cancel "$id" > /dev/null 2>&1
 }
 
 case_fail_missing() {

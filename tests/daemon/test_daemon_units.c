@@ -791,12 +791,15 @@ static void test_classify(void **state) {
     assert_true(dir >= 0);
     write_file("1.err", "old attempt: CUDA out of memory\n");
     long long offset = (long long)strlen("old attempt: CUDA out of memory\n");
-    assert_int_equal(exec_classify(0, dir, 1, me, 0, why, sizeof(why)),
+    assert_int_equal(exec_classify(0, dir, 1, me, 0, NULL, 0, why,
+                                   sizeof(why)),
                      CORE_EXIT_OK);
     /* the earlier attempt's OOM is before the offset: not this one's */
-    assert_int_equal(exec_classify(1 << 8, dir, 1, me, offset, why, sizeof(why)),
+    assert_int_equal(exec_classify(1 << 8, dir, 1, me, offset, NULL, 0, why,
+                                   sizeof(why)),
                      CORE_EXIT_FAILED);
-    assert_int_equal(exec_classify(1 << 8, dir, 1, me, 0, why, sizeof(why)),
+    assert_int_equal(exec_classify(1 << 8, dir, 1, me, 0, NULL, 0, why,
+                                   sizeof(why)),
                      CORE_EXIT_OOM);
     static const char *const lines[] = {
         "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate",
@@ -805,26 +808,44 @@ static void test_classify(void **state) {
     };
     for (int i = 0; i < 3; i++) {
         write_file("1.err", lines[i]);
-        assert_int_equal(exec_classify(1 << 8, dir, 1, me, 0, why, sizeof(why)),
+        assert_int_equal(exec_classify(1 << 8, dir, 1, me, 0, NULL, 0, why,
+                                       sizeof(why)),
                          CORE_EXIT_OOM);
     }
     write_file("1.err", "Segmentation fault\n");
-    assert_int_equal(exec_classify(9, dir, 1, me, 0, why, sizeof(why)),
+    assert_int_equal(exec_classify(9, dir, 1, me, 0, NULL, 0, why,
+                                   sizeof(why)),
                      CORE_EXIT_FAILED);
     assert_non_null(strstr(why, "signal 9"));
     /* no log at all */
-    assert_int_equal(exec_classify(1 << 8, dir, 999, me, 0, why, sizeof(why)),
+    assert_int_equal(exec_classify(1 << 8, dir, 999, me, 0, NULL, 0, why,
+                                   sizeof(why)),
                      CORE_EXIT_FAILED);
     /* a log that is not the job's user's, or a link, is not read */
     write_file("1.err", "CUDA out of memory\n");
-    assert_int_equal(exec_classify(1 << 8, dir, 1, me + 1, 0, why, sizeof(why)),
+    assert_int_equal(exec_classify(1 << 8, dir, 1, me + 1, 0, NULL, 0, why,
+                                   sizeof(why)),
                      CORE_EXIT_FAILED);
     assert_non_null(strstr(why, "not searched for an OOM message: not this "
                                 "job's user's"));
     assert_int_equal(symlinkat("1.err", dir, "2.err"), 0);
-    assert_int_equal(exec_classify(1 << 8, dir, 2, me, 0, why, sizeof(why)),
+    assert_int_equal(exec_classify(1 << 8, dir, 2, me, 0, NULL, 0, why,
+                                   sizeof(why)),
                      CORE_EXIT_FAILED);
     assert_non_null(strstr(why, "a symbolic link"));
+    /* checked against its GPU's last reading (oom_check.h): 36,000 of
+     * 40,960 MiB in use bear the message out; 2,000 contradict it */
+    write_file("1.err", "torch.OutOfMemoryError: CUDA out of memory.\n");
+    oom_gpu_mem full = {1, 36000, 40960}, roomy = {1, 2000, 40960};
+    assert_int_equal(exec_classify(1 << 8, dir, 1, me, 0, &full, 1, why,
+                                   sizeof(why)),
+                     CORE_EXIT_OOM);
+    assert_int_equal(exec_classify(1 << 8, dir, 1, me, 0, &roomy, 1, why,
+                                   sizeof(why)),
+                     CORE_EXIT_FAILED);
+    assert_string_equal(why, "exit 1: stderr says out of GPU memory (\"CUDA "
+                        "out of memory\"), but GPU 1 had 38,960 of 40,960 "
+                        "MiB free at its last sample: not retried as an OOM");
     close(dir);
 }
 
