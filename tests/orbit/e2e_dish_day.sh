@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # e2e_dish_day.sh DIPP DISH MODULES DAY.dish -- a simulated day of DISH on
 # board, compressed in time: ground, link simulator (10 % loss, 1 %
-# corrupted frames) and satellite (clock 8000 times the wall's, main
+# corrupted frames) and satellite (clock 12000 times the wall's, main
 # processor asleep) as real processes. The ground uploads the day's
 # procedures over the lossy link, lists them, runs one with an argument,
 # is refused deleting a called one (reason shown, exit 1) and an image of
@@ -11,7 +11,8 @@
 # the run started and ended, 30 captures ok, 30 images in the ring (3
 # downlinked), 600 s awake for 30 captures of 20 s. Then the satellite
 # restarts: the procedures come back from its store, a delete stays
-# deleted, a corrupted store is refused with a log line. Waits are on
+# deleted, a corrupted store is refused with a log line, and while the
+# cores sleep the camera's frames are not processed. Waits are on
 # answers and telemetry records, each bounded; the processes are stopped
 # on exit.
 set -u
@@ -37,14 +38,14 @@ has() { grep -qF -- "$1" "$DIR/out" || fail "no '$1' in: $(cat "$DIR/out")"; }
 tm() { sed -n "s/^$1=//p" "$DIR/out"; }
 sat() {
     timeout 120 "$DIPP" sat --store "$DIR/store" --modules "$MODS" --key "$DIR/k.pub" \
-        --hub "$SPORT" --frame-ms 0 --frame-size 448 --speed 8000 --pipe-s 20 --asleep \
-        >>"$DIR/sat.log" 2>&1 &
+        --hub "$SPORT" --frame-ms 0 --frame-size 448 --speed 12000 --pipe-s 20 --asleep \
+        "$@" >>"$DIR/sat.log" 2>&1 &
     SAT_PID=$!
     g ping; [ $rc = 0 ] || fail "the satellite does not answer"
 }
 restart() {
     kill "$SAT_PID"; wait "$SAT_PID" 2>/dev/null
-    sat
+    sat "$@"
 }
 
 g keygen "$DIR/k"; [ $rc = 0 ] || fail "keygen: $rc"
@@ -103,8 +104,11 @@ g proc delete 32; [ $rc = 0 ] || fail "delete 32: $rc"; has "slot 32 deleted"
 restart
 g proc list; has "slot 31: dish_day v1"; grep -q "slot 32" "$DIR/out" && fail "32 came back"
 printf 'X' | dd of="$DIR/store/procedures" bs=1 seek=40 conv=notrunc 2>/dev/null
-restart
+restart --frame-ms 50 # frames now, the cores asleep
 grep -q "procedures: record 1 at byte 4 ('dish_day' v1): CRC-32 mismatch" "$DIR/sat.log" ||
     fail "no log line for the corrupted store"
 g proc list; has "no procedures on board"
+# while the main processor sleeps the camera's frames are not processed
+for _ in $(seq 60); do g telemetry; [ "$(tm frames_asleep)" -ge 3 ] && break; done
+[ "$(tm frames_asleep)" -ge 3 ] || fail "no frames shot asleep"; has "frames=0"
 echo "e2e_dish_day: ok (30 captures, awake $awake s of a ${sim} s day)"

@@ -1,0 +1,255 @@
+/* test_sat_dish.c -- DISH on board (sat_dish.h) without a link: images of
+ * procedures as updates of kind 2 through the real update store (one
+ * installed, zstd or not; a replay, an unknown bytecode version, bytes
+ * that are no bytecode, a delta, a board without procedures: refused
+ * with the reason), the procedure port against hostile bytes (each
+ * answered with its sequence number and a reason, or not at all, never a
+ * crash) and a resent request done once, and the clock: a capture's
+ * outcome reported when its simulated time is up, the cores' awake time,
+ * the run records as the telemetry carries them. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "csp.h"
+#include "dish_compile.h"
+#include "errors.h"
+#include "faultfs.h"
+#include "proto.h"
+#include "sat_dish.h"
+#include "upload.h"
+#include "upload_helpers.h"
+
+#define DIR "/store"
+
+static const char src[] =
+    "slot 3\n"
+    "proc shoot(p) {\n  wake\n  let ok = -2\n  if start(p) == 0 {\n"
+    "    wait pipe(p) != 0 within 60\n    ok = pipe(p)\n  }\n  suspend\n  return ok\n}\n"
+    "proc twice(x) {\n  tm(7, x)\n  return x * 2\n}\n";
+
+static sat_dish d;
+static up_store st;
+static uint8_t img[DISH_MAX_IMAGE];
+static int img_len;
+
+static int setup(void **s) {
+    char err[256];
+    (void)s;
+    img_len = dish_compile("t.dish", src, strlen(src), img, sizeof img, err, sizeof err);
+    if (img_len < 0)
+        fprintf(stderr, "%s\n", err);
+    return img_len > 0 ? 0 : -1;
+}
+
+/* A fresh board: the runtime on a new store, the update store taking
+ * procedures through it. */
+static void board(int with_procs) {
+    test_key k = test_key_make(1);
+    up_config cfg = up_config_default();
+    up_result r;
+    faultfs_install();
+    sat_dish_open(&d, DIR, 0);
+    cfg.accept = with_procs ? sat_dish_accept : NULL, cfg.accept_ctx = &d;
+    assert_int_equal(up_open(&st, DIR, k.pk, &cfg, test_stub_run, NULL, &r), 0);
+}
+
+/* An update of kind 2 carrying bytes (zstd-compressed or not). */
+static up_manifest procs_manifest(const char *name, uint32_t v, const uint8_t *bytes,
+                                  size_t len, int zstd, uint8_t **payload) {
+    test_key k = test_key_make(1);
+    up_manifest m = {.kind = UP_KIND_PROCS, .chunk_size = DISH_PACKET, .version = v,
+                     .abi = len > 4 ? bytes[4] : 0, .key_serial = k.serial};
+    char err[256];
+    snprintf(m.name, sizeof m.name, "%s", name);
+    assert_int_equal(up_prepare(&m, bytes, len, NULL, 0, zstd ? 19 : 0, k.sk, payload, err,
+                                sizeof err), 0);
+    return m;
+}
+
+static int upload(const char *name, uint32_t v, const uint8_t *bytes, size_t len, int zstd,
+                  up_result *r) {
+    uint8_t *payload;
+    up_manifest m = procs_manifest(name, v, bytes, len, zstd, &payload);
+    int code = test_send(&st, &m, payload, r);
+    free(payload);
+    return code;
+}
+
+static void test_uploads(void **s) {
+    up_result r;
+    uint8_t bad[DISH_MAX_IMAGE];
+    (void)s;
+    board(1);
+    assert_int_equal(upload("t", 1, img, (size_t)img_len, 1, &r), 0);
+    assert_true(r.installed);
+    assert_string_equal(r.detail, "t v1: slots 3 4 loaded");
+    assert_true(d.vm.slots[3].info.used && d.vm.slots[4].info.used);
+    assert_int_equal(upload("t", 1, img, (size_t)img_len, 0, &r), DIPP_E_UP_REPLAY);
+    /* an unknown version: the header's version byte is not in the CRC */
+    memcpy(bad, img, (size_t)img_len);
+    bad[4] = 9;
+    assert_int_equal(upload("future", 1, bad, (size_t)img_len, 0, &r), DIPP_E_UP_PROCS);
+    assert_string_equal(r.detail, "future v1: bytecode version 9 is unknown (this runtime "
+                                  "runs 1)");
+    for (int k = 0; k < 300; k++)
+        bad[k] = (uint8_t)(k * 37 + 11);
+    assert_int_equal(upload("noise", 1, bad, 300, 0, &r), DIPP_E_UP_PROCS);
+    assert_non_null(strstr(r.detail, "not DISH bytecode"));
+    /* the upload's proto status carries the sentence to the ground */
+    uint8_t wire[PROTO_STATUS_MAX];
+    proto_status ps;
+    assert_int_equal(proto_status_parse(wire, proto_status_build(&st, &r, 7, wire), &ps), 0);
+    assert_int_equal(ps.code, DIPP_E_UP_PROCS);
+    assert_string_equal(ps.detail, r.detail);
+    /* a delta of procedures is malformed: there is no version file to patch */
+    uint8_t *payload, msg[UP_MANIFEST_BYTES];
+    up_manifest m = procs_manifest("t", 5, img, (size_t)img_len, 1, &payload);
+    m.flags |= UP_FLAG_DELTA;
+    up_manifest_encode(&m, msg);
+    assert_int_equal(up_on_manifest(&st, msg, sizeof msg, &r), DIPP_E_UP_MESSAGE);
+    assert_non_null(strstr(r.detail, "field flags"));
+    free(payload);
+    faultfs_uninstall();
+    board(0); /* a board without a runtime for them */
+    assert_int_equal(upload("t", 1, img, (size_t)img_len, 0, &r), DIPP_E_UP_PROCS);
+    assert_string_equal(r.detail, "t v1: this board runs no procedures");
+    faultfs_uninstall();
+}
+
+/* Sends msg on the procedure port: the answer's code, its text in text. */
+static long ask(const uint8_t *msg, size_t len, char *text) {
+    uint8_t out[CSP_MTU];
+    size_t n = sat_dish_handle(&d, msg, len, out, sizeof out);
+    if (n == 0)
+        return -1;
+    assert_true(n >= 7 && n < sizeof out);
+    assert_int_equal(out[0], 'A');
+    assert_memory_equal(out + 1, msg + 1, 2); /* the question it answers */
+    memcpy(text, out + 7, n - 7);
+    text[n - 7] = 0;
+    return (long)proto_get32(out + 3);
+}
+
+static void test_port_hostile(void **s) {
+    char text[CSP_MTU];
+    up_result r;
+    (void)s;
+    board(1);
+    upload("t", 1, img, (size_t)img_len, 0, &r);
+    assert_int_equal(ask((const uint8_t *)"L", 1, text), -1); /* no seq: no answer */
+    assert_int_equal(ask((const uint8_t *)"L\0\1", 3, text), 0);
+    assert_string_equal(text, "slot 3: t v1, 1 args, 41 bytes, 0 callers, 0 runs\n"
+                              "slot 4: t v1, 1 args, 14 bytes, 0 callers, 0 runs\n");
+    assert_int_equal(ask((const uint8_t *)"X\0\2", 3, text), DIPP_E_UP_MESSAGE);
+    assert_int_equal(ask((const uint8_t *)"X\0\3\4", 4, text), DIPP_E_UP_MESSAGE);
+    assert_string_equal(text, "run: 4 bytes, not 5 and 4 per argument (0 arguments, at "
+                              "most 32)");
+    assert_int_equal(ask((const uint8_t *)"X\0\4\x3c\0", 5, text), DIPP_E_UP_MESSAGE);
+    assert_string_equal(text, "run: slot 60 is not one of 0-49");
+    assert_int_equal(ask((const uint8_t *)"X\0\5\x28\0", 5, text), DIPP_E_UP_PROCS);
+    assert_string_equal(text, "slot 40 is empty: not run");
+    assert_int_equal(ask((const uint8_t *)"X\0\6\3\0", 5, text), DIPP_E_UP_PROCS);
+    assert_string_equal(text, "slot 3 takes 1 arguments, not 0: not run");
+    assert_int_equal(ask((const uint8_t *)"X\0\7\3\xff", 5, text), DIPP_E_UP_MESSAGE);
+    assert_int_equal(ask((const uint8_t *)"E\0\x08\3\0", 5, text), DIPP_E_UP_MESSAGE);
+    assert_string_equal(text, "delete: 5 bytes, not 4");
+    assert_int_equal(ask((const uint8_t *)"E\0\x09\x2a", 4, text), DIPP_E_UP_PROCS);
+    assert_string_equal(text, "slot 42 is empty: not deleted");
+    assert_int_equal(ask((const uint8_t *)"\x01\0\x0a", 3, text), DIPP_E_UP_MESSAGE);
+    assert_non_null(strstr(text, "message '?' of 3 bytes is not one of"));
+    /* noise: answered with its seq, or not at all; the board unharmed */
+    srand(5);
+    for (int k = 0; k < 2000; k++) {
+        uint8_t msg[48];
+        size_t len = (size_t)rand() % sizeof msg;
+        for (size_t j = 0; j < len; j++)
+            msg[j] = (uint8_t)rand();
+        if (len && k % 2)
+            msg[0] = (uint8_t)"LXE"[k % 3];
+        ask(msg, len, text);
+    }
+    assert_true(d.vm.slots[3].info.used && d.vm.slots[4].info.used);
+    faultfs_uninstall();
+}
+
+static void test_resent_run_done_once(void **s) {
+    char text[CSP_MTU], again[CSP_MTU];
+    up_result r;
+    uint8_t msg[9] = {'X', 0x12, 0x34, 4, 1, 0, 0, 0, 21};
+    (void)s;
+    board(1);
+    upload("t", 1, img, (size_t)img_len, 0, &r);
+    assert_int_equal(ask(msg, sizeof msg, text), 0);
+    assert_string_equal(text, "slot 4: run 0 started");
+    assert_int_equal(ask(msg, sizeof msg, again), 0); /* the answer was lost */
+    assert_string_equal(again, text);
+    assert_int_equal(d.started, 1);
+    msg[2] = 0x35; /* a new question: a new run */
+    assert_int_equal(ask(msg, sizeof msg, text), 0);
+    assert_int_equal(d.started, 2);
+    faultfs_uninstall();
+}
+
+/* Steps the board's loop until wall time `until` (ms), as the satellite's
+ * loop does; a capture fails when fail is set. */
+static void run_until(uint64_t until, int fail) {
+    for (uint64_t wall = 0; wall <= until;) {
+        sat_dish_step(&d, wall);
+        for (int p = 1; p <= DISH_PIPELINES; p++)
+            if (d.captures & (1u << p))
+                sat_dish_captured(&d, p, !fail);
+        wall += (uint64_t)sat_dish_idle_ms(&d, wall, 50) + 1;
+    }
+}
+
+static void test_capture_on_the_clock(void **s) {
+    char text[CSP_MTU], lines[CSP_MTU];
+    up_result r;
+    (void)s;
+    board(1);
+    sat_dish_configure(&d, &(sat_dish_cfg){1000, 20, 1}, 0);
+    upload("t", 1, img, (size_t)img_len, 0, &r);
+    assert_false(sat_dish_awake(&d));
+    assert_int_equal(ask((const uint8_t *)"X\0\1\3\1\0\0\0\1", 9, text), 0);
+    run_until(10, 0); /* 10 wall ms: 10 simulated s, the capture still going */
+    assert_true(sat_dish_awake(&d));
+    assert_int_equal(d.ended, 0);
+    run_until(30, 0);
+    assert_false(sat_dish_awake(&d));
+    assert_int_equal(d.ended, 1);
+    assert_int_equal(d.log[d.logged - 1].kind, DISH_TLM_END);
+    assert_int_equal(d.log[d.logged - 1].value, DISH_PIPE_OK);
+    assert_int_equal(d.sim.awake_total_ms, 20000);
+    /* a failed capture: reported failed when its time is up */
+    assert_int_equal(ask((const uint8_t *)"X\0\2\3\1\0\0\0\1", 9, text), 0);
+    run_until(60, 1);
+    assert_int_equal(d.log[d.logged - 1].value, DISH_PIPE_FAILED);
+    /* the records as the telemetry carries them, from an index on */
+    sat_dish_records(&d, d.logged - 3, lines, sizeof lines); /* start, clock set, end */
+    assert_non_null(strstr(lines, "slot  3 start 3 0\n"));
+    assert_non_null(strstr(lines, "slot -1 clock 0 0\n"));
+    assert_non_null(strstr(lines, "slot  3 end   0 -1\n"));
+    assert_int_equal(strncmp(lines, "dish.", 5), 0);
+    sat_dish_status(&d, text, sizeof text);
+    assert_non_null(strstr(text, "dish.wakes=2\n"));
+    assert_non_null(strstr(text, "dish.awake_s=40.0\n"));
+    assert_non_null(strstr(text, "dish.started=2\ndish.ended=2\n"));
+    faultfs_uninstall();
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_uploads),
+        cmocka_unit_test(test_port_hostile),
+        cmocka_unit_test(test_resent_run_done_once),
+        cmocka_unit_test(test_capture_on_the_clock),
+    };
+    return cmocka_run_group_tests(tests, setup, NULL);
+}
