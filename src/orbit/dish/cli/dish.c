@@ -69,11 +69,13 @@ static int compile_file(const char *path, uint8_t *img) {
     return len;
 }
 
-/* The verifier's instruction bound of each procedure of img[0..n). */
+/* The verifier's instruction bound of each procedure of img[0..n), an
+ * image the compiler has verified already: this reads back what the
+ * verifier derived. */
 static void print_bounds(const uint8_t *img, int n) {
     static dish_image im;
     char err[256];
-    if (dish_verify(img, (size_t)n, NULL, &im, err, sizeof err)) /* compile_file's did not */
+    if (dish_verify(img, (size_t)n, NULL, &im, err, sizeof err))
         return;
     for (int k = 0; k < im.nprocs; k++)
         printf("  slot %u: at most %lu instructions a run, %u more per wait re-check\n",
