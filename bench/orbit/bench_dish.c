@@ -146,28 +146,27 @@ int main(int argc, char **argv) {
         if (rows[k].why[0])
             printf("  DIFFERS: %s\n", rows[k].why);
 
-    printf("\nDISH bytes (the scenario with the most): run state without the arena + arena "
-           "words held at most x 4\n+ bytecode + slot records + the VM's shared state; "
-           "reserved: what the static layout sets aside\n(a whole dish_run, whole 512-byte "
-           "slots). Lua: bytes held by the state's allocator: the state with the\nbase "
-           "library and the API alone (base), with the procedure loaded and its coroutine "
-           "made,\nafter a full collection (floor), and at most during the run (peak).\n");
-    printf("%-17s %4s %6s %5s %5s %3s %6s %8s | %6s %6s %6s %7s | %s\n", "procedure", "run",
-           "arena", "code", "slots", "vm", "total", "reserved", "base", "floor", "peak", "allocs",
-           "own");
+    printf("\nDISH bytes (the scenario with the most): the run's state + its arena, reserved "
+           "from the pool at\nthe start (the verifier's worst-case need of its call chain, "
+           "words x 4) + its bytecode and its\ncallees' + their slot records + the VM's "
+           "fixed state. Lua: bytes held by the state's allocator:\nthe state with the base "
+           "library and the API alone (base), with the procedure loaded and its\ncoroutine "
+           "made, after a full collection (floor), and at most during the run (peak).\n");
+    printf("%-17s %4s %8s %5s %5s %3s %6s | %6s %6s %6s %7s | %s\n", "procedure", "run",
+           "arena", "code", "slots", "vm", "total", "base", "floor", "peak", "allocs", "own");
     for (int k = 0; k < DVL_NPROCS; k++) {
         const row *r = &rows[k];
         char arena[24];
-        snprintf(arena, sizeof arena, "%d/%dw", r->dm.peak_words, r->dm.need_words);
+        snprintf(arena, sizeof arena, "%zu=%dw", r->dm.arena, r->dm.need_words);
         double own = (double)(r->dm.total - r->dm.vm) / (double)(r->lm.peak - r->lm.base);
         max_own = own > max_own ? own : max_own;
-        printf("%-17s %4zu %6s %5zu %5zu %3zu %6zu %8zu | %6zu %6zu %6zu %7zu | %5.3f\n",
+        printf("%-17s %4zu %8s %5zu %5zu %3zu %6zu | %6zu %6zu %6zu %7zu | %5.3f\n",
                dvl_procs[k], r->dm.run, arena, r->dm.code, r->dm.slots, r->dm.vm, r->dm.total,
-               r->dm.reserved, r->lm.base, r->lm.floor, r->lm.peak, r->lm.allocs, own);
+               r->lm.base, r->lm.floor, r->lm.peak, r->lm.allocs, own);
     }
-    printf("(arena: words held at most / the verifier's bound; own: DISH total less vm against "
-           "Lua peak less base,\nwhat each holds beyond what is there before any procedure: "
-           "at most %.3f, not a goal)\n\n", max_own);
+    printf("(arena: bytes = the need in words; own: DISH total less vm against Lua peak less "
+           "base,\nwhat each holds beyond what is there before any procedure: at most %.3f, "
+           "not a goal)\n\n", max_own);
 
     double power = 1e9;
     int day_agree = 0;

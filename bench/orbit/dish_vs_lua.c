@@ -2,7 +2,6 @@
 #include "dish_vs_lua.h"
 
 #include <math.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,6 +134,24 @@ static void collect(const dish_sim *sim, dvl_outcome *o) {
     o->awake_ms = sim->awake_total_ms + (sim->awake ? sim->local_ms - sim->awake_since : 0);
 }
 
+/* The bytes run r of vm holds for the procedure of img (verified as im),
+ * taken while it runs: its arena is the reservation the VM made. */
+static void dish_mem(const dish_vm *vm, int r, const uint8_t *img, const dish_image *im,
+                     dvl_dish_mem *mem) {
+    memset(mem, 0, sizeof *mem);
+    mem->run = sizeof(dish_run);
+    mem->arena = sizeof(int32_t) * vm->runs[r].arena_words;
+    for (int k = 0; k < im->nprocs; k++) {
+        mem->code += im->proc[k].len;
+        mem->slots += sizeof(dish_slot);
+        if (im->proc[k].slot == img[DISH_HDR])
+            mem->need_words = im->need[k];
+    }
+    mem->vm = sizeof *vm - sizeof vm->slots - sizeof vm->runs - sizeof vm->pool -
+              sizeof vm->code_pool;
+    mem->total = mem->run + mem->arena + mem->code + mem->slots + mem->vm;
+}
+
 int dvl_run_dish(const uint8_t *img, int len, const dvl_scenario *sc, dvl_outcome *o,
                  dvl_dish_mem *mem) {
     static dish_sim sim;
@@ -148,26 +165,13 @@ int dvl_run_dish(const uint8_t *img, int len, const dvl_scenario *sc, dvl_outcom
         return -1;
     int r = dish_vm_start(&vm, img[DISH_HDR], NULL, 0);
     if (r < 0) {
-        snprintf(o->err, sizeof o->err, "the first procedure did not start");
+        dish_vm_refusal(&vm, img[DISH_HDR], r, o->err, sizeof o->err);
         return -1;
     }
+    if (mem)
+        dish_mem(&vm, r, img, &im, mem);
     dish_vm_run(&vm, sim.local_ms + DVL_HOURS * 3600000LL);
     collect(&sim, o);
-    if (mem) {
-        memset(mem, 0, sizeof *mem);
-        mem->run = offsetof(dish_run, arena);
-        mem->peak_words = vm.runs[r].peak;
-        mem->arena = sizeof(int32_t) * vm.runs[r].peak;
-        for (int k = 0; k < im.nprocs; k++) {
-            mem->code += im.proc[k].len;
-            mem->slots += sizeof(dish_proc) + sizeof(dish_slotinfo) + 1; /* + callers */
-            if (im.proc[k].slot == img[DISH_HDR])
-                mem->need_words = im.need[k];
-        }
-        mem->vm = sizeof vm - sizeof vm.slots - sizeof vm.runs;
-        mem->total = mem->run + mem->arena + mem->code + mem->slots + mem->vm;
-        mem->reserved = sizeof(dish_run) + (size_t)im.nprocs * sizeof(dish_slot) + mem->vm;
-    }
     return 0;
 }
 
@@ -363,8 +367,11 @@ static int side_target(side *e, const dvl_box *b, int64_t end, char *err, size_t
         return 0;
     }
     int32_t a[4] = {b->lat0, b->lat1, b->lon0, b->lon1};
-    if (dish_vm_start(&e->vm, e->img[DISH_HDR], a, 4) < 0) {
-        snprintf(err, n, "%s: its first procedure does not take 4 arguments", e->dish_path);
+    int r = dish_vm_start(&e->vm, e->img[DISH_HDR], a, 4);
+    if (r < 0) {
+        char why[160];
+        dish_vm_refusal(&e->vm, e->img[DISH_HDR], r, why, sizeof why);
+        snprintf(err, n, "%s: %s", e->dish_path, why);
         return -1;
     }
     dish_vm_run(&e->vm, end);

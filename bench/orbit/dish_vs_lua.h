@@ -52,21 +52,24 @@ typedef struct dvl_outcome {
 } dvl_outcome;
 
 /* The DISH side's bytes for one run, what each part is:
- *   run:    the dish_run struct without its arena (state, frames, stack
- *           pointer, wait and sleep fields), offsetof(dish_run, arena)
- *   arena:  the arena words the run held at most (dish_run.peak) x 4
+ *   run:    the dish_run struct (state, frames, stack pointer, its
+ *           arena's range, wait and sleep fields; the arena is apart)
+ *   arena:  the run's range of the VM's arena pool, as the VM reserved it
+ *           at the start: the verifier's worst-case need of its call
+ *           chain (need_words) x 4
  *   code:   the bytecode of the image's procedures (the one run and its
- *           callees)
- *   slots:  per procedure, its table record, the verifier's slot
- *           information and its caller count
- *   vm:     the VM's state outside slots and runs (platform pointer,
- *           pending events, the fix, the clock's offset and drift)
- * total is their sum. reserved is what the VM's static layout sets
- * aside for the same: a whole dish_run, whole slots (512 code bytes
- * each), and vm. need is the verifier's bound on the arena, words. */
+ *           callees), their ranges of the code pool
+ *   slots:  the image's procedures' slot records (table record with the
+ *           code's place, the verifier's slot information, caller count)
+ *   vm:     the VM's fixed state outside slots, runs and the two pools
+ *           (platform pointer, the code pool's fill, pending events, the
+ *           fix, the clock's offset and drift)
+ * total is their sum. The pools' free space, and the other runs' and
+ * slots' records, are capacity for other procedures: not counted, as
+ * the Lua side counts what its state holds, not the heap around it. */
 typedef struct dvl_dish_mem {
-    size_t run, arena, code, slots, vm, total, reserved;
-    int peak_words, need_words;
+    size_t run, arena, code, slots, vm, total;
+    int need_words;
 } dvl_dish_mem;
 
 /* Compiles path into img (DISH_MAX_IMAGE bytes): its length, or -1 with

@@ -1,11 +1,13 @@
 /* dish_vm.c -- the DISH runtime (dish_vm.h). Code reaches a slot only
  * through the verifier, so the interpreter's checks of stack and frame
- * bounds are a second line: a verifier bug ends one run, never the VM.
- * Arithmetic saturates instead of wrapping, division by zero stops the
- * run. A run yields at a wait, a sleep, or after DISH_BUDGET
- * instructions. */
+ * bounds are a second line: every arena access is checked against the
+ * run's own range of the pool, and a verifier bug ends one run, never the
+ * VM or another run. Arithmetic saturates instead of wrapping, division
+ * by zero stops the run. A run yields at a wait, a sleep, or after
+ * DISH_BUDGET instructions. */
 #include "dish_vm.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -22,6 +24,7 @@ static void end_run(dish_vm *vm, int ri, dish_tlm_kind kind, int32_t code, int32
     report(vm, kind, ri, r->fr[0].slot, code, value);
     r->state = DISH_R_FREE;
     r->nfr = 0;
+    r->arena_words = 0; /* back to the pool */
 }
 
 static void fault(dish_vm *vm, int ri, dish_fault why) {
@@ -67,7 +70,12 @@ static void take_fix(dish_vm *vm) {
         report(vm, DISH_TLM_CLOCK, -1, -1, 1, (int32_t)(err > INT32_MAX ? INT32_MAX : err));
 }
 
-/* ---- operand stack ---- */
+/* ---- the run's arena and operand stack ---- */
+
+/* Word i of the run's arena, or NULL past its range of the pool. */
+static int32_t *word(dish_vm *vm, const dish_run *r, unsigned i) {
+    return i < r->arena_words ? &vm->pool[r->arena_at + i] : NULL;
+}
 
 static dish_frame *top_frame(dish_run *r) {
     return &r->fr[r->nfr - 1];
@@ -80,24 +88,21 @@ static unsigned stack_base(const dish_vm *vm, dish_run *r) {
     return (unsigned)f->base + p->nlocals + p->ncounters;
 }
 
-/* Keeps the arena's high-water mark (dish_run.peak) as sp rises. */
-static void grew(dish_run *r) {
-    if (r->sp > r->peak)
-        r->peak = r->sp;
-}
-
-static int push(dish_run *r, int32_t v) {
-    if (r->sp >= DISH_ARENA_WORDS)
+static int push(dish_vm *vm, dish_run *r, int32_t v) {
+    int32_t *w = word(vm, r, r->sp);
+    if (!w)
         return -1;
-    r->arena[r->sp++] = v;
-    grew(r);
+    *w = v;
+    r->sp++;
     return 0;
 }
 
-static int pop(const dish_vm *vm, dish_run *r, int32_t *v) {
+static int pop(dish_vm *vm, dish_run *r, int32_t *v) {
     if (r->sp <= stack_base(vm, r))
         return -1;
-    *v = r->arena[--r->sp];
+    int32_t *w = word(vm, r, --r->sp);
+    assert(w); /* push and enter keep sp inside the arena */
+    *v = *w;
     return 0;
 }
 
@@ -182,22 +187,25 @@ static int64_t wake_at(const dish_vm *vm, const dish_run *r) {
 
 typedef enum { GO, YIELD, STOP } flow;
 
-static flow do_call(dish_vm *vm, int ri, dish_run *r, unsigned slot, unsigned nargs) {
+/* Pushes a frame for slot, whose nargs arguments are on top of the stack
+ * (the root's, at a start, make the whole stack), its other locals and
+ * its counters zeroed: GO, or STOP with the fault past the run's limits. */
+static flow enter(dish_vm *vm, int ri, dish_run *r, unsigned slot, unsigned nargs) {
     const dish_slot *s = &vm->slots[slot];
-    unsigned base = r->sp - nargs;
+    unsigned base = r->sp - nargs, floor = r->nfr ? stack_base(vm, r) : 0;
     if (!s->info.used) {
         fault(vm, ri, DISH_FAULT_SLOT);
         return STOP;
     }
     unsigned top = base + s->p.nlocals + s->p.ncounters;
-    if (r->nfr >= DISH_MAX_DEPTH || r->sp < nargs || base < stack_base(vm, r) ||
-        top > DISH_ARENA_WORDS) {
+    if (r->nfr >= DISH_MAX_DEPTH || r->sp < nargs || base < floor || top < r->sp ||
+        top > r->arena_words) {
         fault(vm, ri, DISH_FAULT_STACK);
         return STOP;
     }
-    memset(r->arena + r->sp, 0, sizeof(int32_t) * (top - r->sp));
+    if (top > r->sp)
+        memset(word(vm, r, r->sp), 0, sizeof(int32_t) * (top - r->sp));
     r->sp = (uint16_t)top;
-    grew(r);
     r->fr[r->nfr++] = (dish_frame){(uint8_t)slot, 0, (uint16_t)base};
     return GO;
 }
@@ -209,7 +217,7 @@ static flow do_ret(dish_vm *vm, int ri, dish_run *r, int32_t v) {
         end_run(vm, ri, DISH_TLM_END, 0, v);
         return STOP;
     }
-    return push(r, v) ? (fault(vm, ri, DISH_FAULT_STACK), STOP) : GO;
+    return push(vm, r, v) ? (fault(vm, ri, DISH_FAULT_STACK), STOP) : GO;
 }
 
 /* WAIT: go on when the condition held, take the else branch past the
@@ -238,11 +246,11 @@ static flow do_sleep(dish_vm *vm, dish_run *r, int op, int32_t s) {
 
 /* Local (or, past the locals, loop counter) idx of the current frame, or
  * NULL outside the frame's limit. */
-static int32_t *cell(const dish_vm *vm, dish_run *r, unsigned idx, unsigned counter) {
+static int32_t *cell(dish_vm *vm, dish_run *r, unsigned idx, unsigned counter) {
     const dish_frame *f = top_frame(r);
     const dish_proc *p = &vm->slots[f->slot].p;
     unsigned limit = counter ? p->ncounters : p->nlocals;
-    return idx < limit ? &r->arena[f->base + (counter ? p->nlocals : 0) + idx] : NULL;
+    return idx < limit ? word(vm, r, f->base + (counter ? p->nlocals : 0) + idx) : NULL;
 }
 
 /* Opcodes that pop one value and act on it. */
@@ -301,7 +309,7 @@ static int produce(dish_vm *vm, dish_run *r, int op, const uint8_t *o, int32_t *
 }
 
 /* INIT, TEST, NEXT on the counter in the frame: -1 outside its limit. */
-static int counted_loop(const dish_vm *vm, dish_run *r, int op, const uint8_t *o) {
+static int counted_loop(dish_vm *vm, dish_run *r, int op, const uint8_t *o) {
     dish_frame *f = top_frame(r);
     if (op == DISH_OP_NEXT) {
         f->pc = dish_get16(o);
@@ -320,7 +328,7 @@ static int counted_loop(const dish_vm *vm, dish_run *r, int op, const uint8_t *o
 }
 
 /* Pops n values into v[0..n) in push order; -1 when the frame lacks them. */
-static int pop_n(const dish_vm *vm, dish_run *r, int32_t *v, int n) {
+static int pop_n(dish_vm *vm, dish_run *r, int32_t *v, int n) {
     for (int k = n - 1; k >= 0; k--)
         if (pop(vm, r, &v[k]))
             return -1;
@@ -348,7 +356,12 @@ static flow step_stack(dish_vm *vm, int ri, dish_run *r, int op, const uint8_t *
     } else if ((bad = produce(vm, r, op, o, &out))) {
         return fault(vm, ri, (dish_fault)bad), STOP;
     }
-    return push(r, out) ? (fault(vm, ri, DISH_FAULT_STACK), STOP) : GO;
+    return push(vm, r, out) ? (fault(vm, ri, DISH_FAULT_STACK), STOP) : GO;
+}
+
+/* The code of slot s, in the code pool. */
+static const uint8_t *slot_code(const dish_vm *vm, const dish_slot *s) {
+    return vm->code_pool + s->p.off;
 }
 
 /* Executes the instruction at the run's pc. */
@@ -357,14 +370,15 @@ static flow step(dish_vm *vm, int ri, dish_run *r) {
     const dish_slot *s = &vm->slots[f->slot];
     if (f->pc >= s->p.len)
         return fault(vm, ri, DISH_FAULT_STACK), STOP;
-    int op = s->code[f->pc];
-    const uint8_t *o = s->code + f->pc + 1;
+    const uint8_t *code = slot_code(vm, s);
+    int op = code[f->pc];
+    const uint8_t *o = code + f->pc + 1;
     f->pc = (uint16_t)(f->pc + 1 + dish_ops[op].operand_bytes);
     switch (op) {
     case DISH_OP_JMP: f->pc = dish_get16(o); return GO;
     case DISH_OP_INIT: case DISH_OP_TEST: case DISH_OP_NEXT:
         return counted_loop(vm, r, op, o) ? (fault(vm, ri, DISH_FAULT_STACK), STOP) : GO;
-    case DISH_OP_CALL: return do_call(vm, ri, r, o[0], o[1]);
+    case DISH_OP_CALL: return enter(vm, ri, r, o[0], o[1]);
     case DISH_OP_WAKE: case DISH_OP_SUSPEND:
         vm->pl->power(vm->pl->ctx, op == DISH_OP_WAKE);
         return GO;
@@ -389,9 +403,31 @@ void dish_vm_init(dish_vm *vm, const dish_platform *pl) {
 
 /* Adds d to the caller count of every slot the procedure calls. */
 static void count_calls(dish_vm *vm, const dish_slot *s, int d) {
-    for (unsigned pc = 0; pc < s->p.len; pc += 1u + dish_ops[s->code[pc]].operand_bytes)
-        if (s->code[pc] == DISH_OP_CALL)
-            vm->slots[s->code[pc + 1]].callers = (uint8_t)(vm->slots[s->code[pc + 1]].callers + d);
+    const uint8_t *code = slot_code(vm, s);
+    for (unsigned pc = 0; pc < s->p.len; pc += 1u + dish_ops[code[pc]].operand_bytes)
+        if (code[pc] == DISH_OP_CALL)
+            vm->slots[code[pc + 1]].callers = (uint8_t)(vm->slots[code[pc + 1]].callers + d);
+}
+
+/* The code bytes of a verified image's procedures. */
+static unsigned image_code(const dish_image *im) {
+    unsigned n = 0;
+    for (int k = 0; k < im->nprocs; k++)
+        n += im->proc[k].len;
+    return n;
+}
+
+/* Installs procedure k of im, its code appended to the code pool (which
+ * the caller has found room in). */
+static void install(dish_vm *vm, const dish_image *im, int k) {
+    const dish_proc *p = &im->proc[k];
+    dish_slot *s = &vm->slots[p->slot];
+    assert(vm->code_used + p->len <= DISH_CODE_POOL);
+    s->p = *p;
+    s->p.off = vm->code_used;
+    s->info = dish_image_slotinfo(im, k);
+    memcpy(vm->code_pool + vm->code_used, im->code + p->off, p->len);
+    vm->code_used = (uint16_t)(vm->code_used + p->len);
 }
 
 int dish_vm_load(dish_vm *vm, const uint8_t *img, size_t len, char *err, size_t errlen) {
@@ -401,15 +437,30 @@ int dish_vm_load(dish_vm *vm, const uint8_t *img, size_t len, char *err, size_t 
         onboard[k] = vm->slots[k].info;
     if (dish_verify(img, len, onboard, &im, err, errlen))
         return -1;
-    for (int k = 0; k < im.nprocs; k++) {
-        dish_slot *s = &vm->slots[im.proc[k].slot];
-        s->p = im.proc[k];
-        s->info = (dish_slotinfo){1, im.proc[k].nargs, im.depth[k], im.need[k]};
-        memcpy(s->code, im.code + im.proc[k].off, im.proc[k].len);
+    unsigned need = image_code(&im), room = DISH_CODE_POOL - vm->code_used;
+    if (need > room) {
+        snprintf(err, errlen, "image of %d procedures: %u code bytes, the code pool has %u of "
+                 "%d free: not loaded", im.nprocs, need, room, DISH_CODE_POOL);
+        return -1;
     }
+    for (int k = 0; k < im.nprocs; k++)
+        install(vm, &im, k);
     for (int k = 0; k < im.nprocs; k++)
         count_calls(vm, &vm->slots[im.proc[k].slot], 1);
     return 0;
+}
+
+/* Frees the code of slot s: the code above it moves down over it, so
+ * that the pool stays packed and any free room is one range at its end.
+ * Runs name code by slot and pc, never by address, so none is disturbed. */
+static void free_code(dish_vm *vm, const dish_slot *s) {
+    unsigned at = s->p.off, len = s->p.len;
+    assert(at + len <= vm->code_used);
+    memmove(vm->code_pool + at, vm->code_pool + at + len, vm->code_used - at - len);
+    for (int k = 0; k < DISH_SLOTS; k++)
+        if (vm->slots[k].info.used && vm->slots[k].p.off > at)
+            vm->slots[k].p.off = (uint16_t)(vm->slots[k].p.off - len);
+    vm->code_used = (uint16_t)(vm->code_used - len);
 }
 
 static int slot_running(const dish_vm *vm, unsigned slot) {
@@ -431,32 +482,96 @@ int dish_vm_delete(dish_vm *vm, unsigned slot, char *err, size_t errlen) {
         return -1;
     }
     count_calls(vm, s, -1);
+    free_code(vm, s);
     memset(s, 0, sizeof *s);
     return 0;
 }
 
 /* ---- runs and the scheduler ---- */
 
-int dish_vm_start(dish_vm *vm, unsigned slot, const int32_t *args, int nargs) {
-    if (slot >= DISH_SLOTS || !vm->slots[slot].info.used || nargs != vm->slots[slot].p.nargs)
-        return -1;
+static int free_run(const dish_vm *vm) {
+    for (int ri = 0; ri < DISH_MAX_RUNS; ri++)
+        if (vm->runs[ri].state == DISH_R_FREE)
+            return ri;
+    return -1;
+}
+
+/* A live run whose arena overlaps pool[at..at+words), or NULL. */
+static const dish_run *overlap(const dish_vm *vm, unsigned at, unsigned words) {
     for (int ri = 0; ri < DISH_MAX_RUNS; ri++) {
-        dish_run *r = &vm->runs[ri];
-        if (r->state != DISH_R_FREE)
-            continue;
-        const dish_proc *p = &vm->slots[slot].p;
-        memset(r, 0, sizeof *r);
-        if (nargs) /* args may be NULL then */
-            memcpy(r->arena, args, sizeof(int32_t) * (size_t)nargs);
-        r->sp = (uint16_t)(p->nlocals + p->ncounters);
-        grew(r);
-        r->fr[0] = (dish_frame){(uint8_t)slot, 0, 0};
-        r->nfr = 1;
-        r->state = DISH_R_READY;
-        report(vm, DISH_TLM_START, ri, (int)slot, (int32_t)slot, 0);
-        return ri;
+        const dish_run *r = &vm->runs[ri];
+        if (r->state != DISH_R_FREE && r->arena_at < at + words &&
+            at < (unsigned)r->arena_at + r->arena_words)
+            return r;
+    }
+    return NULL;
+}
+
+/* First fit: the lowest offset of the pool where words are free, or -1.
+ * Each turn moves past one live run's arena, never to come back to it:
+ * at most DISH_MAX_RUNS turns. */
+static int find_room(const dish_vm *vm, unsigned words) {
+    unsigned at = 0;
+    while (at + words <= DISH_POOL_WORDS) {
+        const dish_run *r = overlap(vm, at, words);
+        if (!r)
+            return (int)at;
+        at = (unsigned)r->arena_at + r->arena_words;
     }
     return -1;
+}
+
+/* Run ri's start: its arena zeroed, the arguments pushed and the root
+ * frame entered over them (a fault, should the verifier's need be short). */
+static void begin(dish_vm *vm, int ri, unsigned slot, const int32_t *args, int nargs,
+                  unsigned at) {
+    dish_run *r = &vm->runs[ri];
+    memset(r, 0, sizeof *r);
+    r->arena_at = (uint16_t)at;
+    r->arena_words = vm->slots[slot].info.need;
+    memset(vm->pool + at, 0, sizeof(int32_t) * r->arena_words);
+    r->fr[0].slot = (uint8_t)slot; /* what a fault before the frame names */
+    r->state = DISH_R_READY;
+    report(vm, DISH_TLM_START, ri, (int)slot, (int32_t)slot, 0);
+    for (int k = 0; k < nargs; k++)
+        if (push(vm, r, args[k])) {
+            fault(vm, ri, DISH_FAULT_STACK);
+            return;
+        }
+    enter(vm, ri, r, slot, (unsigned)nargs);
+}
+
+int dish_vm_start(dish_vm *vm, unsigned slot, const int32_t *args, int nargs) {
+    if (slot >= DISH_SLOTS || !vm->slots[slot].info.used || nargs != vm->slots[slot].p.nargs)
+        return DISH_START_NOPROC;
+    int ri = free_run(vm), at = find_room(vm, vm->slots[slot].info.need);
+    if (ri < 0 || at < 0)
+        return ri < 0 ? DISH_START_BUSY : DISH_START_NOROOM;
+    begin(vm, ri, slot, args, nargs, (unsigned)at);
+    return ri;
+}
+
+/* The pool's words not held by a live run. */
+static unsigned pool_free(const dish_vm *vm) {
+    unsigned held = 0;
+    for (int ri = 0; ri < DISH_MAX_RUNS; ri++)
+        held += vm->runs[ri].state != DISH_R_FREE ? vm->runs[ri].arena_words : 0;
+    return DISH_POOL_WORDS - held;
+}
+
+void dish_vm_refusal(const dish_vm *vm, unsigned slot, int rc, char *err, size_t errlen) {
+    const dish_slot *s = slot < DISH_SLOTS ? &vm->slots[slot] : NULL;
+    unsigned free_words = pool_free(vm);
+    if (rc == DISH_START_BUSY)
+        snprintf(err, errlen, "slot %u: all %d runs busy: not started", slot, DISH_MAX_RUNS);
+    else if (rc == DISH_START_NOROOM && s)
+        snprintf(err, errlen, "slot %u needs %u arena words in one range, the %d-word pool "
+                 "has %u free%s: not started", slot, s->info.need, DISH_POOL_WORDS, free_words,
+                 free_words >= s->info.need ? ", none of them that long" : "");
+    else if (s && s->info.used)
+        snprintf(err, errlen, "slot %u takes %u arguments: not started", slot, s->p.nargs);
+    else
+        snprintf(err, errlen, "slot %u is empty: not started", slot);
 }
 
 void dish_vm_stop(dish_vm *vm, int r) {
