@@ -187,31 +187,39 @@ static void slot_list(const proc_image *im, char *out, size_t cap) {
         n += (size_t)snprintf(out + n, cap - n, "%s%u", k ? " " : "", proc_rec(im, k)[0]);
 }
 
+/* Takes img's procedures out of the runtime again: callers first, so
+ * each delete is allowed (nothing else calls into an image just loaded,
+ * and nothing runs in it). */
+static void unload(proc_store *ps, const proc_image *im) {
+    char why[160];
+    for (unsigned pass = 0; pass < nprocs(im); pass++)
+        for (unsigned k = 0; k < nprocs(im); k++) {
+            unsigned slot = proc_rec(im, k)[0];
+            if (ps->vm->slots[slot].info.used && ps->vm->slots[slot].callers == 0)
+                dish_vm_delete(ps->vm, slot, why, sizeof why);
+        }
+}
+
 int proc_store_add(proc_store *ps, const char *name, uint32_t version,
                    const uint8_t *img, size_t len, char *detail, size_t cap) {
-    dish_slotinfo onboard[DISH_SLOTS];
-    dish_image checked;
     char why[256], slots[160];
     if (already_kept(ps, name, version, img, len))
         return dipp_say(detail, cap, 0, "%s v%u: already on board", name, version);
-    for (int k = 0; k < DISH_SLOTS; k++)
-        onboard[k] = ps->vm->slots[k].info;
-    if (dish_verify(img, len, onboard, &checked, why, sizeof why))
+    /* the runtime verifies it against the slots on board, and has room */
+    if (dish_vm_load(ps->vm, img, len, why, sizeof why))
         return dipp_say(detail, cap, DIPP_E_UP_PROCS, "%s v%u: %s", name, version, why);
-    assert(ps->count < PROC_STORE_IMAGES); /* a verified image takes a free slot */
-    proc_image *im = &ps->img[ps->count];
+    assert(ps->count < PROC_STORE_IMAGES && len <= DISH_MAX_IMAGE); /* it took a free slot */
+    proc_image *im = &ps->img[ps->count++];
     snprintf(im->name, sizeof im->name, "%s", name);
     im->version = version, im->len = (uint16_t)len;
     memcpy(im->bytes, img, len);
-    ps->count++;
     int rc = save(ps);
     if (rc) {
+        unload(ps, im);
         ps->count--;
-        return dipp_say(detail, cap, DIPP_E_UP_STORE, "%s/%s: %s", ps->dir, PROC_STORE_FILE,
-                    strerror(-rc));
+        return dipp_say(detail, cap, DIPP_E_UP_STORE, "%s/%s: %s: %s v%u not loaded",
+                        ps->dir, PROC_STORE_FILE, strerror(-rc), name, version);
     }
-    rc = dish_vm_load(ps->vm, im->bytes, im->len, why, sizeof why);
-    assert(rc == 0); /* verified just now against the same slots */
     slot_list(im, slots, sizeof slots);
     return dipp_say(detail, cap, 0, "%s v%u: slots %s loaded", name, version, slots);
 }

@@ -10,9 +10,9 @@
  *   length (2), name (24, NUL-padded), version (4), the image, CRC-32 (4)
  * of the record's bytes before it; little endian, as the image itself.
  *
- * The store keeps only images the runtime took: each is verified against
- * the slots on board before it is written, and again, in order, when the
- * store opens; one that is torn, corrupt or refused is reported and left
+ * The store keeps only images the runtime took: each is loaded (verified
+ * against the slots on board) before it is written, and again, in order,
+ * when the store opens; one that is torn, corrupt or refused is reported and left
  * out (and gone from the file at the next change). */
 #ifndef DIPP_PROC_STORE_H
 #define DIPP_PROC_STORE_H
@@ -49,10 +49,11 @@ typedef void (*proc_warn_fn)(void *ctx, const char *why);
  * be read at all (warn says why; the store is then empty). */
 int proc_store_open(proc_store *ps, const char *dir, dish_vm *vm, proc_warn_fn warn,
                     void *ctx);
-/* Verifies img[0..len) against the slots on board, keeps it (the file
- * replaced), loads it. 0, or an errors.h code (DIPP_E_UP_PROCS refused,
- * DIPP_E_UP_STORE the file) with why in detail; what happened either
- * way in detail. Name and version already kept with these bytes: 0. */
+/* Loads img[0..len) into the runtime (which verifies it against the
+ * slots on board) and keeps it (the file replaced; when that fails it is
+ * unloaded again). 0, or an errors.h code (DIPP_E_UP_PROCS refused,
+ * DIPP_E_UP_STORE the file); what happened either way in detail. Name
+ * and version already kept with these bytes: 0. */
 int proc_store_add(proc_store *ps, const char *name, uint32_t version,
                    const uint8_t *img, size_t len, char *detail, size_t cap);
 /* Deletes the procedure in slot from the runtime (refused while another
