@@ -87,18 +87,26 @@ static int64_t target(const sat_dish *d, uint64_t wall) {
     return d->anchor_local + (int64_t)((double)(wall - d->anchor_wall) * d->speed);
 }
 
+/* At least a wall ms when anything is ahead: at a high speed the clock
+ * then falls behind by up to a wall ms, and the next step catches up. */
 int sat_dish_idle_ms(const sat_dish *d, uint64_t wall, int cap) {
     int64_t ahead = due(d) - target(d, wall);
     if (ahead <= 0)
         return 0;
     double ms = (double)ahead / d->speed;
-    return ms < cap ? (int)ms : cap;
+    return ms < 1 ? 1 : ms < cap ? (int)ms : cap;
 }
 
+/* Each event on the way is ticked in its turn. A capture started stops
+ * the way: the satellite runs it before the clock goes on. So does a
+ * long way (the link is looked at again between). */
 void sat_dish_step(sat_dish *d, uint64_t wall) {
-    int64_t to = target(d, wall), next = due(d);
-    unsigned ev = dish_sim_advance(&d->sim, to < next ? to : next);
-    dish_vm_tick(&d->vm, ev);
+    int64_t to = target(d, wall);
+    int events = 0;
+    do {
+        int64_t next = due(d);
+        dish_vm_tick(&d->vm, dish_sim_advance(&d->sim, to < next ? to : next));
+    } while (d->sim.local_ms < to && !d->captures && ++events < SAT_DISH_STEP_EVENTS);
 }
 
 int sat_dish_awake(const sat_dish *d) {

@@ -22,6 +22,7 @@
 #include "proc_store.h"
 
 #define SAT_DISH_LOG 256 /* run records kept for the ground */
+#define SAT_DISH_STEP_EVENTS 10000 /* a step's events at most, then the link */
 
 typedef struct sat_dish {
     dish_sim sim;       /* first: the platform's ctx is the simulation */
@@ -59,8 +60,9 @@ int sat_dish_accept(void *ctx, const up_manifest *m, const uint8_t *bytes, char 
 
 /* Wall ms until the runtime has something due (0: now), at most cap. */
 int sat_dish_idle_ms(const sat_dish *d, uint64_t wall, int cap);
-/* Moves the clock on to wall time, ticks the runtime: the pipelines it
- * started since are in d->captures. */
+/* Moves the clock on towards wall time, ticking the runtime at each
+ * event on the way; stops early at a capture (the pipelines started are
+ * in d->captures). */
 void sat_dish_step(sat_dish *d, uint64_t wall);
 /* Whether the main processor is awake (frames are processed). */
 int sat_dish_awake(const sat_dish *d);

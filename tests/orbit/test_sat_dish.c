@@ -209,6 +209,15 @@ static void run_until(uint64_t until, int fail) {
     }
 }
 
+/* The newest run record of kind. */
+static const dish_tlm *newest(dish_tlm_kind kind) {
+    for (uint32_t k = d.logged; k-- > 0;)
+        if (d.log[k % SAT_DISH_LOG].kind == kind)
+            return &d.log[k % SAT_DISH_LOG];
+    fail();
+    return NULL;
+}
+
 static void test_capture_on_the_clock(void **s) {
     char text[CSP_MTU], lines[CSP_MTU];
     up_result r;
@@ -224,15 +233,15 @@ static void test_capture_on_the_clock(void **s) {
     run_until(30, 0);
     assert_false(sat_dish_awake(&d));
     assert_int_equal(d.ended, 1);
-    assert_int_equal(d.log[d.logged - 1].kind, DISH_TLM_END);
-    assert_int_equal(d.log[d.logged - 1].value, DISH_PIPE_OK);
+    assert_int_equal(newest(DISH_TLM_END)->value, DISH_PIPE_OK);
     assert_int_equal(d.sim.awake_total_ms, 20000);
     /* a failed capture: reported failed when its time is up */
     assert_int_equal(ask((const uint8_t *)"X\0\2\3\1\0\0\0\1", 9, text), 0);
     run_until(60, 1);
-    assert_int_equal(d.log[d.logged - 1].value, DISH_PIPE_FAILED);
+    assert_int_equal(d.ended, 2);
+    assert_int_equal(newest(DISH_TLM_END)->value, DISH_PIPE_FAILED);
     /* the records as the telemetry carries them, from an index on */
-    sat_dish_records(&d, d.logged - 3, lines, sizeof lines); /* start, clock set, end */
+    sat_dish_records(&d, d.logged - 3, lines, sizeof lines); /* clock set, start, end */
     assert_non_null(strstr(lines, "slot  3 start 3 0\n"));
     assert_non_null(strstr(lines, "slot -1 clock 0 0\n"));
     assert_non_null(strstr(lines, "slot  3 end   0 -1\n"));
