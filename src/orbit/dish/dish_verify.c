@@ -366,9 +366,7 @@ typedef struct vgraph {
     dish_image *im;
     const dish_slotinfo *onboard;
     uint8_t state[DISH_MAX_PROCS]; /* 1: on the path being explored, 2: done */
-    /* each slot's bound, for the calls into it; a slot on board adds 0
-     * until dish_slotinfo records its bound (docs/orbit.md, "DISH") */
-    uint32_t steps[DISH_SLOTS];
+    uint32_t steps[DISH_SLOTS];    /* each slot's bound, for the calls into it */
     uint32_t scratch[DISH_MAX_CODE];
     char *err;
     size_t errlen;
@@ -376,7 +374,7 @@ typedef struct vgraph {
 
 dish_slotinfo dish_image_slotinfo(const dish_image *im, int k) {
     return (dish_slotinfo){.used = 1, .nargs = im->proc[k].nargs, .depth = im->depth[k],
-                           .need = im->need[k]};
+                           .need = im->need[k], .steps = im->steps[k]};
 }
 
 static int chain(vgraph *g, int k);
@@ -450,6 +448,8 @@ static int check_calls(dish_image *im, const dish_slotinfo *onboard, char *err,
                        size_t errlen) {
     static vgraph g; /* 2 KiB of scratch: kept off the task's stack */
     g = (vgraph){.im = im, .onboard = onboard, .err = err, .errlen = errlen};
+    for (int s = 0; onboard && s < DISH_SLOTS; s++)
+        g.steps[s] = onboard[s].steps;
     for (int k = 0; k < im->nprocs; k++)
         if (chain(&g, k))
             return -1;

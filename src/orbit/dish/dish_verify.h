@@ -11,6 +11,7 @@ typedef struct dish_slotinfo {
     uint8_t used, nargs;
     uint8_t depth;  /* frames of its deepest call chain, itself included */
     uint16_t need;  /* arena words of that chain */
+    uint32_t steps; /* instructions of one call, at most (dish_image.steps) */
 } dish_slotinfo;
 
 /* A verified image: its procedures and what the verifier derived. */

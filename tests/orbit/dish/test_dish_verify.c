@@ -3,8 +3,9 @@
  * underflow, out-of-range locals, slots and parameters, recursion, call
  * depth, arena, truncation, corruption, unknown versions), and the
  * runtime refuses to delete a procedure another one calls; the bound on
- * a run's instructions: loops multiply, calls add, a break or a wait
- * counts once, and a procedure over DISH_MAX_STEPS is refused. */
+ * a run's instructions: loops multiply, calls add (into this image or
+ * one on board), a break or a wait counts once, and a procedure over
+ * DISH_MAX_STEPS is refused. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -225,6 +226,30 @@ static void bound_over_the_limit_refused(void **state) {
     refused1(code, sizeof code, 4, "a run may execute 4294967295 or more instructions");
 }
 
+static void bound_call_into_board_adds(void **state) {
+    (void)state;
+    static bench b;
+    uint8_t img[DISH_MAX_IMAGE];
+    char err[256], want[128];
+    bench_init(&b);
+    int n = compile_src("slot 30\nproc heavy() {\n  repeat 10000 {\n"
+                        "    repeat 100 { tm(1, 2) }\n  }\n}", img, err, sizeof err);
+    assert_int_equal(dish_vm_load(&b.vm, img, (size_t)n, err, sizeof err), 0);
+    uint32_t heavy = b.vm.slots[30].info.steps;
+    assert_true(heavy > DISH_MAX_STEPS / 2 && heavy <= DISH_MAX_STEPS);
+    /* another image calling it twice: CALL, POP, CALL, RET and twice its
+     * recorded bound, over the limit */
+    static const uint8_t code[] = {CALL, 30, 0, POP, CALL, 30, 0, RET};
+    dish_proc p = {31, 0, 0, 0, 0, sizeof code};
+    n = craft(img, &p, 1, code, sizeof code);
+    assert_int_equal(dish_vm_load(&b.vm, img, (size_t)n, err, sizeof err), -1);
+    snprintf(want, sizeof want, "slot 31: a run may execute %lu instructions",
+             (unsigned long)heavy * 2 + 4);
+    if (!strstr(err, want))
+        print_message("got: %s\nwant: %s\n", err, want);
+    assert_non_null(strstr(err, want));
+}
+
 static void header_checks(void **state) {
     (void)state;
     uint8_t img[DISH_MAX_IMAGE], good[DISH_MAX_IMAGE];
@@ -261,6 +286,10 @@ static void delete_of_a_callee_refused(void **state) {
     dish_proc p = {31, 0, 0, 0, 0, sizeof code};
     n = craft(img, &p, 1, code, sizeof code);
     assert_int_equal(dish_vm_load(&b.vm, img, (size_t)n, err, sizeof err), 0);
+    /* the call adds the bound recorded with slot 30 (PUSH8 RET): CALL,
+     * 2, RET */
+    assert_int_equal(b.vm.slots[30].info.steps, 2);
+    assert_int_equal(b.vm.slots[31].info.steps, 4);
     assert_int_equal(dish_vm_delete(&b.vm, 30, err, sizeof err), -1);
     assert_non_null(strstr(err, "called by another"));
     assert_int_equal(dish_vm_load(&b.vm, img, (size_t)n, err, sizeof err), -1);
@@ -282,6 +311,7 @@ int main(void) {
         cmocka_unit_test(bound_call_adds),
         cmocka_unit_test(bound_break_and_wait),
         cmocka_unit_test(bound_over_the_limit_refused),
+        cmocka_unit_test(bound_call_into_board_adds),
         cmocka_unit_test(header_checks),
         cmocka_unit_test(delete_of_a_callee_refused),
     };
