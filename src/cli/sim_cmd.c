@@ -9,6 +9,7 @@
 #include "catalog.h"
 #include "chart.h"
 #include "engine.h"
+#include "loaders.h"
 #include "report.h"
 #include "share_model.h"
 #include "svg.h"
@@ -33,7 +34,8 @@ static const char help_head[] =
 "\n"
 "SYNOPSIS\n"
 "    aegis sim --trace FILE [--catalog FILE] [--gpus N] [--gpu-mem-mib M]\n"
-"              [--servers S] [--dispatch work|slurm] [--threads T]\n"
+"              [--server-cpus C] [--servers S] [--dispatch work|slurm]\n"
+"              [--threads T]\n"
 "              [--policy NAME[,NAME...]|all]\n"
 "              [--json] [--timeline FILE.svg] [--estimator COLUMN]\n"
 "              [--set NAME=VALUE]...\n"
@@ -81,6 +83,13 @@ static const char help_head[] =
 "                         data/catalog.csv (53 AEGIS workloads, A100-40GB)\n"
 "    --gpus N             GPUs per server (default 3, at most 64)\n"
 "    --gpu-mem-mib M      memory of each GPU in MiB (default 40960)\n"
+"    --server-cpus C      CPUs of each server, shared by its jobs' data\n"
+"                         loaders (load_cpus): while they want more, each\n"
+"                         gets C over the CPUs wanted of its own, and its\n"
+"                         job goes no faster than that fraction; aegis-plus\n"
+"                         starts no job whose load_cpus would take the\n"
+"                         running jobs' past C (default 12 per GPU, as\n"
+"                         cloud A100 40 GB servers have; 0: unlimited)\n"
 "    --servers S          identical servers behind a dispatcher that sends\n"
 "                         each job to the server whose outstanding work\n"
 "                         (GPUs x solo time) runs out first (default 1);\n"
@@ -207,6 +216,7 @@ typedef struct sim_cmd {
     int nmodes;
     bool sharing_given;         /* name rows POLICY/MODE */
     bool mem_given;             /* --gpu-mem-mib given */
+    bool cpus_given;            /* --server-cpus given */
     const char *chart;          /* --chart FILE.svg, or NULL */
     bool json, quiet;
 } sim_cmd;
@@ -383,6 +393,7 @@ static int parse_args(sim_cmd *cmd, int argc, char **argv) {
         {"chart", required_argument, NULL, 'C'},
         {"threads", required_argument, NULL, 'n'},
         {"dispatch", required_argument, NULL, 'D'},
+        {"server-cpus", required_argument, NULL, 'u'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     long n;
@@ -432,6 +443,11 @@ static int parse_args(sim_cmd *cmd, int argc, char **argv) {
             cmd->opt.threads = (int)n;
             break;
         case 'D': rc = set_dispatch(cmd, optarg); break;
+        case 'u':
+            rc = cli_parse_double("sim", "server-cpus", optarg, 0, 1e6,
+                                  &cmd->opt.server_cpus);
+            cmd->cpus_given = true;
+            break;
         case 'h': print_help(); return 1;
         default: rc = -1;
         }
@@ -446,6 +462,8 @@ static int parse_args(sim_cmd *cmd, int argc, char **argv) {
     }
     if (rc == 0 && !cmd->mem_given)
         cmd->opt.gpu_mem_mib = (double)cmd->opt.mig->total_mib;
+    if (rc == 0 && !cmd->cpus_given)
+        cmd->opt.server_cpus = SIM_CPUS_PER_GPU * cmd->opt.gpus;
     if (rc < 0) fputs("(see 'aegis sim --help')\n", stderr);
     return rc;
 }

@@ -4,8 +4,8 @@
  * first attempts by priority (users.c), skipping the jobs whose user is at
  * a limit. The first job that cannot start becomes the head: it keeps the
  * GPUs it is likeliest to get first (core_reserve()), the same ones while
- * it stays the head, and the jobs behind it may start on the others, where
- * they fit now. A one-GPU head that may share takes only a partner on a
+ * it stays the head, and the CPUs its data loading needs (cpus.c), and the
+ * jobs behind it may start on the others, where they fit now. A one-GPU head that may share takes only a partner on a
  * kept GPU running one job, a job that the head still fits beside
  * (core_backfill_allowed()), so the head fits there at the latest once the
  * jobs it found there have ended. A head that is wide (2 GPUs or more) or
@@ -123,7 +123,8 @@ static bool core_kept_drained(const core_state *core, uint64_t kept) {
 
 /* The head keeps its GPUs: the same as at the last pass while it was the
  * head then and none of them is drained; a one-GPU head that may share
- * takes partners there, demanding `demand`. A head waiting for empty GPUs
+ * takes partners there, demanding `demand`. It keeps its CPUs too, else
+ * the jobs behind it could take each CPU that frees (cpus.c). A head waiting for empty GPUs
  * (core_needs_empty()) takes no partner, so nothing it keeps can be lost
  * by moving: it trades a kept GPU still running jobs for one running
  * fewer (an idle one, say), else it would wait for the longest job on its
@@ -141,6 +142,7 @@ static void keep_for(core_state *core, const core_job *head,
     core->reserve_whole = core_reserve_whole(core, head);
     if (!core->reserve_whole) core->head_need_mib = demand;
     core_reserve_plan(core, now);
+    core_cpus_keep(core, head);
 }
 
 /* Whether any GPU of `allowed` could take a job now: an idle one, or an
@@ -190,6 +192,7 @@ int core_schedule_backfill(core_state *core, double now, core_launch *out,
     core->reserved = 0;
     core->nreached = 0;
     core->head_need_mib = 0;
+    core->head_cpus = 0;
     core->reserve_whole = false;
     core->reserve_room_s = core->reserve_start = -1;
     uint64_t allowed = CORE_ALL_GPUS;
@@ -237,7 +240,9 @@ int core_schedule_backfill(core_state *core, double now, core_launch *out,
             if (head && !core_reserve_fits(core, job)) head->passed++;
             room = pass_room(core, allowed, now);
         } else {
-            if (plain) {
+            /* a job may fail for want of CPUs alone, which says
+             * nothing of the GPUs */
+            if (plain && !core_cpus_counted(core, job)) {
                 failed[k] = fmin(failed[k], demand);
                 failed_whole[k] = fmin(failed_whole[k], whole);
             }

@@ -1,12 +1,12 @@
 /* check.c -- core_check(): the core's bookkeeping recomputed from its jobs.
  *
  * The events move running sums up and down (gpu_account(), core_release(),
- * users.c, feeds.c) and every placement trusts them; a sum that drifts by
- * one misplaces jobs silently, long after the event that broke it. This
- * recounts each of them from the job table alone, as SQLite's integrity
- * check recounts pages, and names the first that differs. It reads every
- * job, so it is for tests, `aegis sim --check` and the sanitizer build's
- * daemon, not for the scheduling path.
+ * users.c, feeds.c, cpus.c) and every placement trusts them; a sum that
+ * drifts by one misplaces jobs silently, long after the event that broke
+ * it. This recounts each of them from the job table alone, as SQLite's
+ * integrity check recounts pages, and names the first that differs. It
+ * reads every job, so it is for tests, `aegis sim --check` and the
+ * sanitizer build's daemon, not for the scheduling path.
  */
 #include "core_priv.h"
 
@@ -29,6 +29,7 @@ typedef struct tally_user {
 typedef struct tally_feed {
     int producers_queued;
     int on_gpu[CORE_MAX_GPUS];
+    int loader_jobs[CORE_MAX_GPUS]; /* its running jobs by first GPU */
 } tally_feed;
 
 typedef struct tally {
@@ -37,6 +38,7 @@ typedef struct tally {
     tally_feed *feeds;      /* by place in core_state.feeds */
     size_t njobs;
     int running, queued;
+    double own_cpus;        /* CPUs of the running jobs of no feed */
 } tally;
 
 /* Formats the difference into err; returns -1 for the caller to pass on. */
@@ -68,6 +70,8 @@ static void tally_running(tally *t, const core_job *j) {
     }
     t->users[j->user].jobs++;
     t->users[j->user].gpus += s->num_gpus;
+    if (j->feed >= 0) t->feeds[j->feed].loader_jobs[j->gpus[0]]++;
+    else t->own_cpus += s->cpus;
 }
 
 static void tally_queued(tally *t, const core_job *j) {
@@ -216,6 +220,31 @@ static int check_feeds(const core_state *core, const tally *t, char *err,
     return 0;
 }
 
+/* Each feed's loaders as its running jobs make them, and the CPUs
+ * committed: the jobs of no feed's and the open loaders'. A loader's CPUs
+ * are those of the job that opened it, which may have left: not
+ * recounted, but none where it has no job. */
+static int check_cpus(const core_state *core, const tally *t, char *err,
+                      size_t errlen) {
+    double used = t->own_cpus;
+    for (int i = 0; i < core->nfeeds; i++) {
+        const core_feed *f = core->feeds[i];
+        for (int g = 0; g < core->num_gpus; g++) {
+            int jobs = t->feeds[i].loader_jobs[g];
+            if (f->loader_jobs[g] != jobs ||
+                (jobs == 0 && f->loader_cpus[g] != 0))
+                return differs(err, errlen, "feed %s: GPU %d: loader of %d "
+                               "jobs and %g CPUs, its jobs make %d", f->name,
+                               g, f->loader_jobs[g], f->loader_cpus[g], jobs);
+            used += f->loader_cpus[g];
+        }
+    }
+    if (!same_sum(core->cpus_used, used))
+        return differs(err, errlen, "cpus_used %g, the running jobs make %g",
+                       core->cpus_used, used);
+    return 0;
+}
+
 static int check_tally(const core_state *core, const tally *t, char *err,
                        size_t errlen) {
     for (int g = 0; g < core->num_gpus; g++)
@@ -224,9 +253,10 @@ static int check_tally(const core_state *core, const tally *t, char *err,
         check_queue(core, &core->fifo, "FIFO", false, err, errlen) ||
         check_counts(core, t, err, errlen) != 0 ||
         check_modes(core, err, errlen) != 0 ||
-        check_users(core, t, err, errlen) != 0)
+        check_users(core, t, err, errlen) != 0 ||
+        check_feeds(core, t, err, errlen) != 0)
         return -1;
-    return check_feeds(core, t, err, errlen);
+    return check_cpus(core, t, err, errlen);
 }
 
 int core_check(const core_state *core, char *err, size_t errlen) {

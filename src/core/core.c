@@ -277,6 +277,11 @@ static core_job *core_job_new(core_state *core, const core_job_spec *job,
                  (long long)job->id, job->num_gpus, core->num_gpus);
         return NULL;
     }
+    if (!(job->cpus >= 0) || !isfinite(job->cpus)) {
+        snprintf(err, errlen, "job %lld: %g CPUs, must be 0 or more",
+                 (long long)job->id, job->cpus);
+        return NULL;
+    }
     if (job->nice < 0 || job->nice > CORE_NICE_MAX) {
         snprintf(err, errlen, "job %lld: nice %d, must be 0..%d",
                  (long long)job->id, job->nice, CORE_NICE_MAX);
@@ -380,6 +385,7 @@ static void core_release(core_state *core, core_job *job, double now) {
     core->changes++;
     core_user_runs(core, job, -1, now);
     core_reserve_link(core, job, -1);
+    core_cpus_runs(core, job, -1);
     if (job->feed >= 0) core_feed_runs(core, job, -1);
     for (int k = 0; k < job->spec.num_gpus; k++) {
         core_gpu *gpu = &core->gpus[job->gpus[k]];
@@ -575,6 +581,7 @@ static void core_occupy(core_state *core, core_job *job, double now) {
         core_gpu_changed(core, gpu);
     }
     if (job->feed >= 0) core_feed_runs(core, job, +1);
+    core_cpus_runs(core, job, +1);
     core_reserve_link(core, job, +1);
     core->running++;
 }

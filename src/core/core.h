@@ -133,6 +133,11 @@ typedef struct core_job_spec {
                             given, default_time applies. The driver stops
                             an attempt at it: the reservations of
                             aegis-plus count on that (reserve.c) */
+    double cpus;         /* CPUs its data loading keeps busy (aegisd: its
+                            --cpus or cpus_per_gpu times its GPUs; the
+                            simulator: load_cpus); 0: none counted. A job
+                            of a feed shares the feed's loader on its first
+                            GPU and counts only when it opens it (cpus.c) */
 } core_job_spec;
 
 /* Seconds between SIGTERM and SIGKILL when aegisd stops a running job (a
@@ -233,6 +238,11 @@ typedef enum core_wait {
                                it starts once they end, at `until` at the
                                latest by their time limits (< 0: unknown,
                                job `job` has none) */
+    CORE_WAIT_CPUS,         /* aegis-plus: its data loading needs `value`
+                               CPUs; of the server's `limit`, `free_cpus`
+                               are neither committed to running jobs nor
+                               kept (`kept_cpus` of them) for the head of
+                               the queue, job `job` */
     CORE_WAIT_KINDS
 } core_wait;
 
@@ -245,7 +255,8 @@ typedef struct core_reason {
                                are over the limit; else 0 */
     double need_mib, free_mib; /* MEMORY, MIG */
     double until;           /* OBSERVING, WINDOW: in `now` units */
-    double value, limit;    /* PRESSURE */
+    double value, limit;    /* PRESSURE, CPUS */
+    double free_cpus, kept_cpus; /* CPUS */
     const char *metric;     /* PRESSURE: "SMACT" or "utilization";
                                USER_LIMIT: "job" or "GPU" (the text adds
                                the plural) */
@@ -464,6 +475,25 @@ core_outcome core_job_exit(core_state *core, int64_t job_id, core_exit how,
 int core_gpu_share(core_state *core, int gpu, share_mode mode,
                    const mig_model *mig, char *err, size_t errlen);
 
+/* ---- CPUs (cpus.c) --------------------------------------------------------
+ *
+ * Jobs placed beside each other share the server's CPUs too: a job's data
+ * loaders starve when the loaders beside them want more CPUs than the
+ * server has, and the job waits on its batches (docs/simulator.md, "Data
+ * loading"). The core counts the CPUs committed to running jobs (each
+ * job's spec.cpus, a feed's loader once per GPU) under every policy;
+ * aegis-plus places no job whose CPUs would take the committed ones past
+ * the server's, unless none are committed (a job wanting more than the
+ * server has runs without other loaders beside it), and keeps the CPUs of
+ * the head of its queue from the jobs behind it, as it keeps its GPUs. */
+
+/* The server's CPUs; 0 (what core_create() sets): not counted. Returns
+ * 0, or -1 with a message when cpus is negative or not finite. */
+int core_set_cpus(core_state *core, double cpus, char *err, size_t errlen);
+
+/* The CPUs committed to running jobs' data loading now. */
+double core_cpus_committed(const core_state *core);
+
 /* Keeps GPU `gpu` out of (drained) or back in placement. */
 void core_gpu_drain(core_state *core, int gpu, bool drained);
 
@@ -580,7 +610,8 @@ int core_ladder(double total_mib, double max_step_mib, double *buckets,
 /* Recounts, from the jobs themselves, every sum and count the events keep
  * (per GPU: njobs, util_pct_sum, score_sum, peak_sum_mib, unseen, MIG
  * instances, the idle bit; the running count, both queues' links and
- * membership, each user's and feed's counts). Returns 0, or -1 with the
+ * membership, each user's and feed's counts, the CPUs committed and each
+ * feed's loaders). Returns 0, or -1 with the
  * first difference in err, naming the GPU, job, user or feed, the field
  * and both values. Reads every job: for tests, `aegis sim --check` and the
  * sanitizer build's daemon (check.c). */

@@ -21,6 +21,7 @@ typedef struct core_question {
     uint64_t changes;       /* core_state.changes when worked out; 0: none */
     uint64_t passes;        /* core_state.passes then (whole reasons) */
     double now, demand;
+    double cpus;            /* the CPUs its loader would need */
     uint64_t allowed;
     uint64_t shape;         /* GPU count, core_may_share(), a retry's
                                telemetry gates, whole, the user and its
@@ -61,6 +62,7 @@ typedef struct core_reasons_mark {
     int64_t head_id;
     uint64_t reserved;
     double head_need_mib;
+    double head_cpus;
     int nreached;
     int64_t reached[CORE_BACKFILL_DEPTH];
     core_gpu_mark gpus[CORE_MAX_GPUS];
@@ -133,6 +135,11 @@ typedef struct core_feed {
     int64_t producer;       /* the last of them queued */
     uint64_t gpus;          /* GPUs where its jobs run: on_gpu[g] > 0 */
     int on_gpu[CORE_MAX_GPUS];
+    /* Its data loader on GPU g, shared by its running jobs whose first
+     * GPU is g (cpus.c): how many, and the CPUs of the job that opened
+     * it, committed until the last of them ends. */
+    int loader_jobs[CORE_MAX_GPUS];
+    double loader_cpus[CORE_MAX_GPUS];
 } core_feed;
 
 /* A user's next job in a pass, on the pass's heap (users.c), with its
@@ -195,6 +202,8 @@ struct core_state {
     int mps_gpus;           /* GPUs in mps mode: with any, a reason depends
                                on the job's user (core_gpu_other_user()) */
     uint64_t idle;          /* bit g: GPU g is idle (gpu_idle()) */
+    double cpus;            /* the server's CPUs; 0: not counted (cpus.c) */
+    double cpus_used;       /* committed to running jobs' data loading */
     int rr_next;            /* round robin: next GPU to start from */
     /* The last backfill pass: reasons are told from it (core_job_reason). */
     uint64_t passes;        /* backfill passes so far */
@@ -208,6 +217,8 @@ struct core_state {
     double reserve_start;   /* when the head starts at the latest, by the
                                limits of the jobs on its GPUs; < 0:
                                unknown */
+    double head_cpus;       /* the CPUs it keeps from the jobs behind it
+                               (cpus.c); 0: none */
     double reserve_room_s;  /* reserve_start less the pass's now: a job
                                whose limit and grace fit in it may start
                                on the head's GPUs; < 0: none may */
@@ -379,6 +390,28 @@ uint64_t core_feed_gpus(const core_state *core, const core_job *job,
  * why. */
 bool core_feed_waits(core_state *core, const core_job *job, double now,
                      core_reason *r);
+
+/* ---- cpus.c ------------------------------------------------------------------ */
+
+/* The CPUs the job's data loading would commit with `first` as its first
+ * GPU: 0 where its feed's loader runs there already; first < 0: on the
+ * GPU of `allowed` that commits the fewest. */
+double core_cpus_need(const core_state *core, const core_job *job, int first,
+                      uint64_t allowed);
+/* Whether the policy lets the job start with `first` as its first GPU,
+ * as far as CPUs go (core.h, "CPUs"). */
+bool core_cpus_fit(const core_state *core, const core_job *job, int first);
+/* Whether the policy counts this job's CPUs at all: a failure to place it
+ * may then be for want of CPUs, not of GPUs (backfill.c). */
+bool core_cpus_counted(const core_state *core, const core_job *job);
+/* The job starts (sign +1) or stops (-1) committing its CPUs. */
+void core_cpus_runs(core_state *core, const core_job *job, int sign);
+/* The head of a pass keeps its CPUs from the jobs behind it. */
+void core_cpus_keep(core_state *core, const core_job *head);
+/* Why the job cannot start on the GPUs of `allowed` for want of CPUs, into
+ * r; false when CPUs do not keep it. */
+bool core_cpus_reason(const core_state *core, const core_job *job,
+                      uint64_t allowed, core_reason *r);
 
 /* ---- reserve.c ------------------------------------------------------------- */
 

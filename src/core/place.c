@@ -4,7 +4,8 @@
  * core_place() tries, in order: beside the jobs of its data feed,
  * exclusive placement on idle GPUs, a MIG instance, then collocation
  * through the gates (observation, window full, memory, pressure, the
- * policy's own constraint) and the ranking. It decides only: it writes a
+ * policy's own constraint) and the ranking; then, under a policy that
+ * counts them, the server's CPUs (cpus.c). It decides only: it writes a
  * core_launch and changes nothing a job or a count holds, except the
  * cached gate verdicts and views of the GPUs it read (core_gate), which
  * core_check() does not count. core_launch_job() (core.c) carries a
@@ -219,8 +220,9 @@ static bool place_feed(core_state *core, const core_job *job, double now,
     return false;
 }
 
-bool core_place(core_state *core, const core_job *job, double now,
-                uint64_t allowed, core_launch *l) {
+/* Where on the GPUs of `allowed` the job would go, CPUs aside. */
+static bool place_gpus(core_state *core, const core_job *job, double now,
+                       uint64_t allowed, core_launch *l) {
     memset(l, 0, sizeof(*l));
     l->job_id = job->spec.id;
     l->attempt = job->attempt;
@@ -235,4 +237,12 @@ bool core_place(core_state *core, const core_job *job, double now,
     if (!core_may_share(core, job)) return false;
     l->floor_mib = core_shared_demand(core, job, l->floor_mib);
     return core_place_shared(core, job, now, allowed, l);
+}
+
+/* The GPUs first, then the CPUs its loader would need there: a feed's
+ * job placed beside its feed's jobs needs none more. */
+bool core_place(core_state *core, const core_job *job, double now,
+                uint64_t allowed, core_launch *l) {
+    return place_gpus(core, job, now, allowed, l) &&
+           core_cpus_fit(core, job, l->gpus[0]);
 }

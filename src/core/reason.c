@@ -14,7 +14,7 @@
 static const char *const wait_names[CORE_WAIT_KINDS] = {
     "", "behind", "memory", "observing", "window", "pressure", "idle",
     "policy", "mig", "drained", "user_limit", "dependency", "held", "feed",
-    "mps_user", "reserving"};
+    "mps_user", "reserving", "cpus"};
 
 const char *core_wait_name(core_wait kind) {
     return (unsigned)kind < CORE_WAIT_KINDS ? wait_names[kind] : "?";
@@ -115,10 +115,10 @@ static uint64_t gpus_of(const core_state *core, uint64_t allowed) {
     return allowed & all;
 }
 
-/* Why the job cannot start on the GPUs of `allowed` now; CORE_WAIT_NONE
- * when it could. */
-static void core_explain_now(core_state *core, const core_job *job,
-                             double now, uint64_t allowed, core_reason *r) {
+/* Why no GPU of `allowed` takes the job now; CORE_WAIT_NONE when they
+ * would. */
+static void explain_gpus(core_state *core, const core_job *job, double now,
+                         uint64_t allowed, core_reason *r) {
     int need = job->spec.num_gpus;
     *r = (core_reason){.kind = CORE_WAIT_NONE, .gpu = -1};
     if (__builtin_popcountll(core->idle & allowed) >= need) return;
@@ -152,6 +152,14 @@ static void core_explain_now(core_state *core, const core_job *job,
     *r = (core_reason){.kind = CORE_WAIT_DRAINED, .gpu = -1, .count = need};
 }
 
+/* Why the job cannot start on the GPUs of `allowed` now: the GPUs, then
+ * the CPUs (as core_place() asks); CORE_WAIT_NONE when it could. */
+static void core_explain_now(core_state *core, const core_job *job,
+                             double now, uint64_t allowed, core_reason *r) {
+    explain_gpus(core, job, now, allowed, r);
+    if (r->kind == CORE_WAIT_NONE) core_cpus_reason(core, job, allowed, r);
+}
+
 /* Whether the answers kept are reused: where a job's demand, GPU count
  * and sharing are all a gate reads, so no policy rule, no MIG, no MPS
  * (whose GPUs ask the job's user). */
@@ -161,10 +169,13 @@ static bool explained_reusable(const core_state *core) {
 
 /* The question a job asks of the GPUs of `allowed`: its answer holds for
  * every job that asks alike at the same moment with nothing changed. A
- * whole reason's adds the pass, the job's user and its limit. */
+ * whole reason's adds the pass, the job's user and its limit; the CPUs
+ * its loader needs, and whether it is the head, which keeps CPUs from
+ * the others (cpus.c), count too. */
 static core_question question(const core_state *core, const core_job *job,
                               double now, uint64_t allowed, bool whole) {
     uint64_t shape = (uint64_t)job->spec.num_gpus << 8 |
+                     (uint64_t)(job->spec.id == core->head_id) << 4 |
                      (uint64_t)core_may_share(core, job) << 3 |
                      (uint64_t)(job->floor_mib > 0) << 2;
     if (whole)
@@ -172,7 +183,7 @@ static core_question question(const core_state *core, const core_job *job,
     return (core_question){
         .changes = core->changes + 1, .passes = whole ? core->passes : 0,
         .now = now, .demand = core_demand(core, job), .allowed = allowed,
-        .shape = shape};
+        .cpus = core_cpus_need(core, job, -1, allowed), .shape = shape};
 }
 
 /* The answer kept for q, into *r: NULL. Else the slot to keep q's answer
@@ -184,6 +195,7 @@ static core_explained *kept_answer(core_state *core, const core_question *q,
     core_explained *e = &core->explained[(h >> 40) % CORE_EXPLAINED];
     if (e->q.changes != q->changes || e->q.now != q->now ||
         e->q.demand != q->demand || e->q.allowed != q->allowed ||
+        e->q.cpus != q->cpus ||
         e->q.shape != q->shape || e->q.passes != q->passes)
         return e;
     *r = e->reason;
@@ -358,6 +370,15 @@ int core_reason_text(const core_reason *r, double now, char *buf,
                  r->until > now ? r->until - now : 0);
         return core_reserve_text(r, start, buf, len);
     }
+    case CORE_WAIT_CPUS: {
+        int n = snprintf(buf, len, "needs %g CPUs for its data loading, %g "
+                         "of the server's %g free", r->value, r->free_cpus,
+                         r->limit);
+        if (r->kept_cpus <= 0 || n < 0 || (size_t)n >= len) return n;
+        return n + snprintf(buf + n, len - (size_t)n, " (%g kept for job "
+                            "%lld, the head of the queue)", r->kept_cpus,
+                            (long long)r->job);
+    }
     case CORE_WAIT_KINDS: break;
     }
     return snprintf(buf, len, "?");
@@ -430,6 +451,7 @@ static bool mark_queue(core_state *core, core_reasons_mark *m) {
                  m->head_id != core->head_id ||
                  m->reserved != core->reserved ||
                  m->head_need_mib != core->head_need_mib ||
+                 m->head_cpus != core->head_cpus ||
                  m->nreached != core->nreached ||
                  memcmp(m->reached, core->reached, n) != 0;
     m->changes = core->changes;
@@ -439,6 +461,7 @@ static bool mark_queue(core_state *core, core_reasons_mark *m) {
     m->head_id = core->head_id;
     m->reserved = core->reserved;
     m->head_need_mib = core->head_need_mib;
+    m->head_cpus = core->head_cpus;
     m->nreached = core->nreached;
     memcpy(m->reached, core->reached, n);
     return moved;

@@ -700,6 +700,13 @@ static int d_open(d_daemon *d) {
         d_error("%s: %s", cfg_path, err);
         return -1;
     }
+    /* the CPUs the jobs' cgroups share (aegis-plus counts them) */
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    if (core_set_cpus(d->core, cpus > 0 ? (double)cpus : 0, err,
+                      sizeof(err)) != 0) {
+        d_error("%s", err);
+        return -1;
+    }
     snprintf(path, sizeof(path), "%s/aegis.db", d->opt.state_dir);
     if (d_check_new_db(d, path) != 0) return -1;
     d->st = store_open(path, err, sizeof(err));

@@ -32,6 +32,9 @@ d_job *d_job_new(int64_t id, uid_t uid, gid_t gid, const char *user,
 core_job_spec d_job_spec(d_daemon *d, const d_job *job);
 
 /* ---- jobs_run.c ---- */
+/* The CPUs of the job's cgroup: its --cpus, else cpus_per_gpu times its
+ * GPUs; 0: no limit, and none counted by the core. */
+int d_job_cpus(const d_daemon *d, const d_job *job);
 /* What the attempt's status file says (exec_probe), the pids of a live
  * attempt taken into the job. */
 void d_job_probe(d_daemon *d, d_job *job, exec_record *rec);

@@ -54,6 +54,8 @@ core_job_spec d_job_spec(d_daemon *d, const d_job *job) {
         .feed = job->feed, .feed_producer = job->producer,
         .feed_owner = job->feed[0] ? (uint32_t)d_feed_owner(d, job) : 0,
         .time_limit_s = job->time_limit_s,
+        /* the CPUs its cgroup may use: aegis-plus counts them */
+        .cpus = d_job_cpus(d, job),
     };
     return spec;
 }

@@ -80,12 +80,16 @@ static int d_job_exec(d_daemon *d, d_job *job, const core_launch *l,
     return rc;
 }
 
+int d_job_cpus(const d_daemon *d, const d_job *job) {
+    return job->cpus > 0 ? job->cpus
+                         : (int)d->keys.cpus_per_gpu * job->num_gpus;
+}
+
 /* The limits of the job's cgroup: its own, else the per-GPU defaults
  * times its GPUs (0: none). */
 static void d_job_limits(const d_daemon *d, const d_job *job, int *cpus,
                          double *mem_mib) {
-    *cpus = job->cpus > 0 ? job->cpus
-                          : (int)d->keys.cpus_per_gpu * job->num_gpus;
+    *cpus = d_job_cpus(d, job);
     *mem_mib = job->host_mem_mib > 0
                    ? job->host_mem_mib
                    : d->keys.host_mem_per_gpu_mib * job->num_gpus;

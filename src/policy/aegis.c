@@ -16,7 +16,9 @@
  *                catalog's Horus column: dlrm 40000 MiB against 1364,
  *                vgg16 bs64 40000 against 11776), and a job kept off every
  *                busy GPU by one waits for an idle GPU where it could have
- *                shared; one that did need more climbs the OOM ladder. All
+ *                shared; one that did need more climbs the OOM ladder;
+ *                and the server's CPUs counted, so that collocated
+ *                jobs' data loaders do not starve each other. All
  *                of that lives in the core behind the policy's flags
  *                (docs/design.md, "aegis-plus").
  * A job without the number its policy needs falls back to the flat demand:
@@ -61,5 +63,5 @@ const policy policy_aegis_oracle = {
 const policy policy_aegis_plus = {
     .name = "aegis-plus", .collocates = true, .uses_telemetry = true,
     .backfill = true, .pairs_unfiltered = true, .caps_estimates = true,
-    .demand = aegis_est_demand,
+    .counts_cpus = true, .demand = aegis_est_demand,
 };

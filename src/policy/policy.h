@@ -38,6 +38,9 @@ typedef struct policy {
                                whatever its pressure (aegis-plus) */
     bool caps_estimates;    /* a first attempt joins a busy GPU with its
                                demand capped at est_cap_mib (aegis-plus) */
+    bool counts_cpus;       /* a job starts only where the server's CPUs
+                               hold its data loading beside the running
+                               jobs' (core.h, "CPUs"; aegis-plus) */
     /* Memory a first attempt demands and is admitted with (MiB). */
     double (*demand)(const core_config *cfg, const core_job_spec *job);
     /* The policy's own constraint on a GPU; NULL for none. */

@@ -35,6 +35,9 @@ typedef struct sim_options {
     sim_dispatch_mode dispatch; /* how jobs reach them (dispatch.h) */
     int gpus;                   /* GPUs per server */
     double gpu_mem_mib;         /* memory of each GPU */
+    double server_cpus;         /* CPUs of each server, shared by its jobs'
+                                   data loaders (loaders.h) and counted by
+                                   the core; 0: as many as they want */
     int estimator;              /* CAT_EST_* fed to the core as est_mib */
     core_config config;         /* the core's settings; policy set per run */
     sim_model model;

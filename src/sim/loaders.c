@@ -3,9 +3,15 @@
 
 #include <stdlib.h>
 
-/* Brings cpu_s up to t at the cores busy since the last change. */
+double sim_loaders_share(const sim_loaders *l) {
+    return l->cores > 0 && l->cpus > l->cores ? l->cores / l->cpus : 1;
+}
+
+/* Brings cpu_s up to t at the cores busy since the last change: those
+ * wanted, as far as the server has them. */
 static void loaders_account(sim_loaders *l, double t) {
-    if (t > l->since) l->cpu_s += l->cpus * (t - l->since);
+    if (t > l->since)
+        l->cpu_s += l->cpus * sim_loaders_share(l) * (t - l->since);
     l->since = t;
 }
 

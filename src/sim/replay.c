@@ -161,11 +161,21 @@ static double job_slowdown(const replay *r, int32_t j) {
     return worst;
 }
 
+/* Job j's pace: its GPUs', unless its data loader, short of CPUs, makes
+ * batches slower than that (loaders.h): a job's step is as long as the
+ * longer of its GPU work and the wait for its batch. */
+static double job_rate(const replay *r, int32_t j) {
+    double rate = 1 / job_slowdown(r, j);
+    if (row_of(r, j)->load_cpus > 0 && r->cpu_share < rate)
+        rate = r->cpu_share;
+    return rate;
+}
+
 /* Brings job j's work up to t and, if its rate changed, moves its
  * completion event. */
 static int update_rate(replay *r, int32_t j, double t) {
     job_progress *job = &r->progress[j];
-    double rate = 1 / job_slowdown(r, j);
+    double rate = job_rate(r, j);
     if (rate == job->rate) return 0;
     job->remaining -= (t - job->since) * job->rate;
     if (job->remaining < 0) job->remaining = 0;
@@ -183,6 +193,23 @@ static int update_rates_around(replay *r, int32_t j, double t) {
         const sim_gpu *gpu = &r->gpu[p->gpus[k]];
         for (int i = 0; i < gpu->njobs; i++)
             if (update_rate(r, gpu->active[i].job, t) < 0) return -1;
+    }
+    return 0;
+}
+
+/* Updates the rates of every job with a loader when the fraction of
+ * their CPUs the loaders get has changed (a loader came or went). */
+static int update_cpu_share(replay *r, double t) {
+    double share = sim_loaders_share(&r->loaders);
+    if (share == r->cpu_share) return 0;
+    r->cpu_share = share;
+    for (int g = 0; g < r->opt->gpus; g++) {
+        const sim_gpu *gpu = &r->gpu[g];
+        for (int i = 0; i < gpu->njobs; i++) {
+            int32_t j = gpu->active[i].job;
+            if (row_of(r, j)->load_cpus > 0 && update_rate(r, j, t) < 0)
+                return -1;
+        }
     }
     return 0;
 }
@@ -237,6 +264,7 @@ static int on_arrival(replay *r, int32_t j, double t) {
         .peak_mib = w->peak_mib,
         .util_pct = w->util_pct, .sharing_score = w->sharing_score,
         .user = row_of(r, j)->user, .feed = feed,
+        .cpus = row_of(r, j)->load_cpus,
         /* read by reservations; the replay does not stop a job at it */
         .time_limit_s = row_of(r, j)->time_limit_s};
     char why[256];
@@ -297,7 +325,8 @@ static int on_activate(replay *r, int32_t j, double t) {
     p->remaining = work > 0 ? work : 0;
     p->since = t;
     p->rate = 0;
-    if (update_rates_around(r, j, t) < 0) return -1;
+    if (update_rates_around(r, j, t) < 0 || update_cpu_share(r, t) < 0)
+        return -1;
     core_job_active(r->core, j, t);
     /* The core now observes the job's GPUs for observe_s: closed to
      * newcomers, they can give the head of the queue no place it lacked
@@ -323,7 +352,8 @@ static int on_complete(replay *r, int32_t j, double t) {
     double cpus = row_of(r, j)->load_cpus;
     if (cpus > 0)
         sim_loaders_leave(&r->loaders, feed_of(r, j), p->gpus[0], cpus, t);
-    if (update_rates_around(r, j, t) < 0) return -1;
+    if (update_rates_around(r, j, t) < 0 || update_cpu_share(r, t) < 0)
+        return -1;
     end_attempt(r, j, CORE_EXIT_OK, t);
     return 0;
 }
@@ -577,8 +607,11 @@ static int replay_init(replay *r) {
     r->core = core_create(&cfg, opt->gpus, totals, r->err, sizeof(r->err));
     free(totals);
     if (!r->core || share_model_setup(r->core, opt->gpus, opt->sharing,
-                                      opt->mig, r->err, sizeof(r->err)) != 0)
+                                      opt->mig, r->err, sizeof(r->err)) != 0 ||
+        core_set_cpus(r->core, opt->server_cpus, r->err, sizeof(r->err)) != 0)
         return -1;
+    r->loaders.cores = opt->server_cpus;
+    r->cpu_share = 1;
     for (int g = 0; g < opt->gpus; g++) {
         r->gpu[g].since = r->start_s;
         gpu_refresh(r, g, r->start_s);

@@ -113,6 +113,8 @@ typedef struct replay {
     int idle_wakeups;
     sim_waits waits;            /* waiting time by reason, when counted */
     sim_loaders loaders;        /* the data loaders running */
+    double cpu_share;           /* sim_loaders_share() as the jobs' rates
+                                   last took it */
 
     char err[512];              /* why replay_run() failed */
 } replay;
