@@ -371,9 +371,9 @@ int core_reason_text(const core_reason *r, double now, char *buf,
         return core_reserve_text(r, start, buf, len);
     }
     case CORE_WAIT_CPUS: {
-        int n = snprintf(buf, len, "needs %g CPUs for its data loading, %g "
-                         "of the server's %g free", r->value, r->free_cpus,
-                         r->limit);
+        int n = snprintf(buf, len, "needs %g CPU%s for its data loading, "
+                         "%g of the server's %g free", r->value,
+                         r->value == 1 ? "" : "s", r->free_cpus, r->limit);
         if (r->kept_cpus <= 0 || n < 0 || (size_t)n >= len) return n;
         return n + snprintf(buf + n, len - (size_t)n, " (%g kept for job "
                             "%lld, the head of the queue)", r->kept_cpus,

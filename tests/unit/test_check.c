@@ -7,8 +7,8 @@
 
 #include "core_priv.h"
 
-/* A core of 2 GPUs under aegis-plus: job 1 running on GPU 0 with hints,
- * not yet seen active; job 2 (a feed's producer) and job 3 queued behind
+/* A core of 2 GPUs under aegis-plus: job 1 running on GPUs 0 and 1 with
+ * hints, its feed's loader of 3 CPUs on GPU 0, not yet seen active; job 2 (a feed's producer) and job 3 queued behind
  * a full server, job 3 a retry on the recovery queue. */
 static core_state *busy_core(void) {
     core_state *core = make_core("aegis-plus", "magm", 2);
@@ -17,6 +17,7 @@ static core_state *busy_core(void) {
     s.util_pct = 40;
     s.sharing_score = 2;
     s.peak_mib = 1000;
+    s.cpus = 3;
     s.feed = "imagenet";
     assert_int_equal(core_submit(core, &s, 0, err, sizeof(err)), 0);
     core_launch l;
@@ -103,12 +104,28 @@ static void test_users_and_feeds(void **state) {
     core_destroy(core);
 }
 
+/* The CPUs committed, and the feed's loader on its job's first GPU. */
+static void test_cpus(void **state) {
+    core_state *core = busy_core();
+    core->cpus_used = 2;
+    reports(core, "cpus_used 2, the running jobs make 3");
+    core->cpus_used = 3;
+    core->feeds[0]->loader_jobs[1] = 1;
+    reports(core, "feed imagenet: GPU 1: loader of 1 jobs and 0 CPUs, its "
+            "jobs make 0");
+    core->feeds[0]->loader_jobs[1] = 0;
+    core->feeds[0]->loader_cpus[0] = 5;
+    reports(core, "cpus_used 3, the running jobs make 5");
+    core_destroy(core);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_whole_core_passes),
         cmocka_unit_test(test_gpu_sums),
         cmocka_unit_test(test_running_and_queues),
         cmocka_unit_test(test_users_and_feeds),
+        cmocka_unit_test(test_cpus),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
