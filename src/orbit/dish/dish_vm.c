@@ -192,13 +192,13 @@ typedef enum { GO, YIELD, STOP } flow;
  * its counters zeroed: GO, or STOP with the fault past the run's limits. */
 static flow enter(dish_vm *vm, int ri, dish_run *r, unsigned slot, unsigned nargs) {
     const dish_slot *s = &vm->slots[slot];
-    unsigned base = r->sp - nargs, floor = r->nfr ? stack_base(vm, r) : 0;
+    unsigned base = r->sp - nargs, bottom = r->nfr ? stack_base(vm, r) : 0;
     if (!s->info.used) {
         fault(vm, ri, DISH_FAULT_SLOT);
         return STOP;
     }
     unsigned top = base + s->p.nlocals + s->p.ncounters;
-    if (r->nfr >= DISH_MAX_DEPTH || r->sp < nargs || base < floor || top < r->sp ||
+    if (r->nfr >= DISH_MAX_DEPTH || r->sp < nargs || base < bottom || top < r->sp ||
         top > r->arena_words) {
         fault(vm, ri, DISH_FAULT_STACK);
         return STOP;
