@@ -218,9 +218,10 @@ static int load_and_start(dish_vm *vm, const char *path) {
         fprintf(stderr, "dish: %s: refused: %s\n", path, err);
         return -1;
     }
-    if (dish_vm_start(vm, img[DISH_HDR], NULL, 0) < 0) {
-        fprintf(stderr, "dish: %s: its first procedure takes arguments or no run is free\n",
-                path);
+    int rc = dish_vm_start(vm, img[DISH_HDR], NULL, 0);
+    if (rc < 0) {
+        dish_vm_refusal(vm, img[DISH_HDR], rc, err, sizeof err);
+        fprintf(stderr, "dish: %s: %s\n", path, err);
         return -1;
     }
     return 0;

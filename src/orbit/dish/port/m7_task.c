@@ -26,8 +26,9 @@ static int take_uplink(char *err, size_t errlen) {
     }
     if (dish_vm_load(&vm, img, n, err, errlen))
         return -1;
-    if (dish_vm_start(&vm, img[DISH_HDR], NULL, 0) < 0) {
-        snprintf(err, errlen, "slot %u: its procedure takes arguments", img[DISH_HDR]);
+    int rc = dish_vm_start(&vm, img[DISH_HDR], NULL, 0);
+    if (rc < 0) {
+        dish_vm_refusal(&vm, img[DISH_HDR], rc, err, errlen);
         return -1;
     }
     return 0;
