@@ -223,6 +223,55 @@ PY
     expect_bad "$TMP/t.csv" "t.csv:2: field 'load_cpus': '-1' is not 0..1e+06 cores"
     "$AEGIS" sim --trace "$TMP/s.csv" --policy aegis | grep -q "load_cpu_h$" ||
         fail "no load_cpu_h column" ;;
+cpu_contention)
+    # Two jobs alone on their GPUs whose loaders want 4 + 8 CPUs of a
+    # server's 6 (docs/simulator.md, "Data loading"; work = duration with
+    # exec_factor 1 and no start-up): each loader gets 6/12 of its CPUs, so
+    # both go at 0.5 and job 1 (1000 s of work) ends at 2000; job 2 has
+    # done 1000 of its 3000 s then, and alone its loader gets 6/8: the
+    # 2000 s left take 2666.667, to 4666.667. The CPUs give 6 a second
+    # throughout: 28000 CPU-seconds, each job's load times its work.
+    # Without the limit both run at 1. aegis-plus does not start job 2
+    # beside job 1 (4 + 8 > 6): it waits 1000 s for "cpus", then runs alone
+    # (it wants more than the server has) at 0.75, from 1000 to 5000.
+    printf 'submit_time_s,num_gpus,mem_mib,duration_s,load_cpus\n0,1,10000,1000,4\n0,1,10000,3000,8\n' \
+        >"$TMP/t.csv"
+    for c in 0 6; do
+        "$AEGIS" sim --trace "$TMP/t.csv" --gpus 2 --server-cpus $c --check \
+            --model exec_factor=1 --model activation_delay_s=0 \
+            --policy exclusive,aegis-plus --json >"$TMP/c$c.json" ||
+            fail "--server-cpus $c: exit $?"
+    done
+    python3 - "$TMP" <<'PY' || fail "the worked figures"
+import json, sys
+d = sys.argv[1]
+def runs(c):
+    return {p["policy"]: p for p in json.load(open("%s/c%d.json" % (d, c)))["policies"]}
+def spans(p):
+    return [(a["start_s"], a["end_s"]) for j in p["jobs"] for a in j["attempts"]]
+free, six = runs(0), runs(6)
+for p in free.values():
+    assert spans(p) == [(0, 1000), (0, 3000)], spans(p)
+assert spans(six["exclusive"]) == [(0, 2000), (0, 4666.667)], spans(six["exclusive"])
+assert spans(six["aegis-plus"]) == [(0, 1000), (1000, 5000)], spans(six["aegis-plus"])
+assert six["aegis-plus"]["jobs"][1]["wait_by_reason_s"] == {"cpus": 1000}
+for p in list(free.values()) + list(six.values()):
+    assert abs(p["load_cpu_s"] - 28000) < 0.1, p["load_cpu_s"]
+PY
+    "$AEGIS" sim --trace "$TMP/t.csv" --server-cpus -1 2>"$TMP/err"
+    [ $? -eq 2 ] || fail "--server-cpus -1 accepted"
+    grep -q "server-cpus" "$TMP/err" || fail "no --server-cpus message" ;;
+no_load_cpus_same)
+    # Without load_cpus the CPUs change nothing, even on a server of 3: the
+    # demo trace gives the output it gave before they were modelled, byte
+    # for byte (made by `aegis sim --trace data/traces/demo.csv --policy
+    # aegis,aegis-plus --json` at commit 4f04818); the fidelity to the real
+    # runs rests on that.
+    "$AEGIS" sim --trace "$DEMO" --catalog "$SRC/data/catalog.csv" \
+        --policy aegis,aegis-plus --json --server-cpus 3 >"$TMP/out.json" ||
+        fail "exit $?"
+    cmp "$TMP/out.json" "$SRC/tests/sim/demo_no_load_cpus.json" ||
+        fail "output differs from tests/sim/demo_no_load_cpus.json" ;;
 demo_all_json)
     "$AEGIS" sim --trace "$DEMO" --policy all --json >"$TMP/out.json" ||
         fail "exit $?"
