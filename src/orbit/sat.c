@@ -48,15 +48,19 @@ void sat_close(sat *s) {
 }
 
 /* An upload ended (installed or refused): remembered for status queries
- * and counted. */
-static void upload_ended(sat *s, const up_result *r) {
+ * and counted. The manifest refused last, refused again, is the ground
+ * asking once more after a lost answer: not another refusal. */
+static void upload_ended(sat *s, const up_result *r, const uint8_t *manifest) {
     if (!r->code && !r->installed)
         return;
     s->last_done = *r;
     if (r->installed)
         s->st.installed++;
     else {
-        s->st.refused++;
+        int again = manifest && !memcmp(manifest, s->refused, UP_MANIFEST_BYTES);
+        if (manifest)
+            memcpy(s->refused, manifest, UP_MANIFEST_BYTES);
+        s->st.refused += !again;
         s->st.last_error = dipp_error_number(r->code, 0, 0);
         snprintf(s->st.last_detail, sizeof s->st.last_detail, "%s", r->detail);
     }
@@ -83,7 +87,7 @@ static void on_update(sat *s, const uint8_t *msg, size_t len, uint8_t port,
     if (msg[0] == 'C') {
         /* a stray chunk (late, of an upload already over) is no outcome */
         if (up_on_chunk(&s->up, msg + 1, len - 1, &r) != DIPP_E_UP_MESSAGE)
-            upload_ended(s, &r);
+            upload_ended(s, &r, s->up.idx.manifest); /* kept after the upload */
         return; /* chunks are not answered: the next question is */
     }
     if (len < 3)
@@ -100,7 +104,7 @@ static void on_update(sat *s, const uint8_t *msg, size_t len, uint8_t port,
     else if (msg[0] != 'Q' && msg[0] != 'M')
         return;
     if (msg[0] == 'M')
-        upload_ended(s, &r);
+        upload_ended(s, &r, len - 3 == UP_MANIFEST_BYTES ? msg + 3 : NULL);
     reply(ctx, port, out, proto_status_build(&s->up, &r, seq, out));
 }
 

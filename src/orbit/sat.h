@@ -43,6 +43,7 @@ typedef struct sat {
     ring images;
     sat_stats st;
     up_result last_done; /* the last upload's outcome, for status queries */
+    uint8_t refused[UP_MANIFEST_BYTES]; /* the manifest refused last */
     uint32_t frame_size, seed;
     sat_dish dish;       /* the procedures, their runtime and its platform */
 } sat;

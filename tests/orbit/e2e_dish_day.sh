@@ -33,7 +33,7 @@ fail() {
     exit 1
 }
 GPORT=$((20000 + RANDOM % 20000)); SPORT=$((GPORT + 1))
-g() { timeout 60 "$DIPP" ground --hub "$GPORT" --timeout-ms 300 "$@" >"$DIR/out" 2>&1; rc=$?; }
+g() { timeout 60 "$DIPP" ground --hub "$GPORT" --timeout-ms 150 "$@" >"$DIR/out" 2>&1; rc=$?; }
 has() { grep -qF -- "$1" "$DIR/out" || fail "no '$1' in: $(cat "$DIR/out")"; }
 tm() { sed -n "s/^$1=//p" "$DIR/out"; }
 sat() {
