@@ -163,18 +163,13 @@ static int run(sat_dish *d, const uint8_t *msg, size_t len, char *why, size_t ca
     if (slot >= DISH_SLOTS)
         return dipp_say(why, cap, DIPP_E_UP_MESSAGE, "run: slot %u is not one of 0-%d",
                         slot, DISH_SLOTS - 1);
-    const dish_slot *s = &d->vm.slots[slot];
-    if (!s->info.used)
-        return dipp_say(why, cap, DIPP_E_UP_PROCS, "slot %u is empty: not run", slot);
-    if (nargs != s->p.nargs)
-        return dipp_say(why, cap, DIPP_E_UP_PROCS, "slot %u takes %u arguments, not %u: "
-                        "not run", slot, s->p.nargs, nargs);
     for (unsigned k = 0; k < nargs; k++)
         args[k] = (int32_t)proto_get32(msg + 5 + 4 * k);
     int r = dish_vm_start(&d->vm, slot, args, (int)nargs);
-    if (r < 0)
-        return dipp_say(why, cap, DIPP_E_UP_PROCS, "slot %u: all %d runs busy: not run",
-                        slot, DISH_MAX_RUNS);
+    if (r < 0) { /* empty, other arguments, all runs busy, no arena room */
+        dish_vm_refusal(&d->vm, slot, r, why, cap);
+        return DIPP_E_UP_PROCS;
+    }
     return dipp_say(why, cap, 0, "slot %u: run %d started", slot, r);
 }
 

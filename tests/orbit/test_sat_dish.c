@@ -154,9 +154,9 @@ static void test_port_hostile(void **s) {
     assert_int_equal(ask((const uint8_t *)"X\0\4\x3c\0", 5, text), DIPP_E_UP_MESSAGE);
     assert_string_equal(text, "run: slot 60 is not one of 0-49");
     assert_int_equal(ask((const uint8_t *)"X\0\5\x28\0", 5, text), DIPP_E_UP_PROCS);
-    assert_string_equal(text, "slot 40 is empty: not run");
+    assert_string_equal(text, "slot 40 is empty: not started");
     assert_int_equal(ask((const uint8_t *)"X\0\6\3\0", 5, text), DIPP_E_UP_PROCS);
-    assert_string_equal(text, "slot 3 takes 1 arguments, not 0: not run");
+    assert_string_equal(text, "slot 3 takes 1 arguments: not started");
     assert_int_equal(ask((const uint8_t *)"X\0\7\3\xff", 5, text), DIPP_E_UP_MESSAGE);
     assert_int_equal(ask((const uint8_t *)"E\0\x08\3\0", 5, text), DIPP_E_UP_MESSAGE);
     assert_string_equal(text, "delete: 5 bytes, not 4");
