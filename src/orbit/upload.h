@@ -4,6 +4,10 @@
  * module in the sandbox, and switches it in atomically; it rolls a module
  * back to its previous version after a number of consecutive failures in
  * flight, and rotates the ground's key on a message signed with the old.
+ * An update of kind 2 carries an image of DISH procedures the same way
+ * (manifest, chunks, resume); where a module is test-run and switched
+ * in, it is handed to the runtime (up_config's accept), and only its
+ * version stays here, the floor of the next.
  *
  * Everything is in one folder: "index" (the one commit point, replaced
  * crash-safe: keys, each module's active and previous version, the upload

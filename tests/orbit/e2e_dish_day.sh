@@ -53,8 +53,14 @@ timeout 120 "$DIPP" link --ground "$GPORT" --sat "$SPORT" --loss 0.1 --corrupt 0
     --latency-ms 10 --bit-rate 2000000 --seed 5 >"$DIR/link.log" 2>&1 &
 LINK_PID=$!
 sat
-printf 'pipeline: 1\nmodules:\n  - name: debayer\n  - name: downsample\n    params: {factor: 2}\n  - name: encode_png\n' \
-    >"$DIR/p1.yaml"
+cat >"$DIR/p1.yaml" <<'YAML'
+pipeline: 1
+modules:
+  - name: debayer
+  - name: downsample
+    params: {factor: 2}
+  - name: encode_png
+YAML
 g slot --pipeline 1 "$DIR/p1.yaml"; [ $rc = 0 ] || fail "slot: $rc"
 
 # upload over the lossy link, list, run with an argument
@@ -63,7 +69,8 @@ has "dish_day v1 installed"; has "slots 30 31 32 loaded"
 g proc list; [ $rc = 0 ] || fail "list: $rc"
 has "slot 30: dish_day v1, 1 args"; has "slot 31: dish_day v1, 3 args"; has "slot 32:"
 g proc run 32 21; [ $rc = 0 ] || fail "run 32: $rc"; has "slot 32: run"
-g proc run 32; [ $rc = 1 ] || fail "run without its argument: $rc"; has "slot 32 takes 1 arguments: not started"
+g proc run 32; [ $rc = 1 ] || fail "run without its argument: $rc"
+has "slot 32 takes 1 arguments: not started"
 g proc delete 31; [ $rc = 1 ] || fail "deleting a called procedure: $rc"
 has "slot 31 is called by another procedure: not deleted"
 g proc upload --key "$DIR/k.key" --version 2 "$DAY"; [ $rc = 1 ] || fail "slots taken: $rc"
