@@ -5,7 +5,7 @@
 # kernel and reported as over its host memory, not as a GPU OOM, and not
 # retried; a job within its limits runs in its own cgroup, which is gone
 # after it; a job re-adopted after kill -9 of aegisd keeps being told and
-# cleaned up that way. Skipped (77) without root or a writable hierarchy.
+# cleaned up that way; aegis-plus counts the cgroups' CPUs. Skipped (77) without root or a writable hierarchy.
 set -u; AEGISD=$1 AEGIS=$2 NVML=$3 FAKE=$4 CATALOG=$5 CASE=$6; source "$(dirname "$0")/e2e_lib.sh"
 
 needs_cgroups() {
@@ -59,6 +59,27 @@ b = bytearray(400 << 20)') || fail submit
     grep -q "over its host memory limit (64 MiB, --host-mem): killed by the kernel$" wait.txt ||
         fail "wait after the restart: $(cat wait.txt)"
     [ ! -e "/sys/fs/cgroup/memory/aegis/job-$hog.1" ] || fail "cgroup left behind"
+}
+
+# aegis-plus counts the CPUs of the jobs' cgroups: a job asking all of
+# the machine's runs, and a job asking 1 more waits for them with the
+# reason, though a GPU is idle, and runs once the first has gone.
+case_cgroup_cpus() {
+    needs_cgroups
+    start
+    cd "$DIR/work"
+    local n; n=$(getconf _NPROCESSORS_ONLN)
+    all=$("$AEGIS" submit --cpus "$n" -- sh -c 'until [ -e go ]; do sleep 0.05; done') ||
+        fail "submit all"
+    until_job "$all" "assert d['state'] == 'running'"
+    one=$("$AEGIS" submit --cpus 1 -- true) || fail "submit one"
+    until_job "$one" "assert d.get('wait_code') == 'cpus', d"
+    "$AEGIS" show --json "$one" | pyjson "
+r = d['wait_reason']; print(r)
+assert r == 'needs 1 CPU for its data loading, 0 of the server\'s $n free', r" ||
+        fail "its wait_reason"
+    touch go
+    "$AEGIS" wait "$all" "$one" > /dev/null || fail "the jobs did not both end"
 }
 
 e2e_run
