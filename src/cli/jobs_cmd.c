@@ -46,8 +46,8 @@
 "                    it does not wait, as are the next two)\n" \
 "    wait_code       that reason's kind: behind, memory, observing,\n" \
 "                    window, pressure, idle, policy, mig, drained,\n" \
-"                    user_limit, dependency, held, feed, mps_user or\n" \
-"                    reserving\n" \
+"                    user_limit, dependency, held, feed, mps_user,\n" \
+"                    reserving or cpus\n" \
 "    wait_until      when that wait ends (observing, window), where known\n" \
 "    expected_start  a head that reserves GPUs (reserving): when it starts\n" \
 "                    at the latest, by the time limits of the jobs on them\n" \
