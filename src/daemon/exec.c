@@ -1176,6 +1176,15 @@ static core_exit exec_check_oom(int status, const char *tail, size_t n,
     return CORE_EXIT_FAILED;
 }
 
+core_exit exec_classify_checked(int status, const char *tail, size_t n,
+                                const oom_gpu_mem *mem, int nmem, char *why,
+                                size_t whylen) {
+    core_exit how = exec_classify_tail(status, tail, n, why, whylen);
+    return how == CORE_EXIT_OOM
+               ? exec_check_oom(status, tail, n, mem, nmem, why, whylen)
+               : how;
+}
+
 core_exit exec_classify(int status, int log_dirfd, int64_t id, uid_t owner,
                         long long err_offset, const oom_gpu_mem *mem,
                         int nmem, char *why, size_t whylen) {
@@ -1198,9 +1207,6 @@ core_exit exec_classify(int status, int log_dirfd, int64_t id, uid_t owner,
         n = job_file_tail(fd, err_offset, tail, sizeof(tail));
     }
     if (fd >= 0) close(fd);
-    size_t len = n > 0 ? (size_t)n : 0;
-    core_exit how = exec_classify_tail(status, tail, len, why, whylen);
-    return how == CORE_EXIT_OOM
-               ? exec_check_oom(status, tail, len, mem, nmem, why, whylen)
-               : how;
+    return exec_classify_checked(status, tail, n > 0 ? (size_t)n : 0, mem,
+                                 nmem, why, whylen);
 }

@@ -199,9 +199,16 @@ core_exit exec_classify(int status, int log_dirfd, int64_t id, uid_t owner,
 
 /* The same from a stderr tail already read (n bytes, NUL bytes allowed):
  * exit 0 is ok; else a framework's OOM message in the tail (oom_text.h:
- * not the words inside a usage text) makes it oom, anything else failed. A Slurm task's lease_exit is classified by this too. */
+ * not the words inside a usage text) makes it oom, anything else failed.
+ * No GPU readings are consulted. */
 core_exit exec_classify_tail(int status, const char *tail, size_t n,
                              char *why, size_t whylen);
+
+/* exec_classify_tail, then an OOM checked against the nmem readings as
+ * exec_classify does: what a Slurm task's lease_exit is classified by. */
+core_exit exec_classify_checked(int status, const char *tail, size_t n,
+                                const oom_gpu_mem *mem, int nmem, char *why,
+                                size_t whylen);
 
 /* The variables aegisd sets for an attempt, as "K=V" strings (malloc'd,
  * NULL-terminated, *nvars of them): CUDA_VISIBLE_DEVICES (spec->visible),

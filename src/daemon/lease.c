@@ -22,6 +22,7 @@
  * are kept and its processes watched again, or it is dropped.
  */
 #include "daemon.h"
+#include "jobs.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -556,11 +557,13 @@ void d_on_lease_exit(d_conn *c, const proto_request *req) {
     const proto_lease *pl = &req->lease;
     if (!d_slurm_peer(c, "lease_exit")) return;
     char why[256];
-    core_exit how = exec_classify_tail(pl->status, pl->stderr_tail,
-                                       strlen(pl->stderr_tail), why,
-                                       sizeof(why));
-    d_reply(c, json_pack("{s:b, s:s}", "ok", 1, "class", class_names[how]));
     d_job *job = d_lease_find(d, pl->slurm_job, pl->restart);
+    const oom_gpu_mem *mem = NULL;
+    int nmem = job ? d_job_oom_readings(d, job, &mem) : 0;
+    core_exit how = exec_classify_checked(pl->status, pl->stderr_tail,
+                                          strlen(pl->stderr_tail), mem, nmem,
+                                          why, sizeof(why));
+    d_reply(c, json_pack("{s:b, s:s}", "ok", 1, "class", class_names[how]));
     if (!job) {
         d_log("Slurm job %u, restart %d: task pid %lld ended (%s) with no "
               "lease", pl->slurm_job, pl->restart, (long long)pl->pid, why);

@@ -167,6 +167,33 @@ PY
     node_ok || fail "node $(node_state)"
 }
 
+# A task that says "CUDA out of memory" while its GPU, at aegisd's last
+# reading with the task on it, had most of its memory free is a plain
+# failure, not an OOM: aegisd checks the tail the plugin sends against the
+# lease's GPUs as it does its own jobs' (docs/daemon.md). The task holds
+# 2000 MiB of a 40960 MiB GPU until aegisd has seen it there.
+case_slurm_oom_room() {
+    start; slurm_start
+    cd "$DIR/work"
+    local id
+    id=$(submit --aegis-mem=4000 --gres=aegis_mem:4000 --aegis-mode=exclusive --wrap \
+        "$FAKE --mib 2000 --seconds 0 --until $DIR/work/go.room || exit 3
+         echo 'torch.OutOfMemoryError: CUDA out of memory.' >&2; exit 1") || exit 1
+    await 40 eval '"$AEGIS" ls --all --json | pyjson "
+assert [j[\"active\"] for j in d if j.get(\"slurm_job\")==$id] == [True]"' ||
+        fail "the task of $id not seen on its GPU: $("$AEGIS" ls --all)"
+    touch go.room
+    await 30 job_gone "$id" || fail "job $id did not end"
+    await 20 eval '[ "$(aegis_of $id | cut -d" " -f2)" = failed ]' ||
+        fail "job $id not failed in aegis: $(aegis_of "$id")"
+    "$AEGIS" show --json "$(aegis_of "$id" | cut -d' ' -f1)" | pyjson "
+a = d['attempt_list'][-1]
+assert a['how'] == 'failed', a
+assert 'not retried as an OOM' in d['reason'], d['reason']" ||
+        fail "an OOM its GPU contradicts was not told apart"
+    node_ok || fail "node $(node_state)"
+}
+
 # The plugin reads a failed task's stderr tail (for an OOM message) as
 # the job's user, and only from the very file the task started with. A
 # job that swaps its output for a link to a root-only file holding an
