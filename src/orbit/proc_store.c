@@ -152,7 +152,9 @@ static void drop_proc(proc_image *im, unsigned slot) {
         uint16_t off = dish_get16(rec + 4), len = dish_get16(rec + 6);
         if (rec[0] == slot)
             continue;
+        /* the verifier keeps code packed, so what is copied stays in out */
         assert(code + off + len <= im->bytes + im->len);
+        assert((size_t)(to - out) + at + len <= sizeof out);
         memcpy(table + (size_t)kept * DISH_PROC_REC, rec, 4);
         dish_put16(table + (size_t)kept * DISH_PROC_REC + 4, at);
         dish_put16(table + (size_t)kept * DISH_PROC_REC + 6, len);
@@ -195,7 +197,7 @@ static void unload(proc_store *ps, const proc_image *im) {
     for (unsigned pass = 0; pass < nprocs(im); pass++)
         for (unsigned k = 0; k < nprocs(im); k++) {
             unsigned slot = proc_rec(im, k)[0];
-            if (ps->vm->slots[slot].info.used && ps->vm->slots[slot].callers == 0)
+            if (ps->vm->slots[slot].info.used && ps->vm->slots[slot].call_sites == 0)
                 dish_vm_delete(ps->vm, slot, why, sizeof why);
         }
 }

@@ -62,10 +62,14 @@ int proto_status_parse(const uint8_t *msg, size_t len, proto_status *st) {
     memcpy(st->bitmap, msg + S_MAP, st->nbits / 8u);
     memcpy(st->detail, msg + S_MAP + st->nbits / 8u, said);
     st->detail[said] = 0;
-    for (size_t k = 0; k < said; k++) /* it is printed: printable only */
-        if ((unsigned char)st->detail[k] < 32 || st->detail[k] == 127)
-            st->detail[k] = '?';
+    proto_printable(st->detail, said, 0); /* it is printed */
     return 0;
+}
+
+void proto_printable(char *text, size_t n, int lines) {
+    for (size_t k = 0; k < n; k++)
+        if (((unsigned char)text[k] < 32 && !(lines && text[k] == '\n')) || text[k] == 127)
+            text[k] = '?';
 }
 
 /* Asks (a manifest until one is answered, then a status query) and

@@ -48,6 +48,10 @@ typedef struct proto_status {
 size_t proto_status_build(const up_store *s, const up_result *r, uint16_t seq,
                           uint8_t *out);
 int proto_status_parse(const uint8_t *msg, size_t len, proto_status *st);
+/* Makes n bytes of text from the link safe to print: control bytes (but
+ * newlines, when lines) and DEL become '?', so no escape sequence reaches
+ * the ground's terminal. */
+void proto_printable(char *text, size_t n, int lines);
 
 void proto_put16(uint8_t *p, uint32_t v);
 void proto_put32(uint8_t *p, uint32_t v);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "dish.h"
 #include "errors.h"
 #include "platform.h"
 #include "proto.h"
@@ -29,6 +30,7 @@ int sat_open(sat *s, const sat_cfg *cfg, const uint8_t first_pk[UP_PK_BYTES]) {
      * an upload of procedures that a power cut interrupted */
     sat_dish_open(&s->dish, cfg->slots_dir, plat_now_ms());
     up.accept = sat_dish_accept, up.accept_ctx = &s->dish;
+    up.procs_max_bytes = DISH_MAX_IMAGE, up.procs_version = DISH_VERSION;
     if (up_open(&s->up, cfg->updates_dir, first_pk, &up, up_test_in_sandbox,
                 &s->run, &r)) {
         fprintf(stderr, "dipp sat: %s\n", r.detail);

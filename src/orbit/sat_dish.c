@@ -31,6 +31,15 @@ static int board_pipe_start(void *ctx, int p) {
     return 0;
 }
 
+/* Suspending the cores fails their running pipelines (the simulation's
+ * rule), so no frame is run for a capture still waiting for one. */
+static void board_power(void *ctx, int awake) {
+    sat_dish *d = board(ctx);
+    d->sim.pl.power(ctx, awake);
+    if (!awake)
+        d->captures = 0;
+}
+
 static void board_telemetry(void *ctx, const dish_tlm *t) {
     sat_dish *d = board(ctx);
     char line[128];
@@ -52,6 +61,7 @@ void sat_dish_open(sat_dish *d, const char *dir, uint64_t wall) {
     dish_sim_init(&d->sim);
     d->pl = d->sim.pl;
     d->pl.pipe_start = board_pipe_start;
+    d->pl.power = board_power;
     d->pl.telemetry = board_telemetry;
     sat_dish_configure(d, &(sat_dish_cfg){1, 20, 0}, wall);
     dish_vm_init(&d->vm, &d->pl);
@@ -133,7 +143,7 @@ static size_t answer(const uint8_t *msg, int code, const char *text, uint8_t *ou
 }
 
 /* One line per slot in use: name and version of its image, arguments,
- * code bytes, callers, runs inside it. */
+ * code bytes, the calls of it on board, runs inside it. */
 static size_t list(const sat_dish *d, char *out, size_t cap) {
     size_t n = 0;
     out[0] = 0;
@@ -146,8 +156,8 @@ static size_t list(const sat_dish *d, char *out, size_t cap) {
         for (int r = 0; r < DISH_MAX_RUNS; r++)
             runs += d->vm.runs[r].state != DISH_R_FREE && d->vm.runs[r].fr[0].slot == k;
         n += (size_t)snprintf(out + n, cap - n, "slot %u: %s v%u, %u args, %u bytes, "
-                              "%u callers, %d runs\n", k, im ? im->name : "?",
-                              im ? im->version : 0, s->p.nargs, s->p.len, s->callers, runs);
+                              "called from %u places, %d runs\n", k, im ? im->name : "?",
+                              im ? im->version : 0, s->p.nargs, s->p.len, s->call_sites, runs);
     }
     return n < cap ? n : cap - 1;
 }

@@ -35,6 +35,14 @@ static int admit(const up_store *s, const up_manifest *m, up_result *r) {
     if (procs && !s->cfg.accept)
         return up_fail(r, DIPP_E_UP_PROCS, "%s v%u: this board runs no procedures",
                        m->name, m->version);
+    if (procs && m->abi != s->cfg.procs_version)
+        return up_fail(r, DIPP_E_UP_PROCS, "%s v%u: bytecode version %u is unknown "
+                       "(this runtime runs %u)", m->name, m->version, m->abi,
+                       s->cfg.procs_version);
+    if (procs && m->size > s->cfg.procs_max_bytes)
+        return up_fail(r, DIPP_E_UP_PROCS, "%s v%u: an image of %u bytes, the runtime "
+                       "takes %u at most", m->name, m->version, m->size,
+                       s->cfg.procs_max_bytes);
     if (!procs && m->abi != DIPP_ABI_VERSION)
         return up_fail(r, DIPP_E_ABI, "%s v%u: ABI version %u, board runs %u",
                        m->name, m->version, m->abi, DIPP_ABI_VERSION);

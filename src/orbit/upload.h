@@ -64,6 +64,9 @@ typedef struct up_config {
     uint32_t arch;        /* ELF e_machine accepted; the board's */
     up_accept_fn accept;  /* procedures; NULL: the board takes none */
     void *accept_ctx;
+    /* what an image of procedures may be, checked before its upload
+     * starts: its most bytes and the bytecode version the board runs */
+    uint32_t procs_max_bytes, procs_version;
 } up_config;
 
 typedef struct up_result {

@@ -21,7 +21,7 @@ int up_fail(up_result *r, int code, const char *fmt, ...) {
 }
 
 up_config up_config_default(void) {
-    up_config c = {16u << 20, 3, up_board_arch(), NULL, NULL};
+    up_config c = {16u << 20, 3, up_board_arch(), NULL, NULL, 0, 0};
     return c;
 }
 

@@ -57,6 +57,7 @@ static void board(int with_procs) {
     faultfs_install();
     sat_dish_open(&d, DIR, 0);
     cfg.accept = with_procs ? sat_dish_accept : NULL, cfg.accept_ctx = &d;
+    cfg.procs_max_bytes = DISH_MAX_IMAGE, cfg.procs_version = DISH_VERSION;
     assert_int_equal(up_open(&st, DIR, k.pk, &cfg, test_stub_run, NULL, &r), 0);
 }
 
@@ -98,8 +99,15 @@ static void test_uploads(void **s) {
     assert_int_equal(upload("future", 1, bad, (size_t)img_len, 0, &r), DIPP_E_UP_PROCS);
     assert_string_equal(r.detail, "future v1: bytecode version 9 is unknown (this runtime "
                                   "runs 1)");
+    /* refused by its manifest, before a chunk crosses the link */
+    static uint8_t big[DISH_MAX_IMAGE + 1];
+    memcpy(big, img, (size_t)img_len);
+    assert_int_equal(upload("big", 1, big, sizeof big, 0, &r), DIPP_E_UP_PROCS);
+    assert_string_equal(r.detail, "big v1: an image of 4097 bytes, the runtime takes 4096 "
+                                  "at most");
     for (int k = 0; k < 300; k++)
         bad[k] = (uint8_t)(k * 37 + 11);
+    bad[4] = DISH_VERSION; /* past the manifest's check, to the verifier */
     assert_int_equal(upload("noise", 1, bad, 300, 0, &r), DIPP_E_UP_PROCS);
     assert_non_null(strstr(r.detail, "not DISH bytecode"));
     /* the upload's proto status carries the sentence to the ground */
@@ -145,8 +153,8 @@ static void test_port_hostile(void **s) {
     upload("t", 1, img, (size_t)img_len, 0, &r);
     assert_int_equal(ask((const uint8_t *)"L", 1, text), -1); /* no seq: no answer */
     assert_int_equal(ask((const uint8_t *)"L\0\1", 3, text), 0);
-    assert_string_equal(text, "slot 3: t v1, 1 args, 41 bytes, 0 callers, 0 runs\n"
-                              "slot 4: t v1, 1 args, 14 bytes, 0 callers, 0 runs\n");
+    assert_string_equal(text, "slot 3: t v1, 1 args, 41 bytes, called from 0 places, 0 runs\n"
+                              "slot 4: t v1, 1 args, 14 bytes, called from 0 places, 0 runs\n");
     assert_int_equal(ask((const uint8_t *)"X\0\2", 3, text), DIPP_E_UP_MESSAGE);
     assert_int_equal(ask((const uint8_t *)"X\0\3\4", 4, text), DIPP_E_UP_MESSAGE);
     assert_string_equal(text, "run: 4 bytes, not 5 and 4 per argument (0 arguments, at "
@@ -253,12 +261,39 @@ static void test_capture_on_the_clock(void **s) {
     faultfs_uninstall();
 }
 
+/* Suspending the cores fails a started pipeline, and its capture is
+ * dropped: no frame runs while they sleep. */
+static void test_suspend_drops_captures(void **s) {
+    (void)s;
+    board(1);
+    d.pl.power(d.pl.ctx, 1);
+    assert_int_equal(d.pl.pipe_start(d.pl.ctx, 2), 0);
+    assert_int_equal(d.captures, 1u << 2);
+    d.pl.power(d.pl.ctx, 0);
+    assert_int_equal(d.captures, 0);
+    assert_int_equal(d.pl.pipe_status(d.pl.ctx, 2), DISH_PIPE_FAILED);
+    faultfs_uninstall();
+}
+
+/* Text from the link reaches the ground's terminal without its control
+ * bytes; a listing keeps its newlines. */
+static void test_link_text_printable(void **s) {
+    (void)s;
+    char listing[] = "slot 3\n\x1b[2J\x7f", sentence[] = "a\nb\r";
+    proto_printable(listing, strlen(listing), 1);
+    assert_string_equal(listing, "slot 3\n?[2J?");
+    proto_printable(sentence, strlen(sentence), 0);
+    assert_string_equal(sentence, "a?b?");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_uploads),
         cmocka_unit_test(test_port_hostile),
         cmocka_unit_test(test_resent_run_done_once),
         cmocka_unit_test(test_capture_on_the_clock),
+        cmocka_unit_test(test_suspend_drops_captures),
+        cmocka_unit_test(test_link_text_printable),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -151,7 +151,8 @@ static int ask(ground *g, uint8_t *msg, size_t len, const char *what) {
     }
     reply[n] = 0;
     uint32_t code = proto_get32(reply + 3);
-    const char *text = (const char *)reply + 7;
+    char *text = (char *)reply + 7;
+    proto_printable(text, strlen(text), 1);
     if (code) {
         printf("%s refused: error %u (%s): %s\n", what, dipp_error_number((int)code, 0, 0),
                dipp_code_name((int)code), text);

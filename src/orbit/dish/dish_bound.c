@@ -42,6 +42,7 @@ typedef struct walk {
     const uint8_t *code;
     const uint32_t *callee;
     uint32_t *cost;                  /* per instruction, once past it */
+    unsigned len;                    /* code bytes */
     body open[DISH_MAX_COUNTERS];    /* the loops around, innermost last */
     int nopen;
 } walk;
@@ -61,6 +62,10 @@ static int forward_target(const uint8_t *code, unsigned pc, unsigned *t) {
  * body (or no loop is open), 0 when x leaves it (the loop counts it). */
 static uint32_t onward(const walk *w, unsigned x) {
     const body *b = w->nopen ? &w->open[w->nopen - 1] : NULL;
+    /* past the end: only from code no path reaches (the verifier's depth
+     * pass refuses a reachable one), so it costs nothing */
+    if (x >= w->len)
+        return 0;
     return b && (x <= b->top || x > b->end) ? 0 : w->cost[x];
 }
 
@@ -109,7 +114,7 @@ static uint32_t cost_at(walk *w, unsigned pc) {
 
 uint32_t dish_bound_steps(const uint8_t *code, unsigned len, const uint32_t *callee,
                           uint32_t *scratch) {
-    walk w = {.code = code, .callee = callee, .cost = scratch};
+    walk w = {.code = code, .callee = callee, .cost = scratch, .len = len};
     memset(scratch, 0, sizeof *scratch * len);
     for (unsigned pc = 0; pc < len; pc += size_at(code, pc))
         scratch[pc] = 1; /* instruction starts; their costs are never 0 */

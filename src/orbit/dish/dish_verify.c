@@ -117,6 +117,16 @@ static int check_proc(const dish_image *im, int k, unsigned body,
     if (p->len < 1 || p->len > DISH_MAX_CODE || (unsigned)p->off + p->len > body)
         return fail(err, errlen, "procedure %d: code [%u, +%u) outside the image or over %d bytes",
                     k, p->off, p->len, DISH_MAX_CODE);
+    /* Code lies packed in table order, so no two procedures share bytes:
+     * whoever copies a procedure's code out (the store's delete, the VM's
+     * code pool) may then count on the image's code bytes bounding it. */
+    unsigned packed = k ? (unsigned)im->proc[k - 1].off + im->proc[k - 1].len : 0;
+    if (p->off != packed)
+        return fail(err, errlen, "procedure %d: code starts at %u, not at %u where the one "
+                    "before ends", k, p->off, packed);
+    if (k == im->nprocs - 1 && (unsigned)p->off + p->len != body)
+        return fail(err, errlen, "procedure %d: code ends at %u, the image's at %u", k,
+                    (unsigned)p->off + p->len, body);
     return 0;
 }
 

@@ -401,12 +401,16 @@ void dish_vm_init(dish_vm *vm, const dish_platform *pl) {
     take_fix(vm);
 }
 
-/* Adds d to the caller count of every slot the procedure calls. */
+/* A CALL takes 3 bytes, so the code pool holds at most this many. */
+_Static_assert(DISH_CODE_POOL / 3 <= UINT16_MAX, "call_sites can wrap");
+
+/* Adds d to the call count of every slot the procedure calls. */
 static void count_calls(dish_vm *vm, const dish_slot *s, int d) {
     const uint8_t *code = slot_code(vm, s);
     for (unsigned pc = 0; pc < s->p.len; pc += 1u + dish_ops[code[pc]].operand_bytes)
         if (code[pc] == DISH_OP_CALL)
-            vm->slots[code[pc + 1]].callers = (uint8_t)(vm->slots[code[pc + 1]].callers + d);
+            vm->slots[code[pc + 1]].call_sites =
+                (uint16_t)(vm->slots[code[pc + 1]].call_sites + d);
 }
 
 /* The code bytes of a verified image's procedures. */
@@ -474,7 +478,7 @@ static int slot_running(const dish_vm *vm, unsigned slot) {
 int dish_vm_delete(dish_vm *vm, unsigned slot, char *err, size_t errlen) {
     dish_slot *s = slot < DISH_SLOTS ? &vm->slots[slot] : NULL;
     const char *why = !s || !s->info.used ? "is empty"
-                      : s->callers        ? "is called by another procedure"
+                      : s->call_sites     ? "is called by another procedure"
                       : slot_running(vm, slot) ? "is running"
                                                : NULL;
     if (why) {

@@ -72,7 +72,10 @@ typedef struct dish_run {
 typedef struct dish_slot {
     dish_slotinfo info;
     dish_proc p;     /* p.off: where its code starts in code_pool */
-    uint8_t callers; /* procedures on board that call this one */
+    /* CALL instructions on board naming this slot: a procedure calling it
+     * twice counts twice. Wide enough for a code pool of nothing but calls
+     * (dish_vm.c asserts it). */
+    uint16_t call_sites;
 } dish_slot;
 
 typedef struct dish_vm {

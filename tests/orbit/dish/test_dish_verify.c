@@ -299,6 +299,75 @@ static void delete_of_a_callee_refused(void **state) {
     assert_int_equal(dish_vm_start(&b.vm, 30, NULL, 0), -1);
 }
 
+/* Two procedures over the same code bytes, or code bytes no procedure
+ * owns: code must lie packed in table order (a delete on board copies
+ * each procedure's code out, and shared bytes would be copied twice). */
+static void code_not_packed_refused(void **state) {
+    (void)state;
+    uint8_t img[DISH_MAX_IMAGE];
+    dish_image im;
+    char err[256];
+    static const uint8_t code[] = {PUSH8, 1, RET, PUSH8, 2, RET};
+    dish_proc shared[2] = {{1, 0, 0, 0, 0, 3}, {2, 0, 0, 0, 0, 3}};
+    int n = craft(img, shared, 2, code, 3);
+    assert_int_equal(dish_verify(img, (size_t)n, NULL, &im, err, sizeof err), -1);
+    assert_string_equal(err, "procedure 1: code starts at 0, not at 3 where the one before ends");
+    dish_proc gap[2] = {{1, 0, 0, 0, 0, 3}, {2, 0, 0, 0, 3, 2}};
+    n = craft(img, gap, 2, code, sizeof code);
+    assert_int_equal(dish_verify(img, (size_t)n, NULL, &im, err, sizeof err), -1);
+    assert_non_null(strstr(err, "procedure 1: code ends at 5, the image's at 6"));
+    dish_proc packed[2] = {{1, 0, 0, 0, 0, 3}, {2, 0, 0, 0, 3, 3}};
+    n = craft(img, packed, 2, code, sizeof code);
+    assert_int_equal(dish_verify(img, (size_t)n, NULL, &im, err, sizeof err), 0);
+}
+
+/* 300 calls of slot 30 from three procedures: more than a byte counts,
+ * and slot 30 stays undeletable until the last caller goes. */
+static void many_call_sites_counted(void **state) {
+    (void)state;
+    static bench b;
+    static uint8_t img[DISH_MAX_IMAGE], code[3 * 403];
+    char err[256];
+    bench_init(&b);
+    int n = compile_src("slot 30\nproc helper() { return 4 }", img, err, sizeof err);
+    assert_int_equal(dish_vm_load(&b.vm, img, (size_t)n, err, sizeof err), 0);
+    dish_proc p[3];
+    for (int k = 0; k < 3; k++) {
+        uint8_t *c = code + k * 403;
+        for (int i = 0; i < 100; i++)
+            memcpy(c + 4 * i, (uint8_t[]){CALL, 30, 0, POP}, 4);
+        memcpy(c + 400, (uint8_t[]){PUSH8, 0, RET}, 3);
+        p[k] = (dish_proc){(uint8_t)(31 + k), 0, 0, 0, (uint16_t)(k * 403), 403};
+    }
+    n = craft(img, p, 3, code, (int)sizeof code);
+    assert_int_equal(dish_vm_load(&b.vm, img, (size_t)n, err, sizeof err), 0);
+    assert_int_equal(b.vm.slots[30].call_sites, 300);
+    assert_int_equal(dish_vm_delete(&b.vm, 30, err, sizeof err), -1);
+    assert_int_equal(dish_vm_delete(&b.vm, 31, err, sizeof err), 0);
+    assert_int_equal(dish_vm_delete(&b.vm, 32, err, sizeof err), 0);
+    assert_int_equal(dish_vm_delete(&b.vm, 30, err, sizeof err), -1);
+    assert_int_equal(dish_vm_delete(&b.vm, 33, err, sizeof err), 0);
+    assert_int_equal(dish_vm_delete(&b.vm, 30, err, sizeof err), 0);
+}
+
+/* Code no path reaches may end without a RET; the bound counts what runs
+ * (PUSH8, RET) and reads nothing past the code, even at the largest
+ * procedure (under the sanitizers a read past it would stop the test). */
+static void bound_ignores_unreachable_tail(void **state) {
+    (void)state;
+    uint8_t img[DISH_MAX_IMAGE];
+    dish_image im;
+    char err[256];
+    static uint8_t code[DISH_MAX_CODE];
+    memcpy(code, (uint8_t[]){PUSH8, 0, RET, POP}, 4);
+    for (int pc = 4; pc < DISH_MAX_CODE; pc += 2)
+        memcpy(code + pc, (uint8_t[]){PUSH8, 0}, 2);
+    dish_proc p = {1, 0, 0, 0, 0, sizeof code};
+    int n = craft(img, &p, 1, code, sizeof code);
+    assert_int_equal(dish_verify(img, (size_t)n, NULL, &im, err, sizeof err), 0);
+    assert_int_equal(im.steps[0], 2);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(good_code_accepted),
@@ -314,6 +383,9 @@ int main(void) {
         cmocka_unit_test(bound_call_into_board_adds),
         cmocka_unit_test(header_checks),
         cmocka_unit_test(delete_of_a_callee_refused),
+        cmocka_unit_test(code_not_packed_refused),
+        cmocka_unit_test(many_call_sites_counted),
+        cmocka_unit_test(bound_ignores_unreachable_tail),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
