@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -648,6 +649,15 @@ static int d_listen(d_daemon *d) {
     return rc;
 }
 
+/* The CPUs aegisd may run on, and so its jobs (a cpuset or CPUAffinity
+ * narrows them below the machine's online ones); the online count where
+ * the affinity cannot be read. */
+static long d_cpus_allowed(void) {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof(set), &set) == 0) return CPU_COUNT(&set);
+    return sysconf(_SC_NPROCESSORS_ONLN);
+}
+
 static int d_open(d_daemon *d) {
     char err[4096], path[4200]; /* err: every problem of the config */
     const char *cfg_path = d->opt.config_path ? d->opt.config_path
@@ -701,7 +711,7 @@ static int d_open(d_daemon *d) {
         return -1;
     }
     /* the CPUs the jobs' cgroups share (aegis-plus counts them) */
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    long cpus = d_cpus_allowed();
     if (core_set_cpus(d->core, cpus > 0 ? (double)cpus : 0, err,
                       sizeof(err)) != 0) {
         d_error("%s", err);

@@ -68,7 +68,7 @@ case_cgroup_cpus() {
     needs_cgroups
     start
     cd "$DIR/work"
-    local n; n=$(getconf _NPROCESSORS_ONLN)
+    local n; n=$(nproc) # the CPUs aegisd may use: its affinity
     all=$("$AEGIS" submit --cpus "$n" -- sh -c 'until [ -e go ]; do sleep 0.05; done') ||
         fail "submit all"
     until_job "$all" "assert d['state'] == 'running'"
