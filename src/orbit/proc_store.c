@@ -74,7 +74,7 @@ static int record_get(const uint8_t *data, size_t len, size_t off, proc_image *i
 static int load_records(proc_store *ps, const uint8_t *data, size_t len, proc_warn_fn warn,
                         void *ctx) {
     static proc_image im; /* 4 KiB: off the stack */
-    char why[300], line[700];
+    char why[300], line[1024]; /* room for dir, why and the rest */
     size_t used;
     for (size_t off = 4, rec = 1; off < len; off += used, rec++) {
         snprintf(im.name, sizeof im.name, "?"), im.version = 0; /* until read */
