@@ -6,7 +6,9 @@
 set -u
 SRC=$1 BUILD=$2
 OUT=$(mktemp /tmp/dipp-docs-XXXXXX)
-trap 'rm -f "$OUT" "$OUT.sh"' EXIT
+# a block that fails half-way leaves its satellite and link behind: they
+# are the only processes on the blocks' hub ports
+trap 'pkill -f -- "dipp (sat|link) .*--(hub|ground) 1600[01]"; rm -f "$OUT" "$OUT.sh"' EXIT
 awk '/^```sh$/ {on=1; next} on && /^```$/ {on=0} on' "$SRC/docs/orbit.md" |
     sed "s#build/#$BUILD/#g" > "$OUT.sh"
 echo 'rm -rf "$demo"' >> "$OUT.sh" # the blocks' scratch folder
