@@ -92,7 +92,10 @@ static int ff_read(const char *path, uint8_t **data, size_t *len) {
         return -ENOENT;
     const ff_data *d = &inode[n->written].written;
     *data = malloc(d->len + 1);
-    memcpy(*data, d->bytes, d->len);
+    if (!*data)
+        return -ENOMEM;
+    if (d->len) /* an empty file has no bytes to copy (and may hold none) */
+        memcpy(*data, d->bytes, d->len);
     (*data)[d->len] = 0;
     *len = d->len;
     return 0;
