@@ -1,10 +1,12 @@
 /* bench_decompose.c -- what decomposing costs: the 5-module mission
  * pipeline (debayer, 224x224 tiles, cloud cover, downsample, JPEG) on
- * 4512x4512 camera frames, run by DIPP (each module in a sandboxed child of
- * the fork server) against the same modules called one after another in
+ * 4512x4512 camera frames, run by DIPP (each module in its sandboxed worker,
+ * a child of the fork server) against the same modules called one after another in
  * this one process (the monolithic reference), frame by frame alternating,
- * in the same run. Prints each one's median time per frame and the ratio
- * (goal: DIPP within 5 %, ratio <= 1.05).
+ * in the same run. Both write each step's output where that step wrote it
+ * the frame before (a step pool), and the camera shoots into one kept
+ * buffer, as flight code would. Prints each one's median time per frame
+ * and the ratio (goal: DIPP within 5 %, ratio <= 1.05).
  *
  * Usage: bench_decompose MODULE_DIR [FRAMES] [SIZE] */
 #include <stdio.h>
@@ -16,6 +18,7 @@
 #include "platform.h"
 #include "runner.h"
 #include "runner_child.h"
+#include "step_pool.h"
 
 static const char *const steps[] = {"debayer", "crop_tile", "cloud", "downsample",
                                     "encode_jpeg"};
@@ -41,24 +44,25 @@ static int load(const char *dir, const dipp_module_info **mods, pdef *d) {
 /* Milliseconds each step took, summed over the frames. */
 static double step_mono[NSTEPS], step_dipp[NSTEPS];
 
-/* The monolithic reference: each module's run, in turn, in this process. */
-static double mono(const dipp_module_info **mods, const dbatch *in) {
+/* The monolithic reference: each module's run, in turn, in this process,
+ * each step writing where DIPP's does (pipeline.c): its kept output, the
+ * last one into a fresh batch. */
+static double mono(const dipp_module_info **mods, step_pool *pool, const dbatch *in) {
     static const dipp_params none;
     uint64_t t0 = plat_now_ms(), t = t0;
-    dbatch cur[2];
     const dbatch *src = in;
-    for (int k = 0; k < NSTEPS; k++) {
+    for (unsigned k = 0; k < NSTEPS; k++) {
         dipp_params p;
         char err[256];
-        dbatch *dst = &cur[k % 2];
-        if (runner_resolve(mods[k], &none, &p, err, sizeof err) ||
-            batch_create(dst, 4 * batch_used(src) + (1u << 20)) ||
+        static dbatch fresh;
+        uint64_t room = 4 * batch_used(src) + (1u << 20);
+        dbatch *dst = k + 1 < NSTEPS ? step_pool_take(pool, 1, k, room)
+                                     : batch_create(&fresh, room) ? NULL : &fresh;
+        if (!dst || runner_resolve(mods[k], &none, &p, err, sizeof err) ||
             mods[k]->run(&src->api, &p, &dst->api) || batch_commit(dst, err, sizeof err)) {
             fprintf(stderr, "bench_decompose: %s failed in process\n", steps[k]);
             exit(1);
         }
-        if (src != in)
-            batch_close((dbatch *)src);
         src = dst;
         step_mono[k] += (double)(plat_now_ms() - t);
         t = plat_now_ms();
@@ -105,25 +109,31 @@ int main(int argc, char **argv) {
         load(argv[1], mods, &d))
         return 1;
     double t_mono[1000], t_dipp[1000];
+    static step_pool mono_pool;
+    dbatch in;
+    if (batch_create(&in, (uint64_t)size * size))
+        return 1;
+    in.kept = 1;
     for (int f = 0; f < frames; f++) {
-        dbatch in;
-        if (batch_create(&in, (uint64_t)size * size) || camera_shoot(&in, size, 1u + (unsigned)f))
+        batch_reset(&in);
+        if (camera_shoot(&in, size, 1u + (unsigned)f))
             return 1;
         int dipp_first = f % 2; /* alternate, so neither always runs warm */
         if (dipp_first)
             t_dipp[f] = dipp(&r, &d, &in);
-        t_mono[f] = mono(mods, &in);
+        t_mono[f] = mono(mods, &mono_pool, &in);
         if (!dipp_first)
             t_dipp[f] = dipp(&r, &d, &in);
-        batch_close(&in);
     }
+    batch_close(&in);
+    step_pool_free(&mono_pool);
     runner_stop(&r);
     double m = median(t_mono, frames), p = median(t_dipp, frames);
     printf("bench_decompose: %d frames of %ux%u, 5 modules\n", frames, size, size);
     printf("monolithic (one process): %.0f ms/frame (median)\n", m);
-    printf("DIPP (sandboxed children): %.0f ms/frame (median)\n", p);
+    printf("DIPP (sandboxed workers): %.0f ms/frame (median)\n", p);
     for (int k = 0; k < NSTEPS; k++)
-        printf("  %-12s %6.0f ms in process, %6.0f ms in its child\n", steps[k],
+        printf("  %-12s %6.0f ms in process, %6.0f ms in its worker\n", steps[k],
                step_mono[k] / frames, step_dipp[k] / frames);
     printf("DIPP/monolithic %.3f (goal <= 1.05): %s\n", p / m, p / m <= 1.05 ? "met" : "NOT met");
     return 0;

@@ -45,6 +45,14 @@ static int map(dbatch *b, int fd, uint64_t size, int writable) {
     return 0;
 }
 
+void batch_reset(dbatch *b) {
+    b->hdr->magic = BATCH_MAGIC;
+    b->hdr->capacity = b->capacity;
+    b->hdr->used = DATA_START;
+    b->hdr->count = 0;
+    b->api.count = 0;
+}
+
 int batch_create(dbatch *b, uint64_t capacity) {
     uint64_t size = DATA_START + capacity;
     int fd = plat_shm_create("dipp-batch", size);
@@ -55,9 +63,7 @@ int batch_create(dbatch *b, uint64_t capacity) {
         plat_close(fd);
         return rc;
     }
-    b->hdr->magic = BATCH_MAGIC;
-    b->hdr->capacity = size;
-    b->hdr->used = DATA_START;
+    batch_reset(b);
     return 0;
 }
 
@@ -120,6 +126,10 @@ int batch_commit(dbatch *b, char *err, size_t errlen) {
         h->img[k].x = v->x, h->img[k].y = v->y, h->img[k].value = v->value;
     }
     return 0;
+}
+
+uint64_t batch_room(const dbatch *b) {
+    return b->capacity - DATA_START;
 }
 
 uint64_t batch_used(const dbatch *b) {

@@ -26,6 +26,7 @@ typedef struct shm_batch {
 typedef struct dbatch {
     int fd;
     int writable;
+    int kept; /* its owner uses it again and again: workers may keep it mapped */
     uint64_t capacity;
     shm_batch *hdr; /* the mapping; the bytes follow */
     dipp_image view[DIPP_BATCH_MAX];
@@ -42,6 +43,10 @@ int batch_load(dbatch *b, char *err, size_t errlen);
 /* After a module ran on b->api: writes what it set (x, y, value, a smaller
  * size) back to the header. 0, or -EINVAL with the reason in err. */
 int batch_commit(dbatch *b, char *err, size_t errlen);
+/* Empties a batch this process created, for its next use. */
+void batch_reset(dbatch *b);
+/* Bytes of images the batch has room for. */
+uint64_t batch_room(const dbatch *b);
 /* Bytes of images in the batch. */
 uint64_t batch_used(const dbatch *b);
 void batch_close(dbatch *b);

@@ -1,6 +1,8 @@
-/* pipeline.c -- a definition's modules in turn over one batch. Each output
- * is a fresh shared memory batch with room for 4x the input's bytes (RGB
- * from Bayer is 3x) plus 1 MiB; pages untouched cost nothing. */
+/* pipeline.c -- a definition's modules in turn over one batch. Each
+ * step's output has room for 4x the input's bytes (RGB from Bayer is 3x)
+ * plus 1 MiB; pages untouched cost nothing. The steps before the last
+ * write into the runner's kept step outputs (step_pool.h); the last
+ * writes a fresh batch, which the caller gets and closes. */
 #include "pipeline.h"
 
 #include <stdio.h>
@@ -19,26 +21,31 @@ static uint32_t lose(pipe_report *rep, const pdef *d, unsigned k, int code) {
     return rep->number = dipp_error_number(code, d->id, k + 1);
 }
 
+/* Where step k of d writes. */
+static dbatch *output_of(runner *r, const pdef *d, unsigned k, const dbatch *src,
+                         dbatch *fresh) {
+    if (k + 1 < d->count)
+        return step_pool_take(&r->pool, d->id, k, room_for(src));
+    return batch_create(fresh, room_for(src)) == 0 ? fresh : NULL;
+}
+
 uint32_t pipeline_run(runner *r, const pdef *d, const dbatch *in, dbatch *out,
                       pipe_report *rep) {
     memset(rep, 0, sizeof *rep);
-    dbatch cur[2];
+    static dbatch fresh;
     const dbatch *src = in;
     for (unsigned k = 0; k < d->count; k++) {
-        dbatch *dst = &cur[k % 2];
-        if (batch_create(dst, room_for(src))) {
+        dbatch *dst = output_of(r, d, k, src, &fresh);
+        if (!dst) {
             snprintf(rep->detail, sizeof rep->detail, "no shared memory for the output");
-            if (src != in)
-                batch_close((dbatch *)src);
             return lose(rep, d, k, DIPP_E_RUNNER);
         }
         run_report rr;
         int code = runner_run(r, d->step[k].name, &d->step[k].params, src, dst, &rr);
         rep->ms[k] = rr.ms;
-        if (src != in)
-            batch_close((dbatch *)src);
         if (code) {
-            batch_close(dst);
+            if (dst == &fresh)
+                batch_close(dst);
             snprintf(rep->detail, sizeof rep->detail, "%s", rr.detail);
             return lose(rep, d, k, code);
         }

@@ -6,7 +6,7 @@
  *
  * Groups: time; files (whole-file read, crash-safe replace); shared memory
  * (anonymous, passed as a descriptor); loadable libraries; the fork server
- * that runs a function in a sandboxed child with a deadline and limits. */
+ * that runs a function in sandboxed workers with a deadline and limits. */
 #ifndef DIPP_PLATFORM_H
 #define DIPP_PLATFORM_H
 
@@ -70,23 +70,24 @@ void plat_close(int fd);
 void *plat_lib_open(const char *path, char *err, size_t errlen);
 void *plat_lib_sym(void *lib, const char *name);
 
-/* ---- sandboxed children ---- */
+/* ---- sandboxed workers ---- */
 typedef struct plat_limits {
-    uint32_t timeout_ms; /* wall clock, from the fork to the result */
-    uint64_t mem_bytes;  /* address space the child may add once sandboxed */
+    uint32_t timeout_ms; /* wall clock of one call, from its request to its result */
+    uint64_t mem_bytes;  /* private memory the worker may add once sandboxed */
 } plat_limits;
 
-/* Enters the sandbox in a child: memory limit, then the system call filter
- * (no open*, socket, exec, fork...). After this the child can only compute,
- * map memory and write to descriptors it already holds. 0 or -errno. */
+/* Enters the sandbox in a worker: memory limit, then the system call
+ * filter (no open*, socket, exec, fork...). After this the worker can only
+ * compute, map memory and use descriptors it holds or is sent. 0 or
+ * -errno. */
 int plat_sandbox_enter(const plat_limits *lim);
 /* What plat_sandbox_enter's filter allows beyond the flight one, in words
  * (the sanitizer build's looser filter), or NULL. */
 const char *plat_sandbox_loosening(void);
 
-/* How a child ended. */
+/* How a call ended. */
 typedef enum plat_end {
-    PLAT_END_RESULT = 0,  /* it sent a result and exited */
+    PLAT_END_RESULT = 0,  /* the worker sent a result */
     PLAT_END_NORESULT,    /* it exited (status) without a result */
     PLAT_END_SIGNAL,      /* killed by signal */
     PLAT_END_TIMEOUT,     /* past its deadline: killed by the watchdog */
@@ -95,22 +96,27 @@ typedef enum plat_end {
 
 typedef struct plat_outcome {
     plat_end end;
-    int status;  /* exit status or signal number */
-    uint32_t ms; /* wall time of the child */
+    int status;      /* exit status or signal number */
+    uint32_t ms;     /* wall time of the call */
+    uint32_t calls;  /* calls the worker has served, this one included (1: new) */
     size_t result_len;
 } plat_outcome;
 
 #define PLAT_MAX_FDS 4
 #define PLAT_MAX_REQ 4096
 #define PLAT_MAX_RESULT 512
+#define PLAT_MAX_KEY 1200
+#define PLAT_MAX_WORKERS 8
 
-/* Runs in the child: req is the caller's request, fds the descriptors it
- * passed (already in the child), lim the call's limits (the function
- * enters the sandbox with them when it is ready), result_fd where the result goes (write
- * it whole, at most PLAT_MAX_RESULT bytes). The child exits on return. */
-typedef void (*plat_child_fn)(const void *req, size_t req_len,
-                              const int *fds, int nfds,
-                              const plat_limits *lim, int result_fd);
+/* Runs in a worker, once per call: req is the caller's request, fds the
+ * descriptors it passed (closed by the worker after the call), lim the
+ * call's limits (the function enters the sandbox with them on its first
+ * call), result where its result goes (at most PLAT_MAX_RESULT bytes).
+ * Returns the result's length; sets *keep to 0 when the worker must end
+ * after this call (a failed call: nothing of it is trusted with the next). */
+typedef size_t (*plat_child_fn)(const void *req, size_t req_len,
+                                const int *fds, int nfds,
+                                const plat_limits *lim, void *result, int *keep);
 
 typedef struct plat_forksrv {
     int sock;  /* the caller's end */
@@ -119,15 +125,23 @@ typedef struct plat_forksrv {
 
 /* Starts the fork server: a small process forked now, before the caller
  * grows, that dlopens the preload libraries (NULL-terminated list of
- * sonames; a missing one is skipped) once, so every child has them mapped
- * before its filter. 0 or -errno. */
+ * sonames; a missing one is skipped) once, so every worker has them mapped
+ * before its filter. 0 or -errno.
+ *
+ * The server forks one worker per key (a module and its file's identity)
+ * and sends it every call with that key while it lives, so a module is
+ * loaded, sandboxed and given its mappings once, not once a batch. A
+ * worker ends after a failed call, a crash or a timeout (the next call
+ * gets a new one), when its module left a thread running after a call,
+ * and when PLAT_MAX_WORKERS others are newer. */
 int plat_forksrv_start(plat_forksrv *s, plat_child_fn fn,
                        const char *const *preload);
-/* Runs one child: sends req and fds, waits for its outcome. result gets at
- * most PLAT_MAX_RESULT bytes. 0, or -errno when the server is gone. */
-int plat_forksrv_call(plat_forksrv *s, const void *req, size_t req_len,
-                      const int *fds, int nfds, const plat_limits *lim,
-                      plat_outcome *out, void *result);
+/* Runs one call in key's worker: sends req and fds, waits for its
+ * outcome. result gets at most PLAT_MAX_RESULT bytes. 0, or -errno when
+ * the server is gone. */
+int plat_forksrv_call(plat_forksrv *s, const char *key, const void *req,
+                      size_t req_len, const int *fds, int nfds,
+                      const plat_limits *lim, plat_outcome *out, void *result);
 void plat_forksrv_stop(plat_forksrv *s);
 
 #endif

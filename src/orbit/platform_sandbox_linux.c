@@ -1,11 +1,14 @@
-/* platform_sandbox_linux.c -- plat_sandbox_enter on Linux: an address-space
- * limit (RLIMIT_AS) and a seccomp filter built with libseccomp.
+/* platform_sandbox_linux.c -- plat_sandbox_enter on Linux: a limit on the
+ * private memory a worker may add (RLIMIT_DATA: heap and private
+ * mappings, not the shared batches it maps call after call) and a seccomp
+ * filter built with libseccomp.
  *
  * Seccomp sees syscall numbers and arguments, never paths, so the filter
  * does not try to tell good files from bad: once it is on, no file or
  * socket can be opened at all. The child has what it needs before that:
- * its module and the module's libraries loaded, its images mapped, its
- * result pipe open. A denied call kills the whole process (SIGSYS).
+ * its module and the module's libraries loaded, its socket to the fork
+ * server open (the batches of each call come on it as descriptors, to
+ * map). A denied call kills the whole process (SIGSYS).
  *
  * The sanitizer build (DIPP_SANITIZER_FILTER) must let AddressSanitizer
  * report a module's crash: its report reads /proc/self/maps and may start
@@ -19,38 +22,38 @@
 #include <seccomp.h>
 #include <stdio.h>
 #include <sys/resource.h>
-#include <unistd.h>
 
 /* Calls a sandboxed module never needs: new files or sockets, new
  * programs or processes, another process's memory. */
 static const char *const opens[] = {
     "open", "openat", "openat2", "creat", "open_by_handle_at", "execve",
-    "execveat", "fork", "vfork", "clone3", "ptrace", "process_vm_readv",
+    "execveat", "fork", "vfork", "ptrace", "process_vm_readv",
     "process_vm_writev", "memfd_create", "mknod", "mknodat",
 };
 static const char *const sockets[] = {
     "socket", "socketpair", "connect", "bind", "listen", "accept", "accept4",
 };
 
-/* The child's mapped size now (module, libraries and images are mapped
- * already): the limit is what it may add. 0 when unknown. */
-static uint64_t mapped_now(void) {
-    unsigned long pages = 0;
-    FILE *f = fopen("/proc/self/statm", "r");
-    if (f) {
-        if (fscanf(f, "%lu", &pages) != 1)
-            pages = 0;
+/* The worker's private data now (VmData: what RLIMIT_DATA counts), in
+ * bytes: the limit is what it may add. 0 when unknown. */
+static uint64_t data_now(void) {
+    unsigned long kib = 0;
+    char line[128];
+    FILE *f = fopen("/proc/self/status", "r");
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "VmData: %lu kB", &kib) == 1)
+            break;
+    if (f)
         fclose(f);
-    }
-    return (uint64_t)pages * (uint64_t)sysconf(_SC_PAGESIZE);
+    return (uint64_t)kib * 1024;
 }
 
 static int limit_memory(uint64_t extra) {
     if (!extra)
         return 0;
-    rlim_t lim = (rlim_t)(mapped_now() + extra);
+    rlim_t lim = (rlim_t)(data_now() + extra);
     struct rlimit r = {lim, lim};
-    return setrlimit(RLIMIT_AS, &r) == 0 ? 0 : -errno;
+    return setrlimit(RLIMIT_DATA, &r) == 0 ? 0 : -errno;
 }
 
 static int deny(scmp_filter_ctx ctx, const char *const *names, size_t n,
@@ -81,10 +84,14 @@ static int install_filter(void) {
         rc = deny(ctx, sockets, sizeof sockets / sizeof *sockets,
                   SCMP_ACT_KILL_PROCESS);
     /* clone makes threads and processes: a new process (no CLONE_THREAD)
-     * is refused as fork is. */
+     * is refused as fork is. clone3 passes its flags in memory, which a
+     * filter cannot read: it answers ENOSYS, and glibc's pthread_create
+     * then falls back to clone, where the flags can be checked. */
     if (rc == 0)
         rc = seccomp_rule_add(ctx, OPEN_ACTION, SCMP_SYS(clone), 1,
                               SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, 0));
+    if (rc == 0)
+        rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
     if (rc == 0)
         rc = seccomp_load(ctx);
     seccomp_release(ctx);

@@ -1,12 +1,14 @@
 /* runner.c -- the parent side of running a module: starts the fork server
  * (with the libraries modules may use preloaded), sends it one request per
- * module run, and maps how the child ended to DIPP's codes. */
+ * module run, keyed by the module file's identity so that a replaced file
+ * gets a new worker, and maps how the call ended to DIPP's codes. */
 #include "runner.h"
 
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "errors.h"
 #include "runner_child.h"
@@ -64,20 +66,39 @@ static int restart(runner *r) {
     return plat_forksrv_start(&r->srv, runner_child, preload);
 }
 
-static int call(runner *r, const run_req *q, const dbatch *in, dbatch *out,
+/* The worker key of the module at path: the path and what tells a file
+ * put in its place (device, inode, change time, size). */
+static void key_of(const char *path, char *key, size_t cap) {
+    struct stat st;
+    if (stat(path, &st) != 0)
+        memset(&st, 0, sizeof st);
+    snprintf(key, cap, "%s|%llu:%llu:%lld.%09ld:%lld", path,
+             (unsigned long long)st.st_dev, (unsigned long long)st.st_ino,
+             (long long)st.st_ctim.tv_sec, (long)st.st_ctim.tv_nsec,
+             (long long)st.st_size);
+}
+
+static int call(runner *r, run_req *q, const dbatch *in, dbatch *out,
                 run_report *rep) {
     int fds[2] = {in->fd, out->fd};
+    char key[PLAT_MAX_KEY];
     plat_outcome o;
-    run_result res;
-    memset(&res, 0, sizeof res);
-    int rc = plat_forksrv_call(&r->srv, q, sizeof *q, fds, 2, &r->lim, &o, &res);
+    union {
+        run_result res;
+        uint8_t bytes[PLAT_MAX_RESULT];
+    } got;
+    const run_result *res = &got.res;
+    memset(&got, 0, sizeof got);
+    q->keep_mapped[0] = (uint8_t)in->kept, q->keep_mapped[1] = (uint8_t)out->kept;
+    key_of(q->path, key, sizeof key);
+    int rc = plat_forksrv_call(&r->srv, key, q, sizeof *q, fds, 2, &r->lim, &o, &got);
     if (rc) {
         snprintf(rep->detail, sizeof rep->detail, "fork server: %s; %s", strerror(-rc),
                  restart(r) ? "could not restart it" : "restarted");
         return DIPP_E_RUNNER;
     }
-    rep->ms = o.ms;
-    int code = code_of_end(&o, &res, r, rep);
+    rep->ms = o.ms, rep->calls = o.calls;
+    int code = code_of_end(&o, res, r, rep);
     if (!code && batch_load(out, rep->detail, sizeof rep->detail))
         code = DIPP_E_OUTPUT;
     return code;
@@ -108,4 +129,5 @@ int runner_run(runner *r, const char *name, const dipp_params *p,
 
 void runner_stop(runner *r) {
     plat_forksrv_stop(&r->srv);
+    step_pool_free(&r->pool);
 }

@@ -9,6 +9,7 @@
 #include "batch.h"
 #include "dipp_module.h"
 #include "platform.h"
+#include "step_pool.h"
 
 /* Where module name's file is, when something other than module_dir
  * holds it (the update store's active version): 0 with path set, or -1
@@ -22,11 +23,13 @@ typedef struct runner {
     char module_dir[512];
     runner_locate_fn locate; /* optional */
     void *locate_ctx;
+    step_pool pool; /* pipelines' step outputs (pipeline.c) */
 } runner;
 
 typedef struct run_report {
     int code;         /* errors.h; 0 when the module succeeded */
-    uint32_t ms;      /* the child's wall time */
+    uint32_t ms;      /* the call's wall time */
+    uint32_t calls;   /* calls its worker has served (1: a new worker) */
     char detail[256]; /* why, in words, when code != 0 */
 } run_report;
 

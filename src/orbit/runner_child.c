@@ -1,16 +1,18 @@
-/* runner_child.c -- what a module's child does, in order: map its input
- * (read-only) and output, load the module and check its ABI, resolve the
- * parameters against its declaration, enter the sandbox, run it, and send
- * one run_result to the fork server. Everything that opens a file happens
- * before the sandbox; after it the child only computes. */
+/* runner_child.c -- what a module's worker does. On its first call it
+ * loads the module, checks its ABI and enters the sandbox: everything that
+ * opens a file happens before that, and after it the worker only computes
+ * and maps the batches it is sent. On every call it maps its input
+ * (read-only) and output (runner_maps.c), resolves the parameters against
+ * the module's declaration, runs it, and answers one run_result. A failed
+ * call ends the worker. */
 #include "runner_child.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "errors.h"
+#include "runner_maps.h"
 
 static const dipp_param_decl *find_decl(const dipp_module_info *m,
                                         const char *name) {
@@ -98,34 +100,50 @@ static int code_of_return(int rc, dbatch *out, char *err, size_t errlen) {
     return rc > 0 && rc < 300 ? DIPP_E_MODULE + rc : DIPP_E_OUTPUT;
 }
 
-static int child_run(const run_req *q, const int *fds, const plat_limits *lim,
-                     char *err, size_t errlen) {
-    static dbatch in, out; /* big: not on the stack */
-    static dipp_params params;
-    const dipp_module_info *m = NULL;
-    if (batch_open(&in, fds[0], 0) || batch_load(&in, err, errlen))
-        return DIPP_E_INPUT;
-    /* a module reads its input whole: one call, not a fault a page */
-    plat_shm_prefault(in.hdr, in.hdr->used < in.capacity ? in.hdr->used : in.capacity);
-    if (batch_open(&out, fds[1], 1)) {
-        snprintf(err, errlen, "cannot map the output batch");
-        return DIPP_E_RUNNER;
-    }
-    int code = load(q, &m, err, errlen);
-    if (!code)
-        code = runner_resolve(m, &q->params, &params, err, errlen);
+/* The module this worker serves, once its first call loaded it. */
+static const dipp_module_info *module;
+static char module_path[sizeof ((run_req *)0)->path];
+
+static int first_call(const run_req *q, const plat_limits *lim, char *err,
+                      size_t errlen) {
+    int code = load(q, &module, err, errlen);
     if (code)
         return code;
+    snprintf(module_path, sizeof module_path, "%s", q->path);
     int rc = plat_sandbox_enter(lim);
     if (rc) {
         snprintf(err, errlen, "cannot enter the sandbox: %s", strerror(-rc));
         return DIPP_E_RUNNER;
     }
-    return code_of_return(m->run(&in.api, &params, &out.api), &out, err, errlen);
+    return 0;
 }
 
-void runner_child(const void *req, size_t req_len, const int *fds, int nfds,
-                  const plat_limits *lim, int result_fd) {
+static int child_run(const run_req *q, const int *fds, const plat_limits *lim,
+                     char *err, size_t errlen) {
+    static dipp_params params;
+    int code = module ? 0 : first_call(q, lim, err, errlen);
+    if (code)
+        return code;
+    if (strcmp(q->path, module_path) != 0) {
+        snprintf(err, errlen, "a worker of %.100s sent %.100s", module_path, q->path);
+        return DIPP_E_RUNNER;
+    }
+    dbatch *in = maps_get(fds[0], 0, q->keep_mapped[0]);
+    if (!in || batch_load(in, err, errlen))
+        return DIPP_E_INPUT;
+    dbatch *out = maps_get(fds[1], 1, q->keep_mapped[1]);
+    if (!out || batch_load(out, err, errlen)) {
+        snprintf(err, errlen, "cannot map the output batch");
+        return DIPP_E_RUNNER;
+    }
+    code = runner_resolve(module, &q->params, &params, err, errlen);
+    if (code)
+        return code;
+    return code_of_return(module->run(&in->api, &params, &out->api), out, err, errlen);
+}
+
+size_t runner_child(const void *req, size_t req_len, const int *fds, int nfds,
+                    const plat_limits *lim, void *result, int *keep) {
     run_result r;
     memset(&r, 0, sizeof r);
     if (req_len != sizeof(run_req) || nfds != 2) {
@@ -134,6 +152,8 @@ void runner_child(const void *req, size_t req_len, const int *fds, int nfds,
     } else {
         r.code = child_run(req, fds, lim, r.detail, sizeof r.detail);
     }
-    ssize_t w = write(result_fd, &r, sizeof r);
-    (void)w; /* nothing to tell if the server is gone */
+    maps_end_call();
+    *keep = r.code == 0;
+    memcpy(result, &r, sizeof r);
+    return sizeof r;
 }

@@ -12,6 +12,7 @@
 typedef struct run_req {
     char path[1024];
     dipp_params params;
+    uint8_t keep_mapped[2]; /* the input, the output: kept by their owner */
 } run_req;
 
 typedef struct run_result {
@@ -24,8 +25,9 @@ typedef struct run_result {
 int runner_resolve(const dipp_module_info *m, const dipp_params *given,
                    dipp_params *out, char *err, size_t errlen);
 
-/* plat_child_fn of the fork server: fds are the input and output batch. */
-void runner_child(const void *req, size_t req_len, const int *fds, int nfds,
-                  const plat_limits *lim, int result_fd);
+/* plat_child_fn of the fork server: fds are the input and output batch;
+ * the result is a run_result. */
+size_t runner_child(const void *req, size_t req_len, const int *fds, int nfds,
+                    const plat_limits *lim, void *result, int *keep);
 
 #endif

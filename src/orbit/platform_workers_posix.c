@@ -1,0 +1,217 @@
+/* platform_workers_posix.c -- the fork server's workers. A worker is a
+ * child of the server that runs every call of one key (a module file):
+ * the module is loaded, filtered and given its mappings on the first call,
+ * and later calls only compute. The server watches each call as it
+ * watched a one-call child: a deadline (SIGKILL; the worker also has
+ * alarm() as a first line), a crash seen as the socket's end. A worker
+ * that failed a call, or whose module left a thread running after one,
+ * is ended, so nothing a failed or misbehaving run left behind meets the
+ * next batch. */
+#include "platform_workers_posix.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "platform_msg_posix.h"
+
+typedef struct worker {
+    char key[PLAT_MAX_KEY];
+    pid_t pid;
+    int live;       /* 0: a free entry */
+    int sock;       /* the server's end */
+    uint32_t calls; /* served so far */
+    uint64_t used;  /* when last called, as a count of calls */
+} worker;
+
+/* What a worker sends back: whether it serves on, then the result. */
+typedef struct work_answer {
+    int32_t keep;
+    uint8_t result[PLAT_MAX_RESULT];
+} work_answer;
+
+static worker workers[PLAT_MAX_WORKERS];
+static uint64_t clock_calls;
+
+/* ---- in the worker ---- */
+
+static void serve_calls(int sock, plat_child_fn fn) {
+    static uint8_t buf[sizeof(work_hdr) + PLAT_MAX_REQ];
+    static work_answer ans;
+    for (;;) {
+        int fds[PLAT_MAX_FDS], nfds = 0;
+        ssize_t n = msg_recv(sock, buf, sizeof buf, fds, &nfds);
+        if (n < (ssize_t)sizeof(work_hdr))
+            _exit(0); /* the server is gone */
+        work_hdr h;
+        memcpy(&h, buf, sizeof h);
+        int keep = 0;
+        size_t len = 0;
+        alarm((h.lim.timeout_ms + 999) / 1000);
+        if ((size_t)n == sizeof h + h.req_len)
+            len = fn(buf + sizeof h, h.req_len, fds, nfds, &h.lim, ans.result, &keep);
+        alarm(0);
+        for (int k = 0; k < nfds; k++)
+            close(fds[k]);
+        ans.keep = keep;
+        if (msg_send(sock, &ans, sizeof ans.keep + len, NULL, 0, NULL, 0) || !keep)
+            _exit(0);
+    }
+}
+
+/* The new worker holds no other worker's socket and not the server's. */
+static void become_worker(int sock, int server_sock, plat_child_fn fn) {
+    static const int fatal[] = {SIGALRM, SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
+    for (size_t k = 0; k < sizeof fatal / sizeof fatal[0]; k++)
+        signal(fatal[k], SIG_DFL); /* a module dies of its own faults */
+    close(server_sock);
+    for (int k = 0; k < PLAT_MAX_WORKERS; k++)
+        if (workers[k].live)
+            close(workers[k].sock);
+    serve_calls(sock, fn);
+}
+
+/* ---- in the server ---- */
+
+static worker *find(const char *key) {
+    for (int k = 0; k < PLAT_MAX_WORKERS; k++)
+        if (workers[k].live && strcmp(workers[k].key, key) == 0)
+            return &workers[k];
+    return NULL;
+}
+
+/* Reaps w's process (killed first unless it ends by itself) and frees w.
+ * Its exit status, or 0. */
+static int retire(worker *w, int kill_it) {
+    int status = 0;
+    if (kill_it)
+        kill(w->pid, SIGKILL);
+    close(w->sock);
+    while (waitpid(w->pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    w->live = 0;
+    return status;
+}
+
+/* A free entry, or the least recently called worker's, ended. */
+static worker *free_entry(void) {
+    worker *oldest = &workers[0];
+    for (int k = 0; k < PLAT_MAX_WORKERS; k++) {
+        if (!workers[k].live)
+            return &workers[k];
+        if (workers[k].used < oldest->used)
+            oldest = &workers[k];
+    }
+    retire(oldest, 1);
+    return oldest;
+}
+
+static worker *spawn(const char *key, int server_sock, plat_child_fn fn) {
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
+        return NULL;
+    worker *w = free_entry();
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(sv[0]);
+        become_worker(sv[1], server_sock, fn);
+    }
+    close(sv[1]);
+    if (pid < 0) {
+        close(sv[0]);
+        return NULL;
+    }
+    snprintf(w->key, sizeof w->key, "%s", key);
+    w->pid = pid, w->sock = sv[0], w->calls = 0, w->live = 1;
+    return w;
+}
+
+/* Threads the worker has now (2 links of /proc/PID/task are . and ..). */
+static int threads_of(pid_t pid) {
+    char path[64];
+    struct stat st;
+    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+    return stat(path, &st) == 0 ? (int)st.st_nlink - 2 : 1;
+}
+
+static void end_of(int status, answer *a) {
+    if (WIFSIGNALED(status)) {
+        a->out.status = WTERMSIG(status);
+        a->out.end = a->out.status == SIGALRM ? PLAT_END_TIMEOUT : PLAT_END_SIGNAL;
+    } else {
+        a->out.status = WEXITSTATUS(status);
+        a->out.end = PLAT_END_NORESULT;
+    }
+}
+
+/* Waits for w's answer until the deadline; a worker gone or late is
+ * retired and a says how it ended. */
+static void collect(worker *w, uint64_t deadline, answer *a) {
+    static work_answer ans;
+    for (;;) {
+        uint64_t now = plat_now_ms();
+        struct pollfd p = {w->sock, POLLIN, 0};
+        int r = now >= deadline ? 0 : poll(&p, 1, (int)(deadline - now));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r == 0) {
+            retire(w, 1);
+            a->out.end = PLAT_END_TIMEOUT;
+            return;
+        }
+        int none[PLAT_MAX_FDS], n0 = 0;
+        ssize_t n = msg_recv(w->sock, &ans, sizeof ans, none, &n0);
+        for (int k = 0; k < n0; k++)
+            close(none[k]);
+        if (n < (ssize_t)sizeof ans.keep) {
+            end_of(retire(w, 0), a);
+            return;
+        }
+        a->out.end = PLAT_END_RESULT;
+        a->out.result_len = (size_t)n - sizeof ans.keep;
+        memcpy(a->result, ans.result, a->out.result_len);
+        if (!ans.keep || threads_of(w->pid) > 1)
+            retire(w, ans.keep);
+        return;
+    }
+}
+
+void workers_call(plat_child_fn fn, int server_sock, const char *key,
+                  const work_hdr *h, const uint8_t *req, const int *fds,
+                  int nfds, answer *a) {
+    memset(a, 0, sizeof *a);
+    uint64_t t0 = plat_now_ms();
+    worker *w = find(key);
+    /* a worker may have died between calls (killed from outside): the
+     * call then goes to a new one */
+    if (w && msg_send(w->sock, h, sizeof *h, req, h->req_len, fds, nfds)) {
+        retire(w, 1);
+        w = NULL;
+    }
+    if (!w) {
+        w = spawn(key, server_sock, fn);
+        if (!w || msg_send(w->sock, h, sizeof *h, req, h->req_len, fds, nfds)) {
+            a->out.end = PLAT_END_SPAWN, a->out.status = errno;
+            if (w)
+                retire(w, 1);
+            a->out.ms = (uint32_t)(plat_now_ms() - t0);
+            return;
+        }
+    }
+    w->used = ++clock_calls;
+    a->out.calls = ++w->calls;
+    collect(w, t0 + h->lim.timeout_ms, a);
+    a->out.ms = (uint32_t)(plat_now_ms() - t0);
+}
+
+void workers_end_all(void) {
+    for (int k = 0; k < PLAT_MAX_WORKERS; k++)
+        if (workers[k].live)
+            retire(&workers[k], 1);
+}

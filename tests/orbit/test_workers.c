@@ -1,0 +1,187 @@
+/* test_workers.c -- a module's worker serves its batches one after another
+ * and is ended whenever it cannot be trusted with the next: after a
+ * failed call, when its module left a thread running, when its file was
+ * replaced, and when it died between calls. Kept batches (a pipeline's
+ * step outputs, a camera buffer) carry each frame's own bytes. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "batch.h"
+#include "camera.h"
+#include "errors.h"
+#include "pipeline.h"
+#include "runner.h"
+
+static runner r;
+static dbatch frame;
+
+static int setup(void **state) {
+    (void)state;
+    plat_limits lim = {3000, 64u << 20}; /* 3 s: a loaded machine */
+    if (runner_start(&r, DIPP_TEST_MODULES, lim))
+        return -1;
+    if (batch_create(&frame, 64 * 64) || camera_shoot(&frame, 64, 7))
+        return -1;
+    frame.kept = 1;
+    return 0;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    batch_close(&frame);
+    runner_stop(&r);
+    return 0;
+}
+
+/* Runs the module at path on the frame; its report in *rep. */
+static int run_path(const char *path, run_report *rep) {
+    static const dipp_params none;
+    dbatch out;
+    assert_int_equal(batch_create(&out, 1u << 20), 0);
+    int code = runner_run_path(&r, path, &none, &frame, &out, rep);
+    batch_close(&out);
+    return code;
+}
+
+static int run_named(const char *name, run_report *rep) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s.so", DIPP_TEST_MODULES, name);
+    return run_path(path, rep);
+}
+
+static void test_worker_serves_again(void **s) {
+    (void)s;
+    run_report rep;
+    assert_int_equal(run_named("copy", &rep), 0);
+    uint32_t first = rep.calls;
+    assert_int_equal(run_named("copy", &rep), 0);
+    assert_int_equal(rep.calls, first + 1);
+}
+
+static void test_failure_ends_worker(void **s) {
+    (void)s;
+    run_report rep;
+    assert_int_equal(run_named("fail", &rep), 742);
+    assert_int_equal(rep.calls, 1);
+    assert_int_equal(run_named("fail", &rep), 742);
+    assert_int_equal(rep.calls, 1);
+}
+
+static void test_thread_left_ends_worker(void **s) {
+    (void)s;
+    run_report rep;
+    assert_int_equal(run_named("threader", &rep), 0);
+    assert_int_equal(rep.calls, 1);
+    assert_int_equal(run_named("threader", &rep), 0);
+    assert_int_equal(rep.calls, 1);
+}
+
+/* A file put in the module's place (an update) gets a worker of its own. */
+static void test_replaced_file_new_worker(void **s) {
+    (void)s;
+    char dir[] = "/tmp/dipp-workers-XXXXXX", path[256], cmd[1024];
+    run_report rep;
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/mod.so", dir);
+    snprintf(cmd, sizeof cmd, "cp %s/copy.so %s", DIPP_TEST_MODULES, path);
+    assert_int_equal(system(cmd), 0);
+    assert_int_equal(run_path(path, &rep), 0);
+    assert_int_equal(run_path(path, &rep), 0);
+    assert_int_equal(rep.calls, 2);
+    snprintf(cmd, sizeof cmd, "cp %s/copy.so %s/new.so && mv %s/new.so %s",
+             DIPP_TEST_MODULES, dir, dir, path);
+    assert_int_equal(system(cmd), 0);
+    assert_int_equal(run_path(path, &rep), 0);
+    assert_int_equal(rep.calls, 1);
+    snprintf(cmd, sizeof cmd, "rm -r %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* The fork server's children, as /proc lists them. */
+static int children_of(int pid, int *kids, int cap) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task/%d/children", pid, pid);
+    FILE *f = fopen(path, "r");
+    int n = 0;
+    while (f && n < cap && fscanf(f, "%d", &kids[n]) == 1)
+        n++;
+    if (f)
+        fclose(f);
+    return n;
+}
+
+/* Waits until pid has exited (a zombie, or gone): its sockets are closed. */
+static void until_dead(int pid) {
+    for (int tries = 0; tries < 100000; tries++) {
+        char path[64], state = 'Z';
+        snprintf(path, sizeof path, "/proc/%d/stat", pid);
+        FILE *f = fopen(path, "r");
+        if (f && fscanf(f, "%*d (%*[^)]) %c", &state) != 1)
+            state = 'Z';
+        if (f)
+            fclose(f);
+        if (state == 'Z')
+            return;
+        poll(NULL, 0, 1); /* a millisecond */
+    }
+    fail_msg("worker %d still alive after SIGKILL", pid);
+}
+
+/* Workers killed between calls: the next call goes to a new one, and
+ * nothing is lost. */
+static void test_worker_killed_between_calls(void **s) {
+    (void)s;
+    run_report rep;
+    int kids[PLAT_MAX_WORKERS];
+    assert_int_equal(run_named("copy", &rep), 0);
+    int n = children_of(r.srv.pid, kids, PLAT_MAX_WORKERS);
+    assert_true(n >= 1);
+    for (int k = 0; k < n; k++)
+        kill(kids[k], SIGKILL);
+    for (int k = 0; k < n; k++)
+        until_dead(kids[k]);
+    assert_int_equal(run_named("copy", &rep), 0);
+    assert_int_equal(rep.calls, 1);
+}
+
+/* A kept camera buffer shot anew, through kept step outputs: each frame's
+ * output is that frame's, not the last one's. */
+static void test_kept_batches_carry_each_frame(void **s) {
+    (void)s;
+    pdef d = {.id = 3, .count = 3};
+    strcpy(d.step[0].name, "copy");
+    strcpy(d.step[1].name, "copy");
+    strcpy(d.step[2].name, "copy");
+    for (unsigned seed = 1; seed <= 3; seed++) {
+        dbatch out;
+        pipe_report rep;
+        batch_reset(&frame);
+        assert_int_equal(camera_shoot(&frame, 64, seed), 0);
+        assert_int_equal(pipeline_run(&r, &d, &frame, &out, &rep), 0);
+        assert_int_equal(out.api.count, 1);
+        assert_memory_equal(out.api.images[0].data, frame.api.images[0].data, 64 * 64);
+        batch_close(&out);
+    }
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_worker_serves_again),
+        cmocka_unit_test(test_failure_ends_worker),
+        cmocka_unit_test(test_thread_left_ends_worker),
+        cmocka_unit_test(test_replaced_file_new_worker),
+        cmocka_unit_test(test_worker_killed_between_calls),
+        cmocka_unit_test(test_kept_batches_carry_each_frame),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
