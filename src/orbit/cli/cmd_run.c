@@ -30,7 +30,7 @@ static const char text[] =
     "  --size N         frame side in pixels (default 4512, the flight camera's)\n"
     "  --seed N         scene of the first frame (default 1; then seed+1...)\n"
     "  --timeout-ms N   a module's time limit (default 10000)\n"
-    "  --mem-mib N      memory a module may add once sandboxed (default 512)\n"
+    "  --mem-mib N      private memory a module may add once sandboxed (default 512)\n"
     "  --out DIR        write each pipeline's output images there\n";
 
 typedef struct run_opts {

@@ -9,8 +9,8 @@
 static const char usage[] =
     "Usage: dipp COMMAND [OPTIONS] ...\n"
     "DIPP: a modular image-processing pipeline for a CubeSat payload.\n"
-    "Each module runs in a sandboxed child (time and memory limits, no files,\n"
-    "no sockets); a failing module loses its batch only, reported as\n"
+    "Each module runs in its sandboxed worker process (time and memory limits,\n"
+    "no files, no sockets); a failing module loses its batch only, reported as\n"
     "code*1000 + pipeline*100 + module (docs/orbit.md lists the codes).\n"
     "\n"
     "Commands:\n"
