@@ -40,7 +40,7 @@ static int map(dbatch *b, int fd, uint64_t size, int writable) {
     b->hdr = plat_shm_map(fd, size, writable);
     if (!b->hdr)
         return -ENOMEM;
-    b->fd = fd, b->writable = writable, b->capacity = size;
+    b->fd = fd, b->reader_fd = -1, b->writable = writable, b->capacity = size;
     b->api = (dipp_batch){0, b->view, writable ? batch_add : NULL, b};
     return 0;
 }
@@ -59,6 +59,10 @@ int batch_create(dbatch *b, uint64_t capacity) {
     if (fd < 0)
         return fd;
     int rc = map(b, fd, size, 1);
+    if (!rc && (b->reader_fd = plat_shm_reader(fd)) < 0) {
+        rc = b->reader_fd;
+        plat_shm_unmap(b->hdr, size);
+    }
     if (rc) {
         plat_close(fd);
         return rc;
@@ -139,5 +143,6 @@ uint64_t batch_used(const dbatch *b) {
 void batch_close(dbatch *b) {
     plat_shm_unmap(b->hdr, b->capacity);
     plat_close(b->fd);
-    b->hdr = NULL, b->fd = -1;
+    plat_close(b->reader_fd);
+    b->hdr = NULL, b->fd = -1, b->reader_fd = -1;
 }

@@ -25,6 +25,7 @@ typedef struct shm_batch {
 
 typedef struct dbatch {
     int fd;
+    int reader_fd; /* read-only, for the module that reads it; -1 when not made here */
     int writable;
     int kept; /* its owner uses it again and again: workers may keep it mapped */
     uint64_t capacity;

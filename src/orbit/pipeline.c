@@ -5,6 +5,7 @@
  * writes a fresh batch, which the caller gets and closes. */
 #include "pipeline.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -31,6 +32,7 @@ static dbatch *output_of(runner *r, const pdef *d, unsigned k, const dbatch *src
 
 uint32_t pipeline_run(runner *r, const pdef *d, const dbatch *in, dbatch *out,
                       pipe_report *rep) {
+    assert(d->count >= 1 && d->count <= PDEF_MAX_STEPS); /* decoders refuse others */
     memset(rep, 0, sizeof *rep);
     static dbatch fresh;
     const dbatch *src = in;

@@ -56,6 +56,10 @@ extern int plat_crash_step;
 /* A new anonymous shared memory object of size bytes (sparse: pages cost
  * memory only once written), as a descriptor to map or pass on. */
 int plat_shm_create(const char *tag, uint64_t size);
+/* A new descriptor of shared memory object fd that only reads: what a
+ * reader is given, since a mapping of it cannot be made writable. -errno
+ * on error. */
+int plat_shm_reader(int fd);
 /* Maps fd's size bytes, writable or read-only. NULL on error. */
 /* The size of shared memory object fd, or 0 on error. */
 uint64_t plat_shm_size(int fd);

@@ -40,7 +40,7 @@ static void serve_one(int sock, plat_child_fn fn, const uint8_t *buf, size_t n,
         memset(&a, 0, sizeof a);
         a.out.end = PLAT_END_SPAWN, a.out.status = EPROTO;
     } else {
-        workers_call(fn, sock, key, &h.work, buf + sizeof h + h.key_len, fds, nfds, &a);
+        workers_call(fn, key, &h.work, buf + sizeof h + h.key_len, fds, nfds, &a);
     }
     msg_send(sock, &a.out, sizeof a.out, a.result, a.out.result_len, NULL, 0);
 }
@@ -78,7 +78,7 @@ int plat_forksrv_start(plat_forksrv *s, plat_child_fn fn,
         return err;
     }
     if (pid == 0) {
-        close(sv[0]);
+        fds_close_all_but(sv[1]); /* a restarted server is forked from a grown caller */
         signal(SIGPIPE, SIG_IGN);
         preload_libs(preload);
         serve(sv[1], fn);

@@ -1,10 +1,13 @@
 /* platform_msg_posix.c -- one datagram with its descriptors (SCM_RIGHTS)
- * over a SOCK_SEQPACKET pair: the fork server's only message shape. */
+ * over a SOCK_SEQPACKET pair: the fork server's only message shape; and
+ * closing what a forked process must not keep. */
+#define _GNU_SOURCE /* close_range */
 #include "platform_msg_posix.h"
 
 #include <errno.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "platform.h"
 
@@ -51,4 +54,14 @@ ssize_t msg_recv(int sock, void *buf, size_t len, int *fds, int *nfds) {
         memcpy(fds, CMSG_DATA(c), sizeof(int) * (size_t)*nfds);
     }
     return n;
+}
+
+void fds_close_all_but(int keep) {
+    if ((keep <= 3 || close_range(3, (unsigned)keep - 1, 0) == 0) &&
+        close_range((unsigned)keep + 1, ~0u, 0) == 0)
+        return;
+    long max = sysconf(_SC_OPEN_MAX); /* a kernel before close_range (5.9) */
+    for (int fd = 3; fd < max; fd++)
+        if (fd != keep)
+            close(fd);
 }

@@ -34,6 +34,13 @@ int plat_shm_create(const char *tag, uint64_t size) {
     return fd;
 }
 
+int plat_shm_reader(int fd) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    int ro = open(path, O_RDONLY | O_CLOEXEC);
+    return ro < 0 ? -errno : ro;
+}
+
 uint64_t plat_shm_size(int fd) {
     struct stat st;
     return fstat(fd, &st) == 0 ? (uint64_t)st.st_size : 0;

@@ -21,6 +21,7 @@
 #include <sched.h>
 #include <seccomp.h>
 #include <stdio.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 
 /* Calls a sandboxed module never needs: new files or sockets, new
@@ -29,6 +30,8 @@ static const char *const opens[] = {
     "open", "openat", "openat2", "creat", "open_by_handle_at", "execve",
     "execveat", "fork", "vfork", "ptrace", "process_vm_readv",
     "process_vm_writev", "memfd_create", "mknod", "mknodat",
+    /* growing a batch it was sent would be memory no limit counts */
+    "ftruncate", "fallocate",
 };
 static const char *const sockets[] = {
     "socket", "socketpair", "connect", "bind", "listen", "accept", "accept4",
@@ -92,6 +95,12 @@ static int install_filter(void) {
                               SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, 0));
     if (rc == 0)
         rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
+    /* shared anonymous memory is not counted by RLIMIT_DATA: as if the
+     * limit were reached */
+    if (rc == 0)
+        rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOMEM), SCMP_SYS(mmap), 1,
+                              SCMP_A3(SCMP_CMP_MASKED_EQ, MAP_SHARED | MAP_ANONYMOUS,
+                                      MAP_SHARED | MAP_ANONYMOUS));
     if (rc == 0)
         rc = seccomp_load(ctx);
     seccomp_release(ctx);

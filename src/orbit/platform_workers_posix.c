@@ -3,10 +3,11 @@
  * the module is loaded, filtered and given its mappings on the first call,
  * and later calls only compute. The server watches each call as it
  * watched a one-call child: a deadline (SIGKILL; the worker also has
- * alarm() as a first line), a crash seen as the socket's end. A worker
- * that failed a call, or whose module left a thread running after one,
- * is ended, so nothing a failed or misbehaving run left behind meets the
- * next batch. */
+ * alarm() as a first line), a crash seen as the socket's end. Between
+ * calls a worker is stopped (SIGSTOP), so no code of its module runs
+ * (a timer's handler, say) while it waits. A worker that failed a call,
+ * or whose module left a thread running after one, is ended, so nothing
+ * a failed or misbehaving run left behind meets the next batch. */
 #include "platform_workers_posix.h"
 
 #include <errno.h>
@@ -14,6 +15,9 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -65,15 +69,20 @@ static void serve_calls(int sock, plat_child_fn fn) {
     }
 }
 
-/* The new worker holds no other worker's socket and not the server's. */
-static void become_worker(int sock, int server_sock, plat_child_fn fn) {
+/* The new worker holds no descriptor but its socket and 0-2: not the
+ * server's, no other worker's, and not the batches of the call it was
+ * forked for (they come again with the call). */
+static void become_worker(int sock, pid_t server, plat_child_fn fn) {
     static const int fatal[] = {SIGALRM, SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
+#ifdef __linux__
+    /* a stopped worker would never see its server's end on the socket */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+#endif
+    if (getppid() != server)
+        _exit(0);
     for (size_t k = 0; k < sizeof fatal / sizeof fatal[0]; k++)
         signal(fatal[k], SIG_DFL); /* a module dies of its own faults */
-    close(server_sock);
-    for (int k = 0; k < PLAT_MAX_WORKERS; k++)
-        if (workers[k].live)
-            close(workers[k].sock);
+    fds_close_all_but(sock);
     serve_calls(sock, fn);
 }
 
@@ -86,12 +95,12 @@ static worker *find(const char *key) {
     return NULL;
 }
 
-/* Reaps w's process (killed first unless it ends by itself) and frees w.
- * Its exit status, or 0. */
-static int retire(worker *w, int kill_it) {
+/* Kills and reaps w's process and frees w: its exit status, or 0. It is
+ * killed even when it should be ending by itself, since a module that
+ * closed its socket could otherwise spin on past any deadline. */
+static int retire(worker *w) {
     int status = 0;
-    if (kill_it)
-        kill(w->pid, SIGKILL);
+    kill(w->pid, SIGKILL);
     close(w->sock);
     while (waitpid(w->pid, &status, 0) < 0 && errno == EINTR)
         ;
@@ -108,19 +117,18 @@ static worker *free_entry(void) {
         if (workers[k].used < oldest->used)
             oldest = &workers[k];
     }
-    retire(oldest, 1);
+    retire(oldest);
     return oldest;
 }
 
-static worker *spawn(const char *key, int server_sock, plat_child_fn fn) {
+static worker *spawn(const char *key, plat_child_fn fn) {
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
         return NULL;
     worker *w = free_entry();
-    pid_t pid = fork();
+    pid_t server = getpid(), pid = fork();
     if (pid == 0) {
-        close(sv[0]);
-        become_worker(sv[1], server_sock, fn);
+        become_worker(sv[1], server, fn);
     }
     close(sv[1]);
     if (pid < 0) {
@@ -132,12 +140,13 @@ static worker *spawn(const char *key, int server_sock, plat_child_fn fn) {
     return w;
 }
 
-/* Threads the worker has now (2 links of /proc/PID/task are . and ..). */
+/* Threads the worker has now (2 links of /proc/PID/task are . and ..);
+ * -1 when unknown. */
 static int threads_of(pid_t pid) {
     char path[64];
     struct stat st;
     snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
-    return stat(path, &st) == 0 ? (int)st.st_nlink - 2 : 1;
+    return stat(path, &st) == 0 ? (int)st.st_nlink - 2 : -1;
 }
 
 static void end_of(int status, answer *a) {
@@ -161,7 +170,7 @@ static void collect(worker *w, uint64_t deadline, answer *a) {
         if (r < 0 && errno == EINTR)
             continue;
         if (r == 0) {
-            retire(w, 1);
+            retire(w);
             a->out.end = PLAT_END_TIMEOUT;
             return;
         }
@@ -170,36 +179,53 @@ static void collect(worker *w, uint64_t deadline, answer *a) {
         for (int k = 0; k < n0; k++)
             close(none[k]);
         if (n < (ssize_t)sizeof ans.keep) {
-            end_of(retire(w, 0), a);
+            end_of(retire(w), a);
             return;
         }
         a->out.end = PLAT_END_RESULT;
         a->out.result_len = (size_t)n - sizeof ans.keep;
         memcpy(a->result, ans.result, a->out.result_len);
-        if (!ans.keep || threads_of(w->pid) > 1)
-            retire(w, ans.keep);
+        if (!ans.keep || threads_of(w->pid) != 1)
+            retire(w);
+        else
+            kill(w->pid, SIGSTOP);
         return;
     }
 }
 
-void workers_call(plat_child_fn fn, int server_sock, const char *key,
-                  const work_hdr *h, const uint8_t *req, const int *fds,
-                  int nfds, answer *a) {
+/* Retires the workers that died between calls (killed from outside). */
+static void reap_dead(void) {
+    for (int k = 0; k < PLAT_MAX_WORKERS; k++)
+        if (workers[k].live && waitpid(workers[k].pid, NULL, WNOHANG) == workers[k].pid) {
+            close(workers[k].sock);
+            workers[k].live = 0;
+        }
+}
+
+/* Wakes w (stopped since its last call) and sends it the call. */
+static int send_call(worker *w, const work_hdr *h, const uint8_t *req,
+                     const int *fds, int nfds) {
+    kill(w->pid, SIGCONT);
+    return msg_send(w->sock, h, sizeof *h, req, h->req_len, fds, nfds);
+}
+
+void workers_call(plat_child_fn fn, const char *key, const work_hdr *h,
+                  const uint8_t *req, const int *fds, int nfds, answer *a) {
     memset(a, 0, sizeof *a);
     uint64_t t0 = plat_now_ms();
+    reap_dead();
     worker *w = find(key);
-    /* a worker may have died between calls (killed from outside): the
-     * call then goes to a new one */
-    if (w && msg_send(w->sock, h, sizeof *h, req, h->req_len, fds, nfds)) {
-        retire(w, 1);
+    /* a worker that died just now: the call goes to a new one */
+    if (w && send_call(w, h, req, fds, nfds)) {
+        retire(w);
         w = NULL;
     }
     if (!w) {
-        w = spawn(key, server_sock, fn);
-        if (!w || msg_send(w->sock, h, sizeof *h, req, h->req_len, fds, nfds)) {
+        w = spawn(key, fn);
+        if (!w || send_call(w, h, req, fds, nfds)) {
             a->out.end = PLAT_END_SPAWN, a->out.status = errno;
             if (w)
-                retire(w, 1);
+                retire(w);
             a->out.ms = (uint32_t)(plat_now_ms() - t0);
             return;
         }
@@ -213,5 +239,5 @@ void workers_call(plat_child_fn fn, int server_sock, const char *key,
 void workers_end_all(void) {
     for (int k = 0; k < PLAT_MAX_WORKERS; k++)
         if (workers[k].live)
-            retire(&workers[k], 1);
+            retire(&workers[k]);
 }

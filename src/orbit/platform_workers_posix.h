@@ -21,11 +21,9 @@ typedef struct answer {
 } answer;
 
 /* Runs one call in key's worker (forking one when there is none), within
- * h->lim.timeout_ms, and fills a. server_sock is the server's end towards
- * its caller (a new worker closes it). */
-void workers_call(plat_child_fn fn, int server_sock, const char *key,
-                  const work_hdr *h, const uint8_t *req, const int *fds,
-                  int nfds, answer *a);
+ * h->lim.timeout_ms, and fills a. */
+void workers_call(plat_child_fn fn, const char *key, const work_hdr *h,
+                  const uint8_t *req, const int *fds, int nfds, answer *a);
 /* Ends every worker (the server is stopping). */
 void workers_end_all(void);
 

@@ -80,7 +80,8 @@ static void key_of(const char *path, char *key, size_t cap) {
 
 static int call(runner *r, run_req *q, const dbatch *in, dbatch *out,
                 run_report *rep) {
-    int fds[2] = {in->fd, out->fd};
+    /* the module's input travels read-only: it cannot map it writable */
+    int fds[2] = {in->reader_fd >= 0 ? in->reader_fd : in->fd, out->fd};
     char key[PLAT_MAX_KEY];
     plat_outcome o;
     union {

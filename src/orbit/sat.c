@@ -47,6 +47,8 @@ int sat_open(sat *s, const sat_cfg *cfg, const uint8_t first_pk[UP_PK_BYTES]) {
 void sat_close(sat *s) {
     runner_stop(&s->run);
     ring_free(&s->images);
+    if (s->camera.hdr)
+        batch_close(&s->camera);
 }
 
 /* An upload ended (installed or refused): remembered for status queries

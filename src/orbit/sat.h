@@ -45,6 +45,7 @@ typedef struct sat {
     up_result last_done; /* the last upload's outcome, for status queries */
     uint8_t refused[UP_MANIFEST_BYTES]; /* the manifest refused last */
     uint32_t frame_size, seed;
+    dbatch camera;       /* the camera's frame buffer, kept (made at the first shot) */
     sat_dish dish;       /* the procedures, their runtime and its platform */
 } sat;
 

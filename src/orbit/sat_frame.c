@@ -59,27 +59,36 @@ static void skipped(void *ctx, const char *why) {
     snprintf(s->st.last_detail, sizeof s->st.last_detail, "%s", why);
 }
 
+/* Shoots a frame into the camera's buffer, kept from frame to frame as a
+ * camera's is, so that the first module's worker keeps it mapped. 0, or
+ * -1 when there is no memory for it. */
+static int shoot(sat *s) {
+    if (!s->camera.hdr) {
+        if (batch_create(&s->camera, (uint64_t)s->frame_size * s->frame_size))
+            return -1;
+        s->camera.kept = 1;
+    }
+    batch_reset(&s->camera);
+    return camera_shoot(&s->camera, s->frame_size, s->seed++);
+}
+
 /* Shoots a frame and runs on it the stored pipelines `only` selects (0:
  * all): the images kept; *ran and *failed count the pipelines. */
 static unsigned shoot_and_run(sat *s, unsigned only, unsigned *ran, unsigned *failed) {
     static pdef defs[PDEF_PIPELINES];
-    dbatch in, out;
+    dbatch out;
     unsigned kept = 0;
     int n = pdef_load_slots(s->slots_dir, defs, skipped, s);
     *ran = *failed = 0;
-    if (batch_create(&in, (uint64_t)s->frame_size * s->frame_size))
+    if (shoot(s))
         return 0;
-    if (camera_shoot(&in, s->frame_size, s->seed++)) {
-        batch_close(&in);
-        return 0;
-    }
     s->st.frames++;
     for (int k = 0; k < n; k++) {
         pipe_report rep;
         if (only && defs[k].id != only)
             continue;
         ++*ran;
-        if (pipeline_run(&s->run, &defs[k], &in, &out, &rep)) {
+        if (pipeline_run(&s->run, &defs[k], &s->camera, &out, &rep)) {
             lost(s, &defs[k], &rep);
             ++*failed;
             continue;
@@ -87,7 +96,6 @@ static unsigned shoot_and_run(sat *s, unsigned only, unsigned *ran, unsigned *fa
         kept += keep(s, &defs[k], &out, &rep);
         batch_close(&out);
     }
-    batch_close(&in);
     return kept;
 }
 

@@ -3,17 +3,18 @@
  * step's output of the last frame was: its memory is already there, and
  * the module's worker keeps it mapped (runner_maps.h), so neither pays
  * for new pages each frame. The price is memory held between frames: the
- * bytes each kept step last wrote (about 240 MB for the mission pipeline
- * on 4512x4512 frames). */
+ * most bytes each kept step ever wrote (about 240 MB for the mission
+ * pipeline on 4512x4512 frames). */
 #ifndef DIPP_STEP_POOL_H
 #define DIPP_STEP_POOL_H
 
 #include <stdint.h>
 
 #include "batch.h"
+#include "pdef.h"
 
-/* Steps kept at most (pipelines x steps); the least recently used goes. */
-#define STEP_POOL_MAX 16
+/* Every step but the last of every pipeline slot. */
+#define STEP_POOL_MAX (PDEF_PIPELINES * (PDEF_MAX_STEPS - 1))
 
 typedef struct step_pool {
     struct step_entry {

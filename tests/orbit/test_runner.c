@@ -1,7 +1,8 @@
 /* test_runner.c -- a bad module loses its batch, with the right DIPP code,
  * and nothing else: after each bad one (crash, abort, spin, allocation
  * bomb, wrong ABI, missing symbol, missing file, open(), socket(), a write
- * into its input, an error of its own, bad parameters) the next good batch is processed. */
+ * into its input or an attempt to make it writable, an error of its own,
+ * bad parameters) the next good batch is processed. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -68,6 +69,7 @@ static void test_crash(void **s) { (void)s; loses_only_its_batch("crash", DIPP_E
 static void test_abort(void **s) { (void)s; loses_only_its_batch("abort", DIPP_E_CRASH); }
 static void test_spin(void **s) { (void)s; loses_only_its_batch("spin", DIPP_E_TIMEOUT); }
 static void test_bomb(void **s) { (void)s; loses_only_its_batch("bomb", DIPP_E_NOMEM); }
+static void test_shared_bomb(void **s) { (void)s; loses_only_its_batch("shmbomb", DIPP_E_NOMEM); }
 static void test_abi(void **s) { (void)s; loses_only_its_batch("wrong_abi", DIPP_E_ABI); }
 static void test_symbol(void **s) {
     (void)s;
@@ -84,6 +86,14 @@ static void test_input_is_read_only(void **s) {
     (void)s;
     uint8_t first = frame.api.images[0].data[0];
     loses_only_its_batch("scribble", DIPP_E_CRASH);
+    assert_int_equal(frame.api.images[0].data[0], first);
+}
+
+/* Nor can it make its input writable: it gets a read-only descriptor. */
+static void test_input_stays_read_only(void **s) {
+    (void)s;
+    uint8_t first = frame.api.images[0].data[0];
+    loses_only_its_batch("reprotect", DIPP_E_MODULE + 1);
     assert_int_equal(frame.api.images[0].data[0], first);
 }
 
@@ -144,10 +154,12 @@ int main(void) {
         cmocka_unit_test(test_good_module), cmocka_unit_test(test_crash),
         cmocka_unit_test(test_abort),       cmocka_unit_test(test_spin),
         cmocka_unit_test(test_bomb),        cmocka_unit_test(test_abi),
+        cmocka_unit_test(test_shared_bomb),
         cmocka_unit_test(test_symbol),      cmocka_unit_test(test_missing),
         cmocka_unit_test(test_own_error),   cmocka_unit_test(test_socket),
         cmocka_unit_test(test_open),        cmocka_unit_test(test_params),
         cmocka_unit_test(test_pipeline_number), cmocka_unit_test(test_input_is_read_only),
+        cmocka_unit_test(test_input_stays_read_only),
         cmocka_unit_test(test_fork_server_killed),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -154,6 +154,46 @@ static void test_worker_killed_between_calls(void **s) {
     assert_int_equal(rep.calls, 1);
 }
 
+/* The state letter of /proc/PID/stat ('T': stopped), '?' when unknown. */
+static char state_of(int pid) {
+    char path[64], state = '?';
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (f && fscanf(f, "%*d (%*[^)]) %c", &state) != 1)
+        state = '?';
+    if (f)
+        fclose(f);
+    return state;
+}
+
+/* Between batches a worker is stopped: no code of its module (a timer's
+ * handler, say) runs while it waits. */
+static void test_worker_stopped_between_calls(void **s) {
+    (void)s;
+    run_report rep;
+    int kids[PLAT_MAX_WORKERS];
+    assert_int_equal(run_named("copy", &rep), 0);
+    int n = children_of(r.srv.pid, kids, PLAT_MAX_WORKERS);
+    assert_true(n >= 1);
+    for (int k = 0; k < n; k++) {
+        char st = state_of(kids[k]);
+        for (int tries = 0; st != 'T' && st != 't' && tries < 10000; tries++) {
+            poll(NULL, 0, 1); /* SIGSTOP is delivered, not waited for */
+            st = state_of(kids[k]);
+        }
+        assert_true(st == 'T' || st == 't');
+    }
+}
+
+/* A module that closes its worker's socket and ignores its alarm is still
+ * ended at its deadline: its batch is lost as a crash. */
+static void test_closed_socket_still_ended(void **s) {
+    (void)s;
+    run_report rep;
+    assert_int_equal(run_named("closer", &rep), DIPP_E_CRASH);
+    assert_int_equal(run_named("copy", &rep), 0);
+}
+
 /* A kept camera buffer shot anew, through kept step outputs: each frame's
  * output is that frame's, not the last one's. */
 static void test_kept_batches_carry_each_frame(void **s) {
@@ -182,6 +222,8 @@ int main(void) {
         cmocka_unit_test(test_replaced_file_new_worker),
         cmocka_unit_test(test_worker_killed_between_calls),
         cmocka_unit_test(test_kept_batches_carry_each_frame),
+        cmocka_unit_test(test_worker_stopped_between_calls),
+        cmocka_unit_test(test_closed_socket_still_ended),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

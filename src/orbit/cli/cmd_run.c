@@ -129,20 +129,28 @@ static int one(runner *r, const run_opts *o, const pdef *d, unsigned frame,
     return 0;
 }
 
+/* Each frame is shot into one camera buffer, kept as a camera's is, so
+ * that the first module's worker keeps it mapped. */
 static int frames(runner *r, const run_opts *o, const pdef *defs, int ndefs) {
     int lost = 0;
+    dbatch in;
+    if (batch_create(&in, (uint64_t)o->size * o->size)) {
+        fprintf(stderr, "dipp run: no shared memory for a %ux%u frame\n", o->size, o->size);
+        return EXIT_BAD;
+    }
+    in.kept = 1;
     for (unsigned f = 0; f < o->frames; f++) {
-        dbatch in;
-        if (batch_create(&in, (uint64_t)o->size * o->size) ||
-            camera_shoot(&in, o->size, o->seed + f)) {
-            fprintf(stderr, "dipp run: no shared memory for a %ux%u frame\n", o->size, o->size);
+        batch_reset(&in);
+        if (camera_shoot(&in, o->size, o->seed + f)) {
+            fprintf(stderr, "dipp run: the camera's frame does not fit its buffer\n");
+            batch_close(&in);
             return EXIT_BAD;
         }
         for (int k = 0; k < ndefs; k++)
             lost |= one(r, o, &defs[k], f + 1, &in);
         fflush(stdout);
-        batch_close(&in);
     }
+    batch_close(&in);
     return lost ? EXIT_LOST : 0;
 }
 
