@@ -68,22 +68,23 @@ static void test_worker_serves_again(void **s) {
     assert_int_equal(rep.calls, first + 1);
 }
 
+/* Each call of name ends with code, in a new worker each time. */
+static void ends_its_worker(const char *name, int code) {
+    run_report rep;
+    for (int k = 0; k < 2; k++) {
+        assert_int_equal(run_named(name, &rep), code);
+        assert_int_equal(rep.calls, 1);
+    }
+}
+
 static void test_failure_ends_worker(void **s) {
     (void)s;
-    run_report rep;
-    assert_int_equal(run_named("fail", &rep), 742);
-    assert_int_equal(rep.calls, 1);
-    assert_int_equal(run_named("fail", &rep), 742);
-    assert_int_equal(rep.calls, 1);
+    ends_its_worker("fail", 742);
 }
 
 static void test_thread_left_ends_worker(void **s) {
     (void)s;
-    run_report rep;
-    assert_int_equal(run_named("threader", &rep), 0);
-    assert_int_equal(rep.calls, 1);
-    assert_int_equal(run_named("threader", &rep), 0);
-    assert_int_equal(rep.calls, 1);
+    ends_its_worker("threader", 0);
 }
 
 /* A file put in the module's place (an update) gets a worker of its own. */
@@ -120,41 +121,8 @@ static int children_of(int pid, int *kids, int cap) {
     return n;
 }
 
-/* Waits until pid has exited (a zombie, or gone): its sockets are closed. */
-static void until_dead(int pid) {
-    for (int tries = 0; tries < 100000; tries++) {
-        char path[64], state = 'Z';
-        snprintf(path, sizeof path, "/proc/%d/stat", pid);
-        FILE *f = fopen(path, "r");
-        if (f && fscanf(f, "%*d (%*[^)]) %c", &state) != 1)
-            state = 'Z';
-        if (f)
-            fclose(f);
-        if (state == 'Z')
-            return;
-        poll(NULL, 0, 1); /* a millisecond */
-    }
-    fail_msg("worker %d still alive after SIGKILL", pid);
-}
-
-/* Workers killed between calls: the next call goes to a new one, and
- * nothing is lost. */
-static void test_worker_killed_between_calls(void **s) {
-    (void)s;
-    run_report rep;
-    int kids[PLAT_MAX_WORKERS];
-    assert_int_equal(run_named("copy", &rep), 0);
-    int n = children_of(r.srv.pid, kids, PLAT_MAX_WORKERS);
-    assert_true(n >= 1);
-    for (int k = 0; k < n; k++)
-        kill(kids[k], SIGKILL);
-    for (int k = 0; k < n; k++)
-        until_dead(kids[k]);
-    assert_int_equal(run_named("copy", &rep), 0);
-    assert_int_equal(rep.calls, 1);
-}
-
-/* The state letter of /proc/PID/stat ('T': stopped), '?' when unknown. */
+/* The state letter of /proc/PID/stat ('T': stopped, 'Z': exited), '?'
+ * when it is gone. */
 static char state_of(int pid) {
     char path[64], state = '?';
     snprintf(path, sizeof path, "/proc/%d/stat", pid);
@@ -166,23 +134,49 @@ static char state_of(int pid) {
     return state;
 }
 
+/* Waits until pid's state is one of states (signals are delivered, not
+ * waited for by kill). */
+static void until_state(int pid, const char *states) {
+    for (int tries = 0; tries < 100000; tries++) {
+        if (strchr(states, state_of(pid)))
+            return;
+        poll(NULL, 0, 1); /* a millisecond */
+    }
+    fail_msg("worker %d never reached a state of '%s'", pid, states);
+}
+
+/* Runs copy, then lists the fork server's workers into kids: how many. */
+static int workers_after_copy(int *kids) {
+    run_report rep;
+    assert_int_equal(run_named("copy", &rep), 0);
+    int n = children_of(r.srv.pid, kids, PLAT_MAX_WORKERS);
+    assert_true(n >= 1);
+    return n;
+}
+
+/* Workers killed between calls: the next call goes to a new one, and
+ * nothing is lost. */
+static void test_worker_killed_between_calls(void **s) {
+    (void)s;
+    run_report rep;
+    int kids[PLAT_MAX_WORKERS];
+    int n = workers_after_copy(kids);
+    for (int k = 0; k < n; k++)
+        kill(kids[k], SIGKILL);
+    for (int k = 0; k < n; k++)
+        until_state(kids[k], "Z?"); /* exited: its socket is closed */
+    assert_int_equal(run_named("copy", &rep), 0);
+    assert_int_equal(rep.calls, 1);
+}
+
 /* Between batches a worker is stopped: no code of its module (a timer's
  * handler, say) runs while it waits. */
 static void test_worker_stopped_between_calls(void **s) {
     (void)s;
-    run_report rep;
     int kids[PLAT_MAX_WORKERS];
-    assert_int_equal(run_named("copy", &rep), 0);
-    int n = children_of(r.srv.pid, kids, PLAT_MAX_WORKERS);
-    assert_true(n >= 1);
-    for (int k = 0; k < n; k++) {
-        char st = state_of(kids[k]);
-        for (int tries = 0; st != 'T' && st != 't' && tries < 10000; tries++) {
-            poll(NULL, 0, 1); /* SIGSTOP is delivered, not waited for */
-            st = state_of(kids[k]);
-        }
-        assert_true(st == 'T' || st == 't');
-    }
+    int n = workers_after_copy(kids);
+    for (int k = 0; k < n; k++)
+        until_state(kids[k], "Tt");
 }
 
 /* A module that closes its worker's socket and ignores its alarm is still
