@@ -45,9 +45,10 @@ static int load(const char *dir, const dipp_module_info **mods, pdef *d) {
 static double step_mono[NSTEPS], step_dipp[NSTEPS];
 
 /* The monolithic reference: each module's run, in turn, in this process,
- * each step writing where DIPP's does (pipeline.c): its kept output, the
- * last one into a fresh batch. */
-static double mono(const dipp_module_info **mods, step_pool *pool, const dbatch *in) {
+ * each step writing where DIPP's does (pipeline_step_output): its kept
+ * output, the last one into a fresh batch. */
+static double mono(const dipp_module_info **mods, const pdef *d, step_pool *pool,
+                   const dbatch *in) {
     static const dipp_params none;
     uint64_t t0 = plat_now_ms(), t = t0;
     const dbatch *src = in;
@@ -55,9 +56,7 @@ static double mono(const dipp_module_info **mods, step_pool *pool, const dbatch 
         dipp_params p;
         char err[256];
         static dbatch fresh;
-        uint64_t room = 4 * batch_used(src) + (1u << 20);
-        dbatch *dst = k + 1 < NSTEPS ? step_pool_take(pool, 1, k, room)
-                                     : batch_create(&fresh, room) ? NULL : &fresh;
+        dbatch *dst = pipeline_step_output(pool, d, k, src, &fresh);
         if (!dst || runner_resolve(mods[k], &none, &p, err, sizeof err) ||
             mods[k]->run(&src->api, &p, &dst->api) || batch_commit(dst, err, sizeof err)) {
             fprintf(stderr, "bench_decompose: %s failed in process\n", steps[k]);
@@ -121,7 +120,7 @@ int main(int argc, char **argv) {
         int dipp_first = f % 2; /* alternate, so neither always runs warm */
         if (dipp_first)
             t_dipp[f] = dipp(&r, &d, &in);
-        t_mono[f] = mono(mods, &mono_pool, &in);
+        t_mono[f] = mono(mods, &d, &mono_pool, &in);
         if (!dipp_first)
             t_dipp[f] = dipp(&r, &d, &in);
     }

@@ -22,11 +22,10 @@ static uint32_t lose(pipe_report *rep, const pdef *d, unsigned k, int code) {
     return rep->number = dipp_error_number(code, d->id, k + 1);
 }
 
-/* Where step k of d writes. */
-static dbatch *output_of(runner *r, const pdef *d, unsigned k, const dbatch *src,
-                         dbatch *fresh) {
+dbatch *pipeline_step_output(step_pool *pool, const pdef *d, unsigned k,
+                             const dbatch *src, dbatch *fresh) {
     if (k + 1 < d->count)
-        return step_pool_take(&r->pool, d->id, k, room_for(src));
+        return step_pool_take(pool, d->id, k, room_for(src));
     return batch_create(fresh, room_for(src)) == 0 ? fresh : NULL;
 }
 
@@ -37,7 +36,7 @@ uint32_t pipeline_run(runner *r, const pdef *d, const dbatch *in, dbatch *out,
     static dbatch fresh;
     const dbatch *src = in;
     for (unsigned k = 0; k < d->count; k++) {
-        dbatch *dst = output_of(r, d, k, src, &fresh);
+        dbatch *dst = pipeline_step_output(&r->pool, d, k, src, &fresh);
         if (!dst) {
             snprintf(rep->detail, sizeof rep->detail, "no shared memory for the output");
             return lose(rep, d, k, DIPP_E_RUNNER);

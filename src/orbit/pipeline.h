@@ -19,6 +19,12 @@ typedef struct pipe_report {
     uint32_t ms[PDEF_MAX_STEPS]; /* each module's run time */
 } pipe_report;
 
+/* Where step k of d writes, src being its input: pool's kept output of
+ * that step, or for the last step a fresh batch made in *fresh, which the
+ * caller closes. NULL when no shared memory is left. */
+dbatch *pipeline_step_output(step_pool *pool, const pdef *d, unsigned k,
+                             const dbatch *src, dbatch *fresh);
+
 /* Runs d on in. On success (0) *out is the last module's output, to be
  * closed by the caller; on failure returns rep->number. */
 uint32_t pipeline_run(runner *r, const pdef *d, const dbatch *in, dbatch *out,
