@@ -18,7 +18,9 @@ aegisd runs the training jobs submitted with `aegis submit` on the GPUs of
 one server, several per GPU where memory and load allow, and retries a job
 that ran out of GPU memory with a larger floor. `aegis sim` replays job
 traces under the same scheduling core. A stand-in NVML library and fake
-training job (/usr/lib/aegis/test) let aegis run without a GPU.")
+training job (/usr/lib/aegis/test) let aegis run without a GPU. dipp runs
+a CubeSat payload's modular image pipeline (sandboxed modules, signed
+updates over CSP), with its example modules in /usr/lib/aegis/dipp-modules.")
 set(CPACK_PACKAGING_INSTALL_PREFIX ${CMAKE_INSTALL_PREFIX})
 set(CPACK_STRIP_FILES ON)
 

@@ -2,7 +2,7 @@
 """man_pages.py -- write aegis's manual pages from their one source each.
 
     tools/man_pages.py --aegis BIN --aegisd BIN --config aegis.yaml \\
-        --version V --out DIR
+        [--dipp BIN] --version V --out DIR
 
 The source of each page is what the user also sees elsewhere, so the two
 cannot drift apart:
@@ -12,6 +12,7 @@ cannot drift apart:
   aegisd.8                  `aegisd --help`
   aegis.yaml.5              the example configuration that is installed as
                             /etc/aegis/aegis.yaml: its comments and keys
+  dipp.1, dipp-COMMAND.1    `dipp --help` and `dipp COMMAND --help`
 
 A help text is either laid out like a manual page (NAME, SYNOPSIS, ...
 headings at the margin, text indented) or a usage text (`usage:` lines,
@@ -27,8 +28,10 @@ import subprocess
 import sys
 
 WHATIS_AEGIS = "share the GPUs of a server among deep-learning training jobs"
+WHATIS_DIPP = "a modular image-processing pipeline for a CubeSat payload"
 HEADING = re.compile(r"^[A-Z][A-Z0-9 ]*$")
 ITEM = re.compile(r"^(\S.{0,30}?)\s{2,}(\S.*)$")
+USAGE = re.compile(r"^[Uu]sage:")
 
 
 def roff(text):
@@ -84,25 +87,39 @@ def render_list(block):
     return out
 
 
+def split_paragraph(block):
+    """A block whose text at the margin runs straight into an indented
+    list of options (`Runs each ...` then `  --modules DIR  folder`), as
+    two blocks; any other block (a YAML example) as it is."""
+    n = next((i for i, l in enumerate(block) if l[0].isspace()), len(block))
+    rest = dedent(block[n:])
+    if 0 < n < len(block) and rest[0].startswith("--") and is_list(rest):
+        return [block[:n], rest]
+    return [block]
+
+
 def render_body(lines):
     """Roff for one section's text; an example is indented."""
     out = []
-    for block in blocks(lines):
-        block = dedent(block)
-        if is_list(block):
-            out += render_list(block)
-        elif all(not l[0].isspace() for l in block):
-            out += [".PP"] + [roff(l) for l in block]
-        else:
-            out += [".PP", ".RS 4", ".nf"] + [roff(l) for l in block] + \
-                [".fi", ".RE"]
+    for whole in blocks(lines):
+        for block in split_paragraph(dedent(whole)):
+            out += render_block(block)
     return out
+
+
+def render_block(block):
+    """Roff for one block: a list, a paragraph, or an example."""
+    if is_list(block):
+        return render_list(block)
+    if all(not l[0].isspace() for l in block):
+        return [".PP"] + [roff(l) for l in block]
+    return [".PP", ".RS 4", ".nf"] + [roff(l) for l in block] + [".fi", ".RE"]
 
 
 def sections(help_text):
     """[(HEADING, lines)] of a help text in either layout."""
     lines = help_text.rstrip("\n").split("\n")
-    if not lines[0].startswith("usage:"):
+    if not USAGE.match(lines[0]):
         found, current = [], None
         for line in lines:
             if HEADING.match(line):
@@ -112,9 +129,9 @@ def sections(help_text):
                 current[1].append(line)
         return found
     synopsis, rest = [], lines
-    while rest and (rest[0].startswith("usage:") or
+    while rest and (USAGE.match(rest[0]) or
                     (rest[0][:1].isspace() and rest[0].strip())):
-        synopsis.append(re.sub(r"^usage:", "      ", rest[0]))
+        synopsis.append(USAGE.sub("      ", rest[0]))
         rest = rest[1:]
     return [("SYNOPSIS", synopsis), ("DESCRIPTION", rest)]
 
@@ -158,22 +175,45 @@ def whatis_of(parts, fallback):
     return fallback
 
 
-def commands(aegis_help):
-    """{command: one-line description} from the list in `aegis --help`."""
-    found, listing = {}, False
-    for line in aegis_help.split("\n"):
+def commands(top_help, tool):
+    """{command: description} from the Commands: list of a tool's --help.
+    An entry starts two spaces in with the command's name; its description
+    is what follows two or more spaces on that line (`  ls  list jobs`) or
+    the deeper-indented lines under it (`  run --modules DIR ...` then the
+    text)."""
+    found, listing, name = {}, False, None
+    for line in top_help.split("\n"):
+        entry = re.match(r"^  ([a-z][a-z-]*)(.*)$", line)
         if line.rstrip().endswith("Commands:"):
             listing = True
-        elif listing and line.strip():
-            m = re.match(r"^\s+([a-z][a-z-]*)\s{2,}(\S.*)$", line)
-            if not m:
-                break
-            found[m.group(1)] = m.group(2)
-        elif listing and found:
+        elif not listing or (not line.strip() and not found):
+            continue
+        elif entry:
+            name = entry.group(1)
+            text = re.search(r"\s{2,}(\S.*)$", entry.group(2))
+            found[name] = text.group(1) if text else ""
+        elif line.startswith("   ") and name:
+            found[name] = (found[name] + " " + line.strip()).strip()
+        else:
             break
     if not found:
-        raise RuntimeError("aegis --help lists no commands")
+        raise RuntimeError("%s --help lists no commands" % tool)
     return found
+
+
+def tool_pages(out_dir, tool, binary, version, whatis, see_also):
+    """TOOL.1 from `BIN --help`, and TOOL-COMMAND.1 from `BIN COMMAND
+    --help` for each command the first lists."""
+    top = help_of([binary])
+    cmds = commands(top, tool)
+    write(out_dir, tool + ".1", page(
+        tool, 1, version, whatis, sections(top),
+        see_also + [(tool + "-" + c, 1) for c in cmds]))
+    for cmd, summary in cmds.items():
+        parts = sections(help_of([binary, cmd]))
+        write(out_dir, "%s-%s.1" % (tool, cmd), page(
+            "%s-%s" % (tool, cmd), 1, version, whatis_of(parts, summary),
+            parts, [(tool, 1)]))
 
 
 def config_parts(path):
@@ -215,6 +255,9 @@ def main():
                          "and aegis-COMMAND.1")
     ap.add_argument("--aegisd", required=True, metavar="BIN",
                     help="the built aegisd, whose --help makes aegisd.8")
+    ap.add_argument("--dipp", metavar="BIN",
+                    help="the built dipp, whose --help texts make dipp.1 "
+                         "and dipp-COMMAND.1 (none when not given)")
     ap.add_argument("--config", required=True, metavar="FILE",
                     help="the example aegis.yaml, whose comments and keys "
                          "make aegis.yaml.5")
@@ -233,17 +276,11 @@ def main():
         if re.search(r"\.[158]$", old):
             os.remove(os.path.join(args.out, old))
     try:
-        top = help_of([args.aegis])
-        cmds = commands(top)
-        see = [("aegisd", 8), ("aegis.yaml", 5)]
-        write(args.out, "aegis.1", page(
-            "aegis", 1, args.version, WHATIS_AEGIS, sections(top),
-            see + [("aegis-" + c, 1) for c in cmds]))
-        for cmd, summary in cmds.items():
-            parts = sections(help_of([args.aegis, cmd]))
-            write(args.out, "aegis-%s.1" % cmd, page(
-                "aegis-" + cmd, 1, args.version, whatis_of(parts, summary),
-                parts, [("aegis", 1)]))
+        tool_pages(args.out, "aegis", args.aegis, args.version, WHATIS_AEGIS,
+                   [("aegisd", 8), ("aegis.yaml", 5)])
+        if args.dipp:
+            tool_pages(args.out, "dipp", args.dipp, args.version, WHATIS_DIPP,
+                       [])
         daemon = sections(help_of([args.aegisd]))
         write(args.out, "aegisd.8", page(
             "aegisd", 8, args.version, whatis_of(daemon, "the aegis daemon"),

@@ -19,6 +19,12 @@ d --help; [ $rc = 0 ] || fail "--help: $rc"; has "run --modules DIR" out
 d; [ $rc = 2 ] || fail "no command: $rc"
 d frobnicate; [ $rc = 2 ] || fail "unknown command: $rc"
 d run --help; [ $rc = 0 ] || fail "run --help: $rc"; has "--timeout-ms" out
+# each command's help once, on stdout (the manual pages are made from it)
+for c in run encode decode store slots sat link ground; do
+    d $c --help
+    [ $rc = 0 ] && [ ! -s "$DIR/err" ] || fail "$c --help: exit $rc or stderr"
+    [ "$(grep -c '^Usage: dipp' "$DIR/out")" = 1 ] || fail "$c --help: not one usage"
+done
 
 cat > "$DIR/mission.yaml" <<'YAML'
 pipeline: 1

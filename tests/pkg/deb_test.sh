@@ -90,7 +90,7 @@ aegisd --check-config /etc/aegis/aegis.yaml | grep -q ": ok" ||
     fail "the installed configuration does not check"
 grep -q -- "--config /etc/aegis/aegis.yaml" /usr/lib/systemd/system/aegisd.service ||
     fail "the unit does not read /etc/aegis/aegis.yaml"
-for page in aegis aegisd aegis.yaml aegis-submit; do
+for page in aegis aegisd aegis.yaml aegis-submit dipp dipp-run dipp-ground; do
     man -w "$page" >/dev/null 2>&1 || fail "no manual page $page"
 done
 [ -f /usr/share/bash-completion/completions/aegis ] || fail "no completion"
@@ -111,6 +111,12 @@ aegis sim --trace /usr/share/aegis/traces/demo.csv --policy exclusive \
     >"$TMP/sim" || fail "aegis sim with the installed catalog"
 aegis estimate /usr/share/aegis/models/resnet50_imagenet_bs32_1gpu.json \
     >/dev/null || fail "aegis estimate of an installed model"
+# DIPP: a small frame through the installed example modules, sandboxed
+printf 'pipeline: 1\nmodules:\n  - name: debayer\n  - name: encode_jpeg\n' \
+    >"$TMP/mission.yaml"
+timeout 60 dipp run --modules /usr/lib/aegis/dipp-modules --size 448 \
+    "$TMP/mission.yaml" >"$TMP/dipp" || fail "dipp run: $(cat "$TMP/dipp")"
+grep -q "ok" "$TMP/dipp" || fail "dipp run: $(cat "$TMP/dipp")"
 
 say "one job on the test GPU"
 export AEGIS_TEST_GPUS=1x40960 AEGIS_TEST_GPU_DIR=$TMP/gpu

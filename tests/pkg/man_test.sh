@@ -1,18 +1,28 @@
 #!/bin/sh
-# man_test.sh MAN_DIR AEGIS CONFIG -- the generated manual pages: one per
-# command `aegis --help` lists, plus aegis(1), aegisd(8) and aegis.yaml(5);
-# each renders without a groff warning and says what its source says.
+# man_test.sh MAN_DIR AEGIS CONFIG [DIPP] -- the generated manual pages:
+# one per command `aegis --help` (and `dipp --help`) lists, plus aegis(1),
+# aegisd(8), aegis.yaml(5) (and dipp(1)); each renders without a groff
+# warning and says what its source says.
 set -u
-MAN=$1 AEGIS=$2 CONFIG=$3
+MAN=$1 AEGIS=$2 CONFIG=$3 DIPP=${4:-}
 status=0
 fail() { echo "FAIL: $*"; status=1; }
 render() { LC_ALL=C.UTF-8 MANWIDTH=200 man -l "$MAN/$1" 2>/dev/null; }
+# commands_of BIN: the commands its --help lists (entries two spaces in)
+commands_of() {
+    "$1" --help | awk '/Commands:$/{on=1;next} on&&/^  [a-z]/{print $1} on&&/^[^ ]/{exit}'
+}
 
 pages="aegis.1 aegisd.8 aegis.yaml.5"
-for cmd in $("$AEGIS" --help |
-             awk '/Commands:$/{on=1;next} on&&/^ +[a-z]/{print $1} on&&/^[^ ]/{exit}'); do
+for cmd in $(commands_of "$AEGIS"); do
     pages="$pages aegis-$cmd.1"
 done
+if [ -n "$DIPP" ]; then
+    pages="$pages dipp.1"
+    for cmd in $(commands_of "$DIPP"); do
+        pages="$pages dipp-$cmd.1"
+    done
+fi
 for p in $pages; do
     [ -s "$MAN/$p" ] || { fail "$p: missing"; continue; }
     warn=$(LC_ALL=C.UTF-8 groff -man -Tutf8 -ww -z "$MAN/$p" 2>&1)
@@ -23,9 +33,14 @@ done
 # --history, --spark and --svg, submit's --notify...) is in its page, with
 # ASCII dashes
 for p in $pages; do
-    case $p in aegis-*.1) cmd=${p#aegis-}; cmd=${cmd%.1} ;; *) continue ;; esac
+    case $p in
+    aegis-*.1) bin=$AEGIS cmd=${p#aegis-} ;;
+    dipp-*.1) bin=$DIPP cmd=${p#dipp-} ;;
+    *) continue ;;
+    esac
+    cmd=${cmd%.1}
     page=$(render "$p")
-    for opt in $("$AEGIS" "$cmd" --help |
+    for opt in $("$bin" "$cmd" --help |
                  grep -oE '^ +-[a-zA-Z-][a-z0-9-]*|^ +-[a-zA-Z], --[a-z][a-z0-9-]*' |
                  tr -d ' ' | tr ',' ' '); do
         printf '%s\n' "$page" | grep -q -- "$opt" || fail "$p: no $opt"

@@ -43,9 +43,11 @@ int cmd_ground(int argc, char **argv) {
         {"hub", 1, NULL, 'h'}, {"timeout-ms", 1, NULL, 't'}, {NULL, 0, NULL, 0}};
     double hub = 6000, timeout = 3000;
     int ch, bad = 0;
-    if (argc < 2 || cli_help(argc, argv, text)) {
-        fputs(text, argc < 2 ? stderr : stdout);
-        return argc < 2 ? EXIT_USAGE : 0;
+    if (cli_help(argc, argv, text))
+        return 0;
+    if (argc < 2) {
+        fputs(text, stderr);
+        return EXIT_USAGE;
     }
     optind = 1;
     while (!bad && (ch = getopt_long(argc, argv, "+", opts, NULL)) != -1)
