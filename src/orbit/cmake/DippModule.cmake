@@ -19,5 +19,7 @@ function(dipp_add_module name)
     LIBRARY_OUTPUT_DIRECTORY ${mod_DIR}
     C_VISIBILITY_PRESET hidden)
   target_include_directories(dipp_mod_${name} PRIVATE ${DIPP_INCLUDE_DIR})
-  target_link_libraries(dipp_mod_${name} PRIVATE ${mod_LIBS})
+  # libc named even when the module calls nothing of it (debayer): a
+  # shared object that needs nothing at all is refused by lintian
+  target_link_libraries(dipp_mod_${name} PRIVATE ${mod_LIBS} -Wl,--no-as-needed c)
 endfunction()
