@@ -5,7 +5,10 @@
  *
  * Seccomp sees syscall numbers and arguments, never paths, so the filter
  * does not try to tell good files from bad: once it is on, no file or
- * socket can be opened at all. The child has what it needs before that:
+ * socket can be opened at all, and no other process reached (signalled,
+ * its descriptors taken, its limits or priority changed: the fork server
+ * and the satellite's daemon run as the same user). The child has what
+ * it needs before that:
  * its module and the module's libraries loaded, its socket to the fork
  * server open (the batches of each call come on it as descriptors, to
  * map). A denied call kills the whole process (SIGSYS).
@@ -23,6 +26,7 @@
 #include <stdio.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 /* Calls a sandboxed module never needs: new files or sockets, new
  * programs or processes, another process's memory. */
@@ -35,6 +39,24 @@ static const char *const opens[] = {
 };
 static const char *const sockets[] = {
     "socket", "socketpair", "connect", "bind", "listen", "accept", "accept4",
+};
+/* Calls that reach another process of the same user: the fork server,
+ * the satellite's daemon, other workers. Its descriptors (pidfd_getfd),
+ * its priority or its limits are not a module's to touch. */
+static const char *const others[] = {
+    "pidfd_open", "pidfd_getfd", "pidfd_send_signal", "process_madvise",
+    "process_mrelease", "kcmp", "setpriority", "ioprio_set", "move_pages",
+    "migrate_pages",
+};
+/* Calls whose first argument names the process they act on: a signal
+ * (raise() and abort() name the worker itself)... */
+static const char *const signal_to[] = {
+    "kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo",
+};
+/* ...and limits and scheduling, where 0 is the worker itself. */
+static const char *const sched_of[] = {
+    "prlimit64", "sched_setaffinity", "sched_setscheduler", "sched_setparam",
+    "sched_setattr",
 };
 
 /* The worker's private data now (VmData: what RLIMIT_DATA counts), in
@@ -59,30 +81,52 @@ static int limit_memory(uint64_t extra) {
     return setrlimit(RLIMIT_DATA, &r) == 0 ? 0 : -errno;
 }
 
-static int deny(scmp_filter_ctx ctx, const char *const *names, size_t n,
-                uint32_t action) {
-    for (size_t k = 0; k < n; k++) {
-        int nr = seccomp_syscall_resolve_name(names[k]);
-        if (nr == __NR_SCMP_ERROR)
-            continue; /* not a call of this libseccomp's tables */
-        int rc = seccomp_rule_add(ctx, action, nr, 0);
-        if (rc < 0)
-            return rc;
-    }
-    return 0;
-}
-
 #ifdef DIPP_SANITIZER_FILTER
 #define OPEN_ACTION SCMP_ACT_ERRNO(EPERM)
 #else
 #define OPEN_ACTION SCMP_ACT_KILL_PROCESS
 #endif
 
+/* Denies each call of names, always (arg_ne NULL) or when its first
+ * argument is not *arg_ne. */
+static int deny_when(scmp_filter_ctx ctx, const char *const *names, size_t n,
+                     uint32_t action, const scmp_datum_t *arg_ne) {
+    for (size_t k = 0; k < n; k++) {
+        int nr = seccomp_syscall_resolve_name(names[k]);
+        if (nr == __NR_SCMP_ERROR)
+            continue; /* not a call of this libseccomp's tables */
+        int rc = arg_ne ? seccomp_rule_add(ctx, action, nr, 1, SCMP_A0(SCMP_CMP_NE, *arg_ne))
+                        : seccomp_rule_add(ctx, action, nr, 0);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+static int deny(scmp_filter_ctx ctx, const char *const *names, size_t n,
+                uint32_t action) {
+    return deny_when(ctx, names, n, action, NULL);
+}
+
+/* Another process's signals, limits, scheduling and descriptors. */
+static int deny_others(scmp_filter_ctx ctx) {
+    const scmp_datum_t self = (scmp_datum_t)getpid(), none = 0;
+    int rc = deny(ctx, others, sizeof others / sizeof *others, OPEN_ACTION);
+    if (rc == 0)
+        rc = deny_when(ctx, signal_to, sizeof signal_to / sizeof *signal_to, OPEN_ACTION, &self);
+    if (rc == 0)
+        rc = deny_when(ctx, sched_of, sizeof sched_of / sizeof *sched_of, OPEN_ACTION, &none);
+    return rc;
+}
+
+
 static int install_filter(void) {
     scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
     if (!ctx)
         return -ENOMEM;
     int rc = deny(ctx, opens, sizeof opens / sizeof *opens, OPEN_ACTION);
+    if (rc == 0)
+        rc = deny_others(ctx);
     if (rc == 0)
         rc = deny(ctx, sockets, sizeof sockets / sizeof *sockets,
                   SCMP_ACT_KILL_PROCESS);
@@ -114,9 +158,9 @@ int plat_sandbox_enter(const plat_limits *lim) {
 
 const char *plat_sandbox_loosening(void) {
 #ifdef DIPP_SANITIZER_FILTER
-    return "sanitizer build: open*, exec*, fork and the other denied file "
-           "calls fail with EPERM instead of killing the module; sockets "
-           "still kill it";
+    return "sanitizer build: open*, exec*, fork, the other denied file "
+           "calls and the calls that reach another process fail with "
+           "EPERM instead of killing the module; sockets still kill it";
 #else
     return NULL;
 #endif

@@ -120,6 +120,26 @@ static void test_open(void **s) {
 #endif
 }
 
+/* A module cannot reach its fork server, a process of the same user (nor
+ * so the satellite's daemon): not by a signal, a pidfd, its limits or its
+ * priority. The server lives on, the same process, and serves the next. */
+static void test_other_processes(void **s) {
+    (void)s;
+    int server = r.srv.pid;
+    for (int how = 1; how <= 4; how++) {
+        dipp_params p = {1, {{"how", DIPP_PARAM_INT, how, 0, ""}}};
+        uint32_t n;
+#ifdef DIPP_SANITIZER_FILTER
+        assert_int_equal(run_one("meddler", &p, &n), DIPP_E_MODULE + 2);
+#else
+        assert_int_equal(run_one("meddler", &p, &n), DIPP_E_SANDBOX);
+#endif
+        assert_int_equal(r.srv.pid, server);
+        assert_int_equal(kill(server, 0), 0);
+        assert_int_equal(run_one("copy", NULL, &n), 0);
+    }
+}
+
 static void test_params(void **s) {
     (void)s;
     dipp_params p = {1, {{"nope", DIPP_PARAM_INT, 1, 0, ""}}};
@@ -157,6 +177,7 @@ int main(void) {
         cmocka_unit_test(test_shared_bomb),
         cmocka_unit_test(test_symbol),      cmocka_unit_test(test_missing),
         cmocka_unit_test(test_own_error),   cmocka_unit_test(test_socket),
+        cmocka_unit_test(test_other_processes),
         cmocka_unit_test(test_open),        cmocka_unit_test(test_params),
         cmocka_unit_test(test_pipeline_number), cmocka_unit_test(test_input_is_read_only),
         cmocka_unit_test(test_input_stays_read_only),
