@@ -8,15 +8,14 @@
  * socket can be opened at all, and no other process reached (signalled,
  * its descriptors taken, its limits or priority changed: the fork server
  * and the satellite's daemon run as the same user). The child has what
- * it needs before that:
- * its module and the module's libraries loaded, its socket to the fork
- * server open (the batches of each call come on it as descriptors, to
- * map). A denied call kills the whole process (SIGSYS).
+ * it needs before that: its module and the module's libraries loaded, its
+ * socket to the fork server open (the batches of each call come on it as
+ * descriptors, to map). A denied call kills the whole process (SIGSYS).
  *
  * The sanitizer build (DIPP_SANITIZER_FILTER) must let AddressSanitizer
  * report a module's crash: its report reads /proc/self/maps and may start
- * a symbolizer. There open*, exec* and fork calls fail with EPERM instead
- * of killing; sockets are still fatal. */
+ * a symbolizer. There open*, exec*, fork and the calls that reach another
+ * process fail with EPERM instead of killing; sockets are still fatal. */
 #define _GNU_SOURCE /* CLONE_THREAD */
 #include "platform.h"
 
