@@ -35,6 +35,27 @@ static const char *const opens[] = {
     "process_vm_writev", "memfd_create", "mknod", "mknodat",
     /* growing a batch it was sent would be memory no limit counts */
     "ftruncate", "fallocate",
+    /* io_uring's operations (an open, a socket) never pass the filter */
+    "io_uring_setup", "io_uring_enter", "io_uring_register",
+    /* a path is a file even without open: /proc/self/fd/N names a batch */
+    "truncate", "unlink", "unlinkat", "rename", "renameat", "renameat2",
+    "mkdir", "mkdirat", "rmdir", "link", "linkat", "symlink", "symlinkat",
+    "chmod", "fchmodat", "fchmodat2", "chown", "lchown", "fchownat",
+    "utime", "utimes", "utimensat", "futimesat", "setxattr", "lsetxattr",
+    "fsetxattr", "removexattr", "lremovexattr", "fremovexattr",
+    "name_to_handle_at", "inotify_add_watch", "fanotify_init",
+    /* memory and names shared by all the user's processes, outliving it */
+    "shmget", "shmat", "shmctl", "shmdt", "msgget", "msgsnd", "msgrcv",
+    "msgctl", "semget", "semop", "semtimedop", "semctl", "mq_open",
+    "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify",
+    "mq_getsetattr", "add_key", "request_key", "keyctl",
+    /* the system's (for a daemon run as root) */
+    "mount", "umount2", "pivot_root", "chroot", "unshare", "setns",
+    "swapon", "swapoff", "reboot", "init_module", "finit_module",
+    "delete_module", "kexec_load", "kexec_file_load", "acct",
+    "settimeofday", "clock_settime", "clock_adjtime", "adjtimex",
+    "sethostname", "setdomainname", "quotactl", "bpf", "perf_event_open",
+    "userfaultfd", "syslog", "ioperm", "iopl",
 };
 static const char *const sockets[] = {
     "socket", "socketpair", "connect", "bind", "listen", "accept", "accept4",
@@ -44,15 +65,19 @@ static const char *const sockets[] = {
  * its priority or its limits are not a module's to touch. */
 static const char *const others[] = {
     "pidfd_open", "pidfd_getfd", "pidfd_send_signal", "process_madvise",
-    "process_mrelease", "kcmp", "setpriority", "ioprio_set", "move_pages",
-    "migrate_pages",
+    "process_mrelease", "kcmp", "move_pages", "migrate_pages",
 };
+/* Priority: a module has no use for it, and PRIO_USER reaches every
+ * process of the user; refused (EPERM) rather than fatal, as nice() is
+ * harmless on the worker itself. */
+static const char *const priority[] = {"setpriority", "ioprio_set"};
 /* Calls whose first argument names the process they act on: a signal
  * (raise() and abort() name the worker itself)... */
 static const char *const signal_to[] = {
     "kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo",
 };
-/* ...and limits and scheduling, where 0 is the worker itself. */
+/* ...and limits and scheduling, where 0 is the worker itself (refused
+ * with EPERM, not fatal: pthread_setaffinity_np names it by its id). */
 static const char *const sched_of[] = {
     "prlimit64", "sched_setaffinity", "sched_setscheduler", "sched_setparam",
     "sched_setattr",
@@ -114,7 +139,10 @@ static int deny_others(scmp_filter_ctx ctx) {
     if (rc == 0)
         rc = deny_when(ctx, signal_to, sizeof signal_to / sizeof *signal_to, OPEN_ACTION, &self);
     if (rc == 0)
-        rc = deny_when(ctx, sched_of, sizeof sched_of / sizeof *sched_of, OPEN_ACTION, &none);
+        rc = deny_when(ctx, sched_of, sizeof sched_of / sizeof *sched_of,
+                       SCMP_ACT_ERRNO(EPERM), &none);
+    if (rc == 0)
+        rc = deny(ctx, priority, sizeof priority / sizeof *priority, SCMP_ACT_ERRNO(EPERM));
     return rc;
 }
 

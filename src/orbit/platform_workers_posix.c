@@ -4,14 +4,16 @@
  * and later calls only compute. The server watches each call as it
  * watched a one-call child: a deadline (SIGKILL; the worker also has
  * alarm() as a first line), a crash seen as the socket's end. Between
- * calls a worker holds every signal blocked, so no code of its module runs
- * (a timer's handler, say) while it waits: a signal that comes then is
- * handled in the next call, under that call's deadline. (Stopping the
- * worker with SIGSTOP did the same, but continuing a stopped process cost
- * 0.6 to 1 ms more a call on a virtual machine, 3-5 % of a frame.)
- * A worker that failed a call,
+ * calls a worker is stopped (SIGSTOP), so no code of its module runs
+ * (a timer's handler, say) while it waits; it also blocks every signal
+ * from its answer to its next call, so that none is handled in the
+ * moments before the stop and after the continue (the kernel's stop is
+ * what holds against a module that unblocks them: it shares the worker's
+ * memory). It keeps no descriptor between calls but its socket and 0-2,
+ * so a module cannot keep a batch's descriptor for later. A worker that failed a call,
  * or whose module left a thread running after one, is ended, so nothing
  * a failed or misbehaving run left behind meets the next batch. */
+#define _GNU_SOURCE /* syscall */
 #include "platform_workers_posix.h"
 
 #include <errno.h>
@@ -24,6 +26,9 @@
 #endif
 #include <sys/socket.h>
 #include <sys/stat.h>
+#ifdef __linux__
+#include <sys/syscall.h>
+#endif
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -49,12 +54,42 @@ static uint64_t clock_calls;
 
 /* ---- in the worker ---- */
 
+/* Signal masks as Linux keeps them: all 64 signals. glibc's sigprocmask
+ * would leave out the two it keeps for itself (32 and 33), at which a
+ * module could still aim a timer. */
+#ifdef __linux__
+typedef uint64_t sigmask;
+static void set_mask(int how, const sigmask *set, sigmask *old) {
+    syscall(SYS_rt_sigprocmask, how, set, old, sizeof *set);
+}
+static sigmask every_signal(void) {
+    return ~(sigmask)0;
+}
+static sigmask without(sigmask m, int sig) {
+    return m & ~((sigmask)1 << (sig - 1));
+}
+#else
+typedef sigset_t sigmask;
+static void set_mask(int how, const sigmask *set, sigmask *old) {
+    sigprocmask(how, set, old);
+}
+static sigmask every_signal(void) {
+    sigmask m;
+    sigfillset(&m);
+    return m;
+}
+static sigmask without(sigmask m, int sig) {
+    sigdelset(&m, sig);
+    return m;
+}
+#endif
+
 static void serve_calls(int sock, plat_child_fn fn) {
     static uint8_t buf[sizeof(work_hdr) + PLAT_MAX_REQ];
     static work_answer ans;
-    sigset_t all, during_call;
-    sigfillset(&all);
-    sigprocmask(SIG_BLOCK, &all, &during_call);
+    sigmask all = every_signal(), during_call;
+    set_mask(SIG_BLOCK, &all, &during_call);
+    during_call = without(during_call, SIGALRM); /* the watchdog */
     for (;;) {
         int fds[PLAT_MAX_FDS], nfds = 0;
         ssize_t n = msg_recv(sock, buf, sizeof buf, fds, &nfds);
@@ -65,13 +100,12 @@ static void serve_calls(int sock, plat_child_fn fn) {
         int keep = 0;
         size_t len = 0;
         alarm((h.lim.timeout_ms + 999) / 1000);
-        sigprocmask(SIG_SETMASK, &during_call, NULL);
+        set_mask(SIG_SETMASK, &during_call, NULL);
         if ((size_t)n == sizeof h + h.req_len)
             len = fn(buf + sizeof h, h.req_len, fds, nfds, &h.lim, ans.result, &keep);
         alarm(0); /* first, so that no alarm is held for the next call */
-        sigprocmask(SIG_BLOCK, &all, NULL);
-        for (int k = 0; k < nfds; k++)
-            close(fds[k]);
+        set_mask(SIG_BLOCK, &all, NULL);
+        fds_close_all_but(sock); /* the call's, and any the module made */
         ans.keep = keep;
         if (msg_send(sock, &ans, sizeof ans.keep + len, NULL, 0, NULL, 0) || !keep)
             _exit(0);
@@ -84,8 +118,7 @@ static void serve_calls(int sock, plat_child_fn fn) {
 static void become_worker(int sock, pid_t server, plat_child_fn fn) {
     static const int fatal[] = {SIGALRM, SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
 #ifdef __linux__
-    /* a worker busy in a call (a module that blocked its alarm, say) would
-     * not see its server end on the socket */
+    /* a stopped worker would never see its server's end on the socket */
     prctl(PR_SET_PDEATHSIG, SIGKILL);
 #endif
     if (getppid() != server)
@@ -197,6 +230,8 @@ static void collect(worker *w, uint64_t deadline, answer *a) {
         memcpy(a->result, ans.result, a->out.result_len);
         if (!ans.keep || threads_of(w->pid) != 1)
             retire(w);
+        else
+            kill(w->pid, SIGSTOP);
         return;
     }
 }
@@ -210,9 +245,10 @@ static void reap_dead(void) {
         }
 }
 
-/* Sends w the call (h, then req, with the call's descriptors). */
+/* Wakes w (stopped since its last call) and sends it the call. */
 static int send_call(worker *w, const work_hdr *h, const uint8_t *req,
                      const int *fds, int nfds) {
+    kill(w->pid, SIGCONT);
     return msg_send(w->sock, h, sizeof *h, req, h->req_len, fds, nfds);
 }
 

@@ -1,10 +1,10 @@
 /* ticker.c -- test module: arms a timer on its first run whose signal
  * handler counts ticks every millisecond, and fails (701) if more than two
  * were handled between the end of its last run and the start of this one.
- * Its worker must hold the timer's signal until the next call, so that no
- * code of the module runs between batches. Two are allowed: one may come
- * after the run returned but before its worker blocked signals, and one is
- * held and handled as the next call starts. */
+ * Its worker must be stopped between calls, so that no code of the module
+ * runs between batches. Two are allowed: one may come after the run
+ * returned but before its worker was stopped, and one is held and handled
+ * as the next call starts. */
 #define _POSIX_C_SOURCE 200809L /* sigaction, timer_create */
 #include <signal.h>
 #include <time.h>
