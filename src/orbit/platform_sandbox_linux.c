@@ -1,7 +1,7 @@
 /* platform_sandbox_linux.c -- plat_sandbox_enter on Linux: a limit on the
  * private memory a worker may add (RLIMIT_DATA: heap and private
- * mappings, not the shared batches it maps call after call) and a seccomp
- * filter built with libseccomp.
+ * mappings, not the shared batches it maps call after call), no
+ * capabilities, and a seccomp filter built with libseccomp.
  *
  * Seccomp sees syscall numbers and arguments, never paths, so the filter
  * does not try to tell good files from bad: once it is on, no file or
@@ -24,7 +24,10 @@
 #include <seccomp.h>
 #include <stdio.h>
 #include <sys/mman.h>
+#include <linux/capability.h>
+#include <string.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 /* Calls a sandboxed module never needs: new files or sockets, new
@@ -178,8 +181,20 @@ static int install_filter(void) {
     return rc;
 }
 
+/* A daemon run as root forks root workers: they give up every
+ * capability, so that a module can neither raise its memory limit again
+ * nor use what root may beyond its own files. */
+static int drop_capabilities(void) {
+    struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct none[_LINUX_CAPABILITY_U32S_3];
+    memset(none, 0, sizeof none);
+    return syscall(SYS_capset, &hdr, none) == 0 ? 0 : -errno;
+}
+
 int plat_sandbox_enter(const plat_limits *lim) {
     int rc = limit_memory(lim->mem_bytes);
+    if (rc == 0)
+        rc = drop_capabilities();
     return rc ? rc : install_filter();
 }
 
