@@ -10,9 +10,10 @@
  * moments before the stop and after the continue (the kernel's stop is
  * what holds against a module that unblocks them: it shares the worker's
  * memory). It keeps no descriptor between calls but its socket and 0-2,
- * so a module cannot keep a batch's descriptor for later. A worker that failed a call,
- * or whose module left a thread running after one, is ended, so nothing
- * a failed or misbehaving run left behind meets the next batch. */
+ * so a module cannot keep a batch's descriptor for later. A worker that
+ * failed a call, or whose module left a thread running after one, is
+ * ended, so nothing a failed or misbehaving run left behind meets the
+ * next batch. */
 #define _GNU_SOURCE /* syscall */
 #include "platform_workers_posix.h"
 
