@@ -230,6 +230,16 @@ static void test_worker_stopped_between_calls(void **s) {
     assert_int_equal(rep.calls, 2);
 }
 
+/* A descriptor a module kept from one batch is closed before its next:
+ * it could be a batch's, to write into later. */
+static void test_descriptors_closed_between_calls(void **s) {
+    (void)s;
+    run_report rep;
+    assert_int_equal(run_named("keeper", &rep), 0);
+    assert_int_equal(run_named("keeper", &rep), 0);
+    assert_int_equal(rep.calls, 2);
+}
+
 /* A module that closes its worker's socket and ignores its alarm is still
  * ended at its deadline: its batch is lost as a crash. */
 static void test_closed_socket_still_ended(void **s) {
@@ -269,6 +279,7 @@ int main(void) {
         cmocka_unit_test(test_kept_batches_carry_each_frame),
         cmocka_unit_test(test_worker_stopped_between_calls),
         cmocka_unit_test(test_closed_socket_still_ended),
+        cmocka_unit_test(test_descriptors_closed_between_calls),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
