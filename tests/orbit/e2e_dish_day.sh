@@ -32,7 +32,8 @@ fail() {
     tail -20 "$DIR/sat.log" >&2 2>/dev/null
     exit 1
 }
-GPORT=$((20000 + RANDOM % 20000)); SPORT=$((GPORT + 1))
+# below the ephemeral ports (32768 on): the hubs also bind PORT + 1000
+GPORT=$((20000 + RANDOM % 11000)); SPORT=$((GPORT + 1))
 g() { timeout 60 "$DIPP" ground --hub "$GPORT" --timeout-ms 150 "$@" >"$DIR/out" 2>&1; rc=$?; }
 has() { grep -qF -- "$1" "$DIR/out" || fail "no '$1' in: $(cat "$DIR/out")"; }
 tm() { sed -n "s/^$1=//p" "$DIR/out"; }

@@ -210,8 +210,8 @@ static void until_pending(const int *pids, int n, int sig) {
 }
 
 /* Between batches a worker is stopped, and blocks all 64 signals (glibc's
- * own 32 and 33 too): a timer its module armed fires, but its handler
- * waits for the next batch (ticker fails if it ran between calls). */
+ * own 32 and 33 too): a timer its module armed fires, but its signal
+ * stays pending, not handled, until the next batch. */
 static void test_worker_stopped_between_calls(void **s) {
     (void)s;
     run_report rep;
