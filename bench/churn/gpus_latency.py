@@ -1,7 +1,13 @@
 #!/usr/bin/env python3
-"""gpus_latency.py SOCKET OUT STOP -- times aegisd's answer to root's
-`aegis gpus` request (one connection per request, as the CLI makes) in a
-loop, one figure in ms a line into OUT, until the file STOP exists.
+"""gpus_latency.py SOCKET OUT STOP [REF_SOCKET REF_OUT] -- times aegisd's
+answer to root's `aegis gpus` request (one connection per request, as the
+CLI makes) in a loop, one figure in ms a line into OUT, until the file
+STOP exists.
+
+With REF_SOCKET, each request to aegisd is followed by the same request
+to a reference server (bench/churn/floor_server.c, which does no work),
+its time into REF_OUT: both are then asked by the same client, at the
+same moments, under the same load.
 
 A client of its own rather than the `aegis` program: on a loaded machine
 starting a process costs more, and varies more, than aegisd's answer,
@@ -13,6 +19,8 @@ import time
 
 
 def ask(path):
+    """Milliseconds from connecting to the answer's last byte."""
+    t = time.monotonic()
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
         s.connect(path)
         s.sendall(b'{"op":"gpus"}\n')
@@ -20,19 +28,21 @@ def ask(path):
         while not got.endswith(b"\n"):
             part = s.recv(65536)
             if not part:
-                raise SystemExit("gpus_latency: aegisd closed the connection")
+                raise SystemExit("gpus_latency: %s closed the connection" % path)
             got += part
+    return (time.monotonic() - t) * 1000
 
 
 def main():
-    if len(sys.argv) != 4:
+    if len(sys.argv) not in (4, 6):
         raise SystemExit(__doc__)
-    path, out, stop = sys.argv[1:]
-    with open(out, "w") as f:
+    path, out, stop = sys.argv[1:4]
+    ref, ref_out = sys.argv[4:6] if len(sys.argv) == 6 else (None, os.devnull)
+    with open(out, "w") as f, open(ref_out, "w") as g:
         while not os.path.exists(stop):
-            t = time.monotonic()
-            ask(path)
-            f.write("%.3f\n" % ((time.monotonic() - t) * 1000))
+            f.write("%.3f\n" % ask(path))
+            if ref:
+                g.write("%.3f\n" % ask(ref))
             time.sleep(0.01)  # a client now and then, not a flood
 
 
