@@ -102,7 +102,7 @@ static int pipeline_slot(const char *dir, uint8_t *enc, size_t *len) {
     int n = pdef_from_yaml("p1", yaml, strlen(yaml), &d, err, sizeof err) ? -1
             : pdef_encode(&d, enc, err, sizeof err);
     *len = n > 0 ? (size_t)n : 0;
-    return n > 0 ? slot_write(dir, SLOT_PIPELINE, 1, enc, *len, err, sizeof err) : -1;
+    return n > 0 ? slot_write(dir, SLOT_PIPELINE, 1, enc, *len, 1, err, sizeof err) : -1;
 }
 
 int main(int argc, char **argv) {

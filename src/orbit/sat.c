@@ -9,8 +9,10 @@
 
 #include "dish.h"
 #include "errors.h"
+#include "pdef.h"
 #include "platform.h"
 #include "proto.h"
+#include "slot_msg.h"
 #include "slots.h"
 #include "upload_testrun.h"
 
@@ -137,10 +139,50 @@ size_t sat_telemetry(const sat *s, char *out, size_t cap) {
     return n < 0 ? 0 : (size_t)n < cap ? (size_t)n : cap - 1;
 }
 
+static int slot_holds(const char *dir, const slot_msg *m) {
+    uint8_t now[SLOT_MAX_BYTES];
+    size_t len;
+    char err[256];
+    return slot_read(dir, m->kind, m->slot, now, &len, err, sizeof err) == 0 &&
+           len == m->len && memcmp(now, m->def, len) == 0;
+}
+
+/* A signed slot write (slot_msg.h): checked, its definition decoded, its
+ * version above the slot's, then written crash-safe. 0 or an errors.h
+ * code, what happened in detail either way. The same write again is
+ * taken (the link lost its answer, and the ground sent it again); a slot
+ * that cannot be read counts as version 0, so a signed write repairs it. */
+static int write_slot(sat *s, const uint8_t *msg, size_t len, char *detail, size_t cap) {
+    slot_msg m;
+    pdef d;
+    char err[256];
+    uint32_t have;
+    int code = slot_msg_check(msg, len, s->up.idx.pk, &m, detail, cap);
+    if (code)
+        return code;
+    const char *kind = slot_kind_name(m.kind);
+    if (pdef_decode(m.def, m.len, &d, err, sizeof err))
+        return dipp_say(detail, cap, DIPP_E_UP_MESSAGE, "%s-%u v%u: %s", kind, m.slot,
+                        (unsigned)m.version, err);
+    if (m.kind == SLOT_PIPELINE && d.id != m.slot)
+        return dipp_say(detail, cap, DIPP_E_UP_MESSAGE,
+                        "%s-%u v%u: the definition is pipeline %u's", kind, m.slot,
+                        (unsigned)m.version, (unsigned)d.id);
+    slot_version(s->slots_dir, m.kind, m.slot, &have, err, sizeof err);
+    if (m.version == have && slot_holds(s->slots_dir, &m)) /* a resend: its answer was lost */
+        return dipp_say(detail, cap, 0, "%s-%u v%u already on board", kind, m.slot,
+                        (unsigned)have);
+    if (m.version <= have)
+        return dipp_say(detail, cap, DIPP_E_UP_REPLAY, "%s-%u v%u: not above v%u on board",
+                        kind, m.slot, (unsigned)m.version, (unsigned)have);
+    if (slot_write(s->slots_dir, m.kind, m.slot, m.def, m.len, m.version, err, sizeof err))
+        return dipp_say(detail, cap, DIPP_E_UP_STORE, "%s", err);
+    return dipp_say(detail, cap, 0, "%s-%u v%u written", kind, m.slot, (unsigned)m.version);
+}
+
 static void on_param(sat *s, const uint8_t *msg, size_t len, uint8_t port,
                      sat_reply_fn reply, void *ctx) {
     uint8_t out[CSP_MTU];
-    char err[256];
     if (len < 3)
         return;
     out[0] = msg[0] == 'T' ? 'V' : 'A';
@@ -153,12 +195,11 @@ static void on_param(sat *s, const uint8_t *msg, size_t len, uint8_t port,
         reply(ctx, port, out, n);
         return;
     }
-    if (msg[0] != 'P' || len < 5)
+    if (msg[0] != 'P')
         return;
-    slot_kind kind = msg[3] == 1 ? SLOT_PIPELINE : SLOT_CONFIG;
-    int rc = slot_write(s->slots_dir, kind, msg[4], msg + 5, len - 5, err, sizeof err);
-    proto_put32(out + 3, rc ? DIPP_E_UP_MESSAGE : 0);
-    reply(ctx, port, out, 7);
+    int code = write_slot(s, msg, len, (char *)out + 7, sizeof out - 7);
+    proto_put32(out + 3, (uint32_t)code);
+    reply(ctx, port, out, 7 + strlen((char *)out + 7));
 }
 
 #define IMAGE_PART 1800

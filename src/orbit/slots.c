@@ -1,6 +1,8 @@
 /* slots.c -- numbered slots as files "pipeline-N" and "config-N": a
- * 12-byte header (magic "DSL1", length, CRC-32 of the content, both little
- * endian) and the content. */
+ * 16-byte header (magic "DSL2", then the CRC-32 of everything after it,
+ * the content's length and the slot's version, little endian) and the
+ * content. The version is the ground's number for what the slot holds
+ * (a signed write must carry a higher one: sat.c). */
 #include "slots.h"
 
 #include <errno.h>
@@ -10,7 +12,7 @@
 
 #include "platform.h"
 
-#define HDR 12
+#define HDR 16
 
 static uint32_t crc32(const uint8_t *p, size_t n) {
     uint32_t c = 0xFFFFFFFFu;
@@ -46,7 +48,7 @@ static int name_of(slot_kind kind, unsigned n, char *name, size_t cap) {
 }
 
 int slot_write(const char *dir, slot_kind kind, unsigned n, const uint8_t *data,
-               size_t len, char *err, size_t errlen) {
+               size_t len, uint32_t version, char *err, size_t errlen) {
     char name[32];
     uint8_t buf[HDR + SLOT_MAX_BYTES];
     if (name_of(kind, n, name, sizeof name) || len > SLOT_MAX_BYTES) {
@@ -54,10 +56,11 @@ int slot_write(const char *dir, slot_kind kind, unsigned n, const uint8_t *data,
                  dir, name, slot_count(kind), len, SLOT_MAX_BYTES);
         return -1;
     }
-    memcpy(buf, "DSL1", 4);
-    put32(buf + 4, (uint32_t)len);
-    put32(buf + 8, crc32(data, len));
+    memcpy(buf, "DSL2", 4);
+    put32(buf + 8, (uint32_t)len);
+    put32(buf + 12, version);
     memcpy(buf + HDR, data, len);
+    put32(buf + 4, crc32(buf + 8, HDR - 8 + len));
     int rc = plat_file_replace(dir, name, buf, HDR + len);
     if (rc)
         snprintf(err, errlen, "%s/%s: %s", dir, name, strerror(-rc));
@@ -66,40 +69,63 @@ int slot_write(const char *dir, slot_kind kind, unsigned n, const uint8_t *data,
 
 static int check(const uint8_t *buf, size_t got, const char *path, char *err,
                  size_t errlen) {
-    if (got < HDR || memcmp(buf, "DSL1", 4) != 0)
+    if (got < HDR || memcmp(buf, "DSL2", 4) != 0)
         snprintf(err, errlen, "%s: not a slot file (torn or foreign)", path);
-    else if (get32(buf + 4) != got - HDR || got - HDR > SLOT_MAX_BYTES)
+    else if (get32(buf + 8) != got - HDR || got - HDR > SLOT_MAX_BYTES)
         snprintf(err, errlen, "%s: length %u, file has %zu: torn", path,
-                 (unsigned)get32(buf + 4), got - HDR);
-    else if (get32(buf + 8) != crc32(buf + HDR, got - HDR))
+                 (unsigned)get32(buf + 8), got - HDR);
+    else if (get32(buf + 4) != crc32(buf + 8, got - 8))
         snprintf(err, errlen, "%s: CRC mismatch: corrupt", path);
     else
         return 0;
     return -1;
 }
 
-int slot_read(const char *dir, slot_kind kind, unsigned n, uint8_t *data,
-              size_t *len, char *err, size_t errlen) {
+/* Reads slot n whole: 0 with the file in *buf (freed by the caller), 1
+ * when the slot is empty, -1 when unreadable or corrupt (err says which). */
+static int read_file(const char *dir, slot_kind kind, unsigned n, uint8_t **buf,
+                     size_t *got, char *err, size_t errlen) {
     char name[32], path[4200];
     if (name_of(kind, n, name, sizeof name)) {
         snprintf(err, errlen, "%s/%s: no such slot (1..%u)", dir, name, slot_count(kind));
         return -1;
     }
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    uint8_t *buf;
-    size_t got;
-    int rc = plat_file_read(path, &buf, &got);
+    int rc = plat_file_read(path, buf, got);
     if (rc == -ENOENT)
         return 1;
     if (rc) {
         snprintf(err, errlen, "%s: %s", path, strerror(-rc));
         return -1;
     }
-    rc = check(buf, got, path, err, errlen);
-    if (!rc) {
+    rc = check(*buf, *got, path, err, errlen);
+    if (rc)
+        free(*buf);
+    return rc;
+}
+
+int slot_read(const char *dir, slot_kind kind, unsigned n, uint8_t *data,
+              size_t *len, char *err, size_t errlen) {
+    uint8_t *buf;
+    size_t got;
+    int rc = read_file(dir, kind, n, &buf, &got, err, errlen);
+    if (rc == 0) {
         *len = got - HDR;
         memcpy(data, buf + HDR, *len);
+        free(buf);
     }
-    free(buf);
     return rc;
+}
+
+int slot_version(const char *dir, slot_kind kind, unsigned n, uint32_t *version,
+                 char *err, size_t errlen) {
+    uint8_t *buf;
+    size_t got;
+    int rc = read_file(dir, kind, n, &buf, &got, err, errlen);
+    *version = 0;
+    if (rc == 0) {
+        *version = get32(buf + 12);
+        free(buf);
+    }
+    return rc < 0 ? -1 : 0;
 }

@@ -16,13 +16,19 @@
 
 typedef enum slot_kind { SLOT_PIPELINE, SLOT_CONFIG } slot_kind;
 
-/* 0, or -1 with "store/pipeline-3: why" in err. */
+/* Replaces slot n with data, kept with its version (the ground's number
+ * for it; a write from the link must carry a higher one than the slot's).
+ * 0, or -1 with "store/pipeline-3: why" in err. */
 int slot_write(const char *dir, slot_kind kind, unsigned n, const uint8_t *data,
-               size_t len, char *err, size_t errlen);
+               size_t len, uint32_t version, char *err, size_t errlen);
 /* 0 with the content in data (SLOT_MAX_BYTES), 1 when the slot is empty,
  * -1 when it is unreadable or corrupt (err says which). */
 int slot_read(const char *dir, slot_kind kind, unsigned n, uint8_t *data,
               size_t *len, char *err, size_t errlen);
+/* 0 with slot n's version in *version (0 when the slot is empty), or -1
+ * when it is unreadable or corrupt (err says which; *version is 0). */
+int slot_version(const char *dir, slot_kind kind, unsigned n, uint32_t *version,
+                 char *err, size_t errlen);
 /* Slots of a kind: 6 or 20. */
 unsigned slot_count(slot_kind kind);
 const char *slot_kind_name(slot_kind kind);

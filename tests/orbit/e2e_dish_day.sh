@@ -62,7 +62,7 @@ modules:
     params: {factor: 2}
   - name: encode_png
 YAML
-g slot --pipeline 1 "$DIR/p1.yaml"; [ $rc = 0 ] || fail "slot: $rc"
+g slot --key "$DIR/k.key" --pipeline 1 "$DIR/p1.yaml"; [ $rc = 0 ] || fail "slot: $rc"
 
 # upload over the lossy link, list, run with an argument
 g proc upload --key "$DIR/k.key" --version 1 "$DAY"; [ $rc = 0 ] || fail "upload: $rc"

@@ -3,7 +3,8 @@
 # loopback ZMQ through the link simulator (10 % loss, 2 % corrupted frames,
 # latency, 4 s passes every 5 s): the ground uploads a signed module, the
 # satellite test-runs and activates it; the camera's frames go through a
-# pipeline using it; telemetry shows the counts; a crashing upload is
+# pipeline using it (written signed into its slot; an older or foreign
+# write is refused); telemetry shows the counts; a crashing upload is
 # refused at its test-run, and one that fails in flight is rolled back;
 # images come down; help and usage errors of the three commands. Every
 # process is bounded by `timeout` and stopped.
@@ -52,8 +53,16 @@ modules:
     params: {factor: 2}
   - name: encode_png
 YAML
-g slot --pipeline 1 "$DIR/p1.yaml"; [ $rc = 0 ] || fail "slot: $rc"
+g slot --pipeline 1 "$DIR/p1.yaml"; [ $rc = 2 ] || fail "slot without a key: $rc"
+g slot --key "$DIR/k1.key" --version 5 --pipeline 1 "$DIR/p1.yaml"
+[ $rc = 0 ] || fail "slot: $rc"; has "in pipeline slot 1, version 5"
 until_tm "last_error=501102"
+# slot writes are signed and their versions only rise
+g slot --key "$DIR/k1.key" --version 4 --pipeline 1 "$DIR/p1.yaml"
+[ $rc = 1 ] || fail "older slot write: $rc"; has "error 1003000"; has "not above v5"
+g keygen "$DIR/k2"; [ $rc = 0 ] || fail "keygen k2: $rc"
+g slot --key "$DIR/k2.key" --version 9 --pipeline 1 "$DIR/p1.yaml"
+[ $rc = 1 ] || fail "slot write with a foreign key: $rc"; has "error 1002000"
 
 g upload --key "$DIR/k1.key" --version 1 --in rgb --out rgb copy "$TMODS/copy.so"
 [ $rc = 0 ] || fail "upload v1: $rc"; has "copy v1 installed"

@@ -127,7 +127,7 @@ static void perform(const op *o, int recording) {
     switch (o->kind) {
     case SLOT:
         slot_write(DIR, o->version == 1 ? SLOT_PIPELINE : SLOT_CONFIG, o->version,
-                   (const uint8_t *)o->name, strlen(o->name), err, sizeof err);
+                   (const uint8_t *)o->name, strlen(o->name), 1, err, sizeof err);
         break;
     case UPLOAD:
     case DELTA:

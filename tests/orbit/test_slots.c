@@ -1,7 +1,10 @@
 /* test_slots.c -- slots survive an interrupted write: a writer killed at
  * each step of replacing a slot (half the data written, before fsync,
  * before rename, before the folder's fsync) leaves the old content or the
- * new, never a torn one; a torn or corrupted file is reported, not used. */
+ * new, never a torn one; a torn or corrupted file is reported, not used;
+ * a slot keeps its version; a signed slot write (slot_msg.h) is refused
+ * when any signed byte changed, when another key signed it, and when it
+ * is malformed. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,8 +16,11 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <sodium.h>
 
+#include "errors.h"
 #include "platform.h"
+#include "slot_msg.h"
 #include "slots.h"
 
 static char dir[64];
@@ -49,7 +55,7 @@ static void write_killed_at(unsigned n, int step) {
     if (pid == 0) {
         char err[256];
         plat_crash_step = step;
-        slot_write(dir, SLOT_PIPELINE, n, new_v, sizeof new_v, err, sizeof err);
+        slot_write(dir, SLOT_PIPELINE, n, new_v, sizeof new_v, 2, err, sizeof err);
         _exit(0);
     }
     int status;
@@ -63,7 +69,7 @@ static void test_interrupted_writes(void **s) {
     for (int step = 1; step <= 4; step++) {
         uint8_t buf[SLOT_MAX_BYTES];
         size_t len = 0;
-        assert_int_equal(slot_write(dir, SLOT_PIPELINE, 2, old_v, sizeof old_v,
+        assert_int_equal(slot_write(dir, SLOT_PIPELINE, 2, old_v, sizeof old_v, 1,
                                     err, sizeof err), 0);
         write_killed_at(2, step);
         assert_int_equal(read_slot(2, buf, &len), 0);
@@ -84,8 +90,8 @@ static void test_empty_bad_number_and_torn_file(void **s) {
     char err[256], path[128];
     assert_int_equal(read_slot(5, buf, &len), 1);
     assert_int_equal(read_slot(7, buf, &len), -1);
-    assert_int_equal(slot_write(dir, SLOT_CONFIG, 21, old_v, 4, err, sizeof err), -1);
-    assert_int_equal(slot_write(dir, SLOT_CONFIG, 20, new_v, sizeof new_v, err,
+    assert_int_equal(slot_write(dir, SLOT_CONFIG, 21, old_v, 4, 1, err, sizeof err), -1);
+    assert_int_equal(slot_write(dir, SLOT_CONFIG, 20, new_v, sizeof new_v, 1, err,
                                 sizeof err), 0);
     snprintf(path, sizeof path, "%s/config-20", dir);
     assert_int_equal(truncate(path, 100), 0); /* a torn file, as by a bad disk */
@@ -93,10 +99,73 @@ static void test_empty_bad_number_and_torn_file(void **s) {
     assert_non_null(strstr(err, "torn"));
 }
 
+static void test_version_kept(void **s) {
+    (void)s;
+    char err[256];
+    uint32_t v = 9;
+    assert_int_equal(slot_version(dir, SLOT_PIPELINE, 6, &v, err, sizeof err), 0);
+    assert_int_equal(v, 0); /* empty */
+    assert_int_equal(slot_write(dir, SLOT_PIPELINE, 6, old_v, sizeof old_v, 1700000000u,
+                                err, sizeof err), 0);
+    assert_int_equal(slot_version(dir, SLOT_PIPELINE, 6, &v, err, sizeof err), 0);
+    assert_int_equal(v, 1700000000u);
+}
+
+static int check_msg(const uint8_t *msg, size_t len, const uint8_t *pk) {
+    slot_msg m;
+    char detail[256];
+    return slot_msg_check(msg, len, pk, &m, detail, sizeof detail);
+}
+
+static void test_signed_writes(void **s) {
+    (void)s;
+    uint8_t pk[UP_PK_BYTES], sk[UP_SK_BYTES], pk2[UP_PK_BYTES], sk2[UP_SK_BYTES];
+    uint8_t msg[SLOT_MSG_MAX];
+    assert_true(sodium_init() >= 0);
+    crypto_sign_keypair(pk, sk);
+    crypto_sign_keypair(pk2, sk2);
+    slot_msg m = {7, SLOT_CONFIG, 20, 42, new_v, sizeof new_v}, got;
+    char detail[256];
+    size_t n = slot_msg_build(&m, sk, msg);
+    assert_int_equal(n, SLOT_MSG_HEAD + sizeof new_v);
+    assert_int_equal(slot_msg_check(msg, n, pk, &got, detail, sizeof detail), 0);
+    assert_int_equal(got.seq, 7);
+    assert_int_equal(got.kind, SLOT_CONFIG);
+    assert_int_equal(got.slot, 20);
+    assert_int_equal(got.version, 42);
+    assert_int_equal(got.len, sizeof new_v);
+    assert_memory_equal(got.def, new_v, sizeof new_v);
+    assert_int_equal(check_msg(msg, n, pk2), DIPP_E_UP_SIGNATURE);
+    /* every byte after the sequence number is signed (kind 1 <-> 2 aside,
+     * a changed kind is malformed) */
+    for (size_t k = 3; k < n; k++) {
+        msg[k] ^= k == 3 ? 3 : 1;
+        assert_int_equal(check_msg(msg, n, pk), DIPP_E_UP_SIGNATURE);
+        msg[k] ^= k == 3 ? 3 : 1;
+    }
+    msg[3] = 3;
+    assert_int_equal(check_msg(msg, n, pk), DIPP_E_UP_MESSAGE);
+    msg[3] = 2;
+    assert_int_equal(check_msg(msg, SLOT_MSG_HEAD - 1, pk), DIPP_E_UP_MESSAGE);
+    assert_int_equal(check_msg(msg, n - 1, pk), DIPP_E_UP_SIGNATURE);
+    m.len = SLOT_MAX_BYTES;
+    uint8_t big[SLOT_MAX_BYTES + 1];
+    memset(big, 1, sizeof big);
+    m.def = big;
+    n = slot_msg_build(&m, sk, msg);
+    assert_int_equal(check_msg(msg, n, pk), 0);
+    uint8_t longer[SLOT_MSG_MAX + 1];
+    memcpy(longer, msg, n);
+    longer[n] = 0;
+    assert_int_equal(check_msg(longer, n + 1, pk), DIPP_E_UP_MESSAGE);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_interrupted_writes),
         cmocka_unit_test(test_empty_bad_number_and_torn_file),
+        cmocka_unit_test(test_version_kept),
+        cmocka_unit_test(test_signed_writes),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

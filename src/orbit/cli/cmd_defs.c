@@ -144,7 +144,9 @@ int cmd_store(int argc, char **argv) {
         "Usage: dipp store --store DIR [--config N] DEF.yaml\n"
         "Writes the encoded definition into its pipeline slot (its `pipeline:`\n"
         "number), or with --config into module-configuration slot N (1-20).\n"
-        "A slot is replaced whole: after a power cut it holds the old or the new.\n";
+        "A slot is replaced whole: after a power cut it holds the old or the new.\n"
+        "Its version becomes one above the slot's (1 for an empty or corrupt\n"
+        "one): a signed write from the ground must carry a higher one still.\n";
     const char *dir = NULL;
     int config = 0, rc = store_args(argc, argv, 1, &dir, &config, text);
     if (rc >= 0)
@@ -152,15 +154,20 @@ int cmd_store(int argc, char **argv) {
     pdef d;
     uint8_t buf[PDEF_MAX_BYTES];
     char err[512];
+    uint32_t version;
     int n = encode_file(argv[optind], &d, buf);
     slot_kind kind = config ? SLOT_CONFIG : SLOT_PIPELINE;
-    if (n < 0 || slot_write(dir, kind, config ? (unsigned)config : d.id, buf,
-                            (size_t)n, err, sizeof err)) {
+    unsigned slot_n = config ? (unsigned)config : d.id;
+    if (n >= 0)
+        slot_version(dir, kind, slot_n, &version, err, sizeof err);
+    if (n < 0 || slot_write(dir, kind, slot_n, buf, (size_t)n, version + 1, err,
+                            sizeof err)) {
         if (n >= 0)
             fprintf(stderr, "dipp: %s\n", err);
         return EXIT_BAD;
     }
-    printf("%s-%u: %d bytes\n", slot_kind_name(kind), config ? (unsigned)config : d.id, n);
+    printf("%s-%u: %d bytes, version %u\n", slot_kind_name(kind), slot_n, n,
+           (unsigned)version + 1);
     return 0;
 }
 

@@ -1,9 +1,12 @@
 /* ground_read.c -- the ground station's commands that set parameters and
  * read the satellite (slot, telemetry, images, ping), and the dispatch of
  * `dipp ground`'s commands (ground.h). */
+#define _GNU_SOURCE /* getopt_long */
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli.h"
 #include "cli_opts.h"
@@ -11,42 +14,81 @@
 #include "ground.h"
 #include "pdef.h"
 #include "proto.h"
+#include "slot_msg.h"
 
 #define TRIES 40
 
 static uint16_t seq = 1;
 
+typedef struct slot_opts {
+    const char *key;
+    double version, pipeline, config;
+} slot_opts;
+
+/* --key K.key [--version V] (--pipeline N | --config N) DEF.yaml; the
+ * version defaults to the ground's clock in seconds, which only rises. */
+static int slot_parse(int argc, char **argv, slot_opts *o) {
+    static const struct option opts[] = {
+        {"key", 1, NULL, 'k'}, {"version", 1, NULL, 'v'}, {"pipeline", 1, NULL, 'p'},
+        {"config", 1, NULL, 'c'}, {NULL, 0, NULL, 0}};
+    *o = (slot_opts){NULL, (double)time(NULL), 0, 0};
+    int ch, bad = 0;
+    optind = 1;
+    while (!bad && (ch = getopt_long(argc, argv, "", opts, NULL)) != -1)
+        bad = ch == '?' ? -1
+            : ch == 'k' ? (o->key = optarg, 0)
+            : ch == 'v' ? cli_number("ground", "--version", optarg, 1, 4e9, &o->version)
+            : ch == 'p' ? cli_number("ground", "--pipeline", optarg, 1, PDEF_PIPELINES,
+                                     &o->pipeline)
+                        : cli_number("ground", "--config", optarg, 1, PDEF_CONFIGS, &o->config);
+    if (bad || !o->key || !o->pipeline == !o->config || argc - optind != 1) {
+        fputs("Usage: dipp ground slot --key K.key [--version V] "
+              "(--pipeline 1-6|--config 1-20) DEF.yaml\n(dipp ground --help)\n", stderr);
+        return -1;
+    }
+    return 0;
+}
+
 static int slot(ground *g, int argc, char **argv) {
-    uint8_t msg[5 + PDEF_MAX_BYTES], reply[64];
+    uint8_t def[PDEF_MAX_BYTES], msg[SLOT_MSG_MAX], reply[CSP_MTU + 1], *sk;
     char err[512];
+    size_t sk_len;
+    slot_opts o;
     pdef d;
-    long n = 0;
-    int config = argc == 4 && !strcmp(argv[1], "--config");
-    unsigned slot_n = argc == 4 ? (unsigned)atoi(argv[2]) : 0;
-    if (argc != 4 || (!config && strcmp(argv[1], "--pipeline")) || slot_n < 1 ||
-        slot_n > (config ? PDEF_CONFIGS : PDEF_PIPELINES)) {
-        fprintf(stderr, "Usage: dipp ground slot (--pipeline 1-6|--config 1-20) DEF.yaml\n");
+    if (slot_parse(argc, argv, &o))
         return EXIT_USAGE;
-    }
-    if (cli_read_def(argv[3], &d))
+    const char *file = argv[optind];
+    if (cli_read_def(file, &d))
         return EXIT_BAD;
-    if (!config)
-        d.id = slot_n;
-    int len = pdef_encode(&d, msg + 5, err, sizeof err);
+    if (o.pipeline)
+        d.id = (uint32_t)o.pipeline;
+    int len = pdef_encode(&d, def, err, sizeof err);
     if (len < 0) {
-        fprintf(stderr, "dipp ground: %s: %s\n", argv[3], err);
+        fprintf(stderr, "dipp ground: %s: %s\n", file, err);
         return EXIT_BAD;
     }
-    msg[0] = 'P', msg[3] = config ? 2 : 1, msg[4] = (uint8_t)slot_n;
-    proto_put16(msg + 1, seq++);
-    n = ground_ask(g, DIPP_PORT_PARAM, msg, 5 + (size_t)len, 'A', reply, sizeof reply, TRIES);
-    uint32_t code = n >= 7 ? proto_get32(reply + 3) : 0;
-    if (n < 7 || code)
-        printf("%s: %s\n", argv[3], n < 7 ? "no answer" : "refused by the satellite");
+    if (ground_read_file(o.key, &sk, &sk_len, UP_SK_BYTES))
+        return EXIT_BAD;
+    slot_msg m = {seq++, o.pipeline ? SLOT_PIPELINE : SLOT_CONFIG,
+                  (uint8_t)(o.pipeline ? o.pipeline : o.config), (uint32_t)o.version, def,
+                  (size_t)len};
+    size_t n = slot_msg_build(&m, sk, msg);
+    free(sk);
+    long got = ground_ask(g, DIPP_PORT_PARAM, msg, n, 'A', reply, CSP_MTU, TRIES);
+    uint32_t code = got >= 7 ? proto_get32(reply + 3) : 0;
+    if (got < 7) {
+        printf("%s: no answer from node %d\n", file, DIPP_NODE);
+        return EXIT_BAD;
+    }
+    reply[got] = 0;
+    proto_printable((char *)reply + 7, (size_t)got - 7, 0);
+    if (code)
+        printf("%s: refused: error %u (%s): %s\n", file, dipp_error_number((int)code, 0, 0),
+               dipp_code_name((int)code), (char *)reply + 7);
     else
-        printf("%s: %d bytes in %s slot %u\n", argv[3], len, config ? "config" : "pipeline",
-               slot_n);
-    return n < 7 || code ? EXIT_BAD : 0;
+        printf("%s: %d bytes in %s slot %u, version %u\n", file, len,
+               slot_kind_name(m.kind), (unsigned)m.slot, (unsigned)m.version);
+    return code ? EXIT_BAD : 0;
 }
 
 static int telemetry(ground *g) {
