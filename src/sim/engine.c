@@ -117,6 +117,7 @@ static void result_close(engine *e) {
         r->load_cpu_s += p->load_cpu_s;
         r->ooms += p->ooms;
         r->stopped += p->stopped;
+        r->timeouts += p->timeouts;
         finished += p->finished;
     }
     r->makespan_s = last - r->start_s;

@@ -72,7 +72,8 @@ typedef enum sim_job_state {
     SIM_LAUNCHED,               /* placed, not yet active */
     SIM_ACTIVE,                 /* running on its GPUs */
     SIM_DONE,                   /* finished */
-    SIM_STOPPED                 /* the core gave up on it */
+    SIM_STOPPED,                /* the core gave up on it */
+    SIM_TIMEOUT                 /* stopped at its time limit */
 } sim_job_state;
 
 typedef struct sim_job {
@@ -111,7 +112,7 @@ typedef struct sim_result {
     double busy_gpu_s;          /* GPU-seconds with at least one job active */
     double load_cpu_s;          /* CPU-seconds of data loading (loaders.h) */
     bool loads;                 /* the trace gives some job's load_cpus */
-    int ooms, stopped, unfinished;
+    int ooms, stopped, timeouts, unfinished;
     double *wait_by_reason;     /* with sim_options.reasons: seconds each job
                                    waited for each core_wait kind, at
                                    [job * SIM_WAIT_KINDS + kind] (waits.h);

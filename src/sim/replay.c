@@ -171,6 +171,12 @@ static double job_rate(const replay *r, int32_t j) {
     return rate;
 }
 
+/* The completion event's time: when the work left ends at the job's
+ * rate, or its deadline when that comes first. */
+static double event_time(const job_progress *p, double end) {
+    return p->deadline > 0 && p->deadline < end ? p->deadline : end;
+}
+
 /* Brings job j's work up to t and, if its rate changed, moves its
  * completion event. */
 static int update_rate(replay *r, int32_t j, double t) {
@@ -181,7 +187,7 @@ static int update_rate(replay *r, int32_t j, double t) {
     if (job->remaining < 0) job->remaining = 0;
     job->since = t;
     job->rate = rate;
-    if (sim_heap_update(&r->heap, t + job->remaining / rate, j) < 0)
+    if (sim_heap_update(&r->heap, event_time(job, t + job->remaining / rate), j) < 0)
         return heap_failed(r);
     return 0;
 }
@@ -222,30 +228,52 @@ static void job_leaves(replay *r, int32_t j, sim_job_state state, double t) {
     job->end_s = t;
     r->finished++;
     if (state == SIM_STOPPED) r->stopped++;
+    if (state == SIM_TIMEOUT) r->timeouts++;
     if (r->opt->dispatch == SIM_DISPATCH_SLURM)
         r->left_mib += sim_dispatch_mem_mib(row_of(r, j), r->opt->estimator);
 }
 
-/* Closes job j's current attempt at t and tells the core how it ended. */
-static void end_attempt(replay *r, int32_t j, core_exit how, double t) {
-    sim_job *job = &r->jobs[j];
+/* Closes job j's current attempt at t. */
+static void close_attempt(replay *r, int32_t j, double t) {
     sim_attempt *a = attempt_of(r, j);
     a->end_s = t;
-    a->oom = how == CORE_EXIT_OOM;
     if (t > r->last_end_s) r->last_end_s = t;
-    job->exec_s += t - a->start_s;
-    r->ooms += a->oom;
+    r->jobs[j].exec_s += t - a->start_s;
     r->running--;
+    r->dirty = true;
+}
+
+/* Closes job j's current attempt at t and tells the core how it ended. */
+static void end_attempt(replay *r, int32_t j, core_exit how, double t) {
+    attempt_of(r, j)->oom = how == CORE_EXIT_OOM;
+    r->ooms += how == CORE_EXIT_OOM;
+    close_attempt(r, j, t);
     switch (core_job_exit(r->core, j, how, t, NULL)) {
     case CORE_DONE: job_leaves(r, j, SIM_DONE, t); break;
     case CORE_STOPPED: job_leaves(r, j, SIM_STOPPED, t); break;
     case CORE_REQUEUED:
-        job->state = SIM_QUEUED;
+        r->jobs[j].state = SIM_QUEUED;
         sim_waits_queue(&r->waits, j, t);
         break;
     }
-    r->dirty = true;
 }
+
+/* Job j's attempt, at t, has reached its time limit with work left: as
+ * aegisd stops it (its time limit is a cancel), the core forgets it and
+ * it is never retried. */
+static bool past_deadline(const replay *r, int32_t j, double t) {
+    const job_progress *p = &r->progress[j];
+    if (p->deadline <= 0 || t < p->deadline) return false;
+    if (r->jobs[j].state != SIM_ACTIVE) return true;
+    return p->remaining - (t - p->since) * p->rate > 1e-9;
+}
+
+static void time_out(replay *r, int32_t j, double t) {
+    close_attempt(r, j, t);
+    core_cancel(r->core, j, t);
+    job_leaves(r, j, SIM_TIMEOUT, t);
+}
+
 
 /* The feed whose loader job j shares; 0: its own (no feed, or feeds not
  * shared: --model feed_share=0). */
@@ -265,7 +293,7 @@ static int on_arrival(replay *r, int32_t j, double t) {
         .util_pct = w->util_pct, .sharing_score = w->sharing_score,
         .user = row_of(r, j)->user, .feed = feed,
         .cpus = row_of(r, j)->load_cpus,
-        /* read by reservations; the replay does not stop a job at it */
+        /* read by reservations; the replay stops an attempt at it */
         .time_limit_s = row_of(r, j)->time_limit_s};
     char why[256];
     if (core_submit(r->core, &spec, t, why, sizeof(why)) < 0) {
@@ -292,7 +320,7 @@ static int crash_later(replay *r, int32_t j, double t) {
     core_job_active(r->core, j, t);
     double crash = attempt_of(r, j)->start_s +
                    sim_model_crash_s(&r->opt->model, r->progress[j].work->peak_mib);
-    if (sim_heap_update(&r->heap, crash > t ? crash : t, j) < 0)
+    if (sim_heap_update(&r->heap, event_time(&r->progress[j], crash > t ? crash : t), j) < 0)
         return heap_failed(r);
     return 0;
 }
@@ -304,6 +332,10 @@ static int on_activate(replay *r, int32_t j, double t) {
     job_progress *p = &r->progress[j];
     const uint8_t *g = p->gpus;
     attempt_of(r, j)->active_s = t;
+    if (past_deadline(r, j, t)) { /* a limit shorter than its start-up */
+        time_out(r, j, t);
+        return 0;
+    }
     for (int k = 0; k < p->ngpus; k++)
         if (!share_model_fits(p->mig, mem_on(r, j, g[k]), r->gpu[g[k]].used_mib,
                               r->opt->gpu_mem_mib))
@@ -336,12 +368,9 @@ static int on_activate(replay *r, int32_t j, double t) {
     return 0;
 }
 
-static int on_complete(replay *r, int32_t j, double t) {
-    if (r->jobs[j].state == SIM_LAUNCHED) { /* its crash (crash_later) */
-        end_attempt(r, j, CORE_EXIT_OOM, t);
-        return 0;
-    }
-    if (r->jobs[j].state != SIM_ACTIVE) return 0;
+/* Job j leaves its GPUs and its feed's loaders at t; the jobs it shared
+ * them with speed up. */
+static int leave_gpus(replay *r, int32_t j, double t) {
     const job_progress *p = &r->progress[j];
     for (int k = 0; k < p->ngpus; k++) {
         int32_t g = p->gpus[k];
@@ -352,9 +381,18 @@ static int on_complete(replay *r, int32_t j, double t) {
     double cpus = row_of(r, j)->load_cpus;
     if (cpus > 0)
         sim_loaders_leave(&r->loaders, feed_of(r, j), p->gpus[0], cpus, t);
-    if (update_rates_around(r, j, t) < 0 || update_cpu_share(r, t) < 0)
-        return -1;
-    end_attempt(r, j, CORE_EXIT_OK, t);
+    return update_rates_around(r, j, t) < 0 || update_cpu_share(r, t) < 0 ? -1 : 0;
+}
+
+/* Job j's event: its work done, its crash (crash_later), or its time
+ * limit. */
+static int on_complete(replay *r, int32_t j, double t) {
+    sim_job_state state = r->jobs[j].state;
+    if (state != SIM_LAUNCHED && state != SIM_ACTIVE) return 0;
+    bool late = past_deadline(r, j, t);
+    if (state == SIM_ACTIVE && leave_gpus(r, j, t) < 0) return -1;
+    if (late) time_out(r, j, t);
+    else end_attempt(r, j, state == SIM_LAUNCHED ? CORE_EXIT_OOM : CORE_EXIT_OK, t);
     return 0;
 }
 
@@ -421,6 +459,9 @@ static void track_launch(replay *r, const core_launch *l) {
 static int start_launch(replay *r, const core_launch *l, double t) {
     if (check_launch(r, l) < 0 || new_attempt(r, l, t) < 0) return -1;
     track_launch(r, l);
+    double limit = row_of(r, (int32_t)l->job_id)->time_limit_s;
+    if (limit <= 0) limit = r->opt->config.default_time;
+    r->progress[l->job_id].deadline = limit > 0 ? t + limit : 0;
     sim_waits_start(&r->waits, (int32_t)l->job_id, t);
     r->jobs[l->job_id].state = SIM_LAUNCHED;
     r->running++;

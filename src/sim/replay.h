@@ -60,6 +60,9 @@ typedef struct job_progress {
     double rate;                /* solo-seconds done per second now */
     const cat_workload *work;
     const mig_profile *mig;     /* the attempt's MIG instance, or NULL */
+    double deadline;            /* when its time limit stops the attempt
+                                   (its launch + the job's limit, or the
+                                   site's default_time); 0: never */
     uint8_t share;              /* the attempt's share_mode */
     uint8_t ngpus;              /* the attempt's GPUs: */
     uint8_t gpus[CORE_MAX_JOB_GPUS];
@@ -86,7 +89,7 @@ typedef struct replay {
     double energy_j, busy_gpu_s;
     double last_end_s;          /* latest attempt end, or start_s */
     double load_cpu_s;          /* CPU-seconds of data loading (loaders.h) */
-    int ooms, stopped, finished;
+    int ooms, stopped, timeouts, finished;
 
     /* Working state of replay_run(). */
     sim_job *jobs;              /* by the replay's job number */

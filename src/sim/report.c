@@ -130,6 +130,7 @@ int report_summarize(const sim_result *r, report_summary *out) {
     snprintf(out->label, sizeof(out->label), "%s", r->policy);
     out->jobs = r->njobs;
     out->stopped = r->stopped;
+    out->timeouts = r->timeouts;
     out->unfinished = r->unfinished;
     out->ooms = r->ooms;
     out->makespan_s = r->makespan_s;
@@ -197,7 +198,8 @@ static int report_row(const sim_result *r, int i, double energy_j,
         }
         (*spans)[n++] = (acct_span){at->start_s, at->end_s, at->ngpus};
     }
-    bool ended = job->state == SIM_DONE || job->state == SIM_STOPPED;
+    bool ended = job->state == SIM_DONE || job->state == SIM_STOPPED ||
+                 job->state == SIM_TIMEOUT;
     *row = (acct_row){.job_id = job->src->index, .user = "sim",
                       .name = job->src->work->name, .state = status_of(job),
                       .submit_s = job->src->submit_s,
@@ -318,6 +320,7 @@ static void json_attempts(FILE *out, const sim_result *r, const sim_job *job) {
 static const char *status_of(const sim_job *job) {
     return job->state == SIM_DONE      ? "done"
          : job->state == SIM_STOPPED ? "stopped"
+         : job->state == SIM_TIMEOUT ? "timeout"
                                        : "unfinished";
 }
 
@@ -379,11 +382,13 @@ void report_json_policy(FILE *out, const sim_result *r,
             "\"makespan_s\": %.3f, \"mean_jct_s\": %.3f, \"p50_jct_s\": %.3f, "
             "\"p95_jct_s\": %.3f, \"mean_wait_s\": %.3f, "
             "\"mean_slowdown\": %.4f, \"ooms\": %d, \"stopped\": %d, "
+            "\"timeouts\": %d, "
             "\"unfinished\": %d, \"gpu_util\": %.4f, \"energy_j\": %.1f, "
             "\"load_cpu_s\": %.1f, ",
             r->servers, r->gpus_per_server, s->makespan_s,
             s->mean_jct_s, s->p50_jct_s, s->p95_jct_s, s->mean_wait_s,
-            s->mean_slowdown, s->ooms, s->stopped, s->unfinished, s->gpu_busy,
+            s->mean_slowdown, s->ooms, s->stopped, s->timeouts, s->unfinished,
+            s->gpu_busy,
             s->energy_j, s->load_cpu_s);
     double kwh = acct_kwh(s->energy_j);
     json_t *jobs_total = acct_total_json(&s->jobs_total, &s->acct);

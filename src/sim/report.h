@@ -23,7 +23,7 @@ typedef struct report_summary {
     char label[REPORT_LABEL_MAX];             /* the row's name: the policy, or
                                    "policy/sharing" when the caller compares
                                    sharing modes */
-    int jobs, done, stopped, unfinished, ooms;
+    int jobs, done, stopped, timeouts, unfinished, ooms;
     double makespan_s;
     double mean_jct_s, p50_jct_s, p95_jct_s;    /* finished jobs only */
     double mean_wait_s;         /* JCT - time spent running attempts */

@@ -521,6 +521,37 @@ run = bert["attempts"][0]
 assert abs(run["end_s"] - run["start_s"] - 101) < 1e-6, run
 PY
     ;;
+time_limits)
+    # An attempt is stopped at its time limit (time_limit_s, or the
+    # site's default_time for a row without one), as aegisd stops it, and
+    # never retried: the first job (600 s of work, 300 s allowed) ends at
+    # 300 s; the second starts on the freed GPU; under default_time the
+    # third (no limit) ends at 200 s. Under aegis-plus the three share
+    # the GPU; --check runs the core's checker after every event.
+    printf 'submit_time_s,mem_mib,peak_mib,duration_s,time_limit_s\n0,10000,,600,300\n1,10000,,100,3600\n2,10000,,600,\n' \
+        >"$TMP/l.csv"
+    for p in exclusive aegis-plus; do
+        "$AEGIS" sim --trace "$TMP/l.csv" --gpus 1 --policy $p --set default_time=200 \
+            --check --json >"$TMP/l-$p.json" || fail "time limits, $p: exit $?"
+    done
+    "$AEGIS" sim --trace "$TMP/l.csv" --gpus 1 --policy exclusive --json \
+        >"$TMP/l-none.json" || fail "time limits, no default: exit $?"
+    python3 - "$TMP" <<'PY' || fail "time limits"
+import json, sys
+d = sys.argv[1]
+for p in ("exclusive", "aegis-plus"):
+    r = json.load(open("%s/l-%s.json" % (d, p)))["policies"][0]
+    assert [j["status"] for j in r["jobs"]] == ["timeout", "done", "timeout"], r["jobs"]
+    assert r["timeouts"] == 2 and r["stopped"] == 0, r
+    for j, limit in ((0, 300), (2, 200)):
+        runs = r["jobs"][j]["attempts"]
+        assert len(runs) == 1, runs
+        assert abs(runs[0]["end_s"] - runs[0]["start_s"] - limit) < 1e-6, (p, j, runs)
+r = json.load(open(d + "/l-none.json"))["policies"][0]
+assert [j["status"] for j in r["jobs"]] == ["timeout", "done", "done"], r["jobs"]
+assert r["timeouts"] == 1, r
+PY
+    ;;
 job_columns_bad)
     # Each fault in a per-job column is named with its line and field.
     bad() { printf "$1\n" >"$TMP/t.csv"; expect_bad "$TMP/t.csv" "$2"; }
@@ -569,7 +600,10 @@ runs = json.load(open(sys.argv[1]))["policies"]
 assert len(runs) == 7, [p["policy"] for p in runs]
 for p in runs:
     assert sorted(j["index"] for j in p["jobs"]) == [1001, 1002, 1003, 1007, 1008]
-    assert {j["status"] for j in p["jobs"]} == {"done"}, p["policy"]
+    # 1007 ran 1,830 s against its 30 minutes: stopped at its limit
+    status = {j["index"]: j["status"] for j in p["jobs"]}
+    assert status.pop(1007) == "timeout", p["policy"]
+    assert set(status.values()) == {"done"}, p["policy"]
     assert {j["user"] for j in p["jobs"]} == {"alice", "bob", "erin"}
 PY
     printf 'JobIDRaw|User\n1|a\n' >"$TMP/bad.txt"
