@@ -148,36 +148,43 @@ static int slot_holds(const char *dir, const slot_msg *m) {
 }
 
 /* A signed slot write (slot_msg.h): checked, its definition decoded, its
- * version above the slot's, then written crash-safe. 0 or an errors.h
- * code, what happened in detail either way. The same write again is
- * taken (the link lost its answer, and the ground sent it again); a slot
- * that cannot be read counts as version 0, so a signed write repairs it. */
+ * version above the highest the slot has taken (its floor, kept apart
+ * from the slot, so that a slot found corrupt cannot be rolled back by an
+ * old write), the floor raised, then the slot written, each crash-safe.
+ * 0 or an errors.h code, what happened in detail either way. The same
+ * write again is taken (the link lost its answer, and the ground sent it
+ * again), and so is the write of the floor's own version when a power cut
+ * came between raising the floor and writing the slot. */
 static int write_slot(sat *s, const uint8_t *msg, size_t len, char *detail, size_t cap) {
     slot_msg m;
     pdef d;
     char err[256];
-    uint32_t have;
+    uint32_t floor, have;
     int code = slot_msg_check(msg, len, s->up.idx.pk, &m, detail, cap);
     if (code)
         return code;
     const char *kind = slot_kind_name(m.kind);
+    unsigned v = m.version;
     if (pdef_decode(m.def, m.len, &d, err, sizeof err))
-        return dipp_say(detail, cap, DIPP_E_UP_MESSAGE, "%s-%u v%u: %s", kind, m.slot,
-                        (unsigned)m.version, err);
+        return dipp_say(detail, cap, DIPP_E_UP_MESSAGE, "%s-%u v%u: %s", kind, m.slot, v, err);
     if (m.kind == SLOT_PIPELINE && d.id != m.slot)
         return dipp_say(detail, cap, DIPP_E_UP_MESSAGE,
-                        "%s-%u v%u: the definition is pipeline %u's", kind, m.slot,
-                        (unsigned)m.version, (unsigned)d.id);
-    slot_version(s->slots_dir, m.kind, m.slot, &have, err, sizeof err);
-    if (m.version == have && slot_holds(s->slots_dir, &m)) /* a resend: its answer was lost */
-        return dipp_say(detail, cap, 0, "%s-%u v%u already on board", kind, m.slot,
-                        (unsigned)have);
-    if (m.version <= have)
-        return dipp_say(detail, cap, DIPP_E_UP_REPLAY, "%s-%u v%u: not above v%u on board",
-                        kind, m.slot, (unsigned)m.version, (unsigned)have);
-    if (slot_write(s->slots_dir, m.kind, m.slot, m.def, m.len, m.version, err, sizeof err))
+                        "%s-%u v%u: the definition is pipeline %u's", kind, m.slot, v,
+                        (unsigned)d.id);
+    if (slot_floor(s->slots_dir, m.kind, m.slot, &floor, err, sizeof err))
         return dipp_say(detail, cap, DIPP_E_UP_STORE, "%s", err);
-    return dipp_say(detail, cap, 0, "%s-%u v%u written", kind, m.slot, (unsigned)m.version);
+    slot_version(s->slots_dir, m.kind, m.slot, &have, err, sizeof err);
+    if (have > floor) /* written on board (dipp store) */
+        floor = have;
+    if (m.version == have && slot_holds(s->slots_dir, &m))
+        return dipp_say(detail, cap, 0, "%s-%u v%u already on board", kind, m.slot, v);
+    if (m.version < floor || (m.version == floor && have == floor))
+        return dipp_say(detail, cap, DIPP_E_UP_REPLAY, "%s-%u v%u: not above v%u on board",
+                        kind, m.slot, v, (unsigned)floor);
+    if (slot_raise_floor(s->slots_dir, m.kind, m.slot, m.version, err, sizeof err) ||
+        slot_write(s->slots_dir, m.kind, m.slot, m.def, m.len, m.version, err, sizeof err))
+        return dipp_say(detail, cap, DIPP_E_UP_STORE, "%s", err);
+    return dipp_say(detail, cap, 0, "%s-%u v%u written", kind, m.slot, v);
 }
 
 static void on_param(sat *s, const uint8_t *msg, size_t len, uint8_t port,

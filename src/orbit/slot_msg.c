@@ -43,8 +43,12 @@ int slot_msg_check(const uint8_t *msg, size_t len, const uint8_t pk[UP_PK_BYTES]
     if (msg[3] != 1 && msg[3] != 2)
         return dipp_say(detail, cap, DIPP_E_UP_MESSAGE,
                         "slot write: kind %u, not 1 (pipeline) or 2 (config)", msg[3]);
+    slot_kind kind = msg[3] == 1 ? SLOT_PIPELINE : SLOT_CONFIG;
+    if (msg[4] < 1 || msg[4] > slot_count(kind))
+        return dipp_say(detail, cap, DIPP_E_UP_MESSAGE, "slot write: %s slot %u, not one of 1-%u",
+                        slot_kind_name(kind), msg[4], slot_count(kind));
     *m = (slot_msg){.seq = (uint16_t)proto_get16(msg + 1),
-                    .kind = msg[3] == 1 ? SLOT_PIPELINE : SLOT_CONFIG,
+                    .kind = kind,
                     .slot = msg[4],
                     .version = proto_get32(msg + 5),
                     .def = msg + SLOT_MSG_HEAD,

@@ -47,15 +47,19 @@ static int name_of(slot_kind kind, unsigned n, char *name, size_t cap) {
     return n >= 1 && n <= slot_count(kind) ? 0 : -1;
 }
 
-int slot_write(const char *dir, slot_kind kind, unsigned n, const uint8_t *data,
-               size_t len, uint32_t version, char *err, size_t errlen) {
+/* Whether slot n exists; if not, why in err. */
+static int slot_exists(const char *dir, slot_kind kind, unsigned n, char *err, size_t errlen) {
     char name[32];
+    if (!name_of(kind, n, name, sizeof name))
+        return 1;
+    snprintf(err, errlen, "%s/%s: no such slot (1..%u)", dir, name, slot_count(kind));
+    return 0;
+}
+
+/* Replaces file name in dir by one record: header and data. */
+static int write_record(const char *dir, const char *name, const uint8_t *data,
+                        size_t len, uint32_t version, char *err, size_t errlen) {
     uint8_t buf[HDR + SLOT_MAX_BYTES];
-    if (name_of(kind, n, name, sizeof name) || len > SLOT_MAX_BYTES) {
-        snprintf(err, errlen, "%s/%s: no such slot (1..%u), or %zu bytes over %d",
-                 dir, name, slot_count(kind), len, SLOT_MAX_BYTES);
-        return -1;
-    }
     memcpy(buf, "DSL2", 4);
     put32(buf + 8, (uint32_t)len);
     put32(buf + 12, version);
@@ -65,6 +69,17 @@ int slot_write(const char *dir, slot_kind kind, unsigned n, const uint8_t *data,
     if (rc)
         snprintf(err, errlen, "%s/%s: %s", dir, name, strerror(-rc));
     return rc ? -1 : 0;
+}
+
+int slot_write(const char *dir, slot_kind kind, unsigned n, const uint8_t *data,
+               size_t len, uint32_t version, char *err, size_t errlen) {
+    char name[32];
+    if (name_of(kind, n, name, sizeof name) || len > SLOT_MAX_BYTES) {
+        snprintf(err, errlen, "%s/%s: no such slot (1..%u), or %zu bytes over %d",
+                 dir, name, slot_count(kind), len, SLOT_MAX_BYTES);
+        return -1;
+    }
+    return write_record(dir, name, data, len, version, err, errlen);
 }
 
 static int check(const uint8_t *buf, size_t got, const char *path, char *err,
@@ -81,15 +96,12 @@ static int check(const uint8_t *buf, size_t got, const char *path, char *err,
     return -1;
 }
 
-/* Reads slot n whole: 0 with the file in *buf (freed by the caller), 1
- * when the slot is empty, -1 when unreadable or corrupt (err says which). */
-static int read_file(const char *dir, slot_kind kind, unsigned n, uint8_t **buf,
-                     size_t *got, char *err, size_t errlen) {
-    char name[32], path[4200];
-    if (name_of(kind, n, name, sizeof name)) {
-        snprintf(err, errlen, "%s/%s: no such slot (1..%u)", dir, name, slot_count(kind));
-        return -1;
-    }
+/* Reads the record in dir/name: 0 with the file in *buf (freed by the
+ * caller), 1 when there is none, -1 when unreadable or corrupt (err says
+ * which). */
+static int read_record(const char *dir, const char *name, uint8_t **buf, size_t *got,
+                       char *err, size_t errlen) {
+    char path[4200];
     snprintf(path, sizeof path, "%s/%s", dir, name);
     int rc = plat_file_read(path, buf, got);
     if (rc == -ENOENT)
@@ -102,6 +114,16 @@ static int read_file(const char *dir, slot_kind kind, unsigned n, uint8_t **buf,
     if (rc)
         free(*buf);
     return rc;
+}
+
+/* Reads slot n whole, as read_record. */
+static int read_file(const char *dir, slot_kind kind, unsigned n, uint8_t **buf,
+                     size_t *got, char *err, size_t errlen) {
+    char name[32];
+    if (!slot_exists(dir, kind, n, err, errlen))
+        return -1;
+    name_of(kind, n, name, sizeof name);
+    return read_record(dir, name, buf, got, err, errlen);
 }
 
 int slot_read(const char *dir, slot_kind kind, unsigned n, uint8_t *data,
@@ -128,4 +150,50 @@ int slot_version(const char *dir, slot_kind kind, unsigned n, uint32_t *version,
         free(buf);
     }
     return rc < 0 ? -1 : 0;
+}
+
+/* The floors: one record "floors" holding, for the pipeline slots then
+ * the configuration slots, the highest version each has taken. */
+#define FLOORS (SLOT_PIPELINES + SLOT_CONFIGS)
+
+static unsigned floor_index(slot_kind kind, unsigned n) {
+    return (kind == SLOT_PIPELINE ? 0 : SLOT_PIPELINES) + n - 1;
+}
+
+/* All floors into v[FLOORS] (0 where no record): 0, or -1. */
+static int read_floors(const char *dir, uint32_t *v, char *err, size_t errlen) {
+    uint8_t *buf;
+    size_t got;
+    memset(v, 0, FLOORS * sizeof *v);
+    int rc = read_record(dir, "floors", &buf, &got, err, errlen);
+    if (rc)
+        return rc < 0 ? -1 : 0;
+    for (unsigned k = 0; k < FLOORS && (k + 1) * 4 <= got - HDR; k++)
+        v[k] = get32(buf + HDR + 4 * k);
+    free(buf);
+    return 0;
+}
+
+int slot_floor(const char *dir, slot_kind kind, unsigned n, uint32_t *version, char *err,
+               size_t errlen) {
+    uint32_t v[FLOORS];
+    *version = 0;
+    if (!slot_exists(dir, kind, n, err, errlen) || read_floors(dir, v, err, errlen))
+        return -1;
+    *version = v[floor_index(kind, n)];
+    return 0;
+}
+
+int slot_raise_floor(const char *dir, slot_kind kind, unsigned n, uint32_t version,
+                     char *err, size_t errlen) {
+    uint32_t v[FLOORS];
+    uint8_t data[FLOORS * 4];
+    if (!slot_exists(dir, kind, n, err, errlen) || read_floors(dir, v, err, errlen))
+        return -1;
+    if (v[floor_index(kind, n)] >= version)
+        return 0;
+    v[floor_index(kind, n)] = version;
+    for (unsigned k = 0; k < FLOORS; k++)
+        put32(data + 4 * k, v[k]);
+    return write_record(dir, "floors", data, sizeof data, 0, err, errlen);
 }

@@ -1,5 +1,6 @@
 /* slots.h -- the on-board store of definitions: 6 numbered pipeline slots
- * and 20 module-configuration slots, each a small file in one folder,
+ * and 20 module-configuration slots, each a small file in one folder
+ * (and one more, "floors", of the versions each has taken),
  * replaced whole and crash-safe (platform.h's plat_file_replace): after a
  * power cut at any moment a slot holds its old or its new content, and a
  * torn or corrupted file is detected (length and CRC-32) and reported,
@@ -29,6 +30,15 @@ int slot_read(const char *dir, slot_kind kind, unsigned n, uint8_t *data,
  * when it is unreadable or corrupt (err says which; *version is 0). */
 int slot_version(const char *dir, slot_kind kind, unsigned n, uint32_t *version,
                  char *err, size_t errlen);
+/* The highest version slot n has taken from the link, kept apart from the
+ * slot (file "floors") so that a slot found corrupt cannot be rolled back
+ * by an old write: 0 with it in *version (0 when none yet), or -1 when the
+ * floors cannot be read (err says why). */
+int slot_floor(const char *dir, slot_kind kind, unsigned n, uint32_t *version, char *err,
+               size_t errlen);
+/* Raises slot n's floor to version (never lowers it), crash-safe: 0, or -1. */
+int slot_raise_floor(const char *dir, slot_kind kind, unsigned n, uint32_t version,
+                     char *err, size_t errlen);
 /* Slots of a kind: 6 or 20. */
 unsigned slot_count(slot_kind kind);
 const char *slot_kind_name(slot_kind kind);

@@ -60,6 +60,16 @@ until_tm "last_error=501102"
 # slot writes are signed and their versions only rise
 g slot --key "$DIR/k1.key" --version 4 --pipeline 1 "$DIR/p1.yaml"
 [ $rc = 1 ] || fail "older slot write: $rc"; has "error 1003000"; has "not above v5"
+g slot --key "$DIR/k1.key" --version 5 --pipeline 1 "$DIR/p1.yaml"
+[ $rc = 0 ] || fail "the same write again: $rc"; has "already on board"
+# a slot found corrupt keeps its floor: the old write stays refused
+printf 'X' | dd of="$DIR/store/pipeline-1" bs=1 seek=20 conv=notrunc 2>/dev/null
+g slot --key "$DIR/k1.key" --version 4 --pipeline 1 "$DIR/p1.yaml"
+[ $rc = 1 ] || fail "older write over a corrupt slot: $rc"; has "not above v5"
+g slot --key "$DIR/k1.key" --version 6 --pipeline 1 "$DIR/p1.yaml"
+[ $rc = 0 ] || fail "repairing write: $rc"; has "version 6"
+g slot --key "$DIR/k1.key" --version 7.5 --pipeline 1 "$DIR/p1.yaml"
+[ $rc = 2 ] || fail "a fractional version: $rc"
 g keygen "$DIR/k2"; [ $rc = 0 ] || fail "keygen k2: $rc"
 g slot --key "$DIR/k2.key" --version 9 --pipeline 1 "$DIR/p1.yaml"
 [ $rc = 1 ] || fail "slot write with a foreign key: $rc"; has "error 1002000"

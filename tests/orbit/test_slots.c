@@ -111,6 +111,30 @@ static void test_version_kept(void **s) {
     assert_int_equal(v, 1700000000u);
 }
 
+static void test_floors(void **s) {
+    (void)s;
+    char err[256];
+    uint32_t v = 9;
+    assert_int_equal(slot_floor(dir, SLOT_CONFIG, 3, &v, err, sizeof err), 0);
+    assert_int_equal(v, 0);
+    assert_int_equal(slot_raise_floor(dir, SLOT_CONFIG, 3, 50, err, sizeof err), 0);
+    assert_int_equal(slot_raise_floor(dir, SLOT_CONFIG, 3, 40, err, sizeof err), 0);
+    assert_int_equal(slot_raise_floor(dir, SLOT_PIPELINE, 3, 7, err, sizeof err), 0);
+    assert_int_equal(slot_floor(dir, SLOT_CONFIG, 3, &v, err, sizeof err), 0);
+    assert_int_equal(v, 50); /* never lowered */
+    assert_int_equal(slot_floor(dir, SLOT_PIPELINE, 3, &v, err, sizeof err), 0);
+    assert_int_equal(v, 7);
+    assert_int_equal(slot_floor(dir, SLOT_PIPELINE, 7, &v, err, sizeof err), -1);
+    char path[128];
+    snprintf(path, sizeof path, "%s/floors", dir);
+    FILE *f = fopen(path, "r+b");
+    assert_non_null(f);
+    fseek(f, 20, SEEK_SET), fputc(0x55, f), fclose(f); /* a flipped byte */
+    assert_int_equal(slot_floor(dir, SLOT_CONFIG, 3, &v, err, sizeof err), -1);
+    assert_non_null(strstr(err, "CRC"));
+    assert_int_equal(slot_raise_floor(dir, SLOT_CONFIG, 3, 60, err, sizeof err), -1);
+}
+
 static int check_msg(const uint8_t *msg, size_t len, const uint8_t *pk) {
     slot_msg m;
     char detail[256];
@@ -124,20 +148,20 @@ static void test_signed_writes(void **s) {
     assert_true(sodium_init() >= 0);
     crypto_sign_keypair(pk, sk);
     crypto_sign_keypair(pk2, sk2);
-    slot_msg m = {7, SLOT_CONFIG, 20, 42, new_v, sizeof new_v}, got;
+    slot_msg m = {7, SLOT_CONFIG, 5, 42, new_v, sizeof new_v}, got;
     char detail[256];
     size_t n = slot_msg_build(&m, sk, msg);
     assert_int_equal(n, SLOT_MSG_HEAD + sizeof new_v);
     assert_int_equal(slot_msg_check(msg, n, pk, &got, detail, sizeof detail), 0);
     assert_int_equal(got.seq, 7);
     assert_int_equal(got.kind, SLOT_CONFIG);
-    assert_int_equal(got.slot, 20);
+    assert_int_equal(got.slot, 5);
     assert_int_equal(got.version, 42);
     assert_int_equal(got.len, sizeof new_v);
     assert_memory_equal(got.def, new_v, sizeof new_v);
     assert_int_equal(check_msg(msg, n, pk2), DIPP_E_UP_SIGNATURE);
-    /* every byte after the sequence number is signed (kind 1 <-> 2 aside,
-     * a changed kind is malformed) */
+    /* every byte after the sequence number is signed (the kind is
+     * flipped to the other one: a third kind is malformed, below) */
     for (size_t k = 3; k < n; k++) {
         msg[k] ^= k == 3 ? 3 : 1;
         assert_int_equal(check_msg(msg, n, pk), DIPP_E_UP_SIGNATURE);
@@ -146,6 +170,11 @@ static void test_signed_writes(void **s) {
     msg[3] = 3;
     assert_int_equal(check_msg(msg, n, pk), DIPP_E_UP_MESSAGE);
     msg[3] = 2;
+    msg[4] = 21; /* config slots are 1-20, pipelines 1-6 */
+    assert_int_equal(check_msg(msg, n, pk), DIPP_E_UP_MESSAGE);
+    msg[3] = 1, msg[4] = 7;
+    assert_int_equal(check_msg(msg, n, pk), DIPP_E_UP_MESSAGE);
+    msg[3] = 2, msg[4] = 5;
     assert_int_equal(check_msg(msg, SLOT_MSG_HEAD - 1, pk), DIPP_E_UP_MESSAGE);
     assert_int_equal(check_msg(msg, n - 1, pk), DIPP_E_UP_SIGNATURE);
     m.len = SLOT_MAX_BYTES;
@@ -165,6 +194,7 @@ int main(void) {
         cmocka_unit_test(test_interrupted_writes),
         cmocka_unit_test(test_empty_bad_number_and_torn_file),
         cmocka_unit_test(test_version_kept),
+        cmocka_unit_test(test_floors),
         cmocka_unit_test(test_signed_writes),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

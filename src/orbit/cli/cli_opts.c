@@ -11,12 +11,22 @@ int cli_number(const char *cmd, const char *opt, const char *s, double lo,
                double hi, double *v) {
     char *end;
     double x = strtod(s, &end);
-    if (!*s || *end || x < lo || x > hi) {
+    if (!*s || *end || !(x >= lo && x <= hi)) { /* NaN fails both */
         fprintf(stderr, "dipp %s: %s %s: not a number from %g to %g\n", cmd, opt, s, lo, hi);
         return -1;
     }
     *v = x;
     return 0;
+}
+
+int cli_whole(const char *cmd, const char *opt, const char *s, double lo,
+              double hi, double *v) {
+    if (cli_number(cmd, opt, s, lo, hi, v))
+        return -1;
+    if (*v == (double)(uint64_t)*v)
+        return 0;
+    fprintf(stderr, "dipp %s: %s %s: not a whole number\n", cmd, opt, s);
+    return -1;
 }
 
 void cli_hub(unsigned port, char *sub, char *pub, int cap) {

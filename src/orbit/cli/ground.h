@@ -19,6 +19,11 @@ typedef struct ground {
  * an exit status. */
 int ground_command(ground *g, int argc, char **argv);
 
+/* A request's sequence number, for every port: random at start, so that
+ * an answer to an earlier ground run's request, late on the link, is
+ * never taken for this run's. */
+uint16_t ground_seq(void);
+
 /* Sends msg to port and waits for a reply of type want answering seq
  * (bytes 1-2), asking again after each timeout, `tries` times: its length,
  * or -1. */

@@ -17,7 +17,16 @@
 
 #define TRIES 40
 
-static uint16_t next_seq = 1;
+/* 0 is never one: it marks "not started" here. */
+uint16_t ground_seq(void) {
+    static uint16_t seq;
+    if (!seq)
+        seq = (uint16_t)(1 + randombytes_uniform(65535));
+    uint16_t now = seq++;
+    if (!seq)
+        seq = 1;
+    return now;
+}
 
 long ground_ask(ground *g, uint8_t port, const uint8_t *msg, size_t len,
                 uint8_t want, uint8_t *reply, size_t cap, int tries) {
@@ -185,7 +194,7 @@ int ground_rotate(ground *g, int argc, char **argv) {
         ground_read_file(argv[5], &pk, &pk_len, UP_PK_BYTES))
         return EXIT_BAD;
     msg[0] = 'R';
-    proto_put16(msg + 1, next_seq++);
+    proto_put16(msg + 1, ground_seq());
     up_rotate_build((uint32_t)serial, pk, sk, msg + 3);
     free(sk), free(pk);
     long n = ground_ask(g, DIPP_PORT_UPLOAD, msg, sizeof msg, 'S', reply, sizeof reply, TRIES);

@@ -4,7 +4,6 @@
  * the log pages through the run records the telemetry carries. */
 #define _GNU_SOURCE /* getopt_long */
 #include <getopt.h>
-#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,15 +30,6 @@ static const char usage[] =
     "  delete SLOT         delete the procedure in SLOT (refused while another\n"
     "                      calls it or it runs)\n"
     "  log [--from N]      the run records from index N on (start, end, fault, tm)\n";
-
-/* A request's sequence number: random at start, so a request of another
- * ground run is never taken for a resent one. */
-static uint16_t next_seq(void) {
-    static uint16_t seq;
-    if (!seq)
-        seq = (uint16_t)(1 + randombytes_uniform(65535));
-    return seq++;
-}
 
 /* ---- upload ---- */
 
@@ -143,7 +133,7 @@ static int upload(ground *g, int argc, char **argv) {
  * status (refused: EXIT_BAD, with the number). */
 static int ask(ground *g, uint8_t *msg, size_t len, const char *what) {
     uint8_t reply[CSP_MTU + 1];
-    proto_put16(msg + 1, next_seq());
+    proto_put16(msg + 1, ground_seq());
     long n = ground_ask(g, DIPP_PORT_PROCS, msg, len, 'A', reply, CSP_MTU, TRIES);
     if (n < 7) {
         printf("%s: no answer from node %d\n", what, DIPP_NODE);
@@ -247,7 +237,7 @@ static int log_cmd(ground *g, int argc, char **argv) {
     }
     uint32_t from = (uint32_t)start, next = UINT32_MAX;
     do {
-        proto_put16(msg + 1, next_seq()), proto_put32(msg + 3, from);
+        proto_put16(msg + 1, ground_seq()), proto_put32(msg + 3, from);
         long n = ground_ask(g, DIPP_PORT_PARAM, msg, sizeof msg, 'V', reply, CSP_MTU, TRIES);
         if (n < 0) {
             printf("log: no answer from node %d\n", DIPP_NODE);

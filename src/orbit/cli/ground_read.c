@@ -18,8 +18,6 @@
 
 #define TRIES 40
 
-static uint16_t seq = 1;
-
 typedef struct slot_opts {
     const char *key;
     double version, pipeline, config;
@@ -37,10 +35,10 @@ static int slot_parse(int argc, char **argv, slot_opts *o) {
     while (!bad && (ch = getopt_long(argc, argv, "", opts, NULL)) != -1)
         bad = ch == '?' ? -1
             : ch == 'k' ? (o->key = optarg, 0)
-            : ch == 'v' ? cli_number("ground", "--version", optarg, 1, 4e9, &o->version)
-            : ch == 'p' ? cli_number("ground", "--pipeline", optarg, 1, PDEF_PIPELINES,
-                                     &o->pipeline)
-                        : cli_number("ground", "--config", optarg, 1, PDEF_CONFIGS, &o->config);
+            : ch == 'v' ? cli_whole("ground", "--version", optarg, 1, 4e9, &o->version)
+            : ch == 'p' ? cli_whole("ground", "--pipeline", optarg, 1, PDEF_PIPELINES,
+                                    &o->pipeline)
+                        : cli_whole("ground", "--config", optarg, 1, PDEF_CONFIGS, &o->config);
     if (bad || !o->key || !o->pipeline == !o->config || argc - optind != 1) {
         fputs("Usage: dipp ground slot --key K.key [--version V] "
               "(--pipeline 1-6|--config 1-20) DEF.yaml\n(dipp ground --help)\n", stderr);
@@ -69,7 +67,7 @@ static int slot(ground *g, int argc, char **argv) {
     }
     if (ground_read_file(o.key, &sk, &sk_len, UP_SK_BYTES))
         return EXIT_BAD;
-    slot_msg m = {seq++, o.pipeline ? SLOT_PIPELINE : SLOT_CONFIG,
+    slot_msg m = {ground_seq(), o.pipeline ? SLOT_PIPELINE : SLOT_CONFIG,
                   (uint8_t)(o.pipeline ? o.pipeline : o.config), (uint32_t)o.version, def,
                   (size_t)len};
     size_t n = slot_msg_build(&m, sk, msg);
@@ -86,14 +84,15 @@ static int slot(ground *g, int argc, char **argv) {
         printf("%s: refused: error %u (%s): %s\n", file, dipp_error_number((int)code, 0, 0),
                dipp_code_name((int)code), (char *)reply + 7);
     else
-        printf("%s: %d bytes in %s slot %u, version %u\n", file, len,
-               slot_kind_name(m.kind), (unsigned)m.slot, (unsigned)m.version);
+        printf("%s: %d bytes in %s slot %u, version %u: %s\n", file, len,
+               slot_kind_name(m.kind), (unsigned)m.slot, (unsigned)m.version,
+               (char *)reply + 7);
     return code ? EXIT_BAD : 0;
 }
 
 static int telemetry(ground *g) {
     uint8_t msg[3] = {'T', 0, 0}, reply[CSP_MTU + 1];
-    proto_put16(msg + 1, seq++);
+    proto_put16(msg + 1, ground_seq());
     long n = ground_ask(g, DIPP_PORT_PARAM, msg, sizeof msg, 'V', reply, CSP_MTU, TRIES);
     if (n < 0) {
         printf("telemetry: no answer from node %d\n", DIPP_NODE);
@@ -124,7 +123,7 @@ static int fetch(ground *g, image_in *in) {
     uint32_t from = 0;
     while (from < in->parts && in->have[from])
         from++;
-    proto_put16(msg + 1, seq++), proto_put32(msg + 3, in->id), proto_put16(msg + 7, from);
+    proto_put16(msg + 1, ground_seq()), proto_put32(msg + 3, in->id), proto_put16(msg + 7, from);
     csp_node_send(&g->node, DIPP_NODE, DIPP_PORT_IMAGES, DIPP_PORT_IMAGES, msg, sizeof msg);
     csp_id id;
     size_t len;
@@ -195,7 +194,7 @@ static int images(ground *g, int argc, char **argv) {
 
 static int ping(ground *g) {
     uint8_t msg[3] = {'p', 0, 0}, reply[16];
-    proto_put16(msg + 1, seq++);
+    proto_put16(msg + 1, ground_seq());
     if (ground_ask(g, CSP_PORT_PING, msg, sizeof msg, 'p', reply, sizeof reply, TRIES) < 0) {
         printf("ping: no answer from node %d\n", DIPP_NODE);
         return EXIT_BAD;
