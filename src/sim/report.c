@@ -273,12 +273,16 @@ void report_table(FILE *out, const report_summary *rows, int n) {
         if (ex) relative(out, s->mean_jct_s, ex->mean_jct_s);
         fprintf(out, " %11.1f %11.1f %11.1f %8.3f %5d %5d %5d %6.3f %10.2f"
                 " %9.3f %9.2f", s->p50_jct_s, s->p95_jct_s, s->mean_wait_s,
-                s->mean_slowdown, s->ooms, s->stopped, s->unfinished,
+                s->mean_slowdown, s->ooms, s->stopped + s->timeouts, s->unfinished,
                 s->gpu_busy, acct_kwh(s->energy_j), s->co2_g / 1000,
                 s->jobs_total.gpu_hours);
         if (loads) fprintf(out, " %10.2f", s->load_cpu_s / 3600);
         putc('\n', out);
     }
+    for (int i = 0; i < n; i++) /* in "stop" too, so that none goes unseen */
+        if (rows[i].timeouts)
+            fprintf(out, "%s: %d of the stopped jobs reached their time limit\n",
+                    rows[i].label, rows[i].timeouts);
     if (n > 0) {
         fprintf(out, "CO2 of all GPUs' energy, idle included, at %g gCO2eq/kWh"
                 " and PUE %g\n", rows[0].acct.grid_g_per_kwh, rows[0].acct.pue);

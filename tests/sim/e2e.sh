@@ -536,6 +536,10 @@ time_limits)
     done
     "$AEGIS" sim --trace "$TMP/l.csv" --gpus 1 --policy exclusive --json \
         >"$TMP/l-none.json" || fail "time limits, no default: exit $?"
+    "$AEGIS" sim --trace "$TMP/l.csv" --gpus 1 --policy exclusive --set default_time=200 \
+        >"$TMP/l.txt" || fail "time limits, text: exit $?"
+    grep -q "^exclusive: 2 of the stopped jobs reached their time limit" "$TMP/l.txt" ||
+        fail "the table does not say so: $(cat "$TMP/l.txt")"
     python3 - "$TMP" <<'PY' || fail "time limits"
 import json, sys
 d = sys.argv[1]
