@@ -21,8 +21,11 @@ SLURM_SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../src/slurm" && pwd)
 install -m 666 /dev/null "$AEGIS_TEST_GPU_DIR/lock"
 export SLURM_CONF=$SDIR/slurm.conf
 # Ports of this case: slurmctld's and slurmd's, from the shell's pid (the
-# Slurm cases also hold a CTest resource lock, so they never overlap).
-SLURM_PORT=$((20000 + ($$ % 15000) * 2))
+# Slurm cases also hold a CTest resource lock, so they never overlap),
+# in 12000-15999: below the ephemeral ports (32768 on), which the tests
+# that bind port 0 get, and apart from the orbit tests' hubs (16000-17001,
+# 20000-31999). At 20000-49998 a CI run's slurmctld found its port taken.
+SLURM_PORT=$((12000 + ($$ % 2000) * 2))
 # The node's aegis_mem: the test GPUs' memory, 3 x 40960 MiB.
 SLURM_AEGIS_MEM=122880
 
