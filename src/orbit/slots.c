@@ -47,13 +47,14 @@ static int name_of(slot_kind kind, unsigned n, char *name, size_t cap) {
     return n >= 1 && n <= slot_count(kind) ? 0 : -1;
 }
 
-/* Whether slot n exists; if not, why in err. */
-static int slot_exists(const char *dir, slot_kind kind, unsigned n, char *err, size_t errlen) {
-    char name[32];
-    if (!name_of(kind, n, name, sizeof name))
-        return 1;
+/* Slot n's file name into name[32]: 0, or -1 when there is no such slot
+ * (why in err). */
+static int slot_name(const char *dir, slot_kind kind, unsigned n, char *name, char *err,
+                     size_t errlen) {
+    if (!name_of(kind, n, name, 32))
+        return 0;
     snprintf(err, errlen, "%s/%s: no such slot (1..%u)", dir, name, slot_count(kind));
-    return 0;
+    return -1;
 }
 
 /* Replaces file name in dir by one record: header and data. */
@@ -74,9 +75,10 @@ static int write_record(const char *dir, const char *name, const uint8_t *data,
 int slot_write(const char *dir, slot_kind kind, unsigned n, const uint8_t *data,
                size_t len, uint32_t version, char *err, size_t errlen) {
     char name[32];
-    if (name_of(kind, n, name, sizeof name) || len > SLOT_MAX_BYTES) {
-        snprintf(err, errlen, "%s/%s: no such slot (1..%u), or %zu bytes over %d",
-                 dir, name, slot_count(kind), len, SLOT_MAX_BYTES);
+    if (slot_name(dir, kind, n, name, err, errlen))
+        return -1;
+    if (len > SLOT_MAX_BYTES) {
+        snprintf(err, errlen, "%s/%s: %zu bytes, over %d", dir, name, len, SLOT_MAX_BYTES);
         return -1;
     }
     return write_record(dir, name, data, len, version, err, errlen);
@@ -120,9 +122,8 @@ static int read_record(const char *dir, const char *name, uint8_t **buf, size_t 
 static int read_file(const char *dir, slot_kind kind, unsigned n, uint8_t **buf,
                      size_t *got, char *err, size_t errlen) {
     char name[32];
-    if (!slot_exists(dir, kind, n, err, errlen))
+    if (slot_name(dir, kind, n, name, err, errlen))
         return -1;
-    name_of(kind, n, name, sizeof name);
     return read_record(dir, name, buf, got, err, errlen);
 }
 
@@ -177,8 +178,9 @@ static int read_floors(const char *dir, uint32_t *v, char *err, size_t errlen) {
 int slot_floor(const char *dir, slot_kind kind, unsigned n, uint32_t *version, char *err,
                size_t errlen) {
     uint32_t v[FLOORS];
+    char name[32];
     *version = 0;
-    if (!slot_exists(dir, kind, n, err, errlen) || read_floors(dir, v, err, errlen))
+    if (slot_name(dir, kind, n, name, err, errlen) || read_floors(dir, v, err, errlen))
         return -1;
     *version = v[floor_index(kind, n)];
     return 0;
@@ -188,7 +190,8 @@ int slot_raise_floor(const char *dir, slot_kind kind, unsigned n, uint32_t versi
                      char *err, size_t errlen) {
     uint32_t v[FLOORS];
     uint8_t data[FLOORS * 4];
-    if (!slot_exists(dir, kind, n, err, errlen) || read_floors(dir, v, err, errlen))
+    char name[32];
+    if (slot_name(dir, kind, n, name, err, errlen) || read_floors(dir, v, err, errlen))
         return -1;
     if (v[floor_index(kind, n)] >= version)
         return 0;
