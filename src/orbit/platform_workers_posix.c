@@ -9,7 +9,12 @@
  * from its answer to its next call, so that none is handled in the
  * moments before the stop and after the continue (the kernel's stop is
  * what holds against a module that unblocks them: it shares the worker's
- * memory). It keeps no descriptor between calls but its socket and 0-2,
+ * memory). The worker called after this one last time is woken ahead,
+ * while this one runs, and stopped again once it answered: on a virtual
+ * machine, a process with large mappings that has slept through the
+ * other modules' runs takes about a millisecond to wake, which the
+ * warm-up moves off the pipeline's path (docs/benchmarks.md). It keeps
+ * no descriptor between calls but its socket and 0-2,
  * so a module cannot keep a batch's descriptor for later. A worker that
  * failed a call, or whose module left a thread running after one, is
  * ended, so nothing a failed or misbehaving run left behind meets the
@@ -17,6 +22,7 @@
 #define _GNU_SOURCE /* syscall */
 #include "platform_workers_posix.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -42,16 +48,24 @@ typedef struct worker {
     int sock;       /* the server's end */
     uint32_t calls; /* served so far */
     uint64_t used;  /* when last called, as a count of calls */
+    struct worker *next; /* the worker called after this one, last time */
 } worker;
 
-/* What a worker sends back: whether it serves on, then the result. */
+/* What a worker sends back: whether it serves on, then the result; or
+ * WARMED alone, its answer to a warm-up. */
 typedef struct work_answer {
     int32_t keep;
     uint8_t result[PLAT_MAX_RESULT];
 } work_answer;
 
+/* A warm-up: a work_hdr with this req_len, and no request. */
+#define WARM_UP UINT32_MAX
+#define WARMED 2
+
 static worker workers[PLAT_MAX_WORKERS];
 static uint64_t clock_calls;
+static worker *last_called;
+static worker *warming; /* woken ahead and not yet stopped again */
 
 /* ---- in the worker ---- */
 
@@ -98,6 +112,12 @@ static void serve_calls(int sock, plat_child_fn fn) {
             _exit(0); /* the server is gone */
         work_hdr h;
         memcpy(&h, buf, sizeof h);
+        if (h.req_len == WARM_UP) {
+            ans.keep = WARMED;
+            if (msg_send(sock, &ans, sizeof ans.keep, NULL, 0, NULL, 0))
+                _exit(0);
+            continue;
+        }
         int keep = 0;
         size_t len = 0;
         alarm((h.lim.timeout_ms + 999) / 1000);
@@ -144,6 +164,8 @@ static worker *find(const char *key) {
  * closed its socket could otherwise spin on past any deadline. */
 static int retire(worker *w) {
     int status = 0;
+    if (warming == w)
+        warming = NULL;
     kill(w->pid, SIGKILL);
     close(w->sock);
     while (waitpid(w->pid, &status, 0) < 0 && errno == EINTR)
@@ -180,7 +202,7 @@ static worker *spawn(const char *key, plat_child_fn fn) {
         return NULL;
     }
     snprintf(w->key, sizeof w->key, "%s", key);
-    w->pid = pid, w->sock = sv[0], w->calls = 0, w->live = 1;
+    w->pid = pid, w->sock = sv[0], w->calls = 0, w->live = 1, w->next = NULL;
     return w;
 }
 
@@ -203,25 +225,64 @@ static void end_of(int status, answer *a) {
     }
 }
 
-/* Waits for w's answer until the deadline; a worker gone or late is
- * retired and a says how it ended. */
-static void collect(worker *w, uint64_t deadline, answer *a) {
+/* One datagram from w into ans: its length, 0 or less when w is gone.
+ * A worker sends no descriptors; any it did are closed. */
+static ssize_t read_answer(worker *w, work_answer *ans) {
+    int none[PLAT_MAX_FDS], n0 = 0;
+    ssize_t n = msg_recv(w->sock, ans, sizeof *ans, none, &n0);
+    for (int k = 0; k < n0; k++)
+        close(none[k]);
+    return n;
+}
+
+static int is_warmed(const work_answer *ans, ssize_t n) {
+    return n == (ssize_t)sizeof ans->keep && ans->keep == WARMED;
+}
+
+/* Wakes w ahead of its likely call (warm_up answers WARMED); settle_warm()
+ * stops it again. */
+static void warm_up(worker *w) {
+    static const work_hdr hdr = {.req_len = WARM_UP};
+    if (msg_send(w->sock, &hdr, sizeof hdr, NULL, 0, NULL, 0) == 0 &&
+        kill(w->pid, SIGCONT) == 0)
+        warming = w;
+}
+
+/* Stops the warmed worker again until its call, reading its answer to the
+ * warm-up when it came (answered); one still to come is skipped by its
+ * call's collect(). A worker that answered anything else is ended. */
+static void settle_warm(int answered) {
+    static work_answer ans;
+    worker *w = warming;
+    warming = NULL;
+    if (answered && !is_warmed(&ans, read_answer(w, &ans)))
+        retire(w);
+    else
+        kill(w->pid, SIGSTOP);
+}
+
+/* Waits for w's answer until the deadline, settling a warm-up on the way;
+ * a worker gone or late is retired and a says how it ended. */
+static void wait_answer(worker *w, uint64_t deadline, answer *a) {
     static work_answer ans;
     for (;;) {
         uint64_t now = plat_now_ms();
-        struct pollfd p = {w->sock, POLLIN, 0};
-        int r = now >= deadline ? 0 : poll(&p, 1, (int)(deadline - now));
+        struct pollfd p[2] = {{w->sock, POLLIN, 0}, {warming ? warming->sock : -1, POLLIN, 0}};
+        int r = now >= deadline ? 0 : poll(p, 2, (int)(deadline - now));
         if (r < 0 && errno == EINTR)
+            continue;
+        if (r > 0 && p[1].revents)
+            settle_warm(1);
+        if (r > 0 && !p[0].revents)
             continue;
         if (r == 0) {
             retire(w);
             a->out.end = PLAT_END_TIMEOUT;
             return;
         }
-        int none[PLAT_MAX_FDS], n0 = 0;
-        ssize_t n = msg_recv(w->sock, &ans, sizeof ans, none, &n0);
-        for (int k = 0; k < n0; k++)
-            close(none[k]);
+        ssize_t n = read_answer(w, &ans);
+        if (is_warmed(&ans, n))
+            continue; /* to a warm-up it was stopped before answering */
         if (n < (ssize_t)sizeof ans.keep) {
             end_of(retire(w), a);
             return;
@@ -237,12 +298,34 @@ static void collect(worker *w, uint64_t deadline, answer *a) {
     }
 }
 
+/* wait_answer(), and the worker woken ahead stopped again whether or not
+ * it answered yet: none runs between calls but the one called. */
+static void collect(worker *w, uint64_t deadline, answer *a) {
+    assert(warming != w);
+    wait_answer(w, deadline, a);
+    if (warming)
+        settle_warm(0);
+}
+
+/* Learns the order of calls (w follows the last one called) and wakes the
+ * worker that followed w last time, so that it is ready when its call
+ * comes (see the top of the file). */
+static void warm_next(worker *w) {
+    if (last_called && last_called != w)
+        last_called->next = w;
+    last_called = w;
+    if (w->next && w->next != w && w->next->live)
+        warm_up(w->next);
+}
+
 /* Retires the workers that died between calls (killed from outside). */
 static void reap_dead(void) {
     for (int k = 0; k < PLAT_MAX_WORKERS; k++)
         if (workers[k].live && waitpid(workers[k].pid, NULL, WNOHANG) == workers[k].pid) {
             close(workers[k].sock);
             workers[k].live = 0;
+            if (warming == &workers[k])
+                warming = NULL;
         }
 }
 
@@ -276,6 +359,7 @@ void workers_call(plat_child_fn fn, const char *key, const work_hdr *h,
     }
     w->used = ++clock_calls;
     a->out.calls = ++w->calls;
+    warm_next(w);
     collect(w, t0 + h->lim.timeout_ms, a);
     a->out.ms = (uint32_t)(plat_now_ms() - t0);
 }

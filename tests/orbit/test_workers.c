@@ -1,7 +1,8 @@
 /* test_workers.c -- a module's worker serves its batches one after another
  * and is ended whenever it cannot be trusted with the next: after a
  * failed call, when its module left a thread running, when its file was
- * replaced, and when it died between calls. Kept batches (a pipeline's
+ * replaced, and when it died between calls. The worker likely called
+ * next is woken ahead and stopped again. Kept batches (a pipeline's
  * step outputs, a camera buffer) carry each frame's own bytes. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -169,24 +170,32 @@ static void test_worker_killed_between_calls(void **s) {
     assert_int_equal(rep.calls, 1);
 }
 
-/* The hexadecimal field of /proc/PID/status named field: a signal mask
- * ("SigBlk", "ShdPnd": bit sig-1 is signal sig) or capabilities
- * ("CapEff"). */
-static uint64_t status_hex(int pid, const char *field) {
+/* The field of /proc/PID/status named field, a number in base. */
+static uint64_t status_number(int pid, const char *field, int base) {
     char path[64], line[128];
-    unsigned long long value = 0;
+    uint64_t value = 0;
     int found = 0;
     size_t n = strlen(field);
     snprintf(path, sizeof path, "/proc/%d/status", pid);
     FILE *f = fopen(path, "r");
-    while (f && !found && fgets(line, sizeof line, f))
-        found = strncmp(line, field, n) == 0 && line[n] == ':' &&
-                sscanf(line + n + 1, "%llx", &value) == 1;
+    while (f && !found && fgets(line, sizeof line, f)) {
+        char *end = line + n + 1;
+        found = strncmp(line, field, n) == 0 && line[n] == ':';
+        if (found)
+            value = strtoull(line + n + 1, &end, base);
+        found = found && end != line + n + 1;
+    }
     if (f)
         fclose(f);
     if (!found)
         fail_msg("no %s in %s", field, path);
     return value;
+}
+
+/* A hexadecimal field of /proc/PID/status: a signal mask ("SigBlk",
+ * "ShdPnd": bit sig-1 is signal sig) or capabilities ("CapEff"). */
+static uint64_t status_hex(int pid, const char *field) {
+    return status_number(pid, field, 16);
 }
 
 static uint64_t bit_of(int sig) {
@@ -228,6 +237,49 @@ static void test_worker_stopped_between_calls(void **s) {
     until_pending(kids, n, SIGUSR1);
     assert_int_equal(run_named("ticker", &rep), 0);
     assert_int_equal(rep.calls, 2);
+}
+
+/* The fork server's worker that has name's module loaded. */
+static int worker_of(const char *name) {
+    int kids[PLAT_MAX_WORKERS], n = children_of(r.srv.pid, kids, PLAT_MAX_WORKERS);
+    char so[64], path[64], line[512];
+    snprintf(so, sizeof so, "/%s.so", name);
+    for (int k = 0; k < n; k++) {
+        snprintf(path, sizeof path, "/proc/%d/maps", kids[k]);
+        FILE *f = fopen(path, "r");
+        int found = 0;
+        while (f && !found && fgets(line, sizeof line, f))
+            found = strstr(line, so) != NULL;
+        if (f)
+            fclose(f);
+        if (found)
+            return kids[k];
+    }
+    fail_msg("no worker has %s loaded", so);
+    return -1;
+}
+
+/* The worker called after copy's last time (ticker's) is woken while
+ * copy runs, ahead of its own call, then stopped again, with every signal
+ * still blocked: its timer's signal stays pending. Its next call is served
+ * by the same worker. */
+static void test_next_worker_woken_ahead(void **s) {
+    (void)s;
+    run_report rep;
+    assert_int_equal(run_named("copy", &rep), 0);
+    assert_int_equal(run_named("ticker", &rep), 0);
+    uint32_t calls = rep.calls;
+    int ticker = worker_of("ticker");
+    until_state(ticker, "Tt");
+    uint64_t switches = status_number(ticker, "voluntary_ctxt_switches", 10);
+    assert_int_equal(run_named("copy", &rep), 0);
+    until_state(ticker, "Tt");
+    assert_true(status_number(ticker, "voluntary_ctxt_switches", 10) > switches);
+    assert_true(status_hex(ticker, "SigBlk") ==
+                (~0ull & ~bit_of(SIGKILL) & ~bit_of(SIGSTOP)));
+    until_pending(&ticker, 1, SIGUSR1);
+    assert_int_equal(run_named("ticker", &rep), 0);
+    assert_int_equal(rep.calls, calls + 1);
 }
 
 /* A descriptor a module kept from one batch is closed before its next:
@@ -278,6 +330,7 @@ int main(void) {
         cmocka_unit_test(test_worker_killed_between_calls),
         cmocka_unit_test(test_kept_batches_carry_each_frame),
         cmocka_unit_test(test_worker_stopped_between_calls),
+        cmocka_unit_test(test_next_worker_woken_ahead),
         cmocka_unit_test(test_closed_socket_still_ended),
         cmocka_unit_test(test_descriptors_closed_between_calls),
     };
