@@ -65,7 +65,10 @@ typedef struct work_answer {
 static worker workers[PLAT_MAX_WORKERS];
 static uint64_t clock_calls;
 static worker *last_called;
-static worker *warming; /* woken ahead and not yet stopped again */
+/* Woken ahead and not yet stopped again: set only while a call is
+ * collected (never the called worker), and cleared before anything could
+ * end its worker. */
+static worker *warming;
 
 /* ---- in the worker ---- */
 
@@ -164,8 +167,6 @@ static worker *find(const char *key) {
  * closed its socket could otherwise spin on past any deadline. */
 static int retire(worker *w) {
     int status = 0;
-    if (warming == w)
-        warming = NULL;
     kill(w->pid, SIGKILL);
     close(w->sock);
     while (waitpid(w->pid, &status, 0) < 0 && errno == EINTR)
@@ -311,6 +312,7 @@ static void collect(worker *w, uint64_t deadline, answer *a) {
  * worker that followed w last time, so that it is ready when its call
  * comes (see the top of the file). */
 static void warm_next(worker *w) {
+    assert(!warming); /* the last collect() settled it */
     if (last_called && last_called != w)
         last_called->next = w;
     last_called = w;
@@ -324,8 +326,6 @@ static void reap_dead(void) {
         if (workers[k].live && waitpid(workers[k].pid, NULL, WNOHANG) == workers[k].pid) {
             close(workers[k].sock);
             workers[k].live = 0;
-            if (warming == &workers[k])
-                warming = NULL;
         }
 }
 
