@@ -44,6 +44,7 @@ uint32_t pipeline_run(runner *r, const pdef *d, const dbatch *in, dbatch *out,
         run_report rr;
         int code = runner_run(r, d->step[k].name, &d->step[k].params, src, dst, &rr);
         rep->ms[k] = rr.ms;
+        rep->run_us[k] = rr.run_us;
         if (code) {
             if (dst == &fresh)
                 batch_close(dst);

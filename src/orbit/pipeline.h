@@ -16,7 +16,8 @@ typedef struct pipe_report {
     unsigned module;    /* 1-based place of the failed module */
     char name[DIPP_PARAM_NAME_MAX];
     char detail[256];
-    uint32_t ms[PDEF_MAX_STEPS]; /* each module's run time */
+    uint32_t ms[PDEF_MAX_STEPS];     /* each module's call, wall time */
+    uint32_t run_us[PDEF_MAX_STEPS]; /* each module's run alone, in its worker */
 } pipe_report;
 
 /* Where step k of d writes, src being its input: pool's kept output of

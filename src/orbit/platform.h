@@ -15,6 +15,7 @@
 
 /* ---- time ---- */
 uint64_t plat_now_ms(void); /* monotonic */
+uint64_t plat_now_us(void); /* the same clock, in microseconds */
 
 /* ---- files ---- */
 /* Every file the runtime keeps (slots, the update store) goes through

@@ -16,10 +16,14 @@
 #include <time.h>
 #include <unistd.h>
 
-uint64_t plat_now_ms(void) {
+uint64_t plat_now_us(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
+    return (uint64_t)t.tv_sec * 1000000u + (uint64_t)t.tv_nsec / 1000u;
+}
+
+uint64_t plat_now_ms(void) {
+    return plat_now_us() / 1000u;
 }
 
 int plat_shm_create(const char *tag, uint64_t size) {

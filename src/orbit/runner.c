@@ -38,6 +38,7 @@ static int code_of_end(const plat_outcome *o, const run_result *res,
         if (o->result_len != sizeof *res)
             break;
         snprintf(rep->detail, sizeof rep->detail, "%s", res->detail);
+        rep->run_us = res->run_us;
         return res->code;
     case PLAT_END_NORESULT:
         snprintf(rep->detail, sizeof rep->detail,

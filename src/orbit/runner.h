@@ -29,6 +29,7 @@ typedef struct runner {
 typedef struct run_report {
     int code;         /* errors.h; 0 when the module succeeded */
     uint32_t ms;      /* the call's wall time */
+    uint32_t run_us;  /* the module's run alone, timed in its worker */
     uint32_t calls;   /* calls its worker has served (1: a new worker) */
     char detail[256]; /* why, in words, when code != 0 */
 } run_report;

@@ -119,7 +119,7 @@ static int first_call(const run_req *q, const plat_limits *lim, char *err,
 }
 
 static int child_run(const run_req *q, const int *fds, const plat_limits *lim,
-                     char *err, size_t errlen) {
+                     uint32_t *run_us, char *err, size_t errlen) {
     static dipp_params params;
     int code = module ? 0 : first_call(q, lim, err, errlen);
     if (code)
@@ -139,7 +139,10 @@ static int child_run(const run_req *q, const int *fds, const plat_limits *lim,
     code = runner_resolve(module, &q->params, &params, err, errlen);
     if (code)
         return code;
-    return code_of_return(module->run(&in->api, &params, &out->api), out, err, errlen);
+    uint64_t start = plat_now_us();
+    int rc = module->run(&in->api, &params, &out->api);
+    *run_us = (uint32_t)(plat_now_us() - start);
+    return code_of_return(rc, out, err, errlen);
 }
 
 size_t runner_child(const void *req, size_t req_len, const int *fds, int nfds,
@@ -150,7 +153,7 @@ size_t runner_child(const void *req, size_t req_len, const int *fds, int nfds,
         r.code = DIPP_E_RUNNER;
         snprintf(r.detail, sizeof r.detail, "malformed request");
     } else {
-        r.code = child_run(req, fds, lim, r.detail, sizeof r.detail);
+        r.code = child_run(req, fds, lim, &r.run_us, r.detail, sizeof r.detail);
     }
     maps_end_call();
     *keep = r.code == 0;

@@ -17,6 +17,7 @@ typedef struct run_req {
 
 typedef struct run_result {
     int32_t code;
+    uint32_t run_us; /* the module's run alone, timed in its worker */
     char detail[240];
 } run_result;
 
