@@ -48,6 +48,11 @@ static double step_mono[NSTEPS], step_dipp[NSTEPS];
 /* Milliseconds the modules' runs alone took, this frame. */
 static double run_mono, run_dipp;
 
+static void failed_in_process(unsigned k) {
+    fprintf(stderr, "bench_decompose: %s failed in process\n", steps[k]);
+    exit(1);
+}
+
 /* The monolithic reference: each module's run, in turn, in this process,
  * each step writing where DIPP's does (pipeline_step_output): its kept
  * output, the last one into a fresh batch. */
@@ -61,17 +66,13 @@ static double mono(const dipp_module_info **mods, const pdef *d, step_pool *pool
         char err[256];
         static dbatch fresh;
         dbatch *dst = pipeline_step_output(pool, d, k, src, &fresh);
-        if (!dst || runner_resolve(mods[k], &none, &p, err, sizeof err)) {
-            fprintf(stderr, "bench_decompose: %s failed in process\n", steps[k]);
-            exit(1);
-        }
+        if (!dst || runner_resolve(mods[k], &none, &p, err, sizeof err))
+            failed_in_process(k);
         uint64_t run_start = plat_now_us();
         int rc = mods[k]->run(&src->api, &p, &dst->api);
         run_mono += (double)(plat_now_us() - run_start) / 1000;
-        if (rc || batch_commit(dst, err, sizeof err)) {
-            fprintf(stderr, "bench_decompose: %s failed in process\n", steps[k]);
-            exit(1);
-        }
+        if (rc || batch_commit(dst, err, sizeof err))
+            failed_in_process(k);
         src = dst;
         step_mono[k] += (double)(plat_now_ms() - t);
         t = plat_now_ms();
@@ -120,6 +121,7 @@ static double median_beyond(const double *frame, const double *run, int n) {
 }
 
 static void report(frame_times *t, int frames, unsigned size) {
+    /* first: median() sorts the arrays it is given in place */
     double bm = median_beyond(t->mono, t->run_mono, frames);
     double bd = median_beyond(t->dipp, t->run_dipp, frames);
     double m = median(t->mono, frames), p = median(t->dipp, frames);

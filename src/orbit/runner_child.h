@@ -17,7 +17,9 @@ typedef struct run_req {
 
 typedef struct run_result {
     int32_t code;
-    uint32_t run_us; /* the module's run alone, timed in its worker */
+    uint32_t run_us; /* the module's run alone, timed in its worker: the
+                        module could alter it (it shares the worker's
+                        memory), so it serves measurement, never a decision */
     char detail[240];
 } run_result;
 

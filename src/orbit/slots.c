@@ -47,11 +47,13 @@ static int name_of(slot_kind kind, unsigned n, char *name, size_t cap) {
     return n >= 1 && n <= slot_count(kind) ? 0 : -1;
 }
 
-/* Slot n's file name into name[32]: 0, or -1 when there is no such slot
+#define SLOT_NAME_CAP 32 /* a slot's file name, with its NUL */
+
+/* Slot n's file name into name[SLOT_NAME_CAP]: 0, or -1 when there is no such slot
  * (why in err). */
 static int slot_name(const char *dir, slot_kind kind, unsigned n, char *name, char *err,
                      size_t errlen) {
-    if (!name_of(kind, n, name, 32))
+    if (!name_of(kind, n, name, SLOT_NAME_CAP))
         return 0;
     snprintf(err, errlen, "%s/%s: no such slot (1..%u)", dir, name, slot_count(kind));
     return -1;
@@ -74,7 +76,7 @@ static int write_record(const char *dir, const char *name, const uint8_t *data,
 
 int slot_write(const char *dir, slot_kind kind, unsigned n, const uint8_t *data,
                size_t len, uint32_t version, char *err, size_t errlen) {
-    char name[32];
+    char name[SLOT_NAME_CAP];
     if (slot_name(dir, kind, n, name, err, errlen))
         return -1;
     if (len > SLOT_MAX_BYTES) {
@@ -121,7 +123,7 @@ static int read_record(const char *dir, const char *name, uint8_t **buf, size_t 
 /* Reads slot n whole, as read_record. */
 static int read_file(const char *dir, slot_kind kind, unsigned n, uint8_t **buf,
                      size_t *got, char *err, size_t errlen) {
-    char name[32];
+    char name[SLOT_NAME_CAP];
     if (slot_name(dir, kind, n, name, err, errlen))
         return -1;
     return read_record(dir, name, buf, got, err, errlen);
@@ -178,7 +180,7 @@ static int read_floors(const char *dir, uint32_t *v, char *err, size_t errlen) {
 int slot_floor(const char *dir, slot_kind kind, unsigned n, uint32_t *version, char *err,
                size_t errlen) {
     uint32_t v[FLOORS];
-    char name[32];
+    char name[SLOT_NAME_CAP];
     *version = 0;
     if (slot_name(dir, kind, n, name, err, errlen) || read_floors(dir, v, err, errlen))
         return -1;
@@ -190,7 +192,7 @@ int slot_raise_floor(const char *dir, slot_kind kind, unsigned n, uint32_t versi
                      char *err, size_t errlen) {
     uint32_t v[FLOORS];
     uint8_t data[FLOORS * 4];
-    char name[32];
+    char name[SLOT_NAME_CAP];
     if (slot_name(dir, kind, n, name, err, errlen) || read_floors(dir, v, err, errlen))
         return -1;
     if (v[floor_index(kind, n)] >= version)
