@@ -50,6 +50,18 @@ static int leaked_segments(void) {
     return shm_count(prefix);
 }
 
+/* How many of the feeds named in names[0..count) gc's answer says it
+ * removed. Only those count: tests running beside this one leave their
+ * own dead feeds in /dev/shm, which gc rightly removes too. */
+static int removed_of(const feed_info *feeds, size_t n,
+                      const char *const *names, int count) {
+    int removed = 0;
+    for (size_t i = 0; i < n; i++)
+        for (int k = 0; k < count; k++)
+            removed += !strcmp(feeds[i].name, names[k]) && feeds[i].removed;
+    return removed;
+}
+
 static feed_config config(const char *name, uint32_t ahead, uint32_t replay,
                           uint32_t min_consumers) {
     return (feed_config){
@@ -487,9 +499,7 @@ static void test_gc_removes_feed_of_dead_producer(void **state) {
     feed_err err;
     assert_int_equal(leaked_segments(), 1);
     assert_int_equal(feed_gc(&feeds, &n, &err), 0);
-    int removed = 0;
-    for (size_t i = 0; i < n; i++)
-        removed |= !strcmp(feeds[i].name, name) && feeds[i].removed;
+    int removed = removed_of(feeds, n, &name, 1);
     free(feeds);
     assert_true(removed);
     assert_int_equal(leaked_segments(), 0);
@@ -600,9 +610,7 @@ static int gc_leaves_live_feed(const char *name) {
     char path[128];
     struct stat st;
     if (feed_gc(&feeds, &n, &err) != FEED_OK) return 20;
-    int claimed = 0;
-    for (size_t i = 0; i < n; i++)
-        claimed |= !strcmp(feeds[i].name, name) && feeds[i].removed;
+    int claimed = removed_of(feeds, n, &name, 1);
     free(feeds);
     feed_shm_path(path, sizeof path, name);
     if (stat(path, &st) < 0) return 21;
@@ -734,19 +742,17 @@ static void crash_as_a_command(void) {
 /* Child body: ls and gc over forged segments end normally; ls calls the
  * short one and the garbage one corrupt, and the empty one half-made;
  * gc leaves them while young. */
-static int admin_reads_forged(const char *shortn, const char *garbage,
-                              const char *empty) {
+static int admin_reads_forged(const char *const names[3]) {
     crash_as_a_command();
     alarm(10);
-    if (!listed_as(shortn, "corrupt")) return 10;
-    if (!listed_as(garbage, "corrupt")) return 11;
-    if (!listed_as(empty, "half-made")) return 12;
+    if (!listed_as(names[0], "corrupt")) return 10;
+    if (!listed_as(names[1], "corrupt")) return 11;
+    if (!listed_as(names[2], "half-made")) return 12;
     feed_info *feeds;
     size_t n;
     feed_err err;
     if (feed_gc(&feeds, &n, &err) != FEED_OK) return 13;
-    int removed = 0;
-    for (size_t i = 0; i < n; i++) removed |= feeds[i].removed;
+    int removed = removed_of(feeds, n, names, 3);
     free(feeds);
     return removed ? 14 : 0;
 }
@@ -759,11 +765,11 @@ static void test_admin_reports_corrupt_segments(void **state) {
     int fds[3] = {forge_segment(shortn, 64, 0, 1),
                   forge_segment(garbage, 1 << 20, 0xff, 1),
                   forge_segment(empty, 0, 0, 0)};
+    const char *const names[3] = {shortn, garbage, empty};
     pid_t admin = fork();
-    if (admin == 0) _exit(admin_reads_forged(shortn, garbage, empty));
+    if (admin == 0) _exit(admin_reads_forged(names));
     assert_int_equal(exit_status(admin), 0);
     /* Old enough, none can be a creator at work: gc removes all three. */
-    const char *names[3] = {shortn, garbage, empty};
     struct timespec old[2] = {{.tv_sec = time(NULL) - 3600},
                               {.tv_sec = time(NULL) - 3600}};
     for (int i = 0; i < 3; i++) {
@@ -774,11 +780,8 @@ static void test_admin_reports_corrupt_segments(void **state) {
     feed_info *feeds;
     size_t n;
     feed_err err;
-    int removed = 0;
     assert_int_equal(feed_gc(&feeds, &n, &err), 0);
-    for (size_t i = 0; i < n; i++)
-        for (int k = 0; k < 3; k++)
-            removed += !strcmp(feeds[i].name, names[k]) && feeds[i].removed;
+    int removed = removed_of(feeds, n, names, 3);
     free(feeds);
     assert_int_equal(removed, 3);
     assert_int_equal(leaked_segments(), 0);
