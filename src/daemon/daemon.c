@@ -506,6 +506,7 @@ static int d_state_dirs(d_daemon *d) {
     int state = d_state_dir(AT_FDCWD, d->opt.state_dir, d->opt.state_dir);
     if (state < 0) return -1;
     int run = d_state_dir(state, "run", d->run_dir);
+    if (run >= 0) exec_spares_clear(d->run_dir);
     d->log_dirfd = run < 0 ? -1 : d_state_dir(state, "logs", d->log_dir);
     if (run >= 0) close(run);
     close(state);

@@ -297,6 +297,7 @@ typedef struct d_daemon {
     int ngpus;
     d_gpu gpus[CORE_MAX_GPUS];
     char log_dir[4096], run_dir[4096];
+    exec_spares spares;         /* run_dir's retired status files (exec.h) */
     char shim_path[4096];       /* aegis-shim (exec_shim_path) */
     int log_dirfd;              /* log_dir, opened once it was checked */
     config_keys keys;           /* the config's own keys: log cap, history

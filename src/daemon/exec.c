@@ -152,21 +152,57 @@ static int exec_take_space(int fd) {
     return errno == EOPNOTSUPP ? fdatasync(fd) : -1;
 }
 
+static void exec_spare_path(char *out, size_t outlen, const char *run_dir,
+                            int k) {
+    snprintf(out, outlen, "%s/%d.spare", run_dir, k);
+}
+
+/* Moves the last spare to path, unless a file is there (an earlier
+ * aegisd's status file of this attempt, whose shim may still hold it).
+ * Returns whether it did. */
+static bool exec_spare_take(const char *run_dir, exec_spares *spares,
+                            const char *path) {
+    char spare[4096];
+    if (!spares || spares->count == 0) return false;
+    exec_spare_path(spare, sizeof(spare), run_dir, --spares->count);
+    return renameat2(AT_FDCWD, spare, AT_FDCWD, path, RENAME_NOREPLACE) == 0;
+}
+
+/* Opens the status file at path, made anew or (recycled) a spare moved
+ * there, and locks it. A spare is not truncated: its blocks are kept for
+ * the record. A spare that somebody holds is removed for a new file; a
+ * file of this attempt that somebody holds is its watcher's, and left.
+ * Returns the descriptor, or -1 with errno. */
+static int exec_status_open(const char *path, bool recycled) {
+    int flags = O_RDWR | O_CREAT | O_CLOEXEC | (recycled ? 0 : O_TRUNC);
+    int fd = open(path, flags, 0600);
+    if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) == 0) return fd;
+    int why = errno;
+    close(fd);
+    bool held = why == EWOULDBLOCK;
+    if (!held || recycled) unlink(path);
+    if (held && recycled) return exec_status_open(path, false);
+    errno = why;
+    return -1;
+}
+
 /* Creates a status file at path at its full size, locked (an attempt's
- * shim inherits the descriptor and with it the lock). Returns the
- * descriptor, or -1 with a message naming the file. */
-static int exec_status_create(const char *path, long long err_offset,
+ * shim inherits the descriptor and with it the lock), from a spare where
+ * there is one. Returns the descriptor, or -1 with a message naming the
+ * file. */
+static int exec_status_create(const char *path, const char *run_dir,
+                              exec_spares *spares, long long err_offset,
                               char *err, size_t errlen) {
     exec_record rec = {.err_offset = err_offset};
-    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) != 0 ||
-        exec_record_write(fd, &rec, false) != 0 || exec_take_space(fd) != 0) {
+    int fd = exec_status_open(path, exec_spare_take(run_dir, spares, path));
+    if (fd < 0 || exec_record_write(fd, &rec, false) != 0 ||
+        exec_take_space(fd) != 0) {
         bool held = errno == EWOULDBLOCK;
         snprintf(err, errlen, "status file %s: %s", path,
                  held ? "a watcher of this attempt still runs"
                       : strerror(errno));
         if (fd >= 0) close(fd);
-        if (fd >= 0 && !held) unlink(path);
+        if (fd >= 0) unlink(path);
         return -1;
     }
     return fd;
@@ -175,7 +211,7 @@ static int exec_status_create(const char *path, long long err_offset,
 int exec_run_dir_check(const char *run_dir, char *err, size_t errlen) {
     char path[4096];
     snprintf(path, sizeof(path), "%s/.check.status", run_dir);
-    int fd = exec_status_create(path, 0, err, errlen);
+    int fd = exec_status_create(path, run_dir, NULL, 0, err, errlen);
     if (fd >= 0) close(fd);
     unlink(path);
     return fd >= 0 ? 0 : -1;
@@ -748,7 +784,8 @@ static int exec_open_files(const exec_spec *spec, int *fds,
     char status_path[4096];
     exec_status_path(status_path, sizeof(status_path), spec->run_dir, spec->id,
                      spec->attempt);
-    fds[2] = exec_status_create(status_path, *err_offset, err, errlen);
+    fds[2] = exec_status_create(status_path, spec->run_dir, spec->spares,
+                                *err_offset, err, errlen);
     return fds[2] < 0 ? EXEC_NO_STATUS : 0;
 }
 
@@ -1118,10 +1155,26 @@ void exec_probe(const char *run_dir, int64_t id, int attempt,
     if (held) rec->state = EXEC_LIVE;
 }
 
-void exec_status_remove(const char *run_dir, int64_t id, int attempt) {
-    char path[4096];
+void exec_status_retire(const char *run_dir, exec_spares *spares, int64_t id,
+                        int attempt) {
+    char path[4096], spare[4096];
     exec_status_path(path, sizeof(path), run_dir, id, attempt);
+    if (spares->count < EXEC_SPARES) {
+        exec_spare_path(spare, sizeof(spare), run_dir, spares->count);
+        if (rename(path, spare) == 0) {
+            spares->count++;
+            return;
+        }
+    }
     unlink(path);
+}
+
+void exec_spares_clear(const char *run_dir) {
+    char spare[4096];
+    for (int k = 0; k < EXEC_SPARES; k++) {
+        exec_spare_path(spare, sizeof(spare), run_dir, k);
+        unlink(spare);
+    }
 }
 
 void exec_status_each(const char *run_dir,

@@ -47,6 +47,18 @@
  * frameworks print the error last, after at most a few KiB of traceback. */
 #define EXEC_TAIL_BYTES 16384
 
+/* Status files whose attempts are settled, kept in run_dir as
+ * "K.spare" for K below count, to be renamed into the next attempts'. A
+ * file made and removed for every job cost aegisd's loop most of its time
+ * when short jobs churned: ext4 without a journal skips every inode freed
+ * in the last minutes (six, while its block is unwritten) when it picks
+ * one for a new file, so each create walked the inodes of the jobs that
+ * had ended before it. A rename frees none. Touched on the loop only. */
+#define EXEC_SPARES 64
+typedef struct exec_spares {
+    int count;
+} exec_spares;
+
 typedef struct exec_spec {
     int64_t id;
     int attempt;
@@ -66,6 +78,8 @@ typedef struct exec_spec {
     long long log_max_bytes;    /* each log keeps its last this many bytes
                                    on disk */
     const char *run_dir;        /* holds the shims' status files */
+    exec_spares *spares;        /* run_dir's retired status files, taken
+                                   for this attempt's; NULL: a new one */
     const char *shim_path;      /* the aegis-shim program (exec_shim_path) */
     const char *cgroups;        /* cgroup.procs files its process joins
                                    (cgroup.h); NULL or "": none */
@@ -173,8 +187,15 @@ typedef struct exec_record {
 void exec_probe(const char *run_dir, int64_t id, int attempt,
                 exec_record *rec);
 
-/* Removes the status file, once its outcome is committed. */
-void exec_status_remove(const char *run_dir, int64_t id, int attempt);
+/* Retires the status file, once its outcome is committed: renamed to a
+ * spare of run_dir while spares has room (the next attempt's status file
+ * is made from it), else removed. */
+void exec_status_retire(const char *run_dir, exec_spares *spares, int64_t id,
+                        int attempt);
+
+/* Removes the spares an earlier aegisd left in run_dir: spares counts none
+ * at the start. */
+void exec_spares_clear(const char *run_dir);
 
 /* Calls fn for each status file in run_dir with its job id and attempt. */
 void exec_status_each(const char *run_dir,

@@ -122,13 +122,14 @@ void d_turn_end(d_daemon *d) {
     int rc = store_commit(d->st);
     if (store_in_transaction(d->st)) return; /* an outer turn commits */
     for (size_t i = 0; rc == 0 && i < d->nsettled; i++)
-        exec_status_remove(d->run_dir, d->settled[i].id, d->settled[i].n);
+        exec_status_retire(d->run_dir, &d->spares, d->settled[i].id,
+                           d->settled[i].n);
     d->nsettled = 0;
 }
 
 void d_status_settled(d_daemon *d, int64_t id, int n, int committed) {
     if (!store_in_transaction(d->st)) { /* that was the commit */
-        if (committed == 0) exec_status_remove(d->run_dir, id, n);
+        if (committed == 0) exec_status_retire(d->run_dir, &d->spares, id, n);
         return;
     }
     if (d->nsettled == d->capsettled) {

@@ -154,7 +154,8 @@ int d_own_grant(d_daemon *d, d_job *job, json_t *row, const char *visible,
         .uid = job->uid, .gid = job->gid, .user = job->user,
         .log_dirfd = d->log_dirfd, .log_dir = d->log_dir,
         .log_max_bytes = (long long)(d->keys.log_max_mib * 1048576),
-        .run_dir = d->run_dir, .shim_path = d->shim_path,
+        .run_dir = d->run_dir, .spares = &d->spares,
+        .shim_path = d->shim_path,
     };
     int rc = -1;
     char procs[1100], out[4096], errfile[4096];

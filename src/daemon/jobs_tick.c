@@ -160,7 +160,7 @@ void d_status_sweep(void *ctx, int64_t id, int attempt) {
     d_daemon *d = ctx;
     d_job *job = d_job_find(d, id);
     if (!job || job->state != D_RUNNING || job->attempts != attempt)
-        exec_status_remove(d->run_dir, id, attempt);
+        exec_status_retire(d->run_dir, &d->spares, id, attempt);
 }
 
 /* While the state cannot be written, each tick retries; once it can, the

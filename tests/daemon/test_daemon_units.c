@@ -995,10 +995,86 @@ static void test_status_of_a_run(void **state) {
     assert_true(WIFEXITED(rec.status) && WEXITSTATUS(rec.status) == 3);
     assert_int_equal(rec.left, 2);
     waitpid(run.shim_pid, NULL, 0);
-    exec_status_remove(run_dir, 9, 1);
+    exec_spares spares = {0};
+    exec_status_retire(run_dir, &spares, 9, 1);
     exec_probe(run_dir, 9, 1, &rec);
     assert_int_equal(rec.state, EXEC_ABSENT);
     close(log_dirfd);
+}
+
+/* The inode of run_dir/name, or 0 when there is none. */
+static ino_t inode_of(const char *run_dir, const char *name) {
+    char path[400];
+    struct stat st;
+    snprintf(path, sizeof(path), "%s/%s", run_dir, name);
+    return stat(path, &st) == 0 ? st.st_ino : 0;
+}
+
+/* Prepares (never spawns) attempt 1 of job id with spares; returns
+ * exec_prepare's result and, when it made one, the status file's inode. */
+static int prepare_with_spares(const char *run_dir, int log_dirfd, int64_t id,
+                               exec_spares *spares, ino_t *ino) {
+    const char *argv[] = {"true", NULL}, *env[] = {NULL};
+    exec_spec spec = {.id = id, .attempt = 1, .argv = argv, .cwd = tmpdir,
+                      .env = env, .visible = "", .log_dirfd = log_dirfd,
+                      .log_dir = run_dir, .log_max_bytes = 1 << 20,
+                      .run_dir = run_dir, .spares = spares,
+                      .shim_path = TEST_SHIM};
+    exec_run run;
+    exec_pending *pending;
+    char err[512], name[64];
+    int rc = exec_prepare(&spec, &run, &pending, err, sizeof(err));
+    snprintf(name, sizeof(name), "%lld.1.status", (long long)id);
+    *ino = inode_of(run_dir, name);
+    if (rc == 0) exec_pending_free(pending);
+    return rc;
+}
+
+/* Settled attempts' status files become the next attempts' (a rename, no
+ * new inode), never over a file of the same attempt that a watcher holds,
+ * and a spare somebody holds is replaced by a new file. */
+static void test_status_files_recycled(void **state) {
+    char run_dir[300];
+    snprintf(run_dir, sizeof(run_dir), "%s/spares", tmpdir);
+    mkdir(run_dir, 0700);
+    int dirfd = open(run_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    assert_true(dirfd >= 0);
+    exec_spares spares = {0};
+    ino_t first, again;
+    assert_int_equal(prepare_with_spares(run_dir, dirfd, 5, &spares, &first), 0);
+    exec_status_retire(run_dir, &spares, 5, 1);
+    assert_int_equal(spares.count, 1);
+    assert_int_equal(inode_of(run_dir, "0.spare"), first);
+    assert_int_equal(prepare_with_spares(run_dir, dirfd, 6, &spares, &again), 0);
+    assert_int_equal(again, first); /* recycled */
+    assert_int_equal(spares.count, 0);
+    assert_int_equal(inode_of(run_dir, "0.spare"), 0);
+    exec_record rec;
+    exec_probe(run_dir, 6, 1, &rec);
+    assert_int_equal(rec.state, EXEC_UNSTARTED); /* a fresh record */
+    /* a held spare: a new file instead */
+    exec_status_retire(run_dir, &spares, 6, 1);
+    char spare[400];
+    snprintf(spare, sizeof(spare), "%s/0.spare", run_dir);
+    int holder = open(spare, O_RDONLY | O_CLOEXEC);
+    assert_int_equal(flock(holder, LOCK_SH), 0);
+    assert_int_equal(prepare_with_spares(run_dir, dirfd, 7, &spares, &again), 0);
+    assert_true(again != 0 && again != first);
+    close(holder);
+    /* an attempt's own file that its watcher holds: refused, and kept */
+    char path[400];
+    snprintf(path, sizeof(path), "%s/8.1.status", run_dir);
+    holder = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    assert_int_equal(flock(holder, LOCK_SH), 0);
+    ino_t watched = inode_of(run_dir, "8.1.status");
+    exec_status_retire(run_dir, &spares, 7, 1);
+    assert_int_equal(spares.count, 1);
+    assert_int_not_equal(prepare_with_spares(run_dir, dirfd, 8, &spares, &again), 0);
+    assert_int_equal(again, watched);
+    close(holder);
+    exec_spares_clear(run_dir);
+    assert_int_equal(inode_of(run_dir, "0.spare"), 0);
+    close(dirfd);
 }
 
 int main(void) {
@@ -1026,6 +1102,7 @@ int main(void) {
         cmocka_unit_test(test_job_vars),
         cmocka_unit_test(test_status_probe),
         cmocka_unit_test(test_status_of_a_run),
+        cmocka_unit_test(test_status_files_recycled),
     };
     return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
 }
