@@ -191,9 +191,8 @@ static int exec_status_open(const char *path, bool recycled) {
  * there is one. Returns the descriptor, or -1 with a message naming the
  * file. */
 static int exec_status_create(const char *path, const char *run_dir,
-                              exec_spares *spares, long long err_offset,
-                              char *err, size_t errlen) {
-    exec_record rec = {.err_offset = err_offset};
+                              exec_spares *spares, char *err, size_t errlen) {
+    exec_record rec = {0};
     int fd = exec_status_open(path, exec_spare_take(run_dir, spares, path));
     if (fd < 0 || exec_record_write(fd, &rec, false) != 0 ||
         exec_take_space(fd) != 0) {
@@ -211,11 +210,22 @@ static int exec_status_create(const char *path, const char *run_dir,
 int exec_run_dir_check(const char *run_dir, char *err, size_t errlen) {
     char path[4096];
     snprintf(path, sizeof(path), "%s/.check.status", run_dir);
-    int fd = exec_status_create(path, run_dir, NULL, 0, err, errlen);
+    int fd = exec_status_create(path, run_dir, NULL, err, errlen);
     if (fd >= 0) close(fd);
     unlink(path);
     return fd >= 0 ? 0 : -1;
 }
+
+/* What opening an attempt's logs needs, kept from its spec until the
+ * spawn. log_dir is aegisd's, for its life. */
+typedef struct exec_logs {
+    int64_t id;
+    int log_dirfd;
+    const char *log_dir;
+    bool as_user;
+    uid_t uid;
+    gid_t gid;
+} exec_logs;
 
 /* Opens a job's log for appending, mode 0600: a new one is created for
  * the job's user; an existing one, an earlier attempt's, is appended to
@@ -223,7 +233,7 @@ int exec_run_dir_check(const char *run_dir, char *err, size_t errlen) {
  * from a backup hands its ids out again: another user's old log is never
  * reused, nor given away). Never through a link planted at its name, and
  * never waiting on a lease. */
-static int exec_open_log(const exec_spec *spec, bool err_stream, char *err,
+static int exec_open_log(const exec_logs *spec, bool err_stream, char *err,
                          size_t errlen) {
     char name[64];
     exec_log_name(name, sizeof(name), spec->id, err_stream);
@@ -756,37 +766,54 @@ static int exec_spawn_shim(const char *path, char *const *argv,
     return rc;
 }
 
-/* An attempt made ready (exec_prepare): its logs and status file are
- * open, the status file locked, the shim's arguments built. */
+/* An attempt made ready (exec_prepare): its status file is open and
+ * locked, the shim's arguments built; its logs are opened by exec_spawn. */
 struct exec_pending {
-    int64_t id;
     char **argv;
     int fds[SHIM_NFDS];         /* out, err, status: the shim's 3 to 5 */
     const char *shim_path;      /* the spec's: aegisd's, for its life */
-    long long err_offset;
+    exec_logs logs;
 };
 
-/* The attempt's logs and status file, open in fds: 0, -1 with a message,
- * or EXEC_NO_STATUS. */
-static int exec_open_files(const exec_spec *spec, int *fds,
-                           long long *err_offset, char *err, size_t errlen) {
-    fds[0] = exec_open_log(spec, false, err, errlen);
-    if (fds[0] < 0) return -1;
-    fds[1] = exec_open_log(spec, true, err, errlen);
-    struct stat st;
-    if (fds[1] < 0) return -1;
-    if (fstat(fds[1], &st) != 0) {
-        snprintf(err, errlen, "job %lld: cannot start: %s",
-                 (long long)spec->id, strerror(errno));
-        return -1;
-    }
-    *err_offset = st.st_size;
+/* The attempt's status file, open in fds[2]: 0, or EXEC_NO_STATUS with a
+ * message. Its record's err_offset is 0 until exec_open_logs. */
+static int exec_open_status(const exec_spec *spec, int *fds, char *err,
+                            size_t errlen) {
     char status_path[4096];
     exec_status_path(status_path, sizeof(status_path), spec->run_dir, spec->id,
                      spec->attempt);
-    fds[2] = exec_status_create(status_path, spec->run_dir, spec->spares,
-                                *err_offset, err, errlen);
+    fds[2] = exec_status_create(status_path, spec->run_dir, spec->spares, err,
+                                errlen);
     return fds[2] < 0 ? EXEC_NO_STATUS : 0;
+}
+
+/* Opens the attempt's logs into p->fds and puts the size of its stderr
+ * log, where this attempt's output starts, in its status record and the
+ * shim's arguments. Off the loop: on ext4 without a journal a new file
+ * can cost milliseconds (exec_spares). 0, or -1 with a message. */
+static int exec_open_logs(exec_pending *p, long long *err_offset, char *err,
+                          size_t errlen) {
+    p->fds[0] = exec_open_log(&p->logs, false, err, errlen);
+    if (p->fds[0] < 0) return -1;
+    p->fds[1] = exec_open_log(&p->logs, true, err, errlen);
+    if (p->fds[1] < 0) return -1;
+    struct stat st;
+    char *offset = NULL;
+    exec_record rec = {0};
+    if (fstat(p->fds[1], &st) != 0 ||
+        ((rec.err_offset = st.st_size) > 0 &&
+         (exec_record_write(p->fds[2], &rec, false) != 0 ||
+          asprintf(&offset, "%lld", rec.err_offset) < 0))) {
+        snprintf(err, errlen, "job %lld: cannot start: %s",
+                 (long long)p->logs.id, strerror(errno));
+        return -1;
+    }
+    if (offset) {
+        free(p->argv[SHIM_ERR_OFFSET]);
+        p->argv[SHIM_ERR_OFFSET] = offset;
+    }
+    *err_offset = rec.err_offset;
+    return 0;
 }
 
 int exec_prepare(const exec_spec *spec, exec_run *run, exec_pending **out,
@@ -797,15 +824,16 @@ int exec_prepare(const exec_spec *spec, exec_run *run, exec_pending **out,
                  (long long)spec->id);
         return -1;
     }
-    p->id = spec->id;
     p->shim_path = spec->shim_path;
+    p->logs = (exec_logs){.id = spec->id, .log_dirfd = spec->log_dirfd,
+                          .log_dir = spec->log_dir, .as_user = spec->as_user,
+                          .uid = spec->uid, .gid = spec->gid};
     for (int i = 0; i < SHIM_NFDS; i++) p->fds[i] = -1;
-    int rc = exec_open_files(spec, p->fds, &p->err_offset, err, errlen);
+    int rc = exec_open_status(spec, p->fds, err, errlen);
     size_t nset = 0;
     char **envp = rc == 0 ? exec_envp(spec, &nset) : NULL;
     exec_shim_args a = {.mode = "job", .id = spec->id,
                         .attempt = spec->attempt,
-                        .err_offset = p->err_offset,
                         .log_max_bytes = spec->log_max_bytes,
                         .as_user = spec->as_user, .uid = spec->uid,
                         .gid = spec->gid, .user = spec->user,
@@ -813,10 +841,9 @@ int exec_prepare(const exec_spec *spec, exec_run *run, exec_pending **out,
                         .out_path = spec->out_path,
                         .err_path = spec->err_path};
     if (envp) p->argv = exec_shim_argv(&a, envp, (char *const *)spec->argv);
-    if (rc == 0 && (!p->argv || exec_fds_above_shim(p->fds, SHIM_NFDS) != 0)) {
-        snprintf(err, errlen, "job %lld: cannot start: %s",
-                 (long long)spec->id, p->argv ? strerror(errno)
-                                              : "out of memory");
+    if (rc == 0 && !p->argv) {
+        snprintf(err, errlen, "job %lld: cannot start: out of memory",
+                 (long long)spec->id);
         rc = -1;
     }
     exec_free_envp(envp, nset);
@@ -824,17 +851,23 @@ int exec_prepare(const exec_spec *spec, exec_run *run, exec_pending **out,
         exec_pending_free(p);
         return rc;
     }
-    *run = (exec_run){.err_offset = p->err_offset};
+    *run = (exec_run){0};
     *out = p;
     return 0;
 }
 
 int exec_spawn(exec_pending *p, exec_run *run, char *err, size_t errlen) {
+    if (exec_open_logs(p, &run->err_offset, err, errlen) != 0) return -1;
+    if (exec_fds_above_shim(p->fds, SHIM_NFDS) != 0) {
+        snprintf(err, errlen, "job %lld: cannot start: %s",
+                 (long long)p->logs.id, strerror(errno));
+        return -1;
+    }
     int spawned = exec_spawn_shim(p->shim_path, p->argv, p->fds, SHIM_NFDS,
                                   &run->shim_pid);
     if (spawned != 0) {
         snprintf(err, errlen, "job %lld: cannot start its watcher %s: %s",
-                 (long long)p->id, p->shim_path, strerror(spawned));
+                 (long long)p->logs.id, p->shim_path, strerror(spawned));
         return -1;
     }
     run->shim_start = exec_start_time(run->shim_pid);

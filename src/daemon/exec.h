@@ -106,14 +106,16 @@ typedef struct exec_run {
  * the caller waits until the shim has exec'd, 10 ms and more on a loaded
  * machine) can run off aegisd's loop.
  *
- * exec_prepare opens the attempt's logs and makes its status file, locked
- * (exec_probe sees the attempt live from then on), and builds the shim's
- * arguments; it copies all it needs from spec. Returns 0 with *out and
- * run's err_offset (its pids 0: the status record names the job once the
- * shim forked it), -1 with a message naming the job, or EXEC_NO_STATUS.
+ * exec_prepare makes the attempt's status file, locked (exec_probe sees
+ * the attempt live from then on), and builds the shim's arguments; it
+ * copies all it needs from spec. Returns 0 with *out (run all 0: the
+ * status record names the job once the shim forked it), -1 with a message
+ * naming the job, or EXEC_NO_STATUS.
  *
- * exec_spawn spawns the shim, from any thread: 0 with run's shim_pid and
- * shim_start, or -1 with a message.
+ * exec_spawn opens the attempt's logs and spawns the shim, from any
+ * thread: 0 with run's shim_pid, shim_start and err_offset, or -1 with a
+ * message (a log that cannot be opened, the spawn). Creating the logs
+ * belongs here, off the loop, with the spawn: see exec_spares.
  * The lock passes to the shim. exec_pending_free closes aegisd's copies
  * of the descriptors (after the spawn, or instead of it: the attempt then
  * never started). */

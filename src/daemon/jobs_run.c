@@ -315,6 +315,7 @@ void d_job_spawned(d_daemon *d, int64_t id, int n, const exec_run *run,
     }
     job->shim_pid = run->shim_pid;
     job->shim_start = run->shim_start;
+    job->err_offset = run->err_offset;
 }
 
 void d_job_start_outside(d_daemon *d, d_job *job) {

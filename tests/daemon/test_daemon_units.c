@@ -1002,6 +1002,41 @@ static void test_status_of_a_run(void **state) {
     close(log_dirfd);
 }
 
+/* An attempt whose stderr log has an earlier attempt's lines: the spawn,
+ * which opens the logs, puts where this attempt's start in the run and in
+ * the status record, and the shim keeps it there. */
+static void test_err_offset_from_spawn(void **state) {
+    char run_dir[300], log_dir[300], earlier[400];
+    snprintf(run_dir, sizeof(run_dir), "%s/run-offset", tmpdir);
+    snprintf(log_dir, sizeof(log_dir), "%s/logs-offset", tmpdir);
+    mkdir(run_dir, 0700);
+    mkdir(log_dir, 0700);
+    snprintf(earlier, sizeof(earlier), "%s/10.err", log_dir);
+    FILE *f = fopen(earlier, "w");
+    assert_non_null(f);
+    fputs("earlier\n", f); /* 8 bytes */
+    fclose(f);
+    int log_dirfd = open(log_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    const char *argv[] = {"true", NULL}, *env[] = {"PATH=/usr/bin:/bin", NULL};
+    exec_spec spec = {.id = 10, .attempt = 1, .argv = argv, .cwd = tmpdir,
+                      .env = env, .visible = "", .log_dirfd = log_dirfd,
+                      .log_dir = log_dir, .log_max_bytes = 1 << 20,
+                      .run_dir = run_dir, .shim_path = TEST_SHIM};
+    exec_run run;
+    exec_pending *pending;
+    char err[512];
+    assert_int_equal(exec_prepare(&spec, &run, &pending, err, sizeof(err)), 0);
+    assert_int_equal(run.err_offset, 0); /* not opened yet */
+    assert_int_equal(exec_spawn(pending, &run, err, sizeof(err)), 0);
+    exec_pending_free(pending);
+    assert_int_equal(run.err_offset, 8);
+    exec_record rec = wait_probe(run_dir, 10, false);
+    assert_int_equal(rec.state, EXEC_ENDED);
+    assert_int_equal(rec.err_offset, 8);
+    waitpid(run.shim_pid, NULL, 0);
+    close(log_dirfd);
+}
+
 /* The inode of run_dir/name, or 0 when there is none. */
 static ino_t inode_of(const char *run_dir, const char *name) {
     char path[400];
@@ -1103,6 +1138,7 @@ int main(void) {
         cmocka_unit_test(test_status_probe),
         cmocka_unit_test(test_status_of_a_run),
         cmocka_unit_test(test_status_files_recycled),
+        cmocka_unit_test(test_err_offset_from_spawn),
     };
     return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
 }
