@@ -3,8 +3,8 @@
  * posix_spawn returns only once the child has exec'd the shim; on a loaded
  * machine that is 10 ms and more a job, and done on the loop it kept every
  * client waiting while short jobs churned. So the loop readies each
- * attempt (exec_prepare: its files, its locked status file) and libuv's
- * thread pool spawns it. Until the spawn returns, the attempt's status
+ * attempt (exec_prepare: its locked status file, the shim's arguments)
+ * and libuv's thread pool opens its logs and spawns it (exec_spawn). Until the spawn returns, the attempt's status
  * file is locked by aegisd's own descriptor, so the loop sees the attempt
  * live, as it sees a shim that has not yet forked its job; a cancel in
  * that time is sent once the job's pid is in its status record
