@@ -956,24 +956,38 @@ static exec_record wait_probe(const char *run_dir, int64_t id, bool started) {
     return rec;
 }
 
-/* A real attempt: its record names its pids while it runs, and its wait
- * status, and the processes it left behind (killed), once it ended. */
-static void test_status_of_a_run(void **state) {
-    char run_dir[300], log_dir[300];
-    snprintf(run_dir, sizeof(run_dir), "%s/run", tmpdir);
-    snprintf(log_dir, sizeof(log_dir), "%s/logs", tmpdir);
+/* Makes tmpdir's run-SUFFIX and logs-SUFFIX into run_dir and log_dir
+ * (300 bytes each); returns the log folder's descriptor. */
+static int attempt_dirs(const char *suffix, char *run_dir, char *log_dir) {
+    snprintf(run_dir, 300, "%s/run%s", tmpdir, suffix);
+    snprintf(log_dir, 300, "%s/logs%s", tmpdir, suffix);
     mkdir(run_dir, 0700);
     mkdir(log_dir, 0700);
     int log_dirfd = open(log_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     assert_true(log_dirfd >= 0);
+    return log_dirfd;
+}
+
+/* Attempt 1 of job id as aegisd would spec it, its files in those
+ * folders. */
+static exec_spec attempt_spec(int64_t id, const char **argv, const char *run_dir,
+                              int log_dirfd, const char *log_dir) {
+    static const char *env[] = {"PATH=/usr/bin:/bin", NULL};
+    return (exec_spec){.id = id, .attempt = 1, .argv = argv, .cwd = tmpdir,
+                       .env = env, .visible = "", .log_dirfd = log_dirfd,
+                       .log_dir = log_dir, .log_max_bytes = 1 << 20,
+                       .run_dir = run_dir, .shim_path = TEST_SHIM};
+}
+
+/* A real attempt: its record names its pids while it runs, and its wait
+ * status, and the processes it left behind (killed), once it ended. */
+static void test_status_of_a_run(void **state) {
+    char run_dir[300], log_dir[300];
+    int log_dirfd = attempt_dirs("", run_dir, log_dir);
     const char *argv[] = {"sh", "-c", "sleep 30 & setsid sleep 30 & i=0; "
                           "until [ -e go ] || [ $i = 1000 ]; do sleep 0.01; "
                           "i=$((i + 1)); done; exit 3", NULL};
-    const char *env[] = {"PATH=/usr/bin:/bin", NULL};
-    exec_spec spec = {.id = 9, .attempt = 1, .argv = argv, .cwd = tmpdir,
-                      .env = env, .visible = "", .log_dirfd = log_dirfd,
-                      .log_dir = log_dir, .log_max_bytes = 1 << 20,
-                      .run_dir = run_dir, .shim_path = TEST_SHIM};
+    exec_spec spec = attempt_spec(9, argv, run_dir, log_dirfd, log_dir);
     exec_run run;
     exec_pending *pending;
     char err[512];
@@ -1007,21 +1021,14 @@ static void test_status_of_a_run(void **state) {
  * the status record, and the shim keeps it there. */
 static void test_err_offset_from_spawn(void **state) {
     char run_dir[300], log_dir[300], earlier[400];
-    snprintf(run_dir, sizeof(run_dir), "%s/run-offset", tmpdir);
-    snprintf(log_dir, sizeof(log_dir), "%s/logs-offset", tmpdir);
-    mkdir(run_dir, 0700);
-    mkdir(log_dir, 0700);
+    int log_dirfd = attempt_dirs("-offset", run_dir, log_dir);
     snprintf(earlier, sizeof(earlier), "%s/10.err", log_dir);
     FILE *f = fopen(earlier, "w");
     assert_non_null(f);
     fputs("earlier\n", f); /* 8 bytes */
     fclose(f);
-    int log_dirfd = open(log_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    const char *argv[] = {"true", NULL}, *env[] = {"PATH=/usr/bin:/bin", NULL};
-    exec_spec spec = {.id = 10, .attempt = 1, .argv = argv, .cwd = tmpdir,
-                      .env = env, .visible = "", .log_dirfd = log_dirfd,
-                      .log_dir = log_dir, .log_max_bytes = 1 << 20,
-                      .run_dir = run_dir, .shim_path = TEST_SHIM};
+    const char *argv[] = {"true", NULL};
+    exec_spec spec = attempt_spec(10, argv, run_dir, log_dirfd, log_dir);
     exec_run run;
     exec_pending *pending;
     char err[512];
@@ -1049,12 +1056,9 @@ static ino_t inode_of(const char *run_dir, const char *name) {
  * exec_prepare's result and, when it made one, the status file's inode. */
 static int prepare_with_spares(const char *run_dir, int log_dirfd, int64_t id,
                                exec_spares *spares, ino_t *ino) {
-    const char *argv[] = {"true", NULL}, *env[] = {NULL};
-    exec_spec spec = {.id = id, .attempt = 1, .argv = argv, .cwd = tmpdir,
-                      .env = env, .visible = "", .log_dirfd = log_dirfd,
-                      .log_dir = run_dir, .log_max_bytes = 1 << 20,
-                      .run_dir = run_dir, .spares = spares,
-                      .shim_path = TEST_SHIM};
+    const char *argv[] = {"true", NULL};
+    exec_spec spec = attempt_spec(id, argv, run_dir, log_dirfd, run_dir);
+    spec.spares = spares;
     exec_run run;
     exec_pending *pending;
     char err[512], name[64];
