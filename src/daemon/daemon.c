@@ -506,7 +506,6 @@ static int d_state_dirs(d_daemon *d) {
     int state = d_state_dir(AT_FDCWD, d->opt.state_dir, d->opt.state_dir);
     if (state < 0) return -1;
     int run = d_state_dir(state, "run", d->run_dir);
-    if (run >= 0) exec_spares_clear(d->run_dir);
     d->log_dirfd = run < 0 ? -1 : d_state_dir(state, "logs", d->log_dir);
     if (run >= 0) close(run);
     close(state);
@@ -838,6 +837,7 @@ int d_run(const d_options *opt) {
     signal(SIGPIPE, SIG_IGN);
     int rc = 1;
     if (lock < 0 || d_open(d) != 0) goto out;
+    exec_spares_clear(d->run_dir); /* this aegisd's alone now: the lock */
     /* Before anything that starts a child: recovery runs scontrol, and a
      * child that ends while SIGCHLD has no handler is never reaped (the
      * signal is lost), so its run would wait for a timeout. */

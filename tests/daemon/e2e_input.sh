@@ -145,6 +145,16 @@ case_input_socket() {
         fail "second aegisd: $(cat second.err)"
     [ -S "$AEGIS_SOCKET" ] || fail "the live socket was removed"
     "$AEGIS" gpus > /dev/null || fail "the live daemon no longer answers"
+    # nor on its state folder, whose spare status files stay the live
+    # daemon's (one is left by each settled job)
+    "$AEGIS" submit -- true > /dev/null || fail submit
+    until_file "$DIR/state/run/0.spare"
+    timeout 20 "$AEGISD" --socket "$DIR/other.sock" --state-dir "$DIR/state" \
+        --config "$DIR/aegis.yaml" --foreground 2> third.err &&
+        fail "a second aegisd started on the live state folder"
+    grep -qF "another aegisd uses this state directory" third.err ||
+        fail "second aegisd on the state folder: $(cat third.err)"
+    [ -e "$DIR/state/run/0.spare" ] || fail "the live daemon's spares removed"
     # not a socket: not removed either
     timeout 20 "$AEGISD" --socket "$DIR/aegis.yaml" --state-dir "$DIR/state3" \
         --config "$DIR/aegis.yaml" --foreground 2> file.err &&
