@@ -50,10 +50,11 @@
 /* Status files whose attempts are settled, kept in run_dir as
  * "K.spare" for K below count, to be renamed into the next attempts'. A
  * file made and removed for every job cost aegisd's loop most of its time
- * when short jobs churned: ext4 without a journal skips every inode freed
- * in the last minutes (six, while its block is unwritten) when it picks
- * one for a new file, so each create walked the inodes of the jobs that
- * had ended before it. A rename frees none. Touched on the loop only. */
+ * when short jobs churned: ext4 without a journal, picking an inode for a
+ * new file, skips every one freed in the last minute (six minutes while
+ * its inode table block is unwritten), so each create walked the inodes
+ * of the jobs that had ended before it. A rename frees none. Touched on
+ * the loop only. */
 #define EXEC_SPARES 64
 typedef struct exec_spares {
     int count;
