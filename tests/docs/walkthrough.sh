@@ -59,8 +59,10 @@ ln -s "$SRC/data" "$SCRATCH/data"
 mkdir "$SCRATCH/tmp"
 as_user=()
 if [ "$(id -u)" = 0 ]; then
+    # a run whose cleanup could not remove the user leaves it: reused
     userdel "$WALK_USER" 2>/dev/null
-    useradd -M -N -s /bin/bash "$WALK_USER" || fail "useradd $WALK_USER"
+    id "$WALK_USER" >/dev/null 2>&1 ||
+        useradd -M -N -s /bin/bash "$WALK_USER" || fail "useradd $WALK_USER"
     chown -R "$WALK_USER" "$SCRATCH"
     as_user=(runuser -u "$WALK_USER" -- env HOME="$SCRATCH")
 fi
