@@ -129,6 +129,15 @@ daemon_pid_kill() {
     local p; p=$(daemon_pid); [ -n "$p" ] && kill "$p"
 }
 
+# refused_start SOCKET STATE WANT WHAT: a foreground aegisd on SOCKET and
+# STATE refuses to start (bounded: a wrong one would serve), saying WANT.
+refused_start() {
+    timeout 20 "$AEGISD" --socket "$1" --state-dir "$2" \
+        --config "$DIR/aegis.yaml" --foreground 2> refused.err &&
+        fail "aegisd started on $4"
+    grep -qF "$3" refused.err || fail "$4: $(cat refused.err)"
+}
+
 # A second aegisd, with its own state folder but the live daemon's socket,
 # refuses to start and leaves that socket alone; a stale socket (its
 # daemon killed) is replaced.
@@ -137,29 +146,21 @@ case_input_socket() {
     trap 'DIR=$DIR/s2 daemon_pid_kill; cleanup' EXIT
     mkdir "$DIR/s2"
     start
-    # (bounded: before the fix it took the socket and served)
-    timeout 20 "$AEGISD" --socket "$AEGIS_SOCKET" --state-dir "$DIR/s2/state" \
-        --config "$DIR/aegis.yaml" --foreground 2> second.err &&
-        fail "a second aegisd started on the live socket"
-    grep -qF "$AEGIS_SOCKET: another aegisd answers" second.err ||
-        fail "second aegisd: $(cat second.err)"
+    # (before the fix it took the socket and served)
+    refused_start "$AEGIS_SOCKET" "$DIR/s2/state" \
+        "$AEGIS_SOCKET: another aegisd answers" "the live socket"
     [ -S "$AEGIS_SOCKET" ] || fail "the live socket was removed"
     "$AEGIS" gpus > /dev/null || fail "the live daemon no longer answers"
     # nor on its state folder, whose spare status files stay the live
     # daemon's (one is left by each settled job)
     "$AEGIS" submit -- true > /dev/null || fail submit
     until_file "$DIR/state/run/0.spare"
-    timeout 20 "$AEGISD" --socket "$DIR/other.sock" --state-dir "$DIR/state" \
-        --config "$DIR/aegis.yaml" --foreground 2> third.err &&
-        fail "a second aegisd started on the live state folder"
-    grep -qF "another aegisd uses this state directory" third.err ||
-        fail "second aegisd on the state folder: $(cat third.err)"
+    refused_start "$DIR/other.sock" "$DIR/state" \
+        "another aegisd uses this state directory" "the live state folder"
     [ -e "$DIR/state/run/0.spare" ] || fail "the live daemon's spares removed"
     # not a socket: not removed either
-    timeout 20 "$AEGISD" --socket "$DIR/aegis.yaml" --state-dir "$DIR/state3" \
-        --config "$DIR/aegis.yaml" --foreground 2> file.err &&
-        fail "aegisd started on a regular file"
-    grep -qF "is not a socket" file.err || fail "regular file: $(cat file.err)"
+    refused_start "$DIR/aegis.yaml" "$DIR/state3" "is not a socket" \
+        "a regular file"
     grep -q window_samples "$DIR/aegis.yaml" || fail "the config was removed"
     # a stale socket: its daemon is gone, the next one (any state dir) takes it
     kill -KILL "$(daemon_pid)"
