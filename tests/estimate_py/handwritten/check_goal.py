@@ -10,10 +10,15 @@ against the measured parts (weights + gradients + Adam's state + buffers
 exact, activations within 0.95-1.25x, estimate >= floor for every model,
 median estimate/parts <= 1.5.
 
-usage: check_goal.py [--aegis PATH] [--batch-scale N] [NAME...]
+usage: check_goal.py [--aegis PATH] [--batch-scale N] [--extrapolate N,...]
+                     [NAME...]
 CPU only: about 15 s at the models' own batches (the CTest test
 estimate_py_handwritten); --batch-scale multiplies every batch, for
 figures where activations outweigh the CUDA context (minutes).
+--extrapolate then prints, for each factor N, the median estimate/parts
+with every batch N times larger again, the parts' activations those
+measured times N (what autograd keeps grows with the batch): the trend
+at batches too large to measure here. It judges nothing.
 """
 
 import argparse
@@ -108,12 +113,43 @@ def estimates(aegis, descs):
             for line in run.stdout.splitlines()]
 
 
+def extrapolate(aegis, rows, factors):
+    """Per factor, estimate/parts with every batch that many times larger
+    and the measured activations scaled alike; prints the median and the
+    three highest."""
+    for factor in factors:
+        descs = [dict(r["desc"], batch_size=r["desc"]["batch_size"] * factor)
+                 for r in rows]
+        ratios = sorted(
+            (mib / (r["parts"] + (factor - 1) * r["acts"] / measure.MIB),
+             r["name"])
+            for r, mib in zip(rows, estimates(aegis, descs)))
+        print("batches x%d more: median estimate/parts %.3f; highest %s" % (
+            factor, statistics.median(ratio for ratio, _ in ratios),
+            ", ".join("%s %.2f" % (name, ratio)
+                      for ratio, name in reversed(ratios[-3:]))))
+
+
+def factor_list(text):
+    try:
+        factors = [int(item) for item in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError("%r is not a list of integers"
+                                         % text)
+    if min(factors) < 1:
+        raise argparse.ArgumentTypeError("%r: factors are >= 1" % text)
+    return factors
+
+
 def parse(argv):
     parser = argparse.ArgumentParser(prog="check_goal.py")
     parser.add_argument("--aegis", default=os.path.join(
         ROOT, "build", "src", "cli", "aegis"), help="the aegis binary")
     parser.add_argument("--batch-scale", type=int, default=1,
                         help="multiply every model's batch by N")
+    parser.add_argument("--extrapolate", type=factor_list, default=[],
+                        metavar="N,...", help="print the trend at batches "
+                        "N times larger again (judges nothing)")
     parser.add_argument("names", nargs="*", help="only these models")
     args = parser.parse_args(argv)
     unknown = set(args.names) - {k.name for k in models.KINDS}
@@ -159,6 +195,7 @@ def main(argv=None):
     if median > MEDIAN_OVER_PARTS:
         failures.append("median estimate/parts %.3f above %.2f" % (
             median, MEDIAN_OVER_PARTS))
+    extrapolate(aegis, rows, args.extrapolate)
     for failure in failures:
         print("FAIL: %s" % failure)
     return 1 if failures else 0
