@@ -22,19 +22,27 @@ static int fail(char *err, size_t errlen, const char *what, const char *path) {
     return -1;
 }
 
+/* Grows the progress array to cover file, new entries 0 (nothing of
+ * theirs registered). */
+static int cover_file(pl_watch *w, uint32_t file) {
+    if (file < w->done_cap)
+        return 0;
+    uint32_t cap = w->done_cap ? w->done_cap : 256;
+    while (cap <= file)
+        cap *= 2;
+    uint64_t *grown = realloc(w->done, cap * sizeof(*grown));
+    if (!grown)
+        return -1;
+    memset(grown + w->done_cap, 0, (cap - w->done_cap) * sizeof(*grown));
+    w->done = grown;
+    w->done_cap = cap;
+    return 0;
+}
+
 /* Records file's progress, growing the array to cover it. */
 static int set_done(pl_watch *w, uint32_t file, uint64_t done) {
-    if (file >= w->done_cap) {
-        uint32_t cap = w->done_cap ? w->done_cap : 256;
-        while (cap <= file)
-            cap *= 2;
-        uint64_t *grown = realloc(w->done, cap * sizeof(*grown));
-        if (!grown)
-            return -1;
-        memset(grown + w->done_cap, 0, (cap - w->done_cap) * sizeof(*grown));
-        w->done = grown;
-        w->done_cap = cap;
-    }
+    if (cover_file(w, file) < 0)
+        return -1;
     w->done[file] = done;
     return 0;
 }
@@ -102,7 +110,16 @@ static int open_logs(pl_watch *w, char *err, size_t errlen) {
         return -1;
     if (w->files.end && ftruncate(w->files_fd, (off_t)w->files.end) < 0)
         return fail(err, errlen, "cutting the torn tail of", w->files_path);
-    return replay_log(w, err, errlen);
+    if (replay_log(w, err, errlen) < 0)
+        return -1;
+    /* A file the table lists may have no block yet (the watcher stopped
+     * between listing it and registering its first records): it starts
+     * from 0, as every file the log names no progress of. */
+    if (w->files.count && cover_file(w, w->files.count - 1) < 0) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    return 0;
 }
 
 static int alloc_found(pl_watch *w) {

@@ -169,6 +169,24 @@ static void torn_tail_is_cut_and_registered_again(void **state) {
     assert_int_equal(scan_once(f), 0);
 }
 
+/* A watcher stopped between listing a file and registering its first
+ * block leaves files.log ahead of keys.log: the next one registers those
+ * files from their start. 300 files: more than the progress array's
+ * first size, so a file the log names no progress of lies past it. */
+static void listed_file_without_block_is_registered(void **state) {
+    fixture *f = *state;
+    add_dataset(f, binary12);
+    char name[32];
+    for (int i = 0; i < 300; i++) {
+        snprintf(name, sizeof(name), "f%03d.bin", i);
+        write_records(f, name, i, 1);
+    }
+    assert_int_equal(scan_once(f), 300);
+    cut_keylog(f, PL_KEYLOG_HEADER); /* every block gone, the list kept */
+    assert_int_equal(scan_once(f), 300);
+    assert_keys_in_order(f, 300);
+}
+
 static void binary_growing_file_and_truncated_record(void **state) {
     fixture *f = *state;
     add_dataset(f, binary12);
@@ -347,6 +365,8 @@ static void bad_configuration_named(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(listed_file_without_block_is_registered,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(torn_tail_is_cut_and_registered_again,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(
