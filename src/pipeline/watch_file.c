@@ -136,7 +136,8 @@ static int64_t register_binary(pl_watch *w, const char *name, int fd,
 static int read_label_file(pl_watch *w, const char *label_name,
                            int64_t *label) {
     char buf[LABEL_MAX + 1];
-    int fd = openat(w->dir_fd, label_name, O_RDONLY | O_CLOEXEC);
+    int fd = openat(w->dir_fd, label_name,
+                    O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
     ssize_t n = fd < 0 ? -1 : read(fd, buf, LABEL_MAX);
     if (fd >= 0)
         close(fd);
@@ -165,7 +166,7 @@ static int64_t register_single(pl_watch *w, const char *name,
                      LABEL_SUFFIX);
     if (n < 0 || (size_t)n >= sizeof(label_name) ||
         pl_filetab_find(&w->files, name) >= 0 ||
-        fstatat(w->dir_fd, label_name, &lst, 0) < 0)
+        fstatat(w->dir_fd, label_name, &lst, 0) < 0 || !S_ISREG(lst.st_mode))
         return 0;
     int label_rc = read_label_file(w, label_name, &label);
     if (label_rc == 1)
@@ -211,7 +212,10 @@ int64_t pl_watch_file(pl_watch *w, const char *name, int complete, char *err,
     name = data_name(w, name, buf, sizeof(buf));
     if (!name || w->full || !pl_watch_wanted(w, name))
         return 0;
-    int fd = openat(w->dir_fd, name, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO among the files must not stop the watcher in
+     * open(); it is then passed over as not a regular file. */
+    int fd = openat(w->dir_fd, name, O_RDONLY | O_NONBLOCK | O_NOCTTY |
+                                         O_CLOEXEC);
     struct stat st;
     if (fd < 0) {
         if (errno != ENOENT) /* gone again: nothing to say */

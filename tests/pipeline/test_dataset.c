@@ -274,6 +274,34 @@ static void csv_rows_and_bad_rows(void **state) {
     pl_dataset_close(ds);
 }
 
+static void make_fifo(fixture *f, const char *name) {
+    char path[256];
+    snprintf(path, sizeof(path), "%s/%s", f->data, name);
+    assert_int_equal(mkfifo(path, 0600), 0);
+}
+
+/* A FIFO among the files, or as a label file, is no data: the scan
+ * passes over it instead of waiting in open() for a writer that never
+ * comes. */
+static void fifos_are_passed_over(void **state) {
+    fixture *f = *state;
+    add_dataset(f, binary12);
+    write_records(f, "a.bin", 0, 3);
+    make_fifo(f, "b.bin");
+    assert_int_equal(scan_once(f), 3);
+    assert_keys_in_order(f, 3);
+}
+
+static void fifo_label_is_passed_over(void **state) {
+    fixture *f = *state;
+    pl_dsconf c = {.format = PL_FORMAT_FILE, .classes = 4};
+    strcpy(c.pattern, "*.img");
+    add_dataset(f, c);
+    write_file(f, "a.img", "pixels", 6);
+    make_fifo(f, "a.img.label");
+    assert_int_equal(scan_once(f), 0);
+}
+
 static void one_sample_per_file_waits_for_its_label(void **state) {
     fixture *f = *state;
     pl_dsconf c = {.format = PL_FORMAT_FILE, .classes = 4};
@@ -367,6 +395,9 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(listed_file_without_block_is_registered,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(fifos_are_passed_over, setup, teardown),
+        cmocka_unit_test_setup_teardown(fifo_label_is_passed_over, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(torn_tail_is_cut_and_registered_again,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(
