@@ -51,7 +51,18 @@ static pl_trig *pl_tlog_at(pl_tlog *log, uint32_t n) {
     return &log->trigs[n];
 }
 
-/* One record line into the table: 0, or -1 when it is not one. */
+/* Whether a record of `word` may name trigger n: triggers are numbered
+ * from 0 in the order they fire, so a fire or skip names a trigger the
+ * log has or the next one, and any other record one it has. (A number
+ * past them would also make the table that large.) */
+static bool pl_tlog_number_ok(const pl_tlog *log, const char *word,
+                              unsigned n) {
+    bool fires = strcmp(word, "fire") == 0 || strcmp(word, "skip") == 0;
+    return n < log->ntrigs || (fires && n == log->ntrigs);
+}
+
+/* One record line into the table: 0, -1 when it is not one, -2 when it
+ * names a trigger out of order (pl_tlog_number_ok()). */
 static int pl_tlog_apply(pl_tlog *log, const char *line) {
     char word[8], text[16];
     unsigned n;
@@ -63,7 +74,11 @@ static int pl_tlog_apply(pl_tlog *log, const char *line) {
         log->started = t;
         return 0;
     }
-    if (sscanf(line, "%7s %u", word, &n) != 2 || !(tr = pl_tlog_at(log, n)))
+    if (sscanf(line, "%7s %u", word, &n) != 2)
+        return -1;
+    if (!pl_tlog_number_ok(log, word, n))
+        return -2;
+    if (!(tr = pl_tlog_at(log, n)))
         return -1;
     if ((strcmp(word, "fire") == 0 || strcmp(word, "skip") == 0) &&
         sscanf(line, "%*s %*u %" SCNu64, &u) == 1) {
@@ -96,7 +111,14 @@ static int pl_tlog_read(pl_tlog *log, FILE *f, long *whole, char *err,
         lineno++;
         size_t len = strlen(line);
         if (len == 0 || line[len - 1] != '\n') break; /* torn */
-        if (pl_tlog_apply(log, line) != 0) {
+        int rc = pl_tlog_apply(log, line);
+        if (rc == -2) {
+            snprintf(err, errlen, "%s:%d: names a trigger out of order (the "
+                     "lines above have %zu): %.60s", log->path, lineno,
+                     log->ntrigs, line);
+            return -1;
+        }
+        if (rc != 0) {
             snprintf(err, errlen, "%s:%d: not a trigger log record: %.60s",
                      log->path, lineno, line);
             return -1;
@@ -124,7 +146,7 @@ static int pl_tlog_append(pl_tlog *log, char *err, size_t errlen,
                  log->fd < 0 ? "opened read only" : strerror(errno));
         return -1;
     }
-    return pl_tlog_apply(log, line);
+    return pl_tlog_apply(log, line) == 0 ? 0 : -1;
 }
 
 int pl_tlog_open(const char *path, bool writable, pl_tlog *log, char *err,

@@ -79,16 +79,34 @@ static void test_torn_tail(void **state) {
     pl_tlog_close(&log);
 }
 
-static void test_corrupt(void **state) {
-    (void)state;
+/* Writes text as the log, and expects it refused with want at line. */
+static void assert_refused(const char *text, int line, const char *want) {
     FILE *f = fopen(path, "w");
-    fputs("start 1.0\nfire 0 2\nbanana\n", f);
+    fputs(text, f);
     fclose(f);
     pl_tlog log;
-    char err[512], want[128];
-    assert_int_equal(pl_tlog_open(path, true, &log, err, sizeof(err)), -1);
-    snprintf(want, sizeof(want), "%s:3: not a trigger log record", path);
-    assert_non_null(strstr(err, want));
+    char err[512], where[128];
+    assert_int_equal(pl_tlog_open(path, false, &log, err, sizeof(err)), -1);
+    snprintf(where, sizeof(where), "%s:%d: %s", path, line, want);
+    assert_non_null(strstr(err, where));
+}
+
+static void test_corrupt(void **state) {
+    (void)state;
+    assert_refused("start 1.0\nfire 0 2\nbanana\n", 3,
+                   "not a trigger log record");
+}
+
+/* A trigger number past the next (a flipped digit, -1 read as 2^32 - 1)
+ * is refused by its line, not grown into a table of that size. */
+static void test_trigger_out_of_order(void **state) {
+    (void)state;
+    const char *out_of_order = "names a trigger out of order";
+    assert_refused("start 1.0\nfire 4294967295 10\n", 2, out_of_order);
+    assert_refused("start 1.0\nfire -1 10\n", 2, out_of_order);
+    assert_refused("start 1.0\nfire 0 2\nfire 2 4\n", 3, out_of_order);
+    assert_refused("start 1.0\nfire 0 2\njob 1 7 -1\n", 3, out_of_order);
+    assert_refused("start 1.0\nend 0 done\n", 2, out_of_order);
 }
 
 int main(void) {
@@ -96,6 +114,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_torn_tail, setup, teardown),
         cmocka_unit_test_setup_teardown(test_corrupt, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_trigger_out_of_order, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
