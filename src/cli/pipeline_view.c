@@ -65,6 +65,13 @@ static bool pv_log(const char *name, pl_tlog *log) {
     return false;
 }
 
+bool pv_exists(const char *name) {
+    pl_tlog log;
+    if (!pv_log(name, &log)) return false;
+    pl_tlog_close(&log);
+    return true;
+}
+
 /* The log's triggers as JSON rows {trigger, end, job, state, coalesced}. */
 static json_t *pv_triggers(const pl_tlog *log) {
     json_t *rows = json_array();

@@ -614,6 +614,7 @@ YAML
     # the trainings as jobs of a simulator trace, added to another's
     aegis_refused "--mem MIB" pipeline trace cost0.replay
     aegis_refused "you have no pipeline nothere" pipeline trace nothere
+    aegis_refused "you have no pipeline nothere" pipeline show nothere --eval
     printf 'submit_time_s,workload,job_index\n0,bert_base_wiki_bs32_1gpu,7\n' > base.csv
     "$AEGIS" pipeline trace cost1000000000.replay --mem 1g --merge base.csv \
         > merged.csv || fail "trace: $(cat merged.csv)"
