@@ -50,7 +50,7 @@ static int find_column(const pl_dsconf *c, const char *want,
                        const unsigned char *line, size_t len) {
     int64_t index;
     if (parse_int((const unsigned char *)want, strlen(want), &index) == 0)
-        return index >= 0 && index < 100000 ? (int)index : -1;
+        return index >= 0 && index < PL_COLUMN_INDEX_MAX ? (int)index : -1;
     if (!c->header)
         return -1;
     field_iter it = {line, line + len, c->sep, 0};

@@ -3,6 +3,8 @@
 
 #include <errno.h>
 #include <jansson.h>
+#include <stdbool.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -28,11 +30,52 @@ int pl_format_parse(const char *name, pl_format *out) {
     return -1;
 }
 
+/* Whether a CSV column setting (key) can name a column: an index from 0
+ * below PL_COLUMN_INDEX_MAX, or a name where there is a header; why not
+ * into err. */
+static int column_check(const pl_dsconf *c, const char *key, const char *col,
+                        char *err, size_t errlen) {
+    char *end;
+    errno = 0;
+    long long index = strtoll(col, &end, 10);
+    bool number = end != col && *end == '\0';
+    if (number && (errno || index < 0 || index >= PL_COLUMN_INDEX_MAX)) {
+        snprintf(err, errlen, "%s: %s is not a column index (0 to %d)", key,
+                 col, PL_COLUMN_INDEX_MAX - 1);
+        return -1;
+    }
+    if (!number && !c->header) {
+        snprintf(err, errlen, "%s: '%s' is a column name, and the files "
+                 "have no header to name columns (--header)", key, col);
+        return -1;
+    }
+    return 0;
+}
+
+/* The label and timestamp columns of a CSV dataset: each can name a
+ * column, and not the same one. */
+static int csv_columns_check(const pl_dsconf *c, char *err, size_t errlen) {
+    if (column_check(c, "label_column", c->label_column, err, errlen) < 0)
+        return -1;
+    if (!c->ts_column[0])
+        return 0;
+    if (column_check(c, "ts_column", c->ts_column, err, errlen) < 0)
+        return -1;
+    if (strcmp(c->ts_column, c->label_column) == 0) {
+        snprintf(err, errlen, "ts_column: '%s' is the label's column too",
+                 c->ts_column);
+        return -1;
+    }
+    return 0;
+}
+
 int pl_dsconf_check(const pl_dsconf *c, char *err, size_t errlen) {
     if (c->dir[0] != '/') {
         snprintf(err, errlen, "dir: '%s' is not an absolute path", c->dir);
         return -1;
     }
+    if (c->format == PL_FORMAT_CSV)
+        return csv_columns_check(c, err, errlen);
     if (c->format != PL_FORMAT_BINARY)
         return 0;
     if (c->label_size != 1 && c->label_size != 2 && c->label_size != 4 &&

@@ -34,6 +34,9 @@ typedef struct pl_dsconf {
     char pattern[PL_COLUMN_MAX]; /* names of the data files (fnmatch) */
 } pl_dsconf;
 
+/* A CSV column given by index is below this. */
+#define PL_COLUMN_INDEX_MAX 100000
+
 const char *pl_format_name(pl_format f);
 /* The data files' names a format takes without --pattern: *.bin, *.csv,
  * and every name for one sample per file (NAME.label beside NAME). */

@@ -391,8 +391,37 @@ static void bad_configuration_named(void **state) {
                      -1);
 }
 
+/* pl_dsconf_check() of a CSV dataset whose columns are as given;
+ * expects it refused with want in the message, or accepted (want NULL). */
+static void assert_columns(int header, const char *label, const char *ts,
+                           const char *want) {
+    pl_dsconf c = {.format = PL_FORMAT_CSV, .sep = ',', .header = header};
+    strcpy(c.dir, "/x");
+    strcpy(c.label_column, label);
+    strcpy(c.ts_column, ts);
+    char err[256] = "";
+    assert_int_equal(pl_dsconf_check(&c, err, sizeof(err)), want ? -1 : 0);
+    if (want)
+        assert_non_null(strstr(err, want));
+}
+
+/* Columns that can never be found are refused when the dataset is made,
+ * not found out by a watcher that registers nothing. */
+static void csv_columns_checked(void **state) {
+    (void)state;
+    assert_columns(0, "-1", "", "label_column: -1 is not a column index");
+    assert_columns(0, "0", "100000", "ts_column: 100000 is not a column");
+    assert_columns(0, "0", "99999999999999999999", "not a column index");
+    assert_columns(0, "label", "", "'label' is a column name");
+    assert_columns(0, "2", "2", "ts_column: '2' is the label's column too");
+    assert_columns(1, "label", "label", "the label's column too");
+    assert_columns(1, "label", "ts", NULL);
+    assert_columns(0, "3", "99999", NULL);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(csv_columns_checked),
         cmocka_unit_test_setup_teardown(listed_file_without_block_is_registered,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(fifos_are_passed_over, setup, teardown),
