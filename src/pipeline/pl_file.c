@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "proto.h"
 #include "submit.h"
 
 /* A key aegis reads (kind: its JSON type, checked here; 'a' any, read
@@ -225,8 +226,9 @@ static int pl_read_command(pl_file *cfg, json_t *t, const char *section,
         pl_yaml_error(&cfg->doc, path, err, errlen, "expected a word");
         return -1;
     }
-    *out = json_is_string(c) ? submit_shell(json_string_value(c))
-                             : json_incref(c);
+    const char *line = json_string_value(c);
+    *out = !line ? json_incref(c)
+           : line[strspn(line, " \t\n")] ? submit_shell(line) : NULL;
     if (!*out || json_array_size(*out) == 0) {
         snprintf(path, sizeof(path), "%s.command", section);
         pl_yaml_error(&cfg->doc, path, err, errlen, "expected a command");
@@ -243,14 +245,17 @@ static int pl_read_memory(pl_file *cfg, json_t *t, const char *section,
     const char *model = pl_string(t, "model");
     char path[64];
     *out = -1;
-    if (json_is_number(mem)) {
+    if (json_is_number(mem))
         *out = json_number_value(mem);
-    } else if (json_is_string(mem) &&
-               submit_parse_mem(json_string_value(mem), out) != 0) {
+    else if (json_is_string(mem) &&
+             submit_parse_mem(json_string_value(mem), out) != 0)
+        *out = 0; /* refused below */
+    if ((json_is_number(mem) || json_is_string(mem)) &&
+        !(*out > 0 && *out <= PROTO_MAX_MEM_MIB)) {
         snprintf(path, sizeof(path), "%s.mem", section);
         pl_yaml_error(&cfg->doc, path, err, errlen,
-                      "expected an amount of memory (4g, 512m, or MiB) of at "
-                      "most 1 TiB");
+                      "expected an amount of memory (4g, 512m, or MiB) above "
+                      "0 and at most 1 TiB");
         return -1;
     }
     if (model && mem && !json_is_null(mem)) {

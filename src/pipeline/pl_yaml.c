@@ -161,6 +161,25 @@ static char *pl_read(const char *path, size_t *len, char *err, size_t errlen) {
     return buf;
 }
 
+/* Whether the stream ends after the document the parser loaded: a
+ * second one would be ignored, so it is refused (b->err), as is a syntax
+ * error in it. */
+static bool pl_stream_ends(pl_build *b, yaml_parser_t *parser) {
+    yaml_document_t next;
+    if (!yaml_parser_load(parser, &next)) {
+        snprintf(b->err, b->errlen, "%s:%zu: %s", b->path,
+                 parser->problem_mark.line + 1,
+                 parser->problem ? parser->problem : "not YAML");
+        return false;
+    }
+    yaml_node_t *top = yaml_document_get_root_node(&next);
+    if (top)
+        snprintf(b->err, b->errlen, "%s:%zu: a second YAML document: a "
+                 "pipeline file holds one", b->path, top->start_mark.line + 1);
+    yaml_document_delete(&next);
+    return top == NULL;
+}
+
 /* The document of text as JSON (b->err on failure). */
 static json_t *pl_parse(pl_build *b, const char *text, size_t len) {
     yaml_parser_t parser;
@@ -185,6 +204,10 @@ static json_t *pl_parse(pl_build *b, const char *text, size_t len) {
         root = NULL;
     }
     yaml_document_delete(&doc);
+    if (root && !pl_stream_ends(b, &parser)) {
+        json_decref(root);
+        root = NULL;
+    }
     yaml_parser_delete(&parser);
     return root;
 }

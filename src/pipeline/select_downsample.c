@@ -76,10 +76,15 @@ static int ds_check_il(const json_t *d, const char *path, char *err,
     if (cmd && !json_is_string(cmd) && json_array_size(cmd) == 0)
         return plcfg_fail(err, errlen, at, "command", "expected a command "
                           "line or a list of words");
+    /* the holdout is a part of each set: some of it, not all */
+    int64_t max, share;
+    if (plcfg_int(d, path, "holdout_set_ratio_max", 100, 2, 1000000, &max,
+                  err, errlen) ||
+        plcfg_int(d, path, "holdout_set_ratio", max / 2, 1, max - 1, &share,
+                  err, errlen))
+        return -1;
     const json_t *ratio = json_object_get(d, "holdout_set_ratio");
-    const json_t *max = json_object_get(d, "holdout_set_ratio_max");
-    json_int_t half = (max ? json_integer_value(max) : 100) / 2;
-    if (way == 1 && ratio && json_integer_value(ratio) != half)
+    if (way == 1 && ratio && share != max / 2)
         return plcfg_fail(err, errlen, path, "holdout_set_ratio", "Twin "
                           "splits the set in halves (half of "
                           "holdout_set_ratio_max), as Modyn's");

@@ -114,6 +114,15 @@ static void test_bad_values(void **state) {
                  "pipeline.name: expected 1 to 40 letters");
     expect_error(edit("  command: python3 train.py\n", "  command: [1, 2]\n"),
                  13, "training.command[0]: expected a word");
+    expect_error(edit("  command: python3 train.py\n", "  command: \" \"\n"),
+                 13, "training.command: expected a command");
+    const char *mems[] = {"-5", "0", "1e300", "0g"};
+    for (size_t i = 0; i < sizeof(mems) / sizeof(*mems); i++) {
+        char line[32];
+        snprintf(line, sizeof(line), "  mem: %s\n", mems[i]);
+        expect_error(edit("  mem: 2g\n", line), 17,
+                     "training.mem: expected an amount of memory");
+    }
 }
 
 static void test_missing(void **state) {
@@ -131,6 +140,11 @@ static void test_yaml_syntax(void **state) {
     expect_error(edit("  num_samples: 2\n", "  num_samples: 2\n  id: X\n"), 9,
                  "trigger.id: given twice");
     expect_error("- a\n- b\n", 1, "expected a mapping of sections");
+    char two[4096];
+    snprintf(two, sizeof(two), "%s---\ngarbage: 1\n", good);
+    expect_error(two, 21, "a second YAML document");
+    snprintf(two, sizeof(two), "%s---\ngarbage: [\n", good);
+    expect_error(two, 22, "");
 }
 
 /* A constructor's "trigger.KEY: ..." gets KEY's line; an unknown path its

@@ -274,6 +274,16 @@ static void bad_config(void **state)
                  "\"sample_then_batch\": true}}",
                  "downsampling_config.sample_then_batch: RHOLoss selects");
     expect_error("{\"name\": \"CoresetStrategy\", \"downsampling_config\": "
+                 "{\"strategy\": \"RHOLoss\", \"ratio\": 50, "
+                 "\"holdout_set_ratio\": 150, "
+                 "\"il_training_config\": {\"command\": \"x\"}}}",
+                 "downsampling_config.holdout_set_ratio: must be between 1 "
+                 "and 99");
+    expect_error("{\"name\": \"CoresetStrategy\", \"downsampling_config\": "
+                 "{\"strategy\": \"RHOLoss\", \"ratio\": 50, "
+                 "\"holdout_set_ratio\": 0}}",
+                 "downsampling_config.holdout_set_ratio: must be between 1");
+    expect_error("{\"name\": \"CoresetStrategy\", \"downsampling_config\": "
                  "{\"downsampling_list\": [{\"strategy\": \"RS2\", \"ratio\": 50, "
                  "\"with_replacement\": true}, "
                  "{\"strategy\": \"Loss\", \"ratio\": 20, \"period\": -1}], "
