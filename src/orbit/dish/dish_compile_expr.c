@@ -170,7 +170,22 @@ static int primary(comp *c) {
             t->len ? t->s : "end");
 }
 
+/* One more level of nesting at t, refused past DC_MAX_NESTING. */
+static void nest(comp *c, const dish_tok *t) {
+    if (++c->nesting > DC_MAX_NESTING)
+        dc_fail(c, t, "expressions nested too deeply");
+}
+
+static int unary_nested(comp *c);
+
 static int unary(comp *c) {
+    nest(c, dc_peek(c));
+    int ty = unary_nested(c);
+    c->nesting--;
+    return ty;
+}
+
+static int unary_nested(comp *c) {
     if (dc_accept(c, "-")) {
         const dish_tok *n = dc_peek(c);
         if (n->kind == DISH_T_INT || n->kind == DISH_T_FIX) { /* a negative literal */
@@ -266,12 +281,14 @@ static int conjunction(comp *c) {
 }
 
 int dc_expr(comp *c) {
+    nest(c, dc_peek(c));
     int ty = conjunction(c);
     while (dc_accept(c, "or")) {
         conjunction(c);
         dc_emit(c, DISH_OP_OR);
         ty = TY_INT;
     }
+    c->nesting--;
     return ty;
 }
 

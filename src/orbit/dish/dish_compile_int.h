@@ -40,6 +40,12 @@ typedef struct loopctx {
     int breaks[MAX_BREAKS], nbreaks;
 } loopctx;
 
+/* Expressions (parentheses, arguments) and unary operators nested in
+ * each other: the parser recurses for each (twice for a parenthesis), so
+ * a bound keeps a deep nesting from overflowing its stack, where nothing
+ * else would (parentheses make no code). */
+#define DC_MAX_NESTING 256
+
 typedef struct comp {
     const char *file;
     dish_tok *t;
@@ -57,6 +63,7 @@ typedef struct comp {
     int nloops;
     int ret;              /* its return type */
     int in_wait;          /* compiling a wait condition: pure code only */
+    int nesting;          /* expressions and unary operators open now */
     unsigned wait_events; /* what that condition reads */
     /* the image */
     uint8_t body[DISH_MAX_IMAGE];

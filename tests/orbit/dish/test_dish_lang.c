@@ -44,6 +44,33 @@ static void errors_have_positions(void **state) {
     compile_error("proc p() { }\nproc p() { }", "t.dish:2:1: procedure 'p' defined twice");
 }
 
+/* "proc p() { tm(1, " + `open` n times + "1" + `close` n times + ") }". */
+static const char *nested_src(const char *open, const char *close, int n) {
+    static char src[200000];
+    size_t at = (size_t)snprintf(src, sizeof src, "proc p() { tm(1, ");
+    for (int i = 0; i < n; i++)
+        at += (size_t)snprintf(src + at, sizeof src - at, "%s", open);
+    at += (size_t)snprintf(src + at, sizeof src - at, "1");
+    for (int i = 0; i < n; i++)
+        at += (size_t)snprintf(src + at, sizeof src - at, "%s", close);
+    snprintf(src + at, sizeof src - at, ") }");
+    return src;
+}
+
+/* A deep nesting is refused where it passes the bound, and does not
+ * overflow the parser's stack first (30,000 parentheses did). */
+static void deep_nesting_refused(void **state) {
+    (void)state;
+    compile_error(nested_src("(", ")", 30000), "t.dish:1:146: expressions "
+                  "nested too deeply");
+    compile_error(nested_src("not ", "", 30000), "nested too deeply");
+    compile_error(nested_src("int(", ")", 30000), "nested too deeply");
+    uint8_t img[DISH_MAX_IMAGE];
+    char err[256] = "";
+    assert_true(compile_src(nested_src("(", ")", 100), img, err, sizeof err) >
+                0);
+}
+
 /* Recursion is legal syntax; the verifier refuses it at compile time. */
 static void recursion_refused(void **state) {
     (void)state;
@@ -169,6 +196,7 @@ static void wait_timeout_and_events(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(errors_have_positions),
+        cmocka_unit_test(deep_nesting_refused),
         cmocka_unit_test(recursion_refused),
         cmocka_unit_test(arithmetic),
         cmocka_unit_test(division_by_zero_faults),
