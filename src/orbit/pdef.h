@@ -31,8 +31,15 @@ typedef struct pdef {
     pdef_step step[PDEF_MAX_STEPS];
 } pdef;
 
-/* Parses YAML text (path names it in errors). 0, or -1 with
- * "path:line:column: field: why" in err. */
+/* The longest YAML text of a definition, in bytes: one encodes to at
+ * most PDEF_MAX_BYTES, so comments and all fit many times over, and
+ * libyaml's time, which grows with the square of the flow nesting, stays
+ * short. */
+#define PDEF_YAML_MAX (16 * 1024)
+
+/* Parses YAML text (path names it in errors): at most PDEF_YAML_MAX
+ * bytes, one document, each key once in its mapping, no NUL in a value.
+ * 0, or -1 with "path:line:column: field: why" in err. */
 int pdef_from_yaml(const char *path, const char *text, size_t len, pdef *d,
                    char *err, size_t errlen);
 /* Encodes d into out (at most PDEF_MAX_BYTES). Bytes written, or -1 with

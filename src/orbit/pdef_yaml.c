@@ -63,18 +63,23 @@ static int parse_value(const ctx *c, const yaml_node_t *n, const char *field,
     if (quoted)
         goto text;
     v->i = strtoll(s, &end, 10);
-    if (*s && !*end && !errno) {
+    if (*s && !*end) {
         v->type = DIPP_PARAM_INT;
-        return 0;
+        return errno ? fail(c, n, field, "an integer out of range") : 0;
     }
     v->i = 0;
+    errno = 0;
     v->f = strtod(s, &end);
-    if (*s && !*end && !errno) {
+    if (*s && !*end) {
         v->type = DIPP_PARAM_FLOAT;
-        return 0;
+        return errno == ERANGE && (v->f > 1 || v->f < -1)
+                   ? fail(c, n, field, "a number out of range")
+                   : 0;
     }
 text:
     v->i = 0, v->f = 0;
+    if (!*s)
+        return fail(c, n, field, "an empty value (a number or a string)");
     if (strlen(s) >= DIPP_PARAM_STR_MAX)
         return fail(c, n, field, "longer than %u characters", DIPP_PARAM_STR_MAX - 1);
     v->type = DIPP_PARAM_STR;
@@ -99,6 +104,17 @@ static int parse_number(const ctx *c, const yaml_node_t *n, const char *field,
 typedef int (*pair_fn)(const ctx *c, const char *key, const yaml_node_t *k,
                        const yaml_node_t *v, const char *sub, void *arg);
 
+/* Whether key appears as a key of the pairs before kv. */
+static int given_before(const ctx *c, const yaml_node_t *n,
+                        const yaml_node_pair_t *kv, const char *key) {
+    for (const yaml_node_pair_t *p = n->data.mapping.pairs.start; p < kv; p++) {
+        const char *earlier = scalar(node(c, p->key));
+        if (earlier && strcmp(earlier, key) == 0)
+            return 1;
+    }
+    return 0;
+}
+
 static int each_pair(const ctx *c, const yaml_node_t *n, const char *field,
                      const char *what, pair_fn fn, void *arg) {
     if (n->type != YAML_MAPPING_NODE)
@@ -109,10 +125,22 @@ static int each_pair(const ctx *c, const yaml_node_t *n, const char *field,
         const char *key = scalar(k);
         char sub[96];
         snprintf(sub, sizeof sub, "%s%s%s", field, *field ? "." : "", key ? key : "?");
+        if (key && given_before(c, n, kv, key))
+            return fail(c, k, sub, "given twice");
         if (fn(c, key, k, v, sub, arg))
             return -1;
     }
     return 0;
+}
+
+/* The first scalar holding a NUL byte, which C strings would cut short
+ * without a word; NULL when none does. */
+static const yaml_node_t *scalar_with_nul(const yaml_document_t *doc) {
+    for (const yaml_node_t *n = doc->nodes.start; n < doc->nodes.top; n++)
+        if (n->type == YAML_SCALAR_NODE &&
+            memchr(n->data.scalar.value, '\0', n->data.scalar.length))
+            return n;
+    return NULL;
 }
 
 static int param_pair(const ctx *c, const char *name, const yaml_node_t *k,
@@ -189,24 +217,54 @@ static int parse_root(const ctx *c, const yaml_node_t *root, pdef *d) {
     return d->count ? 0 : fail(c, root, "modules", "missing");
 }
 
+/* libyaml's reason for not reading the text, with where, into err. */
+static void syntax_error(const char *path, const yaml_parser_t *parser,
+                         char *err, size_t errlen) {
+    snprintf(err, errlen, "%s:%lu:%lu: YAML: %s", path,
+             (unsigned long)parser->problem_mark.line + 1,
+             (unsigned long)parser->problem_mark.column + 1,
+             parser->problem ? parser->problem : "unreadable");
+}
+
+/* Whether the YAML stream ends after its first document; a second one,
+ * which would be ignored, is refused (c->err), as a syntax error in it. */
+static int stream_ends(const ctx *c, yaml_parser_t *parser) {
+    yaml_document_t next;
+    if (!yaml_parser_load(parser, &next)) {
+        syntax_error(c->path, parser, c->err, c->errlen);
+        return 0;
+    }
+    const yaml_node_t *top = yaml_document_get_root_node(&next);
+    if (top)
+        fail(c, top, "document", "a second YAML document (a definition is one)");
+    yaml_document_delete(&next);
+    return top == NULL;
+}
+
 int pdef_from_yaml(const char *path, const char *text, size_t len, pdef *d,
                    char *err, size_t errlen) {
     yaml_parser_t parser;
     yaml_document_t doc;
     memset(d, 0, sizeof *d);
     d->id = 1;
+    if (len > PDEF_YAML_MAX) {
+        snprintf(err, errlen, "%s: %zu bytes, more than a definition's %d",
+                 path, len, PDEF_YAML_MAX);
+        return -1;
+    }
     yaml_parser_initialize(&parser);
     yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
     if (!yaml_parser_load(&parser, &doc)) {
-        snprintf(err, errlen, "%s:%lu:%lu: YAML: %s", path,
-                 (unsigned long)parser.problem_mark.line + 1,
-                 (unsigned long)parser.problem_mark.column + 1,
-                 parser.problem ? parser.problem : "unreadable");
+        syntax_error(path, &parser, err, errlen);
         yaml_parser_delete(&parser);
         return -1;
     }
     ctx c = {&doc, path, err, errlen};
-    int rc = parse_root(&c, yaml_document_get_root_node(&doc), d);
+    const yaml_node_t *nul = scalar_with_nul(&doc);
+    int rc = nul ? fail(&c, nul, "value", "holds a NUL byte")
+                 : parse_root(&c, yaml_document_get_root_node(&doc), d);
+    if (rc == 0 && !stream_ends(&c, &parser))
+        rc = -1;
     yaml_document_delete(&doc);
     yaml_parser_delete(&parser);
     return rc;

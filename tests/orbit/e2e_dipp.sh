@@ -40,6 +40,8 @@ YAML
 printf 'pipeline: 2\nmodules:\n  - name: debayer\n    params: {gain: [1]}\n' > "$DIR/bad.yaml"
 d encode "$DIR/bad.yaml"; [ $rc = 1 ] || fail "bad yaml: $rc"
 has "bad.yaml:4:20: modules[0].params.gain" err
+# a device is not read at all (/dev/zero never ends)
+d encode /dev/zero; [ $rc = 1 ] || fail "/dev/zero: $rc"; has "not a regular file" err
 
 d encode "$DIR/mission.yaml" -o "$DIR/m.bin"; [ $rc = 0 ] || fail "encode: $rc"
 has "bytes of 188" out

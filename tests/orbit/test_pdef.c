@@ -93,6 +93,43 @@ static void test_errors_name_line_and_field(void **s) {
     expect_error("modules:\n  - name: a\n    config: 21\n", "m.yaml:3:13: modules[0].config");
 }
 
+/* What the YAML says is read whole or refused: an empty value (which
+ * the decoder refuses, so a good slot was replaced by an unreadable one),
+ * a key given twice (the last won, or two module lists were joined), a
+ * number out of range (it became a string), a NUL cutting a name short,
+ * a second document, and text too long to be a definition. */
+static void test_yaml_read_whole_or_refused(void **s) {
+    (void)s;
+    expect_error("modules:\n  - name: cloud\n    params: {max_cover: \"\"}\n",
+                 "m.yaml:3:25: modules[0].params.max_cover: an empty value");
+    expect_error("modules:\n  - name: cloud\n    params: {max_cover: }\n",
+                 "modules[0].params.max_cover: an empty value");
+    expect_error("pipeline: 1\npipeline: 2\nmodules:\n  - name: a\n",
+                 "m.yaml:2:1: pipeline: given twice");
+    expect_error("modules:\n  - name: a\nmodules:\n  - name: b\n",
+                 "m.yaml:3:1: modules: given twice");
+    expect_error("modules:\n  - name: a\n    name: b\n",
+                 "m.yaml:3:5: modules[0].name: given twice");
+    expect_error("modules:\n  - name: a\n    params: {f: 2, f: 0}\n",
+                 "modules[0].params.f: given twice");
+    expect_error("modules:\n  - name: a\n    params: {f: 99999999999999999999}\n",
+                 "modules[0].params.f: an integer out of range");
+    expect_error("modules:\n  - name: a\n    params: {f: 1e400}\n",
+                 "modules[0].params.f: a number out of range");
+    expect_error("modules:\n  - name: a\n---\nmodules: []\n",
+                 "m.yaml:4:1: document: a second YAML document");
+    static char big[PDEF_YAML_MAX + 64];
+    memset(big, '#', sizeof big - 1);
+    memcpy(big, "modules:\n  - name: a\n#", 22);
+    expect_error(big, "more than a definition's 16384");
+    const char nul[] = "modules:\n  - name: \"debayer\\0 x\"\n";
+    pdef d;
+    char err[256];
+    assert_int_equal(pdef_from_yaml("m.yaml", nul, sizeof nul - 1, &d, err,
+                                    sizeof err), -1);
+    assert_non_null(strstr(err, "m.yaml:2:11: value: holds a NUL byte"));
+}
+
 /* Every truncation and every single-bit flip of a good encoding is either
  * refused or decodes to a valid definition: never a crash (ASan watches). */
 static void test_damaged_bytes(void **s) {
@@ -129,6 +166,7 @@ int main(void) {
         cmocka_unit_test(test_printed_yaml_reads_back),
         cmocka_unit_test(test_too_big_is_refused),
         cmocka_unit_test(test_errors_name_line_and_field),
+        cmocka_unit_test(test_yaml_read_whole_or_refused),
         cmocka_unit_test(test_damaged_bytes),
         cmocka_unit_test(test_huge_count_refused),
     };

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "platform.h"
@@ -15,6 +16,16 @@ int cli_read_def(const char *path, pdef *d) {
     uint8_t *text;
     size_t len;
     char err[512];
+    struct stat st;
+    /* Not read at all when it cannot be a definition: a device or FIFO
+     * might never end. */
+    if (stat(path, &st) == 0 &&
+        (!S_ISREG(st.st_mode) || st.st_size > PDEF_YAML_MAX)) {
+        fprintf(stderr, "dipp: %s: %s\n", path, S_ISREG(st.st_mode)
+                ? "larger than a definition's YAML may be (16 KiB)"
+                : "not a regular file");
+        return -1;
+    }
     int rc = plat_file_read(path, &text, &len);
     if (rc) {
         fprintf(stderr, "dipp: %s: %s\n", path, strerror(-rc));
