@@ -177,7 +177,7 @@ typedef struct run_opts {
 static int number(const char *opt, const char *s, double hi, double *v) {
     char *end;
     *v = s ? strtod(s, &end) : -1;
-    if (!s || !*s || *end || *v < 0 || *v > hi) {
+    if (!s || !*s || *end || !(*v >= 0 && *v <= hi)) { /* NaN too */
         fprintf(stderr, "dish run: %s wants a number from 0 to %g\n", opt, hi);
         return -1;
     }
