@@ -58,6 +58,8 @@ d store --store "$DIR/store" --config 4 "$DIR/mission.yaml"; [ $rc = 0 ] || fail
 d slots --store "$DIR/store"; [ $rc = 0 ] || fail "slots: $rc"
 has "pipeline-1: " out; has "debayer crop_tile downsample encode_jpeg" out
 has "config-4: " out; has "pipeline-6: empty" out
+d slots --store "$DIR/nowhere"; [ $rc = 1 ] || fail "slots of no folder: $rc"
+has "nowhere: No such file" err
 head -c 9 "$DIR/store/config-4" > "$DIR/t" && mv "$DIR/t" "$DIR/store/config-4"
 d slots --store "$DIR/store"; [ $rc = 1 ] || fail "torn slot listed fine: $rc"
 has "config-4: BAD" out

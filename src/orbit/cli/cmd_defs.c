@@ -2,6 +2,7 @@
  * definitions between their YAML, their encoded uplink form and the
  * on-board slots. */
 #define _GNU_SOURCE /* getopt_long */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -216,6 +217,12 @@ int cmd_slots(int argc, char **argv) {
     int rc = store_args(argc, argv, 0, &dir, NULL, text);
     if (rc >= 0)
         return rc;
+    struct stat st;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "dipp slots: %s: %s\n", dir,
+                errno ? strerror(errno) : "not a folder");
+        return EXIT_BAD;
+    }
     int bad = list_kind(dir, SLOT_PIPELINE) | list_kind(dir, SLOT_CONFIG);
     return bad ? EXIT_BAD : 0;
 }
