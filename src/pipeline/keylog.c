@@ -48,17 +48,38 @@ static uint32_t block_crc(const pl_block_head *h, const void *samples,
     return (uint32_t)crc32(crc, bads, (uInt)(h->nbad * sizeof(pl_bad_entry)));
 }
 
-/* Whether the block at p (left bytes to the end) is whole and valid. */
+/* Whether the block at p (left bytes to the end) is whole and its
+ * checksum right; its head into *h. */
+static int block_whole(const unsigned char *p, uint64_t left,
+                       pl_block_head *h) {
+    if (left < sizeof(*h))
+        return 0;
+    memcpy(h, p, sizeof(*h));
+    if (h->magic != PL_BLOCK_MAGIC || (h->flags & ~PL_BLOCK_RUN) ||
+        block_size(h) > left)
+        return 0;
+    const unsigned char *samples = p + sizeof(*h);
+    return block_crc(h, samples, samples + samples_size(h)) == h->crc;
+}
+
+/* Whether the block at p is whole, valid and the next: its first key
+ * next_key. */
 static int block_ok(const unsigned char *p, uint64_t left, uint64_t next_key) {
     pl_block_head h;
-    if (left < sizeof(h))
-        return 0;
-    memcpy(&h, p, sizeof(h));
-    if (h.magic != PL_BLOCK_MAGIC || h.first_key != next_key ||
-        (h.flags & ~PL_BLOCK_RUN) || block_size(&h) > left)
-        return 0;
-    const unsigned char *samples = p + sizeof(h);
-    return block_crc(&h, samples, samples + samples_size(&h)) == h.crc;
+    return block_whole(p, left, &h) && h.first_key == next_key;
+}
+
+/* Whether a whole block lies past the bad one at pos. A crash tears only
+ * the end of the log (blocks are appended), so then the log was damaged
+ * in the middle: cutting it there would drop registered samples and
+ * later give their keys to others. Blocks lie 8-byte aligned. */
+static int whole_block_after(const unsigned char *base, uint64_t size,
+                             uint64_t pos) {
+    pl_block_head h;
+    for (uint64_t p = pos + 8; p + sizeof(h) <= size; p += 8)
+        if (block_whole(base + p, size - p, &h))
+            return 1;
+    return 0;
 }
 
 /* A run block's samples as pl_samples, into *buf (grown as needed). */
@@ -121,6 +142,13 @@ int pl_keylog_scan(const unsigned char *base, uint64_t size, uint64_t *pos,
         }
     }
     free(expanded);
+    if (!stop && *pos < size && whole_block_after(base, size, *pos)) {
+        snprintf(err, errlen, "damaged at byte %llu, with whole blocks after "
+                 "it: the log is corrupt, not torn by a crash, so nothing of "
+                 "it is read or cut (restore it from a copy)",
+                 (unsigned long long)*pos);
+        return -1;
+    }
     return 0;
 }
 

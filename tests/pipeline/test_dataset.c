@@ -187,6 +187,32 @@ static void listed_file_without_block_is_registered(void **state) {
     assert_keys_in_order(f, 300);
 }
 
+/* A block damaged with whole blocks after it is no crash's tear: the
+ * watcher refuses to start rather than cut those blocks (their samples
+ * would be lost and their keys given to others), and readers say where
+ * the damage is. */
+static void damage_in_the_middle_is_not_cut(void **state) {
+    fixture *f = *state;
+    add_dataset(f, binary12);
+    for (int i = 0; i < 3; i++) {
+        write_records(f, "a.bin", 10 * i, 10);
+        assert_int_equal(scan_once(f), 10);
+    }
+    off_t size = keylog_size(f);
+    flip_keylog_byte(f, PL_KEYLOG_HEADER + 50); /* in the first block */
+    pl_watch *w;
+    char err[256];
+    assert_int_equal(pl_watch_open(f->state, "d", &w, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "damaged at byte 16, with whole blocks"));
+    assert_int_equal(keylog_size(f), size);
+    pl_dataset *ds;
+    assert_int_equal(pl_dataset_open(f->state, "d", &ds, err, sizeof(err)),
+                     -1);
+    assert_non_null(strstr(err, "keys.log: damaged at byte 16"));
+    flip_keylog_byte(f, PL_KEYLOG_HEADER + 50); /* mended */
+    assert_keys_in_order(f, 30);
+}
+
 static void binary_growing_file_and_truncated_record(void **state) {
     fixture *f = *state;
     add_dataset(f, binary12);
@@ -426,6 +452,8 @@ int main(void) {
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(fifos_are_passed_over, setup, teardown),
         cmocka_unit_test_setup_teardown(fifo_label_is_passed_over, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(damage_in_the_middle_is_not_cut, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(torn_tail_is_cut_and_registered_again,
                                         setup, teardown),
