@@ -31,10 +31,14 @@ static int cover_file(pl_watch *w, uint32_t file) {
     while (cap <= file)
         cap *= 2;
     uint64_t *grown = realloc(w->done, cap * sizeof(*grown));
-    if (!grown)
+    if (grown)
+        w->done = grown;
+    uint8_t *flags = grown ? realloc(w->shrunk, cap) : NULL;
+    if (!flags)
         return -1;
+    w->shrunk = flags;
     memset(grown + w->done_cap, 0, (cap - w->done_cap) * sizeof(*grown));
-    w->done = grown;
+    memset(flags + w->done_cap, 0, cap - w->done_cap);
     w->done_cap = cap;
     return 0;
 }
@@ -164,6 +168,7 @@ void pl_watch_close(pl_watch *w) {
             close(fds[i]);
     pl_filetab_free(&w->files);
     free(w->done);
+    free(w->shrunk);
     free(w->found.samples);
     free(w->found.bads);
     free(w->chunk);
@@ -181,6 +186,23 @@ void pl_watch_warn(pl_watch *w, const char *name, const char *what) {
     if (w->warn)
         fprintf(w->warn, "aegis dataset %s: %s/%s: %s\n", w->conf.name,
                 w->conf.dir, name, what);
+}
+
+int pl_watch_shrunk(pl_watch *w, int64_t index, const char *name,
+                    uint64_t size) {
+    if (index < 0 || (!w->shrunk[index] && size >= w->done[index]))
+        return 0;
+    if (!w->shrunk[index]) {
+        char what[256];
+        snprintf(what, sizeof(what), "now %llu bytes, shorter than the %llu "
+                 "registered: it was cut or replaced, so its samples no "
+                 "longer match it, and nothing more of it is registered "
+                 "(give new data a new name)", (unsigned long long)size,
+                 (unsigned long long)w->done[index]);
+        pl_watch_warn(w, name, what);
+        w->shrunk[index] = 1;
+    }
+    return 1;
 }
 
 /* Cuts the pass at the dataset's size limit: keeps the samples that fit,

@@ -3,6 +3,7 @@
  * progress on, a sample of the one-per-file format once its label file
  * is there. */
 #include "watch_int.h"
+#include "mapguard.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -50,23 +51,50 @@ static int64_t register_rows(pl_watch *w, const char *name,
     return (int64_t)(w->samples - before);
 }
 
-/* CSV files are mapped: rows of any length, the header at the start. */
+/* register_rows() of a mapping, as pl_map_guarded() runs it. */
+typedef struct rows_call {
+    pl_watch *w;
+    const char *name;
+    const unsigned char *base;
+    uint64_t size;
+    int complete;
+    int64_t mtime;
+    char *err;
+    size_t errlen;
+    int64_t n;
+} rows_call;
+
+static void register_rows_call(void *arg) {
+    rows_call *c = arg;
+    c->n = register_rows(c->w, c->name, c->base, c->size, c->complete,
+                         c->mtime, c->err, c->errlen);
+}
+
+/* CSV files are mapped: rows of any length, the header at the start. A
+ * file cut shorter while it is read (its writer rewrote it in place) is
+ * left with a warning: what was registered of it stays as it was. */
 static int64_t register_csv(pl_watch *w, const char *name, int fd,
                             const struct stat *st, int complete, char *err,
                             size_t errlen) {
     int64_t index = pl_filetab_find(&w->files, name);
     uint64_t size = (uint64_t)st->st_size;
-    if (size == 0 || (index >= 0 && w->done[index] >= size))
+    if (pl_watch_shrunk(w, index, name, size) || size == 0 ||
+        (index >= 0 && w->done[index] >= size))
         return 0;
     void *base = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
     if (base == MAP_FAILED) {
         pl_watch_warn(w, name, strerror(errno));
         return 0;
     }
-    int64_t n = register_rows(w, name, base, size, complete,
-                              (int64_t)st->st_mtime, err, errlen);
+    rows_call c = {w, name, base, size, complete, (int64_t)st->st_mtime, err,
+                   errlen, 0};
+    if (pl_map_guarded(register_rows_call, &c) < 0) {
+        pl_watch_warn(w, name, "cut shorter while it was read; what was "
+                               "registered of it before stays");
+        c.n = 0;
+    }
     munmap(base, size);
-    return n;
+    return c.n;
 }
 
 /* The read buffer of binary files: whole records, about CHUNK_BYTES. */
@@ -103,7 +131,8 @@ static int64_t register_binary(pl_watch *w, const char *name, int fd,
                                size_t errlen) {
     int64_t index = pl_filetab_find(&w->files, name);
     uint64_t size = (uint64_t)st->st_size, before = w->samples;
-    if (size == 0 || (index >= 0 && w->done[index] >= size))
+    if (pl_watch_shrunk(w, index, name, size) || size == 0 ||
+        (index >= 0 && w->done[index] >= size))
         return 0;
     size_t chunk = chunk_size(w);
     if (!chunk) {

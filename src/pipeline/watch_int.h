@@ -16,7 +16,9 @@ struct pl_watch {
     int keys_fd, files_fd, dir_fd, ino; /* ino: inotify, once started */
     pl_filetab files;
     uint64_t *done;     /* each file's progress, by index */
-    uint32_t done_cap;
+    uint8_t *shrunk;    /* by index: found shorter than its progress (said
+                           once) */
+    uint32_t done_cap;  /* entries of both */
     uint64_t samples, nbad, bytes;
     pl_found found;     /* one pass's buffers */
     unsigned char *chunk; /* binary files are read through it */
@@ -36,5 +38,10 @@ int64_t pl_watch_index(pl_watch *w, const char *name, char *err,
 int pl_watch_commit(pl_watch *w, uint32_t file, const char *name, char *err,
                     size_t errlen);
 void pl_watch_warn(pl_watch *w, const char *name, const char *what);
+/* Whether registered file `index` (name), now size bytes, is or was
+ * shorter than what was registered of it: said once, and then nothing
+ * more of it is taken while this watcher runs. */
+int pl_watch_shrunk(pl_watch *w, int64_t index, const char *name,
+                    uint64_t size);
 
 #endif

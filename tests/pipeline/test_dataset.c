@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -21,6 +22,7 @@
 #include "dataset_info.h"
 #include "dsconf.h"
 #include "keylog.h"
+#include "mapguard.h"
 #include "watch.h"
 
 typedef struct fixture {
@@ -211,6 +213,60 @@ static void damage_in_the_middle_is_not_cut(void **state) {
     assert_non_null(strstr(err, "keys.log: damaged at byte 16"));
     flip_keylog_byte(f, PL_KEYLOG_HEADER + 50); /* mended */
     assert_keys_in_order(f, 30);
+}
+
+static void read_byte(void *arg) {
+    volatile const unsigned char *p = arg;
+    (void)p[0];
+}
+
+/* A read of a mapping past its file's new end (the file cut while a
+ * watcher reads it) ends only the guarded call; the next runs as usual. */
+static void guarded_read_of_a_shrunk_file(void **state) {
+    fixture *f = *state;
+    char path[256], block[8192] = {0};
+    write_file(f, "cut.csv", block, sizeof(block));
+    snprintf(path, sizeof(path), "%s/cut.csv", f->data);
+    int fd = open(path, O_RDONLY);
+    unsigned char *base = mmap(NULL, sizeof(block), PROT_READ, MAP_SHARED,
+                               fd, 0);
+    close(fd);
+    assert_true(base != MAP_FAILED);
+    assert_int_equal(pl_map_guarded(read_byte, base + 4096), 0);
+    assert_int_equal(truncate(path, 0), 0);
+    assert_int_equal(pl_map_guarded(read_byte, base + 4096), -1);
+    assert_int_equal(pl_map_guarded(read_byte, block), 0);
+    munmap(base, sizeof(block));
+}
+
+/* A registered file found shorter than what was registered of it (cut,
+ * or replaced by a shorter one) is said once and left alone: its new
+ * bytes would be taken as records of the old. */
+static void shrunk_file_said_and_left(void **state) {
+    fixture *f = *state;
+    add_dataset(f, binary12);
+    write_records(f, "a.bin", 0, 5);
+    char path[256], *said = NULL, err[256];
+    size_t len = 0;
+    snprintf(path, sizeof(path), "%s/a.bin", f->data);
+    pl_watch *w;
+    FILE *warnings = open_memstream(&said, &len);
+    assert_int_equal(pl_watch_open(f->state, "d", &w, err, sizeof(err)), 0);
+    pl_watch_set_warnings(w, warnings);
+    assert_int_equal(pl_watch_scan(w, err, sizeof(err)), 5);
+    assert_int_equal(truncate(path, 12), 0);
+    assert_int_equal(pl_watch_scan(w, err, sizeof(err)), 0);
+    assert_int_equal(pl_watch_scan(w, err, sizeof(err)), 0);
+    write_records(f, "a.bin", 1, 9); /* past the registered 60 bytes */
+    assert_int_equal(pl_watch_scan(w, err, sizeof(err)), 0);
+    pl_watch_close(w);
+    fclose(warnings);
+    const char *first = strstr(said, "a.bin: now 12 bytes, shorter than the "
+                                     "60 registered");
+    assert_non_null(first);
+    assert_null(strstr(first + 1, "a.bin: now")); /* said once */
+    free(said);
+    assert_keys_in_order(f, 5);
 }
 
 static void binary_growing_file_and_truncated_record(void **state) {
@@ -454,6 +510,10 @@ int main(void) {
         cmocka_unit_test_setup_teardown(fifo_label_is_passed_over, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(damage_in_the_middle_is_not_cut, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(guarded_read_of_a_shrunk_file, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(shrunk_file_said_and_left, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(torn_tail_is_cut_and_registered_again,
                                         setup, teardown),
