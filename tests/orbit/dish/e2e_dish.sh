@@ -33,6 +33,8 @@ head -c 20 "$tmp/r.dbc" > "$tmp/cut.dbc"
 [ $? -eq 1 ] || fail "truncated bytecode exit"
 "$dish" run "$tmp/r.dbc" 2>/dev/null
 [ $? -eq 2 ] || fail "run without --sim exit"
+"$dish" check "$tmp" 2> "$tmp/err"
+[ $? -eq 1 ] && grep -q "not a regular file" "$tmp/err" || fail "check of a folder"
 for bad in "--hours nan" "--speed nan" "--hours -1"; do
     "$dish" run --sim $bad "$tmp/r.dbc" 2> "$tmp/err"
     [ $? -eq 2 ] && grep -q "wants a number" "$tmp/err" || fail "run $bad accepted"

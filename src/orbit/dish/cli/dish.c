@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "dish_compile.h"
 #include "dish_disasm.h"
@@ -36,18 +37,31 @@ static const char usage[] =
     "\n"
     "Exit status: 0 success, 1 a file refused (the reason on stderr), 2 usage.\n";
 
-/* Reads path whole into a malloc'ed buffer: its length, or -1. */
+/* Reads path whole into a malloc'ed buffer: its length, or -1. Only a
+ * regular file: a folder reads as nothing, a FIFO may never end. */
 static long read_file(const char *path, char **out) {
+    struct stat st;
     FILE *f = fopen(path, "rb");
-    if (!f) {
+    if (!f || fstat(fileno(f), &st) != 0) {
         perror(path);
+        if (f)
+            fclose(f);
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        fprintf(stderr, "dish: %s: not a regular file\n", path);
+        fclose(f);
         return -1;
     }
     char *buf = malloc(MAX_SOURCE + 1);
     size_t n = buf ? fread(buf, 1, MAX_SOURCE + 1, f) : 0;
+    int failed = ferror(f);
     fclose(f);
-    if (!buf || n > MAX_SOURCE) {
-        fprintf(stderr, "dish: %s: over %d bytes\n", path, MAX_SOURCE);
+    if (!buf || failed || n > MAX_SOURCE) {
+        if (failed)
+            fprintf(stderr, "dish: %s: cannot be read\n", path);
+        else
+            fprintf(stderr, "dish: %s: over %d bytes\n", path, MAX_SOURCE);
         free(buf);
         return -1;
     }
