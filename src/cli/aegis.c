@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 typedef struct cli_command {
@@ -77,6 +78,21 @@ const char *cli_default_catalog(void) {
     bool in_build = n > (ssize_t)len &&
                     strncmp(exe, AEGIS_BUILD_DIR "/", len + 1) == 0;
     return in_build ? AEGIS_CATALOG_SRC : AEGIS_CATALOG_INSTALLED;
+}
+
+int cli_output_apart(const char *cmd, const char *opt, const char *path,
+                     const char *const *inputs) {
+    struct stat out, in;
+    if (!path || stat(path, &out) != 0 || !S_ISREG(out.st_mode)) return 0;
+    for (; inputs[0]; inputs += 2) {
+        if (!inputs[1] || stat(inputs[1], &in) != 0) continue;
+        if (in.st_dev == out.st_dev && in.st_ino == out.st_ino) {
+            fprintf(stderr, "aegis %s: --%s: %s is the --%s file: an output "
+                    "may not overwrite an input\n", cmd, opt, path, inputs[0]);
+            return -1;
+        }
+    }
+    return 0;
 }
 
 /* "--mem" for an option, "ID" for an operand (see cli.h). */

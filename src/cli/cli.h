@@ -29,4 +29,12 @@ int cli_parse_long(const char *cmd, const char *opt, const char *text,
 int cli_parse_double(const char *cmd, const char *opt, const char *text,
                      double lo, double hi, double *out);
 
+/* Whether output file `path` (given by option opt, NULL: none) lies
+ * apart from every input: inputs are pairs of an option's name and its
+ * path (NULL: not given), ending with NULL. When path is one of them,
+ * writing it would destroy that input: prints "aegis CMD: --OPT: PATH is
+ * the --INPUT file" and returns -1; else 0. */
+int cli_output_apart(const char *cmd, const char *opt, const char *path,
+                     const char *const *inputs);
+
 #endif

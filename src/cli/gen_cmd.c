@@ -4,6 +4,7 @@
 #include "catalog.h"
 #include "gen.h"
 #include "gen_prod.h"
+#include "trace.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -162,6 +163,11 @@ static int gen_option(int opt, gen_args *a) {
 static const char *gen_misuse(const gen_args *a, int extra) {
     if (extra) return "unexpected argument";
     if (a->jobs < 0 && !a->list) return "--jobs is required";
+    /* Half the span a trace may have (TRACE_MAX_SUBMIT_S): random gaps
+     * add up to about their mean times the jobs, a little more or less. */
+    if ((double)a->jobs * a->gap > TRACE_MAX_SUBMIT_S / 2)
+        return "--jobs times --mean-gap-s is over 5e11 s, half the 1e12 s "
+               "a trace may span";
     if (!a->production)
         return a->catalog_out || a->gpu_mem_mib > 0
                    ? "--catalog-out and --gpu-mem-mib need --profile production"
@@ -247,6 +253,9 @@ int cli_gen_trace(int argc, char **argv) {
                 misuse);
         return CLI_USAGE;
     }
+    const char *const inputs[] = {"catalog", a.catalog, NULL};
+    if (cli_output_apart("gen-trace", "catalog-out", a.catalog_out, inputs) < 0)
+        return CLI_USAGE;
     char err[512];
     cat_catalog *cat = cat_load(a.catalog, err, sizeof(err));
     if (!cat) {

@@ -632,6 +632,12 @@ int cli_sim(int argc, char **argv) {
     parse_policies(&cmd, all);
     int rc = parse_args(&cmd, argc, argv);
     if (rc != 0) return rc > 0 ? CLI_OK : CLI_USAGE;
+    const char *const inputs[] = {"trace", cmd.trace, "catalog", cmd.catalog,
+                                  NULL};
+    if (cli_output_apart("sim", "report-csv", cmd.report_csv, inputs) < 0 ||
+        cli_output_apart("sim", "timeline", cmd.timeline, inputs) < 0 ||
+        cli_output_apart("sim", "chart", cmd.chart, inputs) < 0)
+        return CLI_USAGE;
     char err[512];
     cat_catalog *cat = cat_load(cmd.catalog, err, sizeof(err));
     trace *t = cat ? trace_load(cmd.trace, cat, err, sizeof(err)) : NULL;

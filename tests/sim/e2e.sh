@@ -113,7 +113,11 @@ gen_trace)
     cmp -s "$TMP/a" "$TMP/c" && fail "different seeds, same trace"
     [ "$(wc -l <"$TMP/a")" -eq 51 ] || fail "not 50 jobs plus a header"
     "$AEGIS" sim --trace "$TMP/a" --policy exclusive --quiet ||
-        fail "generated trace does not simulate" ;;
+        fail "generated trace does not simulate"
+    # nor one that the simulator would refuse (submit times past 1e12 s)
+    "$AEGIS" gen-trace --jobs 3000 --mean-gap-s 1e9 >"$TMP/a" 2>"$TMP/err"
+    [ $? -eq 2 ] && grep -q "half the 1e12 s" "$TMP/err" ||
+        fail "gen-trace over the span a trace may have" ;;
 plus_users)
     # gen-trace --users adds a user column and leaves the jobs as they were.
     "$AEGIS" gen-trace --jobs 40 --seed 3 --users 3 >"$TMP/u" || fail "exit $?"
@@ -375,7 +379,21 @@ PY
     "$AEGIS" sim --trace "$DEMO" --pue 0.5 2>/dev/null
     [ $? -eq 2 ] || fail "--pue 0.5 accepted"
     "$AEGIS" sim --trace "$DEMO" --report-csv /nonexistent/x.csv 2>/dev/null
-    [ $? -eq 1 ] || fail "unwritable --report-csv" ;;
+    [ $? -eq 1 ] || fail "unwritable --report-csv"
+    # an output over an input is refused before anything is written
+    cp "$DEMO" "$TMP/in.csv"
+    for out in report-csv timeline chart; do
+        expect_bad "$TMP/in.csv" "--$out: .*in.csv is the --trace file" \
+            --policy exclusive --$out "$TMP/in.csv"
+        cmp -s "$DEMO" "$TMP/in.csv" || fail "--$out wrote over the trace"
+    done
+    cp "$DATA/catalog.csv" "$TMP/cat.csv"
+    expect_bad "$DEMO" "is the --catalog file" --catalog "$TMP/cat.csv" \
+        --report-csv "$TMP/cat.csv"
+    "$AEGIS" gen-trace --jobs 3 --profile production --catalog "$TMP/cat.csv" \
+        --catalog-out "$TMP/cat.csv" >/dev/null 2>"$TMP/err"
+    [ $? -eq 2 ] && grep -q "is the --catalog file" "$TMP/err" &&
+        cmp -s "$DATA/catalog.csv" "$TMP/cat.csv" || fail "catalog overwritten" ;;
 slurm_fifo)
     # --dispatch slurm on 2 one-GPU nodes (aegis_mem 40960 each), faketensor
     # estimates: xception 16641 MiB, gpt2_xl 40000, mnist 37. By hand:
