@@ -4,6 +4,7 @@
  * is escaped for XML.
  */
 #include "history_view.h"
+#include "xml_text.h"
 
 #include <math.h>
 #include <string.h>
@@ -89,20 +90,6 @@ void history_spark(FILE *out, json_t *hist) {
             n);
 }
 
-/* text with XML's special characters escaped. */
-static void svg_text(FILE *out, const char *text) {
-    for (const char *c = text; c && *c; c++) {
-        switch (*c) {
-        case '&': fputs("&amp;", out); break;
-        case '<': fputs("&lt;", out); break;
-        case '>': fputs("&gt;", out); break;
-        case '"': fputs("&quot;", out); break;
-        case '\'': fputs("&apos;", out); break;
-        default: fputc(*c, out);
-        }
-    }
-}
-
 /* A round step for about SVG_TICKS ticks up to top: 1, 2 or 5 x 10^k. */
 static double svg_step(double top) {
     double raw = top / SVG_TICKS, mag = pow(10, floor(log10(raw)));
@@ -167,7 +154,7 @@ static void svg_title(FILE *out, json_int_t id, const char *name,
             SVG_LEFT, (long long)id);
     if (name && name[0]) {
         fputs(" (", out);
-        svg_text(out, name);
+        xml_text(out, name);
         fputc(')', out);
     }
     size_t i;
@@ -175,7 +162,7 @@ static void svg_title(FILE *out, json_int_t id, const char *name,
     json_array_foreach(json_object_get(hist, "gpus"), i, g) {
         fprintf(out, "%s GPU %lld ", i ? "," : " on",
                 (long long)json_integer_value(json_object_get(g, "index")));
-        svg_text(out, json_string_value(json_object_get(g, "name")));
+        xml_text(out, json_string_value(json_object_get(g, "name")));
     }
     fputs("</text>\n", out);
 }

@@ -6,6 +6,7 @@
  * it.
  */
 #include "pipeline_compare.h"
+#include "xml_text.h"
 
 #include "cli.h"
 
@@ -31,21 +32,6 @@ typedef struct svg_line {
     pl_eval_result *served;
     size_t n;
 } svg_line;
-
-/* text with XML's special characters escaped (a handler's name is the
- * user's). */
-static void svg_text(FILE *f, const char *text) {
-    for (; *text; text++) {
-        switch (*text) {
-        case '<': fputs("&lt;", f); break;
-        case '>': fputs("&gt;", f); break;
-        case '&': fputs("&amp;", f); break;
-        case '\'': fputs("&#39;", f); break;
-        case '"': fputs("&quot;", f); break;
-        default: fputc(*text, f);
-        }
-    }
-}
 
 /* A window's middle, open bounds cut at its samples. */
 static double svg_mid(const pl_eval_result *w) {
@@ -163,7 +149,7 @@ int pc_svg(const char *path, const pc_row *rows, int n, const char *handler,
                 "height='%d' font-family='sans-serif' font-size='12'>\n"
                 "<text x='%d' y='22' font-size='14'>Composite model: %s (",
                 SVG_W, SVG_H, PLOT_L, metric);
-        svg_text(f, handler);
+        xml_text(f, handler);
         fprintf(f, "), the model serving each window</text>\n");
         svg_axes(f, t0, t1, metric);
         for (int k = 0; k < n; k++)

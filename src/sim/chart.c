@@ -1,5 +1,6 @@
 /* chart.c -- the comparison bar chart (chart.h). */
 #include "chart.h"
+#include "xml_text.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -20,18 +21,6 @@ static void figures(const report_summary *s, double v[NFIGURES]) {
     v[0] = s->makespan_s;
     v[1] = s->mean_jct_s;
     v[2] = s->energy_j;
-}
-
-/* Labels come from policy and mode names; escape what XML requires. */
-static void xml_text(FILE *out, const char *s) {
-    for (; *s; s++) {
-        switch (*s) {
-        case '<': fputs("&lt;", out); break;
-        case '>': fputs("&gt;", out); break;
-        case '&': fputs("&amp;", out); break;
-        default: putc(*s, out);
-        }
-    }
 }
 
 static void draw(FILE *out, const char *title, const report_summary *sums,

@@ -1,5 +1,6 @@
 /* svg.c -- drawing the timeline picture (svg.h). */
 #include "svg.h"
+#include "xml_text.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -44,8 +45,9 @@ static void draw_bar(svg_canvas *c, const sim_result *r, const sim_attempt *at,
             y, w > 0.5 ? w : 0.5, SUB_H - 1);
     if (at->oom) fputs("fill='#e33' stroke='#900'", c->out);
     else fprintf(c->out, "fill='hsl(%u,55%%,60%%)'", hue_of(src->work->name));
-    fprintf(c->out, "><title>job %lld %s%s</title></rect>\n",
-            (long long)src->index, src->work->name, at->oom ? " (OOM)" : "");
+    fprintf(c->out, "><title>job %lld ", (long long)src->index);
+    xml_text(c->out, src->work->name); /* a catalog's or a trace's own */
+    fprintf(c->out, "%s</title></rect>\n", at->oom ? " (OOM)" : "");
 }
 
 /* Draws the attempts on the first ngpus GPUs, server by server in launch
@@ -129,8 +131,9 @@ static void draw_panel(svg_canvas *c, const sim_result *r,
     int total = r->servers * r->gpus_per_server;
     int ngpus = total < SVG_MAX_GPUS ? total : SVG_MAX_GPUS;
     double lane_h = MAX_SUBLANES * SUB_H;
-    fprintf(c->out, "<text x='4' y='%.1f' class='head'>%s: makespan %.0f s, "
-            "mean JCT %.0f s, %d OOM%s</text>\n", c->y + 14, s->label,
+    fprintf(c->out, "<text x='4' y='%.1f' class='head'>", c->y + 14);
+    xml_text(c->out, s->label);
+    fprintf(c->out, ": makespan %.0f s, mean JCT %.0f s, %d OOM%s</text>\n",
             s->makespan_s, s->mean_jct_s, s->ooms, s->ooms == 1 ? "" : "s");
     c->y += 22;
     if (ngpus < total)
@@ -165,8 +168,9 @@ static void draw_comparison(svg_canvas *c, const report_summary *sums, int n) {
     for (int i = 0; i < n; i++) {
         const double v[2] = {sums[i].makespan_s, sums[i].mean_jct_s};
         const char *fill[2] = {"#4a7bd0", "#e8903a"};
-        fprintf(c->out, "<text x='4' y='%.1f' class='lab'>%s</text>\n",
-                c->y + BAR_H + 2, sums[i].label);
+        fprintf(c->out, "<text x='4' y='%.1f' class='lab'>", c->y + BAR_H + 2);
+        xml_text(c->out, sums[i].label);
+        fputs("</text>\n", c->out);
         for (int k = 0; k < 2; k++) {
             double w = (PLOT_W - 80) * v[k] / most;
             fprintf(c->out, "<rect x='%.1f' y='%.1f' width='%.1f' "

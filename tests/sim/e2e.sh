@@ -343,6 +343,18 @@ texts = " ".join(t.text or "" for t in root.iter(ns + "text"))
 assert len(rects) > 120, len(rects)  # 2 policies x 60 jobs + chart
 assert "exclusive" in texts and "aegis" in texts, texts[:200]
 PY
+    # a workload's name is drawn escaped: the SVG still parses
+    grep -v '^#' "$DATA/catalog.csv" | head -2 >"$TMP/c.csv"
+    sed -i '2s/^[^,]*,/<a\&b"'"'"'>,/' "$TMP/c.csv"
+    printf 'submit_time_s,workload\n0,<a&b"'"'"'>\n' >"$TMP/t.csv"
+    "$AEGIS" sim --trace "$TMP/t.csv" --catalog "$TMP/c.csv" --quiet \
+        --policy exclusive --timeline "$TMP/n.svg" || fail "exit $?"
+    python3 - "$TMP/n.svg" <<'PY' || fail "a name broke the SVG"
+import sys, xml.etree.ElementTree as ET
+root = ET.parse(sys.argv[1]).getroot()
+titles = [t.text for t in root.iter("{http://www.w3.org/2000/svg}title")]
+assert "job 1 <a&b\"'>" in titles, titles
+PY
     ;;
 task_path_stem)
     printf 'submit_time_s,task_path\n0,specs/yaml/%s.yaml\n' $W >"$TMP/t.csv"
