@@ -193,14 +193,49 @@ static int worst(int rc, int one) {
     return one == CLI_USAGE ? CLI_USAGE : rc;
 }
 
+/* The longest line of descriptions on stdin, in bytes. */
+#define STDIN_LINE_MAX ((size_t)1 << 30)
+
+/* The next line of in (its '\n' kept) into *buf, grown as needed: its
+ * length, 0 at the end, -1 when out of memory, -2 at a NUL byte (binary
+ * input, which no line after resyncs: /dev/zero has no end) and -3 past
+ * STDIN_LINE_MAX. */
+static ssize_t read_line(FILE *in, char **buf, size_t *cap) {
+    size_t len = 0;
+    int c;
+    while ((c = getc(in)) != EOF) {
+        if (c == '\0') return -2;
+        if (len + 2 > *cap) {
+            size_t bigger = *cap ? *cap * 2 : 4096;
+            char *grown = bigger > STDIN_LINE_MAX ? NULL : realloc(*buf, bigger);
+            if (!grown) return bigger > STDIN_LINE_MAX ? -3 : -1;
+            *buf = grown;
+            *cap = bigger;
+        }
+        (*buf)[len++] = (char)c;
+        if (c == '\n') break;
+    }
+    if (len) (*buf)[len] = '\0';
+    return (ssize_t)len;
+}
+
 /* Descriptions as JSON lines on stdin; blank lines are skipped, a bad
  * line is reported and the next one read. */
 static int estimate_stdin(const estimate_cmd *cmd) {
     char *line = NULL;
     size_t cap = 0;
     int lineno = 0, rc = CLI_OK;
-    while (rc != CLI_FAIL && getline(&line, &cap, stdin) > 0) {
+    ssize_t n;
+    while (rc != CLI_FAIL && (n = read_line(stdin, &line, &cap)) != 0) {
         lineno++;
+        if (n < 0) {
+            fprintf(stderr, "aegis estimate: <stdin>:%d: %s\n", lineno,
+                    n == -2 ? "a NUL byte: binary input, not JSON lines"
+                    : n == -3 ? "a line over 1 GiB"
+                              : "out of memory");
+            rc = n == -1 ? CLI_FAIL : worst(rc, CLI_USAGE);
+            break;
+        }
         if (line[strspn(line, " \t\r\n")] == '\0') continue;
         char name[32], err[512];
         snprintf(name, sizeof(name), "<stdin>:%d", lineno);

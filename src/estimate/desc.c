@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -239,9 +240,14 @@ bad:
     return NULL;
 }
 
+/* The most of a description file that is read: a file without end
+ * (/dev/zero, a pipe that never closes) stops here. */
+#define DESC_READ_MAX ((size_t)1 << 30)
+
 /* The whole file in a buffer of *len bytes, or NULL with errno set. jansson
  * reads a FILE one character at a time; parsing a buffer took a sixth off
- * the load of a 700-layer description. */
+ * the load of a 700-layer description. Stops at a NUL byte, which no JSON
+ * holds (the parser then says where), and past DESC_READ_MAX (EFBIG). */
 static char *read_file(const char *path, size_t *len) {
     FILE *fp = fopen(path, "rb");
     if (!fp) return NULL;
@@ -249,8 +255,16 @@ static char *read_file(const char *path, size_t *len) {
     char *buf = malloc(cap);
     *len = 0;
     while (buf) {
-        *len += fread(buf + *len, 1, cap - *len, fp);
-        if (*len < cap) break;
+        size_t got = fread(buf + *len, 1, cap - *len, fp);
+        bool nul = memchr(buf + *len, '\0', got) != NULL;
+        *len += got;
+        if (*len < cap || nul) break;
+        if (cap >= DESC_READ_MAX) {
+            free(buf);
+            fclose(fp);
+            errno = EFBIG;
+            return NULL;
+        }
         char *bigger = realloc(buf, cap * 2);
         if (!bigger) {
             free(buf);
@@ -275,6 +289,13 @@ est_desc *est_desc_load(const char *path, char *err, size_t errlen) {
     char *text = read_file(path, &len);
     if (!text) {
         fail(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+        return NULL;
+    }
+    const char *nul = memchr(text, '\0', len);
+    if (nul) {
+        fail(err, errlen, "%s: a NUL byte at offset %zu: binary, not JSON",
+             path, (size_t)(nul - text));
+        free(text);
         return NULL;
     }
     json_error_t jerr;

@@ -53,15 +53,27 @@ static void free_buf(char *buf, size_t mapped) {
     else free(buf);
 }
 
+/* The most a CSV file read as a stream (a pipe) may hold: a bigger trace
+ * is read from a regular file, which is mapped instead. */
+#define CSV_STREAM_MAX ((size_t)1 << 30)
+
 /* Reads fp to its end (or a fault: ferror) into a buffer with room for a
- * final NUL; cap is a first guess at its size. Returns NULL when out of
- * memory. */
-static char *read_stream(FILE *fp, size_t cap, size_t *size) {
+ * final NUL; cap is a first guess at its size. Stops early at a NUL byte
+ * (csv_open() then says the file is binary: /dev/zero never ends) and
+ * past CSV_STREAM_MAX (*too_big). Returns NULL when out of memory. */
+static char *read_stream(FILE *fp, size_t cap, size_t *size, bool *too_big) {
     size_t len = 0;
     char *buf = malloc(cap);
+    *too_big = false;
     while (buf) {
-        len += fread(buf + len, 1, cap - len - 1, fp);
-        if (len < cap - 1) break;
+        size_t got = fread(buf + len, 1, cap - len - 1, fp);
+        bool nul = memchr(buf + len, '\0', got) != NULL;
+        len += got;
+        if (len < cap - 1 || nul) break;
+        if (cap > CSV_STREAM_MAX) {
+            *too_big = true;
+            break;
+        }
         char *bigger = realloc(buf, cap * 2);
         if (!bigger) { free(buf); buf = NULL; break; }
         buf = bigger;
@@ -89,13 +101,17 @@ static char *load_file(const char *path, size_t *size, size_t *mapped,
     *mapped = 0;
     if (known && st.st_size >= CSV_MAP_BYTES)
         buf = map_file(fileno(fp), (size_t)st.st_size, mapped);
+    bool too_big = false;
     if (buf) *size = (size_t)st.st_size;
-    else buf = read_stream(fp, known ? (size_t)st.st_size + 2 : 1 << 16, size);
+    else buf = read_stream(fp, known ? (size_t)st.st_size + 2 : 1 << 16, size,
+                           &too_big);
     int failed = ferror(fp);
     fclose(fp);
-    if (!buf || failed) {
-        snprintf(err, errlen, "%s: cannot read%s", path,
-                 buf ? "" : " (out of memory)");
+    if (!buf || failed || too_big) {
+        snprintf(err, errlen, "%s: %s", path,
+                 too_big ? "over 1 GiB read as a stream (give a regular file)"
+                 : buf   ? "cannot read"
+                         : "cannot read (out of memory)");
         if (buf) free_buf(buf, *mapped);
         return NULL;
     }

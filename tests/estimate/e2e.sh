@@ -97,7 +97,16 @@ stdin)
     printf '{"format": "aegis-model/1"}\n' |
         "$AEGIS" estimate - >/dev/null 2>"$TMP/err"
     [ $? -eq 2 ] || fail "bad stdin line accepted"
-    grep -q "<stdin>:1: batch_size: missing" "$TMP/err" || fail "no message" ;;
+    grep -q "<stdin>:1: batch_size: missing" "$TMP/err" || fail "no message"
+    # a NUL byte ends the input with a message, where it was a blank line
+    # (and /dev/zero, a line without end, took all memory)
+    { tr -d '\n' <"$TMP/d.json"; echo; printf '\000'; tr -d '\n' <"$TMP/d.json"
+      echo; } | "$AEGIS" estimate --json - >"$TMP/out" 2>"$TMP/err"
+    [ $? -eq 2 ] && grep -q "<stdin>:2: a NUL byte" "$TMP/err" ||
+        fail "NUL line: $(cat "$TMP/err")"
+    grep -q "\"file\":\"<stdin>:1\"" "$TMP/out" || fail "the good line lost"
+    timeout 20 "$AEGIS" estimate - </dev/zero 2>"$TMP/err"
+    [ $? -eq 2 ] || fail "estimate - </dev/zero" ;;
 bad_field)
     sed 's/"params": 1638500/"params": "many"/' "$TMP/d.json" >"$TMP/b.json"
     expect_bad "b.json: layers\[5\].params: not a non-negative integer" \
@@ -109,7 +118,8 @@ bad_json)
     printf '{"format": "aegis-model/1",\n "batch_size": }\n' >"$TMP/b.json"
     expect_bad "b.json:2:.*bad JSON" "$TMP/b.json" ;;
 missing_file)
-    expect_bad "nothing.json: cannot read" "$TMP/nothing.json" ;;
+    expect_bad "nothing.json: cannot read" "$TMP/nothing.json"
+    expect_bad "/dev/zero: a NUL byte at offset 0" /dev/zero ;;
 bad_usage)
     expect_bad "unknown estimator 'lucid'" --estimator lucid "$TMP/d.json"
     expect_bad "cuda-context" --cuda-context -5 "$TMP/d.json"

@@ -79,7 +79,11 @@ missing_column)
     expect_bad "$TMP/t.csv" "t.csv:1: missing column 'submit_time_s'" ;;
 binary)
     printf '%s\n0,%s\n1\000\001,x\n' $HEAD $W >"$TMP/t.csv"
-    expect_bad "$TMP/t.csv" "t.csv:3: binary file" ;;
+    expect_bad "$TMP/t.csv" "t.csv:3: binary file"
+    # a stream without end is refused at its first NUL, not read whole
+    expect_bad /dev/zero "/dev/zero:1: binary file"
+    timeout 20 "$AEGIS" sim --trace "$DEMO" --catalog /dev/zero 2>"$TMP/err"
+    [ $? -eq 2 ] && grep -q "binary file" "$TMP/err" || fail "--catalog /dev/zero" ;;
 missing_file)
     expect_bad "$TMP/nothing.csv" "nothing.csv: cannot open" ;;
 empty_file)
