@@ -795,6 +795,7 @@ static void d_free(d_daemon *d) {
     free(d->running);
     free(d->unsaved);
     free(d->settled);
+    free(d->ended);
     d_cancels_free(d);
     free(d->notifiers); /* those running finish on their own */
     free(d->notices);

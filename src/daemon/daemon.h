@@ -277,6 +277,13 @@ typedef struct d_notifier {
     bool killed;                /* by aegisd, at its time limit */
 } d_notifier;
 
+/* A finished job whose dependents and feed producer still have to hear
+ * of it (jobs_queue.c). */
+typedef struct d_ended {
+    int64_t id;
+    int64_t producer_id;        /* its feed's producer, 0: none */
+} d_ended;
+
 typedef struct d_daemon {
     d_options opt;
     uv_loop_t *loop;
@@ -320,6 +327,10 @@ typedef struct d_daemon {
     d_unsaved *unsaved;         /* finished since the state was last all */
     size_t nunsaved, capunsaved; /*   saved (kept while it cannot be) */
     size_t ndependents;         /* jobs of the table with dependencies */
+    d_ended *ended;             /* jobs finished whose dependents and */
+    size_t ended_head;          /*   feed producer have not heard yet, */
+    size_t nended, capended;    /*   from ended_head on (jobs_queue.c) */
+    bool telling_ended;         /* d_job_finish() is telling them */
     d_settled *settled;         /* the open turn's settled attempts */
     size_t nsettled, capsettled;
     d_conn *conns;

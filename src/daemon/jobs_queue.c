@@ -11,6 +11,54 @@
 
 /* ---- queueing ------------------------------------------------------------- */
 
+/* Job id's dependents hear that it ended: each held one is enqueued
+ * again, which may start it, keep it held, or finish it in turn. */
+static void d_dependents_hear(d_daemon *d, int64_t id) {
+    /* Dependents come later in id order (deps.c); enqueueing one may
+     * finish it and so change the table: go by id. None without a job
+     * that has dependencies (a bulk cancel must not scan the table for
+     * each job). */
+    for (size_t i = d_job_index(d, id); d->ndependents > 0 && i < d->njobs;
+         i++) {
+        d_job *dep = d->jobs[i];
+        if (dep->state != D_HELD || !d_deps_on(dep, id)) continue;
+        int64_t dep_id = dep->id;
+        d_job_enqueue(d, dep);
+        i = d_job_index(d, dep_id);
+        if (i < d->njobs && d->jobs[i]->id != dep_id) i--;
+    }
+}
+
+/* Remembers that a job ended, for d_tell_ended(); false when out of
+ * memory. */
+static bool d_ended_push(d_daemon *d, int64_t id, int64_t producer_id) {
+    if (d->nended == d->capended) {
+        size_t cap = d->capended ? d->capended * 2 : 64;
+        d_ended *grown = realloc(d->ended, cap * sizeof(*grown));
+        if (!grown) return false;
+        d->ended = grown;
+        d->capended = cap;
+    }
+    d->ended[d->nended++] = (d_ended){id, producer_id};
+    return true;
+}
+
+/* The dependents and feed producers of the jobs that ended hear of it,
+ * one job after another: a job they finish in turn (a chain of 20,000
+ * afterok jobs whose head is cancelled) joins the list rather than the
+ * stack, which recursion overflowed. */
+static void d_tell_ended(d_daemon *d) {
+    d->telling_ended = true;
+    while (d->ended_head < d->nended) {
+        d_ended e = d->ended[d->ended_head++];
+        d_dependents_hear(d, e.id);
+        if (e.producer_id)
+            d_feed_consumer_left(d, d_job_find(d, e.producer_id));
+    }
+    d->ended_head = d->nended = 0;
+    d->telling_ended = false;
+}
+
 /* A finished job leaves the table; its waiters and dependents hear of it,
  * and its feed's producer when it was the feed's last consumer. */
 void d_job_finish(d_daemon *d, d_job *job, const char *state,
@@ -29,20 +77,13 @@ void d_job_finish(d_daemon *d, d_job *job, const char *state,
     if (job->kind->finish) job->kind->finish(d, job, state, reason);
     d_job_remove(d, job);
     if (d->job_done) d->job_done(d, id, state, reason);
-    /* Dependents come later in id order (deps.c); enqueueing one may
-     * finish it and so change the table: go by id. None without a job
-     * that has dependencies (a bulk cancel must not scan the table for
-     * each job). */
-    for (size_t i = d_job_index(d, id); d->ndependents > 0 && i < d->njobs;
-         i++) {
-        d_job *dep = d->jobs[i];
-        if (dep->state != D_HELD || !d_deps_on(dep, id)) continue;
-        int64_t dep_id = dep->id;
-        d_job_enqueue(d, dep);
-        i = d_job_index(d, dep_id);
-        if (i < d->njobs && d->jobs[i]->id != dep_id) i--;
+    if (!d_ended_push(d, id, producer_id)) {
+        /* out of memory: tell this one at once, as deep as it goes */
+        d_dependents_hear(d, id);
+        if (producer_id) d_feed_consumer_left(d, d_job_find(d, producer_id));
+        return;
     }
-    if (producer_id) d_feed_consumer_left(d, d_job_find(d, producer_id));
+    if (!d->telling_ended) d_tell_ended(d);
 }
 
 core_job_spec d_job_spec(d_daemon *d, const d_job *job) {

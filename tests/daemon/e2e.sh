@@ -325,6 +325,35 @@ PY
     "$AEGIS" ls > /dev/null || fail "aegisd does not answer"
 }
 
+# A chain of 20,000 afterok jobs whose head fails: each cancellation
+# cancels the next. Told by recursion, that overflowed aegisd's stack, and
+# again at every restart on the same state.
+case_dep_chain() {
+    start
+    last=$(python3 - "$AEGIS_SOCKET" <<'PY') || fail "submit the chain"
+import json, socket, sys
+n = 20000
+jobs = [{"cmd": ["sh", "-c", "exit 3"]}] + [
+    {"cmd": ["true"], "after": [{"index": i - 1, "kind": "afterok"}]}
+    for i in range(1, n)]
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.sendall(json.dumps({"op": "submit", "cwd": "/tmp", "env": [],
+                      "jobs": jobs}).encode() + b"\n")
+buf = b""
+while not buf.endswith(b"\n"):
+    chunk = s.recv(1 << 20)
+    if not chunk:
+        break
+    buf += chunk
+print(json.loads(buf)["ids"][-1])
+PY
+    "$AEGIS" wait "$last" >/dev/null && fail "the chain's end did not fail"
+    [ -n "$(daemon_pid)" ] || fail "aegisd died"
+    "$AEGIS" show --json "$last" | pyjson "
+assert d['state']=='cancelled', d" || fail "the last job not cancelled"
+}
+
 # aegis report on a few jobs: a CO2 setting from the config, a 2-GPU job,
 # a failure and a cancelled queued job; the CSV against its schema and
 # its rows against the totals (check_report.py).
