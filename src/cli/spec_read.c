@@ -22,8 +22,9 @@
 /* Says why path is refused: size (its bytes, in words) is more than
  * SPEC_MAX_BYTES. */
 static int spec_too_big(const char *path, const char *size) {
-    fprintf(stderr, "aegis submit: %s: a spec may hold %u bytes (16 MiB) "
-            "at most; this one holds %s\n", path, SPEC_MAX_BYTES, size);
+    fprintf(stderr, "aegis submit: %s: a spec or array file may hold %u "
+            "bytes (16 MiB) at most; this one holds %s\n", path,
+            SPEC_MAX_BYTES, size);
     return -1;
 }
 
@@ -83,7 +84,7 @@ static int spec_depth(const char *path, const unsigned char *buf,
     return rc;
 }
 
-int spec_read_file(const char *path, unsigned char **buf, size_t *len) {
+int spec_read_bytes(const char *path, unsigned char **buf, size_t *len) {
     *buf = NULL;
     FILE *f = fopen(path, "r");
     if (!f) {
@@ -102,10 +103,19 @@ int spec_read_file(const char *path, unsigned char **buf, size_t *len) {
                                        : SPEC_MAX_BYTES + 1, buf, len);
     }
     fclose(f);
-    if (rc == 0) rc = spec_depth(path, *buf, *len);
     if (rc != 0) {
         free(*buf);
         *buf = NULL;
+    }
+    return rc;
+}
+
+int spec_read_file(const char *path, unsigned char **buf, size_t *len) {
+    int rc = spec_read_bytes(path, buf, len);
+    if (rc == 0 && spec_depth(path, *buf, *len) != 0) {
+        free(*buf);
+        *buf = NULL;
+        rc = -1;
     }
     return rc;
 }

@@ -11,8 +11,13 @@
 #define SPEC_MAX_NESTING 64
 
 /* The file at path, whole, into *buf (malloc'd, NUL-terminated) and its
- * length into *len, once it is known to be within both limits: 0, or -1
- * after saying on stderr why not, naming the file (and the line). */
+ * length into *len, once it is known to hold at most SPEC_MAX_BYTES (a
+ * spec, or an --array file): 0, or -1 after saying on stderr why not,
+ * naming the file. */
+int spec_read_bytes(const char *path, unsigned char **buf, size_t *len);
+
+/* spec_read_bytes(), and the nesting checked: 0, or -1 after saying on
+ * stderr why not, naming the file (and the line). */
 int spec_read_file(const char *path, unsigned char **buf, size_t *len);
 
 #endif

@@ -11,6 +11,7 @@
  */
 #include "cli.h"
 #include "client.h"
+#include "spec_read.h"
 #include "submit.h"
 #include "timelimit.h"
 
@@ -218,26 +219,25 @@ typedef struct submit_opts {
 /* Reads a file of commands: one job per command line. */
 static int submit_array(const char *path, const submit_defaults *def,
                         json_t *jobs) {
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        perror(path);
-        return -1;
-    }
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t n;
+    unsigned char *text;
+    size_t len;
+    if (spec_read_bytes(path, &text, &len) != 0) return -1;
+    char *line = (char *)text, *end = line + len;
     int lineno = 0, rc = 0;
-    while ((n = getline(&line, &cap, f)) > 0) {
+    while (rc == 0 && line < end) {
+        char *nl = memchr(line, '\n', (size_t)(end - line));
+        size_t n = (size_t)((nl ? nl : end) - line);
         lineno++;
-        while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
-            line[--n] = '\0';
-        const char *p = line + strspn(line, " \t");
-        if (memchr(line, '\0', (size_t)n)) {
+        if (memchr(line, '\0', n)) {
             fprintf(stderr, "aegis submit: %s:%d: holds a NUL byte\n", path,
                     lineno);
             rc = -1;
             break;
         }
+        while (n > 0 && line[n - 1] == '\r') n--;
+        line[n] = '\0';
+        const char *p = line + strspn(line, " \t");
+        line = nl ? nl + 1 : end;
         if (*p == '\0' || *p == '#') continue;
         json_t *cmd = submit_shell(p);
         if (!cmd) {
@@ -248,8 +248,7 @@ static int submit_array(const char *path, const submit_defaults *def,
         }
         json_array_append_new(jobs, submit_job(cmd, def));
     }
-    free(line);
-    fclose(f);
+    free(text);
     if (rc == 0 && json_array_size(jobs) == 0) {
         fprintf(stderr, "aegis submit: %s: no commands\n", path);
         rc = -1;

@@ -13,6 +13,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <math.h>
 #include <netinet/in.h>
@@ -22,6 +23,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <yaml.h>
 
 /* Where the problems of one file go: err holds them one a line. */
@@ -259,11 +262,41 @@ static void config_pair(config_report *rep, int line, core_config *cfg,
     if (rc != 0) config_problem(rep, line, "%s", msg);
 }
 
-/* Reads key/value scalar pairs until the mapping ends; a bad value is
- * reported and the next pair read. -1 when the YAML cannot be read on. */
-static int config_pairs(yaml_parser_t *p, config_report *rep,
-                        core_config *cfg, acct_params *acct,
-                        sharing_config *share, config_keys *keys) {
+/* The most keys a mapping is checked for repeats: more than aegis.yaml
+ * has. */
+#define CONFIG_MAX_KEYS 256
+
+/* The keys of the mapping read so far, to refuse one given twice (the
+ * later would silently win). */
+typedef struct config_seen {
+    char key[CONFIG_MAX_KEYS][128];
+    int line[CONFIG_MAX_KEYS];
+    int n;
+} config_seen;
+
+/* Says in rep when key was given before in the mapping; else remembers
+ * it. */
+static void config_key_once(config_seen *seen, config_report *rep, int line,
+                            const char *key) {
+    for (int i = 0; i < seen->n; i++)
+        if (strcmp(seen->key[i], key) == 0) {
+            config_problem(rep, line, "config %s: given twice (first on "
+                           "line %d)", key, seen->line[i]);
+            return;
+        }
+    if (seen->n < CONFIG_MAX_KEYS) {
+        snprintf(seen->key[seen->n], sizeof(seen->key[0]), "%s", key);
+        seen->line[seen->n++] = line;
+    }
+}
+
+/* Reads key/value scalar pairs until the mapping ends; a bad value or a
+ * key given twice is reported and the next pair read. -1 when the YAML
+ * cannot be read on. */
+static int config_pairs_seen(yaml_parser_t *p, config_report *rep,
+                             core_config *cfg, acct_params *acct,
+                             sharing_config *share, config_keys *keys,
+                             config_seen *seen) {
     char key[128];
     for (;;) {
         yaml_event_t ev;
@@ -281,6 +314,7 @@ static int config_pairs(yaml_parser_t *p, config_report *rep,
         }
         snprintf(key, sizeof(key), "%s", (const char *)ev.data.scalar.value);
         yaml_event_delete(&ev);
+        config_key_once(seen, rep, line, key);
         if (config_next(p, rep, &ev) != 0) return -1;
         line = config_line(&ev);
         type = ev.type;
@@ -297,11 +331,43 @@ static int config_pairs(yaml_parser_t *p, config_report *rep,
     }
 }
 
-/* Walks stream/document starts to the top mapping; an empty document is
- * an empty configuration. */
-static int config_parse(yaml_parser_t *p, config_report *rep,
+/* The pairs of the top mapping (its start read already) into the
+ * configuration. */
+static int config_pairs(yaml_parser_t *p, config_report *rep,
                         core_config *cfg, acct_params *acct,
                         sharing_config *share, config_keys *keys) {
+    config_seen *seen = calloc(1, sizeof(*seen));
+    if (!seen) {
+        config_problem(rep, 1, "out of memory");
+        return -1;
+    }
+    int rc = config_pairs_seen(p, rep, cfg, acct, share, keys, seen);
+    free(seen);
+    return rc;
+}
+
+/* After the document: the stream's end, not a second document (which
+ * would be ignored). */
+static int config_stream_ends(yaml_parser_t *p, config_report *rep) {
+    for (;;) {
+        yaml_event_t ev;
+        if (config_next(p, rep, &ev) != 0) return -1;
+        yaml_event_type_t type = ev.type;
+        int line = config_line(&ev);
+        yaml_event_delete(&ev);
+        if (type == YAML_STREAM_END_EVENT || type == YAML_NO_EVENT) return 0;
+        if (type == YAML_DOCUMENT_END_EVENT) continue;
+        config_problem(rep, line, "config: a second YAML document (the file "
+                       "holds one)");
+        return -1;
+    }
+}
+
+/* Walks stream/document starts to the top mapping; an empty document is
+ * an empty configuration. */
+static int config_document(yaml_parser_t *p, config_report *rep,
+                           core_config *cfg, acct_params *acct,
+                           sharing_config *share, config_keys *keys) {
     for (;;) {
         yaml_event_t ev;
         if (config_next(p, rep, &ev) != 0) return -1;
@@ -327,6 +393,13 @@ static int config_parse(yaml_parser_t *p, config_report *rep,
             return -1;
         }
     }
+}
+
+static int config_parse(yaml_parser_t *p, config_report *rep,
+                        core_config *cfg, acct_params *acct,
+                        sharing_config *share, config_keys *keys) {
+    int rc = config_document(p, rep, cfg, acct, share, keys);
+    return rc == 0 ? config_stream_ends(p, rep) : rc;
 }
 
 int config_load(const char *path, bool missing_ok, core_config *cfg,
@@ -366,10 +439,24 @@ int config_load_daemon(const char *path, bool missing_ok, core_config *cfg,
      * for estimator columns, which overestimate. */
     cfg->policy = "aegis-plus";
     cfg->est_cap_mib = 0;
-    FILE *f = fopen(path, "r");
-    if (!f) {
+    /* O_NONBLOCK: a FIFO there must not stop aegisd in open() (a SIGHUP
+     * reloads it on the loop); it is then refused as no regular file. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0) {
         if (missing_ok && errno == ENOENT) return 0;
         snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        snprintf(err, errlen, "%s: not a regular file", path);
+        close(fd);
+        return -1;
+    }
+    FILE *f = fdopen(fd, "r");
+    if (!f) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        close(fd);
         return -1;
     }
     yaml_parser_t p;

@@ -230,9 +230,13 @@ open('deep.yaml', 'w').write('command: "true"\nx: ' + '[' * 100000 + ']' * 10000
 open('ok.yaml', 'w').write('command: "true"\nx: ' + '[' * 63 + ']' * 63 + '\n')
 PY
     refused_small big.yaml \
-        "big.yaml: a spec may hold 16777216 bytes (16 MiB) at most; this one holds 42000019"
+        "big.yaml: a spec or array file may hold 16777216 bytes (16 MiB) at most; this one holds 42000019"
     refused_small deep.yaml "deep.yaml:2: lists and mappings nested more than 64 deep"
     submit_refused "ok.yaml:2: x: unknown key" ok.yaml
+    # an --array file within the same size, read as far as that (a file
+    # without end took all memory), and a folder is no file of commands
+    submit_refused "/dev/zero: a spec or array file may hold" --array /dev/zero
+    submit_refused "$DIR: Is a directory" --array "$DIR"
 }
 
 e2e_run

@@ -719,6 +719,36 @@ static void test_config_bad(void **state) {
     }
 }
 
+/* What the file says is read once or refused: a key given twice (the
+ * later won), a second YAML document (ignored) and a top-level list; and
+ * a path that is no regular file (a FIFO stopped aegisd in open() at a
+ * SIGHUP). */
+static void test_config_read_whole_or_refused(void **state) {
+    core_config cfg;
+    char err[256], fifo[300];
+    static const struct { const char *text, *where; } bad[] = {
+        {"window_samples: 5\nwindow_samples: 6\n",
+         "twice.yaml:2: config window_samples: given twice (first on line 1)"},
+        {"window_samples: 5\n---\nwindow_samples: 0\n",
+         "twice.yaml:2: config: a second YAML document"},
+        {"- 1\n- 2\n", "twice.yaml:1: expected a mapping"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+        const char *path = write_file("twice.yaml", bad[i].text);
+        err[0] = '\0';
+        if (config_load(path, false, &cfg, err, sizeof(err)) != -1 ||
+            !strstr(err, bad[i].where))
+            fail_msg("'%s': '%s', not '%s'", bad[i].text, err, bad[i].where);
+    }
+    snprintf(fifo, sizeof(fifo), "%s/fifo.yaml", tmpdir);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    assert_int_equal(config_load(fifo, false, &cfg, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "fifo.yaml: not a regular file"));
+    unlink(fifo);
+    assert_int_equal(config_load(tmpdir, false, &cfg, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "not a regular file"));
+}
+
 /* Every problem of a file is reported, one line each in file order, with
  * a name's valid values; a cut-short buffer still fails the load. */
 static void test_config_every_problem(void **state) {
@@ -1136,6 +1166,7 @@ int main(void) {
         cmocka_unit_test(test_config_gpu_limit_refuses),
         cmocka_unit_test(test_config_bad),
         cmocka_unit_test(test_config_every_problem),
+        cmocka_unit_test(test_config_read_whole_or_refused),
         cmocka_unit_test(test_classify),
         cmocka_unit_test(test_classify_tail),
         cmocka_unit_test(test_job_vars),
