@@ -266,23 +266,42 @@ static int spec_job(spec *s, yaml_node_t *map, const submit_defaults *def,
     return 0;
 }
 
-/* The position of job `self`'s dependency named in dep among jobs, which
- * must be an earlier job; -1 after saying why not. */
-static int spec_named(const spec *s, json_t *jobs, size_t self, json_t *dep) {
-    const char *name = json_string_value(json_object_get(dep, "name"));
-    int line = (int)json_integer_value(json_object_get(dep, "line"));
-    size_t found = 0, at = 0;
+/* The jobs' names: each name's [first position, count] (one pass: a
+ * search of the jobs for every name took minutes for 100,000). NULL when
+ * out of memory. */
+static json_t *spec_name_index(json_t *jobs) {
+    json_t *index = json_object(), *job;
     size_t i;
-    json_t *job;
     json_array_foreach(jobs, i, job) {
         const char *n = json_string_value(json_object_get(job, "name"));
-        if (n && !strcmp(n, name) && found++ == 0) at = i;
+        if (!n || !index) continue;
+        json_t *seen = json_object_get(index, n);
+        if (seen)
+            json_array_set_new(seen, 1, json_integer(
+                json_integer_value(json_array_get(seen, 1)) + 1));
+        else
+            json_object_set_new(index, n, json_pack("[I, I]",
+                                                    (json_int_t)i, 1));
     }
+    return index;
+}
+
+/* The position of job `self`'s dependency named in dep among the jobs
+ * (names: spec_name_index()), which must be an earlier job; -1 after
+ * saying why not. */
+static int spec_named(const spec *s, json_t *names, size_t self,
+                      json_t *dep) {
+    const char *name = json_string_value(json_object_get(dep, "name"));
+    int line = (int)json_integer_value(json_object_get(dep, "line"));
+    json_t *seen = json_object_get(names, name);
+    size_t at = (size_t)json_integer_value(json_array_get(seen, 0));
+    json_int_t found = json_integer_value(json_array_get(seen, 1));
     char msg[300] = "";
     if (found == 0)
         snprintf(msg, sizeof(msg), "no job named '%s' in this file", name);
     else if (found > 1)
-        snprintf(msg, sizeof(msg), "%zu jobs are named '%s'", found, name);
+        snprintf(msg, sizeof(msg), "%lld jobs are named '%s'",
+                 (long long)found, name);
     else if (at == self)
         snprintf(msg, sizeof(msg), "'%s' is this job", name);
     else if (at > self)
@@ -298,18 +317,28 @@ static int spec_named(const spec *s, json_t *jobs, size_t self, json_t *dep) {
 /* Turns the names in the jobs' `after:` into indices of the request. */
 static int spec_resolve_names(const spec *s, json_t *jobs) {
     size_t i, k;
-    json_t *job, *dep;
+    json_t *job, *dep, *names = spec_name_index(jobs);
+    if (!names) {
+        fprintf(stderr, "aegis submit: %s: out of memory\n", s->path);
+        return -1;
+    }
+    int rc = 0;
     json_array_foreach(jobs, i, job) {
         json_array_foreach(json_object_get(job, "after"), k, dep) {
             if (!json_object_get(dep, "name")) continue;
-            int at = spec_named(s, jobs, i, dep);
-            if (at < 0) return -1;
+            int at = spec_named(s, names, i, dep);
+            if (at < 0) {
+                rc = -1;
+                break;
+            }
             json_object_del(dep, "name");
             json_object_del(dep, "line");
             json_object_set_new(dep, "index", json_integer(at));
         }
+        if (rc) break;
     }
-    return 0;
+    json_decref(names);
+    return rc;
 }
 
 /* ---- AEGIS's format --------------------------------------------------------- */
@@ -548,6 +577,51 @@ static int spec_read(spec *s, yaml_node_t *root, const submit_defaults *def,
     return 0;
 }
 
+/* Whether each mapping of the spec gives each key once (a key given
+ * twice would silently take the later value): 0, or -1 after naming the
+ * second one. */
+static int spec_keys_once(spec *s) {
+    for (yaml_node_t *n = s->doc.nodes.start; n < s->doc.nodes.top; n++) {
+        if (n->type != YAML_MAPPING_NODE) continue;
+        json_t *seen = json_object();
+        int rc = seen ? 0 : -1;
+        for (yaml_node_pair_t *kv = n->data.mapping.pairs.start;
+             rc == 0 && kv < n->data.mapping.pairs.top; kv++) {
+            yaml_node_t *k = spec_node(s, kv->key);
+            const char *key = spec_scalar(k);
+            if (!key) continue;
+            if (json_object_get(seen, key))
+                rc = spec_error(s, k, "given twice", key);
+            else
+                json_object_set_new(seen, key, json_true());
+        }
+        json_decref(seen);
+        if (rc) return -1;
+    }
+    return 0;
+}
+
+/* Says why libyaml could not read the spec on; -1. */
+static int spec_yaml_problem(const char *path, const yaml_parser_t *parser) {
+    fprintf(stderr, "aegis submit: %s:%d: %s\n", path,
+            (int)parser->problem_mark.line + 1, parser->problem);
+    return -1;
+}
+
+/* Whether the stream ends after the spec's document: a second one would
+ * be ignored. 0, or -1 after saying where it starts. */
+static int spec_one_document(const char *path, yaml_parser_t *parser) {
+    yaml_document_t next;
+    if (!yaml_parser_load(parser, &next))
+        return spec_yaml_problem(path, parser);
+    yaml_node_t *root = yaml_document_get_root_node(&next);
+    if (root)
+        fprintf(stderr, "aegis submit: %s:%d: a second YAML document (a spec "
+                "holds one)\n", path, (int)root->start_mark.line + 1);
+    yaml_document_delete(&next);
+    return root ? -1 : 0;
+}
+
 int submit_spec(const char *path, const submit_defaults *def, json_t *jobs) {
     unsigned char *text;
     size_t len;
@@ -558,13 +632,14 @@ int submit_spec(const char *path, const submit_defaults *def, json_t *jobs) {
     yaml_parser_set_input_string(&parser, text, len);
     int rc = -1;
     if (!yaml_parser_load(&parser, &s.doc)) {
-        fprintf(stderr, "aegis submit: %s:%d: %s\n", path,
-                (int)parser.problem_mark.line + 1, parser.problem);
+        spec_yaml_problem(path, &parser);
     } else {
         yaml_node_t *root = yaml_document_get_root_node(&s.doc);
         if (!root)
             fprintf(stderr, "aegis submit: %s: empty spec\n", path);
-        else if (spec_read(&s, root, def, jobs) == 0)
+        else if (spec_keys_once(&s) == 0 &&
+                 spec_one_document(path, &parser) == 0 &&
+                 spec_read(&s, root, def, jobs) == 0)
             rc = spec_resolve_names(&s, jobs);
         yaml_document_delete(&s.doc);
     }

@@ -237,6 +237,12 @@ PY
     # without end took all memory), and a folder is no file of commands
     submit_refused "/dev/zero: a spec or array file may hold" --array /dev/zero
     submit_refused "$DIR: Is a directory" --array "$DIR"
+    # a spec holds one document, and each key once (the second document
+    # was ignored, the later key won)
+    printf 'command: "true"\n---\ncommand: "false"\n' > two.yaml
+    submit_refused "two.yaml:3: a second YAML document" two.yaml
+    printf 'jobs:\n  - command: "true"\n    command: "false"\n' > twice.yaml
+    submit_refused "twice.yaml:3: command: given twice" twice.yaml
 }
 
 e2e_run
