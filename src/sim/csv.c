@@ -186,6 +186,16 @@ static int split(char *line, char **fields, int max) {
     }
 }
 
+/* The first named column of f's header named twice, or NULL: the
+ * readers take a column by its first name, so the second copy would be
+ * ignored without a word. */
+static const char *repeated_column(const csv_file *f) {
+    for (int i = 0; i < f->ncols; i++)
+        for (int k = 0; f->cols[i][0] && k < i; k++)
+            if (strcmp(f->cols[i], f->cols[k]) == 0) return f->cols[i];
+    return NULL;
+}
+
 csv_file *csv_open(const char *path, char *err, size_t errlen) {
     size_t size, mapped;
     char *buf = load_file(path, &size, &mapped, err, errlen);
@@ -212,9 +222,14 @@ csv_file *csv_open(const char *path, char *err, size_t errlen) {
         return NULL;
     }
     f->ncols = split(header, f->cols, CSV_MAX_FIELDS);
-    if (f->ncols < 0) {
-        snprintf(err, errlen, "%s:%d: more than %d columns", path, f->line,
-                 CSV_MAX_FIELDS);
+    const char *twice = f->ncols < 0 ? NULL : repeated_column(f);
+    if (f->ncols < 0 || twice) {
+        if (twice)
+            snprintf(err, errlen, "%s:%d: column '%s' appears twice in the "
+                     "header", path, f->line, twice);
+        else
+            snprintf(err, errlen, "%s:%d: more than %d columns", path,
+                     f->line, CSV_MAX_FIELDS);
         csv_close(f);
         return NULL;
     }

@@ -76,7 +76,11 @@ unknown_workload)
     expect_bad "$TMP/t.csv" "t.csv:3: field 'workload': unknown workload 'no_such_model'" ;;
 missing_column)
     printf 'time,workload\n0,%s\n' $W >"$TMP/t.csv"
-    expect_bad "$TMP/t.csv" "t.csv:1: missing column 'submit_time_s'" ;;
+    expect_bad "$TMP/t.csv" "t.csv:1: missing column 'submit_time_s'"
+    # a column named twice: the second copy was ignored without a word
+    printf 'submit_time_s,duration_s,mem_mib,duration_s\n0,100,1000,5000\n' \
+        >"$TMP/d.csv"
+    expect_bad "$TMP/d.csv" "d.csv:1: column 'duration_s' appears twice" ;;
 binary)
     printf '%s\n0,%s\n1\000\001,x\n' $HEAD $W >"$TMP/t.csv"
     expect_bad "$TMP/t.csv" "t.csv:3: binary file"
