@@ -262,41 +262,13 @@ static void config_pair(config_report *rep, int line, core_config *cfg,
     if (rc != 0) config_problem(rep, line, "%s", msg);
 }
 
-/* The most keys a mapping is checked for repeats: more than aegis.yaml
- * has. */
-#define CONFIG_MAX_KEYS 256
-
-/* The keys of the mapping read so far, to refuse one given twice (the
- * later would silently win). */
-typedef struct config_seen {
-    char key[CONFIG_MAX_KEYS][128];
-    int line[CONFIG_MAX_KEYS];
-    int n;
-} config_seen;
-
-/* Says in rep when key was given before in the mapping; else remembers
- * it. */
-static void config_key_once(config_seen *seen, config_report *rep, int line,
-                            const char *key) {
-    for (int i = 0; i < seen->n; i++)
-        if (strcmp(seen->key[i], key) == 0) {
-            config_problem(rep, line, "config %s: given twice (first on "
-                           "line %d)", key, seen->line[i]);
-            return;
-        }
-    if (seen->n < CONFIG_MAX_KEYS) {
-        snprintf(seen->key[seen->n], sizeof(seen->key[0]), "%s", key);
-        seen->line[seen->n++] = line;
-    }
-}
-
-/* Reads key/value scalar pairs until the mapping ends; a bad value or a
- * key given twice is reported and the next pair read. -1 when the YAML
- * cannot be read on. */
-static int config_pairs_seen(yaml_parser_t *p, config_report *rep,
-                             core_config *cfg, acct_params *acct,
-                             sharing_config *share, config_keys *keys,
-                             config_seen *seen) {
+/* Reads key/value scalar pairs until the mapping ends; a bad value is
+ * reported and the next pair read. A key given again overrides it (a
+ * line appended to the file changes a setting). -1 when the YAML cannot
+ * be read on. */
+static int config_pairs(yaml_parser_t *p, config_report *rep,
+                        core_config *cfg, acct_params *acct,
+                        sharing_config *share, config_keys *keys) {
     char key[128];
     for (;;) {
         yaml_event_t ev;
@@ -314,7 +286,6 @@ static int config_pairs_seen(yaml_parser_t *p, config_report *rep,
         }
         snprintf(key, sizeof(key), "%s", (const char *)ev.data.scalar.value);
         yaml_event_delete(&ev);
-        config_key_once(seen, rep, line, key);
         if (config_next(p, rep, &ev) != 0) return -1;
         line = config_line(&ev);
         type = ev.type;
@@ -329,21 +300,6 @@ static int config_pairs_seen(yaml_parser_t *p, config_report *rep,
             return -1;              /* its events would be read as keys */
         }
     }
-}
-
-/* The pairs of the top mapping (its start read already) into the
- * configuration. */
-static int config_pairs(yaml_parser_t *p, config_report *rep,
-                        core_config *cfg, acct_params *acct,
-                        sharing_config *share, config_keys *keys) {
-    config_seen *seen = calloc(1, sizeof(*seen));
-    if (!seen) {
-        config_problem(rep, 1, "out of memory");
-        return -1;
-    }
-    int rc = config_pairs_seen(p, rep, cfg, acct, share, keys, seen);
-    free(seen);
-    return rc;
 }
 
 /* After the document: the stream's end, not a second document (which
