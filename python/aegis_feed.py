@@ -29,6 +29,7 @@ A consumer started before its producer waits for it (for ever, or
 """
 import logging
 import math
+import operator
 import time
 
 import _aegis_feed
@@ -44,6 +45,7 @@ _DTYPES = {"uint8": 0, "int8": 1, "int16": 2, "int32": 3, "int64": 4,
 
 # Batch kind, kept by the producer in the feed's user flags.
 _DICT, _TORCH, _SINGLE, _CUDA = 1, 2, 4, 8
+_KEY_MAX = _aegis_feed.KEY_MAX  # bytes of a dict key
 
 _SLOT_SLACK = 1.25  # later batches may be a little larger (ragged data)
 _ATTACH_SLICE_S = 0.25  # one C wait for a producer; Ctrl-C is seen between
@@ -75,6 +77,20 @@ def _cuda_tensor(t):
     return t, (t.data_ptr(), tuple(t.shape), t.device.index), code
 
 
+def _check_key(key, kind):
+    """A dict batch's key travels as text of at most _KEY_MAX bytes: a
+    longer one would be cut short (two keys could become one), another
+    type come back as its str."""
+    if not kind & _DICT:
+        return
+    if not isinstance(key, str):
+        raise TypeError("a dict batch's keys must be str, not %s (%r)"
+                        % (type(key).__name__, key))
+    if len(key.encode("utf-8")) > _KEY_MAX or "\0" in key:
+        raise ValueError("dict key %r: at most %d bytes, without NUL"
+                         % (key, _KEY_MAX))
+
+
 def _flatten(batch):
     """[(key, array or CUDA tuple, dtype)], kind flags, bytes, and the
     tensors that must stay alive until the publish is done."""
@@ -86,6 +102,7 @@ def _flatten(batch):
         items, kind = [("", batch)], _SINGLE
     out, nbytes, keep = [], 0, []
     for key, t in items:
+        _check_key(key, kind)
         if hasattr(t, "detach"):
             kind |= _TORCH
         if getattr(t, "is_cuda", False):
@@ -375,6 +392,16 @@ class Consumer:
 def _attach(name, batch_size, timeout):
     """A _Consumer of feed `name`, once its producer made it: tries in short
     waits (so Ctrl-C works) until `timeout` seconds (None: for ever)."""
+    try:
+        whole = operator.index(batch_size)  # numpy's integers too
+    except TypeError:
+        whole = -1
+    if not 0 <= whole < 2 ** 32:  # the C library's is 32 bits
+        raise ValueError("batch_size %r: a whole number from 0 (whole "
+                         "producer batches) to 2**32 - 1" % (batch_size,))
+    if timeout is not None and not timeout >= 0:
+        raise ValueError("timeout %r: seconds, 0 or more, or None"
+                         % (timeout,))
     start = time.monotonic()
     told = False
     while True:

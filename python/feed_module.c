@@ -647,5 +647,6 @@ PyMODINIT_FUNC PyInit__aegis_feed(void) {
     PyModule_AddIntConstant(m, "EPOCH_END", FEED_EPOCH_END);
     PyModule_AddIntConstant(m, "END", FEED_END);
     PyModule_AddIntConstant(m, "ENOENT", FEED_ENOENT);
+    PyModule_AddIntConstant(m, "KEY_MAX", FEED_KEY_MAX - 1); /* NUL out */
     return m;
 }

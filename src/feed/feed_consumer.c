@@ -40,6 +40,8 @@ struct feed_consumer {
     uint32_t nholds, cap;
     int cuda_device;      /* local ordinal of the feed's GPU; -1: unmapped */
     uint64_t *cuda_map;   /* mapped device buffer per slot; 0: not yet */
+    feed_shm_slot slot;   /* batch pos's metadata, copied and checked
+                             (slot_fault()) before any of it is used */
 };
 
 /* Pick where a newcomer starts; locked. Inside the replay window it
@@ -166,9 +168,9 @@ feed_consumer *feed_attach(const char *name, uint32_t batch_size,
     if (rc == FEED_OK && producer_gone(c, err)) rc = FEED_EPRODUCER;
     if (rc == FEED_OK) rc = check_batch_size(c, err);
     if (rc == FEED_OK) {
-        c->cap = c->m.hdr->nslots + 1; /* held seqs span at most ahead+1 */
+        c->cap = c->m.nslots + 1; /* held seqs span at most ahead+1 */
         c->holds = calloc(c->cap, sizeof *c->holds);
-        c->cuda_map = calloc(c->m.hdr->nslots, sizeof *c->cuda_map);
+        c->cuda_map = calloc(c->m.nslots, sizeof *c->cuda_map);
         rc = c->holds && c->cuda_map ? take_record(c, err) : FEED_ESYS;
         if (rc == FEED_ESYS)
             feed_seterr(err, rc, "feed %s: out of memory", name);
@@ -252,6 +254,43 @@ static int wait_published(feed_consumer *c, int timeout_ms, feed_err *err) {
     return rc;
 }
 
+/* What is wrong with the metadata of one tensor of a batch of `rows`
+ * rows in slots of slot_bytes; NULL when nothing is. */
+static const char *tensor_fault(const feed_shm_tensor *t, uint64_t rows,
+                                uint64_t slot_bytes) {
+    if (!memchr(t->key, '\0', sizeof t->key)) return "key not terminated";
+    if (t->dtype < 0 || t->dtype >= FEED_NDTYPES) return "unknown dtype";
+    if (t->device != FEED_HOST && t->device != FEED_CUDA)
+        return "unknown device";
+    if (t->ndim < 0 || t->ndim > FEED_MAX_DIMS) return "bad ndim";
+    if (t->nbytes > slot_bytes || t->offset > slot_bytes - t->nbytes)
+        return "bytes outside the slot";
+    if (t->ndim > 0 && rows > 0 &&
+        ((uint64_t)t->shape[0] != rows || t->nbytes % rows != 0))
+        return "rows unlike the batch's";
+    return NULL;
+}
+
+/* Copies batch pos's metadata from its slot s into c->slot and checks
+ * it: whoever may write the segment may have written anything there, and
+ * the views are cut by it. FEED_OK, or FEED_EINVAL with why. */
+static int take_slot(feed_consumer *c, const feed_shm_slot *s,
+                     feed_err *err) {
+    memcpy(&c->slot, s, sizeof c->slot);
+    const feed_shm_slot *m = &c->slot;
+    char why[64] = "";
+    if (m->ntensors > FEED_MAX_TENSORS)
+        snprintf(why, sizeof why, "%u tensors", m->ntensors);
+    for (uint32_t i = 0; !why[0] && i < m->ntensors; i++) {
+        const char *fault = tensor_fault(&m->t[i], m->rows, c->m.slot_bytes);
+        if (fault) snprintf(why, sizeof why, "tensor %u: %s", i, fault);
+    }
+    if (!why[0]) return FEED_OK;
+    feed_seterr(err, FEED_EINVAL, "feed %s: batch %llu: corrupt metadata "
+                "(%s)", c->name, (unsigned long long)c->pos, why);
+    return FEED_EINVAL;
+}
+
 /* Fill out with the next view of batch pos, rows [row_off, row_off+n). */
 static void make_view(feed_consumer *c, const feed_shm_slot *s,
                       feed_batch *out) {
@@ -260,7 +299,7 @@ static void make_view(feed_consumer *c, const feed_shm_slot *s,
     uint64_t n = total - c->row_off < step ? total - c->row_off : step;
     unsigned char *host = feed_slot_data(&c->m, c->pos);
     unsigned char *dev =
-        (unsigned char *)(uintptr_t)c->cuda_map[c->pos % c->m.hdr->nslots];
+        (unsigned char *)(uintptr_t)c->cuda_map[c->pos % c->m.nslots];
     out->seq = c->pos;
     out->epoch = s->epoch;
     out->index = s->index;
@@ -298,7 +337,7 @@ static int map_slot(feed_consumer *c, const feed_shm_slot *s,
     int cuda = 0;
     for (uint32_t i = 0; i < s->ntensors; i++)
         cuda |= s->t[i].device == FEED_CUDA;
-    uint64_t *map = &c->cuda_map[c->pos % c->m.hdr->nslots];
+    uint64_t *map = &c->cuda_map[c->pos % c->m.nslots];
     if (!cuda || *map) return FEED_OK;
     int device;
     int rc = feed_cuda_open(c->name, c->m.hdr->cuda_bus, s->ipc, &device,
@@ -315,7 +354,7 @@ int feed_next(feed_consumer *c, feed_batch *out, int timeout_ms,
               feed_err *err) {
     for (;;) {
         if (c->slicing) {
-            const feed_shm_slot *s = feed_slot_meta(&c->m, c->pos);
+            const feed_shm_slot *s = &c->slot;
             make_view(c, s, out);
             if (c->row_off >= (s->rows ? s->rows : 1)) {
                 /* its last view is out: move on, the view's hold stays */
@@ -346,7 +385,8 @@ int feed_next(feed_consumer *c, feed_batch *out, int timeout_ms,
             publish_progress(c);
             return FEED_EPOCH_END;
         }
-        rc = map_slot(c, s, err);
+        rc = take_slot(c, s, err);
+        if (rc == FEED_OK) rc = map_slot(c, &c->slot, err);
         if (rc != FEED_OK) return rc;
         c->slicing = 1;
         c->row_off = 0;
@@ -386,7 +426,7 @@ uint64_t feed_consumer_epoch(const feed_consumer *c) {
 void feed_detach(feed_consumer *c) {
     if (!c) return;
     feed_shm *h = c->m.hdr;
-    for (uint32_t i = 0; i < h->nslots; i++)
+    for (uint32_t i = 0; i < c->m.nslots; i++)
         if (c->cuda_map[i]) feed_cuda_close(c->cuda_device, c->cuda_map[i]);
     feed_lock(h);
     c->rec->in_use = 0;

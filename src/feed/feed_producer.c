@@ -236,7 +236,7 @@ static int check_lonely(feed_producer *p, int have, int need, uint64_t now,
  * previous batch. Locked. */
 static int has_space(const feed_producer *p, uint64_t low) {
     const feed_shm *h = p->m.hdr;
-    if (h->head - low >= h->nslots) return 0;
+    if (h->head - low >= p->m.nslots) return 0;
     uint64_t batches = 0;
     for (uint64_t seq = low; seq < h->head; seq++)
         batches += !feed_slot_meta(&p->m, seq)->end_of_epoch;
@@ -300,9 +300,9 @@ static int cuda_slot(feed_producer *p, uint64_t seq, feed_shm_slot *s,
                     p->name, device, p->cuda_device);
         return FEED_EINVAL;
     }
-    uint64_t *b = &p->cuda_buf[seq % h->nslots];
+    uint64_t *b = &p->cuda_buf[seq % p->m.nslots];
     int rc = *b ? FEED_OK
-                : feed_cuda_alloc(p->name, device, h->slot_bytes, b, s->ipc,
+                : feed_cuda_alloc(p->name, device, p->m.slot_bytes, b, s->ipc,
                                   err);
     *buf = *b;
     return rc;
@@ -354,11 +354,11 @@ static int fill_slot(feed_producer *p, uint64_t seq, const feed_tensor *t,
         if (i == 0 || !rows) rows = r;
         uint64_t off = (end[t[i].device] + FEED_DATA_ALIGN - 1) /
                        FEED_DATA_ALIGN * FEED_DATA_ALIGN;
-        if (off + t[i].nbytes > p->m.hdr->slot_bytes) {
+        if (off + t[i].nbytes > p->m.slot_bytes) {
             feed_seterr(err, FEED_ETOOBIG,
                         "feed %s: batch needs more than the %llu %s bytes of "
                         "a slot",
-                        p->name, (unsigned long long)p->m.hdr->slot_bytes,
+                        p->name, (unsigned long long)p->m.slot_bytes,
                         t[i].device == FEED_CUDA ? "device" : "host");
             return FEED_ETOOBIG;
         }
@@ -453,7 +453,7 @@ void feed_close(feed_producer *p) {
     feed_shm_unlink_if_ours(&p->m, p->name);
     if (p->cuda_device >= 0) {
         wait_unmapped(p);
-        for (uint32_t i = 0; i < h->nslots; i++)
+        for (uint32_t i = 0; i < p->m.nslots; i++)
             if (p->cuda_buf[i]) feed_cuda_free(p->cuda_device, p->cuda_buf[i]);
     }
     feed_shm_unmap(&p->m);

@@ -174,9 +174,17 @@ int feed_shm_create(feed_map *m, const feed_config *cfg, feed_err *err) {
                     strerror(errno));
         return code;
     }
-    if (ftruncate(fd, (off_t)total) < 0) {
-        feed_seterr(err, FEED_ESYS, "feed %s: ftruncate %zu bytes: %s",
-                    cfg->name, total, strerror(errno));
+    /* The space is taken now: a segment only ftruncate'd gets its pages
+     * when they are first written, and a /dev/shm too small for it (64 MB
+     * in a container by default) then kills the producer with SIGBUS
+     * halfway through an epoch. */
+    int space = ftruncate(fd, (off_t)total) < 0 ? errno
+                                                : posix_fallocate(fd, 0, (off_t)total);
+    if (space != 0) {
+        feed_seterr(err, FEED_ESYS, "feed %s: %zu bytes in %s: %s%s",
+                    cfg->name, total, FEED_SHM_DIR, strerror(space),
+                    space == ENOSPC ? " (make /dev/shm larger, or give the "
+                                      "feed fewer or smaller slots)" : "");
         close(fd);
         shm_unlink(nm);
         return FEED_ESYS;
@@ -188,7 +196,9 @@ int feed_shm_create(feed_map *m, const feed_config *cfg, feed_err *err) {
         return rc;
     }
     feed_shm *h = m->hdr; /* ftruncate zero-filled it */
-    h->nslots = cfg->slots;
+    m->nslots = h->nslots = cfg->slots;
+    m->slot_bytes = slot_bytes;
+    m->data_offset = data_off;
     h->ahead = cfg->ahead;
     h->replay = cfg->replay;
     h->min_consumers = cfg->min_consumers;
@@ -272,6 +282,19 @@ int feed_shm_open(feed_map *m, const char *name, int owners, feed_err *err) {
         feed_seterr(err, FEED_ENOENT, "feed %s: segment not ready", name);
         return FEED_ENOENT;
     }
+    /* one read of the geometry, checked, then kept */
+    feed_shm geometry;
+    memcpy(&geometry, h, sizeof geometry);
+    char why[256];
+    if (feed_shm_check(&geometry, m->size, why, sizeof why) != 0) {
+        feed_shm_unmap(m);
+        feed_seterr(err, FEED_EINVAL, "feed %s: corrupt segment: %s", name,
+                    why);
+        return FEED_EINVAL;
+    }
+    m->nslots = geometry.nslots;
+    m->slot_bytes = geometry.slot_bytes;
+    m->data_offset = geometry.data_offset;
     return FEED_OK;
 }
 
@@ -358,11 +381,10 @@ int feed_proc_alive(const feed_proc *p) {
 }
 
 unsigned char *feed_slot_data(const feed_map *m, uint64_t seq) {
-    const feed_shm *h = m->hdr;
-    return (unsigned char *)h + h->data_offset +
-           (seq % h->nslots) * h->slot_bytes;
+    return (unsigned char *)m->hdr + m->data_offset +
+           (seq % m->nslots) * m->slot_bytes;
 }
 
 feed_shm_slot *feed_slot_meta(const feed_map *m, uint64_t seq) {
-    return &m->hdr->slots[seq % m->hdr->nslots];
+    return &m->hdr->slots[seq % m->nslots];
 }

@@ -103,10 +103,14 @@ typedef struct {
     feed_shm_slot slots[]; /* nslots of them */
 } feed_shm;
 
-/* A mapped segment. */
+/* A mapped segment. Its geometry is kept here as checked when it was
+ * made or opened, and never read from the header again: whoever may write
+ * the segment could change it there under the reader. */
 typedef struct {
     feed_shm *hdr;
     size_t size;
+    uint32_t nslots;
+    uint64_t slot_bytes, data_offset;
     dev_t dev; /* identity of the file, so we unlink only our own */
     ino_t ino;
     uid_t uid; /* its owner */

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -522,6 +523,96 @@ static void test_second_live_producer_is_refused(void **state) {
     assert_int_equal(leaked_segments(), 0);
 }
 
+/* The segment of feed name, mapped writable, as anyone who may write it
+ * (the producer's user) can. */
+static feed_shm *map_segment(const char *name, size_t *size) {
+    char path[128];
+    struct stat st;
+    feed_shm_path(path, sizeof path, name);
+    int fd = open(path, O_RDWR);
+    assert_true(fd >= 0 && fstat(fd, &st) == 0);
+    *size = (size_t)st.st_size;
+    feed_shm *h = mmap(NULL, *size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    assert_true(h != MAP_FAILED);
+    return h;
+}
+
+/* feed_next() of c fails with a message holding want. */
+static void next_refused(feed_consumer *c, const char *want) {
+    feed_batch b;
+    feed_err err;
+    assert_int_equal(feed_next(c, &b, 1000, &err), FEED_EINVAL);
+    if (!strstr(err.msg, want)) fail_msg("'%s' lacks '%s'", err.msg, want);
+}
+
+/* Bytes written into a live segment's header or a batch's metadata are
+ * refused by the consumer with a message, where a slot count of 0 was a
+ * SIGFPE and a tensor count or offset a SIGSEGV: the geometry is kept as
+ * checked at attach, and each batch's metadata is copied and checked. */
+static void test_corrupt_metadata_is_an_error_not_a_crash(void **state) {
+    const char *name = feed_name("corrupt");
+    feed_config cfg = config(name, 4, 0, 1);
+    feed_err err;
+    feed_producer *p = feed_create(&cfg, &err);
+    assert_non_null(p);
+    feed_consumer *c = feed_attach(name, 0, 1000, &err);
+    assert_non_null(c);
+    assert_int_equal(publish(p, 0, 1000), 0);
+    size_t size;
+    feed_shm *h = map_segment(name, &size);
+    feed_shm_slot *slot = &h->slots[0];
+    uint32_t nslots = h->nslots, ntensors = slot->ntensors;
+    uint64_t offset = slot->t[1].offset;
+    h->nslots = 0;
+    slot->ntensors = 100000;
+    next_refused(c, "corrupt metadata (100000 tensors)");
+    slot->ntensors = ntensors;
+    slot->t[1].offset = h->slot_bytes;
+    next_refused(c, "tensor 1: bytes outside the slot");
+    slot->t[1].offset = offset;
+    slot->t[0].dtype = 99;
+    next_refused(c, "tensor 0: unknown dtype");
+    slot->t[0].dtype = FEED_F32;
+    h->nslots = nslots;
+    feed_batch b;
+    unsigned char seen[SAMPLES] = {0};
+    assert_int_equal(feed_next(c, &b, 1000, &err), FEED_OK);
+    assert_int_equal(check_batch(&b, 0, seen), 0);
+    munmap(h, size);
+    feed_detach(c);
+    feed_close(p);
+    assert_int_equal(leaked_segments(), 0);
+}
+
+/* Child: feed_create() on a private /dev/shm of 1 MiB; exits 0 when it
+ * is refused for want of room, 77 when the mount cannot be made. */
+static void create_on_small_shm(const char *name) {
+    if (unshare(CLONE_NEWNS) != 0 ||
+        mount("none", "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
+        mount("tmpfs", "/dev/shm", "tmpfs", 0, "size=1m") != 0)
+        _exit(77);
+    feed_config cfg = config(name, 4, 0, 1);
+    cfg.slot_bytes = 8 << 20;
+    feed_err err;
+    feed_producer *p = feed_create(&cfg, &err);
+    _exit(!p && err.code == FEED_ESYS && strstr(err.msg, "No space left")
+              ? 0 : 1);
+}
+
+/* A feed larger than /dev/shm's room is refused when it is made, where
+ * it killed the producer with SIGBUS at its first batch past the room
+ * (the segment was only ftruncate'd). */
+static void test_feed_without_room_is_refused(void **state) {
+    if (geteuid() != 0) skip(); /* a private tmpfs needs root */
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) create_on_small_shm(feed_name("roomless"));
+    int status = exit_status(pid);
+    if (status == 77) skip();
+    assert_int_equal(status, 0);
+}
+
 /* Child: run as user from here on; exits 90 if that fails. */
 static void become(const char *user) {
     struct passwd *pw = getpwnam(user);
@@ -907,6 +998,8 @@ int main(void) {
         cmocka_unit_test(test_janitor_cleans_after_producer_crash),
         cmocka_unit_test(test_gc_removes_feed_of_dead_producer),
         cmocka_unit_test(test_second_live_producer_is_refused),
+        cmocka_unit_test(test_corrupt_metadata_is_an_error_not_a_crash),
+        cmocka_unit_test(test_feed_without_room_is_refused),
         cmocka_unit_test_teardown(test_others_feed_is_refused,
                                   stop_others_feed),
         cmocka_unit_test_teardown(test_admin_does_not_wait_for_a_held_lock,

@@ -246,6 +246,33 @@ def leaked(prefix):
     return [f for f in os.listdir("/dev/shm") if f.startswith(prefix)]
 
 
+def raises(kind, want, call):
+    """call() raises kind, saying want."""
+    try:
+        call()
+    except kind as e:
+        assert want in str(e), (want, str(e))
+    else:
+        raise AssertionError("no %s for %s" % (kind.__name__, want))
+
+
+def test_bad_keys_and_sizes_are_refused(name):
+    """A dict key too long for the feed (it was cut to 31 bytes, so two
+    keys could become one) or not a str (it came back as its str), a
+    batch_size past 32 bits (it wrapped) and a NaN timeout (it waited for
+    ever) are refused when given."""
+    row = np.zeros(4, dtype=np.float32)
+    raises(ValueError, "at most 31 bytes",
+           lambda: aegis_feed.Producer([{"k" * 32: row}], name=name).run(1))
+    raises(TypeError, "keys must be str",
+           lambda: aegis_feed.Producer([{3: row}], name=name).run(1))
+    for size in (2 ** 32, -1, 1.5):
+        raises(ValueError, "batch_size",
+               lambda: aegis_feed.Consumer(name=name, batch_size=size))
+    raises(ValueError, "timeout",
+           lambda: aegis_feed.Consumer(name=name, timeout=float("nan")))
+
+
 def main():
     if sys.argv[1:2] == ["consume"]:
         consume(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]),
@@ -258,7 +285,8 @@ def main():
                               test_consumer_before_producer_waits,
                               test_producer_times_out_without_consumers,
                               test_dead_consumer_does_not_stall,
-                              test_producer_batch_size_combines)):
+                              test_producer_batch_size_combines,
+                              test_bad_keys_and_sizes_are_refused)):
         test("%s-%d" % (prefix, i))
         assert not leaked("aegis-feed-" + prefix), leaked("aegis-feed-" + prefix)
         print("ok", test.__name__)
