@@ -330,24 +330,19 @@ PY
 # again at every restart on the same state.
 case_dep_chain() {
     start
-    last=$(python3 - "$AEGIS_SOCKET" <<'PY') || fail "submit the chain"
-import json, socket, sys
+    last=$(PYTHONPATH="$(dirname "$0")" python3 - "$AEGIS_SOCKET" <<'PY') ||
+import json, sys
+from e2e_sock import connect, read_line
 n = 20000
 jobs = [{"cmd": ["sh", "-c", "exit 3"]}] + [
     {"cmd": ["true"], "after": [{"index": i - 1, "kind": "afterok"}]}
     for i in range(1, n)]
-s = socket.socket(socket.AF_UNIX)
-s.connect(sys.argv[1])
+s = connect(sys.argv[1])
 s.sendall(json.dumps({"op": "submit", "cwd": "/tmp", "env": [],
                       "jobs": jobs}).encode() + b"\n")
-buf = b""
-while not buf.endswith(b"\n"):
-    chunk = s.recv(1 << 20)
-    if not chunk:
-        break
-    buf += chunk
-print(json.loads(buf)["ids"][-1])
+print(json.loads(read_line(s))["ids"][-1])
 PY
+        fail "submit the chain"
     "$AEGIS" wait "$last" >/dev/null && fail "the chain's end did not fail"
     [ -n "$(daemon_pid)" ] || fail "aegisd died"
     "$AEGIS" show --json "$last" | pyjson "
