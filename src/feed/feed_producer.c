@@ -85,10 +85,10 @@ static int start_janitor(feed_producer *p, feed_err *err) {
 static int replace_stale(const char *name, feed_err *err) {
     feed_map old = {0};
     int rc = feed_shm_open(&old, name, FEED_OWNER_SELF, err);
-    if (rc == FEED_ENOENT) {
+    if (rc == FEED_ENOENT || rc == FEED_EINVAL) {
         feed_seterr(err, FEED_EEXIST,
-                    "feed %s: a half-made segment exists; run aegis feed gc",
-                    name);
+                    "feed %s: a %s segment exists; run aegis feed gc", name,
+                    rc == FEED_ENOENT ? "half-made" : "corrupt");
         return FEED_EEXIST;
     }
     if (rc != FEED_OK) return rc;
