@@ -210,6 +210,8 @@ assert not a['exclusive'], ('placed alone: re-adopted GPUs closed', a)" ||
     shim=$("$AEGIS" show --json "$id2" | pyjson "print(d['attempt_list'][-1]['shim_pid'])")
     kill -9 "$(daemon_pid)"
     kill -9 "$shim"
+    # until it is gone: a start before would find its lock still held
+    while [ -n "$(daemon_pid)" ]; do sleep 0.1; done
     start
     "$AEGIS" wait "$id2" > /dev/null || fail "lost job not rerun"
     "$AEGIS" show "$id2" | grep -q "lost" || fail "no lost attempt: $("$AEGIS" show "$id2")"
@@ -330,7 +332,8 @@ PY
 # again at every restart on the same state.
 case_dep_chain() {
     start
-    last=$(PYTHONPATH="$(dirname "$0")" python3 - "$AEGIS_SOCKET" <<'PY') ||
+    cd "$DIR/work"
+    PYTHONPATH="$(dirname "$0")" python3 - "$AEGIS_SOCKET" > last.txt <<'PY' ||
 import json, sys
 from e2e_sock import connect, read_line
 n = 20000
@@ -343,6 +346,7 @@ s.sendall(json.dumps({"op": "submit", "cwd": "/tmp", "env": [],
 print(json.loads(read_line(s))["ids"][-1])
 PY
         fail "submit the chain"
+    last=$(cat last.txt)
     "$AEGIS" wait "$last" >/dev/null && fail "the chain's end did not fail"
     [ -n "$(daemon_pid)" ] || fail "aegisd died"
     "$AEGIS" show --json "$last" | pyjson "
