@@ -258,8 +258,23 @@ class Producer:
         except StopIteration:
             self._end_epoch()
             raise
-        self._take(batch)
+        except BaseException:
+            self._fail()
+            raise
+        try:
+            self._take(batch)
+        except BaseException:
+            self._fail()
+            raise
         return batch
+
+    def _fail(self):
+        """The loader (or packing a batch) raised: end the feed as failed,
+        so that the consumers get a FeedError once they have read what was
+        published, not an epoch's end for what is only part of one."""
+        if self._feed is not None:
+            self._feed.fail()
+            self._feed = None
 
     def _take(self, batch):
         """Publish batch once `combine` loader batches are in hand."""

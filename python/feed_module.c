@@ -580,6 +580,12 @@ static PyObject *producer_close(ProducerObject *self, PyObject *unused) {
     Py_RETURN_NONE;
 }
 
+static PyObject *producer_fail(ProducerObject *self, PyObject *unused) {
+    feed_fail(self->p);
+    self->p = NULL;
+    Py_RETURN_NONE;
+}
+
 /* len(): producer batches per epoch, as the constructor was told. */
 static Py_ssize_t producer_len(ProducerObject *self) {
     if (self->epoch_batches == 0)
@@ -611,6 +617,9 @@ static PyMethodDef producer_methods[] = {
      "consumers"},
     {"close", (PyCFunction)producer_close, METH_NOARGS,
      "end the stream and unlink the feed"},
+    {"fail", (PyCFunction)producer_fail, METH_NOARGS,
+     "end the stream as failed (consumers get an error, not its end) and "
+     "unlink the feed"},
     {NULL, NULL, 0, NULL},
 };
 

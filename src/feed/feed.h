@@ -163,6 +163,11 @@ int feed_end_epoch(feed_producer *p, int timeout_ms, feed_err *err);
  * detached or died: freeing memory another process still maps is
  * undefined in CUDA. */
 void feed_close(feed_producer *p);
+/* feed_close() for a producer whose source failed (its loader raised):
+ * its consumers read what was published, then feed_next() gives them
+ * FEED_EPRODUCER saying so, not FEED_END, so a cut epoch is never taken
+ * for a whole one. */
+void feed_fail(feed_producer *p);
 /* Live consumers right now (after reaping dead ones). */
 int feed_consumers(feed_producer *p);
 /* The live consumers (after reaping dead ones), at most max of them into

@@ -233,6 +233,13 @@ static int wait_published(feed_consumer *c, int timeout_ms, feed_err *err) {
     feed_lock(h);
     while (h->head <= c->pos) {
         uint64_t now = feed_now_ns();
+        if (h->closed == FEED_FAILED) {
+            feed_seterr(err, FEED_EPRODUCER, "feed %s: the producer failed "
+                        "(its loader raised) before it ended the feed",
+                        c->name);
+            rc = FEED_EPRODUCER;
+            break;
+        }
         if (h->closed) {
             rc = FEED_END;
             break;

@@ -442,11 +442,12 @@ static void wait_unmapped(feed_producer *p) {
     feed_unlock(h);
 }
 
-void feed_close(feed_producer *p) {
+/* Ends the feed, `how` (FEED_CLOSED or FEED_FAILED), and frees p. */
+static void close_as(feed_producer *p, uint32_t how) {
     if (!p) return;
     feed_shm *h = p->m.hdr;
     feed_lock(h);
-    h->closed = 1;
+    h->closed = how;
     pthread_cond_broadcast(&h->data_cv);
     feed_unlock(h);
     /* Attached consumers keep their mapping and drain what is left. */
@@ -463,3 +464,7 @@ void feed_close(feed_producer *p) {
     }
     free(p);
 }
+
+void feed_close(feed_producer *p) { close_as(p, FEED_CLOSED); }
+
+void feed_fail(feed_producer *p) { close_as(p, FEED_FAILED); }

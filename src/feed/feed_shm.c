@@ -146,7 +146,7 @@ int feed_shm_check(const feed_shm *h, uint64_t size, char *why, size_t len) {
         snprintf(why, len, "header says %llu bytes, the segment has %llu",
                  (unsigned long long)h->total_bytes,
                  (unsigned long long)size);
-    else if (h->producer.pid <= 0 || h->closed > 1)
+    else if (h->producer.pid <= 0 || h->closed > FEED_FAILED)
         snprintf(why, len, "header: producer pid %d, closed %u",
                  (int)h->producer.pid,
                  h->closed);

@@ -28,6 +28,9 @@
 #define FEED_DATA_ALIGN 64 /* tensor start alignment: a cache line, and
                               enough for any SIMD load of any dtype */
 
+/* feed_shm.closed: how the producer ended the feed. */
+enum { FEED_CLOSED = 1, FEED_FAILED = 2 };
+
 /* A process identity that survives pid reuse: pid plus its start time. */
 typedef struct {
     int32_t pid;
@@ -96,7 +99,8 @@ typedef struct {
     uint64_t head;        /* sequence the next publish gets */
     uint64_t epoch;       /* epoch of the next publish */
     uint64_t epoch_start; /* sequence of that epoch's first batch */
-    uint32_t closed;      /* producer closed normally */
+    uint32_t closed;      /* FEED_CLOSED or FEED_FAILED once the
+                             producer closed it; 0 before */
     uint32_t started;     /* min_consumers were attached once */
     uint32_t producer_waiting; /* producer sleeps on space_cv */
     feed_shm_consumer consumers[FEED_MAX_CONSUMERS];

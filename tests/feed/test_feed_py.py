@@ -256,6 +256,23 @@ def raises(kind, want, call):
         raise AssertionError("no %s for %s" % (kind.__name__, want))
 
 
+def test_failed_loader_is_an_error_for_consumers(name):
+    """A loader that raises halfway ends the feed as failed: the consumer
+    reads the batches published before, then gets a FeedError saying the
+    producer failed, where the epoch used to end as if whole."""
+    def loader():
+        for i, batch in enumerate(numpy_loader()):
+            if i == 3:
+                raise RuntimeError("the loader failed")
+            yield batch
+    kid = spawn(name, 0, 1)
+    producer = aegis_feed.Producer(loader(), name=name)
+    raises(RuntimeError, "the loader failed", lambda: producer.run(1))
+    out, err = kid.communicate(timeout=60)
+    assert kid.returncode != 0 and out == "", (out, err)
+    assert "FeedError" in err and "the producer failed" in err, err
+
+
 def test_bad_keys_and_sizes_are_refused(name):
     """A dict key too long for the feed (it was cut to 31 bytes, so two
     keys could become one) or not a str (it came back as its str), a
@@ -286,7 +303,8 @@ def main():
                               test_producer_times_out_without_consumers,
                               test_dead_consumer_does_not_stall,
                               test_producer_batch_size_combines,
-                              test_bad_keys_and_sizes_are_refused)):
+                              test_bad_keys_and_sizes_are_refused,
+                              test_failed_loader_is_an_error_for_consumers)):
         test("%s-%d" % (prefix, i))
         assert not leaked("aegis-feed-" + prefix), leaked("aegis-feed-" + prefix)
         print("ok", test.__name__)
