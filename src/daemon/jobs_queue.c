@@ -43,6 +43,13 @@ static bool d_ended_push(d_daemon *d, int64_t id, int64_t producer_id) {
     return true;
 }
 
+/* Job id's dependents and its feed's producer (producer_id, 0: none)
+ * hear that it ended. */
+static void d_ended_tell(d_daemon *d, int64_t id, int64_t producer_id) {
+    d_dependents_hear(d, id);
+    if (producer_id) d_feed_consumer_left(d, d_job_find(d, producer_id));
+}
+
 /* The dependents and feed producers of the jobs that ended hear of it,
  * one job after another: a job they finish in turn (a chain of 20,000
  * afterok jobs whose head is cancelled) joins the list rather than the
@@ -51,9 +58,7 @@ static void d_tell_ended(d_daemon *d) {
     d->telling_ended = true;
     while (d->ended_head < d->nended) {
         d_ended e = d->ended[d->ended_head++];
-        d_dependents_hear(d, e.id);
-        if (e.producer_id)
-            d_feed_consumer_left(d, d_job_find(d, e.producer_id));
+        d_ended_tell(d, e.id, e.producer_id);
     }
     d->ended_head = d->nended = 0;
     d->telling_ended = false;
@@ -79,8 +84,7 @@ void d_job_finish(d_daemon *d, d_job *job, const char *state,
     if (d->job_done) d->job_done(d, id, state, reason);
     if (!d_ended_push(d, id, producer_id)) {
         /* out of memory: tell this one at once, as deep as it goes */
-        d_dependents_hear(d, id);
-        if (producer_id) d_feed_consumer_left(d, d_job_find(d, producer_id));
+        d_ended_tell(d, id, producer_id);
         return;
     }
     if (!d->telling_ended) d_tell_ended(d);

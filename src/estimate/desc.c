@@ -9,7 +9,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
-#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -244,21 +244,27 @@ bad:
  * (/dev/zero, a pipe that never closes) stops here. */
 #define DESC_READ_MAX ((size_t)1 << 30)
 
+/* read_file()'s *nul when the file holds no NUL byte. */
+#define NUL_NONE SIZE_MAX
+
 /* The whole file in a buffer of *len bytes, or NULL with errno set. jansson
  * reads a FILE one character at a time; parsing a buffer took a sixth off
  * the load of a 700-layer description. Stops at a NUL byte, which no JSON
- * holds (the parser then says where), and past DESC_READ_MAX (EFBIG). */
-static char *read_file(const char *path, size_t *len) {
+ * holds (*nul its offset, else NUL_NONE), and past DESC_READ_MAX
+ * (EFBIG). */
+static char *read_file(const char *path, size_t *len, size_t *nul) {
     FILE *fp = fopen(path, "rb");
     if (!fp) return NULL;
     size_t cap = 1 << 16;
     char *buf = malloc(cap);
     *len = 0;
+    *nul = NUL_NONE;
     while (buf) {
         size_t got = fread(buf + *len, 1, cap - *len, fp);
-        bool nul = memchr(buf + *len, '\0', got) != NULL;
+        const char *at = memchr(buf + *len, '\0', got);
+        if (at) *nul = (size_t)(at - buf);
         *len += got;
-        if (*len < cap || nul) break;
+        if (*len < cap || at) break;
         if (cap >= DESC_READ_MAX) {
             free(buf);
             fclose(fp);
@@ -285,16 +291,15 @@ static char *read_file(const char *path, size_t *len) {
 }
 
 est_desc *est_desc_load(const char *path, char *err, size_t errlen) {
-    size_t len;
-    char *text = read_file(path, &len);
+    size_t len, nul;
+    char *text = read_file(path, &len, &nul);
     if (!text) {
         fail(err, errlen, "%s: cannot read: %s", path, strerror(errno));
         return NULL;
     }
-    const char *nul = memchr(text, '\0', len);
-    if (nul) {
+    if (nul != NUL_NONE) {
         fail(err, errlen, "%s: a NUL byte at offset %zu: binary, not JSON",
-             path, (size_t)(nul - text));
+             path, nul);
         free(text);
         return NULL;
     }

@@ -41,7 +41,7 @@ struct feed_consumer {
     int cuda_device;      /* local ordinal of the feed's GPU; -1: unmapped */
     uint64_t *cuda_map;   /* mapped device buffer per slot; 0: not yet */
     feed_shm_slot slot;   /* batch pos's metadata, copied and checked
-                             (slot_fault()) before any of it is used */
+                             (take_slot()) before any of it is used */
 };
 
 /* Pick where a newcomer starts; locked. Inside the replay window it

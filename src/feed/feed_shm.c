@@ -178,8 +178,9 @@ int feed_shm_create(feed_map *m, const feed_config *cfg, feed_err *err) {
      * when they are first written, and a /dev/shm too small for it (64 MB
      * in a container by default) then kills the producer with SIGBUS
      * halfway through an epoch. */
-    int space = ftruncate(fd, (off_t)total) < 0 ? errno
-                                                : posix_fallocate(fd, 0, (off_t)total);
+    int space = ftruncate(fd, (off_t)total) < 0
+                    ? errno
+                    : posix_fallocate(fd, 0, (off_t)total);
     if (space != 0) {
         feed_seterr(err, FEED_ESYS, "feed %s: %zu bytes in %s: %s%s",
                     cfg->name, total, FEED_SHM_DIR, strerror(space),

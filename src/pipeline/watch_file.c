@@ -51,6 +51,15 @@ static int64_t register_rows(pl_watch *w, const char *name,
     return (int64_t)(w->samples - before);
 }
 
+/* Whether a file of size bytes (index in the table, -1 when new) holds
+ * nothing to register: empty, no longer than its progress, or shorter
+ * than it (pl_watch_shrunk()). */
+static int nothing_new(pl_watch *w, int64_t index, const char *name,
+                       uint64_t size) {
+    return pl_watch_shrunk(w, index, name, size) || size == 0 ||
+           (index >= 0 && w->done[index] >= size);
+}
+
 /* register_rows() of a mapping, as pl_map_guarded() runs it. */
 typedef struct rows_call {
     pl_watch *w;
@@ -78,8 +87,7 @@ static int64_t register_csv(pl_watch *w, const char *name, int fd,
                             size_t errlen) {
     int64_t index = pl_filetab_find(&w->files, name);
     uint64_t size = (uint64_t)st->st_size;
-    if (pl_watch_shrunk(w, index, name, size) || size == 0 ||
-        (index >= 0 && w->done[index] >= size))
+    if (nothing_new(w, index, name, size))
         return 0;
     void *base = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
     if (base == MAP_FAILED) {
@@ -131,8 +139,7 @@ static int64_t register_binary(pl_watch *w, const char *name, int fd,
                                size_t errlen) {
     int64_t index = pl_filetab_find(&w->files, name);
     uint64_t size = (uint64_t)st->st_size, before = w->samples;
-    if (pl_watch_shrunk(w, index, name, size) || size == 0 ||
-        (index >= 0 && w->done[index] >= size))
+    if (nothing_new(w, index, name, size))
         return 0;
     size_t chunk = chunk_size(w);
     if (!chunk) {
