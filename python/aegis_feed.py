@@ -53,6 +53,15 @@ _ATTACH_SLICE_S = 0.25  # one C wait for a producer; Ctrl-C is seen between
 _log = logging.getLogger("aegis_feed")
 
 
+def _dtype_code(name):
+    """The feed's code for a dtype name; TypeError for one it cannot carry."""
+    try:
+        return _DTYPES[name]
+    except KeyError:
+        raise TypeError("the feed cannot carry dtype %s; it carries %s"
+                        % (name, ", ".join(_DTYPES))) from None
+
+
 def _host_array(t):
     """(numpy array, dtype code) for a numpy array or torch CPU tensor."""
     if hasattr(t, "detach") and hasattr(t, "numpy"):  # torch.Tensor
@@ -60,10 +69,11 @@ def _host_array(t):
         if str(t.dtype) == "torch.bfloat16":
             import torch
             return t.contiguous().view(torch.int16).numpy(), _DTYPES["bfloat16"]
-        return t.contiguous().numpy(), _DTYPES[str(t.dtype)[len("torch."):]]
+        code = _dtype_code(str(t.dtype)[len("torch."):])
+        return t.contiguous().numpy(), code
     import numpy
     a = numpy.ascontiguousarray(t)
-    return a, _DTYPES[a.dtype.name]
+    return a, _dtype_code(a.dtype.name)
 
 
 def _cuda_tensor(t):
@@ -73,7 +83,7 @@ def _cuda_tensor(t):
     import torch
     t = t.detach().contiguous()
     torch.cuda.current_stream(t.device).synchronize()
-    code = _DTYPES[str(t.dtype)[len("torch."):]]
+    code = _dtype_code(str(t.dtype)[len("torch."):])
     return t, (t.data_ptr(), tuple(t.shape), t.device.index), code
 
 
@@ -129,11 +139,33 @@ def _concat(tensors):
     return numpy.concatenate(tensors)
 
 
+def _structure(batch):
+    """What a batch's consumers rebuild it from: its kind and its keys (a
+    dict) or length (a tuple or list)."""
+    if isinstance(batch, dict):
+        return "a dict of keys %s" % sorted(map(str, batch))
+    if isinstance(batch, (tuple, list)):
+        return "a sequence of %d tensors" % len(batch)
+    return "one tensor"
+
+
+def _kind_text(kind):
+    """A batch kind (the flags _flatten gives), in words."""
+    shape = "a dict" if kind & _DICT else "one tensor" if kind & _SINGLE \
+        else "a sequence"
+    return "%s of %s tensors" % (shape, "CUDA" if kind & _CUDA else
+                                 "torch" if kind & _TORCH else "numpy")
+
+
 def _combine(batches):
     """One batch of the rows of loader batches of one structure."""
     first = batches[0]
     if len(batches) == 1:
         return first
+    for b in batches[1:]:
+        if _structure(b) != _structure(first):
+            raise ValueError("combine: loader batches differ: %s, then %s"
+                             % (_structure(first), _structure(b)))
     if isinstance(first, dict):
         return {k: _concat([b[k] for b in batches]) for k in first}
     if isinstance(first, (tuple, list)):
@@ -193,6 +225,7 @@ class Producer:
         if combine < 1:
             raise ValueError("combine must be at least 1, not %r" % combine)
         self._feed = None
+        self._kind = None  # the first batch's kind (_flatten), the feed's
         self.loader = loader
         self.name = name
         self.ahead = ahead
@@ -235,6 +268,12 @@ class Producer:
         items, kind, need, keep = _flatten(batch)
         if self._feed is None:
             self._open(need, kind, _rows(batch))
+            self._kind = kind
+        elif kind != self._kind:
+            # consumers rebuild every batch in the first one's kind
+            raise TypeError("feed %s: this batch is %s, the first was %s"
+                            % (self.name, _kind_text(kind),
+                               _kind_text(self._kind)))
         self._feed.publish(items)
 
     def _flush(self):

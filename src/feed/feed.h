@@ -54,6 +54,8 @@ enum {
     FEED_EPERM = -9,    /* the segment belongs to a user not trusted */
     FEED_ENOCONSUMER = -10, /* consumer_wait_ms passed with too few
                                consumers attached */
+    FEED_EHELD = -11,   /* feed_next: this consumer holds so many batches
+                           that the producer cannot publish the next */
 };
 
 typedef struct {

@@ -224,8 +224,17 @@ void feed_release(feed_consumer *c, uint64_t seq) {
     }
 }
 
+/* Whether this consumer's own holds keep the producer from publishing
+ * batch pos, the one it is about to wait for: then it would wait for ever,
+ * since the producer waits for it to release one. Locked. */
+static int held_back_by_self(const feed_consumer *c) {
+    uint64_t low = oldest_hold(c);
+    return low < c->pos && !feed_has_space(&c->m, low);
+}
+
 /* Wait until batch pos is published; drains what was published before the
- * producer closed or died. */
+ * producer closed or died. FEED_EHELD where this consumer holds so many
+ * batches that the producer cannot publish it. */
 static int wait_published(feed_consumer *c, int timeout_ms, feed_err *err) {
     feed_shm *h = c->m.hdr;
     uint64_t start = feed_now_ns();
@@ -242,6 +251,17 @@ static int wait_published(feed_consumer *c, int timeout_ms, feed_err *err) {
         }
         if (h->closed) {
             rc = FEED_END;
+            break;
+        }
+        if (held_back_by_self(c)) {
+            feed_seterr(err, FEED_EHELD, "feed %s: this consumer still holds "
+                        "batch %llu and %u more; the producer publishes at "
+                        "most %u (ahead) past the oldest batch held, so "
+                        "release batches (drop them, or copy what you keep) "
+                        "before taking more", c->name,
+                        (unsigned long long)oldest_hold(c), c->nholds - 1,
+                        h->ahead);
+            rc = FEED_EHELD;
             break;
         }
         if (now - c->checked_ns >= FEED_POLL_MS * 1000000ULL) {

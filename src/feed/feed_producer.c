@@ -228,23 +228,8 @@ static int check_lonely(feed_producer *p, int have, int need, uint64_t now,
     return FEED_ENOCONSUMER;
 }
 
-/* Whether sequence `head` may be written now that the oldest hold is
- * `low`: at most ahead - 1 batches since low, not counting end-of-epoch
- * markers, so that a consumer holding the last batch of an epoch while it
- * waits for the next one cannot stall the feed (ahead + 1 slots fit one
- * marker); and fewer than nslots sequences, so nobody holds the slot's
- * previous batch. Locked. */
-static int has_space(const feed_producer *p, uint64_t low) {
-    const feed_shm *h = p->m.hdr;
-    if (h->head - low >= p->m.nslots) return 0;
-    uint64_t batches = 0;
-    for (uint64_t seq = low; seq < h->head; seq++)
-        batches += !feed_slot_meta(&p->m, seq)->end_of_epoch;
-    return batches < h->ahead;
-}
-
 /* Wait until slot `head` may be written: enough consumers, and space (see
- * has_space). */
+ * feed_has_space). */
 static int wait_for_space(feed_producer *p, int timeout_ms, feed_err *err) {
     feed_shm *h = p->m.hdr;
     uint64_t deadline = feed_now_ns() + (uint64_t)timeout_ms * 1000000ULL;
@@ -257,7 +242,7 @@ static int wait_for_space(feed_producer *p, int timeout_ms, feed_err *err) {
         if (n >= need) {
             h->started = 1;
             p->lonely_ns = 0;
-            if (has_space(p, low)) break;
+            if (feed_has_space(&p->m, low)) break;
         } else if ((rc = check_lonely(p, n, need, now, err)) != FEED_OK) {
             break;
         }

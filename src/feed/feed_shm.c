@@ -389,3 +389,12 @@ unsigned char *feed_slot_data(const feed_map *m, uint64_t seq) {
 feed_shm_slot *feed_slot_meta(const feed_map *m, uint64_t seq) {
     return &m->hdr->slots[seq % m->nslots];
 }
+
+int feed_has_space(const feed_map *m, uint64_t low) {
+    const feed_shm *h = m->hdr;
+    if (h->head - low >= m->nslots) return 0;
+    uint64_t batches = 0;
+    for (uint64_t seq = low; seq < h->head; seq++)
+        batches += !feed_slot_meta(m, seq)->end_of_epoch;
+    return batches < h->ahead;
+}

@@ -170,6 +170,13 @@ int feed_proc_alive(const feed_proc *p);
 
 unsigned char *feed_slot_data(const feed_map *m, uint64_t seq);
 feed_shm_slot *feed_slot_meta(const feed_map *m, uint64_t seq);
+/* Whether the producer may write sequence `head` while the oldest batch
+ * any consumer holds is `low`: at most ahead - 1 batches since low, not
+ * counting end-of-epoch markers, so that a consumer holding the last batch
+ * of an epoch while it waits for the next one cannot stall the feed
+ * (ahead + 1 slots fit one marker); and fewer than nslots sequences, so
+ * nobody holds the slot's previous batch. Locked. */
+int feed_has_space(const feed_map *m, uint64_t low);
 
 void feed_seterr(feed_err *err, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

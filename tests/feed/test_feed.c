@@ -254,6 +254,36 @@ static void test_backpressure_never_overwrites_a_hold(void **state) {
     assert_int_equal(leaked_segments(), 0);
 }
 
+/* A consumer that keeps a batch while it reads `ahead` more would wait for
+ * ever for the next: the producer waits for it to release one. It gets
+ * FEED_EHELD, naming the batch it holds, at once; after the release it
+ * reads on. */
+static void test_consumer_holding_too_many_is_told(void **state) {
+    const char *name = feed_name("held");
+    feed_config cfg = config(name, 3, 0, 1);
+    feed_err err;
+    feed_producer *p = feed_create(&cfg, &err);
+    feed_consumer *c = feed_attach(name, 0, 0, &err);
+    assert_non_null(p);
+    assert_non_null(c);
+    feed_batch held, b;
+    for (int i = 0; i < 3; i++) assert_int_equal(publish(p, i, 0), 0);
+    assert_int_equal(feed_next(c, &held, 0, &err), FEED_OK);
+    for (int i = 1; i < 3; i++) {
+        assert_int_equal(feed_next(c, &b, 0, &err), FEED_OK);
+        feed_release(c, b.seq);
+    }
+    assert_int_equal(feed_next(c, &b, 2000, &err), FEED_EHELD);
+    assert_non_null(strstr(err.msg, "still holds batch 0"));
+    feed_release(c, held.seq);
+    assert_int_equal(publish(p, 3, 0), 0);
+    assert_int_equal(feed_next(c, &b, 0, &err), FEED_OK);
+    feed_release(c, b.seq);
+    feed_detach(c);
+    feed_close(p);
+    assert_int_equal(leaked_segments(), 0);
+}
+
 /* A consumer that keeps the last batch of an epoch while it waits for the
  * next epoch (a Python loop's variables do) must not stall a feed of
  * ahead 2: the end-of-epoch marker between them is no batch. */
@@ -990,6 +1020,7 @@ int main(void) {
         cmocka_unit_test(test_late_join_outside_window_waits),
         cmocka_unit_test(test_backpressure_never_overwrites_a_hold),
         cmocka_unit_test(test_held_last_batch_of_epoch_does_not_stall),
+        cmocka_unit_test(test_consumer_holding_too_many_is_told),
         cmocka_unit_test(test_killed_consumer_releases_within_a_second),
         cmocka_unit_test(test_dead_consumer_never_stalls_the_others),
         cmocka_unit_test(test_producer_waiting_for_consumers_times_out),

@@ -12,6 +12,7 @@ import select
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 try:
@@ -33,14 +34,15 @@ def numpy_loader():
 def consume(name, batch_size, epochs, opts):
     """Child: report ids per epoch, rows per batch, len() and whether views
     were zero-copy. opts: "die_after" (SIGKILL itself after that many
-    batches), "tensorsocket" (read through TensorConsumer), "timeout"."""
+    batches), "tensorsocket" (read through TensorConsumer), "timeout",
+    "keep" (keep every batch, as a list of all of them would)."""
     wait = {"timeout": opts["timeout"]} if "timeout" in opts else {}
     kind = aegis_feed.TensorConsumer if opts.get("tensorsocket") \
         else aegis_feed.Consumer
     c = kind(name=name, batch_size=batch_size, **wait)
     report = {"epochs": [], "contiguous_views": True, "readonly": True,
               "kind": None, "rows": [], "batches": [], "len": len_or_none(c)}
-    seen = 0
+    seen, kept = 0, []
     for _ in range(epochs):
         ids_seen, prev, batches = [], None, 0
         for batch in c:
@@ -48,6 +50,8 @@ def consume(name, batch_size, epochs, opts):
             batches += 1
             if seen == opts.get("die_after"):
                 os.kill(os.getpid(), signal.SIGKILL)
+            if opts.get("keep"):
+                kept.append(batch)
             x, ids = (batch["x"], batch["ids"]) if isinstance(batch, dict) \
                 else batch
             report["kind"] = type(ids).__module__.split(".")[0]
@@ -290,6 +294,48 @@ def test_bad_keys_and_sizes_are_refused(name):
            lambda: aegis_feed.Consumer(name=name, timeout=float("nan")))
 
 
+def test_consumer_keeping_batches_is_told(name):
+    """A consumer that keeps every batch holds the producer back past
+    `ahead` and then waited for ever for the next batch, the producer for
+    it; it now gets a FeedError saying what it holds, and the producer
+    goes on with the next consumer."""
+    kid = spawn(name, 0, 1, keep=True)
+    producer = aegis_feed.Producer(numpy_loader(), name=name, ahead=2)
+    done = []
+    thread = threading.Thread(target=lambda: done.append(producer.run(1)))
+    thread.start()
+    out, err = kid.communicate(timeout=60)
+    assert kid.returncode != 0 and out == "", (out, err)
+    assert "still holds batch 0" in err and "ahead" in err, err
+    second = spawn(name, 0, 1)
+    thread.join(60)
+    producer.close()  # the second reads on to the feed's end
+    out, err = second.communicate(timeout=60)
+    assert done and second.returncode == 0, (done, err)
+
+
+def test_unlike_batches_are_refused(name):
+    """A dtype the feed cannot carry was a bare KeyError; a batch unlike
+    the first was rebuilt by the consumers in the first one's shape, and
+    combined loader batches of other keys lost or missed some."""
+    odd = np.zeros(4, dtype=np.complex64)
+    raises(TypeError, "cannot carry dtype complex64",
+           lambda: aegis_feed.Producer([odd], name=name).run(1))
+    row = np.zeros((2, 4), dtype=np.float32)
+    raises(ValueError, "loader batches differ",
+           lambda: aegis_feed.Producer([{"x": row}, {"y": row}], name=name,
+                                       combine=2).run(1))
+    kid = spawn(name, 0, 1)
+    first, second = numpy_loader()[:2]
+    raises(TypeError, "this batch is a dict of numpy tensors, the first was "
+           "a sequence of numpy tensors",
+           lambda: aegis_feed.Producer([first, dict(zip("x ids".split(),
+                                                        second))],
+                                       name=name).run(1))
+    out, err = kid.communicate(timeout=60)
+    assert kid.returncode != 0 and "the producer failed" in err, err
+
+
 def main():
     if sys.argv[1:2] == ["consume"]:
         consume(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]),
@@ -304,7 +350,9 @@ def main():
                               test_dead_consumer_does_not_stall,
                               test_producer_batch_size_combines,
                               test_bad_keys_and_sizes_are_refused,
-                              test_failed_loader_is_an_error_for_consumers)):
+                              test_failed_loader_is_an_error_for_consumers,
+                              test_consumer_keeping_batches_is_told,
+                              test_unlike_batches_are_refused)):
         test("%s-%d" % (prefix, i))
         assert not leaked("aegis-feed-" + prefix), leaked("aegis-feed-" + prefix)
         print("ok", test.__name__)
