@@ -347,10 +347,16 @@ static char **exec_envp(const exec_spec *spec, size_t *nset) {
     return envp;
 }
 
+/* Strings in v, a NULL-terminated vector. */
+static size_t exec_count(char *const *v) {
+    size_t n = 0;
+    while (v[n]) n++;
+    return n;
+}
+
 static void exec_free_envp(char **envp, size_t nset) {
     if (!envp) return;
-    size_t n = 0;
-    while (envp[n]) n++;
+    size_t n = exec_count(envp);
     for (size_t i = n - nset; i < n; i++) free(envp[i]);
     free(envp);
 }
@@ -698,18 +704,18 @@ static int exec_argv_copy(char **v, size_t at, char *const *from) {
     return 0;
 }
 
-/* The shim's argument vector: its fixed fields, then the environment
- * (envp, nenv strings), then tail: the job's argv, or the notifier's
- * command. The environment travels as arguments, never as the shim's own:
- * the shim runs as root, and a submitter's LD_PRELOAD must not load into
- * it. Returns a malloc'd vector of malloc'd strings (exec_shim_argv_free),
- * or NULL. */
-static char **exec_shim_argv(const exec_shim_args *a, char *const *envp,
+/* The names under which the shim's environment carries the job's: the
+ * job's K-th string "NAME=VALUE" is the shim's SHIM_ENV_PREFIX "K=NAME=VALUE"
+ * (exec_shim_environ). */
+#define SHIM_ENV_PREFIX "AEGIS_SHIM_ENV_"
+
+/* The shim's argument vector: its fixed fields (with the number of the
+ * job's environment strings, nenv), then tail: the job's argv, or the
+ * notifier's command. Returns a malloc'd vector of malloc'd strings
+ * (exec_shim_argv_free), or NULL. */
+static char **exec_shim_argv(const exec_shim_args *a, size_t nenv,
                              char *const *tail) {
-    size_t nenv = 0, ntail = 0;
-    while (envp[nenv]) nenv++;
-    while (tail[ntail]) ntail++;
-    char **v = calloc(SHIM_FIXED + nenv + ntail + 1, sizeof(*v));
+    char **v = calloc(SHIM_FIXED + exec_count(tail) + 1, sizeof(*v));
     if (!v) return NULL;
     bool ok = asprintf(&v[0], "aegis-shim") >= 0 &&
          asprintf(&v[SHIM_MODE], "%s", a->mode) >= 0 &&
@@ -726,8 +732,34 @@ static char **exec_shim_argv(const exec_shim_args *a, char *const *envp,
          asprintf(&v[SHIM_OUT_PATH], "%s", a->out_path ? a->out_path : "") >= 0 &&
          asprintf(&v[SHIM_ERR_PATH], "%s", a->err_path ? a->err_path : "") >= 0 &&
          asprintf(&v[SHIM_NENV], "%zu", nenv) >= 0 &&
-         exec_argv_copy(v, SHIM_FIXED, envp) == 0 &&
-         exec_argv_copy(v, SHIM_FIXED + nenv, tail) == 0;
+         exec_argv_copy(v, SHIM_FIXED, tail) == 0;
+    if (!ok) {
+        exec_shim_argv_free(v);
+        return NULL;
+    }
+    return v;
+}
+
+/* The shim's environment: aegisd's own, then the job's strings (envp,
+ * nenv of them) under SHIM_ENV_PREFIX names. Not as arguments: any user
+ * may read a process's arguments (ps), only its user and root its
+ * environment, and the shim runs as root. Not under their own names
+ * either: a submitter's LD_PRELOAD must not load into a root process.
+ * Returns a malloc'd vector of malloc'd strings (exec_shim_argv_free),
+ * or NULL. */
+static char **exec_shim_environ(char *const *envp) {
+    size_t nown = exec_count(environ), nenv = exec_count(envp), n = 0;
+    size_t plen = strlen(SHIM_ENV_PREFIX);
+    char **v = calloc(nown + nenv + 1, sizeof(*v));
+    bool ok = v != NULL;
+    for (size_t i = 0; ok && i < nown; i++)
+        if (strncmp(environ[i], SHIM_ENV_PREFIX, plen) != 0)
+            ok = (v[n++] = strdup(environ[i])) != NULL;
+    for (size_t i = 0; ok && i < nenv; i++)
+        if (!(ok = asprintf(&v[n], SHIM_ENV_PREFIX "%zu=%s", i, envp[i]) >= 0))
+            v[n] = NULL;
+        else
+            n++;
     if (!ok) {
         exec_shim_argv_free(v);
         return NULL;
@@ -755,13 +787,13 @@ static int exec_fds_above_shim(int *fds, int n) {
  * daemon costs a copy-on-write fault per page it touches afterwards). 0,
  * or an errno. */
 static int exec_spawn_shim(const char *path, char *const *argv,
-                           const int *fds, int nfds, pid_t *pid) {
+                           char *const *envp, const int *fds, int nfds,
+                           pid_t *pid) {
     posix_spawn_file_actions_t fa;
     int rc = posix_spawn_file_actions_init(&fa);
     for (int i = 0; rc == 0 && i < nfds; i++)
         rc = posix_spawn_file_actions_adddup2(&fa, fds[i], SHIM_OUT_FD + i);
-    /* aegisd's environment (root's), not the job's: see exec_shim_argv */
-    if (rc == 0) rc = posix_spawn(pid, path, &fa, NULL, argv, environ);
+    if (rc == 0) rc = posix_spawn(pid, path, &fa, NULL, argv, envp);
     posix_spawn_file_actions_destroy(&fa);
     return rc;
 }
@@ -769,7 +801,7 @@ static int exec_spawn_shim(const char *path, char *const *argv,
 /* An attempt made ready (exec_prepare): its status file is open and
  * locked, the shim's arguments built; its logs are opened by exec_spawn. */
 struct exec_pending {
-    char **argv;
+    char **argv, **envp;        /* the shim's (exec_shim_environ) */
     int fds[SHIM_NFDS];         /* out, err, status: the shim's 3 to 5 */
     const char *shim_path;      /* the spec's: aegisd's, for its life */
     exec_logs logs;
@@ -840,8 +872,12 @@ int exec_prepare(const exec_spec *spec, exec_run *run, exec_pending **out,
                         .cwd = spec->cwd, .cgroups = spec->cgroups,
                         .out_path = spec->out_path,
                         .err_path = spec->err_path};
-    if (envp) p->argv = exec_shim_argv(&a, envp, (char *const *)spec->argv);
-    if (rc == 0 && !p->argv) {
+    if (envp) {
+        p->argv = exec_shim_argv(&a, exec_count(envp),
+                                 (char *const *)spec->argv);
+        p->envp = exec_shim_environ(envp);
+    }
+    if (rc == 0 && (!p->argv || !p->envp)) {
         snprintf(err, errlen, "job %lld: cannot start: out of memory",
                  (long long)spec->id);
         rc = -1;
@@ -863,8 +899,8 @@ int exec_spawn(exec_pending *p, exec_run *run, char *err, size_t errlen) {
                  (long long)p->logs.id, strerror(errno));
         return -1;
     }
-    int spawned = exec_spawn_shim(p->shim_path, p->argv, p->fds, SHIM_NFDS,
-                                  &run->shim_pid);
+    int spawned = exec_spawn_shim(p->shim_path, p->argv, p->envp, p->fds,
+                                  SHIM_NFDS, &run->shim_pid);
     if (spawned != 0) {
         snprintf(err, errlen, "job %lld: cannot start its watcher %s: %s",
                  (long long)p->logs.id, p->shim_path, strerror(spawned));
@@ -879,6 +915,7 @@ void exec_pending_free(exec_pending *p) {
     for (int i = 0; i < SHIM_NFDS; i++)
         if (p->fds[i] >= 0) close(p->fds[i]);
     exec_shim_argv_free(p->argv);
+    exec_shim_argv_free(p->envp);
     free(p);
 }
 
@@ -910,9 +947,34 @@ static long long exec_shim_number(const char *text) {
 
 static void exec_notify_child(const exec_notify_spec *spec, char **envp);
 
+/* The job's environment from the shim's own (exec_shim_environ): a
+ * malloc'd vector of nenv pointers into environ's strings, or NULL when
+ * one is missing, given twice or numbered past nenv. */
+static char **exec_shim_job_env(long long nenv) {
+    size_t plen = strlen(SHIM_ENV_PREFIX);
+    char **v = calloc((size_t)nenv + 1, sizeof(*v));
+    for (size_t i = 0; v && environ[i]; i++) {
+        const char *at = environ[i] + plen, *end = at;
+        if (strncmp(environ[i], SHIM_ENV_PREFIX, plen) != 0) continue;
+        long long k = -1;
+        if (*at >= '0' && *at <= '9') k = strtoll(at, (char **)&end, 10);
+        if (*end != '=' || k < 0 || k >= nenv || v[k]) {
+            free(v);
+            return NULL;
+        }
+        v[k] = (char *)end + 1;
+    }
+    for (long long k = 0; v && k < nenv; k++)
+        if (!v[k]) {
+            free(v);
+            return NULL;
+        }
+    return v;
+}
+
 /* The shim's arguments (exec_shim_argv) into a, nums (by position) and
- * its environment (*envp, malloc'd, its strings argv's) and tail (argv's):
- * 0, or -1 when they are not aegisd's. */
+ * tail (argv's), and the job's environment from the shim's (*envp,
+ * malloc'd): 0, or -1 when they are not aegisd's. */
 static int exec_shim_parse(int argc, char **argv, exec_shim_args *a,
                            char ***envp, char ***tail) {
     long long nums[SHIM_FIXED];
@@ -922,8 +984,7 @@ static int exec_shim_parse(int argc, char **argv, exec_shim_args *a,
     bool ok = argc > SHIM_FIXED;
     for (size_t i = 0; ok && i < sizeof(numeric) / sizeof(*numeric); i++)
         ok = (nums[numeric[i]] = exec_shim_number(argv[numeric[i]])) >= 0;
-    long long nenv = ok ? nums[SHIM_NENV] : 0;
-    if (!ok || nenv >= argc - SHIM_FIXED) return -1;
+    if (!ok) return -1;
     *a = (exec_shim_args){
         .mode = argv[SHIM_MODE], .id = nums[SHIM_ID],
         .attempt = (int)nums[SHIM_ATTEMPT],
@@ -933,9 +994,8 @@ static int exec_shim_parse(int argc, char **argv, exec_shim_args *a,
         .gid = (gid_t)nums[SHIM_GID], .user = argv[SHIM_USER],
         .cwd = argv[SHIM_CWD], .cgroups = argv[SHIM_CGROUPS],
         .out_path = argv[SHIM_OUT_PATH], .err_path = argv[SHIM_ERR_PATH]};
-    if (!(*envp = calloc((size_t)nenv + 1, sizeof(**envp)))) return -1;
-    memcpy(*envp, argv + SHIM_FIXED, (size_t)nenv * sizeof(**envp));
-    *tail = argv + SHIM_FIXED + nenv;
+    if (!(*envp = exec_shim_job_env(nums[SHIM_NENV]))) return -1;
+    *tail = argv + SHIM_FIXED;
     return 0;
 }
 
@@ -1069,15 +1129,18 @@ pid_t exec_notify_start(const exec_notify_spec *spec, char *err,
                         .as_user = spec->as_user, .uid = spec->uid,
                         .gid = spec->gid, .user = spec->user,
                         .cwd = spec->cwd};
-    char **argv = exec_shim_argv(&a, envp, (char *const[]){(char *)spec->cmd,
-                                                           NULL});
+    char **argv = exec_shim_argv(&a, exec_count(envp),
+                                 (char *const[]){(char *)spec->cmd, NULL});
+    char **shim_env = exec_shim_environ(envp);
     exec_free_envp(envp, nvars);
     pid_t pid = -1;
     /* the shim is the notifier's supervisor (exec_notify_child): pid is
      * its, and it stays aegisd's user */
-    int rc = argv ? exec_spawn_shim(spec->shim_path, argv, NULL, 0, &pid)
-                  : ENOMEM;
+    int rc = argv && shim_env ? exec_spawn_shim(spec->shim_path, argv,
+                                                shim_env, NULL, 0, &pid)
+                              : ENOMEM;
     exec_shim_argv_free(argv);
+    exec_shim_argv_free(shim_env);
     if (rc != 0) {
         snprintf(err, errlen, "job %lld: notifier: cannot start %s: %s",
                  (long long)spec->id, spec->shim_path, strerror(rc));

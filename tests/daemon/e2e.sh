@@ -260,10 +260,15 @@ case_security() {
     cd "$DIR/work"
     as() { local u=$1; shift; runuser -u "$u" -- env AEGIS_SOCKET="$AEGIS_SOCKET" \
            AEGIS_TEST_GPU_DIR="$AEGIS_TEST_GPU_DIR" "$@"; }
-    id=$(as nobody "$AEGIS" submit -- sh -c 'echo secret-output; sleep 30') || fail "submit as nobody"
-    until as nobody "$AEGIS" show --json "$id" | pyjson "assert d['state']=='running'" 2>/dev/null; do sleep 0.1; done
+    local token="env-secret-$$"
+    id=$(as nobody env AEGIS_E2E_TOKEN="$token" "$AEGIS" submit -- \
+         sh -c 'echo secret-output; echo "$AEGIS_E2E_TOKEN"; sleep 30') || fail "submit as nobody"
+    until as nobody "$AEGIS" log "$id" | grep -q "$token"; do sleep 0.1; done
+    # the job has its environment; no process's arguments show it (the
+    # job's watcher got it as arguments once: ps showed it to everyone)
+    ps -eo args | grep -v grep | grep -q "$token" && fail "ps shows a job's environment"
     [ "$(stat -c %U:%a "$DIR/state/logs/$id.out")" = nobody:600 ] || fail "log owner/mode"
-    [ "$(as nobody "$AEGIS" log "$id")" = secret-output ] || fail "owner cannot read log"
+    [ "$(as nobody "$AEGIS" log "$id" | head -1)" = secret-output ] || fail "owner cannot read log"
     as nobody "$AEGIS" show "$id" | grep -q secret-output || fail "owner cannot see command"
     as daemon "$AEGIS" cancel "$id" 2>&1 | grep -q "permission denied" || fail "cancel by other"
     as daemon "$AEGIS" log "$id" 2>&1 | grep -q "permission denied" || fail "log by other"
