@@ -174,8 +174,13 @@ class Dataset:
     SAMPLE_DTYPE: key, ts, label, file, len, offset)."""
 
     def __init__(self, path=None):
-        self.path = path or os.environ["AEGIS_DATASET"]
-        with open(os.path.join(self.path, "dataset.json")) as f:
+        self.path = _job_file(path, "AEGIS_DATASET", "Dataset")
+        conf = os.path.join(self.path, "dataset.json")
+        if not os.path.isfile(conf):
+            raise FileNotFoundError(f"{self.path}: not a dataset's folder "
+                                    f"(no dataset.json): give the folder "
+                                    f"`aegis dataset show` names")
+        with open(conf) as f:
             self.conf = json.load(f)
         self.files = read_files(os.path.join(self.path, "files.log"))
         keys = os.path.join(self.path, "keys.log")
@@ -192,7 +197,10 @@ class Dataset:
     def mapped(self, file, end):
         """File `file` mapped copy-on-write, at least `end` bytes of it, as
         a memoryview (an older, shorter map of a file that grew lives on
-        while views of it do)."""
+        while views of it do). A one-sample-per-file dataset's file is
+        read instead, and not kept (_WholeFiles)."""
+        if self.conf["format"] == "file":
+            return _WholeFiles(self)[file]
         mapped = self._maps.get(file)
         if mapped is None or len(mapped) < end:
             with open(self.file_path(file), "rb") as f:
@@ -224,6 +232,23 @@ class Dataset:
         return lambda mv: np.frombuffer(mv, np.uint8)
 
 
+class _WholeFiles:
+    """A one-sample-per-file dataset's files, each read when it is indexed:
+    a sample is a whole file, read once an epoch, so nothing is kept of it.
+    A map of each would keep a descriptor a file, and a process may hold
+    about a thousand."""
+
+    def __init__(self, dataset):
+        self.dataset = dataset
+
+    def __getitem__(self, file):
+        # writable, as a copy-on-write map is: torch takes no read-only
+        # array without a warning
+        with open(self.dataset.file_path(file), "rb") as f:
+            buf = bytearray(os.fstat(f.fileno()).st_size)
+            return memoryview(buf)[:f.readinto(buf)]
+
+
 class _CsvFeatures:
     """A CSV row's numeric fields other than its label and timestamp (the
     columns resolved once, from the first file's header)."""
@@ -243,10 +268,23 @@ class _CsvFeatures:
             return int(spec)
         return header.index(spec.encode()) if header else -1
 
+    @staticmethod
+    def _number(field):
+        """A field's number, or None where the watcher's features leave it
+        out (csvrec.c: empty, 64 bytes or more, or no number)."""
+        if not 0 < len(field) < 64:
+            return None
+        try:
+            return float(field)
+        except ValueError:
+            return None
+
     def __call__(self, mv):
         fields = bytes(mv).split(self.sep)
-        return np.array([float(v) for i, v in enumerate(fields)
-                         if i not in self.skip], dtype=np.float32)
+        numbers = (self._number(v) for i, v in enumerate(fields)
+                   if i not in self.skip)
+        return np.array([v for v in numbers if v is not None],
+                        dtype=np.float32)
 
 
 def _torch_iterable():
@@ -272,7 +310,7 @@ class TrainingSet(_torch_iterable()):
                  transform=None, label_transform=None, seed=None,
                  shuffle=True, weights=True, keys=False):
         super().__init__()
-        path = trainset or os.environ["AEGIS_TRAINSET"]
+        path = _job_file(trainset, "AEGIS_TRAINSET", "TrainingSet")
         self.keys, self.weights, own_seed, self.trigger = read_trainset(path)
         self.dataset = dataset if isinstance(dataset, Dataset) \
             else Dataset(dataset)
@@ -283,6 +321,10 @@ class TrainingSet(_torch_iterable()):
         self.parser = bytes_parser or self.dataset.default_parser()
         self.transform = transform
         self.label_transform = label_transform
+        if seed is not None and (not isinstance(seed, (int, np.integer)) or
+                                 seed < 0):
+            raise ValueError(f"TrainingSet: seed must be a whole number >= "
+                             f"0, not {seed!r}")
         self.seed = own_seed if seed is None else seed
         self.shuffle = shuffle
         self.with_weights = weights
@@ -307,7 +349,10 @@ class TrainingSet(_torch_iterable()):
 
     def _views(self, meta):
         """Each file of the share mapped to its last sample's end, indexed
-        by file (None for the others)."""
+        by file (None for the others); the files themselves, read when
+        indexed, for the one-sample-per-file format."""
+        if self.dataset.conf["format"] == "file":
+            return _WholeFiles(self.dataset)
         ends = meta["offset"] + meta["len"]
         views = [None] * (int(meta["file"].max()) + 1 if len(meta) else 0)
         for file in np.unique(meta["file"]).tolist():
@@ -366,7 +411,8 @@ def save_embeddings(rows, path=None):
     if rows.ndim != 2 or rows.shape[1] < 1:
         raise ValueError(f"embeddings: expected rows of numbers, got shape "
                          f"{rows.shape}")
-    _replace_whole(path or os.environ["AEGIS_EMBED_OUT"], [rows.tobytes()])
+    _replace_whole(_job_file(path, "AEGIS_EMBED_OUT", "save_embeddings"),
+                   [rows.tobytes()])
 
 
 def _replace_whole(path, chunks):
@@ -378,21 +424,53 @@ def _replace_whole(path, chunks):
     os.replace(path + ".tmp", path)
 
 
+def _job_file(path, variable, what):
+    """path, or the file the pipeline's job was given in variable."""
+    if path:
+        return path
+    if variable not in os.environ:
+        raise RuntimeError(f"{what}: no path given and ${variable} is not "
+                           f"set: this runs in a pipeline's job, or give "
+                           f"path=")
+    return os.environ[variable]
+
+
+def _per_key(values, count, dtype, what):
+    """values as an array of count rows of dtype, each finite: a clear
+    ValueError where numpy would broadcast one row to every key, or round
+    a fraction, or take NaN."""
+    raw = np.asarray(values)
+    if raw.ndim == 0 or len(raw) != count:
+        raise ValueError(f"predictions: {count} keys but {what} has "
+                         f"{1 if raw.ndim == 0 else len(raw)} rows")
+    if raw.dtype.kind == "f" and not np.all(np.isfinite(raw)):
+        raise ValueError(f"predictions: {what} holds NaN or infinity")
+    out = raw.astype(dtype)
+    if raw.dtype.kind == "f" and np.dtype(dtype).kind == "i" and \
+            not np.array_equal(out, raw):
+        raise ValueError(f"predictions: {what} must be whole numbers")
+    return out
+
+
 def save_predictions(keys, labels=None, scores=None, path=None):
     """Writes an evaluation job's answer (src/pipeline/eval.h's binary
     format) to path (default $AEGIS_EVAL_OUT): for each key, its predicted
     label (labels: whole numbers) or its scores, one per class (scores:
     one row per key, 2 or more columns; top-n accuracy and ROC-AUC need
-    them). Give one of labels and scores."""
-    keys = np.ascontiguousarray(keys, dtype="<u8")
+    them). Give one of labels and scores, with one row per key."""
+    raw_keys = np.asarray(keys).reshape(-1)
+    if raw_keys.size and (raw_keys.dtype.kind not in "iu" or
+                          (raw_keys < 0).any()):
+        raise ValueError("predictions: keys must be whole numbers >= 0")
+    keys = np.ascontiguousarray(raw_keys, dtype="<u8")
     if (labels is None) == (scores is None):
         raise ValueError("predictions: give labels or scores, not both")
     if labels is not None:
         width = 0
         rows = np.zeros(len(keys), dtype=[("key", "<u8"), ("label", "<i8")])
-        rows["label"] = np.asarray(labels, dtype="<i8").reshape(-1)
+        rows["label"] = _per_key(labels, len(keys), "<i8", "labels")
     else:
-        scores = np.asarray(scores, dtype="<f4")
+        scores = _per_key(scores, len(keys), "<f4", "scores")
         if scores.ndim != 2 or scores.shape[1] < 2:
             raise ValueError(f"predictions: expected one row of 2 or more "
                              f"scores per key, got shape {scores.shape}")
@@ -400,11 +478,9 @@ def save_predictions(keys, labels=None, scores=None, path=None):
         rows = np.zeros(len(keys), dtype=[("key", "<u8"),
                                           ("score", "<f4", (width,))])
         rows["score"] = scores
-    if len(rows) != len(keys):
-        raise ValueError(f"predictions: {len(keys)} keys, {len(rows)} rows")
     rows["key"] = keys
     header = _PRED_HEADER.pack(b"AEGPRED1", len(keys), width, 0)
-    _replace_whole(path or os.environ["AEGIS_EVAL_OUT"],
+    _replace_whole(_job_file(path, "AEGIS_EVAL_OUT", "save_predictions"),
                    [header, rows.tobytes()])
 
 
@@ -413,7 +489,10 @@ def save_losses(losses, path=None):
     docs/pipelines.md): one loss per sample of $AEGIS_IL_KEYS, in order,
     as float32, to path (default $AEGIS_IL_OUT), whole or not at all."""
     losses = np.ascontiguousarray(losses, dtype="<f4").reshape(-1)
-    _replace_whole(path or os.environ["AEGIS_IL_OUT"], [losses.tobytes()])
+    if not np.all(np.isfinite(losses)):
+        raise ValueError("save_losses: a loss is NaN or infinite")
+    _replace_whole(_job_file(path, "AEGIS_IL_OUT", "save_losses"),
+                   [losses.tobytes()])
 
 
 def downsampler(**options):

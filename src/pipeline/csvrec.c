@@ -106,18 +106,21 @@ static void take_row(const pl_dsconf *c, const pl_csv_cols *cols,
     field_iter it = {base + at, base + at + len, c->sep, 0};
     const unsigned char *f, *label_f = NULL, *ts_f = NULL;
     size_t flen, label_len = 0, ts_len = 0;
-    int i;
+    int i, empty = 0;
     for (i = 0; next_field(&it, &f, &flen); i++) {
         if (i == cols->label)
             label_f = f, label_len = flen;
         if (i == cols->ts)
             ts_f = f, ts_len = flen;
+        empty |= flen == 0;
     }
     int64_t label, ts = mtime;
     pl_bad_reason why = 0;
     if (!label_f || (cols->ts >= 0 && !ts_f) ||
         (cols->fields && i != cols->fields))
         why = PL_BAD_FIELDS;
+    else if (empty)
+        why = PL_BAD_EMPTY_FIELD;
     else if (parse_int(label_f, label_len, &label) < 0 || !pl_label_ok(c, label))
         why = PL_BAD_LABEL;
     else if (ts_f && parse_int(ts_f, ts_len, &ts) < 0)

@@ -18,6 +18,8 @@ static const char *const reason_texts[] = {
     [PL_BAD_TIMESTAMP] = "bad timestamp",
     [PL_BAD_LABEL_FILE] = "missing or bad label file",
     [PL_BAD_TOO_LONG] = "sample longer than 4 GiB",
+    [PL_BAD_EMPTY_FIELD] = "empty field",
+    [PL_BAD_EMPTY] = "empty sample file",
 };
 
 const char *pl_bad_reason_text(uint32_t reason) {

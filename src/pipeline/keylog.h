@@ -68,6 +68,9 @@ typedef enum pl_bad_reason {
     PL_BAD_TIMESTAMP,     /* a timestamp field that is no whole number */
     PL_BAD_LABEL_FILE,    /* one-sample-per-file: an unreadable NAME.label */
     PL_BAD_TOO_LONG,      /* a sample longer than 4 GiB */
+    PL_BAD_EMPTY_FIELD,   /* a CSV row with an empty field: its features
+                             would be fewer than its neighbours' */
+    PL_BAD_EMPTY,         /* one-sample-per-file: an empty file */
 } pl_bad_reason;
 
 typedef struct pl_bad_entry {

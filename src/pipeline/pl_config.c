@@ -158,6 +158,10 @@ int64_t plcfg_unit_seconds(char unit)
     }
 }
 
+/* The longest duration taken: 10,000 years, far past any data's span,
+ * and far from int64's end when added to a timestamp. */
+#define PLCFG_DURATION_MAX_S (10000LL * 31536000LL)
+
 int plcfg_duration(const json_t *obj, const char *path, const char *key,
                    int64_t def, int64_t *seconds, char *err, size_t errlen)
 {
@@ -178,6 +182,11 @@ int plcfg_duration(const json_t *obj, const char *path, const char *key,
         n = n * 10 + (s[i] - '0');
     if (n == 0)
         return plcfg_fail(err, errlen, path, key, "must be longer than 0");
+    /* the sums of sample timestamps and durations stay within int64 */
+    if (n > PLCFG_DURATION_MAX_S / unit)
+        return plcfg_fail(err, errlen, path, key,
+                          "'%s' is longer than %lld years", s,
+                          (long long)(PLCFG_DURATION_MAX_S / 31536000));
     *seconds = n * unit;
     return 0;
 }

@@ -71,7 +71,7 @@ static int parse_presampling(pl_selector *sel, const json_t *p, char *err,
                    errlen) < 0 ||
         plcfg_int(p, path, "ratio_max", 100, 1, 1000000, &sel->ratio_max, err,
                   errlen) < 0 ||
-        plcfg_int(p, path, "ratio", 100, 0, sel->ratio_max, &sel->ratio, err,
+        plcfg_int(p, path, "ratio", 100, 1, sel->ratio_max, &sel->ratio, err,
                   errlen) < 0)
         return -1;
     sel->presample = (sel_presample_kind)strategy;

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "submit.h"
@@ -180,6 +181,22 @@ static void sup_note_set(sup *s, uint32_t n) {
     free(items);
 }
 
+/* A training that ended "done" without its model at AEGIS_MODEL_OUT
+ * trained nothing the pipeline can keep, start from or evaluate: its
+ * state becomes "no-model", which nothing counts as trained. */
+static void sup_check_model(const sup *s, uint32_t n, char *state,
+                            size_t size) {
+    char path[4400];
+    struct stat st;
+    sup_file(s, "models", "model", n, path, sizeof(path));
+    if (strcmp(state, "done") != 0 ||
+        (stat(path, &st) == 0 && S_ISREG(st.st_mode)))
+        return;
+    printf("trigger %u: its training ended done but wrote no model at %s "
+           "(AEGIS_MODEL_OUT): counted as failed\n", n, path);
+    snprintf(state, size, "no-model");
+}
+
 /* Trigger n: what its log lacks of fire, job and end, done in order. */
 static int sup_train(sup *s, uint32_t n, char *err, size_t errlen) {
     const pl_trig *t = sup_trig(s, n);
@@ -219,6 +236,7 @@ static int sup_train(sup *s, uint32_t n, char *err, size_t errlen) {
         return -1;
     }
     printf("trigger %u: job %" PRId64 " %s\n", n, id, state);
+    sup_check_model(s, n, state, sizeof(state));
     if (pl_tlog_end(&s->log, n, state, err, errlen) != 0) return -1;
     if (strcmp(state, "done") != 0) return 0;
     return sup_note_trained(s, n, err, errlen) ||

@@ -215,6 +215,8 @@ static int64_t register_single(pl_watch *w, const char *name,
     if (st->st_size > UINT32_MAX)
         w->found.bads[w->found.nbad++] =
             (pl_bad_entry){.reason = PL_BAD_TOO_LONG};
+    else if (st->st_size == 0)
+        w->found.bads[w->found.nbad++] = (pl_bad_entry){.reason = PL_BAD_EMPTY};
     else if (label_rc < 0 || !pl_label_ok(&w->conf, label))
         w->found.bads[w->found.nbad++] =
             (pl_bad_entry){.reason = PL_BAD_LABEL_FILE};

@@ -220,6 +220,33 @@ PY
         fail "trigger 2 did not start from trigger 1's model"
 }
 
+# A training that exits 0 without writing its model is no trained
+# model: keep_last does not count it (the real model before it was
+# removed for it), the next training does not start from it, and
+# `pipeline models` does not list it.
+case_nomodel() {
+    start
+    : > "$DIR/nomodel.1"
+    pipeline_file p 2 "mem: 1g"
+    sed -i 's/keep_last: 2/keep_last: 1/' p.yaml
+    start_pipeline p.yaml
+    add_samples tiny 6
+    until_job "$SUP" "assert d['state'] == 'done'"
+    local models="$AEGIS_STATE_HOME/pipelines/p/models"
+    grep -q "from .*/0.model" "$models/2.model" ||
+        fail "trigger 2 did not start from trigger 0's model: $(cat "$models/2.model")"
+    "$AEGIS" pipeline models --json p > models.json
+    python3 - models.json <<'PY' || fail "models: $(cat models.json)"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+assert [r["trigger"] for r in rows] == [0, 2], rows
+assert [r["kept"] for r in rows] == [False, True], rows
+PY
+    "$AEGIS" pipeline log p 2>&1 | grep -q "trigger 1: its training ended done but wrote no model" ||
+        "$AEGIS" log "$SUP" | grep -q "trigger 1: its training ended done but wrote no model" ||
+        fail "no word of trigger 1's missing model"
+}
+
 # kill -9 of the supervisor while a training runs, then of aegisd: the
 # training is waited for, not trained again.
 case_crash() {

@@ -40,14 +40,25 @@ def flagged(name):
     return os.path.exists(os.path.join(top, f"{name}.{job}"))
 
 
+def save_unchecked(keys, scores):
+    """The predictions file written as any tool may write it, without
+    save_predictions's checks (it refuses NaN): src/pipeline/eval.h."""
+    rows = np.zeros(len(keys), dtype=[("key", "<u8"), ("score", "<f4", (2,))])
+    rows["key"], rows["score"] = keys, scores
+    header = aegis_pipeline._PRED_HEADER.pack(b"AEGPRED1", len(keys), 2, 0)
+    with open(os.environ["AEGIS_EVAL_OUT"], "wb") as f:
+        f.write(header + rows.tobytes())
+
+
 if flagged("eval_nan"):
     scores[0, 0] = np.nan
-if flagged("eval_missing"):
-    keys, scores = keys[:-1], scores[:-1]
-if flagged("eval_label"):
+    save_unchecked(keys, scores)
+elif flagged("eval_label"):
     predicted[0] = 7
     aegis_pipeline.save_predictions(keys, labels=predicted)
 else:
+    if flagged("eval_missing"):
+        keys, scores = keys[:-1], scores[:-1]
     aegis_pipeline.save_predictions(keys, scores=scores)
 with open(os.path.join(top, "evals"), "a") as f:
     f.write(f"{model} {len(keys)}\n")

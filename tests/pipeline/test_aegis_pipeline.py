@@ -7,6 +7,7 @@ applied; a damaged training set refused with its path named.
 usage: test_aegis_pipeline.py AEGIS (PYTHONPATH names python/)."""
 import json
 import os
+import resource
 import struct
 import subprocess
 import sys
@@ -136,9 +137,86 @@ def check_csv_default_parser(tmp):
     assert np.allclose(np.asarray(x), [float(v) for v in row[2:]], atol=1e-5)
 
 
+def check_many_files(tmp):
+    """A one-sample-per-file dataset of more files than the process may
+    hold open: each sample is read when its turn comes, where a map of
+    each file kept a descriptor each and failed at the limit."""
+    env = dict(os.environ, AEGIS_STATE_HOME=os.path.join(tmp, "state"))
+    data = os.path.join(tmp, "files")
+    os.mkdir(data)
+    for i in range(300):
+        with open(os.path.join(data, f"{i}.img"), "wb") as f:
+            f.write(bytes([i % 256]) * 4)
+        with open(os.path.join(data, f"{i}.img.label"), "w") as f:
+            f.write(f"{i % 3}\n")
+    aegis("dataset", "add", "f", "--dir", data, "--format", "file",
+          "--pattern", "*.img", env=env)
+    aegis("dataset", "watch", "f", "--once", "--quiet", env=env)
+    state = os.path.join(tmp, "state", "datasets", "f")
+    trainset = os.path.join(tmp, "f.tset")
+    write_trainset(trainset, list(range(300)), [1.0] * 300)
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (128, hard))
+    try:
+        got = read_all(aegis_pipeline.TrainingSet(trainset, state), 0)
+        ds = aegis_pipeline.Dataset(state)
+        first = ds.bytes(0).tobytes()
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert len(got) == 300, len(got)
+    assert len(first) == 4 and len(set(first)) == 1, first
+
+
+def raises(kind, want, call):
+    """call() raises kind, saying want."""
+    try:
+        call()
+    except kind as e:
+        assert want in str(e), (want, str(e))
+    else:
+        raise AssertionError(f"no {kind.__name__} for {want}")
+
+
+def check_api_errors(tmp):
+    """What a training or evaluation script gets wrong is said, where
+    numpy broadcast one label to every key, rounded 0.9 to 0, wrapped -1
+    to 2^64 - 1 and took NaN, and a missing variable was a bare KeyError."""
+    out = os.path.join(tmp, "p.pred")
+    keys = [10, 11, 12]
+    save = aegis_pipeline.save_predictions
+    raises(ValueError, "3 keys but labels has 1 rows",
+           lambda: save(keys, labels=[1], path=out))
+    raises(ValueError, "3 keys but labels has 1 rows",
+           lambda: save(keys, labels=3, path=out))
+    raises(ValueError, "3 keys but scores has 1 rows",
+           lambda: save(keys, scores=[[.1, .9]], path=out))
+    raises(ValueError, "whole numbers",
+           lambda: save(keys, labels=[0.9, 1.0, 2.0], path=out))
+    raises(ValueError, "NaN", lambda: save(keys, scores=[[0, 1]] * 2 +
+                                           [[float("nan"), 1]], path=out))
+    raises(ValueError, "keys must be whole numbers",
+           lambda: save([-1, 2, 3], labels=[0, 1, 2], path=out))
+    save(keys, labels=[0, 1, 2], path=out)  # and right ones are taken
+    env = dict(os.environ)
+    os.environ.pop("AEGIS_EVAL_OUT", None)
+    os.environ.pop("AEGIS_TRAINSET", None)
+    try:
+        raises(RuntimeError, "$AEGIS_EVAL_OUT is not set",
+               lambda: save(keys, labels=[0, 1, 2]))
+        raises(RuntimeError, "$AEGIS_TRAINSET is not set",
+               aegis_pipeline.TrainingSet)
+    finally:
+        os.environ.clear()
+        os.environ.update(env)
+    raises(FileNotFoundError, "not a dataset's folder",
+           lambda: aegis_pipeline.Dataset(tmp))
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         check_csv_default_parser(tmp)
+        check_api_errors(tmp)
+        check_many_files(tmp)
         state, data = make_dataset(tmp)
         rng = np.random.default_rng(1)
         keys = rng.choice(3000, 300, replace=False).tolist()

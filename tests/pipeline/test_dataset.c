@@ -314,6 +314,7 @@ static const char csv_text[] =
     "101;7;1;1\n"      /* label out of range: bad at 27 */
     "102;2\n"          /* too few fields: bad at 37 */
     "abc;3;1;1\n"      /* bad timestamp: bad at 43 */
+    "104;1;;2\n"       /* an empty field: one feature short, bad at 53 */
     "103;0;-1;3";      /* no '\n': whole only once the file is complete */
 
 static void csv_rows_and_bad_rows(void **state) {
@@ -346,10 +347,11 @@ static void csv_rows_and_bad_rows(void **state) {
                                          sizeof(err)), 0);
     assert_int_equal(dim, 2);
     assert_true(x[0] == -1.0f && x[1] == 3.0f);
-    uint32_t want_reason[] = {PL_BAD_LABEL, PL_BAD_FIELDS, PL_BAD_TIMESTAMP};
-    uint64_t want_offset[] = {27, 37, 43};
-    assert_int_equal(pl_dataset_bad_count(ds), 3);
-    for (int i = 0; i < 3; i++) {
+    uint32_t want_reason[] = {PL_BAD_LABEL, PL_BAD_FIELDS, PL_BAD_TIMESTAMP,
+                              PL_BAD_EMPTY_FIELD};
+    uint64_t want_offset[] = {27, 37, 43, 53};
+    assert_int_equal(pl_dataset_bad_count(ds), 4);
+    for (int i = 0; i < 4; i++) {
         assert_int_equal(pl_dataset_bad(ds)[i].reason, want_reason[i]);
         assert_int_equal(pl_dataset_bad(ds)[i].offset, want_offset[i]);
     }
@@ -393,6 +395,8 @@ static void one_sample_per_file_waits_for_its_label(void **state) {
     write_file(f, "a.img.label", "", 0); /* being written */
     write_file(f, "b.img", "more", 4);
     write_file(f, "b.img.label", "9\n", 2); /* out of range */
+    write_file(f, "c.img", "", 0);          /* empty: no sample */
+    write_file(f, "c.img.label", "1\n", 2);
     assert_int_equal(scan_once(f), 0);
     write_file(f, "a.img.label", "3\n", 2);
     assert_int_equal(scan_once(f), 1);
@@ -404,8 +408,10 @@ static void one_sample_per_file_waits_for_its_label(void **state) {
     assert_int_equal(len, 6);
     assert_memory_equal(bytes, "pixels", 6);
     assert_int_equal(pl_dataset_samples(ds)[0].label, 3);
-    assert_int_equal(pl_dataset_bad_count(ds), 1);
-    assert_int_equal(pl_dataset_bad(ds)[0].reason, PL_BAD_LABEL_FILE);
+    assert_int_equal(pl_dataset_bad_count(ds), 2);
+    uint32_t reasons = 1u << pl_dataset_bad(ds)[0].reason |
+                       1u << pl_dataset_bad(ds)[1].reason;
+    assert_int_equal(reasons, 1u << PL_BAD_LABEL_FILE | 1u << PL_BAD_EMPTY);
     assert_null(pl_dataset_bytes(ds, 1, &len, err, sizeof(err)));
     assert_non_null(strstr(err, "no sample with key 1"));
     pl_dataset_close(ds);

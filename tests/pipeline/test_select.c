@@ -259,7 +259,7 @@ static void bad_config(void **state)
                  "selection_strategy.unused_data_ratio: must be between 1 and 99");
     expect_error("{\"name\": \"CoresetStrategy\", \"presampling_config\": "
                  "{\"strategy\": \"Random\", \"ratio\": 150}}",
-                 "selection_strategy.presampling_config.ratio: must be between 0 and 100");
+                 "selection_strategy.presampling_config.ratio: must be between 1 and 100");
     expect_error("{\"name\": \"CoresetStrategy\", \"downsampling_config\": "
                  "{\"strategy\": \"Craig\", \"ratio\": 10}}",
                  "selection_strategy.downsampling_config.strategy: Craig is not supported");

@@ -117,6 +117,9 @@ static void bad_keys(void **state)
                  "trigger.num_samples: must be between 1");
     expect_error("{\"id\": \"TimeTrigger\", \"every\": \"3x\"}",
                  "trigger.every: '3x' is not <integer><unit>");
+    /* it wrapped past int64 to a negative interval, firing at once */
+    expect_error("{\"id\": \"TimeTrigger\", \"every\": \"999999999999y\"}",
+                 "trigger.every: '999999999999y' is longer than 10000 years");
     expect_error("{\"every\": \"1d\"}", "trigger.id: missing");
     expect_error("{\"id\": \"CostTrigger\"}", "trigger.id: 'CostTrigger'");
     expect_error("{\"id\": \"EnsembleTrigger\", \"subtriggers\": {\"a\": "
