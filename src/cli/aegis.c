@@ -63,7 +63,9 @@ static void usage(FILE *out) {
           "it (as $AEGIS_SOCKET does; default " CLIENT_DEFAULT_SOCKET ").\n"
           "Run 'aegis COMMAND --help' for a command's options.\n"
           "Exit status: 0 success, 1 failure, 2 bad usage or bad input (a request\n"
-"aegisd refused included).\n",
+          "aegisd refused included). aegis cancel is the exception: it names\n"
+          "each job it could not cancel (unknown, another user's, finished) and\n"
+          "exits 1.\n",
           out);
 }
 

@@ -27,7 +27,7 @@ static const char help[] =
 "       aegis dataset rm NAME\n"
 "       aegis dataset ls [--json]\n"
 "       aegis dataset show NAME [--json]\n"
-"       aegis dataset watch NAME [--interval-s X] [--once]\n"
+"       aegis dataset watch NAME [--interval-s X] [--once | --detach] [--quiet]\n"
 "       aegis dataset share|unshare NAME USER...\n"
 "       aegis dataset gen KIND --out DIR [OPTIONS]\n"
 "\n"

@@ -64,9 +64,11 @@
 "                    GPUs' energy counter)\n" \
 "    feed            the data feed it reads (\"\": none)\n" \
 "    kind            job; feed, a feed's managed producer (aegis feed\n" \
-"                    start); or slurm, a Slurm job's lease\n" \
+"                    start); slurm, a Slurm job's lease; or pipeline, a\n" \
+"                    pipeline's supervisor (aegis pipeline start)\n" \
 "    consumers       a feed producer's only: its feed's jobs queued or\n" \
 "                    running\n" \
+"    pipeline        a pipeline supervisor's only: the pipeline's name\n" \
 "    slurm_job       a lease's Slurm job id (null but for a lease, as are\n" \
 "                    the next two)\n" \
 "    slurm_restart   its Slurm restart count\n" \
@@ -99,7 +101,8 @@ static const char ls_help[] =
 "                    jobs; root sees all); a Slurm job's lease as slurm:ID\n"
 "                    and its name; a feed's managed producer (aegis feed\n"
 "                    start) as feed:F, with the count of its consumers\n"
-"                    queued or running\n"
+"                    queued or running; a pipeline's supervisor (aegis\n"
+"                    pipeline start) by the pipeline's name\n"
 "    REASON          why a queued job waits ('-' for one that does not):\n"
 "                    behind job N (head of queue), no GPU with D MiB free\n"
 "                    (largest free: F MiB on GPU k), GPU k under\n"

@@ -27,8 +27,9 @@ SCHEMA = [
     ("energy_j", "float", True), ("co2_g", "float", True),
     ("slowdown", "float", False), ("grid_intensity_g_per_kwh", "float", True),
 ]
-STATES = {"daemon": {"done", "failed", "cancelled", "queued", "running"},
-          "sim": {"done", "stopped", "unfinished"}}
+STATES = {"daemon": {"done", "failed", "cancelled", "timeout", "queued",
+                     "running"},
+          "sim": {"done", "stopped", "timeout", "unfinished"}}
 
 
 def close(a, b, what):
