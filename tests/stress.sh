@@ -4,7 +4,7 @@
 # once while stress-ng --cpu 4 keeps the CPUs busy, as a shared CI machine
 # or a laptop in a build would. A test that races a clock instead of
 # waiting for its event fails here first. Run before each stop (see
-# docs/development.md); it takes about half an hour on 2 cores.
+# docs/development.md); it takes about 7.5 minutes on 2 cores.
 #
 # BUILD_DIR (default build/) must be configured and built. stress-ng is
 # started and stopped here, on any exit. Exit status: ctest's (0: all

@@ -375,27 +375,69 @@ static double mann_whitney_u(const scored *b, size_t n)
     return u;
 }
 
-/* Class c's one-vs-rest AUC: c's score over the samples of class c
- * against all the others. */
-static double class_auc(const eval_in *in, uint32_t c, size_t npos,
-                        scored *buf)
+/* Whether every row of scores is a probability distribution: none
+ * negative, summing to 1 (within float rounding). */
+static bool all_probabilities(const eval_in *in)
+{
+    for (size_t i = 0; i < in->n; i++) {
+        const float *s = scores_of(in, i);
+        double sum = 0.0;
+        for (uint32_t c = 0; c < in->p->width; c++) {
+            if (!(s[c] >= 0.0f))
+                return false;
+            sum += s[c];
+        }
+        if (fabs(sum - 1.0) > 1e-3)
+            return false;
+    }
+    return true;
+}
+
+/* Each sample's scores as probabilities, n rows of width: as given where
+ * every row is one, else through softmax. Logits rank the classes of one
+ * sample, not one class across samples (a constant added to a row changes
+ * nothing), which is what an AUC compares. */
+static void as_probabilities(const eval_in *in, float *out)
+{
+    bool given = all_probabilities(in);
+    uint32_t w = in->p->width;
+    for (size_t i = 0; i < in->n; i++) {
+        const float *s = scores_of(in, i);
+        float *o = out + i * w, top = s[0];
+        double sum = 0.0;
+        for (uint32_t c = 0; c < w; c++) {
+            o[c] = s[c];
+            top = s[c] > top ? s[c] : top;
+        }
+        for (uint32_t c = 0; !given && c < w; c++)
+            sum += (o[c] = expf(s[c] - top));
+        for (uint32_t c = 0; !given && c < w; c++)
+            o[c] = (float)(o[c] / sum);
+    }
+}
+
+/* Class c's one-vs-rest AUC: c's probability (probs, n rows of width)
+ * over the samples of class c against all the others. */
+static double class_auc(const eval_in *in, const float *probs, uint32_t c,
+                        size_t npos, scored *buf)
 {
     for (size_t i = 0; i < in->n; i++)
-        buf[i] = (scored){scores_of(in, i)[c], in->truth[i] == c};
+        buf[i] = (scored){probs[i * in->p->width + c], in->truth[i] == c};
     qsort(buf, in->n, sizeof *buf, cmp_scored);
     return mann_whitney_u(buf, in->n) /
            ((double)npos * (double)(in->n - npos));
 }
 
 /* The mean AUC over the classes with positive and negative samples. */
-static double mean_auc(const eval_in *in, const size_t *npos, scored *buf)
+static double mean_auc(const eval_in *in, const float *probs,
+                       const size_t *npos, scored *buf)
 {
     double sum = 0.0;
     size_t classes = 0;
     for (uint32_t c = 0; c < in->p->width; c++) {
         if (npos[c] == 0 || npos[c] == in->n)
             continue;
-        sum += class_auc(in, c, npos[c], buf);
+        sum += class_auc(in, probs, c, npos[c], buf);
         classes++;
     }
     return classes ? sum / (double)classes : NAN;
@@ -408,14 +450,17 @@ static int rocauc(const eval_in *in, double *value)
         return -1;
     size_t *npos = calloc(in->p->width, sizeof *npos);
     scored *buf = calloc(in->n, sizeof *buf);
-    int rc = npos && buf ? 0 : fail(in, "out of memory");
+    float *probs = calloc(in->n * in->p->width, sizeof *probs);
+    int rc = npos && buf && probs ? 0 : fail(in, "out of memory");
     if (rc == 0) {
         for (size_t i = 0; i < in->n; i++)
             npos[in->truth[i]]++;
-        *value = mean_auc(in, npos, buf);
+        as_probabilities(in, probs);
+        *value = mean_auc(in, probs, npos, buf);
     }
     free(npos);
     free(buf);
+    free(probs);
     return rc;
 }
 

@@ -209,6 +209,7 @@ static void rocauc_tie(void **state)
 }
 
 /* Three classes, truth 0 0 1 1: class 2 has no positive and is left out.
+ *   (probabilities: each row sums to 1, so taken as given)
  *   class 0, scores 0.9 0.5 | 0.5 0.1: 0.9 wins 2, 0.5 ties 0.5 (1/2) and
  *     wins 0.1: U 3.5 of 4: 0.875
  *   class 1, scores 0.6 0.2 | 0.3 0.6 (positives are rows 2, 3): 0.6 wins
@@ -216,14 +217,36 @@ static void rocauc_tie(void **state)
  *   mean (0.875 + 0.375) / 2 = 0.625 */
 static void rocauc_skips_class(void **state)
 {
-    static const float s[] = {0.9f, 0.3f, 0.7f,
-                              0.5f, 0.6f, 0.1f,
-                              0.5f, 0.6f, 0.3f,
-                              0.1f, 0.2f, 0.8f};
+    /* the scores above halved, class 2 the rest of each row's 1 */
+    static const float s[] = {0.45f, 0.15f, 0.40f,
+                              0.25f, 0.30f, 0.45f,
+                              0.25f, 0.30f, 0.45f,
+                              0.05f, 0.10f, 0.85f};
     static const int64_t truth[] = {0, 0, 1, 1};
     pl_pred p = scores_pred(s, 4, 3);
     assert_float_equal(compute("{\"name\": \"RocAuc\"}", &p, truth, 4), 0.625,
                        EPS);
+}
+
+/* Logits, not probabilities: softmax first, as a constant added to one
+ * sample's logits changes nothing. Truth 1 0 0 1, logits (0, 5),
+ * (10, 11), (3, 1), (0, 0.5): class 1's probabilities .993 .731 .119
+ * .622; the positives .993 and .622 against the negatives .731 and
+ * .119 win 3 pairs of 4: 0.75 (class 0's AUC is the same), where the raw
+ * columns gave 0.625. One logit written as (0, z), z = -2 -1 1 2 for
+ * truth 0 0 1 1: a perfect ranking, 1.0 (0.75 raw: column 0 all ties). */
+static void rocauc_logits(void **state)
+{
+    static const float logits[] = {0, 5, 10, 11, 3, 1, 0, 0.5f};
+    static const int64_t truth[] = {1, 0, 0, 1};
+    pl_pred p = scores_pred(logits, 4, 2);
+    assert_float_equal(compute("{\"name\": \"RocAuc\"}", &p, truth, 4), 0.75,
+                       EPS);
+    static const float one[] = {0, -2, 0, -1, 0, 1, 0, 2};
+    static const int64_t ordered[] = {0, 0, 1, 1};
+    pl_pred q = scores_pred(one, 4, 2);
+    assert_float_equal(compute("{\"name\": \"RocAuc\"}", &q, ordered, 4),
+                       1.0, EPS);
 }
 
 /* A perfect ranking and an inverted one. */
@@ -368,7 +391,8 @@ int main(void)
         cmocka_unit_test(f1_from_scores), cmocka_unit_test(accuracy_top_n),
         cmocka_unit_test(accuracy_labels), cmocka_unit_test(rocauc_tie),
         cmocka_unit_test(rocauc_skips_class),
-        cmocka_unit_test(rocauc_extremes), cmocka_unit_test(nan_cases),
+        cmocka_unit_test(rocauc_extremes),
+        cmocka_unit_test(rocauc_logits), cmocka_unit_test(nan_cases),
         cmocka_unit_test(cannot_compute), cmocka_unit_test(parse_defaults),
         cmocka_unit_test(parse_errors),
     };
