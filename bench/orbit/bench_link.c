@@ -144,7 +144,7 @@ int main(int argc, char **argv) {
     link_model_init(&w.radio, &radio, seed);
     w.s = &s;
     w.up = calloc(QMAX, sizeof(frame)), w.down = calloc(QMAX, sizeof(frame));
-    ground_io io = {io_send, io_recv, &w, 2000, 1000000};
+    ground_io io = {io_send, io_recv, &w, 2000, 1000000, 1};
     uint64_t sent;
     proto_status st;
     int code = ground_upload(&io, &m, payload, &sent, &st);

@@ -107,13 +107,13 @@ static int resend(const ground_io *io, const up_manifest *m, const uint8_t *payl
 
 int ground_upload(const ground_io *io, const up_manifest *m,
                   const uint8_t *payload, uint64_t *sent, proto_status *last) {
-    uint16_t seq = 0;
+    uint16_t seq = io->first_seq;
     unsigned unanswered = 0;
     int answered = 0;
     *sent = 0;
     memset(last, 0, sizeof *last);
     while (unanswered < io->max_asks) {
-        if (ask(io, m, answered, ++seq, last)) {
+        if (ask(io, m, answered, seq++, last)) {
             unanswered++;
             continue;
         }

@@ -67,6 +67,9 @@ typedef struct ground_io {
     void *ctx;
     int timeout_ms;  /* a reply's wait before asking again */
     unsigned max_asks; /* unanswered questions in a row before giving up */
+    uint16_t first_seq; /* the first question's number: drawn at random
+                           by each run, so that a late answer to another
+                           run's question is not taken for this one's */
 } ground_io;
 
 /* Sends m and its payload until the satellite installs or refuses it:

@@ -96,6 +96,13 @@ g upload --key "$DIR/k1.key" --version 3 --in gray --out gray copy "$TMODS/gray_
 until_tm "rollbacks=1"
 has "module.copy=v1"; has "uploads_refused=2" # the crash and the replay
 
+# a folder that is not there: refused before anything is asked (images
+# were acknowledged, so dropped on board, without being saved)
+g telemetry; before=$(sed -n 's/^ring_images=//p' "$DIR/out")
+g images --out "$DIR/nofolder" --max 5; [ $rc = 1 ] || fail "images to no folder: $rc"
+has "--out $DIR/nofolder: No such file or directory"
+g telemetry; after=$(sed -n 's/^ring_images=//p' "$DIR/out")
+[ "${after:-0}" -ge "${before:-1}" ] || fail "images went from the ring: $before, then $after"
 mkdir "$DIR/img"
 g images --out "$DIR/img" --max 5; [ $rc = 0 ] || fail "images: $rc"; has "5 images downlinked"
 ls "$DIR"/img/*.png >/dev/null 2>&1 || fail "no PNG downlinked"

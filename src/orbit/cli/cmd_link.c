@@ -63,13 +63,20 @@ static int bind_side(sim *s, int side, unsigned port) {
            zmq_bind(s->in[side], sub) || zmq_bind(s->out[side], pub) ? -1 : 0;
 }
 
-/* A frame from side `from` goes on the air toward the other side. */
+/* A frame from side `from` goes on the air toward the other side; with
+ * QUEUE frames in flight it is received and lost, as a radio's full
+ * transmit queue loses it. */
 static void take(sim *s, int from) {
-    in_flight *f = &s->q[s->n];
+    static in_flight overflow;
+    in_flight *f = s->n < QUEUE ? &s->q[s->n] : &overflow;
     int len = zmq_recv(s->in[from], f->frame, sizeof f->frame, 0);
     uint64_t done;
-    if (len < 0 || (size_t)len > sizeof f->frame || s->n == QUEUE)
+    if (len < 0 || (size_t)len > sizeof f->frame)
         return;
+    if (f == &overflow) {
+        s->model.sent[from]++, s->model.lost[from]++;
+        return;
+    }
     f->len = (size_t)len, f->to = !from;
     if (link_model_send(&s->model, from == 0 ? LINK_UP : LINK_DOWN, sim_now(s),
                         f->frame, f->len, &f->arrive, &done) == 0)

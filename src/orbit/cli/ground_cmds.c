@@ -164,7 +164,7 @@ int ground_upload_cmd(ground *g, int argc, char **argv) {
 }
 
 int ground_send_update(ground *g, const up_manifest *m, const uint8_t *payload) {
-    ground_io io = {io_send, io_recv, g, g->timeout_ms, TRIES};
+    ground_io io = {io_send, io_recv, g, g->timeout_ms, TRIES, ground_seq()};
     uint64_t sent;
     proto_status st;
     int code = ground_upload(&io, m, payload, &sent, &st);

@@ -2,11 +2,14 @@
  * read the satellite (slot, telemetry, images, ping), and the dispatch of
  * `dipp ground`'s commands (ground.h). */
 #define _GNU_SOURCE /* getopt_long */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "cli_opts.h"
@@ -108,16 +111,36 @@ static const char *suffix(uint8_t format) {
 }
 
 #define PART 1800 /* an image part's bytes, the last one shorter */
+#define PART_HEAD 14 /* 'I' id part parts priority format */
 
 typedef struct image_in {
     uint32_t id, parts, got, priority;
-    uint8_t format, *bytes, have[4096];
+    uint8_t format, *bytes, *have; /* have: parts flags */
     size_t len;
 } image_in;
 
+/* Whether a part of len bytes (head included) is one image_in can take:
+ * whole parts but the last, which is not longer. */
+static int part_fits(const image_in *in, uint32_t p, size_t len) {
+    size_t n = len - PART_HEAD;
+    return p < in->parts && !in->have[p] &&
+           (p + 1 == in->parts ? n <= PART : n == PART);
+}
+
+/* The best image's facts, from its first part: 0, or -1 out of memory. */
+static int image_begin(image_in *in, const uint8_t *part, uint32_t id) {
+    in->id = id, in->parts = proto_get16(part + 7);
+    in->priority = proto_get32(part + 9), in->format = part[13];
+    in->bytes = calloc(in->parts, PART);
+    in->have = calloc(in->parts, 1);
+    return in->bytes && in->have ? 0 : -1;
+}
+
 /* Asks for image in->id (0: the best) from its first missing part, and
  * keeps the parts that come: 1 when whole, 0 when the ring is empty,
- * -1 when parts are still missing, -2 when the image is gone. */
+ * -1 when parts are still missing, -2 when the image is gone. A reply
+ * unlike what the satellite sends (shorter than its head, a part longer
+ * than PART) is passed over. */
 static int fetch(ground *g, image_in *in) {
     uint8_t msg[9] = {'D'}, part[CSP_MTU];
     uint32_t from = 0;
@@ -128,50 +151,65 @@ static int fetch(ground *g, image_in *in) {
     csp_id id;
     size_t len;
     while (csp_node_recv(&g->node, g->timeout_ms, &id, part, sizeof part, &len) == 1) {
-        uint32_t pid = len >= 14 ? proto_get32(part + 1) : 1, p = proto_get16(part + 5);
-        if (id.dport != DIPP_PORT_IMAGES || part[0] != 'I' || (in->id && pid != in->id))
+        if (len < PART_HEAD || id.dport != DIPP_PORT_IMAGES || part[0] != 'I')
+            continue;
+        uint32_t pid = proto_get32(part + 1), p = proto_get16(part + 5);
+        if (in->id && pid != in->id)
             continue;
         if (pid == 0)
             return 0;
         if (proto_get16(part + 7) == 0)
             return -2; /* gone: downlinked already (our ack came late) */
-        if (!in->id) { /* the best image: now this one */
-            in->id = pid, in->parts = proto_get16(part + 7);
-            in->priority = proto_get32(part + 9), in->format = part[13];
-            in->bytes = calloc(in->parts ? in->parts : 1, PART);
-        }
-        if (p >= in->parts || p >= sizeof in->have || in->have[p] || !in->bytes)
+        if (!in->id && image_begin(in, part, pid) != 0)
+            return -1;
+        if (!part_fits(in, p, len))
             continue;
-        memcpy(in->bytes + (size_t)p * PART, part + 14, len - 14);
+        memcpy(in->bytes + (size_t)p * PART, part + PART_HEAD, len - PART_HEAD);
         in->have[p] = 1, in->got++;
         if (p + 1 == in->parts)
-            in->len = (size_t)p * PART + len - 14;
+            in->len = (size_t)p * PART + len - PART_HEAD;
         if (in->got == in->parts)
             return 1;
     }
     return -1;
 }
 
-/* Downlinks the best image into dir and acknowledges it: its id, 0 when
- * the ring is empty, -1 when it did not come whole, -2 when it went. */
+/* Writes the whole image in into dir: 0, or -1 said on stderr. */
+static int save_image(const image_in *in, const char *dir) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/image-%u-p%u.%s", dir, in->id, in->priority,
+             suffix(in->format));
+    FILE *f = fopen(path, "wb");
+    int ok = f && fwrite(in->bytes, 1, in->len, f) == in->len;
+    if ((f && fclose(f) != 0) || !ok) {
+        fprintf(stderr, "dipp ground: %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* Downlinks the best image into dir and acknowledges it once it is saved
+ * (the satellite then drops it): its id, 0 when the ring is empty, -1
+ * when it did not come whole, -2 when it went, -3 when it could not be
+ * saved. Parts come a few at a time: it asks again while they come. */
 static long one_image(ground *g, const char *dir) {
     image_in in;
     int rc = -1;
     memset(&in, 0, sizeof in);
-    for (int t = 0; t < TRIES && rc == -1; t++)
+    for (int t = 0; t < TRIES && rc == -1; t++) {
+        uint32_t had = in.got;
         rc = fetch(g, &in);
+        t = in.got > had ? 0 : t; /* progress: the tries start again */
+    }
+    if (rc == 1 && save_image(&in, dir) != 0)
+        rc = -3;
     if (rc == 1) {
-        char path[4096];
-        snprintf(path, sizeof path, "%s/image-%u-p%u.%s", dir, in.id, in.priority,
-                 suffix(in.format));
-        FILE *f = fopen(path, "wb");
-        int ok = f && fwrite(in.bytes, 1, in.len, f) == in.len;
-        rc = f && !fclose(f) && ok ? 1 : -1;
         uint8_t ack[5] = {'K'};
         proto_put32(ack + 1, in.id);
         csp_node_send(&g->node, DIPP_NODE, DIPP_PORT_IMAGES, DIPP_PORT_IMAGES, ack, 5);
     }
     free(in.bytes);
+    free(in.have);
     return rc == 1 ? (long)in.id : rc;
 }
 
@@ -184,10 +222,20 @@ static int images(ground *g, int argc, char **argv) {
         fprintf(stderr, "Usage: dipp ground images --out DIR [--max N]\n");
         return EXIT_USAGE;
     }
-    for (long id; failures < 3 && count < max && (id = one_image(g, argv[2])) != 0;) {
+    struct stat st;
+    errno = 0;
+    if (stat(argv[2], &st) != 0 || !S_ISDIR(st.st_mode) || access(argv[2], W_OK) != 0) {
+        fprintf(stderr, "dipp ground: --out %s: %s\n", argv[2],
+                errno ? strerror(errno) : "not a folder");
+        return EXIT_BAD;
+    }
+    long id = 1;
+    while (failures < 3 && count < max && id != -3 && (id = one_image(g, argv[2])) != 0) {
         failures += id == -1;
         count += id > 0;
     }
+    if (id == -3)
+        failures = 3;
     printf("%u images downlinked to %s\n", count, argv[2]);
     return failures < 3 ? 0 : EXIT_BAD;
 }
