@@ -38,6 +38,7 @@
 #include "cli.h"
 #include "client.h"
 #include "job_file.h"
+#include "proto.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -98,9 +99,10 @@ static int aegis_opt_mem(int val, const char *optarg, int remote) {
     char *end = NULL;
     errno = 0;
     long v = optarg ? strtol(optarg, &end, 10) : 0;
-    if (!optarg || errno || end == optarg || *end || v < 1 || v > 16777216) {
+    if (!optarg || errno || end == optarg || *end || v < 1 ||
+        v > (long)PROTO_MAX_MEM_MIB) {
         slurm_error("aegis: --aegis-mem=%s: not a number of MiB in "
-                    "[1, 16777216]", optarg ? optarg : "");
+                    "[1, %ld]", optarg ? optarg : "", (long)PROTO_MAX_MEM_MIB);
         return -1;
     }
     aegis_mem_mib = v;
@@ -183,17 +185,41 @@ static uint32_t aegis_restart_count(spank_t sp, uint32_t job) {
     return count;
 }
 
+/* Bytes of text a user controls, made fit for a JSON string aegisd
+ * takes: each byte past ASCII (it may not be UTF-8, or be cut inside a
+ * character) and each control character but those that end or space
+ * lines (keep_lines) replaced by '?'. NUL included: aegisd refuses a
+ * request that holds one. */
+static void aegis_ascii(char *text, size_t len, int keep_lines) {
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)text[i];
+        int line = keep_lines && (c == '\n' || c == '\t' || c == '\r');
+        if (c >= 0x80 || c == 0x7f || (c < 0x20 && !line)) text[i] = '?';
+    }
+}
+
+/* The job's name as a lease's name: at most PROTO_MAX_NAME bytes (Slurm
+ * allows more), in ASCII (aegis_ascii). */
+static void aegis_job_name(spank_t sp, char *name, size_t size) {
+    name[0] = '\0';
+    spank_getenv(sp, "SLURM_JOB_NAME", name, (int)size);
+    size_t len = strnlen(name, size - 1);
+    if (len > PROTO_MAX_NAME) len = PROTO_MAX_NAME;
+    name[len] = '\0';
+    aegis_ascii(name, len, 0);
+}
+
 /* Asks aegisd for this task's lease and waits for the grant. Returns the
  * answer, or NULL with *refused set when aegisd turned the request down,
  * clear when it could not be reached for aegis_retry_s seconds. */
 static json_t *aegis_request_lease(spank_t sp, int *refused) {
     uint32_t job = 0;
     uid_t uid = 0;
-    char name[256] = "";
+    char name[4096] = ""; /* Slurm allows long names; cut below */
     spank_get_item(sp, S_JOB_ID, &job);
     uint32_t restart = aegis_restart_count(sp, job);
     spank_get_item(sp, S_JOB_UID, &uid);
-    spank_getenv(sp, "SLURM_JOB_NAME", name, sizeof(name));
+    aegis_job_name(sp, name, sizeof(name));
     const char *socket = client_socket(aegis_socket);
     time_t deadline = time(NULL) + aegis_retry_s;
     for (;;) {
@@ -347,10 +373,9 @@ static json_t *aegis_read_tail(spank_t sp, const char *path,
     ssize_t n = job_file_tail_as(&who, path, id, buf, sizeof(buf));
     if (n < 0 && errno != ENOENT)
         slurm_error("aegis: stderr %s: %s", path, job_file_error(errno));
-    /* jansson wants UTF-8; a tail cut inside a character, or binary
-     * output, goes as its bytes with the rest replaced. */
-    for (ssize_t i = 0; i < n; i++)
-        if ((unsigned char)buf[i] >= 0x80) buf[i] = '?';
+    /* jansson wants UTF-8 and aegisd no NUL: a tail cut inside a
+     * character, or binary output, goes as its ASCII lines */
+    if (n > 0) aegis_ascii(buf, (size_t)n, 1);
     return n > 0 ? json_stringn(buf, (size_t)n) : NULL;
 }
 

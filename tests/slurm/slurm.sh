@@ -214,12 +214,18 @@ case_slurm_stderr() {
             "echo CUDA out of memory; ${swap:+rm $out; $swap $out;} exit 1") ||
             exit 1 # submit said why
     done
+    # a name longer than a lease's (144 bytes) and a NUL in the output: the
+    # task started (its lease's name cut) and its OOM was read (a NUL made
+    # aegisd refuse the whole end of the lease)
+    submit --aegis-mem=1000 --gres=aegis_mem:1000 --aegis-mode=exclusive \
+        -J "$(printf 'sweep_lr%.0s' $(seq 18))" \
+        --wrap "echo CUDA out of memory; printf 'x\\0y\\n'; exit 1" > /dev/null
     # Slurm is done with them, and aegisd has heard of each end
     await 60 eval '[ -z "$(timeout 5 squeue -h)" ]' || fail "jobs did not end"
     await 20 eval '"$AEGIS" ls --all --json | pyjson "
-assert [j[\"state\"] for j in d if j.get(\"slurm_job\")] == [\"failed\"] * 4"' ||
-        fail "not 4 failed leases: $("$AEGIS" ls --all)"
-    # the last job's tail was read: oom; the others' not: failed
+assert [j[\"state\"] for j in d if j.get(\"slurm_job\")] == [\"failed\"] * 5"' ||
+        fail "not 5 failed leases: $("$AEGIS" ls --all)"
+    # the last jobs' tails were read: oom; the others' not: failed
     "$AEGIS" ls --all --json | python3 -c '
 import json, subprocess, sys
 jobs = sorted((j["slurm_job"], j["id"]) for j in json.load(sys.stdin))
@@ -227,7 +233,7 @@ hows = [json.loads(subprocess.run([sys.argv[1], "show", "--json", str(a)],
         capture_output=True, check=True).stdout)["attempt_list"][-1]["how"]
         for _, a in jobs]
 print("Slurm jobs", [s for s, _ in jobs], "how", hows)
-assert hows == ["failed"] * 3 + ["oom"], hows' "$AEGIS" ||
+assert hows == ["failed"] * 3 + ["oom"] * 2, hows' "$AEGIS" ||
         fail "an OOM read where it must not be, or not where it must"
     # slurmstepd says why each tail was not read
     for why in "a symbolic link" "not the file the job started with" \
