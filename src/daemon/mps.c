@@ -19,10 +19,16 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 /* What a failing control program printed, kept for the message. */
 #define MPS_OUTPUT_BYTES 512
+/* How long aegisd waits for the control program, on its loop: one that
+ * hangs (a wedged control daemon does not answer "quit") is killed then,
+ * so that aegisd stalls 10 s at most, not for ever. Starting a daemon and
+ * asking it to quit take well under a second. */
+#define MPS_RUN_LIMIT_MS 10000
 
 bool mps_running(const char *pipe_dir) {
     char path[4200];
@@ -116,6 +122,20 @@ static void mps_child(const mps_target *t, const char *arg, int in_fd,
     _exit(127);
 }
 
+/* Waits for child pid at most MPS_RUN_LIMIT_MS, then kills it: 0 with
+ * its wait status, or -1 when it had to be killed. */
+static int mps_wait(pid_t pid, int *status) {
+    for (int waited_ms = 0; waited_ms < MPS_RUN_LIMIT_MS; waited_ms += 5) {
+        pid_t got = waitpid(pid, status, WNOHANG);
+        if (got == pid || (got < 0 && errno != EINTR)) return 0;
+        nanosleep(&(struct timespec){0, 5 * 1000 * 1000}, NULL);
+    }
+    kill(pid, SIGKILL);
+    while (waitpid(pid, status, 0) < 0 && errno == EINTR) {
+    }
+    return -1;
+}
+
 /* Runs the program with arg, `input` on its stdin. Returns 0 when it
  * exits 0, else -1 with what it printed. */
 static int mps_run(const mps_target *t, const char *arg, const char *input,
@@ -137,8 +157,7 @@ static int mps_run(const mps_target *t, const char *arg, const char *input,
     }
     close(in[1]);
     int status = -1;
-    while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
+    bool hung = pid > 0 && mps_wait(pid, &status) != 0;
     char text[MPS_OUTPUT_BYTES] = "";
     ssize_t n = pread(out, text, sizeof(text) - 1, 0);
     text[n > 0 ? n : 0] = '\0';
@@ -147,7 +166,9 @@ static int mps_run(const mps_target *t, const char *arg, const char *input,
     text[strcspn(text, "\n")] = '\0';
     snprintf(err, errlen, "%s%s%s (GPU %s, pipe %s): %s", t->program,
              arg ? " " : "", arg ? arg : "", t->gpu_uuid, t->pipe_dir,
-             pid < 0 ? strerror(errno) : text[0] ? text : "failed");
+             pid < 0 ? strerror(errno)
+             : hung  ? "did not end within 10 s: killed"
+             : text[0] ? text : "failed");
     return -1;
 }
 

@@ -99,6 +99,32 @@ case_input_sighup_mps() {
     all_naive
 }
 
+# A control daemon that hangs (stopped here) when a SIGHUP takes its GPU
+# off MPS: the control program told to quit it hangs too. aegisd waited
+# for it for ever, answering nobody; it now kills it after 10 s, says so,
+# and answers again.
+case_input_mps_hung() {
+    local mps daemon="" p; mps=$(dirname "$FAKE")/aegis-fake-mps-control
+    cp "$DIR/aegis.yaml" "$DIR/base.yaml"
+    printf 'mps_control: %s\nmps_dir: %s\nsharing:\n  default: naive\n  1: mps\n' \
+        "$mps" "$DIR/mps" >> "$DIR/aegis.yaml"
+    start
+    for p in $(pgrep -f -- "$mps -d"); do # this test's, not another's
+        tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -q "=$DIR/mps/" &&
+            daemon=$p
+    done
+    [ -n "$daemon" ] || fail "no MPS control daemon of $DIR/mps"
+    kill -STOP "$daemon"
+    { cat "$DIR/base.yaml"; printf 'mps_control: %s\nmps_dir: %s\n' "$mps" \
+        "$DIR/mps"; } > "$DIR/aegis.yaml"
+    : > "$DIR/state/aegisd.log"
+    kill -HUP "$(daemon_pid)"
+    until grep -q "GPU 1: MPS control daemon not stopped: .*did not end within 10 s: killed" \
+        "$DIR/state/aegisd.log"; do sleep 0.2; done
+    "$AEGIS" gpus > /dev/null || fail "aegisd does not answer"
+    kill -CONT "$daemon"
+}
+
 # With jobs of other users possible (aegisd runs as root), an MPS folder
 # inside the private state folder is warned about at start; one that
 # everyone can reach is not.
