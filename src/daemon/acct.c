@@ -170,11 +170,16 @@ void acct_csv_header(FILE *out, bool with_policy) {
 /* A text cell, quoted (RFC 4180) when it holds a comma, quote or line
  * break: names are free text. */
 static void acct_csv_text(FILE *out, const char *s) {
+    /* A cell a spreadsheet would take for a formula (a job name is any
+     * user's text) starts with a quote mark, which shows it as text. */
+    const char *formula = s[0] && strchr("=+-@\t\r", s[0]) ? "'" : "";
     if (!strpbrk(s, ",\"\r\n")) {
+        fputs(formula, out);
         fputs(s, out);
         return;
     }
     putc('"', out);
+    fputs(formula, out);
     for (; *s; s++) {
         if (*s == '"') putc('"', out);
         putc(*s, out);

@@ -587,7 +587,8 @@ int tel_read(tel_state *tel, int gpu, tel_gpu_reading *out, char *err,
     nvmlUtilization_t u;
     nvmlReturn_t rc = tel->fn.util(h, &u);
     if (rc == NVML_SUCCESS) {
-        out->r.util = u.gpu / 100.0;
+        /* a percent, NVML says; a driver's glitch over 100 is a busy GPU */
+        out->r.util = (u.gpu > 100 ? 100 : u.gpu) / 100.0;
     } else if (rc == NVML_ERROR_NOT_SUPPORTED) {
         out->r.util = CORE_UNKNOWN;
         out->flags |= TEL_F_NO_UTIL;

