@@ -703,6 +703,7 @@ static int d_open(d_daemon *d) {
         }
         d->gpus[g].ok = true;
         d->gpus[g].energy_seen_j = d->gpus[g].last.energy_j;
+        d->gpus[g].energy_seen_at = d_now(d);
         total[g] = d->gpus[g].last.r.total_mib;
     }
     d->core = core_create(&d->cfg, d->ngpus, total, err, sizeof(err));

@@ -242,6 +242,7 @@ typedef struct d_gpu {
     tel_gpu_reading last;       /* the latest reading */
     bool ok;                    /* last read succeeded */
     double energy_seen_j;       /* energy counter at the previous tick */
+    double energy_seen_at;      /* and when it was read (d_now) */
     bool drained;               /* by `aegis drain`, kept in the store */
     char drain_reason[PROTO_MAX_REASON + 1]; /* "" when none was given */
     char drained_by[64];        /* who drained it: a login name */

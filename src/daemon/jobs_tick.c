@@ -199,6 +199,26 @@ static void d_jobs_learn_pids(d_daemon *d) {
     }
 }
 
+/* Most watts one GPU draws (the largest boards, 1.2 kW), with room. */
+#define D_GPU_MAX_W 3000.0
+
+/* GPU g's energy since its previous read (`before`, at energy_seen_at):
+ * its counter's rise, or power x time where it has no counter, or where
+ * the counter went back (a driver reload) or rose more than any GPU
+ * draws (a glitch, which would be charged to its jobs whole). */
+static double d_gpu_joules(d_gpu *gpu, int g, double before, double now) {
+    double elapsed = now > gpu->energy_seen_at ? now - gpu->energy_seen_at : 0;
+    double estimate = gpu->last.power_w >= 0 ? gpu->last.power_w * elapsed : 0;
+    if (gpu->last.energy_j < 0 || before < 0) return estimate;
+    double rise = gpu->last.energy_j - before;
+    if (rise >= 0 && rise <= D_GPU_MAX_W * elapsed) return rise;
+    if (rise > 0)
+        d_log("GPU %d: energy counter rose %.0f J in %.1f s, more than a GPU "
+              "draws: %.0f J (power x time) counted", g, rise, elapsed,
+              estimate);
+    return estimate;
+}
+
 void d_jobs_tick(d_daemon *d) {
     d_jobs_learn_pids(d);
     if (!store_failing(d->st)) d->nunsaved = 0; /* all saved */
@@ -219,12 +239,9 @@ void d_jobs_tick(d_daemon *d) {
         d_note_tel_flags(d, g);
         core_sample(d->core, g, &gpu->last.r, now);
         d_gpu_note_foreign(d, g);
-        double joules = 0;
-        if (gpu->last.energy_j >= 0 && before >= 0)
-            joules = gpu->last.energy_j - before;
-        else if (gpu->last.power_w >= 0)
-            joules = gpu->last.power_w * d->cfg.sample_period_s;
+        double joules = d_gpu_joules(gpu, g, before, now);
         gpu->energy_seen_j = gpu->last.energy_j;
+        gpu->energy_seen_at = now;
         d_gpu_energy(d, g, joules, now);
     }
     d_note_dcgm(d);

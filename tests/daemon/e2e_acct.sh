@@ -32,6 +32,29 @@ assert [j['job_id'] for j in d['jobs']]==[$a], d['jobs']" || fail "--until"
     grep -q -- "--until: 'later'" err.txt || fail "bad --until: $(cat err.txt)"
 }
 
+# A GPU's energy counter that jumps (a glitch of 5e10 J at once) is not
+# charged to the job running there, which got it whole: the jump is
+# logged, and that read counts power x time.
+case_acct_energy_jump() {
+    start
+    cd "$DIR/work"
+    id=$("$AEGIS" submit -- "$FAKE" --mib 100 --seconds 600) || fail "submit"
+    await 30 is_state "$id" running
+    : > "$DIR/state/aegisd.log"
+    local g then e mw
+    # the stand-in rewrites its counter at each read: jump until one is seen
+    until grep -q "GPU [0-9]: energy counter rose" "$DIR/state/aegisd.log"; do
+        for g in 0 1 2; do
+            read -r then e mw < "$AEGIS_TEST_GPU_DIR/energy$g" || continue
+            echo "$then $((e + 50000000000000)) $mw" > "$AEGIS_TEST_GPU_DIR/energy$g"
+        done
+        sleep 0.2
+    done
+    "$AEGIS" show --json "$id" | pyjson "assert d['energy_j'] < 1e6, d['energy_j']" ||
+        fail "the jump was charged: $(job_field "$id" energy_j) J"
+    "$AEGIS" cancel "$id" > /dev/null
+}
+
 case_acct_log_last() {
     needs_root
     start
