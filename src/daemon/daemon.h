@@ -611,6 +611,9 @@ void d_gpu_drain(d_daemon *d, int g, bool drain, const char *reason,
                  const char *user);
 /* At start: the GPUs drained before, as the store kept them. */
 void d_drains_recover(d_daemon *d);
+/* Tells the core whether GPU g takes new jobs: not while it is drained,
+ * nor while its readings fail (gpu->ok false). */
+void d_gpu_tell_core(d_daemon *d, int g);
 
 /* feeds.c */
 /* User uid's unfinished managed producer of feed name, or NULL. A feed is

@@ -199,6 +199,19 @@ static void d_jobs_learn_pids(d_daemon *d) {
     }
 }
 
+/* GPU g's readings began to fail (err: why) or came back. No new job
+ * starts on a GPU aegisd cannot watch: its memory and activity are not
+ * known, and a job started there would wait for ever to be seen. Said
+ * once each way, not at every tick. */
+static void d_gpu_reads_changed(d_daemon *d, int g, const char *err) {
+    if (d->gpus[g].ok)
+        d_log("GPU %d: its readings are back: new jobs may start there", g);
+    else
+        d_log("GPU %d: %s; no new job starts there until its readings come "
+              "back", g, err);
+    d_gpu_tell_core(d, g);
+}
+
 /* Most watts one GPU draws (the largest boards, 1.2 kW), with room. */
 #define D_GPU_MAX_W 3000.0
 
@@ -231,11 +244,10 @@ void d_jobs_tick(d_daemon *d) {
         d_gpu *gpu = &d->gpus[g];
         char err[256];
         double before = gpu->energy_seen_j;
+        bool was_ok = gpu->ok;
         gpu->ok = tel_read(d->tel, g, &gpu->last, err, sizeof(err)) == 0;
-        if (!gpu->ok) {
-            d_log("GPU %d: %s", g, err);
-            continue;
-        }
+        if (gpu->ok != was_ok) d_gpu_reads_changed(d, g, err);
+        if (!gpu->ok) continue;
         d_note_tel_flags(d, g);
         core_sample(d->core, g, &gpu->last.r, now);
         d_gpu_note_foreign(d, g);

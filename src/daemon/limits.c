@@ -101,7 +101,11 @@ static void d_gpu_set_drain(d_daemon *d, int g, bool drain,
     snprintf(gpu->drained_by, sizeof(gpu->drained_by), "%s",
              drain ? user : "");
     gpu->drained_at = drain ? t : 0;
-    core_gpu_drain(d->core, g, drain);
+    d_gpu_tell_core(d, g);
+}
+
+void d_gpu_tell_core(d_daemon *d, int g) {
+    core_gpu_drain(d->core, g, d->gpus[g].drained || !d->gpus[g].ok);
 }
 
 void d_gpu_drain(d_daemon *d, int g, bool drain, const char *reason,

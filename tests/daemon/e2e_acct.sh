@@ -39,7 +39,7 @@ case_acct_energy_jump() {
     start
     cd "$DIR/work"
     id=$("$AEGIS" submit -- "$FAKE" --mib 100 --seconds 600) || fail "submit"
-    await 30 is_state "$id" running
+    wait_until "job $id running" is_state "$id" running
     : > "$DIR/state/aegisd.log"
     local g then e mw
     # the stand-in rewrites its counter at each read: jump until one is seen

@@ -125,6 +125,36 @@ case_input_mps_hung() {
     kill -CONT "$daemon"
 }
 
+# A GPU whose readings fail (the stand-in's energy counter a folder:
+# NVML's GPU_IS_LOST) takes no new job, said once in the log, until its
+# readings come back: a job started there was never seen active, and
+# kept the jobs behind it waiting.
+case_input_gpu_lost() {
+    start
+    : > "$DIR/state/aegisd.log"
+    rm -f "$AEGIS_TEST_GPU_DIR/energy1"; mkdir "$AEGIS_TEST_GPU_DIR/energy1"
+    wait_until "GPU 1's failure logged" grep -q "GPU 1: .*no new job starts there" \
+        "$DIR/state/aegisd.log"
+    local ids="" id
+    for _ in 1 2 3; do
+        id=$("$AEGIS" submit --mem 30000 -- "$FAKE" --mib 100 --seconds 600) ||
+            fail "submit"
+        ids="$ids $id"
+    done
+    set -- $ids
+    wait_until "job $1 running" is_state "$1" running
+    wait_until "job $2 running" is_state "$2" running
+    "$AEGIS" show --json "$1" "$2" 2>/dev/null | grep -q '"gpus": "1"' &&
+        fail "a job started on GPU 1"
+    is_state "$3" queued || fail "job $3: $(job_field "$3" state)"
+    [ "$(grep -c "GPU 1: " "$DIR/state/aegisd.log")" = 1 ] ||
+        fail "GPU 1's failure said more than once: $(grep "GPU 1: " "$DIR/state/aegisd.log")"
+    rmdir "$AEGIS_TEST_GPU_DIR/energy1"
+    wait_until "GPU 1 back" grep -q "GPU 1: its readings are back" "$DIR/state/aegisd.log"
+    wait_until "job $3 running" is_state "$3" running
+    "$AEGIS" cancel $ids > /dev/null
+}
+
 # With jobs of other users possible (aegisd runs as root), an MPS folder
 # inside the private state folder is warned about at start; one that
 # everyone can reach is not.
