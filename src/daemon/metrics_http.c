@@ -14,10 +14,12 @@
  * - the request is read into a fixed buffer (HTTP_REQ_MAX) and must be
  *   whole within METRICS_REQ_TIMEOUT_MS; every connection is closed after
  *   METRICS_CONN_TIMEOUT_MS whatever it does;
- * - past METRICS_MAX_CONNS connections a new one takes the slot of the one
- *   idle longest, so clients that hold connections open cannot lock the
- *   scrapers out; only while every slot waits for its page (the pages a
- *   second are spent) do new ones wait, unaccepted.
+ * - clients are told apart by address: the waiting request of the
+ *   address served least this second goes first, and past
+ *   METRICS_MAX_CONNS connections one of the address holding the most is
+ *   closed (the one idle longest, else the newest waiting), so clients
+ *   that hold connections open, or ask in a loop, cannot lock out a
+ *   scraper from another address.
  * One request per connection (Connection: close), judged by http_req.c as
  * its bytes come. After its answer a connection is shut down for writing
  * and read until the client hangs up, so that a client still sending (a
@@ -28,6 +30,7 @@
 
 #include "http_req.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,7 +48,7 @@
  * second. */
 #define METRICS_PAGES_PER_S 64
 /* An answer is written in pieces of this size, so that a client reading
- * it shows progress (m_conn_idlest) and one that does not, none. */
+ * it shows progress (m_conn_victim) and one that does not, none. */
 #define METRICS_WRITE_CHUNK 65536
 
 /* One answer's bytes, headers and body, shared by every connection that
@@ -65,6 +68,7 @@ typedef struct m_conn {
     uint64_t opened, active;    /* loop times of its accept and of its
                                    latest progress (bytes read, answer
                                    written) */
+    uint8_t peer[16];           /* the client's address (IPv4 mapped) */
     char req[HTTP_REQ_MAX + 1]; /* one byte past the limit tells 431 */
     size_t len;
     bool answered;              /* judged: what it sends now is dropped */
@@ -81,7 +85,11 @@ typedef struct d_metrics_server {
     uint64_t rendered_at;       /* its loop time */
     uint64_t second_at;         /* loop time the current second began */
     int served;                 /* pages served in it */
-    bool accept_later;          /* a connection waits for a free slot */
+    struct m_peer_pages {       /* to each address, in it */
+        uint8_t peer[16];
+        int pages;
+    } peers[METRICS_PAGES_PER_S];
+    int npeers;
     m_conn *conns;              /* newest first */
     int nconns;
     int open_handles;           /* freed when both have closed */
@@ -140,11 +148,8 @@ static void on_conn_handle_closed(uv_handle_t *h) {
     if (--c->open_handles == 0) free(c);
 }
 
-static void m_accept(d_metrics_server *srv);
-
-/* Closes c, and takes a connection held for want of a slot; a write in
- * progress is cancelled and its callback, run before the handles close,
- * lets go of the page. */
+/* Closes c; a write in progress is cancelled and its callback, run before
+ * the handles close, lets go of the page. */
 static void m_conn_close(m_conn *c) {
     if (uv_is_closing((uv_handle_t *)&c->tcp)) return;
     d_metrics_server *srv = c->srv;
@@ -154,7 +159,6 @@ static void m_conn_close(m_conn *c) {
     srv->nconns--;
     uv_close((uv_handle_t *)&c->tcp, on_conn_handle_closed);
     uv_close((uv_handle_t *)&c->timer, on_conn_handle_closed);
-    if (srv->accept_later) m_accept(srv);
 }
 
 static void on_conn_timeout(uv_timer_t *t) {
@@ -234,33 +238,66 @@ static m_page *m_page_now(d_metrics_server *srv) {
     return srv->page;
 }
 
-/* The connection waiting longest for the page, or NULL. */
-static m_conn *m_conn_first_waiting(d_metrics_server *srv) {
-    m_conn *first = NULL;
-    for (m_conn *c = srv->conns; c; c = c->next) /* newest first */
-        if (c->waiting) first = c;
-    return first;
+static bool m_conn_any_waiting(const d_metrics_server *srv) {
+    for (const m_conn *c = srv->conns; c; c = c->next)
+        if (c->waiting) return true;
+    return false;
 }
 
-/* Serves the waiting connections, the longest waiting first, as many as
- * this second's METRICS_PAGES_PER_S allow; the others wait for the next
+/* Pages served this second to the address peer. */
+static int m_peer_pages(const d_metrics_server *srv, const uint8_t *peer) {
+    for (int i = 0; i < srv->npeers; i++)
+        if (!memcmp(srv->peers[i].peer, peer, sizeof(srv->peers[i].peer)))
+            return srv->peers[i].pages;
+    return 0;
+}
+
+/* One more page served this second to peer: at most METRICS_PAGES_PER_S
+ * a second, so there is room for its entry. */
+static void m_peer_served(d_metrics_server *srv, const uint8_t *peer) {
+    for (int i = 0; i < srv->npeers; i++)
+        if (!memcmp(srv->peers[i].peer, peer, sizeof(srv->peers[i].peer))) {
+            srv->peers[i].pages++;
+            return;
+        }
+    assert(srv->npeers < METRICS_PAGES_PER_S);
+    struct m_peer_pages *e = &srv->peers[srv->npeers++];
+    memcpy(e->peer, peer, sizeof(e->peer));
+    e->pages = 1;
+}
+
+/* The waiting connection to serve next: of the address served least this
+ * second, the one waiting longest; NULL when none waits. */
+static m_conn *m_conn_next_waiting(d_metrics_server *srv) {
+    m_conn *next = NULL;
+    int next_pages = 0;
+    for (m_conn *c = srv->conns; c; c = c->next) { /* newest first */
+        if (!c->waiting) continue;
+        int pages = m_peer_pages(srv, c->peer);
+        if (!next || pages <= next_pages) next = c, next_pages = pages;
+    }
+    return next;
+}
+
+/* Serves the waiting connections (m_conn_next_waiting), as many as this
+ * second's METRICS_PAGES_PER_S allow; the others wait for the next
  * second. */
 static void on_serve(uv_timer_t *t) {
     d_metrics_server *srv = t->data;
     uint64_t now = uv_now(srv->d->loop);
     if (now - srv->second_at >= 1000) {
         srv->second_at = now;
-        srv->served = 0;
+        srv->served = srv->npeers = 0;
     }
     m_conn *c;
     while (srv->served < METRICS_PAGES_PER_S &&
-           (c = m_conn_first_waiting(srv))) {
+           (c = m_conn_next_waiting(srv))) {
+        m_peer_served(srv, c->peer);
         m_conn_send(c, m_page_now(srv));
         srv->served++;
     }
-    if (m_conn_first_waiting(srv))
+    if (m_conn_any_waiting(srv))
         uv_timer_start(&srv->serve, on_serve, srv->second_at + 1000 - now, 0);
-    if (srv->accept_later) m_accept(srv); /* those served can make room */
 }
 
 /* Answers c's request, judged `status`: the page of /metrics, from the
@@ -310,36 +347,54 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
     if (status != 0) m_conn_answer(c, status);
 }
 
-/* The connection idle longest, its latest progress the oldest, among
- * those not waiting for aegisd's answer (they did their part); NULL when
- * every one is. */
-static m_conn *m_conn_idlest(d_metrics_server *srv) {
-    m_conn *idlest = NULL;
-    for (m_conn *c = srv->conns; c; c = c->next) /* newest first */
-        if (!c->waiting && (!idlest || c->active <= idlest->active))
-            idlest = c;
-    return idlest;
+/* Connections from the address peer. */
+static int m_peer_conns(const d_metrics_server *srv, const uint8_t *peer) {
+    int n = 0;
+    for (const m_conn *c = srv->conns; c; c = c->next)
+        n += !memcmp(c->peer, peer, sizeof(c->peer));
+    return n;
 }
 
-/* Room for one more connection: true when there is, or the idlest one
- * was closed to make it; false when every slot waits for its page. */
-static bool m_make_room(d_metrics_server *srv) {
-    if (srv->nconns < METRICS_MAX_CONNS) return true;
-    m_conn *idlest = m_conn_idlest(srv);
-    if (idlest) m_conn_close(idlest);
-    return idlest != NULL;
+/* Whether a is a better connection to close than b (NULL): of an address
+ * holding more connections; then one not waiting for aegisd's answer
+ * (they did their part) before one that waits; then the one idle longest
+ * (its latest progress the oldest), or among waiting ones the newest. */
+static bool m_conn_rather_closed(const d_metrics_server *srv, const m_conn *a,
+                                 const m_conn *b) {
+    if (!b) return true;
+    int na = m_peer_conns(srv, a->peer), nb = m_peer_conns(srv, b->peer);
+    if (na != nb) return na > nb;
+    if (a->waiting != b->waiting) return !a->waiting;
+    /* ties (one loop turn accepts many): the older, listed later */
+    return a->waiting ? a->opened > b->opened : a->active <= b->active;
 }
 
-/* Accepts the connection libuv holds, in the slot of the idlest one when
- * all are taken. While every slot waits for its page it stays in libuv's
- * hands, and the next ones in the kernel's backlog, until one closes:
- * clients then wait rather than retry. */
-static void m_accept(d_metrics_server *srv) {
-    srv->accept_later = false;
-    if (!m_make_room(srv)) {
-        srv->accept_later = true;
-        return;
+/* Past METRICS_MAX_CONNS, the connection to close for a new one. */
+static m_conn *m_conn_victim(const d_metrics_server *srv) {
+    m_conn *victim = NULL;
+    for (m_conn *c = srv->conns; c; c = c->next)
+        if (m_conn_rather_closed(srv, c, victim)) victim = c;
+    return victim;
+}
+
+/* The client's address as 16 bytes, IPv4 mapped; zeros if unknown. */
+static void m_conn_peer(m_conn *c) {
+    struct sockaddr_storage sa;
+    int len = sizeof(sa);
+    memset(c->peer, 0, sizeof(c->peer));
+    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&sa, &len) != 0) return;
+    if (sa.ss_family == AF_INET6) {
+        memcpy(c->peer, &((struct sockaddr_in6 *)&sa)->sin6_addr, 16);
+    } else if (sa.ss_family == AF_INET) {
+        c->peer[10] = c->peer[11] = 0xff;
+        memcpy(c->peer + 12, &((struct sockaddr_in *)&sa)->sin_addr, 4);
     }
+}
+
+/* Accepts the connection libuv holds; past METRICS_MAX_CONNS, closes one
+ * of the address holding the most (m_conn_victim), which may be this
+ * one. */
+static void m_accept(d_metrics_server *srv) {
     uv_loop_t *loop = srv->d->loop;
     m_conn *c = calloc(1, sizeof(*c));
     if (!c) return; /* the connection waits in the backlog */
@@ -358,7 +413,9 @@ static void m_accept(d_metrics_server *srv) {
         m_conn_close(c);
         return;
     }
+    m_conn_peer(c);
     uv_timer_start(&c->timer, on_conn_timeout, METRICS_REQ_TIMEOUT_MS, 0);
+    if (srv->nconns > METRICS_MAX_CONNS) m_conn_close(m_conn_victim(srv));
 }
 
 static void on_connection(uv_stream_t *server, int status) {
@@ -413,7 +470,6 @@ int d_metrics_open(d_daemon *d) {
 void d_metrics_close(d_daemon *d) {
     d_metrics_server *srv = d->metrics;
     if (!srv) return;
-    srv->accept_later = false;
     while (srv->conns) m_conn_close(srv->conns);
     m_server_close(srv);
     d->metrics = NULL;

@@ -284,6 +284,52 @@ PY
     [ "$(scrape /metrics)" = 200 ] || fail "no scrape after the timeouts"
 }
 
+# Clients of one address that ask in a loop and never read their pages
+# (4 threads) spent the 64 pages a second and took every slot: a scraper
+# from another address got 0 of 18 scrapes. Clients are told apart by
+# address now, and the scraper gets each of its pages.
+case_metrics_fair() {
+    cd "$DIR/work"
+    start_metrics
+    python3 - "$PORT" <<'PY' || fail "a scraper locked out"
+import socket, sys, threading
+port = int(sys.argv[1])
+GET = b'GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n'
+done = threading.Event()
+def hog():
+    held = []
+    while not done.is_set():
+        try:
+            s = socket.create_connection(('127.0.0.1', port), timeout=5)
+            s.sendall(GET)
+            held.append(s)
+        except OSError:
+            pass
+        if len(held) > 100:
+            held.pop(0).close()
+    for s in held:
+        s.close()
+hogs = [threading.Thread(target=hog) for _ in range(4)]
+for t in hogs:
+    t.start()
+try:
+    for i in range(10):
+        s = socket.create_connection(('127.0.0.1', port), timeout=10,
+                                     source_address=('127.0.0.2', 0))
+        s.sendall(GET)
+        out = b''
+        while (b := s.recv(1 << 16)):
+            out += b
+        s.close()
+        assert out.startswith(b'HTTP/1.1 200 OK'), (i, out[:80])
+    print('10 scrapes from 127.0.0.2 while 127.0.0.1 hogged the endpoint')
+finally:
+    done.set()
+    for t in hogs:
+        t.join()
+PY
+}
+
 # With 10,000 jobs waiting, clients that take every connection slot (64
 # that send a GET and never read, then 64 that send nothing) neither
 # grow aegisd's memory past one shared page nor keep a new scraper out,
