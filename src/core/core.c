@@ -553,9 +553,10 @@ void core_gpu_drain(core_state *core, int gpu, bool drained) {
     core_gpu_changed(core, &core->gpus[gpu]);
 }
 
-void core_gpu_foreign(core_state *core, int gpu, bool in_use) {
+void core_gpu_foreign(core_state *core, int gpu, bool in_use, int64_t user) {
     if (gpu < 0 || gpu >= core->num_gpus) return;
     core->gpus[gpu].foreign = in_use;
+    core->gpus[gpu].foreign_user = in_use ? user : CORE_USERS_UNKNOWN;
     core_gpu_changed(core, &core->gpus[gpu]);
 }
 

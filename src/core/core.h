@@ -499,10 +499,14 @@ void core_gpu_drain(core_state *core, int gpu, bool drained);
 
 /* Whether telemetry shows memory of GPU `gpu` in use by processes the
  * driver did not place (another job's leftovers, a program run outside the
- * scheduler). While it does, the GPU is never idle: no exclusive placement
- * takes it, since the job would not have it alone; collocation still may,
- * through the telemetry gates, which count that memory. */
-void core_gpu_foreign(core_state *core, int gpu, bool in_use);
+ * scheduler), and their user: a uid, or CORE_USERS_UNKNOWN when they are
+ * several users' or it is not known. While it does, the GPU is never
+ * idle: no exclusive placement takes it, since the job would not have it
+ * alone; collocation still may, through the telemetry gates, which count
+ * that memory, but not beside another user's processes on a GPU that
+ * shares through MPS (one user at a time: CORE_WAIT_MPS_USER). */
+#define CORE_USERS_UNKNOWN (-1)
+void core_gpu_foreign(core_state *core, int gpu, bool in_use, int64_t user);
 
 /* Places as many queued jobs as the policy allows at `now`, in queue order
  * (recovery queue first, then FIFO; under aegis-plus, then by priority,

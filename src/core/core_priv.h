@@ -171,6 +171,8 @@ typedef struct core_gpu {
                                forgets it */
     bool drained;           /* kept out of placement */
     bool foreign;           /* memory in use by processes not placed here */
+    int64_t foreign_user;   /* their uid; CORE_USERS_UNKNOWN: several, or
+                               not known */
     bool alone;             /* runs a job that must not share */
     int unseen;             /* jobs placed here, not yet seen active */
     double open_at;         /* observation ends: no new job before */
@@ -269,11 +271,21 @@ static inline bool core_gpu_open(const core_gpu *gpu, double now) {
 
 /* Whether the GPU serves another user's MPS clients than the job's: MPS
  * runs one user's clients at a time, and the job would wait in CUDA
- * initialisation until they have all ended (share_gpu_mps()). */
+ * initialisation until they have all ended (share_gpu_mps()). They may be
+ * the GPU's jobs or processes not placed here (foreign), whose user is
+ * counted as another when it is not known. */
 static inline bool core_gpu_other_user(const core_gpu *gpu,
                                        const core_job *job) {
-    return gpu->view.njobs > 0 && gpu->user != job->spec.user &&
-           share_gpu_mps(&gpu->share);
+    if (!share_gpu_mps(&gpu->share)) return false;
+    return (gpu->view.njobs > 0 && gpu->user != job->spec.user) ||
+           (gpu->foreign && gpu->foreign_user != (int64_t)job->spec.user);
+}
+
+/* The user core_gpu_other_user found on the GPU, for the reason: its
+ * jobs', else its foreign processes' (UINT32_MAX when not known). */
+static inline uint32_t core_gpu_mps_user(const core_gpu *gpu) {
+    if (gpu->view.njobs > 0) return gpu->user;
+    return gpu->foreign_user >= 0 ? (uint32_t)gpu->foreign_user : UINT32_MAX;
 }
 
 /* Asked for every GPU at every collocation attempt: a compare, not a call

@@ -61,7 +61,7 @@ static core_wait gpu_blocker(core_state *core, const core_job *job, int g,
     if (gpu->alone || !share_gpu_collocates(&gpu->share))
         return r->kind = CORE_WAIT_IDLE;
     if (core_gpu_other_user(gpu, job)) {
-        r->user = gpu->user;
+        r->user = core_gpu_mps_user(gpu);
         return r->kind = CORE_WAIT_MPS_USER;
     }
     if (pol->uses_telemetry || job->floor_mib > 0) {
@@ -361,6 +361,10 @@ int core_reason_text(const core_reason *r, double now, char *buf,
         return snprintf(buf, len, "waiting for feed %s's GPU %d (%.0f s more)",
                         r->feed, r->gpu, r->until > now ? r->until - now : 0);
     case CORE_WAIT_MPS_USER:
+        if (r->user == UINT32_MAX)
+            return snprintf(buf, len, "GPU %d runs processes aegis did not "
+                            "start, of other users (MPS serves one user at "
+                            "a time)", r->gpu);
         return snprintf(buf, len, "GPU %d runs MPS clients of user %lu "
                         "(MPS serves one user at a time)", r->gpu,
                         (unsigned long)r->user);

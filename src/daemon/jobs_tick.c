@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* ---- telemetry ------------------------------------------------------------ */
 
@@ -128,14 +129,26 @@ static bool d_proc_placed(const d_daemon *d, int g, const tel_proc *p) {
 /* Memory on GPU g held by processes no job of aegisd's placed there: the
  * GPU is not idle while there is any (core_gpu_foreign); said when that
  * starts and ends. */
+/* The owner of process pid (its /proc folder's), or CORE_USERS_UNKNOWN
+ * when it cannot be seen (gone, or in another PID namespace). */
+static int64_t d_proc_user(pid_t pid) {
+    char path[64];
+    struct stat st;
+    snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+    return stat(path, &st) == 0 ? (int64_t)st.st_uid : CORE_USERS_UNKNOWN;
+}
+
 void d_gpu_note_foreign(d_daemon *d, int g) {
     const tel_gpu_reading *r = &d->gpus[g].last;
     double mib = 0;
     char pids[256] = "";
     size_t at = 0;
+    int64_t user = CORE_USERS_UNKNOWN;
     for (int p = 0; p < r->nprocs; p++) {
         if (r->procs[p].used_mib <= 0 || d_proc_placed(d, g, &r->procs[p]))
             continue;
+        int64_t owner = d_proc_user(r->procs[p].pid);
+        user = mib == 0 || owner == user ? owner : CORE_USERS_UNKNOWN;
         mib += r->procs[p].used_mib;
         int w = at < sizeof(pids)
                     ? snprintf(pids + at, sizeof(pids) - at, "%s%d",
@@ -151,7 +164,7 @@ void d_gpu_note_foreign(d_daemon *d, int g) {
         d_log("GPU %d: no memory in use by processes aegisd did not start "
               "any more", g);
     d->gpus[g].foreign_mib = mib;
-    core_gpu_foreign(d->core, g, mib > 0);
+    core_gpu_foreign(d->core, g, mib > 0, user);
 }
 
 /* Removes the status file of an attempt not running: its outcome is

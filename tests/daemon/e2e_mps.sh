@@ -80,4 +80,34 @@ case_mps_users() {
     return 0
 }
 
+# Another user's MPS client that aegis did not start (nobody runs one by
+# hand on GPU 0): root's job was placed there and waited in CUDA
+# initialisation, counted as running and charged the GPU's energy. It now
+# waits in the queue, saying whose clients the GPU serves, and starts
+# once they end.
+case_mps_foreign() {
+    needs_root
+    printf 'sharing: mps\nmps_control: %s\nmps_dir: %s\n' "$MPS" "$DIR/mps" \
+        >> "$DIR/aegis.yaml"
+    start
+    cd "$DIR/work"
+    "$AEGIS" drain 1 >/dev/null && "$AEGIS" drain 2 >/dev/null || fail drain
+    CUDA_VISIBLE_DEVICES=0 runuser -u nobody -- env \
+        AEGIS_TEST_GPU_DIR="$AEGIS_TEST_GPU_DIR" \
+        CUDA_MPS_PIPE_DIRECTORY="$DIR/mps/0/pipe" \
+        "$FAKE" --mib 100 --seconds 120 &
+    local theirs=$!
+    wait_until "nobody's client seen" grep -q "GPU 0: 100 MiB in use by processes aegisd did not start" \
+        "$DIR/state/aegisd.log"
+    local mine
+    mine=$("$AEGIS" submit --mem 1000 -- "$FAKE" --mib 1000 --seconds 0) || fail submit
+    wait_until "root's job waits for nobody's clients" \
+        sh -c "[ \"\$('$AEGIS' show --json $mine | python3 -c 'import json,sys; print(json.load(sys.stdin).get(\"wait_code\", \"\"))')\" = mps_user ]"
+    is_state "$mine" queued || fail "root's job placed beside nobody's client"
+    "$AEGIS" show "$mine" | grep -q "GPU 0 runs MPS clients of user $(id -u nobody)" ||
+        fail "reason: $("$AEGIS" show "$mine")"
+    kill "$theirs"; wait "$theirs" 2>/dev/null
+    "$AEGIS" wait "$mine" > /dev/null || fail "root's job after nobody's client"
+}
+
 e2e_run
