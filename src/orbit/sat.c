@@ -55,11 +55,15 @@ void sat_close(sat *s) {
 
 /* An upload ended (installed or refused): remembered for status queries
  * and counted. The manifest refused last, refused again, is the ground
- * asking once more after a lost answer: not another refusal. */
+ * asking once more after a lost answer: not another refusal. A manifest
+ * that is malformed or not signed by the ground is answered, but is no
+ * upload's outcome: anyone on the link may send one, and the ground's
+ * next status question must not get it for its own upload's. */
 static void upload_ended(sat *s, const up_result *r, const uint8_t *manifest) {
     if (!r->code && !r->installed)
         return;
-    s->last_done = *r;
+    if (r->code != DIPP_E_UP_MESSAGE && r->code != DIPP_E_UP_SIGNATURE)
+        s->last_done = *r;
     if (r->installed)
         s->st.installed++;
     else {
@@ -98,10 +102,13 @@ static void on_update(sat *s, const uint8_t *msg, size_t len, uint8_t port,
     }
     if (len < 3)
         return;
-    if (msg[0] == 'M' && already_active(s, msg + 3, len - 3))
-        r.installed = 1;
-    else if (msg[0] == 'M' && up_on_manifest(&s->up, msg + 3, len - 3, &r) == 0 &&
-             !r.installed)
+    if (msg[0] == 'M' && already_active(s, msg + 3, len - 3)) {
+        r.installed = 1; /* answered again, not installed again */
+        reply(ctx, port, out, proto_status_build(&s->up, &r, seq, out));
+        return;
+    }
+    if (msg[0] == 'M' && up_on_manifest(&s->up, msg + 3, len - 3, &r) == 0 &&
+        !r.installed)
         memset(&s->last_done, 0, sizeof s->last_done);
     else if (msg[0] == 'R')
         up_on_rotate(&s->up, msg + 3, len - 3, &r);

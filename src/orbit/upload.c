@@ -56,6 +56,9 @@ static int admit(const up_store *s, const up_manifest *m, up_result *r) {
         return up_fail(r, DIPP_E_UP_DELTA, "%s v%u: a delta against v%u, board "
                        "runs v%u", m->name, m->version, m->base_version,
                        mod ? mod->active : 0);
+    if (!up_module_room(s, m->name))
+        return up_fail(r, DIPP_E_UP_QUOTA, "%s: already %d modules on board",
+                       m->name, UP_MAX_MODULES);
     uint64_t need = bytes_kept(s) + m->payload_size + m->size;
     if (need > s->cfg.quota_bytes)
         return up_fail(r, DIPP_E_UP_QUOTA, "%s v%u: needs %llu bytes of a %llu quota",
@@ -117,10 +120,20 @@ int up_on_rotate(up_store *s, const uint8_t *msg, size_t len, up_result *r) {
     if (len != UP_ROTATE_BYTES || memcmp(msg, "DKR1", 4) != 0)
         return up_fail(r, DIPP_E_UP_MESSAGE, "key rotation: %zu bytes, not a DKR1 "
                        "message of %d", len, UP_ROTATE_BYTES);
+    /* the rotation in effect, asked again (its answer was lost): signed
+     * by the key it replaced, which is gone, and changing nothing */
+    if (get32(msg + 4) == s->idx.key_serial &&
+        sodium_memcmp(msg + 8, s->idx.pk, UP_PK_BYTES) == 0)
+        return 0;
     if (sodium_init() < 0 ||
         crypto_sign_verify_detached(msg + 40, msg, 40, s->idx.pk) != 0)
         return up_fail(r, DIPP_E_UP_SIGNATURE, "key rotation: not signed by key %u",
                        s->idx.key_serial);
+    /* a key nothing can sign for (zeros, a point of small order) would
+     * lock the uplink out for good */
+    if (!crypto_core_ed25519_is_valid_point(msg + 8))
+        return up_fail(r, DIPP_E_UP_MESSAGE, "key rotation to key %u: not an "
+                       "Ed25519 public key", get32(msg + 4));
     if (get32(msg + 4) != s->idx.key_serial + 1)
         return up_fail(r, DIPP_E_UP_REPLAY, "key rotation to key %u: board has "
                        "key %u", get32(msg + 4), s->idx.key_serial);

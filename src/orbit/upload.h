@@ -123,6 +123,12 @@ int up_install(up_store *s, up_result *r);
 int up_fail(up_result *r, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void up_version_file(const char *name, uint32_t version, char *out, size_t cap);
+/* name's entry, made when absent: in a free place, else in that of a
+ * name never installed (one kept only for its replay floor: the
+ * refusals of mistyped names must not fill the table for good); NULL
+ * when every place holds an installed module. */
 up_module *up_module_of(up_store *s, const char *name);
+/* Whether up_module_of would find or make name's entry. */
+bool up_module_room(const up_store *s, const char *name);
 
 #endif

@@ -105,11 +105,28 @@ const up_module *up_find(const up_store *s, const char *name) {
     return NULL;
 }
 
+/* A place of the full table held by a name never installed; NULL when
+ * every one holds an installed module. */
+static const up_module *up_never_installed(const up_store *s) {
+    for (uint32_t k = 0; k < s->idx.nmods; k++)
+        if (!s->idx.mod[k].active && !s->idx.mod[k].previous)
+            return &s->idx.mod[k];
+    return NULL;
+}
+
+bool up_module_room(const up_store *s, const char *name) {
+    return up_find(s, name) || s->idx.nmods < UP_MAX_MODULES ||
+           up_never_installed(s);
+}
+
 up_module *up_module_of(up_store *s, const char *name) {
     up_module *m = (up_module *)up_find(s, name);
-    if (m || s->idx.nmods == UP_MAX_MODULES)
+    if (m)
         return m;
-    m = &s->idx.mod[s->idx.nmods++];
+    if (s->idx.nmods < UP_MAX_MODULES)
+        m = &s->idx.mod[s->idx.nmods++];
+    else if (!(m = (up_module *)up_never_installed(s)))
+        return NULL;
     memset(m, 0, sizeof *m);
     snprintf(m->name, sizeof m->name, "%s", name);
     return m;

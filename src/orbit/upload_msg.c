@@ -50,6 +50,12 @@ void up_manifest_encode(const up_manifest *m, uint8_t out[UP_MANIFEST_BYTES]) {
     memcpy(out + M_SIG, m->sig, UP_SIG_BYTES);
 }
 
+bool up_name_ok(const char *name) {
+    size_t len = strnlen(name, UP_NAME_MAX);
+    return len > 0 && len < UP_NAME_MAX &&
+           strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789_") == len;
+}
+
 static const char *bad_field(const up_manifest *m, size_t len) {
     if (len != UP_MANIFEST_BYTES) return "length";
     if (m->kind != UP_KIND_MODULE && m->kind != UP_KIND_PROCS) return "kind";
@@ -58,8 +64,7 @@ static const char *bad_field(const up_manifest *m, size_t len) {
     /* procedures travel whole: there is no version file to patch */
     if ((m->flags & UP_FLAG_DELTA) && m->kind == UP_KIND_PROCS) return "flags";
     if (m->chunk_size < UP_CHUNK_MIN || m->chunk_size > UP_CHUNK_MAX) return "chunk_size";
-    if (!m->name[0] || strspn(m->name, "abcdefghijklmnopqrstuvwxyz0123456789_") !=
-                           strlen(m->name)) return "name";
+    if (!up_name_ok(m->name)) return "name";
     if (m->version == 0) return "version";
     if (m->size == 0 || m->size > UP_MAX_SIZE) return "size";
     if (m->payload_size == 0 || m->payload_size > UP_MAX_SIZE) return "payload_size";

@@ -6,6 +6,7 @@
 #ifndef DIPP_UPLOAD_MSG_H
 #define DIPP_UPLOAD_MSG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -50,6 +51,9 @@ typedef struct up_manifest {
     uint8_t sig[UP_SIG_BYTES];
 } up_manifest;
 
+/* Whether name is one a module or procedure set may have: 1 to
+ * UP_NAME_MAX - 1 bytes of lowercase letters, digits and '_'. */
+bool up_name_ok(const char *name);
 /* Wire form; decode checks the layout and field ranges (not the
  * signature): 0, or -1 with the field at fault in err. */
 void up_manifest_encode(const up_manifest *m, uint8_t out[UP_MANIFEST_BYTES]);

@@ -100,6 +100,15 @@ static uint8_t format_of(const char *s) {
          : !strcmp(s, "png") ? DIPP_FMT_PNG : 0;
 }
 
+/* An image format option's value: 0, or -1 said on stderr. */
+static int format_opt(const char *opt, const char *value, uint8_t *format) {
+    *format = format_of(value);
+    if (*format) return 0;
+    fprintf(stderr, "dipp ground: %s %s: not gray, rgb, bayer, jpeg or png\n",
+            opt, value);
+    return -1;
+}
+
 typedef struct upload_opts {
     const char *key, *base;
     double serial, version, base_version, width, height;
@@ -119,13 +128,13 @@ static int upload_parse(int argc, char **argv, upload_opts *o) {
         bad = ch == '?' ? -1
             : ch == 'k' ? (o->key = optarg, 0)
             : ch == 'b' ? (o->base = optarg, 0)
-            : ch == 'i' ? ((o->in = format_of(optarg)) ? 0 : -1)
-            : ch == 'o' ? ((o->out = format_of(optarg)) ? 0 : -1)
-            : ch == 's' ? cli_number("ground", "--serial", optarg, 1, 4e9, &o->serial)
-            : ch == 'v' ? cli_number("ground", "--version", optarg, 1, 4e9, &o->version)
-            : ch == 'B' ? cli_number("ground", "--base-version", optarg, 1, 4e9, &o->base_version)
-            : ch == 'w' ? cli_number("ground", "--width", optarg, 0, 65535, &o->width)
-                        : cli_number("ground", "--height", optarg, 0, 65535, &o->height);
+            : ch == 'i' ? format_opt("--in", optarg, &o->in)
+            : ch == 'o' ? format_opt("--out", optarg, &o->out)
+            : ch == 's' ? cli_whole("ground", "--serial", optarg, 1, 4e9, &o->serial)
+            : ch == 'v' ? cli_whole("ground", "--version", optarg, 1, 4e9, &o->version)
+            : ch == 'B' ? cli_whole("ground", "--base-version", optarg, 1, 4e9, &o->base_version)
+            : ch == 'w' ? cli_whole("ground", "--width", optarg, 0, 65535, &o->width)
+                        : cli_whole("ground", "--height", optarg, 0, 65535, &o->height);
     if (bad || !o->key || !o->version || argc - optind != 2) {
         fputs("Usage: dipp ground upload --key K.key --version V [OPTIONS] NAME FILE.so\n"
               "(dipp ground --help)\n", stderr);
@@ -144,6 +153,11 @@ int ground_upload_cmd(ground *g, int argc, char **argv) {
     if (upload_parse(argc, argv, &o))
         return EXIT_USAGE;
     const char *name = argv[optind], *file = argv[optind + 1];
+    if (!up_name_ok(name)) {
+        fprintf(stderr, "dipp ground: module name '%s': 1 to %d lowercase "
+                "letters, digits and '_'\n", name, UP_NAME_MAX - 1);
+        return EXIT_USAGE;
+    }
     if (ground_read_file(o.key, &sk, &sk_len, UP_SK_BYTES) ||
         ground_read_file(file, &mod, &len, 0) ||
         (o.base && ground_read_file(o.base, &base, &base_len, 0)))
@@ -186,13 +200,22 @@ int ground_rotate(ground *g, int argc, char **argv) {
     size_t sk_len, pk_len;
     double serial = 0;
     if (argc != 6 || strcmp(argv[1], "--key") || strcmp(argv[3], "--serial") ||
-        cli_number("ground", "--serial", argv[4], 2, 4e9, &serial)) {
+        cli_whole("ground", "--serial", argv[4], 2, 4e9, &serial)) {
         fprintf(stderr, "Usage: dipp ground rotate --key OLD.key --serial N NEW.pub\n");
         return EXIT_USAGE;
     }
-    if (ground_read_file(argv[2], &sk, &sk_len, UP_SK_BYTES) ||
-        ground_read_file(argv[5], &pk, &pk_len, UP_PK_BYTES))
+    if (ground_read_file(argv[2], &sk, &sk_len, UP_SK_BYTES))
         return EXIT_BAD;
+    if (ground_read_file(argv[5], &pk, &pk_len, UP_PK_BYTES)) {
+        free(sk);
+        return EXIT_BAD;
+    }
+    if (sodium_init() < 0 || !crypto_core_ed25519_is_valid_point(pk)) {
+        fprintf(stderr, "dipp ground: %s: not an Ed25519 public key (the "
+                "satellite would refuse it)\n", argv[5]);
+        free(sk), free(pk);
+        return EXIT_BAD;
+    }
     msg[0] = 'R';
     proto_put16(msg + 1, ground_seq());
     up_rotate_build((uint32_t)serial, pk, sk, msg + 3);
