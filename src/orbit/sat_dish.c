@@ -183,7 +183,21 @@ static int run(sat_dish *d, const uint8_t *msg, size_t len, char *why, size_t ca
     return dipp_say(why, cap, 0, "slot %u: run %d started", slot, r);
 }
 
-/* A run or a delete, done once per request (see done_req). */
+/* 'S' seq slot: every run of the procedure in slot stopped (each with a
+ * fault record, DISH_FAULT_KILLED): 0 and how many in why. */
+static int stop(sat_dish *d, const uint8_t *msg, size_t len, char *why, size_t cap) {
+    unsigned slot = msg[3], stopped = 0;
+    if (len != 4)
+        return dipp_say(why, cap, DIPP_E_UP_MESSAGE, "stop: %zu bytes, not 4", len);
+    for (int r = 0; r < DISH_MAX_RUNS; r++)
+        if (d->vm.runs[r].state != DISH_R_FREE && d->vm.runs[r].fr[0].slot == slot) {
+            dish_vm_stop(&d->vm, r);
+            stopped++;
+        }
+    return dipp_say(why, cap, 0, "slot %u: %u runs stopped", slot, stopped);
+}
+
+/* A run, a stop or a delete, done once per request (see done_req). */
 static size_t change(sat_dish *d, const uint8_t *msg, size_t len, uint8_t *out,
                      size_t cap) {
     char text[256];
@@ -195,6 +209,8 @@ static size_t change(sat_dish *d, const uint8_t *msg, size_t len, uint8_t *out,
     }
     if (msg[0] == 'X')
         code = run(d, msg, len, text, sizeof text);
+    else if (msg[0] == 'S')
+        code = stop(d, msg, len, text, sizeof text);
     else if (len != 4)
         code = dipp_say(text, sizeof text, DIPP_E_UP_MESSAGE, "delete: %zu bytes, not 4",
                         len);
@@ -217,11 +233,11 @@ size_t sat_dish_handle(sat_dish *d, const uint8_t *msg, size_t len, uint8_t *out
         list(d, text, sizeof text);
         return answer(msg, 0, text, out, cap);
     }
-    if ((msg[0] == 'X' || msg[0] == 'E') && len >= 4)
+    if ((msg[0] == 'X' || msg[0] == 'E' || msg[0] == 'S') && len >= 4)
         return change(d, msg, len, out, cap);
     snprintf(text, sizeof text, "procedure port: message '%c' of %zu bytes is not one of "
-             "L, X (5 + 4n bytes), E (4 bytes)", msg[0] >= 32 && msg[0] < 127 ? msg[0] : '?',
-             len);
+             "L, X (5 + 4n bytes), E (4 bytes), S (4 bytes)",
+             msg[0] >= 32 && msg[0] < 127 ? msg[0] : '?', len);
     return answer(msg, DIPP_E_UP_MESSAGE, text, out, cap);
 }
 

@@ -27,6 +27,8 @@ static const char usage[] =
     "  list                the procedures on board, one line per slot\n"
     "  run SLOT [ARG...]   start the procedure in SLOT (an ARG with a point is a\n"
     "                      fix, Q16.16)\n"
+    "  stop SLOT           stop every run of the procedure in SLOT (each ends\n"
+    "                      with a fault record, killed)\n"
     "  delete SLOT         delete the procedure in SLOT (refused while another\n"
     "                      calls it or it runs)\n"
     "  log [--from N]      the run records from index N on (start, end, fault, tm)\n";
@@ -49,8 +51,8 @@ static int upload_parse(int argc, char **argv, upload_opts *o) {
         bad = ch == '?' ? -1
             : ch == 'k' ? (o->key = optarg, 0)
             : ch == 'n' ? (o->name = optarg, 0)
-            : ch == 's' ? cli_number("ground", "--serial", optarg, 1, 4e9, &o->serial)
-                        : cli_number("ground", "--version", optarg, 1, 4e9, &o->version);
+            : ch == 's' ? cli_whole("ground", "--serial", optarg, 1, 4e9, &o->serial)
+                        : cli_whole("ground", "--version", optarg, 1, 4e9, &o->version);
     if (bad || !o->key || !o->version || argc - optind != 1) {
         fputs("Usage: dipp ground proc upload --key K.key --version V [--serial N] "
               "[--name NAME] FILE.dish|FILE.dbc\n", stderr);
@@ -156,7 +158,7 @@ static int ask(ground *g, uint8_t *msg, size_t len, const char *what) {
 
 static int slot_arg(const char *s, unsigned *slot) {
     double v;
-    if (cli_number("ground", "SLOT", s, 0, DISH_SLOTS - 1, &v))
+    if (cli_whole("ground", "SLOT", s, 0, DISH_SLOTS - 1, &v))
         return -1;
     *slot = (unsigned)v;
     return 0;
@@ -196,15 +198,16 @@ static int run(ground *g, int argc, char **argv) {
     return ask(g, msg, 5 + 4 * (size_t)nargs, "run");
 }
 
-static int delete(ground *g, int argc, char **argv) {
-    uint8_t msg[4] = {'E'};
+/* `delete SLOT` ('E') or `stop SLOT` ('S'): a message of the slot alone. */
+static int slot_cmd(ground *g, int argc, char **argv, uint8_t kind) {
+    uint8_t msg[4] = {kind};
     unsigned slot;
     if (argc != 2 || slot_arg(argv[1], &slot)) {
-        fprintf(stderr, "Usage: dipp ground proc delete SLOT\n");
+        fprintf(stderr, "Usage: dipp ground proc %s SLOT\n", argv[0]);
         return EXIT_USAGE;
     }
     msg[3] = (uint8_t)slot;
-    return ask(g, msg, sizeof msg, "delete");
+    return ask(g, msg, sizeof msg, argv[0]);
 }
 
 /* ---- the run records ---- */
@@ -231,7 +234,7 @@ static int log_cmd(ground *g, int argc, char **argv) {
     double start = 0;
     if ((argc != 1 && argc != 3) ||
         (argc == 3 && (strcmp(argv[1], "--from") ||
-                       cli_number("ground", "--from", argv[2], 0, 4e9, &start)))) {
+                       cli_whole("ground", "--from", argv[2], 0, 4e9, &start)))) {
         fprintf(stderr, "Usage: dipp ground proc log [--from N]\n");
         return EXIT_USAGE;
     }
@@ -260,7 +263,8 @@ int ground_procs(ground *g, int argc, char **argv) {
         return ask(g, (uint8_t[3]){'L'}, 3, "list");
     return !strcmp(argv[0], "upload") ? upload(g, argc, argv)
          : !strcmp(argv[0], "run")    ? run(g, argc, argv)
-         : !strcmp(argv[0], "delete") ? delete(g, argc, argv)
+         : !strcmp(argv[0], "delete") ? slot_cmd(g, argc, argv, 'E')
+         : !strcmp(argv[0], "stop")   ? slot_cmd(g, argc, argv, 'S')
          : !strcmp(argv[0], "log")    ? log_cmd(g, argc, argv)
                                       : (fputs(usage, stderr), EXIT_USAGE);
 }

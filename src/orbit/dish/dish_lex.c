@@ -20,8 +20,14 @@ static int lex_fail(lexer *x, const char *what) {
     return -1;
 }
 
+/* Whether the character at p ends a line: \n, or a \r not before one
+ * (old Mac files; in CRLF files the \n counts). */
+static int ends_line(const lexer *x, const char *p) {
+    return *p == '\n' || (*p == '\r' && (p + 1 == x->end || p[1] != '\n'));
+}
+
 static void advance(lexer *x) {
-    if (*x->s == '\n') {
+    if (ends_line(x, x->s)) {
         x->line++;
         x->col = 1;
     } else {
@@ -33,7 +39,7 @@ static void advance(lexer *x) {
 static void skip_space(lexer *x) {
     while (x->s < x->end) {
         if (*x->s == '#')
-            while (x->s < x->end && *x->s != '\n')
+            while (x->s < x->end && !ends_line(x, x->s))
                 advance(x);
         else if (isspace((unsigned char)*x->s))
             advance(x);
@@ -60,8 +66,10 @@ static int digits(lexer *x, int64_t max, int64_t *v, int *ndig) {
 static int fraction(lexer *x, int64_t *q) {
     int64_t f;
     int n;
-    if (digits(x, 999999999, &f, &n))
-        return lex_fail(x, "too many digits after the point");
+    /* at most 9 digits: more cannot change a Q16.16 part, and leading
+     * zeros, which never reach the value's bound, would overflow scale */
+    if (digits(x, 999999999, &f, &n) || n > 9)
+        return lex_fail(x, "too many digits after the point (9 at most)");
     if (!n)
         return lex_fail(x, "digits expected after the point");
     int64_t scale = 1;
@@ -140,6 +148,8 @@ static int one_token(lexer *x, dish_tok *t) {
 int dish_lex(const char *file, const char *src, size_t len, dish_tok *toks, int cap,
              char *err, size_t errlen) {
     lexer x = {file, src, src + len, 1, 1, err, errlen};
+    if (len >= 3 && !memcmp(src, "\xEF\xBB\xBF", 3))
+        x.s += 3; /* a UTF-8 byte-order mark, as some editors write */
     for (int n = 0; n < cap; n++) {
         skip_space(&x);
         if (one_token(&x, &toks[n]))

@@ -237,9 +237,18 @@ static flow do_wait(dish_vm *vm, dish_run *r, const uint8_t *o, int32_t cond) {
     return YIELD;
 }
 
+/* `sleep S` or `sleep until T` (the synced clock's seconds), neither
+ * past DISH_MAX_WAIT_S from now: a run asleep until 2038 held its place
+ * among the DISH_MAX_RUNS for good. */
 static flow do_sleep(dish_vm *vm, dish_run *r, int op, int32_t s) {
     r->wake_abs = op == DISH_OP_SLEEPU;
-    r->wake = r->wake_abs ? (int64_t)s * 1000 : local_now(vm) + seconds_ms(s);
+    if (r->wake_abs) {
+        int64_t now = dish_vm_clock(vm), until = (int64_t)s * 1000;
+        int64_t latest = now + seconds_ms(DISH_MAX_WAIT_S);
+        r->wake = until < latest ? until : latest;
+    } else {
+        r->wake = local_now(vm) + seconds_ms(s);
+    }
     r->state = DISH_R_SLEEP;
     return YIELD;
 }

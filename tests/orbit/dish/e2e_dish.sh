@@ -28,6 +28,12 @@ printf 'proc p() {\n  repeat 10000 {\n    repeat 10000 { tm(1, 2) }\n  }\n}\n' >
 [ $? -eq 1 ] || fail "over-long procedure exit"
 grep -q "instructions, the limit is 10000000" "$tmp/err" || fail "bound: $(cat "$tmp/err")"
 
+# an output that cannot be written (a full disk): said, exit 1 (its
+# close failing closed the file twice: a double free, SIGABRT)
+"$dish" compile "$procs/retry_capture.dish" -o /dev/full 2> "$tmp/err"
+[ $? -eq 1 ] && grep -q "/dev/full: No space left" "$tmp/err" ||
+    fail "compile to a full disk: $(cat "$tmp/err")"
+
 head -c 20 "$tmp/r.dbc" > "$tmp/cut.dbc"
 "$dish" disasm "$tmp/cut.dbc" 2>/dev/null
 [ $? -eq 1 ] || fail "truncated bytecode exit"

@@ -42,6 +42,21 @@ static void errors_have_positions(void **state) {
     compile_error("proc p() { wait 1 }", "t.dish:1:19: 'within' expected");
     compile_error("proc p() { let x = 99999999999 }", "t.dish:1:20: number too large");
     compile_error("proc p() { }\nproc p() { }", "t.dish:2:1: procedure 'p' defined twice");
+    /* 64 zeros after the point overflowed the scale: SIGFPE */
+    compile_error("proc p() { tm(1, 0.0000000000000000000000000000000000000000000000000"
+                  "000000000000001) }", "t.dish:1:84: too many digits after the point");
+    /* lines ended by \r alone are lines (every error was on line 1, and a
+     * comment ran to the end of the file) */
+    compile_error("# c\rproc p() {\r  let x = 1 $ 2\r}", "t.dish:3:13: unexpected character");
+}
+
+/* A UTF-8 byte-order mark before the text, as some editors write, is not
+ * an unexpected character. */
+static void byte_order_mark_skipped(void **state) {
+    (void)state;
+    uint8_t img[DISH_MAX_IMAGE];
+    char err[256] = "";
+    assert_true(compile_src("\xEF\xBB\xBFproc p() { tm(1, 2) }", img, err, sizeof err) > 0);
 }
 
 /* "proc p() { tm(1, " + `open` n times + "1" + `close` n times + ") }". */
@@ -177,6 +192,18 @@ static void waits_follow_the_clock(void **state) {
     assert_int_equal(t2->value, 130);
 }
 
+/* `sleep until` a time years away sleeps DISH_MAX_WAIT_S (7 days) at
+ * most, as a relative sleep does: such a run held its place among the
+ * runs for good. */
+static void sleep_until_capped(void **state) {
+    (void)state;
+    bench_init(&b);
+    b.sim.fix_after_ms = 1000000000; /* no fix: the local clock alone */
+    assert_int_equal(run_src(&b, "proc p() { sleep until 2147483647\n return 7 }",
+                             NULL, 0, 8 * 86400), 7);
+    assert_true(b.sim.local_ms <= (int64_t)DISH_MAX_WAIT_S * 1000 + 1000);
+}
+
 static void wait_timeout_and_events(void **state) {
     (void)state;
     bench_init(&b);
@@ -196,6 +223,7 @@ static void wait_timeout_and_events(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(errors_have_positions),
+        cmocka_unit_test(byte_order_mark_skipped),
         cmocka_unit_test(deep_nesting_refused),
         cmocka_unit_test(recursion_refused),
         cmocka_unit_test(arithmetic),
@@ -204,6 +232,7 @@ int main(void) {
         cmocka_unit_test(counted_loops_and_break),
         cmocka_unit_test(calls),
         cmocka_unit_test(waits_follow_the_clock),
+        cmocka_unit_test(sleep_until_capped),
         cmocka_unit_test(wait_timeout_and_events),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

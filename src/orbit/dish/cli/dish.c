@@ -121,10 +121,10 @@ static void default_output(const char *in, char *out, size_t cap) {
 
 static int write_file(const char *path, const uint8_t *data, int n) {
     FILE *f = fopen(path, "wb");
-    if (!f || fwrite(data, 1, (size_t)n, f) != (size_t)n || fclose(f)) {
+    int ok = f && fwrite(data, 1, (size_t)n, f) == (size_t)n;
+    /* fclose once, whatever it says: a second would free f again */
+    if ((f && fclose(f) != 0) || !ok) {
         perror(path);
-        if (f)
-            fclose(f);
         return -1;
     }
     return 0;
