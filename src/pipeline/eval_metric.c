@@ -10,8 +10,9 @@
  *    file agree; and a model that scores every class the same does not
  *    get every label "in its top n" (as counting only strictly higher
  *    scores would give it);
- *  - F1 macro leaves out a class that is neither a true nor a predicted
- *    label (its F1 is 0/0); a class with no true positive has F1 0;
+ *  - F1 macro is the mean over all num_classes classes, as Modyn's: a
+ *    class that is neither a true nor a predicted label (its F1 is 0/0)
+ *    counts 0, as does a class with no true positive;
  *  - RocAuc averages, with equal weight, the classes that have both
  *    positive and negative samples; NAN when none has;
  *  - no samples: NAN, whatever the predictions hold (an empty file has no
@@ -272,13 +273,9 @@ static int count_f1(const eval_in *in, f1_counts *c)
 static double f1_macro(const f1_counts *c, int k)
 {
     double sum = 0.0;
-    int classes = 0;
     for (int i = 0; i < k; i++)
-        if (c[i].tp + c[i].fp + c[i].fn > 0) {
-            sum += f1_of(&c[i]);
-            classes++;
-        }
-    return classes ? sum / classes : NAN;
+        sum += f1_of(&c[i]);
+    return sum / k;
 }
 
 static double f1_micro(const f1_counts *c, int k)

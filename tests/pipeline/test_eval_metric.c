@@ -86,8 +86,8 @@ static void compute_fails(const char *json, const pl_pred *p,
  *   class 0: tp 3, fp 2, fn 1: F1 = 6 / (6 + 2 + 1) = 2/3
  *   class 1: tp 0, fp 1, fn 2: F1 = 0
  *   class 2: tp 1, fp 0, fn 0: F1 = 1
- *   class 3: never true nor predicted: left out of macro
- *   macro    = (2/3 + 0 + 1) / 3 = 5/9
+ *   class 3: never true nor predicted: F1 0, as Modyn counts it
+ *   macro    = (2/3 + 0 + 1 + 0) / 4 = 5/12
  *   micro    = 2*4 / (2*4 + 3 + 3) = 8/14 = 4/7 (the accuracy)
  *   weighted = (4 * 2/3 + 2 * 0 + 1 * 1) / 7 = (11/3) / 7 = 11/21
  */
@@ -98,7 +98,7 @@ static void f1_averages(void **state)
 {
     pl_pred p = labels_pred(f1_pred, 7);
     assert_float_equal(compute("{\"name\": \"F1Score\", \"num_classes\": 4}",
-                               &p, f1_truth, 7), 5.0 / 9, EPS);
+                               &p, f1_truth, 7), 5.0 / 12, EPS);
     assert_float_equal(compute("{\"name\": \"F1Score\", \"num_classes\": 4, "
                                "\"average\": \"micro\"}", &p, f1_truth, 7),
                        4.0 / 7, EPS);
