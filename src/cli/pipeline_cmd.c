@@ -263,9 +263,11 @@ static int pl_replay(const pl_opts *o, char **argv) {
               "'aegis pipeline --help')\n", stderr);
         return CLI_USAGE;
     }
-    if (cli_parse_long("pipeline replay", "from", o->from, 0, 0x7fffffffL,
-                       &from) ||
-        cli_parse_long("pipeline replay", "to", o->to, 0, 0x7fffffffL, &to))
+    /* Unix seconds up to the end of year 9999: timestamps are 64-bit, and
+     * data stamped after 2038 is data */
+    const long latest = 253402300799L;
+    if (cli_parse_long("pipeline replay", "from", o->from, 0, latest, &from) ||
+        cli_parse_long("pipeline replay", "to", o->to, 0, latest, &to))
         return CLI_USAGE;
     if (from >= to) {
         fprintf(stderr, "aegis pipeline replay: --from %ld is not before --to "
@@ -371,6 +373,27 @@ static int pl_trace(const pl_opts *o, const char *name) {
     return pv_trace(&t);
 }
 
+/* The usage of subcommand sub, as the help's SYNOPSIS gives it (its
+ * line and those continuing it), or of them all when sub is none. */
+static void pl_usage(const char *sub, bool known) {
+    char head[64];
+    snprintf(head, sizeof(head), "\n    aegis pipeline %s ", sub);
+    const char *at = known ? strstr(help, head) : NULL;
+    if (!at) {
+        fputs("usage: aegis pipeline start|ls|show|stop|log|models|replay|"
+              "compare|trace ... (try 'aegis pipeline --help')\n", stderr);
+        return;
+    }
+    fputs("usage:\n", stderr);
+    do { /* a line, then those indented deeper */
+        at++;
+        const char *end = strchr(at, '\n');
+        fprintf(stderr, "%.*s\n", (int)(end - at), at);
+        at = end;
+    } while (strncmp(at, "\n          ", 11) == 0);
+    fputs("(try 'aegis pipeline --help')\n", stderr);
+}
+
 int cli_pipeline(int argc, char **argv) {
     static const struct {
         const char *name;
@@ -391,8 +414,7 @@ int cli_pipeline(int argc, char **argv) {
     if (k == sizeof(subs) / sizeof(*subs) || (rc = pl_parse(argc, argv, &o,
                                                            &n)) > 0 ||
         (rc == 0 && (subs[k].operands < 0 ? n < 1 : n != subs[k].operands))) {
-        fputs("usage: aegis pipeline start|ls|show|stop|log|models|replay|"
-              "compare|trace ... (try 'aegis pipeline --help')\n", stderr);
+        pl_usage(sub, k < sizeof(subs) / sizeof(*subs));
         return CLI_USAGE;
     }
     if (rc < 0) return CLI_OK;

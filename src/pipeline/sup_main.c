@@ -191,6 +191,10 @@ static int sup_time(const char *text, int64_t *out) {
 }
 
 int main(int argc, char **argv) {
+    if (argc == 2 && strcmp(argv[1], "--help") == 0) {
+        fputs(usage, stdout);
+        return CLI_OK;
+    }
     bool run = argc == 3 && strcmp(argv[1], "run") == 0;
     bool check = argc == 3 && strcmp(argv[1], "check") == 0;
     sup s = {.watch_fd = -1, .watcher_fd = -1, .socket = client_socket(NULL), .log.fd = -1};

@@ -117,6 +117,10 @@ assert r['kind'] == 'pipeline' and r['pipeline'] == 'p' and r['gpus'] == 0, r" |
     "$AEGIS" pipeline ls --json | pyjson "assert d['name'] == 'p' and d['state'] == 'running'" ||
         fail "aegis pipeline ls lacks p"
     aegis_refused "runs already" pipeline start p.yaml
+    # a subcommand short of its names says its own usage
+    aegis_refused "aegis pipeline compare NAME..." pipeline compare
+    "$(dirname "$AEGIS")/aegis-pipeline" --help | grep -q "usage: aegis-pipeline run FILE" ||
+        fail "aegis-pipeline --help"
     "$AEGIS" pipeline stop p > /dev/null || fail "stop"
     until_job "$SUP" "assert d['state'] == 'cancelled'"
 }
