@@ -60,7 +60,8 @@ static const char help[] =
 "            with --eval, each model's evaluation results instead\n"
 "    stop    ends the supervisor; the training running finishes and its\n"
 "            model is kept, unless --cancel-training\n"
-"    log     the supervisor's output (aegis log of its job)\n"
+"    log     the supervisor's output, stdout and stderr (aegis log --both\n"
+"            of its job: why it stopped is on stderr)\n"
 "    models  each trained trigger's model, its parent, whether kept\n"
 "            (model_storage.keep_last removes the oldest)\n"
 "    replay  runs the pipeline over the samples already registered with\n"
@@ -344,9 +345,10 @@ static int pl_log(const pl_opts *o, const char *name) {
         fprintf(stderr, "aegis pipeline log: you have no pipeline %s\n", name);
         return CLI_USAGE;
     }
-    char *args[] = {"log", "--socket", (char *)o->socket, id, NULL};
+    /* both streams: why a supervisor stopped is on its stderr */
+    char *args[] = {"log", "--both", "--socket", (char *)o->socket, id, NULL};
     optind = 1;
-    return cli_log(4, args);
+    return cli_log(5, args);
 }
 
 static int pl_compare(const pl_opts *o, char **names, int n) {
