@@ -176,7 +176,14 @@ warnings)
     "$AEGIS" estimate --json "$TMP/w.json" >"$TMP/out" 2>/dev/null ||
         fail "--json: exit $?"
     grep -q '"warnings":\["the forward pass depends' "$TMP/out" ||
-        fail "--json lacks the warnings" ;;
+        fail "--json lacks the warnings"
+    # a description is any file: an escape sequence in a warning is shown
+    # as '?', not sent to the terminal
+    sed 's/"layers": \[/"warnings": ["\\u001b]0;pwned\\u0007 red"], "layers": [/' \
+        "$TMP/d.json" >"$TMP/e.json"
+    "$AEGIS" estimate "$TMP/e.json" >"$TMP/out" 2>"$TMP/err" || fail "escape: exit $?"
+    grep -q "e.json: warning: ?\]0;pwned? red" "$TMP/err" ||
+        fail "escape not shown as '?': $(od -c "$TMP/err" | head)" ;;
 sim_column)
     # The simulator takes aegis_mib as an estimator column: a catalog whose
     # aegis_mib says every job needs 39 GiB must serialise them.
