@@ -12,6 +12,12 @@
 #include <string.h>
 #include <unistd.h>
 
+/* "..." after the first 64 bytes of a pattern quoted in a message, when
+ * it has more. */
+static const char *outfile_more(const char *pattern) {
+    return strlen(pattern) > 64 ? "..." : "";
+}
+
 int outfile_expand(const char *pattern, const outfile_job *job, char *out,
                    size_t len, char *err, size_t errlen) {
     size_t at = 0;
@@ -29,15 +35,16 @@ int outfile_expand(const char *pattern, const outfile_job *job, char *out,
             case 'a': text = job->array_index; break;
             case '%': text = "%"; break;
             default:
-                snprintf(err, errlen, "'%s': %%%c is not a field (%%j, %%x, "
-                         "%%u, %%a, %%%%)", pattern, *p ? *p : ' ');
+                snprintf(err, errlen, "'%.64s%s': %%%c is not a field (%%j, "
+                         "%%x, %%u, %%a, %%%%)", pattern, outfile_more(pattern),
+                         *p ? *p : ' ');
                 return -1;
             }
         }
         size_t n = strlen(text);
         if (at + n >= len) {
-            snprintf(err, errlen, "'%s': longer than %zu bytes once expanded",
-                     pattern, len - 1);
+            snprintf(err, errlen, "'%.64s%s': longer than %zu bytes once "
+                     "expanded", pattern, outfile_more(pattern), len - 1);
             return -1;
         }
         memcpy(out + at, text, n);

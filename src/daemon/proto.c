@@ -12,6 +12,7 @@
 #include "proto.h"
 
 #include "core.h"
+#include "outfile.h"
 #include "timelimit.h"
 #include "text_safe.h"
 
@@ -389,6 +390,24 @@ static int proto_parse_supervisor(json_t *obj, const char *where,
                             errlen);
 }
 
+/* An output file pattern (outfile.h), expanded now for a job of a
+ * name and user as long as they may be, so that an unknown field or a
+ * path too long is refused at submit, not when the job runs. */
+static int proto_pattern(const char *pattern, const char *key,
+                         const char *where, char *err, size_t errlen) {
+    char name[PROTO_MAX_NAME + 1], out[4096], why[512];
+    memset(name, 'x', PROTO_MAX_NAME);
+    name[PROTO_MAX_NAME] = '\0';
+    outfile_job longest = {INT64_MAX, name, "a-login-name-of-32-characters-xx",
+                           "4294967295"};
+    if (!pattern || !pattern[0] ||
+        outfile_expand(pattern, &longest, out, sizeof(out), why,
+                       sizeof(why)) == 0)
+        return 0;
+    snprintf(err, errlen, "%s.%s: %s", where, key, why);
+    return -1;
+}
+
 static int proto_parse_job(json_t *obj, size_t i, proto_job *job, char *err,
                            size_t errlen) {
     char where[48], field[64];
@@ -471,7 +490,9 @@ static int proto_parse_job(json_t *obj, size_t i, proto_job *job, char *err,
                      &job->host_mem_mib, err, errlen) ||
         proto_path(obj, "stdout_path", where, &job->stdout_path, err,
                    errlen) ||
-        proto_path(obj, "stderr_path", where, &job->stderr_path, err, errlen))
+        proto_path(obj, "stderr_path", where, &job->stderr_path, err, errlen) ||
+        proto_pattern(job->stdout_path, "stdout_path", where, err, errlen) ||
+        proto_pattern(job->stderr_path, "stderr_path", where, err, errlen))
         return -1;
     return proto_parse_meta(json_object_get(obj, "meta"), where, job, err,
                             errlen);
