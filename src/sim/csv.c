@@ -360,18 +360,21 @@ int csv_double(const csv_file *f, int col, double *out, char *err,
     double v;
     const char *plain = csv_plain_number(text, &v);
     if (plain && *plain == '\0') {
-        *out = v;
+        *out = v + 0.0; /* -0 is 0 */
         return 0;
     }
     char *stop;
     errno = 0;
     v = strtod(text, &stop);
-    if (*stop != '\0' || errno == ERANGE || !isfinite(v)) {
+    /* decimal notation only: strtod also takes hex (0x10), spaces before
+     * the number, inf and nan */
+    if (text[strspn(text, "0123456789.eE+-")] != '\0' || *stop != '\0' ||
+        errno == ERANGE || !isfinite(v)) {
         snprintf(err, errlen, "%s:%d: field '%s': '%.40s' is not a number",
                  f->path, f->line, f->cols[col], text);
         return -1;
     }
-    *out = v;
+    *out = v + 0.0;
     return 0;
 }
 

@@ -15,6 +15,7 @@
 #include "prefault.h"
 #include "trace.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,6 +127,21 @@ static void test_csv_errors(void **state) {
     assert_int_equal(csv_next(f, err, sizeof(err)), 1);
     assert_int_equal(csv_double(f, 0, &v, err, sizeof(err)), -1);
     assert_non_null(strstr(err, ":2: field 'a': '1e999' is not a number"));
+    csv_close(f);
+    /* decimal only (strtod took hex, a leading space and nan); -0 is 0 */
+    path = TEMP("a\n0x10\n 5\nnan\n-0\n1.5e3\n");
+    f = csv_open(path, err, sizeof(err));
+    for (int row = 2; row <= 4; row++) {
+        assert_int_equal(csv_next(f, err, sizeof(err)), 1);
+        assert_int_equal(csv_double(f, 0, &v, err, sizeof(err)), -1);
+        assert_non_null(strstr(err, "is not a number"));
+    }
+    assert_int_equal(csv_next(f, err, sizeof(err)), 1);
+    assert_int_equal(csv_double(f, 0, &v, err, sizeof(err)), 0);
+    assert_false(signbit(v));
+    assert_int_equal(csv_next(f, err, sizeof(err)), 1);
+    assert_int_equal(csv_double(f, 0, &v, err, sizeof(err)), 0);
+    assert_true(v == 1500.0);
     csv_close(f);
 }
 
