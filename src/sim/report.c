@@ -251,6 +251,14 @@ static void relative(FILE *out, double value, double base) {
     else fprintf(out, " %7s", "-");
 }
 
+/* A figure over the finished jobs (mean or percentile) in a column of
+ * width: "-" when none finished, where it would read as 0. */
+static void over_finished(FILE *out, const report_summary *s, int width,
+                          int decimals, double value) {
+    if (s->done > 0) fprintf(out, " %*.*f", width, decimals, value);
+    else fprintf(out, " %*s", width, "-");
+}
+
 void report_table(FILE *out, const report_summary *rows, int n) {
     const report_summary *ex = report_exclusive(rows, n);
     int width = 13;
@@ -269,13 +277,15 @@ void report_table(FILE *out, const report_summary *rows, int n) {
         const report_summary *s = &rows[i];
         fprintf(out, "%-*s %7d %11.1f", width, s->label, s->jobs, s->makespan_s);
         if (ex) relative(out, s->makespan_s, ex->makespan_s);
-        fprintf(out, " %11.1f", s->mean_jct_s);
-        if (ex) relative(out, s->mean_jct_s, ex->mean_jct_s);
-        fprintf(out, " %11.1f %11.1f %11.1f %8.3f %5d %5d %5d %6.3f %10.2f"
-                " %9.3f %9.2f", s->p50_jct_s, s->p95_jct_s, s->mean_wait_s,
-                s->mean_slowdown, s->ooms, s->stopped + s->timeouts, s->unfinished,
-                s->gpu_busy, acct_kwh(s->energy_j), s->co2_g / 1000,
-                s->jobs_total.gpu_hours);
+        over_finished(out, s, 11, 1, s->mean_jct_s);
+        if (ex) relative(out, s->done ? s->mean_jct_s : 0, ex->mean_jct_s);
+        over_finished(out, s, 11, 1, s->p50_jct_s);
+        over_finished(out, s, 11, 1, s->p95_jct_s);
+        over_finished(out, s, 11, 1, s->mean_wait_s);
+        over_finished(out, s, 8, 3, s->mean_slowdown);
+        fprintf(out, " %5d %5d %5d %6.3f %10.2f %9.3f %9.2f", s->ooms,
+                s->stopped + s->timeouts, s->unfinished, s->gpu_busy,
+                acct_kwh(s->energy_j), s->co2_g / 1000, s->jobs_total.gpu_hours);
         if (loads) fprintf(out, " %10.2f", s->load_cpu_s / 3600);
         putc('\n', out);
     }
@@ -383,13 +393,14 @@ void report_json_policy(FILE *out, const sim_result *r,
     fputs(", \"dispatch\": ", out);
     json_text(out, r->dispatch);
     fprintf(out, ", \"servers\": %d, \"gpus_per_server\": %d, "
-            "\"makespan_s\": %.3f, \"mean_jct_s\": %.3f, \"p50_jct_s\": %.3f, "
+            "\"makespan_s\": %.3f, \"done\": %d, \"mean_jct_s\": %.3f, "
+            "\"p50_jct_s\": %.3f, "
             "\"p95_jct_s\": %.3f, \"mean_wait_s\": %.3f, "
             "\"mean_slowdown\": %.4f, \"ooms\": %d, \"stopped\": %d, "
             "\"timeouts\": %d, "
             "\"unfinished\": %d, \"gpu_util\": %.4f, \"energy_j\": %.1f, "
             "\"load_cpu_s\": %.1f, ",
-            r->servers, r->gpus_per_server, s->makespan_s,
+            r->servers, r->gpus_per_server, s->makespan_s, s->done,
             s->mean_jct_s, s->p50_jct_s, s->p95_jct_s, s->mean_wait_s,
             s->mean_slowdown, s->ooms, s->stopped, s->timeouts, s->unfinished,
             s->gpu_busy,
