@@ -100,8 +100,13 @@ static int spec_number(const spec *s, yaml_node_t *v, const char *key,
     if (!text || end == text || *end || !(d >= lo && d <= hi) ||
         (whole && d != floor(d))) {
         char msg[160];
-        snprintf(msg, sizeof(msg), "'%.40s' is not a %s in [%g, %g]",
-                 text ? text : "", whole ? "whole number" : "number", lo, hi);
+        if (text)
+            snprintf(msg, sizeof(msg), "'%.40s' is not a %s in [%g, %g]",
+                     text, whole ? "whole number" : "number", lo, hi);
+        else /* a list or a mapping: there is no text to quote */
+            snprintf(msg, sizeof(msg), "expected a %s in [%g, %g], not a %s",
+                     whole ? "whole number" : "number", lo, hi,
+                     v->type == YAML_SEQUENCE_NODE ? "list" : "mapping");
         return spec_error(s, v, msg, key);
     }
     *out = d;
@@ -571,6 +576,8 @@ static int spec_read(spec *s, yaml_node_t *root, const submit_defaults *def,
     if (!list) return spec_job(s, root, def, jobs);
     if (list->type != YAML_SEQUENCE_NODE)
         return spec_error(s, list, "expected a list of jobs", "jobs");
+    if (list->data.sequence.items.start == list->data.sequence.items.top)
+        return spec_error(s, list, "an empty list: no job to submit", "jobs");
     for (yaml_node_item_t *it = list->data.sequence.items.start;
          it < list->data.sequence.items.top; it++)
         if (spec_job(s, spec_node(s, *it), def, jobs)) return -1;

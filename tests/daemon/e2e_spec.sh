@@ -114,6 +114,13 @@ assert d['meta'] == {'estimates': {'faketensor_mib': 1000}}, d['meta']" ||
     aegis_refused "nocmd.yaml:1: job.command: missing" submit nocmd.yaml
     printf 'version: 1\njob:\n  command: "true"\nresources:\n  num_gpus: 1.5\n' > frac.yaml
     aegis_refused "frac.yaml:5: resources.num_gpus: " submit frac.yaml
+    # a list where a number goes is named as one (the message quoted ''),
+    # and an empty list of jobs is refused before aegisd is asked
+    printf 'jobs:\n  - command: "true"\n    gpus: [1]\n' > listgpus.yaml
+    aegis_refused "listgpus.yaml:3: gpus: expected a whole number in [1, 64], not a list" \
+        submit listgpus.yaml
+    printf 'jobs: []\n' > nojobs.yaml
+    aegis_refused "nojobs.yaml:1: jobs: an empty list" submit nojobs.yaml
 }
 
 # Several dependencies of each kind: repeated and comma-separated --after,
