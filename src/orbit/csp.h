@@ -11,6 +11,7 @@
 
 #define CSP_HEADER_BYTES 6
 #define CSP_MTU 2048 /* data bytes a ZMQ hub frame carries at most */
+#define CSP_DATA_MAX (CSP_MTU - 4) /* with the CRC-32C after them */
 #define CSP_MAX_NODE 16383 /* 14 bits; also the broadcast address */
 #define CSP_MAX_PORT 63
 

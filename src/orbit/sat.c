@@ -194,6 +194,22 @@ static int write_slot(sat *s, const uint8_t *msg, size_t len, char *detail, size
     return dipp_say(detail, cap, 0, "%s-%u v%u written", kind, m.slot, v);
 }
 
+/* The line a telemetry answer ends with when the rest did not fit. */
+#define TRUNCATED "truncated=1\n"
+
+/* Telemetry of n bytes in out (its text from byte 3), built within cap:
+ * as it is when it fit, else cut after its last whole line and marked
+ * TRUNCATED (which has room past cap). Its length. A busy satellite's
+ * telemetry (many modules) went over a frame and was never answered. */
+static size_t whole_lines(uint8_t *out, size_t n, size_t cap) {
+    if (n + 1 < cap)
+        return n;
+    while (n > 3 && out[n - 1] != '\n')
+        n--;
+    memcpy(out + n, TRUNCATED, sizeof TRUNCATED - 1);
+    return n + sizeof TRUNCATED - 1;
+}
+
 static void on_param(sat *s, const uint8_t *msg, size_t len, uint8_t port,
                      sat_reply_fn reply, void *ctx) {
     uint8_t out[CSP_MTU];
@@ -202,11 +218,13 @@ static void on_param(sat *s, const uint8_t *msg, size_t len, uint8_t port,
     out[0] = msg[0] == 'T' ? 'V' : 'A';
     memcpy(out + 1, msg + 1, 2);
     if (msg[0] == 'T') { /* with 4 more bytes: the run records from that index */
-        size_t n = 3 + sat_telemetry(s, (char *)out + 3, sizeof out - 3);
+        /* what fits one frame, TRUNCATED's line kept room for */
+        size_t cap = CSP_DATA_MAX - sizeof TRUNCATED;
+        size_t n = 3 + sat_telemetry(s, (char *)out + 3, cap - 3);
         if (len == 7)
             n += sat_dish_records(&s->dish, proto_get32(msg + 3), (char *)out + n,
-                                  sizeof out - n);
-        reply(ctx, port, out, n);
+                                  cap - n);
+        reply(ctx, port, out, whole_lines(out, n, cap));
         return;
     }
     if (msg[0] != 'P')

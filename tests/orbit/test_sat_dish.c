@@ -22,6 +22,7 @@
 #include "errors.h"
 #include "faultfs.h"
 #include "proto.h"
+#include "sat.h"
 #include "sat_dish.h"
 #include "upload.h"
 #include "upload_helpers.h"
@@ -286,6 +287,45 @@ static void test_link_text_printable(void **s) {
     assert_string_equal(sentence, "a?b?");
 }
 
+static uint8_t answer_text[CSP_MTU];
+static size_t answer_len;
+
+static void keep_answer(void *ctx, uint8_t port, const uint8_t *msg, size_t len) {
+    (void)ctx, (void)port;
+    memcpy(answer_text, msg, len < sizeof answer_text ? len : sizeof answer_text);
+    answer_len = len;
+}
+
+/* A busy board's telemetry (16 modules' run times, 32 modules of long
+ * names, a long last error) is longer than a frame carries: it is cut
+ * after a whole line and marked, where it went unanswered. */
+static void test_telemetry_fits_a_frame(void **state) {
+    (void)state;
+    static sat b;
+    memset(&b, 0, sizeof b);
+    faultfs_install();
+    sat_dish_open(&b.dish, DIR, 0);
+    b.st.mods = SAT_TRACKED;
+    for (unsigned k = 0; k < SAT_TRACKED; k++) {
+        snprintf(b.st.mod_name[k], UP_NAME_MAX, "module_with_long_nam%03u", k);
+        b.st.mod_ms[k] = 4000000000u;
+    }
+    b.up.idx.nmods = UP_MAX_MODULES;
+    for (unsigned k = 0; k < UP_MAX_MODULES; k++) {
+        snprintf(b.up.idx.mod[k].name, UP_NAME_MAX, "another_long_module%03u", k);
+        b.up.idx.mod[k].active = 4000000000u;
+    }
+    memset(b.st.last_detail, 'x', sizeof b.st.last_detail - 1);
+    const uint8_t ask[7] = {'T', 0, 9, 0, 0, 0, 0};
+    csp_id id = {.dport = DIPP_PORT_PARAM, .sport = DIPP_PORT_PARAM};
+    answer_len = 0;
+    sat_handle(&b, &id, ask, sizeof ask, keep_answer, NULL);
+    assert_true(answer_len > 3 && answer_len <= CSP_DATA_MAX);
+    const char *end = "\ntruncated=1\n";
+    assert_memory_equal(answer_text + answer_len - strlen(end), end, strlen(end));
+    faultfs_uninstall();
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_uploads),
@@ -294,6 +334,7 @@ int main(void) {
         cmocka_unit_test(test_capture_on_the_clock),
         cmocka_unit_test(test_suspend_drops_captures),
         cmocka_unit_test(test_link_text_printable),
+        cmocka_unit_test(test_telemetry_fits_a_frame),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
