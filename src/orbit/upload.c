@@ -70,17 +70,22 @@ static int admit(const up_store *s, const up_manifest *m, up_result *r) {
 int up_on_manifest(up_store *s, const uint8_t *msg, size_t len, up_result *r) {
     up_manifest m;
     memset(r, 0, sizeof *r);
+    uint8_t canon[UP_MANIFEST_BYTES];
     if (up_manifest_decode(msg, len, &m, r->detail, sizeof r->detail))
         return r->code = DIPP_E_UP_MESSAGE;
-    if (s->idx.uploading && len == UP_MANIFEST_BYTES &&
-        memcmp(msg, s->idx.manifest, len) == 0) { /* a resumed upload */
+    /* compared and kept as encoded from its fields: bytes the decoder
+     * passes over (a name's padding), which the signature does not cover,
+     * must not make a copy a new upload, resetting the one in flight */
+    up_manifest_encode(&m, canon);
+    if (s->idx.uploading &&
+        memcmp(canon, s->idx.manifest, UP_MANIFEST_BYTES) == 0) { /* resumed */
         r->missing = up_missing(s, NULL, 0);
         return r->missing ? 0 : up_install(s, r);
     }
     if (admit(s, &m, r))
         return r->code;
     s->idx.uploading = 1, s->idx.received = 0;
-    memcpy(s->idx.manifest, msg, UP_MANIFEST_BYTES);
+    memcpy(s->idx.manifest, canon, UP_MANIFEST_BYTES);
     memset(s->idx.map, 0, sizeof s->idx.map);
     r->missing = up_chunk_count(&m);
     return up_index_save(s, r);

@@ -234,6 +234,27 @@ static void test_refused_names_do_not_fill_the_table(void **s) {
     free(bad), free(good);
 }
 
+/* A copy of the manifest in flight with a byte of its name's padding
+ * changed (not covered by the signature) resumes the upload, where it was
+ * admitted as a new one and every chunk received was asked for again. */
+static void test_manifest_padding_resumes(void **s) {
+    (void)s;
+    uint8_t *mod = test_elf(3000, 13, NULL), *payload;
+    uint8_t wire[UP_MANIFEST_BYTES], chunk[UP_CHUNK_HDR + UP_CHUNK_MAX];
+    up_manifest m = test_manifest("pad", 1, mod, 3000, NULL, 0, &key2, &payload);
+    up_manifest_encode(&m, wire);
+    assert_int_equal(up_on_manifest(&st, wire, sizeof wire, &res), 0);
+    uint32_t all = res.missing;
+    assert_true(all > 1);
+    size_t len = up_chunk_build(&m, payload, 0, chunk);
+    assert_int_equal(up_on_chunk(&st, chunk, len, &res), 0);
+    wire[8 + strlen("pad") + 1] = 'A'; /* past the name's NUL */
+    assert_int_equal(up_on_manifest(&st, wire, sizeof wire, &res), 0);
+    assert_int_equal(res.missing, all - 1);
+    assert_int_equal(test_send(&st, &m, payload, &res), 0);
+    free(payload), free(mod);
+}
+
 static void test_quota(void **s) {
     (void)s;
     up_config cfg = up_config_default();
@@ -280,6 +301,7 @@ int main(void) {
         cmocka_unit_test(test_testrun_failure_and_rollback),
         cmocka_unit_test(test_key_rotation),
         cmocka_unit_test(test_refused_names_do_not_fill_the_table),
+        cmocka_unit_test(test_manifest_padding_resumes),
         cmocka_unit_test(test_quota),
         cmocka_unit_test(test_real_testrun),
     };
