@@ -84,7 +84,11 @@ static int already_active(const sat *s, const uint8_t *wire, size_t len) {
     if (up_manifest_decode(wire, len, &m, err, sizeof err))
         return 0;
     const up_module *mod = up_find(&s->up, m.name);
-    return mod && mod->active == m.version &&
+    if (!mod)
+        return 0;
+    /* a procedure set keeps no active version: its floor and hash */
+    uint32_t on_board = m.kind == UP_KIND_PROCS ? mod->highest : mod->active;
+    return on_board == m.version &&
            memcmp(mod->active_sha, m.sha256, UP_SHA_BYTES) == 0;
 }
 

@@ -105,11 +105,19 @@ const up_module *up_find(const up_store *s, const char *name) {
     return NULL;
 }
 
-/* A place of the full table held by a name never installed; NULL when
- * every one holds an installed module. */
+/* Whether an entry ever held an installed module (active or previous)
+ * or procedure set (its image's hash, kept by taken()). */
+static bool up_ever_installed(const up_module *m) {
+    static const uint8_t none[UP_SHA_BYTES];
+    return m->active || m->previous ||
+           memcmp(m->active_sha, none, UP_SHA_BYTES) != 0;
+}
+
+/* A place of the full table held by a name never installed (kept only
+ * for a refusal's replay floor); NULL when every one was installed. */
 static const up_module *up_never_installed(const up_store *s) {
     for (uint32_t k = 0; k < s->idx.nmods; k++)
-        if (!s->idx.mod[k].active && !s->idx.mod[k].previous)
+        if (!up_ever_installed(&s->idx.mod[k]))
             return &s->idx.mod[k];
     return NULL;
 }

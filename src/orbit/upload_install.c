@@ -114,9 +114,12 @@ static int activate(up_store *s, const up_manifest *m, up_module *mod,
 }
 
 /* Procedures are the runtime's to keep (cfg.accept stores them): the
- * update store keeps only the version, the floor of the next. */
+ * update store keeps only the version, the floor of the next, and the
+ * image's hash, which marks the entry as one installed (up_module_of
+ * never gives its place to another name). */
 static int taken(up_store *s, const up_manifest *m, up_module *mod, up_result *r) {
     mod->highest = m->version;
+    memcpy(mod->active_sha, m->sha256, UP_SHA_BYTES);
     s->idx.uploading = 0, s->idx.received = 0;
     if (up_index_save(s, r))
         return r->code;

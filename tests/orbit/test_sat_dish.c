@@ -117,6 +117,14 @@ static void test_uploads(void **s) {
     assert_int_equal(proto_status_parse(wire, proto_status_build(&st, &r, 7, wire), &ps), 0);
     assert_int_equal(ps.code, DIPP_E_UP_PROCS);
     assert_string_equal(ps.detail, r.detail);
+    /* refusals of 40 names never installed take the table's places of
+     * such names, never that of "t", installed: its floor stays */
+    for (int k = 0; k < 40; k++) {
+        char name[16];
+        snprintf(name, sizeof name, "noise%d", k);
+        assert_int_equal(upload(name, 1, bad, 300, 0, &r), DIPP_E_UP_PROCS);
+    }
+    assert_int_equal(upload("t", 1, img, (size_t)img_len, 0, &r), DIPP_E_UP_REPLAY);
     /* a delta of procedures is malformed: there is no version file to patch */
     uint8_t *payload, msg[UP_MANIFEST_BYTES];
     up_manifest m = procs_manifest("t", 5, img, (size_t)img_len, 1, &payload);
