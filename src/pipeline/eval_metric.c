@@ -390,26 +390,31 @@ static bool all_probabilities(const eval_in *in)
     return true;
 }
 
-/* Each sample's scores as probabilities, n rows of width: as given where
- * every row is one, else through softmax. Logits rank the classes of one
- * sample, not one class across samples (a constant added to a row changes
- * nothing), which is what an AUC compares. */
+/* Each sample's scores in an order of its probabilities, n rows of
+ * width: as given where every row is a probability distribution, else
+ * (logits) their log-softmax, s - log(sum(exp(s))), worked in double.
+ * Logits rank the classes of one sample, not one class across samples (a
+ * constant added to a row changes nothing), which is what an AUC
+ * compares; and the log keeps apart what a probability would round to 1
+ * (two logits 18 and 25 apart). */
 static void as_probabilities(const eval_in *in, float *out)
 {
     bool given = all_probabilities(in);
     uint32_t w = in->p->width;
     for (size_t i = 0; i < in->n; i++) {
         const float *s = scores_of(in, i);
-        float *o = out + i * w, top = s[0];
-        double sum = 0.0;
+        float *o = out + i * w;
+        double top = s[0], sum = 0.0;
         for (uint32_t c = 0; c < w; c++) {
             o[c] = s[c];
             top = s[c] > top ? s[c] : top;
         }
-        for (uint32_t c = 0; !given && c < w; c++)
-            sum += (o[c] = expf(s[c] - top));
-        for (uint32_t c = 0; !given && c < w; c++)
-            o[c] = (float)(o[c] / sum);
+        if (given)
+            continue;
+        for (uint32_t c = 0; c < w; c++)
+            sum += exp((double)s[c] - top);
+        for (uint32_t c = 0; c < w; c++)
+            o[c] = (float)((double)s[c] - top - log(sum));
     }
 }
 

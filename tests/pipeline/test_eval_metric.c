@@ -247,6 +247,13 @@ static void rocauc_logits(void **state)
     pl_pred q = scores_pred(one, 4, 2);
     assert_float_equal(compute("{\"name\": \"RocAuc\"}", &q, ordered, 4),
                        1.0, EPS);
+    /* a confident model: softmax rounds both to a probability of 1 (in
+     * float), a tie at 0.75; their log-softmax keeps them apart */
+    static const float sure[] = {0, 25, 0, 18};
+    static const int64_t sure_truth[] = {1, 0};
+    pl_pred r = scores_pred(sure, 2, 2);
+    assert_float_equal(compute("{\"name\": \"RocAuc\"}", &r, sure_truth, 2),
+                       1.0, EPS);
 }
 
 /* A perfect ranking and an inverted one. */
