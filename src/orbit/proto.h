@@ -11,11 +11,12 @@
  *                              | 'P' seq kind slot bytes
  *                      sat:    'V' seq text | 'A' seq code
  *   port 22 (images)   ground: 'D' seq id from (image id, or the best when 0,
- *                              its parts from `from` on) | 'K' id (got it)
+ *                              PROTO_PARTS_PER_ASK of its parts from `from`
+ *                              on) | 'K' id (got it)
  *                      sat:    'I' id part parts priority bytes
  *   port 24 (procs)    ground: 'L' seq (list?) | 'X' seq slot nargs arg... (run;
  *                              each argument 4 bytes, signed) | 'E' seq slot
- *                              (delete)
+ *                              (delete) | 'S' seq slot (stop its runs)
  *                      sat:    'A' seq code text (the listing, or what was
  *                              done, or why not)
  * A status's bitmap marks the chunks still missing, from chunk `first` on,
@@ -29,6 +30,10 @@
 #include "upload.h"
 
 #define PROTO_BITMAP_BITS 8192
+/* An image's parts a 'D' asks for at most: one short request must not
+ * send the whole 64 MiB ring down (37,283 parts, within the 16 bits that
+ * number them); the ground asks again from its first missing part. */
+#define PROTO_PARTS_PER_ASK 64
 #define PROTO_DETAIL 256 /* the status's closing sentence, NUL included */
 /* The longest status: its fields, a full bitmap, the sentence. */
 #define PROTO_STATUS_MAX (18 + PROTO_BITMAP_BITS / 8 + PROTO_DETAIL)

@@ -239,14 +239,9 @@ static void on_param(sat *s, const uint8_t *msg, size_t len, uint8_t port,
 }
 
 #define IMAGE_PART 1800
-/* Parts one 'D' asks for at most: a 9-byte request must not send the
- * whole 64 MiB ring down (the ground asks again from its first missing
- * part while parts come). The ring's 64 MiB is 37,283 parts, within the
- * 16 bits that number them. */
-#define IMAGE_PARTS_PER_ASK 64
 
 /* 'D' seq id from: the parts of image id (the best one when id is 0)
- * from part `from` on, IMAGE_PARTS_PER_ASK at most; an empty ring answers
+ * from part `from` on, PROTO_PARTS_PER_ASK at most; an empty ring answers
  * with id 0, an image no longer there with its id and no parts. */
 static void on_images(sat *s, const uint8_t *msg, size_t len, uint8_t port,
                       sat_reply_fn reply, void *ctx) {
@@ -271,7 +266,7 @@ static void on_images(sat *s, const uint8_t *msg, size_t len, uint8_t port,
     }
     uint32_t parts = img ? (uint32_t)((img->len + IMAGE_PART - 1) / IMAGE_PART) : 1;
     uint32_t from = img ? proto_get16(msg + 7) : 0;
-    for (uint32_t p = from; p < parts && p - from < IMAGE_PARTS_PER_ASK; p++) {
+    for (uint32_t p = from; p < parts && p - from < PROTO_PARTS_PER_ASK; p++) {
         size_t off = (size_t)p * IMAGE_PART, n = 0;
         if (img)
             n = img->len - off < IMAGE_PART ? img->len - off : IMAGE_PART;

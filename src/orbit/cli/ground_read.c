@@ -127,18 +127,34 @@ static int part_fits(const image_in *in, uint32_t p, size_t len) {
            (p + 1 == in->parts ? n <= PART : n == PART);
 }
 
-/* The best image's facts, from its first part: 0, or -1 out of memory. */
+/* The best image's facts, from its first part: 0, or -1 out of memory
+ * (in as it was). */
 static int image_begin(image_in *in, const uint8_t *part, uint32_t id) {
-    in->id = id, in->parts = proto_get16(part + 7);
+    uint32_t parts = proto_get16(part + 7);
+    uint8_t *bytes = calloc(parts, PART), *have = calloc(parts, 1);
+    if (!bytes || !have) {
+        free(bytes), free(have);
+        return -1;
+    }
+    in->id = id, in->parts = parts, in->bytes = bytes, in->have = have;
     in->priority = proto_get32(part + 9), in->format = part[13];
-    in->bytes = calloc(in->parts, PART);
-    in->have = calloc(in->parts, 1);
-    return in->bytes && in->have ? 0 : -1;
+    return 0;
+}
+
+/* Whether the parts asked for from `from` on have all come. */
+static int ask_answered(const image_in *in, uint32_t from) {
+    uint32_t end = from + PROTO_PARTS_PER_ASK < in->parts
+                       ? from + PROTO_PARTS_PER_ASK : in->parts;
+    for (uint32_t p = from; p < end; p++)
+        if (!in->have[p])
+            return 0;
+    return 1;
 }
 
 /* Asks for image in->id (0: the best) from its first missing part, and
  * keeps the parts that come: 1 when whole, 0 when the ring is empty,
- * -1 when parts are still missing, -2 when the image is gone. A reply
+ * -1 when parts are still missing, -2 when the image is gone, -3 out of
+ * memory for it. A reply
  * unlike what the satellite sends (shorter than its head, a part longer
  * than PART) is passed over. */
 static int fetch(ground *g, image_in *in) {
@@ -161,7 +177,7 @@ static int fetch(ground *g, image_in *in) {
         if (proto_get16(part + 7) == 0)
             return -2; /* gone: downlinked already (our ack came late) */
         if (!in->id && image_begin(in, part, pid) != 0)
-            return -1;
+            return -3;
         if (!part_fits(in, p, len))
             continue;
         memcpy(in->bytes + (size_t)p * PART, part + PART_HEAD, len - PART_HEAD);
@@ -170,6 +186,8 @@ static int fetch(ground *g, image_in *in) {
             in->len = (size_t)p * PART + len - PART_HEAD;
         if (in->got == in->parts)
             return 1;
+        if (ask_answered(in, from))
+            return -1; /* ask for the next ones now, not after a timeout */
     }
     return -1;
 }
@@ -191,7 +209,8 @@ static int save_image(const image_in *in, const char *dir) {
 /* Downlinks the best image into dir and acknowledges it once it is saved
  * (the satellite then drops it): its id, 0 when the ring is empty, -1
  * when it did not come whole, -2 when it went, -3 when it could not be
- * saved. Parts come a few at a time: it asks again while they come. */
+ * held or saved. Parts come PROTO_PARTS_PER_ASK an ask: it asks again as
+ * soon as they are in, and while they come. */
 static long one_image(ground *g, const char *dir) {
     image_in in;
     int rc = -1;
