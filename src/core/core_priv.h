@@ -281,10 +281,12 @@ static inline bool core_gpu_other_user(const core_gpu *gpu,
            (gpu->foreign && gpu->foreign_user != (int64_t)job->spec.user);
 }
 
-/* The user core_gpu_other_user found on the GPU, for the reason: its
- * jobs', else its foreign processes' (UINT32_MAX when not known). */
-static inline uint32_t core_gpu_mps_user(const core_gpu *gpu) {
-    if (gpu->view.njobs > 0) return gpu->user;
+/* The other user core_gpu_other_user found on the GPU, for job's reason:
+ * its jobs' where they are another's, else its foreign processes'
+ * (UINT32_MAX when not known). */
+static inline uint32_t core_gpu_mps_user(const core_gpu *gpu,
+                                         const core_job *job) {
+    if (gpu->view.njobs > 0 && gpu->user != job->spec.user) return gpu->user;
     return gpu->foreign_user >= 0 ? (uint32_t)gpu->foreign_user : UINT32_MAX;
 }
 

@@ -61,7 +61,7 @@ static core_wait gpu_blocker(core_state *core, const core_job *job, int g,
     if (gpu->alone || !share_gpu_collocates(&gpu->share))
         return r->kind = CORE_WAIT_IDLE;
     if (core_gpu_other_user(gpu, job)) {
-        r->user = core_gpu_mps_user(gpu);
+        r->user = core_gpu_mps_user(gpu, job);
         return r->kind = CORE_WAIT_MPS_USER;
     }
     if (pol->uses_telemetry || job->floor_mib > 0) {
@@ -340,7 +340,8 @@ int core_reason_text(const core_reason *r, double now, char *buf,
         return snprintf(buf, len, "no MIG instance of %.0f MiB can be made now",
                         r->need_mib);
     case CORE_WAIT_DRAINED:
-        return snprintf(buf, len, "no GPU open to it (drained)");
+        return snprintf(buf, len, "no GPU open to it (drained, or its "
+                        "readings fail)");
     case CORE_WAIT_USER_LIMIT:
         if (r->asked > 0)
             return snprintf(buf, len, "asks %d GPUs, over max_gpus_per_user "

@@ -126,17 +126,19 @@ static bool d_proc_placed(const d_daemon *d, int g, const tel_proc *p) {
     return exec_named(p->pid, "nvidia-cuda-mps"); /* comm: 15 bytes */
 }
 
-/* Memory on GPU g held by processes no job of aegisd's placed there: the
- * GPU is not idle while there is any (core_gpu_foreign); said when that
- * starts and ends. */
 /* The owner of process pid (its /proc folder's), or CORE_USERS_UNKNOWN
- * when it cannot be seen (gone, or in another PID namespace). */
+ * when it is gone. NVML gives pids of aegisd's PID namespace where aegisd
+ * runs on the host, as it does; in a container it would not. */
 static int64_t d_proc_user(pid_t pid) {
     char path[64];
     struct stat st;
     snprintf(path, sizeof(path), "/proc/%d", (int)pid);
     return stat(path, &st) == 0 ? (int64_t)st.st_uid : CORE_USERS_UNKNOWN;
 }
+
+/* Memory on GPU g held by processes no job of aegisd's placed there: the
+ * GPU is not idle while there is any (core_gpu_foreign), and on an MPS
+ * GPU it is their owner's; said when that starts and ends. */
 
 void d_gpu_note_foreign(d_daemon *d, int g) {
     const tel_gpu_reading *r = &d->gpus[g].last;
@@ -264,7 +266,9 @@ void d_jobs_tick(d_daemon *d) {
         d_note_tel_flags(d, g);
         core_sample(d->core, g, &gpu->last.r, now);
         d_gpu_note_foreign(d, g);
-        double joules = d_gpu_joules(gpu, g, before, now);
+        /* back after failed reads: this read is a new baseline, as what
+         * the GPU drew meanwhile is no running job's to be charged */
+        double joules = was_ok ? d_gpu_joules(gpu, g, before, now) : 0;
         gpu->energy_seen_j = gpu->last.energy_j;
         gpu->energy_seen_at = now;
         d_gpu_energy(d, g, joules, now);

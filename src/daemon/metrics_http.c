@@ -385,6 +385,9 @@ static void m_conn_peer(m_conn *c) {
     if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&sa, &len) != 0) return;
     if (sa.ss_family == AF_INET6) {
         memcpy(c->peer, &((struct sockaddr_in6 *)&sa)->sin6_addr, 16);
+        /* one host has a /64 to itself: its addresses are one client */
+        if (!IN6_IS_ADDR_V4MAPPED((struct in6_addr *)c->peer))
+            memset(c->peer + 8, 0, 8);
     } else if (sa.ss_family == AF_INET) {
         c->peer[10] = c->peer[11] = 0xff;
         memcpy(c->peer + 12, &((struct sockaddr_in *)&sa)->sin_addr, 4);

@@ -125,9 +125,15 @@ static void mps_child(const mps_target *t, const char *arg, int in_fd,
 /* Waits for child pid at most MPS_RUN_LIMIT_MS, then kills it: 0 with
  * its wait status, or -1 when it had to be killed. */
 static int mps_wait(pid_t pid, int *status) {
-    for (int waited_ms = 0; waited_ms < MPS_RUN_LIMIT_MS; waited_ms += 5) {
+    struct timespec start, now;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    for (;;) {
         pid_t got = waitpid(pid, status, WNOHANG);
         if (got == pid || (got < 0 && errno != EINTR)) return 0;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        long ms = (now.tv_sec - start.tv_sec) * 1000 +
+                  (now.tv_nsec - start.tv_nsec) / 1000000;
+        if (ms >= MPS_RUN_LIMIT_MS) break;
         nanosleep(&(struct timespec){0, 5 * 1000 * 1000}, NULL);
     }
     kill(pid, SIGKILL);

@@ -59,7 +59,11 @@ const char *outfile_array_index(const char *const *argv) {
     if (!argv[0] || strcmp(argv[0], "/usr/bin/env") != 0 || !argv[1] ||
         strncmp(argv[1], tag, sizeof(tag) - 1) != 0)
         return "";
-    return argv[1] + sizeof(tag) - 1;
+    /* an index is at most 10 digits (aegis submit --array); anything
+     * else a user wrote there is no index */
+    const char *index = argv[1] + sizeof(tag) - 1;
+    size_t digits = strspn(index, "0123456789");
+    return digits > 0 && digits <= 10 && !index[digits] ? index : "";
 }
 
 /* One stream of the tee: its pipe from the command, its file (-1: none,

@@ -26,7 +26,7 @@ int outfile_expand(const char *pattern, const outfile_job *job, char *out,
                    size_t len, char *err, size_t errlen);
 
 /* The array index of a command aegisd runs for an array's job
- * ("/usr/bin/env AEGIS_ARRAY_INDEX=N ..."), or "". */
+ * ("/usr/bin/env AEGIS_ARRAY_INDEX=N ...": N of 1 to 10 digits), or "". */
 const char *outfile_array_index(const char *const *argv);
 
 /* In the job's process, as its user, before it runs the command: when

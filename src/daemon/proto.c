@@ -18,6 +18,7 @@
 
 #include <ctype.h>
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -398,8 +399,10 @@ static int proto_pattern(const char *pattern, const char *key,
     char name[PROTO_MAX_NAME + 1], out[4096], why[512];
     memset(name, 'x', PROTO_MAX_NAME);
     name[PROTO_MAX_NAME] = '\0';
-    outfile_job longest = {INT64_MAX, name, "a-login-name-of-32-characters-xx",
-                           "4294967295"};
+    char user[LOGIN_NAME_MAX + 1];
+    memset(user, 'u', LOGIN_NAME_MAX);
+    user[LOGIN_NAME_MAX] = '\0';
+    outfile_job longest = {INT64_MAX, name, user, "4294967295"};
     if (!pattern || !pattern[0] ||
         outfile_expand(pattern, &longest, out, sizeof(out), why,
                        sizeof(why)) == 0)

@@ -278,7 +278,7 @@ void report_table(FILE *out, const report_summary *rows, int n) {
         fprintf(out, "%-*s %7d %11.1f", width, s->label, s->jobs, s->makespan_s);
         if (ex) relative(out, s->makespan_s, ex->makespan_s);
         over_finished(out, s, 11, 1, s->mean_jct_s);
-        if (ex) relative(out, s->done ? s->mean_jct_s : 0, ex->mean_jct_s);
+        if (ex) relative(out, s->mean_jct_s, s->done ? ex->mean_jct_s : 0);
         over_finished(out, s, 11, 1, s->p50_jct_s);
         over_finished(out, s, 11, 1, s->p95_jct_s);
         over_finished(out, s, 11, 1, s->mean_wait_s);
