@@ -44,8 +44,10 @@ scores, one per class (aegis computes the metrics from them):
                                                     samples]))
 """
 import json
+import math
 import mmap
 import os
+import re
 import struct
 import zlib
 
@@ -249,6 +251,9 @@ class _WholeFiles:
             return memoryview(buf)[:f.readinto(buf)]
 
 
+_FLOAT32_MAX = 3.4028234663852886e38
+
+
 class _CsvFeatures:
     """A CSV row's numeric fields other than its label and timestamp (the
     columns resolved once, from the first file's header)."""
@@ -268,16 +273,19 @@ class _CsvFeatures:
             return int(spec)
         return header.index(spec.encode()) if header else -1
 
+    # A decimal number, as csvrec.c's features take it (no spaces, no
+    # '_', no hex, no inf or nan).
+    _DECIMAL = re.compile(rb"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+
     @staticmethod
     def _number(field):
         """A field's number, or None where the watcher's features leave it
-        out (csvrec.c: empty, 64 bytes or more, or no number)."""
-        if not 0 < len(field) < 64:
+        out (csvrec.c: empty, 64 bytes or more, or no finite decimal
+        number)."""
+        if not 0 < len(field) < 64 or not _CsvFeatures._DECIMAL.fullmatch(field):
             return None
-        try:
-            return float(field)
-        except ValueError:
-            return None
+        v = float(field)  # finite as a float32 is, as strtof gives it
+        return v if math.isfinite(v) and abs(v) <= _FLOAT32_MAX else None
 
     def __call__(self, mv):
         fields = bytes(mv).split(self.sep)

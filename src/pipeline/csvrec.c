@@ -3,6 +3,7 @@
 #include "records.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -168,7 +169,10 @@ void pl_csv_features(const pl_dsconf *c, const pl_csv_cols *cols,
         buf[flen] = '\0';
         char *end;
         float v = strtof(buf, &end);
-        if (*end == '\0')
+        /* decimal numbers only, finite (strtof also takes hex, spaces
+         * before, inf and nan): aegis_pipeline.py's _CsvFeatures agrees */
+        if (*end == '\0' && buf[strspn(buf, "0123456789.eE+-")] == '\0' &&
+            isfinite(v))
             out[n++] = v;
     }
     *dim = n;

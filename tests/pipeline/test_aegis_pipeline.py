@@ -137,6 +137,14 @@ def check_csv_default_parser(tmp):
     assert np.allclose(np.asarray(x), [float(v) for v in row[2:]], atol=1e-5)
 
 
+def check_csv_features_parity():
+    """The Python reader takes as features what csvrec.c takes: finite
+    decimal numbers (test_dataset.c checks the same row in C)."""
+    row = b"0x10, 5,1_000,inf,nan,1e39,-2.5e3,.5,7".split(b",")
+    got = [aegis_pipeline._CsvFeatures._number(f) for f in row]
+    assert [v for v in got if v is not None] == [-2500.0, 0.5, 7.0], got
+
+
 def check_many_files(tmp):
     """A one-sample-per-file dataset of more files than the process may
     hold open: each sample is read when its turn comes, where a map of
@@ -217,6 +225,7 @@ def main():
         check_csv_default_parser(tmp)
         check_api_errors(tmp)
         check_many_files(tmp)
+        check_csv_features_parity()
         state, data = make_dataset(tmp)
         rng = np.random.default_rng(1)
         keys = rng.choice(3000, 300, replace=False).tolist()
