@@ -37,24 +37,39 @@ static int sup_add_fire(sup *s, uint64_t bound, char *err, size_t errlen) {
     return 0;
 }
 
-/* The features of samples[0..n) into out (n x *dim). 0, or -1 with err. */
+/* A sample whose row gives dim features where the ones before gave want
+ * (a field that is a number elsewhere is text, inf or nan in it): told
+ * once a run; the trigger takes the sample before's features for it (0s
+ * at a chunk's start), where the pipeline used to stop for good, at
+ * every restart. */
+static void sup_unlike_row(sup *s, uint64_t key, size_t dim, size_t want) {
+    if (s->unlike_rows++ == 0)
+        printf("warning: sample %llu has %zu features, the ones before %zu: "
+               "the trigger takes the sample before's (said once)\n",
+               (unsigned long long)key, dim, want);
+}
+
+/* The features of samples[0..n) into out (n x *dim, the dataset's first
+ * sample's count). 0, or -1 with err. */
 static int sup_features(sup *s, const pl_sample *samples, size_t n,
                         float *out, size_t *dim, char *err, size_t errlen) {
-    *dim = 0;
     for (size_t i = 0; i < n; i++) {
         size_t d;
-        float *row = out + i * (*dim ? *dim : SUP_MAX_DIM);
+        float *row = out + i * (s->dim_known ? s->dim : SUP_MAX_DIM);
         if (pl_dataset_features(s->ds, samples[i].key, row, SUP_MAX_DIM, &d,
                                 err, errlen) != 0)
             return -1;
-        if (i == 0) *dim = d;
-        if (d != *dim) {
-            snprintf(err, errlen, "sample %llu has %zu features, the ones "
-                     "before %zu", (unsigned long long)samples[i].key, d,
-                     *dim);
-            return -1;
-        }
+        if (!s->dim_known)
+            s->dim = d, s->dim_known = true;
+        if (d == s->dim)
+            continue;
+        sup_unlike_row(s, samples[i].key, d, s->dim);
+        if (i > 0)
+            memcpy(row, row - s->dim, sizeof(*row) * s->dim);
+        else
+            memset(row, 0, sizeof(*row) * s->dim);
     }
+    *dim = s->dim;
     return 0;
 }
 

@@ -56,6 +56,9 @@ typedef struct sup {
     uint64_t *order_keys;   /*   and their keys in the dataset */
     uint64_t norder;
     uint64_t fed;           /* samples fed to the trigger so far */
+    size_t dim;             /* features a sample has (its dataset's first) */
+    bool dim_known;
+    uint64_t unlike_rows;   /* samples with another count (sup_features) */
     uint64_t *bounds;       /* bounds[n]: first sample after fire n */
     uint32_t nfires, capfires;
     uint32_t next;          /* the first fire not yet settled */

@@ -434,6 +434,43 @@ assert runs[1]["after"] >= 0.8 and runs[1]["after"] > runs[1]["before"] + 0.1, r
 PY
 }
 
+# A drift trigger on CSV features where one row holds a non-number (nan)
+# in a numeric column: its supervisor stopped at every start ("sample K
+# has 1 features, the ones before 2"); it now says so once and goes on.
+case_unlike_row() {
+    start
+    local dir=$DIR/data/feat i
+    mkdir -p "$dir"
+    "$AEGIS" dataset add feat --dir "$dir" --format csv --ts-column 0 \
+        --label-column 1 > /dev/null || fail "dataset add feat"
+    for ((i = 0; i < 30; i++)); do
+        [ $i = 17 ] && y=nan || y=$((i % 3))
+        echo "$((1700000000 + i)),$((i % 2)),$((i % 5)).5,$y"
+    done > "$DIR/feat.tmp"
+    mv "$DIR/feat.tmp" "$dir/part0.csv"
+    cat > p.yaml <<YAML
+pipeline: {name: p, maximum_triggers: 5}
+data: {dataset_id: feat}
+trigger:
+  id: DataDriftTrigger
+  evaluation_interval_data_points: 10
+  windowing_strategy: {id: AmountWindowingStrategy, amount_ref: 10, amount_cur: 10}
+  metrics: {mmd: {id: AlibiDetectMmdDriftMetric, threshold: 0.1}}
+selection_strategy: {name: NewDataStrategy, tail_triggers: 0}
+training: {command: sh $HERE/train_stand_in.sh}
+YAML
+    start_pipeline p.yaml
+    local deadline=$((SECONDS + 60))
+    until "$AEGIS" pipeline log p 2>&1 | grep -q "warning: sample 17 has 1 features, the ones before 2"; do
+        [ $SECONDS -lt $deadline ] || fail "no word of sample 17: $("$AEGIS" pipeline log p 2>&1)"
+        job_state=$("$AEGIS" show --json "$SUP" | pyjson "print(d['state'])")
+        [ "$job_state" = running ] || fail "supervisor $job_state: $("$AEGIS" pipeline log p 2>&1)"
+        sleep 0.2
+    done
+    until_running "$SUP" 1 # the same attempt: it did not stop
+    "$AEGIS" pipeline stop p > /dev/null || fail "stop"
+}
+
 # A drift trigger on a model's embeddings (tests/pipeline/embed_stand_in.py
 # embeds, drifting from key 40): its embedding jobs run through aegisd
 # with trigger 0's model; kill -9 of the supervisor while one runs
