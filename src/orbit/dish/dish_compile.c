@@ -54,9 +54,13 @@ static void scan_proc(comp *c, const dish_tok *t, int slot) {
         dc_fail(c, t, "more than %d procedures in one file", DISH_MAX_PROCS);
     sig *s = &c->procs[c->nprocs];
     parse_header(c, s, 0);
-    for (int k = 0; k < c->nprocs; k++)
+    for (int k = 0; k < c->nprocs; k++) {
         if (!strcmp(c->procs[k].name, s->name))
             dc_fail(c, t, "procedure '%s' defined twice", s->name);
+        if (c->procs[k].slot == slot) /* the verifier said it without a line */
+            dc_fail(c, t, "procedure '%s' would take slot %d, which '%s' has",
+                    s->name, slot, c->procs[k].name);
+    }
     if (slot >= DISH_SLOTS)
         dc_fail(c, t, "procedure '%s' would take slot %d, past %d", s->name, slot,
                 DISH_SLOTS - 1);

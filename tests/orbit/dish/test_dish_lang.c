@@ -42,6 +42,8 @@ static void errors_have_positions(void **state) {
     compile_error("proc p() { wait 1 }", "t.dish:1:19: 'within' expected");
     compile_error("proc p() { let x = 99999999999 }", "t.dish:1:20: number too large");
     compile_error("proc p() { }\nproc p() { }", "t.dish:2:1: procedure 'p' defined twice");
+    compile_error("slot 3\nproc a() { tm(1, 1) }\nslot 3\nproc b() { tm(1, 1) }",
+                  "t.dish:4:1: procedure 'b' would take slot 3, which 'a' has");
     /* 64 zeros after the point overflowed the scale: SIGFPE */
     compile_error("proc p() { tm(1, 0.0000000000000000000000000000000000000000000000000"
                   "000000000000001) }", "t.dish:1:84: too many digits after the point");
