@@ -40,12 +40,32 @@ static void board_power(void *ctx, int awake) {
         d->captures = 0;
 }
 
+/* Whether record t goes to stdout too: every start, end and fault, and a
+ * run's first SAT_DISH_PRINT_TM tm records (a loop of tm writes millions:
+ * 447 MB of log in 8 s). The telemetry counts and keeps them all. */
+static int printed(sat_dish *d, const dish_tlm *t) {
+    if (t->run < 0 || t->run >= DISH_MAX_RUNS)
+        return 1;
+    uint32_t *n = &d->tm_printed[t->run];
+    if (t->kind == DISH_TLM_START)
+        *n = 0;
+    if (t->kind != DISH_TLM_USER)
+        return 1;
+    if (++*n == SAT_DISH_PRINT_TM + 1)
+        printf("dipp sat: dish run %d: more than %d tm records: the rest are "
+               "counted (dish.tm), the last %d kept for proc log, none "
+               "printed\n", t->run, SAT_DISH_PRINT_TM, SAT_DISH_LOG);
+    return *n <= SAT_DISH_PRINT_TM;
+}
+
 static void board_telemetry(void *ctx, const dish_tlm *t) {
     sat_dish *d = board(ctx);
     char line[128];
     d->log[d->logged++ % SAT_DISH_LOG] = *t;
     d->started += t->kind == DISH_TLM_START, d->ended += t->kind == DISH_TLM_END;
     d->faults += t->kind == DISH_TLM_FAULT, d->tms += t->kind == DISH_TLM_USER;
+    if (!printed(d, t))
+        return;
     dish_tlm_format(line, sizeof line, t);
     printf("dipp sat: dish %u %s\n", d->logged - 1, line);
     fflush(stdout);

@@ -22,6 +22,7 @@
 #include "proc_store.h"
 
 #define SAT_DISH_LOG 256 /* run records kept for the ground */
+#define SAT_DISH_PRINT_TM 1000 /* a run's tm records printed on stdout */
 #define SAT_DISH_STEP_EVENTS 10000 /* a step's events at most, then the link */
 
 typedef struct sat_dish {
@@ -36,6 +37,7 @@ typedef struct sat_dish {
     dish_tlm log[SAT_DISH_LOG];
     uint32_t logged;    /* records ever written; the last SAT_DISH_LOG kept */
     uint64_t started, ended, faults, tms;
+    uint32_t tm_printed[DISH_MAX_RUNS]; /* each run's tm lines on stdout */
     /* the last run or delete and its answer: the same request again (its
      * answer was lost) is answered again, not done twice */
     uint8_t done_req[6 + 4 * DISH_MAX_LOCALS], done_reply[8 + 256];

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -235,6 +236,46 @@ static const dish_tlm *newest(dish_tlm_kind kind) {
     return NULL;
 }
 
+/* A loop of tm records (1,500 in one run) prints the run's first 1,000
+ * and a line saying the rest are not printed (a loop of them wrote
+ * hundreds of MB of log); all are counted. */
+static void test_tm_flood_printed_once(void **s) {
+    static const char flood[] = "slot 7\nproc f() {\n  repeat 1500 { tm(1, 2) }\n}\n";
+    uint8_t code[DISH_MAX_IMAGE];
+    char err[256], text[CSP_MTU], path[] = "/tmp/dish-flood-XXXXXX";
+    up_result r;
+    (void)s;
+    int n = dish_compile("f.dish", flood, strlen(flood), code, sizeof code, err,
+                         sizeof err);
+    assert_true(n > 0);
+    board(1);
+    assert_int_equal(upload("flood", 1, code, (size_t)n, 0, &r), 0);
+    int out = mkstemp(path), saved = dup(1);
+    assert_true(out >= 0 && saved >= 0);
+    fflush(stdout);
+    dup2(out, 1);
+    assert_int_equal(ask((const uint8_t *)"X\0\x40\7\0", 5, text), 0);
+    run_until(2000, 0);
+    fflush(stdout);
+    dup2(saved, 1);
+    close(saved);
+    FILE *f = fdopen(out, "r");
+    char line[256];
+    int tms = 0, notes = 0;
+    rewind(f);
+    while (fgets(line, sizeof line, f)) {
+        int note = strstr(line, "more than 1000 tm records") != NULL;
+        notes += note;
+        tms += !note && strstr(line, " tm ") != NULL;
+    }
+    fclose(f);
+    unlink(path);
+    assert_int_equal(tms, 1000);
+    assert_int_equal(notes, 1);
+    assert_int_equal(d.tms, 1500);
+    faultfs_uninstall();
+}
+
 static void test_capture_on_the_clock(void **s) {
     char text[CSP_MTU], lines[CSP_MTU];
     up_result r;
@@ -339,6 +380,7 @@ int main(void) {
         cmocka_unit_test(test_uploads),
         cmocka_unit_test(test_port_hostile),
         cmocka_unit_test(test_resent_run_done_once),
+        cmocka_unit_test(test_tm_flood_printed_once),
         cmocka_unit_test(test_capture_on_the_clock),
         cmocka_unit_test(test_suspend_drops_captures),
         cmocka_unit_test(test_link_text_printable),
