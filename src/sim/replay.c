@@ -331,11 +331,11 @@ static int on_activate(replay *r, int32_t j, double t) {
     sim_job *job = &r->jobs[j];
     job_progress *p = &r->progress[j];
     const uint8_t *g = p->gpus;
-    attempt_of(r, j)->active_s = t;
     if (past_deadline(r, j, t)) { /* a limit shorter than its start-up */
         time_out(r, j, t);
         return 0;
     }
+    attempt_of(r, j)->active_s = t;
     for (int k = 0; k < p->ngpus; k++)
         if (!share_model_fits(p->mig, mem_on(r, j, g[k]), r->gpu[g[k]].used_mib,
                               r->opt->gpu_mem_mib))
@@ -461,16 +461,22 @@ static int start_launch(replay *r, const core_launch *l, double t) {
     track_launch(r, l);
     double limit = row_of(r, (int32_t)l->job_id)->time_limit_s;
     if (limit <= 0) limit = r->opt->config.default_time;
-    r->progress[l->job_id].deadline = limit > 0 ? t + limit : 0;
+    double deadline = limit > 0 ? t + limit : 0;
+    r->progress[l->job_id].deadline = deadline;
     sim_waits_start(&r->waits, (int32_t)l->job_id, t);
     r->jobs[l->job_id].state = SIM_LAUNCHED;
     r->running++;
     /* Launches happen at nondecreasing times and the delay is constant,
-     * so activations are due in push order: the heap's in-order lane. */
-    if (sim_heap_push_ordered(&r->heap, t + r->opt->model.activation_delay_s,
-                              SIM_EV_ACTIVATE, (int32_t)l->job_id) < 0)
-        return heap_failed(r);
-    return 0;
+     * so activations are due in push order: the heap's in-order lane. A
+     * limit shorter than the start-up ends the attempt at its deadline,
+     * before it is active (on_activate), out of that order. */
+    double active_at = t + r->opt->model.activation_delay_s;
+    int pushed = deadline > 0 && deadline < active_at
+                     ? sim_heap_push(&r->heap, deadline, SIM_EV_ACTIVATE,
+                                     (int32_t)l->job_id)
+                     : sim_heap_push_ordered(&r->heap, active_at, SIM_EV_ACTIVATE,
+                                             (int32_t)l->job_id);
+    return pushed < 0 ? heap_failed(r) : 0;
 }
 
 /* Starts every launch the core decides on at t. */

@@ -320,9 +320,11 @@ static void json_attempts(FILE *out, const sim_result *r, const sim_job *job) {
     const sim_attempt *at;
     for (int a = job->first_attempt; a >= 0; a = at->next) {
         at = sim_attempt_of(r, job, a);
-        fprintf(out, "%s{\"start_s\": %.3f, \"active_s\": %.3f, "
+        char active[32] = "null"; /* never active: a limit ended it first */
+        if (at->active_s >= 0) snprintf(active, sizeof(active), "%.3f", at->active_s);
+        fprintf(out, "%s{\"start_s\": %.3f, \"active_s\": %s, "
                 "\"end_s\": %.3f, \"gpus\": [", a == job->first_attempt ? ""
-                : ", ", at->start_s, at->active_s, at->end_s);
+                : ", ", at->start_s, active, at->end_s);
         for (int k = 0; k < at->ngpus; k++)
             fprintf(out, "%s%d", k ? ", " : "",
                     sim_attempt_gpu(r, job->server, at, k));

@@ -593,6 +593,17 @@ r = json.load(open(d + "/l-none.json"))["policies"][0]
 assert [j["status"] for j in r["jobs"]] == ["timeout", "done", "done"], r["jobs"]
 assert r["timeouts"] == 1, r
 PY
+    # a limit shorter than the start-up (8.2 s) ends the attempt at it,
+    # never active (it ended at 8.2 s)
+    printf 'submit_time_s,mem_mib,duration_s,time_limit_s\n0,1000,100,5\n' >"$TMP/s.csv"
+    "$AEGIS" sim --trace "$TMP/s.csv" --gpus 1 --policy aegis --json >"$TMP/s.json" ||
+        fail "short limit: exit $?"
+    python3 - "$TMP/s.json" <<'PY' || fail "short limit: $(cat "$TMP/s.json")"
+import json, sys
+job = json.load(open(sys.argv[1]))["policies"][0]["jobs"][0]
+run = job["attempts"][0]
+assert job["status"] == "timeout" and run["end_s"] == 5 and run["active_s"] is None, job
+PY
     ;;
 job_columns_bad)
     # Each fault in a per-job column is named with its line and field.
