@@ -7,6 +7,7 @@
 #include "cli.h"
 
 #include <getopt.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -21,6 +22,14 @@ void client_cmd_line(json_t *cmd, char *line, size_t size) {
         if (n < 0 || (size_t)n >= size - at) break;
         at += (size_t)n;
     }
+}
+
+bool client_user_exists(const char *cmd, const char *user) {
+    if (user[0] && strspn(user, "0123456789") == strlen(user)) return true;
+    if (getpwnam(user)) return true;
+    fprintf(stderr, "aegis %s: -u %s: no such user on this machine (a login "
+            "name or a uid)\n", cmd, user);
+    return false;
 }
 
 int client_parse_id(const char *cmd, const char *text, json_int_t *id) {
@@ -71,7 +80,10 @@ int client_options(const char *cmd, int argc, char **argv, const char *help,
         case 'f': f->follow = 1; break;
         case 'e': f->err_stream = 1; break;
         case 'b': f->both = 1; break;
-        case 'u': f->user = optarg; break;
+        case 'u':
+            if (!client_user_exists(cmd, optarg)) return CLI_USAGE;
+            f->user = optarg;
+            break;
         case 'S': f->states = optarg; break;
         case 'l': f->limit = optarg; break;
         case 'r': f->reason = optarg; break;

@@ -5,6 +5,7 @@
 #define AEGIS_CLIENT_H
 
 #include <jansson.h>
+#include <stdbool.h>
 
 int cli_submit(int argc, char **argv);
 int cli_ls(int argc, char **argv);
@@ -72,6 +73,10 @@ typedef struct client_flags {
     int priority;           /* --priority (ls): a PRIORITY column */
     int first_arg;          /* argv index of the first operand */
 } client_flags;
+
+/* Whether user (-u) is a login name of this machine or a uid; said on
+ * stderr, naming the command, when not. */
+bool client_user_exists(const char *cmd, const char *user);
 
 /* Parses the options in `allowed` (letters: j --json, a --all, f
  * --follow, e --stderr, b --both, u --user, S --state, l --limit, r

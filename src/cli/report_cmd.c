@@ -163,7 +163,10 @@ int cli_report(int argc, char **argv) {
         case 's': socket = optarg; break;
         case 'c': csv = 1; break;
         case 'j': json = 1; break;
-        case 'u': user = optarg; break;
+        case 'u':
+            if (!client_user_exists("report", optarg)) return CLI_USAGE;
+            user = optarg;
+            break;
         case 't':
         case 'U':
             if (report_parse_since(optarg, ch == 't' ? &since : &until) == 0)

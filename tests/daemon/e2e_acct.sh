@@ -28,6 +28,9 @@ assert [j['job_id'] for j in d['jobs']]==[$a], d['jobs']" || fail "--until"
         fail "report --csv"
     [ "$(wc -l < r.csv)" = 2 ] || fail "csv: $(cat r.csv)"
     grep -q ",$a,nobody," r.csv || fail "csv row: $(cat r.csv)"
+    # a mistyped user is said, not an empty list
+    aegis_refused "-u nosuchuser: no such user" report -u nosuchuser
+    aegis_refused "-u nosuchuser: no such user" ls -u nosuchuser
     "$AEGIS" report --until later 2> err.txt; [ $? = 2 ] || fail "bad --until: exit"
     grep -q -- "--until: 'later'" err.txt || fail "bad --until: $(cat err.txt)"
 }
