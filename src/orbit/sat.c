@@ -20,6 +20,8 @@ static int locate(void *ctx, const char *name, char *path, size_t cap) {
     return up_active_path(ctx, name, path, cap);
 }
 
+static void upload_ended(sat *s, const up_result *r, const uint8_t *manifest);
+
 int sat_open(sat *s, const sat_cfg *cfg, const uint8_t first_pk[UP_PK_BYTES]) {
     up_result r;
     up_config up = cfg->up;
@@ -39,6 +41,10 @@ int sat_open(sat *s, const sat_cfg *cfg, const uint8_t first_pk[UP_PK_BYTES]) {
         runner_stop(&s->run);
         return -1;
     }
+    /* an upload a restart finished (or refused: its test-run failed)
+     * is the outcome the ground's next status question gets, not a
+     * replay's refusal of the manifest it sends again */
+    upload_ended(s, &r, s->up.idx.manifest);
     s->run.locate = locate, s->run.locate_ctx = &s->up;
     s->slots_dir = cfg->slots_dir;
     s->frame_size = cfg->frame_size, s->seed = 1;
@@ -109,6 +115,13 @@ static void on_update(sat *s, const uint8_t *msg, size_t len, uint8_t port,
     if (msg[0] == 'M' && already_active(s, msg + 3, len - 3)) {
         r.installed = 1; /* answered again, not installed again */
         reply(ctx, port, out, proto_status_build(&s->up, &r, seq, out));
+        return;
+    }
+    if (msg[0] == 'M' && s->last_done.code && len - 3 == UP_MANIFEST_BYTES &&
+        !memcmp(msg + 3, s->refused, UP_MANIFEST_BYTES)) {
+        /* the manifest refused last, asked again (the answer was lost, or
+         * a restart gave it): its refusal's reason, not "a replay" */
+        reply(ctx, port, out, proto_status_build(&s->up, &s->last_done, seq, out));
         return;
     }
     if (msg[0] == 'M' && up_on_manifest(&s->up, msg + 3, len - 3, &r) == 0 &&

@@ -88,6 +88,9 @@ done
 # a crashing module is refused at its test-run, v1 stays
 g upload --key "$DIR/k1.key" --version 2 --in rgb --out rgb copy "$TMODS/crash.so"
 [ $rc = 1 ] || fail "crashing upload: $rc"; has "refused: error 600000 (crash)"
+# the same upload again (an answer lost): its refusal's reason, not "replay"
+g upload --key "$DIR/k1.key" --version 2 --in rgb --out rgb copy "$TMODS/crash.so"
+[ $rc = 1 ] || fail "crashing upload again: $rc"; has "refused: error 600000 (crash)"
 g upload --key "$DIR/k1.key" --version 2 --in rgb --out rgb copy "$TMODS/copy.so"
 [ $rc = 1 ] || fail "replayed version: $rc"; has "error 1003000"
 # one that passes its grey test-run but fails in flight is rolled back
