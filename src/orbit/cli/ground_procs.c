@@ -12,6 +12,7 @@
 #include "cli_opts.h"
 #include "dish.h"
 #include "dish_compile.h"
+#include "dish_verify.h"
 #include "errors.h"
 #include "ground.h"
 #include "proto.h"
@@ -66,21 +67,28 @@ static int ends_with(const char *s, const char *tail) {
     return n >= t && !strcmp(s + n - t, tail);
 }
 
-/* The image: a .dish compiled (and verified) here, anything else sent as
- * it is, for the board's verifier to judge. Its length, or -1. */
+/* The image: a .dish compiled (and verified) here, anything else (a .dbc
+ * of `dish compile`) verified here as the board will, so that a file that
+ * is no image is said so, not refused on board for a "bytecode version"
+ * read from its fifth byte. Its length, or -1. */
 static int image_of(const char *path, uint8_t *img) {
     uint8_t *data;
     size_t len;
-    char err[256];
+    char err[512], why[256];
+    dish_image checked;
     if (ground_read_file(path, &data, &len, 0))
         return -1;
     int n = -1;
     if (ends_with(path, ".dish"))
         n = dish_compile(path, (const char *)data, len, img, DISH_MAX_IMAGE, err, sizeof err);
-    else if (len <= UP_MAX_SIZE) /* the board refuses what is over DISH_MAX_IMAGE */
-        memcpy(img, data, (size_t)(n = (int)len));
+    else if (len > DISH_MAX_IMAGE)
+        snprintf(err, sizeof err, "%s: %zu bytes, a DISH image has at most %d",
+                 path, len, DISH_MAX_IMAGE);
+    else if (dish_verify(data, len, NULL, &checked, why, sizeof why) != 0)
+        snprintf(err, sizeof err, "%s: not a DISH image the board would take: %s",
+                 path, why);
     else
-        snprintf(err, sizeof err, "%s: %zu bytes, not a DISH image", path, len);
+        memcpy(img, data, (size_t)(n = (int)len));
     if (n < 0)
         fprintf(stderr, "dipp ground: %s\n", err);
     free(data);
