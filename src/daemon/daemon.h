@@ -327,6 +327,7 @@ typedef struct d_daemon {
                                    of 100,000 */
     d_unsaved *unsaved;         /* finished since the state was last all */
     size_t nunsaved, capunsaved; /*   saved (kept while it cannot be) */
+    double energy_kept_at;      /* d_now of d_jobs_keep_energy's last write */
     size_t ndependents;         /* jobs of the table with dependencies */
     d_ended *ended;             /* jobs finished whose dependents and */
     size_t ended_head;          /*   feed producer have not heard yet, */
@@ -442,6 +443,13 @@ void d_status_settled(d_daemon *d, int64_t id, int n, int committed);
 void d_jobs_schedule(d_daemon *d);
 void d_jobs_check_exits(d_daemon *d);
 void d_jobs_tick(d_daemon *d);              /* telemetry, observation */
+/* How often the running jobs' energy is written to the store: what a
+ * kill -9 of aegisd loses of it at most. */
+#define D_ENERGY_KEEP_S 60.0
+/* Writes each running job's energy so far to the store, every
+ * D_ENERGY_KEEP_S (all: now), so that a restart adopts it with the job
+ * rather than starting it from 0. */
+void d_jobs_keep_energy(d_daemon *d, double now, bool all);
 /* While the state cannot be written, saves the writes kept meanwhile once
  * it can; outside any store_begin() pair. */
 void d_jobs_state_retry(d_daemon *d);

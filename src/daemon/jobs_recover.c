@@ -163,6 +163,7 @@ static void d_job_recover(void *ctx, json_t *row) {
     json_t *att = json_object_get(row, "attempt");
     const char *state = json_string_value(json_object_get(row, "state"));
     job->attempts = (int)d_int(row, "attempts");
+    job->energy_j = d_number(row, "energy_j"); /* as last kept (d_jobs_tick) */
     job->retry_floor = d_number(row, "retry_floor");
     job->retry_alone = d_int(row, "retry_alone") != 0;
     job->cancel_at = d_number(row, "cancel_at"); /* 0 when null */

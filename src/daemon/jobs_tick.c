@@ -277,5 +277,13 @@ void d_jobs_tick(d_daemon *d) {
     d_jobs_note_seen(d);
     d_jobs_history(d);
     d_share_tick(d);
+    d_jobs_keep_energy(d, now, false);
+}
+
+void d_jobs_keep_energy(d_daemon *d, double now, bool all) {
+    if (!all && now - d->energy_kept_at < D_ENERGY_KEEP_S) return;
+    d->energy_kept_at = now;
+    for (size_t i = 0; i < d->nrunning; i++)
+        store_job_energy(d->st, d->running[i]->id, d->running[i]->energy_j);
 }
 

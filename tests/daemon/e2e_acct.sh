@@ -58,6 +58,20 @@ case_acct_energy_jump() {
     "$AEGIS" cancel "$id" > /dev/null
 }
 
+# A running job keeps the energy it used across a restart of aegisd (it
+# restarted from 0, and its end overwrote the total with what came after).
+case_acct_energy_restart() {
+    start
+    cd "$DIR/work"
+    id=$("$AEGIS" submit -- "$FAKE" --mib 100 --seconds 600) || fail "submit"
+    wait_until "job $id used energy" sh -c "'$AEGIS' show --json $id | python3 -c \
+'import json,sys; sys.exit(0 if json.load(sys.stdin)[\"energy_j\"] > 0 else 1)'"
+    restart
+    "$AEGIS" show --json "$id" | pyjson "assert d['state'] == 'running' and d['energy_j'] > 0, d['energy_j']" ||
+        fail "energy after the restart: $(job_field "$id" energy_j)"
+    "$AEGIS" cancel "$id" > /dev/null
+}
+
 case_acct_log_last() {
     needs_root
     start
