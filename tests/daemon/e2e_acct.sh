@@ -143,9 +143,20 @@ case_acct_retention() {
     old=$("$AEGIS" submit -- sh -c 'echo old') || fail "submit old"
     "$AEGIS" wait "$old" > /dev/null || fail "old failed"
     [ -e "$DIR/state/logs/$old.out" ] || fail "no log to prune: $(ls "$DIR/state/logs")"
+    dep=$("$AEGIS" submit -- true) || fail "submit dep"
+    "$AEGIS" wait "$dep" > /dev/null || fail "dep failed"
     kept=$("$AEGIS" submit -- "$FAKE" --mib 100 --seconds 600) || fail "submit kept"
+    # queued (GPU 2 drained: it wants all 3), after dep: dep is kept while
+    # it waits (it was forgotten, and the job then cancelled at the next
+    # restart, "job N ... does not exist")
+    "$AEGIS" drain 2 > /dev/null || fail "drain"
+    after=$("$AEGIS" submit --gpus 3 --after "afterany:$dep" -- true) || fail "submit after"
     wait_until "the old job forgotten" eval \
         '! "$AEGIS" show "$old" > /dev/null 2>&1'
+    "$AEGIS" show "$dep" > /dev/null || fail "a job a queued one runs after was forgotten"
+    restart
+    is_state "$after" queued || fail "job $after: $("$AEGIS" show "$after")"
+    "$AEGIS" cancel "$after" > /dev/null
     "$AEGIS" show "$old" 2>&1 | grep -q "no such job" || fail "show: $("$AEGIS" show "$old" 2>&1)"
     [ ! -e "$DIR/state/logs/$old.out" ] && [ ! -e "$DIR/state/logs/$old.err" ] ||
         fail "its logs kept: $(ls "$DIR/state/logs")"
