@@ -153,6 +153,9 @@ typedef struct d_job {
     exec_pending *spawning;     /* readied by its kind's grant, its shim not
                                    handed to d_spawn_later yet */
     double started;             /* Unix time the attempt started */
+    double ended_at;            /* the attempt's end, Unix time, when it
+                                   is known apart from now (exec_record:
+                                   it ended while aegisd was down); 0 */
     bool active;                /* seen on its GPUs */
     double seen;                /* Unix time it was first seen; 0 before */
     bool cancelling;
@@ -400,6 +403,12 @@ void d_conn_answer_later(d_conn *c, json_t *msg);
 
 /* jobs.c */
 d_job *d_job_find(d_daemon *d, int64_t id);
+/* When job's attempt ended: its ended_at where known and not past now nor
+ * before its start (a clock set back), else now. */
+static inline double d_job_end_time(const d_job *job, double now) {
+    double at = job->ended_at;
+    return at > 0 && at <= now && at >= job->started ? at : now;
+}
 /* A job's state, with the list of running jobs kept. */
 void d_job_set_state(d_daemon *d, d_job *job, d_state state);
 /* qsort's order of two int64_t job ids. */

@@ -1236,6 +1236,10 @@ void exec_probe(const char *run_dir, int64_t id, int attempt,
     }
     bool held = flock(fd, LOCK_SH | LOCK_NB) != 0;
     ssize_t n = pread(fd, text, EXEC_RECORD_BYTES, 0);
+    struct stat st;
+    double written = fstat(fd, &st) == 0
+                         ? (double)st.st_mtim.tv_sec + st.st_mtim.tv_nsec / 1e9
+                         : 0;
     close(fd);
     text[n > 0 ? n : 0] = '\0';
     int old = 0;
@@ -1249,6 +1253,9 @@ void exec_probe(const char *run_dir, int64_t id, int attempt,
         rec->status = old;
     }
     if (held) rec->state = EXEC_LIVE;
+    /* the end record is the file's last write: when a job that ended
+     * while aegisd was down ended, not when aegisd came back */
+    if (rec->state == EXEC_ENDED) rec->ended_at = written;
 }
 
 void exec_status_retire(const char *run_dir, exec_spares *spares, int64_t id,

@@ -71,10 +71,11 @@ void d_job_finish(d_daemon *d, d_job *job, const char *state,
     int64_t id = job->id;
     const d_job *producer = d_feed_producer_for(d, job);
     int64_t producer_id = producer ? producer->id : 0;
+    double now = d_wall(), at = d_job_end_time(job, now);
     store_begin(d->st);
     store_job_energy(d->st, id, job->energy_j);
-    store_job_state(d->st, id, state, reason, d_wall());
-    store_event(d->st, id, d_wall(), "%s: %s", state, reason);
+    store_job_state(d->st, id, state, reason, at);
+    store_event(d->st, id, now, "%s: %s", state, reason);
     d_notify_job_end(d, job, state, reason);
     store_commit(d->st);
     d_unsaved_add(d, id, state, reason);

@@ -293,6 +293,7 @@ static void d_job_launch(d_daemon *d, d_job *job, const core_launch *l,
     job->used_mib = 0; /* the tick measures this attempt's */
     job->sm_pct = CORE_UNKNOWN;
     job->started = now;
+    job->ended_at = 0;
     /* Its pids are not written here: the job records them in its status
      * file, where the next look at it takes them (d_job_probe), and a
      * write now would cost the turn a second commit. */
@@ -448,7 +449,7 @@ static void d_job_settle(d_daemon *d, d_job *job, core_exit how, int status,
                          const char *why) {
     static const char *const how_names[] = {"ok", "oom", "failed", "lost"};
     int n = job->attempts;
-    double now = d_wall();
+    double now = d_job_end_time(job, d_wall());
     job->last_status = status;
     if (job->started > 0) /* 0: an attempt recorded without its start */
         metrics_count_attempt(&d->counts, job->user, job->ngpus,
@@ -547,6 +548,7 @@ void d_job_ended(d_daemon *d, d_job *job, const exec_record *rec) {
     core_exit how;
     if (rec->state == EXEC_ENDED) {
         status = rec->status;
+        job->ended_at = rec->ended_at;
         /* the log is the job's user's, or a non-root aegisd's */
         uid_t owner = d->as_root ? job->uid : geteuid();
         const oom_gpu_mem *mem;

@@ -72,6 +72,26 @@ case_acct_energy_restart() {
     "$AEGIS" cancel "$id" > /dev/null
 }
 
+# A job that ends while aegisd is down ends when it ended, not when
+# aegisd came back (its run time and GPU-hours grew with the outage).
+case_acct_end_while_down() {
+    start
+    cd "$DIR/work"
+    id=$("$AEGIS" submit -- "$FAKE" --mib 100 --seconds 0 --until "$DIR/go") || fail "submit"
+    wait_until "job $id's pid known" eval '[ "$(job_field "$id" pid)" -gt 0 ] 2>/dev/null'
+    local pid; pid=$(job_field "$id" pid)
+    kill -TERM "$(daemon_pid)"
+    while [ -n "$(daemon_pid)" ]; do sleep 0.1; done
+    touch "$DIR/go"
+    while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+    local ended; ended=$(date +%s)
+    sleep 3 # the outage the job's end must not take in
+    start
+    "$AEGIS" wait "$id" > /dev/null || fail "job $id not done"
+    "$AEGIS" show --json "$id" | pyjson "assert d['finished'] <= $ended + 1, (d['finished'], $ended)" ||
+        fail "finished at aegisd's return: $(job_field "$id" finished), ended $ended"
+}
+
 case_acct_log_last() {
     needs_root
     start
