@@ -210,6 +210,28 @@ static int submit_range_number(const char **p, long *out) {
     return 0;
 }
 
+static int cmp_index(const void *a, const void *b) {
+    json_int_t x = json_integer_value(*(json_t *const *)a),
+               y = json_integer_value(*(json_t *const *)b);
+    return (x > y) - (x < y);
+}
+
+/* The indices of idx once each, in rising order, as Slurm's --array takes
+ * them ("1,1,0-2" is 0, 1, 2: three jobs, not five). */
+static json_t *submit_unique_indices(json_t *idx) {
+    size_t n = json_array_size(idx);
+    json_t **items = malloc((n ? n : 1) * sizeof(*items));
+    json_t *out = items ? json_array() : NULL;
+    for (size_t i = 0; out && i < n; i++) items[i] = json_array_get(idx, i);
+    if (out) qsort(items, n, sizeof(*items), cmp_index);
+    for (size_t i = 0; out && i < n; i++)
+        if (i == 0 || cmp_index(&items[i], &items[i - 1]) != 0)
+            json_array_append(out, items[i]);
+    free(items);
+    json_decref(idx);
+    return out;
+}
+
 json_t *submit_parse_range(const char *text, char *err, size_t errlen) {
     json_t *idx = json_array();
     const char *p = text;
@@ -242,7 +264,7 @@ json_t *submit_parse_range(const char *text, char *err, size_t errlen) {
         }
         for (long i = first; i <= last; i += step)
             json_array_append_new(idx, json_integer(i));
-        if (!*p) return idx;
+        if (!*p) return submit_unique_indices(idx);
         p++;
     }
 }

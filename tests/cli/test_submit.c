@@ -127,7 +127,10 @@ static void test_array_ranges(void **state) {
     expect_range("5", "[5]");
     expect_range("0-3,7", "[0,1,2,3,7]");
     expect_range("2-8:3", "[2,5,8]");
-    expect_range("1,1", "[1,1]");
+    /* each index once, rising, as Slurm's index bitmap holds them */
+    expect_range("1,1", "[1]");
+    expect_range("1,1,0-2", "[0,1,2]");
+    expect_range("7,0-3:3", "[0,3,7]");
     static const char *const bad[] = {"", "a", "5-2", "1-", "-1", "0-3:0",
                                       "0-99999999", "1,,2", "0-3:x", "x.txt"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
