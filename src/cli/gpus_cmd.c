@@ -126,7 +126,13 @@ static int drain_or_resume(const char *op, int argc, char **argv) {
     }
     json_t *ans = client_call(op, client_socket(f.socket), req, &rc);
     if (!ans) return rc;
-    printf("GPU %ld %s\n", gpu, drain ? "drained" : "resumed");
+    bool was = json_is_true(json_object_get(ans, "was_drained"));
+    if (drain)
+        printf("GPU %ld %s\n", gpu, was && !f.reason ? "was drained already"
+                                   : was ? "drained: its reason changed"
+                                         : "drained");
+    else
+        printf("GPU %ld %s\n", gpu, was ? "resumed" : "was not drained");
     json_decref(ans);
     return CLI_OK;
 }

@@ -179,6 +179,11 @@ int cli_report(int argc, char **argv) {
         }
     }
     if (optind != argc || (csv && json)) goto usage;
+    if (until > 0 && since >= until) {
+        fprintf(stderr, "aegis report: --since is not before --until: no job "
+                "can end between them\n");
+        return CLI_USAGE;
+    }
     int rc;
     json_t *req = json_pack("{s:s, s:f}", "op", "report", "since", since);
     if (until > 0) json_object_set_new(req, "until", json_real(until));

@@ -662,11 +662,15 @@ static void d_on_drain(d_conn *c, const proto_request *req) {
         return;
     }
     char user[64];
+    bool drain = req->op == PROTO_DRAIN, was = d->gpus[req->gpu].drained;
     d_user_name(c->uid, user, sizeof(user), NULL);
-    d_gpu_drain(d, req->gpu, req->op == PROTO_DRAIN,
-                req->reason ? req->reason : "", user);
-    d_reply(c, json_pack("{s:b, s:i, s:b}", "ok", 1, "gpu", req->gpu,
-                         "drained", d->gpus[req->gpu].drained));
+    /* a drain again without a reason keeps the first's (and its time) */
+    bool changed = drain != was || (drain && req->reason && req->reason[0]);
+    if (changed)
+        d_gpu_drain(d, req->gpu, drain, req->reason ? req->reason : "", user);
+    d_reply(c, json_pack("{s:b, s:i, s:b, s:b}", "ok", 1, "gpu", req->gpu,
+                         "drained", d->gpus[req->gpu].drained, "was_drained",
+                         was));
     d_jobs_schedule(d);
 }
 

@@ -31,6 +31,7 @@ assert [j['job_id'] for j in d['jobs']]==[$a], d['jobs']" || fail "--until"
     # a mistyped user is said, not an empty list
     aegis_refused "-u nosuchuser: no such user" report -u nosuchuser
     aegis_refused "-u nosuchuser: no such user" ls -u nosuchuser
+    aegis_refused "--since is not before --until" report --since 1h --until 2h
     "$AEGIS" report --until later 2> err.txt; [ $? = 2 ] || fail "bad --until: exit"
     grep -q -- "--until: 'later'" err.txt || fail "bad --until: $(cat err.txt)"
 }

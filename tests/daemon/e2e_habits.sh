@@ -114,6 +114,11 @@ case_habits_drain() {
     as nobody "$AEGIS" drain 0 --reason x 2>&1 | grep -q "permission denied" ||
         fail "drain by another user"
     "$AEGIS" gpus | grep -q "fan noise, ticket 42" || fail "gpus: no reason"
+    # drained again without a reason: the first one's kept (it was wiped);
+    # a GPU not drained resumed: said so (it said "resumed")
+    [ "$("$AEGIS" drain 1)" = "GPU 1 was drained already" ] || fail "drain again"
+    "$AEGIS" gpus | grep -q "fan noise, ticket 42" || fail "reason lost by a second drain"
+    [ "$("$AEGIS" resume 2)" = "GPU 2 was not drained" ] || fail "resume of GPU 2"
     restart
     "$AEGIS" gpus --json | pyjson "
 g=d['gpus']
