@@ -18,10 +18,14 @@
 #define SOCKET_OPT \
 "    --socket PATH   aegisd's socket (default $AEGIS_SOCKET, else\n" \
 "                    " CLIENT_DEFAULT_SOCKET ")\n"
-#define EXIT_STATUS \
+#define EXIT_STATUS_HEAD \
 "\nEXIT STATUS\n    0 success, 1 failure (aegisd unreachable, busy or failing),\n" \
-"    2 bad usage or a request aegisd refused (no such job, not yours, a\n" \
+"    2 bad usage or a request aegisd refused"
+/* update's: the refusals of a change to a job */
+#define EXIT_STATUS EXIT_STATUS_HEAD " (no such job, not yours, a\n" \
 "    raise only root may make).\n"
+/* the listings': no job of theirs to refuse */
+#define EXIT_STATUS_LIST EXIT_STATUS_HEAD ".\n"
 
 static const char update_help[] =
 "NAME\n    aegis update - change a queued job (Slurm's scontrol update)\n\n"
@@ -66,7 +70,7 @@ static const char priority_help[] =
 "    --json          aegisd's answer: {policy, priorities, nice_max,\n"
 "                    jobs: [{id, user, priority, fair_share, nice,\n"
 "                    head_start_s}]}\n"
-SOCKET_OPT EXIT_STATUS;
+SOCKET_OPT EXIT_STATUS_LIST;
 
 static const char fairshare_help[] =
 "NAME\n    aegis fairshare - each user's GPU time, usage and share (sshare)\n\n"
@@ -87,7 +91,7 @@ static const char fairshare_help[] =
 "    --json          aegisd's answer: {policy, priorities, half_life_s,\n"
 "                    users: [{uid, user, usage_gpu_s, decayed_gpu_s,\n"
 "                    share_gpu_s, factor, running, queued}]}\n"
-SOCKET_OPT EXIT_STATUS;
+SOCKET_OPT EXIT_STATUS_LIST;
 
 static const char clear_help[] =
 "NAME\n    aegis clear - take your finished jobs out of aegis ls (tsp -C)\n\n"
@@ -99,7 +103,7 @@ static const char clear_help[] =
 "    and aegis report still counts them. Queued and running jobs stay.\n\n"
 "OPTIONS\n"
 "    --json          aegisd's answer: {cleared: how many}\n"
-SOCKET_OPT EXIT_STATUS;
+SOCKET_OPT EXIT_STATUS_LIST;
 
 /* Reads update's options into req; 0, -1 after --help, or CLI_USAGE. */
 static int update_options(int argc, char **argv, json_t *req,
