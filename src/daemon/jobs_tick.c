@@ -139,7 +139,6 @@ static int64_t d_proc_user(pid_t pid) {
 /* Memory on GPU g held by processes no job of aegisd's placed there: the
  * GPU is not idle while there is any (core_gpu_foreign), and on an MPS
  * GPU it is their owner's; said when that starts and ends. */
-
 void d_gpu_note_foreign(d_daemon *d, int g) {
     const tel_gpu_reading *r = &d->gpus[g].last;
     double mib = 0;
