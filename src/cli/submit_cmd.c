@@ -216,7 +216,19 @@ typedef struct submit_opts {
     bool json;
 } submit_opts;
 
-/* Reads a file of commands: one job per command line. */
+/* cmd run through env(1) with AEGIS_ARRAY_INDEX=index, as aegisd runs a
+ * range's (proto.c): the job's environment and its -o/-e %a have it. */
+static json_t *submit_indexed(json_t *cmd, int index) {
+    char var[48];
+    snprintf(var, sizeof(var), "AEGIS_ARRAY_INDEX=%d", index);
+    json_t *line = json_pack("[s, s]", "/usr/bin/env", var);
+    json_array_extend(line, cmd);
+    json_decref(cmd);
+    return line;
+}
+
+/* Reads a file of commands: one job per command line, its index the
+ * line's number. */
 static int submit_array(const char *path, const submit_defaults *def,
                         json_t *jobs) {
     unsigned char *text;
@@ -246,7 +258,7 @@ static int submit_array(const char *path, const submit_defaults *def,
             rc = -1;
             break;
         }
-        json_array_append_new(jobs, submit_job(cmd, def));
+        json_array_append_new(jobs, submit_job(submit_indexed(cmd, lineno), def));
     }
     free(text);
     if (rc == 0 && json_array_size(jobs) == 0) {

@@ -29,6 +29,13 @@ twice" ] || fail "not appended: $(cat err-nm.txt)"
           tr '\n' ' ') || fail "submit array"
     as nobody "$AEGIS" wait $arr > /dev/null || fail "array failed"
     [ "$(cat arr-0.txt)" = 0 ] && [ "$(cat arr-1.txt)" = 1 ] || fail "%a: $(ls)"
+    # an array file's jobs: the line's number (%a was empty, one file)
+    printf 'echo first\n# a comment\necho third\n' > lines.txt
+    arr=$(as nobody "$AEGIS" submit --array lines.txt -o 'line-%a.txt' | tr '\n' ' ') ||
+        fail "submit array file"
+    as nobody "$AEGIS" wait $arr > /dev/null || fail "array file failed"
+    [ "$(cat line-1.txt)" = first ] && [ "$(cat line-3.txt)" = third ] ||
+        fail "%a of an array file: $(ls line-*)"
     # a bad pattern is refused at submit (it was taken, and failed the
     # job when it ran)
     aegis_refused "%q is not a field" submit -o 'x-%q' -- true
