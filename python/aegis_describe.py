@@ -336,9 +336,11 @@ def _one_pass(module, example_input, device, warnings):
     on the CPU (said in warnings)."""
     why = "as asked (device cpu)"
     if device in ("auto", "meta"):
-        runner = module if _is_meta(module) else _meta_copy(module)
-        meta_input = _map_tensors(example_input, lambda t: t.to("meta"))
         try:
+            # the copy too: a module of tensors that are no graph leaves
+            # (torch.nn.utils.weight_norm's) cannot be deep-copied
+            runner = module if _is_meta(module) else _meta_copy(module)
+            meta_input = _map_tensors(example_input, lambda t: t.to("meta"))
             return _record(runner, meta_input)
         except Exception as err:  # any failure of a forward we do not own
             if device == "meta" or _is_meta(module):

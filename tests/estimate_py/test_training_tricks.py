@@ -187,5 +187,19 @@ class BatchOfTwo(unittest.TestCase):
         self.assertLess(aegis_zoo.description_cpu_bytes(one), per_sample)
 
 
+class WeightNorm(unittest.TestCase):
+    def test_weight_norm_model_is_described(self):
+        # its weights are no graph leaves: the copy for the meta pass
+        # raised a bare RuntimeError; the CPU pass describes it
+        model = nn.Sequential(nn.utils.weight_norm(nn.Conv1d(8, 16, 3)),
+                              nn.ReLU(),
+                              nn.utils.weight_norm(nn.Conv1d(16, 8, 3)))
+        desc = aegis_describe.describe(model, torch.zeros(1, 8, 64), 4)
+        self.assertEqual(sum(l["params"] for l in desc["layers"]),
+                         sum(p.numel() for p in model.parameters()))
+        self.assertTrue(any("meta device failed" in w
+                            for w in desc.get("warnings", [])), desc)
+
+
 if __name__ == "__main__":
     common.run_tests()
