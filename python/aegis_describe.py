@@ -651,7 +651,9 @@ OPTIONS
                         fused for BERT, GPT-2 and Llama, eager for XLNet.
     --device WHERE      auto (default): meta, else CPU; meta: meta only, fail
                         if the model cannot run there; cpu: CPU only.
-    -o, --output FILE   Write the JSON to FILE instead of standard output.
+    -o, --output FILE   Write the JSON to FILE (a layer a line) instead of
+                        standard output (one line, as aegis estimate -
+                        reads a pipe).
     --list              List the model names and exit: name, default input,
                         optimizer, precision, attention kind, what it is.
     --json              With --list: one JSON object per model and line.
@@ -788,7 +790,8 @@ def main(argv=None):
                              % (args.output, err))
             return 1
     else:
-        sys.stdout.write(text)
+        # one line: what `aegis estimate -` reads from a pipe
+        sys.stdout.write(json.dumps(desc) + "\n")
     return 0
 
 

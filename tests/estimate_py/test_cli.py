@@ -61,6 +61,8 @@ class Cli(unittest.TestCase):
         res = call("bert_base", "--batch-size", "2", "--seq-len", "128")
         self.assertEqual(res.returncode, 0, res.stderr)
         desc = json.loads(res.stdout)
+        # one line: `aegis estimate -` reads a JSON object a line
+        self.assertEqual(res.stdout.count("\n"), 1)
         self.assertEqual(desc["input_elements"], 128)
         self.assertEqual(desc["layers"][0]["activations"], 128 * 768)
 
