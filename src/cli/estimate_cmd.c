@@ -6,7 +6,7 @@
  * one C implementation in a single run.
  */
 #include "cli.h"
-#include "text_safe.h"
+#include "submit.h"
 
 #include "estimate.h"
 
@@ -139,13 +139,7 @@ static void print_text(const char *name, const est_desc *d,
 /* The extractor's warnings say what the description stands on (a CPU
  * pass, values the forward pass depends on): repeated with the estimate. */
 static void print_warnings(const char *name, const est_desc *d) {
-    for (size_t i = 0; i < d->nwarnings; i++) {
-        /* a description is any file: its text must not drive the
-         * terminal (escape sequences) */
-        char safe[1024];
-        text_safe(safe, sizeof(safe), d->warnings[i]);
-        fprintf(stderr, "aegis estimate: %s: warning: %s\n", name, safe);
-    }
+    submit_desc_warnings("estimate", name, d);
 }
 
 static json_t *warnings_json(const est_desc *d) {

@@ -44,8 +44,14 @@ json_t *submit_request(json_t *jobs);
 /* ["/bin/sh", "-c", line]; NULL when line is not UTF-8. */
 json_t *submit_shell(const char *line);
 /* aegis's estimate (with its safety margin) of the model described in
- * path, MiB; -1 after saying why. */
+ * path, MiB, its warnings said on stderr; -1 after saying why (unreadable,
+ * or over what a job may ask). */
 int submit_model_mem(const char *path, double *mem);
+/* A description's warnings (the footing of its estimate) on stderr, as
+ * "aegis CMD: NAME: warning: ...", control characters as '?'. */
+struct est_desc;
+void submit_desc_warnings(const char *cmd, const char *name,
+                          const struct est_desc *d);
 
 /* An amount of memory into MiB: a number with an optional unit, m/MiB/MB
  * (the default), g/GiB/GB or t/TiB/TB, any case; binary units (4g is

@@ -8,6 +8,7 @@
  * a job is never queued with a value other than the one meant.
  */
 #include "submit.h"
+#include "text_safe.h"
 
 #include "estimate.h"
 #include "proto.h"
@@ -55,6 +56,17 @@ json_t *submit_shell(const char *line) {
     return json_pack("[s, s, s]", "/bin/sh", "-c", line);
 }
 
+void submit_desc_warnings(const char *cmd, const char *name,
+                          const est_desc *d) {
+    for (size_t i = 0; i < d->nwarnings; i++) {
+        /* a description is any file: its text must not drive the
+         * terminal (escape sequences) */
+        char safe[1024];
+        text_safe(safe, sizeof(safe), d->warnings[i]);
+        fprintf(stderr, "aegis %s: %s: warning: %s\n", cmd, name, safe);
+    }
+}
+
 int submit_model_mem(const char *path, double *mem) {
     char err[512];
     est_desc *d = est_desc_load(path, err, sizeof(err));
@@ -66,10 +78,16 @@ int submit_model_mem(const char *path, double *mem) {
     est_result r;
     est_physical(d, &c);
     est_correct(&c, &est_learned_shipped, EST_STACK_AEGIS, &r);
+    submit_desc_warnings("submit", path, d); /* what the estimate stands on */
     est_desc_free(d);
     /* The daemon takes at most 1 TiB (2^20 MiB), as --mem does. */
-    *mem = r.estimate_mib < PROTO_MAX_MEM_MIB ? r.estimate_mib
-                                              : PROTO_MAX_MEM_MIB;
+    if (r.estimate_mib > PROTO_MAX_MEM_MIB) {
+        fprintf(stderr, "aegis submit: %s: its estimate, %.0f MiB, is over "
+                "the %.0f MiB a job may ask\n", path, r.estimate_mib,
+                PROTO_MAX_MEM_MIB);
+        return -1;
+    }
+    *mem = r.estimate_mib;
     return 0;
 }
 

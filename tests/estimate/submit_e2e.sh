@@ -39,16 +39,30 @@ printf 'command: "true"\nmodel: models/bad.json\n' >"$DIR/bad.yaml"
 "$AEGIS" submit "$DIR/bad.yaml" 2>"$DIR/err"
 [ $? -eq 2 ] || fail "spec with a bad model: not exit 2"
 grep -q "models/bad.json: optimizer" "$DIR/err" || fail "no spec message"
+# an estimate over what a job may ask is refused naming the file (it was
+# cut to 1 TiB without a word)
+sed 's/"params": 16781312/"params": 300000000000/' \
+    "$DIR/models/m.json" >"$DIR/models/huge.json"
+"$AEGIS" submit --model "$DIR/models/huge.json" -- true 2>"$DIR/err"
+[ $? -eq 2 ] || fail "--model over 1 TiB: not exit 2"
+grep -q "huge.json: its estimate, .* MiB, is over the 1048576 MiB a job may ask" "$DIR/err" ||
+    fail "no word of the cut: $(cat "$DIR/err")"
 
 "$AEGISD" --socket "$AEGIS_SOCKET" --state-dir "$DIR/state" || fail "aegisd"
 cd "$DIR" || fail cd
 id1=$("$AEGIS" submit --model models/m.json -- true) || fail "submit --model"
+# the description's warnings come with the submit, as with estimate
+sed 's/"layers": \[/"warnings": ["the forward pass depends on the input values"], "layers": [/' \
+    models/m.json >models/w.json
+wid=$("$AEGIS" submit --model models/w.json -- true 2>"$DIR/err") || fail "submit --model w"
+grep -q "aegis submit: models/w.json: warning: the forward pass depends" "$DIR/err" ||
+    fail "warnings dropped: $(cat "$DIR/err")"
 # model: is relative to the spec's folder; an explicit mem_mib wins.
 printf 'jobs:\n  - command: "true"\n    model: models/m.json\n  - command: "true"\n    model: models/m.json\n    mem_mib: 1234\n' \
     >"$DIR/models/../spec.yaml"
 ids=$(cd / && "$AEGIS" submit "$DIR/spec.yaml") || fail "submit spec"
 set -- $ids
-"$AEGIS" wait "$id1" "$@" >/dev/null || fail "jobs did not finish"
+"$AEGIS" wait "$id1" "$wid" "$@" >/dev/null || fail "jobs did not finish"
 for id in "$id1" "$1"; do
     "$AEGIS" show --json "$id" | python3 -c "
 import json, sys
