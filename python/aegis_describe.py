@@ -322,13 +322,23 @@ def _layers_on_cpu(module, example_input, warnings, why):
     warnings.append("described by a forward pass on the CPU with batch %d "
                     "(%.1f s, twice), %s"
                     % (batch, time.monotonic() - started, why))
-    if other[0] != result[0]:
-        warnings.append(
-            "the description depends on the example input's values: "
-            "another input of the same shape ran different layers or sizes "
-            "(%d layers against %d); the estimate holds for inputs like the "
-            "example" % (len(other[0]), len(result[0])))
-    return result
+    if other[0] == result[0]:
+        return result
+    larger = other if _pass_size(other[0]) > _pass_size(result[0]) else result
+    warnings.append(
+        "the description depends on the example input's values: another "
+        "input of the same shape ran different layers or sizes (%d layers "
+        "against %d); the larger of the two passes is described (%s)"
+        % (len(other[0]), len(result[0]),
+           "the other input's" if larger is other else "the example's"))
+    return larger
+
+
+def _pass_size(layers):
+    """What a pass keeps for backward, then what it computes: the order of
+    two passes' memory."""
+    return (sum(layer.get("saved", 0) for layer in layers),
+            sum(layer.get("activations", 0) for layer in layers))
 
 
 def _one_pass(module, example_input, device, warnings):

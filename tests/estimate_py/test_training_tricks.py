@@ -130,6 +130,24 @@ class ValueDependence(unittest.TestCase):
         self.assertIn("depends on the example input's values",
                       " ".join(desc["warnings"]))
 
+    def test_the_larger_pass_is_described(self):
+        # tokens kept where their norm passes 1: none of an all-zeros
+        # example (the docs' style), all of other values; the zeros' pass
+        # (nothing saved) was described, and the job scheduled on it
+        class KeepLarge(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = nn.Linear(32, 32)
+
+            def forward(self, h):
+                return self.lin(h[h.norm(dim=-1) > 1]).sum()
+
+        desc = aegis_describe.describe(KeepLarge(), torch.zeros(1, 16, 32),
+                                       4, device="cpu")
+        self.assertGreater(saved_of(desc), 0)
+        self.assertIn("the larger of the two passes is described",
+                      " ".join(desc["warnings"]))
+
 
 class Checkpointed(nn.Module):
     def __init__(self, reentrant, on=True):
