@@ -68,13 +68,14 @@ void sat_close(sat *s) {
 static void upload_ended(sat *s, const up_result *r, const uint8_t *manifest) {
     if (!r->code && !r->installed)
         return;
-    if (r->code != DIPP_E_UP_MESSAGE && r->code != DIPP_E_UP_SIGNATURE)
+    bool anyone = r->code == DIPP_E_UP_MESSAGE || r->code == DIPP_E_UP_SIGNATURE;
+    if (!anyone)
         s->last_done = *r;
     if (r->installed)
         s->st.installed++;
     else {
         int again = manifest && !memcmp(manifest, s->refused, UP_MANIFEST_BYTES);
-        if (manifest)
+        if (manifest && !anyone) /* what the ground's resend is told (on_update) */
             memcpy(s->refused, manifest, UP_MANIFEST_BYTES);
         s->st.refused += !again;
         s->st.last_error = dipp_error_number(r->code, 0, 0);
