@@ -197,8 +197,27 @@ def _check_one_sample(example_input):
         if first.dim() == 0 or first.shape[0] != 1:
             raise DescribeError(
                 "example_input must hold ONE sample (leading batch "
-                "dimension 1), got shape %s" % (tuple(first.shape),))
+                "dimension 1), got shape %s%s"
+                % (tuple(first.shape), _time_major_hint(first.shape)))
     return sum(t.numel() for t in tensors)
+
+
+def _time_major_hint(shape):
+    """What to do where the example looks time-major, (seq, 1, feature):
+    the default of nn.LSTM, nn.GRU and nn.Transformer without
+    batch_first=True. describe takes the batch on dimension 0 only (it
+    doubles the example there for a job of two or more), so the model is
+    described through a wrapper that takes batch-first input; its
+    transpose is a view and adds nothing to the description."""
+    if len(shape) < 2 or shape[1] != 1:
+        return ""
+    batch_first = (1, shape[0]) + tuple(shape[2:])
+    return (": it looks time-major (seq, batch, ...), the default of "
+            "nn.LSTM/nn.GRU/nn.Transformer without batch_first=True, but "
+            "describe takes the batch on dimension 0 only: describe a "
+            "wrapper whose forward(x) returns self.model(x.transpose(0, 1)), "
+            "with an example of shape %s (docs/estimator.md, 'Describing a "
+            "model')" % (batch_first,))
 
 
 def _other_values(tensor):
@@ -414,7 +433,11 @@ def describe(module, example_input, batch_size, optimizer="adam",
     leading dimension 1, a tuple of positional arguments or a dict of
     keyword ones. A list of one image as the first argument is one sample
     too: a detection model is described as it trains,
-    describe(model, ([image], [target]), ...).
+    describe(model, ([image], [target]), ...). A time-major model (nn.LSTM,
+    nn.GRU, nn.Transformer without batch_first=True: input (seq, batch,
+    feature)) is described through a wrapper whose forward(x) returns
+    model(x.transpose(0, 1)), with an example of shape (1, seq, feature):
+    the batch is dimension 0 here, always.
     device: "meta" runs the pass on meta tensors (a structural copy of the
     module, no weights copied, unless it is on meta already), "cpu" on the
     module itself (one or two samples), "auto" tries meta and falls back to
@@ -688,6 +711,18 @@ EXAMPLES
         open("m.json", "w").write(aegis_describe.to_json(desc))
     A detection model, as it trains:
         desc = aegis_describe.describe(model, ([image], [target]), 4)
+    A time-major model (nn.LSTM or nn.GRU without batch_first=True, input
+    (seq, batch, feature)): the example's batch is its dimension 0, so
+    describe a wrapper that takes batch-first input (its transpose is a
+    view, which adds nothing to the description):
+        class BatchFirst(torch.nn.Module):
+            def __init__(self, model):
+                super().__init__()
+                self.model = model
+            def forward(self, x):
+                return self.model(x.transpose(0, 1))
+        desc = aegis_describe.describe(BatchFirst(model),
+                                       torch.zeros(1, 35, 128), 32)
 """
 
 

@@ -1,9 +1,10 @@
 """The extractor on models that do not fit the leaf-module picture: weights
 passed to functions, unused weights, what autograd keeps inside a layer
 (in-place activations, attention, recurrent state, dropout masks),
-detection models' calling convention, data-dependent forward passes, and
-the CPU fallback's manners (said out loud, module left exactly as it was,
-no copy of the real weights)."""
+detection models' calling convention, a time-major input refused with
+its remedy, data-dependent forward passes, and the CPU fallback's manners
+(said out loud, module left exactly as it was, no copy of the real
+weights)."""
 import common
 
 import copy
@@ -118,6 +119,50 @@ class CallingConventions(unittest.TestCase):
         with self.assertRaisesRegex(aegis_describe.DescribeError,
                                     "ONE sample.*2 items"):
             aegis_describe.describe(model, ([image, image], []), 1)
+
+    def test_time_major_input_is_refused_with_the_remedy(self):
+        class Tagger(nn.Module):
+            """nn.LSTM's default: input (seq, batch, feature)."""
+
+            def __init__(self, batch_first=False):
+                super().__init__()
+                self.batch_first = batch_first
+                self.rnn = nn.LSTM(8, 16, batch_first=batch_first)
+                self.head = nn.Linear(16, 4)
+
+            def forward(self, x):
+                out, _ = self.rnn(x)
+                return self.head(out[:, -1] if self.batch_first else out[-1])
+
+        class BatchFirst(nn.Module):
+            """The remedy the message gives."""
+
+            def __init__(self, model):
+                super().__init__()
+                self.model = model
+
+            def forward(self, x):
+                return self.model(x.transpose(0, 1))
+
+        # One sequence of 5 steps, time-major: said what it looks like
+        # and what to do, with the shape to give instead.
+        with self.assertRaisesRegex(aegis_describe.DescribeError,
+                                    r"ONE sample.*\(5, 1, 8\).*time-major"
+                                    r".*batch_first=True.*"
+                                    r"x\.transpose\(0, 1\).*\(1, 5, 8\)"):
+            aegis_describe.describe(Tagger(), torch.zeros(5, 1, 8), 4)
+        # Followed, it describes what the batch-first model is described as.
+        for device in ("meta", "cpu"):
+            wrapped = aegis_describe.describe(
+                BatchFirst(Tagger()), torch.zeros(1, 5, 8), 4, device=device)
+            same = aegis_describe.describe(
+                Tagger(batch_first=True), torch.zeros(1, 5, 8), 4,
+                device=device)
+            self.assertEqual(wrapped["layers"], same["layers"], device)
+        # Not every shape is time-major: a batch of two is only refused.
+        with self.assertRaises(aegis_describe.DescribeError) as refused:
+            aegis_describe.describe(Tagger(), torch.zeros(2, 5, 8), 4)
+        self.assertNotIn("time-major", str(refused.exception))
 
     def test_video_and_optical_flow_builders(self):
         for name in ("r3d_18", "raft_small"):
