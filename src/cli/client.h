@@ -45,6 +45,28 @@ json_t *client_call(const char *cmd, const char *socket, json_t *req,
  * the connection's end. */
 json_t *client_call_open(const char *cmd, const char *socket, json_t *req,
                          int *rc, int *fd);
+/* How the last client_call ended: with an answer (whatever it said), with
+ * no aegisd to connect to (no socket file, or no one listening: stopped or
+ * restarting), with the connection closed before an answer (aegisd
+ * stopped or crashed meanwhile), or otherwise (out of memory, a socket
+ * path too long, permission denied). */
+typedef enum client_end {
+    CLIENT_ANSWERED,
+    CLIENT_NO_DAEMON,
+    CLIENT_CLOSED,
+    CLIENT_OTHER,
+} client_end;
+client_end client_last_end(void);
+/* client_call(), asked again while aegisd is away, once this process has
+ * reached it: for `aegis wait` and `aegis log -f`, which outlive a
+ * restart of aegisd (the jobs they watch do). It tries every half
+ * second for up to $AEGIS_RECONNECT_S seconds (default
+ * CLIENT_RECONNECT_S; 0 gives up at once), saying on stderr when aegisd
+ * went away and when it is back. *reached: whether aegisd answered or
+ * took a connection before, in or out. */
+#define CLIENT_RECONNECT_S 120
+json_t *client_call_patient(const char *cmd, const char *socket, json_t *req,
+                            int *rc, bool *reached);
 /* Sends what client_call would print on stderr into buf instead (one
  * message, the latest), or back to stderr when buf is NULL: for aegis
  * top's full screen, which stderr would garble. */

@@ -24,6 +24,10 @@ const char *client_socket(const char *opt) {
 
 static char *complaints;
 static size_t complaints_size;
+/* How the last call ended (client_last_end()). */
+static client_end last_end = CLIENT_ANSWERED;
+
+client_end client_last_end(void) { return last_end; }
 
 void client_complaints_to(char *buf, size_t size) {
     complaints = buf;
@@ -50,6 +54,9 @@ static int client_connect(const char *cmd, const char *path) {
     strcpy(addr.sun_path, path);
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0 || connect(fd, (struct sockaddr *)&addr, sizeof(addr)) != 0) {
+        /* No socket file, or no one listening on it: aegisd is not
+         * running (or is between a stop and its next start). */
+        if (errno == ENOENT || errno == ECONNREFUSED) last_end = CLIENT_NO_DAEMON;
         client_complain(cmd, "cannot reach aegisd at %s: %s", path,
                         strerror(errno));
         if (fd >= 0) close(fd);
@@ -111,6 +118,7 @@ json_t *client_call(const char *cmd, const char *socket, json_t *req,
 json_t *client_call_open(const char *cmd, const char *socket, json_t *req,
                          int *rc, int *keep) {
     *rc = CLI_FAIL;
+    last_end = CLIENT_OTHER;
     char *text = json_dumps(req, JSON_COMPACT);
     json_decref(req);
     if (!text) {
@@ -121,9 +129,14 @@ json_t *client_call_open(const char *cmd, const char *socket, json_t *req,
     json_t *answer = NULL;
     size_t len = 0;
     char *line = fd >= 0 ? client_exchange(fd, text, &len) : NULL;
-    if (fd >= 0 && !line)
+    if (fd >= 0 && !line) {
+        last_end = CLIENT_CLOSED;
         client_complain(cmd, "aegisd at %s closed the connection", socket);
-    if (line) answer = json_loadb(line, len, 0, NULL);
+    }
+    if (line) {
+        last_end = CLIENT_ANSWERED;
+        answer = json_loadb(line, len, 0, NULL);
+    }
     if (line && !answer) client_complain(cmd, "aegisd's answer is not JSON");
     if (answer && !json_is_true(json_object_get(answer, "ok"))) {
         const char *err = json_string_value(json_object_get(answer, "error"));

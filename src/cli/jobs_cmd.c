@@ -280,7 +280,10 @@ static const char log_help[] =
 "    Prints what the job wrote to stdout (with --stderr, to stderr) over\n"
 "    all its attempts. Only the job's owner or root may read it. Without\n"
 "    an ID, the job is the last one you submitted: aegis log -f follows\n"
-"    it, as task-spooler's tsp -t does.\n\n"
+"    it, as task-spooler's tsp -t does. With -f, when aegisd stops or\n"
+"    restarts under it, it says so on stderr and asks again every half\n"
+"    second, for up to $AEGIS_RECONNECT_S seconds (default 120; 0: exit\n"
+"    1 at once), then goes on where it was.\n\n"
 "OPTIONS\n"
 "    -f, --follow    keep printing new output until the job finishes\n"
 "    --stderr        the job's stderr instead of its stdout\n"
@@ -299,6 +302,11 @@ static const char wait_help[] =
 "    Returns when every job named has finished, printing each one's final\n"
 "    state and reason. Exit status 0 when all of them are done (succeeded),\n"
 "    1 when any failed or was cancelled.\n\n"
+"    The jobs outlive a restart of aegisd, and so does the wait: when\n"
+"    aegisd stops or restarts under it, aegis wait says so on stderr and\n"
+"    asks again every half second, for up to $AEGIS_RECONNECT_S seconds\n"
+"    (default 120; 0: exit 1 at once). An aegisd that was not running\n"
+"    when aegis wait started is a failure at once.\n\n"
 "OPTIONS\n    --json          a JSON array of {id, state, reason}\n" SOCKET_OPT
 "\nEXIT STATUS\n    0 all done, 1 any not done (or aegisd unreachable, busy or\n"
 "    failing), 2 bad usage or a request aegisd refused (no such job).\n";
@@ -767,9 +775,14 @@ static int log_print(json_t *ans) {
 static int log_step(const client_flags *f, json_int_t id, int err_stream,
                     json_int_t *offset, bool *moved, bool *finished) {
     int rc;
-    json_t *ans = client_call("log", client_socket(f->socket),
-        json_pack("{s:s, s:I, s:I, s:b}", "op", "log", "id", id,
-                  "offset", *offset, "stderr", err_stream), &rc);
+    json_t *req = json_pack("{s:s, s:I, s:I, s:b}", "op", "log", "id", id,
+                            "offset", *offset, "stderr", err_stream);
+    /* -f outlives an aegisd restart, as `aegis wait` does; the offsets
+     * say where to go on. reached: aegisd answered this process before. */
+    static bool reached;
+    json_t *ans = f->follow ? client_call_patient("log", client_socket(f->socket),
+                                                  req, &rc, &reached)
+                            : client_call("log", client_socket(f->socket), req, &rc);
     if (!ans) return rc;
     rc = log_print(ans);
     json_int_t next = num(ans, "offset");
@@ -837,7 +850,12 @@ int cli_wait(int argc, char **argv) {
     client_flags f;
     int rc = client_options("wait", argc, argv, wait_help, "j", 1, -1, &f);
     if (rc) return rc < 0 ? CLI_OK : rc;
-    json_t *ans = call_with_ids("wait", argc, argv, &f, &rc);
+    json_t *ids = ids_from("wait", argc, argv, f.first_arg);
+    if (!ids) return CLI_USAGE;
+    bool reached = false;
+    json_t *ans = client_call_patient(
+        "wait", client_socket(f.socket),
+        json_pack("{s:s, s:o}", "op", "wait", "ids", ids), &rc, &reached);
     if (!ans) return rc;
     json_t *jobs = json_object_get(ans, "jobs");
     int all_done = 1;

@@ -2,7 +2,8 @@
 # e2e_habits.sh -- end-to-end tests of the daemon-side habits of Slurm and
 # task-spooler users: holding a queued job and releasing it, a time limit
 # (--time) that stops a job over it, drains that keep their reason across
-# a restart, and stopping aegisd from the CLI (aegis shutdown).
+# a restart, stopping aegisd from the CLI (aegis shutdown), and clients
+# that wait across a restart of aegisd (aegis wait, aegis log -f).
 #
 # usage: e2e_habits.sh AEGISD AEGIS TESTNVML FAKEGPU CATALOG CASE
 set -u
@@ -172,6 +173,58 @@ case_habits_shutdown() {
         fail "drained job not done"
     "$AEGIS" --socket "$DIR/none.sock" shutdown 2> err.txt
     [ $? = 1 ] || fail "shutdown of no aegisd: not exit 1"
+}
+
+# Whether process $1 holds a connected Unix socket (its request is with
+# aegisd): each socket:[INODE] among its descriptors is looked up in
+# /proc/net/unix, whose St column is 03 for a connected one.
+connected() {
+    local fd inode
+    for fd in /proc/"$1"/fd/*; do
+        inode=$(readlink "$fd" 2>/dev/null) || continue
+        case $inode in socket:\[*\]) inode=${inode#socket:[}; inode=${inode%]} ;;
+            *) continue ;; esac
+        awk -v i="$inode" '$7 == i && $6 == "03" { f = 1 } END { exit !f }' \
+            /proc/net/unix && return 0
+    done
+    return 1
+}
+
+# `aegis wait` and `aegis log -f` outlive a crash and restart of aegisd,
+# as the job they watch does: they say aegisd went away, ask again, and
+# end as they would have. With AEGIS_RECONNECT_S=0 a wait fails at once
+# instead, and a wait that never reached aegisd fails at once either way.
+case_habits_wait_restart() {
+    start
+    cd "$DIR/work"
+    id=$("$AEGIS" submit -- sh -c 'echo first; until [ -e go ]; do sleep 0.1; done; echo second') ||
+        fail submit
+    until_job "$id" "assert d['state']=='running'"
+    "$AEGIS" wait "$id" > wait.txt 2> wait.err & waiter=$!
+    "$AEGIS" log -f "$id" > log.txt 2> log.err & follower=$!
+    AEGIS_RECONNECT_S=0 "$AEGIS" wait "$id" > quick.txt 2> quick.err & quick=$!
+    wait_until "wait connected" connected "$waiter"
+    wait_until "quick wait connected" connected "$quick"
+    wait_until "log -f printed the first line" grep -q first log.txt
+    kill -9 "$(daemon_pid)"
+    wait "$quick" && fail "a wait with AEGIS_RECONNECT_S=0 outlived aegisd"
+    grep -q "closed the connection" quick.err || fail "quick: $(cat quick.err)"
+    grep -q "asking again" quick.err && fail "quick asked again: $(cat quick.err)"
+    wait_until "wait noticed" grep -q "asking again for up to 120 s" wait.err
+    wait_until "log -f noticed" grep -q "asking again" log.err
+    kill -0 "$waiter" || fail "wait gave up: $(cat wait.err)"
+    start
+    touch go
+    wait "$waiter" || fail "wait across a restart: exit $? ($(cat wait.err))"
+    grep -q "^$id done" wait.txt || fail "wait said: $(cat wait.txt)"
+    grep -q "aegisd is back" wait.err || fail "wait.err: $(cat wait.err)"
+    wait "$follower" || fail "log -f across a restart: $(cat log.err)"
+    [ "$(cat log.txt)" = "$(printf 'first\nsecond')" ] ||
+        fail "log -f printed: $(cat log.txt)"
+    "$AEGIS" --socket "$DIR/none.sock" wait "$id" 2> none.err
+    [ $? = 1 ] || fail "wait on no aegisd: not exit 1"
+    grep -q "asking again" none.err && fail "asked an aegisd never reached"
+    true
 }
 
 e2e_run
