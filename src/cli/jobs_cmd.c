@@ -794,14 +794,16 @@ static int log_step(const client_flags *f, json_int_t id, int err_stream,
 }
 
 /* The id of the last job this user submitted (the newest of theirs,
- * finished or not) into *id: 0, or an exit status after saying why. */
+ * finished or not, cleared or not) into *id: 0, or an exit status after
+ * saying why. */
 static int log_last_job(const client_flags *f, json_int_t *id) {
     char uid[32];
     snprintf(uid, sizeof(uid), "%u", (unsigned)getuid());
     int rc;
     json_t *ans = client_call("log", client_socket(f->socket),
-                              json_pack("{s:s, s:b, s:i, s:s}", "op", "ls",
-                                        "all", 1, "limit", 1, "user", uid),
+                              json_pack("{s:s, s:b, s:b, s:i, s:s}", "op",
+                                        "ls", "all", 1, "cleared", 1, "limit",
+                                        1, "user", uid),
                               &rc);
     if (!ans) return rc;
     json_t *last = json_array_get(json_object_get(ans, "jobs"), 0);

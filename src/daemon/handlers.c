@@ -303,7 +303,7 @@ static void d_on_submit(d_conn *c, const proto_request *req) {
 static void d_on_ls(d_conn *c, const proto_request *req) {
     char *states = req->states ? json_dumps(req->states, JSON_COMPACT) : NULL;
     store_query q = {.all = req->all, .limit = req->limit, .user = req->user,
-                     .states = states};
+                     .states = states, .cleared = req->cleared};
     json_t *jobs = store_list(c->d->st, &q);
     size_t i;
     json_t *row;

@@ -42,7 +42,7 @@ static const char *const op_names[] = {
 #define OP_FIELDS_MAX 8
 static const char *const op_fields[NOPS][OP_FIELDS_MAX] = {
     [PROTO_SUBMIT] = {"cwd", "env", "jobs"},
-    [PROTO_LS] = {"all", "limit", "user", "states"},
+    [PROTO_LS] = {"all", "limit", "user", "states", "cleared"},
     [PROTO_SHOW] = {"id", "history"},
     [PROTO_CANCEL] = {"ids"},
     [PROTO_WAIT] = {"ids"},
@@ -792,7 +792,7 @@ static int proto_user(json_t *user, proto_request *req, char *err,
     return 0;
 }
 
-/* ls: all, and the optional limit, user and states. */
+/* ls: all, cleared, and the optional limit, user and states. */
 static int proto_parse_ls(json_t *root, proto_request *req, char *err,
                           size_t errlen) {
     if (proto_user(json_object_get(root, "user"), req, err, errlen))
@@ -804,7 +804,9 @@ static int proto_parse_ls(json_t *root, proto_request *req, char *err,
     return proto_ls_states(json_object_get(root, "states"), req, err,
                            errlen) ||
                    proto_bool(json_object_get(root, "all"), "all", &req->all,
-                              err, errlen)
+                              err, errlen) ||
+                   proto_bool(json_object_get(root, "cleared"), "cleared",
+                              &req->cleared, err, errlen)
                ? -1
                : 0;
 }

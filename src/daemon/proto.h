@@ -194,6 +194,7 @@ typedef struct proto_request {
     int64_t *ids;
     size_t nids;
     bool all;               /* ls: finished jobs too */
+    bool cleared;           /* ls: jobs their owner cleared too */
     int64_t limit;          /* ls: at most this many rows, the first by
                                id (with all: the newest); 0: every one */
     const char *user;       /* ls, report: one user's jobs only; NULL:

@@ -172,9 +172,10 @@ enum {
 /* `aegis ls -u USER --state S,...`: ?2 a login name or a uid as decimal
  * text, ?3 a JSON array of states; NULL: any. A job held by `aegis
  * hold` is stored as queued, and `ls` shows it as held: it is held, not
- * queued, here too. A job its owner cleared is left out. */
+ * queued, here too. A job its owner cleared is left out unless ?4. */
 #define STORE_LS_FILTER                                                    \
-    "cleared = 0 AND (?2 IS NULL OR user = ?2 OR CAST(uid AS TEXT) = ?2)"  \
+    "(cleared = 0 OR ?4) AND (?2 IS NULL OR user = ?2"                     \
+    " OR CAST(uid AS TEXT) = ?2)"                                          \
     " AND (?3 IS NULL OR (CASE WHEN held AND state = 'queued' THEN 'held'" \
     " ELSE state END) IN (SELECT value FROM json_each(?3)))"
 
@@ -1035,10 +1036,11 @@ json_t *store_job(store *st, int64_t id, bool full) {
     return job;
 }
 
-/* Binds q's user and states (STORE_LS_FILTER) to s. */
+/* Binds q's user, states and cleared (STORE_LS_FILTER) to s. */
 static void store_bind_filter(sqlite3_stmt *s, const store_query *q) {
     if (q->user) sqlite3_bind_text(s, 2, q->user, -1, SQLITE_STATIC);
     if (q->states) sqlite3_bind_text(s, 3, q->states, -1, SQLITE_STATIC);
+    sqlite3_bind_int(s, 4, q->cleared);
 }
 
 json_t *store_list(store *st, const store_query *q) {

@@ -180,6 +180,7 @@ typedef struct store_query {
                            anyone's */
     const char *states; /* only jobs in these states, a JSON array text
                            ("held" is queued); NULL: any */
+    bool cleared;       /* jobs their owner cleared (aegis clear) too */
 } store_query;
 
 /* Jobs (without env, attempts or events) in id order: all of them, or the

@@ -138,14 +138,17 @@ case_acct_clear() {
     needs_root
     start
     cd "$DIR/work"
-    mine=$(as nobody "$AEGIS" submit -- true) || fail "submit mine"
+    mine=$(as nobody "$AEGIS" submit -- echo mine-out) || fail "submit mine"
     theirs=$("$AEGIS" submit -- true) || fail "submit theirs"
     as nobody "$AEGIS" wait "$mine" > /dev/null || fail "mine failed"
     "$AEGIS" wait "$theirs" > /dev/null || fail "theirs failed"
-    queued=$(as nobody "$AEGIS" submit --gpus 3 -- "$FAKE" --mib 100 --seconds 600) ||
-        fail "submit queued"
     [ "$(as nobody "$AEGIS" clear)" = "cleared 1 finished jobs from your listings" ] ||
         fail "clear said: $(as nobody "$AEGIS" clear)"
+    # `aegis log` without an ID is still the last job its user submitted
+    [ "$(as nobody "$AEGIS" log 2>&1)" = mine-out ] ||
+        fail "log of the last job after clear: $(as nobody "$AEGIS" log 2>&1)"
+    queued=$(as nobody "$AEGIS" submit --gpus 3 -- "$FAKE" --mib 100 --seconds 600) ||
+        fail "submit queued"
     "$AEGIS" ls --all --json | pyjson "
 ids=[j['id'] for j in d]
 assert $mine not in ids and $theirs in ids and $queued in ids, ids" ||
