@@ -27,6 +27,7 @@ import argparse
 import contextlib
 import copy
 import json
+import numbers
 import os
 import signal
 import sys
@@ -43,10 +44,25 @@ EXIT_BAD_INPUT = 2
 # 500M fp32 elements are 2 GB, about what a shared build machine can spare.
 CPU_FALLBACK_MAX_ELEMENTS = 500 * 1000 * 1000
 
+# Largest batch size: `aegis estimate` refuses a description above it (a
+# typo, not a training job; src/estimate/desc.c), so it is refused here
+# first, where the user typed it.
+MAX_BATCH_SIZE = 1000 * 1000
+
 
 class DescribeError(Exception):
     """Bad input to the extractor: an unknown model, a bad option, a model
     whose forward pass fails. The message names what was wrong."""
+
+
+class DescribeTypeError(DescribeError, TypeError):
+    """An argument of the wrong type (batch_size=True): a TypeError, as
+    Python's own checks raise, and a DescribeError, as all bad input here."""
+
+
+class DescribeValueError(DescribeError, ValueError):
+    """An argument out of range (batch_size=0): a ValueError, and a
+    DescribeError."""
 
 
 def _torch():
@@ -412,6 +428,21 @@ def _warn_checkpointing(layers, warnings):
                 % (layer["saved"], aegis_record.CHECKPOINT_RECOMPUTE))
 
 
+def _checked_batch_size(batch_size):
+    """batch_size as an int; DescribeTypeError for a bool (True would pass
+    as 1) or a non-integer, DescribeValueError outside 1..MAX_BATCH_SIZE."""
+    if isinstance(batch_size, bool) or \
+            not isinstance(batch_size, numbers.Integral):
+        raise DescribeTypeError(
+            "batch_size must be an integer from 1 to %d, got %r (%s)"
+            % (MAX_BATCH_SIZE, batch_size, type(batch_size).__name__))
+    if not 1 <= batch_size <= MAX_BATCH_SIZE:
+        raise DescribeValueError(
+            "batch_size must be from 1 to %d (the largest aegis estimate "
+            "takes), got %d" % (MAX_BATCH_SIZE, batch_size))
+    return int(batch_size)
+
+
 def _check_choice(name, value, choices):
     if value not in choices:
         raise DescribeError("%s %r is not one of: %s"
@@ -449,10 +480,12 @@ def describe(module, example_input, batch_size, optimizer="adam",
     submodule, random number generator.
     The description's "warnings" (absent when there are none) say what its
     footing is: a CPU fallback (why, how long), a dependence on the input's
-    values, trainable tensors the forward pass never used."""
-    if not isinstance(batch_size, int) or batch_size < 1:
-        raise DescribeError("batch_size must be an integer >= 1, got %r"
-                            % (batch_size,))
+    values, trainable tensors the forward pass never used.
+    batch_size is an integer from 1 to MAX_BATCH_SIZE (aegis estimate's
+    limit): a bool or another type raises DescribeTypeError (a TypeError),
+    a size out of range DescribeValueError (a ValueError); both are
+    DescribeErrors."""
+    batch_size = _checked_batch_size(batch_size)
     _check_choice("optimizer", optimizer, OPTIMIZERS)
     _check_choice("precision", precision, PRECISIONS)
     _check_choice("device", device, DEVICES)
@@ -544,6 +577,9 @@ def describe_builder(name, batch_size, optimizer=None, precision=None,
     model is built on the meta device; only where its meta pass fails is
     it built for real, on CPU, and described there (auto)."""
     import aegis_models
+    # before a model is built, and outside the meta pass's fallback, which
+    # would build it again on CPU to be refused the same
+    batch_size = _checked_batch_size(batch_size)
     _check_choice("device", device, DEVICES)
     source = command_line(name, optimizer, precision, input_shape, seq_len,
                           num_classes, attention)
@@ -660,8 +696,9 @@ DESCRIPTION
     "checkpoint_recompute".
 
 OPTIONS
-    --batch-size B      Per-GPU batch size written to the description
-                        (integer >= 1). Required.
+    --batch-size B      Per-GPU batch size written to the description:
+                        an integer from 1 to 1000000, the largest that
+                        aegis estimate takes. Required.
     --optimizer NAME    sgd, sgd_momentum, adam, adamw, rmsprop or adagrad.
                         Default: the model's catalog optimizer (torchvision
                         models: adam).
@@ -694,8 +731,9 @@ OPTIONS
 
 EXIT STATUS
     0 on success, 1 when the output cannot be written, 2 for bad usage or
-    bad input (an unknown model, a bad option value, a model whose forward
-    pass fails on the given input).
+    bad input (an unknown model, a bad option value such as a --batch-size
+    out of 1 to 1000000, a model whose forward pass fails on the given
+    input).
 
 EXAMPLES
     python/aegis_describe.py resnet50 --batch-size 32 -o resnet50.json
@@ -709,6 +747,9 @@ EXAMPLES
         desc = aegis_describe.describe(model, torch.zeros(1, 3, 224, 224),
                                        batch_size=32, optimizer="sgd")
         open("m.json", "w").write(aegis_describe.to_json(desc))
+    batch_size is an int from 1 to 1000000 (aegis_describe.MAX_BATCH_SIZE):
+    describe raises a TypeError for a bool or a float, a ValueError out of
+    range, each naming batch_size (and each an aegis_describe.DescribeError).
     A detection model, as it trains:
         desc = aegis_describe.describe(model, ([image], [target]), 4)
     A time-major model (nn.LSTM or nn.GRU without batch_first=True, input
@@ -746,6 +787,19 @@ def _positive_int(text):
     return value
 
 
+def _batch_size(text):
+    """--batch-size, refused out of the range aegis estimate takes."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("%r is not an integer" % text)
+    if not 1 <= value <= MAX_BATCH_SIZE:
+        raise argparse.ArgumentTypeError(
+            "%s is out of range: 1 to %d (the largest batch aegis estimate "
+            "takes)" % (text, MAX_BATCH_SIZE))
+    return value
+
+
 def _shape(text):
     try:
         dims = tuple(int(part) for part in text.split(","))
@@ -761,7 +815,7 @@ def _shape(text):
 def _parse(argv):
     parser = _Parser(prog="aegis_describe.py", add_help=True)
     parser.add_argument("model", nargs="?")
-    parser.add_argument("--batch-size", type=_positive_int)
+    parser.add_argument("--batch-size", type=_batch_size)
     parser.add_argument("--optimizer", choices=OPTIMIZERS)
     parser.add_argument("--precision", choices=PRECISIONS)
     group = parser.add_mutually_exclusive_group()

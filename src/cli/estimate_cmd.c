@@ -75,8 +75,10 @@ static const char help[] =
 "    0 success; 1 write error; 2 bad usage or a bad description (the\n"
 "    message names the file and the field, e.g. layers[12].params, or\n"
 "    says an implausible size: above 2^40 elements in a field or in all\n"
-"    layers together). Every input is read: the bad ones are reported,\n"
-"    the good ones estimated, and the status is 2 if any was bad.\n";
+"    layers together, or a batch_size above 1000000, which\n"
+"    aegis_describe.py refuses already). Every input is read: the bad\n"
+"    ones are reported, the good ones estimated, and the status is 2 if\n"
+"    any was bad.\n";
 
 enum { WANT_AEGIS = 1, WANT_HORUS = 2 };
 

@@ -163,7 +163,13 @@ implausible)
     sed 's/"input_elements": 3072/"input_elements": 9007199254740992/' \
         "$TMP/d.json" >"$TMP/b.json"
     expect_bad "b.json: input_elements: 9007199254740992 is implausible" \
-        "$TMP/b.json" ;;
+        "$TMP/b.json"
+    # a batch above a million: the limit aegis_describe.py's MAX_BATCH_SIZE
+    # checks where the batch is given
+    sed 's/"batch_size": 64/"batch_size": 1000001/' "$TMP/d.json" >"$TMP/b.json"
+    expect_bad "b.json: batch_size: 1000001 is above 1000000" "$TMP/b.json"
+    sed 's/"batch_size": 64/"batch_size": 1000000/' "$TMP/d.json" >"$TMP/m.json"
+    "$AEGIS" estimate "$TMP/m.json" >/dev/null || fail "batch 1000000: exit $?" ;;
 warnings)
     # What the extractor warns about (a CPU fallback, value-dependent
     # control flow) is repeated with the estimate, so that the user sees

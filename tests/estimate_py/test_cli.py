@@ -122,6 +122,12 @@ class Cli(unittest.TestCase):
             (["--batch-size", "1"], "MODEL"),
             (["resnet18", "--batch-size", "0"], "batch-size"),
             (["resnet18", "--batch-size", "x"], "batch-size"),
+            # out of what aegis estimate takes, refused here first; --batch
+            # is argparse's abbreviation of --batch-size
+            (["resnet18", "--batch", "100000000000000000000"],
+             "--batch-size: 100000000000000000000 is out of range: 1 to "
+             "1000000"),
+            (["resnet18", "--batch-size", "1000001"], "1 to 1000000"),
             (["resnet18", "--batch-size", "1", "--optimizer", "lamb"],
              "lamb"),
             (["resnet18", "--batch-size", "1", "--input-shape", "3,32"],

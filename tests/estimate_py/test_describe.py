@@ -137,6 +137,31 @@ class TinyModule(unittest.TestCase):
             with self.assertRaises(aegis_describe.DescribeError, msg=kwargs):
                 aegis_describe.describe(Tiny(), TOKENS, **kwargs)
 
+    def test_batch_size_is_checked_where_it_is_given(self):
+        # What aegis estimate would refuse later is refused here, as
+        # Python's own checks do: a bool (True passed as 1) or another type
+        # is a TypeError, a size out of 1..1000000 (aegis estimate's
+        # limit) a ValueError; each names batch_size and the range.
+        largest = aegis_describe.MAX_BATCH_SIZE
+        self.assertEqual(largest, 1000000)
+        bad = [(True, TypeError), (False, TypeError), (2.0, TypeError),
+               ("8", TypeError), (None, TypeError), (0, ValueError),
+               (-3, ValueError), (largest + 1, ValueError),
+               (10 ** 20, ValueError)]
+        for batch_size, error in bad:
+            for call in (
+                    lambda: aegis_describe.describe(Tiny(), TOKENS,
+                                                    batch_size),
+                    lambda: aegis_describe.describe_builder("gpt2_xl",
+                                                            batch_size)):
+                with self.assertRaisesRegex(error, "batch_size.*1 to 1000000",
+                                            msg=batch_size) as caught:
+                    call()
+                self.assertIsInstance(caught.exception,
+                                      aegis_describe.DescribeError)
+        desc = aegis_describe.describe(Tiny(), TOKENS, largest)
+        self.assertEqual(desc["batch_size"], largest)
+
     def test_example_must_be_one_sample(self):
         with self.assertRaisesRegex(aegis_describe.DescribeError, "ONE"):
             aegis_describe.describe(Tiny(), torch.zeros((2, 3),
