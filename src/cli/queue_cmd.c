@@ -43,7 +43,8 @@ static const char update_help[] =
 "    --gpu-mem SIZE  its peak GPU memory per GPU, as submit --gpu-mem\n"
 "                    takes it (--mem is the same)\n"
 "    --name S        its name\n"
-"    --json          aegisd's answer: {id, time_limit_s, nice, mem_mib, name}\n"
+"    --json          aegisd's answer: {id, time_limit_s, nice, mem_mib, name},\n"
+"                    time_limit_s and mem_mib null where the job has none\n"
 SOCKET_OPT EXIT_STATUS;
 
 static const char priority_help[] =

@@ -75,9 +75,13 @@ static void d_update_apply(d_daemon *d, d_job *job, const proto_update *u,
     store_begin(d->st);
     store_job_update(d->st, job->id, job->time_limit_s, job->nice,
                      job->mem_mib, job->name);
-    store_event(d->st, job->id, d_wall(), "updated by %s: time limit %.0f s, "
-                "nice %d, memory %.0f MiB, name '%s'", by, job->time_limit_s,
-                job->nice, job->mem_mib, job->name);
+    char limit[32] = "none", mem[32] = "not given";
+    if (job->time_limit_s > 0)
+        snprintf(limit, sizeof(limit), "%.0f s", job->time_limit_s);
+    if (job->mem_mib >= 0) snprintf(mem, sizeof(mem), "%.0f MiB", job->mem_mib);
+    store_event(d->st, job->id, d_wall(), "updated by %s: time limit %s, "
+                "nice %d, memory %s, name '%s'", by, limit, job->nice, mem,
+                job->name);
     store_commit(d->st);
     if (job->in_core) {
         core_job_spec spec = d_job_spec(d, job);
@@ -92,10 +96,15 @@ void d_on_update(d_conn *c, const proto_request *req) {
     char user[64];
     d_user_name(c->uid, user, sizeof(user), NULL);
     d_update_apply(c->d, job, &req->update, user);
-    d_reply(c, json_pack("{s:b, s:I, s:f, s:i, s:f, s:s}", "ok", 1, "id",
+    /* null for "none", as ls and show give them (0 and -1 inside) */
+    d_reply(c, json_pack("{s:b, s:I, s:o, s:i, s:o, s:s}", "ok", 1, "id",
                          (json_int_t)job->id, "time_limit_s",
-                         job->time_limit_s, "nice", job->nice, "mem_mib",
-                         job->mem_mib, "name", job->name));
+                         job->time_limit_s > 0 ? json_real(job->time_limit_s)
+                                               : json_null(),
+                         "nice", job->nice, "mem_mib",
+                         job->mem_mib >= 0 ? json_real(job->mem_mib)
+                                           : json_null(),
+                         "name", job->name));
     d_jobs_schedule(c->d);
 }
 

@@ -103,6 +103,13 @@ assert d['name']=='smaller', d" || fail "update not shown"
     "$AEGIS" priority --json | pyjson "
 j=[r for r in d['jobs'] if r['id']==$id][0]
 assert j['nice']==0, j" || fail "the core's nice not updated"
+    # none said: null, as show gives it, and so says the event
+    plain=$("$AEGIS" submit -- true) || fail "submit plain"
+    "$AEGIS" update "$plain" --nice 3 --json | pyjson "
+assert d['time_limit_s'] is None and d['mem_mib'] is None and d['nice']==3, d" ||
+        fail "update --json of a job without limit or memory"
+    "$AEGIS" show "$plain" | grep -q "time limit none, nice 3, memory not given" ||
+        fail "update event: $("$AEGIS" show "$plain")"
     aegis_refused "only a queued or held job" update "$big" --nice 5
     aegis_refused "at least one of" update "$id"
     restart
