@@ -58,7 +58,10 @@ static const char help[] =
 "                        about 0.5 GiB) or gpumemnet (GPUMemNet's A100\n"
 "                        measurements, about 1.4 GiB)\n"
 "    --cuda-context MIB  added to Horus's estimate (default 0, the formula\n"
-"                        as published)\n"
+"                        as published). Horus's only: without --estimator\n"
+"                        horus or all it is a usage error, as it would\n"
+"                        change nothing; aegis's CUDA context is part of\n"
+"                        --stack\n"
 "    --json              one JSON object per description (one per line):\n"
 "                        file, model, batch_size, and per estimator its\n"
 "                        estimate_mib; aegis's also stack, predicted_mib,\n"
@@ -86,6 +89,7 @@ typedef struct estimate_cmd {
     int want;               /* WANT_* bits */
     est_stack stack;        /* whose fixed costs aegis adds */
     double cuda_context;    /* added to Horus */
+    int cuda_context_given; /* --cuda-context was on the command line */
     int json;
 } estimate_cmd;
 
@@ -293,6 +297,17 @@ static int parse_stack(const char *text, est_stack *stack) {
     return -1;
 }
 
+/* --cuda-context is added to Horus's estimate only. Given without Horus
+ * it would change nothing, and a user who meant it for aegis's estimate
+ * would trust a figure lower than intended: a usage error, not ignored. */
+static int check_cuda_context(const estimate_cmd *cmd) {
+    if (!cmd->cuda_context_given || (cmd->want & WANT_HORUS)) return 0;
+    fputs("aegis estimate: --cuda-context is added to Horus's estimate only: "
+          "give --estimator horus or all, or leave it out (aegis's CUDA "
+          "context is part of --stack)\n", stderr);
+    return -1;
+}
+
 int cli_estimate(int argc, char **argv) {
     static const struct option options[] = {
         {"estimator", required_argument, NULL, 'e'},
@@ -309,7 +324,8 @@ int cli_estimate(int argc, char **argv) {
         case 'e': rc = parse_estimator(optarg, &cmd.want); break;
         case 's': rc = parse_stack(optarg, &cmd.stack); break;
         case 'c': rc = cli_parse_double("estimate", "cuda-context", optarg, 0,
-                                        1 << 20, &cmd.cuda_context); break;
+                                        1 << 20, &cmd.cuda_context);
+                  cmd.cuda_context_given = 1; break;
         case 'j': cmd.json = 1; break;
         case 'h': fputs(help, stdout); return CLI_OK;
         default: rc = -1;
@@ -318,6 +334,10 @@ int cli_estimate(int argc, char **argv) {
             fputs("(see 'aegis estimate --help')\n", stderr);
             return CLI_USAGE;
         }
+    }
+    if (check_cuda_context(&cmd) < 0) {
+        fputs("(see 'aegis estimate --help')\n", stderr);
+        return CLI_USAGE;
     }
     if (optind == argc) {
         fputs("aegis estimate: give DESC.json files or - (see 'aegis "

@@ -123,6 +123,15 @@ missing_file)
 bad_usage)
     expect_bad "unknown estimator 'lucid'" --estimator lucid "$TMP/d.json"
     expect_bad "cuda-context" --cuda-context -5 "$TMP/d.json"
+    # Horus's only: with aegis alone (the default) it would change nothing
+    expect_bad "--cuda-context is added to Horus's estimate only" \
+        --cuda-context 300 "$TMP/d.json"
+    expect_bad "--cuda-context is added to Horus's estimate only" \
+        --cuda-context 0 --estimator aegis "$TMP/d.json"
+    for est in horus all; do
+        "$AEGIS" estimate --cuda-context 300 --estimator $est "$TMP/d.json" \
+            >/dev/null || fail "--cuda-context with $est: exit $?"
+    done
     expect_bad "unknown stack 'cuda12'" --stack cuda12 "$TMP/d.json"
     expect_bad "give DESC.json files" ;;
 help)
