@@ -89,6 +89,7 @@ static void parse_proc(comp *c, int idx) {
     parse_header(c, &s, 1);
     c->ret = s.ret;
     dc_block(c);
+    c->site = c->i - 1; /* its closing brace */
     dc_emit_push(c, 0); /* falling off the end returns 0 */
     dc_emit(c, DISH_OP_RET);
     if (c->bodylen + c->pc > DISH_MAX_IMAGE)
@@ -97,6 +98,7 @@ static void parse_proc(comp *c, int idx) {
                                (uint8_t)c->maxlocals, (uint8_t)c->ncounters,
                                (uint16_t)c->bodylen, (uint16_t)c->pc};
     memcpy(c->body + c->bodylen, c->code, (size_t)c->pc);
+    memcpy(c->body_site + c->bodylen, c->code_site, sizeof *c->code_site * (size_t)c->pc);
     c->bodylen += c->pc;
 }
 

@@ -9,6 +9,7 @@
 void dc_emit(comp *c, int byte) {
     if (c->pc >= DISH_MAX_CODE)
         dc_fail(c, dc_peek(c), "procedure over %d bytes of code", DISH_MAX_CODE);
+    c->code_site[c->pc] = c->site;
     c->code[c->pc++] = (uint8_t)byte;
 }
 
@@ -46,5 +47,7 @@ void dc_patch(comp *c, int at, int target) {
 void dc_insert_op(comp *c, int at, int op) {
     dc_emit(c, 0);
     memmove(c->code + at + 1, c->code + at, (size_t)(c->pc - 1 - at));
+    memmove(c->code_site + at + 1, c->code_site + at,
+            sizeof *c->code_site * (size_t)(c->pc - 1 - at));
     c->code[at] = (uint8_t)op;
 }

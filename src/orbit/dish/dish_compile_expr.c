@@ -41,9 +41,12 @@ static int call_proc(comp *c, const dish_tok *t, sig *s) {
     need_pure(c, t, "a call");
     c->i++;
     dc_call_args(c, t, s->nargs, s->argty);
+    int saved = c->site;
+    c->site = (int)(t - c->t); /* a cycle or a nesting too deep is named here */
     dc_emit(c, DISH_OP_CALL);
     dc_emit(c, s->slot);
     dc_emit(c, s->nargs);
+    c->site = saved;
     return s->ret;
 }
 

@@ -32,13 +32,26 @@ static int assemble(comp *c, uint8_t *out, size_t cap) {
     return (int)n;
 }
 
-/* The verifier on the compiler's own output. */
+/* The verifier on the compiler's own output. A refusal at an instruction
+ * (a call closing a cycle, calls nested too deep) is reported at the
+ * source token that instruction came from, as the compiler's own errors
+ * are; the rest (a procedure's instruction bound) name the file. */
 static int verify_output(comp *c, const uint8_t *img, int n) {
     static dish_image im;
     char why[200];
     if (!dish_verify(img, (size_t)n, NULL, &im, why, sizeof why))
         return n;
-    snprintf(c->err, c->errlen, "%s: the verifier refuses the result: %s", c->file, why);
+    unsigned at = im.fail_proc >= 0 && im.fail_proc < c->nprocs
+                      ? c->recs[im.fail_proc].off + (unsigned)im.fail_pc
+                      : (unsigned)c->bodylen;
+    if (at < (unsigned)c->bodylen) {
+        const dish_tok *t = &c->t[c->body_site[at]];
+        snprintf(c->err, c->errlen, "%s:%d:%d: the verifier refuses the result: %s",
+                 c->file, t->line, t->col, why);
+    } else {
+        snprintf(c->err, c->errlen, "%s: the verifier refuses the result: %s", c->file,
+                 why);
+    }
     return -1;
 }
 

@@ -57,6 +57,10 @@ typedef struct comp {
     /* the procedure being compiled */
     uint8_t code[DISH_MAX_CODE];
     int pc;
+    /* The token each code byte comes from (the statement's first, or a
+     * call's name): a verifier's refusal at an instruction is reported
+     * at that token's line and column. site: the one emitting now. */
+    int site, code_site[DISH_MAX_CODE];
     sym locals[DISH_MAX_LOCALS];
     int nactive, maxlocals, ncounters;
     loopctx loops[DISH_MAX_COUNTERS];
@@ -67,6 +71,7 @@ typedef struct comp {
     unsigned wait_events; /* what that condition reads */
     /* the image */
     uint8_t body[DISH_MAX_IMAGE];
+    int body_site[DISH_MAX_IMAGE]; /* code_site of each procedure, as body */
     int bodylen;
     dish_proc recs[DISH_MAX_PROCS];
     jmp_buf fail;

@@ -193,6 +193,8 @@ static void stmt_sleep(comp *c) {
 
 static void statement(comp *c) {
     const dish_tok *t = dc_peek(c);
+    int saved = c->site;
+    c->site = c->i; /* until a nested statement or call says otherwise */
     if (dc_accept(c, "let")) stmt_let(c);
     else if (dc_accept(c, "if")) stmt_if(c);
     else if (dc_accept(c, "repeat")) stmt_repeat(c, t);
@@ -206,6 +208,7 @@ static void statement(comp *c) {
     else if (dc_accept(c, "suspend")) stmt_builtin(c, DISH_OP_SUSPEND, 0);
     else if (t->kind == DISH_T_NAME && dc_is(&c->t[c->i + 1], "=")) stmt_assign(c);
     else stmt_expr(c);
+    c->site = saved;
 }
 
 void dc_block(comp *c) {

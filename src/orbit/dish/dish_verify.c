@@ -28,7 +28,7 @@ typedef struct vproc {
     uint16_t len;
     const dish_proc *p;
     int idx;
-    const dish_image *img;
+    dish_image *img; /* read, and where a refusal lies written */
     const dish_slotinfo *onboard;
     uint8_t start[DISH_MAX_CODE + 1];
     int16_t depth[DISH_MAX_CODE];
@@ -46,15 +46,25 @@ static int fail(char *err, size_t errlen, const char *fmt, ...) {
     return -1;
 }
 
+/* An error at code offset pc of procedure k, its place kept in the image
+ * too: the compiler turns it into the source position. */
+static int fail_at(dish_image *im, int k, unsigned pc, char *err, size_t errlen,
+                   const char *fmt, va_list ap) {
+    char what[160];
+    vsnprintf(what, sizeof what, fmt, ap);
+    im->fail_proc = k;
+    im->fail_pc = (uint16_t)pc;
+    return fail(err, errlen, "procedure %d (slot %u) at %u: %s", k, im->proc[k].slot, pc,
+                what);
+}
+
 /* An error at code offset pc of the procedure being checked. */
 static int vfail(vproc *v, unsigned pc, const char *fmt, ...) {
-    char what[160];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(what, sizeof what, fmt, ap);
+    int rc = fail_at(v->img, v->idx, pc, v->err, v->errlen, fmt, ap);
     va_end(ap);
-    return fail(v->err, v->errlen, "procedure %d (slot %u) at %u: %s", v->idx,
-                v->p->slot, pc, what);
+    return rc;
 }
 
 /* ---- header and procedure table ---- */
@@ -376,6 +386,8 @@ typedef struct vgraph {
     dish_image *im;
     const dish_slotinfo *onboard;
     uint8_t state[DISH_MAX_PROCS]; /* 1: on the path being explored, 2: done */
+    uint8_t path[DISH_MAX_PROCS];  /* that path, from the procedure it started at */
+    int npath;
     uint32_t steps[DISH_SLOTS];    /* each slot's bound, for the calls into it */
     uint32_t scratch[DISH_MAX_CODE];
     char *err;
@@ -387,22 +399,59 @@ dish_slotinfo dish_image_slotinfo(const dish_image *im, int k) {
                            .need = im->need[k], .steps = im->steps[k]};
 }
 
+/* An error at the call at pc of procedure k. */
+static int gfail(vgraph *g, int k, unsigned pc, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = fail_at(g->im, k, pc, g->err, g->errlen, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+/* The call at pc of procedure k (the last on the path) calls procedure j,
+ * which is on the path already: the refusal names that call, the one that
+ * closes the cycle, and the cycle by slots, "1 -> 2 -> 1". */
+static int cycle(vgraph *g, int k, unsigned pc, int j) {
+    char slots[DISH_MAX_PROCS * 6 + 8];
+    size_t at = 0;
+    int from = 0;
+    while (g->path[from] != j)
+        from++;
+    for (int q = from; q < g->npath; q++)
+        at += (size_t)snprintf(slots + at, sizeof slots - at, "%u -> ",
+                               g->im->proc[g->path[q]].slot);
+    snprintf(slots + at, sizeof slots - at, "%u", g->im->proc[j].slot);
+    return gfail(g, k, pc, "call of slot %u closes the cycle of calls %s (no recursion)",
+                 g->im->proc[j].slot, slots);
+}
+
 static int chain(vgraph *g, int k);
 
-/* The deepest depth and need among the procedures k calls, into *most. */
-static int callees(vgraph *g, int k, dish_slotinfo *most) {
+/* What procedure k's calls add: the deepest chain and the largest arena
+ * need among its callees, and the calls that bring each, which a refusal
+ * of k's depth or need names. */
+typedef struct callee_most {
+    dish_slotinfo most;
+    unsigned deep_pc, need_pc;
+} callee_most;
+
+static int callees(vgraph *g, int k, callee_most *m) {
     const dish_proc *p = &g->im->proc[k];
     const uint8_t *c = g->im->code + p->off;
-    *most = (dish_slotinfo){0};
+    *m = (callee_most){0};
     for (unsigned pc = 0; pc < p->len; pc += 1u + dish_ops[c[pc]].operand_bytes) {
         if (c[pc] != DISH_OP_CALL)
             continue;
         int j = slot_in_image(g->im, c[pc + 1]);
+        if (j >= 0 && g->state[j] == 1)
+            return cycle(g, k, pc, j);
         if (j >= 0 && chain(g, j))
             return -1;
         dish_slotinfo in = j >= 0 ? dish_image_slotinfo(g->im, j) : g->onboard[c[pc + 1]];
-        most->depth = in.depth > most->depth ? in.depth : most->depth;
-        most->need = in.need > most->need ? in.need : most->need;
+        if (in.depth > m->most.depth)
+            m->most.depth = in.depth, m->deep_pc = pc;
+        if (in.need > m->most.need)
+            m->most.need = in.need, m->need_pc = pc;
     }
     return 0;
 }
@@ -423,33 +472,35 @@ static int bound(vgraph *g, int k) {
     return 0;
 }
 
-/* Depth, need and bound of procedure k, its callees first; meeting a
- * procedure on the path being explored again is recursion. */
+/* Depth, need and bound of procedure k, its callees first (callees()
+ * refuses a call back into the path being explored: recursion). Past a
+ * limit the call that leads there is named: a procedure's own frame
+ * alone is within both (1 frame; at most 32 + 8 + 32 words). */
 static int chain(vgraph *g, int k) {
     dish_image *im = g->im;
     const dish_proc *p = &im->proc[k];
-    dish_slotinfo most;
+    const uint8_t *c = im->code + p->off;
+    callee_most m;
     if (g->state[k] == 2)
         return 0;
-    if (g->state[k] == 1)
-        return fail(g->err, g->errlen, "slot %u calls itself through a cycle (no recursion)",
-                    p->slot);
     g->state[k] = 1;
-    if (callees(g, k, &most))
+    g->path[g->npath++] = (uint8_t)k;
+    if (callees(g, k, &m))
         return -1;
-    unsigned depth = most.depth + 1u;
-    unsigned need = most.need + (unsigned)p->nlocals + p->ncounters + im->maxstack[k];
+    unsigned depth = m.most.depth + 1u;
+    unsigned need = m.most.need + (unsigned)p->nlocals + p->ncounters + im->maxstack[k];
     if (depth > DISH_MAX_DEPTH)
-        return fail(g->err, g->errlen, "slot %u: calls nest %u deep, the limit is %d",
-                    p->slot, depth, DISH_MAX_DEPTH);
+        return gfail(g, k, m.deep_pc, "calls nest %u deep through this call of slot %u, "
+                     "the limit is %d", depth, c[m.deep_pc + 1], DISH_MAX_DEPTH);
     if (need > DISH_ARENA_WORDS)
-        return fail(g->err, g->errlen, "slot %u: needs %u arena words, a run has %d",
-                    p->slot, need, DISH_ARENA_WORDS);
+        return gfail(g, k, m.need_pc, "needs %u arena words through this call of slot %u, "
+                     "a run has %d", need, c[m.need_pc + 1], DISH_ARENA_WORDS);
     im->depth[k] = (uint8_t)depth;
     im->need[k] = (uint16_t)need;
     if (bound(g, k))
         return -1;
     g->state[k] = 2;
+    g->npath--;
     return 0;
 }
 
@@ -469,9 +520,10 @@ static int check_calls(dish_image *im, const dish_slotinfo *onboard, char *err,
 int dish_verify(const uint8_t *img, size_t len, const dish_slotinfo *onboard,
                 dish_image *out, char *err, size_t errlen) {
     static vproc v; /* 2.5 KiB: kept off the caller's (task's) stack */
+    memset(out, 0, sizeof *out);
+    out->fail_proc = -1;
     if (check_header(img, len, err, errlen))
         return -1;
-    memset(out, 0, sizeof *out);
     out->nprocs = img[5];
     out->code = img + DISH_HDR + out->nprocs * DISH_PROC_REC;
     unsigned body = dish_get16(img + 6);

@@ -29,12 +29,20 @@ typedef struct dish_image {
      * between two yields of a run is longer than steps. */
     uint32_t steps[DISH_MAX_PROCS];
     uint16_t recheck[DISH_MAX_PROCS];
+    /* Where a refusal lies when it is at an instruction (a call that
+     * closes a cycle or nests too deep, an operand out of range...): the
+     * procedure's index and the code offset, so that the compiler can
+     * name the source line; fail_proc is -1 for a refusal of the header
+     * or of a procedure's record, and after an acceptance. */
+    int fail_proc;
+    uint16_t fail_pc;
 } dish_image;
 
 /* Checks the image img[0..len) against the runtime's limits and the slots
  * already on board (onboard[DISH_SLOTS], or NULL for an empty board).
  * 0 and *out filled, or -1 and a sentence in err naming the procedure and
- * the code offset. */
+ * the code offset ("procedure 1 (slot 2) at 0: ..."), which are also in
+ * out->fail_proc and out->fail_pc. */
 int dish_verify(const uint8_t *img, size_t len, const dish_slotinfo *onboard,
                 dish_image *out, char *err, size_t errlen);
 

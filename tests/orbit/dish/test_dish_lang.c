@@ -88,11 +88,39 @@ static void deep_nesting_refused(void **state) {
                 0);
 }
 
-/* Recursion is legal syntax; the verifier refuses it at compile time. */
+/* Recursion is legal syntax; the verifier refuses it at compile time, at
+ * the FILE:LINE:COL of the call that closes the cycle (it said only the
+ * slot). */
 static void recursion_refused(void **state) {
     (void)state;
-    compile_error("proc p() { return p() }", "no recursion");
-    compile_error("proc a() { return b() }\nproc b() { return a() }", "no recursion");
+    compile_error("proc p() { return p() }", "t.dish:1:19: the verifier refuses the result: "
+                  "procedure 0 (slot 1) at 0: call of slot 1 closes the cycle of calls "
+                  "1 -> 1 (no recursion)");
+    compile_error("proc a() { return b() }\nproc b() {\n  tm(1, 2)\n  return a() }",
+                  "t.dish:4:10: the verifier refuses the result: procedure 1 (slot 2) at 5: "
+                  "call of slot 1 closes the cycle of calls 1 -> 2 -> 1 (no recursion)");
+    compile_error("slot 7\nproc a() { b() }\nproc b() { tm(1, c() + 1) }\n"
+                  "proc c() { return int(fix(a())) }",
+                  "t.dish:4:27: the verifier refuses the result: procedure 2 (slot 9) at 0: "
+                  "call of slot 7 closes the cycle of calls 7 -> 8 -> 9 -> 7");
+}
+
+/* Calls nested past DISH_MAX_DEPTH frames are refused at the call that
+ * makes the chain too deep (the verifier said only the slot). */
+static void deep_calls_refused(void **state) {
+    (void)state;
+    static char src[512];
+    size_t at = 0;
+    for (int k = 1; k < 9; k++) /* p1 calls p2 ... calls p9: 9 frames */
+        at += (size_t)snprintf(src + at, sizeof src - at,
+                               "proc p%d() {\n  tm(1, 1)\n  p%d()\n}\n", k, k + 1);
+    snprintf(src + at, sizeof src - at, "proc p9() { }\n");
+    compile_error(src, "t.dish:3:3: the verifier refuses the result: procedure 0 (slot 1) "
+                  "at 5: calls nest 9 deep through this call of slot 2, the limit is 8");
+    uint8_t img[DISH_MAX_IMAGE];
+    char err[256] = "";
+    strcpy(strstr(src, "proc p8"), "proc p8() { }\n"); /* 8 deep is allowed */
+    assert_true(compile_src(src, img, err, sizeof err) > 0);
 }
 
 static void arithmetic(void **state) {
@@ -228,6 +256,7 @@ int main(void) {
         cmocka_unit_test(byte_order_mark_skipped),
         cmocka_unit_test(deep_nesting_refused),
         cmocka_unit_test(recursion_refused),
+        cmocka_unit_test(deep_calls_refused),
         cmocka_unit_test(arithmetic),
         cmocka_unit_test(division_by_zero_faults),
         cmocka_unit_test(nested_if),

@@ -48,6 +48,7 @@ static void good_code_accepted(void **state) {
     int n = craft(img, &p, 1, code, sizeof code);
     assert_int_equal(dish_verify(img, (size_t)n, NULL, &im, err, sizeof err), 0);
     assert_int_equal(im.maxstack[0], 1);
+    assert_int_equal(im.fail_proc, -1);
 }
 
 static void bad_jumps(void **state) {
@@ -120,7 +121,12 @@ static void call_graph(void **state) {
     }
     int n = craft(img, p, 10, code, 39);
     assert_int_equal(dish_verify(img, (size_t)n, NULL, &im, err, sizeof err), -1);
-    assert_non_null(strstr(err, "calls nest 9 deep"));
+    /* named at the call that makes the chain too deep, for the compiler
+     * to find its source line (it said "slot 2: calls nest 9 deep") */
+    assert_string_equal(err, "procedure 1 (slot 2) at 0: calls nest 9 deep through this "
+                             "call of slot 3, the limit is 8");
+    assert_int_equal(im.fail_proc, 1);
+    assert_int_equal(im.fail_pc, 0);
     /* seven frames deep is allowed, but not with 32 locals and 8 counters
      * each: 7 x 41 words over the run's arena */
     for (int k = 0; k < 7; k++) {
@@ -131,7 +137,40 @@ static void call_graph(void **state) {
     }
     n = craft(img, p, 7, code, 27);
     assert_int_equal(dish_verify(img, (size_t)n, NULL, &im, err, sizeof err), -1);
-    assert_non_null(strstr(err, "needs 287 arena words"));
+    assert_string_equal(err, "procedure 0 (slot 1) at 0: needs 287 arena words through "
+                             "this call of slot 2, a run has 256");
+    assert_int_equal(im.fail_proc, 0);
+}
+
+/* A cycle of calls is refused at the call that closes it, with the
+ * cycle's slots (it said "slot 1 calls itself through a cycle", with no
+ * offset and naming where the walk began). */
+static void recursion_named_at_its_call(void **state) {
+    (void)state;
+    uint8_t img[DISH_MAX_IMAGE];
+    dish_image im;
+    char err[256];
+    /* slot 4 calls 5, 5 calls 6 after a push, 6 calls 5 after two */
+    static const uint8_t code[] = {CALL, 5, 0, RET,
+                                   PUSH8, 1, POP, CALL, 6, 0, RET,
+                                   PUSH8, 1, PUSH8, 2, ADD, POP, CALL, 5, 0, RET};
+    dish_proc p[] = {{4, 0, 0, 0, 0, 4}, {5, 0, 0, 0, 4, 7}, {6, 0, 0, 0, 11, 10}};
+    int n = craft(img, p, 3, code, sizeof code);
+    assert_int_equal(dish_verify(img, (size_t)n, NULL, &im, err, sizeof err), -1);
+    assert_string_equal(err, "procedure 2 (slot 6) at 6: call of slot 5 closes the cycle "
+                             "of calls 5 -> 6 -> 5 (no recursion)");
+    assert_int_equal(im.fail_proc, 2);
+    assert_int_equal(im.fail_pc, 6);
+    /* a procedure calling itself */
+    static const uint8_t self[] = {CALL, 1, 0, RET};
+    n = craft(img, &(dish_proc){1, 0, 0, 0, 0, 4}, 1, self, 4);
+    assert_int_equal(dish_verify(img, (size_t)n, NULL, &im, err, sizeof err), -1);
+    assert_string_equal(err, "procedure 0 (slot 1) at 0: call of slot 1 closes the cycle "
+                             "of calls 1 -> 1 (no recursion)");
+    /* a refusal of the header has no place in the code */
+    img[4] = 9;
+    assert_int_equal(dish_verify(img, (size_t)n, NULL, &im, err, sizeof err), -1);
+    assert_int_equal(im.fail_proc, -1);
 }
 
 /* Verifies n procedures p[] over code: the derived image. */
@@ -376,6 +415,7 @@ int main(void) {
         cmocka_unit_test(stack_limits),
         cmocka_unit_test(out_of_range),
         cmocka_unit_test(call_graph),
+        cmocka_unit_test(recursion_named_at_its_call),
         cmocka_unit_test(bound_nested_loops_multiply),
         cmocka_unit_test(bound_call_adds),
         cmocka_unit_test(bound_break_and_wait),
