@@ -112,10 +112,11 @@ typedef struct core_job_spec {
     int64_t id;          /* caller-chosen, unique within this core */
     int num_gpus;        /* 1..CORE_MAX_JOB_GPUS */
     double est_mib;      /* memory estimate (aegis-est), MiB */
-    bool mem_declared;   /* est_mib is the job's own declaration (a
-                            simulated trace's mem_mib), not an estimator's
-                            guess: trusted whole, never capped at
-                            est_cap_mib */
+    bool mem_declared;   /* est_mib is the job's own declaration (aegisd's
+                            --mem, a simulated trace's mem_mib), not an
+                            estimator's guess: trusted whole, never capped
+                            at est_cap_mib, and the demand of the
+                            estimator-free aegis too */
     double peak_mib;     /* profiled peak memory (aegis-oracle, lucid), MiB */
     double util_pct;     /* profiled GPU utilization 0..100 (horus) */
     int sharing_score;   /* lucid: 0 tiny, 1 medium, 2 jumbo; -1 unknown */

@@ -95,6 +95,7 @@ core_job_spec d_job_spec(d_daemon *d, const d_job *job) {
     core_job_spec spec = {
         .id = job->id, .num_gpus = job->num_gpus,
         .est_mib = job->mem_mib >= 0 ? job->mem_mib : CORE_UNKNOWN,
+        .mem_declared = job->mem_mib >= 0, /* --mem: the user's own figure */
         .peak_mib = CORE_UNKNOWN, .util_pct = CORE_UNKNOWN,
         .sharing_score = -1, .user = (uint32_t)job->uid, .nice = job->nice,
         .feed = job->feed, .feed_producer = job->producer,

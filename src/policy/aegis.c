@@ -2,7 +2,11 @@
  * to size a job's memory demand.
  *
  *  aegis         estimator-free (AEGIS "OR-*"): a flat demand, 5120 MiB
- *                (AEGIS placement/policies.py select_or_magm, min_free_mib);
+ *                (AEGIS placement/policies.py select_or_magm, min_free_mib),
+ *                except for a job that declares its memory (aegisd's
+ *                --mem, a trace's mem_mib): that is the job's own
+ *                request, trusted whole by every policy, so it gets
+ *                aegis-est's demand, the declaration + 2048 MiB;
  *  aegis-est     an estimate + 2048 MiB margin (AEGIS select_est_magm);
  *  aegis-oracle  profiled peak memory + 2048 MiB, the same margin as the
  *                estimate (AEGIS select_oracle_magm: gpu_memory_requirement
@@ -28,12 +32,13 @@
  */
 #include "policy.h"
 
-static double aegis_demand(const core_config *cfg, const core_job_spec *job) {
-    return cfg->no_est_demand_mib;
-}
-
 static double aegis_margin_demand(const core_config *cfg, double mib) {
     return mib >= 0 ? mib + cfg->est_margin_mib : cfg->no_est_demand_mib;
+}
+
+static double aegis_demand(const core_config *cfg, const core_job_spec *job) {
+    return job->mem_declared ? aegis_margin_demand(cfg, job->est_mib)
+                             : cfg->no_est_demand_mib;
 }
 
 static double aegis_est_demand(const core_config *cfg, const core_job_spec *job) {

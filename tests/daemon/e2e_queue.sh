@@ -65,6 +65,21 @@ assert u['running']==1 and u['queued']==2 and u['factor'] <= 1, u\""
     "$AEGIS" fairshare | grep -q "^root " || fail "fairshare text"
 }
 
+# Under the estimator-free aegis a job's --mem is trusted whole too, as
+# under aegis-plus: 30000 MiB (+ the 2048 margin) do not fit beside a job
+# holding 20000 of a 40960-MiB GPU, where the flat 5120 MiB would.
+case_queue_declared() {
+    echo "policy: aegis" >> "$DIR/aegis.yaml"
+    start
+    cd "$DIR/work"
+    big=$("$AEGIS" submit --gpus 3 -- "$FAKE" --mib 20000 --seconds 600) || fail submit
+    until_job "$big" "assert d['state']=='running'"
+    id=$("$AEGIS" submit --mem 30000 -- true) || fail "submit declared"
+    until_job "$id" "assert d['wait_code']=='memory', d"
+    "$AEGIS" cancel "$big" > /dev/null || fail cancel
+    "$AEGIS" wait "$id" > /dev/null || fail "the declared job after the big one"
+}
+
 # A FIFO policy says it has no priorities.
 case_queue_fifo() {
     echo "policy: aegis" >> "$DIR/aegis.yaml"
