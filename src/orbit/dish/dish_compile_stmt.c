@@ -108,6 +108,30 @@ static void stmt_return(comp *c) {
     dc_emit(c, DISH_OP_RET);
 }
 
+/* The value of the code emitted since from, when that code is one push:
+ * the expression was a literal or a constant. 1 and *v, else 0. */
+static int pushed_constant(const comp *c, int from, int32_t *v) {
+    if (c->pc == from + 2 && c->code[from] == DISH_OP_PUSH8)
+        return *v = (int8_t)c->code[from + 1], 1;
+    if (c->pc == from + 5 && c->code[from] == DISH_OP_PUSH32)
+        return *v = dish_get32(c->code + from + 1), 1;
+    return 0;
+}
+
+/* A sleep's or a wait's seconds (what names them): an int expression.
+ * The runtime cuts any time over DISH_MAX_WAIT_S to 7 days without a
+ * word, which a literal or a constant can only ask by mistake: such a
+ * one is refused here. A time computed on board is cut there. */
+static void duration(comp *c, const char *what) {
+    const dish_tok *t = dc_peek(c);
+    int from = c->pc;
+    int32_t v;
+    dc_int_expr(c, what);
+    if (pushed_constant(c, from, &v) && v > DISH_MAX_WAIT_S)
+        dc_fail(c, t, "%s is %ld s, over the %d s (7 days) the runtime allows", what,
+                (long)v, DISH_MAX_WAIT_S);
+}
+
 /* The condition starting at token cond_tok, as pure code; the tokens
  * are read again from there (the timeout came first). Its events. */
 static unsigned wait_condition(comp *c, int cond_tok) {
@@ -133,7 +157,7 @@ static void skip_to_within(comp *c) {
 static void stmt_wait(comp *c) {
     int cond_tok = c->i;
     skip_to_within(c);
-    dc_int_expr(c, "a wait's timeout");
+    duration(c, "a wait's timeout");
     int after = c->i;
     dc_emit(c, DISH_OP_WSET);
     int top = c->pc;
@@ -187,7 +211,10 @@ static void stmt_expr(comp *c) {
 
 static void stmt_sleep(comp *c) {
     int op = dc_accept(c, "until") ? DISH_OP_SLEEPU : DISH_OP_SLEEP;
-    dc_int_expr(c, "a sleep's time");
+    if (op == DISH_OP_SLEEPU) /* a clock reading: how far ahead is known on board */
+        dc_int_expr(c, "a sleep's time");
+    else
+        duration(c, "a sleep's time");
     dc_emit(c, op);
 }
 

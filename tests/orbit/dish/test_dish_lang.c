@@ -105,6 +105,26 @@ static void recursion_refused(void **state) {
                   "call of slot 7 closes the cycle of calls 7 -> 8 -> 9 -> 7");
 }
 
+/* A sleep or a wait timeout that is a literal or a constant over
+ * DISH_MAX_WAIT_S is refused with the value and the cap (the runtime cut
+ * it to 7 days without a word); one computed on board, or a `sleep
+ * until` (a clock reading), is left to the runtime's cut. */
+static void long_constant_times_refused(void **state) {
+    (void)state;
+    compile_error("proc p() { sleep 604801 }", "t.dish:1:18: a sleep's time is 604801 s, "
+                  "over the 604800 s (7 days) the runtime allows");
+    compile_error("const WEEK = 700000\nproc p() { wait hasfix within WEEK }",
+                  "t.dish:2:31: a wait's timeout is 700000 s, over the 604800 s (7 days) "
+                  "the runtime allows");
+    compile_error("proc p() { wait now > 5 within (2147483647) else { } }",
+                  "t.dish:1:32: a wait's timeout is 2147483647 s");
+    uint8_t img[DISH_MAX_IMAGE];
+    char err[256] = "";
+    assert_true(compile_src("proc p(x) {\n  sleep 604800\n  wait hasfix within 604800\n"
+                            "  sleep x * 700000\n  sleep until 2147483647\n}",
+                            img, err, sizeof err) > 0);
+}
+
 /* Calls nested past DISH_MAX_DEPTH frames are refused at the call that
  * makes the chain too deep (the verifier said only the slot). */
 static void deep_calls_refused(void **state) {
@@ -257,6 +277,7 @@ int main(void) {
         cmocka_unit_test(deep_nesting_refused),
         cmocka_unit_test(recursion_refused),
         cmocka_unit_test(deep_calls_refused),
+        cmocka_unit_test(long_constant_times_refused),
         cmocka_unit_test(arithmetic),
         cmocka_unit_test(division_by_zero_faults),
         cmocka_unit_test(nested_if),
