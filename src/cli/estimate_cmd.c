@@ -56,7 +56,8 @@ static const char help[] =
 "                        kernels, allocator pools) aegis adds: aegis\n"
 "                        (default; AEGIS's A100 server, CUDA lazy loading,\n"
 "                        about 0.5 GiB) or gpumemnet (GPUMemNet's A100\n"
-"                        measurements, about 1.4 GiB)\n"
+"                        measurements, about 1.4 GiB). aegis's only: with\n"
+"                        --estimator horus it is a usage error\n"
 "    --cuda-context MIB  added to Horus's estimate (default 0, the formula\n"
 "                        as published). Horus's only: without --estimator\n"
 "                        horus or all it is a usage error, as it would\n"
@@ -90,6 +91,7 @@ typedef struct estimate_cmd {
     est_stack stack;        /* whose fixed costs aegis adds */
     double cuda_context;    /* added to Horus */
     int cuda_context_given; /* --cuda-context was on the command line */
+    int stack_given;        /* --stack was */
     int json;
 } estimate_cmd;
 
@@ -297,15 +299,24 @@ static int parse_stack(const char *text, est_stack *stack) {
     return -1;
 }
 
-/* --cuda-context is added to Horus's estimate only. Given without Horus
- * it would change nothing, and a user who meant it for aegis's estimate
- * would trust a figure lower than intended: a usage error, not ignored. */
-static int check_cuda_context(const estimate_cmd *cmd) {
-    if (!cmd->cuda_context_given || (cmd->want & WANT_HORUS)) return 0;
-    fputs("aegis estimate: --cuda-context is added to Horus's estimate only: "
-          "give --estimator horus or all, or leave it out (aegis's CUDA "
-          "context is part of --stack)\n", stderr);
-    return -1;
+/* --cuda-context is added to Horus's estimate only, --stack to aegis's.
+ * Given without its estimator either would change nothing, and a user who
+ * meant it for the other estimate would trust a figure other than
+ * intended: a usage error, not ignored. */
+static int check_options_apply(const estimate_cmd *cmd) {
+    if (cmd->cuda_context_given && !(cmd->want & WANT_HORUS)) {
+        fputs("aegis estimate: --cuda-context is added to Horus's estimate "
+              "only: give --estimator horus or all, or leave it out "
+              "(aegis's CUDA context is part of --stack)\n", stderr);
+        return -1;
+    }
+    if (cmd->stack_given && !(cmd->want & WANT_AEGIS)) {
+        fputs("aegis estimate: --stack sets aegis's estimate only: give "
+              "--estimator aegis or all, or leave it out (Horus's CUDA "
+              "context is --cuda-context)\n", stderr);
+        return -1;
+    }
+    return 0;
 }
 
 int cli_estimate(int argc, char **argv) {
@@ -322,7 +333,8 @@ int cli_estimate(int argc, char **argv) {
         int rc = 0;
         switch (opt) {
         case 'e': rc = parse_estimator(optarg, &cmd.want); break;
-        case 's': rc = parse_stack(optarg, &cmd.stack); break;
+        case 's': rc = parse_stack(optarg, &cmd.stack);
+                  cmd.stack_given = 1; break;
         case 'c': rc = cli_parse_double("estimate", "cuda-context", optarg, 0,
                                         1 << 20, &cmd.cuda_context);
                   cmd.cuda_context_given = 1; break;
@@ -335,7 +347,7 @@ int cli_estimate(int argc, char **argv) {
             return CLI_USAGE;
         }
     }
-    if (check_cuda_context(&cmd) < 0) {
+    if (check_options_apply(&cmd) < 0) {
         fputs("(see 'aegis estimate --help')\n", stderr);
         return CLI_USAGE;
     }

@@ -133,6 +133,11 @@ bad_usage)
             >/dev/null || fail "--cuda-context with $est: exit $?"
     done
     expect_bad "unknown stack 'cuda12'" --stack cuda12 "$TMP/d.json"
+    # and --stack aegis's only
+    expect_bad "--stack sets aegis's estimate only" \
+        --stack gpumemnet --estimator horus "$TMP/d.json"
+    "$AEGIS" estimate --stack gpumemnet --estimator all "$TMP/d.json" \
+        >/dev/null || fail "--stack with all: exit $?"
     expect_bad "give DESC.json files" ;;
 help)
     "$AEGIS" estimate --help >"$TMP/h" || fail "--help failed"
