@@ -203,18 +203,15 @@ static int run(sat_dish *d, const uint8_t *msg, size_t len, char *why, size_t ca
     return dipp_say(why, cap, 0, "slot %u: run %d started", slot, r);
 }
 
-/* 'S' seq slot: every run of the procedure in slot stopped (each with a
- * fault record, DISH_FAULT_KILLED): 0 and how many in why. */
+/* 'S' seq slot: every run inside the procedure in slot stopped, those
+ * started in another slot that called into it too (each with a fault
+ * record, DISH_FAULT_KILLED): 0 and how many in why. */
 static int stop(sat_dish *d, const uint8_t *msg, size_t len, char *why, size_t cap) {
-    unsigned slot = msg[3], stopped = 0;
+    unsigned slot = msg[3];
     if (len != 4)
         return dipp_say(why, cap, DIPP_E_UP_MESSAGE, "stop: %zu bytes, not 4", len);
-    for (int r = 0; r < DISH_MAX_RUNS; r++)
-        if (d->vm.runs[r].state != DISH_R_FREE && d->vm.runs[r].fr[0].slot == slot) {
-            dish_vm_stop(&d->vm, r);
-            stopped++;
-        }
-    return dipp_say(why, cap, 0, "slot %u: %u runs stopped", slot, stopped);
+    int stopped = dish_vm_stop_slot(&d->vm, slot);
+    return dipp_say(why, cap, 0, "slot %u: %d runs stopped", slot, stopped);
 }
 
 /* A run, a stop or a delete, done once per request (see done_req). */

@@ -4,7 +4,8 @@
  * that are no bytecode, a delta, a board without procedures: refused
  * with the reason), the procedure port against hostile bytes (each
  * answered with its sequence number and a reason, or not at all, never a
- * crash) and a resent request done once, and the clock: a capture's
+ * crash), a resent request done once, a stop reaching the runs that
+ * called into the slot, and the clock: a capture's
  * outcome reported when its simulated time is up, the cores' awake time,
  * the run records as the telemetry carries them. */
 #include <setjmp.h>
@@ -236,6 +237,39 @@ static const dish_tlm *newest(dish_tlm_kind kind) {
     return NULL;
 }
 
+/* `proc stop SLOT` stops the procedure wherever it runs: the run started
+ * in its slot, and the run of another slot's procedure that called into
+ * it (that one went on, and the slot could not be deleted for "is
+ * running" though nothing stopped it). */
+static void test_stop_reaches_callers(void **s) {
+    static const char naps[] = "slot 20\nproc nap() {\n  sleep 3600\n  return 1\n}\n"
+                               "proc outer() {\n  return nap() + 1\n}\n";
+    uint8_t code[DISH_MAX_IMAGE];
+    char err[256], text[CSP_MTU];
+    up_result r;
+    (void)s;
+    int n = dish_compile("naps.dish", naps, strlen(naps), code, sizeof code, err, sizeof err);
+    assert_true(n > 0);
+    board(1);
+    assert_int_equal(upload("naps", 1, code, (size_t)n, 0, &r), 0);
+    assert_int_equal(ask((const uint8_t *)"X\0\1\x15\0", 5, text), 0);
+    assert_string_equal(text, "slot 21: run 0 started");
+    assert_int_equal(ask((const uint8_t *)"X\0\2\x14\0", 5, text), 0);
+    assert_string_equal(text, "slot 20: run 1 started");
+    sat_dish_step(&d, 0); /* run 0 is asleep inside nap, called by outer */
+    assert_int_equal(d.vm.runs[0].nfr, 2);
+    assert_int_equal(ask((const uint8_t *)"S\0\3\x14", 4, text), 0);
+    assert_string_equal(text, "slot 20: 2 runs stopped");
+    assert_int_equal(dish_vm_alive(&d.vm), 0);
+    assert_int_equal(newest(DISH_TLM_FAULT)->code, DISH_FAULT_KILLED);
+    /* outer still calls it; nothing runs in it any more */
+    assert_int_equal(ask((const uint8_t *)"E\0\4\x14", 4, text), DIPP_E_UP_PROCS);
+    assert_string_equal(text, "slot 20 is called by another procedure: not deleted");
+    assert_int_equal(ask((const uint8_t *)"E\0\5\x15", 4, text), 0);
+    assert_int_equal(ask((const uint8_t *)"E\0\6\x14", 4, text), 0);
+    faultfs_uninstall();
+}
+
 /* A loop of tm records (1,500 in one run) prints the run's first 1,000
  * and a line saying the rest are not printed (a loop of them wrote
  * hundreds of MB of log); all are counted. */
@@ -380,6 +414,7 @@ int main(void) {
         cmocka_unit_test(test_uploads),
         cmocka_unit_test(test_port_hostile),
         cmocka_unit_test(test_resent_run_done_once),
+        cmocka_unit_test(test_stop_reaches_callers),
         cmocka_unit_test(test_tm_flood_printed_once),
         cmocka_unit_test(test_capture_on_the_clock),
         cmocka_unit_test(test_suspend_drops_captures),

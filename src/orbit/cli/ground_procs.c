@@ -28,8 +28,9 @@ static const char usage[] =
     "  list                the procedures on board, one line per slot\n"
     "  run SLOT [ARG...]   start the procedure in SLOT (an ARG with a point is a\n"
     "                      fix, Q16.16)\n"
-    "  stop SLOT           stop every run of the procedure in SLOT (each ends\n"
-    "                      with a fault record, killed)\n"
+    "  stop SLOT           stop every run inside the procedure in SLOT, those\n"
+    "                      calling it from another slot too (each ends with a\n"
+    "                      fault record, killed)\n"
     "  delete SLOT         delete the procedure in SLOT (refused while another\n"
     "                      calls it or it runs)\n"
     "  log [--from N]      the run records from index N on (start, end, fault, tm)\n";

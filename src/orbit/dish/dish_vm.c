@@ -476,11 +476,19 @@ static void free_code(dish_vm *vm, const dish_slot *s) {
     vm->code_used = (uint16_t)(vm->code_used - len);
 }
 
+/* Whether run r is inside the procedure in slot: started there, or
+ * calling it from another procedure. */
+static int run_inside(const dish_run *r, unsigned slot) {
+    for (int j = 0; r->state != DISH_R_FREE && j < r->nfr; j++)
+        if (r->fr[j].slot == slot)
+            return 1;
+    return 0;
+}
+
 static int slot_running(const dish_vm *vm, unsigned slot) {
     for (int k = 0; k < DISH_MAX_RUNS; k++)
-        for (int j = 0; vm->runs[k].state != DISH_R_FREE && j < vm->runs[k].nfr; j++)
-            if (vm->runs[k].fr[j].slot == slot)
-                return 1;
+        if (run_inside(&vm->runs[k], slot))
+            return 1;
     return 0;
 }
 
@@ -590,6 +598,16 @@ void dish_vm_refusal(const dish_vm *vm, unsigned slot, int rc, char *err, size_t
 void dish_vm_stop(dish_vm *vm, int r) {
     if (r >= 0 && r < DISH_MAX_RUNS && vm->runs[r].state != DISH_R_FREE)
         fault(vm, r, DISH_FAULT_KILLED);
+}
+
+int dish_vm_stop_slot(dish_vm *vm, unsigned slot) {
+    int stopped = 0;
+    for (int r = 0; r < DISH_MAX_RUNS; r++)
+        if (run_inside(&vm->runs[r], slot)) {
+            dish_vm_stop(vm, r);
+            stopped++;
+        }
+    return stopped;
 }
 
 static void wake(const dish_vm *vm, dish_run *r, unsigned ev, int64_t now) {

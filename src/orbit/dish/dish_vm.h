@@ -107,6 +107,13 @@ int dish_vm_start(dish_vm *vm, unsigned slot, const int32_t *args, int nargs);
 void dish_vm_refusal(const dish_vm *vm, unsigned slot, int rc, char *err, size_t errlen);
 /* Stops run r (a fault telemetry with DISH_FAULT_KILLED). */
 void dish_vm_stop(dish_vm *vm, int r);
+/* Stops every run inside the procedure in slot, wherever it runs: those
+ * started there and those that called into it from another slot's
+ * procedure (a run is one coroutine: the callee's frame cannot end
+ * alone, its caller waits for its value), each as dish_vm_stop does.
+ * How many; afterwards no run is inside slot, so a delete is not refused
+ * for "is running". */
+int dish_vm_stop_slot(dish_vm *vm, unsigned slot);
 /* One scheduler pass: handles events (DISH_EV_*), wakes the runs they or
  * the clock concern, steps every ready run. */
 void dish_vm_tick(dish_vm *vm, unsigned events);
