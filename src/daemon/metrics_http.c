@@ -19,7 +19,10 @@
  *   METRICS_MAX_CONNS connections one of the address holding the most is
  *   closed (the one idle longest, else the newest waiting), so clients
  *   that hold connections open, or ask in a loop, cannot lock out a
- *   scraper from another address.
+ *   scraper from another address;
+ * - at most METRICS_ACCEPTS_PER_TURN connections are accepted a loop
+ *   turn (accept_cap.h): a connect flood is not accepted and closed in one
+ *   long run that keeps aegisd's other clients waiting.
  * One request per connection (Connection: close), judged by http_req.c as
  * its bytes come. After its answer a connection is shut down for writing
  * and read until the client hangs up, so that a client still sending (a
@@ -28,6 +31,7 @@
  */
 #include "daemon.h"
 
+#include "accept_cap.h"
 #include "http_req.h"
 
 #include <assert.h>
@@ -47,6 +51,8 @@
  * sockets. The requests beyond it wait (without cost) for the next
  * second. */
 #define METRICS_PAGES_PER_S 64
+/* Connections accepted in one loop turn at most (see the top). */
+#define METRICS_ACCEPTS_PER_TURN 16
 /* An answer is written in pieces of this size, so that a client reading
  * it shows progress (m_conn_victim) and one that does not, none. */
 #define METRICS_WRITE_CHUNK 65536
@@ -80,6 +86,7 @@ typedef struct m_conn {
 typedef struct d_metrics_server {
     uv_tcp_t tcp;
     uv_timer_t serve;           /* serves the page to waiting clients */
+    accept_cap accepting;       /* METRICS_ACCEPTS_PER_TURN a turn */
     d_daemon *d;
     m_page *page;               /* the latest rendering; NULL: none yet */
     uint64_t rendered_at;       /* its loop time */
@@ -92,7 +99,7 @@ typedef struct d_metrics_server {
     int npeers;
     m_conn *conns;              /* newest first */
     int nconns;
-    int open_handles;           /* freed when both have closed */
+    int open_handles;           /* freed when all three have closed */
 } d_metrics_server;
 
 /* ---- pages --------------------------------------------------------------- */
@@ -396,11 +403,12 @@ static void m_conn_peer(m_conn *c) {
 
 /* Accepts the connection libuv holds; past METRICS_MAX_CONNS, closes one
  * of the address holding the most (m_conn_victim), which may be this
- * one. */
-static void m_accept(d_metrics_server *srv) {
+ * one. Returns false when out of memory: the connection is still held. */
+static bool m_accept(void *server) {
+    d_metrics_server *srv = server;
     uv_loop_t *loop = srv->d->loop;
     m_conn *c = calloc(1, sizeof(*c));
-    if (!c) return; /* the connection waits in the backlog */
+    if (!c) return false;
     c->srv = srv;
     uv_tcp_init(loop, &c->tcp);
     uv_timer_init(loop, &c->timer);
@@ -414,29 +422,40 @@ static void m_accept(d_metrics_server *srv) {
     if (uv_accept((uv_stream_t *)&srv->tcp, (uv_stream_t *)&c->tcp) != 0 ||
         uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0) {
         m_conn_close(c);
-        return;
+        return true;
     }
     m_conn_peer(c);
     uv_timer_start(&c->timer, on_conn_timeout, METRICS_REQ_TIMEOUT_MS, 0);
     if (srv->nconns > METRICS_MAX_CONNS) m_conn_close(m_conn_victim(srv));
+    return true;
 }
 
 static void on_connection(uv_stream_t *server, int status) {
-    if (status == 0) m_accept(server->data);
+    d_metrics_server *srv = server->data;
+    if (status == 0) accept_cap_offer(&srv->accepting);
 }
 
 /* ---- the server ---------------------------------------------------------- */
 
-static void on_server_handle_closed(uv_handle_t *h) {
-    d_metrics_server *srv = h->data;
+static void m_server_handle_closed(d_metrics_server *srv) {
     if (--srv->open_handles > 0) return;
     m_page_unref(srv->page);
     free(srv);
 }
 
+static void on_server_handle_closed(uv_handle_t *h) {
+    m_server_handle_closed(h->data);
+}
+
+static void on_accepting_closed(uv_handle_t *h) {
+    accept_cap *a = h->data;
+    m_server_handle_closed(a->owner);
+}
+
 static void m_server_close(d_metrics_server *srv) {
     uv_close((uv_handle_t *)&srv->tcp, on_server_handle_closed);
     uv_close((uv_handle_t *)&srv->serve, on_server_handle_closed);
+    accept_cap_close(&srv->accepting, on_accepting_closed);
 }
 
 int d_metrics_open(d_daemon *d) {
@@ -456,7 +475,9 @@ int d_metrics_open(d_daemon *d) {
     uv_tcp_init(d->loop, &srv->tcp);
     uv_timer_init(d->loop, &srv->serve);
     srv->tcp.data = srv->serve.data = srv;
-    srv->open_handles = 2;
+    accept_cap_init(&srv->accepting, d->loop, METRICS_ACCEPTS_PER_TURN,
+                    m_accept, srv);
+    srv->open_handles = 3;
     int rc = uv_tcp_bind(&srv->tcp, (const struct sockaddr *)&sa, 0);
     if (rc == 0) rc = uv_listen((uv_stream_t *)&srv->tcp, 64, on_connection);
     if (rc != 0) {
