@@ -105,14 +105,19 @@ static void exec_status_path(char *out, size_t outlen, const char *run_dir,
     snprintf(out, outlen, "%s/%lld.%d.status", run_dir, (long long)id, attempt);
 }
 
-/* Writes rec over the status record; 0, or -1 with errno set. */
+/* Writes rec over the status record; 0, or -1 with errno set. An ended
+ * record holds when the job ended (ended_at): the file's mtime is the
+ * kernel's coarse clock, up to a tick (1-10 ms) before the write, so it
+ * can fall before what happened just ahead of the end. */
 static int exec_record_write(int fd, const exec_record *rec, bool ended) {
     char line[EXEC_RECORD_BYTES];
     memset(line, ' ', sizeof(line));
-    int n = snprintf(line, sizeof(line), EXEC_RECORD_TAG " %lld %d %llu %d %s %d %d",
+    int n = snprintf(line, sizeof(line),
+                     EXEC_RECORD_TAG " %lld %d %llu %d %s %d %d %.6f",
                      rec->err_offset, (int)rec->shim_pid, rec->shim_start,
                      (int)rec->job_pid, ended ? "ended" : "running",
-                     ended ? rec->status : 0, ended ? rec->left : 0);
+                     ended ? rec->status : 0, ended ? rec->left : 0,
+                     ended ? rec->ended_at : 0.0);
     if (n < 0 || n >= (int)sizeof(line)) {
         errno = EOVERFLOW;
         return -1;
@@ -130,9 +135,10 @@ static int exec_record_write(int fd, const exec_record *rec, bool ended) {
 static int exec_record_parse(const char *text, exec_record *rec) {
     char how[16];
     int pid, job;
-    if (sscanf(text, EXEC_RECORD_TAG " %lld %d %llu %d %15s %d %d",
+    rec->ended_at = 0; /* a record of an older shim has none */
+    if (sscanf(text, EXEC_RECORD_TAG " %lld %d %llu %d %15s %d %d %lf",
                &rec->err_offset, &pid, &rec->shim_start, &job, how,
-               &rec->status, &rec->left) != 7)
+               &rec->status, &rec->left, &rec->ended_at) < 7)
         return -1;
     rec->shim_pid = pid;
     rec->job_pid = job;
@@ -652,6 +658,9 @@ static void exec_shim(const exec_spec *spec, char **envp, int out_fd,
     }
     if (exec_pump(streams, sigfd, job, spec->log_max_bytes, &status) != 0)
         _exit(1);
+    struct timespec ended;
+    clock_gettime(CLOCK_REALTIME, &ended);
+    rec.ended_at = (double)ended.tv_sec + ended.tv_nsec / 1e9;
     rec.job_pid = job;
     rec.status = status;
     rec.left = exec_end_session(job);
@@ -1253,9 +1262,10 @@ void exec_probe(const char *run_dir, int64_t id, int attempt,
         rec->status = old;
     }
     if (held) rec->state = EXEC_LIVE;
-    /* the end record is the file's last write: when a job that ended
-     * while aegisd was down ended, not when aegisd came back */
-    if (rec->state == EXEC_ENDED) rec->ended_at = written;
+    /* when a job that ended while aegisd was down ended, not when aegisd
+     * came back: the record's own time, else (an older shim's record) the
+     * file's last write, to a tick of the kernel's clock */
+    if (rec->state == EXEC_ENDED && rec->ended_at <= 0) rec->ended_at = written;
 }
 
 void exec_status_retire(const char *run_dir, exec_spares *spares, int64_t id,

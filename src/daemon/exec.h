@@ -185,8 +185,10 @@ typedef struct exec_record {
     int left;                   /* EXEC_ENDED: processes of the job still
                                    there when it ended, which the shim
                                    killed */
-    double ended_at;            /* EXEC_ENDED (exec_probe): when the shim
-                                   wrote that, Unix seconds; 0 unknown */
+    double ended_at;            /* EXEC_ENDED (exec_probe): when the job
+                                   ended, Unix seconds, as the shim read
+                                   the clock (an older shim's record: the
+                                   file's last write); 0 unknown */
 } exec_record;
 
 void exec_probe(const char *run_dir, int64_t id, int attempt,

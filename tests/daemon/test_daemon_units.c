@@ -1044,6 +1044,45 @@ static void test_status_of_a_run(void **state) {
     close(log_dirfd);
 }
 
+/* Writes an ended status record of attempt 1 of job id, in the format of
+ * `fields` (its end time or not), then dates the file's last write at
+ * mtime. */
+static void ended_record(const char *run_dir, int64_t id, const char *fields,
+                         time_t mtime) {
+    char path[400], line[128];
+    snprintf(path, sizeof(path), "%s/%lld.1.status", run_dir, (long long)id);
+    memset(line, ' ', sizeof(line));
+    memcpy(line, fields, strlen(fields));
+    line[sizeof(line) - 1] = '\n';
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    assert_int_equal(fwrite(line, 1, sizeof(line), f), sizeof(line));
+    fclose(f);
+    struct timespec times[2] = {{mtime, 0}, {mtime, 0}};
+    assert_int_equal(utimensat(AT_FDCWD, path, times, 0), 0);
+}
+
+/* When an attempt ended: the time its record holds, as the shim read the
+ * clock, not the file's last write (the kernel's coarse clock, up to a
+ * tick early); an older shim's record without it, that write. */
+static void test_status_end_time(void **state) {
+    char run_dir[300], log_dir[300];
+    int log_dirfd = attempt_dirs("endtime", run_dir, log_dir);
+    exec_record rec;
+    ended_record(run_dir, 11,
+                 "aegis-status 0 123 456 789 ended 0 0 1700000000.250000",
+                 1600000000);
+    exec_probe(run_dir, 11, 1, &rec);
+    assert_int_equal(rec.state, EXEC_ENDED);
+    assert_true(rec.ended_at == 1700000000.25);
+    ended_record(run_dir, 12, "aegis-status 0 123 456 789 ended 0 0",
+                 1600000000);
+    exec_probe(run_dir, 12, 1, &rec);
+    assert_int_equal(rec.state, EXEC_ENDED);
+    assert_true(rec.ended_at == 1600000000.0);
+    close(log_dirfd);
+}
+
 /* An attempt whose stderr log has an earlier attempt's lines: the spawn,
  * which opens the logs, puts where this attempt's start in the run and in
  * the status record, and the shim keeps it there. */
@@ -1171,6 +1210,7 @@ int main(void) {
         cmocka_unit_test(test_status_probe),
         cmocka_unit_test(test_status_of_a_run),
         cmocka_unit_test(test_status_files_recycled),
+        cmocka_unit_test(test_status_end_time),
         cmocka_unit_test(test_err_offset_from_spawn),
     };
     return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
