@@ -154,9 +154,15 @@ int main(int argc, char **argv) {
         printf("aegis %s\n", AEGIS_VERSION);
         return CLI_OK;
     }
+    static char prog[64];
     for (size_t i = 0; i < NCOMMANDS; i++)
-        if (strcmp(argv[1], commands[i].name) == 0)
+        if (strcmp(argv[1], commands[i].name) == 0) {
+            /* getopt names argv[0] in its messages ("unrecognized
+             * option"): the subcommand, as aegis's own messages name it */
+            snprintf(prog, sizeof(prog), "aegis %s", commands[i].name);
+            argv[1] = prog;
             return commands[i].run(argc - 1, argv + 1);
+        }
     fprintf(stderr, "aegis: unknown command '%s' (try 'aegis --help')\n",
             argv[1]);
     return CLI_USAGE;

@@ -51,9 +51,14 @@ int cli_dataset(int argc, char **argv) {
         fputs(help, argc < 2 ? stderr : stdout);
         return argc < 2 ? CLI_USAGE : CLI_OK;
     }
+    static char prog[64];
     for (size_t i = 0; i < sizeof(subs) / sizeof(*subs); i++)
-        if (strcmp(argv[1], subs[i].name) == 0)
+        if (strcmp(argv[1], subs[i].name) == 0) {
+            /* as aegis.c does: getopt's messages name the subcommand */
+            snprintf(prog, sizeof(prog), "aegis dataset %s", subs[i].name);
+            argv[1] = prog;
             return subs[i].run(argc - 1, argv + 1);
+        }
     fprintf(stderr, "aegis dataset: unknown subcommand '%s' (see --help)\n",
             argv[1]);
     return CLI_USAGE;

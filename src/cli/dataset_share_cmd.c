@@ -56,7 +56,7 @@ static int share_cmd(int argc, char **argv, int grant) {
         fputs(help, stderr);
         return CLI_USAGE;
     }
-    return share_users(argv[0], grant, argc, argv);
+    return share_users(grant ? "share" : "unshare", grant, argc, argv);
 }
 
 int cli_dataset_share(int argc, char **argv) { return share_cmd(argc, argv, 1); }

@@ -342,6 +342,13 @@ static char *split_assignment(const char *opt, char *text) {
 static int set_core(sim_cmd *cmd, char *text) {
     char err[256], *value = split_assignment("set", text);
     if (!value) return -1;
+    /* the core's key, which aegisd reads; a replay's policies are listed */
+    if (strcmp(text, "policy") == 0) {
+        fprintf(stderr, "aegis sim: --set policy: the simulator runs the "
+                "policies --policy names (default all): give --policy %s\n",
+                value);
+        return -1;
+    }
     if (core_config_set(&cmd->opt.config, text, value, err, sizeof(err)) < 0) {
         fprintf(stderr, "aegis sim: --set: %s\n", err);
         return -1;

@@ -65,10 +65,14 @@ static void unnamed(cat_workload *w) {
 
 /* The fault of a row that names no workload and leaves field empty,
  * which it may not (what else is empty: why). Returns -1. */
-static int required(const csv_file *f, const char *field, const char *why,
-                    char *err, size_t errlen) {
-    snprintf(err, errlen, "%s:%d: field '%s': empty%s where the row names "
-             "no workload", f->path, f->line, field, why);
+static int required(const csv_file *f, const char *field, int col,
+                    const char *why, char *err, size_t errlen) {
+    if (col < 0)
+        snprintf(err, errlen, "%s:%d: no column '%s' in the header, but the "
+                 "row names no workload", f->path, f->line, field);
+    else
+        snprintf(err, errlen, "%s:%d: field '%s': empty%s where the row names "
+                 "no workload", f->path, f->line, field, why);
     return -1;
 }
 
@@ -87,7 +91,8 @@ static int read_memory(const job_columns *c, const csv_file *f,
     if (peak == CORE_UNKNOWN && w->peak_mib == CORE_UNKNOWN) peak = mem;
     if (peak != CORE_UNKNOWN) w->peak_mib = w->peak_b_mib = peak;
     if (w->peak_mib == CORE_UNKNOWN)
-        return required(f, "peak_mib", ", and so is mem_mib,", err, errlen);
+        return required(f, "peak_mib", c->peak >= 0 || c->mem >= 0 ? 0 : -1,
+                        ", and so is mem_mib,", err, errlen);
     return 0;
 }
 
@@ -106,7 +111,8 @@ int job_columns_read(const job_columns *c, const csv_file *f,
         csv_bounded(f, c->drama, 0, 1, &w->drama, err, errlen) < 0)
         return -1;
     if (w->solo_s == CORE_UNKNOWN)
-        return required(f, "duration_s", ", but required", err, errlen);
+        return required(f, "duration_s", c->duration, ", but required", err,
+                        errlen);
     return 0;
 }
 

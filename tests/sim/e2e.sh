@@ -104,6 +104,14 @@ bad_usage)
     [ $? -eq 2 ] || fail "--gpus 0 accepted"
     "$AEGIS" sim --trace "$DEMO" --model beta=x 2>/dev/null
     [ $? -eq 2 ] || fail "--model beta=x accepted"
+    # the core's policy key is aegisd's: the simulator lists its policies
+    "$AEGIS" sim --trace "$DEMO" --set policy=lucid 2>"$TMP/err"
+    [ $? -eq 2 ] || fail "--set policy=lucid accepted"
+    grep -q "give --policy lucid" "$TMP/err" || fail "--set policy: $(cat "$TMP/err")"
+    # getopt's own messages name the subcommand as aegis's do
+    "$AEGIS" sim --bogus 2>"$TMP/err"
+    grep -q "^aegis sim: unrecognized option '--bogus'" "$TMP/err" ||
+        fail "option message: $(cat "$TMP/err")"
     "$AEGIS" frobnicate 2>/dev/null
     [ $? -eq 2 ] || fail "unknown command accepted" ;;
 help)
@@ -613,6 +621,11 @@ job_columns_bad)
         "t.csv:2: field 'duration_s': empty, but required where the row names no workload"
     bad 'submit_time_s,peak_mib,duration_s\n0,,60' \
         "t.csv:2: field 'peak_mib': empty, and so is mem_mib"
+    # a column the header lacks is not called an empty field
+    bad 'submit_time_s,workload,mem_mib\n0,,4000' \
+        "t.csv:2: no column 'duration_s' in the header, but the row names no workload"
+    bad 'submit_time_s,workload,duration_s\n0,,60' \
+        "t.csv:2: no column 'peak_mib' in the header, but the row names no workload"
     bad 'submit_time_s,peak_mib,duration_s,num_gpus\n0,1000,60,1.5' \
         "t.csv:2: field 'num_gpus': 1.5 is not whole"
     bad 'submit_time_s,peak_mib,duration_s,num_gpus\n0,1000,60,9' \
