@@ -333,16 +333,17 @@ static json_t *ids_from(const char *cmd, int argc, char **argv, int first) {
     return ids;
 }
 
-/* Sends {"op": op, "ids": [the job ids on the command line]}; returns the
- * answer, or NULL after saying why (*rc: CLI_USAGE for a bad id or a
- * request aegisd refused, else CLI_FAIL). */
-static json_t *call_with_ids(const char *op, int argc, char **argv,
-                             const client_flags *f, int *rc) {
-    json_t *ids = ids_from(op, argc, argv, f->first_arg);
-    *rc = ids ? CLI_FAIL : CLI_USAGE;
-    if (!ids) return NULL;
-    return client_call(op, client_socket(f->socket),
-                       json_pack("{s:s, s:o}", "op", op, "ids", ids), rc);
+/* The most ids aegisd takes in one request (PROTO_MAX_IDS): a command
+ * naming more sends them as several requests, one after the other. */
+#define CLIENT_MAX_IDS 100000
+
+/* {"op": op, "ids": the batch of all's ids starting at from}. */
+static json_t *ids_request(const char *op, json_t *all, size_t from) {
+    json_t *ids = json_array();
+    for (size_t k = from; k < json_array_size(all) && k < from + CLIENT_MAX_IDS;
+         k++)
+        json_array_append(ids, json_array_get(all, k));
+    return json_pack("{s:s, s:o}", "op", op, "ids", ids);
 }
 
 /* Rows `aegis ls` prints without --limit (not --json): a long queue is
@@ -681,19 +682,28 @@ int cli_show(int argc, char **argv) {
  * fails. */
 static int call_and_list(const char *op, const char *done, int argc,
                          char **argv, const client_flags *f) {
-    int rc;
-    json_t *ans = call_with_ids(op, argc, argv, f, &rc);
-    if (!ans) return rc;
-    size_t i;
-    json_t *id;
-    json_array_foreach(json_object_get(ans, done), i, id)
-        printf("%s %lld\n", done, (long long)json_integer_value(id));
-    json_t *failed = json_object_get(ans, "failed"), *why;
-    json_array_foreach(failed, i, why)
-        fprintf(stderr, "aegis %s: %s\n", op,
-                json_string_value(json_object_get(why, "error")));
-    rc = json_array_size(failed) ? CLI_FAIL : CLI_OK;
-    json_decref(ans);
+    json_t *all = ids_from(op, argc, argv, f->first_arg);
+    if (!all) return CLI_USAGE;
+    int rc = CLI_OK;
+    for (size_t from = 0; from < json_array_size(all); from += CLIENT_MAX_IDS) {
+        int call_rc;
+        json_t *ans = client_call(op, client_socket(f->socket),
+                                  ids_request(op, all, from), &call_rc);
+        if (!ans) {
+            rc = call_rc;
+            break;
+        }
+        size_t i;
+        json_t *id, *why, *failed = json_object_get(ans, "failed");
+        json_array_foreach(json_object_get(ans, done), i, id)
+            printf("%s %lld\n", done, (long long)json_integer_value(id));
+        json_array_foreach(failed, i, why)
+            fprintf(stderr, "aegis %s: %s\n", op,
+                    json_string_value(json_object_get(why, "error")));
+        if (json_array_size(failed)) rc = CLI_FAIL;
+        json_decref(ans);
+    }
+    json_decref(all);
     return rc;
 }
 
@@ -852,14 +862,22 @@ int cli_wait(int argc, char **argv) {
     client_flags f;
     int rc = client_options("wait", argc, argv, wait_help, "j", 1, -1, &f);
     if (rc) return rc < 0 ? CLI_OK : rc;
-    json_t *ids = ids_from("wait", argc, argv, f.first_arg);
-    if (!ids) return CLI_USAGE;
+    json_t *all = ids_from("wait", argc, argv, f.first_arg);
+    if (!all) return CLI_USAGE;
     bool reached = false;
-    json_t *ans = client_call_patient(
-        "wait", client_socket(f.socket),
-        json_pack("{s:s, s:o}", "op", "wait", "ids", ids), &rc, &reached);
-    if (!ans) return rc;
-    json_t *jobs = json_object_get(ans, "jobs");
+    json_t *jobs = json_array();
+    for (size_t from = 0; from < json_array_size(all); from += CLIENT_MAX_IDS) {
+        json_t *ans = client_call_patient("wait", client_socket(f.socket),
+                                          ids_request("wait", all, from), &rc,
+                                          &reached);
+        if (!ans) {
+            json_decref(all);
+            json_decref(jobs);
+            return rc;
+        }
+        json_array_extend(jobs, json_object_get(ans, "jobs"));
+        json_decref(ans);
+    }
     int all_done = 1;
     size_t i;
     json_t *j;
@@ -870,6 +888,7 @@ int cli_wait(int argc, char **argv) {
                    str(j, "reason"));
     }
     if (f.json) client_print_json(jobs);
-    json_decref(ans);
+    json_decref(all);
+    json_decref(jobs);
     return all_done ? CLI_OK : CLI_FAIL;
 }

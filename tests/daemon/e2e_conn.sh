@@ -91,6 +91,21 @@ case_conn_cancel_many() {
 assert len(d)==5000 and all(j['state']=='cancelled' for j in d)" || fail "not all cancelled"
 }
 
+# A cancel naming more ids than aegisd takes in one request (100,000)
+# sends them in several: the jobs named past the first 100,000 are
+# cancelled too, each unknown id is named, and the exit status is 1.
+case_conn_cancel_batches() {
+    queue_drained 2
+    ids=$(cat ids.txt)
+    "$AEGIS" cancel $(seq 1001 101000) $ids > cancel.out 2> cancel.err
+    [ $? = 1 ] || fail "exit $?, not 1: $(tail -2 cancel.err)"
+    [ "$(cat cancel.out)" = "$(printf 'cancelled %s\n' $ids)" ] ||
+        fail "cancelled: $(cat cancel.out)"
+    [ "$(wc -l < cancel.err)" = 100000 ] || fail "$(wc -l < cancel.err) unknown ids named"
+    "$AEGIS" ls --all --json | pyjson "
+assert [j['state'] for j in d]==['cancelled']*2, d" || fail "not cancelled"
+}
+
 # A log is bytes: NUL, invalid UTF-8 and 300 KB of random bytes (several
 # answers) come back exactly, on stdout and stderr, whole and followed.
 case_conn_log_bytes() {
