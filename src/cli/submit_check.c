@@ -82,11 +82,11 @@ int submit_check_programs(json_t *jobs) {
             program_problem(program, why, sizeof(why)) == 0)
             continue;
         if (json_array_size(json_object_get(job, "after")) > 0) {
-            fprintf(stderr, "aegis submit: warning: job %zu: %s; it runs "
-                    "after other jobs, which may make it\n", i + 1, why);
+            fprintf(stderr, "aegis submit: warning: jobs[%zu]: %s; it runs "
+                    "after other jobs, which may make it\n", i, why);
             continue;
         }
-        fprintf(stderr, "aegis submit: job %zu: %s: not queued\n", i + 1, why);
+        fprintf(stderr, "aegis submit: jobs[%zu]: %s: not queued\n", i, why);
         return -1;
     }
     return 0;
