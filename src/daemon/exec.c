@@ -393,7 +393,8 @@ static void exec_job_child(const exec_spec *spec, char **envp, int out_fd,
         _exit(126);
     }
     close(status_fd);
-    int devnull = open("/dev/null", O_RDONLY);
+    /* close-on-exec: the job gets it as its stdin, not as a 4th fd */
+    int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(out_fd, 1) < 0 ||
         dup2(err_fd, 2) < 0)
         _exit(126);

@@ -96,10 +96,13 @@ static int visit(const char *name, feed_info *fi, int gc) {
     feed_shm copy;
     snprintf(nm, sizeof nm, "/" FEED_SHM_PREFIX "%s", name);
     feed_shm_path(path, sizeof path, name);
-    int fd = shm_open(nm, O_RDONLY, 0);
+    /* O_NONBLOCK: a FIFO planted under a feed's name would block a read
+     * open until a writer came (shm_open adds O_NOFOLLOW); only a regular
+     * file is a feed */
+    int fd = shm_open(nm, O_RDONLY | O_NONBLOCK, 0);
     int opened = fd >= 0 && fstat(fd, &st) == 0;
     /* Unopened, it is another user's (or gone since readdir): say whose. */
-    if (!opened && stat(path, &st) < 0) {
+    if ((!opened && lstat(path, &st) < 0) || !S_ISREG(st.st_mode)) {
         if (fd >= 0) close(fd);
         return 0;
     }

@@ -58,6 +58,17 @@ case_input_cwd() {
     [ "$("$AEGIS" ls --all --json)" = "[]" ] || fail "a job was queued"
 }
 
+# A job starts with stdin, stdout and stderr only: ls lists those and the
+# folder it reads (3), no descriptor of aegisd's or its watcher's.
+case_input_fds() {
+    start
+    cd "$DIR/work"
+    id=$("$AEGIS" submit -- ls /proc/self/fd) || fail submit
+    "$AEGIS" wait "$id" > /dev/null || fail "the job failed"
+    [ "$("$AEGIS" log "$id" | tr '\n' ' ')" = "0 1 2 3 " ] ||
+        fail "the job's descriptors: $("$AEGIS" log "$id" | tr '\n' ' ')"
+}
+
 # SIGHUPs aegisd and waits for its answer in the log (reloaded or not).
 hup() {
     : > "$DIR/state/aegisd.log"

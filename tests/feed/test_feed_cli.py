@@ -88,4 +88,17 @@ consumer.close()
 producer.close()
 assert listed() == [], "a closed feed is gone from ls"
 aegis("bogus", rc=2)
+
+# A FIFO under a feed's name (anyone may make one in /dev/shm) is no feed,
+# and must not hang ls or gc: a read open of a FIFO waits for a writer.
+fifo = "/dev/shm/aegis-feed-t-fifo-%d" % os.getpid()
+os.mkfifo(fifo)
+try:
+    for sub in ("ls", "gc"):
+        res = subprocess.run([AEGIS, "feed", sub], capture_output=True,
+                             text=True, timeout=20)
+        assert res.returncode == 0, (sub, res.stderr)
+        assert "t-fifo" not in res.stdout, (sub, res.stdout)
+finally:
+    os.unlink(fifo)
 print("aegis feed ls/gc: ok")
