@@ -339,6 +339,10 @@ json_t *submit_request(json_t *jobs) {
             fprintf(stderr, "aegis submit: %.*s is not passed to the job: "
                     "not UTF-8 text\n", (int)strcspn(*e, "="), *e);
     }
-    return json_pack("{s:s, s:o, s:o, s:o}", "op", "submit", "cwd", dir,
-                     "env", env, "jobs", jobs);
+    /* the jobs make their files as the submitter's shell would (as Slurm
+     * passes SLURM_UMASK): read by setting it, then put back */
+    mode_t mask = umask(0);
+    umask(mask);
+    return json_pack("{s:s, s:o, s:o, s:o, s:i}", "op", "submit", "cwd", dir,
+                     "env", env, "jobs", jobs, "umask", (int)mask);
 }

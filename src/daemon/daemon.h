@@ -419,6 +419,9 @@ int64_t *d_running_ids(const d_daemon *d, size_t *n);
 /* A JSON array of strings as a NULL-terminated vector pointing into it
  * (malloc'd; NULL when out of memory). */
 const char **d_strings(json_t *arr);
+/* A job's row's umask (its submit's, store_job_row) into *has and *mask:
+ * *has false for a job whose submitter gave none. */
+void d_row_umask(json_t *row, bool *has, unsigned *mask);
 /* An attempt's GPU list as the store keeps it ("0,2") into gpus (room
  * for CORE_MAX_JOB_GPUS): how many. */
 int d_gpus_parse(const char *text, int *gpus);

@@ -407,6 +407,8 @@ static void exec_job_child(const exec_spec *spec, char **envp, int out_fd,
     if (spec->as_user && exec_become_user(spec->uid, spec->gid, spec->user,
                                           spec->id) != 0)
         _exit(126);
+    /* the submitter's, as Slurm passes it: its -o files and what it makes */
+    if (spec->has_umask) umask((mode_t)spec->umask);
     if (chdir(spec->cwd) != 0) {
         dprintf(2, "aegisd: job %lld: cannot enter %s: %s\n",
                 (long long)spec->id, spec->cwd, strerror(errno));
@@ -684,7 +686,7 @@ enum { SHIM_OUT_FD = 3, SHIM_ERR_FD, SHIM_STATUS_FD, SHIM_NFDS = 3 };
 /* The shim's arguments before the environment (see exec_shim_argv). */
 enum { SHIM_MODE = 1, SHIM_ID, SHIM_ATTEMPT, SHIM_ERR_OFFSET, SHIM_LOG_MAX,
        SHIM_AS_USER, SHIM_UID, SHIM_GID, SHIM_USER, SHIM_CWD, SHIM_CGROUPS,
-       SHIM_OUT_PATH, SHIM_ERR_PATH, SHIM_NENV, SHIM_FIXED };
+       SHIM_OUT_PATH, SHIM_ERR_PATH, SHIM_UMASK, SHIM_NENV, SHIM_FIXED };
 
 /* What aegisd asks of the shim: watch a job's attempt ("job"), or run a
  * job's notifier ("notify"). */
@@ -699,6 +701,8 @@ typedef struct exec_shim_args {
     const char *user, *cwd;
     const char *cgroups;        /* the job's cgroup.procs files (cgroup.h) */
     const char *out_path, *err_path; /* its -o and -e files (outfile.h) */
+    bool has_umask;             /* umask the submitter's; false: inherited */
+    unsigned umask;
 } exec_shim_args;
 
 static void exec_shim_argv_free(char **v) {
@@ -741,6 +745,8 @@ static char **exec_shim_argv(const exec_shim_args *a, size_t nenv,
          asprintf(&v[SHIM_CGROUPS], "%s", a->cgroups ? a->cgroups : "") >= 0 &&
          asprintf(&v[SHIM_OUT_PATH], "%s", a->out_path ? a->out_path : "") >= 0 &&
          asprintf(&v[SHIM_ERR_PATH], "%s", a->err_path ? a->err_path : "") >= 0 &&
+         (a->has_umask ? asprintf(&v[SHIM_UMASK], "%03o", a->umask)
+                       : asprintf(&v[SHIM_UMASK], "-")) >= 0 &&
          asprintf(&v[SHIM_NENV], "%zu", nenv) >= 0 &&
          exec_argv_copy(v, SHIM_FIXED, tail) == 0;
     if (!ok) {
@@ -881,7 +887,8 @@ int exec_prepare(const exec_spec *spec, exec_run *run, exec_pending **out,
                         .gid = spec->gid, .user = spec->user,
                         .cwd = spec->cwd, .cgroups = spec->cgroups,
                         .out_path = spec->out_path,
-                        .err_path = spec->err_path};
+                        .err_path = spec->err_path,
+                        .has_umask = spec->has_umask, .umask = spec->umask};
     if (envp) {
         p->argv = exec_shim_argv(&a, exec_count(envp),
                                  (char *const *)spec->argv);
@@ -994,7 +1001,11 @@ static int exec_shim_parse(int argc, char **argv, exec_shim_args *a,
     bool ok = argc > SHIM_FIXED;
     for (size_t i = 0; ok && i < sizeof(numeric) / sizeof(*numeric); i++)
         ok = (nums[numeric[i]] = exec_shim_number(argv[numeric[i]])) >= 0;
-    if (!ok) return -1;
+    /* "-" (inherited) or the octal digits of a umask */
+    char *end;
+    long mask = strcmp(argv[SHIM_UMASK], "-") == 0
+                    ? -1 : strtol(argv[SHIM_UMASK], &end, 8);
+    if (!ok || (mask >= 0 && (*end || mask > 0777))) return -1;
     *a = (exec_shim_args){
         .mode = argv[SHIM_MODE], .id = nums[SHIM_ID],
         .attempt = (int)nums[SHIM_ATTEMPT],
@@ -1003,7 +1014,8 @@ static int exec_shim_parse(int argc, char **argv, exec_shim_args *a,
         .as_user = nums[SHIM_AS_USER] != 0, .uid = (uid_t)nums[SHIM_UID],
         .gid = (gid_t)nums[SHIM_GID], .user = argv[SHIM_USER],
         .cwd = argv[SHIM_CWD], .cgroups = argv[SHIM_CGROUPS],
-        .out_path = argv[SHIM_OUT_PATH], .err_path = argv[SHIM_ERR_PATH]};
+        .out_path = argv[SHIM_OUT_PATH], .err_path = argv[SHIM_ERR_PATH],
+        .has_umask = mask >= 0, .umask = mask >= 0 ? (unsigned)mask : 0};
     if (!(*envp = exec_shim_job_env(nums[SHIM_NENV]))) return -1;
     *tail = argv + SHIM_FIXED;
     return 0;
@@ -1025,7 +1037,8 @@ static int exec_shim_job(const exec_shim_args *a, char **envp, char **argv) {
         .as_user = a->as_user, .uid = a->uid, .gid = a->gid,
         .user = a->user, .log_max_bytes = a->log_max_bytes,
         .cgroups = a->cgroups, .out_path = a->out_path,
-        .err_path = a->err_path,
+        .err_path = a->err_path, .has_umask = a->has_umask,
+        .umask = a->umask,
     };
     exec_shim(&spec, envp, SHIM_OUT_FD, SHIM_ERR_FD, SHIM_STATUS_FD,
               a->err_offset);
@@ -1049,7 +1062,8 @@ int exec_shim_main(int argc, char **argv) {
     if (strcmp(a.mode, "job") == 0) return exec_shim_job(&a, envp, tail);
     exec_notify_spec spec = {.id = a.id, .cmd = tail[0], .cwd = a.cwd,
                              .as_user = a.as_user, .uid = a.uid,
-                             .gid = a.gid, .user = a.user};
+                             .gid = a.gid, .user = a.user,
+                             .has_umask = a.has_umask, .umask = a.umask};
     exec_notify_child(&spec, envp);
     return 1; /* it execs or exits */
 }
@@ -1068,6 +1082,7 @@ static void exec_notify_shell(const exec_notify_spec *spec, char **envp) {
     if (spec->as_user &&
         exec_become_user(spec->uid, spec->gid, spec->user, spec->id) != 0)
         _exit(126);
+    if (spec->has_umask) umask((mode_t)spec->umask);
     if ((!spec->cwd || chdir(spec->cwd) != 0) && chdir("/") != 0) _exit(126);
     execve("/bin/sh", (char *const[]){"sh", "-c", (char *)spec->cmd, NULL},
            envp);
@@ -1138,7 +1153,8 @@ pid_t exec_notify_start(const exec_notify_spec *spec, char *err,
     exec_shim_args a = {.mode = "notify", .id = spec->id,
                         .as_user = spec->as_user, .uid = spec->uid,
                         .gid = spec->gid, .user = spec->user,
-                        .cwd = spec->cwd};
+                        .cwd = spec->cwd, .has_umask = spec->has_umask,
+                        .umask = spec->umask};
     char **argv = exec_shim_argv(&a, exec_count(envp),
                                  (char *const[]){(char *)spec->cmd, NULL});
     char **shim_env = exec_shim_environ(envp);

@@ -86,6 +86,9 @@ typedef struct exec_spec {
                                    (cgroup.h); NULL or "": none */
     const char *out_path;       /* its -o and -e files, expanded, relative */
     const char *err_path;       /*   to cwd (outfile.h); NULL or "": none */
+    bool has_umask;             /* umask is the submitter's, for the files
+                                   the job makes; false: aegisd's own */
+    unsigned umask;             /*   0 to 0777 */
 } exec_spec;
 
 typedef struct exec_run {
@@ -148,6 +151,8 @@ typedef struct exec_notify_spec {
     uid_t uid;
     gid_t gid;
     const char *user;           /* for initgroups */
+    bool has_umask;             /* as exec_spec's */
+    unsigned umask;
     const char *shim_path;      /* aegis-shim, which runs it (exec_shim_path) */
 } exec_notify_spec;
 

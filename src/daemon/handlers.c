@@ -176,6 +176,10 @@ static void d_redact(const d_conn *c, json_t *row) {
     json_object_del(row, "cwd");
     json_object_del(row, "env");
     json_object_del(row, "notify");
+    /* -o and -e patterns name folders as the directory does */
+    json_object_del(row, "stdout_path");
+    json_object_del(row, "stderr_path");
+    json_object_del(row, "umask");
 }
 
 /* The memory of the server's largest GPU, MiB (0 while none was read): a

@@ -44,6 +44,12 @@ const char **d_strings(json_t *arr) {
     return v;
 }
 
+void d_row_umask(json_t *row, bool *has, unsigned *mask) {
+    json_t *v = json_object_get(row, "umask");
+    *has = json_is_integer(v);
+    *mask = *has ? (unsigned)json_integer_value(v) & 0777u : 0;
+}
+
 static void d_gpu_list(char *out, size_t outlen, const int *gpus, int n,
                        const tel_state *tel) {
     size_t at = 0;
@@ -157,6 +163,7 @@ int d_own_grant(d_daemon *d, d_job *job, json_t *row, const char *visible,
         .run_dir = d->run_dir, .spares = &d->spares,
         .shim_path = d->shim_path,
     };
+    d_row_umask(row, &spec.has_umask, &spec.umask);
     int rc = -1;
     char procs[1100], out[4096], errfile[4096];
     if (!row || !argv || !env || !argv[0] || !spec.cwd)

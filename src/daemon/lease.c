@@ -464,7 +464,7 @@ static d_job *d_lease_new(d_daemon *d, const proto_lease *pl, char *err,
                     .mem_mib = pl->mem_mib,
                     .name = pl->name[0] ? pl->name : label};
     proto_request req = {.op = PROTO_SUBMIT, .cwd = "/", .env = env,
-                         .jobs = &pj, .njobs = 1};
+                         .umask = -1, .jobs = &pj, .njobs = 1};
     store_lease sl = {.slurm_job = pl->slurm_job, .restart = pl->restart,
                       .mode = pl->mode};
     int64_t id;

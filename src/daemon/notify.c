@@ -95,6 +95,7 @@ static pid_t d_notify_start(d_daemon *d, const d_notice *n, json_t *row,
         .uid = n->uid, .gid = n->gid, .user = n->user,
         .shim_path = d->shim_path,
     };
+    d_row_umask(row, &spec.has_umask, &spec.umask);
     pid_t pid = -1;
     if (!env || !spec.cmd[0])
         snprintf(err, errlen, "job %lld: notifier: %s", (long long)n->id,

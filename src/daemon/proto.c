@@ -41,7 +41,7 @@ static const char *const op_names[] = {
  * width. */
 #define OP_FIELDS_MAX 8
 static const char *const op_fields[NOPS][OP_FIELDS_MAX] = {
-    [PROTO_SUBMIT] = {"cwd", "env", "jobs"},
+    [PROTO_SUBMIT] = {"cwd", "env", "umask", "jobs"},
     [PROTO_LS] = {"all", "limit", "user", "states", "cleared"},
     [PROTO_SHOW] = {"id", "history"},
     [PROTO_CANCEL] = {"ids"},
@@ -588,6 +588,10 @@ static int proto_parse_submit(json_t *root, proto_request *req, char *err,
                              &req->nenv, err, errlen)) {
         return -1;
     }
+    json_t *mask = json_object_get(root, "umask");
+    int64_t v = -1;
+    if (mask && proto_int(mask, "umask", 0, 0777, &v, err, errlen)) return -1;
+    req->umask = (int)v;
     if (proto_expand_arrays(root, err, errlen)) return -1;
     json_t *jobs = json_object_get(root, "jobs");
     if (!json_is_array(jobs) || json_array_size(jobs) < 1 ||

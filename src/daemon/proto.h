@@ -7,7 +7,7 @@
  * global state).
  *
  * Requests ("op" and its fields):
- *   submit  cwd, env [..."K=V"], jobs [{cmd [...], gpus, mem_mib, name, feed,
+ *   submit  cwd, env [..."K=V"], umask, jobs [{cmd [...], gpus, mem_mib, name, feed,
  *           after, mps_threads_pct, meta, time_limit_s, nice, notify, cpus,
  *           host_mem_mib, stdout_path, stderr_path,
  *           pipeline}]
@@ -188,6 +188,9 @@ typedef struct proto_request {
     const char *cwd;        /* absolute path */
     const char **env;       /* nenv "K=V" strings, NULL-terminated */
     size_t nenv;
+    int umask;              /* the submitter's, 0 to 0777; -1: not given
+                               (a request made in aegisd must say -1: 0
+                               is a umask, and a permissive one) */
     proto_job *jobs;
     size_t njobs;
     /* show, log (one id); cancel, wait, hold, release (many) */

@@ -146,6 +146,8 @@ static const char *const store_added[][3] = {
     /* the pipeline whose supervisor the job is (daemon/pipelines.c); "":
      * not a supervisor */
     {"jobs", "pipeline", "TEXT NOT NULL DEFAULT ''"},
+    /* the submitter's umask, for the files its jobs make; NULL: aegisd's */
+    {"envs", "umask", "INTEGER"},
 };
 #define STORE_ADDED (sizeof(store_added) / sizeof(store_added[0]))
 
@@ -191,7 +193,7 @@ static const char *const sql[S_COUNT] = {
     [S_BEGIN] = "BEGIN IMMEDIATE",
     [S_COMMIT] = "COMMIT",
     [S_ROLLBACK] = "ROLLBACK",
-    [S_ENV] = "INSERT INTO envs(cwd, env) VALUES(?1, ?2)",
+    [S_ENV] = "INSERT INTO envs(cwd, env, umask) VALUES(?1, ?2, ?3)",
     [S_JOB] = "INSERT INTO jobs(uid, gid, user, name, cmd, env_id, gpus,"
               " mem_mib, state, submitted, feed, mps_threads_pct, deps, meta,"
               " time_limit_s, nice, notify, feed_producer, pipeline, cpus,"
@@ -225,7 +227,7 @@ static const char *const sql[S_COUNT] = {
                    " j.host_mem_mib, j.stdout_path, j.stderr_path,"
                    " j.slurm_env, j.feed_producer, j.feed_restarts, j.feed_stop,"
                    " j.pipeline,"
-                   " e.cwd, e.env"
+                   " e.cwd, e.env, e.umask"
                    " FROM jobs j JOIN envs e ON e.id = j.env_id"
                    " WHERE j.id = ?1",
     [S_ATTEMPTS] = "SELECT n, gpus, floor_mib, exclusive, shim_pid,"
@@ -742,6 +744,7 @@ static int store_submit_tx(store *st, const store_owner *owner,
     sqlite3_stmt *s = st->st[S_ENV];
     sqlite3_bind_text(s, 1, req->cwd, -1, SQLITE_STATIC);
     sqlite3_bind_text(s, 2, env, -1, free);
+    if (req->umask >= 0) sqlite3_bind_int(s, 3, req->umask);
     if (!env || store_exec(st, S_ENV, 0) != 0 ||
         store_insert_jobs(st, owner, req, now, sqlite3_last_insert_rowid(st->db),
                           first_id) != 0 ||

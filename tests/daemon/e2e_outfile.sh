@@ -62,4 +62,23 @@ case_outfile_as_user() {
     grep -q "CUDA out of memory" oom.txt || fail "the -e file: $(cat oom.txt)"
 }
 
+# A job makes its files under its submitter's umask (as Slurm passes it),
+# not aegisd's 022: its -o file and what it writes itself, and another
+# user sees neither the umask nor the -o pattern.
+case_outfile_umask() {
+    needs_root
+    start
+    cd "$DIR/work"
+    chmod 777 .
+    id=$(as nobody sh -c "umask 077; \"$AEGIS\" submit -o private.out -- sh -c 'umask; echo s > made.txt'") ||
+        fail submit
+    "$AEGIS" wait "$id" > /dev/null || fail "the job failed"
+    [ "$(cat private.out)" = 0077 ] || fail "the job's umask: $(cat private.out)"
+    [ "$(stat -c %a private.out made.txt | tr '\n' ' ')" = "600 600 " ] ||
+        fail "modes: $(stat -c '%n %a' private.out made.txt)"
+    as daemon "$AEGIS" show --json "$id" | pyjson "
+assert 'stdout_path' not in d and 'umask' not in d and 'cwd' not in d, d" ||
+        fail "another user sees the -o pattern or the umask"
+}
+
 e2e_run
