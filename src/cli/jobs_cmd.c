@@ -208,6 +208,8 @@ SOCKET_OPT
 "                    host_mem_per_gpu_mib)\n"
 "    stdout_path     its submit -o pattern (null: none)\n"
 "    stderr_path     its submit -e pattern (null: none)\n"
+"    umask           its submitter's umask, in decimal (null: aegisd's\n"
+"                    own, for a job of an older client)\n"
 "    meta            the object it was submitted with (an AEGIS spec's),\n"
 "                    or null\n"
 "    slurm_pids      a lease's tasks' pids (\"12,13\"), else null\n"
