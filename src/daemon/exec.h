@@ -259,6 +259,12 @@ pid_t exec_session(pid_t pid);
 bool exec_in_job(pid_t pid, pid_t job_pid);
 /* The parent of pid, or -1 when there is no such process. */
 pid_t exec_parent(pid_t pid);
+/* Is job_pid still the leader of the job that the watcher shim_pid
+ * (started at shim_start) runs: its child, the watcher alive? Once the
+ * watcher has reaped the leader, its pid may name another process, which
+ * may lead a process group too, before the watcher's record says so. */
+bool exec_leads_job(pid_t job_pid, pid_t shim_pid,
+                    unsigned long long shim_start);
 
 /* Is pid's command name (/proc/PID/comm, at most 15 bytes) name? */
 bool exec_named(pid_t pid, const char *name);

@@ -67,6 +67,12 @@ pid_t exec_parent(pid_t pid) {
     return exec_proc_stat(pid, &state, &start, &sid, &ppid) == 0 ? ppid : -1;
 }
 
+bool exec_leads_job(pid_t job_pid, pid_t shim_pid,
+                    unsigned long long shim_start) {
+    return job_pid > 1 && exec_parent(job_pid) == shim_pid &&
+           exec_alive(shim_pid, shim_start);
+}
+
 bool exec_named(pid_t pid, const char *name) {
     char path[64], comm[64];
     snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);

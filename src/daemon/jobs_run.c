@@ -406,6 +406,16 @@ void d_jobs_schedule(d_daemon *d) {
  * an older aegisd started says instead (its shim wrote the file only at
  * its end); pids of a live attempt that aegisd did not know yet (it
  * stopped before committing them) are taken into the job. */
+/* Signals a running job's session. A watched job's only while its
+ * leader is still the job's (exec_leads_job): its pid, reaped by the
+ * watcher, may already name another user's process group. Another kind's
+ * pid is its own (a lease's: lease.c). */
+static void d_job_signal(const d_job *job, int sig) {
+    if (!job->kind->watched ||
+        exec_leads_job(job->job_pid, job->shim_pid, job->shim_start))
+        exec_kill(job->job_pid, sig);
+}
+
 void d_job_probe(d_daemon *d, d_job *job, exec_record *rec) {
     exec_probe(d->run_dir, job->id, job->attempts, rec);
     if (rec->state == EXEC_ABSENT && job->shim_pid > 0) {
@@ -425,7 +435,7 @@ void d_job_probe(d_daemon *d, d_job *job, exec_record *rec) {
     job->err_offset = rec->err_offset;
     store_attempt_pids(d->st, job->id, job->attempts, job->shim_pid,
                        job->shim_start, job->job_pid, job->err_offset);
-    if (job->cancelling) exec_kill(job->job_pid, SIGTERM); /* not sent yet */
+    if (job->cancelling) d_job_signal(job, SIGTERM); /* not sent yet */
 }
 
 /* Attempt job->attempts never ran (why: what stopped it): it is
@@ -594,7 +604,7 @@ void d_jobs_check_exits(d_daemon *d) {
         if (!job || job->state != D_RUNNING || !job->kind->watched)
             continue; /* its kind watches it (a lease: lease.c) */
         if (job->cancelling && now >= job->kill_at) {
-            exec_kill(job->job_pid, SIGKILL);
+            d_job_signal(job, SIGKILL);
             job->kill_at = now + CORE_KILL_GRACE_S;
         }
         exec_record rec;
@@ -622,7 +632,7 @@ void d_job_cancel(d_daemon *d, d_job *job) {
     job->cancelling = true;
     double grace = job->cancel_at + CORE_KILL_GRACE_S - d_wall();
     job->kill_at = d_now(d) + (grace > 0 ? grace : 0);
-    exec_kill(job->job_pid, SIGTERM);
+    d_job_signal(job, SIGTERM);
     store_event(d->st, job->id, d_wall(), "cancel: SIGTERM sent to session %d",
                 (int)job->job_pid);
 }

@@ -1031,12 +1031,19 @@ static void test_status_of_a_run(void **state) {
     assert_true(rec.job_pid > 0); /* the record names it; exec_spawn did
                                      not wait for it */
     assert_int_equal(rec.shim_pid, run.shim_pid);
+    /* its leader is the watcher's child; no other process is, nor is it
+     * under a watcher of another start */
+    assert_true(exec_leads_job(rec.job_pid, run.shim_pid, run.shim_start));
+    assert_false(exec_leads_job(getpid(), run.shim_pid, run.shim_start));
+    assert_false(exec_leads_job(rec.job_pid, run.shim_pid,
+                                run.shim_start + 1));
     write_file("go", "");
     rec = wait_probe(run_dir, 9, false);
     assert_int_equal(rec.state, EXEC_ENDED);
     assert_true(WIFEXITED(rec.status) && WEXITSTATUS(rec.status) == 3);
     assert_int_equal(rec.left, 2);
     waitpid(run.shim_pid, NULL, 0);
+    assert_false(exec_leads_job(rec.job_pid, run.shim_pid, run.shim_start));
     exec_spares spares = {0};
     exec_status_retire(run_dir, &spares, 9, 1);
     exec_probe(run_dir, 9, 1, &rec);
