@@ -549,6 +549,15 @@ static int exec_argv_copy(char **v, size_t at, char *const *from) {
  * (exec_shim_environ). */
 #define SHIM_ENV_PREFIX "AEGIS_SHIM_ENV_"
 
+/* The names under which the shim's environment carries its arguments
+ * past the first: argv[K] as SHIM_ARG_PREFIX "K=..." (exec_spawn_shim).
+ * Any user may read a process's arguments (ps); a job's folder, its -o
+ * and -e paths and a notifier's command (a webhook's token, say) are its
+ * submitter's. The shim's own arguments are its mode and the job's id. */
+#define SHIM_ARG_PREFIX "AEGIS_SHIM_ARG_"
+/* Both: aegisd's own variables of these names are not passed on. */
+#define SHIM_NAMES "AEGIS_SHIM_"
+
 /* The shim's argument vector: its fixed fields (with the number of the
  * job's environment strings, nenv), then tail: the job's argv, or the
  * notifier's command. Returns a malloc'd vector of malloc'd strings
@@ -591,11 +600,11 @@ static char **exec_shim_argv(const exec_shim_args *a, size_t nenv,
  * or NULL. */
 static char **exec_shim_environ(char *const *envp) {
     size_t nown = exec_count(environ), nenv = exec_count(envp), n = 0;
-    size_t plen = strlen(SHIM_ENV_PREFIX);
+    size_t plen = strlen(SHIM_NAMES);
     char **v = calloc(nown + nenv + 1, sizeof(*v));
     bool ok = v != NULL;
     for (size_t i = 0; ok && i < nown; i++)
-        if (strncmp(environ[i], SHIM_ENV_PREFIX, plen) != 0)
+        if (strncmp(environ[i], SHIM_NAMES, plen) != 0)
             ok = (v[n++] = strdup(environ[i])) != NULL;
     for (size_t i = 0; ok && i < nenv; i++)
         if (!(ok = asprintf(&v[n], SHIM_ENV_PREFIX "%zu=%s", i, envp[i]) >= 0))
@@ -628,15 +637,39 @@ static int exec_fds_above_shim(int *fds, int n) {
  * starts the child without copying aegisd's memory (a fork of a big
  * daemon costs a copy-on-write fault per page it touches afterwards). 0,
  * or an errno. */
+/* envp, then argv's strings past its first under SHIM_ARG_PREFIX names:
+ * a malloc'd vector of malloc'd strings (exec_shim_argv_free), or NULL. */
+static char **exec_args_in_env(char *const *argv, char *const *envp) {
+    size_t nargs = exec_count(argv), nenv = exec_count(envp);
+    char **v = calloc(nenv + nargs + 1, sizeof(*v));
+    bool ok = v && exec_argv_copy(v, 0, envp) == 0;
+    for (size_t k = 1; ok && k < nargs; k++)
+        if (!(ok = asprintf(&v[nenv + k - 1], SHIM_ARG_PREFIX "%zu=%s", k,
+                            argv[k]) >= 0))
+            v[nenv + k - 1] = NULL;
+    if (!ok) {
+        exec_shim_argv_free(v);
+        return NULL;
+    }
+    return v;
+}
+
+/* Spawns the shim with the arguments argv (exec_shim_argv) in its
+ * environment, envp, and only its mode and the job's id as arguments.
+ * Returns 0, or an errno value. */
 static int exec_spawn_shim(const char *path, char *const *argv,
                            char *const *envp, const int *fds, int nfds,
                            pid_t *pid) {
+    char **env = exec_args_in_env(argv, envp);
+    if (!env) return ENOMEM;
+    char *const shown[] = {argv[0], argv[SHIM_MODE], argv[SHIM_ID], NULL};
     posix_spawn_file_actions_t fa;
     int rc = posix_spawn_file_actions_init(&fa);
     for (int i = 0; rc == 0 && i < nfds; i++)
         rc = posix_spawn_file_actions_adddup2(&fa, fds[i], SHIM_OUT_FD + i);
-    if (rc == 0) rc = posix_spawn(pid, path, &fa, NULL, argv, envp);
+    if (rc == 0) rc = posix_spawn(pid, path, &fa, NULL, shown, env);
     posix_spawn_file_actions_destroy(&fa);
+    exec_shim_argv_free(env);
     return rc;
 }
 
@@ -871,10 +904,36 @@ static int exec_shim_job(const exec_shim_args *a, char **envp, char **argv) {
     return 1; /* exec_shim exits */
 }
 
+/* The shim's arguments, from its environment (exec_spawn_shim) into a
+ * malloc'd vector of *argc, or argv itself where the environment has none
+ * (an aegisd older than its shim, during a package's upgrade). NULL when
+ * one is missing, given twice or numbered past their count. */
+static char **exec_shim_args_found(int *argc, char **argv) {
+    size_t plen = strlen(SHIM_ARG_PREFIX), n = 0;
+    for (size_t i = 0; environ[i]; i++)
+        n += strncmp(environ[i], SHIM_ARG_PREFIX, plen) == 0;
+    if (n == 0) return argv;
+    char **v = calloc(n + 2, sizeof(*v));
+    for (size_t i = 0; v && environ[i]; i++) {
+        if (strncmp(environ[i], SHIM_ARG_PREFIX, plen) != 0) continue;
+        char *end;
+        unsigned long long k = strtoull(environ[i] + plen, &end, 10);
+        if (*end != '=' || k < 1 || k > n || v[k]) {
+            free(v);
+            return NULL;
+        }
+        v[k] = end + 1;
+    }
+    if (v) v[0] = argv[0];
+    *argc = (int)n + 1;
+    return v;
+}
+
 int exec_shim_main(int argc, char **argv) {
     exec_shim_args a;
     char **envp = NULL, **tail = NULL;
-    if (exec_shim_parse(argc, argv, &a, &envp, &tail) != 0 ||
+    argv = exec_shim_args_found(&argc, argv);
+    if (!argv || exec_shim_parse(argc, argv, &a, &envp, &tail) != 0 ||
         (strcmp(a.mode, "job") != 0 && strcmp(a.mode, "notify") != 0)) {
         dprintf(2, "aegis-shim: started by aegisd only (its arguments are "
                 "aegisd's, not a user's)\n");

@@ -30,6 +30,11 @@ case_churn_spawn() {
     [ "${exe##*/}" = aegis-shim ] || fail "the watcher runs $exe, not aegis-shim: aegisd forked itself"
     [ "$(parent_of "$shim")" = "$(daemon_pid)" ] || fail "the watcher is not aegisd's child"
     [ "$(parent_of "$job")" = "$shim" ] || fail "the job is not the watcher's child"
+    # what ps shows every user: the watcher's mode and the job's id, not
+    # the job's folder, command or -o paths (they travel in its environment)
+    shown=$(tr '\0' ' ' < "/proc/$shim/cmdline")
+    [ "$shown" = "aegis-shim job $id " ] ||
+        fail "the watcher's arguments show more than the job's id: $shown"
     if [ "$(nice_of "$(daemon_pid)")" = -5 ]; then # root may raise it
         [ "$(nice_of "$shim")" = 0 ] && [ "$(nice_of "$job")" = 0 ] ||
             fail "nice: aegisd -5, watcher $(nice_of "$shim"), job $(nice_of "$job")"
