@@ -15,7 +15,9 @@
  * cost_tracking_window_size trainings that aegisd measured (pl_cost_fn).
  * With one training measured the forecast is its time. The first
  * detection point fires, so there is a first training to measure; a fire
- * starts the regret again, its samples being incorporated.
+ * starts the regret again, its samples being incorporated. As in Modyn,
+ * a warmup_policy may decide the first warmup_intervals detection points
+ * (trigger_warmup.c), the regret growing meanwhile.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,7 +45,8 @@ typedef struct trig_cost {
     double waiting;             /* samples not trained on, at prev_end */
     double regret;              /* the area under that curve since the
                                    last fire, sample-seconds */
-    bool fired_ever;
+    trig_warmup warm;           /* warmup_intervals, warmup_policy */
+    int64_t detections;         /* detection points passed */
 } trig_cost;
 
 double cost_forecast(const double *x, const double *y, size_t n, double at) {
@@ -72,12 +75,15 @@ static void cost_add_interval(trig_cost *c) {
     c->has_prev = true;
 }
 
-/* The decision at a detection point. */
+/* The decision at a detection point: the warm-up's (the first always
+ * is one, so a training can be measured) as trigger_warmup.c says; later
+ * ones weigh the regret against the forecast training time. */
 static int cost_decide(trig_cost *c, bool *fire, char *err, size_t errlen) {
     const double *samples, *seconds;
     size_t n;
-    if (!c->fired_ever) {
-        *fire = true;
+    int64_t at = c->detections++;
+    if (trig_warmup_delegates(&c->warm, at)) {
+        *fire = trig_warmup_decide(&c->warm, at);
         return 0;
     }
     if (c->trainings(c->ctx, &samples, &seconds, &n, err, errlen) != 0)
@@ -100,20 +106,19 @@ static int cost_feed(pl_trigger *t, const pl_sample *s, const float *features,
         return -1;
     }
     c->ts[c->nts++] = s->ts;
+    if (trig_warmup_feed(&c->warm, s, err, errlen) < 0) return -1;
     if (c->nts < c->interval) return 0;
     cost_add_interval(c);
     c->nts = 0;
     if (cost_decide(c, fire, err, errlen) != 0) return -1;
-    if (*fire) {
-        c->fired_ever = true;
-        c->waiting = c->regret = 0;
-    }
+    if (*fire) c->waiting = c->regret = 0;
     return 0;
 }
 
 static void cost_free(pl_trigger *t) {
     trig_cost *c = (trig_cost *)t;
     free(c->ts);
+    trig_warmup_free(&c->warm);
     free(c);
 }
 
@@ -145,11 +150,7 @@ static int cost_parse(trig_cost *c, const json_t *section, const char *path,
     if (c->conversion < 0)
         return plcfg_fail(err, errlen, path, NULL, "missing key "
                           "incorporation_delay_per_training_second");
-    if (json_object_get(section, "warmup_policy") ||
-        json_object_get(section, "warmup_intervals"))
-        return plcfg_fail(err, errlen, path, "warmup_policy", "not used: "
-                          "the cost trigger needs no calibration");
-    return 0;
+    return trig_warmup_parse(&c->warm, section, path, err, errlen);
 }
 
 pl_trigger *trig_cost_new(const json_t *section, const char *path,

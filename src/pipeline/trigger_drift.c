@@ -9,9 +9,10 @@
  * On a trigger the reference becomes the newest samples.
  *
  * The first detection point only sets the reference and fires, as Modyn
- * does, so a pipeline has a first model. While dynamic criteria calibrate
- * (the first warmup_intervals detection points) the distances only feed
- * their history and warmup_policy, a simple trigger, decides.
+ * does (even with a warm-up), so a pipeline has a first model. For the
+ * first warmup_intervals detection points warmup_policy decides
+ * (trigger_warmup.c) while the distances only feed the dynamic criteria's
+ * history.
  * Random choices are seeded by the detection point's number, so the
  * trigger is a function of the stream it is fed.
  *
@@ -236,17 +237,40 @@ static bool has_reference(const trig_drift *d)
     return d->ref || d->ref_keys;
 }
 
-/* What happens at a detection point: the first one sets the reference
- * (and fires, unless a warm-up policy decides); later ones compare. */
-static int at_detection(trig_drift *d, int64_t now, bool warming, bool *fire,
-                        char *err, size_t errlen)
+/* Whether a metric's criterion calibrates on past distances. */
+static bool any_dynamic(const trig_drift *d)
 {
-    d->detections++;
-    if (!has_reference(d)) {
-        *fire = !warming;
-        return set_reference(d, now) < 0 ? fail_memory(err, errlen) : 0;
-    }
-    if (detect(d, now, warming, fire, err, errlen) < 0)
+    for (size_t i = 0; i < d->nmetrics; i++)
+        if (drift_criterion_dynamic(&d->metrics[i].crit))
+            return true;
+    return false;
+}
+
+/* A warm-up detection point (the first always is one): it fires when
+ * the first, or when warmup_policy fired since the last; its distances
+ * only calibrate the dynamic criteria. The reference moves on at each
+ * while the warm-up lasts, as Modyn's windows do then. */
+static int at_warmup(trig_drift *d, int64_t now, int64_t n, bool *fire,
+                     char *err, size_t errlen)
+{
+    bool unused = false;
+    if (has_reference(d) && any_dynamic(d) &&
+        detect(d, now, true, &unused, err, errlen) < 0)
+        return -1;
+    *fire = trig_warmup_decide(&d->warm, n);
+    bool moves = *fire || !trig_warmup_done(&d->warm);
+    return moves && set_reference(d, now) < 0 ? fail_memory(err, errlen) : 0;
+}
+
+/* What happens at a detection point: the warm-up's decide as it says;
+ * later ones compare the windows, and a fire takes a new reference. */
+static int at_detection(trig_drift *d, int64_t now, bool *fire, char *err,
+                        size_t errlen)
+{
+    int64_t n = d->detections++;
+    if (trig_warmup_delegates(&d->warm, n))
+        return at_warmup(d, now, n, fire, err, errlen);
+    if (detect(d, now, false, fire, err, errlen) < 0)
         return -1;
     return *fire && set_reference(d, now) < 0 ? fail_memory(err, errlen) : 0;
 }
@@ -272,21 +296,12 @@ static int drift_feed(pl_trigger *t, const pl_sample *s, const float *features,
         return fail_memory(err, errlen);
     trim_recent(d, s->ts);
     d->since_trigger++;
-    bool warming = d->detections < d->warmup_intervals;
-    if (warming && d->warmup) {
-        if (trig_feed(d->warmup, s, NULL, 0, fire, err, errlen) < 0)
-            return -1;
-        if (*fire && has_reference(d) && set_reference(d, s->ts) < 0)
-            return fail_memory(err, errlen);
-    }
+    if (trig_warmup_feed(&d->warm, s, err, errlen) < 0)
+        return -1;
     if (++d->since_detect < d->interval)
         return 0;
     d->since_detect = 0;
-    bool detected = false;
-    if (at_detection(d, s->ts, warming, &detected, err, errlen) < 0)
-        return -1;
-    *fire = *fire || detected;
-    return 0;
+    return at_detection(d, s->ts, fire, err, errlen);
 }
 
 static void drift_free(pl_trigger *t)
@@ -295,7 +310,7 @@ static void drift_free(pl_trigger *t)
     for (size_t i = 0; i < d->nmetrics; i++)
         drift_metric_free(&d->metrics[i]);
     free(d->metrics);
-    pl_trigger_free(d->warmup);
+    trig_warmup_free(&d->warm);
     drift_window_free(&d->recent);
     free(d->ref);
     free(d->ref_keys);

@@ -23,8 +23,7 @@ typedef struct trig_drift {
     drift_metric *metrics;
     size_t nmetrics;
     int64_t at_least;          /* votes needed; 0: a majority */
-    int64_t warmup_intervals;
-    pl_trigger *warmup;        /* decides during warm-up; may be NULL */
+    trig_warmup warm;          /* warmup_intervals, warmup_policy */
     pl_embed_fn embed;         /* measures on a model's embeddings of the
                                   windows' samples; NULL: on features */
     void *embed_ctx;

@@ -96,37 +96,25 @@ static int parse_aggregation(trig_drift *d, const json_t *a, const char *path,
                      err, errlen);
 }
 
-/* The longest history a dynamic criterion keeps (0: none is dynamic). */
-static int64_t calibration_need(const trig_drift *d)
+/* Whether a metric's criterion is dynamic (needs calibration). */
+static bool needs_calibration(const trig_drift *d)
 {
-    int64_t need = 0;
     for (size_t i = 0; i < d->nmetrics; i++)
-        if (drift_criterion_dynamic(&d->metrics[i].crit) &&
-            d->metrics[i].crit.window_size > need)
-            need = d->metrics[i].crit.window_size;
-    return need;
+        if (drift_criterion_dynamic(&d->metrics[i].crit))
+            return true;
+    return false;
 }
 
+/* The warm-up (trigger_warmup.c); a dynamic criterion needs a policy,
+ * as Modyn's validator says. */
 static int parse_warmup(trig_drift *d, const json_t *section, const char *path,
                         char *err, size_t errlen)
 {
-    char sub[PLCFG_PATH_MAX];
-    bool has;
     const json_t *policy = json_object_get(section, "warmup_policy");
-    if (plcfg_opt_int(section, path, "warmup_intervals", 0, 1000000,
-                      &d->warmup_intervals, &has, err, errlen) < 0)
-        return -1;
-    int64_t need = calibration_need(d);
-    if (need > 0 && !policy)
+    if (needs_calibration(d) && (!policy || json_is_null(policy)))
         return plcfg_fail(err, errlen, path, "warmup_policy",
                           "required while a dynamic decision_criterion calibrates");
-    if (!has)
-        d->warmup_intervals = policy ? need : 0;
-    if (!policy)
-        return 0;
-    d->warmup = trig_new_at(policy, plcfg_join(sub, sizeof sub, path,
-                            "warmup_policy"), true, err, errlen);
-    return d->warmup ? 0 : -1;
+    return trig_warmup_parse(&d->warm, section, path, err, errlen);
 }
 
 int drift_parse(trig_drift *d, const json_t *section, const char *path,

@@ -70,6 +70,32 @@ pl_trigger *trig_cost_new(const json_t *section, const char *path,
 pl_trigger *trig_ensemble_new(const json_t *section, const char *path,
                               char *err, size_t errlen);
 
+/* A batched trigger's warm-up (trigger_warmup.c): the detection points
+ * a simple warmup_policy decides, as Modyn's WarmupTrigger. */
+typedef struct trig_warmup {
+    int64_t intervals;      /* warmup_intervals; 0 without a policy */
+    pl_trigger *policy;     /* warmup_policy; NULL: none */
+    int64_t delegated;      /* detection points it decided so far */
+    bool fired;             /* it fired since the last detection point */
+} trig_warmup;
+
+/* Reads warmup_intervals and warmup_policy of SECTION at PATH. 0, or -1
+ * with err naming the key. */
+int trig_warmup_parse(trig_warmup *w, const json_t *section, const char *path,
+                      char *err, size_t errlen);
+/* Whether detection point number DETECTION (from 0) is the warm-up's to
+ * decide: the first always is. */
+bool trig_warmup_delegates(const trig_warmup *w, int64_t detection);
+/* Feeds a sample to the policy while the warm-up lasts. */
+int trig_warmup_feed(trig_warmup *w, const pl_sample *s, char *err,
+                     size_t errlen);
+/* The decision at a delegated detection point (the first fires), which
+ * counts it. */
+bool trig_warmup_decide(trig_warmup *w, int64_t detection);
+/* Whether every warm-up detection point has passed. */
+bool trig_warmup_done(const trig_warmup *w);
+void trig_warmup_free(trig_warmup *w);
+
 static inline int trig_feed(pl_trigger *t, const pl_sample *s,
                             const float *features, size_t dim, bool *fire,
                             char *err, size_t errlen)

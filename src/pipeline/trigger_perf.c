@@ -19,9 +19,9 @@
  * forecast time of training the waiting samples (cost_forecast, over the
  * trainings aegisd measured, as trigger_cost.c).
  *
- * The first detection point fires when there is no model yet, so a
- * pipeline has a first one. While warmup_intervals detection points
- * pass, warmup_policy (a simple trigger) decides, and the evaluations
+ * The first detection point fires, as Modyn's (even with a warm-up), so
+ * a pipeline has a first model. For the first warmup_intervals detection
+ * points warmup_policy decides (trigger_warmup.c), and the evaluations
  * only calibrate.
  */
 #include <math.h>
@@ -47,7 +47,6 @@ static int perf_fired(trig_perf *p) {
     if (!p->fired_on) return -1;
     memcpy(p->fired_on, p->batch, p->nbatch * sizeof(uint64_t));
     p->nfired_on = p->nbatch;
-    p->fired_ever = true;
     for (size_t i = 0; i < p->ncriteria; i++) perf_reset(&p->criteria[i]);
     return 0;
 }
@@ -99,28 +98,28 @@ static int perf_cost_decide(trig_perf *p, const perf_obs *o, bool *fire,
     return 0;
 }
 
-/* What happens at a detection point. */
-static int perf_detect(trig_perf *p, bool warming, bool *fire, char *err,
-                       size_t errlen) {
+/* What happens at a detection point. The warm-up's (the first always
+ * is one) decide as trigger_warmup.c says, their evaluations only
+ * calibrate the expected score; later ones ask the criteria. */
+static int perf_detect(trig_perf *p, bool *fire, char *err, size_t errlen) {
     perf_obs obs[2];
     bool with_fired;
-    p->detections++;
+    int64_t n = p->detections++;
+    bool warming = trig_warmup_delegates(&p->warm, n);
     int rc = p->nbatch ? perf_ask(p, obs, &with_fired, err, errlen) : 1;
     if (rc < 0) return -1;
-    if (rc == 1) { /* no model yet: the first detection makes one */
-        *fire = !warming && !p->fired_ever;
-        return 0;
-    }
+    if (warming) *fire = trig_warmup_decide(&p->warm, n);
+    if (rc == 1) return 0; /* no model yet: nothing to measure */
     if (with_fired && perf_after_training(&p->tracker, &obs[0]) != 0)
         return perf_fail_memory(err, errlen);
     if (with_fired) {
         free(p->fired_on);
         p->fired_on = NULL;
     }
-    *fire = !warming && perf_any(p, &obs[with_fired]);
-    return p->cost && !warming
-               ? perf_cost_decide(p, &obs[with_fired], fire, err, errlen)
-               : 0;
+    if (warming) return 0;
+    *fire = perf_any(p, &obs[with_fired]);
+    return p->cost ? perf_cost_decide(p, &obs[with_fired], fire, err, errlen)
+                   : 0;
 }
 
 static int perf_feed(pl_trigger *t, const pl_sample *s, const float *features,
@@ -135,24 +134,18 @@ static int perf_feed(pl_trigger *t, const pl_sample *s, const float *features,
     p->nfed++;
     p->last_ts = s->ts;
     p->batch[p->nbatch++] = s->key;
-    bool warming = p->detections < p->warmup_intervals;
-    if (warming && p->warmup &&
-        trig_feed(p->warmup, s, NULL, 0, fire, err, errlen) < 0)
-        return -1;
-    if ((int64_t)p->nbatch == p->interval) {
-        bool detected = false;
-        p->waiting += (double)p->nbatch;
-        if (perf_detect(p, warming, &detected, err, errlen) < 0) return -1;
-        *fire = *fire || detected;
-    }
+    if (trig_warmup_feed(&p->warm, s, err, errlen) < 0) return -1;
+    if ((int64_t)p->nbatch < p->interval) return 0;
+    p->waiting += (double)p->nbatch;
+    if (perf_detect(p, fire, err, errlen) < 0) return -1;
     if (*fire && perf_fired(p) != 0) return perf_fail_memory(err, errlen);
-    if ((int64_t)p->nbatch == p->interval) p->nbatch = 0;
+    p->nbatch = 0;
     return 0;
 }
 
 static void perf_free(pl_trigger *t) {
     trig_perf *p = (trig_perf *)t;
-    pl_trigger_free(p->warmup);
+    trig_warmup_free(&p->warm);
     perf_tracker_free(&p->tracker);
     free(p->criteria);
     free(p->batch);

@@ -24,8 +24,7 @@ typedef struct trig_perf {
     size_t nmetrics;
     perf_criterion *criteria;
     size_t ncriteria;
-    int64_t warmup_intervals;
-    pl_trigger *warmup;
+    trig_warmup warm;           /* warmup_intervals, warmup_policy */
     pl_perf_fn evaluate;
     void *evaluate_ctx;
     /* AvoidableMisclassificationCostTrigger: the cost criterion */
@@ -48,7 +47,6 @@ typedef struct trig_perf {
     uint64_t *fired_on;         /* the batch a fire came in, to measure
                                    the new model on; NULL: none pending */
     size_t nfired_on;
-    bool fired_ever;
     int64_t detections;
 } trig_perf;
 

@@ -177,31 +177,20 @@ static int parse_policy(trig_perf *p, const json_t *section, const char *path,
                         char *err, size_t errlen) {
     int mode, method;
     int64_t window, density;
-    char sub[PLCFG_PATH_MAX];
     if (plcfg_enum(section, path, "mode", modes, 0, &mode, err, errlen) < 0 ||
         plcfg_enum(section, path, "forecasting_method", methods, 0, &method,
                    err, errlen) < 0 ||
         plcfg_int(section, path, "performance_triggers_window_size", 10, 1,
                   PERF_MAX_WINDOW, &window, err, errlen) < 0 ||
         plcfg_int(section, path, "data_density_window_size", 0, 0, 1000000,
-                  &density, err, errlen) < 0 ||
-        plcfg_int(section, path, "warmup_intervals", 0, 0, 1000000,
-                  &p->warmup_intervals, err, errlen) < 0)
+                  &density, err, errlen) < 0)
         return -1;
     if (mode != 0)
         return plcfg_fail(err, errlen, path, "mode", "only hindsight is "
                           "supported (as in Modyn's own experiments)");
     p->tracker.window = (size_t)window;
     p->tracker.ridge = method == 0;
-    const json_t *policy = json_object_get(section, "warmup_policy");
-    if (p->warmup_intervals > 0 && !policy)
-        return plcfg_fail(err, errlen, path, "warmup_policy", "required with "
-                          "warmup_intervals");
-    if (!policy) return 0;
-    p->warmup = trig_new_at(policy, plcfg_join(sub, sizeof(sub), path,
-                                               "warmup_policy"), true, err,
-                            errlen);
-    return p->warmup ? 0 : -1;
+    return trig_warmup_parse(&p->warm, section, path, err, errlen);
 }
 
 /* The cost criterion's keys (an AvoidableMisclassificationCostTrigger),

@@ -183,8 +183,10 @@ static void default_config(void **state)
 
 static void warmup_policy_decides(void **state)
 {
-    /* The first three detection points (499, 999, 1499) calibrate; the
-     * warm-up policy fires at 699 and 1399 meanwhile. */
+    /* The first three detection points (499, 999, 1499) are the warm-up's,
+     * as in Modyn: the first fires, and so do the others, the policy
+     * having fired (at 699 and 1399) since the one before. Then the
+     * rolling average decides: the drift at 3000 fires at 3499. */
     uint64_t got[100];
     size_t n = drift_fires("{\"id\": \"DataDriftTrigger\", "
         "\"evaluation_interval_data_points\": 500, \"windowing_strategy\": "
@@ -195,14 +197,53 @@ static void warmup_policy_decides(void **state)
         "\"window_size\": 3, \"deviation\": 0.2, \"absolute\": true}}}, "
         "\"warmup_intervals\": 3, \"warmup_policy\": "
         "{\"id\": \"DataAmountTrigger\", \"num_samples\": 700}}", 500, got);
-    assert_true(n >= 3);
-    assert_int_equal(got[0], 699);
-    assert_int_equal(got[1], 1399);
-    size_t i = 2;
+    assert_true(n >= 4);
+    assert_int_equal(got[0], 499);
+    assert_int_equal(got[1], 999);
+    assert_int_equal(got[2], 1499);
+    size_t i = 3;
     while (i < n && got[i] < 3000)
         i++;
     assert_true(i < n);
     assert_int_equal(got[i], 3499);
+}
+
+static void first_fires_in_warmup(void **state)
+{
+    /* Modyn's first detection point fires even while a warm-up lasts
+     * (the review's driftnodev.yaml): a policy that never fires, 20
+     * warm-up detection points, and no drift before 3000 fire once. */
+    const uint64_t want[] = {499};
+    expect_drift_fires("{\"id\": \"DataDriftTrigger\", "
+        "\"evaluation_interval_data_points\": 500, \"windowing_strategy\": "
+        "{\"id\": \"AmountWindowingStrategy\", \"amount_ref\": 500, "
+        "\"amount_cur\": 500}, \"metrics\": {\"mmd\": "
+        "{\"id\": \"AlibiDetectMmdDriftMetric\", \"decision_criterion\": "
+        "{\"id\": \"ThresholdDecisionCriterion\", \"threshold\": 0.1}}}, "
+        "\"warmup_intervals\": 20, \"warmup_policy\": "
+        "{\"id\": \"TimeTrigger\", \"every\": \"3d\"}}", want, 1);
+}
+
+static void warmup_intervals_default(void **state)
+{
+    /* Unset, warmup_intervals is 0 as Modyn's (review's driftA.yaml):
+     * the policy (every 700) decides nothing, so every fire is at a
+     * detection point (499, 999, ...), the first one's included. */
+    uint64_t got[100];
+    size_t n = drift_fires("{\"id\": \"DataDriftTrigger\", "
+        "\"evaluation_interval_data_points\": 500, \"windowing_strategy\": "
+        "{\"id\": \"AmountWindowingStrategy\", \"amount_ref\": 500, "
+        "\"amount_cur\": 500}, \"metrics\": {\"mmd\": "
+        "{\"id\": \"AlibiDetectMmdDriftMetric\", \"decision_criterion\": "
+        "{\"id\": \"DynamicQuantileThresholdCriterion\", "
+        "\"window_size\": 5, \"quantile\": 0.1}}}, \"warmup_policy\": "
+        "{\"id\": \"DataAmountTrigger\", \"num_samples\": 700}}", 500, got);
+    assert_true(n >= 1);
+    assert_int_equal(got[0], 499);
+    for (size_t i = 0; i < n; i++)
+        if ((got[i] + 1) % 500 != 0)
+            fail_msg("fire %zu at %llu, not a detection point", i,
+                     (unsigned long long)got[i]);
 }
 
 static void ensemble_of_drift(void **state)
@@ -358,6 +399,8 @@ int main(void)
         cmocka_unit_test(mmd_separates), cmocka_unit_test(ks_separates),
         cmocka_unit_test(criteria), cmocka_unit_test(fires_after_drift),
         cmocka_unit_test(default_config), cmocka_unit_test(warmup_policy_decides),
+        cmocka_unit_test(first_fires_in_warmup),
+        cmocka_unit_test(warmup_intervals_default),
         cmocka_unit_test(ensemble_of_drift),
         cmocka_unit_test(feature_errors),
         cmocka_unit_test(drift_on_embeddings),

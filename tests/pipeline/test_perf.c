@@ -242,6 +242,46 @@ static void cost_fires_when_regret_outweighs(void **state) {
     pl_trigger_free(t);
 }
 
+/* Modyn's warm-up: the first check fires even during it, and the
+ * policy's fires count at the next check. DataAmountTrigger 15 fires
+ * after 14 and 29: the warm-up's checks 9, 19 and 29 fire; 39 is the
+ * threshold's (accuracy 0.9 > 0.7). */
+static void warmup_decides_at_checks(void **state) {
+    (void)state;
+    pl_trigger *t = trigger_of("{\"id\": \"PerformanceTrigger\", "
+        "\"evaluation_interval_data_points\": 10, \"warmup_intervals\": 3, "
+        "\"warmup_policy\": {\"id\": \"DataAmountTrigger\", \"num_samples\": 15}, "
+        "\"evaluation\": {\"dataset\": {\"metrics\": [{\"name\": \"Accuracy\"}]}},"
+        " \"decision_criteria\": {\"acc\": {\"id\": "
+        "\"StaticPerformanceThresholdCriterion\", \"metric_threshold\": 0.7}}}");
+    fake f = {.drop_at = 1000};
+    assert_int_equal(pl_trigger_set_evaluator(t, fake_evaluate, &f), 1);
+    size_t at[8], nat = feed(t, 40, 1, &f, at);
+    assert_int_equal(nat, 3);
+    assert_int_equal(at[0], 9);
+    assert_int_equal(at[1], 19);
+    assert_int_equal(at[2], 29);
+    pl_trigger_free(t);
+}
+
+/* The cost trigger takes Modyn's warm-up too: the first detection (1)
+ * fires, the policy's fire after 2 counts at 3, and then the regret,
+ * worth 0 here, never outweighs the 50 s training. */
+static void cost_warmup(void **state) {
+    (void)state;
+    pl_trigger *t = trigger_of("{\"id\": \"DataIncorporationLatencyCostTrigger\", "
+        "\"evaluation_interval_data_points\": 2, \"warmup_intervals\": 2, "
+        "\"warmup_policy\": {\"id\": \"DataAmountTrigger\", \"num_samples\": 3}, "
+        "\"incorporation_delay_per_training_second\": 0}");
+    fake f = {0};
+    assert_int_equal(pl_trigger_set_coster(t, fake_trainings, &f), 1);
+    size_t at[8], nat = feed(t, 12, 10, &f, at);
+    assert_int_equal(nat, 2);
+    assert_int_equal(at[0], 1);
+    assert_int_equal(at[1], 3);
+    pl_trigger_free(t);
+}
+
 /* Both join an EnsembleTrigger: each subtrigger gets what it asks of
  * the supervisor, and the ensemble votes on its fires. */
 static void in_an_ensemble(void **state) {
@@ -318,6 +358,8 @@ int main(void) {
         cmocka_unit_test(bad_sections_named),
         cmocka_unit_test(cost_model),
         cmocka_unit_test(avoidable_cost_fires),
+        cmocka_unit_test(warmup_decides_at_checks),
+        cmocka_unit_test(cost_warmup),
         cmocka_unit_test(in_an_ensemble),
         cmocka_unit_test(cost_fires_when_regret_outweighs),
     };
