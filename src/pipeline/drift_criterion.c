@@ -1,9 +1,12 @@
 /* drift_criterion.c -- turning a drift distance into a decision (drift.h),
- * with Modyn's criteria: a static threshold; a dynamic quantile (drift
- * when the distance is in the top `quantile` share of the last
+ * with Modyn's criteria and its comparisons (decision_policy.py): a
+ * static threshold (drift at or above it); a dynamic quantile (drift when
+ * the distance is above the (1 - `quantile`) quantile of the last
  * `window_size` distances); a rolling average (drift when the distance
- * exceeds the average of the last `window_size` by `deviation`, a share
- * of the average unless `absolute`); or a hypothesis test (p < p_val).
+ * reaches the average of the last `window_size` plus `deviation`, times
+ * the average unless `absolute`). A dynamic criterion with no history
+ * yet says drift, as Modyn's does. aegis adds a hypothesis test
+ * (p < p_val), which Modyn's current criteria lack.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -118,13 +121,14 @@ static double history_mean(const drift_criterion *c)
     return sum / (double)c->nhistory;
 }
 
+/* Modyn's rule: the distance above the average reaches deviation, or
+ * deviation times the average (not a share of |average|: Modyn's
+ * formula, kept as it is). */
 static bool rolling_exceeds(const drift_criterion *c, double distance)
 {
     double mean = history_mean(c);
     double above = distance - mean;
-    if (c->absolute)
-        return above > c->deviation;
-    return mean > 0 ? above / mean > c->deviation : above > 0;
+    return above >= (c->absolute ? c->deviation : c->deviation * mean);
 }
 
 bool drift_criterion_decide(drift_criterion *c, double distance,
@@ -133,14 +137,14 @@ bool drift_criterion_decide(drift_criterion *c, double distance,
     bool drift = false;
     switch (c->kind) {
     case DRIFT_CRIT_THRESHOLD:
-        return distance > c->threshold;
+        return distance >= c->threshold;
     case DRIFT_CRIT_HYPOTHESIS:
         return p_value < p_val;
-    case DRIFT_CRIT_QUANTILE:
-        drift = c->nhistory > 0 && distance > history_quantile(c);
+    case DRIFT_CRIT_QUANTILE: /* strictly above, as Modyn's */
+        drift = c->nhistory == 0 || distance > history_quantile(c);
         break;
     case DRIFT_CRIT_ROLLING:
-        drift = c->nhistory > 0 && rolling_exceeds(c, distance);
+        drift = c->nhistory == 0 || rolling_exceeds(c, distance);
         break;
     }
     drift_criterion_observe(c, distance);

@@ -81,7 +81,8 @@ static void criteria(void **state)
     drift_criterion q = parse_criterion(
         "{\"id\": \"DynamicQuantileThresholdCriterion\", \"window_size\": 5, "
         "\"quantile\": 0.25}");
-    assert_false(drift_criterion_decide(&q, 9, 1, 0.05));  /* no history yet */
+    /* no history yet: drift, as Modyn's (decision_policy.py) */
+    assert_true(drift_criterion_decide(&q, 9, 1, 0.05));
     for (int i = 1; i <= 4; i++)
         drift_criterion_observe(&q, i);
     /* history 9, 1, 2, 3, 4: the 75th percentile is 4 */
@@ -97,6 +98,22 @@ static void criteria(void **state)
     assert_true(drift_criterion_decide(&r, 1.6, 1, 0.05));  /* +60% */
     assert_false(drift_criterion_decide(&r, 1.9, 1, 0.05)); /* avg 1.3: +46% */
     drift_criterion_free(&r);
+    /* Modyn's >=: exactly the deviation is drift (avg 1, +0.5) */
+    r = parse_criterion("{\"id\": \"DynamicRollingAverageThresholdCriterion\", "
+                        "\"window_size\": 2, \"deviation\": 0.5}");
+    assert_true(drift_criterion_decide(&r, 1, 1, 0.05)); /* no history */
+    assert_true(drift_criterion_decide(&r, 1.5, 1, 0.05));
+    drift_criterion_free(&r);
+    r = parse_criterion("{\"id\": \"DynamicRollingAverageThresholdCriterion\", "
+                        "\"window_size\": 3, \"deviation\": 0.25, \"absolute\": true}");
+    drift_criterion_observe(&r, 2);
+    assert_true(drift_criterion_decide(&r, 2.25, 1, 0.05));
+    assert_false(drift_criterion_decide(&r, 2.2, 1, 0.05));
+    drift_criterion_free(&r);
+    drift_criterion t = parse_criterion(
+        "{\"id\": \"ThresholdDecisionCriterion\", \"threshold\": 0.5}");
+    assert_true(drift_criterion_decide(&t, 0.5, 1, 0.05));
+    assert_false(drift_criterion_decide(&t, 0.49, 1, 0.05));
 
     drift_criterion h = parse_criterion("{\"id\": \"HypothesisTestDecisionCriterion\"}");
     assert_true(drift_criterion_decide(&h, 0, 0.01, 0.05));
