@@ -5,9 +5,10 @@
  * the tail_triggers before it (all samples when tail_triggers is null or
  * absent). Then
  *   NewDataStrategy            the pool, cut to `limit`: with
- *                              tail_triggers 0 by limit_reset (lastX: the
- *                              newest; sampleUAR: uniformly), otherwise
- *                              uniformly, as Modyn does;
+ *                              tail_triggers null by limit_reset (lastX:
+ *                              the newest; sampleUAR: uniformly), otherwise
+ *                              uniformly, as Modyn's code does (its
+ *                              schema's text says the opposite);
  *   FreshnessSamplingStrategy  unused_data_ratio percent never-used
  *                              samples, the rest used ones;
  *   CoresetStrategy            presampling (select_presample.c) after
@@ -50,7 +51,9 @@ static int new_data(const pl_selector *sel, uint64_t lo, uint64_t hi,
     uint64_t n = hi - lo;
     if (sel->limit < 0 || n <= (uint64_t)sel->limit)
         return sel_choose_range(lo, hi, n, rng, out);
-    bool newest = !sel->all_data && sel->tail_triggers == 0 && !sel->limit_uar;
+    /* Modyn's code: limit_reset only where the pool is all the data;
+     * a pool of triggers (tail_triggers 0 or k) is sampled uniformly. */
+    bool newest = sel->all_data && !sel->limit_uar;
     if (newest)
         return sel_choose_range(hi - (uint64_t)sel->limit, hi,
                                 (uint64_t)sel->limit, rng, out);

@@ -33,8 +33,8 @@ static int parse_common(pl_selector *sel, const json_t *s, char *err,
     int reset, backend;
     bool present, weights;
     int64_t max_keys;
-    if (plcfg_int(s, SEL_PATH, "limit", -1, -1, INT64_MAX, &sel->limit, err,
-                  errlen) < 0 ||
+    if (plcfg_int(s, SEL_PATH, "limit", -1, INT64_MIN, INT64_MAX, &sel->limit,
+                  err, errlen) < 0 ||
         plcfg_opt_int(s, SEL_PATH, "tail_triggers", 0, UINT32_MAX,
                       &sel->tail_triggers, &present, err, errlen) < 0 ||
         plcfg_enum(s, SEL_PATH, "limit_reset", resets, 0, &reset, err,
@@ -48,6 +48,8 @@ static int parse_common(pl_selector *sel, const json_t *s, char *err,
         return -1;
     sel->all_data = !present;
     sel->limit_uar = reset == 1;
+    if (sel->limit <= 0)  /* Modyn's has_limit is limit > 0 */
+        sel->limit = -1;
     return 0;
 }
 

@@ -100,10 +100,42 @@ static void new_data_tail(void **state)
                  0, 20);
 }
 
+/* Whether the sets of CONFIG under seeds 1..20 ever hold a key outside
+ * [lo, hi) and ever one inside: a uniform choice over the pool. */
+static void expect_uniform(const char *config, size_t want, uint64_t lo,
+                           uint64_t hi, uint64_t pool_lo)
+{
+    bool outside = false, inside = false;
+    for (uint64_t seed = 1; seed <= 20; seed++) {
+        uint64_t keys[N];
+        pl_selector *sel = selector(config, seed);
+        assert_int_equal(build(sel, 2, N, keys), want);
+        for (size_t i = 0; i < want; i++) {
+            assert_true(keys[i] >= pool_lo);
+            outside = outside || keys[i] < lo || keys[i] >= hi;
+            inside = inside || (keys[i] >= lo && keys[i] < hi);
+        }
+        pl_selector_free(sel);
+    }
+    assert_true(outside && inside);
+}
+
 static void new_data_limit(void **state)
 {
-    expect_range("{\"name\": \"NewDataStrategy\", \"tail_triggers\": 0, "
-                 "\"limit\": 3, \"limit_reset\": \"lastX\"}", 17, 20);
+    /* Modyn's code (new_data_strategy.py): limit_reset applies only with
+     * tail_triggers null (all data): lastX the newest, sampleUAR uniform
+     * over all; with tail_triggers 0 or k the pool is sampled uniformly
+     * whatever limit_reset says. */
+    expect_range("{\"name\": \"NewDataStrategy\", \"tail_triggers\": null, "
+                 "\"limit\": 3}", 17, 20);
+    expect_range("{\"name\": \"NewDataStrategy\", \"limit\": 3, "
+                 "\"limit_reset\": \"lastX\"}", 17, 20);
+    expect_uniform("{\"name\": \"NewDataStrategy\", \"tail_triggers\": null, "
+                   "\"limit\": 3, \"limit_reset\": \"sampleUAR\"}", 3, 10, 20, 0);
+    expect_uniform("{\"name\": \"NewDataStrategy\", \"tail_triggers\": 0, "
+                   "\"limit\": 3, \"limit_reset\": \"lastX\"}", 3, 17, 20, 10);
+    expect_uniform("{\"name\": \"NewDataStrategy\", \"tail_triggers\": 1, "
+                   "\"limit\": 3}", 3, 10, 20, 5);
     uint64_t a[N], b[N];
     pl_selector *sel = selector("{\"name\": \"NewDataStrategy\", "
         "\"tail_triggers\": 0, \"limit\": 3, \"limit_reset\": \"sampleUAR\"}", 5);
@@ -114,9 +146,17 @@ static void new_data_limit(void **state)
         assert_int_equal(a[i], b[i]);  /* same seed and trigger, same set */
     }
     pl_selector_free(sel);
-    sel = selector("{\"name\": \"NewDataStrategy\", \"limit\": 4}", 5);
-    assert_int_equal(build(sel, 2, N, a), 4);
-    pl_selector_free(sel);
+}
+
+static void limit_zero_is_none(void **state)
+{
+    /* Modyn: has_limit = limit > 0; 0 and negative limits keep all. */
+    expect_range("{\"name\": \"NewDataStrategy\", \"tail_triggers\": 0, "
+                 "\"limit\": 0}", 10, 20);
+    expect_range("{\"name\": \"NewDataStrategy\", \"tail_triggers\": 0, "
+                 "\"limit\": -5}", 10, 20);
+    expect_range("{\"name\": \"CoresetStrategy\", \"tail_triggers\": null, "
+                 "\"limit\": 0}", 0, 20);
 }
 
 static bool contains(const uint64_t *keys, size_t n, uint64_t key)
@@ -339,6 +379,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(new_data_tail), cmocka_unit_test(new_data_limit),
+        cmocka_unit_test(limit_zero_is_none),
         cmocka_unit_test(freshness), cmocka_unit_test(freshness_limit),
         cmocka_unit_test(presample_random),
         cmocka_unit_test(presample_no_replacement),
