@@ -68,6 +68,8 @@ typedef struct drift_criterion {
     double *history;      /* dynamic kinds: the last window_size distances */
     size_t nhistory;      /* how many history holds (<= window_size) */
     size_t next;          /* where the next distance goes in history */
+    bool lower;           /* a low value fires (a performance trigger's
+                             score), not a high one (a distance) */
 } drift_criterion;
 
 /* Reads a decision_criterion mapping at PATH. 0, or -1 with err. */

@@ -100,14 +100,16 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* The value below which a share 1 - quantile of the history lies (linear
- * interpolation between the sorted values, as numpy's default). */
+/* The value below which a share 1 - quantile of the history lies (for
+ * `lower`, a share quantile), by linear interpolation between the sorted
+ * values, as numpy's default. */
 static double history_quantile(const drift_criterion *c)
 {
     double sorted[c->nhistory];
     memcpy(sorted, c->history, c->nhistory * sizeof *sorted);
     qsort(sorted, c->nhistory, sizeof *sorted, cmp_double);
-    double pos = (1.0 - c->quantile) * (double)(c->nhistory - 1);
+    double q = c->lower ? c->quantile : 1.0 - c->quantile;
+    double pos = q * (double)(c->nhistory - 1);
     size_t lo = (size_t)pos;
     size_t hi = lo + 1 < c->nhistory ? lo + 1 : lo;
     return sorted[lo] + (pos - (double)lo) * (sorted[hi] - sorted[lo]);
@@ -127,7 +129,7 @@ static double history_mean(const drift_criterion *c)
 static bool rolling_exceeds(const drift_criterion *c, double distance)
 {
     double mean = history_mean(c);
-    double above = distance - mean;
+    double above = c->lower ? mean - distance : distance - mean;
     return above >= (c->absolute ? c->deviation : c->deviation * mean);
 }
 
@@ -137,11 +139,13 @@ bool drift_criterion_decide(drift_criterion *c, double distance,
     bool drift = false;
     switch (c->kind) {
     case DRIFT_CRIT_THRESHOLD:
-        return distance >= c->threshold;
+        return c->lower ? distance <= c->threshold : distance >= c->threshold;
     case DRIFT_CRIT_HYPOTHESIS:
         return p_value < p_val;
     case DRIFT_CRIT_QUANTILE: /* strictly above, as Modyn's */
-        drift = c->nhistory == 0 || distance > history_quantile(c);
+        drift = c->nhistory == 0 ||
+                (c->lower ? distance < history_quantile(c)
+                          : distance > history_quantile(c));
         break;
     case DRIFT_CRIT_ROLLING:
         drift = c->nhistory == 0 || rolling_exceeds(c, distance);

@@ -27,6 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "drift.h"
 #include "eval.h"
 
 /* One evaluation: its samples, those misclassified (top-1), and each of
@@ -38,15 +39,17 @@ typedef struct perf_obs {
 
 typedef enum perf_kind {
     PERF_STATIC,
-    PERF_DYNAMIC,
+    PERF_QUANTILE,              /* DynamicQuantilePerformanceThreshold... */
+    PERF_ROLLING,               /* DynamicRollingAveragePerformance... */
     PERF_MISCLASSIFICATION
 } perf_kind;
 
 typedef struct perf_criterion {
     perf_kind kind;
     size_t metric;              /* index in the trigger's metrics */
-    double threshold;           /* static: metric_threshold; dynamic:
-                                   allowed_deviation */
+    double threshold;           /* static: metric_threshold */
+    drift_criterion dynamic;    /* QUANTILE, ROLLING: Modyn's dynamic
+                                   policy on the scores, direction lower */
     int64_t max_avoidable;      /* misclassification threshold */
     double expected_accuracy;   /*   NAN: forecast */
     bool allow_reduction;

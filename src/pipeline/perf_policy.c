@@ -105,10 +105,11 @@ bool perf_decide(perf_criterion *c, const perf_tracker *t,
                  const perf_obs *o) {
     double v = o->values[c->metric];
     switch (c->kind) {
-    case PERF_STATIC:
-        return v < c->threshold;
-    case PERF_DYNAMIC:
-        return v < perf_expected(t, c->metric) - c->threshold;
+    case PERF_STATIC: /* Modyn: at or below the threshold */
+        return v <= c->threshold;
+    case PERF_QUANTILE: /* Modyn's dynamic policies, a low score firing; */
+    case PERF_ROLLING:  /* an undefined score is not one to remember */
+        return !isnan(v) && drift_criterion_decide(&c->dynamic, v, NAN, 0);
     default:
         return perf_avoidable(c, t, o);
     }

@@ -147,6 +147,8 @@ static void perf_free(pl_trigger *t) {
     trig_perf *p = (trig_perf *)t;
     trig_warmup_free(&p->warm);
     perf_tracker_free(&p->tracker);
+    for (size_t i = 0; p->criteria && i < p->ncriteria; i++)
+        drift_criterion_free(&p->criteria[i].dynamic);
     free(p->criteria);
     free(p->batch);
     free(p->fired_on);

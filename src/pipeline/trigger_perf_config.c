@@ -25,10 +25,15 @@ static const char *const dataset_keys[] = {
     "dataset_id", "batch_size", "dataloader_workers", "metrics",
     "bytes_parser_function", "transformations", "label_transformer_function",
     "tokenizer", NULL};
+/* Modyn's current criteria, in perf_kind's order. */
 static const char *const criterion_ids[] = {
     "StaticPerformanceThresholdCriterion",
-    "DynamicPerformanceThresholdCriterion",
+    "DynamicQuantilePerformanceThresholdCriterion",
+    "DynamicRollingAveragePerformanceThresholdCriterion",
     "StaticNumberMisclassificationCriterion", NULL};
+/* Modyn's criterion before its #626, removed there: refused by name, so an
+ * old file is told what replaced it rather than that the id is unknown. */
+static const char removed_dynamic[] = "DynamicPerformanceThresholdCriterion";
 static const char *const modes[] = {"hindsight", "lookahead", NULL};
 static const char *const methods[] = {"ridge_regression", "rolling_average",
                                       NULL};
@@ -91,22 +96,47 @@ static int find_metric(const trig_perf *p, const char *name) {
     return -1;
 }
 
+/* A dynamic criterion's keys (Modyn's defaults: window_size 10,
+ * quantile 0.05, deviation 0.05, relative), into Modyn's dynamic policy
+ * with direction "lower": a low score fires. */
+static int parse_dynamic(const json_t *obj, const char *path,
+                         perf_criterion *c, char *err, size_t errlen) {
+    drift_criterion *d = &c->dynamic;
+    bool quantile = c->kind == PERF_QUANTILE;
+    d->kind = quantile ? DRIFT_CRIT_QUANTILE : DRIFT_CRIT_ROLLING;
+    d->lower = true;
+    if (plcfg_int(obj, path, "window_size", 10, 1, 10000, &d->window_size,
+                  err, errlen) < 0 ||
+        (quantile ? plcfg_num(obj, path, "quantile", 0.05, 0.0, 1.0,
+                              &d->quantile, err, errlen)
+                  : plcfg_num(obj, path, "deviation", 0.05, -1e300, 1e300,
+                              &d->deviation, err, errlen) < 0 ||
+                        plcfg_bool(obj, path, "absolute", false,
+                                   &d->absolute, err, errlen)) < 0)
+        return -1;
+    d->history = calloc((size_t)d->window_size, sizeof(*d->history));
+    return d->history ? 0 : plcfg_fail(err, errlen, path, NULL,
+                                       "out of memory");
+}
+
 static int parse_threshold_criterion(trig_perf *p, const json_t *obj,
                                      const char *path, perf_criterion *c,
                                      char *err, size_t errlen) {
-    static const char *const keys[] = {"id", "metric", "metric_threshold",
-                                       "allowed_deviation", NULL};
+    static const char *const keys[][7] = {
+        {"id", "metric", "metric_threshold", "needs_calibration", NULL},
+        {"id", "metric", "window_size", "quantile", "needs_calibration",
+         NULL},
+        {"id", "metric", "window_size", "deviation", "absolute",
+         "needs_calibration", NULL}};
     const char *metric;
-    bool dynamic = c->kind == PERF_DYNAMIC;
-    if (plcfg_check_keys(obj, path, keys, err, errlen) < 0 ||
-        plcfg_str(obj, path, "metric", "Accuracy", &metric, err, errlen) < 0 ||
-        plcfg_num(obj, path, dynamic ? "allowed_deviation" : "metric_threshold",
-                  dynamic ? 0.05 : 0.0, -1e9, 1e9, &c->threshold, err,
-                  errlen) < 0)
+    if (plcfg_check_keys(obj, path, keys[c->kind], err, errlen) < 0 ||
+        plcfg_str(obj, path, "metric", "Accuracy", &metric, err, errlen) < 0)
         return -1;
-    if (json_object_get(obj, dynamic ? "metric_threshold" : "allowed_deviation"))
-        return plcfg_fail(err, errlen, path, dynamic ? "metric_threshold"
-                          : "allowed_deviation", "not a key of this criterion");
+    if (c->kind == PERF_STATIC
+            ? plcfg_num(obj, path, "metric_threshold", 0.0, -1e9, 1e9,
+                        &c->threshold, err, errlen) < 0
+            : parse_dynamic(obj, path, c, err, errlen) < 0)
+        return -1;
     int m = find_metric(p, metric);
     if (m < 0)
         return plcfg_fail(err, errlen, path, "metric", "'%s' is not one of "
@@ -120,7 +150,7 @@ static int parse_misclassification(const json_t *obj, const char *path,
                                    size_t errlen) {
     static const char *const keys[] = {
         "id", "avoidable_misclassification_threshold", "expected_accuracy",
-        "allow_reduction", NULL};
+        "allow_reduction", "needs_calibration", NULL};
     if (plcfg_check_keys(obj, path, keys, err, errlen) < 0 ||
         plcfg_int(obj, path, "avoidable_misclassification_threshold", -1, 1,
                   INT64_MAX / 2, &c->max_avoidable, err, errlen) < 0 ||
@@ -138,9 +168,18 @@ static int parse_misclassification(const json_t *obj, const char *path,
 static int parse_criterion(trig_perf *p, const json_t *obj, const char *path,
                            perf_criterion *c, char *err, size_t errlen) {
     int id;
+    const char *given;
     if (!json_is_object(obj) || !json_object_get(obj, "id"))
         return plcfg_fail(err, errlen, path, NULL, "must be a mapping with "
                           "an id");
+    if (plcfg_str(obj, path, "id", NULL, &given, err, errlen) < 0) return -1;
+    if (strcmp(given, removed_dynamic) == 0)
+        return plcfg_fail(err, errlen, path, "id", "%s was removed from "
+                          "Modyn: use DynamicQuantilePerformanceThreshold"
+                          "Criterion{metric, window_size, quantile} or "
+                          "DynamicRollingAveragePerformanceThreshold"
+                          "Criterion{metric, window_size, deviation, "
+                          "absolute}", removed_dynamic);
     if (plcfg_enum(obj, path, "id", criterion_ids, 0, &id, err, errlen) < 0)
         return -1;
     c->kind = (perf_kind)id;
@@ -162,11 +201,13 @@ static int parse_criteria(trig_perf *p, const json_t *obj, const char *path,
     const char *name;
     const json_t *c;
     char at[PLCFG_PATH_MAX];
+    /* counted before it is read, so that perf_free frees what a
+     * criterion refused half-way had allocated */
     json_object_foreach((json_t *)obj, name, c) {
+        perf_criterion *crit = &p->criteria[p->ncriteria++];
         if (parse_criterion(p, c, plcfg_join(at, sizeof(at), path, name),
-                            &p->criteria[p->ncriteria], err, errlen) < 0)
+                            crit, err, errlen) < 0)
             return -1;
-        p->ncriteria++;
     }
     return 0;
 }
@@ -219,6 +260,14 @@ static int parse_cost(trig_perf *p, const json_t *section, const char *path,
     return 0;
 }
 
+/* Whether a criterion needs calibration (Modyn's needs_calibration):
+ * all but the static threshold. */
+static bool needs_warmup(const trig_perf *p) {
+    for (size_t i = 0; i < p->ncriteria; i++)
+        if (p->criteria[i].kind != PERF_STATIC) return true;
+    return false;
+}
+
 int perf_parse(trig_perf *p, const json_t *section, const char *path,
                char *err, size_t errlen) {
     char sub[PLCFG_PATH_MAX];
@@ -234,5 +283,10 @@ int perf_parse(trig_perf *p, const json_t *section, const char *path,
                        plcfg_join(sub, sizeof(sub), path, "decision_criteria"),
                        err, errlen) < 0)
         return -1;
-    return parse_policy(p, section, path, err, errlen);
+    if (parse_policy(p, section, path, err, errlen) < 0) return -1;
+    return needs_warmup(p) && !p->warm.policy
+               ? plcfg_fail(err, errlen, path, "warmup_policy", "required "
+                            "while a dynamic or misclassification criterion "
+                            "calibrates (as Modyn's validator says)")
+               : 0;
 }

@@ -16,6 +16,7 @@
 
 #include "perf.h"
 #include "trigger.h"
+#include "trigger_perf.h"
 
 static void forecasts(void **state) {
     (void)state;
@@ -37,19 +38,13 @@ static perf_obs obs(size_t samples, size_t wrong, double value) {
 static void static_and_dynamic(void **state) {
     (void)state;
     perf_tracker t = {.window = 10};
+    /* Modyn's static threshold fires at or below it */
     perf_criterion st = {.kind = PERF_STATIC, .threshold = 0.8};
     perf_obs low = obs(10, 3, 0.79), at = obs(10, 2, 0.8);
-    assert_true(perf_decide(&st, &t, &low));
-    assert_false(perf_decide(&st, &t, &at));
-    /* after-training scores 0.9 and 0.8: expected 0.85, less 0.05 */
-    perf_criterion dyn = {.kind = PERF_DYNAMIC, .threshold = 0.05};
-    assert_false(perf_decide(&dyn, &t, &low)); /* nothing expected yet */
-    perf_obs a = obs(10, 1, 0.9), b = obs(10, 2, 0.8);
-    assert_int_equal(perf_after_training(&t, &a), 0);
-    assert_int_equal(perf_after_training(&t, &b), 0);
-    assert_true(perf_decide(&dyn, &t, &low));
     perf_obs above = obs(10, 2, 0.81);
-    assert_false(perf_decide(&dyn, &t, &above));
+    assert_true(perf_decide(&st, &t, &low));
+    assert_true(perf_decide(&st, &t, &at));
+    assert_false(perf_decide(&st, &t, &above));
     perf_tracker_free(&t);
 }
 
@@ -242,6 +237,37 @@ static void cost_fires_when_regret_outweighs(void **state) {
     pl_trigger_free(t);
 }
 
+/* Modyn's current dynamic criteria (trigger/performance/criterion.py),
+ * read from a section: the quantile (below the quantile of the last
+ * window_size scores) and the rolling average (below the average by
+ * deviation times it), each firing with no history yet. */
+static void dynamic_criteria(void **state) {
+    (void)state;
+    pl_trigger *t = trigger_of("{\"id\": \"PerformanceTrigger\", "
+        "\"evaluation\": {\"dataset\": {\"metrics\": [{\"name\": \"Accuracy\"}]}}, "
+        "\"warmup_policy\": {\"id\": \"TimeTrigger\", \"every\": \"3d\"}, "
+        "\"warmup_intervals\": 5, \"decision_criteria\": {"
+        "\"q\": {\"id\": \"DynamicQuantilePerformanceThresholdCriterion\", "
+        "\"metric\": \"Accuracy\", \"window_size\": 4, \"quantile\": 0.5}, "
+        "\"r\": {\"id\": \"DynamicRollingAveragePerformanceThresholdCriterion\", "
+        "\"metric\": \"Accuracy\", \"window_size\": 2, \"deviation\": 0.25}}}");
+    trig_perf *p = (trig_perf *)t;
+    assert_int_equal(p->ncriteria, 2);
+    perf_criterion *q = &p->criteria[0], *r = &p->criteria[1];
+    assert_int_equal(q->kind, PERF_QUANTILE);
+    perf_tracker tr = {.window = 10};
+    perf_obs o9 = obs(10, 1, 0.9), o8 = obs(10, 2, 0.8), o86 = obs(10, 1, 0.86);
+    assert_true(perf_decide(q, &tr, &o9));   /* no history */
+    assert_true(perf_decide(q, &tr, &o8));   /* below 0.9 */
+    assert_false(perf_decide(q, &tr, &o86)); /* median 0.85 */
+    assert_false(perf_decide(q, &tr, &o86)); /* median 0.86: not below */
+    perf_obs one = obs(4, 0, 1.0), q3 = obs(4, 1, 0.75), o80 = obs(10, 2, 0.8);
+    assert_true(perf_decide(r, &tr, &one));  /* no history */
+    assert_true(perf_decide(r, &tr, &q3));   /* 1 - 0.75 >= 0.25 * 1 */
+    assert_false(perf_decide(r, &tr, &o80)); /* avg 0.875: 0.075 */
+    pl_trigger_free(t);
+}
+
 /* Modyn's warm-up: the first check fires even during it, and the
  * policy's fires count at the next check. DataAmountTrigger 15 fires
  * after 14 and 29: the warm-up's checks 9, 19 and 29 fire; 39 is the
@@ -345,6 +371,20 @@ static void bad_sections_named(void **state) {
                    "\"decision_criteria\": {\"x\": {\"id\": "
                    "\"StaticNumberMisclassificationCriterion\"}}}",
                    "missing key avoidable_misclassification_threshold");
+    /* Modyn's criterion before #626: refused, naming what replaced it */
+    assert_refused("{\"id\": \"PerformanceTrigger\", \"evaluation\": "
+                   "{\"dataset\": {\"metrics\": [{\"name\": \"Accuracy\"}]}}, "
+                   "\"decision_criteria\": {\"x\": {\"id\": "
+                   "\"DynamicPerformanceThresholdCriterion\", \"metric\": "
+                   "\"Accuracy\"}}}", "trigger.decision_criteria.x.id: "
+                   "DynamicPerformanceThresholdCriterion was removed from Modyn: "
+                   "use DynamicQuantilePerformanceThresholdCriterion");
+    /* a criterion that calibrates needs a warm-up policy, as Modyn's */
+    assert_refused("{\"id\": \"PerformanceTrigger\", \"evaluation\": "
+                   "{\"dataset\": {\"metrics\": [{\"name\": \"Accuracy\"}]}}, "
+                   "\"decision_criteria\": {\"x\": {\"id\": "
+                   "\"DynamicRollingAveragePerformanceThresholdCriterion\", "
+                   "\"metric\": \"Accuracy\"}}}", "trigger.warmup_policy: required");
     assert_refused("{\"id\": \"DataIncorporationLatencyCostTrigger\"}",
                    "trigger: missing key incorporation_delay_per_training_second");
 }
@@ -353,6 +393,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(forecasts),
         cmocka_unit_test(static_and_dynamic),
+        cmocka_unit_test(dynamic_criteria),
         cmocka_unit_test(avoidable_misclassifications),
         cmocka_unit_test(fires_after_the_drop),
         cmocka_unit_test(bad_sections_named),
