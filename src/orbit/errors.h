@@ -1,7 +1,11 @@
 /* errors.h -- DIPP's published error codes. A lost batch is reported as
  * code * 1000 + pipeline * 100 + module (the module's 1-based place in the
- * pipeline), the scheme of the flight DIPP; codes 503-505 and 601-605 are
- * this implementation's additions (docs/orbit.md lists them all). */
+ * pipeline), the scheme of the flight DIPP. Every code the flight DIPP's
+ * table defines (discosat/DIPP src/include/dipp_error.h: 100-102, 200-201,
+ * 300-304, 400-402, 500-517, 600-602, 700 + n) means here what it means
+ * there; this implementation's own codes take numbers that table leaves
+ * free (520-522, 603-605, 1001-1011), so a ground tool reading either
+ * DIPP's log_status reads the same meaning (docs/orbit.md lists them). */
 #ifndef DIPP_ERRORS_H
 #define DIPP_ERRORS_H
 
@@ -10,20 +14,24 @@
 
 enum dipp_code {
     DIPP_E_OK = 0,
-    DIPP_E_MISSING_MODULE = 501, /* no such module file, or dlopen failed */
-    DIPP_E_MISSING_SYMBOL = 502, /* no dipp_module symbol, or no run */
-    DIPP_E_ABI = 503,            /* built for another DIPP_ABI_VERSION */
-    DIPP_E_PARAM = 504,          /* a parameter it does not declare, or out of range */
-    DIPP_E_INPUT = 505,          /* the batch handed to it is malformed */
-    DIPP_E_CRASH = 600,          /* ended by a signal or exited without a result */
-    DIPP_E_NOMEM = 601,          /* reported an allocation failure (memory limit) */
-    DIPP_E_TIMEOUT = 602,        /* past its time limit: killed by the watchdog */
+    /* the flight's own numbers, with the flight's meaning */
+    DIPP_E_NOMEM = 100,          /* flight MEMORY_MALLOC: an allocation failed */
+    DIPP_E_MISSING_MODULE = 501, /* flight SO_NOT_FOUND: no module file, or dlopen failed */
+    DIPP_E_MISSING_SYMBOL = 502, /* flight RUN_NOT_FOUND: no dipp_module, or no run */
+    DIPP_E_CRASH = 600,          /* flight EXIT_CRASH: ended by a signal */
+    DIPP_E_EXITED = 601,         /* flight EXIT_NORMAL: exited without a result */
+    DIPP_E_TIMEOUT = 602,        /* flight EXIT_TIMEOUT: past its time limit, killed */
+    DIPP_E_MODULE = 700,         /* flight EXIT_CUSTOM: 700 + the module's code 1..99 */
+    /* this implementation's, where the flight's table is free (its 503-506
+     * are "parameter not found", 601 an exit without a code) */
+    DIPP_E_ABI = 520,            /* built for another DIPP_ABI_VERSION */
+    DIPP_E_PARAM = 521,          /* a parameter it does not declare, or out of range */
+    DIPP_E_INPUT = 522,          /* the batch handed to it is malformed */
     DIPP_E_SANDBOX = 603,        /* killed by the seccomp filter (SIGSYS) */
     DIPP_E_OUTPUT = 604,         /* its output batch or return value is malformed */
     DIPP_E_RUNNER = 605,         /* the runner could not start it (fork, memory) */
-    DIPP_E_MODULE = 700,         /* 700 + the module's own code (1..299) */
-    /* updates (upload.h), above the modules' 700-999; published with
-     * pipeline 0 and module 0 */
+    /* updates (upload.h), above the modules' 100-999 (the flight defines
+     * nothing from 1000); published with pipeline 0 and module 0 */
     DIPP_E_UP_MESSAGE = 1001,  /* a malformed manifest, chunk or key message */
     DIPP_E_UP_SIGNATURE = 1002, /* the signature does not verify */
     DIPP_E_UP_REPLAY = 1003,   /* version not above the highest accepted */
@@ -39,6 +47,11 @@ enum dipp_code {
 
 /* The published number: code*1000 + pipeline*100 + module. */
 uint32_t dipp_error_number(int code, unsigned pipeline, unsigned module);
+/* The code a module's own return value rc (not 0) publishes, as the flight
+ * DIPP maps it: 1-99 are 700 + rc, 100-999 are published as they are (a
+ * flight code, 100 for a failed allocation); anything else is
+ * DIPP_E_OUTPUT (1000 and above would read as an update's code). */
+int dipp_module_code(int rc);
 /* A short name for code ("crash", "timeout", "module error"...). */
 const char *dipp_code_name(int code);
 /* Writes why (printf) into detail[cap]: returns code, so a refusal is

@@ -43,7 +43,13 @@ static int code_of_end(const plat_outcome *o, const run_result *res,
     case PLAT_END_NORESULT:
         snprintf(rep->detail, sizeof rep->detail,
                  "exited with status %d before its result", o->status);
+#ifdef DIPP_SANITIZER_FILTER
+        /* ASan ends a crash with exit status 1 and no result: this build
+         * cannot tell it from a module's own exit, and calls both a crash */
         return DIPP_E_CRASH;
+#else
+        return DIPP_E_EXITED; /* the flight's 601: exited, no error code */
+#endif
     case PLAT_END_SIGNAL:
         snprintf(rep->detail, sizeof rep->detail, "killed by signal %d (%s)",
                  o->status, strsignal(o->status));

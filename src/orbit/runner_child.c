@@ -94,10 +94,12 @@ static int load(const run_req *q, const dipp_module_info **info, char *err,
 static int code_of_return(int rc, dbatch *out, char *err, size_t errlen) {
     if (rc == DIPP_OK)
         return batch_commit(out, err, errlen) ? DIPP_E_OUTPUT : 0;
-    snprintf(err, errlen, "the module returned %d", rc);
-    if (rc == DIPP_ERR_NOMEM)
-        return DIPP_E_NOMEM;
-    return rc > 0 && rc < 300 ? DIPP_E_MODULE + rc : DIPP_E_OUTPUT;
+    int code = dipp_module_code(rc);
+    snprintf(err, errlen, code == DIPP_E_OUTPUT
+                              ? "the module returned %d, outside 1-999"
+                              : "the module returned %d",
+             rc);
+    return code;
 }
 
 /* The module this worker serves, once its first call loaded it. */

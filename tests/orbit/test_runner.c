@@ -155,6 +155,42 @@ static void test_params(void **s) {
     assert_int_equal(run_one("downsample", &p, &n), DIPP_E_MODULE + DIPP_ERR_FORMAT);
 }
 
+/* What coder publishes with code c (and exit e). */
+static int coder(int64_t c, int64_t e) {
+    dipp_params p = {2, {{"code", DIPP_PARAM_INT, c, 0, ""}, {"exit", DIPP_PARAM_INT, e, 0, ""}}};
+    uint32_t n;
+    return run_one("coder", &p, &n);
+}
+
+/* Every code means what the flight DIPP's table (discosat/DIPP
+ * dipp_error.h, README) means where it defines one; a module's own code
+ * maps as its dipp_process.c does: 1-99 to 700 + n, 100-999 as is. */
+static void test_flight_numbers(void **s) {
+    (void)s;
+    uint32_t n;
+    assert_int_equal(coder(5, 0), 705);
+    assert_int_equal(coder(99, 0), 799);
+    assert_int_equal(coder(100, 0), 100); /* the flight's "Memory Error: Malloc" */
+    assert_int_equal(coder(150, 0), 150);
+    assert_int_equal(coder(999, 0), 999);
+    assert_int_equal(coder(1002, 0), 604); /* would read as an update's code */
+    assert_int_equal(coder(-1, 0), 604);
+#ifndef DIPP_SANITIZER_FILTER
+    /* exited, no result: the flight's 601 "Module Exit Error: Normal" */
+    assert_int_equal(coder(3, 1), 601);
+    assert_int_equal(coder(0, 1), 601);
+#endif
+    assert_int_equal(run_one("copy", NULL, &n), 0);
+    assert_int_equal(run_one("bomb", NULL, &n), 100);
+    assert_int_equal(run_one("wrong_abi", NULL, &n), 520); /* flight 503: a bool param */
+    dipp_params p = {1, {{"nope", DIPP_PARAM_INT, 1, 0, ""}}};
+    assert_int_equal(run_one("copy", &p, &n), 521); /* flight 504: an int param */
+    assert_string_equal(dipp_code_name(503), "bool parameter not found");
+    assert_string_equal(dipp_code_name(601), "exited without a result");
+    assert_string_equal(dipp_code_name(742), "module error");
+    assert_string_equal(dipp_code_name(100), "allocation failed");
+}
+
 static void test_pipeline_number(void **s) {
     (void)s;
     pdef d = {.id = 2, .count = 3};
@@ -185,6 +221,7 @@ int main(void) {
         cmocka_unit_test(test_pipeline_number), cmocka_unit_test(test_input_is_read_only),
         cmocka_unit_test(test_input_stays_read_only),
         cmocka_unit_test(test_fork_server_killed),
+        cmocka_unit_test(test_flight_numbers),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -20,7 +20,7 @@ extern "C" {
 #endif
 
 /* Raised on any change of the structures below: the runner refuses a
- * module built against another version (error 503) instead of running it
+ * module built against another version (error 520) instead of running it
  * with a misread layout. */
 #define DIPP_ABI_VERSION 1u
 #define DIPP_MODULE_SYMBOL "dipp_module"
@@ -88,12 +88,16 @@ typedef struct dipp_params {
     dipp_param item[DIPP_PARAMS_MAX];
 } dipp_params;
 
-/* What run returns: 0, or a code of the module's own from 1 to 299,
- * published as 700 + code (so 1 is error 701). */
+/* What run returns: 0, or an error, mapped as the flight DIPP maps a
+ * module's code: 1 to 99 are the module's own, published as 700 + code (so
+ * 1 is error 701); 100 to 999 are published as they are, for a code of the
+ * flight DIPP's table (100: an allocation failed). Anything else is refused
+ * as malformed (604). DIPP_ERR_NOMEM was 3 (error 703) before it took the
+ * flight's number; a module built then still returns 3. */
 #define DIPP_OK 0
-#define DIPP_ERR_FORMAT 1  /* an input format the module does not take */
-#define DIPP_ERR_NOSPACE 2 /* out->add returned NULL */
-#define DIPP_ERR_NOMEM 3   /* an allocation failed (the memory limit) */
+#define DIPP_ERR_FORMAT 1   /* an input format the module does not take */
+#define DIPP_ERR_NOSPACE 2  /* out->add returned NULL */
+#define DIPP_ERR_NOMEM 100  /* an allocation failed (the memory limit) */
 
 typedef int (*dipp_run_fn)(const dipp_batch *in, const dipp_params *p,
                            dipp_batch *out);
