@@ -1,9 +1,11 @@
-/* trigger_ensemble.c -- Modyn's EnsembleTrigger: named sub-triggers, each
- * fed every sample; at the end of every detection_interval_data_points
- * samples each votes yes if it fired during that interval, and the
- * ensemble fires when MajorityVote (more than half) or AtLeastN{n} says
- * so. Sub-triggers keep their own state (a drift trigger that fired takes
- * a new reference) whether or not the ensemble fires.
+/* trigger_ensemble.c -- Modyn's EnsembleTrigger as its current code
+ * decides (ensembletrigger.py): named sub-triggers, each fed every
+ * sample. A sub-trigger's fire is its vote, which stands until the
+ * ensemble fires; at each sample where a sub-trigger fires the ensemble
+ * decides, and fires when MajorityVote (more than half) or AtLeastN{n}
+ * says so, which clears every vote. Sub-triggers keep their own state (a
+ * drift trigger that fired takes a new reference) whether or not the
+ * ensemble fires.
  */
 #include <stdlib.h>
 
@@ -12,39 +14,39 @@
 
 typedef struct trig_ensemble {
     pl_trigger base;
-    int64_t interval;       /* samples per vote */
     int64_t at_least;       /* votes needed; 0: a majority */
     pl_trigger **subs;
-    bool *voted;            /* per sub: fired in this interval */
+    bool *voted;            /* per sub: fired since the ensemble last did */
     size_t nsubs;
-    int64_t since_vote;     /* samples since the last vote */
 } trig_ensemble;
 
+/* Whether the votes standing fire the ensemble; a fire clears them. */
 static bool ensemble_decides(trig_ensemble *e)
 {
     size_t yes = 0;
-    for (size_t i = 0; i < e->nsubs; i++) {
+    for (size_t i = 0; i < e->nsubs; i++)
         yes += e->voted[i];
+    bool fire = e->at_least > 0 ? (int64_t)yes >= e->at_least
+                                : yes * 2 > e->nsubs;
+    for (size_t i = 0; fire && i < e->nsubs; i++)
         e->voted[i] = false;
-    }
-    return e->at_least > 0 ? (int64_t)yes >= e->at_least : yes * 2 > e->nsubs;
+    return fire;
 }
 
 static int ensemble_feed(pl_trigger *t, const pl_sample *s, const float *f,
                          size_t dim, bool *fire, char *err, size_t errlen)
 {
     trig_ensemble *e = (trig_ensemble *)t;
+    bool any = false;
     for (size_t i = 0; i < e->nsubs; i++) {
         bool sub_fire = false;
         const float *row = e->subs[i]->needs_features ? f : NULL;
         if (trig_feed(e->subs[i], s, row, dim, &sub_fire, err, errlen) < 0)
             return -1;
         e->voted[i] = e->voted[i] || sub_fire;
+        any = any || sub_fire;
     }
-    if (++e->since_vote < e->interval)
-        return 0;
-    e->since_vote = 0;
-    *fire = ensemble_decides(e);
+    *fire = any && ensemble_decides(e);
     return 0;
 }
 
@@ -126,8 +128,8 @@ static int parse_strategy(trig_ensemble *e, const json_t *s, const char *path,
 pl_trigger *trig_ensemble_new(const json_t *section, const char *path,
                               char *err, size_t errlen)
 {
-    static const char *const keys[] = {"id", "detection_interval_data_points",
-                                       "subtriggers", "ensemble_strategy", NULL};
+    static const char *const keys[] = {"id", "subtriggers",
+                                       "ensemble_strategy", NULL};
     char sub[PLCFG_PATH_MAX];
     trig_ensemble *e = calloc(1, sizeof *e);
     if (!e) {
@@ -135,9 +137,16 @@ pl_trigger *trig_ensemble_new(const json_t *section, const char *path,
         return NULL;
     }
     e->base.ops = &ensemble_ops;
+    if (json_object_get(section, "detection_interval_data_points")) {
+        /* an older Modyn's key, gone from its schema (which forbids
+         * unknown keys): said, as it changes when the ensemble decides */
+        plcfg_fail(err, errlen, path, "detection_interval_data_points",
+                   "not a key of Modyn's EnsembleTrigger: it decides at "
+                   "each sub-trigger's fire, votes standing until it fires");
+        ensemble_free(&e->base);
+        return NULL;
+    }
     if (plcfg_check_keys(section, path, keys, err, errlen) < 0 ||
-        plcfg_int(section, path, "detection_interval_data_points", 1000, 1,
-                  100000000, &e->interval, err, errlen) < 0 ||
         parse_subs(e, json_object_get(section, "subtriggers"),
                    plcfg_join(sub, sizeof sub, path, "subtriggers"), err, errlen) < 0 ||
         parse_strategy(e, json_object_get(section, "ensemble_strategy"),

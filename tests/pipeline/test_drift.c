@@ -269,7 +269,7 @@ static void ensemble_of_drift(void **state)
      * on: drift (fires at 499 and 3499) AND every 500 samples. */
     const uint64_t want[] = {499, 3499};
     expect_drift_fires("{\"id\": \"EnsembleTrigger\", "
-        "\"detection_interval_data_points\": 500, \"subtriggers\": {"
+        "\"subtriggers\": {"
         "\"drift\": {\"id\": \"DataDriftTrigger\", "
         "\"evaluation_interval_data_points\": 500, \"windowing_strategy\": "
         "{\"id\": \"AmountWindowingStrategy\", \"amount_ref\": 500, "
@@ -364,7 +364,7 @@ static size_t embedded_fires(const char *config, fake_embedder *e,
 }
 
 static const char embedded_config[] = "{\"id\": \"EnsembleTrigger\", "
-    "\"detection_interval_data_points\": 1, \"subtriggers\": {\"drift\": "
+    "\"subtriggers\": {\"drift\": "
     "{\"id\": \"DataDriftTrigger\", \"evaluation_interval_data_points\": "
     "500, \"windowing_strategy\": {\"id\": \"AmountWindowingStrategy\", "
     "\"amount_ref\": 500, \"amount_cur\": 500}, \"metrics\": {\"mmd\": "

@@ -312,7 +312,7 @@ static void cost_warmup(void **state) {
  * the supervisor, and the ensemble votes on its fires. */
 static void in_an_ensemble(void **state) {
     (void)state;
-    pl_trigger *t = trigger_of("{\"id\": \"EnsembleTrigger\", \"detection_interval_data_points\": 10, "
+    pl_trigger *t = trigger_of("{\"id\": \"EnsembleTrigger\", "
         "\"ensemble_strategy\": {\"id\": \"AtLeastN\", \"n\": 1}, "
         "\"subtriggers\": {\"perf\": {\"id\": \"PerformanceTrigger\", "
         "\"evaluation_interval_data_points\": 10, \"evaluation\": "

@@ -79,22 +79,33 @@ static void time_start(void **state)
 
 static void ensemble(void **state)
 {
-    /* a fires after 1, 3, 5, ...; b after 4, 9, 14, 19; c never: both a
-     * and b vote yes in every interval of 5. */
+    /* Modyn's current EnsembleTrigger: a vote stands from a sub-trigger's
+     * fire until the ensemble fires. a fires after 1, 3, 5, ...; b after
+     * 4, 9, 14, 19; c never: a's vote waits for b's each time. */
     const char *subs = "\"subtriggers\": {"
         "\"a\": {\"id\": \"DataAmountTrigger\", \"num_samples\": 2},"
         "\"b\": {\"id\": \"DataAmountTrigger\", \"num_samples\": 5},"
         "\"c\": {\"id\": \"DataAmountTrigger\", \"num_samples\": 100}}";
     char config[512];
     const uint64_t want[] = {4, 9, 14, 19};
-    snprintf(config, sizeof config, "{\"id\": \"EnsembleTrigger\", "
-             "\"detection_interval_data_points\": 5, %s, \"ensemble_strategy\": "
-             "{\"id\": \"MajorityVote\"}}", subs);
+    snprintf(config, sizeof config, "{\"id\": \"EnsembleTrigger\", %s, "
+             "\"ensemble_strategy\": {\"id\": \"MajorityVote\"}}", subs);
     expect_fires(config, NULL, 20, want, 4);
-    snprintf(config, sizeof config, "{\"id\": \"EnsembleTrigger\", "
-             "\"detection_interval_data_points\": 5, %s, \"ensemble_strategy\": "
-             "{\"id\": \"AtLeastN\", \"n\": 3}}", subs);
+    snprintf(config, sizeof config, "{\"id\": \"EnsembleTrigger\", %s, "
+             "\"ensemble_strategy\": {\"id\": \"AtLeastN\", \"n\": 3}}", subs);
     expect_fires(config, NULL, 20, want, 0);
+}
+
+static void ensemble_votes_stand(void **state)
+{
+    /* The review's ensemble.yaml scaled down (300 and 500 samples: Modyn
+     * fires at 500, 1000, 1500, 2000): every 3 and every 5, AtLeastN 2. */
+    const uint64_t want[] = {4, 9, 14, 19};
+    expect_fires("{\"id\": \"EnsembleTrigger\", \"subtriggers\": {"
+                 "\"a\": {\"id\": \"DataAmountTrigger\", \"num_samples\": 3},"
+                 "\"b\": {\"id\": \"DataAmountTrigger\", \"num_samples\": 5}}, "
+                 "\"ensemble_strategy\": {\"id\": \"AtLeastN\", \"n\": 2}}",
+                 NULL, 20, want, 4);
 }
 
 static void expect_error(const char *config, const char *message)
@@ -130,6 +141,13 @@ static void bad_keys(void **state)
                  "{\"id\": \"TimeTrigger\", \"every\": \"1d\"}}, "
                  "\"ensemble_strategy\": {\"id\": \"AtLeastN\", \"n\": 2}}",
                  "trigger.ensemble_strategy.n: must be between 1 and 1");
+    /* an older Modyn's key: its current schema has none */
+    expect_error("{\"id\": \"EnsembleTrigger\", "
+                 "\"detection_interval_data_points\": 5, \"subtriggers\": "
+                 "{\"a\": {\"id\": \"TimeTrigger\", \"every\": \"1d\"}}, "
+                 "\"ensemble_strategy\": {\"id\": \"MajorityVote\"}}",
+                 "trigger.detection_interval_data_points: not a key of Modyn's "
+                 "EnsembleTrigger");
     expect_error("{\"id\": \"DataDriftTrigger\", \"metrics\": {\"m\": "
                  "{\"id\": \"AlibiDetectMmdDriftMetric\", \"thresh\": 1}}}",
                  "trigger.metrics.m.thresh: unknown key");
@@ -155,6 +173,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(data_amount), cmocka_unit_test(time_every),
         cmocka_unit_test(time_start), cmocka_unit_test(ensemble),
+        cmocka_unit_test(ensemble_votes_stand),
         cmocka_unit_test(bad_keys),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
