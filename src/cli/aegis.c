@@ -97,9 +97,11 @@ int cli_output_apart(const char *cmd, const char *opt, const char *path,
     return 0;
 }
 
-/* "--mem" for an option, "ID" for an operand (see cli.h). */
+/* "--mem" for an option, "-n" for a one-letter one, "ID" for an operand
+ * (see cli.h). */
 static const char *dashes(const char *opt) {
-    return isupper((unsigned char)opt[0]) ? "" : "--";
+    if (isupper((unsigned char)opt[0])) return "";
+    return opt[1] == '\0' ? "-" : "--";
 }
 
 int cli_parse_long(const char *cmd, const char *opt, const char *text,

@@ -21,9 +21,10 @@ int cli_dataset(int argc, char **argv);
 const char *cli_default_catalog(void);
 
 /* Parses text as a whole number in [lo, hi] or a finite number in
- * [lo, hi]; on failure prints "aegis CMD: --OPT: ..." and returns -1. OPT
- * is an option's name without its dashes, or an operand's name in upper
- * case ("ID"), which is printed as it is. */
+ * [lo, hi]; on failure prints "aegis CMD: --OPT: ..." (-O for a
+ * one-letter OPT) and returns -1. OPT is an option's name without its
+ * dashes, or an operand's name in upper case ("ID"), which is printed as
+ * it is. */
 int cli_parse_long(const char *cmd, const char *opt, const char *text,
                    long lo, long hi, long *out);
 int cli_parse_double(const char *cmd, const char *opt, const char *text,

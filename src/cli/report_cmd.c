@@ -64,24 +64,36 @@ static const char report_help[] =
 "    0 success, 1 failure (aegisd unreachable, busy or failing), 2 bad\n"
 "    usage or a request aegisd refused.\n";
 
-/* T as Unix seconds: a number, an age (N followed by s, m, h or d), or a
- * UTC date. Returns -1 when it is none of these. */
-static int report_parse_since(const char *text, double *out) {
+/* The latest T taken: 9999-12-31T23:59:59 UTC, as far as a date goes. */
+#define REPORT_T_MAX 253402300799.0
+
+/* T's leading number in plain decimal (no sign, exponent, hex, inf or
+ * nan) into *v: where it ends, or NULL when T does not start with one. */
+static const char *report_decimal(const char *text, double *v) {
+    size_t n = strspn(text, "0123456789.");
     char *stop;
-    double v = strtod(text, &stop);
-    if (stop != text && v >= 0) {
-        static const struct { char unit; double s; } ages[] = {
-            {'s', 1}, {'m', 60}, {'h', 3600}, {'d', 86400}};
-        if (*stop == '\0') {
-            *out = v;
-            return 0;
+    if (n == 0) return NULL;
+    *v = strtod(text, &stop);
+    return stop == text + n ? stop : NULL;
+}
+
+/* An age, "N" then s, m, h or d, as the Unix time it goes back to: -1
+ * when unit is none of these or it goes back past 1970. */
+static double report_age(double n, const char *unit) {
+    static const struct { char unit; double s; } ages[] = {
+        {'s', 1}, {'m', 60}, {'h', 3600}, {'d', 86400}};
+    for (size_t i = 0; i < sizeof(ages) / sizeof(*ages); i++)
+        if (unit[0] == ages[i].unit && unit[1] == '\0') {
+            double t = (double)time(NULL) - n * ages[i].s;
+            return t >= 0 ? t : -1;
         }
-        for (size_t i = 0; i < sizeof(ages) / sizeof(*ages); i++)
-            if (stop[0] == ages[i].unit && stop[1] == '\0') {
-                *out = (double)time(NULL) - v * ages[i].s;
-                return 0;
-            }
-    }
+    return -1;
+}
+
+/* A UTC date, YYYY-MM-DD[THH:MM:SS], as Unix time: -1 when it is not
+ * in that form, -2 when it names no moment of the calendar (February
+ * 30th, 25:00), which timegm would roll over into another. */
+static double report_date(const char *text) {
     struct tm tm;
     memset(&tm, 0, sizeof(tm));
     const char *end = strptime(text, "%Y-%m-%dT%H:%M:%S", &tm);
@@ -90,7 +102,34 @@ static int report_parse_since(const char *text, double *out) {
         end = strptime(text, "%Y-%m-%d", &tm);
     }
     if (!end || *end) return -1;
-    *out = (double)timegm(&tm);
+    struct tm asked = tm;
+    time_t t = timegm(&tm); /* normalises tm */
+    bool same = tm.tm_year == asked.tm_year && tm.tm_mon == asked.tm_mon &&
+                tm.tm_mday == asked.tm_mday && tm.tm_hour == asked.tm_hour &&
+                tm.tm_min == asked.tm_min && tm.tm_sec == asked.tm_sec;
+    return !same ? -2 : t < 0 ? -1 : (double)t;
+}
+
+/* T as Unix seconds into *out: a number, an age (N followed by s, m, h or
+ * d) or a UTC date. Returns 0, or -1 after saying why, naming the option
+ * (since or until). */
+static int report_parse_time(const char *opt, const char *text, double *out) {
+    double v;
+    const char *stop = report_decimal(text, &v);
+    if (!stop || *stop == '-') v = report_date(text); /* 2026-11-01 */
+    else if (*stop != '\0') v = report_age(v, stop);  /* 7d */
+    if (v == -2) {
+        fprintf(stderr, "aegis report: --%s: '%s' is no day or time of the "
+                "calendar\n", opt, text);
+        return -1;
+    }
+    if (v < 0 || v > REPORT_T_MAX) {
+        fprintf(stderr, "aegis report: --%s: '%s' is not a Unix time, a date "
+                "(YYYY-MM-DD[THH:MM:SS], UTC, to 9999) or an age (7d, 12h)\n",
+                opt, text);
+        return -1;
+    }
+    *out = v;
     return 0;
 }
 
@@ -157,6 +196,7 @@ int cli_report(int argc, char **argv) {
     const char *socket = NULL, *user = NULL;
     int csv = 0, json = 0, ch;
     double since = 0, until = 0;
+    bool has_until = false;
     while ((ch = getopt_long(argc, argv, "hu:", opts, NULL)) != -1) {
         switch (ch) {
         case 'h': fputs(report_help, stdout); return CLI_OK;
@@ -168,25 +208,30 @@ int cli_report(int argc, char **argv) {
             user = optarg;
             break;
         case 't':
+            if (report_parse_time("since", optarg, &since) != 0)
+                return CLI_USAGE;
+            break;
         case 'U':
-            if (report_parse_since(optarg, ch == 't' ? &since : &until) == 0)
-                break;
-            fprintf(stderr, "aegis report: --%s: '%s' is not a Unix time, "
-                    "a date (YYYY-MM-DD[THH:MM:SS]) or an age (7d, 12h)\n",
-                    ch == 't' ? "since" : "until", optarg);
-            return CLI_USAGE;
+            if (report_parse_time("until", optarg, &until) != 0)
+                return CLI_USAGE;
+            has_until = true;
+            break;
         default: goto usage;
         }
     }
-    if (optind != argc || (csv && json)) goto usage;
-    if (until > 0 && since >= until) {
-        fprintf(stderr, "aegis report: --since is not before --until: no job "
-                "can end between them\n");
+    if (csv && json) {
+        fprintf(stderr, "aegis report: --csv and --json: give one of them\n");
+        return CLI_USAGE;
+    }
+    if (optind != argc) goto usage;
+    if (has_until && since >= until) {
+        fprintf(stderr, "aegis report: --until is not after --since (1970 "
+                "when not given): no job was submitted between them\n");
         return CLI_USAGE;
     }
     int rc;
     json_t *req = json_pack("{s:s, s:f}", "op", "report", "since", since);
-    if (until > 0) json_object_set_new(req, "until", json_real(until));
+    if (has_until) json_object_set_new(req, "until", json_real(until));
     if (user) json_object_set_new(req, "user", json_string(user));
     json_t *ans = client_call("report", client_socket(socket), req, &rc);
     if (!ans) return rc;

@@ -32,7 +32,8 @@ static const char top_help[] =
 "    again every period. The terminal is given back as it was when it\n"
 "    ends.\n\n"
 "    When stdin or stdout is not a terminal, aegis top prints one plain\n"
-"    snapshot (every row, $COLUMNS wide, 80 by default) and exits.\n\n"
+"    snapshot (every row, $COLUMNS wide, 80 by default, 20 to 1000) and\n"
+"    exits.\n\n"
 "KEYS\n"
 "    q, Ctrl-C       quit; Ctrl-C also while aegisd takes the request\n"
 "                    and does not answer (then exit status 1)\n"
@@ -258,11 +259,13 @@ static int top_full_screen(const top_opts *o) {
     return rc;
 }
 
-/* $COLUMNS, else 80: how wide a snapshot's lines may be. */
+/* $COLUMNS, else 80: how wide a snapshot's lines may be; at least 20,
+ * the narrowest the layout keeps apart, and at most 1000. */
 static int snapshot_width(void) {
     const char *env = getenv("COLUMNS");
     long cols = env ? strtol(env, NULL, 10) : 0;
-    return cols >= 20 && cols <= 1000 ? (int)cols : 80;
+    if (cols <= 0) return 80;
+    return cols < 20 ? 20 : cols > 1000 ? 1000 : (int)cols;
 }
 
 /* Plain text: -n snapshots (one by default), a blank line between. */

@@ -31,7 +31,16 @@ assert [j['job_id'] for j in d['jobs']]==[$a], d['jobs']" || fail "--until"
     # a mistyped user is said, not an empty list
     aegis_refused "-u nosuchuser: no such user" report -u nosuchuser
     aegis_refused "-u nosuchuser: no such user" ls -u nosuchuser
-    aegis_refused "--since is not before --until" report --since 1h --until 2h
+    aegis_refused "--until is not after --since" report --since 1h --until 2h
+    aegis_refused "--until is not after --since" report --until 0
+    # a day the calendar lacks is refused, not rolled into the next month;
+    # a time is plain decimal seconds, never infinite, hex or past 9999
+    aegis_refused "no day or time of the calendar" report --since 2026-02-30
+    aegis_refused "no day or time of the calendar" report --until 2026-11-31T12:00:00
+    for t in inf nan 1e400 0x6B14D4E2 -5 100000d; do
+        aegis_refused "--since: '$t' is not a Unix time" report --since "$t"
+    done
+    aegis_refused "--csv and --json: give one of them" report --csv --json
     "$AEGIS" report --until later 2> err.txt; [ $? = 2 ] || fail "bad --until: exit"
     grep -q -- "--until: 'later'" err.txt || fail "bad --until: $(cat err.txt)"
 }

@@ -130,6 +130,11 @@ case_top_snapshot() {
     "$AEGIS" top -n 2 --delay 0.2 > snap2.txt || fail "-n 2"
     [ "$(grep -c '^aegis top ' snap2.txt)" = 2 ] || fail "-n 2: not 2 snapshots"
     aegis_refused "--delay" top -d 0
+    aegis_refused "-n: '0' is not" top -n 0
+    # as wide as $COLUMNS, but never narrower than the layout's 20
+    COLUMNS=5 "$AEGIS" top > narrow.txt || fail "COLUMNS=5: exit $?"
+    [ "$(awk '{ if (length($0) > n) n = length($0) } END { print n }' narrow.txt)" = 20 ] ||
+        fail "COLUMNS=5: not 20 wide: $(cat narrow.txt)"
     aegis_refused "--delay" top --delay soon
     aegis_refused "bad usage" top extra
 }
