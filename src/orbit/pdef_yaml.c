@@ -9,17 +9,17 @@
  *     - name: encode_jpeg
  *       config: 3          # parameters from module-configuration slot 3
  *
- * A scalar parameter is an integer if it reads as one, else a number if it
- * reads as one, else a string. */
+ * An unquoted scalar parameter is read as YAML 1.2's core schema reads it
+ * (pdef_scalar.c); a quoted one is a string. */
 #include "pdef.h"
 
-#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <yaml.h>
 
+#include "pdef_scalar.h"
 #include "runner.h"
 
 typedef struct ctx {
@@ -56,33 +56,19 @@ static int parse_value(const ctx *c, const yaml_node_t *n, const char *field,
     const char *s = scalar(n);
     if (!s)
         return fail(c, n, field, "a parameter is a number or a string");
-    char *end;
-    errno = 0;
     int quoted = n->data.scalar.style == YAML_SINGLE_QUOTED_SCALAR_STYLE ||
                  n->data.scalar.style == YAML_DOUBLE_QUOTED_SCALAR_STYLE;
-    if (quoted)
-        goto text;
-    v->i = strtoll(s, &end, 10);
-    if (*s && !*end) {
-        v->type = DIPP_PARAM_INT;
-        return errno ? fail(c, n, field, "an integer out of range") : 0;
-    }
-    v->i = 0;
-    errno = 0;
-    v->f = strtod(s, &end);
-    if (*s && !*end) {
-        v->type = DIPP_PARAM_FLOAT;
-        return errno == ERANGE && (v->f > 1 || v->f < -1)
-                   ? fail(c, n, field, "a number out of range")
-                   : 0;
-    }
-text:
+    char why[200];
     v->i = 0, v->f = 0;
+    v->type = DIPP_PARAM_STR;
+    if (!quoted && pdef_scalar(s, v, why, sizeof why))
+        return fail(c, n, field, "%s", why);
+    if (v->type != DIPP_PARAM_STR)
+        return 0;
     if (!*s)
         return fail(c, n, field, "an empty value (a number or a string)");
     if (strlen(s) >= DIPP_PARAM_STR_MAX)
         return fail(c, n, field, "longer than %u characters", DIPP_PARAM_STR_MAX - 1);
-    v->type = DIPP_PARAM_STR;
     snprintf(v->s, sizeof v->s, "%s", s);
     return 0;
 }

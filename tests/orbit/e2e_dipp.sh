@@ -40,6 +40,14 @@ YAML
 printf 'pipeline: 2\nmodules:\n  - name: debayer\n    params: {gain: [1]}\n' > "$DIR/bad.yaml"
 d encode "$DIR/bad.yaml"; [ $rc = 1 ] || fail "bad yaml: $rc"
 has "bad.yaml:4:20: modules[0].params.gain" err
+# a non-finite parameter is refused on the ground, as the board refuses
+# it, and nothing is stored (it was encoded and stored, then BAD on board)
+printf 'pipeline: 2\nmodules:\n  - name: downsample\n    params: {factor: inf}\n' > "$DIR/inf.yaml"
+d encode "$DIR/inf.yaml"; [ $rc = 1 ] || fail "inf encoded: $rc"
+has "inf.yaml:4:22: modules[0].params.factor: a non-finite number (inf)" err
+mkdir "$DIR/infstore"
+d store --store "$DIR/infstore" "$DIR/inf.yaml"; [ $rc = 1 ] || fail "inf stored: $rc"
+[ ! -e "$DIR/infstore/pipeline-2" ] || fail "inf: slot written"
 # a device is not read at all (/dev/zero never ends)
 d encode /dev/zero; [ $rc = 1 ] || fail "/dev/zero: $rc"; has "not a regular file" err
 

@@ -130,6 +130,77 @@ static void test_yaml_read_whole_or_refused(void **s) {
     assert_non_null(strstr(err, "m.yaml:2:11: value: holds a NUL byte"));
 }
 
+/* The parameter a one-parameter definition's value v reads as. */
+static dipp_param value_of(const char *v) {
+    char text[128], err[256];
+    pdef d;
+    snprintf(text, sizeof text, "modules:\n  - name: a\n    params: {f: %s}\n", v);
+    if (parse(text, &d, err))
+        fail_msg("%s: %s", v, err);
+    return d.step[0].params.item[0];
+}
+
+/* A non-finite number is refused on the ground, with file, line and
+ * field, as the decoder refuses it on board (it was encoded and stored,
+ * then refused by the board as a malformed message). */
+static void test_non_finite_refused(void **s) {
+    (void)s;
+    const char *bad[] = {".inf", "-.inf", "+.Inf", ".NaN", ".nan", "inf", "-inf",
+                         "nan", "NaN", "Infinity", "-infinity"};
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        char text[128];
+        snprintf(text, sizeof text, "modules:\n  - name: a\n    params: {f: %s}\n", bad[k]);
+        expect_error(text, "m.yaml:3:17: modules[0].params.f: a non-finite number");
+    }
+    /* quoted, it is a string */
+    assert_int_equal(value_of("'inf'").type, DIPP_PARAM_STR);
+}
+
+/* Unquoted scalars read as YAML 1.2's core schema reads them, or, where
+ * YAML 1.1 and 1.2 disagree or the value is not a number or a string,
+ * are refused with a sentence saying how to write it. */
+static void test_yaml_core_scalars(void **s) {
+    (void)s;
+    dipp_param v = value_of("0x55");
+    assert_int_equal(v.type, DIPP_PARAM_INT);
+    assert_int_equal(v.i, 85);
+    v = value_of("0o17");
+    assert_int_equal(v.type, DIPP_PARAM_INT);
+    assert_int_equal(v.i, 15);
+    v = value_of("+5");
+    assert_int_equal(v.type, DIPP_PARAM_INT);
+    assert_int_equal(v.i, 5);
+    v = value_of("-12");
+    assert_int_equal(v.i, -12);
+    v = value_of("0");
+    assert_int_equal(v.type, DIPP_PARAM_INT);
+    v = value_of("1e3");
+    assert_int_equal(v.type, DIPP_PARAM_FLOAT);
+    assert_true(v.f == 1000.0);
+    v = value_of(".5");
+    assert_int_equal(v.type, DIPP_PARAM_FLOAT);
+    v = value_of("2.");
+    assert_int_equal(v.type, DIPP_PARAM_FLOAT);
+    v = value_of("0x1p3"); /* C's hex float, not YAML's: a string */
+    assert_int_equal(v.type, DIPP_PARAM_STR);
+    v = value_of("box");
+    assert_int_equal(v.type, DIPP_PARAM_STR);
+    expect_error("modules:\n  - name: a\n    params: {f: ~}\n",
+                 "m.yaml:3:17: modules[0].params.f: null");
+    expect_error("modules:\n  - name: a\n    params: {f: null}\n", "params.f: null");
+    expect_error("modules:\n  - name: a\n    params: {f: true}\n",
+                 "params.f: a boolean");
+    expect_error("modules:\n  - name: a\n    params: {f: Off}\n",
+                 "params.f: a boolean in YAML 1.1");
+    expect_error("modules:\n  - name: a\n    params: {f: 1_000}\n",
+                 "params.f: 1_000 is 1000 in YAML 1.1");
+    expect_error("modules:\n  - name: a\n    params: {f: 0b101}\n",
+                 "params.f: 0b101 is a binary integer in YAML 1.1");
+    expect_error("modules:\n  - name: a\n    params: {f: 017}\n",
+                 "params.f: 017 is 17 in YAML 1.2 and 15 (octal) in YAML 1.1");
+    assert_int_equal(value_of("0x").type, DIPP_PARAM_STR); /* no digits: YAML's string */
+}
+
 /* Every truncation and every single-bit flip of a good encoding is either
  * refused or decodes to a valid definition: never a crash (ASan watches). */
 static void test_damaged_bytes(void **s) {
@@ -167,6 +238,8 @@ int main(void) {
         cmocka_unit_test(test_too_big_is_refused),
         cmocka_unit_test(test_errors_name_line_and_field),
         cmocka_unit_test(test_yaml_read_whole_or_refused),
+        cmocka_unit_test(test_non_finite_refused),
+        cmocka_unit_test(test_yaml_core_scalars),
         cmocka_unit_test(test_damaged_bytes),
         cmocka_unit_test(test_huge_count_refused),
     };
