@@ -26,6 +26,22 @@ for c in run encode decode store slots sat link ground; do
     [ "$(grep -c '^Usage: dipp' "$DIR/out")" = 1 ] || fail "$c --help: not one usage"
 done
 
+# keygen: the private key is 0600 whatever the umask, and an existing pair
+# is never overwritten unless --force (it was 0644, and silently replaced)
+(umask 022; d ground keygen "$DIR/k"; exit $rc); [ $? = 0 ] || fail "keygen: $?"
+[ "$(stat -c %a "$DIR/k.key")" = 600 ] || fail "k.key mode $(stat -c %a "$DIR/k.key")"
+cp "$DIR/k.key" "$DIR/k.key.first"
+d ground keygen "$DIR/k"; [ $rc = 1 ] || fail "keygen over a pair: $rc"
+has "k.pub: exists; not overwritten" err
+cmp -s "$DIR/k.key" "$DIR/k.key.first" || fail "keygen changed the key"
+rm "$DIR/k.pub"
+d ground keygen "$DIR/k"; [ $rc = 1 ] || fail "keygen over a key: $rc"
+has "k.key: exists; not overwritten" err; [ ! -e "$DIR/k.pub" ] || fail "half a pair"
+(umask 022; d ground keygen --force "$DIR/k"; exit $rc); [ $? = 0 ] || fail "keygen --force"
+cmp -s "$DIR/k.key" "$DIR/k.key.first" && fail "--force kept the key"
+[ "$(stat -c %a "$DIR/k.key")" = 600 ] || fail "forced k.key mode"
+[ "$(stat -c %s "$DIR/k.pub")" = 32 ] || fail "forced k.pub size"
+
 cat > "$DIR/mission.yaml" <<'YAML'
 pipeline: 1
 modules:

@@ -20,7 +20,9 @@
 static const char text[] =
     "Usage: dipp ground [--hub PORT] [--timeout-ms N] COMMAND ...\n"
     "The ground station, node 10 on the CSP ZMQ hub PORT (default 6000).\n"
-    "  keygen PREFIX       write PREFIX.pub and PREFIX.key (Ed25519)\n"
+    "  keygen [--force] PREFIX\n"
+    "                      write PREFIX.pub and PREFIX.key (Ed25519; the key\n"
+    "                      0600); an existing pair is kept unless --force\n"
     "  upload --key K.key [--serial N] --version V [--base OLD.so]\n"
     "         [--in gray|rgb|bayer] [--out FMT] [--width W --height H] NAME FILE.so\n"
     "                      upload module NAME (a delta against OLD.so, the version\n"

@@ -1,8 +1,12 @@
 /* ground_cmds.c -- the ground station's commands that change the
  * satellite's code: keygen, upload, rotate (ground.h). */
 #define _GNU_SOURCE /* getopt_long */
+#include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <sodium.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,10 +58,46 @@ int ground_read_file(const char *path, uint8_t **data, size_t *len, size_t want)
     return 0;
 }
 
-static int write_whole(const char *path, const uint8_t *data, size_t len) {
-    FILE *f = fopen(path, "wb");
-    if (!f || fwrite(data, 1, len, f) != len || fclose(f)) {
-        fprintf(stderr, "dipp ground: %s: cannot write\n", path);
+/* Creates path with mode (never over an existing file: O_EXCL) holding
+ * data[len]; says why not, naming the file. */
+static int write_new(const char *path, mode_t mode, const uint8_t *data, size_t len) {
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+    size_t done = 0;
+    while (fd >= 0 && done < len) {
+        ssize_t n = write(fd, data + done, len - done);
+        if (n <= 0)
+            break;
+        done += (size_t)n;
+    }
+    if (fd < 0 || done < len || fsync(fd) || close(fd)) {
+        int e = errno;
+        fprintf(stderr, "dipp ground keygen: %s: cannot write: %s\n", path, strerror(e));
+        if (fd >= 0)
+            unlink(path);
+        return -1;
+    }
+    return 0;
+}
+
+/* Whether path may be written: it does not exist, or force removed it. A
+ * key pair is never overwritten by accident: the old private key would be
+ * lost, and with it the satellite's trust in uploads (the board holds the
+ * matching public key). */
+static int may_write(const char *path, int force) {
+    struct stat st;
+    if (lstat(path, &st) != 0)
+        return errno == ENOENT ? 0 : (fprintf(stderr, "dipp ground keygen: %s: %s\n",
+                                              path, strerror(errno)), -1);
+    if (!force) {
+        fprintf(stderr,
+                "dipp ground keygen: %s: exists; not overwritten (its key would be "
+                "lost): --force replaces it\n",
+                path);
+        return -1;
+    }
+    if (unlink(path) != 0) {
+        fprintf(stderr, "dipp ground keygen: %s: cannot remove: %s\n", path,
+                strerror(errno));
         return -1;
     }
     return 0;
@@ -65,17 +105,24 @@ static int write_whole(const char *path, const uint8_t *data, size_t len) {
 
 int ground_keygen(int argc, char **argv) {
     uint8_t pk[UP_PK_BYTES], sk[UP_SK_BYTES];
-    char path[4096];
-    if (argc != 2) {
-        fprintf(stderr, "Usage: dipp ground keygen PREFIX\n");
+    char pub[4096], key[4096];
+    int force = argc == 3 && strcmp(argv[1], "--force") == 0;
+    if (argc != 2 + force || argv[argc - 1][0] == '-') {
+        fprintf(stderr, "Usage: dipp ground keygen [--force] PREFIX\n");
         return EXIT_USAGE;
     }
-    crypto_sign_keypair(pk, sk);
-    snprintf(path, sizeof path, "%s.pub", argv[1]);
-    if (write_whole(path, pk, sizeof pk))
+    snprintf(pub, sizeof pub, "%s.pub", argv[argc - 1]);
+    snprintf(key, sizeof key, "%s.key", argv[argc - 1]);
+    /* both checked before either is written: a refusal changes nothing */
+    if ((!force && (may_write(pub, 0) || may_write(key, 0))) ||
+        (force && (may_write(pub, 1) || may_write(key, 1))))
         return EXIT_BAD;
-    snprintf(path, sizeof path, "%s.key", argv[1]);
-    return write_whole(path, sk, sizeof sk) ? EXIT_BAD : 0;
+    crypto_sign_keypair(pk, sk);
+    /* the private key is the owner's alone from its first byte (0600, not
+     * the umask's 0644); the public key is meant to be shared */
+    int rc = write_new(key, 0600, sk, sizeof sk) || write_new(pub, 0644, pk, sizeof pk);
+    sodium_memzero(sk, sizeof sk);
+    return rc ? EXIT_BAD : 0;
 }
 
 /* ZMQ transport of ground_upload: port 20, replies to port 20. */
