@@ -42,6 +42,12 @@ typedef struct pdef {
  * 0, or -1 with "path:line:column: field: why" in err. */
 int pdef_from_yaml(const char *path, const char *text, size_t len, pdef *d,
                    char *err, size_t errlen);
+/* The same, for a write into pipeline slot want (1..PDEF_PIPELINES): a
+ * definition naming another pipeline is refused at its pipeline: line (a
+ * signed write of it would land in a slot it does not name); one naming
+ * none is pipeline want. */
+int pdef_from_yaml_for(const char *path, const char *text, size_t len,
+                       unsigned want, pdef *d, char *err, size_t errlen);
 /* Encodes d into out (at most PDEF_MAX_BYTES). Bytes written, or -1 with
  * the reason in err (too big: by how much). */
 int pdef_encode(const pdef *d, uint8_t *out, char *err, size_t errlen);

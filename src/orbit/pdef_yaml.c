@@ -27,6 +27,7 @@ typedef struct ctx {
     const char *path;
     char *err;
     size_t errlen;
+    unsigned want; /* 0, or the pipeline the definition is read for */
 } ctx;
 
 static int fail(const ctx *c, const yaml_node_t *n, const char *field,
@@ -181,7 +182,14 @@ static int parse_modules(const ctx *c, const yaml_node_t *n, pdef *d) {
 }
 
 static int parse_id(const ctx *c, const yaml_node_t *n, pdef *d) {
-    return parse_number(c, n, "pipeline", PDEF_PIPELINES, &d->id);
+    if (parse_number(c, n, "pipeline", PDEF_PIPELINES, &d->id))
+        return -1;
+    if (c->want && d->id != c->want)
+        return fail(c, n, "pipeline",
+                    "names pipeline %u, but the write is for pipeline %u (make them "
+                    "the same, or leave pipeline: out of the file)",
+                    (unsigned)d->id, c->want);
+    return 0;
 }
 
 static int root_pair(const ctx *c, const char *key, const yaml_node_t *k,
@@ -229,10 +237,15 @@ static int stream_ends(const ctx *c, yaml_parser_t *parser) {
 
 int pdef_from_yaml(const char *path, const char *text, size_t len, pdef *d,
                    char *err, size_t errlen) {
+    return pdef_from_yaml_for(path, text, len, 0, d, err, errlen);
+}
+
+int pdef_from_yaml_for(const char *path, const char *text, size_t len,
+                       unsigned want, pdef *d, char *err, size_t errlen) {
     yaml_parser_t parser;
     yaml_document_t doc;
     memset(d, 0, sizeof *d);
-    d->id = 1;
+    d->id = want ? want : 1;
     if (len > PDEF_YAML_MAX) {
         snprintf(err, errlen, "%s: %zu bytes, more than a definition's %d",
                  path, len, PDEF_YAML_MAX);
@@ -245,7 +258,7 @@ int pdef_from_yaml(const char *path, const char *text, size_t len, pdef *d,
         yaml_parser_delete(&parser);
         return -1;
     }
-    ctx c = {&doc, path, err, errlen};
+    ctx c = {&doc, path, err, errlen, want};
     const yaml_node_t *nul = scalar_with_nul(&doc);
     int rc = nul ? fail(&c, nul, "value", "holds a NUL byte")
                  : parse_root(&c, yaml_document_get_root_node(&doc), d);

@@ -42,6 +42,18 @@ cmp -s "$DIR/k.key" "$DIR/k.key.first" && fail "--force kept the key"
 [ "$(stat -c %a "$DIR/k.key")" = 600 ] || fail "forced k.key mode"
 [ "$(stat -c %s "$DIR/k.pub")" = 32 ] || fail "forced k.pub size"
 
+# a slot write for pipeline 1 of a definition naming pipeline 2 is refused
+# on the ground, naming file, line and both numbers (it was written to slot
+# 1); one naming no pipeline takes --pipeline's (and, with no satellite
+# on the hub, gets no answer)
+printf 'pipeline: 2\nmodules:\n  - name: debayer\n' > "$DIR/p2only.yaml"
+d ground --timeout-ms 10 slot --key "$DIR/k.key" --pipeline 1 "$DIR/p2only.yaml"
+[ $rc = 1 ] || fail "slot of another pipeline: $rc"
+has "p2only.yaml:1:11: pipeline: names pipeline 2, but the write is for pipeline 1" err
+printf 'modules:\n  - name: debayer\n' > "$DIR/noid.yaml"
+d ground --timeout-ms 10 slot --key "$DIR/k.key" --pipeline 3 "$DIR/noid.yaml"
+[ $rc = 1 ] || fail "slot of no pipeline: $rc"; has "no answer from node 162" out
+
 cat > "$DIR/mission.yaml" <<'YAML'
 pipeline: 1
 modules:

@@ -23,5 +23,8 @@ int cmd_ground(int argc, char **argv);
 int cli_help(int argc, char **argv, const char *text);
 /* Reads the YAML definition at path; prints the error and returns -1. */
 int cli_read_def(const char *path, pdef *d);
+/* The same, for pipeline slot pipeline (0: any): a definition naming
+ * another pipeline is refused, one naming none takes it. */
+int cli_read_def_for(const char *path, unsigned pipeline, pdef *d);
 
 #endif

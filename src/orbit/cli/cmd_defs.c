@@ -14,6 +14,10 @@
 #include "slots.h"
 
 int cli_read_def(const char *path, pdef *d) {
+    return cli_read_def_for(path, 0, d);
+}
+
+int cli_read_def_for(const char *path, unsigned pipeline, pdef *d) {
     uint8_t *text;
     size_t len;
     char err[512];
@@ -32,7 +36,7 @@ int cli_read_def(const char *path, pdef *d) {
         fprintf(stderr, "dipp: %s: %s\n", path, strerror(-rc));
         return -1;
     }
-    rc = pdef_from_yaml(path, (const char *)text, len, d, err, sizeof err);
+    rc = pdef_from_yaml_for(path, (const char *)text, len, pipeline, d, err, sizeof err);
     free(text);
     if (rc)
         fprintf(stderr, "dipp: %s\n", err);

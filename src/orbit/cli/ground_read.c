@@ -59,10 +59,8 @@ static int slot(ground *g, int argc, char **argv) {
     if (slot_parse(argc, argv, &o))
         return EXIT_USAGE;
     const char *file = argv[optind];
-    if (cli_read_def(file, &d))
+    if (cli_read_def_for(file, (unsigned)o.pipeline, &d))
         return EXIT_BAD;
-    if (o.pipeline)
-        d.id = (uint32_t)o.pipeline;
     int len = pdef_encode(&d, def, err, sizeof err);
     if (len < 0) {
         fprintf(stderr, "dipp ground: %s: %s\n", file, err);
