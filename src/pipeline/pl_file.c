@@ -50,6 +50,8 @@ static const pl_key training_keys[] = {
     {"gpus", 'i', NULL}, {"mem", 'm', NULL}, {"model", 's', NULL},
     {"mps_threads_pct", 'i', NULL},
     {"device", '-', "aegisd places the job: give gpus, mem or model"},
+    {"enable_accurate_gpu_measurements", '-',
+     "aegisd records each job's run time and GPU energy itself"},
     {"num_samples_to_pass", '-', modyn_training},
     {"num_prefetched_partitions", '-', modyn_training},
     {"parallel_prefetch_requests", '-', modyn_training},
@@ -318,7 +320,8 @@ int pl_file_load(const char *path, bool warn, pl_file *cfg, char *err,
     memset(cfg, 0, sizeof(*cfg));
     if (pl_yaml_load(path, &cfg->doc, err, errlen) != 0) return -1;
     json_t *storage;
-    if (pl_check_keys(&cfg->doc, cfg->doc.root, "", top_keys, warn, err,
+    if (pl_modyn_merge_keys(&cfg->doc, err, errlen) ||
+        pl_check_keys(&cfg->doc, cfg->doc.root, "", top_keys, warn, err,
                       errlen) ||
         pl_read_pipeline(cfg, warn, err, errlen) ||
         pl_read_training(cfg, warn, err, errlen) ||
@@ -333,10 +336,13 @@ int pl_file_load(const char *path, bool warn, pl_file *cfg, char *err,
         !(storage = pl_section(cfg, "model_storage", storage_keys, false,
                                warn, err, errlen)) ||
         pl_long(cfg, storage, "model_storage", "keep_last", 0, 1000000, 0,
-                &cfg->keep_models, err, errlen)) {
+                &cfg->keep_models, err, errlen) ||
+        pl_modyn_bts_ratio(&cfg->doc, cfg->selection, cfg->batch_size, err,
+                           errlen)) {
         pl_file_free(cfg);
         return -1;
     }
+    pl_modyn_drop(&cfg->doc, cfg->trigger, cfg->selection, warn);
     return 0;
 }
 

@@ -72,4 +72,26 @@ void pl_file_free(pl_file *cfg);
  * letters, digits, '.', '_' and '-', not starting with '.'. */
 bool pl_name_ok(const char *name);
 
+/* ---- checks reaching into the trigger and selection sections
+ * (pl_modyn.c), run by pl_file_load ---- */
+
+/* The longest key path these checks name. */
+#define PL_PATH_MAX 256
+
+/* Drops the Modyn keys of trigger and selection that change nothing aegis
+ * does (a drift metric's device, selection_strategy.processor_type),
+ * naming each with its line on stderr when warn. */
+void pl_modyn_drop(const pl_yaml *y, json_t *trigger, json_t *selection,
+                   bool warn);
+
+/* -1 with "FILE:LINE: PATH: ..." in err when the file has a YAML merge
+ * key (<<) anywhere; 0 otherwise. */
+int pl_modyn_merge_keys(const pl_yaml *y, char *err, size_t errlen);
+
+/* Modyn's rule for one batch-then-sample downsampling config: the batch
+ * kept, max(ratio * batch_size / ratio_max, 1), must divide batch_size.
+ * 0, or -1 with err naming the ratio's line. */
+int pl_modyn_bts_ratio(const pl_yaml *y, json_t *selection, long batch_size,
+                       char *err, size_t errlen);
+
 #endif

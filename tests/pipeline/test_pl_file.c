@@ -182,6 +182,114 @@ static void test_modyn_keys(void **state) {
     pl_file_free(&cfg);
 }
 
+/* load with warn, stderr into warned: the rc. */
+static int load_warned(const char *text, pl_file *cfg, char *path,
+                       char *warned, size_t size) {
+    char err[1024], log[] = "/tmp/aegis-plwarn-XXXXXX";
+    int fd = mkstemp(log), saved = dup(2);
+    assert_true(fd >= 0 && saved >= 0);
+    strcpy(path, "/tmp/aegis-plfile-XXXXXX");
+    int in = mkstemp(path);
+    assert_int_equal(write(in, text, strlen(text)), (ssize_t)strlen(text));
+    close(in);
+    fflush(stderr);
+    dup2(fd, 2);
+    int rc = pl_file_load(path, true, cfg, err, sizeof(err));
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    ssize_t n = pread(fd, warned, size - 1, 0);
+    warned[n > 0 ? n : 0] = '\0';
+    close(fd);
+    unlink(log);
+    unlink(path);
+    return rc;
+}
+
+/* Modyn's keys inside the trigger and selection sections that change
+ * nothing aegis does are said with their line and dropped (they were
+ * unknown keys): a drift metric's device, also in an ensemble,
+ * selection_strategy.processor_type, training's GPU measurements. */
+static void test_modyn_nested(void **state) {
+    (void)state;
+    static char text[4096];
+    pl_file cfg;
+    char path[64], warned[4096], want[256];
+    snprintf(text, sizeof(text), "%s",
+             edit("  id: DataAmountTrigger\n  num_samples: 2\n",
+                  "  id: EnsembleTrigger\n  subtriggers:\n    d:\n"
+                  "      id: DataDriftTrigger\n      metrics:\n"
+                  "        mmd: {id: AlibiDetectMmdDriftMetric, device: "
+                  "gpu}\n  metrics:\n    ks: {id: x, device: cuda:0}\n"));
+    const char *full = strstr(text, "  tail_triggers: 0\n");
+    assert_non_null(full);
+    const char *mem = strstr(text, "  mem: 2g\n") + strlen("  mem: 2g\n");
+    static char both[4096];
+    snprintf(both, sizeof(both), "%.*s  processor_type: basic\n%.*s"
+             "  enable_accurate_gpu_measurements: true\n%s",
+             (int)(full - text), text, (int)(mem - full), full, mem);
+    assert_int_equal(load_warned(both, &cfg, path, warned, sizeof(warned)),
+                     0);
+    json_t *sub = json_object_get(json_object_get(cfg.trigger,
+                                                  "subtriggers"), "d");
+    assert_null(json_object_get(json_object_get(json_object_get(sub,
+                                "metrics"), "mmd"), "device"));
+    assert_null(json_object_get(cfg.selection, "processor_type"));
+    const char *lines[][2] = {
+        {"12", "trigger.subtriggers.d.metrics.mmd.device"},
+        {"14", "trigger.metrics.ks.device"},
+        {"17", "selection_strategy.processor_type"},
+        {"25", "training.enable_accurate_gpu_measurements"}};
+    for (size_t i = 0; i < 4; i++) {
+        snprintf(want, sizeof(want), "%s:%s: %s: Modyn's key, not aegis's: "
+                 "ignored", path, lines[i][0], lines[i][1]);
+        if (!strstr(warned, want))
+            fail_msg("want '%s' in:\n%s", want, warned);
+    }
+    pl_file_free(&cfg);
+}
+
+/* A YAML merge key is named as such (it was "name: missing" from the
+ * selector, the merged mapping kept under a key "<<"). */
+static void test_merge_key(void **state) {
+    (void)state;
+    expect_error(edit("  name: NewDataStrategy\n",
+                      "  <<: {name: NewDataStrategy}\n"), 10,
+                 "selection_strategy.<<: YAML merge keys are not supported");
+}
+
+/* Modyn's config.py rule for batch-then-sample downsampling: the batch
+ * kept must divide training.batch_size (64 * 30 / 100 = 19 does not). */
+static void test_bts_ratio(void **state) {
+    (void)state;
+    pl_file cfg;
+    char err[1024], path[64];
+    static char text[4096];
+    const char *coreset = "  name: CoresetStrategy\n"
+                          "  downsampling_config: {strategy: Loss, ";
+    snprintf(text, sizeof(text), "%s", edit("  batch_size: 4\n",
+                                            "  batch_size: 64\n"));
+    char *at = strstr(text, "  name: NewDataStrategy\n");
+    static char out[4096];
+    const char *ratios[] = {"ratio: 30}\n", "ratio: 25}\n",
+                            "ratio: 30, sample_then_batch: true}\n",
+                            "ratio: 1}\n"};
+    for (size_t i = 0; i < 4; i++) {
+        snprintf(out, sizeof(out), "%.*s%s%s%s", (int)(at - text), text,
+                 coreset, ratios[i], at + strlen("  name: NewDataStrategy\n"));
+        int rc = load(out, &cfg, err, sizeof(err), path);
+        if (i == 0) {
+            assert_int_equal(rc, -1);
+            assert_non_null(strstr(err, ":11: selection_strategy."
+                                   "downsampling_config.ratio: 30 of 100 "
+                                   "keeps 19 of a batch of 64"));
+        } else {
+            if (rc != 0) fail_msg("%s: %s", ratios[i], err);
+            pl_file_free(&cfg);
+        }
+    }
+}
+
 /* The embedding section: its command and resources, or errors naming
  * its keys' lines; absent, no command. */
 static void test_embedding(void **state) {
@@ -220,6 +328,8 @@ int main(void) {
         cmocka_unit_test(test_bad_values),  cmocka_unit_test(test_missing),
         cmocka_unit_test(test_yaml_syntax), cmocka_unit_test(test_locate),
         cmocka_unit_test(test_modyn_keys),  cmocka_unit_test(test_embedding),
+        cmocka_unit_test(test_modyn_nested), cmocka_unit_test(test_merge_key),
+        cmocka_unit_test(test_bts_ratio),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
