@@ -56,7 +56,8 @@ static int parse_common(pl_selector *sel, const json_t *s, char *err,
 static int parse_presampling(pl_selector *sel, const json_t *p, char *err,
                              size_t errlen)
 {
-    static const char *const keys[] = {"strategy", "ratio", "ratio_max", NULL};
+    static const char *const keys[] = {"strategy", "ratio", "ratio_max",
+                                       "force_column_balancing", NULL};
     const char *path = SEL_PATH ".presampling_config";
     int strategy;
     sel->presample = PRE_NONE;
@@ -74,7 +75,9 @@ static int parse_presampling(pl_selector *sel, const json_t *p, char *err,
         plcfg_int(p, path, "ratio_max", 100, 1, 1000000, &sel->ratio_max, err,
                   errlen) < 0 ||
         plcfg_int(p, path, "ratio", 100, 1, sel->ratio_max, &sel->ratio, err,
-                  errlen) < 0)
+                  errlen) < 0 ||
+        plcfg_bool(p, path, "force_column_balancing", false,
+                   &sel->force_balance, err, errlen) < 0)
         return -1;
     sel->presample = (sel_presample_kind)strategy;
     return 0;

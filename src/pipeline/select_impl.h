@@ -40,6 +40,8 @@ struct pl_selector {
     int64_t unused_ratio;     /* freshness: percent of never-used samples */
     sel_presample_kind presample;
     int64_t ratio, ratio_max; /* presampling keeps ratio/ratio_max */
+    bool force_balance;       /* force_column_balancing: balanced groups
+                                 all as large as the smallest */
     int64_t warmup_triggers;  /* coreset: triggers trained on whole pools */
     uint64_t *used;           /* bitmap by key: trained on by an earlier set */
     uint64_t used_words;

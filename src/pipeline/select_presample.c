@@ -7,7 +7,10 @@
  *   TriggerBalanced      as evenly over the triggers the samples came in;
  *   No                   all of it.
  * "As evenly as sizes allow": a group smaller than its share gives all it
- * has, and the rest is spread over the larger groups.
+ * has, and the rest is spread over the larger groups; with
+ * force_column_balancing every group then gives only as many as the
+ * smallest, so that all are the same size (Modyn's balanced presampling
+ * does this when its smallest group is below the fair share).
  */
 #include <stdlib.h>
 
@@ -91,6 +94,24 @@ static int balance(const uint64_t *sizes, size_t ngroups, uint64_t target,
     return 0;
 }
 
+/* force_column_balancing: when the smallest group could not give its
+ * share (some quota is above its size), every quota is cut to it. */
+static void force_equal(const uint64_t *sizes, size_t ngroups,
+                        uint64_t *quota)
+{
+    uint64_t smallest = UINT64_MAX, largest = 0;
+    for (size_t i = 0; i < ngroups; i++) {
+        if (sizes[i] < smallest)
+            smallest = sizes[i];
+        if (quota[i] > largest)
+            largest = quota[i];
+    }
+    if (ngroups == 0 || smallest >= largest)
+        return;
+    for (size_t i = 0; i < ngroups; i++)
+        quota[i] = smallest;
+}
+
 /* The runs of equal group in g (sorted) as start offsets and sizes. */
 static size_t group_runs(const grouped *g, uint64_t n, uint64_t *start,
                          uint64_t *size)
@@ -107,7 +128,7 @@ static size_t group_runs(const grouped *g, uint64_t n, uint64_t *start,
 }
 
 static int choose_balanced(const grouped *g, uint64_t n, uint64_t target,
-                           pl_rng *rng, sel_out *out)
+                           bool force, pl_rng *rng, sel_out *out)
 {
     uint64_t *start = malloc(3 * (n ? n : 1) * sizeof *start);
     uint64_t *idx = malloc((n ? n : 1) * sizeof *idx);
@@ -118,6 +139,8 @@ static int choose_balanced(const grouped *g, uint64_t n, uint64_t target,
     size_t runs = group_runs(g, n, start, size);
     if (balance(size, runs, target, quota) < 0)
         goto out;
+    if (force)
+        force_equal(size, runs, quota);
     for (uint64_t i = 0; i < n; i++)
         idx[i] = g[i].idx;
     rc = 0;
@@ -166,7 +189,7 @@ int sel_presample(pl_selector *sel, const pl_sample *s, uint64_t lo,
     grouped *g = group_pool(sel, s, lo, hi, bounds, trigger);
     if (!g)
         return -1;
-    int rc = choose_balanced(g, hi - lo, target, rng, out);
+    int rc = choose_balanced(g, hi - lo, target, sel->force_balance, rng, out);
     free(g);
     return rc;
 }

@@ -268,6 +268,19 @@ static void presample_balanced(void **state)
     assert_int_equal(count_if(keys, 6, 5, 10), 2);
     assert_int_equal(count_if(keys, 6, 10, 20), 2);
     pl_selector_free(sel);
+    /* force_column_balancing: label 1 could not give its share (4 of 5),
+     * so label 0 gives 4 too, as Modyn's; false is the default's 10. */
+    sel = selector("{\"name\": \"CoresetStrategy\", \"presampling_config\": "
+                   "{\"strategy\": \"LabelBalanced\", \"ratio\": 50, "
+                   "\"force_column_balancing\": true}}", 2);
+    assert_int_equal(build(sel, 2, N, keys), 8);
+    assert_int_equal(count_if(keys, 8, 16, 20), 4);
+    pl_selector_free(sel);
+    sel = selector("{\"name\": \"CoresetStrategy\", \"presampling_config\": "
+                   "{\"strategy\": \"LabelBalanced\", \"ratio\": 50, "
+                   "\"force_column_balancing\": false}}", 2);
+    assert_int_equal(build(sel, 2, N, keys), 10);
+    pl_selector_free(sel);
     /* warmup_triggers: trigger 0 trains on its whole pool. */
     sel = selector("{\"name\": \"CoresetStrategy\", \"warmup_triggers\": 1, "
                    "\"presampling_config\": {\"strategy\": \"Random\", "
