@@ -160,15 +160,32 @@ int pl_eval_intervals(const pl_eval_strategy *st, const int64_t *ends,
 #define PL_EVAL_MAX_METRICS 16
 #define PL_EVAL_MAX_HANDLERS 16
 
+/* A handler's `models`: which models an interval is evaluated with. */
+typedef enum pl_eval_models {
+    PL_EVAL_MATRIX,             /* every model on every interval */
+    PL_EVAL_MOST_RECENT,        /* the models that served it: the active
+                                   one and the one in training then */
+    PL_EVAL_ACTIVE,             /* Modyn's active: the newest model whose
+                                   data ended before the interval */
+} pl_eval_models;
+
 typedef struct pl_eval_handler {
     char name[64];              /* name ("handler N") */
     bool after_pipeline;        /* execution_time: after_pipeline, else
                                    after_training */
-    bool most_recent;           /* models: most_recent (each interval by
-                                   the models that served it), else matrix
-                                   (every model on every interval) */
+    bool manual;                /* execution_time: manual: never run (Modyn
+                                   runs it only from a separate entry
+                                   point, which aegis has not) */
+    pl_eval_models models;
     pl_eval_strategy strategy;
 } pl_eval_handler;
+
+/* Whether model i of the trained ones (ends: each one's last sample's
+ * timestamp, in trigger order) is evaluated on an interval starting at
+ * start under models. all_known: after the pipeline, when the models
+ * after i are known (before, i is the newest). */
+bool pl_eval_serves(pl_eval_models models, const int64_t *ends,
+                    size_t nends, size_t i, bool all_known, int64_t start);
 
 typedef struct pl_eval_config {
     const char *dataset;        /* datasets[0].dataset_id (lives as long

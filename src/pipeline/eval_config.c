@@ -22,9 +22,29 @@ static const char *const dataset_keys[] = {
     "dataset_id", "batch_size", "dataloader_workers", "metrics",
     "bytes_parser_function", "transformations", "label_transformer_function",
     "tokenizer", NULL};
-static const char *const execution_times[] = {"after_training",
-                                              "after_pipeline", NULL};
-static const char *const model_choices[] = {"matrix", "most_recent", NULL};
+static const char *const execution_times[] = {
+    "after_training", "after_pipeline", "manual", NULL};
+/* In the order of pl_eval_models; "training" is refused below. */
+static const char *const model_choices[] = {"matrix", "most_recent",
+                                            "active", "training", NULL};
+
+/* models against execution_time, as Modyn's validator and code have
+ * them. */
+static int check_models(const pl_eval_handler *out, int models,
+                        const char *path, char *err, size_t errlen) {
+    if (models == 3)
+        return plcfg_fail(err, errlen, path, "models", "'training' is not "
+                          "supported: Modyn's code looks for 'train' and so "
+                          "evaluates no model with it; most_recent evaluates "
+                          "the active model and the one in training, matrix "
+                          "every model");
+    if (models == PL_EVAL_ACTIVE && !out->after_pipeline && !out->manual)
+        return plcfg_fail(err, errlen, path, "models", "'active' needs "
+                          "execution_time after_pipeline (Modyn allows only "
+                          "matrix after training: the next model is not "
+                          "known yet); most_recent works after training");
+    return 0;
+}
 
 static int parse_metrics(const json_t *list, const char *path,
                          pl_eval_config *c, char *err, size_t errlen) {
@@ -105,13 +125,16 @@ static int parse_handler(const json_t *h, size_t i, pl_eval_config *c,
     if (name) snprintf(out->name, sizeof(out->name), "%s", name);
     else snprintf(out->name, sizeof(out->name), "handler %zu", i);
     out->after_pipeline = when == 1;
-    out->most_recent = models == 1;
+    out->manual = when == 2;
+    if (check_models(out, models, path, err, errlen)) return -1;
+    out->models = (pl_eval_models)models;
     if (pl_eval_strategy_parse(json_object_get(h, "strategy"),
                                plcfg_join(at, sizeof(at), path, "strategy"),
                                &out->strategy, err, errlen) != 0)
         return -1;
     c->nhandlers++;
-    if (out->strategy.kind == PL_EVAL_BETWEEN_TRIGGERS && !out->after_pipeline)
+    if (out->strategy.kind == PL_EVAL_BETWEEN_TRIGGERS &&
+        !out->after_pipeline && !out->manual)
         return plcfg_fail(err, errlen, path, "execution_time", "must be "
                           "after_pipeline for BetweenTwoTriggersEvalStrategy "
                           "(the next trigger is not known after a training)");

@@ -238,3 +238,14 @@ int pl_eval_intervals(const pl_eval_strategy *st, const int64_t *ends,
     }
     return 0;
 }
+
+bool pl_eval_serves(pl_eval_models models, const int64_t *ends,
+                    size_t nends, size_t i, bool all_known, int64_t start) {
+    if (models == PL_EVAL_MATRIX) return true;
+    if (i >= nends) return false;
+    /* the next model takes over once its data ended before start */
+    bool next_not_yet = !all_known || i + 1 == nends || start <= ends[i + 1];
+    if (models == PL_EVAL_ACTIVE) return ends[i] < start && next_not_yet;
+    /* most recent: active, or in training (the one after the active) */
+    return (i == 0 || ends[i - 1] < start) && next_not_yet;
+}

@@ -343,6 +343,7 @@ int pl_file_load(const char *path, bool warn, pl_file *cfg, char *err,
         return -1;
     }
     pl_modyn_drop(&cfg->doc, cfg->trigger, cfg->selection, warn);
+    pl_modyn_manual(&cfg->doc, cfg->evaluation.section, warn);
     return 0;
 }
 

@@ -84,6 +84,10 @@ bool pl_name_ok(const char *name);
 void pl_modyn_drop(const pl_yaml *y, json_t *trigger, json_t *selection,
                    bool warn);
 
+/* Says on stderr (when warn), with its line, each evaluation handler of
+ * execution_time manual: the pipeline never runs it, as Modyn's does not. */
+void pl_modyn_manual(const pl_yaml *y, json_t *evaluation, bool warn);
+
 /* -1 with "FILE:LINE: PATH: ..." in err when the file has a YAML merge
  * key (<<) anywhere; 0 otherwise. */
 int pl_modyn_merge_keys(const pl_yaml *y, char *err, size_t errlen);

@@ -6,7 +6,8 @@
  * which the reader keeps as a key named "<<", is refused by name rather
  * than left to surface as a missing key; and the batch-then-sample ratio
  * rule of Modyn's config.py validator is applied, since it needs
- * training.batch_size, which the selector never sees.
+ * training.batch_size, which the selector never sees. An evaluation
+ * handler run manually in Modyn is said to be never run here.
  */
 #include <stdio.h>
 #include <string.h>
@@ -113,4 +114,21 @@ int pl_modyn_bts_ratio(const pl_yaml *y, json_t *selection, long batch_size,
                   "refuses this too); choose a ratio that keeps a divisor "
                   "of the batch size", ratio, ratio_max, kept, batch_size);
     return -1;
+}
+
+void pl_modyn_manual(const pl_yaml *y, json_t *evaluation, bool warn) {
+    json_t *h;
+    size_t i;
+    char path[PL_PATH_MAX];
+    json_array_foreach(json_object_get(evaluation, "handlers"), i, h) {
+        const char *when =
+            json_string_value(json_object_get(h, "execution_time"));
+        if (!warn || !when || strcmp(when, "manual") != 0) continue;
+        snprintf(path, sizeof(path), "evaluation.handlers[%zu]."
+                 "execution_time", i);
+        fprintf(stderr, "%s:%d: %s: manual: this handler is not run (Modyn "
+                "runs it only from a separate manual entry point, which "
+                "aegis has not; after_pipeline runs it at the end)\n",
+                y->path, pl_yaml_line(y, path), path);
+    }
 }

@@ -132,18 +132,15 @@ static size_t ev_place(const ev_run *r, int64_t ts) {
     return lo;
 }
 
-/* Whether the model is one that served an interval starting at start
- * (models: most_recent): the active one (the newest whose data ended
- * before start) or the one in training then (the next). Before the
- * pipeline ends, models after this one are not known yet. */
-static bool ev_served(const ev_run *r, int64_t start) {
+/* Whether handler hd evaluates this model on an interval starting at
+ * start (eval.h: pl_eval_serves). Before the pipeline ends, models after
+ * this one are not known yet. */
+static bool ev_served(const ev_run *r, const pl_eval_handler *hd,
+                      int64_t start) {
     size_t i = 0;
     while (i < r->nends && r->end_model[i] != r->model) i++;
-    if (i == r->nends) return false;
-    bool after_prev = i == 0 || r->ends[i - 1] < start;
-    bool before_next = !r->at_end || i + 1 == r->nends ||
-                       start <= r->ends[i + 1];
-    return after_prev && before_next;
+    return pl_eval_serves(hd->models, r->ends, r->nends, i, r->at_end,
+                          start);
 }
 
 /* Handler h's intervals for this model, added to r->items. */
@@ -160,7 +157,7 @@ static int ev_add_handler(ev_run *r, size_t h) {
     }
     r->items = grown;
     for (size_t i = 0; i < n; i++) {
-        if (hd->most_recent && !ev_served(r, iv[i].start)) continue;
+        if (!ev_served(r, hd, iv[i].start)) continue;
         r->items[r->nitems++] = (ev_item){h, iv[i], ev_place(r, iv[i].start),
                                           ev_place(r, iv[i].end)};
     }
@@ -371,7 +368,8 @@ static int ev_plan(sup *s, ev_run *r, char *err, size_t errlen) {
     if (ev_open_dataset(s, r, err, errlen) != 0) return -1;
     int oom = ev_trained(s, r);
     for (size_t h = 0; !oom && h < r->cfg->nhandlers; h++)
-        if (r->cfg->handlers[h].after_pipeline == r->at_end)
+        if (r->cfg->handlers[h].after_pipeline == r->at_end &&
+            !r->cfg->handlers[h].manual)
             oom = ev_add_handler(r, h);
     if (oom || ev_collect_keys(r) != 0) {
         snprintf(err, errlen, "evaluation of model %u: out of memory",
@@ -393,7 +391,9 @@ static void ev_free(ev_run *r) {
 /* Whether the file has handlers of that execution time. */
 static bool ev_wanted(const sup *s, bool at_end) {
     for (size_t h = 0; h < s->eval.nhandlers; h++)
-        if (s->eval.handlers[h].after_pipeline == at_end) return true;
+        if (s->eval.handlers[h].after_pipeline == at_end &&
+            !s->eval.handlers[h].manual)
+            return true;
     return false;
 }
 

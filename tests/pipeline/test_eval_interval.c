@@ -222,6 +222,59 @@ static void section_errors_named(void **state) {
                            "evaluation.datasets[0].metrics: expected");
 }
 
+/* models: Modyn's active (the newest model whose data ended before the
+ * interval) and aegis's most_recent (that one and the one in training). */
+static void models_serving(void **state) {
+    (void)state;
+    const int64_t ends[] = {10, 20, 30};
+    bool want_active[] = {false, true, false};
+    bool want_recent[] = {false, true, true};
+    for (size_t i = 0; i < 3; i++) {
+        assert_true(pl_eval_serves(PL_EVAL_MATRIX, ends, 3, i, true, 25));
+        assert_int_equal(pl_eval_serves(PL_EVAL_ACTIVE, ends, 3, i, true, 25),
+                         want_active[i]);
+        assert_int_equal(pl_eval_serves(PL_EVAL_MOST_RECENT, ends, 3, i,
+                                        true, 25), want_recent[i]);
+    }
+    /* before any model's data ended, none is active; the first trains */
+    assert_false(pl_eval_serves(PL_EVAL_ACTIVE, ends, 3, 0, true, 5));
+    assert_true(pl_eval_serves(PL_EVAL_MOST_RECENT, ends, 3, 0, true, 5));
+    /* an interval starting at a model's last sample: it is not active yet */
+    assert_false(pl_eval_serves(PL_EVAL_ACTIVE, ends, 3, 1, true, 20));
+    assert_true(pl_eval_serves(PL_EVAL_ACTIVE, ends, 3, 0, true, 20));
+}
+
+/* models: active, training and execution_time: manual (they were refused
+ * as not one of matrix, most_recent / after_training, after_pipeline). */
+static void section_models(void **state) {
+    (void)state;
+    char handler[512], json[1024], err[512] = "";
+    snprintf(handler, sizeof handler, "{\"execution_time\": "
+             "\"after_pipeline\", \"models\": \"active\", %s}", slicing);
+    assert_int_equal(parse_section(handler, one_dataset, err, sizeof err), 0);
+    snprintf(handler, sizeof handler, "{\"execution_time\": "
+             "\"after_training\", \"models\": \"active\", %s}", slicing);
+    assert_section_refused(handler, one_dataset, "evaluation.handlers[0]."
+                           "models: 'active' needs execution_time "
+                           "after_pipeline");
+    snprintf(handler, sizeof handler, "{\"execution_time\": "
+             "\"after_pipeline\", \"models\": \"training\", %s}",
+             slicing);
+    assert_section_refused(handler, one_dataset, "evaluation.handlers[0]."
+                           "models: 'training' is not supported");
+    snprintf(json, sizeof json, "{\"command\": \"x\", \"handlers\": "
+             "[{\"execution_time\": \"manual\", \"models\": \"active\", "
+             "%s}], \"datasets\": %s}", slicing, one_dataset);
+    json_t *sec = json_loads(json, 0, NULL);
+    pl_eval_config c;
+    assert_int_equal(pl_eval_config_parse(sec, &c, err, sizeof err), 0);
+    assert_true(c.handlers[0].manual);
+    assert_false(c.handlers[0].after_pipeline);
+    assert_int_equal(c.handlers[0].models, PL_EVAL_ACTIVE);
+    pl_eval_config_free(&c);
+    json_decref(sec);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(slicing_cuts_the_last),
@@ -232,6 +285,8 @@ int main(void) {
         cmocka_unit_test(bad_strategies_named),
         cmocka_unit_test(section_read),
         cmocka_unit_test(section_errors_named),
+        cmocka_unit_test(models_serving),
+        cmocka_unit_test(section_models),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
