@@ -22,13 +22,14 @@ static const acct_column ACCT_COLUMNS[] = {
     {"timestamp", "when the job finished (now if unfinished), ISO 8601 UTC"},
     {"project_name", "the job's --name (the workload in sim); may be empty"},
     {"duration", "s, time its attempts ran"},
-    {"emissions", "kg CO2eq, energy_consumed x pue x intensity"},
+    {"emissions", "kg CO2eq, energy_consumed x pue x intensity, at the "
+                  "figures in force while the job ran"},
     {"emissions_rate", "kg CO2eq per s of duration"},
     {"gpu_power", "W, mean GPU power over duration"},
     {"gpu_energy", "kWh, its share of its GPUs' energy"},
     {"energy_consumed", "kWh, all measured energy: the GPUs' only"},
     {"gpu_count", "GPUs the job asked for"},
-    {"pue", "power usage effectiveness applied"},
+    {"pue", "power usage effectiveness applied (in force while it ran)"},
     /* aegis's own */
     {"job_id", "the job's id (the trace's job index in sim)"},
     {"user", "who submitted it (\"sim\" in the simulator)"},
@@ -43,7 +44,8 @@ static const acct_column ACCT_COLUMNS[] = {
     {"energy_j", "J, gpu_energy in joules"},
     {"co2_g", "g CO2eq, emissions in grams"},
     {"slowdown", "JCT / its last attempt's duration; empty unless done"},
-    {"grid_intensity_g_per_kwh", "gCO2eq per kWh applied"},
+    {"grid_intensity_g_per_kwh", "gCO2eq per kWh applied (in force while "
+                                 "it ran)"},
 };
 #define ACCT_NCOLUMNS (sizeof(ACCT_COLUMNS) / sizeof(*ACCT_COLUMNS))
 
@@ -92,8 +94,15 @@ void acct_row_measure(acct_row *r, const acct_span *a, size_t n, double now) {
     }
 }
 
+/* Whether r carries the CO2 it ran at (see acct_row). */
+static bool acct_stamped(const acct_row *r) {
+    return r->pue_j > 0 && r->energy_j > 0;
+}
+
 void acct_total_add(acct_total *t, const acct_row *r) {
     t->jobs++;
+    if (acct_stamped(r)) t->co2_g += r->co2_g;
+    else t->unstamped_j += r->energy_j;
     t->run_s += r->run_s;
     t->queue_wait_s += r->queue_wait_s;
     t->gpu_hours += r->gpu_hours;
@@ -119,6 +128,12 @@ static json_t *acct_iso(double t) {
 
 json_t *acct_row_json(const acct_row *r, const acct_params *p, double now) {
     double kwh = acct_kwh(r->energy_j), co2 = acct_co2_g(kwh, p);
+    double pue = p->pue, grid = p->grid_g_per_kwh;
+    if (acct_stamped(r)) { /* as it ran: co2 = kwh x pue x grid holds */
+        co2 = r->co2_g;
+        pue = r->pue_j / r->energy_j;
+        grid = co2 / acct_kwh(r->pue_j);
+    }
     json_t *o = json_object();
     json_object_set_new(o, "timestamp", acct_iso(r->end_s >= 0 ? r->end_s : now));
     json_object_set_new(o, "project_name", json_string(r->name ? r->name : ""));
@@ -131,7 +146,7 @@ json_t *acct_row_json(const acct_row *r, const acct_params *p, double now) {
     json_object_set_new(o, "gpu_energy", json_real(kwh));
     json_object_set_new(o, "energy_consumed", json_real(kwh));
     json_object_set_new(o, "gpu_count", json_integer(r->gpus));
-    json_object_set_new(o, "pue", json_real(p->pue));
+    json_object_set_new(o, "pue", json_real(pue));
     json_object_set_new(o, "job_id", json_integer(r->job_id));
     json_object_set_new(o, "user", json_string(r->user ? r->user : ""));
     json_object_set_new(o, "state", json_string(r->state));
@@ -144,13 +159,13 @@ json_t *acct_row_json(const acct_row *r, const acct_params *p, double now) {
     json_object_set_new(o, "energy_j", json_real(r->energy_j));
     json_object_set_new(o, "co2_g", json_real(co2));
     json_object_set_new(o, "slowdown", acct_opt(r->slowdown));
-    json_object_set_new(o, "grid_intensity_g_per_kwh",
-                        json_real(p->grid_g_per_kwh));
+    json_object_set_new(o, "grid_intensity_g_per_kwh", json_real(grid));
     return o;
 }
 
 json_t *acct_total_json(const acct_total *t, const acct_params *p) {
-    double kwh = acct_kwh(t->energy_j), co2 = acct_co2_g(kwh, p);
+    double kwh = acct_kwh(t->energy_j);
+    double co2 = t->co2_g + acct_co2_g(acct_kwh(t->unstamped_j), p);
     return json_pack("{s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:o}",
                      "jobs", t->jobs, "duration", t->run_s,
                      "queue_wait_s", t->queue_wait_s,
@@ -243,7 +258,10 @@ static int acct_stored_row(json_t *job, double now, acct_row *r) {
         .submit_s = acct_num(job, "submitted"),
         .end_s = acct_num(job, "finished"),
         .gpus = (int)json_integer_value(json_object_get(job, "gpus")),
-        .energy_j = json_number_value(json_object_get(job, "energy_j"))};
+        .energy_j = json_number_value(json_object_get(job, "energy_j")),
+        /* null in a row of an aegisd before stamps: 0, not stamped */
+        .co2_g = json_number_value(json_object_get(job, "co2_g")),
+        .pue_j = json_number_value(json_object_get(job, "pue_j"))};
     if (!r->state) r->state = "";
     acct_row_measure(r, spans, n, now);
     free(spans);

@@ -56,6 +56,11 @@ typedef struct acct_row {
     double end_s;           /* finished at; < 0 while unfinished */
     int gpus;               /* GPUs asked for */
     double energy_j;        /* the job's share of its GPUs' energy */
+    /* Its CO2 as it ran (aegisd adds each tick's energy at the intensity
+     * and PUE in force then), and that energy x PUE; pue_j 0: not
+     * stamped (the simulator's rows, a job of an aegisd before stamps),
+     * so CO2 is reckoned at the report's intensity and PUE. */
+    double co2_g, pue_j;
     /* set by acct_row_measure(): */
     int attempts;
     double start_s;         /* first attempt's start; < 0 if never started */
@@ -69,6 +74,9 @@ typedef struct acct_row {
 typedef struct acct_total {
     int jobs;
     double run_s, queue_wait_s, gpu_hours, energy_j;
+    double co2_g;           /* of the stamped rows */
+    double unstamped_j;     /* energy of the rows without a stamp, whose
+                               CO2 is at the report's figures */
     double slowdown_sum;    /* over the jobs with a slowdown */
     int slowdowns;
 } acct_total;
@@ -91,7 +99,10 @@ void acct_row_measure(acct_row *r, const acct_span *a, size_t n, double now);
 void acct_total_add(acct_total *t, const acct_row *r);
 
 /* The row as a JSON object keyed by CSV column (see ACCT_COLUMNS); `now`
- * stamps an unfinished job's timestamp. */
+ * stamps an unfinished job's timestamp. A stamped row (pue_j > 0) keeps
+ * its own CO2, and its pue and grid_intensity_g_per_kwh are the ones it
+ * ran at (energy-weighted means, when a reload changed them meanwhile);
+ * an unstamped one is at p's. */
 json_t *acct_row_json(const acct_row *r, const acct_params *p, double now);
 /* Totals as {jobs, duration, queue_wait_s, gpu_hours, energy_j,
  * energy_consumed, co2_g, emissions, mean_slowdown}. */

@@ -425,7 +425,7 @@ void d_stop(d_daemon *d, const char *why, bool drain) {
     d->stopping = true;
     d_ready_stopping(why);
     store_begin(d->st); /* the next aegisd adopts the jobs with it */
-    d_jobs_keep_energy(d, d_now(d), true);
+    d_jobs_keep_energy(d, true);
     store_commit(d->st);
     uv_close((uv_handle_t *)&d->server, NULL);
     unlink(d->opt.socket_path);

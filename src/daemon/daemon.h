@@ -165,6 +165,17 @@ typedef struct d_job {
                                    none */
     double kill_at;             /* SIGKILL the session then (monotonic s) */
     double energy_j;            /* its share of its GPUs' energy so far */
+    double co2_g, pue_j;        /* its CO2 and energy x PUE, at the figures
+                                   in force as each part was charged
+                                   (d_job_charge) */
+    double energy_kept_j;       /* energy_j as last written to the store */
+    double energy_from_j;       /* energy_j when this aegisd took the job
+                                   (a restart's), for the per-user counters
+                                   that start from 0 at each start */
+    double counted_from;        /* Unix time its GPU-seconds count from for
+                                   those counters: 0, its attempt's start;
+                                   an adopted one's, the outage's start or
+                                   this aegisd's */
     int last_status;            /* its last attempt's wait status; -1: none
                                    seen (for its notifier) */
     d_notify_kind notify;       /* which notifier its end runs */
@@ -246,6 +257,9 @@ typedef struct d_gpu {
     bool ok;                    /* last read succeeded */
     double energy_seen_j;       /* energy counter at the previous tick */
     double energy_seen_at;      /* and when it was read (d_now) */
+    int nshares;                /* its running jobs' shares of its energy */
+    int64_t share_ids[TEL_MAX_PROCS]; /*   at the last tick: saved with */
+    double shares[TEL_MAX_PROCS];     /*   the counter (d_jobs_keep_energy) */
     bool drained;               /* by `aegis drain`, kept in the store */
     char drain_reason[PROTO_MAX_REASON + 1]; /* "" when none was given */
     char drained_by[64];        /* who drained it: a login name */
@@ -330,7 +344,6 @@ typedef struct d_daemon {
                                    of 100,000 */
     d_unsaved *unsaved;         /* finished since the state was last all */
     size_t nunsaved, capunsaved; /*   saved (kept while it cannot be) */
-    double energy_kept_at;      /* d_now of d_jobs_keep_energy's last write */
     size_t ndependents;         /* jobs of the table with dependencies */
     d_ended *ended;             /* jobs finished whose dependents and */
     size_t ended_head;          /*   feed producer have not heard yet, */
@@ -455,13 +468,29 @@ void d_status_settled(d_daemon *d, int64_t id, int n, int committed);
 void d_jobs_schedule(d_daemon *d);
 void d_jobs_check_exits(d_daemon *d);
 void d_jobs_tick(d_daemon *d);              /* telemetry, observation */
-/* How often the running jobs' energy is written to the store: what a
- * kill -9 of aegisd loses of it at most. */
-#define D_ENERGY_KEEP_S 60.0
-/* Writes each running job's energy so far to the store, every
- * D_ENERGY_KEEP_S (all: now), so that a restart adopts it with the job
- * rather than starting it from 0. */
-void d_jobs_keep_energy(d_daemon *d, double now, bool all);
+/* Most watts one GPU draws (the largest boards, 1.2 kW), with room: a
+ * counter rising faster is a glitch, not energy to charge. */
+#define D_GPU_MAX_W 3000.0
+/* Where job's GPU-seconds count from for the per-user counters: its
+ * attempt's start, or when this aegisd took it over (counted_from). */
+double d_job_counted_from(const d_job *job);
+/* Writes each running job's energy so far (with its CO2) and each GPU's
+ * energy counter as last read to the store, in the open transaction: the
+ * tick's, so that a kill -9 of aegisd loses no more than a tick of it,
+ * and the two always agree. A job's energy is written only when it
+ * changed, and nothing is while the store cannot be written (the writes
+ * kept meanwhile would grow each tick); `all` writes every job's, now. */
+void d_jobs_keep_energy(d_daemon *d, bool all);
+/* Adds joules to job's energy, with their CO2 at the config's intensity
+ * and PUE now. */
+void d_job_charge(d_daemon *d, d_job *job, double joules);
+/* The job's energy figures as the store keeps them. */
+store_energy d_job_energy(const d_job *job);
+/* At a restart, before the running jobs are adopted: charges each GPU's
+ * energy-counter rise since the saved reading to the jobs that ran there
+ * meanwhile (acct_gap.h's rule), those still running and those that
+ * ended, and saves it (jobs_outage.c). */
+void d_jobs_charge_outage(d_daemon *d);
 /* While the state cannot be written, saves the writes kept meanwhile once
  * it can; outside any store_begin() pair. */
 void d_jobs_state_retry(d_daemon *d);

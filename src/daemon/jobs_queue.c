@@ -73,13 +73,17 @@ void d_job_finish(d_daemon *d, d_job *job, const char *state,
     int64_t producer_id = producer ? producer->id : 0;
     double now = d_wall(), at = d_job_end_time(job, now);
     store_begin(d->st);
-    store_job_energy(d->st, id, job->energy_j);
+    store_energy e = d_job_energy(job);
+    store_job_energy(d->st, id, &e);
     store_job_state(d->st, id, state, reason, at);
     store_event(d->st, id, now, "%s: %s", state, reason);
     d_notify_job_end(d, job, state, reason);
     store_commit(d->st);
     d_unsaved_add(d, id, state, reason);
-    metrics_count_finished(&d->counts, job->user, state, job->energy_j);
+    /* the counter starts from 0 at each start of aegisd: what it drew
+     * before this one took it was counted by the one before */
+    metrics_count_finished(&d->counts, job->user, state,
+                           job->energy_j - job->energy_from_j);
     if (job->kind->finish) job->kind->finish(d, job, state, reason);
     d_job_remove(d, job);
     if (d->job_done) d->job_done(d, id, state, reason);

@@ -121,6 +121,23 @@ static int d_recovery_push(d_recovery *rec, int64_t id, double at) {
     return 0;
 }
 
+/* The job's energy as last kept (d_jobs_keep_energy), with its CO2. The
+ * per-user counters start from 0 at each start of aegisd, so they count
+ * only what it draws from now (and the outage's, charged next). */
+static void d_job_load_energy(d_daemon *d, d_job *job, json_t *row) {
+    job->energy_j = d_number(row, "energy_j");
+    if (json_is_number(json_object_get(row, "pue_j"))) {
+        job->co2_g = d_number(row, "co2_g");
+        job->pue_j = d_number(row, "pue_j");
+    } else { /* kept by an aegisd before stamps: at today's figures */
+        job->co2_g = acct_co2_g(acct_kwh(job->energy_j), &d->acct);
+        job->pue_j = job->energy_j * d->acct.pue;
+    }
+    job->energy_kept_j = job->energy_j;
+    job->energy_from_j = job->energy_j;
+    job->counted_from = d_wall();
+}
+
 /* One unfinished job of the store: a running attempt waits for
  * d_jobs_adopt(), a retry for its turn in the recovery queue, any other
  * job is queued (or held) now. */
@@ -163,7 +180,7 @@ static void d_job_recover(void *ctx, json_t *row) {
     json_t *att = json_object_get(row, "attempt");
     const char *state = json_string_value(json_object_get(row, "state"));
     job->attempts = (int)d_int(row, "attempts");
-    job->energy_j = d_number(row, "energy_j"); /* as last kept (d_jobs_tick) */
+    d_job_load_energy(d, job, row);
     job->retry_floor = d_number(row, "retry_floor");
     job->retry_alone = d_int(row, "retry_alone") != 0;
     job->cancel_at = d_number(row, "cancel_at"); /* 0 when null */
@@ -233,6 +250,8 @@ void d_jobs_recover(d_daemon *d) {
                                                              sleeps on */
     }
     free(rec.retries);
+    /* before the adoption finishes those that ended while it was down */
+    d_jobs_charge_outage(d);
     d_jobs_adopt(d, true);
     d_jobs_adopt(d, false);
     exec_status_each(d->run_dir, d_status_sweep, d);

@@ -470,7 +470,7 @@ static void d_job_settle(d_daemon *d, d_job *job, core_exit how, int status,
     job->last_status = status;
     if (job->started > 0) /* 0: an attempt recorded without its start */
         metrics_count_attempt(&d->counts, job->user, job->ngpus,
-                              now - job->started);
+                              now - d_job_counted_from(job));
     if (job->cancelling) { /* by `aegis cancel`, or its time limit */
         if (job->in_core) core_cancel(d->core, job->id, d_now(d));
         char reason[128];
@@ -511,7 +511,8 @@ static void d_job_settle(d_daemon *d, d_job *job, core_exit how, int status,
         job->retry_floor = r.floor_mib;
         job->retry_alone = r.alone;
         store_job_retry(d->st, job->id, r.floor_mib, r.alone);
-        store_job_energy(d->st, job->id, job->energy_j);
+        store_energy e = d_job_energy(job);
+        store_job_energy(d->st, job->id, &e);
         store_job_state(d->st, job->id, "queued", why, now);
         if (floor > 0)
             store_event(d->st, job->id, now, "attempt %d: %s; requeued with "

@@ -35,6 +35,36 @@ static bool d_job_on(const d_job *job, int g) {
     return false;
 }
 
+/* Notes the jobs' shares of GPU g's energy by tel_energy_split's rule,
+ * also at a tick that drew none: what a restart splits the energy of an
+ * outage by (jobs_outage.c). */
+static void d_gpu_note_shares(d_gpu *gpu, d_job *const *on, int n,
+                              double *util, double *mib) {
+    double share[TEL_MAX_PROCS];
+    if (n > 0) tel_energy_split(n, util, mib, 1.0, share);
+    for (int i = 0; i < n; i++) {
+        gpu->share_ids[i] = on[i]->id;
+        gpu->shares[i] = share[i];
+    }
+    gpu->nshares = n;
+}
+
+void d_job_charge(d_daemon *d, d_job *job, double joules) {
+    if (joules <= 0) return;
+    job->energy_j += joules;
+    job->pue_j += joules * d->acct.pue;
+    job->co2_g += acct_co2_g(acct_kwh(joules), &d->acct);
+}
+
+double d_job_counted_from(const d_job *job) {
+    return job->counted_from > job->started ? job->counted_from : job->started;
+}
+
+store_energy d_job_energy(const d_job *job) {
+    return (store_energy){.energy_j = job->energy_j, .co2_g = job->co2_g,
+                          .pue_j = job->pue_j};
+}
+
 /* Splits the GPU's energy since the last tick among its running jobs by
  * their activity there (the SM utilization NVML samples per process), else
  * their memory, else evenly: tel_energy_split's rule. */
@@ -61,9 +91,10 @@ static void d_gpu_energy(d_daemon *d, int g, double joules, double now) {
         }
         on[n++] = job;
     }
+    d_gpu_note_shares(&d->gpus[g], on, n, util, mib);
     if (n == 0 || joules <= 0) return;
     tel_energy_split(n, util, mib, joules, share);
-    for (int i = 0; i < n; i++) on[i]->energy_j += share[i];
+    for (int i = 0; i < n; i++) d_job_charge(d, on[i], share[i]);
 }
 
 /* A sample of each running job, once a history period (history.h): its
@@ -226,9 +257,6 @@ static void d_gpu_reads_changed(d_daemon *d, int g, const char *err) {
     d_gpu_tell_core(d, g);
 }
 
-/* Most watts one GPU draws (the largest boards, 1.2 kW), with room. */
-#define D_GPU_MAX_W 3000.0
-
 /* GPU g's energy since its previous read (`before`, at energy_seen_at):
  * its counter's rise, or power x time where it has no counter, or where
  * the counter went back (a driver reload) or rose more than any GPU
@@ -276,13 +304,46 @@ void d_jobs_tick(d_daemon *d) {
     d_jobs_note_seen(d);
     d_jobs_history(d);
     d_share_tick(d);
-    d_jobs_keep_energy(d, now, false);
+    d_jobs_keep_energy(d, false);
 }
 
-void d_jobs_keep_energy(d_daemon *d, double now, bool all) {
-    if (!all && now - d->energy_kept_at < D_ENERGY_KEEP_S) return;
-    d->energy_kept_at = now;
-    for (size_t i = 0; i < d->nrunning; i++)
-        store_job_energy(d->st, d->running[i]->id, d->running[i]->energy_j);
+/* GPU g's shares at the last tick as JSON text {"id": share} (malloc'd;
+ * NULL when out of memory). */
+static char *d_gpu_shares_json(const d_gpu *gpu) {
+    json_t *o = json_object();
+    for (int i = 0; o && i < gpu->nshares; i++) {
+        char id[24];
+        snprintf(id, sizeof(id), "%lld", (long long)gpu->share_ids[i]);
+        json_object_set_new(o, id, json_real(gpu->shares[i]));
+    }
+    char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    return text;
 }
 
+/* GPU g's counter as last read, when it was (Unix time). */
+static void d_gpu_keep_energy(d_daemon *d, int g) {
+    const d_gpu *gpu = &d->gpus[g];
+    if (gpu->energy_seen_j < 0) return; /* no counter: nothing to resume */
+    char *shares = d_gpu_shares_json(gpu);
+    store_gpu_energy r = {
+        .uuid = tel_gpu_uuid(d->tel, g), .energy_j = gpu->energy_seen_j,
+        .t = d_wall() - (d_now(d) - gpu->energy_seen_at),
+        .power_w = gpu->last.power_w, .shares = shares};
+    store_gpu_energy_set(d->st, g, &r);
+    free(shares);
+}
+
+void d_jobs_keep_energy(d_daemon *d, bool all) {
+    /* kept writes would pile up at every tick; the next tick after the
+     * store is writable again saves what is current */
+    if (!all && store_failing(d->st)) return;
+    for (size_t i = 0; i < d->nrunning; i++) {
+        d_job *job = d->running[i];
+        if (!all && job->energy_j == job->energy_kept_j) continue;
+        store_energy e = d_job_energy(job);
+        store_job_energy(d->st, job->id, &e);
+        job->energy_kept_j = job->energy_j;
+    }
+    for (int g = 0; g < d->ngpus; g++) d_gpu_keep_energy(d, g);
+}

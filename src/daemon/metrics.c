@@ -182,9 +182,11 @@ static user_live *metrics_users_live(d_daemon *d) {
         user_live *u = &live[metrics_user_of(&d->counts, job->user) -
                              d->counts.users];
         u->jobs[job_state_of(job)]++;
-        u->energy_j += job->energy_j;
-        if (job->state == D_RUNNING && job->started > 0 && now > job->started)
-            u->gpu_s += (now - job->started) * job->ngpus;
+        /* since this aegisd took it: these counters start from 0 */
+        u->energy_j += job->energy_j - job->energy_from_j;
+        double from = d_job_counted_from(job);
+        if (job->state == D_RUNNING && job->started > 0 && now > from)
+            u->gpu_s += (now - from) * job->ngpus;
     }
     return live;
 }

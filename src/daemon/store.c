@@ -84,7 +84,14 @@ static const char schema[] =
      * next run (a new lease) starts there */
     "CREATE TABLE IF NOT EXISTS slurm_ladder("
     "  slurm_job INTEGER PRIMARY KEY, attempt INTEGER NOT NULL,"
-    "  floor_mib REAL NOT NULL, alone INTEGER NOT NULL);";
+    "  floor_mib REAL NOT NULL, alone INTEGER NOT NULL);"
+    /* each GPU's energy counter as last read (Unix time t), its power and
+     * its running jobs' shares of its energy then (JSON {"id": share}),
+     * saved with the jobs' energy in each tick's commit: a restarted
+     * aegisd charges the counter's rise since to them (jobs_outage.c) */
+    "CREATE TABLE IF NOT EXISTS gpu_energy("
+    "  gpu INTEGER PRIMARY KEY, uuid TEXT NOT NULL, energy_j REAL NOT NULL,"
+    "  t REAL NOT NULL, power_w REAL, shares TEXT NOT NULL);";
 
 /* Columns added since the first schema, so a database an older aegisd
  * wrote gets them on open; one list serves new and old databases. */
@@ -148,6 +155,11 @@ static const char *const store_added[][3] = {
     {"jobs", "pipeline", "TEXT NOT NULL DEFAULT ''"},
     /* the submitter's umask, for the files its jobs make; NULL: aegisd's */
     {"envs", "umask", "INTEGER"},
+    /* its CO2 at the intensity and PUE in force as each tick's energy was
+     * charged, and that energy x PUE; NULL: a job of an aegisd before
+     * them (its report row is at the report's figures) */
+    {"jobs", "co2_g", "REAL"},
+    {"jobs", "pue_j", "REAL"},
 };
 #define STORE_ADDED (sizeof(store_added) / sizeof(store_added[0]))
 
@@ -161,7 +173,7 @@ enum {
     S_HIST_GET, S_HIST_STATE, S_LEASE_SET, S_LEASE_PIDS, S_LEASE_ENV,
     S_LADDER_SET, S_LADDER_GET, S_COUNT_ALL, S_COUNT_ACTIVE, S_UPDATE,
     S_CLEAR, S_PRUNE_IDS, S_PRUNE_ATT, S_PRUNE_EV, S_PRUNE_HIST, S_PRUNE_JOBS,
-    S_PRUNE_ENVS, S_COUNT
+    S_PRUNE_ENVS, S_GPU_ENERGY_SET, S_GPU_ENERGY_GET, S_COUNT
 };
 
 /* A job's dependencies as a column "deps": a row written before they
@@ -211,7 +223,8 @@ static const char *const sql[S_COUNT] = {
                 " ELSE ?4 END,"
                 " attempts = (SELECT count(*) FROM attempts WHERE job_id = ?1)"
                 " WHERE id = ?1",
-    [S_ENERGY] = "UPDATE jobs SET energy_j = ?2 WHERE id = ?1",
+    [S_ENERGY] = "UPDATE jobs SET energy_j = ?2, co2_g = ?3, pue_j = ?4"
+                 " WHERE id = ?1",
     [S_EVENT] = "INSERT INTO events(job_id, t, text) VALUES(?1, ?2, ?3)",
     [S_GET] = "SELECT id, user, uid, name, cmd, gpus, mem_mib, " STORE_DEPS("")
               ", state, reason, submitted, finished, attempts, energy_j, feed,"
@@ -226,7 +239,7 @@ static const char *const sql[S_COUNT] = {
                    " j.slurm_restart, j.slurm_mode, j.slurm_pids, j.cpus,"
                    " j.host_mem_mib, j.stdout_path, j.stderr_path,"
                    " j.slurm_env, j.feed_producer, j.feed_restarts, j.feed_stop,"
-                   " j.pipeline,"
+                   " j.pipeline, j.co2_g, j.pue_j,"
                    " e.cwd, e.env, e.umask"
                    " FROM jobs j JOIN envs e ON e.id = j.env_id"
                    " WHERE j.id = ?1",
@@ -253,7 +266,8 @@ static const char *const sql[S_COUNT] = {
                 " WHERE id = ?1",
     [S_SEEN] = "UPDATE attempts SET seen = ?3 WHERE job_id = ?1 AND n = ?2",
     [S_REPORT_JOBS] = "SELECT id, user, uid, name, gpus, state, submitted,"
-                      " finished, energy_j FROM jobs WHERE " STORE_REPORT_FILTER
+                      " finished, energy_j, co2_g, pue_j FROM jobs"
+                      " WHERE " STORE_REPORT_FILTER
                       " ORDER BY id",
     [S_REPORT_ATTEMPTS] = "SELECT a.job_id, a.gpus, a.started, a.ended"
                           " FROM attempts a JOIN jobs j ON j.id = a.job_id"
@@ -321,6 +335,11 @@ static const char *const sql[S_COUNT] = {
                      " floor_mib, alone) VALUES(?1, ?2, ?3, ?4)",
     [S_LADDER_GET] = "SELECT attempt, floor_mib, alone FROM slurm_ladder"
                      " WHERE slurm_job = ?1",
+    [S_GPU_ENERGY_SET] = "INSERT OR REPLACE INTO gpu_energy(gpu, uuid,"
+                         " energy_j, t, power_w, shares)"
+                         " VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
+    [S_GPU_ENERGY_GET] = "SELECT uuid, energy_j, t, power_w, shares"
+                         " FROM gpu_energy WHERE gpu = ?1",
     [S_COUNT_ALL] = "SELECT count(*) FROM jobs WHERE " STORE_LS_FILTER,
     [S_COUNT_ACTIVE] = "SELECT count(*) FROM jobs"
                        " WHERE state IN ('queued','running') AND "
@@ -962,11 +981,32 @@ void store_job_feed(store *st, int64_t id, int restarts, bool stop) {
     store_write(st, S_FEED, id);
 }
 
-void store_job_energy(store *st, int64_t id, double energy_j) {
+void store_job_energy(store *st, int64_t id, const store_energy *e) {
     sqlite3_stmt *s = st->st[S_ENERGY];
     sqlite3_bind_int64(s, 1, id);
-    sqlite3_bind_double(s, 2, energy_j);
+    sqlite3_bind_double(s, 2, e->energy_j);
+    sqlite3_bind_double(s, 3, e->co2_g);
+    sqlite3_bind_double(s, 4, e->pue_j);
     store_write(st, S_ENERGY, id);
+}
+
+void store_gpu_energy_set(store *st, int gpu, const store_gpu_energy *r) {
+    sqlite3_stmt *s = st->st[S_GPU_ENERGY_SET];
+    sqlite3_bind_int(s, 1, gpu);
+    sqlite3_bind_text(s, 2, r->uuid, -1, SQLITE_STATIC);
+    sqlite3_bind_double(s, 3, r->energy_j);
+    sqlite3_bind_double(s, 4, r->t);
+    if (r->power_w >= 0) sqlite3_bind_double(s, 5, r->power_w);
+    sqlite3_bind_text(s, 6, r->shares ? r->shares : "{}", -1, SQLITE_STATIC);
+    store_write(st, S_GPU_ENERGY_SET, 0);
+}
+
+json_t *store_gpu_energy_get(store *st, int gpu) {
+    sqlite3_bind_int(st->st[S_GPU_ENERGY_GET], 1, gpu);
+    json_t *rows = store_collect(st->st[S_GPU_ENERGY_GET]);
+    json_t *row = json_incref(json_array_get(rows, 0));
+    json_decref(rows);
+    return row;
 }
 
 void store_event(store *st, int64_t id, double now, const char *fmt, ...) {
@@ -985,7 +1025,7 @@ void store_event(store *st, int64_t id, double now, const char *fmt, ...) {
 /* The columns holding JSON text, returned as JSON values. */
 static bool store_json_column(const char *name) {
     static const char *const json_columns[] = {"cmd", "env", "deps", "meta",
-                                               "slurm_env"};
+                                               "slurm_env", "shares"};
     for (size_t i = 0; i < sizeof(json_columns) / sizeof(*json_columns); i++)
         if (strcmp(name, json_columns[i]) == 0) return true;
     return false;

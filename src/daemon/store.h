@@ -139,7 +139,26 @@ void store_attempt_end(store *st, int64_t id, int n, const char *how,
  * old one). */
 void store_job_state(store *st, int64_t id, const char *state,
                      const char *reason, double now);
-void store_job_energy(store *st, int64_t id, double energy_j);
+/* A job's energy so far, with its CO2 at the intensity and PUE in force
+ * as each part was drawn, and that energy x PUE (acct.h, acct_row). */
+typedef struct store_energy {
+    double energy_j, co2_g, pue_j;
+} store_energy;
+void store_job_energy(store *st, int64_t id, const store_energy *e);
+/* A GPU's energy counter as last read: saved with the jobs' energy in
+ * the same transaction, so that the two agree after any crash. */
+typedef struct store_gpu_energy {
+    const char *uuid;       /* the GPU's, to tell it changed */
+    double energy_j;        /* its counter */
+    double t;               /* when it was read, Unix time */
+    double power_w;         /* its power then; < 0 unknown (NULL) */
+    const char *shares;     /* JSON {"job id": share of its energy}; NULL:
+                               none */
+} store_gpu_energy;
+void store_gpu_energy_set(store *st, int gpu, const store_gpu_energy *r);
+/* GPU gpu's saved reading {uuid, energy_j, t, power_w, shares (an
+ * object)}, or NULL when none was saved (a first start, an older state). */
+json_t *store_gpu_energy_get(store *st, int gpu);
 /* `aegis hold` (true) or `release` (false) of a queued job. */
 void store_job_held(store *st, int64_t id, bool held);
 /* history_days: the ids of at most limit jobs that finished before

@@ -82,6 +82,149 @@ case_acct_energy_restart() {
     "$AEGIS" cancel "$id" > /dev/null
 }
 
+# Stops aegisd with signal $1 (TERM or KILL) and waits until it is gone.
+stop_daemon() {
+    kill -"$1" "$(daemon_pid)"
+    while [ -n "$(daemon_pid)" ]; do sleep 0.1; done
+}
+
+# Job $1's energy over its one attempt against W watts (the stand-in's
+# 55 + 345 x SMACT) x its duration: within [0.8, 1.05] of it. Up to a tick
+# at either end is not the job's (its start is a read late, its end
+# between two reads), hence the slack below.
+energy_near() {
+    "$AEGIS" show --json "$1" | pyjson "
+a=d['attempt_list'][-1]; want=$2*(a['ended']-a['started'])
+print('job $1: %.0f J, %.0f J expected ($2 W x %.1f s)' % (d['energy_j'], want, a['ended']-a['started']))
+assert 0.8*want <= d['energy_j'] <= 1.05*want, (d['energy_j'], want)" ||
+        fail "job $1: $(job_field "$1" energy_j) J, not ~$2 W x its duration"
+}
+
+# A kill -9 of aegisd loses none of a running job's energy: it is saved
+# with each tick's commit, with the GPU's counter reading, and the
+# counter's rise while aegisd was down is charged at its restart (it was
+# saved every 60 s: a job under a minute had 0 J after the restart).
+case_acct_energy_kill9() {
+    start
+    cd "$DIR/work"
+    id=$("$AEGIS" submit --mem 1000 -- "$FAKE" --mib 1000 --seconds 0 --smact 0.5 \
+        --until "$DIR/go") || fail "submit"
+    until_job "$id" "assert d['energy_j'] > 1500"
+    local before; before=$(job_field "$id" energy_j)
+    stop_daemon KILL
+    start
+    "$AEGIS" show --json "$id" | pyjson "assert d['state']=='running' and d['energy_j'] >= $before, d['energy_j']" ||
+        fail "energy after kill -9: $(job_field "$id" energy_j) J, $before J before"
+    until_job "$id" "assert d['energy_j'] > $before + 1500"
+    touch "$DIR/go"
+    "$AEGIS" wait "$id" > /dev/null || fail "job $id failed"
+    energy_near "$id" 227.5
+}
+
+# Energy drawn while aegisd is down is charged to the jobs that drew it:
+# one that ends during the outage (SMACT 0.5: 227.5 W) and one that runs
+# through it (0.8: 331 W), each alone on its GPU. The rise of their GPUs'
+# counters over the outage is split at restart (it was taken as a new
+# baseline, and charged to nobody).
+case_acct_energy_outage() {
+    start
+    cd "$DIR/work"
+    a=$("$AEGIS" submit --mem 30000 -- "$FAKE" --mib 1000 --seconds 0 --smact 0.5 \
+        --until "$DIR/go_a") || fail "submit a"
+    b=$("$AEGIS" submit --mem 30000 -- "$FAKE" --mib 1000 --seconds 0 --smact 0.8 \
+        --until "$DIR/go_b") || fail "submit b"
+    until_job "$a" "assert d['energy_j'] > 500 and d['pid'] > 0"
+    until_job "$b" "assert d['energy_j'] > 500"
+    local pid; pid=$(job_field "$a" pid)
+    stop_daemon TERM
+    sleep 3 # the outage: a runs in it, then ends
+    touch "$DIR/go_a"
+    while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+    sleep 2 # and its GPU idles
+    : > "$DIR/state/aegisd.log"
+    start
+    grep -q "charged .* J drawn while aegisd was down" "$DIR/state/aegisd.log" ||
+        fail "no outage charge logged"
+    "$AEGIS" wait "$a" > /dev/null || fail "job $a failed"
+    touch "$DIR/go_b"
+    "$AEGIS" wait "$b" > /dev/null || fail "job $b failed"
+    energy_near "$a" 227.5
+    energy_near "$b" 331
+}
+
+# A GPU counter that went back while aegisd was down (a driver reload)
+# charges nobody, and the log says so.
+case_acct_energy_counter_back() {
+    start
+    cd "$DIR/work"
+    id=$("$AEGIS" submit --mem 1000 -- "$FAKE" --mib 1000 --seconds 0 --smact 0.5 \
+        --until "$DIR/go") || fail "submit"
+    until_job "$id" "assert d['energy_j'] > 500"
+    stop_daemon TERM
+    local g then e mw
+    for g in 0 1 2; do # the driver reloaded: every counter from 0
+        read -r then e mw < "$AEGIS_TEST_GPU_DIR/energy$g" || continue
+        echo "$then 0 $mw" > "$AEGIS_TEST_GPU_DIR/energy$g"
+    done
+    : > "$DIR/state/aegisd.log"
+    start
+    grep -q "energy counter went back .* charged to nobody" "$DIR/state/aegisd.log" ||
+        fail "no counter reset logged"
+    touch "$DIR/go"
+    "$AEGIS" wait "$id" > /dev/null || fail "job $id failed"
+    # what it drew after the restart only, not a counter's worth
+    "$AEGIS" show --json "$id" | pyjson "
+a=d['attempt_list'][-1]
+assert d['energy_j'] <= 227.5*1.05*(a['ended']-a['started']), d['energy_j']" ||
+        fail "the reset was charged: $(job_field "$id" energy_j) J"
+}
+
+# SIGHUPs aegisd and waits until it has reloaded its configuration.
+reload() {
+    kill -HUP "$(daemon_pid)"
+    until grep -q "reloaded $DIR/aegis.yaml" "$DIR/state/aegisd.log"; do
+        grep -q "not reloaded" "$DIR/state/aegisd.log" && fail "reload refused"
+        sleep 0.1
+    done
+}
+
+# A job's CO2 is at the grid intensity and PUE in force while it ran: a
+# reload changing them leaves a past job's row as it was (it was
+# recomputed at the new figures: last month's report changed).
+case_acct_co2_reload() {
+    printf 'grid_intensity_g_per_kwh: 400\npue: 1.2\n' >> "$DIR/aegis.yaml"
+    start
+    cd "$DIR/work"
+    a=$("$AEGIS" submit -- "$FAKE" --mib 1000 --seconds 2 --smact 0.4) || fail "submit a"
+    "$AEGIS" wait "$a" > /dev/null || fail "job $a failed"
+    "$AEGIS" report --json > before.json || fail "report"
+    sed -i 's/^grid_intensity_g_per_kwh: 400/grid_intensity_g_per_kwh: 100/; s/^pue: 1.2/pue: 1.0/' \
+        "$DIR/aegis.yaml"
+    reload
+    b=$("$AEGIS" submit -- "$FAKE" --mib 1000 --seconds 2 --smact 0.4) || fail "submit b"
+    "$AEGIS" wait "$b" > /dev/null || fail "job $b failed"
+    "$AEGIS" report --csv > r.csv || fail "report --csv"
+    "$AEGIS" report --json > r.json || fail "report --json"
+    python3 "$HERE_LIB/check_report.py" r.csv r.json daemon || fail "report schema"
+    python3 - before.json r.json "$a" "$b" <<'PY' || fail "CO2 after the reload"
+import json, sys
+old = {j['job_id']: j for j in json.load(open(sys.argv[1]))['jobs']}
+new = json.load(open(sys.argv[2]))
+rows = {j['job_id']: j for j in new['jobs']}
+a, b = rows[int(sys.argv[3])], rows[int(sys.argv[4])]
+was = old[int(sys.argv[3])]
+assert a['energy_j'] > 0 and b['energy_j'] > 0, (a, b)
+assert abs(a['co2_g'] - was['co2_g']) < 1e-9, ('a changed', was['co2_g'], a['co2_g'])
+near = lambda x, y: abs(x - y) < 1e-6 * y  # sums of a tick's parts each
+assert near(a['grid_intensity_g_per_kwh'], 400) and near(a['pue'], 1.2), a
+assert abs(a['co2_g'] - a['energy_j'] / 3.6e6 * 1.2 * 400) < 1e-6, a
+assert near(b['grid_intensity_g_per_kwh'], 100) and near(b['pue'], 1.0), b
+assert abs(b['co2_g'] - b['energy_j'] / 3.6e6 * 100) < 1e-6, b
+assert new['grid_intensity_g_per_kwh'] == 100 and new['pue'] == 1.0, new
+assert abs(new['total']['co2_g'] - a['co2_g'] - b['co2_g']) < 1e-6, new['total']
+PY
+}
+
 # A job that ends while aegisd is down ends when it ended, not when
 # aegisd came back (its run time and GPU-hours grew with the outage).
 case_acct_end_while_down() {

@@ -393,4 +393,36 @@ PY
     xargs "$AEGIS" cancel < ids.txt > /dev/null
 }
 
+# The per-user counters start again from zero when aegisd restarts, as
+# the page says: a job running across a restart counts only what it drew
+# and ran since (they started at its totals from before, which
+# Prometheus' increase() then counted twice).
+case_metrics_user_restart() {
+    cd "$DIR/work"
+    start_metrics
+    id=$("$AEGIS" submit --mem 1000 -- "$FAKE" --mib 1000 --seconds 0 --smact 0.5 \
+        --until "$DIR/go") || fail submit
+    until_job "$id" "assert d['energy_j'] > 2000"
+    local t0 e0; t0=$(date +%s.%N); e0=$(job_field "$id" energy_j)
+    restart
+    await "[ \"\$(scrape /metrics)\" = 200 ]" 10 || fail "no /metrics after the restart"
+    local e1 t1; e1=$(job_field "$id" energy_j); t1=$(date +%s.%N)
+    python3 - scrape.txt "$e0" "$e1" "$t0" "$t1" <<'PY' || fail "user counters after the restart: $(grep '^aegis_user_' scrape.txt)"
+import re, sys
+text = open(sys.argv[1]).read()
+e0, e1, t0, t1 = map(float, sys.argv[2:6])
+def value(name):
+    m = re.search(r'^%s\{user="root"\} (\S+)$' % name, text, re.M)
+    assert m, name
+    return float(m.group(1))
+energy, gpu_s = value('aegis_user_energy_joules_total'), value('aegis_user_gpu_seconds_total')
+# since the restart only: no more than the job drew since e0 was read,
+# and no more GPU-seconds than passed since (a tick's slack)
+assert 0 <= energy <= e1 - e0 + 1e-6, (energy, e0, e1)
+assert 0 <= gpu_s <= t1 - t0 + 1.5, (gpu_s, t1 - t0)
+PY
+    touch "$DIR/go"
+    "$AEGIS" wait "$id" > /dev/null || fail "job $id failed"
+}
+
 e2e_run

@@ -1,6 +1,7 @@
 /* test_acct.c -- the report's arithmetic (acct.c): CO2 from kWh, PUE and
- * intensity, GPU-hours, queue wait across OOM retries, slowdown, totals
- * per user, and the config keys that set intensity and PUE. */
+ * intensity (a job's own as it ran, once stamped), GPU-hours, queue wait
+ * across OOM retries, slowdown, totals per user, the config keys that set
+ * intensity and PUE; and the split of an outage's energy (acct_gap.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,6 +13,7 @@
 #include <cmocka.h>
 
 #include "acct.h"
+#include "acct_gap.h"
 #include "config.h"
 
 static void test_co2(void **state) {
@@ -154,6 +156,108 @@ static char *write_config(const char *text) {
     return path;
 }
 
+/* A stamped row keeps the CO2 it ran at, whatever the report's figures:
+ * its pue and intensity are the ones it ran at, and the totals add its
+ * CO2 to the unstamped rows' at the report's figures. */
+static void test_stamped_co2(void **state) {
+    (void)state;
+    json_t *jobs = json_loads(
+        "[{\"id\":1,\"user\":\"ann\",\"name\":\"a\",\"gpus\":1,\"state\":\"done\","
+        "\"submitted\":0,\"finished\":100,\"energy_j\":3.6e6,\"co2_g\":480,"
+        "\"pue_j\":4.32e6,\"attempt_list\":[{\"gpus\":\"0\",\"started\":0,"
+        "\"ended\":100}]},"
+        "{\"id\":2,\"user\":\"ann\",\"name\":\"b\",\"gpus\":1,\"state\":\"done\","
+        "\"submitted\":0,\"finished\":100,\"energy_j\":3.6e6,\"co2_g\":null,"
+        "\"pue_j\":null,\"attempt_list\":[{\"gpus\":\"0\",\"started\":0,"
+        "\"ended\":100}]}]",
+        0, NULL);
+    assert_non_null(jobs);
+    acct_params p = {.grid_g_per_kwh = 100, .pue = 1};
+    json_t *ans = acct_report(jobs, &p, 200);
+    assert_non_null(ans);
+    json_t *a = json_array_get(json_object_get(ans, "jobs"), 0);
+    json_t *b = json_array_get(json_object_get(ans, "jobs"), 1);
+    /* 1 kWh at PUE 1.2 and 400 g/kWh, stamped as it ran */
+    assert_float_equal(json_number_value(json_object_get(a, "co2_g")), 480, 1e-9);
+    assert_float_equal(json_number_value(json_object_get(a, "pue")), 1.2, 1e-12);
+    assert_float_equal(json_number_value(
+        json_object_get(a, "grid_intensity_g_per_kwh")), 400, 1e-9);
+    /* an older row: at the report's figures */
+    assert_float_equal(json_number_value(json_object_get(b, "co2_g")), 100, 1e-9);
+    assert_float_equal(json_number_value(json_object_get(b, "pue")), 1, 1e-12);
+    json_t *total = json_object_get(ans, "total");
+    assert_float_equal(json_number_value(json_object_get(total, "co2_g")),
+                       580, 1e-9);
+    json_decref(ans);
+    json_decref(jobs);
+}
+
+/* The invariants of an outage's split: charges >= 0, adding up to no
+ * more than the rise. */
+static double gap_check(const acct_gap_gpu *g, acct_gap_job *j, int n) {
+    double sum = acct_gap_split(g, j, n), all = 0;
+    for (int i = 0; i < n; i++) {
+        assert_true(j[i].charge >= 0);
+        all += j[i].charge;
+    }
+    assert_float_equal(all, sum, 1e-9);
+    assert_true(sum <= g->joules + 1e-9);
+    return sum;
+}
+
+/* A job running through the outage gets the whole rise; two by their
+ * saved shares. */
+static void test_gap_covered(void **state) {
+    (void)state;
+    acct_gap_gpu g = {.t0 = 100, .t1 = 120, .joules = 5000, .power_w = 200};
+    acct_gap_job one[] = {{.start = 50, .end = -1, .share = 1}};
+    assert_float_equal(gap_check(&g, one, 1), 5000, 1e-9);
+    acct_gap_job two[] = {{.start = 50, .end = -1, .share = 0.25},
+                          {.start = 60, .end = -1, .share = 0.75}};
+    gap_check(&g, two, 2);
+    assert_float_equal(two[0].charge, 1250, 1e-9);
+    assert_float_equal(two[1].charge, 3750, 1e-9);
+    /* one ends mid-way, the other runs on: the GPU was never without a
+     * job, so all 5000 J are theirs, by share x overlap */
+    two[0].end = 110;
+    assert_float_equal(gap_check(&g, two, 2), 5000, 1e-9);
+    assert_float_equal(two[0].charge, 5000 * 2.5 / (2.5 + 15), 1e-9);
+}
+
+/* A job that ends during the outage, alone on its GPU, gets its power at
+ * the save x the time it ran; the GPU's idle draw after is nobody's. */
+static void test_gap_idle_after(void **state) {
+    (void)state;
+    /* 10 s at 227.5 W, then 10 s idle at 55 W */
+    acct_gap_gpu g = {.t0 = 100, .t1 = 120, .joules = 2275 + 550,
+                      .power_w = 227.5};
+    acct_gap_job j[] = {{.start = 70, .end = 110, .share = 1}};
+    assert_float_equal(gap_check(&g, j, 1), 2275, 1e-9);
+    /* no more than the counter rose, whatever the power at the save */
+    g.joules = 1000;
+    assert_float_equal(gap_check(&g, j, 1), 1000, 1e-9);
+    /* power unknown: the outage's mean power */
+    g = (acct_gap_gpu){.t0 = 100, .t1 = 120, .joules = 2000, .power_w = -1};
+    assert_float_equal(gap_check(&g, j, 1), 1000, 1e-9);
+    /* a job that ended before t0, and a rise of 0: nothing */
+    acct_gap_job before[] = {{.start = 70, .end = 95, .share = 1}};
+    assert_float_equal(gap_check(&g, before, 1), 0, 0);
+    g.joules = 0;
+    assert_float_equal(gap_check(&g, j, 1), 0, 0);
+}
+
+/* A job started after the save has no share: an even one. */
+static void test_gap_unknown_share(void **state) {
+    (void)state;
+    acct_gap_gpu g = {.t0 = 100, .t1 = 110, .joules = 3000, .power_w = 300};
+    acct_gap_job j[] = {{.start = 95, .end = -1, .share = 1},
+                        {.start = 100, .end = -1, .share = -1}};
+    gap_check(&g, j, 2);
+    /* shares 1 and 0.5, renormalized: 2/3 and 1/3 */
+    assert_float_equal(j[0].charge, 2000, 1e-9);
+    assert_float_equal(j[1].charge, 1000, 1e-9);
+}
+
 static void test_config_keys(void **state) {
     (void)state;
     core_config cfg;
@@ -194,6 +298,10 @@ int main(void) {
         cmocka_unit_test(test_csv_quoting),
         cmocka_unit_test(test_csv_formula_is_text),
         cmocka_unit_test(test_config_keys),
+        cmocka_unit_test(test_stamped_co2),
+        cmocka_unit_test(test_gap_covered),
+        cmocka_unit_test(test_gap_idle_after),
+        cmocka_unit_test(test_gap_unknown_share),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
