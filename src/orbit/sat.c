@@ -83,9 +83,12 @@ static void upload_ended(sat *s, const up_result *r, const uint8_t *manifest) {
     }
 }
 
-/* A manifest of the version already active is answered as installed: the
- * ground's answer was lost, not the upload. */
-static int already_active(const sat *s, const uint8_t *wire, size_t len) {
+/* A manifest of the version already active is answered as installed, with
+ * a sentence saying it was not installed again (in r): to the board it is
+ * the ground asking again after a lost answer, not the upload, so not a
+ * replay either (1003 is for a version below the highest accepted). */
+static int already_active(const sat *s, const uint8_t *wire, size_t len,
+                          up_result *r) {
     up_manifest m;
     char err[160];
     if (up_manifest_decode(wire, len, &m, err, sizeof err))
@@ -95,8 +98,12 @@ static int already_active(const sat *s, const uint8_t *wire, size_t len) {
         return 0;
     /* a procedure set keeps no active version: its floor and hash */
     uint32_t on_board = m.kind == UP_KIND_PROCS ? mod->highest : mod->active;
-    return on_board == m.version &&
-           memcmp(mod->active_sha, m.sha256, UP_SHA_BYTES) == 0;
+    if (on_board != m.version || memcmp(mod->active_sha, m.sha256, UP_SHA_BYTES))
+        return 0;
+    snprintf(r->detail, sizeof r->detail,
+             "%s v%u: already active on board, not installed again", m.name,
+             (unsigned)m.version);
+    return 1;
 }
 
 static void on_update(sat *s, const uint8_t *msg, size_t len, uint8_t port,
@@ -113,7 +120,7 @@ static void on_update(sat *s, const uint8_t *msg, size_t len, uint8_t port,
     }
     if (len < 3)
         return;
-    if (msg[0] == 'M' && already_active(s, msg + 3, len - 3)) {
+    if (msg[0] == 'M' && already_active(s, msg + 3, len - 3, &r)) {
         r.installed = 1; /* answered again, not installed again */
         reply(ctx, port, out, proto_status_build(&s->up, &r, seq, out));
         return;

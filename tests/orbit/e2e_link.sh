@@ -85,6 +85,14 @@ for _ in $(seq 60); do
 done
 [ "${n2:-0}" -gt "${n1:-0}" ] || fail "no images processed after the upload"
 
+# exactly the active upload again (its answer was lost): answered as done,
+# said so, not installed again nor refused (it said "installed: ... 0
+# chunks" and nothing more)
+g upload --key "$DIR/k1.key" --version 1 --in rgb --out rgb copy "$TMODS/copy.so"
+[ $rc = 0 ] || fail "active upload again: $rc"
+has "copy v1: already active on board, not installed again"
+g telemetry; has "uploads_installed=1"
+
 # a crashing module is refused at its test-run, v1 stays
 g upload --key "$DIR/k1.key" --version 2 --in rgb --out rgb copy "$TMODS/crash.so"
 [ $rc = 1 ] || fail "crashing upload: $rc"; has "refused: error 600000 (crash)"

@@ -229,7 +229,9 @@ int ground_send_update(ground *g, const up_manifest *m, const uint8_t *payload) 
     uint64_t sent;
     proto_status st;
     int code = ground_upload(&io, m, payload, &sent, &st);
-    if (code == 0)
+    if (code == 0 && sent == 0) /* on board already: the sentence says how */
+        printf("%s v%u installed: no chunk needed sending\n", m->name, m->version);
+    else if (code == 0)
         printf("%s v%u installed: %u bytes sent as %llu chunks\n", m->name, m->version,
                m->payload_size, (unsigned long long)sent);
     else if (code > 0)
