@@ -52,9 +52,8 @@ static int call_proc(comp *c, const dish_tok *t, sig *s) {
 
 /* param(NODE, ID): both known at compile time. */
 static void param_read(comp *c) {
-    int node = dc_const_int(c, 0, DISH_NODES - 1, "node");
-    dc_expect(c, ",");
-    int id = dc_const_int(c, 0, DISH_PARAMS - 1, "parameter");
+    int node, id;
+    dc_param_address(c, &node, &id);
     dc_emit(c, DISH_OP_PGET);
     dc_emit(c, node);
     dc_emit(c, id);

@@ -108,6 +108,9 @@ sig *dc_find_proc(comp *c, const dish_tok *t);
 int dc_declare(comp *c, const dish_tok *at, const char *n, int ty);
 /* An integer literal or constant in lo..hi (what names it in errors). */
 int32_t dc_const_int(comp *c, int32_t lo, int32_t hi, const char *what);
+/* NODE "," ID of param() and set(): constants, within what the bytecode
+ * carries (DISH_NODES, DISH_PARAMS), else an error saying so. */
+void dc_param_address(comp *c, int *node, int *id);
 void dc_parse_const(comp *c);
 
 /* ---- expressions (dish_compile_expr.c): each returns its type ---- */

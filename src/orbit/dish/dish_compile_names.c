@@ -62,6 +62,24 @@ int32_t dc_const_int(comp *c, int32_t lo, int32_t hi, const char *what) {
     return v;
 }
 
+void dc_param_address(comp *c, int *node, int *id) {
+    const dish_tok *t = dc_peek(c);
+    *node = dc_const_int(c, 0, INT32_MAX, "node");
+    /* a CSP 2 node has 14 bits and libparam's ids 16, but the bytecode
+     * carries each in one byte (docs/orbit.md, "DISH's addresses") */
+    if (*node >= DISH_NODES)
+        dc_fail(c, t, "node %d out of range 0..%d: DISH's bytecode addresses nodes "
+                "0..%d only, not CSP 2's 0..16383 (so not DIPP's 162)",
+                *node, DISH_NODES - 1, DISH_NODES - 1);
+    dc_expect(c, ",");
+    t = dc_peek(c);
+    *id = dc_const_int(c, 0, INT32_MAX, "parameter");
+    if (*id >= DISH_PARAMS)
+        dc_fail(c, t, "parameter %d out of range 0..%d: DISH's bytecode addresses "
+                "ids 0..%d only, not libparam's 16-bit ids",
+                *id, DISH_PARAMS - 1, DISH_PARAMS - 1);
+}
+
 /* const NAME = [-]NUMBER, after the "const". */
 void dc_parse_const(comp *c) {
     if (c->nconsts >= MAX_CONSTS) /* before the name is copied into a slot */

@@ -181,9 +181,8 @@ static void stmt_wait(comp *c) {
 /* set(NODE, ID, value) */
 static void stmt_set(comp *c) {
     dc_expect(c, "(");
-    int node = dc_const_int(c, 0, DISH_NODES - 1, "node");
-    dc_expect(c, ",");
-    int id = dc_const_int(c, 0, DISH_PARAMS - 1, "parameter");
+    int node, id;
+    dc_param_address(c, &node, &id);
     dc_expect(c, ",");
     dc_int_expr(c, "a parameter's value");
     dc_expect(c, ")");

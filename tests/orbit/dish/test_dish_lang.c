@@ -35,6 +35,13 @@ static void errors_have_positions(void **state) {
     compile_error("proc p() { repeat n { } }", "t.dish:1:19: loop bound must be an integer constant");
     compile_error("proc p() { repeat 20000 { } }", "t.dish:1:19: loop bound 20000 out of range");
     compile_error("proc p() { let v = param(64, 1) }", "t.dish:1:26: node 64 out of range");
+    /* the limit said with its reason: DIPP's node cannot be addressed */
+    compile_error("proc p() { set(162, 1, 0) }",
+                  "t.dish:1:16: node 162 out of range 0..63: DISH's bytecode addresses "
+                  "nodes 0..63 only, not CSP 2's 0..16383 (so not DIPP's 162)");
+    compile_error("proc p() { let v = param(2, 200) }",
+                  "t.dish:1:29: parameter 200 out of range 0..127: DISH's bytecode "
+                  "addresses ids 0..127 only, not libparam's 16-bit ids");
     compile_error("proc p() { wait q() == 1 within 5 }\nproc q() { }",
                   "t.dish:1:17: a call is not allowed in a wait condition");
     compile_error("proc p() { q(1) }\nproc q() { }", "t.dish:1:12: 1 arguments given, 0 expected");
