@@ -4,7 +4,7 @@
  * means to any YAML tool on the ground. What is neither a number nor a
  * string there (null, a boolean, a non-finite number, which no definition
  * can carry since the decoder on board refuses it), and what YAML 1.1
- * reads otherwise than 1.2 (1_000, 0b101, 017, yes/no/on/off), is refused
+ * reads otherwise than 1.2 (1_000, 0b101, 017, 1:30, yes/no/on/off), is refused
  * with a sentence saying how to write it, never guessed. */
 #include "pdef_scalar.h"
 
@@ -74,11 +74,57 @@ static int refuse(char *why, size_t cap, const char *what, const char *s,
     return -1;
 }
 
+/* YAML 1.1's base-60 number, [-+]?[0-9][0-9_]*(:[0-5]?[0-9])+ then, for a
+ * float, \.[0-9_]* (an integer's first digit is 1-9). Returns 1 and
+ * writes its value (the fraction copied as written, so nothing is
+ * rounded) into val; 0 when p (after the sign) is no such number. Times
+ * of day like 1:30 are why a YAML 1.1 reader turns them into 90. */
+static int sexagesimal(const char *p, char *val, size_t cap) {
+    unsigned long long v = 0;
+    int big = 0, groups = 0;
+    const char *q = p;
+    if (!isdigit((unsigned char)*q))
+        return 0;
+    for (; isdigit((unsigned char)*q) || *q == '_'; q++)
+        if (*q != '_') {
+            big |= v > 99999999999ULL;
+            v = v * 10 + (unsigned)(*q - '0');
+        }
+    while (*q == ':') {
+        size_t n = strspn(q + 1, "0123456789");
+        if (n == 0 || n > 2 || (n == 2 && q[1] > '5'))
+            return 0;
+        big |= v > 99999999999ULL;
+        v = v * 60 + (unsigned)atoi(q + 1);
+        q += 1 + n;
+        groups++;
+    }
+    const char *frac = q;
+    if (!groups || (*q && (*q != '.' || q[1 + strspn(q + 1, "0123456789_")])))
+        return 0;
+    if (!*frac && *p == '0')
+        return 0; /* 1.1's base-60 integer starts 1-9; 01:30 is a string there */
+    if (big)
+        snprintf(val, cap, "a number");
+    else
+        snprintf(val, cap, "%llu%.20s", v, frac);
+    return 1;
+}
+
 /* A number YAML 1.1 reads otherwise than 1.2: -1 with why, else 0. */
 static int yaml11_number(const char *s, char *why, size_t cap) {
     const char *p = s + (*s == '+' || *s == '-');
+    char val[48];
     if (!isdigit((unsigned char)*p) && !(*p == '.' && isdigit((unsigned char)p[1])))
         return 0;
+    if (sexagesimal(p, val, sizeof val)) {
+        const char *sign = *s == '-' && strcmp(val, "a number") ? "-" : "";
+        snprintf(why, cap,
+                 "%.40s is %s%s (base 60) in YAML 1.1 and a string in YAML 1.2: "
+                 "write %s%s, or quote it for a string",
+                 s, sign, val, sign, strcmp(val, "a number") ? val : "it in decimal");
+        return -1;
+    }
     if (strchr(p, '_')) {
         char plain[48];
         size_t n = 0;

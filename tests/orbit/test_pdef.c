@@ -201,6 +201,23 @@ static void test_yaml_core_scalars(void **s) {
     assert_int_equal(value_of("0x").type, DIPP_PARAM_STR); /* no digits: YAML's string */
 }
 
+/* YAML 1.1's base-60 numbers (1:30 is 90 there, a string in YAML 1.2) are
+ * refused like the other scalars the two versions read apart; a colon
+ * that makes no base-60 number is a string in both. */
+static void test_sexagesimal_refused(void **s) {
+    (void)s;
+    expect_error("modules:\n  - name: a\n    params:\n      t: 1:30\n",
+                 "m.yaml:4:10: modules[0].params.t: 1:30 is 90 (base 60) in YAML 1.1 "
+                 "and a string in YAML 1.2: write 90, or quote it for a string");
+    expect_error("modules:\n  - name: a\n    params:\n      t: -1:00:05\n",
+                 "params.t: -1:00:05 is -3605 (base 60) in YAML 1.1");
+    expect_error("modules:\n  - name: a\n    params:\n      t: 190:20:30.15\n",
+                 "params.t: 190:20:30.15 is 685230.15 (base 60) in YAML 1.1");
+    assert_int_equal(value_of("'1:30'").type, DIPP_PARAM_STR);
+    assert_int_equal(value_of("12:60").type, DIPP_PARAM_STR); /* 60 is no base-60 digit */
+    assert_int_equal(value_of("01:30").type, DIPP_PARAM_STR); /* 1.1's int starts 1-9 */
+}
+
 /* Every truncation and every single-bit flip of a good encoding is either
  * refused or decodes to a valid definition: never a crash (ASan watches). */
 static void test_damaged_bytes(void **s) {
@@ -240,6 +257,7 @@ int main(void) {
         cmocka_unit_test(test_yaml_read_whole_or_refused),
         cmocka_unit_test(test_non_finite_refused),
         cmocka_unit_test(test_yaml_core_scalars),
+        cmocka_unit_test(test_sexagesimal_refused),
         cmocka_unit_test(test_damaged_bytes),
         cmocka_unit_test(test_huge_count_refused),
     };
