@@ -239,19 +239,33 @@ void d_share_close(d_daemon *d) {
 
 int d_share_check_reload(d_daemon *d, const sharing_config *share,
                          char *err, size_t errlen) {
-    if (strcmp(share->mps_dir, d->share.mps_dir) != 0 ||
-        strcmp(share->mps_control, d->share.mps_control) != 0) {
-        snprintf(err, errlen, "mps_dir and mps_control take effect at the "
-                 "next start only");
-        return -1;
-    }
     /* A GPU turning to MPS needs the control program: refused here, the
-     * configuration stays whole, rather than GPUs left without MPS. */
+     * configuration stays whole, rather than GPUs left without MPS. The
+     * program is the one aegisd started with: a new mps_control applies
+     * at the next start only (d_share_reload). */
     for (int g = 0; g < d->ngpus; g++)
         if (d_share_uses_mps(sharing_mode(share, g)) && !d->gpus[g].mps_up &&
-            mps_program_check(share->mps_control, err, errlen) != 0)
+            mps_program_check(d->share.mps_control, err, errlen) != 0)
             return -1;
     return d_share_check(d, share, d_share_config_path(d), err, errlen);
+}
+
+/* mps_dir and mps_control name the running control daemons' folders and
+ * the program that stops them: changed under them, aegisd could neither
+ * reach nor stop those daemons. So a reload keeps both, says so, and
+ * applies the rest of the file (as metrics_listen); the next start takes
+ * them. */
+static void d_share_keep_mps_paths(const d_daemon *d, sharing_config *share) {
+    if (strcmp(share->mps_dir, d->share.mps_dir) != 0)
+        d_log("SIGHUP: mps_dir '%s' applies when aegisd restarts; still "
+              "'%s'", share->mps_dir[0] ? share->mps_dir : "STATE_DIR/mps",
+              d->mps_dir);
+    if (strcmp(share->mps_control, d->share.mps_control) != 0)
+        d_log("SIGHUP: mps_control '%s' applies when aegisd restarts; still "
+              "'%s'", share->mps_control, d->share.mps_control);
+    snprintf(share->mps_dir, sizeof(share->mps_dir), "%s", d->share.mps_dir);
+    snprintf(share->mps_control, sizeof(share->mps_control), "%s",
+             d->share.mps_control);
 }
 
 void d_share_reload(d_daemon *d, const sharing_config *share) {
@@ -289,7 +303,9 @@ void d_share_reload(d_daemon *d, const sharing_config *share) {
         gpu->mode = m;
         if (mps_new && g == d_share_first_mps(d)) d_share_mps_reach(d);
     }
-    d->share = *share;
+    sharing_config kept = *share;
+    d_share_keep_mps_paths(d, &kept);
+    d->share = kept;
 }
 
 /* The MPS variables of a job launched as a client of GPU g's daemon. MPS

@@ -1,0 +1,57 @@
+#!/bin/bash
+# e2e_config.sh -- end-to-end tests of how aegisd reads aegis.yaml at start
+# and on SIGHUP (src/daemon/config.c, gpushare.c): what a reload applies,
+# what it leaves for the next start and says so, and what it refuses with
+# the file's line (docs/configuration.md).
+#
+# usage: e2e_config.sh AEGISD AEGIS TESTNVML FAKEGPU CATALOG CASE
+set -u
+AEGISD=$1 AEGIS=$2 NVML=$3 FAKE=$4 CATALOG=$5 CASE=$6
+source "$(dirname "$0")/e2e_lib.sh"
+
+# SIGHUPs aegisd with an emptied log and waits for the reload's last line:
+# "SIGHUP: reloaded" or "SIGHUP: configuration not reloaded" (lines about
+# single keys come before it).
+hup() {
+    : > "$DIR/state/aegisd.log"
+    kill -HUP "$(daemon_pid)"
+    wait_until "the SIGHUP's answer" \
+        grep -q "SIGHUP: reloaded\|SIGHUP: configuration not reloaded" \
+        "$DIR/state/aegisd.log"
+}
+
+# log_has TEXT: the log (since the last hup) holds TEXT, a fixed string.
+log_has() {
+    grep -qF -- "$1" "$DIR/state/aegisd.log" || fail "log lacks '$1'"
+}
+
+# The time limit of a job submitted now: default_time as aegisd holds it.
+submitted_limit() {
+    local id; id=$("$AEGIS" submit -- true) || fail "submit"
+    "$AEGIS" show --json "$id" | pyjson "print(int(d['time_limit_s'] or 0))"
+}
+
+# A reload that changes mps_dir or mps_control applies the rest of the
+# file and says that those two apply at the next start (as metrics_listen);
+# it refused the whole file before.
+case_config_reload_mps() {
+    cp "$DIR/aegis.yaml" "$DIR/base.yaml"
+    printf 'mps_control: /bin/true\n' >> "$DIR/aegis.yaml"
+    start
+    { cat "$DIR/base.yaml"; printf 'default_time: 60\nmps_dir: %s\n' \
+        "$DIR/mps2"; } > "$DIR/aegis.yaml"
+    hup
+    log_has "SIGHUP: reloaded"
+    log_has "SIGHUP: mps_dir '$DIR/mps2' applies when aegisd restarts; still '$DIR/state/mps'"
+    log_has "SIGHUP: mps_control 'nvidia-cuda-mps-control' applies when aegisd restarts; still '/bin/true'"
+    local t; t=$(submitted_limit)
+    [ "$t" = 60 ] || fail "default_time 60 not applied: $t"
+    # said again at the next reload: the folder still is the old one
+    printf 'default_time: 120\n' >> "$DIR/aegis.yaml"
+    hup
+    log_has "SIGHUP: mps_dir '$DIR/mps2' applies when aegisd restarts"
+    t=$(submitted_limit)
+    [ "$t" = 120 ] || fail "default_time 120 not applied: $t"
+}
+
+e2e_run
