@@ -294,6 +294,8 @@ static int config_pairs(yaml_parser_t *p, config_report *rep,
                         (const char *)ev.data.scalar.value);
         yaml_event_delete(&ev);
         if (type == YAML_MAPPING_START_EVENT && strcmp(key, "sharing") == 0) {
+            /* replaces an earlier `sharing:` whole, either form */
+            sharing_config_clear_modes(share);
             if (config_sharing_map(p, rep, share) != 0) return -1;
         } else if (type != YAML_SCALAR_EVENT) {
             config_problem(rep, line, "%s: expected a single value", key);

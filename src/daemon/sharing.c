@@ -7,10 +7,15 @@
 
 void sharing_config_default(sharing_config *s) {
     memset(s, 0, sizeof(*s));
-    s->dflt = SHARE_NAIVE; /* what aegisd did before modes existed */
-    memset(s->gpu, -1, sizeof(s->gpu));
+    sharing_config_clear_modes(s);
     snprintf(s->mps_control, sizeof(s->mps_control), "%s", SHARING_MPS_CONTROL);
     s->mps_pin_memory = true;
+}
+
+void sharing_config_clear_modes(sharing_config *s) {
+    s->dflt = SHARE_NAIVE;
+    memset(s->gpu, -1, sizeof(s->gpu));
+    memset(s->line, 0, sizeof(s->line));
 }
 
 /* The mode named value, or -1 with a message naming key. */
@@ -40,6 +45,8 @@ int sharing_config_set(sharing_config *s, const char *key, const char *value,
     if (strcmp(key, "sharing") == 0) {
         int m = sharing_parse_mode(key, value, msg, msglen);
         if (m < 0) return -1;
+        /* one mode for every GPU: an earlier mapping's overrides go too */
+        sharing_config_clear_modes(s);
         s->dflt = (share_mode)m;
         return 1;
     }

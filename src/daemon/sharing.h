@@ -39,6 +39,11 @@ typedef struct sharing_config {
 
 void sharing_config_default(sharing_config *s);
 
+/* Every GPU back to naive, no override: what a `sharing:` line does
+ * before it sets its own modes, so that one given again replaces the
+ * earlier line whole, as any key given again does (config.c). */
+void sharing_config_clear_modes(sharing_config *s);
+
 /* Sets a top-level key of the config file when it is one of the sharing
  * keys: 1 done, 0 not a sharing key, -1 with "key: why" in msg. The
  * mapping form of `sharing:` goes to sharing_config_set_gpu, one entry at

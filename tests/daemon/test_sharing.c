@@ -93,6 +93,28 @@ static void test_default_and_overrides(void **state) {
     assert_string_equal(err, "a.yaml:5: sharing: 2: no such GPU (2 found)");
 }
 
+/* `sharing:` given again replaces the earlier line whole, in either
+ * form, as any key given again does: an appended line sets every GPU. */
+static void test_given_again(void **state) {
+    sharing_config s;
+    char err[256];
+    assert_int_equal(load("sharing:\n  0: mig\nsharing: naive\n", &s, err,
+                          sizeof(err)), 0);
+    for (int g = 0; g < 3; g++)
+        assert_int_equal(sharing_mode(&s, g), SHARE_NAIVE);
+    assert_int_equal(sharing_check_gpus(&s, 0, "a.yaml", err, sizeof(err)), 0);
+    assert_int_equal(load("sharing: mig\nsharing:\n  1: mps\n", &s, err,
+                          sizeof(err)), 0);
+    assert_int_equal(sharing_mode(&s, 0), SHARE_NAIVE);
+    assert_int_equal(sharing_mode(&s, 1), SHARE_MPS);
+    assert_int_equal(sharing_mode(&s, 2), SHARE_NAIVE);
+    assert_int_equal(load("sharing:\n  default: mps\n  2: mig\n"
+                          "sharing:\n  0: auto\n", &s, err, sizeof(err)), 0);
+    assert_int_equal(sharing_mode(&s, 0), SHARE_AUTO);
+    assert_int_equal(sharing_mode(&s, 1), SHARE_NAIVE);
+    assert_int_equal(sharing_mode(&s, 2), SHARE_NAIVE);
+}
+
 static void test_bad(void **state) {
     static const struct {
         const char *text, *want;
@@ -185,6 +207,7 @@ int main(void) {
         cmocka_unit_test(test_default_is_naive),
         cmocka_unit_test(test_one_mode_for_all),
         cmocka_unit_test(test_default_and_overrides),
+        cmocka_unit_test(test_given_again),
         cmocka_unit_test(test_bad),
         cmocka_unit_test(test_mps_lifecycle),
         cmocka_unit_test(test_mps_program_check),
