@@ -32,7 +32,7 @@ typedef struct ctx {
 
 static int fail(const ctx *c, const yaml_node_t *n, const char *field,
                 const char *fmt, ...) {
-    char why[160];
+    char why[400];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(why, sizeof why, fmt, ap);
@@ -181,7 +181,62 @@ static int parse_modules(const ctx *c, const yaml_node_t *n, pdef *d) {
     return d->count ? 0 : fail(c, n, "modules", "a pipeline has at least one module");
 }
 
+/* Whether mapping n has key. */
+static int has_key(const ctx *c, const yaml_node_t *n, const char *key) {
+    if (!n || n->type != YAML_MAPPING_NODE)
+        return 0;
+    for (yaml_node_pair_t *kv = n->data.mapping.pairs.start;
+         kv < n->data.mapping.pairs.top; kv++) {
+        const char *k = scalar(node(c, kv->key));
+        if (k && strcmp(k, key) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* The first item of sequence n, or NULL. */
+static const yaml_node_t *first_item(const ctx *c, const yaml_node_t *n) {
+    return n->data.sequence.items.start < n->data.sequence.items.top
+               ? node(c, *n->data.sequence.items.start)
+               : NULL;
+}
+
+/* A whole file that is a list. The flight DIPP's ground tool (csp_ippc)
+ * reads two such files: a pipeline as a list of order, param_id and name
+ * (the pipeline's number is its command's argument), and a module's
+ * configuration as a list of key, type and value (the module is not
+ * named). Both are told how to write them here, since a payload team
+ * moving from the flight DIPP will try them first. */
+static int refuse_list(const ctx *c, const yaml_node_t *root) {
+    const yaml_node_t *item = first_item(c, root);
+    if (has_key(c, item, "param_id") || has_key(c, item, "order"))
+        return fail(c, root, "document",
+                    "a list of order, param_id and name: the flight DIPP's pipeline "
+                    "file (csp_ippc's 'ippc pipeline'); here write 'pipeline: N' and "
+                    "'modules:', one '- name: NAME' a step in the order they run, a "
+                    "param_id P as 'config: P' (docs/orbit.md, \"From the flight "
+                    "DIPP's YAML\")");
+    if (has_key(c, item, "key") || has_key(c, item, "type"))
+        return fail(c, root, "document",
+                    "a list of key, type and value: the flight DIPP's module "
+                    "configuration (csp_ippc's 'ippc module'); here a configuration "
+                    "slot holds one module, 'modules: [{name: MODULE, params: {KEY: "
+                    "VALUE}}]', stored with --config N (docs/orbit.md, \"From the "
+                    "flight DIPP's YAML\")");
+    return fail(c, root, "document", "a list; a definition is a mapping (pipeline, modules)");
+}
+
 static int parse_id(const ctx *c, const yaml_node_t *n, pdef *d) {
+    /* pipeline: as a list of stages, each with implementations to choose
+     * by effort level, is the form of discosat's classification pipeline
+     * repository; "a slot number" alone would not say what went wrong. */
+    if (n->type == YAML_SEQUENCE_NODE && has_key(c, first_item(c, n), "implementations"))
+        return fail(c, n, "pipeline",
+                    "a list of stages with implementations (param_id, effort_level), "
+                    "as in discosat's dipp-image-classification-pipeline; here "
+                    "'pipeline:' is the slot number, 1 to %d, and 'modules:' lists one "
+                    "module a step (docs/orbit.md, \"From the flight DIPP's YAML\")",
+                    PDEF_PIPELINES);
     if (parse_number(c, n, "pipeline", PDEF_PIPELINES, &d->id))
         return -1;
     if (c->want && d->id != c->want)
@@ -206,6 +261,10 @@ static int parse_root(const ctx *c, const yaml_node_t *root, pdef *d) {
         snprintf(c->err, c->errlen, "%s: empty (pipeline, modules)", c->path);
         return -1;
     }
+    if (root->type == YAML_SEQUENCE_NODE)
+        return refuse_list(c, root);
+    if (root->type != YAML_MAPPING_NODE)
+        return fail(c, root, "document", "expected a mapping (pipeline, modules)");
     if (each_pair(c, root, "", "a mapping (pipeline, modules)", root_pair, d))
         return -1;
     return d->count ? 0 : fail(c, root, "modules", "missing");

@@ -75,8 +75,8 @@ static void test_too_big_is_refused(void **s) {
 
 static void expect_error(const char *text, const char *where) {
     pdef d;
-    char err[256];
-    assert_int_equal(parse(text, &d, err), -1);
+    char err[1024];
+    assert_int_equal(pdef_from_yaml("m.yaml", text, strlen(text), &d, err, sizeof err), -1);
     print_message("%s\n", err);
     assert_non_null(strstr(err, where));
 }
@@ -91,6 +91,36 @@ static void test_errors_name_line_and_field(void **s) {
     expect_error("modules: [\n", "m.yaml:2:1: YAML");
     expect_error("pipeline: 1\n", "modules: missing");
     expect_error("modules:\n  - name: a\n    config: 21\n", "m.yaml:3:13: modules[0].config");
+}
+
+/* The flight DIPP's YAML (csp_ippc's 'ippc pipeline' and 'ippc module'
+ * files, and the stage lists of discosat's classification pipeline) is
+ * recognised and the message says how to write it here; no message has
+ * an empty field name (the document's own was ": expected a mapping"). */
+static void test_flight_yaml_named(void **s) {
+    (void)s;
+    expect_error("- order: 1\n  param_id: 3\n  name: debayer\n\n"
+                 "- order: 2\n  param_id: 4\n  name: encode_jpeg\n",
+                 "m.yaml:1:1: document: a list of order, param_id and name: the flight "
+                 "DIPP's pipeline file (csp_ippc's 'ippc pipeline'); here write "
+                 "'pipeline: N' and 'modules:', one '- name: NAME' a step in the order "
+                 "they run, a param_id P as 'config: P'");
+    expect_error("# comment\n  - key: \"quality\"\n    type: 3\n    value: 90\n",
+                 "m.yaml:2:3: document: a list of key, type and value: the flight "
+                 "DIPP's module configuration (csp_ippc's 'ippc module'); here a "
+                 "configuration slot holds one module, 'modules: [{name: MODULE, "
+                 "params: {KEY: VALUE}}]', stored with --config N");
+    expect_error("pipeline:\n- name: classification\n  implementations:\n"
+                 "    - param_id: 1\n      effort_level: low\n",
+                 "m.yaml:2:1: pipeline: a list of stages with implementations "
+                 "(param_id, effort_level), as in discosat's "
+                 "dipp-image-classification-pipeline; here 'pipeline:' is the slot "
+                 "number, 1 to 6, and 'modules:' lists one module a step");
+    expect_error("- debayer\n", "m.yaml:1:1: document: a list; a definition is a "
+                                 "mapping (pipeline, modules)");
+    expect_error("debayer\n", "m.yaml:1:1: document: expected a mapping (pipeline, modules)");
+    expect_error("pipeline: [1]\nmodules:\n  - name: a\n",
+                 "m.yaml:1:11: pipeline: a slot number from 1 to 6");
 }
 
 /* What the YAML says is read whole or refused: an empty value (which
@@ -254,6 +284,7 @@ int main(void) {
         cmocka_unit_test(test_printed_yaml_reads_back),
         cmocka_unit_test(test_too_big_is_refused),
         cmocka_unit_test(test_errors_name_line_and_field),
+        cmocka_unit_test(test_flight_yaml_named),
         cmocka_unit_test(test_yaml_read_whole_or_refused),
         cmocka_unit_test(test_non_finite_refused),
         cmocka_unit_test(test_yaml_core_scalars),

@@ -20,7 +20,7 @@ int cli_read_def(const char *path, pdef *d) {
 int cli_read_def_for(const char *path, unsigned pipeline, pdef *d) {
     uint8_t *text;
     size_t len;
-    char err[512];
+    char err[1024]; /* a path and a sentence saying how to write the file */
     struct stat st;
     /* Not read at all when it cannot be a definition: a device or FIFO
      * might never end. */
