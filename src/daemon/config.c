@@ -209,6 +209,29 @@ static int config_listen_set(char *metrics_listen, const char *key,
     return 1;
 }
 
+/* Whether a value scalar is YAML's null: plain (unquoted) ~, null, Null,
+ * NULL or nothing. No key takes null: read as text, `notify: ~` ran "~"
+ * at every job's end. Refused, for every key alike, rather than taken as
+ * the default: for cgroup_root or notify a null could as well mean
+ * "none", and the admin says which by leaving the line out or giving
+ * '' (quoted). */
+static bool config_is_null(const yaml_event_t *ev) {
+    static const char *const nulls[] = {"", "~", "null", "Null", "NULL"};
+    if (ev->data.scalar.style != YAML_PLAIN_SCALAR_STYLE) return false;
+    for (size_t i = 0; i < sizeof(nulls) / sizeof(*nulls); i++)
+        if (strcmp((const char *)ev->data.scalar.value, nulls[i]) == 0)
+            return true;
+    return false;
+}
+
+/* The problem of a null value for key (config_is_null). */
+static void config_null_problem(config_report *rep, int line, const char *key,
+                                const yaml_event_t *ev) {
+    config_problem(rep, line, "%s: YAML null ('%s') is no value: leave the "
+                   "line out for the default, or quote the text meant", key,
+                   (const char *)ev->data.scalar.value);
+}
+
 /* The mapping form of `sharing:` (its start already read): `default` and
  * GPU indexes, each to a mode. A bad entry is reported and skipped; -1
  * only when the YAML itself cannot be read on. */
@@ -232,7 +255,13 @@ static int config_sharing_map(yaml_parser_t *p, config_report *rep,
             return -1;
         }
         if (config_next(p, rep, &ev) != 0) return -1;
-        int rc = ev.type == YAML_SCALAR_EVENT
+        bool null = ev.type == YAML_SCALAR_EVENT && config_is_null(&ev);
+        if (null)
+            snprintf(msg, sizeof(msg), "sharing: %s: YAML null ('%s') is no "
+                     "mode: leave the line out for the default", key,
+                     (const char *)ev.data.scalar.value);
+        int rc = null ? -1
+                 : ev.type == YAML_SCALAR_EVENT
                      ? sharing_config_set_gpu(share, key,
                                               (const char *)ev.data.scalar.value,
                                               line, msg, sizeof(msg))
@@ -289,7 +318,9 @@ static int config_pairs(yaml_parser_t *p, config_report *rep,
         if (config_next(p, rep, &ev) != 0) return -1;
         line = config_line(&ev);
         type = ev.type;
-        if (type == YAML_SCALAR_EVENT)
+        if (type == YAML_SCALAR_EVENT && config_is_null(&ev))
+            config_null_problem(rep, line, key, &ev);
+        else if (type == YAML_SCALAR_EVENT)
             config_pair(rep, line, cfg, acct, share, keys, key,
                         (const char *)ev.data.scalar.value);
         yaml_event_delete(&ev);

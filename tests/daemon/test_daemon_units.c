@@ -810,6 +810,45 @@ static void test_config_log_max(void **state) {
     }
 }
 
+/* YAML's null (plain ~, null, nothing) is refused for every key, at its
+ * file:line; quoted, the same text is text. It was read as text: notify
+ * "~" ran at every job's end. */
+static void test_config_null(void **state) {
+    core_config cfg;
+    acct_params acct;
+    sharing_config share;
+    config_keys keys;
+    char err[512], text[128];
+    static const char *const names[] = {
+        "notify", "cgroup_root", "slurm_scontrol", "socket_group",
+        "metrics_listen", "mps_control", "mps_dir", "policy", "sharing",
+        "window_samples"};
+    static const char *const nulls[] = {"~", "null", "NULL", ""};
+    for (size_t k = 0; k < sizeof(names) / sizeof(*names); k++)
+        for (size_t n = 0; n < sizeof(nulls) / sizeof(*nulls); n++) {
+            snprintf(text, sizeof(text), "pue: 1.1\n%s: %s\n", names[k],
+                     nulls[n]);
+            const char *path = write_file("null.yaml", text);
+            assert_int_equal(config_load_daemon(path, false, &cfg, &acct,
+                                                &share, &keys, err,
+                                                sizeof(err)), -1);
+            char want[128];
+            snprintf(want, sizeof(want), "null.yaml:2: %s: YAML null ('%s')",
+                     names[k], nulls[n]);
+            if (!strstr(err, want))
+                fail_msg("%s: got \"%s\", want \"%s\"", text, err, want);
+        }
+    const char *path = write_file("null.yaml", "sharing:\n  1: ~\n");
+    assert_int_equal(config_load_daemon(path, false, &cfg, &acct, &share,
+                                        &keys, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "null.yaml:2: sharing: 1: YAML null ('~')"));
+    path = write_file("null.yaml", "notify: '~'\ncgroup_root: \"\"\n");
+    assert_int_equal(config_load_daemon(path, false, &cfg, &acct, &share,
+                                        &keys, err, sizeof(err)), 0);
+    assert_string_equal(keys.notify, "~");
+    assert_string_equal(keys.cgroup_root, "");
+}
+
 /* ---- exit classification --------------------------------------------------- */
 
 static void test_classify(void **state) {
@@ -1207,6 +1246,7 @@ int main(void) {
         cmocka_unit_test(test_config_good),
         cmocka_unit_test(test_config_shipped),
         cmocka_unit_test(test_config_log_max),
+        cmocka_unit_test(test_config_null),
         cmocka_unit_test(test_config_gpu_limit_refuses),
         cmocka_unit_test(test_config_bad),
         cmocka_unit_test(test_config_every_problem),
