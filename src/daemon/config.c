@@ -80,6 +80,32 @@ static int config_group_set(char *socket_group, const char *value, char *msg,
     return 1;
 }
 
+/* cgroup_root: "" (no per-job cgroups) or an absolute path to a folder
+ * that exists (1), else -1 with a message. Checked when the file is read,
+ * so that --check-config, a start and a reload refuse it at its line: a
+ * relative or missing root passed them all and then failed every job
+ * that asked for a limit. */
+static int config_cgroup_root_set(char *root, size_t rootlen,
+                                  const char *value, char *msg,
+                                  size_t msglen) {
+    struct stat st;
+    if (strlen(value) >= rootlen) {
+        snprintf(msg, msglen, "cgroup_root: longer than %zu bytes",
+                 rootlen - 1);
+        return -1;
+    }
+    if (value[0] && (value[0] != '/' || stat(value, &st) != 0 ||
+                     !S_ISDIR(st.st_mode))) {
+        snprintf(msg, msglen, "cgroup_root: '%s' is not %s (where the "
+                 "cgroup hierarchies are mounted, e.g. /sys/fs/cgroup, or "
+                 "'' for no per-job cgroups)", value,
+                 value[0] != '/' ? "an absolute path" : "a folder");
+        return -1;
+    }
+    snprintf(root, rootlen, "%s", value);
+    return 1;
+}
+
 /* Sets one of the daemon's own keys (not the core's): 1 when key is one,
  * 0 when it is not, -1 with a message when its value is bad. */
 static int config_daemon_set(acct_params *acct, config_keys *keys,
@@ -94,15 +120,10 @@ static int config_daemon_set(acct_params *acct, config_keys *keys,
         snprintf(keys->notify, sizeof(keys->notify), "%s", value);
         return 1;
     }
-    if (strcmp(key, "cgroup_root") == 0) {
-        if (strlen(value) >= sizeof(keys->cgroup_root)) {
-            snprintf(msg, msglen, "%s: longer than %zu bytes", key,
-                     sizeof(keys->cgroup_root) - 1);
-            return -1;
-        }
-        snprintf(keys->cgroup_root, sizeof(keys->cgroup_root), "%s", value);
-        return 1;
-    }
+    if (strcmp(key, "cgroup_root") == 0)
+        return config_cgroup_root_set(keys->cgroup_root,
+                                      sizeof(keys->cgroup_root), value, msg,
+                                      msglen);
     if (strcmp(key, "slurm_scontrol") == 0) {
         if (value[0] == '\0' || strlen(value) >= sizeof(keys->slurm_scontrol)) {
             snprintf(msg, msglen, "%s: expected a program, up to %zu bytes",

@@ -54,4 +54,28 @@ case_config_reload_mps() {
     [ "$t" = 120 ] || fail "default_time 120 not applied: $t"
 }
 
+# cgroup_root must be '' or an absolute path to a folder: --check-config,
+# a start and a reload refuse another at its line. All passed before, and
+# every job asking for a limit then failed.
+case_config_cgroup_root() {
+    cp "$DIR/aegis.yaml" "$DIR/base.yaml"
+    printf 'cgroup_root: sys/fs/cgroup\n' >> "$DIR/aegis.yaml"
+    "$AEGISD" --check-config "$DIR/aegis.yaml" > check.out 2>&1 &&
+        fail "--check-config passed a relative cgroup_root"
+    grep -qF "$DIR/aegis.yaml:3: cgroup_root: 'sys/fs/cgroup' is not an absolute path" \
+        check.out || fail "--check-config: $(cat check.out)"
+    "$AEGISD" --socket "$AEGIS_SOCKET" --state-dir "$DIR/state" \
+        --config "$DIR/aegis.yaml" --foreground > start.out 2>&1 &&
+        fail "aegisd started with a relative cgroup_root"
+    grep -qF "$DIR/aegis.yaml:3: cgroup_root:" start.out ||
+        fail "start: $(cat start.out)"
+    cp "$DIR/base.yaml" "$DIR/aegis.yaml"
+    start
+    printf 'default_time: 60\ncgroup_root: /nonexistent/cgroup\n' >> "$DIR/aegis.yaml"
+    hup
+    log_has "SIGHUP: configuration not reloaded: $DIR/aegis.yaml:4: cgroup_root: '/nonexistent/cgroup' is not a folder"
+    local t; t=$(submitted_limit)
+    [ "$t" = 0 ] || fail "the refused file's default_time applied: $t"
+}
+
 e2e_run

@@ -849,6 +849,36 @@ static void test_config_null(void **state) {
     assert_string_equal(keys.cgroup_root, "");
 }
 
+/* cgroup_root: '' or an absolute path to a folder, else refused at its
+ * line (a relative or missing one failed every job asking for a limit). */
+static void test_config_cgroup_root(void **state) {
+    core_config cfg;
+    acct_params acct;
+    sharing_config share;
+    config_keys keys;
+    char err[512], text[600];
+    const char *file = write_file("not-a-folder", "x");
+    char not_folder[512];
+    snprintf(not_folder, sizeof(not_folder), "%s", file);
+    const char *bad[] = {"sys/fs/cgroup", "/nonexistent/cgroup", not_folder};
+    for (int i = 0; i < 3; i++) {
+        snprintf(text, sizeof(text), "pue: 1.1\ncgroup_root: '%s'\n", bad[i]);
+        const char *path = write_file("cg.yaml", text);
+        assert_int_equal(config_load_daemon(path, false, &cfg, &acct, &share,
+                                            &keys, err, sizeof(err)), -1);
+        char want[600];
+        snprintf(want, sizeof(want), "cg.yaml:2: cgroup_root: '%s' is not %s",
+                 bad[i], i == 0 ? "an absolute path" : "a folder");
+        if (!strstr(err, want))
+            fail_msg("%s: got \"%s\", want \"%s\"", bad[i], err, want);
+    }
+    snprintf(text, sizeof(text), "cgroup_root: %s\n", tmpdir);
+    assert_int_equal(config_load_daemon(write_file("cg.yaml", text), false,
+                                        &cfg, &acct, &share, &keys, err,
+                                        sizeof(err)), 0);
+    assert_string_equal(keys.cgroup_root, tmpdir);
+}
+
 /* ---- exit classification --------------------------------------------------- */
 
 static void test_classify(void **state) {
@@ -1247,6 +1277,7 @@ int main(void) {
         cmocka_unit_test(test_config_shipped),
         cmocka_unit_test(test_config_log_max),
         cmocka_unit_test(test_config_null),
+        cmocka_unit_test(test_config_cgroup_root),
         cmocka_unit_test(test_config_gpu_limit_refuses),
         cmocka_unit_test(test_config_bad),
         cmocka_unit_test(test_config_every_problem),
