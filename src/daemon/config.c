@@ -306,7 +306,10 @@ static void config_pair(config_report *rep, int line, core_config *cfg,
     if (rc == 0)
         rc = config_listen_set(keys->metrics_listen, key, value, msg,
                                sizeof(msg));
-    if (rc == 0) rc = sharing_config_set(share, key, value, msg, sizeof(msg));
+    if (rc == 0) {
+        rc = sharing_config_set(share, key, value, msg, sizeof(msg));
+        if (rc > 0 && strcmp(key, "sharing") == 0) share->dflt_line = line;
+    }
     if (rc == 0) rc = core_config_set(cfg, key, value, msg, sizeof(msg));
     else if (rc > 0) rc = 0;
     if (rc != 0) config_problem(rep, line, "%s", msg);

@@ -114,14 +114,22 @@ static int d_share_check_mode(d_daemon *d, int g, share_mode m, char *err,
     return -1;
 }
 
-/* Checks share against the GPUs: indexes, and MIG mode where needed. */
+/* Checks share against the GPUs: indexes, and MIG mode where needed. A
+ * mode a GPU cannot run is named by the line of path that gave it, as the
+ * file's other errors are. */
 static int d_share_check(d_daemon *d, const sharing_config *share,
                          const char *path, char *err, size_t errlen) {
     if (sharing_check_gpus(share, d->ngpus, path, err, errlen) != 0)
         return -1;
-    for (int g = 0; g < d->ngpus; g++)
-        if (d_share_check_mode(d, g, sharing_mode(share, g), err, errlen) != 0)
-            return -1;
+    for (int g = 0; g < d->ngpus; g++) {
+        char why[768];
+        if (d_share_check_mode(d, g, sharing_mode(share, g), why,
+                               sizeof(why)) == 0)
+            continue;
+        snprintf(err, errlen, "%s:%d: %s", path, sharing_mode_line(share, g),
+                 why);
+        return -1;
+    }
     return 0;
 }
 
@@ -195,9 +203,10 @@ int d_share_open(d_daemon *d) {
         snprintf(d->mps_dir, sizeof(d->mps_dir), "%s", d->share.mps_dir);
     else
         snprintf(d->mps_dir, sizeof(d->mps_dir), "%s/mps", d->opt.state_dir);
+    /* these stop aegisd: errors, as a bad file's are */
     if (d_share_check(d, &d->share, d_share_config_path(d), err,
                       sizeof(err)) != 0) {
-        d_log("%s", err);
+        d_error("%s", err);
         return -1;
     }
     for (int g = 0; g < d->ngpus; g++) {
@@ -215,8 +224,8 @@ int d_share_open(d_daemon *d) {
                            sizeof(err)) != 0 ||
             (d_share_uses_mps(gpu->mode) &&
              d_share_mps_up(d, g, err, sizeof(err)) != 0)) {
-            d_log("GPU %d: sharing %s: %s", g, share_mode_name(gpu->mode),
-                  err);
+            d_error("GPU %d: sharing %s: %s", g, share_mode_name(gpu->mode),
+                    err);
             return -1;
         }
         if (gpu->mps_up && g == d_share_first_mps(d)) d_share_mps_reach(d);

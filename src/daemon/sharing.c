@@ -16,6 +16,7 @@ void sharing_config_clear_modes(sharing_config *s) {
     s->dflt = SHARE_NAIVE;
     memset(s->gpu, -1, sizeof(s->gpu));
     memset(s->line, 0, sizeof(s->line));
+    s->dflt_line = 0;
 }
 
 /* The mode named value, or -1 with a message naming key. */
@@ -82,6 +83,7 @@ int sharing_config_set_gpu(sharing_config *s, const char *key,
     if (m < 0) return -1;
     if (strcmp(key, "default") == 0) {
         s->dflt = (share_mode)m;
+        s->dflt_line = line;
         return 0;
     }
     char *end;
@@ -100,6 +102,12 @@ share_mode sharing_mode(const sharing_config *s, int gpu) {
     if (gpu >= 0 && gpu < CORE_MAX_GPUS && s->gpu[gpu] >= 0)
         return (share_mode)s->gpu[gpu];
     return s->dflt;
+}
+
+int sharing_mode_line(const sharing_config *s, int gpu) {
+    if (gpu >= 0 && gpu < CORE_MAX_GPUS && s->gpu[gpu] >= 0)
+        return s->line[gpu];
+    return s->dflt_line;
 }
 
 int sharing_check_gpus(const sharing_config *s, int ngpus, const char *path,

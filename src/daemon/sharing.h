@@ -32,6 +32,7 @@ typedef struct sharing_config {
     signed char gpu[CORE_MAX_GPUS]; /* per-GPU override (a share_mode), or
                                        -1 for the default */
     int line[CORE_MAX_GPUS];        /* the override's line, for errors */
+    int dflt_line;                  /* the line that set dflt; 0: none */
     char mps_control[1024];         /* the control program */
     char mps_dir[1024];             /* "": STATE_DIR/mps */
     bool mps_pin_memory;            /* CUDA_MPS_PINNED_DEVICE_MEM_LIMIT */
@@ -59,6 +60,8 @@ int sharing_config_set_gpu(sharing_config *s, const char *key,
 
 /* The mode of GPU gpu. */
 share_mode sharing_mode(const sharing_config *s, int gpu);
+/* The line of the file that gave GPU gpu its mode; 0 when none did. */
+int sharing_mode_line(const sharing_config *s, int gpu);
 
 /* Checks the overrides against the GPUs found. Returns 0, or -1 with
  * "FILE:LINE: sharing: N: ..." in err. */

@@ -78,4 +78,31 @@ case_config_cgroup_root() {
     [ "$t" = 0 ] || fail "the refused file's default_time applied: $t"
 }
 
+# refused_start WANT WHAT: a foreground aegisd refuses to start (bounded:
+# a wrong one would serve), its log on stderr holding WANT, a fixed string.
+refused_start() {
+    timeout 30 "$AEGISD" --socket "$AEGIS_SOCKET" --state-dir "$DIR/state" \
+        --config "$DIR/aegis.yaml" --foreground > refused.err 2>&1 &&
+        fail "aegisd started with $2"
+    grep -qF -- "$1" refused.err || fail "$2: $(cat refused.err)"
+}
+
+# What stops aegisd at start is logged as an error, not as info, and a
+# mode the GPU cannot run names the file's line that gave it.
+case_config_fatal_errors() {
+    cp "$DIR/aegis.yaml" "$DIR/base.yaml"
+    { cat "$DIR/base.yaml"; printf 'sharing:\n  1: mig\n'; } > "$DIR/aegis.yaml"
+    AEGIS_TEST_GPU_MODEL="Tesla V100-SXM2-16GB" refused_start \
+        " error: $DIR/aegis.yaml:4: sharing: GPU 1 is mig, but aegis has no MIG table" \
+        "mig on a GPU without MIG"
+    { cat "$DIR/base.yaml"; printf 'sharing:\n  7: mps\n'; } > "$DIR/aegis.yaml"
+    refused_start " error: $DIR/aegis.yaml:4: sharing: 7: no such GPU (3 found)" \
+        "an override for GPU 7"
+    { cat "$DIR/base.yaml"; printf 'sharing: mps\nmps_control: %s\n' \
+        "$DIR/no-such-mps-control"; } > "$DIR/aegis.yaml"
+    refused_start " error: GPU 0: sharing mps: " "a missing mps_control"
+    grep -F "$DIR/no-such-mps-control" refused.err | grep -qF " error: " ||
+        fail "the missing program is not named: $(cat refused.err)"
+}
+
 e2e_run

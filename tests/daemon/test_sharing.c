@@ -86,11 +86,16 @@ static void test_default_and_overrides(void **state) {
     assert_int_equal(sharing_mode(&s, 1), SHARE_MIG);
     assert_int_equal(sharing_mode(&s, 2), SHARE_AUTO);
     assert_int_equal(sharing_mode(&s, 3), SHARE_EXCLUSIVE);
+    /* the line that gave each GPU its mode, for the errors at start */
+    assert_int_equal(sharing_mode_line(&s, 1), 4);
+    assert_int_equal(sharing_mode_line(&s, 3), 3);
     /* an override on a GPU the server lacks is caught at start, by line */
     assert_int_equal(sharing_check_gpus(&s, 3, "a.yaml", err, sizeof(err)), 0);
     assert_int_equal(sharing_check_gpus(&s, 2, "a.yaml", err, sizeof(err)),
                      -1);
     assert_string_equal(err, "a.yaml:5: sharing: 2: no such GPU (2 found)");
+    assert_int_equal(load("sharing: mig\n", &s, err, sizeof(err)), 0);
+    assert_int_equal(sharing_mode_line(&s, 5), 1);
 }
 
 /* `sharing:` given again replaces the earlier line whole, in either
