@@ -31,6 +31,14 @@ void dc_emit_push(comp *c, int32_t v) {
         dc_emit(c, b[k]);
 }
 
+int dc_pushed_constant(const comp *c, int from, int32_t *v) {
+    if (c->pc == from + 2 && c->code[from] == DISH_OP_PUSH8)
+        return *v = (int8_t)c->code[from + 1], 1;
+    if (c->pc == from + 5 && c->code[from] == DISH_OP_PUSH32)
+        return *v = dish_get32(c->code + from + 1), 1;
+    return 0;
+}
+
 int dc_emit_jump(comp *c, int op) {
     dc_emit(c, op);
     dc_emit16(c, 0);

@@ -237,7 +237,15 @@ static int term(comp *c) {
             return ty;
         c->i++;
         int rpos = c->pc;
-        ty = unify(c, rpos, ty, unary(c));
+        const dish_tok *rt = dc_peek(c);
+        int rty = unary(c);
+        int32_t k;
+        /* the runtime stops the run at a division by 0 (fault 1); a
+         * divisor known now to be 0 can only be a mistake */
+        if (!dc_is(t, "*") && dc_pushed_constant(c, rpos, &k) && k == 0)
+            dc_fail(c, rt, "division by zero: the divisor is the constant 0 (the "
+                           "run would stop with fault 1)");
+        ty = unify(c, rpos, ty, rty);
         dc_emit(c, mul_op(c, t, ty));
     }
 }

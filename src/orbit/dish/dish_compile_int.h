@@ -95,6 +95,9 @@ const dish_tok *dc_name(comp *c, char *out);
 void dc_emit(comp *c, int byte);
 void dc_emit16(comp *c, int v);
 void dc_emit_push(comp *c, int32_t v);
+/* The value of the code emitted since from, when that code is one push:
+ * the expression was a literal or a constant. 1 and *v, else 0. */
+int dc_pushed_constant(const comp *c, int from, int32_t *v);
 /* Emits a jump whose target is filled in later: where the target goes. */
 int dc_emit_jump(comp *c, int op);
 void dc_patch(comp *c, int at, int target);

@@ -108,16 +108,6 @@ static void stmt_return(comp *c) {
     dc_emit(c, DISH_OP_RET);
 }
 
-/* The value of the code emitted since from, when that code is one push:
- * the expression was a literal or a constant. 1 and *v, else 0. */
-static int pushed_constant(const comp *c, int from, int32_t *v) {
-    if (c->pc == from + 2 && c->code[from] == DISH_OP_PUSH8)
-        return *v = (int8_t)c->code[from + 1], 1;
-    if (c->pc == from + 5 && c->code[from] == DISH_OP_PUSH32)
-        return *v = dish_get32(c->code + from + 1), 1;
-    return 0;
-}
-
 /* A sleep's or a wait's seconds (what names them): an int expression.
  * The runtime cuts any time over DISH_MAX_WAIT_S to 7 days without a
  * word, which a literal or a constant can only ask by mistake: such a
@@ -127,7 +117,7 @@ static void duration(comp *c, const char *what) {
     int from = c->pc;
     int32_t v;
     dc_int_expr(c, what);
-    if (pushed_constant(c, from, &v) && v > DISH_MAX_WAIT_S)
+    if (dc_pushed_constant(c, from, &v) && v > DISH_MAX_WAIT_S)
         dc_fail(c, t, "%s is %ld s, over the %d s (7 days) the runtime allows", what,
                 (long)v, DISH_MAX_WAIT_S);
 }
@@ -191,11 +181,15 @@ static void stmt_set(comp *c) {
     dc_emit(c, id);
 }
 
-/* tm(code, value), wake, suspend: nargs values, then op. */
+/* tm(code, value), wake, suspend: nargs values, then op. tm's two are
+ * ints, as set's value and return's are: a fix would be recorded as its
+ * raw Q16.16 bits (1.5 as 98304), which no reader of the telemetry could
+ * tell from an int. */
 static void stmt_builtin(comp *c, int op, int nargs) {
+    static const uint8_t ints[2] = {TY_INT, TY_INT};
     const dish_tok *at = &c->t[c->i - 1];
     if (nargs)
-        dc_call_args(c, at, nargs, NULL);
+        dc_call_args(c, at, nargs, ints);
     dc_emit(c, op);
 }
 

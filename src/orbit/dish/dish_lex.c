@@ -62,8 +62,9 @@ static int digits(lexer *x, int64_t max, int64_t *v, int *ndig) {
     return 0;
 }
 
-/* The fraction after a point, as a rounded Q16.16 part. */
-static int fraction(lexer *x, int64_t *q) {
+/* The fraction after a point, as a rounded Q16.16 part; *tiny is set when
+ * it is not 0 but below one Q16.16 step (1/65536). */
+static int fraction(lexer *x, int64_t *q, int *tiny) {
     int64_t f;
     int n;
     /* at most 9 digits: more cannot change a Q16.16 part, and leading
@@ -76,12 +77,29 @@ static int fraction(lexer *x, int64_t *q) {
     while (n--)
         scale *= 10;
     *q = (f * DISH_FIX_ONE + scale / 2) / scale;
+    *tiny = f > 0 && f * DISH_FIX_ONE < scale;
     return 0;
+}
+
+/* A fix literal other than 0 but below one Q16.16 step: a fix holds it
+ * as 0 or as one step (0.00001 as 0.0000153), never as written, and a
+ * threshold or divisor of 0 is silently another program; so it is
+ * refused. The literal's text is t's, up to x->s. */
+static int fix_underflows(lexer *x, const dish_tok *t, const char *text) {
+    size_t len = (size_t)(x->s - text);
+    char what[160];
+    snprintf(what, sizeof what,
+             "%.*s is below the smallest fix step, 1/65536 (about 0.0000153): a fix "
+             "cannot hold it (write 0, or scale the value up)",
+             len > 40 ? 40 : (int)len, text);
+    x->line = t->line, x->col = t->col;
+    return lex_fail(x, what);
 }
 
 static int number(lexer *x, dish_tok *t) {
     int64_t v, q = 0;
-    int n;
+    int n, tiny = 0;
+    const char *text = x->s;
     if (digits(x, INT32_MAX, &v, &n)) {
         x->line = t->line, x->col = t->col; /* name the number's start */
         return lex_fail(x, "number too large");
@@ -91,8 +109,10 @@ static int number(lexer *x, dish_tok *t) {
         advance(x);
         if (v > 32767)
             return lex_fail(x, "fixed-point number over 32767");
-        if (fraction(x, &q))
+        if (fraction(x, &q, &tiny))
             return -1;
+        if (v == 0 && tiny)
+            return fix_underflows(x, t, text);
         t->kind = DISH_T_FIX;
         v = v * DISH_FIX_ONE + q;
         if (v > INT32_MAX)

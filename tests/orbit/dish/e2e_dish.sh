@@ -18,6 +18,24 @@ out=$("$dish" run --sim --hours 1 "$tmp/r.dbc") || fail run
 grep -q "end   0 1" <<<"$out" || fail "run: $out"
 grep -q "awake 1 times" <<<"$out" || fail "power: $out"
 
+# A fault record names its code and the offset past the instruction at
+# fault; docs/orbit.md's table of faults has a row for each code
+# dish_vm.h defines (the codes were documented nowhere).
+printf 'proc p() {\n  let z = 0\n  tm(1, 5 / z)\n}\n' > "$tmp/div.dish"
+"$dish" compile "$tmp/div.dish" -o "$tmp/div.dbc" || fail "compile div"
+"$dish" disasm "$tmp/div.dbc" | grep -q "^ *10 DIV" || fail "DIV not at 10"
+out=$("$dish" run --sim --hours 0.01 "$tmp/div.dbc")
+grep -q "fault 1 11" <<<"$out" || fail "division by zero: $out"
+root=$procs/../../..
+faults=$(sed -n '/^typedef enum dish_fault/,/} dish_fault;/p' "$root/src/orbit/dish/dish_vm.h" |
+         grep -c 'DISH_FAULT_')
+[ "$faults" -ge 5 ] || fail "dish_fault read as $faults codes"
+sed -n '/^| fault | the run was stopped/,/^$/p' "$root/docs/orbit.md" > "$tmp/table"
+for code in $(seq 1 "$faults"); do
+    grep -q "^| $code | " "$tmp/table" || fail "docs/orbit.md: no row for fault $code"
+done
+[ "$(grep -c '^| [0-9]' "$tmp/table")" -eq "$faults" ] || fail "docs/orbit.md: faults not in dish_vm.h"
+
 printf 'proc p() {\n  let x = \n}\n' > "$tmp/bad.dish"
 "$dish" check "$tmp/bad.dish" 2> "$tmp/err"
 [ $? -eq 1 ] || fail "bad source exit"

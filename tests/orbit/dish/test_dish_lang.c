@@ -150,6 +150,33 @@ static void deep_calls_refused(void **state) {
     assert_true(compile_src(src, img, err, sizeof err) > 0);
 }
 
+/* tm() takes ints as set, return and start do (a fix value was recorded
+ * as its raw Q16.16 bits: tm(44, 0.5 * 3) recorded 98304); a literal
+ * below one fix step, which a fix holds as 0 or one step, is refused
+ * (0.00001 became 1/65536 without a word, 0.000007 became 0); a division or remainder by a literal or constant 0 is refused
+ * where the runtime would stop the run. */
+static void values_refused_at_compile_time(void **state) {
+    (void)state;
+    compile_error("proc p() { tm(44, 0.5 * 3) }",
+                  "t.dish:1:19: a fix value where an int is wanted (use int())");
+    compile_error("proc p() { tm(1.5, 2) }", "t.dish:1:15: a fix value where an int");
+    compile_error("proc p() {\n  let a = 0.00001\n}",
+                  "t.dish:2:11: 0.00001 is below the smallest fix step, 1/65536 (about "
+                  "0.0000153): a fix cannot hold it (write 0, or scale the value up)");
+    compile_error("const TINY = -0.000007\nproc p() { }",
+                  "t.dish:1:15: 0.000007 is below the smallest fix step");
+    compile_error("proc p() { tm(1, 1 / 0) }",
+                  "t.dish:1:22: division by zero: the divisor is the constant 0 (the run "
+                  "would stop with fault 1)");
+    compile_error("const Z = 0\nproc p(x) { return x % Z }", "t.dish:2:24: division by zero");
+    compile_error("proc p() { let h = 1.5 / 0.0 }", "t.dish:1:26: division by zero");
+    compile_error("proc p() { let h = 1.5 / (0) }", "t.dish:1:26: division by zero");
+    uint8_t img[DISH_MAX_IMAGE];
+    char err[256] = "";
+    assert_true(compile_src("proc p(z) {\n  tm(44, int(0.5 * 3))\n  tm(1, 1 / z)\n"
+                            "  let f = 0.0000153 + 0.0 + 0.00000\n}", img, err, sizeof err) > 0);
+}
+
 static void arithmetic(void **state) {
     (void)state;
     bench_init(&b);
@@ -285,6 +312,7 @@ int main(void) {
         cmocka_unit_test(recursion_refused),
         cmocka_unit_test(deep_calls_refused),
         cmocka_unit_test(long_constant_times_refused),
+        cmocka_unit_test(values_refused_at_compile_time),
         cmocka_unit_test(arithmetic),
         cmocka_unit_test(division_by_zero_faults),
         cmocka_unit_test(nested_if),
