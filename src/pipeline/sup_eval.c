@@ -17,7 +17,8 @@
  *
  * Crash safety: N.E.json is written last, synced and renamed into place.
  * A restarted supervisor skips what has one; a job it finds by name
- * (submitted before the crash) is waited for, not run again.
+ * (submitted before the crash) is waited for, not run again, and judged
+ * on the samples it was given (N.E.tset), which it keeps until then.
  */
 #include "supervisor.h"
 
@@ -350,6 +351,47 @@ static int ev_run_job(sup *s, ev_run *r, char *err, size_t errlen) {
     return rc;
 }
 
+/* Keeps in r->by_ts only the samples whose keys are among keys[0..n)
+ * (ascending). */
+static void ev_keep_only(ev_run *r, const uint64_t *keys, size_t n) {
+    uint64_t kept = 0;
+    for (uint64_t p = 0; p < r->nsamples; p++) {
+        uint64_t key = r->samples[r->by_ts[p].index].key;
+        if (bsearch(&key, keys, n, sizeof(*keys), ev_key_cmp))
+            r->by_ts[kept++] = r->by_ts[p];
+    }
+    r->nsamples = kept;
+}
+
+/* A job of r's name submitted before a restart predicts the samples of
+ * the plan it was given, kept in r->tset, not those of a plan made now:
+ * the dataset may have grown since, and its intervals' samples with it.
+ * So the plan is cut back to the kept samples (each interval's samples
+ * then are those it had). A tset that cannot be read is said, and the
+ * plan made now stands: the job's predictions are checked against it. */
+static void ev_plan_as_given(sup *s, ev_run *r) {
+    if (access(r->tset, F_OK) != 0 || sup_find_job(s, r->name) <= 0) return;
+    pl_trainset_item *items;
+    size_t n;
+    uint64_t seed;
+    uint32_t trigger;
+    char why[1024];
+    if (pl_trainset_read(r->tset, &items, &n, &seed, &trigger, why,
+                         sizeof(why)) != 0) {
+        printf("evaluation of model %u (%s): the samples its job was given "
+               "are unknown: %s\n", r->model, r->name, why);
+        return;
+    }
+    uint64_t *keys = malloc((n ? n : 1) * sizeof(*keys));
+    if (keys) {
+        for (size_t i = 0; i < n; i++) keys[i] = items[i].key;
+        qsort(keys, n, sizeof(*keys), ev_key_cmp);
+        ev_keep_only(r, keys, n);
+    }
+    free(keys);
+    free(items);
+}
+
 /* What r needs before its job: its files, dataset, intervals, keys. */
 static int ev_plan(sup *s, ev_run *r, char *err, size_t errlen) {
     const char *e = r->at_end ? "end" : "train";
@@ -366,6 +408,7 @@ static int ev_plan(sup *s, ev_run *r, char *err, size_t errlen) {
              r->at_end ? 'w' : 'v', r->model);
     r->cfg = &s->eval;
     if (ev_open_dataset(s, r, err, errlen) != 0) return -1;
+    ev_plan_as_given(s, r);
     int oom = ev_trained(s, r);
     for (size_t h = 0; !oom && h < r->cfg->nhandlers; h++)
         if (r->cfg->handlers[h].after_pipeline == r->at_end &&

@@ -609,6 +609,38 @@ assert abs(c['active'] - 0.875) < 1e-9 and c['windows'] == 2, c" ||
         pipeline start q.yaml
 }
 
+# A supervisor restarted while its evaluation job runs judges that job's
+# predictions against the samples that job was asked for (evals/
+# N.train.tset, kept), not against a plan made again from a dataset that
+# grew meanwhile: model 0's job predicts the 4 samples there were; 4 more
+# are registered before the restart. (Stopped and started rather than
+# killed: the samples are then registered before it starts, every time.)
+case_eval_restart() {
+    start
+    export PYTHONPATH=$HERE/../../python
+    dataset_add tiny
+    eval_file p
+    mkdir "$DIR/hold_eval"
+    start_pipeline p.yaml
+    add_samples tiny 4
+    until_file "$DIR/evaluating.0.train"
+    "$AEGIS" pipeline stop p > /dev/null || fail "stop"
+    until_job "$SUP" "assert d['state'] == 'cancelled'"
+    local v0; v0=$(job_named p:v0)
+    is_state "$v0" running || fail "stop ended the evaluation"
+    add_samples tiny 4
+    start_pipeline p.yaml
+    until_running "$SUP"
+    rmdir "$DIR/hold_eval"
+    local kept=$AEGIS_STATE_HOME/pipelines/p/evals/0.train.json
+    until_file "$kept"
+    pyjson "assert d['state'] == 'done', d; \
+assert [r['samples'] for r in d['results']] == [4, 0, 0], d['results']" < "$kept" ||
+        fail "model 0's evaluation: $(cat "$kept")"
+    [ "$(grep -c "^0 " "$DIR/evals")" = 1 ] || fail "evaluated again: $(cat "$DIR/evals")"
+    "$AEGIS" pipeline stop p > /dev/null || fail "stop at the end"
+}
+
 # A PerformanceTrigger through aegisd: model 0 (trained at the first
 # detection point, when there is no model) scores 1.0 until key 40, then
 # 0.5 on the samples 40-49 (tests/pipeline/eval_stand_in.py, drop_from):

@@ -12,15 +12,24 @@ how many samples in $DIR/evals (DIR: the folder above its working
 directory). Flag files in $DIR break its output, which the supervisor
 must refuse, each for the job that writes N.E.pred (E: train or end):
 eval_nan.N.E (the first score NaN), eval_missing.N.E (the last sample
-left out), eval_label.N.E (labels, one of them 7, out of range).
+left out), eval_label.N.E (labels, one of them 7, out of range). While
+the folder $DIR/hold_eval exists it waits for its removal, having said
+so in $DIR/evaluating.N.E: a test restarts the supervisor meanwhile.
 """
 import os
+import time
 
 import numpy as np
 
 import aegis_pipeline
 
 top = os.path.dirname(os.getcwd())
+job = os.path.basename(os.environ["AEGIS_EVAL_OUT"])[:-len(".pred")]
+hold = os.path.join(top, "hold_eval")
+if os.path.isdir(hold):
+    open(os.path.join(top, f"evaluating.{job}"), "w").close()
+while os.path.isdir(hold):
+    time.sleep(0.1)
 model = int(os.environ["AEGIS_TRIGGER"])
 keys = aegis_pipeline.read_trainset(os.environ["AEGIS_EVAL_KEYS"])[0]
 truth = aegis_pipeline.Dataset().samples["label"][keys]
@@ -31,9 +40,6 @@ if model == 0 and os.path.exists(drop):
 predicted = np.where(wrong, 1 - truth, truth)
 scores = np.full((len(keys), 2), 0.1)
 scores[np.arange(len(keys)), predicted] = 0.9
-
-
-job = os.path.basename(os.environ["AEGIS_EVAL_OUT"])[:-len(".pred")]
 
 
 def flagged(name):
