@@ -170,12 +170,34 @@ static int config_range_error(const config_field *f, const char *value,
     return -1;
 }
 
+/* Whether text is a plain decimal number: an optional sign, digits with
+ * an optional fraction, an optional exponent, and nothing else. strtod
+ * alone also takes hex ("0x10" was 16), leading spaces, inf and nan. */
+static bool config_decimal(const char *text) {
+    const char *c = text + (*text == '+' || *text == '-');
+    size_t digits = strspn(c, "0123456789");
+    c += digits;
+    if (*c == '.') {
+        size_t frac = strspn(c + 1, "0123456789");
+        digits += frac;
+        c += 1 + frac;
+    }
+    if (digits == 0) return false;
+    if (*c == 'e' || *c == 'E') {
+        c += 1 + (c[1] == '+' || c[1] == '-');
+        size_t exp = strspn(c, "0123456789");
+        if (exp == 0) return false;
+        c += exp;
+    }
+    return *c == '\0';
+}
+
 static int config_parse_number(const config_field *f, const char *value,
                                double *num, char *err, size_t errlen) {
     char *end;
     errno = 0;
     *num = strtod(value, &end);
-    if (end == value || *end != '\0' || errno != 0 ||
+    if (!config_decimal(value) || *end != '\0' || errno != 0 ||
         !config_in_range(f, *num))
         return config_range_error(f, value, err, errlen);
     return 0;

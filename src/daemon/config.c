@@ -106,6 +106,29 @@ static int config_cgroup_root_set(char *root, size_t rootlen,
     return 1;
 }
 
+/* Whether text is a plain decimal number (as core_config_set() takes
+ * them): an optional sign, digits with an optional fraction, an optional
+ * exponent, nothing else. strtod alone also takes hex ("0x10"), leading
+ * spaces, inf and nan. */
+static bool config_decimal(const char *text) {
+    const char *c = text + (*text == '+' || *text == '-');
+    size_t digits = strspn(c, "0123456789");
+    c += digits;
+    if (*c == '.') {
+        size_t frac = strspn(c + 1, "0123456789");
+        digits += frac;
+        c += 1 + frac;
+    }
+    if (digits == 0) return false;
+    if (*c == 'e' || *c == 'E') {
+        c += 1 + (c[1] == '+' || c[1] == '-');
+        size_t exp = strspn(c, "0123456789");
+        if (exp == 0) return false;
+        c += exp;
+    }
+    return *c == '\0';
+}
+
 /* Sets one of the daemon's own keys (not the core's): 1 when key is one,
  * 0 when it is not, -1 with a message when its value is bad. */
 static int config_daemon_set(acct_params *acct, config_keys *keys,
@@ -146,7 +169,7 @@ static int config_daemon_set(acct_params *acct, config_keys *keys,
          false},
         {"pue", &acct->pue, 1, ACCT_PUE_MAX, false},
         {"log_max_mib", &keys->log_max_mib, CONFIG_LOG_MIN_MIB,
-         CONFIG_LOG_MAX_MIB, false},
+         CONFIG_LOG_MAX_MIB, true},
         {"history_period_s", &keys->history_period_s, HISTORY_MIN_PERIOD_S,
          HISTORY_MAX_PERIOD_S, false},
         {"notify_timeout_s", &keys->notify_timeout_s, NOTIFY_MIN_TIMEOUT_S,
@@ -158,14 +181,14 @@ static int config_daemon_set(acct_params *acct, config_keys *keys,
         {"history_days", &keys->history_days, 0, 36500, false},
         {"cpus_per_gpu", &keys->cpus_per_gpu, 0, CONFIG_CPUS_MAX, true},
         {"host_mem_per_gpu_mib", &keys->host_mem_per_gpu_mib, 0,
-         PROTO_MAX_MEM_MIB, false},
+         PROTO_MAX_MEM_MIB, true},
     };
     for (size_t i = 0; i < sizeof(nums) / sizeof(*nums); i++) {
         if (strcmp(key, nums[i].name) != 0) continue;
         char *stop;
         errno = 0;
         double v = strtod(value, &stop);
-        if (value[0] == '\0' || *stop != '\0' || errno || !isfinite(v) ||
+        if (!config_decimal(value) || *stop != '\0' || errno || !isfinite(v) ||
             v < nums[i].lo || v > nums[i].hi ||
             (nums[i].whole && v != floor(v))) {
             snprintf(msg, msglen, "%s: '%s' is not a %s in [%g, %g]", key,
@@ -191,7 +214,10 @@ int config_listen_addr(const char *text, struct sockaddr_storage *sa,
     }
     char *stop = NULL;
     errno = 0;
-    long port = colon && colon[1] ? strtol(colon + 1, &stop, 10) : 0;
+    /* digits only: strtol also takes "+80" and " 80" */
+    bool digits = colon && colon[1] &&
+                  strspn(colon + 1, "0123456789") == strlen(colon + 1);
+    long port = digits ? strtol(colon + 1, &stop, 10) : 0;
     *sa = (struct sockaddr_storage){0};
     struct sockaddr_in *in4 = (struct sockaddr_in *)sa;
     struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)sa;
@@ -344,6 +370,11 @@ static int config_pairs(yaml_parser_t *p, config_report *rep,
         type = ev.type;
         if (type == YAML_SCALAR_EVENT && config_is_null(&ev))
             config_null_problem(rep, line, key, &ev);
+        else if (type == YAML_SCALAR_EVENT &&
+                 strlen((const char *)ev.data.scalar.value) !=
+                     ev.data.scalar.length)
+            /* "3\0junk" read as 3: C strings end at the NUL */
+            config_problem(rep, line, "%s: the value holds a NUL byte", key);
         else if (type == YAML_SCALAR_EVENT)
             config_pair(rep, line, cfg, acct, share, keys, key,
                         (const char *)ev.data.scalar.value);

@@ -879,6 +879,54 @@ static void test_config_cgroup_root(void **state) {
     assert_string_equal(keys.cgroup_root, tmpdir);
 }
 
+/* Numbers are plain decimals: hex, spaces, a NUL and what follows it,
+ * inf and nan are refused at their line, as are fractions of MiB and a
+ * signed port; strtod had read "0x10" as 16 and " 30" as 30. */
+static void test_config_numbers(void **state) {
+    core_config cfg;
+    acct_params acct;
+    sharing_config share;
+    config_keys keys;
+    char err[512];
+    static const struct {
+        const char *text, *want;
+    } bad[] = {
+        {"window_samples: 0x10\n", "num.yaml:1: config window_samples: '0x10'"},
+        {"window_samples: \" 30\"\n", "num.yaml:1: config window_samples: ' 30'"},
+        {"window_samples: \"30 \"\n", "num.yaml:1: config window_samples: '30 '"},
+        {"window_samples: \"3\\0junk\"\n",
+         "num.yaml:1: window_samples: the value holds a NUL byte"},
+        {"smact_max: nan\n", "num.yaml:1: config smact_max: 'nan'"},
+        {"big_advance_s: 1e\n", "num.yaml:1: config big_advance_s: '1e'"},
+        {"pue: 0x1p1\n", "num.yaml:1: pue: '0x1p1'"},
+        {"notify_timeout_s: \" 5\"\n", "num.yaml:1: notify_timeout_s: ' 5'"},
+        {"log_max_mib: 1.5\n", "num.yaml:1: log_max_mib: '1.5' is not a whole number"},
+        {"host_mem_per_gpu_mib: 0.5\n",
+         "num.yaml:1: host_mem_per_gpu_mib: '0.5' is not a whole number"},
+        {"metrics_listen: 127.0.0.1:+80\n", "num.yaml:1: metrics_listen: '127.0.0.1:+80'"},
+        {"metrics_listen: \"127.0.0.1: 80\"\n", "num.yaml:1: metrics_listen:"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+        const char *path = write_file("num.yaml", bad[i].text);
+        assert_int_equal(config_load_daemon(path, false, &cfg, &acct, &share,
+                                            &keys, err, sizeof(err)), -1);
+        if (!strstr(err, bad[i].want))
+            fail_msg("%s: got \"%s\", want \"%s\"", bad[i].text, err,
+                     bad[i].want);
+    }
+    const char *path = write_file("num.yaml", "window_samples: 10\n"
+                                  "smact_max: .5\nbig_advance_s: 1e3\n"
+                                  "log_max_mib: 8\nmetrics_listen: "
+                                  "127.0.0.1:9464\n");
+    assert_int_equal(config_load_daemon(path, false, &cfg, &acct, &share,
+                                        &keys, err, sizeof(err)), 0);
+    assert_int_equal(cfg.window_samples, 10);
+    assert_true(cfg.smact_max == 0.5 && cfg.big_advance_s == 1000);
+    /* `aegis sim --set` goes through the same parser */
+    assert_int_equal(core_config_set(&cfg, "window_samples", "0x10", err,
+                                     sizeof(err)), -1);
+}
+
 /* ---- exit classification --------------------------------------------------- */
 
 static void test_classify(void **state) {
@@ -1278,6 +1326,7 @@ int main(void) {
         cmocka_unit_test(test_config_log_max),
         cmocka_unit_test(test_config_null),
         cmocka_unit_test(test_config_cgroup_root),
+        cmocka_unit_test(test_config_numbers),
         cmocka_unit_test(test_config_gpu_limit_refuses),
         cmocka_unit_test(test_config_bad),
         cmocka_unit_test(test_config_every_problem),
