@@ -1,17 +1,26 @@
 /* dsgen_write.c -- writes a synthetic stream (dsgen.h) as dataset files in
  * one of the formats the watcher reads, each file's mtime set to its last
  * sample's timestamp, and drift.json: the schedule the tests score
- * triggers against, and the `aegis dataset add` options that read it. */
+ * triggers against, and the `aegis dataset add` options that read it.
+ *
+ * The output folder may lie where others write (a shared scratch space),
+ * so nothing is written by a path another user could redirect: the folder
+ * is opened once, without following a symbolic link, and must be the
+ * caller's and writable by no one else (then no one else can place a link
+ * or a file in it); every file is opened relative to it, again without
+ * following a link. */
 #include "dsgen.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #define LABEL_SIZE 4 /* binary records: int32 label, little-endian */
 
@@ -20,6 +29,7 @@ typedef struct gen_out {
     pl_gen_state g;
     float *x;
     uint32_t dim;
+    int dir;            /* o->out, opened and checked (open_out) */
     char *err;
     size_t errlen;
 } gen_out;
@@ -29,9 +39,36 @@ static int fail_errno(gen_out *w, const char *what, const char *path) {
     return -1;
 }
 
-static int set_mtime(gen_out *w, const char *path, int64_t ts) {
+/* The folder's file NAME, created or truncated for writing; a symbolic
+ * link there is refused, not followed. NULL with w->err. */
+static FILE *create_file(gen_out *w, const char *name, char *path,
+                         size_t size) {
+    snprintf(path, size, "%s/%s", w->o->out, name);
+    int fd = openat(w->dir, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
+                                      O_NOCTTY | O_NONBLOCK | O_CLOEXEC, 0644);
+    struct stat st;
+    if (fd < 0 && errno == ELOOP) {
+        snprintf(w->err, w->errlen, "creating %s: a symbolic link is there; "
+                 "it is not followed (remove it)", path);
+        return NULL;
+    }
+    if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))) {
+        close(fd);
+        snprintf(w->err, w->errlen, "creating %s: something other than a "
+                 "file is there", path);
+        return NULL;
+    }
+    FILE *f = fd < 0 ? NULL : fdopen(fd, "w");
+    if (!f) {
+        fail_errno(w, "creating", path);
+        if (fd >= 0) close(fd);
+    }
+    return f;
+}
+
+static int set_mtime(gen_out *w, FILE *f, const char *path, int64_t ts) {
     struct timespec times[2] = {{.tv_sec = ts}, {.tv_sec = ts}};
-    if (utimensat(AT_FDCWD, path, times, 0) < 0)
+    if (fflush(f) != 0 || futimens(fileno(f), times) < 0)
         return fail_errno(w, "setting the mtime of", path);
     return 0;
 }
@@ -63,22 +100,21 @@ static int64_t sample_ts(const pl_gen_opts *o, uint64_t i) {
 }
 
 static int close_file(gen_out *w, FILE *f, const char *path, int64_t ts) {
-    int bad = ferror(f);
+    int bad = ferror(f) || set_mtime(w, f, path, ts) < 0;
     if (fclose(f) != 0 || bad)
         return fail_errno(w, "writing", path);
-    return set_mtime(w, path, ts);
+    return 0;
 }
 
 /* One file of samples [first, end) in the binary or CSV format. */
 static int write_part(gen_out *w, uint32_t part, uint64_t first, uint64_t end) {
     const pl_gen_opts *o = w->o;
     int csv = o->format == PL_FORMAT_CSV;
-    char path[4200];
-    snprintf(path, sizeof(path), "%s/part-%05u.%s", o->out, part,
-             csv ? "csv" : "bin");
-    FILE *f = fopen(path, "w");
+    char name[64], path[4200];
+    snprintf(name, sizeof(name), "part-%05u.%s", part, csv ? "csv" : "bin");
+    FILE *f = create_file(w, name, path, sizeof(path));
     if (!f)
-        return fail_errno(w, "creating", path);
+        return -1;
     if (csv)
         put_csv_header(w, f);
     for (uint64_t i = first; i < end; i++) {
@@ -95,20 +131,19 @@ static int write_part(gen_out *w, uint32_t part, uint64_t first, uint64_t end) {
 /* One sample per file: s-KEY.bin (float32 features) and then, completing
  * the sample, s-KEY.bin.label (its label in decimal). */
 static int write_single(gen_out *w, uint64_t i) {
-    char path[4200], label_path[4300];
+    char name[64], path[4200], label_path[4300];
     int32_t label;
     pl_gen_sample(&w->g, i, w->x, &label);
-    snprintf(path, sizeof(path), "%s/s-%08llu.bin", w->o->out,
-             (unsigned long long)i);
-    FILE *f = fopen(path, "w");
+    snprintf(name, sizeof(name), "s-%08llu.bin", (unsigned long long)i);
+    FILE *f = create_file(w, name, path, sizeof(path));
     if (!f)
-        return fail_errno(w, "creating", path);
+        return -1;
     fwrite(w->x, sizeof(float), w->dim, f);
     if (close_file(w, f, path, sample_ts(w->o, i)) < 0)
         return -1;
-    snprintf(label_path, sizeof(label_path), "%s.label", path);
-    if (!(f = fopen(label_path, "w")))
-        return fail_errno(w, "creating", label_path);
+    strcat(name, ".label");
+    if (!(f = create_file(w, name, label_path, sizeof(label_path))))
+        return -1;
     fprintf(f, "%d\n", label);
     return close_file(w, f, label_path, sample_ts(w->o, i));
 }
@@ -181,20 +216,62 @@ static int write_drift_json(gen_out *w) {
               "features per concept step (60 degree rotation at radius 2)",
         "drifts", drift_points(o), "dataset_add", dataset_args(o, record_size));
     char path[4200];
-    snprintf(path, sizeof(path), "%s/drift.json", o->out);
-    int rc = json_dump_file(doc, path, JSON_INDENT(2) | JSON_SORT_KEYS);
+    FILE *f = create_file(w, "drift.json", path, sizeof(path));
+    int rc = f ? json_dumpf(doc, f, JSON_INDENT(2) | JSON_SORT_KEYS) : -1;
     json_decref(doc);
-    if (rc < 0)
+    if (!f)
+        return -1;
+    int bad = rc < 0 || ferror(f);
+    if (fclose(f) != 0 || bad)
         return fail_errno(w, "writing", path);
     return 0;
 }
 
+/* o->out opened as w->dir: made when missing (0755, less the umask); a
+ * folder there must be a folder, not a link to one, the caller's, and
+ * writable by no one else. */
+static int open_out(gen_out *w) {
+    const char *out = w->o->out;
+    if (mkdir(out, 0755) < 0 && errno != EEXIST)
+        return fail_errno(w, "creating", out);
+    w->dir = open(out, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st;
+    if (w->dir < 0 && (errno == ELOOP || errno == ENOTDIR)) {
+        snprintf(w->err, w->errlen, "%s: not a folder (a symbolic link is "
+                 "not followed): give a folder of yours", out);
+        return -1;
+    }
+    if (w->dir < 0 || fstat(w->dir, &st) < 0)
+        return fail_errno(w, "opening", out);
+    if (st.st_uid != geteuid()) {
+        const struct passwd *pw = getpwuid(st.st_uid);
+        char who[64];
+        if (pw) snprintf(who, sizeof(who), "%s", pw->pw_name);
+        else snprintf(who, sizeof(who), "%u", (unsigned)st.st_uid);
+        snprintf(w->err, w->errlen, "%s: the folder belongs to user %s, not "
+                 "to you: write the stream into a folder of yours", out, who);
+        return -1;
+    }
+    if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+        snprintf(w->err, w->errlen, "%s: the folder is writable by others "
+                 "(mode %04o): others could replace its files; chmod go-w "
+                 "it, or give another folder", out,
+                 (unsigned)(st.st_mode & 07777));
+        return -1;
+    }
+    return 0;
+}
+
 int pl_gen_write(const pl_gen_opts *o, char *err, size_t errlen) {
-    gen_out w = {.o = o, .dim = pl_gen_dim(o), .err = err, .errlen = errlen};
-    if (mkdir(o->out, 0777) < 0 && errno != EEXIST)
-        return fail_errno(&w, "creating", o->out);
+    gen_out w = {.o = o, .dim = pl_gen_dim(o), .dir = -1, .err = err,
+                 .errlen = errlen};
+    if (open_out(&w) < 0) {
+        if (w.dir >= 0) close(w.dir);
+        return -1;
+    }
     if (!(w.x = malloc(sizeof(float) * w.dim))) {
         snprintf(err, errlen, "out of memory");
+        close(w.dir);
         return -1;
     }
     pl_gen_init(&w.g, o);
@@ -202,5 +279,6 @@ int pl_gen_write(const pl_gen_opts *o, char *err, size_t errlen) {
     if (rc == 0)
         rc = write_drift_json(&w);
     free(w.x);
+    close(w.dir);
     return rc;
 }
