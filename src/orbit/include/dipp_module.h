@@ -113,12 +113,24 @@ typedef struct dipp_module_info {
 
 /* DIPP_MODULE(name, version, params, run): defines the exported symbol;
  * params is an array of dipp_param_decl. DIPP_MODULE_NO_PARAMS for a
- * module that declares none. */
+ * module that declares none. The count is sizeof(params) over one
+ * declaration's size, so params must be the array itself: 0, NULL or a
+ * pointer is refused at compile time by the _Static_assert, with a
+ * message naming DIPP_MODULE_NO_PARAMS (a subscript of 0 gave only
+ * "subscripted value is neither array nor pointer"). */
 #define DIPP_MODULE_EXPORT __attribute__((visibility("default")))
+#define DIPP_IS_DECL_ARRAY_(a)                                                 \
+    (_Generic((a), const dipp_param_decl *: 1, dipp_param_decl *: 1,            \
+              default: 0) &&                                                   \
+     sizeof(a) >= sizeof(dipp_param_decl) && sizeof(a) % sizeof(dipp_param_decl) == 0)
 #define DIPP_MODULE(mname, mversion, mparams, mrun)                            \
+    _Static_assert(DIPP_IS_DECL_ARRAY_(mparams),                               \
+                   "DIPP_MODULE's params must be an array of dipp_param_decl; " \
+                   "a module without parameters uses "                         \
+                   "DIPP_MODULE_NO_PARAMS(name, version, run)");               \
     DIPP_MODULE_EXPORT const dipp_module_info dipp_module = {                  \
         DIPP_ABI_VERSION, mname, mversion, mparams,                            \
-        (uint32_t)(sizeof(mparams) / sizeof((mparams)[0])), mrun}
+        (uint32_t)(sizeof(mparams) / sizeof(dipp_param_decl)), mrun}
 #define DIPP_MODULE_NO_PARAMS(mname, mversion, mrun)                           \
     DIPP_MODULE_EXPORT const dipp_module_info dipp_module = {                  \
         DIPP_ABI_VERSION, mname, mversion, NULL, 0u, mrun}
