@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,14 +67,37 @@ static int copy_opt(char *dst, size_t size, const char *opt, const char *arg) {
     return 0;
 }
 
+/* A data folder others can write to, or another user's: said, not
+ * refused (a shared folder is a common place for data). The watcher takes
+ * only the owner's files from it and follows no link (watch_file.c), but
+ * others there can still rename or remove the owner's files. */
+static void warn_dir(const char *dir, const struct stat *st) {
+    if (st->st_uid != geteuid()) {
+        const struct passwd *pw = getpwuid(st->st_uid);
+        fprintf(stderr, "aegis dataset add: warning: --dir: %s: owned by "
+                "user ", dir);
+        if (pw) fprintf(stderr, "%s", pw->pw_name);
+        else fprintf(stderr, "%u", (unsigned)st->st_uid);
+        fprintf(stderr, ", not by you: the watcher takes only your own "
+                "files from it\n");
+    }
+    if (st->st_mode & (S_IWGRP | S_IWOTH))
+        fprintf(stderr, "aegis dataset add: warning: --dir: %s: writable by "
+                "others (mode %04o): the watcher takes only your own files "
+                "from it and follows no link, but others can rename or "
+                "remove your files there (chmod go-w it)\n", dir,
+                (unsigned)(st->st_mode & 07777));
+}
+
 static int set_dir(pl_dsconf *c, const char *arg) {
     char *real = realpath(arg, NULL);
     struct stat st;
     int ok = real && stat(real, &st) == 0 && S_ISDIR(st.st_mode) &&
              strlen(real) < sizeof(c->dir);
-    if (ok)
+    if (ok) {
         strcpy(c->dir, real);
-    else
+        warn_dir(real, &st);
+    } else
         fprintf(stderr, "aegis dataset add: --dir: %s: %s\n", arg,
                 real ? "not a folder" : strerror(errno));
     free(real);

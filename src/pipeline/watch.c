@@ -172,6 +172,9 @@ void pl_watch_close(pl_watch *w) {
     free(w->found.samples);
     free(w->found.bads);
     free(w->chunk);
+    for (size_t i = 0; i < w->npassed; i++)
+        free(w->passed[i]);
+    free(w->passed);
     free(w);
 }
 
@@ -186,6 +189,18 @@ void pl_watch_warn(pl_watch *w, const char *name, const char *what) {
     if (w->warn)
         fprintf(w->warn, "aegis dataset %s: %s/%s: %s\n", w->conf.name,
                 w->conf.dir, name, what);
+}
+
+void pl_watch_pass_over(pl_watch *w, const char *name, const char *what) {
+    for (size_t i = 0; i < w->npassed; i++)
+        if (strcmp(w->passed[i], name) == 0)
+            return;
+    pl_watch_warn(w, name, what);
+    char **grown = realloc(w->passed, (w->npassed + 1) * sizeof(*grown));
+    if (grown && (grown[w->npassed] = strdup(name)))
+        w->npassed++;
+    if (grown)
+        w->passed = grown;
 }
 
 int pl_watch_shrunk(pl_watch *w, int64_t index, const char *name,

@@ -1,12 +1,21 @@
 /* watch_file.c -- registering what is new in one file of a dataset
  * (pl_watch_file): binary files read and CSV files mapped from their
  * progress on, a sample of the one-per-file format once its label file
- * is there. */
+ * is there.
+ *
+ * Only the dataset's owner's files are taken, and no symbolic link is
+ * followed: the data folder may be one others can write to (a shared
+ * folder), and what they put there must not become the owner's samples,
+ * nor a link make the owner's private files readable as samples (by
+ * those the dataset is shared with). The watcher runs as the owner, so
+ * the owner is its effective user. */
 #include "watch_int.h"
 #include "mapguard.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pwd.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -173,7 +182,7 @@ static int read_label_file(pl_watch *w, const char *label_name,
                            int64_t *label) {
     char buf[LABEL_MAX + 1];
     int fd = openat(w->dir_fd, label_name,
-                    O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+                    O_RDONLY | O_NONBLOCK | O_NOCTTY | O_NOFOLLOW | O_CLOEXEC);
     ssize_t n = fd < 0 ? -1 : read(fd, buf, LABEL_MAX);
     if (fd >= 0)
         close(fd);
@@ -191,6 +200,23 @@ static int read_label_file(pl_watch *w, const char *label_name,
     return 0;
 }
 
+/* Whether the file of st is the owner's; another user's is passed over,
+ * said once. */
+static int owners(pl_watch *w, const char *name, const struct stat *st) {
+    if (st->st_uid == geteuid())
+        return 1;
+    const struct passwd *pw = getpwuid(st->st_uid);
+    char what[160];
+    if (pw)
+        snprintf(what, sizeof(what), "owned by user %s, not by the "
+                 "dataset's owner: passed over", pw->pw_name);
+    else
+        snprintf(what, sizeof(what), "owned by user %u, not by the "
+                 "dataset's owner: passed over", (unsigned)st->st_uid);
+    pl_watch_pass_over(w, name, what);
+    return 0;
+}
+
 /* One sample per file: registered once both NAME and NAME.label are. */
 static int64_t register_single(pl_watch *w, const char *name,
                                const struct stat *st, char *err,
@@ -202,7 +228,8 @@ static int64_t register_single(pl_watch *w, const char *name,
                      LABEL_SUFFIX);
     if (n < 0 || (size_t)n >= sizeof(label_name) ||
         pl_filetab_find(&w->files, name) >= 0 ||
-        fstatat(w->dir_fd, label_name, &lst, 0) < 0 || !S_ISREG(lst.st_mode))
+        fstatat(w->dir_fd, label_name, &lst, AT_SYMLINK_NOFOLLOW) < 0 ||
+        !S_ISREG(lst.st_mode) || !owners(w, label_name, &lst))
         return 0;
     int label_rc = read_label_file(w, label_name, &label);
     if (label_rc == 1)
@@ -253,14 +280,18 @@ int64_t pl_watch_file(pl_watch *w, const char *name, int complete, char *err,
     /* O_NONBLOCK: a FIFO among the files must not stop the watcher in
      * open(); it is then passed over as not a regular file. */
     int fd = openat(w->dir_fd, name, O_RDONLY | O_NONBLOCK | O_NOCTTY |
-                                         O_CLOEXEC);
+                                         O_NOFOLLOW | O_CLOEXEC);
     struct stat st;
     if (fd < 0) {
-        if (errno != ENOENT) /* gone again: nothing to say */
+        if (errno == ELOOP)
+            pl_watch_pass_over(w, name, "a symbolic link: not followed, "
+                               "passed over");
+        else if (errno != ENOENT) /* gone again: nothing to say */
             pl_watch_warn(w, name, strerror(errno));
         return 0;
     }
-    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+        !owners(w, name, &st)) {
         close(fd); /* a folder or device among the files: not data */
         return 0;
     }

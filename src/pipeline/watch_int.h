@@ -25,6 +25,8 @@ struct pl_watch {
     size_t chunk_cap;
     int full;           /* the size limit was reached */
     FILE *warn;
+    char **passed;      /* names passed over as not the owner's files */
+    size_t npassed;     /*   (said once each: pl_watch_pass_over) */
 };
 
 /* Whether NAME is a data file of the dataset (its pattern, no dot file,
@@ -38,6 +40,9 @@ int64_t pl_watch_index(pl_watch *w, const char *name, char *err,
 int pl_watch_commit(pl_watch *w, uint32_t file, const char *name, char *err,
                     size_t errlen);
 void pl_watch_warn(pl_watch *w, const char *name, const char *what);
+/* NAME is not taken (a link, another user's file): says why, the first
+ * time only, for a folder scan finds it again every few seconds. */
+void pl_watch_pass_over(pl_watch *w, const char *name, const char *what);
 /* Whether registered file `index` (name), now size bytes, is or was
  * shorter than what was registered of it: said once, and then nothing
  * more of it is taken while this watcher runs. */
