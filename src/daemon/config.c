@@ -67,17 +67,28 @@ static int config_next(yaml_parser_t *p, config_report *rep, yaml_event_t *ev) {
     return -1;
 }
 
-/* socket_group: "" or a group that exists (1), else -1 with a message. */
+/* socket_group: a name that fits (1), else -1 with a message. Whether the
+ * group exists is config_group_check()'s: a reload, which does not apply
+ * the key, must not be refused for it. */
 static int config_group_set(char *socket_group, const char *value, char *msg,
                             size_t msglen) {
-    if (value[0] && (strlen(value) >= CONFIG_GROUP_MAX || !getgrnam(value))) {
-        snprintf(msg, msglen, "socket_group: no group '%s' (a group of "
-                 "/etc/group, e.g. made with `groupadd aegis`, or '' for a "
-                 "socket any local user may use)", value);
+    if (strlen(value) >= CONFIG_GROUP_MAX) {
+        snprintf(msg, msglen, "socket_group: a name of up to %d bytes",
+                 CONFIG_GROUP_MAX - 1);
         return -1;
     }
     snprintf(socket_group, CONFIG_GROUP_MAX, "%s", value);
     return 1;
+}
+
+int config_group_check(const char *path, const config_keys *keys, char *err,
+                       size_t errlen) {
+    if (!keys->socket_group[0] || getgrnam(keys->socket_group)) return 0;
+    snprintf(err, errlen, "%s:%d: socket_group: no group '%s' (a group of "
+             "/etc/group, e.g. made with `groupadd aegis`, or '' for a socket "
+             "any local user may use)", path, keys->socket_group_line,
+             keys->socket_group);
+    return -1;
 }
 
 /* cgroup_root: "" (no per-job cgroups) or an absolute path to a folder
@@ -336,6 +347,8 @@ static void config_pair(config_report *rep, int line, core_config *cfg,
         rc = sharing_config_set(share, key, value, msg, sizeof(msg));
         if (rc > 0 && strcmp(key, "sharing") == 0) share->dflt_line = line;
     }
+    if (rc > 0 && strcmp(key, "socket_group") == 0)
+        keys->socket_group_line = line;
     if (rc == 0) rc = core_config_set(cfg, key, value, msg, sizeof(msg));
     else if (rc > 0) rc = 0;
     if (rc != 0) config_problem(rep, line, "%s", msg);

@@ -68,7 +68,8 @@ int config_listen_addr(const char *text, struct sockaddr_storage *sa,
 
 /* socket_group: the group whose members (with root and aegisd's user)
  * may connect to the socket, made 0660; "" (the default): anyone, 0666.
- * A name, checked against the group database when the file is read. */
+ * A name, checked against the group database at a start
+ * (config_group_check). */
 #define CONFIG_GROUP_MAX 64
 /* cgroup_root: where the cgroup hierarchies are mounted (cgroup.h); "":
  * no per-job cgroups, and a job asking for limits fails to start. */
@@ -91,6 +92,7 @@ typedef struct config_keys {
                                        whole number) */
     char slurm_scontrol[1024];      /* run for Slurm's leases (scontrol.c) */
     char socket_group[CONFIG_GROUP_MAX]; /* "" (default): a 0666 socket */
+    int socket_group_line;          /* the file's line that set it; 0: none */
     char cgroup_root[256];          /* per-job cgroups under it (cgroup.h) */
     double history_days;            /* finished jobs are forgotten, with
                                        their logs, this long after their
@@ -116,5 +118,11 @@ int config_load_acct(const char *path, bool missing_ok, core_config *cfg,
 int config_load_daemon(const char *path, bool missing_ok, core_config *cfg,
                        acct_params *acct, sharing_config *share,
                        config_keys *keys, char *err, size_t errlen);
+/* Whether keys' socket_group ("" or a group of the group database) can
+ * be used: 0, or -1 with "PATH:LINE: socket_group: ..." in err. aegisd's
+ * start and --check-config refuse a file without it; a reload, which
+ * leaves the socket as it is, only says so. */
+int config_group_check(const char *path, const config_keys *keys, char *err,
+                       size_t errlen);
 
 #endif

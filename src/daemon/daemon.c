@@ -439,6 +439,29 @@ static void on_sigterm(uv_signal_t *s, int signum) {
     d_maybe_exit(d);
 }
 
+/* The keys a reload leaves for the next start (the metrics listener, the
+ * socket's group): each changed one is said and kept as it was in keys,
+ * read from path; a group the next start would refuse is said too. */
+static void d_keys_for_restart(d_daemon *d, config_keys *keys,
+                               const char *path) {
+    char err[512];
+    if (strcmp(keys->metrics_listen, d->keys.metrics_listen) != 0) {
+        d_log("SIGHUP: metrics_listen '%s' applies when aegisd restarts; "
+              "still '%s'", keys->metrics_listen, d->keys.metrics_listen);
+        memcpy(keys->metrics_listen, d->keys.metrics_listen,
+               sizeof(keys->metrics_listen));
+    }
+    if (config_group_check(path, keys, err, sizeof(err)) != 0)
+        d_error("SIGHUP: %s: aegisd will not start with this file", err);
+    if (strcmp(keys->socket_group, d->keys.socket_group) != 0) {
+        d_log("SIGHUP: socket_group '%s' applies when aegisd restarts; "
+              "still '%s'", keys->socket_group, d->keys.socket_group);
+        memcpy(keys->socket_group, d->keys.socket_group,
+               sizeof(keys->socket_group));
+        keys->socket_group_line = d->keys.socket_group_line;
+    }
+}
+
 static void on_sighup(uv_signal_t *s, int signum) {
     d_daemon *d = s->data;
     core_config cfg;
@@ -458,13 +481,10 @@ static void on_sighup(uv_signal_t *s, int signum) {
     d_share_reload(d, &share);
     d->cfg = cfg;
     d->acct = acct;
-    if (strcmp(keys.metrics_listen, d->keys.metrics_listen) != 0) {
-        d_log("SIGHUP: metrics_listen '%s' applies when aegisd restarts; "
-              "still '%s'", keys.metrics_listen, d->keys.metrics_listen);
-        memcpy(keys.metrics_listen, d->keys.metrics_listen,
-               sizeof(keys.metrics_listen));
-    }
+    d_keys_for_restart(d, &keys, path);
     d->keys = keys; /* the log cap: for attempts started from now on */
+    if (!d->opt.config_path && access(path, F_OK) != 0 && errno == ENOENT)
+        d_log("SIGHUP: %s is gone: every key is now at its default", path);
     d_log("SIGHUP: reloaded %s", path);
     d_jobs_schedule(d);
 }
@@ -672,7 +692,8 @@ static int d_open(d_daemon *d) {
     }
     if (config_load_daemon(cfg_path, !d->opt.config_path, &d->cfg, &d->acct,
                            &d->share, &d->keys, err,
-                           sizeof(err)) != 0) {
+                           sizeof(err)) != 0 ||
+        config_group_check(cfg_path, &d->keys, err, sizeof(err)) != 0) {
         d_error("%s", err);
         return -1;
     }

@@ -166,7 +166,8 @@ static int check_config(const char *path) {
     config_keys keys;
     char err[16384];
     if (config_load_daemon(path, false, &cfg, &acct, &share, &keys,
-                           err, sizeof(err)) != 0) {
+                           err, sizeof(err)) != 0 ||
+        config_group_check(path, &keys, err, sizeof(err)) != 0) {
         for (char *line = strtok(err, "\n"); line; line = strtok(NULL, "\n"))
             fprintf(stderr, "aegisd: %s\n", line);
         return 2;

@@ -78,6 +78,31 @@ case_config_cgroup_root() {
     [ "$t" = 0 ] || fail "the refused file's default_time applied: $t"
 }
 
+# socket_group applies at a start only: a reload that changes it applies
+# the rest and says so, and one naming no group is not refused for it (the
+# next start and --check-config are, at its line). Before, the first was
+# silent and the second refused the whole file.
+case_config_reload_socket_group() {
+    start
+    local mode; mode=$(stat -c %a "$AEGIS_SOCKET")
+    printf 'socket_group: root\n' >> "$DIR/aegis.yaml"
+    hup
+    log_has "SIGHUP: reloaded"
+    log_has "SIGHUP: socket_group 'root' applies when aegisd restarts; still ''"
+    [ "$(stat -c %a "$AEGIS_SOCKET")" = "$mode" ] || fail "the socket's mode changed"
+    local n; n=$(($(wc -l < "$DIR/aegis.yaml") + 1))
+    printf 'socket_group: aegis-no-such-group\ndefault_time: 60\n' >> "$DIR/aegis.yaml"
+    hup
+    log_has "SIGHUP: reloaded"
+    log_has "SIGHUP: $DIR/aegis.yaml:$n: socket_group: no group 'aegis-no-such-group'"
+    local t; t=$(submitted_limit)
+    [ "$t" = 60 ] || fail "default_time 60 not applied: $t"
+    "$AEGISD" --check-config "$DIR/aegis.yaml" > check.out 2>&1 &&
+        fail "--check-config passed a missing group"
+    grep -qF "$DIR/aegis.yaml:$n: socket_group: no group" check.out ||
+        fail "--check-config: $(cat check.out)"
+}
+
 # refused_start WANT WHAT: a foreground aegisd refuses to start (bounded:
 # a wrong one would serve), its log on stderr holding WANT, a fixed string.
 refused_start() {
