@@ -1,10 +1,10 @@
 /* oom_seen.h -- a running attempt's GPUs as the last reading that showed
  * its processes on them found them: their memory in use and in all, what
  * an OOM message of the attempt is checked against when it fails
- * (oom_check.h). aegisd reads every GPU once a tick (sample_period_s,
- * 1 s by default); a reading taken after the attempt ended shows its
- * processes gone and their memory freed, and so never replaces one taken
- * in its life.
+ * (oom_check.h). aegisd reads every GPU once a tick (every second,
+ * whatever sample_period_s says); a reading taken after the attempt ended
+ * shows its processes gone and their memory freed, and so never replaces
+ * one taken in its life.
  *
  * Ownership: an oom_seen lives in its d_job; nothing here allocates.
  */
