@@ -18,7 +18,11 @@ static const char help[] =
 "configuration, and the files of its folder, including files written\n"
 "later (POSIX ACL entries, and default entries on the two folders). The\n"
 "folders above your state folder that you own get a search entry for\n"
-"USER, so USER can reach the dataset (it lists nothing). USER reads the\n"
+"USER, so USER can reach the dataset; each is said. Search lists\n"
+"nothing, but USER can then read any file in those folders whose mode\n"
+"lets others read it, knowing its name (with the default state folder:\n"
+"in your home). A state folder outside your home (AEGIS_STATE_HOME)\n"
+"under folders others may search already opens nothing. USER reads the\n"
 "dataset by the path of its state folder: aegis dataset show PATH, or\n"
 "aegis_pipeline.Dataset(PATH). unshare takes\n"
 "the entries back. The file system must support POSIX ACLs.\n"
@@ -38,7 +42,7 @@ static int share_users(const char *cmd, int grant, int argc, char **argv) {
                     argv[i]);
             return CLI_USAGE;
         }
-        if (pl_dataset_share(state, argv[1], pw->pw_uid, grant, err,
+        if (pl_dataset_share(state, argv[1], pw->pw_uid, grant, stdout, err,
                              sizeof(err)) < 0) {
             fprintf(stderr, "aegis dataset %s: %s\n", cmd, err);
             return CLI_FAIL;

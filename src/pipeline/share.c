@@ -3,6 +3,8 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <pwd.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/acl.h>
@@ -110,8 +112,14 @@ static int share_folder(const char *dir, uid_t uid, int grant, char *err,
 }
 
 /* Search (x) for uid on the folders above dsdir that the caller owns and
- * that others may not search already. */
-static int open_path(const char *dsdir, uid_t uid, char *err, size_t errlen) {
+ * that others may not search already. Those above the state folder are
+ * told on said: search lists nothing, but lets uid open any file in the
+ * folder whose own mode lets others read it, by its name (with the
+ * default state folder, in the owner's home). That is said rather than
+ * avoided: avoiding it would mean not reaching the dataset at all. The
+ * state folder and its datasets/ hold only private folders. */
+static int open_path(const char *state, const char *dsdir, uid_t uid,
+                     FILE *said, char *err, size_t errlen) {
     char path[4200];
     snprintf(path, sizeof(path), "%s", dsdir);
     for (char *slash = strrchr(path, '/'); slash && slash != path;
@@ -123,12 +131,19 @@ static int open_path(const char *dsdir, uid_t uid, char *err, size_t errlen) {
             continue;
         if (set_entry(path, ACL_TYPE_ACCESS, uid, PERM_X, err, errlen) < 0)
             return -1;
+        bool outside = strlen(path) < strlen(state);
+        const struct passwd *pw = said && outside ? getpwuid(uid) : NULL;
+        if (said && outside)
+            fprintf(said, "aegis dataset share: %s: %s may pass through it "
+                    "(search, no listing), so it can read a file there whose "
+                    "mode lets others read it, knowing its name\n", path,
+                    pw ? pw->pw_name : "the user");
     }
     return 0;
 }
 
 int pl_dataset_share(const char *state, const char *name, uid_t uid,
-                     int grant, char *err, size_t errlen) {
+                     int grant, FILE *said, char *err, size_t errlen) {
     char dsdir[4200];
     pl_dsconf conf;
     if (pl_dataset_dir(state, name, dsdir, sizeof(dsdir)) < 0) {
@@ -139,5 +154,5 @@ int pl_dataset_share(const char *state, const char *name, uid_t uid,
         share_folder(dsdir, uid, grant, err, errlen) < 0 ||
         share_folder(conf.dir, uid, grant, err, errlen) < 0)
         return -1;
-    return grant ? open_path(dsdir, uid, err, errlen) : 0;
+    return grant ? open_path(state, dsdir, uid, said, err, errlen) : 0;
 }

@@ -10,11 +10,13 @@
 #define AEGIS_PL_SHARE_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 /* Grants (grant != 0) or takes back user uid's read access to dataset
- * NAME under STATE. 0, or -1 with err naming the path. */
+ * NAME under STATE; each folder above given a search entry is said on
+ * said (NULL: not said). 0, or -1 with err naming the path. */
 int pl_dataset_share(const char *state, const char *name, uid_t uid,
-                     int grant, char *err, size_t errlen);
+                     int grant, FILE *said, char *err, size_t errlen);
 
 #endif
