@@ -170,10 +170,7 @@ static int config_range_error(const config_field *f, const char *value,
     return -1;
 }
 
-/* Whether text is a plain decimal number: an optional sign, digits with
- * an optional fraction, an optional exponent, and nothing else. strtod
- * alone also takes hex ("0x10" was 16), leading spaces, inf and nan. */
-static bool config_decimal(const char *text) {
+bool core_config_decimal(const char *text) {
     const char *c = text + (*text == '+' || *text == '-');
     size_t digits = strspn(c, "0123456789");
     c += digits;
@@ -197,7 +194,7 @@ static int config_parse_number(const config_field *f, const char *value,
     char *end;
     errno = 0;
     *num = strtod(value, &end);
-    if (!config_decimal(value) || *end != '\0' || errno != 0 ||
+    if (!core_config_decimal(value) || *end != '\0' || errno != 0 ||
         !config_in_range(f, *num))
         return config_range_error(f, value, err, errlen);
     return 0;

@@ -95,6 +95,11 @@ void core_config_default(core_config *cfg);
  * CLI and the daemon's YAML config both go through this. */
 int core_config_set(core_config *cfg, const char *name, const char *value,
                     char *err, size_t errlen);
+/* Whether text is a number as core_config_set() takes one: plain decimal,
+ * an optional sign, digits with an optional fraction, an optional
+ * exponent, and nothing else (no hex, spaces, inf or nan, which strtod
+ * alone takes). The daemon's own keys are read alike. */
+bool core_config_decimal(const char *text);
 
 /* Checks every number of cfg against its range in the table (the ranges
  * core_config_set() enforces). Returns 0, or -1 naming the field in err. */

@@ -117,29 +117,6 @@ static int config_cgroup_root_set(char *root, size_t rootlen,
     return 1;
 }
 
-/* Whether text is a plain decimal number (as core_config_set() takes
- * them): an optional sign, digits with an optional fraction, an optional
- * exponent, nothing else. strtod alone also takes hex ("0x10"), leading
- * spaces, inf and nan. */
-static bool config_decimal(const char *text) {
-    const char *c = text + (*text == '+' || *text == '-');
-    size_t digits = strspn(c, "0123456789");
-    c += digits;
-    if (*c == '.') {
-        size_t frac = strspn(c + 1, "0123456789");
-        digits += frac;
-        c += 1 + frac;
-    }
-    if (digits == 0) return false;
-    if (*c == 'e' || *c == 'E') {
-        c += 1 + (c[1] == '+' || c[1] == '-');
-        size_t exp = strspn(c, "0123456789");
-        if (exp == 0) return false;
-        c += exp;
-    }
-    return *c == '\0';
-}
-
 /* Sets one of the daemon's own keys (not the core's): 1 when key is one,
  * 0 when it is not, -1 with a message when its value is bad. */
 static int config_daemon_set(acct_params *acct, config_keys *keys,
@@ -199,8 +176,8 @@ static int config_daemon_set(acct_params *acct, config_keys *keys,
         char *stop;
         errno = 0;
         double v = strtod(value, &stop);
-        if (!config_decimal(value) || *stop != '\0' || errno || !isfinite(v) ||
-            v < nums[i].lo || v > nums[i].hi ||
+        if (!core_config_decimal(value) || *stop != '\0' || errno ||
+            !isfinite(v) || v < nums[i].lo || v > nums[i].hi ||
             (nums[i].whole && v != floor(v))) {
             snprintf(msg, msglen, "%s: '%s' is not a %s in [%g, %g]", key,
                      value, nums[i].whole ? "whole number" : "number",
