@@ -461,15 +461,6 @@ case_mps() {
         "GPU 0 holds a MIG instance aegisd did not make (GPU instance 5 at memory slice 6, MIG-aegis-test-0-5-0)"
 }
 
-# SIGHUPs aegisd and waits until it has reloaded its configuration.
-reload() {
-    kill -HUP "$(daemon_pid)"
-    until grep -q "reloaded $DIR/aegis.yaml" "$DIR/state/aegisd.log"; do
-        grep -q "not reloaded" "$DIR/state/aegisd.log" && fail "reload refused"
-        sleep 0.1
-    done
-}
-
 # aegisd, given the config printf format $1, refuses to start, saying $2.
 refused() {
     printf "$1" > bad.yaml

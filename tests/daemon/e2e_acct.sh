@@ -179,15 +179,6 @@ assert d['energy_j'] <= 227.5*1.05*(a['ended']-a['started']), d['energy_j']" ||
         fail "the reset was charged: $(job_field "$id" energy_j) J"
 }
 
-# SIGHUPs aegisd and waits until it has reloaded its configuration.
-reload() {
-    kill -HUP "$(daemon_pid)"
-    until grep -q "reloaded $DIR/aegis.yaml" "$DIR/state/aegisd.log"; do
-        grep -q "not reloaded" "$DIR/state/aegisd.log" && fail "reload refused"
-        sleep 0.1
-    done
-}
-
 # A job's CO2 is at the grid intensity and PUE in force while it ran: a
 # reload changing them leaves a past job's row as it was (it was
 # recomputed at the new figures: last month's report changed).

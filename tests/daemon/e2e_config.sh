@@ -9,17 +9,6 @@ set -u
 AEGISD=$1 AEGIS=$2 NVML=$3 FAKE=$4 CATALOG=$5 CASE=$6
 source "$(dirname "$0")/e2e_lib.sh"
 
-# SIGHUPs aegisd with an emptied log and waits for the reload's last line:
-# "SIGHUP: reloaded" or "SIGHUP: configuration not reloaded" (lines about
-# single keys come before it).
-hup() {
-    : > "$DIR/state/aegisd.log"
-    kill -HUP "$(daemon_pid)"
-    wait_until "the SIGHUP's answer" \
-        grep -q "SIGHUP: reloaded\|SIGHUP: configuration not reloaded" \
-        "$DIR/state/aegisd.log"
-}
-
 # log_has TEXT: the log (since the last hup) holds TEXT, a fixed string.
 log_has() {
     grep -qF -- "$1" "$DIR/state/aegisd.log" || fail "log lacks '$1'"

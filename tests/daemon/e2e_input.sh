@@ -69,17 +69,6 @@ case_input_fds() {
         fail "the job's descriptors: $("$AEGIS" log "$id" | tr '\n' ' ')"
 }
 
-# SIGHUPs aegisd and waits for its answer in the log (reloaded or not).
-hup() {
-    : > "$DIR/state/aegisd.log"
-    kill -HUP "$(daemon_pid)"
-    local deadline=$((SECONDS + 20))
-    until grep -q "SIGHUP" "$DIR/state/aegisd.log"; do
-        [ $SECONDS -lt $deadline ] || fail "no SIGHUP line in the log"
-        sleep 0.1
-    done
-}
-
 # Every GPU's sharing mode is naive.
 all_naive() {
     "$AEGIS" gpus --json | pyjson "

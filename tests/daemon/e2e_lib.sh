@@ -82,6 +82,22 @@ wait_until() {
         sleep 0.1
     done
 }
+# SIGHUPs aegisd with an emptied log and waits for the reload's last line:
+# "SIGHUP: reloaded" or "SIGHUP: configuration not reloaded" (lines about
+# single keys come before it).
+hup() {
+    : > "$DIR/state/aegisd.log"
+    kill -HUP "$(daemon_pid)"
+    wait_until "the SIGHUP's answer" \
+        grep -q "SIGHUP: reloaded\|SIGHUP: configuration not reloaded" \
+        "$DIR/state/aegisd.log"
+}
+# hup, which must reload.
+reload() {
+    hup
+    grep -q "SIGHUP: reloaded" "$DIR/state/aegisd.log" ||
+        fail "reload refused: $(cat "$DIR/state/aegisd.log")"
+}
 # job_field ID KEY: the key of the job's `aegis show --json`.
 job_field() {
     "$AEGIS" show --json "$1" | pyjson "print(d.get('$2', ''))"
