@@ -69,6 +69,8 @@ typedef struct sup {
     int watcher_fd;         /*   its inotify on the data folder */
     int watch_fd;           /* otherwise inotify on the dataset's state
                                folder (its key log grows); -1: none yet */
+    int64_t takeover_look;  /* when it last looked whether that other
+                               watcher is gone (sup_watch.c) */
     uint32_t nembeds;       /* embeddings asked for since this process
                                began feeding (sup_embed.c) */
     uint32_t nchecks;       /* performance checks asked for, the same

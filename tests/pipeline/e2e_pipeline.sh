@@ -167,6 +167,31 @@ case_watch_job() {
     until_job "$w" "assert d['state'] in ('cancelled', 'done'), d['state']"
 }
 
+# A pipeline whose dataset a detached watcher watches: when that watcher
+# is gone for good (stopped here; failed past its restarts is the same
+# to the supervisor), the supervisor watches the dataset itself and says
+# so, and the samples that come next are registered and trained on.
+case_watch_gone() {
+    start
+    pipeline_file p 2
+    local w; w=$("$AEGIS" dataset watch tiny --detach --interval-s 3600 |
+                 sed -n 's/.*watcher job \([0-9]*\)$/\1/p')
+    [ -n "$w" ] || fail "dataset watch --detach printed no job"
+    until_running "$w" 1
+    start_pipeline p.yaml
+    wait_until "the supervisor follows the watcher job" sh -c \
+        "'$AEGIS' pipeline log p 2>&1 | grep -q 'not watching dataset tiny here'"
+    "$AEGIS" pipeline stop dataset.tiny > /dev/null || fail "stop the watcher"
+    until_job "$w" "assert d['state'] in ('cancelled', 'done'), d['state']"
+    printf '1700000000,0\n1700000001,1\n' > "$DIR/b0.tmp"
+    mv "$DIR/b0.tmp" "$DIR/data/tiny/b0.csv"
+    wait_until "dataset tiny: 2 samples" dataset_has tiny 2
+    "$AEGIS" pipeline log p 2>&1 | grep -q "dataset tiny: no other watcher of it runs now: watching it here" ||
+        fail "no word of the takeover: $("$AEGIS" pipeline log p 2>&1)"
+    until_file "$AEGIS_STATE_HOME/pipelines/p/models/0.model"
+    "$AEGIS" pipeline stop p > /dev/null || fail "stop"
+}
+
 # aegisd stopped, and killed: the supervisor keeps running, adopted by the
 # next aegisd, which restarts it when it dies.
 case_sup_recover() {
