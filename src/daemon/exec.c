@@ -14,6 +14,7 @@
  */
 #include "exec.h"
 #include "exec_priv.h"
+#include "exec_shim_args.h"
 #include "user_limits.h"
 #include "job_file.h"
 #include "oom_text.h"
@@ -180,13 +181,6 @@ static char **exec_envp(const exec_spec *spec, size_t *nset) {
     free(sets);
     *nset = nvars;
     return envp;
-}
-
-/* Strings in v, a NULL-terminated vector. */
-static size_t exec_count(char *const *v) {
-    size_t n = 0;
-    while (v[n]) n++;
-    return n;
 }
 
 static void exec_free_envp(char **envp, size_t nset) {
@@ -507,117 +501,6 @@ static void exec_shim(const exec_spec *spec, char **envp, int out_fd,
     _exit(0);
 }
 
-/* The shim's descriptors, where exec_shim_main finds them. */
-enum { SHIM_OUT_FD = 3, SHIM_ERR_FD, SHIM_STATUS_FD, SHIM_NFDS = 3 };
-/* The shim's arguments before the environment (see exec_shim_argv). */
-enum { SHIM_MODE = 1, SHIM_ID, SHIM_ATTEMPT, SHIM_ERR_OFFSET, SHIM_LOG_MAX,
-       SHIM_AS_USER, SHIM_UID, SHIM_GID, SHIM_USER, SHIM_CWD, SHIM_CGROUPS,
-       SHIM_OUT_PATH, SHIM_ERR_PATH, SHIM_UMASK, SHIM_NENV, SHIM_FIXED };
-
-/* What aegisd asks of the shim: watch a job's attempt ("job"), or run a
- * job's notifier ("notify"). */
-typedef struct exec_shim_args {
-    const char *mode;
-    int64_t id;
-    int attempt;                /* the job's; 0 for a notifier */
-    long long err_offset, log_max_bytes;
-    bool as_user;
-    uid_t uid;
-    gid_t gid;
-    const char *user, *cwd;
-    const char *cgroups;        /* the job's cgroup.procs files (cgroup.h) */
-    const char *out_path, *err_path; /* its -o and -e files (outfile.h) */
-    bool has_umask;             /* umask the submitter's; false: inherited */
-    unsigned umask;
-} exec_shim_args;
-
-static void exec_shim_argv_free(char **v) {
-    for (size_t i = 0; v && v[i]; i++) free(v[i]);
-    free(v);
-}
-
-/* n strings of v from `at` on: copies of from's (NULL-terminated); 0, or
- * -1 out of memory. */
-static int exec_argv_copy(char **v, size_t at, char *const *from) {
-    for (size_t i = 0; from[i]; i++)
-        if (!(v[at + i] = strdup(from[i]))) return -1;
-    return 0;
-}
-
-/* The names under which the shim's environment carries the job's: the
- * job's K-th string "NAME=VALUE" is the shim's SHIM_ENV_PREFIX "K=NAME=VALUE"
- * (exec_shim_environ). */
-#define SHIM_ENV_PREFIX "AEGIS_SHIM_ENV_"
-
-/* The names under which the shim's environment carries its arguments
- * past the first: argv[K] as SHIM_ARG_PREFIX "K=..." (exec_spawn_shim).
- * Any user may read a process's arguments (ps); a job's folder, its -o
- * and -e paths and a notifier's command (a webhook's token, say) are its
- * submitter's. The shim's own arguments are its mode and the job's id. */
-#define SHIM_ARG_PREFIX "AEGIS_SHIM_ARG_"
-/* Both: aegisd's own variables of these names are not passed on. */
-#define SHIM_NAMES "AEGIS_SHIM_"
-
-/* The shim's argument vector: its fixed fields (with the number of the
- * job's environment strings, nenv), then tail: the job's argv, or the
- * notifier's command. Returns a malloc'd vector of malloc'd strings
- * (exec_shim_argv_free), or NULL. */
-static char **exec_shim_argv(const exec_shim_args *a, size_t nenv,
-                             char *const *tail) {
-    char **v = calloc(SHIM_FIXED + exec_count(tail) + 1, sizeof(*v));
-    if (!v) return NULL;
-    bool ok = asprintf(&v[0], "aegis-shim") >= 0 &&
-         asprintf(&v[SHIM_MODE], "%s", a->mode) >= 0 &&
-         asprintf(&v[SHIM_ID], "%lld", (long long)a->id) >= 0 &&
-         asprintf(&v[SHIM_ATTEMPT], "%d", a->attempt) >= 0 &&
-         asprintf(&v[SHIM_ERR_OFFSET], "%lld", a->err_offset) >= 0 &&
-         asprintf(&v[SHIM_LOG_MAX], "%lld", a->log_max_bytes) >= 0 &&
-         asprintf(&v[SHIM_AS_USER], "%d", a->as_user ? 1 : 0) >= 0 &&
-         asprintf(&v[SHIM_UID], "%u", (unsigned)a->uid) >= 0 &&
-         asprintf(&v[SHIM_GID], "%u", (unsigned)a->gid) >= 0 &&
-         asprintf(&v[SHIM_USER], "%s", a->user ? a->user : "") >= 0 &&
-         asprintf(&v[SHIM_CWD], "%s", a->cwd ? a->cwd : "/") >= 0 &&
-         asprintf(&v[SHIM_CGROUPS], "%s", a->cgroups ? a->cgroups : "") >= 0 &&
-         asprintf(&v[SHIM_OUT_PATH], "%s", a->out_path ? a->out_path : "") >= 0 &&
-         asprintf(&v[SHIM_ERR_PATH], "%s", a->err_path ? a->err_path : "") >= 0 &&
-         (a->has_umask ? asprintf(&v[SHIM_UMASK], "%03o", a->umask)
-                       : asprintf(&v[SHIM_UMASK], "-")) >= 0 &&
-         asprintf(&v[SHIM_NENV], "%zu", nenv) >= 0 &&
-         exec_argv_copy(v, SHIM_FIXED, tail) == 0;
-    if (!ok) {
-        exec_shim_argv_free(v);
-        return NULL;
-    }
-    return v;
-}
-
-/* The shim's environment: aegisd's own, then the job's strings (envp,
- * nenv of them) under SHIM_ENV_PREFIX names. Not as arguments: any user
- * may read a process's arguments (ps), only its user and root its
- * environment, and the shim runs as root. Not under their own names
- * either: a submitter's LD_PRELOAD must not load into a root process.
- * Returns a malloc'd vector of malloc'd strings (exec_shim_argv_free),
- * or NULL. */
-static char **exec_shim_environ(char *const *envp) {
-    size_t nown = exec_count(environ), nenv = exec_count(envp), n = 0;
-    size_t plen = strlen(SHIM_NAMES);
-    char **v = calloc(nown + nenv + 1, sizeof(*v));
-    bool ok = v != NULL;
-    for (size_t i = 0; ok && i < nown; i++)
-        if (strncmp(environ[i], SHIM_NAMES, plen) != 0)
-            ok = (v[n++] = strdup(environ[i])) != NULL;
-    for (size_t i = 0; ok && i < nenv; i++)
-        if (!(ok = asprintf(&v[n], SHIM_ENV_PREFIX "%zu=%s", i, envp[i]) >= 0))
-            v[n] = NULL;
-        else
-            n++;
-    if (!ok) {
-        exec_shim_argv_free(v);
-        return NULL;
-    }
-    return v;
-}
-
 /* Moves each of the n descriptors above the shim's (posix_spawn's dup2
  * actions run in order: a source among 3..5 would be overwritten before
  * its turn). 0, or -1 with errno. */
@@ -633,30 +516,11 @@ static int exec_fds_above_shim(int *fds, int n) {
 }
 
 /* Starts the shim program at path with the nfds of fds (out, err,
- * status) as its descriptors 3 to 5. posix_spawn, not fork: glibc's
- * starts the child without copying aegisd's memory (a fork of a big
- * daemon costs a copy-on-write fault per page it touches afterwards). 0,
- * or an errno. */
-/* envp, then argv's strings past its first under SHIM_ARG_PREFIX names:
- * a malloc'd vector of malloc'd strings (exec_shim_argv_free), or NULL. */
-static char **exec_args_in_env(char *const *argv, char *const *envp) {
-    size_t nargs = exec_count(argv), nenv = exec_count(envp);
-    char **v = calloc(nenv + nargs + 1, sizeof(*v));
-    bool ok = v && exec_argv_copy(v, 0, envp) == 0;
-    for (size_t k = 1; ok && k < nargs; k++)
-        if (!(ok = asprintf(&v[nenv + k - 1], SHIM_ARG_PREFIX "%zu=%s", k,
-                            argv[k]) >= 0))
-            v[nenv + k - 1] = NULL;
-    if (!ok) {
-        exec_shim_argv_free(v);
-        return NULL;
-    }
-    return v;
-}
-
-/* Spawns the shim with the arguments argv (exec_shim_argv) in its
- * environment, envp, and only its mode and the job's id as arguments.
- * Returns 0, or an errno value. */
+ * status) as its descriptors 3 to 5, its arguments argv (exec_shim_argv)
+ * in its environment envp (exec_args_in_env), and only its mode and the
+ * job's id as arguments. posix_spawn, not fork: glibc's starts the child
+ * without copying aegisd's memory (a fork of a big daemon costs a
+ * copy-on-write fault per page it touches afterwards). 0, or an errno. */
 static int exec_spawn_shim(const char *path, char *const *argv,
                            char *const *envp, const int *fds, int nfds,
                            pid_t *pid) {
@@ -813,72 +677,7 @@ int exec_shim_path(char *out, size_t outlen, char *err, size_t errlen) {
     return -1;
 }
 
-/* A number of the shim's arguments, or -1 when it is not one. */
-static long long exec_shim_number(const char *text) {
-    char *end;
-    errno = 0;
-    long long v = strtoll(text, &end, 10);
-    return errno == 0 && end != text && *end == '\0' && v >= 0 ? v : -1;
-}
-
 static void exec_notify_child(const exec_notify_spec *spec, char **envp);
-
-/* The job's environment from the shim's own (exec_shim_environ): a
- * malloc'd vector of nenv pointers into environ's strings, or NULL when
- * one is missing, given twice or numbered past nenv. */
-static char **exec_shim_job_env(long long nenv) {
-    size_t plen = strlen(SHIM_ENV_PREFIX);
-    char **v = calloc((size_t)nenv + 1, sizeof(*v));
-    for (size_t i = 0; v && environ[i]; i++) {
-        const char *at = environ[i] + plen, *end = at;
-        if (strncmp(environ[i], SHIM_ENV_PREFIX, plen) != 0) continue;
-        long long k = -1;
-        if (*at >= '0' && *at <= '9') k = strtoll(at, (char **)&end, 10);
-        if (*end != '=' || k < 0 || k >= nenv || v[k]) {
-            free(v);
-            return NULL;
-        }
-        v[k] = (char *)end + 1;
-    }
-    for (long long k = 0; v && k < nenv; k++)
-        if (!v[k]) {
-            free(v);
-            return NULL;
-        }
-    return v;
-}
-
-/* The shim's arguments (exec_shim_argv) into a, nums (by position) and
- * tail (argv's), and the job's environment from the shim's (*envp,
- * malloc'd): 0, or -1 when they are not aegisd's. */
-static int exec_shim_parse(int argc, char **argv, exec_shim_args *a,
-                           char ***envp, char ***tail) {
-    long long nums[SHIM_FIXED];
-    static const int numeric[] = {SHIM_ID, SHIM_ATTEMPT, SHIM_ERR_OFFSET,
-                                  SHIM_LOG_MAX, SHIM_AS_USER, SHIM_UID,
-                                  SHIM_GID, SHIM_NENV};
-    bool ok = argc > SHIM_FIXED;
-    for (size_t i = 0; ok && i < sizeof(numeric) / sizeof(*numeric); i++)
-        ok = (nums[numeric[i]] = exec_shim_number(argv[numeric[i]])) >= 0;
-    /* "-" (inherited) or the octal digits of a umask */
-    char *end;
-    long mask = strcmp(argv[SHIM_UMASK], "-") == 0
-                    ? -1 : strtol(argv[SHIM_UMASK], &end, 8);
-    if (!ok || (mask >= 0 && (*end || mask > 0777))) return -1;
-    *a = (exec_shim_args){
-        .mode = argv[SHIM_MODE], .id = nums[SHIM_ID],
-        .attempt = (int)nums[SHIM_ATTEMPT],
-        .err_offset = nums[SHIM_ERR_OFFSET],
-        .log_max_bytes = nums[SHIM_LOG_MAX],
-        .as_user = nums[SHIM_AS_USER] != 0, .uid = (uid_t)nums[SHIM_UID],
-        .gid = (gid_t)nums[SHIM_GID], .user = argv[SHIM_USER],
-        .cwd = argv[SHIM_CWD], .cgroups = argv[SHIM_CGROUPS],
-        .out_path = argv[SHIM_OUT_PATH], .err_path = argv[SHIM_ERR_PATH],
-        .has_umask = mask >= 0, .umask = mask >= 0 ? (unsigned)mask : 0};
-    if (!(*envp = exec_shim_job_env(nums[SHIM_NENV]))) return -1;
-    *tail = argv + SHIM_FIXED;
-    return 0;
-}
 
 /* The shim watching a job's attempt (exec_prepare, exec_spawn). */
 static int exec_shim_job(const exec_shim_args *a, char **envp, char **argv) {
@@ -904,36 +703,10 @@ static int exec_shim_job(const exec_shim_args *a, char **envp, char **argv) {
     return 1; /* exec_shim exits */
 }
 
-/* The shim's arguments, from its environment (exec_spawn_shim) into a
- * malloc'd vector of *argc, or argv itself where the environment has none
- * (an aegisd older than its shim, during a package's upgrade). NULL when
- * one is missing, given twice or numbered past their count. */
-static char **exec_shim_args_found(int *argc, char **argv) {
-    size_t plen = strlen(SHIM_ARG_PREFIX), n = 0;
-    for (size_t i = 0; environ[i]; i++)
-        n += strncmp(environ[i], SHIM_ARG_PREFIX, plen) == 0;
-    if (n == 0) return argv;
-    char **v = calloc(n + 2, sizeof(*v));
-    for (size_t i = 0; v && environ[i]; i++) {
-        if (strncmp(environ[i], SHIM_ARG_PREFIX, plen) != 0) continue;
-        char *end;
-        unsigned long long k = strtoull(environ[i] + plen, &end, 10);
-        if (*end != '=' || k < 1 || k > n || v[k]) {
-            free(v);
-            return NULL;
-        }
-        v[k] = end + 1;
-    }
-    if (v) v[0] = argv[0];
-    *argc = (int)n + 1;
-    return v;
-}
-
 int exec_shim_main(int argc, char **argv) {
     exec_shim_args a;
     char **envp = NULL, **tail = NULL;
-    argv = exec_shim_args_found(&argc, argv);
-    if (!argv || exec_shim_parse(argc, argv, &a, &envp, &tail) != 0 ||
+    if (exec_shim_args_read(argc, argv, &a, &envp, &tail) != 0 ||
         (strcmp(a.mode, "job") != 0 && strcmp(a.mode, "notify") != 0)) {
         dprintf(2, "aegis-shim: started by aegisd only (its arguments are "
                 "aegisd's, not a user's)\n");
