@@ -93,7 +93,7 @@ static int take_record(feed_consumer *c, feed_err *err) {
         c->rec = r;
         c->pos = r->pos;
         c->start_epoch = r->start_epoch;
-        pthread_cond_broadcast(&h->space_cv); /* may meet min_consumers */
+        feed_wake(&h->space_seq); /* may meet min_consumers */
         break;
     }
     if (rc == FEED_OK && !c->rec) {
@@ -199,7 +199,7 @@ static void publish_progress(feed_consumer *c) {
     c->rec->pos = c->pos;
     c->rec->low = oldest_hold(c);
     c->rec->seen_ns = feed_now_ns();
-    if (h->producer_waiting) pthread_cond_broadcast(&h->space_cv);
+    if (h->producer_waiting) feed_wake(&h->space_seq);
     feed_unlock(h);
 }
 
@@ -275,7 +275,7 @@ static int wait_published(feed_consumer *c, int timeout_ms, feed_err *err) {
             rc = FEED_TIMEOUT;
             break;
         }
-        feed_wait(h, &h->data_cv, FEED_POLL_MS);
+        feed_wait(h, &h->data_seq, FEED_POLL_MS);
     }
     feed_unlock(h);
     return rc;
@@ -457,7 +457,7 @@ void feed_detach(feed_consumer *c) {
         if (c->cuda_map[i]) feed_cuda_close(c->cuda_device, c->cuda_map[i]);
     feed_lock(h);
     c->rec->in_use = 0;
-    pthread_cond_broadcast(&h->space_cv);
+    feed_wake(&h->space_seq);
     feed_unlock(h);
     feed_shm_unmap(&c->m);
     free(c->holds);

@@ -262,7 +262,7 @@ static int wait_for_space(feed_producer *p, int timeout_ms, feed_err *err) {
         if (timeout_ms >= 0 && (deadline - now) / 1000000ULL < (uint64_t)ms)
             ms = (int)((deadline - now) / 1000000ULL) + 1;
         h->producer_waiting = 1;
-        feed_wait(h, &h->space_cv, ms);
+        feed_wait(h, &h->space_seq, ms);
         h->producer_waiting = 0;
     }
     feed_unlock(h);
@@ -379,7 +379,7 @@ static void commit(feed_producer *p, feed_shm_slot *s, int end_of_epoch) {
         h->epoch++;
         h->epoch_start = h->head;
     }
-    pthread_cond_broadcast(&h->data_cv);
+    feed_wake(&h->data_seq);
     feed_unlock(h);
 }
 
@@ -421,7 +421,7 @@ static void wait_unmapped(feed_producer *p) {
             mapped |= h->consumers[i].in_use && h->consumers[i].cuda_maps;
         if (!mapped) break;
         h->producer_waiting = 1;
-        feed_wait(h, &h->space_cv, FEED_POLL_MS);
+        feed_wait(h, &h->space_seq, FEED_POLL_MS);
         h->producer_waiting = 0;
     }
     feed_unlock(h);
@@ -433,7 +433,7 @@ static void close_as(feed_producer *p, uint32_t how) {
     feed_shm *h = p->m.hdr;
     feed_lock(h);
     h->closed = how;
-    pthread_cond_broadcast(&h->data_cv);
+    feed_wake(&h->data_seq);
     feed_unlock(h);
     /* Attached consumers keep their mapping and drain what is left. */
     feed_shm_unlink_if_ours(&p->m, p->name);

@@ -4,8 +4,11 @@
  * Liveness is checked by pid and start time rather than by heartbeat: a
  * training step may legitimately keep a consumer away from the feed for
  * seconds, while a killed process is gone (or a zombie) at once. */
+#define _GNU_SOURCE /* syscall(SYS_futex) */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -14,6 +17,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -66,20 +70,14 @@ uint64_t feed_now_ns(void) {
 
 static size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
 
+/* The lock; the futex words need nothing but the zeroes ftruncate left. */
 static int init_sync(feed_shm *h, feed_err *err) {
     pthread_mutexattr_t ma;
-    pthread_condattr_t ca;
     int rc = pthread_mutexattr_init(&ma);
     rc = rc ? rc : pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
     rc = rc ? rc : pthread_mutexattr_setrobust(&ma, PTHREAD_MUTEX_ROBUST);
     rc = rc ? rc : pthread_mutex_init(&h->lock, &ma);
     pthread_mutexattr_destroy(&ma);
-    rc = rc ? rc : pthread_condattr_init(&ca);
-    rc = rc ? rc : pthread_condattr_setpshared(&ca, PTHREAD_PROCESS_SHARED);
-    rc = rc ? rc : pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    rc = rc ? rc : pthread_cond_init(&h->data_cv, &ca);
-    rc = rc ? rc : pthread_cond_init(&h->space_cv, &ca);
-    pthread_condattr_destroy(&ca);
     if (rc) {
         feed_seterr(err, FEED_ESYS, "feed %s: process-shared lock: %s",
                     h->name, strerror(rc));
@@ -315,19 +313,6 @@ int feed_shm_unlink_if_ours(const feed_map *m, const char *name) {
     return shm_unlink(nm) == 0 ? 0 : errno;
 }
 
-/* The time ms milliseconds from now on clock. */
-static struct timespec deadline_after(clockid_t clock, int ms) {
-    struct timespec ts;
-    clock_gettime(clock, &ts);
-    ts.tv_sec += ms / 1000;
-    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
-    return ts;
-}
-
 void feed_lock(feed_shm *h) {
     if (pthread_mutex_lock(&h->lock) == EOWNERDEAD)
         pthread_mutex_consistent(&h->lock);
@@ -335,10 +320,24 @@ void feed_lock(feed_shm *h) {
 
 void feed_unlock(feed_shm *h) { pthread_mutex_unlock(&h->lock); }
 
-void feed_wait(feed_shm *h, pthread_cond_t *cv, int ms) {
-    struct timespec ts = deadline_after(CLOCK_MONOTONIC, ms);
-    if (pthread_cond_timedwait(cv, &h->lock, &ts) == EOWNERDEAD)
-        pthread_mutex_consistent(&h->lock);
+/* The word is read while the lock is still held, so a change made after
+ * the waiter checked its condition (which needs the lock) bumps the word
+ * past `seen`, and FUTEX_WAIT then returns at once instead of sleeping
+ * through it. The futex is not FUTEX_PRIVATE: the word is in a segment
+ * other processes map. FUTEX_WAIT's timeout is relative (monotonic). */
+void feed_wait(feed_shm *h, _Atomic uint32_t *word, int ms) {
+    uint32_t seen = atomic_load_explicit(word, memory_order_acquire);
+    struct timespec ts = {.tv_sec = ms / 1000,
+                          .tv_nsec = (long)(ms % 1000) * 1000000L};
+    feed_unlock(h);
+    /* EAGAIN (changed already), ETIMEDOUT and EINTR all mean: re-check */
+    syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT, seen, &ts, NULL, 0);
+    feed_lock(h);
+}
+
+void feed_wake(_Atomic uint32_t *word) {
+    atomic_fetch_add_explicit(word, 1, memory_order_release);
+    syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 }
 
 /* Reads state and start time from /proc/PID/stat; 0 if unreadable. */

@@ -5,8 +5,13 @@
  *
  * Everything after `lock` marked "locked" is read and written only with
  * `lock` held; `lock` is a robust process-shared mutex, so a process killed
- * inside a critical section cannot wedge the others. The header is ready to
- * use once `magic` reads FEED_MAGIC (written last by the creator). */
+ * inside a critical section cannot wedge the others. Waits are Linux futexes
+ * on two sequence words, not process-shared condition variables: glibc's
+ * condition variable counts its waiters in the shared memory, and a waiter
+ * killed inside pthread_cond_timedwait leaves a count that the next
+ * broadcast waits for ever to drain. A futex keeps no state of a waiter
+ * outside the kernel's queue, which drops a dead one. The header is ready
+ * to use once `magic` reads FEED_MAGIC (written last by the creator). */
 #ifndef AEGIS_FEED_SHM_H
 #define AEGIS_FEED_SHM_H
 
@@ -21,7 +26,10 @@
 
 #define FEED_SHM_PREFIX "aegis-feed-"
 #define FEED_SHM_DIR "/dev/shm/"
-#define FEED_MAGIC 0x3364656566676561ULL /* "aegfeed3" */
+/* The layout's version: a peer of another layout takes the segment for
+ * one not made yet (the consumer waits, ls lists it as corrupt).
+ * "aegfeed4": futex words replaced the condition variables. */
+#define FEED_MAGIC 0x3464656566676561ULL /* "aegfeed4" */
 /* Waits are cut into slices this long so a dead peer is noticed within one
  * slice: the issue asks for under a second. */
 #define FEED_POLL_MS 100
@@ -93,8 +101,10 @@ typedef struct {
     char cuda_bus[FEED_CUDA_BUS_MAX];
 
     pthread_mutex_t lock;
-    pthread_cond_t data_cv;  /* producer -> consumers: published, closed */
-    pthread_cond_t space_cv; /* consumers -> producer: released, left */
+    /* Futex words, bumped under the lock after each change a waiter may
+     * wait for (see feed_wait, feed_wake); read without it. */
+    _Atomic uint32_t data_seq;  /* producer -> consumers: published, closed */
+    _Atomic uint32_t space_seq; /* consumers -> producer: released, left */
     /* locked: */
     uint64_t head;        /* sequence the next publish gets */
     uint64_t epoch;       /* epoch of the next publish */
@@ -102,7 +112,7 @@ typedef struct {
     uint32_t closed;      /* FEED_CLOSED or FEED_FAILED once the
                              producer closed it; 0 before */
     uint32_t started;     /* min_consumers were attached once */
-    uint32_t producer_waiting; /* producer sleeps on space_cv */
+    uint32_t producer_waiting; /* producer sleeps on space_seq */
     feed_shm_consumer consumers[FEED_MAX_CONSUMERS];
     feed_shm_slot slots[]; /* nslots of them */
 } feed_shm;
@@ -162,8 +172,13 @@ int feed_shm_unlink_if_ours(const feed_map *m, const char *name);
 
 void feed_lock(feed_shm *h);
 void feed_unlock(feed_shm *h);
-/* Wait on cv at most ms milliseconds; returns with the lock held. */
-void feed_wait(feed_shm *h, pthread_cond_t *cv, int ms);
+/* Called locked: let go of the lock, sleep until *word changes from what
+ * it is now (feed_wake) or ms milliseconds pass, take the lock again.
+ * Spurious returns happen; callers re-check their condition. */
+void feed_wait(feed_shm *h, _Atomic uint32_t *word, int ms);
+/* Called locked, after a change waiters on *word wait for: bump it and
+ * wake them all. */
+void feed_wake(_Atomic uint32_t *word);
 
 feed_proc feed_proc_self(void);
 int feed_proc_alive(const feed_proc *p);

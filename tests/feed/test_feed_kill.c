@@ -11,7 +11,12 @@
  * died in), and nothing may be left in /dev/shm. Every child arms an
  * alarm, so a stall fails the round instead of hanging the test.
  *
- * The seed is printed; AEGIS_FEED_KILL_SEED=N replays a failing run. */
+ * The seed is printed; AEGIS_FEED_KILL_SEED=N replays a failing run.
+ *
+ * A second case kills consumers while they sleep in their wait for the
+ * next batch, one after another: the producer and a consumer that reads
+ * beside them must finish (a process-shared condition variable wedged
+ * its next broadcast for ever when a waiter died inside it). */
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -244,8 +249,109 @@ static void test_random_kills_keep_survivors_exact(void **state) {
     for (int round = 0; round < ROUNDS; round++) one_round(round, seed);
 }
 
+/* Until process pid sleeps (state S in /proc/PID/stat): a consumer that
+ * said it is about to wait for a batch is then inside that wait. 0 if it
+ * never does within 10 s. */
+static int sleeping(pid_t pid) {
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    for (int i = 0; i < 10000; i++) {
+        FILE *f = fopen(path, "r");
+        size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+        if (f) fclose(f);
+        buf[n] = '\0';
+        const char *p = strrchr(buf, ')');
+        if (p && p[1] == ' ' && p[2] == 'S') return 1;
+        struct timespec ts = {0, 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    return 0;
+}
+
+/* The consumer beside the victims: whole batches, each released at once;
+ * exit 0 once it read the epoch whole and the end of the feed. */
+static int read_beside(const char *name, int ready_fd) {
+    feed_err err;
+    feed_consumer *c = feed_attach(name, 0, 10000, &err);
+    if (!c) return BAD + 8;
+    if (write(ready_fd, "r", 1) != 1) return BAD + 11;
+    unsigned char seen[SAMPLES] = {0};
+    feed_batch b;
+    int rc, n = 0;
+    while ((rc = feed_next(c, &b, -1, &err)) == FEED_OK) {
+        int bad = check_view(&b, 0, seen);
+        if (bad) return bad;
+        n += (int)b.rows;
+        feed_release(c, b.seq);
+    }
+    if (rc != FEED_EPOCH_END || n != SAMPLES) return BAD + 9;
+    rc = feed_next(c, &b, -1, &err);
+    feed_detach(c);
+    return rc == FEED_END ? 0 : BAD + 10;
+}
+
+/* A victim: attach, say so, then wait for a batch until killed. */
+static void wait_to_die(const char *name, int ready_fd) {
+    feed_err err;
+    feed_consumer *c = feed_attach(name, 0, 10000, &err);
+    if (!c || write(ready_fd, "v", 1) != 1) _exit(BAD + 8);
+    feed_batch b;
+    feed_next(c, &b, -1, &err);
+    _exit(BAD + 12); /* nothing is published before it is killed */
+}
+
+/* The producer's side: before each batch, one consumer killed while it
+ * waits for that batch. Exit 0, or BAD + why. */
+static int publish_past_killed_waiters(const char *name) {
+    feed_config cfg = {
+        .name = name, .slot_bytes = ROWS * (COLS * sizeof(float) + 8) + 256,
+        .ahead = 2, .replay = 0, .min_consumers = 1,
+        .batch_rows = ROWS, .epoch_batches = BATCHES, .epoch_rows = SAMPLES,
+    };
+    feed_err err;
+    feed_producer *p = feed_create(&cfg, &err);
+    int fds[2];
+    if (!p || pipe(fds) < 0) return BAD + 1;
+    char got;
+    pid_t reader = fork();
+    if (reader == 0) {
+        alarm(CHILD_ALARM_S);
+        _exit(read_beside(name, fds[1]));
+    }
+    if (read(fds[0], &got, 1) != 1) return BAD + 13;
+    for (int b = 0; b < BATCHES; b++) {
+        pid_t victim = fork();
+        if (victim == 0) wait_to_die(name, fds[1]);
+        if (read(fds[0], &got, 1) != 1 || got != 'v') return BAD + 13;
+        if (!sleeping(victim)) return BAD + 14;
+        kill(victim, SIGKILL);
+        if (exit_status(victim) != 100 + SIGKILL) return BAD + 15;
+        if (publish(p, 0, b, &err) != FEED_OK) return BAD + 2;
+    }
+    if (feed_end_epoch(p, -1, &err) != FEED_OK) return BAD + 3;
+    feed_close(p);
+    return exit_status(reader);
+}
+
+static int run_mid_wait(void *arg) {
+    return publish_past_killed_waiters(arg);
+}
+
+static void test_consumer_killed_mid_wait_stalls_nobody(void **state) {
+    char name[64];
+    feed_name(name, sizeof name, ROUNDS);
+    pid_t prod = fork_child(run_mid_wait, name);
+    int st = exit_status(prod);
+    if (st == 100 + SIGALRM)
+        fail_msg("the producer or its reader stalled after a consumer was "
+                 "killed while it waited");
+    assert_int_equal(st, 0);
+    assert_true(segments_vanish());
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_consumer_killed_mid_wait_stalls_nobody),
         cmocka_unit_test(test_random_kills_keep_survivors_exact),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
