@@ -456,6 +456,20 @@ def _attach(name, batch_size, timeout):
     if timeout is not None and not timeout >= 0:
         raise ValueError("timeout %r: seconds, 0 or more, or None"
                          % (timeout,))
+    # Announced as a consumer waiting for the feed for the whole loop, not
+    # only inside each short wait: a producer made meanwhile holds its
+    # first batch until every announced consumer has attached, so that
+    # all start with epoch 0 (docs/feed.md, "Start order").
+    announced = _aegis_feed.announce(name)
+    try:
+        return _attach_waiting(name, batch_size, timeout)
+    finally:
+        if announced:
+            _aegis_feed.unannounce(name)
+
+
+def _attach_waiting(name, batch_size, timeout):
+    """_attach's loop of short waits."""
     start = time.monotonic()
     told = False
     while True:

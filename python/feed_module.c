@@ -634,9 +634,34 @@ static PyTypeObject ProducerType = {
     .tp_new = PyType_GenericNew,
 };
 
+/* announce(name) -> bool and unannounce(name): aegis_feed's attach waits
+ * in short feed_attach calls, and announces this process as a consumer of
+ * the feed around them (see feed_announce). */
+static PyObject *module_announce(PyObject *mod, PyObject *arg) {
+    const char *name = PyUnicode_AsUTF8(arg);
+    if (!name) return NULL;
+    return PyBool_FromLong(feed_announce(name));
+}
+
+static PyObject *module_unannounce(PyObject *mod, PyObject *arg) {
+    const char *name = PyUnicode_AsUTF8(arg);
+    if (!name) return NULL;
+    feed_unannounce(name);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef module_methods[] = {
+    {"announce", module_announce, METH_O,
+     "announce this process as a consumer waiting for a feed; True if made"},
+    {"unannounce", module_unannounce, METH_O,
+     "withdraw the announcement announce() made"},
+    {NULL, NULL, 0, NULL},
+};
+
 static struct PyModuleDef feed_module = {
     PyModuleDef_HEAD_INIT, .m_name = "_aegis_feed",
     .m_doc = "shared-memory data feed (C core of aegis_feed)", .m_size = -1,
+    .m_methods = module_methods,
 };
 
 PyMODINIT_FUNC PyInit__aegis_feed(void) {

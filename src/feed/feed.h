@@ -186,6 +186,17 @@ int feed_peers(feed_producer *p, feed_peer *out, int max);
  * can feed another user's jobs data of his own under their feed's name. */
 feed_consumer *feed_attach(const char *name, uint32_t batch_size,
                            int timeout_ms, feed_err *err);
+/* While feed_attach waits for a feed not made yet, it announces this
+ * process as a consumer of it (feed_announce), and a producer then made
+ * holds its first batch (at most 5 s) until every announced consumer has
+ * attached, so that all of them start with epoch 0. feed_announce returns
+ * 1 if it made the announcement, which its maker withdraws with
+ * feed_unannounce; 0 if there was one already (or it could not be made:
+ * it is a hint). A caller that waits in a loop of short feed_attach calls
+ * announces around the loop, so it stays counted between them;
+ * feed_attach withdraws only the announcement it made. */
+int feed_announce(const char *name);
+void feed_unannounce(const char *name);
 /* Next batch. FEED_OK fills *out and takes a hold on out->seq that lasts
  * until feed_release(c, out->seq); FEED_EPOCH_END, FEED_END, FEED_TIMEOUT or
  * an error code otherwise. */

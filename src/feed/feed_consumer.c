@@ -36,6 +36,7 @@ struct feed_consumer {
     int slicing;          /* pos is a batch we are cutting views from */
     uint64_t row_off;     /* next row of it to hand out */
     uint64_t checked_ns;  /* last producer liveness check */
+    int announced;        /* feed_attach announced us (feed_announce.c) */
     hold *holds;          /* unreleased views, by producer sequence */
     uint32_t nholds, cap;
     int cuda_device;      /* local ordinal of the feed's GPU; -1: unmapped */
@@ -110,12 +111,14 @@ static void sleep_ms(int ms) {
     nanosleep(&ts, NULL);
 }
 
-/* Map the segment, waiting for the producer to create it. */
+/* Map the segment, waiting for the producer to create it, announced
+ * (feed_announce.c) while it waits. */
 static int open_when_ready(feed_consumer *c, int timeout_ms, feed_err *err) {
     uint64_t deadline = feed_now_ns() + (uint64_t)timeout_ms * 1000000ULL;
-    for (;;) {
+    for (int tries = 0;; tries++) {
         int rc = feed_shm_open(&c->m, c->name, FEED_OWNER_TRUSTED, err);
         if (rc != FEED_ENOENT) return rc;
+        if (tries == 0) c->announced = feed_announce(c->name);
         if (timeout_ms >= 0 && feed_now_ns() >= deadline) return rc;
         sleep_ms(10); /* no event exists for "a file appeared in /dev/shm" */
     }
@@ -175,6 +178,8 @@ feed_consumer *feed_attach(const char *name, uint32_t batch_size,
         if (rc == FEED_ESYS)
             feed_seterr(err, rc, "feed %s: out of memory", name);
     }
+    /* attached (the producer sees our record by now), or gave up */
+    if (c->announced) feed_unannounce(name);
     if (rc != FEED_OK) {
         feed_shm_unmap(&c->m);
         free(c->holds);

@@ -31,6 +31,8 @@ struct feed_producer {
     uint64_t reaped_ns; /* last liveness sweep over the consumers */
     int consumer_wait_ms; /* feed_config's */
     uint64_t lonely_ns; /* since when publishes lack consumers; 0: not */
+    uint64_t announced_ns; /* since when batch 0 waits for announced
+                              consumers; 0: not yet */
     int cuda_device;    /* GPU of the device buffers; -1 before the first */
     uint64_t *cuda_buf; /* device buffer per slot; 0 until first needed */
 };
@@ -228,7 +230,22 @@ static int check_lonely(feed_producer *p, int have, int need, uint64_t now,
     return FEED_ENOCONSUMER;
 }
 
-/* Wait until slot `head` may be written: enough consumers, and space (see
+/* Consumers announced as waiting for this feed (feed_announce.c) that
+ * have not attached yet: before the first batch, and for at most
+ * FEED_ANNOUNCE_MS after the first were seen, so that one stopped before
+ * it attached delays the feed only so long. Locked. */
+static int announced_waiting(feed_producer *p, uint64_t now) {
+    if (p->m.hdr->started) return 0;
+    if (p->announced_ns &&
+        now - p->announced_ns >= FEED_ANNOUNCE_MS * 1000000ULL)
+        return 0;
+    int n = feed_announced(p->name, p->m.hdr);
+    if (n && !p->announced_ns) p->announced_ns = now;
+    return n;
+}
+
+/* Wait until slot `head` may be written: enough consumers, none of those
+ * announced before batch 0 still on its way, and space (see
  * feed_has_space). */
 static int wait_for_space(feed_producer *p, int timeout_ms, feed_err *err) {
     feed_shm *h = p->m.hdr;
@@ -239,7 +256,9 @@ static int wait_for_space(feed_producer *p, int timeout_ms, feed_err *err) {
         reap_dead(p, 0);
         uint64_t low, now = feed_now_ns();
         int n = live_consumers(h, &low), need = consumers_needed(h);
-        if (n >= need) {
+        if (n >= need && announced_waiting(p, now)) {
+            /* they attach within milliseconds and wake us then */
+        } else if (n >= need) {
             h->started = 1;
             p->lonely_ns = 0;
             if (feed_has_space(&p->m, low)) break;

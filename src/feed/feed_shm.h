@@ -193,6 +193,14 @@ feed_shm_slot *feed_slot_meta(const feed_map *m, uint64_t seq);
  * nobody holds the slot's previous batch. Locked. */
 int feed_has_space(const feed_map *m, uint64_t low);
 
+/* Consumers announced (feed_announce.c) for feed `name` whose process lives and holds no
+ * record of h yet; locked. Removes dead processes' announcements. */
+int feed_announced(const char *name, const feed_shm *h);
+/* How long a producer holds its first batch for announced consumers that
+ * have not attached: they find the segment within milliseconds, so only
+ * a stopped or starved one takes this long. */
+#define FEED_ANNOUNCE_MS 5000
+
 void feed_seterr(feed_err *err, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
