@@ -190,8 +190,11 @@ def _loader_len(loader):
         return 0
 
 
-def _epoch_rows(loader):
-    """Samples per epoch of a torch DataLoader; 0 (unknown) otherwise."""
+def _epoch_rows(loader, loader_rows):
+    """Samples per epoch: a torch DataLoader's, from its sampler; for any
+    other loader with a len(), that many batches of loader_rows (the first
+    batch's rows), as TensorSocket reckons; 0 (unknown) without a len().
+    Consumers' len() is computed from it."""
     size = getattr(loader, "batch_size", None)
     try:
         if size and getattr(loader, "drop_last", False):
@@ -200,7 +203,7 @@ def _epoch_rows(loader):
             return len(loader.sampler)
     except TypeError:
         pass
-    return 0
+    return _loader_len(loader) * loader_rows
 
 
 class Producer:
@@ -240,6 +243,7 @@ class Producer:
         self.slot_bytes = slot_bytes
         self._it = None
         self._pending = []  # loader batches not yet published (combine)
+        self._loader_rows = 0  # rows of the first loader batch
         self.epoch = 0
 
     def __len__(self):
@@ -257,7 +261,8 @@ class Producer:
             consumer_wait_ms=0 if wait is None else max(1, int(wait * 1000)),
             batch_rows=rows,
             epoch_batches=math.ceil(_loader_len(self.loader) / self.combine),
-            epoch_rows=_epoch_rows(self.loader), user_meta=self._meta())
+            epoch_rows=_epoch_rows(self.loader, self._loader_rows),
+            user_meta=self._meta())
 
     def _meta(self):
         """Bytes the consumers may read (Consumer.meta); none here."""
@@ -317,6 +322,8 @@ class Producer:
 
     def _take(self, batch):
         """Publish batch once `combine` loader batches are in hand."""
+        if not self._loader_rows:
+            self._loader_rows = _rows(batch)
         self._pending.append(batch)
         if len(self._pending) == self.combine:
             self._flush()
@@ -388,9 +395,13 @@ class Consumer:
                             "GPU memory; use as_torch=True" % name)
         self._ended = False
         self.epoch = self._feed.epoch
-        # read now: a closed feed (at the end of the stream) has neither
+        # read now: a closed feed (at the end of the stream) has none
         self._meta = self._feed.user_meta
         self._id = self._feed.id
+        try:
+            self._len, self._len_error = len(self._feed), None
+        except TypeError as e:  # the producer's loader has no len()
+            self._len, self._len_error = None, str(e)
 
     def _convert(self, view):
         if self._torch:
@@ -421,7 +432,11 @@ class Consumer:
         return values[0] if self._kind & _SINGLE else tuple(values)
 
     def __len__(self):
-        return len(self._feed)
+        """Batches per epoch at this batch size, as read at attach: it
+        answers after the producer ended the feed too."""
+        if self._len is None:
+            raise TypeError(self._len_error)
+        return self._len
 
     @property
     def meta(self):

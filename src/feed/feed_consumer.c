@@ -442,13 +442,29 @@ void feed_consumer_id(const feed_consumer *c, uint8_t id[FEED_ID_BYTES]) {
     memcpy(id, c->rec->id, FEED_ID_BYTES);
 }
 
+/* Views of bs rows of a batch of `rows` rows: the last may be shorter. */
+static uint64_t views_of(uint64_t rows, uint64_t bs) {
+    return (rows + bs - 1) / bs;
+}
+
 uint64_t feed_consumer_len(const feed_consumer *c) {
     const feed_shm *h = c->m.hdr;
-    uint64_t bs = c->batch_size;
-    if (!bs) return h->epoch_batches;
-    /* views never straddle producer batches, and bs divides batch_rows */
-    if (h->epoch_rows) return (h->epoch_rows + bs - 1) / bs;
-    return h->epoch_batches * ((h->batch_rows + bs - 1) / bs);
+    uint64_t bs = c->batch_size, batches = h->epoch_batches;
+    uint64_t rows = h->batch_rows, samples = h->epoch_rows;
+    if (!bs || !rows) return batches;
+    /* Views never straddle producer batches: every batch of an epoch but
+     * the last has batch_rows rows, the last has what is left. */
+    if (!batches) return 0;
+    if (!samples) return batches * views_of(rows, bs);
+    uint64_t before_last, len;
+    /* numbers that do not fit what the producer said of its batches (or
+     * overflow: the owner may write anything in the header) get the best
+     * guess, never a crash */
+    if (__builtin_mul_overflow(batches - 1, rows, &before_last) ||
+        samples <= before_last ||
+        __builtin_mul_overflow(batches - 1, views_of(rows, bs), &len))
+        return views_of(samples, bs);
+    return len + views_of(samples - before_last, bs);
 }
 
 uint64_t feed_consumer_epoch(const feed_consumer *c) {
