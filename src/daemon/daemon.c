@@ -690,13 +690,16 @@ static int d_open(d_daemon *d) {
         d_error("%s", err);
         return -1;
     }
-    if (config_load_daemon(cfg_path, !d->opt.config_path, &d->cfg, &d->acct,
-                           &d->share, &d->keys, err,
-                           sizeof(err)) != 0 ||
-        config_group_check(cfg_path, &d->keys, err, sizeof(err)) != 0) {
+    bool bad = config_load_daemon(cfg_path, !d->opt.config_path, &d->cfg,
+                                  &d->acct, &d->share, &d->keys, err,
+                                  sizeof(err)) != 0;
+    if (bad) d_error("%s", err);
+    /* every problem at once: the group too, where the rest is bad */
+    if (config_group_check(cfg_path, &d->keys, err, sizeof(err)) != 0) {
         d_error("%s", err);
-        return -1;
+        bad = true;
     }
+    if (bad) return -1;
     d->tel = tel_open(d->opt.nvml_path, err, sizeof(err));
     if (!d->tel) {
         d_error("no GPU telemetry: %s (aegisd needs NVML: the driver's "

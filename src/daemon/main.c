@@ -163,15 +163,19 @@ static int check_config(const char *path) {
     core_config cfg;
     acct_params acct;
     sharing_config share;
-    config_keys keys;
-    char err[16384];
-    if (config_load_daemon(path, false, &cfg, &acct, &share, &keys,
-                           err, sizeof(err)) != 0 ||
-        config_group_check(path, &keys, err, sizeof(err)) != 0) {
+    config_keys keys = {0};
+    char err[16384], group_err[512];
+    bool bad = config_load_daemon(path, false, &cfg, &acct, &share, &keys,
+                                  err, sizeof(err)) != 0;
+    if (bad)
         for (char *line = strtok(err, "\n"); line; line = strtok(NULL, "\n"))
             fprintf(stderr, "aegisd: %s\n", line);
-        return 2;
+    /* every problem at once: the group too, where the rest is bad */
+    if (config_group_check(path, &keys, group_err, sizeof(group_err)) != 0) {
+        fprintf(stderr, "aegisd: %s\n", group_err);
+        bad = true;
     }
+    if (bad) return 2;
     printf("%s: ok\n", path);
     return 0;
 }
