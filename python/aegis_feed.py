@@ -374,8 +374,10 @@ class Consumer:
 
     A consumer started before its producer waits for it: for ever, or
     `timeout` seconds before FeedError; it logs once (logger "aegis_feed")
-    what it waits for. batch_size must divide the producer's batches (see
-    Producer's combine); FeedError says so. len() is the batches of an
+    what it waits for. Each producer batch is cut into batches of
+    batch_size rows, the last one shorter where batch_size does not divide
+    it; one larger than the producer's batches is a FeedError (see
+    Producer's combine). len() is the batches of an
     epoch at this batch size, where the producer's loader has a len().
 
     Only a feed of this process's user is read, or of a user named in the

@@ -176,9 +176,11 @@ int feed_consumers(feed_producer *p);
  * out, in the order of their records; returns how many it wrote. */
 int feed_peers(feed_producer *p, feed_peer *out, int max);
 
-/* Consumer. batch_size 0 means whole producer batches; otherwise it must
- * divide the producer's batch_rows (FEED_EINVAL saying so if it does not,
- * unchecked where the producer did not give it). Waits up to timeout_ms (< 0: forever) for
+/* Consumer. batch_size 0 means whole producer batches; otherwise each
+ * producer batch is cut into views of batch_size rows, the last one of a
+ * batch shorter where batch_size does not divide it. A batch_size larger
+ * than the producer's batch_rows is FEED_EINVAL, saying so (unchecked
+ * where the producer did not give batch_rows). Waits up to timeout_ms (< 0: forever) for
  * the feed to appear. Reads only a segment owned (by the opened file's
  * owner, not by its name) by this process's user or by one the environment
  * variable AEGIS_FEED_TRUST names (user names or uids, comma-separated);

@@ -132,23 +132,20 @@ static int producer_gone(feed_consumer *c, feed_err *err) {
     return 1;
 }
 
-/* Refuse a batch size that would cut views across producer batches. */
+/* Refuse a batch size larger than the producer's batches: views never
+ * straddle producer batches (they are cut in place), so it could only be
+ * served short. One that does not divide them is served in pieces of
+ * that size and one shorter piece of each batch's rest: every sample
+ * once, where TensorSocket drops the rest. */
 static int check_batch_size(const feed_consumer *c, feed_err *err) {
     uint64_t rows = c->m.hdr->batch_rows, bs = c->batch_size;
-    if (!rows || !bs || (bs <= rows && rows % bs == 0)) return FEED_OK;
-    if (bs > rows)
-        feed_seterr(err, FEED_EINVAL,
-                    "feed %s: batch size %llu is larger than the producer's "
-                    "batches of %llu rows; have the producer combine loader "
-                    "batches (producer_batch_size) or take a divisor of %llu",
-                    c->name, (unsigned long long)bs,
-                    (unsigned long long)rows, (unsigned long long)rows);
-    else
-        feed_seterr(err, FEED_EINVAL,
-                    "feed %s: batch size %llu does not divide the producer's "
-                    "batches of %llu rows; take a divisor of %llu",
-                    c->name, (unsigned long long)bs,
-                    (unsigned long long)rows, (unsigned long long)rows);
+    if (!rows || bs <= rows) return FEED_OK;
+    feed_seterr(err, FEED_EINVAL,
+                "feed %s: batch size %llu is larger than the producer's "
+                "batches of %llu rows; have the producer combine loader "
+                "batches (producer_batch_size) or take at most %llu",
+                c->name, (unsigned long long)bs, (unsigned long long)rows,
+                (unsigned long long)rows);
     return FEED_EINVAL;
 }
 

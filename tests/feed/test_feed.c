@@ -428,10 +428,11 @@ static void test_producer_waiting_for_consumers_times_out(void **state) {
     assert_int_equal(leaked_segments(), 0);
 }
 
-/* A consumer batch size that does not divide the producer's batches is
- * refused at attach, saying why; len() follows the producer's epoch
- * (issue 17 items 3 and 5). */
-static void test_batch_size_must_divide_producer_batches(void **state) {
+/* A consumer batch size larger than the producer's batches is refused at
+ * attach, saying why; one that does not divide them is served in pieces
+ * and a shorter rest, and len() counts them; len() follows the producer's
+ * epoch (issue 17 items 3 and 5, review finding 5). */
+static void test_batch_size_at_most_producer_batches(void **state) {
     const char *name = feed_name("rows");
     feed_config cfg = config(name, 4, 0, 1);
     cfg.batch_rows = ROWS;
@@ -440,19 +441,23 @@ static void test_batch_size_must_divide_producer_batches(void **state) {
     feed_err err;
     feed_producer *p = feed_create(&cfg, &err);
     assert_non_null(p);
-    assert_null(feed_attach(name, 96, 0, &err));
-    assert_int_equal(err.code, FEED_EINVAL);
-    assert_non_null(strstr(err.msg, "batch size 96 does not divide"));
     assert_null(feed_attach(name, 2 * ROWS, 0, &err));
+    assert_int_equal(err.code, FEED_EINVAL);
+    assert_non_null(strstr(err.msg, "batch size 256 is larger than"));
     assert_non_null(strstr(err.msg, "producer_batch_size"));
     feed_consumer *whole = feed_attach(name, 0, 0, &err);
     feed_consumer *part = feed_attach(name, 64, 0, &err);
+    feed_consumer *odd = feed_attach(name, 96, 0, &err);
     assert_non_null(whole);
     assert_non_null(part);
+    assert_non_null(odd);
     assert_int_equal(feed_consumer_len(whole), BATCHES);
     assert_int_equal(feed_consumer_len(part), (SAMPLES - 10 + 63) / 64);
+    /* 96 + 32 rows of each full batch; the last has 118: 96 + 22 */
+    assert_int_equal(feed_consumer_len(odd), 2 * BATCHES);
     feed_detach(whole);
     feed_detach(part);
+    feed_detach(odd);
     feed_close(p);
     assert_int_equal(leaked_segments(), 0);
 }
@@ -1030,7 +1035,7 @@ int main(void) {
         cmocka_unit_test(test_killed_consumer_releases_within_a_second),
         cmocka_unit_test(test_dead_consumer_never_stalls_the_others),
         cmocka_unit_test(test_producer_waiting_for_consumers_times_out),
-        cmocka_unit_test(test_batch_size_must_divide_producer_batches),
+        cmocka_unit_test(test_batch_size_at_most_producer_batches),
         cmocka_unit_test(test_killed_producer_is_an_error_not_a_hang),
         cmocka_unit_test(test_janitor_cleans_after_producer_crash),
         cmocka_unit_test(test_gc_removes_feed_of_dead_producer),

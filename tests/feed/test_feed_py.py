@@ -231,10 +231,10 @@ def test_producer_batch_size_combines(name):
     kid = spawn(name, 64, 1, tensorsocket=True)
     for _ in producer:
         pass
-    bad = spawn(name, 96, 1, tensorsocket=True, timeout=5)
+    bad = spawn(name, 256, 1, tensorsocket=True, timeout=5)
     _, err = bad.communicate(timeout=60)
     assert bad.returncode != 0
-    assert "batch size 96 does not divide the producer's batches of 128" \
+    assert "batch size 256 is larger than the producer's batches of 128" \
         in err, err
     producer.join()
     out, _ = kid.communicate(timeout=60)

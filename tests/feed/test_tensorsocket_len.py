@@ -1,7 +1,9 @@
 """len() of a TensorSocket consumer over a loader that is not a torch
 DataLoader (a class with __len__ and batch_size, as users write): it must
-be the batches the consumer gets in each epoch, for every batch size, and
-len() must still answer after the producer's join() ended the feed. The
+be the batches the consumer gets in each epoch, for every batch size (one
+that does not divide the producer's batches too), and len() must still
+answer after the producer's join() ended the feed. A batch size larger
+than the producer's batches is refused, saying so. The
 consumers start first (they wait for the producer) and each must see
 every sample of each epoch once. ctest runs it with /usr/bin/python3 and
 PYTHONPATH naming build/python; exit 77 (skip) without torch.
@@ -21,7 +23,9 @@ except ImportError:
 from ts_kids import await_waiting
 
 SAMPLES, LOADER_BATCH, COMBINE, EPOCHS = 1000, 8, 8, 2
-SIZES = (8, 16, 4)
+# 24 and 48 do not divide the published batches of 64 rows: each is cut
+# into pieces of that size and one shorter piece of the rest.
+SIZES = (8, 16, 4, 24, 48)
 
 
 class Loader:
@@ -68,6 +72,11 @@ def main():
                               "consumer", str(port), str(bs)],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True) for bs in SIZES]
+    big = subprocess.Popen([sys.executable, os.path.abspath(__file__),
+                            "consumer", str(port), "128"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True)
+    kids.append(big)
     try:
         for kid in kids:
             await_waiting(kid)
@@ -77,6 +86,9 @@ def main():
             for _ in producer:
                 pass
         producer.join()
+        _, err = big.communicate(timeout=90)
+        assert big.returncode != 0 and "batch size 128 is larger than the " \
+            "producer's batches of 64 rows" in err, err
         for bs, kid in zip(SIZES, kids):
             out, err = kid.communicate(timeout=90)
             assert kid.returncode == 0, (bs, err)
