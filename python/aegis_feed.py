@@ -244,6 +244,7 @@ class Producer:
         self._it = None
         self._pending = []  # loader batches not yet published (combine)
         self._loader_rows = 0  # rows of the first loader batch
+        self._stage = ""  # what publishing a batch runs now, for _fail
         self.epoch = 0
 
     def __len__(self):
@@ -302,22 +303,24 @@ class Producer:
         except StopIteration:
             self._end_epoch()
             raise
-        except BaseException:
-            self._fail()
+        except BaseException as e:
+            self._fail("its loader", e)
             raise
+        self._stage = "publishing a batch"
         try:
             self._take(batch)
-        except BaseException:
-            self._fail()
+        except BaseException as e:
+            self._fail(self._stage, e)
             raise
         return batch
 
-    def _fail(self):
-        """The loader (or packing a batch) raised: end the feed as failed,
-        so that the consumers get a FeedError once they have read what was
-        published, not an epoch's end for what is only part of one."""
+    def _fail(self, what, e):
+        """`what` (the loader, or a stage of publishing a batch: _stage)
+        raised e: end the feed as failed, so that the consumers get a
+        FeedError naming it once they have read what was published, not an
+        epoch's end for what is only part of one."""
         if self._feed is not None:
-            self._feed.fail()
+            self._feed.fail("%s raised %s: %s" % (what, type(e).__name__, e))
             self._feed = None
 
     def _take(self, batch):
@@ -332,7 +335,12 @@ class Producer:
         """Publish what is left of the epoch and close it; the next batch
         comes from a fresh iterator of the loader."""
         self._it = None
-        self._flush()
+        self._stage = "publishing a batch"
+        try:
+            self._flush()
+        except BaseException as e:
+            self._fail(self._stage, e)
+            raise
         if self._feed is not None:
             self._feed.end_epoch()
         self.epoch += 1

@@ -168,7 +168,10 @@ class TensorProducer(aegis_feed.Producer):
     def publish(self, batch):
         if self.device:
             batch = _to_device(batch, self.device)
-        super().publish(_unpacked(self.pack_fn(batch)))
+        self._stage = "pack_fn"  # the consumers' error names it
+        packed = self.pack_fn(batch)
+        self._stage = "publishing a batch"
+        super().publish(_unpacked(packed))
 
     def _meta(self):
         """What TensorSocket's consumers are told of their producer."""

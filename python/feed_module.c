@@ -580,8 +580,10 @@ static PyObject *producer_close(ProducerObject *self, PyObject *unused) {
     Py_RETURN_NONE;
 }
 
-static PyObject *producer_fail(ProducerObject *self, PyObject *unused) {
-    feed_fail(self->p);
+static PyObject *producer_fail(ProducerObject *self, PyObject *args) {
+    const char *why = NULL;
+    if (!PyArg_ParseTuple(args, "|z", &why)) return NULL;
+    feed_fail(self->p, why);
     self->p = NULL;
     Py_RETURN_NONE;
 }
@@ -617,9 +619,9 @@ static PyMethodDef producer_methods[] = {
      "consumers"},
     {"close", (PyCFunction)producer_close, METH_NOARGS,
      "end the stream and unlink the feed"},
-    {"fail", (PyCFunction)producer_fail, METH_NOARGS,
-     "end the stream as failed (consumers get an error, not its end) and "
-     "unlink the feed"},
+    {"fail", (PyCFunction)producer_fail, METH_VARARGS,
+     "fail(why=None): end the stream as failed (consumers get an error "
+     "quoting why, not its end) and unlink the feed"},
     {NULL, NULL, 0, NULL},
 };
 

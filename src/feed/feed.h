@@ -35,6 +35,7 @@
 #define FEED_MAX_CONSUMERS 64 /* far above the jobs one server collocates */
 #define FEED_META_MAX 256   /* bytes of a producer's description (user_meta) */
 #define FEED_ID_BYTES 16    /* a consumer's id: random, a UUID's size */
+#define FEED_WHY_MAX 160    /* what failed (feed_fail), NUL included */
 
 /* Return codes. Non-negative codes are outcomes, negative ones errors. */
 enum {
@@ -168,8 +169,10 @@ void feed_close(feed_producer *p);
 /* feed_close() for a producer whose source failed (its loader raised):
  * its consumers read what was published, then feed_next() gives them
  * FEED_EPRODUCER saying so, not FEED_END, so a cut epoch is never taken
- * for a whole one. */
-void feed_fail(feed_producer *p);
+ * for a whole one. `why` (cut to FEED_WHY_MAX - 1 bytes; NULL: "its
+ * source failed") says what failed, e.g. "pack_fn raised ValueError: x",
+ * and their error quotes it. */
+void feed_fail(feed_producer *p, const char *why);
 /* Live consumers right now (after reaping dead ones). */
 int feed_consumers(feed_producer *p);
 /* The live consumers (after reaping dead ones), at most max of them into

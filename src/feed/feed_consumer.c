@@ -245,9 +245,11 @@ static int wait_published(feed_consumer *c, int timeout_ms, feed_err *err) {
     while (h->head <= c->pos) {
         uint64_t now = feed_now_ns();
         if (h->closed == FEED_FAILED) {
+            char why[FEED_WHY_MAX]; /* a copy, terminated: see feed_shm.h */
+            memcpy(why, h->fail_why, sizeof why);
+            why[sizeof why - 1] = '\0';
             feed_seterr(err, FEED_EPRODUCER, "feed %s: the producer failed "
-                        "(its loader raised) before it ended the feed",
-                        c->name);
+                        "(%s) before it ended the feed", c->name, why);
             rc = FEED_EPRODUCER;
             break;
         }

@@ -446,11 +446,15 @@ static void wait_unmapped(feed_producer *p) {
     feed_unlock(h);
 }
 
-/* Ends the feed, `how` (FEED_CLOSED or FEED_FAILED), and frees p. */
-static void close_as(feed_producer *p, uint32_t how) {
+/* Ends the feed, `how` (FEED_CLOSED or FEED_FAILED, then `why`), and
+ * frees p. */
+static void close_as(feed_producer *p, uint32_t how, const char *why) {
     if (!p) return;
     feed_shm *h = p->m.hdr;
     feed_lock(h);
+    if (how == FEED_FAILED)
+        snprintf(h->fail_why, sizeof h->fail_why, "%s",
+                 why ? why : "its source failed");
     h->closed = how;
     feed_wake(&h->data_seq);
     feed_unlock(h);
@@ -469,6 +473,8 @@ static void close_as(feed_producer *p, uint32_t how) {
     free(p);
 }
 
-void feed_close(feed_producer *p) { close_as(p, FEED_CLOSED); }
+void feed_close(feed_producer *p) { close_as(p, FEED_CLOSED, NULL); }
 
-void feed_fail(feed_producer *p) { close_as(p, FEED_FAILED); }
+void feed_fail(feed_producer *p, const char *why) {
+    close_as(p, FEED_FAILED, why);
+}

@@ -113,6 +113,9 @@ typedef struct {
                              producer closed it; 0 before */
     uint32_t started;     /* min_consumers were attached once */
     uint32_t producer_waiting; /* producer sleeps on space_seq */
+    /* with closed == FEED_FAILED: what failed, as feed_fail was told
+     * ("its loader raised ..."); readers clamp it to its size */
+    char fail_why[FEED_WHY_MAX];
     feed_shm_consumer consumers[FEED_MAX_CONSUMERS];
     feed_shm_slot slots[]; /* nslots of them */
 } feed_shm;

@@ -274,7 +274,35 @@ def test_failed_loader_is_an_error_for_consumers(name):
     raises(RuntimeError, "the loader failed", lambda: producer.run(1))
     out, err = kid.communicate(timeout=60)
     assert kid.returncode != 0 and out == "", (out, err)
-    assert "FeedError" in err and "the producer failed" in err, err
+    assert "FeedError" in err and "the producer failed (its loader raised " \
+        "RuntimeError: the loader failed)" in err, err
+
+
+def test_failed_pack_fn_is_named(name):
+    """A TensorProducer's pack_fn that raises ends the feed as failed, and
+    the consumers' error names pack_fn: it blamed the loader."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        print("torch missing: pack_fn test skipped")
+        return
+    from aegis_tensorsocket import pack
+    packed = []
+
+    def pack_fn(batch):
+        if len(packed) == 2:
+            raise ValueError("cannot pack this")
+        packed.append(1)
+        return pack(batch)
+    kid = spawn(name, 0, 1, tensorsocket=True)
+    producer = aegis_feed.TensorProducer(
+        torch_loader(ROWS, BATCHES), port=7020, name=name, pack_fn=pack_fn,
+        producer_batch_size=1, device="cpu")
+    raises(ValueError, "cannot pack this", lambda: producer.run(1))
+    out, err = kid.communicate(timeout=60)
+    assert kid.returncode != 0 and out == "", (out, err)
+    assert "the producer failed (pack_fn raised ValueError: cannot pack " \
+        "this)" in err, err
 
 
 def test_bad_keys_and_sizes_are_refused(name):
@@ -351,6 +379,7 @@ def main():
                               test_producer_batch_size_combines,
                               test_bad_keys_and_sizes_are_refused,
                               test_failed_loader_is_an_error_for_consumers,
+                              test_failed_pack_fn_is_named,
                               test_consumer_keeping_batches_is_told,
                               test_unlike_batches_are_refused)):
         test("%s-%d" % (prefix, i))
