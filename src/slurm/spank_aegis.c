@@ -23,8 +23,11 @@
  *                                  makes the task pipe (task_pipe below).
  *   slurm_spank_task_init_privileged  the task's own process, as root,
  *                                  before exec: asks for the lease and
- *                                  blocks until aegisd grants it. aegisd
- *                                  checks root (SO_PEERCRED) for this op.
+ *                                  waits until aegisd grants it, or until
+ *                                  the job ends (Slurm does not signal a
+ *                                  task before it runs: lease_wait.c).
+ *                                  aegisd checks root (SO_PEERCRED) for
+ *                                  this op.
  *   slurm_spank_task_init          the same process, as the user: puts the
  *                                  lease's environment in the task's.
  *   slurm_spank_task_exit          slurmstepd, once per task that ended:
@@ -38,6 +41,7 @@
 #include "cli.h"
 #include "client.h"
 #include "job_file.h"
+#include "lease_wait.h"
 #include "proto.h"
 
 #include <errno.h>
@@ -72,8 +76,9 @@ static const char *aegis_mode = "shared";
 static json_t *aegis_lease;
 
 /* A pipe slurmstepd makes before it forks the tasks: each leased task
- * writes "PID DEV INO PATH\n" on it (PATH: the file its stderr goes to,
- * DEV and INO that file's, when it is a regular file; else "0 0 "), so
+ * writes "PID RESTART DEV INO PATH\n" on it (RESTART: its run's restart
+ * count; PATH: the file its stderr goes to, DEV and INO that file's,
+ * when it is a regular file; else "0 0 "), so
  * that task_exit, in slurmstepd after the task is gone, knows which tasks
  * hold a lease and which file holds their stderr's tail. What slurmstepd
  * has read of it so far is task_lines. */
@@ -159,30 +164,97 @@ int slurm_spank_init(spank_t sp, int ac, char **av) {
     return 0;
 }
 
-/* The job's restart count (its run: 0 first, 1 after one requeue). Under
- * Slurm 22.05 neither the item S_SLURM_RESTART_COUNT (0 in batch jobs)
- * nor SLURM_RESTART_COUNT (set in the job's environment only after
- * task_init_privileged) has it where the lease is asked for, so slurmctld
- * is asked; slurm_load_job comes from the libslurmfull that slurmstepd
- * has loaded. SLURM_RESTART_COUNT serves where it is there (task_exit). */
-static uint32_t aegis_restart_count(spank_t sp, uint32_t job) {
-    uint32_t count = 0;
+/* The run a task belongs to: its Slurm job, the job's restart count (0
+ * first, 1 after one requeue), and what slurmctld last said of the job. */
+typedef struct aegis_run {
+    uint32_t job;
+    uint32_t restart;
+    uint32_t state;    /* JOB_* with flags, when known */
+    int gone;          /* slurmctld no longer knows the job */
+    time_t checked;    /* when slurmctld last answered */
+} aegis_run;
+
+/* The restart count of the run, kept for task_exit (task_pipe's lines):
+ * that callback must not ask slurmctld, which may be down or slow past
+ * the grace aegisd gives a task's end (docs/slurm.md). */
+static uint32_t aegis_run_restart;
+
+/* Slurm's names of the job states (squeue's). */
+static const char *aegis_state_name(uint32_t state) {
+    static const char *const names[] = {
+        "PENDING", "RUNNING", "SUSPENDED", "COMPLETED", "CANCELLED",
+        "FAILED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "BOOT_FAIL",
+        "DEADLINE", "OUT_OF_MEMORY"};
+    uint32_t base = state & JOB_STATE_BASE;
+    if (state & JOB_REQUEUE) return "REQUEUED";
+    return base < sizeof(names) / sizeof(*names) ? names[base] : "ENDED";
+}
+
+/* Asks slurmctld about the run's job: 0 with run->state (and a restart
+ * count past the run's in *restart), or -1 when slurmctld could not be
+ * asked (down, or slower than its MessageTimeout); run->gone when it no
+ * longer knows the job. slurm_load_job comes from the libslurmfull that
+ * slurmstepd has loaded. */
+static int aegis_run_ask(aegis_run *run, uint32_t *restart) {
+    job_info_msg_t *info = NULL;
+    int rc = slurm_load_job(&info, run->job, SHOW_ALL);
+    int err = rc == 0 ? 0 : slurm_get_errno();
+    if (rc == 0 && info && info->record_count == 1) {
+        run->state = info->job_array[0].job_state;
+        *restart = info->job_array[0].restart_cnt;
+        run->checked = time(NULL);
+    } else if (err == ESLURM_INVALID_JOB_ID) {
+        run->gone = 1;
+        rc = 0;
+    } else {
+        rc = -1;
+    }
+    slurm_free_job_info_msg(info);
+    return rc;
+}
+
+/* Whether the run still runs: its job RUNNING (or SUSPENDED) and not
+ * ending (COMPLETING: scancel, the time limit, a requeue, a node's
+ * failure), and not requeued into a later run. */
+static int aegis_run_alive(const aegis_run *run, uint32_t restart_now) {
+    uint32_t base = run->state & JOB_STATE_BASE;
+    return !run->gone && (base == JOB_RUNNING || base == JOB_SUSPENDED) &&
+           !(run->state & JOB_COMPLETING) && restart_now <= run->restart;
+}
+
+/* The task's run, at its start. Under Slurm 22.05 neither the item
+ * S_SLURM_RESTART_COUNT (0 in batch jobs) nor SLURM_RESTART_COUNT (set
+ * in the job's environment only after task_init_privileged) has the
+ * restart count where the lease is asked for, so slurmctld is asked,
+ * which also says whether the job still runs. 0, or -1 when it does not
+ * (run->state says how it ended). */
+static int aegis_run_start(spank_t sp, aegis_run *run) {
+    uint32_t count = 0, asked = 0;
     char text[16] = "";
+    memset(run, 0, sizeof(*run));
+    run->state = JOB_RUNNING;
+    spank_get_item(sp, S_JOB_ID, &run->job);
     spank_get_item(sp, S_SLURM_RESTART_COUNT, &count);
     if (spank_getenv(sp, "SLURM_RESTART_COUNT", text, sizeof(text)) ==
         ESPANK_SUCCESS) {
         unsigned long env = strtoul(text, NULL, 10);
-        return env > count && env <= UINT32_MAX ? (uint32_t)env : count;
+        if (env > count && env <= UINT32_MAX) count = (uint32_t)env;
     }
-    job_info_msg_t *info = NULL;
-    if (slurm_load_job(&info, job, SHOW_DETAIL) == 0 && info &&
-        info->record_count == 1 && info->job_array[0].restart_cnt > count)
-        count = info->job_array[0].restart_cnt;
-    else if (!info)
-        slurm_error("aegis: job %u: restart count not known (%s), 0 assumed",
-                    job, slurm_strerror(slurm_get_errno()));
-    slurm_free_job_info_msg(info);
-    return count;
+    if (aegis_run_ask(run, &asked) != 0)
+        slurm_error("aegis: job %u: slurmctld not reached (%s): restart "
+                    "count %u assumed", run->job,
+                    slurm_strerror(slurm_get_errno()), count);
+    run->restart = asked > count ? asked : count;
+    aegis_run_restart = run->restart;
+    return aegis_run_alive(run, run->restart) ? 0 : -1;
+}
+
+/* lease_wait's still(): the run's job still runs, or slurmctld cannot
+ * say (then the task waits on: aegisd or the Epilog ends the lease). */
+static bool aegis_run_still(void *arg) {
+    aegis_run *run = arg;
+    uint32_t restart = run->restart;
+    return aegis_run_ask(run, &restart) != 0 || aegis_run_alive(run, restart);
 }
 
 /* Bytes of text a user controls, made fit for a JSON string aegisd
@@ -209,48 +281,118 @@ static void aegis_job_name(spank_t sp, char *name, size_t size) {
     aegis_ascii(name, len, 0);
 }
 
-/* Asks aegisd for this task's lease and waits for the grant. Returns the
- * answer, or NULL with *refused set when aegisd turned the request down,
- * clear when it could not be reached for aegis_retry_s seconds. */
-static json_t *aegis_request_lease(spank_t sp, int *refused) {
-    uint32_t job = 0;
+/* How a task's request for its lease ended. */
+typedef enum aegis_outcome {
+    AEGIS_GRANTED,     /* the lease is the answer */
+    AEGIS_REFUSED,     /* aegisd turned it down (its reason on stderr) */
+    AEGIS_UNREACHABLE, /* no aegisd for aegis_retry_s seconds */
+    AEGIS_ENDED,       /* the job ended meanwhile: the request withdrawn */
+} aegis_outcome;
+
+/* The lease request of this task of run. */
+static json_t *aegis_lease_request(spank_t sp, const aegis_run *run) {
     uid_t uid = 0;
     char name[4096] = ""; /* Slurm allows long names; cut below */
-    spank_get_item(sp, S_JOB_ID, &job);
-    uint32_t restart = aegis_restart_count(sp, job);
     spank_get_item(sp, S_JOB_UID, &uid);
     aegis_job_name(sp, name, sizeof(name));
+    return json_pack("{s:s, s:I, s:I, s:I, s:I, s:s, s:I, s:i, s:s}", "op",
+                     "lease", "slurm_job", (json_int_t)run->job, "restart",
+                     (json_int_t)run->restart, "uid", (json_int_t)uid,
+                     "mem_mib", (json_int_t)aegis_mem_mib, "mode", aegis_mode,
+                     "pid", (json_int_t)getpid(), "gpus", 1, "name", name);
+}
+
+/* aegisd's answer: granted, or refused with its reason on the task's
+ * stderr; AEGIS_UNREACHABLE with its reason in err when aegisd failed
+ * itself (asked again). */
+static aegis_outcome aegis_lease_answer(json_t *answer, json_t **lease,
+                                        char *err, size_t errlen) {
+    if (json_is_true(json_object_get(answer, "ok"))) {
+        *lease = answer;
+        return AEGIS_GRANTED;
+    }
+    const char *why = json_string_value(json_object_get(answer, "error"));
+    int fault = json_is_true(json_object_get(answer, "server_error"));
+    if (fault)
+        snprintf(err, errlen, "aegisd: %s", why ? why : "request failed");
+    else
+        fprintf(stderr, "aegis: aegisd: %s\n", why ? why : "request failed");
+    json_decref(answer);
+    return fault ? AEGIS_UNREACHABLE : AEGIS_REFUSED;
+}
+
+/* Asks aegisd for this task's lease and waits for the grant, as long as
+ * the run's job runs (lease_wait). While aegisd cannot be reached it asks
+ * again each second for aegis_retry_s seconds, saying so once on the
+ * task's stderr. */
+static aegis_outcome aegis_request_lease(spank_t sp, aegis_run *run,
+                                         json_t **lease) {
     const char *socket = client_socket(aegis_socket);
-    time_t deadline = time(NULL) + aegis_retry_s;
+    time_t deadline = time(NULL) + aegis_retry_s, check = 0;
+    int told = 0;
     for (;;) {
-        json_t *req = json_pack(
-            "{s:s, s:I, s:I, s:I, s:I, s:s, s:I, s:i, s:s}", "op", "lease",
-            "slurm_job", (json_int_t)job, "restart", (json_int_t)restart,
-            "uid", (json_int_t)uid, "mem_mib", (json_int_t)aegis_mem_mib,
-            "mode", aegis_mode, "pid", (json_int_t)getpid(), "gpus", 1,
-            "name", name);
-        int rc;
+        json_t *answer = NULL;
+        char err[512] = "";
         time_t asked = time(NULL);
-        json_t *answer = client_call("slurm lease", socket, req, &rc);
-        *refused = rc == CLI_USAGE;
-        if (answer || *refused) return answer;
+        lease_wait_end end = lease_wait(socket, aegis_lease_request(sp, run),
+                                        aegis_run_still, run, &answer, err,
+                                        sizeof(err));
+        if (end == LEASE_STOPPED) return AEGIS_ENDED;
+        aegis_outcome got = end == LEASE_ANSWERED
+                                ? aegis_lease_answer(answer, lease, err,
+                                                     sizeof(err))
+                                : AEGIS_UNREACHABLE;
+        if (got != AEGIS_UNREACHABLE) return got;
+        if (!told++ && err[0])
+            fprintf(stderr, "aegis: %s; trying again for %ld s\n", err,
+                    (long)aegis_retry_s);
         /* A call that waited was connected: aegisd went away while the
          * task queued (a restart), so the retry time starts again. */
         if (time(NULL) - asked >= 2) deadline = time(NULL) + aegis_retry_s;
-        if (time(NULL) >= deadline) return NULL;
+        if (time(NULL) >= deadline) return AEGIS_UNREACHABLE;
+        if (time(NULL) >= check + LEASE_WAIT_CHECK_S) {
+            if (!aegis_run_still(run)) return AEGIS_ENDED;
+            check = time(NULL);
+        }
         sleep(1);
     }
 }
 
+/* The task does not start: its job ended before it could (when). */
+static int aegis_ended(const aegis_run *run, const char *when) {
+    fprintf(stderr, "aegis: job %u ended (%s) %s: task not started\n",
+            run->job, run->gone ? "gone" : aegis_state_name(run->state), when);
+    slurm_info("aegis: job %u ended (%s) %s: task not started", run->job,
+               run->gone ? "gone" : aegis_state_name(run->state), when);
+    return -1;
+}
+
 int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av) {
     if (!spank_remote(sp) || aegis_mem_mib == 0) return 0;
-    int refused = 0;
-    aegis_lease = aegis_request_lease(sp, &refused);
-    if (aegis_lease) return 0;
-    if (refused) {
+    aegis_run run;
+    if (aegis_run_start(sp, &run) != 0)
+        return aegis_ended(&run, "before its task asked for its lease");
+    aegis_outcome got = aegis_request_lease(sp, &run, &aegis_lease);
+    /* A grant may come just after the job ended, before the next check:
+     * the task must not run then (Slurm signalled nothing it could have
+     * got while it waited). Where slurmctld did not answer at the start
+     * it is not asked again (it would hold the task MessageTimeout). */
+    if (got == AEGIS_GRANTED && run.checked && !aegis_run_still(&run)) {
+        json_decref(aegis_lease);
+        aegis_lease = NULL;
+        return aegis_ended(&run, "as its lease was granted");
+    }
+    switch (got) {
+    case AEGIS_GRANTED:
+        return 0;
+    case AEGIS_ENDED:
+        return aegis_ended(&run, "while its task waited for its lease");
+    case AEGIS_REFUSED:
         slurm_error("aegis: aegisd refused the lease (--aegis-mem=%ld)",
                     aegis_mem_mib);
         return -1;
+    case AEGIS_UNREACHABLE:
+        break;
     }
     if (aegis_required) {
         slurm_error("aegis: aegisd at %s not reachable for %ld s: task not "
@@ -279,8 +421,9 @@ static void aegis_report_task(void) {
         st.st_dev = 0;
         st.st_ino = 0;
     }
-    int len = snprintf(line, sizeof(line), "%ld %llu %llu %s\n",
-                       (long)getpid(), (unsigned long long)st.st_dev,
+    int len = snprintf(line, sizeof(line), "%ld %lu %llu %llu %s\n",
+                       (long)getpid(), (unsigned long)aegis_run_restart,
+                       (unsigned long long)st.st_dev,
                        (unsigned long long)st.st_ino, path);
     /* One write under PIPE_BUF bytes: lines of several tasks never mix. */
     if (task_pipe[1] >= 0 && len > 0 && len < PIPE_BUF &&
@@ -321,19 +464,23 @@ static void aegis_read_task_pipe(void) {
 }
 
 /* The stderr file task pid reported: its path (possibly "", malloc'd:
- * the caller frees it) and identity, or NULL when it holds no lease. */
-static char *aegis_task_stderr(pid_t pid, job_file_id *id) {
+ * the caller frees it) and identity, and the restart count of its run,
+ * or NULL when it holds no lease. */
+static char *aegis_task_stderr(pid_t pid, job_file_id *id,
+                               uint32_t *restart) {
     char key[32];
     int klen = snprintf(key, sizeof(key), "%ld ", (long)pid);
     for (char *line = task_lines; line && *line;) {
         char *nl = strchr(line, '\n');
         if (!nl) break;
         unsigned long long dev, ino;
+        unsigned long run;
         int at = 0;
         if (strncmp(line, key, (size_t)klen) == 0 &&
-            sscanf(line + klen, "%llu %llu%n", &dev, &ino, &at) == 2 &&
-            line[klen + at] == ' ') {
+            sscanf(line + klen, "%lu %llu %llu%n", &run, &dev, &ino, &at) ==
+                3 && line[klen + at] == ' ') {
             const char *path = line + klen + at + 1;
+            *restart = (uint32_t)run;
             id->dev = (dev_t)dev;
             id->ino = (ino_t)ino;
             return strndup(path, (size_t)(nl - path));
@@ -387,10 +534,10 @@ int slurm_spank_task_exit(spank_t sp, int ac, char **av) {
     spank_get_item(sp, S_TASK_PID, &pid);
     spank_get_item(sp, S_TASK_EXIT_STATUS, &status);
     spank_get_item(sp, S_JOB_ID, &job);
-    uint32_t restart = aegis_restart_count(sp, job);
     aegis_read_task_pipe();
     job_file_id id;
-    char *path = aegis_task_stderr(pid, &id);
+    uint32_t restart = 0; /* the task's, from its start: see aegis_run */
+    char *path = aegis_task_stderr(pid, &id, &restart);
     if (!path) return 0; /* ran without a lease */
     json_t *req = json_pack("{s:s, s:I, s:I, s:I, s:i}", "op", "lease_exit",
                             "slurm_job", (json_int_t)job, "restart",

@@ -244,6 +244,103 @@ assert hows == ["failed"] * 3 + ["oom"] * 2, hows' "$AEGIS" ||
     node_ok || fail "node $(node_state)"
 }
 
+# Three jobs fill the three GPUs; a job given one more waits in aegisd
+# for its lease. Prints their Slurm job ids.
+aegis_full() {
+    local id i
+    for i in 1 2 3; do
+        id=$(aegis_job 30000 30000 120)
+        await 40 aegis_running "$id" || fail "$id not running"
+        echo "$id"
+    done
+}
+# A job whose task waits in aegisd for its lease (aegis_full): it prints
+# "script-ran" if ever its script runs. aegis_waiter [sbatch options].
+aegis_waiter() {
+    local id
+    id=$(submit --aegis-mem=30000 "$@" --wrap "echo script-ran; exec $FAKE --mib 1000 --seconds 30")
+    await 40 eval '[ "$(aegis_of $id | cut -d" " -f2)" = queued ]' ||
+        fail "$id not waiting in aegis: $(aegis_of "$id")"
+    echo "$id"
+}
+# What a job Slurm ended while its task waited must show: gone from Slurm
+# in state $2, its script never run, the node not drained, and its lease
+# withdrawn in aegis: aegis_ended_waiting ID STATE SECONDS.
+aegis_ended_waiting() {
+    local id=$1 state=$2 secs=$3
+    await "$secs" job_gone "$id" || fail "job $id still $(job_state "$id")"
+    scontrol show job "$id" | grep -q "JobState=$state" ||
+        fail "job $id: $(scontrol show job "$id" | grep JobState)"
+    await 10 eval '[ "$(aegis_of $id | cut -d" " -f2)" = cancelled ]' ||
+        fail "job $id in aegis: $(aegis_of "$id")"
+    grep -q script-ran "job-$id.out" 2>/dev/null && fail "job $id ran after its end"
+    node_ok || fail "node $(node_state): $(scontrol show node localhost | grep Reason)"
+}
+
+# scancel of a job whose task waits for its lease ends it at once: the
+# waiting task is not left unkillable in slurmstepd (which, after
+# UnkillableStepTimeout, drains the node), and never runs its script
+# however soon the GPUs free up after.
+case_slurm_cancel_wait() {
+    start; slurm_start
+    cd "$DIR/work"
+    local busy id
+    busy=$(aegis_full) || exit 1
+    id=$(aegis_waiter) || exit 1
+    scancel "$id"
+    aegis_ended_waiting "$id" CANCELLED 15
+    # cancelled with the jobs that fill the GPUs: its grant may come
+    # before the task sees the cancel, and must not start it
+    id=$(aegis_waiter) || exit 1
+    scancel "$id" $busy
+    await 15 job_gone "$id" || fail "job $id still $(job_state "$id")"
+    await 10 eval '[ "$(aegis_of $id | cut -d" " -f2)" != queued ]' ||
+        fail "job $id in aegis: $(aegis_of "$id")"
+    grep -q script-ran "job-$id.out" && fail "job $id ran after its end"
+    node_ok || fail "node $(node_state)"
+}
+
+# A job whose time limit (1 minute) passes while its task waits for its
+# lease ends TIMEOUT, not run and not drained.
+case_slurm_timeout_wait() {
+    start; slurm_start
+    cd "$DIR/work"
+    aegis_full > /dev/null || exit 1
+    local id; id=$(aegis_waiter -t 1) || exit 1
+    aegis_ended_waiting "$id" TIMEOUT 110
+}
+
+# A task's end reaches aegisd within its 3 s grace while slurmctld hangs
+# (stopped: every request to it waits MessageTimeout, 10 s): the plugin
+# asks slurmctld nothing then. A task that exits 3 fails "exit 3", and
+# one that ran alone and says CUDA out of memory is an OOM (not "done:
+# its processes have exited", nor an exit "with no lease").
+case_slurm_exit_ctld_down() {
+    start; slurm_start
+    cd "$DIR/work"
+    local exit3 oom ctld rc=0
+    exit3=$(submit --aegis-mem=1000 --wrap         "$FAKE --mib 1000 --seconds 0 --until $DIR/work/go; exit 3")
+    oom=$(submit --aegis-mem=1000 --aegis-mode=exclusive --wrap         "$FAKE --mib 1000 --seconds 0 --until $DIR/work/go
+         echo 'torch.OutOfMemoryError: CUDA out of memory.' >&2; exit 1")
+    await 40 aegis_running "$exit3" && await 40 aegis_running "$oom" ||
+        fail "jobs not running"
+    ctld=$(cat "$SDIR/slurmctld.pid")
+    kill -STOP "$ctld"
+    touch go
+    await 30 eval '[ "$(aegis_of $exit3 | cut -d" " -f2)" = failed ] &&
+        [ "$(aegis_of $oom | cut -d" " -f2)" = failed ]' || rc=1
+    kill -CONT "$ctld"
+    [ $rc = 0 ] || fail "not both failed: $("$AEGIS" ls --all)"
+    "$AEGIS" show --json "$(aegis_of "$exit3" | cut -d' ' -f1)" | pyjson "
+assert d['attempt_list'][-1]['how'] == 'failed', d
+assert d['reason'] == 'exit 3', d['reason']" ||
+        fail "exit 3: $("$AEGIS" show "$(aegis_of "$exit3" | cut -d' ' -f1)")"
+    "$AEGIS" show --json "$(aegis_of "$oom" | cut -d' ' -f1)" | pyjson "
+assert d['attempt_list'][-1]['how'] == 'oom', d" ||
+        fail "OOM: $("$AEGIS" show "$(aegis_of "$oom" | cut -d' ' -f1)")"
+    await 30 job_gone "$exit3" || fail "$exit3 did not end"
+}
+
 # kill -9 of aegisd while Slurm jobs run: after the restart the one still
 # running keeps its GPU, and the lease of one cancelled meanwhile (its
 # Epilog could not reach aegisd) is dropped.

@@ -1,0 +1,147 @@
+/* lease_wait.c -- the plugin's wait for a lease's grant: one JSON line to
+ * aegisd's socket, one line back, which comes when aegisd places the
+ * lease, maybe hours later.
+ *
+ * Why not the aegis command's client_call (src/cli/client_conn.c), which
+ * does the same in one blocking read: the task waits in its own process
+ * inside slurmstepd, before it execs, and there Slurm does not signal it
+ * (Slurm 22.05 signals a step's tasks once they run; SIGTERM is blocked
+ * in them until then), so a blocking read outlived a scancel or the
+ * job's time limit: the job sat in COMPLETING until the grant ran the
+ * cancelled script, or until UnkillableStepTimeout drained the node.
+ * Here the read is a poll in steps of one second, and between them the
+ * caller's still() says whether the job is alive; when it is not, the
+ * connection is closed, and aegisd withdraws a request whose task hung up.
+ */
+#include "lease_wait.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+/* An answer is a few KiB (the grant's environment); more is not aegisd. */
+#define LEASE_ANSWER_MAX (1 << 20)
+
+static double lease_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Connects to aegisd: the socket, or -1 with how it failed. */
+static int lease_connect(const char *path, lease_wait_end *end, char *err,
+                         size_t errlen) {
+    struct sockaddr_un addr = {.sun_family = AF_UNIX};
+    *end = LEASE_ERROR;
+    if (strlen(path) >= sizeof(addr.sun_path)) {
+        snprintf(err, errlen, "%s: socket path too long", path);
+        return -1;
+    }
+    strcpy(addr.sun_path, path);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd >= 0 && connect(fd, (struct sockaddr *)&addr, sizeof(addr)) == 0)
+        return fd;
+    /* no socket file, or no one listening: aegisd stopped or restarts */
+    if (errno == ENOENT || errno == ECONNREFUSED) *end = LEASE_NO_DAEMON;
+    snprintf(err, errlen, "cannot reach aegisd at %s: %s", path,
+             strerror(errno));
+    if (fd >= 0) close(fd);
+    return -1;
+}
+
+/* send(), not write(): aegisd hanging up is EPIPE, not a SIGPIPE. */
+static int lease_send(int fd, const char *text) {
+    size_t n = strlen(text);
+    while (n > 0) {
+        ssize_t w = send(fd, text, n, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return -1;
+        text += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* Reads what fd has into *buf (grown; *len so far): 1 once a whole line
+ * is in, 0 for more to come, -1 when aegisd hung up or too much came. */
+static int lease_read_some(int fd, char **buf, size_t *len) {
+    char chunk[4096];
+    ssize_t r = read(fd, chunk, sizeof(chunk));
+    if (r < 0 && (errno == EINTR || errno == EAGAIN)) return 0;
+    if (r <= 0 || *len + (size_t)r > LEASE_ANSWER_MAX) return -1;
+    char *grown = realloc(*buf, *len + (size_t)r + 1);
+    if (!grown) return -1;
+    memcpy(grown + *len, chunk, (size_t)r);
+    *len += (size_t)r;
+    grown[*len] = '\0';
+    *buf = grown;
+    return memchr(chunk, '\n', (size_t)r) ? 1 : 0;
+}
+
+/* Waits on fd for the answer line, asking still() every
+ * LEASE_WAIT_CHECK_S seconds. */
+static lease_wait_end lease_await(int fd, lease_wait_still still, void *arg,
+                                  json_t **answer, char *err, size_t errlen) {
+    char *buf = NULL;
+    size_t len = 0;
+    double next_check = lease_now() + LEASE_WAIT_CHECK_S;
+    lease_wait_end end = LEASE_ERROR;
+    for (;;) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        int n = poll(&p, 1, 1000);
+        if (n < 0 && errno != EINTR) {
+            snprintf(err, errlen, "poll: %s", strerror(errno));
+            break;
+        }
+        int got = n > 0 ? lease_read_some(fd, &buf, &len) : 0;
+        if (got < 0) {
+            end = LEASE_CLOSED;
+            snprintf(err, errlen, "aegisd closed the connection");
+            break;
+        }
+        if (got > 0) {
+            *answer = json_loadb(buf, (size_t)(strchr(buf, '\n') - buf), 0,
+                                 NULL);
+            end = *answer ? LEASE_ANSWERED : LEASE_ERROR;
+            if (!*answer) snprintf(err, errlen, "aegisd's answer is not JSON");
+            break;
+        }
+        if (lease_now() < next_check) continue;
+        if (still && !still(arg)) {
+            end = LEASE_STOPPED;
+            break;
+        }
+        next_check = lease_now() + LEASE_WAIT_CHECK_S;
+    }
+    free(buf);
+    return end;
+}
+
+lease_wait_end lease_wait(const char *socket_path, json_t *req,
+                          lease_wait_still still, void *arg, json_t **answer,
+                          char *err, size_t errlen) {
+    *answer = NULL;
+    char *text = json_dumps(req, JSON_COMPACT);
+    json_decref(req);
+    if (!text) {
+        snprintf(err, errlen, "out of memory");
+        return LEASE_ERROR;
+    }
+    lease_wait_end end;
+    int fd = lease_connect(socket_path, &end, err, errlen);
+    if (fd >= 0) {
+        if (lease_send(fd, text) == 0 && lease_send(fd, "\n") == 0)
+            end = lease_await(fd, still, arg, answer, err, errlen);
+        else /* aegisd turning a client away writes why, then closes */
+            end = lease_await(fd, NULL, NULL, answer, err, errlen);
+        close(fd);
+    }
+    free(text);
+    return end;
+}
