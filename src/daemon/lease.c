@@ -512,6 +512,21 @@ static int d_lease_mode_fits(const d_daemon *d, const char *mode, char *err,
     return -1;
 }
 
+/* Whether a later task or step of a run asks more memory than the run's
+ * lease (job) has: it shares that lease, which has no more for it (the
+ * job's GRES aegis_mem, which Slurm counted, is the lease's memory too),
+ * so it is refused rather than given less than it asked. */
+static bool d_lease_outgrown(const d_job *job, const proto_lease *pl,
+                             char *err, size_t errlen) {
+    if (job->mem_mib <= 0 || pl->mem_mib <= job->mem_mib) return false;
+    snprintf(err, errlen, "Slurm job %u's lease (job %lld) has %.0f MiB on "
+             "one GPU, shared by its tasks and steps; this one asks %.0f "
+             "(--aegis-mem): a step cannot have more than its job, ask the "
+             "job for it (sbatch --aegis-mem)", pl->slurm_job,
+             (long long)job->id, job->mem_mib, pl->mem_mib);
+    return true;
+}
+
 void d_on_lease(d_conn *c, const proto_request *req) {
     d_daemon *d = c->d;
     const proto_lease *pl = &req->lease;
@@ -529,6 +544,11 @@ void d_on_lease(d_conn *c, const proto_request *req) {
         return;
     }
     d_job *job = d_lease_find(d, pl->slurm_job, pl->restart);
+    if (job && d_lease_outgrown(job, pl, err, sizeof(err))) {
+        close(fd);
+        d_reply_error(c, "lease: %s", err);
+        return;
+    }
     bool fault = false;
     if (!job) job = d_lease_new(d, pl, err, sizeof(err), &fault);
     if (!job) {

@@ -93,8 +93,8 @@ static int aegis_opt_mode(int val, const char *optarg, int remote);
  * plugin's spank_options table, only options registered by the plugin. */
 static struct spank_option aegis_options[] = {
     {"aegis-mem", "MIB",
-     "GPU memory (MiB) each task needs; aegisd on the node picks the GPU", 1,
-     0, aegis_opt_mem},
+     "GPU memory (MiB) of the job on each node, one GPU shared by its "
+     "tasks there; aegisd on the node picks the GPU", 1, 0, aegis_opt_mem},
     {"aegis-mode", "MODE",
      "how aegisd shares the GPU: shared (default), mps, mig or exclusive", 1,
      0, aegis_opt_mode},
@@ -367,8 +367,24 @@ static int aegis_ended(const aegis_run *run, const char *when) {
     return -1;
 }
 
+/* A step of several tasks on the node puts them all on its job's one
+ * lease: --aegis-mem is the job's memory on the node, not each task's
+ * (docs/slurm.md). Said once per step, by its first task here. */
+static void aegis_warn_tasks(spank_t sp) {
+    uint32_t ntasks = 0;
+    int task = -1;
+    if (spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &ntasks) != ESPANK_SUCCESS ||
+        spank_get_item(sp, S_TASK_ID, &task) != ESPANK_SUCCESS ||
+        ntasks < 2 || task != 0)
+        return;
+    fprintf(stderr, "aegis: the %u tasks of this step on this node share "
+            "one GPU and --aegis-mem=%ld MiB: it is the job's GPU memory on "
+            "a node, not each task's\n", ntasks, aegis_mem_mib);
+}
+
 int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av) {
     if (!spank_remote(sp) || aegis_mem_mib == 0) return 0;
+    aegis_warn_tasks(sp);
     aegis_run run;
     if (aegis_run_start(sp, &run) != 0)
         return aegis_ended(&run, "before its task asked for its lease");

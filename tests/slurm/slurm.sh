@@ -310,6 +310,58 @@ case_slurm_timeout_wait() {
     aegis_ended_waiting "$id" TIMEOUT 110
 }
 
+# --aegis-mem is the job's GPU memory on a node, one lease on one GPU
+# that its tasks and steps share. A step that asks more than its job's
+# lease is refused (its tasks fail, saying why), not silently given the
+# job's; a job of several tasks is told at submit and at its tasks' start
+# that they share it.
+case_slurm_job_mem() {
+    start; slurm_start
+    cd "$DIR/work"
+    local id out
+    id=$(submit --aegis-mem=3000 --wrap "srun --aegis-mem=35000 sh -c 'echo step-ran'
+        srun --aegis-mem=2000 sh -c 'echo small-step \$CUDA_VISIBLE_DEVICES'; echo batch-done")
+    await 30 job_gone "$id" || fail "job $id did not end"
+    grep -q batch-done "job-$id.out" || fail "job $id: $(cat "job-$id.out")"
+    grep -q step-ran "job-$id.out" && fail "a step asking more than its job ran"
+    grep -q "a step cannot have more than its job" "job-$id.out" ||
+        fail "no reason given: $(cat "job-$id.out")"
+    grep -q "small-step GPU-" "job-$id.out" ||
+        fail "a step asking less did not share the lease: $(cat "job-$id.out")"
+    out=$(runuser -u nobody -- sbatch --parsable -D "$DIR/work" \
+        -o "$DIR/work/job-%j.out" -n2 --aegis-mem=1000 \
+        --wrap 'srun sh -c "echo task \$SLURM_PROCID \$CUDA_VISIBLE_DEVICES"' 2>&1) ||
+        fail "sbatch -n2: $out"
+    echo "$out" | grep -q "not each task's" || fail "sbatch -n2 said: $out"
+    id=$(echo "$out" | tail -n 1)
+    await 30 job_gone "$id" || fail "job $id did not end"
+    grep -q "the 2 tasks of this step on this node share one GPU" "job-$id.out" ||
+        fail "job $id: $(cat "job-$id.out")"
+}
+
+# cli_filter.lua: a job submitted from inside a job (sbatch in a batch
+# script, with SLURM_JOB_ID set) is a job of its own and asks for its
+# aegis_mem GRES; a step (srun inside a job) does not. --aegis-mode
+# without --aegis-mem is said to be ignored.
+case_slurm_filter() {
+    start; slurm_start
+    cd "$DIR/work"
+    local id child out
+    id=$(submit --aegis-mem=1000 --wrap "sbatch --parsable -o $DIR/work/job-%j.out \
+        --aegis-mem=2000 --wrap 'echo child' > $DIR/work/child.id
+        srun --aegis-mem=1000 sh -c 'echo step'")
+    await 30 eval '[ -s child.id ]' || fail "no child job: $(cat "job-$id.out")"
+    child=$(cat child.id)
+    scontrol show job "$child" | grep -q "TresPerNode=gres:aegis_mem:2000" ||
+        fail "child job $child: $(scontrol show job "$child" | grep -i tres)"
+    await 30 job_gone "$id" || fail "job $id did not end"
+    grep -q "^step" "job-$id.out" || fail "the step did not run: $(cat "job-$id.out")"
+    out=$(runuser -u nobody -- sbatch --parsable -D "$DIR/work" \
+        -o "$DIR/work/job-%j.out" --aegis-mode=exclusive --wrap true 2>&1)
+    echo "$out" | grep -q "without --aegis-mem is ignored" ||
+        fail "--aegis-mode alone: $out"
+}
+
 # A task's end reaches aegisd within its 3 s grace while slurmctld hangs
 # (stopped: every request to it waits MessageTimeout, 10 s): the plugin
 # asks slurmctld nothing then. A task that exits 3 fails "exit 3", and
