@@ -67,6 +67,16 @@ client_end client_last_end(void);
 #define CLIENT_RECONNECT_S 120
 json_t *client_call_patient(const char *cmd, const char *socket, json_t *req,
                             int *rc, bool *reached);
+/* A connection to the Unix socket at path: its descriptor, or -1 with
+ * errno (ENAMETOOLONG: the path does not fit a socket address). */
+int client_socket_connect(const char *path);
+/* Whether a connect's errno says no aegisd runs (no socket file, or no
+ * one listening: stopped, or between a stop and its next start). */
+bool client_no_daemon(int err);
+/* Writes all n bytes of buf to fd: 0, or -1 with errno. send(), not
+ * write(): a daemon that hangs up (busy, or stopping) is an EPIPE to
+ * report, not a SIGPIPE that ends the caller without a word. */
+int client_write_all(int fd, const char *buf, size_t n);
 /* Sends what client_call would print on stderr into buf instead (one
  * message, the latest), or back to stderr when buf is NULL: for aegis
  * top's full screen, which stderr would garble. */

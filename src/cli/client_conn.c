@@ -45,29 +45,38 @@ void client_complain(const char *cmd, const char *fmt, ...) {
     else fprintf(stderr, "aegis %s: %s\n", cmd, what);
 }
 
-static int client_connect(const char *cmd, const char *path) {
+int client_socket_connect(const char *path) {
     struct sockaddr_un addr = {.sun_family = AF_UNIX};
     if (strlen(path) >= sizeof(addr.sun_path)) {
-        client_complain(cmd, "%s: socket path too long", path);
+        errno = ENAMETOOLONG;
         return -1;
     }
     strcpy(addr.sun_path, path);
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0 || connect(fd, (struct sockaddr *)&addr, sizeof(addr)) != 0) {
-        /* No socket file, or no one listening on it: aegisd is not
-         * running (or is between a stop and its next start). */
-        if (errno == ENOENT || errno == ECONNREFUSED) last_end = CLIENT_NO_DAEMON;
-        client_complain(cmd, "cannot reach aegisd at %s: %s", path,
-                        strerror(errno));
-        if (fd >= 0) close(fd);
-        return -1;
-    }
-    return fd;
+    if (fd >= 0 && connect(fd, (struct sockaddr *)&addr, sizeof(addr)) == 0)
+        return fd;
+    int why = errno;
+    if (fd >= 0) close(fd);
+    errno = why;
+    return -1;
 }
 
-/* send(), not write(): a daemon that hangs up (busy, or stopping) is an
- * EPIPE to report, not a SIGPIPE that ends aegis without a word. */
-static int client_write_all(int fd, const char *buf, size_t n) {
+bool client_no_daemon(int err) { return err == ENOENT || err == ECONNREFUSED; }
+
+static int client_connect(const char *cmd, const char *path) {
+    int fd = client_socket_connect(path);
+    if (fd >= 0) return fd;
+    if (errno == ENAMETOOLONG) {
+        client_complain(cmd, "%s: socket path too long", path);
+        return -1;
+    }
+    if (client_no_daemon(errno)) last_end = CLIENT_NO_DAEMON;
+    client_complain(cmd, "cannot reach aegisd at %s: %s", path,
+                    strerror(errno));
+    return -1;
+}
+
+int client_write_all(int fd, const char *buf, size_t n) {
     while (n > 0) {
         ssize_t w = send(fd, buf, n, MSG_NOSIGNAL);
         if (w < 0 && errno == EINTR) continue;

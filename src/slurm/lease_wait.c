@@ -14,14 +14,13 @@
  * connection is closed, and aegisd withdraws a request whose task hung up.
  */
 #include "lease_wait.h"
+#include "client.h"
 
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -34,38 +33,19 @@ static double lease_now(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* Connects to aegisd: the socket, or -1 with how it failed. */
+/* Connects to aegisd (client_conn.c's connect): the socket, or -1 with
+ * how it failed. */
 static int lease_connect(const char *path, lease_wait_end *end, char *err,
                          size_t errlen) {
-    struct sockaddr_un addr = {.sun_family = AF_UNIX};
-    *end = LEASE_ERROR;
-    if (strlen(path) >= sizeof(addr.sun_path)) {
+    int fd = client_socket_connect(path);
+    if (fd >= 0) return fd;
+    *end = client_no_daemon(errno) ? LEASE_NO_DAEMON : LEASE_ERROR;
+    if (errno == ENAMETOOLONG)
         snprintf(err, errlen, "%s: socket path too long", path);
-        return -1;
-    }
-    strcpy(addr.sun_path, path);
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd >= 0 && connect(fd, (struct sockaddr *)&addr, sizeof(addr)) == 0)
-        return fd;
-    /* no socket file, or no one listening: aegisd stopped or restarts */
-    if (errno == ENOENT || errno == ECONNREFUSED) *end = LEASE_NO_DAEMON;
-    snprintf(err, errlen, "cannot reach aegisd at %s: %s", path,
-             strerror(errno));
-    if (fd >= 0) close(fd);
+    else
+        snprintf(err, errlen, "cannot reach aegisd at %s: %s", path,
+                 strerror(errno));
     return -1;
-}
-
-/* send(), not write(): aegisd hanging up is EPIPE, not a SIGPIPE. */
-static int lease_send(int fd, const char *text) {
-    size_t n = strlen(text);
-    while (n > 0) {
-        ssize_t w = send(fd, text, n, MSG_NOSIGNAL);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) return -1;
-        text += w;
-        n -= (size_t)w;
-    }
-    return 0;
 }
 
 /* Reads what fd has into *buf (grown; *len so far): 1 once a whole line
@@ -136,7 +116,8 @@ lease_wait_end lease_wait(const char *socket_path, json_t *req,
     lease_wait_end end;
     int fd = lease_connect(socket_path, &end, err, errlen);
     if (fd >= 0) {
-        if (lease_send(fd, text) == 0 && lease_send(fd, "\n") == 0)
+        if (client_write_all(fd, text, strlen(text)) == 0 &&
+            client_write_all(fd, "\n", 1) == 0)
             end = lease_await(fd, still, arg, answer, err, errlen);
         else /* aegisd turning a client away writes why, then closes */
             end = lease_await(fd, NULL, NULL, answer, err, errlen);
