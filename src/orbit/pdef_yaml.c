@@ -181,17 +181,10 @@ static int parse_modules(const ctx *c, const yaml_node_t *n, pdef *d) {
     return d->count ? 0 : fail(c, n, "modules", "a pipeline has at least one module");
 }
 
-/* Whether mapping n has key. */
+/* Whether mapping n has key: given before its end. */
 static int has_key(const ctx *c, const yaml_node_t *n, const char *key) {
-    if (!n || n->type != YAML_MAPPING_NODE)
-        return 0;
-    for (yaml_node_pair_t *kv = n->data.mapping.pairs.start;
-         kv < n->data.mapping.pairs.top; kv++) {
-        const char *k = scalar(node(c, kv->key));
-        if (k && strcmp(k, key) == 0)
-            return 1;
-    }
-    return 0;
+    return n && n->type == YAML_MAPPING_NODE &&
+           given_before(c, n, n->data.mapping.pairs.top, key);
 }
 
 /* The first item of sequence n, or NULL. */

@@ -65,8 +65,13 @@ static int write_new(const char *path, mode_t mode, const uint8_t *data, size_t 
     size_t done = 0;
     while (fd >= 0 && done < len) {
         ssize_t n = write(fd, data + done, len - done);
-        if (n <= 0)
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            if (n == 0)
+                errno = EIO; /* no reason given: not a stale errno's */
             break;
+        }
         done += (size_t)n;
     }
     if (fd < 0 || done < len || fsync(fd) || close(fd)) {
@@ -114,8 +119,7 @@ int ground_keygen(int argc, char **argv) {
     snprintf(pub, sizeof pub, "%s.pub", argv[argc - 1]);
     snprintf(key, sizeof key, "%s.key", argv[argc - 1]);
     /* both checked before either is written: a refusal changes nothing */
-    if ((!force && (may_write(pub, 0) || may_write(key, 0))) ||
-        (force && (may_write(pub, 1) || may_write(key, 1))))
+    if (may_write(pub, force) || may_write(key, force))
         return EXIT_BAD;
     crypto_sign_keypair(pk, sk);
     /* the private key is the owner's alone from its first byte (0600, not
