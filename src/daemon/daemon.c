@@ -442,24 +442,28 @@ static void on_sigterm(uv_signal_t *s, int signum) {
 /* The keys a reload leaves for the next start (the metrics listener, the
  * socket's group): each changed one is said and kept as it was in keys,
  * read from path; a group the next start would refuse is said too. */
+bool d_keep_for_restart(const char *key, char *value, size_t size,
+                        const char *kept, const char *shown,
+                        const char *kept_shown) {
+    if (strcmp(value, kept) == 0) return false;
+    d_log("SIGHUP: %s '%s' applies when aegisd restarts; still '%s'", key,
+          shown, kept_shown);
+    snprintf(value, size, "%s", kept);
+    return true;
+}
+
 static void d_keys_for_restart(d_daemon *d, config_keys *keys,
                                const char *path) {
     char err[512];
-    if (strcmp(keys->metrics_listen, d->keys.metrics_listen) != 0) {
-        d_log("SIGHUP: metrics_listen '%s' applies when aegisd restarts; "
-              "still '%s'", keys->metrics_listen, d->keys.metrics_listen);
-        memcpy(keys->metrics_listen, d->keys.metrics_listen,
-               sizeof(keys->metrics_listen));
-    }
+    d_keep_for_restart("metrics_listen", keys->metrics_listen,
+                       sizeof(keys->metrics_listen), d->keys.metrics_listen,
+                       keys->metrics_listen, d->keys.metrics_listen);
     if (config_group_check(path, keys, err, sizeof(err)) != 0)
         d_error("SIGHUP: %s: aegisd will not start with this file", err);
-    if (strcmp(keys->socket_group, d->keys.socket_group) != 0) {
-        d_log("SIGHUP: socket_group '%s' applies when aegisd restarts; "
-              "still '%s'", keys->socket_group, d->keys.socket_group);
-        memcpy(keys->socket_group, d->keys.socket_group,
-               sizeof(keys->socket_group));
+    if (d_keep_for_restart("socket_group", keys->socket_group,
+                           sizeof(keys->socket_group), d->keys.socket_group,
+                           keys->socket_group, d->keys.socket_group))
         keys->socket_group_line = d->keys.socket_group_line;
-    }
 }
 
 static void on_sighup(uv_signal_t *s, int signum) {

@@ -481,6 +481,15 @@ double d_job_counted_from(const d_job *job);
  * changed, and nothing is while the store cannot be written (the writes
  * kept meanwhile would grow each tick); `all` writes every job's, now. */
 void d_jobs_keep_energy(d_daemon *d, bool all);
+/* A key a reload leaves for the next start: when the file's value (value,
+ * a buffer of size) differs from the one in force (kept), says so, showing
+ * them as shown and kept_shown (shown may be value itself), and puts kept
+ * back into value. Returns whether they differed. */
+bool d_keep_for_restart(const char *key, char *value, size_t size,
+                        const char *kept, const char *shown,
+                        const char *kept_shown);
+/* Whether job runs on GPU g. */
+bool d_job_on(const d_job *job, int g);
 /* Adds joules to job's energy, with their CO2 at the config's intensity
  * and PUE now. */
 void d_job_charge(d_daemon *d, d_job *job, double joules);

@@ -265,16 +265,13 @@ int d_share_check_reload(d_daemon *d, const sharing_config *share,
  * applies the rest of the file (as metrics_listen); the next start takes
  * them. */
 static void d_share_keep_mps_paths(const d_daemon *d, sharing_config *share) {
-    if (strcmp(share->mps_dir, d->share.mps_dir) != 0)
-        d_log("SIGHUP: mps_dir '%s' applies when aegisd restarts; still "
-              "'%s'", share->mps_dir[0] ? share->mps_dir : "STATE_DIR/mps",
-              d->mps_dir);
-    if (strcmp(share->mps_control, d->share.mps_control) != 0)
-        d_log("SIGHUP: mps_control '%s' applies when aegisd restarts; still "
-              "'%s'", share->mps_control, d->share.mps_control);
-    snprintf(share->mps_dir, sizeof(share->mps_dir), "%s", d->share.mps_dir);
-    snprintf(share->mps_control, sizeof(share->mps_control), "%s",
-             d->share.mps_control);
+    d_keep_for_restart("mps_dir", share->mps_dir, sizeof(share->mps_dir),
+                       d->share.mps_dir,
+                       share->mps_dir[0] ? share->mps_dir : "STATE_DIR/mps",
+                       d->mps_dir);
+    d_keep_for_restart("mps_control", share->mps_control,
+                       sizeof(share->mps_control), d->share.mps_control,
+                       share->mps_control, d->share.mps_control);
 }
 
 void d_share_reload(d_daemon *d, const sharing_config *share) {

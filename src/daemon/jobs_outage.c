@@ -27,12 +27,6 @@ static double d_outage_job_end(const d_daemon *d, const d_job *job) {
     return rec.state == EXEC_ENDED && rec.ended_at > 0 ? rec.ended_at : -1;
 }
 
-static bool d_outage_on(const d_job *job, int g) {
-    for (int i = 0; i < job->ngpus; i++)
-        if (job->gpus[i] == g) return true;
-    return false;
-}
-
 /* GPU g's saved reading, if it may be resumed from: the same GPU, a
  * counter now, neither gone back nor risen more than a GPU draws. Else
  * NULL, said in the log (jobs ran there: their outage is nobody's). */
@@ -118,7 +112,7 @@ static void d_outage_gpu(d_daemon *d, int g) {
     d_job *on[TEL_MAX_PROCS];
     int n = 0;
     for (size_t i = 0; i < d->nrunning && n < TEL_MAX_PROCS; i++)
-        if (d_outage_on(d->running[i], g)) on[n++] = d->running[i];
+        if (d_job_on(d->running[i], g)) on[n++] = d->running[i];
     if (n == 0) return; /* nothing to charge: nothing to say */
     const d_gpu *gpu = &d->gpus[g];
     double t1 = d_wall() - (d_now(d) - gpu->energy_seen_at);

@@ -29,7 +29,7 @@ static double d_job_mib_on(const tel_gpu_reading *r, const d_job *job,
     return mib;
 }
 
-static bool d_job_on(const d_job *job, int g) {
+bool d_job_on(const d_job *job, int g) {
     for (int i = 0; i < job->ngpus; i++)
         if (job->gpus[i] == g) return true;
     return false;
@@ -67,10 +67,12 @@ store_energy d_job_energy(const d_job *job) {
 
 /* Splits the GPU's energy since the last tick among its running jobs by
  * their activity there (the SM utilization NVML samples per process), else
- * their memory, else evenly: tel_energy_split's rule. */
+ * their memory, else evenly: tel_energy_split's rule, as the shares noted
+ * for an outage (a share of 1 J, so each job's charge is its share times
+ * joules). */
 static void d_gpu_energy(d_daemon *d, int g, double joules, double now) {
     d_job *on[TEL_MAX_PROCS];
-    double mib[TEL_MAX_PROCS], util[TEL_MAX_PROCS], share[TEL_MAX_PROCS];
+    double mib[TEL_MAX_PROCS], util[TEL_MAX_PROCS];
     int n = 0;
     for (size_t i = 0; i < d->nrunning && n < TEL_MAX_PROCS; i++) {
         d_job *job = d->running[i];
@@ -92,9 +94,9 @@ static void d_gpu_energy(d_daemon *d, int g, double joules, double now) {
         on[n++] = job;
     }
     d_gpu_note_shares(&d->gpus[g], on, n, util, mib);
-    if (n == 0 || joules <= 0) return;
-    tel_energy_split(n, util, mib, joules, share);
-    for (int i = 0; i < n; i++) d_job_charge(d, on[i], share[i]);
+    if (joules <= 0) return;
+    for (int i = 0; i < n; i++)
+        d_job_charge(d, on[i], d->gpus[g].shares[i] * joules);
 }
 
 /* A sample of each running job, once a history period (history.h): its
