@@ -237,15 +237,6 @@ static bool has_reference(const trig_drift *d)
     return d->ref || d->ref_keys;
 }
 
-/* Whether a metric's criterion calibrates on past distances. */
-static bool any_dynamic(const trig_drift *d)
-{
-    for (size_t i = 0; i < d->nmetrics; i++)
-        if (drift_criterion_dynamic(&d->metrics[i].crit))
-            return true;
-    return false;
-}
-
 /* A warm-up detection point (the first always is one): it fires when
  * the first, or when warmup_policy fired since the last; its distances
  * only calibrate the dynamic criteria. The reference moves on at each
@@ -254,7 +245,7 @@ static int at_warmup(trig_drift *d, int64_t now, int64_t n, bool *fire,
                      char *err, size_t errlen)
 {
     bool unused = false;
-    if (has_reference(d) && any_dynamic(d) &&
+    if (has_reference(d) && drift_any_dynamic(d) &&
         detect(d, now, true, &unused, err, errlen) < 0)
         return -1;
     *fire = trig_warmup_decide(&d->warm, n);

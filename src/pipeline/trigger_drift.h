@@ -45,5 +45,8 @@ typedef struct trig_drift {
  * base). 0, or -1 with err naming the key. */
 int drift_parse(trig_drift *d, const json_t *section, const char *path,
                 char *err, size_t errlen);
+/* Whether a metric's criterion of d is dynamic: it calibrates on past
+ * distances (Modyn's needs_calibration). */
+bool drift_any_dynamic(const trig_drift *d);
 
 #endif

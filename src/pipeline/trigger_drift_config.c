@@ -96,8 +96,7 @@ static int parse_aggregation(trig_drift *d, const json_t *a, const char *path,
                      err, errlen);
 }
 
-/* Whether a metric's criterion is dynamic (needs calibration). */
-static bool needs_calibration(const trig_drift *d)
+bool drift_any_dynamic(const trig_drift *d)
 {
     for (size_t i = 0; i < d->nmetrics; i++)
         if (drift_criterion_dynamic(&d->metrics[i].crit))
@@ -111,7 +110,7 @@ static int parse_warmup(trig_drift *d, const json_t *section, const char *path,
                         char *err, size_t errlen)
 {
     const json_t *policy = json_object_get(section, "warmup_policy");
-    if (needs_calibration(d) && (!policy || json_is_null(policy)))
+    if (drift_any_dynamic(d) && (!policy || json_is_null(policy)))
         return plcfg_fail(err, errlen, path, "warmup_policy",
                           "required while a dynamic decision_criterion calibrates");
     return trig_warmup_parse(&d->warm, section, path, err, errlen);
