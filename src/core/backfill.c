@@ -168,6 +168,7 @@ static bool pass_room(const core_state *core, uint64_t allowed, double now) {
 /* The pass reaches the job: its reason is told from this pass. */
 static void reach(core_state *core, core_job *job, uint64_t pass) {
     job->tried_in = pass;
+    core->reached_job[core->nreached] = job;
     core->reached[core->nreached++] = job->spec.id;
     job->over_limit = core_user_over_limit(core, job, NULL);
 }

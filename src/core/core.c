@@ -62,6 +62,8 @@ static void core_forget(core_state *core, core_job *job) {
     *at = job->hnext;
     assert(core->njobs > 0);
     core->njobs--;
+    core->forgotten++;
+    job->state = JOB_SPARE;
     job->hnext = core->spare;
     core->spare = job;
 }

@@ -539,6 +539,13 @@ int core_job_reason(core_state *core, int64_t job_id, double now,
  * a driver counting reasons asks about these alone. Returns how many. */
 int core_reason_front(core_state *core, int64_t *ids, int max);
 
+/* The reason of the i-th job core_reason_front() gave (0 <= i < what it
+ * returned), as core_job_reason() tells it, without looking the job up
+ * again: a driver that counts time by reason asks the whole front at most
+ * moments. Call it at the same `now`, with no job ended or cancelled
+ * since core_reason_front() (asserted). */
+void core_front_reason(core_state *core, int i, double now, core_reason *r);
+
 /* A number that stays the same while the front of the queue
  * (core_reason_front()) stays and none of its jobs' reasons can change
  * kind (their figures may: a pressure reading, seconds left); every other

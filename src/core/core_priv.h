@@ -69,7 +69,8 @@ typedef struct core_reasons_mark {
     uint64_t version;
 } core_reasons_mark;
 
-typedef enum job_state { JOB_QUEUED, JOB_RUNNING } job_state;
+/* JOB_SPARE: a forgotten job's record, kept for the next (core_forget()). */
+typedef enum job_state { JOB_QUEUED, JOB_RUNNING, JOB_SPARE } job_state;
 
 typedef struct core_job {
     core_job_spec spec;
@@ -225,7 +226,17 @@ struct core_state {
                                whose limit and grace fit in it may start
                                on the head's GPUs; < 0: none may */
     int64_t reached[CORE_BACKFILL_DEPTH]; /* the jobs it reached, in order */
+    /* Their records, as reached: a record outlives its job (core_forget()
+     * keeps it spare for the next), so one still of id reached[i] and not
+     * spare is that job, found without the hash. */
+    core_job *reached_job[CORE_BACKFILL_DEPTH];
     int nreached;
+    /* What core_reason_front() last gave, for core_front_reason(): the
+     * records stay valid while no job is forgotten (core_forget()). */
+    core_job *front[CORE_BACKFILL_DEPTH];
+    int nfront;
+    uint64_t forgotten;     /* jobs forgotten so far */
+    uint64_t front_forgotten; /* forgotten when the front was given */
     uint64_t changes;       /* events that can change a gate's answer */
     uint64_t submits;       /* jobs submitted so far: core_job.seq */
     core_user *users;       /* everyone who submitted, never forgotten */

@@ -8,6 +8,7 @@
  */
 #include "core_priv.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -282,30 +283,45 @@ static void reached_reason_kept(core_state *core, const core_job *job,
     *e = (core_explained){.q = q, .reason = *r};
 }
 
-int core_job_reason(core_state *core, int64_t job_id, double now,
-                    core_reason *r) {
-    core_job *job = core_find(core, job_id);
+/* Why a job the core knows waits (core_job_reason()). */
+static void job_reason(core_state *core, core_job *job, double now,
+                       core_reason *r) {
     *r = (core_reason){.kind = CORE_WAIT_NONE, .gpu = -1};
-    if (!job) return -1;
-    if (job->state != JOB_QUEUED) return 0;
+    if (job->state != JOB_QUEUED) return;
     if (!core->pol->backfill) {
         core_job *head = core_head(core);
         if (job != head) behind(r, head->spec.id);
         else if (!core_feed_waits(core, job, now, r))
             core_explain(core, job, now, CORE_ALL_GPUS, r);
-        return 0;
+        return;
     }
     /* Told first: no other job ending would start it. */
-    if (core_user_cannot_start(core, job, r)) return 0;
+    if (core_user_cannot_start(core, job, r)) return;
     bool reached = job->tried_in == core->passes;
     if (!reached && core->head_id >= 0) {
         /* the pass stopped at the head's quota, or for a head that must
          * run alone (backfill.c) */
         behind(r, core->head_id);
-        return 0;
+        return;
     }
     reached_reason_kept(core, job, now, r);
+}
+
+int core_job_reason(core_state *core, int64_t job_id, double now,
+                    core_reason *r) {
+    core_job *job = core_find(core, job_id);
+    if (!job) {
+        *r = (core_reason){.kind = CORE_WAIT_NONE, .gpu = -1};
+        return -1;
+    }
+    job_reason(core, job, now, r);
     return 0;
+}
+
+void core_front_reason(core_state *core, int i, double now, core_reason *r) {
+    assert(i >= 0 && i < core->nfront);
+    assert(core->front_forgotten == core->forgotten);
+    job_reason(core, core->front[i], now, r);
 }
 
 int core_reason_text(const core_reason *r, double now, char *buf,
@@ -389,17 +405,30 @@ int core_reason_text(const core_reason *r, double now, char *buf,
     return snprintf(buf, len, "?");
 }
 
+/* Adds job to the front given, its id into ids[n]; returns n + 1. */
+static int front_add(core_state *core, core_job *job, int64_t *ids, int n) {
+    core->front[n] = job;
+    ids[n] = job->spec.id;
+    return n + 1;
+}
+
 int core_reason_front(core_state *core, int64_t *ids, int max) {
     int n = 0;
+    if (max > CORE_BACKFILL_DEPTH) max = CORE_BACKFILL_DEPTH;
+    core->front_forgotten = core->forgotten;
     if (!core->pol->backfill) {
         core_job *head = core_head(core);
-        if (head && max > 0) ids[n++] = head->spec.id;
-        return n;
+        if (head && max > 0) n = front_add(core, head, ids, n);
+    } else {
+        for (int i = 0; i < core->nreached && n < max; i++) {
+            core_job *job = core->reached_job[i];
+            if (job->spec.id != core->reached[i] || job->state == JOB_SPARE)
+                job = core_find(core, core->reached[i]); /* resubmitted */
+            if (job && job->state == JOB_QUEUED)
+                n = front_add(core, job, ids, n);
+        }
     }
-    for (int i = 0; i < core->nreached && n < max; i++) {
-        const core_job *job = core_find(core, core->reached[i]);
-        if (job && job->state == JOB_QUEUED) ids[n++] = job->spec.id;
-    }
+    core->nfront = n;
     return n;
 }
 

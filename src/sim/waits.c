@@ -91,7 +91,7 @@ void sim_waits_refresh(sim_waits *w, core_state *core, double t,
         w->front[w->nfront++] = j;
         if (arrivals_only && known[i]) continue;
         core_reason why;
-        if (core_job_reason(core, j, t, &why) < 0) continue;
+        core_front_reason(core, i, t, &why);
         if ((uint8_t)why.kind != w->kind[j]) change(w, j, why.kind, t);
     }
     /* The jobs known at the front were not asked: a pass after the
