@@ -260,6 +260,9 @@ typedef struct d_gpu {
     int nshares;                /* its running jobs' shares of its energy */
     int64_t share_ids[TEL_MAX_PROCS]; /*   at the last tick: saved with */
     double shares[TEL_MAX_PROCS];     /*   the counter (d_jobs_keep_energy) */
+    bool kept;                  /* its row saved by this aegisd: */
+    bool kept_idle;             /*   with no job's share, */
+    double kept_energy_j;       /*   and its counter there */
     bool drained;               /* by `aegis drain`, kept in the store */
     char drain_reason[PROTO_MAX_REASON + 1]; /* "" when none was given */
     char drained_by[64];        /* who drained it: a login name */
@@ -478,8 +481,10 @@ double d_job_counted_from(const d_job *job);
  * energy counter as last read to the store, in the open transaction: the
  * tick's, so that a kill -9 of aegisd loses no more than a tick of it,
  * and the two always agree. A job's energy is written only when it
- * changed, and nothing is while the store cannot be written (the writes
- * kept meanwhile would grow each tick); `all` writes every job's, now. */
+ * changed, a GPU's only while a job is on it, as the last job leaves or
+ * when its counter went back (an idle GPU keeps its row), and nothing is
+ * while the store cannot be written (the writes kept meanwhile would grow
+ * each tick); `all` writes every job's and GPU's, now. */
 void d_jobs_keep_energy(d_daemon *d, bool all);
 /* A key a reload leaves for the next start: when the file's value (value,
  * a buffer of size) differs from the one in force (kept), says so, showing

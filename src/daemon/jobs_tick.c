@@ -323,10 +323,22 @@ static char *d_gpu_shares_json(const d_gpu *gpu) {
     return text;
 }
 
-/* GPU g's counter as last read, when it was (Unix time). */
-static void d_gpu_keep_energy(d_daemon *d, int g) {
-    const d_gpu *gpu = &d->gpus[g];
+/* Whether GPU g's saved row still serves a restart as well as a new one:
+ * it had no job, the GPU has none now, and its counter has not gone back
+ * below it. A restart charges only the jobs on a GPU, from its row before
+ * they started, so an idle GPU's row need not follow its counter, which
+ * rises at each tick by its idle draw: an idle server writes none. */
+static bool d_gpu_row_current(const d_gpu *gpu) {
+    return gpu->kept && gpu->kept_idle && gpu->nshares == 0 &&
+           gpu->energy_seen_j >= gpu->kept_energy_j;
+}
+
+/* GPU g's counter as last read, when it was (Unix time); with all, also
+ * where its saved row is current. */
+static void d_gpu_keep_energy(d_daemon *d, int g, bool all) {
+    d_gpu *gpu = &d->gpus[g];
     if (gpu->energy_seen_j < 0) return; /* no counter: nothing to resume */
+    if (!all && d_gpu_row_current(gpu)) return;
     char *shares = d_gpu_shares_json(gpu);
     store_gpu_energy r = {
         .uuid = tel_gpu_uuid(d->tel, g), .energy_j = gpu->energy_seen_j,
@@ -334,6 +346,9 @@ static void d_gpu_keep_energy(d_daemon *d, int g) {
         .power_w = gpu->last.power_w, .shares = shares};
     store_gpu_energy_set(d->st, g, &r);
     free(shares);
+    gpu->kept = true;
+    gpu->kept_idle = gpu->nshares == 0;
+    gpu->kept_energy_j = gpu->energy_seen_j;
 }
 
 void d_jobs_keep_energy(d_daemon *d, bool all) {
@@ -347,5 +362,5 @@ void d_jobs_keep_energy(d_daemon *d, bool all) {
         store_job_energy(d->st, job->id, &e);
         job->energy_kept_j = job->energy_j;
     }
-    for (int g = 0; g < d->ngpus; g++) d_gpu_keep_energy(d, g);
+    for (int g = 0; g < d->ngpus; g++) d_gpu_keep_energy(d, g, all);
 }

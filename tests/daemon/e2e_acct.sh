@@ -183,6 +183,49 @@ assert d['energy_j'] <= 227.5*1.05*(a['ended']-a['started']), d['energy_j']" ||
         fail "the reset was charged: $(job_field "$id" energy_j) J"
 }
 
+# GPU $1's saved energy row's time (table gpu_energy), "" when none.
+energy_row_t() {
+    python3 - "$DIR/state/aegis.db" "$1" <<'PY'
+import sqlite3, sys
+row = sqlite3.connect(sys.argv[1]).execute(
+    "SELECT t FROM gpu_energy WHERE gpu = ?", (int(sys.argv[2]),)).fetchone()
+print(repr(row[0]) if row else "")
+PY
+}
+# Whether GPU $1's row's time is no longer $2.
+energy_row_moved() { [ "$(energy_row_t "$1")" != "$2" ]; }
+
+# An idle GPU's energy row is saved at the start and then kept, not
+# rewritten at each tick (its counter rises by its idle draw, which no
+# job is charged): while a job's GPU's row is rewritten tick after tick,
+# in the commits that would carry the idle ones, theirs stay as saved.
+case_acct_energy_idle_row() {
+    start
+    cd "$DIR/work"
+    local g idle=() busy t seen
+    for g in 0 1 2; do
+        [ -n "$(energy_row_t $g)" ] || fail "GPU $g: no row saved at the start"
+    done
+    id=$("$AEGIS" submit --mem 1000 -- "$FAKE" --mib 1000 --seconds 0 \
+        --until "$DIR/go") || fail "submit"
+    until_job "$id" "assert d['state']=='running' and d['energy_j'] > 0"
+    busy=$(job_field "$id" gpu_ids | tr -d '[]')
+    for g in 0 1 2; do
+        [ "$g" = "$busy" ] || idle+=("$g:$(energy_row_t $g)")
+    done
+    # two rewrites of the job's GPU's row: two ticks committed since
+    for seen in 1 2; do
+        t=$(energy_row_t "$busy")
+        wait_until "GPU $busy's row rewritten" energy_row_moved "$busy" "$t"
+    done
+    for g in "${idle[@]}"; do
+        [ "$(energy_row_t "${g%%:*}")" = "${g#*:}" ] ||
+            fail "idle GPU ${g%%:*}'s row rewritten: t ${g#*:} -> $(energy_row_t "${g%%:*}")"
+    done
+    touch "$DIR/go"
+    "$AEGIS" wait "$id" > /dev/null || fail "job $id failed"
+}
+
 # A job's CO2 is at the grid intensity and PUE in force while it ran: a
 # reload changing them leaves a past job's row as it was (it was
 # recomputed at the new figures: last month's report changed).
