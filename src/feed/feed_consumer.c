@@ -94,7 +94,7 @@ static int take_record(feed_consumer *c, feed_err *err) {
         c->rec = r;
         c->pos = r->pos;
         c->start_epoch = r->start_epoch;
-        feed_wake(&h->space_seq); /* may meet min_consumers */
+        feed_wake(&h->space); /* may meet min_consumers */
         break;
     }
     if (rc == FEED_OK && !c->rec) {
@@ -194,14 +194,15 @@ static uint64_t oldest_hold(const feed_consumer *c) {
     return low;
 }
 
-/* Publish pos and low, and wake the producer if it waits for space. */
+/* Publish pos and low, and wake the producer if it waits for space
+ * (feed_wake wakes only a counted waiter). */
 static void publish_progress(feed_consumer *c) {
     feed_shm *h = c->m.hdr;
     feed_lock(h);
     c->rec->pos = c->pos;
     c->rec->low = oldest_hold(c);
     c->rec->seen_ns = feed_now_ns();
-    if (h->producer_waiting) feed_wake(&h->space_seq);
+    feed_wake(&h->space);
     feed_unlock(h);
 }
 
@@ -279,7 +280,7 @@ static int wait_published(feed_consumer *c, int timeout_ms, feed_err *err) {
             rc = FEED_TIMEOUT;
             break;
         }
-        feed_wait(h, &h->data_seq, FEED_POLL_MS);
+        feed_wait(h, &h->data, FEED_POLL_MS);
     }
     feed_unlock(h);
     return rc;
@@ -477,7 +478,7 @@ void feed_detach(feed_consumer *c) {
         if (c->cuda_map[i]) feed_cuda_close(c->cuda_device, c->cuda_map[i]);
     feed_lock(h);
     c->rec->in_use = 0;
-    feed_wake(&h->space_seq);
+    feed_wake(&h->space);
     feed_unlock(h);
     feed_shm_unmap(&c->m);
     free(c->holds);

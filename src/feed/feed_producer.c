@@ -280,9 +280,7 @@ static int wait_for_space(feed_producer *p, int timeout_ms, feed_err *err) {
         int ms = FEED_POLL_MS;
         if (timeout_ms >= 0 && (deadline - now) / 1000000ULL < (uint64_t)ms)
             ms = (int)((deadline - now) / 1000000ULL) + 1;
-        h->producer_waiting = 1;
-        feed_wait(h, &h->space_seq, ms);
-        h->producer_waiting = 0;
+        feed_wait(h, &h->space, ms);
     }
     feed_unlock(h);
     return rc;
@@ -398,7 +396,7 @@ static void commit(feed_producer *p, feed_shm_slot *s, int end_of_epoch) {
         h->epoch++;
         h->epoch_start = h->head;
     }
-    feed_wake(&h->data_seq);
+    feed_wake(&h->data);
     feed_unlock(h);
 }
 
@@ -439,9 +437,7 @@ static void wait_unmapped(feed_producer *p) {
         for (int i = 0; i < FEED_MAX_CONSUMERS; i++)
             mapped |= h->consumers[i].in_use && h->consumers[i].cuda_maps;
         if (!mapped) break;
-        h->producer_waiting = 1;
-        feed_wait(h, &h->space_seq, FEED_POLL_MS);
-        h->producer_waiting = 0;
+        feed_wait(h, &h->space, FEED_POLL_MS);
     }
     feed_unlock(h);
 }
@@ -456,7 +452,7 @@ static void close_as(feed_producer *p, uint32_t how, const char *why) {
         snprintf(h->fail_why, sizeof h->fail_why, "%s",
                  why ? why : "its source failed");
     h->closed = how;
-    feed_wake(&h->data_seq);
+    feed_wake(&h->data);
     feed_unlock(h);
     /* Attached consumers keep their mapping and drain what is left. */
     feed_shm_unlink_if_ours(&p->m, p->name);

@@ -320,24 +320,36 @@ void feed_lock(feed_shm *h) {
 
 void feed_unlock(feed_shm *h) { pthread_mutex_unlock(&h->lock); }
 
-/* The word is read while the lock is still held, so a change made after
- * the waiter checked its condition (which needs the lock) bumps the word
- * past `seen`, and FUTEX_WAIT then returns at once instead of sleeping
- * through it. The futex is not FUTEX_PRIVATE: the word is in a segment
- * other processes map. FUTEX_WAIT's timeout is relative (monotonic). */
-void feed_wait(feed_shm *h, _Atomic uint32_t *word, int ms) {
-    uint32_t seen = atomic_load_explicit(word, memory_order_acquire);
+/* The word is read, and the waiter counted, while the lock is still
+ * held, in the same critical section as the caller's check of its
+ * condition. A change made after that check (it needs the lock) thus
+ * both bumps the word past `seen`, so that FUTEX_WAIT returns at once
+ * instead of sleeping through it, and finds the waiter counted, so that
+ * feed_wake calls FUTEX_WAKE: the lock orders the count before the
+ * waker's read of it, with no fence of its own. The futex is not
+ * FUTEX_PRIVATE: the word is in a segment other processes map.
+ * FUTEX_WAIT's timeout is relative (monotonic). */
+void feed_wait(feed_shm *h, feed_futex *f, int ms) {
+    uint32_t seen = atomic_load_explicit(&f->seq, memory_order_acquire);
     struct timespec ts = {.tv_sec = ms / 1000,
                           .tv_nsec = (long)(ms % 1000) * 1000000L};
+    f->waiters++;
     feed_unlock(h);
     /* EAGAIN (changed already), ETIMEDOUT and EINTR all mean: re-check */
-    syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT, seen, &ts, NULL, 0);
+    syscall(SYS_futex, (uint32_t *)&f->seq, FUTEX_WAIT, seen, &ts, NULL, 0);
     feed_lock(h);
+    f->waiters--;
 }
 
-void feed_wake(_Atomic uint32_t *word) {
-    atomic_fetch_add_explicit(word, 1, memory_order_release);
-    syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+/* The word is bumped even with no waiter: one that counts itself later
+ * reads the new value as its `seen`. A count left high by a killed waiter
+ * costs a FUTEX_WAKE for nobody on each change, as every change did
+ * before the count. */
+void feed_wake(feed_futex *f) {
+    atomic_fetch_add_explicit(&f->seq, 1, memory_order_release);
+    if (f->waiters)
+        syscall(SYS_futex, (uint32_t *)&f->seq, FUTEX_WAKE, INT_MAX, NULL,
+                NULL, 0);
 }
 
 /* Reads state and start time from /proc/PID/stat; 0 if unreadable. */

@@ -10,8 +10,10 @@
  * condition variable counts its waiters in the shared memory, and a waiter
  * killed inside pthread_cond_timedwait leaves a count that the next
  * broadcast waits for ever to drain. A futex keeps no state of a waiter
- * outside the kernel's queue, which drops a dead one. The header is ready
- * to use once `magic` reads FEED_MAGIC (written last by the creator). */
+ * outside the kernel's queue, which drops a dead one. Each word counts
+ * its sleepers beside it, under the lock, so that a change nobody waits
+ * for costs no system call (feed_wake). The header is ready to use once
+ * `magic` reads FEED_MAGIC (written last by the creator). */
 #ifndef AEGIS_FEED_SHM_H
 #define AEGIS_FEED_SHM_H
 
@@ -28,8 +30,9 @@
 #define FEED_SHM_DIR "/dev/shm/"
 /* The layout's version: a peer of another layout takes the segment for
  * one not made yet (the consumer waits, ls lists it as corrupt).
- * "aegfeed4": futex words replaced the condition variables. */
-#define FEED_MAGIC 0x3464656566676561ULL /* "aegfeed4" */
+ * "aegfeed4": futex words replaced the condition variables; "aegfeed5":
+ * each futex word has its count of waiters. */
+#define FEED_MAGIC 0x3564656566676561ULL /* "aegfeed5" */
 /* Waits are cut into slices this long so a dead peer is noticed within one
  * slice: the issue asks for under a second. */
 #define FEED_POLL_MS 100
@@ -84,6 +87,16 @@ typedef struct {
     uint8_t id[FEED_ID_BYTES]; /* random, drawn at attach (feed_peers) */
 } feed_shm_consumer;
 
+/* A futex word and who sleeps on it (feed_wait, feed_wake). */
+typedef struct {
+    _Atomic uint32_t seq; /* bumped under the lock after each change a
+                             waiter may wait for; read without it */
+    uint32_t waiters;     /* locked: callers of feed_wait between their
+                             unlock and lock; one too many for each
+                             process killed there, which costs only a
+                             wake for nobody */
+} feed_futex;
+
 typedef struct {
     _Atomic uint64_t magic;
     uint32_t nslots;
@@ -101,10 +114,8 @@ typedef struct {
     char cuda_bus[FEED_CUDA_BUS_MAX];
 
     pthread_mutex_t lock;
-    /* Futex words, bumped under the lock after each change a waiter may
-     * wait for (see feed_wait, feed_wake); read without it. */
-    _Atomic uint32_t data_seq;  /* producer -> consumers: published, closed */
-    _Atomic uint32_t space_seq; /* consumers -> producer: released, left */
+    feed_futex data;  /* producer -> consumers: published, closed */
+    feed_futex space; /* consumers -> producer: attached, released, left */
     /* locked: */
     uint64_t head;        /* sequence the next publish gets */
     uint64_t epoch;       /* epoch of the next publish */
@@ -112,7 +123,6 @@ typedef struct {
     uint32_t closed;      /* FEED_CLOSED or FEED_FAILED once the
                              producer closed it; 0 before */
     uint32_t started;     /* min_consumers were attached once */
-    uint32_t producer_waiting; /* producer sleeps on space_seq */
     /* with closed == FEED_FAILED: what failed, as feed_fail was told
      * ("its loader raised ..."); readers clamp it to its size */
     char fail_why[FEED_WHY_MAX];
@@ -175,13 +185,13 @@ int feed_shm_unlink_if_ours(const feed_map *m, const char *name);
 
 void feed_lock(feed_shm *h);
 void feed_unlock(feed_shm *h);
-/* Called locked: let go of the lock, sleep until *word changes from what
- * it is now (feed_wake) or ms milliseconds pass, take the lock again.
- * Spurious returns happen; callers re-check their condition. */
-void feed_wait(feed_shm *h, _Atomic uint32_t *word, int ms);
-/* Called locked, after a change waiters on *word wait for: bump it and
- * wake them all. */
-void feed_wake(_Atomic uint32_t *word);
+/* Called locked: let go of the lock, sleep until f's word changes from
+ * what it is now (feed_wake) or ms milliseconds pass, take the lock
+ * again. Spurious returns happen; callers re-check their condition. */
+void feed_wait(feed_shm *h, feed_futex *f, int ms);
+/* Called locked, after a change waiters on f wait for: bump its word and
+ * wake them all, when there are any. */
+void feed_wake(feed_futex *f);
 
 feed_proc feed_proc_self(void);
 int feed_proc_alive(const feed_proc *p);

@@ -428,6 +428,41 @@ static void test_producer_waiting_for_consumers_times_out(void **state) {
     assert_int_equal(leaked_segments(), 0);
 }
 
+/* The waiters of a futex word, as the lock shows them. */
+static uint32_t waiters_on(feed_shm *h, const feed_futex *f) {
+    feed_lock(h);
+    uint32_t n = f->waiters;
+    feed_unlock(h);
+    return n;
+}
+
+/* A consumer asleep in feed_next is counted on the data word, so that
+ * the publish it waits for wakes it (feed_wake calls FUTEX_WAKE only for
+ * a count above 0), and no longer counted once woken; nobody is counted
+ * on the space word while the producer has room. */
+static void test_sleeping_consumer_is_counted_and_woken(void **state) {
+    const char *name = feed_name("waiters");
+    feed_config cfg = config(name, 4, 0, 1);
+    feed_err err;
+    feed_producer *p = feed_create(&cfg, &err);
+    assert_non_null(p);
+    pid_t kid = spawn_consumer(name, 0, 1, 0, -1);
+    feed_map m;
+    assert_int_equal(feed_shm_open(&m, name, FEED_OWNER_SELF, &err), 0);
+    struct timespec a;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    while (waiters_on(m.hdr, &m.hdr->data) == 0 && seconds_since(&a) < 30.0)
+        sched_yield();
+    assert_int_equal(waiters_on(m.hdr, &m.hdr->data), 1);
+    assert_int_equal(waiters_on(m.hdr, &m.hdr->space), 0);
+    publish_epoch(p, 0);
+    assert_int_equal(exit_status(kid), 0);
+    assert_int_equal(waiters_on(m.hdr, &m.hdr->data), 0);
+    feed_shm_unmap(&m);
+    feed_close(p);
+    assert_int_equal(leaked_segments(), 0);
+}
+
 /* A consumer batch size larger than the producer's batches is refused at
  * attach, saying why; one that does not divide them is served in pieces
  * and a shorter rest, and len() counts them; len() follows the producer's
@@ -1035,6 +1070,7 @@ int main(void) {
         cmocka_unit_test(test_killed_consumer_releases_within_a_second),
         cmocka_unit_test(test_dead_consumer_never_stalls_the_others),
         cmocka_unit_test(test_producer_waiting_for_consumers_times_out),
+        cmocka_unit_test(test_sleeping_consumer_is_counted_and_woken),
         cmocka_unit_test(test_batch_size_at_most_producer_batches),
         cmocka_unit_test(test_killed_producer_is_an_error_not_a_hang),
         cmocka_unit_test(test_janitor_cleans_after_producer_crash),
