@@ -533,7 +533,7 @@ static int exec_spawn_shim(const char *path, char *const *argv,
         rc = posix_spawn_file_actions_adddup2(&fa, fds[i], SHIM_OUT_FD + i);
     if (rc == 0) rc = posix_spawn(pid, path, &fa, NULL, shown, env);
     posix_spawn_file_actions_destroy(&fa);
-    exec_shim_argv_free(env);
+    exec_args_in_env_free(env, envp);
     return rc;
 }
 

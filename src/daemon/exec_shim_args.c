@@ -21,10 +21,13 @@ size_t exec_count(char *const *v) {
     return n;
 }
 
-void exec_shim_argv_free(char **v) {
-    for (size_t i = 0; v && v[i]; i++) free(v[i]);
+/* Frees v's strings from `from` on, and v. */
+static void exec_strings_free_from(char **v, size_t from) {
+    for (size_t i = from; v && v[i]; i++) free(v[i]);
     free(v);
 }
+
+void exec_shim_argv_free(char **v) { exec_strings_free_from(v, 0); }
 
 /* n strings of v from `at` on: copies of from's (NULL-terminated); 0, or
  * -1 out of memory. */
@@ -108,21 +111,28 @@ char **exec_shim_environ(char *const *envp) {
     return v;
 }
 
-/* envp, then argv's strings past its first under SHIM_ARG_PREFIX names:
- * a malloc'd vector of malloc'd strings (exec_shim_argv_free), or NULL. */
+/* envp's strings, not copied (the job's were, once, by
+ * exec_shim_environ), then argv's past its first under SHIM_ARG_PREFIX
+ * names, the vector's own: a malloc'd vector (exec_args_in_env_free), or
+ * NULL. */
 char **exec_args_in_env(char *const *argv, char *const *envp) {
     size_t nargs = exec_count(argv), nenv = exec_count(envp);
     char **v = calloc(nenv + nargs + 1, sizeof(*v));
-    bool ok = v && exec_argv_copy(v, 0, envp) == 0;
+    bool ok = v != NULL;
+    if (ok) memcpy(v, envp, nenv * sizeof(*v));
     for (size_t k = 1; ok && k < nargs; k++)
         if (!(ok = asprintf(&v[nenv + k - 1], SHIM_ARG_PREFIX "%zu=%s", k,
                             argv[k]) >= 0))
             v[nenv + k - 1] = NULL;
     if (!ok) {
-        exec_shim_argv_free(v);
+        exec_args_in_env_free(v, envp);
         return NULL;
     }
     return v;
+}
+
+void exec_args_in_env_free(char **v, char *const *envp) {
+    exec_strings_free_from(v, exec_count(envp));
 }
 
 /* A number of the shim's arguments, or -1 when it is not one. */
@@ -133,28 +143,30 @@ static long long exec_shim_number(const char *text) {
     return errno == 0 && end != text && *end == '\0' && v >= 0 ? v : -1;
 }
 
-/* The job's environment from the shim's own (exec_shim_environ): a
- * malloc'd vector of nenv pointers into environ's strings, or NULL when
- * one is missing, given twice or numbered past nenv. */
-static char **exec_shim_job_env(long long nenv) {
-    size_t plen = strlen(SHIM_ENV_PREFIX);
-    char **v = calloc((size_t)nenv + 1, sizeof(*v));
-    for (size_t i = 0; v && environ[i]; i++) {
-        const char *at = environ[i] + plen, *end = at;
-        if (strncmp(environ[i], SHIM_ENV_PREFIX, plen) != 0) continue;
-        long long k = -1;
-        if (*at >= '0' && *at <= '9') k = strtoll(at, (char **)&end, 10);
-        if (*end != '=' || k < 0 || k >= nenv || v[k]) {
-            free(v);
-            return NULL;
-        }
-        v[k] = (char *)end + 1;
+/* The values the shim's environment carries under numbered names, prefix
+ * "K=VALUE" with K from `from` to from + n - 1 (the job's environment,
+ * the shim's arguments): a malloc'd vector of from + n pointers, then
+ * NULL, whose K-th points to VALUE in environ's string and those before
+ * `from` are NULL; or NULL when one is missing, given twice or numbered
+ * out of that range. */
+static char **exec_shim_numbered(const char *prefix, size_t from, size_t n) {
+    size_t plen = strlen(prefix);
+    char **v = calloc(from + n + 1, sizeof(*v));
+    bool ok = v != NULL;
+    for (size_t i = 0; ok && environ[i]; i++) {
+        if (strncmp(environ[i], prefix, plen) != 0) continue;
+        const char *at = environ[i] + plen;
+        char *end = NULL;
+        unsigned long long k = 0;
+        if (*at >= '0' && *at <= '9') k = strtoull(at, &end, 10);
+        ok = end && *end == '=' && k >= from && k < from + n && !v[k];
+        if (ok) v[k] = end + 1;
     }
-    for (long long k = 0; v && k < nenv; k++)
-        if (!v[k]) {
-            free(v);
-            return NULL;
-        }
+    for (size_t k = from; ok && k < from + n; k++) ok = v[k] != NULL;
+    if (!ok) {
+        free(v);
+        return NULL;
+    }
     return v;
 }
 
@@ -185,7 +197,8 @@ static int exec_shim_parse(int argc, char **argv, exec_shim_args *a,
         .cwd = argv[SHIM_CWD], .cgroups = argv[SHIM_CGROUPS],
         .out_path = argv[SHIM_OUT_PATH], .err_path = argv[SHIM_ERR_PATH],
         .has_umask = mask >= 0, .umask = mask >= 0 ? (unsigned)mask : 0};
-    if (!(*envp = exec_shim_job_env(nums[SHIM_NENV]))) return -1;
+    *envp = exec_shim_numbered(SHIM_ENV_PREFIX, 0, (size_t)nums[SHIM_NENV]);
+    if (!*envp) return -1;
     *tail = argv + SHIM_FIXED;
     return 0;
 }
@@ -199,17 +212,7 @@ static char **exec_shim_args_found(int *argc, char **argv) {
     for (size_t i = 0; environ[i]; i++)
         n += strncmp(environ[i], SHIM_ARG_PREFIX, plen) == 0;
     if (n == 0) return argv;
-    char **v = calloc(n + 2, sizeof(*v));
-    for (size_t i = 0; v && environ[i]; i++) {
-        if (strncmp(environ[i], SHIM_ARG_PREFIX, plen) != 0) continue;
-        char *end;
-        unsigned long long k = strtoull(environ[i] + plen, &end, 10);
-        if (*end != '=' || k < 1 || k > n || v[k]) {
-            free(v);
-            return NULL;
-        }
-        v[k] = end + 1;
-    }
+    char **v = exec_shim_numbered(SHIM_ARG_PREFIX, 1, n);
     if (v) v[0] = argv[0];
     *argc = (int)n + 1;
     return v;

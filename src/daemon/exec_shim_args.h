@@ -46,10 +46,12 @@ char **exec_shim_argv(const exec_shim_args *a, size_t nenv, char *const *tail);
 /* The shim's environment: aegisd's own, then the job's strings envp under
  * names of their own (exec_shim_argv_free; NULL out of memory). */
 char **exec_shim_environ(char *const *envp);
-/* envp, then argv's strings past its first under names of their own: the
- * arguments travel where ps does not show them (exec_shim_argv_free;
- * NULL out of memory). */
+/* envp's strings (not copied: envp must outlive the vector), then argv's
+ * past its first under names of their own: the arguments travel where ps
+ * does not show them (exec_args_in_env_free; NULL out of memory). */
 char **exec_args_in_env(char *const *argv, char *const *envp);
+/* Frees v = exec_args_in_env(argv, envp): the strings it made, and v. */
+void exec_args_in_env_free(char **v, char *const *envp);
 /* In the shim: its arguments into a and tail (the job's argv, or the
  * notifier's command), and the job's environment into *envp (malloc'd),
  * from its environment, or from argv as an aegisd older than the shim

@@ -10,6 +10,7 @@
 
 #include "config.h"
 #include "exec.h"
+#include "exec_shim_args.h"
 #include "proto.h"
 #include "store.h"
 #include "mps.h"
@@ -1307,6 +1308,83 @@ static void test_status_files_recycled(void **state) {
     close(dirfd);
 }
 
+/* exec_shim_args_read in an environment of v (environ put back after). */
+static int shim_read_in(char **v, int argc, char **argv, exec_shim_args *a,
+                        char ***envp, char ***tail) {
+    char **saved = environ;
+    environ = v;
+    int rc = exec_shim_args_read(argc, argv, a, envp, tail);
+    environ = saved;
+    return rc;
+}
+
+/* What aegisd hands the shim (its arguments and the job's environment,
+ * all in the shim's environment) is what the shim reads back; a job's
+ * variable missing, given twice, numbered past the count or not numbered
+ * is refused, as is a shim argument numbered past theirs. */
+static void test_shim_args_round_trip(void **state) {
+    (void)state;
+    exec_shim_args in = {.mode = "job", .id = 12, .attempt = 3,
+                         .log_max_bytes = 4096, .as_user = true, .uid = 1000,
+                         .gid = 1001, .user = "ann", .cwd = "/home/ann",
+                         .out_path = "out=%j", .has_umask = true,
+                         .umask = 027};
+    char *job_env[] = {"PATH=/bin", "X=a=b", "EMPTY=", NULL};
+    char *job_argv[] = {"train.py", "--lr", "0.1", NULL};
+    char **argv = exec_shim_argv(&in, 3, job_argv);
+    char **shim_env = exec_shim_environ(job_env);
+    char **env = exec_args_in_env(argv, shim_env);
+    assert_non_null(env);
+    char *shown[] = {argv[0], argv[SHIM_MODE], argv[SHIM_ID], NULL};
+    exec_shim_args a;
+    char **envp = NULL, **tail = NULL;
+    assert_int_equal(shim_read_in(env, 3, shown, &a, &envp, &tail), 0);
+    assert_string_equal(a.mode, "job");
+    assert_int_equal(a.id, 12);
+    assert_int_equal(a.attempt, 3);
+    assert_int_equal(a.log_max_bytes, 4096);
+    assert_true(a.as_user && a.has_umask);
+    assert_int_equal(a.uid, 1000);
+    assert_int_equal(a.gid, 1001);
+    assert_int_equal(a.umask, 027);
+    assert_string_equal(a.user, "ann");
+    assert_string_equal(a.out_path, "out=%j");
+    for (int i = 0; i < 3; i++) assert_string_equal(envp[i], job_env[i]);
+    assert_null(envp[3]);
+    for (int i = 0; i < 3; i++) assert_string_equal(tail[i], job_argv[i]);
+    assert_null(tail[3]);
+    free(envp);
+    /* the arguments as an older aegisd passed them: argv itself */
+    assert_int_equal(shim_read_in(shim_env, exec_count(argv), argv, &a, &envp,
+                                  &tail), 0);
+    assert_string_equal(envp[1], "X=a=b");
+    free(envp);
+    /* each bad variable in turn, added to the good ones; then the job's
+     * last one left out */
+    static const char *const bad[] = {
+        "AEGIS_SHIM_ENV_1=X=again", "AEGIS_SHIM_ENV_3=PAST=count",
+        "AEGIS_SHIM_ENV_=UNNUMBERED=1", "AEGIS_SHIM_ENV_+0=SIGNED=1",
+        "AEGIS_SHIM_ARG_99=past", "AEGIS_SHIM_ARG_-1=negative", NULL};
+    size_t n = exec_count(env);
+    char **with = calloc(n + 2, sizeof(*with));
+    assert_non_null(with);
+    memcpy(with, env, n * sizeof(*with));
+    for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+        with[n] = (char *)bad[i];
+        if (!bad[i]) /* no AEGIS_SHIM_ENV_2 */
+            for (size_t k = 0; k < n; k++)
+                if (strncmp(with[k], "AEGIS_SHIM_ENV_2=", 17) == 0)
+                    with[k] = "OTHER=1";
+        envp = NULL;
+        assert_int_equal(shim_read_in(with, 3, shown, &a, &envp, &tail), -1);
+        assert_null(envp);
+    }
+    free(with);
+    exec_args_in_env_free(env, shim_env);
+    exec_shim_argv_free(shim_env);
+    exec_shim_argv_free(argv);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_proto_submit),
@@ -1339,6 +1417,7 @@ int main(void) {
         cmocka_unit_test(test_status_files_recycled),
         cmocka_unit_test(test_status_end_time),
         cmocka_unit_test(test_err_offset_from_spawn),
+        cmocka_unit_test(test_shim_args_round_trip),
     };
     return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
 }
