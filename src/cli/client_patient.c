@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 /* Seconds to keep asking: $AEGIS_RECONNECT_S when it is a whole number of
@@ -26,12 +25,6 @@ static long reconnect_seconds(void) {
     char *end;
     long v = strtol(env, &end, 10);
     return *end || v < 0 ? CLIENT_RECONNECT_S : v;
-}
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 /* Whether the call that just ended lost aegisd rather than got an answer
@@ -60,12 +53,12 @@ json_t *client_call_patient(const char *cmd, const char *socket, json_t *req,
         }
         if (give_up_at == 0) {
             long patience = reconnect_seconds();
-            give_up_at = now_s() + (double)patience;
+            give_up_at = cli_now_s() + (double)patience;
             if (patience > 0)
                 fprintf(stderr, "%s; asking again for up to %ld s "
                         "(AEGIS_RECONNECT_S)\n", why, patience);
         }
-        if (now_s() >= give_up_at) {
+        if (cli_now_s() >= give_up_at) {
             fprintf(stderr, "%s\n", why);
             json_decref(req);
             return NULL;

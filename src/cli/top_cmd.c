@@ -202,12 +202,6 @@ static top_screen screen_of(const top_data *d, const top_opts *o,
                         .njobs = d->njobs, .error = error};
 }
 
-static double now_s(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + t.tv_nsec / 1e9;
-}
-
 static void draw(const top_screen *s, top_lines *lines) {
     int rows, cols;
     term_size(&rows, &cols);
@@ -218,9 +212,9 @@ static void draw(const top_screen *s, top_lines *lines) {
 /* Waits out one period, drawing again on a resize; false on quit. */
 static bool wait_period(const top_screen *s, double delay_s,
                         top_lines *lines) {
-    double end = now_s() + delay_s;
+    double end = cli_now_s() + delay_s;
     for (;;) {
-        double left_ms = (end - now_s()) * 1000;
+        double left_ms = (end - cli_now_s()) * 1000;
         if (left_ms <= 0) return true;
         switch (term_wait((int)left_ms + 1)) {
         case TERM_QUIT: return false;
