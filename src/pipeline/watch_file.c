@@ -8,13 +8,15 @@
  * folder), and what they put there must not become the owner's samples,
  * nor a link make the owner's private files readable as samples (by
  * those the dataset is shared with). The watcher runs as the owner, so
- * the owner is its effective user. */
+ * the owner is its effective user. Each file is opened as job_file.h
+ * opens a job's output, which asks the same: no link followed, no wait
+ * on a FIFO, a regular file of its owner, judged by what was opened. */
 #include "watch_int.h"
+#include "feed_trust.h"
+#include "job_file.h"
 #include "mapguard.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -175,17 +177,12 @@ static int64_t register_binary(pl_watch *w, const char *name, int fd,
     return (int64_t)(w->samples - before);
 }
 
-/* The label in the file NAME.label: 0, 1 when the file is still empty
- * (being written: the sample waits for it), or -1 when it is not a
+/* The label in the label file open on fd: 0, 1 when the file is still
+ * empty (being written: the sample waits for it), or -1 when it is not a
  * number. */
-static int read_label_file(pl_watch *w, const char *label_name,
-                           int64_t *label) {
+static int read_label(int fd, int64_t *label) {
     char buf[LABEL_MAX + 1];
-    int fd = openat(w->dir_fd, label_name,
-                    O_RDONLY | O_NONBLOCK | O_NOCTTY | O_NOFOLLOW | O_CLOEXEC);
-    ssize_t n = fd < 0 ? -1 : read(fd, buf, LABEL_MAX);
-    if (fd >= 0)
-        close(fd);
+    ssize_t n = read(fd, buf, LABEL_MAX);
     if (n <= 0)
         return n == 0 ? 1 : -1;
     buf[n] = '\0';
@@ -200,21 +197,37 @@ static int read_label_file(pl_watch *w, const char *label_name,
     return 0;
 }
 
-/* Whether the file of st is the owner's; another user's is passed over,
- * said once. */
-static int owners(pl_watch *w, const char *name, const struct stat *st) {
-    if (st->st_uid == geteuid())
-        return 1;
-    const struct passwd *pw = getpwuid(st->st_uid);
-    char what[160];
-    if (pw)
+/* The name of user uid, looked up once while the files the scan passes
+ * over are that user's, not once a file each scan (a lookup may ask a
+ * directory server). */
+static const char *other_user(pl_watch *w, uid_t uid) {
+    if (!w->other_name[0] || w->other_uid != uid) {
+        feed_user_name(uid, w->other_name, sizeof(w->other_name));
+        w->other_uid = uid;
+    }
+    return w->other_name;
+}
+
+/* Opens the data folder's file name if it is the owner's regular file,
+ * its fstat in *st; else says why, where that is news, and returns -1:
+ * a link or another user's file is passed over (said once), a file gone
+ * again or not a regular file (a folder, a FIFO) is not data. */
+static int open_owners(pl_watch *w, const char *name, struct stat *st) {
+    int fd = job_file_open_stat(w->dir_fd, name, geteuid(), NULL, st);
+    if (fd >= 0)
+        return fd;
+    if (errno == ELOOP) {
+        pl_watch_pass_over(w, name, "a symbolic link: not followed, "
+                           "passed over");
+    } else if (errno == EPERM) {
+        char what[160];
         snprintf(what, sizeof(what), "owned by user %s, not by the "
-                 "dataset's owner: passed over", pw->pw_name);
-    else
-        snprintf(what, sizeof(what), "owned by user %u, not by the "
-                 "dataset's owner: passed over", (unsigned)st->st_uid);
-    pl_watch_pass_over(w, name, what);
-    return 0;
+                 "dataset's owner: passed over", other_user(w, st->st_uid));
+        pl_watch_pass_over(w, name, what);
+    } else if (errno != ENOENT && errno != EINVAL) {
+        pl_watch_warn(w, name, strerror(errno));
+    }
+    return -1;
 }
 
 /* One sample per file: registered once both NAME and NAME.label are. */
@@ -227,11 +240,13 @@ static int64_t register_single(pl_watch *w, const char *name,
     int n = snprintf(label_name, sizeof(label_name), "%s%s", name,
                      LABEL_SUFFIX);
     if (n < 0 || (size_t)n >= sizeof(label_name) ||
-        pl_filetab_find(&w->files, name) >= 0 ||
-        fstatat(w->dir_fd, label_name, &lst, AT_SYMLINK_NOFOLLOW) < 0 ||
-        !S_ISREG(lst.st_mode) || !owners(w, label_name, &lst))
+        pl_filetab_find(&w->files, name) >= 0)
         return 0;
-    int label_rc = read_label_file(w, label_name, &label);
+    int fd = open_owners(w, label_name, &lst);
+    if (fd < 0)
+        return 0;
+    int label_rc = read_label(fd, &label);
+    close(fd);
     if (label_rc == 1)
         return 0;
     int64_t file = pl_watch_index(w, name, err, errlen);
@@ -277,24 +292,10 @@ int64_t pl_watch_file(pl_watch *w, const char *name, int complete, char *err,
     name = data_name(w, name, buf, sizeof(buf));
     if (!name || w->full || !pl_watch_wanted(w, name))
         return 0;
-    /* O_NONBLOCK: a FIFO among the files must not stop the watcher in
-     * open(); it is then passed over as not a regular file. */
-    int fd = openat(w->dir_fd, name, O_RDONLY | O_NONBLOCK | O_NOCTTY |
-                                         O_NOFOLLOW | O_CLOEXEC);
     struct stat st;
-    if (fd < 0) {
-        if (errno == ELOOP)
-            pl_watch_pass_over(w, name, "a symbolic link: not followed, "
-                               "passed over");
-        else if (errno != ENOENT) /* gone again: nothing to say */
-            pl_watch_warn(w, name, strerror(errno));
+    int fd = open_owners(w, name, &st);
+    if (fd < 0)
         return 0;
-    }
-    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
-        !owners(w, name, &st)) {
-        close(fd); /* a folder or device among the files: not data */
-        return 0;
-    }
     int64_t n =
         w->conf.format == PL_FORMAT_FILE
             ? register_single(w, name, &st, err, errlen)

@@ -27,6 +27,8 @@ struct pl_watch {
     FILE *warn;
     char **passed;      /* names passed over as not the owner's files */
     size_t npassed;     /*   (said once each: pl_watch_pass_over) */
+    uid_t other_uid;    /* the last other user a file was passed over */
+    char other_name[64]; /*   for, and their name ("" before any) */
 };
 
 /* Whether NAME is a data file of the dataset (its pattern, no dot file,

@@ -45,25 +45,31 @@ static int job_file_openat(int dirfd, const char *name) {
 }
 
 /* 0 when fd is a regular file of owner (and, with id, that file), else
- * -1 with errno saying why not. */
-static int job_file_check(int fd, uid_t owner, const job_file_id *id) {
-    struct stat st;
-    if (fstat(fd, &st) != 0) return -1;
-    errno = !S_ISREG(st.st_mode)                              ? EINVAL
-            : st.st_uid != owner                              ? EPERM
-            : id && (st.st_dev != id->dev || st.st_ino != id->ino) ? ESTALE
-                                                              : 0;
+ * -1 with errno saying why not; its fstat in *st. */
+static int job_file_check(int fd, uid_t owner, const job_file_id *id,
+                          struct stat *st) {
+    if (fstat(fd, st) != 0) return -1;
+    errno = !S_ISREG(st->st_mode)                                 ? EINVAL
+            : st->st_uid != owner                                 ? EPERM
+            : id && (st->st_dev != id->dev || st->st_ino != id->ino) ? ESTALE
+                                                                  : 0;
     return errno ? -1 : 0;
 }
 
-int job_file_open(int dirfd, const char *name, uid_t owner,
-                  const job_file_id *id) {
+int job_file_open_stat(int dirfd, const char *name, uid_t owner,
+                       const job_file_id *id, struct stat *st) {
     int fd = job_file_openat(dirfd, name);
-    if (fd < 0 || job_file_check(fd, owner, id) == 0) return fd;
+    if (fd < 0 || job_file_check(fd, owner, id, st) == 0) return fd;
     int saved = errno;
     close(fd);
     errno = saved;
     return -1;
+}
+
+int job_file_open(int dirfd, const char *name, uid_t owner,
+                  const job_file_id *id) {
+    struct stat st;
+    return job_file_open_stat(dirfd, name, owner, id, &st);
 }
 
 ssize_t job_file_tail(int fd, long long from, char *buf, size_t len) {

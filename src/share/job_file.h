@@ -16,7 +16,9 @@
  * job_file_tail_as also opens and reads it as the user, in a child
  * process that holds only the user's uid, gid and groups: root's rights
  * never reach the file. aegisd reads its own logs, in its own closed
- * folder, with job_file_open in the daemon itself.
+ * folder, with job_file_open in the daemon itself; the dataset watcher
+ * opens a data folder's files with job_file_open_stat (its owner's
+ * files only, src/pipeline/watch_file.c).
  *
  * Refusals set errno: ELOOP (a link), EINVAL (not a regular file), EPERM
  * (another owner), ESTALE (not the file the job started with), ETIMEDOUT
@@ -28,6 +30,7 @@
 #define AEGIS_JOB_FILE_H
 
 #include <stddef.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 /* The file a job started with (fstat of its descriptor then). */
@@ -49,6 +52,12 @@ typedef struct job_file_user {
  * Returns the descriptor (close-on-exec), or -1 with errno. */
 int job_file_open(int dirfd, const char *name, uid_t owner,
                   const job_file_id *id);
+
+/* job_file_open, and in *st what fstat said of the file opened: of the
+ * one returned, or of the one refused for its type, owner or identity
+ * (EINVAL, EPERM, ESTALE), so that a caller can say whose it was. */
+int job_file_open_stat(int dirfd, const char *name, uid_t owner,
+                       const job_file_id *id, struct stat *st);
 
 /* Reads the last bytes of fd's file into buf: at most len, none before
  * offset from. Returns how many, or -1 with errno. */

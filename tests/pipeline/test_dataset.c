@@ -11,6 +11,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -401,6 +402,88 @@ static void fifo_label_is_passed_over(void **state) {
     assert_int_equal(scan_once(f), 0);
 }
 
+/* Runs one scan as scan_once does, what it said in said (len bytes). */
+static int64_t scan_saying(fixture *f, char *said, size_t len) {
+    pl_watch *w;
+    char err[256];
+    FILE *out = fmemopen(said, len, "w");
+    assert_non_null(out);
+    assert_int_equal(pl_watch_open(f->state, "d", &w, err, sizeof(err)), 0);
+    pl_watch_set_warnings(w, out);
+    int64_t n = pl_watch_scan(w, err, sizeof(err));
+    pl_watch_close(w);
+    fclose(out);
+    return n;
+}
+
+/* f->data's file name, given to uid (the test runs as root). */
+static void give(fixture *f, const char *name, uid_t uid) {
+    char path[256];
+    snprintf(path, sizeof(path), "%s/%s", f->data, name);
+    assert_int_equal(lchown(path, uid, (gid_t)-1), 0);
+}
+
+/* Whether said has "NAME: WHAT" in it. */
+static int said_of(const char *said, const char *name, const char *what) {
+    char line[256];
+    snprintf(line, sizeof(line), "/%s: %s", name, what);
+    return strstr(said, line) != NULL;
+}
+
+/* Other users' files are passed over, each saying whose it is: the name
+ * of each user, or the number of one without a name, whatever the order
+ * the scan meets them in (the name looked up once is the right one). */
+static void others_files_are_named(void **state) {
+    fixture *f = *state;
+    if (geteuid() != 0)
+        skip(); /* giving files away needs root */
+    add_dataset(f, binary12);
+    write_records(f, "a.bin", 0, 3);
+    write_records(f, "b.bin", 3, 3);
+    write_records(f, "c.bin", 6, 3);
+    write_records(f, "d.bin", 9, 3);
+    give(f, "b.bin", 1);
+    give(f, "c.bin", 4242420);
+    give(f, "d.bin", 1);
+    const struct passwd *pw = getpwuid(1);
+    char one[96], said[4096] = "";
+    snprintf(one, sizeof(one), "owned by user %s,", pw ? pw->pw_name : "1");
+    assert_int_equal(scan_saying(f, said, sizeof(said)), 3);
+    assert_true(said_of(said, "b.bin", one));
+    assert_true(said_of(said, "c.bin", "owned by user 4242420,"));
+    assert_true(said_of(said, "d.bin", one));
+    assert_keys_in_order(f, 3);
+}
+
+/* A label file is taken only as the data files are: another user's, or a
+ * link (to a label of the owner's), leaves its sample waiting, said. */
+static void others_labels_are_passed_over(void **state) {
+    fixture *f = *state;
+    if (geteuid() != 0)
+        skip();
+    pl_dsconf c = {.format = PL_FORMAT_FILE, .classes = 4};
+    strcpy(c.pattern, "*.img");
+    add_dataset(f, c);
+    write_file(f, "a.img", "pixels", 6);
+    write_file(f, "a.img.label", "1\n", 2);
+    give(f, "a.img.label", 4242420);
+    write_file(f, "b.img", "pixels", 6);
+    write_file(f, "mine.txt", "2\n", 2);
+    char link[256];
+    snprintf(link, sizeof(link), "%s/b.img.label", f->data);
+    assert_int_equal(symlink("mine.txt", link), 0);
+    write_file(f, "c.img", "pixels", 6);
+    write_file(f, "c.img.label", "3\n", 2);
+    char said[4096] = "";
+    assert_int_equal(scan_saying(f, said, sizeof(said)), 1);
+    assert_true(said_of(said, "a.img.label", "owned by user 4242420,"));
+    assert_true(said_of(said, "b.img.label", "a symbolic link"));
+    pl_dataset *ds = open_dataset(f);
+    assert_int_equal(pl_dataset_count(ds), 1);
+    assert_int_equal(pl_dataset_samples(ds)[0].label, 3);
+    pl_dataset_close(ds);
+}
+
 static void one_sample_per_file_waits_for_its_label(void **state) {
     fixture *f = *state;
     pl_dsconf c = {.format = PL_FORMAT_FILE, .classes = 4};
@@ -528,6 +611,10 @@ int main(void) {
         cmocka_unit_test_setup_teardown(listed_file_without_block_is_registered,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(fifos_are_passed_over, setup, teardown),
+        cmocka_unit_test_setup_teardown(others_files_are_named, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(others_labels_are_passed_over, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(fifo_label_is_passed_over, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(damage_in_the_middle_is_not_cut, setup,
