@@ -8,11 +8,11 @@
 
 #include "dataset.h"
 #include "dsconf.h"
+#include "feed_trust.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,13 +73,11 @@ static int copy_opt(char *dst, size_t size, const char *opt, const char *arg) {
  * others there can still rename or remove the owner's files. */
 static void warn_dir(const char *dir, const struct stat *st) {
     if (st->st_uid != geteuid()) {
-        const struct passwd *pw = getpwuid(st->st_uid);
+        char who[64];
+        feed_user_name(st->st_uid, who, sizeof(who));
         fprintf(stderr, "aegis dataset add: warning: --dir: %s: owned by "
-                "user ", dir);
-        if (pw) fprintf(stderr, "%s", pw->pw_name);
-        else fprintf(stderr, "%u", (unsigned)st->st_uid);
-        fprintf(stderr, ", not by you: the watcher takes only your own "
-                "files from it\n");
+                "user %s, not by you: the watcher takes only your own files "
+                "from it\n", dir, who);
     }
     if (st->st_mode & (S_IWGRP | S_IWOTH))
         fprintf(stderr, "aegis dataset add: warning: --dir: %s: writable by "

@@ -10,11 +10,11 @@
  * or a file in it); every file is opened relative to it, again without
  * following a link. */
 #include "dsgen.h"
+#include "feed_trust.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -244,10 +244,8 @@ static int open_out(gen_out *w) {
     if (w->dir < 0 || fstat(w->dir, &st) < 0)
         return fail_errno(w, "opening", out);
     if (st.st_uid != geteuid()) {
-        const struct passwd *pw = getpwuid(st.st_uid);
         char who[64];
-        if (pw) snprintf(who, sizeof(who), "%s", pw->pw_name);
-        else snprintf(who, sizeof(who), "%u", (unsigned)st.st_uid);
+        feed_user_name(st.st_uid, who, sizeof(who));
         snprintf(w->err, w->errlen, "%s: the folder belongs to user %s, not "
                  "to you: write the stream into a folder of yours", out, who);
         return -1;

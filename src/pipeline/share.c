@@ -3,7 +3,6 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <pwd.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -13,6 +12,7 @@
 #include <unistd.h>
 
 #include "dsconf.h"
+#include "feed_trust.h"
 
 enum { PERM_NONE = 0, PERM_X = 1, PERM_R = 4 };
 
@@ -132,12 +132,14 @@ static int open_path(const char *state, const char *dsdir, uid_t uid,
         if (set_entry(path, ACL_TYPE_ACCESS, uid, PERM_X, err, errlen) < 0)
             return -1;
         bool outside = strlen(path) < strlen(state);
-        const struct passwd *pw = said && outside ? getpwuid(uid) : NULL;
-        if (said && outside)
+        if (said && outside) {
+            char who[64];
+            feed_user_name(uid, who, sizeof(who));
             fprintf(said, "aegis dataset share: %s: %s may pass through it "
                     "(search, no listing), so it can read a file there whose "
                     "mode lets others read it, knowing its name\n", path,
-                    pw ? pw->pw_name : "the user");
+                    who);
+        }
     }
     return 0;
 }

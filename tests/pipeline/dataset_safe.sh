@@ -7,7 +7,8 @@
 #          each refused, naming the path, A's own file untouched.
 #   watch: A's data folder writable by others: `dataset add` warns; the
 #          watcher registers A's file, not B's, nor a link B made to A's
-#          private file.
+#          private file; a folder of B's, or of a user with no name:
+#          `dataset add` names its owner.
 # Needs root (to act as both users) and setpriv; skipped (77) otherwise.
 # usage: dataset_safe.sh AEGIS CASE
 set -eu
@@ -85,6 +86,20 @@ case_watch() {
         fail "no word of B's file: $(cat "$tmp/err")"
     grep -qF "$data/c-link.csv: a symbolic link" "$tmp/err" ||
         fail "no word of the link: $(cat "$tmp/err")"
+    # another user's data folder: `dataset add` names its owner, or gives
+    # the number of an owner with no name
+    as daemon mkdir -m 755 "$shared/bdata"
+    mkdir -m 755 "$shared/ndata"
+    chown 4242420 "$shared/ndata"
+    for d in bdata:daemon ndata:4242420; do
+        dir=$shared/${d%%:*} owner=${d#*:}
+        as nobody env AEGIS_STATE_HOME="$AEGIS_STATE_HOME" "$AEGIS" dataset \
+            add "${d%%:*}" --dir "$dir" --format csv --ts-column 0 \
+            --label-column 1 > /dev/null 2> "$tmp/err" ||
+            fail "dataset add over $dir: $(cat "$tmp/err")"
+        grep -qF "$dir: owned by user $owner, not by you" "$tmp/err" ||
+            fail "dataset add did not name $owner: $(cat "$tmp/err")"
+    done
 }
 
 "case_$CASE"
