@@ -1,7 +1,9 @@
 /* daemon.c -- aegisd's event loop: one libuv loop serves the Unix socket,
  * fires the 1 s telemetry tick, reaps children and handles signals. All
  * state changes happen on this one thread, in callbacks, so nothing needs
- * a lock.
+ * a lock. The one other thread, the front (front.h), accepts the
+ * connections and answers `gpus` from a copy the loop publishes; it
+ * touches no state of the loop's.
  *
  * Signals: SIGTERM/SIGINT stop accepting requests and leave running jobs
  * to their shims (a restarted aegisd re-adopts them), or, with
@@ -12,6 +14,7 @@
 
 #include "config.h"
 #include "exec.h"
+#include "front.h"
 #include "ready.h"
 #include "usock.h"
 
@@ -208,14 +211,23 @@ static void d_conn_finish(d_conn *c) {
     }
 }
 
+/* A request other than `gpus` may change what a `gpus` answer says: the
+ * front's copy is stale until the turn ends (front.h). */
+static void d_gpus_may_change(d_daemon *d, const proto_request *req) {
+    d->gpus_changes++;
+    if (req->op != PROTO_GPUS && d->front) front_stale(d->front);
+}
+
 static void d_conn_request(d_conn *c, const char *line, size_t len) {
     proto_request req;
     char err[512];
     c->commits_seen = store_commits(c->d->st);
-    if (proto_parse(line, len, &req, err, sizeof(err)) != 0)
+    if (proto_parse(line, len, &req, err, sizeof(err)) != 0) {
         d_reply_error(c, "%s", err);
-    else
+    } else {
+        d_gpus_may_change(c->d, &req);
         d_handle(c, &req);
+    }
     proto_request_free(&req);
 }
 
@@ -311,11 +323,14 @@ static int d_conns_of(const d_daemon *d, uid_t uid) {
     return n;
 }
 
-static void on_connection(uv_stream_t *server, int status) {
-    d_daemon *d = server->data;
-    if (status < 0) return;
+/* Serves a connection the front accepted and handed over (fd, its
+ * request bytes unread). */
+static void d_conn_adopt(d_daemon *d, int fd) {
     d_conn *c = calloc(1, sizeof(*c));
-    if (!c) return;
+    if (!c) {
+        close(fd);
+        return;
+    }
     c->d = d;
     uv_pipe_init(d->loop, &c->pipe, 0);
     c->pipe.data = c;
@@ -323,15 +338,14 @@ static void on_connection(uv_stream_t *server, int status) {
     if (d->conns) d->conns->prev = c;
     d->conns = c;
     d->nconns++;
-    if (uv_accept(server, (uv_stream_t *)&c->pipe) != 0) {
+    if (uv_pipe_open(&c->pipe, fd) != 0) {
+        close(fd);
         d_conn_close(c);
         return;
     }
-    uv_os_fd_t fd;
     struct ucred cred;
     socklen_t len = sizeof(cred);
-    if (uv_fileno((uv_handle_t *)&c->pipe, &fd) != 0 ||
-        getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
         d_conn_close(c);
         return;
     }
@@ -352,6 +366,42 @@ static void on_connection(uv_stream_t *server, int status) {
     }
 }
 
+/* The connections the front handed over: a bounded number a turn, so that
+ * a flood of them leaves the loop its other work; the rest next turn. */
+static void on_handoff(uv_async_t *h) {
+    enum { PER_TURN = 64 };
+    d_daemon *d = h->data;
+    int fds[PER_TURN];
+    int n = d->front ? front_take(d->front, fds, PER_TURN) : 0;
+    for (int i = 0; i < n; i++) d_conn_adopt(d, fds[i]);
+    if (n == PER_TURN) uv_async_send(h);
+}
+
+/* Called on the front's thread. */
+static void d_front_wake(void *arg) {
+    d_daemon *d = arg;
+    uv_async_send(&d->handoff);
+}
+
+/* Before each poll: the front gets a fresh `gpus` answer where this turn
+ * may have changed it. */
+static void on_publish(uv_prepare_t *h) {
+    d_daemon *d = h->data;
+    if (!d->front || d->gpus_published == d->gpus_changes) return;
+    d->gpus_published = d->gpus_changes;
+    json_t *answer = d_gpus_answer(d);
+    char *text = answer ? json_dumps(answer, JSON_COMPACT) : NULL;
+    json_decref(answer);
+    if (!text) {
+        front_stale(d->front); /* out of memory: the loop answers */
+        return;
+    }
+    size_t n = strlen(text);
+    text[n] = '\n'; /* json_dumps leaves the NUL's byte to spare */
+    front_publish(d->front, text, n + 1);
+    free(text);
+}
+
 /* ---- timer and signals --------------------------------------------------- */
 
 static void d_maybe_exit(d_daemon *d) {
@@ -364,6 +414,7 @@ static void d_maybe_exit(d_daemon *d) {
 
 static void on_tick(uv_timer_t *t) {
     d_daemon *d = t->data;
+    d->gpus_changes++; /* the telemetry, at least */
     d_conns_check_hangups(d);
     d_jobs_state_retry(d); /* outside a transaction: it makes its own */
     d_turn_begin(d);
@@ -389,6 +440,7 @@ static void on_tick(uv_timer_t *t) {
  * `aegis gpus` waited 24 s). */
 static void on_children_ended(uv_check_t *h) {
     d_daemon *d = h->data;
+    d->gpus_changes++;
     uv_check_stop(h);
     int status;
     pid_t pid;
@@ -404,6 +456,7 @@ static void on_children_ended(uv_check_t *h) {
 
 static void on_schedule_more(uv_idle_t *h) {
     d_daemon *d = h->data;
+    d->gpus_changes++;
     uv_idle_stop(h);
     d_jobs_schedule(d);
     d_maybe_exit(d);
@@ -427,6 +480,8 @@ void d_stop(d_daemon *d, const char *why, bool drain) {
     store_begin(d->st); /* the next aegisd adopts the jobs with it */
     d_jobs_keep_energy(d, true);
     store_commit(d->st);
+    front_stop(d->front);
+    d->front = NULL;
     uv_close((uv_handle_t *)&d->server, NULL);
     unlink(d->opt.socket_path);
 }
@@ -468,6 +523,7 @@ static void d_keys_for_restart(d_daemon *d, config_keys *keys,
 
 static void on_sighup(uv_signal_t *s, int signum) {
     d_daemon *d = s->data;
+    d->gpus_changes++;
     core_config cfg;
     acct_params acct;
     sharing_config share;
@@ -659,6 +715,29 @@ static void d_socket_access(d_daemon *d) {
           path, group);
 }
 
+/* Listens on the bound socket through the front, which accepts (front.h):
+ * libuv's handle keeps the socket, never watched by the loop. */
+static int d_front_open(d_daemon *d) {
+    uv_os_fd_t fd;
+    char err[256];
+    if (uv_fileno((uv_handle_t *)&d->server, &fd) != 0 || listen(fd, 128) != 0) {
+        d_error("%s: listen: %s", d->opt.socket_path, strerror(errno));
+        return -1;
+    }
+    uv_async_init(d->loop, &d->handoff, on_handoff);
+    d->handoff.data = d;
+    uv_prepare_init(d->loop, &d->publish);
+    d->publish.data = d;
+    uv_prepare_start(&d->publish, on_publish);
+    d->front = front_start(fd, d_front_wake, d, err, sizeof(err));
+    if (!d->front) {
+        d_error("%s: %s", d->opt.socket_path, err);
+        return -1;
+    }
+    d_socket_access(d);
+    return 0;
+}
+
 static int d_listen(d_daemon *d) {
     uv_pipe_init(d->loop, &d->server, 0);
     d->server.data = d;
@@ -669,11 +748,12 @@ static int d_listen(d_daemon *d) {
      * connects before it is; else anyone may (requests check the peer) */
     mode_t old = umask(d->keys.socket_group[0] ? 0177 : 0);
     int rc = uv_pipe_bind(&d->server, d->opt.socket_path);
-    if (rc == 0) rc = uv_listen((uv_stream_t *)&d->server, 128, on_connection);
     umask(old);
-    if (rc != 0) d_error("%s: %s", d->opt.socket_path, uv_strerror(rc));
-    else d_socket_access(d);
-    return rc;
+    if (rc != 0) {
+        d_error("%s: %s", d->opt.socket_path, uv_strerror(rc));
+        return rc;
+    }
+    return d_front_open(d);
 }
 
 /* The CPUs aegisd may run on, and so its jobs (a cpuset or CPUAffinity
@@ -904,6 +984,8 @@ int d_run(const d_options *opt) {
     rc = 0;
     d_log("stopped");
 out:
+    front_stop(d->front);
+    d->front = NULL;
     d_metrics_close(d);
     d_scontrol_close(d);
     d_leases_close(d);

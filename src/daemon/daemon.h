@@ -361,6 +361,13 @@ typedef struct d_daemon {
                                    whose SIGCHLDs it caught (daemon.c) */
     uv_idle_t more;             /* a pass stopped at its launches' bound:
                                    the next turn starts more (daemon.c) */
+    struct d_front *front;      /* answers `gpus` apart from the loop and
+                                   accepts the connections (front.h) */
+    uv_async_t handoff;         /* the front handed connections over */
+    uv_prepare_t publish;       /* before each poll: a fresh `gpus` answer
+                                   for the front, when it may have changed */
+    uint64_t gpus_changes;      /* what a `gpus` answer says may have changed */
+    uint64_t gpus_published;    /* gpus_changes when last published */
     struct d_cancels *cancels;  /* queued jobs whose cancel is committed,
                                    ended a slice per loop turn (cancel.c) */
     struct d_metrics_server *metrics; /* metrics_http.c's, NULL: none */
@@ -767,6 +774,10 @@ void d_on_priority(d_conn *c, const proto_request *req);
 void d_on_fairshare(d_conn *c, const proto_request *req);
 void d_on_clear(d_conn *c, const proto_request *req);
 /* Registers the handlers' hooks in d (d->job_done: answers the waits). */
+/* The `gpus` answer: every GPU's readings and jobs, and the queue's counts
+ * (handlers.c; the front serves a copy of it, front.h). */
+json_t *d_gpus_answer(d_daemon *d);
+
 void d_handlers_register(d_daemon *d);
 
 /* jobs_queue.c, for the kinds that make their own jobs (lease.c) */

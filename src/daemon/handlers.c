@@ -608,8 +608,7 @@ static void d_on_log(d_conn *c, const proto_request *req) {
     free(text);
 }
 
-static void d_on_gpus(d_conn *c, const proto_request *req) {
-    d_daemon *d = c->d;
+json_t *d_gpus_answer(d_daemon *d) {
     json_t *gpus = json_array();
     size_t nrun;
     int64_t *run = d_running_ids(d, &nrun); /* not the queue's */
@@ -642,9 +641,13 @@ static void d_on_gpus(d_conn *c, const proto_request *req) {
                 "drained_at", d->gpus[g].drained_at));
     }
     free(run);
-    d_reply(c, json_pack("{s:b, s:o, s:i, s:i}", "ok", 1, "gpus", gpus,
-                         "queued", core_queued_count(d->core),
-                         "running", core_running_count(d->core)));
+    return json_pack("{s:b, s:o, s:i, s:i}", "ok", 1, "gpus", gpus, "queued",
+                     core_queued_count(d->core), "running",
+                     core_running_count(d->core));
+}
+
+static void d_on_gpus(d_conn *c, const proto_request *req) {
+    d_reply(c, d_gpus_answer(c->d));
 }
 
 /* Whether the peer is root or aegisd's own user, who run the server;

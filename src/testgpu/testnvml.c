@@ -114,6 +114,7 @@ nvmlReturn_t tnv_device(const char *call, nvmlDevice_t d,
     if (tnv_refs == 0)
         return tgpu_fail(NVML_ERROR_UNINITIALIZED, "%s: nvmlInit_v2 was not "
                         "called", call);
+    tgpu_stall(&tnv_cfg);
     *gpu = tnv_index(d);
     if (*gpu < 0 || !out)
         return tgpu_fail(NVML_ERROR_INVALID_ARGUMENT, "%s: %s", call,

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -277,4 +278,19 @@ int tgpu_mig_find(const tgpu_config *c, const char *entry, int *gpu,
     *gi = i;
     *ci = k;
     return 0;
+}
+
+void tgpu_stall(const tgpu_config *c) {
+    char stall[sizeof c->dir + 16], stalled[sizeof c->dir + 16];
+    snprintf(stall, sizeof stall, "%s/stall", c->dir);
+    if (access(stall, F_OK) != 0)
+        return;
+    snprintf(stalled, sizeof stalled, "%s/stalled", c->dir);
+    int fd = open(stalled, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (fd >= 0)
+        close(fd);
+    const struct timespec tick = {.tv_nsec = 10 * 1000 * 1000};
+    while (access(stall, F_OK) == 0)
+        nanosleep(&tick, NULL);
+    unlink(stalled);
 }

@@ -21,6 +21,11 @@
  *                  <ci id> <ci profileId>" lines
  *   lock           flock()ed while a job checks and writes its allocation,
  *                  and while a reader updates an energy counter
+ *   stall          while it exists, every NVML query of a GPU waits, as a
+ *                  real one does while its GPU recovers (a reset after an
+ *                  Xid error takes seconds); the first query held makes
+ *                  `stalled`, and removes it when let go, so that a test
+ *                  knows its caller is held
  *
  * An allocation whose pid no longer exists is ignored and removed by the
  * next reader: a job killed with SIGKILL cannot clean up after itself.
@@ -100,6 +105,9 @@ void tgpu_alloc_remove(const tgpu_config *c, int gpu, pid_t pid);
 /* Takes the folder's lock, waiting for it. Returns a descriptor to close()
  * to release it, or -1 with errno set. */
 int tgpu_lock(const tgpu_config *c);
+
+/* Holds the caller while the folder's `stall` file exists (above). */
+void tgpu_stall(const tgpu_config *c);
 
 /* A stand-in library's last failure, said in full: tgpu_fail() records it
  * and returns rc; tgpu_why(rc) gives it back while rc is the last failure's

@@ -53,6 +53,26 @@ case_conn_waiters() {
     alive "waiters gone"
 }
 
+# NVML holds aegisd's loop (a GPU recovering; the stand-in's `stall`
+# file): root's `aegis gpus` is still answered, by the front thread from
+# the loop's last copy, while a request only the loop serves waits for it
+# and is answered once NVML lets go (front.h).
+case_conn_front() {
+    start
+    cd "$DIR/work"
+    "$AEGIS" gpus > /dev/null || fail "gpus"
+    : > "$AEGIS_TEST_GPU_DIR/stall"
+    until [ -e "$AEGIS_TEST_GPU_DIR/stalled" ]; do sleep 0.1; done
+    "$AEGIS" ls > ls.out & ls_pid=$!
+    timeout 30 "$AEGIS" gpus > gpus.out ||
+        { rm -f "$AEGIS_TEST_GPU_DIR/stall"; fail "gpus unanswered while NVML holds the loop"; }
+    grep -q "aegis test GPU" gpus.out || fail "gpus: $(cat gpus.out)"
+    kill -0 "$ls_pid" 2>/dev/null || fail "ls done while the loop was held: $(cat ls.out)"
+    rm "$AEGIS_TEST_GPU_DIR/stall"
+    wait "$ls_pid" || fail "ls failed once the loop went on"
+    alive "the stall"
+}
+
 # Starts aegisd with every GPU drained and queues $1 `true` jobs, which
 # therefore stay queued; their ids go to ids.txt.
 queue_drained() {
