@@ -9,9 +9,10 @@
  * in them until then), so a blocking read outlived a scancel or the
  * job's time limit: the job sat in COMPLETING until the grant ran the
  * cancelled script, or until UnkillableStepTimeout drained the node.
- * Here the read is a poll in steps of one second, and between them the
- * caller's still() says whether the job is alive; when it is not, the
- * connection is closed, and aegisd withdraws a request whose task hung up.
+ * Here the read is a poll in steps of one second, and now and then (ever
+ * less often, lease_check_step) the caller's still() says whether the job
+ * is alive; when it is not, the connection is closed, and aegisd
+ * withdraws a request whose task hung up.
  */
 #include "lease_wait.h"
 #include "client.h"
@@ -64,13 +65,19 @@ static int lease_read_some(int fd, char **buf, size_t *len) {
     return memchr(chunk, '\n', (size_t)r) ? 1 : 0;
 }
 
-/* Waits on fd for the answer line, asking still() every
- * LEASE_WAIT_CHECK_S seconds. */
+double lease_check_step(double step_s) {
+    return 2 * step_s < LEASE_WAIT_CHECK_MAX_S ? 2 * step_s
+                                               : LEASE_WAIT_CHECK_MAX_S;
+}
+
+/* Waits on fd for the answer line, asking still() LEASE_WAIT_CHECK_S
+ * seconds in, then at steps lease_check_step makes longer. */
 static lease_wait_end lease_await(int fd, lease_wait_still still, void *arg,
                                   json_t **answer, char *err, size_t errlen) {
     char *buf = NULL;
     size_t len = 0;
-    double next_check = lease_now() + LEASE_WAIT_CHECK_S;
+    double step = LEASE_WAIT_CHECK_S;
+    double next_check = lease_now() + step;
     lease_wait_end end = LEASE_ERROR;
     for (;;) {
         struct pollfd p = {.fd = fd, .events = POLLIN};
@@ -97,7 +104,8 @@ static lease_wait_end lease_await(int fd, lease_wait_still still, void *arg,
             end = LEASE_STOPPED;
             break;
         }
-        next_check = lease_now() + LEASE_WAIT_CHECK_S;
+        step = lease_check_step(step);
+        next_check = lease_now() + step;
     }
     free(buf);
     return end;

@@ -19,10 +19,19 @@ typedef enum lease_wait_end {
     LEASE_ERROR,     /* anything else (err says what) */
 } lease_wait_end;
 
-/* Asked every LEASE_WAIT_CHECK_S seconds of a wait whether to go on:
- * false stops it. */
+/* Asked during a wait whether to go on (false stops it):
+ * LEASE_WAIT_CHECK_S seconds in, then after steps that double up to
+ * LEASE_WAIT_CHECK_MAX_S (lease_check_step). Each ask is a call to
+ * slurmctld from each waiting task, and a task that has waited long is
+ * likely to wait longer; the cap bounds how late a task sees its job
+ * ended, below Slurm's default UnkillableStepTimeout (60 s). */
 typedef bool (*lease_wait_still)(void *arg);
 #define LEASE_WAIT_CHECK_S 3
+#define LEASE_WAIT_CHECK_MAX_S 30
+
+/* The seconds between a wait's ask and the next, after a step of step_s:
+ * twice as long, at most LEASE_WAIT_CHECK_MAX_S. */
+double lease_check_step(double step_s);
 
 /* Sends req (taken) as one line to aegisd at socket_path and waits for
  * the answer line, asking still(arg) between steps. Leaving the wait

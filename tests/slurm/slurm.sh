@@ -291,12 +291,13 @@ case_slurm_cancel_wait() {
     busy=$(aegis_full) || exit 1
     id=$(aegis_waiter) || exit 1
     scancel "$id"
-    aegis_ended_waiting "$id" CANCELLED 15
+    # its task asks whether its job runs at steps of up to 30 s
+    aegis_ended_waiting "$id" CANCELLED 45
     # cancelled with the jobs that fill the GPUs: its grant may come
     # before the task sees the cancel, and must not start it
     id=$(aegis_waiter) || exit 1
     scancel "$id" $busy
-    await 15 job_gone "$id" || fail "job $id still $(job_state "$id")"
+    await 45 job_gone "$id" || fail "job $id still $(job_state "$id")"
     await 10 eval '[ "$(aegis_of $id | cut -d" " -f2)" != queued ]' ||
         fail "job $id in aegis: $(aegis_of "$id")"
     grep -q script-ran "job-$id.out" && fail "job $id ran after its end"
@@ -310,7 +311,7 @@ case_slurm_timeout_wait() {
     cd "$DIR/work"
     aegis_full > /dev/null || exit 1
     local id; id=$(aegis_waiter -t 1) || exit 1
-    aegis_ended_waiting "$id" TIMEOUT 110
+    aegis_ended_waiting "$id" TIMEOUT 150
 }
 
 # --aegis-mem is the job's GPU memory on a node, one lease on one GPU
