@@ -221,5 +221,8 @@ static char **exec_shim_args_found(int *argc, char **argv) {
 int exec_shim_args_read(int argc, char **argv, exec_shim_args *a,
                         char ***envp, char ***tail) {
     char **args = exec_shim_args_found(&argc, argv);
-    return args ? exec_shim_parse(argc, args, a, envp, tail) : -1;
+    if (!args) return -1;
+    int rc = exec_shim_parse(argc, args, a, envp, tail);
+    if (rc != 0 && args != argv) free(args);
+    return rc;
 }

@@ -55,7 +55,9 @@ void exec_args_in_env_free(char **v, char *const *envp);
 /* In the shim: its arguments into a and tail (the job's argv, or the
  * notifier's command), and the job's environment into *envp (malloc'd),
  * from its environment, or from argv as an aegisd older than the shim
- * passed them. 0, or -1 when they are not aegisd's. */
+ * passed them (tail points into argv, or into a malloc'd vector of the
+ * arguments kept for the shim's life, which *tail - SHIM_FIXED frees).
+ * 0, or -1 when they are not aegisd's. */
 int exec_shim_args_read(int argc, char **argv, exec_shim_args *a,
                         char ***envp, char ***tail);
 

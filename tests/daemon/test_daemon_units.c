@@ -1354,6 +1354,7 @@ static void test_shim_args_round_trip(void **state) {
     for (int i = 0; i < 3; i++) assert_string_equal(tail[i], job_argv[i]);
     assert_null(tail[3]);
     free(envp);
+    free(tail - SHIM_FIXED); /* the arguments read from env: tail's vector */
     /* the arguments as an older aegisd passed them: argv itself */
     assert_int_equal(shim_read_in(shim_env, exec_count(argv), argv, &a, &envp,
                                   &tail), 0);
