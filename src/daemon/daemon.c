@@ -124,7 +124,15 @@ static void on_written(uv_write_t *req, int status) {
     else if (!c->reading && !d_conn_closing(c)) d_conn_pump(c);
 }
 
+/* An answer may tell a change the front's copy of the `gpus` answer does
+ * not have yet: until the turn ends, `gpus` requests come to the loop, so
+ * that a client told of a change is answered after it (front.h). */
+static void d_gpus_told(d_daemon *d) {
+    if (d->front && d->gpus_changes != d->gpus_published) front_stale(d->front);
+}
+
 void d_reply(d_conn *c, json_t *msg) {
+    d_gpus_told(c->d);
     d_wal_answer(c->d, c->commits_seen);
     char *text = json_dumps(msg, JSON_COMPACT);
     json_decref(msg);
@@ -211,12 +219,6 @@ static void d_conn_finish(d_conn *c) {
     }
 }
 
-/* A request other than `gpus` may change what a `gpus` answer says: the
- * front's copy is stale until the turn ends (front.h). */
-static void d_gpus_may_change(d_daemon *d, const proto_request *req) {
-    d->gpus_changes++;
-    if (req->op != PROTO_GPUS && d->front) front_stale(d->front);
-}
 
 static void d_conn_request(d_conn *c, const char *line, size_t len) {
     proto_request req;
@@ -225,7 +227,7 @@ static void d_conn_request(d_conn *c, const char *line, size_t len) {
     if (proto_parse(line, len, &req, err, sizeof(err)) != 0) {
         d_reply_error(c, "%s", err);
     } else {
-        d_gpus_may_change(c->d, &req);
+        if (req.op != PROTO_GPUS) c->d->gpus_changes++; /* it may change */
         d_handle(c, &req);
     }
     proto_request_free(&req);
@@ -729,6 +731,7 @@ static int d_front_open(d_daemon *d) {
     uv_prepare_init(d->loop, &d->publish);
     d->publish.data = d;
     uv_prepare_start(&d->publish, on_publish);
+    d->gpus_changes = d->gpus_published + 1; /* the first poll publishes */
     d->front = front_start(fd, d_front_wake, d, err, sizeof(err));
     if (!d->front) {
         d_error("%s: %s", d->opt.socket_path, err);

@@ -16,10 +16,12 @@
  * is handed over as it came, its unanswered bytes still unread, and the
  * loop serves it as any other.
  *
- * The loop marks the copy stale when it starts to handle a request, and
- * publishes a fresh one after the turn: a client that was answered a
- * change (a submit, a drain) and then asks `gpus` is answered after that
- * change, by one or the other.
+ * The loop marks the copy stale when it answers a client while the turn
+ * has changes the copy lacks, and publishes a fresh copy after the turn:
+ * a client that was told of a change (a submit, a drain) and then asks
+ * `gpus` is answered after that change, by one or the other. While the
+ * loop is still at a request (a submit of thousands of jobs), the copy is
+ * what every client can know, and `gpus` is answered from it.
  *
  * Threads: front_start() and front_stop() are the loop's; front_take(),
  * front_publish() and front_stale() may be called by the loop while the
@@ -60,7 +62,7 @@ int front_take(d_front *f, int *fds, int max);
 /* The `gpus` answer, one line ending in '\n', copied; the copy is fresh. */
 void front_publish(d_front *f, const char *line, size_t len);
 
-/* The loop is about to change what a `gpus` answer says: until the next
+/* The loop tells a client of a change the copy lacks: until the next
  * front_publish(), `gpus` requests go to the loop. */
 void front_stale(d_front *f);
 
