@@ -127,31 +127,30 @@ static void test_gpus_answered(void **state) {
     assert_nothing_handed(f);
 }
 
+/* A client sends request: the loop gets its connection, the request in it
+ * unread. */
+static void assert_handed_unread(fixture *f, const char *request) {
+    int c = connect_to(f);
+    send_text(c, request);
+    int s = take_one(f);
+    char buf[64];
+    read_exactly(s, buf, strlen(request));
+    assert_string_equal(buf, request);
+    close(s);
+    close(c);
+}
+
 static void test_other_handed_unread(void **state) {
     fixture *f = *state;
     front_publish(f->front, ANSWER, strlen(ANSWER));
-    int c = connect_to(f);
-    send_text(c, LS);
-    int s = take_one(f);
-    char buf[64];
-    read_exactly(s, buf, strlen(LS));
-    assert_string_equal(buf, LS);
-    close(s);
-    close(c);
+    assert_handed_unread(f, LS);
 }
 
 static void test_stale_goes_to_loop(void **state) {
     fixture *f = *state;
     front_publish(f->front, ANSWER, strlen(ANSWER));
     front_stale(f->front);
-    int c = connect_to(f);
-    send_text(c, GPUS);
-    int s = take_one(f);
-    char buf[64];
-    read_exactly(s, buf, strlen(GPUS));
-    assert_string_equal(buf, GPUS);
-    close(s);
-    close(c);
+    assert_handed_unread(f, GPUS);
 }
 
 static void test_rest_after_gpus_handed(void **state) {
