@@ -545,10 +545,20 @@ static int exec_spawn_shim(const char *path, char *const *argv,
     if (!env) return ENOMEM;
     char *const shown[] = {argv[0], argv[SHIM_MODE], argv[SHIM_ID], NULL};
     posix_spawn_file_actions_t fa;
+    posix_spawnattr_t attr;
     int rc = posix_spawn_file_actions_init(&fa);
     for (int i = 0; rc == 0 && i < nfds; i++)
         rc = posix_spawn_file_actions_adddup2(&fa, fds[i], SHIM_OUT_FD + i);
-    if (rc == 0) rc = posix_spawn(pid, path, &fa, NULL, shown, env);
+    /* Its own session from the start, not from its setsid(): where the
+     * kernel shares CPU time by session (autogroup, outside CPU cgroups),
+     * its exec and loader then count in its group, not in aegisd's, whose
+     * threads (the front answering `gpus`) waited behind every starting
+     * watcher: the median `gpus` answer during a churn 0.57 -> 0.13 ms. */
+    if (rc == 0 && (rc = posix_spawnattr_init(&attr)) == 0) {
+        rc = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID);
+        if (rc == 0) rc = posix_spawn(pid, path, &fa, &attr, shown, env);
+        posix_spawnattr_destroy(&attr);
+    }
     posix_spawn_file_actions_destroy(&fa);
     exec_args_in_env_free(env, envp);
     return rc;
