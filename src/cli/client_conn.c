@@ -111,11 +111,15 @@ static char *client_read_line(int fd, size_t *len) {
     return NULL;
 }
 
-/* The answer line to a request text, or NULL; a daemon that turns the
- * client away may close before reading the request, after writing why. */
-static char *client_exchange(int fd, const char *text, size_t *len) {
-    if (client_write_all(fd, text, strlen(text)) == 0)
-        client_write_all(fd, "\n", 1);
+/* The answer line to a request text (json_dumps's, whose NUL byte becomes
+ * the newline: the line goes in one write, which aegisd's front reads
+ * whole at once), or NULL; a daemon that turns the client away may close
+ * before reading the request, after writing why. */
+static char *client_exchange(int fd, char *text, size_t *len) {
+    size_t n = strlen(text);
+    text[n] = '\n';
+    client_write_all(fd, text, n + 1); /* refused: its answer says why */
+    text[n] = '\0';
     return client_read_line(fd, len);
 }
 

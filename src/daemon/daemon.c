@@ -227,7 +227,7 @@ static void d_conn_request(d_conn *c, const char *line, size_t len) {
     if (proto_parse(line, len, &req, err, sizeof(err)) != 0) {
         d_reply_error(c, "%s", err);
     } else {
-        if (req.op != PROTO_GPUS) c->d->gpus_changes++; /* it may change */
+        if (!proto_read_only(req.op)) c->d->gpus_changes++;
         d_handle(c, &req);
     }
     proto_request_free(&req);
@@ -385,10 +385,11 @@ static void d_front_wake(void *arg) {
     uv_async_send(&d->handoff);
 }
 
-/* Before each poll: the front gets a fresh `gpus` answer where this turn
- * may have changed it. */
-static void on_publish(uv_prepare_t *h) {
-    d_daemon *d = h->data;
+/* The front gets a fresh `gpus` answer where the loop may have changed it
+ * since the last: before each poll (after the timers: the tick) and after
+ * it (the requests and exits it read), so that a copy made stale by an
+ * answer is fresh again before the next tick, which may block in NVML. */
+static void d_publish(d_daemon *d) {
     if (!d->front || d->gpus_published == d->gpus_changes) return;
     d->gpus_published = d->gpus_changes;
     json_t *answer = d_gpus_answer(d);
@@ -404,6 +405,10 @@ static void on_publish(uv_prepare_t *h) {
     free(text);
 }
 
+static void on_before_poll(uv_prepare_t *h) { d_publish(h->data); }
+
+static void on_after_poll(uv_check_t *h) { d_publish(h->data); }
+
 /* ---- timer and signals --------------------------------------------------- */
 
 static void d_maybe_exit(d_daemon *d) {
@@ -416,7 +421,6 @@ static void d_maybe_exit(d_daemon *d) {
 
 static void on_tick(uv_timer_t *t) {
     d_daemon *d = t->data;
-    d->gpus_changes++; /* the telemetry, at least */
     d_conns_check_hangups(d);
     d_jobs_state_retry(d); /* outside a transaction: it makes its own */
     d_turn_begin(d);
@@ -442,7 +446,6 @@ static void on_tick(uv_timer_t *t) {
  * `aegis gpus` waited 24 s). */
 static void on_children_ended(uv_check_t *h) {
     d_daemon *d = h->data;
-    d->gpus_changes++;
     uv_check_stop(h);
     int status;
     pid_t pid;
@@ -458,7 +461,6 @@ static void on_children_ended(uv_check_t *h) {
 
 static void on_schedule_more(uv_idle_t *h) {
     d_daemon *d = h->data;
-    d->gpus_changes++;
     uv_idle_stop(h);
     d_jobs_schedule(d);
     d_maybe_exit(d);
@@ -728,9 +730,12 @@ static int d_front_open(d_daemon *d) {
     }
     uv_async_init(d->loop, &d->handoff, on_handoff);
     d->handoff.data = d;
-    uv_prepare_init(d->loop, &d->publish);
-    d->publish.data = d;
-    uv_prepare_start(&d->publish, on_publish);
+    uv_prepare_init(d->loop, &d->publish_before);
+    d->publish_before.data = d;
+    uv_prepare_start(&d->publish_before, on_before_poll);
+    uv_check_init(d->loop, &d->publish_after);
+    d->publish_after.data = d;
+    uv_check_start(&d->publish_after, on_after_poll);
     d->gpus_changes = d->gpus_published + 1; /* the first poll publishes */
     d->front = front_start(fd, d_front_wake, d, err, sizeof(err));
     if (!d->front) {

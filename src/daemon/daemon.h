@@ -364,9 +364,13 @@ typedef struct d_daemon {
     struct d_front *front;      /* answers `gpus` apart from the loop and
                                    accepts the connections (front.h) */
     uv_async_t handoff;         /* the front handed connections over */
-    uv_prepare_t publish;       /* before each poll: a fresh `gpus` answer
-                                   for the front, when it may have changed */
-    uint64_t gpus_changes;      /* what a `gpus` answer says may have changed */
+    uv_prepare_t publish_before; /* before and after each poll: a fresh */
+    uv_check_t publish_after;   /* `gpus` answer for the front, where it
+                                   may have changed (daemon.c) */
+    uint64_t gpus_changes;      /* what a `gpus` answer says may have
+                                   changed: counted by each turn
+                                   (d_turn_begin), each job's end, each
+                                   request that is not read-only, a reload */
     uint64_t gpus_published;    /* gpus_changes when last published */
     struct d_cancels *cancels;  /* queued jobs whose cancel is committed,
                                    ended a slice per loop turn (cancel.c) */

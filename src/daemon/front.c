@@ -2,11 +2,20 @@
  *
  * One poll() loop over a stop pipe, the listening socket and the
  * connections it holds. A held connection is looked at (MSG_PEEK) when it
- * becomes readable and when its wait ends; it leaves the front closed (its
- * client left), answered and then closed or handed over, or handed over at
- * once. Nothing of a connection is ever read but the `gpus` lines the
- * front answers, so a connection handed over is, to the loop, one it could
- * have accepted itself.
+ * becomes readable and when its time in the front ends; it leaves the
+ * front closed (its client left), or handed over. Nothing of a connection
+ * is ever read but the `gpus` lines the front answers, so a connection
+ * handed over is, to the loop, one it could have accepted itself.
+ *
+ * What one user cannot do to the others: a connection stays in the front
+ * FRONT_WAIT_MS from its accept at most, whatever it sends; a user holds
+ * at most FRONT_PER_USER of the front's places and only root the last
+ * FRONT_ROOT_PLACES, the rest going straight to the loop, which has its
+ * own limits per user; a line not whole is looked at again every
+ * FRONT_RECHECK_MS, never spun on.
+ * When the loop takes no connections (held in an NVML call), the front
+ * still answers `gpus` and tells every other client that aegisd is busy
+ * once its queue is full.
  */
 #include "front.h"
 
@@ -20,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -32,13 +42,27 @@
  * listening socket stays readable, and polling it would spin. */
 #define FRONT_FULL_MS 100
 
-/* How often a connection waiting for a full queue is offered again. */
-#define FRONT_RETRY_MS 10
+/* Places of the front one user (root aside) may hold, and the places
+ * only root's connections take. */
+#define FRONT_PER_USER 16
+#define FRONT_ROOT_PLACES 8
+
+/* The answer to a connection the loop cannot take now. */
+static const char busy_line[] =
+    "{\"ok\":false,\"error\":\"server busy: aegisd is taking no "
+    "connections now (its loop is held); try again\",\"server_error\":true}\n";
+
+/* How soon a line not yet whole is looked at again: clients write a
+ * request and its newline apart (the aegis command does), and its bytes
+ * stay readable, so poll() would wake again at once. */
+#define FRONT_RECHECK_MS 2
 
 typedef struct held {
     int fd;
-    uint64_t until_ms;  /* its wait for a line ends */
-    bool handing;       /* to be handed over; the queue was full */
+    uid_t uid;
+    uint64_t until_ms;  /* its time in the front ends */
+    uint64_t again_ms;  /* a line not whole: looked at again then; 0: when
+                           readable */
 } held;
 
 struct d_front {
@@ -97,14 +121,19 @@ void front_stale(d_front *f) {
 
 /* ---- handing over ------------------------------------------------------ */
 
-/* Queues fd for the loop: false when the queue is full. */
-static bool hand_over(d_front *f, int fd) {
+/* Queues fd for the loop; when the queue is full, tells the client aegisd
+ * is busy and closes it. */
+static void hand_over(d_front *f, int fd) {
     pthread_mutex_lock(&f->lock);
     bool room = f->nqueue < FRONT_QUEUE;
     if (room) f->queue[f->nqueue++] = fd;
     pthread_mutex_unlock(&f->lock);
-    if (room) f->wake(f->arg);
-    return room;
+    if (room) {
+        f->wake(f->arg);
+        return;
+    }
+    (void)!send(fd, busy_line, sizeof(busy_line) - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+    close(fd);
 }
 
 /* ---- answering --------------------------------------------------------- */
@@ -140,8 +169,9 @@ static size_t copy_answer(d_front *f) {
 typedef enum { HELD_KEEP, HELD_GONE, HELD_HAND } held_next;
 
 /* Reads the `gpus` line of `line_len` bytes (peeked, so all there) and
- * writes the answer, whole: a client that leaves it unread past a socket
- * buffer (hundreds of KB, against a few KB an answer) is dropped. */
+ * writes the answer, whole: a client that leaves its answers unread past
+ * a socket buffer (hundreds of KB, against a few KB an answer) is
+ * dropped, its last answer cut short. */
 static held_next answer(d_front *f, int fd, size_t line_len, size_t reply_len) {
     char sink[FRONT_PEEK];
     if (recv(fd, sink, line_len, MSG_DONTWAIT) != (ssize_t)line_len)
@@ -150,35 +180,39 @@ static held_next answer(d_front *f, int fd, size_t line_len, size_t reply_len) {
     return sent == (ssize_t)reply_len ? HELD_KEEP : HELD_GONE;
 }
 
-/* What becomes of a held connection, looked at `now`. */
+/* What becomes of a held connection, looked at `now`: its `gpus` lines
+ * answered while the copy is fresh, the rest (another request, a line not
+ * whole, bytes after the line) the loop's. */
 static held_next look(d_front *f, held *h, uint64_t now) {
     char buf[FRONT_PEEK];
     ssize_t n = recv(h->fd, buf, sizeof(buf), MSG_PEEK | MSG_DONTWAIT);
-    bool late = now >= h->until_ms;
     if (n == 0) return HELD_GONE;
-    if (n < 0)
-        return errno == EAGAIN || errno == EINTR ? (late ? HELD_HAND : HELD_KEEP)
-                                                 : HELD_GONE;
+    if (n < 0) {
+        if (errno != EAGAIN && errno != EINTR) return HELD_GONE;
+        return now >= h->until_ms ? HELD_HAND : HELD_KEEP;
+    }
     const char *nl = memchr(buf, '\n', (size_t)n);
-    if (!nl) return late || n == (ssize_t)sizeof(buf) ? HELD_HAND : HELD_KEEP;
+    h->again_ms = 0;
+    if (!nl) {
+        if (now >= h->until_ms || n == (ssize_t)sizeof(buf)) return HELD_HAND;
+        h->again_ms = now + FRONT_RECHECK_MS;
+        return HELD_KEEP;
+    }
     size_t line_len = (size_t)(nl - buf) + 1;
     if (!is_gpus_request(buf, line_len - 1)) return HELD_HAND;
     size_t reply_len = copy_answer(f);
     if (reply_len == 0) return HELD_HAND;
     held_next next = answer(f, h->fd, line_len, reply_len);
-    h->until_ms = now + FRONT_WAIT_MS; /* a next line, or the hang-up */
+    if (next == HELD_KEEP && (size_t)n > line_len) return HELD_HAND;
     return next;
 }
 
 /* Acts on a held connection's fate; false when it left the front. */
-static bool settle(d_front *f, held *h, held_next next) {
+static bool settle(d_front *f, const held *h, held_next next) {
     if (next == HELD_KEEP) return true;
-    if (next == HELD_GONE) {
-        close(h->fd);
-        return false;
-    }
-    h->handing = !hand_over(f, h->fd);
-    return h->handing;
+    if (next == HELD_GONE) close(h->fd);
+    else hand_over(f, h->fd);
+    return false;
 }
 
 static void drop_held(d_front *f, int i) {
@@ -187,17 +221,40 @@ static void drop_held(d_front *f, int i) {
 
 /* ---- accepting --------------------------------------------------------- */
 
+static int held_by(const d_front *f, uid_t uid) {
+    int n = 0;
+    for (int i = 0; i < f->nheld; i++) n += f->held[i].uid == uid;
+    return n;
+}
+
+/* Whether a new connection of uid may take a place in the front. */
+static bool may_hold(const d_front *f, uid_t uid) {
+    if (uid == 0) return true;
+    return f->nheld < FRONT_PENDING - FRONT_ROOT_PLACES &&
+           held_by(f, uid) < FRONT_PER_USER;
+}
+
+/* Accepts what the backlog holds while the front has places. An error
+ * other than a client gone or a signal pauses accepting: the socket stays
+ * readable, and polling it again at once would spin. */
 static void accept_some(d_front *f, uint64_t now) {
     while (f->nheld < FRONT_PENDING) {
         int fd = accept4(f->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
-            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
-                errno == ENOMEM)
+            if (errno == ECONNABORTED || errno == EINTR) continue;
+            if (errno != EAGAIN && errno != EWOULDBLOCK)
                 f->paused_until_ms = now + FRONT_FULL_MS;
             return;
         }
+        struct ucred cred;
+        socklen_t len = sizeof(cred);
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 ||
+            !may_hold(f, cred.uid)) {
+            hand_over(f, fd); /* the loop's limits say what it gets */
+            continue;
+        }
         held *h = &f->held[f->nheld++];
-        *h = (held){.fd = fd, .until_ms = now + FRONT_WAIT_MS};
+        *h = (held){.fd = fd, .uid = cred.uid, .until_ms = now + FRONT_WAIT_MS};
         /* the client writes its request right after connecting: most
          * often it is there already */
         if (!settle(f, h, look(f, h, now))) drop_held(f, f->nheld - 1);
@@ -207,7 +264,7 @@ static void accept_some(d_front *f, uint64_t now) {
 /* ---- the thread -------------------------------------------------------- */
 
 /* Fills pfd (the stop pipe, the listening socket where it may accept, then
- * the held connections not waiting for the queue) and the poll timeout. */
+ * the held connections) and the poll timeout. */
 static int poll_set(d_front *f, struct pollfd *pfd, int *nfds, uint64_t now) {
     int n = 0, timeout = -1;
     pfd[n++] = (struct pollfd){.fd = f->stop[0], .events = POLLIN};
@@ -217,18 +274,24 @@ static int poll_set(d_front *f, struct pollfd *pfd, int *nfds, uint64_t now) {
     if (now < f->paused_until_ms) timeout = (int)(f->paused_until_ms - now);
     for (int i = 0; i < f->nheld; i++) {
         const held *h = &f->held[i];
-        int wait = h->handing ? FRONT_RETRY_MS
-                   : h->until_ms > now ? (int)(h->until_ms - now) : 0;
+        uint64_t next = h->again_ms ? h->again_ms : h->until_ms;
+        int wait = next > now ? (int)(next - now) : 0;
         if (timeout < 0 || wait < timeout) timeout = wait;
-        pfd[n++] = (struct pollfd){.fd = h->handing ? -1 : h->fd,
+        pfd[n++] = (struct pollfd){.fd = h->again_ms ? -1 : h->fd,
                                    .events = POLLIN};
     }
     *nfds = n;
     return timeout;
 }
 
-/* Looks again at each held connection that became readable or whose wait
- * ended, and offers again those waiting for the queue. pfd[2 + i] was
+/* Whether a held connection is to be looked at again: it became
+ * readable, its time ended, or its line not yet whole is due a look. */
+static bool due(const held *h, const struct pollfd *p, uint64_t now) {
+    return p->revents || now >= h->until_ms ||
+           (h->again_ms && now >= h->again_ms);
+}
+
+/* Looks again at each held connection that is due. pfd[2 + i] was
  * held[i]'s, in the order poll_set() left them. */
 static void serve_held(d_front *f, const struct pollfd *pfd, uint64_t now) {
     int n = f->nheld;
@@ -237,11 +300,7 @@ static void serve_held(d_front *f, const struct pollfd *pfd, uint64_t now) {
     f->nheld = 0;
     for (int i = 0; i < n; i++) {
         held h = before[i];
-        bool keep;
-        if (h.handing) keep = settle(f, &h, HELD_HAND);
-        else if (pfd[2 + i].revents || now >= h.until_ms)
-            keep = settle(f, &h, look(f, &h, now));
-        else keep = true;
+        bool keep = !due(&h, &pfd[2 + i], now) || settle(f, &h, look(f, &h, now));
         if (keep) f->held[f->nheld++] = h;
     }
 }
@@ -249,10 +308,16 @@ static void serve_held(d_front *f, const struct pollfd *pfd, uint64_t now) {
 static void *front_main(void *arg) {
     d_front *f = arg;
     struct pollfd pfd[2 + FRONT_PENDING];
+    const struct timespec pause = {.tv_nsec = FRONT_FULL_MS * 1000000L};
     for (;;) {
         int nfds;
         int timeout = poll_set(f, pfd, &nfds, now_ms());
-        if (poll(pfd, (nfds_t)nfds, timeout) < 0 && errno != EINTR) break;
+        if (poll(pfd, (nfds_t)nfds, timeout) < 0) {
+            /* out of memory for the poll, say: the front must not end,
+             * or nothing accepts */
+            if (errno != EINTR) nanosleep(&pause, NULL);
+            continue;
+        }
         if (pfd[0].revents) break;
         uint64_t now = now_ms();
         serve_held(f, pfd, now);
@@ -277,7 +342,13 @@ d_front *front_start(int listen_fd, front_wake_fn wake, void *arg, char *err,
                  : 0;
     if (rc == 0) {
         pthread_mutex_init(&f->lock, NULL);
+        /* the loop's signals are the loop's: the thread starts with all
+         * of them blocked */
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
         rc = pthread_create(&f->thread, NULL, front_main, f);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
         if (rc != 0) {
             pthread_mutex_destroy(&f->lock);
             close(f->stop[0]);

@@ -11,10 +11,10 @@
  * each connection and looks at its first request line without reading it
  * (MSG_PEEK). A `gpus` request it answers itself, from the copy of the
  * answer the loop last published, and then looks at the next line. Any
- * other request, a line not complete within FRONT_WAIT_MS, and every
- * `gpus` request while the copy is stale, go to the loop: the connection
- * is handed over as it came, its unanswered bytes still unread, and the
- * loop serves it as any other.
+ * other request, a line not whole, a connection still open FRONT_WAIT_MS
+ * after its accept, and every `gpus` request while the copy is stale, go
+ * to the loop: the connection is handed over as it came, its unanswered
+ * bytes still unread, and the loop serves it as any other.
  *
  * The loop marks the copy stale when it answers a client while the turn
  * has changes the copy lacks, and publishes a fresh copy after the turn:
@@ -34,16 +34,17 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* How long the front waits for a connection's request line before handing
- * the connection to the loop. */
+/* How long a connection stays in the front from its accept, answered or
+ * not, before it is handed to the loop. */
 #define FRONT_WAIT_MS 200
 
-/* Connections the front holds at once, waiting for their line; past them it
- * accepts no more until some are answered or handed over, and the kernel's
- * backlog holds the rest. */
+/* Connections the front holds at once; past them it accepts no more until
+ * some leave, and the kernel's backlog holds the rest (front.c says what
+ * one user may hold). */
 #define FRONT_PENDING 64
 
-/* Connections handed over and not yet taken by the loop, at most. */
+/* Connections handed over and not yet taken by the loop, at most; past
+ * them a client is told that aegisd is busy. */
 #define FRONT_QUEUE 256
 
 typedef struct d_front d_front;

@@ -114,7 +114,10 @@ void d_unsaved_add(d_daemon *d, int64_t id, const char *state,
 
 /* ---- one commit per loop turn ------------------------------------------- */
 
-void d_turn_begin(d_daemon *d) { store_begin(d->st); }
+void d_turn_begin(d_daemon *d) {
+    d->gpus_changes++; /* the front's copy may be behind (front.h) */
+    store_begin(d->st);
+}
 
 /* Removes the status files of the attempts settled in the turn once it is
  * committed; when it is not, the sweep at the next save does (d_status_sweep). */

@@ -68,6 +68,7 @@ static void d_tell_ended(d_daemon *d) {
  * and its feed's producer when it was the feed's last consumer. */
 void d_job_finish(d_daemon *d, d_job *job, const char *state,
                   const char *reason) {
+    d->gpus_changes++; /* the front's copy may be behind (front.h) */
     int64_t id = job->id;
     const d_job *producer = d_feed_producer_for(d, job);
     int64_t producer_id = producer ? producer->id : 0;

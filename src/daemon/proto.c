@@ -88,6 +88,11 @@ const char *proto_op_name(proto_op op) {
     return (size_t)op < NOPS ? op_names[op] : "?";
 }
 
+bool proto_read_only(proto_op op) {
+    return op == PROTO_LS || op == PROTO_SHOW || op == PROTO_WAIT ||
+           op == PROTO_LOG || op == PROTO_GPUS || op == PROTO_REPORT;
+}
+
 const char *proto_dep_kind_name(proto_dep_kind kind) {
     return (size_t)kind < NKINDS ? dep_kinds[kind] : "?";
 }

@@ -227,6 +227,9 @@ void proto_request_free(proto_request *req);
 
 /* The name of an op as it appears on the wire. */
 const char *proto_op_name(proto_op op);
+/* Whether an op only reads aegisd's state (ls, show, wait, log, gpus,
+ * report): answering it tells a client of no change. */
+bool proto_read_only(proto_op op);
 /* The name of a dependency kind ("afterok"...), and the kind of a name
  * (-1 when none). */
 const char *proto_dep_kind_name(proto_dep_kind kind);

@@ -120,9 +120,6 @@ static void test_gpus_answered(void **state) {
     char buf[64];
     read_exactly(c, buf, strlen(ANSWER));
     assert_string_equal(buf, ANSWER);
-    send_text(c, GPUS); /* a second line on the same connection */
-    read_exactly(c, buf, strlen(ANSWER));
-    assert_string_equal(buf, ANSWER);
     close(c);
     assert_nothing_handed(f);
 }
@@ -168,6 +165,20 @@ static void test_rest_after_gpus_handed(void **state) {
     close(c);
 }
 
+/* A request and its newline written apart, as clients do: answered. */
+static void test_line_in_two_writes(void **state) {
+    fixture *f = *state;
+    front_publish(f->front, ANSWER, strlen(ANSWER));
+    int c = connect_to(f);
+    send_text(c, "{\"op\":\"gpus\"}");
+    send_text(c, "\n");
+    char buf[64];
+    read_exactly(c, buf, strlen(ANSWER));
+    assert_string_equal(buf, ANSWER);
+    close(c);
+    assert_nothing_handed(f);
+}
+
 static void test_partial_line_handed(void **state) {
     fixture *f = *state;
     front_publish(f->front, ANSWER, strlen(ANSWER));
@@ -180,6 +191,32 @@ static void test_partial_line_handed(void **state) {
     assert_string_equal(buf, GPUS);
     close(s);
     close(c);
+}
+
+/* The loop takes none (held): FRONT_QUEUE connections wait for it, the
+ * next client is told aegisd is busy, and `gpus` is still answered. */
+static void test_full_queue_told_busy(void **state) {
+    fixture *f = *state;
+    front_publish(f->front, ANSWER, strlen(ANSWER));
+    int waiting[FRONT_QUEUE];
+    for (int i = 0; i < FRONT_QUEUE; i++) {
+        waiting[i] = connect_to(f);
+        send_text(waiting[i], LS);
+    }
+    int c = connect_to(f);
+    send_text(c, LS);
+    char buf[256];
+    ssize_t n = read(c, buf, sizeof(buf) - 1);
+    assert_true(n > 0);
+    buf[n] = '\0';
+    assert_non_null(strstr(buf, "\"ok\":false,\"error\":\"server busy"));
+    close(c);
+    int g = connect_to(f);
+    send_text(g, GPUS);
+    read_exactly(g, buf, strlen(ANSWER));
+    assert_string_equal(buf, ANSWER);
+    close(g);
+    for (int i = 0; i < FRONT_QUEUE; i++) close(waiting[i]);
 }
 
 static void test_leaver_not_handed(void **state) {
@@ -197,9 +234,13 @@ int main(void) {
                                         teardown),
         cmocka_unit_test_setup_teardown(test_rest_after_gpus_handed, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_line_in_two_writes, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_partial_line_handed, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_leaver_not_handed, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_full_queue_told_busy, setup,
                                         teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
