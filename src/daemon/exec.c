@@ -455,7 +455,9 @@ static int exec_end_session(pid_t job) {
 static void exec_shim(const exec_spec *spec, char **envp, int out_fd,
                       int err_fd, int status_fd,
                       long long err_offset) {
-    setsid(); /* outlive aegisd and its terminal */
+    /* outlive aegisd and its terminal: a no-op (EPERM) where aegisd
+     * spawned it in a session of its own already (exec_spawn_shim) */
+    setsid();
     prctl(PR_SET_NAME, "aegis-shim");
     prctl(PR_SET_CHILD_SUBREAPER, 1);
     int keep[] = {out_fd, err_fd, status_fd};
