@@ -370,13 +370,15 @@ case_slurm_filter() {
 # (stopped: every request to it waits MessageTimeout, 10 s): the plugin
 # asks slurmctld nothing then. A task that exits 3 fails "exit 3", and
 # one that ran alone and says CUDA out of memory is an OOM (not "done:
-# its processes have exited", nor an exit "with no lease").
+# its processes have exited", nor an exit "with no lease"). It holds
+# most of its GPU, so that a reading taken while it runs (a slow
+# machine's) agrees with its message (oom_check.h).
 case_slurm_exit_ctld_down() {
     start; slurm_start
     cd "$DIR/work"
     local exit3 oom ctld rc=0
     exit3=$(submit --aegis-mem=1000 --wrap         "$FAKE --mib 1000 --seconds 0 --until $DIR/work/go; exit 3")
-    oom=$(submit --aegis-mem=1000 --aegis-mode=exclusive --wrap         "$FAKE --mib 1000 --seconds 0 --until $DIR/work/go
+    oom=$(submit --aegis-mem=30000 --aegis-mode=exclusive --wrap         "$FAKE --mib 30000 --seconds 0 --until $DIR/work/go
          echo 'torch.OutOfMemoryError: CUDA out of memory.' >&2; exit 1")
     await 40 aegis_running "$exit3" && await 40 aegis_running "$oom" ||
         fail "jobs not running"
