@@ -131,11 +131,23 @@ static void d_gpus_told(d_daemon *d) {
     if (d->front && d->gpus_changes != d->gpus_published) front_stale(d->front);
 }
 
+/* msg as one line of the protocol, its '\n' ending it (no NUL), its
+ * length in *len; msg is released. NULL when out of memory. */
+static char *d_json_line(json_t *msg, size_t *len) {
+    char *text = msg ? json_dumps(msg, JSON_COMPACT) : NULL;
+    json_decref(msg);
+    if (!text) return NULL;
+    size_t n = strlen(text);
+    text[n] = '\n'; /* json_dumps leaves the NUL's byte to spare */
+    *len = n + 1;
+    return text;
+}
+
 void d_reply(d_conn *c, json_t *msg) {
     d_gpus_told(c->d);
     d_wal_answer(c->d, c->commits_seen);
-    char *text = json_dumps(msg, JSON_COMPACT);
-    json_decref(msg);
+    size_t n;
+    char *text = d_json_line(msg, &n);
     d_write *w = malloc(sizeof(*w));
     if (!text || !w) {
         free(text);
@@ -143,10 +155,8 @@ void d_reply(d_conn *c, json_t *msg) {
         d_conn_close(c);
         return;
     }
-    size_t n = strlen(text);
-    text[n] = '\n'; /* json_dumps leaves the NUL's byte to spare */
     w->text = text;
-    uv_buf_t buf = uv_buf_init(text, (unsigned)n + 1);
+    uv_buf_t buf = uv_buf_init(text, (unsigned)n);
     if (uv_write(&w->req, (uv_stream_t *)&c->pipe, &buf, 1, on_written) != 0) {
         free(text);
         free(w);
@@ -218,7 +228,6 @@ static void d_conn_finish(d_conn *c) {
         d_conn_close(c);
     }
 }
-
 
 static void d_conn_request(d_conn *c, const char *line, size_t len) {
     proto_request req;
@@ -392,16 +401,13 @@ static void d_front_wake(void *arg) {
 static void d_publish(d_daemon *d) {
     if (!d->front || d->gpus_published == d->gpus_changes) return;
     d->gpus_published = d->gpus_changes;
-    json_t *answer = d_gpus_answer(d);
-    char *text = answer ? json_dumps(answer, JSON_COMPACT) : NULL;
-    json_decref(answer);
+    size_t n;
+    char *text = d_json_line(d_gpus_answer(d), &n);
     if (!text) {
         front_stale(d->front); /* out of memory: the loop answers */
         return;
     }
-    size_t n = strlen(text);
-    text[n] = '\n'; /* json_dumps leaves the NUL's byte to spare */
-    front_publish(d->front, text, n + 1);
+    front_publish(d->front, text, n);
     free(text);
 }
 

@@ -777,11 +777,10 @@ void d_on_update(d_conn *c, const proto_request *req);
 void d_on_priority(d_conn *c, const proto_request *req);
 void d_on_fairshare(d_conn *c, const proto_request *req);
 void d_on_clear(d_conn *c, const proto_request *req);
-/* Registers the handlers' hooks in d (d->job_done: answers the waits). */
 /* The `gpus` answer: every GPU's readings and jobs, and the queue's counts
  * (handlers.c; the front serves a copy of it, front.h). */
 json_t *d_gpus_answer(d_daemon *d);
-
+/* Registers the handlers' hooks in d (d->job_done: answers the waits). */
 void d_handlers_register(d_daemon *d);
 
 /* jobs_queue.c, for the kinds that make their own jobs (lease.c) */

@@ -210,10 +210,7 @@ static int exec_become_user(uid_t uid, gid_t gid, const char *user,
  * tenth of a short job's cost). Returns the argv to run, CMD's or the
  * command whole. */
 static const char *const *exec_array_argv(const char *const *argv) {
-    static const char tag[] = "AEGIS_ARRAY_INDEX=";
-    if (!argv[0] || strcmp(argv[0], "/usr/bin/env") != 0 || !argv[1] ||
-        strncmp(argv[1], tag, sizeof(tag) - 1) != 0 || !argv[2] ||
-        strchr(argv[2], '=') ||
+    if (!outfile_array_index(argv)[0] || !argv[2] || strchr(argv[2], '=') ||
         putenv((char *)argv[1]) != 0) /* the child's own copy */
         return argv;
     return argv + 2;
