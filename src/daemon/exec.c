@@ -20,6 +20,7 @@
 #include "oom_text.h"
 #include "cgroup.h"
 #include "outfile.h"
+#include "launcher.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -517,10 +518,7 @@ static void exec_shim(const exec_spec *spec, char **envp, int out_fd,
     _exit(0);
 }
 
-/* Moves each of the n descriptors above the shim's (posix_spawn's dup2
- * actions run in order: a source among 3..5 would be overwritten before
- * its turn). 0, or -1 with errno. */
-static int exec_fds_above_shim(int *fds, int n) {
+int exec_fds_above_shim(int *fds, int n) {
     for (int i = 0; i < n; i++) {
         if (fds[i] >= SHIM_OUT_FD + SHIM_NFDS) continue;
         int moved = fcntl(fds[i], F_DUPFD_CLOEXEC, SHIM_OUT_FD + SHIM_NFDS);
@@ -531,18 +529,9 @@ static int exec_fds_above_shim(int *fds, int n) {
     return 0;
 }
 
-/* Starts the shim program at path with the nfds of fds (out, err,
- * status) as its descriptors 3 to 5, its arguments argv (exec_shim_argv)
- * in its environment envp (exec_args_in_env), and only its mode and the
- * job's id as arguments. posix_spawn, not fork: glibc's starts the child
- * without copying aegisd's memory (a fork of a big daemon costs a
- * copy-on-write fault per page it touches afterwards). 0, or an errno. */
-static int exec_spawn_shim(const char *path, char *const *argv,
-                           char *const *envp, const int *fds, int nfds,
-                           pid_t *pid) {
-    char **env = exec_args_in_env(argv, envp);
-    if (!env) return ENOMEM;
-    char *const shown[] = {argv[0], argv[SHIM_MODE], argv[SHIM_ID], NULL};
+int exec_posix_spawn_shim(const char *path, char *const *shown,
+                          char *const *env, const int *fds, int nfds,
+                          pid_t *pid) {
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t attr;
     int rc = posix_spawn_file_actions_init(&fa);
@@ -559,6 +548,25 @@ static int exec_spawn_shim(const char *path, char *const *argv,
         posix_spawnattr_destroy(&attr);
     }
     posix_spawn_file_actions_destroy(&fa);
+    return rc;
+}
+
+/* Starts the shim program at path with the nfds of fds (out, err,
+ * status) as its descriptors 3 to 5, its arguments argv (exec_shim_argv)
+ * in its environment envp (exec_args_in_env), and only its mode and the
+ * job's id as arguments. Forked by the launcher where `launched` and it
+ * answers (launcher.h), else spawned: posix_spawn, not fork, since glibc's
+ * starts the child without copying aegisd's memory (a fork of a big
+ * daemon costs a copy-on-write fault per page it touches afterwards).
+ * Either way the shim is the caller's child. 0, or an errno. */
+static int exec_spawn_shim(const char *path, char *const *argv,
+                           char *const *envp, const int *fds, int nfds,
+                           bool launched, pid_t *pid) {
+    char **env = exec_args_in_env(argv, envp);
+    if (!env) return ENOMEM;
+    char *const shown[] = {argv[0], argv[SHIM_MODE], argv[SHIM_ID], NULL};
+    int rc = launched ? launcher_spawn(path, shown, env, fds, nfds, pid) : -1;
+    if (rc != 0) rc = exec_posix_spawn_shim(path, shown, env, fds, nfds, pid);
     exec_args_in_env_free(env, envp);
     return rc;
 }
@@ -666,7 +674,7 @@ int exec_spawn(exec_pending *p, exec_run *run, char *err, size_t errlen) {
         return -1;
     }
     int spawned = exec_spawn_shim(p->shim_path, p->argv, p->envp, p->fds,
-                                  SHIM_NFDS, &run->shim_pid);
+                                  SHIM_NFDS, true, &run->shim_pid);
     if (spawned != 0) {
         snprintf(err, errlen, "job %lld: cannot start its watcher %s: %s",
                  (long long)p->logs.id, p->shim_path, strerror(spawned));
@@ -730,6 +738,8 @@ static int exec_shim_job(const exec_shim_args *a, char **envp, char **argv) {
 }
 
 int exec_shim_main(int argc, char **argv) {
+    if (argc == 3 && strcmp(argv[SHIM_MODE], "launcher") == 0)
+        return launcher_main(SHIM_OUT_FD, argv);
     exec_shim_args a;
     char **envp = NULL, **tail = NULL;
     if (exec_shim_args_read(argc, argv, &a, &envp, &tail) != 0 ||
@@ -847,7 +857,8 @@ pid_t exec_notify_start(const exec_notify_spec *spec, char *err,
     /* the shim is the notifier's supervisor (exec_notify_child): pid is
      * its, and it stays aegisd's user */
     int rc = argv && shim_env ? exec_spawn_shim(spec->shim_path, argv,
-                                                shim_env, NULL, 0, &pid)
+                                                shim_env, NULL, 0, false,
+                                                &pid)
                               : ENOMEM;
     exec_shim_argv_free(argv);
     exec_shim_argv_free(shim_env);

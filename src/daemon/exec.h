@@ -135,6 +135,19 @@ void exec_pending_free(exec_pending *p);
  * it. */
 int exec_shim_main(int argc, char **argv);
 
+/* Moves each of the n descriptors above the shim's 3 to 5, so that
+ * putting them in place in order (dup2, posix_spawn's actions) overwrites
+ * none before its turn. 0, or -1 with errno. */
+int exec_fds_above_shim(int *fds, int n);
+
+/* Spawns the shim program at path (posix_spawn) in a session of its own,
+ * with argv shown, environment env, and the nfds of fds as its
+ * descriptors 3 onwards (above the shim's already: exec_fds_above_shim,
+ * or no more than one). 0, or an errno. */
+int exec_posix_spawn_shim(const char *path, char *const *shown,
+                          char *const *env, const int *fds, int nfds,
+                          pid_t *pid);
+
 /* Where aegisd finds aegis-shim: next to its own program (a build tree),
  * else where it is installed. Writes the path to out; 0, or -1 with why. */
 int exec_shim_path(char *out, size_t outlen, char *err, size_t errlen);

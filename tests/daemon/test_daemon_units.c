@@ -11,12 +11,16 @@
 #include "config.h"
 #include "exec.h"
 #include "exec_shim_args.h"
+#include "launcher.h"
 #include "proto.h"
 #include "store.h"
 #include "mps.h"
 #include "usock.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1236,6 +1240,187 @@ static void test_err_offset_from_spawn(void **state) {
     close(log_dirfd);
 }
 
+/* ---- the watcher launcher (launcher.h) -------------------------------------- */
+
+/* The pid of this process's child named aegis-launcher, or 0. */
+static pid_t launcher_of_test(void) {
+    DIR *proc = opendir("/proc");
+    assert_non_null(proc);
+    pid_t found = 0;
+    for (struct dirent *e; !found && (e = readdir(proc));) {
+        char path[300], comm[32];
+        int pid, ppid;
+        snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f) continue;
+        if (fscanf(f, "%d (%31[^)]) %*c %d", &pid, comm, &ppid) == 3 &&
+            ppid == getpid() && strcmp(comm, "aegis-launcher") == 0)
+            found = pid;
+        fclose(f);
+    }
+    closedir(proc);
+    return found;
+}
+
+/* /proc/PID/cmdline's bytes into buf; their count. */
+static size_t cmdline_of(pid_t pid, char *buf, size_t size) {
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+    int fd = open(path, O_RDONLY);
+    assert_true(fd >= 0);
+    ssize_t n = read(fd, buf, size - 1);
+    close(fd);
+    assert_true(n > 0);
+    buf[n] = '\0';
+    return (size_t)n;
+}
+
+/* Starts attempt 1 of job id, a shell waiting for the file go-ID, through
+ * exec_spawn; reads what ps shows of its watcher into shown (*len bytes),
+ * lets it end, and checks that it ended well and that its watcher was this
+ * process's child. */
+static void launch_and_show(int64_t id, char *shown, size_t size,
+                            size_t *len) {
+    char run_dir[300], log_dir[300], suffix[32], go[64], cmd[128];
+    snprintf(suffix, sizeof(suffix), "-launch%lld", (long long)id);
+    int log_dirfd = attempt_dirs(suffix, run_dir, log_dir);
+    snprintf(go, sizeof(go), "go-%lld", (long long)id);
+    snprintf(cmd, sizeof(cmd), "until [ -e %s ]; do sleep 0.01; done", go);
+    const char *argv[] = {"sh", "-c", cmd, NULL};
+    exec_spec spec = attempt_spec(id, argv, run_dir, log_dirfd, log_dir);
+    exec_run run;
+    exec_pending *pending;
+    char err[512];
+    assert_int_equal(exec_prepare(&spec, &run, &pending, err, sizeof(err)), 0);
+    assert_int_equal(exec_spawn(pending, &run, err, sizeof(err)), 0);
+    exec_pending_free(pending);
+    exec_record rec = wait_probe(run_dir, id, true);
+    assert_true(rec.job_pid > 0);
+    *len = cmdline_of(run.shim_pid, shown, size);
+    write_file(go, "");
+    rec = wait_probe(run_dir, id, false);
+    assert_int_equal(rec.state, EXEC_ENDED);
+    assert_true(WIFEXITED(rec.status) && WEXITSTATUS(rec.status) == 0);
+    assert_int_equal(waitpid(run.shim_pid, NULL, 0), run.shim_pid);
+    close(log_dirfd);
+}
+
+/* Watchers are forked by one launcher, started on first use, and are the
+ * caller's children (CLONE_PARENT); ps shows them as it shows a spawned
+ * one, in one string. */
+static void test_launcher_forks_watchers(void **state) {
+    char shown[256];
+    size_t len;
+    launch_and_show(21, shown, sizeof(shown), &len);
+    pid_t launcher = launcher_of_test();
+    assert_true(launcher > 0);
+    assert_string_equal(shown, "aegis-shim job 21");
+    assert_int_equal(len, strlen(shown) + 1); /* not three strings */
+    launch_and_show(22, shown, sizeof(shown), &len);
+    assert_string_equal(shown, "aegis-shim job 22");
+    assert_int_equal(launcher_of_test(), launcher);
+}
+
+/* A launcher gone: the next watchers are spawned (three strings in ps),
+ * their jobs run, and no new launcher is tried at once. */
+static void test_launcher_gone(void **state) {
+    char shown[256];
+    size_t len;
+    pid_t launcher = launcher_of_test();
+    if (launcher == 0) { /* this test run alone */
+        launch_and_show(23, shown, sizeof(shown), &len);
+        launcher = launcher_of_test();
+    }
+    assert_true(launcher > 0);
+    kill(launcher, SIGKILL);
+    assert_int_equal(waitpid(launcher, NULL, 0), launcher);
+    launch_and_show(24, shown, sizeof(shown), &len);
+    static const char spawned[] = "aegis-shim\0job\0" "24";
+    assert_int_equal(len, sizeof(spawned));
+    assert_memory_equal(shown, spawned, sizeof(spawned));
+    launch_and_show(25, shown, sizeof(shown), &len);
+    assert_int_equal(len, sizeof(spawned));
+    assert_int_equal(launcher_of_test(), 0);
+}
+
+/* Starts `aegis-shim launcher` on one end of a socket pair (its stderr to
+ * /dev/null), sends it len bytes with nfds descriptors, closes the
+ * socket, and returns how it exited (128 + a signal). */
+static int launcher_exit_after(const void *bytes, size_t len, int nfds) {
+    int pair[2];
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair),
+                     0);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, pair[1], SHIM_OUT_FD);
+    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    char *const argv[] = {"aegis-shim", "launcher", "room", NULL};
+    pid_t pid;
+    assert_int_equal(posix_spawn(&pid, TEST_SHIM, &fa, NULL, argv, environ), 0);
+    posix_spawn_file_actions_destroy(&fa);
+    close(pair[1]);
+    int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+    int fds[4] = {null, null, null, null};
+    union {
+        struct cmsghdr align;
+        char bytes[CMSG_SPACE(sizeof(fds))];
+    } ctl = {0};
+    struct iovec iov = {.iov_base = (void *)bytes, .iov_len = len};
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+    if (nfds > 0) {
+        msg.msg_control = ctl.bytes;
+        msg.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+        struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+        *c = (struct cmsghdr){.cmsg_level = SOL_SOCKET,
+                              .cmsg_type = SCM_RIGHTS,
+                              .cmsg_len = CMSG_LEN(sizeof(int) * nfds)};
+        memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
+    }
+    if (len > 0) assert_int_equal(sendmsg(pair[0], &msg, 0), (ssize_t)len);
+    close(pair[0]);
+    close(null);
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* A request followed by its strings, in one buffer. */
+typedef struct launcher_bytes {
+    launcher_request req;
+    char strings[8];
+} launcher_bytes;
+
+/* The launcher ends at the end of its stream (0), and on a request not as
+ * aegisd writes it (2, with a message), never by a signal. */
+static void test_launcher_refuses_bad_requests(void **state) {
+    const launcher_bytes good = {{LAUNCHER_MAGIC, 1, 1, 4}, "a\0b"};
+    assert_int_equal(launcher_exit_after(NULL, 0, 0), 0);
+    assert_int_equal(launcher_exit_after("not a request!!!", 16, 3), 2);
+    launcher_bytes b = good;
+    b.req.magic ^= 1;
+    assert_int_equal(launcher_exit_after(&b, sizeof(b.req) + 4, 3), 2);
+    b = good;
+    b.req.nargv = 0; /* no program */
+    assert_int_equal(launcher_exit_after(&b, sizeof(b.req) + 4, 3), 2);
+    b = good;
+    b.req.bytes = LAUNCHER_MAX_BYTES + 1;
+    assert_int_equal(launcher_exit_after(&b, sizeof(b.req) + 4, 3), 2);
+    b = good;
+    b.req.nenv = UINT32_MAX;
+    assert_int_equal(launcher_exit_after(&b, sizeof(b.req) + 4, 3), 2);
+    b = good; /* more strings than there are */
+    b.req.nargv = 3;
+    assert_int_equal(launcher_exit_after(&b, sizeof(b.req) + 4, 3), 2);
+    b = good; /* the last string without its NUL */
+    memcpy(b.strings, "a\0bc", 4);
+    assert_int_equal(launcher_exit_after(&b, sizeof(b.req) + 4, 3), 2);
+    /* descriptors: one, none */
+    assert_int_equal(launcher_exit_after(&good, sizeof(good.req) + 4, 1), 2);
+    assert_int_equal(launcher_exit_after(&good, sizeof(good.req) + 4, 0), 2);
+    /* its strings cut by the end of the stream */
+    assert_int_equal(launcher_exit_after(&good, sizeof(good.req) + 2, 3), 2);
+}
+
 /* The inode of run_dir/name, or 0 when there is none. */
 static ino_t inode_of(const char *run_dir, const char *name) {
     char path[400];
@@ -1418,6 +1603,9 @@ int main(void) {
         cmocka_unit_test(test_status_files_recycled),
         cmocka_unit_test(test_status_end_time),
         cmocka_unit_test(test_err_offset_from_spawn),
+        cmocka_unit_test(test_launcher_forks_watchers),
+        cmocka_unit_test(test_launcher_gone),
+        cmocka_unit_test(test_launcher_refuses_bad_requests),
         cmocka_unit_test(test_shim_args_round_trip),
     };
     return cmocka_run_group_tests(tests, setup_dir, teardown_dir);

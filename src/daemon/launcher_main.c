@@ -1,0 +1,189 @@
+/* launcher_main.c -- the watcher launcher's side (launcher.h), in
+ * aegis-shim: reads each request, forks its watcher as its own parent's
+ * child (CLONE_PARENT: aegisd's), and answers the watcher's pid.
+ *
+ * The launcher is small and single-threaded, and holds nothing between
+ * requests: a request's descriptors are closed as soon as its watcher has
+ * its copies (the status file's lock is the watcher's from then on). It
+ * ends when its parent closes the socket or dies (PR_SET_PDEATHSIG); a
+ * watcher keeps running, as a spawned one does. A request that is not
+ * well formed ends it too, with a message: only aegisd can write on its
+ * socket, so it is a bug, and aegisd spawns its watchers itself after. */
+#include "launcher.h"
+
+#include "exec.h"
+#include "exec_shim_args.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+extern char **environ;
+
+/* A request read whole: its strings as vectors into buf. */
+typedef struct launcher_job {
+    int fds[SHIM_NFDS];
+    char *buf;
+    char **argv, **envp;        /* nargv and nenv strings, NULL-ended */
+    uint32_t nargv;
+} launcher_job;
+
+static void launcher_job_free(launcher_job *j) {
+    for (int i = 0; i < SHIM_NFDS; i++)
+        if (j->fds[i] >= 0) close(j->fds[i]);
+    free(j->buf);
+    free(j->argv);
+    free(j->envp);
+}
+
+/* The header and its descriptors: 1 at the end of the stream, 0, or -1. */
+static int launcher_read_header(int sock, launcher_request *req,
+                                launcher_job *j) {
+    union {
+        struct cmsghdr align;
+        char bytes[CMSG_SPACE(sizeof(int) * SHIM_NFDS)];
+    } ctl;
+    struct iovec iov = {.iov_base = req, .iov_len = sizeof(*req)};
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1,
+                         .msg_control = ctl.bytes,
+                         .msg_controllen = sizeof(ctl.bytes)};
+    ssize_t n;
+    do
+        n = recvmsg(sock, &msg, MSG_WAITALL | MSG_CMSG_CLOEXEC);
+    while (n < 0 && errno == EINTR);
+    if (n == 0) return 1;
+    struct cmsghdr *c = n > 0 ? CMSG_FIRSTHDR(&msg) : NULL;
+    if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+        c->cmsg_len == CMSG_LEN(sizeof(int) * SHIM_NFDS))
+        memcpy(j->fds, CMSG_DATA(c), sizeof(int) * SHIM_NFDS);
+    else if (c && c->cmsg_type == SCM_RIGHTS) /* the wrong count: closed */
+        for (int *fd = (int *)CMSG_DATA(c);
+             (char *)(fd + 1) <= (char *)c + c->cmsg_len; fd++)
+            close(*fd);
+    if (n != (ssize_t)sizeof(*req) || (msg.msg_flags & MSG_CTRUNC) ||
+        j->fds[0] < 0 || req->magic != LAUNCHER_MAGIC ||
+        req->bytes > LAUNCHER_MAX_BYTES || req->nargv == 0 ||
+        req->nargv > req->bytes || req->nenv > req->bytes - req->nargv) {
+        fprintf(stderr, "aegis-launcher: a request not as aegisd writes it "
+                "(%zd bytes); ending\n", n);
+        return -1;
+    }
+    return 0;
+}
+
+/* n NUL-ended strings from *at into a new vector; NULL when buf's end
+ * comes first or out of memory. */
+static char **launcher_strings(char **at, const char *end, uint32_t n) {
+    char **v = calloc((size_t)n + 1, sizeof(*v));
+    for (uint32_t i = 0; v && i < n; i++) {
+        char *nul = *at < end ? memchr(*at, '\0', (size_t)(end - *at)) : NULL;
+        if (!nul) {
+            free(v);
+            return NULL;
+        }
+        v[i] = *at;
+        *at = nul + 1;
+    }
+    return v;
+}
+
+static int launcher_read_strings(int sock, const launcher_request *req,
+                                 launcher_job *j) {
+    j->buf = malloc(req->bytes ? req->bytes : 1);
+    ssize_t n = 0;
+    if (j->buf && req->bytes > 0) {
+        do
+            n = recv(sock, j->buf, req->bytes, MSG_WAITALL);
+        while (n < 0 && errno == EINTR);
+    }
+    char *at = j->buf;
+    if (!j->buf || n != (ssize_t)req->bytes ||
+        !(j->argv = launcher_strings(&at, j->buf + n, req->nargv)) ||
+        !(j->envp = launcher_strings(&at, j->buf + n, req->nenv)) ||
+        at != j->buf + n) {
+        fprintf(stderr, "aegis-launcher: a request's strings are cut or "
+                "malformed; ending\n");
+        return -1;
+    }
+    j->nargv = req->nargv;
+    return 0;
+}
+
+/* Writes what ps shows of this watcher, as it shows a spawned one (the
+ * shim, its mode and the job's id), over the launcher's own arguments
+ * own, which launcher_start left room in. The area's last byte made not
+ * NUL, the kernel shows its first string alone (as for setproctitle), so
+ * the room left over does not show. */
+static void launcher_show(char **own, char *const *argv) {
+    int n = 0;
+    while (own[n]) n++;
+    if (n < 3 || !argv[SHIM_MODE] || !argv[SHIM_ID]) return;
+    char *start = own[0], *end = own[n - 1] + strlen(own[n - 1]);
+    size_t room = (size_t)(end - start);
+    int len = snprintf(start, room, "%s %s %s", argv[0], argv[SHIM_MODE],
+                       argv[SHIM_ID]);
+    if (len < 0 || (size_t)len >= room) return;
+    memset(start + len + 1, ' ', room - (size_t)len); /* up to and with end */
+}
+
+/* In the forked watcher: its descriptors as 3 to 5, a session of its
+ * own, the request's environment, then the shim's main. Never returns. */
+static void launcher_child(int sock, launcher_job *j, char **own) {
+    close(sock);
+    if (exec_fds_above_shim(j->fds, SHIM_NFDS) != 0) _exit(127);
+    for (int i = 0; i < SHIM_NFDS; i++)
+        if (dup2(j->fds[i], SHIM_OUT_FD + i) < 0) _exit(127);
+    setsid();
+    launcher_show(own, j->argv);
+    environ = j->envp;
+    _exit(exec_shim_main((int)j->nargv, j->argv));
+}
+
+/* A fork whose child is the launcher's parent's: the glibc wrappers have
+ * no such flag. The launcher has one thread, so nothing that fork's
+ * handlers would reset is held at this point. */
+static pid_t launcher_fork(void) {
+    return (pid_t)syscall(SYS_clone, CLONE_PARENT | SIGCHLD, NULL, NULL, NULL,
+                          NULL);
+}
+
+static int launcher_answer(int sock, pid_t pid, int error) {
+    launcher_reply reply = {.pid = pid, .error = error};
+    return send(sock, &reply, sizeof(reply), MSG_NOSIGNAL) ==
+                   (ssize_t)sizeof(reply)
+               ? 0
+               : -1;
+}
+
+/* One request: 0 served, 1 the end of the stream, -1 an error. */
+static int launcher_serve(int sock, char **own) {
+    launcher_request req;
+    launcher_job j = {.fds = {-1, -1, -1}};
+    int rc = launcher_read_header(sock, &req, &j);
+    if (rc == 0) rc = launcher_read_strings(sock, &req, &j);
+    if (rc == 0) {
+        pid_t pid = launcher_fork();
+        if (pid == 0) launcher_child(sock, &j, own);
+        rc = launcher_answer(sock, pid, pid < 0 ? errno : 0);
+    }
+    launcher_job_free(&j);
+    return rc;
+}
+
+int launcher_main(int sock, char **own) {
+    prctl(PR_SET_NAME, "aegis-launcher");
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    setpriority(PRIO_PROCESS, 0, 0); /* aegisd's Nice=-5 is not the jobs' */
+    int rc;
+    while ((rc = launcher_serve(sock, own)) == 0) {
+    }
+    return rc > 0 ? 0 : 2;
+}
