@@ -1,8 +1,8 @@
 #!/bin/bash
 # e2e_churn.sh -- how aegisd starts jobs when many short ones churn: each
-# attempt's watcher is the aegis-shim program, spawned by aegisd without
-# a fork of the daemon (whose pages a fork copies on write), and the
-# watcher, not aegisd, forks the job.
+# attempt's watcher is the aegis-shim program, forked by the launcher (an
+# aegis-shim too) or spawned, never a fork of the daemon (whose pages a
+# fork copies on write), and the watcher, not aegisd, forks the job.
 #
 # usage: e2e_churn.sh AEGISD AEGIS TESTNVML FAKEGPU CATALOG CASE
 set -u; AEGISD=$1 AEGIS=$2 NVML=$3 FAKE=$4 CATALOG=$5 CASE=$6; source "$(dirname "$0")/e2e_lib.sh"
@@ -15,7 +15,8 @@ parent_of() { awk '{print $4}' "/proc/$1/stat"; }
 nice_of() { awk '{print $19}' "/proc/$1/stat"; }
 
 # A job's watcher runs aegis-shim, not a copy of aegisd, and is aegisd's
-# child (its SIGCHLD wakes aegisd); the job is the watcher's child. An
+# child (its SIGCHLD wakes aegisd), forked by the launcher; the job is the
+# watcher's child. An
 # aegisd run at a higher priority (aegisd.service: Nice=-5) does not pass
 # it on: the watcher and the job run at the default.
 case_churn_spawn() {
@@ -29,6 +30,9 @@ case_churn_spawn() {
     exe=$(exe_of "$shim")
     [ "${exe##*/}" = aegis-shim ] || fail "the watcher runs $exe, not aegis-shim: aegisd forked itself"
     [ "$(parent_of "$shim")" = "$(daemon_pid)" ] || fail "the watcher is not aegisd's child"
+    launcher=$(pgrep -P "$(daemon_pid)" -x aegis-launcher) ||
+        fail "no launcher among aegisd's children"
+    [ "$(exe_of "$launcher")" = "$exe" ] || fail "the launcher runs $(exe_of "$launcher")"
     [ "$(parent_of "$job")" = "$shim" ] || fail "the job is not the watcher's child"
     # what ps shows every user: the watcher's mode and the job's id, not
     # the job's folder, command or -o paths (they travel in its environment)
