@@ -12,6 +12,7 @@
  */
 #include "daemon.h"
 
+#include "autogroup.h"
 #include "config.h"
 #include "exec.h"
 #include "front.h"
@@ -854,6 +855,19 @@ static int d_open(d_daemon *d) {
                                instances */
 }
 
+/* aegisd's nice value (aegisd.service: Nice=-5) for its whole session
+ * against its jobs' (autogroup.h), said in the log either way. */
+static void d_session_priority(void) {
+    int nice_value;
+    int rc = autogroup_nice_as_process(&nice_value);
+    if (rc == 0)
+        d_log("CPU: aegisd's session weighs as nice %d against each job's "
+              "(autogroup)", nice_value);
+    else if (rc < 0)
+        d_log("CPU: aegisd runs at nice %d, but its session weighs as each "
+              "job's: /proc/self/autogroup: %s", nice_value, strerror(errno));
+}
+
 /* Without --foreground: fork, and let the parent exit only once the child
  * listens, so a script may use the socket as soon as `aegisd` returns. */
 static int d_daemonize(int *ready_fd) {
@@ -965,6 +979,7 @@ int d_run(const d_options *opt) {
     int rc = 1;
     if (lock < 0 || d_open(d) != 0) goto out;
     exec_spares_clear(d->run_dir); /* this aegisd's alone now: the lock */
+    d_session_priority();
     /* Before anything that starts a child: recovery runs scontrol, and a
      * child that ends while SIGCHLD has no handler is never reaped (the
      * signal is lost), so its run would wait for a timeout. */

@@ -42,6 +42,14 @@ case_churn_spawn() {
     if [ "$(nice_of "$(daemon_pid)")" = -5 ]; then # root may raise it
         [ "$(nice_of "$shim")" = 0 ] && [ "$(nice_of "$job")" = 0 ] ||
             fail "nice: aegisd -5, watcher $(nice_of "$shim"), job $(nice_of "$job")"
+        # where the CPU is shared by session, aegisd's weighs as its nice
+        # value, and the job's (the watcher's own) as the default
+        if [ -r "/proc/$shim/autogroup" ]; then
+            grep -q ' nice -5$' "/proc/$(daemon_pid)/autogroup" ||
+                fail "aegisd's session: $(cat "/proc/$(daemon_pid)/autogroup")"
+            grep -q ' nice 0$' "/proc/$shim/autogroup" ||
+                fail "the watcher's session: $(cat "/proc/$shim/autogroup")"
+        fi
     fi
     "$AEGIS" cancel "$id" > /dev/null || fail cancel
     "$AEGIS" wait "$id" > /dev/null
