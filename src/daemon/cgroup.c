@@ -45,6 +45,7 @@ static int cg_write(const char *dir, const char *name, const char *text,
     if (ok) return 0;
     snprintf(err, errlen, "%s: cannot write '%s': %s", path, text,
              strerror(saved));
+    errno = saved;
     return -1;
 }
 
@@ -89,13 +90,25 @@ static void cg_v2_base(const char *root, char *out, size_t len) {
     snprintf(out, len, "%s%s", root, self);
 }
 
-int cg_v2_delegate(const char *root, char *out, size_t len, char *err,
-                   size_t errlen) {
+/* Moves the process pid into dir's cgroup; one that has ended meanwhile
+ * (ESRCH) needs no moving. 0, or -1 with why in err. */
+static int cg_move(const char *dir, pid_t pid, char *err, size_t errlen) {
+    char text[32];
+    snprintf(text, sizeof(text), "%d", (int)pid);
+    return cg_write(dir, "cgroup.procs", text, err, errlen) == 0 ||
+                   errno == ESRCH
+               ? 0
+               : -1;
+}
+
+int cg_v2_delegate(const char *root, pid_t also, char *out, size_t len,
+                   char *err, size_t errlen) {
     char leaf[600];
     cg_v2_base(root, out, len);
     snprintf(leaf, sizeof(leaf), "%s/aegisd", out);
     return cg_mkdir(leaf, err, errlen) != 0 ||
                    cg_write(leaf, "cgroup.procs", "0", err, errlen) != 0 ||
+                   (also > 0 && cg_move(leaf, also, err, errlen) != 0) ||
                    cg_write(out, "cgroup.subtree_control", "+memory +cpu",
                             err, errlen) != 0
                ? -1

@@ -28,6 +28,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 typedef enum cg_version { CG_NONE, CG_V1, CG_V2 } cg_version;
 
@@ -45,10 +46,12 @@ cg_version cg_detect(const char *root);
 /* v2: the folder under root of the cgroup aegisd is in (its line "0::PATH"
  * of /proc/self/cgroup: under systemd, the unit's cgroup that
  * Delegate=yes hands it), into out; aegisd moves itself into its leaf
- * OUT/aegisd, so that OUT may give its children controllers (v2's rule:
- * no processes in a cgroup that does). 0, or -1 with why in err. */
-int cg_v2_delegate(const char *root, char *out, size_t len, char *err,
-                   size_t errlen);
+ * OUT/aegisd, with the process `also` when > 0 (its launcher, whose
+ * watchers start where it is), so that OUT may give its children
+ * controllers (v2's rule: no processes in a cgroup that does). 0, or -1
+ * with why in err. */
+int cg_v2_delegate(const char *root, pid_t also, char *out, size_t len,
+                   char *err, size_t errlen);
 
 /* Makes attempt `attempt` of job id's cgroup under root (for v2, the
  * folder cg_v2_delegate() gave), limited to cpus

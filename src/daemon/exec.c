@@ -453,8 +453,8 @@ static int exec_end_session(pid_t job) {
 static void exec_shim(const exec_spec *spec, char **envp, int out_fd,
                       int err_fd, int status_fd,
                       long long err_offset) {
-    /* outlive aegisd and its terminal: a no-op (EPERM) where aegisd
-     * spawned it in a session of its own already (exec_spawn_shim) */
+    /* outlive aegisd and its terminal: a no-op (EPERM) where it runs in a
+     * session of its own already (spawned so, or forked by the launcher) */
     setsid();
     prctl(PR_SET_NAME, "aegis-shim");
     prctl(PR_SET_CHILD_SUBREAPER, 1);
@@ -715,8 +715,9 @@ static void exec_notify_child(const exec_notify_spec *spec, char **envp);
 
 /* The shim watching a job's attempt (exec_prepare, exec_spawn). */
 static int exec_shim_job(const exec_shim_args *a, char **envp, char **argv) {
-    /* posix_spawn's dup2 left them open across exec: the job must not
-     * inherit them (it would hold its logs open) */
+    /* put in place by dup2 (posix_spawn's, or the launcher's), they are
+     * open across exec: the job must not inherit them (it would hold its
+     * logs open) */
     for (int fd = SHIM_OUT_FD; fd < SHIM_OUT_FD + SHIM_NFDS; fd++)
         if (fcntl(fd, F_SETFD, FD_CLOEXEC) != 0) {
             dprintf(2, "aegis-shim: job %lld: descriptor %d: %s\n",

@@ -10,6 +10,7 @@
  * While the state cannot be written (store_failing), no job starts.
  */
 #include "daemon.h"
+#include "launcher.h"
 #include "jobs.h"
 #include "outfile.h"
 
@@ -101,6 +102,19 @@ static void d_job_limits(const d_daemon *d, const d_job *job, int *cpus,
                    : d->keys.host_mem_per_gpu_mib * job->num_gpus;
 }
 
+/* cg_v2_delegate's arguments, for launcher_locked. */
+typedef struct d_delegation {
+    const char *root;
+    char *base, *why;
+    size_t len, whylen;
+} d_delegation;
+
+static int d_delegate(void *arg, pid_t launcher) {
+    d_delegation *g = arg;
+    return cg_v2_delegate(g->root, launcher, g->base, g->len, g->why,
+                          g->whylen);
+}
+
 /* The attempt's cgroup, made when it has limits; its cgroup.procs files
  * into procs ("" when none). 0, or -1 with why in err. */
 static int d_job_cgroup(d_daemon *d, d_job *job, char *procs, size_t len,
@@ -112,9 +126,10 @@ static int d_job_cgroup(d_daemon *d, d_job *job, char *procs, size_t len,
     snprintf(base, sizeof(base), "%s", d->keys.cgroup_root);
     cg_version v = cg_detect(base);
     bool limited = cpus > 0 || mem_mib > 0;
-    if ((limited && v == CG_V2 &&
-         cg_v2_delegate(d->keys.cgroup_root, base, sizeof(base), why,
-                        sizeof(why)) != 0) ||
+    d_delegation g = {.root = d->keys.cgroup_root, .base = base,
+                      .len = sizeof(base), .why = why,
+                      .whylen = sizeof(why)};
+    if ((limited && v == CG_V2 && launcher_locked(d_delegate, &g) != 0) ||
         cg_job_create(base, v, job->id, job->attempts + 1, cpus, mem_mib,
                       &job->cg, why, sizeof(why)) != 0) {
         snprintf(err, errlen, "job %lld: its limits (%d CPUs, %.0f MiB of "

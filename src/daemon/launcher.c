@@ -30,18 +30,22 @@ enum { LAUNCHER_RETRY_S = 10 };
  * failed since. */
 static pthread_mutex_t launcher_lock = PTHREAD_MUTEX_INITIALIZER;
 static int launcher_fd = -1;            /* this end of its socket */
-static struct timespec launcher_failed; /* its last failure; 0: none */
+static pid_t launcher_pid;              /* while launcher_fd >= 0 */
+static bool launcher_has_failed;
+static struct timespec launcher_failed; /* when it last failed */
 
 static bool launcher_resting(void) {
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
-    return launcher_failed.tv_sec != 0 &&
+    return launcher_has_failed &&
            now.tv_sec - launcher_failed.tv_sec < LAUNCHER_RETRY_S;
 }
 
 static void launcher_drop(void) {
     if (launcher_fd >= 0) close(launcher_fd); /* it exits on the EOF */
     launcher_fd = -1;
+    launcher_pid = 0;
+    launcher_has_failed = true;
     clock_gettime(CLOCK_MONOTONIC, &launcher_failed);
 }
 
@@ -67,6 +71,7 @@ static int launcher_start(const char *shim_path) {
         return rc;
     }
     launcher_fd = pair[0];
+    launcher_pid = pid;
     return 0;
 }
 
@@ -98,7 +103,10 @@ static int launcher_send_header(const launcher_request *req, const int *fds,
     c->cmsg_type = SCM_RIGHTS;
     c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
     memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
-    ssize_t n = sendmsg(launcher_fd, &msg, MSG_NOSIGNAL);
+    ssize_t n;
+    do
+        n = sendmsg(launcher_fd, &msg, MSG_NOSIGNAL);
+    while (n < 0 && errno == EINTR);
     return n == (ssize_t)sizeof(*req) ? 0 : n < 0 ? errno : EPIPE;
 }
 
@@ -166,6 +174,13 @@ int launcher_spawn(const char *shim_path, char *const *argv,
                  ? EAGAIN
                  : launcher_request_locked(shim_path, argv, envp, fds, nfds,
                                            pid);
+    pthread_mutex_unlock(&launcher_lock);
+    return rc;
+}
+
+int launcher_locked(int (*fn)(void *arg, pid_t launcher), void *arg) {
+    pthread_mutex_lock(&launcher_lock);
+    int rc = fn(arg, launcher_fd >= 0 ? launcher_pid : 0);
     pthread_mutex_unlock(&launcher_lock);
     return rc;
 }

@@ -36,6 +36,13 @@ typedef struct launcher_reply {
 int launcher_spawn(const char *shim_path, char *const *argv,
                    char *const *envp, const int *fds, int nfds, pid_t *pid);
 
+/* Calls fn(arg, pid) with the launcher's pid (0: there is none) while no
+ * launcher can be started, and returns fn's result. What fn does to the
+ * caller's process, moving it to another cgroup, then reaches the
+ * launcher too: the one there is, which fn moves, or the next, which
+ * starts where the caller is. */
+int launcher_locked(int (*fn)(void *arg, pid_t launcher), void *arg);
+
 /* The launcher's main, in aegis-shim (own_argv: its arguments, which
  * each watcher overwrites for ps): serves requests on descriptor sock
  * until its parent closes it or dies. */

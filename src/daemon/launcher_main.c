@@ -15,6 +15,7 @@
 #include "exec_shim_args.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -36,9 +37,16 @@ typedef struct launcher_job {
     uint32_t nargv;
 } launcher_job;
 
-static void launcher_job_free(launcher_job *j) {
+/* The request's descriptors closed: once its watcher has its copies, the
+ * status file's lock is the watcher's alone. */
+static void launcher_job_close(launcher_job *j) {
     for (int i = 0; i < SHIM_NFDS; i++)
         if (j->fds[i] >= 0) close(j->fds[i]);
+    for (int i = 0; i < SHIM_NFDS; i++) j->fds[i] = -1;
+}
+
+static void launcher_job_free(launcher_job *j) {
+    launcher_job_close(j);
     free(j->buf);
     free(j->argv);
     free(j->envp);
@@ -72,8 +80,12 @@ static int launcher_read_header(int sock, launcher_request *req,
         j->fds[0] < 0 || req->magic != LAUNCHER_MAGIC ||
         req->bytes > LAUNCHER_MAX_BYTES || req->nargv == 0 ||
         req->nargv > req->bytes || req->nenv > req->bytes - req->nargv) {
-        fprintf(stderr, "aegis-launcher: a request not as aegisd writes it "
-                "(%zd bytes); ending\n", n);
+        if (n < 0)
+            fprintf(stderr, "aegis-launcher: cannot read a request: %s; "
+                    "ending\n", strerror(errno));
+        else
+            fprintf(stderr, "aegis-launcher: a request not as aegisd writes "
+                    "it (%zd bytes); ending\n", n);
         return -1;
     }
     return 0;
@@ -134,10 +146,23 @@ static void launcher_show(char **own, char *const *argv) {
     memset(start + len + 1, ' ', room - (size_t)len); /* up to and with end */
 }
 
-/* In the forked watcher: its descriptors as 3 to 5, a session of its
- * own, the request's environment, then the shim's main. Never returns. */
-static void launcher_child(int sock, launcher_job *j, char **own) {
+/* In the forked watcher: waits for the launcher's go (sent once aegisd
+ * has the watcher's pid), then its descriptors as 3 to 5, a session of
+ * its own, the request's environment, and the shim's main. A launcher
+ * that ends before its answer reached aegisd sends no go, and aegisd,
+ * seeing the launcher gone, spawns the watcher itself: this one must then
+ * end without touching the attempt, or the job would run twice. Never
+ * returns. */
+static void launcher_child(int sock, int go, launcher_job *j, char **own) {
+    prctl(PR_SET_NAME, "aegis-shim"); /* not the launcher's in ps, ever */
     close(sock);
+    char byte;
+    ssize_t n;
+    do
+        n = read(go, &byte, 1);
+    while (n < 0 && errno == EINTR);
+    if (n != 1) _exit(0);
+    close(go);
     if (exec_fds_above_shim(j->fds, SHIM_NFDS) != 0) _exit(127);
     for (int i = 0; i < SHIM_NFDS; i++)
         if (dup2(j->fds[i], SHIM_OUT_FD + i) < 0) _exit(127);
@@ -147,9 +172,11 @@ static void launcher_child(int sock, launcher_job *j, char **own) {
     _exit(exec_shim_main((int)j->nargv, j->argv));
 }
 
-/* A fork whose child is the launcher's parent's: the glibc wrappers have
- * no such flag. The launcher has one thread, so nothing that fork's
- * handlers would reset is held at this point. */
+/* A fork whose child is the launcher's parent's: glibc's fork has no such
+ * flag. It skips what glibc's fork does for threads (the child's thread
+ * id in its thread block, the robust mutex list, the atfork handlers):
+ * the launcher has one thread and registers none, and the watcher starts
+ * no thread. */
 static pid_t launcher_fork(void) {
     return (pid_t)syscall(SYS_clone, CLONE_PARENT | SIGCHLD, NULL, NULL, NULL,
                           NULL);
@@ -163,17 +190,33 @@ static int launcher_answer(int sock, pid_t pid, int error) {
                : -1;
 }
 
+/* Forks the request's watcher and answers aegisd, then lets the watcher
+ * go: 0, or -1 when aegisd could not be answered (the watcher then ends
+ * unstarted). */
+static int launcher_start_watcher(int sock, launcher_job *j, char **own) {
+    int go[2];
+    if (pipe2(go, O_CLOEXEC) != 0) return launcher_answer(sock, -1, errno);
+    pid_t pid = launcher_fork();
+    int fork_error = errno;
+    if (pid == 0) {
+        close(go[1]);
+        launcher_child(sock, go[0], j, own);
+    }
+    close(go[0]);
+    launcher_job_close(j);
+    int rc = launcher_answer(sock, pid, pid < 0 ? fork_error : 0);
+    if (rc == 0 && pid > 0 && write(go[1], "g", 1) != 1) rc = -1;
+    close(go[1]);
+    return rc;
+}
+
 /* One request: 0 served, 1 the end of the stream, -1 an error. */
 static int launcher_serve(int sock, char **own) {
     launcher_request req;
     launcher_job j = {.fds = {-1, -1, -1}};
     int rc = launcher_read_header(sock, &req, &j);
     if (rc == 0) rc = launcher_read_strings(sock, &req, &j);
-    if (rc == 0) {
-        pid_t pid = launcher_fork();
-        if (pid == 0) launcher_child(sock, &j, own);
-        rc = launcher_answer(sock, pid, pid < 0 ? errno : 0);
-    }
+    if (rc == 0) rc = launcher_start_watcher(sock, &j, own);
     launcher_job_free(&j);
     return rc;
 }
@@ -181,6 +224,8 @@ static int launcher_serve(int sock, char **own) {
 int launcher_main(int sock, char **own) {
     prctl(PR_SET_NAME, "aegis-launcher");
     prctl(PR_SET_PDEATHSIG, SIGKILL);
+    /* nothing of aegisd's but its socket and 0-2 reaches a watcher */
+    close_range((unsigned)sock + 1, ~0U, 0);
     setpriority(PRIO_PROCESS, 0, 0); /* aegisd's Nice=-5 is not the jobs' */
     int rc;
     while ((rc = launcher_serve(sock, own)) == 0) {

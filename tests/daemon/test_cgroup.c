@@ -122,13 +122,19 @@ static void test_v2_delegate(void **state) {
     snprintf(rel, sizeof(rel), "%s/cgroup.subtree_control",
              self + (self[0] == '/'));
     make(rel);
-    assert_int_equal(cg_v2_delegate(root, base, sizeof(base), err,
+    assert_int_equal(cg_v2_delegate(root, 0, base, sizeof(base), err,
                                     sizeof(err)), 0);
     snprintf(want, sizeof(want), "%s%s", root, self);
     assert_string_equal(base, want);
     assert_string_equal(text_of(rel), "+memory +cpu");
     snprintf(rel, sizeof(rel), "%s/aegisd/cgroup.procs", self + (self[0] == '/'));
     assert_string_equal(text_of(rel), "0");
+    /* with the launcher: it follows aegisd into the leaf (written last,
+     * so the file holds its pid), or its watchers would start in the
+     * folder divided, and the kernel would refuse the controllers */
+    assert_int_equal(cg_v2_delegate(root, 4321, base, sizeof(base), err,
+                                    sizeof(err)), 0);
+    assert_string_equal(text_of(rel), "4321");
 }
 
 /* v1: memory and cpu trees, each job's folder in both; swap counted

@@ -1242,25 +1242,27 @@ static void test_err_offset_from_spawn(void **state) {
 
 /* ---- the watcher launcher (launcher.h) -------------------------------------- */
 
-/* The pid of this process's child named aegis-launcher, or 0. */
-static pid_t launcher_of_test(void) {
+/* The pid of a child of this process named comm, or 0. */
+static pid_t child_named(const char *comm) {
     DIR *proc = opendir("/proc");
     assert_non_null(proc);
     pid_t found = 0;
     for (struct dirent *e; !found && (e = readdir(proc));) {
-        char path[300], comm[32];
+        char path[300], name[32];
         int pid, ppid;
         snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
         FILE *f = fopen(path, "r");
         if (!f) continue;
-        if (fscanf(f, "%d (%31[^)]) %*c %d", &pid, comm, &ppid) == 3 &&
-            ppid == getpid() && strcmp(comm, "aegis-launcher") == 0)
+        if (fscanf(f, "%d (%31[^)]) %*c %d", &pid, name, &ppid) == 3 &&
+            ppid == getpid() && strcmp(name, comm) == 0)
             found = pid;
         fclose(f);
     }
     closedir(proc);
     return found;
 }
+
+static pid_t launcher_of_test(void) { return child_named("aegis-launcher"); }
 
 /* /proc/PID/cmdline's bytes into buf; their count. */
 static size_t cmdline_of(pid_t pid, char *buf, size_t size) {
@@ -1344,9 +1346,8 @@ static void test_launcher_gone(void **state) {
 }
 
 /* Starts `aegis-shim launcher` on one end of a socket pair (its stderr to
- * /dev/null), sends it len bytes with nfds descriptors, closes the
- * socket, and returns how it exited (128 + a signal). */
-static int launcher_exit_after(const void *bytes, size_t len, int nfds) {
+ * /dev/null); the other end in *sock. */
+static pid_t start_test_launcher(int *sock) {
     int pair[2];
     assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair),
                      0);
@@ -1359,11 +1360,16 @@ static int launcher_exit_after(const void *bytes, size_t len, int nfds) {
     assert_int_equal(posix_spawn(&pid, TEST_SHIM, &fa, NULL, argv, environ), 0);
     posix_spawn_file_actions_destroy(&fa);
     close(pair[1]);
-    int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-    int fds[4] = {null, null, null, null};
+    *sock = pair[0];
+    return pid;
+}
+
+/* Sends len bytes on sock with the first nfds of fds (up to 4). */
+static void send_with_fds(int sock, const void *bytes, size_t len,
+                          const int *fds, int nfds) {
     union {
         struct cmsghdr align;
-        char bytes[CMSG_SPACE(sizeof(fds))];
+        char bytes[CMSG_SPACE(sizeof(int) * 4)];
     } ctl = {0};
     struct iovec iov = {.iov_base = (void *)bytes, .iov_len = len};
     struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
@@ -1376,12 +1382,76 @@ static int launcher_exit_after(const void *bytes, size_t len, int nfds) {
                               .cmsg_len = CMSG_LEN(sizeof(int) * nfds)};
         memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
     }
-    if (len > 0) assert_int_equal(sendmsg(pair[0], &msg, 0), (ssize_t)len);
-    close(pair[0]);
-    close(null);
+    assert_int_equal(sendmsg(sock, &msg, 0), (ssize_t)len);
+}
+
+/* How pid exited (128 + a signal), once it has. */
+static int exit_of(pid_t pid) {
     int status;
     assert_int_equal(waitpid(pid, &status, 0), pid);
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* Starts a launcher, sends it len bytes with nfds descriptors, closes the
+ * socket, and returns how the launcher exited. */
+static int launcher_exit_after(const void *bytes, size_t len, int nfds) {
+    int sock;
+    pid_t pid = start_test_launcher(&sock);
+    int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+    int fds[4] = {null, null, null, null};
+    if (len > 0) send_with_fds(sock, bytes, len, fds, nfds);
+    close(sock);
+    close(null);
+    return exit_of(pid);
+}
+
+/* A launcher that cannot answer aegisd (whose end reads no more, here)
+ * lets its watcher go no further: aegisd, seeing the launcher gone, spawns
+ * the watcher itself, so this one must end before it starts the job. */
+static void test_launcher_unanswered_starts_nothing(void **state) {
+    char marker[300], cmd[400];
+    snprintf(marker, sizeof(marker), "%s/ran-31", tmpdir);
+    snprintf(cmd, sizeof(cmd), "touch %s", marker);
+    char *const job_argv[] = {"sh", "-c", cmd, NULL};
+    char *const job_env[] = {"PATH=/usr/bin:/bin", NULL};
+    exec_shim_args a = {.mode = "job", .id = 31, .attempt = 1,
+                        .log_max_bytes = 1 << 20, .cwd = tmpdir};
+    char **argv = exec_shim_argv(&a, 1, job_argv);
+    char **envp = exec_shim_environ(job_env);
+    char **env = exec_args_in_env(argv, envp);
+    assert_true(argv && envp && env);
+    /* the request as aegisd writes it: the shown arguments, then env */
+    char req[1 << 16];
+    launcher_request *h = (launcher_request *)req;
+    char *at = req + sizeof(*h);
+    *h = (launcher_request){.magic = LAUNCHER_MAGIC, .nargv = 3};
+    const int shown[] = {0, SHIM_MODE, SHIM_ID};
+    for (int i = 0; i < 3; i++) at = stpcpy(at, argv[shown[i]]) + 1;
+    for (; env[h->nenv]; h->nenv++) at = stpcpy(at, env[h->nenv]) + 1;
+    h->bytes = (uint32_t)(at - req - sizeof(*h));
+    int fds[3];
+    for (int i = 0; i < 3; i++) {
+        char path[300];
+        snprintf(path, sizeof(path), "%s/unanswered.%d", tmpdir, i);
+        fds[i] = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        assert_true(fds[i] >= 0);
+    }
+    int sock;
+    pid_t launcher = start_test_launcher(&sock);
+    assert_int_equal(shutdown(sock, SHUT_RD), 0); /* its answer: EPIPE */
+    send_with_fds(sock, req, (size_t)(at - req), fds, 3);
+    assert_int_equal(exit_of(launcher), 2);
+    /* its watcher, forked before the answer failed, is this process's
+     * child: it ends, and well, without a job */
+    pid_t watcher = child_named("aegis-shim");
+    assert_true(watcher > 0);
+    assert_int_equal(exit_of(watcher), 0);
+    assert_int_equal(access(marker, F_OK), -1);
+    for (int i = 0; i < 3; i++) close(fds[i]);
+    close(sock);
+    exec_args_in_env_free(env, envp);
+    exec_shim_argv_free(argv);
+    exec_shim_argv_free(envp);
 }
 
 /* A request followed by its strings, in one buffer. */
@@ -1606,6 +1676,7 @@ int main(void) {
         cmocka_unit_test(test_launcher_forks_watchers),
         cmocka_unit_test(test_launcher_gone),
         cmocka_unit_test(test_launcher_refuses_bad_requests),
+        cmocka_unit_test(test_launcher_unanswered_starts_nothing),
         cmocka_unit_test(test_shim_args_round_trip),
     };
     return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
