@@ -13,6 +13,7 @@
 #include "exec.h"
 #include "exec_shim_args.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -26,11 +27,11 @@ extern char **environ;
 enum { LAUNCHER_RETRY_S = 10 };
 
 /* One launcher per process, asked by one thread at a time. Invariant:
- * launcher_fd >= 0 exactly while a launcher was started and has not
- * failed since. */
+ * launcher_fd >= 0, and launcher_pid > 0, exactly while a launcher was
+ * started and has not failed since. */
 static pthread_mutex_t launcher_lock = PTHREAD_MUTEX_INITIALIZER;
 static int launcher_fd = -1;            /* this end of its socket */
-static pid_t launcher_pid;              /* while launcher_fd >= 0 */
+static pid_t launcher_pid;              /* its pid; 0 while there is none */
 static bool launcher_has_failed;
 static struct timespec launcher_failed; /* when it last failed */
 
@@ -180,7 +181,8 @@ int launcher_spawn(const char *shim_path, char *const *argv,
 
 int launcher_locked(int (*fn)(void *arg, pid_t launcher), void *arg) {
     pthread_mutex_lock(&launcher_lock);
-    int rc = fn(arg, launcher_fd >= 0 ? launcher_pid : 0);
+    assert((launcher_fd >= 0) == (launcher_pid > 0));
+    int rc = fn(arg, launcher_pid);
     pthread_mutex_unlock(&launcher_lock);
     return rc;
 }
