@@ -11,6 +11,8 @@
  */
 #include "config.h"
 
+#include "autogroup.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -170,6 +172,8 @@ static int config_daemon_set(acct_params *acct, config_keys *keys,
         {"cpus_per_gpu", &keys->cpus_per_gpu, 0, CONFIG_CPUS_MAX, true},
         {"host_mem_per_gpu_mib", &keys->host_mem_per_gpu_mib, 0,
          PROTO_MAX_MEM_MIB, true},
+        {"job_session_nice", &keys->job_session_nice, 0,
+         AUTOGROUP_NICE_MAX, true},
     };
     for (size_t i = 0; i < sizeof(nums) / sizeof(*nums); i++) {
         if (strcmp(key, nums[i].name) != 0) continue;
@@ -462,7 +466,8 @@ int config_load_daemon(const char *path, bool missing_ok, core_config *cfg,
                           .metrics_cache_s = CONFIG_METRICS_CACHE_DEFAULT_S,
                           .metrics_max_jobs = CONFIG_METRICS_JOBS_DEFAULT,
                           .slurm_scontrol = CONFIG_SCONTROL_DEFAULT,
-                          .cgroup_root = CONFIG_CGROUP_ROOT_DEFAULT};
+                          .cgroup_root = CONFIG_CGROUP_ROOT_DEFAULT,
+                          .job_session_nice = AUTOGROUP_JOB_NICE_DEFAULT};
     /* On a live server users may declare a job's memory (submit --mem),
      * and several users share it. aegis-plus admits a job with that figure
      * + est_margin_mib (up to est_cap_mib), any other with the

@@ -101,6 +101,10 @@ typedef struct config_keys {
                                        --cpus; 0: no limit */
     double host_mem_per_gpu_mib;    /* its host RAM per GPU when it gives no
                                        --host-mem, MiB; 0: no limit */
+    double job_session_nice;        /* what each job's session (and its
+                                       watcher's) weighs as, where the kernel
+                                       shares CPU by session (autogroup.h);
+                                       0 to 19, a whole number */
 } config_keys;
 
 /* Fills cfg with the defaults, then the keys of the file at path. A missing

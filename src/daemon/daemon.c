@@ -749,6 +749,12 @@ static int d_front_open(d_daemon *d) {
         d_error("%s: %s", d->opt.socket_path, err);
         return -1;
     }
+    int rt = front_realtime_error(d->front);
+    if (rt == 0)
+        d_log("CPU: `gpus` is answered at real-time priority (SCHED_FIFO)");
+    else
+        d_log("CPU: `gpus` is answered at aegisd's priority: SCHED_FIFO: %s",
+              strerror(rt));
     d_socket_access(d);
     return 0;
 }

@@ -14,6 +14,7 @@
  */
 #include "exec.h"
 #include "exec_priv.h"
+#include "autogroup.h"
 #include "exec_shim_args.h"
 #include "user_limits.h"
 #include "job_file.h"
@@ -223,6 +224,9 @@ static const char *const *exec_array_argv(const char *const *argv) {
 static void exec_job_child(const exec_spec *spec, char **envp, int out_fd,
                            int err_fd, int status_fd, exec_record *rec) {
     setsid();
+    /* as root still, where a change without CAP_SYS_ADMIN may be refused
+     * (a tenth of a second apart at most); refused, it weighs as a login */
+    (void)autogroup_set_nice(0, spec->session_nice);
     rec->job_pid = getpid();
     if (exec_record_write(status_fd, rec, false) != 0) {
         dprintf(err_fd, "aegisd: job %lld: cannot record its start: %s\n",
@@ -456,6 +460,7 @@ static void exec_shim(const exec_spec *spec, char **envp, int out_fd,
     /* outlive aegisd and its terminal: a no-op (EPERM) where it runs in a
      * session of its own already (spawned so, or forked by the launcher) */
     setsid();
+    (void)autogroup_set_nice(0, spec->session_nice); /* as the job's, below */
     prctl(PR_SET_NAME, "aegis-shim");
     prctl(PR_SET_CHILD_SUBREAPER, 1);
     int keep[] = {out_fd, err_fd, status_fd};
@@ -558,14 +563,18 @@ int exec_posix_spawn_shim(const char *path, char *const *shown,
  * answers (launcher.h), else spawned: posix_spawn, not fork, since glibc's
  * starts the child without copying aegisd's memory (a fork of a big
  * daemon costs a copy-on-write fault per page it touches afterwards).
- * Either way the shim is the caller's child. 0, or an errno. */
+ * Either way the shim is the caller's child. A launcher started for it
+ * weighs as session_nice (autogroup.h), as the jobs whose watchers it
+ * forks. 0, or an errno. */
 static int exec_spawn_shim(const char *path, char *const *argv,
                            char *const *envp, const int *fds, int nfds,
-                           bool launched, pid_t *pid) {
+                           bool launched, int session_nice, pid_t *pid) {
     char **env = exec_args_in_env(argv, envp);
     if (!env) return ENOMEM;
     char *const shown[] = {argv[0], argv[SHIM_MODE], argv[SHIM_ID], NULL};
-    int rc = launched ? launcher_spawn(path, shown, env, fds, nfds, pid) : -1;
+    int rc = launched ? launcher_spawn(path, session_nice, shown, env, fds,
+                                       nfds, pid)
+                      : -1;
     if (rc != 0) rc = exec_posix_spawn_shim(path, shown, env, fds, nfds, pid);
     exec_args_in_env_free(env, envp);
     return rc;
@@ -577,6 +586,7 @@ struct exec_pending {
     char **argv, **envp;        /* the shim's (exec_shim_environ) */
     int fds[SHIM_NFDS];         /* out, err, status: the shim's 3 to 5 */
     const char *shim_path;      /* the spec's: aegisd's, for its life */
+    int session_nice;           /* the spec's */
     exec_logs logs;
 };
 
@@ -630,6 +640,7 @@ int exec_prepare(const exec_spec *spec, exec_run *run, exec_pending **out,
         return -1;
     }
     p->shim_path = spec->shim_path;
+    p->session_nice = spec->session_nice;
     p->logs = (exec_logs){.id = spec->id, .log_dirfd = spec->log_dirfd,
                           .log_dir = spec->log_dir, .as_user = spec->as_user,
                           .uid = spec->uid, .gid = spec->gid};
@@ -645,7 +656,8 @@ int exec_prepare(const exec_spec *spec, exec_run *run, exec_pending **out,
                         .cwd = spec->cwd, .cgroups = spec->cgroups,
                         .out_path = spec->out_path,
                         .err_path = spec->err_path,
-                        .has_umask = spec->has_umask, .umask = spec->umask};
+                        .has_umask = spec->has_umask, .umask = spec->umask,
+                        .session_nice = spec->session_nice};
     if (envp) {
         p->argv = exec_shim_argv(&a, exec_count(envp),
                                  (char *const *)spec->argv);
@@ -674,7 +686,8 @@ int exec_spawn(exec_pending *p, exec_run *run, char *err, size_t errlen) {
         return -1;
     }
     int spawned = exec_spawn_shim(p->shim_path, p->argv, p->envp, p->fds,
-                                  SHIM_NFDS, true, &run->shim_pid);
+                                  SHIM_NFDS, true, p->session_nice,
+                                  &run->shim_pid);
     if (spawned != 0) {
         snprintf(err, errlen, "job %lld: cannot start its watcher %s: %s",
                  (long long)p->logs.id, p->shim_path, strerror(spawned));
@@ -731,7 +744,7 @@ static int exec_shim_job(const exec_shim_args *a, char **envp, char **argv) {
         .user = a->user, .log_max_bytes = a->log_max_bytes,
         .cgroups = a->cgroups, .out_path = a->out_path,
         .err_path = a->err_path, .has_umask = a->has_umask,
-        .umask = a->umask,
+        .umask = a->umask, .session_nice = a->session_nice,
     };
     exec_shim(&spec, envp, SHIM_OUT_FD, SHIM_ERR_FD, SHIM_STATUS_FD,
               a->err_offset);
@@ -859,7 +872,7 @@ pid_t exec_notify_start(const exec_notify_spec *spec, char *err,
      * its, and it stays aegisd's user */
     int rc = argv && shim_env ? exec_spawn_shim(spec->shim_path, argv,
                                                 shim_env, NULL, 0, false,
-                                                &pid)
+                                                0, &pid)
                               : ENOMEM;
     exec_shim_argv_free(argv);
     exec_shim_argv_free(shim_env);

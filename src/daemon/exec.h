@@ -89,6 +89,8 @@ typedef struct exec_spec {
     bool has_umask;             /* umask is the submitter's, for the files
                                    the job makes; false: aegisd's own */
     unsigned umask;             /*   0 to 0777 */
+    int session_nice;           /* what its session and its watcher's weigh
+                                   as (autogroup.h); 0: as a login's */
 } exec_spec;
 
 typedef struct exec_run {

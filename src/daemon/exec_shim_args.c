@@ -7,6 +7,8 @@
  */
 #include "exec_shim_args.h"
 
+#include "autogroup.h"
+
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -75,6 +77,7 @@ char **exec_shim_argv(const exec_shim_args *a, size_t nenv,
          asprintf(&v[SHIM_ERR_PATH], "%s", a->err_path ? a->err_path : "") >= 0 &&
          (a->has_umask ? asprintf(&v[SHIM_UMASK], "%03o", a->umask)
                        : asprintf(&v[SHIM_UMASK], "-")) >= 0 &&
+         asprintf(&v[SHIM_SESSION_NICE], "%d", a->session_nice) >= 0 &&
          asprintf(&v[SHIM_NENV], "%zu", nenv) >= 0 &&
          exec_argv_copy(v, SHIM_FIXED, tail) == 0;
     if (!ok) {
@@ -178,7 +181,7 @@ static int exec_shim_parse(int argc, char **argv, exec_shim_args *a,
     long long nums[SHIM_FIXED];
     static const int numeric[] = {SHIM_ID, SHIM_ATTEMPT, SHIM_ERR_OFFSET,
                                   SHIM_LOG_MAX, SHIM_AS_USER, SHIM_UID,
-                                  SHIM_GID, SHIM_NENV};
+                                  SHIM_GID, SHIM_SESSION_NICE, SHIM_NENV};
     bool ok = argc > SHIM_FIXED;
     for (size_t i = 0; ok && i < sizeof(numeric) / sizeof(*numeric); i++)
         ok = (nums[numeric[i]] = exec_shim_number(argv[numeric[i]])) >= 0;
@@ -186,7 +189,9 @@ static int exec_shim_parse(int argc, char **argv, exec_shim_args *a,
     char *end;
     long mask = strcmp(argv[SHIM_UMASK], "-") == 0
                     ? -1 : strtol(argv[SHIM_UMASK], &end, 8);
-    if (!ok || (mask >= 0 && (*end || mask > 0777))) return -1;
+    if (!ok || (mask >= 0 && (*end || mask > 0777)) ||
+        nums[SHIM_SESSION_NICE] > AUTOGROUP_NICE_MAX)
+        return -1;
     *a = (exec_shim_args){
         .mode = argv[SHIM_MODE], .id = nums[SHIM_ID],
         .attempt = (int)nums[SHIM_ATTEMPT],
@@ -196,7 +201,8 @@ static int exec_shim_parse(int argc, char **argv, exec_shim_args *a,
         .gid = (gid_t)nums[SHIM_GID], .user = argv[SHIM_USER],
         .cwd = argv[SHIM_CWD], .cgroups = argv[SHIM_CGROUPS],
         .out_path = argv[SHIM_OUT_PATH], .err_path = argv[SHIM_ERR_PATH],
-        .has_umask = mask >= 0, .umask = mask >= 0 ? (unsigned)mask : 0};
+        .has_umask = mask >= 0, .umask = mask >= 0 ? (unsigned)mask : 0,
+        .session_nice = (int)nums[SHIM_SESSION_NICE]};
     *envp = exec_shim_numbered(SHIM_ENV_PREFIX, 0, (size_t)nums[SHIM_NENV]);
     if (!*envp) return -1;
     *tail = argv + SHIM_FIXED;

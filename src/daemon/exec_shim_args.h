@@ -14,7 +14,8 @@ enum { SHIM_OUT_FD = 3, SHIM_ERR_FD, SHIM_STATUS_FD, SHIM_NFDS = 3 };
 /* The shim's arguments before the environment (see exec_shim_argv). */
 enum { SHIM_MODE = 1, SHIM_ID, SHIM_ATTEMPT, SHIM_ERR_OFFSET, SHIM_LOG_MAX,
        SHIM_AS_USER, SHIM_UID, SHIM_GID, SHIM_USER, SHIM_CWD, SHIM_CGROUPS,
-       SHIM_OUT_PATH, SHIM_ERR_PATH, SHIM_UMASK, SHIM_NENV, SHIM_FIXED };
+       SHIM_OUT_PATH, SHIM_ERR_PATH, SHIM_UMASK, SHIM_SESSION_NICE, SHIM_NENV,
+       SHIM_FIXED };
 
 
 /* What aegisd asks of the shim: watch a job's attempt ("job"), or run a
@@ -32,6 +33,8 @@ typedef struct exec_shim_args {
     const char *out_path, *err_path; /* its -o and -e files (outfile.h) */
     bool has_umask;             /* umask the submitter's; false: inherited */
     unsigned umask;
+    int session_nice;           /* the job's and the watcher's sessions
+                                   weigh as it (autogroup.h); 0 to 19 */
 } exec_shim_args;
 
 

@@ -57,6 +57,10 @@ typedef void (*front_wake_fn)(void *arg);
 d_front *front_start(int listen_fd, front_wake_fn wake, void *arg, char *err,
                      size_t errlen);
 
+/* 0 where the front's thread runs at real-time priority (SCHED_FIFO, the
+ * lowest), else why not (an errno: EPERM without the right to it). */
+int front_realtime_error(const d_front *f);
+
 /* Up to max connections handed over, into fds; returns how many. */
 int front_take(d_front *f, int *fds, int max);
 

@@ -175,6 +175,7 @@ int d_own_grant(d_daemon *d, d_job *job, json_t *row, const char *visible,
         .uid = job->uid, .gid = job->gid, .user = job->user,
         .log_dirfd = d->log_dirfd, .log_dir = d->log_dir,
         .log_max_bytes = (long long)(d->keys.log_max_mib * 1048576),
+        .session_nice = (int)d->keys.job_session_nice,
         .run_dir = d->run_dir, .spares = &d->spares,
         .shim_path = d->shim_path,
     };

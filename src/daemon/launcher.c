@@ -10,6 +10,7 @@
  * a second one for the same attempt would run the job twice. */
 #include "launcher.h"
 
+#include "autogroup.h"
 #include "exec.h"
 #include "exec_shim_args.h"
 
@@ -57,7 +58,7 @@ static void launcher_drop(void) {
  * (launcher_main.c). Its PR_SET_PDEATHSIG fires when the thread that
  * spawned it ends, not the process: in aegisd that is a worker of libuv's
  * pool (or the loop), which lives as long as aegisd. 0, or an errno. */
-static int launcher_start(const char *shim_path) {
+static int launcher_start(const char *shim_path, int session_nice) {
     int pair[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0)
         return errno;
@@ -73,6 +74,9 @@ static int launcher_start(const char *shim_path) {
     }
     launcher_fd = pair[0];
     launcher_pid = pid;
+    /* its session is made before its exec, and so before the spawn
+     * returns; not weighed, it weighs as a login */
+    (void)autogroup_set_nice(pid, session_nice);
     return 0;
 }
 
@@ -156,10 +160,10 @@ static int launcher_ask(char *const *argv, char *const *envp, const int *fds,
 
 /* A request through the launcher, started first where there is none: 0,
  * the fork's errno, or an errno of the socket (the launcher dropped). */
-static int launcher_request_locked(const char *shim_path, char *const *argv,
-                                   char *const *envp, const int *fds,
-                                   int nfds, pid_t *pid) {
-    int rc = launcher_fd >= 0 ? 0 : launcher_start(shim_path);
+static int launcher_request_locked(const char *shim_path, int session_nice,
+                                   char *const *argv, char *const *envp,
+                                   const int *fds, int nfds, pid_t *pid) {
+    int rc = launcher_fd >= 0 ? 0 : launcher_start(shim_path, session_nice);
     int fork_error = 0;
     if (rc == 0) rc = launcher_ask(argv, envp, fds, nfds, pid, &fork_error);
     if (rc == -1) return fork_error ? fork_error : EAGAIN;
@@ -167,14 +171,14 @@ static int launcher_request_locked(const char *shim_path, char *const *argv,
     return rc;
 }
 
-int launcher_spawn(const char *shim_path, char *const *argv,
+int launcher_spawn(const char *shim_path, int session_nice, char *const *argv,
                    char *const *envp, const int *fds, int nfds, pid_t *pid) {
     if (nfds != SHIM_NFDS) return EINVAL;
     pthread_mutex_lock(&launcher_lock);
     int rc = launcher_fd < 0 && launcher_resting()
                  ? EAGAIN
-                 : launcher_request_locked(shim_path, argv, envp, fds, nfds,
-                                           pid);
+                 : launcher_request_locked(shim_path, session_nice, argv,
+                                           envp, fds, nfds, pid);
     pthread_mutex_unlock(&launcher_lock);
     return rc;
 }

@@ -30,10 +30,11 @@ typedef struct launcher_reply {
 
 /* Starts the watcher of argv (in environment envp, its descriptors fds as
  * its 3 to 5) through the launcher of the shim at shim_path, started on
- * first use: 0 with *pid, the caller's child, or an errno when there is
- * no launcher to ask (the caller spawns the shim itself). From any
- * thread; one request at a time. */
-int launcher_spawn(const char *shim_path, char *const *argv,
+ * first use, in a session that weighs as session_nice (autogroup.h): 0
+ * with *pid, the caller's child, or an errno when there is no launcher to
+ * ask (the caller spawns the shim itself). From any thread; one request
+ * at a time. */
+int launcher_spawn(const char *shim_path, int session_nice, char *const *argv,
                    char *const *envp, const int *fds, int nfds, pid_t *pid);
 
 /* Calls fn(arg, pid) with the launcher's pid (0: there is none) while no

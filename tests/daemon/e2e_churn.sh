@@ -43,13 +43,21 @@ case_churn_spawn() {
         [ "$(nice_of "$shim")" = 0 ] && [ "$(nice_of "$job")" = 0 ] ||
             fail "nice: aegisd -5, watcher $(nice_of "$shim"), job $(nice_of "$job")"
         # where the CPU is shared by session, aegisd's weighs as its nice
-        # value, and the job's (the watcher's own) as the default
+        # value
         if [ -r "/proc/$shim/autogroup" ]; then
             grep -q ' nice -5$' "/proc/$(daemon_pid)/autogroup" ||
                 fail "aegisd's session: $(cat "/proc/$(daemon_pid)/autogroup")"
-            grep -q ' nice 0$' "/proc/$shim/autogroup" ||
-                fail "the watcher's session: $(cat "/proc/$shim/autogroup")"
         fi
+    fi
+    # and the job's, the watcher's and the launcher's as job_session_nice,
+    # 10 by default
+    sessions_weigh 10 "$launcher" "$shim" "$job"
+    # `gpus` is answered at real-time priority where aegisd may have it
+    if chrt -f 1 true 2>/dev/null; then
+        grep -q '^policy .*: *1$' /proc/"$(daemon_pid)"/task/*/sched ||
+            fail "no thread of aegisd is SCHED_FIFO: $(grep -h '^policy' /proc/"$(daemon_pid)"/task/*/sched)"
+        grep -q '`gpus` is answered at real-time priority' "$DIR/state/aegisd.log" ||
+            fail "the log does not say the front is real-time"
     fi
     "$AEGIS" cancel "$id" > /dev/null || fail cancel
     "$AEGIS" wait "$id" > /dev/null
@@ -58,6 +66,31 @@ case_churn_spawn() {
     "$(dirname "$AEGISD")/aegis-shim" 2> err.txt; rc=$?
     [ "$rc" = 2 ] && grep -q "started by aegisd only" err.txt ||
         fail "aegis-shim by hand: exit $rc, $(cat err.txt)"
+}
+
+# sessions_weigh NICE PID...: where the kernel shares CPU by session
+# (autogroups), each PID's session weighs as NICE.
+sessions_weigh() {
+    local want=$1 pid
+    shift
+    [ -r /proc/self/autogroup ] || return 0
+    for pid in "$@"; do
+        grep -q " nice $want\$" "/proc/$pid/autogroup" ||
+            fail "$(cat "/proc/$pid/cmdline" | tr '\0' ' '): its session: $(cat "/proc/$pid/autogroup"), not nice $want"
+    done
+}
+
+# job_session_nice reaches the job, its watcher and the launcher.
+case_churn_session_nice() {
+    echo "job_session_nice: 3" >> "$DIR/aegis.yaml"
+    start
+    cd "$DIR/work"
+    id=$("$AEGIS" submit -- sleep 60) || fail submit
+    until_job "$id" "assert d['attempt_list'][-1].get('job_pid')"
+    att=$("$AEGIS" show --json "$id" | pyjson "a=d['attempt_list'][-1]; print(a['shim_pid'], a['job_pid'])")
+    read -r shim job <<< "$att"
+    launcher=$(pgrep -P "$(daemon_pid)" -x aegis-launcher) || fail "no launcher"
+    sessions_weigh 3 "$launcher" "$shim" "$job"
 }
 
 # watch_states FIRST LAST: on one connection, asks the states of jobs LAST

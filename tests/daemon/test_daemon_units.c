@@ -908,6 +908,9 @@ static void test_config_numbers(void **state) {
         {"log_max_mib: 1.5\n", "num.yaml:1: log_max_mib: '1.5' is not a whole number"},
         {"host_mem_per_gpu_mib: 0.5\n",
          "num.yaml:1: host_mem_per_gpu_mib: '0.5' is not a whole number"},
+        {"job_session_nice: 20\n",
+         "num.yaml:1: job_session_nice: '20' is not a whole number in [0, 19]"},
+        {"job_session_nice: -5\n", "num.yaml:1: job_session_nice: '-5'"},
         {"metrics_listen: 127.0.0.1:+80\n", "num.yaml:1: metrics_listen: '127.0.0.1:+80'"},
         {"metrics_listen: \"127.0.0.1: 80\"\n", "num.yaml:1: metrics_listen:"},
     };
@@ -922,10 +925,11 @@ static void test_config_numbers(void **state) {
     const char *path = write_file("num.yaml", "window_samples: 10\n"
                                   "smact_max: .5\nbig_advance_s: 1e3\n"
                                   "log_max_mib: 8\nmetrics_listen: "
-                                  "127.0.0.1:9464\n");
+                                  "127.0.0.1:9464\njob_session_nice: 0\n");
     assert_int_equal(config_load_daemon(path, false, &cfg, &acct, &share,
                                         &keys, err, sizeof(err)), 0);
     assert_int_equal(cfg.window_samples, 10);
+    assert_true(keys.job_session_nice == 0);
     assert_true(cfg.smact_max == 0.5 && cfg.big_advance_s == 1000);
     /* `aegis sim --set` goes through the same parser */
     assert_int_equal(core_config_set(&cfg, "window_samples", "0x10", err,
@@ -1589,7 +1593,7 @@ static void test_shim_args_round_trip(void **state) {
                          .log_max_bytes = 4096, .as_user = true, .uid = 1000,
                          .gid = 1001, .user = "ann", .cwd = "/home/ann",
                          .out_path = "out=%j", .has_umask = true,
-                         .umask = 027};
+                         .umask = 027, .session_nice = 19};
     char *job_env[] = {"PATH=/bin", "X=a=b", "EMPTY=", NULL};
     char *job_argv[] = {"train.py", "--lr", "0.1", NULL};
     char **argv = exec_shim_argv(&in, 3, job_argv);
@@ -1608,6 +1612,7 @@ static void test_shim_args_round_trip(void **state) {
     assert_int_equal(a.uid, 1000);
     assert_int_equal(a.gid, 1001);
     assert_int_equal(a.umask, 027);
+    assert_int_equal(a.session_nice, 19);
     assert_string_equal(a.user, "ann");
     assert_string_equal(a.out_path, "out=%j");
     for (int i = 0; i < 3; i++) assert_string_equal(envp[i], job_env[i]);
@@ -1642,6 +1647,11 @@ static void test_shim_args_round_trip(void **state) {
         assert_null(envp);
     }
     free(with);
+    /* a session's weight past the kernel's nice values */
+    free(argv[SHIM_SESSION_NICE]);
+    argv[SHIM_SESSION_NICE] = strdup("20");
+    assert_int_equal(shim_read_in(shim_env, exec_count(argv), argv, &a, &envp,
+                                  &tail), -1);
     exec_args_in_env_free(env, shim_env);
     exec_shim_argv_free(shim_env);
     exec_shim_argv_free(argv);
