@@ -656,12 +656,11 @@ int exec_prepare(const exec_spec *spec, exec_run *run, exec_pending **out,
                         .cwd = spec->cwd, .cgroups = spec->cgroups,
                         .out_path = spec->out_path,
                         .err_path = spec->err_path,
-                        .has_umask = spec->has_umask, .umask = spec->umask,
-                        .session_nice = spec->session_nice};
+                        .has_umask = spec->has_umask, .umask = spec->umask};
     if (envp) {
         p->argv = exec_shim_argv(&a, exec_count(envp),
                                  (char *const *)spec->argv);
-        p->envp = exec_shim_environ(envp);
+        p->envp = exec_shim_environ(envp, spec->session_nice);
     }
     if (rc == 0 && (!p->argv || !p->envp)) {
         snprintf(err, errlen, "job %lld: cannot start: out of memory",
@@ -865,7 +864,7 @@ pid_t exec_notify_start(const exec_notify_spec *spec, char *err,
                         .umask = spec->umask};
     char **argv = exec_shim_argv(&a, exec_count(envp),
                                  (char *const[]){(char *)spec->cmd, NULL});
-    char **shim_env = exec_shim_environ(envp);
+    char **shim_env = exec_shim_environ(envp, 0);
     exec_free_envp(envp, nvars);
     pid_t pid = -1;
     /* the shim is the notifier's supervisor (exec_notify_child): pid is

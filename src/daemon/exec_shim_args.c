@@ -50,7 +50,11 @@ static int exec_argv_copy(char **v, size_t at, char *const *from) {
  * and -e paths and a notifier's command (a webhook's token, say) are its
  * submitter's. The shim's own arguments are its mode and the job's id. */
 #define SHIM_ARG_PREFIX "AEGIS_SHIM_ARG_"
-/* Both: aegisd's own variables of these names are not passed on. */
+/* The weight of the job's session (exec_shim_args.session_nice), where it
+ * is not 0: a variable, not an argument, so that a shim and an aegisd one
+ * version apart (a package's upgrade) still read each other's. */
+#define SHIM_NICE_VAR "AEGIS_SHIM_NICE"
+/* All: aegisd's own variables of these names are not passed on. */
 #define SHIM_NAMES "AEGIS_SHIM_"
 
 /* The shim's argument vector: its fixed fields (with the number of the
@@ -77,7 +81,6 @@ char **exec_shim_argv(const exec_shim_args *a, size_t nenv,
          asprintf(&v[SHIM_ERR_PATH], "%s", a->err_path ? a->err_path : "") >= 0 &&
          (a->has_umask ? asprintf(&v[SHIM_UMASK], "%03o", a->umask)
                        : asprintf(&v[SHIM_UMASK], "-")) >= 0 &&
-         asprintf(&v[SHIM_SESSION_NICE], "%d", a->session_nice) >= 0 &&
          asprintf(&v[SHIM_NENV], "%zu", nenv) >= 0 &&
          exec_argv_copy(v, SHIM_FIXED, tail) == 0;
     if (!ok) {
@@ -94,10 +97,10 @@ char **exec_shim_argv(const exec_shim_args *a, size_t nenv,
  * either: a submitter's LD_PRELOAD must not load into a root process.
  * Returns a malloc'd vector of malloc'd strings (exec_shim_argv_free),
  * or NULL. */
-char **exec_shim_environ(char *const *envp) {
+char **exec_shim_environ(char *const *envp, int session_nice) {
     size_t nown = exec_count(environ), nenv = exec_count(envp), n = 0;
     size_t plen = strlen(SHIM_NAMES);
-    char **v = calloc(nown + nenv + 1, sizeof(*v));
+    char **v = calloc(nown + nenv + 2, sizeof(*v));
     bool ok = v != NULL;
     for (size_t i = 0; ok && i < nown; i++)
         if (strncmp(environ[i], SHIM_NAMES, plen) != 0)
@@ -107,6 +110,9 @@ char **exec_shim_environ(char *const *envp) {
             v[n] = NULL;
         else
             n++;
+    if (ok && session_nice != 0 &&
+        !(ok = asprintf(&v[n], SHIM_NICE_VAR "=%d", session_nice) >= 0))
+        v[n] = NULL;
     if (!ok) {
         exec_shim_argv_free(v);
         return NULL;
@@ -146,6 +152,15 @@ static long long exec_shim_number(const char *text) {
     return errno == 0 && end != text && *end == '\0' && v >= 0 ? v : -1;
 }
 
+/* The weight of the job's session from the shim's environment: 0 where
+ * it says none (an older aegisd), -1 where its value is not one. */
+static int exec_shim_session_nice(void) {
+    const char *text = getenv(SHIM_NICE_VAR);
+    if (!text) return 0;
+    long long v = exec_shim_number(text);
+    return v > AUTOGROUP_NICE_MAX ? -1 : (int)v;
+}
+
 /* The values the shim's environment carries under numbered names, prefix
  * "K=VALUE" with K from `from` to from + n - 1 (the job's environment,
  * the shim's arguments): a malloc'd vector of from + n pointers, then
@@ -181,7 +196,7 @@ static int exec_shim_parse(int argc, char **argv, exec_shim_args *a,
     long long nums[SHIM_FIXED];
     static const int numeric[] = {SHIM_ID, SHIM_ATTEMPT, SHIM_ERR_OFFSET,
                                   SHIM_LOG_MAX, SHIM_AS_USER, SHIM_UID,
-                                  SHIM_GID, SHIM_SESSION_NICE, SHIM_NENV};
+                                  SHIM_GID, SHIM_NENV};
     bool ok = argc > SHIM_FIXED;
     for (size_t i = 0; ok && i < sizeof(numeric) / sizeof(*numeric); i++)
         ok = (nums[numeric[i]] = exec_shim_number(argv[numeric[i]])) >= 0;
@@ -189,8 +204,8 @@ static int exec_shim_parse(int argc, char **argv, exec_shim_args *a,
     char *end;
     long mask = strcmp(argv[SHIM_UMASK], "-") == 0
                     ? -1 : strtol(argv[SHIM_UMASK], &end, 8);
-    if (!ok || (mask >= 0 && (*end || mask > 0777)) ||
-        nums[SHIM_SESSION_NICE] > AUTOGROUP_NICE_MAX)
+    int session_nice = exec_shim_session_nice();
+    if (!ok || (mask >= 0 && (*end || mask > 0777)) || session_nice < 0)
         return -1;
     *a = (exec_shim_args){
         .mode = argv[SHIM_MODE], .id = nums[SHIM_ID],
@@ -202,7 +217,7 @@ static int exec_shim_parse(int argc, char **argv, exec_shim_args *a,
         .cwd = argv[SHIM_CWD], .cgroups = argv[SHIM_CGROUPS],
         .out_path = argv[SHIM_OUT_PATH], .err_path = argv[SHIM_ERR_PATH],
         .has_umask = mask >= 0, .umask = mask >= 0 ? (unsigned)mask : 0,
-        .session_nice = (int)nums[SHIM_SESSION_NICE]};
+        .session_nice = session_nice};
     *envp = exec_shim_numbered(SHIM_ENV_PREFIX, 0, (size_t)nums[SHIM_NENV]);
     if (!*envp) return -1;
     *tail = argv + SHIM_FIXED;

@@ -14,8 +14,7 @@ enum { SHIM_OUT_FD = 3, SHIM_ERR_FD, SHIM_STATUS_FD, SHIM_NFDS = 3 };
 /* The shim's arguments before the environment (see exec_shim_argv). */
 enum { SHIM_MODE = 1, SHIM_ID, SHIM_ATTEMPT, SHIM_ERR_OFFSET, SHIM_LOG_MAX,
        SHIM_AS_USER, SHIM_UID, SHIM_GID, SHIM_USER, SHIM_CWD, SHIM_CGROUPS,
-       SHIM_OUT_PATH, SHIM_ERR_PATH, SHIM_UMASK, SHIM_SESSION_NICE, SHIM_NENV,
-       SHIM_FIXED };
+       SHIM_OUT_PATH, SHIM_ERR_PATH, SHIM_UMASK, SHIM_NENV, SHIM_FIXED };
 
 
 /* What aegisd asks of the shim: watch a job's attempt ("job"), or run a
@@ -47,8 +46,9 @@ void exec_shim_argv_free(char **v);
  * notifier's command (exec_shim_argv_free; NULL out of memory). */
 char **exec_shim_argv(const exec_shim_args *a, size_t nenv, char *const *tail);
 /* The shim's environment: aegisd's own, then the job's strings envp under
- * names of their own (exec_shim_argv_free; NULL out of memory). */
-char **exec_shim_environ(char *const *envp);
+ * names of their own, and the weight of the job's session where it is
+ * not 0 (exec_shim_argv_free; NULL out of memory). */
+char **exec_shim_environ(char *const *envp, int session_nice);
 /* envp's strings (not copied: envp must outlive the vector), then argv's
  * past its first under names of their own: the arguments travel where ps
  * does not show them (exec_args_in_env_free; NULL out of memory). */

@@ -19,13 +19,14 @@
  */
 #include "front.h"
 
+#include "cpu_budget.h"
 #include "proto.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
-#include <sched.h>
+#include <semaphore.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,8 +69,9 @@ typedef struct held {
 
 struct d_front {
     pthread_t thread;
-    int realtime_error;         /* 0: the thread runs at real-time priority;
-                                   else why not */
+    sem_t started;              /* posted once realtime_error is set */
+    int realtime_error;         /* 0: the thread runs ahead of the jobs
+                                   (cpu_budget.h); else why not */
     int listen_fd;
     int stop[2];                /* a pipe: a byte in stop[1] ends the thread */
     front_wake_fn wake;
@@ -308,8 +310,21 @@ static void serve_held(d_front *f, const struct pollfd *pfd, uint64_t now) {
     }
 }
 
+/* The front runs in the deadline class where aegisd may (cpu_budget.h),
+ * at most FRONT_BUDGET_NS of CPU in each FRONT_PERIOD_NS: a fifth of one
+ * CPU, against some 50 us a `gpus` answer. While jobs keep every CPU busy,
+ * a thread of the ordinary class waits for a CPU after each wake-up,
+ * behind aegisd's other threads too (their time counts against its
+ * session), and the answer with it: in a churn of `true` jobs whose
+ * sessions weigh as job_session_nice, 6 to 8 times its idle p99, against
+ * 2 to 3.5 times ahead of them (docs/benchmarks.md). */
+#define FRONT_BUDGET_NS 2000000ULL
+#define FRONT_PERIOD_NS 10000000ULL
+
 static void *front_main(void *arg) {
     d_front *f = arg;
+    f->realtime_error = cpu_budget_take(FRONT_BUDGET_NS, FRONT_PERIOD_NS);
+    sem_post(&f->started); /* front_start() reads realtime_error now */
     struct pollfd pfd[2 + FRONT_PENDING];
     const struct timespec pause = {.tv_nsec = FRONT_FULL_MS * 1000000L};
     for (;;) {
@@ -327,31 +342,6 @@ static void *front_main(void *arg) {
         if (pfd[1].revents) accept_some(f, now);
     }
     return NULL;
-}
-
-/* Starts the thread at the lowest real-time priority where aegisd may
- * (root, and no RestrictRealtime= in its unit), else at aegisd's own, and
- * keeps which in f->realtime_error. While jobs keep every CPU busy, a
- * thread of the ordinary class waits for a CPU after each wake-up, behind
- * aegisd's other threads too (their time counts against its session),
- * and the `gpus` answer with it: in a churn of `true` jobs whose sessions
- * weigh as job_session_nice, 6 to 8 times its idle p99, and 2 to 3.5
- * times at real-time priority (docs/benchmarks.md). What the thread does
- * for a connection is bounded (front.h), so it cannot keep a CPU from the
- * others for longer than its clients keep it busy. */
-static int front_thread_start(d_front *f) {
-    pthread_attr_t attr;
-    struct sched_param lowest = {
-        .sched_priority = sched_get_priority_min(SCHED_FIFO)};
-    int rc = pthread_attr_init(&attr);
-    if (rc == 0) rc = pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED);
-    if (rc == 0) rc = pthread_attr_setschedpolicy(&attr, SCHED_FIFO);
-    if (rc == 0) rc = pthread_attr_setschedparam(&attr, &lowest);
-    if (rc == 0) rc = pthread_create(&f->thread, &attr, front_main, f);
-    pthread_attr_destroy(&attr);
-    f->realtime_error = rc;
-    if (rc == 0) return 0;
-    return pthread_create(&f->thread, NULL, front_main, f);
 }
 
 d_front *front_start(int listen_fd, front_wake_fn wake, void *arg, char *err,
@@ -375,8 +365,12 @@ d_front *front_start(int listen_fd, front_wake_fn wake, void *arg, char *err,
         sigset_t all, old;
         sigfillset(&all);
         pthread_sigmask(SIG_SETMASK, &all, &old);
-        rc = front_thread_start(f);
+        sem_init(&f->started, 0, 0);
+        rc = pthread_create(&f->thread, NULL, front_main, f);
         pthread_sigmask(SIG_SETMASK, &old, NULL);
+        if (rc == 0)
+            while (sem_wait(&f->started) != 0) continue; /* EINTR */
+        sem_destroy(&f->started);
         if (rc != 0) {
             pthread_mutex_destroy(&f->lock);
             close(f->stop[0]);

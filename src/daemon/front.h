@@ -57,8 +57,8 @@ typedef void (*front_wake_fn)(void *arg);
 d_front *front_start(int listen_fd, front_wake_fn wake, void *arg, char *err,
                      size_t errlen);
 
-/* 0 where the front's thread runs at real-time priority (SCHED_FIFO, the
- * lowest), else why not (an errno: EPERM without the right to it). */
+/* 0 where the front's thread runs ahead of the jobs, within a budget of
+ * CPU (cpu_budget.h), else why not (an errno: EPERM without the right). */
 int front_realtime_error(const d_front *f);
 
 /* Up to max connections handed over, into fds; returns how many. */

@@ -1419,7 +1419,7 @@ static void test_launcher_unanswered_starts_nothing(void **state) {
     exec_shim_args a = {.mode = "job", .id = 31, .attempt = 1,
                         .log_max_bytes = 1 << 20, .cwd = tmpdir};
     char **argv = exec_shim_argv(&a, 1, job_argv);
-    char **envp = exec_shim_environ(job_env);
+    char **envp = exec_shim_environ(job_env, 0);
     char **env = exec_args_in_env(argv, envp);
     assert_true(argv && envp && env);
     /* the request as aegisd writes it: the shown arguments, then env */
@@ -1593,11 +1593,11 @@ static void test_shim_args_round_trip(void **state) {
                          .log_max_bytes = 4096, .as_user = true, .uid = 1000,
                          .gid = 1001, .user = "ann", .cwd = "/home/ann",
                          .out_path = "out=%j", .has_umask = true,
-                         .umask = 027, .session_nice = 19};
+                         .umask = 027};
     char *job_env[] = {"PATH=/bin", "X=a=b", "EMPTY=", NULL};
     char *job_argv[] = {"train.py", "--lr", "0.1", NULL};
     char **argv = exec_shim_argv(&in, 3, job_argv);
-    char **shim_env = exec_shim_environ(job_env);
+    char **shim_env = exec_shim_environ(job_env, 19);
     char **env = exec_args_in_env(argv, shim_env);
     assert_non_null(env);
     char *shown[] = {argv[0], argv[SHIM_MODE], argv[SHIM_ID], NULL};
@@ -1647,11 +1647,20 @@ static void test_shim_args_round_trip(void **state) {
         assert_null(envp);
     }
     free(with);
-    /* a session's weight past the kernel's nice values */
-    free(argv[SHIM_SESSION_NICE]);
-    argv[SHIM_SESSION_NICE] = strdup("20");
+    /* a session's weight past the kernel's nice values, or none (an older
+     * aegisd's environment): 0 */
+    for (size_t k = 0; shim_env[k]; k++)
+        if (strcmp(shim_env[k], "AEGIS_SHIM_NICE=19") == 0) {
+            shim_env[k][16] = '2';
+            shim_env[k][17] = '0';
+            assert_int_equal(shim_read_in(shim_env, exec_count(argv), argv,
+                                          &a, &envp, &tail), -1);
+            strcpy(shim_env[k], "OTHER=1");
+        }
     assert_int_equal(shim_read_in(shim_env, exec_count(argv), argv, &a, &envp,
-                                  &tail), -1);
+                                  &tail), 0);
+    assert_int_equal(a.session_nice, 0);
+    free(envp);
     exec_args_in_env_free(env, shim_env);
     exec_shim_argv_free(shim_env);
     exec_shim_argv_free(argv);
