@@ -25,7 +25,9 @@
 int autogroup_set_nice(pid_t pid, int nice_value) {
     if (nice_value == 0) return 0;
     /* only a session pid leads: never one it shares with aegisd */
-    if (getsid(pid) != (pid ? pid : getpid())) {
+    pid_t session = getsid(pid);
+    if (session < 0) return -1; /* ESRCH: gone */
+    if (session != (pid ? pid : getpid())) {
         errno = EPERM;
         return -1;
     }

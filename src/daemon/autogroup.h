@@ -21,10 +21,11 @@
 int autogroup_nice_as_process(int *nice_value);
 
 /* Makes the session that process pid (0: the caller) leads weigh as
- * nice_value: 0, or -1 with errno (EPERM: pid leads no session; ENOENT: no
- * autogroups; EAGAIN: more than one change in a tenth of a second without
- * CAP_SYS_ADMIN, which the kernel refuses). 0 at once when nice_value is
- * 0, a new session's own. */
+ * nice_value: 0, or -1 with errno (ESRCH: no such process; EPERM: pid
+ * leads no session; ENOENT: no autogroups; EAGAIN: another change on the
+ * machine less than a tenth of a second before, which the kernel refuses
+ * without CAP_SYS_ADMIN). 0 at once when nice_value is 0, a new session's
+ * own. */
 int autogroup_set_nice(pid_t pid, int nice_value);
 
 #endif
