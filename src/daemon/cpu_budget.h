@@ -3,15 +3,28 @@
 #ifndef AEGIS_CPU_BUDGET_H
 #define AEGIS_CPU_BUDGET_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
-/* Puts the calling thread under the kernel's deadline class
- * (SCHED_DEADLINE): each time it wakes it runs ahead of every ordinary
- * and real-time thread, but for at most runtime_ns of CPU in each
- * period_ns, past which the kernel holds it until the next period.
+typedef struct cpu_budget {
+    uint64_t budget_ns;         /* the thread's CPU time a window may take */
+    uint64_t window_ns;
+    uint64_t window_start_ns;   /* CLOCK_MONOTONIC */
+    uint64_t cpu_at_start_ns;   /* the thread's CPU time then */
+    bool demoted;               /* over budget: in the ordinary class until
+                                   the window ends */
+} cpu_budget;
+
+/* Puts the calling thread in the real-time class (SCHED_FIFO, the lowest
+ * priority): each time it wakes it runs ahead of every ordinary thread.
+ * b then keeps it to budget_ns of CPU in each window_ns (cpu_budget_check).
  * 0, or an errno: EPERM without the right (not root, a unit's
- * RestrictRealtime=, a CPU affinity narrower than the machine's), EBUSY
- * where the machine's deadline bandwidth is taken. */
-int cpu_budget_take(uint64_t runtime_ns, uint64_t period_ns);
+ * RestrictRealtime=); the thread is then left as it was. */
+int cpu_budget_take(cpu_budget *b, uint64_t budget_ns, uint64_t window_ns);
+
+/* Called by the thread after each piece of work: past its budget, it goes
+ * to the ordinary class for the rest of the window, and back to the
+ * real-time class in the next. */
+void cpu_budget_check(cpu_budget *b);
 
 #endif

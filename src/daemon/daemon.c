@@ -751,11 +751,11 @@ static int d_front_open(d_daemon *d) {
     }
     int rt = front_realtime_error(d->front);
     if (rt == 0)
-        d_log("CPU: `gpus` is answered ahead of the jobs (SCHED_DEADLINE, "
-              "a fifth of a CPU at most)");
+        d_log("CPU: `gpus` is answered ahead of the jobs (SCHED_FIFO, a "
+              "fifth of a CPU at most)");
     else
-        d_log("CPU: `gpus` is answered at aegisd's priority: SCHED_DEADLINE: "
-              "%s", strerror(rt));
+        d_log("CPU: `gpus` is answered at aegisd's priority: SCHED_FIFO: %s",
+              strerror(rt));
     d_socket_access(d);
     return 0;
 }

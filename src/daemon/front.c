@@ -40,6 +40,11 @@
  * a few dozen; a longer line is not one, and goes to the loop. */
 #define FRONT_PEEK 512
 
+/* Connections accepted a turn at most: a turn's work is bounded, so its
+ * CPU budget (cpu_budget.h), checked between turns, holds whatever the
+ * clients do; the rest wait in the backlog for the next turn. */
+#define FRONT_ACCEPTS FRONT_PENDING
+
 /* How long the front stops accepting when it is out of descriptors: the
  * listening socket stays readable, and polling it would spin. */
 #define FRONT_FULL_MS 100
@@ -239,11 +244,12 @@ static bool may_hold(const d_front *f, uid_t uid) {
            held_by(f, uid) < FRONT_PER_USER;
 }
 
-/* Accepts what the backlog holds while the front has places. An error
+/* Accepts what the backlog holds while the front has places, FRONT_ACCEPTS
+ * at most. An error
  * other than a client gone or a signal pauses accepting: the socket stays
  * readable, and polling it again at once would spin. */
 static void accept_some(d_front *f, uint64_t now) {
-    while (f->nheld < FRONT_PENDING) {
+    for (int n = 0; n < FRONT_ACCEPTS && f->nheld < FRONT_PENDING; n++) {
         int fd = accept4(f->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
             if (errno == ECONNABORTED || errno == EINTR) continue;
@@ -310,20 +316,22 @@ static void serve_held(d_front *f, const struct pollfd *pfd, uint64_t now) {
     }
 }
 
-/* The front runs in the deadline class where aegisd may (cpu_budget.h),
- * at most FRONT_BUDGET_NS of CPU in each FRONT_PERIOD_NS: a fifth of one
+/* The front runs in the real-time class where aegisd may (cpu_budget.h),
+ * kept to FRONT_BUDGET_NS of CPU in each FRONT_WINDOW_NS: a fifth of one
  * CPU, against some 50 us a `gpus` answer. While jobs keep every CPU busy,
  * a thread of the ordinary class waits for a CPU after each wake-up,
  * behind aegisd's other threads too (their time counts against its
  * session), and the answer with it: in a churn of `true` jobs whose
  * sessions weigh as job_session_nice, 6 to 8 times its idle p99, against
- * 2 to 3.5 times ahead of them (docs/benchmarks.md). */
-#define FRONT_BUDGET_NS 2000000ULL
-#define FRONT_PERIOD_NS 10000000ULL
+ * 2 to 3 times ahead of them (docs/benchmarks.md). */
+#define FRONT_BUDGET_NS 20000000ULL
+#define FRONT_WINDOW_NS 100000000ULL
 
 static void *front_main(void *arg) {
     d_front *f = arg;
-    f->realtime_error = cpu_budget_take(FRONT_BUDGET_NS, FRONT_PERIOD_NS);
+    cpu_budget budget;
+    f->realtime_error = cpu_budget_take(&budget, FRONT_BUDGET_NS,
+                                        FRONT_WINDOW_NS);
     sem_post(&f->started); /* front_start() reads realtime_error now */
     struct pollfd pfd[2 + FRONT_PENDING];
     const struct timespec pause = {.tv_nsec = FRONT_FULL_MS * 1000000L};
@@ -340,6 +348,7 @@ static void *front_main(void *arg) {
         uint64_t now = now_ms();
         serve_held(f, pfd, now);
         if (pfd[1].revents) accept_some(f, now);
+        if (f->realtime_error == 0) cpu_budget_check(&budget);
     }
     return NULL;
 }

@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include "config.h"
+#include "cpu_budget.h"
 #include "exec.h"
 #include "exec_shim_args.h"
 #include "launcher.h"
@@ -19,6 +20,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sqlite3.h>
@@ -1666,6 +1668,34 @@ static void test_shim_args_round_trip(void **state) {
     exec_shim_argv_free(argv);
 }
 
+/* A thread kept to a budget of real-time CPU (the front's): past its
+ * budget it runs as an ordinary thread, and in the next window as a
+ * real-time one again. The window's end is written into the budget, not
+ * waited for. */
+static void test_cpu_budget_steps_down(void **state) {
+    (void)state;
+    cpu_budget b;
+    if (cpu_budget_take(&b, 5000000, 1000000000) != 0)
+        skip(); /* no right to the real-time class here */
+    assert_int_equal(sched_getscheduler(0), SCHED_FIFO);
+    cpu_budget_check(&b); /* nothing used yet */
+    assert_int_equal(sched_getscheduler(0), SCHED_FIFO);
+    struct timespec used;
+    do
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &used);
+    while ((uint64_t)used.tv_sec * 1000000000u + (uint64_t)used.tv_nsec <
+           b.cpu_at_start_ns + 6000000);
+    cpu_budget_check(&b);
+    assert_true(b.demoted);
+    assert_int_equal(sched_getscheduler(0), SCHED_OTHER);
+    b.window_start_ns -= b.window_ns; /* the window is over */
+    cpu_budget_check(&b);
+    assert_false(b.demoted);
+    assert_int_equal(sched_getscheduler(0), SCHED_FIFO);
+    struct sched_param ordinary = {0};
+    assert_int_equal(sched_setscheduler(0, SCHED_OTHER, &ordinary), 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_proto_submit),
@@ -1703,6 +1733,7 @@ int main(void) {
         cmocka_unit_test(test_launcher_refuses_bad_requests),
         cmocka_unit_test(test_launcher_unanswered_starts_nothing),
         cmocka_unit_test(test_shim_args_round_trip),
+        cmocka_unit_test(test_cpu_budget_steps_down),
     };
     return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
 }
