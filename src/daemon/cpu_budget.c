@@ -41,6 +41,13 @@ int cpu_budget_take(cpu_budget *b, uint64_t budget_ns, uint64_t window_ns) {
     return set_realtime(true);
 }
 
+int cpu_budget_wait_ms(const cpu_budget *b) {
+    if (!b->demoted) return -1;
+    uint64_t passed = clock_ns(CLOCK_MONOTONIC) - b->window_start_ns;
+    if (passed >= b->window_ns) return 0;
+    return (int)((b->window_ns - passed + 999999) / 1000000);
+}
+
 void cpu_budget_check(cpu_budget *b) {
     uint64_t now = clock_ns(CLOCK_MONOTONIC);
     if (now - b->window_start_ns >= b->window_ns) {

@@ -22,9 +22,15 @@ typedef struct cpu_budget {
  * RestrictRealtime=); the thread is then left as it was. */
 int cpu_budget_take(cpu_budget *b, uint64_t budget_ns, uint64_t window_ns);
 
-/* Called by the thread after each piece of work: past its budget, it goes
- * to the ordinary class for the rest of the window, and back to the
- * real-time class in the next. */
+/* Called by the thread before it waits for work: past its budget, it
+ * goes to the ordinary class for the rest of the window, and back to the
+ * real-time class once a window has ended. */
 void cpu_budget_check(cpu_budget *b);
+
+/* How long the thread may wait before its next cpu_budget_check: -1 (as
+ * long as it likes) in the real-time class, else the milliseconds until
+ * its window ends, so that it is back in the real-time class for its
+ * next wake-up. */
+int cpu_budget_wait_ms(const cpu_budget *b);
 
 #endif

@@ -751,7 +751,7 @@ static int d_front_open(d_daemon *d) {
     }
     int rt = front_realtime_error(d->front);
     if (rt == 0)
-        d_log("CPU: `gpus` is answered ahead of the jobs (SCHED_FIFO, a "
+        d_log("CPU: `gpus` is answered ahead of the jobs (SCHED_FIFO, for a "
               "fifth of a CPU at most)");
     else
         d_log("CPU: `gpus` is answered at aegisd's priority: SCHED_FIFO: %s",

@@ -338,6 +338,11 @@ static void *front_main(void *arg) {
     for (;;) {
         int nfds;
         int timeout = poll_set(f, pfd, &nfds, now_ms());
+        if (f->realtime_error == 0) {
+            cpu_budget_check(&budget);
+            int back = cpu_budget_wait_ms(&budget);
+            if (back >= 0 && (timeout < 0 || back < timeout)) timeout = back;
+        }
         if (poll(pfd, (nfds_t)nfds, timeout) < 0) {
             /* out of memory for the poll, say: the front must not end,
              * or nothing accepts */
@@ -348,7 +353,6 @@ static void *front_main(void *arg) {
         uint64_t now = now_ms();
         serve_held(f, pfd, now);
         if (pfd[1].revents) accept_some(f, now);
-        if (f->realtime_error == 0) cpu_budget_check(&budget);
     }
     return NULL;
 }

@@ -1688,10 +1688,14 @@ static void test_cpu_budget_steps_down(void **state) {
     cpu_budget_check(&b);
     assert_true(b.demoted);
     assert_int_equal(sched_getscheduler(0), SCHED_OTHER);
+    int wait = cpu_budget_wait_ms(&b); /* until the window ends */
+    assert_true(wait > 0 && wait <= 1000);
     b.window_start_ns -= b.window_ns; /* the window is over */
+    assert_int_equal(cpu_budget_wait_ms(&b), 0);
     cpu_budget_check(&b);
     assert_false(b.demoted);
     assert_int_equal(sched_getscheduler(0), SCHED_FIFO);
+    assert_int_equal(cpu_budget_wait_ms(&b), -1);
     struct sched_param ordinary = {0};
     assert_int_equal(sched_setscheduler(0, SCHED_OTHER, &ordinary), 0);
 }
