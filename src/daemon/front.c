@@ -323,7 +323,7 @@ static void serve_held(d_front *f, const struct pollfd *pfd, uint64_t now) {
  * behind aegisd's other threads too (their time counts against its
  * session), and the answer with it: in a churn of `true` jobs whose
  * sessions weigh as job_session_nice, 6 to 8 times its idle p99, against
- * 2 to 3 times ahead of them (docs/benchmarks.md). */
+ * 1.5 to 4.6 times ahead of them (docs/benchmarks.md). */
 #define FRONT_BUDGET_NS 20000000ULL
 #define FRONT_WINDOW_NS 100000000ULL
 
