@@ -25,15 +25,15 @@
 int autogroup_set_nice(pid_t pid, int nice_value) {
     if (nice_value == 0) return 0;
     /* only a session pid leads: never one it shares with aegisd */
-    pid_t session = getsid(pid);
+    pid_t leader = pid ? pid : getpid();
+    pid_t session = getsid(leader);
     if (session < 0) return -1; /* ESRCH: gone */
-    if (session != (pid ? pid : getpid())) {
+    if (session != leader) {
         errno = EPERM;
         return -1;
     }
     char path[64];
-    if (pid == 0) snprintf(path, sizeof(path), "/proc/self/autogroup");
-    else snprintf(path, sizeof(path), "/proc/%d/autogroup", (int)pid);
+    snprintf(path, sizeof(path), "/proc/%d/autogroup", (int)leader);
     int fd = open(path, O_WRONLY | O_CLOEXEC);
     if (fd < 0) return -1;
     char text[16];

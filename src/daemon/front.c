@@ -245,9 +245,9 @@ static bool may_hold(const d_front *f, uid_t uid) {
 }
 
 /* Accepts what the backlog holds while the front has places, FRONT_ACCEPTS
- * at most. An error
- * other than a client gone or a signal pauses accepting: the socket stays
- * readable, and polling it again at once would spin. */
+ * at most. An error other than a client gone or a signal pauses
+ * accepting: the socket stays readable, and polling it again at once
+ * would spin. */
 static void accept_some(d_front *f, uint64_t now) {
     for (int n = 0; n < FRONT_ACCEPTS && f->nheld < FRONT_PENDING; n++) {
         int fd = accept4(f->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
