@@ -231,13 +231,18 @@ static long long cg_count(const char *dir, const char *name,
     return n;
 }
 
+bool cg_job_any(const cg_job *cg) {
+    return cg->memory[0] || cg->cpu[0];
+}
+
 bool cg_oom_killed(const cg_job *cg) {
-    if (!cg->memory[0]) return false;
+    if (!cg || !cg->memory[0]) return false;
     return cg_count(cg->memory, "memory.events", "oom_kill") > 0 ||
            cg_count(cg->memory, "memory.oom_control", "oom_kill") > 0;
 }
 
 void cg_job_remove(const cg_job *cg) {
+    if (!cg) return;
     if (cg->memory[0]) rmdir(cg->memory);
     if (cg->cpu[0]) rmdir(cg->cpu);
 }

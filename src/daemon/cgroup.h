@@ -72,11 +72,15 @@ void cg_job_find(const char *root, int64_t id, int attempt, cg_job *out);
  * "PATH[:PATH]" into out ("" when none). */
 void cg_job_procs(const cg_job *cg, char *out, size_t len);
 
-/* Whether the kernel killed a process of the cgroup for its memory. */
+/* Whether cg names a folder at all. */
+bool cg_job_any(const cg_job *cg);
+
+/* Whether the kernel killed a process of the cgroup for its memory;
+ * false for NULL (no cgroup). */
 bool cg_oom_killed(const cg_job *cg);
 
 /* Removes the attempt's cgroup folders (empty once its processes are
- * gone). */
+ * gone); nothing for NULL. */
 void cg_job_remove(const cg_job *cg);
 
 /* In a job's process, before it runs the command: joins each cgroup of

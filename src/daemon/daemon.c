@@ -937,7 +937,10 @@ static void on_walk_close(uv_handle_t *h, void *arg) {
 
 static void d_free(d_daemon *d) {
     if (d->tel) d_share_close(d);
-    for (size_t i = 0; i < d->njobs; i++) free(d->jobs[i]);
+    for (size_t i = 0; i < d->njobs; i++) {
+        free(d->jobs[i]->cg); /* its folders stay for the next aegisd */
+        free(d->jobs[i]);
+    }
     free(d->jobs);
     free(d->running);
     free(d->unsaved);

@@ -134,7 +134,9 @@ typedef struct d_job {
     double time_limit_s;        /* each attempt's limit (--time); 0: none */
     int cpus;                   /* --cpus; 0: the per-GPU default */
     double host_mem_mib;        /* --host-mem, MiB; 0: the per-GPU default */
-    cg_job cg;                  /* the running attempt's cgroup (cgroup.h) */
+    cg_job *cg;                 /* the running attempt's cgroup (cgroup.h),
+                                   allocated: NULL when it has none (a
+                                   queued job keeps no room for one) */
     int attempts;               /* attempts started so far */
     double retry_floor;         /* its place on the recovery ladder, as */
     bool retry_alone;           /*   core_job_retry() gave it at a requeue */

@@ -85,6 +85,7 @@ void d_job_remove(d_daemon *d, d_job *job) {
     size_t i = d_job_index(d, job->id);
     memmove(d->jobs + i, d->jobs + i + 1, (d->njobs - i - 1) * sizeof(*d->jobs));
     d->njobs--;
+    d_job_drop_cg(job); /* dropped at its end already, unless it never ended */
     free(job);
 }
 

@@ -42,6 +42,11 @@ void d_job_probe(d_daemon *d, d_job *job, exec_record *rec);
 void d_job_unstarted(d_daemon *d, d_job *job, const char *why);
 /* The attempt's shim is gone (rec: its status file): classified, settled. */
 void d_job_ended(d_daemon *d, d_job *job, const exec_record *rec);
+/* Keeps a copy of cg, the running attempt's cgroup, in job->cg when it
+ * names a folder (none kept otherwise): 0, or -1 when out of memory. */
+int d_job_keep_cg(d_job *job, const cg_job *cg);
+/* Removes the attempt's cgroup folders, and forgets them. */
+void d_job_drop_cg(d_job *job);
 
 /* ---- jobs_oom.c ---- */
 /* The readings the running attempt's OOM message is checked against at

@@ -25,6 +25,6 @@ int d_job_oom_readings(const d_daemon *d, const d_job *job,
                        const oom_gpu_mem **out) {
     int n = oom_seen_get(&job->oom_seen, job->attempts, out);
     /* killed for host memory: d_host_oom tells it, whatever its stderr */
-    if (d_job_confined(d, job) || cg_oom_killed(&job->cg)) return 0;
+    if (d_job_confined(d, job) || cg_oom_killed(job->cg)) return 0;
     return n;
 }

@@ -47,7 +47,11 @@ static void d_job_load_attempt(d_daemon *d, d_job *job, json_t *att) {
     job->started = d_number(att, "started");
     job->seen = d_number(att, "seen");
     job->active = job->seen > 0;
-    cg_job_find(d->keys.cgroup_root, job->id, job->attempts, &job->cg);
+    cg_job found;
+    cg_job_find(d->keys.cgroup_root, job->id, job->attempts, &found);
+    if (d_job_keep_cg(job, &found) != 0)
+        d_log("job %lld: out of memory: its cgroup is left at its end",
+              (long long)job->id);
 }
 
 /* Hands a running attempt back to the core. One it cannot take (its GPUs

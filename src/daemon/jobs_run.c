@@ -14,6 +14,7 @@
 #include "jobs.h"
 #include "outfile.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -129,15 +130,37 @@ static int d_job_cgroup(d_daemon *d, d_job *job, char *procs, size_t len,
     d_delegation g = {.root = d->keys.cgroup_root, .base = base,
                       .len = sizeof(base), .why = why,
                       .whylen = sizeof(why)};
+    cg_job made;
     if ((limited && v == CG_V2 && launcher_locked(d_delegate, &g) != 0) ||
         cg_job_create(base, v, job->id, job->attempts + 1, cpus, mem_mib,
-                      &job->cg, why, sizeof(why)) != 0) {
+                      &made, why, sizeof(why)) != 0) {
         snprintf(err, errlen, "job %lld: its limits (%d CPUs, %.0f MiB of "
                  "host memory): %s", (long long)job->id, cpus, mem_mib, why);
         return -1;
     }
-    cg_job_procs(&job->cg, procs, len);
+    if (d_job_keep_cg(job, &made) != 0) {
+        cg_job_remove(&made);
+        snprintf(err, errlen, "job %lld: its cgroup: out of memory",
+                 (long long)job->id);
+        return -1;
+    }
+    cg_job_procs(&made, procs, len);
     return 0;
+}
+
+int d_job_keep_cg(d_job *job, const cg_job *cg) {
+    assert(!job->cg); /* the last attempt's was dropped at its end */
+    if (!cg_job_any(cg)) return 0;
+    job->cg = malloc(sizeof(*job->cg));
+    if (!job->cg) return -1;
+    *job->cg = *cg;
+    return 0;
+}
+
+void d_job_drop_cg(d_job *job) {
+    cg_job_remove(job->cg);
+    free(job->cg);
+    job->cg = NULL;
 }
 
 /* The job's -o and -e patterns of row, expanded into out and err (""
@@ -556,7 +579,7 @@ static void d_job_settle(d_daemon *d, d_job *job, core_exit how, int status,
  * GPU would not cure. */
 static void d_host_oom(const d_daemon *d, const d_job *job, core_exit *how,
                        char *why, size_t len) {
-    if (!cg_oom_killed(&job->cg)) return;
+    if (!cg_oom_killed(job->cg)) return;
     int cpus;
     double mem_mib;
     d_job_limits(d, job, &cpus, &mem_mib);
@@ -597,8 +620,7 @@ void d_job_ended(d_daemon *d, d_job *job, const exec_record *rec) {
         how = CORE_EXIT_LOST;
         snprintf(why, sizeof(why), "its watcher process vanished");
     }
-    cg_job_remove(&job->cg);
-    memset(&job->cg, 0, sizeof(job->cg));
+    d_job_drop_cg(job);
     /* before the core hears of it: it may give the slices away at once */
     d_share_release(d, job);
     store_begin(d->st);

@@ -47,6 +47,9 @@ static const char schema[] =
     "  energy_j REAL NOT NULL DEFAULT 0);"
     "CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state)"
     "  WHERE state IN ('queued','running');"
+    /* `ls -u USER` (STORE_LS_USER) */
+    "CREATE INDEX IF NOT EXISTS jobs_user ON jobs(user);"
+    "CREATE INDEX IF NOT EXISTS jobs_uid ON jobs(uid);"
     "CREATE TABLE IF NOT EXISTS attempts("
     "  job_id INTEGER NOT NULL REFERENCES jobs(id), n INTEGER NOT NULL,"
     "  gpus TEXT NOT NULL, floor_mib REAL, exclusive INTEGER NOT NULL,"
@@ -166,15 +169,23 @@ static const char *const store_added[][3] = {
 enum {
     S_BEGIN, S_COMMIT, S_ROLLBACK, S_ENV, S_JOB, S_ATT_START, S_ATT_END,
     S_STATE, S_ENERGY, S_EVENT, S_GET, S_GET_FULL, S_ATTEMPTS, S_EVENTS,
-    S_LIST_ALL, S_LIST_ACTIVE, S_RETRY, S_SEEN,
+    S_LIST_ALL, S_LIST_ALL_USER, S_LIST_ACTIVE, S_LIST_ACTIVE_USER, S_RETRY,
+    S_SEEN,
     S_REPORT_JOBS, S_REPORT_ATTEMPTS, S_MIG_ADD, S_MIG_DEL, S_MIG_ALL,
     S_ATT_PIDS, S_ATT_DROP, S_CANCEL, S_PROBE, S_HELD, S_FEED, S_DRAIN_SET,
     S_DRAIN_DEL, S_DRAIN_GET, S_HIST_ADD, S_HIST_THIN, S_HIST_STEP,
     S_HIST_GET, S_HIST_STATE, S_LEASE_SET, S_LEASE_PIDS, S_LEASE_ENV,
-    S_LADDER_SET, S_LADDER_GET, S_COUNT_ALL, S_COUNT_ACTIVE, S_UPDATE,
+    S_LADDER_SET, S_LADDER_GET, S_COUNT_ALL, S_COUNT_ALL_USER, S_COUNT_ACTIVE,
+    S_COUNT_ACTIVE_USER, S_UPDATE,
     S_CLEAR, S_PRUNE_IDS, S_PRUNE_ATT, S_PRUNE_EV, S_PRUNE_HIST, S_PRUNE_JOBS,
     S_PRUNE_ENVS, S_GPU_ENERGY_SET, S_GPU_ENERGY_GET, S_COUNT
 };
+/* store_filtered() finds each -u variant right after its plain one */
+_Static_assert(S_LIST_ALL_USER == S_LIST_ALL + 1 &&
+                   S_LIST_ACTIVE_USER == S_LIST_ACTIVE + 1 &&
+                   S_COUNT_ALL_USER == S_COUNT_ALL + 1 &&
+                   S_COUNT_ACTIVE_USER == S_COUNT_ACTIVE + 1,
+               "a -u statement follows its plain one");
 
 /* A job's dependencies as a column "deps": a row written before they
  * were kept as a list has the one afterok id of its `after` column. */
@@ -183,15 +194,35 @@ enum {
     " json_array(json_object('id', " t "after, 'kind', 'afterok')) END)"    \
     " AS deps"
 
-/* `aegis ls -u USER --state S,...`: ?2 a login name or a uid as decimal
- * text, ?3 a JSON array of states; NULL: any. A job held by `aegis
- * hold` is stored as queued, and `ls` shows it as held: it is held, not
- * queued, here too. A job its owner cleared is left out unless ?4. */
+/* `aegis ls -u USER --state S,...`: ?3 a JSON array of states; NULL:
+ * any. A job held by `aegis hold` is stored as queued, and `ls` shows it
+ * as held: it is held, not queued, here too. A job its owner cleared is
+ * left out unless ?4. */
 #define STORE_LS_FILTER                                                    \
-    "(cleared = 0 OR ?4) AND (?2 IS NULL OR user = ?2"                     \
-    " OR CAST(uid AS TEXT) = ?2)"                                          \
+    "(cleared = 0 OR ?4)"                                                  \
     " AND (?3 IS NULL OR (CASE WHEN held AND state = 'queued' THEN 'held'" \
     " ELSE state END) IN (SELECT value FROM json_each(?3)))"
+/* and -u USER: ?2 a login name, ?5 the same text as a uid when it is one
+ * in decimal (NULL otherwise). Looked up through the indexes on user and
+ * on uid, so that one user's jobs are found without reading everyone's. */
+#define STORE_LS_USER                                                      \
+    STORE_LS_FILTER " AND id IN (SELECT id FROM jobs WHERE user = ?2"      \
+    " UNION SELECT id FROM jobs WHERE uid = ?5)"
+
+/* What `ls` shows of a job. */
+#define STORE_LS_COLUMNS                                                   \
+    "id, user, uid, name, cmd, gpus, mem_mib, " STORE_DEPS("")             \
+    ", state, reason, submitted, finished, attempts, energy_j, feed, held," \
+    " time_limit_s, nice, slurm_job, slurm_restart, slurm_mode,"           \
+    " feed_producer, pipeline"
+/* The newest rows that pass `filter`, shown in id order. */
+#define STORE_LIST_ALL(filter)                                             \
+    "SELECT * FROM (SELECT " STORE_LS_COLUMNS " FROM jobs WHERE " filter   \
+    " ORDER BY id DESC LIMIT ?1) ORDER BY id"
+/* The first queued and running rows that pass `filter`. */
+#define STORE_LIST_ACTIVE(filter)                                          \
+    "SELECT " STORE_LS_COLUMNS " FROM jobs WHERE state IN"                 \
+    " ('queued','running') AND " filter " ORDER BY id LIMIT ?1"
 
 /* `aegis report --since T --until U -u USER`: jobs submitted in [?1, ?2)
  * (?2 NULL: no end) of user ?3 (a login name or a uid as text; NULL:
@@ -248,20 +279,10 @@ static const char *const sql[S_COUNT] = {
                    " how, status"
                    " FROM attempts WHERE job_id = ?1 ORDER BY n",
     [S_EVENTS] = "SELECT t, text FROM events WHERE job_id = ?1 ORDER BY id",
-    /* the newest rows, shown in id order */
-    [S_LIST_ALL] = "SELECT * FROM (SELECT id, user, uid, name, cmd, gpus,"
-                   " mem_mib, "
-                   STORE_DEPS("") ", state, reason, submitted, finished,"
-                   " attempts, energy_j, feed, held, time_limit_s, nice,"
-                   " slurm_job, slurm_restart, slurm_mode, feed_producer, pipeline"
-                   " FROM jobs WHERE " STORE_LS_FILTER
-                   " ORDER BY id DESC LIMIT ?1) ORDER BY id",
-    [S_LIST_ACTIVE] = "SELECT id, user, uid, name, cmd, gpus, mem_mib, "
-                      STORE_DEPS("") ", state, reason, submitted, finished,"
-                      " attempts, energy_j, feed, held, time_limit_s, nice,"
-                      " slurm_job, slurm_restart, slurm_mode, feed_producer, pipeline"
-                      " FROM jobs WHERE state IN ('queued','running')"
-                      " AND " STORE_LS_FILTER " ORDER BY id LIMIT ?1",
+    [S_LIST_ALL] = STORE_LIST_ALL(STORE_LS_FILTER),
+    [S_LIST_ALL_USER] = STORE_LIST_ALL(STORE_LS_USER),
+    [S_LIST_ACTIVE] = STORE_LIST_ACTIVE(STORE_LS_FILTER),
+    [S_LIST_ACTIVE_USER] = STORE_LIST_ACTIVE(STORE_LS_USER),
     [S_RETRY] = "UPDATE jobs SET retry_floor = ?2, retry_alone = ?3"
                 " WHERE id = ?1",
     [S_SEEN] = "UPDATE attempts SET seen = ?3 WHERE job_id = ?1 AND n = ?2",
@@ -341,9 +362,13 @@ static const char *const sql[S_COUNT] = {
     [S_GPU_ENERGY_GET] = "SELECT uuid, energy_j, t, power_w, shares"
                          " FROM gpu_energy WHERE gpu = ?1",
     [S_COUNT_ALL] = "SELECT count(*) FROM jobs WHERE " STORE_LS_FILTER,
+    [S_COUNT_ALL_USER] = "SELECT count(*) FROM jobs WHERE " STORE_LS_USER,
     [S_COUNT_ACTIVE] = "SELECT count(*) FROM jobs"
                        " WHERE state IN ('queued','running') AND "
                        STORE_LS_FILTER,
+    [S_COUNT_ACTIVE_USER] = "SELECT count(*) FROM jobs"
+                            " WHERE state IN ('queued','running') AND "
+                            STORE_LS_USER,
 };
 
 /* SQL texts in the order they ran. */
@@ -1079,23 +1104,40 @@ json_t *store_job(store *st, int64_t id, bool full) {
     return job;
 }
 
-/* Binds q's user, states and cleared (STORE_LS_FILTER) to s. */
-static void store_bind_filter(sqlite3_stmt *s, const store_query *q) {
+/* Whether text is a uid as SQL's CAST(uid AS TEXT) writes one: decimal
+ * digits, no sign, no leading zero but in "0"; its value in *uid. */
+static bool store_uid_text(const char *text, int64_t *uid) {
+    size_t n = strspn(text, "0123456789");
+    if (n == 0 || n > 10 || text[n] || (text[0] == '0' && n > 1))
+        return false;
+    *uid = strtoll(text, NULL, 10);
+    return true;
+}
+
+/* q's statement among `plain` and its -u variant (the next one), with q's
+ * user, states and cleared (STORE_LS_FILTER, STORE_LS_USER) bound. */
+static sqlite3_stmt *store_filtered(store *st, int plain,
+                                    const store_query *q) {
+    sqlite3_stmt *s = st->st[plain + (q->user != NULL)];
+    int64_t uid;
     if (q->user) sqlite3_bind_text(s, 2, q->user, -1, SQLITE_STATIC);
+    if (q->user && store_uid_text(q->user, &uid))
+        sqlite3_bind_int64(s, 5, uid);
     if (q->states) sqlite3_bind_text(s, 3, q->states, -1, SQLITE_STATIC);
     sqlite3_bind_int(s, 4, q->cleared);
+    return s;
 }
 
 json_t *store_list(store *st, const store_query *q) {
-    sqlite3_stmt *s = st->st[q->all ? S_LIST_ALL : S_LIST_ACTIVE];
+    sqlite3_stmt *s =
+        store_filtered(st, q->all ? S_LIST_ALL : S_LIST_ACTIVE, q);
     sqlite3_bind_int64(s, 1, q->limit > 0 ? q->limit : -1); /* -1: none */
-    store_bind_filter(s, q);
     return store_collect(s);
 }
 
 int64_t store_count(store *st, const store_query *q) {
-    sqlite3_stmt *s = st->st[q->all ? S_COUNT_ALL : S_COUNT_ACTIVE];
-    store_bind_filter(s, q);
+    sqlite3_stmt *s =
+        store_filtered(st, q->all ? S_COUNT_ALL : S_COUNT_ACTIVE, q);
     int64_t n = sqlite3_step(s) == SQLITE_ROW ? sqlite3_column_int64(s, 0) : 0;
     sqlite3_reset(s);
     sqlite3_clear_bindings(s);

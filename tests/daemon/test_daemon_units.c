@@ -422,6 +422,10 @@ static void store_check_list(store *st) {
     store_check_query(st, (store_query){.user = "alice", .limit = 1}, "1", 2);
     store_check_query(st, (store_query){.all = true, .user = "bob"}, "", 0);
     store_check_query(st, (store_query){.user = "100"}, "", 0);
+    /* a uid as CAST(uid AS TEXT) writes it, or a login name */
+    store_check_query(st, (store_query){.user = "01000"}, "", 0);
+    store_check_query(st, (store_query){.user = "1000", .limit = 2}, "1 2",
+                      2);
     store_check_query(st, (store_query){.states = "[\"done\"]"}, "", 0);
 }
 
