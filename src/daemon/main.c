@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include <getopt.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -180,6 +181,22 @@ static int check_config(const char *path) {
     return 0;
 }
 
+/* Freed heap stays with aegisd, up to D_KEEP_HEAP bytes: many requests
+ * make SQLite open a scratch table (an IN list, a sort), whose page cache
+ * takes some 85 KB and is freed with it. glibc would hand that top of the
+ * heap back to the kernel after each request and fault it in again for
+ * the next, at 5 to 12 us a page on a virtual machine: an `aegis ls` took
+ * 0.24 ms to answer, 0.14 ms with the heap kept. Allocations under
+ * D_KEEP_MMAP (answers of a few hundred KB) come from the heap too, which
+ * glibc otherwise decides from what was freed so far (setting the one
+ * turns that off). */
+#define D_KEEP_HEAP (8 << 20)
+#define D_KEEP_MMAP (1 << 20)
+static void d_keep_heap(void) {
+    mallopt(M_TRIM_THRESHOLD, D_KEEP_HEAP);
+    mallopt(M_MMAP_THRESHOLD, D_KEEP_MMAP);
+}
+
 int main(int argc, char **argv) {
     static const struct option opts[] = {
         {"socket", required_argument, NULL, 's'},
@@ -223,5 +240,6 @@ int main(int argc, char **argv) {
                               : "--socket and --state-dir are required");
         return 2;
     }
+    d_keep_heap();
     return d_run(&opt);
 }
