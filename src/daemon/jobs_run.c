@@ -484,6 +484,7 @@ void d_job_unstarted(d_daemon *d, d_job *job, const char *why) {
     int n = job->attempts;
     double now = d_wall();
     d_share_release(d, job);
+    d_job_drop_cg(job); /* nothing ran in it; the next attempt makes its own */
     job->attempts = n - 1;
     d_job_set_state(d, job, D_QUEUED);
     store_begin(d->st);

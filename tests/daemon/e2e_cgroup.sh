@@ -5,7 +5,8 @@
 # kernel and reported as over its host memory, not as a GPU OOM, and not
 # retried; a job within its limits runs in its own cgroup, which is gone
 # after it; a job re-adopted after kill -9 of aegisd keeps being told and
-# cleaned up that way; aegis-plus counts the cgroups' CPUs. Skipped (77) without root or a writable hierarchy.
+# cleaned up that way, and an attempt never started leaves no cgroup
+# behind for the next; aegis-plus counts the cgroups' CPUs. Skipped (77) without root or a writable hierarchy.
 set -u; AEGISD=$1 AEGIS=$2 NVML=$3 FAKE=$4 CATALOG=$5 CASE=$6; source "$(dirname "$0")/e2e_lib.sh"
 
 needs_cgroups() {
@@ -59,6 +60,37 @@ b = bytearray(400 << 20)') || fail submit
     grep -q "over its host memory limit (64 MiB, --host-mem): killed by the kernel$" wait.txt ||
         fail "wait after the restart: $(cat wait.txt)"
     [ ! -e "/sys/fs/cgroup/memory/aegis/job-$hog.1" ] || fail "cgroup left behind"
+}
+
+# The folder of attempt ATT of job ID in the machine's hierarchy, if any.
+job_cgroup() { find /sys/fs/cgroup -maxdepth 8 -type d -name "job-$1.$2" 2>/dev/null; }
+
+# An attempt whose cgroup was made but whose watcher never started it:
+# aegisd and its launcher are killed while the launcher, stopped, has not
+# forked the watcher. The restarted aegisd finds the attempt unstarted,
+# forgets it and its cgroup, and the job's next attempt runs in a cgroup
+# made afresh (aegisd used to keep the old one: a Debug build, the
+# sanitizers', aborted at the next launch).
+case_cgroup_unstarted() {
+    needs_cgroups
+    start
+    cd "$DIR/work"
+    "$AEGIS" wait "$("$AEGIS" submit -- true)" > /dev/null || fail "first job"
+    local launcher; launcher=$(pgrep -P "$(daemon_pid)" -x aegis-launcher) ||
+        fail "no launcher"
+    kill -STOP "$launcher"
+    id=$("$AEGIS" submit --host-mem 256m -- sh -c 'cat /proc/self/cgroup') ||
+        fail submit
+    wait_until "its cgroup made" eval '[ -n "$(job_cgroup "$id" 1)" ]'
+    kill -KILL "$(daemon_pid)" "$launcher"
+    wait_until "aegisd gone" eval '[ -z "$(daemon_pid)" ]'
+    start
+    "$AEGIS" wait "$id" > /dev/null || fail "not run after the restart"
+    "$AEGIS" show "$id" | grep -q "attempt 1 never started" ||
+        fail "no unstarted attempt: $("$AEGIS" show "$id")"
+    "$AEGIS" log "$id" | grep -q "/aegis/job-$id.1$" ||
+        fail "not in its cgroup: $("$AEGIS" log "$id")"
+    [ -z "$(job_cgroup "$id" 1)" ] || fail "cgroup left behind"
 }
 
 # aegis-plus counts the CPUs of the jobs' cgroups: a job asking all of
