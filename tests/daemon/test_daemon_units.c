@@ -477,6 +477,12 @@ static void test_store_submit_and_reopen(void **state) {
                          json_object_get(j3, "meta"), "k")), 1);
     json_decref(j3);
     store_check_list(st);
+    /* `aegis clear` hides the finished job 3 from a list by user too */
+    assert_int_equal(store_clear(st, 1000), 1);
+    store_check_query(st, (store_query){.all = true, .user = "alice"}, "1 2",
+                      2);
+    store_check_query(st, (store_query){.all = true, .user = "1000",
+                                        .cleared = true}, "1 2 3", 3);
     assert_null(store_job(st, 99, false));
     store_close(st);
 }
