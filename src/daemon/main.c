@@ -186,7 +186,8 @@ static int check_config(const char *path) {
  * takes some 85 KB and is freed with it. glibc would hand that top of the
  * heap back to the kernel after each request and fault it in again for
  * the next, at 5 to 12 us a page on a virtual machine: an `aegis ls` took
- * 0.24 ms to answer, 0.14 ms with the heap kept. Allocations under
+ * 0.22 to 0.27 ms to answer, 0.10 to 0.12 ms with the heap kept
+ * (docs/benchmarks.md, "Submitting jobs"). Allocations under
  * D_KEEP_MMAP (answers of a few hundred KB) come from the heap too, which
  * glibc otherwise decides from what was freed so far (setting the one
  * turns that off). */

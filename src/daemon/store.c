@@ -219,10 +219,12 @@ _Static_assert(S_LIST_ALL_USER == S_LIST_ALL + 1 &&
 #define STORE_LIST_ALL(filter)                                             \
     "SELECT * FROM (SELECT " STORE_LS_COLUMNS " FROM jobs WHERE " filter   \
     " ORDER BY id DESC LIMIT ?1) ORDER BY id"
-/* The first queued and running rows that pass `filter`. */
+/* The queued and running rows that pass `filter`. */
+#define STORE_ACTIVE(filter) "state IN ('queued','running') AND " filter
+/* The first of them. */
 #define STORE_LIST_ACTIVE(filter)                                          \
-    "SELECT " STORE_LS_COLUMNS " FROM jobs WHERE state IN"                 \
-    " ('queued','running') AND " filter " ORDER BY id LIMIT ?1"
+    "SELECT " STORE_LS_COLUMNS " FROM jobs WHERE " STORE_ACTIVE(filter)    \
+    " ORDER BY id LIMIT ?1"
 
 /* `aegis report --since T --until U -u USER`: jobs submitted in [?1, ?2)
  * (?2 NULL: no end) of user ?3 (a login name or a uid as text; NULL:
@@ -363,12 +365,10 @@ static const char *const sql[S_COUNT] = {
                          " FROM gpu_energy WHERE gpu = ?1",
     [S_COUNT_ALL] = "SELECT count(*) FROM jobs WHERE " STORE_LS_FILTER,
     [S_COUNT_ALL_USER] = "SELECT count(*) FROM jobs WHERE " STORE_LS_USER,
-    [S_COUNT_ACTIVE] = "SELECT count(*) FROM jobs"
-                       " WHERE state IN ('queued','running') AND "
-                       STORE_LS_FILTER,
-    [S_COUNT_ACTIVE_USER] = "SELECT count(*) FROM jobs"
-                            " WHERE state IN ('queued','running') AND "
-                            STORE_LS_USER,
+    [S_COUNT_ACTIVE] = "SELECT count(*) FROM jobs WHERE "
+                       STORE_ACTIVE(STORE_LS_FILTER),
+    [S_COUNT_ACTIVE_USER] = "SELECT count(*) FROM jobs WHERE "
+                            STORE_ACTIVE(STORE_LS_USER),
 };
 
 /* SQL texts in the order they ran. */
