@@ -2,7 +2,10 @@
  * step's output has room for 4x the input's bytes (RGB from Bayer is 3x)
  * plus 1 MiB; pages untouched cost nothing. The steps before the last
  * write into the runner's kept step outputs (step_pool.h); the last
- * writes a fresh batch, which the caller gets and closes. */
+ * writes a fresh batch, which the caller gets and closes. Every step of
+ * a batch runs on the CPU its caller was on when the batch began: each
+ * module then reads what the step before wrote from that CPU's cache, as
+ * the same steps in one process would. */
 #include "pipeline.h"
 
 #include <assert.h>
@@ -29,10 +32,8 @@ dbatch *pipeline_step_output(step_pool *pool, const pdef *d, unsigned k,
     return batch_create(fresh, room_for(src)) == 0 ? fresh : NULL;
 }
 
-uint32_t pipeline_run(runner *r, const pdef *d, const dbatch *in, dbatch *out,
-                      pipe_report *rep) {
-    assert(d->count >= 1 && d->count <= PDEF_MAX_STEPS); /* decoders refuse others */
-    memset(rep, 0, sizeof *rep);
+static uint32_t run_steps(runner *r, const pdef *d, const dbatch *in, dbatch *out,
+                          pipe_report *rep) {
     static dbatch fresh;
     const dbatch *src = in;
     for (unsigned k = 0; k < d->count; k++) {
@@ -55,4 +56,14 @@ uint32_t pipeline_run(runner *r, const pdef *d, const dbatch *in, dbatch *out,
     }
     *out = *src;
     return 0;
+}
+
+uint32_t pipeline_run(runner *r, const pdef *d, const dbatch *in, dbatch *out,
+                      pipe_report *rep) {
+    assert(d->count >= 1 && d->count <= PDEF_MAX_STEPS); /* decoders refuse others */
+    memset(rep, 0, sizeof *rep);
+    r->cpu = plat_cpu_now();
+    uint32_t number = run_steps(r, d, in, out, rep);
+    r->cpu = PLAT_CPU_ANY; /* a single run (a test-run) goes where it may */
+    return number;
 }

@@ -123,6 +123,13 @@ typedef size_t (*plat_child_fn)(const void *req, size_t req_len,
                                 const int *fds, int nfds,
                                 const plat_limits *lim, void *result, int *keep);
 
+/* The CPU the caller runs on now, or PLAT_CPU_ANY where the system cannot
+ * tell. A call sent with it runs where its input was just written, so the
+ * module reads that input from the CPU's cache rather than from memory
+ * (docs/benchmarks.md, "DIPP's decomposition"). */
+#define PLAT_CPU_ANY (-1)
+int plat_cpu_now(void);
+
 typedef struct plat_forksrv {
     int sock;  /* the caller's end */
     int pid;   /* the fork server */
@@ -141,12 +148,13 @@ typedef struct plat_forksrv {
  * and when PLAT_MAX_WORKERS others are newer. */
 int plat_forksrv_start(plat_forksrv *s, plat_child_fn fn,
                        const char *const *preload);
-/* Runs one call in key's worker: sends req and fds, waits for its
- * outcome. result gets at most PLAT_MAX_RESULT bytes. 0, or -errno when
- * the server is gone. */
+/* Runs one call in key's worker, on CPU cpu (PLAT_CPU_ANY: wherever the
+ * system puts it): sends req and fds, waits for its outcome. result gets
+ * at most PLAT_MAX_RESULT bytes. 0, or -errno when the server is gone. */
 int plat_forksrv_call(plat_forksrv *s, const char *key, const void *req,
                       size_t req_len, const int *fds, int nfds,
-                      const plat_limits *lim, plat_outcome *out, void *result);
+                      const plat_limits *lim, int cpu, plat_outcome *out,
+                      void *result);
 void plat_forksrv_stop(plat_forksrv *s);
 
 #endif

@@ -90,12 +90,13 @@ int plat_forksrv_start(plat_forksrv *s, plat_child_fn fn,
 
 int plat_forksrv_call(plat_forksrv *s, const char *key, const void *req,
                       size_t req_len, const int *fds, int nfds,
-                      const plat_limits *lim, plat_outcome *out, void *result) {
+                      const plat_limits *lim, int cpu, plat_outcome *out,
+                      void *result) {
     size_t key_len = strlen(key) + 1;
     if (req_len > PLAT_MAX_REQ || nfds > PLAT_MAX_FDS || key_len > PLAT_MAX_KEY)
         return -EINVAL;
     static uint8_t msg[MAX_CALL];
-    call_hdr h = {{*lim, (uint32_t)req_len}, (uint32_t)key_len};
+    call_hdr h = {{*lim, (uint32_t)req_len, cpu}, (uint32_t)key_len};
     memcpy(msg, &h, sizeof h);
     memcpy(msg + sizeof h, key, key_len);
     memcpy(msg + sizeof h + key_len, req, req_len);

@@ -1,12 +1,13 @@
-/* platform_posix.c -- platform.h's time, shared memory and library
- * loading on POSIX (Linux: memfd for shared memory). Files, the fork
+/* platform_posix.c -- platform.h's time, shared memory, library loading
+ * and CPU on POSIX (Linux: memfd for shared memory, sched_getcpu). Files, the fork
  * server and the sandbox are in their own files. */
-#define _GNU_SOURCE /* memfd_create */
+#define _GNU_SOURCE /* memfd_create, sched_getcpu */
 #include "platform.h"
 
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +25,15 @@ uint64_t plat_now_us(void) {
 
 uint64_t plat_now_ms(void) {
     return plat_now_us() / 1000u;
+}
+
+int plat_cpu_now(void) {
+#ifdef __linux__
+    int cpu = sched_getcpu();
+    return cpu >= 0 ? cpu : PLAT_CPU_ANY;
+#else
+    return PLAT_CPU_ANY;
+#endif
 }
 
 int plat_shm_create(const char *tag, uint64_t size) {

@@ -27,6 +27,7 @@ int runner_name_ok(const char *name) {
 int runner_start(runner *r, const char *module_dir, plat_limits lim) {
     memset(r, 0, sizeof *r);
     r->lim = lim;
+    r->cpu = PLAT_CPU_ANY;
     snprintf(r->module_dir, sizeof r->module_dir, "%s", module_dir);
     return plat_forksrv_start(&r->srv, runner_child, preload);
 }
@@ -99,7 +100,8 @@ static int call(runner *r, run_req *q, const dbatch *in, dbatch *out,
     memset(&got, 0, sizeof got);
     q->keep_mapped[0] = (uint8_t)in->kept, q->keep_mapped[1] = (uint8_t)out->kept;
     key_of(q->path, key, sizeof key);
-    int rc = plat_forksrv_call(&r->srv, key, q, sizeof *q, fds, 2, &r->lim, &o, &got);
+    int rc = plat_forksrv_call(&r->srv, key, q, sizeof *q, fds, 2, &r->lim, r->cpu, &o,
+                               &got);
     if (rc) {
         snprintf(rep->detail, sizeof rep->detail, "fork server: %s; %s", strerror(-rc),
                  restart(r) ? "could not restart it" : "restarted");

@@ -3,7 +3,10 @@
  * failed call, when its module left a thread running, when its file was
  * replaced, and when it died between calls. The worker likely called
  * next is woken ahead and stopped again. Kept batches (a pipeline's
- * step outputs, a camera buffer) carry each frame's own bytes. */
+ * step outputs, a camera buffer) carry each frame's own bytes. A batch's
+ * steps run on the CPU their caller was on. */
+#define _GNU_SOURCE /* sched_setaffinity */
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -321,6 +324,54 @@ static void test_kept_batches_carry_each_frame(void **s) {
     }
 }
 
+/* The lowest and the highest CPU set in cpus. */
+static void ends_of(const cpu_set_t *cpus, int *low, int *high) {
+    *low = *high = -1;
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, cpus)) {
+            *low = *low < 0 ? c : *low;
+            *high = c;
+        }
+}
+
+static void run_only_on(int cpu) {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    assert_int_equal(sched_setaffinity(0, sizeof one, &one), 0);
+}
+
+/* Every step of a batch runs on the CPU its caller was on when the batch
+ * began, where its input was written: here the fork server and its
+ * workers were started on another CPU, whose cache would hold none of it. */
+static void test_batch_steps_run_on_callers_cpu(void **s) {
+    (void)s;
+    cpu_set_t mine;
+    int low, high;
+    assert_int_equal(sched_getaffinity(0, sizeof mine, &mine), 0);
+    if (CPU_COUNT(&mine) < 2)
+        skip(); /* one CPU: nowhere else to run */
+    ends_of(&mine, &low, &high);
+    static runner elsewhere;
+    run_only_on(high); /* the server and its workers are forked there */
+    assert_int_equal(runner_start(&elsewhere, DIPP_TEST_MODULES, (plat_limits){3000, 64u << 20}),
+                     0);
+    run_only_on(low);
+    pdef d = {.id = 4, .count = 3};
+    for (unsigned k = 0; k < d.count; k++)
+        strcpy(d.step[k].name, "where");
+    dbatch out;
+    pipe_report rep;
+    uint32_t number = pipeline_run(&elsewhere, &d, &frame, &out, &rep);
+    assert_int_equal(sched_setaffinity(0, sizeof mine, &mine), 0);
+    runner_stop(&elsewhere);
+    assert_int_equal(number, 0);
+    assert_int_equal(out.api.count, 1 + d.count);
+    for (unsigned k = 1; k <= d.count; k++)
+        assert_int_equal(out.api.images[k].value, low);
+    batch_close(&out);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_worker_serves_again),
@@ -333,6 +384,7 @@ int main(void) {
         cmocka_unit_test(test_next_worker_woken_ahead),
         cmocka_unit_test(test_closed_socket_still_ended),
         cmocka_unit_test(test_descriptors_closed_between_calls),
+        cmocka_unit_test(test_batch_steps_run_on_callers_cpu),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
