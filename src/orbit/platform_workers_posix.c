@@ -13,12 +13,15 @@
  * while this one runs, and stopped again once it answered: on a virtual
  * machine, a process with large mappings that has slept through the
  * other modules' runs takes about a millisecond to wake, which the
- * warm-up moves off the pipeline's path (docs/benchmarks.md). The warm-up
- * runs wherever the system puts it, beside the running worker; the call
- * itself runs on the CPU its caller names, where the input was just
- * written: on a two-CPU machine the system would otherwise often wake a
- * worker on the idle CPU, whose cache holds none of its input, and the
- * modules ran about 10 % slower than in one process. It keeps
+ * warm-up moves off the pipeline's path (docs/benchmarks.md). A call
+ * starts on the CPU its caller names, where its input was just written:
+ * the server lets the stopped worker wake only there, and the worker,
+ * once running, takes back the CPUs it was forked with, so that its
+ * module's threads and the kernel's balancing are as for any process (a
+ * running task is not moved to an idle CPU, one waiting is). Otherwise,
+ * on two CPUs, the kernel often woke a worker on the idle one, whose cache
+ * holds none of the input, and the modules ran about 10 % slower than in
+ * one process. A warm-up runs wherever the kernel puts it. It keeps
  * no descriptor between calls but its socket and 0-2,
  * so a module cannot keep a batch's descriptor for later. A worker that
  * failed a call, or whose module left a thread running after one, is
@@ -54,7 +57,6 @@ typedef struct worker {
     int sock;       /* the server's end */
     uint32_t calls; /* served so far */
     uint64_t used;  /* when last called, as a count of calls */
-    int cpu;        /* the CPU it may run on, or PLAT_CPU_ANY (place()) */
     struct worker *next; /* the worker called after this one, last time */
 } worker;
 
@@ -77,7 +79,31 @@ static worker *last_called;
  * end its worker. */
 static worker *warming;
 
+/* The CPUs a worker may use, beyond the start of a call: the server's
+ * when it forked the worker (read just before, so the worker has a copy).
+ * Unknown (not Linux, more CPUs than a cpu_set_t holds): no call is
+ * placed. */
+#ifdef __linux__
+static cpu_set_t home;
+static int home_known;
+#endif
+
+static void note_home(void) {
+#ifdef __linux__
+    home_known = sched_getaffinity(0, sizeof home, &home) == 0;
+#endif
+}
+
 /* ---- in the worker ---- */
+
+/* A placed call has started on its CPU: from here on the worker may run,
+ * and its module's threads start, on any of its own CPUs again. */
+static void go_home(void) {
+#ifdef __linux__
+    if (home_known)
+        sched_setaffinity(0, sizeof home, &home);
+#endif
+}
 
 /* Signal masks as Linux keeps them: all 64 signals. glibc's sigprocmask
  * would leave out the two it keeps for itself (32 and 33), at which a
@@ -128,6 +154,8 @@ static void serve_calls(int sock, plat_child_fn fn) {
                 _exit(0);
             continue;
         }
+        if (h.cpu != PLAT_CPU_ANY)
+            go_home();
         int keep = 0;
         size_t len = 0;
         alarm((h.lim.timeout_ms + 999) / 1000);
@@ -200,6 +228,7 @@ static worker *spawn(const char *key, plat_child_fn fn) {
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
         return NULL;
     worker *w = free_entry();
+    note_home();
     pid_t server = getpid(), pid = fork();
     if (pid == 0) {
         become_worker(sv[1], server, fn);
@@ -211,7 +240,6 @@ static worker *spawn(const char *key, plat_child_fn fn) {
     }
     snprintf(w->key, sizeof w->key, "%s", key);
     w->pid = pid, w->sock = sv[0], w->calls = 0, w->live = 1, w->next = NULL;
-    w->cpu = PLAT_CPU_ANY; /* the server's own CPUs, as forked */
     return w;
 }
 
@@ -248,37 +276,27 @@ static int is_warmed(const work_answer *ans, ssize_t n) {
     return n == (ssize_t)sizeof ans->keep && ans->keep == WARMED;
 }
 
-/* Lets w run only on cpu from its next wake-up, or on any of the server's
- * CPUs (PLAT_CPU_ANY). Where the system cannot place a process (not Linux,
- * a CPU outside the worker's cpuset) it stays where it could run before:
- * a placement is a help, never a condition of the call. */
+/* Lets w, stopped or waiting for its call, wake only on cpu; it goes
+ * home once running (go_home()). A CPU not among its own, or where the
+ * system cannot place it (not Linux, a cpuset), it wakes where it could
+ * before: a placement is a help, never a condition of the call. */
 static void place(worker *w, int cpu) {
 #ifdef __linux__
-    static cpu_set_t any;
-    static int any_known;
-    if (cpu == w->cpu)
+    if (cpu == PLAT_CPU_ANY || !home_known || !CPU_ISSET_S(cpu, sizeof home, &home))
         return;
-    if (!any_known)
-        any_known = sched_getaffinity(0, sizeof any, &any) == 0;
-    cpu_set_t set = any;
-    if (cpu != PLAT_CPU_ANY) {
-        CPU_ZERO(&set);
-        CPU_SET(cpu, &set); /* one out of range leaves it empty: refused */
-    }
-    if ((cpu != PLAT_CPU_ANY || any_known) &&
-        sched_setaffinity(w->pid, sizeof set, &set) == 0)
-        w->cpu = cpu;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one); /* one out of range leaves it empty: refused */
+    sched_setaffinity(w->pid, sizeof one, &one);
 #else
     (void)w, (void)cpu;
 #endif
 }
 
-/* Wakes w ahead of its likely call (warm_up answers WARMED), on whichever
- * CPU is free: the called worker holds the call's. settle_warm() stops it
- * again. */
+/* Wakes w ahead of its likely call (warm_up answers WARMED), wherever the
+ * kernel puts it. settle_warm() stops it again. */
 static void warm_up(worker *w) {
     static const work_hdr hdr = {.req_len = WARM_UP, .cpu = PLAT_CPU_ANY};
-    place(w, PLAT_CPU_ANY);
     if (msg_send(w->sock, &hdr, sizeof hdr, NULL, 0, NULL, 0) == 0 &&
         kill(w->pid, SIGCONT) == 0)
         warming = w;

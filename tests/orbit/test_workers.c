@@ -341,9 +341,31 @@ static void run_only_on(int cpu) {
     assert_int_equal(sched_setaffinity(0, sizeof one, &one), 0);
 }
 
-/* Every step of a batch runs on the CPU its caller was on when the batch
- * began, where its input was written: here the fork server and its
- * workers were started on another CPU, whose cache would hold none of it. */
+/* A batch of six steps alternating where and where_too (so that each
+ * worker is also woken ahead), run from CPU cpu, into *out. */
+static uint32_t run_where_from(runner *rn, int cpu, dbatch *out) {
+    pdef d = {.id = 4, .count = 6};
+    for (unsigned k = 0; k < d.count; k++)
+        strcpy(d.step[k].name, k % 2 ? "where_too" : "where");
+    pipe_report rep;
+    run_only_on(cpu);
+    return pipeline_run(rn, &d, &frame, out, &rep);
+}
+
+/* The stamps of a batch of where_from(): every step ran on cpu, with
+ * `cpus` CPUs it might use. */
+static void check_stamps(const dbatch *out, int cpu, int cpus) {
+    assert_int_equal(out->api.count, 1 + 6);
+    for (unsigned k = 1; k <= 6; k++) {
+        assert_int_equal(out->api.images[k].value, cpu);
+        assert_int_equal(out->api.images[k].x, cpus);
+    }
+}
+
+/* Every step of a batch starts on the CPU its caller was on when the
+ * batch began, where its input was written, though the workers last ran
+ * on another (the kernel alone often woke them there); and each may then
+ * use every CPU its worker was forked with (a module's threads too). */
 static void test_batch_steps_run_on_callers_cpu(void **s) {
     (void)s;
     cpu_set_t mine;
@@ -352,24 +374,18 @@ static void test_batch_steps_run_on_callers_cpu(void **s) {
     if (CPU_COUNT(&mine) < 2)
         skip(); /* one CPU: nowhere else to run */
     ends_of(&mine, &low, &high);
-    static runner elsewhere;
-    run_only_on(high); /* the server and its workers are forked there */
-    assert_int_equal(runner_start(&elsewhere, DIPP_TEST_MODULES, (plat_limits){3000, 64u << 20}),
-                     0);
-    run_only_on(low);
-    pdef d = {.id = 4, .count = 3};
-    for (unsigned k = 0; k < d.count; k++)
-        strcpy(d.step[k].name, "where");
-    dbatch out;
-    pipe_report rep;
-    uint32_t number = pipeline_run(&elsewhere, &d, &frame, &out, &rep);
-    assert_int_equal(sched_setaffinity(0, sizeof mine, &mine), 0);
-    runner_stop(&elsewhere);
-    assert_int_equal(number, 0);
-    assert_int_equal(out.api.count, 1 + d.count);
-    for (unsigned k = 1; k <= d.count; k++)
-        assert_int_equal(out.api.images[k].value, low);
-    batch_close(&out);
+    static runner rn; /* its workers are forked with every CPU of ours */
+    assert_int_equal(runner_start(&rn, DIPP_TEST_MODULES, (plat_limits){3000, 64u << 20}), 0);
+    for (int round = 0; round < 8; round++) {
+        int cpu = round % 2 ? low : high; /* each worker last ran elsewhere */
+        dbatch out;
+        uint32_t number = run_where_from(&rn, cpu, &out);
+        assert_int_equal(sched_setaffinity(0, sizeof mine, &mine), 0);
+        assert_int_equal(number, 0);
+        check_stamps(&out, cpu, CPU_COUNT(&mine));
+        batch_close(&out);
+    }
+    runner_stop(&rn);
 }
 
 int main(void) {
