@@ -352,13 +352,14 @@ static uint32_t run_where_from(runner *rn, int cpu, dbatch *out) {
     return pipeline_run(rn, &d, &frame, out, &rep);
 }
 
-/* The stamps of a batch of where_from(): every step ran on cpu, with
- * `cpus` CPUs it might use. */
+/* The row a batch of where_from() made: every step ran on cpu, with
+ * `cpus` CPUs it might use (where.c). */
 static void check_stamps(const dbatch *out, int cpu, int cpus) {
-    assert_int_equal(out->api.count, 1 + 6);
-    for (unsigned k = 1; k <= 6; k++) {
-        assert_int_equal(out->api.images[k].value, cpu);
-        assert_int_equal(out->api.images[k].x, cpus);
+    assert_int_equal(out->api.count, 1);
+    assert_int_equal(out->api.images[0].size, 2 * 6);
+    for (unsigned k = 0; k < 6; k++) {
+        assert_int_equal(out->api.images[0].data[2 * k], cpu);
+        assert_int_equal(out->api.images[0].data[2 * k + 1], cpus);
     }
 }
 
@@ -371,9 +372,9 @@ static void test_batch_steps_run_on_callers_cpu(void **s) {
     cpu_set_t mine;
     int low, high;
     assert_int_equal(sched_getaffinity(0, sizeof mine, &mine), 0);
-    if (CPU_COUNT(&mine) < 2)
-        skip(); /* one CPU: nowhere else to run */
     ends_of(&mine, &low, &high);
+    if (CPU_COUNT(&mine) < 2 || high >= 255)
+        skip(); /* one CPU: nowhere else to run; where.c's stamps are bytes */
     static runner rn; /* its workers are forked with every CPU of ours */
     assert_int_equal(runner_start(&rn, DIPP_TEST_MODULES, (plat_limits){3000, 64u << 20}), 0);
     for (int round = 0; round < 8; round++) {

@@ -1,7 +1,9 @@
-/* where.c -- test module: copies every image, then adds a 1x1 grey one
- * that tells where this run ran: its value the CPU (-1 where it cannot
- * tell), its x how many CPUs the worker may use now. where_too.c is the
- * same module by another name, for pipelines that alternate two. */
+/* where.c -- test module: tells where each step of a pipeline ran. Its
+ * output is one grey row of two bytes a step, each step's appended to the
+ * row it was given (a frame starts one): the CPU the step ran on and how
+ * many CPUs its worker could use then, each as a byte (255: unknown).
+ * where_too.c is the same module by another name, for pipelines that
+ * alternate two. */
 #define _GNU_SOURCE /* sched_getcpu, sched_getaffinity */
 #include <sched.h>
 
@@ -11,23 +13,26 @@
 #define WHERE_NAME "where"
 #endif
 
+static uint8_t as_byte(int n) {
+    return n >= 0 && n < 255 ? (uint8_t)n : 255;
+}
+
 static int run(const dipp_batch *in, const dipp_params *p, dipp_batch *out) {
     (void)p;
-    for (uint32_t k = 0; k < in->count; k++) {
-        const dipp_image *i = &in->images[k];
-        dipp_image *o = out->add(out, i->width, i->height, i->format, i->size);
-        if (!o)
-            return DIPP_ERR_NOSPACE;
-        memcpy(o->data, i->data, i->size);
-        o->value = i->value, o->x = i->x;
-    }
-    dipp_image *stamp = out->add(out, 1, 1, DIPP_FMT_GRAY8, 1);
-    if (!stamp)
+    const dipp_image *row = in->count == 1 && in->images[0].format == DIPP_FMT_GRAY8 &&
+                                    in->images[0].height == 1
+                                ? &in->images[0]
+                                : NULL;
+    uint64_t n = row ? row->size : 0;
+    dipp_image *longer = out->add(out, (uint32_t)n + 2, 1, DIPP_FMT_GRAY8, n + 2);
+    if (!longer)
         return DIPP_ERR_NOSPACE;
+    if (n)
+        memcpy(longer->data, row->data, n);
     cpu_set_t mine;
-    stamp->data[0] = 0;
-    stamp->value = sched_getcpu();
-    stamp->x = sched_getaffinity(0, sizeof mine, &mine) == 0 ? (uint32_t)CPU_COUNT(&mine) : 0;
+    longer->data[n] = as_byte(sched_getcpu());
+    longer->data[n + 1] =
+        as_byte(sched_getaffinity(0, sizeof mine, &mine) == 0 ? CPU_COUNT(&mine) : -1);
     return DIPP_OK;
 }
 
