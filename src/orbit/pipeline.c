@@ -3,7 +3,7 @@
  * plus 1 MiB; pages untouched cost nothing. The steps before the last
  * write into the runner's kept step outputs (step_pool.h); the last
  * writes a fresh batch, which the caller gets and closes. Every step of
- * a batch runs on the CPU its caller was on when the batch began: each
+ * a batch starts on the CPU its caller was on when the batch began: each
  * module then reads what the step before wrote from that CPU's cache, as
  * the same steps in one process would. */
 #include "pipeline.h"

@@ -148,9 +148,10 @@ typedef struct plat_forksrv {
  * and when PLAT_MAX_WORKERS others are newer. */
 int plat_forksrv_start(plat_forksrv *s, plat_child_fn fn,
                        const char *const *preload);
-/* Runs one call in key's worker, on CPU cpu (PLAT_CPU_ANY: wherever the
- * system puts it): sends req and fds, waits for its outcome. result gets
- * at most PLAT_MAX_RESULT bytes. 0, or -errno when the server is gone. */
+/* Runs one call in key's worker, started on CPU cpu where the worker may
+ * use it (PLAT_CPU_ANY: wherever the system puts it): sends req and fds,
+ * waits for its outcome. result gets at most PLAT_MAX_RESULT bytes. 0, or
+ * -errno when the server is gone. */
 int plat_forksrv_call(plat_forksrv *s, const char *key, const void *req,
                       size_t req_len, const int *fds, int nfds,
                       const plat_limits *lim, int cpu, plat_outcome *out,

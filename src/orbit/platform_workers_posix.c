@@ -18,10 +18,12 @@
  * the server lets the stopped worker wake only there, and the worker,
  * once running, takes back the CPUs it was forked with, so that its
  * module's threads and the kernel's balancing are as for any process (a
- * running task is not moved to an idle CPU, one waiting is). Otherwise,
- * on two CPUs, the kernel often woke a worker on the idle one, whose cache
- * holds none of the input, and the modules ran about 10 % slower than in
- * one process. A warm-up runs wherever the kernel puts it. It keeps
+ * running task is not moved to an idle CPU, one waiting is). Until it
+ * first runs there it cannot be moved: a call whose CPU something else
+ * holds waits for it, within its deadline. Otherwise, on two CPUs, the
+ * kernel often woke a worker on the idle one, whose cache holds none of
+ * the input, and the modules ran about 10 % slower than in one process.
+ * A warm-up runs wherever the kernel puts it. It keeps
  * no descriptor between calls but its socket and 0-2,
  * so a module cannot keep a batch's descriptor for later. A worker that
  * failed a call, or whose module left a thread running after one, is
@@ -58,6 +60,10 @@ typedef struct worker {
     uint32_t calls; /* served so far */
     uint64_t used;  /* when last called, as a count of calls */
     struct worker *next; /* the worker called after this one, last time */
+#ifdef __linux__
+    cpu_set_t home; /* its CPUs, as note_home() read them */
+    int home_known;
+#endif
 } worker;
 
 /* What a worker sends back: whether it serves on, then the result; or
@@ -79,25 +85,30 @@ static worker *last_called;
  * end its worker. */
 static worker *warming;
 
-/* The CPUs a worker may use, beyond the start of a call: the server's
- * when it forked the worker (read just before, so the worker has a copy).
- * Unknown (not Linux, more CPUs than a cpu_set_t holds): no call is
- * placed. */
+/* The CPUs a worker may use, beyond the start of a call: those the server
+ * may use, and the kernel has online, when it forks the worker (read just
+ * before; the worker has its copy, the server keeps one in the worker's
+ * entry). Unknown (not Linux, more CPUs than a cpu_set_t holds): none of
+ * its calls is placed. */
 #ifdef __linux__
 static cpu_set_t home;
 static int home_known;
 #endif
 
-static void note_home(void) {
+static void note_home(struct worker *w) {
 #ifdef __linux__
     home_known = sched_getaffinity(0, sizeof home, &home) == 0;
+    w->home = home, w->home_known = home_known;
+#else
+    (void)w;
 #endif
 }
 
 /* ---- in the worker ---- */
 
-/* A placed call has started on its CPU: from here on the worker may run,
- * and its module's threads start, on any of its own CPUs again. */
+/* A placed call has started on its CPU (the server sends PLAT_CPU_ANY
+ * for one it could not place): from here on the worker may run, and its
+ * module's threads start, on any of its own CPUs again. */
 static void go_home(void) {
 #ifdef __linux__
     if (home_known)
@@ -228,7 +239,7 @@ static worker *spawn(const char *key, plat_child_fn fn) {
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
         return NULL;
     worker *w = free_entry();
-    note_home();
+    note_home(w);
     pid_t server = getpid(), pid = fork();
     if (pid == 0) {
         become_worker(sv[1], server, fn);
@@ -277,19 +288,21 @@ static int is_warmed(const work_answer *ans, ssize_t n) {
 }
 
 /* Lets w, stopped or waiting for its call, wake only on cpu; it goes
- * home once running (go_home()). A CPU not among its own, or where the
- * system cannot place it (not Linux, a cpuset), it wakes where it could
- * before: a placement is a help, never a condition of the call. */
-static void place(worker *w, int cpu) {
+ * home once running (go_home()). Whether it did: a CPU not among its own,
+ * or one the system will not place it on (not Linux, a changed cpuset),
+ * leaves it to wake where it could before, since a placement is a help,
+ * never a condition of the call. */
+static int place(worker *w, int cpu) {
 #ifdef __linux__
-    if (cpu == PLAT_CPU_ANY || !home_known || !CPU_ISSET_S(cpu, sizeof home, &home))
-        return;
+    if (cpu == PLAT_CPU_ANY || !w->home_known || !CPU_ISSET_S(cpu, sizeof w->home, &w->home))
+        return 0;
     cpu_set_t one;
     CPU_ZERO(&one);
-    CPU_SET(cpu, &one); /* one out of range leaves it empty: refused */
-    sched_setaffinity(w->pid, sizeof one, &one);
+    CPU_SET(cpu, &one);
+    return sched_setaffinity(w->pid, sizeof one, &one) == 0;
 #else
     (void)w, (void)cpu;
+    return 0;
 #endif
 }
 
@@ -382,13 +395,15 @@ static void reap_dead(void) {
         }
 }
 
-/* Wakes w (stopped since its last call) on the call's CPU and sends it
- * the call. */
+/* Wakes w (stopped since its last call) on the call's CPU, where it can,
+ * and sends it the call. */
 static int send_call(worker *w, const work_hdr *h, const uint8_t *req,
                      const int *fds, int nfds) {
-    place(w, h->cpu);
+    work_hdr sent = *h;
+    if (!place(w, h->cpu))
+        sent.cpu = PLAT_CPU_ANY; /* nothing for the worker to undo */
     kill(w->pid, SIGCONT);
-    return msg_send(w->sock, h, sizeof *h, req, h->req_len, fds, nfds);
+    return msg_send(w->sock, &sent, sizeof sent, req, h->req_len, fds, nfds);
 }
 
 void workers_call(plat_child_fn fn, const char *key, const work_hdr *h,

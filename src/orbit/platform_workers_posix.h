@@ -12,7 +12,7 @@
 typedef struct work_hdr {
     plat_limits lim;
     uint32_t req_len;
-    int32_t cpu; /* the CPU the call runs on, or PLAT_CPU_ANY */
+    int32_t cpu; /* the CPU the call starts on, or PLAT_CPU_ANY */
 } work_hdr;
 
 /* What the server answers its caller: the outcome, then the result. */

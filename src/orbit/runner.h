@@ -24,7 +24,7 @@ typedef struct runner {
     runner_locate_fn locate; /* optional */
     void *locate_ctx;
     step_pool pool; /* pipelines' step outputs (pipeline.c) */
-    int cpu;        /* where calls run: the current batch's CPU, or PLAT_CPU_ANY */
+    int cpu;        /* where calls start: the current batch's CPU, or PLAT_CPU_ANY */
 } runner;
 
 typedef struct run_report {
