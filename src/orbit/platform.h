@@ -124,8 +124,8 @@ typedef size_t (*plat_child_fn)(const void *req, size_t req_len,
                                 const plat_limits *lim, void *result, int *keep);
 
 /* The CPU the caller runs on now, or PLAT_CPU_ANY where the system cannot
- * tell. A call sent with it runs where its input was just written, so the
- * module reads that input from the CPU's cache rather than from memory
+ * tell. A call sent with it starts where its input was just written, so
+ * the module reads that input from the CPU's cache rather than from memory
  * (docs/benchmarks.md, "DIPP's decomposition"). */
 #define PLAT_CPU_ANY (-1)
 int plat_cpu_now(void);

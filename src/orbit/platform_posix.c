@@ -1,6 +1,6 @@
 /* platform_posix.c -- platform.h's time, shared memory, library loading
- * and CPU on POSIX (Linux: memfd for shared memory, sched_getcpu). Files, the fork
- * server and the sandbox are in their own files. */
+ * and CPU on POSIX (Linux: memfd for shared memory, sched_getcpu). Files,
+ * the fork server and the sandbox are in their own files. */
 #define _GNU_SOURCE /* memfd_create, sched_getcpu */
 #include "platform.h"
 

@@ -61,7 +61,8 @@ typedef struct worker {
     uint64_t used;  /* when last called, as a count of calls */
     struct worker *next; /* the worker called after this one, last time */
 #ifdef __linux__
-    cpu_set_t home; /* its CPUs, as note_home() read them */
+    cpu_set_t home; /* its CPUs, as note_home() read them; the worker has
+                       its own copy of its entry */
     int home_known;
 #endif
 } worker;
@@ -85,20 +86,13 @@ static worker *last_called;
  * end its worker. */
 static worker *warming;
 
-/* The CPUs a worker may use, beyond the start of a call: those the server
- * may use, and the kernel has online, when it forks the worker (read just
- * before; the worker has its copy, the server keeps one in the worker's
- * entry). Unknown (not Linux, more CPUs than a cpu_set_t holds): none of
- * its calls is placed. */
+/* Notes in w the CPUs its worker may use beyond the start of a call: those
+ * the server may use, and the kernel has online, as it forks the worker.
+ * Unknown (not Linux, more CPUs than a cpu_set_t holds): none of its calls
+ * is placed. */
+static void note_home(worker *w) {
 #ifdef __linux__
-static cpu_set_t home;
-static int home_known;
-#endif
-
-static void note_home(struct worker *w) {
-#ifdef __linux__
-    home_known = sched_getaffinity(0, sizeof home, &home) == 0;
-    w->home = home, w->home_known = home_known;
+    w->home_known = sched_getaffinity(0, sizeof w->home, &w->home) == 0;
 #else
     (void)w;
 #endif
@@ -107,12 +101,15 @@ static void note_home(struct worker *w) {
 /* ---- in the worker ---- */
 
 /* A placed call has started on its CPU (the server sends PLAT_CPU_ANY
- * for one it could not place): from here on the worker may run, and its
- * module's threads start, on any of its own CPUs again. */
-static void go_home(void) {
+ * for one it could not place): from here on the worker (self, its copy of
+ * its entry) may run, and its module's threads start, on any of its own
+ * CPUs again. */
+static void go_home(const worker *self) {
 #ifdef __linux__
-    if (home_known)
-        sched_setaffinity(0, sizeof home, &home);
+    if (self->home_known)
+        sched_setaffinity(0, sizeof self->home, &self->home);
+#else
+    (void)self;
 #endif
 }
 
@@ -146,7 +143,7 @@ static sigmask without(sigmask m, int sig) {
 }
 #endif
 
-static void serve_calls(int sock, plat_child_fn fn) {
+static void serve_calls(const worker *self, int sock, plat_child_fn fn) {
     static uint8_t buf[sizeof(work_hdr) + PLAT_MAX_REQ];
     static work_answer ans;
     sigmask all = every_signal(), during_call;
@@ -166,7 +163,7 @@ static void serve_calls(int sock, plat_child_fn fn) {
             continue;
         }
         if (h.cpu != PLAT_CPU_ANY)
-            go_home();
+            go_home(self);
         int keep = 0;
         size_t len = 0;
         alarm((h.lim.timeout_ms + 999) / 1000);
@@ -185,7 +182,8 @@ static void serve_calls(int sock, plat_child_fn fn) {
 /* The new worker holds no descriptor but its socket and 0-2: not the
  * server's, no other worker's, and not the batches of the call it was
  * forked for (they come again with the call). */
-static void become_worker(int sock, pid_t server, plat_child_fn fn) {
+static void become_worker(const worker *self, int sock, pid_t server,
+                          plat_child_fn fn) {
     static const int fatal[] = {SIGALRM, SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
 #ifdef __linux__
     /* a stopped worker would never see its server's end on the socket */
@@ -196,7 +194,7 @@ static void become_worker(int sock, pid_t server, plat_child_fn fn) {
     for (size_t k = 0; k < sizeof fatal / sizeof fatal[0]; k++)
         signal(fatal[k], SIG_DFL); /* a module dies of its own faults */
     fds_close_all_but(sock);
-    serve_calls(sock, fn);
+    serve_calls(self, sock, fn);
 }
 
 /* ---- in the server ---- */
@@ -242,7 +240,7 @@ static worker *spawn(const char *key, plat_child_fn fn) {
     note_home(w);
     pid_t server = getpid(), pid = fork();
     if (pid == 0) {
-        become_worker(sv[1], server, fn);
+        become_worker(w, sv[1], server, fn);
     }
     close(sv[1]);
     if (pid < 0) {
