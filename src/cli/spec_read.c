@@ -11,13 +11,14 @@
  */
 #include "spec_read.h"
 
+#include "yaml_nesting.h"
+
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <yaml.h>
 
 /* Says why path is refused: size (its bytes, in words) is more than
  * SPEC_MAX_BYTES. */
@@ -52,36 +53,12 @@ static int spec_slurp(const char *path, FILE *f, size_t cap,
  * after saying where it goes deeper (or where it is not YAML). */
 static int spec_depth(const char *path, const unsigned char *buf,
                       size_t len) {
-    yaml_parser_t parser;
-    yaml_event_t ev;
-    int depth = 0, rc = 1;
-    yaml_parser_initialize(&parser);
-    yaml_parser_set_input_string(&parser, buf, len);
-    while (rc > 0) {
-        if (!yaml_parser_parse(&parser, &ev)) {
-            fprintf(stderr, "aegis submit: %s:%d: %s\n", path,
-                    (int)parser.problem_mark.line + 1, parser.problem);
-            rc = -1;
-            break;
-        }
-        if (ev.type == YAML_SEQUENCE_START_EVENT ||
-            ev.type == YAML_MAPPING_START_EVENT)
-            depth++;
-        else if (ev.type == YAML_SEQUENCE_END_EVENT ||
-                 ev.type == YAML_MAPPING_END_EVENT)
-            depth--;
-        if (depth > SPEC_MAX_NESTING) {
-            fprintf(stderr, "aegis submit: %s:%d: lists and mappings nested "
-                    "more than %d deep\n", path,
-                    (int)ev.start_mark.line + 1, SPEC_MAX_NESTING);
-            rc = -1;
-        } else if (ev.type == YAML_STREAM_END_EVENT) {
-            rc = 0;
-        }
-        yaml_event_delete(&ev);
-    }
-    yaml_parser_delete(&parser);
-    return rc;
+    char err[512];
+    if (yaml_nesting_check(path, buf, len, SPEC_MAX_NESTING, err,
+                           sizeof(err)) == 0)
+        return 0;
+    fprintf(stderr, "aegis submit: %s\n", err);
+    return -1;
 }
 
 int spec_read_bytes(const char *path, unsigned char **buf, size_t *len) {

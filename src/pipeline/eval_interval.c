@@ -44,7 +44,11 @@ static int parse_bound(const char *text, size_t len, pl_eval_bound *b) {
     int64_t unit = blen ? plcfg_unit_seconds(body[blen - 1]) : 0;
     if (digits == 0 || digits > 12 || digits + 1 != blen || unit == 0)
         return -1;
-    b->offset = strtoll(body, NULL, 10) * unit * (sign == '-' ? -1 : 1);
+    /* 12 digits of years would overflow; within the bound, a timestamp
+     * plus the offset cannot (window_at()) */
+    int64_t n = strtoll(body, NULL, 10);
+    if (n > PLCFG_DURATION_MAX_S / unit) return -1;
+    b->offset = n * unit * (sign == '-' ? -1 : 1);
     return 0;
 }
 
@@ -113,7 +117,8 @@ static int parse_periodic(const json_t *obj, const char *path,
     if (parse_window(window, &st->left, &st->right) != 0)
         return plcfg_fail(err, errlen, path, "interval", "'%s' is not "
                           "[LEFT;RIGHT] with bounds such as -2d, +0d, inf, "
-                          "left before right", window);
+                          "left before right, each within %lld years",
+                          window, PLCFG_DURATION_MAX_S / 31536000);
     return 0;
 }
 

@@ -158,10 +158,6 @@ int64_t plcfg_unit_seconds(char unit)
     }
 }
 
-/* The longest duration taken: 10,000 years, far past any data's span,
- * and far from int64's end when added to a timestamp. */
-#define PLCFG_DURATION_MAX_S (10000LL * 31536000LL)
-
 int plcfg_duration(const json_t *obj, const char *path, const char *key,
                    int64_t def, int64_t *seconds, char *err, size_t errlen)
 {

@@ -61,6 +61,11 @@ int plcfg_enum(const json_t *obj, const char *path, const char *key,
 
 /* Seconds in one of Modyn's time units (s, m, h, d, w, y: 365 days), 0
  * for an unknown unit. */
+/* The longest duration taken (and the widest offset of an evaluation
+ * window): 10,000 years, far past any data's span, and far from int64's
+ * end when added to a timestamp (at most INT64_MAX / 2). */
+#define PLCFG_DURATION_MAX_S (10000LL * 31536000LL)
+
 int64_t plcfg_unit_seconds(char unit);
 
 /* Modyn's duration strings, "<int><unit>" with unit s, m, h, d, w or y

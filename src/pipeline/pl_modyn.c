@@ -9,6 +9,7 @@
  * training.batch_size, which the selector never sees. An evaluation
  * handler run manually in Modyn is said to be never run here.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -103,8 +104,14 @@ int pl_modyn_bts_ratio(const pl_yaml *y, json_t *selection, long batch_size,
         return 0;
     long ratio_max = pl_ds_long(ds, "ratio_max", 100);
     long ratio = pl_ds_long(ds, "ratio", ratio_max);
-    if (ratio < 0 || ratio_max < 1 || ratio > ratio_max) return 0;
-    long kept = (long)((long long)ratio * batch_size / ratio_max);
+    if (ratio < 0 || ratio_max < 1 || ratio > ratio_max || batch_size < 1)
+        return 0;
+    /* ratio * batch_size / ratio_max; past a long, through the fraction
+     * (the selector takes any ratio_max, and the quotient is at most the
+     * batch) */
+    long kept = ratio <= LONG_MAX / batch_size
+                    ? ratio * batch_size / ratio_max
+                    : (long)((long double)ratio / ratio_max * batch_size);
     if (kept < 1) kept = 1;
     if (batch_size % kept == 0) return 0;
     pl_yaml_error(y, "selection_strategy.downsampling_config.ratio", err,

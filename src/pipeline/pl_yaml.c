@@ -3,6 +3,8 @@
  */
 #include "pl_yaml.h"
 
+#include "yaml_nesting.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -182,6 +184,10 @@ static bool pl_stream_ends(pl_build *b, yaml_parser_t *parser) {
 
 /* The document of text as JSON (b->err on failure). */
 static json_t *pl_parse(pl_build *b, const char *text, size_t len) {
+    /* before the load, which would take minutes on a deep enough file */
+    if (yaml_nesting_check(b->path, (const unsigned char *)text, len,
+                           PL_YAML_MAX_DEPTH, b->err, b->errlen) != 0)
+        return NULL;
     yaml_parser_t parser;
     yaml_document_t doc;
     yaml_parser_initialize(&parser);

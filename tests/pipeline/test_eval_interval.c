@@ -48,6 +48,23 @@ static void slicing_cuts_the_last(void **state) {
     free(iv);
 }
 
+/* The widest window at the latest start_timestamp (INT64_MAX / 2) ends
+ * within int64. */
+static void periodic_widest_window(void **state) {
+    (void)state;
+    pl_interval *iv;
+    size_t n = intervals_of("{\"type\": \"PeriodicEvalStrategy\", "
+                            "\"every\": \"1d\", \"start_timestamp\": "
+                            "4611686018427387903, \"end_timestamp\": "
+                            "4611686018427387903, "
+                            "\"interval\": \"[-10000y;+10000y]\"}", NULL, 0,
+                            &iv);
+    assert_int_equal(n, 1);
+    assert_interval(iv[0], INT64_MAX / 2 - 315360000000LL,
+                    INT64_MAX / 2 + 315360000000LL + 1);
+    free(iv);
+}
+
 /* Points 0, 1d, 2d; "[-1d;+1d]" includes both ends: [p-1d, p+1d+1). */
 static void periodic_windows_overlap(void **state) {
     (void)state;
@@ -138,7 +155,10 @@ static void bad_strategies_named(void **state) {
     assert_refused("{\"type\": \"SlicingEvalStrategy\", \"every\": \"1d\"}",
                    "s.every: unknown key");
     const char *windows[] = {"[-1d;+1d", "[+1d;-1d]", "[+inf;1d]",
-                             "[-1d;-inf]", "[-1x;+1d]", "[1d]", "[-1d;;1d]"};
+                             "[-1d;-inf]", "[-1x;+1d]", "[1d]", "[-1d;;1d]",
+                             /* past 10,000 years: 12 digits of years
+                              * overflowed int64 */
+                             "[-0d;+10001y]", "[-999999999999y;+0d]"};
     for (size_t i = 0; i < sizeof windows / sizeof *windows; i++) {
         char json[256];
         snprintf(json, sizeof json, "{\"type\": \"PeriodicEvalStrategy\", "
@@ -279,6 +299,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(slicing_cuts_the_last),
         cmocka_unit_test(periodic_windows_overlap),
+        cmocka_unit_test(periodic_widest_window),
         cmocka_unit_test(periodic_open_bounds),
         cmocka_unit_test(between_two_triggers),
         cmocka_unit_test(static_intervals),

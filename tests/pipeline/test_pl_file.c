@@ -145,6 +145,16 @@ static void test_yaml_syntax(void **state) {
     expect_error(two, 21, "a second YAML document");
     snprintf(two, sizeof(two), "%s---\ngarbage: [\n", good);
     expect_error(two, 22, "");
+    /* refused at the first level too deep, not after loading the whole
+     * document, which took 77 s for this 100 KB */
+    enum { DEEP = 100000 };
+    char *deep = malloc(DEEP + 8);
+    assert_non_null(deep);
+    memcpy(deep, "a: ", 3);
+    memset(deep + 3, '[', DEEP);
+    deep[DEEP + 3] = '\0';
+    expect_error(deep, 1, "lists and mappings nested more than 32 deep");
+    free(deep);
 }
 
 /* A constructor's "trigger.KEY: ..." gets KEY's line; an unknown path its
@@ -271,18 +281,22 @@ static void test_bts_ratio(void **state) {
                                             "  batch_size: 64\n"));
     char *at = strstr(text, "  name: NewDataStrategy\n");
     static char out[4096];
+    /* the last: 30 of 100 again, scaled by 2^55 so that ratio * batch_size
+     * is past a long (it overflowed) */
     const char *ratios[] = {"ratio: 30}\n", "ratio: 25}\n",
                             "ratio: 30, sample_then_batch: true}\n",
-                            "ratio: 1}\n"};
-    for (size_t i = 0; i < 4; i++) {
+                            "ratio: 1}\n",
+                            "ratio: 1080863910568919040, "
+                            "ratio_max: 3602879701896396800}\n"};
+    for (size_t i = 0; i < 5; i++) {
         snprintf(out, sizeof(out), "%.*s%s%s%s", (int)(at - text), text,
                  coreset, ratios[i], at + strlen("  name: NewDataStrategy\n"));
         int rc = load(out, &cfg, err, sizeof(err), path);
-        if (i == 0) {
+        if (i == 0 || i == 4) {
             assert_int_equal(rc, -1);
             assert_non_null(strstr(err, ":11: selection_strategy."
-                                   "downsampling_config.ratio: 30 of 100 "
-                                   "keeps 19 of a batch of 64"));
+                                   "downsampling_config.ratio: "));
+            assert_non_null(strstr(err, "keeps 19 of a batch of 64"));
         } else {
             if (rc != 0) fail_msg("%s: %s", ratios[i], err);
             pl_file_free(&cfg);
