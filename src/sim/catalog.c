@@ -155,8 +155,7 @@ static int find_columns(const csv_file *f, cat_columns *c, char *err,
 static int read_row(const csv_file *f, const cat_columns *c, cat_workload *w,
                     char *err, size_t errlen) {
     const double big = 1e12;
-    double ss = CORE_UNKNOWN;
-    int gpus = -1;
+    int gpus = -1, ss = -1;
     w->solo_s = w->peak_mib = w->peak_b_mib = CORE_UNKNOWN;
     w->smact = w->smocc = w->drama = 0;
     w->util_pct = CORE_UNKNOWN;
@@ -170,7 +169,7 @@ static int read_row(const csv_file *f, const cat_columns *c, cat_workload *w,
         csv_bounded(f, c->smocc, 0, 1, &w->smocc, err, errlen) ||
         csv_bounded(f, c->drama, 0, 1, &w->drama, err, errlen) ||
         csv_bounded(f, c->util, 0, 100, &w->util_pct, err, errlen) ||
-        csv_bounded(f, c->ss, 0, 2, &ss, err, errlen))
+        csv_count(f, c->ss, 0, 2, &ss, err, errlen))
         return -1;
     for (int i = 0; i < CAT_NEST; i++)
         if (csv_bounded(f, c->est[i], 0, big, &w->est_mib[i], err, errlen))
@@ -186,7 +185,7 @@ static int read_row(const csv_file *f, const cat_columns *c, cat_workload *w,
         return -1;
     }
     w->num_gpus = gpus;
-    w->sharing_score = ss == CORE_UNKNOWN ? -1 : (int)ss;
+    w->sharing_score = ss;
     w->derived = c->derived_from >= 0 && f->row[c->derived_from][0] != '\0';
     if (w->peak_b_mib == CORE_UNKNOWN) w->peak_b_mib = w->peak_mib;
     w->name = strdup(f->row[c->name]);

@@ -344,7 +344,8 @@ const char *csv_plain_number(const char *text, double *out) {
     /* Below 10^15, so a signed conversion: one instruction, not the
      * unsigned one's several. */
     double v = (double)(int64_t)mantissa / pow10[decimals];
-    *out = text[0] == '-' ? -v : v;
+    /* + 0.0 makes "-0" 0, as csv_double() reads it */
+    *out = (text[0] == '-' ? -v : v) + 0.0;
     return p;
 }
 

@@ -192,6 +192,10 @@ static void test_catalog_errors(void **state) {
     assert_null(cat_load(TEMP("name,num_gpus,solo_duration_s\na,1,10\n"), err,
                          sizeof(err)));
     assert_non_null(strstr(err, "missing column 'peak_memory_mib'"));
+    /* Lucid's sharing score is 0, 1 or 2: 0.99 was taken as 0 */
+    assert_null(cat_load(TEMP("name,num_gpus,solo_duration_s,peak_memory_mib,"
+                              "lucid_ss\na,1,10,5,0.99\n"), err, sizeof(err)));
+    assert_non_null(strstr(err, ":2: field 'lucid_ss'"));
 }
 
 static void test_trace_sorted_stably(void **state) {
@@ -216,6 +220,13 @@ static void test_trace_job_index(void **state) {
     trace *t = trace_load(TEMP("job_index,submit_time_s,workload\n"
                                "7,0,small\n"), cat, err, sizeof(err));
     assert_int_equal(t->jobs[0].index, 7);
+    trace_free(t);
+    /* a plain row's "-0" is 0, as any other row's (it was -0.0, which
+     * --json printed as -0.000) */
+    t = trace_load(TEMP("job_index,submit_time_s,workload\n"
+                        "7,-0,small\n"), cat, err, sizeof(err));
+    assert_non_null(t);
+    assert_false(signbit(t->jobs[0].submit_s));
     trace_free(t);
     assert_null(trace_load(TEMP("job_index,submit_time_s,workload\n"
                                 "x,0,small\n"), cat, err, sizeof(err)));
