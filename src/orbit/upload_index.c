@@ -105,12 +105,16 @@ const up_module *up_find(const up_store *s, const char *name) {
     return NULL;
 }
 
-/* Whether an entry ever held an installed module (active or previous)
- * or procedure set (its image's hash, kept by taken()). */
-static bool up_ever_installed(const up_module *m) {
+bool up_holds_procs(const up_module *m) {
     static const uint8_t none[UP_SHA_BYTES];
-    return m->active || m->previous ||
+    return !m->active && !m->previous &&
            memcmp(m->active_sha, none, UP_SHA_BYTES) != 0;
+}
+
+/* Whether an entry ever held an installed module (active or previous)
+ * or procedure set. */
+static bool up_ever_installed(const up_module *m) {
+    return m->active || m->previous || up_holds_procs(m);
 }
 
 /* A place of the full table held by a name never installed (kept only
