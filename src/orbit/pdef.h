@@ -63,7 +63,8 @@ int pdef_apply_configs(pdef *d, const char *dir, char *err, size_t errlen);
  * slot is bad is told to warn (why, naming the slot) and skipped. */
 int pdef_load_slots(const char *dir, pdef *defs,
                     void (*warn)(void *ctx, const char *why), void *ctx);
-/* Writes d as YAML that pdef_from_yaml reads back to d. */
+/* Writes d as YAML that pdef_from_yaml reads back to d: parameter names
+ * and strings double-quoted, control bytes escaped. */
 void pdef_print_yaml(const pdef *d, FILE *f);
 
 #endif

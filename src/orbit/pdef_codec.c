@@ -124,11 +124,14 @@ static int get_uint(const cbor_item_t *i, uint64_t max, uint64_t *v) {
     return *v <= max ? 0 : -1;
 }
 
+/* A NUL inside the text would cut it short without a word ("debayer\0junk"
+ * passing as debayer), so text holding one is refused, as the YAML reader
+ * refuses it. */
 static int get_text(const cbor_item_t *i, char *dst, size_t cap) {
     if (!i || !cbor_isa_string(i) || !cbor_string_is_definite(i))
         return -1;
     size_t n = cbor_string_length(i);
-    if (n == 0 || n >= cap)
+    if (n == 0 || n >= cap || memchr(cbor_string_handle(i), 0, n))
         return -1;
     memcpy(dst, cbor_string_handle(i), n);
     dst[n] = 0;
@@ -153,13 +156,23 @@ static int get_value(const cbor_item_t *i, dipp_param *v) {
     return get_text(i, v->s, sizeof v->s);
 }
 
+/* Whether parameter k's name is that of one before it. */
+static int named_before(const dipp_params *p, size_t k) {
+    for (size_t j = 0; j < k; j++)
+        if (strcmp(p->item[j].name, p->item[k].name) == 0)
+            return 1;
+    return 0;
+}
+
+/* A name given twice is refused, as the YAML reader refuses it: which
+ * value a module would see is up to its lookup. */
 static int get_params(const cbor_item_t *m, dipp_params *p) {
     if (!cbor_isa_map(m) || cbor_map_size(m) > DIPP_PARAMS_MAX)
         return -1;
     struct cbor_pair *kv = cbor_map_handle(m);
     for (size_t k = 0; k < cbor_map_size(m); k++, p->count++)
         if (get_text(kv[k].key, p->item[k].name, sizeof p->item[k].name) ||
-            get_value(kv[k].value, &p->item[k]))
+            named_before(p, k) || get_value(kv[k].value, &p->item[k]))
             return -1;
     return 0;
 }

@@ -321,20 +321,47 @@ int pdef_from_yaml_for(const char *path, const char *text, size_t len,
     return rc;
 }
 
+/* s double-quoted, a quote, a backslash and the control bytes escaped as
+ * YAML's double-quoted style reads them back: any text a definition holds
+ * then reads back as it was, and none reaches a terminal raw. */
+static void print_quoted(const char *s, FILE *f) {
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20 || c == 0x7f)
+            fprintf(f, "\\x%02x", c);
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+/* 17 significant digits read back as the same double; ".0" is added where
+ * they have no point or exponent, or the reader would take an integer
+ * (1e15 as 1000000000000000). A non-finite value, which no definition
+ * holds (the reader and the decoder refuse it), prints as inf or nan. */
+static void print_float(double v, FILE *f) {
+    char text[32];
+    snprintf(text, sizeof text, "%.17g", v);
+    fprintf(f, "%s%s", text, text[strspn(text, "-0123456789")] ? "" : ".0");
+}
+
 static void print_value(const dipp_param *v, FILE *f) {
     if (v->type == DIPP_PARAM_INT)
         fprintf(f, "%lld", (long long)v->i);
     else if (v->type == DIPP_PARAM_FLOAT)
-        fprintf(f, v->f == (double)(long long)v->f &&
-                       v->f < 1e15 && v->f > -1e15 ? "%.1f" : "%.17g", v->f);
+        print_float(v->f, f);
     else
-        fprintf(f, "\"%s\"", v->s);
+        print_quoted(v->s, f);
 }
 
 void pdef_print_yaml(const pdef *d, FILE *f) {
     fprintf(f, "pipeline: %u\nmodules:\n", (unsigned)d->id);
     for (uint32_t k = 0; k < d->count; k++) {
         const pdef_step *s = &d->step[k];
+        /* a module name needs no quotes: [a-z0-9_] (runner_name_ok) */
         fprintf(f, "  - name: %s\n", s->name);
         if (s->config)
             fprintf(f, "    config: %u\n", (unsigned)s->config);
@@ -342,7 +369,9 @@ void pdef_print_yaml(const pdef *d, FILE *f) {
             continue;
         fprintf(f, "    params:\n");
         for (uint32_t j = 0; j < s->params.count; j++) {
-            fprintf(f, "      %s: ", s->params.item[j].name);
+            fputs("      ", f);
+            print_quoted(s->params.item[j].name, f);
+            fputs(": ", f);
             print_value(&s->params.item[j], f);
             fputc('\n', f);
         }

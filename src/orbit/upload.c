@@ -49,6 +49,13 @@ static int admit(const up_store *s, const up_manifest *m, up_result *r) {
     if (!procs && m->arch != s->cfg.arch)
         return up_fail(r, DIPP_E_UP_ARCH, "%s v%u: architecture %u, board is %u",
                        m->name, m->version, m->arch, s->cfg.arch);
+    /* an entry keeps one active hash: an image's written over a module's
+     * (or the reverse) hid the active one from the ground's resend */
+    if (mod && (procs ? mod->active != 0 : up_holds_procs(mod)))
+        return up_fail(r, DIPP_E_UP_PROCS, "%s v%u: %s name on board; %s takes a "
+                       "name of its own", m->name, m->version,
+                       procs ? "a module's" : "an image of procedures'",
+                       procs ? "an image of procedures" : "a module");
     if (mod && m->version <= mod->highest)
         return up_fail(r, DIPP_E_UP_REPLAY, "%s v%u: not above v%u, the highest "
                        "accepted", m->name, m->version, mod->highest);

@@ -130,5 +130,8 @@ void up_version_file(const char *name, uint32_t version, char *out, size_t cap);
 up_module *up_module_of(up_store *s, const char *name);
 /* Whether up_module_of would find or make name's entry. */
 bool up_module_room(const up_store *s, const char *name);
+/* Whether entry m holds an image of procedures: its hash, kept by the
+ * install, and no version (a module's entry has one active for good). */
+bool up_holds_procs(const up_module *m);
 
 #endif

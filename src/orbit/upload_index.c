@@ -39,6 +39,36 @@ int up_index_save(up_store *s, up_result *r) {
     return rc ? up_fail(r, DIPP_E_UP_STORE, "%s/index: %s", s->dir, strerror(-rc)) : 0;
 }
 
+/* The chunks of the upload in progress marked on board, which received
+ * counts: none when there is no upload. */
+static uint32_t chunks_marked(const up_store *s) {
+    up_manifest m;
+    char err[128];
+    if (!s->idx.uploading ||
+        up_manifest_decode(s->idx.manifest, UP_MANIFEST_BYTES, &m, err, sizeof err))
+        return 0;
+    return up_chunk_count(&m) - up_missing(s, NULL, 0);
+}
+
+/* The first field of a whole index (its checksum holds) that this store
+ * never writes, or NULL. The checksum tells a torn file, not one another
+ * build wrote or bits flipped before it was made; the store indexes its
+ * table by nmods, reads names and garbage as strings, and ends the
+ * upload when received reaches the chunk count. */
+static const char *index_bad_field(const up_store *s) {
+    const up_index *x = &s->idx;
+    if (x->nmods > UP_MAX_MODULES)
+        return "nmods past the end of the table";
+    for (uint32_t k = 0; k < x->nmods; k++)
+        if (!up_name_ok(x->mod[k].name))
+            return "a module name not [a-z0-9_] and NUL-ended";
+    if (!memchr(x->garbage, 0, sizeof x->garbage))
+        return "garbage not NUL-ended";
+    if (x->received != chunks_marked(s))
+        return "received not the chunks marked";
+    return NULL;
+}
+
 static int index_load(up_store *s, const uint8_t *first_pk, up_result *r) {
     char path[600];
     uint8_t *data, sum[UP_SHA_BYTES];
@@ -61,7 +91,8 @@ static int index_load(up_store *s, const uint8_t *first_pk, up_result *r) {
     if (len != sizeof s->idx || memcmp(s->idx.magic, "DIX1", 4) ||
         memcmp(sum, s->idx.sum, UP_SHA_BYTES))
         return up_fail(r, DIPP_E_UP_STORE, "%s: %zu bytes, corrupt or foreign", path, len);
-    return 0;
+    const char *bad = index_bad_field(s);
+    return bad ? up_fail(r, DIPP_E_UP_STORE, "%s: %s, corrupt or foreign", path, bad) : 0;
 }
 
 /* A power cut may leave an old version after its switch, or a candidate
@@ -105,12 +136,16 @@ const up_module *up_find(const up_store *s, const char *name) {
     return NULL;
 }
 
-/* Whether an entry ever held an installed module (active or previous)
- * or procedure set (its image's hash, kept by taken()). */
-static bool up_ever_installed(const up_module *m) {
+bool up_holds_procs(const up_module *m) {
     static const uint8_t none[UP_SHA_BYTES];
-    return m->active || m->previous ||
+    return !m->active && !m->previous &&
            memcmp(m->active_sha, none, UP_SHA_BYTES) != 0;
+}
+
+/* Whether an entry ever held an installed module (active or previous)
+ * or procedure set. */
+static bool up_ever_installed(const up_module *m) {
+    return m->active || m->previous || up_holds_procs(m);
 }
 
 /* A place of the full table held by a name never installed (kept only

@@ -1,7 +1,7 @@
 /* test_pdef.c -- pipeline definitions: YAML read with errors that name the
  * file, line and field; the encoded form round-trips and fits the 188-byte
  * parameter (or is refused saying by how much); damaged bytes are refused,
- * never crash. */
+ * never crash; printed YAML reads back to the same definition. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -55,6 +55,61 @@ static void test_printed_yaml_reads_back(void **s) {
     pdef_print_yaml(&d, f);
     fclose(f);
     assert_int_equal(parse(text, &back, err), 0);
+    assert_memory_equal(&d, &back, sizeof d);
+}
+
+/* A new parameter of step st, name and type set. */
+static dipp_param *add_param(pdef_step *st, const char *name, uint32_t type) {
+    dipp_param *p = &st->params.item[st->params.count++];
+    snprintf(p->name, sizeof p->name, "%s", name);
+    p->type = type;
+    return p;
+}
+
+static void add_text(pdef_step *st, const char *name, const char *text) {
+    snprintf(add_param(st, name, DIPP_PARAM_STR)->s, DIPP_PARAM_STR_MAX, "%s", text);
+}
+
+/* A definition whose text needs quoting (a quote, a backslash, a newline,
+ * a terminal's escape sequence, a name like "a: b") and floats that look
+ * like integers or are far out of long long's range print as YAML that
+ * reads back to the same definition, with no control byte in it raw (they
+ * were printed as they were: refused, read otherwise, or sent to the
+ * terminal by `dipp decode`). */
+static void test_printed_yaml_quotes_text_and_keeps_floats(void **s) {
+    (void)s;
+    static const char *const texts[] = {"say \"hi\"", "back\\slash", "two\nlines",
+                                        "\x1b[2Jcleared", "tab\there", "del\x7f",
+                                        "# no comment", "'single'", "- 1: {x}", "12"};
+    static const double floats[] = {1e15, 1e300, -0.5, -1e15, 1e16, 0.1, -0.0, 3.0, 1e-300};
+    pdef d, back;
+    char err[256], text[8192];
+    memset(&d, 0, sizeof d);
+    d.id = 2, d.count = 2;
+    snprintf(d.step[0].name, sizeof d.step[0].name, "debayer");
+    snprintf(d.step[1].name, sizeof d.step[1].name, "downsample");
+    for (size_t k = 0; k < sizeof texts / sizeof texts[0]; k++) {
+        char name[16];
+        snprintf(name, sizeof name, "t%zu", k);
+        add_text(&d.step[0], name, texts[k]);
+    }
+    add_text(&d.step[0], "a: b", "x");
+    add_text(&d.step[0], "q\"\\\n\x1b", "y");
+    for (size_t k = 0; k < sizeof floats / sizeof floats[0]; k++) {
+        char name[16];
+        snprintf(name, sizeof name, "f%zu", k);
+        add_param(&d.step[1], name, DIPP_PARAM_FLOAT)->f = floats[k];
+    }
+    add_param(&d.step[1], "min", DIPP_PARAM_INT)->i = INT64_MIN;
+    add_param(&d.step[1], "max", DIPP_PARAM_INT)->i = INT64_MAX;
+    FILE *f = fmemopen(text, sizeof text, "w");
+    pdef_print_yaml(&d, f);
+    fclose(f);
+    print_message("%s", text);
+    for (const char *c = text; *c; c++)
+        assert_true(*c == '\n' || ((unsigned char)*c >= 0x20 && *c != 0x7f));
+    if (parse(text, &back, err))
+        fail_msg("%s", err);
     assert_memory_equal(&d, &back, sizeof d);
 }
 
@@ -278,10 +333,44 @@ static void test_huge_count_refused(void **s) {
     assert_int_equal(pdef_decode(lie, sizeof lie, &d, err, sizeof err), -1);
 }
 
+/* The bytes of hex, into out: how many. */
+static size_t unhex(const char *hex, uint8_t *out) {
+    size_t n = 0;
+    for (; hex[0] && hex[1]; hex += 2)
+        sscanf(hex, "%2hhx", &out[n++]);
+    return n;
+}
+
+/* The decoder refuses what the YAML reader refuses: text holding a NUL
+ * ("a\0b" was read as "a", a parameter name "\0" as an empty one, and
+ * "debayer\0junk" passed as a module name) and a parameter given twice. */
+static void test_decode_refuses_nul_and_twice(void **s) {
+    (void)s;
+    static const char *const bad[] = {
+        "0083010181826764656261796572a1616763610062",       /* g: "a\0b" */
+        "0083010181826764656261796572a1610001",             /* "\0": 1 */
+        "0083010181826c64656261796572006a756e6ba0",         /* debayer\0junk */
+        "0083010181826764656261796572a2616701616702",       /* g: 1, g: 2 */
+    };
+    uint8_t buf[PDEF_MAX_BYTES];
+    pdef d;
+    char err[256];
+    size_t n = unhex("0083010181826764656261796572a2616701616802", buf); /* g: 1, h: 2 */
+    assert_int_equal(pdef_decode(buf, n, &d, err, sizeof err), 0);
+    int decoded = 0;
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        n = unhex(bad[k], buf);
+        if (pdef_decode(buf, n, &d, err, sizeof err) == 0)
+            print_message("%s: decoded\n", bad[k]), decoded++;
+    }
+    assert_int_equal(decoded, 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip_fits),
         cmocka_unit_test(test_printed_yaml_reads_back),
+        cmocka_unit_test(test_printed_yaml_quotes_text_and_keeps_floats),
         cmocka_unit_test(test_too_big_is_refused),
         cmocka_unit_test(test_errors_name_line_and_field),
         cmocka_unit_test(test_flight_yaml_named),
@@ -291,6 +380,7 @@ int main(void) {
         cmocka_unit_test(test_sexagesimal_refused),
         cmocka_unit_test(test_damaged_bytes),
         cmocka_unit_test(test_huge_count_refused),
+        cmocka_unit_test(test_decode_refuses_nul_and_twice),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

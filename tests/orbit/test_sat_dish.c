@@ -409,6 +409,62 @@ static void test_telemetry_fits_a_frame(void **state) {
     faultfs_uninstall();
 }
 
+/* The module's manifest sent again on the update port (its answer lost):
+ * the board's status. */
+static proto_status resend(sat *b, const up_manifest *m) {
+    uint8_t msg[3 + UP_MANIFEST_BYTES] = {'M', 0, 1};
+    csp_id id = {.dport = DIPP_PORT_UPLOAD, .sport = DIPP_PORT_UPLOAD};
+    proto_status ps;
+    up_manifest_encode(m, msg + 3);
+    answer_len = 0;
+    sat_handle(b, &id, msg, sizeof msg, keep_answer, NULL);
+    assert_int_equal(proto_status_parse(answer_text, answer_len, &ps), 0);
+    return ps;
+}
+
+/* A name is a module's or a procedure set's, whichever was installed
+ * under it first: an image of procedures under a module's name is refused
+ * at its manifest, and a module under a procedure set's. The image was
+ * taken, its hash written over the module's, so a resend of the active
+ * module's manifest was refused as a replay (1003), not answered as
+ * already active. */
+static void test_names_keep_their_kind(void **state) {
+    (void)state;
+    static sat b;
+    test_key k = test_key_make(1);
+    up_config cfg = up_config_default();
+    up_result r;
+    uint8_t *mod = test_elf(3000, 1, NULL), *payload;
+    memset(&b, 0, sizeof b);
+    faultfs_install();
+    sat_dish_open(&b.dish, DIR, 0);
+    cfg.accept = sat_dish_accept, cfg.accept_ctx = &b.dish;
+    cfg.procs_max_bytes = DISH_MAX_IMAGE, cfg.procs_version = DISH_VERSION;
+    assert_int_equal(up_open(&b.up, DIR, k.pk, &cfg, test_stub_run, NULL, &r), 0);
+    up_manifest m = test_manifest("debayer", 2, mod, 3000, NULL, 0, &k, &payload);
+    assert_int_equal(test_send(&b.up, &m, payload, &r), 0);
+    free(payload), free(mod);
+    up_manifest p = procs_manifest("debayer", 4, img, (size_t)img_len, 0, &payload);
+    assert_int_equal(test_send(&b.up, &p, payload, &r), DIPP_E_UP_PROCS);
+    assert_string_equal(r.detail, "debayer v4: a module's name on board; an image of "
+                                  "procedures takes a name of its own");
+    free(payload);
+    proto_status ps = resend(&b, &m);
+    assert_int_equal(ps.code, 0);
+    assert_true(ps.installed);
+    assert_non_null(strstr(ps.detail, "already active"));
+    p = procs_manifest("t", 1, img, (size_t)img_len, 0, &payload);
+    assert_int_equal(test_send(&b.up, &p, payload, &r), 0);
+    free(payload);
+    mod = test_elf(3000, 2, NULL);
+    m = test_manifest("t", 2, mod, 3000, NULL, 0, &k, &payload);
+    assert_int_equal(test_send(&b.up, &m, payload, &r), DIPP_E_UP_PROCS);
+    assert_string_equal(r.detail, "t v2: an image of procedures' name on board; a "
+                                  "module takes a name of its own");
+    free(payload), free(mod);
+    faultfs_uninstall();
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_uploads),
@@ -420,6 +476,7 @@ int main(void) {
         cmocka_unit_test(test_suspend_drops_captures),
         cmocka_unit_test(test_link_text_printable),
         cmocka_unit_test(test_telemetry_fits_a_frame),
+        cmocka_unit_test(test_names_keep_their_kind),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -3,8 +3,10 @@
  * bad or stale signature, the wrong ABI or architecture, a corrupted or
  * truncated chunk, a delta against the wrong base, and a full quota are
  * refused with their codes; a module failing its test-run is refused, one
- * failing in flight is rolled back; keys rotate only by the old key; and the real sandbox test-run rejects
- * crashing, hanging, wrong-ABI and symbol-less modules. */
+ * failing in flight is rolled back; keys rotate only by the old key; an
+ * index whose fields this store never writes is refused; and the real
+ * sandbox test-run rejects crashing, hanging, wrong-ABI and symbol-less
+ * modules. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -265,6 +267,43 @@ static void test_quota(void **s) {
     free(mod);
 }
 
+/* An index whose checksum holds but whose fields this store never writes
+ * (another build's, or bits flipped before the checksum was made) is
+ * refused as corrupt, naming the field: 33 modules made up_find read past
+ * the table, a name or garbage without its NUL read past its field, and
+ * a count of chunks received unlike the map's kept the upload from ever
+ * ending (or ended it early). */
+static void test_index_fields_checked(void **s) {
+    (void)s;
+    static const char *const field[] = {"nmods", "module name", "garbage", "received"};
+    static up_index x;
+    static up_store other;
+    int opened = 0;
+    for (int k = 0; k < 4; k++) {
+        x = st.idx;
+        if (k == 0)
+            x.nmods = UP_MAX_MODULES + 1;
+        else if (k == 1)
+            x.nmods = 1, memset(x.mod[0].name, 'a', sizeof x.mod[0].name);
+        else if (k == 2)
+            memset(x.garbage, 'x', sizeof x.garbage);
+        else
+            x.received = UP_MAX_CHUNKS + 1;
+        up_sha256((const uint8_t *)&x, offsetof(up_index, sum), x.sum);
+        assert_int_equal(plat_file_replace(dir, "index", &x, sizeof x), 0);
+        if (up_open(&other, dir, key1.pk, NULL, test_stub_run, NULL, &res) == 0) {
+            print_message("%s: opened\n", field[k]);
+            opened++;
+            continue;
+        }
+        print_message("%s\n", res.detail);
+        assert_int_equal(res.code, DIPP_E_UP_STORE);
+        assert_non_null(strstr(res.detail, field[k]));
+    }
+    assert_int_equal(up_index_save(&st, &res), 0); /* the good one back */
+    assert_int_equal(opened, 0);
+}
+
 /* The sandbox's test-run with real modules: a good one is activated,
  * each bad one is refused with its runner code. */
 static void test_real_testrun(void **s) {
@@ -303,6 +342,7 @@ int main(void) {
         cmocka_unit_test(test_refused_names_do_not_fill_the_table),
         cmocka_unit_test(test_manifest_padding_resumes),
         cmocka_unit_test(test_quota),
+        cmocka_unit_test(test_index_fields_checked),
         cmocka_unit_test(test_real_testrun),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
