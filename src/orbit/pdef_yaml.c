@@ -14,12 +14,14 @@
 #include "pdef.h"
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <yaml.h>
 
 #include "pdef_scalar.h"
+#include "utf8.h"
 #include "runner.h"
 
 typedef struct ctx {
@@ -321,19 +323,36 @@ int pdef_from_yaml_for(const char *path, const char *text, size_t len,
     return rc;
 }
 
-/* s double-quoted, a quote, a backslash and the control bytes escaped as
- * YAML's double-quoted style reads them back: any text a definition holds
- * then reads back as it was, and none reaches a terminal raw. */
+/* Whether YAML takes code point cp as it is inside a double-quoted
+ * scalar: a printable character (YAML 1.1's set, libyaml's) that is no
+ * line break (a break would be folded into a space) nor a byte-order
+ * mark. */
+static bool verbatim(uint32_t cp) {
+    return cp != '"' && cp != '\\' && cp >= 0x20 && cp != 0x7F &&
+           (cp < 0x80 || cp >= 0xA0) && cp != 0x2028 && cp != 0x2029 &&
+           cp != 0xFEFF && cp != 0xFFFE && cp != 0xFFFF;
+}
+
+/* s double-quoted, every character YAML would not read back as it is
+ * escaped (a quote, a backslash, controls, breaks): any text a
+ * definition holds then reads back as it was, and none reaches a
+ * terminal raw. Both readers take only UTF-8; a stray byte, which
+ * neither lets in, would print as \xNN. */
 static void print_quoted(const char *s, FILE *f) {
+    const unsigned char *p = (const unsigned char *)s;
+    size_t n = strlen(s);
     fputc('"', f);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(f, "\\%c", c);
-        else if (c < 0x20 || c == 0x7f)
-            fprintf(f, "\\x%02x", c);
+    for (size_t len; n > 0; p += len, n -= len) {
+        uint32_t cp = 0;
+        len = utf8_char(p, n, &cp);
+        if (len && verbatim(cp))
+            fwrite(p, 1, len, f);
+        else if (cp == '"' || cp == '\\')
+            fprintf(f, "\\%c", (int)cp);
+        else if (len == 0)
+            fprintf(f, "\\x%02x", (unsigned)*p), len = 1;
         else
-            fputc(c, f);
+            fprintf(f, cp < 0x100 ? "\\x%02x" : "\\u%04x", (unsigned)cp);
     }
     fputc('"', f);
 }

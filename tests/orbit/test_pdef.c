@@ -80,7 +80,12 @@ static void test_printed_yaml_quotes_text_and_keeps_floats(void **s) {
     (void)s;
     static const char *const texts[] = {"say \"hi\"", "back\\slash", "two\nlines",
                                         "\x1b[2Jcleared", "tab\there", "del\x7f",
-                                        "# no comment", "'single'", "- 1: {x}", "12"};
+                                        "# no comment", "'single'", "- 1: {x}", "12",
+                                        /* U+0085 and U+2028 are breaks YAML folds,
+                                         * U+0080 a C1 control, U+FEFF a byte-order
+                                         * mark; the last is printed as it is */
+                                        "nel\xc2\x85", "ls\xe2\x80\xa8", "c1\xc2\x80 \xef\xbb\xbf",
+                                        "caf\xc3\xa9"};
     static const double floats[] = {1e15, 1e300, -0.5, -1e15, 1e16, 0.1, -0.0, 3.0, 1e-300};
     pdef d, back;
     char err[256], text[8192];
@@ -343,14 +348,19 @@ static size_t unhex(const char *hex, uint8_t *out) {
 
 /* The decoder refuses what the YAML reader refuses: text holding a NUL
  * ("a\0b" was read as "a", a parameter name "\0" as an empty one, and
- * "debayer\0junk" passed as a module name) and a parameter given twice. */
-static void test_decode_refuses_nul_and_twice(void **s) {
+ * "debayer\0junk" passed as a module name), text that is not UTF-8
+ * (libcbor's loader refuses it: a definition holding some could be
+ * printed, never read back) and a parameter given twice. */
+static void test_decode_refuses_what_yaml_refuses(void **s) {
     (void)s;
     static const char *const bad[] = {
         "0083010181826764656261796572a1616763610062",       /* g: "a\0b" */
         "0083010181826764656261796572a1610001",             /* "\0": 1 */
         "0083010181826c64656261796572006a756e6ba0",         /* debayer\0junk */
         "0083010181826764656261796572a2616701616702",       /* g: 1, g: 2 */
+        "0083010181826764656261796572a1616761ff",           /* g: "\xff" */
+        "0083010181826764656261796572a1616762c080",         /* overlong NUL */
+        "0083010181826764656261796572a1616763eda080",       /* a surrogate */
     };
     uint8_t buf[PDEF_MAX_BYTES];
     pdef d;
@@ -380,7 +390,7 @@ int main(void) {
         cmocka_unit_test(test_sexagesimal_refused),
         cmocka_unit_test(test_damaged_bytes),
         cmocka_unit_test(test_huge_count_refused),
-        cmocka_unit_test(test_decode_refuses_nul_and_twice),
+        cmocka_unit_test(test_decode_refuses_what_yaml_refuses),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
