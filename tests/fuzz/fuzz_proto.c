@@ -1,13 +1,11 @@
-/* fuzz_proto.c -- fuzz target for the aegisd request parser.
- *
- * Built with clang -fsanitize=fuzzer (AEGIS_LIBFUZZER) it is a libFuzzer
- * target; otherwise main() below is a deterministic random-mutation driver
- * (fixed seed, bounded iterations) that ctest runs: it mutates valid
- * requests by flipping, inserting, deleting and splicing bytes, and checks
- * that every input is either rejected with a message or accepted with
- * every field within its documented limits: numbers finite and in range,
- * text UTF-8 (nothing the daemon would store or show is cut or dropped).
+/* fuzz_proto.c -- fuzz target (fuzz.h) of the aegisd request parser:
+ * every input is either rejected with a message or accepted with every
+ * field within its documented limits: numbers finite and in range, text
+ * UTF-8 (nothing the daemon would store or show is cut or dropped).
+ * Seeds: seeds/proto/, a request of each kind.
  */
+#include "fuzz.h"
+
 #include "core.h"
 #include "proto.h"
 
@@ -17,14 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+const char fuzz_tokens[] = "{}[]\":,0123456789-.eE \\u\ttrufalsn";
 
-static void fuzz_check(int ok, const char *what) {
-    if (!ok) {
-        fprintf(stderr, "fuzz_proto: accepted a request with %s\n", what);
-        abort();
-    }
-}
+/* A request accepted must not have what. */
+#define fuzz_check(ok, what) FUZZ_CHECK(ok, "accepted a request with " what)
 
 /* Whether text is UTF-8 (jansson makes no string of anything else). */
 static int fuzz_utf8(const char *text) {
@@ -92,107 +86,3 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     proto_request_free(&req);
     return 0;
 }
-
-#ifndef AEGIS_LIBFUZZER
-static const char *const seeds[] = {
-    "{\"op\":\"submit\",\"cwd\":\"/tmp\",\"env\":[\"A=1\",\"PATH=/bin\"],"
-    "\"jobs\":[{\"cmd\":[\"sleep\",\"1\"],\"gpus\":2,\"mem_mib\":1000,"
-    "\"name\":\"x\",\"after\":7},{\"cmd\":[\"true\"]}]}",
-    "{\"op\":\"ls\",\"all\":true}",
-    "{\"op\":\"show\",\"id\":12}",
-    "{\"op\":\"cancel\",\"ids\":[1,2,3]}",
-    "{\"op\":\"wait\",\"ids\":[4]}",
-    "{\"op\":\"log\",\"id\":3,\"offset\":100,\"stderr\":false}",
-    "{\"op\":\"gpus\"}",
-    "{\"op\":\"drain\",\"gpu\":1,\"reason\":\"fan noise\"}",
-    "{\"op\":\"hold\",\"ids\":[5,6]}",
-    "{\"op\":\"release\",\"ids\":[5]}",
-    "{\"op\":\"shutdown\",\"drain\":true}",
-    "{\"op\":\"submit\",\"cwd\":\"/d\u00e9j\u00e0\",\"jobs\":[{\"cmd\":[\"a\"],"
-    "\"mem_mib\":12.5,\"name\":\"caf\u00e9\",\"feed\":\"in-1\","
-    "\"mps_threads_pct\":50,\"gpus\":1.0,\"time_limit_s\":600}]}",
-    "{\"op\":\"report\",\"since\":1700000000.5}",
-    "{\"op\":\"lease\",\"slurm_job\":42,\"restart\":1,\"uid\":1000,"
-    "\"mem_mib\":4000,\"mode\":\"mps\",\"pid\":4242,\"gpus\":2,"
-    "\"name\":\"train\"}",
-    "{\"op\":\"lease_exit\",\"slurm_job\":42,\"restart\":0,\"pid\":7,"
-    "\"status\":256,\"stderr_tail\":\"CUDA out of memory\\n\"}",
-    "{\"op\":\"lease_end\",\"slurm_job\":42}",
-    "{\"op\":\"submit\",\"cwd\":\"/\",\"jobs\":[{\"cmd\":[\"a\"]},"
-    "{\"cmd\":[\"b\"],\"after\":[{\"id\":3,\"kind\":\"afterany\"},"
-    "{\"index\":0,\"kind\":\"afternotok\"}],\"meta\":{\"profile\":"
-    "{\"avg_smact\":41.2,\"extra\":{}}}}]}",
-};
-#define NSEEDS (sizeof(seeds) / sizeof(*seeds))
-
-/* xorshift64: the same sequence on every run, so a failure reproduces. */
-static uint64_t rnd_state = 0x9E3779B97F4A7C15ull;
-static uint64_t rnd(void) {
-    rnd_state ^= rnd_state << 13;
-    rnd_state ^= rnd_state >> 7;
-    rnd_state ^= rnd_state << 17;
-    return rnd_state;
-}
-
-static const char tokens[] = "{}[]\":,0123456789-.eE \\u\ttrufalsn";
-
-static size_t mutate(char *buf, size_t len, size_t cap) {
-    int edits = 1 + (int)(rnd() % 4);
-    for (int e = 0; e < edits; e++) {
-        size_t at = len ? rnd() % len : 0;
-        switch (rnd() % 5) {
-        case 0: if (len) buf[at] = (char)rnd(); break;
-        case 1: if (len) buf[at] = tokens[rnd() % (sizeof(tokens) - 1)]; break;
-        case 2: /* insert a byte */
-            if (len + 1 < cap) {
-                memmove(buf + at + 1, buf + at, len - at);
-                buf[at] = tokens[rnd() % (sizeof(tokens) - 1)];
-                len++;
-            }
-            break;
-        case 3: /* delete a run */
-            if (len) {
-                size_t n = 1 + rnd() % 8;
-                if (n > len - at) n = len - at;
-                memmove(buf + at, buf + at + n, len - at - n);
-                len -= n;
-            }
-            break;
-        default: { /* splice in a piece of another seed */
-            const char *s = seeds[rnd() % NSEEDS];
-            size_t slen = strlen(s), from = rnd() % slen, n = 1 + rnd() % 24;
-            if (n > slen - from) n = slen - from;
-            if (len + n < cap) {
-                memmove(buf + at + n, buf + at, len - at);
-                memcpy(buf + at, s + from, n);
-                len += n;
-            }
-        }
-        }
-    }
-    return len;
-}
-
-int main(int argc, char **argv) {
-    long iterations = argc > 1 ? atol(argv[1]) : 200000;
-    char buf[4096];
-    long accepted = 0;
-    for (size_t i = 0; i < NSEEDS; i++)
-        LLVMFuzzerTestOneInput((const uint8_t *)seeds[i], strlen(seeds[i]));
-    for (long it = 0; it < iterations; it++) {
-        const char *seed = seeds[rnd() % NSEEDS];
-        size_t len = strlen(seed);
-        memcpy(buf, seed, len);
-        for (int rounds = 1 + (int)(rnd() % 3); rounds > 0; rounds--)
-            len = mutate(buf, len, sizeof(buf));
-        proto_request req;
-        char err[256];
-        if (proto_parse(buf, len, &req, err, sizeof(err)) == 0) accepted++;
-        proto_request_free(&req);
-        LLVMFuzzerTestOneInput((const uint8_t *)buf, len);
-    }
-    printf("fuzz_proto: %ld inputs, %ld accepted, no fault\n", iterations,
-           accepted);
-    return 0;
-}
-#endif
