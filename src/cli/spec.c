@@ -154,7 +154,8 @@ static int spec_number(const spec *s, yaml_node_t *v, const char *key,
     return 0;
 }
 
-/* A spec's model: file, relative to the spec's folder unless absolute. */
+/* A spec's model: file, relative to the spec's folder unless absolute;
+ * -1 after saying why, though not where (the caller names the line). */
 static int spec_model(const spec *s, const char *file, double *mem) {
     const char *slash = strrchr(s->path, '/');
     if (file[0] == '/' || !slash) return submit_model_mem(file, mem);
@@ -270,7 +271,9 @@ static int spec_job(spec *s, yaml_node_t *map, const submit_defaults *def,
         } else if (!strcmp(k, "model")) {
             const char *file;
             rc = spec_text(s, v, k, "expected a file name", &file);
-            if (rc == 0) rc = spec_model(s, file, &model_mem);
+            if (rc == 0 && spec_model(s, file, &model_mem))
+                rc = spec_error(s, v, "no estimate of this model (why: "
+                                "above)", k);
         } else if (!strcmp(k, "after")) {
             rc = spec_after(s, v, &after);
         } else if (!strcmp(k, "mps_threads_pct")) {

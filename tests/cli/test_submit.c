@@ -1,8 +1,8 @@
 /* test_submit.c -- cmocka tests of what `aegis submit` reads without
  * talking to aegisd: --mem amounts, --after dependencies, --array ranges,
  * shell strings, YAML specs in aegis's and AEGIS's formats (nulls,
- * comments, conda, names of the same file, time limits, the limits on
- * jobs, words and nodes reached through aliases), and the nearest
+ * comments, conda, names of the same file, time limits, models, the
+ * limits on jobs, words and nodes reached through aliases), and the nearest
  * catalog names that sim and gen-trace suggest.
  */
 #include <setjmp.h>
@@ -360,6 +360,16 @@ static void test_spec_names(void **state) {
     }
 }
 
+/* A spec's model: a file that cannot be read is refused naming the
+ * spec's line and key, as every other fault of a spec is. */
+static void test_spec_model_unreadable(void **state) {
+    (void)state;
+    char said[1024];
+    assert_null(read_spec("m.yaml", "command: x\nmodel: nofile\n", said,
+                          sizeof(said)));
+    assert_non_null(strstr(said, "m.yaml:2: model: "));
+}
+
 /* head, item n times, then tail: a large spec, malloc'd. */
 static char *repeated(const char *head, const char *item, size_t n,
                       const char *tail) {
@@ -515,6 +525,7 @@ int main(void) {
         cmocka_unit_test(test_spec_time),
         cmocka_unit_test(test_spec_notify),
         cmocka_unit_test(test_spec_feed_producer),
+        cmocka_unit_test(test_spec_model_unreadable),
         cmocka_unit_test(test_spec_proto_limits),
         cmocka_unit_test(test_spec_alias_budget),
         cmocka_unit_test(test_nearest_names),
