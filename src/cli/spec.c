@@ -35,11 +35,21 @@
  * may repeat a node many times, and a spec must not make aegis build a
  * huge request from a small file. */
 #define SPEC_MAX_DEPTH 32
-#define SPEC_MAX_NODES 10000
+#define SPEC_MAX_META_NODES 10000
+
+/* The nodes the reader may reach in the whole spec, counting those under
+ * an alias each time it is used: 30 KB of aliases made a request of 36
+ * million words (over 2 GiB); at this budget a refusal costs about 100 MB.
+ * A spec aegisd would take hardly comes near it: its request holds at most
+ * 4 MiB (PROTO_MAX_REQUEST), in which nearly every node takes a few bytes
+ * (a word "a", four), and its most jobs, 100,000 (PROTO_MAX_JOBS), may
+ * have ten nodes each. */
+#define SPEC_MAX_NODES 1000000
 
 typedef struct spec {
     const char *path;
     yaml_document_t doc;
+    long nodes_left;            /* of SPEC_MAX_NODES */
 } spec;
 
 static yaml_node_t *spec_node(spec *s, int id) {
@@ -64,6 +74,37 @@ static int spec_error(const spec *s, yaml_node_t *n, const char *msg,
     fprintf(stderr, "aegis submit: %s:%d: %s%s%s\n", s->path,
             (int)n->start_mark.line + 1, key ? key : "", key ? ": " : "", msg);
     return -1;
+}
+
+/* How many items list holds. */
+static long spec_items(yaml_node_t *list) {
+    return list->data.sequence.items.top - list->data.sequence.items.start;
+}
+
+/* Charges the nodes in collection n (a list's items, a mapping's keys
+ * and values) to the spec's budget as the reader enters it, before it
+ * builds anything of them: 0, or -1 after saying the budget ran out. */
+static int spec_enter(spec *s, yaml_node_t *n, const char *key) {
+    if (n->type == YAML_SEQUENCE_NODE)
+        s->nodes_left -= spec_items(n);
+    else if (n->type == YAML_MAPPING_NODE)
+        s->nodes_left -= 2 * (n->data.mapping.pairs.top -
+                              n->data.mapping.pairs.start);
+    if (s->nodes_left >= 0) return 0;
+    char msg[160];
+    snprintf(msg, sizeof(msg), "the spec expands to more than %d nodes (an "
+             "alias's nodes count each time it is used)", SPEC_MAX_NODES);
+    return spec_error(s, n, msg, key);
+}
+
+/* Whether list n holds at most max items, one of aegisd's limits: 0, or
+ * -1 after saying it holds more of what. */
+static int spec_at_most(const spec *s, yaml_node_t *n, const char *key,
+                        int max, const char *what) {
+    if (spec_items(n) <= max) return 0;
+    char msg[96];
+    snprintf(msg, sizeof(msg), "more than %d %s (aegisd's limit)", max, what);
+    return spec_error(s, n, msg, key);
 }
 
 /* The text of scalar v into *out; -1 with a message naming key when v is
@@ -113,7 +154,8 @@ static int spec_number(const spec *s, yaml_node_t *v, const char *key,
     return 0;
 }
 
-/* A spec's model: file, relative to the spec's folder unless absolute. */
+/* A spec's model: file, relative to the spec's folder unless absolute;
+ * -1 after saying why, though not where (the caller names the line). */
 static int spec_model(const spec *s, const char *file, double *mem) {
     const char *slash = strrchr(s->path, '/');
     if (file[0] == '/' || !slash) return submit_model_mem(file, mem);
@@ -137,11 +179,13 @@ static json_t *spec_command(spec *s, yaml_node_t *v, const char *key) {
     const char *w;
     if (v->type == YAML_SCALAR_NODE)
         return spec_text(s, v, key, what, &w) ? NULL : submit_shell(w);
-    if (v->type != YAML_SEQUENCE_NODE ||
-        v->data.sequence.items.start == v->data.sequence.items.top) {
+    if (v->type != YAML_SEQUENCE_NODE || spec_items(v) == 0) {
         spec_error(s, v, what, key);
         return NULL;
     }
+    if (spec_at_most(s, v, key, PROTO_MAX_ARGS, "words") ||
+        spec_enter(s, v, key))
+        return NULL;
     json_t *cmd = json_array();
     for (yaml_node_item_t *it = v->data.sequence.items.start;
          it < v->data.sequence.items.top; it++) {
@@ -178,6 +222,7 @@ static int spec_after(spec *s, yaml_node_t *v, json_t **deps) {
     json_decref(*deps);
     *deps = json_array();
     if (v->type != YAML_SEQUENCE_NODE) return spec_after_item(s, v, *deps);
+    if (spec_enter(s, v, "after")) return -1;
     for (yaml_node_item_t *it = v->data.sequence.items.start;
          it < v->data.sequence.items.top; it++)
         if (spec_after_item(s, spec_node(s, *it), *deps)) return -1;
@@ -190,6 +235,7 @@ static int spec_job(spec *s, yaml_node_t *map, const submit_defaults *def,
                     json_t *jobs) {
     if (map->type != YAML_MAPPING_NODE)
         return spec_error(s, map, "expected a job (a mapping)", NULL);
+    if (spec_enter(s, map, NULL)) return -1;
     submit_defaults d = *def;
     json_t *cmd = NULL, *after = NULL;
     double num, model_mem = -1;
@@ -225,7 +271,9 @@ static int spec_job(spec *s, yaml_node_t *map, const submit_defaults *def,
         } else if (!strcmp(k, "model")) {
             const char *file;
             rc = spec_text(s, v, k, "expected a file name", &file);
-            if (rc == 0) rc = spec_model(s, file, &model_mem);
+            if (rc == 0 && spec_model(s, file, &model_mem))
+                rc = spec_error(s, v, "no estimate of this model (why: "
+                                "above)", k);
         } else if (!strcmp(k, "after")) {
             rc = spec_after(s, v, &after);
         } else if (!strcmp(k, "mps_threads_pct")) {
@@ -380,6 +428,7 @@ static json_t *spec_json(spec *s, yaml_node_t *n, const char *key, int depth,
     if (n->type == YAML_SCALAR_NODE)
         return spec_text(s, n, key, "expected a value", &text)
                    ? NULL : spec_scalar_json(n);
+    if (spec_enter(s, n, key)) return NULL;
     json_t *out = n->type == YAML_SEQUENCE_NODE ? json_array() : json_object();
     if (n->type == YAML_SEQUENCE_NODE) {
         for (yaml_node_item_t *it = n->data.sequence.items.start;
@@ -422,6 +471,7 @@ static int spec_section(spec *s, yaml_node_t *map, const char *section,
     if (spec_null(map)) return 0;
     if (map->type != YAML_MAPPING_NODE)
         return spec_error(s, map, "expected a mapping", section);
+    if (spec_enter(s, map, section)) return -1;
     for (yaml_node_pair_t *p = map->data.mapping.pairs.start;
          p < map->data.mapping.pairs.top; p++) {
         yaml_node_t *kn = spec_node(s, p->key), *v = spec_node(s, p->value);
@@ -504,7 +554,8 @@ static json_t *spec_stem(const char *path) {
 static int spec_aegis(spec *s, yaml_node_t *root, const submit_defaults *def,
                       json_t *jobs) {
     spec_aegis_job job = {.d = *def, .meta = json_object()};
-    int budget = SPEC_MAX_NODES, rc = 0;
+    int budget = SPEC_MAX_META_NODES;
+    int rc = spec_enter(s, root, NULL);
     for (yaml_node_pair_t *p = root->data.mapping.pairs.start;
          rc == 0 && p < root->data.mapping.pairs.top; p++) {
         yaml_node_t *kn = spec_node(s, p->key), *v = spec_node(s, p->value);
@@ -576,8 +627,11 @@ static int spec_read(spec *s, yaml_node_t *root, const submit_defaults *def,
     if (!list) return spec_job(s, root, def, jobs);
     if (list->type != YAML_SEQUENCE_NODE)
         return spec_error(s, list, "expected a list of jobs", "jobs");
-    if (list->data.sequence.items.start == list->data.sequence.items.top)
+    if (spec_items(list) == 0)
         return spec_error(s, list, "an empty list: no job to submit", "jobs");
+    if (spec_at_most(s, list, "jobs", PROTO_MAX_JOBS, "jobs") ||
+        spec_enter(s, list, "jobs"))
+        return -1;
     for (yaml_node_item_t *it = list->data.sequence.items.start;
          it < list->data.sequence.items.top; it++)
         if (spec_job(s, spec_node(s, *it), def, jobs)) return -1;
@@ -633,7 +687,7 @@ int submit_spec(const char *path, const submit_defaults *def, json_t *jobs) {
     unsigned char *text;
     size_t len;
     if (spec_read_file(path, &text, &len) != 0) return -1;
-    spec s = {.path = path};
+    spec s = {.path = path, .nodes_left = SPEC_MAX_NODES};
     yaml_parser_t parser;
     yaml_parser_initialize(&parser);
     yaml_parser_set_input_string(&parser, text, len);

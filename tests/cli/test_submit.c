@@ -1,7 +1,8 @@
 /* test_submit.c -- cmocka tests of what `aegis submit` reads without
  * talking to aegisd: --mem amounts, --after dependencies, --array ranges,
  * shell strings, YAML specs in aegis's and AEGIS's formats (nulls,
- * comments, conda, names of the same file, time limits), and the nearest
+ * comments, conda, names of the same file, time limits, models, the
+ * limits on jobs, words and nodes reached through aliases), and the nearest
  * catalog names that sim and gen-trace suggest.
  */
 #include <setjmp.h>
@@ -359,6 +360,72 @@ static void test_spec_names(void **state) {
     }
 }
 
+/* A spec's model: a file that cannot be read is refused naming the
+ * spec's line and key, as every other fault of a spec is. */
+static void test_spec_model_unreadable(void **state) {
+    (void)state;
+    char said[1024];
+    assert_null(read_spec("m.yaml", "command: x\nmodel: nofile\n", said,
+                          sizeof(said)));
+    assert_non_null(strstr(said, "m.yaml:2: model: "));
+}
+
+/* head, item n times, then tail: a large spec, malloc'd. */
+static char *repeated(const char *head, const char *item, size_t n,
+                      const char *tail) {
+    size_t hlen = strlen(head), ilen = strlen(item);
+    char *text = malloc(hlen + ilen * n + strlen(tail) + 1);
+    assert_non_null(text);
+    memcpy(text, head, hlen);
+    for (size_t i = 0; i < n; i++) memcpy(text + hlen + i * ilen, item, ilen);
+    strcpy(text + hlen + ilen * n, tail);
+    return text;
+}
+
+/* Reads text (taken) as f.yaml: the number of its jobs, or 0 when it is
+ * refused saying want. */
+static size_t spec_jobs(char *text, const char *want) {
+    static char said[1024];
+    json_t *jobs = read_spec("f.yaml", text, said, sizeof(said));
+    free(text);
+    size_t n = json_array_size(jobs);
+    json_decref(jobs);
+    if (!want[0] && !jobs) fail_msg("refused: %s", said);
+    if (want[0] && jobs) fail_msg("accepted, not refused with '%s'", want);
+    if (want[0] && !strstr(said, want))
+        fail_msg("'%s' lacks '%s'", said, want);
+    return n;
+}
+
+/* aegisd's limits on jobs in a submit and words in a command, checked as
+ * the spec is read (each job here an alias of the first). */
+static void test_spec_proto_limits(void **state) {
+    (void)state;
+    assert_int_equal(spec_jobs(repeated("jobs:\n  - &j {command: x}\n",
+                                        "  - *j\n", 99999, ""), ""),
+                     100000);
+    spec_jobs(repeated("jobs:\n  - &j {command: x}\n", "  - *j\n", 100000,
+                       ""), "f.yaml:2: jobs: more than 100000 jobs");
+    assert_int_equal(spec_jobs(repeated("command: [a", ", a", 4095, "]\n"),
+                               ""), 1);
+    spec_jobs(repeated("command: [a", ", a", 4096, "]\n"),
+              "f.yaml:1: command: more than 4096 words");
+}
+
+/* The spec's node budget, which counts an alias's nodes each time they
+ * are reached: aliases made 30 KB of YAML a request of 36 million words
+ * (over 2 GiB). Here 1,500 jobs of 1,000 words, each job but the first an
+ * alias of it, within aegisd's limits, are refused when the budget runs
+ * out (in about 100 MB). */
+static void test_spec_alias_budget(void **state) {
+    (void)state;
+    char *job = repeated("jobs:\n  - &j {command: [a", ", a", 999, "]}\n");
+    spec_jobs(repeated(job, "  - *j\n", 1499, ""),
+              "f.yaml:2: command: the spec expands to more than 1000000 "
+              "nodes");
+    free(job);
+}
+
 /* ---- nearest workload names ------------------------------------------------ */
 
 /* A spec's time: takes --time's forms, and none other. */
@@ -458,6 +525,9 @@ int main(void) {
         cmocka_unit_test(test_spec_time),
         cmocka_unit_test(test_spec_notify),
         cmocka_unit_test(test_spec_feed_producer),
+        cmocka_unit_test(test_spec_model_unreadable),
+        cmocka_unit_test(test_spec_proto_limits),
+        cmocka_unit_test(test_spec_alias_budget),
         cmocka_unit_test(test_nearest_names),
     };
     return cmocka_run_group_tests(tests, setup_dir, teardown_dir);

@@ -276,7 +276,9 @@ PY
 # A spec over the limits is refused before it is parsed, naming the file:
 # one of 38 MB by its size (in at most 256 MB of memory; parsing took 2 GB)
 # and one of 200 KB nested 100,000 deep at the 65th level (parsing took
-# 30 s). One nested 64 deep (the top mapping counts) is parsed.
+# 30 s). One nested 64 deep (the top mapping counts) is parsed. One of 36
+# KB whose aliases repeat a job of 4,096 words 6,000 times (2 GiB and
+# more, read as it stood) is refused once it has read a million nodes.
 case_input_spec_limits() {
     start
     cd "$DIR/work"
@@ -284,11 +286,14 @@ case_input_spec_limits() {
 open('big.yaml', 'w').write('command: "true"\nx:\n' + '  - 123456789\n' * 3000000)
 open('deep.yaml', 'w').write('command: "true"\nx: ' + '[' * 100000 + ']' * 100000 + '\n')
 open('ok.yaml', 'w').write('command: "true"\nx: ' + '[' * 63 + ']' * 63 + '\n')
+open('alias.yaml', 'w').write('jobs: [&j {command: [' + 'a, ' * 4095 + 'a]}' + ', *j' * 6000 + ']\n')
 PY
     refused_small big.yaml \
         "big.yaml: a spec or array file may hold 16777216 bytes (16 MiB) at most; this one holds 42000019"
     refused_small deep.yaml "deep.yaml:2: lists and mappings nested more than 64 deep"
     submit_refused "ok.yaml:2: x: unknown key" ok.yaml
+    refused_small alias.yaml \
+        "alias.yaml:1: command: the spec expands to more than 1000000 nodes"
     # an --array file within the same size, read as far as that (a file
     # without end took all memory), and a folder is no file of commands
     submit_refused "/dev/zero: a spec or array file may hold" --array /dev/zero
