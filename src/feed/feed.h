@@ -74,6 +74,12 @@ typedef enum {
 
 size_t feed_dtype_size(int dtype);
 
+/* The bytes a tensor of this dtype and shape holds, into *bytes: 0, or -1
+ * where the dtype is unknown, ndim is outside 0..FEED_MAX_DIMS, a
+ * dimension is negative or the product does not fit 64 bits. */
+int feed_tensor_bytes(int dtype, int ndim, const int64_t *shape,
+                      uint64_t *bytes);
+
 /* Where a tensor's bytes live. Host tensors travel inside the slot's shared
  * memory, CUDA tensors inside the slot's device buffer. A build without the
  * CUDA headers, or a process without a driver, refuses CUDA tensors with

@@ -10,6 +10,7 @@
  * the first time a batch in that slot carries a CUDA tensor, and the
  * mapping is kept for every later batch in the slot: the producer never
  * replaces a slot's buffer. feed_detach closes each mapping exactly once. */
+#include <assert.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -212,7 +213,9 @@ static void take_hold(feed_consumer *c, uint64_t seq) {
             c->holds[i].refs++;
             return;
         }
-    /* cap > any span of live holds (see feed_attach), so this fits */
+    /* cap > any span of live holds (see feed_attach and feed_next), so
+     * this fits */
+    assert(c->nholds < c->cap);
     c->holds[c->nholds++] = (hold){.seq = seq, .refs = 1};
 }
 
@@ -295,6 +298,12 @@ static const char *tensor_fault(const feed_shm_tensor *t, uint64_t rows,
     if (t->device != FEED_HOST && t->device != FEED_CUDA)
         return "unknown device";
     if (t->ndim < 0 || t->ndim > FEED_MAX_DIMS) return "bad ndim";
+    /* a view's shape is exported as it is (Python's buffer protocol,
+     * DLPack), and read over nbytes */
+    uint64_t bytes;
+    if (feed_tensor_bytes(t->dtype, t->ndim, t->shape, &bytes) ||
+        bytes != t->nbytes)
+        return "shape unlike its bytes";
     if (t->nbytes > slot_bytes || t->offset > slot_bytes - t->nbytes)
         return "bytes outside the slot";
     if (t->ndim > 0 && rows > 0 &&
@@ -372,8 +381,10 @@ static int map_slot(feed_consumer *c, const feed_shm_slot *s,
     uint64_t *map = &c->cuda_map[c->pos % c->m.nslots];
     if (!cuda || *map) return FEED_OK;
     int device;
-    int rc = feed_cuda_open(c->name, c->m.hdr->cuda_bus, s->ipc, &device,
-                            map, err);
+    char bus[FEED_CUDA_BUS_MAX]; /* a copy, terminated: see feed_shm.h */
+    memcpy(bus, c->m.hdr->cuda_bus, sizeof bus);
+    bus[sizeof bus - 1] = '\0';
+    int rc = feed_cuda_open(c->name, bus, s->ipc, &device, map, err);
     if (rc != FEED_OK) return rc;
     c->cuda_device = device;
     feed_lock(c->m.hdr);
@@ -404,6 +415,16 @@ int feed_next(feed_consumer *c, feed_batch *out, int timeout_ms,
                         "feed %s: batch %llu was overwritten (slot has %llu)",
                         c->name, (unsigned long long)c->pos,
                         (unsigned long long)s->seq);
+            return FEED_EINVAL;
+        }
+        /* The producer publishes only fewer than nslots batches past
+         * the oldest any consumer holds: a batch further on was written
+         * over one this consumer holds, by someone else. */
+        if (c->pos - oldest_hold(c) >= c->m.nslots) {
+            feed_seterr(err, FEED_EINVAL, "feed %s: batch %llu was published "
+                        "over batch %llu, which this consumer still holds",
+                        c->name, (unsigned long long)c->pos,
+                        (unsigned long long)oldest_hold(c));
             return FEED_EINVAL;
         }
         if (s->epoch < c->start_epoch) { /* joined after its window */

@@ -333,12 +333,10 @@ static int fill_slot(feed_producer *p, uint64_t seq, const feed_tensor *t,
     feed_shm_slot *s = feed_slot_meta(&p->m, seq);
     uint64_t end[2] = {0, 0}, rows = 0; /* by device: FEED_HOST, FEED_CUDA */
     for (int i = 0; i < n; i++) {
-        size_t esize = feed_dtype_size(t[i].dtype);
-        int64_t count = 1;
-        for (int d = 0; d < t[i].ndim; d++) count *= t[i].shape[d];
-        if (!esize || t[i].ndim < 0 || t[i].ndim > FEED_MAX_DIMS ||
+        uint64_t bytes;
+        if (feed_tensor_bytes(t[i].dtype, t[i].ndim, t[i].shape, &bytes) ||
             (t[i].device != FEED_HOST && t[i].device != FEED_CUDA) ||
-            (size_t)count * esize != t[i].nbytes) {
+            bytes != t[i].nbytes) {
             feed_seterr(err, FEED_EINVAL,
                         "feed %s: tensor %d: bad dtype, shape, device or "
                         "byte count",

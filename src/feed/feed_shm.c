@@ -12,6 +12,7 @@
 #include <pwd.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +40,20 @@ size_t feed_dtype_size(int dtype) {
         [FEED_F64] = 8, [FEED_BOOL] = 1,
     };
     return dtype >= 0 && dtype < FEED_NDTYPES ? size[dtype] : 0;
+}
+
+int feed_tensor_bytes(int dtype, int ndim, const int64_t *shape,
+                      uint64_t *bytes) {
+    uint64_t n = feed_dtype_size(dtype);
+    if (!n || ndim < 0 || ndim > FEED_MAX_DIMS) return -1;
+    for (int d = 0; d < ndim; d++) {
+        if (shape[d] < 0 ||
+            (shape[d] > 0 && n > UINT64_MAX / (uint64_t)shape[d]))
+            return -1;
+        n *= (uint64_t)shape[d];
+    }
+    *bytes = n;
+    return 0;
 }
 
 int feed_name_valid(const char *name) {

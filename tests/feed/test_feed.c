@@ -650,11 +650,50 @@ static void test_corrupt_metadata_is_an_error_not_a_crash(void **state) {
     slot->t[0].dtype = 99;
     next_refused(c, "tensor 0: unknown dtype");
     slot->t[0].dtype = FEED_F32;
+    /* a shape larger than its bytes: Python's views were read past them */
+    slot->t[0].shape[1] = (int64_t)1 << 28;
+    next_refused(c, "tensor 0: shape unlike its bytes");
+    slot->t[0].shape[1] = COLS;
     h->nslots = nslots;
     feed_batch b;
     unsigned char seen[SAMPLES] = {0};
     assert_int_equal(feed_next(c, &b, 1000, &err), FEED_OK);
     assert_int_equal(check_batch(&b, 0, seen), 0);
+    munmap(h, size);
+    feed_detach(c);
+    feed_close(p);
+    assert_int_equal(leaked_segments(), 0);
+}
+
+/* Batches written over one the consumer holds, by whoever may write the
+ * segment (its producer waits for the release), are refused: each took a
+ * place in the consumer's table of holds, sized for a producer that
+ * waits, and the table overflowed. */
+static void test_batch_over_a_hold_is_refused(void **state) {
+    const char *name = feed_name("overhold");
+    feed_producer *p;
+    feed_consumer *c;
+    open_pair(name, 2, &p, &c);
+    assert_int_equal(publish(p, 0, -1), 0);
+    size_t size;
+    feed_shm *h = map_segment(name, &size);
+    /* batch 0's metadata as batches 1 .. nslots - 1, each held */
+    for (uint32_t seq = 1; seq < h->nslots; seq++) {
+        h->slots[seq] = h->slots[0];
+        h->slots[seq].seq = seq;
+    }
+    h->head = h->nslots;
+    feed_batch b;
+    feed_err err;
+    for (uint32_t seq = 0; seq < h->nslots; seq++)
+        if (feed_next(c, &b, 0, &err) != FEED_OK) fail_msg("%s", err.msg);
+    /* then batch nslots, over batch 0 */
+    h->slots[0].seq = h->nslots;
+    h->head = h->nslots + 1;
+    char want[64];
+    snprintf(want, sizeof want, "batch %u was published over batch 0",
+             h->nslots);
+    next_refused(c, want);
     munmap(h, size);
     feed_detach(c);
     feed_close(p);
@@ -1077,6 +1116,7 @@ int main(void) {
         cmocka_unit_test(test_gc_removes_feed_of_dead_producer),
         cmocka_unit_test(test_second_live_producer_is_refused),
         cmocka_unit_test(test_corrupt_metadata_is_an_error_not_a_crash),
+        cmocka_unit_test(test_batch_over_a_hold_is_refused),
         cmocka_unit_test(test_feed_without_room_is_refused),
         cmocka_unit_test_teardown(test_others_feed_is_refused,
                                   stop_others_feed),
