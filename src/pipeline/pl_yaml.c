@@ -184,9 +184,11 @@ static bool pl_stream_ends(pl_build *b, yaml_parser_t *parser) {
 
 /* The document of text as JSON (b->err on failure). */
 static json_t *pl_parse(pl_build *b, const char *text, size_t len) {
-    /* before the load, which would take minutes on a deep enough file */
+    /* before the load, which would take minutes on a deep enough file;
+     * the top mapping is pl_node()'s depth 0, so collections may nest one
+     * deeper than PL_YAML_MAX_DEPTH */
     if (yaml_nesting_check(b->path, (const unsigned char *)text, len,
-                           PL_YAML_MAX_DEPTH, b->err, b->errlen) != 0)
+                           PL_YAML_MAX_DEPTH + 1, b->err, b->errlen) != 0)
         return NULL;
     yaml_parser_t parser;
     yaml_document_t doc;

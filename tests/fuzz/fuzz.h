@@ -18,8 +18,14 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-/* The target's alphabet: its format's punctuation and keywords' bytes. */
+/* The target's alphabet: its format's punctuation and keywords' bytes,
+ * fuzz_ntokens of them (NUL may be one). A target defines both with
+ * FUZZ_TOKENS("..."). */
 extern const char fuzz_tokens[];
+extern const size_t fuzz_ntokens;
+#define FUZZ_TOKENS(text)                                                  \
+    const char fuzz_tokens[] = text;                                       \
+    const size_t fuzz_ntokens = sizeof(text) - 1
 
 /* Aborts, saying which rule the input broke, when ok is false. */
 #define FUZZ_CHECK(ok, what)                                               \

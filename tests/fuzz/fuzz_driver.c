@@ -84,9 +84,9 @@ static void load_seeds(const char *dir) {
 
 /* A byte to put in: one of the target's tokens, or any. */
 static uint8_t some_byte(void) {
-    size_t ntokens = strlen(fuzz_tokens);
-    return ntokens && rnd() % 4 ? (uint8_t)fuzz_tokens[rnd() % ntokens]
-                                : (uint8_t)rnd();
+    return fuzz_ntokens && rnd() % 4
+               ? (uint8_t)fuzz_tokens[rnd() % fuzz_ntokens]
+               : (uint8_t)rnd();
 }
 
 /* Puts n bytes of piece at buf[at], moving the rest up, when they fit. */
@@ -128,6 +128,19 @@ static size_t edit(uint8_t *buf, size_t len) {
     }
 }
 
+/* Runs the target on a copy of the input in a block of its own size, as
+ * libFuzzer does, so that a sanitizer sees a read past its end. */
+static void run_exactly(const uint8_t *data, size_t len) {
+    uint8_t *copy = malloc(len ? len : 1);
+    if (!copy) {
+        perror("fuzz");
+        exit(2);
+    }
+    memcpy(copy, data, len);
+    LLVMFuzzerTestOneInput(copy, len);
+    free(copy);
+}
+
 int main(int argc, char **argv) {
     if (argc != 3) {
         fprintf(stderr, "usage: %s ITERATIONS SEED_DIR\n", argv[0]);
@@ -137,7 +150,7 @@ int main(int argc, char **argv) {
     load_seeds(argv[2]);
     static uint8_t buf[FUZZ_INPUT_MAX];
     for (size_t i = 0; i < nseeds; i++)
-        LLVMFuzzerTestOneInput(seeds[i].data, seeds[i].len);
+        run_exactly(seeds[i].data, seeds[i].len);
     for (long it = 0; it < iterations; it++) {
         const seed *s = &seeds[rnd() % nseeds];
         size_t len = s->len;
@@ -145,7 +158,7 @@ int main(int argc, char **argv) {
         for (int rounds = 1 + (int)(rnd() % 3); rounds > 0; rounds--)
             for (int edits = 1 + (int)(rnd() % 4); edits > 0; edits--)
                 len = edit(buf, len);
-        LLVMFuzzerTestOneInput(buf, len);
+        run_exactly(buf, len);
     }
     printf("%s: %zu seeds and %ld edited inputs, no fault\n", argv[0], nseeds,
            iterations);

@@ -13,8 +13,8 @@
 #include <math.h>
 #include <string.h>
 
-const char fuzz_tokens[] = "\x00\x01\x18\x60\x61\x62\x80\x81\x82\xa1\xa2\xf9"
-                           "\xfa\xfb\x28\xb5\x2f\xfd";
+FUZZ_TOKENS("\x00\x01\x18\x60\x61\x62\x80\x81\x82\xa1\xa2\xf9"
+                           "\xfa\xfb\x28\xb5\x2f\xfd");
 
 static void check_fields(const pdef *d) {
     FUZZ_CHECK(d->id >= 1 && d->id <= PDEF_PIPELINES, "a pipeline out of range");

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-const char fuzz_tokens[] = ":-[]{},#\n &*'\"0123456789dhsy;()";
+FUZZ_TOKENS(":-[]{},#\n &*'\"0123456789dhsy;()");
 
 /* The windows of each handler: any that fails only for want of memory. */
 static void check_windows(const pl_eval_config *ev) {

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char fuzz_tokens[] = "{}[]\":,0123456789-.eE \\u\ttrufalsn";
+FUZZ_TOKENS("{}[]\":,0123456789-.eE \\u\ttrufalsn");
 
 /* A request accepted must not have what. */
 #define fuzz_check(ok, what) FUZZ_CHECK(ok, "accepted a request with " what)

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-const char fuzz_tokens[] = ",\n#.-0123456789e \"\r";
+FUZZ_TOKENS(",\n#.-0123456789e \"\r");
 
 static bool within(double v, double lo, double hi) {
     return isfinite(v) && v >= lo && v <= hi;

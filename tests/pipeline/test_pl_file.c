@@ -153,7 +153,7 @@ static void test_yaml_syntax(void **state) {
     memcpy(deep, "a: ", 3);
     memset(deep + 3, '[', DEEP);
     deep[DEEP + 3] = '\0';
-    expect_error(deep, 1, "lists and mappings nested more than 32 deep");
+    expect_error(deep, 1, "lists and mappings nested more than 33 deep");
     free(deep);
 }
 
