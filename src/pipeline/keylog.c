@@ -109,6 +109,19 @@ static const pl_sample *expand_run(const pl_block_head *h,
     return *buf;
 }
 
+/* The first of a block's samples that is not its own (of another file, or
+ * keyed other than first_key + i), or count when all are. Readers index
+ * files and keys by them, so a stray one would send them out of bounds;
+ * a run block's samples are its own by making. */
+static uint32_t stray_sample(const pl_block_head *h,
+                             const pl_sample *samples) {
+    uint32_t i = 0;
+    while (i < h->count && samples[i].file == h->file &&
+           samples[i].key == h->first_key + i)
+        i++;
+    return i;
+}
+
 static int header_ok(const unsigned char *base, uint64_t size) {
     uint32_t fields[2];
     if (size < PL_KEYLOG_HEADER || memcmp(base, PL_KEYLOG_MAGIC, 8) != 0)
@@ -134,6 +147,17 @@ int pl_keylog_scan(const unsigned char *base, uint64_t size, uint64_t *pos,
             h->flags & PL_BLOCK_RUN
                 ? expand_run(h, payload, &expanded, &cap)
                 : (const pl_sample *)payload;
+        uint32_t stray = samples ? stray_sample(h, samples) : 0;
+        if (samples && stray < h->count) {
+            free(expanded);
+            snprintf(err, errlen, "the block at byte %llu (file %u, keys "
+                     "from %llu) holds a sample of file %u with key %llu: "
+                     "the log is corrupt (restore it from a copy)",
+                     (unsigned long long)*pos, h->file,
+                     (unsigned long long)h->first_key, samples[stray].file,
+                     (unsigned long long)samples[stray].key);
+            return -1;
+        }
         stop = !samples ||
                (visit && visit(ctx, h, samples,
                                (const pl_bad_entry *)(payload +

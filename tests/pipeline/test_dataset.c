@@ -217,6 +217,53 @@ static void damage_in_the_middle_is_not_cut(void **state) {
     assert_keys_in_order(f, 30);
 }
 
+/* Appends to keys.log a valid block of file 0 from key first whose
+ * samples (not a run: their times differ) say file and key + i. */
+static void append_block(fixture *f, uint64_t first, uint32_t file,
+                         uint64_t key) {
+    char path[256], err[256];
+    pl_sample s[2];
+    pl_bad_entry none[1]; /* not NULL: zlib's crc32 of NULL is 0 */
+    for (uint32_t i = 0; i < 2; i++)
+        s[i] = (pl_sample){.key = key + i, .ts = i, .label = 1, .file = file,
+                           .len = 12, .offset = 12 * i};
+    snprintf(path, sizeof(path), "%s/datasets/d/keys.log", f->state);
+    int fd = open(path, O_WRONLY | O_APPEND);
+    assert_true(fd >= 0);
+    assert_int_equal(pl_keylog_append(fd, path, 0, first, 24, s, 2, none, 0,
+                                      err, sizeof(err)), 0);
+    close(fd);
+}
+
+static void assert_open_fails(fixture *f, const char *what) {
+    pl_dataset *ds = NULL;
+    char err[256];
+    assert_int_equal(pl_dataset_open(f->state, "d", &ds, err, sizeof(err)),
+                     -1);
+    assert_non_null(strstr(err, "keys.log: "));
+    assert_non_null(strstr(err, what));
+}
+
+/* A valid block whose samples name another file or key than the block's
+ * is refused: readers index files by them (out of bounds) and keys. */
+static void stray_samples_refused(void **state) {
+    fixture *f = *state;
+    add_dataset(f, binary12);
+    write_records(f, "a.bin", 0, 2);
+    assert_int_equal(scan_once(f), 2);
+    off_t size = keylog_size(f);
+    append_block(f, 2, 7, 2);
+    assert_open_fails(f, "holds a sample of file 7 with key 2");
+    cut_keylog(f, size);
+    append_block(f, 2, 0, 5);
+    assert_open_fails(f, "holds a sample of file 0 with key 5");
+    cut_keylog(f, size);
+    append_block(f, 2, 0, 2);
+    pl_dataset *ds = open_dataset(f);
+    assert_int_equal(pl_dataset_count(ds), 4); /* its own samples: read */
+    pl_dataset_close(ds);
+}
+
 static void read_byte(void *arg) {
     volatile const unsigned char *p = arg;
     (void)p[0];
@@ -616,6 +663,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(others_labels_are_passed_over, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(fifo_label_is_passed_over, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(stray_samples_refused, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(damage_in_the_middle_is_not_cut, setup,
                                         teardown),
