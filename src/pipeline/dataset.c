@@ -236,6 +236,12 @@ static int map_file(pl_dataset *ds, uint32_t i, char *err, size_t errlen) {
     return 0;
 }
 
+/* Whether s lies within m, written so that a hostile offset near 2^64
+ * cannot wrap the sum of offset and length below the size. */
+static int within(const mapping *m, const pl_sample *s) {
+    return m->base && s->offset <= m->size && s->len <= m->size - s->offset;
+}
+
 const void *pl_dataset_bytes(pl_dataset *ds, uint64_t key, size_t *len,
                              char *err, size_t errlen) {
     if (key >= ds->count) {
@@ -246,10 +252,9 @@ const void *pl_dataset_bytes(pl_dataset *ds, uint64_t key, size_t *len,
     }
     const pl_sample *s = &ds->samples[key];
     mapping *m = &ds->views[s->file].map;
-    if ((!m->base || s->offset + s->len > m->size) &&
-        map_file(ds, s->file, err, errlen) < 0)
+    if (!within(m, s) && map_file(ds, s->file, err, errlen) < 0)
         return NULL;
-    if (s->offset + s->len > m->size) {
+    if (!within(m, s)) {
         snprintf(err, errlen, "%s/%s: shorter than its registered samples",
                  ds->conf.dir, ds->files.names[s->file]);
         return NULL;

@@ -217,16 +217,16 @@ static void damage_in_the_middle_is_not_cut(void **state) {
     assert_keys_in_order(f, 30);
 }
 
-/* Appends to keys.log a valid block of file 0 from key first whose
- * samples (not a run: their times differ) say file and key + i. */
-static void append_block(fixture *f, uint64_t first, uint32_t file,
-                         uint64_t key) {
+/* Appends to keys.log a valid block of file 0 from key first: two
+ * samples like s0 (not a run: their times differ), the second's key one
+ * more, its bytes after the first's. */
+static void append_block(fixture *f, uint64_t first, pl_sample s0) {
     char path[256], err[256];
-    pl_sample s[2];
+    pl_sample s[2] = {s0, s0};
     pl_bad_entry none[1]; /* not NULL: zlib's crc32 of NULL is 0 */
-    for (uint32_t i = 0; i < 2; i++)
-        s[i] = (pl_sample){.key = key + i, .ts = i, .label = 1, .file = file,
-                           .len = 12, .offset = 12 * i};
+    s[1].key++;
+    s[1].ts++;
+    s[1].offset += s0.len;
     snprintf(path, sizeof(path), "%s/datasets/d/keys.log", f->state);
     int fd = open(path, O_WRONLY | O_APPEND);
     assert_true(fd >= 0);
@@ -252,15 +252,37 @@ static void stray_samples_refused(void **state) {
     write_records(f, "a.bin", 0, 2);
     assert_int_equal(scan_once(f), 2);
     off_t size = keylog_size(f);
-    append_block(f, 2, 7, 2);
+    pl_sample s0 = {.key = 2, .label = 1, .file = 7, .len = 12};
+    append_block(f, 2, s0);
     assert_open_fails(f, "holds a sample of file 7 with key 2");
     cut_keylog(f, size);
-    append_block(f, 2, 0, 5);
+    s0.file = 0;
+    s0.key = 5;
+    append_block(f, 2, s0);
     assert_open_fails(f, "holds a sample of file 0 with key 5");
     cut_keylog(f, size);
-    append_block(f, 2, 0, 2);
+    s0.key = 2;
+    append_block(f, 2, s0);
     pl_dataset *ds = open_dataset(f);
     assert_int_equal(pl_dataset_count(ds), 4); /* its own samples: read */
+    pl_dataset_close(ds);
+}
+
+/* A sample whose offset and length wrap past 2^64 is said to lie past
+ * its file's end, not read from wherever the sum points. */
+static void wrapping_offset_refused(void **state) {
+    fixture *f = *state;
+    add_dataset(f, binary12);
+    write_records(f, "a.bin", 0, 2);
+    assert_int_equal(scan_once(f), 2);
+    append_block(f, 2, (pl_sample){.key = 2, .label = 1, .len = 12,
+                                   .offset = UINT64_MAX - 11});
+    pl_dataset *ds = open_dataset(f);
+    size_t len;
+    char err[256];
+    assert_null(pl_dataset_bytes(ds, 2, &len, err, sizeof(err)));
+    assert_non_null(strstr(err, "a.bin: shorter than its registered"));
+    assert_non_null(pl_dataset_bytes(ds, 1, &len, err, sizeof(err)));
     pl_dataset_close(ds);
 }
 
@@ -665,6 +687,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(fifo_label_is_passed_over, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(stray_samples_refused, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(wrapping_offset_refused, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(damage_in_the_middle_is_not_cut, setup,
                                         teardown),
