@@ -263,16 +263,33 @@ const void *pl_dataset_bytes(pl_dataset *ds, uint64_t key, size_t *len,
     return (const unsigned char *)m->base + s->offset;
 }
 
+/* A binary sample's features: its features are read at the record's
+ * layout, so a sample of another length (a damaged log) is refused rather
+ * than read past. */
+static int binary_features(pl_dataset *ds, uint64_t key,
+                           const unsigned char *rec, size_t len, float *out,
+                           size_t max, size_t *dim, char *err,
+                           size_t errlen) {
+    if (len != ds->conf.record_size) {
+        snprintf(err, errlen, "%s: sample %llu of %s/%s is %zu bytes, not "
+                 "the dataset's record size %u", ds->keys_path,
+                 (unsigned long long)key, ds->conf.dir,
+                 ds->files.names[ds->samples[key].file], len,
+                 (unsigned)ds->conf.record_size);
+        return -1;
+    }
+    pl_binary_features(&ds->conf, rec, out, max, dim);
+    return 0;
+}
+
 int pl_dataset_features(pl_dataset *ds, uint64_t key, float *out, size_t max,
                         size_t *dim, char *err, size_t errlen) {
     size_t len;
     const unsigned char *rec = pl_dataset_bytes(ds, key, &len, err, errlen);
     if (!rec)
         return -1;
-    if (ds->conf.format == PL_FORMAT_BINARY) {
-        pl_binary_features(&ds->conf, rec, out, max, dim);
-        return 0;
-    }
+    if (ds->conf.format == PL_FORMAT_BINARY)
+        return binary_features(ds, key, rec, len, out, max, dim, err, errlen);
     if (ds->conf.format != PL_FORMAT_CSV) {
         snprintf(err, errlen, "dataset %s: one sample per file has no "
                  "features", ds->conf.name);

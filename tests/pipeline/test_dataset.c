@@ -286,6 +286,28 @@ static void wrapping_offset_refused(void **state) {
     pl_dataset_close(ds);
 }
 
+/* A binary sample shorter than the record size (a damaged log) has no
+ * features: they would be read past it. */
+static void short_binary_sample_refused(void **state) {
+    fixture *f = *state;
+    add_dataset(f, binary12);
+    write_records(f, "a.bin", 0, 2);
+    assert_int_equal(scan_once(f), 2);
+    append_block(f, 2, (pl_sample){.key = 2, .label = 1, .len = 4});
+    pl_dataset *ds = open_dataset(f);
+    float x[4];
+    size_t dim;
+    char err[256];
+    assert_int_equal(pl_dataset_features(ds, 2, x, 4, &dim, err, sizeof(err)),
+                     -1);
+    assert_non_null(strstr(err, "keys.log: sample 2 of "));
+    assert_non_null(strstr(err, "a.bin is 4 bytes, not the dataset's record "
+                                "size 12"));
+    assert_int_equal(pl_dataset_features(ds, 1, x, 4, &dim, err, sizeof(err)),
+                     0);
+    pl_dataset_close(ds);
+}
+
 static void read_byte(void *arg) {
     volatile const unsigned char *p = arg;
     (void)p[0];
@@ -689,6 +711,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(stray_samples_refused, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(wrapping_offset_refused, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(short_binary_sample_refused, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(damage_in_the_middle_is_not_cut, setup,
                                         teardown),
