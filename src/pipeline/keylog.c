@@ -137,6 +137,12 @@ int pl_keylog_scan(const unsigned char *base, uint64_t size, uint64_t *pos,
         snprintf(err, errlen, "not a key log (bad header)");
         return -1;
     }
+    if (*pos > size) { /* replaced by an older copy, say */
+        snprintf(err, errlen, "shrank to %llu bytes, shorter than the %llu "
+                 "already read", (unsigned long long)size,
+                 (unsigned long long)*pos);
+        return -1;
+    }
     pl_sample *expanded = NULL;
     uint32_t cap = 0;
     int stop = 0;

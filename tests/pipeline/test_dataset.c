@@ -308,6 +308,24 @@ static void short_binary_sample_refused(void **state) {
     pl_dataset_close(ds);
 }
 
+/* keys.log found shorter than a reader has read (restored from an older
+ * copy) is an error, not read from past its end. */
+static void shrunk_keylog_said(void **state) {
+    fixture *f = *state;
+    add_dataset(f, binary12);
+    write_records(f, "a.bin", 0, 100);
+    assert_int_equal(scan_once(f), 100);
+    off_t one_block = keylog_size(f);
+    write_records(f, "a.bin", 100, 50);
+    assert_int_equal(scan_once(f), 50);
+    pl_dataset *ds = open_dataset(f);
+    cut_keylog(f, one_block);
+    char err[256];
+    assert_int_equal(pl_dataset_refresh(ds, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "keys.log: shrank to "));
+    pl_dataset_close(ds);
+}
+
 static void read_byte(void *arg) {
     volatile const unsigned char *p = arg;
     (void)p[0];
@@ -714,6 +732,7 @@ int main(void) {
                                         teardown),
         cmocka_unit_test_setup_teardown(short_binary_sample_refused, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(shrunk_keylog_said, setup, teardown),
         cmocka_unit_test_setup_teardown(damage_in_the_middle_is_not_cut, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(guarded_read_of_a_shrunk_file, setup,
