@@ -71,16 +71,33 @@ static int block_ok(const unsigned char *p, uint64_t left, uint64_t next_key) {
     return block_whole(p, left, &h) && h.first_key == next_key;
 }
 
-/* Whether a whole block lies past the bad one at pos. A crash tears only
- * the end of the log (blocks are appended), so then the log was damaged
- * in the middle: cutting it there would drop registered samples and
- * later give their keys to others. Blocks lie 8-byte aligned. */
+/* What lies past the bad block at pos: 0 nothing whole (a torn tail),
+ * 1 a whole block, 2 heads claiming more bytes than a torn tail's check
+ * may read. A crash tears only the end of the log (blocks are appended),
+ * so for 1 the log was damaged in the middle: cutting it there would drop
+ * registered samples and later give their keys to others. Blocks lie
+ * 8-byte aligned. Each candidate costs a CRC of the block it claims, so
+ * heads claiming the rest of the file, one every 8 bytes, would cost the
+ * square of its size: a block past pos holds keys from next_key on, which
+ * rules out others cheaply, and the CRCs are held to a budget whose
+ * excess (no torn tail reads like that) is 2, refused like damage. */
 static int whole_block_after(const unsigned char *base, uint64_t size,
-                             uint64_t pos) {
+                             uint64_t pos, uint64_t next_key) {
     pl_block_head h;
-    for (uint64_t p = pos + 8; p + sizeof(h) <= size; p += 8)
+    uint64_t budget = 16 * (size - pos) + (1u << 20);
+    for (uint64_t p = pos + 8; p + sizeof(h) <= size; p += 8) {
+        memcpy(&h, base + p, sizeof(h));
+        if (h.magic != PL_BLOCK_MAGIC || h.first_key < next_key)
+            continue;
+        uint64_t claimed = block_size(&h);
+        if (claimed > size - p) /* not whole: no CRC to compute */
+            continue;
+        if (claimed > budget)
+            return 2;
+        budget -= claimed;
         if (block_whole(base + p, size - p, &h))
             return 1;
+    }
     return 0;
 }
 
@@ -174,11 +191,14 @@ int pl_keylog_scan(const unsigned char *base, uint64_t size, uint64_t *pos,
         }
     }
     free(expanded);
-    if (!stop && *pos < size && whole_block_after(base, size, *pos)) {
-        snprintf(err, errlen, "damaged at byte %llu, with whole blocks after "
-                 "it: the log is corrupt, not torn by a crash, so nothing of "
-                 "it is read or cut (restore it from a copy)",
-                 (unsigned long long)*pos);
+    int after = !stop && *pos < size
+                    ? whole_block_after(base, size, *pos, *next_key) : 0;
+    if (after) {
+        snprintf(err, errlen, "damaged at byte %llu, with %s after it: the "
+                 "log is corrupt, not torn by a crash, so nothing of it is "
+                 "read or cut (restore it from a copy)",
+                 (unsigned long long)*pos,
+                 after == 1 ? "whole blocks" : "too many block heads");
         return -1;
     }
     return 0;

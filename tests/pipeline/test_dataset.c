@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "dataset.h"
@@ -324,6 +325,34 @@ static void shrunk_keylog_said(void **state) {
     assert_int_equal(pl_dataset_refresh(ds, err, sizeof(err)), -1);
     assert_non_null(strstr(err, "keys.log: shrank to "));
     pl_dataset_close(ds);
+}
+
+/* A log of block heads, one every 40 bytes, each claiming the rest of it
+ * with a wrong CRC: the search for whole blocks after the first bad one
+ * CRC'd every claim (the square of the size, a minute at 4 MiB); now it
+ * refuses the log at once. */
+static void heads_claiming_the_rest_refused_fast(void **state) {
+    (void)state;
+    size_t n = 2u << 20;
+    unsigned char *b = calloc(1, n);
+    uint32_t fields[2] = {1, sizeof(pl_sample)};
+    memcpy(b, PL_KEYLOG_MAGIC, 8);
+    memcpy(b + 8, fields, sizeof(fields));
+    for (size_t p = PL_KEYLOG_HEADER; p + 40 <= n; p += 40) {
+        pl_block_head h = {.magic = PL_BLOCK_MAGIC, .crc = 1,
+                           .count = (uint32_t)((n - p - 40) / 40)};
+        memcpy(b + p, &h, sizeof(h));
+    }
+    uint64_t pos = PL_KEYLOG_HEADER, next_key = 0;
+    char err[512];
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    assert_int_equal(pl_keylog_scan(b, n, &pos, &next_key, NULL, NULL, err,
+                                    sizeof(err)), -1);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    assert_non_null(strstr(err, "too many block heads after it"));
+    assert_true(t1.tv_sec - t0.tv_sec < 2);
+    free(b);
 }
 
 static void read_byte(void *arg) {
@@ -733,6 +762,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(short_binary_sample_refused, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(shrunk_keylog_said, setup, teardown),
+        cmocka_unit_test(heads_claiming_the_rest_refused_fast),
         cmocka_unit_test_setup_teardown(damage_in_the_middle_is_not_cut, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(guarded_read_of_a_shrunk_file, setup,
