@@ -129,7 +129,7 @@ static int read_log(pl_dataset *ds, char *err, size_t errlen) {
     munmap(base, (size_t)st.st_size);
     if (rc < 0)
         snprintf(err, errlen, "%s: %s", ds->keys_path, why);
-    return rc;
+    return rc < 0 ? -1 : 0; /* stopped (1): the next refresh reads on */
 }
 
 static int grow_views(pl_dataset *ds) {

@@ -57,8 +57,10 @@ static int block_whole(const unsigned char *p, uint64_t left,
     if (left < sizeof(*h))
         return 0;
     memcpy(h, p, sizeof(*h));
+    /* a run of no samples is never written (readers expand a run into a
+     * buffer of count samples, none for 0) */
     if (h->magic != PL_BLOCK_MAGIC || (h->flags & ~PL_BLOCK_RUN) ||
-        block_size(h) > left)
+        (h->flags & PL_BLOCK_RUN && h->count == 0) || block_size(h) > left)
         return 0;
     const unsigned char *samples = p + sizeof(*h);
     return block_crc(h, samples, samples + samples_size(h)) == h->crc;
@@ -171,18 +173,21 @@ int pl_keylog_scan(const unsigned char *base, uint64_t size, uint64_t *pos,
                 ? expand_run(h, payload, &expanded, &cap)
                 : (const pl_sample *)payload;
         uint32_t stray = samples ? stray_sample(h, samples) : 0;
-        if (samples && stray < h->count) {
-            free(expanded);
+        if (!samples)
+            snprintf(err, errlen, "out of memory expanding the block at "
+                     "byte %llu", (unsigned long long)*pos);
+        else if (stray < h->count)
             snprintf(err, errlen, "the block at byte %llu (file %u, keys "
                      "from %llu) holds a sample of file %u with key %llu: "
                      "the log is corrupt (restore it from a copy)",
                      (unsigned long long)*pos, h->file,
                      (unsigned long long)h->first_key, samples[stray].file,
                      (unsigned long long)samples[stray].key);
+        if (!samples || stray < h->count) {
+            free(expanded);
             return -1;
         }
-        stop = !samples ||
-               (visit && visit(ctx, h, samples,
+        stop = (visit && visit(ctx, h, samples,
                                (const pl_bad_entry *)(payload +
                                                       samples_size(h))));
         if (!stop) {
@@ -201,7 +206,7 @@ int pl_keylog_scan(const unsigned char *base, uint64_t size, uint64_t *pos,
                  after == 1 ? "whole blocks" : "too many block heads");
         return -1;
     }
-    return 0;
+    return stop;
 }
 
 int pl_keylog_header(int fd, const char *path, char *err, size_t errlen) {

@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "dataset.h"
 #include "dataset_info.h"
@@ -353,6 +354,33 @@ static void heads_claiming_the_rest_refused_fast(void **state) {
     assert_non_null(strstr(err, "too many block heads after it"));
     assert_true(t1.tv_sec - t0.tv_sec < 2);
     free(b);
+}
+
+/* A valid-CRC run block of no samples (never written) with a whole block
+ * after it is damage: the watcher refuses to start rather than cut the
+ * log there. */
+static void empty_run_block_not_cut(void **state) {
+    fixture *f = *state;
+    add_dataset(f, binary12);
+    write_records(f, "a.bin", 0, 2);
+    assert_int_equal(scan_once(f), 2);
+    pl_block_head h = {.magic = PL_BLOCK_MAGIC, .first_key = 2, .done = 24,
+                       .flags = PL_BLOCK_RUN};
+    pl_run_head run = {.record_size = 12};
+    uLong crc = crc32(0L, (const Bytef *)&h, sizeof(h));
+    h.crc = (uint32_t)crc32(crc, (const Bytef *)&run, sizeof(run));
+    char path[256], err[256];
+    snprintf(path, sizeof(path), "%s/datasets/d/keys.log", f->state);
+    FILE *fp = fopen(path, "a");
+    fwrite(&h, sizeof(h), 1, fp);
+    fwrite(&run, sizeof(run), 1, fp);
+    fclose(fp);
+    append_block(f, 2, (pl_sample){.key = 2, .label = 1, .len = 12});
+    off_t size = keylog_size(f);
+    pl_watch *w;
+    assert_int_equal(pl_watch_open(f->state, "d", &w, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "keys.log: damaged at byte "));
+    assert_int_equal(keylog_size(f), size);
 }
 
 static void read_byte(void *arg) {
@@ -763,6 +791,8 @@ int main(void) {
                                         teardown),
         cmocka_unit_test_setup_teardown(shrunk_keylog_said, setup, teardown),
         cmocka_unit_test(heads_claiming_the_rest_refused_fast),
+        cmocka_unit_test_setup_teardown(empty_run_block_not_cut, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(damage_in_the_middle_is_not_cut, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(guarded_read_of_a_shrunk_file, setup,
