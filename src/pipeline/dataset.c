@@ -129,7 +129,7 @@ static int read_log(pl_dataset *ds, char *err, size_t errlen) {
     munmap(base, (size_t)st.st_size);
     if (rc < 0)
         snprintf(err, errlen, "%s: %s", ds->keys_path, why);
-    return rc;
+    return rc < 0 ? -1 : 0; /* stopped (1): the next refresh reads on */
 }
 
 static int grow_views(pl_dataset *ds) {
@@ -236,6 +236,12 @@ static int map_file(pl_dataset *ds, uint32_t i, char *err, size_t errlen) {
     return 0;
 }
 
+/* Whether s lies within m, written so that a hostile offset near 2^64
+ * cannot wrap the sum of offset and length below the size. */
+static int within(const mapping *m, const pl_sample *s) {
+    return m->base && s->offset <= m->size && s->len <= m->size - s->offset;
+}
+
 const void *pl_dataset_bytes(pl_dataset *ds, uint64_t key, size_t *len,
                              char *err, size_t errlen) {
     if (key >= ds->count) {
@@ -246,10 +252,9 @@ const void *pl_dataset_bytes(pl_dataset *ds, uint64_t key, size_t *len,
     }
     const pl_sample *s = &ds->samples[key];
     mapping *m = &ds->views[s->file].map;
-    if ((!m->base || s->offset + s->len > m->size) &&
-        map_file(ds, s->file, err, errlen) < 0)
+    if (!within(m, s) && map_file(ds, s->file, err, errlen) < 0)
         return NULL;
-    if (s->offset + s->len > m->size) {
+    if (!within(m, s)) {
         snprintf(err, errlen, "%s/%s: shorter than its registered samples",
                  ds->conf.dir, ds->files.names[s->file]);
         return NULL;
@@ -258,16 +263,33 @@ const void *pl_dataset_bytes(pl_dataset *ds, uint64_t key, size_t *len,
     return (const unsigned char *)m->base + s->offset;
 }
 
+/* A binary sample's features: its features are read at the record's
+ * layout, so a sample of another length (a damaged log) is refused rather
+ * than read past. */
+static int binary_features(pl_dataset *ds, uint64_t key,
+                           const unsigned char *rec, size_t len, float *out,
+                           size_t max, size_t *dim, char *err,
+                           size_t errlen) {
+    if (len != ds->conf.record_size) {
+        snprintf(err, errlen, "%s: sample %llu of %s/%s is %zu bytes, not "
+                 "the dataset's record size %u", ds->keys_path,
+                 (unsigned long long)key, ds->conf.dir,
+                 ds->files.names[ds->samples[key].file], len,
+                 (unsigned)ds->conf.record_size);
+        return -1;
+    }
+    pl_binary_features(&ds->conf, rec, out, max, dim);
+    return 0;
+}
+
 int pl_dataset_features(pl_dataset *ds, uint64_t key, float *out, size_t max,
                         size_t *dim, char *err, size_t errlen) {
     size_t len;
     const unsigned char *rec = pl_dataset_bytes(ds, key, &len, err, errlen);
     if (!rec)
         return -1;
-    if (ds->conf.format == PL_FORMAT_BINARY) {
-        pl_binary_features(&ds->conf, rec, out, max, dim);
-        return 0;
-    }
+    if (ds->conf.format == PL_FORMAT_BINARY)
+        return binary_features(ds, key, rec, len, out, max, dim, err, errlen);
     if (ds->conf.format != PL_FORMAT_CSV) {
         snprintf(err, errlen, "dataset %s: one sample per file has no "
                  "features", ds->conf.name);

@@ -57,8 +57,10 @@ static int block_whole(const unsigned char *p, uint64_t left,
     if (left < sizeof(*h))
         return 0;
     memcpy(h, p, sizeof(*h));
+    /* a run of no samples is never written (readers expand a run into a
+     * buffer of count samples, none for 0) */
     if (h->magic != PL_BLOCK_MAGIC || (h->flags & ~PL_BLOCK_RUN) ||
-        block_size(h) > left)
+        (h->flags & PL_BLOCK_RUN && h->count == 0) || block_size(h) > left)
         return 0;
     const unsigned char *samples = p + sizeof(*h);
     return block_crc(h, samples, samples + samples_size(h)) == h->crc;
@@ -71,16 +73,33 @@ static int block_ok(const unsigned char *p, uint64_t left, uint64_t next_key) {
     return block_whole(p, left, &h) && h.first_key == next_key;
 }
 
-/* Whether a whole block lies past the bad one at pos. A crash tears only
- * the end of the log (blocks are appended), so then the log was damaged
- * in the middle: cutting it there would drop registered samples and
- * later give their keys to others. Blocks lie 8-byte aligned. */
+/* What lies past the bad block at pos: 0 nothing whole (a torn tail),
+ * 1 a whole block, 2 heads claiming more bytes than a torn tail's check
+ * may read. A crash tears only the end of the log (blocks are appended),
+ * so for 1 the log was damaged in the middle: cutting it there would drop
+ * registered samples and later give their keys to others. Blocks lie
+ * 8-byte aligned. Each candidate costs a CRC of the block it claims, so
+ * heads claiming the rest of the file, one every 8 bytes, would cost the
+ * square of its size: a block past pos holds keys from next_key on, which
+ * rules out others cheaply, and the CRCs are held to a budget whose
+ * excess (no torn tail reads like that) is 2, refused like damage. */
 static int whole_block_after(const unsigned char *base, uint64_t size,
-                             uint64_t pos) {
+                             uint64_t pos, uint64_t next_key) {
     pl_block_head h;
-    for (uint64_t p = pos + 8; p + sizeof(h) <= size; p += 8)
+    uint64_t budget = 16 * (size - pos) + (1u << 20);
+    for (uint64_t p = pos + 8; p + sizeof(h) <= size; p += 8) {
+        memcpy(&h, base + p, sizeof(h));
+        if (h.magic != PL_BLOCK_MAGIC || h.first_key < next_key)
+            continue;
+        uint64_t claimed = block_size(&h);
+        if (claimed > size - p) /* not whole: no CRC to compute */
+            continue;
+        if (claimed > budget)
+            return 2;
+        budget -= claimed;
         if (block_whole(base + p, size - p, &h))
             return 1;
+    }
     return 0;
 }
 
@@ -109,6 +128,19 @@ static const pl_sample *expand_run(const pl_block_head *h,
     return *buf;
 }
 
+/* The first of a block's samples that is not its own (of another file, or
+ * keyed other than first_key + i), or count when all are. Readers index
+ * files and keys by them, so a stray one would send them out of bounds;
+ * a run block's samples are its own by making. */
+static uint32_t stray_sample(const pl_block_head *h,
+                             const pl_sample *samples) {
+    uint32_t i = 0;
+    while (i < h->count && samples[i].file == h->file &&
+           samples[i].key == h->first_key + i)
+        i++;
+    return i;
+}
+
 static int header_ok(const unsigned char *base, uint64_t size) {
     uint32_t fields[2];
     if (size < PL_KEYLOG_HEADER || memcmp(base, PL_KEYLOG_MAGIC, 8) != 0)
@@ -124,6 +156,12 @@ int pl_keylog_scan(const unsigned char *base, uint64_t size, uint64_t *pos,
         snprintf(err, errlen, "not a key log (bad header)");
         return -1;
     }
+    if (*pos > size) { /* replaced by an older copy, say */
+        snprintf(err, errlen, "shrank to %llu bytes, shorter than the %llu "
+                 "already read", (unsigned long long)size,
+                 (unsigned long long)*pos);
+        return -1;
+    }
     pl_sample *expanded = NULL;
     uint32_t cap = 0;
     int stop = 0;
@@ -134,8 +172,22 @@ int pl_keylog_scan(const unsigned char *base, uint64_t size, uint64_t *pos,
             h->flags & PL_BLOCK_RUN
                 ? expand_run(h, payload, &expanded, &cap)
                 : (const pl_sample *)payload;
-        stop = !samples ||
-               (visit && visit(ctx, h, samples,
+        uint32_t stray = samples ? stray_sample(h, samples) : 0;
+        if (!samples)
+            snprintf(err, errlen, "out of memory expanding the block at "
+                     "byte %llu", (unsigned long long)*pos);
+        else if (stray < h->count)
+            snprintf(err, errlen, "the block at byte %llu (file %u, keys "
+                     "from %llu) holds a sample of file %u with key %llu: "
+                     "the log is corrupt (restore it from a copy)",
+                     (unsigned long long)*pos, h->file,
+                     (unsigned long long)h->first_key, samples[stray].file,
+                     (unsigned long long)samples[stray].key);
+        if (!samples || stray < h->count) {
+            free(expanded);
+            return -1;
+        }
+        stop = (visit && visit(ctx, h, samples,
                                (const pl_bad_entry *)(payload +
                                                       samples_size(h))));
         if (!stop) {
@@ -144,14 +196,17 @@ int pl_keylog_scan(const unsigned char *base, uint64_t size, uint64_t *pos,
         }
     }
     free(expanded);
-    if (!stop && *pos < size && whole_block_after(base, size, *pos)) {
-        snprintf(err, errlen, "damaged at byte %llu, with whole blocks after "
-                 "it: the log is corrupt, not torn by a crash, so nothing of "
-                 "it is read or cut (restore it from a copy)",
-                 (unsigned long long)*pos);
+    int after = !stop && *pos < size
+                    ? whole_block_after(base, size, *pos, *next_key) : 0;
+    if (after) {
+        snprintf(err, errlen, "damaged at byte %llu, with %s after it: the "
+                 "log is corrupt, not torn by a crash, so nothing of it is "
+                 "read or cut (restore it from a copy)",
+                 (unsigned long long)*pos,
+                 after == 1 ? "whole blocks" : "too many block heads");
         return -1;
     }
-    return 0;
+    return stop;
 }
 
 int pl_keylog_header(int fd, const char *path, char *err, size_t errlen) {

@@ -82,7 +82,7 @@ typedef struct pl_bad_entry {
 const char *pl_bad_reason_text(uint32_t reason);
 
 /* Called for each whole, valid block in order, with its samples (a run
- * block's expanded). Nonzero stops the read. */
+ * block's expanded). Nonzero stops the read before the block. */
 typedef int (*pl_block_visit)(void *ctx, const pl_block_head *h,
                               const pl_sample *samples,
                               const pl_bad_entry *bads);
@@ -90,9 +90,11 @@ typedef int (*pl_block_visit)(void *ctx, const pl_block_head *h,
 /* Reads the valid blocks of the mapped log BASE[0, size) from *pos
  * (PL_KEYLOG_HEADER at first), expecting the key *next_key next; stops at
  * the end or at the first torn or corrupt block, leaving *pos and
- * *next_key after the last good one. 0, or -1 with err when the header is
- * wrong or when whole blocks follow the bad one (damage in the middle,
- * which no crash makes: not to be cut). */
+ * *next_key after the last good one. 0; 1 when visit stopped it; or -1
+ * with err when memory runs out, when the header is
+ * wrong, when the log is shorter than *pos, when whole blocks follow the bad one (damage in the middle,
+ * which no crash makes: not to be cut) or when a valid block holds a
+ * sample of another file or key than its own. */
 int pl_keylog_scan(const unsigned char *base, uint64_t size, uint64_t *pos,
                    uint64_t *next_key, pl_block_visit visit, void *ctx,
                    char *err, size_t errlen);

@@ -100,33 +100,53 @@ static int pl_tlog_apply(pl_tlog *log, const char *line) {
     return 0;
 }
 
+/* The longest record line (appends are formatted into this much). */
+#define PL_TLOG_LINE 128
+
+/* Why the whole line (newline included) of n bytes is no record, or NULL
+ * when it may be one: a NUL byte or a length no record has is damage. */
+static const char *pl_tlog_line_damage(const char *line, size_t n) {
+    if (strlen(line) != n) return "holds a NUL byte";
+    if (n >= PL_TLOG_LINE) return "longer than any record";
+    return NULL;
+}
+
+/* One whole line into the table: 0, or -1 with "PATH:LINE: ..." in err. */
+static int pl_tlog_take(pl_tlog *log, const char *line, size_t n, int lineno,
+                        char *err, size_t errlen) {
+    const char *damage = pl_tlog_line_damage(line, n);
+    int rc = damage ? -1 : pl_tlog_apply(log, line);
+    if (damage)
+        snprintf(err, errlen, "%s:%d: %s", log->path, lineno, damage);
+    else if (rc == -2)
+        snprintf(err, errlen, "%s:%d: names a trigger out of order (the "
+                 "lines above have %zu): %.60s", log->path, lineno,
+                 log->ntrigs, line);
+    else if (rc != 0)
+        snprintf(err, errlen, "%s:%d: not a trigger log record: %.60s",
+                 log->path, lineno, line);
+    return rc == 0 ? 0 : -1;
+}
+
 /* Reads the whole file into the table; *whole: the bytes up to the last
- * newline (a torn tail after it). */
+ * newline. Only a last line without its newline is torn (a crash in its
+ * write); any other bad line is refused, so that the writer's open never
+ * cuts whole records after it. */
 static int pl_tlog_read(pl_tlog *log, FILE *f, long *whole, char *err,
                         size_t errlen) {
-    char line[256];
-    int lineno = 0;
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    int lineno = 0, rc = 0;
     long at = 0;
-    while (fgets(line, sizeof(line), f)) {
-        lineno++;
-        size_t len = strlen(line);
-        if (len == 0 || line[len - 1] != '\n') break; /* torn */
-        int rc = pl_tlog_apply(log, line);
-        if (rc == -2) {
-            snprintf(err, errlen, "%s:%d: names a trigger out of order (the "
-                     "lines above have %zu): %.60s", log->path, lineno,
-                     log->ntrigs, line);
-            return -1;
-        }
-        if (rc != 0) {
-            snprintf(err, errlen, "%s:%d: not a trigger log record: %.60s",
-                     log->path, lineno, line);
-            return -1;
-        }
-        at += (long)len;
+    while (rc == 0 && (n = getline(&line, &cap, f)) > 0 &&
+           line[n - 1] == '\n') {
+        rc = pl_tlog_take(log, line, (size_t)n, ++lineno, err, errlen);
+        at += (long)n;
     }
+    free(line);
     *whole = at;
-    return 0;
+    return rc;
 }
 
 static int pl_tlog_append(pl_tlog *log, char *err, size_t errlen,
@@ -135,7 +155,7 @@ static int pl_tlog_append(pl_tlog *log, char *err, size_t errlen,
 
 static int pl_tlog_append(pl_tlog *log, char *err, size_t errlen,
                           const char *fmt, ...) {
-    char line[128];
+    char line[PL_TLOG_LINE];
     va_list ap;
     va_start(ap, fmt);
     int n = vsnprintf(line, sizeof(line), fmt, ap);

@@ -60,7 +60,8 @@ static void count_block(pl_watch *w, const pl_sample *samples, uint32_t count,
 }
 
 /* A block of the existing log: its file's progress. Stops (1) at a block
- * naming a file the table lacks (files.log lost its tail). */
+ * naming a file the table lacks, or when memory runs out: both errors,
+ * not a place to cut the log (the blocks after it are valid). */
 static int replay_block(void *ctx, const pl_block_head *h,
                         const pl_sample *samples, const pl_bad_entry *bads) {
     pl_watch *w = ctx;
@@ -84,7 +85,12 @@ static int replay_log(pl_watch *w, char *err, size_t errlen) {
     int rc = pl_keylog_scan(base, (uint64_t)st.st_size, &pos, &next_key,
                             replay_block, w, why, sizeof(why));
     munmap(base, (size_t)st.st_size);
-    if (rc < 0) {
+    if (rc == 1)
+        snprintf(why, sizeof(why), "the block at byte %llu names a file "
+                 "past the %u of %s, or memory ran out: nothing of it is "
+                 "cut (restore both from one copy)", (unsigned long long)pos,
+                 w->files.count, w->files_path);
+    if (rc != 0) {
         snprintf(err, errlen, "%s: %s", w->keys_path, why);
         return -1;
     }

@@ -17,7 +17,9 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "dataset.h"
 #include "dataset_info.h"
@@ -215,6 +217,170 @@ static void damage_in_the_middle_is_not_cut(void **state) {
     assert_non_null(strstr(err, "keys.log: damaged at byte 16"));
     flip_keylog_byte(f, PL_KEYLOG_HEADER + 50); /* mended */
     assert_keys_in_order(f, 30);
+}
+
+/* Appends to keys.log a valid block of file 0 from key first: two
+ * samples like s0 (not a run: their times differ), the second's key one
+ * more, its bytes after the first's. */
+static void append_block(fixture *f, uint64_t first, pl_sample s0) {
+    char path[256], err[256];
+    pl_sample s[2] = {s0, s0};
+    pl_bad_entry none[1]; /* not NULL: zlib's crc32 of NULL is 0 */
+    s[1].key++;
+    s[1].ts++;
+    s[1].offset += s0.len;
+    snprintf(path, sizeof(path), "%s/datasets/d/keys.log", f->state);
+    int fd = open(path, O_WRONLY | O_APPEND);
+    assert_true(fd >= 0);
+    assert_int_equal(pl_keylog_append(fd, path, 0, first, 24, s, 2, none, 0,
+                                      err, sizeof(err)), 0);
+    close(fd);
+}
+
+static void assert_open_fails(fixture *f, const char *what) {
+    pl_dataset *ds = NULL;
+    char err[256];
+    assert_int_equal(pl_dataset_open(f->state, "d", &ds, err, sizeof(err)),
+                     -1);
+    assert_non_null(strstr(err, "keys.log: "));
+    assert_non_null(strstr(err, what));
+}
+
+/* A valid block whose samples name another file or key than the block's
+ * is refused: readers index files by them (out of bounds) and keys. */
+static void stray_samples_refused(void **state) {
+    fixture *f = *state;
+    add_dataset(f, binary12);
+    write_records(f, "a.bin", 0, 2);
+    assert_int_equal(scan_once(f), 2);
+    off_t size = keylog_size(f);
+    pl_sample s0 = {.key = 2, .label = 1, .file = 7, .len = 12};
+    append_block(f, 2, s0);
+    assert_open_fails(f, "holds a sample of file 7 with key 2");
+    cut_keylog(f, size);
+    s0.file = 0;
+    s0.key = 5;
+    append_block(f, 2, s0);
+    assert_open_fails(f, "holds a sample of file 0 with key 5");
+    cut_keylog(f, size);
+    s0.key = 2;
+    append_block(f, 2, s0);
+    pl_dataset *ds = open_dataset(f);
+    assert_int_equal(pl_dataset_count(ds), 4); /* its own samples: read */
+    pl_dataset_close(ds);
+}
+
+/* A sample whose offset and length wrap past 2^64 is said to lie past
+ * its file's end, not read from wherever the sum points. */
+static void wrapping_offset_refused(void **state) {
+    fixture *f = *state;
+    add_dataset(f, binary12);
+    write_records(f, "a.bin", 0, 2);
+    assert_int_equal(scan_once(f), 2);
+    append_block(f, 2, (pl_sample){.key = 2, .label = 1, .len = 12,
+                                   .offset = UINT64_MAX - 11});
+    pl_dataset *ds = open_dataset(f);
+    size_t len;
+    char err[256];
+    assert_null(pl_dataset_bytes(ds, 2, &len, err, sizeof(err)));
+    assert_non_null(strstr(err, "a.bin: shorter than its registered"));
+    assert_non_null(pl_dataset_bytes(ds, 1, &len, err, sizeof(err)));
+    pl_dataset_close(ds);
+}
+
+/* A binary sample shorter than the record size (a damaged log) has no
+ * features: they would be read past it. */
+static void short_binary_sample_refused(void **state) {
+    fixture *f = *state;
+    add_dataset(f, binary12);
+    write_records(f, "a.bin", 0, 2);
+    assert_int_equal(scan_once(f), 2);
+    append_block(f, 2, (pl_sample){.key = 2, .label = 1, .len = 4});
+    pl_dataset *ds = open_dataset(f);
+    float x[4];
+    size_t dim;
+    char err[256];
+    assert_int_equal(pl_dataset_features(ds, 2, x, 4, &dim, err, sizeof(err)),
+                     -1);
+    assert_non_null(strstr(err, "keys.log: sample 2 of "));
+    assert_non_null(strstr(err, "a.bin is 4 bytes, not the dataset's record "
+                                "size 12"));
+    assert_int_equal(pl_dataset_features(ds, 1, x, 4, &dim, err, sizeof(err)),
+                     0);
+    pl_dataset_close(ds);
+}
+
+/* keys.log found shorter than a reader has read (restored from an older
+ * copy) is an error, not read from past its end. */
+static void shrunk_keylog_said(void **state) {
+    fixture *f = *state;
+    add_dataset(f, binary12);
+    write_records(f, "a.bin", 0, 100);
+    assert_int_equal(scan_once(f), 100);
+    off_t one_block = keylog_size(f);
+    write_records(f, "a.bin", 100, 50);
+    assert_int_equal(scan_once(f), 50);
+    pl_dataset *ds = open_dataset(f);
+    cut_keylog(f, one_block);
+    char err[256];
+    assert_int_equal(pl_dataset_refresh(ds, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "keys.log: shrank to "));
+    pl_dataset_close(ds);
+}
+
+/* A log of block heads, one every 40 bytes, each claiming the rest of it
+ * with a wrong CRC: the search for whole blocks after the first bad one
+ * CRC'd every claim (the square of the size, a minute at 4 MiB); now it
+ * refuses the log at once. */
+static void heads_claiming_the_rest_refused_fast(void **state) {
+    (void)state;
+    size_t n = 2u << 20;
+    unsigned char *b = calloc(1, n);
+    uint32_t fields[2] = {1, sizeof(pl_sample)};
+    memcpy(b, PL_KEYLOG_MAGIC, 8);
+    memcpy(b + 8, fields, sizeof(fields));
+    for (size_t p = PL_KEYLOG_HEADER; p + 40 <= n; p += 40) {
+        pl_block_head h = {.magic = PL_BLOCK_MAGIC, .crc = 1,
+                           .count = (uint32_t)((n - p - 40) / 40)};
+        memcpy(b + p, &h, sizeof(h));
+    }
+    uint64_t pos = PL_KEYLOG_HEADER, next_key = 0;
+    char err[512];
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    assert_int_equal(pl_keylog_scan(b, n, &pos, &next_key, NULL, NULL, err,
+                                    sizeof(err)), -1);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    assert_non_null(strstr(err, "too many block heads after it"));
+    assert_true(t1.tv_sec - t0.tv_sec < 2);
+    free(b);
+}
+
+/* A valid-CRC run block of no samples (never written) with a whole block
+ * after it is damage: the watcher refuses to start rather than cut the
+ * log there. */
+static void empty_run_block_not_cut(void **state) {
+    fixture *f = *state;
+    add_dataset(f, binary12);
+    write_records(f, "a.bin", 0, 2);
+    assert_int_equal(scan_once(f), 2);
+    pl_block_head h = {.magic = PL_BLOCK_MAGIC, .first_key = 2, .done = 24,
+                       .flags = PL_BLOCK_RUN};
+    pl_run_head run = {.record_size = 12};
+    uLong crc = crc32(0L, (const Bytef *)&h, sizeof(h));
+    h.crc = (uint32_t)crc32(crc, (const Bytef *)&run, sizeof(run));
+    char path[256], err[256];
+    snprintf(path, sizeof(path), "%s/datasets/d/keys.log", f->state);
+    FILE *fp = fopen(path, "a");
+    fwrite(&h, sizeof(h), 1, fp);
+    fwrite(&run, sizeof(run), 1, fp);
+    fclose(fp);
+    append_block(f, 2, (pl_sample){.key = 2, .label = 1, .len = 12});
+    off_t size = keylog_size(f);
+    pl_watch *w;
+    assert_int_equal(pl_watch_open(f->state, "d", &w, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "keys.log: damaged at byte "));
+    assert_int_equal(keylog_size(f), size);
 }
 
 static void read_byte(void *arg) {
@@ -616,6 +782,16 @@ int main(void) {
         cmocka_unit_test_setup_teardown(others_labels_are_passed_over, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(fifo_label_is_passed_over, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(stray_samples_refused, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(wrapping_offset_refused, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(short_binary_sample_refused, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(shrunk_keylog_said, setup, teardown),
+        cmocka_unit_test(heads_claiming_the_rest_refused_fast),
+        cmocka_unit_test_setup_teardown(empty_run_block_not_cut, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(damage_in_the_middle_is_not_cut, setup,
                                         teardown),

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -79,16 +80,25 @@ static void test_torn_tail(void **state) {
     pl_tlog_close(&log);
 }
 
-/* Writes text as the log, and expects it refused with want at line. */
-static void assert_refused(const char *text, int line, const char *want) {
+/* Writes len bytes of text as the log, and expects it refused with want
+ * at line by a writer's open, the file left as it was. */
+static void assert_refused_bytes(const char *text, size_t len, int line,
+                                 const char *want) {
     FILE *f = fopen(path, "w");
-    fputs(text, f);
+    fwrite(text, 1, len, f);
     fclose(f);
     pl_tlog log;
     char err[512], where[128];
-    assert_int_equal(pl_tlog_open(path, false, &log, err, sizeof(err)), -1);
+    assert_int_equal(pl_tlog_open(path, true, &log, err, sizeof(err)), -1);
     snprintf(where, sizeof(where), "%s:%d: %s", path, line, want);
     assert_non_null(strstr(err, where));
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_size, len);
+}
+
+static void assert_refused(const char *text, int line, const char *want) {
+    assert_refused_bytes(text, strlen(text), line, want);
 }
 
 static void test_corrupt(void **state) {
@@ -109,11 +119,27 @@ static void test_trigger_out_of_order(void **state) {
     assert_refused("start 1.0\nend 0 done\n", 2, out_of_order);
 }
 
+/* A long line or one holding a NUL byte, with whole records after it, is
+ * damage, not a crash's torn last line: refused, and the log not cut
+ * there (its fire and job records would be lost, a trigger trained
+ * twice). */
+static void test_long_or_nul_line(void **state) {
+    (void)state;
+    char text[512];
+    int n = snprintf(text, sizeof(text), "start 1.0\nfire 0 2\nfire 1 %0300d"
+                     "\njob 0 5 -1\n", 4);
+    assert_refused_bytes(text, (size_t)n, 3, "longer than any record");
+    static const char nul[] = "start 1.0\nfire 0 2\nfi\0re 1 4\njob 0 5 -1\n";
+    assert_refused_bytes(nul, sizeof(nul) - 1, 3, "holds a NUL byte");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_torn_tail, setup, teardown),
         cmocka_unit_test_setup_teardown(test_corrupt, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_long_or_nul_line, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_trigger_out_of_order, setup,
                                         teardown),
     };
