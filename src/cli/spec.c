@@ -46,10 +46,20 @@
  * have ten nodes each. */
 #define SPEC_MAX_NODES 1000000
 
+/* The bytes of scalar text the reader may take in the whole spec, an
+ * alias's each time it is used: nodes alone let 208 KB of aliases of one
+ * long word make a request of 400 MB. A request holds nearly all the text
+ * it is built of, and aegisd refuses one over PROTO_MAX_REQUEST, so a few
+ * times that leaves room for text that stays out of the request (names in
+ * after:, a conda environment) and still refuses before much is built;
+ * no spec without aliases comes near it: this is SPEC_MAX_BYTES. */
+#define SPEC_MAX_TEXT (4 * (size_t)PROTO_MAX_REQUEST)
+
 typedef struct spec {
     const char *path;
     yaml_document_t doc;
     long nodes_left;            /* of SPEC_MAX_NODES */
+    size_t text_left;           /* of SPEC_MAX_TEXT */
 } spec;
 
 static yaml_node_t *spec_node(spec *s, int id) {
@@ -107,13 +117,30 @@ static int spec_at_most(const spec *s, yaml_node_t *n, const char *key,
     return spec_error(s, n, msg, key);
 }
 
-/* The text of scalar v into *out; -1 with a message naming key when v is
- * not a scalar or holds a NUL byte (YAML's "\0"), which would cut it short.
- * libyaml has checked the rest: a scalar is UTF-8. */
-static int spec_text(const spec *s, yaml_node_t *v, const char *key,
+/* Charges the text of v, when it is a scalar, to the spec's budget as
+ * the reader takes it, before anything is built of it: 0, or -1 after
+ * saying the budget ran out. */
+static int spec_charge(spec *s, yaml_node_t *v, const char *key) {
+    if (v->type != YAML_SCALAR_NODE) return 0;
+    if (v->data.scalar.length <= s->text_left) {
+        s->text_left -= v->data.scalar.length;
+        return 0;
+    }
+    char msg[160];
+    snprintf(msg, sizeof(msg), "the spec's text expands to more than %zu "
+             "bytes (an alias's text counts each time it is used)",
+             SPEC_MAX_TEXT);
+    return spec_error(s, v, msg, key);
+}
+
+/* The text of scalar v into *out, charged; -1 with a message naming key
+ * when v is not a scalar or holds a NUL byte (YAML's "\0"), which would
+ * cut it short. libyaml has checked the rest: a scalar is UTF-8. */
+static int spec_text(spec *s, yaml_node_t *v, const char *key,
                      const char *what, const char **out) {
     *out = spec_scalar(v);
     if (!*out) return spec_error(s, v, what, key);
+    if (spec_charge(s, v, key)) return -1;
     if (strlen(*out) != v->data.scalar.length)
         return spec_error(s, v, "holds a NUL byte", key);
     return 0;
@@ -122,8 +149,9 @@ static int spec_text(const spec *s, yaml_node_t *v, const char *key,
 static json_t *spec_scalar_json(yaml_node_t *n);
 
 /* A boolean: a plain true or false (YAML's spellings of them). */
-static int spec_bool(const spec *s, yaml_node_t *v, const char *key,
+static int spec_bool(spec *s, yaml_node_t *v, const char *key,
                      bool *out) {
+    if (spec_charge(s, v, key)) return -1;
     json_t *j = spec_scalar(v) ? spec_scalar_json(v) : NULL;
     bool ok = json_is_boolean(j);
     *out = json_is_true(j);
@@ -133,8 +161,9 @@ static int spec_bool(const spec *s, yaml_node_t *v, const char *key,
 
 /* A number in [lo, hi], whole when `whole`; NaN and fractions are refused,
  * never rounded or dropped. */
-static int spec_number(const spec *s, yaml_node_t *v, const char *key,
+static int spec_number(spec *s, yaml_node_t *v, const char *key,
                        double lo, double hi, bool whole, double *out) {
+    if (spec_charge(s, v, key)) return -1;
     const char *text = spec_scalar(v);
     char *end;
     double d = text ? strtod(text, &end) : 0;
@@ -151,6 +180,18 @@ static int spec_number(const spec *s, yaml_node_t *v, const char *key,
         return spec_error(s, v, msg, key);
     }
     *out = d;
+    return 0;
+}
+
+/* An amount of memory, as --gpu-mem takes it; above 0 when `positive`. */
+static int spec_mem(spec *s, yaml_node_t *v, const char *key, bool positive,
+                    double *out) {
+    static const char what[] = "expected an amount of memory: 4g, 4000m, "
+                               "4GiB (a plain number is MiB)";
+    const char *text;
+    if (spec_text(s, v, key, what, &text)) return -1;
+    if (submit_parse_mem(text, out) || (positive && *out <= 0))
+        return spec_error(s, v, what, key);
     return 0;
 }
 
@@ -199,7 +240,7 @@ static json_t *spec_command(spec *s, yaml_node_t *v, const char *key) {
 }
 
 /* One scalar of `after:` into deps, its names marked with their line. */
-static int spec_after_item(const spec *s, yaml_node_t *v, json_t *deps) {
+static int spec_after_item(spec *s, yaml_node_t *v, json_t *deps) {
     static const char what[] = "expected a job id, a job's name, or "
                                "afterok:/afterany:/afternotok: followed by them";
     const char *text;
@@ -263,10 +304,7 @@ static int spec_job(spec *s, yaml_node_t *map, const submit_defaults *def,
             rc = spec_number(s, v, k, 0, PROTO_MAX_MEM_MIB, false, &d.mem);
             has_mem = true;
         } else if (!strcmp(k, "mem")) {
-            const char *text = spec_scalar(v);
-            if (!text || submit_parse_mem(text, &d.mem))
-                rc = spec_error(s, v, "expected an amount of memory: 4g, "
-                                "4000m, 4GiB (a plain number is MiB)", k);
+            rc = spec_mem(s, v, k, false, &d.mem);
             has_mem = true;
         } else if (!strcmp(k, "model")) {
             const char *file;
@@ -280,10 +318,12 @@ static int spec_job(spec *s, yaml_node_t *map, const submit_defaults *def,
             rc = spec_number(s, v, k, 1, 100, true, &num);
             d.mps_threads = (long)num;
         } else if (!strcmp(k, "time")) {
-            const char *text = spec_scalar(v);
-            if (!text || timelimit_parse(text, &d.time_limit))
-                rc = spec_error(s, v, "expected a time limit: MINUTES, MM:SS, "
-                                "HH:MM:SS, D-HH:MM:SS, or 90s, 30m, 2h, 1d", k);
+            static const char what[] = "expected a time limit: MINUTES, "
+                "MM:SS, HH:MM:SS, D-HH:MM:SS, or 90s, 30m, 2h, 1d";
+            const char *text;
+            rc = spec_text(s, v, k, what, &text);
+            if (rc == 0 && timelimit_parse(text, &d.time_limit))
+                rc = spec_error(s, v, what, k);
         } else if (!strcmp(k, "nice")) {
             rc = spec_number(s, v, k, 0, CORE_NICE_MAX, true, &num);
             d.nice = (long)num;
@@ -293,10 +333,7 @@ static int spec_job(spec *s, yaml_node_t *map, const submit_defaults *def,
             rc = spec_number(s, v, k, 1, PROTO_MAX_CPUS, true, &num);
             d.cpus = (long)num;
         } else if (!strcmp(k, "host_mem")) {
-            const char *text = spec_scalar(v);
-            if (!text || submit_parse_mem(text, &d.host_mem) || d.host_mem <= 0)
-                rc = spec_error(s, v, "expected an amount of memory: 4g, "
-                                "4000m, 4GiB (a plain number is MiB)", k);
+            rc = spec_mem(s, v, k, true, &d.host_mem);
         } else {
             rc = spec_error(s, kn, "unknown key (command, name, feed, "
                             "feed_producer, gpus, mem, mem_mib, model, after, "
@@ -687,7 +724,8 @@ int submit_spec(const char *path, const submit_defaults *def, json_t *jobs) {
     unsigned char *text;
     size_t len;
     if (spec_read_file(path, &text, &len) != 0) return -1;
-    spec s = {.path = path, .nodes_left = SPEC_MAX_NODES};
+    spec s = {.path = path, .nodes_left = SPEC_MAX_NODES,
+              .text_left = SPEC_MAX_TEXT};
     yaml_parser_t parser;
     yaml_parser_initialize(&parser);
     yaml_parser_set_input_string(&parser, text, len);

@@ -14,6 +14,7 @@
 #include "yaml_nesting.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,10 +51,12 @@ static int spec_slurp(const char *path, FILE *f, size_t cap,
 }
 
 /* Whether the YAML in buf nests no deeper than SPEC_MAX_NESTING: 0, or -1
- * after saying where it goes deeper (or where it is not YAML). */
+ * after saying where it goes deeper (or where it is not YAML). The file
+ * was opened, so its path is shorter than PATH_MAX; the line and reason
+ * after it (libyaml's problems are short) must not be cut off. */
 static int spec_depth(const char *path, const unsigned char *buf,
                       size_t len) {
-    char err[512];
+    char err[PATH_MAX + 128];
     if (yaml_nesting_check(path, buf, len, SPEC_MAX_NESTING, err,
                            sizeof(err)) == 0)
         return 0;

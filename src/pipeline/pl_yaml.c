@@ -20,6 +20,7 @@ typedef struct pl_build {
     json_t *lines;
     const char *path;
     size_t nodes;
+    size_t text;        /* bytes of scalars taken, of PL_YAML_MAX_TEXT */
     char *err;
     size_t errlen;
 } pl_build;
@@ -61,6 +62,19 @@ static json_t *pl_scalar(pl_build *b, yaml_node_t *node) {
     return out;
 }
 
+/* Charges the text of scalar node, a value or a key of the mapping at
+ * key, to the file's budget as it is taken, an alias's each time it is
+ * used: false, with why in b->err, once the budget is spent. */
+static bool pl_charge(pl_build *b, yaml_node_t *node, const char *key) {
+    b->text += node->data.scalar.length;
+    if (b->text <= PL_YAML_MAX_TEXT) return true;
+    snprintf(b->err, b->errlen, "%s:%zu: %s: more than %u bytes of text "
+             "(an alias's text counts each time it is used)", b->path,
+             node->start_mark.line + 1, key[0] ? key : "(top)",
+             PL_YAML_MAX_TEXT);
+    return false;
+}
+
 static json_t *pl_sequence(pl_build *b, yaml_node_t *node, const char *key,
                            int depth) {
     json_t *arr = json_array();
@@ -89,6 +103,7 @@ static const char *pl_key(pl_build *b, yaml_node_t *k, json_t *obj,
                  "word", b->path, k->start_mark.line + 1, key[0] ? key : "(top)");
         return NULL;
     }
+    if (!pl_charge(b, k, key)) return NULL;
     const char *name = (const char *)k->data.scalar.value;
     if (json_object_get(obj, name)) {
         snprintf(b->err, b->errlen, "%s:%zu: %s%s%s: given twice", b->path,
@@ -130,7 +145,8 @@ static json_t *pl_node(pl_build *b, yaml_node_t *node, const char *key,
         return NULL;
     }
     switch (node->type) {
-    case YAML_SCALAR_NODE: return pl_scalar(b, node);
+    case YAML_SCALAR_NODE:
+        return pl_charge(b, node, key) ? pl_scalar(b, node) : NULL;
     case YAML_SEQUENCE_NODE: return pl_sequence(b, node, key, depth);
     case YAML_MAPPING_NODE: return pl_mapping(b, node, key, depth);
     default: break;

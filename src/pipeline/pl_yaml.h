@@ -14,10 +14,16 @@
 #include <jansson.h>
 
 /* The largest pipeline file, and how deep and big its tree may be: an
- * alias repeats a node, and a small file must not build a huge tree. */
+ * alias repeats a node, and a small file must not build a huge tree.
+ * Nodes alone do not bound it, as an alias of one long scalar is one node
+ * (a file of 308 KB loaded to 575 MB), so the bytes of scalar text taken,
+ * values and keys, are counted too, an alias's each time it is used: a
+ * file without aliases takes at most its own size; the rest is room for
+ * anchors of shared settings. */
 #define PL_YAML_MAX_BYTES (1u << 20)
 #define PL_YAML_MAX_DEPTH 32
 #define PL_YAML_MAX_NODES 100000
+#define PL_YAML_MAX_TEXT (4u << 20)
 
 typedef struct pl_yaml {
     char path[4096];

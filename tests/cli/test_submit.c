@@ -2,7 +2,8 @@
  * talking to aegisd: --mem amounts, --after dependencies, --array ranges,
  * shell strings, YAML specs in aegis's and AEGIS's formats (nulls,
  * comments, conda, names of the same file, time limits, models, the
- * limits on jobs, words and nodes reached through aliases), and the nearest
+ * limits on jobs, words, nodes and text reached through aliases, the
+ * nesting named whatever the spec's path), and the nearest
  * catalog names that sim and gen-trace suggest.
  */
 #include <setjmp.h>
@@ -14,6 +15,7 @@
 #include "catalog.h"
 #include "submit.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,7 +38,7 @@ static int teardown_dir(void **state) {
 }
 
 static const char *write_file(const char *name, const char *text, int mode) {
-    static char path[300];
+    static char path[PATH_MAX];
     snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
     FILE *f = fopen(path, "w");
     fputs(text, f);
@@ -169,7 +171,7 @@ static json_t *read_spec(const char *name, const char *text, char *said,
     assert_non_null(err);
     submit_defaults def = {.gpus = 1, .mem = -1};
     json_t *jobs = json_array();
-    char copy[300];
+    char copy[PATH_MAX];
     snprintf(copy, sizeof(copy), "%s", path);
     int rc = submit_spec(copy, &def, jobs);
     fflush(stderr);
@@ -382,11 +384,11 @@ static char *repeated(const char *head, const char *item, size_t n,
     return text;
 }
 
-/* Reads text (taken) as f.yaml: the number of its jobs, or 0 when it is
- * refused saying want. */
-static size_t spec_jobs(char *text, const char *want) {
-    static char said[1024];
-    json_t *jobs = read_spec("f.yaml", text, said, sizeof(said));
+/* Reads text (taken) as the file name: the number of its jobs, or 0 when
+ * it is refused saying want. */
+static size_t spec_jobs_at(const char *name, char *text, const char *want) {
+    static char said[PATH_MAX + 1024];
+    json_t *jobs = read_spec(name, text, said, sizeof(said));
     free(text);
     size_t n = json_array_size(jobs);
     json_decref(jobs);
@@ -395,6 +397,11 @@ static size_t spec_jobs(char *text, const char *want) {
     if (want[0] && !strstr(said, want))
         fail_msg("'%s' lacks '%s'", said, want);
     return n;
+}
+
+/* spec_jobs_at() of f.yaml. */
+static size_t spec_jobs(char *text, const char *want) {
+    return spec_jobs_at("f.yaml", text, want);
 }
 
 /* aegisd's limits on jobs in a submit and words in a command, checked as
@@ -424,6 +431,31 @@ static void test_spec_alias_budget(void **state) {
               "f.yaml:2: command: the spec expands to more than 1000000 "
               "nodes");
     free(job);
+}
+
+/* The text of scalars, counted through aliases like nodes: a word of
+ * 64 KiB repeated by 256 aliases (16 MiB, the budget, with its anchor) is
+ * read; one more alias is refused (2,000 aliases of 200 KB made a request
+ * of 400 MB). */
+static void test_spec_alias_bytes(void **state) {
+    (void)state;
+    char *word = repeated("command: [&w ", "a", 64 * 1024, "");
+    assert_int_equal(spec_jobs(repeated(word, ", *w", 255, "]\n"), ""), 1);
+    spec_jobs(repeated(word, ", *w", 256, "]\n"),
+              "f.yaml:1: command: the spec's text expands to more than "
+              "16777216 bytes");
+    free(word);
+}
+
+/* A spec too deeply nested is refused naming its line, however long its
+ * path (the message was cut at 512 bytes). */
+static void test_spec_nesting_long_path(void **state) {
+    (void)state;
+    char *name = repeated("", "./", 300, "deep.yaml");
+    char *text = repeated("", "[", 65, "");
+    spec_jobs_at(name, text, "deep.yaml:1: lists and mappings nested more "
+                 "than 64 deep");
+    free(name);
 }
 
 /* ---- nearest workload names ------------------------------------------------ */
@@ -528,6 +560,8 @@ int main(void) {
         cmocka_unit_test(test_spec_model_unreadable),
         cmocka_unit_test(test_spec_proto_limits),
         cmocka_unit_test(test_spec_alias_budget),
+        cmocka_unit_test(test_spec_alias_bytes),
+        cmocka_unit_test(test_spec_nesting_long_path),
         cmocka_unit_test(test_nearest_names),
     };
     return cmocka_run_group_tests(tests, setup_dir, teardown_dir);

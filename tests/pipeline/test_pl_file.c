@@ -2,6 +2,7 @@
  * the key (pl_file.h, pl_yaml.h); what it reads from a good one. */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -336,6 +337,62 @@ static void test_embedding(void **state) {
                  "embedding.model: unknown key");
 }
 
+/* good with line `from` replaced by `head`, n copies of `item` and
+ * `tail` (malloc'd). */
+static char *edit_repeated(const char *from, const char *head,
+                           const char *item, size_t n, const char *tail) {
+    const char *at = strstr(good, from);
+    assert_non_null(at);
+    const char *rest = at + strlen(from);
+    size_t before = (size_t)(at - good), hlen = strlen(head);
+    size_t ilen = strlen(item), tlen = strlen(tail);
+    char *out = malloc(before + hlen + ilen * n + tlen + strlen(rest) + 1);
+    assert_non_null(out);
+    char *end = out + before + hlen + ilen * n;
+    memcpy(out, good, before);
+    memcpy(out + before, head, hlen);
+    for (size_t i = 0; i < n; i++)
+        memcpy(out + before + hlen + i * ilen, item, ilen);
+    memcpy(end, tail, tlen);
+    strcpy(end + tlen, rest);
+    return out;
+}
+
+/* pipeline.version (any value) as a list of an anchored 64 KiB scalar,
+ * or a mapping with a 64 KiB key (as_key: an explicit one, as a plain key
+ * holds 1024 bytes at most), and n aliases of it: 0, or -1
+ * with err holding why. */
+static int load_aliases(bool as_key, size_t n, char *err, size_t errlen) {
+    static char big[64 * 1024 + 1];
+    char head[sizeof(big) + 64], path[64];
+    memset(big, 'a', sizeof(big) - 1);
+    snprintf(head, sizeof(head), as_key ? "  name: tiny\n  version: [&d {? %s : 1}"
+                                        : "  name: tiny\n  version: [&d %s",
+             big);
+    char *text = edit_repeated("  name: tiny\n", head, ", *d", n, "]\n");
+    pl_file cfg;
+    int rc = load(text, &cfg, err, errlen, path);
+    free(text);
+    if (rc == 0) pl_file_free(&cfg);
+    return rc;
+}
+
+/* The text of scalars, values and keys, counted through aliases: 63 of
+ * 64 KiB and the rest of the file are read, 64 are more than the budget
+ * of 4 MiB (a file of 308 KB loaded to 575 MB). */
+static void test_alias_bytes(void **state) {
+    (void)state;
+    char err[1024];
+    for (int as_key = 0; as_key < 2; as_key++) {
+        if (load_aliases(as_key, 62, err, sizeof(err)) != 0)
+            fail_msg("%s", err);
+        assert_int_equal(load_aliases(as_key, 64, err, sizeof(err)), -1);
+        if (!strstr(err, ":3: pipeline.version[63]: more than 4194304 "
+                    "bytes of text"))
+            fail_msg("%s", err);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_good),        cmocka_unit_test(test_unknown_key),
@@ -343,7 +400,7 @@ int main(void) {
         cmocka_unit_test(test_yaml_syntax), cmocka_unit_test(test_locate),
         cmocka_unit_test(test_modyn_keys),  cmocka_unit_test(test_embedding),
         cmocka_unit_test(test_modyn_nested), cmocka_unit_test(test_merge_key),
-        cmocka_unit_test(test_bts_ratio),
+        cmocka_unit_test(test_bts_ratio),   cmocka_unit_test(test_alias_bytes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
