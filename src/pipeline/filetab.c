@@ -3,6 +3,7 @@
 #include "filetab.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,22 +92,77 @@ static uint32_t entry_crc(uint32_t index, const char *name, uint32_t len) {
     return (uint32_t)crc32(crc, (const Bytef *)name, len);
 }
 
-/* Parses entries of buf[0, size) (the file from t->end); returns the bytes
- * of whole valid entries. */
+/* Whether head and the left bytes after it make a whole entry of that
+ * index. */
+static bool entry_whole(const uint32_t head[3], uint32_t index,
+                        const char *name, size_t left) {
+    return head[1] == index && head[2] > 0 && head[2] <= 4096 &&
+           left >= head[2] && entry_crc(head[1], name, head[2]) == head[0];
+}
+
+/* Whether a name can be one of the folder's files, as the watcher lists
+ * them: with a NUL, a slash, "." or "..", joined to the folder it would
+ * name another file, or one outside it. */
+static bool name_ok(const char *name, uint32_t len) {
+    return !memchr(name, '\0', len) && !memchr(name, '/', len) &&
+           !(len == 1 && name[0] == '.') &&
+           !(len == 2 && name[0] == '.' && name[1] == '.');
+}
+
+/* Whether a whole entry of a later index lies in buf past the bad one at
+ * at. A crash tears only the end of the table (entries are appended), so
+ * then it was damaged in the middle, and cutting it there would drop
+ * files that keys.log names. Entries are not aligned: each offset is a
+ * candidate, its CRC taken only where its index could follow, within a
+ * budget whose excess (no torn tail reads like that) counts as damage. */
+static bool whole_entry_after(const pl_filetab *t, const unsigned char *buf,
+                              size_t size, size_t at) {
+    uint64_t budget = 16 * (uint64_t)(size - at) + (1u << 20);
+    for (size_t p = at + 1; size - p >= ENTRY_HEAD; p++) {
+        uint32_t head[3];
+        memcpy(head, buf + p, sizeof(head));
+        size_t left = size - p - ENTRY_HEAD;
+        if (head[1] <= t->count || head[1] - t->count > size - at ||
+            head[2] == 0 || head[2] > left)
+            continue;
+        if (head[2] > budget)
+            return true;
+        budget -= head[2];
+        if (entry_whole(head, head[1], (const char *)buf + p + ENTRY_HEAD,
+                        left))
+            return true;
+    }
+    return false;
+}
+
+/* Parses entries of buf[0, size) (the file from t->end) into t; returns
+ * the bytes of whole valid entries. *why is NULL where what follows them
+ * is a torn tail, else says why the table cannot be read on. */
 static size_t parse_entries(pl_filetab *t, const unsigned char *buf,
-                            size_t size) {
+                            size_t size, const char **why) {
     size_t at = 0;
+    *why = NULL;
     while (size - at >= ENTRY_HEAD) {
         uint32_t head[3];
         memcpy(head, buf + at, sizeof(head));
         const char *name = (const char *)buf + at + ENTRY_HEAD;
-        if (head[1] != t->count || head[2] == 0 || head[2] > 4096 ||
-            size - at - ENTRY_HEAD < head[2] ||
-            entry_crc(head[1], name, head[2]) != head[0] ||
-            insert(t, name, head[2]) < 0)
+        if (!entry_whole(head, t->count, name, size - at - ENTRY_HEAD))
             break;
+        if (!name_ok(name, head[2])) {
+            *why = "an entry names no file of the folder (a NUL, a slash, "
+                   ". or ..): the table is corrupt";
+            return at;
+        }
+        if (insert(t, name, head[2]) < 0) {
+            *why = "out of memory";
+            return at;
+        }
         at += ENTRY_HEAD + head[2];
     }
+    if (at < size && whole_entry_after(t, buf, size, at))
+        *why = "damaged, with whole entries after it: the table is corrupt, "
+               "not torn by a crash, so nothing of it is cut (restore it "
+               "and keys.log from one copy)";
     return at;
 }
 
@@ -125,8 +181,13 @@ static int read_new(pl_filetab *t, int fd, const char *path, char *err,
         snprintf(err, errlen, "reading %s: %s", path, strerror(errno));
         return -1;
     }
-    t->end += parse_entries(t, buf, size);
+    const char *why;
+    t->end += parse_entries(t, buf, size, &why);
     free(buf);
+    if (why) {
+        snprintf(err, errlen, "%s: %s", path, why);
+        return -1;
+    }
     return 0;
 }
 

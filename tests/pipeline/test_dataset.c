@@ -131,10 +131,11 @@ static void assert_keys_in_order(fixture *f, uint64_t count) {
     pl_dataset_close(ds);
 }
 
-static off_t keylog_size(fixture *f) {
+/* The size of the dataset's log (keys.log, files.log). */
+static off_t log_size(fixture *f, const char *log) {
     char path[256];
     struct stat st;
-    snprintf(path, sizeof(path), "%s/datasets/d/keys.log", f->state);
+    snprintf(path, sizeof(path), "%s/datasets/d/%s", f->state, log);
     assert_int_equal(stat(path, &st), 0);
     return st.st_size;
 }
@@ -145,10 +146,10 @@ static void cut_keylog(fixture *f, off_t size) {
     assert_int_equal(truncate(path, size), 0);
 }
 
-static void flip_keylog_byte(fixture *f, off_t at) {
+static void flip_log_byte(fixture *f, const char *log, off_t at) {
     char path[256];
     unsigned char b;
-    snprintf(path, sizeof(path), "%s/datasets/d/keys.log", f->state);
+    snprintf(path, sizeof(path), "%s/datasets/d/%s", f->state, log);
     int fd = open(path, O_RDWR);
     assert_int_equal(pread(fd, &b, 1, at), 1);
     b ^= 0x55;
@@ -161,15 +162,15 @@ static void torn_tail_is_cut_and_registered_again(void **state) {
     add_dataset(f, binary12);
     write_records(f, "a.bin", 0, 100);
     assert_int_equal(scan_once(f), 100);
-    off_t one_block = keylog_size(f);
+    off_t one_block = log_size(f, "keys.log");
     write_records(f, "a.bin", 100, 50); /* the file grows: a second block */
     assert_int_equal(scan_once(f), 50);
-    cut_keylog(f, keylog_size(f) - 7); /* a crash in the second append */
-    assert_int_equal(keylog_size(f) > one_block, 1);
+    cut_keylog(f, log_size(f, "keys.log") - 7); /* a crash in the second append */
+    assert_int_equal(log_size(f, "keys.log") > one_block, 1);
     assert_keys_in_order(f, 100);      /* readers stop before the tear */
     assert_int_equal(scan_once(f), 50);
     assert_keys_in_order(f, 150);
-    flip_keylog_byte(f, keylog_size(f) - 3); /* a corrupt last block */
+    flip_log_byte(f, "keys.log", log_size(f, "keys.log") - 3); /* a corrupt last block */
     assert_int_equal(scan_once(f), 50);
     assert_keys_in_order(f, 150);
     assert_int_equal(scan_once(f), 0);
@@ -204,19 +205,64 @@ static void damage_in_the_middle_is_not_cut(void **state) {
         write_records(f, "a.bin", 10 * i, 10);
         assert_int_equal(scan_once(f), 10);
     }
-    off_t size = keylog_size(f);
-    flip_keylog_byte(f, PL_KEYLOG_HEADER + 50); /* in the first block */
+    off_t size = log_size(f, "keys.log");
+    flip_log_byte(f, "keys.log", PL_KEYLOG_HEADER + 50); /* in the first block */
     pl_watch *w;
     char err[256];
     assert_int_equal(pl_watch_open(f->state, "d", &w, err, sizeof(err)), -1);
     assert_non_null(strstr(err, "damaged at byte 16, with whole blocks"));
-    assert_int_equal(keylog_size(f), size);
+    assert_int_equal(log_size(f, "keys.log"), size);
     pl_dataset *ds;
     assert_int_equal(pl_dataset_open(f->state, "d", &ds, err, sizeof(err)),
                      -1);
     assert_non_null(strstr(err, "keys.log: damaged at byte 16"));
-    flip_keylog_byte(f, PL_KEYLOG_HEADER + 50); /* mended */
+    flip_log_byte(f, "keys.log", PL_KEYLOG_HEADER + 50); /* mended */
     assert_keys_in_order(f, 30);
+}
+
+/* files.log damaged in the middle, with whole entries after it, is no
+ * crash's tear either: the watcher refused to start on keys.log's blocks
+ * of the files past the damage, after it had cut them off files.log.
+ * Now files.log is refused, and nothing is cut. */
+static void file_table_damaged_in_the_middle_is_not_cut(void **state) {
+    fixture *f = *state;
+    add_dataset(f, binary12);
+    const char *names[] = {"a.bin", "b.bin", "c.bin"};
+    for (int i = 0; i < 3; i++) write_records(f, names[i], 10 * i, 10);
+    assert_int_equal(scan_once(f), 30);
+    off_t size = log_size(f, "files.log");
+    flip_log_byte(f, "files.log", 16 + 12 + 5 + 12 + 1); /* b.bin's name */
+    pl_watch *w;
+    char err[256];
+    assert_int_equal(pl_watch_open(f->state, "d", &w, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "files.log: damaged, with whole entries"));
+    assert_int_equal(log_size(f, "files.log"), size);
+    flip_log_byte(f, "files.log", 16 + 12 + 5 + 12 + 1); /* mended */
+    assert_keys_in_order(f, 30);
+}
+
+/* A valid entry of files.log naming a file outside the folder (the
+ * watcher lists only the folder's own) is refused, not joined to it. */
+static void file_outside_the_folder_refused(void **state) {
+    fixture *f = *state;
+    add_dataset(f, binary12);
+    write_records(f, "a.bin", 0, 10);
+    assert_int_equal(scan_once(f), 10);
+    char path[256], err[256];
+    snprintf(path, sizeof(path), "%s/datasets/d/files.log", f->state);
+    const char name[] = "../x";
+    uint32_t head[3] = {0, 1, sizeof(name) - 1};
+    uLong crc = crc32(0L, (const Bytef *)&head[1], 2 * sizeof(uint32_t));
+    head[0] = (uint32_t)crc32(crc, (const Bytef *)name, head[2]);
+    int fd = open(path, O_WRONLY | O_APPEND);
+    assert_int_equal(write(fd, head, sizeof(head)), (ssize_t)sizeof(head));
+    assert_int_equal(write(fd, name, head[2]), (ssize_t)head[2]);
+    close(fd);
+    pl_dataset *ds;
+    assert_int_equal(pl_dataset_open(f->state, "d", &ds, err, sizeof(err)),
+                     -1);
+    assert_non_null(strstr(err, "files.log: an entry names no file of the "
+                           "folder"));
 }
 
 /* Appends to keys.log a valid block of file 0 from key first: two
@@ -253,7 +299,7 @@ static void stray_samples_refused(void **state) {
     add_dataset(f, binary12);
     write_records(f, "a.bin", 0, 2);
     assert_int_equal(scan_once(f), 2);
-    off_t size = keylog_size(f);
+    off_t size = log_size(f, "keys.log");
     pl_sample s0 = {.key = 2, .label = 1, .file = 7, .len = 12};
     append_block(f, 2, s0);
     assert_open_fails(f, "holds a sample of file 7 with key 2");
@@ -317,7 +363,7 @@ static void shrunk_keylog_said(void **state) {
     add_dataset(f, binary12);
     write_records(f, "a.bin", 0, 100);
     assert_int_equal(scan_once(f), 100);
-    off_t one_block = keylog_size(f);
+    off_t one_block = log_size(f, "keys.log");
     write_records(f, "a.bin", 100, 50);
     assert_int_equal(scan_once(f), 50);
     pl_dataset *ds = open_dataset(f);
@@ -376,11 +422,11 @@ static void empty_run_block_not_cut(void **state) {
     fwrite(&run, sizeof(run), 1, fp);
     fclose(fp);
     append_block(f, 2, (pl_sample){.key = 2, .label = 1, .len = 12});
-    off_t size = keylog_size(f);
+    off_t size = log_size(f, "keys.log");
     pl_watch *w;
     assert_int_equal(pl_watch_open(f->state, "d", &w, err, sizeof(err)), -1);
     assert_non_null(strstr(err, "keys.log: damaged at byte "));
-    assert_int_equal(keylog_size(f), size);
+    assert_int_equal(log_size(f, "keys.log"), size);
 }
 
 static void read_byte(void *arg) {
@@ -795,6 +841,10 @@ int main(void) {
                                         teardown),
         cmocka_unit_test_setup_teardown(damage_in_the_middle_is_not_cut, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(
+            file_table_damaged_in_the_middle_is_not_cut, setup, teardown),
+        cmocka_unit_test_setup_teardown(file_outside_the_folder_refused,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(guarded_read_of_a_shrunk_file, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(shrunk_file_said_and_left, setup,
