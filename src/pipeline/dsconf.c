@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <jansson.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -121,8 +122,18 @@ static int copy_string(json_t *doc, const char *key, char *dst, size_t size,
     return 0;
 }
 
-static int64_t get_int(json_t *doc, const char *key) {
-    return (int64_t)json_integer_value(json_object_get(doc, key));
+/* The whole number doc[key] in [0, max] into *out, 0 when absent; -1
+ * naming the key when it is anything else (a string "10" or a number past
+ * max was read as another: 0 classes is any label). */
+static int get_count(json_t *doc, const char *key, int64_t max, int64_t *out,
+                     const char *path, char *err, size_t errlen) {
+    json_t *v = json_object_get(doc, key);
+    *out = v ? (int64_t)json_integer_value(v) : 0;
+    if (!v || (json_is_integer(v) && *out >= 0 && *out <= max))
+        return 0;
+    snprintf(err, errlen, "%s: %s: not a whole number from 0 to %lld", path,
+             key, (long long)max);
+    return -1;
 }
 
 static int read_fields(json_t *doc, pl_dsconf *c, const char *path, char *err,
@@ -147,11 +158,24 @@ static int read_fields(json_t *doc, pl_dsconf *c, const char *path, char *err,
     if (!c->pattern[0])
         snprintf(c->pattern, sizeof(c->pattern), "%s",
                  pl_format_default_pattern(c->format));
-    c->record_size = (uint32_t)get_int(doc, "record_size");
-    c->label_size = (uint32_t)get_int(doc, "label_size");
-    c->classes = get_int(doc, "classes");
-    c->max_bytes = (uint64_t)get_int(doc, "max_bytes");
-    c->header = json_is_true(json_object_get(doc, "header"));
+    int64_t record_size, label_size, max_bytes;
+    json_t *header = json_object_get(doc, "header");
+    if (get_count(doc, "record_size", UINT32_MAX, &record_size, path, err,
+                  errlen) ||
+        get_count(doc, "label_size", UINT32_MAX, &label_size, path, err,
+                  errlen) ||
+        get_count(doc, "classes", INT64_MAX, &c->classes, path, err,
+                  errlen) ||
+        get_count(doc, "max_bytes", INT64_MAX, &max_bytes, path, err, errlen))
+        return -1;
+    if (header && !json_is_boolean(header)) {
+        snprintf(err, errlen, "%s: header: not true or false", path);
+        return -1;
+    }
+    c->record_size = (uint32_t)record_size;
+    c->label_size = (uint32_t)label_size;
+    c->max_bytes = (uint64_t)max_bytes;
+    c->header = json_is_true(header);
     return 0;
 }
 

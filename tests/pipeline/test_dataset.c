@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <jansson.h>
 #include <zlib.h>
 
 #include "dataset.h"
@@ -789,6 +790,34 @@ static void bad_configuration_named(void **state) {
                      -1);
 }
 
+/* dataset.json with key set to the JSON text value is refused, naming
+ * the key: record_size 2^32 + 9 was read as 9, classes "10" as 0 (any
+ * label), header "yes" as false. */
+static void dataset_json_values_checked(void **state) {
+    fixture *f = *state;
+    add_dataset(f, binary12);
+    char dsdir[256], path[300], err[512];
+    assert_int_equal(pl_dataset_dir(f->state, "d", dsdir, sizeof(dsdir)), 0);
+    snprintf(path, sizeof(path), "%s/dataset.json", dsdir);
+    const char *const bad[][2] = {{"record_size", "4294967305"},
+                                  {"classes", "\"10\""},
+                                  {"header", "\"yes\""},
+                                  {"max_bytes", "-1"}};
+    json_t *good = json_load_file(path, 0, NULL);
+    assert_non_null(good);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+        json_t *doc = json_deep_copy(good);
+        json_object_set_new(doc, bad[i][0], json_loads(bad[i][1],
+                                                       JSON_DECODE_ANY, NULL));
+        assert_int_equal(json_dump_file(doc, path, 0), 0);
+        json_decref(doc);
+        pl_dsconf c;
+        assert_int_equal(pl_dsconf_load(dsdir, &c, err, sizeof(err)), -1);
+        if (!strstr(err, bad[i][0])) fail_msg("%s: %s", bad[i][0], err);
+    }
+    json_decref(good);
+}
+
 /* pl_dsconf_check() of a CSV dataset whose columns are as given;
  * expects it refused with want in the message, or accepted (want NULL). */
 static void assert_columns(int header, const char *label, const char *ts,
@@ -845,6 +874,8 @@ int main(void) {
             file_table_damaged_in_the_middle_is_not_cut, setup, teardown),
         cmocka_unit_test_setup_teardown(file_outside_the_folder_refused,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(dataset_json_values_checked, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(guarded_read_of_a_shrunk_file, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(shrunk_file_said_and_left, setup,
