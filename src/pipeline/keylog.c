@@ -41,13 +41,19 @@ static uint64_t block_size(const pl_block_head *h) {
            (uint64_t)h->nbad * sizeof(pl_bad_entry);
 }
 
+/* crc carried over len bytes at p: zlib's crc32() of a NULL buffer is
+ * its initial value whatever crc was, so none is given it. */
+static uLong crc_more(uLong crc, const void *p, size_t len) {
+    return len ? crc32(crc, p, (uInt)len) : crc;
+}
+
 static uint32_t block_crc(const pl_block_head *h, const void *samples,
                           const void *bads) {
     pl_block_head zeroed = *h;
     zeroed.crc = 0;
     uLong crc = crc32(0L, (const Bytef *)&zeroed, sizeof(zeroed));
-    crc = crc32(crc, samples, (uInt)samples_size(h));
-    return (uint32_t)crc32(crc, bads, (uInt)(h->nbad * sizeof(pl_bad_entry)));
+    crc = crc_more(crc, samples, samples_size(h));
+    return (uint32_t)crc_more(crc, bads, h->nbad * sizeof(pl_bad_entry));
 }
 
 /* Whether the block at p (left bytes to the end) is whole and its
