@@ -87,9 +87,9 @@ static int replay_log(pl_watch *w, char *err, size_t errlen) {
     munmap(base, (size_t)st.st_size);
     if (rc == 1)
         snprintf(why, sizeof(why), "the block at byte %llu names a file "
-                 "past the %u of %s, or memory ran out: nothing of it is "
-                 "cut (restore both from one copy)", (unsigned long long)pos,
-                 w->files.count, w->files_path);
+                 "past the %u of files.log beside it, or memory ran out: "
+                 "nothing of it is cut (restore both from one copy)",
+                 (unsigned long long)pos, w->files.count);
     if (rc != 0) {
         snprintf(err, errlen, "%s: %s", w->keys_path, why);
         return -1;
