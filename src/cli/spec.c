@@ -573,6 +573,15 @@ static int spec_conda(spec *s, spec_aegis_job *job) {
     json_t *cmd = json_pack("[s, s, s, s, s]", conda, "run", "-n",
                             job->conda_env, "--no-capture-output");
     free(conda);
+    /* the command was held to aegisd's limit without these words */
+    size_t words = json_array_size(cmd) + json_array_size(job->cmd);
+    if (words > PROTO_MAX_ARGS) {
+        json_decref(cmd);
+        char msg[96];
+        snprintf(msg, sizeof(msg), "the command in conda is %zu words, more "
+                 "than %d (aegisd's limit)", words, PROTO_MAX_ARGS);
+        return spec_error(s, job->conda_node, msg, "job.conda_env");
+    }
     json_array_extend(cmd, job->cmd);
     json_decref(job->cmd);
     job->cmd = cmd;

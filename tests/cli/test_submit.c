@@ -213,19 +213,27 @@ static const char aegis_example[] =
     "  parser_arg_1: /raid/datasets/imagenet\n"
     "  parser_arg_2: 32\n";
 
-static void test_spec_aegis_example(void **state) {
-    (void)state;
-    char conda[300];
-    snprintf(conda, sizeof(conda), "%s",
+/* read_spec() with a conda on PATH, its path into conda (300 bytes). */
+static json_t *read_spec_conda(const char *name, const char *text,
+                               char *conda, char *said, size_t saidlen) {
+    snprintf(conda, 300, "%s",
              write_file("conda", "#!/bin/sh\nexit 0\n", 0755));
-    char path_env[400], said[2048];
+    char path_env[400];
     const char *old = getenv("PATH");
     char *saved = old ? strdup(old) : NULL;
     snprintf(path_env, sizeof(path_env), "%s:/usr/bin:/bin", tmpdir);
     setenv("PATH", path_env, 1);
-    json_t *jobs = read_spec("aegis.yaml", aegis_example, said, sizeof(said));
+    json_t *jobs = read_spec(name, text, said, saidlen);
     if (saved) setenv("PATH", saved, 1);
     free(saved);
+    return jobs;
+}
+
+static void test_spec_aegis_example(void **state) {
+    (void)state;
+    char conda[300], said[2048];
+    json_t *jobs = read_spec_conda("aegis.yaml", aegis_example, conda, said,
+                                   sizeof(said));
     if (!jobs) fail_msg("refused: %s", said);
     assert_non_null(strstr(said, "aegis.yaml:20: online_estimation: section "
                                  "ignored"));
@@ -419,6 +427,29 @@ static void test_spec_proto_limits(void **state) {
               "f.yaml:1: command: more than 4096 words");
 }
 
+/* conda's 5 words count against aegisd's limit on a command's words:
+ * a command within it alone went to aegisd over it, refused there without
+ * the spec's line. */
+static void test_spec_conda_words(void **state) {
+    (void)state;
+    char conda[300], said[2048];
+    char *text = repeated("version: 1\njob:\n  conda_env: tf\n  command: [a",
+                          ", a", 4090, "]\n");
+    json_t *jobs = read_spec_conda("c.yaml", text, conda, said, sizeof(said));
+    if (!jobs) fail_msg("refused: %s", said);
+    assert_int_equal(json_array_size(json_object_get(json_array_get(jobs, 0),
+                                                     "cmd")), 4096);
+    json_decref(jobs);
+    free(text);
+    text = repeated("version: 1\njob:\n  conda_env: tf\n  command: [a", ", a",
+                    4091, "]\n");
+    assert_null(read_spec_conda("c.yaml", text, conda, said, sizeof(said)));
+    if (!strstr(said, "c.yaml:3: job.conda_env: the command in conda is 4097 "
+                      "words"))
+        fail_msg("said: %s", said);
+    free(text);
+}
+
 /* The spec's node budget, which counts an alias's nodes each time they
  * are reached: aliases made 30 KB of YAML a request of 36 million words
  * (over 2 GiB). Here 1,500 jobs of 1,000 words, each job but the first an
@@ -559,6 +590,7 @@ int main(void) {
         cmocka_unit_test(test_spec_feed_producer),
         cmocka_unit_test(test_spec_model_unreadable),
         cmocka_unit_test(test_spec_proto_limits),
+        cmocka_unit_test(test_spec_conda_words),
         cmocka_unit_test(test_spec_alias_budget),
         cmocka_unit_test(test_spec_alias_bytes),
         cmocka_unit_test(test_spec_nesting_long_path),
