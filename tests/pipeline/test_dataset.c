@@ -158,20 +158,29 @@ static void flip_log_byte(fixture *f, const char *log, off_t at) {
     close(fd);
 }
 
-static void torn_tail_is_cut_and_registered_again(void **state) {
-    fixture *f = *state;
+/* A dataset of a.bin registered in two scans, 100 records then 50 more
+ * (the file grows: a second block); keys.log's size after the first. */
+static off_t two_blocks(fixture *f) {
     add_dataset(f, binary12);
     write_records(f, "a.bin", 0, 100);
     assert_int_equal(scan_once(f), 100);
     off_t one_block = log_size(f, "keys.log");
-    write_records(f, "a.bin", 100, 50); /* the file grows: a second block */
+    write_records(f, "a.bin", 100, 50);
     assert_int_equal(scan_once(f), 50);
-    cut_keylog(f, log_size(f, "keys.log") - 7); /* a crash in the second append */
+    return one_block;
+}
+
+static void torn_tail_is_cut_and_registered_again(void **state) {
+    fixture *f = *state;
+    off_t one_block = two_blocks(f);
+    /* a crash in the second append */
+    cut_keylog(f, log_size(f, "keys.log") - 7);
     assert_int_equal(log_size(f, "keys.log") > one_block, 1);
     assert_keys_in_order(f, 100);      /* readers stop before the tear */
     assert_int_equal(scan_once(f), 50);
     assert_keys_in_order(f, 150);
-    flip_log_byte(f, "keys.log", log_size(f, "keys.log") - 3); /* a corrupt last block */
+    /* a corrupt last block */
+    flip_log_byte(f, "keys.log", log_size(f, "keys.log") - 3);
     assert_int_equal(scan_once(f), 50);
     assert_keys_in_order(f, 150);
     assert_int_equal(scan_once(f), 0);
@@ -207,7 +216,8 @@ static void damage_in_the_middle_is_not_cut(void **state) {
         assert_int_equal(scan_once(f), 10);
     }
     off_t size = log_size(f, "keys.log");
-    flip_log_byte(f, "keys.log", PL_KEYLOG_HEADER + 50); /* in the first block */
+    /* in the first block */
+    flip_log_byte(f, "keys.log", PL_KEYLOG_HEADER + 50);
     pl_watch *w;
     char err[256];
     assert_int_equal(pl_watch_open(f->state, "d", &w, err, sizeof(err)), -1);
@@ -362,12 +372,7 @@ static void short_binary_sample_refused(void **state) {
  * copy) is an error, not read from past its end. */
 static void shrunk_keylog_said(void **state) {
     fixture *f = *state;
-    add_dataset(f, binary12);
-    write_records(f, "a.bin", 0, 100);
-    assert_int_equal(scan_once(f), 100);
-    off_t one_block = log_size(f, "keys.log");
-    write_records(f, "a.bin", 100, 50);
-    assert_int_equal(scan_once(f), 50);
+    off_t one_block = two_blocks(f);
     pl_dataset *ds = open_dataset(f);
     cut_keylog(f, one_block);
     char err[256];
