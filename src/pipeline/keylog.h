@@ -91,10 +91,10 @@ typedef int (*pl_block_visit)(void *ctx, const pl_block_head *h,
  * (PL_KEYLOG_HEADER at first), expecting the key *next_key next; stops at
  * the end or at the first torn or corrupt block, leaving *pos and
  * *next_key after the last good one. 0; 1 when visit stopped it; or -1
- * with err when memory runs out, when the header is
- * wrong, when the log is shorter than *pos, when whole blocks follow the bad one (damage in the middle,
- * which no crash makes: not to be cut) or when a valid block holds a
- * sample of another file or key than its own. */
+ * with err when memory runs out, when the header is wrong, when the log
+ * is shorter than *pos, when whole blocks follow the bad one (damage in
+ * the middle, which no crash makes: not to be cut) or when a valid block
+ * holds a sample of another file or key than its own. */
 int pl_keylog_scan(const unsigned char *base, uint64_t size, uint64_t *pos,
                    uint64_t *next_key, pl_block_visit visit, void *ctx,
                    char *err, size_t errlen);
