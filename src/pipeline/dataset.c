@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,20 +102,39 @@ static int take_block(void *ctx, const pl_block_head *h,
     return 0;
 }
 
+/* Whether keys.log, missing or `size` bytes long, is still to be written
+ * by a first watcher: only while nothing of it has been read. Found so
+ * after blocks were read, it was deleted or cut, and saying nothing would
+ * leave the reader's samples standing on a log that no longer has them. */
+static int log_not_yet(const pl_dataset *ds, bool missing, uint64_t size,
+                       char *err, size_t errlen) {
+    if (ds->log_pos <= PL_KEYLOG_HEADER)
+        return 1;
+    if (missing)
+        snprintf(err, errlen, "%s is gone, after %llu bytes of it were read",
+                 ds->keys_path, (unsigned long long)ds->log_pos);
+    else
+        snprintf(err, errlen, "%s: shrank to %llu bytes, shorter than the "
+                 "%llu already read", ds->keys_path,
+                 (unsigned long long)size, (unsigned long long)ds->log_pos);
+    return 0;
+}
+
 static int read_log(pl_dataset *ds, char *err, size_t errlen) {
     int fd = open(ds->keys_path, O_RDONLY | O_CLOEXEC);
     struct stat st;
-    if (fd < 0 && errno == ENOENT) /* no watcher has run yet */
-        return 0;
+    if (fd < 0 && errno == ENOENT)
+        return log_not_yet(ds, true, 0, err, errlen) ? 0 : -1;
     if (fd < 0 || fstat(fd, &st) < 0) {
         snprintf(err, errlen, "opening %s: %s", ds->keys_path, strerror(errno));
         if (fd >= 0)
             close(fd);
         return -1;
     }
-    if ((uint64_t)st.st_size < PL_KEYLOG_HEADER) { /* no watcher yet */
+    if ((uint64_t)st.st_size < PL_KEYLOG_HEADER) {
         close(fd);
-        return 0;
+        return log_not_yet(ds, false, (uint64_t)st.st_size, err, errlen)
+                   ? 0 : -1;
     }
     void *base = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
     close(fd);

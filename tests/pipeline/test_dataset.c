@@ -381,6 +381,25 @@ static void shrunk_keylog_said(void **state) {
     pl_dataset_close(ds);
 }
 
+/* keys.log cut below its header, or deleted, after a reader read blocks
+ * of it is an error too: read as "no watcher yet", the reader's samples
+ * stood on a log that had none. */
+static void keylog_cut_to_nothing_said(void **state) {
+    fixture *f = *state;
+    two_blocks(f);
+    pl_dataset *ds = open_dataset(f);
+    char err[256];
+    cut_keylog(f, PL_KEYLOG_HEADER - 1);
+    assert_int_equal(pl_dataset_refresh(ds, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "keys.log: shrank to 15 bytes"));
+    char path[256];
+    snprintf(path, sizeof(path), "%s/datasets/d/keys.log", f->state);
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(pl_dataset_refresh(ds, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "keys.log is gone, after "));
+    pl_dataset_close(ds);
+}
+
 /* A log of block heads, one every 40 bytes, each claiming the rest of it
  * with a wrong CRC: the search for whole blocks after the first bad one
  * CRC'd every claim (the square of the size, a minute at 4 MiB); now it
@@ -871,6 +890,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(short_binary_sample_refused, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(shrunk_keylog_said, setup, teardown),
+        cmocka_unit_test_setup_teardown(keylog_cut_to_nothing_said, setup,
+                                        teardown),
         cmocka_unit_test(heads_claiming_the_rest_refused_fast),
         cmocka_unit_test_setup_teardown(empty_run_block_not_cut, setup,
                                         teardown),
