@@ -135,8 +135,13 @@ double sim_model_power_w(const sim_model *m, double smact_sum) {
     return m->idle_w + (m->max_w - m->idle_w) * busy;
 }
 
-double sim_model_crash_s(const sim_model *m, double peak_mib) {
-    /* Bigger models load and build longer before they reach their peak. */
-    double above = fmax(0, peak_mib - m->oom_knee_mib) / 1024;
+double sim_model_crash_s(const sim_model *m, double peak_mib,
+                         double gpu_mem_mib) {
+    /* Bigger models load and build longer before they reach their peak.
+     * One whose peak is past its GPU's memory crashes when its allocations
+     * reach that memory, not its peak: without this bound a trace's
+     * peak_mib of 10^9 held its GPUs for weeks before crashing. */
+    double reached = fmin(peak_mib, gpu_mem_mib);
+    double above = fmax(0, reached - m->oom_knee_mib) / 1024;
     return m->oom_crash_s + m->oom_s_per_gib * above;
 }

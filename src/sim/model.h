@@ -48,9 +48,11 @@ double sim_model_slowdown(const sim_model *m, double smact_sum,
                           double own_smact, double others_drama, int n_others);
 
 /* Seconds from launch to the crash of an attempt that runs out of
- * memory, for a job of that peak memory: the measured failed attempts'
- * run time, start-up included (docs/model.md, "What an OOM costs"). */
-double sim_model_crash_s(const sim_model *m, double peak_mib);
+ * memory, for a job of that peak memory on GPUs of gpu_mem_mib: the
+ * measured failed attempts' run time, start-up included (docs/model.md,
+ * "What an OOM costs"). */
+double sim_model_crash_s(const sim_model *m, double peak_mib,
+                         double gpu_mem_mib);
 
 /* Power draw of a GPU whose active jobs sum to smact_sum SMACT, W. */
 double sim_model_power_w(const sim_model *m, double smact_sum);

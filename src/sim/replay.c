@@ -319,7 +319,8 @@ static int on_arrival(replay *r, int32_t j, double t) {
 static int crash_later(replay *r, int32_t j, double t) {
     core_job_active(r->core, j, t);
     double crash = attempt_of(r, j)->start_s +
-                   sim_model_crash_s(&r->opt->model, r->progress[j].work->peak_mib);
+                   sim_model_crash_s(&r->opt->model, r->progress[j].work->peak_mib,
+                                     r->opt->gpu_mem_mib);
     if (sim_heap_update(&r->heap, event_time(&r->progress[j], crash > t ? crash : t), j) < 0)
         return heap_failed(r);
     return 0;

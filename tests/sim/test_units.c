@@ -470,14 +470,17 @@ static void test_trace_job_columns_in_two(void **state) {
 }
 
 /* An OOM's cost (docs/model.md): 10.3 s up to an 18 GiB peak, 2.19 s a
- * GiB above. */
+ * GiB above, up to the GPU's memory: a peak past it crashes when the GPU
+ * is full. */
 static void test_model_crash(void **state) {
     sim_model m;
     sim_model_default(&m);
-    assert_float_equal(sim_model_crash_s(&m, 7000), 10.3, 1e-12);
-    assert_float_equal(sim_model_crash_s(&m, 18432), 10.3, 1e-12);
-    assert_float_equal(sim_model_crash_s(&m, 18432 + 10 * 1024), 10.3 + 21.9,
-                       1e-9);
+    assert_float_equal(sim_model_crash_s(&m, 7000, 40960), 10.3, 1e-12);
+    assert_float_equal(sim_model_crash_s(&m, 18432, 40960), 10.3, 1e-12);
+    assert_float_equal(sim_model_crash_s(&m, 18432 + 10 * 1024, 40960),
+                       10.3 + 21.9, 1e-9);
+    assert_float_equal(sim_model_crash_s(&m, 1e9, 40960),
+                       10.3 + 2.19 * 22, 1e-9);
     assert_int_equal(sim_model_set(&m, "oom_crash_s", "-1", err, sizeof(err)),
                      -1);
 }
