@@ -179,6 +179,21 @@ static const char *gen_misuse(const gen_args *a, int extra) {
 }
 
 /* --profile production: the trace on stdout, its catalog in a file. */
+/* Copies what was written to `from` to stdout: 0, or -1 when a read or
+ * the write fails. */
+static int copy_to_stdout(FILE *from) {
+    char buf[65536];
+    size_t n;
+    rewind(from);
+    while ((n = fread(buf, 1, sizeof(buf), from)) > 0)
+        if (fwrite(buf, 1, n, stdout) != n) return -1;
+    return ferror(from) ? -1 : 0;
+}
+
+/* The production profile: the trace and its per-job catalog, written in
+ * one pass. The trace is held in a temporary file until the catalog is
+ * safely written, so a catalog that cannot be written leaves no trace on
+ * stdout naming workloads of a catalog that does not exist. */
 static int gen_production_run(const gen_args *a, const cat_catalog *cat) {
     char err[256];
     int rc = gen_prod_check(cat, err, sizeof(err));
@@ -187,20 +202,28 @@ static int gen_production_run(const gen_args *a, const cat_catalog *cat) {
         return rc == -2 ? CLI_USAGE : CLI_FAIL;
     }
     FILE *out = fopen(a->catalog_out, "w");
-    if (!out) {
-        fprintf(stderr, "aegis gen-trace: %s: %s\n", a->catalog_out,
+    FILE *held = out ? tmpfile() : NULL;
+    if (!held) {
+        fprintf(stderr, "aegis gen-trace: %s: %s\n",
+                out ? "a temporary file for the trace" : a->catalog_out,
                 strerror(errno));
+        if (out) fclose(out);
         return CLI_FAIL;
     }
     gen_prod_opts o = {.jobs = a->jobs, .seed = (uint64_t)a->seed,
                        .mean_gap_s = a->gap, .users = (int)a->users,
                        .gpu_mem_mib = a->gpu_mem_mib > 0 ? a->gpu_mem_mib
                                                          : 40960};
-    rc = gen_production(stdout, out, cat, &o, err, sizeof(err));
+    rc = gen_production(held, out, cat, &o, err, sizeof(err));
     if (fclose(out) != 0 && rc == 0) {
         snprintf(err, sizeof(err), "%s: %s", a->catalog_out, strerror(errno));
         rc = -1;
     }
+    if (rc == 0 && copy_to_stdout(held) < 0) {
+        snprintf(err, sizeof(err), "cannot write the trace");
+        rc = -1;
+    }
+    fclose(held);
     if (rc < 0) fprintf(stderr, "aegis gen-trace: %s\n", err);
     return rc == -2 ? CLI_USAGE : rc < 0 ? CLI_FAIL : CLI_OK;
 }

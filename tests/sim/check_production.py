@@ -197,6 +197,12 @@ def case_usage(aegis, src):
         if r.returncode != 1 or "no/such/dir" not in r.stderr:
             fail("unwritable --catalog-out: exit %d, %r"
                  % (r.returncode, r.stderr))
+        # a catalog that fails while it is written: no trace naming it
+        r = run([aegis, "gen-trace", "--profile", "production", "--jobs", "3",
+                 "--catalog-out", "/dev/full"])
+        if r.returncode != 1 or "/dev/full" not in r.stderr or r.stdout:
+            fail("--catalog-out /dev/full: exit %d, %d bytes of trace, %r"
+                 % (r.returncode, len(r.stdout), r.stderr))
 
 
 def main(argv):
