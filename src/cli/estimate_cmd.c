@@ -35,7 +35,8 @@ static const char help[] =
 "    and its warnings (a CPU pass, a forward pass that depends on the\n"
 "    input's values, unused weights), which are repeated on stderr as\n"
 "    'FILE: warning: ...'. With '-', descriptions are read from stdin,\n"
-"    one JSON object per line.\n"
+"    one JSON object per line (blank lines skipped; none at all is bad\n"
+"    input).\n"
 "\n"
 "ESTIMATORS\n"
 "    aegis   (default) a physical model -- weights, gradients, optimizer\n"
@@ -231,7 +232,7 @@ static ssize_t read_line(FILE *in, char **buf, size_t *cap) {
 static int estimate_stdin(const estimate_cmd *cmd) {
     char *line = NULL;
     size_t cap = 0;
-    int lineno = 0, rc = CLI_OK;
+    int lineno = 0, described = 0, rc = CLI_OK;
     ssize_t n;
     while (rc != CLI_FAIL && (n = read_line(stdin, &line, &cap)) != 0) {
         lineno++;
@@ -244,6 +245,7 @@ static int estimate_stdin(const estimate_cmd *cmd) {
             break;
         }
         if (line[strspn(line, " \t\r\n")] == '\0') continue;
+        described++;
         char name[32], err[512];
         snprintf(name, sizeof(name), "<stdin>:%d", lineno);
         json_error_t jerr;
@@ -262,6 +264,12 @@ static int estimate_stdin(const estimate_cmd *cmd) {
         json_decref(root);
     }
     free(line);
+    /* a run that estimated nothing must not pass for one that did */
+    if (rc == CLI_OK && described == 0) {
+        fputs("aegis estimate: <stdin>: no description (one JSON object a "
+              "line)\n", stderr);
+        rc = CLI_USAGE;
+    }
     return rc;
 }
 

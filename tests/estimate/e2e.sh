@@ -106,7 +106,11 @@ stdin)
         fail "NUL line: $(cat "$TMP/err")"
     grep -q "\"file\":\"<stdin>:1\"" "$TMP/out" || fail "the good line lost"
     timeout 20 "$AEGIS" estimate - </dev/zero 2>"$TMP/err"
-    [ $? -eq 2 ] || fail "estimate - </dev/zero" ;;
+    [ $? -eq 2 ] || fail "estimate - </dev/zero"
+    # no description at all is no estimate, not a success
+    printf '\n\n' | "$AEGIS" estimate - >"$TMP/out" 2>"$TMP/err"
+    [ $? -eq 2 ] && grep -q "<stdin>: no description" "$TMP/err" ||
+        fail "empty stdin: $(cat "$TMP/err")" ;;
 bad_field)
     sed 's/"params": 1638500/"params": "many"/' "$TMP/d.json" >"$TMP/b.json"
     expect_bad "b.json: layers\[5\].params: not a non-negative integer" \
