@@ -95,8 +95,13 @@ static char *load_file(const char *path, size_t *size, size_t *mapped,
     struct stat st;
     /* A regular file's size is known: room for all of it in one read. A
      * pipe says nothing: a start to grow from. */
-    bool known = fstat(fileno(fp), &st) == 0 && S_ISREG(st.st_mode) &&
-                 st.st_size > 0;
+    bool stated = fstat(fileno(fp), &st) == 0;
+    if (stated && S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen, "%s: a directory, not a CSV file", path);
+        fclose(fp);
+        return NULL;
+    }
+    bool known = stated && S_ISREG(st.st_mode) && st.st_size > 0;
     char *buf = NULL;
     *mapped = 0;
     if (known && st.st_size >= CSV_MAP_BYTES)
@@ -105,13 +110,14 @@ static char *load_file(const char *path, size_t *size, size_t *mapped,
     if (buf) *size = (size_t)st.st_size;
     else buf = read_stream(fp, known ? (size_t)st.st_size + 2 : 1 << 16, size,
                            &too_big);
-    int failed = ferror(fp);
+    int failed = ferror(fp), why = errno;
     fclose(fp);
     if (!buf || failed || too_big) {
-        snprintf(err, errlen, "%s: %s", path,
+        snprintf(err, errlen, "%s: %s%s", path,
                  too_big ? "over 1 GiB read as a stream (give a regular file)"
-                 : buf   ? "cannot read"
-                         : "cannot read (out of memory)");
+                 : buf   ? "cannot read: "
+                         : "cannot read (out of memory)",
+                 buf && !too_big ? strerror(why) : "");
         if (buf) free_buf(buf, *mapped);
         return NULL;
     }
@@ -172,18 +178,58 @@ static char *next_line(csv_file *f) {
     return NULL;
 }
 
-/* Splits line at commas into fields; returns the count, or -1 when there
- * are more than max. */
+/* What split() returns for a faulty line. */
+enum { SPLIT_TOO_MANY = -1, SPLIT_BAD_QUOTE = -2 };
+
+/* Unquotes in place the field at line, which opens with '"', as a
+ * spreadsheet writes one (RFC 4180: "" is a quote, commas are text);
+ * returns the byte after its closing quote, or NULL when the line ends
+ * first: a field across lines is not read (the line is the unit that
+ * messages and the parallel reader count). */
+static char *unquote(char *line) {
+    char *out = line, *in = line + 1;
+    for (;;) {
+        if (*in == '\0') return NULL;
+        if (*in == '"') {
+            if (in[1] != '"') break;
+            in++; /* "" is one quote */
+        }
+        *out++ = *in++;
+    }
+    *out = '\0';
+    return in + 1;
+}
+
+/* Splits line at commas into fields; returns the count, SPLIT_TOO_MANY
+ * when there are more than max, or SPLIT_BAD_QUOTE when a quoted field
+ * does not close, or has text after its closing quote. */
 static int split(char *line, char **fields, int max) {
     int n = 0;
     for (;;) {
-        if (n == max) return -1;
+        if (n == max) return SPLIT_TOO_MANY;
         fields[n++] = line;
+        if (*line == '"') {
+            line = unquote(line);
+            if (!line || (*line != ',' && *line != '\0'))
+                return SPLIT_BAD_QUOTE;
+        }
         char *comma = strchr(line, ',');
         if (!comma) return n;
         *comma = '\0';
         line = comma + 1;
     }
+}
+
+/* The message for a line split() refused. */
+static void split_error(const csv_file *f, int n, int max, char *err,
+                        size_t errlen) {
+    if (n == SPLIT_BAD_QUOTE)
+        snprintf(err, errlen, "%s:%d: a quoted field does not end with a "
+                 "closing quote before the next comma or the line's end",
+                 f->path, f->line);
+    else
+        snprintf(err, errlen, "%s:%d: more than %d columns", f->path,
+                 f->line, max);
 }
 
 /* The first named column of f's header named twice, or NULL: the
@@ -215,6 +261,8 @@ csv_file *csv_open(const char *path, char *err, size_t errlen) {
     f->mapped = mapped;
     f->buf = f->pos = buf;
     f->end = buf + size;
+    /* a spreadsheet's "CSV UTF-8" starts with a byte order mark */
+    if (size >= 3 && memcmp(buf, "\xef\xbb\xbf", 3) == 0) f->pos += 3;
     char *header = next_line(f);
     if (!header) {
         snprintf(err, errlen, "%s: empty file (no header line)", path);
@@ -228,8 +276,7 @@ csv_file *csv_open(const char *path, char *err, size_t errlen) {
             snprintf(err, errlen, "%s:%d: column '%s' appears twice in the "
                      "header", path, f->line, twice);
         else
-            snprintf(err, errlen, "%s:%d: more than %d columns", path,
-                     f->line, CSV_MAX_FIELDS);
+            split_error(f, f->ncols, CSV_MAX_FIELDS, err, errlen);
         csv_close(f);
         return NULL;
     }
@@ -272,11 +319,12 @@ int csv_next(csv_file *f, char *err, size_t errlen) {
     char *line = next_line(f);
     if (!line) return 0;
     int n = split(line, f->row, f->ncols);
-    if (n != f->ncols) {
+    if (n == SPLIT_BAD_QUOTE)
+        split_error(f, n, f->ncols, err, errlen);
+    else if (n != f->ncols)
         snprintf(err, errlen, "%s:%d: %s fields, the header has %d", f->path,
                  f->line, n < 0 ? "too many" : "too few", f->ncols);
-        return -1;
-    }
+    return n == f->ncols ? 1 : -1;
     return 1;
 }
 

@@ -2,9 +2,10 @@
  *
  * The whole file is read (or mapped, when big) into one buffer and split
  * in place: fields are pointers into that buffer, so a row costs no
- * allocation. Quoting is not
- * supported (no aegis input needs commas inside a field). Lines starting
- * with '#' and blank lines are skipped; the first other line is the header.
+ * allocation. A field may be quoted as spreadsheets write them, a quote
+ * in it doubled and commas in it text, but within its line; a UTF-8 byte
+ * order mark before the header is skipped. Lines starting with '#' and
+ * blank lines are skipped; the first other line is the header.
  *
  * Ownership: csv_open() allocates a csv_file the caller frees with
  * csv_close(); field pointers stay valid until then.

@@ -76,6 +76,27 @@ static void test_csv_rows(void **state) {
     unlink(path);
 }
 
+/* As a spreadsheet saves CSV: a byte order mark, quoted names and
+ * fields, a quote doubled, a comma in a quoted field; a quote that does
+ * not close on its line, or text after it, is refused. */
+static void test_csv_quoted(void **state) {
+    const char *path = TEMP("\xef\xbb\xbf\"a\",b\r\n\"x, \"\"y\"\"\",\"\"\r\n"
+                            "\"open,1\n\"z\"q,2\n");
+    csv_file *f = csv_open(path, err, sizeof(err));
+    assert_non_null(f);
+    assert_int_equal(csv_col(f, "a"), 0);
+    assert_int_equal(csv_next(f, err, sizeof(err)), 1);
+    assert_string_equal(f->row[0], "x, \"y\"");
+    assert_string_equal(f->row[1], "");
+    for (int line = 3; line <= 4; line++) {
+        assert_int_equal(csv_next(f, err, sizeof(err)), -1);
+        char want[64];
+        snprintf(want, sizeof(want), ":%d: a quoted field does not end", line);
+        assert_non_null(strstr(err, want));
+    }
+    csv_close(f);
+}
+
 /* A pipe has no size to read at once: the buffer grows as the rows come,
  * here past its first 64 KiB. */
 static void test_csv_from_pipe(void **state) {
@@ -118,6 +139,8 @@ static void test_csv_errors(void **state) {
     path = write_temp("a\n\0\n", 4);
     assert_null(csv_open(path, err, sizeof(err)));
     assert_non_null(strstr(err, ":2: binary file"));
+    assert_null(csv_open("/", err, sizeof(err)));
+    assert_string_equal(err, "/: a directory, not a CSV file");
     path = TEMP("# only a comment\n");
     assert_null(csv_open(path, err, sizeof(err)));
     assert_non_null(strstr(err, "empty file"));
@@ -590,6 +613,7 @@ static void test_dispatch(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_csv_rows),
+        cmocka_unit_test(test_csv_quoted),
         cmocka_unit_test(test_csv_from_pipe),
         cmocka_unit_test(test_csv_errors),
         cmocka_unit_test(test_csv_binary_big),
