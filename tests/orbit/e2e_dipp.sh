@@ -54,6 +54,24 @@ printf 'modules:\n  - name: debayer\n' > "$DIR/noid.yaml"
 d ground --timeout-ms 10 slot --key "$DIR/k.key" --pipeline 3 "$DIR/noid.yaml"
 [ $rc = 1 ] || fail "slot of no pipeline: $rc"; has "no answer from node 162" out
 
+# --timeout-ms is the whole wait for an answer, the question asked again
+# within it (it was each ask's wait, 40 asks: 2000 took 80 s, the default
+# 3000 two minutes). With no satellite on the hub each command says so
+# within ten times its wait; the asks are counted, not timed.
+w() { timeout 20 "$DIPP" ground --timeout-ms 2000 "$@" >"$DIR/out" 2>"$DIR/err"; rc=$?; }
+w ping; [ $rc = 1 ] || fail "ping with no satellite: exit $rc (124: past 20 s)"
+has "ping: no answer from node 162 in 2000 ms (asked 4 times" out
+w --retry-ms 1000 telemetry; [ $rc = 1 ] || fail "telemetry with no satellite: $rc"
+has "telemetry: no answer from node 162 in 2000 ms (asked 2 times" out
+w upload --key "$DIR/k.key" --version 1 --in rgb --out rgb copy "$TMODS/copy.so"
+[ $rc = 1 ] || fail "upload with no satellite: $rc"
+has "copy v1: no answer from node 162 in 2000 ms (asked 4 times" out
+mkdir "$DIR/down"
+w images --out "$DIR/down"; [ $rc = 1 ] || fail "images with no satellite: $rc"
+has "images: no answer from node 162 in 2000 ms" out
+w --retry-ms 3000 ping; [ $rc = 2 ] || fail "--retry-ms over --timeout-ms: $rc"
+has "--retry-ms 3000 is over --timeout-ms 2000" err
+
 cat > "$DIR/mission.yaml" <<'YAML'
 pipeline: 1
 modules:

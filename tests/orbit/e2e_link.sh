@@ -21,7 +21,9 @@ trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; cat "$DIR/out" "$DIR/link.log" "$DIR/sat.log" >&2 2>/dev/null; exit 1; }
 # below the ephemeral ports (32768 on): the hubs also bind PORT + 1000
 GPORT=$((20000 + RANDOM % 11000)); SPORT=$((GPORT + 1))
-g() { timeout 120 "$DIPP" ground --hub "$GPORT" --timeout-ms 400 "$@" >"$DIR/out" 2>&1; rc=$?; }
+# asked every 400 ms, for 16 s without an answer (a pass is 4 s every 5)
+g() { timeout 120 "$DIPP" ground --hub "$GPORT" --timeout-ms 16000 --retry-ms 400 "$@" \
+      >"$DIR/out" 2>&1; rc=$?; }
 has() { grep -qF -- "$1" "$DIR/out" || fail "no '$1' in: $(cat "$DIR/out")"; }
 # until_tm TEXT: telemetry until it shows TEXT (at most 60 asks)
 until_tm() {

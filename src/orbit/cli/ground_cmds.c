@@ -19,33 +19,6 @@
 #include "platform.h"
 #include "proto.h"
 
-#define TRIES 40
-
-/* 0 is never one: it marks "not started" here. */
-uint16_t ground_seq(void) {
-    static uint16_t seq;
-    if (!seq)
-        seq = (uint16_t)(1 + randombytes_uniform(65535));
-    uint16_t now = seq++;
-    if (!seq)
-        seq = 1;
-    return now;
-}
-
-long ground_ask(ground *g, uint8_t port, const uint8_t *msg, size_t len,
-                uint8_t want, uint8_t *reply, size_t cap, int tries) {
-    for (int t = 0; t < tries; t++) {
-        csp_id id;
-        size_t got;
-        csp_node_send(&g->node, DIPP_NODE, port, port, msg, len);
-        while (csp_node_recv(&g->node, g->timeout_ms, &id, reply, cap, &got) == 1)
-            if (id.dport == port && got >= 3 && reply[0] == want &&
-                (len < 3 || memcmp(reply + 1, msg + 1, 2) == 0))
-                return (long)got;
-    }
-    return -1;
-}
-
 int ground_read_file(const char *path, uint8_t **data, size_t *len, size_t want) {
     int rc = plat_file_read(path, data, len);
     if (rc || (want && *len != want)) {
@@ -229,7 +202,8 @@ int ground_upload_cmd(ground *g, int argc, char **argv) {
 }
 
 int ground_send_update(ground *g, const up_manifest *m, const uint8_t *payload) {
-    ground_io io = {io_send, io_recv, g, g->timeout_ms, TRIES, ground_seq()};
+    /* asks as ground_ask does: nothing heard for the whole wait is no answer */
+    ground_io io = {io_send, io_recv, g, ground_ask_ms(g), ground_asks(g), ground_seq()};
     uint64_t sent;
     proto_status st;
     int code = ground_upload(&io, m, payload, &sent, &st);
@@ -241,8 +215,11 @@ int ground_send_update(ground *g, const up_manifest *m, const uint8_t *payload) 
     else if (code > 0)
         printf("%s v%u refused: error %u (%s)\n", m->name, m->version,
                dipp_error_number(code, 0, 0), dipp_code_name(code));
-    else
-        printf("%s v%u: no answer from node %d\n", m->name, m->version, DIPP_NODE);
+    else {
+        char what[64];
+        snprintf(what, sizeof what, "%s v%u", m->name, m->version);
+        ground_no_answer(g, what);
+    }
     if (code >= 0 && st.detail[0])
         printf("  %s\n", st.detail);
     return code ? EXIT_BAD : 0;
@@ -273,10 +250,10 @@ int ground_rotate(ground *g, int argc, char **argv) {
     proto_put16(msg + 1, ground_seq());
     up_rotate_build((uint32_t)serial, pk, sk, msg + 3);
     free(sk), free(pk);
-    long n = ground_ask(g, DIPP_PORT_UPLOAD, msg, sizeof msg, 'S', reply, sizeof reply, TRIES);
+    long n = ground_ask(g, DIPP_PORT_UPLOAD, msg, sizeof msg, 'S', reply, sizeof reply);
     proto_status st;
     if (n < 0 || proto_status_parse(reply, (size_t)n, &st)) {
-        printf("rotation: no answer from node %d\n", DIPP_NODE);
+        ground_no_answer(g, "rotation");
         return EXIT_BAD;
     }
     if (st.code) {

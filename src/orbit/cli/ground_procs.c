@@ -17,8 +17,6 @@
 #include "ground.h"
 #include "proto.h"
 
-#define TRIES 40
-
 static const char usage[] =
     "Usage: dipp ground proc COMMAND ...\n"
     "  upload --key K.key [--serial N] --version V [--name NAME] FILE.dish|FILE.dbc\n"
@@ -145,9 +143,9 @@ static int upload(ground *g, int argc, char **argv) {
 static int ask(ground *g, uint8_t *msg, size_t len, const char *what) {
     uint8_t reply[CSP_MTU + 1];
     proto_put16(msg + 1, ground_seq());
-    long n = ground_ask(g, DIPP_PORT_PROCS, msg, len, 'A', reply, CSP_MTU, TRIES);
+    long n = ground_ask(g, DIPP_PORT_PROCS, msg, len, 'A', reply, CSP_MTU);
     if (n < 7) {
-        printf("%s: no answer from node %d\n", what, DIPP_NODE);
+        ground_no_answer(g, what);
         return EXIT_BAD;
     }
     reply[n] = 0;
@@ -250,9 +248,9 @@ static int log_cmd(ground *g, int argc, char **argv) {
     uint32_t from = (uint32_t)start, next = UINT32_MAX;
     do {
         proto_put16(msg + 1, ground_seq()), proto_put32(msg + 3, from);
-        long n = ground_ask(g, DIPP_PORT_PARAM, msg, sizeof msg, 'V', reply, CSP_MTU, TRIES);
+        long n = ground_ask(g, DIPP_PORT_PARAM, msg, sizeof msg, 'V', reply, CSP_MTU);
         if (n < 0) {
-            printf("log: no answer from node %d\n", DIPP_NODE);
+            ground_no_answer(g, "log");
             return EXIT_BAD;
         }
         reply[n] = 0;
