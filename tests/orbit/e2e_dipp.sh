@@ -25,6 +25,21 @@ for c in run encode decode store slots sat link ground; do
     [ $rc = 0 ] && [ ! -s "$DIR/err" ] || fail "$c --help: exit $rc or stderr"
     [ "$(grep -c '^Usage: dipp' "$DIR/out")" = 1 ] || fail "$c --help: not one usage"
 done
+# each ground command's own help, exit 0 (every one printed the general
+# text, and `ground proc`, which that pointed to, exited 2)
+for c in keygen upload rotate slot telemetry images ping proc; do
+    d ground $c --help
+    [ $rc = 0 ] && [ ! -s "$DIR/err" ] || fail "ground $c --help: exit $rc or stderr"
+    head -1 "$DIR/out" | grep -q "^Usage: dipp ground .*$c" ||
+        fail "ground $c --help: not its usage"
+    grep -q "COMMAND --help. tells" "$DIR/out" && fail "ground $c --help: the general help"
+    has "Exit status: 0" out
+done
+d ground --hub 6000 proc run --help; [ $rc = 0 ] || fail "ground proc run --help: $rc"
+has "log [--from N]" out
+d ground upload --help; has "--base-version B" out
+d ground --help; has "dipp ground COMMAND --help" out
+d ground proc; [ $rc = 2 ] || fail "ground proc without a command: $rc"
 
 # keygen: the private key is 0600 whatever the umask, and an existing pair
 # is never overwritten unless --force (it was 0644, and silently replaced)

@@ -43,8 +43,9 @@ static const char text[] =
     "  images --out DIR [--max N]\n"
     "                      downlink the ring's images, best first (N at most)\n"
     "  ping                ask node 162 for an echo\n"
-    "  proc upload|list|run|delete|log ...\n"
-    "                      DISH procedures on board (dipp ground proc for more)\n"
+    "  proc upload|list|run|stop|delete|log ...\n"
+    "                      DISH procedures on board\n"
+    "`dipp ground COMMAND --help` tells a command's options.\n"
     "Exit status: 0 done, 1 refused or no answer (the number says why), 2 usage.\n";
 
 /* The wait's default: 40 asks 3 s apart, which outlasts the simulator's
@@ -71,27 +72,34 @@ static int wait_opts(double timeout, double *retry) {
     return -1;
 }
 
+/* One of ground's own options (those before the command): 0, 1 when it
+ * asked for the help, or -1 said on stderr. */
+static int ground_opt(int ch, double *hub, double *timeout, double *retry) {
+    if (ch == 'h')
+        return 1;
+    return ch == '?' ? -1
+         : ch == 'u' ? cli_number("ground", "--hub", optarg, 1, 64535, hub)
+         : ch == 'r' ? cli_whole("ground", "--retry-ms", optarg, 1, 3600000, retry)
+                     : cli_whole("ground", "--timeout-ms", optarg, 1, 3600000, timeout);
+}
+
 int cmd_ground(int argc, char **argv) {
     static const struct option opts[] = {
-        {"hub", 1, NULL, 'h'}, {"timeout-ms", 1, NULL, 't'}, {"retry-ms", 1, NULL, 'r'},
-        {NULL, 0, NULL, 0}};
+        {"hub", 1, NULL, 'u'}, {"timeout-ms", 1, NULL, 't'}, {"retry-ms", 1, NULL, 'r'},
+        {"help", 0, NULL, 'h'}, {NULL, 0, NULL, 0}};
     double hub = 6000, timeout = TIMEOUT_MS, retry = 0;
-    int ch, bad = 0;
-    if (cli_help(argc, argv, text))
-        return 0;
-    if (argc < 2) {
-        fputs(text, stderr);
-        return EXIT_USAGE;
-    }
+    int ch, rc = 0;
     optind = 1;
-    while (!bad && (ch = getopt_long(argc, argv, "+", opts, NULL)) != -1)
-        bad = ch == '?' ? -1
-            : ch == 'h' ? cli_number("ground", "--hub", optarg, 1, 64535, &hub)
-            : ch == 'r' ? cli_whole("ground", "--retry-ms", optarg, 1, 3600000, &retry)
-                        : cli_whole("ground", "--timeout-ms", optarg, 1, 3600000, &timeout);
-    if (!bad && wait_opts(timeout, &retry))
+    /* "+": options end at the command, whose own --help is its own */
+    while (!rc && (ch = getopt_long(argc, argv, "+h", opts, NULL)) != -1)
+        rc = ground_opt(ch, &hub, &timeout, &retry);
+    if (rc == 1) {
+        fputs(text, stdout);
+        return 0;
+    }
+    if (!rc && optind < argc && wait_opts(timeout, &retry))
         return EXIT_USAGE;
-    if (bad || optind >= argc) {
+    if (rc || optind >= argc) {
         fputs(text, stderr);
         return EXIT_USAGE;
     }

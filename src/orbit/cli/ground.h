@@ -43,6 +43,12 @@ void ground_no_answer(const ground *g, const char *what);
  * exit status. */
 int ground_send_update(ground *g, const up_manifest *m, const uint8_t *payload);
 
+/* When argv (argv[0] a command's name) asks for --help: prints that
+ * command's own help on stdout and returns 1 (ground_help.c). */
+int ground_help(int argc, char **argv);
+/* `dipp ground proc`'s help, its usage too. */
+extern const char ground_proc_help[];
+
 /* The commands, argv[0] their name. */
 int ground_keygen(int argc, char **argv);
 int ground_upload_cmd(ground *g, int argc, char **argv);

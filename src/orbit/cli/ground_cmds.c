@@ -86,7 +86,8 @@ int ground_keygen(int argc, char **argv) {
     char pub[4096], key[4096];
     int force = argc == 3 && strcmp(argv[1], "--force") == 0;
     if (argc != 2 + force || argv[argc - 1][0] == '-') {
-        fprintf(stderr, "Usage: dipp ground keygen [--force] PREFIX\n");
+        fprintf(stderr, "Usage: dipp ground keygen [--force] PREFIX "
+                "(dipp ground keygen --help)\n");
         return EXIT_USAGE;
     }
     snprintf(pub, sizeof pub, "%s.pub", argv[argc - 1]);
@@ -161,7 +162,7 @@ static int upload_parse(int argc, char **argv, upload_opts *o) {
                         : cli_whole("ground", "--height", optarg, 0, 65535, &o->height);
     if (bad || !o->key || !o->version || argc - optind != 2) {
         fputs("Usage: dipp ground upload --key K.key --version V [OPTIONS] NAME FILE.so\n"
-              "(dipp ground --help)\n", stderr);
+              "(dipp ground upload --help)\n", stderr);
         return -1;
     }
     if (o->base && !o->base_version)
@@ -231,7 +232,8 @@ int ground_rotate(ground *g, int argc, char **argv) {
     double serial = 0;
     if (argc != 6 || strcmp(argv[1], "--key") || strcmp(argv[3], "--serial") ||
         cli_whole("ground", "--serial", argv[4], 2, 4e9, &serial)) {
-        fprintf(stderr, "Usage: dipp ground rotate --key OLD.key --serial N NEW.pub\n");
+        fprintf(stderr, "Usage: dipp ground rotate --key OLD.key --serial N NEW.pub "
+                "(dipp ground rotate --help)\n");
         return EXIT_USAGE;
     }
     if (ground_read_file(argv[2], &sk, &sk_len, UP_SK_BYTES))

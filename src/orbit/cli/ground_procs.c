@@ -17,22 +17,6 @@
 #include "ground.h"
 #include "proto.h"
 
-static const char usage[] =
-    "Usage: dipp ground proc COMMAND ...\n"
-    "  upload --key K.key [--serial N] --version V [--name NAME] FILE.dish|FILE.dbc\n"
-    "                      compile (a .dish) and upload an image of procedures,\n"
-    "                      signed; the satellite verifies, stores and loads it\n"
-    "                      (NAME: the file's, without its extension)\n"
-    "  list                the procedures on board, one line per slot\n"
-    "  run SLOT [ARG...]   start the procedure in SLOT (an ARG with a point is a\n"
-    "                      fix, Q16.16)\n"
-    "  stop SLOT           stop every run inside the procedure in SLOT, those\n"
-    "                      calling it from another slot too (each ends with a\n"
-    "                      fault record, killed)\n"
-    "  delete SLOT         delete the procedure in SLOT (refused while another\n"
-    "                      calls it or it runs)\n"
-    "  log [--from N]      the run records from index N on (start, end, fault, tm)\n";
-
 /* ---- upload ---- */
 
 typedef struct upload_opts {
@@ -263,7 +247,7 @@ static int log_cmd(ground *g, int argc, char **argv) {
 
 int ground_procs(ground *g, int argc, char **argv) {
     if (argc < 1) {
-        fputs(usage, stderr);
+        fputs(ground_proc_help, stderr);
         return EXIT_USAGE;
     }
     if (!strcmp(argv[0], "list") && argc == 1)
@@ -273,5 +257,5 @@ int ground_procs(ground *g, int argc, char **argv) {
          : !strcmp(argv[0], "delete") ? slot_cmd(g, argc, argv, 'E')
          : !strcmp(argv[0], "stop")   ? slot_cmd(g, argc, argv, 'S')
          : !strcmp(argv[0], "log")    ? log_cmd(g, argc, argv)
-                                      : (fputs(usage, stderr), EXIT_USAGE);
+                                      : (fputs(ground_proc_help, stderr), EXIT_USAGE);
 }

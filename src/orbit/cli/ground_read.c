@@ -42,7 +42,7 @@ static int slot_parse(int argc, char **argv, slot_opts *o) {
                         : cli_whole("ground", "--config", optarg, 1, PDEF_CONFIGS, &o->config);
     if (bad || !o->key || !o->pipeline == !o->config || argc - optind != 1) {
         fputs("Usage: dipp ground slot --key K.key [--version V] "
-              "(--pipeline 1-6|--config 1-20) DEF.yaml\n(dipp ground --help)\n", stderr);
+              "(--pipeline 1-6|--config 1-20) DEF.yaml\n(dipp ground slot --help)\n", stderr);
         return -1;
     }
     return 0;
@@ -237,7 +237,8 @@ static int images(ground *g, int argc, char **argv) {
     if ((argc != 3 && argc != 5) || strcmp(argv[1], "--out") ||
         (argc == 5 && (strcmp(argv[3], "--max") ||
                        cli_number("ground", "--max", argv[4], 1, 1e9, &max)))) {
-        fprintf(stderr, "Usage: dipp ground images --out DIR [--max N]\n");
+        fprintf(stderr, "Usage: dipp ground images --out DIR [--max N] "
+                "(dipp ground images --help)\n");
         return EXIT_USAGE;
     }
     struct stat st;
@@ -276,6 +277,8 @@ static int ping(ground *g) {
 
 int ground_command(ground *g, int argc, char **argv) {
     char sub[64], pub[64];
+    if (ground_help(argc, argv))
+        return 0;
     if (!strcmp(argv[0], "keygen"))
         return ground_keygen(argc, argv);
     cli_hub(g->hub, sub, pub, sizeof sub);
