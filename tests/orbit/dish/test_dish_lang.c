@@ -68,6 +68,30 @@ static void byte_order_mark_skipped(void **state) {
     assert_true(compile_src("\xEF\xBB\xBFproc p() { tm(1, 2) }", img, err, sizeof err) > 0);
 }
 
+/* A character no token starts with is named so it can be found: a UTF-8
+ * one as itself and its code point, an invisible or direction-changing
+ * one by number alone, a control byte or a byte of another encoding in
+ * hex, each at its line and column (all were '?'). */
+static void unexpected_characters_named(void **state) {
+    (void)state;
+    compile_error("proc \xC3\xA1() {\n}",
+                  "t.dish:1:6: unexpected character '\xC3\xA1' (U+00E1): outside "
+                  "comments DISH is ASCII");
+    compile_error("proc p() {\n  tm(1, \x01)\n}", "t.dish:2:9: unexpected control byte 0x01");
+    compile_error("proc p() {\n\x7F}", "t.dish:2:1: unexpected control byte 0x7F");
+    compile_error("proc p\xE9() { }", "t.dish:1:7: unexpected byte 0xE9: not ASCII, nor "
+                  "the start of a UTF-8 character");
+    uint8_t img[DISH_MAX_IMAGE];
+    char err[256] = "";
+    assert_int_equal(compile_src("proc p() { tm(1, 2)\xE2\x80\xAE }", img, err, sizeof err),
+                     -1);
+    assert_non_null(strstr(err, "t.dish:1:20: unexpected character U+202E (an invisible"));
+    assert_null(strstr(err, "\xE2\x80\xAE")); /* not printed: it would turn the line */
+    /* in a comment any UTF-8 is text */
+    assert_true(compile_src("# caf\xC3\xA9 \xE2\x80\xAE\nproc p() { tm(1, 2) }", img, err,
+                            sizeof err) > 0);
+}
+
 /* "proc p() { tm(1, " + `open` n times + "1" + `close` n times + ") }". */
 static const char *nested_src(const char *open, const char *close, int n) {
     static char src[200000];
@@ -308,6 +332,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(errors_have_positions),
         cmocka_unit_test(byte_order_mark_skipped),
+        cmocka_unit_test(unexpected_characters_named),
         cmocka_unit_test(deep_nesting_refused),
         cmocka_unit_test(recursion_refused),
         cmocka_unit_test(deep_calls_refused),
