@@ -97,29 +97,37 @@ static int fix_underflows(lexer *x, const dish_tok *t, const char *text) {
     return lex_fail(x, what);
 }
 
+/* One past INT32_MAX: the magnitude of the least int32, which a literal
+ * after a minus may have (dish_lex.h). */
+#define MAGNITUDE_MAX ((int64_t)INT32_MAX + 1)
+
+/* A fix literal past the least fix's magnitude, named at its start. */
+static int fix_too_large(lexer *x, const dish_tok *t) {
+    x->line = t->line, x->col = t->col;
+    return lex_fail(x, "fixed-point number too large: a fix is -32768.0 to 32767.99998");
+}
+
 static int number(lexer *x, dish_tok *t) {
     int64_t v, q = 0;
     int n, tiny = 0;
     const char *text = x->s;
-    if (digits(x, INT32_MAX, &v, &n)) {
+    if (digits(x, MAGNITUDE_MAX, &v, &n)) {
         x->line = t->line, x->col = t->col; /* name the number's start */
-        return lex_fail(x, "number too large");
+        return lex_fail(x, "number too large: an int is -2147483648 to 2147483647");
     }
     t->kind = DISH_T_INT;
     if (x->s < x->end && *x->s == '.') {
         advance(x);
-        if (v > 32767)
-            return lex_fail(x, "fixed-point number over 32767");
         if (fraction(x, &q, &tiny))
             return -1;
         if (v == 0 && tiny)
             return fix_underflows(x, t, text);
         t->kind = DISH_T_FIX;
-        v = v * DISH_FIX_ONE + q;
-        if (v > INT32_MAX)
-            return lex_fail(x, "fixed-point number over 32767");
+        v = v * DISH_FIX_ONE + q; /* at most 2^31 * 65536 + 65536: no overflow */
+        if (v > MAGNITUDE_MAX) /* 32768.0 is -32768.0's magnitude; more is none */
+            return fix_too_large(x, t);
     }
-    t->value = (int32_t)v;
+    t->value = v;
     return 0;
 }
 
