@@ -38,6 +38,14 @@ done
 d ground --hub 6000 proc run --help; [ $rc = 0 ] || fail "ground proc run --help: $rc"
 has "log [--from N]" out
 d ground upload --help; has "--base-version B" out
+# a limit is printed as written, whole numbers in full (it said 1 to 4e+09)
+d ground upload --key "$DIR/k.key" --version 5000000000 copy "$TMODS/copy.so"
+[ $rc = 2 ] || fail "--version 5000000000: $rc"
+has "--version 5000000000: not a number from 1 to 4000000000" err
+d ground --timeout-ms 0 ping; [ $rc = 2 ] || fail "--timeout-ms 0: $rc"
+has "--timeout-ms 0: not a number from 1 to 3600000" err
+d link --ground 1 --sat 2 --speed 0; [ $rc = 2 ] || fail "--speed 0: $rc"
+has "--speed 0: not a number from 0.001 to 1000000" err
 d ground --help; has "dipp ground COMMAND --help" out
 d ground proc; [ $rc = 2 ] || fail "ground proc without a command: $rc"
 
