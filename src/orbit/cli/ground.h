@@ -40,8 +40,10 @@ void ground_no_answer(const ground *g, const char *what);
 
 /* Uploads m and its payload over port 20 until installed or refused,
  * and prints the outcome, its number and the satellite's sentence: an
- * exit status. */
-int ground_send_update(ground *g, const up_manifest *m, const uint8_t *payload);
+ * exit status; the satellite's code (0 installed, -1 no answer) in
+ * *code when code is not NULL. */
+int ground_send_update(ground *g, const up_manifest *m, const uint8_t *payload,
+                       int *code);
 
 /* When argv (argv[0] a command's name) asks for --help: prints that
  * command's own help on stdout and returns 1 (ground_help.c). */

@@ -138,6 +138,7 @@ typedef struct upload_opts {
     const char *key, *base;
     double serial, version, base_version, width, height;
     uint8_t in, out;
+    int base_given; /* --base-version given, not taken as version - 1 */
 } upload_opts;
 
 static int upload_parse(int argc, char **argv, upload_opts *o) {
@@ -146,7 +147,7 @@ static int upload_parse(int argc, char **argv, upload_opts *o) {
         {"base", 1, NULL, 'b'}, {"base-version", 1, NULL, 'B'}, {"in", 1, NULL, 'i'},
         {"out", 1, NULL, 'o'}, {"width", 1, NULL, 'w'}, {"height", 1, NULL, 'h'},
         {NULL, 0, NULL, 0}};
-    *o = (upload_opts){NULL, NULL, 1, 0, 0, 0, 0, DIPP_FMT_GRAY8, DIPP_FMT_GRAY8};
+    *o = (upload_opts){NULL, NULL, 1, 0, 0, 0, 0, DIPP_FMT_GRAY8, DIPP_FMT_GRAY8, 0};
     int ch, bad = 0;
     optind = 1;
     while (!bad && (ch = getopt_long(argc, argv, "", opts, NULL)) != -1)
@@ -165,9 +166,24 @@ static int upload_parse(int argc, char **argv, upload_opts *o) {
               "(dipp ground upload --help)\n", stderr);
         return -1;
     }
-    if (o->base && !o->base_version)
+    o->base_given = o->base_version > 0;
+    if (o->base && !o->base_given)
         o->base_version = o->version - 1;
     return 0;
+}
+
+/* After a delta's refusal for its base: where the base version the board
+ * compared came from. The ground cannot know which version OLD.so is; it
+ * takes the one before --version unless --base-version says, and the
+ * board's "a delta against v18" named a number the user never gave. */
+static void explain_base(const upload_opts *o, const char *name) {
+    if (o->base_given)
+        printf("  --base %s is %s v%.0f as --base-version said; a delta needs a copy "
+               "of the version active on board\n", o->base, name, o->base_version);
+    else
+        printf("  --base %s was taken for %s v%.0f, the version before --version %.0f; "
+               "--base-version N says which version it is, and must be the one active "
+               "on board\n", o->base, name, o->base_version, o->version);
 }
 
 int ground_upload_cmd(ground *g, int argc, char **argv) {
@@ -197,17 +213,23 @@ int ground_upload_cmd(ground *g, int argc, char **argv) {
         fprintf(stderr, "dipp ground: %s: %s\n", file, err);
         return EXIT_BAD;
     }
-    rc = ground_send_update(g, &m, payload);
+    int code;
+    rc = ground_send_update(g, &m, payload, &code);
     free(payload);
+    if (code == DIPP_E_UP_DELTA)
+        explain_base(&o, name);
     return rc;
 }
 
-int ground_send_update(ground *g, const up_manifest *m, const uint8_t *payload) {
+int ground_send_update(ground *g, const up_manifest *m, const uint8_t *payload,
+                       int *code_out) {
     /* asks as ground_ask does: nothing heard for the whole wait is no answer */
     ground_io io = {io_send, io_recv, g, ground_ask_ms(g), ground_asks(g), ground_seq()};
     uint64_t sent;
     proto_status st;
     int code = ground_upload(&io, m, payload, &sent, &st);
+    if (code_out)
+        *code_out = code;
     if (code == 0 && sent == 0) /* on board already: the sentence says how */
         printf("%s v%u installed: no chunk needed sending\n", m->name, m->version);
     else if (code == 0)

@@ -115,7 +115,7 @@ static int upload(ground *g, int argc, char **argv) {
         fprintf(stderr, "dipp ground: %s: %s\n", argv[optind], err);
         return EXIT_BAD;
     }
-    rc = ground_send_update(g, &m, payload);
+    rc = ground_send_update(g, &m, payload, NULL);
     free(payload);
     return rc;
 }
