@@ -24,6 +24,10 @@ for c in run encode decode store slots sat link ground; do
     d $c --help
     [ $rc = 0 ] && [ ! -s "$DIR/err" ] || fail "$c --help: exit $rc or stderr"
     [ "$(grep -c '^Usage: dipp' "$DIR/out")" = 1 ] || fail "$c --help: not one usage"
+    # the tools' convention: 1 bad input, 2 usage (encode, decode and run
+    # said none)
+    tr '\n' ' ' < "$DIR/out" | grep -q "Exit status: 0 [^.]*, 1 [^.]*, 2 usage" ||
+        fail "$c --help: no exit status"
 done
 # each ground command's own help, exit 0 (every one printed the general
 # text, and `ground proc`, which that pointed to, exited 2)
