@@ -72,6 +72,9 @@ for bad in "--hours nan" "--speed nan" "--hours -1"; do
     "$dish" run --sim $bad "$tmp/r.dbc" 2> "$tmp/err"
     [ $? -eq 2 ] && grep -q "wants a number" "$tmp/err" || fail "run $bad accepted"
 done
+# the limit in full (it said 1e+09)
+"$dish" run --sim --speed -1 "$tmp/r.dbc" 2> "$tmp/err"
+grep -q "speed wants a number from 0 to 1000000000$" "$tmp/err" || fail "--speed: $(cat "$tmp/err")"
 "$dish" frobnicate 2>/dev/null
 [ $? -eq 2 ] || fail "unknown command exit"
 "$dish" --help | grep -q "Exit status" || fail help

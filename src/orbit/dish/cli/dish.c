@@ -199,7 +199,8 @@ static int number(const char *opt, const char *s, double hi, double *v) {
     char *end;
     *v = s ? strtod(s, &end) : -1;
     if (!s || !*s || *end || !(*v >= 0 && *v <= hi)) { /* NaN too */
-        fprintf(stderr, "dish run: %s wants a number from 0 to %g\n", opt, hi);
+        /* hi is whole (1e9, a year's hours): in full, not %g's 1e+09 */
+        fprintf(stderr, "dish run: %s wants a number from 0 to %.0f\n", opt, hi);
         return -1;
     }
     return 0;
