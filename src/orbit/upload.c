@@ -59,10 +59,16 @@ static int admit(const up_store *s, const up_manifest *m, up_result *r) {
     if (mod && m->version <= mod->highest)
         return up_fail(r, DIPP_E_UP_REPLAY, "%s v%u: not above v%u, the highest "
                        "accepted", m->name, m->version, mod->highest);
-    if ((m->flags & UP_FLAG_DELTA) && (!mod || mod->active != m->base_version))
-        return up_fail(r, DIPP_E_UP_DELTA, "%s v%u: a delta against v%u, board "
-                       "runs v%u", m->name, m->version, m->base_version,
-                       mod ? mod->active : 0);
+    /* a delta applies to the active version alone: say which that is, or
+     * that there is none ("board runs v0" read as a version) */
+    if ((m->flags & UP_FLAG_DELTA) && (!mod || !mod->active))
+        return up_fail(r, DIPP_E_UP_DELTA, "%s v%u: a delta against v%u, but no "
+                       "version of %s is active on board to apply it to (send it "
+                       "whole)", m->name, m->version, m->base_version, m->name);
+    if ((m->flags & UP_FLAG_DELTA) && mod->active != m->base_version)
+        return up_fail(r, DIPP_E_UP_DELTA, "%s v%u: a delta against v%u, but v%u is "
+                       "the version active on board, the only one a delta applies to",
+                       m->name, m->version, m->base_version, mod->active);
     if (!up_module_room(s, m->name))
         return up_fail(r, DIPP_E_UP_QUOTA, "%s: already %d modules on board",
                        m->name, UP_MAX_MODULES);

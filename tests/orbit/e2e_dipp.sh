@@ -24,7 +24,34 @@ for c in run encode decode store slots sat link ground; do
     d $c --help
     [ $rc = 0 ] && [ ! -s "$DIR/err" ] || fail "$c --help: exit $rc or stderr"
     [ "$(grep -c '^Usage: dipp' "$DIR/out")" = 1 ] || fail "$c --help: not one usage"
+    # the tools' convention: 1 bad input, 2 usage (encode, decode and run
+    # said none)
+    tr '\n' ' ' < "$DIR/out" | grep -q "Exit status: 0 [^.]*, 1 [^.]*, 2 usage" ||
+        fail "$c --help: no exit status"
 done
+# each ground command's own help, exit 0 (every one printed the general
+# text, and `ground proc`, which that pointed to, exited 2)
+for c in keygen upload rotate slot telemetry images ping proc; do
+    d ground $c --help
+    [ $rc = 0 ] && [ ! -s "$DIR/err" ] || fail "ground $c --help: exit $rc or stderr"
+    head -1 "$DIR/out" | grep -q "^Usage: dipp ground .*$c" ||
+        fail "ground $c --help: not its usage"
+    grep -q "COMMAND --help. tells" "$DIR/out" && fail "ground $c --help: the general help"
+    has "Exit status: 0" out
+done
+d ground --hub 6000 proc run --help; [ $rc = 0 ] || fail "ground proc run --help: $rc"
+has "log [--from N]" out
+d ground upload --help; has "--base-version B" out
+# a limit is printed as written, whole numbers in full (it said 1 to 4e+09)
+d ground upload --key "$DIR/k.key" --version 5000000000 copy "$TMODS/copy.so"
+[ $rc = 2 ] || fail "--version 5000000000: $rc"
+has "--version 5000000000: not a number from 1 to 4000000000" err
+d ground --timeout-ms 0 ping; [ $rc = 2 ] || fail "--timeout-ms 0: $rc"
+has "--timeout-ms 0: not a number from 1 to 3600000" err
+d link --ground 1 --sat 2 --speed 0; [ $rc = 2 ] || fail "--speed 0: $rc"
+has "--speed 0: not a number from 0.001 to 1000000" err
+d ground --help; has "dipp ground COMMAND --help" out
+d ground proc; [ $rc = 2 ] || fail "ground proc without a command: $rc"
 
 # keygen: the private key is 0600 whatever the umask, and an existing pair
 # is never overwritten unless --force (it was 0644, and silently replaced)
@@ -53,6 +80,24 @@ has "p2only.yaml:1:11: pipeline: names pipeline 2, but the write is for pipeline
 printf 'modules:\n  - name: debayer\n' > "$DIR/noid.yaml"
 d ground --timeout-ms 10 slot --key "$DIR/k.key" --pipeline 3 "$DIR/noid.yaml"
 [ $rc = 1 ] || fail "slot of no pipeline: $rc"; has "no answer from node 162" out
+
+# --timeout-ms is the whole wait for an answer, the question asked again
+# within it (it was each ask's wait, 40 asks: 2000 took 80 s, the default
+# 3000 two minutes). With no satellite on the hub each command says so
+# within ten times its wait; the asks are counted, not timed.
+w() { timeout 20 "$DIPP" ground --timeout-ms 2000 "$@" >"$DIR/out" 2>"$DIR/err"; rc=$?; }
+w ping; [ $rc = 1 ] || fail "ping with no satellite: exit $rc (124: past 20 s)"
+has "ping: no answer from node 162 in 2000 ms (asked 4 times" out
+w --retry-ms 1000 telemetry; [ $rc = 1 ] || fail "telemetry with no satellite: $rc"
+has "telemetry: no answer from node 162 in 2000 ms (asked 2 times" out
+w upload --key "$DIR/k.key" --version 1 --in rgb --out rgb copy "$TMODS/copy.so"
+[ $rc = 1 ] || fail "upload with no satellite: $rc"
+has "copy v1: no answer from node 162 in 2000 ms (asked 4 times" out
+mkdir "$DIR/down"
+w images --out "$DIR/down"; [ $rc = 1 ] || fail "images with no satellite: $rc"
+has "images: no answer from node 162 in 2000 ms" out
+w --retry-ms 3000 ping; [ $rc = 2 ] || fail "--retry-ms over --timeout-ms: $rc"
+has "--retry-ms 3000 is over --timeout-ms 2000" err
 
 cat > "$DIR/mission.yaml" <<'YAML'
 pipeline: 1

@@ -34,7 +34,9 @@ fail() {
 }
 # below the ephemeral ports (32768 on): the hubs also bind PORT + 1000
 GPORT=$((20000 + RANDOM % 11000)); SPORT=$((GPORT + 1))
-g() { timeout 60 "$DIPP" ground --hub "$GPORT" --timeout-ms 150 "$@" >"$DIR/out" 2>&1; rc=$?; }
+# asked every 150 ms, for 6 s without an answer
+g() { timeout 60 "$DIPP" ground --hub "$GPORT" --timeout-ms 6000 --retry-ms 150 "$@" \
+      >"$DIR/out" 2>&1; rc=$?; }
 has() { grep -qF -- "$1" "$DIR/out" || fail "no '$1' in: $(cat "$DIR/out")"; }
 tm() { sed -n "s/^$1=//p" "$DIR/out"; }
 sat() {

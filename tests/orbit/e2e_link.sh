@@ -6,7 +6,9 @@
 # pipeline using it (written signed into its slot; an older or foreign
 # write is refused); telemetry shows the counts; a crashing upload is
 # refused at its test-run, and one that fails in flight is rolled back;
-# images come down; help and usage errors of the three commands. Every
+# images come down; a delta against a version not active on board is
+# refused, saying where its base version came from, and installs when the
+# base is named; help and usage errors of the three commands. Every
 # process is bounded by `timeout` and stopped.
 set -u
 DIPP=$1 MODS=$2 TMODS=$3
@@ -21,7 +23,9 @@ trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; cat "$DIR/out" "$DIR/link.log" "$DIR/sat.log" >&2 2>/dev/null; exit 1; }
 # below the ephemeral ports (32768 on): the hubs also bind PORT + 1000
 GPORT=$((20000 + RANDOM % 11000)); SPORT=$((GPORT + 1))
-g() { timeout 120 "$DIPP" ground --hub "$GPORT" --timeout-ms 400 "$@" >"$DIR/out" 2>&1; rc=$?; }
+# asked every 400 ms, for 16 s without an answer (a pass is 4 s every 5)
+g() { timeout 120 "$DIPP" ground --hub "$GPORT" --timeout-ms 16000 --retry-ms 400 "$@" \
+      >"$DIR/out" 2>&1; rc=$?; }
 has() { grep -qF -- "$1" "$DIR/out" || fail "no '$1' in: $(cat "$DIR/out")"; }
 # until_tm TEXT: telemetry until it shows TEXT (at most 60 asks)
 until_tm() {
@@ -118,4 +122,18 @@ mkdir "$DIR/img"
 g images --out "$DIR/img" --max 5; [ $rc = 0 ] || fail "images: $rc"; has "5 images downlinked"
 ls "$DIR"/img/*.png >/dev/null 2>&1 || fail "no PNG downlinked"
 head -c 4 "$(ls "$DIR"/img/*.png | head -1)" | grep -q PNG || fail "not a PNG"
-echo "e2e_link: ok ($(cat "$DIR/out"))"
+
+# a delta whose base is not the active version (v1, after the rollback):
+# refused, saying which version is active and where the base version the
+# board compared came from (it said "a delta against v8", which the user
+# never gave); named right, it installs
+g upload --key "$DIR/k1.key" --version 9 --base "$TMODS/copy.so" --in rgb --out rgb \
+    copy "$TMODS/copy.so"
+[ $rc = 1 ] || fail "delta against a version not on board: $rc"
+has "refused: error 1006000"
+has "copy v9: a delta against v8, but v1 is the version active on board"
+has "--base $TMODS/copy.so was taken for copy v8, the version before --version 9"
+g upload --key "$DIR/k1.key" --version 9 --base "$TMODS/copy.so" --base-version 1 \
+    --in rgb --out rgb copy "$TMODS/copy.so"
+[ $rc = 0 ] || fail "delta against v1: $rc"; has "copy v9 installed"
+echo "e2e_link: ok"

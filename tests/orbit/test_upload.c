@@ -146,10 +146,18 @@ static void test_delta_small_and_checked(void **s) {
     print_message("full zstd %u bytes, delta %u bytes\n", mf.payload_size, md.payload_size);
     assert_true(md.payload_size * 10 < mf.payload_size);
     assert_int_equal(test_send(&st, &md, delta, &res), DIPP_E_UP_DELTA); /* no v1 */
+    /* the refusal says what is on board (it said "board runs v0") */
+    assert_string_equal(res.detail, "tile v2: a delta against v1, but no version of tile "
+                        "is active on board to apply it to (send it whole)");
     assert_int_equal(upload("tile", 1, v1, 60000, NULL, 0, &key1), 0);
     assert_int_equal(test_send(&st, &md, delta, &res), 0);
     assert_active("tile", 2, v2, 60000);
-    free(full), free(delta), free(v1), free(v2);
+    uint8_t *stale;
+    up_manifest ms = test_manifest("tile", 4, v2, 60000, v1, 60000, &key1, &stale);
+    assert_int_equal(test_send(&st, &ms, stale, &res), DIPP_E_UP_DELTA); /* v3: none */
+    assert_string_equal(res.detail, "tile v4: a delta against v3, but v2 is the version "
+                        "active on board, the only one a delta applies to");
+    free(full), free(delta), free(stale), free(v1), free(v2);
 }
 
 static void test_bad_chunks(void **s) {

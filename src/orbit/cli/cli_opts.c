@@ -7,12 +7,24 @@
 
 volatile int cli_stop;
 
+/* A bound as the user would write it: a whole number in full (a version
+ * limit of 4000000000, not %g's 4e+09), a fraction as %g has it (0.001). */
+static void bound_text(double v, char *out, size_t cap) {
+    if (v > -1e15 && v < 1e15 && v == (double)(int64_t)v) /* in range before the cast */
+        snprintf(out, cap, "%lld", (long long)v);
+    else
+        snprintf(out, cap, "%g", v);
+}
+
 int cli_number(const char *cmd, const char *opt, const char *s, double lo,
                double hi, double *v) {
-    char *end;
+    char *end, from[32], to[32];
     double x = strtod(s, &end);
     if (!*s || *end || !(x >= lo && x <= hi)) { /* NaN fails both */
-        fprintf(stderr, "dipp %s: %s %s: not a number from %g to %g\n", cmd, opt, s, lo, hi);
+        bound_text(lo, from, sizeof from);
+        bound_text(hi, to, sizeof to);
+        fprintf(stderr, "dipp %s: %s %s: not a number from %s to %s\n", cmd, opt, s, from,
+                to);
         return -1;
     }
     *v = x;

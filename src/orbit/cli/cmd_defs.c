@@ -75,7 +75,9 @@ int cmd_encode(int argc, char **argv) {
     static const char text[] =
         "Usage: dipp encode DEF.yaml [-o FILE]\n"
         "Encodes a pipeline definition (CBOR, zstd when smaller) as uplinked and\n"
-        "stored; fails when it is over the 188-byte parameter. Prints its size.\n";
+        "stored; fails when it is over the 188-byte parameter. Prints its size.\n"
+        "Exit status: 0 encoded, 1 bad input (a YAML error, named by file, line and\n"
+        "field; over 188 bytes; FILE not written), 2 usage.\n";
     const char *out = NULL;
     int ch;
     if (cli_help(argc, argv, text))
@@ -103,8 +105,11 @@ int cmd_encode(int argc, char **argv) {
 }
 
 int cmd_decode(int argc, char **argv) {
-    static const char text[] = "Usage: dipp decode FILE\n"
-                               "Prints an encoded pipeline definition as YAML.\n";
+    static const char text[] =
+        "Usage: dipp decode FILE\n"
+        "Prints an encoded pipeline definition as YAML.\n"
+        "Exit status: 0 printed, 1 bad input (FILE unread, or not an encoded\n"
+        "definition: the reason said), 2 usage.\n";
     if (cli_help(argc, argv, text))
         return 0;
     optind = 1;
@@ -162,7 +167,9 @@ int cmd_store(int argc, char **argv) {
         "number), or with --config into module-configuration slot N (1-20).\n"
         "A slot is replaced whole: after a power cut it holds the old or the new.\n"
         "Its version becomes one above the slot's (1 for an empty or corrupt\n"
-        "one): a signed write from the ground must carry a higher one still.\n";
+        "one): a signed write from the ground must carry a higher one still.\n"
+        "Exit status: 0 stored, 1 bad input (a definition, or the slot not written),\n"
+        "2 usage.\n";
     const char *dir = NULL;
     int config = 0, rc = store_args(argc, argv, 1, &dir, &config, text);
     if (rc >= 0)
@@ -216,7 +223,8 @@ int cmd_slots(int argc, char **argv) {
     static const char text[] =
         "Usage: dipp slots --store DIR\n"
         "Lists the 6 pipeline and 20 module-configuration slots: empty, the\n"
-        "modules a definition names, or BAD with why (exit 1 then).\n";
+        "modules a definition names, or BAD with why.\n"
+        "Exit status: 0 listed, 1 bad input (a slot BAD, or DIR no folder), 2 usage.\n";
     const char *dir = NULL;
     int rc = store_args(argc, argv, 0, &dir, NULL, text);
     if (rc >= 0)

@@ -28,7 +28,8 @@ static const char text[] =
     "                   a contact window of S s every period (default: always)\n"
     "  --speed X        simulated seconds per wall second (default 1)\n"
     "  --seed N         the loss and corruption draws (default 1)\n"
-    "Prints the frames each way, sent and lost, when stopped (SIGTERM).\n";
+    "Prints the frames each way, sent and lost, when stopped (SIGTERM).\n"
+    "Exit status: 0 stopped, 1 a port not bound, 2 usage.\n";
 
 #define QUEUE 4096
 

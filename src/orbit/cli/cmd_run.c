@@ -31,7 +31,9 @@ static const char text[] =
     "  --seed N         scene of the first frame (default 1; then seed+1...)\n"
     "  --timeout-ms N   a module's time limit (default 10000)\n"
     "  --mem-mib N      private memory a module may add once sandboxed (default 512)\n"
-    "  --out DIR        write each pipeline's output images there\n";
+    "  --out DIR        write each pipeline's output images there\n"
+    "Exit status: 0 every batch processed, 1 bad input (a definition, the module\n"
+    "folder, the store), 2 usage, 3 a batch lost (each one reported).\n";
 
 typedef struct run_opts {
     const char *modules, *out, *store;

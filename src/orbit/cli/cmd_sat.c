@@ -37,7 +37,8 @@ static const char text[] =
     "  --pipe-s S        a pipeline a procedure starts reports its end after S\n"
     "                    simulated seconds (default 20)\n"
     "  --asleep          the main processor starts suspended: no frame is\n"
-    "                    processed until a procedure wakes it\n";
+    "                    processed until a procedure wakes it\n"
+    "Exit status: 0 stopped, 1 bad input (the key, the store, the hub), 2 usage.\n";
 
 typedef struct sat_opts {
     const char *store, *modules, *key;

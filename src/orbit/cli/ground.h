@@ -11,7 +11,8 @@
 
 typedef struct ground {
     unsigned hub;
-    int timeout_ms;
+    int timeout_ms; /* the whole wait: nothing heard for this long is "no answer" */
+    int retry_ms;   /* the most between two asks of one question, <= timeout_ms */
     csp_node node;
 } ground;
 
@@ -24,16 +25,31 @@ int ground_command(ground *g, int argc, char **argv);
  * never taken for this run's. */
 uint16_t ground_seq(void);
 
+/* How often a question is asked within the whole wait, and how long each
+ * ask waits for its answer (ground_ask.c): the wait shared evenly. */
+unsigned ground_asks(const ground *g);
+int ground_ask_ms(const ground *g);
+
 /* Sends msg to port and waits for a reply of type want answering seq
- * (bytes 1-2), asking again after each timeout, `tries` times: its length,
- * or -1. */
+ * (bytes 1-2), asking again within g's whole wait: its length, or -1. */
 long ground_ask(ground *g, uint8_t port, const uint8_t *msg, size_t len,
-                uint8_t want, uint8_t *reply, size_t cap, int tries);
+                uint8_t want, uint8_t *reply, size_t cap);
+
+/* Prints "WHAT: no answer from node 162 in N ms (asked K times...)". */
+void ground_no_answer(const ground *g, const char *what);
 
 /* Uploads m and its payload over port 20 until installed or refused,
  * and prints the outcome, its number and the satellite's sentence: an
- * exit status. */
-int ground_send_update(ground *g, const up_manifest *m, const uint8_t *payload);
+ * exit status; the satellite's code (0 installed, -1 no answer) in
+ * *code when code is not NULL. */
+int ground_send_update(ground *g, const up_manifest *m, const uint8_t *payload,
+                       int *code);
+
+/* When argv (argv[0] a command's name) asks for --help: prints that
+ * command's own help on stdout and returns 1 (ground_help.c). */
+int ground_help(int argc, char **argv);
+/* `dipp ground proc`'s help, its usage too. */
+extern const char ground_proc_help[];
 
 /* The commands, argv[0] their name. */
 int ground_keygen(int argc, char **argv);

@@ -19,33 +19,6 @@
 #include "platform.h"
 #include "proto.h"
 
-#define TRIES 40
-
-/* 0 is never one: it marks "not started" here. */
-uint16_t ground_seq(void) {
-    static uint16_t seq;
-    if (!seq)
-        seq = (uint16_t)(1 + randombytes_uniform(65535));
-    uint16_t now = seq++;
-    if (!seq)
-        seq = 1;
-    return now;
-}
-
-long ground_ask(ground *g, uint8_t port, const uint8_t *msg, size_t len,
-                uint8_t want, uint8_t *reply, size_t cap, int tries) {
-    for (int t = 0; t < tries; t++) {
-        csp_id id;
-        size_t got;
-        csp_node_send(&g->node, DIPP_NODE, port, port, msg, len);
-        while (csp_node_recv(&g->node, g->timeout_ms, &id, reply, cap, &got) == 1)
-            if (id.dport == port && got >= 3 && reply[0] == want &&
-                (len < 3 || memcmp(reply + 1, msg + 1, 2) == 0))
-                return (long)got;
-    }
-    return -1;
-}
-
 int ground_read_file(const char *path, uint8_t **data, size_t *len, size_t want) {
     int rc = plat_file_read(path, data, len);
     if (rc || (want && *len != want)) {
@@ -113,7 +86,8 @@ int ground_keygen(int argc, char **argv) {
     char pub[4096], key[4096];
     int force = argc == 3 && strcmp(argv[1], "--force") == 0;
     if (argc != 2 + force || argv[argc - 1][0] == '-') {
-        fprintf(stderr, "Usage: dipp ground keygen [--force] PREFIX\n");
+        fprintf(stderr, "Usage: dipp ground keygen [--force] PREFIX "
+                "(dipp ground keygen --help)\n");
         return EXIT_USAGE;
     }
     snprintf(pub, sizeof pub, "%s.pub", argv[argc - 1]);
@@ -164,6 +138,7 @@ typedef struct upload_opts {
     const char *key, *base;
     double serial, version, base_version, width, height;
     uint8_t in, out;
+    int base_given; /* --base-version given, not taken as version - 1 */
 } upload_opts;
 
 static int upload_parse(int argc, char **argv, upload_opts *o) {
@@ -172,7 +147,7 @@ static int upload_parse(int argc, char **argv, upload_opts *o) {
         {"base", 1, NULL, 'b'}, {"base-version", 1, NULL, 'B'}, {"in", 1, NULL, 'i'},
         {"out", 1, NULL, 'o'}, {"width", 1, NULL, 'w'}, {"height", 1, NULL, 'h'},
         {NULL, 0, NULL, 0}};
-    *o = (upload_opts){NULL, NULL, 1, 0, 0, 0, 0, DIPP_FMT_GRAY8, DIPP_FMT_GRAY8};
+    *o = (upload_opts){NULL, NULL, 1, 0, 0, 0, 0, DIPP_FMT_GRAY8, DIPP_FMT_GRAY8, 0};
     int ch, bad = 0;
     optind = 1;
     while (!bad && (ch = getopt_long(argc, argv, "", opts, NULL)) != -1)
@@ -188,12 +163,27 @@ static int upload_parse(int argc, char **argv, upload_opts *o) {
                         : cli_whole("ground", "--height", optarg, 0, 65535, &o->height);
     if (bad || !o->key || !o->version || argc - optind != 2) {
         fputs("Usage: dipp ground upload --key K.key --version V [OPTIONS] NAME FILE.so\n"
-              "(dipp ground --help)\n", stderr);
+              "(dipp ground upload --help)\n", stderr);
         return -1;
     }
-    if (o->base && !o->base_version)
+    o->base_given = o->base_version > 0;
+    if (o->base && !o->base_given)
         o->base_version = o->version - 1;
     return 0;
+}
+
+/* After a delta's refusal for its base: where the base version the board
+ * compared came from. The ground cannot know which version OLD.so is; it
+ * takes the one before --version unless --base-version says, and the
+ * board's "a delta against v18" named a number the user never gave. */
+static void explain_base(const upload_opts *o, const char *name) {
+    if (o->base_given)
+        printf("  --base %s is %s v%.0f as --base-version said; a delta needs a copy "
+               "of the version active on board\n", o->base, name, o->base_version);
+    else
+        printf("  --base %s was taken for %s v%.0f, the version before --version %.0f; "
+               "--base-version N says which version it is, and must be the one active "
+               "on board\n", o->base, name, o->base_version, o->version);
 }
 
 int ground_upload_cmd(ground *g, int argc, char **argv) {
@@ -223,16 +213,23 @@ int ground_upload_cmd(ground *g, int argc, char **argv) {
         fprintf(stderr, "dipp ground: %s: %s\n", file, err);
         return EXIT_BAD;
     }
-    rc = ground_send_update(g, &m, payload);
+    int code;
+    rc = ground_send_update(g, &m, payload, &code);
     free(payload);
+    if (code == DIPP_E_UP_DELTA)
+        explain_base(&o, name);
     return rc;
 }
 
-int ground_send_update(ground *g, const up_manifest *m, const uint8_t *payload) {
-    ground_io io = {io_send, io_recv, g, g->timeout_ms, TRIES, ground_seq()};
+int ground_send_update(ground *g, const up_manifest *m, const uint8_t *payload,
+                       int *code_out) {
+    /* asks as ground_ask does: nothing heard for the whole wait is no answer */
+    ground_io io = {io_send, io_recv, g, ground_ask_ms(g), ground_asks(g), ground_seq()};
     uint64_t sent;
     proto_status st;
     int code = ground_upload(&io, m, payload, &sent, &st);
+    if (code_out)
+        *code_out = code;
     if (code == 0 && sent == 0) /* on board already: the sentence says how */
         printf("%s v%u installed: no chunk needed sending\n", m->name, m->version);
     else if (code == 0)
@@ -241,8 +238,11 @@ int ground_send_update(ground *g, const up_manifest *m, const uint8_t *payload) 
     else if (code > 0)
         printf("%s v%u refused: error %u (%s)\n", m->name, m->version,
                dipp_error_number(code, 0, 0), dipp_code_name(code));
-    else
-        printf("%s v%u: no answer from node %d\n", m->name, m->version, DIPP_NODE);
+    else {
+        char what[64];
+        snprintf(what, sizeof what, "%s v%u", m->name, m->version);
+        ground_no_answer(g, what);
+    }
     if (code >= 0 && st.detail[0])
         printf("  %s\n", st.detail);
     return code ? EXIT_BAD : 0;
@@ -254,7 +254,8 @@ int ground_rotate(ground *g, int argc, char **argv) {
     double serial = 0;
     if (argc != 6 || strcmp(argv[1], "--key") || strcmp(argv[3], "--serial") ||
         cli_whole("ground", "--serial", argv[4], 2, 4e9, &serial)) {
-        fprintf(stderr, "Usage: dipp ground rotate --key OLD.key --serial N NEW.pub\n");
+        fprintf(stderr, "Usage: dipp ground rotate --key OLD.key --serial N NEW.pub "
+                "(dipp ground rotate --help)\n");
         return EXIT_USAGE;
     }
     if (ground_read_file(argv[2], &sk, &sk_len, UP_SK_BYTES))
@@ -273,10 +274,10 @@ int ground_rotate(ground *g, int argc, char **argv) {
     proto_put16(msg + 1, ground_seq());
     up_rotate_build((uint32_t)serial, pk, sk, msg + 3);
     free(sk), free(pk);
-    long n = ground_ask(g, DIPP_PORT_UPLOAD, msg, sizeof msg, 'S', reply, sizeof reply, TRIES);
+    long n = ground_ask(g, DIPP_PORT_UPLOAD, msg, sizeof msg, 'S', reply, sizeof reply);
     proto_status st;
     if (n < 0 || proto_status_parse(reply, (size_t)n, &st)) {
-        printf("rotation: no answer from node %d\n", DIPP_NODE);
+        ground_no_answer(g, "rotation");
         return EXIT_BAD;
     }
     if (st.code) {

@@ -17,24 +17,6 @@
 #include "ground.h"
 #include "proto.h"
 
-#define TRIES 40
-
-static const char usage[] =
-    "Usage: dipp ground proc COMMAND ...\n"
-    "  upload --key K.key [--serial N] --version V [--name NAME] FILE.dish|FILE.dbc\n"
-    "                      compile (a .dish) and upload an image of procedures,\n"
-    "                      signed; the satellite verifies, stores and loads it\n"
-    "                      (NAME: the file's, without its extension)\n"
-    "  list                the procedures on board, one line per slot\n"
-    "  run SLOT [ARG...]   start the procedure in SLOT (an ARG with a point is a\n"
-    "                      fix, Q16.16)\n"
-    "  stop SLOT           stop every run inside the procedure in SLOT, those\n"
-    "                      calling it from another slot too (each ends with a\n"
-    "                      fault record, killed)\n"
-    "  delete SLOT         delete the procedure in SLOT (refused while another\n"
-    "                      calls it or it runs)\n"
-    "  log [--from N]      the run records from index N on (start, end, fault, tm)\n";
-
 /* ---- upload ---- */
 
 typedef struct upload_opts {
@@ -133,7 +115,7 @@ static int upload(ground *g, int argc, char **argv) {
         fprintf(stderr, "dipp ground: %s: %s\n", argv[optind], err);
         return EXIT_BAD;
     }
-    rc = ground_send_update(g, &m, payload);
+    rc = ground_send_update(g, &m, payload, NULL);
     free(payload);
     return rc;
 }
@@ -145,9 +127,9 @@ static int upload(ground *g, int argc, char **argv) {
 static int ask(ground *g, uint8_t *msg, size_t len, const char *what) {
     uint8_t reply[CSP_MTU + 1];
     proto_put16(msg + 1, ground_seq());
-    long n = ground_ask(g, DIPP_PORT_PROCS, msg, len, 'A', reply, CSP_MTU, TRIES);
+    long n = ground_ask(g, DIPP_PORT_PROCS, msg, len, 'A', reply, CSP_MTU);
     if (n < 7) {
-        printf("%s: no answer from node %d\n", what, DIPP_NODE);
+        ground_no_answer(g, what);
         return EXIT_BAD;
     }
     reply[n] = 0;
@@ -250,9 +232,9 @@ static int log_cmd(ground *g, int argc, char **argv) {
     uint32_t from = (uint32_t)start, next = UINT32_MAX;
     do {
         proto_put16(msg + 1, ground_seq()), proto_put32(msg + 3, from);
-        long n = ground_ask(g, DIPP_PORT_PARAM, msg, sizeof msg, 'V', reply, CSP_MTU, TRIES);
+        long n = ground_ask(g, DIPP_PORT_PARAM, msg, sizeof msg, 'V', reply, CSP_MTU);
         if (n < 0) {
-            printf("log: no answer from node %d\n", DIPP_NODE);
+            ground_no_answer(g, "log");
             return EXIT_BAD;
         }
         reply[n] = 0;
@@ -265,7 +247,7 @@ static int log_cmd(ground *g, int argc, char **argv) {
 
 int ground_procs(ground *g, int argc, char **argv) {
     if (argc < 1) {
-        fputs(usage, stderr);
+        fputs(ground_proc_help, stderr);
         return EXIT_USAGE;
     }
     if (!strcmp(argv[0], "list") && argc == 1)
@@ -275,5 +257,5 @@ int ground_procs(ground *g, int argc, char **argv) {
          : !strcmp(argv[0], "delete") ? slot_cmd(g, argc, argv, 'E')
          : !strcmp(argv[0], "stop")   ? slot_cmd(g, argc, argv, 'S')
          : !strcmp(argv[0], "log")    ? log_cmd(g, argc, argv)
-                                      : (fputs(usage, stderr), EXIT_USAGE);
+                                      : (fputs(ground_proc_help, stderr), EXIT_USAGE);
 }

@@ -19,8 +19,6 @@
 #include "proto.h"
 #include "slot_msg.h"
 
-#define TRIES 40
-
 typedef struct slot_opts {
     const char *key;
     double version, pipeline, config;
@@ -44,7 +42,7 @@ static int slot_parse(int argc, char **argv, slot_opts *o) {
                         : cli_whole("ground", "--config", optarg, 1, PDEF_CONFIGS, &o->config);
     if (bad || !o->key || !o->pipeline == !o->config || argc - optind != 1) {
         fputs("Usage: dipp ground slot --key K.key [--version V] "
-              "(--pipeline 1-6|--config 1-20) DEF.yaml\n(dipp ground --help)\n", stderr);
+              "(--pipeline 1-6|--config 1-20) DEF.yaml\n(dipp ground slot --help)\n", stderr);
         return -1;
     }
     return 0;
@@ -73,10 +71,10 @@ static int slot(ground *g, int argc, char **argv) {
                   (size_t)len};
     size_t n = slot_msg_build(&m, sk, msg);
     free(sk);
-    long got = ground_ask(g, DIPP_PORT_PARAM, msg, n, 'A', reply, CSP_MTU, TRIES);
+    long got = ground_ask(g, DIPP_PORT_PARAM, msg, n, 'A', reply, CSP_MTU);
     uint32_t code = got >= 7 ? proto_get32(reply + 3) : 0;
     if (got < 7) {
-        printf("%s: no answer from node %d\n", file, DIPP_NODE);
+        ground_no_answer(g, file);
         return EXIT_BAD;
     }
     reply[got] = 0;
@@ -94,9 +92,9 @@ static int slot(ground *g, int argc, char **argv) {
 static int telemetry(ground *g) {
     uint8_t msg[3] = {'T', 0, 0}, reply[CSP_MTU + 1];
     proto_put16(msg + 1, ground_seq());
-    long n = ground_ask(g, DIPP_PORT_PARAM, msg, sizeof msg, 'V', reply, CSP_MTU, TRIES);
+    long n = ground_ask(g, DIPP_PORT_PARAM, msg, sizeof msg, 'V', reply, CSP_MTU);
     if (n < 0) {
-        printf("telemetry: no answer from node %d\n", DIPP_NODE);
+        ground_no_answer(g, "telemetry");
         return EXIT_BAD;
     }
     reply[n] = 0;
@@ -164,7 +162,7 @@ static int fetch(ground *g, image_in *in) {
     csp_node_send(&g->node, DIPP_NODE, DIPP_PORT_IMAGES, DIPP_PORT_IMAGES, msg, sizeof msg);
     csp_id id;
     size_t len;
-    while (csp_node_recv(&g->node, g->timeout_ms, &id, part, sizeof part, &len) == 1) {
+    while (csp_node_recv(&g->node, ground_ask_ms(g), &id, part, sizeof part, &len) == 1) {
         if (len < PART_HEAD || id.dport != DIPP_PORT_IMAGES || part[0] != 'I')
             continue;
         uint32_t pid = proto_get32(part + 1), p = proto_get16(part + 5);
@@ -207,13 +205,14 @@ static int save_image(const image_in *in, const char *dir) {
 /* Downlinks the best image into dir and acknowledges it once it is saved
  * (the satellite then drops it): its id, 0 when the ring is empty, -1
  * when it did not come whole, -2 when it went, -3 when it could not be
- * held or saved. Parts come PROTO_PARTS_PER_ASK an ask: it asks again as
- * soon as they are in, and while they come. */
+ * held or saved, -4 when nothing was heard for the whole wait. Parts
+ * come PROTO_PARTS_PER_ASK an ask: it asks again as soon as they are in,
+ * and while they come. */
 static long one_image(ground *g, const char *dir) {
     image_in in;
     int rc = -1;
     memset(&in, 0, sizeof in);
-    for (int t = 0; t < TRIES && rc == -1; t++) {
+    for (unsigned t = 0; t < ground_asks(g) && rc == -1; t++) {
         uint32_t had = in.got;
         rc = fetch(g, &in);
         t = in.got > had ? 0 : t; /* progress: the tries start again */
@@ -227,6 +226,8 @@ static long one_image(ground *g, const char *dir) {
     }
     free(in.bytes);
     free(in.have);
+    if (rc == -1 && !in.id)
+        rc = -4; /* no part at all: not an image lost, no answer */
     return rc == 1 ? (long)in.id : rc;
 }
 
@@ -236,7 +237,8 @@ static int images(ground *g, int argc, char **argv) {
     if ((argc != 3 && argc != 5) || strcmp(argv[1], "--out") ||
         (argc == 5 && (strcmp(argv[3], "--max") ||
                        cli_number("ground", "--max", argv[4], 1, 1e9, &max)))) {
-        fprintf(stderr, "Usage: dipp ground images --out DIR [--max N]\n");
+        fprintf(stderr, "Usage: dipp ground images --out DIR [--max N] "
+                "(dipp ground images --help)\n");
         return EXIT_USAGE;
     }
     struct stat st;
@@ -247,12 +249,17 @@ static int images(ground *g, int argc, char **argv) {
         return EXIT_BAD;
     }
     long id = 1;
-    while (failures < 3 && count < max && id != -3 && (id = one_image(g, argv[2])) != 0) {
+    /* a silent satellite ends it at once: another image would only wait
+     * the whole --timeout-ms again */
+    while (failures < 3 && count < max && id != -3 && id != -4 &&
+           (id = one_image(g, argv[2])) != 0) {
         failures += id == -1;
         count += id > 0;
     }
-    if (id == -3)
+    if (id == -3 || id == -4)
         failures = 3;
+    if (id == -4)
+        ground_no_answer(g, "images");
     printf("%u images downlinked to %s\n", count, argv[2]);
     return failures < 3 ? 0 : EXIT_BAD;
 }
@@ -260,8 +267,8 @@ static int images(ground *g, int argc, char **argv) {
 static int ping(ground *g) {
     uint8_t msg[3] = {'p', 0, 0}, reply[16];
     proto_put16(msg + 1, ground_seq());
-    if (ground_ask(g, CSP_PORT_PING, msg, sizeof msg, 'p', reply, sizeof reply, TRIES) < 0) {
-        printf("ping: no answer from node %d\n", DIPP_NODE);
+    if (ground_ask(g, CSP_PORT_PING, msg, sizeof msg, 'p', reply, sizeof reply) < 0) {
+        ground_no_answer(g, "ping");
         return EXIT_BAD;
     }
     printf("ping: node %d answers\n", DIPP_NODE);
@@ -270,6 +277,8 @@ static int ping(ground *g) {
 
 int ground_command(ground *g, int argc, char **argv) {
     char sub[64], pub[64];
+    if (ground_help(argc, argv))
+        return 0;
     if (!strcmp(argv[0], "keygen"))
         return ground_keygen(argc, argv);
     cli_hub(g->hub, sub, pub, sizeof sub);

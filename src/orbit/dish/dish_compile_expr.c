@@ -158,7 +158,7 @@ static int primary(comp *c) {
     const dish_tok *t = dc_peek(c);
     if (t->kind == DISH_T_INT || t->kind == DISH_T_FIX) {
         c->i++;
-        dc_emit_push(c, t->value);
+        dc_emit_push(c, dc_number(c, t, 0));
         return t->kind == DISH_T_FIX ? TY_FIX : TY_INT;
     }
     if (dc_accept(c, "(")) {
@@ -192,7 +192,9 @@ static int unary_nested(comp *c) {
         const dish_tok *n = dc_peek(c);
         if (n->kind == DISH_T_INT || n->kind == DISH_T_FIX) { /* a negative literal */
             c->i++;
-            dc_emit_push(c, -n->value);
+            /* -2147483648 is one literal here: its magnitude alone fits
+             * no int32, so it is not a positive number negated */
+            dc_emit_push(c, dc_number(c, n, 1));
             return n->kind == DISH_T_FIX ? TY_FIX : TY_INT;
         }
         int ty = unary(c);

@@ -109,6 +109,10 @@ sym *dc_find_const(comp *c, const char *n);
 sig *dc_find_proc(comp *c, const dish_tok *t);
 /* A new local of type ty in the current scope: its index. */
 int dc_declare(comp *c, const dish_tok *at, const char *n, int ty);
+/* The value of number token t, negated when a minus stands before it
+ * (neg): an int from -2147483648 to 2147483647, a fix from -32768.0 to
+ * 32767.99998; a magnitude of 2^31 without the minus is refused at t. */
+int32_t dc_number(comp *c, const dish_tok *t, int neg);
 /* An integer literal or constant in lo..hi (what names it in errors). */
 int32_t dc_const_int(comp *c, int32_t lo, int32_t hi, const char *what);
 /* NODE "," ID of param() and set(): constants, within what the bytecode

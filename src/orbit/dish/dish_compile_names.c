@@ -43,12 +43,24 @@ int dc_declare(comp *c, const dish_tok *at, const char *n, int ty) {
     return s->idx;
 }
 
+int32_t dc_number(comp *c, const dish_tok *t, int neg) {
+    if (neg)
+        return (int32_t)-t->value; /* -2^31 at least: it fits */
+    if (t->value > INT32_MAX)
+        dc_fail(c, t, "%.*s is over %s, the largest %s; only %s (a sign, not a "
+                "subtraction) fits", t->len, t->s,
+                t->kind == DISH_T_FIX ? "32767.99998" : "2147483647",
+                t->kind == DISH_T_FIX ? "fix" : "int",
+                t->kind == DISH_T_FIX ? "-32768.0" : "-2147483648");
+    return (int32_t)t->value;
+}
+
 int32_t dc_const_int(comp *c, int32_t lo, int32_t hi, const char *what) {
     const dish_tok *t = dc_peek(c);
     int32_t v;
     char n[NAME_MAX_LEN + 1];
     if (t->kind == DISH_T_INT) {
-        v = t->value;
+        v = dc_number(c, t, 0);
         c->i++;
     } else {
         int named = t->kind == DISH_T_NAME && !dc_is_keyword(t);
@@ -94,7 +106,7 @@ void dc_parse_const(comp *c) {
     if (t->kind != DISH_T_INT && t->kind != DISH_T_FIX)
         dc_fail(c, t, "a constant must be a number");
     c->i++;
-    k->value = neg ? -t->value : t->value;
+    k->value = dc_number(c, t, neg);
     k->ty = t->kind == DISH_T_FIX ? TY_FIX : TY_INT;
     c->nconsts++;
 }

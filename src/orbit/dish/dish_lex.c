@@ -3,6 +3,7 @@
 #include "dish_lex.h"
 
 #include "dish.h"
+#include "utf8.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -96,30 +97,74 @@ static int fix_underflows(lexer *x, const dish_tok *t, const char *text) {
     return lex_fail(x, what);
 }
 
+/* One past INT32_MAX: the magnitude of the least int32, which a literal
+ * after a minus may have (dish_lex.h). */
+#define MAGNITUDE_MAX ((int64_t)INT32_MAX + 1)
+
+/* A fix literal past the least fix's magnitude, named at its start. */
+static int fix_too_large(lexer *x, const dish_tok *t) {
+    x->line = t->line, x->col = t->col;
+    return lex_fail(x, "fixed-point number too large: a fix is -32768.0 to 32767.99998");
+}
+
 static int number(lexer *x, dish_tok *t) {
     int64_t v, q = 0;
     int n, tiny = 0;
     const char *text = x->s;
-    if (digits(x, INT32_MAX, &v, &n)) {
+    if (digits(x, MAGNITUDE_MAX, &v, &n)) {
         x->line = t->line, x->col = t->col; /* name the number's start */
-        return lex_fail(x, "number too large");
+        return lex_fail(x, "number too large: an int is -2147483648 to 2147483647");
     }
     t->kind = DISH_T_INT;
     if (x->s < x->end && *x->s == '.') {
         advance(x);
-        if (v > 32767)
-            return lex_fail(x, "fixed-point number over 32767");
         if (fraction(x, &q, &tiny))
             return -1;
         if (v == 0 && tiny)
             return fix_underflows(x, t, text);
         t->kind = DISH_T_FIX;
-        v = v * DISH_FIX_ONE + q;
-        if (v > INT32_MAX)
-            return lex_fail(x, "fixed-point number over 32767");
+        v = v * DISH_FIX_ONE + q; /* at most 2^31 * 65536 + 65536: no overflow */
+        if (v > MAGNITUDE_MAX) /* 32768.0 is -32768.0's magnitude; more is none */
+            return fix_too_large(x, t);
     }
-    t->value = (int32_t)v;
+    t->value = v;
     return 0;
+}
+
+/* Whether code point cp, printed as itself, could vanish or mislead the
+ * reader of a message: C1 controls, the soft hyphen, invisible spaces,
+ * joiners and marks, direction overrides and isolates, the byte-order
+ * mark, tag characters. Such a one is named by number only. */
+static int invisible(uint32_t cp) {
+    return (cp >= 0x80 && cp <= 0x9F) || cp == 0xAD || (cp >= 0x2000 && cp <= 0x200F) ||
+           (cp >= 0x2028 && cp <= 0x202F) || (cp >= 0x205F && cp <= 0x206F) ||
+           cp == 0xFEFF || (cp >= 0xFFF9 && cp <= 0xFFFB) ||
+           (cp >= 0xE0000 && cp <= 0xE007F);
+}
+
+/* The refusal of what is at x->s, which starts no token, named so the
+ * writer can find it: an ASCII character as itself, a control byte in
+ * hex, a UTF-8 character as itself and U+ (by number alone when it would
+ * not show), a byte of another encoding in hex. '?' said none of it. */
+static int unexpected(lexer *x) {
+    const unsigned char *b = (const unsigned char *)x->s;
+    char what[192];
+    uint32_t cp = 0;
+    size_t n = *b < 0x80 ? 0 : utf8_char(b, (size_t)(x->end - x->s), &cp);
+    if (*b < 0x80 && isprint(*b))
+        snprintf(what, sizeof what, "unexpected character '%c'", *b);
+    else if (*b < 0x80)
+        snprintf(what, sizeof what, "unexpected control byte 0x%02X", *b);
+    else if (!n)
+        snprintf(what, sizeof what, "unexpected byte 0x%02X: not ASCII, nor the start "
+                 "of a UTF-8 character (is the file in another encoding?)", *b);
+    else if (invisible(cp))
+        snprintf(what, sizeof what, "unexpected character U+%04X (an invisible or "
+                 "direction-changing one): outside comments DISH is ASCII", (unsigned)cp);
+    else
+        snprintf(what, sizeof what, "unexpected character '%.*s' (U+%04X): outside "
+                 "comments DISH is ASCII", (int)n, (const char *)b, (unsigned)cp);
+    return lex_fail(x, what);
 }
 
 static int punct(lexer *x, dish_tok *t) {
@@ -132,12 +177,8 @@ static int punct(lexer *x, dish_tok *t) {
             advance(x);
             return 0;
         }
-    if (!strchr(one, *x->s) || !*x->s) {
-        char what[48];
-        snprintf(what, sizeof what, "unexpected character '%c'",
-                 isprint((unsigned char)*x->s) ? *x->s : '?');
-        return lex_fail(x, what);
-    }
+    if (!strchr(one, *x->s) || !*x->s)
+        return unexpected(x);
     t->p[0] = *x->s;
     advance(x);
     return 0;

@@ -19,7 +19,11 @@ typedef struct dish_tok {
     const char *s; /* into the source */
     int len;
     int line, col;
-    int32_t value;
+    /* a number's value as written, never negative: an int's, or a fix's
+     * Q16.16; up to 2^31, one past int32, which only a minus before it
+     * makes a value (the least, -2147483648 or -32768.0): the parser,
+     * which sees the minus, takes or refuses it (dc_number) */
+    int64_t value;
     char p[3];
 } dish_tok;
 

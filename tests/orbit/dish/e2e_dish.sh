@@ -49,8 +49,17 @@ grep -q "instructions, the limit is 10000000" "$tmp/err" || fail "bound: $(cat "
 # an output that cannot be written (a full disk): said, exit 1 (its
 # close failing closed the file twice: a double free, SIGABRT)
 "$dish" compile "$procs/retry_capture.dish" -o /dev/full 2> "$tmp/err"
-[ $? -eq 1 ] && grep -q "/dev/full: No space left" "$tmp/err" ||
+[ $? -eq 1 ] && grep -q "^dish: /dev/full: No space left" "$tmp/err" ||
     fail "compile to a full disk: $(cat "$tmp/err")"
+# a file that is not there: said after "dish:", as every message is
+for c in check disasm; do
+    "$dish" $c "$tmp/nonexist" 2> "$tmp/err"
+    [ $? -eq 1 ] && grep -q "^dish: $tmp/nonexist: No such file or directory" "$tmp/err" ||
+        fail "$c of no file: $(cat "$tmp/err")"
+done
+"$dish" run --sim "$tmp/nonexist.dbc" 2> "$tmp/err"
+[ $? -eq 1 ] && grep -q "^dish: $tmp/nonexist.dbc: No such file" "$tmp/err" ||
+    fail "run of no file: $(cat "$tmp/err")"
 
 head -c 20 "$tmp/r.dbc" > "$tmp/cut.dbc"
 "$dish" disasm "$tmp/cut.dbc" 2>/dev/null
@@ -63,6 +72,9 @@ for bad in "--hours nan" "--speed nan" "--hours -1"; do
     "$dish" run --sim $bad "$tmp/r.dbc" 2> "$tmp/err"
     [ $? -eq 2 ] && grep -q "wants a number" "$tmp/err" || fail "run $bad accepted"
 done
+# the limit in full (it said 1e+09)
+"$dish" run --sim --speed -1 "$tmp/r.dbc" 2> "$tmp/err"
+grep -q "speed wants a number from 0 to 1000000000$" "$tmp/err" || fail "--speed: $(cat "$tmp/err")"
 "$dish" frobnicate 2>/dev/null
 [ $? -eq 2 ] || fail "unknown command exit"
 "$dish" --help | grep -q "Exit status" || fail help

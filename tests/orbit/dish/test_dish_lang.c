@@ -68,6 +68,30 @@ static void byte_order_mark_skipped(void **state) {
     assert_true(compile_src("\xEF\xBB\xBFproc p() { tm(1, 2) }", img, err, sizeof err) > 0);
 }
 
+/* A character no token starts with is named so it can be found: a UTF-8
+ * one as itself and its code point, an invisible or direction-changing
+ * one by number alone, a control byte or a byte of another encoding in
+ * hex, each at its line and column (all were '?'). */
+static void unexpected_characters_named(void **state) {
+    (void)state;
+    compile_error("proc \xC3\xA1() {\n}",
+                  "t.dish:1:6: unexpected character '\xC3\xA1' (U+00E1): outside "
+                  "comments DISH is ASCII");
+    compile_error("proc p() {\n  tm(1, \x01)\n}", "t.dish:2:9: unexpected control byte 0x01");
+    compile_error("proc p() {\n\x7F}", "t.dish:2:1: unexpected control byte 0x7F");
+    compile_error("proc p\xE9() { }", "t.dish:1:7: unexpected byte 0xE9: not ASCII, nor "
+                  "the start of a UTF-8 character");
+    uint8_t img[DISH_MAX_IMAGE];
+    char err[256] = "";
+    assert_int_equal(compile_src("proc p() { tm(1, 2)\xE2\x80\xAE }", img, err, sizeof err),
+                     -1);
+    assert_non_null(strstr(err, "t.dish:1:20: unexpected character U+202E (an invisible"));
+    assert_null(strstr(err, "\xE2\x80\xAE")); /* not printed: it would turn the line */
+    /* in a comment any UTF-8 is text */
+    assert_true(compile_src("# caf\xC3\xA9 \xE2\x80\xAE\nproc p() { tm(1, 2) }", img, err,
+                            sizeof err) > 0);
+}
+
 /* "proc p() { tm(1, " + `open` n times + "1" + `close` n times + ") }". */
 static const char *nested_src(const char *open, const char *close, int n) {
     static char src[200000];
@@ -197,6 +221,40 @@ static void arithmetic(void **state) {
     assert_int_equal(run_src(&b, "proc p() { return int(-0.5 * 3) }", NULL, 0, 1), -1);
 }
 
+/* The least int and fix, -2147483648 and -32768.0, are written as a
+ * negative literal wherever a negative number may be (an expression, a
+ * constant); their magnitude without the sign is one past the largest,
+ * refused where it stands (-2147483648 was "number too large"). */
+static void least_values_written(void **state) {
+    (void)state;
+    bench_init(&b);
+    assert_int_equal(run_src(&b, "proc p() { return -2147483648 + 1 }", NULL, 0, 1),
+                     -2147483647);
+    bench_init(&b);
+    assert_int_equal(run_src(&b, "const LEAST = -2147483648\nproc p() { return LEAST + 2 }",
+                             NULL, 0, 1), -2147483646);
+    bench_init(&b);
+    assert_int_equal(run_src(&b, "proc p() { return int(-32768.0) + 1 }", NULL, 0, 1), -32767);
+    /* recorded as written (run_src's INT32_MIN means a fault) */
+    bench_init(&b);
+    assert_int_equal(run_src(&b, "proc p() {\n  tm(1, -2147483648)\n  return 0\n}", NULL,
+                             0, 1), 0);
+    const dish_tlm *t = dish_sim_find(&b.sim, DISH_TLM_USER, 1);
+    assert_non_null(t);
+    assert_int_equal(t->value, INT32_MIN);
+    compile_error("proc p() { tm(1, 2147483648) }", "t.dish:1:18: 2147483648 is over "
+                  "2147483647, the largest int; only -2147483648 (a sign, not a "
+                  "subtraction) fits");
+    compile_error("proc p(x) { tm(1, x - 2147483648) }", "t.dish:1:23: 2147483648 is over");
+    compile_error("proc p() { repeat 2147483648 { } }", "t.dish:1:19: 2147483648 is over");
+    compile_error("proc p() { let f = 32768.0 }", "t.dish:1:20: 32768.0 is over "
+                  "32767.99998, the largest fix; only -32768.0");
+    compile_error("proc p() { let f = -32768.5 }", "t.dish:1:21: fixed-point number too "
+                  "large: a fix is -32768.0 to 32767.99998");
+    compile_error("proc p() { tm(1, -2147483649) }", "t.dish:1:19: number too large: an "
+                  "int is -2147483648 to 2147483647");
+}
+
 static void division_by_zero_faults(void **state) {
     (void)state;
     bench_init(&b);
@@ -308,12 +366,14 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(errors_have_positions),
         cmocka_unit_test(byte_order_mark_skipped),
+        cmocka_unit_test(unexpected_characters_named),
         cmocka_unit_test(deep_nesting_refused),
         cmocka_unit_test(recursion_refused),
         cmocka_unit_test(deep_calls_refused),
         cmocka_unit_test(long_constant_times_refused),
         cmocka_unit_test(values_refused_at_compile_time),
         cmocka_unit_test(arithmetic),
+        cmocka_unit_test(least_values_written),
         cmocka_unit_test(division_by_zero_faults),
         cmocka_unit_test(nested_if),
         cmocka_unit_test(counted_loops_and_break),

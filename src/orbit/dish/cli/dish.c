@@ -2,6 +2,7 @@
  * ground, disassembles bytecode, and runs it on the simulated satellite.
  * Exit codes as the `dipp` command: 0 success, 1 bad input (a source or
  * bytecode refused), 2 usage. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,13 +38,19 @@ static const char usage[] =
     "\n"
     "Exit status: 0 success, 1 a file refused (the reason on stderr), 2 usage.\n";
 
+/* Says why path could not be opened, read or written, after "dish:" as
+ * every message of the command starts (perror's had no prefix). */
+static void file_error(const char *path) {
+    fprintf(stderr, "dish: %s: %s\n", path, strerror(errno));
+}
+
 /* Reads path whole into a malloc'ed buffer: its length, or -1. Only a
  * regular file: a folder reads as nothing, a FIFO may never end. */
 static long read_file(const char *path, char **out) {
     struct stat st;
     FILE *f = fopen(path, "rb");
     if (!f || fstat(fileno(f), &st) != 0) {
-        perror(path);
+        file_error(path);
         if (f)
             fclose(f);
         return -1;
@@ -124,7 +131,7 @@ static int write_file(const char *path, const uint8_t *data, int n) {
     int ok = f && fwrite(data, 1, (size_t)n, f) == (size_t)n;
     /* fclose once, whatever it says: a second would free f again */
     if ((f && fclose(f) != 0) || !ok) {
-        perror(path);
+        file_error(path);
         return -1;
     }
     return 0;
@@ -192,7 +199,8 @@ static int number(const char *opt, const char *s, double hi, double *v) {
     char *end;
     *v = s ? strtod(s, &end) : -1;
     if (!s || !*s || *end || !(*v >= 0 && *v <= hi)) { /* NaN too */
-        fprintf(stderr, "dish run: %s wants a number from 0 to %g\n", opt, hi);
+        /* hi is whole (1e9, a year's hours): in full, not %g's 1e+09 */
+        fprintf(stderr, "dish run: %s wants a number from 0 to %.0f\n", opt, hi);
         return -1;
     }
     return 0;
