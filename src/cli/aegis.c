@@ -6,9 +6,7 @@
 #include "cli.h"
 #include "client.h"
 
-#include <ctype.h>
 #include <errno.h>
-#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,42 +99,6 @@ int cli_output_apart(const char *cmd, const char *opt, const char *path,
             return -1;
         }
     }
-    return 0;
-}
-
-/* "--mem" for an option, "-n" for a one-letter one, "ID" for an operand
- * (see cli.h). */
-static const char *dashes(const char *opt) {
-    if (isupper((unsigned char)opt[0])) return "";
-    return opt[1] == '\0' ? "-" : "--";
-}
-
-int cli_parse_long(const char *cmd, const char *opt, const char *text,
-                   long lo, long hi, long *out) {
-    char *stop;
-    errno = 0;
-    long v = strtol(text, &stop, 10);
-    if (text[0] == '\0' || *stop != '\0' || errno || v < lo || v > hi) {
-        fprintf(stderr, "aegis %s: %s%s: '%s' is not a whole number in "
-                "[%ld, %ld]\n", cmd, dashes(opt), opt, text, lo, hi);
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
-int cli_parse_double(const char *cmd, const char *opt, const char *text,
-                     double lo, double hi, double *out) {
-    char *stop;
-    errno = 0;
-    double v = strtod(text, &stop);
-    if (text[0] == '\0' || *stop != '\0' || errno || !isfinite(v) || v < lo ||
-        v > hi) {
-        fprintf(stderr, "aegis %s: %s%s: '%s' is not a number in [%g, %g]\n",
-                cmd, dashes(opt), opt, text, lo, hi);
-        return -1;
-    }
-    *out = v;
     return 0;
 }
 

@@ -306,4 +306,20 @@ PY
     submit_refused "twice.yaml:3: command: given twice" twice.yaml
 }
 
+# Numbers on the command line are plain decimal: a leading space, a '+'
+# and hex were read as the number after them (drain ' 1' drained GPU 1,
+# show +1 showed job 1, --gpu-mem-mib 0x400 was 1024). Refused before
+# aegisd is asked, so none runs here.
+case_input_cli_numbers() {
+    cd "$DIR/work"
+    aegis_refused "aegis show: ID: ' 1' is not a whole number" show ' 1'
+    aegis_refused "aegis show: ID: '+1' is not a whole number" show +1
+    aegis_refused "aegis cancel: ID: '+1' is not a whole number" cancel +1
+    aegis_refused "aegis drain: GPU: ' 1' is not a whole number" drain ' 1'
+    aegis_refused "aegis sim: --gpu-mem-mib: '0x400' is not a number in [1, 1000000000]" \
+        sim --gpu-mem-mib 0x400
+    aegis_refused "aegis gen-trace: --mean-gap-s: '0x10' is not a number" \
+        gen-trace --jobs 3 --mean-gap-s 0x10
+}
+
 e2e_run
