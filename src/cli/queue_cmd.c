@@ -106,6 +106,14 @@ static const char clear_help[] =
 "    --json          aegisd's answer: {cleared: how many}\n"
 SOCKET_OPT EXIT_STATUS_LIST;
 
+/* Says what update needs; CLI_USAGE. */
+static int update_usage(void) {
+    fprintf(stderr, "aegis update: bad usage: an ID and at least one of "
+            "--time, --nice, --gpu-mem, --name\nRun 'aegis update --help' "
+            "for usage.\n");
+    return CLI_USAGE;
+}
+
 /* Reads update's options into req; 0, -1 after --help, or CLI_USAGE. */
 static int update_options(int argc, char **argv, json_t *req,
                           const char **socket, int *json) {
@@ -133,7 +141,7 @@ static int update_options(int argc, char **argv, json_t *req,
             if (timelimit_parse(optarg, &x)) {
                 fprintf(stderr, "aegis update: --time: '%s' is not a time "
                         "limit: MINUTES, MM:SS, HH:MM:SS, D-HH:MM:SS, or 90s, "
-                        "30m, 2h, 1d\n", optarg);
+                        "30m, 2h, 1d (from 1 s to 365 days)\n", optarg);
                 return CLI_USAGE;
             }
             json_object_set_new(req, "time_limit_s", json_real(x));
@@ -151,7 +159,9 @@ static int update_options(int argc, char **argv, json_t *req,
                 return CLI_USAGE;
             json_object_set_new(req, "nice", json_integer(nice));
             break;
-        default: return CLI_USAGE;
+        default: /* getopt has said what */
+            fputs("Run 'aegis update --help' for usage.\n", stderr);
+            return CLI_USAGE;
         }
     }
     return 0;
@@ -162,16 +172,15 @@ int cli_update(int argc, char **argv) {
     const char *socket = NULL;
     int json = 0, rc = update_options(argc, argv, req, &socket, &json);
     json_int_t id;
-    if (rc == 0 && (optind != argc - 1 ||
-                    client_parse_id("update", argv[optind], &id) != 0))
+    /* each refusal is said once: a bad value has been named already,
+     * and the usage line would then claim something is missing */
+    if (rc == 0 && (optind != argc - 1 || json_object_size(req) < 2))
+        rc = update_usage(); /* "op" and a change */
+    if (rc == 0 && client_parse_id("update", argv[optind], &id) != 0)
         rc = CLI_USAGE;
-    if (rc != 0 || json_object_size(req) < 2) { /* "op" and a change */
-        if (rc == 0 || rc == CLI_USAGE)
-            fprintf(stderr, "aegis update: bad usage: an ID and at least one "
-                    "of --time, --nice, --gpu-mem, --name\nRun 'aegis update "
-                    "--help' for usage.\n");
+    if (rc != 0) {
         json_decref(req);
-        return rc < 0 ? CLI_OK : CLI_USAGE;
+        return rc < 0 ? CLI_OK : rc;
     }
     json_object_set_new(req, "id", json_integer(id));
     json_t *ans = client_call("update", client_socket(socket), req, &rc);

@@ -322,4 +322,46 @@ case_input_cli_numbers() {
         gen-trace --jobs 3 --mean-gap-s 0x10
 }
 
+# `aegis ARGS...` exits 2 with exactly the lines $1 on stderr.
+aegis_says() {
+    local want=$1 rc; shift
+    "$AEGIS" "$@" > out.txt 2> err.txt
+    rc=$?
+    [ "$rc" = 2 ] || fail "$*: exit $rc, not 2 ($(cat out.txt err.txt))"
+    [ "$(cat err.txt)" = "$want" ] || fail "$*: said '$(cat err.txt)', not '$want'"
+}
+
+# Bad usage says what is wrong, once, and exits 2: an option of another
+# command, a word too many (each said only "bad usage"), a global
+# --socket without its path (taken for a command) or with an empty one
+# (the default socket was used), --version with a word after it (exit
+# 0), a uid past uid_t (an empty list, exit 0), a bad update value (then
+# a usage line claiming a value was missing), --svg with --json (the
+# JSON was dropped). None reaches aegisd, so none runs here.
+case_input_cli_usage() {
+    cd "$DIR/work"
+    local run="Run 'aegis CMD --help' for usage."
+    aegis_says "aegis gpus: unknown option '--all'
+${run/CMD/gpus}" gpus --all
+    aegis_says "aegis resume: unknown option '--reason'
+${run/CMD/resume}" resume 0 --reason x
+    aegis_says "aegis priority: unexpected argument 'extra'
+${run/CMD/priority}" priority extra
+    aegis_says "aegis show: unexpected argument '2'
+${run/CMD/show}" show 1 2
+    aegis_says "aegis show: 1 argument expected, 0 given
+${run/CMD/show}" show
+    aegis_says "aegis: --socket needs a path (try 'aegis --help')" --socket
+    aegis_says "aegis: --socket: the path is empty (leave --socket out for \$AEGIS_SOCKET or /run/aegis/aegis.sock)" \
+        --socket '' ls
+    aegis_says "aegis: --version takes nothing after it ('extra')" --version extra
+    aegis_says "aegis ls: -u 99999999999999999999: not a uid (at most 4294967294)" \
+        ls --all --user 99999999999999999999
+    aegis_says "aegis update: --time: '0' is not a time limit: MINUTES, MM:SS, HH:MM:SS, D-HH:MM:SS, or 90s, 30m, 2h, 1d (from 1 s to 365 days)" \
+        update 100052 --time 0
+    aegis_says "aegis show: --svg and --json: give one of them (the samples are in --json --history)" \
+        show 1 --svg x.svg --json
+    [ ! -e x.svg ] || fail "show --svg --json wrote x.svg"
+}
+
 e2e_run
