@@ -256,13 +256,14 @@ json_t *submit_parse_range(const char *text, char *err, size_t errlen) {
     for (;;) {
         const char *item = p;
         long first, last, step = 1;
-        bool ok = submit_range_number(&p, &first) == 0;
+        bool ok = submit_range_number(&p, &first) == 0, range = *p == '-';
         last = first;
-        if (ok && *p == '-') {
+        if (ok && range) {
             p++;
             ok = submit_range_number(&p, &last) == 0 && last >= first;
         }
-        if (ok && *p == ':') {
+        /* a STEP belongs to a range: "5:2" is no index Slurm takes */
+        if (ok && range && *p == ':') {
             p++;
             ok = submit_range_number(&p, &step) == 0 && step >= 1;
         }

@@ -134,8 +134,10 @@ static void test_array_ranges(void **state) {
     expect_range("1,1", "[1]");
     expect_range("1,1,0-2", "[0,1,2]");
     expect_range("7,0-3:3", "[0,3,7]");
+    /* a STEP without a range ("5:2" queued index 5) */
     static const char *const bad[] = {"", "a", "5-2", "1-", "-1", "0-3:0",
-                                      "0-99999999", "1,,2", "0-3:x", "x.txt"};
+                                      "0-99999999", "1,,2", "0-3:x", "x.txt",
+                                      "5:2", "1,5:2"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
         char err[256] = "";
         json_t *idx = submit_parse_range(bad[i], err, sizeof(err));
