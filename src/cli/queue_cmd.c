@@ -148,8 +148,8 @@ static int update_options(int argc, char **argv, json_t *req,
             break;
         case 'm':
             if (submit_parse_mem(optarg, &x)) {
-                fprintf(stderr, "aegis update: --gpu-mem: '%s' is not an "
-                        "amount of memory: 4g, 4GiB, 4000m\n", optarg);
+                fprintf(stderr, "aegis update: --gpu-mem, --mem: '%s' is not "
+                        SUBMIT_MEM_FORMS "\n", optarg);
                 return CLI_USAGE;
             }
             json_object_set_new(req, "mem_mib", json_real(x));

@@ -20,6 +20,7 @@
  */
 #include "submit.h"
 
+#include "cli.h"
 #include "core.h"
 #include "proto.h"
 #include "spec_read.h"
@@ -169,13 +170,15 @@ static int spec_number(spec *s, yaml_node_t *v, const char *key,
     double d = text ? strtod(text, &end) : 0;
     if (!text || end == text || *end || !(d >= lo && d <= hi) ||
         (whole && d != floor(d))) {
-        char msg[160];
+        char msg[160], low[32], high[32];
+        cli_number_text(lo, low, sizeof(low));
+        cli_number_text(hi, high, sizeof(high));
         if (text)
-            snprintf(msg, sizeof(msg), "'%.40s' is not a %s in [%g, %g]",
-                     text, whole ? "whole number" : "number", lo, hi);
+            snprintf(msg, sizeof(msg), "'%.40s' is not a %s in [%s, %s]",
+                     text, whole ? "whole number" : "number", low, high);
         else /* a list or a mapping: there is no text to quote */
-            snprintf(msg, sizeof(msg), "expected a %s in [%g, %g], not a %s",
-                     whole ? "whole number" : "number", lo, hi,
+            snprintf(msg, sizeof(msg), "expected a %s in [%s, %s], not a %s",
+                     whole ? "whole number" : "number", low, high,
                      v->type == YAML_SEQUENCE_NODE ? "list" : "mapping");
         return spec_error(s, v, msg, key);
     }
@@ -183,15 +186,12 @@ static int spec_number(spec *s, yaml_node_t *v, const char *key,
     return 0;
 }
 
-/* An amount of memory, as --gpu-mem takes it; above 0 when `positive`. */
-static int spec_mem(spec *s, yaml_node_t *v, const char *key, bool positive,
-                    double *out) {
-    static const char what[] = "expected an amount of memory: 4g, 4000m, "
-                               "4GiB (a plain number is MiB)";
+/* An amount of memory, as --gpu-mem takes it. */
+static int spec_mem(spec *s, yaml_node_t *v, const char *key, double *out) {
+    static const char what[] = "expected " SUBMIT_MEM_FORMS;
     const char *text;
     if (spec_text(s, v, key, what, &text)) return -1;
-    if (submit_parse_mem(text, out) || (positive && *out <= 0))
-        return spec_error(s, v, what, key);
+    if (submit_parse_mem(text, out)) return spec_error(s, v, what, key);
     return 0;
 }
 
@@ -301,10 +301,11 @@ static int spec_job(spec *s, yaml_node_t *map, const submit_defaults *def,
             rc = spec_number(s, v, k, 1, 64, true, &num);
             d.gpus = (long)num;
         } else if (!strcmp(k, "mem_mib")) {
-            rc = spec_number(s, v, k, 0, PROTO_MAX_MEM_MIB, false, &d.mem);
+            rc = spec_number(s, v, k, SUBMIT_MIN_MEM_MIB, PROTO_MAX_MEM_MIB,
+                             false, &d.mem);
             has_mem = true;
         } else if (!strcmp(k, "mem")) {
-            rc = spec_mem(s, v, k, false, &d.mem);
+            rc = spec_mem(s, v, k, &d.mem);
             has_mem = true;
         } else if (!strcmp(k, "model")) {
             const char *file;
@@ -333,7 +334,7 @@ static int spec_job(spec *s, yaml_node_t *map, const submit_defaults *def,
             rc = spec_number(s, v, k, 1, PROTO_MAX_CPUS, true, &num);
             d.cpus = (long)num;
         } else if (!strcmp(k, "host_mem")) {
-            rc = spec_mem(s, v, k, true, &d.host_mem);
+            rc = spec_mem(s, v, k, &d.host_mem);
         } else {
             rc = spec_error(s, kn, "unknown key (command, name, feed, "
                             "feed_producer, gpus, mem, mem_mib, model, after, "
@@ -553,8 +554,8 @@ static int spec_aegis_resource(spec *s, const char *k, yaml_node_t *v,
         return 0;
     }
     if (!strcmp(k, "gpu_memory_requirement_mib"))
-        return spec_number(s, v, dotted, 0, PROTO_MAX_MEM_MIB, false,
-                           &job->d.mem);
+        return spec_number(s, v, dotted, SUBMIT_MIN_MEM_MIB, PROTO_MAX_MEM_MIB,
+                           false, &job->d.mem);
     return 1;
 }
 

@@ -117,11 +117,11 @@ static const char help[] =
 "    --gpus N        GPUs per job (default 1)\n"
 "    --gpu-mem SIZE  the job's expected peak GPU memory on each of its\n"
 "                    GPUs (per GPU, not host RAM): 4g, 4GiB, 4000m\n"
-"                    (binary units; a plain number is MiB). aegis admits\n"
-"                    it where SIZE + 2048 MiB fit; a SIZE larger than the\n"
-"                    server's largest GPU is refused. Without it, 5120 MiB\n"
-"                    are assumed and an out-of-memory exit climbs the\n"
-"                    recovery ladder\n"
+"                    (binary units; a plain number is MiB), from 1 MiB to\n"
+"                    1 TiB. aegis admits it where SIZE + 2048 MiB fit; a\n"
+"                    SIZE larger than the server's largest GPU is refused.\n"
+"                    Without it, 5120 MiB are assumed and an out-of-memory\n"
+"                    exit climbs the recovery ladder\n"
 "    -o, --output PATTERN\n"
 "                    also write the job's stdout to this file (appended),\n"
 "                    as Slurm's -o: %j is the job's id, %x its name, %u\n"
@@ -361,9 +361,8 @@ static int submit_options(int argc, char **argv, submit_opts *o) {
             break;
         case 'm':
             if (submit_parse_mem(optarg, &o->def.mem)) {
-                fprintf(stderr, "aegis submit: --gpu-mem, --mem: '%s' is not an amount "
-                        "of memory: 4g, 4GiB, 4000m (a plain number is MiB; "
-                        "at most 1 TiB)\n", optarg);
+                fprintf(stderr, "aegis submit: --gpu-mem, --mem: '%s' is not "
+                        SUBMIT_MEM_FORMS "\n", optarg);
                 return CLI_USAGE;
             }
             o->has_mem = true;
@@ -385,10 +384,9 @@ static int submit_options(int argc, char **argv, submit_opts *o) {
                 return CLI_USAGE;
             break;
         case 'R':
-            if (submit_parse_mem(optarg, &o->def.host_mem) ||
-                o->def.host_mem <= 0) {
-                fprintf(stderr, "aegis submit: --host-mem: '%s' is not an "
-                        "amount of memory: 4g, 4GiB, 4000m\n", optarg);
+            if (submit_parse_mem(optarg, &o->def.host_mem)) {
+                fprintf(stderr, "aegis submit: --host-mem: '%s' is not "
+                        SUBMIT_MEM_FORMS "\n", optarg);
                 return CLI_USAGE;
             }
             break;

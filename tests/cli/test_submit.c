@@ -54,15 +54,17 @@ static void test_mem_units(void **state) {
     static const struct { const char *text; double mib; } good[] = {
         {"4096", 4096}, {"4g", 4096}, {"4G", 4096}, {"4GiB", 4096},
         {"4gb", 4096}, {"4000m", 4000}, {"4000MiB", 4000}, {"0.5g", 512},
-        {"1t", 1048576}, {"1.5", 1.5}, {"0", 0},
+        {"1t", 1048576}, {"1.5", 1.5}, {"1", 1}, {"0.0009765625g", 1},
     };
     for (size_t i = 0; i < sizeof(good) / sizeof(*good); i++) {
         double mib = -1;
         if (submit_parse_mem(good[i].text, &mib) != 0 || mib != good[i].mib)
             fail_msg("'%s': %g", good[i].text, mib);
     }
+    /* under 1 MiB, underflowing to 0 too, was a job of 0 MiB */
     static const char *const bad[] = {"", "g", "4x", "4 g", "-1g", "nan",
-                                      "inf", "2t", "4gg", "0x10"};
+                                      "inf", "2t", "4gg", "0x10", "0", "0g",
+                                      "0.0001", "0.5", "1e-400", "0.0009g"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
         double mib = -1;
         if (submit_parse_mem(bad[i], &mib) == 0)
@@ -491,6 +493,27 @@ static void test_spec_nesting_long_path(void **state) {
     free(name);
 }
 
+/* A spec's memory is at least 1 MiB, as --gpu-mem's: 0 and what
+ * underflows to it were a job of 0 MiB. */
+static void test_spec_mem_min(void **state) {
+    (void)state;
+    static const struct { const char *text, *want; } bad[] = {
+        {"command: a\nmem_mib: 0\n",
+         "f.yaml:2: mem_mib: '0' is not a number in [1, 1048576]"},
+        {"command: a\nmem_mib: 1e-400\n", "f.yaml:2: mem_mib: '1e-400'"},
+        {"command: a\nmem: 0.0001\n",
+         "f.yaml:2: mem: expected an amount of memory from 1 MiB to 1 TiB"},
+        {"command: a\nhost_mem: 0.5m\n", "f.yaml:2: host_mem: expected an"},
+        {"version: 1\njob:\n  command: a\nresources:\n"
+         "  gpu_memory_requirement_mib: 0\n",
+         "f.yaml:5: resources.gpu_memory_requirement_mib: '0' is not a number "
+         "in [1, 1048576]"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++)
+        spec_jobs(strdup(bad[i].text), bad[i].want);
+    assert_int_equal(spec_jobs(strdup("command: a\nmem_mib: 1\n"), ""), 1);
+}
+
 /* ---- nearest workload names ------------------------------------------------ */
 
 /* A spec's time: takes --time's forms, and none other. */
@@ -590,6 +613,7 @@ int main(void) {
         cmocka_unit_test(test_spec_time),
         cmocka_unit_test(test_spec_notify),
         cmocka_unit_test(test_spec_feed_producer),
+        cmocka_unit_test(test_spec_mem_min),
         cmocka_unit_test(test_spec_model_unreadable),
         cmocka_unit_test(test_spec_proto_limits),
         cmocka_unit_test(test_spec_conda_words),

@@ -320,6 +320,18 @@ case_input_cli_numbers() {
         sim --gpu-mem-mib 0x400
     aegis_refused "aegis gen-trace: --mean-gap-s: '0x10' is not a number" \
         gen-trace --jobs 3 --mean-gap-s 0x10
+    # GPU memory is at least 1 MiB, as host memory is (0, 0.0001 and
+    # 1e-400, which strtod makes 0, queued a job of 0 MiB)
+    local m
+    for m in 0 0.0001 1e-400; do
+        aegis_refused "aegis submit: --gpu-mem, --mem: '$m' is not an amount of memory from 1 MiB to 1 TiB" \
+            submit --mem "$m" -- true
+        aegis_refused "aegis update: --gpu-mem, --mem: '$m' is not an amount of memory from 1 MiB to 1 TiB" \
+            update 5 --gpu-mem "$m"
+    done
+    # a range's bound in full, not as %g's 1.04858e+06
+    aegis_refused "aegis estimate: --cuda-context: '2e6' is not a number in [0, 1048576]" \
+        estimate --cuda-context 2e6 x.json
 }
 
 # `aegis ARGS...` exits 2 with exactly the lines $1 on stderr.
