@@ -218,10 +218,18 @@ static int spec_model(const spec *s, const char *file, double *mem) {
 static json_t *spec_command(spec *s, yaml_node_t *v, const char *key) {
     static const char what[] = "expected a string or a list of words";
     const char *w;
-    if (v->type == YAML_SCALAR_NODE)
-        return spec_text(s, v, key, what, &w) ? NULL : submit_shell(w);
-    if (v->type != YAML_SEQUENCE_NODE || spec_items(v) == 0) {
+    if (v->type == YAML_SCALAR_NODE) {
+        if (spec_text(s, v, key, what, &w)) return NULL;
+        if (!submit_blank(w)) return submit_shell(w);
+        spec_error(s, v, "an empty command", key); /* nothing to run */
+        return NULL;
+    }
+    if (v->type != YAML_SEQUENCE_NODE) {
         spec_error(s, v, what, key);
+        return NULL;
+    }
+    if (spec_items(v) == 0) {
+        spec_error(s, v, "an empty command (a list of no words)", key);
         return NULL;
     }
     if (spec_at_most(s, v, key, PROTO_MAX_ARGS, "words") ||
@@ -231,6 +239,12 @@ static json_t *spec_command(spec *s, yaml_node_t *v, const char *key) {
     for (yaml_node_item_t *it = v->data.sequence.items.start;
          it < v->data.sequence.items.top; it++) {
         if (spec_text(s, spec_node(s, *it), key, what, &w) != 0) {
+            json_decref(cmd);
+            return NULL;
+        }
+        if (json_array_size(cmd) == 0 && !w[0]) { /* as aegisd would */
+            spec_error(s, spec_node(s, *it), "the first word, the program, "
+                       "is empty", key);
             json_decref(cmd);
             return NULL;
         }
@@ -295,6 +309,8 @@ static int spec_job(spec *s, yaml_node_t *map, const submit_defaults *def,
             rc = spec_text(s, v, k, "expected a string", &d.name);
         } else if (!strcmp(k, "feed")) {
             rc = spec_text(s, v, k, "expected a string", &d.feed);
+            if (rc == 0 && !d.feed[0]) /* aegisd takes "" as no feed */
+                rc = spec_error(s, v, "the name is empty", k);
         } else if (!strcmp(k, "feed_producer")) {
             rc = spec_bool(s, v, k, &d.feed_producer);
         } else if (!strcmp(k, "gpus")) {

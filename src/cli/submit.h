@@ -76,6 +76,11 @@ int submit_parse_after(const char *text, bool names, json_t *deps, char *err,
  * array in order (at most PROTO_MAX_JOBS of them); NULL with a message. */
 json_t *submit_parse_range(const char *text, char *err, size_t errlen);
 
+/* Whether text is empty or white space only: as a command, nothing to
+ * run (a shell given it exits 0 having run nothing; a program named ""
+ * is none). */
+bool submit_blank(const char *text);
+
 /* Whether one command word holds shell syntax (spaces, quotes, operators,
  * variables, globs): a string meant for /bin/sh -c, not a program name. */
 bool submit_is_shell(const char *word);

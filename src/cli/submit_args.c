@@ -118,10 +118,14 @@ int submit_parse_mem(const char *text, double *mib) {
     return -1;
 }
 
+/* The most digits a job id of --after may have (aegisd's ids stay far
+ * below). */
+#define SUBMIT_ID_DIGITS 15
+
 /* A job id of text[0..len): digits only, 1 and up; 0 when it is not one. */
 static int64_t submit_id(const char *text, size_t len) {
     int64_t id = 0;
-    if (len == 0 || len > 15) return 0;
+    if (len == 0 || len > SUBMIT_ID_DIGITS) return 0;
     for (size_t i = 0; i < len; i++) {
         if (!isdigit((unsigned char)text[i])) return 0;
         id = id * 10 + (text[i] - '0');
@@ -140,6 +144,11 @@ static int submit_dep_target(const char *text, size_t len, const char *kind,
         return 0;
     }
     bool digits = len > 0 && strspn(text, "0123456789") >= len;
+    if (digits && len > SUBMIT_ID_DIGITS) {
+        snprintf(err, errlen, "'%.*s' is too large for a job id (at most %d "
+                 "digits)", (int)len, text, SUBMIT_ID_DIGITS);
+        return -1;
+    }
     if (!names || len == 0 || digits) {
         snprintf(err, errlen, "'%.*s' is not a job id%s", (int)len, text,
                  digits ? " (ids start at 1)"
@@ -290,6 +299,11 @@ json_t *submit_parse_range(const char *text, char *err, size_t errlen) {
         if (!*p) return submit_unique_indices(idx);
         p++;
     }
+}
+
+bool submit_blank(const char *text) {
+    while (isspace((unsigned char)*text)) text++;
+    return *text == '\0';
 }
 
 bool submit_is_shell(const char *word) {

@@ -227,6 +227,10 @@ static json_t *submit_indexed(json_t *cmd, int index) {
     return line;
 }
 
+/* The UTF-8 byte order mark some editors (Notepad) write first: no part
+ * of the first command (which it made fail with exit 127). */
+static const char utf8_bom[] = "\xef\xbb\xbf";
+
 /* Reads a file of commands: one job per command line, its index the
  * line's number. */
 static int submit_array(const char *path, const submit_defaults *def,
@@ -235,6 +239,8 @@ static int submit_array(const char *path, const submit_defaults *def,
     size_t len;
     if (spec_read_bytes(path, &text, &len) != 0) return -1;
     char *line = (char *)text, *end = line + len;
+    size_t bom = sizeof(utf8_bom) - 1;
+    if (len >= bom && memcmp(line, utf8_bom, bom) == 0) line += bom;
     int lineno = 0, rc = 0;
     while (rc == 0 && line < end) {
         char *nl = memchr(line, '\n', (size_t)(end - line));
@@ -272,6 +278,13 @@ static int submit_array(const char *path, const submit_defaults *def,
  * /bin/sh -c, as a spec's or an array file's line does; NULL after saying
  * why. */
 static json_t *submit_words(int n, char **words) {
+    /* refused here, not found missing on PATH as a program named "" (or
+     * queued, a shell string of spaces, to run nothing) */
+    if ((n == 1 && submit_blank(words[0])) || !words[0][0]) {
+        fprintf(stderr, "aegis submit: %s\n", n == 1 ? "the command is empty"
+                : "the command's first word, its program, is empty");
+        return NULL;
+    }
     if (n == 1 && submit_is_shell(words[0])) {
         json_t *cmd = submit_shell(words[0]);
         if (!cmd) fprintf(stderr, "aegis submit: the command is not UTF-8\n");
@@ -397,6 +410,10 @@ static int submit_options(int argc, char **argv, submit_opts *o) {
         case 'F':
             if (!(o->def.feed = submit_text_option("feed", optarg)))
                 return CLI_USAGE;
+            if (!optarg[0]) { /* aegisd takes "" as no feed at all */
+                fprintf(stderr, "aegis submit: --feed: the name is empty\n");
+                return CLI_USAGE;
+            }
             break;
         case 'P':
             o->def.feed_producer = true;

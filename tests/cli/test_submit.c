@@ -109,7 +109,9 @@ static void test_after_forms(void **state) {
     expect_bad_deps("prep", false, "'prep' is not a job id");
     expect_bad_deps("after:4", false, "after:");
     expect_bad_deps("afterok:", false, "afterok:");
-    expect_bad_deps("0", false, "'0'");
+    expect_bad_deps("0", false, "'0' is not a job id (ids start at 1)");
+    expect_bad_deps("99999999999999999999", false, "'99999999999999999999' is "
+                    "too large for a job id (at most 15 digits)");
     expect_bad_deps("4?5", false, "4?5");
     expect_bad_deps("", false, "no job");
     expect_bad_deps("4,,5", false, "empty");
@@ -158,6 +160,9 @@ static void test_shell_words(void **state) {
     assert_false(submit_is_shell("true"));
     assert_false(submit_is_shell("./train.sh"));
     assert_false(submit_is_shell("/usr/bin/python3"));
+    assert_true(submit_blank(""));
+    assert_true(submit_blank(" \t\n"));
+    assert_false(submit_blank(" a "));
 }
 
 /* ---- specs ---------------------------------------------------------------- */
@@ -514,6 +519,47 @@ static void test_spec_mem_min(void **state) {
     assert_int_equal(spec_jobs(strdup("command: a\nmem_mib: 1\n"), ""), 1);
 }
 
+/* An empty command is refused where it is written: "" and "  " were
+ * queued (a shell that runs nothing), [] said only what a command is,
+ * and ["", x] went to aegisd, refused there without the line. */
+static void test_spec_empty_command(void **state) {
+    (void)state;
+    static const struct { const char *text, *want; } bad[] = {
+        {"command: \"\"\n", "f.yaml:1: command: an empty command"},
+        {"command: \"  \\t\"\n", "f.yaml:1: command: an empty command"},
+        {"command: []\n", "f.yaml:1: command: an empty command"},
+        {"command: [\"\", x]\n",
+         "f.yaml:1: command: the first word, the program, is empty"},
+        {"jobs:\n  - command: a\n  - command: ' '\n",
+         "f.yaml:3: command: an empty command"},
+        {"version: 1\njob:\n  command: ''\n",
+         "f.yaml:3: job.command: an empty command"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++)
+        spec_jobs(strdup(bad[i].text), bad[i].want);
+    /* an empty word after the program is the program's to take */
+    assert_int_equal(spec_jobs(strdup("command: [echo, \"\"]\n"), ""), 1);
+}
+
+/* A spec that starts with a UTF-8 byte order mark (Notepad's) is read
+ * as without it: libyaml skips it, as YAML says. */
+static void test_spec_bom(void **state) {
+    (void)state;
+    char said[512];
+    json_t *jobs = read_spec("bom.yaml", "\xef\xbb\xbf" "command: [echo, one]\r\n"
+                             "gpus: 2\r\n", said, sizeof(said));
+    if (!jobs) fail_msg("refused: %s", said);
+    json_t *job = json_array_get(jobs, 0);
+    assert_string_equal(json_string_value(json_array_get(
+                            json_object_get(job, "cmd"), 0)), "echo");
+    assert_int_equal(json_integer_value(json_object_get(job, "gpus")), 2);
+    json_decref(jobs);
+    jobs = read_spec("bom.yaml", "\xef\xbb\xbf" "version: 1\njob:\n  command: x\n",
+                     said, sizeof(said));
+    if (!jobs) fail_msg("refused: %s", said);
+    json_decref(jobs);
+}
+
 /* ---- nearest workload names ------------------------------------------------ */
 
 /* A spec's time: takes --time's forms, and none other. */
@@ -614,6 +660,8 @@ int main(void) {
         cmocka_unit_test(test_spec_notify),
         cmocka_unit_test(test_spec_feed_producer),
         cmocka_unit_test(test_spec_mem_min),
+        cmocka_unit_test(test_spec_empty_command),
+        cmocka_unit_test(test_spec_bom),
         cmocka_unit_test(test_spec_model_unreadable),
         cmocka_unit_test(test_spec_proto_limits),
         cmocka_unit_test(test_spec_conda_words),

@@ -334,6 +334,37 @@ case_input_cli_numbers() {
         estimate --cuda-context 2e6 x.json
 }
 
+# What aegis submit took and should not have: an --array file's UTF-8
+# byte order mark as part of its first command (which failed, exit 127),
+# an empty command (a shell string of spaces queued; '' said a folder of
+# PATH was not a regular file), an empty feed name (aegisd's "no feed"),
+# an --after id too large (said to be under 1). A file that is not there
+# is named with the command, as every other error is.
+case_input_submit_values() {
+    start
+    cd "$DIR/work"
+    printf '\xef\xbb\xbfecho one\r\necho two\r\n' > bom.txt
+    ids=$("$AEGIS" submit --array bom.txt) || fail "submit --array bom.txt"
+    "$AEGIS" wait $ids > /dev/null || fail "a job of bom.txt failed"
+    [ "$("$AEGIS" log $(echo $ids | cut -d' ' -f1))" = one ] ||
+        fail "bom.txt's first job: $("$AEGIS" show $(echo $ids | cut -d' ' -f1))"
+    submit_refused "aegis submit: the command is empty" ' '
+    submit_refused "aegis submit: the command is empty" ''
+    submit_refused "aegis submit: the command is empty" --array 0-3 -- ' '
+    submit_refused "aegis submit: the command's first word, its program, is empty" '' x
+    printf 'command: "  "\n' > blank.yaml
+    submit_refused "blank.yaml:1: command: an empty command" blank.yaml
+    submit_refused "aegis submit: --feed: the name is empty" --feed '' -- true
+    printf 'command: "true"\nfeed: ""\n' > feed.yaml
+    submit_refused "feed.yaml:2: feed: the name is empty" feed.yaml
+    submit_refused "aegis submit: --after: '99999999999999999999' is too large for a job id" \
+        --after 99999999999999999999 -- true
+    submit_refused "aegis submit: missing.yaml: No such file or directory" missing.yaml
+    submit_refused "aegis submit: /nonexist: No such file or directory" --array /nonexist
+    [ "$("$AEGIS" ls --all --json | pyjson 'print(len(d))')" = 2 ] ||
+        fail "queued: $("$AEGIS" ls --all)"
+}
+
 # `aegis ARGS...` exits 2 with exactly the lines $1 on stderr.
 aegis_says() {
     local want=$1 rc; shift
