@@ -560,6 +560,72 @@ static void test_spec_bom(void **state) {
     json_decref(jobs);
 }
 
+/* Beside jobs:, a key belongs to no job: it was ignored without a word. */
+static void test_spec_jobs_alone(void **state) {
+    (void)state;
+    static const char *const keys[] = {"command: x", "name: a", "gpus: 2",
+                                       "bogus: 1"};
+    for (size_t i = 0; i < sizeof(keys) / sizeof(*keys); i++) {
+        char text[128], want[64];
+        snprintf(text, sizeof(text), "jobs:\n  - command: a\n%s\n", keys[i]);
+        snprintf(want, sizeof(want), "f.yaml:3: %.*s: beside jobs:, a key "
+                 "applies to no job", (int)strcspn(keys[i], ":"), keys[i]);
+        spec_jobs(strdup(text), want);
+    }
+    spec_jobs(strdup("gpus: 2\njobs: [{command: a}]\n"),
+              "f.yaml:1: gpus: beside jobs:");
+}
+
+/* mem and mem_mib in one job: the later silently won. */
+static void test_spec_mem_twice(void **state) {
+    (void)state;
+    spec_jobs(strdup("command: a\nmem: 2g\nmem_mib: 1000\n"),
+              "f.yaml:3: mem_mib: mem is given too (line 2): give one of mem "
+              "and mem_mib");
+    spec_jobs(strdup("jobs:\n  - command: a\n    mem_mib: 1000\n"
+                     "    mem: 2g\n"),
+              "f.yaml:4: mem: mem_mib is given too (line 3)");
+    /* a null one is not given */
+    assert_int_equal(spec_jobs(strdup("command: a\nmem: ~\nmem_mib: 10\n"),
+                               ""), 1);
+}
+
+/* A spec's numbers are what the options take: a whole one digits only
+ * (nice: 1e3 was taken where --nice 1e3 is refused, gpus: 0x1 and a
+ * quoted "1" too). */
+static void test_spec_numbers_plain(void **state) {
+    (void)state;
+    static const struct { const char *text, *want; } bad[] = {
+        {"command: a\nnice: 1e3\n",
+         "f.yaml:2: nice: '1e3' is not a whole number in [0, 10000]"},
+        {"command: a\ngpus: \"1\"\n", "f.yaml:2: gpus: '1' is quoted"},
+        {"command: a\ngpus: '2'\n", "f.yaml:2: gpus: '2' is quoted"},
+        {"command: a\ngpus: 0x1\n", "f.yaml:2: gpus: '0x1' is not a whole"},
+        {"command: a\ngpus: +1\n", "f.yaml:2: gpus: '+1' is not a whole"},
+        {"command: a\ngpus: 1.0\n", "f.yaml:2: gpus: '1.0' is not a whole"},
+        {"command: a\ncpus: 2.\n", "f.yaml:2: cpus: '2.' is not a whole"},
+        {"command: a\nmps_threads_pct: 5e1\n", "f.yaml:2: mps_threads_pct: "},
+        {"command: a\nmem_mib: 0x400\n", "f.yaml:2: mem_mib: '0x400' is not"},
+        {"command: a\nmem_mib: \"1000\"\n", "f.yaml:2: mem_mib: '1000' is "
+         "quoted"},
+        {"command: a\nmem_mib: .inf\n", "f.yaml:2: mem_mib: '.inf' is not"},
+        {"version: 1\njob:\n  command: a\nresources:\n  num_gpus: 0x2\n",
+         "f.yaml:5: resources.num_gpus: '0x2' is not a whole number in [1, 64]"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++)
+        spec_jobs(strdup(bad[i].text), bad[i].want);
+    char said[512];
+    json_t *jobs = read_spec("ok.yaml", "command: a\ngpus: 2\nnice: 10000\n"
+                             "mem_mib: 1.5e3\ncpus: 4\nmps_threads_pct: 50\n",
+                             said, sizeof(said));
+    if (!jobs) fail_msg("refused: %s", said);
+    json_t *job = json_array_get(jobs, 0);
+    assert_int_equal(json_integer_value(json_object_get(job, "gpus")), 2);
+    assert_int_equal(json_integer_value(json_object_get(job, "nice")), 10000);
+    assert_true(json_number_value(json_object_get(job, "mem_mib")) == 1500);
+    json_decref(jobs);
+}
+
 /* ---- nearest workload names ------------------------------------------------ */
 
 /* A spec's time: takes --time's forms, and none other. */
@@ -662,6 +728,9 @@ int main(void) {
         cmocka_unit_test(test_spec_mem_min),
         cmocka_unit_test(test_spec_empty_command),
         cmocka_unit_test(test_spec_bom),
+        cmocka_unit_test(test_spec_jobs_alone),
+        cmocka_unit_test(test_spec_mem_twice),
+        cmocka_unit_test(test_spec_numbers_plain),
         cmocka_unit_test(test_spec_model_unreadable),
         cmocka_unit_test(test_spec_proto_limits),
         cmocka_unit_test(test_spec_conda_words),

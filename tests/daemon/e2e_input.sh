@@ -40,8 +40,12 @@ case_input_values() {
     submit_refused "--feed: not UTF-8" --feed $'\xff' -- true
     printf 'echo a\0b\n' > nul.txt
     submit_refused "nul.txt:1: " --array nul.txt
-    # what stays valid: whole numbers written as reals, names in UTF-8
-    printf 'command: "true"\ngpus: 1.0\nname: "\\xff"\n' > ok.yaml
+    # a whole number is written as --gpus takes it: digits (1.0 was
+    # taken, 1e3 and 0x1 too)
+    printf 'command: "true"\ngpus: 1.0\n' > real.yaml
+    submit_refused "real.yaml:2: gpus: '1.0' is not a whole number" real.yaml
+    # what stays valid: names in UTF-8
+    printf 'command: "true"\ngpus: 1\nname: "\\xff"\n' > ok.yaml
     id=$("$AEGIS" submit ok.yaml) || fail "valid spec refused"
     "$AEGIS" wait "$id" > /dev/null || fail "valid spec's job"
     "$AEGIS" ls --all --json | pyjson "
