@@ -369,6 +369,21 @@ case_input_submit_values() {
         fail "queued: $("$AEGIS" ls --all)"
 }
 
+# An id named twice is one job: hold, release, cancel and wait each
+# report it once (aegisd answers every id of a request: "cancelled 7"
+# was printed twice).
+case_input_ids_once() {
+    start
+    cd "$DIR/work"
+    long=$("$AEGIS" submit -- sleep 600) || fail submit
+    q=$("$AEGIS" submit --after "$long" -- true) || fail "submit queued"
+    [ "$("$AEGIS" hold "$q" "$q")" = "held $q" ] || fail "hold $q $q"
+    [ "$("$AEGIS" release "$q" "$q")" = "released $q" ] || fail "release $q $q"
+    [ "$("$AEGIS" cancel "$q" "$long" "$q" "$long")" = "cancelled $q
+cancelled $long" ] || fail "cancel twice"
+    [ "$("$AEGIS" wait "$long" "$long" | wc -l)" = 1 ] || fail "wait twice"
+}
+
 # `aegis ARGS...` exits 2 with exactly the lines $1 on stderr.
 aegis_says() {
     local want=$1 rc; shift
