@@ -43,8 +43,9 @@ static const char update_help[] =
 "    --gpu-mem SIZE  its peak GPU memory per GPU, as submit --gpu-mem\n"
 "                    takes it (--mem is the same)\n"
 "    --name S        its name\n"
-"    --json          aegisd's answer: {id, time_limit_s, nice, mem_mib, name},\n"
-"                    time_limit_s and mem_mib null where the job has none\n"
+"    --json          aegisd's answer: {ok: true, id, time_limit_s, nice,\n"
+"                    mem_mib, name}, time_limit_s and mem_mib null where\n"
+"                    the job has none\n"
 SOCKET_OPT EXIT_STATUS;
 
 static const char priority_help[] =
@@ -68,9 +69,9 @@ static const char priority_help[] =
 "    priorities: aegis priority says so. Retries of jobs that ran out of\n"
 "    memory go before every first attempt, and are not listed.\n\n"
 "OPTIONS\n"
-"    --json          aegisd's answer: {policy, priorities, nice_max,\n"
-"                    jobs: [{id, user, priority, fair_share, nice,\n"
-"                    head_start_s}]}\n"
+"    --json          aegisd's answer: {ok: true, policy, priorities,\n"
+"                    nice_max, jobs: [{id, user, priority, fair_share,\n"
+"                    nice, head_start_s}]}\n"
 SOCKET_OPT EXIT_STATUS_LIST;
 
 static const char fairshare_help[] =
@@ -89,9 +90,10 @@ static const char fairshare_help[] =
 "    Only aegis-plus orders the queue by it; under other policies the\n"
 "    usage is not decayed and the factor is not used.\n\n"
 "OPTIONS\n"
-"    --json          aegisd's answer: {policy, priorities, half_life_s,\n"
-"                    users: [{uid, user, usage_gpu_s, decayed_gpu_s,\n"
-"                    share_gpu_s, factor, running, queued}]}\n"
+"    --json          aegisd's answer: {ok: true, policy, priorities,\n"
+"                    half_life_s, users: [{uid, user, usage_gpu_s,\n"
+"                    decayed_gpu_s, share_gpu_s, factor, running,\n"
+"                    queued}]}\n"
 SOCKET_OPT EXIT_STATUS_LIST;
 
 static const char clear_help[] =
@@ -103,7 +105,7 @@ static const char clear_help[] =
 "    list. They are kept: aegis show ID and aegis log ID still give them,\n"
 "    and aegis report still counts them. Queued and running jobs stay.\n\n"
 "OPTIONS\n"
-"    --json          aegisd's answer: {cleared: how many}\n"
+"    --json          aegisd's answer: {ok: true, cleared: how many}\n"
 SOCKET_OPT EXIT_STATUS_LIST;
 
 /* Says what update needs; CLI_USAGE. */

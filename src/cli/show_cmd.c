@@ -25,6 +25,8 @@ static const char show_help[] =
 "    id              the job's id\n"
 "    user            its owner\n"
 "    state           queued, running, done, failed, cancelled or timeout\n"
+"                    (a held job is queued here, with a held line; aegis\n"
+"                    ls shows it as held)\n"
 "    reason          why it is in that state: why it was requeued, or how\n"
 "                    it ended (exit 0; exit 1, out of GPU memory (...);\n"
 "                    cancelled while queued)\n"
