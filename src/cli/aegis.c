@@ -6,9 +6,7 @@
 #include "cli.h"
 #include "client.h"
 
-#include <ctype.h>
 #include <errno.h>
-#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,62 +102,54 @@ int cli_output_apart(const char *cmd, const char *opt, const char *path,
     return 0;
 }
 
-/* "--mem" for an option, "-n" for a one-letter one, "ID" for an operand
- * (see cli.h). */
-static const char *dashes(const char *opt) {
-    if (isupper((unsigned char)opt[0])) return "";
-    return opt[1] == '\0' ? "-" : "--";
-}
-
-int cli_parse_long(const char *cmd, const char *opt, const char *text,
-                   long lo, long hi, long *out) {
-    char *stop;
-    errno = 0;
-    long v = strtol(text, &stop, 10);
-    if (text[0] == '\0' || *stop != '\0' || errno || v < lo || v > hi) {
-        fprintf(stderr, "aegis %s: %s%s: '%s' is not a whole number in "
-                "[%ld, %ld]\n", cmd, dashes(opt), opt, text, lo, hi);
-        return -1;
+/* The global --socket PATH, taken off argv: every client subcommand
+ * looks in $AEGIS_SOCKET when it has no --socket of its own. 0, or
+ * CLI_USAGE or CLI_FAIL after saying why. An empty path is refused: in
+ * $AEGIS_SOCKET it means the default socket, not the one the user meant
+ * to name. */
+static int global_socket(int *argc, char ***argv) {
+    if (*argc < 2 || strcmp((*argv)[1], "--socket") != 0) return 0;
+    if (*argc < 3) {
+        fprintf(stderr, "aegis: --socket needs a path (try 'aegis --help')\n");
+        return CLI_USAGE;
     }
-    *out = v;
+    if (!(*argv)[2][0]) {
+        fprintf(stderr, "aegis: --socket: the path is empty (leave --socket "
+                "out for $AEGIS_SOCKET or " CLIENT_DEFAULT_SOCKET ")\n");
+        return CLI_USAGE;
+    }
+    if (setenv("AEGIS_SOCKET", (*argv)[2], 1) != 0) {
+        perror("aegis: --socket");
+        return CLI_FAIL;
+    }
+    *argc -= 2;
+    *argv += 2;
     return 0;
 }
 
-int cli_parse_double(const char *cmd, const char *opt, const char *text,
-                     double lo, double hi, double *out) {
-    char *stop;
-    errno = 0;
-    double v = strtod(text, &stop);
-    if (text[0] == '\0' || *stop != '\0' || errno || !isfinite(v) || v < lo ||
-        v > hi) {
-        fprintf(stderr, "aegis %s: %s%s: '%s' is not a number in [%g, %g]\n",
-                cmd, dashes(opt), opt, text, lo, hi);
-        return -1;
-    }
-    *out = v;
-    return 0;
+/* Whether --help or --version (argv[1]) comes alone: a word after it is
+ * a slip the user should hear of, not a request to ignore. */
+static bool alone(int argc, char **argv) {
+    if (argc == 2) return true;
+    fprintf(stderr, "aegis: %s takes nothing after it ('%s')\n", argv[1],
+            argv[2]);
+    return false;
 }
 
 int main(int argc, char **argv) {
-    /* The global --socket goes where every client subcommand looks when it
-     * has no --socket of its own. */
-    if (argc >= 3 && strcmp(argv[1], "--socket") == 0) {
-        if (setenv("AEGIS_SOCKET", argv[2], 1) != 0) {
-            perror("aegis: --socket");
-            return CLI_FAIL;
-        }
-        argc -= 2;
-        argv += 2;
-    }
+    int rc = global_socket(&argc, &argv);
+    if (rc) return rc;
     if (argc < 2) {
         usage(stderr);
         return CLI_USAGE;
     }
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        if (!alone(argc, argv)) return CLI_USAGE;
         usage(stdout);
         return CLI_OK;
     }
     if (strcmp(argv[1], "--version") == 0) {
+        if (!alone(argc, argv)) return CLI_USAGE;
         printf("aegis %s\n", AEGIS_VERSION);
         return CLI_OK;
     }

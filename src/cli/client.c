@@ -6,10 +6,14 @@
 
 #include "cli.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <pwd.h>
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 
 void client_cmd_line(json_t *cmd, char *line, size_t size) {
     size_t at = 0;
@@ -24,8 +28,20 @@ void client_cmd_line(json_t *cmd, char *line, size_t size) {
     }
 }
 
+/* The largest uid: (uid_t)-1 is no one's, the "no change" of chown(2). */
+#define CLIENT_MAX_UID ((unsigned long long)(uid_t)-1 - 1)
+
 bool client_user_exists(const char *cmd, const char *user) {
-    if (user[0] && strspn(user, "0123456789") == strlen(user)) return true;
+    if (user[0] && strspn(user, "0123456789") == strlen(user)) {
+        /* aegisd matches the uid as text: one past uid_t matches no job,
+         * and an empty list would say the user has none */
+        errno = 0;
+        unsigned long long uid = strtoull(user, NULL, 10);
+        if (errno == 0 && uid <= CLIENT_MAX_UID) return true;
+        fprintf(stderr, "aegis %s: -u %s: not a uid (at most %llu)\n", cmd,
+                user, CLIENT_MAX_UID);
+        return false;
+    }
     if (getpwnam(user)) return true;
     fprintf(stderr, "aegis %s: -u %s: no such user on this machine (a login "
             "name or a uid)\n", cmd, user);
@@ -37,6 +53,33 @@ int client_parse_id(const char *cmd, const char *text, json_int_t *id) {
     if (cli_parse_long(cmd, "ID", text, 1, 0x7fffffffL, &v) != 0) return -1;
     *id = v;
     return 0;
+}
+
+/* Says on stderr that the command was misused, and why; CLI_USAGE. */
+__attribute__((format(printf, 2, 3)))
+static int client_usage(const char *cmd, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "aegis %s: ", cmd);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\nRun 'aegis %s --help' for usage.\n", cmd);
+    va_end(ap);
+    return CLI_USAGE;
+}
+
+/* The operand count against [min_args, max_args] (-1: any): 0, or
+ * CLI_USAGE after naming the first word too many, or saying how many
+ * are missing. */
+static int client_operands(const char *cmd, int argc, char **argv,
+                           int min_args, int max_args) {
+    int nargs = argc - optind;
+    if (max_args >= 0 && nargs > max_args)
+        return client_usage(cmd, "unexpected argument '%s'",
+                            argv[optind + max_args]);
+    if (nargs >= min_args) return 0;
+    return client_usage(cmd, "%s%d argument%s expected, %d given",
+                        max_args == min_args ? "" : "at least ", min_args,
+                        min_args == 1 ? "" : "s", nargs);
 }
 
 int client_options(const char *cmd, int argc, char **argv, const char *help,
@@ -63,8 +106,9 @@ int client_options(const char *cmd, int argc, char **argv, const char *help,
         {NULL, 0, NULL, 0},
     };
     memset(f, 0, sizeof(*f));
-    int ch;
-    while ((ch = getopt_long(argc, argv, "hfu:", opts, NULL)) != -1) {
+    int ch, at;
+    /* at: the long option's index, left as it is for a short one */
+    while ((at = -1, ch = getopt_long(argc, argv, "hfu:", opts, &at)) != -1) {
         if (ch == 'h') {
             fputs(help, stdout);
             return -1;
@@ -73,7 +117,17 @@ int client_options(const char *cmd, int argc, char **argv, const char *help,
             f->socket = optarg;
             continue;
         }
-        if (ch == '?' || !strchr(allowed, ch)) goto usage;
+        if (ch == '?') { /* getopt has said what */
+            fprintf(stderr, "Run 'aegis %s --help' for usage.\n", cmd);
+            return CLI_USAGE;
+        }
+        if (!strchr(allowed, ch)) {
+            /* an option of other commands: as unknown here as any */
+            char name[32];
+            if (at >= 0) snprintf(name, sizeof(name), "--%s", opts[at].name);
+            else snprintf(name, sizeof(name), "-%c", ch);
+            return client_usage(cmd, "unknown option '%s'", name);
+        }
         switch (ch) {
         case 'j': f->json = 1; break;
         case 'a': f->all = 1; break;
@@ -96,12 +150,7 @@ int client_options(const char *cmd, int argc, char **argv, const char *help,
         }
     }
     f->first_arg = optind;
-    int nargs = argc - optind;
-    if (nargs >= min_args && (max_args < 0 || nargs <= max_args)) return 0;
-usage:
-    fprintf(stderr, "aegis %s: bad usage\nRun 'aegis %s --help' for usage.\n",
-            cmd, cmd);
-    return CLI_USAGE;
+    return client_operands(cmd, argc, argv, min_args, max_args);
 }
 
 void client_print_json(json_t *v) {

@@ -149,7 +149,7 @@ static int add_option(int opt, const char *arg, pl_dsconf *c) {
             return 0;
         }
         fprintf(stderr, "aegis dataset add: --max-size: '%s' is not a size "
-                        "(500m, 20g; at most 1t)\n", arg);
+                        "(500m, 20g; from 1m to 1t)\n", arg);
         return -1;
     }
     return -1;

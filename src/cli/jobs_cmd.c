@@ -19,7 +19,8 @@ static const char cancel_help[] =
 "DESCRIPTION\n"
 "    Removes queued jobs from the queue and stops running ones: their\n"
 "    session gets SIGTERM, then SIGKILL 10 s later, and prints\n"
-"    \"cancelled ID\" for each. Only a job's owner or root may cancel it.\n"
+"    \"cancelled ID\" for each (an ID given twice is one job). Only a\n"
+"    job's owner or root may cancel it.\n"
 "    Every ID that may be cancelled is; each one that may not (no such\n"
 "    job, not yours, already finished, a Slurm job's lease) is named on\n"
 "    stderr with why, and the exit status is then 1.\n\n"
@@ -76,16 +77,26 @@ const char *job_str(json_t *obj, const char *key) {
     return s ? s : "";
 }
 
+/* The ids named in argv[first..argc), each once, in the order first
+ * named: aegisd answers every id of a request, so `cancel 7 7` printed
+ * "cancelled 7" twice (and a repeat in another batch would be refused
+ * as finished). NULL after saying which is not an id. */
 static json_t *ids_from(const char *cmd, int argc, char **argv, int first) {
-    json_t *ids = json_array();
-    for (int i = first; i < argc; i++) {
+    json_t *ids = json_array(), *seen = json_object();
+    for (int i = first; ids && i < argc; i++) {
         json_int_t id;
+        char key[32];
         if (client_parse_id(cmd, argv[i], &id) != 0) {
             json_decref(ids);
-            return NULL;
+            ids = NULL;
+            break;
         }
+        snprintf(key, sizeof(key), "%lld", (long long)id);
+        if (json_object_get(seen, key)) continue;
+        json_object_set_new(seen, key, json_true());
         json_array_append_new(ids, json_integer(id));
     }
+    json_decref(seen);
     return ids;
 }
 

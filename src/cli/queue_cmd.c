@@ -43,8 +43,9 @@ static const char update_help[] =
 "    --gpu-mem SIZE  its peak GPU memory per GPU, as submit --gpu-mem\n"
 "                    takes it (--mem is the same)\n"
 "    --name S        its name\n"
-"    --json          aegisd's answer: {id, time_limit_s, nice, mem_mib, name},\n"
-"                    time_limit_s and mem_mib null where the job has none\n"
+"    --json          aegisd's answer: {ok: true, id, time_limit_s, nice,\n"
+"                    mem_mib, name}, time_limit_s and mem_mib null where\n"
+"                    the job has none\n"
 SOCKET_OPT EXIT_STATUS;
 
 static const char priority_help[] =
@@ -68,9 +69,9 @@ static const char priority_help[] =
 "    priorities: aegis priority says so. Retries of jobs that ran out of\n"
 "    memory go before every first attempt, and are not listed.\n\n"
 "OPTIONS\n"
-"    --json          aegisd's answer: {policy, priorities, nice_max,\n"
-"                    jobs: [{id, user, priority, fair_share, nice,\n"
-"                    head_start_s}]}\n"
+"    --json          aegisd's answer: {ok: true, policy, priorities,\n"
+"                    nice_max, jobs: [{id, user, priority, fair_share,\n"
+"                    nice, head_start_s}]}\n"
 SOCKET_OPT EXIT_STATUS_LIST;
 
 static const char fairshare_help[] =
@@ -89,9 +90,10 @@ static const char fairshare_help[] =
 "    Only aegis-plus orders the queue by it; under other policies the\n"
 "    usage is not decayed and the factor is not used.\n\n"
 "OPTIONS\n"
-"    --json          aegisd's answer: {policy, priorities, half_life_s,\n"
-"                    users: [{uid, user, usage_gpu_s, decayed_gpu_s,\n"
-"                    share_gpu_s, factor, running, queued}]}\n"
+"    --json          aegisd's answer: {ok: true, policy, priorities,\n"
+"                    half_life_s, users: [{uid, user, usage_gpu_s,\n"
+"                    decayed_gpu_s, share_gpu_s, factor, running,\n"
+"                    queued}]}\n"
 SOCKET_OPT EXIT_STATUS_LIST;
 
 static const char clear_help[] =
@@ -103,8 +105,16 @@ static const char clear_help[] =
 "    list. They are kept: aegis show ID and aegis log ID still give them,\n"
 "    and aegis report still counts them. Queued and running jobs stay.\n\n"
 "OPTIONS\n"
-"    --json          aegisd's answer: {cleared: how many}\n"
+"    --json          aegisd's answer: {ok: true, cleared: how many}\n"
 SOCKET_OPT EXIT_STATUS_LIST;
+
+/* Says what update needs; CLI_USAGE. */
+static int update_usage(void) {
+    fprintf(stderr, "aegis update: bad usage: an ID and at least one of "
+            "--time, --nice, --gpu-mem, --name\nRun 'aegis update --help' "
+            "for usage.\n");
+    return CLI_USAGE;
+}
 
 /* Reads update's options into req; 0, -1 after --help, or CLI_USAGE. */
 static int update_options(int argc, char **argv, json_t *req,
@@ -133,15 +143,15 @@ static int update_options(int argc, char **argv, json_t *req,
             if (timelimit_parse(optarg, &x)) {
                 fprintf(stderr, "aegis update: --time: '%s' is not a time "
                         "limit: MINUTES, MM:SS, HH:MM:SS, D-HH:MM:SS, or 90s, "
-                        "30m, 2h, 1d\n", optarg);
+                        "30m, 2h, 1d (from 1 s to 365 days)\n", optarg);
                 return CLI_USAGE;
             }
             json_object_set_new(req, "time_limit_s", json_real(x));
             break;
         case 'm':
             if (submit_parse_mem(optarg, &x)) {
-                fprintf(stderr, "aegis update: --gpu-mem: '%s' is not an "
-                        "amount of memory: 4g, 4GiB, 4000m\n", optarg);
+                fprintf(stderr, "aegis update: --gpu-mem, --mem: '%s' is not "
+                        SUBMIT_MEM_FORMS "\n", optarg);
                 return CLI_USAGE;
             }
             json_object_set_new(req, "mem_mib", json_real(x));
@@ -151,7 +161,9 @@ static int update_options(int argc, char **argv, json_t *req,
                 return CLI_USAGE;
             json_object_set_new(req, "nice", json_integer(nice));
             break;
-        default: return CLI_USAGE;
+        default: /* getopt has said what */
+            fputs("Run 'aegis update --help' for usage.\n", stderr);
+            return CLI_USAGE;
         }
     }
     return 0;
@@ -162,16 +174,15 @@ int cli_update(int argc, char **argv) {
     const char *socket = NULL;
     int json = 0, rc = update_options(argc, argv, req, &socket, &json);
     json_int_t id;
-    if (rc == 0 && (optind != argc - 1 ||
-                    client_parse_id("update", argv[optind], &id) != 0))
+    /* each refusal is said once: a bad value has been named already,
+     * and the usage line would then claim something is missing */
+    if (rc == 0 && (optind != argc - 1 || json_object_size(req) < 2))
+        rc = update_usage(); /* "op" and a change */
+    if (rc == 0 && client_parse_id("update", argv[optind], &id) != 0)
         rc = CLI_USAGE;
-    if (rc != 0 || json_object_size(req) < 2) { /* "op" and a change */
-        if (rc == 0 || rc == CLI_USAGE)
-            fprintf(stderr, "aegis update: bad usage: an ID and at least one "
-                    "of --time, --nice, --gpu-mem, --name\nRun 'aegis update "
-                    "--help' for usage.\n");
+    if (rc != 0) {
         json_decref(req);
-        return rc < 0 ? CLI_OK : CLI_USAGE;
+        return rc < 0 ? CLI_OK : rc;
     }
     json_object_set_new(req, "id", json_integer(id));
     json_t *ans = client_call("update", client_socket(socket), req, &rc);

@@ -25,6 +25,8 @@ static const char show_help[] =
 "    id              the job's id\n"
 "    user            its owner\n"
 "    state           queued, running, done, failed, cancelled or timeout\n"
+"                    (a held job is queued here, with a held line; aegis\n"
+"                    ls shows it as held)\n"
 "    reason          why it is in that state: why it was requeued, or how\n"
 "                    it ended (exit 0; exit 1, out of GPU memory (...);\n"
 "                    cancelled while queued)\n"
@@ -69,7 +71,7 @@ static const char show_help[] =
 "    --spark         its memory as a one-line sparkline instead\n"
 "    --svg FILE      write an SVG plot of its memory beside its GPU's\n"
 "                    memory in use and capacity to FILE ('-': stdout),\n"
-"                    and print nothing else\n"
+"                    and print nothing else (not with --json)\n"
 SOCKET_OPT
 "\nJSON FIELDS\n"
 "    Those of `aegis ls --json`:\n\n" JOB_JSON_FIELDS
@@ -236,6 +238,11 @@ int cli_show(int argc, char **argv) {
     client_flags f;
     int rc = client_options("show", argc, argv, show_help, "jHkg", 1, 1, &f);
     if (rc) return rc < 0 ? CLI_OK : rc;
+    if (f.svg && f.json) { /* --svg prints nothing else: --json was lost */
+        fprintf(stderr, "aegis show: --svg and --json: give one of them (the "
+                "samples are in --json --history)\n");
+        return CLI_USAGE;
+    }
     json_int_t id;
     if (client_parse_id("show", argv[f.first_arg], &id)) return CLI_USAGE;
     json_t *req = json_pack("{s:s, s:I}", "op", "show", "id", id);

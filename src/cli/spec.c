@@ -20,6 +20,7 @@
  */
 #include "submit.h"
 
+#include "cli.h"
 #include "core.h"
 #include "proto.h"
 #include "spec_read.h"
@@ -159,23 +160,33 @@ static int spec_bool(spec *s, yaml_node_t *v, const char *key,
     return ok ? 0 : spec_error(s, v, "expected true or false", key);
 }
 
-/* A number in [lo, hi], whole when `whole`; NaN and fractions are refused,
- * never rounded or dropped. */
+/* A number in [lo, hi], whole when `whole`, written as the command line's
+ * options take it: a plain decimal scalar (cli_is_decimal()), digits only
+ * when whole. A quoted one is text, as it is in a profile; hex, inf, nan
+ * and 1e3 for a whole number are refused as --nice 1e3 is, never rounded
+ * or dropped. */
 static int spec_number(spec *s, yaml_node_t *v, const char *key,
                        double lo, double hi, bool whole, double *out) {
     if (spec_charge(s, v, key)) return -1;
     const char *text = spec_scalar(v);
-    char *end;
-    double d = text ? strtod(text, &end) : 0;
-    if (!text || end == text || *end || !(d >= lo && d <= hi) ||
-        (whole && d != floor(d))) {
+    if (text && v->data.scalar.style != YAML_PLAIN_SCALAR_STYLE) {
         char msg[160];
+        snprintf(msg, sizeof(msg), "'%.40s' is quoted, which makes it text: "
+                 "write the number without quotes", text);
+        return spec_error(s, v, msg, key);
+    }
+    bool decimal = text && cli_is_decimal(text, !whole);
+    double d = decimal ? strtod(text, NULL) : 0;
+    if (!decimal || !(d >= lo && d <= hi) || (whole && d != floor(d))) {
+        char msg[160], low[32], high[32];
+        cli_number_text(lo, low, sizeof(low));
+        cli_number_text(hi, high, sizeof(high));
         if (text)
-            snprintf(msg, sizeof(msg), "'%.40s' is not a %s in [%g, %g]",
-                     text, whole ? "whole number" : "number", lo, hi);
+            snprintf(msg, sizeof(msg), "'%.40s' is not a %s in [%s, %s]",
+                     text, whole ? "whole number" : "number", low, high);
         else /* a list or a mapping: there is no text to quote */
-            snprintf(msg, sizeof(msg), "expected a %s in [%g, %g], not a %s",
-                     whole ? "whole number" : "number", lo, hi,
+            snprintf(msg, sizeof(msg), "expected a %s in [%s, %s], not a %s",
+                     whole ? "whole number" : "number", low, high,
                      v->type == YAML_SEQUENCE_NODE ? "list" : "mapping");
         return spec_error(s, v, msg, key);
     }
@@ -183,15 +194,12 @@ static int spec_number(spec *s, yaml_node_t *v, const char *key,
     return 0;
 }
 
-/* An amount of memory, as --gpu-mem takes it; above 0 when `positive`. */
-static int spec_mem(spec *s, yaml_node_t *v, const char *key, bool positive,
-                    double *out) {
-    static const char what[] = "expected an amount of memory: 4g, 4000m, "
-                               "4GiB (a plain number is MiB)";
+/* An amount of memory, as --gpu-mem takes it. */
+static int spec_mem(spec *s, yaml_node_t *v, const char *key, double *out) {
+    static const char what[] = "expected " SUBMIT_MEM_FORMS;
     const char *text;
     if (spec_text(s, v, key, what, &text)) return -1;
-    if (submit_parse_mem(text, out) || (positive && *out <= 0))
-        return spec_error(s, v, what, key);
+    if (submit_parse_mem(text, out)) return spec_error(s, v, what, key);
     return 0;
 }
 
@@ -218,10 +226,18 @@ static int spec_model(const spec *s, const char *file, double *mem) {
 static json_t *spec_command(spec *s, yaml_node_t *v, const char *key) {
     static const char what[] = "expected a string or a list of words";
     const char *w;
-    if (v->type == YAML_SCALAR_NODE)
-        return spec_text(s, v, key, what, &w) ? NULL : submit_shell(w);
-    if (v->type != YAML_SEQUENCE_NODE || spec_items(v) == 0) {
+    if (v->type == YAML_SCALAR_NODE) {
+        if (spec_text(s, v, key, what, &w)) return NULL;
+        if (!submit_blank(w)) return submit_shell(w);
+        spec_error(s, v, "an empty command", key); /* nothing to run */
+        return NULL;
+    }
+    if (v->type != YAML_SEQUENCE_NODE) {
         spec_error(s, v, what, key);
+        return NULL;
+    }
+    if (spec_items(v) == 0) {
+        spec_error(s, v, "an empty command (a list of no words)", key);
         return NULL;
     }
     if (spec_at_most(s, v, key, PROTO_MAX_ARGS, "words") ||
@@ -231,6 +247,12 @@ static json_t *spec_command(spec *s, yaml_node_t *v, const char *key) {
     for (yaml_node_item_t *it = v->data.sequence.items.start;
          it < v->data.sequence.items.top; it++) {
         if (spec_text(s, spec_node(s, *it), key, what, &w) != 0) {
+            json_decref(cmd);
+            return NULL;
+        }
+        if (json_array_size(cmd) == 0 && !w[0]) { /* as aegisd would */
+            spec_error(s, spec_node(s, *it), "the first word, the program, "
+                       "is empty", key);
             json_decref(cmd);
             return NULL;
         }
@@ -272,6 +294,16 @@ static int spec_after(spec *s, yaml_node_t *v, json_t **deps) {
 
 /* ---- aegis's own format --------------------------------------------------- */
 
+/* Whether a job's memory is given once: mem and mem_mib both (key, after
+ * first) would silently take the later. 0, or -1 after naming both. */
+static int spec_mem_once(spec *s, yaml_node_t *first, yaml_node_t *key) {
+    if (!first) return 0;
+    char msg[160];
+    snprintf(msg, sizeof(msg), "%s is given too (line %d): give one of mem "
+             "and mem_mib", spec_scalar(first), (int)first->start_mark.line + 1);
+    return spec_error(s, key, msg, spec_scalar(key));
+}
+
 static int spec_job(spec *s, yaml_node_t *map, const submit_defaults *def,
                     json_t *jobs) {
     if (map->type != YAML_MAPPING_NODE)
@@ -280,7 +312,7 @@ static int spec_job(spec *s, yaml_node_t *map, const submit_defaults *def,
     submit_defaults d = *def;
     json_t *cmd = NULL, *after = NULL;
     double num, model_mem = -1;
-    bool has_mem = false;
+    yaml_node_t *mem_key = NULL; /* mem or mem_mib, the first given */
     int rc = 0;
     for (yaml_node_pair_t *p = map->data.mapping.pairs.start;
          rc == 0 && p < map->data.mapping.pairs.top; p++) {
@@ -295,17 +327,21 @@ static int spec_job(spec *s, yaml_node_t *map, const submit_defaults *def,
             rc = spec_text(s, v, k, "expected a string", &d.name);
         } else if (!strcmp(k, "feed")) {
             rc = spec_text(s, v, k, "expected a string", &d.feed);
+            if (rc == 0 && !d.feed[0]) /* aegisd takes "" as no feed */
+                rc = spec_error(s, v, "the name is empty", k);
         } else if (!strcmp(k, "feed_producer")) {
             rc = spec_bool(s, v, k, &d.feed_producer);
         } else if (!strcmp(k, "gpus")) {
             rc = spec_number(s, v, k, 1, 64, true, &num);
             d.gpus = (long)num;
-        } else if (!strcmp(k, "mem_mib")) {
-            rc = spec_number(s, v, k, 0, PROTO_MAX_MEM_MIB, false, &d.mem);
-            has_mem = true;
-        } else if (!strcmp(k, "mem")) {
-            rc = spec_mem(s, v, k, false, &d.mem);
-            has_mem = true;
+        } else if (!strcmp(k, "mem_mib") || !strcmp(k, "mem")) {
+            rc = spec_mem_once(s, mem_key, kn);
+            mem_key = kn;
+            if (rc == 0 && !strcmp(k, "mem"))
+                rc = spec_mem(s, v, k, &d.mem);
+            else if (rc == 0)
+                rc = spec_number(s, v, k, SUBMIT_MIN_MEM_MIB,
+                                 PROTO_MAX_MEM_MIB, false, &d.mem);
         } else if (!strcmp(k, "model")) {
             const char *file;
             rc = spec_text(s, v, k, "expected a file name", &file);
@@ -333,7 +369,7 @@ static int spec_job(spec *s, yaml_node_t *map, const submit_defaults *def,
             rc = spec_number(s, v, k, 1, PROTO_MAX_CPUS, true, &num);
             d.cpus = (long)num;
         } else if (!strcmp(k, "host_mem")) {
-            rc = spec_mem(s, v, k, true, &d.host_mem);
+            rc = spec_mem(s, v, k, &d.host_mem);
         } else {
             rc = spec_error(s, kn, "unknown key (command, name, feed, "
                             "feed_producer, gpus, mem, mem_mib, model, after, "
@@ -349,7 +385,7 @@ static int spec_job(spec *s, yaml_node_t *map, const submit_defaults *def,
         json_decref(after);
         return -1;
     }
-    if (model_mem >= 0 && !has_mem) d.mem = model_mem;
+    if (model_mem >= 0 && !mem_key) d.mem = model_mem;
     if (after) d.after = after;
     json_array_append_new(jobs, submit_job(cmd, &d));
     json_decref(after);
@@ -553,8 +589,8 @@ static int spec_aegis_resource(spec *s, const char *k, yaml_node_t *v,
         return 0;
     }
     if (!strcmp(k, "gpu_memory_requirement_mib"))
-        return spec_number(s, v, dotted, 0, PROTO_MAX_MEM_MIB, false,
-                           &job->d.mem);
+        return spec_number(s, v, dotted, SUBMIT_MIN_MEM_MIB, PROTO_MAX_MEM_MIB,
+                           false, &job->d.mem);
     return 1;
 }
 
@@ -663,6 +699,22 @@ static yaml_node_t *spec_get(spec *s, yaml_node_t *map, const char *key) {
     return NULL;
 }
 
+/* Whether jobs: is the spec's only key: one beside it (command, gpus)
+ * belongs to no job, and was ignored without a word. 0, or -1 after
+ * naming the first. */
+static int spec_jobs_alone(spec *s, yaml_node_t *root) {
+    for (yaml_node_pair_t *p = root->data.mapping.pairs.start;
+         p < root->data.mapping.pairs.top; p++) {
+        yaml_node_t *kn = spec_node(s, p->key);
+        const char *k = spec_scalar(kn);
+        if (k && !strcmp(k, "jobs")) continue;
+        return spec_error(s, kn, "beside jobs:, a key applies to no job: "
+                          "give it in each job (or as an option: aegis "
+                          "submit FILE --gpus 2)", k);
+    }
+    return 0;
+}
+
 /* The jobs of a loaded spec, in whichever format it is. */
 static int spec_read(spec *s, yaml_node_t *root, const submit_defaults *def,
                      json_t *jobs) {
@@ -671,6 +723,7 @@ static int spec_read(spec *s, yaml_node_t *root, const submit_defaults *def,
     if (spec_get(s, root, "version") || (job && job->type == YAML_MAPPING_NODE))
         return spec_aegis(s, root, def, jobs);
     if (!list) return spec_job(s, root, def, jobs);
+    if (spec_jobs_alone(s, root)) return -1;
     if (list->type != YAML_SEQUENCE_NODE)
         return spec_error(s, list, "expected a list of jobs", "jobs");
     if (spec_items(list) == 0)

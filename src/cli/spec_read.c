@@ -68,7 +68,7 @@ int spec_read_bytes(const char *path, unsigned char **buf, size_t *len) {
     *buf = NULL;
     FILE *f = fopen(path, "r");
     if (!f) {
-        perror(path);
+        fprintf(stderr, "aegis submit: %s: %s\n", path, strerror(errno));
         return -1;
     }
     struct stat st;

@@ -55,8 +55,14 @@ void submit_desc_warnings(const char *cmd, const char *name,
 
 /* An amount of memory into MiB: a number with an optional unit, m/MiB/MB
  * (the default), g/GiB/GB or t/TiB/TB, any case; binary units (4g is
- * 4096 MiB). -1 when it is not one, or over 1 TiB. */
+ * 4096 MiB). -1 when it is not one, or under 1 MiB (SUBMIT_MIN_MEM_MIB)
+ * or over 1 TiB (PROTO_MAX_MEM_MIB), as aegisd takes them. */
+#define SUBMIT_MIN_MEM_MIB 1.0
 int submit_parse_mem(const char *text, double *mib);
+
+/* What submit_parse_mem() takes, for the messages that refuse a value. */
+#define SUBMIT_MEM_FORMS "an amount of memory from 1 MiB to 1 TiB: 4g, " \
+    "4GiB, 4000m (binary units; a plain number is MiB)"
 
 /* Appends the dependencies in text to deps: comma-separated items, each
  * an ID (afterok), or KIND:ID[:ID...] with KIND afterok, afterany or
@@ -69,6 +75,11 @@ int submit_parse_after(const char *text, bool names, json_t *deps, char *err,
 /* The indices of an array range, "0-99", "2-8:3", "1,4,10-12", as a JSON
  * array in order (at most PROTO_MAX_JOBS of them); NULL with a message. */
 json_t *submit_parse_range(const char *text, char *err, size_t errlen);
+
+/* Whether text is empty or white space only: as a command, nothing to
+ * run (a shell given it exits 0 having run nothing; a program named ""
+ * is none). */
+bool submit_blank(const char *text);
 
 /* Whether one command word holds shell syntax (spaces, quotes, operators,
  * variables, globs): a string meant for /bin/sh -c, not a program name. */

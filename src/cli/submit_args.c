@@ -107,17 +107,25 @@ int submit_parse_mem(const char *text, double *mib) {
     for (size_t i = 0; i < sizeof(units) / sizeof(*units); i++) {
         if (strcasecmp(end, units[i].unit) != 0) continue;
         v *= units[i].mib;
-        if (!isfinite(v) || v > PROTO_MAX_MEM_MIB) return -1;
+        /* under 1 MiB is no job's memory: 0.0001 and 1e-400 (which
+         * strtod makes 0) were taken as 0 MiB, admitting the job as if it
+         * needed none */
+        if (!isfinite(v) || v < SUBMIT_MIN_MEM_MIB || v > PROTO_MAX_MEM_MIB)
+            return -1;
         *mib = v;
         return 0;
     }
     return -1;
 }
 
+/* The most digits a job id of --after may have (aegisd's ids stay far
+ * below). */
+#define SUBMIT_ID_DIGITS 15
+
 /* A job id of text[0..len): digits only, 1 and up; 0 when it is not one. */
 static int64_t submit_id(const char *text, size_t len) {
     int64_t id = 0;
-    if (len == 0 || len > 15) return 0;
+    if (len == 0 || len > SUBMIT_ID_DIGITS) return 0;
     for (size_t i = 0; i < len; i++) {
         if (!isdigit((unsigned char)text[i])) return 0;
         id = id * 10 + (text[i] - '0');
@@ -136,6 +144,11 @@ static int submit_dep_target(const char *text, size_t len, const char *kind,
         return 0;
     }
     bool digits = len > 0 && strspn(text, "0123456789") >= len;
+    if (digits && len > SUBMIT_ID_DIGITS) {
+        snprintf(err, errlen, "'%.*s' is too large for a job id (at most %d "
+                 "digits)", (int)len, text, SUBMIT_ID_DIGITS);
+        return -1;
+    }
     if (!names || len == 0 || digits) {
         snprintf(err, errlen, "'%.*s' is not a job id%s", (int)len, text,
                  digits ? " (ids start at 1)"
@@ -256,13 +269,14 @@ json_t *submit_parse_range(const char *text, char *err, size_t errlen) {
     for (;;) {
         const char *item = p;
         long first, last, step = 1;
-        bool ok = submit_range_number(&p, &first) == 0;
+        bool ok = submit_range_number(&p, &first) == 0, range = *p == '-';
         last = first;
-        if (ok && *p == '-') {
+        if (ok && range) {
             p++;
             ok = submit_range_number(&p, &last) == 0 && last >= first;
         }
-        if (ok && *p == ':') {
+        /* a STEP belongs to a range: "5:2" is no index Slurm takes */
+        if (ok && range && *p == ':') {
             p++;
             ok = submit_range_number(&p, &step) == 0 && step >= 1;
         }
@@ -285,6 +299,11 @@ json_t *submit_parse_range(const char *text, char *err, size_t errlen) {
         if (!*p) return submit_unique_indices(idx);
         p++;
     }
+}
+
+bool submit_blank(const char *text) {
+    while (isspace((unsigned char)*text)) text++;
+    return *text == '\0';
 }
 
 bool submit_is_shell(const char *word) {

@@ -81,6 +81,30 @@ static const char help[] =
 "            model: resnet50_bs32.json          # mem_mib from the model\n"
 "            after: [afterany:bert, 41]         # 41: an existing job\n"
 "\n"
+"    The keys of a job, command the only one it must give:\n"
+"\n"
+"    command         a string, run by /bin/sh -c, or a list of words, run\n"
+"                    as they are; not empty\n"
+"    name            as --name\n"
+"    feed            as --feed\n"
+"    feed_producer   true or false, as --feed-producer\n"
+"    gpus            as --gpus\n"
+"    mem             as --gpu-mem: 20g, 4000m\n"
+"    mem_mib         the same as a number of MiB (a job gives mem or\n"
+"                    mem_mib, not both)\n"
+"    model           as --model\n"
+"    after           as --after, one item or a list of them\n"
+"    mps_threads_pct as --mps-threads\n"
+"    time            as --time\n"
+"    nice            as --nice\n"
+"    notify          as --notify\n"
+"    cpus            as --cpus\n"
+"    host_mem        as --host-mem\n"
+"\n"
+"    Numbers are written as the options take them, unquoted (a quoted\n"
+"    one is text), a whole one as digits: gpus: 2, not 2.0 or \"2\". A\n"
+"    spec with jobs: holds no other key beside it.\n"
+"\n"
 "    after: takes what --after takes, and the names of the file's jobs: a\n"
 "    name is an earlier job of the same file (its id is known once the\n"
 "    file is queued), a number always an existing job. model: names a\n"
@@ -89,7 +113,9 @@ static const char help[] =
 "    memory unless the job also gives mem or mem_mib. A null value (null,\n"
 "    ~, or none) is as if the key were not there. A spec may hold 16 MiB,\n"
 "    its lists and mappings nested 64 deep; a larger or deeper one is\n"
-"    refused, naming the file (and the line), before it is parsed.\n"
+"    refused, naming the file (and the line), before it is parsed. A\n"
+"    UTF-8 byte order mark at the start of a spec or an --array FILE is\n"
+"    skipped.\n"
 "\n"
 "    A spec in AEGIS's own format (version: 1, as AEGIS's repository\n"
 "    writes them) is taken as it is:\n"
@@ -117,11 +143,11 @@ static const char help[] =
 "    --gpus N        GPUs per job (default 1)\n"
 "    --gpu-mem SIZE  the job's expected peak GPU memory on each of its\n"
 "                    GPUs (per GPU, not host RAM): 4g, 4GiB, 4000m\n"
-"                    (binary units; a plain number is MiB). aegis admits\n"
-"                    it where SIZE + 2048 MiB fit; a SIZE larger than the\n"
-"                    server's largest GPU is refused. Without it, 5120 MiB\n"
-"                    are assumed and an out-of-memory exit climbs the\n"
-"                    recovery ladder\n"
+"                    (binary units; a plain number is MiB), from 1 MiB to\n"
+"                    1 TiB. aegis admits it where SIZE + 2048 MiB fit; a\n"
+"                    SIZE larger than the server's largest GPU is refused.\n"
+"                    Without it, 5120 MiB are assumed and an out-of-memory\n"
+"                    exit climbs the recovery ladder\n"
 "    -o, --output PATTERN\n"
 "                    also write the job's stdout to this file (appended),\n"
 "                    as Slurm's -o: %j is the job's id, %x its name, %u\n"
@@ -192,9 +218,10 @@ static const char help[] =
 "                    AEGIS_JOB_EXIT_STATUS and AEGIS_JOB_DURATION_S in its\n"
 "                    environment; killed after notify_timeout_s (config,\n"
 "                    30 s) with every process it started, even one that\n"
-"                    left its session (setsid), never retried. '' runs none, not even the\n"
-"                    config's notify. E.g. --notify 'echo \"$AEGIS_JOB_ID\n"
-"                    $AEGIS_JOB_STATE\" | mail -s aegis me@example.org'\n"
+"                    left its session (setsid), never retried. '' runs\n"
+"                    none, not even the config's notify. E.g. --notify\n"
+"                    'echo \"$AEGIS_JOB_ID $AEGIS_JOB_STATE\" | mail -s\n"
+"                    aegis me@example.org'\n"
 "    --array FILE    one command per line, as above\n"
 "    --array RANGE   the command once per index, as above\n"
 "    --json          print {\"ids\": [...]} instead\n"
@@ -227,6 +254,10 @@ static json_t *submit_indexed(json_t *cmd, int index) {
     return line;
 }
 
+/* The UTF-8 byte order mark some editors (Notepad) write first: no part
+ * of the first command (which it made fail with exit 127). */
+static const char utf8_bom[] = "\xef\xbb\xbf";
+
 /* Reads a file of commands: one job per command line, its index the
  * line's number. */
 static int submit_array(const char *path, const submit_defaults *def,
@@ -235,6 +266,8 @@ static int submit_array(const char *path, const submit_defaults *def,
     size_t len;
     if (spec_read_bytes(path, &text, &len) != 0) return -1;
     char *line = (char *)text, *end = line + len;
+    size_t bom = sizeof(utf8_bom) - 1;
+    if (len >= bom && memcmp(line, utf8_bom, bom) == 0) line += bom;
     int lineno = 0, rc = 0;
     while (rc == 0 && line < end) {
         char *nl = memchr(line, '\n', (size_t)(end - line));
@@ -272,6 +305,13 @@ static int submit_array(const char *path, const submit_defaults *def,
  * /bin/sh -c, as a spec's or an array file's line does; NULL after saying
  * why. */
 static json_t *submit_words(int n, char **words) {
+    /* refused here, not found missing on PATH as a program named "" (or
+     * queued, a shell string of spaces, to run nothing) */
+    if ((n == 1 && submit_blank(words[0])) || !words[0][0]) {
+        fprintf(stderr, "aegis submit: %s\n", n == 1 ? "the command is empty"
+                : "the command's first word, its program, is empty");
+        return NULL;
+    }
     if (n == 1 && submit_is_shell(words[0])) {
         json_t *cmd = submit_shell(words[0]);
         if (!cmd) fprintf(stderr, "aegis submit: the command is not UTF-8\n");
@@ -361,9 +401,8 @@ static int submit_options(int argc, char **argv, submit_opts *o) {
             break;
         case 'm':
             if (submit_parse_mem(optarg, &o->def.mem)) {
-                fprintf(stderr, "aegis submit: --gpu-mem, --mem: '%s' is not an amount "
-                        "of memory: 4g, 4GiB, 4000m (a plain number is MiB; "
-                        "at most 1 TiB)\n", optarg);
+                fprintf(stderr, "aegis submit: --gpu-mem, --mem: '%s' is not "
+                        SUBMIT_MEM_FORMS "\n", optarg);
                 return CLI_USAGE;
             }
             o->has_mem = true;
@@ -385,10 +424,9 @@ static int submit_options(int argc, char **argv, submit_opts *o) {
                 return CLI_USAGE;
             break;
         case 'R':
-            if (submit_parse_mem(optarg, &o->def.host_mem) ||
-                o->def.host_mem <= 0) {
-                fprintf(stderr, "aegis submit: --host-mem: '%s' is not an "
-                        "amount of memory: 4g, 4GiB, 4000m\n", optarg);
+            if (submit_parse_mem(optarg, &o->def.host_mem)) {
+                fprintf(stderr, "aegis submit: --host-mem: '%s' is not "
+                        SUBMIT_MEM_FORMS "\n", optarg);
                 return CLI_USAGE;
             }
             break;
@@ -399,6 +437,10 @@ static int submit_options(int argc, char **argv, submit_opts *o) {
         case 'F':
             if (!(o->def.feed = submit_text_option("feed", optarg)))
                 return CLI_USAGE;
+            if (!optarg[0]) { /* aegisd takes "" as no feed at all */
+                fprintf(stderr, "aegis submit: --feed: the name is empty\n");
+                return CLI_USAGE;
+            }
             break;
         case 'P':
             o->def.feed_producer = true;

@@ -34,10 +34,14 @@ int outfile_expand(const char *pattern, const outfile_job *job, char *out,
             case 'u': text = job->user; break;
             case 'a': text = job->array_index; break;
             case '%': text = "%"; break;
+            case '\0': /* no field to name: "%  is not a field" read badly */
+                snprintf(err, errlen, "'%.64s%s': ends in a lone %% (%%%% "
+                         "for a %%)", pattern, outfile_more(pattern));
+                return -1;
             default:
                 snprintf(err, errlen, "'%.64s%s': %%%c is not a field (%%j, "
                          "%%x, %%u, %%a, %%%%)", pattern, outfile_more(pattern),
-                         *p ? *p : ' ');
+                         *p);
                 return -1;
             }
         }

@@ -252,12 +252,13 @@ static int pl_read_memory(pl_file *cfg, json_t *t, const char *section,
     else if (json_is_string(mem) &&
              submit_parse_mem(json_string_value(mem), out) != 0)
         *out = 0; /* refused below */
+    /* aegisd takes a job's memory from 1 MiB (SUBMIT_MIN_MEM_MIB) */
     if ((json_is_number(mem) || json_is_string(mem)) &&
-        !(*out > 0 && *out <= PROTO_MAX_MEM_MIB)) {
+        !(*out >= SUBMIT_MIN_MEM_MIB && *out <= PROTO_MAX_MEM_MIB)) {
         snprintf(path, sizeof(path), "%s.mem", section);
         pl_yaml_error(&cfg->doc, path, err, errlen,
-                      "expected an amount of memory (4g, 512m, or MiB) above "
-                      "0 and at most 1 TiB");
+                      "expected an amount of memory (4g, 512m, or MiB) from "
+                      "1 MiB to 1 TiB");
         return -1;
     }
     if (model && mem && !json_is_null(mem)) {

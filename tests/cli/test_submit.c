@@ -54,15 +54,17 @@ static void test_mem_units(void **state) {
     static const struct { const char *text; double mib; } good[] = {
         {"4096", 4096}, {"4g", 4096}, {"4G", 4096}, {"4GiB", 4096},
         {"4gb", 4096}, {"4000m", 4000}, {"4000MiB", 4000}, {"0.5g", 512},
-        {"1t", 1048576}, {"1.5", 1.5}, {"0", 0},
+        {"1t", 1048576}, {"1.5", 1.5}, {"1", 1}, {"0.0009765625g", 1},
     };
     for (size_t i = 0; i < sizeof(good) / sizeof(*good); i++) {
         double mib = -1;
         if (submit_parse_mem(good[i].text, &mib) != 0 || mib != good[i].mib)
             fail_msg("'%s': %g", good[i].text, mib);
     }
+    /* under 1 MiB, underflowing to 0 too, was a job of 0 MiB */
     static const char *const bad[] = {"", "g", "4x", "4 g", "-1g", "nan",
-                                      "inf", "2t", "4gg", "0x10"};
+                                      "inf", "2t", "4gg", "0x10", "0", "0g",
+                                      "0.0001", "0.5", "1e-400", "0.0009g"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
         double mib = -1;
         if (submit_parse_mem(bad[i], &mib) == 0)
@@ -107,7 +109,9 @@ static void test_after_forms(void **state) {
     expect_bad_deps("prep", false, "'prep' is not a job id");
     expect_bad_deps("after:4", false, "after:");
     expect_bad_deps("afterok:", false, "afterok:");
-    expect_bad_deps("0", false, "'0'");
+    expect_bad_deps("0", false, "'0' is not a job id (ids start at 1)");
+    expect_bad_deps("99999999999999999999", false, "'99999999999999999999' is "
+                    "too large for a job id (at most 15 digits)");
     expect_bad_deps("4?5", false, "4?5");
     expect_bad_deps("", false, "no job");
     expect_bad_deps("4,,5", false, "empty");
@@ -134,8 +138,10 @@ static void test_array_ranges(void **state) {
     expect_range("1,1", "[1]");
     expect_range("1,1,0-2", "[0,1,2]");
     expect_range("7,0-3:3", "[0,3,7]");
+    /* a STEP without a range ("5:2" queued index 5) */
     static const char *const bad[] = {"", "a", "5-2", "1-", "-1", "0-3:0",
-                                      "0-99999999", "1,,2", "0-3:x", "x.txt"};
+                                      "0-99999999", "1,,2", "0-3:x", "x.txt",
+                                      "5:2", "1,5:2"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
         char err[256] = "";
         json_t *idx = submit_parse_range(bad[i], err, sizeof(err));
@@ -154,6 +160,9 @@ static void test_shell_words(void **state) {
     assert_false(submit_is_shell("true"));
     assert_false(submit_is_shell("./train.sh"));
     assert_false(submit_is_shell("/usr/bin/python3"));
+    assert_true(submit_blank(""));
+    assert_true(submit_blank(" \t\n"));
+    assert_false(submit_blank(" a "));
 }
 
 /* ---- specs ---------------------------------------------------------------- */
@@ -489,6 +498,134 @@ static void test_spec_nesting_long_path(void **state) {
     free(name);
 }
 
+/* A spec's memory is at least 1 MiB, as --gpu-mem's: 0 and what
+ * underflows to it were a job of 0 MiB. */
+static void test_spec_mem_min(void **state) {
+    (void)state;
+    static const struct { const char *text, *want; } bad[] = {
+        {"command: a\nmem_mib: 0\n",
+         "f.yaml:2: mem_mib: '0' is not a number in [1, 1048576]"},
+        {"command: a\nmem_mib: 1e-400\n", "f.yaml:2: mem_mib: '1e-400'"},
+        {"command: a\nmem: 0.0001\n",
+         "f.yaml:2: mem: expected an amount of memory from 1 MiB to 1 TiB"},
+        {"command: a\nhost_mem: 0.5m\n", "f.yaml:2: host_mem: expected an"},
+        {"version: 1\njob:\n  command: a\nresources:\n"
+         "  gpu_memory_requirement_mib: 0\n",
+         "f.yaml:5: resources.gpu_memory_requirement_mib: '0' is not a number "
+         "in [1, 1048576]"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++)
+        spec_jobs(strdup(bad[i].text), bad[i].want);
+    assert_int_equal(spec_jobs(strdup("command: a\nmem_mib: 1\n"), ""), 1);
+}
+
+/* An empty command is refused where it is written: "" and "  " were
+ * queued (a shell that runs nothing), [] said only what a command is,
+ * and ["", x] went to aegisd, refused there without the line. */
+static void test_spec_empty_command(void **state) {
+    (void)state;
+    static const struct { const char *text, *want; } bad[] = {
+        {"command: \"\"\n", "f.yaml:1: command: an empty command"},
+        {"command: \"  \\t\"\n", "f.yaml:1: command: an empty command"},
+        {"command: []\n", "f.yaml:1: command: an empty command"},
+        {"command: [\"\", x]\n",
+         "f.yaml:1: command: the first word, the program, is empty"},
+        {"jobs:\n  - command: a\n  - command: ' '\n",
+         "f.yaml:3: command: an empty command"},
+        {"version: 1\njob:\n  command: ''\n",
+         "f.yaml:3: job.command: an empty command"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++)
+        spec_jobs(strdup(bad[i].text), bad[i].want);
+    /* an empty word after the program is the program's to take */
+    assert_int_equal(spec_jobs(strdup("command: [echo, \"\"]\n"), ""), 1);
+}
+
+/* A spec that starts with a UTF-8 byte order mark (Notepad's) is read
+ * as without it: libyaml skips it, as YAML says. */
+static void test_spec_bom(void **state) {
+    (void)state;
+    char said[512];
+    json_t *jobs = read_spec("bom.yaml", "\xef\xbb\xbf" "command: [echo, one]\r\n"
+                             "gpus: 2\r\n", said, sizeof(said));
+    if (!jobs) fail_msg("refused: %s", said);
+    json_t *job = json_array_get(jobs, 0);
+    assert_string_equal(json_string_value(json_array_get(
+                            json_object_get(job, "cmd"), 0)), "echo");
+    assert_int_equal(json_integer_value(json_object_get(job, "gpus")), 2);
+    json_decref(jobs);
+    jobs = read_spec("bom.yaml", "\xef\xbb\xbf" "version: 1\njob:\n  command: x\n",
+                     said, sizeof(said));
+    if (!jobs) fail_msg("refused: %s", said);
+    json_decref(jobs);
+}
+
+/* Beside jobs:, a key belongs to no job: it was ignored without a word. */
+static void test_spec_jobs_alone(void **state) {
+    (void)state;
+    static const char *const keys[] = {"command: x", "name: a", "gpus: 2",
+                                       "bogus: 1"};
+    for (size_t i = 0; i < sizeof(keys) / sizeof(*keys); i++) {
+        char text[128], want[64];
+        snprintf(text, sizeof(text), "jobs:\n  - command: a\n%s\n", keys[i]);
+        snprintf(want, sizeof(want), "f.yaml:3: %.*s: beside jobs:, a key "
+                 "applies to no job", (int)strcspn(keys[i], ":"), keys[i]);
+        spec_jobs(strdup(text), want);
+    }
+    spec_jobs(strdup("gpus: 2\njobs: [{command: a}]\n"),
+              "f.yaml:1: gpus: beside jobs:");
+}
+
+/* mem and mem_mib in one job: the later silently won. */
+static void test_spec_mem_twice(void **state) {
+    (void)state;
+    spec_jobs(strdup("command: a\nmem: 2g\nmem_mib: 1000\n"),
+              "f.yaml:3: mem_mib: mem is given too (line 2): give one of mem "
+              "and mem_mib");
+    spec_jobs(strdup("jobs:\n  - command: a\n    mem_mib: 1000\n"
+                     "    mem: 2g\n"),
+              "f.yaml:4: mem: mem_mib is given too (line 3)");
+    /* a null one is not given */
+    assert_int_equal(spec_jobs(strdup("command: a\nmem: ~\nmem_mib: 10\n"),
+                               ""), 1);
+}
+
+/* A spec's numbers are what the options take: a whole one digits only
+ * (nice: 1e3 was taken where --nice 1e3 is refused, gpus: 0x1 and a
+ * quoted "1" too). */
+static void test_spec_numbers_plain(void **state) {
+    (void)state;
+    static const struct { const char *text, *want; } bad[] = {
+        {"command: a\nnice: 1e3\n",
+         "f.yaml:2: nice: '1e3' is not a whole number in [0, 10000]"},
+        {"command: a\ngpus: \"1\"\n", "f.yaml:2: gpus: '1' is quoted"},
+        {"command: a\ngpus: '2'\n", "f.yaml:2: gpus: '2' is quoted"},
+        {"command: a\ngpus: 0x1\n", "f.yaml:2: gpus: '0x1' is not a whole"},
+        {"command: a\ngpus: +1\n", "f.yaml:2: gpus: '+1' is not a whole"},
+        {"command: a\ngpus: 1.0\n", "f.yaml:2: gpus: '1.0' is not a whole"},
+        {"command: a\ncpus: 2.\n", "f.yaml:2: cpus: '2.' is not a whole"},
+        {"command: a\nmps_threads_pct: 5e1\n", "f.yaml:2: mps_threads_pct: "},
+        {"command: a\nmem_mib: 0x400\n", "f.yaml:2: mem_mib: '0x400' is not"},
+        {"command: a\nmem_mib: \"1000\"\n", "f.yaml:2: mem_mib: '1000' is "
+         "quoted"},
+        {"command: a\nmem_mib: .inf\n", "f.yaml:2: mem_mib: '.inf' is not"},
+        {"version: 1\njob:\n  command: a\nresources:\n  num_gpus: 0x2\n",
+         "f.yaml:5: resources.num_gpus: '0x2' is not a whole number in [1, 64]"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++)
+        spec_jobs(strdup(bad[i].text), bad[i].want);
+    char said[512];
+    json_t *jobs = read_spec("ok.yaml", "command: a\ngpus: 2\nnice: 10000\n"
+                             "mem_mib: 1.5e3\ncpus: 4\nmps_threads_pct: 50\n",
+                             said, sizeof(said));
+    if (!jobs) fail_msg("refused: %s", said);
+    json_t *job = json_array_get(jobs, 0);
+    assert_int_equal(json_integer_value(json_object_get(job, "gpus")), 2);
+    assert_int_equal(json_integer_value(json_object_get(job, "nice")), 10000);
+    assert_true(json_number_value(json_object_get(job, "mem_mib")) == 1500);
+    json_decref(jobs);
+}
+
 /* ---- nearest workload names ------------------------------------------------ */
 
 /* A spec's time: takes --time's forms, and none other. */
@@ -588,6 +725,12 @@ int main(void) {
         cmocka_unit_test(test_spec_time),
         cmocka_unit_test(test_spec_notify),
         cmocka_unit_test(test_spec_feed_producer),
+        cmocka_unit_test(test_spec_mem_min),
+        cmocka_unit_test(test_spec_empty_command),
+        cmocka_unit_test(test_spec_bom),
+        cmocka_unit_test(test_spec_jobs_alone),
+        cmocka_unit_test(test_spec_mem_twice),
+        cmocka_unit_test(test_spec_numbers_plain),
         cmocka_unit_test(test_spec_model_unreadable),
         cmocka_unit_test(test_spec_proto_limits),
         cmocka_unit_test(test_spec_conda_words),

@@ -89,4 +89,20 @@ case_helptext_ls() {
     done
 }
 
+# update, priority, fairshare and clear --json print aegisd's answer: its
+# help names each key of it ("ok" was left out).
+case_helptext_queue() {
+    start
+    cd "$DIR/work"
+    long=$("$AEGIS" submit -- sleep 600) || fail submit
+    q=$("$AEGIS" submit --after "$long" -- true) || fail "submit queued"
+    "$AEGIS" update "$q" --nice 1 --json > update.json || fail update
+    local c
+    for c in update priority fairshare clear; do
+        "$AEGIS" $c --help > "$c-help.txt" || fail "$c --help"
+        [ "$c" = update ] || "$AEGIS" $c --json > "$c.json" || fail "$c --json"
+        covers "$c-help.txt" json "$c.json"
+    done
+}
+
 e2e_run

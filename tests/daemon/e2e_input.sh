@@ -40,8 +40,12 @@ case_input_values() {
     submit_refused "--feed: not UTF-8" --feed $'\xff' -- true
     printf 'echo a\0b\n' > nul.txt
     submit_refused "nul.txt:1: " --array nul.txt
-    # what stays valid: whole numbers written as reals, names in UTF-8
-    printf 'command: "true"\ngpus: 1.0\nname: "\\xff"\n' > ok.yaml
+    # a whole number is written as --gpus takes it: digits (1.0 was
+    # taken, 1e3 and 0x1 too)
+    printf 'command: "true"\ngpus: 1.0\n' > real.yaml
+    submit_refused "real.yaml:2: gpus: '1.0' is not a whole number" real.yaml
+    # what stays valid: names in UTF-8
+    printf 'command: "true"\ngpus: 1\nname: "\\xff"\n' > ok.yaml
     id=$("$AEGIS" submit ok.yaml) || fail "valid spec refused"
     "$AEGIS" wait "$id" > /dev/null || fail "valid spec's job"
     "$AEGIS" ls --all --json | pyjson "
@@ -304,6 +308,122 @@ PY
     submit_refused "two.yaml:3: a second YAML document" two.yaml
     printf 'jobs:\n  - command: "true"\n    command: "false"\n' > twice.yaml
     submit_refused "twice.yaml:3: command: given twice" twice.yaml
+}
+
+# Numbers on the command line are plain decimal: a leading space, a '+'
+# and hex were read as the number after them (drain ' 1' drained GPU 1,
+# show +1 showed job 1, --gpu-mem-mib 0x400 was 1024). Refused before
+# aegisd is asked, so none runs here.
+case_input_cli_numbers() {
+    cd "$DIR/work"
+    aegis_refused "aegis show: ID: ' 1' is not a whole number" show ' 1'
+    aegis_refused "aegis show: ID: '+1' is not a whole number" show +1
+    aegis_refused "aegis cancel: ID: '+1' is not a whole number" cancel +1
+    aegis_refused "aegis drain: GPU: ' 1' is not a whole number" drain ' 1'
+    aegis_refused "aegis sim: --gpu-mem-mib: '0x400' is not a number in [1, 1000000000]" \
+        sim --gpu-mem-mib 0x400
+    aegis_refused "aegis gen-trace: --mean-gap-s: '0x10' is not a number" \
+        gen-trace --jobs 3 --mean-gap-s 0x10
+    # GPU memory is at least 1 MiB, as host memory is (0, 0.0001 and
+    # 1e-400, which strtod makes 0, queued a job of 0 MiB)
+    local m
+    for m in 0 0.0001 1e-400; do
+        aegis_refused "aegis submit: --gpu-mem, --mem: '$m' is not an amount of memory from 1 MiB to 1 TiB" \
+            submit --mem "$m" -- true
+        aegis_refused "aegis update: --gpu-mem, --mem: '$m' is not an amount of memory from 1 MiB to 1 TiB" \
+            update 5 --gpu-mem "$m"
+    done
+    # a range's bound in full, not as %g's 1.04858e+06
+    aegis_refused "aegis estimate: --cuda-context: '2e6' is not a number in [0, 1048576]" \
+        estimate --cuda-context 2e6 x.json
+}
+
+# What aegis submit took and should not have: an --array file's UTF-8
+# byte order mark as part of its first command (which failed, exit 127),
+# an empty command (a shell string of spaces queued; '' said a folder of
+# PATH was not a regular file), an empty feed name (aegisd's "no feed"),
+# an --after id too large (said to be under 1). A file that is not there
+# is named with the command, as every other error is.
+case_input_submit_values() {
+    start
+    cd "$DIR/work"
+    printf '\xef\xbb\xbfecho one\r\necho two\r\n' > bom.txt
+    ids=$("$AEGIS" submit --array bom.txt) || fail "submit --array bom.txt"
+    "$AEGIS" wait $ids > /dev/null || fail "a job of bom.txt failed"
+    [ "$("$AEGIS" log $(echo $ids | cut -d' ' -f1))" = one ] ||
+        fail "bom.txt's first job: $("$AEGIS" show $(echo $ids | cut -d' ' -f1))"
+    submit_refused "aegis submit: the command is empty" ' '
+    submit_refused "aegis submit: the command is empty" ''
+    submit_refused "aegis submit: the command is empty" --array 0-3 -- ' '
+    submit_refused "aegis submit: the command's first word, its program, is empty" '' x
+    printf 'command: "  "\n' > blank.yaml
+    submit_refused "blank.yaml:1: command: an empty command" blank.yaml
+    submit_refused "aegis submit: --feed: the name is empty" --feed '' -- true
+    printf 'command: "true"\nfeed: ""\n' > feed.yaml
+    submit_refused "feed.yaml:2: feed: the name is empty" feed.yaml
+    submit_refused "aegis submit: --after: '99999999999999999999' is too large for a job id" \
+        --after 99999999999999999999 -- true
+    submit_refused "aegis submit: missing.yaml: No such file or directory" missing.yaml
+    submit_refused "aegis submit: /nonexist: No such file or directory" --array /nonexist
+    [ "$("$AEGIS" ls --all --json | pyjson 'print(len(d))')" = 2 ] ||
+        fail "queued: $("$AEGIS" ls --all)"
+}
+
+# An id named twice is one job: hold, release, cancel and wait each
+# report it once (aegisd answers every id of a request: "cancelled 7"
+# was printed twice).
+case_input_ids_once() {
+    start
+    cd "$DIR/work"
+    long=$("$AEGIS" submit -- sleep 600) || fail submit
+    q=$("$AEGIS" submit --after "$long" -- true) || fail "submit queued"
+    [ "$("$AEGIS" hold "$q" "$q")" = "held $q" ] || fail "hold $q $q"
+    [ "$("$AEGIS" release "$q" "$q")" = "released $q" ] || fail "release $q $q"
+    [ "$("$AEGIS" cancel "$q" "$long" "$q" "$long")" = "cancelled $q
+cancelled $long" ] || fail "cancel twice"
+    [ "$("$AEGIS" wait "$long" "$long" | wc -l)" = 1 ] || fail "wait twice"
+}
+
+# `aegis ARGS...` exits 2 with exactly the lines $1 on stderr.
+aegis_says() {
+    local want=$1 rc; shift
+    "$AEGIS" "$@" > out.txt 2> err.txt
+    rc=$?
+    [ "$rc" = 2 ] || fail "$*: exit $rc, not 2 ($(cat out.txt err.txt))"
+    [ "$(cat err.txt)" = "$want" ] || fail "$*: said '$(cat err.txt)', not '$want'"
+}
+
+# Bad usage says what is wrong, once, and exits 2: an option of another
+# command, a word too many (each said only "bad usage"), a global
+# --socket without its path (taken for a command) or with an empty one
+# (the default socket was used), --version with a word after it (exit
+# 0), a uid past uid_t (an empty list, exit 0), a bad update value (then
+# a usage line claiming a value was missing), --svg with --json (the
+# JSON was dropped). None reaches aegisd, so none runs here.
+case_input_cli_usage() {
+    cd "$DIR/work"
+    local run="Run 'aegis CMD --help' for usage."
+    aegis_says "aegis gpus: unknown option '--all'
+${run/CMD/gpus}" gpus --all
+    aegis_says "aegis resume: unknown option '--reason'
+${run/CMD/resume}" resume 0 --reason x
+    aegis_says "aegis priority: unexpected argument 'extra'
+${run/CMD/priority}" priority extra
+    aegis_says "aegis show: unexpected argument '2'
+${run/CMD/show}" show 1 2
+    aegis_says "aegis show: 1 argument expected, 0 given
+${run/CMD/show}" show
+    aegis_says "aegis: --socket needs a path (try 'aegis --help')" --socket
+    aegis_says "aegis: --socket: the path is empty (leave --socket out for \$AEGIS_SOCKET or /run/aegis/aegis.sock)" \
+        --socket '' ls
+    aegis_says "aegis: --version takes nothing after it ('extra')" --version extra
+    aegis_says "aegis ls: -u 99999999999999999999: not a uid (at most 4294967294)" \
+        ls --all --user 99999999999999999999
+    aegis_says "aegis update: --time: '0' is not a time limit: MINUTES, MM:SS, HH:MM:SS, D-HH:MM:SS, or 90s, 30m, 2h, 1d (from 1 s to 365 days)" \
+        update 100052 --time 0
+    aegis_says "aegis show: --svg and --json: give one of them (the samples are in --json --history)" \
+        show 1 --svg x.svg --json
+    [ ! -e x.svg ] || fail "show --svg --json wrote x.svg"
 }
 
 e2e_run

@@ -39,6 +39,7 @@ twice" ] || fail "not appended: $(cat err-nm.txt)"
     # a bad pattern is refused at submit (it was taken, and failed the
     # job when it ran)
     aegis_refused "%q is not a field" submit -o 'x-%q' -- true
+    aegis_refused "'x%': ends in a lone % (%% for a %)" submit -o 'x%' -- true
     aegis_refused "longer than 4095 bytes" submit -e "$(printf 'x%.0s' {1..4000})-%x" -- true
 }
 

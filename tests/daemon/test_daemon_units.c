@@ -215,6 +215,13 @@ static void test_proto_bad(void **state) {
          "\"feed\":\"f\",\"feed_producer\":1}]}", "jobs[0].feed_producer"},
         {"{\"op\":\"submit\",\"cwd\":\"/\",\"jobs\":[{\"cmd\":[\"a\"],"
          "\"mem_mib\":2e6}]}", "jobs[0].mem_mib"},
+        /* under 1 MiB admitted a job as if it needed no memory */
+        {"{\"op\":\"submit\",\"cwd\":\"/\",\"jobs\":[{\"cmd\":[\"a\"],"
+         "\"mem_mib\":0}]}", "jobs[0].mem_mib: must be a number in [1, "},
+        {"{\"op\":\"submit\",\"cwd\":\"/\",\"jobs\":[{\"cmd\":[\"a\"],"
+         "\"mem_mib\":0.001}]}", "jobs[0].mem_mib"},
+        {"{\"op\":\"update\",\"id\":1,\"mem_mib\":0}",
+         "update.mem_mib: must be a number in [1, "},
         {"{\"op\":\"submit\",\"cwd\":\"/\",\"jobs\":[{\"cmd\":[\"a\"],"
          "\"mem_mib\":\"nan\"}]}", "jobs[0].mem_mib"},
         {"{\"op\":\"submit\",\"cwd\":\"/\",\"jobs\":[{\"cmd\":[\"a\"],"

@@ -117,7 +117,8 @@ static void test_bad_values(void **state) {
                  13, "training.command[0]: expected a word");
     expect_error(edit("  command: python3 train.py\n", "  command: \" \"\n"),
                  13, "training.command: expected a command");
-    const char *mems[] = {"-5", "0", "1e300", "0g"};
+    /* under 1 MiB, as aegisd refuses it */
+    const char *mems[] = {"-5", "0", "1e300", "0g", "0.5", "0.0001g"};
     for (size_t i = 0; i < sizeof(mems) / sizeof(*mems); i++) {
         char line[32];
         snprintf(line, sizeof(line), "  mem: %s\n", mems[i]);
