@@ -252,6 +252,37 @@ static void file_table_damaged_in_the_middle_is_not_cut(void **state) {
     assert_keys_in_order(f, 30);
 }
 
+/* files.log cut, emptied or removed under keys.log's blocks of its
+ * files: readers stopped quietly at the first such block (`dataset show`
+ * said 10 samples of 30, or none) while the watcher refused to start.
+ * The watcher lists a file before its first block, so no crash-free or
+ * torn state has a block past the table: readers refuse it too, naming
+ * both logs. */
+static void file_table_cut_under_its_blocks_refused(void **state) {
+    fixture *f = *state;
+    add_dataset(f, binary12);
+    const char *names[] = {"a.bin", "b.bin", "c.bin"};
+    for (int i = 0; i < 3; i++) write_records(f, names[i], 10 * i, 10);
+    assert_int_equal(scan_once(f), 30);
+    char path[256], err[512];
+    snprintf(path, sizeof(path), "%s/datasets/d/files.log", f->state);
+    pl_dataset *ds = NULL;
+    assert_int_equal(truncate(path, 16 + 12 + 5 + 4), 0); /* b.bin torn */
+    assert_int_equal(pl_dataset_open(f->state, "d", &ds, err, sizeof(err)),
+                     -1);
+    assert_non_null(strstr(err, "keys.log: the block at byte "));
+    assert_non_null(strstr(err, "names file 1, past the 1 files "));
+    assert_non_null(strstr(err, "files.log lists: that table was cut or lost"));
+    assert_int_equal(truncate(path, 0), 0);
+    assert_int_equal(pl_dataset_open(f->state, "d", &ds, err, sizeof(err)),
+                     -1);
+    assert_non_null(strstr(err, "names file 0, past the 0 files "));
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(pl_dataset_open(f->state, "d", &ds, err, sizeof(err)),
+                     -1);
+    assert_non_null(strstr(err, "names file 0, past the 0 files "));
+}
+
 /* A valid entry of files.log naming a file outside the folder (the
  * watcher lists only the folder's own) is refused, not joined to it. */
 static void file_outside_the_folder_refused(void **state) {
@@ -899,6 +930,8 @@ int main(void) {
                                         teardown),
         cmocka_unit_test_setup_teardown(
             file_table_damaged_in_the_middle_is_not_cut, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            file_table_cut_under_its_blocks_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(file_outside_the_folder_refused,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(dataset_json_values_checked, setup,
