@@ -220,6 +220,87 @@ def check_api_errors(tmp):
            lambda: aegis_pipeline.Dataset(tmp))
 
 
+def flip_byte(path, at):
+    with open(path, "r+b") as f:
+        f.seek(at)
+        b = f.read(1)[0]
+        f.seek(at)
+        f.write(bytes([b ^ 0xFF]))
+
+
+def append_block(path, first, file, sample_file):
+    """A valid block of one sample (no run) at the end of keys.log: of
+    file `file`, its sample saying it is of `sample_file`."""
+    head = struct.Struct("<IIIIQQII")
+    sample = np.zeros(1, aegis_pipeline.SAMPLE_DTYPE)
+    sample["key"], sample["file"], sample["len"] = first, sample_file, 36
+    payload = sample.tobytes()
+    zeroed = head.pack(0x314B4241, 1, 0, file, first, 36, 0, 0)
+    crc = zlib.crc32(payload, zlib.crc32(zeroed))
+    with open(path, "ab") as f:
+        f.write(head.pack(0x314B4241, 1, 0, file, first, 36, crc, 0) +
+                payload)
+
+
+def check_damaged_logs(state, tmp):
+    """The Python reader follows the C readers' rules (keylog.c, filetab.c,
+    dataset.c): a torn tail, which a crash leaves, is dropped quietly;
+    damage with whole records after it, a stray sample, a bad header and a
+    block naming a file past files.log are errors naming the file and
+    byte, where the reader cut the log there and returned 1000 samples of
+    3000 (or none) without a word."""
+    copy = os.path.join(tmp, "damaged")
+
+    def fresh():
+        subprocess.run(["rm", "-rf", copy], check=True)
+        subprocess.run(["cp", "-r", state, copy], check=True)
+        return os.path.join(copy, "keys.log"), os.path.join(copy, "files.log")
+
+    def count():
+        return len(aegis_pipeline.Dataset(copy).samples)
+
+    keys, files = fresh()
+    size = os.path.getsize(keys)
+    flip_byte(keys, 16 + 50)                  # in the first of 3 blocks
+    raises(ValueError, "keys.log: damaged at byte 16, with whole blocks",
+           count)
+    keys, files = fresh()
+    flip_byte(files, 16 + 12 + 3)             # the first file's name
+    raises(ValueError, "files.log: damaged at byte 16, with whole entries",
+           count)
+    keys, files = fresh()
+    os.truncate(files, 16 + 26 + 5)           # the second entry torn
+    raises(ValueError, "keys.log: the block at byte ", count)
+    raises(ValueError, "names file 1, past the 1 files " + files, count)
+    os.truncate(files, 0)
+    raises(ValueError, "names file 0, past the 0 files", count)
+    os.unlink(files)
+    raises(ValueError, "names file 0, past the 0 files", count)
+    keys, files = fresh()
+    os.truncate(keys, size - 7)               # a crash's torn tail
+    assert count() == 2000, count()
+    flip_byte(keys, 3)
+    raises(ValueError, "keys.log: not a key log (bad header)", count)
+    keys, files = fresh()
+    append_block(keys, 3000, 0, 2)
+    raises(ValueError, "holds a sample of file 2 with key 3000", count)
+    keys, files = fresh()
+    append_block(keys, 3000, 0, 0)            # its own sample: read
+    assert count() == 3001, count()
+
+
+def check_short_key_log(state, tmp):
+    """A keys.log empty or shorter than its header is one no watcher has
+    written yet (dataset.c's log_not_yet): no samples, where the reader
+    raised a bare struct.error naming nothing."""
+    copy = os.path.join(tmp, "short")
+    subprocess.run(["cp", "-r", state, copy], check=True)
+    keys = os.path.join(copy, "keys.log")
+    for size in (0, 10):
+        os.truncate(keys, size)
+        assert len(aegis_pipeline.Dataset(copy).samples) == 0
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         check_csv_default_parser(tmp)
@@ -236,6 +317,8 @@ def main():
         check_order(state, trainset)
         check_user_functions(state, trainset, keys)
         check_refused(state, tmp, keys, weights)
+        check_damaged_logs(state, tmp)
+        check_short_key_log(state, tmp)
     print("aegis_pipeline: ok")
 
 
