@@ -126,6 +126,23 @@ static void test_bad_values(void **state) {
     }
 }
 
+/* A NUL byte in the text ("\0" in double quotes) is refused by key: the
+ * text is read as a C string, and `command: "python3 \0 train.py"` ran
+ * `python3 ` with check and start saying nothing. */
+static void test_nul_byte(void **state) {
+    (void)state;
+    expect_error(edit("  command: python3 train.py\n",
+                      "  command: \"python3 \\0 train.py\"\n"), 13,
+                 "training.command: holds a NUL byte");
+    expect_error(edit("  command: python3 train.py\n",
+                      "  command: [python3, \"a\\0b\"]\n"), 13,
+                 "training.command[1]: holds a NUL byte");
+    expect_error(edit("  name: tiny\n", "  name: \"tiny\\0x\"\n"), 2,
+                 "pipeline.name: holds a NUL byte");
+    expect_error(edit("  keep_last: 2\n", "  \"keep_last\\0x\": 2\n"), 19,
+                 "model_storage: a key holds a NUL byte");
+}
+
 static void test_missing(void **state) {
     (void)state;
     expect_error(edit("  command: python3 train.py\n", ""), 12,
@@ -401,6 +418,7 @@ int main(void) {
         cmocka_unit_test(test_modyn_keys),  cmocka_unit_test(test_embedding),
         cmocka_unit_test(test_modyn_nested), cmocka_unit_test(test_merge_key),
         cmocka_unit_test(test_bts_ratio),   cmocka_unit_test(test_alias_bytes),
+        cmocka_unit_test(test_nul_byte),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
