@@ -35,5 +35,40 @@ case_pipeline_options() {
     exits 2 "--to is not an option of compare" pipeline compare a b --to 3
 }
 
+# `aegis dataset add` refuses an option of another format (it was stored
+# in dataset.json and never used), a --pattern no data file's name can
+# match (an empty one became *.csv), and binary without --record-size
+# (which was said as "record_size: 0 is not label_size (4) plus ...").
+case_dataset_add() {
+    mkdir d
+    exits 2 "--header is for --format csv, not file" dataset add x --dir d \
+        --format file --header --sep ';' --ts-column 3
+    exits 2 "--ts-column is for --format csv, not file" dataset add x \
+        --dir d --format file --ts-column 3
+    exits 2 "--record-size is for --format binary, not csv" dataset add x \
+        --dir d --format csv --record-size 36 --label-size 2
+    exits 2 "--label-size is for --format binary, not csv" dataset add x \
+        --dir d --format csv --label-size 2
+    exits 2 "--header is for --format csv, not binary" dataset add x \
+        --dir d --format binary --record-size 8 --header --label-column 3
+    exits 2 "--label-column is for --format csv, not binary" dataset add x \
+        --dir d --format binary --record-size 8 --label-column 3
+    exits 2 "--sep is for --format csv, not binary" dataset add x \
+        --dir d --format binary --record-size 8 --sep ';'
+    exits 2 "--format binary needs --record-size" dataset add x --dir d \
+        --format binary
+    exits 2 "--pattern '' is empty" dataset add x --dir d --format csv \
+        --pattern ''
+    exits 2 "--pattern '../*' holds a '/'" dataset add x --dir d \
+        --format csv --pattern '../*'
+    exits 2 "--pattern '.*' starts with '.'" dataset add x --dir d \
+        --format file --pattern '.*'
+    exits 2 "--pattern 'a*.tmp' ends in .tmp" dataset add x --dir d \
+        --format file --pattern 'a*.tmp'
+    [ ! -e "$AEGIS_STATE_HOME/datasets/x" ] || fail "a refused add stored x"
+    "$AEGIS" dataset add x --dir d --format csv --header --ts-column ts \
+        --pattern 'p*.csv' > /dev/null || fail "a right add refused"
+}
+
 "case_$CASE"
 echo "ok: $CASE"
