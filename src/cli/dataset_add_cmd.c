@@ -59,7 +59,8 @@ static const char rm_help[] =
 "The files in its folder are left as they are. Refused while a watcher\n"
 "of the dataset runs.\n"
 "\n"
-"Exit status: 0 success, 1 failure, 2 bad usage.\n";
+"Exit status: 0 success, 1 failure (a watcher runs, or removing failed),\n"
+"2 bad usage, or NAME is no dataset of yours.\n";
 
 static int copy_opt(char *dst, size_t size, const char *opt, const char *arg) {
     if (strlen(arg) >= size) {
@@ -336,15 +337,18 @@ int cli_dataset_rm(int argc, char **argv) {
         return CLI_OK;
     }
     char state[4096], dsdir[4200];
-    if (argc != 2 || !pl_state_dir(state, sizeof(state)) ||
-        pl_dataset_dir(state, argv[1], dsdir, sizeof(dsdir)) < 0) {
+    if (argc != 2) {
         fputs(rm_help, stderr);
         return CLI_USAGE;
     }
-    if (access(dsdir, F_OK) < 0) {
-        fprintf(stderr, "aegis dataset rm: no dataset %s\n", argv[1]);
+    if (!pl_state_dir(state, sizeof(state))) {
+        fputs("aegis dataset rm: no state folder ($AEGIS_STATE_HOME, "
+              "$XDG_STATE_HOME or $HOME)\n", stderr);
         return CLI_FAIL;
     }
+    int rc = dataset_known("rm", state, argv[1], dsdir, sizeof(dsdir));
+    if (rc != CLI_OK)
+        return rc;
     if (watched(dsdir)) {
         fprintf(stderr, "aegis dataset rm: dataset %s has a watcher running; "
                 "stop it first\n", argv[1]);

@@ -228,6 +228,10 @@ int cli_dataset_show(int argc, char **argv) {
         return CLI_FAIL;
     }
     pl_dataset *ds;
+    char dsdir[4200];
+    int rc = dataset_known("show", state, name, dsdir, sizeof(dsdir));
+    if (rc != CLI_OK)
+        return rc;
     if (pl_dataset_open(state, name, &ds, err, sizeof(err)) < 0) {
         fprintf(stderr, "aegis dataset show: %s\n", err);
         return CLI_FAIL;

@@ -70,5 +70,30 @@ case_dataset_add() {
         --pattern 'p*.csv' > /dev/null || fail "a right add refused"
 }
 
+# A name that is no dataset's, or names none, is bad input (2), as an
+# unknown job or pipeline is: show, rm and watch exited 1 for it (and
+# `show ''` 1 where `show ../x` exited 2); 1 stays for failures.
+case_dataset_names() {
+    exits 2 "aegis dataset show: no dataset nosuch" dataset show nosuch
+    exits 2 "aegis dataset show: no dataset nosuch" dataset show nosuch --json
+    exits 2 "aegis dataset rm: no dataset nosuch" dataset rm nosuch
+    exits 2 "aegis dataset watch: no dataset nosuch" dataset watch nosuch --once
+    exits 2 "aegis dataset watch: no dataset nosuch" dataset watch nosuch --detach
+    exits 2 "aegis dataset share: no dataset nosuch" dataset share nosuch root
+    exits 2 "'' is not a dataset name" dataset show ''
+    exits 2 "'.x' is not a dataset name" dataset rm .x
+    exits 2 "'../x' is not STATE/datasets/NAME" dataset show ../x
+    exits 2 "no dataset x ($tmp/datasets/x)" dataset show "$tmp/datasets/x"
+    mkdir d
+    "$AEGIS" dataset add x --dir d --format csv > /dev/null || fail "add"
+    "$AEGIS" dataset watch x --once --quiet || fail "watch --once"
+    echo garbage > "$AEGIS_STATE_HOME/datasets/x/keys.log.new"
+    mv "$AEGIS_STATE_HOME/datasets/x/keys.log.new" \
+        "$AEGIS_STATE_HOME/datasets/x/keys.log"
+    echo garbage-too >> "$AEGIS_STATE_HOME/datasets/x/keys.log"
+    exits 1 "keys.log: not a key log (bad header)" dataset show x
+    exits 1 "keys.log: not a key log (bad header)" dataset watch x --once
+}
+
 "case_$CASE"
 echo "ok: $CASE"
