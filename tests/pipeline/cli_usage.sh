@@ -95,5 +95,27 @@ case_dataset_names() {
     exits 1 "keys.log: not a key log (bad header)" dataset watch x --once
 }
 
+# helps HELP_ARGS... -- WANT...: the help says each WANT.
+helps() {
+    cmd=
+    while [ "$1" != -- ]; do cmd="$cmd $1"; shift; done
+    shift
+    $cmd > out.txt 2>&1 || fail "$cmd: exit $?"
+    for want in "$@"; do
+        grep -qF -- "$want" out.txt || fail "$cmd lacks '$want': $(cat out.txt)"
+    done
+}
+
+# The helps say their exit status, what --json gives, and what
+# aegis-pipeline check does.
+case_help() {
+    helps "$AEGIS" dataset ls --help -- "Exit status: 0 success, 1" \
+        "--json  one JSON array"
+    helps "$AEGIS" dataset show --help -- "Exit status: 0 success, 1" \
+        "--json  one JSON object" "no dataset of yours"
+    helps "$(dirname "$AEGIS")/aegis-pipeline" --help -- \
+        "Exit status: 0 success" "check   checks FILE as start does"
+}
+
 "case_$CASE"
 echo "ok: $CASE"
