@@ -592,17 +592,32 @@ def save_embeddings(rows, path=None):
     if rows.ndim != 2 or rows.shape[1] < 1:
         raise ValueError(f"embeddings: expected rows of numbers, got shape "
                          f"{rows.shape}")
+    # the supervisor refuses a row that is not finite (its drift metrics
+    # would be NaN): said here, where the job can still be mended
+    if not np.all(np.isfinite(rows)):
+        raise ValueError("embeddings: a value is NaN or infinite (or past "
+                         "float32's range)")
     _replace_whole(_job_file(path, "AEGIS_EMBED_OUT", "save_embeddings"),
                    [rows.tobytes()])
 
 
 def _replace_whole(path, chunks):
     """Writes chunks to path through a temporary name: whole or not at
-    all."""
-    with open(path + ".tmp", "wb") as f:
-        for chunk in chunks:
-            f.write(chunk)
-    os.replace(path + ".tmp", path)
+    all. A write or rename that fails (a full disk, path a folder) takes
+    the temporary with it: left behind, it would hold half an answer."""
+    tmp = path + ".tmp"
+    f = open(tmp, "wb")
+    try:
+        with f:
+            for chunk in chunks:
+                f.write(chunk)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
 
 
 def _job_file(path, variable, what):
@@ -633,6 +648,15 @@ def _per_key(values, count, dtype, what):
     return out
 
 
+def _unique_keys(keys):
+    """A ValueError naming a key given twice: aegis refuses the whole file
+    for it (docs/pipelines.md), after the job has ended."""
+    ordered = np.sort(keys)
+    twice = ordered[1:][ordered[1:] == ordered[:-1]]
+    if len(twice):
+        raise ValueError(f"predictions: key {int(twice[0])} is given twice")
+
+
 def save_predictions(keys, labels=None, scores=None, path=None):
     """Writes an evaluation job's answer (src/pipeline/eval.h's binary
     format) to path (default $AEGIS_EVAL_OUT): for each key, its predicted
@@ -644,12 +668,20 @@ def save_predictions(keys, labels=None, scores=None, path=None):
                           (raw_keys < 0).any()):
         raise ValueError("predictions: keys must be whole numbers >= 0")
     keys = np.ascontiguousarray(raw_keys, dtype="<u8")
-    if (labels is None) == (scores is None):
+    _unique_keys(keys)
+    if labels is None and scores is None:
+        raise ValueError("predictions: give labels or scores")
+    if labels is not None and scores is not None:
         raise ValueError("predictions: give labels or scores, not both")
     if labels is not None:
         width = 0
         rows = np.zeros(len(keys), dtype=[("key", "<u8"), ("label", "<i8")])
         rows["label"] = _per_key(labels, len(keys), "<i8", "labels")
+        if (rows["label"] < 0).any():
+            bad = int(np.flatnonzero(rows["label"] < 0)[0])
+            raise ValueError(f"predictions: the label of key {keys[bad]} is "
+                             f"{rows['label'][bad]}: labels are classes, 0 "
+                             f"or more")
     else:
         scores = _per_key(scores, len(keys), "<f4", "scores")
         if scores.ndim != 2 or scores.shape[1] < 2:

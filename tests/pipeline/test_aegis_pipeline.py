@@ -218,6 +218,56 @@ def check_api_errors(tmp):
         os.environ.update(env)
     raises(FileNotFoundError, "not a dataset's folder",
            lambda: aegis_pipeline.Dataset(tmp))
+    check_save_errors(tmp)
+
+
+def check_save_errors(tmp):
+    """What aegis would refuse after the job ended is refused when it is
+    saved, where it was written: a NaN embedding, a negative label, a key
+    twice. Neither labels nor scores is said as such (it said "not both"),
+    and a write that fails leaves no PATH.tmp behind (path /tmp left
+    /tmp.tmp)."""
+    out = os.path.join(tmp, "e.pred")
+    save = aegis_pipeline.save_predictions
+    raises(ValueError, "embeddings: a value is NaN or infinite",
+           lambda: aegis_pipeline.save_embeddings([[float("nan")]], path=out))
+    raises(ValueError, "embeddings: a value is NaN or infinite",
+           lambda: aegis_pipeline.save_embeddings([[1.0, 1e39]], path=out))
+    raises(ValueError, "the label of key 11 is -1: labels are classes",
+           lambda: save([10, 11, 12], labels=[0, -1, 2], path=out))
+    raises(ValueError, "key 10 is given twice",
+           lambda: save([10, 11, 10], labels=[0, 1, 2], path=out))
+    try:
+        save([0, 1], path=out)
+    except ValueError as e:
+        assert str(e) == "predictions: give labels or scores", e
+    else:
+        raise AssertionError("no labels and no scores taken")
+    raises(ValueError, "give labels or scores, not both",
+           lambda: save([0], labels=[1], scores=[[0, 1]], path=out))
+    assert not os.path.exists(out)
+    folder = os.path.join(tmp, "a-folder")
+    os.mkdir(folder)
+    for write in (lambda: aegis_pipeline.save_losses([1.0], path=folder),
+                  lambda: save([0], labels=[1], path=folder),
+                  lambda: aegis_pipeline.save_embeddings([[1.0]],
+                                                         path=folder)):
+        try:
+            write()
+        except OSError:
+            pass
+        else:
+            raise AssertionError("a write over a folder succeeded")
+        assert not os.path.exists(folder + ".tmp"), "the temporary was left"
+
+
+def check_bytes_index(state):
+    """Dataset.bytes takes keys 0 to len - 1: -1 gave the last sample."""
+    ds = aegis_pipeline.Dataset(state)
+    raises(IndexError, "no sample with key -1 (3000 registered)",
+           lambda: ds.bytes(-1))
+    raises(IndexError, "no sample with key 3000", lambda: ds.bytes(3000))
+    assert len(ds.bytes(2999)) == 36
 
 
 def flip_byte(path, at):
@@ -319,6 +369,7 @@ def main():
         check_refused(state, tmp, keys, weights)
         check_damaged_logs(state, tmp)
         check_short_key_log(state, tmp)
+        check_bytes_index(state)
     print("aegis_pipeline: ok")
 
 
