@@ -425,6 +425,7 @@ class _WholeFiles:
 
 
 _FLOAT32_MAX = 3.4028234663852886e38
+_UTF8_BOM = b"\xef\xbb\xbf"
 
 
 class _CsvFeatures:
@@ -436,7 +437,11 @@ class _CsvFeatures:
         header = None
         if ds.conf["header"] and ds.files:
             with open(ds.file_path(0), "rb") as f:
-                header = f.readline().rstrip(b"\r\n").split(self.sep)
+                line = f.readline()
+            # a UTF-8 byte order mark is no part of the first name, as
+            # csvrec.c skips it
+            line = line[3:] if line.startswith(_UTF8_BOM) else line
+            header = line.rstrip(b"\r\n").split(self.sep)
         self.skip = {self._column(ds.conf[k], header)
                      for k in ("label_column", "ts_column") if ds.conf[k]}
 

@@ -137,6 +137,25 @@ def check_csv_default_parser(tmp):
     assert np.allclose(np.asarray(x), [float(v) for v in row[2:]], atol=1e-5)
 
 
+def check_csv_bom(tmp):
+    """A CSV file starting with a UTF-8 byte order mark: its header's first
+    name is read without it, as csvrec.c reads it (the reader took
+    "\\ufefflabel" for a name, and found no column 'label')."""
+    env = dict(os.environ, AEGIS_STATE_HOME=os.path.join(tmp, "state"))
+    data = os.path.join(tmp, "bom")
+    os.mkdir(data)
+    with open(os.path.join(data, "a.csv"), "wb") as f:
+        f.write(b"\xef\xbb\xbflabel,ts,x,y\n1,1700000000,0.5,2\n")
+    aegis("dataset", "add", "bom", "--dir", data, "--format", "csv",
+          "--header", "--label-column", "label", "--ts-column", "ts", env=env)
+    aegis("dataset", "watch", "bom", "--once", "--quiet", env=env)
+    trainset = os.path.join(tmp, "bom.tset")
+    write_trainset(trainset, [0], [1.0])
+    state = os.path.join(tmp, "state", "datasets", "bom")
+    (x, label, _), = read_all(aegis_pipeline.TrainingSet(trainset, state), 0)
+    assert label == 1 and np.allclose(np.asarray(x), [0.5, 2.0]), (x, label)
+
+
 def check_csv_features_parity():
     """The Python reader takes as features what csvrec.c takes: finite
     decimal numbers (test_dataset.c checks the same row in C)."""
@@ -354,6 +373,7 @@ def check_short_key_log(state, tmp):
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         check_csv_default_parser(tmp)
+        check_csv_bom(tmp)
         check_api_errors(tmp)
         check_many_files(tmp)
         check_csv_features_parity()

@@ -699,6 +699,61 @@ static int said_of(const char *said, const char *name, const char *what) {
     return strstr(said, line) != NULL;
 }
 
+/* A CSV file starting with a UTF-8 byte order mark (Excel's "CSV
+ * UTF-8") is read past it: with a header, its first name was
+ * "\xEF\xBB\xBFts" and the file was passed over ("no column 'ts'");
+ * without one, the first row's label was no number. */
+static void csv_byte_order_mark_skipped(void **state) {
+    fixture *f = *state;
+    pl_dsconf c = {.format = PL_FORMAT_CSV, .sep = ',', .header = 1};
+    strcpy(c.label_column, "label");
+    strcpy(c.ts_column, "ts");
+    add_dataset(f, c);
+    static const char text[] = "\xEF\xBB\xBFts,label,x\n100,1,0.5\n";
+    write_file(f, "bom.csv", text, strlen(text));
+    char said[512] = "";
+    assert_int_equal(scan_saying(f, said, sizeof(said)), 1);
+    assert_string_equal(said, "");
+    pl_dataset *ds = open_dataset(f);
+    const pl_sample *s = pl_dataset_samples(ds);
+    assert_int_equal(s[0].ts, 100);
+    assert_int_equal(s[0].label, 1);
+    float x[4];
+    size_t dim;
+    char err[256];
+    assert_int_equal(pl_dataset_features(ds, 0, x, 4, &dim, err,
+                                         sizeof(err)), 0);
+    assert_int_equal(dim, 1);
+    assert_true(x[0] == 0.5f);
+    pl_dataset_close(ds);
+    pl_csv_cols cols;
+    c.header = 0;
+    strcpy(c.label_column, "1");
+    strcpy(c.ts_column, "0");
+    static const char row[] = "\xEF\xBB\xBF" "7,2\n";
+    assert_int_equal(pl_csv_columns(&c, (const unsigned char *)row,
+                                    strlen(row), &cols, err, sizeof(err)), 0);
+    assert_int_equal(cols.first_row, 3);
+}
+
+/* A header naming the label's or timestamp's column twice is said, the
+ * file passed over: `ts,ts,label` took the first ts without a word. */
+static void csv_column_named_twice_refused(void **state) {
+    fixture *f = *state;
+    pl_dsconf c = {.format = PL_FORMAT_CSV, .sep = ',', .header = 1};
+    strcpy(c.label_column, "label");
+    strcpy(c.ts_column, "ts");
+    add_dataset(f, c);
+    static const char text[] = "ts,ts,label\n100,200,1\n";
+    write_file(f, "twice.csv", text, strlen(text));
+    static const char other[] = "ts,label,x,x\n100,1,2,3\n";
+    write_file(f, "fine.csv", other, strlen(other)); /* x: no column read */
+    char said[512] = "";
+    assert_int_equal(scan_saying(f, said, sizeof(said)), 1);
+    assert_true(said_of(said, "twice.csv", "the header names column 'ts' "
+                                           "twice (columns 0 and 1)"));
+}
+
 /* Other users' files are passed over, each saying whose it is: the name
  * of each user, or the number of one without a name, whatever the order
  * the scan meets them in (the name looked up once is the right one). */
@@ -947,6 +1002,10 @@ int main(void) {
         cmocka_unit_test_setup_teardown(binary_label_out_of_range, setup,
                                         teardown),
         cmocka_unit_test(csv_features_are_decimal),
+        cmocka_unit_test_setup_teardown(csv_byte_order_mark_skipped, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(csv_column_named_twice_refused,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(csv_rows_and_bad_rows, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(
