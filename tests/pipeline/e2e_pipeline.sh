@@ -392,6 +392,23 @@ case_bad_tlog() {
     exits_once 2 "you have no pipeline q" pipeline models q
 }
 
+# A training aegisd refuses (more GPUs than the server has) ends its
+# trigger as refused, and `aegis pipeline log` says why in the line that
+# says so: it said "(why: above)", the reason printed after it (stderr).
+case_refused() {
+    start
+    pipeline_file p 2 "gpus: 8"
+    start_pipeline p.yaml
+    add_samples tiny 2
+    wait_until "trigger 0 refused" sh -c "'$AEGIS' pipeline show --json p |
+        grep -q '\"state\": *\"refused\"'"
+    "$AEGIS" pipeline log p > log.txt 2>&1 || fail "pipeline log"
+    grep -q "trigger 0: aegisd refused its training job: aegis pipeline: .*GPU" log.txt ||
+        fail "the refusal's line lacks aegisd's reason: $(cat log.txt)"
+    ! grep -q "why: above" log.txt || fail "a reason pointed to: $(cat log.txt)"
+    "$AEGIS" pipeline stop p > /dev/null || fail "stop"
+}
+
 # User nobody's pipeline runs as nobody; root's pipeline commands do not
 # reach it (names are per owner), nobody cannot stop root's, nor start a
 # pipeline on root's dataset.
