@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core.h"
 #include "proto.h"
 #include "submit.h"
 
@@ -348,8 +349,8 @@ static int pl_read_training(pl_file *cfg, bool warn, char *err,
                 &cfg->epochs, err, errlen) ||
         pl_long(cfg, t, "training", "batch_size", 0, 1L << 30, 0,
                 &cfg->batch_size, err, errlen) ||
-        pl_long(cfg, t, "training", "gpus", 1, 64, 1, &cfg->gpus, err,
-                errlen) ||
+        pl_long(cfg, t, "training", "gpus", 1, CORE_MAX_JOB_GPUS, 1,
+                &cfg->gpus, err, errlen) ||
         pl_long(cfg, t, "training", "mps_threads_pct", 0, 100, 0,
                 &cfg->mps_threads_pct, err, errlen) ||
         pl_long(cfg, t, "training", "seed", 0, 0x7fffffffL, 0, &seed, err,
@@ -374,7 +375,8 @@ static int pl_read_job_section(pl_file *cfg, const char *name,
     return !t ||
            pl_read_command(cfg, t, name, &out->command, err, errlen) ||
            pl_read_memory(cfg, t, name, &out->mem_mib, err, errlen) ||
-           pl_long(cfg, t, name, "gpus", 1, 64, 1, &out->gpus, err, errlen)
+           pl_long(cfg, t, name, "gpus", 1, CORE_MAX_JOB_GPUS, 1, &out->gpus,
+                   err, errlen)
                ? -1 : 0;
 }
 

@@ -346,7 +346,7 @@ static void test_embedding(void **state) {
                  "embedding: missing key command");
     expect_error(edit("model_storage:\n", "embedding:\n  command: x\n"
                       "  gpus: 0\nmodel_storage:\n"), 20,
-                 "embedding.gpus: expected 1 to 64");
+                 "embedding.gpus: expected 1 to 8");
     expect_error(edit("model_storage:\n", "embedding:\n  command: x\n"
                       "  mem: lots\nmodel_storage:\n"), 20,
                  "embedding.mem: expected an amount of memory");
@@ -430,6 +430,10 @@ static void expect_command_error(char *text, const char *want) {
  * and start took 50,000 words and a 900 kB line. */
 static void test_command_limits(void **state) {
     (void)state;
+    /* aegisd takes 1 to CORE_MAX_JOB_GPUS GPUs a job; 9 to 64 were
+     * taken here and each training refused */
+    expect_error(edit("  mem: 2g\n", "  gpus: 9\n"), 17,
+                 "training.gpus: expected 1 to 8");
     expect_command_error(with_command("  command: [x", ", x", 4096, "]\n"),
                          "training.command: 4097 words, more than aegisd "
                          "takes (4096)");
