@@ -5,6 +5,7 @@
 # usage: cli_usage.sh AEGIS CASE; exit 0 pass, 1 fail.
 set -u
 AEGIS=$1 CASE=$2
+HERE=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d /tmp/aegis-cli-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 export AEGIS_STATE_HOME=$tmp/state
@@ -115,6 +116,29 @@ case_help() {
         "--json  one JSON object" "no dataset of yours"
     helps "$(dirname "$AEGIS")/aegis-pipeline" --help -- \
         "Exit status: 0 success" "check   checks FILE as start does"
+}
+
+# The errors docs/pipelines.md quotes for its smallest pipeline are the
+# ones given, word for word: it quoted "trigger.num_samples: expected a
+# number >= 1" where check said "must be between 1 and
+# 9223372036854775807".
+case_doc_errors() {
+    docs=$HERE/../../docs/pipelines.md
+    /usr/bin/python3 - "$docs" > tiny.good <<'PY' || fail "no tiny pipeline"
+import re, sys
+text = open(sys.argv[1]).read()
+print(re.search(r"```yaml\n(pipeline:.*?)```", text, re.S).group(1), end="")
+PY
+    sed 's/num_samples: 2$/num_samples: 0/' tiny.good > tiny.yaml
+    "$(dirname "$AEGIS")/aegis-pipeline" check tiny.yaml 2> err.txt &&
+        fail "check took num_samples 0"
+    grep -qxF -- "$(cat err.txt)" "$docs" ||
+        fail "docs/pipelines.md does not quote '$(cat err.txt)'"
+    sed 's/epochs_per_trigger: 1$/epochs_per_trigger: 0/' tiny.good > tiny.yaml
+    "$AEGIS" pipeline start tiny.yaml 2> err.txt &&
+        fail "start took epochs_per_trigger 0"
+    grep -qxF -- "$(cat err.txt)" "$docs" ||
+        fail "docs/pipelines.md does not quote '$(cat err.txt)'"
 }
 
 "case_$CASE"
