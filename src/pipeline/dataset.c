@@ -108,7 +108,7 @@ static int grow_views(pl_dataset *ds) {
  * keys.log came from another copy): its samples would be cut off
  * quietly, so it is refused, as the watcher refuses it. */
 static bool file_listed(pl_dataset *ds, uint32_t file) {
-    char err[400];
+    char err[400] = "";
     if (file < ds->files.count)
         return true;
     if (pl_filetab_refresh(&ds->files, ds->files_path, err, sizeof(err)) < 0 ||
@@ -122,8 +122,9 @@ static bool file_listed(pl_dataset *ds, uint32_t file) {
         return true;
     snprintf(ds->stop_why, sizeof(ds->stop_why), "the block at byte %llu "
              "names file %u, past the %u files %s lists: that table was cut "
-             "or lost (restore both from one copy)", (unsigned long long)ds->log_pos,
-             file, ds->files.count, ds->files_path);
+             "or lost (restore both from one copy)",
+             (unsigned long long)ds->log_pos, file, ds->files.count,
+             ds->files_path);
     return false;
 }
 

@@ -52,9 +52,10 @@ static json_t *pl_plain(const char *v) {
 }
 
 /* Whether scalar node, the value at key or (is_key) a key of the
- * mapping at key, holds no NUL byte (b->err says where it does). A double-quoted "\0" makes one; the text
- * is read as a C string, so the rest would be dropped without a word: a
- * command "python3 \0 train.py" would run `python3 `. */
+ * mapping at key, holds no NUL byte (b->err says where it does). A
+ * double-quoted "\0" makes one; the text is read as a C string, so the
+ * rest would be dropped without a word: a command "python3 \0 train.py"
+ * would run `python3 `. */
 static bool pl_no_nul(pl_build *b, yaml_node_t *node, const char *key,
                       bool is_key) {
     if (!memchr(node->data.scalar.value, '\0', node->data.scalar.length))
