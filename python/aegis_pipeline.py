@@ -73,6 +73,8 @@ _PRED_HEADER = struct.Struct("<8sQII")  # eval.h: magic, count, width, 0
 
 _RUN = struct.Struct("<QqII")         # pl_run_head (keylog.h)
 _BLOCK_RUN = 1
+_LOG_HEADER_SIZE = 16                 # keys.log's and files.log's
+_NAME_MAX = 4096                      # a files.log entry's name (filetab.c)
 
 
 def _samples_size(count, flags):
@@ -81,72 +83,219 @@ def _samples_size(count, flags):
     return count * SAMPLE_DTYPE.itemsize
 
 
-def _block_samples(data, at, next_key):
-    """The samples of the block at `at` and where the next block starts,
-    or None when the block is torn or corrupt."""
+def _block_size(count, nbad, flags):
+    return _BLOCK.size + _samples_size(count, flags) + \
+        nbad * _BAD_DTYPE.itemsize
+
+
+def _block_whole(data, at):
+    """The head of the block at `at` (keylog.c's block_whole) when it is
+    whole and its checksum right, else None. A run of no samples is never
+    written."""
     if len(data) - at < _BLOCK.size:
         return None
-    magic, count, nbad, file, first, done, crc, flags = \
-        _BLOCK.unpack_from(data, at)
-    start = at + _BLOCK.size
-    end = start + _samples_size(count, flags) + nbad * _BAD_DTYPE.itemsize
-    if magic != _BLOCK_MAGIC or first != next_key or flags & ~_BLOCK_RUN \
-            or end > len(data):
+    head = _BLOCK.unpack_from(data, at)
+    magic, count, nbad, file, first, done, crc, flags = head
+    end = at + _block_size(count, nbad, flags)
+    if magic != _BLOCK_MAGIC or flags & ~_BLOCK_RUN or \
+            (flags & _BLOCK_RUN and count == 0) or end > len(data):
         return None
     zeroed = _BLOCK.pack(magic, count, nbad, file, first, done, 0, flags)
-    if zlib.crc32(data[start:end], zlib.crc32(zeroed)) != crc:
-        return None
+    payload = memoryview(data)[at + _BLOCK.size:end]
+    return head if zlib.crc32(payload, zlib.crc32(zeroed)) == crc else None
+
+
+def _block_samples(data, at, head):
+    """The samples of the whole block at `at` (a run block's expanded)."""
+    _, count, _, file, first, _, _, flags = head
+    start = at + _BLOCK.size
     if not flags & _BLOCK_RUN:
-        return np.frombuffer(data, SAMPLE_DTYPE, count, start), end, file
+        return np.frombuffer(data, SAMPLE_DTYPE, count, start)
     offset, ts, size, _ = _RUN.unpack_from(data, start)
     run = np.empty(count, SAMPLE_DTYPE)
     run["key"] = np.arange(first, first + count)
     run["ts"], run["file"], run["len"] = ts, file, size
     run["label"] = np.frombuffer(data, "<i4", count, start + _RUN.size)
     run["offset"] = offset + np.arange(count, dtype=np.uint64) * size
-    return run, end, file
+    return run
 
 
-def read_keys(path, nfiles):
-    """The samples of key log `path` (a numpy array of SAMPLE_DTYPE, key i
-    at index i), up to its first torn block or one naming a file beyond
-    the table's nfiles."""
-    with open(path, "rb") as f:
-        data = f.read()
+def _stray_sample(samples, head):
+    """The first sample not of the block's own file and key (keylog.c's
+    stray_sample: readers index files and keys by them), or None."""
+    file, first = head[3], head[4]
+    own = (samples["file"] == file) & \
+        (samples["key"] == np.arange(first, first + len(samples),
+                                     dtype=np.uint64))
+    bad = np.flatnonzero(~own)
+    return samples[bad[0]] if len(bad) else None
+
+
+def _whole_block_after(data, pos, next_key):
+    """What lies past the bad block at pos, as keylog.c's
+    whole_block_after says: 0 nothing whole (a torn tail, which a crash
+    makes), 1 a whole block (damage in the middle: cutting there would
+    lose its samples), 2 more block heads claiming bytes than a torn tail
+    could hold (refused like damage). Blocks lie 8-byte aligned; a block
+    past pos holds keys from next_key on, which rules most heads out
+    before their CRC is taken."""
+    start = pos + 8
+    n = (len(data) - start - _BLOCK.size) // 8 + 1
+    if n <= 0:
+        return 0
+    words = np.frombuffer(data, "<u8", n + 2, start)
+    maybe = np.flatnonzero(((words[:n] & 0xFFFFFFFF) == _BLOCK_MAGIC) &
+                           (words[2:n + 2] >= next_key))
+    budget = 16 * (len(data) - pos) + (1 << 20)
+    for k in maybe.tolist():
+        at = start + 8 * k
+        _, count, nbad, _, _, _, _, flags = _BLOCK.unpack_from(data, at)
+        claimed = _block_size(count, nbad, flags)
+        if claimed > len(data) - at:
+            continue
+        if claimed > budget:
+            return 2
+        budget -= claimed
+        if _block_whole(data, at) is not None:
+            return 1
+    return 0
+
+
+def _keylog_error(path, at, after):
+    return ValueError(
+        f"{path}: damaged at byte {at}, with "
+        f"{'whole blocks' if after == 1 else 'too many block heads'} after "
+        f"it: the log is corrupt, not torn by a crash, so nothing of it is "
+        f"read (restore it from a copy)")
+
+
+def _scan_keys(data, path, nfiles, files_path):
+    """The samples of key log bytes `data` read from `path`, as
+    keylog.c's pl_keylog_scan and dataset.c read them: up to a torn tail,
+    which a crash leaves and which is dropped quietly; a ValueError naming
+    the file and byte for anything else (a bad header, damage with whole
+    blocks after it, a sample not of its block's file and key, a block
+    naming a file past the nfiles of files_path)."""
+    if len(data) < _LOG_HEADER_SIZE:   # no watcher has written it yet
+        return np.empty(0, SAMPLE_DTYPE)
     magic, version, size = _KEYLOG_HEADER.unpack_from(data, 0)
     if magic != b"AEGKEYS1" or version != 1 or size != SAMPLE_DTYPE.itemsize:
         raise ValueError(f"{path}: not a key log (bad header)")
-    parts, at, next_key = [], _KEYLOG_HEADER.size, 0
+    parts, at, next_key = [], _LOG_HEADER_SIZE, 0
     while True:
-        block = _block_samples(data, at, next_key)
-        if block is None or block[2] >= nfiles:
+        head = _block_whole(data, at)
+        if head is None or head[4] != next_key:
             break
-        samples, at, _ = block
+        samples = _block_samples(data, at, head)
+        stray = _stray_sample(samples, head)
+        if stray is not None:
+            raise ValueError(
+                f"{path}: the block at byte {at} (file {head[3]}, keys from "
+                f"{head[4]}) holds a sample of file {stray['file']} with key "
+                f"{stray['key']}: the log is corrupt (restore it from a copy)")
+        if head[3] >= nfiles:
+            raise ValueError(
+                f"{path}: the block at byte {at} names file {head[3]}, past "
+                f"the {nfiles} files {files_path} lists: that table was cut "
+                f"or lost (restore both from one copy)")
         parts.append(samples)
-        next_key += len(samples)
+        at += _block_size(head[1], head[2], head[7])
+        next_key += head[1]
+    after = _whole_block_after(data, at, next_key) if at < len(data) else 0
+    if after:
+        raise _keylog_error(path, at, after)
     return np.concatenate(parts) if parts else np.empty(0, SAMPLE_DTYPE)
 
 
+def read_keys(path, nfiles, files_path="files.log"):
+    """The samples of key log `path` (a numpy array of SAMPLE_DTYPE, key i
+    at index i) up to its torn tail, if any; nfiles: the entries of the
+    file table (files_path, named in errors). Raises ValueError naming the
+    file and byte where the log is damaged, not torn (see _scan_keys)."""
+    with open(path, "rb") as f:
+        return _scan_keys(f.read(), path, nfiles, files_path)
+
+
+def _entry_whole(data, at, index):
+    """The name of the files.log entry at `at` when it is whole, of that
+    index and its checksum right (filetab.c's entry_whole), else None."""
+    if len(data) - at < _FILE_ENTRY.size:
+        return None
+    crc, got, n = _FILE_ENTRY.unpack_from(data, at)
+    name = data[at + _FILE_ENTRY.size:at + _FILE_ENTRY.size + n]
+    if got != index or not 0 < n <= _NAME_MAX or len(name) != n or \
+            zlib.crc32(name, zlib.crc32(struct.pack("<II", got, n))) != crc:
+        return None
+    return name
+
+
+def _name_ok(name):
+    """Whether a name can be one of the folder's files (filetab.c's
+    name_ok): joined to the folder, one with a NUL, a slash, . or .. would
+    name another file, or one outside it."""
+    return b"\0" not in name and b"/" not in name and \
+        name not in (b".", b"..")
+
+
+def _whole_entry_after(data, at, count):
+    """Whether a whole entry of a later index than count lies past the
+    bad one at `at` (filetab.c's whole_entry_after): a crash tears only the
+    end of the table, so then it was damaged in the middle. Entries are
+    not aligned: every byte is a candidate, its CRC taken only where its
+    index could follow, within the same budget as the C reader's."""
+    size = len(data)
+    starts = np.arange(at + 1, size - _FILE_ENTRY.size + 1, dtype=np.int64)
+    if not len(starts):
+        return False
+    raw = np.frombuffer(data, np.uint8).astype(np.uint64)
+
+    def u32(offset):
+        p = starts + offset
+        return raw[p] | raw[p + 1] << 8 | raw[p + 2] << 16 | raw[p + 3] << 24
+
+    index, n = u32(4), u32(8)
+    left = (size - starts - _FILE_ENTRY.size).astype(np.uint64)
+    maybe = np.flatnonzero((index > count) & (index - count <= size - at) &
+                           (n > 0) & (n <= left))
+    budget = 16 * (size - at) + (1 << 20)
+    for k in maybe.tolist():
+        p, want = int(starts[k]), int(index[k])
+        if int(n[k]) > budget:
+            return True
+        budget -= int(n[k])
+        if _entry_whole(data, p, want) is not None:
+            return True
+    return False
+
+
 def read_files(path):
-    """The file table at `path`: the names, by index."""
-    names = []
+    """The file table at `path`: the names, by index, as filetab.c reads
+    it. A missing table, or one shorter than its header (torn at its
+    creation), has no entries; a torn last entry is dropped. A ValueError
+    names the file where it is not a table, names a file outside the
+    folder, or is damaged with whole entries after the damage."""
     try:
         with open(path, "rb") as f:
             data = f.read()
     except FileNotFoundError:
-        return names
+        return []
+    if len(data) < _LOG_HEADER_SIZE:
+        return []
     if data[:8] != b"AEGFILE1":
         raise ValueError(f"{path}: not a file table (bad header)")
-    at = 16
-    while len(data) - at >= _FILE_ENTRY.size:
-        crc, index, n = _FILE_ENTRY.unpack_from(data, at)
-        name = data[at + _FILE_ENTRY.size:at + _FILE_ENTRY.size + n]
-        if index != len(names) or len(name) != n or \
-                zlib.crc32(name, zlib.crc32(struct.pack("<II", index, n))) \
-                != crc:
-            break
-        names.append(name.decode())
-        at += _FILE_ENTRY.size + n
+    names, at = [], _LOG_HEADER_SIZE
+    while (name := _entry_whole(data, at, len(names))) is not None:
+        if not _name_ok(name):
+            raise ValueError(f"{path}: the entry at byte {at} names no file "
+                             f"of the folder (a NUL, a slash, . or ..): the "
+                             f"table is corrupt")
+        names.append(os.fsdecode(name))
+        at += _FILE_ENTRY.size + len(name)
+    if at < len(data) and _whole_entry_after(data, at, len(names)):
+        raise ValueError(f"{path}: damaged at byte {at}, with whole entries "
+                         f"after it: the table is corrupt, not torn by a "
+                         f"crash, so nothing of it is read (restore it and "
+                         f"keys.log from one copy)")
     return names
 
 
@@ -184,10 +333,7 @@ class Dataset:
                                     f"`aegis dataset show` names")
         with open(conf) as f:
             self.conf = json.load(f)
-        self.files = read_files(os.path.join(self.path, "files.log"))
-        keys = os.path.join(self.path, "keys.log")
-        self.samples = read_keys(keys, len(self.files)) \
-            if os.path.exists(keys) else np.empty(0, SAMPLE_DTYPE)
+        self.files, self.samples = _read_logs(self.path)
         self._maps = {}
 
     def __len__(self):
@@ -219,6 +365,10 @@ class Dataset:
         return self.mapped(file, offset + length)[offset:offset + length]
 
     def bytes(self, key):
+        """The bytes of sample `key` (0 to len - 1), a memoryview."""
+        if not 0 <= key < len(self.samples):
+            raise IndexError(f"dataset {self.path}: no sample with key {key} "
+                             f"({len(self.samples)} registered)")
         s = self.samples[key]
         return self.view(int(s["file"]), int(s["offset"]), int(s["len"]))
 
@@ -232,6 +382,29 @@ class Dataset:
         if fmt == "csv":
             return _CsvFeatures(self)
         return lambda mv: np.frombuffer(mv, np.uint8)
+
+
+def _read_logs(path):
+    """The file names and samples of the dataset at state folder `path`.
+
+    keys.log is read before files.log. The watcher appends a file's entry
+    to files.log before the first block naming it (watch.c), and files.log
+    only grows (its start-up cut takes only a torn entry, which no block
+    names), so every block read names a file that files.log, read after
+    it, lists: one that does not is a table cut or lost, an error as the
+    watcher says. Read the other way round, a watcher listing a new file
+    between the two reads would look the same. A keys.log missing, or
+    shorter than its header, is one no watcher has written yet: no
+    samples (dataset.c's log_not_yet)."""
+    keys = os.path.join(path, "keys.log")
+    try:
+        with open(keys, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        data = b""
+    files_path = os.path.join(path, "files.log")
+    files = read_files(files_path)
+    return files, _scan_keys(data, keys, len(files), files_path)
 
 
 class _WholeFiles:
@@ -252,6 +425,7 @@ class _WholeFiles:
 
 
 _FLOAT32_MAX = 3.4028234663852886e38
+_UTF8_BOM = b"\xef\xbb\xbf"
 
 
 class _CsvFeatures:
@@ -263,7 +437,11 @@ class _CsvFeatures:
         header = None
         if ds.conf["header"] and ds.files:
             with open(ds.file_path(0), "rb") as f:
-                header = f.readline().rstrip(b"\r\n").split(self.sep)
+                line = f.readline()
+            # a UTF-8 byte order mark is no part of the first name, as
+            # csvrec.c skips it
+            line = line[3:] if line.startswith(_UTF8_BOM) else line
+            header = line.rstrip(b"\r\n").split(self.sep)
         self.skip = {self._column(ds.conf[k], header)
                      for k in ("label_column", "ts_column") if ds.conf[k]}
 
@@ -419,17 +597,32 @@ def save_embeddings(rows, path=None):
     if rows.ndim != 2 or rows.shape[1] < 1:
         raise ValueError(f"embeddings: expected rows of numbers, got shape "
                          f"{rows.shape}")
+    # the supervisor refuses a row that is not finite (its drift metrics
+    # would be NaN): said here, where the job can still be mended
+    if not np.all(np.isfinite(rows)):
+        raise ValueError("embeddings: a value is NaN or infinite (or past "
+                         "float32's range)")
     _replace_whole(_job_file(path, "AEGIS_EMBED_OUT", "save_embeddings"),
                    [rows.tobytes()])
 
 
 def _replace_whole(path, chunks):
     """Writes chunks to path through a temporary name: whole or not at
-    all."""
-    with open(path + ".tmp", "wb") as f:
-        for chunk in chunks:
-            f.write(chunk)
-    os.replace(path + ".tmp", path)
+    all. A write or rename that fails (a full disk, path a folder) takes
+    the temporary with it: left behind, it would hold half an answer."""
+    tmp = path + ".tmp"
+    f = open(tmp, "wb")
+    try:
+        with f:
+            for chunk in chunks:
+                f.write(chunk)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
 
 
 def _job_file(path, variable, what):
@@ -460,6 +653,15 @@ def _per_key(values, count, dtype, what):
     return out
 
 
+def _unique_keys(keys):
+    """A ValueError naming a key given twice: aegis refuses the whole file
+    for it (docs/pipelines.md), after the job has ended."""
+    ordered = np.sort(keys)
+    twice = ordered[1:][ordered[1:] == ordered[:-1]]
+    if len(twice):
+        raise ValueError(f"predictions: key {int(twice[0])} is given twice")
+
+
 def save_predictions(keys, labels=None, scores=None, path=None):
     """Writes an evaluation job's answer (src/pipeline/eval.h's binary
     format) to path (default $AEGIS_EVAL_OUT): for each key, its predicted
@@ -471,12 +673,20 @@ def save_predictions(keys, labels=None, scores=None, path=None):
                           (raw_keys < 0).any()):
         raise ValueError("predictions: keys must be whole numbers >= 0")
     keys = np.ascontiguousarray(raw_keys, dtype="<u8")
-    if (labels is None) == (scores is None):
+    _unique_keys(keys)
+    if labels is None and scores is None:
+        raise ValueError("predictions: give labels or scores")
+    if labels is not None and scores is not None:
         raise ValueError("predictions: give labels or scores, not both")
     if labels is not None:
         width = 0
         rows = np.zeros(len(keys), dtype=[("key", "<u8"), ("label", "<i8")])
         rows["label"] = _per_key(labels, len(keys), "<i8", "labels")
+        if (rows["label"] < 0).any():
+            bad = int(np.flatnonzero(rows["label"] < 0)[0])
+            raise ValueError(f"predictions: the label of key {keys[bad]} is "
+                             f"{rows['label'][bad]}: labels are classes, 0 "
+                             f"or more")
     else:
         scores = _per_key(scores, len(keys), "<f4", "scores")
         if scores.ndim != 2 or scores.shape[1] < 2:

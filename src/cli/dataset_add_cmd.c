@@ -40,11 +40,15 @@ static const char add_help[] =
 "  --ts-column C     csv: the timestamp's column (whole seconds since the\n"
 "                    epoch); without it a sample's time is its file's mtime\n"
 "  --classes K       labels outside [0, K) are bad records (default: any)\n"
-"  --pattern GLOB    names of the data files (default *.bin, *.csv, or\n"
-"                    every name for one sample per file)\n"
+"  --pattern GLOB    names of the data files in DIR (default *.bin, *.csv,\n"
+"                    or every name for one sample per file); names\n"
+"                    starting with '.' or ending in .tmp are never read\n"
 "  --max-size SIZE   stop registering past SIZE of samples (as aegis submit\n"
 "                    --mem: 500m, 20g; default: no limit)\n"
 "  --help            this text\n"
+"\n"
+"Each option marked binary or csv is for that format only: given with\n"
+"another, it is refused.\n"
 "\n"
 "Exit status: 0 success, 1 failure (NAME exists), 2 bad usage.\n";
 
@@ -55,7 +59,8 @@ static const char rm_help[] =
 "The files in its folder are left as they are. Refused while a watcher\n"
 "of the dataset runs.\n"
 "\n"
-"Exit status: 0 success, 1 failure, 2 bad usage.\n";
+"Exit status: 0 success, 1 failure (a watcher runs, or removing failed),\n"
+"2 bad usage, or NAME is no dataset of yours.\n";
 
 static int copy_opt(char *dst, size_t size, const char *opt, const char *arg) {
     if (strlen(arg) >= size) {
@@ -169,6 +174,66 @@ static int make_dirs(char *path) {
     return mkdir(path, 0700) < 0 && errno != EEXIST ? -1 : 0;
 }
 
+/* The options that apply to one format only: given with another, they
+ * were stored in dataset.json and never used (--header with one sample
+ * per file, --record-size with CSV). */
+static const struct {
+    int opt;
+    const char *name;
+    pl_format format;
+} format_opts[] = {
+    {'r', "record-size", PL_FORMAT_BINARY},
+    {'l', "label-size", PL_FORMAT_BINARY},
+    {'H', "header", PL_FORMAT_CSV},
+    {'s', "sep", PL_FORMAT_CSV},
+    {'L', "label-column", PL_FORMAT_CSV},
+    {'T', "ts-column", PL_FORMAT_CSV},
+};
+
+/* Whether the options given (given[opt] set) all apply to c's format,
+ * and binary's required one is there. */
+static int options_fit_format(const pl_dsconf *c, const char *given) {
+    const char *format = pl_format_name(c->format);
+    for (size_t i = 0; i < sizeof(format_opts) / sizeof(*format_opts); i++)
+        if (given[format_opts[i].opt] && format_opts[i].format != c->format) {
+            fprintf(stderr, "aegis dataset add: --%s is for --format %s, not "
+                    "%s\n", format_opts[i].name,
+                    pl_format_name(format_opts[i].format), format);
+            return -1;
+        }
+    if (c->format == PL_FORMAT_BINARY && !given['r']) {
+        fputs("aegis dataset add: --format binary needs --record-size N "
+              "(bytes per record: the label, then float32 features)\n",
+              stderr);
+        return -1;
+    }
+    return 0;
+}
+
+/* Whether --pattern can match a data file's name: the watcher reads the
+ * names in --dir (no '/' in them), and never those starting with '.' or
+ * ending in .tmp (files being written), so such a pattern would wait for
+ * files that never count. An empty one was taken as no --pattern. */
+static int pattern_ok(const char *pattern) {
+    size_t len = strlen(pattern);
+    const char *why = !len ? "is empty (leave it out for the format's "
+                             "default)"
+                      : strchr(pattern, '/')
+                          ? "holds a '/': it matches names of files in "
+                            "--dir, which hold none"
+                      : pattern[0] == '.'
+                          ? "starts with '.': names starting with '.' are "
+                            "never read"
+                      : len >= 4 && strcmp(pattern + len - 4, ".tmp") == 0
+                          ? "ends in .tmp: names ending in .tmp are never "
+                            "read (write there, then rename)"
+                          : NULL;
+    if (why)
+        fprintf(stderr, "aegis dataset add: --pattern '%s' %s\n", pattern,
+                why);
+    return why ? -1 : 0;
+}
+
 static int parse_add(int argc, char **argv, pl_dsconf *c) {
     static const struct option longopts[] = {
         {"dir", required_argument, 0, 'd'},
@@ -184,7 +249,8 @@ static int parse_add(int argc, char **argv, pl_dsconf *c) {
         {"max-size", required_argument, 0, 'm'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
-    int opt, have_format = 0;
+    int opt;
+    char given[128] = {0};
     while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
         if (opt == 'h') {
             fputs(add_help, stdout);
@@ -192,13 +258,16 @@ static int parse_add(int argc, char **argv, pl_dsconf *c) {
         }
         if (opt == '?' || add_option(opt, optarg, c) < 0)
             return -1;
-        have_format |= opt == 'F';
+        given[opt] = 1;
     }
-    if (optind != argc - 1 || !c->dir[0] || !have_format) {
+    if (optind != argc - 1 || !c->dir[0] || !given['F']) {
         fputs("aegis dataset add: NAME, --dir and --format are required "
               "(see --help)\n", stderr);
         return -1;
     }
+    if (options_fit_format(c, given) < 0 ||
+        (given['P'] && pattern_ok(c->pattern) < 0))
+        return -1;
     return 0;
 }
 
@@ -268,15 +337,18 @@ int cli_dataset_rm(int argc, char **argv) {
         return CLI_OK;
     }
     char state[4096], dsdir[4200];
-    if (argc != 2 || !pl_state_dir(state, sizeof(state)) ||
-        pl_dataset_dir(state, argv[1], dsdir, sizeof(dsdir)) < 0) {
+    if (argc != 2) {
         fputs(rm_help, stderr);
         return CLI_USAGE;
     }
-    if (access(dsdir, F_OK) < 0) {
-        fprintf(stderr, "aegis dataset rm: no dataset %s\n", argv[1]);
+    if (!pl_state_dir(state, sizeof(state))) {
+        fputs("aegis dataset rm: no state folder ($AEGIS_STATE_HOME, "
+              "$XDG_STATE_HOME or $HOME)\n", stderr);
         return CLI_FAIL;
     }
+    int rc = dataset_known("rm", state, argv[1], dsdir, sizeof(dsdir));
+    if (rc != CLI_OK)
+        return rc;
     if (watched(dsdir)) {
         fprintf(stderr, "aegis dataset rm: dataset %s has a watcher running; "
                 "stop it first\n", argv[1]);

@@ -3,8 +3,12 @@
 #include "cli.h"
 #include "dataset_cmd.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
+
+#include "dsconf.h"
 
 typedef struct dataset_sub {
     const char *name;
@@ -45,6 +49,27 @@ static const char help[] =
 "  gen    write a synthetic stream with known drift\n"
 "\n"
 "Run 'aegis dataset SUBCOMMAND --help' for its options.\n";
+
+int dataset_known(const char *cmd, const char *state, const char *name,
+                  char *dsdir, size_t size) {
+    char conf[4400];
+    if (pl_dataset_dir(state, name, dsdir, size) < 0) {
+        fprintf(stderr, "aegis dataset %s: '%s' is not a dataset name "
+                "(letters, digits, '.', '_', '-', not starting with '.')\n",
+                cmd, name);
+        return CLI_USAGE;
+    }
+    snprintf(conf, sizeof(conf), "%s/dataset.json", dsdir);
+    if (access(conf, F_OK) == 0)
+        return CLI_OK;
+    if (errno == ENOENT) {
+        fprintf(stderr, "aegis dataset %s: no dataset %s (%s)\n", cmd, name,
+                dsdir);
+        return CLI_USAGE;
+    }
+    fprintf(stderr, "aegis dataset %s: %s: %s\n", cmd, conf, strerror(errno));
+    return CLI_FAIL;
+}
 
 int cli_dataset(int argc, char **argv) {
     if (argc < 2 || strcmp(argv[1], "--help") == 0) {

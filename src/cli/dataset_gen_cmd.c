@@ -27,8 +27,9 @@ static const char help[] =
 "                   default), csv (header label,ts,f0,...) or file (one\n"
 "                   sample per file, NAME.bin and NAME.bin.label)\n"
 "  --samples N      samples (default 20000)\n"
-"  --files F        binary/csv: files the samples are split over (default 20)\n"
-"  --dim D          tabular features per sample (default 8; 39 gives\n"
+"  --files F        binary/csv: files the samples are split over, at most\n"
+"                   N (default 20, or N when fewer)\n"
+"  --dim D          tabular: features per sample (default 8; 39 gives\n"
 "                   160-byte records, as Criteo's)\n"
 "  --classes K      classes (default 4)\n"
 "  --seed S         random seed (default 1)\n"
@@ -37,7 +38,12 @@ static const char help[] =
 "                   samples take their file's mtime, the last sample's time\n"
 "  --help           this text\n"
 "\n"
-"Exit status: 0 success, 1 write error, 2 bad usage.\n";
+"DIR is made when missing. One already there must be an empty folder of\n"
+"yours that no one else can write to: the files of another stream left\n"
+"beside this one would be registered with it.\n"
+"\n"
+"Exit status: 0 success, 1 write error, 2 bad usage or an --out DIR that\n"
+"cannot be used (not a folder, not yours, writable by others, not empty).\n";
 
 static int parse_kind(const char *text, pl_gen_kind *kind) {
     if (strcmp(text, "tabular") == 0)
@@ -103,6 +109,33 @@ static int gen_option(int c, const char *arg, pl_gen_opts *o) {
     return -1;
 }
 
+/* Whether the options given (given[c] set) apply to the stream asked
+ * for, and --files fits --samples; the default --files is cut to the
+ * samples. Each was taken and ignored, drift.json saying otherwise:
+ * --dim of an image (32x32 always), --files past --samples ("files": 100
+ * over 10 files written), --files of one sample per file. */
+static int gen_options_fit(pl_gen_opts *o, const char *given) {
+    if (given['d'] && o->kind == PL_GEN_IMAGE) {
+        fputs("aegis dataset gen: --dim is for tabular streams: an image is "
+              "32x32, 1024 features\n", stderr);
+        return -1;
+    }
+    if (given['f'] && o->format == PL_FORMAT_FILE) {
+        fputs("aegis dataset gen: --files is for --format binary and csv: "
+              "--format file writes a file a sample\n", stderr);
+        return -1;
+    }
+    if (given['f'] && o->files > o->samples) {
+        fprintf(stderr, "aegis dataset gen: --files %u is more than "
+                "--samples %llu: each file holds one sample or more\n",
+                (unsigned)o->files, (unsigned long long)o->samples);
+        return -1;
+    }
+    if (o->files > o->samples)
+        o->files = (uint32_t)o->samples;
+    return 0;
+}
+
 int cli_dataset_gen(int argc, char **argv) {
     static const struct option longopts[] = {
         {"out", required_argument, 0, 'o'},
@@ -120,6 +153,7 @@ int cli_dataset_gen(int argc, char **argv) {
                      .files = 20, .dim = 8, .classes = 4, .seed = 1,
                      .start_ts = 1700000000, .interval_s = 60};
     int c;
+    char given[128] = {0};
     while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
         if (c == 'h') {
             fputs(help, stdout);
@@ -127,18 +161,20 @@ int cli_dataset_gen(int argc, char **argv) {
         }
         if (c == '?' || gen_option(c, optarg, &o) < 0)
             return CLI_USAGE;
+        given[c] = 1;
     }
     if (optind != argc - 1 || !o.out) {
         fputs("aegis dataset gen: KIND and --out DIR are required (see "
               "--help)\n", stderr);
         return CLI_USAGE;
     }
-    if (parse_kind(argv[optind], &o.kind) < 0)
+    if (parse_kind(argv[optind], &o.kind) < 0 ||
+        gen_options_fit(&o, given) < 0)
         return CLI_USAGE;
     char err[512];
-    if (pl_gen_write(&o, err, sizeof(err)) < 0) {
+    int rc = pl_gen_write(&o, err, sizeof(err));
+    if (rc < 0)
         fprintf(stderr, "aegis dataset gen: %s\n", err);
-        return CLI_FAIL;
-    }
-    return CLI_OK;
+    /* an --out it cannot use is bad input; a write that failed, a failure */
+    return rc == 0 ? CLI_OK : rc == PL_GEN_BAD_OUT ? CLI_USAGE : CLI_FAIL;
 }

@@ -27,14 +27,18 @@ static const char help[] =
 "aegis_pipeline.Dataset(PATH). unshare takes\n"
 "the entries back. The file system must support POSIX ACLs.\n"
 "\n"
-"Exit status: 0 success, 1 failure, 2 bad usage or an unknown user.\n";
+"Exit status: 0 success, 1 failure, 2 bad usage, an unknown user, or\n"
+"NAME is no dataset of yours.\n";
 
 static int share_users(const char *cmd, int grant, int argc, char **argv) {
-    char state[4096], err[512];
+    char state[4096], err[512], dsdir[4200];
     if (!pl_state_dir(state, sizeof(state))) {
         fprintf(stderr, "aegis dataset %s: no state folder\n", cmd);
         return CLI_FAIL;
     }
+    int known = dataset_known(cmd, state, argv[1], dsdir, sizeof(dsdir));
+    if (known != CLI_OK)
+        return known;
     for (int i = 2; i < argc; i++) {
         struct passwd *pw = getpwnam(argv[i]);
         if (!pw) {

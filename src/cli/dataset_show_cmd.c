@@ -19,7 +19,16 @@ static const char ls_help[] =
 "usage: aegis dataset ls [--json]\n"
 "\n"
 "Lists your datasets: name, format, samples, files, bad records, size of\n"
-"the samples (and the limit), folder.\n";
+"the samples (and the limit), folder. A dataset whose logs cannot be read\n"
+"is said on stderr, and left out.\n"
+"\n"
+"  --json  one JSON array, an object a dataset: name, dir, format,\n"
+"          samples, files, bad, bytes (of the samples), max_bytes (0: no\n"
+"          limit)\n"
+"  --help  this text\n"
+"\n"
+"Exit status: 0 success, 1 failure (a dataset's logs or the state\n"
+"folder cannot be read; the others are listed), 2 bad usage.\n";
 
 static const char show_help[] =
 "usage: aegis dataset show NAME|PATH [--json]\n"
@@ -27,7 +36,16 @@ static const char show_help[] =
 "Everything about dataset NAME: its configuration, what is registered,\n"
 "and each bad record skipped (file, byte offset, why; the first 20\n"
 "without --json). A dataset another user shared with you is named by\n"
-"the path of its state folder (.../datasets/NAME).\n";
+"the path of its state folder (.../datasets/NAME).\n"
+"\n"
+"  --json  one JSON object: ls's fields, and pattern, classes,\n"
+"          record_size and label_size (binary), and bad_records, every\n"
+"          one: file, offset, reason\n"
+"  --help  this text\n"
+"\n"
+"Exit status: 0 success, 1 failure (its logs cannot be read, or are\n"
+"damaged: the error names the file and byte), 2 bad usage, or NAME is\n"
+"no dataset of yours.\n";
 
 static json_t *summary_json(const pl_dataset *ds) {
     const pl_dsconf *c = pl_dataset_conf(ds);
@@ -228,6 +246,10 @@ int cli_dataset_show(int argc, char **argv) {
         return CLI_FAIL;
     }
     pl_dataset *ds;
+    char dsdir[4200];
+    int rc = dataset_known("show", state, name, dsdir, sizeof(dsdir));
+    if (rc != CLI_OK)
+        return rc;
     if (pl_dataset_open(state, name, &ds, err, sizeof(err)) < 0) {
         fprintf(stderr, "aegis dataset show: %s\n", err);
         return CLI_FAIL;

@@ -41,7 +41,7 @@ static const char help[] =
 "  --quiet         no progress lines\n"
 "\n"
 "Exit status: 0 stopped by a signal (or --once done), 1 failure (the\n"
-"folder or the key log), 2 bad usage.\n";
+"folder or the key log), 2 bad usage, or NAME is no dataset of yours.\n";
 
 static volatile sig_atomic_t stop_requested;
 
@@ -65,13 +65,19 @@ static void catch_stop(void) {
  * folder). */
 static int detach_watch(const char *name, double interval) {
     char self[PATH_MAX], job_name[128], secs[32], state[4096] = "", err[512];
+    char dsdir[4200];
     pl_dataset *ds;
-    if (!pl_state_dir(state, sizeof(state)) ||
-        pl_dataset_open(state, name, &ds, err, sizeof(err)) != 0) {
-        fprintf(stderr, "aegis dataset watch: %s\n",
-                state[0] ? err : "no state folder ($AEGIS_STATE_HOME, "
-                                 "$XDG_STATE_HOME or $HOME)");
-        return CLI_USAGE;
+    if (!pl_state_dir(state, sizeof(state))) {
+        fputs("aegis dataset watch: no state folder ($AEGIS_STATE_HOME, "
+              "$XDG_STATE_HOME or $HOME)\n", stderr);
+        return CLI_FAIL;
+    }
+    int rc = dataset_known("watch", state, name, dsdir, sizeof(dsdir));
+    if (rc != CLI_OK)
+        return rc;
+    if (pl_dataset_open(state, name, &ds, err, sizeof(err)) != 0) {
+        fprintf(stderr, "aegis dataset watch: %s\n", err);
+        return CLI_FAIL;
     }
     pl_dataset_close(ds);
     ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
@@ -84,7 +90,6 @@ static int detach_watch(const char *name, double interval) {
     snprintf(secs, sizeof(secs), "%g", interval);
     json_t *cmd = json_pack("[s, s, s, s, s, s]", self, "dataset", "watch",
                             name, "--interval-s", secs);
-    int rc;
     json_int_t id = supervise(client_socket(NULL), job_name, cmd, &rc);
     if (id <= 0) return rc;
     printf("dataset %s: watcher job %" JSON_INTEGER_FORMAT "\n", name, id);
@@ -92,13 +97,16 @@ static int detach_watch(const char *name, double interval) {
 }
 
 static int run_watch(const char *name, double interval, int once, int quiet) {
-    char state[4096], err[512];
+    char state[4096], err[512], dsdir[4200];
     pl_watch *w;
     if (!pl_state_dir(state, sizeof(state))) {
         fputs("aegis dataset watch: no state folder ($AEGIS_STATE_HOME, "
               "$XDG_STATE_HOME or $HOME)\n", stderr);
         return CLI_FAIL;
     }
+    int known = dataset_known("watch", state, name, dsdir, sizeof(dsdir));
+    if (known != CLI_OK)
+        return known;
     if (pl_watch_open(state, name, &w, err, sizeof(err)) < 0) {
         fprintf(stderr, "aegis dataset watch: %s\n", err);
         return CLI_FAIL;

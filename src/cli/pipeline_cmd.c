@@ -78,7 +78,9 @@ static const char help[] =
 "            --merge adds them to another trace's jobs\n"
 "\n"
 "OPTIONS\n"
-"    --json             one JSON object per line\n"
+"    Each subcommand takes only its own options (and --socket, --help).\n"
+"    --json             ls, show, models, compare: one JSON object per\n"
+"                       line\n"
 "    --cancel-training  stop: cancel the training job running too\n"
 "    --from T, --to T   replay: Unix times, seconds\n"
 "    --eval             show: the evaluation results\n"
@@ -116,8 +118,23 @@ typedef struct pl_opts {
     int first;          /* argv index of the first operand */
 } pl_opts;
 
-/* Options after the subcommand (argv[1]); operands counted into *n. */
-static int pl_parse(int argc, char **argv, pl_opts *o, int *n) {
+/* Whether option ch (its long name name) is one subcommand sub takes
+ * (takes: its option letters; --socket and --help go with every one).
+ * Each option means something to one or two subcommands only, and one
+ * given to another was ignored: `pipeline log X --svg a.svg` drew
+ * nothing and exited 0. */
+static bool pl_takes(int ch, const char *takes, const char *sub,
+                     const char *name) {
+    if (ch == 's' || ch == 'h' || strchr(takes, ch)) return true;
+    fprintf(stderr, "aegis pipeline %s: --%s is not an option of %s\n", sub,
+            name, sub);
+    return false;
+}
+
+/* Options after the subcommand sub (argv[1]), those it takes (takes, see
+ * pl_takes); operands counted into *n. 0, -1 after --help, or CLI_USAGE. */
+static int pl_parse(int argc, char **argv, const char *takes, pl_opts *o,
+                    int *n) {
     static const struct option opts[] = {
         {"socket", required_argument, NULL, 's'},
         {"json", no_argument, NULL, 'j'},
@@ -136,8 +153,12 @@ static int pl_parse(int argc, char **argv, pl_opts *o, int *n) {
         {NULL, 0, NULL, 0}};
     memset(o, 0, sizeof(*o));
     optind = 2;
-    int ch;
-    while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    int ch, at = -1;
+    while ((ch = getopt_long(argc, argv, "h", opts, &at)) != -1) {
+        if (ch != '?' && !pl_takes(ch, takes, argv[1],
+                                   at >= 0 ? opts[at].name : "help"))
+            return CLI_USAGE;
+        at = -1;
         switch (ch) {
         case 's': o->socket = optarg; break;
         case 'j': o->json = true; break;
@@ -400,9 +421,11 @@ int cli_pipeline(int argc, char **argv) {
     static const struct {
         const char *name;
         int operands;       /* -1: one or more */
-    } subs[] = {{"start", 1}, {"ls", 0}, {"show", 1}, {"stop", 1},
-                {"log", 1}, {"models", 1}, {"replay", 1}, {"compare", -1},
-                {"trace", 1}};
+        const char *takes;  /* its options' letters (pl_parse's table) */
+    } subs[] = {{"start", 1, ""}, {"ls", 0, "j"}, {"show", 1, "je"},
+                {"stop", 1, "c"}, {"log", 1, ""}, {"models", 1, "j"},
+                {"replay", 1, "ft"}, {"compare", -1, "jgHm"},
+                {"trace", 1, "SuMG"}};
     const char *sub = argc >= 2 ? argv[1] : "";
     if (strcmp(sub, "--help") == 0 || strcmp(sub, "-h") == 0) {
         fputs(help, stdout);
@@ -413,8 +436,8 @@ int cli_pipeline(int argc, char **argv) {
     size_t k = 0;
     while (k < sizeof(subs) / sizeof(*subs) && strcmp(subs[k].name, sub) != 0)
         k++;
-    if (k == sizeof(subs) / sizeof(*subs) || (rc = pl_parse(argc, argv, &o,
-                                                           &n)) > 0 ||
+    if (k == sizeof(subs) / sizeof(*subs) ||
+        (rc = pl_parse(argc, argv, subs[k].takes, &o, &n)) > 0 ||
         (rc == 0 && (subs[k].operands < 0 ? n < 1 : n != subs[k].operands))) {
         pl_usage(sub, k < sizeof(subs) / sizeof(*subs));
         return CLI_USAGE;

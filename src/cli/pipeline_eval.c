@@ -110,10 +110,12 @@ static void pe_print_doc(json_t *doc) {
 int pv_eval(const char *name, bool json) {
     char dir[4200];
     if (!pv_dir(name, dir, sizeof(dir))) return CLI_FAIL;
-    if (!pv_exists(name)) {
-        fprintf(stderr, "aegis pipeline show: you have no pipeline %s\n",
-                name);
-        return CLI_USAGE;
+    int has = pv_exists(name);
+    if (has <= 0) {
+        if (has == 0)
+            fprintf(stderr, "aegis pipeline show: you have no pipeline %s\n",
+                    name);
+        return has < 0 ? CLI_FAIL : CLI_USAGE;
     }
     json_t *docs = pv_eval_load(dir), *doc;
     size_t i;

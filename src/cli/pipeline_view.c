@@ -55,21 +55,24 @@ char *pv_dir(const char *name, char *buf, size_t size) {
     return buf;
 }
 
-/* Pipeline name's trigger log, read only; false when it has none yet. */
-static bool pv_log(const char *name, pl_tlog *log) {
+/* Pipeline name's trigger log, read only: 1; 0 when it has none yet; -1
+ * when it cannot be read, said here, once (the error names the file and
+ * line): the caller fails, rather than show no triggers or no pipeline. */
+static int pv_log(const char *name, pl_tlog *log) {
     char dir[4200], path[4300], err[512];
-    if (!pv_dir(name, dir, sizeof(dir))) return false;
+    if (!pv_dir(name, dir, sizeof(dir))) return -1;
     snprintf(path, sizeof(path), "%s/triggers.log", dir);
-    if (pl_tlog_open(path, false, log, err, sizeof(err)) == 0) return true;
-    if (access(path, F_OK) == 0) fprintf(stderr, "aegis pipeline: %s\n", err);
-    return false;
+    if (pl_tlog_open(path, false, log, err, sizeof(err)) == 0) return 1;
+    if (access(path, F_OK) != 0) return 0;
+    fprintf(stderr, "aegis pipeline: %s\n", err);
+    return -1;
 }
 
-bool pv_exists(const char *name) {
+int pv_exists(const char *name) {
     pl_tlog log;
-    if (!pv_log(name, &log)) return false;
-    pl_tlog_close(&log);
-    return true;
+    int has = pv_log(name, &log);
+    if (has > 0) pl_tlog_close(&log);
+    return has;
 }
 
 /* The log's triggers as JSON rows {trigger, end, job, state, coalesced}. */
@@ -88,25 +91,53 @@ static json_t *pv_triggers(const pl_tlog *log) {
     return rows;
 }
 
-/* A supervisor row with its log's counts: triggers, trained. */
-static json_t *pv_summary(json_t *row) {
+/* A supervisor row with its log's counts (log: NULL when it has none):
+ * triggers, trained. */
+static json_t *pv_summary(json_t *row, const pl_tlog *log) {
     const char *name = json_string_value(json_object_get(row, "pipeline"));
     json_t *out = json_pack("{s:s, s:O, s:O, s:O}", "name", name, "job",
                             json_object_get(row, "id"), "state",
                             json_object_get(row, "state"), "attempts",
                             json_object_get(row, "attempts"));
-    pl_tlog log;
     json_int_t fired = 0, trained = 0;
-    if (pv_log(name, &log)) {
-        for (size_t n = 0; n < log.ntrigs; n++) {
-            fired += log.trigs[n].fired;
-            trained += strcmp(log.trigs[n].state, "done") == 0;
-        }
-        pl_tlog_close(&log);
+    for (size_t n = 0; log && n < log->ntrigs; n++) {
+        fired += log->trigs[n].fired;
+        trained += strcmp(log->trigs[n].state, "done") == 0;
     }
     json_object_set_new(out, "triggers", json_integer(fired));
     json_object_set_new(out, "trained", json_integer(trained));
     return out;
+}
+
+/* ls's line of a supervisor row: its counts from its trigger log, or,
+ * where that log cannot be read (said on stderr), unknown: "?" and null,
+ * and *rc a failure. */
+static void pv_ls_row(json_t *row, bool json, int *rc) {
+    const char *name = json_string_value(json_object_get(row, "pipeline"));
+    pl_tlog log;
+    int has = pv_log(name, &log);
+    json_t *s = pv_summary(row, has > 0 ? &log : NULL);
+    if (has > 0) pl_tlog_close(&log);
+    if (has < 0) {
+        json_object_set_new(s, "triggers", json_null());
+        json_object_set_new(s, "trained", json_null());
+        *rc = CLI_FAIL;
+    }
+    char triggers[24] = "?", trained[24] = "?";
+    if (has >= 0) {
+        snprintf(triggers, sizeof(triggers), "%" JSON_INTEGER_FORMAT,
+                 json_integer_value(json_object_get(s, "triggers")));
+        snprintf(trained, sizeof(trained), "%" JSON_INTEGER_FORMAT,
+                 json_integer_value(json_object_get(s, "trained")));
+    }
+    if (json)
+        client_print_json(s);
+    else
+        printf("%-24s %-8" JSON_INTEGER_FORMAT " %-8s %-9s %s\n", name,
+               json_integer_value(json_object_get(s, "job")),
+               json_string_value(json_object_get(s, "state")), triggers,
+               trained);
+    json_decref(s);
 }
 
 int pv_ls(const char *socket, bool json) {
@@ -117,22 +148,10 @@ int pv_ls(const char *socket, bool json) {
     if (!json && json_array_size(list) == 0) printf("no pipelines running\n");
     else if (!json) printf("%-24s %-8s %-8s %-9s %s\n", "NAME", "JOB", "STATE",
                            "TRIGGERS", "TRAINED");
-    json_array_foreach(list, i, row) {
-        json_t *s = pv_summary(row);
-        if (json)
-            client_print_json(s);
-        else
-            printf("%-24s %-8" JSON_INTEGER_FORMAT " %-8s %-9"
-                   JSON_INTEGER_FORMAT " %" JSON_INTEGER_FORMAT "\n",
-                   json_string_value(json_object_get(s, "name")),
-                   json_integer_value(json_object_get(s, "job")),
-                   json_string_value(json_object_get(s, "state")),
-                   json_integer_value(json_object_get(s, "triggers")),
-                   json_integer_value(json_object_get(s, "trained")));
-        json_decref(s);
-    }
+    rc = CLI_OK;
+    json_array_foreach(list, i, row) pv_ls_row(row, json, &rc);
     json_decref(list);
-    return CLI_OK;
+    return rc;
 }
 
 int pv_show(const char *socket, const char *name, bool json) {
@@ -141,13 +160,17 @@ int pv_show(const char *socket, const char *name, bool json) {
     if (!list) return rc;
     json_t *row = pv_find(list, name);
     pl_tlog log;
-    bool has_log = pv_log(name, &log);
-    if (!row && !has_log) {
-        fprintf(stderr, "aegis pipeline show: you have no pipeline %s\n", name);
+    int has = pv_log(name, &log);
+    bool has_log = has > 0;
+    if (has < 0 || (!row && !has_log)) {
+        if (has == 0)
+            fprintf(stderr, "aegis pipeline show: you have no pipeline %s\n",
+                    name);
         json_decref(list);
-        return CLI_USAGE;
+        return has < 0 ? CLI_FAIL : CLI_USAGE;
     }
-    json_t *out = row ? pv_summary(row) : json_pack("{s:s}", "name", name);
+    json_t *out = row ? pv_summary(row, has_log ? &log : NULL)
+                      : json_pack("{s:s}", "name", name);
     json_object_set_new(out, "trigger_list",
                         has_log ? pv_triggers(&log) : json_array());
     if (has_log) pl_tlog_close(&log);
@@ -202,10 +225,12 @@ int pv_models(const char *name, bool json) {
     char dir[4200];
     pl_tlog log;
     if (!pv_dir(name, dir, sizeof(dir))) return CLI_FAIL;
-    if (!pv_log(name, &log)) {
-        fprintf(stderr, "aegis pipeline models: you have no pipeline %s\n",
-                name);
-        return CLI_USAGE;
+    int has = pv_log(name, &log);
+    if (has <= 0) {
+        if (has == 0)
+            fprintf(stderr, "aegis pipeline models: you have no pipeline "
+                    "%s\n", name);
+        return has < 0 ? CLI_FAIL : CLI_USAGE;
     }
     json_t *rows = pv_model_rows(dir, &log), *r;
     pl_tlog_close(&log);

@@ -18,9 +18,9 @@ json_t *pv_find(json_t *list, const char *name);
 /* The pipeline's folder into buf (pl_dir of pl_state_dir): buf, or NULL
  * after saying why. */
 char *pv_dir(const char *name, char *buf, size_t size);
-/* Whether the caller has pipeline name: one with a trigger log (a log it
- * cannot read is said on stderr). */
-bool pv_exists(const char *name);
+/* Whether the caller has pipeline name, one with a trigger log: 1 or 0;
+ * -1 when its log cannot be read (said on stderr, naming file and line). */
+int pv_exists(const char *name);
 
 int pv_ls(const char *socket, bool json);
 int pv_show(const char *socket, const char *name, bool json);

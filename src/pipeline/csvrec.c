@@ -46,10 +46,13 @@ static int parse_int(const unsigned char *p, size_t len, int64_t *out) {
 }
 
 /* A column given as a number (its index from 0) or, with a header, a
- * name in it. -1 when there is no such column. */
+ * name in it. -1 when there is no such column; the name's second column
+ * into *again where the header names two (which one is meant cannot be
+ * told), else -1. */
 static int find_column(const pl_dsconf *c, const char *want,
-                       const unsigned char *line, size_t len) {
+                       const unsigned char *line, size_t len, int *again) {
     int64_t index;
+    *again = -1;
     if (parse_int((const unsigned char *)want, strlen(want), &index) == 0)
         return index >= 0 && index < PL_COLUMN_INDEX_MAX ? (int)index : -1;
     if (!c->header)
@@ -57,9 +60,39 @@ static int find_column(const pl_dsconf *c, const char *want,
     field_iter it = {line, line + len, c->sep, 0};
     const unsigned char *f;
     size_t flen;
-    for (int i = 0; next_field(&it, &f, &flen); i++)
+    int found = -1;
+    for (int i = 0; *again < 0 && next_field(&it, &f, &flen); i++)
         if (flen == strlen(want) && memcmp(f, want, flen) == 0)
-            return i;
+            *(found < 0 ? &found : again) = i;
+    return found;
+}
+
+/* The bytes of a UTF-8 byte order mark at the start of a file (some tools
+ * write one, Excel's "CSV UTF-8" among them): 3, or 0. It is no part of
+ * the first field: a header's first name, a row's label. */
+static uint64_t bom_len(const unsigned char *base, uint64_t size) {
+    static const unsigned char bom[3] = {0xEF, 0xBB, 0xBF};
+    return size >= sizeof(bom) && memcmp(base, bom, sizeof(bom)) == 0
+               ? sizeof(bom) : 0;
+}
+
+/* Column `want` (--label-column or --ts-column) into *col: 0, or -1 with
+ * err naming it, when the file has no such column or its header names two
+ * of them. */
+static int resolve_column(const pl_dsconf *c, const char *want,
+                          const unsigned char *line, size_t len, int *col,
+                          char *err, size_t errlen) {
+    int again;
+    *col = find_column(c, want, line, len, &again);
+    if (*col >= 0 && again < 0)
+        return 0;
+    if (*col < 0)
+        snprintf(err, errlen, "no column '%s'%s", want,
+                 c->header ? " in the header" : "");
+    else
+        snprintf(err, errlen, "the header names column '%s' twice (columns "
+                 "%d and %d): which is meant cannot be told", want, *col,
+                 again);
     return -1;
 }
 
@@ -81,22 +114,21 @@ static size_t line_len(const unsigned char *p, size_t len) {
 int pl_csv_columns(const pl_dsconf *c, const unsigned char *base,
                    uint64_t size, pl_csv_cols *cols, char *err,
                    size_t errlen) {
+    uint64_t skip = bom_len(base, size);
+    base += skip;
+    size -= skip;
     const unsigned char *nl = c->header ? memchr(base, '\n', size) : NULL;
     if (c->header && !nl)
         return 1;
     size_t hlen = nl ? line_len(base, (size_t)(nl - base)) : 0;
-    cols->first_row = nl ? (uint64_t)(nl - base) + 1 : 0;
-    cols->label = find_column(c, c->label_column, base, hlen);
-    cols->ts = c->ts_column[0] ? find_column(c, c->ts_column, base, hlen) : -1;
+    cols->first_row = skip + (nl ? (uint64_t)(nl - base) + 1 : 0);
+    cols->ts = -1;
     cols->fields = c->header ? count_fields(c, base, hlen) : 0;
-    const char *missing = cols->label < 0 ? c->label_column
-                          : c->ts_column[0] && cols->ts < 0 ? c->ts_column
-                                                           : NULL;
-    if (missing) {
-        snprintf(err, errlen, "no column '%s'%s", missing,
-                 c->header ? " in the header" : "");
+    if (resolve_column(c, c->label_column, base, hlen, &cols->label, err,
+                       errlen) < 0 ||
+        (c->ts_column[0] && resolve_column(c, c->ts_column, base, hlen,
+                                           &cols->ts, err, errlen) < 0))
         return -1;
-    }
     return 0;
 }
 

@@ -41,6 +41,7 @@ struct pl_dataset {
     uint32_t nviews;
     mapping *retired;    /* older mappings of grown files, kept till close */
     size_t nretired;
+    char stop_why[512];  /* why take_block stopped the scan, "" to read on */
 };
 
 char *pl_state_dir(char *buf, size_t size) {
@@ -84,15 +85,61 @@ static int add_bads(pl_dataset *ds, const pl_block_head *h,
     return 0;
 }
 
-/* A block: its samples and bad records. Stops (1) at a file the table
- * lacks yet (the watcher appends the file first; the next refresh reads
- * both) or when memory runs out. */
+static int grow_views(pl_dataset *ds) {
+    if (ds->files.count <= ds->nviews)
+        return 0;
+    file_view *grown = realloc(ds->views, ds->files.count * sizeof(*grown));
+    if (!grown)
+        return -1;
+    memset(grown + ds->nviews, 0,
+           (ds->files.count - ds->nviews) * sizeof(*grown));
+    ds->views = grown;
+    ds->nviews = ds->files.count;
+    return 0;
+}
+
+/* Whether the file table names file, which the block at ds->log_pos of
+ * keys.log names. The watcher appends a file's entry to files.log before
+ * the first block naming it, and files.log only grows (its start-up cut
+ * takes only a torn entry, which no block can name). The table was read
+ * before keys.log, so a watcher running meanwhile may have listed the
+ * file since: files.log is read again, now that the block has been read,
+ * and must then name it. If it does not, files.log was cut or lost (or
+ * keys.log came from another copy): its samples would be cut off
+ * quietly, so it is refused, as the watcher refuses it. */
+static bool file_listed(pl_dataset *ds, uint32_t file) {
+    char err[400] = "";
+    if (file < ds->files.count)
+        return true;
+    if (pl_filetab_refresh(&ds->files, ds->files_path, err, sizeof(err)) < 0 ||
+        grow_views(ds) < 0) {
+        snprintf(ds->stop_why, sizeof(ds->stop_why), "reading it again for "
+                 "the block at byte %llu: %s", (unsigned long long)ds->log_pos,
+                 err[0] ? err : "out of memory");
+        return false;
+    }
+    if (file < ds->files.count)
+        return true;
+    snprintf(ds->stop_why, sizeof(ds->stop_why), "the block at byte %llu "
+             "names file %u, past the %u files %s lists: that table was cut "
+             "or lost (restore both from one copy)",
+             (unsigned long long)ds->log_pos, file, ds->files.count,
+             ds->files_path);
+    return false;
+}
+
+/* A block: its samples and bad records. Stops (1) with ds->stop_why at a
+ * file the table lacks (file_listed) or when memory runs out. */
 static int take_block(void *ctx, const pl_block_head *h,
                       const pl_sample *samples, const pl_bad_entry *bads) {
     pl_dataset *ds = ctx;
-    if (h->file >= ds->files.count || grow_samples(ds, h->count) < 0 ||
-        add_bads(ds, h, bads) < 0)
+    if (!file_listed(ds, h->file))
         return 1;
+    if (grow_samples(ds, h->count) < 0 || add_bads(ds, h, bads) < 0) {
+        snprintf(ds->stop_why, sizeof(ds->stop_why), "out of memory reading "
+                 "the block at byte %llu", (unsigned long long)ds->log_pos);
+        return 1;
+    }
     if (h->count) /* a block of bad records only: ds->samples may be NULL */
         memcpy(ds->samples + ds->count, samples,
                h->count * sizeof(*samples));
@@ -143,26 +190,15 @@ static int read_log(pl_dataset *ds, char *err, size_t errlen) {
         return -1;
     }
     uint64_t next_key = ds->count;
-    char why[256];
+    char why[512];
+    ds->stop_why[0] = '\0';
     int rc = pl_keylog_scan(base, (uint64_t)st.st_size, &ds->log_pos,
                             &next_key, take_block, ds, why, sizeof(why));
     munmap(base, (size_t)st.st_size);
-    if (rc < 0)
-        snprintf(err, errlen, "%s: %s", ds->keys_path, why);
-    return rc < 0 ? -1 : 0; /* stopped (1): the next refresh reads on */
-}
-
-static int grow_views(pl_dataset *ds) {
-    if (ds->files.count <= ds->nviews)
-        return 0;
-    file_view *grown = realloc(ds->views, ds->files.count * sizeof(*grown));
-    if (!grown)
-        return -1;
-    memset(grown + ds->nviews, 0,
-           (ds->files.count - ds->nviews) * sizeof(*grown));
-    ds->views = grown;
-    ds->nviews = ds->files.count;
-    return 0;
+    if (rc < 0 || rc == 1)
+        snprintf(err, errlen, "%s: %s", ds->keys_path,
+                 rc < 0 ? why : ds->stop_why);
+    return rc == 0 ? 0 : -1;
 }
 
 int pl_dataset_refresh(pl_dataset *ds, char *err, size_t errlen) {

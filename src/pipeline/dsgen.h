@@ -43,8 +43,12 @@ typedef struct pl_gen_opts {
 /* Features per sample of the kind (dim, or 32*32). */
 uint32_t pl_gen_dim(const pl_gen_opts *o);
 
-/* Writes the stream's files and drift.json into o->out. 0, or -1 with err
- * naming the file. */
+/* Writes the stream's files and drift.json into o->out. 0; -1 with err
+ * naming the file where a write failed; or PL_GEN_BAD_OUT with err naming
+ * o->out where it cannot be used: not a folder (a link is not followed),
+ * another user's, writable by others, or holding files already (the
+ * files of another stream would be left beside this one's). */
+#define PL_GEN_BAD_OUT (-2)
 int pl_gen_write(const pl_gen_opts *o, char *err, size_t errlen);
 
 /* The generator alone: sample i's features (pl_gen_dim of them) and label.

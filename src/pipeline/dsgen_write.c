@@ -12,6 +12,7 @@
 #include "dsgen.h"
 #include "feed_trust.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -197,15 +198,22 @@ static json_t *dataset_args(const pl_gen_opts *o, uint32_t record_size) {
     return json_string(args);
 }
 
+/* The data files written: one a sample in the file format (and its
+ * label file beside it), else --files. */
+static uint64_t files_written(const pl_gen_opts *o) {
+    return o->format == PL_FORMAT_FILE ? o->samples : o->files;
+}
+
 static int write_drift_json(gen_out *w) {
     const pl_gen_opts *o = w->o;
     uint32_t record_size = LABEL_SIZE + 4 * w->dim;
     json_t *doc = json_pack(
-        "{s:s, s:s, s:I, s:i, s:i, s:i, s:I, s:I, s:I, s:i, s:i, s:s, s:o, "
+        "{s:s, s:s, s:I, s:I, s:i, s:i, s:I, s:I, s:I, s:i, s:i, s:s, s:o, "
         "s:o}",
         "kind", o->kind == PL_GEN_IMAGE ? "image" : "tabular",
         "format", pl_format_name(o->format), "samples", (json_int_t)o->samples,
-        "files", (int)o->files, "dim", (int)w->dim, "classes", (int)o->classes,
+        "files", (json_int_t)files_written(o), "dim", (int)w->dim,
+        "classes", (int)o->classes,
         "seed", (json_int_t)o->seed, "start_ts", (json_int_t)o->start_ts,
         "interval_s", (json_int_t)o->interval_s, "record_size",
         (int)record_size, "label_size", LABEL_SIZE, "drift_size",
@@ -227,9 +235,32 @@ static int write_drift_json(gen_out *w) {
     return 0;
 }
 
+/* Whether the folder open as w->dir holds nothing: the files of a stream
+ * written there before (part files past this one's --files, another
+ * format's) would stay beside this one's, and a dataset added over it
+ * would register them too. Its first entry is named. */
+static int out_empty(gen_out *w) {
+    int fd = dup(w->dir);
+    DIR *d = fd < 0 ? NULL : fdopendir(fd);
+    if (!d) {
+        if (fd >= 0) close(fd);
+        return fail_errno(w, "listing", w->o->out);
+    }
+    struct dirent *e;
+    while ((e = readdir(d)) && (!strcmp(e->d_name, ".") ||
+                                !strcmp(e->d_name, "..")))
+        ;
+    if (e)
+        snprintf(w->err, w->errlen, "%s: the folder holds files already (%s): "
+                 "give a new or empty folder, so that no file of another "
+                 "stream is left beside this one", w->o->out, e->d_name);
+    closedir(d);
+    return e ? -1 : 0;
+}
+
 /* o->out opened as w->dir: made when missing (0755, less the umask); a
- * folder there must be a folder, not a link to one, the caller's, and
- * writable by no one else. */
+ * folder there must be a folder, not a link to one, the caller's,
+ * writable by no one else, and empty. */
 static int open_out(gen_out *w) {
     const char *out = w->o->out;
     if (mkdir(out, 0755) < 0 && errno != EEXIST)
@@ -257,7 +288,7 @@ static int open_out(gen_out *w) {
                  (unsigned)(st.st_mode & 07777));
         return -1;
     }
-    return 0;
+    return out_empty(w);
 }
 
 int pl_gen_write(const pl_gen_opts *o, char *err, size_t errlen) {
@@ -265,7 +296,7 @@ int pl_gen_write(const pl_gen_opts *o, char *err, size_t errlen) {
                  .errlen = errlen};
     if (open_out(&w) < 0) {
         if (w.dir >= 0) close(w.dir);
-        return -1;
+        return PL_GEN_BAD_OUT;
     }
     if (!(w.x = malloc(sizeof(float) * w.dim))) {
         snprintf(err, errlen, "out of memory");

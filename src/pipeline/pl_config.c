@@ -63,6 +63,11 @@ int plcfg_opt_int(const json_t *obj, const char *path, const char *key,
     if (!json_is_integer(v))
         return plcfg_fail(err, errlen, path, key, "must be an integer");
     int64_t n = json_integer_value(v);
+    /* no upper bound but the type's: saying 9223372036854775807 tells
+     * nothing */
+    if (n < min && max == INT64_MAX)
+        return plcfg_fail(err, errlen, path, key,
+                          "must be at least %" PRId64, min);
     if (n < min || n > max)
         return plcfg_fail(err, errlen, path, key,
                           "must be between %" PRId64 " and %" PRId64, min, max);

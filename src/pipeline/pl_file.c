@@ -8,7 +8,9 @@
 #include <ctype.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "core.h"
 #include "proto.h"
 #include "submit.h"
 
@@ -211,6 +213,68 @@ static int pl_read_pipeline(pl_file *cfg, bool warn, char *err,
                    &cfg->max_triggers, err, errlen);
 }
 
+extern char **environ;
+
+/* The most bytes one word of a command may hold: Linux's MAX_ARG_STRLEN
+ * (32 pages of 4 KiB) less the word's NUL. exec refuses a longer word
+ * (E2BIG): aegisd would take the job and only its start would fail. */
+#define PL_MAX_WORD_BYTES (32u * 4096u - 1u)
+/* Room kept within ARG_MAX beyond the command and this environment, which
+ * the jobs inherit: the variables the supervisor adds (AEGIS_TRAINSET,
+ * AEGIS_MODEL_OUT and the like, paths) and the shim's own arguments. */
+#define PL_EXEC_SLACK (64u * 1024u)
+
+/* What strings take of exec's ARG_MAX: each with its NUL and pointer. */
+static size_t pl_exec_bytes(const char *s) {
+    return strlen(s) + 1 + sizeof(char *);
+}
+
+static size_t pl_environ_bytes(void) {
+    size_t n = 0;
+    for (char **e = environ; *e; e++) n += pl_exec_bytes(*e);
+    return n;
+}
+
+/* Whether argv, SECTION.command (written as a line when line), is one
+ * that aegisd takes and exec can start, as checking it here says so at
+ * `check` and `start` rather than at each trigger's job: at most
+ * PROTO_MAX_ARGS words (aegisd's jobs[].cmd), none over
+ * PL_MAX_WORD_BYTES, all of them with this environment within ARG_MAX. */
+static int pl_command_fits(pl_file *cfg, json_t *argv, const char *section,
+                           bool line, char *err, size_t errlen) {
+    char path[64];
+    size_t i, bytes = 0, words = json_array_size(argv);
+    json_t *w;
+    snprintf(path, sizeof(path), "%s.command", section);
+    if (words > PROTO_MAX_ARGS) {
+        pl_yaml_error(&cfg->doc, path, err, errlen, "%zu words, more than "
+                      "aegisd takes (%d)", words, PROTO_MAX_ARGS);
+        return -1;
+    }
+    json_array_foreach(argv, i, w) {
+        size_t len = json_string_length(w);
+        if (len > PL_MAX_WORD_BYTES) {
+            if (!line)
+                snprintf(path, sizeof(path), "%s.command[%zu]", section, i);
+            pl_yaml_error(&cfg->doc, path, err, errlen, "%s of %zu bytes, "
+                          "more than exec takes in one word (%u)",
+                          line ? "a line" : "a word", len, PL_MAX_WORD_BYTES);
+            return -1;
+        }
+        bytes += pl_exec_bytes(json_string_value(w));
+    }
+    long arg_max = sysconf(_SC_ARG_MAX);
+    size_t env = pl_environ_bytes();
+    if (arg_max > 0 && bytes + env + PL_EXEC_SLACK > (size_t)arg_max) {
+        pl_yaml_error(&cfg->doc, path, err, errlen, "%zu bytes, which with "
+                      "the environment's %zu and %u for aegis's own pass "
+                      "the %ld exec takes (ARG_MAX)", bytes, env,
+                      PL_EXEC_SLACK, arg_max);
+        return -1;
+    }
+    return 0;
+}
+
 /* SECTION.command as argv into *out: a list of words as it is, a line
  * through /bin/sh -c. */
 static int pl_read_command(pl_file *cfg, json_t *t, const char *section,
@@ -236,7 +300,7 @@ static int pl_read_command(pl_file *cfg, json_t *t, const char *section,
         pl_yaml_error(&cfg->doc, path, err, errlen, "expected a command");
         return -1;
     }
-    return 0;
+    return pl_command_fits(cfg, *out, section, line != NULL, err, errlen);
 }
 
 /* SECTION.mem into *out (< 0: not given), or the estimate of the
@@ -286,8 +350,8 @@ static int pl_read_training(pl_file *cfg, bool warn, char *err,
                 &cfg->epochs, err, errlen) ||
         pl_long(cfg, t, "training", "batch_size", 0, 1L << 30, 0,
                 &cfg->batch_size, err, errlen) ||
-        pl_long(cfg, t, "training", "gpus", 1, 64, 1, &cfg->gpus, err,
-                errlen) ||
+        pl_long(cfg, t, "training", "gpus", 1, CORE_MAX_JOB_GPUS, 1,
+                &cfg->gpus, err, errlen) ||
         pl_long(cfg, t, "training", "mps_threads_pct", 0, 100, 0,
                 &cfg->mps_threads_pct, err, errlen) ||
         pl_long(cfg, t, "training", "seed", 0, 0x7fffffffL, 0, &seed, err,
@@ -312,7 +376,8 @@ static int pl_read_job_section(pl_file *cfg, const char *name,
     return !t ||
            pl_read_command(cfg, t, name, &out->command, err, errlen) ||
            pl_read_memory(cfg, t, name, &out->mem_mib, err, errlen) ||
-           pl_long(cfg, t, name, "gpus", 1, 64, 1, &out->gpus, err, errlen)
+           pl_long(cfg, t, name, "gpus", 1, CORE_MAX_JOB_GPUS, 1, &out->gpus,
+                   err, errlen)
                ? -1 : 0;
 }
 

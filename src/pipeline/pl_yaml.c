@@ -51,6 +51,22 @@ static json_t *pl_plain(const char *v) {
     return json_string(v);
 }
 
+/* Whether scalar node, the value at key or (is_key) a key of the
+ * mapping at key, holds no NUL byte (b->err says where it does). A
+ * double-quoted "\0" makes one; the text is read as a C string, so the
+ * rest would be dropped without a word: a command "python3 \0 train.py"
+ * would run `python3 `. */
+static bool pl_no_nul(pl_build *b, yaml_node_t *node, const char *key,
+                      bool is_key) {
+    if (!memchr(node->data.scalar.value, '\0', node->data.scalar.length))
+        return true;
+    snprintf(b->err, b->errlen, "%s:%zu: %s: %s a NUL byte (\\0), which no "
+             "command, name or value may hold", b->path,
+             node->start_mark.line + 1, key[0] ? key : "(top)",
+             is_key ? "a key holds" : "holds");
+    return false;
+}
+
 static json_t *pl_scalar(pl_build *b, yaml_node_t *node) {
     const char *v = (const char *)node->data.scalar.value;
     json_t *out = node->data.scalar.style == YAML_PLAIN_SCALAR_STYLE
@@ -103,7 +119,7 @@ static const char *pl_key(pl_build *b, yaml_node_t *k, json_t *obj,
                  "word", b->path, k->start_mark.line + 1, key[0] ? key : "(top)");
         return NULL;
     }
-    if (!pl_charge(b, k, key)) return NULL;
+    if (!pl_charge(b, k, key) || !pl_no_nul(b, k, key, true)) return NULL;
     const char *name = (const char *)k->data.scalar.value;
     if (json_object_get(obj, name)) {
         snprintf(b->err, b->errlen, "%s:%zu: %s%s%s: given twice", b->path,
@@ -146,7 +162,8 @@ static json_t *pl_node(pl_build *b, yaml_node_t *node, const char *key,
     }
     switch (node->type) {
     case YAML_SCALAR_NODE:
-        return pl_charge(b, node, key) ? pl_scalar(b, node) : NULL;
+        return pl_charge(b, node, key) && pl_no_nul(b, node, key, false)
+                   ? pl_scalar(b, node) : NULL;
     case YAML_SEQUENCE_NODE: return pl_sequence(b, node, key, depth);
     case YAML_MAPPING_NODE: return pl_mapping(b, node, key, depth);
     default: break;

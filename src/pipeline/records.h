@@ -36,8 +36,10 @@ typedef struct pl_csv_cols {
 } pl_csv_cols;
 
 /* Resolves the configured columns against the file's header line (when
- * the dataset has one) in base[0, size). 1 when the header line is not
- * whole yet, 0, or -1 with err naming the column. */
+ * the dataset has one) in base[0, size), after a UTF-8 byte order mark
+ * if the file starts with one (rows then start past it). 1 when the
+ * header line is not whole yet, 0, or -1 with err naming the column:
+ * missing, or named twice by the header. */
 int pl_csv_columns(const pl_dsconf *c, const unsigned char *base,
                    uint64_t size, pl_csv_cols *cols, char *err,
                    size_t errlen);

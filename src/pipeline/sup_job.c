@@ -46,11 +46,22 @@ int64_t sup_submit_job(sup *s, const json_t *command,
     json_array_append_new(jobs, submit_job(json_deep_copy(command), def));
     json_t *req = submit_request(jobs);
     int rc;
+    /* aegisd's complaint is kept, not printed: a refusal is said on
+     * stdout in the line that says what was refused, where `aegis
+     * pipeline log` shows it (it prints stdout, then stderr: a reason on
+     * stderr came after the line that pointed to it) */
+    char said[sizeof(s->refused)] = "";
+    client_complaints_to(said, sizeof(said));
     json_t *ans = req ? client_call("pipeline", s->socket, req, &rc) : NULL;
+    client_complaints_to(NULL, 0);
     int64_t id = json_integer_value(json_array_get(json_object_get(ans, "ids"),
                                                    0));
     json_decref(ans);
-    if (!ans && req && rc == CLI_USAGE) return SUP_REFUSED;
+    if (!ans && req && rc == CLI_USAGE) {
+        snprintf(s->refused, sizeof(s->refused), "%s", said);
+        return SUP_REFUSED;
+    }
+    if (!ans && said[0]) fprintf(stderr, "%s\n", said);
     return id > 0 ? id : -1;
 }
 
@@ -105,6 +116,7 @@ int sup_run_job(sup *s, const char *name, const pl_job_section *sec,
         id = sup_submit_job(s, sec->command, &def);
     }
     if (id == SUP_REFUSED) {
+        printf("%s: aegisd refused the job: %s\n", name, s->refused);
         snprintf(state, size, "refused");
         return 0;
     }

@@ -17,8 +17,24 @@ static const char usage[] =
     "usage: aegis-pipeline run FILE\n"
     "       aegis-pipeline replay FILE FROM TO\n"
     "       aegis-pipeline check FILE\n"
+    "\n"
     "The supervisor of a pipeline: aegisd runs it for `aegis pipeline\n"
-    "start` and `replay` (see aegis pipeline --help).\n";
+    "start` and `replay` (see aegis pipeline --help).\n"
+    "\n"
+    "  run     supervises pipeline FILE as it runs: feeds its trigger the\n"
+    "          dataset's samples and submits each trigger's training\n"
+    "  replay  the same over the samples with timestamps in [FROM, TO)\n"
+    "          (Unix seconds), in timestamp order, then ends\n"
+    "  check   checks FILE as start does, and changes nothing: every\n"
+    "          section's keys and values (errors name FILE:LINE and the\n"
+    "          key; Modyn's keys aegis ignores are warned of), its trigger,\n"
+    "          selection, embedding and evaluation sections built as run\n"
+    "          builds them, and its dataset one of yours\n"
+    "\n"
+    "Exit status: 0 success (check: the file is good; run and replay: the\n"
+    "pipeline finished); 1 run or replay failed (the state folder, the\n"
+    "dataset's logs, aegisd); 2 bad usage, or FILE refused (check: also a\n"
+    "dataset_id that names no dataset of yours it can read).\n";
 
 /* A supervisor's wait for data: long enough to cost nothing, short enough
  * that a change the watch missed is seen soon. */

@@ -214,8 +214,8 @@ static int sup_train(sup *s, uint32_t n, char *err, size_t errlen) {
     if (id == 0 && (id = sup_find_training(s, n)) == 0)
         id = sup_submit(s, n, why, sizeof(why));
     if (id == SUP_REFUSED) {
-        printf("trigger %u: aegisd refused its training job (why: above)\n",
-               n);
+        printf("trigger %u: aegisd refused its training job: %s\n", n,
+               s->refused);
         return pl_tlog_end(&s->log, n, "refused", err, errlen);
     }
     if (id < 0) {

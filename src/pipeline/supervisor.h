@@ -84,6 +84,8 @@ typedef struct sup {
     uint32_t costs_upto;    /* triggers looked at for them */
     pl_eval_config eval;    /* the evaluation section's handlers and
                                dataset (nhandlers 0: none) */
+    char refused[1024];     /* why aegisd refused the last job refused
+                               (sup_submit_job), to say with it */
 } sup;
 
 /* sup_watch.c */
@@ -210,8 +212,9 @@ int sup_costs(void *ctx, const double **samples, const double **seconds,
  * not say. */
 int64_t sup_find_job(sup *s, const char *name);
 /* Submits command as a job of def (name, gpus, memory) with the
- * supervisor's environment: its id, SUP_REFUSED, or -1 (aegisd could not
- * be reached or failed). */
+ * supervisor's environment: its id, SUP_REFUSED (aegisd's reason in
+ * s->refused, not said: the caller says it with what was refused), or -1
+ * (aegisd could not be reached or failed: said on stderr). */
 int64_t sup_submit_job(sup *s, const json_t *command,
                        const submit_defaults *def);
 /* Waits for job id's end (aegisd's wait answers then): its state into

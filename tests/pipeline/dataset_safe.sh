@@ -3,8 +3,9 @@
 # reach a user's dataset: user A (nobody) and user B (daemon) share a
 # world-writable folder (mode 1777, as /tmp).
 #   gen:   `aegis dataset gen --out DIR` writes nothing through a symbolic
-#          link B planted, nor into a folder B made or anyone may write:
-#          each refused, naming the path, A's own file untouched.
+#          link B planted, nor into a folder B made or anyone may write,
+#          nor into one holding files: each refused, naming the path,
+#          A's own file untouched.
 #   watch: A's data folder writable by others: `dataset add` warns; the
 #          watcher registers A's file, not B's, nor a link B made to A's
 #          private file; a folder of B's, or of a user with no name:
@@ -44,10 +45,11 @@ case_gen() {
     as daemon ln -s "$home/precious" "$shared/stream/part-00000.bin"
     chmod 777 "$shared/stream"
     refused "$shared/stream: the folder belongs to user daemon" $gen "$shared/stream"
-    # A's own folder, a link in it (made there by anyone, earlier)
+    # A's own folder, a link in it (made there by anyone, earlier): not
+    # empty, so nothing is written into it
     as nobody mkdir -m 755 "$home/out"
     as nobody ln -s "$home/precious" "$home/out/drift.json"
-    refused "$home/out/drift.json: a symbolic link is there" $gen "$home/out"
+    refused "$home/out: the folder holds files already (drift.json)" $gen "$home/out"
     # the folder given is itself a link, and a folder others may write
     as nobody ln -s "$home/out" "$home/link"
     refused "$home/link: not a folder (a symbolic link is not followed)" $gen "$home/link"
@@ -57,8 +59,9 @@ case_gen() {
     as nobody "$AEGIS" $gen "$shared/mine" || fail "gen into a new folder"
     [ "$(stat -c %U:%a "$shared/mine")" = nobody:755 ] ||
         fail "the new folder: $(stat -c %U:%a "$shared/mine")"
-    as nobody "$AEGIS" $gen "$shared/mine" || fail "gen again into A's folder"
     [ -s "$shared/mine/part-00001.bin" ] || fail "no second part"
+    # again into A's folder: refused, an earlier stream's files are there
+    refused "$shared/mine: the folder holds files already" $gen "$shared/mine"
 }
 
 case_watch() {

@@ -352,6 +352,63 @@ assert s == ['done', 'training'], s" || fail "show: $("$AEGIS" pipeline show p)"
     until_job "$SUP" "assert d['state'] == 'cancelled'"
 }
 
+# exits_once RC WANT ARGS...: `aegis ARGS` exits RC, saying WANT on
+# stderr exactly once.
+exits_once() {
+    local rc=$1 want=$2 got; shift 2
+    "$AEGIS" "$@" > out.txt 2> err.txt
+    got=$?
+    [ "$got" = "$rc" ] || fail "aegis $*: exit $got, not $rc ($(cat out.txt err.txt))"
+    [ "$(grep -cF -- "$want" err.txt)" = 1 ] ||
+        fail "aegis $*: '$want' not said once: $(cat err.txt)"
+}
+
+# A trigger log with a bad line is an error of show, models and ls, said
+# once with its file and line, exit 1: show printed it twice and an
+# empty table, exit 0; models printed it and then "you have no pipeline",
+# exit 2.
+case_bad_tlog() {
+    start
+    pipeline_file p 2
+    start_pipeline p.yaml
+    until_running "$SUP"
+    local log=$AEGIS_STATE_HOME/pipelines/p/triggers.log
+    until_file "$log"
+    echo garbage >> "$log"
+    local where; where="$log:$(wc -l < "$log"): "
+    exits_once 1 "$where" pipeline show p
+    exits_once 1 "$where" pipeline show p --eval
+    exits_once 1 "$where" pipeline models p
+    exits_once 1 "$where" pipeline ls
+    "$AEGIS" pipeline ls --json 2> /dev/null |
+        pyjson "assert d['name'] == 'p' and d['triggers'] is None, d" ||
+        fail "ls --json gave counts of a log it could not read"
+    "$AEGIS" pipeline stop p > /dev/null || fail "stop"
+    until_job "$SUP" "assert d['state'] == 'cancelled'"
+    # no supervisor row: the log alone
+    exits_once 1 "$where" pipeline show p
+    exits_once 1 "$where" pipeline models p
+    exits_once 2 "you have no pipeline q" pipeline show q
+    exits_once 2 "you have no pipeline q" pipeline models q
+}
+
+# A training aegisd refuses (more GPUs than the server has) ends its
+# trigger as refused, and `aegis pipeline log` says why in the line that
+# says so: it said "(why: above)", the reason printed after it (stderr).
+case_refused() {
+    start
+    pipeline_file p 2 "gpus: 8"
+    start_pipeline p.yaml
+    add_samples tiny 2
+    wait_until "trigger 0 refused" sh -c "'$AEGIS' pipeline show --json p |
+        grep -q '\"state\": *\"refused\"'"
+    "$AEGIS" pipeline log p > log.txt 2>&1 || fail "pipeline log"
+    grep -q "trigger 0: aegisd refused its training job: aegis pipeline: .*GPU" log.txt ||
+        fail "the refusal's line lacks aegisd's reason: $(cat log.txt)"
+    ! grep -q "why: above" log.txt || fail "a reason pointed to: $(cat log.txt)"
+    "$AEGIS" pipeline stop p > /dev/null || fail "stop"
+}
+
 # User nobody's pipeline runs as nobody; root's pipeline commands do not
 # reach it (names are per owner), nobody cannot stop root's, nor start a
 # pipeline on root's dataset.

@@ -7,7 +7,8 @@ window 40-49 drifts. Says which embedding it made with which model in
 $DIR/embeds (DIR: the folder above its working directory) and then in
 $DIR/embedded.K; while $DIR/hold_embed.K exists it waits for its
 removal, having said so in $DIR/embed_holding.K. When $DIR/nan.K exists
-its first row holds NaN, which the supervisor must refuse.
+its first row holds NaN, which the supervisor must refuse (written
+without save_embeddings, which refuses it before the supervisor could).
 """
 import os
 import time
@@ -27,8 +28,13 @@ keys = keys.astype(np.int64)
 rows = np.stack([keys % 10 / 10 + np.where(keys >= 40, 5.0, 0.0),
                  keys * 3 % 10 / 10], axis=1)
 if os.path.exists(os.path.join(top, f"nan.{k}")):
+    # written by hand, as any framework may: save_embeddings refuses NaN
+    # itself, and the supervisor must too
     rows[0, 0] = np.nan
-aegis_pipeline.save_embeddings(rows)
+    with open(os.environ["AEGIS_EMBED_OUT"], "wb") as f:
+        f.write(rows.astype("<f4").tobytes())
+else:
+    aegis_pipeline.save_embeddings(rows)
 model = os.path.basename(os.environ["AEGIS_MODEL"])
 with open(os.path.join(top, "embeds"), "a") as f:
     f.write(f"{k} {model} {len(keys)}\n")

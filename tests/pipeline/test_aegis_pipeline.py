@@ -137,6 +137,25 @@ def check_csv_default_parser(tmp):
     assert np.allclose(np.asarray(x), [float(v) for v in row[2:]], atol=1e-5)
 
 
+def check_csv_bom(tmp):
+    """A CSV file starting with a UTF-8 byte order mark: its header's first
+    name is read without it, as csvrec.c reads it (the reader took
+    "\\ufefflabel" for a name, and found no column 'label')."""
+    env = dict(os.environ, AEGIS_STATE_HOME=os.path.join(tmp, "state"))
+    data = os.path.join(tmp, "bom")
+    os.mkdir(data)
+    with open(os.path.join(data, "a.csv"), "wb") as f:
+        f.write(b"\xef\xbb\xbflabel,ts,x,y\n1,1700000000,0.5,2\n")
+    aegis("dataset", "add", "bom", "--dir", data, "--format", "csv",
+          "--header", "--label-column", "label", "--ts-column", "ts", env=env)
+    aegis("dataset", "watch", "bom", "--once", "--quiet", env=env)
+    trainset = os.path.join(tmp, "bom.tset")
+    write_trainset(trainset, [0], [1.0])
+    state = os.path.join(tmp, "state", "datasets", "bom")
+    (x, label, _), = read_all(aegis_pipeline.TrainingSet(trainset, state), 0)
+    assert label == 1 and np.allclose(np.asarray(x), [0.5, 2.0]), (x, label)
+
+
 def check_csv_features_parity():
     """The Python reader takes as features what csvrec.c takes: finite
     decimal numbers (test_dataset.c checks the same row in C)."""
@@ -218,11 +237,143 @@ def check_api_errors(tmp):
         os.environ.update(env)
     raises(FileNotFoundError, "not a dataset's folder",
            lambda: aegis_pipeline.Dataset(tmp))
+    check_save_errors(tmp)
+
+
+def check_save_errors(tmp):
+    """What aegis would refuse after the job ended is refused when it is
+    saved, where it was written: a NaN embedding, a negative label, a key
+    twice. Neither labels nor scores is said as such (it said "not both"),
+    and a write that fails leaves no PATH.tmp behind (path /tmp left
+    /tmp.tmp)."""
+    out = os.path.join(tmp, "e.pred")
+    save = aegis_pipeline.save_predictions
+    raises(ValueError, "embeddings: a value is NaN or infinite",
+           lambda: aegis_pipeline.save_embeddings([[float("nan")]], path=out))
+    raises(ValueError, "embeddings: a value is NaN or infinite",
+           lambda: aegis_pipeline.save_embeddings([[1.0, 1e39]], path=out))
+    raises(ValueError, "the label of key 11 is -1: labels are classes",
+           lambda: save([10, 11, 12], labels=[0, -1, 2], path=out))
+    raises(ValueError, "key 10 is given twice",
+           lambda: save([10, 11, 10], labels=[0, 1, 2], path=out))
+    try:
+        save([0, 1], path=out)
+    except ValueError as e:
+        assert str(e) == "predictions: give labels or scores", e
+    else:
+        raise AssertionError("no labels and no scores taken")
+    raises(ValueError, "give labels or scores, not both",
+           lambda: save([0], labels=[1], scores=[[0, 1]], path=out))
+    assert not os.path.exists(out)
+    folder = os.path.join(tmp, "a-folder")
+    os.mkdir(folder)
+    for write in (lambda: aegis_pipeline.save_losses([1.0], path=folder),
+                  lambda: save([0], labels=[1], path=folder),
+                  lambda: aegis_pipeline.save_embeddings([[1.0]],
+                                                         path=folder)):
+        try:
+            write()
+        except OSError:
+            pass
+        else:
+            raise AssertionError("a write over a folder succeeded")
+        assert not os.path.exists(folder + ".tmp"), "the temporary was left"
+
+
+def check_bytes_index(state):
+    """Dataset.bytes takes keys 0 to len - 1: -1 gave the last sample."""
+    ds = aegis_pipeline.Dataset(state)
+    raises(IndexError, "no sample with key -1 (3000 registered)",
+           lambda: ds.bytes(-1))
+    raises(IndexError, "no sample with key 3000", lambda: ds.bytes(3000))
+    assert len(ds.bytes(2999)) == 36
+
+
+def flip_byte(path, at):
+    with open(path, "r+b") as f:
+        f.seek(at)
+        b = f.read(1)[0]
+        f.seek(at)
+        f.write(bytes([b ^ 0xFF]))
+
+
+def append_block(path, first, file, sample_file):
+    """A valid block of one sample (no run) at the end of keys.log: of
+    file `file`, its sample saying it is of `sample_file`."""
+    head = struct.Struct("<IIIIQQII")
+    sample = np.zeros(1, aegis_pipeline.SAMPLE_DTYPE)
+    sample["key"], sample["file"], sample["len"] = first, sample_file, 36
+    payload = sample.tobytes()
+    zeroed = head.pack(0x314B4241, 1, 0, file, first, 36, 0, 0)
+    crc = zlib.crc32(payload, zlib.crc32(zeroed))
+    with open(path, "ab") as f:
+        f.write(head.pack(0x314B4241, 1, 0, file, first, 36, crc, 0) +
+                payload)
+
+
+def check_damaged_logs(state, tmp):
+    """The Python reader follows the C readers' rules (keylog.c, filetab.c,
+    dataset.c): a torn tail, which a crash leaves, is dropped quietly;
+    damage with whole records after it, a stray sample, a bad header and a
+    block naming a file past files.log are errors naming the file and
+    byte, where the reader cut the log there and returned 1000 samples of
+    3000 (or none) without a word."""
+    copy = os.path.join(tmp, "damaged")
+
+    def fresh():
+        subprocess.run(["rm", "-rf", copy], check=True)
+        subprocess.run(["cp", "-r", state, copy], check=True)
+        return os.path.join(copy, "keys.log"), os.path.join(copy, "files.log")
+
+    def count():
+        return len(aegis_pipeline.Dataset(copy).samples)
+
+    keys, files = fresh()
+    size = os.path.getsize(keys)
+    flip_byte(keys, 16 + 50)                  # in the first of 3 blocks
+    raises(ValueError, "keys.log: damaged at byte 16, with whole blocks",
+           count)
+    keys, files = fresh()
+    flip_byte(files, 16 + 12 + 3)             # the first file's name
+    raises(ValueError, "files.log: damaged at byte 16, with whole entries",
+           count)
+    keys, files = fresh()
+    os.truncate(files, 16 + 26 + 5)           # the second entry torn
+    raises(ValueError, "keys.log: the block at byte ", count)
+    raises(ValueError, "names file 1, past the 1 files " + files, count)
+    os.truncate(files, 0)
+    raises(ValueError, "names file 0, past the 0 files", count)
+    os.unlink(files)
+    raises(ValueError, "names file 0, past the 0 files", count)
+    keys, files = fresh()
+    os.truncate(keys, size - 7)               # a crash's torn tail
+    assert count() == 2000, count()
+    flip_byte(keys, 3)
+    raises(ValueError, "keys.log: not a key log (bad header)", count)
+    keys, files = fresh()
+    append_block(keys, 3000, 0, 2)
+    raises(ValueError, "holds a sample of file 2 with key 3000", count)
+    keys, files = fresh()
+    append_block(keys, 3000, 0, 0)            # its own sample: read
+    assert count() == 3001, count()
+
+
+def check_short_key_log(state, tmp):
+    """A keys.log empty or shorter than its header is one no watcher has
+    written yet (dataset.c's log_not_yet): no samples, where the reader
+    raised a bare struct.error naming nothing."""
+    copy = os.path.join(tmp, "short")
+    subprocess.run(["cp", "-r", state, copy], check=True)
+    keys = os.path.join(copy, "keys.log")
+    for size in (0, 10):
+        os.truncate(keys, size)
+        assert len(aegis_pipeline.Dataset(copy).samples) == 0
 
 
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         check_csv_default_parser(tmp)
+        check_csv_bom(tmp)
         check_api_errors(tmp)
         check_many_files(tmp)
         check_csv_features_parity()
@@ -236,6 +387,9 @@ def main():
         check_order(state, trainset)
         check_user_functions(state, trainset, keys)
         check_refused(state, tmp, keys, weights)
+        check_damaged_logs(state, tmp)
+        check_short_key_log(state, tmp)
+        check_bytes_index(state)
     print("aegis_pipeline: ok")
 
 

@@ -252,6 +252,37 @@ static void file_table_damaged_in_the_middle_is_not_cut(void **state) {
     assert_keys_in_order(f, 30);
 }
 
+/* files.log cut, emptied or removed under keys.log's blocks of its
+ * files: readers stopped quietly at the first such block (`dataset show`
+ * said 10 samples of 30, or none) while the watcher refused to start.
+ * The watcher lists a file before its first block, so no crash-free or
+ * torn state has a block past the table: readers refuse it too, naming
+ * both logs. */
+static void file_table_cut_under_its_blocks_refused(void **state) {
+    fixture *f = *state;
+    add_dataset(f, binary12);
+    const char *names[] = {"a.bin", "b.bin", "c.bin"};
+    for (int i = 0; i < 3; i++) write_records(f, names[i], 10 * i, 10);
+    assert_int_equal(scan_once(f), 30);
+    char path[256], err[512];
+    snprintf(path, sizeof(path), "%s/datasets/d/files.log", f->state);
+    pl_dataset *ds = NULL;
+    assert_int_equal(truncate(path, 16 + 12 + 5 + 4), 0); /* b.bin torn */
+    assert_int_equal(pl_dataset_open(f->state, "d", &ds, err, sizeof(err)),
+                     -1);
+    assert_non_null(strstr(err, "keys.log: the block at byte "));
+    assert_non_null(strstr(err, "names file 1, past the 1 files "));
+    assert_non_null(strstr(err, "files.log lists: that table was cut or lost"));
+    assert_int_equal(truncate(path, 0), 0);
+    assert_int_equal(pl_dataset_open(f->state, "d", &ds, err, sizeof(err)),
+                     -1);
+    assert_non_null(strstr(err, "names file 0, past the 0 files "));
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(pl_dataset_open(f->state, "d", &ds, err, sizeof(err)),
+                     -1);
+    assert_non_null(strstr(err, "names file 0, past the 0 files "));
+}
+
 /* A valid entry of files.log naming a file outside the folder (the
  * watcher lists only the folder's own) is refused, not joined to it. */
 static void file_outside_the_folder_refused(void **state) {
@@ -668,6 +699,61 @@ static int said_of(const char *said, const char *name, const char *what) {
     return strstr(said, line) != NULL;
 }
 
+/* A CSV file starting with a UTF-8 byte order mark (Excel's "CSV
+ * UTF-8") is read past it: with a header, its first name was
+ * "\xEF\xBB\xBFts" and the file was passed over ("no column 'ts'");
+ * without one, the first row's label was no number. */
+static void csv_byte_order_mark_skipped(void **state) {
+    fixture *f = *state;
+    pl_dsconf c = {.format = PL_FORMAT_CSV, .sep = ',', .header = 1};
+    strcpy(c.label_column, "label");
+    strcpy(c.ts_column, "ts");
+    add_dataset(f, c);
+    static const char text[] = "\xEF\xBB\xBFts,label,x\n100,1,0.5\n";
+    write_file(f, "bom.csv", text, strlen(text));
+    char said[512] = "";
+    assert_int_equal(scan_saying(f, said, sizeof(said)), 1);
+    assert_string_equal(said, "");
+    pl_dataset *ds = open_dataset(f);
+    const pl_sample *s = pl_dataset_samples(ds);
+    assert_int_equal(s[0].ts, 100);
+    assert_int_equal(s[0].label, 1);
+    float x[4];
+    size_t dim;
+    char err[256];
+    assert_int_equal(pl_dataset_features(ds, 0, x, 4, &dim, err,
+                                         sizeof(err)), 0);
+    assert_int_equal(dim, 1);
+    assert_true(x[0] == 0.5f);
+    pl_dataset_close(ds);
+    pl_csv_cols cols;
+    c.header = 0;
+    strcpy(c.label_column, "1");
+    strcpy(c.ts_column, "0");
+    static const char row[] = "\xEF\xBB\xBF" "7,2\n";
+    assert_int_equal(pl_csv_columns(&c, (const unsigned char *)row,
+                                    strlen(row), &cols, err, sizeof(err)), 0);
+    assert_int_equal(cols.first_row, 3);
+}
+
+/* A header naming the label's or timestamp's column twice is said, the
+ * file passed over: `ts,ts,label` took the first ts without a word. */
+static void csv_column_named_twice_refused(void **state) {
+    fixture *f = *state;
+    pl_dsconf c = {.format = PL_FORMAT_CSV, .sep = ',', .header = 1};
+    strcpy(c.label_column, "label");
+    strcpy(c.ts_column, "ts");
+    add_dataset(f, c);
+    static const char text[] = "ts,ts,label\n100,200,1\n";
+    write_file(f, "twice.csv", text, strlen(text));
+    static const char other[] = "ts,label,x,x\n100,1,2,3\n";
+    write_file(f, "fine.csv", other, strlen(other)); /* x: no column read */
+    char said[512] = "";
+    assert_int_equal(scan_saying(f, said, sizeof(said)), 1);
+    assert_true(said_of(said, "twice.csv", "the header names column 'ts' "
+                                           "twice (columns 0 and 1)"));
+}
+
 /* Other users' files are passed over, each saying whose it is: the name
  * of each user, or the number of one without a name, whatever the order
  * the scan meets them in (the name looked up once is the right one). */
@@ -899,6 +985,8 @@ int main(void) {
                                         teardown),
         cmocka_unit_test_setup_teardown(
             file_table_damaged_in_the_middle_is_not_cut, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            file_table_cut_under_its_blocks_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(file_outside_the_folder_refused,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(dataset_json_values_checked, setup,
@@ -914,6 +1002,10 @@ int main(void) {
         cmocka_unit_test_setup_teardown(binary_label_out_of_range, setup,
                                         teardown),
         cmocka_unit_test(csv_features_are_decimal),
+        cmocka_unit_test_setup_teardown(csv_byte_order_mark_skipped, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(csv_column_named_twice_refused,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(csv_rows_and_bad_rows, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(

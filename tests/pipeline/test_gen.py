@@ -2,7 +2,8 @@
 others; drift.json's points are where the generator's means and class
 shares move, by the documented drift size (2 standard deviations per
 pair of features for the tabular stream); the CSV, binary and image
-streams agree with their drift.json; bad usage exits 2.
+streams agree with their drift.json; bad usage, and an --out or options
+it cannot use as asked, exit 2.
 
 usage: test_gen.py AEGIS"""
 import filecmp
@@ -97,11 +98,47 @@ def check_usage():
     assert bad.returncode == 2
 
 
+def refused(rc, want, *args):
+    """aegis dataset gen ARGS exits rc saying want."""
+    bad = subprocess.run([AEGIS, "dataset", "gen", *args],
+                         capture_output=True)
+    assert bad.returncode == rc and want in bad.stderr.decode(), \
+        (args, bad.returncode, bad.stderr)
+
+
+def check_refused(tmp):
+    """What gen cannot do as asked is refused, exit 2, where it was done
+    another way: a folder of an earlier stream kept its 10 part files
+    beside the 2 written ("files": 2), --files 100 over 10 samples wrote
+    10 files ("files": 100), an image's --dim was ignored, and an --out
+    that is a file exited 1. Without --files, fewer samples than its
+    default 20 make a file each."""
+    out = os.path.join(tmp, "again")
+    gen(out, "tabular", "--samples", "100", "--files", "10")
+    refused(2, f"{out}: the folder holds files already (", "tabular",
+            "--out", out, "--samples", "100", "--files", "2")
+    assert len(os.listdir(out)) == 11
+    few = os.path.join(tmp, "few")
+    refused(2, "--files 100 is more than --samples 10", "tabular", "--out",
+            few, "--samples", "10", "--files", "100")
+    assert gen(few, "tabular", "--samples", "10")["files"] == 10
+    assert len(os.listdir(few)) == 11
+    refused(2, "--dim is for tabular streams", "image", "--out",
+            os.path.join(tmp, "img5"), "--dim", "5")
+    refused(2, "--files is for --format binary and csv", "tabular",
+            "--format", "file", "--out", os.path.join(tmp, "f3"),
+            "--files", "3")
+    assert gen(os.path.join(tmp, "f5"), "tabular", "--format", "file",
+               "--samples", "5")["files"] == 5
+    refused(2, "/etc/passwd: not a folder", "tabular", "--out", "/etc/passwd")
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         check_deterministic(tmp)
         check_tabular_drift(tmp)
         check_csv_and_image(tmp)
+        check_refused(tmp)
     check_usage()
     print("aegis dataset gen: ok")
 

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -125,6 +126,23 @@ static void test_bad_values(void **state) {
         expect_error(edit("  mem: 2g\n", line), 17,
                      "training.mem: expected an amount of memory");
     }
+}
+
+/* A NUL byte in the text ("\0" in double quotes) is refused by key: the
+ * text is read as a C string, and `command: "python3 \0 train.py"` ran
+ * `python3 ` with check and start saying nothing. */
+static void test_nul_byte(void **state) {
+    (void)state;
+    expect_error(edit("  command: python3 train.py\n",
+                      "  command: \"python3 \\0 train.py\"\n"), 13,
+                 "training.command: holds a NUL byte");
+    expect_error(edit("  command: python3 train.py\n",
+                      "  command: [python3, \"a\\0b\"]\n"), 13,
+                 "training.command[1]: holds a NUL byte");
+    expect_error(edit("  name: tiny\n", "  name: \"tiny\\0x\"\n"), 2,
+                 "pipeline.name: holds a NUL byte");
+    expect_error(edit("  keep_last: 2\n", "  \"keep_last\\0x\": 2\n"), 19,
+                 "model_storage: a key holds a NUL byte");
 }
 
 static void test_missing(void **state) {
@@ -329,7 +347,7 @@ static void test_embedding(void **state) {
                  "embedding: missing key command");
     expect_error(edit("model_storage:\n", "embedding:\n  command: x\n"
                       "  gpus: 0\nmodel_storage:\n"), 20,
-                 "embedding.gpus: expected 1 to 64");
+                 "embedding.gpus: expected 1 to 8");
     expect_error(edit("model_storage:\n", "embedding:\n  command: x\n"
                       "  mem: lots\nmodel_storage:\n"), 20,
                  "embedding.mem: expected an amount of memory");
@@ -394,6 +412,60 @@ static void test_alias_bytes(void **state) {
     }
 }
 
+/* good with training.command given as head, n times item, then tail. */
+static char *with_command(const char *head, const char *item, size_t n,
+                          const char *tail) {
+    return edit_repeated("  command: python3 train.py\n", head, item, n,
+                         tail);
+}
+
+/* text fails to load with "PATH:13: want..." (training.command's line). */
+static void expect_command_error(char *text, const char *want) {
+    expect_error(text, 13, want);
+    free(text);
+}
+
+/* A command aegisd or exec would refuse at every trigger's job is refused
+ * at check: more words than aegisd's jobs[].cmd takes, a word longer than
+ * exec takes, or all of them with the environment past ARG_MAX; check
+ * and start took 50,000 words and a 900 kB line. */
+static void test_command_limits(void **state) {
+    (void)state;
+    /* aegisd takes 1 to CORE_MAX_JOB_GPUS GPUs a job; 9 to 64 were
+     * taken here and each training refused */
+    expect_error(edit("  mem: 2g\n", "  gpus: 9\n"), 17,
+                 "training.gpus: expected 1 to 8");
+    expect_command_error(with_command("  command: [x", ", x", 4096, "]\n"),
+                         "training.command: 4097 words, more than aegisd "
+                         "takes (4096)");
+    pl_file cfg;
+    char err[1024], path[64];
+    char *text = with_command("  command: [x", ", x", 4095, "]\n");
+    if (load(text, &cfg, err, sizeof(err), path) != 0) fail_msg("%s", err);
+    pl_file_free(&cfg);
+    free(text);
+    expect_command_error(with_command("  command: ", "a", 200000, "\n"),
+                         "training.command: a line of 200000 bytes, more "
+                         "than exec takes in one word (131071)");
+    expect_command_error(with_command("  command: [python3, ", "a", 131072,
+                                      "]\n"),
+                         "training.command[1]: a word of 131072 bytes");
+    /* ARG_MAX as a stack of 8 MiB makes it: 2 MiB */
+    struct rlimit stack = {8u << 20, 8u << 20};
+    getrlimit(RLIMIT_STACK, &stack);
+    stack.rlim_cur = 8u << 20;
+    if (stack.rlim_max != RLIM_INFINITY && stack.rlim_max < stack.rlim_cur)
+        skip();
+    assert_int_equal(setrlimit(RLIMIT_STACK, &stack), 0);
+    size_t words = (size_t)sysconf(_SC_ARG_MAX) / 100000 + 1;
+    static char word[100001];
+    char head[sizeof(word) + 32];
+    memset(word, 'a', sizeof(word) - 1);
+    snprintf(head, sizeof(head), "  command: [&w %s", word);
+    expect_command_error(with_command(head, ", *w", words - 1, "]\n"),
+                         "pass the 2097152 exec takes (ARG_MAX)");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_good),        cmocka_unit_test(test_unknown_key),
@@ -402,6 +474,8 @@ int main(void) {
         cmocka_unit_test(test_modyn_keys),  cmocka_unit_test(test_embedding),
         cmocka_unit_test(test_modyn_nested), cmocka_unit_test(test_merge_key),
         cmocka_unit_test(test_bts_ratio),   cmocka_unit_test(test_alias_bytes),
+        cmocka_unit_test(test_nul_byte),
+        cmocka_unit_test(test_command_limits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

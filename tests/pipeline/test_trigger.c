@@ -125,7 +125,7 @@ static void bad_keys(void **state)
                  "trigger.num_sample: unknown key");
     expect_error("{\"id\": \"DataAmountTrigger\"}", "trigger.num_samples: missing");
     expect_error("{\"id\": \"DataAmountTrigger\", \"num_samples\": 0}",
-                 "trigger.num_samples: must be between 1");
+                 "trigger.num_samples: must be at least 1");
     expect_error("{\"id\": \"TimeTrigger\", \"every\": \"3x\"}",
                  "trigger.every: '3x' is not <integer><unit>");
     /* it wrapped past int64 to a negative interval, firing at once */

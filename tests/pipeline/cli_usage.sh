@@ -1,0 +1,145 @@
+#!/bin/sh
+# cli_usage.sh -- what `aegis pipeline` and `aegis dataset` refuse before
+# any work, with no aegisd: each refusal's exit status (2 bad usage or
+# input, 1 a failure) and the words that name what is wrong.
+# usage: cli_usage.sh AEGIS CASE; exit 0 pass, 1 fail.
+set -u
+AEGIS=$1 CASE=$2
+HERE=$(cd "$(dirname "$0")" && pwd)
+tmp=$(mktemp -d /tmp/aegis-cli-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+export AEGIS_STATE_HOME=$tmp/state
+cd "$tmp" || exit 1
+
+fail() { echo "FAIL ($CASE): $*" >&2; exit 1; }
+# exits RC WANT ARGS...: `aegis ARGS` exits RC and says WANT on stderr.
+exits() {
+    want_rc=$1 want=$2; shift 2
+    "$AEGIS" "$@" > out.txt 2> err.txt
+    rc=$?
+    [ "$rc" = "$want_rc" ] ||
+        fail "aegis $*: exit $rc, not $want_rc ($(cat out.txt err.txt))"
+    grep -qF -- "$want" err.txt || fail "aegis $*: '$(cat err.txt)' lacks '$want'"
+}
+
+# Each subcommand of `aegis pipeline` takes its own options only: the
+# others' were taken and ignored, exit 0.
+case_pipeline_options() {
+    exits 2 "aegis pipeline log: --svg is not an option of log" \
+        pipeline log X --svg a.svg --merge foo
+    exits 2 "--json is not an option of trace" pipeline trace X --json
+    exits 2 "--json is not an option of start" pipeline start --json f.yaml
+    exits 2 "--from is not an option of ls" pipeline ls --from 5 --eval
+    exits 2 "--cancel-training is not an option of show" \
+        pipeline show X --cancel-training
+    exits 2 "--eval is not an option of models" pipeline models X --eval
+    exits 2 "--to is not an option of compare" pipeline compare a b --to 3
+}
+
+# `aegis dataset add` refuses an option of another format (it was stored
+# in dataset.json and never used), a --pattern no data file's name can
+# match (an empty one became *.csv), and binary without --record-size
+# (which was said as "record_size: 0 is not label_size (4) plus ...").
+case_dataset_add() {
+    mkdir d
+    exits 2 "--header is for --format csv, not file" dataset add x --dir d \
+        --format file --header --sep ';' --ts-column 3
+    exits 2 "--ts-column is for --format csv, not file" dataset add x \
+        --dir d --format file --ts-column 3
+    exits 2 "--record-size is for --format binary, not csv" dataset add x \
+        --dir d --format csv --record-size 36 --label-size 2
+    exits 2 "--label-size is for --format binary, not csv" dataset add x \
+        --dir d --format csv --label-size 2
+    exits 2 "--header is for --format csv, not binary" dataset add x \
+        --dir d --format binary --record-size 8 --header --label-column 3
+    exits 2 "--label-column is for --format csv, not binary" dataset add x \
+        --dir d --format binary --record-size 8 --label-column 3
+    exits 2 "--sep is for --format csv, not binary" dataset add x \
+        --dir d --format binary --record-size 8 --sep ';'
+    exits 2 "--format binary needs --record-size" dataset add x --dir d \
+        --format binary
+    exits 2 "--pattern '' is empty" dataset add x --dir d --format csv \
+        --pattern ''
+    exits 2 "--pattern '../*' holds a '/'" dataset add x --dir d \
+        --format csv --pattern '../*'
+    exits 2 "--pattern '.*' starts with '.'" dataset add x --dir d \
+        --format file --pattern '.*'
+    exits 2 "--pattern 'a*.tmp' ends in .tmp" dataset add x --dir d \
+        --format file --pattern 'a*.tmp'
+    [ ! -e "$AEGIS_STATE_HOME/datasets/x" ] || fail "a refused add stored x"
+    "$AEGIS" dataset add x --dir d --format csv --header --ts-column ts \
+        --pattern 'p*.csv' > /dev/null || fail "a right add refused"
+}
+
+# A name that is no dataset's, or names none, is bad input (2), as an
+# unknown job or pipeline is: show, rm and watch exited 1 for it (and
+# `show ''` 1 where `show ../x` exited 2); 1 stays for failures.
+case_dataset_names() {
+    exits 2 "aegis dataset show: no dataset nosuch" dataset show nosuch
+    exits 2 "aegis dataset show: no dataset nosuch" dataset show nosuch --json
+    exits 2 "aegis dataset rm: no dataset nosuch" dataset rm nosuch
+    exits 2 "aegis dataset watch: no dataset nosuch" dataset watch nosuch --once
+    exits 2 "aegis dataset watch: no dataset nosuch" dataset watch nosuch --detach
+    exits 2 "aegis dataset share: no dataset nosuch" dataset share nosuch root
+    exits 2 "'' is not a dataset name" dataset show ''
+    exits 2 "'.x' is not a dataset name" dataset rm .x
+    exits 2 "'../x' is not STATE/datasets/NAME" dataset show ../x
+    exits 2 "no dataset x ($tmp/datasets/x)" dataset show "$tmp/datasets/x"
+    mkdir d
+    "$AEGIS" dataset add x --dir d --format csv > /dev/null || fail "add"
+    "$AEGIS" dataset watch x --once --quiet || fail "watch --once"
+    echo garbage > "$AEGIS_STATE_HOME/datasets/x/keys.log.new"
+    mv "$AEGIS_STATE_HOME/datasets/x/keys.log.new" \
+        "$AEGIS_STATE_HOME/datasets/x/keys.log"
+    echo garbage-too >> "$AEGIS_STATE_HOME/datasets/x/keys.log"
+    exits 1 "keys.log: not a key log (bad header)" dataset show x
+    exits 1 "keys.log: not a key log (bad header)" dataset watch x --once
+}
+
+# helps HELP_ARGS... -- WANT...: the help says each WANT.
+helps() {
+    cmd=
+    while [ "$1" != -- ]; do cmd="$cmd $1"; shift; done
+    shift
+    $cmd > out.txt 2>&1 || fail "$cmd: exit $?"
+    for want in "$@"; do
+        grep -qF -- "$want" out.txt || fail "$cmd lacks '$want': $(cat out.txt)"
+    done
+}
+
+# The helps say their exit status, what --json gives, and what
+# aegis-pipeline check does.
+case_help() {
+    helps "$AEGIS" dataset ls --help -- "Exit status: 0 success, 1" \
+        "--json  one JSON array"
+    helps "$AEGIS" dataset show --help -- "Exit status: 0 success, 1" \
+        "--json  one JSON object" "no dataset of yours"
+    helps "$(dirname "$AEGIS")/aegis-pipeline" --help -- \
+        "Exit status: 0 success" "check   checks FILE as start does"
+}
+
+# The errors docs/pipelines.md quotes for its smallest pipeline are the
+# ones given, word for word: it quoted "trigger.num_samples: expected a
+# number >= 1" where check said "must be between 1 and
+# 9223372036854775807".
+case_doc_errors() {
+    docs=$HERE/../../docs/pipelines.md
+    /usr/bin/python3 - "$docs" > tiny.good <<'PY' || fail "no tiny pipeline"
+import re, sys
+text = open(sys.argv[1]).read()
+print(re.search(r"```yaml\n(pipeline:.*?)```", text, re.S).group(1), end="")
+PY
+    sed 's/num_samples: 2$/num_samples: 0/' tiny.good > tiny.yaml
+    "$(dirname "$AEGIS")/aegis-pipeline" check tiny.yaml 2> err.txt &&
+        fail "check took num_samples 0"
+    grep -qxF -- "$(cat err.txt)" "$docs" ||
+        fail "docs/pipelines.md does not quote '$(cat err.txt)'"
+    sed 's/epochs_per_trigger: 1$/epochs_per_trigger: 0/' tiny.good > tiny.yaml
+    "$AEGIS" pipeline start tiny.yaml 2> err.txt &&
+        fail "start took epochs_per_trigger 0"
+    grep -qxF -- "$(cat err.txt)" "$docs" ||
+        fail "docs/pipelines.md does not quote '$(cat err.txt)'"
+}
+
+"case_$CASE"
+echo "ok: $CASE"
