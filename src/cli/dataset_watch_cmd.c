@@ -60,19 +60,25 @@ static void catch_stop(void) {
     sigaction(SIGINT, &sa, NULL);
 }
 
+/* The caller's state folder into state (4096 bytes), once it holds the
+ * dataset: CLI_OK, or the exit status after saying why not. */
+static int watched_state(const char *name, char *state) {
+    char dsdir[4200];
+    if (!pl_state_dir(state, 4096)) {
+        fputs("aegis dataset watch: no state folder ($AEGIS_STATE_HOME, "
+              "$XDG_STATE_HOME or $HOME)\n", stderr);
+        return CLI_FAIL;
+    }
+    return dataset_known("watch", state, name, dsdir, sizeof(dsdir));
+}
+
 /* --detach: this command, without --detach, as a job aegisd keeps
  * running as the caller (the caller's environment names the state
  * folder). */
 static int detach_watch(const char *name, double interval) {
     char self[PATH_MAX], job_name[128], secs[32], state[4096] = "", err[512];
-    char dsdir[4200];
     pl_dataset *ds;
-    if (!pl_state_dir(state, sizeof(state))) {
-        fputs("aegis dataset watch: no state folder ($AEGIS_STATE_HOME, "
-              "$XDG_STATE_HOME or $HOME)\n", stderr);
-        return CLI_FAIL;
-    }
-    int rc = dataset_known("watch", state, name, dsdir, sizeof(dsdir));
+    int rc = watched_state(name, state);
     if (rc != CLI_OK)
         return rc;
     if (pl_dataset_open(state, name, &ds, err, sizeof(err)) != 0) {
@@ -97,14 +103,9 @@ static int detach_watch(const char *name, double interval) {
 }
 
 static int run_watch(const char *name, double interval, int once, int quiet) {
-    char state[4096], err[512], dsdir[4200];
+    char state[4096], err[512];
     pl_watch *w;
-    if (!pl_state_dir(state, sizeof(state))) {
-        fputs("aegis dataset watch: no state folder ($AEGIS_STATE_HOME, "
-              "$XDG_STATE_HOME or $HOME)\n", stderr);
-        return CLI_FAIL;
-    }
-    int known = dataset_known("watch", state, name, dsdir, sizeof(dsdir));
+    int known = watched_state(name, state);
     if (known != CLI_OK)
         return known;
     if (pl_watch_open(state, name, &w, err, sizeof(err)) < 0) {
