@@ -120,11 +120,11 @@ static bool file_listed(pl_dataset *ds, uint32_t file) {
     }
     if (file < ds->files.count)
         return true;
+    /* the caller names keys.log's path: files.log lies beside it */
     snprintf(ds->stop_why, sizeof(ds->stop_why), "the block at byte %llu "
-             "names file %u, past the %u files %s lists: that table was cut "
-             "or lost (restore both from one copy)",
-             (unsigned long long)ds->log_pos, file, ds->files.count,
-             ds->files_path);
+             "names file %u, past the %u files of files.log beside it: that "
+             "table was cut or lost (restore both from one copy)",
+             (unsigned long long)ds->log_pos, file, ds->files.count);
     return false;
 }
 
