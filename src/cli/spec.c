@@ -340,7 +340,7 @@ static int spec_job(spec *s, yaml_node_t *map, const submit_defaults *def,
             if (rc == 0 && !strcmp(k, "mem"))
                 rc = spec_mem(s, v, k, &d.mem);
             else if (rc == 0)
-                rc = spec_number(s, v, k, SUBMIT_MIN_MEM_MIB,
+                rc = spec_number(s, v, k, PROTO_MIN_MEM_MIB,
                                  PROTO_MAX_MEM_MIB, false, &d.mem);
         } else if (!strcmp(k, "model")) {
             const char *file;
@@ -589,7 +589,7 @@ static int spec_aegis_resource(spec *s, const char *k, yaml_node_t *v,
         return 0;
     }
     if (!strcmp(k, "gpu_memory_requirement_mib"))
-        return spec_number(s, v, dotted, SUBMIT_MIN_MEM_MIB, PROTO_MAX_MEM_MIB,
+        return spec_number(s, v, dotted, PROTO_MIN_MEM_MIB, PROTO_MAX_MEM_MIB,
                            false, &job->d.mem);
     return 1;
 }

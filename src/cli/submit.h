@@ -55,9 +55,8 @@ void submit_desc_warnings(const char *cmd, const char *name,
 
 /* An amount of memory into MiB: a number with an optional unit, m/MiB/MB
  * (the default), g/GiB/GB or t/TiB/TB, any case; binary units (4g is
- * 4096 MiB). -1 when it is not one, or under 1 MiB (SUBMIT_MIN_MEM_MIB)
+ * 4096 MiB). -1 when it is not one, or under 1 MiB (PROTO_MIN_MEM_MIB)
  * or over 1 TiB (PROTO_MAX_MEM_MIB), as aegisd takes them. */
-#define SUBMIT_MIN_MEM_MIB 1.0
 int submit_parse_mem(const char *text, double *mib);
 
 /* What submit_parse_mem() takes, for the messages that refuse a value. */

@@ -110,7 +110,7 @@ int submit_parse_mem(const char *text, double *mib) {
         /* under 1 MiB is no job's memory: 0.0001 and 1e-400 (which
          * strtod makes 0) were taken as 0 MiB, admitting the job as if it
          * needed none */
-        if (!isfinite(v) || v < SUBMIT_MIN_MEM_MIB || v > PROTO_MAX_MEM_MIB)
+        if (!isfinite(v) || v < PROTO_MIN_MEM_MIB || v > PROTO_MAX_MEM_MIB)
             return -1;
         *mib = v;
         return 0;

@@ -447,10 +447,8 @@ static int proto_parse_job(json_t *obj, size_t i, proto_job *job, char *err,
         return -1;
     if (g) job->gpus = (int)v;
     job->mem_mib = -1;
-    /* from 1 MiB: a job's memory under it (0, 1e-9) would admit it as if
-     * it needed none; "none" is the key left out */
-    if (proto_number(obj, "mem_mib", where, 1, PROTO_MAX_MEM_MIB,
-                     &job->mem_mib, err, errlen) ||
+    if (proto_number(obj, "mem_mib", where, PROTO_MIN_MEM_MIB,
+                     PROTO_MAX_MEM_MIB, &job->mem_mib, err, errlen) ||
         proto_number(obj, "time_limit_s", where, 1, TIMELIMIT_MAX_S,
                      &job->time_limit_s, err, errlen))
         return -1;
@@ -741,8 +739,8 @@ static int proto_parse_update(json_t *root, proto_request *req, char *err,
     int64_t nice = 0;
     if (proto_number(root, "time_limit_s", "update", 1, TIMELIMIT_MAX_S,
                      &u->time_limit_s, err, errlen) ||
-        proto_number(root, "mem_mib", "update", 1, PROTO_MAX_MEM_MIB,
-                     &u->mem_mib, err, errlen) ||
+        proto_number(root, "mem_mib", "update", PROTO_MIN_MEM_MIB,
+                     PROTO_MAX_MEM_MIB, &u->mem_mib, err, errlen) ||
         proto_field_int(root, "nice", false, 0, CORE_NICE_MAX, &nice, err,
                         errlen) ||
         proto_label(root, "name", "update", PROTO_MAX_NAME, false, &u->name,

@@ -98,7 +98,10 @@
 #define PROTO_MAX_REASON 200
 /* A job's notifier, a shell command line. */
 #define PROTO_MAX_NOTIFY 4096
-/* Memory a job may ask for, MiB (1 TiB: above any GPU made). */
+/* Memory a job may ask for, MiB: from 1 MiB (under it, 0 or 1e-9, a job
+ * would be admitted as if it needed none; "none" is the key left out) to
+ * 1 TiB (above any GPU made). */
+#define PROTO_MIN_MEM_MIB 1.0
 #define PROTO_MAX_MEM_MIB (1024.0 * 1024.0)
 /* CPUs a job may ask for its cgroup. */
 #define PROTO_MAX_CPUS 4096

@@ -316,9 +316,9 @@ static int pl_read_memory(pl_file *cfg, json_t *t, const char *section,
     else if (json_is_string(mem) &&
              submit_parse_mem(json_string_value(mem), out) != 0)
         *out = 0; /* refused below */
-    /* aegisd takes a job's memory from 1 MiB (SUBMIT_MIN_MEM_MIB) */
+    /* aegisd takes a job's memory from 1 MiB (PROTO_MIN_MEM_MIB) */
     if ((json_is_number(mem) || json_is_string(mem)) &&
-        !(*out >= SUBMIT_MIN_MEM_MIB && *out <= PROTO_MAX_MEM_MIB)) {
+        !(*out >= PROTO_MIN_MEM_MIB && *out <= PROTO_MAX_MEM_MIB)) {
         snprintf(path, sizeof(path), "%s.mem", section);
         pl_yaml_error(&cfg->doc, path, err, errlen,
                       "expected an amount of memory (4g, 512m, or MiB) from "
