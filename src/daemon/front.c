@@ -59,17 +59,18 @@ static const char busy_line[] =
     "{\"ok\":false,\"error\":\"server busy: aegisd is taking no "
     "connections now (its loop is held); try again\",\"server_error\":true}\n";
 
-/* How soon a line not yet whole is looked at again: clients write a
- * request and its newline apart (the aegis command does), and its bytes
- * stay readable, so poll() would wake again at once. */
+/* How soon a connection is looked at again, not woken for: one whose
+ * line is not yet whole, since clients write a request and its newline
+ * apart (the aegis command does), and its bytes stay readable, so poll()
+ * would wake again at once; and one just answered (look()). */
 #define FRONT_RECHECK_MS 2
 
 typedef struct held {
     int fd;
     uid_t uid;
     uint64_t until_ms;  /* its time in the front ends */
-    uint64_t again_ms;  /* a line not whole: looked at again then; 0: when
-                           readable */
+    uint64_t again_ms;  /* a line not whole, or one just answered: looked
+                           at again then; 0: when readable */
 } held;
 
 struct d_front {
@@ -192,17 +193,23 @@ static held_next answer(d_front *f, int fd, size_t line_len, size_t reply_len) {
 
 /* What becomes of a held connection, looked at `now`: its `gpus` lines
  * answered while the copy is fresh, the rest (another request, a line not
- * whole, bytes after the line) the loop's. */
+ * whole, bytes after the line) the loop's.
+ * An answered connection is looked at again FRONT_RECHECK_MS later, not
+ * when it becomes readable: a client's next event is most often its close,
+ * right after it reads the answer, and the front, woken then ahead of it
+ * (real-time class), would take its CPU from it, which aegisd's busier
+ * threads could then keep (up to 1 ms, in the churn benchmark). Found
+ * silent then, it is woken for again. */
 static held_next look(d_front *f, held *h, uint64_t now) {
     char buf[FRONT_PEEK];
     ssize_t n = recv(h->fd, buf, sizeof(buf), MSG_PEEK | MSG_DONTWAIT);
+    h->again_ms = 0;
     if (n == 0) return HELD_GONE;
     if (n < 0) {
         if (errno != EAGAIN && errno != EINTR) return HELD_GONE;
         return now >= h->until_ms ? HELD_HAND : HELD_KEEP;
     }
     const char *nl = memchr(buf, '\n', (size_t)n);
-    h->again_ms = 0;
     if (!nl) {
         if (now >= h->until_ms || n == (ssize_t)sizeof(buf)) return HELD_HAND;
         h->again_ms = now + FRONT_RECHECK_MS;
@@ -214,6 +221,7 @@ static held_next look(d_front *f, held *h, uint64_t now) {
     if (reply_len == 0) return HELD_HAND;
     held_next next = answer(f, h->fd, line_len, reply_len);
     if (next == HELD_KEEP && (size_t)n > line_len) return HELD_HAND;
+    if (next == HELD_KEEP) h->again_ms = now + FRONT_RECHECK_MS;
     return next;
 }
 

@@ -3,7 +3,8 @@
  * connection to the loop with its bytes unread: a request of another
  * kind, a `gpus` request while the copy is stale, the rest of a
  * connection after its `gpus` lines, a line not complete in time. A
- * client that leaves before its request is never handed over. The wake
+ * client that leaves before its request is never handed over, and one
+ * answered is served again but not spun on. The wake
  * callback writes to a pipe, which the test waits on as aegisd's loop
  * would on its async handle. */
 #include <setjmp.h>
@@ -22,6 +23,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #define ANSWER "{\"ok\":true,\"gpus\":[]}\n"
@@ -219,6 +221,48 @@ static void test_full_queue_told_busy(void **state) {
     for (int i = 0; i < FRONT_QUEUE; i++) close(waiting[i]);
 }
 
+/* A client that asks again on its connection after each answer is
+ * answered each time (an answered connection is looked at again later,
+ * not when it becomes readable: front.c's look()). */
+static void test_gpus_asked_again(void **state) {
+    fixture *f = *state;
+    front_publish(f->front, ANSWER, strlen(ANSWER));
+    int c = connect_to(f);
+    char buf[64];
+    for (int i = 0; i < 3; i++) {
+        send_text(c, GPUS);
+        read_exactly(c, buf, strlen(ANSWER));
+        assert_string_equal(buf, ANSWER);
+    }
+    close(c);
+    assert_nothing_handed(f);
+}
+
+static uint64_t process_cpu_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* A client silent after its answer waits in the front until its time
+ * there ends, then goes to the loop; the front sleeps meanwhile. Looked at
+ * again and again instead, it took the front's whole CPU budget (a fifth
+ * of a CPU) or, without the real-time class, a CPU's share. */
+static void test_silent_after_answer_not_spun(void **state) {
+    fixture *f = *state;
+    front_publish(f->front, ANSWER, strlen(ANSWER));
+    int c = connect_to(f);
+    send_text(c, GPUS);
+    char buf[64];
+    read_exactly(c, buf, strlen(ANSWER));
+    uint64_t cpu_before = process_cpu_ns();
+    int s = take_one(f); /* FRONT_WAIT_MS after the accept */
+    uint64_t cpu_ms = (process_cpu_ns() - cpu_before) / 1000000u;
+    assert_true(cpu_ms < FRONT_WAIT_MS / 10);
+    close(s);
+    close(c);
+}
+
 static void test_leaver_not_handed(void **state) {
     fixture *f = *state;
     close(connect_to(f));
@@ -238,6 +282,10 @@ int main(void) {
                                         teardown),
         cmocka_unit_test_setup_teardown(test_partial_line_handed, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_gpus_asked_again, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_silent_after_answer_not_spun,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_leaver_not_handed, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_full_queue_told_busy, setup,
