@@ -64,9 +64,9 @@ static const char help[] =
 "    Either way all the jobs are queued in one transaction, up to 100000\n"
 "    of them (a RANGE's command is sent once, with its indices).\n"
 "\n"
-"    A SPEC.yaml (a file ending in .yaml or .yml) holds one job as a\n"
-"    mapping, or several under the key jobs; options may also follow it\n"
-"    (aegis submit x.yaml --gpus 2):\n"
+"    A SPEC.yaml (a file ending in .yaml or .yml, or in .json: JSON is\n"
+"    read as YAML) holds one job as a mapping, or several under the key\n"
+"    jobs; options may also follow it (aegis submit x.yaml --gpus 2):\n"
 "\n"
 "        jobs:\n"
 "          - name: bert\n"
@@ -347,10 +347,16 @@ static int submit_range(const char *range, json_t *cmd,
     return 0;
 }
 
+/* Whether arg names a spec: by its suffix, JSON's too (a JSON document
+ * is YAML in flow style, and the YAML reader reads it). */
 static bool submit_is_spec(const char *arg) {
+    static const char *const suffixes[] = {".yaml", ".yml", ".json"};
     size_t n = strlen(arg);
-    return (n > 5 && !strcmp(arg + n - 5, ".yaml")) ||
-           (n > 4 && !strcmp(arg + n - 4, ".yml"));
+    for (size_t i = 0; i < sizeof(suffixes) / sizeof(*suffixes); i++) {
+        size_t k = strlen(suffixes[i]);
+        if (n > k && !strcmp(arg + n - k, suffixes[i])) return true;
+    }
+    return false;
 }
 
 /* Option opt's value when it is UTF-8 text; NULL after saying not. */

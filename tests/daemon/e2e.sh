@@ -36,9 +36,12 @@ assert d[1]['feed']=='imagenet' and d[0]['feed']=='', d" || fail "ls --json"
     # YAML spec and array
     printf 'jobs:\n  - name: a\n    command: echo spec-a\n  - command: [echo, spec-b]\n' > spec.yaml
     ids=$("$AEGIS" submit spec.yaml) || fail "submit spec"
+    # JSON is YAML: a spec.json is read as one, not run as a program
+    printf '{"jobs": [{"name": "j", "command": ["echo", "spec-json"]}]}\n' > spec.json
+    ids="$ids $("$AEGIS" submit spec.json)" || fail "submit spec.json"
     printf 'echo one\n# comment\n\necho two\n' > array.txt
     ids="$ids $("$AEGIS" submit --array array.txt)" || fail "submit array"
-    [ "$(echo $ids | wc -w)" = 4 ] || fail "spec+array ids: $ids"
+    [ "$(echo $ids | wc -w)" = 5 ] || fail "spec+array ids: $ids"
     "$AEGIS" wait $ids >/dev/null || fail "spec/array jobs"
     "$AEGIS" submit -- nosuchprogram-xyz >/dev/null
     "$AEGIS" gpus | grep -q "aegis test GPU" || fail gpus
