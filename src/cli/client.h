@@ -4,6 +4,8 @@
 #ifndef AEGIS_CLIENT_H
 #define AEGIS_CLIENT_H
 
+#include "request_words.h"
+
 #include <jansson.h>
 #include <stdbool.h>
 
@@ -45,6 +47,9 @@ json_t *client_call(const char *cmd, const char *socket, json_t *req,
  * the connection's end. */
 json_t *client_call_open(const char *cmd, const char *socket, json_t *req,
                          int *rc, int *fd);
+/* client_call(), saying a refusal in w's words (request_words.h). */
+json_t *client_call_words(const char *cmd, const char *socket, json_t *req,
+                          const request_words *w, int *rc);
 /* How the last client_call ended: with an answer (whatever it said), with
  * no aegisd to connect to (no socket file, or no one listening: stopped or
  * restarting), with the connection closed before an answer (aegisd

@@ -123,13 +123,10 @@ static char *client_exchange(int fd, char *text, size_t *len) {
     return client_read_line(fd, len);
 }
 
-json_t *client_call(const char *cmd, const char *socket, json_t *req,
-                    int *rc) {
-    return client_call_open(cmd, socket, req, rc, NULL);
-}
-
-json_t *client_call_open(const char *cmd, const char *socket, json_t *req,
-                         int *rc, int *keep) {
+/* client_call_open(), a refusal said in w's words where w is not NULL. */
+static json_t *client_call_as(const char *cmd, const char *socket,
+                              json_t *req, const request_words *w, int *rc,
+                              int *keep) {
     *rc = CLI_FAIL;
     last_end = CLIENT_OTHER;
     char *text = json_dumps(req, JSON_COMPACT);
@@ -153,6 +150,8 @@ json_t *client_call_open(const char *cmd, const char *socket, json_t *req,
     if (line && !answer) client_complain(cmd, "aegisd's answer is not JSON");
     if (answer && !json_is_true(json_object_get(answer, "ok"))) {
         const char *err = json_string_value(json_object_get(answer, "error"));
+        char typed[1024];
+        if (err && w) err = request_words_say(w, err, typed, sizeof(typed));
         client_complain(cmd, "%s", err ? err : "request failed");
         if (!json_is_true(json_object_get(answer, "server_error")))
             *rc = CLI_USAGE;
@@ -164,4 +163,19 @@ json_t *client_call_open(const char *cmd, const char *socket, json_t *req,
     if (answer && keep) *keep = fd;
     else if (fd >= 0) close(fd);
     return answer;
+}
+
+json_t *client_call(const char *cmd, const char *socket, json_t *req,
+                    int *rc) {
+    return client_call_as(cmd, socket, req, NULL, rc, NULL);
+}
+
+json_t *client_call_open(const char *cmd, const char *socket, json_t *req,
+                         int *rc, int *keep) {
+    return client_call_as(cmd, socket, req, NULL, rc, keep);
+}
+
+json_t *client_call_words(const char *cmd, const char *socket, json_t *req,
+                          const request_words *w, int *rc) {
+    return client_call_as(cmd, socket, req, w, rc, NULL);
 }

@@ -105,6 +105,12 @@ int cli_gpus(int argc, char **argv) {
     return CLI_OK;
 }
 
+/* What aegisd refuses in a drain, said as the option. */
+static const request_word drain_fields[] = {{"reason", "--reason"},
+                                           {NULL, NULL}};
+static const request_words drain_words = {.object = "drain",
+                                          .words = drain_fields};
+
 static int drain_or_resume(const char *op, int argc, char **argv) {
     client_flags f;
     bool drain = !strcmp(op, "drain");
@@ -124,7 +130,8 @@ static int drain_or_resume(const char *op, int argc, char **argv) {
         }
         json_object_set_new(req, "reason", reason);
     }
-    json_t *ans = client_call(op, client_socket(f.socket), req, &rc);
+    json_t *ans = client_call_words(op, client_socket(f.socket), req,
+                                    &drain_words, &rc);
     if (!ans) return rc;
     bool was = json_is_true(json_object_get(ans, "was_drained"));
     if (drain)

@@ -169,6 +169,13 @@ static int update_options(int argc, char **argv, json_t *req,
     return 0;
 }
 
+/* What aegisd refuses in an update, said as the option. */
+static const request_word update_fields[] = {
+    {"name", "--name"}, {"nice", "--nice"}, {"mem_mib", "--mem"},
+    {"time_limit_s", "--time"}, {NULL, NULL}};
+static const request_words update_words = {.object = "update",
+                                           .words = update_fields};
+
 int cli_update(int argc, char **argv) {
     json_t *req = json_pack("{s:s}", "op", "update");
     const char *socket = NULL;
@@ -185,7 +192,8 @@ int cli_update(int argc, char **argv) {
         return rc < 0 ? CLI_OK : rc;
     }
     json_object_set_new(req, "id", json_integer(id));
-    json_t *ans = client_call("update", client_socket(socket), req, &rc);
+    json_t *ans = client_call_words("update", client_socket(socket), req,
+                                    &update_words, &rc);
     if (!ans) return rc;
     if (json) client_print_json(ans);
     else printf("job %lld updated\n", (long long)id);

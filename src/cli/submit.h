@@ -11,6 +11,8 @@
 #ifndef AEGIS_SUBMIT_H
 #define AEGIS_SUBMIT_H
 
+#include "request_words.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -90,8 +92,8 @@ char *submit_find_program(const char *name);
 /* Checks each job's program as this user (submit_check.c): -1 after
  * saying why one cannot run (a plain command missing from PATH, or not
  * executable by the user), else 0, after warning of a job that runs after
- * others whose program is missing now. */
-int submit_check_programs(json_t *jobs);
+ * others whose program is missing now. Each job is named in w's words. */
+int submit_check_programs(json_t *jobs, const request_words *w);
 
 /* Reads a YAML job spec, aegis's own or AEGIS's (version: 1), appending
  * its jobs to jobs: -1 after saying why, naming FILE:LINE and the key. */

@@ -71,22 +71,23 @@ static bool found_later(json_t *cmd) {
     return !strcmp(base, "conda") && second && !strcmp(second, "run");
 }
 
-int submit_check_programs(json_t *jobs) {
+int submit_check_programs(json_t *jobs, const request_words *w) {
     size_t i;
     json_t *job;
     json_array_foreach(jobs, i, job) {
         json_t *cmd = json_object_get(job, "cmd");
         const char *program = json_string_value(json_array_get(cmd, 0));
-        char why[4400];
+        char why[4400], which[4200];
         if (!program || found_later(cmd) ||
             program_problem(program, why, sizeof(why)) == 0)
             continue;
+        request_words_job(w, (long)i, which, sizeof(which));
         if (json_array_size(json_object_get(job, "after")) > 0) {
-            fprintf(stderr, "aegis submit: warning: jobs[%zu]: %s; it runs "
-                    "after other jobs, which may make it\n", i, why);
+            fprintf(stderr, "aegis submit: warning: %s%s; it runs after other "
+                    "jobs, which may make it\n", which, why);
             continue;
         }
-        fprintf(stderr, "aegis submit: jobs[%zu]: %s: not queued\n", i, why);
+        fprintf(stderr, "aegis submit: %s%s: not queued\n", which, why);
         return -1;
     }
     return 0;

@@ -240,6 +240,7 @@ typedef struct submit_opts {
     double model_mem;       /* --model's estimate; < 0: none */
     bool has_mem;           /* --mem given */
     const char *array, *socket;
+    const char *spec;       /* the SPEC.yaml the jobs were read from */
     bool json;
 } submit_opts;
 
@@ -501,7 +502,7 @@ static int submit_jobs(int argc, char **argv, submit_opts *o, json_t *jobs) {
     bool dashes = optind > 1 && !strcmp(argv[optind - 1], "--");
     if (!o->array && !dashes && optind < argc && submit_is_spec(argv[optind])) {
         /* a spec may come first, its options after it */
-        const char *spec = argv[optind++];
+        const char *spec = o->spec = argv[optind++];
         int rc = submit_options(argc, argv, o);
         if (rc) return rc < 0 ? 1 : -1;
         if (optind < argc) {
@@ -532,11 +533,13 @@ static int submit_jobs(int argc, char **argv, submit_opts *o, json_t *jobs) {
 }
 
 /* Sends the jobs (taken) and prints their ids. */
-static int submit_send(json_t *jobs, const submit_opts *o) {
+static int submit_send(json_t *jobs, const submit_opts *o,
+                       const request_words *words) {
     json_t *req = submit_request(jobs);
     if (!req) return CLI_USAGE;
     int rc;
-    json_t *ans = client_call("submit", client_socket(o->socket), req, &rc);
+    json_t *ans = client_call_words("submit", client_socket(o->socket), req,
+                                    words, &rc);
     if (!ans) return rc;
     json_t *ids = json_object_get(ans, "ids");
     if (o->json) {
@@ -565,10 +568,16 @@ int cli_submit(int argc, char **argv) {
         rc = got < 0 ? CLI_USAGE : got > 0 ? -1 : 0;
     }
     json_decref(o.after);
-    if (rc == 0 && submit_check_programs(jobs) != 0) rc = CLI_USAGE;
+    /* a job's problems are said as the spec's key or the option */
+    request_words words = {
+        .object = "jobs", .file = o.spec,
+        .words = o.spec ? request_words_spec_keys
+                        : request_words_submit_options,
+        .several = json_array_size(jobs) > 1};
+    if (rc == 0 && submit_check_programs(jobs, &words) != 0) rc = CLI_USAGE;
     if (rc != 0) {
         json_decref(jobs);
         return rc < 0 ? CLI_OK : rc;
     }
-    return submit_send(jobs, &o);
+    return submit_send(jobs, &o, &words);
 }

@@ -88,7 +88,7 @@ case_fail_missing() {
     needs_root
     start
     cd "$DIR/work"
-    aegis_refused "jobs[0]: no-such-trainer: not found on your PATH" submit -- no-such-trainer --epochs 3
+    aegis_refused "aegis submit: no-such-trainer: not found on your PATH" submit -- no-such-trainer --epochs 3
     printf '#!/bin/sh\necho private\n' > private.sh
     chmod 700 private.sh
     as nobody "$AEGIS" submit -- "$DIR/work/private.sh" 2> err.txt && fail "nobody ran root's 0700 script"
@@ -102,7 +102,7 @@ case_fail_missing() {
     sh=$("$AEGIS" submit 'no-such-trainer || true') || fail "shell string refused"
     later=$("$AEGIS" submit --after "$ok" -- ./built-later.sh 2> err.txt) ||
         fail "an --after job refused: $(cat err.txt)"
-    grep -q "warning: jobs\[0\]: .*built-later.sh: No such file" err.txt ||
+    grep -q "warning: \./built-later.sh: No such file" err.txt ||
         fail "no warning: $(cat err.txt)"
     "$AEGIS" wait "$sh" > /dev/null || fail "the shell string job"
 }

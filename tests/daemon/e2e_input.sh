@@ -369,6 +369,30 @@ case_input_submit_values() {
         fail "queued: $("$AEGIS" ls --all)"
 }
 
+# What only aegisd can refuse (a job id that is not there, its own
+# limits) is said as the option or the spec's key that gave it, and which
+# job of a spec: aegisd names its request's fields ("jobs[0].after",
+# "drain.reason"), which nobody typed.
+case_input_refusals_typed() {
+    start
+    cd "$DIR/work"
+    submit_refused "aegis submit: --after: no job 999" --after 999 -- true
+    submit_refused "aegis submit: --gpus: must be a whole number in [1, 8]" \
+        --gpus 9 -- true
+    printf 'jobs:\n  - command: "true"\n  - command: "true"\n    gpus: 9\n' > two.yaml
+    submit_refused "aegis submit: two.yaml: job 2: gpus: must be a whole number in [1, 8]" \
+        two.yaml
+    printf 'jobs:\n  - command: "true"\n  - command: [no-such-program-x]\n' > gone.yaml
+    submit_refused "aegis submit: gone.yaml: job 2: no-such-program-x: not found on your PATH" \
+        gone.yaml
+    aegis_refused "aegis drain: --reason: expected a string of at most 200 bytes" \
+        drain 0 --reason "$(printf '%0201d' 0)"
+    long=$("$AEGIS" submit -- sleep 600) || fail "submit sleep"
+    id=$("$AEGIS" submit --after "$long" -- true) || fail "submit after it"
+    aegis_refused "aegis update: --name: expected a string of at most 128 bytes" \
+        update "$id" --name "$(printf '%0129d' 0)"
+}
+
 # An id named twice is one job: hold, release, cancel and wait each
 # report it once (aegisd answers every id of a request: "cancelled 7"
 # was printed twice).

@@ -124,7 +124,7 @@ case_plus_gpulimit() {
     "$AEGIS" ls | grep "^$wide " | grep -qF "$why" || fail "ls: $("$AEGIS" ls)"
     is_state "$wide" queued || fail "the wide job: $(job_field "$wide" state)"
     [ "$(job_field "$wide" wait_code)" = user_limit ] || fail "wait_code"
-    aegis_refused "jobs[0].gpus: 2 GPUs asked, over max_gpus_per_user 1" \
+    aegis_refused "aegis submit: --gpus: 2 GPUs asked, over max_gpus_per_user 1" \
         submit --gpus 2 -- true
     "$AEGIS" cancel "$wide" || fail "cancel the wide job"
     is_state "$wide" cancelled || fail "not cancelled: $(job_field "$wide" state)"
