@@ -97,6 +97,14 @@ static void read_exactly(int fd, char *buf, size_t len) {
     buf[got] = '\0';
 }
 
+/* Asks `gpus` on connection c and checks the front's answer. */
+static void ask_gpus(int c) {
+    char buf[64];
+    send_text(c, GPUS);
+    read_exactly(c, buf, strlen(ANSWER));
+    assert_string_equal(buf, ANSWER);
+}
+
 /* Waits for the front's wake, then takes the one connection handed over. */
 static int take_one(fixture *f) {
     int fd, n;
@@ -118,10 +126,7 @@ static void test_gpus_answered(void **state) {
     fixture *f = *state;
     front_publish(f->front, ANSWER, strlen(ANSWER));
     int c = connect_to(f);
-    send_text(c, GPUS);
-    char buf[64];
-    read_exactly(c, buf, strlen(ANSWER));
-    assert_string_equal(buf, ANSWER);
+    ask_gpus(c);
     close(c);
     assert_nothing_handed(f);
 }
@@ -214,9 +219,7 @@ static void test_full_queue_told_busy(void **state) {
     assert_non_null(strstr(buf, "\"ok\":false,\"error\":\"server busy"));
     close(c);
     int g = connect_to(f);
-    send_text(g, GPUS);
-    read_exactly(g, buf, strlen(ANSWER));
-    assert_string_equal(buf, ANSWER);
+    ask_gpus(g);
     close(g);
     for (int i = 0; i < FRONT_QUEUE; i++) close(waiting[i]);
 }
@@ -228,12 +231,7 @@ static void test_gpus_asked_again(void **state) {
     fixture *f = *state;
     front_publish(f->front, ANSWER, strlen(ANSWER));
     int c = connect_to(f);
-    char buf[64];
-    for (int i = 0; i < 3; i++) {
-        send_text(c, GPUS);
-        read_exactly(c, buf, strlen(ANSWER));
-        assert_string_equal(buf, ANSWER);
-    }
+    for (int i = 0; i < 3; i++) ask_gpus(c);
     close(c);
     assert_nothing_handed(f);
 }
@@ -252,9 +250,7 @@ static void test_silent_after_answer_not_spun(void **state) {
     fixture *f = *state;
     front_publish(f->front, ANSWER, strlen(ANSWER));
     int c = connect_to(f);
-    send_text(c, GPUS);
-    char buf[64];
-    read_exactly(c, buf, strlen(ANSWER));
+    ask_gpus(c);
     uint64_t cpu_before = process_cpu_ns();
     int s = take_one(f); /* FRONT_WAIT_MS after the accept */
     uint64_t cpu_ms = (process_cpu_ns() - cpu_before) / 1000000u;
