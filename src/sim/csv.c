@@ -434,8 +434,11 @@ int csv_bounded(const csv_file *f, int col, double lo, double hi,
     int rc = csv_double(f, col, &v, err, errlen);
     if (rc < 0) return -1;
     if (rc == 0 && (v < lo || v > hi)) {
-        snprintf(err, errlen, "%s:%d: field '%s': %g is outside [%g, %g]",
-                 f->path, f->line, f->cols[col], v, lo, hi);
+        /* the field as written, and the bounds whole: %g's six digits
+         * said "1 is outside [0, 1]" of 1.0000001 */
+        snprintf(err, errlen, "%s:%d: field '%s': %.40s is outside "
+                 "[%.15g, %.15g]", f->path, f->line, f->cols[col],
+                 f->row[col], lo, hi);
         return -1;
     }
     *out = v;
@@ -447,8 +450,8 @@ int csv_count(const csv_file *f, int col, int lo, int hi, int *out,
     double v = *out;
     if (csv_bounded(f, col, lo, hi, &v, err, errlen) < 0) return -1;
     if (v != (int)v) {
-        snprintf(err, errlen, "%s:%d: field '%s': %g is not whole", f->path,
-                 f->line, f->cols[col], v);
+        snprintf(err, errlen, "%s:%d: field '%s': %.40s is not whole",
+                 f->path, f->line, f->cols[col], f->row[col]);
         return -1;
     }
     *out = (int)v;

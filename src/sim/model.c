@@ -93,7 +93,7 @@ int sim_model_set(sim_model *m, const char *name, const char *value,
         if (value[0] == '\0' || *stop != '\0' || errno || !(v >= p->lo) ||
             !(v <= p->hi)) {
             snprintf(err, errlen, "model parameter '%s': '%s' is not a "
-                     "number in [%g, %g]", name, value, p->lo, p->hi);
+                     "number in [%.15g, %.15g]", name, value, p->lo, p->hi);
             return -1;
         }
         *field(m, p) = v;

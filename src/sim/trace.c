@@ -223,7 +223,7 @@ static int read_job(trace_part *p, trace_job *job) {
     }
     if (submit > TRACE_MAX_SUBMIT_S) {
         snprintf(err, errlen, "%s:%d: field 'submit_time_s': '%.40s' is over "
-                 "%g s, the latest a trace may hold", f->path, f->line,
+                 "%.15g s, the latest a trace may hold", f->path, f->line,
                  f->row[c->submit], TRACE_MAX_SUBMIT_S);
         return -1;
     }
@@ -248,7 +248,7 @@ static int read_job(trace_part *p, trace_job *job) {
         return -1;
     if (!(load >= 0 && load <= TRACE_MAX_LOAD_CPUS)) {
         snprintf(err, errlen, "%s:%d: field 'load_cpus': '%.40s' is not "
-                 "0..%g cores", f->path, f->line, f->row[c->load],
+                 "0..%.15g cores", f->path, f->line, f->row[c->load],
                  TRACE_MAX_LOAD_CPUS);
         return -1;
     }
