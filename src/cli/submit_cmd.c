@@ -241,6 +241,7 @@ typedef struct submit_opts {
     bool has_mem;           /* --mem given */
     const char *array, *socket;
     const char *spec;       /* the SPEC.yaml the jobs were read from */
+    const char *array_file; /* the --array FILE they were read from */
     bool json;
 } submit_opts;
 
@@ -514,7 +515,10 @@ static int submit_jobs(int argc, char **argv, submit_opts *o, json_t *jobs) {
         return submit_spec(spec, &o->def, jobs);
     }
     if (o->model_mem >= 0 && !o->has_mem) o->def.mem = o->model_mem;
-    if (o->array && optind == argc) return submit_array(o->array, &o->def, jobs);
+    if (o->array && optind == argc) {
+        o->array_file = o->array;
+        return submit_array(o->array, &o->def, jobs);
+    }
     if (optind == argc) {
         fprintf(stderr, "aegis submit: give a command, a SPEC.yaml or "
                 "--array FILE\nRun 'aegis submit --help' for usage.\n");
@@ -570,7 +574,7 @@ int cli_submit(int argc, char **argv) {
     json_decref(o.after);
     /* a job's problems are said as the spec's key or the option */
     request_words words = {
-        .object = "jobs", .file = o.spec,
+        .object = "jobs", .file = o.spec ? o.spec : o.array_file,
         .words = o.spec ? request_words_spec_keys
                         : request_words_submit_options,
         .several = json_array_size(jobs) > 1};

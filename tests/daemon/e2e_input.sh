@@ -385,6 +385,9 @@ case_input_refusals_typed() {
     printf 'jobs:\n  - command: "true"\n  - command: [no-such-program-x]\n' > gone.yaml
     submit_refused "aegis submit: gone.yaml: job 2: no-such-program-x: not found on your PATH" \
         gone.yaml
+    printf 'true\nno-such-program-x\n' > jobs.txt
+    submit_refused "aegis submit: jobs.txt: job 1: --after: no job 999" \
+        --array jobs.txt --after 999
     aegis_refused "aegis drain: --reason: expected a string of at most 200 bytes" \
         drain 0 --reason "$(printf '%0201d' 0)"
     long=$("$AEGIS" submit -- sleep 600) || fail "submit sleep"
