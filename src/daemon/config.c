@@ -263,6 +263,14 @@ static bool config_is_null(const yaml_event_t *ev) {
     return false;
 }
 
+/* Whether a scalar holds a NUL byte. C strings end at it: a name
+ * "window_samples\0junk" was read as window_samples, a value "3\0junk"
+ * as 3. */
+static bool config_has_nul(const yaml_event_t *ev) {
+    return strlen((const char *)ev->data.scalar.value) !=
+           ev->data.scalar.length;
+}
+
 /* The problem of a null value for key (config_is_null). */
 static void config_null_problem(config_report *rep, int line, const char *key,
                                 const yaml_event_t *ev) {
@@ -286,6 +294,7 @@ static int config_sharing_map(yaml_parser_t *p, config_report *rep,
             return 0;
         }
         bool scalar = ev.type == YAML_SCALAR_EVENT;
+        bool nul_key = scalar && config_has_nul(&ev);
         if (scalar)
             snprintf(key, sizeof(key), "%s", (const char *)ev.data.scalar.value);
         yaml_event_delete(&ev);
@@ -295,11 +304,16 @@ static int config_sharing_map(yaml_parser_t *p, config_report *rep,
         }
         if (config_next(p, rep, &ev) != 0) return -1;
         bool null = ev.type == YAML_SCALAR_EVENT && config_is_null(&ev);
+        bool nul = ev.type == YAML_SCALAR_EVENT &&
+                   (nul_key || config_has_nul(&ev));
         if (null)
             snprintf(msg, sizeof(msg), "sharing: %s: YAML null ('%s') is no "
                      "mode: leave the line out for the default", key,
                      (const char *)ev.data.scalar.value);
-        int rc = null ? -1
+        else if (nul)
+            snprintf(msg, sizeof(msg), "sharing: %s: the %s holds a NUL byte",
+                     key, nul_key ? "GPU key" : "mode");
+        int rc = null || nul ? -1
                  : ev.type == YAML_SCALAR_EVENT
                      ? sharing_config_set_gpu(share, key,
                                               (const char *)ev.data.scalar.value,
@@ -335,6 +349,20 @@ static void config_pair(config_report *rep, int line, core_config *cfg,
     if (rc != 0) config_problem(rep, line, "%s", msg);
 }
 
+/* Sets key to a scalar value, refusing YAML's null and a NUL byte. */
+static void config_scalar(config_report *rep, int line, core_config *cfg,
+                          acct_params *acct, sharing_config *share,
+                          config_keys *keys, const char *key,
+                          const yaml_event_t *ev) {
+    if (config_is_null(ev))
+        config_null_problem(rep, line, key, ev);
+    else if (config_has_nul(ev))
+        config_problem(rep, line, "%s: the value holds a NUL byte", key);
+    else
+        config_pair(rep, line, cfg, acct, share, keys, key,
+                    (const char *)ev->data.scalar.value);
+}
+
 /* Reads key/value scalar pairs until the mapping ends; a bad value is
  * reported and the next pair read. A key given again overrides it (a
  * line appended to the file changes a setting). -1 when the YAML cannot
@@ -357,23 +385,19 @@ static int config_pairs(yaml_parser_t *p, config_report *rep,
             config_problem(rep, line, "expected 'name: value'");
             return -1;
         }
+        bool nul_key = config_has_nul(&ev);
         snprintf(key, sizeof(key), "%s", (const char *)ev.data.scalar.value);
+        if (nul_key)
+            config_problem(rep, line, "%s: the name holds a NUL byte", key);
         yaml_event_delete(&ev);
         if (config_next(p, rep, &ev) != 0) return -1;
         line = config_line(&ev);
         type = ev.type;
-        if (type == YAML_SCALAR_EVENT && config_is_null(&ev))
-            config_null_problem(rep, line, key, &ev);
-        else if (type == YAML_SCALAR_EVENT &&
-                 strlen((const char *)ev.data.scalar.value) !=
-                     ev.data.scalar.length)
-            /* "3\0junk" read as 3: C strings end at the NUL */
-            config_problem(rep, line, "%s: the value holds a NUL byte", key);
-        else if (type == YAML_SCALAR_EVENT)
-            config_pair(rep, line, cfg, acct, share, keys, key,
-                        (const char *)ev.data.scalar.value);
+        if (type == YAML_SCALAR_EVENT && !nul_key)
+            config_scalar(rep, line, cfg, acct, share, keys, key, &ev);
         yaml_event_delete(&ev);
-        if (type == YAML_MAPPING_START_EVENT && strcmp(key, "sharing") == 0) {
+        if (type == YAML_MAPPING_START_EVENT && !nul_key &&
+            strcmp(key, "sharing") == 0) {
             /* replaces an earlier `sharing:` whole, either form */
             sharing_config_clear_modes(share);
             if (config_sharing_map(p, rep, share) != 0) return -1;

@@ -955,6 +955,38 @@ static void test_config_numbers(void **state) {
                                      sizeof(err)), -1);
 }
 
+/* A NUL byte in a name, or in a sharing entry, is refused at its line as
+ * one in a value is: C strings end at it, so "window_samples\0junk: 3"
+ * set window_samples and "0: naive\0x" made GPU 0 naive. */
+static void test_config_nul_names(void **state) {
+    core_config cfg;
+    acct_params acct;
+    sharing_config share;
+    config_keys keys;
+    char err[512];
+    static const struct {
+        const char *text, *want;
+    } bad[] = {
+        {"\"window_samples\\0junk\": 3\n",
+         "nul.yaml:1: window_samples: the name holds a NUL byte"},
+        {"pue: 1\n\"sharing\\0x\": mps\n",
+         "nul.yaml:2: sharing: the name holds a NUL byte"},
+        {"sharing:\n  \"0\\0x\": naive\n",
+         "nul.yaml:2: sharing: 0: the GPU key holds a NUL byte"},
+        {"sharing:\n  default: \"mps\\0x\"\n",
+         "nul.yaml:2: sharing: default: the mode holds a NUL byte"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+        const char *path = write_file("nul.yaml", bad[i].text);
+        err[0] = '\0';
+        if (config_load_daemon(path, false, &cfg, &acct, &share, &keys, err,
+                               sizeof(err)) != -1 ||
+            !strstr(err, bad[i].want))
+            fail_msg("%s: got \"%s\", want \"%s\"", bad[i].text, err,
+                     bad[i].want);
+    }
+}
+
 /* ---- exit classification --------------------------------------------------- */
 
 static void test_classify(void **state) {
@@ -1737,6 +1769,7 @@ int main(void) {
         cmocka_unit_test(test_config_null),
         cmocka_unit_test(test_config_cgroup_root),
         cmocka_unit_test(test_config_numbers),
+        cmocka_unit_test(test_config_nul_names),
         cmocka_unit_test(test_config_gpu_limit_refuses),
         cmocka_unit_test(test_config_bad),
         cmocka_unit_test(test_config_every_problem),
