@@ -36,10 +36,16 @@ typedef struct config_report {
     size_t errlen;
     size_t used;                    /* bytes of err written */
     int problems;
+    int shown;                      /* those written to err */
 } config_report;
 
-/* Adds "PATH:LINE: message" as err's next line. Past err's end the line
- * is cut, but still counted. */
+/* Bytes of err kept for config_report_more()'s line. */
+#define CONFIG_MORE_ROOM 80
+
+/* Adds "PATH:LINE: message" as err's next line, whole: a line that does
+ * not fit (but the first, cut) is only counted, for config_report_more(),
+ * so that no line ends cut short of its key (a SIGHUP's log showed
+ * "aegis.yaml:18: config: u"). */
 static void config_problem(config_report *rep, int line, const char *fmt,
                            ...) __attribute__((format(printf, 3, 4)));
 static void config_problem(config_report *rep, int line, const char *fmt,
@@ -50,11 +56,27 @@ static void config_problem(config_report *rep, int line, const char *fmt,
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
     rep->problems++;
-    if (rep->used + 1 >= rep->errlen) return;
-    size_t room = rep->errlen - rep->used;
-    int n = snprintf(rep->err + rep->used, room, "%s%s:%d: %s",
-                     rep->used ? "\n" : "", rep->path, line, msg);
-    if (n > 0) rep->used += (size_t)n < room ? (size_t)n : room - 1;
+    size_t limit = rep->errlen > 2 * CONFIG_MORE_ROOM
+                       ? rep->errlen - CONFIG_MORE_ROOM : rep->errlen;
+    const char *sep = rep->used ? "\n" : "";
+    int n = snprintf(NULL, 0, "%s%s:%d: %s", sep, rep->path, line, msg);
+    if (n < 0 || rep->used + 1 >= limit ||
+        (rep->shown && rep->used + (size_t)n >= limit))
+        return;
+    size_t room = limit - rep->used;
+    snprintf(rep->err + rep->used, room, "%s%s:%d: %s", sep, rep->path, line,
+             msg);
+    rep->used += (size_t)n < room ? (size_t)n : room - 1;
+    rep->shown++;
+}
+
+/* Ends err with how many problems it could not hold, if any. */
+static void config_report_more(config_report *rep) {
+    int more = rep->problems - rep->shown;
+    if (more <= 0 || rep->used + 1 >= rep->errlen) return;
+    snprintf(rep->err + rep->used, rep->errlen - rep->used,
+             "\n... and %d more problem%s, not shown", more,
+             more == 1 ? "" : "s");
 }
 
 /* The line of an event, 1-based. */
@@ -532,6 +554,7 @@ int config_load_daemon(const char *path, bool missing_ok, core_config *cfg,
     config_report rep = {.path = path, .err = err, .errlen = errlen};
     if (errlen) err[0] = '\0';
     config_parse(&p, &rep, cfg, acct, share, keys);
+    config_report_more(&rep);
     yaml_parser_delete(&p);
     fclose(f);
     return rep.problems ? -1 : 0;

@@ -797,6 +797,29 @@ static void test_config_every_problem(void **state) {
     assert_true(strlen(tiny) < sizeof(tiny));
 }
 
+/* Problems past err's end are not cut mid-line, which lost the key a
+ * line named ("config: u"), nor left unsaid: the lines that fit are
+ * whole, and a last one says how many more there are. */
+static void test_config_problems_past_end(void **state) {
+    core_config cfg;
+    char text[512] = "", err[400];
+    for (int i = 0; i < 20; i++)
+        snprintf(text + strlen(text), sizeof(text) - strlen(text),
+                 "key%02d: 1\n", i);
+    const char *path = write_file("past.yaml", text);
+    assert_int_equal(config_load(path, false, &cfg, err, sizeof(err)), -1);
+    int lines = 0, more = 0;
+    for (char *line = strtok(err, "\n"); line; line = strtok(NULL, "\n")) {
+        if (sscanf(line, "... and %d more problems, not shown", &more) == 1)
+            break;
+        char want[32];
+        snprintf(want, sizeof(want), "unknown field 'key%02d'", lines++);
+        if (!strstr(line, want)) fail_msg("'%s' lacks %s", line, want);
+    }
+    assert_true(lines > 0 && more > 0);
+    assert_int_equal(lines + more, 20);
+}
+
 /* log_max_mib: 1024 MiB unless set, at least 1 MiB, named by file:line;
  * slurm_scontrol: "scontrol" unless set. */
 static void test_config_log_max(void **state) {
@@ -1773,6 +1796,7 @@ int main(void) {
         cmocka_unit_test(test_config_gpu_limit_refuses),
         cmocka_unit_test(test_config_bad),
         cmocka_unit_test(test_config_every_problem),
+        cmocka_unit_test(test_config_problems_past_end),
         cmocka_unit_test(test_config_read_whole_or_refused),
         cmocka_unit_test(test_classify),
         cmocka_unit_test(test_classify_tail),
