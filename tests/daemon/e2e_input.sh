@@ -421,7 +421,8 @@ aegis_says() {
 }
 
 # Bad usage says what is wrong, once, and exits 2: an option of another
-# command, a word too many (each said only "bad usage"), a global
+# command, a word too many (each said only "bad usage"; report's and
+# top's said it after getopt's line, or instead of naming the word), a global
 # --socket without its path (taken for a command) or with an empty one
 # (the default socket was used), --version with a word after it (exit
 # 0), a uid past uid_t (an empty list, exit 0), a bad update value (then
@@ -440,6 +441,12 @@ ${run/CMD/priority}" priority extra
 ${run/CMD/show}" show 1 2
     aegis_says "aegis show: 1 argument expected, 0 given
 ${run/CMD/show}" show
+    aegis_says "aegis report: unexpected argument 'extra'
+${run/CMD/report}" report extra
+    aegis_says "aegis report: unrecognized option '--bogus'
+${run/CMD/report}" report --bogus
+    aegis_says "aegis top: unexpected argument 'extra'
+${run/CMD/top}" top -n 1 extra
     aegis_says "aegis: --socket needs a path (try 'aegis --help')" --socket
     aegis_says "aegis: --socket: the path is empty (leave --socket out for \$AEGIS_SOCKET or /run/aegis/aegis.sock)" \
         --socket '' ls
