@@ -422,12 +422,13 @@ aegis_says() {
 
 # Bad usage says what is wrong, once, and exits 2: an option of another
 # command, a word too many (each said only "bad usage"; report's and
-# top's said it after getopt's line, or instead of naming the word), a global
-# --socket without its path (taken for a command) or with an empty one
-# (the default socket was used), --version with a word after it (exit
-# 0), a uid past uid_t (an empty list, exit 0), a bad update value (then
-# a usage line claiming a value was missing), --svg with --json (the
-# JSON was dropped). None reaches aegisd, so none runs here.
+# top's said it after getopt's line, or instead of naming the word), a
+# global --socket without its path (taken for a command) or with an
+# empty one (the default socket was used), --version with a word after
+# it (exit 0), a uid past uid_t (an empty list, exit 0), a bad update
+# value (then a usage line claiming a value was missing), --svg with
+# --json (the JSON was dropped), --spark with --json or --svg (the
+# sparkline was). None reaches aegisd, so none runs here.
 case_input_cli_usage() {
     cd "$DIR/work"
     local run="Run 'aegis CMD --help' for usage."
@@ -458,6 +459,11 @@ ${run/CMD/top}" top -n 1 extra
     aegis_says "aegis show: --svg and --json: give one of them (the samples are in --json --history)" \
         show 1 --svg x.svg --json
     [ ! -e x.svg ] || fail "show --svg --json wrote x.svg"
+    aegis_says "aegis show: --spark and --json: give one of them (the samples are in --json --history)" \
+        show 1 --spark --json
+    aegis_says "aegis show: --svg and --spark: give one of them (the samples are in --json --history)" \
+        show 1 --svg x.svg --spark
+    [ ! -e x.svg ] || fail "show --svg --spark wrote x.svg"
 }
 
 e2e_run
