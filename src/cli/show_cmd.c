@@ -255,6 +255,11 @@ int cli_show(int argc, char **argv) {
     int rc = client_options("show", argc, argv, show_help, "jHkg", 1, 1, &f);
     if (rc) return rc < 0 ? CLI_OK : rc;
     if (show_one_output(&f) != 0) return CLI_USAGE;
+    if (f.svg && !f.svg[0]) { /* was opened as "": a failure, naming nothing */
+        fprintf(stderr, "aegis show: --svg: the path is empty ('-' for "
+                "stdout)\n");
+        return CLI_USAGE;
+    }
     json_int_t id;
     if (client_parse_id("show", argv[f.first_arg], &id)) return CLI_USAGE;
     json_t *req = json_pack("{s:s, s:I}", "op", "show", "id", id);

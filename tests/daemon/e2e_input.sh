@@ -428,7 +428,9 @@ aegis_says() {
 # it (exit 0), a uid past uid_t (an empty list, exit 0), a bad update
 # value (then a usage line claiming a value was missing), --svg with
 # --json (the JSON was dropped), --spark with --json or --svg (the
-# sparkline was). None reaches aegisd, so none runs here.
+# sparkline was), an empty --svg or backup path (an open of "" failed
+# naming nothing; the backup was aimed at the current folder). None
+# reaches aegisd, so none runs here.
 case_input_cli_usage() {
     cd "$DIR/work"
     local run="Run 'aegis CMD --help' for usage."
@@ -464,6 +466,9 @@ ${run/CMD/top}" top -n 1 extra
     aegis_says "aegis show: --svg and --spark: give one of them (the samples are in --json --history)" \
         show 1 --svg x.svg --spark
     [ ! -e x.svg ] || fail "show --svg --spark wrote x.svg"
+    aegis_says "aegis show: --svg: the path is empty ('-' for stdout)" \
+        show 1 --svg ''
+    aegis_says "aegis db: backup: the path is empty" db backup ''
 }
 
 e2e_run
