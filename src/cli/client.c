@@ -67,10 +67,12 @@ static int client_usage(const char *cmd, const char *fmt, ...) {
     return CLI_USAGE;
 }
 
-/* The operand count against [min_args, max_args] (-1: any): 0, or
- * CLI_USAGE after naming the first word too many, or saying how many
- * are missing. */
-static int client_operands(const char *cmd, int argc, char **argv,
+int client_bad_option(const char *cmd) {
+    fprintf(stderr, "Run 'aegis %s --help' for usage.\n", cmd);
+    return CLI_USAGE;
+}
+
+int client_operands(const char *cmd, int argc, char **argv,
                            int min_args, int max_args) {
     int nargs = argc - optind;
     if (max_args >= 0 && nargs > max_args)
@@ -117,10 +119,7 @@ int client_options(const char *cmd, int argc, char **argv, const char *help,
             f->socket = optarg;
             continue;
         }
-        if (ch == '?') { /* getopt has said what */
-            fprintf(stderr, "Run 'aegis %s --help' for usage.\n", cmd);
-            return CLI_USAGE;
-        }
+        if (ch == '?') return client_bad_option(cmd);
         if (!strchr(allowed, ch)) {
             /* an option of other commands: as unknown here as any */
             char name[32];

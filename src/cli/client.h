@@ -29,6 +29,15 @@ int cli_clear(int argc, char **argv);
 int cli_release(int argc, char **argv);
 int cli_shutdown(int argc, char **argv);
 
+/* For a command that parses its own options. After getopt has said what
+ * was wrong with one: the line pointing to CMD's --help, CLI_USAGE. */
+int client_bad_option(const char *cmd);
+/* The words after the options (argv from optind) against [min_args,
+ * max_args] (-1: any): 0, or CLI_USAGE after naming the first word too
+ * many, or saying how many are missing. */
+int client_operands(const char *cmd, int argc, char **argv, int min_args,
+                    int max_args);
+
 /* The socket: --socket if given (NULL otherwise), else $AEGIS_SOCKET, else
  * CLIENT_DEFAULT_SOCKET. */
 #define CLIENT_DEFAULT_SOCKET "/run/aegis/aegis.sock"

@@ -39,6 +39,10 @@ int cli_db(int argc, char **argv) {
         return CLI_USAGE;
     }
     const char *file = argv[f.first_arg + 1];
+    if (!file[0]) { /* was taken as the current folder, "Is a directory" */
+        fprintf(stderr, "aegis db: backup: the path is empty\n");
+        return CLI_USAGE;
+    }
     char cwd[PATH_MAX], path[PATH_MAX + 256];
     if (file[0] != '/' && !getcwd(cwd, sizeof(cwd))) {
         perror("aegis db: the current directory");

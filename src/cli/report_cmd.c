@@ -216,14 +216,14 @@ int cli_report(int argc, char **argv) {
                 return CLI_USAGE;
             has_until = true;
             break;
-        default: goto usage;
+        default: return client_bad_option("report");
         }
     }
     if (csv && json) {
         fprintf(stderr, "aegis report: --csv and --json: give one of them\n");
         return CLI_USAGE;
     }
-    if (optind != argc) goto usage;
+    if (client_operands("report", argc, argv, 0, 0) != 0) return CLI_USAGE;
     if (has_until && since >= until) {
         fprintf(stderr, "aegis report: --until is not after --since (1970 "
                 "when not given): no job was submitted between them\n");
@@ -249,8 +249,4 @@ int cli_report(int argc, char **argv) {
     }
     json_decref(ans);
     return CLI_OK;
-usage:
-    fprintf(stderr, "aegis report: bad usage\nRun 'aegis report --help' for "
-            "usage.\n");
-    return CLI_USAGE;
 }

@@ -68,10 +68,12 @@ static const char show_help[] =
 "OPTIONS\n    --json          the job as one JSON object, with the fields below\n"
 "                    (times are Unix times, in seconds)\n"
 "    --history       the job's samples as a table\n"
-"    --spark         its memory as a one-line sparkline instead\n"
+"    --spark         its memory as a one-line sparkline instead (not\n"
+"                    with --json or --svg)\n"
 "    --svg FILE      write an SVG plot of its memory beside its GPU's\n"
 "                    memory in use and capacity to FILE ('-': stdout),\n"
-"                    and print nothing else (not with --json)\n"
+"                    and print nothing else (not with --json or\n"
+"                    --spark)\n"
 SOCKET_OPT
 "\nJSON FIELDS\n"
 "    Those of `aegis ls --json`:\n\n" JOB_JSON_FIELDS
@@ -234,13 +236,28 @@ static int show_svg(json_t *job, const char *path) {
     return CLI_OK;
 }
 
+/* One output at most of --svg, --spark and --json, as each prints
+ * nothing else: the others were lost. 0, or CLI_USAGE after naming two. */
+static int show_one_output(const client_flags *f) {
+    const char *given[3];
+    int n = 0;
+    if (f->svg) given[n++] = "--svg";
+    if (f->spark) given[n++] = "--spark";
+    if (f->json) given[n++] = "--json";
+    if (n < 2) return 0;
+    fprintf(stderr, "aegis show: %s and %s: give one of them (the samples "
+            "are in --json --history)\n", given[0], given[1]);
+    return CLI_USAGE;
+}
+
 int cli_show(int argc, char **argv) {
     client_flags f;
     int rc = client_options("show", argc, argv, show_help, "jHkg", 1, 1, &f);
     if (rc) return rc < 0 ? CLI_OK : rc;
-    if (f.svg && f.json) { /* --svg prints nothing else: --json was lost */
-        fprintf(stderr, "aegis show: --svg and --json: give one of them (the "
-                "samples are in --json --history)\n");
+    if (show_one_output(&f) != 0) return CLI_USAGE;
+    if (f.svg && !f.svg[0]) { /* was opened as "": a failure, naming nothing */
+        fprintf(stderr, "aegis show: --svg: the path is empty ('-' for "
+                "stdout)\n");
         return CLI_USAGE;
     }
     json_int_t id;

@@ -88,14 +88,10 @@ static int top_options(int argc, char **argv, top_opts *o) {
             if (cli_parse_long("top", "n", optarg, 1, 1000000, &o->count))
                 return CLI_USAGE;
             break;
-        default: goto usage;
+        default: return client_bad_option("top");
         }
     }
-    if (optind == argc) return 0;
-usage:
-    fprintf(stderr,
-            "aegis top: bad usage\nRun 'aegis top --help' for usage.\n");
-    return CLI_USAGE;
+    return client_operands("top", argc, argv, 0, 0);
 }
 
 static const char *text_of(json_t *obj, const char *key) {

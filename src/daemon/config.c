@@ -36,10 +36,16 @@ typedef struct config_report {
     size_t errlen;
     size_t used;                    /* bytes of err written */
     int problems;
+    int shown;                      /* those written to err */
 } config_report;
 
-/* Adds "PATH:LINE: message" as err's next line. Past err's end the line
- * is cut, but still counted. */
+/* Bytes of err kept for config_report_more()'s line. */
+#define CONFIG_MORE_ROOM 80
+
+/* Adds "PATH:LINE: message" as err's next line, whole: a line that does
+ * not fit (but the first, cut) is only counted, for config_report_more(),
+ * so that no line ends cut short of its key (a SIGHUP's log showed
+ * "aegis.yaml:18: config: u"). */
 static void config_problem(config_report *rep, int line, const char *fmt,
                            ...) __attribute__((format(printf, 3, 4)));
 static void config_problem(config_report *rep, int line, const char *fmt,
@@ -50,11 +56,27 @@ static void config_problem(config_report *rep, int line, const char *fmt,
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
     rep->problems++;
-    if (rep->used + 1 >= rep->errlen) return;
-    size_t room = rep->errlen - rep->used;
-    int n = snprintf(rep->err + rep->used, room, "%s%s:%d: %s",
-                     rep->used ? "\n" : "", rep->path, line, msg);
-    if (n > 0) rep->used += (size_t)n < room ? (size_t)n : room - 1;
+    size_t limit = rep->errlen > 2 * CONFIG_MORE_ROOM
+                       ? rep->errlen - CONFIG_MORE_ROOM : rep->errlen;
+    const char *sep = rep->used ? "\n" : "";
+    int n = snprintf(NULL, 0, "%s%s:%d: %s", sep, rep->path, line, msg);
+    if (n < 0 || rep->used + 1 >= limit ||
+        (rep->shown && rep->used + (size_t)n >= limit))
+        return;
+    size_t room = limit - rep->used;
+    snprintf(rep->err + rep->used, room, "%s%s:%d: %s", sep, rep->path, line,
+             msg);
+    rep->used += (size_t)n < room ? (size_t)n : room - 1;
+    rep->shown++;
+}
+
+/* Ends err with how many problems it could not hold, if any. */
+static void config_report_more(config_report *rep) {
+    int more = rep->problems - rep->shown;
+    if (more <= 0 || rep->used + 1 >= rep->errlen) return;
+    snprintf(rep->err + rep->used, rep->errlen - rep->used,
+             "\n... and %d more problem%s, not shown", more,
+             more == 1 ? "" : "s");
 }
 
 /* The line of an event, 1-based. */
@@ -263,6 +285,14 @@ static bool config_is_null(const yaml_event_t *ev) {
     return false;
 }
 
+/* Whether a scalar holds a NUL byte. C strings end at it: a name
+ * "window_samples\0junk" was read as window_samples, a value "3\0junk"
+ * as 3. */
+static bool config_has_nul(const yaml_event_t *ev) {
+    return strlen((const char *)ev->data.scalar.value) !=
+           ev->data.scalar.length;
+}
+
 /* The problem of a null value for key (config_is_null). */
 static void config_null_problem(config_report *rep, int line, const char *key,
                                 const yaml_event_t *ev) {
@@ -286,6 +316,7 @@ static int config_sharing_map(yaml_parser_t *p, config_report *rep,
             return 0;
         }
         bool scalar = ev.type == YAML_SCALAR_EVENT;
+        bool nul_key = scalar && config_has_nul(&ev);
         if (scalar)
             snprintf(key, sizeof(key), "%s", (const char *)ev.data.scalar.value);
         yaml_event_delete(&ev);
@@ -295,11 +326,16 @@ static int config_sharing_map(yaml_parser_t *p, config_report *rep,
         }
         if (config_next(p, rep, &ev) != 0) return -1;
         bool null = ev.type == YAML_SCALAR_EVENT && config_is_null(&ev);
+        bool nul = ev.type == YAML_SCALAR_EVENT &&
+                   (nul_key || config_has_nul(&ev));
         if (null)
             snprintf(msg, sizeof(msg), "sharing: %s: YAML null ('%s') is no "
                      "mode: leave the line out for the default", key,
                      (const char *)ev.data.scalar.value);
-        int rc = null ? -1
+        else if (nul)
+            snprintf(msg, sizeof(msg), "sharing: %s: the %s holds a NUL byte",
+                     key, nul_key ? "GPU key" : "mode");
+        int rc = null || nul ? -1
                  : ev.type == YAML_SCALAR_EVENT
                      ? sharing_config_set_gpu(share, key,
                                               (const char *)ev.data.scalar.value,
@@ -335,6 +371,20 @@ static void config_pair(config_report *rep, int line, core_config *cfg,
     if (rc != 0) config_problem(rep, line, "%s", msg);
 }
 
+/* Sets key to a scalar value, refusing YAML's null and a NUL byte. */
+static void config_scalar(config_report *rep, int line, core_config *cfg,
+                          acct_params *acct, sharing_config *share,
+                          config_keys *keys, const char *key,
+                          const yaml_event_t *ev) {
+    if (config_is_null(ev))
+        config_null_problem(rep, line, key, ev);
+    else if (config_has_nul(ev))
+        config_problem(rep, line, "%s: the value holds a NUL byte", key);
+    else
+        config_pair(rep, line, cfg, acct, share, keys, key,
+                    (const char *)ev->data.scalar.value);
+}
+
 /* Reads key/value scalar pairs until the mapping ends; a bad value is
  * reported and the next pair read. A key given again overrides it (a
  * line appended to the file changes a setting). -1 when the YAML cannot
@@ -357,23 +407,19 @@ static int config_pairs(yaml_parser_t *p, config_report *rep,
             config_problem(rep, line, "expected 'name: value'");
             return -1;
         }
+        bool nul_key = config_has_nul(&ev);
         snprintf(key, sizeof(key), "%s", (const char *)ev.data.scalar.value);
+        if (nul_key)
+            config_problem(rep, line, "%s: the name holds a NUL byte", key);
         yaml_event_delete(&ev);
         if (config_next(p, rep, &ev) != 0) return -1;
         line = config_line(&ev);
         type = ev.type;
-        if (type == YAML_SCALAR_EVENT && config_is_null(&ev))
-            config_null_problem(rep, line, key, &ev);
-        else if (type == YAML_SCALAR_EVENT &&
-                 strlen((const char *)ev.data.scalar.value) !=
-                     ev.data.scalar.length)
-            /* "3\0junk" read as 3: C strings end at the NUL */
-            config_problem(rep, line, "%s: the value holds a NUL byte", key);
-        else if (type == YAML_SCALAR_EVENT)
-            config_pair(rep, line, cfg, acct, share, keys, key,
-                        (const char *)ev.data.scalar.value);
+        if (type == YAML_SCALAR_EVENT && !nul_key)
+            config_scalar(rep, line, cfg, acct, share, keys, key, &ev);
         yaml_event_delete(&ev);
-        if (type == YAML_MAPPING_START_EVENT && strcmp(key, "sharing") == 0) {
+        if (type == YAML_MAPPING_START_EVENT && !nul_key &&
+            strcmp(key, "sharing") == 0) {
             /* replaces an earlier `sharing:` whole, either form */
             sharing_config_clear_modes(share);
             if (config_sharing_map(p, rep, share) != 0) return -1;
@@ -508,6 +554,7 @@ int config_load_daemon(const char *path, bool missing_ok, core_config *cfg,
     config_report rep = {.path = path, .err = err, .errlen = errlen};
     if (errlen) err[0] = '\0';
     config_parse(&p, &rep, cfg, acct, share, keys);
+    config_report_more(&rep);
     yaml_parser_delete(&p);
     fclose(f);
     return rep.problems ? -1 : 0;

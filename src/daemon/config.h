@@ -109,8 +109,9 @@ typedef struct config_keys {
 
 /* Fills cfg with the defaults, then the keys of the file at path. A missing
  * file is an error unless missing_ok. Returns 0, or -1 with every problem
- * of the file in err, one "FILE:LINE: message" a line (those past errlen
- * cut); cfg is then unusable. */
+ * of the file in err, one "FILE:LINE: message" a line (those that do not
+ * fit whole counted in a last line, "... and N more problems, not
+ * shown"); cfg is then unusable. */
 int config_load(const char *path, bool missing_ok, core_config *cfg,
                 char *err, size_t errlen);
 /* The same, also filling acct with the report keys (defaults when absent);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/un.h>
 
 static const char help[] =
 "NAME\n"
@@ -86,10 +87,10 @@ static const char help[] =
 "    back or cleans it up. Whole-GPU jobs there get MIG mode off first.\n"
 "\n"
 "OPTIONS\n"
-"    --socket PATH        the socket to listen on, in a folder that\n"
-"                         exists (created mode 0666, or 0660 for the\n"
-"                         config's socket_group; requests are checked\n"
-"                         against the peer's uid);\n"
+"    --socket PATH        the socket to listen on (at most 107 bytes),\n"
+"                         in a folder that exists (created mode 0666,\n"
+"                         or 0660 for the config's socket_group;\n"
+"                         requests are checked against the peer's uid);\n"
 "                         a socket file already there is replaced only\n"
 "                         when nothing answers on it; anything else there\n"
 "                         makes aegisd refuse to start\n"
@@ -155,7 +156,8 @@ static const char help[] =
 "\n"
 "EXIT STATUS\n"
 "    0 stopped by a signal or aegis shutdown, 1 failed to start, 2 bad\n"
-"    usage or (with --check-config) a bad configuration.\n";
+"    usage (an unknown option or argument, an empty path, a --socket\n"
+"    path too long) or (with --check-config) a bad configuration.\n";
 
 /* --check-config: the same loading aegisd does at start, and nothing else
  * (no socket, no state, no GPU), so a package or an admin can check a file
@@ -178,6 +180,36 @@ static int check_config(const char *path) {
     }
     if (bad) return 2;
     printf("%s: ok\n", path);
+    return 0;
+}
+
+/* The most bytes of a Unix socket's path: libuv's bind cut a longer
+ * --socket to it, and aegisd listened where no client looks. */
+#define SOCKET_PATH_MAX (sizeof(((struct sockaddr_un *)0)->sun_path) - 1)
+
+/* Whether the paths given are paths: 0, or 2 (bad usage) after naming
+ * the option. An empty one was tried as a path ("error: : No such file
+ * or directory", naming nothing), and an empty --socket bound an
+ * abstract socket no client can find. */
+static int check_paths(const d_options *opt, const char *check_path) {
+    const struct {
+        const char *name, *value;
+    } paths[] = {
+        {"socket", opt->socket_path},      {"state-dir", opt->state_dir},
+        {"config", opt->config_path},      {"nvml-library", opt->nvml_path},
+        {"dcgm-library", opt->dcgm_path},  {"check-config", check_path},
+    };
+    for (size_t i = 0; i < sizeof(paths) / sizeof(*paths); i++) {
+        if (!paths[i].value || paths[i].value[0]) continue;
+        fprintf(stderr, "aegisd: --%s: the path is empty\n", paths[i].name);
+        return 2;
+    }
+    if (opt->socket_path && strlen(opt->socket_path) > SOCKET_PATH_MAX) {
+        fprintf(stderr, "aegisd: --socket: '%s' is longer than %zu bytes, "
+                "the most a Unix socket's path may be\n", opt->socket_path,
+                SOCKET_PATH_MAX);
+        return 2;
+    }
     return 0;
 }
 
@@ -234,11 +266,16 @@ int main(int argc, char **argv) {
         default: fputs("Run 'aegisd --help' for usage.\n", stderr); return 2;
         }
     }
-    if (check_path && optind == argc) return check_config(check_path);
-    if (optind < argc || !opt.socket_path || !opt.state_dir) {
-        fprintf(stderr, "aegisd: %s\nRun 'aegisd --help' for usage.\n",
-                optind < argc ? "unexpected argument"
-                              : "--socket and --state-dir are required");
+    if (optind < argc) {
+        fprintf(stderr, "aegisd: unexpected argument '%s'\nRun 'aegisd "
+                "--help' for usage.\n", argv[optind]);
+        return 2;
+    }
+    if (check_paths(&opt, check_path) != 0) return 2;
+    if (check_path) return check_config(check_path);
+    if (!opt.socket_path || !opt.state_dir) {
+        fprintf(stderr, "aegisd: --socket and --state-dir are required\n"
+                "Run 'aegisd --help' for usage.\n");
         return 2;
     }
     d_keep_heap();

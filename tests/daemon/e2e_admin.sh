@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # e2e_admin.sh -- what an admin meets running aegisd for a lab: its log
 # (timestamped, levelled, its start-up lines; the journal's form; JSON),
-# --check-config reporting every problem at once, a missing socket folder
-# named as such, socket_group, the test GPU shared by several users' jobs,
-# and a job getting its user's limits as a login shell does (PAM).
+# --check-config reporting every problem at once, its options checked
+# before it starts, a missing socket folder named as such, socket_group,
+# the test GPU shared by several users' jobs, and a job getting its
+# user's limits as a login shell does (PAM).
 set -u; AEGISD=$1 AEGIS=$2 NVML=$3 FAKE=$4 CATALOG=$5 CASE=$6; source "$(dirname "$0")/e2e_lib.sh"
 cd "$DIR/work"
 
@@ -84,6 +85,38 @@ case_admin_socketdir() {
     grep -q "error: $AEGIS_SOCKET: no such folder $DIR/no-such-folder" "$DIR/err" ||
         fail "the cause is not named: $(cat "$DIR/err")"
     grep -qi "permission denied" "$DIR/err" && fail "said permission denied"
+}
+
+# aegisd's options are checked before it starts: an empty path, or a
+# --socket path longer than a Unix socket's address holds, is bad usage
+# (exit 2) naming the option, and a word too many is named. Before, an
+# empty --socket served on an abstract socket no client finds, a long one
+# on a path cut to 107 bytes, and an empty --state-dir failed with
+# ": No such file or directory".
+case_admin_usage() {
+    local long=$DIR/$(printf 's%.0s' $(seq 100))
+    refused() { # WANT ARGS...: exit 2 with WANT (a fixed string) on stderr
+        local want=$1; shift
+        "$AEGISD" "$@" > "$DIR/out" 2> "$DIR/err"
+        local rc=$?
+        [ "$rc" = 2 ] || fail "$*: exit $rc, not 2 ($(cat "$DIR/err"))"
+        grep -qF -- "$want" "$DIR/err" || fail "$*: '$(cat "$DIR/err")' lacks '$want'"
+    }
+    refused "aegisd: --socket: the path is empty" \
+        --socket "" --state-dir "$DIR/state"
+    refused "aegisd: --socket: '$long' is longer than 107 bytes" \
+        --socket "$long" --state-dir "$DIR/state"
+    refused "aegisd: --state-dir: the path is empty" \
+        --socket "$AEGIS_SOCKET" --state-dir ""
+    refused "aegisd: --config: the path is empty" \
+        --socket "$AEGIS_SOCKET" --state-dir "$DIR/state" --config ""
+    refused "aegisd: --nvml-library: the path is empty" \
+        --socket "$AEGIS_SOCKET" --state-dir "$DIR/state" --nvml-library ""
+    refused "aegisd: --check-config: the path is empty" --check-config ""
+    refused "aegisd: unexpected argument 'extra'" \
+        --check-config "$DIR/aegis.yaml" extra
+    [ -z "$(daemon_pid)" ] || fail "aegisd started"
+    [ ! -e "${long:0:107}" ] || fail "aegisd bound a cut path"
 }
 
 case_admin_group() {

@@ -421,12 +421,16 @@ aegis_says() {
 }
 
 # Bad usage says what is wrong, once, and exits 2: an option of another
-# command, a word too many (each said only "bad usage"), a global
-# --socket without its path (taken for a command) or with an empty one
-# (the default socket was used), --version with a word after it (exit
-# 0), a uid past uid_t (an empty list, exit 0), a bad update value (then
-# a usage line claiming a value was missing), --svg with --json (the
-# JSON was dropped). None reaches aegisd, so none runs here.
+# command, a word too many (each said only "bad usage"; report's and
+# top's said it after getopt's line, or instead of naming the word), a
+# global --socket without its path (taken for a command) or with an
+# empty one (the default socket was used), --version with a word after
+# it (exit 0), a uid past uid_t (an empty list, exit 0), a bad update
+# value (then a usage line claiming a value was missing), --svg with
+# --json (the JSON was dropped), --spark with --json or --svg (the
+# sparkline was), an empty --svg or backup path (an open of "" failed
+# naming nothing; the backup was aimed at the current folder). None
+# reaches aegisd, so none runs here.
 case_input_cli_usage() {
     cd "$DIR/work"
     local run="Run 'aegis CMD --help' for usage."
@@ -440,6 +444,12 @@ ${run/CMD/priority}" priority extra
 ${run/CMD/show}" show 1 2
     aegis_says "aegis show: 1 argument expected, 0 given
 ${run/CMD/show}" show
+    aegis_says "aegis report: unexpected argument 'extra'
+${run/CMD/report}" report extra
+    aegis_says "aegis report: unrecognized option '--bogus'
+${run/CMD/report}" report --bogus
+    aegis_says "aegis top: unexpected argument 'extra'
+${run/CMD/top}" top -n 1 extra
     aegis_says "aegis: --socket needs a path (try 'aegis --help')" --socket
     aegis_says "aegis: --socket: the path is empty (leave --socket out for \$AEGIS_SOCKET or /run/aegis/aegis.sock)" \
         --socket '' ls
@@ -451,6 +461,14 @@ ${run/CMD/show}" show
     aegis_says "aegis show: --svg and --json: give one of them (the samples are in --json --history)" \
         show 1 --svg x.svg --json
     [ ! -e x.svg ] || fail "show --svg --json wrote x.svg"
+    aegis_says "aegis show: --spark and --json: give one of them (the samples are in --json --history)" \
+        show 1 --spark --json
+    aegis_says "aegis show: --svg and --spark: give one of them (the samples are in --json --history)" \
+        show 1 --svg x.svg --spark
+    [ ! -e x.svg ] || fail "show --svg --spark wrote x.svg"
+    aegis_says "aegis show: --svg: the path is empty ('-' for stdout)" \
+        show 1 --svg ''
+    aegis_says "aegis db: backup: the path is empty" db backup ''
 }
 
 e2e_run

@@ -136,7 +136,7 @@ case_top_snapshot() {
     [ "$(awk '{ if (length($0) > n) n = length($0) } END { print n }' narrow.txt)" = 20 ] ||
         fail "COLUMNS=5: not 20 wide: $(cat narrow.txt)"
     aegis_refused "--delay" top --delay soon
-    aegis_refused "bad usage" top extra
+    aegis_refused "unexpected argument 'extra'" top extra
 }
 
 # aegisd's measure of a running job (used_mib and sm_pct in ls and show

@@ -797,6 +797,29 @@ static void test_config_every_problem(void **state) {
     assert_true(strlen(tiny) < sizeof(tiny));
 }
 
+/* Problems past err's end are not cut mid-line, which lost the key a
+ * line named ("config: u"), nor left unsaid: the lines that fit are
+ * whole, and a last one says how many more there are. */
+static void test_config_problems_past_end(void **state) {
+    core_config cfg;
+    char text[512] = "", err[400];
+    for (int i = 0; i < 20; i++)
+        snprintf(text + strlen(text), sizeof(text) - strlen(text),
+                 "key%02d: 1\n", i);
+    const char *path = write_file("past.yaml", text);
+    assert_int_equal(config_load(path, false, &cfg, err, sizeof(err)), -1);
+    int lines = 0, more = 0;
+    for (char *line = strtok(err, "\n"); line; line = strtok(NULL, "\n")) {
+        if (sscanf(line, "... and %d more problems, not shown", &more) == 1)
+            break;
+        char want[32];
+        snprintf(want, sizeof(want), "unknown field 'key%02d'", lines++);
+        if (!strstr(line, want)) fail_msg("'%s' lacks %s", line, want);
+    }
+    assert_true(lines > 0 && more > 0);
+    assert_int_equal(lines + more, 20);
+}
+
 /* log_max_mib: 1024 MiB unless set, at least 1 MiB, named by file:line;
  * slurm_scontrol: "scontrol" unless set. */
 static void test_config_log_max(void **state) {
@@ -953,6 +976,38 @@ static void test_config_numbers(void **state) {
     /* `aegis sim --set` goes through the same parser */
     assert_int_equal(core_config_set(&cfg, "window_samples", "0x10", err,
                                      sizeof(err)), -1);
+}
+
+/* A NUL byte in a name, or in a sharing entry, is refused at its line as
+ * one in a value is: C strings end at it, so "window_samples\0junk: 3"
+ * set window_samples and "0: naive\0x" made GPU 0 naive. */
+static void test_config_nul_names(void **state) {
+    core_config cfg;
+    acct_params acct;
+    sharing_config share;
+    config_keys keys;
+    char err[512];
+    static const struct {
+        const char *text, *want;
+    } bad[] = {
+        {"\"window_samples\\0junk\": 3\n",
+         "nul.yaml:1: window_samples: the name holds a NUL byte"},
+        {"pue: 1\n\"sharing\\0x\": mps\n",
+         "nul.yaml:2: sharing: the name holds a NUL byte"},
+        {"sharing:\n  \"0\\0x\": naive\n",
+         "nul.yaml:2: sharing: 0: the GPU key holds a NUL byte"},
+        {"sharing:\n  default: \"mps\\0x\"\n",
+         "nul.yaml:2: sharing: default: the mode holds a NUL byte"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+        const char *path = write_file("nul.yaml", bad[i].text);
+        err[0] = '\0';
+        if (config_load_daemon(path, false, &cfg, &acct, &share, &keys, err,
+                               sizeof(err)) != -1 ||
+            !strstr(err, bad[i].want))
+            fail_msg("%s: got \"%s\", want \"%s\"", bad[i].text, err,
+                     bad[i].want);
+    }
 }
 
 /* ---- exit classification --------------------------------------------------- */
@@ -1737,9 +1792,11 @@ int main(void) {
         cmocka_unit_test(test_config_null),
         cmocka_unit_test(test_config_cgroup_root),
         cmocka_unit_test(test_config_numbers),
+        cmocka_unit_test(test_config_nul_names),
         cmocka_unit_test(test_config_gpu_limit_refuses),
         cmocka_unit_test(test_config_bad),
         cmocka_unit_test(test_config_every_problem),
+        cmocka_unit_test(test_config_problems_past_end),
         cmocka_unit_test(test_config_read_whole_or_refused),
         cmocka_unit_test(test_classify),
         cmocka_unit_test(test_classify_tail),
