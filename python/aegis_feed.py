@@ -29,6 +29,7 @@ A consumer started before its producer waits for it (for ever, or
 """
 import logging
 import math
+import numbers
 import operator
 import time
 
@@ -51,6 +52,37 @@ _SLOT_SLACK = 1.25  # later batches may be a little larger (ragged data)
 _ATTACH_SLICE_S = 0.25  # one C wait for a producer; Ctrl-C is seen between
 
 _log = logging.getLogger("aegis_feed")
+
+
+def _whole(value):
+    """value as an int where it is a whole number (numpy's integers too,
+    not a bool), else None."""
+    if isinstance(value, bool):
+        return None
+    try:
+        return operator.index(value)
+    except TypeError:
+        return None
+
+
+def _at_least(name, value, least):
+    """value as an int; ValueError naming the argument `name` unless it is
+    a whole number of at least `least`."""
+    whole = _whole(value)
+    if whole is None or whole < least:
+        raise ValueError("%s %r: a whole number, at least %d"
+                         % (name, value, least))
+    return whole
+
+
+def _check_seconds(name, value):
+    """ValueError naming the argument `name` unless value is None or
+    seconds, 0 or more (a NaN would wait for ever)."""
+    if value is not None and (isinstance(value, bool) or
+                              not isinstance(value, numbers.Real) or
+                              not value >= 0):
+        raise ValueError("%s %r: seconds, 0 or more, or None"
+                         % (name, value))
 
 
 def _dtype_code(name):
@@ -222,11 +254,13 @@ class Producer:
     loader's.
     """
 
+    _feed = None  # what close() (and __del__) find after __init__ raised
+
     def __init__(self, loader, name="aegis", ahead=10, rubber_band_pct=0.0,
                  replay=None, min_consumers=1, slots=0, slot_bytes=None,
                  consumer_timeout=None, combine=1):
-        if combine < 1:
-            raise ValueError("combine must be at least 1, not %r" % combine)
+        combine = _at_least("combine", combine, 1)
+        _check_seconds("consumer_timeout", consumer_timeout)
         self._feed = None
         self._kind = None  # the first batch's kind (_flatten), the feed's
         self.loader = loader
@@ -471,16 +505,11 @@ class Consumer:
 def _attach(name, batch_size, timeout):
     """A _Consumer of feed `name`, once its producer made it: tries in short
     waits (so Ctrl-C works) until `timeout` seconds (None: for ever)."""
-    try:
-        whole = operator.index(batch_size)  # numpy's integers too
-    except TypeError:
-        whole = -1
-    if not 0 <= whole < 2 ** 32:  # the C library's is 32 bits
+    whole = _whole(batch_size)
+    if whole is None or not 0 <= whole < 2 ** 32:  # the C library's: 32 bits
         raise ValueError("batch_size %r: a whole number from 0 (whole "
                          "producer batches) to 2**32 - 1" % (batch_size,))
-    if timeout is not None and not timeout >= 0:
-        raise ValueError("timeout %r: seconds, 0 or more, or None"
-                         % (timeout,))
+    _check_seconds("timeout", timeout)
     # Announced as a consumer waiting for the feed for the whole loop, not
     # only inside each short wait: a producer made meanwhile holds its
     # first batch until every announced consumer has attached, so that

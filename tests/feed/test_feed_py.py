@@ -308,8 +308,9 @@ def test_failed_pack_fn_is_named(name):
 def test_bad_keys_and_sizes_are_refused(name):
     """A dict key too long for the feed (it was cut to 31 bytes, so two
     keys could become one) or not a str (it came back as its str), a
-    batch_size past 32 bits (it wrapped) and a NaN timeout (it waited for
-    ever) are refused when given."""
+    batch_size past 32 bits (it wrapped), a NaN timeout (it waited for
+    ever) and a producer's combine that is no whole number or a NaN
+    consumer_timeout are refused when given."""
     row = np.zeros(4, dtype=np.float32)
     raises(ValueError, "at most 31 bytes",
            lambda: aegis_feed.Producer([{"k" * 32: row}], name=name).run(1))
@@ -320,6 +321,12 @@ def test_bad_keys_and_sizes_are_refused(name):
                lambda: aegis_feed.Consumer(name=name, batch_size=size))
     raises(ValueError, "timeout",
            lambda: aegis_feed.Consumer(name=name, timeout=float("nan")))
+    for combine in (0, 1.5):  # 1.5: no group ever filled, one batch
+        raises(ValueError, "combine %r" % combine,
+               lambda: aegis_feed.Producer([row], name=name, combine=combine))
+    raises(ValueError, "consumer_timeout",
+           lambda: aegis_feed.Producer([row], name=name,
+                                       consumer_timeout=float("nan")))
 
 
 def test_consumer_keeping_batches_is_told(name):
