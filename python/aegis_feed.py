@@ -251,10 +251,12 @@ class Producer:
     published as one (their rows concatenated), so consumers may take
     batches up to that many times the loader's. The feed is created at the
     first batch, with slots sized from it (or slot_bytes=). len() is the
-    loader's.
+    loader's. close() (join()) ends the feed for good: iterating or
+    publishing afterwards is a FeedError.
     """
 
     _feed = None  # what close() (and __del__) find after __init__ raised
+    _closed = False
 
     def __init__(self, loader, name="aegis", ahead=10, rubber_band_pct=0.0,
                  replay=None, min_consumers=1, slots=0, slot_bytes=None,
@@ -303,7 +305,17 @@ class Producer:
         """Bytes the consumers may read (Consumer.meta); none here."""
         return b""
 
+    def _check_open(self):
+        """FeedError once close() (join()) ended the feed: publishing again
+        would make a new feed of the name and wait for consumers that
+        already saw the old one end."""
+        if self._closed:
+            raise FeedError("feed %s: the producer is closed (close() or "
+                            "join() ended its feed); make a new one to "
+                            "publish again" % self.name)
+
     def publish(self, batch):
+        self._check_open()
         # keep: the CUDA sources, alive until publish has copied them
         items, kind, need, keep = _flatten(batch)
         if self._feed is None:
@@ -330,6 +342,7 @@ class Producer:
         """Take the loader's next batch, publish it (once `combine` of them
         are in hand) and return it; at the end of the loader, publish what
         is left, close the epoch and stop."""
+        self._check_open()
         if self._it is None:
             self._it = iter(self.loader)
         try:
@@ -392,6 +405,7 @@ class Producer:
         return self._feed.peers() if self._feed else []
 
     def close(self):
+        self._closed = True
         if self._feed is not None:
             self._feed.close()
             self._feed = None

@@ -190,6 +190,27 @@ def test_producer_times_out_without_consumers(name):
     assert time.monotonic() - start < 5
 
 
+def test_closed_producer_is_an_error(name):
+    """A producer iterated again after join() made a new feed of its name
+    and waited for consumers (for ever without consumer_timeout), which
+    had seen the feed end; now it, and a publish, are a FeedError at
+    once."""
+    producer = aegis_feed.Producer(numpy_loader(), name=name,
+                                   consumer_timeout=10)
+    kid = spawn(name, 0, 1)
+    producer.run(1)
+    producer.join()
+    out, _ = kid.communicate(timeout=60)
+    assert kid.returncode == 0
+    check_exactly_once(json.loads(out), 1, "before the join")
+    start = time.monotonic()
+    raises(aegis_feed.FeedError, "the producer is closed",
+           lambda: producer.run(1))
+    raises(aegis_feed.FeedError, "the producer is closed",
+           lambda: producer.publish(numpy_loader()[0]))
+    assert time.monotonic() - start < 5
+
+
 def test_dead_consumer_does_not_stall(name):
     """min_consumers gates the start only: one of three consumers killed
     mid-epoch does not stop the producer nor the others (issue 17 item 1)."""
@@ -382,6 +403,7 @@ def main():
                               test_missing_feed_is_an_error,
                               test_consumer_before_producer_waits,
                               test_producer_times_out_without_consumers,
+                              test_closed_producer_is_an_error,
                               test_dead_consumer_does_not_stall,
                               test_producer_batch_size_combines,
                               test_bad_keys_and_sizes_are_refused,
