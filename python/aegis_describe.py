@@ -484,7 +484,11 @@ def describe(module, example_input, batch_size, optimizer="adam",
     batch_size is an integer from 1 to MAX_BATCH_SIZE (aegis estimate's
     limit): a bool or another type raises DescribeTypeError (a TypeError),
     a size out of range DescribeValueError (a ValueError); both are
-    DescribeErrors."""
+    DescribeErrors. A module that is no nn.Module raises
+    DescribeTypeError."""
+    if not isinstance(module, _torch().nn.Module):
+        raise DescribeTypeError("module must be a torch.nn.Module, got %s"
+                                % type(module).__name__)
     batch_size = _checked_batch_size(batch_size)
     _check_choice("optimizer", optimizer, OPTIMIZERS)
     _check_choice("precision", precision, PRECISIONS)

@@ -162,6 +162,16 @@ class TinyModule(unittest.TestCase):
         desc = aegis_describe.describe(Tiny(), TOKENS, largest)
         self.assertEqual(desc["batch_size"], largest)
 
+    def test_module_must_be_a_module(self):
+        # A function, a name or None was an AttributeError from inside
+        # ('str' object has no attribute 'parameters').
+        for module in ("resnet18", lambda x: x, None):
+            with self.assertRaisesRegex(TypeError, "module must be a "
+                                        "torch.nn.Module, got") as caught:
+                aegis_describe.describe(module, TOKENS, 1)
+            self.assertIsInstance(caught.exception,
+                                  aegis_describe.DescribeError)
+
     def test_example_must_be_one_sample(self):
         with self.assertRaisesRegex(aegis_describe.DescribeError, "ONE"):
             aegis_describe.describe(Tiny(), torch.zeros((2, 3),
