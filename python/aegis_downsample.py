@@ -430,6 +430,11 @@ def _ids_array(ids):
     return np.asarray(ids).astype(np.uint64, copy=False).reshape(-1)
 
 
+def _count(ids):
+    """How many sample keys ids (a tensor, array or list) holds."""
+    return ids.numel() if isinstance(ids, torch.Tensor) else int(np.size(ids))
+
+
 def _tensor(x, dtype=None):
     if isinstance(x, torch.Tensor):
         return x if dtype is None else x.to(dtype)
@@ -484,18 +489,25 @@ class Downsampler:
 
     def inform_samples(self, sample_ids, forward_output, target,
                        embedding=None, forward_input=None):
-        """Scores a batch: its keys, the model's outputs on it, its
-        targets; embedding, the last layer's inputs (GradNorm);
-        forward_input, the batch itself (RHOLoss's function). Tensors or
-        numpy arrays."""
+        """Scores a batch: its keys (as many as it has samples, else a
+        ValueError), the model's outputs on it, its targets; embedding,
+        the last layer's inputs (GradNorm); forward_input, the batch
+        itself (RHOLoss's function). Tensors or numpy arrays."""
         target = _tensor(target)
         scores = self._score(sample_ids, _tensor(forward_output), target,
                              embedding if embedding is None
                              else _tensor(embedding), forward_input)
-        self._ids.append(sample_ids)
         # The choice is made on the CPU, where the seeded generator draws:
         # one small copy a batch, and the same draws whatever the device.
-        self._scores.append(scores.detach().float().cpu().reshape(-1))
+        scores = scores.detach().float().cpu().reshape(-1)
+        # The keys are matched to the scores by position over all batches
+        # informed: one batch's count off would shift every later key.
+        if len(scores) != _count(sample_ids):
+            raise ValueError(f"inform_samples: {_count(sample_ids)} "
+                             f"sample_ids but {len(scores)} scores (one "
+                             f"row of forward_output per sample)")
+        self._ids.append(sample_ids)
+        self._scores.append(scores)
         if self.needs_targets:
             self._targets.append(target.detach().cpu().reshape(-1))
 

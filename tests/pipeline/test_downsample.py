@@ -111,6 +111,21 @@ class LossSampling(unittest.TestCase):
         ids, _ = choose(loss_sampler(1), [1.0, 2.0, 3.0])   # 1% of 3 -> 1
         self.assertEqual(len(ids), 1)
 
+    def test_keys_and_outputs_must_match(self):
+        # Keys are matched to scores by position over all the batches
+        # informed: a batch with two keys too many shifted every later
+        # batch's keys (the choice named samples it had not scored), and
+        # one with too few was an IndexError at select_points.
+        for d in (ads.Loss(100), ads.GradNorm(100),
+                  ads.Uncertainty("Entropy", 100)):
+            for ids in ([0, 1, 2, 3, 4], [0], torch.arange(5)):
+                with self.assertRaisesRegex(
+                        ValueError, f"inform_samples: {len(ids)} sample_ids "
+                        f"but 3 scores", msg=(d, ids)):
+                    d.inform_samples(ids, torch.rand(3, 2),
+                                     torch.zeros(3, dtype=torch.long))
+            self.assertEqual(d.select_points()[0].tolist(), [])
+
 
 class GradNormScores(unittest.TestCase):
     def test_closed_form_by_hand(self):
