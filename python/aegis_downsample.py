@@ -63,6 +63,7 @@ Where aegis departs from Modyn, the code says so and why.
 import bisect
 import json
 import math
+import numbers
 import os
 import struct
 import zlib
@@ -112,12 +113,12 @@ def _fail(where, key, what):
 
 def _int(conf, where, key, lo, hi=None):
     value = conf[key]
-    if isinstance(value, bool) or not isinstance(value, int):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise _fail(where, key, f"{value!r} is not a whole number")
     if value < lo or (hi is not None and value > hi):
         bound = f"{lo}..{hi}" if hi is not None else f">= {lo}"
         raise _fail(where, key, f"{value} is out of range ({bound})")
-    return value
+    return int(value)
 
 
 def _bool(conf, where, key):
@@ -447,7 +448,9 @@ class Downsampler:
     afresh.
 
     ratio / ratio_max: the share kept, at least one sample of any set
-    shown (Modyn's max(int(ratio * n / ratio_max), 1), in integers).
+    shown (Modyn's max(int(ratio * n / ratio_max), 1), in integers);
+    whole numbers, 0 <= ratio <= ratio_max, else a ValueError naming
+    the one at fault, as a config's.
     seed, trigger: with the epoch (set_epoch), seed the random choices.
     sample_then_batch, period: the mode the config asked for, for the
     training script to follow. loss(output, target): per-sample losses
@@ -459,9 +462,11 @@ class Downsampler:
 
     def __init__(self, ratio, ratio_max=100, *, seed=0, trigger=0,
                  sample_then_batch=False, period=1, loss=None):
-        if not 0 <= ratio <= ratio_max or ratio_max < 1:
-            raise ValueError(f"ratio {ratio} of ratio_max {ratio_max}: "
-                             f"expected 0 <= ratio <= ratio_max")
+        # whole numbers, as a config's: a fraction made target_size a
+        # float, which torch.topk refused at the first choice
+        given = {"ratio": ratio, "ratio_max": ratio_max}
+        ratio_max = _int(given, type(self).__name__, "ratio_max", 1)
+        ratio = _int(given, type(self).__name__, "ratio", 0, ratio_max)
         self.ratio, self.ratio_max = ratio, ratio_max
         self.seed, self.trigger = seed, trigger
         self.sample_then_batch, self.period = sample_then_batch, period

@@ -111,6 +111,21 @@ class LossSampling(unittest.TestCase):
         ids, _ = choose(loss_sampler(1), [1.0, 2.0, 3.0])   # 1% of 3 -> 1
         self.assertEqual(len(ids), 1)
 
+    def test_ratio_is_whole(self):
+        # A fraction was taken, and the first choice failed in torch.topk
+        # ("argument 'k' must be int, not float"); a str was a TypeError
+        # from a comparison.
+        for args, want in (((50.5,), "Loss.ratio: 50.5 is not a whole"),
+                           ((1, 2.5), "Loss.ratio_max: 2.5 is not a whole"),
+                           (("50",), "Loss.ratio: '50' is not a whole"),
+                           ((True,), "Loss.ratio: True is not a whole"),
+                           ((101,), r"Loss.ratio: 101 is out of range "
+                                    r"\(0..100\)"),
+                           ((0, 0), "Loss.ratio_max: 0 is out of range")):
+            with self.assertRaisesRegex(ValueError, want, msg=args):
+                ads.Loss(*args)
+        self.assertEqual(ads.Loss(np.int64(50)).target_size(4), 2)
+
     def test_keys_and_outputs_must_match(self):
         # Keys are matched to scores by position over all the batches
         # informed: a batch with two keys too many shifted every later
