@@ -676,7 +676,9 @@ class RHOLoss(Downsampler):
     the IL model to the user and takes its losses as irreducible_loss:
     a function (sample_ids, forward_input, target) -> per-sample losses,
     or an array of them indexed by sample key (computed once, e.g. by an
-    embedding job); the holdout keys are checked and otherwise unused."""
+    embedding job); the holdout keys are checked and otherwise unused.
+    A key shown without an irreducible loss (NaN, or past the array) is
+    a ValueError naming it."""
 
     def __init__(self, irreducible_loss, ratio, ratio_max=100, **kw):
         if not callable(irreducible_loss):
@@ -690,12 +692,22 @@ class RHOLoss(Downsampler):
     def _irreducible(self, sample_ids, forward_input, target):
         il = self.irreducible_loss
         if callable(il):
-            return _tensor(il(sample_ids, forward_input, target)).float()
-        keys = _ids_array(sample_ids)
-        if len(keys) and int(keys.max()) >= len(il):
-            raise ValueError(f"irreducible_loss: no loss for key "
-                             f"{int(keys.max())} (array of {len(il)})")
-        return torch.from_numpy(il[keys.astype(np.int64)])
+            losses = _tensor(il(sample_ids, forward_input, target)).float()
+        else:
+            keys = _ids_array(sample_ids)
+            if len(keys) and int(keys.max()) >= len(il):
+                raise ValueError(f"irreducible_loss: no loss for key "
+                                 f"{int(keys.max())} (array of {len(il)})")
+            losses = torch.from_numpy(il[keys.astype(np.int64)])
+        # NaN (irreducible_losses' mark of a key the IL models did not
+        # score) sorts above every reducible loss: those keys were kept
+        # first, silently.
+        unscored = torch.isnan(losses.reshape(-1)).nonzero()
+        if len(unscored):
+            key = int(_ids_array(sample_ids)[int(unscored[0])])
+            raise ValueError(f"irreducible_loss: no loss for key {key} "
+                             f"(NaN): its IL model did not score it")
+        return losses
 
     def _score(self, sample_ids, output, target, embedding, forward_input):
         with torch.no_grad():

@@ -286,6 +286,18 @@ class RHOLossTopK(unittest.TestCase):
         self.check(il)
         self.assertEqual(seen, [(4, 2)])
 
+    def test_unscored_key_refused(self):
+        # A NaN irreducible loss (irreducible_losses' mark of a key no IL
+        # model scored) sorted above every reducible loss, and such keys
+        # were kept first, without a word.
+        il = np.array([9.0] * 10 + self.IL, dtype=np.float32)
+        il[12] = np.nan
+        for irreducible in (il, lambda ids, inputs, target:
+                            torch.from_numpy(il[10:14])):
+            with self.assertRaisesRegex(ValueError, "irreducible_loss: no "
+                                        "loss for key 12 \\(NaN\\)"):
+                self.check(irreducible)
+
     def test_needs_irreducible_losses(self):
         with self.assertRaisesRegex(ValueError, "irreducible_loss"):
             ads.make({"strategy": "RHOLoss", "ratio": 50})
