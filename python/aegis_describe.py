@@ -376,11 +376,35 @@ def _pass_size(layers):
             sum(layer.get("activations", 0) for layer in layers))
 
 
-def _one_pass(module, example_input, device, warnings):
+def _failed_in(err, module):
+    """Where in module err was raised: ", in its layer NAME (TYPE)", the
+    innermost of its submodules whose forward the traceback runs through,
+    or "" where none of them is on it (module's own forward, an input
+    refused before it ran)."""
+    names = {id(mod): name for name, mod in module.named_modules() if name}
+    inner = None
+    tb = err.__traceback__
+    while tb is not None:
+        # a frame's f_locals copies every local: read its "self" only
+        code = tb.tb_frame.f_code
+        if code.co_argcount and code.co_varnames[0] == "self":
+            me = tb.tb_frame.f_locals.get("self")
+            inner = me if id(me) in names else inner
+        tb = tb.tb_next
+    if inner is None:
+        return ""
+    return ", in its layer %s (%s)" % (names[id(inner)],
+                                        type(inner).__name__)
+
+
+def _one_pass(module, example_input, device, warnings, name):
     """The recorded pass on meta or, where that fails and device allows,
-    on the CPU (said in warnings)."""
+    on the CPU (said in warnings). A forward pass that fails where no
+    fallback is left is a DescribeError naming the model (name) and the
+    layer it failed in."""
     why = "as asked (device cpu)"
     if device in ("auto", "meta"):
+        runner = module
         try:
             # the copy too: a module of tensors that are no graph leaves
             # (torch.nn.utils.weight_norm's) cannot be deep-copied
@@ -390,14 +414,22 @@ def _one_pass(module, example_input, device, warnings):
         except Exception as err:  # any failure of a forward we do not own
             if device == "meta" or _is_meta(module):
                 raise DescribeError("the forward pass does not run on the "
-                                    "meta device: %s" % err) from err
+                                    "meta device%s: %s"
+                                    % (_failed_in(err, runner), err)) from err
             why = ("because the pass on the meta device failed (%s): an "
                    "operation needs real values, so the description may "
                    "depend on them" % _first_line(err))
-    return _layers_on_cpu(module, example_input, warnings, why)
+    try:
+        return _layers_on_cpu(module, example_input, warnings, why)
+    except Exception as err:  # any failure of a forward we do not own
+        raise DescribeError("%s's forward pass failed on the example input "
+                            "on the CPU%s: %s: %s"
+                            % (name, _failed_in(err, module),
+                               type(err).__name__, err)) from err
 
 
-def _per_sample_pass(module, example_input, batch_size, device, warnings):
+def _per_sample_pass(module, example_input, batch_size, device, warnings,
+                     name):
     """The pass, per sample. A job of two samples or more is described
     from a pass over two, halved: some operators make a view of a batch
     of one where they copy a larger batch (a transpose made contiguous),
@@ -407,12 +439,12 @@ def _per_sample_pass(module, example_input, batch_size, device, warnings):
     doubled = _doubled(example_input) if batch_size >= 2 else None
     if doubled is not None:
         try:
-            result = _one_pass(module, doubled, device, warnings)
+            result = _one_pass(module, doubled, device, warnings, name)
             return (_per_sample(result[0], 2),) + tuple(result[1:])
         except Exception as err:  # any failure of a forward we do not own
             warnings.append("described from one sample: the pass over two "
                             "failed (%s)" % _first_line(err))
-    return _one_pass(module, example_input, device, warnings)
+    return _one_pass(module, example_input, device, warnings, name)
 
 
 def _warn_checkpointing(layers, warnings):
@@ -484,7 +516,12 @@ def describe(module, example_input, batch_size, optimizer="adam",
     batch_size is an integer from 1 to MAX_BATCH_SIZE (aegis estimate's
     limit): a bool or another type raises DescribeTypeError (a TypeError),
     a size out of range DescribeValueError (a ValueError); both are
-    DescribeErrors."""
+    DescribeErrors. A module that is no nn.Module raises
+    DescribeTypeError; a forward pass that fails (where device leaves no
+    fallback) raises DescribeError naming the layer it failed in."""
+    if not isinstance(module, _torch().nn.Module):
+        raise DescribeTypeError("module must be a torch.nn.Module, got %s"
+                                % type(module).__name__)
     batch_size = _checked_batch_size(batch_size)
     _check_choice("optimizer", optimizer, OPTIMIZERS)
     _check_choice("precision", precision, PRECISIONS)
@@ -492,16 +529,18 @@ def describe(module, example_input, batch_size, optimizer="adam",
     sample_elements = _check_one_sample(example_input)
     if input_elements is None:
         input_elements = sample_elements
+    if model is None:
+        model = type(module).__name__
     warnings = []
     result = _per_sample_pass(module, example_input, batch_size, device,
-                              warnings)
+                              warnings, model)
     layers = list(result[0])
     _warn_checkpointing(layers, warnings)
     unused = _unused_entry(result[1:], warnings)
     if unused:
         layers.append(unused)
     desc = {"format": FORMAT,
-            "model": model if model is not None else type(module).__name__,
+            "model": model,
             "batch_size": batch_size,
             "optimizer": optimizer,
             "precision": precision,

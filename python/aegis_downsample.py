@@ -63,6 +63,7 @@ Where aegis departs from Modyn, the code says so and why.
 import bisect
 import json
 import math
+import numbers
 import os
 import struct
 import zlib
@@ -112,12 +113,12 @@ def _fail(where, key, what):
 
 def _int(conf, where, key, lo, hi=None):
     value = conf[key]
-    if isinstance(value, bool) or not isinstance(value, int):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise _fail(where, key, f"{value!r} is not a whole number")
     if value < lo or (hi is not None and value > hi):
         bound = f"{lo}..{hi}" if hi is not None else f">= {lo}"
         raise _fail(where, key, f"{value} is out of range ({bound})")
-    return value
+    return int(value)
 
 
 def _bool(conf, where, key):
@@ -430,6 +431,11 @@ def _ids_array(ids):
     return np.asarray(ids).astype(np.uint64, copy=False).reshape(-1)
 
 
+def _count(ids):
+    """How many sample keys ids (a tensor, array or list) holds."""
+    return ids.numel() if isinstance(ids, torch.Tensor) else int(np.size(ids))
+
+
 def _tensor(x, dtype=None):
     if isinstance(x, torch.Tensor):
         return x if dtype is None else x.to(dtype)
@@ -442,7 +448,9 @@ class Downsampler:
     afresh.
 
     ratio / ratio_max: the share kept, at least one sample of any set
-    shown (Modyn's max(int(ratio * n / ratio_max), 1), in integers).
+    shown (Modyn's max(int(ratio * n / ratio_max), 1), in integers);
+    whole numbers, 0 <= ratio <= ratio_max, else a ValueError naming
+    the one at fault, as a config's.
     seed, trigger: with the epoch (set_epoch), seed the random choices.
     sample_then_batch, period: the mode the config asked for, for the
     training script to follow. loss(output, target): per-sample losses
@@ -454,9 +462,11 @@ class Downsampler:
 
     def __init__(self, ratio, ratio_max=100, *, seed=0, trigger=0,
                  sample_then_batch=False, period=1, loss=None):
-        if not 0 <= ratio <= ratio_max or ratio_max < 1:
-            raise ValueError(f"ratio {ratio} of ratio_max {ratio_max}: "
-                             f"expected 0 <= ratio <= ratio_max")
+        # whole numbers, as a config's: a fraction made target_size a
+        # float, which torch.topk refused at the first choice
+        given = {"ratio": ratio, "ratio_max": ratio_max}
+        ratio_max = _int(given, type(self).__name__, "ratio_max", 1)
+        ratio = _int(given, type(self).__name__, "ratio", 0, ratio_max)
         self.ratio, self.ratio_max = ratio, ratio_max
         self.seed, self.trigger = seed, trigger
         self.sample_then_batch, self.period = sample_then_batch, period
@@ -484,18 +494,25 @@ class Downsampler:
 
     def inform_samples(self, sample_ids, forward_output, target,
                        embedding=None, forward_input=None):
-        """Scores a batch: its keys, the model's outputs on it, its
-        targets; embedding, the last layer's inputs (GradNorm);
-        forward_input, the batch itself (RHOLoss's function). Tensors or
-        numpy arrays."""
+        """Scores a batch: its keys (as many as it has samples, else a
+        ValueError), the model's outputs on it, its targets; embedding,
+        the last layer's inputs (GradNorm); forward_input, the batch
+        itself (RHOLoss's function). Tensors or numpy arrays."""
         target = _tensor(target)
         scores = self._score(sample_ids, _tensor(forward_output), target,
                              embedding if embedding is None
                              else _tensor(embedding), forward_input)
-        self._ids.append(sample_ids)
         # The choice is made on the CPU, where the seeded generator draws:
         # one small copy a batch, and the same draws whatever the device.
-        self._scores.append(scores.detach().float().cpu().reshape(-1))
+        scores = scores.detach().float().cpu().reshape(-1)
+        # The keys are matched to the scores by position over all batches
+        # informed: one batch's count off would shift every later key.
+        if len(scores) != _count(sample_ids):
+            raise ValueError(f"inform_samples: {_count(sample_ids)} "
+                             f"sample_ids but {len(scores)} scores (one "
+                             f"row of forward_output per sample)")
+        self._ids.append(sample_ids)
+        self._scores.append(scores)
         if self.needs_targets:
             self._targets.append(target.detach().cpu().reshape(-1))
 
@@ -659,7 +676,9 @@ class RHOLoss(Downsampler):
     the IL model to the user and takes its losses as irreducible_loss:
     a function (sample_ids, forward_input, target) -> per-sample losses,
     or an array of them indexed by sample key (computed once, e.g. by an
-    embedding job); the holdout keys are checked and otherwise unused."""
+    embedding job); the holdout keys are checked and otherwise unused.
+    A key shown without an irreducible loss (NaN, or past the array) is
+    a ValueError naming it."""
 
     def __init__(self, irreducible_loss, ratio, ratio_max=100, **kw):
         if not callable(irreducible_loss):
@@ -673,12 +692,22 @@ class RHOLoss(Downsampler):
     def _irreducible(self, sample_ids, forward_input, target):
         il = self.irreducible_loss
         if callable(il):
-            return _tensor(il(sample_ids, forward_input, target)).float()
-        keys = _ids_array(sample_ids)
-        if len(keys) and int(keys.max()) >= len(il):
-            raise ValueError(f"irreducible_loss: no loss for key "
-                             f"{int(keys.max())} (array of {len(il)})")
-        return torch.from_numpy(il[keys.astype(np.int64)])
+            losses = _tensor(il(sample_ids, forward_input, target)).float()
+        else:
+            keys = _ids_array(sample_ids)
+            if len(keys) and int(keys.max()) >= len(il):
+                raise ValueError(f"irreducible_loss: no loss for key "
+                                 f"{int(keys.max())} (array of {len(il)})")
+            losses = torch.from_numpy(il[keys.astype(np.int64)])
+        # NaN (irreducible_losses' mark of a key the IL models did not
+        # score) sorts above every reducible loss: those keys were kept
+        # first, silently.
+        unscored = torch.isnan(losses.reshape(-1)).nonzero()
+        if len(unscored):
+            key = int(_ids_array(sample_ids)[int(unscored[0])])
+            raise ValueError(f"irreducible_loss: no loss for key {key} "
+                             f"(NaN): its IL model did not score it")
+        return losses
 
     def _score(self, sample_ids, output, target, embedding, forward_input):
         with torch.no_grad():

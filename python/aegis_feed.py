@@ -29,6 +29,7 @@ A consumer started before its producer waits for it (for ever, or
 """
 import logging
 import math
+import numbers
 import operator
 import time
 
@@ -51,6 +52,37 @@ _SLOT_SLACK = 1.25  # later batches may be a little larger (ragged data)
 _ATTACH_SLICE_S = 0.25  # one C wait for a producer; Ctrl-C is seen between
 
 _log = logging.getLogger("aegis_feed")
+
+
+def _whole(value):
+    """value as an int where it is a whole number (numpy's integers too,
+    not a bool), else None."""
+    if isinstance(value, bool):
+        return None
+    try:
+        return operator.index(value)
+    except TypeError:
+        return None
+
+
+def _at_least(name, value, least):
+    """value as an int; ValueError naming the argument `name` unless it is
+    a whole number of at least `least`."""
+    whole = _whole(value)
+    if whole is None or whole < least:
+        raise ValueError("%s %r: a whole number, at least %d"
+                         % (name, value, least))
+    return whole
+
+
+def _check_seconds(name, value):
+    """ValueError naming the argument `name` unless value is None or
+    seconds, 0 or more (a NaN would wait for ever)."""
+    if value is not None and (isinstance(value, bool) or
+                              not isinstance(value, numbers.Real) or
+                              not value >= 0):
+        raise ValueError("%s %r: seconds, 0 or more, or None"
+                         % (name, value))
 
 
 def _dtype_code(name):
@@ -219,14 +251,18 @@ class Producer:
     published as one (their rows concatenated), so consumers may take
     batches up to that many times the loader's. The feed is created at the
     first batch, with slots sized from it (or slot_bytes=). len() is the
-    loader's.
+    loader's. close() (join()) ends the feed for good: iterating or
+    publishing afterwards is a FeedError.
     """
+
+    _feed = None  # what close() (and __del__) find after __init__ raised
+    _closed = False
 
     def __init__(self, loader, name="aegis", ahead=10, rubber_band_pct=0.0,
                  replay=None, min_consumers=1, slots=0, slot_bytes=None,
                  consumer_timeout=None, combine=1):
-        if combine < 1:
-            raise ValueError("combine must be at least 1, not %r" % combine)
+        combine = _at_least("combine", combine, 1)
+        _check_seconds("consumer_timeout", consumer_timeout)
         self._feed = None
         self._kind = None  # the first batch's kind (_flatten), the feed's
         self.loader = loader
@@ -269,7 +305,17 @@ class Producer:
         """Bytes the consumers may read (Consumer.meta); none here."""
         return b""
 
+    def _check_open(self):
+        """FeedError once close() (join()) ended the feed: publishing again
+        would make a new feed of the name and wait for consumers that
+        already saw the old one end."""
+        if self._closed:
+            raise FeedError("feed %s: the producer is closed (close() or "
+                            "join() ended its feed); make a new one to "
+                            "publish again" % self.name)
+
     def publish(self, batch):
+        self._check_open()
         # keep: the CUDA sources, alive until publish has copied them
         items, kind, need, keep = _flatten(batch)
         if self._feed is None:
@@ -296,6 +342,7 @@ class Producer:
         """Take the loader's next batch, publish it (once `combine` of them
         are in hand) and return it; at the end of the loader, publish what
         is left, close the epoch and stop."""
+        self._check_open()
         if self._it is None:
             self._it = iter(self.loader)
         try:
@@ -358,6 +405,7 @@ class Producer:
         return self._feed.peers() if self._feed else []
 
     def close(self):
+        self._closed = True
         if self._feed is not None:
             self._feed.close()
             self._feed = None
@@ -471,16 +519,11 @@ class Consumer:
 def _attach(name, batch_size, timeout):
     """A _Consumer of feed `name`, once its producer made it: tries in short
     waits (so Ctrl-C works) until `timeout` seconds (None: for ever)."""
-    try:
-        whole = operator.index(batch_size)  # numpy's integers too
-    except TypeError:
-        whole = -1
-    if not 0 <= whole < 2 ** 32:  # the C library's is 32 bits
+    whole = _whole(batch_size)
+    if whole is None or not 0 <= whole < 2 ** 32:  # the C library's: 32 bits
         raise ValueError("batch_size %r: a whole number from 0 (whole "
                          "producer batches) to 2**32 - 1" % (batch_size,))
-    if timeout is not None and not timeout >= 0:
-        raise ValueError("timeout %r: seconds, 0 or more, or None"
-                         % (timeout,))
+    _check_seconds("timeout", timeout)
     # Announced as a consumer waiting for the feed for the whole loop, not
     # only inside each short wait: a producer made meanwhile holds its
     # first batch until every announced consumer has attached, so that

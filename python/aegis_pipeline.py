@@ -319,10 +319,46 @@ def read_trainset(path):
     return items["key"].copy(), items["weight"].copy(), seed, trigger
 
 
+# dataset.json's keys that reading samples uses, each with what dsconf.c
+# takes for it when it is absent.
+_CONF_DEFAULTS = {"dir": "", "format": "", "sep": ",", "header": False,
+                  "label_size": 0, "label_column": "", "ts_column": ""}
+_CONF_KINDS = {str: "a string", bool: "true or false",
+               int: "a whole number >= 0"}
+_FORMATS = ("file", "binary", "csv")
+
+
+def _read_conf(path):
+    """The dataset.json at path, as dsconf.c reads it (an absent key its
+    default); ValueError naming the file, and the key, where it is
+    damaged: it was a KeyError or a JSON error naming neither."""
+    try:
+        with open(path, "rb") as f:
+            conf = json.load(f)
+    except ValueError as e:  # not JSON, or not UTF-8
+        raise ValueError(f"{path}: not JSON ({e})") from None
+    if not isinstance(conf, dict):
+        raise ValueError(f"{path}: not a JSON object")
+    conf = dict(_CONF_DEFAULTS, **conf)
+    for key, default in _CONF_DEFAULTS.items():
+        value = conf[key]
+        # exact types: a bool is no count, a count no bool
+        if type(value) is not type(default) or (type(value) is int and
+                                                value < 0):
+            raise ValueError(f"{path}: {key}: not {_CONF_KINDS[type(default)]}"
+                             f" ({value!r})")
+    if conf["format"] not in _FORMATS:
+        raise ValueError(f"{path}: format: unknown format {conf['format']!r}"
+                         f" (one of {', '.join(_FORMATS)})")
+    conf["sep"] = conf["sep"] or ","
+    return conf
+
+
 class Dataset:
     """A registered dataset, read from its state folder: its
     configuration (`conf`), its files (`files`) and samples (`samples`,
-    SAMPLE_DTYPE: key, ts, label, file, len, offset)."""
+    SAMPLE_DTYPE: key, ts, label, file, len, offset). A dataset.json
+    damaged is a ValueError naming it and the key at fault."""
 
     def __init__(self, path=None):
         self.path = _job_file(path, "AEGIS_DATASET", "Dataset")
@@ -331,8 +367,7 @@ class Dataset:
             raise FileNotFoundError(f"{self.path}: not a dataset's folder "
                                     f"(no dataset.json): give the folder "
                                     f"`aegis dataset show` names")
-        with open(conf) as f:
-            self.conf = json.load(f)
+        self.conf = _read_conf(conf)
         self.files, self.samples = _read_logs(self.path)
         self._maps = {}
 

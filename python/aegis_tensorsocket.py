@@ -118,6 +118,10 @@ class TensorProducer(aegis_feed.Producer):
                  producer_batch_size=8, max_tensor_length=150, name=None,
                  consumer_timeout=None, device=None):
         self.data_loader_len = len(data_loader)  # TensorSocket's TypeError
+        producer_batch_size = aegis_feed._at_least(
+            "producer_batch_size", producer_batch_size, 1)
+        consumer_max_buffer_size = aegis_feed._at_least(
+            "consumer_max_buffer_size", consumer_max_buffer_size, 1)
         super().__init__(
             data_loader, name=name or _port_name(port),
             ahead=max(2, math.ceil(consumer_max_buffer_size /

@@ -162,6 +162,45 @@ class TinyModule(unittest.TestCase):
         desc = aegis_describe.describe(Tiny(), TOKENS, largest)
         self.assertEqual(desc["batch_size"], largest)
 
+    def test_module_must_be_a_module(self):
+        # A function, a name or None was an AttributeError from inside
+        # ('str' object has no attribute 'parameters').
+        for module in ("resnet18", lambda x: x, None):
+            with self.assertRaisesRegex(TypeError, "module must be a "
+                                        "torch.nn.Module, got") as caught:
+                aegis_describe.describe(module, TOKENS, 1)
+            self.assertIsInstance(caught.exception,
+                                  aegis_describe.DescribeError)
+
+    def test_failing_forward_names_its_layer(self):
+        # A forward pass that fails on the CPU (an input of the wrong
+        # shape, a forward that raises) was its bare error, with no word
+        # of the model or the layer; the meta pass's named no layer.
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.body = nn.Sequential(nn.Linear(4, 3), nn.ReLU(),
+                                          nn.Linear(5, 2))
+
+            def forward(self, x):
+                return self.body(x)
+        for device in ("auto", "cpu", "meta"):
+            with self.assertRaisesRegex(
+                    aegis_describe.DescribeError,
+                    r"forward pass .*, in its layer body\.2 \(Linear\): "
+                    r".*mat1 and mat2 shapes", msg=device):
+                aegis_describe.describe(Net(), torch.zeros(1, 4), 2,
+                                        device=device)
+
+        class Raises(nn.Module):
+            def forward(self, x):
+                raise ValueError("no labels given")
+        with self.assertRaisesRegex(
+                aegis_describe.DescribeError, "^Raises's forward pass failed "
+                "on the example input on the CPU: ValueError: no labels "
+                "given$"):
+            aegis_describe.describe(Raises(), torch.zeros(1, 4), 2)
+
     def test_example_must_be_one_sample(self):
         with self.assertRaisesRegex(aegis_describe.DescribeError, "ONE"):
             aegis_describe.describe(Tiny(), torch.zeros((2, 3),

@@ -190,6 +190,27 @@ def test_producer_times_out_without_consumers(name):
     assert time.monotonic() - start < 5
 
 
+def test_closed_producer_is_an_error(name):
+    """A producer iterated again after join() made a new feed of its name
+    and waited for consumers (for ever without consumer_timeout), which
+    had seen the feed end; now it, and a publish, are a FeedError at
+    once."""
+    producer = aegis_feed.Producer(numpy_loader(), name=name,
+                                   consumer_timeout=10)
+    kid = spawn(name, 0, 1)
+    producer.run(1)
+    producer.join()
+    out, _ = kid.communicate(timeout=60)
+    assert kid.returncode == 0
+    check_exactly_once(json.loads(out), 1, "before the join")
+    start = time.monotonic()
+    raises(aegis_feed.FeedError, "the producer is closed",
+           lambda: producer.run(1))
+    raises(aegis_feed.FeedError, "the producer is closed",
+           lambda: producer.publish(numpy_loader()[0]))
+    assert time.monotonic() - start < 5
+
+
 def test_dead_consumer_does_not_stall(name):
     """min_consumers gates the start only: one of three consumers killed
     mid-epoch does not stop the producer nor the others (issue 17 item 1)."""
@@ -308,8 +329,9 @@ def test_failed_pack_fn_is_named(name):
 def test_bad_keys_and_sizes_are_refused(name):
     """A dict key too long for the feed (it was cut to 31 bytes, so two
     keys could become one) or not a str (it came back as its str), a
-    batch_size past 32 bits (it wrapped) and a NaN timeout (it waited for
-    ever) are refused when given."""
+    batch_size past 32 bits (it wrapped), a NaN timeout (it waited for
+    ever) and a producer's combine that is no whole number or a NaN
+    consumer_timeout are refused when given."""
     row = np.zeros(4, dtype=np.float32)
     raises(ValueError, "at most 31 bytes",
            lambda: aegis_feed.Producer([{"k" * 32: row}], name=name).run(1))
@@ -320,6 +342,12 @@ def test_bad_keys_and_sizes_are_refused(name):
                lambda: aegis_feed.Consumer(name=name, batch_size=size))
     raises(ValueError, "timeout",
            lambda: aegis_feed.Consumer(name=name, timeout=float("nan")))
+    for combine in (0, 1.5):  # 1.5: no group ever filled, one batch
+        raises(ValueError, "combine %r" % combine,
+               lambda: aegis_feed.Producer([row], name=name, combine=combine))
+    raises(ValueError, "consumer_timeout",
+           lambda: aegis_feed.Producer([row], name=name,
+                                       consumer_timeout=float("nan")))
 
 
 def test_consumer_keeping_batches_is_told(name):
@@ -375,6 +403,7 @@ def main():
                               test_missing_feed_is_an_error,
                               test_consumer_before_producer_waits,
                               test_producer_times_out_without_consumers,
+                              test_closed_producer_is_an_error,
                               test_dead_consumer_does_not_stall,
                               test_producer_batch_size_combines,
                               test_bad_keys_and_sizes_are_refused,

@@ -11,6 +11,7 @@ payload_consumer.py) run unchanged and exactly:
 - batches are on the GPU where CUDA is there.
 ctest runs it with /usr/bin/python3 and PYTHONPATH naming build/python;
 exit 77 (skip) without torch."""
+import gc
 import json
 import os
 import pickle
@@ -83,6 +84,45 @@ def test_pack_fn_must_leave_tensors():
     else:
         raise AssertionError("a str from pack_fn was published")
     producer.join()
+
+
+def refused(want, **kwargs):
+    """TensorProducer(loader, **kwargs) raises a ValueError saying want."""
+    loader = [(torch.zeros(4), torch.arange(4))]
+    try:
+        tensorsocket.TensorProducer(loader, port="api%d" % os.getpid(),
+                                    **kwargs)
+    except ValueError as e:
+        assert want in str(e), (want, e)
+    else:
+        raise AssertionError("TensorProducer took %r" % (kwargs,))
+
+
+def test_bad_arguments_are_refused():
+    """A producer_batch_size of 0 was a ZeroDivisionError, 2.5 was taken
+    (no group of 2.5 batches ever filled, so the epoch came as one batch),
+    a negative consumer_max_buffer_size or consumer_timeout was taken, and
+    each refusal was followed by an AttributeError from __del__. Each is
+    a ValueError naming the argument, and nothing more."""
+    unraisable = []
+    seen_hook, sys.unraisablehook = sys.unraisablehook, unraisable.append
+    try:
+        for size in (0, -1, 2.5, "8", True):
+            refused("producer_batch_size %r" % (size,),
+                    producer_batch_size=size)
+        for size in (0, -5, "10"):
+            refused("consumer_max_buffer_size %r" % (size,),
+                    consumer_max_buffer_size=size)
+        for wait in (-1, "5", float("nan")):
+            refused("consumer_timeout", consumer_timeout=wait)
+        try:
+            tensorsocket.TensorProducer(None)
+        except TypeError:
+            pass
+        gc.collect()
+    finally:
+        sys.unraisablehook = seen_hook
+    assert not unraisable, [u.exc_value for u in unraisable]
 
 
 def test_device_choice():
@@ -161,7 +201,8 @@ def test_scripts():
 def main():
     assert tensorsocket.AEGIS_COMPAT, "not aegis's tensorsocket package"
     for test in (test_names, test_payload, test_pack_fn_must_leave_tensors,
-                 test_device_choice, test_scripts):
+                 test_bad_arguments_are_refused, test_device_choice,
+                 test_scripts):
         test()
         print("%s: ok" % test.__name__)
 

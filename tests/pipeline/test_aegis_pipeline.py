@@ -370,6 +370,33 @@ def check_short_key_log(state, tmp):
         assert len(aegis_pipeline.Dataset(copy).samples) == 0
 
 
+def check_damaged_conf(state, tmp, trainset):
+    """A dataset.json damaged is a ValueError naming it and the key at
+    fault, when the Dataset is made: it was a JSONDecodeError naming no
+    file, or a KeyError ('format') or TypeError from the first sample."""
+    copy = os.path.join(tmp, "conf")
+    subprocess.run(["cp", "-r", state, copy], check=True)
+    conf_path = os.path.join(copy, "dataset.json")
+    with open(conf_path) as f:
+        conf = json.load(f)
+    for text, want in (("{garbage", "dataset.json: not JSON"),
+                       ("[]", "dataset.json: not a JSON object"),
+                       ("{}", "dataset.json: format: unknown format ''"),
+                       (json.dumps(dict(conf, label_size="4")),
+                        "dataset.json: label_size: not a whole number"),
+                       (json.dumps(dict(conf, header=1)),
+                        "dataset.json: header: not true or false")):
+        with open(conf_path, "w") as f:
+            f.write(text)
+        raises(ValueError, want, lambda: aegis_pipeline.Dataset(copy))
+        raises(ValueError, want,
+               lambda: aegis_pipeline.TrainingSet(trainset, copy))
+    # absent keys are what dsconf.c takes for them
+    with open(conf_path, "w") as f:
+        json.dump({k: conf[k] for k in ("dir", "format", "label_size")}, f)
+    assert len(list(aegis_pipeline.TrainingSet(trainset, copy))) == 300
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         check_csv_default_parser(tmp)
@@ -389,6 +416,7 @@ def main():
         check_refused(state, tmp, keys, weights)
         check_damaged_logs(state, tmp)
         check_short_key_log(state, tmp)
+        check_damaged_conf(state, tmp, trainset)
         check_bytes_index(state)
     print("aegis_pipeline: ok")
 

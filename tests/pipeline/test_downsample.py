@@ -111,6 +111,36 @@ class LossSampling(unittest.TestCase):
         ids, _ = choose(loss_sampler(1), [1.0, 2.0, 3.0])   # 1% of 3 -> 1
         self.assertEqual(len(ids), 1)
 
+    def test_ratio_is_whole(self):
+        # A fraction was taken, and the first choice failed in torch.topk
+        # ("argument 'k' must be int, not float"); a str was a TypeError
+        # from a comparison.
+        for args, want in (((50.5,), "Loss.ratio: 50.5 is not a whole"),
+                           ((1, 2.5), "Loss.ratio_max: 2.5 is not a whole"),
+                           (("50",), "Loss.ratio: '50' is not a whole"),
+                           ((True,), "Loss.ratio: True is not a whole"),
+                           ((101,), r"Loss.ratio: 101 is out of range "
+                                    r"\(0..100\)"),
+                           ((0, 0), "Loss.ratio_max: 0 is out of range")):
+            with self.assertRaisesRegex(ValueError, want, msg=args):
+                ads.Loss(*args)
+        self.assertEqual(ads.Loss(np.int64(50)).target_size(4), 2)
+
+    def test_keys_and_outputs_must_match(self):
+        # Keys are matched to scores by position over all the batches
+        # informed: a batch with two keys too many shifted every later
+        # batch's keys (the choice named samples it had not scored), and
+        # one with too few was an IndexError at select_points.
+        for d in (ads.Loss(100), ads.GradNorm(100),
+                  ads.Uncertainty("Entropy", 100)):
+            for ids in ([0, 1, 2, 3, 4], [0], torch.arange(5)):
+                with self.assertRaisesRegex(
+                        ValueError, f"inform_samples: {len(ids)} sample_ids "
+                        f"but 3 scores", msg=(d, ids)):
+                    d.inform_samples(ids, torch.rand(3, 2),
+                                     torch.zeros(3, dtype=torch.long))
+            self.assertEqual(d.select_points()[0].tolist(), [])
+
 
 class GradNormScores(unittest.TestCase):
     def test_closed_form_by_hand(self):
@@ -255,6 +285,18 @@ class RHOLossTopK(unittest.TestCase):
             return torch.tensor(self.IL)
         self.check(il)
         self.assertEqual(seen, [(4, 2)])
+
+    def test_unscored_key_refused(self):
+        # A NaN irreducible loss (irreducible_losses' mark of a key no IL
+        # model scored) sorted above every reducible loss, and such keys
+        # were kept first, without a word.
+        il = np.array([9.0] * 10 + self.IL, dtype=np.float32)
+        il[12] = np.nan
+        for irreducible in (il, lambda ids, inputs, target:
+                            torch.from_numpy(il[10:14])):
+            with self.assertRaisesRegex(ValueError, "irreducible_loss: no "
+                                        "loss for key 12 \\(NaN\\)"):
+                self.check(irreducible)
 
     def test_needs_irreducible_losses(self):
         with self.assertRaisesRegex(ValueError, "irreducible_loss"):
