@@ -661,7 +661,12 @@ def _replace_whole(path, chunks):
 
 
 def _job_file(path, variable, what):
-    """path, or the file the pipeline's job was given in variable."""
+    """path, or the file the pipeline's job was given in variable. A
+    number is refused: open() takes it for a descriptor, which it reads
+    and then closes."""
+    if path is not None and not isinstance(path, (str, bytes, os.PathLike)):
+        raise TypeError(f"{what}: path must be a file's path (str or "
+                        f"os.PathLike), got {type(path).__name__}")
     if path:
         return path
     if variable not in os.environ:

@@ -224,6 +224,15 @@ def check_api_errors(tmp):
     raises(ValueError, "keys must be whole numbers",
            lambda: save([-1, 2, 3], labels=[0, 1, 2], path=out))
     save(keys, labels=[0, 1, 2], path=out)  # and right ones are taken
+    # a number is no path: open() read descriptor 5 and closed it
+    fd = os.open(out, os.O_RDONLY)
+    raises(TypeError, "TrainingSet: path must be a file's path",
+           lambda: aegis_pipeline.TrainingSet(fd))
+    raises(TypeError, "save_predictions: path must be a file's path (str "
+           "or os.PathLike), got int",
+           lambda: save(keys, labels=[0, 1, 2], path=fd))
+    os.fstat(fd)  # still open
+    os.close(fd)
     env = dict(os.environ)
     os.environ.pop("AEGIS_EVAL_OUT", None)
     os.environ.pop("AEGIS_TRAINSET", None)
