@@ -164,9 +164,9 @@ static bool config_in_range(const config_field *f, double num) {
 /* "config NAME: 'VALUE' is not a ... in [LO, HI]". */
 static int config_range_error(const config_field *f, const char *value,
                               char *err, size_t errlen) {
-    snprintf(err, errlen, "config %s: '%s' is not a %s in [%g, %g]", f->name,
-             value, f->type == CONFIG_INT ? "whole number" : "number", f->lo,
-             f->hi);
+    snprintf(err, errlen, "config %s: '%s' is not a %s in [%.15g, %.15g]",
+             f->name, value,
+             f->type == CONFIG_INT ? "whole number" : "number", f->lo, f->hi);
     return -1;
 }
 
@@ -212,7 +212,7 @@ int core_config_check(const core_config *cfg, char *err, size_t errlen) {
         if (f->type == CONFIG_NAME || config_in_range(f, config_number(cfg, f)))
             continue;
         char value[32];
-        snprintf(value, sizeof(value), "%g", config_number(cfg, f));
+        snprintf(value, sizeof(value), "%.15g", config_number(cfg, f));
         return config_range_error(f, value, err, errlen);
     }
     return 0;

@@ -205,8 +205,8 @@ static int config_daemon_set(acct_params *acct, config_keys *keys,
         if (!core_config_decimal(value) || *stop != '\0' || errno ||
             !isfinite(v) || v < nums[i].lo || v > nums[i].hi ||
             (nums[i].whole && v != floor(v))) {
-            snprintf(msg, msglen, "%s: '%s' is not a %s in [%g, %g]", key,
-                     value, nums[i].whole ? "whole number" : "number",
+            snprintf(msg, msglen, "%s: '%s' is not a %s in [%.15g, %.15g]",
+                     key, value, nums[i].whole ? "whole number" : "number",
                      nums[i].lo, nums[i].hi);
             return -1;
         }

@@ -953,6 +953,13 @@ static void test_config_numbers(void **state) {
         {"job_session_nice: 20\n",
          "num.yaml:1: job_session_nice: '20' is not a whole number in [0, 19]"},
         {"job_session_nice: -5\n", "num.yaml:1: job_session_nice: '-5'"},
+        /* bounds in full: %g said [1, 1.04858e+06] */
+        {"log_max_mib: 2000000\n",
+         "num.yaml:1: log_max_mib: '2000000' is not a whole number in "
+         "[1, 1048576]"},
+        {"backfill_max_passes: 2000000\n",
+         "num.yaml:1: config backfill_max_passes: '2000000' is not a whole "
+         "number in [0, 1000000]"},
         {"metrics_listen: 127.0.0.1:+80\n", "num.yaml:1: metrics_listen: '127.0.0.1:+80'"},
         {"metrics_listen: \"127.0.0.1: 80\"\n", "num.yaml:1: metrics_listen:"},
     };
