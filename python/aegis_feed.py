@@ -85,6 +85,15 @@ def _check_seconds(name, value):
                          % (name, value))
 
 
+def _check_fraction(name, value):
+    """ValueError naming the argument `name` unless value is a fraction,
+    from 0 to 1."""
+    if (isinstance(value, bool) or not isinstance(value, numbers.Real) or
+            not 0 <= value <= 1):
+        raise ValueError("%s %r: a fraction of an epoch, from 0 to 1"
+                         % (name, value))
+
+
 def _dtype_code(name):
     """The feed's code for a dtype name; TypeError for one it cannot carry."""
     try:
@@ -263,6 +272,7 @@ class Producer:
                  consumer_timeout=None, combine=1):
         combine = _at_least("combine", combine, 1)
         _check_seconds("consumer_timeout", consumer_timeout)
+        _check_fraction("rubber_band_pct", rubber_band_pct)
         self._feed = None
         self._kind = None  # the first batch's kind (_flatten), the feed's
         self.loader = loader

@@ -47,6 +47,27 @@ def collate(batches):
                  for i in range(len(batches[0])))
 
 
+def _check_callable(name, fn):
+    """TypeError naming the argument `name` unless fn is None (the
+    default) or callable: found only at the first batch, the refusal named
+    the publishing stage, not the argument."""
+    if fn is not None and not callable(fn):
+        raise TypeError("%s %r: not callable" % (name, fn))
+
+
+def _check_device(device):
+    """device as torch names it; ValueError naming the argument where torch
+    knows no such device (found only at the first batch, in publishing)."""
+    if device is None:
+        return None
+    import torch
+    try:
+        torch.device(device)
+    except (RuntimeError, TypeError) as e:
+        raise ValueError("device %r: %s" % (device, e)) from None
+    return device
+
+
 def _cuda_device():
     """"cuda" where torch sees a GPU, else None (batches stay put)."""
     try:
@@ -118,6 +139,8 @@ class TensorProducer(aegis_feed.Producer):
                  producer_batch_size=8, max_tensor_length=150, name=None,
                  consumer_timeout=None, device=None):
         self.data_loader_len = len(data_loader)  # TensorSocket's TypeError
+        _check_callable("pack_fn", pack_fn)
+        device = _check_device(device)
         producer_batch_size = aegis_feed._at_least(
             "producer_batch_size", producer_batch_size, 1)
         consumer_max_buffer_size = aegis_feed._at_least(
@@ -203,6 +226,7 @@ class TensorConsumer(aegis_feed.Consumer):
 
     def __init__(self, port=5555, ack_port=5556, heart_ports=(4444, 4445),
                  unpack_fn=unpack, batch_size=64, name=None, timeout=None):
+        _check_callable("unpack_fn", unpack_fn)
         super().__init__(name=name or _port_name(port), batch_size=batch_size,
                          timeout=timeout, as_torch=True)
         self.port, self.ack_port, self.heart_ports = port, ack_port, heart_ports

@@ -115,6 +115,21 @@ def test_bad_arguments_are_refused():
                     consumer_max_buffer_size=size)
         for wait in (-1, "5", float("nan")):
             refused("consumer_timeout", consumer_timeout=wait)
+        # were taken, and failed (or replayed 5 epochs) later
+        for pct in (-1, 5, "0.1", float("nan")):
+            refused("rubber_band_pct %r" % (pct,), rubber_band_pct=pct)
+        refused("device 'bogus'", device="bogus")
+        port = "api%d" % os.getpid()
+        for make in (lambda: tensorsocket.TensorProducer(
+                         [(torch.zeros(4),)], port=port, pack_fn=3),
+                     lambda: tensorsocket.TensorConsumer(
+                         port=port, timeout=0, unpack_fn=3)):
+            try:
+                make()
+            except TypeError as e:
+                assert "_fn 3: not callable" in str(e), e
+            else:
+                raise AssertionError("a pack_fn or unpack_fn of 3 taken")
         try:
             tensorsocket.TensorProducer(None)
         except TypeError:
