@@ -49,6 +49,10 @@ CPU_FALLBACK_MAX_ELEMENTS = 500 * 1000 * 1000
 # first, where the user typed it.
 MAX_BATCH_SIZE = 1000 * 1000
 
+# Largest input_elements `aegis estimate` takes (2^40 elements, as every
+# count of a description: src/estimate/desc.c).
+MAX_INPUT_ELEMENTS = 2 ** 40
+
 
 class DescribeError(Exception):
     """Bad input to the extractor: an unknown model, a bad option, a model
@@ -475,6 +479,20 @@ def _checked_batch_size(batch_size):
     return int(batch_size)
 
 
+def _checked_input_elements(value):
+    """input_elements as an int; DescribeTypeError for a bool or a
+    non-integer (3.7 was cut to 3), DescribeValueError outside what aegis
+    estimate takes (0 to 2^40, as
+    MAX_INPUT_ELEMENTS)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise DescribeTypeError("input_elements must be an integer, got %r "
+                                "(%s)" % (value, type(value).__name__))
+    if not 0 <= value <= MAX_INPUT_ELEMENTS:
+        raise DescribeValueError("input_elements must be from 0 to %d, got "
+                                 "%d" % (MAX_INPUT_ELEMENTS, value))
+    return int(value)
+
+
 def _check_choice(name, value, choices):
     if value not in choices:
         raise DescribeError("%s %r is not one of: %s"
@@ -507,8 +525,9 @@ def describe(module, example_input, batch_size, optimizer="adam",
     CPU when the forward pass needs real values. A CPU pass runs twice, on the
     example and on other values of the same shape, to see whether the
     description depends on them.
-    input_elements defaults to the elements of example_input (tokens for
-    text). The module is left as it was: weights, train/eval flag of every
+    input_elements (an integer from 0 to MAX_INPUT_ELEMENTS, else
+    DescribeTypeError or DescribeValueError) defaults to the elements of
+    example_input (tokens for text). The module is left as it was: weights, train/eval flag of every
     submodule, random number generator.
     The description's "warnings" (absent when there are none) say what its
     footing is: a CPU fallback (why, how long), a dependence on the input's
@@ -527,8 +546,8 @@ def describe(module, example_input, batch_size, optimizer="adam",
     _check_choice("precision", precision, PRECISIONS)
     _check_choice("device", device, DEVICES)
     sample_elements = _check_one_sample(example_input)
-    if input_elements is None:
-        input_elements = sample_elements
+    input_elements = (sample_elements if input_elements is None
+                      else _checked_input_elements(input_elements))
     if model is None:
         model = type(module).__name__
     warnings = []

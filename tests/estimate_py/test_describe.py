@@ -162,6 +162,21 @@ class TinyModule(unittest.TestCase):
         desc = aegis_describe.describe(Tiny(), TOKENS, largest)
         self.assertEqual(desc["batch_size"], largest)
 
+    def test_input_elements_is_checked_where_it_is_given(self):
+        # -5 was taken into the description, 3.7 cut to 3, "abc" a bare
+        # ValueError from int().
+        bad = [(-5, ValueError), (2 ** 40 + 1, ValueError),
+               (3.7, TypeError), ("abc", TypeError), (True, TypeError)]
+        for value, error in bad:
+            with self.assertRaisesRegex(error, "input_elements",
+                                        msg=value) as caught:
+                aegis_describe.describe(Tiny(), TOKENS, 1,
+                                        input_elements=value)
+            self.assertIsInstance(caught.exception,
+                                  aegis_describe.DescribeError)
+        desc = aegis_describe.describe(Tiny(), TOKENS, 1, input_elements=7)
+        self.assertEqual(desc["input_elements"], 7)
+
     def test_module_must_be_a_module(self):
         # A function, a name or None was an AttributeError from inside
         # ('str' object has no attribute 'parameters').
