@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <string.h>
+#include <strings.h>
 
 /* Where the header block ends (after its empty line), or NULL. */
 static const char *http_req_end(const char *buf, size_t len) {
@@ -31,6 +32,31 @@ static bool http_req_line_chars(const char *line, size_t n) {
     return true;
 }
 
+/* The version of a request line: 0 for HTTP/1.x, 505 for another
+ * HTTP/M.N (a version this server does not speak), 400 for none. */
+static int http_req_version(const char *v, size_t vlen) {
+    bool digits = vlen == 8 && v[5] >= '0' && v[5] <= '9' && v[6] == '.' &&
+                  v[7] >= '0' && v[7] <= '9';
+    if (!digits || memcmp(v, "HTTP/", 5) != 0) return 400;
+    return v[5] == '1' ? 0 : 505;
+}
+
+/* The path of an absolute-form target (RFC 9112 section 3.2.2, which a
+ * server must accept: "http://host:9464/metrics"), its length in *len;
+ * the target itself when it is not one. */
+static const char *http_req_origin(const char *target, size_t *len) {
+    static const char *const schemes[] = {"http://", "https://"};
+    for (size_t i = 0; i < 2; i++) {
+        size_t k = strlen(schemes[i]);
+        if (*len <= k || strncasecmp(target, schemes[i], k) != 0) continue;
+        const char *path = memchr(target + k, '/', *len - k);
+        if (!path) path = target + *len; /* "http://host": no path */
+        *len -= (size_t)(path - target);
+        return path;
+    }
+    return target;
+}
+
 /* The status for a complete request line of n bytes (no line end). */
 static int http_req_line(const char *line, size_t n) {
     const char *sp1 = memchr(line, ' ', n);
@@ -38,14 +64,13 @@ static int http_req_line(const char *line, size_t n) {
                           : NULL;
     if (!sp1 || !sp2) return 400;
     const char *version = sp2 + 1;
-    size_t vlen = n - (size_t)(version - line);
-    if (vlen != 8 || memcmp(version, "HTTP/1.", 7) != 0 ||
-        version[7] < '0' || version[7] > '9')
-        return 400;
+    int bad_version = http_req_version(version, n - (size_t)(version - line));
+    if (bad_version) return bad_version;
     for (const char *p = line; p < sp1; p++)
         if (*p < 'A' || *p > 'Z') return 400; /* methods are tokens */
-    const char *target = sp1 + 1;
-    size_t tlen = (size_t)(sp2 - target);
+    size_t tlen = (size_t)(sp2 - (sp1 + 1));
+    const char *target = http_req_origin(sp1 + 1, &tlen);
+    if (tlen == 0) return 404; /* an absolute form without a path */
     if (target[0] != '/') return 400;
     if ((size_t)(sp1 - line) != 3 || memcmp(line, "GET", 3) != 0) return 405;
     /* the query string, if any, changes nothing */
@@ -75,6 +100,7 @@ const char *http_req_reason(int status) {
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
     case 431: return "Request Header Fields Too Large";
+    case 505: return "HTTP Version Not Supported";
     case 500: return "Internal Server Error";
     default: return "Bad Request";
     }

@@ -14,8 +14,8 @@
 #define HTTP_REQ_MAX 8192
 
 /* The status to answer once the request's header block has ended (200,
- * 404, 405), or as soon as it is known to be bad (400, 431); 0 while more
- * bytes are needed to tell. */
+ * 404, 405), or as soon as it is known to be bad (400, 431, 505 for an
+ * HTTP version other than 1.x); 0 while more bytes are needed to tell. */
 int http_req_judge(const char *buf, size_t len);
 
 /* The reason phrase of a status http_req_judge() returns, or of 500. */

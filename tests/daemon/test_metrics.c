@@ -244,14 +244,23 @@ static void test_http_judge(void **state) {
         {"POST /metrics HTTP/1.1\r\nContent-Length: 3\r\n\r\n", 405},
         {"HEAD /metrics HTTP/1.1\r\n\r\n", 405},
         {"get /metrics HTTP/1.1\r\n\r\n", 400},         /* not a token */
-        {"GET /metrics HTTP/2.0\r\n\r\n", 400},
+        {"GET /metrics HTTP/2.0\r\n\r\n", 505},
+        {"GET /metrics HTTP/3.0\r\n\r\n", 505},
+        {"GET /metrics HTTP/1.x\r\n\r\n", 400},
+        {"GET /metrics FTP/1.1\r\n\r\n", 400},
+        /* the absolute form, which a server must accept (RFC 9112) */
+        {"GET http://h:9464/metrics HTTP/1.1\r\n\r\n", 200},
+        {"GET HTTPS://h/metrics?x HTTP/1.1\r\n\r\n", 200},
+        {"GET http://h/other HTTP/1.1\r\n\r\n", 404},
+        {"GET http://h HTTP/1.1\r\n\r\n", 404},
+        {"GET http:/metrics HTTP/1.1\r\n\r\n", 400},
         {"GET metrics HTTP/1.1\r\n\r\n", 400},
         {"GET  /metrics HTTP/1.1\r\n\r\n", 400},
         {"GET /metrics\r\n\r\n", 400},                  /* HTTP/0.9 */
         {"\x16\x03\x01\x02", 400},                      /* TLS, at once */
         {"GET /met\x01rics", 400},
         {"\r\n\r\n", 400},
-        {"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 400},
+        {"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 505},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
         int got = http_req_judge(cases[i].req, strlen(cases[i].req));
