@@ -2,10 +2,11 @@
  *
  * One poll() loop over a stop pipe, the listening socket and the
  * connections it holds. A held connection is looked at (MSG_PEEK) when it
- * becomes readable and when its time in the front ends; it leaves the
- * front closed (its client left), or handed over. Nothing of a connection
- * is ever read but the `gpus` lines the front answers, so a connection
- * handed over is, to the loop, one it could have accepted itself.
+ * becomes readable, FRONT_ANSWERED_MS after an answer, and when its time
+ * in the front ends; it leaves the front closed (its client left), or
+ * handed over. Nothing of a connection is ever read but the `gpus` lines
+ * the front answers, so a connection handed over is, to the loop, one it
+ * could have accepted itself.
  *
  * What one user cannot do to the others: a connection stays in the front
  * FRONT_WAIT_MS from its accept at most, whatever it sends; a user holds
@@ -59,18 +60,22 @@ static const char busy_line[] =
     "{\"ok\":false,\"error\":\"server busy: aegisd is taking no "
     "connections now (its loop is held); try again\",\"server_error\":true}\n";
 
-/* How soon a connection is looked at again, not woken for: one whose
- * line is not yet whole, since clients write a request and its newline
- * apart (the aegis command does), and its bytes stay readable, so poll()
- * would wake again at once; and one just answered (look()). */
+/* How soon a line not yet whole is looked at again, not woken for:
+ * clients write a request and its newline apart (the aegis command does),
+ * and its bytes stay readable, so poll() would wake again at once. */
 #define FRONT_RECHECK_MS 2
+
+/* How soon an answered connection is looked at again (look()): what a
+ * client that asks again on its connection waits for at most. */
+#define FRONT_ANSWERED_MS 1
 
 typedef struct held {
     int fd;
     uid_t uid;
     uint64_t until_ms;  /* its time in the front ends */
     uint64_t again_ms;  /* a line not whole, or one just answered: looked
-                           at again then; 0: when readable */
+                           at again then, not when readable; 0: when
+                           readable */
 } held;
 
 struct d_front {
@@ -192,9 +197,10 @@ static held_next answer(d_front *f, int fd, size_t line_len, size_t reply_len) {
 }
 
 /* What becomes of a held connection, looked at `now`: its `gpus` lines
- * answered while the copy is fresh, the rest (another request, a line not
- * whole, bytes after the line) the loop's.
- * An answered connection is looked at again FRONT_RECHECK_MS later, not
+ * answered while the copy is fresh and its time in the front lasts, the
+ * rest (another request, a line not whole, bytes after the line, a line
+ * past its time) the loop's.
+ * An answered connection is looked at again FRONT_ANSWERED_MS later, not
  * when it becomes readable: a client's next event is most often its close,
  * right after it reads the answer, and the front, woken then ahead of it
  * (real-time class), would take its CPU from it, which aegisd's busier
@@ -216,12 +222,13 @@ static held_next look(d_front *f, held *h, uint64_t now) {
         return HELD_KEEP;
     }
     size_t line_len = (size_t)(nl - buf) + 1;
-    if (!is_gpus_request(buf, line_len - 1)) return HELD_HAND;
+    if (now >= h->until_ms || !is_gpus_request(buf, line_len - 1))
+        return HELD_HAND;
     size_t reply_len = copy_answer(f);
     if (reply_len == 0) return HELD_HAND;
     held_next next = answer(f, h->fd, line_len, reply_len);
     if (next == HELD_KEEP && (size_t)n > line_len) return HELD_HAND;
-    if (next == HELD_KEEP) h->again_ms = now + FRONT_RECHECK_MS;
+    if (next == HELD_KEEP) h->again_ms = now + FRONT_ANSWERED_MS;
     return next;
 }
 

@@ -236,6 +236,35 @@ static void test_gpus_asked_again(void **state) {
     assert_nothing_handed(f);
 }
 
+/* A client that keeps asking on its connection is answered until its time
+ * in the front ends, then handed to the loop with its request unread: it
+ * stayed in the front for as long as it asked within each recheck. */
+static void test_asking_client_handed_in_time(void **state) {
+    fixture *f = *state;
+    front_publish(f->front, ANSWER, strlen(ANSWER));
+    int c = connect_to(f);
+    char buf[64];
+    /* each ask takes at least FRONT_ANSWERED_MS: far more than the front's
+     * time had passed when the loop ends */
+    for (int asked = 0; asked < 20 * FRONT_WAIT_MS; asked++) {
+        send_text(c, GPUS);
+        struct pollfd p[2] = {{.fd = c, .events = POLLIN},
+                              {.fd = f->wake[0], .events = POLLIN}};
+        assert_true(poll(p, 2, -1) > 0);
+        if (p[1].revents) {
+            int s = take_one(f);
+            read_exactly(s, buf, strlen(GPUS));
+            assert_string_equal(buf, GPUS);
+            close(s);
+            close(c);
+            return;
+        }
+        read_exactly(c, buf, strlen(ANSWER));
+        assert_string_equal(buf, ANSWER);
+    }
+    fail_msg("still answered by the front after %d asks", 20 * FRONT_WAIT_MS);
+}
+
 static uint64_t process_cpu_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
@@ -280,6 +309,8 @@ int main(void) {
                                         teardown),
         cmocka_unit_test_setup_teardown(test_gpus_asked_again, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_asking_client_handed_in_time,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_silent_after_answer_not_spun,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_leaver_not_handed, setup,
