@@ -15,7 +15,7 @@
 
 const request_word request_words_submit_options[] = {
     {"cmd", "the command"},         {"name", "--name"},
-    {"gpus", "--gpus"},             {"mem_mib", "--mem"},
+    {"gpus", "--gpus"},             {"mem_mib", "--gpu-mem"},
     {"time_limit_s", "--time"},     {"feed", "--feed"},
     {"feed_producer", "--feed-producer"},
     {"after", "--after"},           {"mps_threads_pct", "--mps-threads"},
@@ -36,12 +36,24 @@ const request_word request_words_spec_keys[] = {
     {NULL, NULL},
 };
 
-static const char *typed_as(const request_word *words, const char *field,
+const request_word request_words_aegis_spec_keys[] = {
+    {"cmd", "job.command"},         {"gpus", "resources.num_gpus"},
+    {"mem_mib", "resources.gpu_memory_requirement_mib"},
+    {NULL, NULL},
+};
+
+static const char *typed_in(const request_word *words, const char *field,
                             size_t len) {
-    for (; words->field; words++)
+    for (; words && words->field; words++)
         if (strlen(words->field) == len && !strncmp(words->field, field, len))
             return words->typed;
     return NULL;
+}
+
+static const char *typed_as(const request_words *w, const char *field,
+                            size_t len) {
+    const char *typed = typed_in(w->words, field, len);
+    return typed ? typed : typed_in(w->also, field, len);
 }
 
 /* Past "[N]" at p, N into *index; NULL when p holds none. */
@@ -54,8 +66,13 @@ static const char *skip_index(const char *p, long *index) {
 
 const char *request_words_job(const request_words *w, long index, char *buf,
                               size_t len) {
-    char job[32] = "";
-    if (w->several && index >= 0)
+    char job[64] = "";
+    json_int_t line = json_integer_value(json_array_get(w->lines,
+                                                        (size_t)index));
+    if (w->several && index >= 0 && line > 0)
+        snprintf(job, sizeof(job), "job %ld (line %lld): ", index + 1,
+                 (long long)line);
+    else if (w->several && index >= 0)
         snprintf(job, sizeof(job), "job %ld: ", index + 1);
     snprintf(buf, len, "%s%s%s", w->file ? w->file : "", w->file ? ": " : "",
              job);
@@ -72,7 +89,7 @@ const char *request_words_say(const request_words *w, const char *err,
     if (*p != '.') return err;
     const char *field = ++p;
     while (*p == '_' || islower((unsigned char)*p)) p++;
-    const char *typed = typed_as(w->words, field, (size_t)(p - field));
+    const char *typed = typed_as(w, field, (size_t)(p - field));
     if (!typed || strncmp(p, ": ", 2) != 0) return err;
     char job[4200];
     int n = snprintf(buf, len, "%s%s%s",

@@ -61,7 +61,17 @@ typedef struct spec {
     yaml_document_t doc;
     long nodes_left;            /* of SPEC_MAX_NODES */
     size_t text_left;           /* of SPEC_MAX_TEXT */
+    request_words *typed;       /* how the jobs were written, or NULL */
 } spec;
+
+/* Says in s->typed that a job of the format whose keys are words starts
+ * at node n. */
+static void spec_typed(spec *s, const request_word *words, yaml_node_t *n) {
+    if (!s->typed) return;
+    s->typed->words = words;
+    json_array_append_new(s->typed->lines,
+                          json_integer((json_int_t)n->start_mark.line + 1));
+}
 
 static yaml_node_t *spec_node(spec *s, int id) {
     return yaml_document_get_node(&s->doc, id);
@@ -388,6 +398,7 @@ static int spec_job(spec *s, yaml_node_t *map, const submit_defaults *def,
     if (model_mem >= 0 && !mem_key) d.mem = model_mem;
     if (after) d.after = after;
     json_array_append_new(jobs, submit_job(cmd, &d));
+    spec_typed(s, request_words_spec_keys, map);
     json_decref(after);
     return 0;
 }
@@ -683,6 +694,7 @@ static int spec_aegis(spec *s, yaml_node_t *root, const submit_defaults *def,
         json_object_set(out, "meta", job.meta);
     json_decref(job.meta);
     json_array_append_new(jobs, out);
+    spec_typed(s, request_words_aegis_spec_keys, root);
     return 0;
 }
 
@@ -782,11 +794,12 @@ static int spec_one_document(const char *path, yaml_parser_t *parser) {
     return root ? -1 : 0;
 }
 
-int submit_spec(const char *path, const submit_defaults *def, json_t *jobs) {
+int submit_spec(const char *path, const submit_defaults *def, json_t *jobs,
+                request_words *typed) {
     unsigned char *text;
     size_t len;
     if (spec_read_file(path, &text, &len) != 0) return -1;
-    spec s = {.path = path, .nodes_left = SPEC_MAX_NODES,
+    spec s = {.path = path, .typed = typed, .nodes_left = SPEC_MAX_NODES,
               .text_left = SPEC_MAX_TEXT};
     yaml_parser_t parser;
     yaml_parser_initialize(&parser);

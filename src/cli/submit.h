@@ -96,7 +96,11 @@ char *submit_find_program(const char *name);
 int submit_check_programs(json_t *jobs, const request_words *w);
 
 /* Reads a YAML job spec, aegis's own or AEGIS's (version: 1), appending
- * its jobs to jobs: -1 after saying why, naming FILE:LINE and the key. */
-int submit_spec(const char *path, const submit_defaults *def, json_t *jobs);
+ * its jobs to jobs: -1 after saying why, naming FILE:LINE and the key.
+ * Where typed is not NULL, says in it how the jobs were written: the
+ * format's keys (typed->words), and the line each job starts on, appended
+ * to typed->lines (an array the caller made). */
+int submit_spec(const char *path, const submit_defaults *def, json_t *jobs,
+                request_words *typed);
 
 #endif

@@ -240,8 +240,8 @@ typedef struct submit_opts {
     double model_mem;       /* --model's estimate; < 0: none */
     bool has_mem;           /* --mem given */
     const char *array, *socket;
-    const char *spec;       /* the SPEC.yaml the jobs were read from */
-    const char *array_file; /* the --array FILE they were read from */
+    request_words typed;    /* how the jobs were given: said in aegisd's
+                               refusals and the program check's */
     bool json;
 } submit_opts;
 
@@ -263,7 +263,7 @@ static const char utf8_bom[] = "\xef\xbb\xbf";
 /* Reads a file of commands: one job per command line, its index the
  * line's number. */
 static int submit_array(const char *path, const submit_defaults *def,
-                        json_t *jobs) {
+                        json_t *jobs, json_t *lines) {
     unsigned char *text;
     size_t len;
     if (spec_read_bytes(path, &text, &len) != 0) return -1;
@@ -294,6 +294,7 @@ static int submit_array(const char *path, const submit_defaults *def,
             break;
         }
         json_array_append_new(jobs, submit_job(submit_indexed(cmd, lineno), def));
+        json_array_append_new(lines, json_integer(lineno));
     }
     free(text);
     if (rc == 0 && json_array_size(jobs) == 0) {
@@ -503,7 +504,7 @@ static int submit_jobs(int argc, char **argv, submit_opts *o, json_t *jobs) {
     bool dashes = optind > 1 && !strcmp(argv[optind - 1], "--");
     if (!o->array && !dashes && optind < argc && submit_is_spec(argv[optind])) {
         /* a spec may come first, its options after it */
-        const char *spec = o->spec = argv[optind++];
+        const char *spec = o->typed.file = argv[optind++];
         int rc = submit_options(argc, argv, o);
         if (rc) return rc < 0 ? 1 : -1;
         if (optind < argc) {
@@ -512,12 +513,13 @@ static int submit_jobs(int argc, char **argv, submit_opts *o, json_t *jobs) {
             return -1;
         }
         if (o->model_mem >= 0 && !o->has_mem) o->def.mem = o->model_mem;
-        return submit_spec(spec, &o->def, jobs);
+        o->typed.also = request_words_submit_options;
+        return submit_spec(spec, &o->def, jobs, &o->typed);
     }
     if (o->model_mem >= 0 && !o->has_mem) o->def.mem = o->model_mem;
     if (o->array && optind == argc) {
-        o->array_file = o->array;
-        return submit_array(o->array, &o->def, jobs);
+        o->typed.file = o->array;
+        return submit_array(o->array, &o->def, jobs, o->typed.lines);
     }
     if (optind == argc) {
         fprintf(stderr, "aegis submit: give a command, a SPEC.yaml or "
@@ -537,13 +539,12 @@ static int submit_jobs(int argc, char **argv, submit_opts *o, json_t *jobs) {
 }
 
 /* Sends the jobs (taken) and prints their ids. */
-static int submit_send(json_t *jobs, const submit_opts *o,
-                       const request_words *words) {
+static int submit_send(json_t *jobs, const submit_opts *o) {
     json_t *req = submit_request(jobs);
     if (!req) return CLI_USAGE;
     int rc;
     json_t *ans = client_call_words("submit", client_socket(o->socket), req,
-                                    words, &rc);
+                                    &o->typed, &rc);
     if (!ans) return rc;
     json_t *ids = json_object_get(ans, "ids");
     if (o->json) {
@@ -563,7 +564,10 @@ static int submit_send(json_t *jobs, const submit_opts *o,
 
 int cli_submit(int argc, char **argv) {
     submit_opts o = {.def = {.gpus = 1, .mem = -1}, .model_mem = -1,
-                     .after = json_array()};
+                     .after = json_array(),
+                     .typed = {.object = "jobs",
+                               .words = request_words_submit_options,
+                               .lines = json_array()}};
     o.def.after = o.after;
     json_t *jobs = json_array();
     int rc = submit_options(argc, argv, &o);
@@ -572,16 +576,10 @@ int cli_submit(int argc, char **argv) {
         rc = got < 0 ? CLI_USAGE : got > 0 ? -1 : 0;
     }
     json_decref(o.after);
-    /* a job's problems are said as the spec's key or the option */
-    request_words words = {
-        .object = "jobs", .file = o.spec ? o.spec : o.array_file,
-        .words = o.spec ? request_words_spec_keys
-                        : request_words_submit_options,
-        .several = json_array_size(jobs) > 1};
-    if (rc == 0 && submit_check_programs(jobs, &words) != 0) rc = CLI_USAGE;
-    if (rc != 0) {
-        json_decref(jobs);
-        return rc < 0 ? CLI_OK : rc;
-    }
-    return submit_send(jobs, &o, &words);
+    o.typed.several = json_array_size(jobs) > 1;
+    if (rc == 0 && submit_check_programs(jobs, &o.typed) != 0) rc = CLI_USAGE;
+    if (rc == 0) rc = submit_send(jobs, &o);
+    else json_decref(jobs);
+    json_decref(o.typed.lines);
+    return rc < 0 ? CLI_OK : rc;
 }

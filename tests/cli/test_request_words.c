@@ -25,7 +25,7 @@ static void test_option(void **state) {
     assert_string_equal(say(&w, "jobs[0].after: no job 999"),
                         "--after: no job 999");
     assert_string_equal(say(&w, "jobs[0].mem_mib: must be a number"),
-                        "--mem: must be a number");
+                        "--gpu-mem: must be a number");
 }
 
 static void test_spec_job(void **state) {
@@ -34,8 +34,26 @@ static void test_spec_job(void **state) {
                        .file = "x.yaml", .several = true};
     assert_string_equal(say(&w, "jobs[11].time_limit_s: too long"),
                         "x.yaml: job 12: time: too long");
+    w.lines = json_pack("[i, i]", 2, 9);
+    assert_string_equal(say(&w, "jobs[1].gpus: too many"),
+                        "x.yaml: job 2 (line 9): gpus: too many");
+    assert_string_equal(say(&w, "jobs[2].gpus: too many"),
+                        "x.yaml: job 3: gpus: too many"); /* no line */
+    json_decref(w.lines);
     w.several = false;
     assert_string_equal(say(&w, "jobs[0].cmd: empty"), "x.yaml: command: empty");
+}
+
+/* An AEGIS spec's keys, then the options that gave the rest. */
+static void test_aegis_spec_then_options(void **state) {
+    (void)state;
+    request_words w = {.object = "jobs", .file = "a.yaml",
+                       .words = request_words_aegis_spec_keys,
+                       .also = request_words_submit_options};
+    assert_string_equal(say(&w, "jobs[0].gpus: 9 GPUs"),
+                        "a.yaml: resources.num_gpus: 9 GPUs");
+    assert_string_equal(say(&w, "jobs[0].after: no job 9"),
+                        "a.yaml: --after: no job 9");
 }
 
 /* A path deeper than one field, a field no word names, another object,
@@ -76,6 +94,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_option),
         cmocka_unit_test(test_spec_job),
+        cmocka_unit_test(test_aegis_spec_then_options),
         cmocka_unit_test(test_unknown_kept),
         cmocka_unit_test(test_other_object),
         cmocka_unit_test(test_small_buffer),

@@ -182,7 +182,7 @@ static json_t *read_spec(const char *name, const char *text, char *said,
     json_t *jobs = json_array();
     char copy[PATH_MAX];
     snprintf(copy, sizeof(copy), "%s", path);
-    int rc = submit_spec(copy, &def, jobs);
+    int rc = submit_spec(copy, &def, jobs, NULL);
     fflush(stderr);
     dup2(saved, 2);
     close(saved);

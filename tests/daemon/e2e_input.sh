@@ -380,13 +380,16 @@ case_input_refusals_typed() {
     submit_refused "aegis submit: --gpus: must be a whole number in [1, 8]" \
         --gpus 9 -- true
     printf 'jobs:\n  - command: "true"\n  - command: "true"\n    gpus: 9\n' > two.yaml
-    submit_refused "aegis submit: two.yaml: job 2: gpus: must be a whole number in [1, 8]" \
+    submit_refused "aegis submit: two.yaml: job 2 (line 3): gpus: must be a whole number in [1, 8]" \
         two.yaml
+    printf 'version: 1\njob:\n  command: "true"\nresources:\n  num_gpus: 9\n' > aegis.yaml
+    submit_refused "aegis submit: aegis.yaml: resources.num_gpus: must be a whole number in [1, 8]" \
+        aegis.yaml
     printf 'jobs:\n  - command: "true"\n  - command: [no-such-program-x]\n' > gone.yaml
-    submit_refused "aegis submit: gone.yaml: job 2: no-such-program-x: not found on your PATH" \
+    submit_refused "aegis submit: gone.yaml: job 2 (line 3): no-such-program-x: not found on your PATH" \
         gone.yaml
-    printf 'true\nno-such-program-x\n' > jobs.txt
-    submit_refused "aegis submit: jobs.txt: job 1: --after: no job 999" \
+    printf '# first\ntrue\nno-such-program-x\n' > jobs.txt
+    submit_refused "aegis submit: jobs.txt: job 1 (line 2): --after: no job 999" \
         --array jobs.txt --after 999
     aegis_refused "aegis drain: --reason: expected a string of at most 200 bytes" \
         drain 0 --reason "$(printf '%0201d' 0)"

@@ -54,7 +54,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     json_t *jobs = json_array();
     int saved;
     said_start(&saved);
-    int rc = submit_spec(path, &def, jobs);
+    int rc = submit_spec(path, &def, jobs, NULL);
     said_end(saved, said, sizeof(said));
     unlink(path);
     if (rc != 0) {
