@@ -16,7 +16,8 @@
 
 static const char show_help[] =
 "NAME\n    aegis show - everything aegisd knows about one job\n\n"
-"SYNOPSIS\n    aegis show ID [--history [--spark] [--svg FILE]] [--json]\n"
+"SYNOPSIS\n    aegis show ID [--json] [--socket PATH]\n"
+"    aegis show ID --history [--spark | --svg FILE | --json]\n"
 "               [--socket PATH]\n\n"
 "DESCRIPTION\n"
 "    Prints a job, one line per item, each led by its label; an item with\n"
