@@ -94,6 +94,19 @@ def _check_fraction(name, value):
                          % (name, value))
 
 
+# The longest wait for consumers the feed can time: its C int of
+# milliseconds (24.8 days). A longer consumer_timeout, infinity too, waits
+# for ever, as None does.
+_MAX_WAIT_MS = 2 ** 31 - 1
+
+
+def _wait_ms(seconds):
+    """The feed's consumer_wait_ms for a consumer_timeout (checked)."""
+    if seconds is None or seconds * 1000 > _MAX_WAIT_MS:
+        return 0  # for ever
+    return max(1, int(seconds * 1000))
+
+
 def _dtype_code(name):
     """The feed's code for a dtype name; TypeError for one it cannot carry."""
     try:
@@ -300,12 +313,11 @@ class Producer:
         # Host and CUDA tensors each get slot_bytes per slot (host in
         # shared memory, CUDA in the slot's device buffer).
         size = self.slot_bytes or int(need * _SLOT_SLACK) + 4096
-        wait = self.consumer_timeout
         self._feed = _aegis_feed._Producer(
             self.name, size, slots=self.slots, ahead=self.ahead,
             replay=self.replay, min_consumers=self.min_consumers,
             user_flags=kind,
-            consumer_wait_ms=0 if wait is None else max(1, int(wait * 1000)),
+            consumer_wait_ms=_wait_ms(self.consumer_timeout),
             batch_rows=rows,
             epoch_batches=math.ceil(_loader_len(self.loader) / self.combine),
             epoch_rows=_epoch_rows(self.loader, self._loader_rows),

@@ -211,6 +211,22 @@ def test_closed_producer_is_an_error(name):
     assert time.monotonic() - start < 5
 
 
+def test_endless_consumer_timeout(name):
+    """A consumer_timeout of infinity, or past what the feed can time (24.8
+    days), waits for ever, as None does: it was an OverflowError at the
+    first batch."""
+    for i, wait in enumerate((float("inf"), 1e300)):
+        feed = "%s-%d" % (name, i)
+        producer = aegis_feed.Producer(numpy_loader(), name=feed,
+                                       consumer_timeout=wait)
+        kid = spawn(feed, 0, 1)
+        producer.run(1)
+        producer.join()
+        out, _ = kid.communicate(timeout=60)
+        assert kid.returncode == 0
+        check_exactly_once(json.loads(out), 1, "timeout %r" % wait)
+
+
 def test_dead_consumer_does_not_stall(name):
     """min_consumers gates the start only: one of three consumers killed
     mid-epoch does not stop the producer nor the others (issue 17 item 1)."""
@@ -404,6 +420,7 @@ def main():
                               test_consumer_before_producer_waits,
                               test_producer_times_out_without_consumers,
                               test_closed_producer_is_an_error,
+                              test_endless_consumer_timeout,
                               test_dead_consumer_does_not_stall,
                               test_producer_batch_size_combines,
                               test_bad_keys_and_sizes_are_refused,
