@@ -326,6 +326,8 @@ _CONF_DEFAULTS = {"dir": "", "format": "", "sep": ",", "header": False,
 _CONF_KINDS = {str: "a string", bool: "true or false",
                int: "a whole number >= 0"}
 _FORMATS = ("file", "binary", "csv")
+# dsconf.c's bounds: sep's bytes (a char) and label_size (32 bits)
+_CONF_MAX = {"sep": 1, "label_size": 2 ** 32 - 1}
 
 
 def _read_conf(path):
@@ -347,6 +349,12 @@ def _read_conf(path):
                                                 value < 0):
             raise ValueError(f"{path}: {key}: not {_CONF_KINDS[type(default)]}"
                              f" ({value!r})")
+    for key, most in _CONF_MAX.items():
+        value = conf[key]
+        text = isinstance(value, str)
+        if (len(value.encode()) if text else value) > most:
+            raise ValueError(f"{path}: {key}: {value!r} is over {most}"
+                             + (" byte" if text else ""))
     if conf["format"] not in _FORMATS:
         raise ValueError(f"{path}: format: unknown format {conf['format']!r}"
                          f" (one of {', '.join(_FORMATS)})")

@@ -394,7 +394,11 @@ def check_damaged_conf(state, tmp, trainset):
                        (json.dumps(dict(conf, label_size="4")),
                         "dataset.json: label_size: not a whole number"),
                        (json.dumps(dict(conf, header=1)),
-                        "dataset.json: header: not true or false")):
+                        "dataset.json: header: not true or false"),
+                       (json.dumps(dict(conf, sep=";;")),
+                        "dataset.json: sep: ';;' is over 1"),
+                       (json.dumps(dict(conf, label_size=2 ** 32)),
+                        "dataset.json: label_size: 4294967296 is over")):
         with open(conf_path, "w") as f:
             f.write(text)
         raises(ValueError, want, lambda: aegis_pipeline.Dataset(copy))
