@@ -693,6 +693,10 @@ class RHOLoss(Downsampler):
         il = self.irreducible_loss
         if callable(il):
             losses = _tensor(il(sample_ids, forward_input, target)).float()
+            if losses.numel() != _count(sample_ids):
+                raise ValueError(f"irreducible_loss: returned "
+                                 f"{losses.numel()} losses for "
+                                 f"{_count(sample_ids)} samples")
         else:
             keys = _ids_array(sample_ids)
             if len(keys) and int(keys.max()) >= len(il):

@@ -298,6 +298,16 @@ class RHOLossTopK(unittest.TestCase):
                                         "loss for key 12 \\(NaN\\)"):
                 self.check(irreducible)
 
+    def test_function_with_other_count_refused(self):
+        # More losses than samples: the NaN check indexed the keys by a
+        # loss's position (an IndexError), or the difference broadcast.
+        for il in (self.IL + [0.3], self.IL[:3], [[0.1] * 4] * 4):
+            with self.assertRaisesRegex(ValueError, "irreducible_loss: "
+                                        "returned [0-9]+ losses for 4 "
+                                        "samples"):
+                self.check(lambda ids, inputs, target, il=il:
+                           torch.tensor(il))
+
     def test_needs_irreducible_losses(self):
         with self.assertRaisesRegex(ValueError, "irreducible_loss"):
             ads.make({"strategy": "RHOLoss", "ratio": 50})
