@@ -82,31 +82,40 @@ static void exec_spare_path(char *out, size_t outlen, const char *run_dir,
     snprintf(out, outlen, "%s/%d.spare", run_dir, k);
 }
 
-/* Moves the last spare to path, unless a file is there (an earlier
- * aegisd's status file of this attempt, whose shim may still hold it).
- * Returns whether it did. */
-static bool exec_spare_take(const char *run_dir, exec_spares *spares,
-                            const char *path) {
+/* The last spare, locked, its record made blank, then moved to path: its
+ * descriptor, or -1 where there is none, somebody holds it (it is removed)
+ * or a file is at path (an earlier aegisd's status file of this attempt,
+ * whose shim may still hold it). Not truncated: its blocks are kept for the
+ * record. Blank before it takes the attempt's name: moved first, an aegisd
+ * killed before its first write left the last attempt's record, "ended 0",
+ * under this attempt's name, and the next aegisd took it for this
+ * attempt's end (a job done that never ran). */
+static int exec_spare_take(const char *run_dir, exec_spares *spares,
+                           const char *path) {
     char spare[4096];
-    if (!spares || spares->count == 0) return false;
+    if (!spares || spares->count == 0) return -1;
     exec_spare_path(spare, sizeof(spare), run_dir, --spares->count);
-    return renameat2(AT_FDCWD, spare, AT_FDCWD, path, RENAME_NOREPLACE) == 0;
+    int fd = open(spare, O_RDWR | O_CLOEXEC);
+    if (fd < 0) return -1;
+    exec_record blank = {0};
+    bool held = flock(fd, LOCK_EX | LOCK_NB) != 0;
+    if (!held && exec_record_write(fd, &blank, false) == 0 &&
+        renameat2(AT_FDCWD, spare, AT_FDCWD, path, RENAME_NOREPLACE) == 0)
+        return fd;
+    close(fd);
+    if (held) unlink(spare);
+    return -1;
 }
 
-/* Opens the status file at path, made anew or (recycled) a spare moved
- * there, and locks it. A spare is not truncated: its blocks are kept for
- * the record. A spare that somebody holds is removed for a new file; a
- * file of this attempt that somebody holds is its watcher's, and left.
- * Returns the descriptor, or -1 with errno. */
-static int exec_status_open(const char *path, bool recycled) {
-    int flags = O_RDWR | O_CREAT | O_CLOEXEC | (recycled ? 0 : O_TRUNC);
-    int fd = open(path, flags, 0600);
+/* Makes the status file at path anew, and locks it. A file of this
+ * attempt that somebody holds is its watcher's, and left. Returns the
+ * descriptor, or -1 with errno. */
+static int exec_status_open(const char *path) {
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_TRUNC, 0600);
     if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) == 0) return fd;
     int why = errno;
     close(fd);
-    bool held = why == EWOULDBLOCK;
-    if (!held || recycled) unlink(path);
-    if (held && recycled) return exec_status_open(path, false);
+    if (why != EWOULDBLOCK) unlink(path);
     errno = why;
     return -1;
 }
@@ -118,7 +127,8 @@ static int exec_status_open(const char *path, bool recycled) {
 int exec_status_create(const char *path, const char *run_dir,
                        exec_spares *spares, char *err, size_t errlen) {
     exec_record rec = {0};
-    int fd = exec_status_open(path, exec_spare_take(run_dir, spares, path));
+    int fd = exec_spare_take(run_dir, spares, path);
+    if (fd < 0) fd = exec_status_open(path);
     if (fd < 0 || exec_record_write(fd, &rec, false) != 0 ||
         exec_take_space(fd) != 0) {
         bool held = errno == EWOULDBLOCK;

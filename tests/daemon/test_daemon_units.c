@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -1654,6 +1655,41 @@ static void test_status_files_recycled(void **state) {
     close(dirfd);
 }
 
+/* A spare never takes an attempt's name with the last attempt's record in
+ * it: moved first and written after, an aegisd stopped between the two (a
+ * kill -9; here, no descriptor left for the open) left "ended 0" under the
+ * new attempt's name, and the next aegisd took that job for done without
+ * it having run (daemon_e2e_life_crash: "never ran"). */
+static void test_spare_never_named_stale(void **state) {
+    char run_dir[300];
+    snprintf(run_dir, sizeof(run_dir), "%s/stale", tmpdir);
+    mkdir(run_dir, 0700);
+    int dirfd = open(run_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    assert_true(dirfd >= 0);
+    ended_record(run_dir, 5, "aegis-status 0 123 456 789 ended 0 0",
+                 time(NULL));
+    exec_spares spares = {0};
+    exec_status_retire(run_dir, &spares, 5, 1);
+    assert_int_equal(spares.count, 1);
+    /* no descriptor to open: the lowest free one is the limit */
+    struct rlimit saved;
+    assert_int_equal(getrlimit(RLIMIT_NOFILE, &saved), 0);
+    int lowest = dup(0);
+    assert_true(lowest >= 0);
+    close(lowest);
+    struct rlimit none = {.rlim_cur = (rlim_t)lowest, .rlim_max = saved.rlim_max};
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &none), 0);
+    ino_t ino;
+    int rc = prepare_with_spares(run_dir, dirfd, 6, &spares, &ino);
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &saved), 0);
+    assert_int_not_equal(rc, 0);
+    exec_record rec;
+    exec_probe(run_dir, 6, 1, &rec);
+    assert_int_not_equal(rec.state, EXEC_ENDED);
+    exec_spares_clear(run_dir);
+    close(dirfd);
+}
+
 /* exec_shim_args_read in an environment of v (environ put back after). */
 static int shim_read_in(char **v, int argc, char **argv, exec_shim_args *a,
                         char ***envp, char ***tail) {
@@ -1811,6 +1847,7 @@ int main(void) {
         cmocka_unit_test(test_status_probe),
         cmocka_unit_test(test_status_of_a_run),
         cmocka_unit_test(test_status_files_recycled),
+        cmocka_unit_test(test_spare_never_named_stale),
         cmocka_unit_test(test_status_end_time),
         cmocka_unit_test(test_err_offset_from_spawn),
         cmocka_unit_test(test_launcher_forks_watchers),
