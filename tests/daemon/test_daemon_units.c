@@ -927,6 +927,22 @@ static void test_config_cgroup_root(void **state) {
     assert_string_equal(keys.cgroup_root, tmpdir);
 }
 
+/* A config file named name holding text is refused, its message holding
+ * want. */
+static void assert_config_refused(const char *name, const char *text,
+                                  const char *want) {
+    core_config cfg;
+    acct_params acct;
+    sharing_config share;
+    config_keys keys;
+    char err[512] = "";
+    const char *path = write_file(name, text);
+    if (config_load_daemon(path, false, &cfg, &acct, &share, &keys, err,
+                           sizeof(err)) != -1 ||
+        !strstr(err, want))
+        fail_msg("%s: got \"%s\", want \"%s\"", text, err, want);
+}
+
 /* Numbers are plain decimals: hex, spaces, a NUL and what follows it,
  * inf and nan are refused at their line, as are fractions of MiB and a
  * signed port; strtod had read "0x10" as 16 and " 30" as 30. */
@@ -964,14 +980,8 @@ static void test_config_numbers(void **state) {
         {"metrics_listen: 127.0.0.1:+80\n", "num.yaml:1: metrics_listen: '127.0.0.1:+80'"},
         {"metrics_listen: \"127.0.0.1: 80\"\n", "num.yaml:1: metrics_listen:"},
     };
-    for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
-        const char *path = write_file("num.yaml", bad[i].text);
-        assert_int_equal(config_load_daemon(path, false, &cfg, &acct, &share,
-                                            &keys, err, sizeof(err)), -1);
-        if (!strstr(err, bad[i].want))
-            fail_msg("%s: got \"%s\", want \"%s\"", bad[i].text, err,
-                     bad[i].want);
-    }
+    for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++)
+        assert_config_refused("num.yaml", bad[i].text, bad[i].want);
     const char *path = write_file("num.yaml", "window_samples: 10\n"
                                   "smact_max: .5\nbig_advance_s: 1e3\n"
                                   "log_max_mib: 8\nmetrics_listen: "
@@ -990,11 +1000,6 @@ static void test_config_numbers(void **state) {
  * one in a value is: C strings end at it, so "window_samples\0junk: 3"
  * set window_samples and "0: naive\0x" made GPU 0 naive. */
 static void test_config_nul_names(void **state) {
-    core_config cfg;
-    acct_params acct;
-    sharing_config share;
-    config_keys keys;
-    char err[512];
     static const struct {
         const char *text, *want;
     } bad[] = {
@@ -1007,15 +1012,8 @@ static void test_config_nul_names(void **state) {
         {"sharing:\n  default: \"mps\\0x\"\n",
          "nul.yaml:2: sharing: default: the mode holds a NUL byte"},
     };
-    for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
-        const char *path = write_file("nul.yaml", bad[i].text);
-        err[0] = '\0';
-        if (config_load_daemon(path, false, &cfg, &acct, &share, &keys, err,
-                               sizeof(err)) != -1 ||
-            !strstr(err, bad[i].want))
-            fail_msg("%s: got \"%s\", want \"%s\"", bad[i].text, err,
-                     bad[i].want);
-    }
+    for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++)
+        assert_config_refused("nul.yaml", bad[i].text, bad[i].want);
 }
 
 /* ---- exit classification --------------------------------------------------- */
