@@ -493,6 +493,19 @@ def _checked_input_elements(value):
     return int(value)
 
 
+def _check_positive(name, value):
+    """DescribeTypeError or DescribeValueError naming `name` unless value is
+    None or a whole number of at least 1 (what the command line takes)."""
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise DescribeTypeError("%s must be an integer, got %r (%s)"
+                                % (name, value, type(value).__name__))
+    if value < 1:
+        raise DescribeValueError("%s must be at least 1, got %d"
+                                 % (name, value))
+
+
 def _check_choice(name, value, choices):
     if value not in choices:
         raise DescribeError("%s %r is not one of: %s"
@@ -631,7 +644,9 @@ def describe_builder(name, batch_size, optimizer=None, precision=None,
                      device="auto", attention=None):
     """Describe a model by name (a builder of aegis_models or a torchvision
     model). Unset options take the model's catalog defaults; attention
-    ("eager" or "fused") applies to the transformer builders only. The
+    ("eager" or "fused") applies to the transformer builders only;
+    input_shape's sizes, seq_len and num_classes are whole numbers of at
+    least 1 (else DescribeTypeError or DescribeValueError). The
     model is built on the meta device; only where its meta pass fails is
     it built for real, on CPU, and described there (auto)."""
     import aegis_models
@@ -639,6 +654,13 @@ def describe_builder(name, batch_size, optimizer=None, precision=None,
     # would build it again on CPU to be refused the same
     batch_size = _checked_batch_size(batch_size)
     _check_choice("device", device, DEVICES)
+    _check_positive("seq_len", seq_len)
+    _check_positive("num_classes", num_classes)
+    if input_shape is not None and not isinstance(input_shape, (tuple, list)):
+        raise DescribeTypeError("input_shape must be a tuple of integers, got "
+                                "%s" % type(input_shape).__name__)
+    for dim in input_shape or ():
+        _check_positive("input_shape", dim)
     source = command_line(name, optimizer, precision, input_shape, seq_len,
                           num_classes, attention)
     try:
@@ -680,6 +702,9 @@ def _describe_on_meta(module, example, args, source, fallback):
 def to_json(desc):
     """The description as text: one key per line and one layer per line, so
     that diffs of committed files stay readable. Deterministic."""
+    if not isinstance(desc, dict) or not isinstance(desc.get("layers"), list):
+        raise DescribeTypeError("to_json: not a description (a dict with its "
+                                "layers), got %s" % type(desc).__name__)
     lines = ["{"]
     for key, value in desc.items():
         if key == "layers":

@@ -481,6 +481,7 @@ class Downsampler:
 
     def set_epoch(self, epoch):
         """Seeds the choices of `epoch` from (seed, trigger, epoch)."""
+        epoch = _int({"epoch": epoch}, "set_epoch", "epoch", 0)
         self.epoch = epoch
         self._gen = torch.Generator().manual_seed(
             _epoch_seed(self.seed, self.trigger, epoch))

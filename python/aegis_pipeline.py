@@ -46,6 +46,7 @@ scores, one per class (aegis computes the metrics from them):
 import json
 import math
 import mmap
+import numbers
 import os
 import re
 import struct
@@ -564,7 +565,13 @@ class TrainingSet(_torch_iterable()):
         return len(self.keys)
 
     def set_epoch(self, epoch):
-        self.epoch = epoch
+        # seeds the order with seed + epoch: numpy refused a negative sum
+        # only at the iteration, and took 2.5
+        if isinstance(epoch, bool) or not isinstance(epoch, numbers.Integral) \
+                or epoch < 0:
+            raise ValueError(f"set_epoch: epoch {epoch!r}: a whole number, "
+                             f"0 or more")
+        self.epoch = int(epoch)
 
     def _my_share(self):
         """The positions of the keys this worker reads, in order."""

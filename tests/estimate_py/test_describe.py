@@ -177,6 +177,23 @@ class TinyModule(unittest.TestCase):
         desc = aegis_describe.describe(Tiny(), TOKENS, 1, input_elements=7)
         self.assertEqual(desc["input_elements"], 7)
 
+    def test_builder_sizes_are_checked_where_given(self):
+        # were a raw RuntimeError from inside torch (the command line
+        # checked them; the Python API did not)
+        bad = [(dict(input_shape=(3, -4, 32)), ValueError),
+               (dict(input_shape=(3, 0, 32)), ValueError),
+               (dict(input_shape="3,32,32"), TypeError),
+               (dict(num_classes=-1), ValueError),
+               (dict(num_classes=2.5), TypeError)]
+        for kwargs, error in bad:
+            with self.assertRaisesRegex(error, next(iter(kwargs)),
+                                        msg=kwargs) as caught:
+                aegis_describe.describe_builder("resnet18", 1, **kwargs)
+            self.assertIsInstance(caught.exception,
+                                  aegis_describe.DescribeError)
+        with self.assertRaisesRegex(TypeError, "not a description"):
+            aegis_describe.to_json({})
+
     def test_module_must_be_a_module(self):
         # A function, a name or None was an AttributeError from inside
         # ('str' object has no attribute 'parameters').

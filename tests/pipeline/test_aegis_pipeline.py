@@ -84,6 +84,9 @@ def check_order(state, trainset):
     ds.set_epoch(1)
     other = [np.asarray(x).tobytes() for x, _, _ in read_all(ds, 0)]
     assert other != first and sorted(other) == sorted(first)
+    # refused when set: a negative one failed only at the iteration
+    for epoch in (-100, 2.5, "1", True):
+        raises(ValueError, "set_epoch: epoch", lambda: ds.set_epoch(epoch))
 
 
 def check_user_functions(state, trainset, keys):

@@ -142,6 +142,19 @@ class LossSampling(unittest.TestCase):
             self.assertEqual(d.select_points()[0].tolist(), [])
 
 
+class SetEpoch(unittest.TestCase):
+    def test_refused_when_set(self):
+        # numpy's "expected non-negative integer" from the seed, not naming
+        # the epoch; 2.5 was taken
+        d = ads.make({"strategy": "Loss", "ratio": 50})
+        for epoch in (-1, 2.5, "1"):
+            with self.assertRaisesRegex(ValueError, "set_epoch.epoch",
+                                        msg=epoch):
+                d.set_epoch(epoch)
+        d.set_epoch(np.int64(3))
+        self.assertEqual(d.epoch, 3)
+
+
 class GradNormScores(unittest.TestCase):
     def test_closed_form_by_hand(self):
         # 2 classes, logits [0, ln 3]: softmax [1/4, 3/4]. Target 0:
