@@ -127,9 +127,10 @@ static int exec_status_open(const char *path) {
 int exec_status_create(const char *path, const char *run_dir,
                        exec_spares *spares, char *err, size_t errlen) {
     exec_record rec = {0};
-    int fd = exec_spare_take(run_dir, spares, path);
-    if (fd < 0) fd = exec_status_open(path);
-    if (fd < 0 || exec_record_write(fd, &rec, false) != 0 ||
+    int fd = exec_spare_take(run_dir, spares, path); /* its record blank */
+    bool fresh = fd < 0;
+    if (fresh) fd = exec_status_open(path);
+    if (fd < 0 || (fresh && exec_record_write(fd, &rec, false) != 0) ||
         exec_take_space(fd) != 0) {
         bool held = errno == EWOULDBLOCK;
         snprintf(err, errlen, "status file %s: %s", path,
