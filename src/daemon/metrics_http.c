@@ -27,7 +27,9 @@
  * its bytes come. After its answer a connection is shut down for writing
  * and read until the client hangs up, so that a client still sending (a
  * refused POST body, an oversized request) reads the answer rather than a
- * reset.
+ * reset. A client may hang up its side first (`nc -N`, shutdown(SHUT_WR)):
+ * a whole request is still answered, a cut one with 400, and the
+ * connection closes once the answer is written.
  */
 #include "daemon.h"
 
@@ -79,6 +81,7 @@ typedef struct m_conn {
     size_t len;
     bool answered;              /* judged: what it sends now is dropped */
     bool waiting;               /* for the page (on_serve) */
+    bool hung_up;               /* the client sends no more (read EOF) */
     int open_handles;           /* freed when both have closed */
     struct m_conn *prev, *next;
 } m_conn;
@@ -176,6 +179,20 @@ static void on_shutdown(uv_shutdown_t *req, int status) {
     free(req); /* the client's hang-up (read EOF) closes the connection */
 }
 
+/* After the whole answer: a client that has hung up already is done
+ * with, the others are told the answer has ended. */
+static void m_conn_finish(m_conn *c) {
+    if (c->hung_up) {
+        m_conn_close(c);
+        return;
+    }
+    uv_shutdown_t *sd = malloc(sizeof(*sd));
+    if (!sd || uv_shutdown(sd, (uv_stream_t *)&c->tcp, on_shutdown) != 0) {
+        free(sd);
+        m_conn_close(c);
+    }
+}
+
 static void m_conn_write_next(m_conn *c);
 
 /* A piece of the answer written: the client reads, so it is not idle. */
@@ -192,17 +209,13 @@ static void on_written(uv_write_t *req, int status) {
 }
 
 /* Writes the next METRICS_WRITE_CHUNK of c's page; once all is written,
- * lets go of the page and shuts the connection down for writing. */
+ * lets go of the page and finishes the connection. */
 static void m_conn_write_next(m_conn *c) {
     size_t left = c->page->len - c->sent;
     if (left == 0) {
         m_page_unref(c->page);
         c->page = NULL;
-        uv_shutdown_t *sd = malloc(sizeof(*sd));
-        if (!sd || uv_shutdown(sd, (uv_stream_t *)&c->tcp, on_shutdown) != 0) {
-            free(sd);
-            m_conn_close(c);
-        }
+        m_conn_finish(c);
         return;
     }
     size_t n = left < METRICS_WRITE_CHUNK ? left : METRICS_WRITE_CHUNK;
@@ -341,9 +354,27 @@ static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
                            (unsigned)(sizeof(c->req) - c->len));
 }
 
+/* The client has hung up its side. Once answered, or having sent
+ * nothing, the connection is done with; a request cut short is a bad one
+ * (400), and one whose answer is on its way (or waits its turn) gets it. */
+static void m_conn_hung_up(m_conn *c) {
+    c->hung_up = true;
+    uv_read_stop((uv_stream_t *)&c->tcp);
+    if (c->waiting || c->page) return;
+    if (c->answered || c->len == 0) {
+        m_conn_close(c);
+        return;
+    }
+    m_conn_answer(c, 400);
+}
+
 static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
     m_conn *c = s->data;
-    if (n < 0) { /* EOF, or the client reset the connection */
+    if (n == UV_EOF) {
+        m_conn_hung_up(c);
+        return;
+    }
+    if (n < 0) { /* the client reset the connection */
         m_conn_close(c);
         return;
     }

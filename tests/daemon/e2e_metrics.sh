@@ -145,12 +145,14 @@ case_metrics_badhttp() {
     python3 - "$PORT" <<'PY' || fail "bad HTTP"
 import socket, sys, time
 port = int(sys.argv[1])
-def ask(data, hangup=False):
+def ask(data, hangup=False, half=False):
     s = socket.create_connection(('127.0.0.1', port), timeout=5)
     s.sendall(data)
     if hangup:
         s.close()
         return b''
+    if half: # the client's side ends, as `nc -N` ends it
+        s.shutdown(socket.SHUT_WR)
     out = b''
     try:
         while True:
@@ -170,6 +172,10 @@ huge = ask(b'GET /metrics HTTP/1.1\r\nX: ' + b'a' * (1 << 20) + b'\r\n\r\n')
 assert status(huge) == b'HTTP/1.1 431 Request Header Fields Too Large', huge[:80]
 ask(b'GET /metr', hangup=True)
 ask(b'GET /metrics HTTP/1.1\r\n\r\n', hangup=True)
+half = ask(b'GET /metrics HTTP/1.0\r\n\r\n', half=True)
+assert status(half) == b'HTTP/1.1 200 OK' and b'aegis_gpus ' in half, half[:200]
+cut = ask(b'GET /metrics HTTP/1.1\r\nHost', half=True)
+assert status(cut) == b'HTTP/1.1 400 Bad Request', cut[:200]
 # a client that stalls mid-request while another scrapes
 stall = socket.create_connection(('127.0.0.1', port), timeout=5)
 stall.sendall(b'GET /metrics HTTP/1.1\r\nHost')
