@@ -120,7 +120,7 @@ static const char help[] =
 "                         \"FILE: ok\" when aegisd would start with it, 2\n"
 "                         and every problem, one FILE:LINE: line each,\n"
 "                         when not (a name's valid values listed); starts\n"
-"                         nothing\n"
+"                         nothing, and takes no other option\n"
 "    --help               this text\n"
 "\n"
 "    Held jobs (aegis hold), time limits (aegis submit --time) and drained\n"
@@ -246,8 +246,10 @@ int main(int argc, char **argv) {
     };
     d_options opt = {0};
     const char *check_path = NULL;
-    int ch;
-    while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    const char *other = NULL; /* an option given beside --check-config */
+    int ch, at;
+    while ((ch = getopt_long(argc, argv, "h", opts, &at)) != -1) {
+        if (ch != 'C' && ch != 'h' && ch != '?') other = opts[at].name;
         switch (ch) {
         case 's': opt.socket_path = optarg; break;
         case 'd': opt.state_dir = optarg; break;
@@ -272,6 +274,12 @@ int main(int argc, char **argv) {
         return 2;
     }
     if (check_paths(&opt, check_path) != 0) return 2;
+    if (check_path && other) {
+        fprintf(stderr, "aegisd: --check-config takes no other option "
+                "(--%s was given): it checks FILE and starts nothing\n"
+                "Run 'aegisd --help' for usage.\n", other);
+        return 2;
+    }
     if (check_path) return check_config(check_path);
     if (!opt.socket_path || !opt.state_dir) {
         fprintf(stderr, "aegisd: --socket and --state-dir are required\n"

@@ -69,6 +69,12 @@ case_admin_check() {
         grep -Eq "^aegisd: $DIR/$want" "$DIR/err" || fail "no '$want' in: $(cat "$DIR/err")"
     done
     [ "$(wc -l < "$DIR/err")" = 5 ] || fail "not one line a problem: $(cat "$DIR/err")"
+    # it checks one file and starts nothing: another option is bad usage
+    printf 'policy: aegis\n' > "$DIR/good.yaml"
+    "$AEGISD" --check-config "$DIR/good.yaml" --config "$DIR/bad.yaml" \
+        > "$DIR/out" 2> "$DIR/err"
+    [ $? = 2 ] && grep -q -- "--config was given" "$DIR/err" ||
+        fail "--check-config with --config: $(cat "$DIR/err")"
     # aegisd itself refuses it at start with the same lines, in its log
     "$AEGISD" --foreground --socket "$AEGIS_SOCKET" --state-dir "$DIR/state" \
         --config "$DIR/bad.yaml" 2> "$DIR/start.err"
