@@ -84,10 +84,19 @@ static int config_line(const yaml_event_t *ev) {
     return (int)ev->start_mark.line + 1;
 }
 
-/* The next event, or -1 with libyaml's complaint at FILE:LINE. */
+/* The next event, or -1 with libyaml's complaint at FILE:LINE. An alias
+ * (*name) is refused here, wherever it stands: the reader does not
+ * resolve them, and one in a value's place read as a value of another
+ * kind ("expected a single value"). */
 static int config_next(yaml_parser_t *p, config_report *rep, yaml_event_t *ev) {
-    if (yaml_parser_parse(p, ev)) return 0;
-    config_problem(rep, (int)p->problem_mark.line + 1, "%s", p->problem);
+    if (!yaml_parser_parse(p, ev)) {
+        config_problem(rep, (int)p->problem_mark.line + 1, "%s", p->problem);
+        return -1;
+    }
+    if (ev->type != YAML_ALIAS_EVENT) return 0;
+    config_problem(rep, config_line(ev), "*%s: YAML aliases are not read; "
+                   "write the value itself", (const char *)ev->data.alias.anchor);
+    yaml_event_delete(ev);
     return -1;
 }
 

@@ -745,7 +745,8 @@ static void test_config_bad(void **state) {
 }
 
 /* What the file says is read or refused: a second YAML document (it was
- * ignored) and a top-level list; and a path that is no regular file (a
+ * ignored), a top-level list and an alias (it was "expected a single
+ * value"); and a path that is no regular file (a
  * FIFO stopped aegisd in open() at a SIGHUP). A key given again still
  * overrides: a line appended changes a setting. */
 static void test_config_read_whole_or_refused(void **state) {
@@ -755,6 +756,8 @@ static void test_config_read_whole_or_refused(void **state) {
         {"window_samples: 5\n---\nwindow_samples: 0\n",
          "twice.yaml:2: config: a second YAML document"},
         {"- 1\n- 2\n", "twice.yaml:1: expected a mapping"},
+        {"a: &n 5\nwindow_samples: *n\n",
+         "twice.yaml:2: *n: YAML aliases are not read"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
         const char *path = write_file("twice.yaml", bad[i].text);
