@@ -50,10 +50,24 @@ static const char *typed_in(const request_word *words, const char *field,
     return NULL;
 }
 
-static const char *typed_as(const request_words *w, const char *field,
-                            size_t len) {
+/* Whether job index's entry in the file gave field: yes unless w knows
+ * the entry's fields and field is not among them. */
+static bool given_in_file(const request_words *w, long index,
+                          const char *field, size_t len) {
+    json_t *given = json_array_get(w->given, (size_t)(index < 0 ? 0 : index));
+    char name[64];
+    if (!json_is_object(given) || len >= sizeof(name)) return true;
+    memcpy(name, field, len);
+    name[len] = '\0';
+    return json_object_get(given, name) != NULL;
+}
+
+static const char *typed_as(const request_words *w, long index,
+                            const char *field, size_t len) {
     const char *typed = typed_in(w->words, field, len);
-    return typed ? typed : typed_in(w->also, field, len);
+    const char *option = typed_in(w->also, field, len);
+    if (option && !given_in_file(w, index, field, len)) return option;
+    return typed ? typed : option;
 }
 
 /* Past "[N]" at p, N into *index; NULL when p holds none. */
@@ -89,7 +103,7 @@ const char *request_words_say(const request_words *w, const char *err,
     if (*p != '.') return err;
     const char *field = ++p;
     while (*p == '_' || islower((unsigned char)*p)) p++;
-    const char *typed = typed_as(w, field, (size_t)(p - field));
+    const char *typed = typed_as(w, index, field, (size_t)(p - field));
     if (!typed || strncmp(p, ": ", 2) != 0) return err;
     char job[4200];
     int n = snprintf(buf, len, "%s%s%s",

@@ -25,6 +25,11 @@ typedef struct request_words {
                                   an --array file), or NULL: typed */
     json_t *lines;             /* the line each job starts on in file, an
                                   array of integers, or NULL; not owned */
+    json_t *given;             /* the fields each job's entry in file
+                                  gives, an array of objects keyed by
+                                  field, or NULL; not owned. A field an
+                                  entry does not give came from an option
+                                  (also) */
     bool several;              /* "jobs" holds more than one: say which */
 } request_words;
 

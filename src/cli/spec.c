@@ -65,12 +65,24 @@ typedef struct spec {
 } spec;
 
 /* Says in s->typed that a job of the format whose keys are words starts
- * at node n. */
-static void spec_typed(spec *s, const request_word *words, yaml_node_t *n) {
-    if (!s->typed) return;
-    s->typed->words = words;
-    json_array_append_new(s->typed->lines,
-                          json_integer((json_int_t)n->start_mark.line + 1));
+ * at node n, and gives the fields of given (taken; NULL: all of them). */
+static void spec_typed(spec *s, const request_word *words, yaml_node_t *n,
+                       json_t *given) {
+    if (s->typed) {
+        s->typed->words = words;
+        json_array_append_new(s->typed->lines,
+                              json_integer((json_int_t)n->start_mark.line + 1));
+        json_array_append(s->typed->given, given ? given : json_null());
+    }
+    json_decref(given);
+}
+
+/* Notes in given that the spec key k gave its field (request_words_spec_keys
+ * names it; mem_mib and model give mem's). */
+static void spec_given(json_t *given, const char *k) {
+    if (!strcmp(k, "mem_mib") || !strcmp(k, "model")) k = "mem";
+    for (const request_word *w = request_words_spec_keys; w->field; w++)
+        if (!strcmp(w->typed, k)) json_object_set_new(given, w->field, json_true());
 }
 
 static yaml_node_t *spec_node(spec *s, int id) {
@@ -323,14 +335,19 @@ static int spec_job(spec *s, yaml_node_t *map, const submit_defaults *def,
     json_t *cmd = NULL, *after = NULL;
     double num, model_mem = -1;
     yaml_node_t *mem_key = NULL; /* mem or mem_mib, the first given */
+    json_t *given = json_object(); /* the fields this entry gives */
     int rc = 0;
     for (yaml_node_pair_t *p = map->data.mapping.pairs.start;
          rc == 0 && p < map->data.mapping.pairs.top; p++) {
         yaml_node_t *kn = spec_node(s, p->key), *v = spec_node(s, p->value);
         const char *k = spec_scalar(kn);
-        if (!k) rc = spec_error(s, kn, "expected a key", NULL);
-        else if (spec_null(v)) continue;
-        else if (!strcmp(k, "command")) {
+        if (!k) {
+            rc = spec_error(s, kn, "expected a key", NULL);
+            continue;
+        }
+        if (spec_null(v)) continue;
+        spec_given(given, k);
+        if (!strcmp(k, "command")) {
             json_decref(cmd);
             if (!(cmd = spec_command(s, v, k))) rc = -1;
         } else if (!strcmp(k, "name")) {
@@ -393,12 +410,13 @@ static int spec_job(spec *s, yaml_node_t *map, const submit_defaults *def,
     if (rc) {
         json_decref(cmd);
         json_decref(after);
+        json_decref(given);
         return -1;
     }
     if (model_mem >= 0 && !mem_key) d.mem = model_mem;
     if (after) d.after = after;
     json_array_append_new(jobs, submit_job(cmd, &d));
-    spec_typed(s, request_words_spec_keys, map);
+    spec_typed(s, request_words_spec_keys, map, given);
     json_decref(after);
     return 0;
 }
@@ -694,7 +712,7 @@ static int spec_aegis(spec *s, yaml_node_t *root, const submit_defaults *def,
         json_object_set(out, "meta", job.meta);
     json_decref(job.meta);
     json_array_append_new(jobs, out);
-    spec_typed(s, request_words_aegis_spec_keys, root);
+    spec_typed(s, request_words_aegis_spec_keys, root, NULL);
     return 0;
 }
 

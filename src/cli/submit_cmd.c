@@ -567,7 +567,8 @@ int cli_submit(int argc, char **argv) {
                      .after = json_array(),
                      .typed = {.object = "jobs",
                                .words = request_words_submit_options,
-                               .lines = json_array()}};
+                               .lines = json_array(),
+                               .given = json_array()}};
     o.def.after = o.after;
     json_t *jobs = json_array();
     int rc = submit_options(argc, argv, &o);
@@ -581,5 +582,6 @@ int cli_submit(int argc, char **argv) {
     if (rc == 0) rc = submit_send(jobs, &o);
     else json_decref(jobs);
     json_decref(o.typed.lines);
+    json_decref(o.typed.given);
     return rc < 0 ? CLI_OK : rc;
 }

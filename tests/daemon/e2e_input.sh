@@ -382,6 +382,14 @@ case_input_refusals_typed() {
     printf 'jobs:\n  - command: "true"\n  - command: "true"\n    gpus: 9\n' > two.yaml
     submit_refused "aegis submit: two.yaml: job 2 (line 3): gpus: must be a whole number in [1, 8]" \
         two.yaml
+    # an option after the spec is named as the option where the entry
+    # does not give the key, as the key where it does
+    printf 'jobs:\n  - command: "true"\n  - command: "true"\n' > ok.yaml
+    submit_refused "aegis submit: ok.yaml: job 1 (line 2): --after: no job 999" \
+        ok.yaml --after 999
+    printf 'jobs:\n  - command: "true"\n    after: [998]\n  - command: "true"\n' > after.yaml
+    submit_refused "aegis submit: after.yaml: job 1 (line 2): after: no job 998" \
+        after.yaml --after 999
     printf 'version: 1\njob:\n  command: "true"\nresources:\n  num_gpus: 9\n' > aegis.yaml
     submit_refused "aegis submit: aegis.yaml: resources.num_gpus: must be a whole number in [1, 8]" \
         aegis.yaml
