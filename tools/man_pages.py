@@ -14,6 +14,10 @@ cannot drift apart:
                             /etc/aegis/aegis.yaml: its comments and keys
   dipp.1, dipp-COMMAND.1    `dipp --help` and `dipp COMMAND --help`
 
+A command whose help sends the reader on to its subcommands' own
+(`aegis dataset SUBCOMMAND --help`, `dipp ground COMMAND --help`) gets a
+section per subcommand in its page, from that subcommand's --help.
+
 A help text is either laid out like a manual page (NAME, SYNOPSIS, ...
 headings at the margin, text indented) or a usage text (`usage:` lines,
 then paragraphs); both are read. Within a section, a paragraph becomes
@@ -136,21 +140,31 @@ def sections(help_text):
     return [("SYNOPSIS", synopsis), ("DESCRIPTION", rest)]
 
 
-def page(name, section, version, whatis, parts, see_also):
-    """A whole page: header, NAME, the parts, SEE ALSO."""
+def render_part(heading, lines, level=".SH"):
+    """Roff for one (HEADING, lines) of sections(), under a heading of
+    level (.SH, or .SS within a subcommand's section)."""
+    out = ["%s %s" % (level, heading)]
+    if heading == "SYNOPSIS":
+        return out + [".nf"] + [roff(l) for l in dedent(lines) if l] + [".fi"]
+    return out + render_body(lines)
+
+
+def page(name, section, version, whatis, parts, see_also, subs=()):
+    """A whole page: header, NAME, the parts, a section for each of subs
+    ((subcommand, its parts)), SEE ALSO."""
     out = ['.TH "%s" "%s" "" "aegis %s" "aegis manual"'
            % (name.upper(), section, version),
            # no hyphenation, ragged right: names and options stay whole
            ".nh", ".ad l",
            ".SH NAME", "%s \\- %s" % (roff(name), roff(whatis))]
     for heading, lines in parts:
-        if heading == "NAME":
-            continue
-        out.append(".SH " + heading)
-        if heading == "SYNOPSIS":
-            out += [".nf"] + [roff(l) for l in dedent(lines) if l] + [".fi"]
-        else:
-            out += render_body(lines)
+        if heading != "NAME":
+            out += render_part(heading, lines)
+    for sub, sub_parts in subs:
+        out.append(".SH %s" % roff(sub.upper()))
+        for heading, lines in sub_parts:
+            if heading != "NAME":
+                out += render_part(heading, lines, ".SS")
     if see_also:
         out += [".SH SEE ALSO", ", ".join("\\fB%s\\fR(%s)" % s
                                           for s in see_also)]
@@ -201,6 +215,21 @@ def commands(top_help, tool):
     return found
 
 
+SUBCOMMAND_HELP = re.compile(r"(SUBCOMMAND|COMMAND) --help")
+SUBCOMMAND = re.compile(r"^  ([a-z][a-z-]*)(\s|$)")
+
+
+def subcommands(help_text):
+    """The subcommands a command's help lists (entries two spaces in,
+    options excluded), when it sends the reader to their own --help;
+    else none."""
+    if not SUBCOMMAND_HELP.search(help_text):
+        return []
+    found = [m.group(1) for m in map(SUBCOMMAND.match, help_text.split("\n"))
+             if m]
+    return list(dict.fromkeys(found))
+
+
 def tool_pages(out_dir, tool, binary, version, whatis, see_also):
     """TOOL.1 from `BIN --help`, and TOOL-COMMAND.1 from `BIN COMMAND
     --help` for each command the first lists."""
@@ -210,10 +239,13 @@ def tool_pages(out_dir, tool, binary, version, whatis, see_also):
         tool, 1, version, whatis, sections(top),
         see_also + [(tool + "-" + c, 1) for c in cmds]))
     for cmd, summary in cmds.items():
-        parts = sections(help_of([binary, cmd]))
+        text = help_of([binary, cmd])
+        parts = sections(text)
+        subs = [(sub, sections(help_of([binary, cmd, sub])))
+                for sub in subcommands(text)]
         write(out_dir, "%s-%s.1" % (tool, cmd), page(
             "%s-%s" % (tool, cmd), 1, version, whatis_of(parts, summary),
-            parts, [(tool, 1)]))
+            parts, [(tool, 1)], subs))
 
 
 def config_parts(path):

@@ -29,9 +29,20 @@ for p in $pages; do
     [ -z "$warn" ] || fail "$p: groff: $warn"
     render "$p" | grep -q "^NAME" || fail "$p: no NAME section"
 done
+# the options a help lists, one a line: -d, --delay, --json ...
+options_of() {
+    "$@" --help | grep -oE '^ +-[a-zA-Z-][a-z0-9-]*|^ +-[a-zA-Z], --[a-z][a-z0-9-]*' |
+        tr -d ' ' | tr ',' ' '
+}
+# the subcommands of a help that sends the reader to theirs
+subcommands_of() {
+    "$@" --help | grep -qE '(SUBCOMMAND|COMMAND) --help' || return 0
+    "$@" --help | grep -oE '^  [a-z][a-z-]*( |$)' | tr -d ' ' | awk '!seen[$0]++'
+}
 # every option of every command's help (top's -d, --delay and -n, show's
-# --history, --spark and --svg, submit's --notify...) is in its page, with
-# ASCII dashes
+# --history, --spark and --svg, submit's --notify...), and of its
+# subcommands' (dataset add's --format, dipp ground upload's --base), is
+# in its page, with ASCII dashes
 for p in $pages; do
     case $p in
     aegis-*.1) bin=$AEGIS cmd=${p#aegis-} ;;
@@ -40,10 +51,13 @@ for p in $pages; do
     esac
     cmd=${cmd%.1}
     page=$(render "$p")
-    for opt in $("$bin" "$cmd" --help |
-                 grep -oE '^ +-[a-zA-Z-][a-z0-9-]*|^ +-[a-zA-Z], --[a-z][a-z0-9-]*' |
-                 tr -d ' ' | tr ',' ' '); do
+    for opt in $(options_of "$bin" "$cmd"); do
         printf '%s\n' "$page" | grep -q -- "$opt" || fail "$p: no $opt"
+    done
+    for sub in $(subcommands_of "$bin" "$cmd"); do
+        for opt in $(options_of "$bin" "$cmd" "$sub"); do
+            printf '%s\n' "$page" | grep -q -- "$opt" || fail "$p: no $sub $opt"
+        done
     done
 done
 render aegisd.8 | grep -q -- "--check-config FILE" || fail "aegisd.8: no --check-config"
