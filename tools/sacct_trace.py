@@ -32,7 +32,7 @@ A job that held no GPU (no gres/gpu in AllocTRES) or never ran (ElapsedRaw
 simulator could not size, and the count of those is said on stderr.
 Standard library only.
 """
-import argparse, csv, datetime, sys
+import argparse, csv, datetime, math, sys
 
 FIELDS = ("JobIDRaw", "User", "Submit", "ElapsedRaw", "TimelimitRaw",
           "AllocTRES", "ReqTRES", "TRESUsageInMax", "TotalCPU")
@@ -84,30 +84,58 @@ def submit_time(text, where):
 
 
 def number(text, where, what):
+    """A finite number of at least 0 (sacct prints no other in these
+    fields: 'nan' or '1e400' would reach the trace as nan or inf)."""
     try:
-        return float(text)
+        value = float(text)
     except ValueError:
         raise BadInput(f"{where}: {what} '{text}' is not a number")
+    if not math.isfinite(value) or value < 0:
+        raise BadInput(f"{where}: {what} '{text}' is not a number of at least 0")
+    return value
+
+
+def whole(text, where, what):
+    """A whole number of at least 0, as sacct writes counts and ids."""
+    if not text.isdigit():
+        raise BadInput(f"{where}: {what} '{text}' is not a whole number")
+    return int(text)
+
+
+def utf8_lines(f, name):
+    """The lines of the binary file f as text; a line that is not UTF-8 is
+    named (decoding the file whole would name a block, not a line)."""
+    for line, raw in enumerate(f, 1):
+        try:
+            yield raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise BadInput(f"{name}:{line}: not UTF-8 text")
 
 
 def read_rows(f, name):
     """(line number, row) of every line after the header."""
-    reader = csv.DictReader(f, delimiter="|", quoting=csv.QUOTE_NONE)
+    reader = csv.DictReader(utf8_lines(f, name), delimiter="|",
+                            quoting=csv.QUOTE_NONE)
     missing = [k for k in FIELDS if k not in (reader.fieldnames or ())]
     if missing:
         raise BadInput(f"{name}:1: missing field {', '.join(missing)} "
                        f"(sacct --format {','.join(FIELDS)})")
     for row in reader:
+        # csv keys fields past the header's under None, and gives
+        # None to those a short line lacks
+        if None in row or None in row.values():
+            raise BadInput(f"{name}:{reader.line_num}: not the "
+                           f"{len(reader.fieldnames)} fields of the header")
         yield reader.line_num, row
 
 
 def job_of(row, where):
     """The trace figures of a job's own line, or None for one left out."""
-    gpus = number(tres(row["AllocTRES"], "gres/gpu") or "0", where, "gres/gpu")
+    gpus = whole(tres(row["AllocTRES"], "gres/gpu") or "0", where, "gres/gpu")
     elapsed = number(row["ElapsedRaw"] or "0", where, "ElapsedRaw")
-    if gpus <= 0 or elapsed <= 0:
+    if gpus == 0 or elapsed == 0:
         return None
-    gpus = int(gpus)
+    whole(row["JobIDRaw"], where, "JobIDRaw")
     limit = row["TimelimitRaw"]
     mem = tres(row["ReqTRES"], "gres/aegis_mem")
     return {"job_index": row["JobIDRaw"], "submit": submit_time(row["Submit"], where),
@@ -162,9 +190,12 @@ def main():
     ap.add_argument("sacct", help="sacct --parsable2 output ('-': standard input)")
     args = ap.parse_args()
     try:
-        with (sys.stdin if args.sacct == "-" else open(args.sacct)) as f:
+        with (sys.stdin.buffer if args.sacct == "-"
+              else open(args.sacct, "rb")) as f:
             jobs = read_jobs(f, args.sacct)
-    except (OSError, BadInput) as e:
+    except OSError as e:
+        sys.exit(f"sacct_trace: {args.sacct}: {e.strerror}")
+    except BadInput as e:
         sys.exit(f"sacct_trace: {e}")
     sized = [j for j in jobs if j["mem_mib"] is not None or j["peak_bytes"]]
     if len(sized) < len(jobs):

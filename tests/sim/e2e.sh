@@ -681,7 +681,21 @@ PY
     printf 'JobIDRaw|User\n1|a\n' >"$TMP/bad.txt"
     python3 "$SRC/tools/sacct_trace.py" "$TMP/bad.txt" >"$TMP/o" 2>"$TMP/err" &&
         fail "a short header was taken"
-    grep -q "bad.txt:1: missing field Submit" "$TMP/err" || fail "no message" ;;
+    grep -q "bad.txt:1: missing field Submit" "$TMP/err" || fail "no message"
+    # a line's bad field is named, never a traceback nor nan/inf in the trace
+    head='JobIDRaw|User|Submit|ElapsedRaw|TimelimitRaw|AllocTRES|ReqTRES|TRESUsageInMax|TotalCPU'
+    at='2026-06-01T00:00:00'
+    for c in "1|a|$at|1e400|60|gres/gpu=2|gres/aegis_mem=9000||1:00@ElapsedRaw '1e400' is not a number of at least 0" \
+             "1|a|$at|60|60|gres/gpu=2.5|gres/aegis_mem=9000||1:00@gres/gpu '2.5' is not a whole number" \
+             "1|a|$at|60|60|gres/gpu=2|gres/aegis_mem=nan||1:00@gres/aegis_mem 'nan' is not a number" \
+             "x|a|$at|60|60|gres/gpu=2|gres/aegis_mem=9000||1:00@JobIDRaw 'x' is not a whole number" \
+             "1|a|$at|60|60|gres/gpu=2|gres/aegis_mem=9000||1:00|9@not the 9 fields of the header" \
+             "1|\377|$at|60|60|gres/gpu=2|gres/aegis_mem=9000||1:00@not UTF-8 text"; do
+        printf "$head\n${c%%@*}\n" >"$TMP/bad.txt"
+        python3 "$SRC/tools/sacct_trace.py" "$TMP/bad.txt" >"$TMP/o" 2>"$TMP/err"
+        [ $? = 1 ] && grep -qF "bad.txt:2: ${c#*@}" "$TMP/err" ||
+            fail "'${c%%@*}': $(cat "$TMP/err")"
+    done ;;
 *) fail "unknown case" ;;
 esac
 exit 0
