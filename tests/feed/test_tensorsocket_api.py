@@ -108,10 +108,10 @@ def test_bad_arguments_are_refused():
     seen_hook, sys.unraisablehook = sys.unraisablehook, unraisable.append
     try:
         for size in (0, -1, 2.5, "8", True):
-            refused("producer_batch_size %r" % (size,),
+            refused("producer_batch_size: %r" % (size,),
                     producer_batch_size=size)
         for size in (0, -5, "10"):
-            refused("consumer_max_buffer_size %r" % (size,),
+            refused("consumer_max_buffer_size: %r" % (size,),
                     consumer_max_buffer_size=size)
         for wait in (-1, "5", float("nan")):
             refused("consumer_timeout", consumer_timeout=wait)

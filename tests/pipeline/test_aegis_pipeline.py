@@ -224,8 +224,12 @@ def check_api_errors(tmp):
            lambda: save(keys, labels=[0.9, 1.0, 2.0], path=out))
     raises(ValueError, "NaN", lambda: save(keys, scores=[[0, 1]] * 2 +
                                            [[float("nan"), 1]], path=out))
-    raises(ValueError, "keys must be whole numbers",
+    raises(ValueError, "predictions: keys[0]: -1 is out of range; it must "
+           "be from 0 to %d" % (2 ** 64 - 1),
            lambda: save([-1, 2, 3], labels=[0, 1, 2], path=out))
+    raises(ValueError, "predictions: keys[0]: 1.0 is not a whole number "
+           "(type float)",
+           lambda: save([1.0, 2.0, 3.0], labels=[0, 1, 2], path=out))
     save(keys, labels=[0, 1, 2], path=out)  # and right ones are taken
     # a number is no path: open() read descriptor 5 and closed it
     fd = os.open(out, os.O_RDONLY)
@@ -395,13 +399,15 @@ def check_damaged_conf(state, tmp, trainset):
                        ("[]", "dataset.json: not a JSON object"),
                        ("{}", "dataset.json: format: unknown format ''"),
                        (json.dumps(dict(conf, label_size="4")),
-                        "dataset.json: label_size: not a whole number"),
+                        "dataset.json: label_size: '4' is not a whole "
+                        "number (type str); it must be from 0 to 4294967295"),
                        (json.dumps(dict(conf, header=1)),
                         "dataset.json: header: not true or false"),
                        (json.dumps(dict(conf, sep=";;")),
                         "dataset.json: sep: ';;' is over 1"),
                        (json.dumps(dict(conf, label_size=2 ** 32)),
-                        "dataset.json: label_size: 4294967296 is over")):
+                        "dataset.json: label_size: 4294967296 is out of "
+                        "range; it must be from 0 to 4294967295")):
         with open(conf_path, "w") as f:
             f.write(text)
         raises(ValueError, want, lambda: aegis_pipeline.Dataset(copy))

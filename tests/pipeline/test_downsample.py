@@ -119,8 +119,8 @@ class LossSampling(unittest.TestCase):
                            ((1, 2.5), "Loss.ratio_max: 2.5 is not a whole"),
                            (("50",), "Loss.ratio: '50' is not a whole"),
                            ((True,), "Loss.ratio: True is not a whole"),
-                           ((101,), r"Loss.ratio: 101 is out of range "
-                                    r"\(0..100\)"),
+                           ((101,), "Loss.ratio: 101 is out of range; it "
+                                    "must be from 0 to 100"),
                            ((0, 0), "Loss.ratio_max: 0 is out of range")):
             with self.assertRaisesRegex(ValueError, want, msg=args):
                 ads.Loss(*args)
