@@ -685,21 +685,16 @@ def _job_file(path, variable, what):
     return os.environ[variable]
 
 
-def _per_key(values, count, dtype, what):
-    """values as an array of count rows of dtype, each finite: a clear
-    ValueError where numpy would broadcast one row to every key, or round
-    a fraction, or take NaN."""
+def _per_key(values, count, what):
+    """values as an array of count rows, each finite: a clear ValueError
+    where numpy would broadcast one row to every key, or take NaN."""
     raw = np.asarray(values)
     if raw.ndim == 0 or len(raw) != count:
         raise ValueError(f"predictions: {count} keys but {what} has "
                          f"{1 if raw.ndim == 0 else len(raw)} rows")
     if raw.dtype.kind == "f" and not np.all(np.isfinite(raw)):
         raise ValueError(f"predictions: {what} holds NaN or infinity")
-    out = raw.astype(dtype)
-    if raw.dtype.kind == "f" and np.dtype(dtype).kind == "i" and \
-            not np.array_equal(out, raw):
-        raise ValueError(f"predictions: {what} must be whole numbers")
-    return out
+    return raw
 
 
 def _unique_keys(keys):
@@ -728,14 +723,14 @@ def save_predictions(keys, labels=None, scores=None, path=None):
     if labels is not None:
         width = 0
         rows = np.zeros(len(keys), dtype=[("key", "<u8"), ("label", "<i8")])
-        rows["label"] = _per_key(labels, len(keys), "<i8", "labels")
-        if (rows["label"] < 0).any():
-            bad = int(np.flatnonzero(rows["label"] < 0)[0])
-            raise ValueError(f"predictions: the label of key {keys[bad]} is "
-                             f"{rows['label'][bad]}: labels are classes, 0 "
-                             f"or more")
+        # a class each: 2-D labels were numpy's "could not broadcast", a
+        # label past int64 its OverflowError, a negative one taken
+        rows["label"] = aegis_checks.check_whole_array(
+            "predictions: labels", _per_key(labels, len(keys), "labels"),
+            "<i8", 0, note="labels are classes",
+            at=lambda i: f"predictions: the label of key {keys[i]}")
     else:
-        scores = _per_key(scores, len(keys), "<f4", "scores")
+        scores = _per_key(scores, len(keys), "scores").astype("<f4")
         if scores.ndim != 2 or scores.shape[1] < 2:
             raise ValueError(f"predictions: expected one row of 2 or more "
                              f"scores per key, got shape {scores.shape}")
