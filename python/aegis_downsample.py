@@ -971,10 +971,16 @@ class BatchThenSample:
 
 
 def weighted_loss(per_sample, weights):
-    """Modyn's weighted loss: dot(loss, w / sum(w)). All-zero weights give
-    0 (Modyn's would be NaN), without a device sync to find out."""
+    """Modyn's weighted loss: dot(loss, w / sum(w)), a weight per loss
+    (else a ValueError naming both sizes: it was torch.dot's RuntimeError,
+    naming neither argument). All-zero weights give 0 (Modyn's would be
+    NaN), without a device sync to find out."""
     w = torch.as_tensor(weights, dtype=per_sample.dtype,
                         device=per_sample.device)
+    if w.numel() != per_sample.numel():
+        raise ValueError(f"weighted_loss: per_sample holds "
+                         f"{per_sample.numel()} losses but weights holds "
+                         f"{w.numel()}; give one weight a loss")
     total = w.sum()
     total = torch.where(total > 0, total, torch.ones_like(total))
     return torch.dot(per_sample.reshape(-1), w.reshape(-1) / total)
