@@ -168,7 +168,10 @@ class TensorProducer(aegis_feed.Producer):
 
     def __next__(self):
         """The loader's next batch, published; after len(data_loader) of
-        them (or the loader's own end) the epoch is closed and it stops."""
+        them (or the loader's own end) the epoch is closed and it stops.
+        After join() it is a FeedError, as aegis_feed.Producer's, at an
+        epoch's end too (it stopped there, as if an epoch had ended)."""
+        self._check_open()
         if self.index >= self.data_loader_len:
             self._end_epoch()
             raise StopIteration
