@@ -27,10 +27,11 @@ import argparse
 import contextlib
 import copy
 import json
-import numbers
 import os
 import signal
 import sys
+
+import aegis_checks
 
 FORMAT = "aegis-model/1"
 OPTIMIZERS = ("sgd", "sgd_momentum", "adam", "adamw", "rmsprop", "adagrad")
@@ -464,46 +465,19 @@ def _warn_checkpointing(layers, warnings):
                 % (layer["saved"], aegis_record.CHECKPOINT_RECOMPUTE))
 
 
+def _checked(name, value, lo, hi=None, note=None):
+    """value as an int: DescribeTypeError for a bool (True would pass as 1)
+    or a non-integer (3.7 was cut to 3), DescribeValueError outside lo..hi
+    (aegis_checks.check_whole, naming `name`)."""
+    return aegis_checks.check_whole(name, value, lo, hi, note=note,
+                                    not_whole=DescribeTypeError,
+                                    out_of_range=DescribeValueError)
+
+
 def _checked_batch_size(batch_size):
-    """batch_size as an int; DescribeTypeError for a bool (True would pass
-    as 1) or a non-integer, DescribeValueError outside 1..MAX_BATCH_SIZE."""
-    if isinstance(batch_size, bool) or \
-            not isinstance(batch_size, numbers.Integral):
-        raise DescribeTypeError(
-            "batch_size must be an integer from 1 to %d, got %r (%s)"
-            % (MAX_BATCH_SIZE, batch_size, type(batch_size).__name__))
-    if not 1 <= batch_size <= MAX_BATCH_SIZE:
-        raise DescribeValueError(
-            "batch_size must be from 1 to %d (the largest aegis estimate "
-            "takes), got %d" % (MAX_BATCH_SIZE, batch_size))
-    return int(batch_size)
-
-
-def _checked_input_elements(value):
-    """input_elements as an int; DescribeTypeError for a bool or a
-    non-integer (3.7 was cut to 3), DescribeValueError outside what aegis
-    estimate takes (0 to 2^40, as
-    MAX_INPUT_ELEMENTS)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise DescribeTypeError("input_elements must be an integer, got %r "
-                                "(%s)" % (value, type(value).__name__))
-    if not 0 <= value <= MAX_INPUT_ELEMENTS:
-        raise DescribeValueError("input_elements must be from 0 to %d, got "
-                                 "%d" % (MAX_INPUT_ELEMENTS, value))
-    return int(value)
-
-
-def _check_positive(name, value):
-    """DescribeTypeError or DescribeValueError naming `name` unless value is
-    None or a whole number of at least 1 (what the command line takes)."""
-    if value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise DescribeTypeError("%s must be an integer, got %r (%s)"
-                                % (name, value, type(value).__name__))
-    if value < 1:
-        raise DescribeValueError("%s must be at least 1, got %d"
-                                 % (name, value))
+    """batch_size as an int from 1 to MAX_BATCH_SIZE (_checked)."""
+    return _checked("batch_size", batch_size, 1, MAX_BATCH_SIZE,
+                    "the largest batch aegis estimate takes")
 
 
 def _check_choice(name, value, choices):
@@ -560,7 +534,8 @@ def describe(module, example_input, batch_size, optimizer="adam",
     _check_choice("device", device, DEVICES)
     sample_elements = _check_one_sample(example_input)
     input_elements = (sample_elements if input_elements is None
-                      else _checked_input_elements(input_elements))
+                      else _checked("input_elements", input_elements, 0,
+                                    MAX_INPUT_ELEMENTS))
     if model is None:
         model = type(module).__name__
     warnings = []
@@ -654,13 +629,14 @@ def describe_builder(name, batch_size, optimizer=None, precision=None,
     # would build it again on CPU to be refused the same
     batch_size = _checked_batch_size(batch_size)
     _check_choice("device", device, DEVICES)
-    _check_positive("seq_len", seq_len)
-    _check_positive("num_classes", num_classes)
+    for arg, value in (("seq_len", seq_len), ("num_classes", num_classes)):
+        if value is not None:
+            _checked(arg, value, 1)
     if input_shape is not None and not isinstance(input_shape, (tuple, list)):
         raise DescribeTypeError("input_shape must be a tuple of integers, got "
                                 "%s" % type(input_shape).__name__)
-    for dim in input_shape or ():
-        _check_positive("input_shape", dim)
+    for i, dim in enumerate(input_shape or ()):
+        _checked("input_shape[%d]" % i, dim, 1)
     source = command_line(name, optimizer, precision, input_shape, seq_len,
                           num_classes, attention)
     try:

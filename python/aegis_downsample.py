@@ -63,7 +63,6 @@ Where aegis departs from Modyn, the code says so and why.
 import bisect
 import json
 import math
-import numbers
 import os
 import struct
 import zlib
@@ -73,6 +72,7 @@ import torch
 import torch.nn.functional as F
 import torch.utils.data
 
+import aegis_checks
 import aegis_pipeline
 
 __all__ = ["from_env", "make", "config_in_force", "Downsampler", "Loss",
@@ -112,13 +112,8 @@ def _fail(where, key, what):
 
 
 def _int(conf, where, key, lo, hi=None):
-    value = conf[key]
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise _fail(where, key, f"{value!r} is not a whole number")
-    if value < lo or (hi is not None and value > hi):
-        bound = f"{lo}..{hi}" if hi is not None else f">= {lo}"
-        raise _fail(where, key, f"{value} is out of range ({bound})")
-    return int(value)
+    """conf[key] as an int, or ValueError naming `where`.key, as _fail."""
+    return aegis_checks.check_whole(f"{where}.{key}", conf[key], lo, hi)
 
 
 def _bool(conf, where, key):
@@ -318,11 +313,11 @@ def _schedule(config, where):
                     "threshold fewer than downsampling_list")
     for i, conf in enumerate(configs):
         _checked(conf, f"{where}.downsampling_list[{i}]")
-    if any(isinstance(t, bool) or not isinstance(t, int) for t in thresholds) \
-            or any(a >= b for a, b in zip(thresholds, thresholds[1:])):
+    whole = [aegis_checks.whole(t) for t in thresholds]
+    if None in whole or any(a >= b for a, b in zip(whole, whole[1:])):
         raise _fail(where, "downsampling_thresholds", f"{thresholds!r}: "
                     "must be rising whole numbers, as Modyn's")
-    return configs, thresholds
+    return configs, whole
 
 
 # ---------------------------------------------------------------------------
@@ -464,9 +459,11 @@ class Downsampler:
                  sample_then_batch=False, period=1, loss=None):
         # whole numbers, as a config's: a fraction made target_size a
         # float, which torch.topk refused at the first choice
-        given = {"ratio": ratio, "ratio_max": ratio_max}
-        ratio_max = _int(given, type(self).__name__, "ratio_max", 1)
-        ratio = _int(given, type(self).__name__, "ratio", 0, ratio_max)
+        where = type(self).__name__
+        ratio_max = aegis_checks.check_whole(f"{where}.ratio_max",
+                                             ratio_max, 1)
+        ratio = aegis_checks.check_whole(f"{where}.ratio", ratio, 0,
+                                         ratio_max)
         self.ratio, self.ratio_max = ratio, ratio_max
         self.seed, self.trigger = seed, trigger
         self.sample_then_batch, self.period = sample_then_batch, period
@@ -481,7 +478,7 @@ class Downsampler:
 
     def set_epoch(self, epoch):
         """Seeds the choices of `epoch` from (seed, trigger, epoch)."""
-        epoch = _int({"epoch": epoch}, "set_epoch", "epoch", 0)
+        epoch = aegis_checks.check_whole("set_epoch.epoch", epoch, 0)
         self.epoch = epoch
         self._gen = torch.Generator().manual_seed(
             _epoch_seed(self.seed, self.trigger, epoch))
@@ -974,10 +971,16 @@ class BatchThenSample:
 
 
 def weighted_loss(per_sample, weights):
-    """Modyn's weighted loss: dot(loss, w / sum(w)). All-zero weights give
-    0 (Modyn's would be NaN), without a device sync to find out."""
+    """Modyn's weighted loss: dot(loss, w / sum(w)), a weight per loss
+    (else a ValueError naming both sizes: it was torch.dot's RuntimeError,
+    naming neither argument). All-zero weights give 0 (Modyn's would be
+    NaN), without a device sync to find out."""
     w = torch.as_tensor(weights, dtype=per_sample.dtype,
                         device=per_sample.device)
+    if w.numel() != per_sample.numel():
+        raise ValueError(f"weighted_loss: per_sample holds "
+                         f"{per_sample.numel()} losses but weights holds "
+                         f"{w.numel()}; give one weight a loss")
     total = w.sum()
     total = torch.where(total > 0, total, torch.ones_like(total))
     return torch.dot(per_sample.reshape(-1), w.reshape(-1) / total)

@@ -30,10 +30,10 @@ A consumer started before its producer waits for it (for ever, or
 import logging
 import math
 import numbers
-import operator
 import time
 
 import _aegis_feed
+import aegis_checks
 from _aegis_feed import FeedError
 
 __all__ = ["Producer", "Consumer", "TensorProducer", "TensorConsumer",
@@ -52,27 +52,6 @@ _SLOT_SLACK = 1.25  # later batches may be a little larger (ragged data)
 _ATTACH_SLICE_S = 0.25  # one C wait for a producer; Ctrl-C is seen between
 
 _log = logging.getLogger("aegis_feed")
-
-
-def _whole(value):
-    """value as an int where it is a whole number (numpy's integers too,
-    not a bool), else None."""
-    if isinstance(value, bool):
-        return None
-    try:
-        return operator.index(value)
-    except TypeError:
-        return None
-
-
-def _at_least(name, value, least):
-    """value as an int; ValueError naming the argument `name` unless it is
-    a whole number of at least `least`."""
-    whole = _whole(value)
-    if whole is None or whole < least:
-        raise ValueError("%s %r: a whole number, at least %d"
-                         % (name, value, least))
-    return whole
 
 
 def _check_seconds(name, value):
@@ -283,7 +262,7 @@ class Producer:
     def __init__(self, loader, name="aegis", ahead=10, rubber_band_pct=0.0,
                  replay=None, min_consumers=1, slots=0, slot_bytes=None,
                  consumer_timeout=None, combine=1):
-        combine = _at_least("combine", combine, 1)
+        combine = aegis_checks.check_whole("combine", combine, 1)
         _check_seconds("consumer_timeout", consumer_timeout)
         _check_fraction("rubber_band_pct", rubber_band_pct)
         self._feed = None
@@ -541,10 +520,9 @@ class Consumer:
 def _attach(name, batch_size, timeout):
     """A _Consumer of feed `name`, once its producer made it: tries in short
     waits (so Ctrl-C works) until `timeout` seconds (None: for ever)."""
-    whole = _whole(batch_size)
-    if whole is None or not 0 <= whole < 2 ** 32:  # the C library's: 32 bits
-        raise ValueError("batch_size %r: a whole number from 0 (whole "
-                         "producer batches) to 2**32 - 1" % (batch_size,))
+    batch_size = aegis_checks.check_whole(  # the C library's: 32 bits
+        "batch_size", batch_size, 0, 2 ** 32 - 1,
+        note="0: whole producer batches")
     _check_seconds("timeout", timeout)
     # Announced as a consumer waiting for the feed for the whole loop, not
     # only inside each short wait: a producer made meanwhile holds its

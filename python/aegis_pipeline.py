@@ -46,13 +46,14 @@ scores, one per class (aegis computes the metrics from them):
 import json
 import math
 import mmap
-import numbers
 import os
 import re
 import struct
 import zlib
 
 import numpy as np
+
+import aegis_checks
 
 __all__ = ["Dataset", "TrainingSet", "read_trainset", "save_embeddings",
            "save_predictions", "save_losses", "downsampler", "SAMPLE_DTYPE"]
@@ -324,11 +325,11 @@ def read_trainset(path):
 # takes for it when it is absent.
 _CONF_DEFAULTS = {"dir": "", "format": "", "sep": ",", "header": False,
                   "label_size": 0, "label_column": "", "ts_column": ""}
-_CONF_KINDS = {str: "a string", bool: "true or false",
-               int: "a whole number >= 0"}
+_CONF_KINDS = {str: "a string", bool: "true or false"}
 _FORMATS = ("file", "binary", "csv")
-# dsconf.c's bounds: sep's bytes (a char) and label_size (32 bits)
-_CONF_MAX = {"sep": 1, "label_size": 2 ** 32 - 1}
+# dsconf.c's bounds: sep's bytes (a char), label_size (32 bits)
+_SEP_MAX = 1
+_CONF_MAX = {"label_size": 2 ** 32 - 1}
 
 
 def _read_conf(path):
@@ -345,17 +346,15 @@ def _read_conf(path):
     conf = dict(_CONF_DEFAULTS, **conf)
     for key, default in _CONF_DEFAULTS.items():
         value = conf[key]
-        # exact types: a bool is no count, a count no bool
-        if type(value) is not type(default) or (type(value) is int and
-                                                value < 0):
+        if type(default) is int:  # a count: not a bool, nor 4.0
+            aegis_checks.check_whole(f"{path}: {key}", value, 0,
+                                     _CONF_MAX.get(key))
+        elif type(value) is not type(default):  # a flag is no count
             raise ValueError(f"{path}: {key}: not {_CONF_KINDS[type(default)]}"
                              f" ({value!r})")
-    for key, most in _CONF_MAX.items():
-        value = conf[key]
-        text = isinstance(value, str)
-        if (len(value.encode()) if text else value) > most:
-            raise ValueError(f"{path}: {key}: {value!r} is over {most}"
-                             + (" byte" if text else ""))
+    if len(conf["sep"].encode()) > _SEP_MAX:
+        raise ValueError(f"{path}: sep: {conf['sep']!r} is over {_SEP_MAX} "
+                         f"byte")
     if conf["format"] not in _FORMATS:
         raise ValueError(f"{path}: format: unknown format {conf['format']!r}"
                          f" (one of {', '.join(_FORMATS)})")
@@ -540,6 +539,9 @@ class TrainingSet(_torch_iterable()):
                  transform=None, label_transform=None, seed=None,
                  shuffle=True, weights=True, keys=False):
         super().__init__()
+        # before the files are read: True was taken as seed 1
+        if seed is not None:
+            seed = aegis_checks.check_whole("TrainingSet: seed", seed, 0)
         path = _job_file(trainset, "AEGIS_TRAINSET", "TrainingSet")
         self.keys, self.weights, own_seed, self.trigger = read_trainset(path)
         self.dataset = dataset if isinstance(dataset, Dataset) \
@@ -551,10 +553,6 @@ class TrainingSet(_torch_iterable()):
         self.parser = bytes_parser or self.dataset.default_parser()
         self.transform = transform
         self.label_transform = label_transform
-        if seed is not None and (not isinstance(seed, (int, np.integer)) or
-                                 seed < 0):
-            raise ValueError(f"TrainingSet: seed must be a whole number >= "
-                             f"0, not {seed!r}")
         self.seed = own_seed if seed is None else seed
         self.shuffle = shuffle
         self.with_weights = weights
@@ -567,11 +565,7 @@ class TrainingSet(_torch_iterable()):
     def set_epoch(self, epoch):
         # seeds the order with seed + epoch: numpy refused a negative sum
         # only at the iteration, and took 2.5
-        if isinstance(epoch, bool) or not isinstance(epoch, numbers.Integral) \
-                or epoch < 0:
-            raise ValueError(f"set_epoch: epoch {epoch!r}: a whole number, "
-                             f"0 or more")
-        self.epoch = int(epoch)
+        self.epoch = aegis_checks.check_whole("set_epoch: epoch", epoch, 0)
 
     def _my_share(self):
         """The positions of the keys this worker reads, in order."""
@@ -691,21 +685,16 @@ def _job_file(path, variable, what):
     return os.environ[variable]
 
 
-def _per_key(values, count, dtype, what):
-    """values as an array of count rows of dtype, each finite: a clear
-    ValueError where numpy would broadcast one row to every key, or round
-    a fraction, or take NaN."""
+def _per_key(values, count, what):
+    """values as an array of count rows, each finite: a clear ValueError
+    where numpy would broadcast one row to every key, or take NaN."""
     raw = np.asarray(values)
     if raw.ndim == 0 or len(raw) != count:
         raise ValueError(f"predictions: {count} keys but {what} has "
                          f"{1 if raw.ndim == 0 else len(raw)} rows")
     if raw.dtype.kind == "f" and not np.all(np.isfinite(raw)):
         raise ValueError(f"predictions: {what} holds NaN or infinity")
-    out = raw.astype(dtype)
-    if raw.dtype.kind == "f" and np.dtype(dtype).kind == "i" and \
-            not np.array_equal(out, raw):
-        raise ValueError(f"predictions: {what} must be whole numbers")
-    return out
+    return raw
 
 
 def _unique_keys(keys):
@@ -723,11 +712,9 @@ def save_predictions(keys, labels=None, scores=None, path=None):
     label (labels: whole numbers) or its scores, one per class (scores:
     one row per key, 2 or more columns; top-n accuracy and ROC-AUC need
     them). Give one of labels and scores, with one row per key."""
-    raw_keys = np.asarray(keys).reshape(-1)
-    if raw_keys.size and (raw_keys.dtype.kind not in "iu" or
-                          (raw_keys < 0).any()):
-        raise ValueError("predictions: keys must be whole numbers >= 0")
-    keys = np.ascontiguousarray(raw_keys, dtype="<u8")
+    keys = aegis_checks.check_whole_array(
+        "predictions: keys", np.asarray(keys).reshape(-1), "<u8", 0,
+        floats=False)
     _unique_keys(keys)
     if labels is None and scores is None:
         raise ValueError("predictions: give labels or scores")
@@ -736,14 +723,14 @@ def save_predictions(keys, labels=None, scores=None, path=None):
     if labels is not None:
         width = 0
         rows = np.zeros(len(keys), dtype=[("key", "<u8"), ("label", "<i8")])
-        rows["label"] = _per_key(labels, len(keys), "<i8", "labels")
-        if (rows["label"] < 0).any():
-            bad = int(np.flatnonzero(rows["label"] < 0)[0])
-            raise ValueError(f"predictions: the label of key {keys[bad]} is "
-                             f"{rows['label'][bad]}: labels are classes, 0 "
-                             f"or more")
+        # a class each: 2-D labels were numpy's "could not broadcast", a
+        # label past int64 its OverflowError, a negative one taken
+        rows["label"] = aegis_checks.check_whole_array(
+            "predictions: labels", _per_key(labels, len(keys), "labels"),
+            "<i8", 0, note="labels are classes",
+            at=lambda i: f"predictions: the label of key {keys[i]}")
     else:
-        scores = _per_key(scores, len(keys), "<f4", "scores")
+        scores = _per_key(scores, len(keys), "scores").astype("<f4")
         if scores.ndim != 2 or scores.shape[1] < 2:
             raise ValueError(f"predictions: expected one row of 2 or more "
                              f"scores per key, got shape {scores.shape}")

@@ -14,6 +14,7 @@ import json
 import math
 import uuid
 
+import aegis_checks
 import aegis_feed
 from aegis_tensorpayload import TensorPayload, _is_tensor, _map, pack, unpack
 
@@ -141,9 +142,9 @@ class TensorProducer(aegis_feed.Producer):
         self.data_loader_len = len(data_loader)  # TensorSocket's TypeError
         _check_callable("pack_fn", pack_fn)
         device = _check_device(device)
-        producer_batch_size = aegis_feed._at_least(
+        producer_batch_size = aegis_checks.check_whole(
             "producer_batch_size", producer_batch_size, 1)
-        consumer_max_buffer_size = aegis_feed._at_least(
+        consumer_max_buffer_size = aegis_checks.check_whole(
             "consumer_max_buffer_size", consumer_max_buffer_size, 1)
         super().__init__(
             data_loader, name=name or _port_name(port),
@@ -167,7 +168,10 @@ class TensorProducer(aegis_feed.Producer):
 
     def __next__(self):
         """The loader's next batch, published; after len(data_loader) of
-        them (or the loader's own end) the epoch is closed and it stops."""
+        them (or the loader's own end) the epoch is closed and it stops.
+        After join() it is a FeedError, as aegis_feed.Producer's, at an
+        epoch's end too (it stopped there, as if an epoch had ended)."""
+        self._check_open()
         if self.index >= self.data_loader_len:
             self._end_epoch()
             raise StopIteration

@@ -359,7 +359,7 @@ def test_bad_keys_and_sizes_are_refused(name):
     raises(ValueError, "timeout",
            lambda: aegis_feed.Consumer(name=name, timeout=float("nan")))
     for combine in (0, 1.5):  # 1.5: no group ever filled, one batch
-        raises(ValueError, "combine %r" % combine,
+        raises(ValueError, "combine: %r" % combine,
                lambda: aegis_feed.Producer([row], name=name, combine=combine))
     raises(ValueError, "consumer_timeout",
            lambda: aegis_feed.Producer([row], name=name,

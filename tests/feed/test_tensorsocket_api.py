@@ -22,6 +22,7 @@ try:
 except ImportError:
     sys.exit(77)
 
+import aegis_feed
 import tensorsocket
 from ts_kids import await_waiting, run
 
@@ -86,6 +87,41 @@ def test_pack_fn_must_leave_tensors():
     producer.join()
 
 
+def test_join_at_an_epoch_end():
+    """A producer iterated after join() is a FeedError, as aegis_feed's
+    Producer is (docs/feed.md, "A closed producer"): one that had taken
+    its epoch's last batch, joined, then iterated again, ended the
+    iteration instead (StopIteration: a `for` loop ran no batch, silently),
+    however often it was iterated."""
+    port = 20000 + (os.getpid() * 11 + 7) % 20000
+    kid = run("payload_consumer.py", port, 1, 4)
+    try:
+        await_waiting(kid)
+        loader = [(2 * torch.arange(4 * i, 4 * i + 4).float(),
+                   torch.arange(4 * i, 4 * i + 4)) for i in range(4)]
+        producer = tensorsocket.TensorProducer(
+            loader, port=port, producer_batch_size=2, device="cpu")
+        taken = [b for _, b in zip(range(len(loader)), producer)]
+        assert len(taken) == len(loader) and producer.index == len(loader)
+        producer.join()
+        for again in (lambda: next(producer),
+                      lambda: [b for b in producer]):
+            try:
+                again()
+            except aegis_feed.FeedError as e:
+                assert "the producer is closed" in str(e), e
+            except StopIteration:
+                raise AssertionError("StopIteration after join(), not "
+                                     "FeedError") from None
+            else:
+                raise AssertionError("iterated after join()")
+        kid.communicate(timeout=60)
+    finally:
+        if kid.poll() is None:
+            kid.kill()
+            kid.communicate()
+
+
 def refused(want, **kwargs):
     """TensorProducer(loader, **kwargs) raises a ValueError saying want."""
     loader = [(torch.zeros(4), torch.arange(4))]
@@ -108,10 +144,10 @@ def test_bad_arguments_are_refused():
     seen_hook, sys.unraisablehook = sys.unraisablehook, unraisable.append
     try:
         for size in (0, -1, 2.5, "8", True):
-            refused("producer_batch_size %r" % (size,),
+            refused("producer_batch_size: %r" % (size,),
                     producer_batch_size=size)
         for size in (0, -5, "10"):
-            refused("consumer_max_buffer_size %r" % (size,),
+            refused("consumer_max_buffer_size: %r" % (size,),
                     consumer_max_buffer_size=size)
         for wait in (-1, "5", float("nan")):
             refused("consumer_timeout", consumer_timeout=wait)
@@ -216,8 +252,8 @@ def test_scripts():
 def main():
     assert tensorsocket.AEGIS_COMPAT, "not aegis's tensorsocket package"
     for test in (test_names, test_payload, test_pack_fn_must_leave_tensors,
-                 test_bad_arguments_are_refused, test_device_choice,
-                 test_scripts):
+                 test_join_at_an_epoch_end, test_bad_arguments_are_refused,
+                 test_device_choice, test_scripts):
         test()
         print("%s: ok" % test.__name__)
 

@@ -220,12 +220,28 @@ def check_api_errors(tmp):
            lambda: save(keys, labels=3, path=out))
     raises(ValueError, "3 keys but scores has 1 rows",
            lambda: save(keys, scores=[[.1, .9]], path=out))
-    raises(ValueError, "whole numbers",
+    raises(ValueError, "the label of key 10: 0.9 is not a whole number",
            lambda: save(keys, labels=[0.9, 1.0, 2.0], path=out))
     raises(ValueError, "NaN", lambda: save(keys, scores=[[0, 1]] * 2 +
                                            [[float("nan"), 1]], path=out))
-    raises(ValueError, "keys must be whole numbers",
+    raises(ValueError, "predictions: keys[0]: -1 is out of range; it must "
+           "be from 0 to %d" % (2 ** 64 - 1),
            lambda: save([-1, 2, 3], labels=[0, 1, 2], path=out))
+    raises(ValueError, "predictions: keys[0]: 1.0 is not a whole number "
+           "(type float)",
+           lambda: save([1.0, 2.0, 3.0], labels=[0, 1, 2], path=out))
+    # a label a key: 2-D labels were numpy's "could not broadcast input
+    # array from shape (3,2) into shape (3,)", a label past int64 its
+    # OverflowError ("Python int too large to convert to C long"), naming
+    # neither the argument nor the key
+    raises(ValueError, "predictions: labels: expected one dimension, got "
+           "shape (3, 2)",
+           lambda: save(keys, labels=[[0, 1], [1, 2], [2, 3]], path=out))
+    raises(ValueError, "predictions: the label of key 12: %r is out of "
+           "range; it must be from 0 to %d" % (2 ** 70, 2 ** 63 - 1),
+           lambda: save(keys, labels=[0, 1, 2 ** 70], path=out))
+    raises(ValueError, "predictions: the label of key 11: 1e+30 is out of "
+           "range", lambda: save(keys, labels=[0, 1e30, 2], path=out))
     save(keys, labels=[0, 1, 2], path=out)  # and right ones are taken
     # a number is no path: open() read descriptor 5 and closed it
     fd = os.open(out, os.O_RDONLY)
@@ -264,7 +280,8 @@ def check_save_errors(tmp):
            lambda: aegis_pipeline.save_embeddings([[float("nan")]], path=out))
     raises(ValueError, "embeddings: a value is NaN or infinite",
            lambda: aegis_pipeline.save_embeddings([[1.0, 1e39]], path=out))
-    raises(ValueError, "the label of key 11 is -1: labels are classes",
+    raises(ValueError, "the label of key 11: -1 is out of range; it must be "
+           "from 0 to %d (labels are classes)" % (2 ** 63 - 1),
            lambda: save([10, 11, 12], labels=[0, -1, 2], path=out))
     raises(ValueError, "key 10 is given twice",
            lambda: save([10, 11, 10], labels=[0, 1, 2], path=out))
@@ -395,13 +412,15 @@ def check_damaged_conf(state, tmp, trainset):
                        ("[]", "dataset.json: not a JSON object"),
                        ("{}", "dataset.json: format: unknown format ''"),
                        (json.dumps(dict(conf, label_size="4")),
-                        "dataset.json: label_size: not a whole number"),
+                        "dataset.json: label_size: '4' is not a whole "
+                        "number (type str); it must be from 0 to 4294967295"),
                        (json.dumps(dict(conf, header=1)),
                         "dataset.json: header: not true or false"),
                        (json.dumps(dict(conf, sep=";;")),
                         "dataset.json: sep: ';;' is over 1"),
                        (json.dumps(dict(conf, label_size=2 ** 32)),
-                        "dataset.json: label_size: 4294967296 is over")):
+                        "dataset.json: label_size: 4294967296 is out of "
+                        "range; it must be from 0 to 4294967295")):
         with open(conf_path, "w") as f:
             f.write(text)
         raises(ValueError, want, lambda: aegis_pipeline.Dataset(copy))

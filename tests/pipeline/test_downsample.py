@@ -119,8 +119,8 @@ class LossSampling(unittest.TestCase):
                            ((1, 2.5), "Loss.ratio_max: 2.5 is not a whole"),
                            (("50",), "Loss.ratio: '50' is not a whole"),
                            ((True,), "Loss.ratio: True is not a whole"),
-                           ((101,), r"Loss.ratio: 101 is out of range "
-                                    r"\(0..100\)"),
+                           ((101,), "Loss.ratio: 101 is out of range; it "
+                                    "must be from 0 to 100"),
                            ((0, 0), "Loss.ratio_max: 0 is out of range")):
             with self.assertRaisesRegex(ValueError, want, msg=args):
                 ads.Loss(*args)
@@ -504,6 +504,21 @@ class WeightedLoss(unittest.TestCase):
         got = ads.weighted_loss(loss, torch.zeros(2))
         got.backward()
         self.assertEqual((got.item(), loss.grad.tolist()), (0.0, [0.0, 0.0]))
+
+    def test_sizes_must_match(self):
+        # torch.dot's "inconsistent tensor size, expected tensor [3] and
+        # src [2] to have the same number of elements" (a RuntimeError,
+        # naming neither argument); a weight for several losses was the
+        # same error. A weight per sample of a 2-D loss is still taken.
+        for loss, w, want in ((torch.ones(3), [1.0, 1.0], "3 .* 2"),
+                              (torch.ones(2), [1.0, 1.0, 1.0], "2 .* 3"),
+                              (torch.ones(3), 1.0, "3 .* 1")):
+            with self.assertRaisesRegex(
+                    ValueError, "weighted_loss: per_sample holds " + want,
+                    msg=(loss, w)):
+                ads.weighted_loss(loss, w)
+        got = ads.weighted_loss(torch.ones(2, 1), [[1.0], [3.0]])
+        self.assertAlmostEqual(got.item(), 1.0)
 
 
 class Configs(unittest.TestCase):
