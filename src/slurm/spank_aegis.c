@@ -66,6 +66,9 @@ SPANK_PLUGIN(aegis, 1);
 static int aegis_required = 1;   /* "required": no aegisd, no task */
 static const char *aegis_socket; /* socket=PATH; NULL: client_socket's */
 static long aegis_retry_s = 30;  /* retry=SECONDS */
+/* retry= at most a day: a job step waits that long at most for aegisd,
+ * and a deadline of time() + a larger one could overflow. */
+#define AEGIS_RETRY_MAX_S 86400
 
 /* The user's options; aegis_mem_mib 0 means the task does not use aegis. */
 static long aegis_mem_mib;
@@ -140,10 +143,13 @@ static void aegis_parse_args(int ac, char **av) {
         if (strcmp(a, "required") == 0) aegis_required = 1;
         else if (strcmp(a, "optional") == 0) aegis_required = 0;
         else if (strncmp(a, "socket=", 7) == 0 && a[7]) aegis_socket = a + 7;
-        else if (v >= 0 && !errno && end != a + 6 && !*end) aegis_retry_s = v;
+        else if (v >= 0 && v <= AEGIS_RETRY_MAX_S && !errno && end != a + 6 &&
+                 !*end)
+            aegis_retry_s = v;
         else
             slurm_error("aegis: plugstack.conf: argument '%s' ignored (want "
-                        "required, optional, socket=PATH, retry=SECONDS)", a);
+                        "required, optional, socket=PATH, retry=SECONDS "
+                        "from 0 to %d)", a, AEGIS_RETRY_MAX_S);
     }
 }
 
