@@ -725,8 +725,12 @@ def save_predictions(keys, labels=None, scores=None, path=None):
         rows = np.zeros(len(keys), dtype=[("key", "<u8"), ("label", "<i8")])
         # a class each: 2-D labels were numpy's "could not broadcast", a
         # label past int64 its OverflowError, a negative one taken
+        labels = _per_key(labels, len(keys), "labels")
+        if labels.dtype.kind == "b":
+            # a binary classifier's (probs > 0.5): classes 1 and 0
+            labels = labels.astype("<i8")
         rows["label"] = aegis_checks.check_whole_array(
-            "predictions: labels", _per_key(labels, len(keys), "labels"),
+            "predictions: labels", labels,
             "<i8", 0, note="labels are classes",
             at=lambda i: f"predictions: the label of key {keys[i]}")
     else:

@@ -243,6 +243,15 @@ def check_api_errors(tmp):
     raises(ValueError, "predictions: the label of key 11: 1e+30 is out of "
            "range", lambda: save(keys, labels=[0, 1e30, 2], path=out))
     save(keys, labels=[0, 1, 2], path=out)  # and right ones are taken
+    # a binary classifier's bools are classes 1 and 0, as numbers are
+    save(keys, labels=[1, 0, 1], path=out)
+    with open(out, "rb") as f:
+        as_numbers = f.read()
+    for bools in (np.array([True, False, True]),
+                  torch.tensor([True, False, True])):
+        save(keys, labels=bools, path=out)
+        with open(out, "rb") as f:
+            assert f.read() == as_numbers, bools
     # a number is no path: open() read descriptor 5 and closed it
     fd = os.open(out, os.O_RDONLY)
     raises(TypeError, "TrainingSet: path must be a file's path",
