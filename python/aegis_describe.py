@@ -629,14 +629,17 @@ def describe_builder(name, batch_size, optimizer=None, precision=None,
     # would build it again on CPU to be refused the same
     batch_size = _checked_batch_size(batch_size)
     _check_choice("device", device, DEVICES)
-    for arg, value in (("seq_len", seq_len), ("num_classes", num_classes)):
-        if value is not None:
-            _checked(arg, value, 1)
+    # the checked values as ints go on: a 0-d tensor or a numpy integer is
+    # a whole number, but as such it wrote "tensor(64)" into the source
+    seq_len = None if seq_len is None else _checked("seq_len", seq_len, 1)
+    num_classes = None if num_classes is None else \
+        _checked("num_classes", num_classes, 1)
     if input_shape is not None and not isinstance(input_shape, (tuple, list)):
         raise DescribeTypeError("input_shape must be a tuple of integers, got "
                                 "%s" % type(input_shape).__name__)
-    for i, dim in enumerate(input_shape or ()):
-        _checked("input_shape[%d]" % i, dim, 1)
+    if input_shape is not None:
+        input_shape = tuple(_checked("input_shape[%d]" % i, dim, 1)
+                            for i, dim in enumerate(input_shape))
     source = command_line(name, optimizer, precision, input_shape, seq_len,
                           num_classes, attention)
     try:

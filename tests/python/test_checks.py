@@ -166,6 +166,13 @@ def test_what_is_taken():
     ts = training_set()
     ts.set_epoch(np.uint8(3))
     assert ts.epoch == 3 and type(ts.epoch) is int
+    # and go on as ints: the source said "--input-shape 3,tensor(32),32",
+    # a command that cannot run
+    desc = aegis_describe.describe_builder(
+        "resnet18", 1, input_shape=(3, torch.tensor(32), 32),
+        num_classes=np.int64(10))
+    assert desc["source"].endswith("--num-classes 10 --input-shape 3,32,32"), \
+        desc["source"]
 
 
 def test_one_module():
