@@ -97,7 +97,8 @@ def number(text, where, what):
 
 def whole(text, where, what):
     """A whole number of at least 0, as sacct writes counts and ids."""
-    if not text.isdigit():
+    # ASCII digits: isdigit() takes '²', which int() refuses
+    if not (text.isascii() and text.isdigit()) or len(text) > 20:
         raise BadInput(f"{where}: {what} '{text}' is not a whole number")
     return int(text)
 

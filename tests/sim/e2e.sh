@@ -689,6 +689,7 @@ PY
              "1|a|$at|60|60|gres/gpu=2.5|gres/aegis_mem=9000||1:00@gres/gpu '2.5' is not a whole number" \
              "1|a|$at|60|60|gres/gpu=2|gres/aegis_mem=nan||1:00@gres/aegis_mem 'nan' is not a number" \
              "x|a|$at|60|60|gres/gpu=2|gres/aegis_mem=9000||1:00@JobIDRaw 'x' is not a whole number" \
+             "²|a|$at|60|60|gres/gpu=2|gres/aegis_mem=9000||1:00@JobIDRaw '²' is not a whole number" \
              "1|a|$at|60|60|gres/gpu=2|gres/aegis_mem=9000||1:00|9@not the 9 fields of the header" \
              "1|\377|$at|60|60|gres/gpu=2|gres/aegis_mem=9000||1:00@not UTF-8 text"; do
         printf "$head\n${c%%@*}\n" >"$TMP/bad.txt"
