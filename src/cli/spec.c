@@ -65,24 +65,24 @@ typedef struct spec {
 } spec;
 
 /* Says in s->typed that a job of the format whose keys are words starts
- * at node n, and gives the fields of given (taken; NULL: all of them). */
+ * at node n, and gives the fields of given (taken). */
 static void spec_typed(spec *s, const request_word *words, yaml_node_t *n,
                        json_t *given) {
     if (s->typed) {
         s->typed->words = words;
         json_array_append_new(s->typed->lines,
                               json_integer((json_int_t)n->start_mark.line + 1));
-        json_array_append(s->typed->given, given ? given : json_null());
+        json_array_append(s->typed->given, given);
     }
     json_decref(given);
 }
 
-/* Notes in given that the spec key k gave its field (request_words_spec_keys
- * names it; mem_mib and model give mem's). */
-static void spec_given(json_t *given, const char *k) {
-    if (!strcmp(k, "mem_mib") || !strcmp(k, "model")) k = "mem";
-    for (const request_word *w = request_words_spec_keys; w->field; w++)
-        if (!strcmp(w->typed, k)) json_object_set_new(given, w->field, json_true());
+/* Notes in given that the key typed, as words name it, gave its field. */
+static void spec_given(json_t *given, const request_word *words,
+                       const char *typed) {
+    for (; words->field; words++)
+        if (!strcmp(words->typed, typed))
+            json_object_set_new(given, words->field, json_true());
 }
 
 static yaml_node_t *spec_node(spec *s, int id) {
@@ -346,7 +346,9 @@ static int spec_job(spec *s, yaml_node_t *map, const submit_defaults *def,
             continue;
         }
         if (spec_null(v)) continue;
-        spec_given(given, k);
+        /* mem_mib and model give mem's field */
+        spec_given(given, request_words_spec_keys,
+                   !strcmp(k, "mem_mib") || !strcmp(k, "model") ? "mem" : k);
         if (!strcmp(k, "command")) {
             json_decref(cmd);
             if (!(cmd = spec_command(s, v, k))) rc = -1;
@@ -563,6 +565,7 @@ typedef struct spec_aegis_job {
     const char *conda_env;
     submit_defaults d;
     json_t *meta;
+    json_t *given;              /* the fields the file gives (spec_typed) */
 } spec_aegis_job;
 
 /* Each key of a section, known ones handed to fn, others warned of. */
@@ -584,6 +587,7 @@ static int spec_section(spec *s, yaml_node_t *map, const char *section,
         if (spec_null(v)) continue;
         int rc = fn(s, k, v, job, dotted);
         if (rc < 0) return -1;
+        if (rc == 0) spec_given(job->given, request_words_aegis_spec_keys, dotted);
         if (rc > 0)
             fprintf(stderr, "aegis submit: %s:%d: %s: ignored (not a key "
                     "aegis knows in %s)\n", s->path,
@@ -664,7 +668,8 @@ static json_t *spec_stem(const char *path) {
 
 static int spec_aegis(spec *s, yaml_node_t *root, const submit_defaults *def,
                       json_t *jobs) {
-    spec_aegis_job job = {.d = *def, .meta = json_object()};
+    spec_aegis_job job = {.d = *def, .meta = json_object(),
+                          .given = json_object()};
     int budget = SPEC_MAX_META_NODES;
     int rc = spec_enter(s, root, NULL);
     for (yaml_node_pair_t *p = root->data.mapping.pairs.start;
@@ -703,6 +708,7 @@ static int spec_aegis(spec *s, yaml_node_t *root, const submit_defaults *def,
     if (rc != 0) {
         json_decref(job.cmd);
         json_decref(job.meta);
+        json_decref(job.given);
         return -1;
     }
     json_t *out = submit_job(job.cmd, &job.d);
@@ -712,7 +718,7 @@ static int spec_aegis(spec *s, yaml_node_t *root, const submit_defaults *def,
         json_object_set(out, "meta", job.meta);
     json_decref(job.meta);
     json_array_append_new(jobs, out);
-    spec_typed(s, request_words_aegis_spec_keys, root, NULL);
+    spec_typed(s, request_words_aegis_spec_keys, root, job.given);
     return 0;
 }
 

@@ -390,6 +390,9 @@ case_input_refusals_typed() {
     printf 'jobs:\n  - command: "true"\n    after: [998]\n  - command: "true"\n' > after.yaml
     submit_refused "aegis submit: after.yaml: job 1 (line 2): after: no job 998" \
         after.yaml --after 999
+    printf 'version: 1\njob:\n  command: "true"\n' > bare.yaml
+    submit_refused "aegis submit: bare.yaml: --gpus: must be a whole number in [1, 8]" \
+        bare.yaml --gpus 9
     printf 'version: 1\njob:\n  command: "true"\nresources:\n  num_gpus: 9\n' > aegis.yaml
     submit_refused "aegis submit: aegis.yaml: resources.num_gpus: must be a whole number in [1, 8]" \
         aegis.yaml
