@@ -55,8 +55,12 @@ for p in $pages; do
         printf '%s\n' "$page" | grep -q -- "$opt" || fail "$p: no $opt"
     done
     for sub in $(subcommands_of "$bin" "$cmd"); do
+        # the subcommand's own section: its heading to the next one
+        section=$(printf '%s\n' "$page" | awk -v h="$(echo "$sub" | tr a-z A-Z)" \
+            '$0 == h { on = 1; next } on && /^[A-Z]/ { exit } on')
+        [ -n "$section" ] || fail "$p: no section $sub"
         for opt in $(options_of "$bin" "$cmd" "$sub"); do
-            printf '%s\n' "$page" | grep -q -- "$opt" || fail "$p: no $sub $opt"
+            printf '%s\n' "$section" | grep -q -- "$opt" || fail "$p: no $sub $opt"
         done
     done
 done
