@@ -184,6 +184,7 @@ core_state *core_create(const core_config *cfg, int num_gpus,
     for (int g = 0; g < num_gpus; g++)
         core->half_gpu_mib = fmax(core->half_gpu_mib, gpu_total_mib[g] / 2);
     core->head_id = -1;
+    core->drain_id = -1;
     core->table_size = 64;
     core->table = core_calloc(core->table_size, sizeof(*core->table));
     if (!core->table) goto oom;
