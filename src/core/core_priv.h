@@ -230,6 +230,9 @@ struct core_state {
     double reserve_room_s;  /* reserve_start less the pass's now: a job
                                whose limit and grace fit in it may start
                                on the head's GPUs; < 0: none may */
+    int64_t newest_empty_id; /* the job submitted last that waited for
+                               empty GPUs then (core_needs_empty()); -1:
+                               none (core_queued_at()) */
     int64_t drain_id;       /* the first job behind the head that waits
                                for 2 empty GPUs or more and could not
                                start; -1: none (backfill.c) */
