@@ -184,6 +184,8 @@ core_state *core_create(const core_config *cfg, int num_gpus,
     for (int g = 0; g < num_gpus; g++)
         core->half_gpu_mib = fmax(core->half_gpu_mib, gpu_total_mib[g] / 2);
     core->head_id = -1;
+    core->drain_id = -1;
+    core->newest_empty_id = -1;
     core->table_size = 64;
     core->table = core_calloc(core->table_size, sizeof(*core->table));
     if (!core->table) goto oom;
@@ -323,6 +325,7 @@ static core_job *core_job_new(core_state *core, const core_job_spec *job,
     j->hnext = core->table[h];
     core->table[h] = j;
     core->njobs++;
+    if (core_needs_empty(core, j)) core->newest_empty_id = j->spec.id;
     return j;
 }
 

@@ -63,6 +63,8 @@ typedef struct core_reasons_mark {
     uint64_t reserved;
     double head_need_mib;
     double head_cpus;
+    int64_t drain_id;
+    uint64_t drain_kept;
     int nreached;
     int64_t reached[CORE_BACKFILL_DEPTH];
     core_gpu_mark gpus[CORE_MAX_GPUS];
@@ -106,6 +108,9 @@ typedef struct core_job {
                                (tried it, or stopped before it for want
                                of room: backfill.c) */
     bool over_limit;        /* its user was at a limit then */
+    bool behind_drain;      /* that pass reached it after the job behind
+                               the head that waits for 2 empty GPUs or
+                               more (core_state.drain_id, backfill.c) */
     int feed;               /* its feed's place in core_state.feeds; -1:
                                none */
     struct core_job *prev, *next; /* queue links */
@@ -225,6 +230,14 @@ struct core_state {
     double reserve_room_s;  /* reserve_start less the pass's now: a job
                                whose limit and grace fit in it may start
                                on the head's GPUs; < 0: none may */
+    int64_t newest_empty_id; /* the job submitted last that waited for
+                               empty GPUs then (core_needs_empty()); -1:
+                               none (core_queued_at()) */
+    int64_t drain_id;       /* the first job behind the head that waits
+                               for 2 empty GPUs or more and could not
+                               start; -1: none (backfill.c) */
+    uint64_t drain_kept;    /* the GPUs it keeps from the jobs the pass
+                               reached after it */
     int64_t reached[CORE_BACKFILL_DEPTH]; /* the jobs it reached, in order */
     /* Their records, as reached: a record outlives its job (core_forget()
      * keeps it spare for the next), so one still of id reached[i] and not
@@ -462,6 +475,10 @@ bool core_reserve_reason(const core_state *core, const core_job *job,
 
 /* The GPUs a job behind the head of the last pass may take. */
 uint64_t core_backfill_allowed(const core_state *core, const core_job *job);
+/* The GPUs the last pass's job waiting for empty GPUs behind the head
+ * (core_state.drain_id) keeps from the job: 0 unless the pass reached the
+ * job after it. */
+uint64_t core_drain_held(const core_state *core, const core_job *job);
 /* core_schedule() of a policy with backfill. */
 int core_schedule_backfill(core_state *core, double now, core_launch *out,
                            int max);

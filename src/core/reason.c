@@ -172,7 +172,8 @@ static bool explained_reusable(const core_state *core) {
  * every job that asks alike at the same moment with nothing changed. A
  * whole reason's adds the pass, the job's user and its limit; the CPUs
  * its loader needs, and whether it is the head, which keeps CPUs from
- * the others (cpus.c), count too. */
+ * the others (cpus.c), count too, and whether the pass reached it after a
+ * job waiting for empty GPUs that keeps GPUs from it (backfill.c). */
 static core_question question(const core_state *core, const core_job *job,
                               double now, uint64_t allowed, bool whole) {
     uint64_t shape = (uint64_t)job->spec.num_gpus << 8 |
@@ -180,7 +181,8 @@ static core_question question(const core_state *core, const core_job *job,
                      (uint64_t)core_may_share(core, job) << 3 |
                      (uint64_t)(job->floor_mib > 0) << 2;
     if (whole)
-        shape |= (uint64_t)(uint32_t)job->user << 32 | 2 | job->over_limit;
+        shape |= (uint64_t)(uint32_t)job->user << 32 |
+                 (uint64_t)job->behind_drain << 5 | 2 | job->over_limit;
     return (core_question){
         .changes = core->changes + 1, .passes = whole ? core->passes : 0,
         .now = now, .demand = core_demand(core, job), .allowed = allowed,
@@ -231,10 +233,11 @@ static bool ends_by_itself(core_wait kind) {
 
 /* Why a job behind a head that keeps GPUs waits, r holding its reason
  * over every GPU: what keeps it off the GPUs it may take past the head
- * (the others, and kept ones where it is the head's partner), or "behind"
- * where it can wait for nothing else. Where it could start on those now,
- * the pass stopped before trying it, for want of room on the GPUs not
- * kept (backfill.c): what keeps it off those. Where it fits now on a kept
+ * (the others, and kept ones where it is the head's partner, less those
+ * a job waiting for empty GPUs ahead of it keeps), or "behind" where it
+ * can wait for nothing else. Where it could start on those now, the pass
+ * stopped before trying it, for want of room on the GPUs not kept
+ * (backfill.c): what keeps it off those. Where it fits now on a kept
  * GPU, it waits behind the head unless what keeps it off the others ends
  * by itself, told first as between GPUs (docs/design.md). */
 static void explain_past_head(core_state *core, const core_job *job,
@@ -242,7 +245,8 @@ static void explain_past_head(core_state *core, const core_job *job,
     bool fits_kept = r->kind == CORE_WAIT_NONE;
     int need = job->spec.num_gpus;
     uint64_t rest = gpus_of(core, core_backfill_allowed(core, job));
-    uint64_t unkept = gpus_of(core, ~core->reserved);
+    uint64_t unkept =
+        gpus_of(core, ~core->reserved & ~core_drain_held(core, job));
     if (__builtin_popcountll(rest) < need) {
         behind(r, core->head_id);
         return;
@@ -486,6 +490,8 @@ static bool mark_queue(core_state *core, core_reasons_mark *m) {
                  m->reserved != core->reserved ||
                  m->head_need_mib != core->head_need_mib ||
                  m->head_cpus != core->head_cpus ||
+                 m->drain_id != core->drain_id ||
+                 m->drain_kept != core->drain_kept ||
                  m->nreached != core->nreached ||
                  memcmp(m->reached, core->reached, n) != 0;
     m->changes = core->changes;
@@ -496,6 +502,8 @@ static bool mark_queue(core_state *core, core_reasons_mark *m) {
     m->reserved = core->reserved;
     m->head_need_mib = core->head_need_mib;
     m->head_cpus = core->head_cpus;
+    m->drain_id = core->drain_id;
+    m->drain_kept = core->drain_kept;
     m->nreached = core->nreached;
     memcpy(m->reached, core->reached, n);
     return moved;

@@ -119,15 +119,33 @@ static void user_track(core_state *core, int i) {
 /* A big job goes big_advance_s ahead, or big_advance_frac of the wait of
  * the oldest first attempt waiting when that is more: behind a backlog of
  * hours, 900 s passes nothing and the big job is still left for the end.
- * As a fraction, the advance never passes the older part of the queue. */
+ * As a fraction, the advance never passes the older part of the queue.
+ * A job that waits for empty GPUs (core_needs_empty(): one declaring
+ * whole GPUs) keeps its place in submit order: it takes no advance, since
+ * no partner fits beside it, and waiting ahead of the older jobs it would
+ * keep its GPUs from them while a job it found there runs on (its kept
+ * GPUs take no one, backfill.c); and no big job goes ahead of it, since
+ * one that started first could hold its GPU for as long as it runs. */
 double core_queued_at(const core_state *core, const core_job *job,
                       double now) {
-    if (core->pol->demand(&core->cfg, &job->spec) <= core->half_gpu_mib)
+    if (core->pol->demand(&core->cfg, &job->spec) <= core->half_gpu_mib ||
+        core_needs_empty(core, job))
         return now;
     const core_job *oldest = core->fifo.head; /* FIFO: submit order */
     double backlog = oldest ? now - oldest->submitted_at : 0;
-    return now - fmax(core->cfg.big_advance_s,
-                      core->cfg.big_advance_frac * backlog);
+    double at = now - fmax(core->cfg.big_advance_s,
+                           core->cfg.big_advance_frac * backlog);
+    /* the newest such job, still queued, that it would pass: it goes
+     * right behind that one (equal times go in submit order). Found by its
+     * id, not by walking the queue back from its tail: a walk cost each
+     * submit the jobs of the last advance, and 50,000 big jobs submitted
+     * at once took 14.5 s to replay, not 1.1 s. */
+    const core_job *e = core->newest_empty_id >= 0
+                            ? core_find(core, core->newest_empty_id)
+                            : NULL;
+    if (e && e->state == JOB_QUEUED && e->submitted_at >= at)
+        return e->queued_at;
+    return at;
 }
 
 /* Whether job a goes before job b in their user's queue. */

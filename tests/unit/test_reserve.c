@@ -3,7 +3,8 @@
  * backfill_max_passes have passed it, a job whose
  * time limit (and the kill grace) ends before the head's expected start
  * backfills there, none does while that start is unknown, a site's
- * default_time gives a job without a limit one, and the head's REASON. */
+ * default_time gives a job without a limit one, and the head's REASON;
+ * and a job waiting for empty GPUs keeps its place in submit order. */
 #include "helpers.h"
 
 /* The default configuration under aegis-plus. */
@@ -299,6 +300,85 @@ static void test_whole_gpu_head_takes_emptied_gpu(void **state) {
     core_destroy(core);
 }
 
+/* Behind a head that waits for memory (job 1, GPU 0 kept: its partner
+ * rule would let job 3 in beside it), job 2 asks two whole GPUs and cannot
+ * start either. It keeps both from the jobs behind it: job 3, submitted
+ * after it, would fit beside the job on GPU 1 now and hold the GPU for as
+ * long as it ran, where a FIFO would start job 2 first. So job 3 waits
+ * behind the head, and job 2 starts once the two jobs it found end. */
+static void test_wide_behind_head_keeps_gpus(void **state) {
+    (void)state;
+    core_state *core = plus_core(0);
+    two_running(core, 0, 0);
+    submit_limited(core, 1, 1, 38000, 0, 30);
+    submit_whole_gpu(core, 2, 2, 30);
+    submit_limited(core, 3, 1, 500, 0, 31);
+    core_launch out[4];
+    assert_int_equal(core_schedule(core, 31, out, 4), 0);
+    reason_is(core, 3, 31, "behind job 1 (head of queue)");
+    for (int g = 0; g < 2; g++)
+        assert_int_equal(core_job_exit(core, 100 + g, CORE_EXIT_OK, 40, NULL),
+                         CORE_DONE);
+    assert_int_equal(core_schedule(core, 40, out, 4), 1);
+    assert_int_equal(out[0].job_id, 1);
+    core_job_active(core, 1, 40);
+    assert_int_equal(core_job_exit(core, 1, CORE_EXIT_OK, 50, NULL),
+                     CORE_DONE);
+    assert_int_equal(core_schedule(core, 50, out, 4), 1);
+    assert_int_equal(out[0].job_id, 2);
+    core_destroy(core);
+}
+
+/* The queued job's head start (users.c's advance), in seconds. */
+static double head_start(core_state *core, int64_t id, double now) {
+    core_priority p;
+    assert_int_equal(core_job_priority(core, id, now, &p), 0);
+    return p.head_start_s;
+}
+
+/* A big job goes 900 s ahead (big_advance_s), but not ahead of a job
+ * waiting for empty GPUs, which takes no advance itself, of one GPU or
+ * more: job 3 queues right behind job 2, as if submitted with it, job 6
+ * right behind job 5; job 4, submitted with no such job waiting within
+ * its advance, goes the whole 900 s. */
+static void test_empty_gpus_keep_submit_order(void **state) {
+    (void)state;
+    core_state *core = plus_core(0);
+    two_running(core, 0, 0);
+    submit_whole_gpu(core, 2, 2, 30);
+    submit_limited(core, 3, 1, 38000, 0, 40);
+    assert_double_equal(head_start(core, 2, 40), 0, 1e-9);
+    assert_double_equal(head_start(core, 3, 40), 10, 1e-9);
+    assert_int_equal(core_cancel(core, 2, 950), 0);
+    submit_limited(core, 4, 1, 38000, 0, 960);
+    assert_double_equal(head_start(core, 4, 960), 900, 1e-9);
+    submit_whole_gpu(core, 5, 1, 970);
+    submit_limited(core, 6, 1, 38000, 0, 975);
+    assert_double_equal(head_start(core, 5, 975), 0, 1e-9);
+    assert_double_equal(head_start(core, 6, 975), 5, 1e-9);
+    core_destroy(core);
+}
+
+/* As test_wide_behind_head_keeps_gpus, but job 2, of two GPUs demanding
+ * 12288 MiB (capped) each, fails first: the pass knows then that job 4,
+ * asking as many GPUs and more memory, cannot start either, and does not
+ * try it; job 4 still keeps its GPUs from job 5 behind it. A job of one
+ * GPU waiting for an empty one (job 3) keeps none. */
+static void test_wide_known_to_fail_keeps_gpus(void **state) {
+    (void)state;
+    core_state *core = plus_core(0);
+    two_running(core, 0, 0);
+    submit_limited(core, 1, 1, 38000, 0, 30);
+    submit_limited(core, 2, 2, 20000, 0, 30);
+    submit_whole_gpu(core, 3, 1, 30);
+    submit_whole_gpu(core, 4, 2, 30);
+    submit_limited(core, 5, 1, 500, 0, 31);
+    core_launch out[4];
+    assert_int_equal(core_schedule(core, 31, out, 4), 0);
+    reason_is(core, 5, 31, "behind job 1 (head of queue)");
+    core_destroy(core);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reservation_blocks_its_gpus),
@@ -310,6 +390,9 @@ int main(void) {
         cmocka_unit_test(test_one_gpu_head_short_job),
         cmocka_unit_test(test_whole_gpu_head_reserves),
         cmocka_unit_test(test_whole_gpu_head_takes_emptied_gpu),
+        cmocka_unit_test(test_wide_behind_head_keeps_gpus),
+        cmocka_unit_test(test_empty_gpus_keep_submit_order),
+        cmocka_unit_test(test_wide_known_to_fail_keeps_gpus),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
