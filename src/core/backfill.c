@@ -265,9 +265,15 @@ int core_schedule_backfill(core_state *core, double now, core_launch *out,
         double whole = core_demand(core, job);
         double demand = core_shared_demand(core, job, whole);
         /* one short enough for the head's GPUs may take more of them;
-         * one known to fail still waits for empty GPUs if it does */
+         * one known to fail is passed over unless it may be the job
+         * that keeps empty GPUs (the fewest questions: most of a full
+         * queue's pass is such jobs) */
         bool fails = plain && demand >= failed[k] &&
                      whole >= failed_whole[k] && !core_reserve_fits(core, job);
+        if (fails && !(core->drain_id < 0 && drains(core, job))) {
+            job = next;
+            continue;
+        }
         bool room = true;
         if (!fails &&
             (core_place(core, job, now, allowed & ~core_drain_held(core, job),
