@@ -440,6 +440,8 @@ case_slurm_down() {
         fail "job $id: $(scontrol show job "$id")"
     grep -q ran "job-$id.out" 2>/dev/null && fail "job $id ran without aegisd"
     await 10 node_is idle || fail "node $(node_state), not idle"
+    grep -q "argument 'retry=99999999999999' ignored" "$SDIR"/log/slurm*.log ||
+        fail "the retry past a day is not reported"
 }
 
 # aegisd stopped, the plugin optional: the job runs without aegis (no
