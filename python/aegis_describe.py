@@ -340,37 +340,72 @@ def _unused_entry(unused, warnings):
 
 
 def _record_other_values(module, example_input):
-    """The pass on other values of every argument; where the model
-    rejects those (a later argument it checks), of the first only."""
+    """The pass on other values of every argument, and whether the later
+    arguments got them too; where the model rejects those (a later
+    argument it checks), the pass on other values of the first only."""
     try:
-        return _record(module, _with_other_values(example_input))
+        return _record(module, _with_other_values(example_input)), True
     except Exception:  # any failure of a forward we do not own
-        return _record(module, _with_other_values(example_input, False))
+        first_only = _with_other_values(example_input, False)
+        return _record(module, first_only), False
+
+
+def _differs_in_first(module, example_input, result, other, all_changed):
+    """Of two passes that differ, the one on other values of the first
+    argument alone, where that one differs from the example's too: else
+    the later arguments (labels, masks) made the difference, and None.
+    Where the model rejects the first argument's other values alone, the
+    pass on all of them stands for it, as the larger is then described."""
+    if all_changed:
+        try:
+            other = _record(module, _with_other_values(example_input, False))
+        except Exception:  # any failure of a forward we do not own
+            return other
+    return other if other[0] != result[0] else None
 
 
 def _layers_on_cpu(module, example_input, warnings, why):
-    """The CPU pass, said out loud (why, how long), and run a second time
-    on other input values: where the two differ, the description depends
-    on the values and the warnings say so."""
+    """The CPU pass, said out loud (why, how long), and run again on other
+    input values: where the passes differ, the description depends on the
+    values and the warnings say so. Where the first argument's values
+    (images, token ids) make the difference, the larger pass is described:
+    an all-zeros example may keep nothing that real data keeps. Where only
+    the later arguments' do, the example's is: labels and masks hold the
+    data's proportions (how many tokens are labelled or padded), which
+    values at random do not (all tokens labelled made a masked language
+    model's activations 1.22 times those of its example)."""
     import time
     started = time.monotonic()
     cpu_input = _map_tensors(example_input, lambda t: t.to("cpu"))
     result = _record(module, cpu_input)
-    other = _record_other_values(module, cpu_input)
+    other, all_changed = _record_other_values(module, cpu_input)
+    first = None
+    if other[0] != result[0]:
+        first = _differs_in_first(module, cpu_input, result, other,
+                                  all_changed)
+    passes = 3 if other[0] != result[0] and all_changed else 2
     samples = _first_argument(cpu_input)
     batch = samples.shape[0] if hasattr(samples, "shape") else 1
     warnings.append("described by a forward pass on the CPU with batch %d "
-                    "(%.1f s, twice), %s"
-                    % (batch, time.monotonic() - started, why))
+                    "(%.1f s, %d passes on the example and on other values), %s"
+                    % (batch, time.monotonic() - started, passes, why))
     if other[0] == result[0]:
         return result
-    larger = other if _pass_size(other[0]) > _pass_size(result[0]) else result
+    if first is None:
+        warnings.append(
+            "the description depends on the example input's values: other "
+            "labels or masks (its later arguments) of the same shape ran "
+            "different layers or sizes (%d layers against %d); the "
+            "example's pass is described, so its labels and masks should "
+            "be like the training data's" % (len(other[0]), len(result[0])))
+        return result
+    larger = first if _pass_size(first[0]) > _pass_size(result[0]) else result
     warnings.append(
         "the description depends on the example input's values: another "
         "input of the same shape ran different layers or sizes (%d layers "
         "against %d); the larger of the two passes is described (%s)"
-        % (len(other[0]), len(result[0]),
-           "the other input's" if larger is other else "the example's"))
+        % (len(first[0]), len(result[0]),
+           "the other input's" if larger is first else "the example's"))
     return larger
 
 

@@ -130,6 +130,20 @@ class ValueDependence(unittest.TestCase):
         self.assertIn("depends on the example input's values",
                       " ".join(desc["warnings"]))
 
+    def test_the_examples_labels_are_described(self):
+        # 3 tokens of 16 labelled, as masked language modelling labels a
+        # few: the head's logits are kept for those 3, not for all 16 as
+        # labels drawn at random would have them (what was described)
+        def labelled(count):
+            labels = torch.full((1, TOKENS), -100)
+            labels[0, :count] = 7
+            return aegis_describe.describe(MaskedLM(), (ids(), labels), 4,
+                                           device="cpu")
+        few, every = labelled(3), labelled(TOKENS)
+        self.assertLess(saved_of(few), saved_of(every))
+        self.assertIn("the example's pass is described",
+                      " ".join(few["warnings"]))
+
     def test_the_larger_pass_is_described(self):
         # tokens kept where their norm passes 1: none of an all-zeros
         # example (the docs' style), all of other values; the zeros' pass
