@@ -387,7 +387,7 @@ def _layers_on_cpu(module, example_input, warnings, why):
     samples = _first_argument(cpu_input)
     batch = samples.shape[0] if hasattr(samples, "shape") else 1
     warnings.append("described by a forward pass on the CPU with batch %d "
-                    "(%.1f s, %d passes on the example and on other values), %s"
+                    "(%.1f s, %d passes: the example and other values), %s"
                     % (batch, time.monotonic() - started, passes, why))
     if other[0] == result[0]:
         return result
