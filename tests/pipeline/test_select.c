@@ -216,6 +216,36 @@ static void freshness_limit(void **state)
     pl_selector_free(sel);
 }
 
+/* Modyn's freshness_sampling_strategy.py keeps unused_data_ratio when
+ * the used samples run short, taking fewer unused ones (the total is
+ * what the scarcer kind allows), and only cuts to `limit` when that
+ * total exceeds it. Trigger 0 takes keys 0-4; trigger 1 then has 15
+ * unused (5-19) and 5 used: at 50% Modyn takes 5 and 5. */
+static void freshness_ratio_kept(void **state)
+{
+    static const char *const configs[] = {
+        "{\"name\": \"FreshnessSamplingStrategy\", \"unused_data_ratio\": 50}",
+        "{\"name\": \"FreshnessSamplingStrategy\", \"unused_data_ratio\": 50, "
+        "\"limit\": 16}"};
+    for (size_t c = 0; c < 2; c++) {
+        pl_selector *sel = selector(configs[c], 3);
+        uint64_t first[N], keys[N];
+        assert_int_equal(build(sel, 0, 5, first), 5);
+        size_t n = build(sel, 1, N, keys);
+        assert_int_equal(n, 10);
+        assert_int_equal(count_if(keys, n, 0, 5), 5);
+        pl_selector_free(sel);
+    }
+    /* 20% unused: 5 used allow a set of 6 (int(5 / 0.8)), 1 unused. */
+    pl_selector *sel = selector("{\"name\": \"FreshnessSamplingStrategy\", "
+        "\"unused_data_ratio\": 20}", 3);
+    uint64_t first[N], keys[N];
+    assert_int_equal(build(sel, 0, 5, first), 5);
+    assert_int_equal(build(sel, 1, N, keys), 6);
+    assert_int_equal(count_if(keys, 6, 0, 5), 5);
+    pl_selector_free(sel);
+}
+
 static void presample_random(void **state)
 {
     pl_selector *sel = selector("{\"name\": \"CoresetStrategy\", "
@@ -394,6 +424,7 @@ int main(void)
         cmocka_unit_test(new_data_tail), cmocka_unit_test(new_data_limit),
         cmocka_unit_test(limit_zero_is_none),
         cmocka_unit_test(freshness), cmocka_unit_test(freshness_limit),
+        cmocka_unit_test(freshness_ratio_kept),
         cmocka_unit_test(presample_random),
         cmocka_unit_test(presample_no_replacement),
         cmocka_unit_test(presample_balanced), cmocka_unit_test(bad_config),
