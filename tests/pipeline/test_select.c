@@ -340,6 +340,14 @@ static void bad_config(void **state)
                  "selection_strategy.limit_reset: 'first' is not one of lastX, sampleUAR");
     expect_error("{\"name\": \"FreshnessSamplingStrategy\", \"unused_data_ratio\": 0}",
                  "selection_strategy.unused_data_ratio: must be between 1 and 99");
+    /* Modyn asserts tail_triggers is None for freshness (0 resets the
+     * used samples away; k is "not supported"). */
+    expect_error("{\"name\": \"FreshnessSamplingStrategy\", \"unused_data_ratio\": 50, "
+                 "\"tail_triggers\": 0}",
+                 "selection_strategy.tail_triggers: must be null");
+    expect_error("{\"name\": \"FreshnessSamplingStrategy\", \"unused_data_ratio\": 50, "
+                 "\"tail_triggers\": 2}",
+                 "selection_strategy.tail_triggers: must be null");
     expect_error("{\"name\": \"CoresetStrategy\", \"presampling_config\": "
                  "{\"strategy\": \"Random\", \"ratio\": 150}}",
                  "selection_strategy.presampling_config.ratio: must be between 1 and 100");
