@@ -246,6 +246,21 @@ static void freshness_ratio_kept(void **state)
     pl_selector_free(sel);
 }
 
+/* Modyn's NoPresamplingStrategy (also what a CoresetStrategy's warm-up
+ * triggers use) cuts to `limit` with ORDER BY timestamp LIMIT: the
+ * oldest samples of the pool, not a random choice. */
+static void presample_no_limit_oldest(void **state)
+{
+    expect_range("{\"name\": \"CoresetStrategy\", \"tail_triggers\": null, "
+                 "\"limit\": 3}", 0, 3);
+    expect_range("{\"name\": \"CoresetStrategy\", \"tail_triggers\": 1, "
+                 "\"limit\": 3, \"presampling_config\": "
+                 "{\"strategy\": \"No\", \"ratio\": 100}}", 5, 8);
+    expect_range("{\"name\": \"CoresetStrategy\", \"tail_triggers\": 0, "
+                 "\"limit\": 4, \"warmup_triggers\": 3, \"presampling_config\": "
+                 "{\"strategy\": \"Random\", \"ratio\": 50}}", 10, 14);
+}
+
 static void presample_random(void **state)
 {
     pl_selector *sel = selector("{\"name\": \"CoresetStrategy\", "
@@ -433,6 +448,7 @@ int main(void)
         cmocka_unit_test(limit_zero_is_none),
         cmocka_unit_test(freshness), cmocka_unit_test(freshness_limit),
         cmocka_unit_test(freshness_ratio_kept),
+        cmocka_unit_test(presample_no_limit_oldest),
         cmocka_unit_test(presample_random),
         cmocka_unit_test(presample_no_replacement),
         cmocka_unit_test(presample_balanced), cmocka_unit_test(bad_config),
