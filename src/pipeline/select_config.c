@@ -79,6 +79,12 @@ static int parse_presampling(pl_selector *sel, const json_t *p, char *err,
         plcfg_bool(p, path, "force_column_balancing", false,
                    &sel->force_balance, err, errlen) < 0)
         return -1;
+    /* Modyn's NoPresamplingStrategy raises on any other ratio; here it
+     * would be ignored silently (found by an audit). */
+    if (strategy == PRE_NONE && sel->ratio != 100)
+        return plcfg_fail(err, errlen, path, "ratio",
+                          "must be 100 with strategy No (it keeps the whole "
+                          "pool), as Modyn requires");
     sel->presample = (sel_presample_kind)strategy;
     return 0;
 }

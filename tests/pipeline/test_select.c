@@ -363,6 +363,10 @@ static void bad_config(void **state)
     expect_error("{\"name\": \"FreshnessSamplingStrategy\", \"unused_data_ratio\": 50, "
                  "\"tail_triggers\": 2}",
                  "selection_strategy.tail_triggers: must be null");
+    /* Modyn's NoPresamplingStrategy refuses a ratio other than 100. */
+    expect_error("{\"name\": \"CoresetStrategy\", \"presampling_config\": "
+                 "{\"strategy\": \"No\", \"ratio\": 50}}",
+                 "selection_strategy.presampling_config.ratio: must be 100");
     expect_error("{\"name\": \"CoresetStrategy\", \"presampling_config\": "
                  "{\"strategy\": \"Random\", \"ratio\": 150}}",
                  "selection_strategy.presampling_config.ratio: must be between 1 and 100");
