@@ -60,25 +60,42 @@ static int new_data(const pl_selector *sel, uint64_t lo, uint64_t hi,
     return sel_choose_range(lo, hi, (uint64_t)sel->limit, rng, out);
 }
 
+/* The largest set whose share of n samples is pct percent, as Modyn
+ * computes it: int(n / (pct / 100.0)), in doubles, so the rounding is
+ * Python's (7 / 0.07 is 99, not 100). */
+static uint64_t freshness_room(uint64_t n, int64_t pct)
+{
+    return (uint64_t)((double)n / ((double)pct / 100.0));
+}
+
 /* How many never-used (*fresh) and used (*old) samples a freshness set
- * takes from a pool with nunused and nused of them: the ratio where both
- * kinds last; with a limit, a kind that runs short leaves its room to the
- * other. */
+ * takes from a pool with nunused and nused of them, as Modyn's
+ * freshness_sampling_strategy.py: with no used sample yet (its first
+ * trigger) every unused one, up to `limit`; else the largest set in the
+ * ratio that the scarcer kind allows (so fewer unused samples when used
+ * ones run short), cut to `limit` in the ratio only when it is larger.
+ * (Found by an audit against Modyn: aegis took every unused sample and
+ * filled `limit` past the ratio.) */
 static void freshness_split(const pl_selector *sel, uint64_t nunused,
                             uint64_t nused, uint64_t *fresh, uint64_t *old)
 {
-    uint64_t r = (uint64_t)sel->unused_ratio;
-    if (sel->limit < 0) {
-        *fresh = nunused;
-        *old = nunused * (100 - r) / r;
-        if (*old > nused)
-            *old = nused;
+    int64_t r = sel->unused_ratio;
+    uint64_t limit = sel->limit < 0 ? UINT64_MAX : (uint64_t)sel->limit;
+    if (nused == 0) {
+        *fresh = nunused < limit ? nunused : limit;
+        *old = 0;
         return;
     }
-    uint64_t total = (uint64_t)sel->limit;
-    uint64_t want = total * r / 100;
-    *fresh = want < nunused ? want : nunused;
-    *old = total - *fresh < nused ? total - *fresh : nused;
+    uint64_t by_unused = freshness_room(nunused, r);
+    uint64_t by_used = freshness_room(nused, 100 - r);
+    uint64_t total = by_unused <= by_used ? by_unused : by_used;
+    *old = by_unused <= by_used ? total - nunused : nused;
+    if (total > limit) {
+        total = limit;
+        *old = limit - (uint64_t)((double)limit * ((double)r / 100.0));
+    }
+    /* Modyn asserts each kind lasts; clamp where rounding says not. */
+    *old = *old < nused ? *old : nused;
     *fresh = total - *old < nunused ? total - *old : nunused;
 }
 

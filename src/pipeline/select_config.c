@@ -79,6 +79,12 @@ static int parse_presampling(pl_selector *sel, const json_t *p, char *err,
         plcfg_bool(p, path, "force_column_balancing", false,
                    &sel->force_balance, err, errlen) < 0)
         return -1;
+    /* Modyn's NoPresamplingStrategy raises on any other ratio; here it
+     * would be ignored silently (found by an audit). */
+    if (strategy == PRE_NONE && sel->ratio != 100)
+        return plcfg_fail(err, errlen, path, "ratio",
+                          "must be 100 with strategy No (it keeps the whole "
+                          "pool), as Modyn requires");
     sel->presample = (sel_presample_kind)strategy;
     return 0;
 }
@@ -90,6 +96,14 @@ static int parse_kind(pl_selector *sel, const json_t *s, char *err,
     case SEL_NEW_DATA:
         return 0;
     case SEL_FRESHNESS:
+        /* Modyn's strategy asserts tail_triggers is None (0 would reset
+         * the used samples away, k it does not support): a pool of
+         * triggers here would silently mix other samples than Modyn's. */
+        if (!sel->all_data)
+            return plcfg_fail(err, errlen, SEL_PATH, "tail_triggers",
+                              "must be null (or left out) for "
+                              "FreshnessSamplingStrategy, as in Modyn: it "
+                              "draws from all samples, used and unused");
         if (!json_object_get(s, "unused_data_ratio"))
             return plcfg_fail(err, errlen, SEL_PATH, "unused_data_ratio",
                               "missing (a percent, 1 to 99)");

@@ -5,7 +5,7 @@
  *                        the stream is used up before any sample repeats;
  *   LabelBalanced        as evenly over labels as their sizes allow;
  *   TriggerBalanced      as evenly over the triggers the samples came in;
- *   No                   all of it.
+ *   No                   all of it (the oldest `limit` with a limit).
  * "As evenly as sizes allow": a group smaller than its share gives all it
  * has, and the rest is spread over the larger groups; with
  * force_column_balancing every group then gives only as many as the
@@ -178,6 +178,10 @@ int sel_presample(pl_selector *sel, const pl_sample *s, uint64_t lo,
     uint64_t target = target_size(sel, hi - lo);
     switch (sel->presample) {
     case PRE_NONE:
+        /* Modyn's NoPresamplingStrategy (a warm-up trigger's too) cuts to
+         * `limit` by ORDER BY timestamp LIMIT: the pool's oldest samples,
+         * here its first keys, not a random few (found by an audit). */
+        return sel_choose_range(lo, lo + target, target, rng, out);
     case PRE_RANDOM:
         return sel_choose_range(lo, hi, target, rng, out);
     case PRE_RANDOM_NO_REPLACEMENT:

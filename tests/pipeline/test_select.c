@@ -216,6 +216,51 @@ static void freshness_limit(void **state)
     pl_selector_free(sel);
 }
 
+/* Modyn's freshness_sampling_strategy.py keeps unused_data_ratio when
+ * the used samples run short, taking fewer unused ones (the total is
+ * what the scarcer kind allows), and only cuts to `limit` when that
+ * total exceeds it. Trigger 0 takes keys 0-4; trigger 1 then has 15
+ * unused (5-19) and 5 used: at 50% Modyn takes 5 and 5. */
+static void freshness_ratio_kept(void **state)
+{
+    static const char *const configs[] = {
+        "{\"name\": \"FreshnessSamplingStrategy\", \"unused_data_ratio\": 50}",
+        "{\"name\": \"FreshnessSamplingStrategy\", \"unused_data_ratio\": 50, "
+        "\"limit\": 16}"};
+    for (size_t c = 0; c < 2; c++) {
+        pl_selector *sel = selector(configs[c], 3);
+        uint64_t first[N], keys[N];
+        assert_int_equal(build(sel, 0, 5, first), 5);
+        size_t n = build(sel, 1, N, keys);
+        assert_int_equal(n, 10);
+        assert_int_equal(count_if(keys, n, 0, 5), 5);
+        pl_selector_free(sel);
+    }
+    /* 20% unused: 5 used allow a set of 6 (int(5 / 0.8)), 1 unused. */
+    pl_selector *sel = selector("{\"name\": \"FreshnessSamplingStrategy\", "
+        "\"unused_data_ratio\": 20}", 3);
+    uint64_t first[N], keys[N];
+    assert_int_equal(build(sel, 0, 5, first), 5);
+    assert_int_equal(build(sel, 1, N, keys), 6);
+    assert_int_equal(count_if(keys, 6, 0, 5), 5);
+    pl_selector_free(sel);
+}
+
+/* Modyn's NoPresamplingStrategy (also what a CoresetStrategy's warm-up
+ * triggers use) cuts to `limit` with ORDER BY timestamp LIMIT: the
+ * oldest samples of the pool, not a random choice. */
+static void presample_no_limit_oldest(void **state)
+{
+    expect_range("{\"name\": \"CoresetStrategy\", \"tail_triggers\": null, "
+                 "\"limit\": 3}", 0, 3);
+    expect_range("{\"name\": \"CoresetStrategy\", \"tail_triggers\": 1, "
+                 "\"limit\": 3, \"presampling_config\": "
+                 "{\"strategy\": \"No\", \"ratio\": 100}}", 5, 8);
+    expect_range("{\"name\": \"CoresetStrategy\", \"tail_triggers\": 0, "
+                 "\"limit\": 4, \"warmup_triggers\": 3, \"presampling_config\": "
+                 "{\"strategy\": \"Random\", \"ratio\": 50}}", 10, 14);
+}
+
 static void presample_random(void **state)
 {
     pl_selector *sel = selector("{\"name\": \"CoresetStrategy\", "
@@ -310,6 +355,18 @@ static void bad_config(void **state)
                  "selection_strategy.limit_reset: 'first' is not one of lastX, sampleUAR");
     expect_error("{\"name\": \"FreshnessSamplingStrategy\", \"unused_data_ratio\": 0}",
                  "selection_strategy.unused_data_ratio: must be between 1 and 99");
+    /* Modyn asserts tail_triggers is None for freshness (0 resets the
+     * used samples away; k is "not supported"). */
+    expect_error("{\"name\": \"FreshnessSamplingStrategy\", \"unused_data_ratio\": 50, "
+                 "\"tail_triggers\": 0}",
+                 "selection_strategy.tail_triggers: must be null");
+    expect_error("{\"name\": \"FreshnessSamplingStrategy\", \"unused_data_ratio\": 50, "
+                 "\"tail_triggers\": 2}",
+                 "selection_strategy.tail_triggers: must be null");
+    /* Modyn's NoPresamplingStrategy refuses a ratio other than 100. */
+    expect_error("{\"name\": \"CoresetStrategy\", \"presampling_config\": "
+                 "{\"strategy\": \"No\", \"ratio\": 50}}",
+                 "selection_strategy.presampling_config.ratio: must be 100");
     expect_error("{\"name\": \"CoresetStrategy\", \"presampling_config\": "
                  "{\"strategy\": \"Random\", \"ratio\": 150}}",
                  "selection_strategy.presampling_config.ratio: must be between 1 and 100");
@@ -394,6 +451,8 @@ int main(void)
         cmocka_unit_test(new_data_tail), cmocka_unit_test(new_data_limit),
         cmocka_unit_test(limit_zero_is_none),
         cmocka_unit_test(freshness), cmocka_unit_test(freshness_limit),
+        cmocka_unit_test(freshness_ratio_kept),
+        cmocka_unit_test(presample_no_limit_oldest),
         cmocka_unit_test(presample_random),
         cmocka_unit_test(presample_no_replacement),
         cmocka_unit_test(presample_balanced), cmocka_unit_test(bad_config),
