@@ -461,6 +461,9 @@ double core_job_limit(const core_state *core, const core_job *job);
  * are kept whole, with no partner. */
 bool core_needs_empty(const core_state *core, const core_job *job);
 bool core_reserve_whole(const core_state *core, const core_job *head);
+/* How long the longest-running job on GPU g has run at `now`; 0 when the
+ * GPU runs none. */
+double core_gpu_oldest_run(const core_state *core, int g, double now);
 /* Sets core->reserve_start and reserve_room_s for the head's GPUs
  * (core->reserved) at `now`. */
 void core_reserve_plan(core_state *core, double now);

@@ -12,7 +12,9 @@
  * behind any head, wide or not, may still start on the kept GPUs when its
  * own limit and grace end before that start: it is gone before the head
  * could take them (Slurm's backfill rule). Each GPU lists its jobs, so a
- * pass reads the start from the kept GPUs' jobs alone.
+ * pass reads the start from the kept GPUs' jobs alone, and how long the
+ * oldest of them has run (core_gpu_oldest_run(): a job waiting for empty
+ * GPUs behind the head keeps those whose jobs started last, backfill.c).
  */
 #include "core_priv.h"
 
@@ -112,6 +114,14 @@ static kept_jobs jobs_kept(const core_state *core, uint64_t gpus,
         }
     }
     return kj;
+}
+
+double core_gpu_oldest_run(const core_state *core, int g, double now) {
+    double run = 0;
+    for (const core_job *j = core->gpus[g].jobs; j;
+         j = j->on_next[slot_of(j, g)])
+        if (now - j->started_at > run) run = now - j->started_at;
+    return run;
 }
 
 void core_reserve_plan(core_state *core, double now) {

@@ -4,7 +4,8 @@
  * time limit (and the kill grace) ends before the head's expected start
  * backfills there, none does while that start is unknown, a site's
  * default_time gives a job without a limit one, and the head's REASON;
- * and a job waiting for empty GPUs keeps its place in submit order. */
+ * and a job waiting for empty GPUs keeps its place in submit order, on
+ * the GPUs whose jobs started last. */
 #include "helpers.h"
 
 /* The default configuration under aegis-plus. */
@@ -379,6 +380,43 @@ static void test_wide_known_to_fail_keeps_gpus(void **state) {
     core_destroy(core);
 }
 
+/* Four GPUs each run one job, two started at t=0 (11960 and 11460 MiB
+ * free), two at t=1000 (10960 free). Behind a head that waits for memory
+ * (job 1, demanding 12288 MiB (capped), keeping the GPU with the most
+ * free), job 2 asks two whole GPUs: it keeps the two whose jobs started
+ * last, though the others show more free memory, which chose before. A
+ * GPU job that has run long is likely to run long still, so those are
+ * the likelier to empty first. Job 3, submitted after job 2, then starts
+ * beside the other job of t=0, not on a GPU job 2 keeps. */
+static void test_wide_behind_head_keeps_youngest(void **state) {
+    (void)state;
+    core_config cfg = plus_config();
+    core_state *core = make_core_cfg(&cfg, 4);
+    core_launch out[4];
+    int old_gpu[2], young_gpu[2];
+    for (int i = 0; i < 2; i++)
+        submit_limited(core, 100 + i, 1, CORE_UNKNOWN, 0, 0);
+    assert_int_equal(core_schedule(core, 0, out, 4), 2);
+    for (int i = 0; i < 2; i++) old_gpu[i] = out[i].gpus[0];
+    for (int i = 0; i < 2; i++)
+        submit_limited(core, 102 + i, 1, CORE_UNKNOWN, 0, 1000);
+    assert_int_equal(core_schedule(core, 1000, out, 4), 2);
+    for (int i = 0; i < 2; i++) young_gpu[i] = out[i].gpus[0];
+    for (int i = 0; i < 2; i++) {
+        core_job_active(core, 100 + i, 0);
+        core_job_active(core, 102 + i, 1000);
+        feed(core, old_gpu[i], 29000 + 500 * i, 1000);
+        feed(core, young_gpu[i], 30000, 1000);
+    }
+    submit_limited(core, 1, 1, 38000, 0, 1100);
+    submit_whole_gpu(core, 2, 2, 1100);
+    submit_limited(core, 3, 1, 500, 0, 1101);
+    assert_int_equal(core_schedule(core, 1101, out, 4), 1);
+    assert_int_equal(out[0].job_id, 3);
+    assert_int_equal(out[0].gpus[0], old_gpu[1]);
+    core_destroy(core);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reservation_blocks_its_gpus),
@@ -393,6 +431,7 @@ int main(void) {
         cmocka_unit_test(test_wide_behind_head_keeps_gpus),
         cmocka_unit_test(test_empty_gpus_keep_submit_order),
         cmocka_unit_test(test_wide_known_to_fail_keeps_gpus),
+        cmocka_unit_test(test_wide_behind_head_keeps_youngest),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
