@@ -105,10 +105,20 @@ static int resend(const ground_io *io, const up_manifest *m, const uint8_t *payl
     return 0;
 }
 
+/* Whether the chunks missing on board fell since the last answer (in
+ * *before, then this one's): a status that does not say so is no
+ * progress, however it is answered. */
+static int progressed(const proto_status *st, uint32_t *before) {
+    int fell = st->missing < *before;
+    *before = st->missing;
+    return fell;
+}
+
 int ground_upload(const ground_io *io, const up_manifest *m,
                   const uint8_t *payload, uint64_t *sent, proto_status *last) {
     uint16_t seq = io->first_seq;
-    unsigned unanswered = 0;
+    unsigned unanswered = 0, stalled = 0;
+    uint32_t before = UINT32_MAX;
     int answered = 0;
     *sent = 0;
     memset(last, 0, sizeof *last);
@@ -120,6 +130,9 @@ int ground_upload(const ground_io *io, const up_manifest *m,
         unanswered = 0, answered = 1;
         if (last->code || last->installed)
             return (int)last->code;
+        stalled = progressed(last, &before) ? 0 : stalled + 1;
+        if (stalled >= PROTO_STALL_ROUNDS)
+            return PROTO_STALLED;
         if (last->missing == 0) /* a restart finished it, or a stale store */
             answered = 0;
         else if (resend(io, m, payload, last, sent))

@@ -21,6 +21,7 @@
 #include "dipp_module.h"
 #include "errors.h"
 #include "platform.h"
+#include "proto.h"
 #include "upload.h"
 #include "upload_helpers.h"
 #include "upload_testrun.h"
@@ -338,6 +339,55 @@ static void test_real_testrun(void **s) {
     assert_int_equal(up_find(&st, "real")->active, 16);
 }
 
+/* A satellite that answers every question but keeps no chunk: its
+ * status says one chunk missing with an empty bitmap (nothing to resend)
+ * or marks chunk 0 that never arrives. It once had ground_upload resend
+ * and ask for ever, each answer taken as progress (found by answering
+ * ground_upload's questions with such statuses). */
+typedef struct stuck_sat {
+    unsigned answers; /* questions answered so far */
+    int mark;         /* the bitmap marks chunk 0 */
+    uint8_t seq[2];   /* the last question's number */
+} stuck_sat;
+
+static int stuck_send(void *ctx, const uint8_t *msg, size_t len) {
+    stuck_sat *t = ctx;
+    if (len >= 3 && msg[0] != 'C')
+        memcpy(t->seq, msg + 1, 2);
+    return 0;
+}
+
+static int stuck_recv(void *ctx, int timeout_ms, uint8_t *msg, size_t cap, size_t *len) {
+    stuck_sat *t = ctx;
+    (void)timeout_ms, (void)cap;
+    if (t->answers >= 1000) /* the test's own bound: then silence */
+        return 0;
+    t->answers++;
+    memset(msg, 0, 19);
+    msg[0] = 'S', memcpy(msg + 1, t->seq, 2);
+    proto_put32(msg + 8, 1); /* missing */
+    proto_put16(msg + 16, t->mark ? 8 : 0);
+    msg[18] = (uint8_t)t->mark;
+    *len = t->mark ? 19 : 18;
+    return 1;
+}
+
+static void test_ground_gives_up_without_progress(void **state) {
+    (void)state;
+    test_key k = test_key_make(1);
+    uint8_t *mod = test_elf(3000, 1, NULL), *payload;
+    up_manifest m = test_manifest("debayer", 2, mod, 3000, NULL, 0, &k, &payload);
+    for (int mark = 0; mark < 2; mark++) {
+        stuck_sat t = {0, mark, {0, 0}};
+        ground_io io = {stuck_send, stuck_recv, &t, 10, 3, 1};
+        uint64_t sent;
+        proto_status last;
+        assert_int_equal(ground_upload(&io, &m, payload, &sent, &last), PROTO_STALLED);
+        assert_true(t.answers <= PROTO_STALL_ROUNDS + 1);
+    }
+    free(payload), free(mod);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_resumed_across_passes_and_restart),
@@ -352,6 +402,7 @@ int main(void) {
         cmocka_unit_test(test_quota),
         cmocka_unit_test(test_index_fields_checked),
         cmocka_unit_test(test_real_testrun),
+        cmocka_unit_test(test_ground_gives_up_without_progress),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -238,6 +238,10 @@ int ground_send_update(ground *g, const up_manifest *m, const uint8_t *payload,
     else if (code > 0)
         printf("%s v%u refused: error %u (%s)\n", m->name, m->version,
                dipp_error_number(code, 0, 0), dipp_code_name(code));
+    else if (code == PROTO_STALLED) /* it answers, but keeps none of them */
+        printf("%s v%u: not installed: %u chunks still missing on board after %d "
+               "rounds of resending them without one kept\n", m->name, m->version,
+               st.missing, PROTO_STALL_ROUNDS);
     else {
         char what[64];
         snprintf(what, sizeof what, "%s v%u", m->name, m->version);
