@@ -98,6 +98,7 @@ static int telemetry(ground *g) {
         return EXIT_BAD;
     }
     reply[n] = 0;
+    proto_printable((char *)reply + 3, (size_t)n - 3, 1); /* text from the link */
     fputs((char *)reply + 3, stdout);
     return 0;
 }
