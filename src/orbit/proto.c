@@ -4,6 +4,8 @@
 
 #include <string.h>
 
+#include "platform.h"
+
 void proto_put16(uint8_t *p, uint32_t v) {
     p[0] = (uint8_t)(v >> 8), p[1] = (uint8_t)v;
 }
@@ -72,19 +74,28 @@ void proto_printable(char *text, size_t n, int lines) {
             text[k] = '?';
 }
 
+/* What is left of a wait that ends at end, in ms. */
+static int left_ms(uint64_t end) {
+    uint64_t now = plat_now_ms();
+    return now >= end ? 0 : (int)(end - now);
+}
+
 /* Asks (a manifest until one is answered, then a status query) and
- * waits for the answer to this very question. */
+ * waits up to io->timeout_ms for the answer to this very question: an
+ * answer to another one does not begin the wait again, or a stream of
+ * them held the upload for as long as they came. */
 static int ask(const ground_io *io, const up_manifest *m, int answered,
                uint16_t seq, proto_status *st) {
     uint8_t msg[3 + UP_MANIFEST_BYTES], reply[PROTO_STATUS_MAX];
     size_t len;
+    uint64_t end = plat_now_ms() + (uint64_t)io->timeout_ms;
     msg[0] = answered ? 'Q' : 'M';
     proto_put16(msg + 1, seq);
     if (!answered)
         up_manifest_encode(m, msg + 3);
     if (io->send(io->ctx, msg, answered ? 3 : sizeof msg))
         return -1;
-    while (io->recv(io->ctx, io->timeout_ms, reply, sizeof reply, &len) == 1)
+    while (io->recv(io->ctx, left_ms(end), reply, sizeof reply, &len) == 1)
         if (proto_status_parse(reply, len, st) == 0 && st->seq == seq)
             return 0;
     return -1;

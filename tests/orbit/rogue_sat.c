@@ -1,8 +1,10 @@
 /* rogue_sat.c -- a node 162 that is its own hub and answers the ground's
  * telemetry questions (port 10, 'T') with the text a rogue or broken
  * node may send: terminal escapes, and a run record numbered 2^32 - 1,
- * whose successor wraps to 0. For e2e_rogue_sat.sh: the ground must print
- * none of the escapes and must not ask for ever.
+ * whose successor wraps to 0; and every 20 ms a stale answer on the
+ * procedure port (24), which an upload's or an image's wait passes over.
+ * For e2e_rogue_sat.sh: the ground must print none of the escapes, must
+ * not ask for ever, and must end each wait on time.
  *
  * usage: rogue_sat PORT SECONDS (binds PORT and PORT + 1000 as a hub does) */
 #include <stdio.h>
@@ -32,7 +34,13 @@ int main(int argc, char **argv) {
     while (time(NULL) < end) {
         uint8_t frame[CSP_HEADER_BYTES + CSP_MTU], reply[CSP_MTU], back[CSP_HEADER_BYTES + CSP_MTU];
         zmq_pollitem_t item = {sub, 0, ZMQ_POLLIN, 0};
-        if (zmq_poll(&item, 1, 200) <= 0)
+        uint8_t stale[3] = {'A', 0xEE, 0xEE};
+        csp_id sid = {CSP_PRI_NORM, DIPP_PORT_PROCS, DIPP_PORT_PROCS, CSP_F_CRC32, GROUND_NODE,
+                      DIPP_NODE};
+        int f = csp_frame(&sid, stale, sizeof stale, back, sizeof back);
+        if (f > 0)
+            zmq_send(pub, back, (size_t)f, 0);
+        if (zmq_poll(&item, 1, 20) <= 0)
             continue;
         int n = zmq_recv(sub, frame, sizeof frame, 0);
         csp_id id;
@@ -44,7 +52,7 @@ int main(int argc, char **argv) {
         reply[0] = 'V', memcpy(reply + 1, msg + 1, 2);
         memcpy(reply + 3, text, sizeof text - 1);
         csp_id rid = {CSP_PRI_NORM, id.sport, id.dport, CSP_F_CRC32, id.src, DIPP_NODE};
-        int f = csp_frame(&rid, reply, 3 + sizeof text - 1, back, sizeof back);
+        f = csp_frame(&rid, reply, 3 + sizeof text - 1, back, sizeof back);
         if (f > 0)
             zmq_send(pub, back, (size_t)f, 0);
     }

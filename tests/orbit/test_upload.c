@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -388,6 +389,44 @@ static void test_ground_gives_up_without_progress(void **state) {
     free(payload), free(mod);
 }
 
+/* A stream of answers to other questions (stale statuses, a number not
+ * this question's), one every 5 ms for 3 s: each ask still ends after
+ * its timeout_ms. Each such answer began the wait again, so the stream
+ * held the upload for as long as it came (found by answering
+ * ground_upload's questions with them). */
+static unsigned stale_left;
+
+static int stale_send(void *ctx, const uint8_t *msg, size_t len) {
+    (void)ctx, (void)msg, (void)len;
+    return 0;
+}
+
+static int stale_recv(void *ctx, int timeout_ms, uint8_t *msg, size_t cap, size_t *len) {
+    (void)ctx, (void)cap;
+    if (!stale_left || timeout_ms < 5)
+        return 0; /* silence for the rest of the wait: no sleep needed here */
+    stale_left--;
+    nanosleep(&(struct timespec){0, 5 * 1000 * 1000}, NULL);
+    memset(msg, 0, 18);
+    msg[0] = 'S', msg[1] = 0xEE, msg[2] = 0xEE; /* never this upload's number */
+    *len = 18;
+    return 1;
+}
+
+static void test_ground_wait_bounded_by_stale_answers(void **state) {
+    (void)state;
+    test_key k = test_key_make(1);
+    uint8_t *mod = test_elf(3000, 1, NULL), *payload;
+    up_manifest m = test_manifest("debayer", 2, mod, 3000, NULL, 0, &k, &payload);
+    ground_io io = {stale_send, stale_recv, NULL, 50, 2, 1};
+    uint64_t sent, start = plat_now_ms();
+    proto_status last;
+    stale_left = 600;
+    assert_int_equal(ground_upload(&io, &m, payload, &sent, &last), -1);
+    assert_true(plat_now_ms() - start < 1000); /* 2 asks of 50 ms, not 3 s */
+    free(payload), free(mod);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_resumed_across_passes_and_restart),
@@ -403,6 +442,7 @@ int main(void) {
         cmocka_unit_test(test_index_fields_checked),
         cmocka_unit_test(test_real_testrun),
         cmocka_unit_test(test_ground_gives_up_without_progress),
+        cmocka_unit_test(test_ground_wait_bounded_by_stale_answers),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

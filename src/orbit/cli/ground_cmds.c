@@ -109,13 +109,20 @@ static int io_send(void *ctx, const uint8_t *msg, size_t len) {
     return csp_node_send(&g->node, DIPP_NODE, DIPP_PORT_UPLOAD, DIPP_PORT_UPLOAD, msg, len);
 }
 
+/* A frame on another port is passed over within the wait, not by
+ * waiting the whole of it again: a stream of them held the upload. */
 static int io_recv(void *ctx, int timeout_ms, uint8_t *msg, size_t cap, size_t *len) {
     ground *g = ctx;
     csp_id id;
     int got;
-    while ((got = csp_node_recv(&g->node, timeout_ms, &id, msg, cap, len)) == 1)
+    uint64_t end = plat_now_ms() + (uint64_t)timeout_ms, now;
+    while ((got = csp_node_recv(&g->node, timeout_ms, &id, msg, cap, len)) == 1) {
         if (id.dport == DIPP_PORT_UPLOAD)
             return 1;
+        if ((now = plat_now_ms()) >= end)
+            return 0;
+        timeout_ms = (int)(end - now);
+    }
     return got;
 }
 
