@@ -28,9 +28,9 @@ int csp_node_open(csp_node *n, uint16_t addr, const char *hub_sub,
 /* Sends data to dst:dport from sport (CRC32 flag set). 0 or -1. */
 int csp_node_send(csp_node *n, uint16_t dst, uint8_t dport, uint8_t sport,
                   const void *data, size_t len);
-/* Waits up to timeout_ms for a frame: 1 with id and data (len bytes,
- * at most cap), 0 on timeout, -1 on error. A frame that fails its parse
- * is skipped. */
+/* Waits up to timeout_ms (< 0: for ever) for a frame: 1 with id and
+ * data (len bytes, at most cap), 0 on timeout, -1 on error. A frame that
+ * fails its parse is skipped, within the same wait. */
 int csp_node_recv(csp_node *n, int timeout_ms, csp_id *id, uint8_t *data,
                   size_t cap, size_t *len);
 void csp_node_close(csp_node *n);

@@ -4,6 +4,8 @@
 
 #include <string.h>
 
+#include "platform.h"
+
 void proto_put16(uint8_t *p, uint32_t v) {
     p[0] = (uint8_t)(v >> 8), p[1] = (uint8_t)v;
 }
@@ -72,19 +74,28 @@ void proto_printable(char *text, size_t n, int lines) {
             text[k] = '?';
 }
 
+/* What is left of a wait that ends at end, in ms. */
+static int left_ms(uint64_t end) {
+    uint64_t now = plat_now_ms();
+    return now >= end ? 0 : (int)(end - now);
+}
+
 /* Asks (a manifest until one is answered, then a status query) and
- * waits for the answer to this very question. */
+ * waits up to io->timeout_ms for the answer to this very question: an
+ * answer to another one does not begin the wait again, or a stream of
+ * them held the upload for as long as they came. */
 static int ask(const ground_io *io, const up_manifest *m, int answered,
                uint16_t seq, proto_status *st) {
     uint8_t msg[3 + UP_MANIFEST_BYTES], reply[PROTO_STATUS_MAX];
     size_t len;
+    uint64_t end = plat_now_ms() + (uint64_t)io->timeout_ms;
     msg[0] = answered ? 'Q' : 'M';
     proto_put16(msg + 1, seq);
     if (!answered)
         up_manifest_encode(m, msg + 3);
     if (io->send(io->ctx, msg, answered ? 3 : sizeof msg))
         return -1;
-    while (io->recv(io->ctx, io->timeout_ms, reply, sizeof reply, &len) == 1)
+    while (io->recv(io->ctx, left_ms(end), reply, sizeof reply, &len) == 1)
         if (proto_status_parse(reply, len, st) == 0 && st->seq == seq)
             return 0;
     return -1;
@@ -105,10 +116,20 @@ static int resend(const ground_io *io, const up_manifest *m, const uint8_t *payl
     return 0;
 }
 
+/* Whether the chunks missing on board fell since the last answer (in
+ * *before, then this one's): a status that does not say so is no
+ * progress, however it is answered. */
+static int progressed(const proto_status *st, uint32_t *before) {
+    int fell = st->missing < *before;
+    *before = st->missing;
+    return fell;
+}
+
 int ground_upload(const ground_io *io, const up_manifest *m,
                   const uint8_t *payload, uint64_t *sent, proto_status *last) {
     uint16_t seq = io->first_seq;
-    unsigned unanswered = 0;
+    unsigned unanswered = 0, stalled = 0;
+    uint32_t before = UINT32_MAX;
     int answered = 0;
     *sent = 0;
     memset(last, 0, sizeof *last);
@@ -120,6 +141,9 @@ int ground_upload(const ground_io *io, const up_manifest *m,
         unanswered = 0, answered = 1;
         if (last->code || last->installed)
             return (int)last->code;
+        stalled = progressed(last, &before) ? 0 : stalled + 1;
+        if (stalled >= PROTO_STALL_ROUNDS)
+            return PROTO_STALLED;
         if (last->missing == 0) /* a restart finished it, or a stale store */
             answered = 0;
         else if (resend(io, m, payload, last, sent))

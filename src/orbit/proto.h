@@ -77,9 +77,18 @@ typedef struct ground_io {
                            run's question is not taken for this one's */
 } ground_io;
 
+/* Answered rounds in a row in which the chunks missing on board did not
+ * fall, before ground_upload gives up: a satellite that answers but
+ * keeps nothing must not be resent to for ever, and 32 rounds of a
+ * chunk all lost is past any link that answers at all. */
+#define PROTO_STALL_ROUNDS 32
+#define PROTO_STALLED (-2)
+
 /* Sends m and its payload until the satellite installs or refuses it:
- * the satellite's code (0 installed), or -1 when it stopped answering.
- * *sent counts the chunk messages sent. */
+ * the satellite's code (0 installed), -1 when it stopped answering, or
+ * PROTO_STALLED when it answered PROTO_STALL_ROUNDS times in a row with
+ * no fewer chunks missing (last: its last status). *sent counts the
+ * chunk messages sent. */
 int ground_upload(const ground_io *io, const up_manifest *m,
                   const uint8_t *payload, uint64_t *sent, proto_status *last);
 

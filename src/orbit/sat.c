@@ -106,6 +106,18 @@ static int already_active(const sat *s, const uint8_t *wire, size_t len,
     return 1;
 }
 
+/* What a status question gets while an upload is in progress: a chunk
+ * the board could not store since its manifest (its file system failed)
+ * and why, else nothing wrong. Told only "missing", the ground resent
+ * that chunk for ever. */
+static up_result in_progress(const sat *s) {
+    up_result r;
+    memset(&r, 0, sizeof r);
+    if (s->last_done.code == DIPP_E_UP_STORE)
+        r = s->last_done;
+    return r;
+}
+
 static void on_update(sat *s, const uint8_t *msg, size_t len, uint8_t port,
                       sat_reply_fn reply, void *ctx) {
     uint8_t out[PROTO_STATUS_MAX];
@@ -137,8 +149,8 @@ static void on_update(sat *s, const uint8_t *msg, size_t len, uint8_t port,
         memset(&s->last_done, 0, sizeof s->last_done);
     else if (msg[0] == 'R')
         up_on_rotate(&s->up, msg + 3, len - 3, &r);
-    else if (msg[0] == 'Q' && !s->up.idx.uploading)
-        r = s->last_done;
+    else if (msg[0] == 'Q')
+        r = s->up.idx.uploading ? in_progress(s) : s->last_done;
     else if (msg[0] != 'Q' && msg[0] != 'M')
         return;
     if (msg[0] == 'M')

@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <pthread.h>
+#include <time.h>
 #include <zmq.h>
 
 #include <cmocka.h>
@@ -117,6 +119,58 @@ static void test_zmq_hub_framing(void **s) {
     zmq_close(in), zmq_close(out), zmq_ctx_term(ctx);
 }
 
+/* Frames to this node that fail their CRC, every 10 ms for 2 s, as a
+ * noisy link brings them: csp_node_recv still returns once its wait is
+ * up. It polled again from the start after each one, so a steady trickle
+ * of damaged frames held a ground's question (and the satellite's camera
+ * loop) for as long as they came (found by flooding a hub with them). */
+static void *flood(void *out) {
+    uint8_t bad[12] = {0x80, 0x0A, 0x02, 0x88, 0x88, 0x41, 'n', 'o', 0, 0, 0, 0};
+    for (int k = 0; k < 200; k++) {
+        zmq_send(out, bad, sizeof bad, 0);
+        nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+    }
+    return NULL;
+}
+
+static long long now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+static void test_recv_wait_bounded_under_noise(void **s) {
+    (void)s;
+    void *ctx = zmq_ctx_new(), *in = zmq_socket(ctx, ZMQ_SUB), *out = zmq_socket(ctx, ZMQ_PUB);
+    char sub_ep[64], pub_ep[64];
+    size_t len = sizeof sub_ep;
+    assert_int_equal(zmq_bind(in, "tcp://127.0.0.1:*"), 0);
+    zmq_getsockopt(in, ZMQ_LAST_ENDPOINT, sub_ep, &len);
+    len = sizeof pub_ep;
+    assert_int_equal(zmq_bind(out, "tcp://127.0.0.1:*"), 0);
+    zmq_getsockopt(out, ZMQ_LAST_ENDPOINT, pub_ep, &len);
+    csp_node n;
+    assert_int_equal(csp_node_open(&n, GROUND_NODE, sub_ep, pub_ep, 0), 0);
+    uint8_t to_me[8] = {0x80, 0x0A, 0x02, 0x88, 0x88, 0x40, 'o', 'k'}, data[16];
+    csp_id id;
+    size_t dlen;
+    int got_it = 0;
+    for (int tries = 0; tries < 200 && !got_it; tries++) { /* until subscribed */
+        zmq_send(out, to_me, sizeof to_me, 0);
+        got_it = csp_node_recv(&n, 50, &id, data, sizeof data, &dlen);
+    }
+    assert_int_equal(got_it, 1);
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, flood, out), 0);
+    long long start = now_ms();
+    assert_int_equal(csp_node_recv(&n, 200, &id, data, sizeof data, &dlen), 0);
+    long long took = now_ms() - start;
+    pthread_join(t, NULL);
+    assert_true(took < 1000); /* 200 ms asked, the flood lasts 2 s */
+    csp_node_close(&n);
+    zmq_close(in), zmq_close(out), zmq_ctx_term(ctx);
+}
+
 static void test_link_windows_and_loss(void **s) {
     (void)s;
     link_cfg c = {9600, 0.1, 0.0, 100, 600000, 5400000};
@@ -143,6 +197,7 @@ int main(void) {
         cmocka_unit_test(test_crc32c_check_value),
         cmocka_unit_test(test_parse_hand_frames),
         cmocka_unit_test(test_zmq_hub_framing),
+        cmocka_unit_test(test_recv_wait_bounded_under_noise),
         cmocka_unit_test(test_link_windows_and_loss),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

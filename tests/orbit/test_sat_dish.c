@@ -465,6 +465,41 @@ static void test_names_keep_their_kind(void **state) {
     faultfs_uninstall();
 }
 
+/* A chunk the board cannot store (its file system fails: here the power
+ * is cut under it) is no outcome of the upload, which stays in
+ * progress, but the ground's next status question must say so: it was
+ * answered "nothing wrong, these chunks missing", and the ground resent
+ * them for ever (found by driving the update port with a failing file
+ * system). */
+static void test_chunk_store_failure_answered(void **state) {
+    (void)state;
+    static sat b;
+    test_key k = test_key_make(1);
+    up_result r;
+    uint8_t *mod = test_elf(3000, 1, NULL), *payload;
+    uint8_t msg[1 + UP_CHUNK_HDR + UP_CHUNK_MAX] = {'C'};
+    uint8_t q[3] = {'Q', 0, 7};
+    csp_id id = {.dport = DIPP_PORT_UPLOAD, .sport = DIPP_PORT_UPLOAD};
+    proto_status ps;
+    memset(&b, 0, sizeof b);
+    faultfs_install();
+    sat_dish_open(&b.dish, DIR, 0);
+    assert_int_equal(up_open(&b.up, DIR, k.pk, NULL, test_stub_run, NULL, &r), 0);
+    up_manifest m = test_manifest("debayer", 2, mod, 3000, NULL, 0, &k, &payload);
+    assert_int_equal(resend(&b, &m).code, 0); /* the upload starts */
+    faultfs_cut_at(1);
+    size_t n = up_chunk_build(&m, payload, 0, msg + 1);
+    sat_handle(&b, &id, msg, 1 + n, keep_answer, NULL);
+    answer_len = 0;
+    sat_handle(&b, &id, q, sizeof q, keep_answer, NULL);
+    assert_int_equal(proto_status_parse(answer_text, answer_len, &ps), 0);
+    assert_int_equal(ps.code, DIPP_E_UP_STORE);
+    assert_non_null(strstr(ps.detail, "upload.part"));
+    faultfs_power_up();
+    free(payload), free(mod);
+    faultfs_uninstall();
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_uploads),
@@ -477,6 +512,7 @@ int main(void) {
         cmocka_unit_test(test_link_text_printable),
         cmocka_unit_test(test_telemetry_fits_a_frame),
         cmocka_unit_test(test_names_keep_their_kind),
+        cmocka_unit_test(test_chunk_store_failure_answered),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -21,6 +22,7 @@
 #include "dipp_module.h"
 #include "errors.h"
 #include "platform.h"
+#include "proto.h"
 #include "upload.h"
 #include "upload_helpers.h"
 #include "upload_testrun.h"
@@ -338,6 +340,93 @@ static void test_real_testrun(void **s) {
     assert_int_equal(up_find(&st, "real")->active, 16);
 }
 
+/* A satellite that answers every question but keeps no chunk: its
+ * status says one chunk missing with an empty bitmap (nothing to resend)
+ * or marks chunk 0 that never arrives. It once had ground_upload resend
+ * and ask for ever, each answer taken as progress (found by answering
+ * ground_upload's questions with such statuses). */
+typedef struct stuck_sat {
+    unsigned answers; /* questions answered so far */
+    int mark;         /* the bitmap marks chunk 0 */
+    uint8_t seq[2];   /* the last question's number */
+} stuck_sat;
+
+static int stuck_send(void *ctx, const uint8_t *msg, size_t len) {
+    stuck_sat *t = ctx;
+    if (len >= 3 && msg[0] != 'C')
+        memcpy(t->seq, msg + 1, 2);
+    return 0;
+}
+
+static int stuck_recv(void *ctx, int timeout_ms, uint8_t *msg, size_t cap, size_t *len) {
+    stuck_sat *t = ctx;
+    (void)timeout_ms, (void)cap;
+    if (t->answers >= 1000) /* the test's own bound: then silence */
+        return 0;
+    t->answers++;
+    memset(msg, 0, 19);
+    msg[0] = 'S', memcpy(msg + 1, t->seq, 2);
+    proto_put32(msg + 8, 1); /* missing */
+    proto_put16(msg + 16, t->mark ? 8 : 0);
+    msg[18] = (uint8_t)t->mark;
+    *len = t->mark ? 19 : 18;
+    return 1;
+}
+
+static void test_ground_gives_up_without_progress(void **state) {
+    (void)state;
+    test_key k = test_key_make(1);
+    uint8_t *mod = test_elf(3000, 1, NULL), *payload;
+    up_manifest m = test_manifest("debayer", 2, mod, 3000, NULL, 0, &k, &payload);
+    for (int mark = 0; mark < 2; mark++) {
+        stuck_sat t = {0, mark, {0, 0}};
+        ground_io io = {stuck_send, stuck_recv, &t, 10, 3, 1};
+        uint64_t sent;
+        proto_status last;
+        assert_int_equal(ground_upload(&io, &m, payload, &sent, &last), PROTO_STALLED);
+        assert_true(t.answers <= PROTO_STALL_ROUNDS + 1);
+    }
+    free(payload), free(mod);
+}
+
+/* A stream of answers to other questions (stale statuses, a number not
+ * this question's), one every 5 ms for 3 s: each ask still ends after
+ * its timeout_ms. Each such answer began the wait again, so the stream
+ * held the upload for as long as it came (found by answering
+ * ground_upload's questions with them). */
+static unsigned stale_left;
+
+static int stale_send(void *ctx, const uint8_t *msg, size_t len) {
+    (void)ctx, (void)msg, (void)len;
+    return 0;
+}
+
+static int stale_recv(void *ctx, int timeout_ms, uint8_t *msg, size_t cap, size_t *len) {
+    (void)ctx, (void)cap;
+    if (!stale_left || timeout_ms < 5)
+        return 0; /* silence for the rest of the wait: no sleep needed here */
+    stale_left--;
+    nanosleep(&(struct timespec){0, 5 * 1000 * 1000}, NULL);
+    memset(msg, 0, 18);
+    msg[0] = 'S', msg[1] = 0xEE, msg[2] = 0xEE; /* never this upload's number */
+    *len = 18;
+    return 1;
+}
+
+static void test_ground_wait_bounded_by_stale_answers(void **state) {
+    (void)state;
+    test_key k = test_key_make(1);
+    uint8_t *mod = test_elf(3000, 1, NULL), *payload;
+    up_manifest m = test_manifest("debayer", 2, mod, 3000, NULL, 0, &k, &payload);
+    ground_io io = {stale_send, stale_recv, NULL, 50, 2, 1};
+    uint64_t sent, start = plat_now_ms();
+    proto_status last;
+    stale_left = 600;
+    assert_int_equal(ground_upload(&io, &m, payload, &sent, &last), -1);
+    assert_true(plat_now_ms() - start < 1000); /* 2 asks of 50 ms, not 3 s */
+    free(payload), free(mod);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_resumed_across_passes_and_restart),
@@ -352,6 +441,8 @@ int main(void) {
         cmocka_unit_test(test_quota),
         cmocka_unit_test(test_index_fields_checked),
         cmocka_unit_test(test_real_testrun),
+        cmocka_unit_test(test_ground_gives_up_without_progress),
+        cmocka_unit_test(test_ground_wait_bounded_by_stale_answers),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

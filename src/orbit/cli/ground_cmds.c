@@ -109,13 +109,20 @@ static int io_send(void *ctx, const uint8_t *msg, size_t len) {
     return csp_node_send(&g->node, DIPP_NODE, DIPP_PORT_UPLOAD, DIPP_PORT_UPLOAD, msg, len);
 }
 
+/* A frame on another port is passed over within the wait, not by
+ * waiting the whole of it again: a stream of them held the upload. */
 static int io_recv(void *ctx, int timeout_ms, uint8_t *msg, size_t cap, size_t *len) {
     ground *g = ctx;
     csp_id id;
     int got;
-    while ((got = csp_node_recv(&g->node, timeout_ms, &id, msg, cap, len)) == 1)
+    uint64_t end = plat_now_ms() + (uint64_t)timeout_ms, now;
+    while ((got = csp_node_recv(&g->node, timeout_ms, &id, msg, cap, len)) == 1) {
         if (id.dport == DIPP_PORT_UPLOAD)
             return 1;
+        if ((now = plat_now_ms()) >= end)
+            return 0;
+        timeout_ms = (int)(end - now);
+    }
     return got;
 }
 
@@ -238,6 +245,10 @@ int ground_send_update(ground *g, const up_manifest *m, const uint8_t *payload,
     else if (code > 0)
         printf("%s v%u refused: error %u (%s)\n", m->name, m->version,
                dipp_error_number(code, 0, 0), dipp_code_name(code));
+    else if (code == PROTO_STALLED) /* it answers, but keeps none of them */
+        printf("%s v%u: not installed: %u chunks still missing on board after %d "
+               "rounds of resending them without one kept\n", m->name, m->version,
+               st.missing, PROTO_STALL_ROUNDS);
     else {
         char what[64];
         snprintf(what, sizeof what, "%s v%u", m->name, m->version);

@@ -212,7 +212,10 @@ static int print_records(char *text, uint32_t *from, uint32_t *next) {
         int at = 0;
         if (sscanf(line, "dish.next=%lu", &k) == 1)
             *next = (uint32_t)k;
-        else if (sscanf(line, "dish.%lu=%n", &k, &at) == 1 && at && k >= *from) {
+        /* past 2^32 - 2 the next record's number wraps to 0: a rogue
+         * record there had the log asked from 0 again for ever */
+        else if (sscanf(line, "dish.%lu=%n", &k, &at) == 1 && at && k >= *from &&
+                 k < UINT32_MAX) {
             printf("%lu %s\n", k, line + at);
             *from = (uint32_t)k + 1, printed++;
         }
@@ -238,6 +241,7 @@ static int log_cmd(ground *g, int argc, char **argv) {
             return EXIT_BAD;
         }
         reply[n] = 0;
+        proto_printable((char *)reply + 3, (size_t)n - 3, 1); /* text from the link */
         if (!print_records((char *)reply + 3, &from, &next) && from < next)
             from = next; /* gone from the board's log: nothing more to read */
     } while (from < next);

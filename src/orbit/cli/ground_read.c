@@ -16,6 +16,7 @@
 #include "errors.h"
 #include "ground.h"
 #include "pdef.h"
+#include "platform.h"
 #include "proto.h"
 #include "slot_msg.h"
 
@@ -98,6 +99,7 @@ static int telemetry(ground *g) {
         return EXIT_BAD;
     }
     reply[n] = 0;
+    proto_printable((char *)reply + 3, (size_t)n - 3, 1); /* text from the link */
     fputs((char *)reply + 3, stdout);
     return 0;
 }
@@ -162,7 +164,12 @@ static int fetch(ground *g, image_in *in) {
     csp_node_send(&g->node, DIPP_NODE, DIPP_PORT_IMAGES, DIPP_PORT_IMAGES, msg, sizeof msg);
     csp_id id;
     size_t len;
-    while (csp_node_recv(&g->node, ground_ask_ms(g), &id, part, sizeof part, &len) == 1) {
+    /* a part kept begins the wait again (the parts of one ask come as a
+     * stream); a frame passed over does not: a stream of them (answers
+     * on other ports) held the command for as long as they came */
+    uint64_t end = plat_now_ms() + (uint64_t)ground_ask_ms(g), now;
+    while ((now = plat_now_ms()) < end &&
+           csp_node_recv(&g->node, (int)(end - now), &id, part, sizeof part, &len) == 1) {
         if (len < PART_HEAD || id.dport != DIPP_PORT_IMAGES || part[0] != 'I')
             continue;
         uint32_t pid = proto_get32(part + 1), p = proto_get16(part + 5);
@@ -178,6 +185,7 @@ static int fetch(ground *g, image_in *in) {
             continue;
         memcpy(in->bytes + (size_t)p * PART, part + PART_HEAD, len - PART_HEAD);
         in->have[p] = 1, in->got++;
+        end = plat_now_ms() + (uint64_t)ground_ask_ms(g);
         if (p + 1 == in->parts)
             in->len = (size_t)p * PART + len - PART_HEAD;
         if (in->got == in->parts)

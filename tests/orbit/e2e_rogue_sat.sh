@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# e2e_rogue_sat.sh DIPP ROGUE_SAT -- the ground against a node 162 that
+# answers with terminal escapes and a run record numbered 2^32 - 1
+# (rogue_sat.c): `dipp ground telemetry` and `proc log` print no escape
+# byte, and `proc log` ends instead of asking from record 0 again for
+# ever; `upload` and `images`, never answered but sent stale answers on
+# another port every 20 ms, end when their wait does. Every process is
+# bounded by `timeout`.
+set -u
+DIPP=$1 ROGUE=$2
+DIR=$(mktemp -d /tmp/dipp-rogue-XXXXXX)
+PID=
+cleanup() { [ -n "$PID" ] && kill "$PID" 2>/dev/null; wait 2>/dev/null; rm -rf "$DIR"; }
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; cat -v "$DIR/out" >&2 2>/dev/null; exit 1; }
+PORT=$((20000 + RANDOM % 11000))
+timeout 60 "$ROGUE" "$PORT" 50 >"$DIR/rogue.log" 2>&1 &
+PID=$!
+sleep 0.5
+g() { timeout 20 "$DIPP" ground --hub "$PORT" --timeout-ms 3000 --retry-ms 500 "$@" \
+      >"$DIR/out" 2>&1; rc=$?; }
+g telemetry
+[ $rc = 0 ] || fail "telemetry: exit $rc"
+grep -q "frames=1" "$DIR/out" || fail "telemetry: no answer"
+LC_ALL=C grep -q $'[\x01-\x09\x0b-\x1f\x7f]' "$DIR/out" && fail "telemetry printed a control byte"
+g proc log
+[ $rc = 124 ] && fail "proc log asked for ever"
+LC_ALL=C grep -q $'[\x01-\x09\x0b-\x1f\x7f]' "$DIR/out" && fail "proc log printed a control byte"
+"$DIPP" ground keygen "$DIR/k" >/dev/null 2>&1 || fail "keygen"
+head -c 5000 /dev/urandom > "$DIR/m.so"
+g upload --key "$DIR/k.key" --version 1 m "$DIR/m.so"
+[ $rc = 124 ] && fail "upload waited for ever under stale answers"
+grep -q "no answer" "$DIR/out" || fail "upload: not 'no answer'"
+mkdir "$DIR/img"
+g images --out "$DIR/img"
+[ $rc = 124 ] && fail "images waited for ever under stale answers"
+grep -q "no answer" "$DIR/out" || fail "images: not 'no answer'"
+echo "ok"
