@@ -16,7 +16,11 @@ fail() { echo "FAIL: $*" >&2; cat -v "$DIR/out" >&2 2>/dev/null; exit 1; }
 PORT=$((20000 + RANDOM % 11000))
 timeout 60 "$ROGUE" "$PORT" 50 >"$DIR/rogue.log" 2>&1 &
 PID=$!
-sleep 0.5
+# its hub is bound once it says so
+until grep -q "rogue_sat: hub" "$DIR/rogue.log" 2>/dev/null; do
+    kill -0 "$PID" 2>/dev/null || fail "rogue_sat did not start: $(cat "$DIR/rogue.log")"
+    sleep 0.05
+done
 g() { timeout 20 "$DIPP" ground --hub "$PORT" --timeout-ms 3000 --retry-ms 500 "$@" \
       >"$DIR/out" 2>&1; rc=$?; }
 g telemetry
