@@ -74,21 +74,29 @@ static void test_parse_hand_frames(void **s) {
     assert_int_equal(csp_parse(frame, 5, &id, &data, &len), -1);
 }
 
+/* A hub played by the test on loopback: *in gets every frame the node
+ * sends, what *out publishes reaches the node under its prefix, and n is
+ * the node opened on them. */
+static void test_hub_open(void *ctx, void **in, void **out, csp_node *n) {
+    char sub_ep[64], pub_ep[64];
+    size_t len = sizeof sub_ep;
+    *in = zmq_socket(ctx, ZMQ_SUB), *out = zmq_socket(ctx, ZMQ_PUB);
+    assert_int_equal(zmq_bind(*in, "tcp://127.0.0.1:*"), 0);
+    zmq_getsockopt(*in, ZMQ_LAST_ENDPOINT, sub_ep, &len);
+    len = sizeof pub_ep;
+    assert_int_equal(zmq_bind(*out, "tcp://127.0.0.1:*"), 0);
+    zmq_getsockopt(*out, ZMQ_LAST_ENDPOINT, pub_ep, &len);
+    zmq_setsockopt(*in, ZMQ_SUBSCRIBE, NULL, 0);
+    assert_int_equal(csp_node_open(n, GROUND_NODE, sub_ep, pub_ep, 0), 0);
+}
+
 /* A hub played by the test: it sees exactly the bytes a node sends, and
  * a frame it publishes reaches the node only under the node's prefix. */
 static void test_zmq_hub_framing(void **s) {
     (void)s;
-    void *ctx = zmq_ctx_new(), *in = zmq_socket(ctx, ZMQ_SUB), *out = zmq_socket(ctx, ZMQ_PUB);
-    char sub_ep[64], pub_ep[64];
-    size_t len = sizeof sub_ep;
-    assert_int_equal(zmq_bind(in, "tcp://127.0.0.1:*"), 0);
-    zmq_getsockopt(in, ZMQ_LAST_ENDPOINT, sub_ep, &len);
-    len = sizeof pub_ep;
-    assert_int_equal(zmq_bind(out, "tcp://127.0.0.1:*"), 0);
-    zmq_getsockopt(out, ZMQ_LAST_ENDPOINT, pub_ep, &len);
-    zmq_setsockopt(in, ZMQ_SUBSCRIBE, NULL, 0);
+    void *ctx = zmq_ctx_new(), *in, *out;
     csp_node n;
-    assert_int_equal(csp_node_open(&n, GROUND_NODE, sub_ep, pub_ep, 0), 0);
+    test_hub_open(ctx, &in, &out, &n);
     uint8_t got[64], frame[16], data[16];
     int r = -1;
     zmq_pollitem_t item = {in, 0, ZMQ_POLLIN, 0};
@@ -146,16 +154,9 @@ static long long now_ms(void) {
 
 static void test_recv_wait_bounded_under_noise(void **s) {
     (void)s;
-    void *ctx = zmq_ctx_new(), *in = zmq_socket(ctx, ZMQ_SUB), *out = zmq_socket(ctx, ZMQ_PUB);
-    char sub_ep[64], pub_ep[64];
-    size_t len = sizeof sub_ep;
-    assert_int_equal(zmq_bind(in, "tcp://127.0.0.1:*"), 0);
-    zmq_getsockopt(in, ZMQ_LAST_ENDPOINT, sub_ep, &len);
-    len = sizeof pub_ep;
-    assert_int_equal(zmq_bind(out, "tcp://127.0.0.1:*"), 0);
-    zmq_getsockopt(out, ZMQ_LAST_ENDPOINT, pub_ep, &len);
+    void *ctx = zmq_ctx_new(), *in, *out;
     csp_node n;
-    assert_int_equal(csp_node_open(&n, GROUND_NODE, sub_ep, pub_ep, 0), 0);
+    test_hub_open(ctx, &in, &out, &n);
     uint8_t to_me[8] = {0x80, 0x0A, 0x02, 0x88, 0x88, 0x40, 'o', 'k'}, data[16];
     csp_id id;
     size_t dlen;
