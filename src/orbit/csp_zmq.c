@@ -51,30 +51,26 @@ int csp_node_send(csp_node *n, uint16_t dst, uint8_t dport, uint8_t sport,
     return flen < 0 || zmq_send(n->pub, frame, (size_t)flen, 0) != flen ? -1 : 0;
 }
 
-/* What is left of a wait of timeout_ms (< 0: for ever) that ends at end:
- * each damaged frame waited the whole of it again, so a steady trickle of
- * them held the caller for as long as they came. */
-static int left_ms(int timeout_ms, uint64_t end) {
-    uint64_t now = plat_now_ms();
-    return timeout_ms < 0 ? -1 : now >= end ? 0 : (int)(end - now);
-}
-
 int csp_node_recv(csp_node *n, int timeout_ms, csp_id *id, uint8_t *data,
                   size_t cap, size_t *len) {
     uint8_t frame[CSP_HEADER_BYTES + CSP_MTU + 64];
     zmq_pollitem_t item = {n->sub, 0, ZMQ_POLLIN, 0};
     uint64_t end = plat_now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
-    for (;;) {
-        int rc = zmq_poll(&item, 1, left_ms(timeout_ms, end));
+    for (int wait = timeout_ms;;) {
+        int rc = zmq_poll(&item, 1, wait);
         if (rc <= 0)
             return rc < 0 ? -1 : 0;
         int flen = zmq_recv(n->sub, frame, sizeof frame, 0);
         const uint8_t *body;
-        if (flen < 0 || (size_t)flen > sizeof frame ||
-            csp_parse(frame, (size_t)flen, id, &body, len) || *len > cap)
-            continue; /* damaged on the way: as good as lost */
-        memcpy(data, body, *len);
-        return 1;
+        if (flen >= 0 && (size_t)flen <= sizeof frame &&
+            !csp_parse(frame, (size_t)flen, id, &body, len) && *len <= cap) {
+            memcpy(data, body, *len);
+            return 1;
+        }
+        /* damaged on the way, as good as lost: passed over within the
+         * wait, which ends even while such frames keep coming */
+        if (timeout_ms >= 0 && (wait = plat_ms_left(end)) == 0)
+            return 0;
     }
 }
 

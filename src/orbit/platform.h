@@ -16,6 +16,15 @@
 /* ---- time ---- */
 uint64_t plat_now_ms(void); /* monotonic */
 uint64_t plat_now_us(void); /* the same clock, in microseconds */
+/* Milliseconds from now to end, a plat_now_ms() time; 0 once past. A
+ * wait that passes over messages it does not want waits what is left
+ * of it, not its whole length again: else a stream of such messages
+ * (damaged frames, answers to other questions) held it for as long as
+ * they came. */
+static inline int plat_ms_left(uint64_t end) {
+    uint64_t now = plat_now_ms();
+    return now >= end ? 0 : (int)(end - now);
+}
 
 /* ---- files ---- */
 /* Every file the runtime keeps (slots, the update store) goes through

@@ -74,12 +74,6 @@ void proto_printable(char *text, size_t n, int lines) {
             text[k] = '?';
 }
 
-/* What is left of a wait that ends at end, in ms. */
-static int left_ms(uint64_t end) {
-    uint64_t now = plat_now_ms();
-    return now >= end ? 0 : (int)(end - now);
-}
-
 /* Asks (a manifest until one is answered, then a status query) and
  * waits up to io->timeout_ms for the answer to this very question: an
  * answer to another one does not begin the wait again, or a stream of
@@ -95,9 +89,13 @@ static int ask(const ground_io *io, const up_manifest *m, int answered,
         up_manifest_encode(m, msg + 3);
     if (io->send(io->ctx, msg, answered ? 3 : sizeof msg))
         return -1;
-    while (io->recv(io->ctx, left_ms(end), reply, sizeof reply, &len) == 1)
+    int wait = io->timeout_ms;
+    while (io->recv(io->ctx, wait, reply, sizeof reply, &len) == 1) {
         if (proto_status_parse(reply, len, st) == 0 && st->seq == seq)
             return 0;
+        if ((wait = plat_ms_left(end)) == 0)
+            return -1;
+    }
     return -1;
 }
 

@@ -429,6 +429,38 @@ static void test_ground_wait_bounded_by_stale_answers(void **state) {
     free(payload), free(mod);
 }
 
+/* Stale answers always waiting (a flood faster than the ground reads):
+ * the wait still ends when it is up, with most of them unread. Asked for
+ * what was left of the wait, 0 ms at the end, the ground was handed the
+ * next one at once, and so on for as long as they came. */
+static unsigned long flood_left;
+
+static int flood_recv(void *ctx, int timeout_ms, uint8_t *msg, size_t cap,
+                      size_t *len) {
+    (void)ctx, (void)timeout_ms, (void)cap;
+    if (!flood_left)
+        return 0;
+    flood_left--;
+    memset(msg, 0, 18);
+    msg[0] = 'S', msg[1] = 0xEE, msg[2] = 0xEE; /* never this upload's number */
+    *len = 18;
+    return 1;
+}
+
+static void test_ground_wait_ends_under_a_flood(void **state) {
+    (void)state;
+    test_key k = test_key_make(1);
+    uint8_t *mod = test_elf(3000, 1, NULL), *payload;
+    up_manifest m = test_manifest("debayer", 2, mod, 3000, NULL, 0, &k, &payload);
+    ground_io io = {stale_send, flood_recv, NULL, 20, 2, 1};
+    uint64_t sent;
+    proto_status last;
+    flood_left = 2000000000ul;
+    assert_int_equal(ground_upload(&io, &m, payload, &sent, &last), -1);
+    assert_true(flood_left > 1000000000ul);
+    free(payload), free(mod);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_resumed_across_passes_and_restart),
@@ -445,6 +477,7 @@ int main(void) {
         cmocka_unit_test(test_real_testrun),
         cmocka_unit_test(test_ground_gives_up_without_progress),
         cmocka_unit_test(test_ground_wait_bounded_by_stale_answers),
+        cmocka_unit_test(test_ground_wait_ends_under_a_flood),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

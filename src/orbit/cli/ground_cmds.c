@@ -115,13 +115,12 @@ static int io_recv(void *ctx, int timeout_ms, uint8_t *msg, size_t cap, size_t *
     ground *g = ctx;
     csp_id id;
     int got;
-    uint64_t end = plat_now_ms() + (uint64_t)timeout_ms, now;
+    uint64_t end = plat_now_ms() + (uint64_t)timeout_ms;
     while ((got = csp_node_recv(&g->node, timeout_ms, &id, msg, cap, len)) == 1) {
         if (id.dport == DIPP_PORT_UPLOAD)
             return 1;
-        if ((now = plat_now_ms()) >= end)
+        if ((timeout_ms = plat_ms_left(end)) == 0)
             return 0;
-        timeout_ms = (int)(end - now);
     }
     return got;
 }

@@ -167,9 +167,10 @@ static int fetch(ground *g, image_in *in) {
     /* a part kept begins the wait again (the parts of one ask come as a
      * stream); a frame passed over does not: a stream of them (answers
      * on other ports) held the command for as long as they came */
-    uint64_t end = plat_now_ms() + (uint64_t)ground_ask_ms(g), now;
-    while ((now = plat_now_ms()) < end &&
-           csp_node_recv(&g->node, (int)(end - now), &id, part, sizeof part, &len) == 1) {
+    uint64_t end = plat_now_ms() + (uint64_t)ground_ask_ms(g);
+    int left;
+    while ((left = plat_ms_left(end)) > 0 &&
+           csp_node_recv(&g->node, left, &id, part, sizeof part, &len) == 1) {
         if (len < PART_HEAD || id.dport != DIPP_PORT_IMAGES || part[0] != 'I')
             continue;
         uint32_t pid = proto_get32(part + 1), p = proto_get16(part + 5);
