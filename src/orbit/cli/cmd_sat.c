@@ -3,6 +3,7 @@
  * procedures), shoots and processes a camera frame at an interval, and
  * runs the DISH procedures on board on a simulated clock. */
 #define _GNU_SOURCE /* getopt_long */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,8 +101,11 @@ static int serve(sat *s, csp_node *n, const sat_opts *o) {
         asker a = {n, {0}};
         size_t len;
         int got = csp_node_recv(n, sat_idle_ms(s, 50), &a.id, msg, sizeof msg, &len);
-        if (got < 0 && !cli_stop)
+        if (got < 0 && !cli_stop) {
+            fprintf(stderr, "dipp sat: hub %u: receiving failed: %s\n",
+                    (unsigned)o->hub, strerror(errno));
             return EXIT_BAD;
+        }
         if (got == 1 && a.id.dst == DIPP_NODE)
             sat_handle(s, &a.id, msg, len, reply, &a);
         sat_step(s);
