@@ -93,8 +93,8 @@ static int ask(const ground_io *io, const up_manifest *m, int answered,
     while (io->recv(io->ctx, wait, reply, sizeof reply, &len) == 1) {
         if (proto_status_parse(reply, len, st) == 0 && st->seq == seq)
             return 0;
-        if ((wait = plat_ms_left(end)) == 0)
-            return -1;
+        if (io->timeout_ms >= 0 && (wait = plat_ms_left(end)) == 0)
+            return -1; /* < 0: for ever, as csp_node_recv's */
     }
     return -1;
 }
@@ -114,20 +114,23 @@ static int resend(const ground_io *io, const up_manifest *m, const uint8_t *payl
     return 0;
 }
 
-/* Whether the chunks missing on board fell since the last answer (in
- * *before, then this one's): a status that does not say so is no
- * progress, however it is answered. */
-static int progressed(const proto_status *st, uint32_t *before) {
-    int fell = st->missing < *before;
-    *before = st->missing;
-    return fell;
+/* Whether the chunks missing on board fell below the fewest any answer
+ * gave so far (*fewest, then updated): a status that does not say so is
+ * no progress, however it is answered. Measured against the last answer
+ * only, a count that went down and up by turns began the rounds anew at
+ * each fall, and held the upload for ever. */
+static int progressed(const proto_status *st, uint32_t *fewest) {
+    if (st->missing >= *fewest)
+        return 0;
+    *fewest = st->missing;
+    return 1;
 }
 
 int ground_upload(const ground_io *io, const up_manifest *m,
                   const uint8_t *payload, uint64_t *sent, proto_status *last) {
     uint16_t seq = io->first_seq;
-    unsigned unanswered = 0, stalled = 0;
-    uint32_t before = UINT32_MAX;
+    unsigned unanswered = 0, stalled = 0, restarts = 0;
+    uint32_t fewest = UINT32_MAX;
     int answered = 0;
     *sent = 0;
     memset(last, 0, sizeof *last);
@@ -139,12 +142,16 @@ int ground_upload(const ground_io *io, const up_manifest *m,
         unanswered = 0, answered = 1;
         if (last->code || last->installed)
             return (int)last->code;
-        stalled = progressed(last, &before) ? 0 : stalled + 1;
+        if (last->missing == 0) { /* a restart finished it, or a stale store */
+            if (++restarts > PROTO_STALL_RESTARTS)
+                return PROTO_STALLED;
+            answered = 0, stalled = 0, fewest = UINT32_MAX; /* counted anew */
+            continue;
+        }
+        stalled = progressed(last, &fewest) ? 0 : stalled + 1;
         if (stalled >= PROTO_STALL_ROUNDS)
             return PROTO_STALLED;
-        if (last->missing == 0) /* a restart finished it, or a stale store */
-            answered = 0;
-        else if (resend(io, m, payload, last, sent))
+        if (resend(io, m, payload, last, sent))
             return -1;
     }
     return -1;

@@ -82,13 +82,20 @@ typedef struct ground_io {
  * keeps nothing must not be resent to for ever, and 32 rounds of a
  * chunk all lost is past any link that answers at all. */
 #define PROTO_STALL_ROUNDS 32
+/* Times the board may answer "nothing missing" without installing (a
+ * restart finished it, or its store was stale: the manifest is sent
+ * again and the upload may start over) before ground_upload gives up:
+ * each such answer began the count of rounds anew, so a board that kept
+ * answering so, or so by turns with chunks missing, held it for ever. */
+#define PROTO_STALL_RESTARTS 4
 #define PROTO_STALLED (-2)
 
 /* Sends m and its payload until the satellite installs or refuses it:
  * the satellite's code (0 installed), -1 when it stopped answering, or
  * PROTO_STALLED when it answered PROTO_STALL_ROUNDS times in a row with
- * no fewer chunks missing (last: its last status). *sent counts the
- * chunk messages sent. */
+ * no fewer chunks missing than its fewest, or more than
+ * PROTO_STALL_RESTARTS times with none missing and nothing installed
+ * (last: its last status). *sent counts the chunk messages sent. */
 int ground_upload(const ground_io *io, const up_manifest *m,
                   const uint8_t *payload, uint64_t *sent, proto_status *last);
 

@@ -118,6 +118,18 @@ static up_result in_progress(const sat *s) {
     return r;
 }
 
+/* Whether a manifest is the one refused last, asked again (the answer
+ * was lost, or a restart gave it): its refusal's reason is answered. Not
+ * a chunk the board could not store of the upload still in progress:
+ * that manifest asked again resumes it, once the file system is back, or
+ * the version stayed blocked until the board restarted. */
+static int refused_again(const sat *s, const uint8_t *wire, size_t len) {
+    if (!s->last_done.code || len != UP_MANIFEST_BYTES ||
+        memcmp(wire, s->refused, UP_MANIFEST_BYTES))
+        return 0;
+    return !(s->up.idx.uploading && s->last_done.code == DIPP_E_UP_STORE);
+}
+
 static void on_update(sat *s, const uint8_t *msg, size_t len, uint8_t port,
                       sat_reply_fn reply, void *ctx) {
     uint8_t out[PROTO_STATUS_MAX];
@@ -137,8 +149,7 @@ static void on_update(sat *s, const uint8_t *msg, size_t len, uint8_t port,
         reply(ctx, port, out, proto_status_build(&s->up, &r, seq, out));
         return;
     }
-    if (msg[0] == 'M' && s->last_done.code && len - 3 == UP_MANIFEST_BYTES &&
-        !memcmp(msg + 3, s->refused, UP_MANIFEST_BYTES)) {
+    if (msg[0] == 'M' && refused_again(s, msg + 3, len - 3)) {
         /* the manifest refused last, asked again (the answer was lost, or
          * a restart gave it): its refusal's reason, not "a replay" */
         reply(ctx, port, out, proto_status_build(&s->up, &s->last_done, seq, out));

@@ -495,7 +495,19 @@ static void test_chunk_store_failure_answered(void **state) {
     assert_int_equal(proto_status_parse(answer_text, answer_len, &ps), 0);
     assert_int_equal(ps.code, DIPP_E_UP_STORE);
     assert_non_null(strstr(ps.detail, "upload.part"));
+    /* the disk back, the same command run again resumes the upload: its
+     * manifest was answered with the stored 1008 as a refusal, and the
+     * version stayed blocked until the board restarted (review) */
     faultfs_power_up();
+    ps = resend(&b, &m);
+    assert_int_equal(ps.code, 0);
+    uint32_t before = ps.missing;
+    sat_handle(&b, &id, msg, 1 + n, keep_answer, NULL);
+    answer_len = 0;
+    sat_handle(&b, &id, q, sizeof q, keep_answer, NULL);
+    assert_int_equal(proto_status_parse(answer_text, answer_len, &ps), 0);
+    assert_int_equal(ps.code, 0);
+    assert_int_equal(ps.missing, before - 1);
     free(payload), free(mod);
     faultfs_uninstall();
 }

@@ -345,9 +345,13 @@ static void test_real_testrun(void **s) {
  * or marks chunk 0 that never arrives. It once had ground_upload resend
  * and ask for ever, each answer taken as progress (found by answering
  * ground_upload's questions with such statuses). */
+enum { ONE, WOBBLE, NONE_BY_TURNS, NONE };
+
 typedef struct stuck_sat {
     unsigned answers; /* questions answered so far */
     int mark;         /* the bitmap marks chunk 0 */
+    int counts;       /* missing: 1 always, or by turns 1 and 2 (WOBBLE),
+                         0 and 2 (NONE_BY_TURNS), 0 always (NONE) */
     uint8_t seq[2];   /* the last question's number */
 } stuck_sat;
 
@@ -366,7 +370,8 @@ static int stuck_recv(void *ctx, int timeout_ms, uint8_t *msg, size_t cap, size_
     t->answers++;
     memset(msg, 0, 19);
     msg[0] = 'S', memcpy(msg + 1, t->seq, 2);
-    proto_put32(msg + 8, 1); /* missing */
+    static const uint32_t by_turns[][2] = {{1, 1}, {1, 2}, {0, 2}, {0, 0}};
+    proto_put32(msg + 8, by_turns[t->counts][t->answers & 1]); /* missing */
     proto_put16(msg + 16, t->mark ? 8 : 0);
     msg[18] = (uint8_t)t->mark;
     *len = t->mark ? 19 : 18;
@@ -379,12 +384,25 @@ static void test_ground_gives_up_without_progress(void **state) {
     uint8_t *mod = test_elf(3000, 1, NULL), *payload;
     up_manifest m = test_manifest("debayer", 2, mod, 3000, NULL, 0, &k, &payload);
     for (int mark = 0; mark < 2; mark++) {
-        stuck_sat t = {0, mark, {0, 0}};
+        stuck_sat t = {0, mark, ONE, {0, 0}};
         ground_io io = {stuck_send, stuck_recv, &t, 10, 3, 1};
         uint64_t sent;
         proto_status last;
         assert_int_equal(ground_upload(&io, &m, payload, &sent, &last), PROTO_STALLED);
         assert_true(t.answers <= PROTO_STALL_ROUNDS + 1);
+    }
+    /* a count that goes down and up again by turns is no progress
+     * either, nor is "none missing" answered again and again without an
+     * install: each fall from the last answer, or each manifest sent
+     * again, began the rounds anew, so such a board held the upload for
+     * ever (review) */
+    for (int counts = WOBBLE; counts <= NONE; counts++) {
+        stuck_sat t = {0, 0, counts, {0, 0}};
+        ground_io io = {stuck_send, stuck_recv, &t, 10, 3, 1};
+        uint64_t sent;
+        proto_status last;
+        assert_int_equal(ground_upload(&io, &m, payload, &sent, &last), PROTO_STALLED);
+        assert_true(t.answers <= PROTO_STALL_ROUNDS + 2 * PROTO_STALL_RESTARTS + 2);
     }
     free(payload), free(mod);
 }

@@ -50,11 +50,10 @@ static int answers(const csp_id *id, uint8_t port, const uint8_t *msg, size_t le
  * the wait. */
 static long await_answer(ground *g, uint64_t end, uint8_t port, const uint8_t *msg,
                          size_t len, uint8_t want, uint8_t *reply, size_t cap) {
-    uint64_t now;
-    while ((now = plat_now_ms()) < end) {
+    for (int left; (left = plat_ms_left(end)) > 0;) {
         csp_id id;
         size_t got;
-        if (csp_node_recv(&g->node, (int)(end - now), &id, reply, cap, &got) != 1)
+        if (csp_node_recv(&g->node, left, &id, reply, cap, &got) != 1)
             return -1;
         if (answers(&id, port, msg, len, want, reply, got))
             return (long)got;

@@ -119,8 +119,8 @@ static int io_recv(void *ctx, int timeout_ms, uint8_t *msg, size_t cap, size_t *
     while ((got = csp_node_recv(&g->node, timeout_ms, &id, msg, cap, len)) == 1) {
         if (id.dport == DIPP_PORT_UPLOAD)
             return 1;
-        if ((timeout_ms = plat_ms_left(end)) == 0)
-            return 0;
+        if (timeout_ms >= 0 && (timeout_ms = plat_ms_left(end)) == 0)
+            return 0; /* < 0: for ever, as csp_node_recv's */
     }
     return got;
 }
@@ -244,6 +244,10 @@ int ground_send_update(ground *g, const up_manifest *m, const uint8_t *payload,
     else if (code > 0)
         printf("%s v%u refused: error %u (%s)\n", m->name, m->version,
                dipp_error_number(code, 0, 0), dipp_code_name(code));
+    else if (code == PROTO_STALLED && st.missing == 0) /* answers, installs not */
+        printf("%s v%u: not installed: the board answered %d times that no chunk "
+               "was missing, without installing it\n", m->name, m->version,
+               PROTO_STALL_RESTARTS + 1);
     else if (code == PROTO_STALLED) /* it answers, but keeps none of them */
         printf("%s v%u: not installed: %u chunks still missing on board after %d "
                "rounds of resending them without one kept\n", m->name, m->version,
