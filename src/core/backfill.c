@@ -85,24 +85,21 @@ static uint64_t core_reserve(core_state *core, const core_job *head,
     uint64_t kept = core_feed_waits(core, head, now, NULL)
                         ? core_feed_gpus(core, head, CORE_ALL_GPUS)
                         : 0;
+    /* each GPU ranked once: a rank does not change as GPUs are kept */
+    gpu_rank rank[CORE_MAX_GPUS];
+    for (int g = 0; g < core->num_gpus; g++)
+        rank[g] = (gpu_rank){
+            .jobs = by_jobs ? (int)core->gpus[g].view.njobs : 0,
+            .pref = prefer >> g & 1,
+            .oldest_run =
+                by_jobs && by_age ? core_gpu_oldest_run(core, g, now) : 0,
+            .free_mib = core_gpu_free_now(&core->gpus[g], now),
+        };
     for (int k = __builtin_popcountll(kept); k < head->spec.num_gpus; k++) {
         int best = -1;
-        gpu_rank best_rank = {0, false, 0, 0};
         for (int g = 0; g < core->num_gpus; g++) {
-            core_gpu *gpu = &core->gpus[g];
-            if ((kept >> g & 1) || gpu->drained) continue;
-            gpu_rank rank = {
-                .jobs = by_jobs ? (int)gpu->view.njobs : 0,
-                .pref = prefer >> g & 1,
-                .oldest_run = by_jobs && by_age
-                                  ? core_gpu_oldest_run(core, g, now)
-                                  : 0,
-                .free_mib = core_gpu_free_now(gpu, now),
-            };
-            if (best < 0 || ranks_before(&rank, &best_rank)) {
-                best = g;
-                best_rank = rank;
-            }
+            if ((kept >> g & 1) || core->gpus[g].drained) continue;
+            if (best < 0 || ranks_before(&rank[g], &rank[best])) best = g;
         }
         if (best < 0) break;
         kept |= (uint64_t)1 << best;
