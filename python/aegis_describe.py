@@ -339,12 +339,28 @@ def _unused_entry(unused, warnings):
     return entry
 
 
+def _later_labels(example_input):
+    """Whether an argument after the first holds an integer or boolean
+    tensor (labels, masks), which other values change too."""
+    import aegis_record
+    if isinstance(example_input, dict):
+        later = list(example_input.values())[1:]
+    elif isinstance(example_input, tuple):
+        later = list(example_input[1:])
+    else:
+        return False
+    return any(not t.is_floating_point()
+               for t in aegis_record.tensors_in(later))
+
+
 def _record_other_values(module, example_input):
     """The pass on other values of every argument, and whether the later
-    arguments got them too; where the model rejects those (a later
-    argument it checks), the pass on other values of the first only."""
+    arguments got them too (none of them holds labels or masks: the first
+    alone did); where the model rejects those (a later argument it
+    checks), the pass on other values of the first only."""
     try:
-        return _record(module, _with_other_values(example_input)), True
+        return (_record(module, _with_other_values(example_input)),
+                _later_labels(example_input))
     except Exception:  # any failure of a forward we do not own
         first_only = _with_other_values(example_input, False)
         return _record(module, first_only), False

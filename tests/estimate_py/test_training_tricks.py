@@ -161,6 +161,8 @@ class ValueDependence(unittest.TestCase):
         self.assertGreater(saved_of(desc), 0)
         self.assertIn("the larger of the two passes is described",
                       " ".join(desc["warnings"]))
+        # no labels or masks to tell apart: no third pass
+        self.assertIn("2 passes", " ".join(desc["warnings"]))
 
 
 class Checkpointed(nn.Module):
