@@ -248,7 +248,7 @@ static int wait_check(lua_State *L, int status, lua_KContext k) {
         return 1;
     }
     h->mask = h->cond_mask;
-    h->next_poll = now + DISH_POLL_MS;
+    h->next_poll = dish_vm_next_second(&h->vm, now); /* as the VM */
     h->state = DISH_LUA_WAIT;
     return lua_yieldk(L, 0, 0, wait_check);
 }

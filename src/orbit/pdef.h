@@ -11,7 +11,10 @@
 
 #include "dipp_module.h"
 
-#define PDEF_MAX_STEPS 8
+/* Modules a pipeline, as the flight DIPP (src/include/dipp_config.h,
+ * MAX_MODULES 20): a pipeline the flight takes must not be refused here
+ * (it was 8). The 188 bytes bound it too: 20 short names fit. */
+#define PDEF_MAX_STEPS 20
 #define PDEF_MAX_BYTES 188 /* the flight system's parameter size */
 #define PDEF_PIPELINES 6   /* pipeline slots 1..6 */
 #define PDEF_CONFIGS 20    /* module-configuration slots 1..20 */

@@ -48,6 +48,9 @@ d ground upload --key "$DIR/k.key" --version 5000000000 copy "$TMODS/copy.so"
 has "--version 5000000000: not a number from 1 to 4000000000" err
 d ground --timeout-ms 0 ping; [ $rc = 2 ] || fail "--timeout-ms 0: $rc"
 has "--timeout-ms 0: not a number from 1 to 3600000" err
+# dipp run says the range too (it said "not a number in range")
+d run --modules "$DIR" --timeout-ms 0 x.yaml; [ $rc = 2 ] || fail "run --timeout-ms 0: $rc"
+has "dipp run: --timeout-ms 0: not a number from 1 to 3600000" err
 d link --ground 1 --sat 2 --speed 0; [ $rc = 2 ] || fail "--speed 0: $rc"
 has "--speed 0: not a number from 0.001 to 1000000" err
 d ground --help; has "dipp ground COMMAND --help" out

@@ -133,6 +133,30 @@ static void test_too_big_is_refused(void **s) {
     assert_non_null(strstr(err, "over the 188-byte parameter"));
 }
 
+/* The flight DIPP holds up to 20 modules a pipeline (discosat/DIPP
+ * src/include/dipp_config.h, MAX_MODULES): a 20-step pipeline of short
+ * names fits the 188 bytes and must be taken; a 21st step is refused,
+ * naming the field. */
+static void test_twenty_modules_as_the_flight(void **s) {
+    (void)s;
+    pdef d, back;
+    char err[256], text[2048] = "modules:\n";
+    uint8_t buf[PDEF_MAX_BYTES];
+    for (unsigned k = 0; k < 20; k++)
+        snprintf(text + strlen(text), sizeof text - strlen(text), "  - name: m%u\n", k);
+    if (parse(text, &d, err))
+        fail_msg("%s", err);
+    assert_int_equal(d.count, 20);
+    int n = pdef_encode(&d, buf, err, sizeof err);
+    if (n < 0)
+        fail_msg("%s", err);
+    assert_int_equal(pdef_decode(buf, (size_t)n, &back, err, sizeof err), 0);
+    assert_int_equal(back.count, 20);
+    strcat(text, "  - name: m20\n");
+    assert_int_equal(parse(text, &d, err), -1);
+    assert_non_null(strstr(err, "m.yaml:22:5: modules[20]: more than 20 modules"));
+}
+
 static void expect_error(const char *text, const char *where) {
     pdef d;
     char err[1024];
@@ -384,6 +408,7 @@ int main(void) {
         cmocka_unit_test(test_too_big_is_refused),
         cmocka_unit_test(test_errors_name_line_and_field),
         cmocka_unit_test(test_flight_yaml_named),
+        cmocka_unit_test(test_twenty_modules_as_the_flight),
         cmocka_unit_test(test_yaml_read_whole_or_refused),
         cmocka_unit_test(test_non_finite_refused),
         cmocka_unit_test(test_yaml_core_scalars),

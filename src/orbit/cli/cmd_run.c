@@ -49,13 +49,17 @@ static const struct option opts[] = {
     {NULL, 0, NULL, 0},
 };
 
-static int number(const char *s, unsigned lo, unsigned hi, unsigned *v) {
+/* s as a whole number lo..hi into *v; else -1, saying the range as the
+ * other commands do (it said only "not a number in range"). */
+static int number(const char *what, const char *s, unsigned lo, unsigned hi, unsigned *v) {
     char *end;
     unsigned long x = strtoul(s, &end, 10);
-    if (!*s || *end || x < lo || x > hi)
-        return -1;
-    *v = (unsigned)x;
-    return 0;
+    if (*s && !*end && x >= lo && x <= hi) {
+        *v = (unsigned)x;
+        return 0;
+    }
+    fprintf(stderr, "dipp run: %s %s: not a number from %u to %u\n", what, s, lo, hi);
+    return -1;
 }
 
 static int parse(int argc, char **argv, run_opts *o) {
@@ -70,13 +74,11 @@ static int parse(int argc, char **argv, run_opts *o) {
             : ch == 'm' ? (o->modules = optarg, 0)
             : ch == 'o' ? (o->out = optarg, 0)
             : ch == 'S' ? (o->store = optarg, 0)
-            : ch == 'f' ? number(optarg, 1, 1000000, &o->frames)
-            : ch == 's' ? number(optarg, 2, 16384, &o->size)
-            : ch == 'e' ? number(optarg, 0, 4000000000u, &o->seed)
-            : ch == 't' ? number(optarg, 1, 3600000, &ms)
-                        : number(optarg, 1, 1u << 20, &mib);
-        if (bad && ch != '?')
-            fprintf(stderr, "dipp run: %s %s: not a number in range\n", what, optarg);
+            : ch == 'f' ? number(what, optarg, 1, 1000000, &o->frames)
+            : ch == 's' ? number(what, optarg, 2, 16384, &o->size)
+            : ch == 'e' ? number(what, optarg, 0, 4000000000u, &o->seed)
+            : ch == 't' ? number(what, optarg, 1, 3600000, &ms)
+                        : number(what, optarg, 1, 1u << 20, &mib);
     }
     o->lim = (plat_limits){ms, (uint64_t)mib << 20};
     if (!bad && (!o->modules || (optind == argc && !o->store))) {

@@ -42,6 +42,15 @@ int64_t dish_vm_clock(const dish_vm *vm) {
     return local_now(vm) + vm->offset_ms;
 }
 
+/* A wait on the clock re-checks as the second it may wait for begins: a
+ * re-check DISH_POLL_MS after the wait began woke it up to a second late
+ * (the flight's block re-checks every 250 ms; at 7 km/s a second is 7 km
+ * of ground track). */
+int64_t dish_vm_next_second(const dish_vm *vm, int64_t now) {
+    int64_t into = (now + vm->offset_ms) % DISH_POLL_MS;
+    return now + DISH_POLL_MS - (into < 0 ? into + DISH_POLL_MS : into);
+}
+
 int64_t dish_vm_clock_bound(const dish_vm *vm) {
     if (!vm->synced)
         return -1;
@@ -232,7 +241,7 @@ static flow do_wait(dish_vm *vm, dish_run *r, const uint8_t *o, int32_t cond) {
     }
     top_frame(r)->pc = dish_get16(o);
     r->mask = o[4];
-    r->next_poll = now + DISH_POLL_MS;
+    r->next_poll = dish_vm_next_second(vm, now);
     r->state = DISH_R_WAIT;
     return YIELD;
 }

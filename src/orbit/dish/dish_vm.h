@@ -13,7 +13,7 @@
 #include "dish_verify.h"
 
 #define DISH_BUDGET 2000  /* instructions a run executes before others go */
-#define DISH_POLL_MS 1000 /* re-check of a wait on the clock (no event for it) */
+#define DISH_POLL_MS 1000 /* a wait on the clock re-checks as each second turns */
 #define DISH_DRIFT_REPORT_MS 50 /* a correction this large is reported */
 #define DISH_DRIFT_PPM 100      /* the local clock's worst drift, for the bound */
 
@@ -126,6 +126,9 @@ int dish_vm_run(dish_vm *vm, int64_t until_ms);
 int dish_vm_alive(const dish_vm *vm);
 /* The runtime's clock in ms: GNSS time once a fix set it, else local. */
 int64_t dish_vm_clock(const dish_vm *vm);
+/* The local time (ms) at which the clock's second, what `now` reads,
+ * next turns after local time now: when a wait on the clock re-checks. */
+int64_t dish_vm_next_second(const dish_vm *vm, int64_t now);
 /* How far the clock may be off now: 0 right after a fix, growing with
  * DISH_DRIFT_PPM while there is none; -1 before the first fix. */
 int64_t dish_vm_clock_bound(const dish_vm *vm);

@@ -337,6 +337,25 @@ static void waits_follow_the_clock(void **state) {
 /* `sleep until` a time years away sleeps DISH_MAX_WAIT_S (7 days) at
  * most, as a relative sleep does: such a run held its place among the
  * runs for good. */
+/* A wait on the clock wakes when the second it waits for begins, not up
+ * to a second later: the flight's block re-checks every 250 ms
+ * (csp_proc MIN_PROC_BLOCK_PERIOD_MS), and at 7 km/s a second late is a
+ * capture 7 km off. The run starts 700 ms into a second; the polls each
+ * DISH_POLL_MS from then woke it at 5.7 s. */
+static void clock_wait_wakes_as_the_second_turns(void **state) {
+    (void)state;
+    bench_init(&b);
+    b.sim.fix_after_ms = 1000000000; /* no fix: the local clock alone */
+    b.sim.local_ms = 700;
+    assert_int_equal(run_src(&b, "proc p() { wait now >= 5 within 60 else { return -1 }\n"
+                                 "tm(1, now)\n return 0 }", NULL, 0, 60), 0);
+    const dish_tlm *t = dish_sim_find(&b.sim, DISH_TLM_USER, 1);
+    assert_non_null(t);
+    print_message("woke at %lld ms\n", (long long)t->t_ms);
+    assert_int_equal(t->value, 5);
+    assert_true(t->t_ms >= 5000 && t->t_ms < 5000 + 250);
+}
+
 static void sleep_until_capped(void **state) {
     (void)state;
     bench_init(&b);
@@ -379,6 +398,7 @@ int main(void) {
         cmocka_unit_test(counted_loops_and_break),
         cmocka_unit_test(calls),
         cmocka_unit_test(waits_follow_the_clock),
+        cmocka_unit_test(clock_wait_wakes_as_the_second_turns),
         cmocka_unit_test(sleep_until_capped),
         cmocka_unit_test(wait_timeout_and_events),
     };
