@@ -106,28 +106,31 @@ static int already_active(const sat *s, const uint8_t *wire, size_t len,
     return 1;
 }
 
+/* Whether the upload in progress could not store a chunk (its file
+ * system failed): that is its outcome so far, but not a refusal. */
+static int store_failed(const sat *s) {
+    return s->up.idx.uploading && s->last_done.code == DIPP_E_UP_STORE;
+}
+
 /* What a status question gets while an upload is in progress: a chunk
- * the board could not store since its manifest (its file system failed)
- * and why, else nothing wrong. Told only "missing", the ground resent
- * that chunk for ever. */
+ * the board could not store since its manifest, and why, else nothing
+ * wrong. Told only "missing", the ground resent that chunk for ever. */
 static up_result in_progress(const sat *s) {
     up_result r;
     memset(&r, 0, sizeof r);
-    if (s->last_done.code == DIPP_E_UP_STORE)
+    if (store_failed(s))
         r = s->last_done;
     return r;
 }
 
 /* Whether a manifest is the one refused last, asked again (the answer
  * was lost, or a restart gave it): its refusal's reason is answered. Not
- * a chunk the board could not store of the upload still in progress:
- * that manifest asked again resumes it, once the file system is back, or
- * the version stayed blocked until the board restarted. */
+ * that of an upload whose chunk could not be stored: asked again, it
+ * resumes once the file system is back, or the version stayed blocked
+ * until the board restarted. */
 static int refused_again(const sat *s, const uint8_t *wire, size_t len) {
-    if (!s->last_done.code || len != UP_MANIFEST_BYTES ||
-        memcmp(wire, s->refused, UP_MANIFEST_BYTES))
-        return 0;
-    return !(s->up.idx.uploading && s->last_done.code == DIPP_E_UP_STORE);
+    return s->last_done.code && len == UP_MANIFEST_BYTES &&
+           !memcmp(wire, s->refused, UP_MANIFEST_BYTES) && !store_failed(s);
 }
 
 static void on_update(sat *s, const uint8_t *msg, size_t len, uint8_t port,
