@@ -395,17 +395,18 @@ def _layers_on_cpu(module, example_input, warnings, why):
     cpu_input = _map_tensors(example_input, lambda t: t.to("cpu"))
     result = _record(module, cpu_input)
     other, all_changed = _record_other_values(module, cpu_input)
+    differs = other[0] != result[0]
     first = None
-    if other[0] != result[0]:
+    if differs:
         first = _differs_in_first(module, cpu_input, result, other,
                                   all_changed)
-    passes = 3 if other[0] != result[0] and all_changed else 2
+    passes = 3 if differs and all_changed else 2
     samples = _first_argument(cpu_input)
     batch = samples.shape[0] if hasattr(samples, "shape") else 1
     warnings.append("described by a forward pass on the CPU with batch %d "
                     "(%.1f s, %d passes: the example and other values), %s"
                     % (batch, time.monotonic() - started, passes, why))
-    if other[0] == result[0]:
+    if not differs:
         return result
     if first is None:
         warnings.append(
