@@ -321,7 +321,8 @@ PY
 # and one of 200 KB nested 100,000 deep at the 65th level (parsing took
 # 30 s). One nested 64 deep (the top mapping counts) is parsed. One of 36
 # KB whose aliases repeat a job of 4,096 words 6,000 times (2 GiB and
-# more, read as it stood) is refused once it has read a million nodes.
+# more, read as it stood) is refused once it has read a million nodes, and
+# so is a model description of 42 MB that a spec names, by its size.
 case_input_spec_limits() {
     start
     cd "$DIR/work"
@@ -337,6 +338,12 @@ PY
     submit_refused "ok.yaml:2: x: unknown key" ok.yaml
     refused_small alias.yaml \
         "alias.yaml:1: command: the spec expands to more than 1000000 nodes"
+    # a model description a spec names is held to the spec's size: one of
+    # 40 MB took 828 MB and 4 s to parse before it was refused
+    python3 -c "open('big.json', 'w').write('{\"x\": [' + '1, ' * 14000000 + '1]}')"
+    printf 'command: "true"\nmodel: big.json\n' > model.yaml
+    refused_small model.yaml \
+        "big.json: a model description may hold 16777216 bytes (16 MiB) at most"
     # an --array file within the same size, read as far as that (a file
     # without end took all memory), and a folder is no file of commands
     submit_refused "/dev/zero: a spec or array file may hold" --array /dev/zero
