@@ -5,6 +5,7 @@
 #include "client.h"
 
 #include "cli.h"
+#include "text_safe.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -152,7 +153,29 @@ int client_options(const char *cmd, int argc, char **argv, const char *help,
     return client_operands(cmd, argc, argv, min_args, max_args);
 }
 
+/* Another user's text (a name stored before names were checked, a
+ * directory, a notifier's command) reaches root's terminal in --json
+ * too: each character a terminal would act on (text_safe.h) is written
+ * as its \uXXXX escape, so the JSON reads back the same. jansson has
+ * escaped C0 already; it writes C1 controls and bidirectional marks raw
+ * and those appear only inside strings. */
 void client_print_json(json_t *v) {
-    json_dumpf(v, stdout, JSON_COMPACT);
+    char *text = json_dumps(v, JSON_COMPACT);
+    if (!text) {
+        fprintf(stderr, "aegis: out of memory writing JSON\n");
+        return;
+    }
+    const char *run = text;
+    for (const char *s = text; *s;) {
+        size_t len = text_char_len(s);
+        if (text_is_control(s, len)) {
+            fwrite(run, 1, (size_t)(s - run), stdout);
+            printf("\\u%04lx", text_code_point(s, len));
+            run = s + len;
+        }
+        s += len;
+    }
+    fputs(run, stdout);
     putchar('\n');
+    free(text);
 }

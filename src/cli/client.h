@@ -139,7 +139,8 @@ int client_options(const char *cmd, int argc, char **argv, const char *help,
  * spaces, into line; "-" when the command is not shown (NULL). */
 void client_cmd_line(json_t *cmd, char *line, size_t size);
 
-/* Prints a JSON value on one line (--json output). */
+/* Prints a JSON value on one line (--json output), what a terminal would
+ * act on escaped (text_safe.h). */
 void client_print_json(json_t *v);
 
 /* A job id argument: prints "aegis CMD: ..." and returns -1 when bad. */

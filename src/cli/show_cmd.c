@@ -181,9 +181,9 @@ static void show_text(json_t *job) {
     }
     json_t *notify = json_object_get(job, "notify"); /* its owner's eyes */
     if (json_is_string(notify))
-        printf("%-10s %s\n", "notify", json_string_length(notify)
-                                           ? json_string_value(notify)
-                                           : "none (--notify '')");
+        show_item("notify", json_string_length(notify)
+                                ? json_string_value(notify)
+                                : "none (--notify '')");
     printf("%-10s %lld\n", "gpus", (long long)job_num(job, "gpus"));
     if (job_num(job, "nice")) printf("%-10s %lld\n", "nice", (long long)job_num(job, "nice"));
     json_t *mem = json_object_get(job, "mem_mib");
@@ -196,8 +196,8 @@ static void show_text(json_t *job) {
                (long long)job_num(dep, "id"));
     json_t *meta = json_object_get(job, "meta");
     if (json_is_object(meta)) {
-        char *text = json_dumps(meta, JSON_COMPACT);
-        printf("%-10s %s\n", "meta", text ? text : "?");
+        char *text = json_dumps(meta, JSON_COMPACT); /* the user's keys too */
+        show_item("meta", text ? text : "?");
         free(text);
     }
     show_time("submitted", json_object_get(job, "submitted"));

@@ -1,10 +1,11 @@
 /* text_safe.h -- what a terminal would act on rather than show, in text
  * another user wrote (a job's name or command): C0 and C1 controls, DEL,
  * bytes that start no UTF-8 character, and the bidirectional marks,
- * overrides and isolates (U+200E, U+200F, U+202A..U+202E, U+2066..U+2069)
- * that reorder what follows them on screen. aegisd refuses them in a
- * job's name (proto.c); aegis shows each one already stored as '?' (ls,
- * show, report, top). Pure: no OS header, no allocation. */
+ * overrides and isolates (U+061C, U+200E, U+200F, U+202A..U+202E,
+ * U+2066..U+2069) that reorder what follows them on screen. aegisd
+ * refuses them in a job's name (proto.c); aegis shows each one already
+ * stored as '?' (ls, show, report, top), and as its \uXXXX escape in
+ * --json (text_code_point). Pure: no OS header, no allocation. */
 #ifndef AEGIS_TEXT_SAFE_H
 #define AEGIS_TEXT_SAFE_H
 
@@ -17,6 +18,10 @@ size_t text_char_len(const char *s);
 /* Whether the character of len bytes at s (text_char_len) is one a
  * terminal would act on. */
 bool text_is_control(const char *s, size_t len);
+
+/* The code point of the character of len bytes at s (text_char_len, at
+ * most 3 bytes long); a byte that starts none, its own value. */
+unsigned long text_code_point(const char *s, size_t len);
 
 /* src into dst (size bytes, NUL included), each such character as '?',
  * cut at a character's end when it does not fit. */

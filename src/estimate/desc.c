@@ -240,9 +240,12 @@ bad:
     return NULL;
 }
 
-/* The most of a description file that is read: a file without end
- * (/dev/zero, a pipe that never closes) stops here. */
-#define DESC_READ_MAX ((size_t)1 << 30)
+/* The most a description file may hold, as a job spec (which names one
+ * in model:) may: a file without end (/dev/zero, a pipe that never
+ * closes) stops here, and a huge one is refused before jansson takes
+ * twenty times its size to parse it. The largest of data/models holds
+ * 60 KB. */
+#define DESC_READ_MAX ((size_t)16 << 20)
 
 /* read_file()'s *nul when the file holds no NUL byte. */
 #define NUL_NONE SIZE_MAX
@@ -264,13 +267,13 @@ static char *read_file(const char *path, size_t *len, size_t *nul) {
         const char *at = memchr(buf + *len, '\0', got);
         if (at) *nul = (size_t)(at - buf);
         *len += got;
-        if (*len < cap || at) break;
-        if (cap >= DESC_READ_MAX) {
+        if (*len > DESC_READ_MAX && !at) {
             free(buf);
             fclose(fp);
             errno = EFBIG;
             return NULL;
         }
+        if (*len < cap || at) break;
         char *bigger = realloc(buf, cap * 2);
         if (!bigger) {
             free(buf);
@@ -293,10 +296,12 @@ static char *read_file(const char *path, size_t *len, size_t *nul) {
 est_desc *est_desc_load(const char *path, char *err, size_t errlen) {
     size_t len, nul;
     char *text = read_file(path, &len, &nul);
-    if (!text) {
+    if (!text && errno == EFBIG)
+        fail(err, errlen, "%s: a model description may hold %zu bytes (%zu "
+             "MiB) at most", path, DESC_READ_MAX, DESC_READ_MAX >> 20);
+    else if (!text)
         fail(err, errlen, "%s: cannot read: %s", path, strerror(errno));
-        return NULL;
-    }
+    if (!text) return NULL;
     if (nul != NUL_NONE) {
         fail(err, errlen, "%s: a NUL byte at offset %zu: binary, not JSON",
              path, nul);

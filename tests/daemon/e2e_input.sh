@@ -264,6 +264,45 @@ PY
     done
 }
 
+# Whether file $1 holds, raw, what a terminal would act on: ESC, a C1
+# control (U+0080..U+009F) or a bidirectional mark, override or isolate
+# (U+061C, U+200E, U+200F, U+202A..U+202E, U+2066..U+2069).
+raw_controls() {
+    LC_ALL=C grep -q $'\x1b\|\xc2[\x80-\x9f]\|\xd8\x9c\|\xe2\x80[\x8e\x8f\xaa-\xae]\|\xe2\x81[\xa6-\xa9]' "$1"
+}
+
+# Every other text of another user's job that reaches root's terminal is
+# made safe as its name is: its directory, notifier, -o path and the
+# estimates or profile of an AEGIS spec (keys and values), in show and in
+# every --json (there as \u escapes: the same JSON once read). An Arabic
+# letter mark (U+061C), a bidirectional mark as U+200E is, is refused in
+# a name.
+case_input_others_text() {
+    needs_root
+    start
+    cd "$DIR/work"
+    submit_refused "bidirectional overrides, isolates and marks are not allowed" \
+        --name $'a\xd8\x9cb' -- true
+    local bad=$'\xc2\x9b31m\xe2\x80\xae\xd8\x9c'
+    mkdir -m 777 "d$bad" && cd "d$bad" || fail mkdir
+    printf 'version: 1\njob:\n  command: sleep 120\nprofile:\n  "k\\u009b2J": "v\\u202ex\\u009b31m"\n' > spec.yaml
+    id=$(as nobody "$AEGIS" submit --notify "echo $bad" -o "o$bad%j" spec.yaml) ||
+        fail "submit: $id"
+    cd "$DIR/work"
+    for args in "show $id" "show --json $id" "ls --all --json" "report --since 0 --json"; do
+        "$AEGIS" $args > out.txt || fail "aegis $args"
+        raw_controls out.txt && fail "aegis $args: raw controls: $(cat -v out.txt)"
+    done
+    "$AEGIS" show --json "$id" | pyjson "
+bad = '\x9b31m\u202e\u061c'
+assert d['cwd'].endswith('/d' + bad) and d['notify'] == 'echo ' + bad, d
+assert d['stdout_path'] == 'o' + bad + '%j', d
+assert d['meta'] == {'profile': {'k\x9b2J': 'v\u202ex\x9b31m'}}, d['meta']" ||
+        fail "the JSON does not read back the same: $("$AEGIS" show --json "$id")"
+    "$AEGIS" show "$id" | grep -qF "notify     echo ?31m??" ||
+        fail "show: $("$AEGIS" show "$id" | cat -v)"
+}
+
 # `aegis submit SPEC` exits 2 saying $2, its peak memory (RSS) under 256
 # MiB: a measure, unlike a ulimit, that a sanitizer's shadow memory keeps.
 refused_small() {
@@ -282,7 +321,8 @@ PY
 # and one of 200 KB nested 100,000 deep at the 65th level (parsing took
 # 30 s). One nested 64 deep (the top mapping counts) is parsed. One of 36
 # KB whose aliases repeat a job of 4,096 words 6,000 times (2 GiB and
-# more, read as it stood) is refused once it has read a million nodes.
+# more, read as it stood) is refused once it has read a million nodes, and
+# so is a model description of 42 MB that a spec names, by its size.
 case_input_spec_limits() {
     start
     cd "$DIR/work"
@@ -298,6 +338,12 @@ PY
     submit_refused "ok.yaml:2: x: unknown key" ok.yaml
     refused_small alias.yaml \
         "alias.yaml:1: command: the spec expands to more than 1000000 nodes"
+    # a model description a spec names is held to the spec's size: one of
+    # 40 MB took 828 MB and 4 s to parse before it was refused
+    python3 -c "open('big.json', 'w').write('{\"x\": [' + '1, ' * 14000000 + '1]}')"
+    printf 'command: "true"\nmodel: big.json\n' > model.yaml
+    refused_small model.yaml \
+        "big.json: a model description may hold 16777216 bytes (16 MiB) at most"
     # an --array file within the same size, read as far as that (a file
     # without end took all memory), and a folder is no file of commands
     submit_refused "/dev/zero: a spec or array file may hold" --array /dev/zero
