@@ -648,6 +648,23 @@ job_columns_bad)
         "t.csv:2: field 'time_limit_s': -5 is outside \[0, 31536000\]"
     bad 'submit_time_s,workload,time_limit_s\n0,'$W',1e9' \
         "t.csv:2: field 'time_limit_s': 1e9 is outside" ;;
+catalog_bad)
+    # A catalog's faults are named with the file and line like a trace's:
+    # a name listed twice names both lines, a missing column line 1, and
+    # a name that is not UTF-8 text is refused, as it would reach --json
+    # and --timeline as bytes no JSON or SVG reader takes.
+    printf '%s\n0,w1\n' $HEAD >"$TMP/t.csv"
+    cols=name,num_gpus,solo_duration_s,peak_memory_mib
+    printf '%s\nw1,1,100,1000\n# two\nw2,1,100,1000\nw1,1,200,1000\n' $cols >"$TMP/c.csv"
+    expect_bad "$TMP/t.csv" "c.csv:5: field 'name': workload 'w1' is listed twice (line 2)" \
+        --catalog "$TMP/c.csv"
+    printf 'name,num_gpus,solo_duration_s\nw1,1,100\n' >"$TMP/c.csv"
+    expect_bad "$TMP/t.csv" "c.csv:1: missing column 'peak_memory_mib'" --catalog "$TMP/c.csv"
+    printf '%s\nw\377,1,100,1000\n' $cols >"$TMP/c.csv"
+    printf '%s\n0,w\377\n' $HEAD >"$TMP/u.csv"
+    expect_bad "$TMP/u.csv" "c.csv:2: field 'name': not UTF-8 text" --catalog "$TMP/c.csv"
+    printf '%s\nw\001,1,100,1000\n' $cols >"$TMP/c.csv"
+    expect_bad "$TMP/t.csv" "c.csv:2: field 'name': control character 0x01" --catalog "$TMP/c.csv" ;;
 sacct_recipe)
     # docs/simulator.md's recipe: sacct --parsable2 output to a trace, and
     # that trace replayed under every policy.
