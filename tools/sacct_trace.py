@@ -15,10 +15,12 @@ columns"):
     job_index      JobIDRaw of the job's own line (no '.' in it)
     submit_time_s  Submit, in seconds after the earliest Submit kept
     user           User
-    num_gpus       gres/gpu=N of AllocTRES
+    num_gpus       gres/gpu=N of AllocTRES; where the site tracks GPUs by
+                   type only (gres/gpu:a100=N, no gres/gpu), the sum of those
     duration_s     ElapsedRaw
     time_limit_s   TimelimitRaw (minutes) x 60; empty when not a number
-                   (UNLIMITED, Partition_Limit)
+                   (UNLIMITED, Partition_Limit) or over a year, the longest
+                   limit the simulator takes (aegisd's --time bound)
     mem_mib        gres/aegis_mem=N of ReqTRES (the job's --aegis-mem, as
                    cli_filter.lua asks Slurm for it) / num_gpus; empty
                    without it
@@ -36,6 +38,9 @@ import argparse, csv, datetime, math, sys
 
 FIELDS = ("JobIDRaw", "User", "Submit", "ElapsedRaw", "TimelimitRaw",
           "AllocTRES", "ReqTRES", "TRESUsageInMax", "TotalCPU")
+# The longest time_limit_s a trace may hold (TRACE_MAX_LIMIT_S, src/sim/
+# trace.h): a year. A longer limit is none to a replay.
+MAX_LIMIT_S = 365 * 86400
 UNITS = {"": 1, "K": 2 ** 10, "M": 2 ** 20, "G": 2 ** 30, "T": 2 ** 40, "P": 2 ** 50}
 
 
@@ -50,6 +55,17 @@ def tres(text, name):
         if key == name:
             return value
     return None
+
+
+def gpu_count(text, where):
+    """The GPUs of an AllocTRES list: gres/gpu=N, or where a site tracks
+    them by type only (gres/gpu:a100=N, ...), the sum of the types."""
+    untyped = tres(text, "gres/gpu")
+    if untyped is not None:
+        return whole(untyped, where, "gres/gpu")
+    return sum(whole(value, where, key)
+               for key, _, value in (p.partition("=") for p in text.split(","))
+               if key.startswith("gres/gpu:"))
 
 
 def size_bytes(value, where):
@@ -132,18 +148,18 @@ def read_rows(f, name):
 
 def job_of(row, where):
     """The trace figures of a job's own line, or None for one left out."""
-    gpus = whole(tres(row["AllocTRES"], "gres/gpu") or "0", where, "gres/gpu")
+    gpus = gpu_count(row["AllocTRES"], where)
     elapsed = number(row["ElapsedRaw"] or "0", where, "ElapsedRaw")
     if gpus == 0 or elapsed == 0:
         return None
     whole(row["JobIDRaw"], where, "JobIDRaw")
     limit = row["TimelimitRaw"]
+    limit_s = number(limit, where, "TimelimitRaw") * 60 if limit.isdigit() else None
     mem = tres(row["ReqTRES"], "gres/aegis_mem")
     return {"job_index": row["JobIDRaw"], "submit": submit_time(row["Submit"], where),
             "user": row["User"],
             "num_gpus": gpus, "duration_s": elapsed,
-            "time_limit_s": number(limit, where, "TimelimitRaw") * 60
-            if limit.isdigit() else None,
+            "time_limit_s": limit_s if limit_s and limit_s <= MAX_LIMIT_S else None,
             "mem_mib": number(mem, where, "gres/aegis_mem") / gpus if mem else None,
             "load_cpus": cpu_seconds(row["TotalCPU"], where) / elapsed
             if row["TotalCPU"] else None,
@@ -172,6 +188,12 @@ def fmt(value):
     return "" if value is None else f"{value:.6g}"
 
 
+def seconds(value):
+    """A time as sacct gives it, whole seconds, written whole: six
+    significant digits made a month's 2,000,001 s '2e+06'."""
+    return "" if value is None else f"{value:.15g}"
+
+
 def write_trace(jobs, out):
     start = min(j["submit"] for j in jobs)
     w = csv.writer(out, lineterminator="\n")
@@ -179,9 +201,9 @@ def write_trace(jobs, out):
                 "time_limit_s", "mem_mib", "peak_mib", "load_cpus"])
     for j in sorted(jobs, key=lambda j: (j["submit"], int(j["job_index"]))):
         peak = j["peak_bytes"] and j["peak_bytes"] / 2 ** 20 / j["num_gpus"]
-        w.writerow([j["job_index"], fmt((j["submit"] - start).total_seconds()),
+        w.writerow([j["job_index"], seconds((j["submit"] - start).total_seconds()),
                     j["user"], j["num_gpus"],
-                    fmt(j["duration_s"]), fmt(j["time_limit_s"]), fmt(j["mem_mib"]),
+                    seconds(j["duration_s"]), seconds(j["time_limit_s"]), fmt(j["mem_mib"]),
                     fmt(peak), fmt(j["load_cpus"])])
 
 

@@ -695,6 +695,28 @@ for p in runs:
     assert set(status.values()) == {"done"}, p["policy"]
     assert {j["user"] for j in p["jobs"]} == {"alice", "bob", "erin"}
 PY
+    # sacct as other sites print it: a month-long window (offsets and
+    # runs past 10^6 s written whole, not to 6 digits: 2000001 and
+    # 2000002 were both 2e+06), a limit past the simulator's year (none),
+    # and GPUs tracked by type only (AccountingStorageTRES=gres/gpu:a100,
+    # no gres/gpu: the job was left out as if it held no GPU)
+    h='JobIDRaw|User|Submit|ElapsedRaw|TimelimitRaw|AllocTRES|ReqTRES|TRESUsageInMax|TotalCPU'
+    printf '%s\n' "$h" \
+        '5|a|2026-06-01T00:00:00|1234567|20577|gres/gpu=1|gres/aegis_mem=900||1:00' \
+        '6|a|2026-06-24T03:33:21|60|600000|gres/gpu=1|gres/aegis_mem=900||1:00' \
+        '7|a|2026-06-24T03:33:22|60|UNLIMITED|cpu=2,gres/gpu:a100=2,gres/gpu:v100=1|gres/aegis_mem=900||1:00' \
+        >"$TMP/long.txt"
+    python3 "$SRC/tools/sacct_trace.py" "$TMP/long.txt" >"$TMP/long.csv" ||
+        fail "long window: exit $?"
+    cat >"$TMP/want.csv" <<'CSV'
+job_index,submit_time_s,user,num_gpus,duration_s,time_limit_s,mem_mib,peak_mib,load_cpus
+5,0,a,1,1234567,1234620,900,,4.86e-05
+6,2000001,a,1,60,,900,,1
+7,2000002,a,3,60,,300,,1
+CSV
+    cmp -s "$TMP/want.csv" "$TMP/long.csv" || { diff "$TMP/want.csv" "$TMP/long.csv"; fail "long window differs"; }
+    "$AEGIS" sim --trace "$TMP/long.csv" --gpus 8 --policy aegis --quiet ||
+        fail "long window replay: exit $?"
     printf 'JobIDRaw|User\n1|a\n' >"$TMP/bad.txt"
     python3 "$SRC/tools/sacct_trace.py" "$TMP/bad.txt" >"$TMP/o" 2>"$TMP/err" &&
         fail "a short header was taken"
