@@ -624,8 +624,9 @@ job_columns_bad)
     # a column the header lacks is not called an empty field
     bad 'submit_time_s,workload,mem_mib\n0,,4000' \
         "t.csv:2: no column 'duration_s' in the header, but the row names no workload"
+    # either memory column serves: the message names both
     bad 'submit_time_s,workload,duration_s\n0,,60' \
-        "t.csv:2: no column 'peak_mib' in the header, but the row names no workload"
+        "t.csv:2: no column 'mem_mib' or 'peak_mib' in the header, but the row names no workload"
     bad 'submit_time_s,peak_mib,duration_s,num_gpus\n0,1000,60,1.5' \
         "t.csv:2: field 'num_gpus': 1.5 is not whole"
     bad 'submit_time_s,peak_mib,duration_s,num_gpus\n0,1000,60,9' \
