@@ -38,6 +38,9 @@ import argparse, csv, datetime, math, sys
 
 FIELDS = ("JobIDRaw", "User", "Submit", "ElapsedRaw", "TimelimitRaw",
           "AllocTRES", "ReqTRES", "TRESUsageInMax", "TotalCPU")
+# The bound of a trace's times (s) and memory (MiB), as of a catalog's
+# (src/sim/job_columns.c): past it aegis sim refuses the trace.
+BIG = 1e12
 # The longest time_limit_s a trace may hold (TRACE_MAX_LIMIT_S, src/sim/
 # trace.h): a year. A longer limit is none to a replay.
 MAX_LIMIT_S = 365 * 86400
@@ -68,13 +71,20 @@ def gpu_count(text, where):
                if key.startswith("gres/gpu:"))
 
 
-def size_bytes(value, where):
-    """A TRES size ('30000M', '2G', '1234' bytes) in bytes."""
+def size_bytes(value, where, what):
+    """A TRES size ('30000M', '2G', '1234' bytes) in bytes: finite and
+    not negative, as sacct prints them ('1e400G' would be inf)."""
     unit = value[-1:] if value[-1:].isalpha() else ""
     try:
-        return float(value[:len(value) - len(unit)]) * UNITS[unit.upper()]
+        size = float(value[:len(value) - len(unit)]) * UNITS[unit.upper()]
     except (KeyError, ValueError):
-        raise BadInput(f"{where}: '{value}' is not a size")
+        size = math.nan
+    if not (math.isfinite(size) and size >= 0):
+        raise BadInput(f"{where}: {what} '{value}' is not a size")
+    if size > BIG * 2 ** 20:
+        raise BadInput(f"{where}: {what} '{value}' is over 10^12 MiB, "
+                       "the most a trace holds")
+    return size
 
 
 def cpu_seconds(text, where):
@@ -108,6 +118,9 @@ def number(text, where, what):
         raise BadInput(f"{where}: {what} '{text}' is not a number")
     if not math.isfinite(value) or value < 0:
         raise BadInput(f"{where}: {what} '{text}' is not a number of at least 0")
+    if value > BIG:
+        raise BadInput(f"{where}: {what} '{text}' is over 10^12, the most "
+                       "a trace holds")
     return value
 
 
@@ -119,10 +132,12 @@ def whole(text, where, what):
     return int(text)
 
 
-def utf8_lines(f, name):
+def utf8_lines(f, name, read):
     """The lines of the binary file f as text; a line that is not UTF-8 is
-    named (decoding the file whole would name a block, not a line)."""
+    named (decoding the file whole would name a block, not a line).
+    read[0] counts the lines handed out."""
     for line, raw in enumerate(f, 1):
+        read[0] = line
         try:
             yield raw.decode("utf-8")
         except UnicodeDecodeError:
@@ -131,13 +146,22 @@ def utf8_lines(f, name):
 
 def read_rows(f, name):
     """(line number, row) of every line after the header."""
-    reader = csv.DictReader(utf8_lines(f, name), delimiter="|",
+    read = [0]
+    reader = csv.DictReader(utf8_lines(f, name, read), delimiter="|",
                             quoting=csv.QUOTE_NONE)
     missing = [k for k in FIELDS if k not in (reader.fieldnames or ())]
     if missing:
         raise BadInput(f"{name}:1: missing field {', '.join(missing)} "
                        f"(sacct --format {','.join(FIELDS)})")
-    for row in reader:
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error:
+            # a carriage return inside a line, say
+            raise BadInput(f"{name}:{read[0]}: not one line of "
+                           "sacct --parsable2 output")
         # csv keys fields past the header's under None, and gives
         # None to those a short line lacks
         if None in row or None in row.values():
@@ -180,7 +204,8 @@ def read_jobs(f, name):
         used = tres(row["TRESUsageInMax"], "gres/gpumem")
         if used and jobid in jobs:
             peak = jobs[jobid]["peak_bytes"] or 0
-            jobs[jobid]["peak_bytes"] = max(peak, size_bytes(used, where))
+            jobs[jobid]["peak_bytes"] = max(peak, size_bytes(used, where,
+                                                            "gres/gpumem"))
     return list(jobs.values())
 
 

@@ -727,6 +727,7 @@ CSV
     at='2026-06-01T00:00:00'
     for c in "1|a|$at|1e400|60|gres/gpu=2|gres/aegis_mem=9000||1:00@ElapsedRaw '1e400' is not a number of at least 0" \
              "1|a|$at|60|60|gres/gpu=2.5|gres/aegis_mem=9000||1:00@gres/gpu '2.5' is not a whole number" \
+             "1|a|$at|2000000000000|60|gres/gpu=2|gres/aegis_mem=9000||1:00@ElapsedRaw '2000000000000' is over 10^12" \
              "1|a|$at|60|60|gres/gpu=2|gres/aegis_mem=nan||1:00@gres/aegis_mem 'nan' is not a number" \
              "x|a|$at|60|60|gres/gpu=2|gres/aegis_mem=9000||1:00@JobIDRaw 'x' is not a whole number" \
              "²|a|$at|60|60|gres/gpu=2|gres/aegis_mem=9000||1:00@JobIDRaw '²' is not a whole number" \
@@ -735,6 +736,19 @@ CSV
         printf "$head\n${c%%@*}\n" >"$TMP/bad.txt"
         python3 "$SRC/tools/sacct_trace.py" "$TMP/bad.txt" >"$TMP/o" 2>"$TMP/err"
         [ $? = 1 ] && grep -qF "bad.txt:2: ${c#*@}" "$TMP/err" ||
+            fail "'${c%%@*}': $(cat "$TMP/err")"
+    done
+    # a step's peak that is no size (it reached the trace as inf, which
+    # aegis sim refuses), and a carriage return inside a line (a Python
+    # traceback): named with their line too
+    job="1|a|$at|60|60|gres/gpu=2|gres/aegis_mem=9000||1:00"
+    for c in "1.0||$at|60||||gres/gpumem=1e400G|1:00@gres/gpumem '1e400G' is not a size" \
+             "1.0||$at|60||||gres/gpumem=-5G|1:00@gres/gpumem '-5G' is not a size" \
+             "1.0||$at|60||||gres/gpumem=99999999999T|1:00@gres/gpumem '99999999999T' is over 10^12 MiB" \
+             "1.0||2026-06\r-01T00:00:00|60||||gres/gpumem=5G|1:00@not one line of sacct --parsable2 output"; do
+        printf "$head\n$job\n${c%%@*}\n" >"$TMP/bad.txt"
+        python3 "$SRC/tools/sacct_trace.py" "$TMP/bad.txt" >"$TMP/o" 2>"$TMP/err"
+        [ $? = 1 ] && grep -qF "bad.txt:3: ${c#*@}" "$TMP/err" ||
             fail "'${c%%@*}': $(cat "$TMP/err")"
     done ;;
 *) fail "unknown case" ;;
