@@ -15,10 +15,12 @@ columns"):
     job_index      JobIDRaw of the job's own line (no '.' in it)
     submit_time_s  Submit, in seconds after the earliest Submit kept
     user           User
-    num_gpus       gres/gpu=N of AllocTRES
+    num_gpus       gres/gpu=N of AllocTRES; where the site tracks GPUs by
+                   type only (gres/gpu:a100=N, no gres/gpu), the sum of those
     duration_s     ElapsedRaw
     time_limit_s   TimelimitRaw (minutes) x 60; empty when not a number
-                   (UNLIMITED, Partition_Limit)
+                   (UNLIMITED, Partition_Limit) or over a year, the longest
+                   limit the simulator takes (aegisd's --time bound)
     mem_mib        gres/aegis_mem=N of ReqTRES (the job's --aegis-mem, as
                    cli_filter.lua asks Slurm for it) / num_gpus; empty
                    without it
@@ -36,6 +38,12 @@ import argparse, csv, datetime, math, sys
 
 FIELDS = ("JobIDRaw", "User", "Submit", "ElapsedRaw", "TimelimitRaw",
           "AllocTRES", "ReqTRES", "TRESUsageInMax", "TotalCPU")
+# The bound of a trace's times (s) and memory (MiB), as of a catalog's
+# (src/sim/job_columns.c): past it aegis sim refuses the trace.
+BIG = 1e12
+# The longest time_limit_s a trace may hold (TRACE_MAX_LIMIT_S, src/sim/
+# trace.h): a year. A longer limit is none to a replay.
+MAX_LIMIT_S = 365 * 86400
 UNITS = {"": 1, "K": 2 ** 10, "M": 2 ** 20, "G": 2 ** 30, "T": 2 ** 40, "P": 2 ** 50}
 
 
@@ -52,13 +60,31 @@ def tres(text, name):
     return None
 
 
-def size_bytes(value, where):
-    """A TRES size ('30000M', '2G', '1234' bytes) in bytes."""
+def gpu_count(text, where):
+    """The GPUs of an AllocTRES list: gres/gpu=N, or where a site tracks
+    them by type only (gres/gpu:a100=N, ...), the sum of the types."""
+    untyped = tres(text, "gres/gpu")
+    if untyped is not None:
+        return whole(untyped, where, "gres/gpu")
+    return sum(whole(value, where, key)
+               for key, _, value in (p.partition("=") for p in text.split(","))
+               if key.startswith("gres/gpu:"))
+
+
+def size_bytes(value, where, what):
+    """A TRES size ('30000M', '2G', '1234' bytes) in bytes: finite and
+    not negative, as sacct prints them ('1e400G' would be inf)."""
     unit = value[-1:] if value[-1:].isalpha() else ""
     try:
-        return float(value[:len(value) - len(unit)]) * UNITS[unit.upper()]
+        size = float(value[:len(value) - len(unit)]) * UNITS[unit.upper()]
     except (KeyError, ValueError):
-        raise BadInput(f"{where}: '{value}' is not a size")
+        size = math.nan
+    if not (math.isfinite(size) and size >= 0):
+        raise BadInput(f"{where}: {what} '{value}' is not a size")
+    if size > BIG * 2 ** 20:
+        raise BadInput(f"{where}: {what} '{value}' is over 10^12 MiB, "
+                       "the most a trace holds")
+    return size
 
 
 def cpu_seconds(text, where):
@@ -92,6 +118,9 @@ def number(text, where, what):
         raise BadInput(f"{where}: {what} '{text}' is not a number")
     if not math.isfinite(value) or value < 0:
         raise BadInput(f"{where}: {what} '{text}' is not a number of at least 0")
+    if value > BIG:
+        raise BadInput(f"{where}: {what} '{text}' is over 10^12, the most "
+                       "a trace holds")
     return value
 
 
@@ -103,10 +132,12 @@ def whole(text, where, what):
     return int(text)
 
 
-def utf8_lines(f, name):
+def utf8_lines(f, name, read):
     """The lines of the binary file f as text; a line that is not UTF-8 is
-    named (decoding the file whole would name a block, not a line)."""
+    named (decoding the file whole would name a block, not a line).
+    read[0] counts the lines handed out."""
     for line, raw in enumerate(f, 1):
+        read[0] = line
         try:
             yield raw.decode("utf-8")
         except UnicodeDecodeError:
@@ -115,13 +146,22 @@ def utf8_lines(f, name):
 
 def read_rows(f, name):
     """(line number, row) of every line after the header."""
-    reader = csv.DictReader(utf8_lines(f, name), delimiter="|",
+    read = [0]
+    reader = csv.DictReader(utf8_lines(f, name, read), delimiter="|",
                             quoting=csv.QUOTE_NONE)
     missing = [k for k in FIELDS if k not in (reader.fieldnames or ())]
     if missing:
         raise BadInput(f"{name}:1: missing field {', '.join(missing)} "
                        f"(sacct --format {','.join(FIELDS)})")
-    for row in reader:
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error:
+            # a carriage return inside a line, say
+            raise BadInput(f"{name}:{read[0]}: not one line of "
+                           "sacct --parsable2 output")
         # csv keys fields past the header's under None, and gives
         # None to those a short line lacks
         if None in row or None in row.values():
@@ -132,18 +172,18 @@ def read_rows(f, name):
 
 def job_of(row, where):
     """The trace figures of a job's own line, or None for one left out."""
-    gpus = whole(tres(row["AllocTRES"], "gres/gpu") or "0", where, "gres/gpu")
+    gpus = gpu_count(row["AllocTRES"], where)
     elapsed = number(row["ElapsedRaw"] or "0", where, "ElapsedRaw")
     if gpus == 0 or elapsed == 0:
         return None
     whole(row["JobIDRaw"], where, "JobIDRaw")
     limit = row["TimelimitRaw"]
+    limit_s = number(limit, where, "TimelimitRaw") * 60 if limit.isdigit() else None
     mem = tres(row["ReqTRES"], "gres/aegis_mem")
     return {"job_index": row["JobIDRaw"], "submit": submit_time(row["Submit"], where),
             "user": row["User"],
             "num_gpus": gpus, "duration_s": elapsed,
-            "time_limit_s": number(limit, where, "TimelimitRaw") * 60
-            if limit.isdigit() else None,
+            "time_limit_s": limit_s if limit_s and limit_s <= MAX_LIMIT_S else None,
             "mem_mib": number(mem, where, "gres/aegis_mem") / gpus if mem else None,
             "load_cpus": cpu_seconds(row["TotalCPU"], where) / elapsed
             if row["TotalCPU"] else None,
@@ -164,12 +204,19 @@ def read_jobs(f, name):
         used = tres(row["TRESUsageInMax"], "gres/gpumem")
         if used and jobid in jobs:
             peak = jobs[jobid]["peak_bytes"] or 0
-            jobs[jobid]["peak_bytes"] = max(peak, size_bytes(used, where))
+            jobs[jobid]["peak_bytes"] = max(peak, size_bytes(used, where,
+                                                            "gres/gpumem"))
     return list(jobs.values())
 
 
 def fmt(value):
     return "" if value is None else f"{value:.6g}"
+
+
+def seconds(value):
+    """A time as sacct gives it, whole seconds, written whole: six
+    significant digits made a month's 2,000,001 s '2e+06'."""
+    return "" if value is None else f"{value:.15g}"
 
 
 def write_trace(jobs, out):
@@ -179,9 +226,9 @@ def write_trace(jobs, out):
                 "time_limit_s", "mem_mib", "peak_mib", "load_cpus"])
     for j in sorted(jobs, key=lambda j: (j["submit"], int(j["job_index"]))):
         peak = j["peak_bytes"] and j["peak_bytes"] / 2 ** 20 / j["num_gpus"]
-        w.writerow([j["job_index"], fmt((j["submit"] - start).total_seconds()),
+        w.writerow([j["job_index"], seconds((j["submit"] - start).total_seconds()),
                     j["user"], j["num_gpus"],
-                    fmt(j["duration_s"]), fmt(j["time_limit_s"]), fmt(j["mem_mib"]),
+                    seconds(j["duration_s"]), seconds(j["time_limit_s"]), fmt(j["mem_mib"]),
                     fmt(peak), fmt(j["load_cpus"])])
 
 

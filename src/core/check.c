@@ -63,8 +63,8 @@ static void tally_running(tally *t, const core_job *j) {
         g->njobs++;
         g->unseen += !j->active;
         g->ninst += j->mig.profile != NULL;
-        g->util_pct_sum += s->util_pct >= 0 ? s->util_pct : 0;
-        g->score_sum += s->sharing_score >= 0 ? s->sharing_score : 0;
+        g->util_pct_sum += policy_util_pct(s);
+        g->score_sum += policy_sharing_score(s);
         g->peak_sum_mib += s->peak_mib >= 0 ? s->peak_mib : 0;
         if (j->feed >= 0) t->feeds[j->feed].on_gpu[j->gpus[k]]++;
     }

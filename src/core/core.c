@@ -374,12 +374,14 @@ int core_job_retry(const core_state *core, int64_t job_id, core_retry *r) {
     return 0;
 }
 
-/* Adds (sign +1) or removes (-1) a job's profile from a GPU's sums;
- * unknown hints count as nothing. */
+/* Adds (sign +1) or removes (-1) a job's profile from a GPU's sums; an
+ * unknown utilization or sharing score counts as the policies take it
+ * (policy_util_pct(), policy_sharing_score()), an unknown peak as
+ * nothing. */
 static void gpu_account(core_gpu *gpu, const core_job_spec *spec, int sign) {
     gpu->view.njobs += sign;
-    gpu->view.util_pct_sum += sign * (spec->util_pct >= 0 ? spec->util_pct : 0);
-    gpu->view.score_sum += sign * (spec->sharing_score >= 0 ? spec->sharing_score : 0);
+    gpu->view.util_pct_sum += sign * policy_util_pct(spec);
+    gpu->view.score_sum += sign * policy_sharing_score(spec);
     gpu->view.peak_sum_mib += sign * (spec->peak_mib >= 0 ? spec->peak_mib : 0);
     assert(gpu->view.njobs >= 0 && gpu->view.score_sum >= 0);
 }

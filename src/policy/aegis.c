@@ -5,7 +5,8 @@
  *                (AEGIS placement/policies.py select_or_magm, min_free_mib),
  *                except for a job that declares its memory (aegisd's
  *                --mem, a trace's mem_mib): that is the job's own
- *                request, trusted whole by every policy, so it gets
+ *                request, trusted whole (aegis-est and aegis-plus take
+ *                it as their estimate), so it gets
  *                aegis-est's demand, the declaration + 2048 MiB;
  *  aegis-est     an estimate + 2048 MiB margin (AEGIS select_est_magm);
  *  aegis-oracle  profiled peak memory + 2048 MiB, the same margin as the

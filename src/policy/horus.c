@@ -11,9 +11,9 @@
 #include "policy.h"
 
 /* A job without a profile is assumed to fill the GPU, so it never shares:
- * guessing low would collocate blindly. */
+ * guessing low would collocate blindly (policy_util_pct()). */
 static double horus_util(const core_job_spec *job) {
-    return job->util_pct >= 0 ? job->util_pct : 100.0;
+    return policy_util_pct(job);
 }
 
 static double horus_demand(const core_config *cfg, const core_job_spec *job) {

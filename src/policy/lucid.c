@@ -12,7 +12,7 @@
 /* Unknown inputs are taken at their most cautious: a jumbo job whose
  * memory fills the usable capacity, so it only ever runs alone. */
 static int lucid_score(const core_job_spec *job) {
-    return job->sharing_score >= 0 ? job->sharing_score : 2;
+    return policy_sharing_score(job);
 }
 
 static double lucid_peak(const core_config *cfg, const policy_gpu *g,

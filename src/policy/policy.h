@@ -26,6 +26,19 @@ typedef struct policy_gpu {
     double peak_sum_mib;    /* lucid: sum of their profiled peak memory */
 } policy_gpu;
 
+/* An unprofiled job's figures, at their most cautious: horus takes a job
+ * of unknown utilization as filling its GPU (100%), lucid one of unknown
+ * sharing score as jumbo (2). The core's per-GPU sums count a running job
+ * by the same figures, so the job weighs alike whether it is placed first
+ * or joins. */
+static inline double policy_util_pct(const core_job_spec *job) {
+    return job->util_pct >= 0 ? job->util_pct : 100.0;
+}
+
+static inline int policy_sharing_score(const core_job_spec *job) {
+    return job->sharing_score >= 0 ? job->sharing_score : 2;
+}
+
 typedef struct policy {
     const char *name;
     bool collocates;        /* false: every job runs alone (exclusive) */

@@ -4,6 +4,7 @@
 #include "core.h"
 #include "csv.h"
 
+#include <jansson.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -132,8 +133,8 @@ static int find_columns(const csv_file *f, cat_columns *c, char *err,
                               "peak_memory_mib"};
     for (size_t i = 0; i < sizeof(required) / sizeof(*required); i++) {
         if (csv_col(f, required[i]) < 0) {
-            snprintf(err, errlen, "%s: missing column '%s'", f->path,
-                     required[i]);
+            snprintf(err, errlen, "%s:%d: missing column '%s'", f->path,
+                     f->line, required[i]);
             return -1;
         }
     }
@@ -150,6 +151,23 @@ static int find_columns(const csv_file *f, cat_columns *c, char *err,
     c->derived_from = csv_col(f, "derived_from");
     for (int i = 0; i < CAT_NEST; i++) c->est[i] = csv_col(f, est_columns[i]);
     return 0;
+}
+
+/* Whether a workload's name goes out as it is: reports write it into
+ * JSON and SVG, which take UTF-8 text without control characters. Says
+ * why not in why. */
+static bool name_fault(const char *name, char *why, size_t whylen) {
+    for (const char *c = name; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f) {
+            snprintf(why, whylen, "control character 0x%02x at byte %d",
+                     (unsigned char)*c, (int)(c - name) + 1);
+            return true;
+        }
+    /* jansson's check, as for a trace's user names (trace.c) */
+    json_t *utf8 = json_string(name);
+    json_decref(utf8);
+    if (!utf8) snprintf(why, whylen, "not UTF-8 text");
+    return !utf8;
 }
 
 static int read_row(const csv_file *f, const cat_columns *c, cat_workload *w,
@@ -184,6 +202,12 @@ static int read_row(const csv_file *f, const cat_columns *c, cat_workload *w,
                  f->path, f->line, missing);
         return -1;
     }
+    char why[64];
+    if (name_fault(f->row[c->name], why, sizeof(why))) {
+        snprintf(err, errlen, "%s:%d: field 'name': %s", f->path, f->line,
+                 why);
+        return -1;
+    }
     w->num_gpus = gpus;
     w->sharing_score = ss;
     w->derived = c->derived_from >= 0 && f->row[c->derived_from][0] != '\0';
@@ -197,9 +221,10 @@ static int read_row(const csv_file *f, const cat_columns *c, cat_workload *w,
     return 0;
 }
 
-/* Fills the hash; fails on a duplicate name. */
-static int index_names(cat_catalog *cat, const char *path, char *err,
-                       size_t errlen) {
+/* Fills the hash; fails on a duplicate name, naming both its lines
+ * (lines[n]: the line of item n). */
+static int index_names(cat_catalog *cat, const int *lines, const char *path,
+                       char *err, size_t errlen) {
     unsigned size = 16;
     while (size < 2u * (unsigned)cat->count) size *= 2;
     cat->mask = size - 1;
@@ -212,9 +237,11 @@ static int index_names(cat_catalog *cat, const char *path, char *err,
     for (int n = 0; n < cat->count; n++) {
         const char *name = cat->items[n].name;
         size_t len = strlen(name);
-        if (cat_find(cat, name, len)) {
-            snprintf(err, errlen, "%s: workload '%s' is listed twice", path,
-                     name);
+        const cat_workload *first = cat_find(cat, name, len);
+        if (first) {
+            snprintf(err, errlen, "%s:%d: field 'name': workload '%.80s' is "
+                     "listed twice (line %d)", path, lines[n], name,
+                     lines[first - cat->items]);
             return -1;
         }
         unsigned i = hash_name(name, len) & cat->mask;
@@ -224,24 +251,33 @@ static int index_names(cat_catalog *cat, const char *path, char *err,
     return 0;
 }
 
+/* Room for twice the items (and their lines); -1 when out of memory. */
+static int grow(cat_catalog *cat, int **lines, int *cap) {
+    int bigger = *cap ? *cap * 2 : 64;
+    cat_workload *more = realloc(cat->items, bigger * sizeof(*more));
+    if (more) cat->items = more;
+    int *more_lines = more ? realloc(*lines, bigger * sizeof(**lines)) : NULL;
+    if (!more_lines) return -1;
+    *lines = more_lines;
+    *cap = bigger;
+    return 0;
+}
+
 cat_catalog *cat_load(const char *path, char *err, size_t errlen) {
     csv_file *f = csv_open(path, err, errlen);
     if (!f) return NULL;
     cat_catalog *cat = calloc(1, sizeof(*cat));
     cat_columns cols;
+    int *lines = NULL; /* each item's line, for messages */
     int cap = 0, rc = cat ? find_columns(f, &cols, err, errlen) : -1;
     if (!cat) snprintf(err, errlen, "%s: out of memory", path);
     while (rc == 0 && (rc = csv_next(f, err, errlen)) == 1) {
-        if (cat->count == cap) {
-            cap = cap ? cap * 2 : 64;
-            cat_workload *more = realloc(cat->items, cap * sizeof(*more));
-            if (!more) {
-                snprintf(err, errlen, "%s: out of memory", path);
-                rc = -1;
-                break;
-            }
-            cat->items = more;
+        if (cat->count == cap && grow(cat, &lines, &cap) < 0) {
+            snprintf(err, errlen, "%s: out of memory", path);
+            rc = -1;
+            break;
         }
+        lines[cat->count] = f->line;
         rc = read_row(f, &cols, &cat->items[cat->count], err, errlen);
         if (rc == 0) cat->count++;
     }
@@ -249,7 +285,8 @@ cat_catalog *cat_load(const char *path, char *err, size_t errlen) {
         snprintf(err, errlen, "%s: no workloads after the header", path);
         rc = -1;
     }
-    if (rc == 0) rc = index_names(cat, path, err, errlen);
+    if (rc == 0) rc = index_names(cat, lines, path, err, errlen);
+    free(lines);
     csv_close(f);
     if (rc < 0) {
         cat_free(cat);

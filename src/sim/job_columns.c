@@ -90,9 +90,10 @@ static int read_memory(const job_columns *c, const csv_file *f,
     }
     if (peak == CORE_UNKNOWN && w->peak_mib == CORE_UNKNOWN) peak = mem;
     if (peak != CORE_UNKNOWN) w->peak_mib = w->peak_b_mib = peak;
+    bool column = c->peak >= 0 || c->mem >= 0;
     if (w->peak_mib == CORE_UNKNOWN)
-        return required(f, "peak_mib", c->peak >= 0 || c->mem >= 0 ? 0 : -1,
-                        ", and so is mem_mib,", err, errlen);
+        return required(f, column ? "peak_mib" : "mem_mib' or 'peak_mib",
+                        column ? 0 : -1, ", and so is mem_mib,", err, errlen);
     return 0;
 }
 

@@ -624,8 +624,9 @@ job_columns_bad)
     # a column the header lacks is not called an empty field
     bad 'submit_time_s,workload,mem_mib\n0,,4000' \
         "t.csv:2: no column 'duration_s' in the header, but the row names no workload"
+    # either memory column serves: the message names both
     bad 'submit_time_s,workload,duration_s\n0,,60' \
-        "t.csv:2: no column 'peak_mib' in the header, but the row names no workload"
+        "t.csv:2: no column 'mem_mib' or 'peak_mib' in the header, but the row names no workload"
     bad 'submit_time_s,peak_mib,duration_s,num_gpus\n0,1000,60,1.5' \
         "t.csv:2: field 'num_gpus': 1.5 is not whole"
     bad 'submit_time_s,peak_mib,duration_s,num_gpus\n0,1000,60,9' \
@@ -648,6 +649,23 @@ job_columns_bad)
         "t.csv:2: field 'time_limit_s': -5 is outside \[0, 31536000\]"
     bad 'submit_time_s,workload,time_limit_s\n0,'$W',1e9' \
         "t.csv:2: field 'time_limit_s': 1e9 is outside" ;;
+catalog_bad)
+    # A catalog's faults are named with the file and line like a trace's:
+    # a name listed twice names both lines, a missing column line 1, and
+    # a name that is not UTF-8 text is refused, as it would reach --json
+    # and --timeline as bytes no JSON or SVG reader takes.
+    printf '%s\n0,w1\n' $HEAD >"$TMP/t.csv"
+    cols=name,num_gpus,solo_duration_s,peak_memory_mib
+    printf '%s\nw1,1,100,1000\n# two\nw2,1,100,1000\nw1,1,200,1000\n' $cols >"$TMP/c.csv"
+    expect_bad "$TMP/t.csv" "c.csv:5: field 'name': workload 'w1' is listed twice (line 2)" \
+        --catalog "$TMP/c.csv"
+    printf 'name,num_gpus,solo_duration_s\nw1,1,100\n' >"$TMP/c.csv"
+    expect_bad "$TMP/t.csv" "c.csv:1: missing column 'peak_memory_mib'" --catalog "$TMP/c.csv"
+    printf '%s\nw\377,1,100,1000\n' $cols >"$TMP/c.csv"
+    printf '%s\n0,w\377\n' $HEAD >"$TMP/u.csv"
+    expect_bad "$TMP/u.csv" "c.csv:2: field 'name': not UTF-8 text" --catalog "$TMP/c.csv"
+    printf '%s\nw\001,1,100,1000\n' $cols >"$TMP/c.csv"
+    expect_bad "$TMP/t.csv" "c.csv:2: field 'name': control character 0x01" --catalog "$TMP/c.csv" ;;
 sacct_recipe)
     # docs/simulator.md's recipe: sacct --parsable2 output to a trace, and
     # that trace replayed under every policy.
@@ -678,6 +696,28 @@ for p in runs:
     assert set(status.values()) == {"done"}, p["policy"]
     assert {j["user"] for j in p["jobs"]} == {"alice", "bob", "erin"}
 PY
+    # sacct as other sites print it: a month-long window (offsets and
+    # runs past 10^6 s written whole, not to 6 digits: 2000001 and
+    # 2000002 were both 2e+06), a limit past the simulator's year (none),
+    # and GPUs tracked by type only (AccountingStorageTRES=gres/gpu:a100,
+    # no gres/gpu: the job was left out as if it held no GPU)
+    h='JobIDRaw|User|Submit|ElapsedRaw|TimelimitRaw|AllocTRES|ReqTRES|TRESUsageInMax|TotalCPU'
+    printf '%s\n' "$h" \
+        '5|a|2026-06-01T00:00:00|1234567|20577|gres/gpu=1|gres/aegis_mem=900||1:00' \
+        '6|a|2026-06-24T03:33:21|60|600000|gres/gpu=1|gres/aegis_mem=900||1:00' \
+        '7|a|2026-06-24T03:33:22|60|UNLIMITED|cpu=2,gres/gpu:a100=2,gres/gpu:v100=1|gres/aegis_mem=900||1:00' \
+        >"$TMP/long.txt"
+    python3 "$SRC/tools/sacct_trace.py" "$TMP/long.txt" >"$TMP/long.csv" ||
+        fail "long window: exit $?"
+    cat >"$TMP/want.csv" <<'CSV'
+job_index,submit_time_s,user,num_gpus,duration_s,time_limit_s,mem_mib,peak_mib,load_cpus
+5,0,a,1,1234567,1234620,900,,4.86e-05
+6,2000001,a,1,60,,900,,1
+7,2000002,a,3,60,,300,,1
+CSV
+    cmp -s "$TMP/want.csv" "$TMP/long.csv" || { diff "$TMP/want.csv" "$TMP/long.csv"; fail "long window differs"; }
+    "$AEGIS" sim --trace "$TMP/long.csv" --gpus 8 --policy aegis --quiet ||
+        fail "long window replay: exit $?"
     printf 'JobIDRaw|User\n1|a\n' >"$TMP/bad.txt"
     python3 "$SRC/tools/sacct_trace.py" "$TMP/bad.txt" >"$TMP/o" 2>"$TMP/err" &&
         fail "a short header was taken"
@@ -687,6 +727,7 @@ PY
     at='2026-06-01T00:00:00'
     for c in "1|a|$at|1e400|60|gres/gpu=2|gres/aegis_mem=9000||1:00@ElapsedRaw '1e400' is not a number of at least 0" \
              "1|a|$at|60|60|gres/gpu=2.5|gres/aegis_mem=9000||1:00@gres/gpu '2.5' is not a whole number" \
+             "1|a|$at|2000000000000|60|gres/gpu=2|gres/aegis_mem=9000||1:00@ElapsedRaw '2000000000000' is over 10^12" \
              "1|a|$at|60|60|gres/gpu=2|gres/aegis_mem=nan||1:00@gres/aegis_mem 'nan' is not a number" \
              "x|a|$at|60|60|gres/gpu=2|gres/aegis_mem=9000||1:00@JobIDRaw 'x' is not a whole number" \
              "²|a|$at|60|60|gres/gpu=2|gres/aegis_mem=9000||1:00@JobIDRaw '²' is not a whole number" \
@@ -695,6 +736,19 @@ PY
         printf "$head\n${c%%@*}\n" >"$TMP/bad.txt"
         python3 "$SRC/tools/sacct_trace.py" "$TMP/bad.txt" >"$TMP/o" 2>"$TMP/err"
         [ $? = 1 ] && grep -qF "bad.txt:2: ${c#*@}" "$TMP/err" ||
+            fail "'${c%%@*}': $(cat "$TMP/err")"
+    done
+    # a step's peak that is no size (it reached the trace as inf, which
+    # aegis sim refuses), and a carriage return inside a line (a Python
+    # traceback): named with their line too
+    job="1|a|$at|60|60|gres/gpu=2|gres/aegis_mem=9000||1:00"
+    for c in "1.0||$at|60||||gres/gpumem=1e400G|1:00@gres/gpumem '1e400G' is not a size" \
+             "1.0||$at|60||||gres/gpumem=-5G|1:00@gres/gpumem '-5G' is not a size" \
+             "1.0||$at|60||||gres/gpumem=99999999999T|1:00@gres/gpumem '99999999999T' is over 10^12 MiB" \
+             "1.0||2026-06\r-01T00:00:00|60||||gres/gpumem=5G|1:00@not one line of sacct --parsable2 output"; do
+        printf "$head\n$job\n${c%%@*}\n" >"$TMP/bad.txt"
+        python3 "$SRC/tools/sacct_trace.py" "$TMP/bad.txt" >"$TMP/o" 2>"$TMP/err"
+        [ $? = 1 ] && grep -qF "bad.txt:3: ${c#*@}" "$TMP/err" ||
             fail "'${c%%@*}': $(cat "$TMP/err")"
     done ;;
 *) fail "unknown case" ;;

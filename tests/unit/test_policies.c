@@ -74,6 +74,19 @@ static void test_horus_least_projected_first(void **state) {
     core_destroy(core);
 }
 
+/* An unprofiled job fills its GPU whichever comes first: one already
+ * running counts as 100% to the next, as it would count if it came next
+ * (a trace's own row, an aegisd job). */
+static void test_horus_unknown_job_first_fills_its_gpu(void **state) {
+    core_state *core = make_core("horus", "magm", 1);
+    submit_spec(core, horus_job(1, CORE_UNKNOWN));
+    assert_int_equal(place_one(core, 0, NULL), 0);
+    core_job_active(core, 1, 0);
+    submit_spec(core, horus_job(2, 10));
+    assert_int_equal(place_one(core, 1000, NULL), -1);
+    core_destroy(core);
+}
+
 static core_job_spec lucid_job(int64_t id, int score, double peak) {
     core_job_spec s = job_spec(id, 1);
     s.sharing_score = score;
@@ -103,6 +116,11 @@ static void test_lucid_constraints(void **state) {
     /* Memory: 20000 + 18912 = 40960 - 2048 fits, one MiB more does not. */
     assert_int_equal(lucid_second(lucid_job(1, 0, 20000), lucid_job(2, 0, 18912)), 0);
     assert_int_equal(lucid_second(lucid_job(1, 0, 20000), lucid_job(2, 0, 18913)), -1);
+
+    /* An unscored job is jumbo (2) on its GPU too, not only as the
+     * newcomer: a medium job does not join it. */
+    assert_int_equal(lucid_second(lucid_job(1, -1, 1000), lucid_job(2, 1, 1000)), -1);
+    assert_int_equal(lucid_second(lucid_job(1, -1, 1000), lucid_job(2, 0, 1000)), 0);
 
     /* At most two jobs, even tiny ones. */
     core_state *core = make_core("lucid", "magm", 1);
@@ -134,6 +152,7 @@ int main(void) {
         cmocka_unit_test(test_oracle_demand_is_peak_plus_margin),
         cmocka_unit_test(test_horus_utilization_budget),
         cmocka_unit_test(test_horus_least_projected_first),
+        cmocka_unit_test(test_horus_unknown_job_first_fills_its_gpu),
         cmocka_unit_test(test_lucid_constraints),
         cmocka_unit_test(test_lucid_ranks_by_score_then_memory),
     };
