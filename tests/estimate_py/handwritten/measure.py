@@ -87,6 +87,8 @@ class _Live(TorchDispatchMode):
             del self.refs[ptr]
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if _scalar_detach(func, args):
+            return torch.tensor(args[0])
         out = func(*args, **(kwargs or {}))
         for tensor in tensors(out):
             ptr = _ptr(tensor)
@@ -99,6 +101,16 @@ class _Live(TorchDispatchMode):
             self.refs[ptr][0] += 1
             weakref.finalize(tensor, self._gone, ptr)
         return out
+
+
+def _scalar_detach(func, args):
+    """Whether this is detach of a Python number: torch 1.13 hands a
+    dispatch mode a saved wrapped scalar (x * 0.5's 0.5) as a float, and
+    the non-reentrant checkpoint detaches every tensor its recomputation
+    saves in backward, which then fails. A 0-d tensor of the same value
+    serves backward as well, and holds no activation."""
+    return func.overloadpacket.__name__ == "detach" and args and \
+        not isinstance(args[0], torch.Tensor)
 
 
 def live_peak_bytes(module, example):
