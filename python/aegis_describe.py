@@ -454,6 +454,18 @@ def _failed_in(err, module):
                                         type(inner).__name__)
 
 
+def _why_not_meta(err):
+    """Why the CPU pass is taken, for its warning: the meta pass failed,
+    or it ran but could not be faithful (aegis_record.MetaPassUnfaithful
+    says why, and no operation needed real values)."""
+    import aegis_record
+    if isinstance(err, aegis_record.MetaPassUnfaithful):
+        return "because %s" % err
+    return ("because the pass on the meta device failed (%s): an "
+            "operation needs real values, so the description may "
+            "depend on them" % _first_line(err))
+
+
 def _one_pass(module, example_input, device, warnings, name):
     """The recorded pass on meta or, where that fails and device allows,
     on the CPU (said in warnings). A forward pass that fails where no
@@ -473,9 +485,7 @@ def _one_pass(module, example_input, device, warnings, name):
                 raise DescribeError("the forward pass does not run on the "
                                     "meta device%s: %s"
                                     % (_failed_in(err, runner), err)) from err
-            why = ("because the pass on the meta device failed (%s): an "
-                   "operation needs real values, so the description may "
-                   "depend on them" % _first_line(err))
+            why = _why_not_meta(err)
     try:
         return _layers_on_cpu(module, example_input, warnings, why)
     except Exception as err:  # any failure of a forward we do not own

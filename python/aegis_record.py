@@ -70,6 +70,11 @@ _NOISE_OPS = ("bernoulli_", "bernoulli")
 _ACTIVATION_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
 
+class MetaPassUnfaithful(RuntimeError):
+    """The pass on meta tensors ran but cannot describe the job: what it
+    says (str) is why, and the caller falls back to the CPU."""
+
+
 def tensors_in(value):
     """Every tensor in a value: tensors, tuples, lists, dicts (Hugging Face
     outputs are dicts) and namedtuples, recursively."""
@@ -180,6 +185,14 @@ class Recorder:
         self.weight_copies = {}
         self.paused = 0                 # > 0 while a segment is re-run
         self.checkpoints = 0            # checkpointed segments run
+        # Whether an operator made a meta tensor under autocast, which
+        # casts the tensors of its own device only: a forward that names
+        # its device (torch.autocast("cpu")) runs in float32 on meta, and
+        # every float32 tensor saved under autocast would be counted at 4
+        # bytes, as one that autocast keeps in float32. (Noted, not
+        # raised: an error inside an operator reaches the caller as a
+        # RuntimeError of torch's.)
+        self.meta_autocast = False
         self.recompute = 0              # the largest one's saved elements
 
     # -- parameters -------------------------------------------------------
@@ -321,6 +334,8 @@ class Recorder:
         a weight (_to_copy of a parameter's storage)."""
         if self.paused:
             return
+        if _autocast_on() and any(t.is_meta for t in tensors_in(output)):
+            self.meta_autocast = True
         if op_name in _NOISE_OPS:
             notes = self.noise
         elif op_name == "_to_copy" and args and \
@@ -533,6 +548,11 @@ def record(module, example_input):
                 _FunctionMode(recorder), _OpMode(recorder), \
                 _checkpoints_seen(recorder):
             output = call(module, example_input)
+        if recorder.meta_autocast:
+            raise MetaPassUnfaithful(
+                "the forward runs under torch.autocast, which casts no "
+                "meta tensor: the meta pass would describe float32 where "
+                "autocast makes bfloat16 or float16")
         entries = recorder.finish(module)
         del output
     finally:

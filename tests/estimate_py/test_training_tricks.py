@@ -108,6 +108,33 @@ class AutocastCopies(unittest.TestCase):
         self.assertEqual(saved_of(desc), 8 * 64 + 8 * 1024)
 
 
+class CpuAutocast(Autocast):
+    """Autocast as a CPU training script writes it: the device type
+    "cpu" named, not taken from the input (a meta input then runs under
+    an autocast that casts nothing)."""
+
+    def forward(self, x):
+        with torch.autocast(device_type="cpu", dtype=torch.bfloat16):
+            return self.down(torch.relu(self.up(x))).float()
+
+
+class NamedAutocastDevice(unittest.TestCase):
+    def test_cpu_autocast_is_described_with_its_casts(self):
+        # The meta pass ran the forward in float32 under an autocast that
+        # casts no meta tensor, every saved float32 counted at 4 bytes as
+        # one autocast keeps: 1.76x a ConvNeXt's bf16 activations.
+        desc = aegis_describe.describe(CpuAutocast(), torch.rand(1, 8, 64),
+                                       4, precision="amp_bf16")
+        self.assertEqual(saved_of(desc), 8 * 64 + 8 * 1024)
+        self.assertIn("autocast", " ".join(desc.get("warnings", [])))
+
+    def test_meta_only_refuses_it(self):
+        with self.assertRaisesRegex(aegis_describe.DescribeError,
+                                    "autocast"):
+            aegis_describe.describe(CpuAutocast(), torch.rand(1, 8, 64), 4,
+                                    precision="amp_bf16", device="meta")
+
+
 class MaskedLM(nn.Module):
     """The loss on the labelled tokens only: hidden[labels != -100]."""
 
