@@ -185,13 +185,11 @@ class Recorder:
         self.weight_copies = {}
         self.paused = 0                 # > 0 while a segment is re-run
         self.checkpoints = 0            # checkpointed segments run
-        # Whether an operator made a meta tensor under autocast, which
-        # casts the tensors of its own device only: a forward that names
-        # its device (torch.autocast("cpu")) runs in float32 on meta, and
-        # every float32 tensor saved under autocast would be counted at 4
-        # bytes, as one that autocast keeps in float32. (Noted, not
-        # raised: an error inside an operator reaches the caller as a
-        # RuntimeError of torch's.)
+        # Whether an operator made a meta tensor under the CPU's autocast,
+        # which casts CPU tensors only: a forward that names its device
+        # (torch.autocast("cpu")) runs in float32 on meta, where the CPU
+        # pass has autocast's real dtypes. (Noted, not raised: an error
+        # inside an operator reaches the caller as torch's RuntimeError.)
         self.meta_autocast = False
         self.recompute = 0              # the largest one's saved elements
 
@@ -324,7 +322,7 @@ class Recorder:
                                         else None)
         holder = _Saved(tensor)
         self._saves.append((weakref.ref(holder), key, entry,
-                            _autocast_on()))
+                            _autocast_on(tensor)))
         return holder
 
     # -- tensors made by ATen operators -----------------------------------
@@ -334,7 +332,8 @@ class Recorder:
         a weight (_to_copy of a parameter's storage)."""
         if self.paused:
             return
-        if _autocast_on() and any(t.is_meta for t in tensors_in(output)):
+        if torch.is_autocast_cpu_enabled() and \
+                any(t.is_meta for t in tensors_in(output)):
             self.meta_autocast = True
         if op_name in _NOISE_OPS:
             notes = self.noise
@@ -419,11 +418,18 @@ class Recorder:
                 if id(e) in self._always or e["params"] or e["buffers"]]
 
 
-def _autocast_on():
-    """Whether torch.autocast runs now: a float32 tensor saved under it is
-    one autocast keeps in float32 (norms, softmax), 4 bytes whatever the
-    job's precision, so it is counted in saved_bytes."""
-    return torch.is_autocast_enabled() or torch.is_autocast_cpu_enabled()
+def _autocast_on(tensor):
+    """Whether torch.autocast runs now for tensor's device: a float32
+    tensor saved under it is one autocast keeps in float32 (norms,
+    softmax), 4 bytes whatever the job's precision, so it is counted in
+    saved_bytes. Autocast casts the tensors of its own device only: under
+    CUDA's, a CPU or meta tensor is float32 merely because nothing cast
+    it, and is counted at the job's precision as without autocast."""
+    if tensor.device.type == "cpu":
+        return torch.is_autocast_cpu_enabled()
+    if tensor.device.type == "cuda":
+        return torch.is_autocast_enabled()
+    return False
 
 
 def _saved_elements(held, skip):

@@ -118,6 +118,20 @@ class CpuAutocast(Autocast):
             return self.down(torch.relu(self.up(x))).float()
 
 
+class CudaAutocastFlag(Autocast):
+    """What torch.autocast("cuda") does on a machine with a GPU: CUDA's
+    autocast flag on (set here directly: without a GPU, torch.autocast
+    disables itself)."""
+
+    def forward(self, x):
+        was = torch.is_autocast_enabled()
+        torch.set_autocast_enabled(True)
+        try:
+            return self.down(torch.relu(self.up(x)))
+        finally:
+            torch.set_autocast_enabled(was)
+
+
 class NamedAutocastDevice(unittest.TestCase):
     def test_cpu_autocast_is_described_with_its_casts(self):
         # The meta pass ran the forward in float32 under an autocast that
@@ -127,6 +141,20 @@ class NamedAutocastDevice(unittest.TestCase):
                                        4, precision="amp_bf16")
         self.assertEqual(saved_of(desc), 8 * 64 + 8 * 1024)
         self.assertIn("autocast", " ".join(desc.get("warnings", [])))
+
+    def test_cuda_autocast_casts_no_cpu_or_meta_tensor(self):
+        # torch.autocast("cuda") on a machine with a GPU sets this flag
+        # (without one it disables itself); CPU and meta tensors stay
+        # float32 under it, and were counted at 4 bytes each as tensors
+        # autocast keeps in float32: twice the job's bf16.
+        for device in ("meta", "cpu"):
+            desc = aegis_describe.describe(CudaAutocastFlag(),
+                                           torch.rand(1, 8, 64), 4,
+                                           precision="amp_bf16",
+                                           device=device)
+            # relu's output; nothing cast, the input saved is the example
+            self.assertEqual(saved_of(desc), 8 * 1024, device)
+            self.assertNotIn("saved_bytes", str(desc["layers"]), device)
 
     def test_meta_only_refuses_it(self):
         with self.assertRaisesRegex(aegis_describe.DescribeError,
