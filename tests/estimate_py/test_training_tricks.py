@@ -220,6 +220,42 @@ class ValueDependence(unittest.TestCase):
         self.assertIn("2 passes", " ".join(desc["warnings"]))
 
 
+class CountFeatures(nn.Module):
+    """Counts (>= 0) through log1p, checked as a data pipeline's model
+    checks its input: other values drawn from a normal distribution are
+    refused. The head's time-major copy makes a batch of two keep more a
+    sample than a batch of one."""
+
+    def __init__(self):
+        super().__init__()
+        self.gru = nn.GRU(16, 64)
+        self.head = nn.Linear(64, 32)
+
+    def forward(self, counts):
+        if bool((counts < 0).any()):
+            raise ValueError("counts must be >= 0")
+        out, _ = self.gru(torch.log1p(counts).transpose(0, 1))
+        return self.head(torch.tanh(out).transpose(0, 1))
+
+
+class OtherValuesRefused(unittest.TestCase):
+    def test_the_examples_pass_over_two_is_described(self):
+        # The pass on other values failed, and with it the pass over two:
+        # "described from one sample: the pass over two failed (... on
+        # the example input ...)", which the example had not, and a
+        # batch of one described (its view, not the copy of two).
+        model, x = CountFeatures(), torch.rand(1, 12, 16)
+        desc = aegis_describe.describe(model, x, 8)
+        said = " ".join(desc["warnings"])
+        self.assertNotIn("described from one sample", said)
+        self.assertIn("with batch 2", said)
+        self.assertIn("counts must be >= 0", said)
+        per_sample = aegis_zoo.saved_bytes_on_cpu(
+            model, torch.cat([x, x])) / 2
+        self.assertAlmostEqual(
+            aegis_zoo.description_cpu_bytes(desc) / per_sample, 1, 2)
+
+
 class Checkpointed(nn.Module):
     def __init__(self, reentrant, on=True):
         super().__init__()
