@@ -191,6 +191,10 @@ class Recorder:
         # pass has autocast's real dtypes. (Noted, not raised: an error
         # inside an operator reaches the caller as torch's RuntimeError.)
         self.meta_autocast = False
+        # (CPU's, CUDA's) autocast flags as the torch function running now
+        # was called: inside its autocast kernel, where it saves, autocast
+        # reads as off. None outside any function.
+        self.autocast_at_call = None
         self.recompute = 0              # the largest one's saved elements
 
     # -- parameters -------------------------------------------------------
@@ -321,8 +325,8 @@ class Recorder:
         entry = self._producer(key) or (self.running[-1] if self.running
                                         else None)
         holder = _Saved(tensor)
-        self._saves.append((weakref.ref(holder), key, entry,
-                            _autocast_on(tensor)))
+        autocast = _autocast_on(tensor, self.autocast_at_call)
+        self._saves.append((weakref.ref(holder), key, entry, autocast))
         return holder
 
     # -- tensors made by ATen operators -----------------------------------
@@ -418,17 +422,26 @@ class Recorder:
                 if id(e) in self._always or e["params"] or e["buffers"]]
 
 
-def _autocast_on(tensor):
-    """Whether torch.autocast runs now for tensor's device: a float32
-    tensor saved under it is one autocast keeps in float32 (norms,
-    softmax), 4 bytes whatever the job's precision, so it is counted in
-    saved_bytes. Autocast casts the tensors of its own device only: under
-    CUDA's, a CPU or meta tensor is float32 merely because nothing cast
-    it, and is counted at the job's precision as without autocast."""
+def _autocast_flags():
+    """(CPU's, CUDA's) autocast on, as torch reads it now."""
+    return torch.is_autocast_cpu_enabled(), torch.is_autocast_enabled()
+
+
+def _autocast_on(tensor, at_call=None):
+    """Whether torch.autocast runs for tensor's device, now or (at_call,
+    the flags as the running function was called) around the kernel that
+    saves it: a float32 tensor saved under it is one autocast keeps in
+    float32 (norms, log_softmax), 4 bytes whatever the job's precision, so
+    it is counted in saved_bytes. Autocast casts the tensors of its own
+    device only: under CUDA's, a CPU or meta tensor is float32 merely
+    because nothing cast it, and is counted at the job's precision as
+    without autocast."""
+    now = _autocast_flags()
+    flags = [a or b for a, b in zip(now, at_call or now)]
     if tensor.device.type == "cpu":
-        return torch.is_autocast_cpu_enabled()
+        return flags[0]
     if tensor.device.type == "cuda":
-        return torch.is_autocast_enabled()
+        return flags[1]
     return False
 
 
@@ -474,9 +487,11 @@ class _FunctionMode(TorchFunctionMode):
         kwargs = kwargs or {}
         entry = self.recorder.enter_function(getattr(func, "__name__", ""),
                                              args, kwargs)
+        self.recorder.autocast_at_call = _autocast_flags()
         try:
             output = func(*args, **kwargs)
         finally:
+            self.recorder.autocast_at_call = None
             if entry is not None:
                 self.recorder.running.pop()
         if entry is not None:

@@ -108,6 +108,35 @@ class AutocastCopies(unittest.TestCase):
         self.assertEqual(saved_of(desc), 8 * 64 + 8 * 1024)
 
 
+class AutocastLoss(Autocast):
+    """The loss under autocast: autocast runs cross_entropy in float32
+    (its float32 list), and the float32 log-probabilities are kept for
+    backward."""
+
+    def forward(self, x):
+        with torch.autocast(device_type=x.device.type, dtype=torch.bfloat16):
+            logits = self.down(torch.relu(self.up(x)))
+            return F.cross_entropy(logits.flatten(0, 1),
+                                   torch.zeros(logits.shape[0] * 8,
+                                               dtype=torch.long,
+                                               device=x.device))
+
+
+class AutocastFloat32List(unittest.TestCase):
+    def test_float32_kept_by_an_autocast_kernel_is_4_bytes(self):
+        # Autocast hides itself while its kernel runs: log_softmax's
+        # float32 output, saved there, was counted as saved elements at
+        # the job's 2 bytes (a language model's fp32 log-probabilities,
+        # its largest saved tensor: activations 0.72x)
+        desc = aegis_describe.describe(AutocastLoss(),
+                                       torch.rand(1, 8, 64), 4,
+                                       precision="amp_bf16")
+        self.assertEqual(saved_of(desc), 8 * 64 + 8 * 1024)
+        loss = [l for l in desc["layers"] if l["type"] == "cross_entropy"]
+        # (and half the loss, a float32 scalar of the pass over two)
+        self.assertEqual(loss[0]["saved_bytes"], 8 * 64 * 4 + 2)
+
+
 class CpuAutocast(Autocast):
     """Autocast as a CPU training script writes it: the device type
     "cpu" named, not taken from the input (a meta input then runs under
