@@ -91,7 +91,10 @@ class _Live(TorchDispatchMode):
             return torch.tensor(args[0])
         out = func(*args, **(kwargs or {}))
         for tensor in tensors(out):
-            ptr = _ptr(tensor)
+            # (a sparse gradient, nn.Embedding(sparse=True)'s, has no
+            # storage of its own: its indices and values are counted as
+            # the operators that make them return them)
+            ptr = 0 if tensor.is_sparse else _ptr(tensor)
             if not ptr:
                 continue
             if ptr not in self.refs:
