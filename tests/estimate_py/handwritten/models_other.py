@@ -592,9 +592,9 @@ class ConvNeXtBlock(nn.Module):
 
 
 class AutocastConvNeXt(nn.Module):
-    """A small ConvNeXt whose body runs under torch.autocast("cpu",
-    bfloat16), as a CPU training script does; the loss in float32 out
-    of it."""
+    """A small ConvNeXt whose forward and loss run under
+    torch.autocast("cpu", bfloat16), as a CPU training script does
+    (autocast computes the loss in float32 itself)."""
 
     def __init__(self, widths=(64, 128, 256), depth=2, classes=100):
         super().__init__()
@@ -612,7 +612,7 @@ class AutocastConvNeXt(nn.Module):
     def forward(self, x, label):
         with torch.autocast("cpu", dtype=torch.bfloat16):
             logits = self.head(self.norm(self.body(x).mean((2, 3))))
-        return F.cross_entropy(logits.float(), label)
+            return F.cross_entropy(logits, label)
 
 
 # -- C3D with BatchNorm3d -----------------------------------------------------
