@@ -39,19 +39,22 @@ def _ptr(tensor):
 
 
 class _Casts(TorchDispatchMode):
-    """Notes dropout's random masks and autocast's copies of weights."""
+    """Notes dropout's random masks and autocast's copies of weights, by
+    storage address, each held until the pass ends: a mask freed at once
+    (a non-reentrant checkpointed segment's) would leave its address to a
+    later activation, then counted at a byte an element."""
 
     def __init__(self, weights):
         super().__init__()
-        self.weights, self.masks, self.copies = weights, set(), set()
+        self.weights, self.masks, self.copies = weights, {}, {}
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
         name = func.overloadpacket.__name__
         if name in ("bernoulli_", "bernoulli"):
-            self.masks.update(_ptr(t) for t in tensors(out))
+            self.masks.update((_ptr(t), t) for t in tensors(out))
         elif name == "_to_copy" and args and _ptr(args[0]) in self.weights:
-            self.copies.update(_ptr(t) for t in tensors(out))
+            self.copies.update((_ptr(t), t) for t in tensors(out))
         return out
 
 
