@@ -823,7 +823,8 @@ DESCRIPTION
     runs twice, on the example and on other values (of the first argument
     and of every integer or boolean tensor of the others: labels, masks),
     and warns when the two differ: the description then depends on the
-    input's values. Functional steps that a container's forward calls
+    input's values (where the forward refuses the other values, the
+    example's pass alone, said). Functional steps that a container's forward calls
     between its modules (torch.cat, +, F.avg_pool2d, F.relu, F.interpolate,
     F.linear with a tied weight, ...) are layers too, named by the
     function, and so is any other function there that uses a parameter or
