@@ -394,18 +394,29 @@ def _layers_on_cpu(module, example_input, warnings, why):
     started = time.monotonic()
     cpu_input = _map_tensors(example_input, lambda t: t.to("cpu"))
     result = _record(module, cpu_input)
-    other, all_changed = _record_other_values(module, cpu_input)
+    samples = _first_argument(cpu_input)
+    batch = samples.shape[0] if hasattr(samples, "shape") else 1
+    try:
+        other, all_changed = _record_other_values(module, cpu_input)
+    except Exception as err:  # any failure of a forward we do not own
+        # The example ran: its pass is the description, though whether it
+        # depends on the values is unknown (counts that must be >= 0, ids
+        # that must be sorted, refuse values drawn at random).
+        warnings.append(_cpu_pass_said(
+            batch, time.monotonic() - started,
+            "1 pass: the example; the forward refused other values of the "
+            "same shape (%s), so whether the description depends on the "
+            "input's values is not known" % _first_line(err), why))
+        return result
     differs = other[0] != result[0]
     first = None
     if differs:
         first = _differs_in_first(module, cpu_input, result, other,
                                   all_changed)
     passes = 3 if differs and all_changed else 2
-    samples = _first_argument(cpu_input)
-    batch = samples.shape[0] if hasattr(samples, "shape") else 1
-    warnings.append("described by a forward pass on the CPU with batch %d "
-                    "(%.1f s, %d passes: the example and other values), %s"
-                    % (batch, time.monotonic() - started, passes, why))
+    warnings.append(_cpu_pass_said(
+        batch, time.monotonic() - started,
+        "%d passes: the example and other values" % passes, why))
     if not differs:
         return result
     if first is None:
@@ -424,6 +435,13 @@ def _layers_on_cpu(module, example_input, warnings, why):
         % (len(first[0]), len(result[0]),
            "the other input's" if larger is first else "the example's"))
     return larger
+
+
+def _cpu_pass_said(batch, seconds, passes, why):
+    """The warning that the description comes from the CPU: on how many
+    samples, how long, which passes, why."""
+    return ("described by a forward pass on the CPU with batch %d (%.1f s, "
+            "%s), %s" % (batch, seconds, passes, why))
 
 
 def _pass_size(layers):
@@ -454,6 +472,18 @@ def _failed_in(err, module):
                                         type(inner).__name__)
 
 
+def _why_not_meta(err):
+    """Why the CPU pass is taken, for its warning: the meta pass failed,
+    or it ran but could not be faithful (aegis_record.MetaPassUnfaithful
+    says why, and no operation needed real values)."""
+    import aegis_record
+    if isinstance(err, aegis_record.MetaPassUnfaithful):
+        return "because %s" % err
+    return ("because the pass on the meta device failed (%s): an "
+            "operation needs real values, so the description may "
+            "depend on them" % _first_line(err))
+
+
 def _one_pass(module, example_input, device, warnings, name):
     """The recorded pass on meta or, where that fails and device allows,
     on the CPU (said in warnings). A forward pass that fails where no
@@ -473,9 +503,7 @@ def _one_pass(module, example_input, device, warnings, name):
                 raise DescribeError("the forward pass does not run on the "
                                     "meta device%s: %s"
                                     % (_failed_in(err, runner), err)) from err
-            why = ("because the pass on the meta device failed (%s): an "
-                   "operation needs real values, so the description may "
-                   "depend on them" % _first_line(err))
+            why = _why_not_meta(err)
     try:
         return _layers_on_cpu(module, example_input, warnings, why)
     except Exception as err:  # any failure of a forward we do not own
@@ -795,7 +823,8 @@ DESCRIPTION
     runs twice, on the example and on other values (of the first argument
     and of every integer or boolean tensor of the others: labels, masks),
     and warns when the two differ: the description then depends on the
-    input's values. Functional steps that a container's forward calls
+    input's values (where the forward refuses the other values, the
+    example's pass alone, said). Functional steps that a container's forward calls
     between its modules (torch.cat, +, F.avg_pool2d, F.relu, F.interpolate,
     F.linear with a tied weight, ...) are layers too, named by the
     function, and so is any other function there that uses a parameter or

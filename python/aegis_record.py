@@ -70,6 +70,11 @@ _NOISE_OPS = ("bernoulli_", "bernoulli")
 _ACTIVATION_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
 
+class MetaPassUnfaithful(RuntimeError):
+    """The pass on meta tensors ran but cannot describe the job: what it
+    says (str) is why, and the caller falls back to the CPU."""
+
+
 def tensors_in(value):
     """Every tensor in a value: tensors, tuples, lists, dicts (Hugging Face
     outputs are dicts) and namedtuples, recursively."""
@@ -180,6 +185,16 @@ class Recorder:
         self.weight_copies = {}
         self.paused = 0                 # > 0 while a segment is re-run
         self.checkpoints = 0            # checkpointed segments run
+        # Whether an operator made a meta tensor under the CPU's autocast,
+        # which casts CPU tensors only: a forward that names its device
+        # (torch.autocast("cpu")) runs in float32 on meta, where the CPU
+        # pass has autocast's real dtypes. (Noted, not raised: an error
+        # inside an operator reaches the caller as torch's RuntimeError.)
+        self.meta_autocast = False
+        # (CPU's, CUDA's) autocast flags as the torch function running now
+        # was called: inside its autocast kernel, where it saves, autocast
+        # reads as off. None outside any function.
+        self.autocast_at_call = None
         self.recompute = 0              # the largest one's saved elements
 
     # -- parameters -------------------------------------------------------
@@ -310,8 +325,8 @@ class Recorder:
         entry = self._producer(key) or (self.running[-1] if self.running
                                         else None)
         holder = _Saved(tensor)
-        self._saves.append((weakref.ref(holder), key, entry,
-                            _autocast_on()))
+        autocast = _autocast_on(tensor, self.autocast_at_call)
+        self._saves.append((weakref.ref(holder), key, entry, autocast))
         return holder
 
     # -- tensors made by ATen operators -----------------------------------
@@ -321,6 +336,9 @@ class Recorder:
         a weight (_to_copy of a parameter's storage)."""
         if self.paused:
             return
+        if torch.is_autocast_cpu_enabled() and \
+                any(t.is_meta for t in tensors_in(output)):
+            self.meta_autocast = True
         if op_name in _NOISE_OPS:
             notes = self.noise
         elif op_name == "_to_copy" and args and \
@@ -404,11 +422,27 @@ class Recorder:
                 if id(e) in self._always or e["params"] or e["buffers"]]
 
 
-def _autocast_on():
-    """Whether torch.autocast runs now: a float32 tensor saved under it is
-    one autocast keeps in float32 (norms, softmax), 4 bytes whatever the
-    job's precision, so it is counted in saved_bytes."""
-    return torch.is_autocast_enabled() or torch.is_autocast_cpu_enabled()
+def _autocast_flags():
+    """(CPU's, CUDA's) autocast on, as torch reads it now."""
+    return torch.is_autocast_cpu_enabled(), torch.is_autocast_enabled()
+
+
+def _autocast_on(tensor, at_call=None):
+    """Whether torch.autocast runs for tensor's device, now or (at_call,
+    the flags as the running function was called) around the kernel that
+    saves it: a float32 tensor saved under it is one autocast keeps in
+    float32 (norms, log_softmax), 4 bytes whatever the job's precision, so
+    it is counted in saved_bytes. Autocast casts the tensors of its own
+    device only: under CUDA's, a CPU or meta tensor is float32 merely
+    because nothing cast it, and is counted at the job's precision as
+    without autocast."""
+    now = _autocast_flags()
+    flags = [a or b for a, b in zip(now, at_call or now)]
+    if tensor.device.type == "cpu":
+        return flags[0]
+    if tensor.device.type == "cuda":
+        return flags[1]
+    return False
 
 
 def _saved_elements(held, skip):
@@ -453,9 +487,11 @@ class _FunctionMode(TorchFunctionMode):
         kwargs = kwargs or {}
         entry = self.recorder.enter_function(getattr(func, "__name__", ""),
                                              args, kwargs)
+        self.recorder.autocast_at_call = _autocast_flags()
         try:
             output = func(*args, **kwargs)
         finally:
+            self.recorder.autocast_at_call = None
             if entry is not None:
                 self.recorder.running.pop()
         if entry is not None:
@@ -533,6 +569,11 @@ def record(module, example_input):
                 _FunctionMode(recorder), _OpMode(recorder), \
                 _checkpoints_seen(recorder):
             output = call(module, example_input)
+        if recorder.meta_autocast:
+            raise MetaPassUnfaithful(
+                "the forward runs under torch.autocast, which casts no "
+                "meta tensor: the meta pass would describe float32 where "
+                "autocast makes bfloat16 or float16")
         entries = recorder.finish(module)
         del output
     finally:

@@ -108,6 +108,90 @@ class AutocastCopies(unittest.TestCase):
         self.assertEqual(saved_of(desc), 8 * 64 + 8 * 1024)
 
 
+class AutocastLoss(Autocast):
+    """The loss under autocast: autocast runs cross_entropy in float32
+    (its float32 list), and the float32 log-probabilities are kept for
+    backward."""
+
+    def forward(self, x):
+        with torch.autocast(device_type=x.device.type, dtype=torch.bfloat16):
+            logits = self.down(torch.relu(self.up(x)))
+            return F.cross_entropy(logits.flatten(0, 1),
+                                   torch.zeros(logits.shape[0] * 8,
+                                               dtype=torch.long,
+                                               device=x.device))
+
+
+class AutocastFloat32List(unittest.TestCase):
+    def test_float32_kept_by_an_autocast_kernel_is_4_bytes(self):
+        # Autocast hides itself while its kernel runs: log_softmax's
+        # float32 output, saved there, was counted as saved elements at
+        # the job's 2 bytes (a language model's fp32 log-probabilities,
+        # its largest saved tensor: activations 0.72x)
+        desc = aegis_describe.describe(AutocastLoss(),
+                                       torch.rand(1, 8, 64), 4,
+                                       precision="amp_bf16")
+        self.assertEqual(saved_of(desc), 8 * 64 + 8 * 1024)
+        loss = [l for l in desc["layers"] if l["type"] == "cross_entropy"]
+        # (and half the loss, a float32 scalar of the pass over two)
+        self.assertEqual(loss[0]["saved_bytes"], 8 * 64 * 4 + 2)
+
+
+class CpuAutocast(Autocast):
+    """Autocast as a CPU training script writes it: the device type
+    "cpu" named, not taken from the input (a meta input then runs under
+    an autocast that casts nothing)."""
+
+    def forward(self, x):
+        with torch.autocast(device_type="cpu", dtype=torch.bfloat16):
+            return self.down(torch.relu(self.up(x))).float()
+
+
+class CudaAutocastFlag(Autocast):
+    """What torch.autocast("cuda") does on a machine with a GPU: CUDA's
+    autocast flag on (set here directly: without a GPU, torch.autocast
+    disables itself)."""
+
+    def forward(self, x):
+        was = torch.is_autocast_enabled()
+        torch.set_autocast_enabled(True)
+        try:
+            return self.down(torch.relu(self.up(x)))
+        finally:
+            torch.set_autocast_enabled(was)
+
+
+class NamedAutocastDevice(unittest.TestCase):
+    def test_cpu_autocast_is_described_with_its_casts(self):
+        # The meta pass ran the forward in float32 under an autocast that
+        # casts no meta tensor, every saved float32 counted at 4 bytes as
+        # one autocast keeps: 1.76x a ConvNeXt's bf16 activations.
+        desc = aegis_describe.describe(CpuAutocast(), torch.rand(1, 8, 64),
+                                       4, precision="amp_bf16")
+        self.assertEqual(saved_of(desc), 8 * 64 + 8 * 1024)
+        self.assertIn("autocast", " ".join(desc.get("warnings", [])))
+
+    def test_cuda_autocast_casts_no_cpu_or_meta_tensor(self):
+        # torch.autocast("cuda") on a machine with a GPU sets this flag
+        # (without one it disables itself); CPU and meta tensors stay
+        # float32 under it, and were counted at 4 bytes each as tensors
+        # autocast keeps in float32: twice the job's bf16.
+        for device in ("meta", "cpu"):
+            desc = aegis_describe.describe(CudaAutocastFlag(),
+                                           torch.rand(1, 8, 64), 4,
+                                           precision="amp_bf16",
+                                           device=device)
+            # relu's output; nothing cast, the input saved is the example
+            self.assertEqual(saved_of(desc), 8 * 1024, device)
+            self.assertNotIn("saved_bytes", str(desc["layers"]), device)
+
+    def test_meta_only_refuses_it(self):
+        with self.assertRaisesRegex(aegis_describe.DescribeError,
+                                    "autocast"):
+            aegis_describe.describe(CpuAutocast(), torch.rand(1, 8, 64), 4,
+                                    precision="amp_bf16", device="meta")
+
+
 class MaskedLM(nn.Module):
     """The loss on the labelled tokens only: hidden[labels != -100]."""
 
@@ -163,6 +247,42 @@ class ValueDependence(unittest.TestCase):
                       " ".join(desc["warnings"]))
         # no labels or masks to tell apart: no third pass
         self.assertIn("2 passes", " ".join(desc["warnings"]))
+
+
+class CountFeatures(nn.Module):
+    """Counts (>= 0) through log1p, checked as a data pipeline's model
+    checks its input: other values drawn from a normal distribution are
+    refused. The head's time-major copy makes a batch of two keep more a
+    sample than a batch of one."""
+
+    def __init__(self):
+        super().__init__()
+        self.gru = nn.GRU(16, 64)
+        self.head = nn.Linear(64, 32)
+
+    def forward(self, counts):
+        if bool((counts < 0).any()):
+            raise ValueError("counts must be >= 0")
+        out, _ = self.gru(torch.log1p(counts).transpose(0, 1))
+        return self.head(torch.tanh(out).transpose(0, 1))
+
+
+class OtherValuesRefused(unittest.TestCase):
+    def test_the_examples_pass_over_two_is_described(self):
+        # The pass on other values failed, and with it the pass over two:
+        # "described from one sample: the pass over two failed (... on
+        # the example input ...)", which the example had not, and a
+        # batch of one described (its view, not the copy of two).
+        model, x = CountFeatures(), torch.rand(1, 12, 16)
+        desc = aegis_describe.describe(model, x, 8)
+        said = " ".join(desc["warnings"])
+        self.assertNotIn("described from one sample", said)
+        self.assertIn("with batch 2", said)
+        self.assertIn("counts must be >= 0", said)
+        per_sample = aegis_zoo.saved_bytes_on_cpu(
+            model, torch.cat([x, x])) / 2
+        self.assertAlmostEqual(
+            aegis_zoo.description_cpu_bytes(desc) / per_sample, 1, 2)
 
 
 class Checkpointed(nn.Module):

@@ -10,11 +10,13 @@ against the measured parts (weights + gradients + Adam's state + buffers
 exact, activations within 0.95-1.25x, estimate >= floor for every model,
 median estimate/parts <= 1.5.
 
-usage: check_goal.py [--aegis PATH] [--batch-scale N] [--extrapolate N,...]
-                     [NAME...]
+usage: check_goal.py [--aegis PATH] [--models own|other] [--batch-scale N]
+                     [--extrapolate N,...] [NAME...]
 CPU only: about 15 s at the models' own batches (the CTest test
 estimate_py_handwritten); --batch-scale multiplies every batch, for
 figures where activations outweigh the CUDA context (minutes).
+--models other checks models_other.py's fourteen instead of models.py's:
+the same kinds written differently, as the issue's outsiders re-check.
 --extrapolate then prints, for each factor N, the median estimate/parts
 with every batch N times larger again, the parts' activations those
 measured times N (what autograd keeps grows with the batch): the trend
@@ -45,9 +47,11 @@ import aegis_describe  # noqa: E402
 import aegis_record  # noqa: E402
 import measure  # noqa: E402
 import models  # noqa: E402
+import models_other  # noqa: E402
 
 ACTIVATION_BOUNDS = (0.95, 1.25)
 MEDIAN_OVER_PARTS = 1.5
+MODEL_SETS = {"own": models.KINDS, "other": models_other.KINDS}
 ACT_BYTES = {"fp32": 4, "amp_bf16": 2, "amp_fp16": 2, "bf16": 2, "fp16": 2}
 
 
@@ -145,6 +149,8 @@ def parse(argv):
     parser = argparse.ArgumentParser(prog="check_goal.py")
     parser.add_argument("--aegis", default=os.path.join(
         ROOT, "build", "src", "cli", "aegis"), help="the aegis binary")
+    parser.add_argument("--models", choices=sorted(MODEL_SETS),
+                        default="own", help="which file's fourteen models")
     parser.add_argument("--batch-scale", type=int, default=1,
                         help="multiply every model's batch by N")
     parser.add_argument("--extrapolate", type=factor_list, default=[],
@@ -152,7 +158,7 @@ def parse(argv):
                         "N times larger again (judges nothing)")
     parser.add_argument("names", nargs="*", help="only these models")
     args = parser.parse_args(argv)
-    unknown = set(args.names) - {k.name for k in models.KINDS}
+    unknown = set(args.names) - {k.name for k in MODEL_SETS[args.models]}
     if unknown or args.batch_scale < 1:
         parser.error("unknown model(s) %s or --batch-scale below 1"
                      % ", ".join(sorted(unknown)))
@@ -165,7 +171,7 @@ def main(argv=None):
     torch.set_num_threads(1)
     started = time.monotonic()
     kinds = [k._replace(batch=k.batch * args.batch_scale)
-             for k in models.KINDS if not args.names or k.name in args.names]
+             for k in MODEL_SETS[args.models] if not args.names or k.name in args.names]
     rows = [table_row(k, measure_kind(k), describe_kind(k)) for k in kinds]
     for row, mib in zip(rows, estimates(aegis, [r["desc"] for r in rows])):
         row["estimate"] = mib

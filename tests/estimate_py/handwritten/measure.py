@@ -39,19 +39,22 @@ def _ptr(tensor):
 
 
 class _Casts(TorchDispatchMode):
-    """Notes dropout's random masks and autocast's copies of weights."""
+    """Notes dropout's random masks and autocast's copies of weights, by
+    storage address, each held until the pass ends: a mask freed at once
+    (a non-reentrant checkpointed segment's) would leave its address to a
+    later activation, then counted at a byte an element."""
 
     def __init__(self, weights):
         super().__init__()
-        self.weights, self.masks, self.copies = weights, set(), set()
+        self.weights, self.masks, self.copies = weights, {}, {}
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
         name = func.overloadpacket.__name__
         if name in ("bernoulli_", "bernoulli"):
-            self.masks.update(_ptr(t) for t in tensors(out))
+            self.masks.update((_ptr(t), t) for t in tensors(out))
         elif name == "_to_copy" and args and _ptr(args[0]) in self.weights:
-            self.copies.update(_ptr(t) for t in tensors(out))
+            self.copies.update((_ptr(t), t) for t in tensors(out))
         return out
 
 
@@ -87,9 +90,14 @@ class _Live(TorchDispatchMode):
             del self.refs[ptr]
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if _scalar_detach(func, args):
+            return torch.tensor(args[0])
         out = func(*args, **(kwargs or {}))
         for tensor in tensors(out):
-            ptr = _ptr(tensor)
+            # (a sparse gradient, nn.Embedding(sparse=True)'s, has no
+            # storage of its own: its indices and values are counted as
+            # the operators that make them return them)
+            ptr = 0 if tensor.is_sparse else _ptr(tensor)
             if not ptr:
                 continue
             if ptr not in self.refs:
@@ -99,6 +107,16 @@ class _Live(TorchDispatchMode):
             self.refs[ptr][0] += 1
             weakref.finalize(tensor, self._gone, ptr)
         return out
+
+
+def _scalar_detach(func, args):
+    """Whether this is detach of a Python number: torch 1.13 hands a
+    dispatch mode a saved wrapped scalar (x * 0.5's 0.5) as a float, and
+    the non-reentrant checkpoint detaches every tensor its recomputation
+    saves in backward, which then fails. A 0-d tensor of the same value
+    serves backward as well, and holds no activation."""
+    return func.overloadpacket.__name__ == "detach" and args and \
+        not isinstance(args[0], torch.Tensor)
 
 
 def live_peak_bytes(module, example):
