@@ -153,6 +153,18 @@ int client_options(const char *cmd, int argc, char **argv, const char *help,
     return client_operands(cmd, argc, argv, min_args, max_args);
 }
 
+/* The \uXXXX escape of code point cp; one past U+FFFF as JSON spells
+ * it, a UTF-16 surrogate pair (RFC 8259, 7), so a 4-byte character read
+ * back is the same. */
+static void client_print_escape(unsigned long cp) {
+    if (cp > 0xffff) {
+        cp -= 0x10000;
+        printf("\\u%04lx\\u%04lx", 0xd800 | cp >> 10, 0xdc00 | (cp & 0x3ff));
+        return;
+    }
+    printf("\\u%04lx", cp);
+}
+
 /* Another user's text (a name stored before names were checked, a
  * directory, a notifier's command) reaches root's terminal in --json
  * too: each character a terminal would act on (text_safe.h) is written
@@ -160,7 +172,11 @@ int client_options(const char *cmd, int argc, char **argv, const char *help,
  * escaped C0 already; it writes C1 controls and bidirectional marks raw
  * and those appear only inside strings. */
 void client_print_json(json_t *v) {
-    char *text = json_dumps(v, JSON_COMPACT);
+    client_print_json_as(v, JSON_COMPACT);
+}
+
+void client_print_json_as(json_t *v, size_t flags) {
+    char *text = json_dumps(v, flags);
     if (!text) {
         fprintf(stderr, "aegis: out of memory writing JSON\n");
         return;
@@ -168,9 +184,11 @@ void client_print_json(json_t *v) {
     const char *run = text;
     for (const char *s = text; *s;) {
         size_t len = text_char_len(s);
-        if (text_is_control(s, len)) {
+        /* a raw newline is JSON_INDENT's layout: one in a string is
+         * escaped by jansson */
+        if (*s != '\n' && text_is_control(s, len)) {
             fwrite(run, 1, (size_t)(s - run), stdout);
-            printf("\\u%04lx", text_code_point(s, len));
+            client_print_escape(text_code_point(s, len));
             run = s + len;
         }
         s += len;

@@ -143,6 +143,10 @@ void client_cmd_line(json_t *cmd, char *line, size_t size);
  * act on escaped (text_safe.h). */
 void client_print_json(json_t *v);
 
+/* client_print_json, laid out by jansson's dump flags (JSON_INDENT(2)
+ * for the commands whose --json is indented). */
+void client_print_json_as(json_t *v, size_t flags);
+
 /* A job id argument: prints "aegis CMD: ..." and returns -1 when bad. */
 int client_parse_id(const char *cmd, const char *text, json_int_t *id);
 

@@ -1,11 +1,13 @@
 /* dataset_show_cmd.c -- `aegis dataset ls` and `aegis dataset show`: the
  * caller's datasets read from their logs (no watcher or daemon needed). */
 #include "cli.h"
+#include "client.h"
 #include "dataset_cmd.h"
 
 #include "dataset.h"
 #include "dataset_info.h"
 #include "keylog.h"
+#include "text_safe.h"
 
 #include <dirent.h>
 #include <jansson.h>
@@ -59,16 +61,26 @@ static json_t *summary_json(const pl_dataset *ds) {
                      (json_int_t)c->max_bytes);
 }
 
+/* A dataset's configuration and file names are its owner's text, and
+ * show reads another user's shared dataset: printed as text_safe shows
+ * them (dir and pattern up to PATH_MAX). */
+static const char *safe(char *buf, size_t size, const char *text) {
+    text_safe(buf, size, text);
+    return buf;
+}
+
 static void print_row(const pl_dataset *ds) {
     const pl_dsconf *c = pl_dataset_conf(ds);
-    char limit[32] = "";
+    char limit[32] = "", name[256], dir[4200];
     if (c->max_bytes)
         snprintf(limit, sizeof(limit), "/%.0fM", c->max_bytes / 1048576.0);
-    printf("%-20s %-7s %10llu %6u %6llu %9.1fM%-8s %s\n", c->name,
+    printf("%-20s %-7s %10llu %6u %6llu %9.1fM%-8s %s\n",
+           safe(name, sizeof(name), c->name),
            pl_format_name(c->format), (unsigned long long)pl_dataset_count(ds),
            pl_dataset_file_count(ds),
            (unsigned long long)pl_dataset_bad_count(ds),
-           pl_dataset_sample_bytes(ds) / 1048576.0, limit, c->dir);
+           pl_dataset_sample_bytes(ds) / 1048576.0, limit,
+           safe(dir, sizeof(dir), c->dir));
 }
 
 static int by_name(const void *a, const void *b) {
@@ -123,10 +135,7 @@ static int list(const char *state, int json) {
         free(names[i]);
     }
     free(names);
-    if (json) {
-        json_dumpf(rows, stdout, JSON_INDENT(2));
-        putchar('\n');
-    }
+    if (json) client_print_json_as(rows, JSON_INDENT(2));
     json_decref(rows);
     return rc;
 }
@@ -150,16 +159,18 @@ static void show_json(const pl_dataset *ds) {
         json_object_set_new(doc, "record_size", json_integer(c->record_size));
         json_object_set_new(doc, "label_size", json_integer(c->label_size));
     }
-    json_dumpf(doc, stdout, JSON_INDENT(2));
-    putchar('\n');
+    client_print_json_as(doc, JSON_INDENT(2));
     json_decref(doc);
 }
 
 static void show_text(const pl_dataset *ds) {
     const pl_dsconf *c = pl_dataset_conf(ds);
     uint64_t nbad = pl_dataset_bad_count(ds);
-    printf("dataset  %s\nfolder   %s (files %s)\nformat   %s", c->name, c->dir,
-           c->pattern, pl_format_name(c->format));
+    char name[256], dir[4200], pattern[4200], file[4200];
+    printf("dataset  %s\nfolder   %s (files %s)\nformat   %s",
+           safe(name, sizeof(name), c->name), safe(dir, sizeof(dir), c->dir),
+           safe(pattern, sizeof(pattern), c->pattern),
+           pl_format_name(c->format));
     if (c->format == PL_FORMAT_BINARY)
         printf(", %u-byte records, %u-byte labels", c->record_size,
                c->label_size);
@@ -171,7 +182,8 @@ static void show_text(const pl_dataset *ds) {
     printf("\nbad      %llu\n", (unsigned long long)nbad);
     for (uint64_t i = 0; i < nbad && i < SHOW_BAD_TEXT; i++) {
         const pl_bad *b = &pl_dataset_bad(ds)[i];
-        printf("  %s at byte %llu: %s\n", pl_dataset_file_name(ds, b->file),
+        printf("  %s at byte %llu: %s\n",
+               safe(file, sizeof(file), pl_dataset_file_name(ds, b->file)),
                (unsigned long long)b->offset, pl_bad_reason_text(b->reason));
     }
     if (nbad > SHOW_BAD_TEXT)
@@ -251,7 +263,9 @@ int cli_dataset_show(int argc, char **argv) {
     if (rc != CLI_OK)
         return rc;
     if (pl_dataset_open(state, name, &ds, err, sizeof(err)) < 0) {
-        fprintf(stderr, "aegis dataset show: %s\n", err);
+        char said[sizeof(err)]; /* it may quote the owner's files */
+        fprintf(stderr, "aegis dataset show: %s\n",
+                safe(said, sizeof(said), err));
         return CLI_FAIL;
     }
     if (json)

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "feed_admin.h"
+#include "text_safe.h"
 
 static const char help[] =
 "NAME\n"
@@ -135,9 +136,15 @@ static void feed_print_managed(bool json) {
             if (!header) printf("\nmanaged by aegisd:\n%-20s %-8s %-8s %s\n",
                                 "FEED", "PRODUCER", "STATE", "CONSUMERS");
             header = true;
-            printf("%-20s %-8lld %-8s", feed ? feed : "",
+            /* aegisd checks a feed's name; one from an older aegisd, or
+             * a state it did not write, is shown safe all the same */
+            char name[128], state[32];
+            text_safe(name, sizeof(name), feed ? feed : "");
+            const char *st = json_string_value(json_object_get(p, "state"));
+            text_safe(state, sizeof(state), st ? st : "");
+            printf("%-20s %-8lld %-8s", name,
                    (long long)json_integer_value(json_object_get(p, "id")),
-                   json_string_value(json_object_get(p, "state")));
+                   state);
             json_array_foreach(json_object_get(out, "consumers"), k, j)
                 printf("%s%lld", k ? "," : " ",
                        (long long)json_integer_value(j));

@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "text_safe.h"
+
 static const char cancel_help[] =
 "NAME\n    aegis cancel - cancel jobs\n\n"
 "SYNOPSIS\n    aegis cancel ID... [--socket PATH]\n\n"
@@ -224,9 +226,13 @@ int cli_wait(int argc, char **argv) {
     json_t *j;
     json_array_foreach(jobs, i, j) {
         all_done &= !strcmp(job_str(j, "state"), "done");
+        /* a reason quotes what aegisd was told (a failed start's path, a
+         * Slurm task's), and anyone may wait on another's job */
+        char state[32], reason[512];
+        text_safe(state, sizeof(state), job_str(j, "state"));
+        text_safe(reason, sizeof(reason), job_str(j, "reason"));
         if (!f.json)
-            printf("%lld %s %s\n", (long long)job_num(j, "id"), job_str(j, "state"),
-                   job_str(j, "reason"));
+            printf("%lld %s %s\n", (long long)job_num(j, "id"), state, reason);
     }
     if (f.json) client_print_json(jobs);
     json_decref(all);

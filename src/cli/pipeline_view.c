@@ -15,6 +15,7 @@
 
 #include "dataset.h"
 #include "pl_tlog.h"
+#include "text_safe.h"
 
 json_t *pv_supervisors(const char *socket, bool all, int *rc) {
     char uid[32];
@@ -184,13 +185,18 @@ int pv_show(const char *socket, const char *name, bool json) {
                row ? json_string_value(json_object_get(out, "state"))
                    : "(none)");
         printf("%-8s %-12s %-8s %s\n", "TRIGGER", "AFTER", "JOB", "STATE");
-        json_array_foreach(json_object_get(out, "trigger_list"), i, t)
+        json_array_foreach(json_object_get(out, "trigger_list"), i, t) {
+            /* a word of the trigger log, a file: shown safe when root
+             * reads a user's (AEGIS_STATE_HOME) */
+            char state[32];
+            text_safe(state, sizeof(state),
+                      json_string_value(json_object_get(t, "state")));
             printf("%-8" JSON_INTEGER_FORMAT " %-12" JSON_INTEGER_FORMAT
                    " %-8" JSON_INTEGER_FORMAT " %s\n",
                    json_integer_value(json_object_get(t, "trigger")),
                    json_integer_value(json_object_get(t, "end")),
-                   json_integer_value(json_object_get(t, "job")),
-                   json_string_value(json_object_get(t, "state")));
+                   json_integer_value(json_object_get(t, "job")), state);
+        }
     }
     json_decref(out);
     json_decref(list);

@@ -6,6 +6,7 @@
 #include "daemon.h"
 #include "jobs.h"
 
+#include <malloc.h> /* malloc_trim */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -276,9 +277,25 @@ static double d_gpu_joules(d_gpu *gpu, int g, double before, double now) {
     return estimate;
 }
 
+/* The ends noted since the last tick, all saved now, forgotten. A burst
+ * (a cancel of 20,000 jobs) grew the list to 424 bytes a job: 14 MB
+ * held for good, and glibc kept the jobs' freed memory besides (RSS
+ * stayed at 67 MB for 6 MB at start; docs/benchmarks.md). So a list past
+ * D_UNSAVED_KEEP is given back, and the heap trimmed once with it: the
+ * trim costs ms and runs once a burst, not once a tick. */
+#define D_UNSAVED_KEEP 1024
+static void d_unsaved_clear(d_daemon *d) {
+    d->nunsaved = 0;
+    if (d->capunsaved <= D_UNSAVED_KEEP) return;
+    free(d->unsaved);
+    d->unsaved = NULL;
+    d->capunsaved = 0;
+    malloc_trim(0);
+}
+
 void d_jobs_tick(d_daemon *d) {
     d_jobs_learn_pids(d);
-    if (!store_failing(d->st)) d->nunsaved = 0; /* all saved */
+    if (!store_failing(d->st)) d_unsaved_clear(d); /* all saved */
     double now = d_now(d);
     for (size_t i = 0; i < d->nrunning; i++) { /* summed over their GPUs */
         d->running[i]->used_mib = 0;

@@ -4,10 +4,34 @@
 
 #include <string.h>
 
+/* The range RFC 3629 allows for the second byte after lead byte b (the
+ * later ones are always 80..BF): narrower after E0 and F0 (no overlong
+ * form), ED (no UTF-16 surrogate) and F4 (nothing above U+10FFFF). *n
+ * is the character's length, 0 for a byte that may not lead one (80..C1:
+ * a continuation or an overlong 2-byte form; F5..FF). */
+static void utf8_lead(unsigned char b, size_t *n, unsigned char *lo,
+                      unsigned char *hi) {
+    *lo = 0x80;
+    *hi = 0xbf;
+    *n = b < 0x80 ? 1 : b < 0xc2 ? 0 : b < 0xe0 ? 2 : b < 0xf0 ? 3
+       : b < 0xf5 ? 4 : 0;
+    if (b == 0xe0) *lo = 0xa0;
+    else if (b == 0xed) *hi = 0x9f;
+    else if (b == 0xf0) *lo = 0x90;
+    else if (b == 0xf4) *hi = 0x8f;
+}
+
+/* Only well-formed UTF-8 is a character: a terminal that decodes an
+ * overlong C0 0x9B as U+009B (CSI) would act on it, and surrogates or
+ * code points past U+10FFFF have no meaning to show. */
 size_t text_char_len(const char *text) {
     const unsigned char *s = (const unsigned char *)text;
-    size_t n = *s < 0xc0 ? 1 : *s < 0xe0 ? 2 : *s < 0xf0 ? 3 : 4;
-    for (size_t i = 1; i < n; i++)
+    size_t n;
+    unsigned char lo, hi;
+    utf8_lead(*s, &n, &lo, &hi);
+    if (n == 0) return 1;
+    if (n > 1 && (s[1] < lo || s[1] > hi)) return 1;
+    for (size_t i = 2; i < n; i++)
         if ((s[i] & 0xc0) != 0x80) return 1;
     return n;
 }
@@ -32,10 +56,11 @@ bool text_is_control(const char *text, size_t len) {
 
 unsigned long text_code_point(const char *text, size_t len) {
     const unsigned char *s = (const unsigned char *)text;
-    if (len == 2) return (s[0] & 0x1fUL) << 6 | (s[1] & 0x3fUL);
-    if (len == 3)
-        return (s[0] & 0x0fUL) << 12 | (s[1] & 0x3fUL) << 6 | (s[2] & 0x3fUL);
-    return s[0];
+    if (len < 2 || len > 4) return s[0];
+    /* the lead byte keeps 7 - len bits, each later byte 6 */
+    unsigned long cp = s[0] & (0x7fUL >> len);
+    for (size_t i = 1; i < len; i++) cp = cp << 6 | (s[i] & 0x3fUL);
+    return cp;
 }
 
 void text_safe(char *dst, size_t size, const char *src) {

@@ -1,0 +1,86 @@
+#!/bin/bash
+# untrusted_text.sh AEGIS FAKE_AEGISD.py -- text another user (or a file
+# another user wrote) can put in what aegis prints never reaches the
+# terminal raw: each command below is handed, by a stand-in aegisd or a
+# crafted state folder, a C1 CSI (U+009B), ESC, an overlong CSI (C0 9B)
+# and a right-to-left override (U+202E), and its output must hold none
+# of them (text_safe.h: '?' in text, \uXXXX in --json).
+set -u
+aegis=$1 fake=$2
+dir=$(mktemp -d)
+fake_pid=
+cleanup() {
+    [ -n "$fake_pid" ] && kill "$fake_pid" 2>/dev/null
+    rm -rf "$dir"
+}
+trap cleanup EXIT
+cd "$dir" || exit 1
+fails=0
+
+# Whether file $1 holds, raw, what a terminal would act on.
+raw_control() {
+    LC_ALL=C grep -q $'\x1b\|\xc2\x9b\|\xe2\x80\xae\|\xc0\x9b' "$1"
+}
+
+# check NAME CMD...: CMD's stdout and stderr hold nothing raw.
+check() {
+    local name=$1
+    shift
+    "$@" > out.txt 2>&1
+    if raw_control out.txt; then
+        echo "FAIL $name: raw control characters in:"
+        od -c out.txt | head -20
+        fails=$((fails + 1))
+    else
+        echo "ok   $name"
+    fi
+}
+
+# A reason aegisd quotes (an error, a file's text): wait prints it.
+bad=$'x\xc2\x9b31m\x1b[2J\xe2\x80\xaey'
+python3 - "$bad" > answers.json <<'PY'
+import json, sys
+bad = sys.argv[1]
+print(json.dumps({
+    'wait': {'ok': True, 'jobs': [{'id': 7, 'state': 'failed',
+                                   'reason': bad}]},
+    'ls': {'ok': True, 'jobs': [
+        {'id': 8, 'kind': 'feed', 'feed': bad, 'state': 'running'},
+        {'id': 9, 'kind': 'job', 'feed': bad, 'state': 'queued'}]},
+}))
+PY
+python3 "$fake" "$dir/sock" answers.json &
+fake_pid=$!
+for _ in $(seq 100); do [ -S "$dir/sock" ] && break; sleep 0.1; done
+export AEGIS_SOCKET=$dir/sock
+check "wait" "$aegis" wait 7
+check "wait --json" "$aegis" wait --json 7
+check "feed ls (managed)" "$aegis" feed ls
+
+# A dataset another user shares: its folder and pattern are that user's
+# text, read by `aegis dataset show PATH` (shown here from its own state
+# folder: the same code reads both).
+export AEGIS_STATE_HOME=$dir/state
+data="$dir/data"$'\xc2\x9b'"31m"
+mkdir -p "$data"
+"$aegis" dataset add shared --dir "$data" --format csv \
+    --pattern $'*\x1b[2J\xe2\x80\xae.csv' > add.txt 2>&1 ||
+    { echo "FAIL dataset add: $(cat add.txt)"; fails=$((fails + 1)); }
+check "dataset show PATH" "$aegis" dataset show "$dir/state/datasets/shared"
+check "dataset show --json" "$aegis" dataset show \
+    "$dir/state/datasets/shared" --json
+"$aegis" dataset show "$dir/state/datasets/shared" --json |
+    python3 -c "import json, sys; d = json.load(sys.stdin)
+assert d['dir'].endswith('\x9b31m') and '\u202e' in d['pattern'], d" ||
+    { echo "FAIL dataset show --json: not the same JSON"; fails=$((fails + 1)); }
+check "dataset ls" "$aegis" dataset ls
+check "dataset ls --json" "$aegis" dataset ls --json
+
+# A pipeline's trigger log is a file: a word in it that root reads (with a
+# user's AEGIS_STATE_HOME) is shown safe.
+pdir="$dir/state/pipelines"
+mkdir -p "$pdir/p1"
+printf 'fire 0 100\njob 0 5 -1\nend 0 x\033[2J\xc2\x9b\n' > "$pdir/p1/triggers.log"
+check "pipeline show" "$aegis" pipeline show p1
+
+[ "$fails" -eq 0 ] || exit 1
