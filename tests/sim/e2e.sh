@@ -640,6 +640,16 @@ job_columns_bad)
         "t.csv:2: field 'mem_mib': 123456789012345 is outside \[0, 1000000000000\]"
     bad 'submit_time_s,mem_mib,duration_s\n0,lots,60' \
         "t.csv:2: field 'mem_mib': 'lots' is not a number"
+    # a number too large is named so, not "not a number" (1e400), nor
+    # a job number of 40 digits "not a job number"
+    bad 'submit_time_s,mem_mib,duration_s\n0,1e400,60' \
+        "t.csv:2: field 'mem_mib': '1e400' is too large a number"
+    bad 'job_index,submit_time_s,mem_mib,duration_s\n1234567890123456789012345678901234567890,0,1000,60' \
+        "t.csv:2: field 'job_index': '1234567890123456789012345678901234567890' is over 9223372036854775807, the largest job number"
+    # lines ended by CR alone (classic Mac OS): one line, named so (it
+    # was "no jobs after the header" or a missing column)
+    printf 'submit_time_s,mem_mib,duration_s\r0,4000,60\r' >"$TMP/t.csv"
+    expect_bad "$TMP/t.csv" "t.csv:1: a carriage return inside the header line: lines ended by CR alone"
     bad 'submit_time_s,workload,duration_s\n0,no_such_model,60' \
         "t.csv:2: field 'workload': unknown workload 'no_such_model'"
     bad 'submit_time_s,user\n0,alice' \
