@@ -2,7 +2,7 @@
 """Turn Slurm accounting (`sacct --parsable2`) into an `aegis sim` trace.
 
     sacct --allusers --parsable2 --starttime 2026-06-01 --endtime 2026-06-08 \\
-        --format JobIDRaw,User,Submit,ElapsedRaw,TimelimitRaw,AllocTRES,ReqTRES,TRESUsageInMax,TotalCPU \\
+        --format JobIDRaw,User,Submit,ElapsedRaw,TimelimitRaw,AllocTRES,ReqTRES,TRESUsageInMax,TotalCPU,State \\
         > sacct.txt
     tools/sacct_trace.py sacct.txt > trace.csv
     aegis sim --trace trace.csv --gpus 8 --policy all
@@ -32,6 +32,10 @@ columns"):
 A job that held no GPU (no gres/gpu in AllocTRES) or never ran (ElapsedRaw
 0) is left out; so is one with neither mem_mib nor peak_mib, which the
 simulator could not size, and the count of those is said on stderr.
+With a State field, a job that had not ended when sacct ran (RUNNING,
+PENDING, REQUEUED, SUSPENDED, ...: any State but those of ENDED) is left
+out too, counted by state on stderr: its ElapsedRaw is the run so far,
+not its duration. Without the field every job is taken as ended.
 Standard library only.
 """
 import argparse, csv, datetime, math, sys
@@ -44,6 +48,12 @@ BIG = 1e12
 # The longest time_limit_s a trace may hold (TRACE_MAX_LIMIT_S, src/sim/
 # trace.h): a year. A longer limit is none to a replay.
 MAX_LIMIT_S = 365 * 86400
+# The states of a job that has ended (Slurm's sacct(1), JOB STATE CODES);
+# every other one (PENDING, RUNNING, REQUEUED, REQUEUE_HOLD, SUSPENDED,
+# STOPPED, RESIZING, COMPLETING, ..., or one a later Slurm adds) is a job
+# whose ElapsedRaw may still grow, so it is left out rather than guessed.
+ENDED = {"BOOT_FAIL", "CANCELLED", "COMPLETED", "DEADLINE", "FAILED",
+         "NODE_FAIL", "OUT_OF_MEMORY", "PREEMPTED", "TIMEOUT"}
 UNITS = {"": 1, "K": 2 ** 10, "M": 2 ** 20, "G": 2 ** 30, "T": 2 ** 40, "P": 2 ** 50}
 
 
@@ -190,13 +200,29 @@ def job_of(row, where):
             "peak_bytes": None}
 
 
-def read_jobs(f, name):
-    """The jobs of the sacct output, their steps' peaks folded in."""
+def not_ended(row):
+    """The job's State when it had not ended, else None; a row without
+    the field is taken as ended. sacct writes 'CANCELLED by UID', so the
+    first word is the state."""
+    state = (row.get("State") or "").split(" ", 1)[0]
+    return None if "State" not in row or state in ENDED else state or "(empty)"
+
+
+def read_jobs(f, name, running):
+    """The jobs of the sacct output, their steps' peaks folded in; the
+    count of those left out as not ended is kept by state in running."""
     jobs = {}
     for line, row in read_rows(f, name):
         where = f"{name}:{line}"
         jobid, _, step = row["JobIDRaw"].partition(".")
         if not step:
+            state = not_ended(row)
+            if state:
+                running[state] = running.get(state, 0) + 1
+                # a later record of the same job (sacct --duplicates)
+                # may have ended; an earlier one that ended is stale
+                jobs.pop(jobid, None)
+                continue
             job = job_of(row, where)
             if job:
                 jobs[jobid] = job
@@ -237,14 +263,19 @@ def main():
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("sacct", help="sacct --parsable2 output ('-': standard input)")
     args = ap.parse_args()
+    running = {}
     try:
         with (sys.stdin.buffer if args.sacct == "-"
               else open(args.sacct, "rb")) as f:
-            jobs = read_jobs(f, args.sacct)
+            jobs = read_jobs(f, args.sacct, running)
     except OSError as e:
         sys.exit(f"sacct_trace: {args.sacct}: {e.strerror}")
     except BadInput as e:
         sys.exit(f"sacct_trace: {e}")
+    if running:
+        states = ", ".join(f"{s} {n}" for s, n in sorted(running.items()))
+        print(f"sacct_trace: left out {sum(running.values())} jobs that had "
+              f"not ended when sacct ran ({states})", file=sys.stderr)
     sized = [j for j in jobs if j["mem_mib"] is not None or j["peak_bytes"]]
     if len(sized) < len(jobs):
         print(f"sacct_trace: left out {len(jobs) - len(sized)} GPU jobs with "

@@ -17,7 +17,7 @@
 
 /* A GPU's sums as its running jobs make them. */
 typedef struct tally_gpu {
-    int njobs, unseen, score_sum, ninst;
+    int njobs, unseen, score_sum, ninst, peak_unknown;
     double util_pct_sum, peak_sum_mib;
 } tally_gpu;
 
@@ -66,6 +66,7 @@ static void tally_running(tally *t, const core_job *j) {
         g->util_pct_sum += policy_util_pct(s);
         g->score_sum += policy_sharing_score(s);
         g->peak_sum_mib += s->peak_mib >= 0 ? s->peak_mib : 0;
+        g->peak_unknown += s->peak_mib < 0;
         if (j->feed >= 0) t->feeds[j->feed].on_gpu[j->gpus[k]]++;
     }
     t->users[j->user].jobs++;
@@ -109,6 +110,10 @@ static int check_gpu(const core_state *core, int g, const tally_gpu *t,
     if (!same_sum(v->peak_sum_mib, t->peak_sum_mib))
         return differs(err, errlen, "GPU %d: peak_sum_mib %g, its jobs make "
                        "%g", g, v->peak_sum_mib, t->peak_sum_mib);
+    if (v->peak_unknown != t->peak_unknown)
+        return differs(err, errlen, "GPU %d: peak_unknown %d, its jobs of "
+                       "unknown peak make %d", g, v->peak_unknown,
+                       t->peak_unknown);
     if (gpu->share.ninst != t->ninst)
         return differs(err, errlen, "GPU %d: %d MIG instances, its jobs "
                        "hold %d", g, gpu->share.ninst, t->ninst);

@@ -376,14 +376,16 @@ int core_job_retry(const core_state *core, int64_t job_id, core_retry *r) {
 
 /* Adds (sign +1) or removes (-1) a job's profile from a GPU's sums; an
  * unknown utilization or sharing score counts as the policies take it
- * (policy_util_pct(), policy_sharing_score()), an unknown peak as
- * nothing. */
+ * (policy_util_pct(), policy_sharing_score()), an unknown peak in
+ * peak_unknown, weighed when placing (policy_peak_sum_mib()). */
 static void gpu_account(core_gpu *gpu, const core_job_spec *spec, int sign) {
     gpu->view.njobs += sign;
     gpu->view.util_pct_sum += sign * policy_util_pct(spec);
     gpu->view.score_sum += sign * policy_sharing_score(spec);
     gpu->view.peak_sum_mib += sign * (spec->peak_mib >= 0 ? spec->peak_mib : 0);
-    assert(gpu->view.njobs >= 0 && gpu->view.score_sum >= 0);
+    gpu->view.peak_unknown += sign * (spec->peak_mib < 0);
+    assert(gpu->view.njobs >= 0 && gpu->view.score_sum >= 0 &&
+           gpu->view.peak_unknown >= 0);
 }
 
 /* Takes a running job off its GPUs. A GPU left empty has nothing to

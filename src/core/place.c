@@ -136,7 +136,7 @@ static bool core_place_shared(core_state *core, const core_job *job,
         if (pol->admits && !pol->admits(&core->cfg, &gpu->view, &job->spec))
             continue;
         cand[n].gpu = g;
-        cand[n].key = pol->rank ? pol->rank(&gpu->view, &job->spec)
+        cand[n].key = pol->rank ? pol->rank(&core->cfg, &gpu->view, &job->spec)
                                 : policy_placement_key(core->placement, &gpu->view,
                                                        core->rr_next, core->num_gpus);
         n++;

@@ -25,7 +25,8 @@ static bool horus_admits(const core_config *cfg, const policy_gpu *g,
     return g->util_pct_sum + horus_util(job) <= cfg->horus_max_util_pct;
 }
 
-static double horus_rank(const policy_gpu *g, const core_job_spec *job) {
+static double horus_rank(const core_config *cfg, const policy_gpu *g,
+                         const core_job_spec *job) {
     return g->util_pct_sum + horus_util(job);
 }
 

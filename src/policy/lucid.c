@@ -10,15 +10,10 @@
 #include "policy.h"
 
 /* Unknown inputs are taken at their most cautious: a jumbo job whose
- * memory fills the usable capacity, so it only ever runs alone. */
+ * memory fills the usable capacity, so it only ever runs alone; on its
+ * GPU it weighs the same once running (policy.h). */
 static int lucid_score(const core_job_spec *job) {
     return policy_sharing_score(job);
-}
-
-static double lucid_peak(const core_config *cfg, const policy_gpu *g,
-                         const core_job_spec *job) {
-    return job->peak_mib >= 0 ? job->peak_mib
-                              : g->total_mib - cfg->lucid_reserve_mib;
 }
 
 static double lucid_demand(const core_config *cfg, const core_job_spec *job) {
@@ -29,15 +24,19 @@ static bool lucid_admits(const core_config *cfg, const policy_gpu *g,
                          const core_job_spec *job) {
     return g->njobs + 1 <= cfg->lucid_max_jobs &&
            g->score_sum + lucid_score(job) <= cfg->lucid_max_score &&
-           g->peak_sum_mib + lucid_peak(cfg, g, job) <=
+           policy_peak_sum_mib(cfg, g) + policy_peak_mib(cfg, g, job) <=
                g->total_mib - cfg->lucid_reserve_mib;
 }
 
 /* Score first, memory second: the score sum is a small integer and the
- * memory sum is under 2^30 MiB, so score * 2^30 + memory orders both. */
-static double lucid_rank(const policy_gpu *g, const core_job_spec *job) {
+ * memory sum is under 2^30 MiB, so score * 2^30 + memory orders both.
+ * The newcomer's unknown peak adds nothing: it would add each GPU's own
+ * usable memory and so rank the larger GPU last. */
+static double lucid_rank(const core_config *cfg, const policy_gpu *g,
+                         const core_job_spec *job) {
     double score = g->score_sum + lucid_score(job);
-    double mib = g->peak_sum_mib + (job->peak_mib >= 0 ? job->peak_mib : 0);
+    double mib = policy_peak_sum_mib(cfg, g) +
+                 (job->peak_mib >= 0 ? job->peak_mib : 0);
     return score * 1073741824.0 + mib;
 }
 

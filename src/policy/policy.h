@@ -24,6 +24,8 @@ typedef struct policy_gpu {
     double util_pct_sum;    /* horus: profiled utilization of those jobs */
     int score_sum;          /* lucid: sum of their sharing scores */
     double peak_sum_mib;    /* lucid: sum of their profiled peak memory */
+    int peak_unknown;       /* lucid: how many of them have no profiled
+                               peak (policy_peak_sum_mib()) */
 } policy_gpu;
 
 /* An unprofiled job's figures, at their most cautious: horus takes a job
@@ -37,6 +39,31 @@ static inline double policy_util_pct(const core_job_spec *job) {
 
 static inline int policy_sharing_score(const core_job_spec *job) {
     return job->sharing_score >= 0 ? job->sharing_score : 2;
+}
+
+/* Lucid takes a job of unknown peak memory as filling what GPU g leaves
+ * usable, its total less cfg->lucid_reserve_mib (never below nothing).
+ * That figure hangs on the GPU and on a setting a reload may change, so
+ * the core sums no MiB for such a job, which would then leave the sum
+ * with another figure than it came in with: it counts the job in
+ * peak_unknown, and the figure is taken here, when placing. */
+static inline double policy_usable_mib(const core_config *cfg,
+                                       const policy_gpu *g) {
+    double usable = g->total_mib - cfg->lucid_reserve_mib;
+    return usable > 0 ? usable : 0;
+}
+
+static inline double policy_peak_mib(const core_config *cfg,
+                                     const policy_gpu *g,
+                                     const core_job_spec *job) {
+    return job->peak_mib >= 0 ? job->peak_mib : policy_usable_mib(cfg, g);
+}
+
+/* The peak memory of the jobs on g, each taken as policy_peak_mib() takes
+ * it: a running job of unknown peak weighs as it would if it came next. */
+static inline double policy_peak_sum_mib(const core_config *cfg,
+                                         const policy_gpu *g) {
+    return g->peak_sum_mib + g->peak_unknown * policy_usable_mib(cfg, g);
 }
 
 typedef struct policy {
@@ -60,7 +87,8 @@ typedef struct policy {
     bool (*admits)(const core_config *cfg, const policy_gpu *g,
                    const core_job_spec *job);
     /* Rank key of a GPU, lower first; NULL to use cfg->placement. */
-    double (*rank)(const policy_gpu *g, const core_job_spec *job);
+    double (*rank)(const core_config *cfg, const policy_gpu *g,
+                   const core_job_spec *job);
 } policy;
 
 /* Every policy, once: X(name string, struct defined in its own file). */

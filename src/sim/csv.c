@@ -3,6 +3,7 @@
 #include "csv.h"
 
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -178,6 +179,21 @@ static char *next_line(csv_file *f) {
     return NULL;
 }
 
+/* A carriage return left in a line once next_line() took off the one
+ * before its '\n' ends no line: a file whose lines end in CR alone
+ * (classic Mac OS) is one line, whose header then named a column after
+ * the next line's text ("missing column", "no jobs after the header").
+ * Returns -1 with the message for the line read last, what naming it
+ * ("the header line", "the line"). */
+static int bare_cr(const csv_file *f, const char *line, const char *what,
+                   char *err, size_t errlen) {
+    if (!strchr(line, '\r')) return 0;
+    snprintf(err, errlen, "%s:%d: a carriage return inside %s: lines ended "
+             "by CR alone (classic Mac OS) are not read; end them with LF "
+             "or CRLF", f->path, f->line, what);
+    return -1;
+}
+
 /* What split() returns for a faulty line. */
 enum { SPLIT_TOO_MANY = -1, SPLIT_BAD_QUOTE = -2 };
 
@@ -269,6 +285,10 @@ csv_file *csv_open(const char *path, char *err, size_t errlen) {
         csv_close(f);
         return NULL;
     }
+    if (bare_cr(f, header, "the header line", err, errlen) < 0) {
+        csv_close(f);
+        return NULL;
+    }
     f->ncols = split(header, f->cols, CSV_MAX_FIELDS);
     const char *twice = f->ncols < 0 ? NULL : repeated_column(f);
     if (f->ncols < 0 || twice) {
@@ -318,6 +338,7 @@ int csv_col(const csv_file *f, const char *name) {
 int csv_next(csv_file *f, char *err, size_t errlen) {
     char *line = next_line(f);
     if (!line) return 0;
+    if (bare_cr(f, line, "the line", err, errlen) < 0) return -1;
     int n = split(line, f->row, f->ncols);
     if (n == SPLIT_BAD_QUOTE)
         split_error(f, n, f->ncols, err, errlen);
@@ -402,6 +423,29 @@ void csv_skip_row(csv_file *f, const char *next) {
     f->line++;
 }
 
+void csv_quote(const char *text, char *out, size_t outlen) {
+    size_t len = strlen(text);
+    if (len <= 40) snprintf(out, outlen, "'%s'", text);
+    else snprintf(out, outlen, "'%.40s'... (%zu characters)", text, len);
+}
+
+/* The message for text, decimal digits that strtod() took whole but
+ * found out of range (ERANGE): a number, only one a double cannot hold,
+ * which "not a number" sent the user hunting for a typo in. */
+static void out_of_range(const csv_file *f, int col, const char *text,
+                         double v, char *err, size_t errlen) {
+    char shown[80];
+    csv_quote(text, shown, sizeof(shown));
+    if (fabs(v) >= 1) /* overflow gives +-HUGE_VAL */
+        snprintf(err, errlen, "%s:%d: field '%s': %s is too large a number "
+                 "(over %.2g)", f->path, f->line, f->cols[col], shown,
+                 DBL_MAX);
+    else
+        snprintf(err, errlen, "%s:%d: field '%s': %s is too close to 0 "
+                 "(under %.2g)", f->path, f->line, f->cols[col], shown,
+                 DBL_MIN);
+}
+
 int csv_double(const csv_file *f, int col, double *out, char *err,
                size_t errlen) {
     const char *text = f->row[col];
@@ -417,10 +461,17 @@ int csv_double(const csv_file *f, int col, double *out, char *err,
     v = strtod(text, &stop);
     /* decimal notation only: strtod also takes hex (0x10), spaces before
      * the number, inf and nan */
-    if (text[strspn(text, "0123456789.eE+-")] != '\0' || *stop != '\0' ||
-        errno == ERANGE || !isfinite(v)) {
-        snprintf(err, errlen, "%s:%d: field '%s': '%.40s' is not a number",
-                 f->path, f->line, f->cols[col], text);
+    bool decimal = text[strspn(text, "0123456789.eE+-")] == '\0' &&
+                   *stop == '\0';
+    if (decimal && errno == ERANGE) {
+        out_of_range(f, col, text, v, err, errlen);
+        return -1;
+    }
+    if (!decimal || !isfinite(v)) {
+        char shown[80];
+        csv_quote(text, shown, sizeof(shown));
+        snprintf(err, errlen, "%s:%d: field '%s': %s is not a number",
+                 f->path, f->line, f->cols[col], shown);
         return -1;
     }
     *out = v + 0.0;

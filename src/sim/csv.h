@@ -88,6 +88,11 @@ const char *csv_plain_number(const char *text, double *out);
  * it. */
 void csv_skip_row(csv_file *f, const char *next);
 
+/* Writes text into out quoted for a message: 'text', or past 40 bytes
+ * its first 40 and how long it is, so a cut number is not taken for a
+ * shorter one. */
+void csv_quote(const char *text, char *out, size_t outlen);
+
 /* Parses the field of column col of the current row as a finite number.
  * An empty field gives 1 and leaves *out alone (unknown); a number gives 0;
  * anything else gives -1 with "PATH:LINE: field 'NAME': ..." in err. */

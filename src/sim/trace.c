@@ -165,8 +165,8 @@ static const char *job_number_digits(const char *text, int64_t *out) {
 
 /* A job number, field col of f's current row: plain digits are converted
  * by job_number_digits(), several times faster than strtoll, which takes
- * anything else. Returns 0, or -1 for text that is not a non-negative
- * integer. */
+ * anything else. Returns 0, -1 for text that is not a non-negative
+ * integer, or -2 for digits past INT64_MAX (a number, only too large). */
 static int parse_job_number(const csv_file *f, int col, int64_t *out) {
     const char *text = f->row[col];
     int64_t v;
@@ -178,6 +178,8 @@ static int parse_job_number(const csv_file *f, int col, int64_t *out) {
     char *end;
     errno = 0;
     long long slow = strtoll(text, &end, 10);
+    if (text[0] != '\0' && *end == '\0' && errno == ERANGE && slow > 0)
+        return -2;
     if (text[0] == '\0' || *end != '\0' || errno || slow < 0) return -1;
     *out = slow;
     return 0;
@@ -229,10 +231,17 @@ static int read_job(trace_part *p, trace_job *job) {
     }
     job->submit_s = submit;
     if (c->index >= 0) {
-        const char *text = f->row[c->index];
-        if (parse_job_number(f, c->index, &job->index) < 0) {
-            snprintf(err, errlen, "%s:%d: field 'job_index': '%.40s' is not "
-                     "a job number", f->path, f->line, text);
+        char shown[80];
+        csv_quote(f->row[c->index], shown, sizeof(shown));
+        int rc = parse_job_number(f, c->index, &job->index);
+        if (rc < 0) {
+            if (rc == -2)
+                snprintf(err, errlen, "%s:%d: field 'job_index': %s is over "
+                         "%lld, the largest job number", f->path, f->line,
+                         shown, LLONG_MAX);
+            else
+                snprintf(err, errlen, "%s:%d: field 'job_index': %s is not "
+                         "a job number", f->path, f->line, shown);
             return -1;
         }
     }

@@ -640,6 +640,16 @@ job_columns_bad)
         "t.csv:2: field 'mem_mib': 123456789012345 is outside \[0, 1000000000000\]"
     bad 'submit_time_s,mem_mib,duration_s\n0,lots,60' \
         "t.csv:2: field 'mem_mib': 'lots' is not a number"
+    # a number too large is named so, not "not a number" (1e400), nor
+    # a job number of 40 digits "not a job number"
+    bad 'submit_time_s,mem_mib,duration_s\n0,1e400,60' \
+        "t.csv:2: field 'mem_mib': '1e400' is too large a number"
+    bad 'job_index,submit_time_s,mem_mib,duration_s\n1234567890123456789012345678901234567890,0,1000,60' \
+        "t.csv:2: field 'job_index': '1234567890123456789012345678901234567890' is over 9223372036854775807, the largest job number"
+    # lines ended by CR alone (classic Mac OS): one line, named so (it
+    # was "no jobs after the header" or a missing column)
+    printf 'submit_time_s,mem_mib,duration_s\r0,4000,60\r' >"$TMP/t.csv"
+    expect_bad "$TMP/t.csv" "t.csv:1: a carriage return inside the header line: lines ended by CR alone"
     bad 'submit_time_s,workload,duration_s\n0,no_such_model,60' \
         "t.csv:2: field 'workload': unknown workload 'no_such_model'"
     bad 'submit_time_s,user\n0,alice' \
@@ -718,6 +728,40 @@ CSV
     cmp -s "$TMP/want.csv" "$TMP/long.csv" || { diff "$TMP/want.csv" "$TMP/long.csv"; fail "long window differs"; }
     "$AEGIS" sim --trace "$TMP/long.csv" --gpus 8 --policy aegis --quiet ||
         fail "long window replay: exit $?"
+    # with a State field, a job that had not ended when sacct ran is left
+    # out and counted, not replayed with its partial run as if it ended:
+    # 12 still runs, 13 waits, 16 is suspended, 15's first record was
+    # requeued (sacct --duplicates) and its second ended, 18 was
+    # preempted and runs again; 14 was cancelled while running
+    # ('CANCELLED by UID'), 17 timed out
+    h='JobIDRaw|User|Submit|ElapsedRaw|TimelimitRaw|AllocTRES|ReqTRES|TRESUsageInMax|TotalCPU|State'
+    g='gres/gpu=1|gres/aegis_mem=900|'
+    printf '%s\n' "$h" \
+        "11|a|2026-06-01T00:00:00|600|60|$g|1:00|COMPLETED" \
+        "12|a|2026-06-01T00:01:00|300|60|$g|1:00|RUNNING" \
+        "12.0||2026-06-01T00:01:00|300||||gres/gpumem=5G|1:00|RUNNING" \
+        "13|a|2026-06-01T00:02:00|0|60||gres/aegis_mem=900||0:00|PENDING" \
+        "14|a|2026-06-01T00:03:00|120|60|$g|1:00|CANCELLED by 1000" \
+        "15|a|2026-06-01T00:04:00|50|60|$g|1:00|REQUEUED" \
+        "15|a|2026-06-01T00:04:00|700|60|$g|1:00|COMPLETED" \
+        "16|a|2026-06-01T00:05:00|200|60|$g|1:00|SUSPENDED" \
+        "17|a|2026-06-01T00:06:00|3600|60|$g|1:00|TIMEOUT" \
+        "18|a|2026-06-01T00:07:00|90|60|$g|1:00|PREEMPTED" \
+        "18|a|2026-06-01T00:07:00|30|60|$g|1:00|RUNNING" \
+        >"$TMP/state.txt"
+    python3 "$SRC/tools/sacct_trace.py" "$TMP/state.txt" >"$TMP/state.csv" \
+        2>"$TMP/err" || fail "State: exit $?"
+    grep -qF "left out 5 jobs that had not ended when sacct ran (PENDING 1, REQUEUED 1, RUNNING 2, SUSPENDED 1)" \
+        "$TMP/err" || fail "jobs that had not ended are not reported: $(cat "$TMP/err")"
+    cat >"$TMP/want.csv" <<'CSV'
+job_index,submit_time_s,user,num_gpus,duration_s,time_limit_s,mem_mib,peak_mib,load_cpus
+11,0,a,1,600,3600,900,,0.1
+14,180,a,1,120,3600,900,,0.5
+15,240,a,1,700,3600,900,,0.0857143
+17,360,a,1,3600,3600,900,,0.0166667
+CSV
+    cmp -s "$TMP/want.csv" "$TMP/state.csv" ||
+        { diff "$TMP/want.csv" "$TMP/state.csv"; fail "State: trace differs"; }
     printf 'JobIDRaw|User\n1|a\n' >"$TMP/bad.txt"
     python3 "$SRC/tools/sacct_trace.py" "$TMP/bad.txt" >"$TMP/o" 2>"$TMP/err" &&
         fail "a short header was taken"

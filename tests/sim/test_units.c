@@ -149,7 +149,37 @@ static void test_csv_errors(void **state) {
     double v;
     assert_int_equal(csv_next(f, err, sizeof(err)), 1);
     assert_int_equal(csv_double(f, 0, &v, err, sizeof(err)), -1);
-    assert_non_null(strstr(err, ":2: field 'a': '1e999' is not a number"));
+    /* a number past a double's range is one, only too large: "not a
+     * number" sent the user looking for a typo */
+    assert_non_null(strstr(err, ":2: field 'a': '1e999' is too large a "
+                                "number (over 1.8e+308)"));
+    csv_close(f);
+    path = TEMP("a\n-1e-999\n");
+    f = csv_open(path, err, sizeof(err));
+    assert_int_equal(csv_next(f, err, sizeof(err)), 1);
+    assert_int_equal(csv_double(f, 0, &v, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, ":2: field 'a': '-1e-999' is too close to 0 "
+                                "(under 2.2e-308)"));
+    csv_close(f);
+    /* 400 digits: shown cut to 40, so the count says it was longer */
+    char digits[420] = "a\n";
+    memset(digits + 2, '7', 400);
+    strcpy(digits + 402, "\n");
+    f = csv_open(write_temp(digits, strlen(digits)), err, sizeof(err));
+    assert_int_equal(csv_next(f, err, sizeof(err)), 1);
+    assert_int_equal(csv_double(f, 0, &v, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, ":2: field 'a': '7777777777777777777777777777777777777777'"
+                                "... (400 characters) is too large a number"));
+    csv_close(f);
+    /* lines ended by CR alone (classic Mac OS) are one line: named, not
+     * "no jobs after the header" or a column of the next line's text */
+    assert_null(csv_open(TEMP("a,b\r1,2\r"), err, sizeof(err)));
+    assert_non_null(strstr(err, ":1: a carriage return inside the header "
+                                "line: lines ended by CR alone"));
+    f = csv_open(TEMP("a,b\n1,2\r3,4\n"), err, sizeof(err));
+    assert_int_equal(csv_next(f, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, ":2: a carriage return inside the line: "
+                                "lines ended by CR alone"));
     csv_close(f);
     /* decimal only (strtod took hex, a leading space and nan); -0 is 0 */
     path = TEMP("a\n0x10\n 5\nnan\n-0\n1.5e3\n");
@@ -254,6 +284,13 @@ static void test_trace_job_index(void **state) {
     assert_null(trace_load(TEMP("job_index,submit_time_s,workload\n"
                                 "x,0,small\n"), cat, err, sizeof(err)));
     assert_non_null(strstr(err, ":2: field 'job_index'"));
+    /* 40 digits are a number, one too large for a job number */
+    assert_null(trace_load(TEMP("job_index,submit_time_s,workload\n"
+                                "1234567890123456789012345678901234567890,0,small\n"),
+                           cat, err, sizeof(err)));
+    assert_non_null(strstr(err, ":2: field 'job_index': "
+                                "'1234567890123456789012345678901234567890' is over "
+                                "9223372036854775807, the largest job number"));
     cat_free(cat);
 }
 

@@ -64,6 +64,9 @@ static void test_gpu_sums(void **state) {
     core->gpus[1].view.peak_sum_mib = 0;
     reports(core, "GPU 1: peak_sum_mib 0, its jobs make 1000");
     core->gpus[1].view.peak_sum_mib = 1000;
+    core->gpus[1].view.peak_unknown = 1;
+    reports(core, "GPU 1: peak_unknown 1, its jobs of unknown peak make 0");
+    core->gpus[1].view.peak_unknown = 0;
     core->idle |= 1;
     reports(core, "GPU 0: idle bit 1, its state says 0");
     core->idle &= ~(uint64_t)1;

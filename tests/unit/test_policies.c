@@ -133,6 +133,56 @@ static void test_lucid_constraints(void **state) {
     core_destroy(core);
 }
 
+/* A job of unknown peak memory (every aegisd job unless profiled) fills
+ * its GPU's usable memory whichever comes first: one already running
+ * weighs total - lucid_reserve_mib, as it would if it came next. */
+static void test_lucid_unknown_peak_fills_its_gpu(void **state) {
+    assert_int_equal(lucid_second(lucid_job(1, 0, CORE_UNKNOWN),
+                                  lucid_job(2, 0, 1000)), -1);
+    /* A job of no memory still fits beside it, as beside a full one. */
+    assert_int_equal(lucid_second(lucid_job(1, 0, CORE_UNKNOWN),
+                                  lucid_job(2, 0, 0)), 0);
+
+    /* Two aegisd jobs (no profile at all) under a score cap that lets
+     * two jumbo jobs pair: memory alone keeps them apart. */
+    core_config cfg;
+    core_config_default(&cfg);
+    cfg.policy = "lucid";
+    cfg.lucid_max_score = 4;
+    core_state *core = make_core_cfg(&cfg, 1);
+    lucid_first(core, job_spec(1, 1));
+    submit_spec(core, job_spec(2, 1));
+    assert_int_equal(place_one(core, 1000, NULL), -1);
+
+    /* The reserve is read when placing, not when the job started: a
+     * reload that shrinks it leaves the sums whole (core_check) and the
+     * GPU still full. */
+    cfg.lucid_reserve_mib = 1024;
+    char err[256];
+    assert_int_equal(core_reconfigure(core, &cfg, err, sizeof(err)), 0);
+    assert_int_equal(place_one(core, 1000, NULL), -1);
+    assert_int_equal(core_check(core, err, sizeof(err)), 0);
+    assert_int_equal(core_job_exit(core, 1, CORE_EXIT_OK, 1000, NULL), CORE_DONE);
+    assert_int_equal(core_check(core, err, sizeof(err)), 0);
+    assert_int_equal(place_one(core, 1000, NULL), 0);
+    core_destroy(core);
+}
+
+/* A GPU full of a job of unknown peak ranks after one with memory left. */
+static void test_lucid_ranks_unknown_peak_as_full(void **state) {
+    core_state *core = make_core("lucid", "magm", 2);
+    core_launch out[2];
+    submit_spec(core, lucid_job(1, 0, CORE_UNKNOWN));
+    submit_spec(core, lucid_job(2, 0, 5000));
+    assert_int_equal(core_schedule(core, 0, out, 2), 2);
+    assert_int_equal(out[0].gpus[0], 0);
+    assert_int_equal(out[1].gpus[0], 1);
+    for (int i = 1; i <= 2; i++) core_job_active(core, i, 0);
+    submit_spec(core, lucid_job(3, 0, 0));
+    assert_int_equal(place_one(core, 30, NULL), 1);
+    core_destroy(core);
+}
+
 static void test_lucid_ranks_by_score_then_memory(void **state) {
     core_state *core = make_core("lucid", "magm", 3);
     core_launch out[3];
@@ -155,6 +205,8 @@ int main(void) {
         cmocka_unit_test(test_horus_unknown_job_first_fills_its_gpu),
         cmocka_unit_test(test_lucid_constraints),
         cmocka_unit_test(test_lucid_ranks_by_score_then_memory),
+        cmocka_unit_test(test_lucid_unknown_peak_fills_its_gpu),
+        cmocka_unit_test(test_lucid_ranks_unknown_peak_as_full),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
