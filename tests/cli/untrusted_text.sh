@@ -55,6 +55,12 @@ print(json.dumps({
     'ls': {'ok': True, 'jobs': [
         {'id': 8, 'kind': 'feed', 'feed': bad, 'state': 'running'},
         {'id': 9, 'kind': 'job', 'feed': bad, 'state': 'queued'}]},
+    # an AEGIS spec's profile (10,000 nodes may travel) and a notifier
+    # longer than a line buffer: shown whole, only made safe
+    'show': {'ok': True, 'job': {
+        'id': 10, 'user': 'u', 'state': 'queued', 'gpus': 1,
+        'notify': 'echo ' + 'n' * 5000 + bad,
+        'meta': {'profile': {'k': 'v' * 5000 + bad}}}},
 }))
 PY
 python3 "$fake" "$dir/sock" answers.json &
@@ -65,6 +71,8 @@ check "wait" "7 failed x?31m?[2J?y" "$aegis" wait 7
 check "wait --json" '"reason":"x\u009b31m' "$aegis" wait --json 7
 check "feed ls (managed)" "x?31m?[2J?y          8        running" \
     "$aegis" feed ls
+check "show (long notify)" "nnnnx?31m?[2J?y" "$aegis" show 10
+check "show (long meta)" 'vvvvx?31m\u001B[2J?y"}}' "$aegis" show 10
 
 # A dataset another user shares: its folder and pattern are that user's
 # text, read by `aegis dataset show PATH` (shown here from its own state
