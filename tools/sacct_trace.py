@@ -209,18 +209,20 @@ def not_ended(row):
 
 
 def read_jobs(f, name, running):
-    """The jobs of the sacct output, their steps' peaks folded in; the
-    count of those left out as not ended is kept by state in running."""
+    """The jobs of the sacct output, their steps' peaks folded in; those
+    left out as not ended are kept in running, job id: state."""
     jobs = {}
     for line, row in read_rows(f, name):
         where = f"{name}:{line}"
         jobid, _, step = row["JobIDRaw"].partition(".")
         if not step:
+            # a job's last record (sacct --duplicates writes one a
+            # requeue, oldest first) says whether it ended: an earlier
+            # record is stale, whether it ended or not
             state = not_ended(row)
+            running.pop(jobid, None)
             if state:
-                running[state] = running.get(state, 0) + 1
-                # a later record of the same job (sacct --duplicates)
-                # may have ended; an earlier one that ended is stale
+                running[jobid] = state
                 jobs.pop(jobid, None)
                 continue
             job = job_of(row, where)
@@ -273,8 +275,11 @@ def main():
     except BadInput as e:
         sys.exit(f"sacct_trace: {e}")
     if running:
-        states = ", ".join(f"{s} {n}" for s, n in sorted(running.items()))
-        print(f"sacct_trace: left out {sum(running.values())} jobs that had "
+        counts = {}
+        for state in running.values():
+            counts[state] = counts.get(state, 0) + 1
+        states = ", ".join(f"{s} {n}" for s, n in sorted(counts.items()))
+        print(f"sacct_trace: left out {len(running)} jobs that had "
               f"not ended when sacct ran ({states})", file=sys.stderr)
     sized = [j for j in jobs if j["mem_mib"] is not None or j["peak_bytes"]]
     if len(sized) < len(jobs):

@@ -140,11 +140,19 @@ static void show_time(const char *label, json_t *t) {
 }
 
 /* One item of show: text another user may have written (a name, a
- * command), with what a terminal would act on shown as '?'. */
+ * command), with what a terminal would act on shown as '?'. Shown whole:
+ * a spec's meta (up to 10,000 nodes) or a notifier can be longer than
+ * any fixed buffer, and text_safe never makes text longer. */
 static void show_item(const char *label, const char *text) {
-    char safe[4096];
-    text_safe(safe, sizeof(safe), text);
+    size_t size = strlen(text) + 1;
+    char *safe = malloc(size);
+    if (!safe) {
+        printf("%-10s ? (out of memory)\n", label);
+        return;
+    }
+    text_safe(safe, size, text);
     printf("%-10s %s\n", label, safe);
+    free(safe);
 }
 
 static void show_text(json_t *job) {

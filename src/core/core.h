@@ -625,12 +625,12 @@ int core_ladder(double total_mib, double max_step_mib, double *buckets,
                 int max);
 
 /* Recounts, from the jobs themselves, every sum and count the events keep
- * (per GPU: njobs, util_pct_sum, score_sum, peak_sum_mib, unseen, MIG
- * instances, the idle bit; the running count, both queues' links and
- * membership, each user's and feed's counts, the CPUs committed and each
- * feed's loaders). Returns 0, or -1 with the
- * first difference in err, naming the GPU, job, user or feed, the field
- * and both values. Reads every job: for tests, `aegis sim --check` and the
+ * (per GPU: njobs, util_pct_sum, score_sum, peak_sum_mib, peak_unknown,
+ * unseen, MIG instances, the idle bit; the running count, both queues'
+ * links and membership, each user's and feed's counts, the CPUs committed
+ * and each feed's loaders). Returns 0, or -1 with the first difference
+ * in err, naming the GPU, job, user or feed, the field and both values.
+ * Reads every job: for tests, `aegis sim --check` and the
  * sanitizer build's daemon (check.c). */
 int core_check(const core_state *core, char *err, size_t errlen);
 

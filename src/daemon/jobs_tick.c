@@ -278,9 +278,9 @@ static double d_gpu_joules(d_gpu *gpu, int g, double before, double now) {
 }
 
 /* The ends noted since the last tick, all saved now, forgotten. A burst
- * (a cancel of 20,000 jobs) grew the list to 424 bytes a job: 14 MB
- * held for good, and glibc kept the jobs' freed memory besides (RSS
- * stayed at 67 MB for 6 MB at start; docs/benchmarks.md). So a list past
+ * (a cancel of 20,000 jobs) grew the list to 32,768 entries of 424
+ * bytes: 14 MB held for good, and glibc kept the jobs' freed memory
+ * besides (RSS stayed at 71 MB; docs/benchmarks.md). So a list past
  * D_UNSAVED_KEEP is given back, and the heap trimmed once with it: the
  * trim costs ms and runs once a burst, not once a tick. */
 #define D_UNSAVED_KEEP 1024

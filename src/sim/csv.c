@@ -424,9 +424,15 @@ void csv_skip_row(csv_file *f, const char *next) {
 }
 
 void csv_quote(const char *text, char *out, size_t outlen) {
-    size_t len = strlen(text);
-    if (len <= 40) snprintf(out, outlen, "'%s'", text);
-    else snprintf(out, outlen, "'%.40s'... (%zu characters)", text, len);
+    size_t len = strlen(text), cut = 40;
+    if (len <= cut) {
+        snprintf(out, outlen, "'%s'", text);
+        return;
+    }
+    /* back to a character's first byte: half a UTF-8 character would
+     * make the message itself text no reader takes */
+    while (cut > 0 && ((unsigned char)text[cut] & 0xc0) == 0x80) cut--;
+    snprintf(out, outlen, "'%.*s'... (%zu bytes)", (int)cut, text, len);
 }
 
 /* The message for text, decimal digits that strtod() took whole but

@@ -89,8 +89,9 @@ const char *csv_plain_number(const char *text, double *out);
 void csv_skip_row(csv_file *f, const char *next);
 
 /* Writes text into out quoted for a message: 'text', or past 40 bytes
- * its first 40 and how long it is, so a cut number is not taken for a
- * shorter one. */
+ * its first 40 (fewer where the 40th ends inside a UTF-8 character) and
+ * how many bytes it has, so a cut number is not taken for a shorter
+ * one. */
 void csv_quote(const char *text, char *out, size_t outlen);
 
 /* Parses the field of column col of the current row as a finite number.

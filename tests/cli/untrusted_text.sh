@@ -2,9 +2,12 @@
 # untrusted_text.sh AEGIS FAKE_AEGISD.py -- text another user (or a file
 # another user wrote) can put in what aegis prints never reaches the
 # terminal raw: each command below is handed, by a stand-in aegisd or a
-# crafted state folder, a C1 CSI (U+009B), ESC, an overlong CSI (C0 9B)
-# and a right-to-left override (U+202E), and its output must hold none
-# of them (text_safe.h: '?' in text, \uXXXX in --json).
+# crafted state folder, a C1 CSI (U+009B), ESC and a right-to-left
+# override (U+202E); its output must hold none of them, nor an overlong
+# CSI (C0 9B), and must show the text safe (text_safe.h: '?' in text,
+# \uXXXX in --json), so that a command that printed nothing, or never
+# reached the stand-in, fails. (No JSON carries C0 9B, and a dataset's
+# folder must be UTF-8: test_text_safe.c covers the overlong forms.)
 set -u
 aegis=$1 fake=$2
 dir=$(mktemp -d)
@@ -22,14 +25,19 @@ raw_control() {
     LC_ALL=C grep -q $'\x1b\|\xc2\x9b\|\xe2\x80\xae\|\xc0\x9b' "$1"
 }
 
-# check NAME CMD...: CMD's stdout and stderr hold nothing raw.
+# check NAME WANT CMD...: CMD's stdout and stderr hold nothing raw, and
+# hold WANT (the text as shown safe).
 check() {
-    local name=$1
-    shift
+    local name=$1 want=$2
+    shift 2
     "$@" > out.txt 2>&1
     if raw_control out.txt; then
         echo "FAIL $name: raw control characters in:"
         od -c out.txt | head -20
+        fails=$((fails + 1))
+    elif ! grep -qF -- "$want" out.txt; then
+        echo "FAIL $name: no '$want' in:"
+        cat -v out.txt
         fails=$((fails + 1))
     else
         echo "ok   $name"
@@ -47,15 +55,24 @@ print(json.dumps({
     'ls': {'ok': True, 'jobs': [
         {'id': 8, 'kind': 'feed', 'feed': bad, 'state': 'running'},
         {'id': 9, 'kind': 'job', 'feed': bad, 'state': 'queued'}]},
+    # an AEGIS spec's profile (10,000 nodes may travel) and a notifier
+    # longer than a line buffer: shown whole, only made safe
+    'show': {'ok': True, 'job': {
+        'id': 10, 'user': 'u', 'state': 'queued', 'gpus': 1,
+        'notify': 'echo ' + 'n' * 5000 + bad,
+        'meta': {'profile': {'k': 'v' * 5000 + bad}}}},
 }))
 PY
 python3 "$fake" "$dir/sock" answers.json &
 fake_pid=$!
 for _ in $(seq 100); do [ -S "$dir/sock" ] && break; sleep 0.1; done
 export AEGIS_SOCKET=$dir/sock
-check "wait" "$aegis" wait 7
-check "wait --json" "$aegis" wait --json 7
-check "feed ls (managed)" "$aegis" feed ls
+check "wait" "7 failed x?31m?[2J?y" "$aegis" wait 7
+check "wait --json" '"reason":"x\u009b31m' "$aegis" wait --json 7
+check "feed ls (managed)" "x?31m?[2J?y          8        running" \
+    "$aegis" feed ls
+check "show (long notify)" "nnnnx?31m?[2J?y" "$aegis" show 10
+check "show (long meta)" 'vvvvx?31m\u001B[2J?y"}}' "$aegis" show 10
 
 # A dataset another user shares: its folder and pattern are that user's
 # text, read by `aegis dataset show PATH` (shown here from its own state
@@ -66,21 +83,22 @@ mkdir -p "$data"
 "$aegis" dataset add shared --dir "$data" --format csv \
     --pattern $'*\x1b[2J\xe2\x80\xae.csv' > add.txt 2>&1 ||
     { echo "FAIL dataset add: $(cat add.txt)"; fails=$((fails + 1)); }
-check "dataset show PATH" "$aegis" dataset show "$dir/state/datasets/shared"
-check "dataset show --json" "$aegis" dataset show \
-    "$dir/state/datasets/shared" --json
+check "dataset show PATH" "data?31m (files *?[2J?.csv)" \
+    "$aegis" dataset show "$dir/state/datasets/shared"
+check "dataset show --json" '"pattern": "*\u001B[2J\u202e.csv"' \
+    "$aegis" dataset show "$dir/state/datasets/shared" --json
 "$aegis" dataset show "$dir/state/datasets/shared" --json |
     python3 -c "import json, sys; d = json.load(sys.stdin)
 assert d['dir'].endswith('\x9b31m') and '\u202e' in d['pattern'], d" ||
     { echo "FAIL dataset show --json: not the same JSON"; fails=$((fails + 1)); }
-check "dataset ls" "$aegis" dataset ls
-check "dataset ls --json" "$aegis" dataset ls --json
+check "dataset ls" "data?31m" "$aegis" dataset ls
+check "dataset ls --json" 'data\u009b31m"' "$aegis" dataset ls --json
 
 # A pipeline's trigger log is a file: a word in it that root reads (with a
 # user's AEGIS_STATE_HOME) is shown safe.
 pdir="$dir/state/pipelines"
 mkdir -p "$pdir/p1"
 printf 'fire 0 100\njob 0 5 -1\nend 0 x\033[2J\xc2\x9b\n' > "$pdir/p1/triggers.log"
-check "pipeline show" "$aegis" pipeline show p1
+check "pipeline show" "5        x?[2J?" "$aegis" pipeline show p1
 
 [ "$fails" -eq 0 ] || exit 1

@@ -169,8 +169,17 @@ static void test_csv_errors(void **state) {
     assert_int_equal(csv_next(f, err, sizeof(err)), 1);
     assert_int_equal(csv_double(f, 0, &v, err, sizeof(err)), -1);
     assert_non_null(strstr(err, ":2: field 'a': '7777777777777777777777777777777777777777'"
-                                "... (400 characters) is too large a number"));
+                                "... (400 bytes) is too large a number"));
     csv_close(f);
+    /* the cut falls between characters: 'x' and 30 two-byte 'é' cut at 40
+     * bytes would leave half an 'é' (a lone C3) in the message */
+    char accents[80] = "x", shown[80];
+    for (int i = 0; i < 30; i++) strcat(accents, "\xc3\xa9");
+    csv_quote(accents, shown, sizeof(shown));
+    assert_string_equal(shown, "'x\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+                               "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+                               "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+                               "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9'... (61 bytes)");
     /* lines ended by CR alone (classic Mac OS) are one line: named, not
      * "no jobs after the header" or a column of the next line's text */
     assert_null(csv_open(TEMP("a,b\r1,2\r"), err, sizeof(err)));
