@@ -68,8 +68,7 @@ static void d_cancel_queue(d_daemon *d, d_job *job) {
         d_job_cancel(d, job);
         return;
     }
-    if (job->in_core) core_cancel(d->core, job->id, d_now(d));
-    job->in_core = false;
+    d_job_leave_core(d, job);
     job->cancel_queued = true;
     q->ids[q->n++] = job->id;
     uv_idle_start(&q->idle, on_cancel_slice);

@@ -535,8 +535,11 @@ void d_cancel_conn_gone(d_daemon *d, d_conn *c);
 void d_cancels_free(d_daemon *d);
 /* Cancels a job whose cancel is committed (job->cancel_at): a queued one
  * is finished, a running one sent SIGTERM, and SIGKILL once its grace time
- * since the cancel is up. */
+ * since the cancel is up; it keeps its GPUs until it has ended. */
 void d_job_cancel(d_daemon *d, d_job *job);
+/* Takes the job out of the core where it is there: its place in the
+ * queue, or its GPUs, are the core's again. */
+void d_job_leave_core(d_daemon *d, d_job *job);
 
 /* deps.c */
 typedef enum d_deps_verdict {

@@ -194,8 +194,7 @@ void d_feed_consumer_left(d_daemon *d, d_job *p) {
         }
         return;
     }
-    core_cancel(d->core, p->id, d_now(d));
-    p->in_core = false;
+    d_job_leave_core(d, p);
     if (p->attempts > 0 && d_feed_later(d, p) == 0) { /* to be restarted */
         d_job_finish(d, p, "done", "stopped: its feed's last consumer ended");
         return;

@@ -249,8 +249,7 @@ static void d_job_requeue_unstarted(d_daemon *d, d_job *job) {
         job->restart_at = d_now(d) + D_OUTSIDE_RETRY_S;
         return;
     }
-    if (job->in_core) core_cancel(d->core, job->id, d_now(d));
-    job->in_core = false;
+    d_job_leave_core(d, job);
     job->ngpus = 0;
     if (d_job_to_core(d, job, err, sizeof(err)) != 0)
         d_job_finish(d, job, "failed", err);
@@ -492,7 +491,7 @@ void d_job_unstarted(d_daemon *d, d_job *job, const char *why) {
     store_event(d->st, id, now, "attempt %d never started (%s): queued again",
                 n, why);
     if (job->cancelling) {
-        if (job->in_core) core_cancel(d->core, id, d_now(d));
+        d_job_leave_core(d, job);
         d_job_finish(d, job, "cancelled", "cancelled while queued");
     } else {
         d_job_requeue_unstarted(d, job);
@@ -512,7 +511,7 @@ static void d_job_settle(d_daemon *d, d_job *job, core_exit how, int status,
         metrics_count_attempt(&d->counts, job->user, job->ngpus,
                               now - d_job_counted_from(job));
     if (job->cancelling) { /* by `aegis cancel`, or its time limit */
-        if (job->in_core) core_cancel(d->core, job->id, d_now(d));
+        d_job_leave_core(d, job);
         char reason[128];
         const char *state = d_limits_stop_state(job, reason, sizeof(reason));
         store_attempt_end(d->st, job->id, n, state, status, now);
@@ -528,7 +527,7 @@ static void d_job_settle(d_daemon *d, d_job *job, core_exit how, int status,
     job->lost = how == CORE_EXIT_LOST && !restart ? job->lost + 1 : 0;
     if (restart) how = CORE_EXIT_LOST; /* requeued at its floor */
     if (job->lost >= D_MAX_LOST) {
-        core_cancel(d->core, job->id, d_now(d));
+        d_job_leave_core(d, job);
         d_job_finish(d, job, "failed", "lost 5 attempts in a row");
         return;
     }
@@ -655,19 +654,22 @@ void d_jobs_check_exits(d_daemon *d) {
     d_turn_end(d);
 }
 
+void d_job_leave_core(d_daemon *d, d_job *job) {
+    if (job->in_core) core_cancel(d->core, job->id, d_now(d));
+    job->in_core = false;
+}
+
+/* A running job keeps its GPUs in the core until its processes have
+ * gone (d_job_settle() gives them back): a job saving a checkpoint as it
+ * stops, or one ignoring SIGTERM for its grace time, still holds its GPU
+ * memory, and a job placed there at once ran out of memory (failed for
+ * good where it had the GPU alone). A MIG instance's slices are given
+ * back only once the instance is destroyed, at the same end. */
 void d_job_cancel(d_daemon *d, d_job *job) {
-    /* A job in a MIG instance keeps its slices in the core until the
-     * instance is destroyed at its end: given away sooner, they would fail
-     * the next job's instance. */
-    bool hold = job->state == D_RUNNING && job->mig;
-    if (job->in_core && !hold) core_cancel(d->core, job->id, d_now(d));
     if (job->state != D_RUNNING) {
+        d_job_leave_core(d, job);
         d_job_finish(d, job, "cancelled", "cancelled while queued");
         return;
-    }
-    if (!hold) {
-        job->in_core = false;
-        job->ngpus = 0; /* its GPUs are the core's again */
     }
     job->cancelling = true;
     double grace = job->cancel_at + CORE_KILL_GRACE_S - d_wall();
@@ -690,8 +692,7 @@ void d_job_lease_settle(d_daemon *d, d_job *job, core_exit how, int status,
 void d_job_withdraw(d_daemon *d, d_job *job, const char *why) {
     bool ran = job->state == D_RUNNING;
     if (ran) d_share_release(d, job);
-    if (job->in_core) core_cancel(d->core, job->id, d_now(d));
-    job->in_core = false;
+    d_job_leave_core(d, job);
     store_begin(d->st);
     if (ran)
         store_attempt_end(d->st, job->id, job->attempts, "lost", -1, d_wall());

@@ -31,7 +31,7 @@
 
 static const char usage[] =
     "usage: aegis-fakegpu --mib M --seconds S [--smact X] [--oom-over]\n"
-    "                     [--until FILE]\n"
+    "                     [--until FILE] [--linger FILE]\n"
     "\n"
     "Behaves like a training job on the test GPUs: takes M MiB on each GPU in\n"
     "CUDA_VISIBLE_DEVICES (test GPU UUIDs or indexes), keeps them busy at\n"
@@ -41,7 +41,9 @@ static const char usage[] =
     "asks for M MiB more, and fails then if they do not fit (a job that is\n"
     "seen running on the GPU before it runs out of memory). With --until\n"
     "FILE it runs on past S seconds until FILE exists (a test's release).\n"
-    "SIGTERM frees the memory and exits 143 (SIGINT: 130).\n"
+    "SIGTERM frees the memory and exits 143 (SIGINT: 130); with --linger\n"
+    "FILE, only once FILE exists (a job that saves a checkpoint as it stops\n"
+    "holds its memory until then).\n"
     "\n"
     "CUDA_VISIBLE_DEVICES may name MIG devices (MIG-aegis-test-G-I-C) the\n"
     "test NVML library made: the job then has that instance's memory.\n"
@@ -264,6 +266,7 @@ static int fake_run(fake_job *job) {
         job_sleep_until(start + job->a.seconds);
     while (status == 0 && !job_stop && !job_released(&job->a))
         job_sleep_until(job_now() + 0.1);
+    job_linger(&job->a);
     fake_release(job);
     if (job_stop)
         return 128 + job_stop;

@@ -34,7 +34,7 @@
 
 static const char usage[] =
     "usage: aegis-gpuburn --mib M --seconds S [--smact X] [--oom-over]\n"
-    "                     [--until FILE]\n"
+    "                     [--until FILE] [--linger FILE]\n"
     "\n"
     "Behaves like a training job on real NVIDIA GPUs, without PyTorch:\n"
     "takes M MiB with cuMemAlloc on each CUDA device it sees (those of\n"
@@ -45,7 +45,7 @@ static const char usage[] =
     "job's peak comes later: halfway through it asks for M MiB more, and\n"
     "fails then if they do not fit. With --until FILE it runs on past S\n"
     "seconds until FILE exists. SIGTERM frees the memory and exits 143\n"
-    "(SIGINT: 130). The options are aegis-fakegpu's, and so is the first\n"
+    "(SIGINT: 130); with --linger FILE, only once FILE exists. The options are aegis-fakegpu's, and so is the first\n"
     "line of stdout:\n"
     "  aegis-gpuburn: devices=... mps_pipe=DIR|- threads=PCT|- pinned=...|-\n"
     "\n"
@@ -294,6 +294,7 @@ static int burn_run(burn_job *job) {
         status = burn_until(job, start + job->a.seconds);
     while (status == 0 && !job_stop && !job_released(&job->a))
         status = burn_until(job, job_now() + BURN_PERIOD_S);
+    job_linger(&job->a);
     burn_close(job);
     if (status == 0 && job_stop)
         return 128 + job_stop;

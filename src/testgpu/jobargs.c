@@ -28,6 +28,18 @@ int job_number(const char *prog, const char *opt, const char *val,
     return 0;
 }
 
+/* A file option's value into *out. Returns 0, or -1 after saying on
+ * stderr that `prog`'s option wants one. */
+static int job_file(const char *prog, const char *opt, const char *val,
+                    const char **out) {
+    if (!val) {
+        fprintf(stderr, "%s: %s needs a file\n", prog, opt);
+        return -1;
+    }
+    *out = val;
+    return 0;
+}
+
 int job_parse_args(const char *prog, int argc, char **argv, long max_mib,
                    job_args *args) {
     double mib = -1, secs = -1;
@@ -44,13 +56,10 @@ int job_parse_args(const char *prog, int argc, char **argv, long max_mib,
             rc = job_number(prog, a, v, 0, 1e9, &secs), i++;
         else if (!strcmp(a, "--smact"))
             rc = job_number(prog, a, v, 0, 1, &args->smact), i++;
-        else if (!strcmp(a, "--until")) {
-            if (!v) {
-                fprintf(stderr, "%s: --until needs a file\n", prog);
-                return -1;
-            }
-            args->until = v, i++;
-        }
+        else if (!strcmp(a, "--until"))
+            rc = job_file(prog, a, v, &args->until), i++;
+        else if (!strcmp(a, "--linger"))
+            rc = job_file(prog, a, v, &args->linger), i++;
         else {
             fprintf(stderr, "%s: unknown option %s\n", prog, a);
             return -1;
@@ -141,4 +150,10 @@ void job_sleep_until(double until) {
 
 int job_released(const job_args *args) {
     return !args->until || access(args->until, F_OK) == 0;
+}
+
+void job_linger(const job_args *args) {
+    if (!job_stop || !args->linger) return;
+    const struct timespec step = {0, 100 * 1000 * 1000};
+    while (access(args->linger, F_OK) != 0) nanosleep(&step, NULL);
 }

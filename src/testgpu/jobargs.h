@@ -14,6 +14,7 @@ typedef struct job_args {
     double smact;       /* --smact: 0..1, default 0.5 */
     int oom_over;       /* --oom-over: ask for mib more halfway through */
     const char *until;  /* --until: past --seconds, run until it exists */
+    const char *linger; /* --linger: once stopped, hold on until it exists */
 } job_args;
 
 /* Parses a number option's value into *out within [lo, hi]. Returns 0, or
@@ -52,5 +53,10 @@ void job_sleep_until(double until);
  * its file exists (a test's "you may stop now", which a loaded machine
  * cannot outrun as it can a duration). */
 int job_released(const job_args *args);
+
+/* After a stop signal, with --linger FILE, waits until FILE exists before
+ * the job frees its memory: a training job saving a checkpoint as it
+ * stops still holds its GPU memory (SIGKILL ends the wait). */
+void job_linger(const job_args *args);
 
 #endif

@@ -103,6 +103,8 @@ job_field() {
     "$AEGIS" show --json "$1" | pyjson "print(d.get('$2', ''))"
 }
 is_state() { [ "$(job_field "$1" state)" = "$2" ]; }
+# Whether aegisd has seen job ID's processes on its GPUs.
+is_active() { [ "$(job_field "$1" active)" = True ]; }
 # Stops aegisd by SIGTERM, waits until it is gone, and starts it again.
 restart() {
     kill -TERM "$(daemon_pid)"

@@ -306,4 +306,27 @@ case_life_cancel() {
     [ -s terms ] || fail "the job never got SIGTERM"
 }
 
+# A cancelled job keeps its GPU until its processes have gone: one that
+# saves a checkpoint as it stops (--linger) still holds its memory, so a
+# job that needs that memory waits for it, where starting at once it ran
+# out of memory, and on a GPU it had alone was failed for good.
+case_life_cancel_gpu() {
+    export AEGIS_TEST_GPUS=1x40960
+    start
+    cd "$DIR/work"
+    old=$("$AEGIS" submit --mem 30000 -- "$FAKE" --mib 30000 --seconds 600 \
+        --linger "$DIR/work/saved") || fail submit
+    wait_until "the first job active" is_active "$old"
+    "$AEGIS" cancel "$old" | grep -q "cancelled $old" || fail "cancel not answered"
+    new=$("$AEGIS" submit --mem 30000 -- "$FAKE" --mib 30000 --seconds 1) ||
+        fail submit
+    wait_until "the new job's reason" eval \
+        '[ -n "$(job_field "$new" wait_code)" ] || ! is_state "$new" queued'
+    is_state "$new" queued ||
+        fail "the new job started beside the stopping one: $("$AEGIS" show "$new")"
+    touch saved
+    "$AEGIS" wait "$new" > out || fail "the new job: $(cat out)"
+    "$AEGIS" wait "$old" | grep -q cancelled || fail "the first job not cancelled"
+}
+
 e2e_run

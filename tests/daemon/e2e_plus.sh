@@ -8,7 +8,6 @@
 # a job short enough backfilled there, default_time.
 set -u; AEGISD=$1 AEGIS=$2 NVML=$3 FAKE=$4 CATALOG=$5 CASE=$6; source "$(dirname "$0")/e2e_lib.sh"
 
-is_active() { [ "$(job_field "$1" active)" = True ]; }
 reason_is() { [ "$(job_field "$1" wait_reason)" = "$2" ]; }
 
 # Starts aegisd on two test GPUs of 40960 MiB and takes 30000 MiB of
