@@ -153,17 +153,6 @@ int client_options(const char *cmd, int argc, char **argv, const char *help,
     return client_operands(cmd, argc, argv, min_args, max_args);
 }
 
-/* The \uXXXX escape of code point cp; one past U+FFFF as JSON spells
- * it, a UTF-16 surrogate pair (RFC 8259, 7), so a 4-byte character read
- * back is the same. */
-static void client_print_escape(unsigned long cp) {
-    if (cp > 0xffff) {
-        cp -= 0x10000;
-        printf("\\u%04lx\\u%04lx", 0xd800 | cp >> 10, 0xdc00 | (cp & 0x3ff));
-        return;
-    }
-    printf("\\u%04lx", cp);
-}
 
 /* Another user's text (a name stored before names were checked, a
  * directory, a notifier's command) reaches root's terminal in --json
@@ -185,10 +174,11 @@ void client_print_json_as(json_t *v, size_t flags) {
     for (const char *s = text; *s;) {
         size_t len = text_char_len(s);
         /* a raw newline is JSON_INDENT's layout: one in a string is
-         * escaped by jansson */
+         * escaped by jansson. Every character text_is_control() names is
+         * below U+10000, so one \uXXXX says it. */
         if (*s != '\n' && text_is_control(s, len)) {
             fwrite(run, 1, (size_t)(s - run), stdout);
-            client_print_escape(text_code_point(s, len));
+            printf("\\u%04lx", text_code_point(s, len));
             run = s + len;
         }
         s += len;
