@@ -38,6 +38,13 @@ typedef struct vproc {
     size_t errlen;
 } vproc;
 
+/* The printf-like helpers say so, for the format checks (clang's
+ * -Wformat-nonliteral refuses a va_list format otherwise). */
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int fail_at(dish_image *im, int k, unsigned pc, char *err, size_t errlen,
+                   const char *fmt, va_list ap) __attribute__((format(printf, 6, 0)));
+
 static int fail(char *err, size_t errlen, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
@@ -59,6 +66,8 @@ static int fail_at(dish_image *im, int k, unsigned pc, char *err, size_t errlen,
 }
 
 /* An error at code offset pc of the procedure being checked. */
+static int vfail(vproc *v, unsigned pc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 static int vfail(vproc *v, unsigned pc, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
@@ -400,6 +409,8 @@ dish_slotinfo dish_image_slotinfo(const dish_image *im, int k) {
 }
 
 /* An error at the call at pc of procedure k. */
+static int gfail(vgraph *g, int k, unsigned pc, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 static int gfail(vgraph *g, int k, unsigned pc, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
