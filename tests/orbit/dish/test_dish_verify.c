@@ -213,6 +213,35 @@ static void bound_call_adds(void **state) {
     assert_int_equal(im.steps[0], 34);
 }
 
+/* What runs really execute (dish_run.executed) against the bound: a
+ * procedure with one way through executes exactly its bound, the loops
+ * and a call of the two tests above. */
+static void bound_held_by_runs(void **state) {
+    (void)state;
+    static bench b;
+    uint8_t img[DISH_MAX_IMAGE];
+    char err[256];
+    static const uint8_t loops[] = {INIT, 0, 10, 0, TEST, 0, 25, 0, INIT, 1, 20, 0,
+                                    TEST, 1, 22, 0, PUSH8, 1, POP, NEXT, 12, 0,
+                                    NEXT, 4, 0, PUSH8, 0, RET};
+    static const uint8_t calls[] = {INIT, 0, 5, 0, TEST, 0, 15, 0, CALL, 2, 0, POP,
+                                    NEXT, 4, 0, PUSH8, 0, RET, PUSH8, 7, RET};
+    dish_proc pl = {1, 0, 0, 2, 0, sizeof loops};
+    dish_proc pc[2] = {{3, 0, 0, 1, 0, 18}, {2, 0, 0, 0, 18, 3}};
+    bench_init(&b);
+    int n = craft(img, &pl, 1, loops, sizeof loops);
+    assert_int_equal(dish_vm_load(&b.vm, img, (size_t)n, err, sizeof err), 0);
+    n = craft(img, pc, 2, calls, sizeof calls);
+    assert_int_equal(dish_vm_load(&b.vm, img, (size_t)n, err, sizeof err), 0);
+    int r1 = dish_vm_start(&b.vm, 1, NULL, 0), r3 = dish_vm_start(&b.vm, 3, NULL, 0);
+    assert_true(r1 >= 0 && r3 >= 0);
+    assert_int_equal(dish_vm_run(&b.vm, 1000), 0);
+    assert_int_equal(b.vm.runs[r1].executed, 844);
+    assert_int_equal(b.vm.runs[r3].executed, 34);
+    assert_int_equal(b.vm.slots[1].info.steps, 844);
+    assert_int_equal(b.vm.slots[3].info.steps, 34);
+}
+
 static void bound_break_and_wait(void **state) {
     (void)state;
     dish_image im;
@@ -419,6 +448,7 @@ int main(void) {
         cmocka_unit_test(bound_nested_loops_multiply),
         cmocka_unit_test(bound_call_adds),
         cmocka_unit_test(bound_break_and_wait),
+        cmocka_unit_test(bound_held_by_runs),
         cmocka_unit_test(bound_over_the_limit_refused),
         cmocka_unit_test(bound_call_into_board_adds),
         cmocka_unit_test(header_checks),

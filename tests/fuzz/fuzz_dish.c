@@ -1,0 +1,138 @@
+/* fuzz_dish.c -- a verified DISH image run on a simulated satellite under
+ * the rules the verifier promises (fuzz_dish.h): nothing out of its
+ * stack or arena, no call of an empty slot, no run past its instruction
+ * bound, and the board left as it was once the slots are deleted. */
+#include "fuzz_dish.h"
+
+#include "fuzz.h"
+
+#include <string.h>
+
+#include "dish_sim.h"
+#include "dish_vm.h"
+
+/* How long one input may run: enough ticks for waits on the clock and on
+ * events, sleeps and pipelines to come round (the simulated clock moves a
+ * second a tick once the runs wait), enough instructions for loops of
+ * thousands; the fuzzer's time goes to new inputs rather than to a run
+ * of 10 million instructions, which the bound check sees coming anyway. */
+#define FUZZ_DISH_TICKS 3000
+#define FUZZ_DISH_INSNS 200000u
+
+static dish_sim sim;
+static dish_vm vm;
+static dish_platform pl; /* the simulation's, telemetry checked on the way */
+
+/* The faults the verifier's acceptance rules out: the VM's second line
+ * caught what the first should have. */
+static void check_tlm(void *ctx, const dish_tlm *t) {
+    if (t->kind == DISH_TLM_FAULT && (t->code == DISH_FAULT_STACK ||
+                                      t->code == DISH_FAULT_SLOT))
+        fprintf(stderr, "run %d (slot %d) fault %d at pc %d\n", t->run, t->slot,
+                (int)t->code, (int)t->value);
+    FUZZ_CHECK(t->kind != DISH_TLM_FAULT || t->code != DISH_FAULT_STACK,
+               "a verified image overran its stack, frames or arena");
+    FUZZ_CHECK(t->kind != DISH_TLM_FAULT || t->code != DISH_FAULT_SLOT,
+               "a verified image called an empty slot");
+    sim.pl.telemetry(ctx, t);
+}
+
+/* The arguments of procedure k: values at the edges of what arithmetic,
+ * loops, waits and pipelines take. */
+static void args_of(int k, int nargs, int32_t *args) {
+    static const int32_t v[] = {0, 1, -1, INT32_MAX, INT32_MIN, DISH_FIX_ONE, 3, 700000};
+    for (int j = 0; j < nargs; j++)
+        args[j] = v[(unsigned)(j + k) % (sizeof v / sizeof *v)];
+}
+
+/* The longest re-check of a wait among the image's procedures: what each
+ * wake-up of a waiting run may cost beyond the bound. */
+static uint32_t most_recheck(const dish_image *im) {
+    uint32_t most = 0;
+    for (int k = 0; k < im->nprocs; k++)
+        most = im->recheck[k] > most ? im->recheck[k] : most;
+    return most;
+}
+
+/* Run ri, started for procedure proc of im, within its bound: the
+ * verifier's steps plus one re-check per time it went to wait. */
+static void check_bound(int ri, const dish_image *im, int proc, uint32_t waits) {
+    uint64_t limit = (uint64_t)im->steps[proc] + (uint64_t)waits * most_recheck(im);
+    const dish_run *r = &vm.runs[ri];
+    if (r->executed > limit)
+        fprintf(stderr, "run %d of slot %u: %u instructions, bound %u + %u waits x %u\n",
+                ri, im->proc[proc].slot, r->executed, im->steps[proc], waits,
+                most_recheck(im));
+    FUZZ_CHECK(r->executed <= limit, "a run went past the verifier's instruction bound");
+}
+
+/* Starts every procedure of im (at most DISH_MAX_RUNS): which run each
+ * got, in started[]. */
+static void start_all(const dish_image *im, int *started) {
+    for (int k = 0; k < im->nprocs; k++) {
+        int32_t args[DISH_MAX_LOCALS];
+        args_of(k, im->proc[k].nargs, args);
+        started[k] = dish_vm_start(&vm, im->proc[k].slot, args, im->proc[k].nargs);
+        /* 16 runs of at most 256 words fit the pool on a fresh board */
+        FUZZ_CHECK(started[k] >= 0, "a verified procedure's start refused on a fresh board");
+    }
+}
+
+/* Ticks the runs until none is alive or the limits are reached, each
+ * run's count held to its bound after every tick. */
+static void run_all(const dish_image *im, const int *started) {
+    uint32_t waits[DISH_MAX_PROCS] = {0}, total = 0;
+    unsigned ev = 0;
+    for (int tick = 0; tick < FUZZ_DISH_TICKS && total < FUZZ_DISH_INSNS; tick++) {
+        uint32_t before[DISH_MAX_PROCS];
+        for (int k = 0; k < im->nprocs; k++)
+            before[k] = vm.runs[started[k]].executed;
+        dish_vm_tick(&vm, ev);
+        for (int k = 0; k < im->nprocs; k++) {
+            const dish_run *r = &vm.runs[started[k]];
+            /* a tick ends a run's slice at its first yield */
+            waits[k] += r->executed != before[k] && r->state == DISH_R_WAIT;
+            total += r->executed - before[k];
+            check_bound(started[k], im, k, waits[k]);
+        }
+        if (!dish_vm_alive(&vm))
+            return;
+        ev = pl.wait_event(pl.ctx, dish_vm_next(&vm));
+    }
+}
+
+/* Stops the runs and deletes the slots, callers before callees: every
+ * slot must go, the code pool and the call counts back to nothing. */
+static void delete_all(const dish_image *im) {
+    char err[256];
+    for (int k = 0; k < im->nprocs; k++)
+        dish_vm_stop_slot(&vm, im->proc[k].slot);
+    int left = im->nprocs;
+    for (int pass = 0; pass < im->nprocs && left; pass++)
+        for (int k = 0; k < im->nprocs; k++)
+            if (vm.slots[im->proc[k].slot].info.used &&
+                dish_vm_delete(&vm, im->proc[k].slot, err, sizeof err) == 0)
+                left--;
+    FUZZ_CHECK(left == 0, "a slot of a verified image could not be deleted");
+    FUZZ_CHECK(vm.code_used == 0, "code left in the pool after every delete");
+    for (int s = 0; s < DISH_SLOTS; s++)
+        FUZZ_CHECK(vm.slots[s].call_sites == 0, "calls counted into an empty board");
+}
+
+void fuzz_dish_run(const uint8_t *img, size_t len, const dish_image *im) {
+    char err[256];
+    int started[DISH_MAX_PROCS];
+    dish_sim_init(&sim);
+    pl = sim.pl;
+    pl.telemetry = check_tlm;
+    dish_vm_init(&vm, &pl);
+    int rc = dish_vm_load(&vm, img, len, err, sizeof err);
+    if (rc)
+        fprintf(stderr, "%s\n", err);
+    FUZZ_CHECK(rc == 0, "a verified image refused by a fresh board");
+    FUZZ_CHECK(dish_vm_load(&vm, img, len, err, sizeof err) != 0,
+               "an image loaded a second time over its own slots");
+    start_all(im, started);
+    run_all(im, started);
+    delete_all(im);
+}
