@@ -18,6 +18,7 @@
 
 #include <sodium.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "csp.h"
 #include "errors.h"
@@ -111,15 +112,25 @@ static void link_slot(const uint8_t *data, size_t size) {
                "a signed slot write refused, or read otherwise");
 }
 
+/* The procedure store's folder: empty, the same for every input (no
+ * message here adds to it), removed at exit. */
+static char store_dir[128];
+
+static void remove_store(void) {
+    rmdir(store_dir);
+}
+
 static void link_procs(const uint8_t *data, size_t size) {
     static sat_dish d;
-    static char dir[128];
     uint8_t out[CSP_MTU];
-    if (!dir[0]) { /* an empty store, the same for every input */
+    if (!store_dir[0]) {
         const char *tmp = getenv("TMPDIR");
-        snprintf(dir, sizeof dir, "%s/aegis-fuzz-link-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-        FUZZ_CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+        snprintf(store_dir, sizeof store_dir, "%s/aegis-fuzz-link-XXXXXX",
+                 tmp && *tmp ? tmp : "/tmp");
+        FUZZ_CHECK(mkdtemp(store_dir) != NULL, "mkdtemp");
+        atexit(remove_store);
     }
+    const char *dir = store_dir;
     sat_dish_open(&d, dir, 0);
     size_t n = sat_dish_handle(&d, data, size, out, sizeof out);
     if (size < 3) {
