@@ -4,7 +4,8 @@
  * of bounds, overflow its arena or stacks, call an empty slot or run past
  * its instruction bound (at most DISH_MAX_STEPS). A refused image has a
  * message; an accepted one is disassembled, then loaded, run on a
- * simulated satellite and deleted (fuzz_dish.c). The input's header
+ * simulated satellite and deleted (fuzz_dish.c), on an empty board and
+ * again on one holding a small library it may call. The input's header
  * sizes and CRC are made to agree with its bytes before the second
  * check, so that edits reach the code rather than the CRC check. Seeds:
  * seeds/dish_image/, the `dish` compiler's output for the example
@@ -17,10 +18,12 @@
 #include "dish_disasm.h"
 #include "fuzz_dish.h"
 
-/* The opcodes (0..45) and small operands, the loop bound 10,000 (0x2710). */
+/* The opcodes (0..45) and small operands, the loop bound 10,000
+ * (0x2710), the library's slots (48, 49). */
 FUZZ_TOKENS("\x00\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f"
             "\x10\x11\x12\x13\x14\x15\x16\x17\x18\x19\x1a\x1b\x1c\x1d\x1e\x1f"
-            "\x20\x21\x22\x23\x24\x25\x26\x27\x28\x29\x2a\x2b\x2c\x2d\x2e\xff");
+            "\x20\x21\x22\x23\x24\x25\x26\x27\x28\x29\x2a\x2b\x2c\x2d\x2e\xff"
+            "\x30\x31");
 
 /* What the verifier promises of an image it accepted. */
 static void check_derived(const dish_image *im) {
@@ -44,12 +47,16 @@ static void fix_header(uint8_t *img, size_t len) {
     dish_put32(img + 8, dish_crc32(img + DISH_HDR, len - DISH_HDR));
 }
 
-/* Verifies img; an acceptance is checked, shown and run. */
-static void verify_and_run(const uint8_t *img, size_t len) {
+/* Verifies img against a board, empty or holding the library; an
+ * acceptance is checked, shown and run there. */
+static void verify_and_run(const uint8_t *img, size_t len, int with_library) {
     static FILE *null;
+    static dish_slotinfo onboard[DISH_SLOTS];
     dish_image im;
     char err[256] = "";
-    if (dish_verify(img, len, NULL, &im, err, sizeof err) != 0) {
+    fuzz_dish_board(with_library);
+    fuzz_dish_onboard(onboard);
+    if (dish_verify(img, len, onboard, &im, err, sizeof err) != 0) {
         FUZZ_CHECK(err[0] != '\0', "a refusal without a message");
         return;
     }
@@ -75,6 +82,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (memcmp(img, data, size) != 0) /* as it came: refused, with a message */
         FUZZ_CHECK(dish_verify(data, size, NULL, &im, err, sizeof err) != 0 && err[0],
                    "an image with wrong sizes or CRC accepted");
-    verify_and_run(img, size);
+    verify_and_run(img, size, 0);
+    verify_and_run(img, size, 1);
     return 0;
 }

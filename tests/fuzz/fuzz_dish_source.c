@@ -46,6 +46,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         return 0;
     }
     dish_image im;
+    fuzz_dish_board(0); /* what the compiler verified against */
     FUZZ_CHECK(n <= DISH_MAX_IMAGE &&
                    dish_verify(img, (size_t)n, NULL, &im, err, sizeof err) == 0,
                "an image the compiler returned that the verifier refuses");
