@@ -72,10 +72,40 @@ static void start_all(const dish_image *im, int *started) {
     }
 }
 
+/* What a run has done so far: its waits (yields at a WAIT) and the count
+ * at its last yield of any kind. */
+typedef struct progress {
+    uint32_t waits, at_yield;
+} progress;
+
+/* After a tick, run ri of procedure proc: its whole count within the
+ * bound and its waits' re-checks, and the stretch since its last yield
+ * within the bound alone (docs/orbit.md, "Between two yields": a stretch
+ * that starts by re-checking a wait replaces the evaluation the bound
+ * counts). */
+static void after_tick(int ri, const dish_image *im, int proc, uint32_t before,
+                       progress *p) {
+    const dish_run *r = &vm.runs[ri];
+    /* a tick ends a run's slice at its first yield */
+    int yielded = r->executed != before &&
+                  (r->state == DISH_R_WAIT || r->state == DISH_R_SLEEP);
+    p->waits += yielded && r->state == DISH_R_WAIT;
+    check_bound(ri, im, proc, p->waits);
+    if (r->executed - p->at_yield > im->steps[proc])
+        fprintf(stderr, "run %d of slot %u: %u instructions since its last yield, "
+                "bound %u\n", ri, im->proc[proc].slot, r->executed - p->at_yield,
+                im->steps[proc]);
+    FUZZ_CHECK(r->executed - p->at_yield <= im->steps[proc],
+               "a stretch between two yields longer than the bound");
+    if (yielded)
+        p->at_yield = r->executed;
+}
+
 /* Ticks the runs until none is alive or the limits are reached, each
- * run's count held to its bound after every tick. */
+ * run held to its bound after every tick. */
 static void run_all(const dish_image *im, const int *started) {
-    uint32_t waits[DISH_MAX_PROCS] = {0}, total = 0;
+    progress p[DISH_MAX_PROCS] = {{0, 0}};
+    uint32_t total = 0;
     unsigned ev = 0;
     for (int tick = 0; tick < FUZZ_DISH_TICKS && total < FUZZ_DISH_INSNS; tick++) {
         uint32_t before[DISH_MAX_PROCS];
@@ -83,11 +113,8 @@ static void run_all(const dish_image *im, const int *started) {
             before[k] = vm.runs[started[k]].executed;
         dish_vm_tick(&vm, ev);
         for (int k = 0; k < im->nprocs; k++) {
-            const dish_run *r = &vm.runs[started[k]];
-            /* a tick ends a run's slice at its first yield */
-            waits[k] += r->executed != before[k] && r->state == DISH_R_WAIT;
-            total += r->executed - before[k];
-            check_bound(started[k], im, k, waits[k]);
+            total += vm.runs[started[k]].executed - before[k];
+            after_tick(started[k], im, k, before[k], &p[k]);
         }
         if (!dish_vm_alive(&vm))
             return;
