@@ -42,6 +42,8 @@ typedef struct tally {
 } tally;
 
 /* Formats the difference into err; returns -1 for the caller to pass on. */
+static int differs(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 static int differs(char *err, size_t errlen, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);

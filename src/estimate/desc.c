@@ -22,6 +22,8 @@
  * layer comes near: GPT-3's embedding is ~6e8 elements.) */
 #define MAX_ELEMENTS ((json_int_t)1 << 40)
 
+static void fail(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 static void fail(char *err, size_t errlen, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);

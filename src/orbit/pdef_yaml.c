@@ -33,6 +33,8 @@ typedef struct ctx {
 } ctx;
 
 static int fail(const ctx *c, const yaml_node_t *n, const char *field,
+                const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static int fail(const ctx *c, const yaml_node_t *n, const char *field,
                 const char *fmt, ...) {
     char why[400];
     va_list ap;

@@ -122,7 +122,11 @@ static int deny_when(scmp_filter_ctx ctx, const char *const *names, size_t n,
         int nr = seccomp_syscall_resolve_name(names[k]);
         if (nr == __NR_SCMP_ERROR)
             continue; /* not a call of this libseccomp's tables */
-        int rc = arg_ne ? seccomp_rule_add(ctx, action, nr, 1, SCMP_A0(SCMP_CMP_NE, *arg_ne))
+        /* spelled out rather than SCMP_A0(), whose initializer leaves
+         * datum_b out: clang's -Wmissing-field-initializers */
+        struct scmp_arg_cmp ne = {.arg = 0, .op = SCMP_CMP_NE,
+                                  .datum_a = arg_ne ? *arg_ne : 0, .datum_b = 0};
+        int rc = arg_ne ? seccomp_rule_add(ctx, action, nr, 1, ne)
                         : seccomp_rule_add(ctx, action, nr, 0);
         if (rc < 0)
             return rc;

@@ -118,9 +118,12 @@ static int resend(const ground_io *io, const up_manifest *m, const uint8_t *payl
  * gave so far (*fewest, then updated): a status that does not say so is
  * no progress, however it is answered. Measured against the last answer
  * only, a count that went down and up by turns began the rounds anew at
- * each fall, and held the upload for ever. */
-static int progressed(const proto_status *st, uint32_t *fewest) {
-    if (st->missing >= *fewest)
+ * each fall, and held the upload for ever. A count over the upload's
+ * chunks is no progress either, however it falls: from 2^32 - 1 by one
+ * an answer it held the upload for 4 billion rounds; within the chunks,
+ * falls are as many as the chunks at most. */
+static int progressed(const proto_status *st, uint32_t chunks, uint32_t *fewest) {
+    if (st->missing > chunks || st->missing >= *fewest)
         return 0;
     *fewest = st->missing;
     return 1;
@@ -148,7 +151,7 @@ int ground_upload(const ground_io *io, const up_manifest *m,
             answered = 0, stalled = 0, fewest = UINT32_MAX; /* counted anew */
             continue;
         }
-        stalled = progressed(last, &fewest) ? 0 : stalled + 1;
+        stalled = progressed(last, up_chunk_count(m), &fewest) ? 0 : stalled + 1;
         if (stalled >= PROTO_STALL_ROUNDS)
             return PROTO_STALLED;
         if (resend(io, m, payload, last, sent))

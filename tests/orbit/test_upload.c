@@ -345,13 +345,14 @@ static void test_real_testrun(void **s) {
  * or marks chunk 0 that never arrives. It once had ground_upload resend
  * and ask for ever, each answer taken as progress (found by answering
  * ground_upload's questions with such statuses). */
-enum { ONE, WOBBLE, NONE_BY_TURNS, NONE };
+enum { ONE, WOBBLE, NONE_BY_TURNS, NONE, FALLING };
 
 typedef struct stuck_sat {
     unsigned answers; /* questions answered so far */
     int mark;         /* the bitmap marks chunk 0 */
     int counts;       /* missing: 1 always, or by turns 1 and 2 (WOBBLE),
-                         0 and 2 (NONE_BY_TURNS), 0 always (NONE) */
+                         0 and 2 (NONE_BY_TURNS), 0 always (NONE), or
+                         one fewer each answer from 2^32 - 1 (FALLING) */
     uint8_t seq[2];   /* the last question's number */
 } stuck_sat;
 
@@ -371,7 +372,9 @@ static int stuck_recv(void *ctx, int timeout_ms, uint8_t *msg, size_t cap, size_
     memset(msg, 0, 19);
     msg[0] = 'S', memcpy(msg + 1, t->seq, 2);
     static const uint32_t by_turns[][2] = {{1, 1}, {1, 2}, {0, 2}, {0, 0}};
-    proto_put32(msg + 8, by_turns[t->counts][t->answers & 1]); /* missing */
+    uint32_t missing = t->counts == FALLING ? UINT32_MAX - t->answers
+                                            : by_turns[t->counts][t->answers & 1];
+    proto_put32(msg + 8, missing);
     proto_put16(msg + 16, t->mark ? 8 : 0);
     msg[18] = (uint8_t)t->mark;
     *len = t->mark ? 19 : 18;
@@ -404,6 +407,15 @@ static void test_ground_gives_up_without_progress(void **state) {
         assert_int_equal(ground_upload(&io, &m, payload, &sent, &last), PROTO_STALLED);
         assert_true(t.answers <= PROTO_STALL_ROUNDS + 2 * PROTO_STALL_RESTARTS + 2);
     }
+    /* nor is a count that falls by one each answer but is more chunks
+     * than the upload has: every answer was progress, so such a board
+     * held the upload for 4 billion rounds (fuzzing's review) */
+    stuck_sat t = {0, 0, FALLING, {0, 0}};
+    ground_io io = {stuck_send, stuck_recv, &t, 10, 3, 1};
+    uint64_t sent;
+    proto_status last;
+    assert_int_equal(ground_upload(&io, &m, payload, &sent, &last), PROTO_STALLED);
+    assert_true(t.answers <= PROTO_STALL_ROUNDS + 1);
     free(payload), free(mod);
 }
 

@@ -81,7 +81,8 @@ typedef struct comp {
 
 /* ---- tokens and errors (dish_compile_tok.c) ---- */
 /* "FILE:LINE:COL: what" at token t into c->err; back to dish_compile. */
-_Noreturn void dc_fail(comp *c, const dish_tok *t, const char *fmt, ...);
+_Noreturn void dc_fail(comp *c, const dish_tok *t, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 const dish_tok *dc_peek(comp *c);
 int dc_is(const dish_tok *t, const char *word);
 /* Consumes the next token when it is word: 1, else 0. */

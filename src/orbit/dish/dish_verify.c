@@ -38,6 +38,13 @@ typedef struct vproc {
     size_t errlen;
 } vproc;
 
+/* The printf-like helpers say so, for the format checks (clang's
+ * -Wformat-nonliteral refuses a va_list format otherwise). */
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int fail_at(dish_image *im, int k, unsigned pc, char *err, size_t errlen,
+                   const char *fmt, va_list ap) __attribute__((format(printf, 6, 0)));
+
 static int fail(char *err, size_t errlen, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
@@ -59,6 +66,8 @@ static int fail_at(dish_image *im, int k, unsigned pc, char *err, size_t errlen,
 }
 
 /* An error at code offset pc of the procedure being checked. */
+static int vfail(vproc *v, unsigned pc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 static int vfail(vproc *v, unsigned pc, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
@@ -396,10 +405,13 @@ typedef struct vgraph {
 
 dish_slotinfo dish_image_slotinfo(const dish_image *im, int k) {
     return (dish_slotinfo){.used = 1, .nargs = im->proc[k].nargs, .depth = im->depth[k],
-                           .need = im->need[k], .steps = im->steps[k]};
+                           .need = im->need[k], .steps = im->steps[k],
+                           .recheck = im->recheck[k]};
 }
 
 /* An error at the call at pc of procedure k. */
+static int gfail(vgraph *g, int k, unsigned pc, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 static int gfail(vgraph *g, int k, unsigned pc, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
@@ -427,9 +439,9 @@ static int cycle(vgraph *g, int k, unsigned pc, int j) {
 
 static int chain(vgraph *g, int k);
 
-/* What procedure k's calls add: the deepest chain and the largest arena
- * need among its callees, and the calls that bring each, which a refusal
- * of k's depth or need names. */
+/* What procedure k's calls add: the deepest chain, the largest arena
+ * need and the longest wait re-check among its callees, and the calls
+ * that bring the first two, which a refusal of k's depth or need names. */
 typedef struct callee_most {
     dish_slotinfo most;
     unsigned deep_pc, need_pc;
@@ -452,12 +464,16 @@ static int callees(vgraph *g, int k, callee_most *m) {
             m->most.depth = in.depth, m->deep_pc = pc;
         if (in.need > m->most.need)
             m->most.need = in.need, m->need_pc = pc;
+        if (in.recheck > m->most.recheck)
+            m->most.recheck = in.recheck;
     }
     return 0;
 }
 
-/* Procedure k's instruction bound, within DISH_MAX_STEPS. */
-static int bound(vgraph *g, int k) {
+/* Procedure k's instruction bound, within DISH_MAX_STEPS, and its
+ * re-check: its own waits' or, longer, a callee's (callee_recheck), for a
+ * run may be waiting in a callee when an event wakes it. */
+static int bound(vgraph *g, int k, unsigned callee_recheck) {
     const dish_proc *p = &g->im->proc[k];
     const uint8_t *c = g->im->code + p->off;
     uint32_t steps = dish_bound_steps(c, p->len, g->steps, g->scratch);
@@ -468,7 +484,8 @@ static int bound(vgraph *g, int k) {
                     p->slot, (unsigned long)steps, steps == UINT32_MAX ? " or more" : "",
                     (unsigned long)DISH_MAX_STEPS);
     g->im->steps[k] = g->steps[p->slot] = steps;
-    g->im->recheck[k] = (uint16_t)dish_bound_recheck(c, p->len);
+    unsigned own = dish_bound_recheck(c, p->len);
+    g->im->recheck[k] = (uint16_t)(own > callee_recheck ? own : callee_recheck);
     return 0;
 }
 
@@ -497,7 +514,7 @@ static int chain(vgraph *g, int k) {
                      "a run has %d", need, c[m.need_pc + 1], DISH_ARENA_WORDS);
     im->depth[k] = (uint8_t)depth;
     im->need[k] = (uint16_t)need;
-    if (bound(g, k))
+    if (bound(g, k, m.most.recheck))
         return -1;
     g->state[k] = 2;
     g->npath--;

@@ -12,6 +12,7 @@ typedef struct dish_slotinfo {
     uint8_t depth;  /* frames of its deepest call chain, itself included */
     uint16_t need;  /* arena words of that chain */
     uint32_t steps; /* instructions of one call, at most (dish_image.steps) */
+    uint16_t recheck; /* a wait's re-check in that chain, at most (dish_image.recheck) */
 } dish_slotinfo;
 
 /* A verified image: its procedures and what the verifier derived. */
@@ -25,7 +26,8 @@ typedef struct dish_image {
     /* The most instructions one call executes, callees included, when
      * each wait's condition is evaluated once: at most DISH_MAX_STEPS.
      * Each further evaluation, one per event the wait is woken by, costs
-     * at most recheck instructions (its longest wait's). No stretch
+     * at most recheck instructions (the longest wait's of the procedure
+     * and the procedures it calls, as it may be waiting in any). No stretch
      * between two yields of a run is longer than steps. */
     uint32_t steps[DISH_MAX_PROCS];
     uint16_t recheck[DISH_MAX_PROCS];

@@ -406,9 +406,11 @@ static flow step(dish_vm *vm, int ri, dish_run *r) {
 
 static void execute(dish_vm *vm, int ri) {
     dish_run *r = &vm->runs[ri];
-    for (int n = 0; n < DISH_BUDGET && r->state == DISH_R_READY; n++)
+    for (int n = 0; n < DISH_BUDGET && r->state == DISH_R_READY; n++) {
+        r->executed++;
         if (step(vm, ri, r) != GO)
             return;
+    }
 }
 
 /* ---- slots ---- */

@@ -67,6 +67,11 @@ typedef struct dish_run {
     unsigned mask;             /* a wait's events */
     int64_t deadline, next_poll, wake; /* local ms */
     int wake_abs;              /* wake is GNSS-time ms (sleep until) */
+    /* Instructions executed since the start, waits' re-checks included:
+     * what the tests and fuzzing hold against the verifier's bound
+     * (dish_image.steps and .recheck), which nothing else checks at run
+     * time. Kept after the run ends, until its index starts another. */
+    uint32_t executed;
 } dish_run;
 
 typedef struct dish_slot {

@@ -213,6 +213,78 @@ static void bound_call_adds(void **state) {
     assert_int_equal(im.steps[0], 34);
 }
 
+/* What runs really execute (dish_run.executed) against the bound: a
+ * procedure with one way through executes exactly its bound, the loops
+ * and a call of the two tests above. */
+static void bound_held_by_runs(void **state) {
+    (void)state;
+    static bench b;
+    uint8_t img[DISH_MAX_IMAGE];
+    char err[256];
+    static const uint8_t loops[] = {INIT, 0, 10, 0, TEST, 0, 25, 0, INIT, 1, 20, 0,
+                                    TEST, 1, 22, 0, PUSH8, 1, POP, NEXT, 12, 0,
+                                    NEXT, 4, 0, PUSH8, 0, RET};
+    static const uint8_t calls[] = {INIT, 0, 5, 0, TEST, 0, 15, 0, CALL, 2, 0, POP,
+                                    NEXT, 4, 0, PUSH8, 0, RET, PUSH8, 7, RET};
+    dish_proc pl = {1, 0, 0, 2, 0, sizeof loops};
+    dish_proc pc[2] = {{3, 0, 0, 1, 0, 18}, {2, 0, 0, 0, 18, 3}};
+    bench_init(&b);
+    int n = craft(img, &pl, 1, loops, sizeof loops);
+    assert_int_equal(dish_vm_load(&b.vm, img, (size_t)n, err, sizeof err), 0);
+    n = craft(img, pc, 2, calls, sizeof calls);
+    assert_int_equal(dish_vm_load(&b.vm, img, (size_t)n, err, sizeof err), 0);
+    int r1 = dish_vm_start(&b.vm, 1, NULL, 0), r3 = dish_vm_start(&b.vm, 3, NULL, 0);
+    assert_true(r1 >= 0 && r3 >= 0);
+    assert_int_equal(dish_vm_run(&b.vm, 1000), 0);
+    assert_int_equal(b.vm.runs[r1].executed, 844);
+    assert_int_equal(b.vm.runs[r3].executed, 34);
+    assert_int_equal(b.vm.slots[1].info.steps, 844);
+    assert_int_equal(b.vm.slots[3].info.steps, 34);
+}
+
+/* A wait in a callee is re-checked on each event that wakes it, the
+ * callee's condition and WAIT: the caller's re-check figure covers it
+ * (it said 0, and a run of the caller went past bound + figure x waits),
+ * from the same image and from a slot on board. */
+static void bound_recheck_of_callee(void **state) {
+    (void)state;
+    static bench b;
+    static dish_image im;
+    uint8_t img[DISH_MAX_IMAGE];
+    char err[256];
+    dish_slotinfo onboard[DISH_SLOTS];
+    int n = compile_src("slot 30\nproc caller() {\n  return waiter(3)\n}\n"
+                        "proc waiter(n) {\n  wait param(2, 1) == 99 and param(3, 1) == 7"
+                        " within 600\n  return n\n}\n", img, err, sizeof err);
+    assert_true(n > 0);
+    assert_int_equal(dish_verify(img, (size_t)n, NULL, &im, err, sizeof err), 0);
+    assert_int_equal(im.recheck[1], 8); /* 7 of condition, the WAIT */
+    assert_int_equal(im.recheck[0], 8); /* was 0 */
+    bench_init(&b);
+    assert_int_equal(dish_vm_load(&b.vm, img, (size_t)n, err, sizeof err), 0);
+    /* a caller in another image, of slot 30 on board */
+    static const uint8_t code[] = {CALL, 30, 0, RET};
+    dish_proc p = {32, 0, 0, 0, 0, sizeof code};
+    n = craft(img, &p, 1, code, sizeof code);
+    for (int k = 0; k < DISH_SLOTS; k++)
+        onboard[k] = b.vm.slots[k].info;
+    assert_int_equal(dish_verify(img, (size_t)n, onboard, &im, err, sizeof err), 0);
+    assert_int_equal(im.recheck[0], 8);
+    assert_int_equal(dish_vm_load(&b.vm, img, (size_t)n, err, sizeof err), 0);
+    /* run it: each wake-up (a fix or a parameter change a second) costs
+     * at most the figure */
+    int r = dish_vm_start(&b.vm, 32, NULL, 0);
+    assert_true(r >= 0);
+    uint32_t waits = 0;
+    for (int tick = 0; tick < 200 && dish_vm_alive(&b.vm); tick++) {
+        uint32_t before = b.vm.runs[r].executed;
+        dish_vm_tick(&b.vm, b.sim.pl.wait_event(&b.sim, dish_vm_next(&b.vm)));
+        waits += b.vm.runs[r].executed != before && b.vm.runs[r].state == DISH_R_WAIT;
+    }
+    assert_true(waits > 0);
+    assert_true(b.vm.runs[r].executed <= im.steps[0] + waits * im.recheck[0]);
+}
+
 static void bound_break_and_wait(void **state) {
     (void)state;
     dish_image im;
@@ -419,6 +491,8 @@ int main(void) {
         cmocka_unit_test(bound_nested_loops_multiply),
         cmocka_unit_test(bound_call_adds),
         cmocka_unit_test(bound_break_and_wait),
+        cmocka_unit_test(bound_held_by_runs),
+        cmocka_unit_test(bound_recheck_of_callee),
         cmocka_unit_test(bound_over_the_limit_refused),
         cmocka_unit_test(bound_call_into_board_adds),
         cmocka_unit_test(header_checks),
