@@ -413,8 +413,9 @@ case_mps() {
     start
     cd "$DIR/work"
     "$AEGIS" drain 1 >/dev/null && "$AEGIS" drain 2 >/dev/null || fail drain
+    # the first job runs until the test has restarted aegisd (alone.go)
     alone=$(CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50 "$AEGIS" submit --mem 1000 -- \
-            "$FAKE" --mib 1000 --seconds 4) || fail submit
+            "$FAKE" --mib 1000 --seconds 0 --until "$DIR/work/alone.go") || fail submit
     until "$AEGIS" show "$alone" 2>/dev/null | grep -q "seen on GPU"; do sleep 0.1; done
     shared=$("$AEGIS" submit --mem 1000 --mps-threads 25 -- "$FAKE" --mib 1000 --seconds 1)
     "$AEGIS" wait "$shared" >/dev/null || fail "shared MPS job"
@@ -422,9 +423,10 @@ case_mps() {
     kill -TERM "$(daemon_pid)"
     while [ -n "$(daemon_pid)" ]; do sleep 0.1; done
     start 2> restart.err
-    "$AEGIS" wait "$alone" >/dev/null || fail "MPS job across a restart"
     grep -q "GPU 0: MPS control daemon already running on $st/mps/0/pipe: kept" \
         restart.err || fail "GPU 0's daemon not kept: $(cat restart.err)"
+    touch alone.go
+    "$AEGIS" wait "$alone" >/dev/null || fail "MPS job across a restart"
     "$AEGIS" resume 1 >/dev/null && "$AEGIS" drain 0 >/dev/null || fail resume
     naive=$("$AEGIS" submit -- "$FAKE" --mib 100 --seconds 0)
     "$AEGIS" wait "$naive" >/dev/null || fail "naive job"
