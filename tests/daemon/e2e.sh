@@ -646,8 +646,12 @@ case_auto() {
     printf 'sharing: auto\nmps_control: %s\n' "$mps" >> "$DIR/aegis.yaml"
     start
     cd "$DIR/work"
-    small=$("$AEGIS" submit --mem 2000 -- "$FAKE" --mib 2000 --seconds 2)
+    # small holds its MIG instance until odd has been placed: the calls
+    # below have odd's placement before small's instance is destroyed
+    small=$("$AEGIS" submit --mem 2000 -- "$FAKE" --mib 2000 --seconds 0 --until "$DIR/release.small")
     odd=$("$AEGIS" submit --mem 4000 -- "$FAKE" --mib 4000 --seconds 1)
+    wait_until "the odd job placed" eval '! is_state "$odd" queued'
+    touch "$DIR/release.small"
     "$AEGIS" wait "$small" "$odd" >/dev/null || fail "auto jobs"
     "$AEGIS" gpus --json | pyjson "
 assert [g['sharing'] for g in d['gpus']]==['auto','auto'], d" || fail "gpus --json: sharing"
