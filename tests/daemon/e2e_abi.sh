@@ -46,10 +46,16 @@ case_abi_driver535() {
         echo "jobs:"
         for i in 1 2 3; do
             echo "  - mem_mib: 2000"
-            echo "    command: [$FAKE, --mib, '2000', --seconds, '4']"
+            echo "    command: [$FAKE, --mib, '2000', --seconds, '0', --until, '$DIR/go']"
         done
     } > spec.yaml
     ids=$("$AEGIS" submit spec.yaml) || fail "submit spec"
+    # they run until each has been seen on the GPU
+    for id in $ids; do
+        wait_until "job $id seen on its GPU" \
+            eval '"$AEGIS" show "$id" | grep -q "seen on GPU 0"'
+    done
+    touch "$DIR/go"
     "$AEGIS" wait $ids >/dev/null || fail "jobs on a 535.54 driver"
     for id in $ids; do
         "$AEGIS" show "$id" | grep -q "seen on GPU 0" ||
@@ -68,7 +74,10 @@ case_abi_mig_unprivileged() {
     await_log "GPU 0: memory and processes read per MIG device"
     await_log "GPU 0: NVML has no utilization for it"
     cd "$DIR/work"
-    id=$("$AEGIS" submit --mem 2000 -- "$FAKE" --mib 2000 --seconds 3)
+    # it runs until it has been seen on its GPU
+    id=$("$AEGIS" submit --mem 2000 -- "$FAKE" --mib 2000 --seconds 0 --until "$DIR/go")
+    wait_until "MIG job seen on GPU 0" eval '"$AEGIS" show "$id" | grep -q "seen on GPU 0"'
+    touch "$DIR/go"
     "$AEGIS" wait "$id" >/dev/null || fail "MIG job, unprivileged"
     "$AEGIS" show "$id" | grep -q "seen on GPU 0" ||
         fail "MIG job never seen: $("$AEGIS" show "$id")"
