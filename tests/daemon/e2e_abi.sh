@@ -132,7 +132,8 @@ case_abi_mig_leftover() {
     a=$("$AEGIS" submit --mem 2000 -- sh -c 'echo "$CUDA_VISIBLE_DEVICES" > mig.tmp
         mv mig.tmp mig; until [ -e go ]; do sleep 0.05; done')
     await_cond '[ -s mig ]' "job $a never ran"
-    CUDA_VISIBLE_DEVICES=$(cat mig) "$FAKE" --mib 100 --seconds 4 \
+    # it holds the instance past job a, until job b has been placed or waits
+    CUDA_VISIBLE_DEVICES=$(cat mig) "$FAKE" --mib 100 --seconds 0 --until "$DIR/gone.go" \
         </dev/null >/dev/null 2>&1 &
     await_cond 'ls "$AEGIS_TEST_GPU_DIR" | grep -q "^gpu0\."' \
         "the process on $(cat mig) never started"
@@ -141,6 +142,10 @@ case_abi_mig_leftover() {
     "$AEGIS" show "$a" | grep -q "MIG instance 1g.5gb not destroyed yet" ||
         fail "no event for the held instance: $("$AEGIS" show "$a")"
     b=$("$AEGIS" submit --mem 2000 -- "$FAKE" --mib 2000 --seconds 1)
+    # placed, or waiting for the held slices
+    wait_until "job $b placed or waiting" eval \
+        '! is_state "$b" queued || [ -n "$(job_field "$b" wait_code)" ]'
+    touch "$DIR/gone.go"
     await_log "MIG instance 1 \(1g.5gb\) of job $a, attempt 1, left by its processes: destroyed"
     "$AEGIS" wait "$b" >/dev/null || fail "job after the held instance"
     grep -q "^gi " "$AEGIS_TEST_GPU_DIR/mig0" &&
