@@ -569,14 +569,17 @@ assert a[1]['floor_mib']==9856, a" || fail "OOM in 1g.5gb did not climb to 1g.10
         fail "mig-calls.log is not the expected sequence"
     # a crash with a MIG job running: its instance outlives aegisd, goes
     # back to the job at the restart, and is destroyed when the job ends
-    long=$("$AEGIS" submit --mem 2000 -- "$FAKE" --mib 2000 --seconds 8)
+    # (it runs until the next aegisd has re-adopted it: one that ended
+    # while aegisd was down is collected, not re-adopted)
+    long=$("$AEGIS" submit --mem 2000 -- "$FAKE" --mib 2000 --seconds 0 --until "$DIR/release.long")
     until "$AEGIS" show "$long" 2>/dev/null | grep -q "seen on GPU"; do sleep 0.1; done
     kill -9 "$(daemon_pid)"
     while [ -n "$(daemon_pid)" ]; do sleep 0.1; done
     grep -q "^gi " "$AEGIS_TEST_GPU_DIR/mig0" || fail "instance gone with aegisd"
     start
-    "$AEGIS" wait "$long" >/dev/null || fail "MIG job across a crash"
     "$AEGIS" show "$long" | grep -q "re-adopted" || fail "not re-adopted"
+    touch "$DIR/release.long"
+    "$AEGIS" wait "$long" >/dev/null || fail "MIG job across a crash"
     "$AEGIS" show "$long" | grep -q "MIG instance 1g.5gb destroyed" ||
         fail "instance not destroyed after the restart: $("$AEGIS" show "$long")"
     # a crash that takes the job's watcher too: the attempt is lost, its
@@ -643,8 +646,12 @@ case_auto() {
     printf 'sharing: auto\nmps_control: %s\n' "$mps" >> "$DIR/aegis.yaml"
     start
     cd "$DIR/work"
-    small=$("$AEGIS" submit --mem 2000 -- "$FAKE" --mib 2000 --seconds 2)
+    # small holds its MIG instance until odd has been placed: the calls
+    # below have odd's placement before small's instance is destroyed
+    small=$("$AEGIS" submit --mem 2000 -- "$FAKE" --mib 2000 --seconds 0 --until "$DIR/release.small")
     odd=$("$AEGIS" submit --mem 4000 -- "$FAKE" --mib 4000 --seconds 1)
+    wait_until "the odd job placed" eval '! is_state "$odd" queued'
+    touch "$DIR/release.small"
     "$AEGIS" wait "$small" "$odd" >/dev/null || fail "auto jobs"
     "$AEGIS" gpus --json | pyjson "
 assert [g['sharing'] for g in d['gpus']]==['auto','auto'], d" || fail "gpus --json: sharing"

@@ -46,10 +46,16 @@ case_abi_driver535() {
         echo "jobs:"
         for i in 1 2 3; do
             echo "  - mem_mib: 2000"
-            echo "    command: [$FAKE, --mib, '2000', --seconds, '4']"
+            echo "    command: [$FAKE, --mib, '2000', --seconds, '0', --until, '$DIR/go']"
         done
     } > spec.yaml
     ids=$("$AEGIS" submit spec.yaml) || fail "submit spec"
+    # they run until each has been seen on the GPU
+    for id in $ids; do
+        wait_until "job $id seen on its GPU" \
+            eval '"$AEGIS" show "$id" | grep -q "seen on GPU 0"'
+    done
+    touch "$DIR/go"
     "$AEGIS" wait $ids >/dev/null || fail "jobs on a 535.54 driver"
     for id in $ids; do
         "$AEGIS" show "$id" | grep -q "seen on GPU 0" ||
@@ -68,7 +74,10 @@ case_abi_mig_unprivileged() {
     await_log "GPU 0: memory and processes read per MIG device"
     await_log "GPU 0: NVML has no utilization for it"
     cd "$DIR/work"
-    id=$("$AEGIS" submit --mem 2000 -- "$FAKE" --mib 2000 --seconds 3)
+    # it runs until it has been seen on its GPU
+    id=$("$AEGIS" submit --mem 2000 -- "$FAKE" --mib 2000 --seconds 0 --until "$DIR/go")
+    wait_until "MIG job seen on GPU 0" eval '"$AEGIS" show "$id" | grep -q "seen on GPU 0"'
+    touch "$DIR/go"
     "$AEGIS" wait "$id" >/dev/null || fail "MIG job, unprivileged"
     "$AEGIS" show "$id" | grep -q "seen on GPU 0" ||
         fail "MIG job never seen: $("$AEGIS" show "$id")"
@@ -123,7 +132,8 @@ case_abi_mig_leftover() {
     a=$("$AEGIS" submit --mem 2000 -- sh -c 'echo "$CUDA_VISIBLE_DEVICES" > mig.tmp
         mv mig.tmp mig; until [ -e go ]; do sleep 0.05; done')
     await_cond '[ -s mig ]' "job $a never ran"
-    CUDA_VISIBLE_DEVICES=$(cat mig) "$FAKE" --mib 100 --seconds 4 \
+    # it holds the instance past job a, until job b has been placed or waits
+    CUDA_VISIBLE_DEVICES=$(cat mig) "$FAKE" --mib 100 --seconds 0 --until "$DIR/gone.go" \
         </dev/null >/dev/null 2>&1 &
     await_cond 'ls "$AEGIS_TEST_GPU_DIR" | grep -q "^gpu0\."' \
         "the process on $(cat mig) never started"
@@ -132,6 +142,10 @@ case_abi_mig_leftover() {
     "$AEGIS" show "$a" | grep -q "MIG instance 1g.5gb not destroyed yet" ||
         fail "no event for the held instance: $("$AEGIS" show "$a")"
     b=$("$AEGIS" submit --mem 2000 -- "$FAKE" --mib 2000 --seconds 1)
+    # placed, or waiting for the held slices
+    wait_until "job $b placed or waiting" eval \
+        '! is_state "$b" queued || [ -n "$(job_field "$b" wait_code)" ]'
+    touch "$DIR/gone.go"
     await_log "MIG instance 1 \(1g.5gb\) of job $a, attempt 1, left by its processes: destroyed"
     "$AEGIS" wait "$b" >/dev/null || fail "job after the held instance"
     grep -q "^gi " "$AEGIS_TEST_GPU_DIR/mig0" &&

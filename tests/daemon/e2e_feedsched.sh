@@ -127,11 +127,14 @@ case_feedsched_recover() {
     cd "$DIR/work"
     p=$("$AEGIS" feed start imagenet -- "$FAKE" --mib 500 --seconds 120 --smact 0.1) ||
         fail "feed start"
-    c=$("$AEGIS" submit --feed imagenet -- "$FAKE" --mib 1000 --seconds 4 --smact 0.1)
+    # the consumer runs until aegisd is away (c.go)
+    c=$("$AEGIS" submit --feed imagenet -- "$FAKE" --mib 1000 --seconds 0 --smact 0.1 \
+        --until "$DIR/c.go")
     wait_until "producer and consumer running" all_running "$p" "$c"
     cpid=$(job_field "$c" pid)
     kill -TERM "$(daemon_pid)"
     wait_until "aegisd gone" eval '[ -z "$(daemon_pid)" ]'
+    touch "$DIR/c.go"
     wait_until "the consumer's end" eval '[ ! -e /proc/$cpid ]'
     start
     wait_until "the producer stopped" is_state "$p" done

@@ -180,10 +180,13 @@ case_lease_oom() {
     echo "$a" | field "d['task_pid']" > "$DIR/listpids.500" # still runs
     # seen on the GPU nearly full (30000 of 40960 MiB with its neighbour:
     # aegisd checks the message against that reading), then out of memory
-    task 501 0 2000 sh -c "$FAKE --mib 29000 --seconds 2 &&
+    # (it runs until seen: oom.go)
+    task 501 0 2000 sh -c "$FAKE --mib 29000 --seconds 0 --until '$DIR/oom.go' &&
                            echo 'RuntimeError: CUDA out of memory.' >&2; exit 1"
     a=$(granted 501 0) || exit 1
     first=$(echo "$a" | field "d['id']")
+    until_job "$first" "assert d['active'], d"
+    touch "$DIR/oom.go"
     answer "$DIR/lease.501.0.exit" | pyjson "assert d['class']=='oom', d" ||
         fail "lease_exit: $(cat "$DIR/lease.501.0.exit")"
     until_job "$first" "assert d['state']=='failed' and 'requeues' in d['reason'], d"

@@ -137,9 +137,13 @@ case_plus_nice() {
     echo "max_jobs_per_user: 1" >> "$DIR/aegis.yaml"
     start
     cd "$DIR/work"
-    first=$("$AEGIS" submit -- "$FAKE" --mib 1000 --seconds 2)
+    # the first runs until both others are queued behind it (go): ended
+    # before the plain one came, it let the niced one start alone
+    first=$("$AEGIS" submit -- "$FAKE" --mib 1000 --seconds 0 --until "$DIR/go")
     niced=$("$AEGIS" submit --nice 100 -- "$FAKE" --mib 1000 --seconds 1)
     plain=$("$AEGIS" submit -- "$FAKE" --mib 1000 --seconds 1)
+    wait_until "the first job running" is_state "$first" running
+    touch "$DIR/go"
     "$AEGIS" submit --nice 10001 -- true 2>err.txt && fail "nice 10001 taken"
     grep -q nice err.txt || fail "nice 10001: $(cat err.txt)"
     [ "$(job_field "$niced" nice)" = 100 ] || fail "show --json nice"
