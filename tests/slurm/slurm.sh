@@ -293,10 +293,17 @@ case_slurm_cancel_wait() {
     scancel "$id"
     # its task asks whether its job runs at steps of up to 30 s
     aegis_ended_waiting "$id" CANCELLED 45
-    # cancelled with the jobs that fill the GPUs: its grant may come
-    # before the task sees the cancel, and must not start it
+    # cancelled, then the jobs that fill the GPUs: its grant may come
+    # before the task sees the cancel, and must not start it. scancel
+    # cancels the jobs it is given in threads of its own, so given them
+    # all at once it may end the busy jobs first, and the grant then
+    # comes while the job still runs: the cancel must be in slurmctld
+    # first.
     id=$(aegis_waiter) || exit 1
-    scancel "$id" $busy
+    scancel "$id"
+    await 45 eval '[ "$(job_state "$id")" != RUNNING ]' ||
+        fail "job $id still $(job_state "$id") after scancel"
+    scancel $busy
     await 45 job_gone "$id" || fail "job $id still $(job_state "$id")"
     await 10 eval '[ "$(aegis_of $id | cut -d" " -f2)" != queued ]' ||
         fail "job $id in aegis: $(aegis_of "$id")"
