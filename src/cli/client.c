@@ -164,26 +164,39 @@ void client_print_json(json_t *v) {
     client_print_json_as(v, JSON_COMPACT);
 }
 
+/* Writes text to stdout with each character a terminal would act on
+ * (text_safe.h) replaced: by '?', or with json by its \uXXXX escape (a
+ * raw newline kept: JSON_INDENT's layout; one in a string is escaped by
+ * jansson). Every character text_is_control() names is below U+10000,
+ * so one \uXXXX says it. */
+static void print_safe(const char *text, bool json) {
+    const char *run = text;
+    for (const char *s = text; *s;) {
+        size_t len = text_char_len(s);
+        if (!(json && *s == '\n') && text_is_control(s, len)) {
+            fwrite(run, 1, (size_t)(s - run), stdout);
+            if (json)
+                printf("\\u%04lx", text_code_point(s, len));
+            else
+                putchar('?');
+            run = s + len;
+        }
+        s += len;
+    }
+    fputs(run, stdout);
+}
+
+void client_print_safe(const char *text) {
+    print_safe(text, false);
+}
+
 void client_print_json_as(json_t *v, size_t flags) {
     char *text = json_dumps(v, flags);
     if (!text) {
         fprintf(stderr, "aegis: out of memory writing JSON\n");
         return;
     }
-    const char *run = text;
-    for (const char *s = text; *s;) {
-        size_t len = text_char_len(s);
-        /* a raw newline is JSON_INDENT's layout: one in a string is
-         * escaped by jansson. Every character text_is_control() names is
-         * below U+10000, so one \uXXXX says it. */
-        if (*s != '\n' && text_is_control(s, len)) {
-            fwrite(run, 1, (size_t)(s - run), stdout);
-            printf("\\u%04lx", text_code_point(s, len));
-            run = s + len;
-        }
-        s += len;
-    }
-    fputs(run, stdout);
+    print_safe(text, true);
     putchar('\n');
     free(text);
 }

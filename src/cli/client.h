@@ -147,6 +147,10 @@ void client_print_json(json_t *v);
  * for the commands whose --json is indented). */
 void client_print_json_as(json_t *v, size_t flags);
 
+/* Prints text whole, each character a terminal would act on (text_safe.h)
+ * as '?', as text_safe() does into a buffer. */
+void client_print_safe(const char *text);
+
 /* A job id argument: prints "aegis CMD: ..." and returns -1 when bad. */
 int client_parse_id(const char *cmd, const char *text, json_int_t *id);
 

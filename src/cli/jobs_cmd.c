@@ -13,8 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "text_safe.h"
-
 static const char cancel_help[] =
 "NAME\n    aegis cancel - cancel jobs\n\n"
 "SYNOPSIS\n    aegis cancel ID... [--socket PATH]\n\n"
@@ -228,11 +226,12 @@ int cli_wait(int argc, char **argv) {
         all_done &= !strcmp(job_str(j, "state"), "done");
         /* a reason quotes what aegisd was told (a failed start's path, a
          * Slurm task's), and anyone may wait on another's job */
-        char state[32], reason[512];
-        text_safe(state, sizeof(state), job_str(j, "state"));
-        text_safe(reason, sizeof(reason), job_str(j, "reason"));
-        if (!f.json)
-            printf("%lld %s %s\n", (long long)job_num(j, "id"), state, reason);
+        if (f.json) continue;
+        printf("%lld ", (long long)job_num(j, "id"));
+        client_print_safe(job_str(j, "state"));
+        putchar(' ');
+        client_print_safe(job_str(j, "reason"));
+        putchar('\n');
     }
     if (f.json) client_print_json(jobs);
     json_decref(all);

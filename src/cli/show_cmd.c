@@ -140,19 +140,11 @@ static void show_time(const char *label, json_t *t) {
 }
 
 /* One item of show: text another user may have written (a name, a
- * command), with what a terminal would act on shown as '?'. Shown whole:
- * a spec's meta (up to 10,000 nodes) or a notifier can be longer than
- * any fixed buffer, and text_safe never makes text longer. */
+ * command), whole, with what a terminal would act on shown as '?'. */
 static void show_item(const char *label, const char *text) {
-    size_t size = strlen(text) + 1;
-    char *safe = malloc(size);
-    if (!safe) {
-        printf("%-10s ? (out of memory)\n", label);
-        return;
-    }
-    text_safe(safe, size, text);
-    printf("%-10s %s\n", label, safe);
-    free(safe);
+    printf("%-10s ", label);
+    client_print_safe(text);
+    putchar('\n');
 }
 
 static void show_text(json_t *job) {
