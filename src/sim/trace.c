@@ -231,10 +231,10 @@ static int read_job(trace_part *p, trace_job *job) {
     }
     job->submit_s = submit;
     if (c->index >= 0) {
-        char shown[80];
-        csv_quote(f->row[c->index], shown, sizeof(shown));
         int rc = parse_job_number(f, c->index, &job->index);
-        if (rc < 0) {
+        if (rc < 0) { /* quoted only here: this runs once a job */
+            char shown[80];
+            csv_quote(f->row[c->index], shown, sizeof(shown));
             if (rc == -2)
                 snprintf(err, errlen, "%s:%d: field 'job_index': %s is over "
                          "%lld, the largest job number", f->path, f->line,
