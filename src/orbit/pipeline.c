@@ -46,6 +46,7 @@ static uint32_t run_steps(runner *r, const pdef *d, const dbatch *in, dbatch *ou
         int code = runner_run(r, d->step[k].name, &d->step[k].params, src, dst, &rr);
         rep->ms[k] = rr.ms;
         rep->run_us[k] = rr.run_us;
+        rep->cpu[k] = rr.cpu;
         if (code) {
             if (dst == &fresh)
                 batch_close(dst);

@@ -18,6 +18,7 @@ typedef struct pipe_report {
     char detail[256];
     uint32_t ms[PDEF_MAX_STEPS];     /* each module's call, wall time */
     uint32_t run_us[PDEF_MAX_STEPS]; /* each module's run alone, in its worker */
+    int cpu[PDEF_MAX_STEPS];         /* the CPU each call started on, or PLAT_CPU_ANY */
 } pipe_report;
 
 /* Where step k of d writes, src being its input: pool's kept output of

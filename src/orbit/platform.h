@@ -113,6 +113,8 @@ typedef struct plat_outcome {
     int status;      /* exit status or signal number */
     uint32_t ms;     /* wall time of the call */
     uint32_t calls;  /* calls the worker has served, this one included (1: new) */
+    int started_on;  /* the CPU the call started on, or PLAT_CPU_ANY where it
+                        was not placed (or the call never started) */
     size_t result_len;
 } plat_outcome;
 

@@ -37,6 +37,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #ifdef __linux__
@@ -67,12 +68,15 @@ typedef struct worker {
 #endif
 } worker;
 
-/* What a worker sends back: whether it serves on, then the result; or
- * WARMED alone, its answer to a warm-up. */
+/* What a worker sends back: whether it serves on, where the call started
+ * and the result; or WARMED alone, its answer to a warm-up. */
 typedef struct work_answer {
     int32_t keep;
+    int32_t started_on; /* read while the worker could run nowhere else */
     uint8_t result[PLAT_MAX_RESULT];
 } work_answer;
+
+#define ANSWER_HEAD offsetof(work_answer, result)
 
 /* A warm-up: a work_hdr with this req_len, and no request. */
 #define WARM_UP UINT32_MAX
@@ -103,13 +107,17 @@ static void note_home(worker *w) {
 /* A placed call has started on its CPU (the server sends PLAT_CPU_ANY
  * for one it could not place): from here on the worker (self, its copy of
  * its entry) may run, and its module's threads start, on any of its own
- * CPUs again. */
-static void go_home(const worker *self) {
+ * CPUs again. Returns the CPU it started on, read while it could run on
+ * no other, so exact. */
+static int32_t go_home(const worker *self) {
 #ifdef __linux__
+    int32_t started_on = sched_getcpu();
     if (self->home_known)
         sched_setaffinity(0, sizeof self->home, &self->home);
+    return started_on;
 #else
     (void)self;
+    return PLAT_CPU_ANY;
 #endif
 }
 
@@ -162,8 +170,7 @@ static void serve_calls(const worker *self, int sock, plat_child_fn fn) {
                 _exit(0);
             continue;
         }
-        if (h.cpu != PLAT_CPU_ANY)
-            go_home(self);
+        ans.started_on = h.cpu != PLAT_CPU_ANY ? go_home(self) : PLAT_CPU_ANY;
         int keep = 0;
         size_t len = 0;
         alarm((h.lim.timeout_ms + 999) / 1000);
@@ -174,7 +181,7 @@ static void serve_calls(const worker *self, int sock, plat_child_fn fn) {
         set_mask(SIG_BLOCK, &all, NULL);
         fds_close_all_but(sock); /* the call's, and any the module made */
         ans.keep = keep;
-        if (msg_send(sock, &ans, sizeof ans.keep + len, NULL, 0, NULL, 0) || !keep)
+        if (msg_send(sock, &ans, ANSWER_HEAD + len, NULL, 0, NULL, 0) || !keep)
             _exit(0);
     }
 }
@@ -348,12 +355,13 @@ static void wait_answer(worker *w, uint64_t deadline, answer *a) {
         ssize_t n = read_answer(w, &ans);
         if (is_warmed(&ans, n))
             continue; /* to a warm-up it was stopped before answering */
-        if (n < (ssize_t)sizeof ans.keep) {
+        if (n < (ssize_t)ANSWER_HEAD) {
             end_of(retire(w), a);
             return;
         }
         a->out.end = PLAT_END_RESULT;
-        a->out.result_len = (size_t)n - sizeof ans.keep;
+        a->out.started_on = ans.started_on;
+        a->out.result_len = (size_t)n - ANSWER_HEAD;
         memcpy(a->result, ans.result, a->out.result_len);
         if (!ans.keep || threads_of(w->pid) != 1)
             retire(w);
@@ -407,6 +415,7 @@ static int send_call(worker *w, const work_hdr *h, const uint8_t *req,
 void workers_call(plat_child_fn fn, const char *key, const work_hdr *h,
                   const uint8_t *req, const int *fds, int nfds, answer *a) {
     memset(a, 0, sizeof *a);
+    a->out.started_on = PLAT_CPU_ANY;
     uint64_t t0 = plat_now_ms();
     reap_dead();
     worker *w = find(key);

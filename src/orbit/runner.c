@@ -107,17 +107,23 @@ static int call(runner *r, run_req *q, const dbatch *in, dbatch *out,
                  restart(r) ? "could not restart it" : "restarted");
         return DIPP_E_RUNNER;
     }
-    rep->ms = o.ms, rep->calls = o.calls;
+    rep->ms = o.ms, rep->calls = o.calls, rep->cpu = o.started_on;
     int code = code_of_end(&o, res, r, rep);
     if (!code && batch_load(out, rep->detail, sizeof rep->detail))
         code = DIPP_E_OUTPUT;
     return code;
 }
 
+/* rep as for a call that has not started. */
+static void report_clear(run_report *rep) {
+    memset(rep, 0, sizeof *rep);
+    rep->cpu = PLAT_CPU_ANY;
+}
+
 int runner_run_path(runner *r, const char *path, const dipp_params *p,
                     const dbatch *in, dbatch *out, run_report *rep) {
     static run_req q;
-    memset(rep, 0, sizeof *rep);
+    report_clear(rep);
     memset(&q, 0, sizeof q);
     snprintf(q.path, sizeof q.path, "%s", path);
     q.params = *p;
@@ -128,7 +134,7 @@ int runner_run(runner *r, const char *name, const dipp_params *p,
                const dbatch *in, dbatch *out, run_report *rep) {
     char path[1024];
     if (!runner_name_ok(name)) {
-        memset(rep, 0, sizeof *rep);
+        report_clear(rep);
         snprintf(rep->detail, sizeof rep->detail, "'%s' is not a module name", name);
         return rep->code = DIPP_E_MISSING_MODULE;
     }

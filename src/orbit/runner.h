@@ -32,6 +32,7 @@ typedef struct run_report {
     uint32_t ms;      /* the call's wall time */
     uint32_t run_us;  /* the module's run alone, timed in its worker */
     uint32_t calls;   /* calls its worker has served (1: a new worker) */
+    int cpu;          /* the CPU the call started on, or PLAT_CPU_ANY */
     char detail[256]; /* why, in words, when code != 0 */
 } run_report;
 

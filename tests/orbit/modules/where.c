@@ -1,10 +1,11 @@
-/* where.c -- test module: tells where each step of a pipeline ran. Its
- * output is one grey row of two bytes a step, each step's appended to the
- * row it was given (a frame starts one): the CPU the step ran on and how
- * many CPUs its worker could use then, each as a byte (255: unknown).
- * where_too.c is the same module by another name, for pipelines that
- * alternate two. */
-#define _GNU_SOURCE /* sched_getcpu, sched_getaffinity */
+/* where.c -- test module: tells on how many CPUs each step of a pipeline
+ * could run. Its output is one grey row of one byte a step, each step's
+ * appended to the row it was given (a frame starts one): how many CPUs its
+ * worker could use as it ran (255: unknown). Where the step started, the
+ * runner reports (run_report.cpu): the module runs after its worker may
+ * have been moved. where_too.c is the same module by another name, for
+ * pipelines that alternate two. */
+#define _GNU_SOURCE /* sched_getaffinity */
 #include <sched.h>
 
 #include "dipp_module.h"
@@ -24,14 +25,13 @@ static int run(const dipp_batch *in, const dipp_params *p, dipp_batch *out) {
                                 ? &in->images[0]
                                 : NULL;
     uint64_t n = row ? row->size : 0;
-    dipp_image *longer = out->add(out, (uint32_t)n + 2, 1, DIPP_FMT_GRAY8, n + 2);
+    dipp_image *longer = out->add(out, (uint32_t)n + 1, 1, DIPP_FMT_GRAY8, n + 1);
     if (!longer)
         return DIPP_ERR_NOSPACE;
     if (n)
         memcpy(longer->data, row->data, n);
     cpu_set_t mine;
-    longer->data[n] = as_byte(sched_getcpu());
-    longer->data[n + 1] =
+    longer->data[n] =
         as_byte(sched_getaffinity(0, sizeof mine, &mine) == 0 ? CPU_COUNT(&mine) : -1);
     return DIPP_OK;
 }
