@@ -36,7 +36,8 @@ static const char help[] =
 "    input's values, unused weights), which are repeated on stderr as\n"
 "    'FILE: warning: ...'. With '-', descriptions are read from stdin,\n"
 "    one JSON object per line (blank lines skipped; none at all is bad\n"
-"    input).\n"
+"    input). A description, a file or a line, may hold 16 MiB: a longer\n"
+"    line ends the input, with a message naming it.\n"
 "\n"
 "ESTIMATORS\n"
 "    aegis   (default) a physical model -- weights, gradients, optimizer\n"
@@ -201,22 +202,27 @@ static int worst(int rc, int one) {
     return one == CLI_USAGE ? CLI_USAGE : rc;
 }
 
-/* The longest line of descriptions on stdin, in bytes. */
-#define STDIN_LINE_MAX ((size_t)1 << 30)
+/* A line of stdin is one description, held to a file's EST_DESC_MAX:
+ * the buffer grows to that, its '\n' and a NUL, and no further, so a
+ * line without end costs 16 MiB, not all memory. */
+#define LINE_ROOM (EST_DESC_MAX + 2)
 
 /* The next line of in (its '\n' kept) into *buf, grown as needed: its
  * length, 0 at the end, -1 when out of memory, -2 at a NUL byte (binary
  * input, which no line after resyncs: /dev/zero has no end) and -3 past
- * STDIN_LINE_MAX. */
+ * EST_DESC_MAX bytes before its '\n' (read no further: the rest of such
+ * a line may have no end either). */
 static ssize_t read_line(FILE *in, char **buf, size_t *cap) {
     size_t len = 0;
     int c;
     while ((c = getc(in)) != EOF) {
         if (c == '\0') return -2;
+        if (c != '\n' && len == EST_DESC_MAX) return -3;
         if (len + 2 > *cap) {
             size_t bigger = *cap ? *cap * 2 : 4096;
-            char *grown = bigger > STDIN_LINE_MAX ? NULL : realloc(*buf, bigger);
-            if (!grown) return bigger > STDIN_LINE_MAX ? -3 : -1;
+            if (bigger > LINE_ROOM) bigger = LINE_ROOM;
+            char *grown = realloc(*buf, bigger);
+            if (!grown) return -1;
             *buf = grown;
             *cap = bigger;
         }
@@ -225,6 +231,18 @@ static ssize_t read_line(FILE *in, char **buf, size_t *cap) {
     }
     if (len) (*buf)[len] = '\0';
     return (ssize_t)len;
+}
+
+/* Why stdin's line `name` could not be read (read_line()'s n < 0), into
+ * err. */
+static void line_error(ssize_t n, const char *name, char *err,
+                       size_t errlen) {
+    if (n == -3)
+        est_desc_too_big(name, err, errlen);
+    else
+        snprintf(err, errlen, "%s: %s", name,
+                 n == -2 ? "a NUL byte: binary input, not JSON lines"
+                         : "out of memory");
 }
 
 /* Descriptions as JSON lines on stdin; blank lines are skipped, a bad
@@ -236,18 +254,16 @@ static int estimate_stdin(const estimate_cmd *cmd) {
     ssize_t n;
     while (rc != CLI_FAIL && (n = read_line(stdin, &line, &cap)) != 0) {
         lineno++;
+        char name[32], err[512];
+        snprintf(name, sizeof(name), "<stdin>:%d", lineno);
         if (n < 0) {
-            fprintf(stderr, "aegis estimate: <stdin>:%d: %s\n", lineno,
-                    n == -2 ? "a NUL byte: binary input, not JSON lines"
-                    : n == -3 ? "a line over 1 GiB"
-                              : "out of memory");
+            line_error(n, name, err, sizeof(err));
+            fprintf(stderr, "aegis estimate: %s\n", err);
             rc = n == -1 ? CLI_FAIL : worst(rc, CLI_USAGE);
             break;
         }
         if (line[strspn(line, " \t\r\n")] == '\0') continue;
         described++;
-        char name[32], err[512];
-        snprintf(name, sizeof(name), "<stdin>:%d", lineno);
         json_error_t jerr;
         json_t *root = json_loads(line, JSON_REJECT_DUPLICATES, &jerr);
         est_desc *d = root ? est_desc_from_json(root, name, err, sizeof(err))

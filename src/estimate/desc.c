@@ -242,20 +242,13 @@ bad:
     return NULL;
 }
 
-/* The most a description file may hold, as a job spec (which names one
- * in model:) may: a file without end (/dev/zero, a pipe that never
- * closes) stops here, and a huge one is refused before jansson takes
- * twenty times its size to parse it. The largest of data/models holds
- * 60 KB. */
-#define DESC_READ_MAX ((size_t)16 << 20)
-
 /* read_file()'s *nul when the file holds no NUL byte. */
 #define NUL_NONE SIZE_MAX
 
 /* The whole file in a buffer of *len bytes, or NULL with errno set. jansson
  * reads a FILE one character at a time; parsing a buffer took a sixth off
  * the load of a 700-layer description. Stops at a NUL byte, which no JSON
- * holds (*nul its offset, else NUL_NONE), and past DESC_READ_MAX
+ * holds (*nul its offset, else NUL_NONE), and past EST_DESC_MAX
  * (EFBIG). */
 static char *read_file(const char *path, size_t *len, size_t *nul) {
     FILE *fp = fopen(path, "rb");
@@ -269,7 +262,7 @@ static char *read_file(const char *path, size_t *len, size_t *nul) {
         const char *at = memchr(buf + *len, '\0', got);
         if (at) *nul = (size_t)(at - buf);
         *len += got;
-        if (*len > DESC_READ_MAX && !at) {
+        if (*len > EST_DESC_MAX && !at) {
             free(buf);
             fclose(fp);
             errno = EFBIG;
@@ -295,12 +288,16 @@ static char *read_file(const char *path, size_t *len, size_t *nul) {
     return buf;
 }
 
+void est_desc_too_big(const char *name, char *err, size_t errlen) {
+    fail(err, errlen, "%s: a model description may hold %zu bytes (%zu MiB) "
+         "at most", name, EST_DESC_MAX, EST_DESC_MAX >> 20);
+}
+
 est_desc *est_desc_load(const char *path, char *err, size_t errlen) {
     size_t len, nul;
     char *text = read_file(path, &len, &nul);
     if (!text && errno == EFBIG)
-        fail(err, errlen, "%s: a model description may hold %zu bytes (%zu "
-             "MiB) at most", path, DESC_READ_MAX, DESC_READ_MAX >> 20);
+        est_desc_too_big(path, err, errlen);
     else if (!text)
         fail(err, errlen, "%s: cannot read: %s", path, strerror(errno));
     if (!text) return NULL;

@@ -76,6 +76,17 @@ typedef struct est_desc {
     size_t nwarnings;
 } est_desc;
 
+/* The most bytes a model description may hold, in a file or on a line of
+ * `aegis estimate -`, as a job spec (which names one in model:) may: a
+ * huge one is refused before jansson takes twenty times its size to parse
+ * it, and input without end (/dev/zero, a pipe that never closes) stops
+ * here. The largest of data/models holds 60 KB. */
+#define EST_DESC_MAX ((size_t)16 << 20)
+
+/* "NAME: a model description may hold ... at most" into err: the one
+ * message for a description over EST_DESC_MAX, wherever it is read. */
+void est_desc_too_big(const char *name, char *err, size_t errlen);
+
 /* Reads and checks a description file. Returns NULL with
  * "PATH: FIELD: what is wrong" in err. */
 est_desc *est_desc_load(const char *path, char *err, size_t errlen);

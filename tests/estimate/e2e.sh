@@ -111,6 +111,37 @@ stdin)
     printf '\n\n' | "$AEGIS" estimate - >"$TMP/out" 2>"$TMP/err"
     [ $? -eq 2 ] && grep -q "<stdin>: no description" "$TMP/err" ||
         fail "empty stdin: $(cat "$TMP/err")" ;;
+stdin_size)
+    # A line of stdin is one description, held to a file's 16 MiB: the line
+    # past it is refused by its size, naming it, once the good line before
+    # it is estimated (a line was read up to 1 GiB before, into as much
+    # memory, and this one was reported as bad JSON).
+    { tr -d '\n' <"$TMP/d.json"; echo; head -c 16777217 /dev/zero | tr '\0' x
+      echo; } | "$AEGIS" estimate --json - >"$TMP/out" 2>"$TMP/err"
+    rc=$?
+    cat "$TMP/err"
+    [ $rc -eq 2 ] || fail "exit $rc, expected 2"
+    grep -q "<stdin>:2: a model description may hold 16777216 bytes (16 MiB) at most" \
+        "$TMP/err" || fail "the long line not refused by its size"
+    grep -q '"file":"<stdin>:1"' "$TMP/out" || fail "the good line lost"
+    # one of 16 MiB exactly is read, as a file of that size is
+    { head -c 16777200 /dev/zero | tr '\0' ' '; printf '{"format": 1}\n'; } |
+        head -c 16777216 | { cat; echo; } |
+        "$AEGIS" estimate - >/dev/null 2>"$TMP/err"
+    grep -q "<stdin>:1: format" "$TMP/err" ||
+        fail "a line of 16 MiB: $(cat "$TMP/err")"
+    # a line without end is refused once past the cap, its peak memory
+    # (RSS, which a sanitizer's shadow keeps, unlike a ulimit) well under
+    # the 1 GiB it took
+    tr '\0' x </dev/zero | /usr/bin/python3 -c '
+import resource, subprocess, sys
+rc = subprocess.run([sys.argv[1], "estimate", "-"], timeout=120).returncode
+print(rc, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)' \
+        "$AEGIS" >"$TMP/rss" 2>"$TMP/err"
+    read -r rc kib <"$TMP/rss"
+    [ "$rc" = 2 ] && grep -q "<stdin>:1: a model description may hold" \
+        "$TMP/err" || fail "endless line: exit $rc: $(cat "$TMP/err")"
+    [ "$kib" -lt 131072 ] || fail "endless line: $kib KiB to refuse it" ;;
 bad_field)
     sed 's/"params": 1638500/"params": "many"/' "$TMP/d.json" >"$TMP/b.json"
     expect_bad "b.json: layers\[5\].params: not a non-negative integer" \
