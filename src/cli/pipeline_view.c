@@ -76,16 +76,21 @@ int pv_exists(const char *name) {
     return has;
 }
 
-/* The log's triggers as JSON rows {trigger, end, job, state, coalesced}. */
+/* The log's triggers as JSON rows {trigger, end, job, state, coalesced}.
+ * The log is a file: a byte of its end record's word that starts no UTF-8
+ * character is '?' here, as jansson takes no such string (the whole row
+ * was lost); its controls stay for the printer to show safe. */
 static json_t *pv_triggers(const pl_tlog *log) {
     json_t *rows = json_array();
     for (size_t n = 0; n < log->ntrigs; n++) {
         const pl_trig *t = &log->trigs[n];
         if (!t->fired) continue;
+        char ended[sizeof(t->state)];
+        text_as_utf8(ended, sizeof(ended), t->state);
         json_array_append_new(rows, json_pack(
             "{s:I, s:I, s:I, s:s, s:b}", "trigger", (json_int_t)n,
             "end", (json_int_t)t->end, "job", (json_int_t)t->job, "state",
-            t->skipped ? "coalesced" : t->state[0] ? t->state
+            t->skipped ? "coalesced" : ended[0] ? ended
                        : t->job ? "training" : "fired",
             "coalesced", t->skipped));
     }

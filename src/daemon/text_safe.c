@@ -63,18 +63,36 @@ unsigned long text_code_point(const char *text, size_t len) {
     return cp;
 }
 
-void text_safe(char *dst, size_t size, const char *src) {
+/* A character of len bytes at s that is no character at all: a byte
+ * that starts none (text_char_len() gives those 1, and a character of one
+ * byte is ASCII). */
+static bool not_utf8(const char *s, size_t len) {
+    return len == 1 && (unsigned char)*s >= 0x80;
+}
+
+/* src into dst (size bytes), each character `replace` picks as '?', cut
+ * at a character's end: text_safe() and text_as_utf8(). */
+static void replace_chars(char *dst, size_t size, const char *src,
+                          bool (*replace)(const char *, size_t)) {
     size_t at = 0;
     if (size == 0) return;
     while (*src) {
         size_t len = text_char_len(src);
-        bool control = text_is_control(src, len);
-        size_t out = control ? 1 : len;
+        bool replaced = replace(src, len);
+        size_t out = replaced ? 1 : len;
         if (at + out >= size) break;
-        if (control) dst[at] = '?';
+        if (replaced) dst[at] = '?';
         else memcpy(dst + at, src, len);
         at += out;
         src += len;
     }
     dst[at] = '\0';
+}
+
+void text_safe(char *dst, size_t size, const char *src) {
+    replace_chars(dst, size, src, text_is_control);
+}
+
+void text_as_utf8(char *dst, size_t size, const char *src) {
+    replace_chars(dst, size, src, not_utf8);
 }

@@ -30,4 +30,10 @@ unsigned long text_code_point(const char *s, size_t len);
  * cut at a character's end when it does not fit. */
 void text_safe(char *dst, size_t size, const char *src);
 
+/* src into dst as text_safe() does, but only each byte that starts no
+ * UTF-8 character as '?': the text a JSON string can hold (jansson
+ * refuses a whole string for one such byte), its controls kept for the
+ * printer to escape (\uXXXX in --json, '?' in text). */
+void text_as_utf8(char *dst, size_t size, const char *src);
+
 #endif

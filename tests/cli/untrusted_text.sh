@@ -100,5 +100,13 @@ pdir="$dir/state/pipelines"
 mkdir -p "$pdir/p1"
 printf 'fire 0 100\njob 0 5 -1\nend 0 x\033[2J\xc2\x9b\n' > "$pdir/p1/triggers.log"
 check "pipeline show" "5        x?[2J?" "$aegis" pipeline show p1
+# A word that is not UTF-8 (bytes that start no character) is shown with
+# its row, each such byte as '?' (the row was left out, as JSON could not
+# hold it), in text and in --json alike; its controls as before.
+printf 'fire 1 200\njob 1 6 0\nend 1 a\xff\xc0\x9b\033b\n' >> "$pdir/p1/triggers.log"
+check "pipeline show (not UTF-8)" "1        200          6        a????b" \
+    "$aegis" pipeline show p1
+check "pipeline show --json (not UTF-8)" '"state":"a???\u001Bb"' \
+    "$aegis" pipeline show p1 --json
 
 [ "$fails" -eq 0 ] || exit 1

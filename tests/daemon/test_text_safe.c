@@ -86,12 +86,27 @@ static void test_cut(void **state) {
     assert_string_equal(out, "ab");
 }
 
+/* text_as_utf8() replaces only the bytes that start no character, each
+ * as '?', so that a JSON string can hold the rest: controls and marks are
+ * kept (the printer escapes them), and so is every well-formed character. */
+static void test_as_utf8(void **state) {
+    (void)state;
+    char out[32];
+    text_as_utf8(out, sizeof(out), "a\xff\xc0\x9b\x1b\xc2\x9b\xe2\x80\xae"
+                                   "\xf0\x9f\x98\x80\xe2\x80");
+    assert_string_equal(out, "a???\x1b\xc2\x9b\xe2\x80\xae\xf0\x9f\x98\x80??");
+    char small[4];
+    text_as_utf8(small, sizeof(small), "ab\xf0\x9f\x98\x80");
+    assert_string_equal(small, "ab");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_valid),
         cmocka_unit_test(test_ill_formed),
         cmocka_unit_test(test_controls_and_code_points),
         cmocka_unit_test(test_cut),
+        cmocka_unit_test(test_as_utf8),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
