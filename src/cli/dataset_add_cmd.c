@@ -50,7 +50,8 @@ static const char add_help[] =
 "Each option marked binary or csv is for that format only: given with\n"
 "another, it is refused.\n"
 "\n"
-"Exit status: 0 success, 1 failure (NAME exists), 2 bad usage.\n";
+"Exit status: 0 success, 1 failure (NAME exists), 2 bad usage or input\n"
+"(a --dir or --pattern that is not UTF-8 text, as dataset.json holds).\n";
 
 static const char rm_help[] =
 "usage: aegis dataset rm NAME\n"
@@ -160,8 +161,9 @@ static int add_option(int opt, const char *arg, pl_dsconf *c) {
     return -1;
 }
 
-/* mkdir -p of path's folders, private to the owner. */
-static int make_dirs(char *path) {
+/* mkdir -p of path's parent folders, private to the owner; path itself
+ * is left to make. */
+static int make_parents(char *path) {
     for (char *p = path + 1; *p; p++) {
         if (*p != '/')
             continue;
@@ -171,7 +173,7 @@ static int make_dirs(char *path) {
         if (rc < 0 && errno != EEXIST)
             return -1;
     }
-    return mkdir(path, 0700) < 0 && errno != EEXIST ? -1 : 0;
+    return 0;
 }
 
 /* The options that apply to one format only: given with another, they
@@ -271,6 +273,45 @@ static int parse_add(int argc, char **argv, pl_dsconf *c) {
     return 0;
 }
 
+/* A dataset's state files and its folder, removed (the data are the
+ * user's, left). 0, or -1 with errno. */
+static int remove_state(const char *dsdir) {
+    static const char *const files[] = {"keys.log", "files.log",
+                                        "dataset.json"};
+    char path[4300];
+    for (size_t i = 0; i < sizeof(files) / sizeof(*files); i++) {
+        snprintf(path, sizeof(path), "%s/%s", dsdir, files[i]);
+        if (unlink(path) < 0 && errno != ENOENT)
+            return -1;
+    }
+    return rmdir(dsdir);
+}
+
+/* Makes dataset name's folder dsdir and its dataset.json, or leaves none
+ * of it: a folder without its dataset.json is no dataset any command
+ * reads, and `add` of the name refused it as existing. The folder is
+ * made here, not found (another add's is said as existing), so that
+ * what is removed on a failure is this add's alone. */
+static int make_dataset(const char *name, char *dsdir, const pl_dsconf *c) {
+    char err[512];
+    if (make_parents(dsdir) < 0 || mkdir(dsdir, 0700) < 0) {
+        if (errno == EEXIST)
+            fprintf(stderr, "aegis dataset add: dataset %s exists (%s)\n",
+                    name, dsdir);
+        else
+            fprintf(stderr, "aegis dataset add: %s: %s\n", dsdir,
+                    strerror(errno));
+        return -1;
+    }
+    if (pl_dsconf_save(dsdir, c, err, sizeof(err)) == 0)
+        return 0;
+    fprintf(stderr, "aegis dataset add: %s\n", err);
+    if (remove_state(dsdir) < 0)
+        fprintf(stderr, "aegis dataset add: %s: %s (remove it by hand)\n",
+                dsdir, strerror(errno));
+    return -1;
+}
+
 int cli_dataset_add(int argc, char **argv) {
     pl_dsconf c = {.format = PL_FORMAT_BINARY, .label_size = 4, .sep = ','};
     strcpy(c.label_column, "0");
@@ -293,16 +334,8 @@ int cli_dataset_add(int argc, char **argv) {
                 "($AEGIS_STATE_HOME, $XDG_STATE_HOME, $HOME)\n", name);
         return CLI_USAGE;
     }
-    if (access(dsdir, F_OK) == 0) {
-        fprintf(stderr, "aegis dataset add: dataset %s exists (%s)\n", name,
-                dsdir);
+    if (make_dataset(name, dsdir, &c) < 0)
         return CLI_FAIL;
-    }
-    if (make_dirs(dsdir) < 0 || pl_dsconf_save(dsdir, &c, err, sizeof(err))) {
-        fprintf(stderr, "aegis dataset add: %s: %s\n", dsdir,
-                errno ? strerror(errno) : err);
-        return CLI_FAIL;
-    }
     printf("dataset %s: %s (%s)\n", name, c.dir, pl_format_name(c.format));
     return CLI_OK;
 }
@@ -317,18 +350,6 @@ static int watched(const char *dsdir) {
     int busy = flock(fd, LOCK_EX | LOCK_NB) < 0;
     close(fd);
     return busy;
-}
-
-static int remove_state(const char *dsdir) {
-    static const char *const files[] = {"keys.log", "files.log",
-                                        "dataset.json"};
-    char path[4300];
-    for (size_t i = 0; i < sizeof(files) / sizeof(*files); i++) {
-        snprintf(path, sizeof(path), "%s/%s", dsdir, files[i]);
-        if (unlink(path) < 0 && errno != ENOENT)
-            return -1;
-    }
-    return rmdir(dsdir);
 }
 
 int cli_dataset_rm(int argc, char **argv) {

@@ -70,6 +70,14 @@ static bool not_utf8(const char *s, size_t len) {
     return len == 1 && (unsigned char)*s >= 0x80;
 }
 
+bool text_is_utf8(const char *s) {
+    for (size_t len; *s; s += len) {
+        len = text_char_len(s);
+        if (not_utf8(s, len)) return false;
+    }
+    return true;
+}
+
 /* src into dst (size bytes), each character `replace` picks as '?', cut
  * at a character's end: text_safe() and text_as_utf8(). */
 static void replace_chars(char *dst, size_t size, const char *src,

@@ -30,6 +30,10 @@ unsigned long text_code_point(const char *s, size_t len);
  * cut at a character's end when it does not fit. */
 void text_safe(char *dst, size_t size, const char *src);
 
+/* Whether every byte of s belongs to a UTF-8 character (text_char_len()):
+ * text a JSON string can hold. */
+bool text_is_utf8(const char *s);
+
 /* src into dst as text_safe() does, but only each byte that starts no
  * UTF-8 character as '?': the text a JSON string can hold (jansson
  * refuses a whole string for one such byte), its controls kept for the

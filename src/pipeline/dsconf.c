@@ -10,6 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "text_safe.h"
+
 static const char *const format_names[] = {
     [PL_FORMAT_FILE] = "file",
     [PL_FORMAT_BINARY] = "binary",
@@ -70,7 +72,36 @@ static int csv_columns_check(const pl_dsconf *c, char *err, size_t errlen) {
     return 0;
 }
 
+/* Whether the text of field key is UTF-8, as dataset.json (JSON text)
+ * can hold it: a folder or pattern of other bytes made the write fail
+ * after the dataset's folder was made. Says why not in err, the text
+ * shown safe (text_safe.h). */
+static int utf8_check(const char *key, const char *text, char *err,
+                      size_t errlen) {
+    if (text_is_utf8(text)) return 0;
+    char shown[4200];
+    text_safe(shown, sizeof(shown), text);
+    snprintf(err, errlen, "%s: '%s' is not UTF-8 text (dataset.json, JSON, "
+             "holds only that; rename it)", key, shown);
+    return -1;
+}
+
+/* The text fields dataset.json holds, each UTF-8 (utf8_check()). */
+static int text_check(const pl_dsconf *c, char *err, size_t errlen) {
+    const struct {
+        const char *key, *text;
+    } fields[] = {{"dir", c->dir}, {"pattern", c->pattern},
+                  {"label_column", c->label_column},
+                  {"ts_column", c->ts_column}};
+    for (size_t i = 0; i < sizeof(fields) / sizeof(*fields); i++)
+        if (utf8_check(fields[i].key, fields[i].text, err, errlen) < 0)
+            return -1;
+    return 0;
+}
+
 int pl_dsconf_check(const pl_dsconf *c, char *err, size_t errlen) {
+    if (text_check(c, err, errlen) < 0)
+        return -1;
     if (c->dir[0] != '/') {
         snprintf(err, errlen, "dir: '%s' is not an absolute path", c->dir);
         return -1;
@@ -224,10 +255,13 @@ int pl_dsconf_save(const char *dsdir, const pl_dsconf *c, char *err,
     snprintf(path, sizeof(path), "%s/dataset.json", dsdir);
     snprintf(tmp, sizeof(tmp), "%s.tmp", path);
     json_t *doc = to_json(c);
+    errno = 0;
     int rc = doc ? json_dump_file(doc, tmp, JSON_INDENT(2)) : -1;
     json_decref(doc);
     if (rc < 0 || rename(tmp, path) < 0) {
-        snprintf(err, errlen, "writing %s: %s", path, strerror(errno));
+        snprintf(err, errlen, "writing %s: %s", path,
+                 errno ? strerror(errno) : "not JSON text");
+        unlink(tmp); /* a failed write leaves no part of itself */
         return -1;
     }
     return 0;

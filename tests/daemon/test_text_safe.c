@@ -100,6 +100,16 @@ static void test_as_utf8(void **state) {
     assert_string_equal(small, "ab");
 }
 
+/* text_is_utf8() is false for a stray byte anywhere, true for controls. */
+static void test_is_utf8(void **state) {
+    (void)state;
+    assert_true(text_is_utf8(""));
+    assert_true(text_is_utf8("a\x1b\xc2\x9b\xf0\x9f\x98\x80"));
+    assert_false(text_is_utf8("/data\xff"));
+    assert_false(text_is_utf8("\xc0\x9b"));
+    assert_false(text_is_utf8("ok\xe2\x80"));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_valid),
@@ -107,6 +117,7 @@ int main(void) {
         cmocka_unit_test(test_controls_and_code_points),
         cmocka_unit_test(test_cut),
         cmocka_unit_test(test_as_utf8),
+        cmocka_unit_test(test_is_utf8),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

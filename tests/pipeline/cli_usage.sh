@@ -38,8 +38,9 @@ case_pipeline_options() {
 
 # `aegis dataset add` refuses an option of another format (it was stored
 # in dataset.json and never used), a --pattern no data file's name can
-# match (an empty one became *.csv), and binary without --record-size
-# (which was said as "record_size: 0 is not label_size (4) plus ...").
+# match (an empty one became *.csv), binary without --record-size
+# (which was said as "record_size: 0 is not label_size (4) plus ..."), and
+# a folder or pattern that is not UTF-8 (a half-made dataset was left).
 case_dataset_add() {
     mkdir d
     exits 2 "--header is for --format csv, not file" dataset add x --dir d \
@@ -66,9 +67,21 @@ case_dataset_add() {
         --format file --pattern '.*'
     exits 2 "--pattern 'a*.tmp' ends in .tmp" dataset add x --dir d \
         --format file --pattern 'a*.tmp'
+    # a folder or pattern that is not UTF-8 cannot be stored in dataset.json
+    # (JSON text): refused before anything is made, the path shown safe (a
+    # folder of x was left without its dataset.json, which no later add of
+    # x could replace: 'dataset x exists')
+    bad=$(printf 'd\377\033')
+    mkdir "$bad"
+    exits 2 "dir: '$tmp/d??' is not UTF-8 text" dataset add x --dir "$bad" \
+        --format csv
+    exits 2 "pattern: 'p?.csv' is not UTF-8 text" dataset add x --dir d \
+        --format csv --pattern "$(printf 'p\377.csv')"
     [ ! -e "$AEGIS_STATE_HOME/datasets/x" ] || fail "a refused add stored x"
     "$AEGIS" dataset add x --dir d --format csv --header --ts-column ts \
         --pattern 'p*.csv' > /dev/null || fail "a right add refused"
+    exits 1 "dataset x exists ($AEGIS_STATE_HOME/datasets/x)" dataset add x \
+        --dir d --format csv
 }
 
 # A name that is no dataset's, or names none, is bad input (2), as an
