@@ -191,6 +191,20 @@ static int check_counts(const core_state *core, const tally *t, char *err,
     return 0;
 }
 
+/* The spare records: as many as nspare says, each spare, and no more
+ * than CORE_SPARE_MAX (past it a forgotten job's record is freed). */
+static int check_spare(const core_state *core, char *err, size_t errlen) {
+    size_t n = 0;
+    for (const core_job *j = core->spare; j; j = j->hnext, n++)
+        if (j->state != JOB_SPARE)
+            return differs(err, errlen, "spare record %zu holds job %lld, "
+                           "not spare", n, (long long)j->spec.id);
+    if (n != core->nspare || n > CORE_SPARE_MAX)
+        return differs(err, errlen, "nspare %zu, the spare chain holds %zu "
+                       "(at most %d)", core->nspare, n, CORE_SPARE_MAX);
+    return 0;
+}
+
 static int check_users(const core_state *core, const tally *t, char *err,
                        size_t errlen) {
     for (int i = 0; i < core->nusers; i++) {
@@ -259,6 +273,7 @@ static int check_tally(const core_state *core, const tally *t, char *err,
     if (check_queue(core, &core->recovery, "recovery", true, err, errlen) ||
         check_queue(core, &core->fifo, "FIFO", false, err, errlen) ||
         check_counts(core, t, err, errlen) != 0 ||
+        check_spare(core, err, errlen) != 0 ||
         check_modes(core, err, errlen) != 0 ||
         check_users(core, t, err, errlen) != 0 ||
         check_feeds(core, t, err, errlen) != 0)

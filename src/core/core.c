@@ -56,6 +56,18 @@ static int core_table_grow(core_state *core) {
     return 0;
 }
 
+/* Frees a forgotten job's record, first dropping the last backfill
+ * pass's pointer to it: core_reason_front() reads those after their jobs
+ * may have gone, and finds a NULL one's job by its id. */
+static void core_job_free(core_state *core, core_job *job) {
+    for (int i = 0; i < core->nreached; i++)
+        if (core->reached_job[i] == job) core->reached_job[i] = NULL;
+    free(job);
+}
+
+/* Out of the table; the record kept spare for the next submit, or freed
+ * once CORE_SPARE_MAX are (only a burst of forgets reaches that, so the
+ * scan in core_job_free() is not paid by a steady stream). */
 static void core_forget(core_state *core, core_job *job) {
     core_job **at = &core->table[core_hash(core, job->spec.id)];
     while (*at != job) at = &(*at)->hnext;
@@ -63,9 +75,14 @@ static void core_forget(core_state *core, core_job *job) {
     assert(core->njobs > 0);
     core->njobs--;
     core->forgotten++;
+    if (core->nspare >= CORE_SPARE_MAX) {
+        core_job_free(core, job);
+        return;
+    }
     job->state = JOB_SPARE;
     job->hnext = core->spare;
     core->spare = job;
+    core->nspare++;
 }
 
 /* A job record, reused when one is spare: core_job_new() sets what a
@@ -74,6 +91,7 @@ static core_job *core_job_alloc(core_state *core) {
     core_job *j = core->spare;
     if (!j) return core_malloc(sizeof(*j));
     core->spare = j->hnext;
+    core->nspare--;
     return j;
 }
 

@@ -239,9 +239,10 @@ struct core_state {
     uint64_t drain_kept;    /* the GPUs it keeps from the jobs the pass
                                reached after it */
     int64_t reached[CORE_BACKFILL_DEPTH]; /* the jobs it reached, in order */
-    /* Their records, as reached: a record outlives its job (core_forget()
-     * keeps it spare for the next), so one still of id reached[i] and not
-     * spare is that job, found without the hash. */
+    /* Their records, as reached: a record may outlive its job
+     * (core_forget() keeps it spare for the next), so one still of id
+     * reached[i] and not spare is that job, found without the hash; NULL
+     * where the record was freed (core_forget() past CORE_SPARE_MAX). */
     core_job *reached_job[CORE_BACKFILL_DEPTH];
     int nreached;
     /* What core_reason_front() last gave, for core_front_reason(): the
@@ -276,7 +277,17 @@ struct core_state {
                                for the next submits: a simulated server
                                submits thousands, and malloc and free of
                                each was a twentieth of a replay */
+    size_t nspare;          /* on that chain, at most CORE_SPARE_MAX */
 };
+
+/* The most spare job records kept (core_state.spare); a job forgotten
+ * past them has its record freed. 4096 records, 2 MiB at 488 bytes each,
+ * are more than a full server (CORE_MAX_GPUS GPUs, a few jobs on each)
+ * ends between one burst of submits and the next, so a steady stream of
+ * jobs, a replay's or aegisd's, still reuses a record for nearly every
+ * submit; a burst past them (an array of 100,000 jobs, queued at once and
+ * drained) gives the rest back, where it kept 49 MB for good. */
+#define CORE_SPARE_MAX 4096
 
 _Static_assert(CORE_MAX_GPUS <= 64, "core_state.idle holds a bit per GPU");
 

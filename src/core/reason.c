@@ -426,7 +426,8 @@ int core_reason_front(core_state *core, int64_t *ids, int max) {
     } else {
         for (int i = 0; i < core->nreached && n < max; i++) {
             core_job *job = core->reached_job[i];
-            if (job->spec.id != core->reached[i] || job->state == JOB_SPARE)
+            if (!job || job->spec.id != core->reached[i] ||
+                job->state == JOB_SPARE) /* freed, reused or spare */
                 job = core_find(core, core->reached[i]); /* resubmitted */
             if (job && job->state == JOB_QUEUED)
                 n = front_add(core, job, ids, n);
