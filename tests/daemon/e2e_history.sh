@@ -91,11 +91,16 @@ case_history_oom() {
     start
     cd "$DIR/work"
     big=$("$AEGIS" submit --name neighbour --mem 34000 -- \
-          "$FAKE" --mib 34000 --seconds 60) || fail "submit neighbour"
+          "$FAKE" --mib 34000 --seconds 600) || fail "submit neighbour"
     until_job "$big" "assert d['state']=='running' and d['active']"
-    # beside it (4000 + 2048 MiB fit), then 4000 MiB more halfway: OOM
+    # beside it (4000 + 2048 MiB fit), then 4000 MiB more: OOM. It grows
+    # once the test has seen a sample of it (--until grow), not at a time
+    # a loaded machine's sampler may not reach.
     id=$("$AEGIS" submit --name grows --mem 4000 -- \
-         "$FAKE" --mib 4000 --seconds 8 --oom-over) || fail "submit grows"
+         "$FAKE" --mib 4000 --seconds 8 --oom-over --until "$DIR/work/grow") ||
+        fail "submit grows"
+    until_job "$id" "assert [x for x in d['history']['samples'] if x[1]]" --history
+    touch grow
     until_job "$id" "assert d['attempt_list'][0]['how']=='oom', d"
     "$AEGIS" show --json --history "$id" | pyjson "
 s=[x for x in d['history']['samples'] if x[1]]
