@@ -89,10 +89,14 @@ wall = float(sys.argv[3]) - float(sys.argv[2])
 for k, s in spins.items():
     busy = sum(s) / 1e9
     print('device', k, 'launches', len(s), 'busy', round(busy, 3), 's of', round(wall, 3))
-    assert 8 <= len(s) <= 11, s
-    assert all(x <= 30_000_000 for x in s) and s[0] == 30_000_000, s
-    assert 0.25 <= busy <= 0.31, busy
-assert 1.0 <= wall < 2.5, wall
+    # Each 0.1 s period spins 0.3 of it but the last, cut short by the
+    # job's end. A machine too loaded to keep the rhythm runs fewer
+    # periods, never other ones: their number, the busy time and the wall
+    # time are bounded on the side the job decides only.
+    assert 1 <= len(s) <= 11, s
+    assert all(x == 30_000_000 for x in s[:-1]) and 0 < s[-1] <= 30_000_000, s
+    assert s[0] == 30_000_000 and busy <= 0.31, (s, busy)
+assert wall >= 1.0, wall
 PY
 }
 
