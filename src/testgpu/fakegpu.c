@@ -40,7 +40,9 @@ static const char usage[] =
     "exits 1. With --oom-over the job's peak comes later: halfway through it\n"
     "asks for M MiB more, and fails then if they do not fit (a job that is\n"
     "seen running on the GPU before it runs out of memory). With --until\n"
-    "FILE it runs on past S seconds until FILE exists (a test's release).\n"
+    "FILE it runs on past S seconds until FILE exists (a test's release);\n"
+    "with --oom-over too, it asks for its M MiB more only once FILE exists\n"
+    "(a test's \"grow now\", once it has seen the job at its first size).\n"
     "SIGTERM frees the memory and exits 143 (SIGINT: 130); with --linger\n"
     "FILE, only once FILE exists (a job that saves a checkpoint as it stops\n"
     "holds its memory until then).\n"
@@ -251,6 +253,13 @@ static void fake_release(const fake_job *job) {
         tgpu_alloc_remove(&job->cfg, job->gpus[k], getpid());
 }
 
+/* With --until, holds the job as it is until its file exists (or a stop
+ * signal comes). */
+static void fake_hold(const fake_job *job) {
+    while (!job_stop && !job_released(&job->a))
+        job_sleep_until(job_now() + 0.1);
+}
+
 /* Runs the job once its GPUs are known. Returns the exit status. */
 static int fake_run(fake_job *job) {
     double start = job_now();
@@ -259,13 +268,14 @@ static int fake_run(fake_job *job) {
     int status = 0;
     if (job->a.oom_over) {
         job_sleep_until(start + job->a.seconds / 2);
+        fake_hold(job);
         if (!job_stop && fake_allocate(job, job->a.mib) < 0)
             status = 1;
     }
-    if (status == 0)
+    if (status == 0) {
         job_sleep_until(start + job->a.seconds);
-    while (status == 0 && !job_stop && !job_released(&job->a))
-        job_sleep_until(job_now() + 0.1);
+        fake_hold(job);
+    }
     job_linger(&job->a);
     fake_release(job);
     if (job_stop)

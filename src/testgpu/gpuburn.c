@@ -44,9 +44,10 @@ static const char usage[] =
     "PyTorch's CUDA out-of-memory error and exits 1. With --oom-over the\n"
     "job's peak comes later: halfway through it asks for M MiB more, and\n"
     "fails then if they do not fit. With --until FILE it runs on past S\n"
-    "seconds until FILE exists. SIGTERM frees the memory and exits 143\n"
-    "(SIGINT: 130); with --linger FILE, only once FILE exists. The options are aegis-fakegpu's, and so is the first\n"
-    "line of stdout:\n"
+    "seconds until FILE exists, and asks for --oom-over's M MiB more only\n"
+    "once it exists. SIGTERM frees the memory and exits 143 (SIGINT:\n"
+    "130); with --linger FILE, only once FILE exists. The options are\n"
+    "aegis-fakegpu's, and so is the first line of stdout:\n"
     "  aegis-gpuburn: devices=... mps_pipe=DIR|- threads=PCT|- pinned=...|-\n"
     "\n"
     "The CUDA driver is loaded at run time: libcuda.so.1, or the library\n"
@@ -274,6 +275,15 @@ static void burn_close(burn_job *job) {
     }
 }
 
+/* With --until, burns on as it is until its file exists (or a stop
+ * signal comes). Returns 0, or 1 after a CUDA error. */
+static int burn_hold(const burn_job *job) {
+    int status = 0;
+    while (status == 0 && !job_stop && !job_released(&job->a))
+        status = burn_until(job, job_now() + BURN_PERIOD_S);
+    return status;
+}
+
 /* Runs the job once the driver is loaded. Returns the exit status. */
 static int burn_run(burn_job *job) {
     int status = 0, opened = job->ndevs;
@@ -287,13 +297,15 @@ static int burn_run(burn_job *job) {
         status = burn_allocate(job, job->a.mib);
     if (status == 0 && job->a.oom_over) {
         status = burn_until(job, start + job->a.seconds / 2);
+        if (status == 0)
+            status = burn_hold(job);
         if (status == 0 && !job_stop)
             status = burn_allocate(job, job->a.mib);
     }
     if (status == 0)
         status = burn_until(job, start + job->a.seconds);
-    while (status == 0 && !job_stop && !job_released(&job->a))
-        status = burn_until(job, job_now() + BURN_PERIOD_S);
+    if (status == 0)
+        status = burn_hold(job);
     job_linger(&job->a);
     burn_close(job);
     if (status == 0 && job_stop)

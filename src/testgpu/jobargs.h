@@ -12,7 +12,8 @@ typedef struct job_args {
     long mib;           /* --mib: MiB to take on each device */
     double seconds;     /* --seconds: how long to run */
     double smact;       /* --smact: 0..1, default 0.5 */
-    int oom_over;       /* --oom-over: ask for mib more halfway through */
+    int oom_over;       /* --oom-over: ask for mib more halfway through
+                         * (and, with --until, once its file exists) */
     const char *until;  /* --until: past --seconds, run until it exists */
     const char *linger; /* --linger: once stopped, hold on until it exists */
 } job_args;
@@ -49,9 +50,10 @@ double job_now(void);
 /* Sleeps until job_now() reaches `until` or a stop signal comes. */
 void job_sleep_until(double until);
 
-/* Whether the job may end once its --seconds are over: no --until, or
- * its file exists (a test's "you may stop now", which a loaded machine
- * cannot outrun as it can a duration). */
+/* Whether the job may go on from where it waits (its --seconds over, or
+ * --oom-over's halfway point): no --until, or its file exists (a test's
+ * "you may go on now", which a loaded machine cannot outrun as it can a
+ * duration). */
 int job_released(const job_args *args);
 
 /* After a stop signal, with --linger FILE, waits until FILE exists before

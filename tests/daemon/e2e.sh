@@ -61,35 +61,62 @@ assert d[1]['feed']=='imagenet' and d[0]['feed']=='', d" || fail "ls --json"
     "$AEGIS" ls --bogus 2>/dev/null; [ $? = 2 ] || fail "bad usage exit 2"
 }
 
+# A catalog workload of case_thirty: `workload NAME SOLO_S MIB SMACT
+# [FAKEGPU OPTIONS...]` submits it, its run scaled to 1-3 s; its id on
+# stdout.
+workload() {
+    local name=$1 solo=$2 mib=$3 smact=$4 secs
+    shift 4
+    secs=$(awk -v s="$solo" 'BEGIN { print 1 + (s % 3) }')
+    "$AEGIS" submit --name "$name" --mem "$mib" -- \
+        "$FAKE" --mib "$mib" --seconds "$secs" --smact "$smact" "$@"
+}
+# A job of case_thirty sized to run out of memory when shared: `oom_job
+# MIB [FAKEGPU OPTIONS...]` takes MIB, and as much again halfway through
+# its 6 s (no --mem: 5120 MiB are assumed); its id on stdout.
+oom_job() {
+    local mib=$1
+    shift
+    "$AEGIS" submit --name "oom-$mib" -- \
+        "$FAKE" --mib "$mib" --seconds 6 --oom-over "$@"
+}
+# Whether jobs $1 and $2 are both seen on their GPU, the same one.
+together() {
+    is_active "$1" && is_active "$2" &&
+        [ "$(job_field "$1" gpu_ids)" = "$(job_field "$2" gpu_ids)" ]
+}
+
 # 30 catalog workloads on 3 GPUs, durations scaled to 1-3 s; 4 of them
-# deliberately sized to run out of memory when shared (no --mem given, so
-# 5120 MiB are assumed, and their peak doubles halfway with --oom-over)
-# and one that cannot fit even alone.
+# deliberately sized to run out of memory when shared and one that cannot
+# fit even alone. What 1-3 s jobs would do only if they happened to
+# overlap, the test makes certain first: with GPUs 1 and 2 drained, the
+# first workload and the first OOM job share GPU 0, both held (--until)
+# until the test has seen them there together; then the OOM job grows
+# beside its neighbour, runs out of memory and climbs the ladder. The rest
+# then run on all three GPUs.
 case_thirty() {
     start
     cd "$DIR/work"
     awk -F, '!/^#/ && $1!="name" && $2==1 && $4!="" {print $1, $3, $4, $6}' "$CATALOG" |
         head -25 > workloads
     [ "$(wc -l < workloads)" = 25 ] || fail "catalog: $(wc -l < workloads) workloads"
-    ids="" oom="" n=0 oom_mib=(16000 17000 18000 16500)
-    # each attempt notes its GPU and start, then becomes the workload (its
-    # pid stays the job's): with each job's end from aegisd, two jobs whose
-    # last attempts overlapped on one GPU were collocated, seen whatever
-    # the machine's speed (a sampler of `aegis gpus` can miss them all)
-    printf '#!/bin/sh\necho "$AEGIS_JOB_ID $CUDA_VISIBLE_DEVICES $(date +%%s.%%N)" >> %s/starts\nexec "$@"\n' \
-        "$DIR/work" > noted
-    chmod +x noted
-    while read -r name solo mib smact; do
-        secs=$(awk -v s="$solo" 'BEGIN { d = 1 + (s % 3); print d }')
-        ids="$ids $("$AEGIS" submit --name "$name" --mem "$mib" -- \
-                    "$DIR/work/noted" "$FAKE" --mib "$mib" --seconds "$secs" --smact "$smact")"
+    "$AEGIS" drain 1 > /dev/null && "$AEGIS" drain 2 > /dev/null || fail drain
+    ids=$(workload $(head -1 workloads) --until "$DIR/work/go") || fail "submit first"
+    oom=$(oom_job 16000 --until "$DIR/work/grow") || fail "submit oom-16000"
+    wait_until "jobs $ids and $oom together on GPU 0" together "$ids" "$oom"
+    touch grow # 19868 MiB beside 2 x 16000 do not fit in 40960
+    until_job "$oom" "assert d['attempt_list'][0]['how']=='oom', d"
+    touch go
+    "$AEGIS" resume 1 > /dev/null && "$AEGIS" resume 2 > /dev/null || fail resume
+    n=1 oom_mib=(17000 18000 16500)
+    while read -r line; do
+        ids="$ids $(workload $line)"
         n=$((n + 1))
         if [ $((n % 5)) = 1 ] && [ ${#oom_mib[@]} -gt 0 ]; then
-            oom="$oom $("$AEGIS" submit --name "oom-${oom_mib[0]}" -- \
-                        "$FAKE" --mib "${oom_mib[0]}" --seconds 6 --oom-over)"
+            oom="$oom $(oom_job "${oom_mib[0]}")"
             oom_mib=("${oom_mib[@]:1}")
         fi
-    done < workloads
+    done < <(tail -n +2 workloads)
     huge=$("$AEGIS" submit --name too-big -- "$FAKE" --mib 45000 --seconds 1)
     ( while sleep 0.3; do "$AEGIS" gpus --json 2>/dev/null; done ) > gpus.log &
     sampler=$!
@@ -106,25 +133,13 @@ climbed=sum(j['attempts']>1 for j in oom)
 print('oom jobs that climbed the ladder:', climbed, [j['attempts'] for j in oom])
 assert climbed>=1
 " || fail "ladder"
-    "$AEGIS" ls --all --json > all.json
-    python3 - "$DIR/work" <<'PY' || fail "memory/collocation"
+    python3 - gpus.log <<'PY' || fail "memory"
 import json, sys
-d = sys.argv[1]
-for line in open(d + "/gpus.log"):
+for line in open(sys.argv[1]):
     try: g = json.loads(line)
     except ValueError: continue
     for gpu in g['gpus']:
         assert gpu['used_mib'] <= gpu['total_mib'], gpu
-last = {}  # job -> (gpu, start of its last attempt)
-for line in open(d + "/starts"):
-    job, gpu, t = line.split()
-    last[int(job)] = (gpu, float(t))
-end = {j['id']: j['finished'] for j in json.load(open(d + "/all.json"))}
-spans = sorted((gpu, t, end[j]) for j, (gpu, t) in last.items())
-pairs = sum(1 for a in spans for b in spans
-            if a < b and a[0] == b[0] and b[1] < a[2] and a[1] < b[2])
-print('pairs of jobs that ran at once on one GPU:', pairs)
-assert pairs >= 1, 'no collocation'
 PY
 }
 

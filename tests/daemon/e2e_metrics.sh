@@ -76,13 +76,18 @@ case_metrics_oom() {
     cd "$DIR/work"
     start_metrics
     big=$("$AEGIS" submit --name neighbour --mem 34000 -- \
-          "$FAKE" --mib 34000 --smact 0.4 --seconds 60) || fail "submit neighbour"
+          "$FAKE" --mib 34000 --smact 0.4 --seconds 600) || fail "submit neighbour"
     until_job "$big" "assert d['state']=='running' and d['active']"
     held=$("$AEGIS" submit --name later --after "$big" -- true) || fail "submit later"
     "$AEGIS" hold "$held" > /dev/null || fail hold
-    # beside it (4000 + 2048 MiB fit), then 4000 MiB more halfway: OOM
+    # beside it (4000 + 2048 MiB fit), then 4000 MiB more: OOM. It grows
+    # once aegisd has seen it on the GPU (--until grow), not at a time a
+    # loaded machine's sampler may not reach.
     id=$("$AEGIS" submit --name grows --mem 4000 -- \
-         "$FAKE" --mib 4000 --seconds 8 --oom-over) || fail "submit grows"
+         "$FAKE" --mib 4000 --seconds 8 --oom-over --until "$DIR/work/grow") ||
+        fail "submit grows"
+    wait_until "job $id seen on the GPU" is_active "$id"
+    touch grow
     await "[ \"\$(scrape /metrics)\" = 200 ] && grep -q '^aegis_oom_crashes_total 1$' scrape.txt" 30 ||
         fail "no OOM counted: $(grep -E 'oom|recover' scrape.txt)"
     promtool check metrics < scrape.txt > promtool.txt 2>&1 ||
