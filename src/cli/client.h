@@ -151,6 +151,13 @@ void client_print_json_as(json_t *v, size_t flags);
  * as '?', as text_safe() does into a buffer. */
 void client_print_safe(const char *text);
 
+/* Text read from a file or the disk, or another user's (a file name, a
+ * path), as a JSON string whatever its bytes: each byte that starts no
+ * UTF-8 character as '?' (text_as_utf8(), text_safe.h), as jansson takes
+ * no such string and the row or field holding it was lost; its controls
+ * kept for the printer to escape. NULL only when out of memory. */
+json_t *client_json_text(const char *text);
+
 /* A job id argument: prints "aegis CMD: ..." and returns -1 when bad. */
 int client_parse_id(const char *cmd, const char *text, json_int_t *id);
 

@@ -42,7 +42,8 @@ static const char show_help[] =
 "\n"
 "  --json  one JSON object: ls's fields, and pattern, classes,\n"
 "          record_size and label_size (binary), and bad_records, every\n"
-"          one: file, offset, reason\n"
+"          one: file, offset, reason (a byte of a file's name that\n"
+"          is not UTF-8 as '?', in text too)\n"
 "  --help  this text\n"
 "\n"
 "Exit status: 0 success, 1 failure (its logs cannot be read, or are\n"
@@ -140,10 +141,13 @@ static int list(const char *state, int json) {
     return rc;
 }
 
+/* A bad record's row. Its file's name is whatever the folder's writers
+ * named it: a byte that starts no UTF-8 character is '?' here
+ * (client_json_text()), as one left the row out of --json. */
 static json_t *bad_json(const pl_dataset *ds, const pl_bad *b) {
-    return json_pack("{s:s, s:I, s:s}", "file",
-                     pl_dataset_file_name(ds, b->file), "offset",
-                     (json_int_t)b->offset, "reason",
+    return json_pack("{s:o, s:I, s:s}", "file",
+                     client_json_text(pl_dataset_file_name(ds, b->file)),
+                     "offset", (json_int_t)b->offset, "reason",
                      pl_bad_reason_text(b->reason));
 }
 

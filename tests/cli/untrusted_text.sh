@@ -94,6 +94,26 @@ assert d['dir'].endswith('\x9b31m') and '\u202e' in d['pattern'], d" ||
 check "dataset ls" "data?31m" "$aegis" dataset ls
 check "dataset ls --json" 'data\u009b31m"' "$aegis" dataset ls --json
 
+# A data file's name is not UTF-8 (any user may name a file so): its bad
+# record is listed all the same, each such byte as '?', in text and in
+# --json (jansson takes no such string: the row was left out of --json);
+# its controls as before, and the JSON reads back.
+notutf="$dir/notutf"
+mkdir -p "$notutf"
+printf '1,2,0\nx,y\n' > "$notutf/"$'f\xff\x1b.csv'
+"$aegis" dataset add notutf --dir "$notutf" --format csv > add.txt 2>&1 &&
+    "$aegis" dataset watch notutf --once --quiet >> add.txt 2>&1 ||
+    { echo "FAIL dataset watch: $(cat add.txt)"; fails=$((fails + 1)); }
+check "dataset show (file not UTF-8)" "f??.csv at byte 6" \
+    "$aegis" dataset show notutf
+check "dataset show --json (file not UTF-8)" '"file": "f?\u001B.csv"' \
+    "$aegis" dataset show notutf --json
+"$aegis" dataset show notutf --json |
+    python3 -c "import json, sys; d = json.load(sys.stdin)
+assert [b['file'] for b in d['bad_records']] == ['f?\x1b.csv'], d" ||
+    { echo "FAIL dataset show --json (file not UTF-8): not read back"
+      fails=$((fails + 1)); }
+
 # A pipeline's trigger log is a file: a word in it that root reads (with a
 # user's AEGIS_STATE_HOME) is shown safe.
 pdir="$dir/state/pipelines"
