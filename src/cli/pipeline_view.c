@@ -210,7 +210,9 @@ int pv_show(const char *socket, const char *name, bool json) {
 
 /* The trained triggers' models: each with its parent (the model its
  * training started from, with use_previous_model) and whether its file
- * is still kept. */
+ * is still kept. Its path is under the state folder, whatever bytes that
+ * folder's path holds: one that starts no UTF-8 character is '?' here
+ * (client_json_text()), as one left every row out. */
 static json_t *pv_model_rows(const char *dir, const pl_tlog *log) {
     json_t *rows = json_array();
     for (size_t n = 0; n < log->ntrigs; n++) {
@@ -220,9 +222,10 @@ static json_t *pv_model_rows(const char *dir, const pl_tlog *log) {
         struct stat st;
         snprintf(path, sizeof(path), "%s/models/%zu.model", dir, n);
         bool kept = !t->dropped && stat(path, &st) == 0;
-        json_t *row = json_pack("{s:I, s:I, s:s, s:b, s:I}", "trigger",
+        json_t *row = json_pack("{s:I, s:I, s:o, s:b, s:I}", "trigger",
                                 (json_int_t)n, "job", (json_int_t)t->job,
-                                "path", path, "kept", kept, "bytes",
+                                "path", client_json_text(path), "kept", kept,
+                                "bytes",
                                 (json_int_t)(kept ? st.st_size : 0));
         json_object_set_new(row, "parent", t->parent >= 0
                                                ? json_integer(t->parent)
@@ -230,6 +233,17 @@ static json_t *pv_model_rows(const char *dir, const pl_tlog *log) {
         json_array_append_new(rows, row);
     }
     return rows;
+}
+
+/* A model's row as models' line: its path shown safe (a state folder
+ * root reads for a user, AEGIS_STATE_HOME, is that user's text). */
+static void pv_model_line(json_t *r, const char *parent) {
+    printf("%-8" JSON_INTEGER_FORMAT " %-8" JSON_INTEGER_FORMAT " %-7s %-6s ",
+           json_integer_value(json_object_get(r, "trigger")),
+           json_integer_value(json_object_get(r, "job")), parent,
+           json_is_true(json_object_get(r, "kept")) ? "yes" : "no");
+    client_print_safe(json_string_value(json_object_get(r, "path")));
+    putchar('\n');
 }
 
 int pv_models(const char *name, bool json) {
@@ -257,12 +271,7 @@ int pv_models(const char *name, bool json) {
         if (json)
             client_print_json(r);
         else
-            printf("%-8" JSON_INTEGER_FORMAT " %-8" JSON_INTEGER_FORMAT
-                   " %-7s %-6s %s\n",
-                   json_integer_value(json_object_get(r, "trigger")),
-                   json_integer_value(json_object_get(r, "job")), ptext,
-                   json_is_true(json_object_get(r, "kept")) ? "yes" : "no",
-                   json_string_value(json_object_get(r, "path")));
+            pv_model_line(r, ptext);
     }
     json_decref(rows);
     return CLI_OK;

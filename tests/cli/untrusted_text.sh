@@ -129,4 +129,25 @@ check "pipeline show (not UTF-8)" "1        200          6        a????b" \
 check "pipeline show --json (not UTF-8)" '"state":"a???\u001Bb"' \
     "$aegis" pipeline show p1 --json
 
+# A state folder whose path is not UTF-8 (and holds a control): each
+# model is listed with its path, each such byte as '?' (every row was
+# left out, as JSON could not hold the path), in text and in --json
+# alike, and the JSON reads back.
+odd="$dir/st"$'\xff\x1b'
+mkdir -p "$odd/pipelines/p2/models"
+printf 'fire 0 100\njob 0 7 -1\nend 0 done\n' > "$odd/pipelines/p2/triggers.log"
+printf 'abc' > "$odd/pipelines/p2/models/0.model"
+check "pipeline models (path not UTF-8)" \
+    "0        7        -       yes    $dir/st??/pipelines/p2/models/0.model" \
+    env AEGIS_STATE_HOME="$odd" "$aegis" pipeline models p2
+check "pipeline models --json (path not UTF-8)" \
+    "\"path\":\"$dir/st?\\u001B/pipelines/p2/models/0.model\"" \
+    env AEGIS_STATE_HOME="$odd" "$aegis" pipeline models p2 --json
+AEGIS_STATE_HOME="$odd" "$aegis" pipeline models p2 --json |
+    python3 -c "import json, sys; rows = [json.loads(l) for l in sys.stdin]
+assert [(r['trigger'], r['bytes']) for r in rows] == [(0, 3)], rows
+assert rows[0]['path'].endswith('/st?\x1b/pipelines/p2/models/0.model'), rows" ||
+    { echo "FAIL pipeline models --json (path not UTF-8): not read back"
+      fails=$((fails + 1)); }
+
 [ "$fails" -eq 0 ] || exit 1
