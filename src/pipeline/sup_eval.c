@@ -21,6 +21,7 @@
  * on the samples it was given (N.E.tset), which it keeps until then.
  */
 #include "supervisor.h"
+#include "text_safe.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -314,9 +315,14 @@ static json_t *ev_trained_until(const ev_run *r) {
     return json_null();
 }
 
-/* Keeps r's results (NULL: none, and why). */
-static int ev_keep_results(const ev_run *r, json_t *results, const char *why,
-                           char *err, size_t errlen) {
+/* Keeps r's results (NULL: none, and why). why may quote the predictions
+ * file, the evaluation command's bytes (or cut a character of them): each
+ * byte of it that starts no UTF-8 character is '?', as jansson takes no
+ * such string (the failure was not kept, and the supervisor stopped). */
+static int ev_keep_results(const ev_run *r, json_t *results,
+                           const char *why_raw, char *err, size_t errlen) {
+    char why[2048];
+    text_as_utf8(why, sizeof(why), why_raw);
     json_t *doc = json_pack("{s:I, s:s, s:s, s:s, s:o, s:o, s:o}",
         "model", (json_int_t)r->model, "execution_time",
         r->at_end ? "after_pipeline" : "after_training", "job", r->name,

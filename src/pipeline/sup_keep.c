@@ -17,7 +17,11 @@ int sup_keep_json(const char *path, const json_t *doc, char *err,
     char tmp[4500];
     snprintf(tmp, sizeof(tmp), "%s.tmp", path);
     char *text = json_dumps(doc, JSON_INDENT(1) | JSON_SORT_KEYS);
-    FILE *f = text ? fopen(tmp, "w") : NULL;
+    if (!text) { /* no doc (a json_pack() that failed), or no memory */
+        snprintf(err, errlen, "%s: no JSON to write (out of memory)", path);
+        return -1;
+    }
+    FILE *f = fopen(tmp, "w");
     int ok = f && fputs(text, f) >= 0 && fputc('\n', f) != EOF &&
              fflush(f) == 0 && fsync(fileno(f)) == 0;
     if (f && fclose(f) != 0) ok = 0;

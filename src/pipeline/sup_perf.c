@@ -25,6 +25,7 @@
 #include <zlib.h>
 
 #include "perf.h"
+#include "text_safe.h"
 
 /* One check: its files, model, and samples (dataset keys). */
 typedef struct pf_check {
@@ -184,14 +185,18 @@ static double pf_now(void) {
  * 0 (1: no answer, the check does not fire), or -1 with err. */
 static int pf_run(sup *s, pf_check *c, perf_obs *out, char *err,
                   size_t errlen) {
-    char state[16], why[2048] = "";
+    char state[16], raw[2048] = "", why[2048];
     double began = pf_now();
     if (sup_run_job(s, c->name, &s->cfg.evaluation, pf_prepare, c, state,
                     sizeof(state), err, errlen) != 0)
         return -1;
     int failed = strcmp(state, "done") != 0
-                     ? snprintf(why, sizeof(why), "its job ended %s", state)
-                     : pf_results(s, c, out, why, sizeof(why)) != 0;
+                     ? snprintf(raw, sizeof(raw), "its job ended %s", state)
+                     : pf_results(s, c, out, raw, sizeof(raw)) != 0;
+    /* raw may quote the predictions file's bytes: '?' for each one that
+     * starts no UTF-8 character, which JSON cannot hold (the answer was
+     * not kept, and the supervisor stopped) */
+    text_as_utf8(why, sizeof(why), raw);
     json_t *doc = failed ? json_pack("{s:s}", "error", why) : pf_doc(c, out);
     int rc = pf_keep(c, doc, err, errlen);
     json_decref(doc);

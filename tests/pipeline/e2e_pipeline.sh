@@ -657,6 +657,7 @@ if ':v' in j['name'] or ':w' in j['name']); assert n == ['p.replay:v0', \
     : > "$DIR/eval_nan.1.train"
     : > "$DIR/eval_missing.2.train"
     : > "$DIR/eval_label.0.train"
+    : > "$DIR/eval_text.0.end"
     "$AEGIS" pipeline replay q.yaml --from 1700000000 --to 1700000012 > out.txt ||
         fail "replay q: $(cat out.txt)"
     local log; log=$("$AEGIS" pipeline log q.replay)
@@ -666,10 +667,21 @@ if ':v' in j['name'] or ':w' in j['name']); assert n == ['p.replay:v0', \
         fail "missing prediction not said: $log"
     echo "$log" | grep -q "evaluation of model 0 (q.replay:v0): .*0.train.pred: .*label 7" ||
         fail "label out of range not said: $log"
+    # a reason that quotes the file's bytes that are not UTF-8: kept and
+    # shown, each such byte as '?' (JSON could not hold it: the failure
+    # was not kept, and the supervisor stopped on it)
+    echo "$log" | grep -q "evaluation of model 0 (q.replay:w0): .*0.end.pred:1: label 'x?' is not an integer" ||
+        fail "a label not UTF-8 not said: $log"
     echo "$log" | grep -q "evaluation of model 2: 2 intervals" ||
         fail "the end's evaluations did not go on: $log"
     "$AEGIS" pipeline show q.replay --eval | grep -q "^1 *after_training *failed (q.replay:v1): " ||
         fail "show --eval: $("$AEGIS" pipeline show q.replay --eval)"
+    "$AEGIS" pipeline show q.replay --eval --json | python3 -c "
+import json, sys
+docs = [json.loads(line) for line in sys.stdin]
+assert [d['error'] for d in docs if d['job'] == 'q.replay:w0'][0].endswith(
+    \"0.end.pred:1: label 'x?' is not an integer\"), docs" ||
+        fail "show --eval --json: $("$AEGIS" pipeline show q.replay --eval --json)"
     # slices, composite of p: the active model of [04,08) is model 0 (1.0),
     # of [08,12) model 1 (0.75): 0.875; in training: models 0, 1 and 2 on
     # the three slices: (1 + 0.75 + 0.5) / 3 = 0.75. 3 trainings of 4.
@@ -733,6 +745,7 @@ case_perf() {
     export PYTHONPATH=$HERE/../../python
     add_samples tiny 60
     echo 40 > "$DIR/drop_from"
+    : > "$DIR/eval_text.2" # check 2's predictions: a label not UTF-8
     cat > perf.yaml <<YAML
 pipeline: {name: perf}
 data: {dataset_id: tiny}
@@ -757,6 +770,10 @@ YAML
         fail "fires not at the first detection and the drop: $log"
     echo "$log" | grep -q "performance check 4: model of trigger 0, 10 samples, accuracy 0.5000; cost [0-9.]* s" ||
         fail "the check at the drop: $log"
+    # its reason quotes the file's bytes: kept and said, each byte that
+    # is not UTF-8 as '?' (JSON could not hold it: the supervisor stopped)
+    echo "$log" | grep -q "performance check 2: .*checks/2.pred:1: label 'x?' is not an integer; it does not fire" ||
+        fail "a label not UTF-8 not said: $log"
     "$AEGIS" ls --json --all | pyjson "n = sorted(j['name'] for j in d \
 if ':p' in j['name']); assert n == ['perf.replay:p%d' % k for k in range(1, 6)], n" ||
         fail "not one evaluation job a check"

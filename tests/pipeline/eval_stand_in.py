@@ -12,7 +12,8 @@ how many samples in $DIR/evals (DIR: the folder above its working
 directory). Flag files in $DIR break its output, which the supervisor
 must refuse, each for the job that writes N.E.pred (E: train or end):
 eval_nan.N.E (the first score NaN), eval_missing.N.E (the last sample
-left out), eval_label.N.E (labels, one of them 7, out of range). While
+left out), eval_label.N.E (labels, one of them 7, out of range), eval_text.N.E (a
+CSV file whose first label, x\xff, is no number and not UTF-8). While
 the folder $DIR/hold_eval exists it waits for its removal, having said
 so in $DIR/evaluating.N.E: a test restarts the supervisor meanwhile.
 """
@@ -59,6 +60,11 @@ def save_unchecked(keys, scores):
 if flagged("eval_nan"):
     scores[0, 0] = np.nan
     save_unchecked(keys, scores)
+elif flagged("eval_text"):
+    with open(os.environ["AEGIS_EVAL_OUT"], "wb") as f:
+        f.write(b"%d,x\xff\n" % keys[0])
+        f.write(b"".join(b"%d,%d\n" % (k, p)
+                         for k, p in zip(keys[1:], predicted[1:])))
 elif flagged("eval_label"):
     predicted[0] = 7
     aegis_pipeline.save_predictions(keys, labels=predicted)
