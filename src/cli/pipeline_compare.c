@@ -154,8 +154,11 @@ static json_t *pc_composites(const pc_row *r) {
     return all;
 }
 
+/* r as JSON, its name (a folder, maybe made by hand) as
+ * client_json_text() gives it. */
 static json_t *pc_row_json(const pc_row *r) {
-    return json_pack("{s:s, s:I, s:I, s:o, s:o, s:o}", "pipeline", r->name,
+    return json_pack("{s:o, s:I, s:I, s:o, s:o, s:o}", "pipeline",
+                     client_json_text(r->name),
                      "trainings", r->trainings, "samples_trained", r->samples,
                      "gpu_hours", pc_number(r->gpu_hours), "energy_j",
                      pc_number(r->energy_j), "composite", pc_composites(r));

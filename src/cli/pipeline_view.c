@@ -175,8 +175,9 @@ int pv_show(const char *socket, const char *name, bool json) {
         json_decref(list);
         return has < 0 ? CLI_FAIL : CLI_USAGE;
     }
+    /* no row: a folder of name, which anyone may have made by hand */
     json_t *out = row ? pv_summary(row, has_log ? &log : NULL)
-                      : json_pack("{s:s}", "name", name);
+                      : json_pack("{s:o}", "name", client_json_text(name));
     json_object_set_new(out, "trigger_list",
                         has_log ? pv_triggers(&log) : json_array());
     if (has_log) pl_tlog_close(&log);

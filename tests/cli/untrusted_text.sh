@@ -129,6 +129,27 @@ check "pipeline show (not UTF-8)" "1        200          6        a????b" \
 check "pipeline show --json (not UTF-8)" '"state":"a???\u001Bb"' \
     "$aegis" pipeline show p1 --json
 
+# A pipeline folder named by hand with a byte that is not UTF-8 (aegisd
+# runs none such: no supervisor row): show lists its triggers, and its
+# name with each such byte as '?' in --json (its rows were lost, and
+# --json said "out of memory"); compare --json gives its row so too.
+q=$'q\xff'
+mkdir -p "$pdir/$q/models" "$pdir/$q/evals"
+printf 'fire 0 100\njob 0 5 -1\nend 0 done\n' > "$pdir/$q/triggers.log"
+printf '{"trained_until": 100, "samples": 4}\n' > "$pdir/$q/models/0.json"
+printf '%s\n' '{"model": 0, "execution_time": "after_training", "job": "j",' \
+    '"state": "done", "results": [{"handler": "h", "start": null,' \
+    '"end": null, "samples": 4, "first_ts": 1, "last_ts": 4,' \
+    '"metrics": {"Accuracy": 1.0}}]}' > "$pdir/$q/evals/0.train.json"
+check "pipeline show (name not UTF-8)" "0        100          5        done" \
+    "$aegis" pipeline show "$q"
+check "pipeline show --json (name not UTF-8)" \
+    '{"name":"q?","trigger_list":[{"trigger":0,"end":100,"job":5,"state":"done"' \
+    "$aegis" pipeline show "$q" --json
+check "pipeline compare --json (name not UTF-8)" \
+    '{"pipeline":"q?","trainings":1,"samples_trained":4' \
+    "$aegis" pipeline compare "$q" --json
+
 # A state folder whose path is not UTF-8 (and holds a control): each
 # model is listed with its path, each such byte as '?' (every row was
 # left out, as JSON could not hold the path), in text and in --json
