@@ -6,6 +6,7 @@
  * one C implementation in a single run.
  */
 #include "cli.h"
+#include "client.h"
 #include "submit.h"
 
 #include "estimate.h"
@@ -66,7 +67,8 @@ static const char help[] =
 "                        change nothing; aegis's CUDA context is part of\n"
 "                        --stack\n"
 "    --json              one JSON object per description (one per line):\n"
-"                        file, model, batch_size, and per estimator its\n"
+"                        file (each byte of its name that is not UTF-8\n"
+"                        as '?'), model, batch_size, and per estimator its\n"
 "                        estimate_mib; aegis's also stack, predicted_mib,\n"
 "                        margin_mib, margin_quantile and components (each\n"
 "                        physical component in MiB, activations by layer\n"
@@ -183,8 +185,10 @@ static int estimate_one(const char *name, const est_desc *d,
         json_object_set_new(est, "horus", json_pack(
             "{s:f, s:f}", "estimate_mib", horus, "cuda_context_mib",
             cmd->cuda_context));
-    json_t *out = json_pack("{s:s, s:s, s:I, s:o}", "file", name, "model",
-                            d->model, "batch_size", (json_int_t)d->batch_size,
+    /* name: a file's, whatever its bytes (client_json_text()) */
+    json_t *out = json_pack("{s:o, s:s, s:I, s:o}", "file",
+                            client_json_text(name), "model", d->model,
+                            "batch_size", (json_int_t)d->batch_size,
                             "estimates", est);
     if (out && d->nwarnings)
         json_object_set_new(out, "warnings", warnings_json(d));

@@ -86,6 +86,22 @@ assert g["stack"] == "gpumemnet" and g["predicted_mib"] > a["predicted_mib"]
 assert g["components"] == a["components"]
 PY
     ;;
+json_name)
+    # A description whose file's name is not UTF-8 (a glob over any
+    # folder gives one) is estimated in --json as in text, the name's
+    # such bytes as '?' (jansson takes no such string: a blank line and
+    # exit 1 were printed, with no word said), the other files too.
+    odd="$TMP/$(printf 'm\377.json')"
+    cp "$TMP/d.json" "$odd"
+    "$AEGIS" estimate --json "$odd" "$TMP/d.json" \
+        >"$TMP/out" 2>"$TMP/err" || fail "exit $?: $(cat "$TMP/err")"
+    /usr/bin/python3 - "$TMP/out" <<'PY' || fail "$(cat "$TMP/out")"
+import json, sys
+docs = [json.loads(line) for line in open(sys.argv[1])]
+assert [d["file"].rsplit("/", 1)[1] for d in docs] == ["m?.json", "d.json"]
+assert docs[0]["estimates"] == docs[1]["estimates"], docs
+PY
+    ;;
 stdin)
     # Two descriptions as JSON lines give two results, in order.
     { tr -d '\n' <"$TMP/d.json"; echo; echo;
