@@ -164,6 +164,12 @@ void client_print_json(json_t *v) {
     client_print_json_as(v, JSON_COMPACT);
 }
 
+bool client_text_option(const char *cmd, const char *opt, const char *value) {
+    if (text_is_utf8(value)) return true;
+    fprintf(stderr, "aegis %s: --%s: not UTF-8 text\n", cmd, opt);
+    return false;
+}
+
 json_t *client_json_text(const char *text) {
     size_t size = strlen(text) + 1; /* text_as_utf8() makes none longer */
     char *utf8 = malloc(size);

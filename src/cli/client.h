@@ -151,6 +151,12 @@ void client_print_json_as(json_t *v, size_t flags);
  * as '?', as text_safe() does into a buffer. */
 void client_print_safe(const char *text);
 
+/* Whether option --opt's value is UTF-8 text, which a request to aegisd
+ * (JSON) must carry as it is: said on stderr when not ("aegis CMD: --OPT:
+ * not UTF-8 text"), as jansson refuses such a string and the value was
+ * left out of the request. */
+bool client_text_option(const char *cmd, const char *opt, const char *value);
+
 /* Text read from a file or the disk, or another user's (a file name, a
  * path), as a JSON string whatever its bytes: each byte that starts no
  * UTF-8 character as '?' (text_as_utf8(), text_safe.h), as jansson takes

@@ -122,13 +122,11 @@ static int drain_or_resume(const char *op, int argc, char **argv) {
         return CLI_USAGE;
     json_t *req = json_pack("{s:s, s:i}", "op", op, "gpu", (int)gpu);
     if (f.reason) {
-        json_t *reason = json_string(f.reason);
-        if (!reason) {
-            fprintf(stderr, "aegis drain: --reason: not UTF-8 text\n");
+        if (!client_text_option("drain", "reason", f.reason)) {
             json_decref(req);
             return CLI_USAGE;
         }
-        json_object_set_new(req, "reason", reason);
+        json_object_set_new(req, "reason", json_string(f.reason));
     }
     json_t *ans = client_call_words(op, client_socket(f.socket), req,
                                     &drain_words, &rc);

@@ -138,7 +138,11 @@ static int update_options(int argc, char **argv, json_t *req,
         case 'h': fputs(update_help, stdout); return -1;
         case 's': *socket = optarg; break;
         case 'j': *json = 1; break;
-        case 'n': json_object_set_new(req, "name", json_string(optarg)); break;
+        case 'n':
+            if (!client_text_option("update", "name", optarg))
+                return CLI_USAGE;
+            json_object_set_new(req, "name", json_string(optarg));
+            break;
         case 't':
             if (timelimit_parse(optarg, &x)) {
                 fprintf(stderr, "aegis update: --time: '%s' is not a time "

@@ -364,13 +364,7 @@ static bool submit_is_spec(const char *arg) {
 
 /* Option opt's value when it is UTF-8 text; NULL after saying not. */
 static const char *submit_text_option(const char *opt, const char *value) {
-    json_t *s = json_string(value);
-    if (!s) {
-        fprintf(stderr, "aegis submit: --%s: not UTF-8 text\n", opt);
-        return NULL;
-    }
-    json_decref(s);
-    return value;
+    return client_text_option("submit", opt, value) ? value : NULL;
 }
 
 /* Reads options from optind up to the first operand (the command, whose

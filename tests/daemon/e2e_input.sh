@@ -486,7 +486,8 @@ aegis_says() {
 # global --socket without its path (taken for a command) or with an
 # empty one (the default socket was used), --version with a word after
 # it (exit 0), a uid past uid_t (an empty list, exit 0), a bad update
-# value (then a usage line claiming a value was missing), --svg with
+# value (then a usage line claiming a value was missing), a --name that
+# is not UTF-8 (left out of the request, the rest updated), --svg with
 # --json (the JSON was dropped), --spark with --json or --svg (the
 # sparkline was), an empty --svg or backup path (an open of "" failed
 # naming nothing; the backup was aimed at the current folder). None
@@ -518,6 +519,11 @@ ${run/CMD/top}" top -n 1 extra
         ls --all --user 99999999999999999999
     aegis_says "aegis update: --time: '0' is not a time limit: MINUTES, MM:SS, HH:MM:SS, D-HH:MM:SS, or 90s, 30m, 2h, 1d (from 1 s to 365 days)" \
         update 100052 --time 0
+    # a name JSON cannot carry: refused, not left out of the request (the
+    # other changes were made, "job N updated", the name never)
+    aegis_says "aegis update: --name: not UTF-8 text" \
+        update 100052 --name $'x\xff' --time 10
+    aegis_says "aegis drain: --reason: not UTF-8 text" drain 0 --reason $'\xff'
     aegis_says "aegis show: --svg and --json: give one of them (the samples are in --json --history)" \
         show 1 --svg x.svg --json
     [ ! -e x.svg ] || fail "show --svg --json wrote x.svg"
