@@ -170,6 +170,16 @@ bool client_text_option(const char *cmd, const char *opt, const char *value) {
     return false;
 }
 
+bool client_request_path(const char *cmd, const char *what, const char *path,
+                         const char *remedy) {
+    if (text_is_utf8(path)) return true;
+    char shown[4400];
+    text_safe(shown, sizeof(shown), path);
+    fprintf(stderr, "aegis %s: %s '%s' is not UTF-8 text, and aegisd's "
+            "requests (JSON) carry only that: %s\n", cmd, what, shown, remedy);
+    return false;
+}
+
 json_t *client_json_text(const char *text) {
     size_t size = strlen(text) + 1; /* text_as_utf8() makes none longer */
     char *utf8 = malloc(size);

@@ -157,6 +157,14 @@ void client_print_safe(const char *text);
  * left out of the request. */
 bool client_text_option(const char *cmd, const char *opt, const char *value);
 
+/* Whether path (what it is: "aegis's own path") is UTF-8 text, as a
+ * request to aegisd (JSON) must carry it as it is, a word of a job's
+ * command: said on stderr when not, shown safe, with what to do instead
+ * ("aegis CMD: WHAT 'PATH' is not UTF-8 text ...: REMEDY"), as jansson
+ * refuses such a string and the request failed with no word said. */
+bool client_request_path(const char *cmd, const char *what, const char *path,
+                         const char *remedy);
+
 /* Text read from a file or the disk, or another user's (a file name, a
  * path), as a JSON string whatever its bytes: each byte that starts no
  * UTF-8 character as '?' (text_as_utf8(), text_safe.h), as jansson takes

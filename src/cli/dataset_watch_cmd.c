@@ -92,6 +92,9 @@ static int detach_watch(const char *name, double interval) {
         return CLI_FAIL;
     }
     self[len] = '\0';
+    if (!client_request_path("dataset watch", "aegis's own path", self,
+                             "install aegis where the path is UTF-8"))
+        return CLI_USAGE;
     snprintf(job_name, sizeof(job_name), "dataset.%s", name);
     snprintf(secs, sizeof(secs), "%g", interval);
     json_t *cmd = json_pack("[s, s, s, s, s, s]", self, "dataset", "watch",

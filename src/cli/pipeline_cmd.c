@@ -236,6 +236,16 @@ static int pl_copy(const char *file, const char *path) {
     return -1;
 }
 
+/* Whether the supervisor's path and the pipeline's folder (dir), words
+ * of its command, can go in a request to aegisd; said when not. */
+static bool pl_request_paths(const char *sup, const char *dir) {
+    return client_request_path("pipeline", "aegis-pipeline's path", sup,
+                               "install aegis where the path is UTF-8") &&
+           client_request_path("pipeline", "the pipeline's folder", dir,
+                               "set AEGIS_STATE_HOME to a folder whose path "
+                               "is UTF-8");
+}
+
 /* Checks file (the supervisor's check warns of Modyn's keys it ignores),
  * keeps it in the pipeline's folder (name plus suffix) and
  * has aegisd run the supervisor with args: its job id, or -1 (*rc).
@@ -257,7 +267,12 @@ static json_int_t pl_launch(const pl_opts *o, const char *file,
         (*rc = pl_check(sup, file)) != 0)
         return -1;
     *rc = CLI_FAIL;
-    if (!pv_dir(name, dir, sizeof(dir)) || pl_mkdirs(dir, err, sizeof(err))) {
+    if (!pv_dir(name, dir, sizeof(dir))) return -1;
+    if (!pl_request_paths(sup, dir)) {
+        *rc = CLI_USAGE;
+        return -1;
+    }
+    if (pl_mkdirs(dir, err, sizeof(err))) {
         fprintf(stderr, "aegis pipeline: %s\n", err);
         return -1;
     }

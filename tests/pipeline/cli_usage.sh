@@ -154,5 +154,34 @@ PY
         fail "docs/pipelines.md does not quote '$(cat err.txt)'"
 }
 
+# A path that goes in a request to aegisd and is not UTF-8 (JSON holds
+# only that) is refused, exit 2, naming it shown safe: the state folder
+# under which `pipeline start` keeps the pipeline (nothing is made), and
+# the path of aegis itself that `dataset watch --detach` has aegisd run.
+# Each failed with exit 2 and no word of why (start said only that
+# AEGIS_STATE_HOME was not passed, as "aegis submit").
+case_request_paths() {
+    mkdir d
+    "$AEGIS" dataset add x --dir "$tmp/d" --format csv > /dev/null ||
+        fail "dataset add"
+    bin=$tmp/$(printf 'bin\377')
+    mkdir "$bin" && cp "$AEGIS" "$bin/aegis" || fail "copy aegis"
+    aegis=$AEGIS AEGIS=$bin/aegis
+    exits 2 "aegis dataset watch: aegis's own path '$tmp/bin?/aegis' is not UTF-8 text" \
+        dataset watch x --detach
+    AEGIS=$aegis
+    AEGIS_STATE_HOME=$tmp/$(printf 'st\377\033')
+    mkdir "$AEGIS_STATE_HOME"
+    "$AEGIS" dataset add x --dir "$tmp/d" --format csv > /dev/null ||
+        fail "dataset add (state folder not UTF-8)"
+    printf '%s\n' 'pipeline: {name: pp}' 'data: {dataset_id: x}' \
+        'trigger: {id: DataAmountTrigger, num_samples: 4}' \
+        'selection_strategy: {name: NewDataStrategy, tail_triggers: 0}' \
+        'training: {command: "true"}' > p.yaml
+    exits 2 "aegis pipeline: the pipeline's folder '$tmp/st??/pipelines/pp' is not UTF-8 text" \
+        pipeline start p.yaml
+    [ ! -e "$AEGIS_STATE_HOME/pipelines" ] || fail "start made its folder"
+}
+
 "case_$CASE"
 echo "ok: $CASE"
