@@ -24,6 +24,7 @@
 #include "core.h"
 #include "proto.h"
 #include "spec_read.h"
+#include "text_safe.h"
 #include "timelimit.h"
 
 #include <math.h>
@@ -658,12 +659,20 @@ static int spec_conda(spec *s, spec_aegis_job *job) {
 }
 
 /* The job's name when no --name is given: the spec's file stem, as AEGIS
- * names its workloads. */
+ * names its workloads. A file's name may hold any byte: the stem is the
+ * name as text_safe() shows it, each byte that is not UTF-8 (a job was
+ * left unnamed, as JSON could not hold it) and each character aegisd
+ * refuses in a name (the submit was refused for it) as '?'. */
 static json_t *spec_stem(const char *path) {
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
     size_t len = strcspn(base, ".");
-    return len > 0 && len <= PROTO_MAX_NAME ? json_stringn(base, len) : NULL;
+    char stem[PROTO_MAX_NAME + 1], safe[PROTO_MAX_NAME + 1];
+    if (len == 0 || len > PROTO_MAX_NAME) return NULL;
+    memcpy(stem, base, len);
+    stem[len] = '\0';
+    text_safe(safe, sizeof(safe), stem);
+    return json_string(safe);
 }
 
 static int spec_aegis(spec *s, yaml_node_t *root, const submit_defaults *def,

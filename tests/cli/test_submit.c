@@ -379,6 +379,23 @@ static void test_spec_names(void **state) {
     }
 }
 
+/* An AEGIS spec's job is named by its file's stem, whatever its bytes:
+ * each byte that is not UTF-8, and each control aegisd refuses in a name,
+ * as '?' (a stem that was not UTF-8 left the job without a name). */
+static void test_spec_stem_not_utf8(void **state) {
+    (void)state;
+    char said[2048];
+    json_t *jobs = read_spec("tr\xff\x1b.yaml",
+                             "version: 1\njob:\n  command: [python, t.py]\n",
+                             said, sizeof(said));
+    if (!jobs) fail_msg("refused: %s", said);
+    const char *name = json_string_value(
+        json_object_get(json_array_get(jobs, 0), "name"));
+    if (!name) fail_msg("no name");
+    assert_string_equal(name, "tr??");
+    json_decref(jobs);
+}
+
 /* A spec's model: a file that cannot be read is refused naming the
  * spec's line and key, as every other fault of a spec is. */
 static void test_spec_model_unreadable(void **state) {
@@ -732,6 +749,7 @@ int main(void) {
         cmocka_unit_test(test_spec_mem_twice),
         cmocka_unit_test(test_spec_numbers_plain),
         cmocka_unit_test(test_spec_model_unreadable),
+        cmocka_unit_test(test_spec_stem_not_utf8),
         cmocka_unit_test(test_spec_proto_limits),
         cmocka_unit_test(test_spec_conda_words),
         cmocka_unit_test(test_spec_alias_budget),
