@@ -5,6 +5,7 @@
 #include "client.h"
 
 #include "cli.h"
+#include "submit.h"
 #include "text_safe.h"
 
 #include <errno.h>
@@ -172,11 +173,9 @@ bool client_text_option(const char *cmd, const char *opt, const char *value) {
 
 bool client_request_path(const char *cmd, const char *what, const char *path,
                          const char *remedy) {
-    if (text_is_utf8(path)) return true;
-    char shown[4400];
-    text_safe(shown, sizeof(shown), path);
-    fprintf(stderr, "aegis %s: %s '%s' is not UTF-8 text, and aegisd's "
-            "requests (JSON) carry only that: %s\n", cmd, what, shown, remedy);
+    char err[4600];
+    if (submit_path_ok(what, path, remedy, err, sizeof(err))) return true;
+    fprintf(stderr, "aegis %s: %s\n", cmd, err);
     return false;
 }
 

@@ -628,18 +628,30 @@ static int spec_aegis_resource(spec *s, const char *k, yaml_node_t *v,
     return 1;
 }
 
+/* The conda on PATH now (malloc'd), a word of the job's command: NULL
+ * after saying why not (none on PATH; a path JSON cannot carry, where the
+ * job was left with no command). */
+static char *spec_conda_path(const spec *s, const spec_aegis_job *job) {
+    char msg[4600];
+    char *conda = submit_find_program("conda");
+    if (!conda)
+        snprintf(msg, sizeof(msg), "'%.64s' needs conda, which is not on "
+                 "PATH: activate conda's shell setup, or drop the key to run "
+                 "the command as it is", job->conda_env);
+    else if (submit_path_ok("conda's path", conda, "put a conda whose path "
+                            "is UTF-8 first on PATH", msg, sizeof(msg)))
+        return conda;
+    free(conda);
+    spec_error(s, job->conda_node, msg, "job.conda_env");
+    return NULL;
+}
+
 /* The command run in the conda environment: `conda run -n ENV
  * --no-capture-output CMD...` with the conda found on PATH now, so the
  * job needs no activated shell. */
 static int spec_conda(spec *s, spec_aegis_job *job) {
-    char *conda = submit_find_program("conda");
-    if (!conda) {
-        char msg[300];
-        snprintf(msg, sizeof(msg), "'%.64s' needs conda, which is not on "
-                 "PATH: activate conda's shell setup, or drop the key to run "
-                 "the command as it is", job->conda_env);
-        return spec_error(s, job->conda_node, msg, "job.conda_env");
-    }
+    char *conda = spec_conda_path(s, job);
+    if (!conda) return -1;
     json_t *cmd = json_pack("[s, s, s, s, s]", conda, "run", "-n",
                             job->conda_env, "--no-capture-output");
     free(conda);

@@ -43,6 +43,12 @@ json_t *submit_job(json_t *cmd, const submit_defaults *def);
 /* The submit request of jobs (taken): this directory, this environment
  * (environ); NULL once the fault is told (it is the input's: exit 2). */
 json_t *submit_request(json_t *jobs);
+/* Whether path (what it is: "conda's path") can be a word of a request to
+ * aegisd, which is JSON: UTF-8 text. When not, why into err, the path
+ * shown as text_safe() shows it: "WHAT 'PATH' is not UTF-8 text, and
+ * aegisd's requests (JSON) carry only that: REMEDY". */
+bool submit_path_ok(const char *what, const char *path, const char *remedy,
+                    char *err, size_t errlen);
 /* ["/bin/sh", "-c", line]; NULL when line is not UTF-8. */
 json_t *submit_shell(const char *line);
 /* aegis's estimate (with its safety margin) of the model described in

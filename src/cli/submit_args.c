@@ -334,21 +334,30 @@ char *submit_find_program(const char *name) {
 /* The request is JSON,
  * which holds UTF-8 text only: a directory that is not cannot be sent, and
  * a variable that is not is left out, saying so. */
+bool submit_path_ok(const char *what, const char *path, const char *remedy,
+                    char *err, size_t errlen) {
+    if (text_is_utf8(path)) return true;
+    char shown[4400];
+    text_safe(shown, sizeof(shown), path);
+    snprintf(err, errlen, "%s '%s' is not UTF-8 text, and aegisd's requests "
+             "(JSON) carry only that: %s", what, shown, remedy);
+    return false;
+}
+
 json_t *submit_request(json_t *jobs) {
-    char cwd[4096];
+    char cwd[4096], err[4600];
     if (!getcwd(cwd, sizeof(cwd))) {
         perror("aegis submit: the current directory");
         json_decref(jobs);
         return NULL;
     }
-    json_t *dir = json_string(cwd);
-    if (!dir) {
-        fprintf(stderr, "aegis submit: the current directory's path is "
-                "not UTF-8, and aegisd's requests (JSON) carry UTF-8 text "
-                "only: submit from a directory whose path is UTF-8\n");
+    if (!submit_path_ok("the current directory", cwd, "submit from a "
+                        "directory whose path is UTF-8", err, sizeof(err))) {
+        fprintf(stderr, "aegis submit: %s\n", err);
         json_decref(jobs);
         return NULL;
     }
+    json_t *dir = json_string(cwd);
     json_t *env = json_array();
     for (char **e = environ; *e; e++) {
         json_t *s = json_string(*e);

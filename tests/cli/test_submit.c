@@ -340,6 +340,28 @@ static void test_spec_conda_missing(void **state) {
     assert_non_null(strstr(said, "conda"));
 }
 
+/* A conda found in a folder whose path is not UTF-8 cannot be a word of
+ * the job's command (JSON): refused, naming it, where the job was left
+ * with no command. */
+static void test_spec_conda_not_utf8(void **state) {
+    (void)state;
+    char dir[300], said[2048], path_env[400];
+    snprintf(dir, sizeof(dir), "%s/c\xff", tmpdir);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    write_file("c\xff/conda", "#!/bin/sh\nexit 0\n", 0755);
+    const char *old = getenv("PATH");
+    char *saved = old ? strdup(old) : NULL;
+    snprintf(path_env, sizeof(path_env), "%s:/usr/bin:/bin", dir);
+    setenv("PATH", path_env, 1);
+    json_t *jobs = read_spec("c.yaml", aegis_example, said, sizeof(said));
+    if (saved) setenv("PATH", saved, 1);
+    free(saved);
+    if (jobs) fail_msg("taken: %s", json_dumps(jobs, JSON_COMPACT));
+    if (!strstr(said, "c.yaml:3: job.conda_env: conda's path '") ||
+        !strstr(said, "/c?/conda' is not UTF-8 text"))
+        fail_msg("said: %s", said);
+}
+
 static void test_spec_names(void **state) {
     (void)state;
     char said[2048];
@@ -738,6 +760,7 @@ int main(void) {
         cmocka_unit_test(test_spec_aegis_example),
         cmocka_unit_test(test_spec_aegis_variants),
         cmocka_unit_test(test_spec_conda_missing),
+        cmocka_unit_test(test_spec_conda_not_utf8),
         cmocka_unit_test(test_spec_names),
         cmocka_unit_test(test_spec_time),
         cmocka_unit_test(test_spec_notify),
