@@ -420,6 +420,12 @@ case_slurm_restart() {
     scancel "$gone"
     await 20 job_gone "$gone" || fail "$gone not cancelled"
     start
+    # each lease found at the start is checked against Slurm by an
+    # `scontrol listpids` aegisd runs apart from its loop: its answers
+    await 30 grep -q "Slurm job $gone is gone" "$DIR/state/aegisd.log" ||
+        fail "stale lease of $gone kept"
+    await 30 grep -q "lease of Slurm job $keep kept after a restart" \
+        "$DIR/state/aegisd.log" || fail "$keep not checked after the restart"
     aegis_running "$keep" || fail "$keep not running after restart: $(aegis_of "$keep")"
     aegis_running "$gone" && fail "stale lease of $gone kept"
     aid=$(aegis_of "$keep" | cut -d' ' -f1)
