@@ -52,6 +52,8 @@ typedef struct proto_status {
  * an upload: its encoded length in out (PROTO_STATUS_MAX bytes). */
 size_t proto_status_build(const up_store *s, const up_result *r, uint16_t seq,
                           uint8_t *out);
+/* Reads a status: 0, or -1 when it is none (short, not 'S', its code
+ * above INT_MAX, its bitmap or sentence out of range). */
 int proto_status_parse(const uint8_t *msg, size_t len, proto_status *st);
 /* Makes n bytes of text from the link safe to print: control bytes (but
  * newlines, when lines) and DEL become '?', so no escape sequence reaches
