@@ -14,9 +14,12 @@
  *                              PROTO_PARTS_PER_ASK of its parts from `from`
  *                              on) | 'K' id (got it)
  *                      sat:    'I' id part parts priority bytes
- *   port 24 (procs)    ground: 'L' seq (list?) | 'X' seq slot nargs arg... (run;
- *                              each argument 4 bytes, signed) | 'E' seq slot
- *                              (delete) | 'S' seq slot (stop its runs)
+ *   port 24 (procs)    ground: 'L' seq [from] (list?, from slot `from` on;
+ *                              a listing longer than a frame ends with the
+ *                              line "more from slot K") | 'X' seq slot nargs
+ *                              arg... (run; each argument 4 bytes, signed)
+ *                              | 'E' seq slot (delete) | 'S' seq slot (stop
+ *                              its runs)
  *                      sat:    'A' seq code text (the listing, or what was
  *                              done, or why not)
  * A status's bitmap marks the chunks still missing, from chunk `first` on,

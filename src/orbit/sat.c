@@ -331,7 +331,8 @@ static void on_images(sat *s, const uint8_t *msg, size_t len, uint8_t port,
 static void on_procs(sat *s, const uint8_t *msg, size_t len, uint8_t port,
                      sat_reply_fn reply, void *ctx) {
     uint8_t out[CSP_MTU];
-    size_t n = sat_dish_handle(&s->dish, msg, len, out, sizeof out);
+    /* what a frame carries with the CRC csp_node_send appends */
+    size_t n = sat_dish_handle(&s->dish, msg, len, out, CSP_DATA_MAX);
     if (n)
         reply(ctx, port, out, n);
 }
