@@ -358,7 +358,11 @@ int sat_idle_ms(const sat *s, int cap) {
 }
 
 void sat_step(sat *s) {
-    sat_dish_step(&s->dish, plat_now_ms());
+    sat_step_at(s, plat_now_ms());
+}
+
+void sat_step_at(sat *s, uint64_t wall) {
+    sat_dish_step(&s->dish, wall);
     for (int p = 1; p <= DISH_PIPELINES; p++)
         if (s->dish.captures & (1u << p))
             sat_dish_captured(&s->dish, p, sat_capture(s, (unsigned)p) == 0);
