@@ -11,7 +11,12 @@
  *   - the state on disk is valid and is the live one: the update store
  *     opens again with the same index, the procedure store loads again
  *     without a warning the same images into the same slots, each slot
- *     reads back (none corrupt) at or below its floor.
+ *     reads back (none corrupt) at or below its floor;
+ *   - a packet as it came off the link (nothing signed here) changed
+ *     nothing only the ground's key may: the key, the slots, the active
+ *     modules, the procedures (but deletes on port 24, which carry no
+ *     signature), the outcome the ground's next status question gets;
+ *     but for an upload in progress, which its chunks finish.
  * A crash, a sanitizer report or a hang (libFuzzer's -timeout, ctest's
  * TIMEOUT) is a fault too.
  *
@@ -160,7 +165,7 @@ static struct {
 
 static void on_reply(void *ctx, uint8_t port, const uint8_t *msg, size_t len) {
     static uint8_t frame[CSP_HEADER_BYTES + CSP_MTU];
-    static proto_status st;
+    proto_status st;
     (void)ctx;
     asked.answers++;
     if (verbose) /* FUZZ_SAT_VERBOSE=1: each answer on stderr, to read a seed */
@@ -233,6 +238,21 @@ static int no_accept(void *ctx, const up_manifest *m, const uint8_t *bytes, char
     return 0;
 }
 
+/* What only the ground's key changes: the key, the slots' versions, the
+ * modules' active versions, the procedures (but for deletes on port 24,
+ * which carry no signature); an upload started with a signed manifest
+ * may be finished by chunks, which carry none. */
+typedef struct signed_state {
+    uint32_t key_serial, uploading;
+    up_result last_done;                /* what the ground's status question gets */
+    uint8_t refused[UP_MANIFEST_BYTES]; /* and its manifest sent again */
+    uint32_t slot_version[2][SLOT_CONFIGS + 1];
+    uint32_t active[UP_MAX_MODULES];
+    unsigned procs;
+} signed_state;
+
+static signed_state now;
+
 static void check_store(void) {
     static up_store again;
     static sat_dish d2;
@@ -276,8 +296,36 @@ static void check_store(void) {
             FUZZ_CHECK(slot_floor(store_dir, (slot_kind)kind, n, &floor, err, sizeof err) == 0,
                        "the slots' floors unreadable");
             FUZZ_CHECK(have <= floor, "a slot above its floor");
+            now.slot_version[kind][n] = have;
         }
     pdef_load_slots(store_dir, defs, skipped, NULL);
+    now.key_serial = s.up.idx.key_serial, now.uploading = s.up.idx.uploading;
+    now.last_done = s.last_done;
+    memcpy(now.refused, s.refused, sizeof now.refused);
+    for (unsigned k = 0; k < UP_MAX_MODULES; k++)
+        now.active[k] = k < s.up.idx.nmods ? s.up.idx.mod[k].active : 0;
+    now.procs = s.dish.store.count;
+}
+
+/* After a packet from the link as it came (no signature made here): what
+ * only a signature changes is as it was, but for an upload in progress
+ * finished and procedures deleted. */
+static void check_unsigned(const signed_state *before) {
+    FUZZ_CHECK(now.key_serial == before->key_serial, "a key rotated without a signature");
+    FUZZ_CHECK(!memcmp(now.slot_version, before->slot_version, sizeof now.slot_version),
+               "a slot written without a signature");
+    if (before->uploading)
+        return;
+    /* anyone on the link may send a manifest: its refusal is no outcome
+     * of the ground's own upload (sat.c's upload_ended) */
+    FUZZ_CHECK(now.last_done.code == before->last_done.code &&
+                   now.last_done.installed == before->last_done.installed &&
+                   !strcmp(now.last_done.detail, before->last_done.detail) &&
+                   !memcmp(now.refused, before->refused, sizeof now.refused),
+               "an upload's outcome changed by a packet without a signature");
+    FUZZ_CHECK(!memcmp(now.active, before->active, sizeof now.active),
+               "a module installed without a signature");
+    FUZZ_CHECK(now.procs <= before->procs, "procedures installed without a signature");
 }
 
 /* ---- what only the ground sends ---- */
@@ -519,9 +567,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fflush(stdout);
     dup2(devnull, 1);
     fresh_sat();
+    check_store(); /* the state before the first packet */
     for (int n = 0; n < RECORDS_MAX && size >= 3; n++) {
         int kind = data[0] % R_KINDS;
         size_t len = (size_t)(data[1] | data[2] << 8);
+        signed_state before = now;
         data += 3, size -= 3;
         len = len < size ? len : size;
         switch (kind) {
@@ -536,6 +586,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         case R_TIME: pass_time(data, len); break;
         }
         check_store();
+        if (kind == R_FRAME || kind == R_MSG)
+            check_unsigned(&before);
         data += len, size -= len;
     }
     sat_close(&s);
