@@ -16,7 +16,10 @@
  *     nothing only the ground's key may: the key, the slots, the active
  *     modules, the procedures (but deletes on port 24, which carry no
  *     signature), the outcome the ground's next status question gets;
- *     but for an upload in progress, which its chunks finish.
+ *     but for an upload in progress, which its chunks finish;
+ *   - an honest upload told "installed" put on board what it sent (a
+ *     module's version active, an image of procedures held under its
+ *     name and version).
  * A crash, a sanitizer report or a hang (libFuzzer's -timeout, ctest's
  * TIMEOUT) is a fault too.
  *
@@ -155,6 +158,9 @@ static void compile_procs(void) {
 
 /* ---- answers ---- */
 
+/* The last status the update port answered. */
+static proto_status last_status;
+
 /* The question being answered: its port, the asker's and its bytes. */
 static struct {
     uint8_t port, sport;
@@ -188,6 +194,7 @@ static void on_reply(void *ctx, uint8_t port, const uint8_t *msg, size_t len) {
     switch (asked.port) {
     case DIPP_PORT_UPLOAD:
         FUZZ_CHECK(proto_status_parse(msg, len, &st) == 0, "a status the ground cannot read");
+        last_status = st;
         if (verbose)
             fprintf(stderr, "  status: code %u installed %u missing %u: %s\n",
                     (unsigned)st.code, st.installed, (unsigned)st.missing, st.detail);
@@ -411,6 +418,28 @@ static void send_signed(const uint8_t *body, size_t len) {
     }
 }
 
+/* After an honest upload, its status question answered "installed": what
+ * it installed is on board, the ground told so must not have to send it
+ * again (a module's version active, an image of procedures in the store
+ * under its name and version). */
+static void check_installed(const up_manifest *m) {
+    if (last_status.code || !last_status.installed)
+        return;
+    if (m->kind == UP_KIND_MODULE) {
+        const up_module *mod = up_find(&s.up, m->name);
+        FUZZ_CHECK(mod && mod->active == m->version, "a module said installed, not active");
+        return;
+    }
+    int held = 0;
+    for (unsigned k = 0; k < s.dish.store.count; k++)
+        held |= !strcmp(s.dish.store.img[k].name, m->name) &&
+                s.dish.store.img[k].version == m->version;
+    if (!held)
+        fprintf(stderr, "fuzz_sat: %s v%u said installed (%s), not on board\n", m->name,
+                (unsigned)m->version, last_status.detail);
+    FUZZ_CHECK(held, "procedures said installed, not on board");
+}
+
 /* An honest upload of procedures: the manifest, every chunk, a status
  * question, each over port 20 as the ground sends them. */
 static void send_upload(const uint8_t *body, size_t len) {
@@ -440,6 +469,7 @@ static void send_upload(const uint8_t *body, size_t len) {
     proto_put16(msg + 1, seq++);
     handle(DIPP_PORT_UPLOAD, msg, 3);
     free(payload);
+    check_installed(&m);
 }
 
 /* The test modules (tests/orbit/modules, built there), read once: the
@@ -502,6 +532,7 @@ static void send_module(const uint8_t *body, size_t len) {
     proto_put16(msg + 1, seq++);
     handle(DIPP_PORT_UPLOAD, msg, 3);
     free(payload);
+    check_installed(&m);
 }
 
 /* ---- the satellite ---- */
@@ -568,6 +599,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     dup2(devnull, 1);
     fresh_sat();
     check_store(); /* the state before the first packet */
+    memset(&last_status, 0, sizeof last_status);
     for (int n = 0; n < RECORDS_MAX && size >= 3; n++) {
         int kind = data[0] % R_KINDS;
         size_t len = (size_t)(data[1] | data[2] << 8);

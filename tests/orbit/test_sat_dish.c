@@ -575,6 +575,57 @@ static void test_full_listing_fits_frames(void **state) {
     faultfs_uninstall();
 }
 
+/* An image of procedures deleted on port 24, whole or in part, is not
+ * on board: its manifest sent again is a replay (1003), not "already
+ * active" and installed, which told the ground procedures were on board
+ * that were not (found by fuzz_sat). Whole, it is still answered as
+ * installed (the ground asking again after a lost answer). */
+static void test_deleted_procs_not_active(void **state) {
+    (void)state;
+    static sat b;
+    test_key k = test_key_make(1);
+    up_config cfg = up_config_default();
+    up_result r;
+    uint8_t *payload;
+    csp_id id = {.dport = DIPP_PORT_PROCS, .sport = DIPP_PORT_PROCS};
+    memset(&b, 0, sizeof b);
+    faultfs_install();
+    sat_dish_open(&b.dish, DIR, 0);
+    cfg.accept = sat_dish_accept, cfg.accept_ctx = &b.dish;
+    cfg.procs_max_bytes = DISH_MAX_IMAGE, cfg.procs_version = DISH_VERSION;
+    assert_int_equal(up_open(&b.up, DIR, k.pk, &cfg, test_stub_run, NULL, &r), 0);
+    up_manifest m = procs_manifest("t", 1, img, (size_t)img_len, 0, &payload);
+    assert_int_equal(test_send(&b.up, &m, payload, &r), 0);
+    free(payload);
+    proto_status ps = resend(&b, &m);
+    assert_int_equal(ps.code, 0);
+    assert_true(ps.installed); /* whole: asked again */
+    assert_non_null(strstr(ps.detail, "already active"));
+    /* slot 4 deleted: the image on board is no longer the one sent */
+    uint8_t del[4] = {'E', 0, 1, 4};
+    answer_len = 0;
+    sat_handle(&b, &id, del, sizeof del, keep_answer, NULL);
+    assert_int_equal(proto_get32(answer_text + 3), 0);
+    ps = resend(&b, &m);
+    assert_int_equal(ps.code, DIPP_E_UP_REPLAY);
+    assert_false(ps.installed);
+    /* and slot 3 too: nothing of it on board */
+    del[2] = 2, del[3] = 3;
+    sat_handle(&b, &id, del, sizeof del, keep_answer, NULL);
+    assert_int_equal(proto_get32(answer_text + 3), 0);
+    assert_int_equal(b.dish.store.count, 0);
+    ps = resend(&b, &m);
+    assert_int_equal(ps.code, DIPP_E_UP_REPLAY);
+    assert_false(ps.installed);
+    /* a version above it goes on board again */
+    m = procs_manifest("t", 2, img, (size_t)img_len, 0, &payload);
+    assert_int_equal(test_send(&b.up, &m, payload, &r), 0);
+    assert_true(r.installed);
+    free(payload);
+    assert_true(resend(&b, &m).installed);
+    faultfs_uninstall();
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_uploads),
@@ -589,6 +640,7 @@ int main(void) {
         cmocka_unit_test(test_names_keep_their_kind),
         cmocka_unit_test(test_chunk_store_failure_answered),
         cmocka_unit_test(test_full_listing_fits_frames),
+        cmocka_unit_test(test_deleted_procs_not_active),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
