@@ -2,6 +2,7 @@
  * loop (proto.h): ask, resend what the status marks missing, ask again. */
 #include "proto.h"
 
+#include <limits.h>
 #include <string.h>
 
 #include "platform.h"
@@ -56,7 +57,11 @@ int proto_status_parse(const uint8_t *msg, size_t len, proto_status *st) {
     st->installed = msg[S_INST];
     st->missing = proto_get32(msg + S_MISSING), st->first = proto_get32(msg + S_FIRST);
     st->nbits = (uint16_t)proto_get16(msg + S_NBITS);
-    if (st->nbits > PROTO_BITMAP_BITS || st->nbits % 8 || len < S_MAP + st->nbits / 8u)
+    /* a code is errors.h's, an int: one above INT_MAX was the ground's
+     * -1 or PROTO_STALLED once ground_upload returned it, so an answer
+     * was said to be none, or a refusal a stall (found by fuzzing) */
+    if (st->code > INT_MAX || st->nbits > PROTO_BITMAP_BITS || st->nbits % 8 ||
+        len < S_MAP + st->nbits / 8u)
         return -1;
     size_t said = len - S_MAP - st->nbits / 8u; /* the sentence after the bitmap */
     if (said >= PROTO_DETAIL)

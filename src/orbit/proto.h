@@ -14,9 +14,12 @@
  *                              PROTO_PARTS_PER_ASK of its parts from `from`
  *                              on) | 'K' id (got it)
  *                      sat:    'I' id part parts priority bytes
- *   port 24 (procs)    ground: 'L' seq (list?) | 'X' seq slot nargs arg... (run;
- *                              each argument 4 bytes, signed) | 'E' seq slot
- *                              (delete) | 'S' seq slot (stop its runs)
+ *   port 24 (procs)    ground: 'L' seq [from] (list?, from slot `from` on;
+ *                              a listing longer than a frame ends with the
+ *                              line "more from slot K") | 'X' seq slot nargs
+ *                              arg... (run; each argument 4 bytes, signed)
+ *                              | 'E' seq slot (delete) | 'S' seq slot (stop
+ *                              its runs)
  *                      sat:    'A' seq code text (the listing, or what was
  *                              done, or why not)
  * A status's bitmap marks the chunks still missing, from chunk `first` on,
@@ -52,6 +55,8 @@ typedef struct proto_status {
  * an upload: its encoded length in out (PROTO_STATUS_MAX bytes). */
 size_t proto_status_build(const up_store *s, const up_result *r, uint16_t seq,
                           uint8_t *out);
+/* Reads a status: 0, or -1 when it is none (short, not 'S', its code
+ * above INT_MAX, its bitmap or sentence out of range). */
 int proto_status_parse(const uint8_t *msg, size_t len, proto_status *st);
 /* Makes n bytes of text from the link safe to print: control bytes (but
  * newlines, when lines) and DEL become '?', so no escape sequence reaches

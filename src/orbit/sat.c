@@ -83,10 +83,31 @@ static void upload_ended(sat *s, const up_result *r, const uint8_t *manifest) {
     }
 }
 
+/* Whether the procedure store holds m's image whole: its name, version
+ * and bytes (their hash the manifest's). The update store keeps the hash
+ * of the last image taken under a name, but the procedure port deletes
+ * procedures without it: an image deleted, in part or whole, is not on
+ * board, and its manifest sent again was answered "already active" and
+ * installed, so the ground was told procedures were on board that were
+ * not (found by fuzz_sat). */
+static int procs_whole(const sat *s, const up_manifest *m) {
+    uint8_t sha[UP_SHA_BYTES];
+    for (unsigned k = 0; k < s->dish.store.count; k++) {
+        const proc_image *im = &s->dish.store.img[k];
+        if (!strcmp(im->name, m->name) && im->version == m->version) {
+            up_sha256(im->bytes, im->len, sha);
+            return !memcmp(sha, m->sha256, UP_SHA_BYTES);
+        }
+    }
+    return 0;
+}
+
 /* A manifest of the version already active is answered as installed, with
  * a sentence saying it was not installed again (in r): to the board it is
  * the ground asking again after a lost answer, not the upload, so not a
- * replay either (1003 is for a version below the highest accepted). */
+ * replay either (1003 is for a version below the highest accepted). An
+ * image of procedures is active while the procedure store holds it whole;
+ * once deleted its manifest is a replay, refused as one. */
 static int already_active(const sat *s, const uint8_t *wire, size_t len,
                           up_result *r) {
     up_manifest m;
@@ -98,7 +119,8 @@ static int already_active(const sat *s, const uint8_t *wire, size_t len,
         return 0;
     /* a procedure set keeps no active version: its floor and hash */
     uint32_t on_board = m.kind == UP_KIND_PROCS ? mod->highest : mod->active;
-    if (on_board != m.version || memcmp(mod->active_sha, m.sha256, UP_SHA_BYTES))
+    if (on_board != m.version || memcmp(mod->active_sha, m.sha256, UP_SHA_BYTES) ||
+        (m.kind == UP_KIND_PROCS && !procs_whole(s, &m)))
         return 0;
     snprintf(r->detail, sizeof r->detail,
              "%s v%u: already active on board, not installed again", m.name,
@@ -331,7 +353,8 @@ static void on_images(sat *s, const uint8_t *msg, size_t len, uint8_t port,
 static void on_procs(sat *s, const uint8_t *msg, size_t len, uint8_t port,
                      sat_reply_fn reply, void *ctx) {
     uint8_t out[CSP_MTU];
-    size_t n = sat_dish_handle(&s->dish, msg, len, out, sizeof out);
+    /* what a frame carries with the CRC csp_node_send appends */
+    size_t n = sat_dish_handle(&s->dish, msg, len, out, CSP_DATA_MAX);
     if (n)
         reply(ctx, port, out, n);
 }
@@ -357,7 +380,11 @@ int sat_idle_ms(const sat *s, int cap) {
 }
 
 void sat_step(sat *s) {
-    sat_dish_step(&s->dish, plat_now_ms());
+    sat_step_at(s, plat_now_ms());
+}
+
+void sat_step_at(sat *s, uint64_t wall) {
+    sat_dish_step(&s->dish, wall);
     for (int p = 1; p <= DISH_PIPELINES; p++)
         if (s->dish.captures & (1u << p))
             sat_dish_captured(&s->dish, p, sat_capture(s, (unsigned)p) == 0);

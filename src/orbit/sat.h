@@ -68,6 +68,9 @@ int sat_capture(sat *s, unsigned p);
 /* Moves DISH's clock on to now and ticks its runtime, then captures for
  * the pipelines its procedures started. */
 void sat_step(sat *s);
+/* sat_step with the wall clock reading wall ms (plat_now_ms's scale): a
+ * test's own clock. */
+void sat_step_at(sat *s, uint64_t wall);
 /* Wall ms the satellite's loop may wait for the link before sat_step is
  * due again, at most cap. */
 int sat_idle_ms(const sat *s, int cap);

@@ -162,24 +162,42 @@ static size_t answer(const uint8_t *msg, int code, const char *text, uint8_t *ou
     return 7 + n;
 }
 
-/* One line per slot in use: name and version of its image, arguments,
- * code bytes, the calls of it on board, runs inside it. */
-static size_t list(const sat_dish *d, char *out, size_t cap) {
+/* The line a listing ends with when the slots from K on did not fit its
+ * frame: the ground asks again from K ('L' seq K). */
+#define LIST_MORE "more from slot %u\n"
+_Static_assert(DISH_SLOTS <= 100, "LIST_MORE_BYTES: two digits");
+#define LIST_MORE_BYTES sizeof "more from slot 99\n" /* its NUL too */
+
+/* One line per slot in use from slot `from` on: name and version of its
+ * image, arguments, code bytes, the calls of it on board, runs inside
+ * it; whole lines within cap (its NUL included), the last LIST_MORE
+ * when the rest did not fit. A full board's listing is longer than a
+ * frame: cut inside it, it was answered over a frame, and so never sent
+ * (found by fuzz_sat). */
+static size_t list(const sat_dish *d, unsigned from, char *out, size_t cap) {
     size_t n = 0;
     out[0] = 0;
-    for (unsigned k = 0; k < DISH_SLOTS && n < cap; k++) {
+    for (unsigned k = from; k < DISH_SLOTS; k++) {
         const dish_slot *s = &d->vm.slots[k];
         const proc_image *im = proc_store_holding(&d->store, k);
+        char line[160];
         int runs = 0;
         if (!s->info.used)
             continue;
         for (int r = 0; r < DISH_MAX_RUNS; r++)
             runs += d->vm.runs[r].state != DISH_R_FREE && d->vm.runs[r].fr[0].slot == k;
-        n += (size_t)snprintf(out + n, cap - n, "slot %u: %s v%u, %u args, %u bytes, "
-                              "called from %u places, %d runs\n", k, im ? im->name : "?",
-                              im ? im->version : 0, s->p.nargs, s->p.len, s->call_sites, runs);
+        size_t len = (size_t)snprintf(line, sizeof line, "slot %u: %s v%u, %u args, %u "
+                                      "bytes, called from %u places, %d runs\n", k,
+                                      im ? im->name : "?", im ? im->version : 0,
+                                      s->p.nargs, s->p.len, s->call_sites, runs);
+        if (n + len + LIST_MORE_BYTES > cap) {
+            n += (size_t)snprintf(out + n, cap - n, LIST_MORE, k);
+            break;
+        }
+        memcpy(out + n, line, len + 1);
+        n += len;
     }
-    return n < cap ? n : cap - 1;
+    return n;
 }
 
 /* 'X' seq slot nargs arg...: 0 and the run in why, or the code and why
@@ -246,8 +264,8 @@ size_t sat_dish_handle(sat_dish *d, const uint8_t *msg, size_t len, uint8_t *out
     char text[CSP_MTU];
     if (len < 3)
         return 0; /* no sequence number to answer */
-    if (msg[0] == 'L') {
-        list(d, text, sizeof text);
+    if (msg[0] == 'L') { /* 'L' seq [from]: the text within the answer's cap */
+        list(d, len >= 4 ? msg[3] : 0, text, cap - 7 < sizeof text ? cap - 6 : sizeof text);
         return answer(msg, 0, text, out, cap);
     }
     if ((msg[0] == 'X' || msg[0] == 'E' || msg[0] == 'S') && len >= 4)

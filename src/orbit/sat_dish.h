@@ -71,7 +71,9 @@ int sat_dish_awake(const sat_dish *d);
 /* The camera's frame ran pipeline p: ok or not, told when its time is up. */
 void sat_dish_captured(sat_dish *d, int p, int ok);
 
-/* A port-24 message: the reply's length in out (0: none). */
+/* A port-24 message: the reply's length in out, cap bytes at most (0:
+ * none). A listing that does not fit ends "more from slot K": 'L' seq K
+ * lists from slot K on. */
 size_t sat_dish_handle(sat_dish *d, const uint8_t *msg, size_t len, uint8_t *out,
                        size_t cap);
 /* The runtime's status as "dish.KEY=value" lines: their length. */

@@ -5,8 +5,8 @@
  *   0 a CSP frame (csp_parse): what it accepts frames again to itself;
  *   1 an update manifest (up_manifest_decode): accepted fields in range,
  *     encoding and decoding again gives the same manifest;
- *   2 a status reply, on the ground (proto_status_parse): its bitmap and
- *     printable sentence within their arrays;
+ *   2 a status reply, on the ground (proto_status_parse): its code an int,
+ *     its bitmap and printable sentence within their arrays;
  *   3 a slot write (slot_msg_check): an unsigned one refused with a
  *     message; the same fields signed with the board's key accepted as
  *     they are;
@@ -16,6 +16,7 @@
  */
 #include "fuzz.h"
 
+#include <limits.h>
 #include <sodium.h>
 #include <string.h>
 #include <unistd.h>
@@ -79,6 +80,7 @@ static void link_status(const uint8_t *data, size_t size) {
     if (proto_status_parse(data, size, &st) != 0)
         return;
     FUZZ_CHECK(st.nbits <= PROTO_BITMAP_BITS && st.nbits % 8 == 0, "a bitmap out of range");
+    FUZZ_CHECK(st.code <= INT_MAX, "a code that is no int (ground_upload returns it)");
     size_t n = strnlen(st.detail, PROTO_DETAIL);
     FUZZ_CHECK(n < PROTO_DETAIL, "a status sentence without its end");
     for (size_t k = 0; k < n; k++)

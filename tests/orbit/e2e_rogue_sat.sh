@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # e2e_rogue_sat.sh DIPP ROGUE_SAT -- the ground against a node 162 that
 # answers with terminal escapes and a run record numbered 2^32 - 1
-# (rogue_sat.c): `dipp ground telemetry` and `proc log` print no escape
-# byte, and `proc log` ends instead of asking from record 0 again for
-# ever; `upload` and `images`, never answered but sent stale answers on
-# another port every 20 ms, end when their wait does. Every process is
-# bounded by `timeout`.
+# (rogue_sat.c): `dipp ground telemetry`, `proc log` and `proc list`
+# print no escape byte, `proc log` ends instead of asking from record 0
+# again for ever, `proc list` asks on only from a later slot; `upload`
+# and `images`, never answered but sent stale answers on another port
+# every 20 ms, end when their wait does. Every process is bounded by
+# `timeout`.
 set -u
 DIPP=$1 ROGUE=$2
 DIR=$(mktemp -d /tmp/dipp-rogue-XXXXXX)
@@ -30,6 +31,12 @@ LC_ALL=C grep -q $'[\x01-\x09\x0b-\x1f\x7f]' "$DIR/out" && fail "telemetry print
 g proc log
 [ $rc = 124 ] && fail "proc log asked for ever"
 LC_ALL=C grep -q $'[\x01-\x09\x0b-\x1f\x7f]' "$DIR/out" && fail "proc log printed a control byte"
+# listings that say there is more from the next slot, up to slot 40, then
+# from slot 40 again: asked from slots 0 to 40, once each
+g proc list
+[ $rc = 0 ] || fail "proc list: exit $rc"
+[ "$(grep -c '^slot' "$DIR/out")" = 41 ] || fail "proc list: not slots 0 to 40 once each"
+LC_ALL=C grep -q $'[\x01-\x09\x0b-\x1f\x7f]' "$DIR/out" && fail "proc list printed a control byte"
 "$DIPP" ground keygen "$DIR/k" >/dev/null 2>&1 || fail "keygen"
 head -c 5000 /dev/urandom > "$DIR/m.so"
 g upload --key "$DIR/k.key" --version 1 m "$DIR/m.so"

@@ -1,8 +1,10 @@
 /* rogue_sat.c -- a node 162 that is its own hub and answers the ground's
  * telemetry questions (port 10, 'T') with the text a rogue or broken
  * node may send: terminal escapes, and a run record numbered 2^32 - 1,
- * whose successor wraps to 0; and every 20 ms a stale answer on the
- * procedure port (24), which an upload's or an image's wait passes over.
+ * whose successor wraps to 0; its procedure listings (port 24, 'L' seq
+ * from) each list slot `from` with an escape and say there is more from
+ * the next slot, and from slot 40 on from the same; and every 20 ms a stale answer on the
+ * procedure port, which an upload's or an image's wait passes over.
  * For e2e_rogue_sat.sh: the ground must print none of the escapes, must
  * not ask for ever, and must end each wait on time.
  *
@@ -47,12 +49,26 @@ int main(int argc, char **argv) {
         const uint8_t *msg;
         size_t len;
         if (n < 0 || (size_t)n > sizeof frame || csp_parse(frame, (size_t)n, &id, &msg, &len) ||
-            id.dport != DIPP_PORT_PARAM || len < 3 || msg[0] != 'T')
+            len < 3)
             continue;
-        reply[0] = 'V', memcpy(reply + 1, msg + 1, 2);
-        memcpy(reply + 3, text, sizeof text - 1);
+        size_t rlen;
+        if (id.dport == DIPP_PORT_PARAM && msg[0] == 'T') {
+            reply[0] = 'V', memcpy(reply + 1, msg + 1, 2);
+            memcpy(reply + 3, text, sizeof text - 1);
+            rlen = 3 + sizeof text - 1;
+        } else if (id.dport == DIPP_PORT_PROCS && msg[0] == 'L') {
+            /* a step on up to slot 40, then slot 40 again and again */
+            unsigned from = len >= 4 ? msg[3] : 0;
+            reply[0] = 'A', memcpy(reply + 1, msg + 1, 2);
+            memset(reply + 3, 0, 4);
+            rlen = 7 + (size_t)snprintf((char *)reply + 7, sizeof reply - 7,
+                                        "slot %u: \x1b[2J v1\nmore from slot %u\n", from,
+                                        from < 40 ? from + 1 : from);
+        } else {
+            continue;
+        }
         csp_id rid = {CSP_PRI_NORM, id.sport, id.dport, CSP_F_CRC32, id.src, DIPP_NODE};
-        f = csp_frame(&rid, reply, 3 + sizeof text - 1, back, sizeof back);
+        f = csp_frame(&rid, reply, rlen, back, sizeof back);
         if (f > 0)
             zmq_send(pub, back, (size_t)f, 0);
     }

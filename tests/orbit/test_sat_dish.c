@@ -512,6 +512,120 @@ static void test_chunk_store_failure_answered(void **state) {
     faultfs_uninstall();
 }
 
+/* A full board's listing (every slot, long names) is longer than a
+ * frame: it comes in whole lines within CSP_DATA_MAX, each answer but the
+ * last ending "more from slot K", and the next asked from K lists every
+ * slot once. The listing was cut at CSP_MTU, an answer too long for a
+ * frame with its CRC, so `dipp ground proc list` never got one (found by
+ * fuzz_sat). */
+static void test_full_listing_fits_frames(void **state) {
+    (void)state;
+    static sat b;
+    static uint8_t image[DISH_MAX_IMAGE];
+    test_key k = test_key_make(1);
+    up_config cfg = up_config_default();
+    up_result r;
+    char text[2048], err[256];
+    memset(&b, 0, sizeof b);
+    faultfs_install();
+    sat_dish_open(&b.dish, DIR, 0);
+    cfg.accept = sat_dish_accept, cfg.accept_ctx = &b.dish;
+    cfg.procs_max_bytes = DISH_MAX_IMAGE, cfg.procs_version = DISH_VERSION;
+    assert_int_equal(up_open(&b.up, DIR, k.pk, &cfg, test_stub_run, NULL, &r), 0);
+    for (int first = 0; first < DISH_SLOTS; first += 16) {
+        size_t n = (size_t)snprintf(text, sizeof text, "slot %d\n", first);
+        for (int j = first; j < first + 16 && j < DISH_SLOTS; j++)
+            n += (size_t)snprintf(text + n, sizeof text - n,
+                                  "proc p%d(a, b) { return a + b }\n", j);
+        int len = dish_compile("full.dish", text, n, image, sizeof image, err, sizeof err);
+        assert_true(len > 0);
+        char name[UP_NAME_MAX];
+        snprintf(name, sizeof name, "a_rather_long_name_%d", first);
+        uint8_t *payload;
+        up_manifest m = procs_manifest(name, 1, image, (size_t)len, 0, &payload);
+        assert_int_equal(test_send(&b.up, &m, payload, &r), 0);
+        free(payload);
+    }
+    csp_id id = {.dport = DIPP_PORT_PROCS, .sport = DIPP_PORT_PROCS};
+    unsigned from = 0, listed = 0, asks = 0;
+    for (;;) {
+        uint8_t ask[4] = {'L', 0, (uint8_t)asks, (uint8_t)from};
+        answer_len = 0;
+        sat_handle(&b, &id, ask, sizeof ask, keep_answer, NULL);
+        asks++;
+        assert_true(answer_len > 7 && answer_len <= CSP_DATA_MAX);
+        assert_int_equal(proto_get32(answer_text + 3), 0);
+        answer_text[answer_len] = 0;
+        unsigned slot, more = 0;
+        for (char *line = strtok((char *)answer_text + 7, "\n"); line;
+             line = strtok(NULL, "\n")) {
+            if (sscanf(line, "more from slot %u", &more) == 1)
+                break;
+            assert_int_equal(sscanf(line, "slot %u:", &slot), 1);
+            assert_int_equal(slot, listed); /* every slot once, in order */
+            listed++;
+        }
+        if (!more)
+            break;
+        assert_int_equal(more, listed);
+        from = more;
+    }
+    assert_int_equal(listed, DISH_SLOTS);
+    assert_true(asks >= 2 && asks <= 3);
+    faultfs_uninstall();
+}
+
+/* An image of procedures deleted on port 24, whole or in part, is not
+ * on board: its manifest sent again is a replay (1003), not "already
+ * active" and installed, which told the ground procedures were on board
+ * that were not (found by fuzz_sat). Whole, it is still answered as
+ * installed (the ground asking again after a lost answer). */
+static void test_deleted_procs_not_active(void **state) {
+    (void)state;
+    static sat b;
+    test_key k = test_key_make(1);
+    up_config cfg = up_config_default();
+    up_result r;
+    uint8_t *payload;
+    csp_id id = {.dport = DIPP_PORT_PROCS, .sport = DIPP_PORT_PROCS};
+    memset(&b, 0, sizeof b);
+    faultfs_install();
+    sat_dish_open(&b.dish, DIR, 0);
+    cfg.accept = sat_dish_accept, cfg.accept_ctx = &b.dish;
+    cfg.procs_max_bytes = DISH_MAX_IMAGE, cfg.procs_version = DISH_VERSION;
+    assert_int_equal(up_open(&b.up, DIR, k.pk, &cfg, test_stub_run, NULL, &r), 0);
+    up_manifest m = procs_manifest("t", 1, img, (size_t)img_len, 0, &payload);
+    assert_int_equal(test_send(&b.up, &m, payload, &r), 0);
+    free(payload);
+    proto_status ps = resend(&b, &m);
+    assert_int_equal(ps.code, 0);
+    assert_true(ps.installed); /* whole: asked again */
+    assert_non_null(strstr(ps.detail, "already active"));
+    /* slot 4 deleted: the image on board is no longer the one sent */
+    uint8_t del[4] = {'E', 0, 1, 4};
+    answer_len = 0;
+    sat_handle(&b, &id, del, sizeof del, keep_answer, NULL);
+    assert_int_equal(proto_get32(answer_text + 3), 0);
+    ps = resend(&b, &m);
+    assert_int_equal(ps.code, DIPP_E_UP_REPLAY);
+    assert_false(ps.installed);
+    /* and slot 3 too: nothing of it on board */
+    del[2] = 2, del[3] = 3;
+    sat_handle(&b, &id, del, sizeof del, keep_answer, NULL);
+    assert_int_equal(proto_get32(answer_text + 3), 0);
+    assert_int_equal(b.dish.store.count, 0);
+    ps = resend(&b, &m);
+    assert_int_equal(ps.code, DIPP_E_UP_REPLAY);
+    assert_false(ps.installed);
+    /* a version above it goes on board again */
+    m = procs_manifest("t", 2, img, (size_t)img_len, 0, &payload);
+    assert_int_equal(test_send(&b.up, &m, payload, &r), 0);
+    assert_true(r.installed);
+    free(payload);
+    assert_true(resend(&b, &m).installed);
+    faultfs_uninstall();
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_uploads),
@@ -525,6 +639,8 @@ int main(void) {
         cmocka_unit_test(test_telemetry_fits_a_frame),
         cmocka_unit_test(test_names_keep_their_kind),
         cmocka_unit_test(test_chunk_store_failure_answered),
+        cmocka_unit_test(test_full_listing_fits_frames),
+        cmocka_unit_test(test_deleted_procs_not_active),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

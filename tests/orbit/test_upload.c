@@ -471,6 +471,62 @@ static void test_ground_wait_bounded_by_stale_answers(void **state) {
     free(payload), free(mod);
 }
 
+/* A status whose code does not fit an int: none the ground can read,
+ * however often it comes. ground_upload returned it cast, so 2^31 was
+ * taken for no answer and 2^32 - 2 for PROTO_STALLED: `dipp ground
+ * upload` said "no answer" or "chunks still missing" of a satellite that
+ * had answered with a refusal (found by fuzz_ground_upload). */
+typedef struct odd_code_sat {
+    uint32_t code;
+    uint8_t seq[2];
+    unsigned answers;
+} odd_code_sat;
+
+static int odd_send(void *ctx, const uint8_t *msg, size_t len) {
+    odd_code_sat *t = ctx;
+    if (len >= 3 && msg[0] != 'C')
+        memcpy(t->seq, msg + 1, 2);
+    return 0;
+}
+
+static int odd_recv(void *ctx, int timeout_ms, uint8_t *msg, size_t cap, size_t *len) {
+    odd_code_sat *t = ctx;
+    (void)timeout_ms, (void)cap;
+    if (t->answers++ % 2) /* one answer a question, then the wait ends */
+        return 0;
+    memset(msg, 0, 18);
+    msg[0] = 'S', memcpy(msg + 1, t->seq, 2);
+    proto_put32(msg + 3, t->code);
+    *len = 18;
+    return 1;
+}
+
+static void test_ground_status_code_out_of_range(void **state) {
+    (void)state;
+    test_key k = test_key_make(1);
+    uint8_t *mod = test_elf(3000, 1, NULL), *payload;
+    up_manifest m = test_manifest("debayer", 2, mod, 3000, NULL, 0, &k, &payload);
+    static const uint32_t codes[] = {0x80000000u, 0xFFFFFFFEu, 0xFFFFFFFFu};
+    for (size_t c = 0; c < sizeof codes / sizeof *codes; c++) {
+        odd_code_sat t = {codes[c], {0, 0}, 0};
+        ground_io io = {odd_send, odd_recv, &t, 10, 3, 1};
+        uint64_t sent;
+        proto_status last;
+        uint8_t msg[18] = {'S'};
+        proto_put32(msg + 3, codes[c]);
+        assert_int_equal(proto_status_parse(msg, sizeof msg, &last), -1);
+        assert_int_equal(ground_upload(&io, &m, payload, &sent, &last), -1);
+        assert_int_equal(t.answers, 2 * 3); /* each of the 3 asks answered once */
+    }
+    /* INT_MAX itself is a code, refused as the satellite said */
+    odd_code_sat t = {0x7FFFFFFFu, {0, 0}, 0};
+    ground_io io = {odd_send, odd_recv, &t, 10, 3, 1};
+    uint64_t sent;
+    proto_status last;
+    assert_int_equal(ground_upload(&io, &m, payload, &sent, &last), 0x7FFFFFFF);
+    free(payload), free(mod);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_resumed_across_passes_and_restart),
@@ -487,6 +543,7 @@ int main(void) {
         cmocka_unit_test(test_real_testrun),
         cmocka_unit_test(test_ground_gives_up_without_progress),
         cmocka_unit_test(test_ground_wait_bounded_by_stale_answers),
+        cmocka_unit_test(test_ground_status_code_out_of_range),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

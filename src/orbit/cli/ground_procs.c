@@ -122,10 +122,11 @@ static int upload(ground *g, int argc, char **argv) {
 
 /* ---- questions on the procedure port ---- */
 
-/* Asks msg (its seq filled in here) and prints the answer's text: an exit
- * status (refused: EXIT_BAD, with the number). */
-static int ask(ground *g, uint8_t *msg, size_t len, const char *what) {
-    uint8_t reply[CSP_MTU + 1];
+/* Asks msg (its seq filled in here): 0 with the answer's text, made
+ * printable, in *text (within reply, CSP_MTU + 1 bytes), or an exit status
+ * said (no answer, or refused: EXIT_BAD, with the number). */
+static int ask_text(ground *g, uint8_t *msg, size_t len, const char *what,
+                    uint8_t *reply, char **text) {
     proto_put16(msg + 1, ground_seq());
     long n = ground_ask(g, DIPP_PORT_PROCS, msg, len, 'A', reply, CSP_MTU);
     if (n < 7) {
@@ -134,16 +135,64 @@ static int ask(ground *g, uint8_t *msg, size_t len, const char *what) {
     }
     reply[n] = 0;
     uint32_t code = proto_get32(reply + 3);
-    char *text = (char *)reply + 7;
-    proto_printable(text, strlen(text), 1);
+    *text = (char *)reply + 7;
+    proto_printable(*text, strlen(*text), 1);
     if (code) {
         printf("%s refused: error %u (%s): %s\n", what, dipp_error_number((int)code, 0, 0),
-               dipp_code_name((int)code), text);
+               dipp_code_name((int)code), *text);
         return EXIT_BAD;
     }
-    fputs(*text ? text : "no procedures on board\n", stdout);
+    return 0;
+}
+
+static void print_text(const char *text) {
+    fputs(text, stdout);
     if (*text && text[strlen(text) - 1] != '\n')
         putchar('\n');
+}
+
+/* Asks msg and prints the answer's text: an exit status. */
+static int ask(ground *g, uint8_t *msg, size_t len, const char *what) {
+    uint8_t reply[CSP_MTU + 1];
+    char *text;
+    int rc = ask_text(g, msg, len, what, reply, &text);
+    if (!rc)
+        print_text(*text ? text : "no procedures on board\n");
+    return rc;
+}
+
+/* `list` ('L' seq from): from slot 0, and again from K while an answer
+ * ends with the line "more from slot K" (a full board's listing is longer
+ * than a frame). K must be past the slot asked from and a slot, so no
+ * answer keeps the ground asking: DISH_SLOTS questions at most. */
+static int list(ground *g) {
+    uint8_t msg[4] = {'L'}, reply[CSP_MTU + 1];
+    unsigned from = 0, more;
+    int listed = 0;
+    do {
+        char *text, *last;
+        msg[3] = (uint8_t)from;
+        int rc = ask_text(g, msg, sizeof msg, "list", reply, &text);
+        if (rc)
+            return rc;
+        size_t n = strlen(text);
+        last = text + (n && text[n - 1] == '\n' ? n - 1 : n); /* the last line */
+        while (last > text && last[-1] != '\n')
+            last--;
+        char *end;
+        more = 0;
+        if (!strncmp(last, "more from slot ", 15)) {
+            unsigned long k = strtoul(last + 15, &end, 10);
+            if (end > last + 15 && (*end == '\n' || !*end) && k > from && k < DISH_SLOTS) {
+                more = (unsigned)k;
+                *last = 0;
+            }
+        }
+        print_text(text);
+        listed |= *text != 0;
+    } while (more && (from = more));
+    if (!listed)
+        fputs("no procedures on board\n", stdout);
     return 0;
 }
 
@@ -255,7 +304,7 @@ int ground_procs(ground *g, int argc, char **argv) {
         return EXIT_USAGE;
     }
     if (!strcmp(argv[0], "list") && argc == 1)
-        return ask(g, (uint8_t[3]){'L'}, 3, "list");
+        return list(g);
     return !strcmp(argv[0], "upload") ? upload(g, argc, argv)
          : !strcmp(argv[0], "run")    ? run(g, argc, argv)
          : !strcmp(argv[0], "delete") ? slot_cmd(g, argc, argv, 'E')
