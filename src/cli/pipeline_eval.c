@@ -31,6 +31,34 @@ static bool pe_is_kept(const char *name) {
            (strstr(name, ".train.json") || strstr(name, ".end.json"));
 }
 
+/* Whether every result of doc is an object naming its handler. */
+static bool pe_results_ok(json_t *doc) {
+    json_t *results = json_object_get(doc, "results"), *res;
+    size_t i;
+    if (!json_is_array(results)) return false;
+    json_array_foreach(results, i, res)
+        if (!json_is_string(json_object_get(res, "handler"))) return false;
+    return true;
+}
+
+/* Whether doc is a kept evaluation as the supervisor writes it, so far as
+ * the readers here use it: a file edited or cut by hand is skipped with
+ * a word, not read through a missing field. */
+static bool pe_is_evaluation(json_t *doc) {
+    const char *state = json_string_value(json_object_get(doc, "state"));
+    return json_is_object(doc) &&
+           json_is_integer(json_object_get(doc, "model")) &&
+           json_is_string(json_object_get(doc, "execution_time")) && state &&
+           (strcmp(state, "done") != 0 || pe_results_ok(doc));
+}
+
+/* doc's text field key, or "-" where it has none (a failed evaluation's
+ * job or error). */
+static const char *pe_text(json_t *doc, const char *key) {
+    const char *text = json_string_value(json_object_get(doc, key));
+    return text ? text : "-";
+}
+
 json_t *pv_eval_load(const char *dir) {
     char path[4400];
     snprintf(path, sizeof(path), "%s/evals", dir);
@@ -42,12 +70,13 @@ json_t *pv_eval_load(const char *dir) {
         json_error_t jerr;
         snprintf(path, sizeof(path), "%s/evals/%s", dir, e->d_name);
         json_t *doc = json_load_file(path, 0, &jerr);
-        if (json_is_object(doc) && json_is_string(json_object_get(
-                                       doc, "execution_time")))
+        if (pe_is_evaluation(doc)) {
             json_array_append_new(docs, doc);
-        else
-            fprintf(stderr, "aegis pipeline: %s: %s (skipped)\n", path,
-                    doc ? "not an evaluation" : jerr.text);
+            continue;
+        }
+        fprintf(stderr, "aegis pipeline: %s: %s (skipped)\n", path,
+                doc ? "not an evaluation" : jerr.text);
+        json_decref(doc);
     }
     if (d) closedir(d);
     size_t n = json_array_size(docs);
@@ -99,8 +128,7 @@ static void pe_print_doc(json_t *doc) {
         printf("%-6" JSON_INTEGER_FORMAT " %-15s failed (%s): %s\n",
                json_integer_value(json_object_get(doc, "model")),
                json_string_value(json_object_get(doc, "execution_time")),
-               json_string_value(json_object_get(doc, "job")),
-               json_string_value(json_object_get(doc, "error")));
+               pe_text(doc, "job"), pe_text(doc, "error"));
         return;
     }
     json_array_foreach(json_object_get(doc, "results"), i, res)

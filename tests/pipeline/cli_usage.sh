@@ -183,5 +183,31 @@ case_request_paths() {
     [ ! -e "$AEGIS_STATE_HOME/pipelines" ] || fail "start made its folder"
 }
 
+# A kept evaluation file that is not one as the supervisor writes it (cut
+# or edited by hand: no state, a result naming no handler) is skipped
+# with a word naming it, and the others shown; a failed one without its
+# job or error shows "-". One without a state crashed `show --eval`.
+case_eval_files() {
+    evals=$AEGIS_STATE_HOME/pipelines/x/evals
+    mkdir -p "$evals" && : > "$evals/../triggers.log" || fail "pipeline folder"
+    echo '{"model": 1, "execution_time": "after_pipeline"}' > "$evals/1.end.json"
+    echo '{"model": 2, "execution_time": "after_pipeline", "state": "done",
+           "results": [{"samples": 3}]}' > "$evals/2.end.json"
+    echo '{"model": 3, "execution_time": "after_pipeline", "state": "failed"}' \
+        > "$evals/3.end.json"
+    "$AEGIS" pipeline show x --eval > out.txt 2> err.txt ||
+        fail "show --eval: exit $? ($(cat out.txt err.txt))"
+    for n in 1 2; do
+        grep -qF "$evals/$n.end.json: not an evaluation (skipped)" err.txt ||
+            fail "$n.end.json not skipped: $(cat err.txt)"
+    done
+    grep -q '^3  *after_pipeline  *failed (-): -$' out.txt ||
+        fail "the failed one: $(cat out.txt)"
+    grep -q '^[12] ' out.txt && fail "a skipped one shown: $(cat out.txt)"
+    "$AEGIS" pipeline compare x > out.txt 2> err.txt
+    grep -qF "1.end.json: not an evaluation (skipped)" err.txt ||
+        fail "compare: $(cat out.txt err.txt)"
+}
+
 "case_$CASE"
 echo "ok: $CASE"
