@@ -440,11 +440,29 @@ static void check_installed(const up_manifest *m) {
     FUZZ_CHECK(held, "procedures said installed, not on board");
 }
 
+/* Sends the upload m of payload (freed here) as the ground does: the
+ * manifest, every chunk and a status question over port 20; then checks
+ * what an "installed" answer says. */
+static void upload_whole(const up_manifest *m, uint8_t *payload) {
+    static uint8_t msg[1 + UP_CHUNK_HDR + UP_CHUNK_MAX];
+    msg[0] = 'M';
+    proto_put16(msg + 1, seq++);
+    up_manifest_encode(m, msg + 3);
+    handle(DIPP_PORT_UPLOAD, msg, 3 + UP_MANIFEST_BYTES);
+    msg[0] = 'C';
+    for (uint32_t k = 0; k < up_chunk_count(m); k++)
+        handle(DIPP_PORT_UPLOAD, msg, 1 + up_chunk_build(m, payload, k, msg + 1));
+    msg[0] = 'Q';
+    proto_put16(msg + 1, seq++);
+    handle(DIPP_PORT_UPLOAD, msg, 3);
+    free(payload);
+    check_installed(m);
+}
+
 /* An honest upload of procedures: the manifest, every chunk, a status
  * question, each over port 20 as the ground sends them. */
 static void send_upload(const uint8_t *body, size_t len) {
     static const char *const names[] = {"plan", "survey", "many", "plan_v2"};
-    static uint8_t msg[1 + UP_CHUNK_HDR + UP_CHUNK_MAX];
     up_manifest m = {.kind = UP_KIND_PROCS, .chunk_size = DISH_PACKET,
                      .key_serial = ground.serial, .abi = DISH_VERSION};
     uint8_t *payload = NULL;
@@ -458,18 +476,7 @@ static void send_upload(const uint8_t *body, size_t len) {
         up_prepare(&m, image, size, NULL, 0, len > 0 && body[0] & 4 ? 3 : 0, ground.sk,
                    &payload, err, sizeof err))
         return;
-    msg[0] = 'M';
-    proto_put16(msg + 1, seq++);
-    up_manifest_encode(&m, msg + 3);
-    handle(DIPP_PORT_UPLOAD, msg, 3 + UP_MANIFEST_BYTES);
-    msg[0] = 'C';
-    for (uint32_t k = 0; k < up_chunk_count(&m); k++)
-        handle(DIPP_PORT_UPLOAD, msg, 1 + up_chunk_build(&m, payload, k, msg + 1));
-    msg[0] = 'Q';
-    proto_put16(msg + 1, seq++);
-    handle(DIPP_PORT_UPLOAD, msg, 3);
-    free(payload);
-    check_installed(&m);
+    upload_whole(&m, payload);
 }
 
 /* The test modules (tests/orbit/modules, built there), read once: the
@@ -498,7 +505,6 @@ static void read_modules(void) {
  * port 20; a delta against the active version's file on board. */
 static void send_module(const uint8_t *body, size_t len) {
     static const char *const names[] = {"debayer", "downsample", "encode_png", "m1"};
-    static uint8_t msg[1 + UP_CHUNK_HDR + UP_CHUNK_MAX];
     size_t k = len > 0 ? body[0] % MODS : 0;
     uint8_t *payload = NULL, *base = NULL;
     size_t base_len = 0;
@@ -521,18 +527,7 @@ static void send_module(const uint8_t *body, size_t len) {
     free(base);
     if (rc)
         return;
-    msg[0] = 'M';
-    proto_put16(msg + 1, seq++);
-    up_manifest_encode(&m, msg + 3);
-    handle(DIPP_PORT_UPLOAD, msg, 3 + UP_MANIFEST_BYTES);
-    msg[0] = 'C';
-    for (uint32_t c = 0; c < up_chunk_count(&m); c++)
-        handle(DIPP_PORT_UPLOAD, msg, 1 + up_chunk_build(&m, payload, c, msg + 1));
-    msg[0] = 'Q';
-    proto_put16(msg + 1, seq++);
-    handle(DIPP_PORT_UPLOAD, msg, 3);
-    free(payload);
-    check_installed(&m);
+    upload_whole(&m, payload);
 }
 
 /* ---- the satellite ---- */
