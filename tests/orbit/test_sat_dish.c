@@ -422,6 +422,19 @@ static proto_status resend(sat *b, const up_manifest *m) {
     return ps;
 }
 
+/* b as the satellite opens it in DIR: its DISH store, and its update
+ * store taking procedures too, updates signed by k. */
+static void open_board(sat *b, const test_key *k) {
+    up_config cfg = up_config_default();
+    up_result r;
+    memset(b, 0, sizeof *b);
+    faultfs_install();
+    sat_dish_open(&b->dish, DIR, 0);
+    cfg.accept = sat_dish_accept, cfg.accept_ctx = &b->dish;
+    cfg.procs_max_bytes = DISH_MAX_IMAGE, cfg.procs_version = DISH_VERSION;
+    assert_int_equal(up_open(&b->up, DIR, k->pk, &cfg, test_stub_run, NULL, &r), 0);
+}
+
 /* A name is a module's or a procedure set's, whichever was installed
  * under it first: an image of procedures under a module's name is refused
  * at its manifest, and a module under a procedure set's. The image was
@@ -432,15 +445,9 @@ static void test_names_keep_their_kind(void **state) {
     (void)state;
     static sat b;
     test_key k = test_key_make(1);
-    up_config cfg = up_config_default();
     up_result r;
     uint8_t *mod = test_elf(3000, 1, NULL), *payload;
-    memset(&b, 0, sizeof b);
-    faultfs_install();
-    sat_dish_open(&b.dish, DIR, 0);
-    cfg.accept = sat_dish_accept, cfg.accept_ctx = &b.dish;
-    cfg.procs_max_bytes = DISH_MAX_IMAGE, cfg.procs_version = DISH_VERSION;
-    assert_int_equal(up_open(&b.up, DIR, k.pk, &cfg, test_stub_run, NULL, &r), 0);
+    open_board(&b, &k);
     up_manifest m = test_manifest("debayer", 2, mod, 3000, NULL, 0, &k, &payload);
     assert_int_equal(test_send(&b.up, &m, payload, &r), 0);
     free(payload), free(mod);
@@ -523,15 +530,9 @@ static void test_full_listing_fits_frames(void **state) {
     static sat b;
     static uint8_t image[DISH_MAX_IMAGE];
     test_key k = test_key_make(1);
-    up_config cfg = up_config_default();
     up_result r;
     char text[2048], err[256];
-    memset(&b, 0, sizeof b);
-    faultfs_install();
-    sat_dish_open(&b.dish, DIR, 0);
-    cfg.accept = sat_dish_accept, cfg.accept_ctx = &b.dish;
-    cfg.procs_max_bytes = DISH_MAX_IMAGE, cfg.procs_version = DISH_VERSION;
-    assert_int_equal(up_open(&b.up, DIR, k.pk, &cfg, test_stub_run, NULL, &r), 0);
+    open_board(&b, &k);
     for (int first = 0; first < DISH_SLOTS; first += 16) {
         size_t n = (size_t)snprintf(text, sizeof text, "slot %d\n", first);
         for (int j = first; j < first + 16 && j < DISH_SLOTS; j++)
@@ -584,16 +585,10 @@ static void test_deleted_procs_not_active(void **state) {
     (void)state;
     static sat b;
     test_key k = test_key_make(1);
-    up_config cfg = up_config_default();
     up_result r;
     uint8_t *payload;
     csp_id id = {.dport = DIPP_PORT_PROCS, .sport = DIPP_PORT_PROCS};
-    memset(&b, 0, sizeof b);
-    faultfs_install();
-    sat_dish_open(&b.dish, DIR, 0);
-    cfg.accept = sat_dish_accept, cfg.accept_ctx = &b.dish;
-    cfg.procs_max_bytes = DISH_MAX_IMAGE, cfg.procs_version = DISH_VERSION;
-    assert_int_equal(up_open(&b.up, DIR, k.pk, &cfg, test_stub_run, NULL, &r), 0);
+    open_board(&b, &k);
     up_manifest m = procs_manifest("t", 1, img, (size_t)img_len, 0, &payload);
     assert_int_equal(test_send(&b.up, &m, payload, &r), 0);
     free(payload);
