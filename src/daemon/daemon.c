@@ -445,6 +445,10 @@ static void on_tick(uv_timer_t *t) {
     d_maybe_exit(d);
 }
 
+/* Children reaped in one turn whose jobs alone are looked at; past it,
+ * every running job is. */
+#define D_REAPED_MAX 64
+
 /* The work of the SIGCHLDs caught in one loop turn, done once after its
  * poll. Done in the signal's own callback, it kept aegisd from its clients
  * while short jobs churned: libuv drains its signal pipe until it is
@@ -455,12 +459,18 @@ static void on_children_ended(uv_check_t *h) {
     d_daemon *d = h->data;
     uv_check_stop(h);
     int status;
-    pid_t pid;
+    pid_t pid, reaped[D_REAPED_MAX];
+    size_t nreaped = 0;
+    bool more = false; /* than reaped holds: every job is looked at */
     d_turn_begin(d);
-    while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
-        if (!d_notify_reaped(d, pid, status)) /* a shim's end is in */
-            d_scontrol_reaped(d, pid, status);   /* its file */
-    d_jobs_check_exits(d);
+    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+        if (d_notify_reaped(d, pid, status)) continue;
+        d_scontrol_reaped(d, pid, status); /* a shim's end is in its file */
+        if (nreaped < D_REAPED_MAX) reaped[nreaped++] = pid;
+        else more = true;
+    }
+    if (more) d_jobs_check_exits(d);
+    else d_jobs_check_reaped(d, reaped, nreaped);
     d_jobs_schedule(d);
     d_turn_end(d);
     d_maybe_exit(d);

@@ -482,7 +482,13 @@ void d_turn_end(d_daemon *d);
  * now or at the end of the turn. */
 void d_status_settled(d_daemon *d, int64_t id, int n, int committed);
 void d_jobs_schedule(d_daemon *d);
+/* Ends of running jobs, read from their status files: every job's (the
+ * tick: a job adopted after a restart is no child of this aegisd), or
+ * after a SIGCHLD only those whose watcher may be among the n pids
+ * reaped (a turn of a churn ends one job of many: reading every status
+ * file was a sixth of aegisd's CPU). */
 void d_jobs_check_exits(d_daemon *d);
+void d_jobs_check_reaped(d_daemon *d, const pid_t *reaped, size_t n);
 void d_jobs_tick(d_daemon *d);              /* telemetry, observation */
 /* Most watts one GPU draws (the largest boards, 1.2 kW), with room: a
  * counter rising faster is a glitch, not energy to charge. */

@@ -281,6 +281,14 @@ pid_t exec_parent(pid_t pid);
 bool exec_leads_job(pid_t job_pid, pid_t shim_pid,
                     unsigned long long shim_start);
 
+/* May the watcher shim_pid have ended, now that the n children in
+ * reaped were reaped? Yes if it is one of them, or unknown yet (0: its
+ * spawn has not reported it, and a watcher may end before that). A job
+ * ends with its watcher's exit, so any other watcher still runs, and its
+ * status file need not be read. */
+bool exec_watcher_may_have_ended(pid_t shim_pid, const pid_t *reaped,
+                                 size_t n);
+
 /* Is pid's command name (/proc/PID/comm, at most 15 bytes) name? */
 bool exec_named(pid_t pid, const char *name);
 

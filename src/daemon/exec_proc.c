@@ -73,6 +73,14 @@ bool exec_leads_job(pid_t job_pid, pid_t shim_pid,
            exec_alive(shim_pid, shim_start);
 }
 
+bool exec_watcher_may_have_ended(pid_t shim_pid, const pid_t *reaped,
+                                 size_t n) {
+    if (shim_pid <= 0) return true;
+    for (size_t i = 0; i < n; i++)
+        if (reaped[i] == shim_pid) return true;
+    return false;
+}
+
 bool exec_named(pid_t pid, const char *name) {
     char path[64], comm[64];
     snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);

@@ -632,8 +632,10 @@ void d_job_ended(d_daemon *d, d_job *job, const exec_record *rec) {
 }
 
 /* In id order, the running jobs as they were at the start: an end may
- * end others (a feed's producer), or requeue its job. */
-void d_jobs_check_exits(d_daemon *d) {
+ * end others (a feed's producer), or requeue its job. Each one's status
+ * file is read where reaped is NULL, else only those whose watcher may
+ * be among the nreaped children reaped. */
+static void d_jobs_check(d_daemon *d, const pid_t *reaped, size_t nreaped) {
     double now = d_now(d);
     d_turn_begin(d);
     size_t n;
@@ -646,12 +648,21 @@ void d_jobs_check_exits(d_daemon *d) {
             d_job_signal(job, SIGKILL);
             job->kill_at = now + CORE_KILL_GRACE_S;
         }
+        if (reaped &&
+            !exec_watcher_may_have_ended(job->shim_pid, reaped, nreaped))
+            continue;
         exec_record rec;
         d_job_probe(d, job, &rec);
         if (rec.state != EXEC_LIVE) d_job_ended(d, job, &rec);
     }
     free(ids);
     d_turn_end(d);
+}
+
+void d_jobs_check_exits(d_daemon *d) { d_jobs_check(d, NULL, 0); }
+
+void d_jobs_check_reaped(d_daemon *d, const pid_t *reaped, size_t n) {
+    d_jobs_check(d, reaped, n);
 }
 
 void d_job_leave_core(d_daemon *d, d_job *job) {

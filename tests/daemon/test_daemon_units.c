@@ -1218,6 +1218,21 @@ static exec_spec attempt_spec(int64_t id, const char **argv, const char *run_dir
 
 /* A real attempt: its record names its pids while it runs, and its wait
  * status, and the processes it left behind (killed), once it ended. */
+/* Which watchers a SIGCHLD turn reads the status file of: one reaped
+ * (first, last, not past the n given), one whose pid is unknown yet;
+ * none other, whatever was reaped. */
+static void test_watcher_may_have_ended(void **state) {
+    (void)state;
+    const pid_t reaped[] = {4100, 4200, 4300};
+    assert_true(exec_watcher_may_have_ended(4100, reaped, 3));
+    assert_true(exec_watcher_may_have_ended(4300, reaped, 3));
+    assert_false(exec_watcher_may_have_ended(4150, reaped, 3));
+    assert_false(exec_watcher_may_have_ended(4300, reaped, 2));
+    assert_false(exec_watcher_may_have_ended(4100, reaped, 0));
+    assert_true(exec_watcher_may_have_ended(0, reaped, 3));
+    assert_true(exec_watcher_may_have_ended(0, reaped, 0));
+}
+
 static void test_status_of_a_run(void **state) {
     char run_dir[300], log_dir[300];
     int log_dirfd = attempt_dirs("", run_dir, log_dir);
@@ -1246,12 +1261,18 @@ static void test_status_of_a_run(void **state) {
     assert_false(exec_leads_job(getpid(), run.shim_pid, run.shim_start));
     assert_false(exec_leads_job(rec.job_pid, run.shim_pid,
                                 run.shim_start + 1));
+    /* a turn that reaped another child skips its status file */
+    pid_t other = getpid();
+    assert_false(exec_watcher_may_have_ended(run.shim_pid, &other, 1));
     write_file("go", "");
     rec = wait_probe(run_dir, 9, false);
     assert_int_equal(rec.state, EXEC_ENDED);
     assert_true(WIFEXITED(rec.status) && WEXITSTATUS(rec.status) == 3);
     assert_int_equal(rec.left, 2);
-    waitpid(run.shim_pid, NULL, 0);
+    /* its end is a child of ours reaped, the pid its spawn reported */
+    pid_t reaped = waitpid(run.shim_pid, NULL, 0);
+    assert_int_equal(reaped, run.shim_pid);
+    assert_true(exec_watcher_may_have_ended(run.shim_pid, &reaped, 1));
     assert_false(exec_leads_job(rec.job_pid, run.shim_pid, run.shim_start));
     exec_spares spares = {0};
     exec_status_retire(run_dir, &spares, 9, 1);
@@ -1846,6 +1867,7 @@ int main(void) {
         cmocka_unit_test(test_classify_tail),
         cmocka_unit_test(test_job_vars),
         cmocka_unit_test(test_status_probe),
+        cmocka_unit_test(test_watcher_may_have_ended),
         cmocka_unit_test(test_status_of_a_run),
         cmocka_unit_test(test_status_files_recycled),
         cmocka_unit_test(test_spare_never_named_stale),
