@@ -685,9 +685,21 @@ void d_job_cancel(d_daemon *d, d_job *job) {
     job->cancelling = true;
     double grace = job->cancel_at + CORE_KILL_GRACE_S - d_wall();
     job->kill_at = d_now(d) + (grace > 0 ? grace : 0);
-    d_job_signal(job, SIGTERM);
-    store_event(d->st, job->id, d_wall(), "cancel: SIGTERM sent to session %d",
-                (int)job->job_pid);
+    if (job->job_pid <= 0 && job->kind->watched) {
+        /* started since the last look: its pids are in its status file
+         * only. Read now, they get the SIGTERM at once (d_job_probe sends
+         * it), not at the next look, up to a second later. */
+        exec_record rec;
+        d_job_probe(d, job, &rec);
+    } else {
+        d_job_signal(job, SIGTERM);
+    }
+    if (job->job_pid <= 0 && job->kind->watched)
+        store_event(d->st, job->id, d_wall(), "cancel: SIGTERM to be sent "
+                    "once its watcher has started it");
+    else
+        store_event(d->st, job->id, d_wall(),
+                    "cancel: SIGTERM sent to session %d", (int)job->job_pid);
 }
 
 /* ---- ends its kind reports ------------------------------------------------- */

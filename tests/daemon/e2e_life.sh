@@ -303,6 +303,24 @@ case_life_cancel() {
     [ -s terms ] || fail "the job never got SIGTERM"
 }
 
+# A job cancelled right after it started (before aegisd's next look at
+# its status file, each second) gets its SIGTERM at once: its pids are read
+# as the cancel is, and the cancel's event names its session.
+case_life_cancel_prompt() {
+    start
+    cd "$DIR/work"
+    id=$("$AEGIS" submit -- sh -c 'trap "echo TERM >> terms; exit 0" TERM
+        touch started; while :; do sleep 0.1; done') || fail submit
+    until [ -e started ]; do sleep 0.01; done
+    "$AEGIS" cancel "$id" | grep -q "cancelled $id" || fail "cancel not answered"
+    "$AEGIS" show --json "$id" | pyjson "
+ev=[e for e in d['events'] if 'cancel: SIGTERM' in str(e)]
+assert ev and 'sent to session' in str(ev[-1]) and 'session 0' not in str(ev[-1]), ev" ||
+        fail "SIGTERM not sent as the cancel was: $("$AEGIS" show "$id")"
+    "$AEGIS" wait "$id" | grep -q cancelled || fail "not cancelled: $("$AEGIS" show "$id")"
+    [ -s terms ] || fail "the job never got SIGTERM"
+}
+
 # A cancelled job keeps its GPU until its processes have gone: one that
 # saves a checkpoint as it stops (--linger) still holds its memory, so a
 # job that needs that memory waits for it, where starting at once it ran
