@@ -179,16 +179,6 @@ bool client_request_path(const char *cmd, const char *what, const char *path,
     return false;
 }
 
-json_t *client_json_text(const char *text) {
-    size_t size = strlen(text) + 1; /* text_as_utf8() makes none longer */
-    char *utf8 = malloc(size);
-    if (!utf8) return NULL;
-    text_as_utf8(utf8, size, text);
-    json_t *s = json_string(utf8);
-    free(utf8);
-    return s;
-}
-
 /* Writes text to stdout with each character a terminal would act on
  * (text_safe.h) replaced: by '?', or with json by its \uXXXX escape (a
  * raw newline kept: JSON_INDENT's layout; one in a string is escaped by
