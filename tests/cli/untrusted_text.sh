@@ -10,6 +10,7 @@
 # folder must be UTF-8: test_text_safe.c covers the overlong forms.)
 set -u
 aegis=$1 fake=$2
+here=$(cd "$(dirname "$0")" && pwd)
 dir=$(mktemp -d)
 fake_pid=
 cleanup() {
@@ -170,5 +171,17 @@ assert [(r['trigger'], r['bytes']) for r in rows] == [(0, 3)], rows
 assert rows[0]['path'].endswith('/st?\x1b/pipelines/p2/models/0.model'), rows" ||
     { echo "FAIL pipeline models --json (path not UTF-8): not read back"
       fails=$((fails + 1)); }
+
+# A model description's file name is any bytes: estimate's line, and the
+# warnings and errors naming the file, show it safe (a byte not UTF-8 as
+# '?' too), and --json escapes it.
+models=$here/../../data/models
+desc="$dir/m"$'\xff\x1b[2J\xe2\x80\xae'".json"
+cp "$models/resnet50_imagenet_bs32_1gpu.json" "$desc"
+check "estimate (file name)" "m??[2J?.json: " "$aegis" estimate "$desc"
+check "estimate --json (file name)" '"file":"'"$dir"'/m?\u001B[2J\u202e.json"' \
+    "$aegis" estimate --json "$desc"
+printf '{"model": "x"}' > "$desc"
+check "estimate (bad file)" "m??[2J?.json" "$aegis" estimate "$desc"
 
 [ "$fails" -eq 0 ] || exit 1
