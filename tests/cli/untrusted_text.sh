@@ -95,6 +95,14 @@ assert d['dir'].endswith('\x9b31m') and '\u202e' in d['pattern'], d" ||
 check "dataset ls" "data?31m" "$aegis" dataset ls
 check "dataset ls --json" 'data\u009b31m"' "$aegis" dataset ls --json
 
+# A folder under datasets/ named with bytes that are not UTF-8 and
+# controls (no dataset's name): ls names it on stderr, shown safe, and
+# lists the others.
+mkdir "$dir/state/datasets/bad"$'\xff\x1b[2J\xc2\x9b'
+check "dataset ls (folder not UTF-8)" "'bad??[2J?' is not a dataset name" \
+    "$aegis" dataset ls
+rmdir "$dir/state/datasets/bad"$'\xff\x1b[2J\xc2\x9b'
+
 # A data file's name is not UTF-8 (any user may name a file so): its bad
 # record is listed all the same, each such byte as '?', in text and in
 # --json (jansson takes no such string: the row was left out of --json);
