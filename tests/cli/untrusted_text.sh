@@ -138,6 +138,23 @@ check "pipeline show (not UTF-8)" "1        200          6        a????b" \
 check "pipeline show --json (not UTF-8)" '"state":"a???\u001Bb"' \
     "$aegis" pipeline show p1 --json
 
+# A kept evaluation is a file in the pipeline's folder: a failed one's
+# job and error, and a result's handler and metric names, are shown safe
+# by show --eval.
+mkdir -p "$pdir/p3/evals"
+printf 'fire 0 100\njob 0 5 -1\nend 0 done\n' > "$pdir/p3/triggers.log"
+printf '%s\n' '{"model": 0, "execution_time": "after_training",' \
+    '"job": "j\u001b[2J", "state": "failed", "error": "e\u009b31m\u202ex"}' \
+    > "$pdir/p3/evals/0.train.json"
+printf '%s\n' '{"model": 1, "execution_time": "after_training", "job": "j",' \
+    '"state": "done", "results": [{"handler": "h\u001b[2J", "start": null,' \
+    '"end": null, "samples": 4, "metrics": {"A\u202ecc": 1.0}}]}' \
+    > "$pdir/p3/evals/1.train.json"
+check "pipeline show --eval (failed)" "after_training  failed (j?[2J): e?31m?x" \
+    "$aegis" pipeline show p3 --eval
+check "pipeline show --eval (handler)" "h?[2J" "$aegis" pipeline show p3 --eval
+check "pipeline show --eval (metric)" "A?cc=1.0000" "$aegis" pipeline show p3 --eval
+
 # A pipeline folder named by hand with a byte that is not UTF-8 (aegisd
 # runs none such: no supervisor row): show lists its triggers, and its
 # name with each such byte as '?' in --json (its rows were lost, and
