@@ -33,21 +33,31 @@ void client_cmd_line(json_t *cmd, char *line, size_t size) {
 /* The largest uid: (uid_t)-1 is no one's, the "no change" of chown(2). */
 #define CLIENT_MAX_UID ((unsigned long long)(uid_t)-1 - 1)
 
-bool client_user_exists(const char *cmd, const char *user) {
+const char *client_user_filter(const char *cmd, const char *user,
+                               char uid_text[CLIENT_UID_TEXT]) {
     if (user[0] && strspn(user, "0123456789") == strlen(user)) {
         /* aegisd matches the uid as text: one past uid_t matches no job,
          * and an empty list would say the user has none */
         errno = 0;
         unsigned long long uid = strtoull(user, NULL, 10);
-        if (errno == 0 && uid <= CLIENT_MAX_UID) return true;
+        if (errno == 0 && uid <= CLIENT_MAX_UID) return user;
         fprintf(stderr, "aegis %s: -u %s: not a uid (at most %llu)\n", cmd,
                 user, CLIENT_MAX_UID);
-        return false;
+        return NULL;
     }
-    if (getpwnam(user)) return true;
+    const struct passwd *pw = getpwnam(user);
+    if (pw && text_is_utf8(user)) return user;
+    /* jansson takes no such string: the request went without a user, and
+     * every user's jobs were listed. aegisd matches the uid too. */
+    if (pw) {
+        snprintf(uid_text, CLIENT_UID_TEXT, "%lu", (unsigned long)pw->pw_uid);
+        return uid_text;
+    }
+    char safe[256];
+    text_safe(safe, sizeof(safe), user);
     fprintf(stderr, "aegis %s: -u %s: no such user on this machine (a login "
-            "name or a uid)\n", cmd, user);
-    return false;
+            "name or a uid)\n", cmd, safe);
+    return NULL;
 }
 
 int client_parse_id(const char *cmd, const char *text, json_int_t *id) {
@@ -136,8 +146,8 @@ int client_options(const char *cmd, int argc, char **argv, const char *help,
         case 'e': f->err_stream = 1; break;
         case 'b': f->both = 1; break;
         case 'u':
-            if (!client_user_exists(cmd, optarg)) return CLI_USAGE;
-            f->user = optarg;
+            f->user = client_user_filter(cmd, optarg, f->user_uid);
+            if (!f->user) return CLI_USAGE;
             break;
         case 'S': f->states = optarg; break;
         case 'l': f->limit = optarg; break;
@@ -177,16 +187,6 @@ bool client_request_path(const char *cmd, const char *what, const char *path,
     if (submit_path_ok(what, path, remedy, err, sizeof(err))) return true;
     fprintf(stderr, "aegis %s: %s\n", cmd, err);
     return false;
-}
-
-json_t *client_json_text(const char *text) {
-    size_t size = strlen(text) + 1; /* text_as_utf8() makes none longer */
-    char *utf8 = malloc(size);
-    if (!utf8) return NULL;
-    text_as_utf8(utf8, size, text);
-    json_t *s = json_string(utf8);
-    free(utf8);
-    return s;
 }
 
 /* Writes text to stdout with each character a terminal would act on

@@ -99,6 +99,9 @@ void client_complaints_to(char *buf, size_t size);
 void client_complain(const char *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* A uid as decimal text, its NUL included: 10 digits for 32 bits. */
+#define CLIENT_UID_TEXT 24
+
 /* The options the client subcommands share; each allows a subset. */
 typedef struct client_flags {
     const char *socket;
@@ -107,7 +110,10 @@ typedef struct client_flags {
     int follow;             /* -f, --follow */
     int err_stream;         /* --stderr */
     int both;               /* --both (log) */
-    const char *user;       /* -u, --user USER (ls); NULL: anyone */
+    const char *user;       /* -u, --user USER (ls) as aegisd's filter
+                               (client_user_filter()); NULL: anyone */
+    char user_uid[CLIENT_UID_TEXT]; /* what user points to when -u named
+                                       a login name that is not UTF-8 */
     const char *states;     /* --state S[,S...] (ls); NULL: any */
     const char *limit;      /* --limit N (ls); NULL: not given */
     const char *reason;     /* --reason TEXT (drain); NULL: none */
@@ -120,9 +126,13 @@ typedef struct client_flags {
     int first_arg;          /* argv index of the first operand */
 } client_flags;
 
-/* Whether user (-u) is a login name of this machine or a uid; said on
- * stderr, naming the command, when not. */
-bool client_user_exists(const char *cmd, const char *user);
+/* user (-u) as a request's "user" filter: user itself when it is a uid
+ * or a login name of this machine, or that user's uid, written in
+ * uid_text, when the name is not UTF-8 (a JSON request cannot carry it;
+ * aegisd matches a job's user by name or uid). NULL, said on stderr
+ * naming the command, when it is neither a uid nor a user here. */
+const char *client_user_filter(const char *cmd, const char *user,
+                               char uid_text[CLIENT_UID_TEXT]);
 
 /* Parses the options in `allowed` (letters: j --json, a --all, f
  * --follow, e --stderr, b --both, u --user, S --state, l --limit, r

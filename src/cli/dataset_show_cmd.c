@@ -124,7 +124,9 @@ static int list(const char *state, int json) {
         pl_dataset *ds;
         char err[512];
         if (pl_dataset_open(state, names[i], &ds, err, sizeof(err)) < 0) {
-            fprintf(stderr, "aegis dataset ls: %s\n", err);
+            char said[sizeof(err)]; /* it names the folder: any bytes */
+            fprintf(stderr, "aegis dataset ls: %s\n",
+                    safe(said, sizeof(said), err));
             rc = CLI_FAIL;
         } else {
             if (json)

@@ -10,6 +10,7 @@
 #include "submit.h"
 
 #include "estimate.h"
+#include "text_safe.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -126,11 +127,16 @@ static json_t *components_json(const est_components *c) {
                      "groups_mib", groups);
 }
 
+/* A description's file name and its model's are any bytes (a file
+ * another user wrote, a name as it was given): shown as text_safe()
+ * shows them. */
 static void print_text(const char *name, const est_desc *d,
                        const est_components *c, const est_result *r,
                        const estimate_cmd *cmd, double horus) {
-    printf("%s: %s, batch %ld, %s, %s, %zu layers\n", name,
-           d->model[0] ? d->model : "(unnamed model)", d->batch_size,
+    char file[4200], model[1024];
+    text_safe(file, sizeof(file), name);
+    text_safe(model, sizeof(model), d->model[0] ? d->model : "(unnamed model)");
+    printf("%s: %s, batch %ld, %s, %s, %zu layers\n", file, model, d->batch_size,
            est_optimizer_name(d->optimizer), est_precision_name(d->precision),
            d->nlayers);
     if (cmd->want & WANT_AEGIS) {
@@ -192,11 +198,19 @@ static int estimate_one(const char *name, const est_desc *d,
                             "estimates", est);
     if (out && d->nwarnings)
         json_object_set_new(out, "warnings", warnings_json(d));
-    int rc = out ? json_dumpf(out, stdout, JSON_COMPACT | JSON_REAL_PRECISION(10))
-                 : -1;
-    putchar('\n');
+    if (!out) return -1;
+    /* controls in the name, kept by client_json_text(), escaped */
+    client_print_json_as(out, JSON_COMPACT | JSON_REAL_PRECISION(10));
     json_decref(out);
-    return rc;
+    return ferror(stdout) ? -1 : 0;
+}
+
+/* Why a description could not be read: the message names its file and
+ * may quote it, any bytes, so it is shown safe. */
+static void estimate_error(const char *err) {
+    char safe[512]; /* the size of the callers' err */
+    text_safe(safe, sizeof(safe), err);
+    fprintf(stderr, "aegis estimate: %s\n", safe);
 }
 
 /* Folds the status of one input into the command's: a bad input (2) is
@@ -262,7 +276,7 @@ static int estimate_stdin(const estimate_cmd *cmd) {
         snprintf(name, sizeof(name), "<stdin>:%d", lineno);
         if (n < 0) {
             line_error(n, name, err, sizeof(err));
-            fprintf(stderr, "aegis estimate: %s\n", err);
+            estimate_error(err);
             rc = n == -1 ? CLI_FAIL : worst(rc, CLI_USAGE);
             break;
         }
@@ -275,7 +289,7 @@ static int estimate_stdin(const estimate_cmd *cmd) {
         if (!root)
             snprintf(err, sizeof(err), "%s: bad JSON: %s", name, jerr.text);
         if (!d) {
-            fprintf(stderr, "aegis estimate: %s\n", err);
+            estimate_error(err);
             rc = worst(rc, CLI_USAGE);
         } else if (estimate_one(name, d, cmd) < 0) {
             rc = CLI_FAIL;
@@ -297,7 +311,7 @@ static int estimate_file(const char *path, const estimate_cmd *cmd) {
     char err[512];
     est_desc *d = est_desc_load(path, err, sizeof(err));
     if (!d) {
-        fprintf(stderr, "aegis estimate: %s\n", err);
+        estimate_error(err);
         return CLI_USAGE;
     }
     int rc = estimate_one(path, d, cmd) < 0 ? CLI_FAIL : CLI_OK;

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "feed_admin.h"
+#include "feed_json.h"
 #include "text_safe.h"
 
 static const char help[] =
@@ -155,6 +156,16 @@ static void feed_print_managed(bool json) {
     json_decref(ans);
 }
 
+/* One JSON object per feed and line: what gc did with it, or (ls) the
+ * feed. */
+static void feed_print_json(const feed_info *feeds, size_t n, bool gc) {
+    for (size_t i = 0; i < n; i++) {
+        json_t *row = (gc ? feed_gc_json : feed_json)(&feeds[i]);
+        client_print_json_as(row, FEED_JSON_FLAGS);
+        json_decref(row);
+    }
+}
+
 int cli_feed(int argc, char **argv) {
     int json = argc == 3 && strcmp(argv[2], "--json") == 0;
     if (argc >= 2 && (strcmp(argv[1], "--help") == 0 ||
@@ -181,10 +192,12 @@ int cli_feed(int argc, char **argv) {
     }
     if (n == 0 && !json)
         printf(gc ? "nothing to remove\n" : "no feeds\n");
+    else if (json)
+        feed_print_json(feeds, n, gc);
     else if (gc)
-        feed_print_gc(stdout, feeds, n, json);
+        feed_print_gc(stdout, feeds, n);
     else
-        feed_print(stdout, feeds, n, json);
+        feed_print(stdout, feeds, n);
     free(feeds);
     if (ls) feed_print_managed(json);
     return CLI_OK;

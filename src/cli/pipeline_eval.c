@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "client.h"
+#include "text_safe.h"
 
 #include <dirent.h>
 #include <inttypes.h>
@@ -52,11 +53,21 @@ static bool pe_is_evaluation(json_t *doc) {
            (strcmp(state, "done") != 0 || pe_results_ok(doc));
 }
 
-/* doc's text field key, or "-" where it has none (a failed evaluation's
- * job or error). */
-static const char *pe_text(json_t *doc, const char *key) {
+/* A kept evaluation is a file in the pipeline's folder, which its user
+ * (or whoever wrote it) may fill with any text: each text of it printed
+ * is shown as text_safe() shows it, in buf (PE_TEXT bytes: the longest
+ * error the supervisor writes, sup_eval.c's why[4600], shown whole). */
+#define PE_TEXT 4608
+static const char *pe_safe(const char *text, char *buf) {
+    text_safe(buf, PE_TEXT, text);
+    return buf;
+}
+
+/* doc's text field key shown safe, or "-" where it has none (a failed
+ * evaluation's job or error). */
+static const char *pe_text(json_t *doc, const char *key, char *buf) {
     const char *text = json_string_value(json_object_get(doc, key));
-    return text ? text : "-";
+    return text ? pe_safe(text, buf) : "-";
 }
 
 json_t *pv_eval_load(const char *dir) {
@@ -74,8 +85,10 @@ json_t *pv_eval_load(const char *dir) {
             json_array_append_new(docs, doc);
             continue;
         }
-        fprintf(stderr, "aegis pipeline: %s: %s (skipped)\n", path,
-                doc ? "not an evaluation" : jerr.text);
+        char file[sizeof(path)], why[PE_TEXT]; /* jerr may quote it */
+        text_safe(file, sizeof(file), path);
+        fprintf(stderr, "aegis pipeline: %s: %s (skipped)\n", file,
+                doc ? "not an evaluation" : pe_safe(jerr.text, why));
         json_decref(doc);
     }
     if (d) closedir(d);
@@ -101,22 +114,21 @@ static void pe_bound(json_t *v, const char *open, char *buf, size_t size) {
 
 /* One result line: model, when, handler, window, samples, metrics. */
 static void pe_print_result(json_t *doc, json_t *res) {
-    char from[32], to[32];
+    char from[32], to[32], when[PE_TEXT], handler[PE_TEXT], name[PE_TEXT];
     pe_bound(json_object_get(res, "start"), "-inf", from, sizeof(from));
     pe_bound(json_object_get(res, "end"), "inf", to, sizeof(to));
     printf("%-6" JSON_INTEGER_FORMAT " %-15s %-14s %-11s %-11s %-8"
            JSON_INTEGER_FORMAT,
            json_integer_value(json_object_get(doc, "model")),
-           json_string_value(json_object_get(doc, "execution_time")),
-           json_string_value(json_object_get(res, "handler")), from, to,
-           json_integer_value(json_object_get(res, "samples")));
+           pe_text(doc, "execution_time", when), pe_text(res, "handler", handler),
+           from, to, json_integer_value(json_object_get(res, "samples")));
     const char *metric;
     json_t *v;
     json_object_foreach(json_object_get(res, "metrics"), metric, v) {
         if (json_is_number(v))
-            printf(" %s=%.4f", metric, json_number_value(v));
+            printf(" %s=%.4f", pe_safe(metric, name), json_number_value(v));
         else
-            printf(" %s=-", metric);
+            printf(" %s=-", pe_safe(metric, name));
     }
     putchar('\n');
 }
@@ -124,11 +136,12 @@ static void pe_print_result(json_t *doc, json_t *res) {
 static void pe_print_doc(json_t *doc) {
     json_t *res;
     size_t i;
+    char when[PE_TEXT], job[PE_TEXT], error[PE_TEXT];
     if (strcmp(json_string_value(json_object_get(doc, "state")), "done")) {
         printf("%-6" JSON_INTEGER_FORMAT " %-15s failed (%s): %s\n",
                json_integer_value(json_object_get(doc, "model")),
-               json_string_value(json_object_get(doc, "execution_time")),
-               pe_text(doc, "job"), pe_text(doc, "error"));
+               pe_text(doc, "execution_time", when), pe_text(doc, "job", job),
+               pe_text(doc, "error", error));
         return;
     }
     json_array_foreach(json_object_get(doc, "results"), i, res)

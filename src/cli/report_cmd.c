@@ -194,6 +194,7 @@ int cli_report(int argc, char **argv) {
         {NULL, 0, NULL, 0},
     };
     const char *socket = NULL, *user = NULL;
+    char user_uid[CLIENT_UID_TEXT];
     int csv = 0, json = 0, ch;
     double since = 0, until = 0;
     bool has_until = false;
@@ -204,8 +205,8 @@ int cli_report(int argc, char **argv) {
         case 'c': csv = 1; break;
         case 'j': json = 1; break;
         case 'u':
-            if (!client_user_exists("report", optarg)) return CLI_USAGE;
-            user = optarg;
+            user = client_user_filter("report", optarg, user_uid);
+            if (!user) return CLI_USAGE;
             break;
         case 't':
             if (report_parse_time("since", optarg, &since) != 0)

@@ -61,9 +61,10 @@ void submit_desc_warnings(const char *cmd, const char *name,
     for (size_t i = 0; i < d->nwarnings; i++) {
         /* a description is any file: its text must not drive the
          * terminal (escape sequences) */
-        char safe[1024];
+        char safe[1024], file[4200];
         text_safe(safe, sizeof(safe), d->warnings[i]);
-        fprintf(stderr, "aegis %s: %s: warning: %s\n", cmd, name, safe);
+        text_safe(file, sizeof(file), name); /* a file's name: any bytes */
+        fprintf(stderr, "aegis %s: %s: warning: %s\n", cmd, file, safe);
     }
 }
 

@@ -176,7 +176,7 @@ int feed_gc(feed_info **out, size_t *n, feed_err *err) {
     return scan(out, n, 1, err);
 }
 
-static const char *producer_state(const feed_info *fi) {
+const char *feed_producer_state(const feed_info *fi) {
     if (!fi->readable) return "unreadable";
     if (fi->corrupt[0]) return "corrupt";
     if (!fi->ready) return "half-made";
@@ -184,36 +184,9 @@ static const char *producer_state(const feed_info *fi) {
     return fi->producer_alive ? "alive" : "dead";
 }
 
-/* "corrupt" is null or why the segment is. */
-static void print_json(FILE *f, const feed_info *fi) {
-    fprintf(f,
-            "{\"name\":\"%s\",\"owner\":\"%s\",\"producer_pid\":%d,"
-            "\"producer\":\"%s\",\"corrupt\":%s%s%s,"
-            "\"epoch\":%llu,\"epoch_batches\":%llu,\"published\":%llu,"
-            "\"slots\":%u,\"bytes\":%llu,\"consumers\":[",
-            fi->name, fi->owner, (int)fi->producer_pid, producer_state(fi),
-            fi->corrupt[0] ? "\"" : "", fi->corrupt[0] ? fi->corrupt : "null",
-            fi->corrupt[0] ? "\"" : "", (unsigned long long)fi->epoch,
-            (unsigned long long)fi->epoch_index,
-            (unsigned long long)fi->head, fi->slots,
-            (unsigned long long)fi->bytes);
-    for (int i = 0; i < fi->nconsumers; i++) {
-        const feed_consumer_info *c = &fi->consumers[i];
-        fprintf(f,
-                "%s{\"pid\":%d,\"alive\":%s,\"batch_size\":%u,\"epoch\":%llu,"
-                "\"position\":%llu,\"lag\":%llu,\"batches\":%llu,"
-                "\"idle_s\":%.3f}",
-                i ? "," : "", (int)c->pid, c->alive ? "true" : "false",
-                c->batch_size, (unsigned long long)c->epoch,
-                (unsigned long long)c->pos, (unsigned long long)c->lag,
-                (unsigned long long)c->batches, c->idle_s);
-    }
-    fprintf(f, "]}\n");
-}
-
 static void print_table(FILE *f, const feed_info *fi) {
     fprintf(f, "%-20s user %-10s producer %d (%s)  ", fi->name, fi->owner,
-            (int)fi->producer_pid, producer_state(fi));
+            (int)fi->producer_pid, feed_producer_state(fi));
     if (fi->corrupt[0])
         fprintf(f, "%s", fi->corrupt);
     else
@@ -231,13 +204,12 @@ static void print_table(FILE *f, const feed_info *fi) {
     }
 }
 
-void feed_print(FILE *f, const feed_info *feeds, size_t n, int json) {
+void feed_print(FILE *f, const feed_info *feeds, size_t n) {
     for (size_t i = 0; i < n; i++)
-        (json ? print_json : print_table)(f, &feeds[i]);
+        print_table(f, &feeds[i]);
 }
 
-/* Why gc left fi in place; NULL when it removed it. */
-static const char *gc_failure(const feed_info *fi, char *buf, size_t len) {
+const char *feed_gc_failure(const feed_info *fi, char *buf, size_t len) {
     if (fi->removed) return NULL;
     if (!fi->readable)
         snprintf(buf, len, "user %s's, which you may not open", fi->owner);
@@ -249,19 +221,12 @@ static const char *gc_failure(const feed_info *fi, char *buf, size_t len) {
     return buf;
 }
 
-void feed_print_gc(FILE *f, const feed_info *feeds, size_t n, int json) {
+void feed_print_gc(FILE *f, const feed_info *feeds, size_t n) {
     char why[160];
     for (size_t i = 0; i < n; i++) {
         const feed_info *fi = &feeds[i];
-        const char *failure = gc_failure(fi, why, sizeof why);
-        if (json && failure)
-            fprintf(f, "{\"name\":\"%s\",\"owner\":\"%s\",\"removed\":false,"
-                       "\"error\":\"%s\"}\n",
-                    fi->name, fi->owner, failure);
-        else if (json)
-            fprintf(f, "{\"name\":\"%s\",\"owner\":\"%s\",\"removed\":true}\n",
-                    fi->name, fi->owner);
-        else if (failure)
+        const char *failure = feed_gc_failure(fi, why, sizeof why);
+        if (failure)
             fprintf(f, "left %s: %s\n", fi->name, failure);
         else
             fprintf(f, "removed %s\n", fi->name);

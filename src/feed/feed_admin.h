@@ -55,10 +55,17 @@ int feed_list(feed_info **out, size_t *n, feed_err *err);
  * call unlinked it (else gc_errno says why not), and the other users'
  * segments this user cannot open, which it leaves alone. */
 int feed_gc(feed_info **out, size_t *n, feed_err *err);
-/* Print a listing, as a table or as JSON lines. */
-void feed_print(FILE *f, const feed_info *feeds, size_t n, int json);
-/* Print what feed_gc did with each feed it returned: a line each, or a
- * JSON object each ("name", "owner", "removed", and "error" when not). */
-void feed_print_gc(FILE *f, const feed_info *feeds, size_t n, int json);
+/* Print a listing as a table. Its JSON lines are the CLI's (src/cli/
+ * feed_json.h): built with jansson, which this library, linked into the
+ * Python module too, does not take. */
+void feed_print(FILE *f, const feed_info *feeds, size_t n);
+/* Print what feed_gc did with each feed it returned: a line each. */
+void feed_print_gc(FILE *f, const feed_info *feeds, size_t n);
+/* What fi's producer is: "alive", "dead", "closed", "half-made",
+ * "corrupt" or "unreadable" (a static string). */
+const char *feed_producer_state(const feed_info *fi);
+/* Why feed_gc left fi in place, written into buf; NULL when it removed
+ * it. */
+const char *feed_gc_failure(const feed_info *fi, char *buf, size_t len);
 
 #endif

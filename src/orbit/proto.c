@@ -104,12 +104,18 @@ static int ask(const ground_io *io, const up_manifest *m, int answered,
     return -1;
 }
 
+/* Sends the chunks st's bitmap marks. Its bits past the upload's last
+ * chunk name none: counted against the chunks after `first`, as
+ * first + b, 32 bits, wraps past 2^32 to a chunk the status never named
+ * (a first of 2^32 - 8 had bits 8 on resend chunks 0 on). */
 static int resend(const ground_io *io, const up_manifest *m, const uint8_t *payload,
                   const proto_status *st, uint64_t *sent) {
     uint8_t msg[1 + UP_CHUNK_HDR + UP_CHUNK_MAX];
+    uint32_t chunks = up_chunk_count(m);
+    uint32_t named = st->first < chunks ? chunks - st->first : 0;
     msg[0] = 'C';
-    for (uint32_t b = 0; b < st->nbits; b++) {
-        if (!(st->bitmap[b / 8] & (1u << (b % 8))) || st->first + b >= up_chunk_count(m))
+    for (uint32_t b = 0; b < st->nbits && b < named; b++) {
+        if (!(st->bitmap[b / 8] & (1u << (b % 8))))
             continue;
         size_t len = up_chunk_build(m, payload, st->first + b, msg + 1);
         if (io->send(io->ctx, msg, 1 + len))

@@ -201,13 +201,14 @@ size_t sat_telemetry(const sat *s, char *out, size_t cap) {
                      "batches_lost=%llu\n"
                      "last_error=%u\nlast_detail=%s\nuploads_installed=%llu\n"
                      "uploads_refused=%llu\nrollbacks=%llu\nring_images=%u\n"
-                     "ring_dropped=%llu\nkey_serial=%u\n",
+                     "ring_dropped=%llu\nkey_serial=%u\npings_too_long=%llu\n",
                      (unsigned long long)t->frames, (unsigned long long)t->frames_asleep,
                      (unsigned long long)t->images,
                      (unsigned long long)t->batches_lost, t->last_error, t->last_detail,
                      (unsigned long long)t->installed, (unsigned long long)t->refused,
                      (unsigned long long)t->rollbacks, s->images.count,
-                     (unsigned long long)s->images.dropped, s->up.idx.key_serial);
+                     (unsigned long long)s->images.dropped, s->up.idx.key_serial,
+                     (unsigned long long)t->pings_too_long);
     for (unsigned k = 0; k < t->mods && n > 0 && (size_t)n < cap; k++)
         n += snprintf(out + n, cap - (size_t)n, "ms.%s=%u\n", t->mod_name[k], t->mod_ms[k]);
     for (uint32_t k = 0; k < s->up.idx.nmods && n > 0 && (size_t)n < cap; k++)
@@ -359,12 +360,26 @@ static void on_procs(sat *s, const uint8_t *msg, size_t len, uint8_t port,
         reply(ctx, port, out, n);
 }
 
+/* A ping is echoed whole, as libcsp's ping service does, or not at all:
+ * the satellite's node sends with the CRC, so an echo of more than
+ * CSP_DATA_MAX bytes (a ping from a node that sent it without the CRC,
+ * or over the MTU) fits no frame. Handed to the node, its send failed
+ * and nothing said so; it is counted instead (pings_too_long in the
+ * telemetry), and a truncated echo would be no echo. */
+static void on_ping(sat *s, const uint8_t *msg, size_t len, uint8_t port,
+                    sat_reply_fn reply, void *ctx) {
+    if (len > CSP_DATA_MAX)
+        s->st.pings_too_long++;
+    else
+        reply(ctx, port, msg, len);
+}
+
 void sat_handle(sat *s, const csp_id *id, const uint8_t *msg, size_t len,
                 sat_reply_fn reply, void *ctx) {
     if (len == 0)
         return;
     if (id->dport == CSP_PORT_PING)
-        reply(ctx, id->sport, msg, len);
+        on_ping(s, msg, len, id->sport, reply, ctx);
     else if (id->dport == DIPP_PORT_UPLOAD)
         on_update(s, msg, len, id->sport, reply, ctx);
     else if (id->dport == DIPP_PORT_PARAM)

@@ -22,6 +22,7 @@ typedef struct sat_stats {
     uint64_t frames, images, batches_lost;
     uint64_t frames_asleep; /* shot while the main processor slept: not processed */
     uint64_t installed, refused, rollbacks;
+    uint64_t pings_too_long; /* not echoed: the echo, with its CRC, fits no frame */
     uint32_t last_error;    /* the last lost batch's or update's number */
     char last_detail[320]; /* room for a module name and a run detail */
     char mod_name[SAT_TRACKED][UP_NAME_MAX];

@@ -10,6 +10,7 @@
 # folder must be UTF-8: test_text_safe.c covers the overlong forms.)
 set -u
 aegis=$1 fake=$2
+here=$(cd "$(dirname "$0")" && pwd)
 dir=$(mktemp -d)
 fake_pid=
 cleanup() {
@@ -94,6 +95,14 @@ assert d['dir'].endswith('\x9b31m') and '\u202e' in d['pattern'], d" ||
 check "dataset ls" "data?31m" "$aegis" dataset ls
 check "dataset ls --json" 'data\u009b31m"' "$aegis" dataset ls --json
 
+# A folder under datasets/ named with bytes that are not UTF-8 and
+# controls (no dataset's name): ls names it on stderr, shown safe, and
+# lists the others.
+mkdir "$dir/state/datasets/bad"$'\xff\x1b[2J\xc2\x9b'
+check "dataset ls (folder not UTF-8)" "'bad??[2J?' is not a dataset name" \
+    "$aegis" dataset ls
+rmdir "$dir/state/datasets/bad"$'\xff\x1b[2J\xc2\x9b'
+
 # A data file's name is not UTF-8 (any user may name a file so): its bad
 # record is listed all the same, each such byte as '?', in text and in
 # --json (jansson takes no such string: the row was left out of --json);
@@ -128,6 +137,23 @@ check "pipeline show (not UTF-8)" "1        200          6        a????b" \
     "$aegis" pipeline show p1
 check "pipeline show --json (not UTF-8)" '"state":"a???\u001Bb"' \
     "$aegis" pipeline show p1 --json
+
+# A kept evaluation is a file in the pipeline's folder: a failed one's
+# job and error, and a result's handler and metric names, are shown safe
+# by show --eval.
+mkdir -p "$pdir/p3/evals"
+printf 'fire 0 100\njob 0 5 -1\nend 0 done\n' > "$pdir/p3/triggers.log"
+printf '%s\n' '{"model": 0, "execution_time": "after_training",' \
+    '"job": "j\u001b[2J", "state": "failed", "error": "e\u009b31m\u202ex"}' \
+    > "$pdir/p3/evals/0.train.json"
+printf '%s\n' '{"model": 1, "execution_time": "after_training", "job": "j",' \
+    '"state": "done", "results": [{"handler": "h\u001b[2J", "start": null,' \
+    '"end": null, "samples": 4, "metrics": {"A\u202ecc": 1.0}}]}' \
+    > "$pdir/p3/evals/1.train.json"
+check "pipeline show --eval (failed)" "after_training  failed (j?[2J): e?31m?x" \
+    "$aegis" pipeline show p3 --eval
+check "pipeline show --eval (handler)" "h?[2J" "$aegis" pipeline show p3 --eval
+check "pipeline show --eval (metric)" "A?cc=1.0000" "$aegis" pipeline show p3 --eval
 
 # A pipeline folder named by hand with a byte that is not UTF-8 (aegisd
 # runs none such: no supervisor row): show lists its triggers, and its
@@ -170,5 +196,17 @@ assert [(r['trigger'], r['bytes']) for r in rows] == [(0, 3)], rows
 assert rows[0]['path'].endswith('/st?\x1b/pipelines/p2/models/0.model'), rows" ||
     { echo "FAIL pipeline models --json (path not UTF-8): not read back"
       fails=$((fails + 1)); }
+
+# A model description's file name is any bytes: estimate's line, and the
+# warnings and errors naming the file, show it safe (a byte not UTF-8 as
+# '?' too), and --json escapes it.
+models=$here/../../data/models
+desc="$dir/m"$'\xff\x1b[2J\xe2\x80\xae'".json"
+cp "$models/resnet50_imagenet_bs32_1gpu.json" "$desc"
+check "estimate (file name)" "m??[2J?.json: " "$aegis" estimate "$desc"
+check "estimate --json (file name)" '"file":"'"$dir"'/m?\u001B[2J\u202e.json"' \
+    "$aegis" estimate --json "$desc"
+printf '{"model": "x"}' > "$desc"
+check "estimate (bad file)" "m??[2J?.json" "$aegis" estimate "$desc"
 
 [ "$fails" -eq 0 ] || exit 1

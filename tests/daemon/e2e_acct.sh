@@ -379,4 +379,30 @@ case_acct_retention() {
         fail "no log line"
 }
 
+# -u with a login name that is not UTF-8 (here the caller's own): jansson
+# takes no such string, so ls and report sent no user at all and listed
+# every user's jobs. The name travels as its uid.
+case_acct_user_not_utf8() {
+    needs_root
+    # not local: the EXIT trap runs after this function has returned
+    e2e_user=$'aegis-e2e-\xe9t\xe9'
+    local user=$e2e_user
+    userdel "$user" >/dev/null 2>&1
+    useradd --badname -M -N -s /bin/sh "$user" || fail "useradd"
+    trap 'userdel "$e2e_user" 2>/dev/null; cleanup' EXIT
+    start
+    cd "$DIR/work"
+    # (its HOME, USER and LOGNAME, not UTF-8, are not passed: said on stderr)
+    a=$(as "$user" "$AEGIS" submit -- true 2> /dev/null) || fail "submit as the user"
+    b=$("$AEGIS" submit -- true) || fail "submit b"
+    "$AEGIS" wait "$a" "$b" > /dev/null || fail "jobs failed"
+    as "$user" "$AEGIS" ls --all -u "$user" --json > ls.json || fail "ls -u: exit $?"
+    pyjson "assert [j['id'] for j in d]==[$a], d" < ls.json ||
+        fail "ls -u (not UTF-8): $(cat ls.json)"
+    as "$user" "$AEGIS" report -u "$user" --json > report.json ||
+        fail "report -u: exit $?"
+    pyjson "assert [j['job_id'] for j in d['jobs']]==[$a], d['jobs']" < report.json ||
+        fail "report -u (not UTF-8): $(cat report.json)"
+}
+
 e2e_run

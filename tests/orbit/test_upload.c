@@ -527,6 +527,73 @@ static void test_ground_status_code_out_of_range(void **state) {
     free(payload), free(mod);
 }
 
+/* A status whose bitmap starts near 2^32: `first` + a bit's index wraps
+ * past 2^32 to a chunk of the upload that the status never named, and
+ * the ground resent chunks 0 to 7 of an upload whose chunks are all past
+ * the bitmap's start (found by reading resend's arithmetic). */
+typedef struct wrap_sat {
+    uint32_t first;      /* the status's first chunk */
+    uint8_t seq[2];      /* the last question's number */
+    unsigned answers;    /* the test's own bound: then silence */
+    unsigned resent;     /* chunk messages the ground sent */
+    uint32_t last_chunk; /* the last one's index */
+} wrap_sat;
+
+static int wrap_send(void *ctx, const uint8_t *msg, size_t len) {
+    wrap_sat *t = ctx;
+    if (len >= 1 + UP_CHUNK_HDR && msg[0] == 'C') {
+        t->resent++;
+        const uint8_t *k = msg + 1 + 4; /* after the tag, little endian */
+        t->last_chunk = (uint32_t)k[0] | (uint32_t)k[1] << 8 |
+                        (uint32_t)k[2] << 16 | (uint32_t)k[3] << 24;
+    } else if (len >= 3) {
+        memcpy(t->seq, msg + 1, 2);
+    }
+    return 0;
+}
+
+/* Answers each question once: one chunk missing, and a bitmap of 16
+ * bits all set from chunk `first` on. */
+static int wrap_recv(void *ctx, int timeout_ms, uint8_t *msg, size_t cap, size_t *len) {
+    wrap_sat *t = ctx;
+    (void)timeout_ms, (void)cap;
+    if (t->answers >= 1000 || t->answers++ % 2)
+        return 0;
+    memset(msg, 0, 20);
+    msg[0] = 'S', memcpy(msg + 1, t->seq, 2);
+    proto_put32(msg + 8, 1), proto_put32(msg + 12, t->first);
+    proto_put16(msg + 16, 16);
+    msg[18] = msg[19] = 0xFF;
+    *len = 20;
+    return 1;
+}
+
+static void test_ground_resends_only_named_chunks(void **state) {
+    (void)state;
+    test_key k = test_key_make(1);
+    uint8_t *mod = test_elf(3000, 1, NULL), *payload;
+    up_manifest m = test_manifest("debayer", 2, mod, 3000, NULL, 0, &k, &payload);
+    uint32_t chunks = up_chunk_count(&m);
+    assert_true(chunks >= 1 && chunks < 8);
+    /* 2^32 - 8: bits 8 to 15 wrap to chunks 0 to 7; none is asked for */
+    wrap_sat t = {UINT32_MAX - 7, {0, 0}, 0, 0, 0};
+    ground_io io = {wrap_send, wrap_recv, &t, 10, 3, 1};
+    uint64_t sent;
+    proto_status last;
+    assert_int_equal(ground_upload(&io, &m, payload, &sent, &last), PROTO_STALLED);
+    assert_int_equal(t.resent, 0);
+    assert_int_equal(sent, 0);
+    /* the last chunk named: it alone is resent, once an answer */
+    wrap_sat named = {chunks - 1, {0, 0}, 0, 0, 0};
+    io.ctx = &named;
+    assert_int_equal(ground_upload(&io, &m, payload, &sent, &last), PROTO_STALLED);
+    assert_true(named.resent > 0);
+    assert_int_equal(named.resent, sent);
+    assert_int_equal(named.resent, named.answers / 2);
+    assert_int_equal(named.last_chunk, chunks - 1);
+    free(payload), free(mod);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_resumed_across_passes_and_restart),
@@ -544,6 +611,7 @@ int main(void) {
         cmocka_unit_test(test_ground_gives_up_without_progress),
         cmocka_unit_test(test_ground_wait_bounded_by_stale_answers),
         cmocka_unit_test(test_ground_status_code_out_of_range),
+        cmocka_unit_test(test_ground_resends_only_named_chunks),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
