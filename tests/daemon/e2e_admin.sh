@@ -168,10 +168,13 @@ case_admin_testgpu() {
 # PAM service, pam_limits), groups, /tmp, /home and /dev.
 case_admin_login() {
     needs_root
-    local user=aegis-e2e-lim limits=/etc/security/limits.d/aegis-e2e-$$.conf
+    # not local: the EXIT trap runs after this function has returned (as
+    # locals, they were gone then, and the user and file stayed behind)
+    lim_user=aegis-e2e-lim lim_file=/etc/security/limits.d/aegis-e2e-$$.conf
+    local user=$lim_user limits=$lim_file
     userdel "$user" >/dev/null 2>&1
     useradd -M -N -s /bin/sh "$user" || fail "useradd"
-    trap 'userdel "$user" 2>/dev/null; rm -f "$limits"; cleanup' EXIT
+    trap 'userdel "$lim_user" 2>/dev/null; rm -f "$lim_file"; cleanup' EXIT
     printf '%s soft nofile 777\n%s hard nofile 888\n' "$user" "$user" > "$limits"
     mkdir "$DIR/pam"
     cp "$(dirname "$0")/../../src/daemon/aegis.pam" "$DIR/pam/aegis"
