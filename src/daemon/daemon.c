@@ -465,7 +465,8 @@ static void on_children_ended(uv_check_t *h) {
     d_turn_begin(d);
     while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
         if (d_notify_reaped(d, pid, status)) continue;
-        d_scontrol_reaped(d, pid, status); /* a shim's end is in its file */
+        d_scontrol_reaped(d, pid, status);
+        /* a watcher's end is in its job's status file, read below */
         if (nreaped < D_REAPED_MAX) reaped[nreaped++] = pid;
         else more = true;
     }

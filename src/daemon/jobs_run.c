@@ -362,6 +362,14 @@ void d_job_spawned(d_daemon *d, int64_t id, int n, const exec_run *run,
     job->shim_pid = run->shim_pid;
     job->shim_start = run->shim_start;
     job->err_offset = run->err_offset;
+    if (exec_alive(job->shim_pid, job->shim_start)) return;
+    /* Its watcher ended, and was reaped, before this report: that turn
+     * read the job live (aegisd's own descriptor still held the status
+     * file's lock), and no SIGCHLD is left to name the watcher, so its
+     * end is read now, not at the next tick. */
+    pid_t gone = job->shim_pid;
+    d_jobs_check_reaped(d, &gone, 1);
+    d_schedule_more(d);
 }
 
 void d_job_start_outside(d_daemon *d, d_job *job) {
@@ -685,21 +693,25 @@ void d_job_cancel(d_daemon *d, d_job *job) {
     job->cancelling = true;
     double grace = job->cancel_at + CORE_KILL_GRACE_S - d_wall();
     job->kill_at = d_now(d) + (grace > 0 ? grace : 0);
-    if (job->job_pid <= 0 && job->kind->watched) {
+    bool unknown = job->job_pid <= 0 && job->kind->watched;
+    exec_record rec = {.state = EXEC_LIVE};
+    if (unknown) {
         /* started since the last look: its pids are in its status file
          * only. Read now, they get the SIGTERM at once (d_job_probe sends
          * it), not at the next look, up to a second later. */
-        exec_record rec;
         d_job_probe(d, job, &rec);
     } else {
         d_job_signal(job, SIGTERM);
     }
-    if (job->job_pid <= 0 && job->kind->watched)
+    if (job->job_pid > 0 || !unknown)
+        store_event(d->st, job->id, d_wall(),
+                    "cancel: SIGTERM sent to session %d", (int)job->job_pid);
+    else if (rec.state == EXEC_LIVE)
         store_event(d->st, job->id, d_wall(), "cancel: SIGTERM to be sent "
                     "once its watcher has started it");
     else
         store_event(d->st, job->id, d_wall(),
-                    "cancel: SIGTERM sent to session %d", (int)job->job_pid);
+                    "cancel: its watcher had ended already (no SIGTERM sent)");
 }
 
 /* ---- ends its kind reports ------------------------------------------------- */

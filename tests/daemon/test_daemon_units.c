@@ -1216,8 +1216,6 @@ static exec_spec attempt_spec(int64_t id, const char **argv, const char *run_dir
                        .run_dir = run_dir, .shim_path = TEST_SHIM};
 }
 
-/* A real attempt: its record names its pids while it runs, and its wait
- * status, and the processes it left behind (killed), once it ended. */
 /* Which watchers a SIGCHLD turn reads the status file of: one reaped
  * (first, last, not past the n given), one whose pid is unknown yet;
  * none other, whatever was reaped. */
@@ -1233,6 +1231,8 @@ static void test_watcher_may_have_ended(void **state) {
     assert_true(exec_watcher_may_have_ended(0, reaped, 0));
 }
 
+/* A real attempt: its record names its pids while it runs, and its wait
+ * status, and the processes it left behind (killed), once it ended. */
 static void test_status_of_a_run(void **state) {
     char run_dir[300], log_dir[300];
     int log_dirfd = attempt_dirs("", run_dir, log_dir);
