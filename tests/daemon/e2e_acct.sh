@@ -384,6 +384,9 @@ case_acct_retention() {
 # every user's jobs. The name travels as its uid.
 case_acct_user_not_utf8() {
     needs_root
+    # an older useradd takes no name that is not UTF-8
+    useradd --help | grep -q -- --badname ||
+        { echo "useradd has no --badname"; exit 77; }
     # not local: the EXIT trap runs after this function has returned
     e2e_user=$'aegis-e2e-\xe9t\xe9'
     local user=$e2e_user
