@@ -349,6 +349,14 @@ static void d_job_launch(d_daemon *d, d_job *job, const core_launch *l,
     job->spawning = NULL;
 }
 
+/* Reads job's status file, and ends the job where it says it has ended
+ * (or its watcher is gone). */
+static void d_job_look(d_daemon *d, d_job *job) {
+    exec_record rec;
+    d_job_probe(d, job, &rec);
+    if (rec.state != EXEC_LIVE) d_job_ended(d, job, &rec);
+}
+
 void d_job_spawned(d_daemon *d, int64_t id, int n, const exec_run *run,
                    const char *err) {
     d_job *job = d_job_find(d, id);
@@ -367,8 +375,9 @@ void d_job_spawned(d_daemon *d, int64_t id, int n, const exec_run *run,
      * read the job live (aegisd's own descriptor still held the status
      * file's lock), and no SIGCHLD is left to name the watcher, so its
      * end is read now, not at the next tick. */
-    pid_t gone = job->shim_pid;
-    d_jobs_check_reaped(d, &gone, 1);
+    d_turn_begin(d);
+    d_job_look(d, job);
+    d_turn_end(d);
     d_schedule_more(d);
 }
 
@@ -656,12 +665,9 @@ static void d_jobs_check(d_daemon *d, const pid_t *reaped, size_t nreaped) {
             d_job_signal(job, SIGKILL);
             job->kill_at = now + CORE_KILL_GRACE_S;
         }
-        if (reaped &&
-            !exec_watcher_may_have_ended(job->shim_pid, reaped, nreaped))
-            continue;
-        exec_record rec;
-        d_job_probe(d, job, &rec);
-        if (rec.state != EXEC_LIVE) d_job_ended(d, job, &rec);
+        if (!reaped ||
+            exec_watcher_may_have_ended(job->shim_pid, reaped, nreaped))
+            d_job_look(d, job);
     }
     free(ids);
     d_turn_end(d);
