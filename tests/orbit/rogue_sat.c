@@ -36,7 +36,9 @@ int main(int argc, char **argv) {
     while (time(NULL) < end) {
         uint8_t frame[CSP_HEADER_BYTES + CSP_MTU], reply[CSP_MTU], back[CSP_HEADER_BYTES + CSP_MTU];
         zmq_pollitem_t item = {sub, 0, ZMQ_POLLIN, 0};
-        uint8_t stale[3] = {'A', 0xEE, 0xEE};
+        /* numbered 0, which the ground never gives a question
+         * (ground_seq), so it can never be taken for an answer */
+        uint8_t stale[3] = {'A', 0, 0};
         csp_id sid = {CSP_PRI_NORM, DIPP_PORT_PROCS, DIPP_PORT_PROCS, CSP_F_CRC32, GROUND_NODE,
                       DIPP_NODE};
         int f = csp_frame(&sid, stale, sizeof stale, back, sizeof back);

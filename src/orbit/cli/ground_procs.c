@@ -129,8 +129,12 @@ static int ask_text(ground *g, uint8_t *msg, size_t len, const char *what,
                     uint8_t *reply, char **text) {
     proto_put16(msg + 1, ground_seq());
     long n = ground_ask(g, DIPP_PORT_PROCS, msg, len, 'A', reply, CSP_MTU);
-    if (n < 7) {
+    if (n < 0) {
         ground_no_answer(g, what);
+        return EXIT_BAD;
+    }
+    if (n < 7) { /* the seq matched, but no room for the code */
+        printf("%s: a malformed answer from node %d (%ld bytes, under 7)\n", what, DIPP_NODE, n);
         return EXIT_BAD;
     }
     reply[n] = 0;
