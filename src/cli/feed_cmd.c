@@ -166,6 +166,19 @@ static void feed_print_json(const feed_info *feeds, size_t n, bool gc) {
     }
 }
 
+/* Each feed's name and owner as text shows them (text_safe): a segment's
+ * name is any bytes another user gave /dev/shm, and its owner a name from
+ * the user database. Only once the list is made: gc unlinks by name. */
+static void feed_make_safe(feed_info *feeds, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        char name[sizeof feeds[i].name], owner[sizeof feeds[i].owner];
+        text_safe(name, sizeof name, feeds[i].name);
+        text_safe(owner, sizeof owner, feeds[i].owner);
+        memcpy(feeds[i].name, name, sizeof name);
+        memcpy(feeds[i].owner, owner, sizeof owner);
+    }
+}
+
 int cli_feed(int argc, char **argv) {
     int json = argc == 3 && strcmp(argv[2], "--json") == 0;
     if (argc >= 2 && (strcmp(argv[1], "--help") == 0 ||
@@ -194,10 +207,10 @@ int cli_feed(int argc, char **argv) {
         printf(gc ? "nothing to remove\n" : "no feeds\n");
     else if (json)
         feed_print_json(feeds, n, gc);
-    else if (gc)
-        feed_print_gc(stdout, feeds, n);
-    else
-        feed_print(stdout, feeds, n);
+    else {
+        feed_make_safe(feeds, n);
+        (gc ? feed_print_gc : feed_print)(stdout, feeds, n);
+    }
     free(feeds);
     if (ls) feed_print_managed(json);
     return CLI_OK;
