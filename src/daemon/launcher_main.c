@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -221,8 +222,20 @@ static int launcher_serve(int sock, char **own) {
     return rc;
 }
 
+/* Loads the group database's NSS modules here, once: every watcher is
+ * forked from the launcher, and each job's initgroups() before its exec
+ * would otherwise load them again (libnss_systemd, with libcap and libm:
+ * three libraries opened, mapped and relocated a job). glibc keeps a
+ * module it has loaded, and rereads nsswitch.conf when it changes. */
+static void launcher_load_nss(void) {
+    gid_t groups[1];
+    int n = 1;
+    getgrouplist("root", 0, groups, &n);
+}
+
 int launcher_main(int sock, char **own) {
     prctl(PR_SET_NAME, "aegis-launcher");
+    launcher_load_nss();
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     /* nothing of aegisd's but its socket and 0-2 reaches a watcher */
     close_range((unsigned)sock + 1, ~0U, 0);

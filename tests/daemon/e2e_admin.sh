@@ -165,20 +165,29 @@ case_admin_testgpu() {
 }
 
 # A job sees what a login shell of its user sees: limits (through aegis's
-# PAM service, pam_limits), groups, /tmp, /home and /dev.
+# PAM service, pam_limits), groups, /tmp, /home and /dev. A group the
+# user joins after the launcher started (it loads the group database's
+# modules once) is among the job's groups.
 case_admin_login() {
     needs_root
     # not local: the EXIT trap runs after this function has returned (as
     # locals, they were gone then, and the user and file stayed behind)
     lim_user=aegis-e2e-lim lim_file=/etc/security/limits.d/aegis-e2e-$$.conf
+    lim_group=aegis-e2e-g$$
     local user=$lim_user limits=$lim_file
     userdel "$user" >/dev/null 2>&1
     useradd -M -N -s /bin/sh "$user" || fail "useradd"
-    trap 'userdel "$lim_user" 2>/dev/null; rm -f "$lim_file"; cleanup' EXIT
+    trap 'userdel "$lim_user" 2>/dev/null; groupdel "$lim_group" 2>/dev/null; rm -f "$lim_file"; cleanup' EXIT
     printf '%s soft nofile 777\n%s hard nofile 888\n' "$user" "$user" > "$limits"
     mkdir "$DIR/pam"
     cp "$(dirname "$0")/../../src/daemon/aegis.pam" "$DIR/pam/aegis"
     AEGIS_PAM_DIR=$DIR/pam start
+    id=$(runuser -u "$user" -- env AEGIS_SOCKET="$AEGIS_SOCKET" "$AEGIS" submit -- true) ||
+        fail "submit as $user"
+    "$AEGIS" wait "$id" >/dev/null || fail "job $id (the launcher's first)"
+    groupadd "$lim_group" && usermod -a -G "$lim_group" "$user" || fail "groupadd"
+    local gid
+    gid=$(getent group "$lim_group" | cut -d: -f3)
     local probe='ulimit -Sn; ulimit -Hn; id -u; id -G; test -w /tmp && echo tmp; ls -d /home /dev/null'
     id=$(runuser -u "$user" -- env AEGIS_SOCKET="$AEGIS_SOCKET" "$AEGIS" submit -- sh -c "$probe") ||
         fail "submit as $user"
@@ -187,6 +196,7 @@ case_admin_login() {
     (cd / && runuser -l "$user" -c "$probe") > "$DIR/login.txt"
     diff "$DIR/login.txt" "$DIR/job.txt" >&2 || fail "the job sees other than a login shell"
     grep -qx 777 "$DIR/job.txt" || fail "limits.conf not applied: $(cat "$DIR/job.txt")"
+    grep -qw "$gid" "$DIR/job.txt" || fail "group $lim_group ($gid) not the job's: $(cat "$DIR/job.txt")"
     stop_daemon
 }
 
