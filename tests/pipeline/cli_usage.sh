@@ -157,7 +157,8 @@ PY
 # A path that goes in a request to aegisd and is not UTF-8 (JSON holds
 # only that) is refused, exit 2, naming it shown safe: the state folder
 # under which `pipeline start` keeps the pipeline (nothing is made), and
-# the path of aegis itself that `dataset watch --detach` has aegisd run.
+# the path of aegis itself that `dataset watch --detach` has aegisd run,
+# and the state folder such a watcher is told of in its environment.
 # Each failed with exit 2 and no word of why (start said only that
 # AEGIS_STATE_HOME was not passed, as "aegis submit").
 case_request_paths() {
@@ -180,6 +181,10 @@ case_request_paths() {
         'training: {command: "true"}' > p.yaml
     exits 2 "aegis pipeline: the pipeline's folder '$tmp/st??/pipelines/pp' is not UTF-8 text" \
         pipeline start p.yaml
+    # (the watcher job would not be given AEGIS_STATE_HOME, and would
+    # watch x in another folder: it was submitted, with a warning)
+    exits 2 "aegis dataset watch: the state folder '$tmp/st??' is not UTF-8 text" \
+        dataset watch x --detach
     [ ! -e "$AEGIS_STATE_HOME/pipelines" ] || fail "start made its folder"
 }
 
