@@ -149,9 +149,18 @@ static void d_job_recover(void *ctx, json_t *row) {
     d_recovery *rec = ctx;
     d_daemon *d = rec->d;
     json_t *mem = json_object_get(row, "mem_mib");
+    /* A stored login name that is not UTF-8 comes back as null (a JSON
+     * string holds no such bytes): the user database's name for the uid
+     * then, as at submit, since the job's groups and limits are that
+     * name's (it was "(null)"'s) */
+    const char *user = json_string_value(json_object_get(row, "user"));
+    char looked_up[sizeof(((d_job *)0)->user)];
+    if (!user) {
+        d_user_name((uid_t)d_int(row, "uid"), looked_up, sizeof(looked_up), NULL);
+        user = looked_up;
+    }
     d_job *job = d_job_new(d_int(row, "id"), (uid_t)d_int(row, "uid"),
-                           (gid_t)d_int(row, "gid"),
-                           json_string_value(json_object_get(row, "user")),
+                           (gid_t)d_int(row, "gid"), user,
                            json_string_value(json_object_get(row, "name")),
                            (int)d_int(row, "gpus"),
                            json_is_number(mem) ? json_number_value(mem) : -1,

@@ -408,4 +408,31 @@ case_acct_user_not_utf8() {
         fail "report -u (not UTF-8): $(cat report.json)"
 }
 
+# The same user's job queued across a restart: the name came back from
+# the store as null (not UTF-8), and the job ran as user "(null)" for its
+# groups and limits, without the user's groups. It now has them.
+case_acct_user_not_utf8_restart() {
+    needs_root
+    useradd --help | grep -q -- --badname ||
+        { echo "useradd has no --badname"; exit 77; }
+    e2e_user=$'aegis-e2e-\xe9t\xe9' e2e_group=aegis-e2e-g$$
+    local user=$e2e_user
+    userdel "$user" >/dev/null 2>&1
+    groupadd "$e2e_group" || fail "groupadd"
+    useradd --badname -M -N -G "$e2e_group" -s /bin/sh "$user" || fail "useradd"
+    trap 'userdel "$e2e_user" 2>/dev/null; groupdel "$e2e_group" 2>/dev/null; cleanup' EXIT
+    local gid
+    gid=$(getent group "$e2e_group" | cut -d: -f3)
+    start
+    cd "$DIR/work"
+    local id g
+    for g in 0 1 2; do "$AEGIS" drain $g > /dev/null || fail "drain $g"; done
+    id=$(as "$user" "$AEGIS" submit -- id -G 2> /dev/null) || fail "submit as the user"
+    restart
+    for g in 0 1 2; do "$AEGIS" resume $g > /dev/null || fail "resume $g"; done
+    "$AEGIS" wait "$id" > /dev/null || fail "job $id: $("$AEGIS" log --stderr "$id")"
+    "$AEGIS" log "$id" | grep -qw "$gid" ||
+        fail "the job had not the user's group $gid after the restart: $("$AEGIS" log "$id")"
+}
+
 e2e_run
