@@ -176,8 +176,11 @@ static void launcher_child(int sock, int go, launcher_job *j, char **own) {
 /* A fork whose child is the launcher's parent's: glibc's fork has no such
  * flag. It skips what glibc's fork does for threads (the child's thread
  * id in its thread block, the robust mutex list, the atfork handlers):
- * the launcher has one thread and registers none, and the watcher starts
- * no thread. */
+ * the launcher has one thread, and the watcher starts none. The launcher
+ * registers no atfork handler, but an NSS module it loaded may have (to
+ * forget a cached pid or a connection in a child): the watcher makes no
+ * NSS call, and forks its job, which does, with glibc's fork, which runs
+ * them. */
 static pid_t launcher_fork(void) {
     return (pid_t)syscall(SYS_clone, CLONE_PARENT | SIGCHLD, NULL, NULL, NULL,
                           NULL);
@@ -226,7 +229,9 @@ static int launcher_serve(int sock, char **own) {
  * forked from the launcher, and each job's initgroups() before its exec
  * would otherwise load them again (libnss_systemd, with libcap and libm:
  * three libraries opened, mapped and relocated a job). glibc keeps a
- * module it has loaded, and rereads nsswitch.conf when it changes. */
+ * module it has loaded, and rereads nsswitch.conf when it changes. A
+ * slow directory server delays the launcher's start as much as it would
+ * have the first job's. */
 static void launcher_load_nss(void) {
     gid_t groups[1];
     int n = 1;
@@ -235,10 +240,10 @@ static void launcher_load_nss(void) {
 
 int launcher_main(int sock, char **own) {
     prctl(PR_SET_NAME, "aegis-launcher");
-    launcher_load_nss();
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     /* nothing of aegisd's but its socket and 0-2 reaches a watcher */
     close_range((unsigned)sock + 1, ~0U, 0);
+    launcher_load_nss(); /* after: a module may keep a descriptor open */
     setpriority(PRIO_PROCESS, 0, 0); /* aegisd's Nice=-5 is not the jobs' */
     int rc;
     while ((rc = launcher_serve(sock, own)) == 0) {

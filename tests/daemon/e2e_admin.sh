@@ -196,7 +196,9 @@ case_admin_login() {
     (cd / && runuser -l "$user" -c "$probe") > "$DIR/login.txt"
     diff "$DIR/login.txt" "$DIR/job.txt" >&2 || fail "the job sees other than a login shell"
     grep -qx 777 "$DIR/job.txt" || fail "limits.conf not applied: $(cat "$DIR/job.txt")"
-    grep -qw "$gid" "$DIR/job.txt" || fail "group $lim_group ($gid) not the job's: $(cat "$DIR/job.txt")"
+    # (line 4 is id -G's: the uid on line 3 may be the same number)
+    sed -n 4p "$DIR/job.txt" | tr ' ' '\n' | grep -qx "$gid" ||
+        fail "group $lim_group ($gid) not the job's: $(cat "$DIR/job.txt")"
     stop_daemon
 }
 
