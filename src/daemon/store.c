@@ -178,7 +178,7 @@ enum {
     S_LADDER_SET, S_LADDER_GET, S_COUNT_ALL, S_COUNT_ALL_USER, S_COUNT_ACTIVE,
     S_COUNT_ACTIVE_USER, S_UPDATE,
     S_CLEAR, S_PRUNE_IDS, S_PRUNE_ATT, S_PRUNE_EV, S_PRUNE_HIST, S_PRUNE_JOBS,
-    S_PRUNE_ENVS, S_GPU_ENERGY_SET, S_GPU_ENERGY_GET, S_COUNT
+    S_PRUNE_ENVS, S_GPU_ENERGY_SET, S_GPU_ENERGY_GET, S_USER, S_COUNT
 };
 /* store_filtered() finds each -u variant right after its plain one */
 _Static_assert(S_LIST_ALL_USER == S_LIST_ALL + 1 &&
@@ -363,6 +363,7 @@ static const char *const sql[S_COUNT] = {
                          " VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
     [S_GPU_ENERGY_GET] = "SELECT uuid, energy_j, t, power_w, shares"
                          " FROM gpu_energy WHERE gpu = ?1",
+    [S_USER] = "SELECT user FROM jobs WHERE id = ?1",
     [S_COUNT_ALL] = "SELECT count(*) FROM jobs WHERE " STORE_LS_FILTER,
     [S_COUNT_ALL_USER] = "SELECT count(*) FROM jobs WHERE " STORE_LS_USER,
     [S_COUNT_ACTIVE] = "SELECT count(*) FROM jobs WHERE "
@@ -1102,6 +1103,18 @@ json_t *store_job(store *st, int64_t id, bool full) {
     json_object_set_new(job, "attempt_list", store_rows(st, S_ATTEMPTS, id));
     json_object_set_new(job, "events", store_rows(st, S_EVENTS, id));
     return job;
+}
+
+bool store_job_user(store *st, int64_t id, char *user, size_t len) {
+    sqlite3_stmt *s = st->st[S_USER];
+    sqlite3_bind_int64(s, 1, id);
+    const char *text = sqlite3_step(s) == SQLITE_ROW
+                           ? (const char *)sqlite3_column_text(s, 0)
+                           : NULL;
+    if (text) snprintf(user, len, "%s", text);
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+    return text != NULL;
 }
 
 /* Whether text is a uid as SQL's CAST(uid AS TEXT) writes one: decimal

@@ -190,6 +190,9 @@ void store_event(store *st, int64_t id, double now, const char *fmt, ...)
 /* A job's row, with its cmd, cwd and env when `full`, and its attempts and
  * events; NULL when the id is unknown. */
 json_t *store_job(store *st, int64_t id, bool full);
+/* The login name of job id's user as stored, byte for byte (a JSON row
+ * holds null where it is not UTF-8): false when there is none. */
+bool store_job_user(store *st, int64_t id, char *user, size_t len);
 /* Which jobs store_list() gives. */
 typedef struct store_query {
     bool all;           /* finished jobs too: the newest `limit` of them */

@@ -379,20 +379,28 @@ case_acct_retention() {
         fail "no log line"
 }
 
+# Makes the user aegis-e2e-<e9>t<e9> (a login name that is not UTF-8), in a
+# group of its own, aegis-e2e-gPID, both removed at exit; exit 77 where
+# useradd takes no such name (an older one). The group's gid in $e2e_gid.
+badname_user() {
+    needs_root
+    useradd --help | grep -q -- --badname ||
+        { echo "useradd has no --badname"; exit 77; }
+    # not locals: the EXIT trap runs after the case has returned
+    e2e_user=$'aegis-e2e-\xe9t\xe9' e2e_group=aegis-e2e-g$$
+    trap 'userdel "$e2e_user" 2>/dev/null; groupdel "$e2e_group" 2>/dev/null; cleanup' EXIT
+    userdel "$e2e_user" >/dev/null 2>&1
+    groupadd "$e2e_group" || fail "groupadd"
+    useradd --badname -M -N -G "$e2e_group" -s /bin/sh "$e2e_user" || fail "useradd"
+    e2e_gid=$(getent group "$e2e_group" | cut -d: -f3)
+}
+
 # -u with a login name that is not UTF-8 (here the caller's own): jansson
 # takes no such string, so ls and report sent no user at all and listed
 # every user's jobs. The name travels as its uid.
 case_acct_user_not_utf8() {
-    needs_root
-    # an older useradd takes no name that is not UTF-8
-    useradd --help | grep -q -- --badname ||
-        { echo "useradd has no --badname"; exit 77; }
-    # not local: the EXIT trap runs after this function has returned
-    e2e_user=$'aegis-e2e-\xe9t\xe9'
+    badname_user
     local user=$e2e_user
-    userdel "$user" >/dev/null 2>&1
-    useradd --badname -M -N -s /bin/sh "$user" || fail "useradd"
-    trap 'userdel "$e2e_user" 2>/dev/null; cleanup' EXIT
     start
     cd "$DIR/work"
     # (its HOME, USER and LOGNAME, not UTF-8, are not passed: said on stderr)
@@ -412,27 +420,17 @@ case_acct_user_not_utf8() {
 # the store as null (not UTF-8), and the job ran as user "(null)" for its
 # groups and limits, without the user's groups. It now has them.
 case_acct_user_not_utf8_restart() {
-    needs_root
-    useradd --help | grep -q -- --badname ||
-        { echo "useradd has no --badname"; exit 77; }
-    e2e_user=$'aegis-e2e-\xe9t\xe9' e2e_group=aegis-e2e-g$$
-    local user=$e2e_user
-    userdel "$user" >/dev/null 2>&1
-    groupadd "$e2e_group" || fail "groupadd"
-    useradd --badname -M -N -G "$e2e_group" -s /bin/sh "$user" || fail "useradd"
-    trap 'userdel "$e2e_user" 2>/dev/null; groupdel "$e2e_group" 2>/dev/null; cleanup' EXIT
-    local gid
-    gid=$(getent group "$e2e_group" | cut -d: -f3)
+    badname_user
+    local user=$e2e_user id g
     start
     cd "$DIR/work"
-    local id g
     for g in 0 1 2; do "$AEGIS" drain $g > /dev/null || fail "drain $g"; done
     id=$(as "$user" "$AEGIS" submit -- id -G 2> /dev/null) || fail "submit as the user"
     restart
     for g in 0 1 2; do "$AEGIS" resume $g > /dev/null || fail "resume $g"; done
     "$AEGIS" wait "$id" > /dev/null || fail "job $id: $("$AEGIS" log --stderr "$id")"
-    "$AEGIS" log "$id" | grep -qw "$gid" ||
-        fail "the job had not the user's group $gid after the restart: $("$AEGIS" log "$id")"
+    "$AEGIS" log "$id" | tr ' ' '\n' | grep -qx "$e2e_gid" ||
+        fail "the job had not the user's group $e2e_gid after the restart: $("$AEGIS" log "$id")"
 }
 
 e2e_run
