@@ -80,7 +80,7 @@ static int copy_opt(char *dst, size_t size, const char *opt, const char *arg) {
 static void warn_dir(const char *dir, const struct stat *st) {
     if (st->st_uid != geteuid()) {
         char who[64];
-        feed_user_name(st->st_uid, who, sizeof(who));
+        feed_user_shown(st->st_uid, who, sizeof(who));
         fprintf(stderr, "aegis dataset add: warning: --dir: %s: owned by "
                 "user %s, not by you: the watcher takes only your own files "
                 "from it\n", dir, who);

@@ -166,15 +166,13 @@ static void feed_print_json(const feed_info *feeds, size_t n, bool gc) {
     }
 }
 
-/* Each feed's name and owner as text shows them (text_safe): a segment's
- * name is any bytes another user gave /dev/shm, and its owner a name from
- * the user database. Only once the list is made: gc unlinks by name. */
+/* Each feed's owner as text shows it (text_safe): a name from the user
+ * database, which may hold what a terminal acts on. (Its name is one
+ * feed_name_valid() took: letters, digits, '.', '_', '-'.) */
 static void feed_make_safe(feed_info *feeds, size_t n) {
     for (size_t i = 0; i < n; i++) {
-        char name[sizeof feeds[i].name], owner[sizeof feeds[i].owner];
-        text_safe(name, sizeof name, feeds[i].name);
+        char owner[sizeof feeds[i].owner];
         text_safe(owner, sizeof owner, feeds[i].owner);
-        memcpy(feeds[i].name, name, sizeof name);
         memcpy(feeds[i].owner, owner, sizeof owner);
     }
 }

@@ -250,7 +250,7 @@ static int owner_accepted(uid_t uid, int owners) {
 static int refuse_owner(const char *name, uid_t uid, int owners,
                         feed_err *err) {
     char user[64];
-    feed_user_name(uid, user, sizeof user);
+    feed_user_shown(uid, user, sizeof user);
     if (owners == FEED_OWNER_TRUSTED)
         feed_seterr(err, FEED_EPERM,
                     "feed %s: its segment belongs to user %s (uid %lu), not "

@@ -2,6 +2,8 @@
  * library and for aegisd (feed_trust.h). */
 #include "feed_trust.h"
 
+#include "text_safe.h"
+
 #include <pwd.h>
 #include <stdio.h>
 #include <string.h>
@@ -13,6 +15,12 @@ void feed_user_name(uid_t uid, char *buf, size_t len) {
         snprintf(buf, len, "%s", pw.pw_name);
     else
         snprintf(buf, len, "%lu", (unsigned long)uid);
+}
+
+void feed_user_shown(uid_t uid, char *buf, size_t len) {
+    char name[256];
+    feed_user_name(uid, name, sizeof name);
+    text_safe(buf, len, name);
 }
 
 int feed_trust_names(const char *list, uid_t uid) {

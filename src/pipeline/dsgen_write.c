@@ -276,7 +276,7 @@ static int open_out(gen_out *w) {
         return fail_errno(w, "opening", out);
     if (st.st_uid != geteuid()) {
         char who[64];
-        feed_user_name(st.st_uid, who, sizeof(who));
+        feed_user_shown(st.st_uid, who, sizeof(who));
         snprintf(w->err, w->errlen, "%s: the folder belongs to user %s, not "
                  "to you: write the stream into a folder of yours", out, who);
         return -1;

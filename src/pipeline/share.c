@@ -134,7 +134,7 @@ static int open_path(const char *state, const char *dsdir, uid_t uid,
         bool outside = strlen(path) < strlen(state);
         if (said && outside) {
             char who[64];
-            feed_user_name(uid, who, sizeof(who));
+            feed_user_shown(uid, who, sizeof(who));
             fprintf(said, "aegis dataset share: %s: %s may pass through it "
                     "(search, no listing), so it can read a file there whose "
                     "mode lets others read it, knowing its name\n", path,

@@ -2,6 +2,7 @@
  * the log opened and its tail cut, each file's progress, new records found
  * (records.h) and appended as blocks (keylog.h). */
 #include "watch_int.h"
+#include "text_safe.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -191,10 +192,16 @@ uint64_t pl_watch_bad(const pl_watch *w) { return w->nbad; }
 uint64_t pl_watch_bytes(const pl_watch *w) { return w->bytes; }
 uint32_t pl_watch_files(const pl_watch *w) { return w->files.count; }
 
+/* The folder's and the file's names shown safe (text_safe.h): a file's
+ * name is any bytes its owner chose, another user's too (a file passed
+ * over). */
 void pl_watch_warn(pl_watch *w, const char *name, const char *what) {
-    if (w->warn)
-        fprintf(w->warn, "aegis dataset %s: %s/%s: %s\n", w->conf.name,
-                w->conf.dir, name, what);
+    char dir[4096], file[1024];
+    if (!w->warn)
+        return;
+    text_safe(dir, sizeof(dir), w->conf.dir);
+    text_safe(file, sizeof(file), name);
+    fprintf(w->warn, "aegis dataset %s: %s/%s: %s\n", w->conf.name, dir, file, what);
 }
 
 void pl_watch_pass_over(pl_watch *w, const char *name, const char *what) {

@@ -202,7 +202,7 @@ static int read_label(int fd, int64_t *label) {
  * directory server). */
 static const char *other_user(pl_watch *w, uid_t uid) {
     if (!w->other_name[0] || w->other_uid != uid) {
-        feed_user_name(uid, w->other_name, sizeof(w->other_name));
+        feed_user_shown(uid, w->other_name, sizeof(w->other_name));
         w->other_uid = uid;
     }
     return w->other_name;

@@ -123,6 +123,12 @@ assert [b['file'] for b in d['bad_records']] == ['f?\x1b.csv'], d" ||
     { echo "FAIL dataset show --json (file not UTF-8): not read back"
       fails=$((fails + 1)); }
 
+# A file's name in a data folder is any bytes its owner chose: the
+# watcher's warnings name it safe (a link, passed over).
+ln -s /dev/null "$notutf/"$'l\x1b[2J\xc2\x9b.csv'
+check "dataset watch (file's name)" "l?[2J?.csv: a symbolic link" \
+    "$aegis" dataset watch notutf --once
+
 # A pipeline's trigger log is a file: a word in it that root reads (with a
 # user's AEGIS_STATE_HOME) is shown safe.
 pdir="$dir/state/pipelines"
