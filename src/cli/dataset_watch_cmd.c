@@ -82,8 +82,8 @@ static int detach_watch(const char *name, double interval) {
     if (rc != CLI_OK)
         return rc;
     /* the job finds the state folder through its environment, which
-     * holds only UTF-8 (AEGIS_STATE_HOME, HOME): another path would be
-     * left out, and the job would watch another folder's dataset */
+     * holds only UTF-8 (AEGIS_STATE_HOME, XDG_STATE_HOME, HOME): another
+     * path would be left out, and the job watch another folder's dataset */
     if (!client_request_path("dataset watch", "the state folder", state,
                              "watch without --detach, or keep the state in "
                              "a folder whose path is UTF-8 (AEGIS_STATE_HOME)"))
