@@ -37,14 +37,18 @@ typedef struct engine {
 
 /* ---- workers --------------------------------------------------------------- */
 
-/* Replays servers until none is left or one has failed. */
+/* Replays servers until none is left or one has failed, each on the
+ * per-job arrays of the one before it on this thread. */
 static void *worker(void *arg) {
     engine *e = arg;
+    replay *last = NULL;
     for (;;) {
         if (atomic_load(&e->failed)) break;
         int s = atomic_fetch_add(&e->next_server, 1);
         if (s >= e->opt->servers) break;
-        if (replay_run(&e->servers[s]) < 0) atomic_store(&e->failed, true);
+        if (last) replay_reuse(&e->servers[s], last);
+        last = &e->servers[s];
+        if (replay_run(last) < 0) atomic_store(&e->failed, true);
     }
     return NULL;
 }
@@ -152,12 +156,15 @@ static int engine_init(engine *e, const trace *t, const sim_options *opt,
     prefault_finish(&pages);
     e->servers = calloc((size_t)opt->servers, sizeof(*e->servers));
     if (rc < 0 || !e->servers) return -1;
+    const int32_t *start = e->dispatch.start;
+    int most = 0;
+    for (int s = 0; planned && s < opt->servers; s++)
+        if (start[s + 1] - start[s] > most) most = start[s + 1] - start[s];
     for (int s = 0; s < opt->servers; s++) {
-        const int32_t *start = e->dispatch.start;
         e->servers[s] = (replay){
             .opt = opt, .policy = policy, .server = s, .trace = t->jobs,
             .ids = planned ? &e->dispatch.ids[start[s]] : NULL,
-            .njobs = planned ? start[s + 1] - start[s] : 0,
+            .njobs = planned ? start[s + 1] - start[s] : 0, .jobs_room = most,
             .start_s = t->jobs[0].submit_s, .out = e->res->jobs,
             .wait_by_reason = e->res->wait_by_reason,
             .log = &e->res->logs[s]};

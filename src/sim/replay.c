@@ -620,35 +620,33 @@ static int log_init(sim_server_log *log, int njobs, long job_gpus) {
     return 0;
 }
 
-/* Makes room in the per-job arrays for cap jobs. Returns 0, or -1 when
- * out of memory. */
+/* Makes room for cap jobs in the per-job arrays, which may have more
+ * from a replay before (replay_reuse()), and in the heap's and the
+ * waits' own. Returns 0, or -1 when out of memory. */
 static int reserve_jobs(replay *r, int cap) {
-    if (cap <= r->cap) return 0;
-    sim_job *jobs = realloc(r->jobs, (size_t)cap * sizeof(*jobs));
-    if (jobs) r->jobs = jobs;
-    trace_job *rows = realloc(r->rows, (size_t)cap * sizeof(*rows));
-    if (rows) r->rows = rows;
-    job_progress *progress = realloc(r->progress, (size_t)cap * sizeof(*progress));
-    if (progress) r->progress = progress;
-    if (!jobs || !rows || !progress || sim_heap_keys(&r->heap, cap) < 0 ||
-        sim_waits_reserve(&r->waits, r->ids, cap) < 0)
-        return -1;
-    r->cap = cap;
-    return 0;
+    if (cap > r->cap) {
+        sim_job *jobs = realloc(r->jobs, (size_t)cap * sizeof(*jobs));
+        if (jobs) r->jobs = jobs;
+        trace_job *rows = realloc(r->rows, (size_t)cap * sizeof(*rows));
+        if (rows) r->rows = rows;
+        job_progress *progress = realloc(r->progress,
+                                         (size_t)cap * sizeof(*progress));
+        if (progress) r->progress = progress;
+        if (!jobs || !rows || !progress) return -1;
+        r->cap = cap;
+    }
+    return sim_heap_keys(&r->heap, cap) < 0 ||
+                   sim_waits_reserve(&r->waits, r->ids, cap) < 0
+               ? -1
+               : 0;
 }
 
-static int replay_init(replay *r) {
+/* Creates r's core on its GPUs, in their sharing mode. Returns 0, or -1
+ * with r->err set. */
+static int core_init(replay *r) {
     const sim_options *opt = r->opt;
-    r->wake_t = -1;
-    r->last_end_s = r->start_s;
-    r->gpu = calloc((size_t)opt->gpus, sizeof(*r->gpu));
     double *totals = malloc((size_t)opt->gpus * sizeof(*totals));
-    sim_waits_init(&r->waits, r->wait_by_reason, r->ids, 0);
-    if (!r->gpu || !totals || reserve_jobs(r, r->njobs ? r->njobs : 1) < 0 ||
-        log_init(r->log, r->njobs, copy_rows(r)) < 0) {
-        free(totals);
-        return out_of_memory(r);
-    }
+    if (!totals) return out_of_memory(r);
     for (int g = 0; g < opt->gpus; g++) totals[g] = opt->gpu_mem_mib;
     core_config cfg = opt->config;
     cfg.policy = r->policy;
@@ -658,6 +656,24 @@ static int replay_init(replay *r) {
                                       opt->mig, r->err, sizeof(r->err)) != 0 ||
         core_set_cpus(r->core, opt->server_cpus, r->err, sizeof(r->err)) != 0)
         return -1;
+    return 0;
+}
+
+static int replay_init(replay *r) {
+    const sim_options *opt = r->opt;
+    r->wake_t = -1;
+    r->last_end_s = r->start_s;
+    /* The core first, into the memory the last server's core on this
+     * thread freed: made after this server's log, which stays with the
+     * result, it found that memory taken and mapped fresh pages (a third
+     * of the page faults left). */
+    if (core_init(r) < 0) return -1;
+    r->gpu = calloc((size_t)opt->gpus, sizeof(*r->gpu));
+    sim_waits_init(&r->waits, r->wait_by_reason, r->ids, 0);
+    int room = r->njobs > r->jobs_room ? r->njobs : r->jobs_room;
+    if (!r->gpu || reserve_jobs(r, room ? room : 1) < 0 ||
+        log_init(r->log, r->njobs, copy_rows(r)) < 0)
+        return out_of_memory(r);
     r->loaders.cores = opt->server_cpus;
     r->cpu_share = 1;
     for (int g = 0; g < opt->gpus; g++) {
@@ -667,9 +683,10 @@ static int replay_init(replay *r) {
     return 0;
 }
 
-/* Frees what only the loop needs: the result's figures stay. Freed
- * memory goes to the next server's replay on this thread, which then
- * finds its pages mapped already. */
+/* Frees what only the loop needs but the per-job arrays, which
+ * replay_reuse() may pass on: the result's figures stay. Freed memory goes
+ * to the next server's replay on this thread, which then finds its pages
+ * mapped already. */
 static void free_working_state(replay *r) {
     core_destroy(r->core);
     r->core = NULL;
@@ -677,12 +694,17 @@ static void free_working_state(replay *r) {
     sim_waits_free(&r->waits);
     r->load_cpu_s = r->loaders.cpu_s;
     sim_loaders_free(&r->loaders);
-    free(r->jobs);
-    free(r->rows);
-    free(r->progress);
-    r->jobs = NULL;
-    r->rows = NULL;
-    r->progress = NULL;
+}
+
+void replay_reuse(replay *to, replay *from) {
+    to->jobs = from->jobs;
+    to->rows = from->rows;
+    to->progress = from->progress;
+    to->cap = from->cap;
+    from->jobs = NULL;
+    from->rows = NULL;
+    from->progress = NULL;
+    from->cap = 0;
 }
 
 int replay_start(replay *r) { return replay_init(r); }
@@ -744,9 +766,12 @@ void replay_close_books(replay *r, double t) {
 }
 
 void replay_free(replay *r) {
-    /* replay_run() has freed the working state, if it ever ran; the log
-     * belongs to the result. */
+    /* replay_run() has freed the working state but the per-job arrays, if
+     * it ever ran; the log belongs to the result. */
     for (int g = 0; r->gpu && g < r->opt->gpus; g++) free(r->gpu[g].active);
     free(r->gpu);
     free(r->own_ids);
+    free(r->jobs);
+    free(r->rows);
+    free(r->progress);
 }

@@ -76,6 +76,11 @@ typedef struct replay {
     const trace_job *trace;     /* the whole trace's rows */
     const int32_t *ids;         /* this server's jobs' trace indexes */
     int njobs;                  /* (replay_add() grows both) */
+    int jobs_room;              /* jobs the per-job arrays are made for, at
+                                   least: the most any server replayed after
+                                   this one on its thread has, so that those
+                                   replays take the arrays over as they are
+                                   (replay_reuse()) */
     double start_s;             /* the trace's first submit */
 
     sim_job *out;               /* the result's jobs, by trace index */
@@ -123,9 +128,18 @@ typedef struct replay {
 } replay;
 
 /* Replays r's jobs, given the fields under "Given by the engine", and
- * frees its working state. Returns 0, or -1 with r->err set. Either way
- * replay_free() releases the rest. */
+ * frees its working state but its per-job arrays (jobs, rows, progress).
+ * Returns 0, or -1 with r->err set. Either way replay_free() releases the
+ * rest. */
 int replay_run(replay *r);
+
+/* Hands the per-job arrays of `from`, a replay that has run, to `to`,
+ * about to: the next server replayed on a thread writes over the pages
+ * the last one mapped. Left to malloc, each server's progress records
+ * took fresh pages, as the log of the server before now lay where they
+ * were (60% of a million-job run's page faults), and arrays grown by
+ * realloc() were copied to fresh pages (a fifth). */
+void replay_reuse(replay *to, replay *from);
 
 /* Stepping a replay from outside, moment by moment: */
 int replay_start(replay *r);
@@ -141,8 +155,9 @@ int replay_add(replay *r, int32_t id, double t);
 int replay_settle(replay *r, double t);
 /* The aegis_mem the jobs that left since the last call held. */
 double replay_take_left(replay *r);
-/* Writes r's jobs' records into the result and frees the working state,
- * after rc, the replay's status so far; returns rc. */
+/* Writes r's jobs' records into the result and frees the working state
+ * but the per-job arrays, after rc, the replay's status so far; returns
+ * rc. */
 int replay_finish(replay *r, int rc);
 
 /* Counts each GPU's energy (idle by now) up to t, the run's last end. */
