@@ -52,7 +52,10 @@ typedef struct sim_options {
 } sim_options;
 
 /* One run of a job on its GPUs; one that finds no room at its first
- * activity crashes later (sim_model_crash_s()) with oom set. */
+ * activity crashes later (sim_model_crash_s()) with oom set. 40 bytes: a
+ * million-job run writes a million of these to fresh pages, so the
+ * attempt's sharing mode and MIG instance, which no report reads, stay in
+ * the replay's progress records (replay.h). */
 typedef struct sim_attempt {
     double start_s;             /* launched by the core */
     double active_s;            /* first GPU activity */
@@ -61,9 +64,7 @@ typedef struct sim_attempt {
     int32_t next;               /* the job's next attempt in its log, or -1 */
     int32_t job;                /* index in sim_result.jobs */
     uint8_t ngpus;
-    uint8_t share;              /* share_mode it ran as (core_launch.share) */
     bool oom;
-    const mig_profile *mig;     /* its MIG instance, or NULL */
 } sim_attempt;
 
 typedef enum sim_job_state {

@@ -435,8 +435,7 @@ static int new_attempt(replay *r, const core_launch *l, double t) {
     int idx = log->nattempts++;
     log->attempts[idx] = (sim_attempt){.start_s = t, .active_s = -1,
         .end_s = -1, .gpu_off = log->ngpus_used, .next = -1,
-        .job = r->ids[l->job_id], .ngpus = (uint8_t)l->num_gpus,
-        .share = (uint8_t)l->share[0], .mig = l->mig};
+        .job = r->ids[l->job_id], .ngpus = (uint8_t)l->num_gpus};
     for (int k = 0; k < l->num_gpus; k++)
         log->gpus[log->ngpus_used++] = l->gpus[k];
     if (job->first_attempt < 0) job->first_attempt = idx;
