@@ -4,6 +4,7 @@
 
 #include "core.h"
 #include "order_key.h"
+#include "prefault.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -95,11 +96,19 @@ static int plan_servers(const trace *t, int servers, int gpus,
     return 0;
 }
 
+/* An array of one int32_t per job of t, on huge pages where they are to
+ * be had: the plan's two such arrays, 8 MB of fresh pages on a
+ * million-job trace, took a 4 KiB page fault each, a third of the run's
+ * faults. */
+static int32_t *job_array(const trace *t) {
+    return prefault_huge_alloc((size_t)t->count * sizeof(int32_t));
+}
+
 int sim_dispatch_plan(sim_dispatch *d, const trace *t, int servers, int gpus) {
     d->servers = servers;
     d->start = calloc((size_t)servers + 1, sizeof(*d->start));
-    d->ids = malloc((size_t)t->count * sizeof(*d->ids));
-    int32_t *server_of = malloc((size_t)t->count * sizeof(*server_of));
+    d->ids = job_array(t);
+    int32_t *server_of = job_array(t);
     int rc = -1;
     if (d->start && d->ids && server_of &&
         plan_servers(t, servers, gpus, server_of, d->start + 1) == 0) {

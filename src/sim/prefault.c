@@ -3,6 +3,7 @@
 #include "prefault.h"
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -35,6 +36,14 @@ void prefault_huge(void *start, size_t bytes) {
     (void)start;
     (void)bytes;
 #endif
+}
+
+void *prefault_huge_alloc(size_t bytes) {
+    if (bytes < PREFAULT_HUGE_BYTES) return malloc(bytes);
+    size_t units = (bytes + PREFAULT_HUGE_BYTES - 1) / PREFAULT_HUGE_BYTES;
+    void *start = aligned_alloc(PREFAULT_HUGE_BYTES, units * PREFAULT_HUGE_BYTES);
+    if (start) prefault_huge(start, units * PREFAULT_HUGE_BYTES);
+    return start;
 }
 
 void prefault_now(void *start, size_t bytes) { map_pages(start, bytes); }

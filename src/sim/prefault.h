@@ -46,4 +46,11 @@ void prefault_now(void *start, size_t bytes);
  * nothing changes. */
 void prefault_huge(void *start, size_t bytes);
 
+/* malloc(bytes), for an array about to be written, on huge pages from its
+ * start to its end (prefault_huge()) when it spans one: malloc's own big
+ * blocks start just past a page boundary, so only the whole huge pages
+ * inside were huge, half of a 4 MB array's. NULL when out of memory;
+ * freed with free(). */
+void *prefault_huge_alloc(size_t bytes);
+
 #endif
