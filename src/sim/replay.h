@@ -123,6 +123,10 @@ typedef struct replay {
     sim_loaders loaders;        /* the data loaders running */
     double cpu_share;           /* sim_loaders_share() as the jobs' rates
                                    last took it */
+    core_job_spec spec;         /* the spec of the job that arrives next,
+                                   written ahead (on_arrival()) */
+    char spec_feed[16];         /* its feed's name */
+    int32_t spec_job;           /* that job + 1; 0: none written */
 
     char err[512];              /* why replay_run() failed */
 } replay;
