@@ -3,7 +3,8 @@
 # answers with terminal escapes and a run record numbered 2^32 - 1
 # (rogue_sat.c): `dipp ground telemetry`, `proc log` and `proc list`
 # print no escape byte, `proc log` ends instead of asking from record 0
-# again for ever, `proc list` asks on only from a later slot; `upload`
+# again for ever, `proc list` asks on only from a later slot, `proc run`
+# says a 3-byte answer is malformed; `upload`
 # and `images`, never answered but sent stale answers on another port
 # every 20 ms, end when their wait does. Every process is bounded by
 # `timeout`.
@@ -37,6 +38,11 @@ g proc list
 [ $rc = 0 ] || fail "proc list: exit $rc"
 [ "$(grep -c '^slot' "$DIR/out")" = 41 ] || fail "proc list: not slots 0 to 40 once each"
 LC_ALL=C grep -q $'[\x01-\x09\x0b-\x1f\x7f]' "$DIR/out" && fail "proc list printed a control byte"
+# an answer with the question's number, too short to hold a code, is
+# malformed, not "no answer"
+g proc run 0
+[ $rc = 1 ] || fail "proc run (short answer): exit $rc"
+grep -q "run: a malformed answer from node 162 (3 bytes" "$DIR/out" || fail "proc run: not 'malformed'"
 "$DIPP" ground keygen "$DIR/k" >/dev/null 2>&1 || fail "keygen"
 head -c 5000 /dev/urandom > "$DIR/m.so"
 g upload --key "$DIR/k.key" --version 1 m "$DIR/m.so"
