@@ -148,6 +148,14 @@ static void report_figures(json_t *o, const char *slow_key) {
     else printf("%8s", "-");
 }
 
+/* A user's name as text shows it: a name from the user database may hold
+ * what a terminal acts on, and aegisd leaves out one that is not UTF-8
+ * (shown empty). */
+static void report_user(char *shown, size_t len, json_t *row) {
+    const char *user = json_string_value(json_object_get(row, "user"));
+    text_safe(shown, len, user ? user : "");
+}
+
 static void report_total_line(const char *who, json_t *t) {
     printf("%-18.18s %5lld ", who,
            (long long)json_integer_value(json_object_get(t, "jobs")));
@@ -161,10 +169,11 @@ static void report_text(json_t *ans) {
            "SLOWDOWN", "NAME");
     size_t i;
     json_t *r;
+    char user[256];
     json_array_foreach(json_object_get(ans, "jobs"), i, r) {
+        report_user(user, sizeof(user), r);
         printf("%-7lld %-10.10s %-9s %4lld ",
-               (long long)json_integer_value(json_object_get(r, "job_id")),
-               json_string_value(json_object_get(r, "user")),
+               (long long)json_integer_value(json_object_get(r, "job_id")), user,
                json_string_value(json_object_get(r, "state")),
                (long long)json_integer_value(json_object_get(r, "gpu_count")));
         report_figures(r, "slowdown");
@@ -175,8 +184,10 @@ static void report_text(json_t *ans) {
     }
     printf("\n%-18s %5s %10s %10s %9s %10s %10s %8s\n", "TOTALS", "JOBS",
            "WAIT_S", "RUN_S", "GPU_H", "KWH", "CO2_G", "SLOWDOWN");
-    json_array_foreach(json_object_get(ans, "users"), i, r)
-        report_total_line(json_string_value(json_object_get(r, "user")), r);
+    json_array_foreach(json_object_get(ans, "users"), i, r) {
+        report_user(user, sizeof(user), r);
+        report_total_line(user, r);
+    }
     report_total_line("all users", json_object_get(ans, "total"));
     printf("\nCO2 at %g gCO2eq/kWh, PUE %g (aegisd's configuration)\n",
            report_num(ans, "grid_intensity_g_per_kwh"), report_num(ans, "pue"));

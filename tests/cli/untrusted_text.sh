@@ -56,6 +56,14 @@ print(json.dumps({
     'ls': {'ok': True, 'jobs': [
         {'id': 8, 'kind': 'feed', 'feed': bad, 'state': 'running'},
         {'id': 9, 'kind': 'job', 'feed': bad, 'state': 'queued'}]},
+    # a user's name from the user database (any bytes but ':'), and one
+    # aegisd left out (not UTF-8): shown safe, and empty
+    'report': {'ok': True, 'jobs': [
+        {'job_id': 11, 'user': bad, 'state': 'done', 'gpu_count': 1,
+         'project_name': 'n'},
+        {'job_id': 12, 'state': 'done', 'gpu_count': 1, 'project_name': 'm'}],
+        'users': [{'user': bad, 'jobs': 1}, {'jobs': 1}],
+        'total': {'jobs': 2}, 'grid_intensity_g_per_kwh': 1, 'pue': 1},
     # an AEGIS spec's profile (10,000 nodes may travel) and a notifier
     # longer than a line buffer: shown whole, only made safe
     'show': {'ok': True, 'job': {
@@ -72,6 +80,9 @@ check "wait" "7 failed x?31m?[2J?y" "$aegis" wait 7
 check "wait --json" '"reason":"x\u009b31m' "$aegis" wait --json 7
 check "feed ls (managed)" "x?31m?[2J?y          8        running" \
     "$aegis" feed ls
+check "report (user)" "11      x?31m?[2J?" "$aegis" report
+check "report (user totals)" "x?31m?[2J?y            1" "$aegis" report
+check "report (no user)" "12                 done" "$aegis" report
 check "show (long notify)" "nnnnx?31m?[2J?y" "$aegis" show 10
 check "show (long meta)" 'vvvvx?31m\u001B[2J?y"}}' "$aegis" show 10
 
