@@ -414,6 +414,15 @@ case_acct_user_not_utf8() {
         fail "report -u: exit $?"
     pyjson "assert [j['job_id'] for j in d['jobs']]==[$a], d['jobs']" < report.json ||
         fail "report -u (not UTF-8): $(cat report.json)"
+    # the name itself: each byte that starts no UTF-8 character as '?'
+    # (it was null, and report's rows had none)
+    pyjson "assert [j['user'] for j in d['jobs']]==['aegis-e2e-?t?'], d['jobs']" < report.json ||
+        fail "report's user (not UTF-8): $(cat report.json)"
+    "$AEGIS" ls --all --json > ls.json || fail "ls: exit $?"
+    pyjson "assert [j['user'] for j in d if j['id']==$a]==['aegis-e2e-?t?'], d" < ls.json ||
+        fail "ls's user (not UTF-8): $(cat ls.json)"
+    "$AEGIS" show --json "$a" | pyjson "assert d['user']=='aegis-e2e-?t?', d" ||
+        fail "show's user (not UTF-8)"
 }
 
 # The same user's job queued across a restart: the name came back from
