@@ -14,6 +14,7 @@
 
 #include "b64.h"
 #include "exec.h"
+#include "jobs.h"
 #include "text_safe.h"
 
 #include <errno.h>
@@ -134,13 +135,12 @@ static json_t *d_json_known(double v) {
     return v >= 0 ? json_real(v) : json_null();
 }
 
-/* A login name that is not UTF-8 is null in a stored row (a JSON string
- * holds no such bytes): a client gets it with each such byte as '?'. */
-static void d_user_field(d_daemon *d, json_t *row, int64_t id) {
+/* A login name that is not UTF-8, null in a stored row (d_row_user()):
+ * a client gets it with each byte that starts no character as '?'. */
+static void d_user_field(d_daemon *d, json_t *row) {
     char raw[256], shown[256];
-    if (!json_is_null(json_object_get(row, "user")) ||
-        !store_job_user(d->st, id, raw, sizeof(raw)))
-        return;
+    if (!json_is_null(json_object_get(row, "user"))) return;
+    d_row_user(d, row, raw, sizeof(raw));
     text_as_utf8(shown, sizeof(shown), raw);
     json_object_set_new(row, "user", json_string(shown));
 }
@@ -152,7 +152,7 @@ static void d_live_fields(d_daemon *d, json_t *row) {
         json_object_set_new(row, "held",
                             json_boolean(json_integer_value(held)));
     int64_t id = json_integer_value(json_object_get(row, "id"));
-    d_user_field(d, row, id);
+    d_user_field(d, row);
     d_job *job = d_job_find(d, id);
     d_kind_fields(d, row, job);
     const d_unsaved *ended = job ? NULL : d_job_unsaved(d, id);

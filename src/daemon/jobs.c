@@ -148,6 +148,16 @@ void d_status_settled(d_daemon *d, int64_t id, int n, int committed) {
 
 /* ---- a new job ------------------------------------------------------------ */
 
+void d_row_user(d_daemon *d, json_t *row, char *user, size_t len) {
+    const char *name = json_string_value(json_object_get(row, "user"));
+    int64_t id = json_integer_value(json_object_get(row, "id"));
+    if (name)
+        snprintf(user, len, "%s", name);
+    else if (!store_job_user(d->st, id, user, len))
+        snprintf(user, len, "%lld",
+                 (long long)json_integer_value(json_object_get(row, "uid")));
+}
+
 /* A job with room for ndeps dependencies after it, freed with it. */
 d_job *d_job_new(int64_t id, uid_t uid, gid_t gid, const char *user,
                         const char *name, int num_gpus, double mem_mib,

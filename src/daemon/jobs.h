@@ -27,6 +27,12 @@ d_job *d_job_new(int64_t id, uid_t uid, gid_t gid, const char *user,
                  const char *name, int num_gpus, double mem_mib,
                  size_t ndeps);
 
+/* The login name of a stored job's row as submitted, byte for byte: one
+ * that is not UTF-8 is null in the row (a JSON string holds no such
+ * bytes), and is read again from the store (a recovered job ran as user
+ * "(null)"); the row's uid when there is none. */
+void d_row_user(d_daemon *d, json_t *row, char *user, size_t len);
+
 /* ---- jobs_queue.c ---- */
 /* What the core is told of the job. */
 core_job_spec d_job_spec(d_daemon *d, const d_job *job);

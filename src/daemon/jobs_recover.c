@@ -142,18 +142,6 @@ static void d_job_load_energy(d_daemon *d, d_job *job, json_t *row) {
     job->counted_from = d_wall();
 }
 
-/* The login name of row's job as submitted. One that is not UTF-8 is
- * null in the row (a JSON string holds no such bytes), and is read again
- * byte for byte: the job's groups and limits are that name's (the job
- * ran as user "(null)"'s). */
-static void d_row_user(d_daemon *d, json_t *row, char *user, size_t len) {
-    const char *name = json_string_value(json_object_get(row, "user"));
-    if (name)
-        snprintf(user, len, "%s", name);
-    else if (!store_job_user(d->st, d_int(row, "id"), user, len))
-        snprintf(user, len, "%lld", (long long)d_int(row, "uid"));
-}
-
 /* One unfinished job of the store: a running attempt waits for
  * d_jobs_adopt(), a retry for its turn in the recovery queue, any other
  * job is queued (or held) now. */
@@ -161,7 +149,7 @@ static void d_job_recover(void *ctx, json_t *row) {
     d_recovery *rec = ctx;
     d_daemon *d = rec->d;
     json_t *mem = json_object_get(row, "mem_mib");
-    char user[sizeof(((d_job *)0)->user)];
+    char user[sizeof(((d_job *)0)->user)]; /* its groups' and limits' */
     d_row_user(d, row, user, sizeof(user));
     d_job *job = d_job_new(d_int(row, "id"), (uid_t)d_int(row, "uid"),
                            (gid_t)d_int(row, "gid"), user,

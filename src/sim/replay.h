@@ -77,10 +77,10 @@ typedef struct replay {
     const int32_t *ids;         /* this server's jobs' trace indexes */
     int njobs;                  /* (replay_add() grows both) */
     int jobs_room;              /* jobs the per-job arrays are made for, at
-                                   least: the most any server replayed after
-                                   this one on its thread has, so that those
-                                   replays take the arrays over as they are
-                                   (replay_reuse()) */
+                                   least: the most any server has
+                                   (engine_init()), so that the replays after
+                                   this one on its thread take the arrays
+                                   over as they are (replay_reuse()) */
     double start_s;             /* the trace's first submit */
 
     sim_job *out;               /* the result's jobs, by trace index */
