@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cmd_sig.h"
 #include "dish.h"
 #include "errors.h"
 #include "pdef.h"
@@ -45,6 +46,7 @@ int sat_open(sat *s, const sat_cfg *cfg, const uint8_t first_pk[UP_PK_BYTES]) {
      * is the outcome the ground's next status question gets, not a
      * replay's refusal of the manifest it sends again */
     upload_ended(s, &r, s->up.idx.manifest);
+    s->dish.pk = s->up.idx.pk;
     s->run.locate = locate, s->run.locate_ctx = &s->up;
     s->slots_dir = cfg->slots_dir;
     s->frame_size = cfg->frame_size, s->seed = 1;
@@ -310,14 +312,26 @@ static void on_param(sat *s, const uint8_t *msg, size_t len, uint8_t port,
 
 #define IMAGE_PART 1800
 
+/* 'K' id, signed (cmd_sig.h): the ground has image id whole, so the ring
+ * drops it. Not answered: a refused one is counted (dish.refused). */
+static void remove_image(sat *s, const uint8_t *msg, size_t len) {
+    char why[256];
+    size_t body = 0;
+    if (cmd_sig_take(s->slots_dir, s->up.idx.pk, DIPP_PORT_IMAGES, msg, len, &body, why,
+                     sizeof why) || body != 5)
+        s->dish.refused++;
+    else
+        ring_remove(&s->images, proto_get32(msg + 1));
+}
+
 /* 'D' seq id from: the parts of image id (the best one when id is 0)
  * from part `from` on, PROTO_PARTS_PER_ASK at most; an empty ring answers
  * with id 0, an image no longer there with its id and no parts. */
 static void on_images(sat *s, const uint8_t *msg, size_t len, uint8_t port,
                       sat_reply_fn reply, void *ctx) {
     uint8_t out[24 + IMAGE_PART];
-    if (msg[0] == 'K' && len >= 5) {
-        ring_remove(&s->images, proto_get32(msg + 1));
+    if (msg[0] == 'K') {
+        remove_image(s, msg, len);
         return;
     }
     if (msg[0] != 'D' || len < 9)

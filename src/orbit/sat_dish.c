@@ -232,27 +232,35 @@ static int stop(sat_dish *d, const uint8_t *msg, size_t len, char *why, size_t c
     return dipp_say(why, cap, 0, "slot %u: %d runs stopped", slot, stopped);
 }
 
-/* A run, a stop or a delete, done once per request (see done_req). */
+/* A run, a stop or a delete: signed (cmd_sig.h), and done once per
+ * request. The same request again (its answer was lost) is answered as
+ * the first time (done_req); a refused one is not kept, so a message from
+ * anyone else on the link cannot take that answer's place. */
 static size_t change(sat_dish *d, const uint8_t *msg, size_t len, uint8_t *out,
                      size_t cap) {
     char text[256];
-    int code;
+    size_t body = 0;
+    assert(d->pk);
     if (len == d->done_req_len && !memcmp(msg, d->done_req, len)) {
         size_t n = d->done_reply_len < cap ? d->done_reply_len : cap;
         memcpy(out, d->done_reply, n);
         return n;
     }
-    if (msg[0] == 'X')
-        code = run(d, msg, len, text, sizeof text);
+    int code = cmd_sig_take(d->store.dir, d->pk, DIPP_PORT_PROCS, msg, len, &body, text,
+                            sizeof text);
+    if (code)
+        d->refused++;
+    else if (msg[0] == 'X')
+        code = run(d, msg, body, text, sizeof text);
     else if (msg[0] == 'S')
-        code = stop(d, msg, len, text, sizeof text);
-    else if (len != 4)
+        code = stop(d, msg, body, text, sizeof text);
+    else if (body != 4)
         code = dipp_say(text, sizeof text, DIPP_E_UP_MESSAGE, "delete: %zu bytes, not 4",
-                        len);
+                        body);
     else
         code = proc_store_delete(&d->store, msg[3], text, sizeof text);
     size_t n = answer(msg, code, text, out, cap);
-    if (len <= sizeof d->done_req && n <= sizeof d->done_reply) {
+    if (body && len <= sizeof d->done_req && n <= sizeof d->done_reply) {
         memcpy(d->done_req, msg, len), d->done_req_len = len;
         memcpy(d->done_reply, out, n), d->done_reply_len = n;
     }
@@ -271,7 +279,8 @@ size_t sat_dish_handle(sat_dish *d, const uint8_t *msg, size_t len, uint8_t *out
     if ((msg[0] == 'X' || msg[0] == 'E' || msg[0] == 'S') && len >= 4)
         return change(d, msg, len, out, cap);
     snprintf(text, sizeof text, "procedure port: message '%c' of %zu bytes is not one of "
-             "L, X (5 + 4n bytes), E (4 bytes), S (4 bytes)",
+             "L, X (5 + 4n bytes), E (4 bytes), S (4 bytes), each of the last three "
+             "signed",
              msg[0] >= 32 && msg[0] < 127 ? msg[0] : '?', len);
     return answer(msg, DIPP_E_UP_MESSAGE, text, out, cap);
 }
@@ -288,13 +297,13 @@ size_t sat_dish_status(const sat_dish *d, char *out, size_t cap) {
                      "dish.procs=%d\ndish.runs=%d\ndish.started=%llu\ndish.ended=%llu\n"
                      "dish.faults=%llu\ndish.tm=%llu\ndish.next=%u\ndish.clock_s=%lld\n"
                      "dish.sim_s=%.1f\ndish.awake=%d\ndish.wakes=%d\ndish.awake_s=%.1f\n"
-                     "dish.battery=%d\n",
+                     "dish.battery=%d\ndish.refused=%llu\n",
                      used, dish_vm_alive(&d->vm), (unsigned long long)d->started,
                      (unsigned long long)d->ended, (unsigned long long)d->faults,
                      (unsigned long long)d->tms, d->logged,
                      (long long)(dish_vm_clock(&d->vm) / 1000), (double)s->local_ms / 1000.0,
                      s->awake, s->nawake + s->awake, (double)awake / 1000.0,
-                     (int)s->battery);
+                     (int)s->battery, (unsigned long long)d->refused);
     return n < 0 ? 0 : (size_t)n < cap ? (size_t)n : cap - 1;
 }
 

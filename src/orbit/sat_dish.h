@@ -3,7 +3,8 @@
  * are the simulated satellite's (dish_sim.h), whose pipelines are DIPP's
  * real ones on the camera's next frame, and whose telemetry goes down
  * the link; the procedure store (proc_store.h); and the procedure port's
- * messages (proto.h, port 24).
+ * messages (proto.h, port 24), whose runs, stops and deletes are signed
+ * (cmd_sig.h).
  *
  * The satellite's loop drives the clock, not wait_event: between two
  * looks at the link it moves the simulated clock on by the wall time
@@ -17,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cmd_sig.h"
 #include "dish_sim.h"
 #include "dish_vm.h"
 #include "proc_store.h"
@@ -38,9 +40,13 @@ typedef struct sat_dish {
     uint32_t logged;    /* records ever written; the last SAT_DISH_LOG kept */
     uint64_t started, ended, faults, tms;
     uint32_t tm_printed[DISH_MAX_RUNS]; /* each run's tm lines on stdout */
-    /* the last run or delete and its answer: the same request again (its
-     * answer was lost) is answered again, not done twice */
-    uint8_t done_req[6 + 4 * DISH_MAX_LOCALS], done_reply[8 + 256];
+    /* the key that signs commands (cmd_sig.h): the update store's, which
+     * a rotation changes in place; set before the first message */
+    const uint8_t *pk;
+    uint64_t refused;   /* commands refused: unsigned, forged or replayed */
+    /* the last run, stop or delete taken and its answer: the same request
+     * again (its answer was lost) is answered again, not done twice */
+    uint8_t done_req[5 + 4 * DISH_MAX_LOCALS + CMD_SIG_TRAILER], done_reply[8 + 256];
     size_t done_req_len, done_reply_len;
 } sat_dish;
 

@@ -1,6 +1,7 @@
 /* slots.h -- the on-board store of definitions: 6 numbered pipeline slots
  * and 20 module-configuration slots, each a small file in one folder
- * (and one more, "floors", of the versions each has taken),
+ * (and one more, "floors", of the versions each has taken and of the
+ * highest signed command's counter),
  * replaced whole and crash-safe (platform.h's plat_file_replace): after a
  * power cut at any moment a slot holds its old or its new content, and a
  * torn or corrupted file is detected (length and CRC-32) and reported,
@@ -39,6 +40,13 @@ int slot_floor(const char *dir, slot_kind kind, unsigned n, uint32_t *version, c
 /* Raises slot n's floor to version (never lowers it), crash-safe: 0, or -1. */
 int slot_raise_floor(const char *dir, slot_kind kind, unsigned n, uint32_t version,
                      char *err, size_t errlen);
+/* The highest counter of a signed command the board has taken
+ * (cmd_sig.h), kept in "floors" too: 0 with it in *counter (0 when none
+ * yet), or -1 when the floors cannot be read (err says why). */
+int slot_command_floor(const char *dir, uint64_t *counter, char *err, size_t errlen);
+/* Raises it to counter (never lowers it), crash-safe: 0, or -1. */
+int slot_raise_command_floor(const char *dir, uint64_t counter, char *err,
+                             size_t errlen);
 /* Slots of a kind: 6 or 20. */
 unsigned slot_count(slot_kind kind);
 const char *slot_kind_name(slot_kind kind);

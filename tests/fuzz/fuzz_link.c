@@ -11,7 +11,10 @@
  *     message; the same fields signed with the board's key accepted as
  *     they are;
  *   4 the procedure port (sat_dish_handle, a board with no procedures):
- *     an answer 'A' to the message's sequence number, within its frame.
+ *     an answer 'A' to the message's sequence number, within its frame;
+ *     a first byte with its top bit set is the rest signed with the
+ *     board's key and the next counter (cmd_sig.h), its top bit cleared,
+ *     so that a run, stop or delete reaches what the signature guards.
  * Seeds: seeds/link/, one message of each kind.
  */
 #include "fuzz.h"
@@ -21,6 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cmd_sig.h"
 #include "csp.h"
 #include "errors.h"
 #include "proto.h"
@@ -118,22 +122,38 @@ static void link_slot(const uint8_t *data, size_t size) {
  * message here adds to it), removed at exit. */
 static char store_dir[128];
 
+/* The folder and what a signed command writes there: the floors
+ * (slots.h), replaced through a temporary file a crash may leave. */
 static void remove_store(void) {
+    char path[160];
+    snprintf(path, sizeof path, "%s/floors", store_dir);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/.floors.tmp", store_dir);
+    unlink(path);
     rmdir(store_dir);
 }
 
 static void link_procs(const uint8_t *data, size_t size) {
     static sat_dish d;
-    uint8_t out[CSP_MTU];
+    static uint8_t pk[UP_PK_BYTES], sk[UP_SK_BYTES];
+    static uint64_t counter;
+    uint8_t out[CSP_MTU], msg[CMD_SIG_BODY_MAX + CMD_SIG_TRAILER];
     if (!store_dir[0]) {
         const char *tmp = getenv("TMPDIR");
         snprintf(store_dir, sizeof store_dir, "%s/aegis-fuzz-link-XXXXXX",
                  tmp && *tmp ? tmp : "/tmp");
         FUZZ_CHECK(mkdtemp(store_dir) != NULL, "mkdtemp");
         atexit(remove_store);
+        board_keys(pk, sk);
     }
     const char *dir = store_dir;
     sat_dish_open(&d, dir, 0);
+    d.pk = pk;
+    if (size > 0 && size <= CMD_SIG_BODY_MAX && data[0] & 0x80) {
+        memcpy(msg, data, size);
+        msg[0] &= 0x7f;
+        data = msg, size = cmd_sig_append(DIPP_PORT_PROCS, msg, size, ++counter, sk);
+    }
     size_t n = sat_dish_handle(&d, data, size, out, sizeof out);
     if (size < 3) {
         FUZZ_CHECK(n == 0, "an answer to a message without a sequence number");

@@ -14,9 +14,9 @@
  *     reads back (none corrupt) at or below its floor;
  *   - a packet as it came off the link (nothing signed here) changed
  *     nothing only the ground's key may: the key, the slots, the active
- *     modules, the procedures (but deletes on port 24, which carry no
- *     signature), the outcome the ground's next status question gets;
- *     but for an upload in progress, which its chunks finish;
+ *     modules, the procedures, the images in the ring, the outcome the
+ *     ground's next status question gets; but for an upload in progress,
+ *     which its chunks finish;
  *   - an honest upload told "installed" put on board what it sent (a
  *     module's version active, an image of procedures held under its
  *     name and version).
@@ -30,12 +30,15 @@
  *   R_MSG    body[0] the port (its low 6 bits), the rest the message, from
  *            the ground's node and port;
  *   R_SIGNED what only the ground can send, signed with its key now:
- *            body[0] % 4 picks a manifest (body[1..] its fields, re-signed),
+ *            body[0] % 5 picks a manifest (body[1..] its fields, re-signed),
  *            a chunk of the upload in progress (body[1..4] its index, the
- *            rest its data), a key rotation (body[1] seeds the new key) or a
+ *            rest its data), a key rotation (body[1] seeds the new key), a
  *            slot write (body[1] odd: a configuration slot, else a
  *            pipeline's; body[2] the slot, body[3..6] the version, little
- *            endian, the rest the definition);
+ *            endian, the rest the definition) or a command (body[1] odd:
+ *            an image's removal, 'K', body[2..5] its id; else body[1] / 2
+ *            % 3 picks a run, stop or delete, the rest its bytes after the
+ *            sequence number);
  *   R_UPLOAD a whole honest upload of procedures over port 20 (manifest,
  *            every chunk, status question): body[0] picks the image (one
  *            of four fixed ones, or body[3..] when longer than a header)
@@ -67,6 +70,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cmd_sig.h"
 #include "csp.h"
 #include "dipp_module.h"
 #include "dish.h"
@@ -248,16 +252,16 @@ static int no_accept(void *ctx, const up_manifest *m, const uint8_t *bytes, char
 }
 
 /* What only the ground's key changes: the key, the slots' versions, the
- * modules' active versions, the procedures (but for deletes on port 24,
- * which carry no signature); an upload started with a signed manifest
- * may be finished by chunks, which carry none. */
+ * modules' active versions, the procedures, the ring's images; an upload
+ * started with a signed manifest may be finished by chunks, which carry
+ * none. */
 typedef struct signed_state {
     uint32_t key_serial, uploading;
     up_result last_done;                /* what the ground's status question gets */
     uint8_t refused[UP_MANIFEST_BYTES]; /* and its manifest sent again */
     uint32_t slot_version[2][SLOT_CONFIGS + 1];
     uint32_t active[UP_MAX_MODULES];
-    unsigned procs;
+    unsigned procs, images;
 } signed_state;
 
 static signed_state now;
@@ -314,13 +318,15 @@ static void check_store(void) {
     for (unsigned k = 0; k < UP_MAX_MODULES; k++)
         now.active[k] = k < s.up.idx.nmods ? s.up.idx.mod[k].active : 0;
     now.procs = s.dish.store.count;
+    now.images = s.images.count;
 }
 
 /* After a packet from the link as it came (no signature made here): what
  * only a signature changes is as it was, but for an upload in progress
- * finished and procedures deleted. */
+ * finished. */
 static void check_unsigned(const signed_state *before) {
     FUZZ_CHECK(now.key_serial == before->key_serial, "a key rotated without a signature");
+    FUZZ_CHECK(now.images == before->images, "an image removed without a signature");
     FUZZ_CHECK(!memcmp(now.slot_version, before->slot_version, sizeof now.slot_version),
                "a slot written without a signature");
     if (before->uploading)
@@ -334,7 +340,7 @@ static void check_unsigned(const signed_state *before) {
                "an upload's outcome changed by a packet without a signature");
     FUZZ_CHECK(!memcmp(now.active, before->active, sizeof now.active),
                "a module installed without a signature");
-    FUZZ_CHECK(now.procs <= before->procs, "procedures installed without a signature");
+    FUZZ_CHECK(now.procs == before->procs, "procedures changed without a signature");
 }
 
 /* ---- what only the ground sends ---- */
@@ -409,14 +415,35 @@ static void send_slot(const uint8_t *body, size_t len) {
     handle(DIPP_PORT_PARAM, msg, slot_msg_build(&m, ground.sk, msg));
 }
 
+/* A command (cmd_sig.h), signed with the ground's key and the next
+ * counter. */
+static void send_command(const uint8_t *body, size_t len) {
+    static uint64_t counter;
+    uint8_t msg[3 + CMD_SIG_BODY_MAX + CMD_SIG_TRAILER];
+    if (len < 1)
+        return;
+    int remove = body[0] & 1;
+    size_t n = remove ? 5 : 3 + (len - 1 < CMD_SIG_BODY_MAX - 3 ? len - 1 : CMD_SIG_BODY_MAX - 3);
+    memset(msg, 0, sizeof msg);
+    msg[0] = remove ? 'K' : (uint8_t)"XSE"[body[0] / 2 % 3];
+    if (remove)
+        memcpy(msg + 1, body + 1, len - 1 < 4 ? len - 1 : 4);
+    else
+        proto_put16(msg + 1, seq++), memcpy(msg + 3, body + 1, n - 3);
+    n = cmd_sig_append(remove ? DIPP_PORT_IMAGES : DIPP_PORT_PROCS, msg, n, ++counter,
+                       ground.sk);
+    handle(remove ? DIPP_PORT_IMAGES : DIPP_PORT_PROCS, msg, n);
+}
+
 static void send_signed(const uint8_t *body, size_t len) {
     if (len < 1)
         return;
-    switch (body[0] % 4) {
+    switch (body[0] % 5) {
     case 0: send_manifest(body + 1, len - 1); break;
     case 1: send_chunk(body + 1, len - 1); break;
     case 2: send_rotate(body + 1, len - 1); break;
-    default: send_slot(body + 1, len - 1); break;
+    case 3: send_slot(body + 1, len - 1); break;
+    default: send_command(body + 1, len - 1); break;
     }
 }
 

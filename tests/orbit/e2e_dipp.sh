@@ -97,7 +97,7 @@ w upload --key "$DIR/k.key" --version 1 --in rgb --out rgb copy "$TMODS/copy.so"
 [ $rc = 1 ] || fail "upload with no satellite: $rc"
 has "copy v1: no answer from node 162 in 2000 ms (asked 4 times" out
 mkdir "$DIR/down"
-w images --out "$DIR/down"; [ $rc = 1 ] || fail "images with no satellite: $rc"
+w images --key "$DIR/k.key" --out "$DIR/down"; [ $rc = 1 ] || fail "images with no satellite: $rc"
 has "images: no answer from node 162 in 2000 ms" out
 w --retry-ms 3000 ping; [ $rc = 2 ] || fail "--retry-ms over --timeout-ms: $rc"
 has "--retry-ms 3000 is over --timeout-ms 2000" err

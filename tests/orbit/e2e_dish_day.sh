@@ -71,10 +71,11 @@ g proc upload --key "$DIR/k.key" --version 1 "$DAY"; [ $rc = 0 ] || fail "upload
 has "dish_day v1 installed"; has "slots 30 31 32 loaded"
 g proc list; [ $rc = 0 ] || fail "list: $rc"
 has "slot 30: dish_day v1, 1 args"; has "slot 31: dish_day v1, 3 args"; has "slot 32:"
-g proc run 32 21; [ $rc = 0 ] || fail "run 32: $rc"; has "slot 32: run"
-g proc run 32; [ $rc = 1 ] || fail "run without its argument: $rc"
+K="--key $DIR/k.key"
+g proc run $K 32 21; [ $rc = 0 ] || fail "run 32: $rc"; has "slot 32: run"
+g proc run $K 32; [ $rc = 1 ] || fail "run without its argument: $rc"
 has "slot 32 takes 1 arguments: not started"
-g proc delete 31; [ $rc = 1 ] || fail "deleting a called procedure: $rc"
+g proc delete $K 31; [ $rc = 1 ] || fail "deleting a called procedure: $rc"
 has "slot 31 is called by another procedure: not deleted"
 g proc upload --key "$DIR/k.key" --version 2 "$DAY"; [ $rc = 1 ] || fail "slots taken: $rc"
 has "error 1011000"; has "slot 30 is taken"
@@ -87,7 +88,7 @@ g proc upload --key "$DIR/k.key" --version 3 --name future "$DIR/v9.dbc"
 g proc log; next=$(sed -n 's/^next //p' "$DIR/out")
 cp "$DIR/out" "$DIR/records"
 grep -q 'slot 32 end   0 42' "$DIR/records" || fail "twice(21) did not end with 42"
-g proc run 30 1; [ $rc = 0 ] || fail "run day: $rc"
+g proc run $K 30 1; [ $rc = 0 ] || fail "run day: $rc"
 for _ in $(seq 120); do
     g proc log --from "$next"; [ $rc = 0 ] || continue
     grep -v '^next ' "$DIR/out" >>"$DIR/records"; next=$(sed -n 's/^next //p' "$DIR/out")
@@ -105,12 +106,33 @@ awake=$(tm dish.awake_s); sim=$(tm dish.sim_s)
 awk -v a="$awake" 'BEGIN { exit !(a >= 600 && a <= 630) }' || fail "awake $awake s for 600 s needed"
 has "dish.started=2"; has "dish.ended=2"; has "dish.faults=0" # twice(21), the day
 mkdir "$DIR/down"
-g images --out "$DIR/down" --max 3; [ $rc = 0 ] || fail "images: $rc"; has "3 images downlinked"
+g images $K --out "$DIR/down" --max 3; [ $rc = 0 ] || fail "images: $rc"; has "3 images downlinked"
+
+# commands only the ground's key signs, each once (docs/orbit.md, "Signed commands")
+g keygen "$DIR/other"; [ $rc = 0 ] || fail "keygen other: $rc"
+g proc delete --key "$DIR/other.key" 30; [ $rc = 1 ] || fail "delete, another key: $rc"
+has "delete refused: error 1002000"; has "does not verify with the key on board"
+g proc run --key "$DIR/k.key" --counter 5 32 21; [ $rc = 1 ] || fail "an old counter: $rc"
+has "run refused: error 1003000"; has "the command counter is not above"
+g proc stop 30; [ $rc = 2 ] || fail "stop without a key: $rc"
+# an image acknowledged with another key stays in the ring; with the
+# ground's it goes (the link may lose an acknowledgement: the image then
+# stays, and comes down again)
+g telemetry; kept=$(tm ring_images)
+g images --key "$DIR/other.key" --out "$DIR/down" --max 1; [ $rc = 0 ] || fail "images: $rc"
+g telemetry; [ "$(tm ring_images)" = "$kept" ] || fail "removed on another key's word"
+# 3 refused, each counted again when its answer was lost and it was asked again
+[ "$(tm dish.refused)" -ge 3 ] || fail "refused: $(tm dish.refused), not 3"
+for _ in $(seq 10); do
+    g images $K --out "$DIR/down" --max 1; [ $rc = 0 ] || fail "images: $rc"
+    g telemetry; [ "$(tm ring_images)" -lt "$kept" ] && break
+done
+[ "$(tm ring_images)" -lt "$kept" ] || fail "no acknowledgement taken in 10 images"
 
 # the store across restarts
 restart
 g proc list; has "slot 30: dish_day v1"; has "slot 32: dish_day v1"
-g proc delete 32; [ $rc = 0 ] || fail "delete 32: $rc"; has "slot 32 deleted"
+g proc delete $K 32; [ $rc = 0 ] || fail "delete 32: $rc"; has "slot 32 deleted"
 restart
 g proc list; has "slot 31: dish_day v1"; grep -q "slot 32" "$DIR/out" && fail "32 came back"
 printf 'X' | dd of="$DIR/store/procedures" bs=1 seek=40 conv=notrunc 2>/dev/null

@@ -114,12 +114,12 @@ has "module.copy=v1"; has "uploads_refused=2" # the crash and the replay
 # a folder that is not there: refused before anything is asked (images
 # were acknowledged, so dropped on board, without being saved)
 g telemetry; before=$(sed -n 's/^ring_images=//p' "$DIR/out")
-g images --out "$DIR/nofolder" --max 5; [ $rc = 1 ] || fail "images to no folder: $rc"
+g images --key "$DIR/k1.key" --out "$DIR/nofolder" --max 5; [ $rc = 1 ] || fail "images to no folder: $rc"
 has "--out $DIR/nofolder: No such file or directory"
 g telemetry; after=$(sed -n 's/^ring_images=//p' "$DIR/out")
 [ "${after:-0}" -ge "${before:-1}" ] || fail "images went from the ring: $before, then $after"
 mkdir "$DIR/img"
-g images --out "$DIR/img" --max 5; [ $rc = 0 ] || fail "images: $rc"; has "5 images downlinked"
+g images --key "$DIR/k1.key" --out "$DIR/img" --max 5; [ $rc = 0 ] || fail "images: $rc"; has "5 images downlinked"
 ls "$DIR"/img/*.png >/dev/null 2>&1 || fail "no PNG downlinked"
 head -c 4 "$(ls "$DIR"/img/*.png | head -1)" | grep -q PNG || fail "not a PNG"
 

@@ -40,16 +40,16 @@ g proc list
 LC_ALL=C grep -q $'[\x01-\x09\x0b-\x1f\x7f]' "$DIR/out" && fail "proc list printed a control byte"
 # an answer with the question's number, too short to hold a code, is
 # malformed, not "no answer"
-g proc run 0
+"$DIPP" ground keygen "$DIR/k" >/dev/null 2>&1 || fail "keygen"
+g proc run --key "$DIR/k.key" 0
 [ $rc = 1 ] || fail "proc run (short answer): exit $rc"
 grep -q "run: a malformed answer from node 162 (3 bytes" "$DIR/out" || fail "proc run: not 'malformed'"
-"$DIPP" ground keygen "$DIR/k" >/dev/null 2>&1 || fail "keygen"
 head -c 5000 /dev/urandom > "$DIR/m.so"
 g upload --key "$DIR/k.key" --version 1 m "$DIR/m.so"
 [ $rc = 124 ] && fail "upload waited for ever under stale answers"
 grep -q "no answer" "$DIR/out" || fail "upload: not 'no answer'"
 mkdir "$DIR/img"
-g images --out "$DIR/img"
+g images --key "$DIR/k.key" --out "$DIR/img"
 [ $rc = 124 ] && fail "images waited for ever under stale answers"
 grep -q "no answer" "$DIR/out" || fail "images: not 'no answer'"
 echo "ok"

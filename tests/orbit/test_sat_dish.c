@@ -4,7 +4,7 @@
  * that are no bytecode, a delta, a board without procedures: refused
  * with the reason), the procedure port against hostile bytes (each
  * answered with its sequence number and a reason, or not at all, never a
- * crash), a resent request done once, a stop reaching the runs that
+ * crash), commands taken only signed and once, a resent request done once, a stop reaching the runs that
  * called into the slot, and the clock: a capture's
  * outcome reported when its simulated time is up, the cores' awake time,
  * the run records as the telemetry carries them. */
@@ -19,6 +19,7 @@
 
 #include <cmocka.h>
 
+#include "cmd_sig.h"
 #include "csp.h"
 #include "dish_compile.h"
 #include "errors.h"
@@ -62,6 +63,7 @@ static void board(int with_procs) {
     cfg.accept = with_procs ? sat_dish_accept : NULL, cfg.accept_ctx = &d;
     cfg.procs_max_bytes = DISH_MAX_IMAGE, cfg.procs_version = DISH_VERSION;
     assert_int_equal(up_open(&st, DIR, k.pk, &cfg, test_stub_run, NULL, &r), 0);
+    d.pk = st.idx.pk;
 }
 
 /* An update of kind 2 carrying bytes (zstd-compressed or not). */
@@ -142,8 +144,9 @@ static void test_uploads(void **s) {
     faultfs_uninstall();
 }
 
-/* Sends msg on the procedure port: the answer's code, its text in text. */
-static long ask(const uint8_t *msg, size_t len, char *text) {
+/* Sends msg on the procedure port as it is: the answer's code, its text
+ * in text. */
+static long ask_raw(const uint8_t *msg, size_t len, char *text) {
     uint8_t out[CSP_MTU];
     size_t n = sat_dish_handle(&d, msg, len, out, sizeof out);
     if (n == 0)
@@ -156,14 +159,34 @@ static long ask(const uint8_t *msg, size_t len, char *text) {
     return (long)proto_get32(out + 3);
 }
 
+/* The counter the next signed command takes: rises across tests, as the
+ * ground's clock does. */
+static uint64_t next_counter = 1000;
+
+/* msg signed for port (cmd_sig.h) with key serial `key` into out (room
+ * for CMD_SIG_TRAILER more): its length. */
+static size_t sign_with(uint8_t key, uint8_t port, const uint8_t *msg, size_t len,
+                        uint8_t *out) {
+    test_key k = test_key_make(key);
+    memcpy(out, msg, len);
+    return cmd_sig_append(port, out, len, next_counter++, k.sk);
+}
+
+/* Sends msg on the procedure port signed with the ground's key, as the
+ * ground sends a run, stop or delete: as ask_raw. */
+static long ask(const uint8_t *msg, size_t len, char *text) {
+    uint8_t out[CSP_MTU];
+    return ask_raw(out, sign_with(1, DIPP_PORT_PROCS, msg, len, out), text);
+}
+
 static void test_port_hostile(void **s) {
     char text[CSP_MTU];
     up_result r;
     (void)s;
     board(1);
     upload("t", 1, img, (size_t)img_len, 0, &r);
-    assert_int_equal(ask((const uint8_t *)"L", 1, text), -1); /* no seq: no answer */
-    assert_int_equal(ask((const uint8_t *)"L\0\1", 3, text), 0);
+    assert_int_equal(ask_raw((const uint8_t *)"L", 1, text), -1); /* no seq: no answer */
+    assert_int_equal(ask_raw((const uint8_t *)"L\0\1", 3, text), 0);
     assert_string_equal(text, "slot 3: t v1, 1 args, 41 bytes, called from 0 places, 0 runs\n"
                               "slot 4: t v1, 1 args, 14 bytes, called from 0 places, 0 runs\n");
     assert_int_equal(ask((const uint8_t *)"X\0\2", 3, text), DIPP_E_UP_MESSAGE);
@@ -181,7 +204,7 @@ static void test_port_hostile(void **s) {
     assert_string_equal(text, "delete: 5 bytes, not 4");
     assert_int_equal(ask((const uint8_t *)"E\0\x09\x2a", 4, text), DIPP_E_UP_PROCS);
     assert_string_equal(text, "slot 42 is empty: not deleted");
-    assert_int_equal(ask((const uint8_t *)"\x01\0\x0a", 3, text), DIPP_E_UP_MESSAGE);
+    assert_int_equal(ask_raw((const uint8_t *)"\x01\0\x0a", 3, text), DIPP_E_UP_MESSAGE);
     assert_non_null(strstr(text, "message '?' of 3 bytes is not one of"));
     /* noise: answered with its seq, or not at all; the board unharmed */
     srand(5);
@@ -192,7 +215,7 @@ static void test_port_hostile(void **s) {
             msg[j] = (uint8_t)rand();
         if (len && k % 2)
             msg[0] = (uint8_t)"LXE"[k % 3];
-        ask(msg, len, text);
+        ask_raw(msg, len, text);
     }
     assert_true(d.vm.slots[3].info.used && d.vm.slots[4].info.used);
     faultfs_uninstall();
@@ -201,18 +224,68 @@ static void test_port_hostile(void **s) {
 static void test_resent_run_done_once(void **s) {
     char text[CSP_MTU], again[CSP_MTU];
     up_result r;
-    uint8_t msg[9] = {'X', 0x12, 0x34, 4, 1, 0, 0, 0, 21};
+    uint8_t msg[9] = {'X', 0x12, 0x34, 4, 1, 0, 0, 0, 21}, sent[CSP_MTU];
     (void)s;
     board(1);
     upload("t", 1, img, (size_t)img_len, 0, &r);
-    assert_int_equal(ask(msg, sizeof msg, text), 0);
+    size_t n = sign_with(1, DIPP_PORT_PROCS, msg, sizeof msg, sent);
+    assert_int_equal(ask_raw(sent, n, text), 0);
     assert_string_equal(text, "slot 4: run 0 started");
-    assert_int_equal(ask(msg, sizeof msg, again), 0); /* the answer was lost */
+    assert_int_equal(ask_raw(sent, n, again), 0); /* the answer was lost */
     assert_string_equal(again, text);
     assert_int_equal(d.started, 1);
     msg[2] = 0x35; /* a new question: a new run */
     assert_int_equal(ask(msg, sizeof msg, text), 0);
     assert_int_equal(d.started, 2);
+    faultfs_uninstall();
+}
+
+/* Runs, stops and deletes are taken only signed with the ground's key
+ * (cmd_sig.h), each counter once: a command heard on the link and sent
+ * again later is refused, after a power cut too. A refused message does
+ * not take the place of the answer kept for the ground's resend. */
+static void test_commands_signed(void **s) {
+    char text[CSP_MTU];
+    up_result r;
+    uint8_t run[9] = {'X', 0, 1, 4, 1, 0, 0, 0, 21};
+    uint8_t first[CSP_MTU], second[CSP_MTU], forged[CSP_MTU];
+    (void)s;
+    board(1);
+    upload("t", 1, img, (size_t)img_len, 0, &r);
+    assert_int_equal(ask_raw(run, sizeof run, text), DIPP_E_UP_MESSAGE);
+    assert_string_equal(text, "'X' of 9 bytes: not a signed command (its bytes, then a "
+                              "counter and the ground's signature, 72 bytes)");
+    size_t nf = sign_with(2, DIPP_PORT_PROCS, run, sizeof run, forged); /* another key */
+    assert_int_equal(ask_raw(forged, nf, text), DIPP_E_UP_SIGNATURE);
+    assert_non_null(strstr(text, "the signature does not verify with the key on board"));
+    nf = sign_with(1, DIPP_PORT_IMAGES, run, sizeof run, forged); /* another port's */
+    assert_int_equal(ask_raw(forged, nf, text), DIPP_E_UP_SIGNATURE);
+    size_t n1 = sign_with(1, DIPP_PORT_PROCS, run, sizeof run, first);
+    first[sizeof run + 7] ^= 1; /* its counter changed */
+    assert_int_equal(ask_raw(first, n1, text), DIPP_E_UP_SIGNATURE);
+    first[sizeof run + 7] ^= 1;
+    assert_int_equal(d.started, 0);
+    assert_int_equal(d.refused, 4);
+    assert_int_equal(ask_raw(first, n1, text), 0);
+    assert_int_equal(ask_raw(forged, nf, text), DIPP_E_UP_SIGNATURE);
+    assert_int_equal(ask_raw(first, n1, text), 0); /* its answer, not done again */
+    assert_string_equal(text, "slot 4: run 0 started");
+    run[2] = 2;
+    size_t n2 = sign_with(1, DIPP_PORT_PROCS, run, sizeof run, second);
+    assert_int_equal(ask_raw(second, n2, text), 0);
+    assert_int_equal(ask_raw(first, n1, text), DIPP_E_UP_REPLAY); /* heard, sent again */
+    assert_non_null(strstr(text, "the command counter is not above"));
+    assert_int_equal(d.started, 2);
+    /* the power fails: a command whose counter cannot be kept is not done */
+    faultfs_cut_at(1);
+    run[2] = 3;
+    assert_int_equal(ask(run, sizeof run, text), DIPP_E_UP_STORE);
+    assert_int_equal(d.started, 2);
+    faultfs_power_up();
+    sat_dish_open(&d, DIR, 0);
+    d.pk = st.idx.pk;
+    assert_int_equal(ask_raw(second, n2, text), DIPP_E_UP_REPLAY);
+    assert_int_equal(d.started, 0); /* a new board's count: nothing ran */
     faultfs_uninstall();
 }
 
@@ -433,6 +506,7 @@ static void open_board(sat *b, const test_key *k) {
     cfg.accept = sat_dish_accept, cfg.accept_ctx = &b->dish;
     cfg.procs_max_bytes = DISH_MAX_IMAGE, cfg.procs_version = DISH_VERSION;
     assert_int_equal(up_open(&b->up, DIR, k->pk, &cfg, test_stub_run, NULL, &r), 0);
+    b->dish.pk = b->up.idx.pk; /* as sat_open sets it */
 }
 
 /* A name is a module's or a procedure set's, whichever was installed
@@ -597,16 +671,18 @@ static void test_deleted_procs_not_active(void **state) {
     assert_true(ps.installed); /* whole: asked again */
     assert_non_null(strstr(ps.detail, "already active"));
     /* slot 4 deleted: the image on board is no longer the one sent */
-    uint8_t del[4] = {'E', 0, 1, 4};
+    uint8_t del[4] = {'E', 0, 1, 4}, sent[CSP_MTU];
     answer_len = 0;
-    sat_handle(&b, &id, del, sizeof del, keep_answer, NULL);
+    sat_handle(&b, &id, sent, sign_with(1, DIPP_PORT_PROCS, del, sizeof del, sent),
+               keep_answer, NULL);
     assert_int_equal(proto_get32(answer_text + 3), 0);
     ps = resend(&b, &m);
     assert_int_equal(ps.code, DIPP_E_UP_REPLAY);
     assert_false(ps.installed);
     /* and slot 3 too: nothing of it on board */
     del[2] = 2, del[3] = 3;
-    sat_handle(&b, &id, del, sizeof del, keep_answer, NULL);
+    sat_handle(&b, &id, sent, sign_with(1, DIPP_PORT_PROCS, del, sizeof del, sent),
+               keep_answer, NULL);
     assert_int_equal(proto_get32(answer_text + 3), 0);
     assert_int_equal(b.dish.store.count, 0);
     ps = resend(&b, &m);
@@ -626,6 +702,7 @@ int main(void) {
         cmocka_unit_test(test_uploads),
         cmocka_unit_test(test_port_hostile),
         cmocka_unit_test(test_resent_run_done_once),
+        cmocka_unit_test(test_commands_signed),
         cmocka_unit_test(test_stop_reaches_callers),
         cmocka_unit_test(test_tm_flood_printed_once),
         cmocka_unit_test(test_capture_on_the_clock),

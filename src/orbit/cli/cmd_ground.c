@@ -40,11 +40,12 @@ static const char text[] =
     "                      write a definition into a slot on board, signed; V\n"
     "                      must be above the slot's (default: the clock, in s)\n"
     "  telemetry           print the satellite's status parameters\n"
-    "  images --out DIR [--max N]\n"
+    "  images --key K.key [--counter N] --out DIR [--max N]\n"
     "                      downlink the ring's images, best first (N at most)\n"
     "  ping                ask node 162 for an echo\n"
     "  proc upload|list|run|stop|delete|log ...\n"
-    "                      DISH procedures on board\n"
+    "                      DISH procedures on board (run, stop and delete\n"
+    "                      signed: --key K.key [--counter N])\n"
     "`dipp ground COMMAND --help` tells a command's options.\n"
     "Exit status: 0 done, 1 refused or no answer (the number says why), 2 usage.\n";
 

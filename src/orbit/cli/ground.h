@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cmd_sig.h"
 #include "csp_zmq.h"
 #include "upload_msg.h"
 
@@ -57,6 +58,22 @@ int ground_upload_cmd(ground *g, int argc, char **argv);
 int ground_rotate(ground *g, int argc, char **argv);
 /* proc upload|list|run|delete|log (ground_procs.c). */
 int ground_procs(ground *g, int argc, char **argv);
+/* The key and counter that sign commands changing the board (cmd_sig.h;
+ * ground_sign.c). */
+typedef struct ground_signer {
+    uint8_t *sk;   /* the key that signs uploads */
+    uint64_t next; /* the counter the next signed message takes */
+} ground_signer;
+
+/* Reads the key file (--key) and sets the first counter: counter, or
+ * when it is 0 the ground's clock in microseconds (--counter). 0, or -1
+ * when the key cannot be read (said on stderr). */
+int ground_signer_open(ground_signer *s, const char *key, double counter);
+/* Appends the next counter and the signature to msg (room for
+ * CMD_SIG_TRAILER more bytes): the new length. */
+size_t ground_sign(ground_signer *s, uint8_t port, uint8_t *msg, size_t len);
+void ground_signer_close(ground_signer *s);
+
 /* Reads the whole file at path, of want bytes when want is not 0; prints
  * why not and returns -1. */
 int ground_read_file(const char *path, uint8_t **data, size_t *len, size_t want);

@@ -12,7 +12,8 @@
 static const char keygen[] =
     "Usage: dipp ground keygen [--force] PREFIX\n"
     "Writes a new Ed25519 key pair: PREFIX.key, the private key that signs\n"
-    "uploads and slot writes (mode 0600: its owner's alone, whatever the umask),\n"
+    "uploads, slot writes and commands (mode 0600: its owner's alone, whatever\n"
+    "the umask),\n"
     "and PREFIX.pub, the public key the satellite holds (dipp sat --key). It\n"
     "needs no hub.\n"
     "  --force      replace an existing pair; without it an existing PREFIX.key\n"
@@ -45,8 +46,9 @@ static const char upload[] =
 static const char rotate[] =
     "Usage: dipp ground " OPTS " rotate --key OLD.key --serial N NEW.pub\n"
     "Installs NEW.pub as the satellite's key number N (the current serial + 1),\n"
-    "signed with the current private key OLD.key. Uploads and slot writes are\n"
-    "then signed with NEW.pub's private key, uploads with --serial N.\n" OPTS_SAID
+    "signed with the current private key OLD.key. Uploads, slot writes and\n"
+    "commands are then signed with NEW.pub's private key, uploads with\n"
+    "--serial N.\n" OPTS_SAID
     "Exit status: 0 installed, 1 refused (the number says why), a file unread or\n"
     "no answer, 2 usage.\n";
 
@@ -71,11 +73,20 @@ static const char telemetry[] =
     "module's version (docs/orbit.md, \"Telemetry and images\").\n" OPTS_SAID
     "Exit status: 0 printed, 1 no answer, 2 usage.\n";
 
+/* What the commands that change the board say of --key and --counter. */
+#define KEY_SAID \
+    "  --key K.key    the ground's private key: the board takes the command only\n" \
+    "                 signed with it\n" \
+    "  --counter N    the command's number, above every one the board has taken\n" \
+    "                 (default: the clock, in microseconds); give it when the\n" \
+    "                 clock was set back, as a refusal (1003000) says\n"
+
 static const char images[] =
-    "Usage: dipp ground " OPTS " images --out DIR [--max N]\n"
+    "Usage: dipp ground " OPTS " images --key K.key [--counter N] --out DIR\n"
+    "         [--max N]\n"
     "Downlinks the images of the satellite's ring, best first, into DIR as\n"
-    "image-ID-pPRIORITY.EXT. Each is acknowledged once saved, and the\n"
-    "satellite then drops it; one not saved stays on board.\n"
+    "image-ID-pPRIORITY.EXT. Each is acknowledged once saved, signed, and the\n"
+    "satellite then drops it; one not saved stays on board.\n" KEY_SAID
     "  --out DIR      a writable folder (checked before anything is asked)\n"
     "  --max N        at most N images (default: until the ring is empty)\n" OPTS_SAID
     "Exit status: 0 done, 1 DIR not writable, an image not saved, three that did\n"
@@ -94,14 +105,17 @@ const char ground_proc_help[] =
     "                      signed; the satellite verifies, stores and loads it\n"
     "                      (NAME: the file's, without its extension)\n"
     "  list                the procedures on board, one line per slot\n"
-    "  run SLOT [ARG...]   start the procedure in SLOT (an ARG with a point is a\n"
+    "  run KEY SLOT [ARG...]\n"
+    "                      start the procedure in SLOT (an ARG with a point is a\n"
     "                      fix, Q16.16)\n"
-    "  stop SLOT           stop every run inside the procedure in SLOT, those\n"
+    "  stop KEY SLOT       stop every run inside the procedure in SLOT, those\n"
     "                      calling it from another slot too (each ends with a\n"
     "                      fault record, killed)\n"
-    "  delete SLOT         delete the procedure in SLOT (refused while another\n"
+    "  delete KEY SLOT     delete the procedure in SLOT (refused while another\n"
     "                      calls it or it runs)\n"
     "  log [--from N]      the run records from index N on (start, end, fault, tm)\n"
+    "KEY is --key K.key [--counter N]: run, stop and delete change the board,\n"
+    "which takes them only signed with the key that signs uploads.\n" KEY_SAID
     OPTS_SAID
     "Exit status: 0 done, 1 refused (the number says why), a file refused or no\n"
     "answer, 2 usage.\n";

@@ -122,12 +122,15 @@ static int upload(ground *g, int argc, char **argv) {
 
 /* ---- questions on the procedure port ---- */
 
-/* Asks msg (its seq filled in here): 0 with the answer's text, made
+/* Asks msg (its seq filled in here, then signed with sg unless it is
+ * NULL: msg has room for the signature): 0 with the answer's text, made
  * printable, in *text (within reply, CSP_MTU + 1 bytes), or an exit status
  * said (no answer, or refused: EXIT_BAD, with the number). */
-static int ask_text(ground *g, uint8_t *msg, size_t len, const char *what,
-                    uint8_t *reply, char **text) {
+static int ask_text(ground *g, ground_signer *sg, uint8_t *msg, size_t len,
+                    const char *what, uint8_t *reply, char **text) {
     proto_put16(msg + 1, ground_seq());
+    if (sg)
+        len = ground_sign(sg, DIPP_PORT_PROCS, msg, len);
     long n = ground_ask(g, DIPP_PORT_PROCS, msg, len, 'A', reply, CSP_MTU);
     if (n < 0) {
         ground_no_answer(g, what);
@@ -155,13 +158,16 @@ static void print_text(const char *text) {
         putchar('\n');
 }
 
-/* Asks msg and prints the answer's text: an exit status. */
-static int ask(ground *g, uint8_t *msg, size_t len, const char *what) {
+/* Asks msg, signed with sg, and prints the answer's text: an exit
+ * status. sg's key is freed. */
+static int ask_signed(ground *g, ground_signer *sg, uint8_t *msg, size_t len,
+                      const char *what) {
     uint8_t reply[CSP_MTU + 1];
     char *text;
-    int rc = ask_text(g, msg, len, what, reply, &text);
+    int rc = ask_text(g, sg, msg, len, what, reply, &text);
+    ground_signer_close(sg);
     if (!rc)
-        print_text(*text ? text : "no procedures on board\n");
+        print_text(text);
     return rc;
 }
 
@@ -176,7 +182,7 @@ static int list(ground *g) {
     do {
         char *text, *last;
         msg[3] = (uint8_t)from;
-        int rc = ask_text(g, msg, sizeof msg, "list", reply, &text);
+        int rc = ask_text(g, NULL, msg, sizeof msg, "list", reply, &text);
         if (rc)
             return rc;
         size_t n = strlen(text);
@@ -223,35 +229,74 @@ static int value_arg(const char *s, int32_t *v) {
     return 0;
 }
 
+/* The signer of a command changing the board, from the options
+ * --key K.key [--counter N] before its other words (argv[0] its name;
+ * an argument such as -5 after SLOT stays an argument): the index of the
+ * first other word, or a negative exit status (its usage, or the key's
+ * error, said). */
+static int signer_of(int argc, char **argv, ground_signer *sg, const char *usage) {
+    static const struct option opts[] = {
+        {"key", 1, NULL, 'k'}, {"counter", 1, NULL, 'c'}, {NULL, 0, NULL, 0}};
+    const char *key = NULL;
+    double counter = 0;
+    int ch, bad = 0;
+    optind = 1;
+    while (!bad && (ch = getopt_long(argc, argv, "+", opts, NULL)) != -1)
+        bad = ch == '?' ? -1
+            : ch == 'k' ? (key = optarg, 0)
+                        : cli_whole("ground", "--counter", optarg, 1, 9e15, &counter);
+    if (bad || !key) {
+        fprintf(stderr, "Usage: dipp ground proc %s %s\n%s", argv[0], usage,
+                key ? "" : "  (the board takes it only signed with the key that signs "
+                           "uploads)\n");
+        return -EXIT_USAGE;
+    }
+    return ground_signer_open(sg, key, counter) ? -EXIT_BAD : optind;
+}
+
+#define KEY_OPTS "--key K.key [--counter N]"
+
 static int run(ground *g, int argc, char **argv) {
-    uint8_t msg[5 + 4 * DISH_MAX_LOCALS] = {'X'};
+    uint8_t msg[5 + 4 * DISH_MAX_LOCALS + CMD_SIG_TRAILER] = {'X'};
+    ground_signer sg;
     unsigned slot;
-    int nargs = argc - 2;
-    if (argc < 2 || nargs > DISH_MAX_LOCALS || slot_arg(argv[1], &slot)) {
-        fprintf(stderr, "Usage: dipp ground proc run SLOT [ARG...] (at most %d)\n",
-                DISH_MAX_LOCALS);
+    int at = signer_of(argc, argv, &sg, KEY_OPTS " SLOT [ARG...]");
+    if (at < 0)
+        return -at;
+    int nargs = argc - at - 1;
+    if (nargs < 0 || nargs > DISH_MAX_LOCALS || slot_arg(argv[at], &slot)) {
+        fprintf(stderr, "Usage: dipp ground proc run " KEY_OPTS " SLOT [ARG...] "
+                "(at most %d)\n", DISH_MAX_LOCALS);
+        ground_signer_close(&sg);
         return EXIT_USAGE;
     }
     msg[3] = (uint8_t)slot, msg[4] = (uint8_t)nargs;
     for (int k = 0; k < nargs; k++) {
         int32_t v;
-        if (value_arg(argv[2 + k], &v))
+        if (value_arg(argv[at + 1 + k], &v)) {
+            ground_signer_close(&sg);
             return EXIT_USAGE;
+        }
         proto_put32(msg + 5 + 4 * k, (uint32_t)v);
     }
-    return ask(g, msg, 5 + 4 * (size_t)nargs, "run");
+    return ask_signed(g, &sg, msg, 5 + 4 * (size_t)nargs, "run");
 }
 
 /* `delete SLOT` ('E') or `stop SLOT` ('S'): a message of the slot alone. */
 static int slot_cmd(ground *g, int argc, char **argv, uint8_t kind) {
-    uint8_t msg[4] = {kind};
+    uint8_t msg[4 + CMD_SIG_TRAILER] = {kind};
+    ground_signer sg;
     unsigned slot;
-    if (argc != 2 || slot_arg(argv[1], &slot)) {
-        fprintf(stderr, "Usage: dipp ground proc %s SLOT\n", argv[0]);
+    int at = signer_of(argc, argv, &sg, KEY_OPTS " SLOT");
+    if (at < 0)
+        return -at;
+    if (argc - at != 1 || slot_arg(argv[at], &slot)) {
+        fprintf(stderr, "Usage: dipp ground proc %s " KEY_OPTS " SLOT\n", argv[0]);
+        ground_signer_close(&sg);
         return EXIT_USAGE;
     }
     msg[3] = (uint8_t)slot;
-    return ask(g, msg, sizeof msg, argv[0]);
+    return ask_signed(g, &sg, msg, 4, argv[0]);
 }
 
 /* ---- the run records ---- */

@@ -211,13 +211,13 @@ static int save_image(const image_in *in, const char *dir) {
     return 0;
 }
 
-/* Downlinks the best image into dir and acknowledges it once it is saved
- * (the satellite then drops it): its id, 0 when the ring is empty, -1
+/* Downlinks the best image into dir and acknowledges it once it is saved,
+ * signed with sg (the satellite then drops it): its id, 0 when the ring is empty, -1
  * when it did not come whole, -2 when it went, -3 when it could not be
  * held or saved, -4 when nothing was heard for the whole wait. Parts
  * come PROTO_PARTS_PER_ASK an ask: it asks again as soon as they are in,
  * and while they come. */
-static long one_image(ground *g, const char *dir) {
+static long one_image(ground *g, ground_signer *sg, const char *dir) {
     image_in in;
     int rc = -1;
     memset(&in, 0, sizeof in);
@@ -229,9 +229,10 @@ static long one_image(ground *g, const char *dir) {
     if (rc == 1 && save_image(&in, dir) != 0)
         rc = -3;
     if (rc == 1) {
-        uint8_t ack[5] = {'K'};
+        uint8_t ack[5 + CMD_SIG_TRAILER] = {'K'};
         proto_put32(ack + 1, in.id);
-        csp_node_send(&g->node, DIPP_NODE, DIPP_PORT_IMAGES, DIPP_PORT_IMAGES, ack, 5);
+        size_t n = ground_sign(sg, DIPP_PORT_IMAGES, ack, 5);
+        csp_node_send(&g->node, DIPP_NODE, DIPP_PORT_IMAGES, DIPP_PORT_IMAGES, ack, n);
     }
     free(in.bytes);
     free(in.have);
@@ -240,36 +241,62 @@ static long one_image(ground *g, const char *dir) {
     return rc == 1 ? (long)in.id : rc;
 }
 
+typedef struct images_opts {
+    const char *key, *out;
+    double counter, max;
+} images_opts;
+
+/* --key K.key [--counter N] --out DIR [--max N]: 0, or -1 said. */
+static int images_parse(int argc, char **argv, images_opts *o) {
+    static const struct option opts[] = {
+        {"key", 1, NULL, 'k'}, {"counter", 1, NULL, 'c'}, {"out", 1, NULL, 'o'},
+        {"max", 1, NULL, 'm'}, {NULL, 0, NULL, 0}};
+    *o = (images_opts){NULL, NULL, 0, 1e9};
+    int ch, bad = 0;
+    optind = 1;
+    while (!bad && (ch = getopt_long(argc, argv, "", opts, NULL)) != -1)
+        bad = ch == '?' ? -1
+            : ch == 'k' ? (o->key = optarg, 0)
+            : ch == 'o' ? (o->out = optarg, 0)
+            : ch == 'c' ? cli_whole("ground", "--counter", optarg, 1, 9e15, &o->counter)
+                        : cli_number("ground", "--max", optarg, 1, 1e9, &o->max);
+    if (bad || !o->key || !o->out || optind != argc) {
+        fprintf(stderr, "Usage: dipp ground images --key K.key [--counter N] --out DIR "
+                "[--max N]\n(dipp ground images --help)\n");
+        return -1;
+    }
+    return 0;
+}
+
 static int images(ground *g, int argc, char **argv) {
     unsigned count = 0, failures = 0;
-    double max = 1e9;
-    if ((argc != 3 && argc != 5) || strcmp(argv[1], "--out") ||
-        (argc == 5 && (strcmp(argv[3], "--max") ||
-                       cli_number("ground", "--max", argv[4], 1, 1e9, &max)))) {
-        fprintf(stderr, "Usage: dipp ground images --out DIR [--max N] "
-                "(dipp ground images --help)\n");
+    images_opts o;
+    ground_signer sg;
+    if (images_parse(argc, argv, &o))
         return EXIT_USAGE;
-    }
     struct stat st;
     errno = 0;
-    if (stat(argv[2], &st) != 0 || !S_ISDIR(st.st_mode) || access(argv[2], W_OK) != 0) {
-        fprintf(stderr, "dipp ground: --out %s: %s\n", argv[2],
+    if (stat(o.out, &st) != 0 || !S_ISDIR(st.st_mode) || access(o.out, W_OK) != 0) {
+        fprintf(stderr, "dipp ground: --out %s: %s\n", o.out,
                 errno ? strerror(errno) : "not a folder");
         return EXIT_BAD;
     }
+    if (ground_signer_open(&sg, o.key, o.counter))
+        return EXIT_BAD;
     long id = 1;
     /* a silent satellite ends it at once: another image would only wait
      * the whole --timeout-ms again */
-    while (failures < 3 && count < max && id != -3 && id != -4 &&
-           (id = one_image(g, argv[2])) != 0) {
+    while (failures < 3 && count < o.max && id != -3 && id != -4 &&
+           (id = one_image(g, &sg, o.out)) != 0) {
         failures += id == -1;
         count += id > 0;
     }
+    ground_signer_close(&sg);
     if (id == -3 || id == -4)
         failures = 3;
     if (id == -4)
         ground_no_answer(g, "images");
-    printf("%u images downlinked to %s\n", count, argv[2]);
+    printf("%u images downlinked to %s\n", count, o.out);
     return failures < 3 ? 0 : EXIT_BAD;
 }
 
