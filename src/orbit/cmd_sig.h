@@ -7,28 +7,50 @@
  * The signature, by the key that signs uploads, covers "DCM1", the port,
  * the command's bytes and the counter: a command cannot be forged, nor
  * sent to another port. The board keeps the highest counter it has taken
- * (slots.h, the file "floors") and takes only a higher one, raised before
- * the command is done, so a command heard on the link and sent again is
- * refused, even after a power cut. The ground's counter defaults to its
- * clock in microseconds, which only rises. */
+ * (slots.h, the record "commands") and takes only a higher one, raised
+ * before the command is done: once a later command has been taken, one
+ * heard on the link and sent again is refused, even after a power cut.
+ * The ground's counter defaults to its clock in microseconds.
+ *
+ * Each command is answered 'A' seq code text, and done once: the same
+ * bytes again (the answer was lost, and the ground asked again) get the
+ * answer kept for them (cmd_once), until the board restarts. */
 #ifndef DIPP_CMD_SIG_H
 #define DIPP_CMD_SIG_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dish.h"
 #include "upload_msg.h"
 
 #define CMD_SIG_TRAILER (8 + UP_SIG_BYTES) /* counter and signature */
 #define CMD_SIG_BODY_MAX 256               /* the most command bytes signed */
+#define CMD_ONCE_REQ (5 + 4 * DISH_MAX_LOCALS + CMD_SIG_TRAILER) /* the longest: a run */
+#define CMD_ONCE_REPLY (7 + 256)
+
+/* The last command a port took and its answer. */
+typedef struct cmd_once {
+    uint8_t req[CMD_ONCE_REQ], reply[CMD_ONCE_REPLY];
+    size_t req_len, reply_len;
+} cmd_once;
+
+/* The answer kept for msg when it is the command taken last, copied into
+ * out (cap bytes at most): its length, or 0 when msg is another. */
+size_t cmd_once_again(const cmd_once *c, const uint8_t *msg, size_t len, uint8_t *out,
+                      size_t cap);
+/* Keeps msg, a command taken, and its answer (when both fit). */
+void cmd_once_keep(cmd_once *c, const uint8_t *msg, size_t len, const uint8_t *reply,
+                   size_t n);
 
 /* Ground side: appends counter and signature to the len bytes of msg
- * (which has CMD_SIG_TRAILER bytes of room after them); the new length. */
+ * (len at most CMD_SIG_BODY_MAX; msg has CMD_SIG_TRAILER bytes of room
+ * after them); the new length. */
 size_t cmd_sig_append(uint8_t port, uint8_t *msg, size_t len, uint64_t counter,
                       const uint8_t sk[UP_SK_BYTES]);
 
-/* Board side: whether the command in msg (len bytes, trailer included)
- * is to be done. 0 with the command's own length in *body_len, its
+/* Board side: whether the command in msg (len >= 1 bytes, trailer
+ * included) is to be done. 0 with the command's own length in *body_len, its
  * counter taken (the floor in dir raised to it); or an errors.h code and
  * why in detail: DIPP_E_UP_MESSAGE (unsigned: too short),
  * DIPP_E_UP_SIGNATURE, DIPP_E_UP_REPLAY (a counter not above the

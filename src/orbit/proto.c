@@ -2,6 +2,7 @@
  * loop (proto.h): ask, resend what the status marks missing, ask again. */
 #include "proto.h"
 
+#include <assert.h>
 #include <limits.h>
 #include <string.h>
 
@@ -15,12 +16,31 @@ void proto_put32(uint8_t *p, uint32_t v) {
     proto_put16(p, v >> 16), proto_put16(p + 2, v & 0xFFFFu);
 }
 
+void proto_put64(uint8_t *p, uint64_t v) {
+    proto_put32(p, (uint32_t)(v >> 32)), proto_put32(p + 4, (uint32_t)v);
+}
+
 uint32_t proto_get16(const uint8_t *p) {
     return (uint32_t)p[0] << 8 | p[1];
 }
 
 uint32_t proto_get32(const uint8_t *p) {
     return proto_get16(p) << 16 | proto_get16(p + 2);
+}
+
+uint64_t proto_get64(const uint8_t *p) {
+    return (uint64_t)proto_get32(p) << 32 | proto_get32(p + 4);
+}
+
+size_t proto_answer(const uint8_t *msg, int code, const char *text, uint8_t *out,
+                    size_t cap) {
+    assert(cap >= 8);
+    size_t n = strlen(text) < cap - 7 ? strlen(text) : cap - 7;
+    out[0] = 'A';
+    memcpy(out + 1, msg + 1, 2);
+    proto_put32(out + 3, (uint32_t)code);
+    memcpy(out + 7, text, n);
+    return 7 + n;
 }
 
 enum { S_SEQ = 1, S_CODE = 3, S_INST = 7, S_MISSING = 8, S_FIRST = 12, S_NBITS = 16,

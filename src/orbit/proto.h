@@ -67,6 +67,12 @@ void proto_put16(uint8_t *p, uint32_t v);
 void proto_put32(uint8_t *p, uint32_t v);
 uint32_t proto_get16(const uint8_t *p);
 uint32_t proto_get32(const uint8_t *p);
+void proto_put64(uint8_t *p, uint64_t v);
+uint64_t proto_get64(const uint8_t *p);
+/* The answer 'A' seq code text to msg (its seq in bytes 1-2), the text cut
+ * to fit cap (at least 8) bytes: its length. */
+size_t proto_answer(const uint8_t *msg, int code, const char *text, uint8_t *out,
+                    size_t cap);
 
 /* The ground's side of an upload over any transport: send puts one message
  * on port 20, recv waits up to timeout_ms for the satellite's reply

@@ -312,16 +312,35 @@ static void on_param(sat *s, const uint8_t *msg, size_t len, uint8_t port,
 
 #define IMAGE_PART 1800
 
-/* 'K' id, signed (cmd_sig.h): the ground has image id whole, so the ring
- * drops it. Not answered: a refused one is counted (dish.refused). */
-static void remove_image(sat *s, const uint8_t *msg, size_t len) {
+/* 'K' seq id, signed (cmd_sig.h): the ground has image id whole, so the
+ * ring drops it. Answered 'A' seq code text, so that a ground whose
+ * acknowledgement is refused does not take the same image down again and
+ * again; done once (s->removed). */
+static void remove_image(sat *s, const uint8_t *msg, size_t len, uint8_t port,
+                         sat_reply_fn reply, void *ctx) {
+    uint8_t out[CMD_ONCE_REPLY];
     char why[256];
-    size_t body = 0;
-    if (cmd_sig_take(s->slots_dir, s->up.idx.pk, DIPP_PORT_IMAGES, msg, len, &body, why,
-                     sizeof why) || body != 5)
+    size_t body = 0, n = cmd_once_again(&s->removed, msg, len, out, sizeof out);
+    if (n) {
+        reply(ctx, port, out, n);
+        return;
+    }
+    int code = cmd_sig_take(s->slots_dir, s->up.idx.pk, DIPP_PORT_IMAGES, msg, len, &body,
+                            why, sizeof why);
+    if (code)
         s->dish.refused++;
+    else if (body != 7)
+        code = dipp_say(why, sizeof why, DIPP_E_UP_MESSAGE, "remove: %zu bytes, not 7",
+                        body);
     else
-        ring_remove(&s->images, proto_get32(msg + 1));
+        code = dipp_say(why, sizeof why, 0, "image %u %s", (unsigned)proto_get32(msg + 3),
+                        ring_remove(&s->images, proto_get32(msg + 3)) == 0
+                            ? "removed"
+                            : "not in the ring");
+    n = proto_answer(msg, code, why, out, sizeof out);
+    if (body)
+        cmd_once_keep(&s->removed, msg, len, out, n);
+    reply(ctx, port, out, n);
 }
 
 /* 'D' seq id from: the parts of image id (the best one when id is 0)
@@ -330,8 +349,8 @@ static void remove_image(sat *s, const uint8_t *msg, size_t len) {
 static void on_images(sat *s, const uint8_t *msg, size_t len, uint8_t port,
                       sat_reply_fn reply, void *ctx) {
     uint8_t out[24 + IMAGE_PART];
-    if (msg[0] == 'K') {
-        remove_image(s, msg, len);
+    if (msg[0] == 'K' && len >= 3) {
+        remove_image(s, msg, len, port, reply, ctx);
         return;
     }
     if (msg[0] != 'D' || len < 9)

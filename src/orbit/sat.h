@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cmd_sig.h"
 #include "csp.h"
 #include "ring.h"
 #include "runner.h"
@@ -42,6 +43,7 @@ typedef struct sat {
     up_store up;
     const char *slots_dir;
     ring images;
+    cmd_once removed;    /* the last image removal taken ('K') and its answer */
     sat_stats st;
     up_result last_done; /* the last upload's outcome, for status queries */
     uint8_t refused[UP_MANIFEST_BYTES]; /* the manifest refused last */

@@ -150,18 +150,6 @@ void sat_dish_captured(sat_dish *d, int p, int ok) {
 
 /* ---- the procedure port ---- */
 
-/* 'A' seq code text */
-static size_t answer(const uint8_t *msg, int code, const char *text, uint8_t *out,
-                     size_t cap) {
-    assert(cap >= 8);
-    size_t n = strlen(text) < cap - 7 ? strlen(text) : cap - 7;
-    out[0] = 'A';
-    memcpy(out + 1, msg + 1, 2);
-    proto_put32(out + 3, (uint32_t)code);
-    memcpy(out + 7, text, n);
-    return 7 + n;
-}
-
 /* The line a listing ends with when the slots from K on did not fit its
  * frame: the ground asks again from K ('L' seq K). */
 #define LIST_MORE "more from slot %u\n"
@@ -234,18 +222,15 @@ static int stop(sat_dish *d, const uint8_t *msg, size_t len, char *why, size_t c
 
 /* A run, a stop or a delete: signed (cmd_sig.h), and done once per
  * request. The same request again (its answer was lost) is answered as
- * the first time (done_req); a refused one is not kept, so a message from
- * anyone else on the link cannot take that answer's place. */
+ * the first time; a refused one is not kept, so a message from anyone
+ * else on the link cannot take that answer's place. */
 static size_t change(sat_dish *d, const uint8_t *msg, size_t len, uint8_t *out,
                      size_t cap) {
     char text[256];
-    size_t body = 0;
+    size_t body = 0, n = cmd_once_again(&d->done, msg, len, out, cap);
     assert(d->pk);
-    if (len == d->done_req_len && !memcmp(msg, d->done_req, len)) {
-        size_t n = d->done_reply_len < cap ? d->done_reply_len : cap;
-        memcpy(out, d->done_reply, n);
+    if (n)
         return n;
-    }
     int code = cmd_sig_take(d->store.dir, d->pk, DIPP_PORT_PROCS, msg, len, &body, text,
                             sizeof text);
     if (code)
@@ -259,11 +244,9 @@ static size_t change(sat_dish *d, const uint8_t *msg, size_t len, uint8_t *out,
                         body);
     else
         code = proc_store_delete(&d->store, msg[3], text, sizeof text);
-    size_t n = answer(msg, code, text, out, cap);
-    if (body && len <= sizeof d->done_req && n <= sizeof d->done_reply) {
-        memcpy(d->done_req, msg, len), d->done_req_len = len;
-        memcpy(d->done_reply, out, n), d->done_reply_len = n;
-    }
+    n = proto_answer(msg, code, text, out, cap);
+    if (body)
+        cmd_once_keep(&d->done, msg, len, out, n);
     return n;
 }
 
@@ -274,7 +257,7 @@ size_t sat_dish_handle(sat_dish *d, const uint8_t *msg, size_t len, uint8_t *out
         return 0; /* no sequence number to answer */
     if (msg[0] == 'L') { /* 'L' seq [from]: the text within the answer's cap */
         list(d, len >= 4 ? msg[3] : 0, text, cap - 7 < sizeof text ? cap - 6 : sizeof text);
-        return answer(msg, 0, text, out, cap);
+        return proto_answer(msg, 0, text, out, cap);
     }
     if ((msg[0] == 'X' || msg[0] == 'E' || msg[0] == 'S') && len >= 4)
         return change(d, msg, len, out, cap);
@@ -282,7 +265,7 @@ size_t sat_dish_handle(sat_dish *d, const uint8_t *msg, size_t len, uint8_t *out
              "L, X (5 + 4n bytes), E (4 bytes), S (4 bytes), each of the last three "
              "signed",
              msg[0] >= 32 && msg[0] < 127 ? msg[0] : '?', len);
-    return answer(msg, DIPP_E_UP_MESSAGE, text, out, cap);
+    return proto_answer(msg, DIPP_E_UP_MESSAGE, text, out, cap);
 }
 
 /* ---- telemetry ---- */

@@ -46,8 +46,7 @@ typedef struct sat_dish {
     uint64_t refused;   /* commands refused: unsigned, forged or replayed */
     /* the last run, stop or delete taken and its answer: the same request
      * again (its answer was lost) is answered again, not done twice */
-    uint8_t done_req[5 + 4 * DISH_MAX_LOCALS + CMD_SIG_TRAILER], done_reply[8 + 256];
-    size_t done_req_len, done_reply_len;
+    cmd_once done;
 } sat_dish;
 
 typedef struct sat_dish_cfg {

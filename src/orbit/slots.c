@@ -156,86 +156,73 @@ int slot_version(const char *dir, slot_kind kind, unsigned n, uint32_t *version,
 }
 
 /* The floors: one record "floors" holding, for the pipeline slots then
- * the configuration slots, the highest version each has taken (4 bytes
- * each), then the highest counter of a signed command (8 bytes; a record
- * from before commands were signed ends without it: 0). */
+ * the configuration slots, the highest version each has taken. */
 #define FLOORS (SLOT_PIPELINES + SLOT_CONFIGS)
-#define FLOORS_BYTES (FLOORS * 4 + 8)
-_Static_assert(FLOORS_BYTES <= SLOT_MAX_BYTES, "the floors fit one record");
-
-typedef struct floors {
-    uint32_t slot[FLOORS];
-    uint64_t command;
-} floors;
 
 static unsigned floor_index(slot_kind kind, unsigned n) {
     return (kind == SLOT_PIPELINE ? 0 : SLOT_PIPELINES) + n - 1;
 }
 
-/* The floors into f (0 where the record has none): 0, or -1. */
-static int read_floors(const char *dir, floors *f, char *err, size_t errlen) {
+/* All floors into v[FLOORS] (0 where no record): 0, or -1. */
+static int read_floors(const char *dir, uint32_t *v, char *err, size_t errlen) {
     uint8_t *buf;
     size_t got;
-    memset(f, 0, sizeof *f);
+    memset(v, 0, FLOORS * sizeof *v);
     int rc = read_record(dir, "floors", &buf, &got, err, errlen);
     if (rc)
         return rc < 0 ? -1 : 0;
-    const uint8_t *data = buf + HDR;
-    size_t len = got - HDR;
-    for (unsigned k = 0; k < FLOORS && (k + 1) * 4 <= len; k++)
-        f->slot[k] = get32(data + 4 * k);
-    if (len >= FLOORS_BYTES)
-        f->command = get32(data + FLOORS * 4) | (uint64_t)get32(data + FLOORS * 4 + 4) << 32;
+    for (unsigned k = 0; k < FLOORS && (k + 1) * 4 <= got - HDR; k++)
+        v[k] = get32(buf + HDR + 4 * k);
     free(buf);
     return 0;
 }
 
-static int write_floors(const char *dir, const floors *f, char *err, size_t errlen) {
-    uint8_t data[FLOORS_BYTES];
-    for (unsigned k = 0; k < FLOORS; k++)
-        put32(data + 4 * k, f->slot[k]);
-    put32(data + FLOORS * 4, (uint32_t)f->command);
-    put32(data + FLOORS * 4 + 4, (uint32_t)(f->command >> 32));
-    return write_record(dir, "floors", data, sizeof data, 0, err, errlen);
-}
-
 int slot_floor(const char *dir, slot_kind kind, unsigned n, uint32_t *version, char *err,
                size_t errlen) {
-    floors f;
+    uint32_t v[FLOORS];
     char name[SLOT_NAME_CAP];
     *version = 0;
-    if (slot_name(dir, kind, n, name, err, errlen) || read_floors(dir, &f, err, errlen))
+    if (slot_name(dir, kind, n, name, err, errlen) || read_floors(dir, v, err, errlen))
         return -1;
-    *version = f.slot[floor_index(kind, n)];
+    *version = v[floor_index(kind, n)];
     return 0;
 }
 
 int slot_raise_floor(const char *dir, slot_kind kind, unsigned n, uint32_t version,
                      char *err, size_t errlen) {
-    floors f;
+    uint32_t v[FLOORS];
+    uint8_t data[FLOORS * 4];
     char name[SLOT_NAME_CAP];
-    if (slot_name(dir, kind, n, name, err, errlen) || read_floors(dir, &f, err, errlen))
+    if (slot_name(dir, kind, n, name, err, errlen) || read_floors(dir, v, err, errlen))
         return -1;
-    if (f.slot[floor_index(kind, n)] >= version)
+    if (v[floor_index(kind, n)] >= version)
         return 0;
-    f.slot[floor_index(kind, n)] = version;
-    return write_floors(dir, &f, err, errlen);
+    v[floor_index(kind, n)] = version;
+    for (unsigned k = 0; k < FLOORS; k++)
+        put32(data + 4 * k, v[k]);
+    return write_record(dir, "floors", data, sizeof data, 0, err, errlen);
 }
 
-int slot_command_floor(const char *dir, uint64_t *counter, char *err, size_t errlen) {
-    floors f;
-    int rc = read_floors(dir, &f, err, errlen);
-    *counter = f.command;
-    return rc;
-}
-
-int slot_raise_command_floor(const char *dir, uint64_t counter, char *err,
-                             size_t errlen) {
-    floors f;
-    if (read_floors(dir, &f, err, errlen))
+int slot_take_counter(const char *dir, uint64_t counter, uint64_t *floor, char *err,
+                      size_t errlen) {
+    uint8_t *buf, data[8];
+    size_t got;
+    *floor = 0;
+    int rc = read_record(dir, "commands", &buf, &got, err, errlen);
+    if (rc < 0)
         return -1;
-    if (f.command >= counter)
-        return 0;
-    f.command = counter;
-    return write_floors(dir, &f, err, errlen);
+    if (rc == 0 && got - HDR != 8) {
+        snprintf(err, errlen, "%s/commands: %zu bytes, not 8", dir, got - HDR);
+        free(buf);
+        return -1;
+    }
+    if (rc == 0) {
+        *floor = get32(buf + HDR) | (uint64_t)get32(buf + HDR + 4) << 32;
+        free(buf);
+    }
+    if (counter <= *floor)
+        return 1;
+    put32(data, (uint32_t)counter);
+    put32(data + 4, (uint32_t)(counter >> 32));
+    return write_record(dir, "commands", data, sizeof data, 0, err, errlen);
 }

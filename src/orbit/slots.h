@@ -1,7 +1,7 @@
 /* slots.h -- the on-board store of definitions: 6 numbered pipeline slots
  * and 20 module-configuration slots, each a small file in one folder
- * (and one more, "floors", of the versions each has taken and of the
- * highest signed command's counter),
+ * (and two more: "floors", of the versions each has taken, and
+ * "commands", of the highest signed command's counter),
  * replaced whole and crash-safe (platform.h's plat_file_replace): after a
  * power cut at any moment a slot holds its old or its new content, and a
  * torn or corrupted file is detected (length and CRC-32) and reported,
@@ -40,13 +40,14 @@ int slot_floor(const char *dir, slot_kind kind, unsigned n, uint32_t *version, c
 /* Raises slot n's floor to version (never lowers it), crash-safe: 0, or -1. */
 int slot_raise_floor(const char *dir, slot_kind kind, unsigned n, uint32_t version,
                      char *err, size_t errlen);
-/* The highest counter of a signed command the board has taken
- * (cmd_sig.h), kept in "floors" too: 0 with it in *counter (0 when none
- * yet), or -1 when the floors cannot be read (err says why). */
-int slot_command_floor(const char *dir, uint64_t *counter, char *err, size_t errlen);
-/* Raises it to counter (never lowers it), crash-safe: 0, or -1. */
-int slot_raise_command_floor(const char *dir, uint64_t counter, char *err,
-                             size_t errlen);
+/* Takes counter, a signed command's (cmd_sig.h), when it is above the
+ * highest the board has taken, kept in a record of its own ("commands":
+ * a corrupt "floors" does not stop commands, nor an older build's write
+ * of the floors lose it). 0: taken, the record raised, crash-safe; 1: not
+ * above, the highest in *floor; -1: the record unreadable or unwritten
+ * (err says why). */
+int slot_take_counter(const char *dir, uint64_t counter, uint64_t *floor, char *err,
+                      size_t errlen);
 /* Slots of a kind: 6 or 20. */
 unsigned slot_count(slot_kind kind);
 const char *slot_kind_name(slot_kind kind);

@@ -37,7 +37,7 @@
  *            pipeline's; body[2] the slot, body[3..6] the version, little
  *            endian, the rest the definition) or a command (body[1] odd:
  *            an image's removal, 'K', body[2..5] its id; else body[1] / 2
- *            % 3 picks a run, stop or delete, the rest its bytes after the
+ *            % 3 picks a run, stop or delete; the rest its bytes after the
  *            sequence number);
  *   R_UPLOAD a whole honest upload of procedures over port 20 (manifest,
  *            every chunk, status question): body[0] picks the image (one
@@ -216,6 +216,11 @@ static void on_reply(void *ctx, uint8_t port, const uint8_t *msg, size_t len) {
         FUZZ_CHECK(msg[0] == 'V' || len >= 7, "an answer without its code");
         break;
     case DIPP_PORT_IMAGES:
+        if (asked.len >= 3 && asked.msg[0] == 'K') { /* a removal's answer */
+            FUZZ_CHECK(msg[0] == 'A' && len >= 7 && !memcmp(msg + 1, asked.msg + 1, 2),
+                       "a removal's answer malformed, or another question's");
+            break;
+        }
         FUZZ_CHECK(msg[0] == 'I' && len >= 14, "an image part malformed");
         FUZZ_CHECK(asked.answers <= PROTO_PARTS_PER_ASK, "more image parts than asked");
         break;
@@ -423,13 +428,11 @@ static void send_command(const uint8_t *body, size_t len) {
     if (len < 1)
         return;
     int remove = body[0] & 1;
-    size_t n = remove ? 5 : 3 + (len - 1 < CMD_SIG_BODY_MAX - 3 ? len - 1 : CMD_SIG_BODY_MAX - 3);
+    size_t n = remove ? 7 : 3 + (len - 1 < CMD_SIG_BODY_MAX - 3 ? len - 1 : CMD_SIG_BODY_MAX - 3);
     memset(msg, 0, sizeof msg);
     msg[0] = remove ? 'K' : (uint8_t)"XSE"[body[0] / 2 % 3];
-    if (remove)
-        memcpy(msg + 1, body + 1, len - 1 < 4 ? len - 1 : 4);
-    else
-        proto_put16(msg + 1, seq++), memcpy(msg + 3, body + 1, n - 3);
+    proto_put16(msg + 1, seq++);
+    memcpy(msg + 3, body + 1, remove ? (len - 1 < 4 ? len - 1 : 4) : n - 3);
     n = cmd_sig_append(remove ? DIPP_PORT_IMAGES : DIPP_PORT_PROCS, msg, n, ++counter,
                        ground.sk);
     handle(remove ? DIPP_PORT_IMAGES : DIPP_PORT_PROCS, msg, n);

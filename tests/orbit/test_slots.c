@@ -2,7 +2,8 @@
  * each step of replacing a slot (half the data written, before fsync,
  * before rename, before the folder's fsync) leaves the old content or the
  * new, never a torn one; a torn or corrupted file is reported, not used;
- * a slot keeps its version; a signed slot write (slot_msg.h) is refused
+ * a slot keeps its version, the floors theirs and the signed commands'
+ * counter its own; a signed slot write (slot_msg.h) is refused
  * when any signed byte changed, when another key signed it, and when it
  * is malformed. */
 #include <setjmp.h>
@@ -135,6 +136,30 @@ static void test_floors(void **s) {
     assert_int_equal(slot_raise_floor(dir, SLOT_CONFIG, 3, 60, err, sizeof err), -1);
 }
 
+/* The signed commands' counter (cmd_sig.h): taken only above the highest
+ * taken, kept apart from the floors (a corrupt floors file leaves it),
+ * refused when its own record is corrupt. Run after test_floors. */
+static void test_command_counter(void **s) {
+    (void)s;
+    char err[256], path[128];
+    uint64_t floor = 9;
+    uint64_t big = (uint64_t)1 << 40 | 5; /* both halves of the record */
+    assert_int_equal(slot_take_counter(dir, big, &floor, err, sizeof err), 0);
+    assert_int_equal(floor, 0);
+    assert_int_equal(slot_take_counter(dir, big, &floor, err, sizeof err), 1);
+    assert_true(floor == big);
+    assert_int_equal(slot_take_counter(dir, big - 1, &floor, err, sizeof err), 1);
+    assert_int_equal(slot_take_counter(dir, big + 1, &floor, err, sizeof err), 0);
+    assert_int_equal(slot_take_counter(dir, big + 1, &floor, err, sizeof err), 1);
+    assert_true(floor == big + 1);
+    snprintf(path, sizeof path, "%s/commands", dir);
+    FILE *f = fopen(path, "r+b");
+    assert_non_null(f);
+    fseek(f, 17, SEEK_SET), fputc(0x55, f), fclose(f); /* a flipped byte */
+    assert_int_equal(slot_take_counter(dir, big + 9, &floor, err, sizeof err), -1);
+    assert_non_null(strstr(err, "commands: CRC mismatch"));
+}
+
 static int check_msg(const uint8_t *msg, size_t len, const uint8_t *pk) {
     slot_msg m;
     char detail[256];
@@ -195,6 +220,7 @@ int main(void) {
         cmocka_unit_test(test_empty_bad_number_and_torn_file),
         cmocka_unit_test(test_version_kept),
         cmocka_unit_test(test_floors),
+        cmocka_unit_test(test_command_counter),
         cmocka_unit_test(test_signed_writes),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -65,10 +65,14 @@ typedef struct ground_signer {
     uint64_t next; /* the counter the next signed message takes */
 } ground_signer;
 
+/* Reads --counter's text, a whole number from 1 to 2^64 - 1 (the board
+ * takes any above its own, so there is always one above a typo): 0, or
+ * -1 said on stderr. */
+int ground_counter_arg(const char *text, uint64_t *counter);
 /* Reads the key file (--key) and sets the first counter: counter, or
- * when it is 0 the ground's clock in microseconds (--counter). 0, or -1
- * when the key cannot be read (said on stderr). */
-int ground_signer_open(ground_signer *s, const char *key, double counter);
+ * when it is 0 the ground's clock in microseconds. 0, or -1 when the key
+ * cannot be read (said on stderr). */
+int ground_signer_open(ground_signer *s, const char *key, uint64_t counter);
 /* Appends the next counter and the signature to msg (room for
  * CMD_SIG_TRAILER more bytes): the new length. */
 size_t ground_sign(ground_signer *s, uint8_t port, uint8_t *msg, size_t len);

@@ -77,9 +77,10 @@ static const char telemetry[] =
 #define KEY_SAID \
     "  --key K.key    the ground's private key: the board takes the command only\n" \
     "                 signed with it\n" \
-    "  --counter N    the command's number, above every one the board has taken\n" \
-    "                 (default: the clock, in microseconds); give it when the\n" \
-    "                 clock was set back, as a refusal (1003000) says\n"
+    "  --counter N    the command's number (1 to 2^64 - 1), above every one the\n" \
+    "                 board has taken (default: the clock, in microseconds);\n" \
+    "                 give it when the clock was set back, as a refusal\n" \
+    "                 (1003000) says\n"
 
 static const char images[] =
     "Usage: dipp ground " OPTS " images --key K.key [--counter N] --out DIR\n"
@@ -90,7 +91,8 @@ static const char images[] =
     "  --out DIR      a writable folder (checked before anything is asked)\n"
     "  --max N        at most N images (default: until the ring is empty)\n" OPTS_SAID
     "Exit status: 0 done, 1 DIR not writable, an image not saved, three that did\n"
-    "not come whole, or no answer, 2 usage.\n";
+    "not come whole, an acknowledgement refused (the image stays on board), or\n"
+    "no answer, 2 usage.\n";
 
 static const char ping[] =
     "Usage: dipp ground " OPTS " ping\n"

@@ -238,16 +238,16 @@ static int signer_of(int argc, char **argv, ground_signer *sg, const char *usage
     static const struct option opts[] = {
         {"key", 1, NULL, 'k'}, {"counter", 1, NULL, 'c'}, {NULL, 0, NULL, 0}};
     const char *key = NULL;
-    double counter = 0;
+    uint64_t counter = 0;
     int ch, bad = 0;
     optind = 1;
     while (!bad && (ch = getopt_long(argc, argv, "+", opts, NULL)) != -1)
         bad = ch == '?' ? -1
             : ch == 'k' ? (key = optarg, 0)
-                        : cli_whole("ground", "--counter", optarg, 1, 9e15, &counter);
+                        : ground_counter_arg(optarg, &counter);
     if (bad || !key) {
         fprintf(stderr, "Usage: dipp ground proc %s %s\n%s", argv[0], usage,
-                key ? "" : "  (the board takes it only signed with the key that signs "
+                bad ? "" : "  (the board takes it only signed with the key that signs "
                            "uploads)\n");
         return -EXIT_USAGE;
     }

@@ -211,12 +211,35 @@ static int save_image(const image_in *in, const char *dir) {
     return 0;
 }
 
-/* Downlinks the best image into dir and acknowledges it once it is saved,
- * signed with sg (the satellite then drops it): its id, 0 when the ring is empty, -1
- * when it did not come whole, -2 when it went, -3 when it could not be
- * held or saved, -4 when nothing was heard for the whole wait. Parts
- * come PROTO_PARTS_PER_ASK an ask: it asks again as soon as they are in,
- * and while they come. */
+/* Acknowledges image id, signed with sg ('K' on port 22), so that the
+ * satellite drops it: 0 taken, -4 no answer, -5 refused (said). */
+static int acknowledge(ground *g, ground_signer *sg, uint32_t id) {
+    uint8_t ack[7 + CMD_SIG_TRAILER] = {'K'}, reply[CSP_MTU + 1];
+    proto_put16(ack + 1, ground_seq()), proto_put32(ack + 3, id);
+    size_t n = ground_sign(sg, DIPP_PORT_IMAGES, ack, 7);
+    long got = ground_ask(g, DIPP_PORT_IMAGES, ack, n, 'A', reply, CSP_MTU);
+    if (got < 0)
+        return -4;
+    if (got < 7) {
+        printf("image %u: a malformed answer to its acknowledgement (%ld bytes)\n", id, got);
+        return -5;
+    }
+    uint32_t code = proto_get32(reply + 3);
+    reply[got] = 0;
+    proto_printable((char *)reply + 7, (size_t)got - 7, 1); /* text from the link */
+    if (!code)
+        return 0;
+    printf("image %u: acknowledgement refused: error %u (%s): %s (it stays on board)\n", id,
+           dipp_error_number((int)code, 0, 0), dipp_code_name((int)code), reply + 7);
+    return -5;
+}
+
+/* Downlinks the best image into dir and acknowledges it once it is saved
+ * (acknowledge): its id, 0 when the ring is empty, -1 when it did not
+ * come whole, -2 when it went, -3 when it could not be held or saved, -4
+ * when nothing was heard for the whole wait, -5 when the acknowledgement
+ * was refused. Parts come PROTO_PARTS_PER_ASK an ask: it asks again as
+ * soon as they are in, and while they come. */
 static long one_image(ground *g, ground_signer *sg, const char *dir) {
     image_in in;
     int rc = -1;
@@ -228,12 +251,9 @@ static long one_image(ground *g, ground_signer *sg, const char *dir) {
     }
     if (rc == 1 && save_image(&in, dir) != 0)
         rc = -3;
-    if (rc == 1) {
-        uint8_t ack[5 + CMD_SIG_TRAILER] = {'K'};
-        proto_put32(ack + 1, in.id);
-        size_t n = ground_sign(sg, DIPP_PORT_IMAGES, ack, 5);
-        csp_node_send(&g->node, DIPP_NODE, DIPP_PORT_IMAGES, DIPP_PORT_IMAGES, ack, n);
-    }
+    int acked = rc == 1 ? acknowledge(g, sg, in.id) : 0;
+    if (acked < 0)
+        rc = acked;
     free(in.bytes);
     free(in.have);
     if (rc == -1 && !in.id)
@@ -243,7 +263,8 @@ static long one_image(ground *g, ground_signer *sg, const char *dir) {
 
 typedef struct images_opts {
     const char *key, *out;
-    double counter, max;
+    uint64_t counter;
+    double max;
 } images_opts;
 
 /* --key K.key [--counter N] --out DIR [--max N]: 0, or -1 said. */
@@ -258,7 +279,7 @@ static int images_parse(int argc, char **argv, images_opts *o) {
         bad = ch == '?' ? -1
             : ch == 'k' ? (o->key = optarg, 0)
             : ch == 'o' ? (o->out = optarg, 0)
-            : ch == 'c' ? cli_whole("ground", "--counter", optarg, 1, 9e15, &o->counter)
+            : ch == 'c' ? ground_counter_arg(optarg, &o->counter)
                         : cli_number("ground", "--max", optarg, 1, 1e9, &o->max);
     if (bad || !o->key || !o->out || optind != argc) {
         fprintf(stderr, "Usage: dipp ground images --key K.key [--counter N] --out DIR "
@@ -284,15 +305,16 @@ static int images(ground *g, int argc, char **argv) {
     if (ground_signer_open(&sg, o.key, o.counter))
         return EXIT_BAD;
     long id = 1;
-    /* a silent satellite ends it at once: another image would only wait
-     * the whole --timeout-ms again */
-    while (failures < 3 && count < o.max && id != -3 && id != -4 &&
+    /* a silent satellite ends it at once (another image would only wait
+     * the whole --timeout-ms again), and so does a refused acknowledgement
+     * (the same image would come down again and again) */
+    while (failures < 3 && count < o.max && id > -3 &&
            (id = one_image(g, &sg, o.out)) != 0) {
         failures += id == -1;
-        count += id > 0;
+        count += id > 0 || id == -5; /* saved, though still on board */
     }
     ground_signer_close(&sg);
-    if (id == -3 || id == -4)
+    if (id <= -3)
         failures = 3;
     if (id == -4)
         ground_no_answer(g, "images");

@@ -1,6 +1,8 @@
 /* ground_sign.c -- how the ground signs commands that change the board
  * (cmd_sig.h), for `proc run`, `proc stop`, `proc delete` and `images`:
  * the key, and the counter each signed message takes. */
+#include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/time.h>
@@ -16,11 +18,24 @@ static uint64_t clock_us(void) {
     return (uint64_t)tv.tv_sec * 1000000u + (uint64_t)tv.tv_usec;
 }
 
-int ground_signer_open(ground_signer *s, const char *key, double counter) {
+int ground_counter_arg(const char *text, uint64_t *counter) {
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (!isdigit((unsigned char)*text) || *end || errno || v == 0) {
+        fprintf(stderr, "dipp ground: --counter %s: not a whole number from 1 to %llu\n",
+                text, (unsigned long long)UINT64_MAX);
+        return -1;
+    }
+    *counter = v;
+    return 0;
+}
+
+int ground_signer_open(ground_signer *s, const char *key, uint64_t counter) {
     size_t len;
     if (ground_read_file(key, &s->sk, &len, UP_SK_BYTES))
         return -1;
-    s->next = counter > 0 ? (uint64_t)counter : clock_us();
+    s->next = counter > 0 ? counter : clock_us();
     return 0;
 }
 
