@@ -13,7 +13,6 @@
 
 #define COVERED_MAX (5 + CMD_SIG_BODY_MAX + 8)
 
-
 /* What the signature covers, into out (COVERED_MAX bytes): "DCM1", the
  * port, the command's len bytes (at most CMD_SIG_BODY_MAX) and the
  * counter's 8 as they travel. Its length. */

@@ -122,13 +122,14 @@ static void link_slot(const uint8_t *data, size_t size) {
  * message here adds to it), removed at exit. */
 static char store_dir[128];
 
-/* The folder and what a signed command writes there: the floors
- * (slots.h), replaced through a temporary file a crash may leave. */
+/* The folder and what a signed command writes there: its counter's
+ * record (slots.h), replaced through a temporary file a crash may
+ * leave. */
 static void remove_store(void) {
     char path[160];
-    snprintf(path, sizeof path, "%s/floors", store_dir);
+    snprintf(path, sizeof path, "%s/commands", store_dir);
     unlink(path);
-    snprintf(path, sizeof path, "%s/.floors.tmp", store_dir);
+    snprintf(path, sizeof path, "%s/.commands.tmp", store_dir);
     unlink(path);
     rmdir(store_dir);
 }
