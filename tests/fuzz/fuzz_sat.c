@@ -164,6 +164,8 @@ static void compile_procs(void) {
 
 /* The last status the update port answered. */
 static proto_status last_status;
+/* The code of the last answer 'A' seq code text (ports 10, 22, 24). */
+static uint32_t last_code;
 
 /* The question being answered: its port, the asker's and its bytes. */
 static struct {
@@ -191,6 +193,8 @@ static void on_reply(void *ctx, uint8_t port, const uint8_t *msg, size_t len) {
     FUZZ_CHECK(csp_frame(&id, msg, len, frame, sizeof frame) > 0,
                "an answer that does not fit a frame (it is never sent)");
     FUZZ_CHECK(len >= 1, "an empty answer");
+    if (msg[0] == 'A' && len >= 7)
+        last_code = proto_get32(msg + 3);
     /* a ping too is answered only within a frame: one whose echo fits
      * none is not answered (sat.c's on_ping) */
     if (asked.port == CSP_PORT_PING) {
@@ -421,7 +425,13 @@ static void send_slot(const uint8_t *body, size_t len) {
 }
 
 /* A command (cmd_sig.h), signed with the ground's key and the next
- * counter. */
+ * counter; then the same bytes again, answered as the first time (the
+ * ground asking again after a lost answer), and the port's command before
+ * it, heard on the link and sent again: refused (1003, or 1002 when the
+ * key rotated since). */
+static uint8_t cmd_before[2][3 + CMD_SIG_BODY_MAX + CMD_SIG_TRAILER];
+static size_t cmd_before_len[2]; /* 0: none yet on this satellite (fresh_sat) */
+
 static void send_command(const uint8_t *body, size_t len) {
     static uint64_t counter;
     uint8_t msg[3 + CMD_SIG_BODY_MAX + CMD_SIG_TRAILER];
@@ -429,13 +439,22 @@ static void send_command(const uint8_t *body, size_t len) {
         return;
     int remove = body[0] & 1;
     size_t n = remove ? 7 : 3 + (len - 1 < CMD_SIG_BODY_MAX - 3 ? len - 1 : CMD_SIG_BODY_MAX - 3);
+    uint8_t port = remove ? DIPP_PORT_IMAGES : DIPP_PORT_PROCS;
     memset(msg, 0, sizeof msg);
     msg[0] = remove ? 'K' : (uint8_t)"XSE"[body[0] / 2 % 3];
     proto_put16(msg + 1, seq++);
     memcpy(msg + 3, body + 1, remove ? (len - 1 < 4 ? len - 1 : 4) : n - 3);
-    n = cmd_sig_append(remove ? DIPP_PORT_IMAGES : DIPP_PORT_PROCS, msg, n, ++counter,
-                       ground.sk);
-    handle(remove ? DIPP_PORT_IMAGES : DIPP_PORT_PROCS, msg, n);
+    n = cmd_sig_append(port, msg, n, ++counter, ground.sk);
+    handle(port, msg, n);
+    uint32_t code = last_code;
+    handle(port, msg, n);
+    FUZZ_CHECK(last_code == code, "a command sent again answered otherwise");
+    if (cmd_before_len[remove]) {
+        handle(port, cmd_before[remove], cmd_before_len[remove]);
+        FUZZ_CHECK(last_code == DIPP_E_UP_REPLAY || last_code == DIPP_E_UP_SIGNATURE,
+                   "an earlier command sent again was taken");
+    }
+    memcpy(cmd_before[remove], msg, n), cmd_before_len[remove] = n;
 }
 
 static void send_signed(const uint8_t *body, size_t len) {
@@ -600,6 +619,7 @@ static void fresh_sat(void) {
     fresh_folders();
     ground = test_key_make(1);
     wall = 0, seq = 1;
+    memset(cmd_before_len, 0, sizeof cmd_before_len);
     sat_cfg cfg = {store_dir, updates_dir, modules_dir, 32, {1000, 64u << 20},
                    up_config_default()};
     cfg.up.quota_bytes = 1u << 20;
