@@ -20,6 +20,9 @@
  *   - an honest upload told "installed" put on board what it sent (a
  *     module's version active, an image of procedures held under its
  *     name and version).
+ *   - a signed command sent again at once (its answer lost) is answered
+ *     as the first time; the port's command before it, sent again, is
+ *     refused (cmd_sig.h).
  * A crash, a sanitizer report or a hang (libFuzzer's -timeout, ctest's
  * TIMEOUT) is a fault too.
  *
