@@ -12,16 +12,18 @@
  *                      sat:    'V' seq text | 'A' seq code
  *   port 22 (images)   ground: 'D' seq id from (image id, or the best when 0,
  *                              PROTO_PARTS_PER_ASK of its parts from `from`
- *                              on) | 'K' id (got it)
+ *                              on) | 'K' seq id C (got it: drop it)
  *                      sat:    'I' id part parts priority bytes
+ *                              | 'A' seq code text (to 'K')
  *   port 24 (procs)    ground: 'L' seq [from] (list?, from slot `from` on;
  *                              a listing longer than a frame ends with the
  *                              line "more from slot K") | 'X' seq slot nargs
- *                              arg... (run; each argument 4 bytes, signed)
- *                              | 'E' seq slot (delete) | 'S' seq slot (stop
- *                              its runs)
+ *                              arg... C (run; each argument 4 bytes, signed)
+ *                              | 'E' seq slot C (delete) | 'S' seq slot C
+ *                              (stop its runs)
  *                      sat:    'A' seq code text (the listing, or what was
  *                              done, or why not)
+ *   C: a command's counter and signature (cmd_sig.h), 72 bytes
  * A status's bitmap marks the chunks still missing, from chunk `first` on,
  * so one reply tells the ground what to resend for up to 8192 chunks. */
 #ifndef DIPP_PROTO_H
