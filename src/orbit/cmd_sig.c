@@ -81,8 +81,7 @@ size_t cmd_once_again(const cmd_once *c, const uint8_t *msg, size_t len, uint8_t
 
 void cmd_once_keep(cmd_once *c, const uint8_t *msg, size_t len, const uint8_t *reply,
                    size_t n) {
-    if (len > sizeof c->req || n > sizeof c->reply)
-        return;
+    assert(len <= sizeof c->req && n <= sizeof c->reply);
     memcpy(c->req, msg, len), c->req_len = len;
     memcpy(c->reply, reply, n), c->reply_len = n;
 }

@@ -21,12 +21,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "dish.h"
 #include "upload_msg.h"
 
 #define CMD_SIG_TRAILER (8 + UP_SIG_BYTES) /* counter and signature */
 #define CMD_SIG_BODY_MAX 256               /* the most command bytes signed */
-#define CMD_ONCE_REQ (5 + 4 * DISH_MAX_LOCALS + CMD_SIG_TRAILER) /* the longest: a run */
+/* Any command cmd_sig_take takes, whatever its own length says of it
+ * (a malformed one is taken, its counter spent, and refused), so that
+ * its resend gets the same answer; and its answer, 'A' seq code and a
+ * text of at most 255 bytes. */
+#define CMD_ONCE_REQ (CMD_SIG_BODY_MAX + CMD_SIG_TRAILER)
 #define CMD_ONCE_REPLY (7 + 256)
 
 /* The last command a port took and its answer. */
@@ -39,7 +42,7 @@ typedef struct cmd_once {
  * out (cap bytes at most): its length, or 0 when msg is another. */
 size_t cmd_once_again(const cmd_once *c, const uint8_t *msg, size_t len, uint8_t *out,
                       size_t cap);
-/* Keeps msg, a command taken, and its answer (when both fit). */
+/* Keeps msg, a command taken, and its answer (n at most CMD_ONCE_REPLY). */
 void cmd_once_keep(cmd_once *c, const uint8_t *msg, size_t len, const uint8_t *reply,
                    size_t n);
 

@@ -276,6 +276,14 @@ static void test_commands_signed(void **s) {
     assert_int_equal(ask_raw(first, n1, text), DIPP_E_UP_REPLAY); /* heard, sent again */
     assert_non_null(strstr(text, "the command counter is not above"));
     assert_int_equal(d.started, 2);
+    /* signed but malformed, longer than any run: its counter is spent, and
+     * its resend answered the same (it was "not above" when the answer
+     * kept was only as long as a run's; found by fuzz_sat) */
+    uint8_t longer[200] = {'X', 0, 4, 4, 1};
+    size_t nl = sign_with(1, DIPP_PORT_PROCS, longer, sizeof longer, forged);
+    assert_int_equal(ask_raw(forged, nl, text), DIPP_E_UP_MESSAGE);
+    assert_non_null(strstr(text, "run: 200 bytes"));
+    assert_int_equal(ask_raw(forged, nl, text), DIPP_E_UP_MESSAGE);
     /* the power fails: a command whose counter cannot be kept is not done */
     faultfs_cut_at(1);
     run[2] = 3;
