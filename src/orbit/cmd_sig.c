@@ -1,6 +1,7 @@
 /* cmd_sig.c -- signed commands (cmd_sig.h): the bytes the signature
  * covers, appending counter and signature on the ground, checking them
- * and the counter on board, and the answer kept for a command's resend. */
+ * and the counter on board, and a port's serving of them: done once,
+ * the answer kept for a resend. */
 #include "cmd_sig.h"
 
 #include <assert.h>
@@ -70,18 +71,35 @@ int cmd_sig_take(const char *dir, const uint8_t pk[UP_PK_BYTES], uint8_t port,
     return 0;
 }
 
-size_t cmd_once_again(const cmd_once *c, const uint8_t *msg, size_t len, uint8_t *out,
-                      size_t cap) {
-    if (!c->req_len || len != c->req_len || memcmp(msg, c->req, len))
+/* The answer kept for msg when it is the command taken last, copied into
+ * out (cap bytes at most): its length, or 0 when msg is another. */
+static size_t kept_answer(const cmd_port *p, const uint8_t *msg, size_t len, uint8_t *out,
+                          size_t cap) {
+    if (!p->req_len || len != p->req_len || memcmp(msg, p->req, len))
         return 0;
-    size_t n = c->reply_len < cap ? c->reply_len : cap;
-    memcpy(out, c->reply, n);
+    size_t n = p->reply_len < cap ? p->reply_len : cap;
+    memcpy(out, p->reply, n);
     return n;
 }
 
-void cmd_once_keep(cmd_once *c, const uint8_t *msg, size_t len, const uint8_t *reply,
-                   size_t n) {
-    assert(len <= sizeof c->req && n <= sizeof c->reply);
-    memcpy(c->req, msg, len), c->req_len = len;
-    memcpy(c->reply, reply, n), c->reply_len = n;
+size_t cmd_serve(cmd_port *p, const char *dir, const uint8_t pk[UP_PK_BYTES],
+                 const uint8_t *msg, size_t len, cmd_do_fn fn, void *ctx, uint8_t *out,
+                 size_t cap) {
+    char why[256];
+    size_t body = 0, n = kept_answer(p, msg, len, out, cap);
+    assert(len >= 3 && pk);
+    if (n)
+        return n;
+    int code = cmd_sig_take(dir, pk, p->port, msg, len, &body, why, sizeof why);
+    if (code)
+        p->refused++; /* not kept: anyone's message must not displace the answer */
+    else
+        code = fn(ctx, msg, body, why, sizeof why);
+    n = proto_answer(msg, code, why, out, cap);
+    if (body) {
+        assert(len <= sizeof p->req && n <= sizeof p->reply);
+        memcpy(p->req, msg, len), p->req_len = len;
+        memcpy(p->reply, out, n), p->reply_len = n;
+    }
+    return n;
 }

@@ -14,7 +14,7 @@
  *
  * Each command is answered 'A' seq code text, and done once: the same
  * bytes again (the answer was lost, and the ground asked again) get the
- * answer kept for them (cmd_once), until the board restarts. */
+ * answer kept for them (cmd_serve), until the board restarts. */
 #ifndef DIPP_CMD_SIG_H
 #define DIPP_CMD_SIG_H
 
@@ -32,19 +32,28 @@
 #define CMD_ONCE_REQ (CMD_SIG_BODY_MAX + CMD_SIG_TRAILER)
 #define CMD_ONCE_REPLY (7 + 256)
 
-/* The last command a port took and its answer. */
-typedef struct cmd_once {
+/* A port's signed commands: the last one taken and its answer, and how
+ * many were refused before they were done. */
+typedef struct cmd_port {
+    uint8_t port;
     uint8_t req[CMD_ONCE_REQ], reply[CMD_ONCE_REPLY];
     size_t req_len, reply_len;
-} cmd_once;
+    uint64_t refused;
+} cmd_port;
 
-/* The answer kept for msg when it is the command taken last, copied into
- * out (cap bytes at most): its length, or 0 when msg is another. */
-size_t cmd_once_again(const cmd_once *c, const uint8_t *msg, size_t len, uint8_t *out,
-                      size_t cap);
-/* Keeps msg, a command taken, and its answer (n at most CMD_ONCE_REPLY). */
-void cmd_once_keep(cmd_once *c, const uint8_t *msg, size_t len, const uint8_t *reply,
-                   size_t n);
+/* What a port does with a command it took (msg, its own body bytes): 0
+ * or an errors.h code, what was done or why not in why. */
+typedef int (*cmd_do_fn)(void *ctx, const uint8_t *msg, size_t body, char *why,
+                         size_t cap);
+
+/* Serves msg (len >= 3: a type and a seq), a command on p's port: the
+ * answer kept when msg is the command taken last (its answer was lost);
+ * else msg checked (cmd_sig_take, with dir and pk), done by fn when
+ * taken, answered 'A' seq code text into out (cap >= 8), and kept. The
+ * answer's length. */
+size_t cmd_serve(cmd_port *p, const char *dir, const uint8_t pk[UP_PK_BYTES],
+                 const uint8_t *msg, size_t len, cmd_do_fn fn, void *ctx, uint8_t *out,
+                 size_t cap);
 
 /* Ground side: appends counter and signature to the len bytes of msg
  * (len at most CMD_SIG_BODY_MAX; msg has CMD_SIG_TRAILER bytes of room

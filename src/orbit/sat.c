@@ -47,6 +47,7 @@ int sat_open(sat *s, const sat_cfg *cfg, const uint8_t first_pk[UP_PK_BYTES]) {
      * replay's refusal of the manifest it sends again */
     upload_ended(s, &r, s->up.idx.manifest);
     s->dish.pk = s->up.idx.pk;
+    s->removals.port = DIPP_PORT_IMAGES;
     s->run.locate = locate, s->run.locate_ctx = &s->up;
     s->slots_dir = cfg->slots_dir;
     s->frame_size = cfg->frame_size, s->seed = 1;
@@ -203,14 +204,16 @@ size_t sat_telemetry(const sat *s, char *out, size_t cap) {
                      "batches_lost=%llu\n"
                      "last_error=%u\nlast_detail=%s\nuploads_installed=%llu\n"
                      "uploads_refused=%llu\nrollbacks=%llu\nring_images=%u\n"
-                     "ring_dropped=%llu\nkey_serial=%u\npings_too_long=%llu\n",
+                     "ring_dropped=%llu\nkey_serial=%u\npings_too_long=%llu\n"
+                     "commands_refused=%llu\n",
                      (unsigned long long)t->frames, (unsigned long long)t->frames_asleep,
                      (unsigned long long)t->images,
                      (unsigned long long)t->batches_lost, t->last_error, t->last_detail,
                      (unsigned long long)t->installed, (unsigned long long)t->refused,
                      (unsigned long long)t->rollbacks, s->images.count,
                      (unsigned long long)s->images.dropped, s->up.idx.key_serial,
-                     (unsigned long long)t->pings_too_long);
+                     (unsigned long long)t->pings_too_long,
+                     (unsigned long long)(s->dish.procs.refused + s->removals.refused));
     for (unsigned k = 0; k < t->mods && n > 0 && (size_t)n < cap; k++)
         n += snprintf(out + n, cap - (size_t)n, "ms.%s=%u\n", t->mod_name[k], t->mod_ms[k]);
     for (uint32_t k = 0; k < s->up.idx.nmods && n > 0 && (size_t)n < cap; k++)
@@ -312,35 +315,15 @@ static void on_param(sat *s, const uint8_t *msg, size_t len, uint8_t port,
 
 #define IMAGE_PART 1800
 
-/* 'K' seq id, signed (cmd_sig.h): the ground has image id whole, so the
- * ring drops it. Answered 'A' seq code text, so that a ground whose
- * acknowledgement is refused does not take the same image down again and
- * again; done once (s->removed). */
-static void remove_image(sat *s, const uint8_t *msg, size_t len, uint8_t port,
-                         sat_reply_fn reply, void *ctx) {
-    uint8_t out[CMD_ONCE_REPLY];
-    char why[256];
-    size_t body = 0, n = cmd_once_again(&s->removed, msg, len, out, sizeof out);
-    if (n) {
-        reply(ctx, port, out, n);
-        return;
-    }
-    int code = cmd_sig_take(s->slots_dir, s->up.idx.pk, DIPP_PORT_IMAGES, msg, len, &body,
-                            why, sizeof why);
-    if (code)
-        s->dish.refused++;
-    else if (body != 7)
-        code = dipp_say(why, sizeof why, DIPP_E_UP_MESSAGE, "remove: %zu bytes, not 7",
-                        body);
-    else
-        code = dipp_say(why, sizeof why, 0, "image %u %s", (unsigned)proto_get32(msg + 3),
-                        ring_remove(&s->images, proto_get32(msg + 3)) == 0
-                            ? "removed"
-                            : "not in the ring");
-    n = proto_answer(msg, code, why, out, sizeof out);
-    if (body)
-        cmd_once_keep(&s->removed, msg, len, out, n);
-    reply(ctx, port, out, n);
+/* 'K' seq id, signed (cmd_sig.h), taken (cmd_do_fn): the ground has
+ * image id whole, so the ring drops it. */
+static int remove_image(void *ctx, const uint8_t *msg, size_t body, char *why, size_t cap) {
+    sat *s = ctx;
+    if (body != 7)
+        return dipp_say(why, cap, DIPP_E_UP_MESSAGE, "remove: %zu bytes, not 7", body);
+    uint32_t id = proto_get32(msg + 3);
+    return dipp_say(why, cap, 0, "image %u %s", (unsigned)id,
+                    ring_remove(&s->images, id) == 0 ? "removed" : "not in the ring");
 }
 
 /* 'D' seq id from: the parts of image id (the best one when id is 0)
@@ -349,8 +332,12 @@ static void remove_image(sat *s, const uint8_t *msg, size_t len, uint8_t port,
 static void on_images(sat *s, const uint8_t *msg, size_t len, uint8_t port,
                       sat_reply_fn reply, void *ctx) {
     uint8_t out[24 + IMAGE_PART];
-    if (msg[0] == 'K' && len >= 3) {
-        remove_image(s, msg, len, port, reply, ctx);
+    if (msg[0] == 'K' && len >= 3) { /* answered, so that a ground whose
+                                       * removal is refused does not take the
+                                       * same image down again and again */
+        size_t n = cmd_serve(&s->removals, s->slots_dir, s->up.idx.pk, msg, len,
+                             remove_image, s, out, sizeof out);
+        reply(ctx, port, out, n);
         return;
     }
     if (msg[0] != 'D' || len < 9)

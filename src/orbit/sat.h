@@ -43,7 +43,7 @@ typedef struct sat {
     up_store up;
     const char *slots_dir;
     ring images;
-    cmd_once removed;    /* the last image removal taken ('K') and its answer */
+    cmd_port removals;   /* the images' removals ('K', port 22) */
     sat_stats st;
     up_result last_done; /* the last upload's outcome, for status queries */
     uint8_t refused[UP_MANIFEST_BYTES]; /* the manifest refused last */

@@ -86,6 +86,7 @@ void sat_dish_open(sat_dish *d, const char *dir, uint64_t wall) {
     sat_dish_configure(d, &(sat_dish_cfg){1, 20, 0}, wall);
     dish_vm_init(&d->vm, &d->pl);
     proc_store_open(&d->store, dir, &d->vm, warn_stderr, NULL);
+    d->procs.port = DIPP_PORT_PROCS;
 }
 
 void sat_dish_configure(sat_dish *d, const sat_dish_cfg *cfg, uint64_t wall) {
@@ -220,34 +221,17 @@ static int stop(sat_dish *d, const uint8_t *msg, size_t len, char *why, size_t c
     return dipp_say(why, cap, 0, "slot %u: %d runs stopped", slot, stopped);
 }
 
-/* A run, a stop or a delete: signed (cmd_sig.h), and done once per
- * request. The same request again (its answer was lost) is answered as
- * the first time; a refused one is not kept, so a message from anyone
- * else on the link cannot take that answer's place. */
-static size_t change(sat_dish *d, const uint8_t *msg, size_t len, uint8_t *out,
-                     size_t cap) {
-    char text[256];
-    size_t body = 0, n = cmd_once_again(&d->done, msg, len, out, cap);
-    assert(d->pk);
-    if (n)
-        return n;
-    int code = cmd_sig_take(d->store.dir, d->pk, DIPP_PORT_PROCS, msg, len, &body, text,
-                            sizeof text);
-    if (code)
-        d->refused++;
-    else if (msg[0] == 'X')
-        code = run(d, msg, body, text, sizeof text);
-    else if (msg[0] == 'S')
-        code = stop(d, msg, body, text, sizeof text);
-    else if (body != 4)
-        code = dipp_say(text, sizeof text, DIPP_E_UP_MESSAGE, "delete: %zu bytes, not 4",
-                        body);
-    else
-        code = proc_store_delete(&d->store, msg[3], text, sizeof text);
-    n = proto_answer(msg, code, text, out, cap);
-    if (body)
-        cmd_once_keep(&d->done, msg, len, out, n);
-    return n;
+/* A run, a stop or a delete the port took (cmd_do_fn): its body is
+ * checked here. */
+static int change(void *ctx, const uint8_t *msg, size_t body, char *why, size_t cap) {
+    sat_dish *d = ctx;
+    if (msg[0] == 'X')
+        return run(d, msg, body, why, cap);
+    if (msg[0] == 'S')
+        return stop(d, msg, body, why, cap);
+    if (body != 4)
+        return dipp_say(why, cap, DIPP_E_UP_MESSAGE, "delete: %zu bytes, not 4", body);
+    return proc_store_delete(&d->store, msg[3], why, cap);
 }
 
 size_t sat_dish_handle(sat_dish *d, const uint8_t *msg, size_t len, uint8_t *out,
@@ -260,7 +244,7 @@ size_t sat_dish_handle(sat_dish *d, const uint8_t *msg, size_t len, uint8_t *out
         return proto_answer(msg, 0, text, out, cap);
     }
     if ((msg[0] == 'X' || msg[0] == 'E' || msg[0] == 'S') && len >= 4)
-        return change(d, msg, len, out, cap);
+        return cmd_serve(&d->procs, d->store.dir, d->pk, msg, len, change, d, out, cap);
     snprintf(text, sizeof text, "procedure port: message '%c' of %zu bytes is not one of "
              "L, X (5 + 4n bytes), E (4 bytes), S (4 bytes), each of the last three "
              "signed",
@@ -280,13 +264,13 @@ size_t sat_dish_status(const sat_dish *d, char *out, size_t cap) {
                      "dish.procs=%d\ndish.runs=%d\ndish.started=%llu\ndish.ended=%llu\n"
                      "dish.faults=%llu\ndish.tm=%llu\ndish.next=%u\ndish.clock_s=%lld\n"
                      "dish.sim_s=%.1f\ndish.awake=%d\ndish.wakes=%d\ndish.awake_s=%.1f\n"
-                     "dish.battery=%d\ndish.refused=%llu\n",
+                     "dish.battery=%d\n",
                      used, dish_vm_alive(&d->vm), (unsigned long long)d->started,
                      (unsigned long long)d->ended, (unsigned long long)d->faults,
                      (unsigned long long)d->tms, d->logged,
                      (long long)(dish_vm_clock(&d->vm) / 1000), (double)s->local_ms / 1000.0,
                      s->awake, s->nawake + s->awake, (double)awake / 1000.0,
-                     (int)s->battery, (unsigned long long)d->refused);
+                     (int)s->battery);
     return n < 0 ? 0 : (size_t)n < cap ? (size_t)n : cap - 1;
 }
 

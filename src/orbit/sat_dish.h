@@ -43,10 +43,7 @@ typedef struct sat_dish {
     /* the key that signs commands (cmd_sig.h): the update store's, which
      * a rotation changes in place; set before the first message */
     const uint8_t *pk;
-    uint64_t refused;   /* commands refused: unsigned, forged or replayed */
-    /* the last run, stop or delete taken and its answer: the same request
-     * again (its answer was lost) is answered again, not done twice */
-    cmd_once done;
+    cmd_port procs;     /* the runs, stops and deletes (port 24) */
 } sat_dish;
 
 typedef struct sat_dish_cfg {

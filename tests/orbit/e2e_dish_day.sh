@@ -110,7 +110,7 @@ g images $K --out "$DIR/down" --max 3; [ $rc = 0 ] || fail "images: $rc"; has "3
 g telemetry; [ "$(tm ring_images)" = 27 ] || fail "3 images downlinked, $(tm ring_images) kept"
 
 # commands only the ground's key signs, each once (docs/orbit.md, "Signed commands")
-refused=$(tm dish.refused)
+refused=$(tm commands_refused)
 g keygen "$DIR/other"; [ $rc = 0 ] || fail "keygen other: $rc"
 g proc delete --key "$DIR/other.key" 30; [ $rc = 1 ] || fail "delete, another key: $rc"
 has "delete refused: error 1002000"; has "does not verify with the key on board"
@@ -122,7 +122,7 @@ g proc stop 30; [ $rc = 2 ] || fail "stop without a key: $rc"
 g images --key "$DIR/other.key" --out "$DIR/down"; [ $rc = 1 ] || fail "images: $rc"
 has "acknowledgement refused: error 1002000"; has "1 images downlinked"
 g telemetry; [ "$(tm ring_images)" = 27 ] || fail "removed on another key's word"
-[ "$(tm dish.refused)" -ge $((refused + 3)) ] || fail "refused: $refused, then $(tm dish.refused)"
+[ "$(tm commands_refused)" -ge $((refused + 3)) ] || fail "refused: $refused, then $(tm commands_refused)"
 
 # the store across restarts
 restart

@@ -265,7 +265,7 @@ static void test_commands_signed(void **s) {
     assert_int_equal(ask_raw(first, n1, text), DIPP_E_UP_SIGNATURE);
     first[sizeof run + 7] ^= 1;
     assert_int_equal(d.started, 0);
-    assert_int_equal(d.refused, 4);
+    assert_int_equal(d.procs.refused, 4);
     assert_int_equal(ask_raw(first, n1, text), 0);
     assert_int_equal(ask_raw(forged, nf, text), DIPP_E_UP_SIGNATURE);
     assert_int_equal(ask_raw(first, n1, text), 0); /* its answer, not done again */
@@ -513,7 +513,8 @@ static void open_board(sat *b, const test_key *k) {
     cfg.accept = sat_dish_accept, cfg.accept_ctx = &b->dish;
     cfg.procs_max_bytes = DISH_MAX_IMAGE, cfg.procs_version = DISH_VERSION;
     assert_int_equal(up_open(&b->up, DIR, k->pk, &cfg, test_stub_run, NULL, &r), 0);
-    b->dish.pk = b->up.idx.pk; /* as sat_open sets it */
+    b->dish.pk = b->up.idx.pk; /* as sat_open sets them */
+    b->removals.port = DIPP_PORT_IMAGES;
 }
 
 /* A name is a module's or a procedure set's, whichever was installed
@@ -731,7 +732,7 @@ static void test_image_removal_signed(void **state) {
     sat_handle(&b, &id, forged, nf, keep_answer, NULL);
     assert_int_equal(proto_get32(answer_text + 3), DIPP_E_UP_SIGNATURE);
     assert_int_equal(b.images.count, 1);
-    assert_int_equal(b.dish.refused, 3);
+    assert_int_equal(b.removals.refused, 3);
     size_t n = sign_with(1, DIPP_PORT_IMAGES, kill, sizeof kill, sent);
     sat_handle(&b, &id, sent, n, keep_answer, NULL);
     assert_int_equal(proto_get32(answer_text + 3), 0);
