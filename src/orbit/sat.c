@@ -294,9 +294,9 @@ static void on_param(sat *s, const uint8_t *msg, size_t len, uint8_t port,
     uint8_t out[CSP_MTU];
     if (len < 3)
         return;
-    out[0] = msg[0] == 'T' ? 'V' : 'A';
-    memcpy(out + 1, msg + 1, 2);
     if (msg[0] == 'T') { /* with 4 more bytes: the run records from that index */
+        out[0] = 'V';
+        memcpy(out + 1, msg + 1, 2);
         /* what fits one frame, TRUNCATED's line kept room for */
         size_t cap = CSP_DATA_MAX - sizeof TRUNCATED;
         size_t n = 3 + sat_telemetry(s, (char *)out + 3, cap - 3);
@@ -308,9 +308,9 @@ static void on_param(sat *s, const uint8_t *msg, size_t len, uint8_t port,
     }
     if (msg[0] != 'P')
         return;
-    int code = write_slot(s, msg, len, (char *)out + 7, sizeof out - 7);
-    proto_put32(out + 3, (uint32_t)code);
-    reply(ctx, port, out, 7 + strlen((char *)out + 7));
+    char detail[CSP_MTU - 7];
+    int code = write_slot(s, msg, len, detail, sizeof detail);
+    reply(ctx, port, out, proto_answer(msg, code, detail, out, sizeof out));
 }
 
 #define IMAGE_PART 1800
