@@ -78,6 +78,14 @@ int ground_signer_open(ground_signer *s, const char *key, uint64_t counter);
 size_t ground_sign(ground_signer *s, uint8_t port, uint8_t *msg, size_t len);
 void ground_signer_close(ground_signer *s);
 
+/* Asks msg on port (its seq filled in here, then signed with sg unless
+ * it is NULL: msg has room for the signature) for an answer 'A' seq code
+ * text: 0 with the text, made printable, in *text (within reply, CSP_MTU
+ * + 1 bytes), or EXIT_BAD said as WHAT's: no answer, a malformed answer,
+ * or refused (with the number). */
+int ground_ask_text(ground *g, uint8_t port, ground_signer *sg, uint8_t *msg, size_t len,
+                    const char *what, uint8_t *reply, char **text);
+
 /* Reads the whole file at path, of want bytes when want is not 0; prints
  * why not and returns -1. */
 int ground_read_file(const char *path, uint8_t **data, size_t *len, size_t want);

@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cli.h"
+#include "errors.h"
 #include "ground.h"
 #include "platform.h"
 #include "proto.h"
@@ -74,4 +76,30 @@ long ground_ask(ground *g, uint8_t port, const uint8_t *msg, size_t len,
             return got;
     }
     return -1;
+}
+
+int ground_ask_text(ground *g, uint8_t port, ground_signer *sg, uint8_t *msg, size_t len,
+                    const char *what, uint8_t *reply, char **text) {
+    proto_put16(msg + 1, ground_seq());
+    if (sg)
+        len = ground_sign(sg, port, msg, len);
+    long n = ground_ask(g, port, msg, len, 'A', reply, CSP_MTU);
+    if (n < 0) {
+        ground_no_answer(g, what);
+        return EXIT_BAD;
+    }
+    if (n < 7) { /* the seq matched, but no room for the code */
+        printf("%s: a malformed answer from node %d (%ld bytes, under 7)\n", what, DIPP_NODE, n);
+        return EXIT_BAD;
+    }
+    reply[n] = 0;
+    uint32_t code = proto_get32(reply + 3);
+    *text = (char *)reply + 7;
+    proto_printable(*text, strlen(*text), 1);
+    if (code) {
+        printf("%s refused: error %u (%s): %s\n", what, dipp_error_number((int)code, 0, 0),
+               dipp_code_name((int)code), *text);
+        return EXIT_BAD;
+    }
+    return 0;
 }

@@ -122,36 +122,6 @@ static int upload(ground *g, int argc, char **argv) {
 
 /* ---- questions on the procedure port ---- */
 
-/* Asks msg (its seq filled in here, then signed with sg unless it is
- * NULL: msg has room for the signature): 0 with the answer's text, made
- * printable, in *text (within reply, CSP_MTU + 1 bytes), or an exit status
- * said (no answer, or refused: EXIT_BAD, with the number). */
-static int ask_text(ground *g, ground_signer *sg, uint8_t *msg, size_t len,
-                    const char *what, uint8_t *reply, char **text) {
-    proto_put16(msg + 1, ground_seq());
-    if (sg)
-        len = ground_sign(sg, DIPP_PORT_PROCS, msg, len);
-    long n = ground_ask(g, DIPP_PORT_PROCS, msg, len, 'A', reply, CSP_MTU);
-    if (n < 0) {
-        ground_no_answer(g, what);
-        return EXIT_BAD;
-    }
-    if (n < 7) { /* the seq matched, but no room for the code */
-        printf("%s: a malformed answer from node %d (%ld bytes, under 7)\n", what, DIPP_NODE, n);
-        return EXIT_BAD;
-    }
-    reply[n] = 0;
-    uint32_t code = proto_get32(reply + 3);
-    *text = (char *)reply + 7;
-    proto_printable(*text, strlen(*text), 1);
-    if (code) {
-        printf("%s refused: error %u (%s): %s\n", what, dipp_error_number((int)code, 0, 0),
-               dipp_code_name((int)code), *text);
-        return EXIT_BAD;
-    }
-    return 0;
-}
-
 static void print_text(const char *text) {
     fputs(text, stdout);
     if (*text && text[strlen(text) - 1] != '\n')
@@ -164,7 +134,7 @@ static int ask_signed(ground *g, ground_signer *sg, uint8_t *msg, size_t len,
                       const char *what) {
     uint8_t reply[CSP_MTU + 1];
     char *text;
-    int rc = ask_text(g, sg, msg, len, what, reply, &text);
+    int rc = ground_ask_text(g, DIPP_PORT_PROCS, sg, msg, len, what, reply, &text);
     ground_signer_close(sg);
     if (!rc)
         print_text(text);
@@ -182,7 +152,8 @@ static int list(ground *g) {
     do {
         char *text, *last;
         msg[3] = (uint8_t)from;
-        int rc = ask_text(g, NULL, msg, sizeof msg, "list", reply, &text);
+        int rc = ground_ask_text(g, DIPP_PORT_PROCS, NULL, msg, sizeof msg, "list", reply,
+                                 &text);
         if (rc)
             return rc;
         size_t n = strlen(text);

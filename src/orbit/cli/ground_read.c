@@ -212,25 +212,15 @@ static int save_image(const image_in *in, const char *dir) {
 }
 
 /* Acknowledges image id, signed with sg ('K' on port 22), so that the
- * satellite drops it: 0 taken, -4 no answer, -5 refused (said). */
+ * satellite drops it: 0 taken, or -5 refused or unanswered (said). */
 static int acknowledge(ground *g, ground_signer *sg, uint32_t id) {
     uint8_t ack[7 + CMD_SIG_TRAILER] = {'K'}, reply[CSP_MTU + 1];
-    proto_put16(ack + 1, ground_seq()), proto_put32(ack + 3, id);
-    size_t n = ground_sign(sg, DIPP_PORT_IMAGES, ack, 7);
-    long got = ground_ask(g, DIPP_PORT_IMAGES, ack, n, 'A', reply, CSP_MTU);
-    if (got < 0)
-        return -4;
-    if (got < 7) {
-        printf("image %u: a malformed answer to its acknowledgement (%ld bytes)\n", id, got);
-        return -5;
-    }
-    uint32_t code = proto_get32(reply + 3);
-    reply[got] = 0;
-    proto_printable((char *)reply + 7, (size_t)got - 7, 1); /* text from the link */
-    if (!code)
+    char what[48], *text;
+    proto_put32(ack + 3, id);
+    snprintf(what, sizeof what, "image %u: acknowledgement", id);
+    if (!ground_ask_text(g, DIPP_PORT_IMAGES, sg, ack, 7, what, reply, &text))
         return 0;
-    printf("image %u: acknowledgement refused: error %u (%s): %s (it stays on board)\n", id,
-           dipp_error_number((int)code, 0, 0), dipp_code_name((int)code), reply + 7);
+    printf("image %u: saved, but it stays on board\n", id);
     return -5;
 }
 
@@ -238,7 +228,7 @@ static int acknowledge(ground *g, ground_signer *sg, uint32_t id) {
  * (acknowledge): its id, 0 when the ring is empty, -1 when it did not
  * come whole, -2 when it went, -3 when it could not be held or saved, -4
  * when nothing was heard for the whole wait, -5 when the acknowledgement
- * was refused. Parts come PROTO_PARTS_PER_ASK an ask: it asks again as
+ * was refused or not answered. Parts come PROTO_PARTS_PER_ASK an ask: it asks again as
  * soon as they are in, and while they come. */
 static long one_image(ground *g, ground_signer *sg, const char *dir) {
     image_in in;
