@@ -433,7 +433,7 @@ static void on_tick(uv_timer_t *t) {
     d_turn_begin(d);
     d_jobs_tick(d);
     d_limits_tick(d);
-    d_pipelines_tick(d);
+    d_jobs_restart_due(d);
     d_retention_tick(d);
     d_notify_tick(d);
     d_leases_tick(d);

@@ -120,8 +120,9 @@ typedef struct d_job {
                                    the store as feed_stop is */
     char pipeline[PROTO_MAX_PIPELINE + 1]; /* the pipeline whose supervisor
                                    it is (pipelines.c); "" none */
-    double restart_at;          /* a supervisor waiting out its back-off:
-                                   started again at d_now() >= this */
+    double restart_at;          /* held out its back-off (a supervisor's,
+                                   or after watchers that did not start
+                                   it): queued again at d_now() >= this */
     d_dep *deps;                /* ndeps jobs it waits for, allocated */
     size_t ndeps;               /*   with the job (d_job_new) */
     d_state state;              /* set by d_job_set_state() */
@@ -143,6 +144,8 @@ typedef struct d_job {
     int lost;                   /* attempts lost in a row */
     int busy;                   /* launches put back in a row because its
                                    GPU was busy (D_SHARE_BUSY) */
+    int unstarted;              /* watchers in a row that ended without
+                                   starting it */
     /* the running attempt */
     int ngpus;
     int gpus[CORE_MAX_JOB_GPUS];
@@ -481,7 +484,14 @@ void d_turn_end(d_daemon *d);
  * (store_commit's answer): its status file goes once that is durable,
  * now or at the end of the turn. */
 void d_status_settled(d_daemon *d, int64_t id, int n, int committed);
+/* Removes the status files of the attempts settled so far in the open
+ * turn, whose settling a commit has just made durable (store_commit_now):
+ * a launch does, before its attempts make their own files. */
+void d_status_retire_settled(d_daemon *d);
 void d_jobs_schedule(d_daemon *d);
+/* Each tick: the jobs held out a back-off (restart_at) that is over are
+ * queued again (jobs_queue.c). */
+void d_jobs_restart_due(d_daemon *d);
 /* Ends of running jobs, read from their status files: every job's (the
  * tick: a job adopted after a restart is no child of this aegisd), or
  * after a SIGCHLD only those whose watcher may be among the n pids
@@ -737,8 +747,6 @@ bool d_feed_restart(d_daemon *d, d_job *job, core_exit how, const char *why);
 /* User uid's unfinished supervisor of pipeline name, or NULL: a pipeline
  * is its owner's, each user may run one of a name. */
 d_job *d_pipeline_supervisor(d_daemon *d, uid_t uid, const char *name);
-/* Each tick: supervisors whose back-off is over are started again. */
-void d_pipelines_tick(d_daemon *d);
 /* The running jobs of kinds outside placement (supervisors): a drain
  * does not wait for them. */
 size_t d_pipelines_running(const d_daemon *d);

@@ -87,9 +87,15 @@ static void d_reason_fields(d_daemon *d, const d_job *job, json_t *row,
     }
     char text[256];
     if (r.kind == CORE_WAIT_NONE && job->state == D_HELD &&
-        job->restart_at > 0) { /* a supervisor's back-off (pipelines.c) */
-        snprintf(text, sizeof(text), "restarted in %.0f s (back-off after "
-                 "its end)", job->restart_at > now ? job->restart_at - now : 0);
+        job->restart_at > 0) { /* a back-off (pipelines.c, jobs_run.c) */
+        double left = job->restart_at > now ? job->restart_at - now : 0;
+        if (job->kind->outside)
+            snprintf(text, sizeof(text), "restarted in %.0f s (back-off "
+                     "after its end)", left);
+        else
+            snprintf(text, sizeof(text), "queued again in %.0f s: %d "
+                     "watchers in a row ended without starting it (aegisd's "
+                     "log says why)", left, job->unstarted);
         json_object_set_new(row, "wait_reason", json_string(text));
         return;
     }

@@ -120,14 +120,19 @@ void d_turn_begin(d_daemon *d) {
     store_begin(d->st);
 }
 
+void d_status_retire_settled(d_daemon *d) {
+    for (size_t i = 0; i < d->nsettled; i++)
+        exec_status_retire(d->run_dir, &d->spares, d->settled[i].id,
+                           d->settled[i].n);
+    d->nsettled = 0;
+}
+
 /* Removes the status files of the attempts settled in the turn once it is
  * committed; when it is not, the sweep at the next save does (d_status_sweep). */
 void d_turn_end(d_daemon *d) {
     int rc = store_commit(d->st);
     if (store_in_transaction(d->st)) return; /* an outer turn commits */
-    for (size_t i = 0; rc == 0 && i < d->nsettled; i++)
-        exec_status_retire(d->run_dir, &d->spares, d->settled[i].id,
-                           d->settled[i].n);
+    if (rc == 0) d_status_retire_settled(d);
     d->nsettled = 0;
 }
 

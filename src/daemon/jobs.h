@@ -8,9 +8,6 @@
 
 #include "daemon.h"
 
-/* Why an attempt recorded as started at a restart never ran. */
-#define D_STOPPED_STARTING "aegisd stopped while starting it"
-
 /* ---- jobs.c ---- */
 /* The place of id in the table, or where it would go. */
 size_t d_job_index(const d_daemon *d, int64_t id);

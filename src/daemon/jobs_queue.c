@@ -154,6 +154,21 @@ void d_job_enqueue(d_daemon *d, d_job *job) {
         d_job_finish(d, job, "failed", err);
 }
 
+void d_jobs_restart_due(d_daemon *d) {
+    double now = d_now(d);
+    for (size_t i = 0; i < d->njobs;) {
+        d_job *job = d->jobs[i];
+        int64_t id = job->id;
+        if (job->state == D_HELD && !job->held && job->restart_at > 0 &&
+            job->restart_at <= now) {
+            job->restart_at = 0;
+            d_job_enqueue(d, job);
+        }
+        i = d_job_index(d, id); /* a start may end jobs, and move others */
+        if (i < d->njobs && d->jobs[i]->id == id) i++;
+    }
+}
+
 int d_jobs_submitted(d_daemon *d, const store_owner *owner,
                      const proto_request *req, int64_t first_id) {
     for (size_t i = 0; i < req->njobs; i++) {

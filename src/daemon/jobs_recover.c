@@ -225,7 +225,7 @@ static void d_jobs_adopt(d_daemon *d, bool dead_only) {
             continue;
         }
         if (rec.state == EXEC_UNSTARTED || rec.state == EXEC_ABSENT) {
-            d_job_unstarted(d, job, D_STOPPED_STARTING);
+            d_job_unstarted(d, job, "aegisd stopped while starting it");
         } else if (d_job_adopt(d, job) == 0) {
             if (!alive) {
                 d_job_ended(d, job, &rec);

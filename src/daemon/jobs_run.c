@@ -33,8 +33,16 @@
 
 /* A job outside placement whose start cannot be recorded now (the state
  * cannot be written, aegisd stops) or never happened is started again
- * this much later (d_pipelines_tick). */
+ * this much later (d_jobs_restart_due). */
 #define D_OUTSIDE_RETRY_S 5.0
+
+/* A watcher that ended without starting its job (it could not fork: out
+ * of processes, say) is replaced at once the first time. After the second
+ * in a row the job waits this long before it is queued again, doubled at
+ * each more up to D_UNSTARTED_MAX_PAUSE_S: replaced at once every time,
+ * it made hundreds of watchers, events and log lines a second. */
+#define D_UNSTARTED_PAUSE_S 1.0
+#define D_UNSTARTED_MAX_PAUSE_S 60.0
 
 /* ---- launching ------------------------------------------------------------ */
 
@@ -381,6 +389,20 @@ void d_job_spawned(d_daemon *d, int64_t id, int n, const exec_run *run,
     d_schedule_more(d);
 }
 
+/* Commits the launches recorded (and all of the turn before them): 0, or
+ * -1 when that could not be saved. The status files of the attempts the
+ * turn settled go now, not at its end: an attempt that never started is
+ * queued again at its number, and when it is started again in the same
+ * turn its new status file takes the old one's name, which the turn's end
+ * would then take from under the new watcher (whose end, not found, read
+ * as a watcher vanished: the job ran as a second attempt, or failed after
+ * five). */
+static int d_commit_launches(d_daemon *d) {
+    if (store_commit_now(d->st) != 0) return -1;
+    d_status_retire_settled(d);
+    return 0;
+}
+
 void d_job_start_outside(d_daemon *d, d_job *job) {
     core_launch l = {.job_id = job->id, .num_gpus = 0};
     double now = d_wall();
@@ -390,7 +412,7 @@ void d_job_start_outside(d_daemon *d, d_job *job) {
     d_turn_begin(d);
     store_begin(d->st);
     d_job_record_start(d, job, &l, now);
-    if (store_commit_now(d->st) == 0) {
+    if (d_commit_launches(d) == 0) {
         job->restart_at = 0;
         d_job_launch(d, job, &l, now);
     }
@@ -408,7 +430,7 @@ static void d_jobs_launch(d_daemon *d, const core_launch *out, int n) {
         if (job) d_job_record_start(d, job, &out[i], now);
         else core_cancel(d->core, out[i].job_id, d_now(d));
     }
-    bool saved = store_commit_now(d->st) == 0;
+    bool saved = d_commit_launches(d) == 0;
     for (int i = 0; i < n; i++) {
         /* by id: a launch that failed may have changed the table */
         d_job *job = d_job_find(d, out[i].job_id);
@@ -609,13 +631,37 @@ static void d_host_oom(const d_daemon *d, const d_job *job, core_exit *how,
     *how = CORE_EXIT_FAILED;
 }
 
+/* Holds job, queued again after watchers in a row that ended without
+ * starting it, for its pause; d_jobs_restart_due queues it once that is
+ * over. */
+static void d_job_pause_unstarted(d_daemon *d, d_job *job) {
+    double pause = D_UNSTARTED_PAUSE_S; /* after the second */
+    for (int k = 2; k < job->unstarted && pause < D_UNSTARTED_MAX_PAUSE_S; k++)
+        pause *= 2;
+    if (pause > D_UNSTARTED_MAX_PAUSE_S) pause = D_UNSTARTED_MAX_PAUSE_S;
+    d_job_leave_core(d, job);
+    d_job_set_state(d, job, D_HELD);
+    job->restart_at = d_now(d) + pause;
+    store_begin(d->st);
+    store_event(d->st, job->id, d_wall(), "queued again in %.0f s: %d "
+                "watchers in a row ended without starting it", pause,
+                job->unstarted);
+    store_commit(d->st);
+}
+
 /* The attempt's shim is gone (rec: its status file): classify, decide, and
  * once that is committed, remove the file. */
 void d_job_ended(d_daemon *d, d_job *job, const exec_record *rec) {
     if (rec->state == EXEC_UNSTARTED || rec->state == EXEC_ABSENT) {
-        d_job_unstarted(d, job, D_STOPPED_STARTING);
+        /* it could not fork the job, or an earlier aegisd stopped before
+         * letting it (launcher_main.c); the watcher says which in the log */
+        job->unstarted++;
+        d_job_unstarted(d, job, "its watcher ended without starting it");
+        if (job->unstarted > 1 && job->state == D_QUEUED)
+            d_job_pause_unstarted(d, job);
         return;
     }
+    job->unstarted = 0;
     int64_t id = job->id;
     int n = job->attempts, status = -1;
     char why[256];

@@ -39,7 +39,7 @@ static int d_pipeline_recent_restarts(d_daemon *d, const d_job *job) {
 }
 
 /* A supervisor that failed or vanished sleeps out its back-off, then
- * d_pipelines_tick starts it again; one that exited 0 has finished its
+ * d_jobs_restart_due starts it again; one that exited 0 has finished its
  * work (a replay's end) and is done. */
 static bool d_pipeline_restart(d_daemon *d, d_job *job, core_exit how,
                                const char *why) {
@@ -65,21 +65,6 @@ static bool d_pipeline_restart(d_daemon *d, d_job *job, core_exit how,
 
 static bool d_pipeline_dormant(d_daemon *d, const d_job *job) {
     return job->restart_at > d_now(d);
-}
-
-/* One a tick: a start may end a job and so change the table, and
- * restarts are rare. */
-void d_pipelines_tick(d_daemon *d) {
-    double now = d_now(d);
-    for (size_t i = 0; i < d->njobs; i++) {
-        d_job *job = d->jobs[i];
-        if (!job->kind->outside || job->state != D_HELD || job->held ||
-            job->restart_at <= 0 || job->restart_at > now)
-            continue;
-        job->restart_at = 0;
-        d_job_enqueue(d, job);
-        return;
-    }
 }
 
 size_t d_pipelines_running(const d_daemon *d) {

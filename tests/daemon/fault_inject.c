@@ -8,6 +8,10 @@
  *   AEGIS_FAULT_TRIGGER=FILE exists, every write, truncation and sync of a
  *                            file under DIR fails with ENOSPC, as on a
  *                            full disk (the test creates and removes FILE)
+ *   AEGIS_FAULT_SHIM_FORK=FILE
+ *                            while FILE exists, fork() in a job's watcher
+ *                            (a process named aegis-shim) fails with
+ *                            EAGAIN: the attempt never starts its job
  *
  * Each call is passed on to the next definition (libc's, or a sanitizer's
  * interceptor) found with dlsym(RTLD_NEXT).
@@ -19,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -110,4 +115,23 @@ FAULT_EXPORT int fdatasync(int fd) {
     fault_slow_sync();
     FAULT_CHECK(fd);
     return next_fn(fd);
+}
+
+/* Whether this process is a job's watcher and AEGIS_FAULT_SHIM_FORK's
+ * file exists. */
+static int fault_shim_fork_fails(void) {
+    const char *trigger = getenv("AEGIS_FAULT_SHIM_FORK");
+    char name[16] = "";
+    prctl(PR_GET_NAME, name);
+    return trigger && strcmp(name, "aegis-shim") == 0 &&
+           access(trigger, F_OK) == 0;
+}
+
+FAULT_EXPORT pid_t fork(void) {
+    FAULT_NEXT(fork);
+    if (fault_shim_fork_fails()) {
+        errno = EAGAIN;
+        return -1;
+    }
+    return next_fn();
 }
