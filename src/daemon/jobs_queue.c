@@ -159,8 +159,8 @@ void d_jobs_restart_due(d_daemon *d) {
     for (size_t i = 0; i < d->njobs;) {
         d_job *job = d->jobs[i];
         int64_t id = job->id;
-        if (job->state == D_HELD && !job->held && job->restart_at > 0 &&
-            job->restart_at <= now) {
+        if (job->state == D_HELD && !job->held && !job->cancel_queued &&
+            job->restart_at > 0 && job->restart_at <= now) {
             job->restart_at = 0;
             d_job_enqueue(d, job);
         }

@@ -655,9 +655,11 @@ void d_job_ended(d_daemon *d, d_job *job, const exec_record *rec) {
     if (rec->state == EXEC_UNSTARTED || rec->state == EXEC_ABSENT) {
         /* it could not fork the job, or an earlier aegisd stopped before
          * letting it (launcher_main.c); the watcher says which in the log */
+        int64_t id = job->id;
         job->unstarted++;
         d_job_unstarted(d, job, "its watcher ended without starting it");
-        if (job->unstarted > 1 && job->state == D_QUEUED)
+        job = d_job_find(d, id); /* NULL: it ended (a cancel, say) */
+        if (job && job->unstarted > 1 && job->state == D_QUEUED)
             d_job_pause_unstarted(d, job);
         return;
     }

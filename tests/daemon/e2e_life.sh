@@ -287,27 +287,54 @@ for i in acked:
 }
 
 # A watcher that cannot fork its job leaves its attempt unstarted: the job
-# is queued again at that attempt and started again in the same turn of
-# aegisd's loop, its new status file under the old one's name. After the
-# second such watcher in a row the job waits, longer each time, and says
-# so. Once forks work again it runs once, as attempt 1, and ends done: the
-# turn's end, which retires the unstarted attempt's file, leaves the new
-# watcher's.
+# is queued again at that attempt, and when the watcher's end is read at
+# its SIGCHLD (most times) started again in the same turn of aegisd's
+# loop, its new status file under the old one's name. After the second
+# such watcher in a row the job waits, longer each time, and says so.
+# Once forks work again it runs once, as attempt 1, and ends done: the
+# launch retired the unstarted attempt's file before making the new one,
+# which the turn's end used to take from the new watcher. Three jobs, so
+# that at least one start again falls in the same turn.
 case_life_unstarted() {
     fault_preload
     export AEGIS_FAULT_SHIM_FORK=$DIR/work/nofork # read in aegisd's watchers
     fstart || fail "aegisd did not start"
     cd "$DIR/work"
-    touch nofork
-    id=$("$AEGIS" submit -- sh -c 'echo "$AEGIS_ATTEMPT" >> runs') || fail submit
-    until_show "$id" "'watchers in a row ended without starting it' in d.get('wait_reason', '')"
+    for job in 1 2 3; do
+        touch nofork
+        id=$("$AEGIS" submit -- sh -c 'echo "$AEGIS_ATTEMPT" >> runs') || fail submit
+        until_show "$id" "'watchers in a row ended without starting it' in d.get('wait_reason', '')"
+        rm nofork
+        "$AEGIS" wait "$id" > /dev/null || fail "not done: $("$AEGIS" show "$id")"
+        "$AEGIS" show "$id" > shown
+        [ "$(cat runs)" = 1 ] || fail "ran as attempt $(cat runs): $(cat shown)"
+        # two at once, then 1 s, 2 s, 4 s ... apart, however slow the
+        # checks were: replaced at once every time, it was hundreds a second
+        [ "$(grep -c 'never started' shown)" -le 8 ] || fail "not held back: $(cat shown)"
+        rm runs
+    done
+}
+
+# A job cancelled while its watcher, which will not start it, still runs:
+# the watcher's end finds it cancelling, and it ends cancelled, nothing of
+# it touched after that (aegisd read the freed job: a sanitizer build
+# aborted), and aegisd goes on.
+case_life_unstarted_cancel() {
+    fault_preload
+    export AEGIS_FAULT_SHIM_FORK=$DIR/work/nofork AEGIS_FAULT_SHIM_WAIT=$DIR/work/hold
+    fstart || fail "aegisd did not start"
+    cd "$DIR/work"
+    touch nofork hold
+    id=$("$AEGIS" submit -- true) || fail submit
+    until_show "$id" "d['state'] == 'running'"
+    "$AEGIS" cancel "$id" | grep -q "cancelled $id" || fail "cancel not answered"
+    rm hold
+    "$AEGIS" wait "$id" > /dev/null
+    "$AEGIS" show "$id" > shown || fail "aegisd gone after the cancel"
+    grep -q "^state *cancelled" shown || fail "not cancelled: $(cat shown)"
+    grep -q "queued again in" shown && fail "held back after its cancel: $(cat shown)"
     rm nofork
-    "$AEGIS" wait "$id" > /dev/null || fail "not done: $("$AEGIS" show "$id")"
-    "$AEGIS" show "$id" > shown
-    [ "$(cat runs)" = 1 ] || fail "ran as attempt $(cat runs): $(cat shown)"
-    # two at once, then 1 s, 2 s, 4 s ... apart, however slow the checks
-    # were: replaced at once every time, it was hundreds in a second
-    [ "$(grep -c 'never started' shown)" -le 8 ] || fail "not held back: $(cat shown)"
+    "$AEGIS" wait "$("$AEGIS" submit -- true)" > /dev/null || fail "the next job"
 }
 
 # A job that ignores SIGTERM is cancelled ("cancelled" answered), then

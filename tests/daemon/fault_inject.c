@@ -12,6 +12,9 @@
  *                            while FILE exists, fork() in a job's watcher
  *                            (a process named aegis-shim) fails with
  *                            EAGAIN: the attempt never starts its job
+ *   AEGIS_FAULT_SHIM_WAIT=FILE
+ *                            while FILE exists, a watcher's fork() waits
+ *                            first (the test acts on the attempt then)
  *
  * Each call is passed on to the next definition (libc's, or a sanitizer's
  * interceptor) found with dlsym(RTLD_NEXT).
@@ -117,10 +120,10 @@ FAULT_EXPORT int fdatasync(int fd) {
     return next_fn(fd);
 }
 
-/* Whether this process is a job's watcher and AEGIS_FAULT_SHIM_FORK's
- * file exists. */
-static int fault_shim_fork_fails(void) {
-    const char *trigger = getenv("AEGIS_FAULT_SHIM_FORK");
+/* Whether this process is a job's watcher and the file the variable
+ * named var names exists. */
+static int fault_shim_trigger(const char *var) {
+    const char *trigger = getenv(var);
     char name[16] = "";
     prctl(PR_GET_NAME, name);
     return trigger && strcmp(name, "aegis-shim") == 0 &&
@@ -129,7 +132,9 @@ static int fault_shim_fork_fails(void) {
 
 FAULT_EXPORT pid_t fork(void) {
     FAULT_NEXT(fork);
-    if (fault_shim_fork_fails()) {
+    struct timespec tick = {0, 10 * 1000000L};
+    while (fault_shim_trigger("AEGIS_FAULT_SHIM_WAIT")) nanosleep(&tick, NULL);
+    if (fault_shim_trigger("AEGIS_FAULT_SHIM_FORK")) {
         errno = EAGAIN;
         return -1;
     }
