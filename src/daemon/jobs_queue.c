@@ -154,16 +154,23 @@ void d_job_enqueue(d_daemon *d, d_job *job) {
         d_job_finish(d, job, "failed", err);
 }
 
+/* Whether job is held out a back-off that is over at now. */
+static bool d_job_restart_due(const d_job *job, double now) {
+    return job->state == D_HELD && !job->held && !job->cancel_queued &&
+           job->restart_at > 0 && job->restart_at <= now;
+}
+
 void d_jobs_restart_due(d_daemon *d) {
     double now = d_now(d);
     for (size_t i = 0; i < d->njobs;) {
         d_job *job = d->jobs[i];
-        int64_t id = job->id;
-        if (job->state == D_HELD && !job->held && !job->cancel_queued &&
-            job->restart_at > 0 && job->restart_at <= now) {
-            job->restart_at = 0;
-            d_job_enqueue(d, job);
+        if (!d_job_restart_due(job, now)) {
+            i++;
+            continue;
         }
+        int64_t id = job->id;
+        job->restart_at = 0;
+        d_job_enqueue(d, job);
         i = d_job_index(d, id); /* a start may end jobs, and move others */
         if (i < d->njobs && d->jobs[i]->id == id) i++;
     }
