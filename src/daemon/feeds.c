@@ -123,6 +123,7 @@ void d_feed_wake(d_daemon *d, const d_job *consumer) {
     char err[256];
     if (!p) d_feed_not_woken(d, consumer);
     if (!p || p->in_core || p->state != D_HELD || p->held ||
+        p->restart_at > d_now(d) || /* its back-off queues it (jobs_run.c) */
         d_deps_check(d, p, err, sizeof(err)) != D_DEPS_MET)
         return;
     if (d_job_to_core(d, p, err, sizeof(err)) != 0) {
