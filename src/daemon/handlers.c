@@ -479,11 +479,32 @@ static void d_on_cancel(d_conn *c, const proto_request *req) {
     d_jobs_schedule(d);
 }
 
+/* A change to the queue (what) is refused while aegisd cannot write its
+ * state, as a submit and a cancel are: answered, it would be lost to a
+ * kill -9 before the disk came back. True when refused. */
+static bool d_refuse_unsaved(d_conn *c, const char *what) {
+    if (!store_failing(c->d->st)) return false;
+    d_reply_fault(c, "not %s: aegisd cannot write its state (%s)", what,
+                  store_failure(c->d->st));
+    return true;
+}
+
+/* The answer to a change (done: what it did) whose commit failed (the
+ * disk failed just now): in effect, kept, saved once aegisd can, and
+ * lost if it is killed before. */
+static void d_reply_unsaved(d_conn *c, const char *done) {
+    d_reply_fault(c, "%s, but not saved: aegisd cannot write its state (%s); "
+                  "it is saved once aegisd can, and lost if aegisd is killed "
+                  "before", done, store_failure(c->d->st));
+}
+
 /* hold and release: a running job cannot be held (cancel it instead). */
 static void d_on_hold(d_conn *c, const proto_request *req) {
     d_daemon *d = c->d;
     bool hold = req->op == PROTO_HOLD;
-    if (!d_owned_unfinished(c, req, proto_op_name(req->op))) return;
+    if (!d_owned_unfinished(c, req, proto_op_name(req->op)) ||
+        d_refuse_unsaved(c, hold ? "held" : "released"))
+        return;
     for (size_t i = 0; hold && i < req->nids; i++)
         if (d_job_find(d, req->ids[i])->state == D_RUNNING) {
             d_reply_error(c, "job %lld: running; only a queued job can be "
@@ -506,9 +527,13 @@ static void d_on_hold(d_conn *c, const proto_request *req) {
         if (job) d_job_hold(d, job, hold, user);
         json_array_append_new(done, json_integer(req->ids[i]));
     }
-    store_commit(d->st);
-    d_reply(c, json_pack("{s:b, s:o}", "ok", 1, hold ? "held" : "released",
-                         done));
+    if (store_commit(d->st) == 0)
+        d_reply(c, json_pack("{s:b, s:o}", "ok", 1,
+                             hold ? "held" : "released", done));
+    else {
+        json_decref(done);
+        d_reply_unsaved(c, hold ? "held" : "released");
+    }
     d_jobs_schedule(d);
 }
 
@@ -680,7 +705,8 @@ static bool d_admin(d_conn *c, const char *what) {
 
 static void d_on_drain(d_conn *c, const proto_request *req) {
     d_daemon *d = c->d;
-    if (!d_admin(c, req->op == PROTO_DRAIN ? "drain a GPU" : "resume a GPU"))
+    if (!d_admin(c, req->op == PROTO_DRAIN ? "drain a GPU" : "resume a GPU") ||
+        d_refuse_unsaved(c, req->op == PROTO_DRAIN ? "drained" : "resumed"))
         return;
     if (req->gpu >= d->ngpus) {
         d_reply_error(c, "gpu: no GPU %d (the server has %d)", req->gpu,

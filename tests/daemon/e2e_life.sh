@@ -167,8 +167,11 @@ case_life_dbfull() {
 }
 
 # A hold, a release and a drain while the database cannot be written are
-# kept with the other writes and saved once it can: after a restart, the
-# held job is still held, the released one has run, the drain is there.
+# refused, as a submit and a cancel are: answered, they were kept in memory
+# only, and a kill -9 before the disk came back lost them. The first,
+# whose own commit finds the disk full, says it is not saved. Once the
+# disk is back they are answered, and hold across a kill -9: the held job
+# is still held, the released one has run, the drain is there.
 case_life_limits_dbfull() {
     fault_preload
     export AEGIS_FAULT_PREFIX=$DIR/state/aegis.db AEGIS_FAULT_TRIGGER=$DIR/full
@@ -181,15 +184,25 @@ case_life_limits_dbfull() {
     freed=$("$AEGIS" submit -- true) || fail "submit freed"
     "$AEGIS" hold "$freed" > /dev/null || fail "hold before the disk is full"
     touch "$DIR/full"
-    "$AEGIS" hold "$held" > /dev/null || fail "hold on a full disk"
-    "$AEGIS" release "$freed" > /dev/null || fail "release on a full disk"
-    "$AEGIS" drain 1 --reason "full disk test" > /dev/null || fail "drain"
+    "$AEGIS" hold "$held" > /dev/null 2> err && fail "hold on a full disk answered"
+    grep -q "held, but not saved: aegisd cannot write its state" err ||
+        grep -q "not held: aegisd cannot write its state" err || fail "hold: $(cat err)"
+    "$AEGIS" release "$freed" > /dev/null 2> err && fail "release on a full disk answered"
+    grep -q "not released: aegisd cannot write its state" err || fail "release: $(cat err)"
+    "$AEGIS" drain 1 --reason "full disk test" > /dev/null 2> err &&
+        fail "drain on a full disk answered"
+    grep -q "not drained: aegisd cannot write its state" err || fail "drain: $(cat err)"
+    "$AEGIS" show --json "$freed" | pyjson "assert d['held'] is True, d" ||
+        fail "a refused release was done: $("$AEGIS" show "$freed")"
     rm "$DIR/full"
     until "$AEGIS" submit -- true > out 2> err; do
         grep -q "cannot write its state" err || fail "submit: $(cat err)"
         sleep 0.2
     done
-    kill -TERM "$(daemon_pid)"
+    "$AEGIS" hold "$held" > /dev/null || fail "hold once the disk is back"
+    "$AEGIS" release "$freed" > /dev/null || fail "release once the disk is back"
+    "$AEGIS" drain 1 --reason "full disk test" > /dev/null || fail "drain"
+    kill -KILL "$(daemon_pid)"
     while [ -n "$(daemon_pid)" ]; do sleep 0.05; done
     fstart || fail "aegisd did not start again"
     "$AEGIS" show --json "$held" | pyjson "assert d['held'] is True, d" ||
