@@ -27,6 +27,11 @@ size_t d_job_index(const d_daemon *d, int64_t id) {
     return lo;
 }
 
+size_t d_job_index_after(const d_daemon *d, int64_t id) {
+    size_t i = d_job_index(d, id);
+    return i < d->njobs && d->jobs[i]->id == id ? i + 1 : i;
+}
+
 d_job *d_job_find(d_daemon *d, int64_t id) {
     size_t i = d_job_index(d, id);
     return i < d->njobs && d->jobs[i]->id == id ? d->jobs[i] : NULL;

@@ -11,6 +11,9 @@
 /* ---- jobs.c ---- */
 /* The place of id in the table, or where it would go. */
 size_t d_job_index(const d_daemon *d, int64_t id);
+/* Where a walk over the table goes on after acting on job id: the place
+ * of the first job after it, though the act moved jobs or ended id. */
+size_t d_job_index_after(const d_daemon *d, int64_t id);
 /* Into the table; -1 when out of memory. */
 int d_job_add(d_daemon *d, d_job *job);
 /* Out of the table, and freed. */

@@ -171,8 +171,7 @@ void d_jobs_restart_due(d_daemon *d) {
         int64_t id = job->id;
         job->restart_at = 0;
         d_job_enqueue(d, job);
-        i = d_job_index(d, id); /* a start may end jobs, and move others */
-        if (i < d->njobs && d->jobs[i]->id == id) i++;
+        i = d_job_index_after(d, id); /* a start may end jobs */
     }
 }
 

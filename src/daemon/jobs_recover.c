@@ -236,8 +236,7 @@ static void d_jobs_adopt(d_daemon *d, bool dead_only) {
                 if (job->cancelling) d_job_cancel(d, job);
             }
         }
-        i = d_job_index(d, id); /* the table may have changed */
-        if (i < d->njobs && d->jobs[i]->id == id) i++;
+        i = d_job_index_after(d, id); /* the table may have changed */
     }
 }
 
