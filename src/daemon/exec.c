@@ -219,8 +219,9 @@ static const char *const *exec_array_argv(const char *const *argv) {
 }
 
 /* In the job's child: its own session, its pids in the status record
- * (before it runs: a job the record does not name never runs), its user,
- * its directory, its output pipes. */
+ * (before it runs: a job the record does not name never runs, and its
+ * watcher has it started again), its user, its directory, its output
+ * pipes. */
 static void exec_job_child(const exec_spec *spec, char **envp, int out_fd,
                            int err_fd, int status_fd, exec_record *rec) {
     setsid();
@@ -510,6 +511,15 @@ static void exec_shim(const exec_spec *spec, char **envp, int out_fd,
     rec.status = status;
     rec.left = exec_end_session(job);
     exec_drain(streams, spec->log_max_bytes);
+    if (!exec_record_names_job(status_fd, job)) {
+        /* its child could not record its start, so it never ran the
+         * command (exec_job_child): the record is left without a job, and
+         * aegisd queues the attempt again as never started, where an end
+         * recorded here failed the job for a fault of aegisd's disk */
+        dprintf(2, "aegis-shim: job %lld attempt %d: its start could not be "
+                "recorded: not run\n", (long long)spec->id, spec->attempt);
+        _exit(1);
+    }
     /* Only a read-only disk fails this write (its space was taken at the
      * start): the shim waits for it rather than lose the outcome. */
     for (bool said = false; exec_record_write(status_fd, &rec, true) != 0;

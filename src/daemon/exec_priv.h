@@ -13,12 +13,14 @@ void exec_log_name(char *out, size_t outlen, int64_t id, bool err_stream);
 int exec_log_open(int log_dirfd, int64_t id, bool err_stream, uid_t owner);
 
 /* exec_status.c: an attempt's status file's path; its record written in
- * place (0, or -1 with errno); and the file made at full size and locked,
- * from a spare where there is one (the descriptor, or -1 with a message
- * naming the file). */
+ * place (0, or -1 with errno); whether the record names process job as
+ * the job's (false only when it was read and names another, or none);
+ * and the file made at full size and locked, from a spare where there is
+ * one (the descriptor, or -1 with a message naming the file). */
 void exec_status_path(char *out, size_t outlen, const char *run_dir,
                       int64_t id, int attempt);
 int exec_record_write(int fd, const exec_record *rec, bool ended);
+bool exec_record_names_job(int fd, pid_t job);
 int exec_status_create(const char *path, const char *run_dir,
                        exec_spares *spares, char *err, size_t errlen);
 

@@ -67,6 +67,15 @@ static int exec_record_parse(const char *text, exec_record *rec) {
     return 0;
 }
 
+bool exec_record_names_job(int fd, pid_t job) {
+    char text[EXEC_RECORD_BYTES + 1];
+    ssize_t n = pread(fd, text, EXEC_RECORD_BYTES, 0);
+    if (n <= 0) return true; /* not known: taken as named, as it was */
+    text[n] = '\0';
+    exec_record rec;
+    return exec_record_parse(text, &rec) != 0 || rec.job_pid == job;
+}
+
 /* Allocates the record's blocks on disk now, so that the shim's later
  * writes in place need no space: fallocate, which a full disk refuses at
  * once without waiting for the disk (aegisd makes one file per job start:

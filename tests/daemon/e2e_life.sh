@@ -130,6 +130,32 @@ assert d['state']=='running' and d['attempts']==1, d" || fail "status lost: $("$
     [ "$(sort runs)" = "$(printf '%s 1\n%s 1' "$id" "$id2")" ] || fail "a job ran again: $(cat runs)"
 }
 
+# The job's own process cannot record its start in the status file (the
+# disk fails between the watcher's start and its fork), so it never runs
+# its command: the attempt is queued again as never started, and once the
+# disk is back the job runs once and ends done. Its watcher recorded the
+# process's exit 126 as the job's, which failed it for good.
+case_life_startfull() {
+    fault_preload
+    export AEGIS_FAULT_PREFIX=$DIR/state/run/ AEGIS_FAULT_TRIGGER=$DIR/full
+    export AEGIS_FAULT_SHIM_WAIT=$DIR/work/hold
+    fstart || fail "aegisd did not start"
+    cd "$DIR/work"
+    touch hold
+    id=$("$AEGIS" submit -- sh -c 'echo "$AEGIS_ATTEMPT" >> runs') || fail submit
+    until_show "$id" "d['state'] == 'running'"
+    touch "$DIR/full"
+    rm hold
+    wait_until "the watcher's end" grep -q -E \
+        "aegis-shim: job $id attempt 1: (its start could not be recorded|cannot record its end)" \
+        "$DIR/state/aegisd.log"
+    rm "$DIR/full"
+    "$AEGIS" wait "$id" > /dev/null || fail "not done: $("$AEGIS" show "$id")"
+    "$AEGIS" show "$id" > shown
+    grep -q "attempt 1 never started" shown || fail "not queued again: $(cat shown)"
+    [ "$(cat runs)" = 1 ] || fail "ran as attempt $(cat runs): $(cat shown)"
+}
+
 # aegisd cannot write its database: it refuses new jobs saying why, and
 # refuses a cancel it cannot record; a job that ends meanwhile shows done
 # at once and is saved once the database can be written again, when jobs
