@@ -662,9 +662,11 @@ static int d_lock(const char *state_dir) {
         if (fd >= 0) close(fd);
         return -1;
     }
+    /* over the last pid, then cut to length: the file keeps its block,
+     * so a full disk cannot leave it empty or with the last pid */
     char pid[32];
     int n = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
-    if (ftruncate(fd, 0) != 0 || write(fd, pid, (size_t)n) != n)
+    if (pwrite(fd, pid, (size_t)n, 0) != n || ftruncate(fd, n) != 0)
         d_error("%s: cannot record the pid: %s", path, strerror(errno));
     return fd;
 }

@@ -393,9 +393,22 @@ struct store {
     char why[4400];         /* the failure, with the database's path */
     store_journal tx;       /* the open transaction's writes */
     store_journal kept;     /* writes not saved yet, oldest first */
+    char error[512];        /* store_errmsg()'s text */
 };
 
-const char *store_errmsg(store *st) { return sqlite3_errmsg(st->db); }
+static bool store_io_error(int rc);
+
+/* SQLite says "disk I/O error" of a full disk, a read-only one and a
+ * failing one alike: where the system gave a reason, it is added. */
+const char *store_errmsg(store *st) {
+    int sys = sqlite3_system_errno(st->db);
+    if (sys != 0 && store_io_error(sqlite3_extended_errcode(st->db)))
+        snprintf(st->error, sizeof(st->error), "%s (%s)",
+                 sqlite3_errmsg(st->db), strerror(sys));
+    else
+        snprintf(st->error, sizeof(st->error), "%s", sqlite3_errmsg(st->db));
+    return st->error;
+}
 
 bool store_failing(const store *st) { return st->failing; }
 
@@ -483,7 +496,7 @@ void store_fail_because(store *st, const char *why) {
 /* Writes stop being tried: said loudly once, with the cause. */
 static void store_fail(store *st) {
     char why[sizeof(st->why)];
-    snprintf(why, sizeof(why), "%s: %s", st->path, sqlite3_errmsg(st->db));
+    snprintf(why, sizeof(why), "%s: %s", st->path, store_errmsg(st));
     store_fail_because(st, why);
 }
 
@@ -550,14 +563,11 @@ store *store_open(const char *path, char *err, size_t errlen) {
         return NULL;
     }
     snprintf(st->path, sizeof(st->path), "%s", path);
-    char *msg = NULL;
     if (sqlite3_open(path, &st->db) != SQLITE_OK ||
         sqlite3_busy_timeout(st->db, 5000) != SQLITE_OK ||
-        sqlite3_exec(st->db, schema, NULL, NULL, &msg) != SQLITE_OK ||
+        sqlite3_exec(st->db, schema, NULL, NULL, NULL) != SQLITE_OK ||
         store_migrate(st) != 0) {
-        snprintf(err, errlen, "%s: %s", path,
-                 msg ? msg : sqlite3_errmsg(st->db));
-        sqlite3_free(msg);
+        snprintf(err, errlen, "%s: %s", path, store_errmsg(st));
         store_close(st);
         return NULL;
     }

@@ -156,6 +156,57 @@ case_life_startfull() {
     [ "$(cat runs)" = 1 ] || fail "ran as attempt $(cat runs): $(cat shown)"
 }
 
+# A state disk really full, not one the fault library stands in for: a
+# small tmpfs, filled. aegisd refuses jobs saying the disk is full, keeps
+# a job's end that it cannot save, and saves it once there is room, so
+# that it holds across a kill -9. After that kill, with its database's
+# write-ahead log still there, aegisd starts on a full disk and refuses
+# jobs; stopped cleanly (the log folded in and removed), it refuses to
+# start, naming the system's reason (SQLite alone said "disk I/O error").
+case_life_realfull() {
+    needs_root
+    mkdir "$DIR/state"
+    mount -t tmpfs -o size=8m,mode=0700 aegis-e2e "$DIR/state" ||
+        { echo "cannot mount a tmpfs here"; exit 77; }
+    start
+    cd "$DIR/work"
+    id=$("$AEGIS" submit -- sh -c 'until [ -e go ]; do sleep 0.05; done') || fail submit
+    until_show "$id" "d['state'] == 'running'"
+    fill() { dd if=/dev/zero of="$DIR/state/filler" bs=4k 2> /dev/null; }
+    refuses_full() {
+        "$AEGIS" submit -- true 2> refused && fail "a job taken on a full disk ($1)"
+        grep -q "cannot write its state.*disk is full" refused ||
+            fail "refused for another reason ($1): $(cat refused)"
+    }
+    fill
+    touch go
+    until_show "$id" "d['state'] == 'done'"
+    refuses_full "running"
+    rm "$DIR/state/filler"
+    wait_until "the kept writes saved" grep -q "state saved again" "$DIR/state/aegisd.log"
+    kill -9 "$(daemon_pid)"
+    while [ -n "$(daemon_pid)" ]; do sleep 0.05; done
+    fill
+    start
+    refuses_full "restarted"
+    "$AEGIS" show --json "$id" | pyjson "assert d['state'] == 'done', d" ||
+        fail "the end saved on a full disk was lost: $("$AEGIS" show "$id")"
+    rm "$DIR/state/filler"
+    pid=$(daemon_pid)
+    kill "$pid"
+    while kill -0 "$pid" 2> /dev/null; do sleep 0.05; done
+    fill
+    "$AEGISD" --socket "$AEGIS_SOCKET" --state-dir "$DIR/state" \
+        --config "$DIR/aegis.yaml" 2> start.err &&
+        fail "started with no room for its log: $(cat start.err)"
+    grep -q "aegis.db: .*(No space left on device)" start.err ||
+        fail "the refusal does not say the disk is full: $(cat start.err)"
+    rm "$DIR/state/filler"
+    start
+    [ "$(daemon_pid)" ] || fail "no pid in the lock file"
+    "$AEGIS" wait "$("$AEGIS" submit -- true)" > /dev/null || fail "no job runs once there is room"
+}
+
 # aegisd cannot write its database: it refuses new jobs saying why, and
 # refuses a cancel it cannot record; a job that ends meanwhile shows done
 # at once and is saved once the database can be written again, when jobs

@@ -51,4 +51,7 @@ for i in $(seq 50); do
     left=$(socket_pids); [ -z "$left" ] && break
     kill -KILL $left 2>/dev/null; sleep 0.1
 done
+# a file system a case mounted in its folder (a small tmpfs, to fill)
+awk -v d="$dir/" 'index($2, d) == 1 { print $2 }' /proc/self/mounts |
+    sort -r | xargs -r -n 1 umount -l
 rm -rf "$dir"
