@@ -203,9 +203,16 @@ void d_gpu_note_foreign(d_daemon *d, int g) {
 }
 
 /* Removes the status file of an attempt not running: its outcome is
- * committed (aegisd stopped, or could not write, between the two). */
+ * committed (aegisd stopped, or could not write, between the two). Not
+ * while the state cannot be written: an end settled then (a restarted
+ * aegisd's recovery settles those of the jobs that ended while it was
+ * down) is in memory only, and its file the only record of it; a kill -9
+ * before it was saved left the next aegisd the attempt running without a
+ * file, queued again as never started, and the job ran twice.
+ * d_jobs_state_retry sweeps once the state is saved. */
 void d_status_sweep(void *ctx, int64_t id, int attempt) {
     d_daemon *d = ctx;
+    if (store_failing(d->st)) return;
     d_job *job = d_job_find(d, id);
     if (!job || job->state != D_RUNNING || job->attempts != attempt)
         exec_status_retire(d->run_dir, &d->spares, id, attempt);

@@ -207,6 +207,41 @@ case_life_realfull() {
     "$AEGIS" wait "$("$AEGIS" submit -- true)" > /dev/null || fail "no job runs once there is room"
 }
 
+# A job ends while aegisd is down; the next aegisd, whose database cannot
+# be written, settles that end in memory only, and is killed -9 before it
+# can save it. Its status file, the only record of the end, must still be
+# there: the sweep of settled files took it, and the aegisd after found
+# the attempt running in its database without one, queued it again as
+# never started, and the job ran twice (the chaos hunt's finding).
+case_life_recover_dbfull() {
+    fault_preload
+    # its write-ahead log only: the database opens, and its first commit
+    # fails (the shared-memory file, made again at the open, must work)
+    export AEGIS_FAULT_PREFIX=$DIR/state/aegis.db-wal AEGIS_FAULT_TRIGGER=$DIR/full
+    fstart || fail "aegisd did not start"
+    cd "$DIR/work"
+    id=$("$AEGIS" submit -- sh -c 'echo "$AEGIS_ATTEMPT" >> runs
+        until [ -e go ]; do sleep 0.05; done') || fail submit
+    until_show "$id" "d['state'] == 'running'"
+    kill -9 "$(daemon_pid)"
+    while [ -n "$(daemon_pid)" ]; do sleep 0.05; done
+    touch go
+    status=$DIR/state/run/$id.1.status
+    wait_until "the job's end recorded" grep -q " ended " "$status"
+    touch "$DIR/full"
+    # recovery is over once it answers; what it said before is on stderr
+    LD_PRELOAD=$PRELOAD "$AEGISD" --socket "$AEGIS_SOCKET" --state-dir "$DIR/state" \
+        --config "$DIR/aegis.yaml" 2> start.err || fail "aegisd did not start on a full disk"
+    grep -q "STATE NOT SAVED" start.err || fail "the end was saved: no fault? $(cat start.err)"
+    [ -e "$status" ] || fail "the unsaved end's status file was removed"
+    kill -9 "$(daemon_pid)"
+    while [ -n "$(daemon_pid)" ]; do sleep 0.05; done
+    rm "$DIR/full"
+    fstart || fail "aegisd did not start"
+    "$AEGIS" wait "$id" > /dev/null || fail "not done: $("$AEGIS" show "$id")"
+    [ "$(cat runs)" = 1 ] || fail "ran again: $(cat runs); $("$AEGIS" show "$id")"
+}
+
 # aegisd cannot write its database: it refuses new jobs saying why, and
 # refuses a cancel it cannot record; a job that ends meanwhile shows done
 # at once and is saved once the database can be written again, when jobs
