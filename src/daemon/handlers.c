@@ -82,7 +82,7 @@ static void d_reason_fields(d_daemon *d, const d_job *job, json_t *row,
         r.job = json_integer_value(json_array_get(waiting_for, 0));
     } else if (job->state == D_QUEUED && job->in_core) {
         core_job_reason(d->core, job->id, now, &r);
-    } else if (job->state == D_HELD && job->producer) {
+    } else if (job->state == D_HELD && job->producer && job->restart_at <= 0) {
         r.kind = CORE_WAIT_FEED; /* asleep until a consumer comes */
     }
     char text[256];

@@ -14,6 +14,7 @@
 #include "daemon.h"
 #include "metrics_jobs.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -242,14 +243,28 @@ static int id_cmp(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+/* The words of aegis_queue_jobs beyond the core's (core_wait_name). */
+static const char *const extra_words[] = {"pending", "backoff"};
+#define NEXTRA_WORDS (sizeof(extra_words) / sizeof(*extra_words))
+
+/* What a job aegisd holds back waits for, as REASON says it
+ * (handlers.c): the end of a back-off, a consumer of its feed (an asleep
+ * producer), or the jobs it depends on. */
+static const char *held_wait_word(const d_job *job) {
+    if (job->restart_at > 0) return "backoff";
+    if (job->producer) return core_wait_name(CORE_WAIT_FEED);
+    return core_wait_name(CORE_WAIT_DEPENDENCY);
+}
+
 /* The reason a waiting job waits, as a word: the core's for the jobs a
  * pass reached (front, sorted), "behind" for the others, which wait for
- * the head of the queue, "held" and "dependency" for held ones, and
- * "pending" for a job no pass has judged yet. */
+ * the head of the queue, "held" for those a user holds, held_wait_word()
+ * for those aegisd holds back, and "pending" for a job no pass has judged
+ * yet. */
 static const char *job_wait_word(d_daemon *d, const d_job *job,
                                  const int64_t *front, int nfront) {
     if (job->held) return core_wait_name(CORE_WAIT_HELD);
-    if (job->state == D_HELD) return core_wait_name(CORE_WAIT_DEPENDENCY);
+    if (job->state == D_HELD) return held_wait_word(job);
     if (!job->in_core ||
         !bsearch(&job->id, front, (size_t)nfront, sizeof(*front), id_cmp))
         return core_wait_name(CORE_WAIT_BEHIND);
@@ -258,26 +273,32 @@ static const char *job_wait_word(d_daemon *d, const d_job *job,
     return r.kind == CORE_WAIT_NONE ? "pending" : core_wait_name(r.kind);
 }
 
+/* The k-th word of aegis_queue_jobs, from 1: the core's kinds, then
+ * extra_words. */
+static const char *queue_word(int k) {
+    return k < CORE_WAIT_KINDS ? core_wait_name(k)
+                               : extra_words[k - CORE_WAIT_KINDS];
+}
+
 static void metrics_queue(d_daemon *d, mtext *t) {
     static int64_t front[CORE_BACKFILL_DEPTH];
     int nfront = core_reason_front(d->core, front, CORE_BACKFILL_DEPTH);
     qsort(front, (size_t)nfront, sizeof(*front), id_cmp);
-    int counts[CORE_WAIT_KINDS + 1] = {0}; /* the last: pending */
+    enum { NWORDS = CORE_WAIT_KINDS + NEXTRA_WORDS };
+    int counts[NWORDS] = {0}; /* by queue_word() */
     for (size_t i = 0; i < d->njobs; i++) {
         const d_job *job = d->jobs[i];
         if (job->state == D_RUNNING) continue;
         const char *word = job_wait_word(d, job, front, nfront);
         int k = 1;
-        while (k < CORE_WAIT_KINDS && strcmp(word, core_wait_name(k)) != 0)
-            k++;
-        counts[k]++;
+        while (k < NWORDS && strcmp(word, queue_word(k)) != 0) k++;
+        assert(k < NWORDS); /* job_wait_word() says only these */
+        if (k < NWORDS) counts[k]++;
     }
     mtext_family(t, "aegis_queue_jobs", "gauge",
                  "Jobs waiting, by the reason `aegis ls` gives (REASON).");
-    for (int k = 1; k <= CORE_WAIT_KINDS; k++) {
-        const char *labels[] = {"reason", k < CORE_WAIT_KINDS
-                                              ? core_wait_name(k)
-                                              : "pending", NULL};
+    for (int k = 1; k < NWORDS; k++) {
+        const char *labels[] = {"reason", queue_word(k), NULL};
         mtext_sample(t, "aegis_queue_jobs", labels, counts[k]);
     }
 }

@@ -18,7 +18,7 @@ stop_daemon() {
 TS='[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z'
 
 case_admin_log() {
-    PORT=$(python3 -c "import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); print(s.getsockname()[1])")
+    PORT=$(free_port)
     echo "metrics_listen: 127.0.0.1:$PORT" >> "$DIR/aegis.yaml"
     start
     stop_daemon
@@ -259,7 +259,7 @@ case_admin_dashboard() {
     command -v prometheus > /dev/null || { echo "no prometheus: skipped"; exit 77; }
     export AEGIS_TEST_GPUS=1x40960
     local port prom
-    port=$(python3 -c "import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); print(s.getsockname()[1])")
+    port=$(free_port)
     echo "metrics_listen: 127.0.0.1:$port" >> "$DIR/aegis.yaml"
     start
     local done_id run_id
@@ -269,7 +269,7 @@ case_admin_dashboard() {
     until_job "$run_id" "assert d['state'] == 'running'"
     "$AEGIS" submit --name waits --mem 8000 -- "$FAKE" --mib 8000 --seconds 1 >/dev/null || fail submit
     "$AEGIS" hold "$("$AEGIS" submit --name held -- true)" >/dev/null || fail hold
-    prom=$(python3 -c "import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); print(s.getsockname()[1])")
+    prom=$(free_port)
     printf 'global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: aegis\n    static_configs:\n      - targets: [\x27127.0.0.1:%s\x27]\n' \
         "$port" > prometheus.yml
     prometheus --config.file=prometheus.yml --storage.tsdb.path="$DIR/work/tsdb" \

@@ -48,6 +48,10 @@ FULL_MIB=36000
 # python3 dozens of times. (A shell function would not do: `python3 ... &`
 # would then give $! of a subshell, not of python.)
 PATH=$(dirname "$(python3 -c 'import sys; print(sys.executable)')"):$PATH
+# A loopback TCP port free now (the kernel picks it).
+free_port() {
+    python3 -c "import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); print(s.getsockname()[1])"
+}
 # jq-free JSON checks: python reads the document on stdin.
 pyjson() { python3 -c "import json,sys; d=json.load(sys.stdin); $1"; }
 # `aegis ARGS...` as user $1 (another user than aegisd's).

@@ -7,11 +7,6 @@ set -u
 AEGISD=$1 AEGIS=$2 NVML=$3 FAKE=$4 CATALOG=$5 CASE=$6
 source "$(dirname "$0")/e2e_lib.sh"
 
-# A loopback TCP port free now (the kernel picks it).
-free_port() {
-    python3 -c "import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); print(s.getsockname()[1])"
-}
-
 # Starts aegisd serving its metrics on a free port ($PORT).
 start_metrics() {
     PORT=$(free_port)
