@@ -663,7 +663,8 @@ static int d_lock(const char *state_dir) {
         return -1;
     }
     /* over the last pid, then cut to length: the file keeps its block,
-     * so a full disk cannot leave it empty or with the last pid */
+     * so once it has one a full disk cannot empty it (written after a
+     * truncation, the pid needed a block anew) */
     char pid[32];
     int n = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
     if (pwrite(fd, pid, (size_t)n, 0) != n || ftruncate(fd, n) != 0)

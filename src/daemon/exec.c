@@ -452,6 +452,36 @@ static int exec_end_session(pid_t job) {
     }
 }
 
+/* In the shim, once the job's process has ended (rec: how): its end into
+ * the status record, and the shim exits. A process the record does not
+ * name could not record its start, and so never ran the command
+ * (exec_job_child): the record is left without a job, and aegisd queues
+ * the attempt again as never started, where an end recorded here failed
+ * the job for a fault of aegisd's disk. */
+_Noreturn static void exec_record_end(const exec_spec *spec, int status_fd,
+                                      const exec_record *rec) {
+    if (!exec_record_names_job(status_fd, rec->job_pid)) {
+        dprintf(2, "aegis-shim: job %lld attempt %d: its process did not "
+                "record its start (it %s %d; the job's stderr log says why): "
+                "not run\n", (long long)spec->id, spec->attempt,
+                WIFSIGNALED(rec->status) ? "was killed by signal" : "exited",
+                WIFSIGNALED(rec->status) ? WTERMSIG(rec->status)
+                                         : WEXITSTATUS(rec->status));
+        _exit(1);
+    }
+    /* Only a read-only disk fails this write (its space was taken at the
+     * start): the shim waits for it rather than lose the outcome. */
+    for (bool said = false; exec_record_write(status_fd, rec, true) != 0;
+         said = true) {
+        if (!said)
+            dprintf(2, "aegis-shim: job %lld attempt %d: cannot record its end "
+                    "(%s); retrying every second\n", (long long)spec->id,
+                    spec->attempt, strerror(errno));
+        exec_nap_ms(1000);
+    }
+    _exit(0);
+}
+
 /* In the shim: start the job, copy its output until it
  * exits, end what is left of it, copy what its pipes still hold, record
  * the status. */
@@ -511,26 +541,7 @@ static void exec_shim(const exec_spec *spec, char **envp, int out_fd,
     rec.status = status;
     rec.left = exec_end_session(job);
     exec_drain(streams, spec->log_max_bytes);
-    if (!exec_record_names_job(status_fd, job)) {
-        /* its child could not record its start, so it never ran the
-         * command (exec_job_child): the record is left without a job, and
-         * aegisd queues the attempt again as never started, where an end
-         * recorded here failed the job for a fault of aegisd's disk */
-        dprintf(2, "aegis-shim: job %lld attempt %d: its start could not be "
-                "recorded: not run\n", (long long)spec->id, spec->attempt);
-        _exit(1);
-    }
-    /* Only a read-only disk fails this write (its space was taken at the
-     * start): the shim waits for it rather than lose the outcome. */
-    for (bool said = false; exec_record_write(status_fd, &rec, true) != 0;
-         said = true) {
-        if (!said)
-            dprintf(2, "aegis-shim: job %lld attempt %d: cannot record its end "
-                    "(%s); retrying every second\n", (long long)spec->id,
-                    spec->attempt, strerror(errno));
-        exec_nap_ms(1000);
-    }
-    _exit(0);
+    exec_record_end(spec, status_fd, &rec);
 }
 
 int exec_fds_above_shim(int *fds, int n) {

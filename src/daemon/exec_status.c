@@ -67,13 +67,23 @@ static int exec_record_parse(const char *text, exec_record *rec) {
     return 0;
 }
 
+/* The record's text in fd, NUL-terminated in text (empty when it cannot
+ * be read); how many bytes were read, or -1. */
+static ssize_t exec_record_text(int fd, char text[EXEC_RECORD_BYTES + 1]) {
+    ssize_t n = pread(fd, text, EXEC_RECORD_BYTES, 0);
+    text[n > 0 ? n : 0] = '\0';
+    return n;
+}
+
+/* The watcher asks once its job's process has ended: a process that could
+ * not write its pids there never ran the command (exec_job_child). A
+ * record it cannot read or parse counts as naming the job, as it did
+ * before the question was asked. */
 bool exec_record_names_job(int fd, pid_t job) {
     char text[EXEC_RECORD_BYTES + 1];
-    ssize_t n = pread(fd, text, EXEC_RECORD_BYTES, 0);
-    if (n <= 0) return true; /* not known: taken as named, as it was */
-    text[n] = '\0';
     exec_record rec;
-    return exec_record_parse(text, &rec) != 0 || rec.job_pid == job;
+    return exec_record_text(fd, text) <= 0 ||
+           exec_record_parse(text, &rec) != 0 || rec.job_pid == job;
 }
 
 /* Allocates the record's blocks on disk now, so that the shim's later
@@ -117,11 +127,14 @@ static int exec_spare_take(const char *run_dir, exec_spares *spares,
 }
 
 /* Makes the status file at path anew, and locks it. A file of this
- * attempt that somebody holds is its watcher's, and left. Returns the
- * descriptor, or -1 with errno. */
+ * attempt that somebody holds is its watcher's, and left as it is: it is
+ * emptied only once locked (emptied first, a live watcher's record was
+ * lost, and the space taken for its end). Returns the descriptor, or -1
+ * with errno. */
 static int exec_status_open(const char *path) {
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_TRUNC, 0600);
-    if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) == 0) return fd;
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) return -1;
+    if (flock(fd, LOCK_EX | LOCK_NB) == 0 && ftruncate(fd, 0) == 0) return fd;
     int why = errno;
     close(fd);
     if (why != EWOULDBLOCK) unlink(path);
@@ -173,13 +186,12 @@ void exec_probe(const char *run_dir, int64_t id, int attempt,
         return;
     }
     bool held = flock(fd, LOCK_SH | LOCK_NB) != 0;
-    ssize_t n = pread(fd, text, EXEC_RECORD_BYTES, 0);
+    exec_record_text(fd, text);
     struct stat st;
     double written = fstat(fd, &st) == 0
                          ? (double)st.st_mtim.tv_sec + st.st_mtim.tv_nsec / 1e9
                          : 0;
     close(fd);
-    text[n > 0 ? n : 0] = '\0';
     int old = 0;
     if (exec_record_parse(text, rec) != 0) {
         memset(rec, 0, sizeof(*rec));

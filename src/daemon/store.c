@@ -396,13 +396,20 @@ struct store {
     char error[512];        /* store_errmsg()'s text */
 };
 
-static bool store_io_error(int rc);
+/* Whether SQLite's last error came from a system call whose errno it
+ * kept: it keeps one for I/O errors and files it cannot open only, and
+ * never clears it, so after any other error it is an earlier one's. */
+static bool store_errno_fresh(sqlite3 *db) {
+    int ext = sqlite3_extended_errcode(db);
+    return ((ext & 0xff) == SQLITE_IOERR || (ext & 0xff) == SQLITE_CANTOPEN) &&
+           ext != SQLITE_IOERR_NOMEM;
+}
 
 /* SQLite says "disk I/O error" of a full disk, a read-only one and a
  * failing one alike: where the system gave a reason, it is added. */
 const char *store_errmsg(store *st) {
     int sys = sqlite3_system_errno(st->db);
-    if (sys != 0 && store_io_error(sqlite3_extended_errcode(st->db)))
+    if (sys != 0 && store_errno_fresh(st->db))
         snprintf(st->error, sizeof(st->error), "%s (%s)",
                  sqlite3_errmsg(st->db), strerror(sys));
     else

@@ -250,7 +250,8 @@ json_t *store_history(store *st, int64_t id);
 /* How many samples the job has and its step (1 for a job without). */
 void store_history_state(store *st, int64_t id, int *count, int *step);
 
-/* The last error of the database, for a log line. */
+/* The last error of the database, with the system's reason where it gave
+ * one, for a log line: a buffer in st, which the next call overwrites. */
 const char *store_errmsg(store *st);
 
 /* A MIG instance aegisd made for an attempt (gpushare.c): a row while it

@@ -4,7 +4,8 @@
 # AEGIS_SOCKET=SOCKET in its environment (aegisd, its shims and MPS
 # control daemons, every job they ran, whoever its user: a job inherits it
 # from the aegis that submitted it) gets SIGTERM, then SIGKILL until none
-# is left, for at most 5 s.
+# is left, for at most 5 s; a file system mounted in DIR (a case's small
+# tmpfs) is unmounted before DIR is removed.
 #
 # With --after PID it first waits for process PID (the test) to end, and
 # does nothing if the test removed DIR itself. --detach PID starts that
