@@ -336,7 +336,9 @@ static core_job *core_job_new(core_state *core, const core_job_spec *job,
     j->seq = core->submits++;
     j->passed = 0;
     j->tried_in = 0;
-    j->over_limit = false; /* a reason reads it before any pass reaches it */
+    /* a reason reads these before any pass reaches it */
+    j->over_limit = false;
+    j->behind_drain = false;
     j->submitted_at = now;
     j->queued_at = core_queued_at(core, j, now);
     size_t h = core_hash(core, job->id);

@@ -102,10 +102,28 @@ static void test_freed_record_leaves_front(void **state) {
     core_destroy(core);
 }
 
+/* A new record's reason asked before any backfill pass has reached it
+ * (`aegis ls` right after a restart's recovery, or a submit): every field
+ * question() reads is set by core_job_new(), not left from the record's
+ * malloc or its last job. UBSan: "load of value 190, which is not a valid
+ * value for type '_Bool'" (behind_drain; over_limit before it). */
+static void test_new_record_reason_before_pass(void **state) {
+    (void)state;
+    core_state *core = make_core("aegis-plus", "magm", 2);
+    occupy_all(core, 2, 30000);
+    core_reason r;
+    for (int64_t id = 400000; id < 400004; id++) {
+        submit_est_range(core, id, id, 38000, 1);
+        assert_int_equal(core_job_reason(core, id, 1, &r), 0);
+    }
+    core_destroy(core);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_spare_records_capped),
         cmocka_unit_test(test_freed_record_leaves_front),
+        cmocka_unit_test(test_new_record_reason_before_pass),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
