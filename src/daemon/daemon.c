@@ -76,15 +76,23 @@ static bool d_conn_closing(d_conn *c) {
     return uv_is_closing((uv_handle_t *)&c->pipe);
 }
 
+/* Takes c off the list of connections (d->conns), which a job's end walks
+ * (d->job_done) until its memory is freed (on_conn_closed). */
+static void d_conn_unlink(d_conn *c) {
+    d_daemon *d = c->d;
+    if (c->prev) c->prev->next = c->next;
+    else d->conns = c->next;
+    if (c->next) c->next->prev = c->prev;
+    c->prev = c->next = NULL;
+    d->nconns--;
+}
+
 static void d_conn_close(d_conn *c) {
     d_daemon *d = c->d;
     if (d_conn_closing(c)) return;
     if (c->lease_id) d_lease_conn_gone(d, c); /* a task gone before its grant */
     if (c->cancel_waiting) d_cancel_conn_gone(d, c);
-    if (c->prev) c->prev->next = c->next;
-    else d->conns = c->next;
-    if (c->next) c->next->prev = c->prev;
-    d->nconns--;
+    d_conn_unlink(c);
     uv_close((uv_handle_t *)&c->pipe, on_conn_closed);
 }
 
@@ -946,6 +954,11 @@ static void d_signals(d_daemon *d) {
 static void on_walk_close(uv_handle_t *h, void *arg) {
     if (uv_is_closing(h)) return;
     bool conn = h->type == UV_NAMED_PIPE && h != (uv_handle_t *)arg;
+    /* off the list first: the last turns may still end a job (a watcher's
+     * spawn reported after its end, d_job_spawned), and its `aegis wait`
+     * clients were then looked for in freed connections (ASan:
+     * heap-use-after-free in d_waiters_job_done after a SIGTERM) */
+    if (conn) d_conn_unlink(h->data);
     uv_close(h, conn ? on_conn_closed : NULL);
 }
 
