@@ -75,8 +75,14 @@ d_deps_verdict d_deps_check(d_daemon *d, const d_job *job, char *reason,
             verdict = D_DEPS_WAIT;
             continue;
         }
-        json_t *row = store_job(d->st, dep->id, false);
-        const char *state = json_string_value(json_object_get(row, "state"));
+        /* Its end as aegisd settled it: while the state cannot be
+         * written, the database still has it running (or queued), and an
+         * afterok job was cancelled for it, an afternotok one run. */
+        const d_unsaved *ended = d_job_unsaved(d, dep->id);
+        json_t *row = ended ? NULL : store_job(d->st, dep->id, false);
+        const char *state =
+            ended ? ended->state
+                  : json_string_value(json_object_get(row, "state"));
         bool met = state && d_dep_met(dep->kind, state);
         if (!met)
             snprintf(reason, reasonlen, "job %lld, which it runs after (%s), "

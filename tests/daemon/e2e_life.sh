@@ -283,6 +283,30 @@ case_life_dbfull() {
     "$AEGIS" wait "$(cat out)" > /dev/null || fail "job submitted after recovery"
 }
 
+# A job that ends done while the database cannot be written: its afterok
+# dependent runs and its afternotok one is cancelled. The database still
+# had it running, and the dependents were judged by that: the afterok one
+# cancelled ("job 1, which it runs after (afterok), running"), the
+# afternotok one run.
+case_life_deps_dbfull() {
+    fault_preload
+    export AEGIS_FAULT_PREFIX=$DIR/state/aegis.db AEGIS_FAULT_TRIGGER=$DIR/full
+    fstart || fail "aegisd did not start"
+    cd "$DIR/work"
+    a=$("$AEGIS" submit -- sh -c 'until [ -e go ]; do sleep 0.05; done') || fail submit
+    ok=$("$AEGIS" submit --after afterok:"$a" -- true) || fail submit
+    notok=$("$AEGIS" submit --after afternotok:"$a" -- true) || fail submit
+    until_show "$a" "d['state']=='running'"
+    touch "$DIR/full"
+    "$AEGIS" submit -- true > /dev/null 2>&1 && fail "submit accepted on a full disk"
+    touch go
+    until_show "$a" "d['state']=='done'" 10
+    until_show "$notok" "d['state']=='cancelled'" 5
+    until_show "$ok" "d['state']=='queued'" 2
+    rm "$DIR/full"
+    "$AEGIS" wait "$ok" > /dev/null || fail "afterok job: $("$AEGIS" show "$ok")"
+}
+
 # A hold, a release and a drain while the database cannot be written are
 # refused, as a submit and a cancel are: answered, they were kept in memory
 # only, and a kill -9 before the disk came back lost them. The first,
