@@ -82,12 +82,6 @@ case_acct_energy_restart() {
     "$AEGIS" cancel "$id" > /dev/null
 }
 
-# Stops aegisd with signal $1 (TERM or KILL) and waits until it is gone.
-stop_daemon() {
-    kill -"$1" "$(daemon_pid)"
-    while [ -n "$(daemon_pid)" ]; do sleep 0.1; done
-}
-
 # Job $1's energy over its one attempt against W watts (the stand-in's
 # 55 + 345 x SMACT) x its duration: within [0.8, 1.05] of it. Up to a tick
 # at either end is not the job's (its start is a read late, its end
@@ -111,7 +105,7 @@ case_acct_energy_kill9() {
         --until "$DIR/go") || fail "submit"
     until_job "$id" "assert d['energy_j'] > 1500"
     local before; before=$(job_field "$id" energy_j)
-    stop_daemon KILL
+    signal_stop KILL
     start
     "$AEGIS" show --json "$id" | pyjson "assert d['state']=='running' and d['energy_j'] >= $before, d['energy_j']" ||
         fail "energy after kill -9: $(job_field "$id" energy_j) J, $before J before"
@@ -136,7 +130,7 @@ case_acct_energy_outage() {
     until_job "$a" "assert d['energy_j'] > 500 and d['pid'] > 0"
     until_job "$b" "assert d['energy_j'] > 500"
     local pid; pid=$(job_field "$a" pid)
-    stop_daemon TERM
+    signal_stop TERM
     sleep 3 # the outage: a runs in it, then ends
     touch "$DIR/go_a"
     while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
@@ -160,7 +154,7 @@ case_acct_energy_counter_back() {
     id=$("$AEGIS" submit --mem 1000 -- "$FAKE" --mib 1000 --seconds 0 --smact 0.5 \
         --until "$DIR/go") || fail "submit"
     until_job "$id" "assert d['energy_j'] > 500"
-    stop_daemon TERM
+    signal_stop TERM
     local g then e mw
     # the driver reloaded: every counter from 0, and (as the stand-in
     # counts it) held there until aegisd reads it again, however long the
@@ -271,8 +265,7 @@ case_acct_end_while_down() {
     id=$("$AEGIS" submit -- "$FAKE" --mib 100 --seconds 0 --until "$DIR/go") || fail "submit"
     wait_until "job $id's pid known" eval '[ "$(job_field "$id" pid)" -gt 0 ] 2>/dev/null'
     local pid; pid=$(job_field "$id" pid)
-    kill -TERM "$(daemon_pid)"
-    while [ -n "$(daemon_pid)" ]; do sleep 0.1; done
+    signal_stop TERM
     touch "$DIR/go"
     while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
     local ended; ended=$(date +%s)

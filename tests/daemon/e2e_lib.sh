@@ -109,10 +109,15 @@ job_field() {
 is_state() { [ "$(job_field "$1" state)" = "$2" ]; }
 # Whether aegisd has seen job ID's processes on its GPUs.
 is_active() { [ "$(job_field "$1" active)" = True ]; }
+# Stops aegisd with signal $1 (TERM, or KILL: it saves and cleans up
+# nothing) and waits until it is gone.
+signal_stop() {
+    kill -"$1" "$(daemon_pid)"
+    while [ -n "$(daemon_pid)" ]; do sleep 0.1; done
+}
 # Stops aegisd by SIGTERM, waits until it is gone, and starts it again.
 restart() {
-    kill -TERM "$(daemon_pid)"
-    while [ -n "$(daemon_pid)" ]; do sleep 0.1; done
+    signal_stop TERM
     start "$@"
 }
 

@@ -185,8 +185,7 @@ case_life_realfull() {
     refuses_full "running"
     rm "$DIR/state/filler"
     wait_until "the kept writes saved" grep -q "state saved again" "$DIR/state/aegisd.log"
-    kill -9 "$(daemon_pid)"
-    while [ -n "$(daemon_pid)" ]; do sleep 0.05; done
+    signal_stop KILL
     fill
     start
     # (a tmpfs reuses a freed page at once: an ext4 disk, which frees a
@@ -197,9 +196,7 @@ case_life_realfull() {
     "$AEGIS" show --json "$id" | pyjson "assert d['state'] == 'done', d" ||
         fail "the end saved on a full disk was lost: $("$AEGIS" show "$id")"
     rm "$DIR/state/filler"
-    pid=$(daemon_pid)
-    kill "$pid"
-    while kill -0 "$pid" 2> /dev/null; do sleep 0.05; done
+    signal_stop TERM
     fill
     "$AEGISD" --socket "$AEGIS_SOCKET" --state-dir "$DIR/state" \
         --config "$DIR/aegis.yaml" 2> start.err &&
@@ -227,8 +224,7 @@ case_life_recover_dbfull() {
     id=$("$AEGIS" submit -- sh -c 'echo "$AEGIS_ATTEMPT" >> runs
         until [ -e go ]; do sleep 0.05; done') || fail submit
     until_show "$id" "d['state'] == 'running'"
-    kill -9 "$(daemon_pid)"
-    while [ -n "$(daemon_pid)" ]; do sleep 0.05; done
+    signal_stop KILL
     touch go
     status=$DIR/state/run/$id.1.status
     wait_until "the job's end recorded" grep -q " ended " "$status"
@@ -237,8 +233,7 @@ case_life_recover_dbfull() {
     fstart start.err || fail "aegisd did not start on a full disk"
     grep -q "STATE NOT SAVED" start.err || fail "the end was saved: no fault? $(cat start.err)"
     [ -e "$status" ] || fail "the unsaved end's status file was removed"
-    kill -9 "$(daemon_pid)"
-    while [ -n "$(daemon_pid)" ]; do sleep 0.05; done
+    signal_stop KILL
     rm "$DIR/full"
     fstart || fail "aegisd did not start"
     "$AEGIS" wait "$id" > /dev/null || fail "not done: $("$AEGIS" show "$id")"
@@ -343,8 +338,7 @@ case_life_limits_dbfull() {
     "$AEGIS" hold "$held" > /dev/null || fail "hold once the disk is back"
     "$AEGIS" release "$freed" > /dev/null || fail "release once the disk is back"
     "$AEGIS" drain 1 --reason "full disk test" > /dev/null || fail "drain"
-    kill -KILL "$(daemon_pid)"
-    while [ -n "$(daemon_pid)" ]; do sleep 0.05; done
+    signal_stop KILL
     fstart || fail "aegisd did not start again"
     "$AEGIS" show --json "$held" | pyjson "assert d['held'] is True, d" ||
         fail "hold lost: $("$AEGIS" show "$held")"
@@ -508,8 +502,7 @@ case_life_cancel() {
         i=0; while [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done; touch finished') || fail submit
     until [ -e started ]; do sleep 0.05; done
     "$AEGIS" cancel "$id" | grep -q "cancelled $id" || fail "cancel not answered"
-    kill -9 "$(daemon_pid)"
-    while [ -n "$(daemon_pid)" ]; do sleep 0.05; done
+    signal_stop KILL
     start
     "$AEGIS" wait "$id" > out
     grep -q "cancelled" out || fail "cancel lost in a crash: $(cat out); $("$AEGIS" show "$id")"
