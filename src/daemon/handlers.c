@@ -82,12 +82,12 @@ static void d_reason_fields(d_daemon *d, const d_job *job, json_t *row,
         r.job = json_integer_value(json_array_get(waiting_for, 0));
     } else if (job->state == D_QUEUED && job->in_core) {
         core_job_reason(d->core, job->id, now, &r);
-    } else if (job->state == D_HELD && job->producer && job->restart_at <= 0) {
+    } else if (job->state == D_HELD && job->producer &&
+               !d_job_backing_off(job)) {
         r.kind = CORE_WAIT_FEED; /* asleep until a consumer comes */
     }
     char text[256];
-    if (r.kind == CORE_WAIT_NONE && job->state == D_HELD &&
-        job->restart_at > 0) { /* a back-off (pipelines.c, jobs_run.c) */
+    if (r.kind == CORE_WAIT_NONE && d_job_backing_off(job)) {
         double left = job->restart_at > now ? job->restart_at - now : 0;
         if (job->kind->outside)
             snprintf(text, sizeof(text), "restarted in %.0f s (back-off "

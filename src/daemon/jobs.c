@@ -32,6 +32,10 @@ size_t d_job_index_after(const d_daemon *d, int64_t id) {
     return i < d->njobs && d->jobs[i]->id == id ? i + 1 : i;
 }
 
+bool d_job_backing_off(const d_job *job) {
+    return job->state == D_HELD && job->restart_at > 0;
+}
+
 d_job *d_job_find(d_daemon *d, int64_t id) {
     size_t i = d_job_index(d, id);
     return i < d->njobs && d->jobs[i]->id == id ? d->jobs[i] : NULL;

@@ -14,6 +14,10 @@ size_t d_job_index(const d_daemon *d, int64_t id);
 /* Where a walk over the table goes on after acting on job id: the place
  * of the first job after it, though the act moved jobs or ended id. */
 size_t d_job_index_after(const d_daemon *d, int64_t id);
+/* Whether aegisd holds job back until its restart_at (a back-off after
+ * watchers that did not start it, a supervisor's restart, an outside
+ * start that could not be recorded), as REASON and /metrics say. */
+bool d_job_backing_off(const d_job *job);
 /* Into the table; -1 when out of memory. */
 int d_job_add(d_daemon *d, d_job *job);
 /* Out of the table, and freed. */

@@ -12,6 +12,7 @@
  * server's accounts, and reasons and states are fixed sets.
  */
 #include "daemon.h"
+#include "jobs.h"
 #include "metrics_jobs.h"
 
 #include <assert.h>
@@ -251,7 +252,7 @@ static const char *const extra_words[] = {"pending", "backoff"};
  * (handlers.c): the end of a back-off, a consumer of its feed (an asleep
  * producer), or the jobs it depends on. */
 static const char *held_wait_word(const d_job *job) {
-    if (job->restart_at > 0) return "backoff";
+    if (d_job_backing_off(job)) return "backoff";
     if (job->producer) return core_wait_name(CORE_WAIT_FEED);
     return core_wait_name(CORE_WAIT_DEPENDENCY);
 }
