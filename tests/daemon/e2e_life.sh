@@ -223,7 +223,9 @@ case_life_recover_dbfull() {
     cd "$DIR/work"
     id=$("$AEGIS" submit -- sh -c 'echo "$AEGIS_ATTEMPT" >> runs
         until [ -e go ]; do sleep 0.05; done') || fail submit
-    until_show "$id" "d['state'] == 'running'"
+    # its command runs, not only "running": the watcher is spawned off
+    # aegisd's loop, and a kill before the spawn leaves no job to end
+    until_file runs
     signal_stop KILL
     touch go
     status=$DIR/state/run/$id.1.status
