@@ -6,8 +6,12 @@ STOP exists.
 
 With REF_SOCKET, each request to aegisd is followed by the same request
 to a reference server (bench/churn/floor_server.c, which does no work),
-its time into REF_OUT: both are then asked by the same client, at the
-same moments, under the same load.
+its time into REF_OUT: both are then asked by the same client, under the
+same load. Each request comes after its own pause: the first request
+after a pause is the slow one on a loaded machine (the client, woken,
+waits for a core), whichever server it asks: asked straight after
+aegisd's answer, the reference missed that wait, and aegisd's slowest
+answers were each followed by one of the reference's fastest.
 
 A client of its own rather than the `aegis` program: on a loaded machine
 starting a process costs more, and varies more, than aegisd's answer,
@@ -40,10 +44,11 @@ def main():
     ref, ref_out = sys.argv[4:6] if len(sys.argv) == 6 else (None, os.devnull)
     with open(out, "w") as f, open(ref_out, "w") as g:
         while not os.path.exists(stop):
+            time.sleep(0.01)  # a client now and then, not a flood
             f.write("%.3f\n" % ask(path))
             if ref:
+                time.sleep(0.01)
                 g.write("%.3f\n" % ask(ref))
-            time.sleep(0.01)  # a client now and then, not a flood
 
 
 if __name__ == "__main__":
