@@ -10,8 +10,9 @@
 #     answers to other clients;
 #   - jobs per second of aegisd against tsp's (goal >= 1).
 # With FLOOR_SERVER (the build's churn_floor_server), the same client asks
-# that server, which does no work, right after each aegisd request during
-# the churn, and the script prints its p99 against aegisd's idle one: the
+# that server, which does no work, after each aegisd request during the
+# churn (each request after a pause of its own), and the script prints
+# its p99 against aegisd's idle one: the
 # first ratio as it would be if aegisd answered as fast as a server doing
 # nothing, so the least this machine allows while the jobs hold its cores.
 # Each is timed from its first submit to its last job's end: aegisd gets
