@@ -60,6 +60,10 @@ static void usage(FILE *out) {
         fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
     fputs("\n--socket PATH names aegisd's socket for the commands that talk to\n"
           "it (as $AEGIS_SOCKET does; default " CLIENT_DEFAULT_SOCKET ").\n"
+          "A command waits $AEGIS_TIMEOUT_S seconds (default 60; 0: no limit)\n"
+          "for aegisd's answer, then exits 1: aegisd took the request but is\n"
+          "stopped or stuck. aegis wait and aegis db backup wait as long as it\n"
+          "takes, and aegis log -f asks again, as when aegisd restarts.\n"
           "Run 'aegis COMMAND --help' for a command's options.\n"
           "Exit status: 0 success, 1 failure, 2 bad usage or bad input (a request\n"
           "aegisd refused included). aegis cancel is the exception: it names\n"

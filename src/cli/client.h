@@ -47,8 +47,13 @@ const char *client_socket(const char *opt);
  * connect, or an answer with "ok": false, prints "aegis CMD: ..." and
  * returns NULL with *rc the exit status to end with: CLI_USAGE when aegisd
  * refused the request (bad input, no such job, not the caller's),
- * CLI_FAIL when it could not be reached, was busy or failed itself. The
- * caller owns the answer. */
+ * CLI_FAIL when it could not be reached, was busy, failed itself, or did
+ * not answer in $AEGIS_TIMEOUT_S seconds (default CLIENT_TIMEOUT_S; 0: no
+ * limit): a stopped or stuck aegisd takes connections (the kernel queues
+ * them) and answers none, and a script or slurmstepd's task-exit hook
+ * must not wait for ever. Requests aegisd answers when something happens
+ * (`wait`, a lease, a backup) have no limit. The caller owns the answer. */
+#define CLIENT_TIMEOUT_S 60
 json_t *client_call(const char *cmd, const char *socket, json_t *req,
                     int *rc);
 /* The same, leaving the connection open in *fd once aegisd answered (the
@@ -62,12 +67,14 @@ json_t *client_call_words(const char *cmd, const char *socket, json_t *req,
 /* How the last client_call ended: with an answer (whatever it said), with
  * no aegisd to connect to (no socket file, or no one listening: stopped or
  * restarting), with the connection closed before an answer (aegisd
- * stopped or crashed meanwhile), or otherwise (out of memory, a socket
- * path too long, permission denied). */
+ * stopped or crashed meanwhile), with no answer in time (a stopped or
+ * stuck aegisd), or otherwise (out of memory, a socket path too long,
+ * permission denied). */
 typedef enum client_end {
     CLIENT_ANSWERED,
     CLIENT_NO_DAEMON,
     CLIENT_CLOSED,
+    CLIENT_TIMEOUT,
     CLIENT_OTHER,
 } client_end;
 client_end client_last_end(void);
@@ -81,6 +88,9 @@ client_end client_last_end(void);
 #define CLIENT_RECONNECT_S 120
 json_t *client_call_patient(const char *cmd, const char *socket, json_t *req,
                             int *rc, bool *reached);
+/* The whole number of seconds in environment variable name, or fallback
+ * when it is unset, empty, negative or not a number. */
+long client_env_seconds(const char *name, long fallback);
 /* A connection to the Unix socket at path: its descriptor, or -1 with
  * errno (ENAMETOOLONG: the path does not fit a socket address). */
 int client_socket_connect(const char *path);

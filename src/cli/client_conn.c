@@ -8,12 +8,14 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 const char *client_socket(const char *opt) {
@@ -87,8 +89,54 @@ int client_write_all(int fd, const char *buf, size_t n) {
     return 0;
 }
 
-/* Reads up to the first newline; the answer may be megabytes (ls --all). */
-static char *client_read_line(int fd, size_t *len) {
+long client_env_seconds(const char *name, long fallback) {
+    const char *env = getenv(name);
+    if (!env || !env[0]) return fallback;
+    char *end;
+    long v = strtol(env, &end, 10);
+    return *end || v < 0 ? fallback : v;
+}
+
+/* Seconds to wait for the answer to a request of operation op: none (0)
+ * for those aegisd answers when something happens, a job's end (`wait`),
+ * a lease's grant, a backup's last page, however long that takes; else
+ * $AEGIS_TIMEOUT_S, default CLIENT_TIMEOUT_S. */
+static long client_answer_timeout_s(const char *op) {
+    static const char *const waiting[] = {"wait", "lease", "db_backup"};
+    for (size_t i = 0; op && i < sizeof(waiting) / sizeof(*waiting); i++)
+        if (strcmp(op, waiting[i]) == 0) return 0;
+    return client_env_seconds("AEGIS_TIMEOUT_S", CLIENT_TIMEOUT_S);
+}
+
+static double client_now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Waits until fd is readable, or until give_up_at (client_now_s(); 0:
+ * no limit): 0, or -1 with errno (ETIMEDOUT when the time is up). */
+static int client_await(int fd, double give_up_at) {
+    for (;;) {
+        int ms = -1;
+        if (give_up_at > 0) {
+            double left = give_up_at - client_now_s();
+            if (left <= 0) {
+                errno = ETIMEDOUT;
+                return -1;
+            }
+            ms = (int)(left * 1000) + 1;
+        }
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        int n = poll(&p, 1, ms);
+        if (n > 0) return 0;
+        if (n < 0 && errno != EINTR) return -1;
+    }
+}
+
+/* Reads up to the first newline, giving up at give_up_at (0: never),
+ * NULL then with errno ETIMEDOUT; the answer may be megabytes (ls --all). */
+static char *client_read_line(int fd, size_t *len, double give_up_at) {
     size_t cap = 65536, n = 0;
     char *buf = malloc(cap);
     while (buf) {
@@ -97,6 +145,7 @@ static char *client_read_line(int fd, size_t *len) {
             if (!grown) break;
             buf = grown;
         }
+        if (client_await(fd, give_up_at) != 0) break;
         ssize_t r = read(fd, buf + n, cap - n);
         if (r < 0 && errno == EINTR) continue;
         if (r <= 0) break;
@@ -107,7 +156,9 @@ static char *client_read_line(int fd, size_t *len) {
             return buf;
         }
     }
+    int why = errno;
     free(buf);
+    errno = why;
     return NULL;
 }
 
@@ -115,12 +166,29 @@ static char *client_read_line(int fd, size_t *len) {
  * the newline: the line goes in one write, which aegisd's front reads
  * whole at once), or NULL; a daemon that turns the client away may close
  * before reading the request, after writing why. */
-static char *client_exchange(int fd, char *text, size_t *len) {
+static char *client_exchange(int fd, char *text, size_t *len,
+                             long timeout_s) {
     size_t n = strlen(text);
     text[n] = '\n';
     client_write_all(fd, text, n + 1); /* refused: its answer says why */
     text[n] = '\0';
-    return client_read_line(fd, len);
+    double give_up_at = timeout_s > 0 ? client_now_s() + (double)timeout_s : 0;
+    return client_read_line(fd, len, give_up_at);
+}
+
+/* Says why no answer line came on a connection aegisd took. */
+static void client_no_answer(const char *cmd, const char *socket,
+                             long timeout_s) {
+    if (errno != ETIMEDOUT) {
+        last_end = CLIENT_CLOSED;
+        client_complain(cmd, "aegisd at %s closed the connection", socket);
+        return;
+    }
+    last_end = CLIENT_TIMEOUT;
+    client_complain(cmd, "no answer from aegisd at %s in %ld s "
+                    "(AEGIS_TIMEOUT_S): it took the request but does not "
+                    "answer (stopped, or stuck), and may still act on it",
+                    socket, timeout_s);
 }
 
 /* client_call_open(), a refusal said in w's words where w is not NULL. */
@@ -129,6 +197,8 @@ static json_t *client_call_as(const char *cmd, const char *socket,
                               int *keep) {
     *rc = CLI_FAIL;
     last_end = CLIENT_OTHER;
+    long timeout_s = client_answer_timeout_s(
+        json_string_value(json_object_get(req, "op")));
     char *text = json_dumps(req, JSON_COMPACT);
     json_decref(req);
     if (!text) {
@@ -138,11 +208,8 @@ static json_t *client_call_as(const char *cmd, const char *socket,
     int fd = client_connect(cmd, socket);
     json_t *answer = NULL;
     size_t len = 0;
-    char *line = fd >= 0 ? client_exchange(fd, text, &len) : NULL;
-    if (fd >= 0 && !line) {
-        last_end = CLIENT_CLOSED;
-        client_complain(cmd, "aegisd at %s closed the connection", socket);
-    }
+    char *line = fd >= 0 ? client_exchange(fd, text, &len, timeout_s) : NULL;
+    if (fd >= 0 && !line) client_no_answer(cmd, socket, timeout_s);
     if (line) {
         last_end = CLIENT_ANSWERED;
         answer = json_loadb(line, len, 0, NULL);

@@ -13,25 +13,15 @@
 #include "cli.h"
 
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <unistd.h>
 
-/* Seconds to keep asking: $AEGIS_RECONNECT_S when it is a whole number of
- * seconds, else CLIENT_RECONNECT_S. */
-static long reconnect_seconds(void) {
-    const char *env = getenv("AEGIS_RECONNECT_S");
-    if (!env || !env[0]) return CLIENT_RECONNECT_S;
-    char *end;
-    long v = strtol(env, &end, 10);
-    return *end || v < 0 ? CLIENT_RECONNECT_S : v;
-}
-
-/* Whether the call that just ended lost aegisd rather than got an answer
- * or failed for another reason. */
+/* Whether the call that just ended lost aegisd (gone, or stopped past
+ * AEGIS_TIMEOUT_S) rather than got an answer or failed for another
+ * reason. */
 static bool lost_daemon(bool reached) {
     client_end end = client_last_end();
-    return end == CLIENT_CLOSED || (end == CLIENT_NO_DAEMON && reached);
+    return end == CLIENT_CLOSED || end == CLIENT_TIMEOUT ||
+           (end == CLIENT_NO_DAEMON && reached);
 }
 
 json_t *client_call_patient(const char *cmd, const char *socket, json_t *req,
@@ -52,7 +42,8 @@ json_t *client_call_patient(const char *cmd, const char *socket, json_t *req,
             return ans;
         }
         if (give_up_at == 0) {
-            long patience = reconnect_seconds();
+            long patience = client_env_seconds("AEGIS_RECONNECT_S",
+                                                CLIENT_RECONNECT_S);
             give_up_at = cli_now_s() + (double)patience;
             if (patience > 0)
                 fprintf(stderr, "%s; asking again for up to %ld s "

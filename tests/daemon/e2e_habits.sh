@@ -228,4 +228,39 @@ case_habits_wait_restart() {
     true
 }
 
+# A stopped aegisd still takes connections (the kernel queues them) and
+# answers none: `aegis ls` gives up after AEGIS_TIMEOUT_S with exit 1,
+# saying why, where it waited for ever; `aegis wait`, whose answer comes
+# when the job ends, waits on past that limit; `aegis log -f` asks again.
+# Once aegisd goes on, both end as they would have.
+case_habits_stopped() {
+    start
+    cd "$DIR/work"
+    id=$("$AEGIS" submit -- sh -c 'echo first; until [ -e go ]; do sleep 0.1; done; echo second') ||
+        fail submit
+    until_job "$id" "assert d['state']=='running'"
+    AEGIS_TIMEOUT_S=1 "$AEGIS" wait "$id" > wait.txt 2> wait.err & waiter=$!
+    AEGIS_TIMEOUT_S=1 "$AEGIS" log -f "$id" > log.txt 2> log.err & follower=$!
+    wait_until "wait connected" connected "$waiter"
+    wait_until "log -f printed the first line" grep -q first log.txt
+    local pid; pid=$(daemon_pid)
+    kill -STOP "$pid"
+    AEGIS_TIMEOUT_S=1 "$AEGIS" ls > ls.txt 2> ls.err
+    local rc=$?
+    kill -CONT "$pid"
+    [ $rc = 1 ] || fail "ls of a stopped aegisd: exit $rc ($(cat ls.err))"
+    grep -q "no answer from aegisd .* in 1 s (AEGIS_TIMEOUT_S)" ls.err ||
+        fail "ls said: $(cat ls.err)"
+    # the ls waited its second out after the wait had connected: a limit
+    # on the wait's answer would have ended it by now
+    kill -0 "$waiter" || fail "wait gave up: $(cat wait.err)"
+    touch go
+    wait "$waiter" || fail "wait: exit $? ($(cat wait.err))"
+    grep -q "^$id done" wait.txt || fail "wait said: $(cat wait.txt)"
+    wait "$follower" || fail "log -f: $(cat log.err)"
+    [ "$(cat log.txt)" = "$(printf 'first\nsecond')" ] ||
+        fail "log -f printed: $(cat log.txt)"
+    "$AEGIS" ls > /dev/null || fail "ls once aegisd goes on"
+}
+
 e2e_run
