@@ -69,9 +69,10 @@ until_job() {
     done
 }
 # Waits for file $1 to exist (a writer that makes it whole elsewhere and
-# renames it into place: a notifier, a lease client).
+# renames it into place: a notifier, a lease client), for $2 seconds at
+# most (default 30).
 until_file() {
-    local deadline=$((SECONDS + 30))
+    local deadline=$((SECONDS + ${2:-30}))
     until [ -e "$1" ]; do
         [ $SECONDS -lt $deadline ] || fail "$1: never written"
         sleep 0.1

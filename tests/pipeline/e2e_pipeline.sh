@@ -579,7 +579,9 @@ case_embed() {
     until_file "$DIR/embedded.0"
     mkdir "$DIR/hold_embed.2"
     add_samples tiny 30     # embeds at 30, 40 (held: kill -9) and 50 (drift)
-    until_file "$DIR/embed_holding.2"
+    # two embedding jobs, each a Python start: over 30 s on a machine
+    # loaded ten times over (the CI beside the stress run)
+    until_file "$DIR/embed_holding.2" 120
     kill_job "$SUP"
     rmdir "$DIR/hold_embed.2"
     until_job "$SUP" "assert d['state'] == 'done'"
