@@ -125,7 +125,8 @@ static int client_await(int fd, double give_up_at) {
                 errno = ETIMEDOUT;
                 return -1;
             }
-            ms = (int)(left * 1000) + 1;
+            /* a minute at a time: any $AEGIS_TIMEOUT_S fits an int */
+            ms = left < 60 ? (int)(left * 1000) + 1 : 60000;
         }
         struct pollfd p = {.fd = fd, .events = POLLIN};
         int n = poll(&p, 1, ms);
@@ -148,6 +149,7 @@ static char *client_read_line(int fd, size_t *len, double give_up_at) {
         if (client_await(fd, give_up_at) != 0) break;
         ssize_t r = read(fd, buf + n, cap - n);
         if (r < 0 && errno == EINTR) continue;
+        if (r == 0) errno = ECONNRESET; /* closed: not an earlier call's */
         if (r <= 0) break;
         char *nl = memchr(buf + n, '\n', (size_t)r);
         n += (size_t)r;
