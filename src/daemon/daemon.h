@@ -457,7 +457,8 @@ void d_row_umask(json_t *row, bool *has, unsigned *mask);
 /* An attempt's GPU list as the store keeps it ("0,2") into gpus (room
  * for CORE_MAX_JOB_GPUS): how many. */
 int d_gpus_parse(const char *text, int *gpus);
-/* A finished job whose end is not saved yet, or NULL. */
+/* A finished job whose end the database does not have, kept while the
+ * state cannot be written (store_failing), or NULL. */
 const d_unsaved *d_job_unsaved(const d_daemon *d, int64_t id);
 int d_jobs_submitted(d_daemon *d, const store_owner *owner,
                      const proto_request *req, int64_t first_id);

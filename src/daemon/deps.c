@@ -77,11 +77,8 @@ d_deps_verdict d_deps_check(d_daemon *d, const d_job *job, char *reason,
         }
         /* Its end as aegisd settled it: while the state cannot be
          * written, the database still has it running (or queued), and an
-         * afterok job was cancelled for it, an afternotok one run. Else
-         * its row has it, and the list (every end since the last tick,
-         * tens of thousands after a bulk cancel) is not walked. */
-        const d_unsaved *ended =
-            store_failing(d->st) ? d_job_unsaved(d, dep->id) : NULL;
+         * afterok job was cancelled for it, an afternotok one run. */
+        const d_unsaved *ended = d_job_unsaved(d, dep->id);
         json_t *row = ended ? NULL : store_job(d->st, dep->id, false);
         const char *state =
             ended ? ended->state

@@ -101,6 +101,10 @@ void d_job_remove(d_daemon *d, d_job *job) {
 /* ---- finished jobs not saved yet ------------------------------------------ */
 
 const d_unsaved *d_job_unsaved(const d_daemon *d, int64_t id) {
+    /* its row has the end (read in the turn's own transaction, before
+     * its commit, too): the list, every end since the last tick (tens
+     * of thousands after a bulk cancel), is not walked */
+    if (!store_failing(d->st)) return NULL;
     for (size_t i = 0; i < d->nunsaved; i++)
         if (d->unsaved[i].id == id) return &d->unsaved[i];
     return NULL;
