@@ -51,8 +51,10 @@ const char *client_socket(const char *opt);
  * not answer in $AEGIS_TIMEOUT_S seconds (default CLIENT_TIMEOUT_S; 0: no
  * limit): a stopped or stuck aegisd takes connections (the kernel queues
  * them) and answers none, and a script or slurmstepd's task-exit hook
- * must not wait for ever. Requests aegisd answers when something happens
- * (`wait`, a lease, a backup) have no limit. The caller owns the answer. */
+ * must not wait for ever; the limit holds for the connect and the send
+ * too (a stopped aegisd's queue of connections fills). Requests aegisd
+ * answers once something has happened (`wait`, `cancel`, a backup) have
+ * no limit. The caller owns the answer. */
 #define CLIENT_TIMEOUT_S 60
 json_t *client_call(const char *cmd, const char *socket, json_t *req,
                     int *rc);
@@ -91,9 +93,14 @@ json_t *client_call_patient(const char *cmd, const char *socket, json_t *req,
 /* The whole number of seconds in environment variable name, or fallback
  * when it is unset, empty, negative or not a number. */
 long client_env_seconds(const char *name, long fallback);
+/* The CLOCK_MONOTONIC second timeout_s seconds from now, or 0 (no
+ * limit) for 0. */
+double client_deadline(long timeout_s);
 /* A connection to the Unix socket at path: its descriptor, or -1 with
- * errno (ENAMETOOLONG: the path does not fit a socket address). */
-int client_socket_connect(const char *path);
+ * errno (ENAMETOOLONG: the path does not fit a socket address; EAGAIN:
+ * the listener's queue stayed full until give_up_at, a client_deadline()
+ * or 0 for no limit, which sends on the descriptor keep too). */
+int client_socket_connect(const char *path, double give_up_at);
 /* Whether a connect's errno says no aegisd runs (no socket file, or no
  * one listening: stopped, or between a stop and its next start). */
 bool client_no_daemon(int err);

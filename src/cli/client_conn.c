@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -47,7 +48,30 @@ void client_complain(const char *cmd, const char *fmt, ...) {
     else fprintf(stderr, "aegis %s: %s\n", cmd, what);
 }
 
-int client_socket_connect(const char *path) {
+static double client_now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+double client_deadline(long timeout_s) {
+    return timeout_s > 0 ? client_now_s() + (double)timeout_s : 0;
+}
+
+/* Lets a connect or a send on fd block until give_up_at (0: no limit),
+ * then fail with EAGAIN: while aegisd is stopped its queue of connections
+ * fills (each client waiting for an answer holds a place), and a connect
+ * then blocks, as a request bigger than the socket's buffer does. */
+static void client_send_until(int fd, double give_up_at) {
+    if (give_up_at <= 0) return;
+    double left = give_up_at - client_now_s();
+    if (left < 0.001) left = 0.001; /* 0 would mean no limit */
+    struct timeval tv = {.tv_sec = (time_t)left};
+    tv.tv_usec = (suseconds_t)((left - (double)tv.tv_sec) * 1e6);
+    (void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+}
+
+int client_socket_connect(const char *path, double give_up_at) {
     struct sockaddr_un addr = {.sun_family = AF_UNIX};
     if (strlen(path) >= sizeof(addr.sun_path)) {
         errno = ENAMETOOLONG;
@@ -55,6 +79,7 @@ int client_socket_connect(const char *path) {
     }
     strcpy(addr.sun_path, path);
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd >= 0) client_send_until(fd, give_up_at);
     if (fd >= 0 && connect(fd, (struct sockaddr *)&addr, sizeof(addr)) == 0)
         return fd;
     int why = errno;
@@ -65,11 +90,19 @@ int client_socket_connect(const char *path) {
 
 bool client_no_daemon(int err) { return err == ENOENT || err == ECONNREFUSED; }
 
-static int client_connect(const char *cmd, const char *path) {
-    int fd = client_socket_connect(path);
+static int client_connect(const char *cmd, const char *path, long timeout_s,
+                          double give_up_at) {
+    int fd = client_socket_connect(path, give_up_at);
     if (fd >= 0) return fd;
     if (errno == ENAMETOOLONG) {
         client_complain(cmd, "%s: socket path too long", path);
+        return -1;
+    }
+    if (errno == EAGAIN && give_up_at > 0) {
+        last_end = CLIENT_TIMEOUT;
+        client_complain(cmd, "aegisd at %s took no connection in %ld s "
+                        "(AEGIS_TIMEOUT_S): its queue of connections is "
+                        "full (stopped, or stuck)", path, timeout_s);
         return -1;
     }
     if (client_no_daemon(errno)) last_end = CLIENT_NO_DAEMON;
@@ -98,20 +131,16 @@ long client_env_seconds(const char *name, long fallback) {
 }
 
 /* Seconds to wait for the answer to a request of operation op: none (0)
- * for those aegisd answers when something happens, a job's end (`wait`),
- * a lease's grant, a backup's last page, however long that takes; else
- * $AEGIS_TIMEOUT_S, default CLIENT_TIMEOUT_S. */
+ * for those aegisd answers once something has happened, however long
+ * that takes: the jobs' ends (`wait`; `cancel`, once the cancelled jobs'
+ * processes are gone and the cancels asked before are done), the copy's
+ * last page (`db_backup`); else $AEGIS_TIMEOUT_S, default
+ * CLIENT_TIMEOUT_S. */
 static long client_answer_timeout_s(const char *op) {
-    static const char *const waiting[] = {"wait", "lease", "db_backup"};
+    static const char *const waiting[] = {"wait", "cancel", "db_backup"};
     for (size_t i = 0; op && i < sizeof(waiting) / sizeof(*waiting); i++)
         if (strcmp(op, waiting[i]) == 0) return 0;
     return client_env_seconds("AEGIS_TIMEOUT_S", CLIENT_TIMEOUT_S);
-}
-
-static double client_now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 /* Waits until fd is readable, or until give_up_at (client_now_s(); 0:
@@ -169,18 +198,22 @@ static char *client_read_line(int fd, size_t *len, double give_up_at) {
  * whole at once), or NULL; a daemon that turns the client away may close
  * before reading the request, after writing why. */
 static char *client_exchange(int fd, char *text, size_t *len,
-                             long timeout_s) {
+                             double give_up_at) {
     size_t n = strlen(text);
     text[n] = '\n';
+    client_send_until(fd, give_up_at); /* the time the connect left */
     client_write_all(fd, text, n + 1); /* refused: its answer says why */
     text[n] = '\0';
-    double give_up_at = timeout_s > 0 ? client_now_s() + (double)timeout_s : 0;
     return client_read_line(fd, len, give_up_at);
 }
 
 /* Says why no answer line came on a connection aegisd took. */
 static void client_no_answer(const char *cmd, const char *socket,
                              long timeout_s) {
+    if (errno == ENOMEM) {
+        client_complain(cmd, "out of memory for aegisd's answer");
+        return;
+    }
     if (errno != ETIMEDOUT) {
         last_end = CLIENT_CLOSED;
         client_complain(cmd, "aegisd at %s closed the connection", socket);
@@ -201,16 +234,17 @@ static json_t *client_call_as(const char *cmd, const char *socket,
     last_end = CLIENT_OTHER;
     long timeout_s = client_answer_timeout_s(
         json_string_value(json_object_get(req, "op")));
+    double give_up_at = client_deadline(timeout_s);
     char *text = json_dumps(req, JSON_COMPACT);
     json_decref(req);
     if (!text) {
         client_complain(cmd, "out of memory");
         return NULL;
     }
-    int fd = client_connect(cmd, socket);
+    int fd = client_connect(cmd, socket, timeout_s, give_up_at);
     json_t *answer = NULL;
     size_t len = 0;
-    char *line = fd >= 0 ? client_exchange(fd, text, &len, timeout_s) : NULL;
+    char *line = fd >= 0 ? client_exchange(fd, text, &len, give_up_at) : NULL;
     if (fd >= 0 && !line) client_no_answer(cmd, socket, timeout_s);
     if (line) {
         last_end = CLIENT_ANSWERED;

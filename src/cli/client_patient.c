@@ -5,8 +5,9 @@
  * the jobs they watch survive that: aegisd replays its state and goes on
  * watching them. So once this process has reached aegisd, a connection
  * refused or closed without an answer is asked again, every half second,
- * for a bounded time. A first call that finds no aegisd still fails at
- * once: a wrong --socket should not hang a script.
+ * for a bounded time, as is a request a stopped aegisd left unanswered
+ * past $AEGIS_TIMEOUT_S. A first call that finds no aegisd still fails
+ * at once: a wrong --socket should not hang a script.
  */
 #include "client.h"
 

@@ -1,5 +1,6 @@
 /* db_cmd.c -- `aegis db backup FILE`: asks aegisd for a copy of its
- * database, made with SQLite's online backup while it runs. aegisd
+ * database, made with SQLite's online backup, in one step on aegisd's
+ * loop, while the jobs run. aegisd
  * writes the file (as root, or its own user), so FILE is made absolute
  * here, against this command's directory.
  */
@@ -18,8 +19,10 @@ static const char help[] =
 "DESCRIPTION\n"
 "    aegisd writes a consistent copy of its database (STATE/aegis.db) to\n"
 "    FILE, a new file of mode 0600 (it holds every job's command and\n"
-"    environment), by SQLite's online backup: jobs go on being served\n"
-"    meanwhile. A relative FILE is taken from this directory. Only root\n"
+"    environment), by SQLite's online backup, in one step: running jobs\n"
+"    go on and `aegis gpus` is answered meanwhile, while other requests\n"
+"    wait for the copy. A relative FILE is taken from this directory.\n"
+"    This command waits as long as the copy takes. Only root\n"
 "    or aegisd's user may ask. To restore, stop aegisd and put the copy in\n"
 "    place of STATE/aegis.db.\n\n"
 "OPTIONS\n"

@@ -38,7 +38,7 @@ static double lease_now(void) {
  * how it failed. */
 static int lease_connect(const char *path, lease_wait_end *end, char *err,
                          size_t errlen) {
-    int fd = client_socket_connect(path);
+    int fd = client_socket_connect(path, 0);
     if (fd >= 0) return fd;
     *end = client_no_daemon(errno) ? LEASE_NO_DAEMON : LEASE_ERROR;
     if (errno == ENAMETOOLONG)

@@ -230,9 +230,11 @@ case_habits_wait_restart() {
 
 # A stopped aegisd still takes connections (the kernel queues them) and
 # answers none: `aegis ls` gives up after AEGIS_TIMEOUT_S with exit 1,
-# saying why, where it waited for ever; `aegis wait`, whose answer comes
-# when the job ends, waits on past that limit; `aegis log -f` asks again.
-# Once aegisd goes on, both end as they would have.
+# saying why, where it waited for ever; so it does once the queue is full
+# (each client that gave up left its place taken), when its connect
+# blocked. `aegis wait`, whose answer comes when the job ends, waits on
+# past that limit; `aegis log -f` asks again. Once aegisd goes on, both
+# end as they would have.
 case_habits_stopped() {
     start
     cd "$DIR/work"
@@ -247,13 +249,35 @@ case_habits_stopped() {
     kill -STOP "$pid"
     AEGIS_TIMEOUT_S=1 "$AEGIS" ls > ls.txt 2> ls.err
     local rc=$?
+    # connections until the queue takes no more, held
+    /usr/bin/python3 - "$AEGIS_SOCKET" "$DIR/queue_full" <<'PY' & filler=$!
+import socket, sys, time
+held = []
+while True:
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.setblocking(False)
+    try:
+        s.connect(sys.argv[1])
+    except BlockingIOError:
+        break
+    held.append(s)
+open(sys.argv[2], "w").close()
+time.sleep(600)
+PY
+    until_file "$DIR/queue_full"
+    AEGIS_TIMEOUT_S=1 "$AEGIS" ls > full.txt 2> full.err
+    local full_rc=$?
+    kill "$filler"
     kill -CONT "$pid"
     [ $rc = 1 ] || fail "ls of a stopped aegisd: exit $rc ($(cat ls.err))"
     grep -q "no answer from aegisd .* in 1 s (AEGIS_TIMEOUT_S)" ls.err ||
         fail "ls said: $(cat ls.err)"
+    [ $full_rc = 1 ] || fail "ls with the queue full: exit $full_rc ($(cat full.err))"
+    grep -q "took no connection in 1 s (AEGIS_TIMEOUT_S)" full.err ||
+        fail "ls with the queue full said: $(cat full.err)"
     # the ls waited its second out after the wait had connected: a limit
     # on the wait's answer would have ended it by now
-    kill -0 "$waiter" || fail "wait gave up: $(cat wait.err)"
+    connected "$waiter" || fail "wait gave up: $(cat wait.err)"
     touch go
     wait "$waiter" || fail "wait: exit $? ($(cat wait.err))"
     grep -q "^$id done" wait.txt || fail "wait said: $(cat wait.txt)"
