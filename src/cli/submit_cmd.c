@@ -232,7 +232,10 @@ static const char help[] =
 "EXIT STATUS\n"
 "    0 queued, 1 aegisd unreachable, busy or failing, 2 bad usage or bad\n"
 "    input (aegisd's refusals too: more GPUs or memory than it has, more\n"
-"    GPUs than max_gpus_per_user, no --after job).\n";
+"    GPUs than max_gpus_per_user, no --after job). An exit 1 after aegisd\n"
+"    took the request (no answer in $AEGIS_TIMEOUT_S seconds, default 60,\n"
+"    or the connection closed) may still have queued the jobs: aegis ls\n"
+"    tells, before a submit is tried again.\n";
 
 /* What the command line gives besides the command. */
 typedef struct submit_opts {
