@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 static const char help[] =
@@ -30,6 +31,10 @@ static const char help[] =
 "    Only root or the user aegisd runs as may shut it down.\n\n"
 "    Under systemd, systemctl stop aegisd is the usual way; aegis shutdown\n"
 "    suits an aegisd started by hand.\n\n"
+"    Without --drain it waits $AEGIS_TIMEOUT_S seconds (default 60; 0: no\n"
+"    limit) for the answer, and as long again for aegisd's exit, then\n"
+"    exits 1: aegisd is stopped or stuck. With --drain it waits for the\n"
+"    exit as long as the jobs run.\n\n"
 "OPTIONS\n"
 "    --drain         wait for the running jobs to end first (this can\n"
 "                    take as long as the longest of them)\n"
@@ -39,19 +44,29 @@ static const char help[] =
 "    0 aegisd stopped, 1 aegisd unreachable, busy or failing, 2 bad usage\n"
 "    or a request aegisd refused (not root or aegisd's user).\n";
 
-/* Reads fd until aegisd closes it (its exit). */
-static void shutdown_wait_close(int fd) {
+/* Reads fd until aegisd closes it (its exit): true, or false when
+ * limit_s seconds (0: no limit) passed first. */
+static bool shutdown_wait_close(int fd, long limit_s) {
+    struct timeval tv = {.tv_sec = limit_s};
+    if (limit_s > 0)
+        (void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
     char buf[512];
     for (;;) {
         ssize_t n = read(fd, buf, sizeof(buf));
-        if (n == 0 || (n < 0 && errno != EINTR)) return;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return false;
+        if (n == 0 || (n < 0 && errno != EINTR)) return true;
     }
 }
 
-/* Waits until process pid is gone (pid 0: unknown, nothing to wait for). */
-static void shutdown_wait_gone(pid_t pid) {
-    while (pid > 0 && (kill(pid, 0) == 0 || errno == EPERM))
+/* Waits until process pid is gone (pid 0: unknown, nothing to wait for):
+ * true, or false when limit_s seconds (0: no limit) passed first. */
+static bool shutdown_wait_gone(pid_t pid, long limit_s) {
+    for (long naps = 0; pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
+         naps++) {
+        if (limit_s > 0 && naps / 20 >= limit_s) return false;
         usleep(50000);
+    }
+    return true;
 }
 
 int cli_shutdown(int argc, char **argv) {
@@ -74,9 +89,20 @@ int cli_shutdown(int argc, char **argv) {
         fprintf(stderr, "aegis shutdown: waiting for %ld running job%s to "
                 "end\n", running, running == 1 ? "" : "s");
     }
-    shutdown_wait_close(fd);
+    /* a stopped aegisd that answered must not hold the command for
+     * ever, as it may not hold one waiting for its answer; a drain waits
+     * for the jobs, for as long as they run */
+    long limit_s =
+        drain ? 0 : client_env_seconds("AEGIS_TIMEOUT_S", CLIENT_TIMEOUT_S);
+    bool gone = shutdown_wait_close(fd, limit_s);
     close(fd);
-    shutdown_wait_gone(peer.pid);
+    gone = gone && shutdown_wait_gone(peer.pid, limit_s);
+    if (!gone) {
+        fprintf(stderr, "aegis shutdown: aegisd (pid %ld) said it stops, but "
+                "has not exited in %ld s (AEGIS_TIMEOUT_S): stopped, or "
+                "stuck\n", (long)peer.pid, limit_s);
+        return CLI_FAIL;
+    }
     if (drain)
         printf("aegisd stopped after its running jobs ended\n");
     else if (running > 0)

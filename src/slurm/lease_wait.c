@@ -35,10 +35,25 @@ static double lease_now(void) {
 }
 
 /* Connects to aegisd (client_conn.c's connect): the socket, or -1 with
- * how it failed. */
-static int lease_connect(const char *path, lease_wait_end *end, char *err,
-                         size_t errlen) {
-    int fd = client_socket_connect(path, 0);
+ * how it failed. While aegisd's queue of connections stays full (aegisd
+ * stopped or stuck, each waiting client holding a place) a connect
+ * blocks, and a task blocked there outlived its job as a blocking read
+ * did: each try gives up at the next of the steps lease_await asks
+ * still() at, and is made again while the job runs. */
+static int lease_connect(const char *path, lease_wait_still still, void *arg,
+                         lease_wait_end *end, char *err, size_t errlen) {
+    double step = LEASE_WAIT_CHECK_S;
+    int fd;
+    while ((fd = client_socket_connect(path, client_deadline((long)step))) < 0 &&
+           errno == EAGAIN) {
+        if (still && !still(arg)) {
+            *end = LEASE_STOPPED;
+            snprintf(err, errlen, "aegisd at %s took no connection (its "
+                     "queue full) before the job ended", path);
+            return -1;
+        }
+        step = lease_check_step(step);
+    }
     if (fd >= 0) return fd;
     *end = client_no_daemon(errno) ? LEASE_NO_DAEMON : LEASE_ERROR;
     if (errno == ENAMETOOLONG)
@@ -122,7 +137,7 @@ lease_wait_end lease_wait(const char *socket_path, json_t *req,
         return LEASE_ERROR;
     }
     lease_wait_end end;
-    int fd = lease_connect(socket_path, &end, err, errlen);
+    int fd = lease_connect(socket_path, still, arg, &end, err, errlen);
     if (fd >= 0) {
         if (client_write_all(fd, text, strlen(text)) == 0 &&
             client_write_all(fd, "\n", 1) == 0)

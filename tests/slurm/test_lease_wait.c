@@ -78,10 +78,52 @@ static void test_wait_backs_off(void **state) {
     rmdir(dir);
 }
 
+static bool still_not(void *arg) {
+    ++*(int *)arg;
+    return false;
+}
+
+/* A listener whose queue of connections is full (a stopped aegisd): the
+ * wait's connect gives up at still()'s first step and, the job gone, the
+ * wait ends. A blocking connect waited there for ever. */
+static void test_connect_queue_full(void **state) {
+    (void)state;
+    char dir[] = "/tmp/aegis-lease-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/aegis.sock", dir);
+    int lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+    assert_true(lfd >= 0);
+    assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    assert_int_equal(listen(lfd, 0), 0);
+    int held[8], nheld = 0;
+    for (; nheld < 8; nheld++) {
+        held[nheld] = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+        if (connect(held[nheld], (struct sockaddr *)&sa, sizeof(sa)) != 0)
+            break;
+    }
+    assert_true(nheld < 8); /* the queue is full */
+    int asked = 0;
+    json_t *answer = NULL;
+    char err[256] = "";
+    lease_wait_end end = lease_wait(sa.sun_path, json_pack("{s:s}", "op",
+                                                           "lease"),
+                                    still_not, &asked, &answer, err,
+                                    sizeof(err));
+    assert_int_equal(end, LEASE_STOPPED);
+    assert_int_equal(asked, 1);
+    assert_non_null(strstr(err, "took no connection"));
+    for (int i = 0; i <= nheld && i < 8; i++) close(held[i]);
+    close(lfd);
+    unlink(sa.sun_path);
+    rmdir(dir);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_check_steps),
         cmocka_unit_test(test_wait_backs_off),
+        cmocka_unit_test(test_connect_queue_full),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
