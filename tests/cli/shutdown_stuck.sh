@@ -5,20 +5,10 @@
 # exit 1, saying so; it waited for that process for ever before.
 set -u
 aegis=$1 fake=$2
-dir=$(mktemp -d)
-fake_pid=
-cleanup() {
-    [ -n "$fake_pid" ] && kill "$fake_pid" 2>/dev/null
-    rm -rf "$dir"
-}
-trap cleanup EXIT
-cd "$dir" || exit 1
+source "$(cd "$(dirname "$0")" && pwd)/fake_lib.sh"
 echo '{"shutdown": {"ok": true, "running": 0, "drain": false}}' > answers.json
-/usr/bin/python3 "$fake" "$dir/aegis.sock" answers.json & fake_pid=$!
-for _ in $(seq 300); do [ -S aegis.sock ] && break; sleep 0.1; done
-[ -S aegis.sock ] || { echo "FAIL: the stand-in did not start"; exit 1; }
-AEGIS_TIMEOUT_S=1 timeout 60 "$aegis" --socket "$dir/aegis.sock" shutdown \
-    > out.txt 2> err.txt
+fake_start "$fake" answers.json
+AEGIS_TIMEOUT_S=1 timeout 60 "$aegis" shutdown > out.txt 2> err.txt
 rc=$?
 [ $rc = 1 ] || { echo "FAIL: exit $rc ($(cat out.txt err.txt))"; exit 1; }
 grep -q "said it stops, but has not exited in 1 s (AEGIS_TIMEOUT_S)" err.txt ||

@@ -11,14 +11,7 @@
 set -u
 aegis=$1 fake=$2
 here=$(cd "$(dirname "$0")" && pwd)
-dir=$(mktemp -d)
-fake_pid=
-cleanup() {
-    [ -n "$fake_pid" ] && kill "$fake_pid" 2>/dev/null
-    rm -rf "$dir"
-}
-trap cleanup EXIT
-cd "$dir" || exit 1
+source "$here/fake_lib.sh"
 fails=0
 
 # Whether file $1 holds, raw, what a terminal would act on.
@@ -72,10 +65,7 @@ print(json.dumps({
         'meta': {'profile': {'k': 'v' * 5000 + bad}}}},
 }))
 PY
-python3 "$fake" "$dir/sock" answers.json &
-fake_pid=$!
-for _ in $(seq 100); do [ -S "$dir/sock" ] && break; sleep 0.1; done
-export AEGIS_SOCKET=$dir/sock
+fake_start "$fake" answers.json
 check "wait" "7 failed x?31m?[2J?y" "$aegis" wait 7
 check "wait --json" '"reason":"x\u009b31m' "$aegis" wait --json 7
 check "feed ls (managed)" "x?31m?[2J?y          8        running" \

@@ -48,6 +48,27 @@ static bool still_once(void *arg) {
     return a->n < 2;
 }
 
+/* A listening socket with a queue of backlog connections, that never
+ * accepts, at sa in the new folder dir (a mkdtemp template): its
+ * descriptor. */
+static int listen_never_accepting(char *dir, struct sockaddr_un *sa,
+                                  int backlog) {
+    assert_non_null(mkdtemp(dir));
+    *sa = (struct sockaddr_un){.sun_family = AF_UNIX};
+    snprintf(sa->sun_path, sizeof(sa->sun_path), "%s/aegis.sock", dir);
+    int lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+    assert_true(lfd >= 0);
+    assert_int_equal(bind(lfd, (struct sockaddr *)sa, sizeof(*sa)), 0);
+    assert_int_equal(listen(lfd, backlog), 0);
+    return lfd;
+}
+
+static void unlisten(int lfd, const char *dir, const struct sockaddr_un *sa) {
+    close(lfd);
+    unlink(sa->sun_path);
+    rmdir(dir);
+}
+
 /* A wait that gets no answer (an aegisd that never accepts: the request
  * lies in the socket's queue) asks 3 s in, then 6 s after: the second
  * step is the first doubled, not 3 s again. Only lower bounds: a loaded
@@ -55,13 +76,8 @@ static bool still_once(void *arg) {
 static void test_wait_backs_off(void **state) {
     (void)state;
     char dir[] = "/tmp/aegis-lease-XXXXXX";
-    assert_non_null(mkdtemp(dir));
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/aegis.sock", dir);
-    int lfd = socket(AF_UNIX, SOCK_STREAM, 0);
-    assert_true(lfd >= 0);
-    assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-    assert_int_equal(listen(lfd, 1), 0);
+    struct sockaddr_un sa;
+    int lfd = listen_never_accepting(dir, &sa, 1);
     asks a = {.start = mono_s()};
     json_t *answer = NULL;
     char err[256] = "";
@@ -73,9 +89,7 @@ static void test_wait_backs_off(void **state) {
     assert_int_equal(a.n, 2);
     assert_true(a.at[0] >= LEASE_WAIT_CHECK_S - 0.01);
     assert_true(a.at[1] - a.at[0] >= 2 * LEASE_WAIT_CHECK_S - 0.01);
-    close(lfd);
-    unlink(sa.sun_path);
-    rmdir(dir);
+    unlisten(lfd, dir, &sa);
 }
 
 static bool still_not(void *arg) {
@@ -89,13 +103,8 @@ static bool still_not(void *arg) {
 static void test_connect_queue_full(void **state) {
     (void)state;
     char dir[] = "/tmp/aegis-lease-XXXXXX";
-    assert_non_null(mkdtemp(dir));
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/aegis.sock", dir);
-    int lfd = socket(AF_UNIX, SOCK_STREAM, 0);
-    assert_true(lfd >= 0);
-    assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-    assert_int_equal(listen(lfd, 0), 0);
+    struct sockaddr_un sa;
+    int lfd = listen_never_accepting(dir, &sa, 0);
     int held[8], nheld = 0;
     for (; nheld < 8; nheld++) {
         held[nheld] = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
@@ -114,9 +123,7 @@ static void test_connect_queue_full(void **state) {
     assert_int_equal(asked, 1);
     assert_non_null(strstr(err, "took no connection"));
     for (int i = 0; i <= nheld && i < 8; i++) close(held[i]);
-    close(lfd);
-    unlink(sa.sun_path);
-    rmdir(dir);
+    unlisten(lfd, dir, &sa);
 }
 
 int main(void) {
