@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 typedef struct cli_command {
@@ -84,12 +83,6 @@ const char *cli_default_catalog(void) {
     bool in_build = n > (ssize_t)len &&
                     strncmp(exe, AEGIS_BUILD_DIR "/", len + 1) == 0;
     return in_build ? AEGIS_CATALOG_SRC : AEGIS_CATALOG_INSTALLED;
-}
-
-double cli_now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 int cli_output_apart(const char *cmd, const char *opt, const char *path,

@@ -50,8 +50,4 @@ void cli_number_text(double v, char *buf, size_t len);
 int cli_output_apart(const char *cmd, const char *opt, const char *path,
                      const char *const *inputs);
 
-/* Seconds on the monotonic clock: for deadlines and periods, which a
- * change of the wall clock must not move. */
-double cli_now_s(void);
-
 #endif

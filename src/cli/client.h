@@ -93,8 +93,10 @@ json_t *client_call_patient(const char *cmd, const char *socket, json_t *req,
 /* The whole number of seconds in environment variable name, or fallback
  * when it is unset, empty, negative or not a number. */
 long client_env_seconds(const char *name, long fallback);
-/* The CLOCK_MONOTONIC second timeout_s seconds from now, or 0 (no
- * limit) for 0. */
+/* Now, in seconds of CLOCK_MONOTONIC: for deadlines and waits, which a
+ * change of the wall clock must not move. */
+double client_now_s(void);
+/* The client_now_s() timeout_s seconds from now, or 0 (no limit) for 0. */
 double client_deadline(long timeout_s);
 /* A connection to the Unix socket at path: its descriptor, or -1 with
  * errno (ENAMETOOLONG: the path does not fit a socket address; EAGAIN:

@@ -48,7 +48,7 @@ void client_complain(const char *cmd, const char *fmt, ...) {
     else fprintf(stderr, "aegis %s: %s\n", cmd, what);
 }
 
-static double client_now_s(void) {
+double client_now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;

@@ -45,12 +45,12 @@ json_t *client_call_patient(const char *cmd, const char *socket, json_t *req,
         if (give_up_at == 0) {
             long patience = client_env_seconds("AEGIS_RECONNECT_S",
                                                 CLIENT_RECONNECT_S);
-            give_up_at = cli_now_s() + (double)patience;
+            give_up_at = client_now_s() + (double)patience;
             if (patience > 0)
                 fprintf(stderr, "%s; asking again for up to %ld s "
                         "(AEGIS_RECONNECT_S)\n", why, patience);
         }
-        if (cli_now_s() >= give_up_at) {
+        if (client_now_s() >= give_up_at) {
             fprintf(stderr, "%s\n", why);
             json_decref(req);
             return NULL;

@@ -208,9 +208,9 @@ static void draw(const top_screen *s, top_lines *lines) {
 /* Waits out one period, drawing again on a resize; false on quit. */
 static bool wait_period(const top_screen *s, double delay_s,
                         top_lines *lines) {
-    double end = cli_now_s() + delay_s;
+    double end = client_now_s() + delay_s;
     for (;;) {
-        double left_ms = (end - cli_now_s()) * 1000;
+        double left_ms = (end - client_now_s()) * 1000;
         if (left_ms <= 0) return true;
         switch (term_wait((int)left_ms + 1)) {
         case TERM_QUIT: return false;

@@ -22,17 +22,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 /* An answer is a few KiB (the grant's environment); more is not aegisd. */
 #define LEASE_ANSWER_MAX (1 << 20)
-
-static double lease_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* Connects to aegisd (client_conn.c's connect): the socket, or -1 with
  * how it failed. While aegisd's queue of connections stays full (aegisd
@@ -92,7 +85,7 @@ static lease_wait_end lease_await(int fd, lease_wait_still still, void *arg,
     char *buf = NULL;
     size_t len = 0;
     double step = LEASE_WAIT_CHECK_S;
-    double next_check = lease_now() + step;
+    double next_check = client_now_s() + step;
     lease_wait_end end = LEASE_ERROR;
     for (;;) {
         struct pollfd p = {.fd = fd, .events = POLLIN};
@@ -114,13 +107,13 @@ static lease_wait_end lease_await(int fd, lease_wait_still still, void *arg,
             if (!*answer) snprintf(err, errlen, "aegisd's answer is not JSON");
             break;
         }
-        if (lease_now() < next_check) continue;
+        if (client_now_s() < next_check) continue;
         if (still && !still(arg)) {
             end = LEASE_STOPPED;
             break;
         }
         step = lease_check_step(step);
-        next_check = lease_now() + step;
+        next_check = client_now_s() + step;
     }
     free(buf);
     return end;
