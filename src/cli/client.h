@@ -98,6 +98,10 @@ long client_env_seconds(const char *name, long fallback);
 double client_now_s(void);
 /* The client_now_s() timeout_s seconds from now, or 0 (no limit) for 0. */
 double client_deadline(long timeout_s);
+/* Waits until fd is readable (or closed), or until give_up_at, a
+ * client_deadline() or 0 for no limit: 0, or -1 with errno (ETIMEDOUT
+ * when the time is up). */
+int client_await(int fd, double give_up_at);
 /* A connection to the Unix socket at path: its descriptor, or -1 with
  * errno (ENAMETOOLONG: the path does not fit a socket address; EAGAIN:
  * the listener's queue stayed full until give_up_at, a client_deadline()

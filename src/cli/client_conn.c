@@ -143,9 +143,7 @@ static long client_answer_timeout_s(const char *op) {
     return client_env_seconds("AEGIS_TIMEOUT_S", CLIENT_TIMEOUT_S);
 }
 
-/* Waits until fd is readable, or until give_up_at (client_now_s(); 0:
- * no limit): 0, or -1 with errno (ETIMEDOUT when the time is up). */
-static int client_await(int fd, double give_up_at) {
+int client_await(int fd, double give_up_at) {
     for (;;) {
         int ms = -1;
         if (give_up_at > 0) {

@@ -15,7 +15,6 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <sys/socket.h>
-#include <sys/time.h>
 #include <unistd.h>
 
 static const char help[] =
@@ -44,26 +43,23 @@ static const char help[] =
 "    0 aegisd stopped, 1 aegisd unreachable, busy or failing, 2 bad usage\n"
 "    or a request aegisd refused (not root or aegisd's user).\n";
 
-/* Reads fd until aegisd closes it (its exit): true, or false when
- * limit_s seconds (0: no limit) passed first. */
-static bool shutdown_wait_close(int fd, long limit_s) {
-    struct timeval tv = {.tv_sec = limit_s};
-    if (limit_s > 0)
-        (void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+/* Reads fd until aegisd closes it (its exit): true, or false at
+ * give_up_at (client_deadline(); 0: no limit). */
+static bool shutdown_wait_close(int fd, double give_up_at) {
     char buf[512];
     for (;;) {
+        if (client_await(fd, give_up_at) != 0 && errno == ETIMEDOUT)
+            return false;
         ssize_t n = read(fd, buf, sizeof(buf));
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return false;
         if (n == 0 || (n < 0 && errno != EINTR)) return true;
     }
 }
 
 /* Waits until process pid is gone (pid 0: unknown, nothing to wait for):
- * true, or false when limit_s seconds (0: no limit) passed first. */
-static bool shutdown_wait_gone(pid_t pid, long limit_s) {
-    for (long naps = 0; pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
-         naps++) {
-        if (limit_s > 0 && naps / 20 >= limit_s) return false;
+ * true, or false at give_up_at (0: no limit). */
+static bool shutdown_wait_gone(pid_t pid, double give_up_at) {
+    while (pid > 0 && (kill(pid, 0) == 0 || errno == EPERM)) {
+        if (give_up_at > 0 && client_now_s() >= give_up_at) return false;
         usleep(50000);
     }
     return true;
@@ -94,9 +90,10 @@ int cli_shutdown(int argc, char **argv) {
      * for the jobs, for as long as they run */
     long limit_s =
         drain ? 0 : client_env_seconds("AEGIS_TIMEOUT_S", CLIENT_TIMEOUT_S);
-    bool gone = shutdown_wait_close(fd, limit_s);
+    double give_up_at = client_deadline(limit_s);
+    bool gone = shutdown_wait_close(fd, give_up_at);
     close(fd);
-    gone = gone && shutdown_wait_gone(peer.pid, limit_s);
+    gone = gone && shutdown_wait_gone(peer.pid, give_up_at);
     if (!gone) {
         fprintf(stderr, "aegis shutdown: aegisd (pid %ld) said it stops, but "
                 "has not exited in %ld s (AEGIS_TIMEOUT_S): stopped, or "
